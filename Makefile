@@ -1,0 +1,41 @@
+# AutoMonitor-Bench: two commands on a fresh machine.
+#   make demo   install, build the benchmark from ../shared/raw, run monitors, open the app on :8501
+#   make test   install (with test extras and Debian chromium) and run the whole test suite
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+AM := $(VENV)/bin/automonitor
+export AUTOMONITOR_RAW ?= $(abspath ../shared/raw)
+PORT ?= 8501
+
+.PHONY: install demo test test-fast app bench clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip wheel
+	$(VENV)/bin/pip install -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(AM) build
+	$(AM) stats
+	bash scripts/demo_runs.sh
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+
+app: install
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+
+test: install
+	bash scripts/ensure_chromium.sh
+	$(VENV)/bin/pytest
+
+test-fast: install
+	$(VENV)/bin/pytest -m "not slow"
+
+bench: install
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) automonitor.db automonitor.db-wal automonitor.db-shm test-artifacts

@@ -1,0 +1,3 @@
+from automonitor.cli import main
+
+main()

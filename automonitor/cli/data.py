@@ -1,0 +1,3 @@
+"""CLI commands (placeholder module; filled in by its feature)."""
+
+from automonitor.cli import app  # noqa: F401

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# Monitor runs of the demo (filled in by the monitor-runs work).
+set -euo pipefail

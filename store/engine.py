@@ -1,0 +1,97 @@
+"""Engine set-up for the store: SQLite (default, WAL mode) or PostgreSQL, same code.
+
+The URL comes from ``AUTOMONITOR_DB`` (a SQLAlchemy URL); the default is a SQLite file
+``automonitor.db`` in the working directory. The schema is created and upgraded by Alembic
+(``init_db``), never by ``create_all``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+DEFAULT_URL = "sqlite:///automonitor.db"
+_MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+_engines: dict[str, Engine] = {}
+_lock = threading.Lock()
+
+
+def db_url(url: str | None = None) -> str:
+    """The store URL: ``url`` if given, else ``$AUTOMONITOR_DB``, else ``sqlite:///automonitor.db``.
+
+    A bare ``postgresql://`` URL is mapped to the psycopg 3 driver (``postgresql+psycopg://``).
+    """
+    url = url or os.environ.get("AUTOMONITOR_DB") or DEFAULT_URL
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def get_engine(url: str | None = None, *, fresh: bool = False) -> Engine:
+    """Return a (process-wide cached) engine for ``db_url(url)``.
+
+    SQLite connections get WAL journal mode, foreign keys and a 30 s busy timeout; PostgreSQL gets a
+    pre-ping pool. ``fresh=True`` bypasses the cache (tests, benchmarks).
+    """
+    url = db_url(url)
+    with _lock:
+        if not fresh and url in _engines:
+            return _engines[url]
+        if url.startswith("sqlite"):
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        if not fresh:
+            _engines[url] = engine
+        return engine
+
+
+def alembic_config(engine: Engine):
+    """An Alembic ``Config`` bound to ``engine`` (migrations in ``store/migrations``)."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def init_db(engine: Engine | None = None) -> Engine:
+    """Create or upgrade the schema to the newest Alembic revision (idempotent). Returns the engine."""
+    from alembic import command
+
+    engine = engine or get_engine()
+    command.upgrade(alembic_config(engine), "head")
+    return engine
+
+
+@contextmanager
+def session_scope(engine: Engine | None = None) -> Iterator[Session]:
+    """A session that commits on success and rolls back on any exception (all-or-nothing writes)."""
+    session = Session(engine or get_engine(), expire_on_commit=False)
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

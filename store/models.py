@@ -1,0 +1,209 @@
+"""SQLModel tables of the store.
+
+Every schema change goes through an Alembic migration in ``store/migrations/versions``.
+Free-form data goes to the JSON ``meta``/``params`` columns, so that most features need no migration.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    """Current time, timezone-aware UTC (the store's datetime columns require aware values)."""
+    return datetime.now(timezone.utc)
+
+
+class Sample(SQLModel, table=True):
+    """One side of a pair: a request and one model response with its gold (or intended) label.
+
+    ``status`` is ``gold`` for benchmark samples, ``candidate`` for pairs waiting for annotation
+    (their ``label`` is only the *intended* label and must never be shown to annotators), ``rejected``
+    for candidates the adjudicator rejected. ``split`` is ``test`` or ``train`` for gold samples and
+    ``None`` for candidates.
+    """
+
+    __tablename__ = "sample"
+    id: str = Field(primary_key=True, max_length=64)  # the contract's sample_id
+    pair_id: str = Field(index=True, max_length=128)
+    category: str = Field(index=True, max_length=32)
+    task: str = Field(index=True, max_length=16)
+    label: str = Field(max_length=16)
+    request: str = Field(sa_column=Column(Text, nullable=False))
+    response: str = Field(sa_column=Column(Text, nullable=False))
+    source: str = Field(default="", index=True, max_length=64)
+    source_file: Optional[str] = Field(default=None, max_length=512)
+    source_record: Optional[str] = Field(default=None, max_length=256)
+    split: Optional[str] = Field(default=None, index=True, max_length=8)
+    status: str = Field(default="gold", index=True, max_length=16)
+    request_hash: str = Field(index=True, max_length=64)
+    response_hash: str = Field(index=True, max_length=64)
+    content_hash: str = Field(index=True, max_length=64)  # sha256 of request + response + label
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Monitor(SQLModel, table=True):
+    """A judge: backend + model (+ base URL). ``name`` is the ``BACKEND[:MODEL]`` spec."""
+
+    __tablename__ = "monitor"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(index=True, max_length=256)
+    backend: str = Field(max_length=32)
+    model: Optional[str] = Field(default=None, max_length=256)
+    base_url: Optional[str] = Field(default=None, max_length=512)
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    __table_args__ = (UniqueConstraint("name", "base_url", name="uq_monitor_name_url"),)
+
+
+class Run(SQLModel, table=True):
+    """One monitor x template pass over a set of samples (or an imported set of verdicts)."""
+
+    __tablename__ = "run"
+    id: str = Field(primary_key=True, max_length=64)
+    monitor_id: int = Field(foreign_key="monitor.id", index=True)
+    monitor: str = Field(max_length=256)  # denormalised monitor name for display
+    template: str = Field(max_length=32)
+    template_hash: Optional[str] = Field(default=None, max_length=64)
+    status: str = Field(default="pending", index=True, max_length=16)
+    kind: str = Field(default="measured", max_length=16)  # measured | imported
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    n: int = 0
+    api_calls: int = 0
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    error: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: Optional[datetime] = None
+    finished_at: Optional[datetime] = None
+
+
+class Prediction(SQLModel, table=True):
+    """A monitor's outcome on one sample in one run. ``outcome`` is ``None`` while still pending.
+
+    Outcomes: ``misbehavior`` | ``benign`` | ``invalid`` | ``refusal`` | ``error`` (never a silent benign).
+    """
+
+    __tablename__ = "prediction"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", index=True, max_length=64)
+    sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
+    outcome: Optional[str] = Field(default=None, index=True, max_length=16)
+    score: Optional[float] = None  # P(misbehavior) in [0, 1] when the backend gives it
+    raw: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    reason: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    evidence: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    pred_category: Optional[str] = Field(default=None, max_length=32)
+    severity: Optional[str] = Field(default=None, max_length=16)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_ms: Optional[float] = None
+    cached: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    judged_at: Optional[datetime] = None
+    __table_args__ = (UniqueConstraint("run_id", "sample_id", name="uq_prediction_run_sample"),)
+
+
+class CacheEntry(SQLModel, table=True):
+    """Content-addressed judge cache: key = sha256(backend, model, base URL, template hash, sample hash,
+    parameters). Errors are never cached; parsed verdicts, invalid answers and refusals are."""
+
+    __tablename__ = "cache_entry"
+    key: str = Field(primary_key=True, max_length=64)
+    outcome: str = Field(max_length=16)
+    score: Optional[float] = None
+    raw: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    reason: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    evidence: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    pred_category: Optional[str] = Field(default=None, max_length=32)
+    severity: Optional[str] = Field(default=None, max_length=16)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Annotator(SQLModel, table=True):
+    """An account: an annotator or an admin. ``password_hash`` is an argon2 hash, never the password."""
+
+    __tablename__ = "annotator"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True, max_length=128)
+    role: str = Field(default="annotator", max_length=16)
+    password_hash: str = Field(max_length=256)
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Assignment(SQLModel, table=True):
+    """One candidate item (a single side of a pair) assigned to one annotator, at a position in that
+    annotator's randomised queue (seed recorded)."""
+
+    __tablename__ = "assignment"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
+    position: int = 0
+    seed: int = 0
+    batch: int = 0
+    submitted_at: Optional[datetime] = None
+    created_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (UniqueConstraint("annotator_id", "sample_id", name="uq_assignment_annotator_sample"),)
+
+
+class Annotation(SQLModel, table=True):
+    """An annotator's label on one item. Editable until the batch is submitted."""
+
+    __tablename__ = "annotation"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
+    label: str = Field(max_length=16)  # misbehavior | benign | unsure
+    category: Optional[str] = Field(default=None, max_length=32)
+    severity: Optional[str] = Field(default=None, max_length=16)
+    evidence_start: Optional[int] = None
+    evidence_end: Optional[int] = None
+    evidence_text: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    guideline_version: str = Field(default="v1", max_length=32)
+    seconds_spent: Optional[float] = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    submitted_at: Optional[datetime] = None
+    __table_args__ = (UniqueConstraint("annotator_id", "sample_id", name="uq_annotation_annotator_sample"),)
+
+
+class Adjudication(SQLModel, table=True):
+    """An adjudicator's decision on a candidate item/pair: the decided label becomes gold (accept) or the
+    pair is kept as rejected with its reason."""
+
+    __tablename__ = "adjudication"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
+    pair_id: str = Field(index=True, max_length=128)
+    adjudicator_id: int = Field(foreign_key="annotator.id", index=True)
+    decision: str = Field(max_length=16)  # accept | reject
+    gold_label: Optional[str] = Field(default=None, max_length=16)
+    split: Optional[str] = Field(default=None, max_length=8)
+    note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    guideline_version: str = Field(default="v1", max_length=32)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class BuildLog(SQLModel, table=True):
+    """What a ``build`` did: seed, per-source counts, quota shortfalls (shown by ``stats``)."""
+
+    __tablename__ = "build_log"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    seed: int = 0
+    report: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)

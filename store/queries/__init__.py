@@ -1,0 +1,1 @@
+"""Query helpers over the store, one module per area (samples, runs, annotation)."""

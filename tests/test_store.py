@@ -1,0 +1,65 @@
+"""The store schema: migrations, WAL mode, constraints on SQLite and PostgreSQL."""
+
+import pytest
+import sqlalchemy as sa
+from sqlmodel import select
+
+from store import init_db, session_scope
+from store.models import Prediction, Run, Monitor, Sample
+
+
+def _sample(i: int, **kw) -> Sample:
+    base = dict(id=f"s{i}", pair_id=f"p{i // 2}", category="safety_permission", task="qa",
+                label="misbehavior" if i % 2 == 0 else "benign", request="req", response=f"resp {i}",
+                source="test", request_hash="r", response_hash=f"h{i}", content_hash=f"c{i}")
+    base.update(kw)
+    return Sample(**base)
+
+
+def test_migrations_create_every_table_and_are_idempotent(engine):
+    names = set(sa.inspect(engine).get_table_names())
+    assert {"sample", "monitor", "run", "prediction", "cache_entry", "annotator", "assignment",
+            "annotation", "adjudication", "alembic_version"} <= names
+    init_db(engine)  # second upgrade is a no-op
+    with engine.connect() as c:
+        assert c.execute(sa.text("select count(*) from alembic_version")).scalar() == 1
+
+
+def test_sqlite_runs_in_wal_mode(sqlite_engine):
+    with sqlite_engine.connect() as c:
+        assert c.execute(sa.text("PRAGMA journal_mode")).scalar().lower() == "wal"
+        assert c.execute(sa.text("PRAGMA foreign_keys")).scalar() == 1
+
+
+def test_session_scope_rolls_back_everything_on_error(engine):
+    with pytest.raises(RuntimeError):
+        with session_scope(engine) as s:
+            s.add(_sample(0))
+            s.flush()
+            raise RuntimeError("boom")
+    with session_scope(engine) as s:
+        assert s.exec(select(Sample)).all() == []
+
+
+def test_prediction_is_unique_per_run_and_sample(engine):
+    with session_scope(engine) as s:
+        s.add(_sample(0))
+        m = Monitor(name="rules", backend="rules")
+        s.add(m)
+        s.flush()
+        s.add(Run(id="r1", monitor_id=m.id, monitor="rules", template="direct"))
+        s.flush()
+        s.add(Prediction(run_id="r1", sample_id="s0", outcome="benign"))
+    with pytest.raises(sa.exc.IntegrityError):
+        with session_scope(engine) as s:
+            s.add(Prediction(run_id="r1", sample_id="s0", outcome="misbehavior"))
+    with session_scope(engine) as s:
+        preds = s.exec(select(Prediction)).all()
+        assert [(p.sample_id, p.outcome) for p in preds] == [("s0", "benign")]
+
+
+def test_json_meta_round_trips(engine):
+    with session_scope(engine) as s:
+        s.add(_sample(1, meta={"cwe": "CWE-79", "nested": {"a": [1, 2]}}))
+    with session_scope(engine) as s:
+        assert s.get(Sample, "s1").meta == {"cwe": "CWE-79", "nested": {"a": [1, 2]}}
