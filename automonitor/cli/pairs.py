@@ -1,3 +1,63 @@
-"""CLI commands (placeholder module; filled in by its feature)."""
+"""``automonitor import`` and ``automonitor export``: the generic pair file (JSONL, CSV, Parquet).
 
-from automonitor.cli import app  # noqa: F401
+See ``automonitor.pairs_io`` for the format, the validation rules and the line numbering of errors.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from automonitor.cli import app
+from automonitor.cli.common import emit_json, open_store
+
+
+@app.command("import")
+def import_cmd(
+    file: str = typer.Argument(..., help="Pair file: .jsonl/.json (one sample a line), .csv or .parquet."),
+    as_candidates: bool = typer.Option(False, "--as-candidates",
+                                       help="Store as candidates for annotation (status 'candidate', no split)."),
+    split: Optional[str] = typer.Option(None, "--split", help="Split of gold samples: test (default) | train."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the "
+                                                             "extension, else sniffed)."),
+    source: str = typer.Option("import", "--source", help="Source name for rows without a 'source'."),
+    max_errors: int = typer.Option(10, "--max-errors", min=1, help="How many problems to list."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Import user pairs as gold samples (or candidates), all or nothing; re-importing adds nothing.
+
+    Columns: pair_id, category, task, request, response, label, optional sample_id, source, meta.
+    Bad input exits 2 naming the file, line and field, and leaves the store unchanged.
+    """
+    from automonitor.pairs_io import apply_import, prepare_import
+
+    plan = prepare_import(file, fmt=fmt, as_candidates=as_candidates, split=split, default_source=source,
+                          max_errors=max_errors)  # validate the file before opening the store
+    result = apply_import(open_store(), plan)
+    if json_out:
+        emit_json(result)
+    else:
+        where = "candidates" if as_candidates else f"gold samples (split {result['split']})"
+        typer.echo(f"{result['file']}: {result['rows']} samples in {result["pairs"]} pair(s) as {where}: "
+                   f"{result['inserted']} inserted, {result['skipped_existing']} already in the store")
+
+
+@app.command("export")
+def export_cmd(
+    file: str = typer.Argument(..., help="Output file; the format follows the extension."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
+    split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
+    status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip)."""
+    from automonitor.pairs_io import check_export_options, export_pairs
+
+    check_export_options(file, fmt=fmt, split=split, status=status)
+    result = export_pairs(open_store(), file, fmt=fmt, split=split, status=status)
+    if json_out:
+        emit_json(result)
+    else:
+        typer.echo(f"{result['file']}: wrote {result['rows']} samples in {result["pairs"]} pair(s) "
+                   f"({result['format']}, status {status}, split {split})")

@@ -1,0 +1,739 @@
+"""The generic pair file of ``../shared/CONTRACT.md``: read, validate, import into and export from the store.
+
+A pair file holds one *sample* (one side of a pair) per record, as JSONL (one JSON object a line), CSV
+(same columns, ``meta`` as a JSON string) or Parquet (same columns, ``meta`` as a JSON string):
+
+=============  ========  =====================================================================
+field          required  value
+=============  ========  =====================================================================
+``pair_id``    yes       str, shared by the two sides of a pair (at most 128 characters)
+``category``   yes       ``safety_permission`` | ``sycophancy_bias`` | ``specification_gaming``
+``task``       yes       ``qa`` | ``code`` | ``reasoning``
+``request``    yes       str, not blank
+``response``   yes       str, not blank
+``label``      yes       ``misbehavior`` | ``benign``
+``sample_id``  no        str (at most 64 characters); assigned with ``hashing.make_sample_id`` when absent
+``source``     no        str (at most 64 characters); default ``"import"``
+``meta``       no        JSON object (default ``{}``)
+=============  ========  =====================================================================
+
+A valid pair has exactly one ``misbehavior`` and one ``benign`` sample, the same category and task, and
+the same request (compared after ``hashing.norm_text``). Text is stored exactly as given, so export gives
+back the very same strings.
+
+Import is all or nothing: every record is validated (and checked against the store) before anything is
+written, and the write is one transaction. Any problem raises :class:`automonitor.errors.InputError`
+located at the first problem (``file``, ``line``, ``field``); its message also lists up to
+``max_errors`` problems, and its ``problems`` attribute holds them all as ``InputError`` objects.
+Line numbers: JSONL = physical line; CSV = record number counting the header as line 1 (the row number
+a spreadsheet shows); Parquet = 1-based row number.
+
+Re-importing the same file inserts nothing (the sample ids are the same) and is not an error.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field as dc_field
+from pathlib import Path
+from typing import Any, Iterable
+
+from automonitor import vocab
+from automonitor.errors import InputError
+from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
+
+FIELDS: tuple[str, ...] = ("sample_id", "pair_id", "category", "task", "request", "response", "label",
+                           "source", "meta")
+REQUIRED: tuple[str, ...] = ("pair_id", "category", "task", "request", "response", "label")
+FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
+DEFAULT_SOURCE = "import"
+MAX_LEN: dict[str, int] = {"sample_id": 64, "pair_id": 128, "source": 64}
+_EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
+               ".parquet": "parquet", ".pq": "parquet"}
+_VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS}
+_STR_FIELDS = ("sample_id", "pair_id", "category", "task", "request", "response", "label", "source")
+EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "all")
+EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
+
+
+@dataclass
+class RawRecord:
+    """One record as read from a file, before validation. ``line`` is where errors point."""
+
+    line: int
+    data: dict[str, Any]
+    meta_is_text: bool = False  # CSV/Parquet: ``meta`` is a JSON string to parse
+
+
+@dataclass
+class PairRecord:
+    """One validated sample of a pair file (``sample_id`` always set, text exactly as in the file)."""
+
+    line: int
+    sample_id: str
+    pair_id: str
+    category: str
+    task: str
+    request: str
+    response: str
+    label: str
+    source: str
+    meta: dict[str, Any] = dc_field(default_factory=dict)
+
+    def as_row(self) -> dict[str, Any]:
+        """The record as a pair-file row (the contract's columns, in ``FIELDS`` order)."""
+        return {k: getattr(self, k) for k in FIELDS}
+
+
+class _Problems:
+    """Collects located problems; ``raise_if_any`` raises the first as an ``InputError``."""
+
+    def __init__(self, file: str, limit: int = 10):
+        self.file, self.limit = file, max(1, int(limit))
+        self.items: list[InputError] = []
+
+    def add(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
+        self.items.append(InputError(message, file=self.file, line=line, field=field))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        first = self.items[0]
+        msg = first.message
+        if len(self.items) > 1:
+            shown = self.items[1:self.limit]
+            more = len(self.items) - 1 - len(shown)
+            msg += f"\n  ({len(self.items) - 1} more problem{'s' if len(self.items) > 2 else ''})"
+            msg += "".join(f"\n  also: {p}" for p in shown)
+            if more > 0:
+                msg += f"\n  ... and {more} more"
+        err = InputError(msg, file=first.file, line=first.line, field=first.field)
+        err.problems = list(self.items)  # type: ignore[attr-defined]
+        raise err
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+def detect_format(name: str, data: bytes | None = None, fmt: str | None = None) -> str:
+    """The pair-file format (``jsonl`` | ``csv`` | ``parquet``): ``fmt`` if given, else from the file
+    extension (``.jsonl``/``.json``/``.ndjson``, ``.csv``, ``.parquet``/``.pq``), else sniffed from
+    ``data`` (Parquet magic ``PAR1``; first non-blank character ``{`` or ``[`` means JSONL; else CSV).
+
+    Raises ``InputError`` (field ``--format``) for an unknown ``fmt``, or when nothing decides it.
+    """
+    if fmt:
+        f = fmt.lower().lstrip(".")
+        f = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}.get(f, f)
+        if f not in FORMATS:
+            raise InputError(f"unknown format '{fmt}' (use one of: {', '.join(FORMATS)})", file=name,
+                             field="--format")
+        return f
+    ext = Path(name).suffix.lower()
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext]
+    if data is None:
+        raise InputError(f"cannot tell the format from the extension '{ext}' (use --format "
+                         f"{'|'.join(FORMATS)})", file=name, field="--format")
+    if data[:4] == b"PAR1":
+        return "parquet"
+    head = data[3:] if data.startswith(codecs.BOM_UTF8) else data
+    head = head.lstrip()[:1]
+    return "jsonl" if head in (b"{", b"[") else "csv"
+
+
+def _reject_constant(token: str):
+    raise ValueError(f"{token} is not allowed in JSON")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key '{k}'")
+        out[k] = v
+    return out
+
+
+def _loads(text: str) -> Any:
+    """Strict JSON: no NaN/Infinity, no duplicate keys."""
+    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+
+
+def _bad_byte_note(text: str) -> str:
+    for i, ch in enumerate(text):
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:
+            return f"byte 0x{o - 0xDC00:02x} at character {i + 1} is not valid UTF-8"
+        if 0xD800 <= o <= 0xDFFF:
+            return f"a lone surrogate (U+{o:04X}) at character {i + 1} is not valid Unicode text"
+    return ""
+
+
+def _read_jsonl(data: bytes, file: str, problems: _Problems) -> list[RawRecord]:
+    out: list[RawRecord] = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+            bad = ""
+        except UnicodeDecodeError as exc:
+            text = raw.decode("utf-8", "surrogateescape")
+            bad = f"byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} is not valid UTF-8"
+        try:
+            obj = _loads(text)
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            if bad:
+                problems.add(f"not UTF-8 text: {bad}", line=lineno)
+            elif text.strip() in ("[", "{"):
+                problems.add("malformed JSON: a lone bracket; this looks like a pretty-printed JSON "
+                             "document, expected JSONL (one JSON object per line)", line=lineno)
+            else:
+                problems.add(f"malformed JSON: {getattr(exc, 'msg', None) or exc}"
+                             + (f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""),
+                             line=lineno)
+            continue
+        if not isinstance(obj, dict):
+            kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+                    int: "a number", float: "a number"}.get(type(obj), type(obj).__name__)
+            problems.add(f"expected a JSON object (one sample per line), got {kind}", line=lineno)
+            continue
+        out.append(RawRecord(lineno, obj))
+    return out
+
+
+def _read_csv(data: bytes, file: str, problems: _Problems) -> list[RawRecord]:
+    text = data.decode("utf-8", "surrogateescape")
+    csv.field_size_limit(2**31 - 1)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    out: list[RawRecord] = []
+    try:
+        header_raw = next(reader, None)
+    except csv.Error as exc:
+        problems.add(f"malformed CSV header: {exc}", line=1)
+        return out
+    if not header_raw:
+        problems.add("the CSV file has no header row", line=1)
+        return out
+    header = [h.strip() for h in header_raw]
+    for i, h in enumerate(header):
+        if _bad_byte_note(h):
+            problems.add(f"column name is not UTF-8 text: {_bad_byte_note(h)}", line=1)
+            return out
+        if h in header[:i]:
+            problems.add(f"duplicate column '{h}'", line=1, field=h)
+        elif h not in FIELDS:
+            problems.add(f"unknown column '{h}' (columns: {', '.join(FIELDS)})", line=1, field=h)
+    for f in REQUIRED:
+        if f not in header:
+            problems.add(f"missing required column '{f}'", line=1, field=f)
+    if problems:
+        return out
+    record = 1
+    prev_phys = reader.line_num
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.add(f"malformed CSV: {exc}", line=record + 1)
+            break
+        start_phys = prev_phys + 1
+        prev_phys = reader.line_num
+        record += 1  # spreadsheet row number: blank rows count too
+        if not values:
+            continue  # blank line
+        if len(values) != len(header):
+            where = f" (starts at physical line {start_phys})" if start_phys != record else ""
+            problems.add(f"has {len(values)} fields but the header has {len(header)}{where}", line=record)
+            continue
+        d: dict[str, Any] = {}
+        for h, v in zip(header, values):
+            if v == "" and h not in REQUIRED:
+                continue  # an empty optional cell is an absent value
+            d[h] = v
+        out.append(RawRecord(record, d, meta_is_text=True))
+    return out
+
+
+def _read_parquet(data: bytes, file: str, problems: _Problems) -> list[RawRecord]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - any pyarrow failure is bad input
+        problems.add(f"not a readable Parquet file: {exc}", line=None)
+        return []
+    cols = list(table.column_names)
+    for c in cols:
+        if c not in FIELDS:
+            problems.add(f"unknown column '{c}' (columns: {', '.join(FIELDS)})", line=1, field=c)
+    for f in REQUIRED:
+        if f not in cols:
+            problems.add(f"missing required column '{f}'", line=1, field=f)
+    if problems:
+        return []
+    out = []
+    for i, row in enumerate(table.to_pylist(), 1):
+        d = {k: v for k, v in row.items() if v is not None and not (v == "" and k not in REQUIRED)}
+        out.append(RawRecord(i, d, meta_is_text=True))
+    return out
+
+
+def read_records(data: bytes, file: str, fmt: str | None = None, *, max_errors: int = 10
+                 ) -> tuple[str, list[RawRecord]]:
+    """Parse a pair file's bytes into raw records (no field validation yet).
+
+    Returns ``(format, records)``. Raises ``InputError`` for an empty file, malformed JSON or CSV,
+    a JSONL line that is not an object, bytes that are not UTF-8 where no field can be named, a CSV/
+    Parquet header with missing, unknown or duplicate columns, or a CSV row with the wrong field count.
+    """
+    fmt = detect_format(file, data, fmt)
+    body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
+    if fmt != "parquet" and not body.strip():
+        raise InputError("the file is empty: no samples", file=file, line=1)
+    problems = _Problems(file, max_errors)
+    if fmt == "jsonl":
+        records = _read_jsonl(body, file, problems)
+    elif fmt == "csv":
+        records = _read_csv(body, file, problems)
+    else:
+        records = _read_parquet(data, file, problems)
+    problems.raise_if_any()
+    if not records:
+        raise InputError("the file has no samples", file=file, line=1 if fmt != "csv" else 2)
+    return fmt, records
+
+
+# ------------------------------------------------------------------------------------------ validation
+
+def _type_name(v: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object",
+            str: "a string"}.get(type(v), type(v).__name__)
+
+
+def _meta_problem(v: Any, path: str = "meta") -> str:
+    """'' when every string in the meta tree is clean text, else what is wrong."""
+    if isinstance(v, str):
+        note = _bad_byte_note(v)
+        if note:
+            return f"{path}: {note}"
+        if "\x00" in v:
+            return f"{path}: contains a NUL character"
+        return ""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            p = _meta_problem(k, path) or _meta_problem(x, f"{path}.{k}")
+            if p:
+                return p
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            p = _meta_problem(x, f"{path}[{i}]")
+            if p:
+                return p
+    return ""
+
+
+def _validate_record(rec: RawRecord, problems: _Problems, default_source: str) -> PairRecord | None:
+    d, line = rec.data, rec.line
+    n_before = len(problems.items)
+    for k in d:
+        if k not in FIELDS:
+            problems.add(f"unknown field '{k}' (fields: {', '.join(FIELDS)}; put extra data in 'meta')",
+                         line=line, field=str(k))
+    vals: dict[str, Any] = {}
+    for f in _STR_FIELDS:
+        v = d.get(f)
+        if v is None or (v == "" and f in ("sample_id", "source")):
+            if f in REQUIRED:
+                problems.add("missing required field", line=line, field=f)
+            continue
+        if not isinstance(v, str):
+            problems.add(f"must be a string, got {_type_name(v)}", line=line, field=f)
+            continue
+        note = _bad_byte_note(v)
+        if note:
+            problems.add(f"not UTF-8 text: {note}", line=line, field=f)
+            continue
+        if "\x00" in v:
+            problems.add("contains a NUL character", line=line, field=f)
+            continue
+        if f in _VOCAB and v not in _VOCAB[f]:
+            problems.add(f"unknown {f} '{v}' (allowed: {', '.join(_VOCAB[f])})", line=line, field=f)
+            continue
+        if not norm_text(v):
+            problems.add("is empty", line=line, field=f)
+            continue
+        if f in MAX_LEN and len(v) > MAX_LEN[f]:
+            problems.add(f"is {len(v)} characters long (at most {MAX_LEN[f]})", line=line, field=f)
+            continue
+        vals[f] = v
+    meta = d.get("meta")
+    if meta is None:
+        meta = {}
+    elif rec.meta_is_text and isinstance(meta, str):
+        note = _bad_byte_note(meta)
+        if note:
+            problems.add(f"not UTF-8 text: {note}", line=line, field="meta")
+            meta = None
+        else:
+            try:
+                meta = _loads(meta)
+            except ValueError as exc:
+                problems.add(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}", line=line,
+                             field="meta")
+                meta = None
+    if meta is not None:
+        if not isinstance(meta, dict):
+            problems.add(f"must be a JSON object, got {_type_name(meta)}", line=line, field="meta")
+        else:
+            p = _meta_problem(meta)
+            if p:
+                problems.add(f"not clean text: {p}", line=line, field="meta")
+    if len(problems.items) > n_before:
+        return None
+    sid = vals.get("sample_id") or make_sample_id(vals["pair_id"], vals["label"], vals["request"],
+                                                  vals["response"])
+    return PairRecord(line=line, sample_id=sid, pair_id=vals["pair_id"], category=vals["category"],
+                      task=vals["task"], request=vals["request"], response=vals["response"],
+                      label=vals["label"], source=vals.get("source") or default_source, meta=meta)
+
+
+def validate_records(records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE,
+                     max_errors: int = 10) -> list[PairRecord]:
+    """Validate raw records field by field, then as pairs; returns them in file order.
+
+    Field checks: unknown fields, required fields present, strings (``meta`` a JSON object), UTF-8
+    text without NUL, vocabulary of category/task/label, non-blank text, id lengths.
+    File checks: unique sample ids (an assigned id repeats when a row is duplicated), and for every
+    ``pair_id`` exactly two samples, one ``misbehavior`` and one ``benign``, with the same category,
+    task and request (``norm_text``). Raises ``InputError`` at the first problem (see module doc).
+    """
+    problems = _Problems(file, max_errors)
+    out = [r for r in (_validate_record(rec, problems, default_source) for rec in records) if r]
+    problems.raise_if_any()
+    seen: dict[str, PairRecord] = {}
+    for r in out:
+        if r.sample_id in seen:
+            first = seen[r.sample_id]
+            same_content = (first.pair_id, first.label, content_hash(first.request, first.response,
+                                                                     first.label)) == \
+                (r.pair_id, r.label, content_hash(r.request, r.response, r.label))
+            if same_content:
+                problems.add(f"duplicate sample: same sample_id '{r.sample_id}' and content as line "
+                             f"{first.line}", line=r.line, field="sample_id")
+            else:
+                problems.add(f"duplicate sample_id '{r.sample_id}' (first used at line {first.line})",
+                             line=r.line, field="sample_id")
+        else:
+            seen[r.sample_id] = r
+    problems.raise_if_any()
+    for pair_id, sides in group_pairs(out).items():
+        rule = "a pair needs exactly one misbehavior and one benign sample"
+        if len(sides) == 1:
+            problems.add(f"pair '{pair_id}' has only one sample (a {sides[0].label} side); {rule}",
+                         line=sides[0].line, field="pair_id")
+            continue
+        if len(sides) > 2:
+            lines = ", ".join(str(s.line) for s in sides)
+            problems.add(f"pair '{pair_id}' has {len(sides)} samples (lines {lines}); {rule}",
+                         line=sides[2].line, field="pair_id")
+            continue
+        a, b = sides
+        if a.label == b.label:
+            problems.add(f"pair '{pair_id}' has two '{a.label}' samples (lines {a.line} and {b.line}); {rule}",
+                         line=b.line, field="label")
+        elif a.category != b.category:
+            problems.add(f"category '{b.category}' differs from '{a.category}' on the other side of pair "
+                         f"'{pair_id}' (line {a.line})", line=b.line, field="category")
+        elif a.task != b.task:
+            problems.add(f"task '{b.task}' differs from '{a.task}' on the other side of pair '{pair_id}' "
+                         f"(line {a.line})", line=b.line, field="task")
+        elif norm_text(a.request) != norm_text(b.request):
+            problems.add(f"request differs from the other side of pair '{pair_id}' (line {a.line}); both "
+                         f"sides must answer the same request", line=b.line, field="request")
+    problems.raise_if_any()
+    return out
+
+
+def group_pairs(records: Iterable[PairRecord]) -> dict[str, list[PairRecord]]:
+    """Records grouped by ``pair_id`` (groups and members in file order)."""
+    groups: dict[str, list[PairRecord]] = {}
+    for r in records:
+        groups.setdefault(r.pair_id, []).append(r)
+    return groups
+
+
+def parse_pairs(data: bytes, file: str, fmt: str | None = None, *, default_source: str = DEFAULT_SOURCE,
+                max_errors: int = 10) -> tuple[str, list[PairRecord]]:
+    """Read and validate a whole pair file held in memory (e.g. an upload). Returns
+    ``(format, records)``; raises ``InputError`` (see ``read_records`` and ``validate_records``)."""
+    fmt, raw = read_records(data, file, fmt, max_errors=max_errors)
+    return fmt, validate_records(raw, file, default_source=default_source, max_errors=max_errors)
+
+
+def read_file_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes; ``InputError`` when it does not exist or is not a readable file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", file=str(path))
+    if not p.is_file():
+        raise InputError("not a regular file", file=str(path))
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
+
+
+# --------------------------------------------------------------------------------------------- the store
+
+def check_store(session, records: list[PairRecord], file: str, *, max_errors: int = 10) -> set[str]:
+    """Check ``records`` against the store; returns the ids already stored with the same content.
+
+    A ``sample_id`` already stored with a different pair, category, task, label, request or response,
+    or a ``pair_id`` already stored with other sample ids, raises ``InputError`` (field ``sample_id`` or
+    ``pair_id``). Reads only.
+    """
+    import sqlalchemy as sa
+
+    from store.models import Sample
+
+    problems = _Problems(file, max_errors)
+    ids = [r.sample_id for r in records]
+    stored: dict[str, Any] = {}
+    cols = (Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label,
+            Sample.request_hash, Sample.response_hash, Sample.content_hash)
+    for i in range(0, len(ids), 900):
+        for row in session.execute(sa.select(*cols).where(Sample.id.in_(ids[i:i + 900]))):  # type: ignore[attr-defined]
+            stored[row.id] = row
+    pair_ids = list(dict.fromkeys(r.pair_id for r in records))
+    stored_pairs: dict[str, set[str]] = {}
+    for i in range(0, len(pair_ids), 900):
+        q = sa.select(Sample.pair_id, Sample.id).where(Sample.pair_id.in_(pair_ids[i:i + 900]))  # type: ignore[attr-defined]
+        for pid, sid in session.execute(q):
+            stored_pairs.setdefault(pid, set()).add(sid)
+    same: set[str] = set()
+    for r in records:
+        s = stored.get(r.sample_id)
+        if s is None:
+            continue
+        diffs = [f for f, a, b in (("pair_id", s.pair_id, r.pair_id), ("category", s.category, r.category),
+                                   ("task", s.task, r.task), ("label", s.label, r.label),
+                                   ("request", s.request_hash, sha256_text(r.request)),
+                                   ("response", s.response_hash, sha256_text(r.response))) if a != b]
+        if diffs:
+            problems.add(f"sample_id '{r.sample_id}' is already in the store with different content "
+                         f"(differs in: {', '.join(diffs)})", line=r.line, field="sample_id")
+        else:
+            same.add(r.sample_id)
+    for pid, sides in group_pairs(records).items():
+        have = stored_pairs.get(pid)
+        if have is None:
+            continue
+        want = {s.sample_id for s in sides}
+        if have != want:
+            problems.add(f"pair_id '{pid}' is already in the store with different samples "
+                         f"(stored: {', '.join(sorted(have))}; this file: {', '.join(sorted(want))})",
+                         line=sides[0].line, field="pair_id")
+    problems.raise_if_any()
+    return same
+
+
+def sample_rows(records: list[PairRecord], *, status: str, split: str | None, source_file: str | None
+                ) -> list[dict[str, Any]]:
+    """``Sample`` column dicts for ``records`` (hashes computed, ``source_record`` = line number)."""
+    return [dict(id=r.sample_id, pair_id=r.pair_id, category=r.category, task=r.task, label=r.label,
+                 request=r.request, response=r.response, source=r.source,
+                 source_file=(source_file[-512:] if source_file else None), source_record=str(r.line),
+                 split=split, status=status, request_hash=sha256_text(r.request),
+                 response_hash=sha256_text(r.response),
+                 content_hash=content_hash(r.request, r.response, r.label), meta=r.meta)
+            for r in records]
+
+
+@dataclass
+class ImportPlan:
+    """A validated pair file ready to be written (``prepare_import``), independent of any store."""
+
+    file: str
+    format: str
+    records: list[PairRecord]
+    status: str
+    split: str | None
+    max_errors: int = 10
+
+
+def prepare_import(path: str | os.PathLike | None = None, *, data: bytes | None = None,
+                   name: str | None = None, fmt: str | None = None, as_candidates: bool = False,
+                   split: str | None = None, default_source: str = DEFAULT_SOURCE,
+                   max_errors: int = 10) -> ImportPlan:
+    """Read and validate a pair file (``path``, or ``data`` bytes named ``name``) without a store.
+
+    Gold samples get ``status='gold'`` and ``split`` (``test`` by default, or ``train``);
+    ``as_candidates=True`` gives ``status='candidate'``, ``split=None``. Raises ``InputError`` for any
+    bad input (see module doc) or a bad ``split``/``as_candidates``/``default_source``.
+    """
+    if path is not None:
+        file = str(path)
+        data = read_file_bytes(path)
+    else:
+        if data is None:
+            raise InputError("no input: give a path or data")
+        file = name or "<upload>"
+    if as_candidates:
+        if split is not None:
+            raise InputError("candidates have no split: do not combine --split with --as-candidates",
+                             field="--split")
+        status = "candidate"
+    else:
+        split = split or "test"
+        if split not in vocab.SPLITS:
+            raise InputError(f"unknown split '{split}' (use one of: {', '.join(vocab.SPLITS)})",
+                             field="--split")
+        status = "gold"
+    if not default_source or not norm_text(default_source) or len(default_source) > MAX_LEN["source"]:
+        raise InputError(f"the default source must be 1-{MAX_LEN['source']} characters", field="--source")
+    fmt, records = parse_pairs(data, file, fmt, default_source=default_source, max_errors=max_errors)
+    return ImportPlan(file=file, format=fmt, records=records, status=status, split=split,
+                      max_errors=max_errors)
+
+
+def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
+    """Write a prepared import in one transaction, after checking it against the store (``check_store``).
+
+    Samples already stored with the same content are skipped. Returns ``{"file", "format", "rows",
+    "pairs", "inserted", "skipped_existing", "status", "split"}``. Raises ``InputError`` on a conflict
+    with the store; then nothing is written.
+    """
+    from store import session_scope
+    from store.queries.samples import insert_samples
+
+    rows = sample_rows(plan.records, status=plan.status, split=plan.split,
+                       source_file=Path(plan.file).name)
+    with session_scope(engine) as session:
+        check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
+        inserted = insert_samples(session, rows)
+    return {"file": plan.file, "format": plan.format, "rows": len(plan.records),
+            "pairs": len(group_pairs(plan.records)), "inserted": inserted,
+            "skipped_existing": len(plan.records) - inserted, "status": plan.status, "split": plan.split}
+
+
+def import_pairs(engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:
+    """``prepare_import(path, **kwargs)`` then ``apply_import(engine, plan)``: import a pair file into the
+    store, all or nothing. Returns the ``apply_import`` summary; raises ``InputError`` on bad input."""
+    return apply_import(engine, prepare_import(path, **kwargs))
+
+
+# -------------------------------------------------------------------------------------------- exporting
+
+def _record_key(s) -> tuple:
+    rec = s.source_record or ""
+    return (str(s.created_at), s.source_file or "", 0 if rec.isdigit() else 1,
+            int(rec) if rec.isdigit() else 0, rec, s.id)
+
+
+def fetch_pair_rows(session, *, split: str = "test", status: str = "gold") -> list[dict[str, Any]]:
+    """Stored samples as pair-file rows (``FIELDS`` keys), in insertion order (then file line order).
+
+    ``status``: ``gold`` | ``candidate`` | ``rejected`` | ``all``. ``split``: ``test`` | ``train`` |
+    ``all``; it filters samples that have a split (gold ones); candidates have none and are selected by
+    ``status`` alone. Raises ``InputError`` for an unknown value.
+    """
+    import sqlalchemy as sa
+
+    from store.models import Sample
+
+    if split not in EXPORT_SPLITS:
+        raise InputError(f"unknown split '{split}' (use one of: {', '.join(EXPORT_SPLITS)})", field="--split")
+    if status not in EXPORT_STATUSES:
+        raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})",
+                         field="--status")
+    q = sa.select(Sample)
+    if status != "all":
+        q = q.where(Sample.status == status)
+    if split != "all":
+        q = q.where(sa.or_(Sample.split == split, Sample.split.is_(None)))  # type: ignore[union-attr]
+    samples = sorted(session.execute(q).scalars(), key=_record_key)
+    return [{"sample_id": s.id, "pair_id": s.pair_id, "category": s.category, "task": s.task,
+             "request": s.request, "response": s.response, "label": s.label,
+             "source": s.source, "meta": dict(s.meta or {})} for s in samples]
+
+
+def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | None = None) -> str:
+    """Write pair-file rows to ``path`` (atomically: temp file, then rename). Returns the format.
+
+    JSONL: one object per line, UTF-8, non-ASCII kept. CSV: header ``FIELDS``, RFC 4180 quoting, ``meta``
+    as a JSON string. Parquet (pyarrow): string columns, ``meta`` as a JSON string. Raises ``InputError``
+    for an unknown format or a missing directory.
+    """
+    path = Path(path)
+    fmt = detect_format(str(path), None, fmt)
+    if not path.parent.exists():
+        raise InputError("the directory does not exist", file=str(path))
+    fd, tmp = tempfile.mkstemp(prefix=".export-", dir=str(path.parent))
+    try:
+        if fmt == "jsonl":
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                for r in rows:
+                    fh.write(json.dumps({k: r.get(k) for k in FIELDS}, ensure_ascii=False) + "\n")
+        elif fmt == "csv":
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                w = csv.writer(fh, lineterminator="\n")
+                w.writerow(FIELDS)
+                for r in rows:
+                    w.writerow([json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k)
+                                for k in FIELDS])
+        else:
+            os.close(fd)
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            cols = {k: [json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k)
+                        for r in rows] for k in FIELDS}
+            table = pa.table(cols, schema=pa.schema([(k, pa.string()) for k in FIELDS]))
+            pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return fmt
+
+
+def check_export_options(path: str | os.PathLike, *, fmt: str | None = None, split: str = "test",
+                         status: str = "gold") -> str:
+    """Validate export options before touching a store; returns the format. Raises ``InputError``."""
+    fmt = detect_format(str(path), None, fmt)
+    if split not in EXPORT_SPLITS:
+        raise InputError(f"unknown split '{split}' (use one of: {', '.join(EXPORT_SPLITS)})", field="--split")
+    if status not in EXPORT_STATUSES:
+        raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})",
+                         field="--status")
+    if not Path(path).parent.exists():
+        raise InputError("the directory does not exist", file=str(path))
+    return fmt
+
+
+def export_pairs(engine, path: str | os.PathLike, *, fmt: str | None = None, split: str = "test",
+                 status: str = "gold") -> dict[str, Any]:
+    """Export stored samples to a pair file. Returns ``{"file", "format", "rows", "pairs", "split",
+    "status"}``. See ``fetch_pair_rows`` for the filters and ``write_pairs`` for the formats."""
+    from store import session_scope
+
+    check_export_options(path, fmt=fmt, split=split, status=status)  # fail before touching the store
+    with session_scope(engine) as session:
+        rows = fetch_pair_rows(session, split=split, status=status)
+    fmt = write_pairs(rows, path, fmt)
+    return {"file": str(path), "format": fmt, "rows": len(rows),
+            "pairs": len({r["pair_id"] for r in rows}), "split": split, "status": status}
