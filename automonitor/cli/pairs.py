@@ -39,7 +39,7 @@ def import_cmd(
         emit_json(result)
     else:
         where = "candidates" if as_candidates else f"gold samples (split {result['split']})"
-        typer.echo(f"{result['file']}: {result['rows']} samples in {result["pairs"]} pair(s) as {where}: "
+        typer.echo(f"{result['file']}: {result['rows']} samples in {result['pairs']} pair(s) as {where}: "
                    f"{result['inserted']} inserted, {result['skipped_existing']} already in the store")
 
 
@@ -59,5 +59,5 @@ def export_cmd(
     if json_out:
         emit_json(result)
     else:
-        typer.echo(f"{result['file']}: wrote {result['rows']} samples in {result["pairs"]} pair(s) "
+        typer.echo(f"{result['file']}: wrote {result['rows']} samples in {result['pairs']} pair(s) "
                    f"({result['format']}, status {status}, split {split})")
