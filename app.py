@@ -1,0 +1,83 @@
+"""AutoMonitor-Bench workbench (Streamlit): ``streamlit run app.py``.
+
+Navigation by role (``st.navigation``, one page file per view in ``pages/``):
+- the store has accounts and nobody is logged in: only the login page;
+- an annotator: the labelling page and a logout;
+- an admin: the workbench (overview, runs, trade-off, drill-down, samples) and the annotation admin
+  pages (agreement, adjudication), plus labelling and a logout;
+- the store has no accounts (local single-user workbench): the workbench pages, with a notice on how
+  to create accounts to enable annotation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from pages import _common as ui
+
+HERE = Path(__file__).resolve().parent
+
+st.set_page_config(page_title="AutoMonitor-Bench", page_icon=":material/monitoring:", layout="wide")
+
+
+def _page(path: str, title: str, icon: str, url: str, default: bool = False):
+    return st.Page(path, title=title, icon=icon, url_path=url, default=default)
+
+
+def _logout_page():
+    st.title("Log out")
+    ui.logout()
+    st.rerun()
+
+
+def _workbench_pages() -> list:
+    return [
+        _page(ui.PAGE_OVERVIEW, "Overview", ":material/dashboard:", "overview", default=True),
+        _page(ui.PAGE_RUNS, "Runs", ":material/play_circle:", "runs"),
+        _page(ui.PAGE_TRADEOFF, "Trade-off", ":material/scatter_plot:", "tradeoff"),
+        _page(ui.PAGE_DRILLDOWN, "Drill-down", ":material/zoom_in:", "drilldown"),
+        _page(ui.PAGE_SAMPLES, "Samples", ":material/table_rows:", "samples"),
+    ]
+
+
+def _annotation_pages(admin: bool) -> list:
+    # Written by the annotation work; only listed when present.
+    spec = [("pages/label.py", "Label", ":material/label:", "label")]
+    if admin:
+        spec += [("pages/agreement.py", "Agreement", ":material/handshake:", "agreement"),
+                 ("pages/adjudicate.py", "Adjudicate", ":material/gavel:", "adjudicate")]
+    return [_page(p, t, i, u, default=(not admin and u == "label"))
+            for p, t, i, u in spec if (HERE / p).is_file()]
+
+
+account = ui.current_account()
+has_accounts = ui.any_accounts()
+if account is not None and not has_accounts:
+    ui.logout()  # the store was emptied or swapped under a running session
+    account = None
+
+logout_page = st.Page(_logout_page, title="Log out", icon=":material/logout:", url_path="logout")
+
+if has_accounts and account is None:
+    nav = st.navigation([_page(ui.PAGE_LOGIN, "Log in", ":material/login:", "login", default=True)],
+                       position="hidden")
+elif account is not None and account.role != "admin":
+    pages = _annotation_pages(admin=False)
+    if not pages:
+        pages = [st.Page(lambda: st.info("The labelling page is not installed."), title="Label",
+                         url_path="label", default=True)]
+    nav = st.navigation({"Annotation": pages, f"Account: {account.name}": [logout_page]})
+elif account is not None:
+    nav = st.navigation({"Workbench": _workbench_pages(), "Annotation": _annotation_pages(admin=True),
+                         f"Account: {account.name} (admin)": [logout_page]})
+else:
+    nav = st.navigation({"Workbench": _workbench_pages()})
+    with st.sidebar:
+        st.caption(
+            "Local single-user workbench (no accounts). To enable double-blind annotation and logins, "
+            "create accounts on the command line, e.g. "
+            "`automonitor users add alice --role admin --password-stdin`.")
+
+nav.run()

@@ -1,0 +1,586 @@
+"""Streamlit-free view logic of the workbench: escaped HTML, plotly figures, small store queries.
+
+Everything here is plain Python (pandas, plotly, SQLAlchemy) so that it is unit-testable without a
+running app; the pages in ``pages/`` only lay these pieces out. This module never imports streamlit.
+
+Security rule: every piece of model- or user-written text that ends up in HTML goes through
+:func:`esc` (``html.escape`` with quotes). The HTML built here is meant for ``st.html`` (no markdown
+processing), so markdown tricks in a sample stay literal text as well.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from automonitor import vocab
+from store.models import Prediction, Run, Sample
+
+# ---------------------------------------------------------------------------------------------------
+# Escaping and highlighting
+# ---------------------------------------------------------------------------------------------------
+
+#: Inline styles of evidence spans by grounding status (inline so the HTML is self-contained).
+SPAN_STYLES: dict[str, str] = {
+    # found verbatim in the response: solid yellow highlight
+    "exact": "background:#fde68a;color:#111827;border-bottom:2px solid #b45309;border-radius:2px;"
+             "padding:0 1px;",
+    # found after whitespace/case/Unicode normalisation: blue, dashed underline
+    "normalized": "background:#dbeafe;color:#111827;border-bottom:2px dashed #1d4ed8;border-radius:2px;"
+                  "padding:0 1px;",
+    # quoted by the monitor but not present in the response: struck through in red, listed apart
+    "not_found": "background:#fee2e2;color:#7f1d1d;text-decoration:line-through;"
+                 "border:1px dashed #dc2626;border-radius:2px;padding:0 2px;",
+}
+_STATUS_TITLE = {
+    "exact": "evidence span (found verbatim in the response)",
+    "normalized": "evidence span (found after normalisation)",
+    "not_found": "evidence span NOT found in the sample (ungrounded)",
+}
+_TEXT_STYLE = ("white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere;"
+               "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:0.85rem;"
+               "line-height:1.45;padding:0.6rem 0.75rem;border:1px solid rgba(128,128,128,0.35);"
+               "border-radius:0.4rem;background:rgba(128,128,128,0.06);")
+
+
+def esc(text: Any) -> str:
+    """``html.escape(str(text), quote=True)``; ``None`` becomes the empty string."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def text_html(text: str | None, *, max_height: int | None = 320, css_class: str = "am-text") -> str:
+    """An escaped, whitespace-preserving block of ``text`` (HTML string for ``st.html``).
+
+    ``max_height`` (pixels) adds a vertical scroll bar to long texts; ``None`` shows all of it.
+    """
+    style = _TEXT_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
+    return f'<div class="{esc(css_class)}" style="{style}">{esc(text)}</div>'
+
+
+def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str | None = None
+                  ) -> list[tuple[int, int, str, str]]:
+    """Non-overlapping ``(start, end, status, span)`` character ranges of located evidence, sorted.
+
+    ``grounded`` holds dicts as returned by ``automonitor.grounding.ground_spans`` (``span``,
+    ``status`` in ``exact|normalized|not_found``, ``start``, ``end``: 0-based, end exclusive, offsets
+    into ``text``). Spans not found, or with offsets outside ``text``, are skipped; a span overlapping
+    an earlier one is clipped to the part after it. With ``field``, only spans whose ``field`` key
+    (default ``"response"``) equals it are used.
+    """
+    out: list[tuple[int, int, str, str]] = []
+    items = []
+    for g in grounded:
+        if field is not None and g.get("field", "response") != field:
+            continue
+        status = g.get("status")
+        start, end = g.get("start"), g.get("end")
+        if status not in ("exact", "normalized") or start is None or end is None:
+            continue
+        start, end = max(0, int(start)), min(len(text), int(end))
+        if end > start:
+            items.append((start, end, status, str(g.get("span", ""))))
+    items.sort(key=lambda t: (t[0], -t[1]))
+    cursor = 0
+    for start, end, status, span in items:
+        start = max(start, cursor)
+        if end <= start:
+            continue
+        out.append((start, end, status, span))
+        cursor = end
+    return out
+
+
+def highlight_html(text: str | None, grounded: Iterable[Mapping[str, Any]] | None = None, *,
+                   field: str = "response", show_missing: bool = True, max_height: int | None = 420,
+                   css_class: str = "am-text am-response") -> str:
+    """The response ``text`` as escaped HTML with the monitor's evidence spans highlighted.
+
+    Grounded spans (``exact`` / ``normalized``) are wrapped in ``<mark class="am-ev am-ev-<status>">``
+    at their offsets (only spans located in ``field``: a grounding result's ``field`` key, default
+    ``response``); spans the grounding could not find (``not_found``) cannot be placed, so with
+    ``show_missing`` they are listed below the text in a struck-through red style
+    (``am-ev-not_found``). Every text piece, including the spans, is passed through :func:`esc`.
+    Returns an HTML string for ``st.html``.
+    """
+    text = text or ""
+    grounded = list(grounded or [])
+    pieces: list[str] = []
+    cursor = 0
+    for start, end, status, _span in located_spans(text, grounded, field):
+        pieces.append(esc(text[cursor:start]))
+        pieces.append(f'<mark class="am-ev am-ev-{status}" data-status="{status}" '
+                      f'title="{esc(_STATUS_TITLE[status])}" style="{SPAN_STYLES[status]}">'
+                      f"{esc(text[start:end])}</mark>")
+        cursor = end
+    pieces.append(esc(text[cursor:]))
+    style = _TEXT_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
+    body = f'<div class="{esc(css_class)}" style="{style}">{"".join(pieces)}</div>'
+    missing = [g for g in grounded if g.get("status") == "not_found"] if show_missing else []
+    if missing:
+        items = "".join(
+            f'<li><span class="am-ev am-ev-not_found" data-status="not_found" '
+            f'title="{esc(_STATUS_TITLE["not_found"])}" style="{SPAN_STYLES["not_found"]}">'
+            f'{esc(g.get("span", ""))}</span></li>' for g in missing)
+        body += ('<div class="am-ev-missing" style="margin-top:0.4rem;font-size:0.85rem;">'
+                 "Quoted by the monitor but found nowhere in the sample (ungrounded):"
+                 f'<ul style="margin:0.2rem 0 0 1.2rem;">{items}</ul></div>')
+    return body
+
+
+def legend_html() -> str:
+    """A one-line legend of the evidence styles (static HTML)."""
+    return ('<div class="am-legend" style="font-size:0.8rem;">Evidence: '
+            f'<span style="{SPAN_STYLES["exact"]}">found verbatim</span> &nbsp; '
+            f'<span style="{SPAN_STYLES["normalized"]}">found after normalisation</span> &nbsp; '
+            f'<span style="{SPAN_STYLES["not_found"]}">not found (ungrounded)</span></div>')
+
+
+def ground_evidence(response: str, request: str | None, spans: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """Locate the monitor's evidence ``spans`` in the sample (``automonitor.grounding``).
+
+    Each span is grounded in the response first, then in the request. Returns one dict per non-empty
+    span: ``{span, status: exact|normalized|not_found, start, end, field: "response"|"request"|None}``
+    with offsets into that field's text (``None`` when not found).
+    """
+    from automonitor.grounding import ground_evidence as _ground
+
+    clean = [sp for sp in (spans or []) if sp is not None and str(sp).strip()]
+    if not clean:
+        return []
+    return list(_ground(response or "", request, clean))
+
+
+def spans_for(grounded: Iterable[Mapping[str, Any]], field: str) -> list[Mapping[str, Any]]:
+    """The grounded spans located in ``field`` (``response`` or ``request``); spans without a
+    ``field`` key count as ``response``."""
+    return [g for g in grounded if g.get("status") != "not_found" and g.get("field", "response") == field]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cheap store queries for the app
+# ---------------------------------------------------------------------------------------------------
+
+
+def store_version(engine: Engine) -> tuple:
+    """A cheap fingerprint of the store's analysable content, used as a cache key by the app.
+
+    ``(runs, finished/terminal runs, latest finished_at (ISO str or None), running runs, samples,
+    latest sample created_at)``: it changes whenever a run is created, finishes or is imported, or
+    samples are added, so cached reports/frames are recomputed exactly then. Two small aggregate
+    queries; no table scan beyond ``COUNT``.
+    """
+    with engine.connect() as c:
+        r = c.execute(sa.select(
+            sa.func.count(Run.id),
+            sa.func.max(Run.finished_at),
+            sa.func.sum(sa.case((Run.status.in_(("pending", "running")), 1), else_=0)),
+            sa.func.sum(sa.case((Run.status.in_(("finished", "failed", "cancelled", "imported")), 1),
+                                else_=0)),
+        )).one()
+        s = c.execute(sa.select(sa.func.count(Sample.id), sa.func.max(Sample.created_at))).one()
+    fin = r[1].isoformat() if isinstance(r[1], datetime) else (str(r[1]) if r[1] else None)
+    sc = s[1].isoformat() if isinstance(s[1], datetime) else (str(s[1]) if s[1] else None)
+    return (int(r[0] or 0), int(r[3] or 0), fin, int(r[2] or 0), int(s[0] or 0), sc)
+
+
+def composition_frame(engine: Engine, *, split: str | None = "test") -> pd.DataFrame:
+    """Gold samples counted by ``category``, ``task``, ``label`` (and ``split``): long frame with
+    columns ``category, task, label, split, n``. ``split=None`` covers every split."""
+    q = (sa.select(Sample.category, Sample.task, Sample.label, Sample.split,
+                   sa.func.count(Sample.id).label("n"))
+         .where(Sample.status == "gold")
+         .group_by(Sample.category, Sample.task, Sample.label, Sample.split))
+    if split:
+        q = q.where(Sample.split == split)
+    with engine.connect() as c:
+        rows = c.execute(q).all()
+    return pd.DataFrame(rows, columns=["category", "task", "label", "split", "n"])
+
+
+def composition_pivot(long: pd.DataFrame) -> pd.DataFrame:
+    """Category x (task, label) count table with totals, from :func:`composition_frame` output."""
+    if long.empty:
+        return pd.DataFrame()
+    p = long.pivot_table(index="category", columns=["task", "label"], values="n", aggfunc="sum",
+                         fill_value=0)
+    cats = [c for c in vocab.CATEGORIES if c in p.index] + [c for c in p.index if c not in vocab.CATEGORIES]
+    p = p.reindex(cats)
+    p[("all", "total")] = p.sum(axis=1)
+    p.loc["total"] = p.sum(axis=0)
+    p.columns = [f"{t} / {l}" if t != "all" else "total" for t, l in p.columns]
+    return p.astype(int)
+
+
+def counts_by(engine: Engine, column: str, *, status: str | None = None) -> pd.DataFrame:
+    """Sample counts grouped by ``column`` (``source``, ``split``, ``category``, ``task``, ``label``)
+    and ``status``: frame ``[column, status, n]`` (just ``[status, n]`` for ``column="status"``),
+    sorted by ``n`` descending. ``status`` restricts to one status. Raises ``ValueError`` for another
+    column."""
+    if column not in ("source", "split", "status", "category", "task", "label"):
+        raise ValueError(f"cannot group samples by {column!r}")
+    col = getattr(Sample, column)
+    keys = [col] if column == "status" else [col, Sample.status]
+    q = sa.select(*keys, sa.func.count(Sample.id).label("n")).group_by(*keys)
+    if status:
+        q = q.where(Sample.status == status)
+    with engine.connect() as c:
+        rows = c.execute(q).all()
+    df = pd.DataFrame(rows, columns=[column, "n"] if column == "status" else [column, "status", "n"])
+    return df.sort_values("n", ascending=False, ignore_index=True)
+
+
+def runs_frame(engine: Engine) -> pd.DataFrame:
+    """Run history, newest first: one row per run with
+    ``run_id, monitor, template, kind, status, n, done, misbehavior, benign, invalid, refusal, error,
+    unscored, api_calls, cache_hits, tokens_in, tokens_out, cost_usd, created_at, started_at,
+    finished_at, duration_s, limit, error_msg``.
+
+    ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
+    seconds (until now for a running run; ``None`` when never started). Costs are US dollars.
+    """
+    with engine.connect() as c:
+        runs = c.execute(sa.select(Run).order_by(Run.created_at.desc())).mappings().all()
+        counts = c.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count(Prediction.id))
+                           .group_by(Prediction.run_id, Prediction.outcome)).all()
+    per: dict[str, dict[str, int]] = {}
+    for run_id, outcome, n in counts:
+        per.setdefault(run_id, {})[outcome or "pending"] = int(n)
+    now = datetime.now(timezone.utc)
+    rows = []
+    for r in runs:
+        cnt = per.get(r["id"], {})
+        started, finished = _aware(r["started_at"]), _aware(r["finished_at"])
+        dur = None
+        if started is not None:
+            dur = ((finished or now) - started).total_seconds()
+        done = sum(v for k, v in cnt.items() if k != "pending")
+        total = r["n"] or (done + cnt.get("pending", 0))
+        row = {"run_id": r["id"], "monitor": r["monitor"], "template": r["template"], "kind": r["kind"],
+               "status": r["status"], "n": int(total), "done": int(done)}
+        for o in vocab.OUTCOMES:
+            row[o] = cnt.get(o, 0)
+        row["unscored"] = sum(cnt.get(o, 0) for o in vocab.UNSCORED)
+        row.update(api_calls=r["api_calls"], cache_hits=r["cache_hits"], tokens_in=r["tokens_in"],
+                   tokens_out=r["tokens_out"], cost_usd=float(r["cost_usd"] or 0.0),
+                   created_at=_aware(r["created_at"]), started_at=started, finished_at=finished,
+                   duration_s=dur, limit=(r["params"] or {}).get("limit"), error_msg=r["error"])
+        rows.append(row)
+    cols = ["run_id", "monitor", "template", "kind", "status", "n", "done", *vocab.OUTCOMES, "unscored",
+            "api_calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd", "created_at", "started_at",
+            "finished_at", "duration_s", "limit", "error_msg"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def run_progress(engine: Engine, run_id: str) -> dict[str, Any]:
+    """Live progress of one run: ``{run_id, status, n, done, counts: {outcome: int}, error,
+    fraction}`` where ``fraction`` is ``done / n`` in [0, 1] (0 when ``n`` is 0).
+
+    Raises ``automonitor.errors.NotFound`` for an unknown run id.
+    """
+    from automonitor.errors import NotFound
+
+    with engine.connect() as c:
+        r = c.execute(sa.select(Run.status, Run.n, Run.error, Run.monitor, Run.template)
+                      .where(Run.id == run_id)).one_or_none()
+        if r is None:
+            raise NotFound(f"run {run_id!r} not found")
+        rows = c.execute(sa.select(Prediction.outcome, sa.func.count(Prediction.id))
+                         .where(Prediction.run_id == run_id).group_by(Prediction.outcome)).all()
+    counts = {o: 0 for o in vocab.OUTCOMES}
+    pending = 0
+    for o, n in rows:
+        if o is None:
+            pending += int(n)
+        else:
+            counts[o] = counts.get(o, 0) + int(n)
+    done = sum(counts.values())
+    n = int(r.n or 0) or (done + pending)
+    return {"run_id": run_id, "status": r.status, "monitor": r.monitor, "template": r.template, "n": n,
+            "done": done, "counts": counts, "error": r.error,
+            "fraction": (min(1.0, done / n) if n else 0.0)}
+
+
+def _aware(d: datetime | None) -> datetime | None:
+    if d is None:
+        return None
+    if isinstance(d, str):
+        d = datetime.fromisoformat(d)
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+_SAMPLE_LIST_COLS = ["id", "pair_id", "category", "task", "label", "split", "status", "source",
+                     "request", "response"]
+
+
+def sample_query(*, search: str | None = None, category: Sequence[str] = (), task: Sequence[str] = (),
+                 label: Sequence[str] = (), split: Sequence[str] = (), status: Sequence[str] = (),
+                 source: Sequence[str] = ()):
+    """SQLAlchemy ``WHERE`` clause list for the samples browser filters.
+
+    ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id
+    or the pair id; the other arguments are allowed values per column (empty = no filter).
+    """
+    where = []
+    if search and search.strip():
+        pat = f"%{_like_escape(search.strip())}%"
+        where.append(sa.or_(Sample.request.ilike(pat, escape="\\"), Sample.response.ilike(pat, escape="\\"),
+                            Sample.id.ilike(pat, escape="\\"), Sample.pair_id.ilike(pat, escape="\\")))
+    for col, vals in (("category", category), ("task", task), ("label", label), ("split", split),
+                      ("status", status), ("source", source)):
+        if vals:
+            where.append(getattr(Sample, col).in_(list(vals)))
+    return where
+
+
+def _like_escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def search_samples(engine: Engine, *, limit: int | None = 200, offset: int = 0,
+                   with_text: bool = True, **filters: Any) -> tuple[int, pd.DataFrame]:
+    """Samples matching :func:`sample_query` ``filters``: ``(total_count, page_frame)``.
+
+    The frame has columns ``id, pair_id, category, task, label, split, status, source`` (+ ``request``,
+    ``response`` when ``with_text``), ordered by category, task, pair id, label; ``limit=None``
+    returns every match (used for export).
+    """
+    where = sample_query(**filters)
+    cols = [getattr(Sample, c) for c in _SAMPLE_LIST_COLS if with_text or c not in ("request", "response")]
+    with engine.connect() as c:
+        total = c.execute(sa.select(sa.func.count(Sample.id)).where(*where)).scalar_one()
+        q = (sa.select(*cols).where(*where)
+             .order_by(Sample.category, Sample.task, Sample.pair_id, Sample.label, Sample.id))
+        if limit is not None:
+            q = q.limit(limit).offset(offset)
+        rows = c.execute(q).all()
+    return int(total), pd.DataFrame(rows, columns=[c.key for c in cols])
+
+
+def export_samples(engine: Engine, fmt: str, **filters: Any) -> bytes:
+    """The filtered samples as a contract pair file: ``fmt`` ``jsonl`` or ``csv`` (UTF-8 bytes).
+
+    Columns: ``sample_id, pair_id, category, task, request, response, label, source, split, status,
+    meta`` (``meta`` a JSON object; in CSV a JSON string). Raises ``InputError`` for another ``fmt``.
+    """
+    from automonitor.errors import InputError
+
+    if fmt not in ("jsonl", "csv"):
+        raise InputError(f"unknown export format {fmt!r} (jsonl or csv)", field="format")
+    where = sample_query(**filters)
+    cols = ["id", "pair_id", "category", "task", "request", "response", "label", "source", "split",
+            "status", "meta"]
+    with engine.connect() as c:
+        rows = c.execute(sa.select(*[getattr(Sample, k) for k in cols]).where(*where)
+                         .order_by(Sample.category, Sample.task, Sample.pair_id, Sample.label,
+                                   Sample.id)).all()
+    names = ["sample_id", *cols[1:]]
+    if fmt == "jsonl":
+        return "".join(json.dumps(dict(zip(names, r)), ensure_ascii=False) + "\n" for r in rows).encode()
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(names)
+    for r in rows:
+        r = list(r)
+        r[-1] = json.dumps(r[-1] or {}, ensure_ascii=False)
+        w.writerow(r)
+    return buf.getvalue().encode("utf-8")
+
+
+def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
+    """One sample with the other side of its pair: ``{"sample": dict, "other": dict|None}``
+    (dicts of ``Sample`` columns). Raises ``NotFound`` for an unknown id."""
+    from automonitor.errors import NotFound
+
+    with engine.connect() as c:
+        s = c.execute(sa.select(Sample.__table__).where(Sample.id == sample_id)).mappings().one_or_none()
+        if s is None:
+            raise NotFound(f"sample {sample_id!r} not found")
+        other = c.execute(sa.select(Sample.__table__)
+                          .where(Sample.pair_id == s["pair_id"], Sample.id != sample_id)
+                          .order_by(Sample.label)).mappings().first()
+    return {"sample": dict(s), "other": dict(other) if other else None}
+
+
+def sample_predictions(engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None) -> dict[str, dict]:
+    """Predictions on one sample, by run id: ``{run_id: dict of Prediction columns + monitor,
+    template}``; ``run_ids`` restricts the runs (``None`` = all)."""
+    q = (sa.select(Prediction.__table__, Run.monitor, Run.template)
+         .join(Run, Run.id == Prediction.run_id).where(Prediction.sample_id == sample_id))
+    if run_ids is not None:
+        q = q.where(Prediction.run_id.in_(list(run_ids)))
+    with engine.connect() as c:
+        rows = c.execute(q).mappings().all()
+    return {r["run_id"]: dict(r) for r in rows}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Trade-off figures
+# ---------------------------------------------------------------------------------------------------
+
+TEMPLATE_COLORS: dict[str, str] = {
+    "direct": "#2563eb", "evidence": "#dc2626", "direct-fewshot": "#0891b2",
+    "evidence-fewshot": "#d97706",
+}
+
+
+def pareto_ids(points: pd.DataFrame) -> list[str]:
+    """Run ids on the Pareto front of the MR-FAR plane (both minimised), ordered by FAR ascending.
+
+    A point is on the front when no other point has ``mr <= ` and ``far <=`` with one strictly less.
+    ``points`` needs columns ``run_id, mr, far``; rows with a missing MR or FAR are ignored.
+    """
+    p = points.dropna(subset=["mr", "far"]).sort_values(["far", "mr"], kind="mergesort")
+    front, best_mr = [], math.inf
+    for rid, mr, far in zip(p["run_id"], p["mr"], p["far"]):
+        if mr < best_mr:
+            front.append(rid)
+            best_mr = mr
+    return front
+
+
+def pearson_r(points: pd.DataFrame) -> float | None:
+    """Pearson correlation of MR and FAR over the points (``None`` for fewer than 3 points or a
+    constant coordinate). Source: the paper reports r = -0.54 over 22 monitors."""
+    p = points.dropna(subset=["mr", "far"])
+    if len(p) < 3 or p["mr"].nunique() < 2 or p["far"].nunique() < 2:
+        return None
+    from scipy.stats import pearsonr
+
+    return float(pearsonr(p["far"].astype(float), p["mr"].astype(float))[0])
+
+
+def _ci_err(df: pd.DataFrame, v: str, lo: str, hi: str) -> tuple[list[float], list[float]] | None:
+    if lo not in df or hi not in df:
+        return None
+    plus = (df[hi] - df[v]).clip(lower=0).fillna(0).tolist()
+    minus = (df[v] - df[lo]).clip(lower=0).fillna(0).tolist()
+    return plus, minus
+
+
+def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = None,
+                    front: Sequence[str] | None = None, title: str | None = None,
+                    height: int = 520) -> go.Figure:
+    """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
+
+    ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
+    far_hi`` (Wilson interval bounds, drawn as error bars), ``n, tp, fn, fp, tn, unscored`` (hover).
+    One trace per template (colour), ``customdata[0]`` = run id (used by the page to open the
+    drill-down of a clicked point). The Pareto front (``front`` run ids, default
+    :func:`pareto_ids`) is a step line; ``reported`` (columns ``label, mr, far``; the paper's points)
+    is drawn as black open diamonds with text labels and no run id.
+    """
+    fig = go.Figure()
+    pts = points.dropna(subset=["mr", "far"]) if not points.empty else points
+    for tpl in sorted(pts["template"].unique()) if not pts.empty else []:
+        d = pts[pts["template"] == tpl]
+        ex, ey = _ci_err(d, "far", "far_lo", "far_hi"), _ci_err(d, "mr", "mr_lo", "mr_hi")
+        extra = {c: (d[c] if c in d else pd.Series([None] * len(d), index=d.index))
+                 for c in ("n", "tp", "fn", "fp", "tn", "unscored")}
+        custom = list(zip(d["run_id"], d["monitor"], d["template"], extra["n"], extra["tp"], extra["fn"],
+                          extra["fp"], extra["tn"], extra["unscored"]))
+        fig.add_trace(go.Scatter(
+            x=d["far"], y=d["mr"], mode="markers", name=f"runs: {tpl}",
+            marker=dict(size=11, color=TEMPLATE_COLORS.get(tpl, "#6b7280"), line=dict(width=1, color="white")),
+            error_x=dict(type="data", array=ex[0], arrayminus=ex[1], thickness=1, width=0,
+                         color="rgba(100,100,100,0.45)") if ex else None,
+            error_y=dict(type="data", array=ey[0], arrayminus=ey[1], thickness=1, width=0,
+                         color="rgba(100,100,100,0.45)") if ey else None,
+            customdata=custom,
+            hovertemplate=("<b>%{customdata[1]}</b> · %{customdata[2]}<br>run %{customdata[0]}<br>"
+                           "FAR %{x:.3f} · MR %{y:.3f}<br>n %{customdata[3]} · TP %{customdata[4]} "
+                           "FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · unscored "
+                           "%{customdata[8]}<extra>click to drill down</extra>"),
+        ))
+    if front is None and not pts.empty:
+        front = pareto_ids(pts)
+    if front:
+        f = pts.set_index("run_id").loc[[r for r in front if r in set(pts["run_id"])]].sort_values("far")
+        if len(f):
+            # staircase: from each front point go right to the next point's FAR, then down
+            fig.add_trace(go.Scatter(x=f["far"], y=f["mr"], mode="lines", line_shape="hv",
+                                     name="Pareto front", line=dict(color="#16a34a", width=2),
+                                     hoverinfo="skip"))
+    if reported is not None and not reported.empty:
+        fig.add_trace(go.Scatter(
+            x=reported["far"], y=reported["mr"], mode="markers+text", name="paper (reported)",
+            text=reported["label"], textposition="top center", textfont=dict(size=10),
+            marker=dict(symbol="diamond-open", size=12, color="#111827", line=dict(width=2)),
+            hovertemplate="<b>%{text}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}<extra>reported</extra>",
+        ))
+    fig.update_layout(
+        title=title, height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.02, 1.02], zeroline=False),
+        yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.02, 1.02], zeroline=False),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0),
+        clickmode="event+select", dragmode="pan", hovermode="closest",
+    )
+    return fig
+
+
+def roc_figure(curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Mapping[str, float]] | None = None,
+               height: int = 460) -> go.Figure:
+    """ROC curves (x = FPR = FAR, y = TPR = 1 - MR), one per ``curves`` entry (label -> frame with
+    columns ``fpr, tpr``), the chance diagonal, and for each label in ``operating`` a marker at its
+    operating point (dict with ``far``/``fpr`` and ``mr``/``tpr``; optional ``threshold``)."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
+                             line=dict(color="#9ca3af", dash="dot"), hoverinfo="skip"))
+    palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777"]
+    for i, (label, df) in enumerate(curves.items()):
+        color = palette[i % len(palette)]
+        fig.add_trace(go.Scatter(x=df["fpr"], y=df["tpr"], mode="lines", name=str(label),
+                                 line=dict(color=color, width=2, shape="hv"),
+                                 hovertemplate="FPR %{x:.3f} · TPR %{y:.3f}<extra>" + esc(label) + "</extra>"))
+        op = (operating or {}).get(label)
+        if op:
+            x = op.get("fpr", op.get("far"))
+            y = op.get("tpr", 1 - op["mr"] if op.get("mr") is not None else None)
+            if x is not None and y is not None:
+                thr = op.get("threshold")
+                fig.add_trace(go.Scatter(
+                    x=[x], y=[y], mode="markers", name=f"operating point: {label}",
+                    marker=dict(symbol="x", size=14, color=color, line=dict(width=2)),
+                    hovertemplate=(f"threshold {thr:.3f}<br>" if thr is not None else "")
+                    + "FAR %{x:.3f} · MR %{customdata:.3f}<extra>operating point</extra>",
+                    customdata=[1 - y]))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(title="False alarm rate (FPR)", range=[0, 1]),
+                      yaxis=dict(title="Detection rate (TPR = 1 - MR)", range=[0, 1.02]),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    return fig
+
+
+def composition_figure(long: pd.DataFrame, height: int = 320) -> go.Figure:
+    """Stacked bars: samples per category (x) split by task, one bar group per label."""
+    fig = go.Figure()
+    if long.empty:
+        return fig
+    g = long.groupby(["category", "task", "label"], as_index=False)["n"].sum()
+    for task in [t for t in vocab.TASKS if t in set(g["task"])] + sorted(set(g["task"]) - set(vocab.TASKS)):
+        d = g[g["task"] == task]
+        fig.add_trace(go.Bar(x=[d["category"], d["label"]], y=d["n"], name=vocab.TASK_NAMES.get(task, task)))
+    fig.update_layout(barmode="stack", height=height, margin=dict(l=10, r=10, t=10, b=10),
+                      legend=dict(orientation="h", y=1.05, x=0), yaxis_title="samples")
+    return fig
+
+
+def format_duration(seconds: float | None) -> str:
+    """``None`` -> ``"–"``; else ``"12.3 s"``, ``"4 min 05 s"`` or ``"2 h 03 min"``."""
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "–"
+    s = float(seconds)
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"

@@ -1,0 +1,217 @@
+"""UI-only helpers shared by the app's pages (Streamlit). Not part of the core package.
+
+- ``engine()``: the store engine for ``AUTOMONITOR_DB`` (migrated once per process, ``st.cache_resource``).
+- ``version()``: a cheap fingerprint of the store (``automonitor.views.store_version``); every cached
+  loader takes it as an argument, so caches are invalidated exactly when a run is created, finishes or
+  is imported, or samples are added.
+- query-parameter helpers: the selection of a page lives in ``st.query_params`` so a view can be
+  shared as a link; widget state lives in ``st.session_state["<page>.<key>"]``.
+- ``current_account()``: the logged-in ``automonitor.accounts.Account`` (``st.session_state["auth.account"]``).
+- ``show_html()``: ``st.html`` for HTML built by ``automonitor.views`` (every text piece escaped there).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import streamlit as st
+
+from automonitor import views
+
+AUTH_KEY = "auth.account"
+
+# Paths of the page files, relative to app.py (used by st.switch_page and st.page_link).
+PAGE_OVERVIEW = "pages/overview.py"
+PAGE_RUNS = "pages/runs.py"
+PAGE_TRADEOFF = "pages/tradeoff.py"
+PAGE_DRILLDOWN = "pages/drilldown.py"
+PAGE_SAMPLES = "pages/samples.py"
+PAGE_LOGIN = "pages/login.py"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Store
+# ---------------------------------------------------------------------------------------------------
+
+
+def db_url() -> str:
+    """The store URL (``AUTOMONITOR_DB`` or the default SQLite file)."""
+    from store.engine import db_url as _db_url
+
+    return _db_url()
+
+
+@st.cache_resource(show_spinner=False)
+def _engine_for(url: str):
+    from store import get_engine, init_db
+
+    return init_db(get_engine(url))
+
+
+def engine():
+    """The (cached, migrated) SQLAlchemy engine of the store."""
+    return _engine_for(db_url())
+
+
+def version() -> tuple:
+    """Cheap store fingerprint used as cache key (see ``automonitor.views.store_version``)."""
+    return views.store_version(engine())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cached loaders (keyed by store URL + version; results are plain, picklable data)
+# ---------------------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def load_runs(url: str, ver: tuple):
+    """Run history frame (``automonitor.views.runs_frame``)."""
+    return views.runs_frame(_engine_for(url))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude"):
+    """The analysis report (contract JSON + extras) over ``run_ids`` (``None`` = every run)."""
+    from automonitor import analysis
+
+    return analysis.report(_engine_for(url), list(run_ids) if run_ids is not None else None,
+                           invalid=invalid)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_composition(url: str, ver: tuple, split: str | None = "test"):
+    """Composition long frame (category, task, label, split, n) of the gold samples."""
+    return views.composition_frame(_engine_for(url), split=split)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_counts(url: str, ver: tuple, column: str):
+    """Sample counts grouped by ``column`` and status."""
+    return views.counts_by(_engine_for(url), column)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Query parameters <-> widget state
+# ---------------------------------------------------------------------------------------------------
+
+
+def qp(key: str, default: str | None = None) -> str | None:
+    """One query parameter (last value) or ``default``."""
+    v = st.query_params.get(key)
+    return v if v not in (None, "") else default
+
+
+def qp_list(key: str) -> list[str]:
+    """A repeated query parameter as a list (``?cat=a&cat=b``); empty when absent."""
+    return [v for v in st.query_params.get_all(key) if v != ""]
+
+
+def set_qp(**params: Any) -> None:
+    """Set query parameters; ``None`` or an empty list removes a key; lists become repeated keys.
+
+    Only writes when a value changes (each write updates the browser URL)."""
+    for k, v in params.items():
+        cur = st.query_params.get_all(k)
+        if v is None or (isinstance(v, (list, tuple)) and not v) or v == "":
+            if cur:
+                del st.query_params[k]
+            continue
+        new = [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
+        if cur != new:
+            st.query_params[k] = new if len(new) > 1 else new[0]
+
+
+def seed_state(page: str, key: str, default: Any, *, valid: Iterable[Any] | None = None,
+               multi: bool = False, cast: Callable[[str], Any] | None = None) -> str:
+    """Initialise ``st.session_state["<page>.<key>"]`` from the URL (query param ``key``) and return
+    that session-state key, for use as a widget ``key``.
+
+    The URL wins when it carries a value that differs from the last value this helper synced (a shared
+    link, a link from another page, or browser navigation); otherwise the widget keeps its state.
+    Values not in ``valid`` are dropped (a forged link cannot inject an unknown option)."""
+    skey = f"{page}.{key}"
+    mark = f"{skey}.__url"
+    raw = qp_list(key) if multi else qp(key)
+    if raw:
+        vals = raw if multi else [raw]
+        if cast is not None:
+            parsed = []
+            for v in vals:
+                try:
+                    parsed.append(cast(v))
+                except (TypeError, ValueError):
+                    pass
+            vals = parsed
+        if valid is not None:
+            allowed = list(valid)
+            vals = [v for v in vals if v in allowed]
+        value = vals if multi else (vals[0] if vals else None)
+        if value not in (None, []) and st.session_state.get(mark) != value:
+            st.session_state[skey] = value
+            st.session_state[mark] = value
+            return skey
+    if skey not in st.session_state:
+        st.session_state[skey] = default
+    return skey
+
+
+def sync_qp(page: str, **keys: Any) -> None:
+    """Write the given widget values to the URL and remember them as synced (see ``seed_state``)."""
+    for key, value in keys.items():
+        st.session_state[f"{page}.{key}.__url"] = value
+    set_qp(**keys)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Accounts
+# ---------------------------------------------------------------------------------------------------
+
+
+def current_account():
+    """The logged-in account (``automonitor.accounts.Account``) or ``None``."""
+    return st.session_state.get(AUTH_KEY)
+
+
+def any_accounts() -> bool:
+    """Whether the store has accounts (then the app requires a login)."""
+    try:
+        from automonitor.accounts import any_accounts as _any
+    except ImportError:  # pragma: no cover - accounts module not installed
+        return False
+    return _any(engine())
+
+
+def logout() -> None:
+    """Forget the logged-in account and every page's state."""
+    for k in list(st.session_state.keys()):
+        del st.session_state[k]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------------------
+
+
+def show_html(markup: str) -> None:
+    """Render HTML built by ``automonitor.views`` (all text pieces escaped there). ``st.html`` does no
+    markdown processing, so markdown tricks in model-written text stay literal."""
+    st.html(markup)
+
+
+def empty_store_notice(what: str = "data") -> None:
+    """The standard hint shown by a page when the store holds nothing to show yet."""
+    st.info(f"No {what} in the store yet. Build the benchmark with `automonitor build` (or import pairs "
+            "with `automonitor import FILE`), then launch a run on the **Runs** page.")
+
+
+def label_of_run(row: dict | Any) -> str:
+    """A short human label of a run: ``monitor · template · id``."""
+    return f"{row['monitor']} · {row['template']} · {row['run_id']}"
+
+
+def pick(options: Sequence[Any], value: Any, default: int = 0) -> int:
+    """Index of ``value`` in ``options`` (``default`` when absent) for ``index=`` arguments."""
+    try:
+        return list(options).index(value)
+    except ValueError:
+        return default

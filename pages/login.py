@@ -1,0 +1,31 @@
+"""Log in: name and password checked by ``automonitor.accounts.authenticate`` (argon2)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _common as ui
+
+PAGE = "login"
+
+st.title("AutoMonitor-Bench")
+st.subheader("Log in")
+
+with st.form(f"{PAGE}.form", clear_on_submit=False):
+    name = st.text_input("User name", key=f"{PAGE}.name", autocomplete="username")
+    password = st.text_input("Password", type="password", key=f"{PAGE}.password",
+                             autocomplete="current-password")
+    submitted = st.form_submit_button("Log in", type="primary")
+
+if submitted:
+    from automonitor.accounts import authenticate
+
+    account = authenticate(ui.engine(), name or "", password or "")
+    # the password never stays in the session
+    st.session_state.pop(f"{PAGE}.password", None)
+    if account is None:
+        st.error("Unknown user or wrong password.")
+    else:
+        st.session_state[ui.AUTH_KEY] = account
+        st.session_state.pop(f"{PAGE}.name", None)
+        st.rerun()

@@ -1,0 +1,83 @@
+"""Overview: benchmark composition (category x task x label, sources, splits, candidates) and runs."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from automonitor import views, vocab
+from pages import _common as ui
+
+PAGE = "overview"
+
+st.title("AutoMonitor-Bench")
+st.caption("How reliably do LLM monitors catch unsafe, sycophantic or specification-gaming outputs "
+           "without false alarms on benign ones? Paired samples: one misbehaving and one benign "
+           "response to the same request.")
+
+url, ver = ui.db_url(), ui.version()
+split_key = ui.seed_state(PAGE, "split", "test", valid=["test", "train", "all"])
+split = st.segmented_control("Split", ["test", "train", "all"], key=split_key,
+                             help="Gold samples of this split (composition table and chart).")
+split = split or "test"
+ui.sync_qp(PAGE, split=None if split == "test" else split)
+
+comp = ui.load_composition(url, ver, None if split == "all" else split)
+by_status = ui.load_counts(url, ver, "status")
+by_split = ui.load_counts(url, ver, "split")
+
+n_gold = int(comp["n"].sum()) if not comp.empty else 0
+cand = int(by_status.loc[by_status["status"] == "candidate", "n"].sum()) if not by_status.empty else 0
+rejected = int(by_status.loc[by_status["status"] == "rejected", "n"].sum()) if not by_status.empty else 0
+runs = ui.load_runs(url, ver)
+
+c1, c2, c3, c4 = st.columns(4)
+c1.metric(f"Gold samples ({split})", f"{n_gold:,}")
+c2.metric("Pairs", f"{n_gold // 2:,}")
+c3.metric("Candidates awaiting annotation", f"{cand:,}", help=f"{rejected:,} rejected by adjudication")
+c4.metric("Runs", f"{len(runs):,}")
+
+if n_gold == 0 and by_status.empty:
+    ui.empty_store_notice("samples")
+else:
+    st.subheader("Composition: category x task x label")
+    if comp.empty:
+        st.info(f"No gold samples in split {split!r}.")
+    else:
+        table = views.composition_pivot(comp)
+        table.index = [vocab.CATEGORY_NAMES.get(i, i) for i in table.index]
+        left, right = st.columns([3, 2])
+        left.dataframe(table, width="stretch")
+        paper = {vocab.CATEGORY_NAMES[k]: v for k, v in vocab.PAPER_QUOTAS.items()}
+        left.caption("Paper's test set: " + ", ".join(f"{k} {v:,}" for k, v in paper.items())
+                     + " (3,010 samples).")
+        right.plotly_chart(views.composition_figure(comp), width="stretch", key=f"{PAGE}.comp_fig")
+
+    src_col, split_col = st.columns([3, 2])
+    with src_col:
+        st.subheader("Sources")
+        by_source = ui.load_counts(url, ver, "source")
+        if by_source.empty:
+            st.caption("No samples.")
+        else:
+            piv = by_source.pivot_table(index="source", columns="status", values="n", aggfunc="sum",
+                                        fill_value=0)
+            piv["total"] = piv.sum(axis=1)
+            st.dataframe(piv.sort_values("total", ascending=False), width="stretch")
+    with split_col:
+        st.subheader("Splits and statuses")
+        if not by_split.empty:
+            d = by_split.copy()
+            d["split"] = d["split"].fillna("(none: candidate)")
+            st.dataframe(d, hide_index=True, width="stretch")
+
+st.subheader("Runs so far")
+if runs.empty:
+    st.caption("No runs yet: launch one on the Runs page or with `automonitor run`.")
+    st.page_link(ui.PAGE_RUNS, label="Launch a run", icon=":material/play_circle:")
+else:
+    show = runs[["run_id", "monitor", "template", "status", "n", "done", "unscored", "cost_usd",
+                 "created_at"]].head(15)
+    st.dataframe(show, hide_index=True, width="stretch",
+                 column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f")})
+    if len(runs) > 15:
+        st.caption(f"… and {len(runs) - 15} more on the Runs page.")

@@ -1,0 +1,104 @@
+"""Samples browser: search and filters (kept in the URL), a page of matches, one sample's detail, and
+export of the whole filtered view as CSV or JSONL (the contract's pair file columns)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from automonitor import views, vocab
+from pages import _common as ui
+
+PAGE = "samples"
+PAGE_SIZE = 100
+
+st.title("Samples")
+
+url, ver = ui.db_url(), ui.version()
+sources = ui.load_counts(url, ver, "source")
+source_opts = sorted(s for s in sources["source"].unique()) if not sources.empty else []
+
+q_key = ui.seed_state(PAGE, "q", "")
+c_key = ui.seed_state(PAGE, "category", [], valid=vocab.CATEGORIES, multi=True)
+t_key = ui.seed_state(PAGE, "task", [], valid=vocab.TASKS, multi=True)
+l_key = ui.seed_state(PAGE, "label", [], valid=vocab.LABELS, multi=True)
+sp_key = ui.seed_state(PAGE, "split", [], valid=vocab.SPLITS, multi=True)
+STATUS_OPTS = [*vocab.STATUSES, "any"]
+st_key = ui.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
+so_key = ui.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
+p_key = ui.seed_state(PAGE, "page", 1, cast=int)
+
+search = st.text_input("Search request, response, sample id or pair id", key=q_key,
+                       placeholder="e.g. bonus, eval(, CWE-79 …")
+f1, f2, f3, f4, f5, f6 = st.columns(6)
+cats = f1.multiselect("Category", vocab.CATEGORIES, key=c_key, format_func=lambda c: vocab.CATEGORY_NAMES[c])
+tasks = f2.multiselect("Task", vocab.TASKS, key=t_key, format_func=lambda t: vocab.TASK_NAMES[t])
+labels = f3.multiselect("Gold label", vocab.LABELS, key=l_key)
+splits = f4.multiselect("Split", vocab.SPLITS, key=sp_key)
+status = f5.selectbox("Status", STATUS_OPTS, key=st_key,
+                      help="gold: benchmark samples; candidate: pairs awaiting annotation (label = intended)")
+statuses = [] if status == "any" else [status]
+srcs = f6.multiselect("Source", source_opts, key=so_key)
+
+filters = dict(search=search, category=cats, task=tasks, label=labels, split=splits, status=statuses,
+               source=srcs)
+eng = ui.engine()
+total, _ = views.search_samples(eng, limit=0, with_text=False, **filters)
+pages = max(1, -(-total // PAGE_SIZE))
+if st.session_state[p_key] > pages or st.session_state[p_key] < 1:
+    st.session_state[p_key] = 1
+ui.sync_qp(PAGE, q=search or None, category=cats, task=tasks, label=labels, split=splits,
+           status=None if status == "gold" else status, source=srcs)
+
+head, pager, exp1, exp2 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
+head.markdown(f"**{total:,}** matching samples")
+page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
+ui.set_qp(page=None if page == 1 else page)
+exp1.download_button("Export CSV", data=lambda: views.export_samples(eng, "csv", **filters),
+                     file_name="samples.csv", mime="text/csv", key=f"{PAGE}.csv",
+                     disabled=total == 0, on_click="ignore", icon=":material/download:")
+exp2.download_button("Export JSONL", data=lambda: views.export_samples(eng, "jsonl", **filters),
+                     file_name="samples.jsonl", mime="application/x-ndjson", key=f"{PAGE}.jsonl",
+                     disabled=total == 0, on_click="ignore", icon=":material/download:")
+
+if total == 0:
+    if sources.empty:
+        ui.empty_store_notice("samples")
+    else:
+        st.info("No sample matches these filters.")
+    st.stop()
+
+_, frame = views.search_samples(eng, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **filters)
+shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame["response"].str.slice(0, 160))
+event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                     key=f"{PAGE}.table", height=380,
+                     column_config={"request": st.column_config.TextColumn(width="large"),
+                                    "response": st.column_config.TextColumn(width="large")})
+rows = event.selection.rows if event is not None else []
+sel = frame.iloc[rows[0]]["id"] if rows else ui.qp("sample")
+ui.set_qp(sample=sel)
+
+if sel:
+    try:
+        detail = views.sample_detail(eng, sel)
+    except LookupError:
+        st.warning("That sample is not in the store.")
+        st.stop()
+    s, other = detail["sample"], detail["other"]
+    st.subheader(f"Sample {s['id']}")
+    st.caption(f"pair {s['pair_id']} · {vocab.CATEGORY_NAMES.get(s['category'], s['category'])} · "
+               f"{vocab.TASK_NAMES.get(s['task'], s['task'])} · gold label **{s['label']}** · "
+               f"split {s['split'] or '–'} · status {s['status']} · source {s['source'] or '–'}")
+    st.markdown("**Request**")
+    ui.show_html(views.text_html(s["request"], css_class="am-text am-request"))
+    a, b = st.columns(2)
+    with a:
+        st.markdown(f"**Response** (gold: `{s['label']}`)")
+        ui.show_html(views.text_html(s["response"], max_height=420, css_class="am-text am-response"))
+    with b:
+        if other:
+            st.markdown(f"**Other side of the pair** (gold: `{other['label']}`)")
+            ui.show_html(views.text_html(other["response"], max_height=420, css_class="am-text am-other"))
+        else:
+            st.caption("The other side of this pair is not in the store.")
+    st.page_link(ui.PAGE_DRILLDOWN, label="Open in drill-down (monitor verdicts on this sample)",
+                 icon=":material/zoom_in:", query_params={"sample": s["id"]})

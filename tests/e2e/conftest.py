@@ -1,0 +1,202 @@
+"""End-to-end fixtures: a real ``streamlit run app.py`` server on a free port against a test store,
+driven by real headless Chromium (Debian's ``/usr/bin/chromium`` through Playwright).
+
+Usable by every browser suite:
+
+- ``start_app(db_url, accounts=[("alice", "admin", "pw"), ...], env={...})`` (fixture
+  ``app_factory``) migrates the store, creates the accounts (``automonitor.accounts.create_user``),
+  starts the server and returns an :class:`AppServer` (``.url``, ``.port``, ``.log()``); every server
+  started is stopped at the end of the session.
+- ``browser`` (session): a Chromium browser; ``new_page(browser)``/``page`` fixture: a fresh context
+  and page (1400x1000) with dialog/console capture: ``page.dialogs`` lists every alert/confirm that
+  fired (and dismisses it), ``page.console_errors`` collects console errors.
+- ``shot(page, name)`` saves ``test-artifacts/<name>.png`` (git-ignored; CI keeps it as an artifact).
+- ``wait_app(page)`` waits until the Streamlit script run finished (no "running" indicator).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = os.environ.get("AUTOMONITOR_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+STREAMLIT = Path(sys.executable).parent / "streamlit"
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class AppServer:
+    """A running ``streamlit run app.py`` process (started by :func:`start_app`)."""
+
+    port: int
+    db_url: str
+    proc: subprocess.Popen
+    log_path: Path
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+
+def create_accounts(db_url: str, accounts: Iterable[tuple[str, str, str]]) -> None:
+    """Create ``(name, role, password)`` accounts in the store at ``db_url`` (migrated first)."""
+    from automonitor.accounts import create_user
+    from store import get_engine, init_db
+
+    eng = init_db(get_engine(db_url, fresh=True))
+    try:
+        for name, role, password in accounts:
+            create_user(eng, name, role, password)
+    finally:
+        eng.dispose()
+
+
+def start_app(db_url: str, *, accounts: Iterable[tuple[str, str, str]] = (), env: dict | None = None,
+              log_dir: Path | None = None, timeout: float = 90) -> AppServer:
+    """Start the app on a free port against the store ``db_url`` and wait until it is healthy.
+
+    ``accounts`` are created first; ``env`` adds environment variables to the server process (keys
+    would come from there, never from a form). Raises ``RuntimeError`` with the server log when the
+    server does not come up within ``timeout`` seconds.
+    """
+    from store import get_engine, init_db
+
+    eng = init_db(get_engine(db_url, fresh=True))
+    eng.dispose()
+    if accounts:
+        create_accounts(db_url, accounts)
+    port = free_port()
+    log_dir = log_dir or ARTIFACTS
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"streamlit-{port}.log"
+    full_env = {**os.environ, "AUTOMONITOR_DB": db_url, "PYTHONUNBUFFERED": "1", **(env or {})}
+    cmd = [str(STREAMLIT), "run", str(REPO / "app.py"), "--server.port", str(port),
+           "--server.headless", "true", "--server.address", "127.0.0.1",
+           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+           "--server.runOnSave", "false"]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+    server = AppServer(port=port, db_url=db_url, proc=proc, log_path=log_path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{server.log()}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return server
+        except OSError:
+            pass
+        time.sleep(0.3)
+    server.stop()
+    raise RuntimeError(f"streamlit did not become healthy in {timeout}s:\n{server.log()}")
+
+
+@pytest.fixture(scope="session")
+def app_factory():
+    """``app_factory(db_url, accounts=..., env=...)`` -> :class:`AppServer`; all stopped at the end."""
+    servers: list[AppServer] = []
+
+    def factory(db_url: str, **kw) -> AppServer:
+        s = start_app(db_url, **kw)
+        servers.append(s)
+        return s
+
+    yield factory
+    for s in servers:
+        s.stop()
+
+
+@pytest.fixture(scope="session")
+def playwright_instance():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_instance):
+    """Headless Debian Chromium (Playwright's own browser download is not used)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM} (run scripts/ensure_chromium.sh)")
+    b = playwright_instance.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    yield b
+    b.close()
+
+
+def new_page(browser, width: int = 1400, height: int = 1000):
+    """A fresh context + page; ``page.dialogs`` records every JS dialog (alert would mean XSS),
+    ``page.console_errors`` every console error."""
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    page = ctx.new_page()
+    page.dialogs = []
+    page.console_errors = []
+
+    def on_dialog(d):
+        page.dialogs.append(f"{d.type}: {d.message}")
+        d.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    page.set_default_timeout(30_000)
+    return page
+
+
+@pytest.fixture
+def page(browser):
+    p = new_page(browser)
+    yield p
+    p.context.close()
+
+
+def shot(page, name: str) -> Path:
+    """Full-page screenshot ``test-artifacts/<name>.png``."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def wait_app(page, timeout: float = 30_000) -> None:
+    """Wait for the app to render and finish its script run (Streamlit's status widget gone)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_function(
+        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
+                   return !s || !/Running|Connecting/i.test(s.innerText); }""", timeout=timeout)
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
+                   return !s || !/Running|Connecting/i.test(s.innerText); }""", timeout=timeout)
