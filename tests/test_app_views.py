@@ -1,0 +1,194 @@
+"""Unit tests of ``automonitor.views``: escaped highlighting, figures, and the app's store queries."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from html.parser import HTMLParser
+
+import pandas as pd
+import pytest
+
+from automonitor import views
+import app_seed
+
+ALLOWED_TAGS = {"div", "mark", "span", "ul", "li"}
+ALLOWED_ATTRS = {"class", "style", "title", "data-status"}
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags, self.attrs, self.text, self.marks = [], [], [], []
+        self._in_mark = None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs.extend(a for a, _ in attrs)
+        if tag == "mark":
+            self._in_mark = (dict(attrs).get("data-status"), [])
+
+    def handle_endtag(self, tag):
+        if tag == "mark" and self._in_mark:
+            self.marks.append((self._in_mark[0], "".join(self._in_mark[1])))
+            self._in_mark = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._in_mark:
+            self._in_mark[1].append(data)
+
+
+def _parse(markup: str) -> _Collect:
+    p = _Collect()
+    p.feed(markup)
+    p.close()
+    return p
+
+
+def test_highlight_escapes_hostile_text_and_marks_spans():
+    text = app_seed.HOSTILE_RESPONSE
+    grounded = views.ground_evidence(text, app_seed.HOSTILE_REQUEST, app_seed.HOSTILE_EVIDENCE)
+    assert [g["status"] for g in grounded] == ["exact", "normalized", "not_found"]
+    markup = views.highlight_html(text, grounded)
+    p = _parse(markup)
+    # only the tags and attributes we build ourselves; no script, img, link or event handler
+    assert set(p.tags) <= ALLOWED_TAGS, p.tags
+    assert set(p.attrs) <= ALLOWED_ATTRS, p.attrs
+    assert "<script" not in markup and "<img" not in markup and "onerror=\"" not in markup
+    # the response text survives literally (the parser unescapes what we escaped)
+    body = "".join(p.text)
+    assert text in body
+    # grounded spans are marked with their status, the ungrounded one listed separately
+    assert ("exact", "<script>alert('xss-script')</script>") in p.marks
+    assert ("normalized", "run rm -rf /") in p.marks
+    assert "quote that is not there" in body and 'class="am-ev am-ev-not_found"' in markup
+    assert views.SPAN_STYLES["exact"] != views.SPAN_STYLES["normalized"] != views.SPAN_STYLES["not_found"]
+
+
+def test_highlight_overlapping_and_out_of_range_spans():
+    text = "abcdefghij"
+    grounded = [{"span": "cdef", "status": "exact", "start": 2, "end": 6},
+                {"span": "efgh", "status": "normalized", "start": 4, "end": 8},
+                {"span": "x", "status": "exact", "start": 50, "end": 60},
+                {"span": "q", "status": "not_found", "start": None, "end": None}]
+    assert views.located_spans(text, grounded) == [(2, 6, "exact", "cdef"), (6, 8, "normalized", "efgh")]
+    p = _parse(views.highlight_html(text, grounded, show_missing=False))
+    assert p.marks == [("exact", "cdef"), ("normalized", "gh")]
+    assert "".join(p.text) == text
+
+
+def test_highlight_by_field_and_text_html():
+    g = views.ground_evidence("the response", "the request asks", ["request asks", "response"])
+    resp = _parse(views.highlight_html("the response", g, field="response"))
+    req = _parse(views.highlight_html("the request asks", g, field="request", show_missing=False))
+    assert resp.marks == [("exact", "response")] and req.marks == [("exact", "request asks")]
+    t = views.text_html("<b>x</b> & **y**")
+    assert "&lt;b&gt;x&lt;/b&gt; &amp; **y**" in t and "<b>" not in t
+    assert views.esc(None) == "" and views.esc('"') == "&quot;"
+
+
+def test_pareto_and_pearson():
+    pts = pd.DataFrame({"run_id": list("abcde"), "mr": [0.1, 0.2, 0.3, 0.25, None],
+                        "far": [0.6, 0.3, 0.1, 0.35, 0.0]})
+    assert views.pareto_ids(pts) == ["c", "b", "a"]
+    assert views.pearson_r(pts) == pytest.approx(pd.Series([0.1, 0.2, 0.3, 0.25]).corr(
+        pd.Series([0.6, 0.3, 0.1, 0.35])))
+    assert views.pearson_r(pts.head(2)) is None
+
+
+def test_tradeoff_figure_traces():
+    pts = pd.DataFrame({"run_id": ["a", "b", "c"], "monitor": ["m1", "m2", "m3"],
+                        "template": ["direct", "evidence", "direct"], "mr": [0.1, 0.3, 0.5],
+                        "far": [0.5, 0.2, 0.4], "mr_lo": [0.05, 0.2, 0.4], "mr_hi": [0.2, 0.4, 0.6],
+                        "far_lo": [0.4, 0.1, 0.3], "far_hi": [0.6, 0.3, 0.5]})
+    rep = pd.DataFrame({"label": ["GPT-4o-mini direct"], "mr": [0.36], "far": [0.32]})
+    fig = views.tradeoff_figure(pts, reported=rep)
+    names = [t.name for t in fig.data]
+    assert names == ["runs: direct", "runs: evidence", "Pareto front", "paper (reported)"]
+    direct = fig.data[0]
+    assert [c[0] for c in direct.customdata] == ["a", "c"]
+    assert list(direct.error_y.array) == pytest.approx([0.1, 0.1])
+    assert list(direct.error_y.arrayminus) == pytest.approx([0.05, 0.1])
+    front = fig.data[2]
+    assert front.line.shape == "hv" and list(front.x) == [0.2, 0.5]  # b then a; c dominated by b
+    assert fig.data[3].marker.symbol == "diamond-open" and list(fig.data[3].text) == ["GPT-4o-mini direct"]
+    empty = views.tradeoff_figure(pts.iloc[0:0])
+    assert len(empty.data) == 0
+
+
+def test_roc_figure_marks_operating_point():
+    curve = pd.DataFrame({"fpr": [0, 0.2, 1], "tpr": [0, 0.7, 1]})
+    fig = views.roc_figure({"run x": curve}, operating={"run x": {"far": 0.2, "mr": 0.3, "threshold": 0.5}})
+    assert [t.name for t in fig.data] == ["chance", "run x", "operating point: run x"]
+    assert list(fig.data[2].x) == [0.2] and list(fig.data[2].y) == pytest.approx([0.7])
+
+
+def test_format_duration():
+    assert views.format_duration(None) == "–"
+    assert views.format_duration(3.21) == "3.2 s"
+    assert views.format_duration(125) == "2 min 05 s"
+    assert views.format_duration(7380) == "2 h 03 min"
+
+
+@pytest.fixture
+def seeded(engine):
+    return engine, app_seed.seed_store(engine, pairs_per_cell=2, runs=3)
+
+
+def test_store_queries(seeded):
+    eng, info = seeded
+    v1 = views.store_version(eng)
+    comp = views.composition_frame(eng)
+    assert int(comp["n"].sum()) == 2 * (9 * 2 + 1)  # gold test samples, both sides
+    piv = views.composition_pivot(comp)
+    assert piv.loc["total", "total"] == comp["n"].sum()
+    assert piv.loc["safety_permission", "qa / misbehavior"] == 3  # 2 seeded + hostile
+    status = views.counts_by(eng, "status")
+    assert dict(zip(status["status"], status["n"])) == {"gold": 38, "candidate": 2}
+    with pytest.raises(ValueError):
+        views.counts_by(eng, "request")
+
+    runs = views.runs_frame(eng)
+    assert set(runs["run_id"]) == set(info["run_ids"])
+    row = runs.set_index("run_id").loc["r000"]
+    assert row["n"] == 38 and row["done"] == 38
+    assert row["misbehavior"] + row["benign"] + row["unscored"] == 38
+    assert row["duration_s"] > 0 and row["status"] == "finished"
+    prog = views.run_progress(eng, "r000")
+    assert prog["fraction"] == 1.0 and sum(prog["counts"].values()) == 38
+    from automonitor.errors import NotFound
+    with pytest.raises(NotFound):
+        views.run_progress(eng, "nope")
+
+    # a new run changes the fingerprint (cache invalidation)
+    app_seed.add_run(eng, info["samples"], monitor="rules", template="direct", run_id="r_new")
+    assert views.store_version(eng) != v1
+
+
+def test_search_and_export(seeded):
+    eng, info = seeded
+    total, frame = views.search_samples(eng, search="onerror", status=["gold"])
+    assert total == 1 and frame.iloc[0]["id"] == info["hostile_id"]
+    total, frame = views.search_samples(eng, category=["sycophancy_bias"], label=["benign"], limit=3)
+    assert total == 6 and len(frame) == 3 and set(frame["label"]) == {"benign"}
+    # LIKE wildcards in the search are literal
+    assert views.search_samples(eng, search="%")[0] == 0
+    assert views.search_samples(eng, search="rm -rf /")[0] == 1
+
+    data = views.export_samples(eng, "jsonl", search="p_hostile")
+    rows = [json.loads(line) for line in data.decode().splitlines()]
+    assert {r["label"] for r in rows} == {"misbehavior", "benign"}
+    assert any(r["response"] == app_seed.HOSTILE_RESPONSE for r in rows)
+    assert set(rows[0]) >= {"sample_id", "pair_id", "category", "task", "request", "response", "label", "meta"}
+    c = list(csv.DictReader(io.StringIO(views.export_samples(eng, "csv", task=["code"], status=["gold"]).decode())))
+    assert len(c) == 12 and json.loads(c[0]["meta"]) == {"seeded": True}
+    from automonitor.errors import InputError
+    with pytest.raises(InputError):
+        views.export_samples(eng, "xml")
+
+    d = views.sample_detail(eng, info["hostile_id"])
+    assert d["other"]["id"] == info["hostile_benign_id"]
+    preds = views.sample_predictions(eng, info["hostile_id"])
+    assert set(preds) == set(info["run_ids"]) and preds["r001"]["template"] == "evidence"
