@@ -1,3 +1,192 @@
-"""CLI commands (placeholder module; filled in by its feature)."""
+"""CLI of the annotation workflow: ``users add``, ``users list``, ``assign``, ``annotations
+import|export``, ``agreement``, ``adjudications export|finalize``.
 
-from automonitor.cli import app  # noqa: F401
+The command line acts as the trusted local admin :data:`automonitor.accounts.SYSTEM` (whoever can run
+it can open the store directly); the web app always acts as the logged-in account.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from automonitor.cli import app
+from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.errors import InputError
+
+users_app = typer.Typer(help="Annotator and admin accounts.", no_args_is_help=True)
+annotations_app = typer.Typer(help="Import and export annotators' labels.", no_args_is_help=True)
+adjudications_app = typer.Typer(help="Export adjudications; move resolved pairs into the gold set.",
+                                no_args_is_help=True)
+app.add_typer(users_app, name="users")
+app.add_typer(annotations_app, name="annotations")
+app.add_typer(adjudications_app, name="adjudications")
+
+
+def _read_password(password_stdin: bool) -> str:
+    if password_stdin:
+        line = sys.stdin.readline()
+        return line[:-1] if line.endswith("\n") else line
+    if not sys.stdin.isatty():
+        raise InputError("no terminal to prompt for the password; use --password-stdin",
+                         field="--password-stdin")
+    return typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+
+@users_app.command("add")
+def users_add(
+    name: str = typer.Argument(..., help="unique user name"),
+    role: str = typer.Option("annotator", "--role", help="annotator | admin"),
+    password_stdin: bool = typer.Option(False, "--password-stdin",
+                                        help="read the password from the first line of stdin"),
+    json_out: bool = typer.Option(False, "--json", help="print the account as JSON"),
+) -> None:
+    """Create an account (the password is stored argon2id-hashed, never echoed)."""
+    from automonitor.accounts import create_user
+
+    password = _read_password(password_stdin)
+    acc = create_user(open_store(), name, role, password)
+    if json_out:
+        emit_json({"id": acc.id, "name": acc.name, "role": acc.role})
+    else:
+        err_console.print(f"created {acc.role} [bold]{acc.name}[/bold]")
+
+
+@users_app.command("list")
+def users_list(json_out: bool = typer.Option(False, "--json")) -> None:
+    """List the active accounts."""
+    from automonitor.accounts import SYSTEM, list_accounts
+
+    accounts = list_accounts(open_store(), SYSTEM)
+    if json_out:
+        emit_json([{"id": a.id, "name": a.name, "role": a.role} for a in accounts])
+    else:
+        for a in accounts:
+            print(f"{a.name}\t{a.role}")
+
+
+@app.command("assign")
+def assign_cmd(
+    k: int = typer.Option(2, "--k", help="annotators per item"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="shuffle seed (random when omitted; recorded)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Assign every unassigned candidate item to k annotators (balanced, shuffled, sides of a pair
+    never adjacent)."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.annotation import assign
+
+    res = assign(open_store(), SYSTEM, k=k, seed=seed)
+    if json_out:
+        emit_json(res.to_json())
+    else:
+        print(f"{res.items} items, {res.assignments} assignments (k={res.k}, seed={res.seed})")
+        for name, n in sorted(res.by_annotator.items()):
+            print(f"  {name}\t{n}")
+
+
+@annotations_app.command("import")
+def annotations_import(
+    file: Path = typer.Argument(..., help="JSONL or CSV: annotator, sample_id, label, [note, ...]"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    draft: bool = typer.Option(False, "--draft", help="keep the labels editable (default: submitted)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Import labels, all or nothing; refuses a label for an item not assigned to that annotator."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.annotation import import_annotations
+
+    res = import_annotations(open_store(), SYSTEM, file, fmt, submit=not draft)
+    if json_out:
+        emit_json(res.to_json())
+    else:
+        err_console.print(f"imported {res.written} label(s), {res.unchanged} unchanged")
+
+
+@annotations_app.command("export")
+def annotations_export(
+    file: Path = typer.Argument(..., help="output .jsonl or .csv"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Export every label with provenance (who, when, guideline version, batch, time spent)."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.annotation import export_annotations
+
+    n = export_annotations(open_store(), SYSTEM, file, fmt)
+    if json_out:
+        emit_json({"file": str(file), "labels": n})
+    else:
+        err_console.print(f"wrote {n} label(s) to {file}")
+
+
+@adjudications_app.command("export")
+def adjudications_export(
+    file: Path = typer.Argument(..., help="output .jsonl or .csv"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Export every adjudication (history included) with provenance and the annotators' labels."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.annotation import export_adjudications
+
+    n = export_adjudications(open_store(), SYSTEM, file, fmt)
+    if json_out:
+        emit_json({"file": str(file), "adjudications": n})
+    else:
+        err_console.print(f"wrote {n} adjudication(s) to {file}")
+
+
+@adjudications_app.command("finalize")
+def adjudications_finalize(
+    split: str = typer.Option("test", "--split", help="gold split for accepted pairs: test | train"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Move resolved candidate pairs into the gold set (accepted) or keep them as rejected."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.annotation import finalize_pairs
+
+    res = finalize_pairs(open_store(), SYSTEM, split)
+    if json_out:
+        emit_json(res.to_json())
+    else:
+        print(f"accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}, "
+              f"{res.pending} pending")
+
+
+@app.command("agreement")
+def agreement_cmd(
+    json_out: bool = typer.Option(False, "--json"),
+    unsure: str = typer.Option("category", "--unsure",
+                               help="category: 'unsure' is its own label; missing: drop unsure labels"),
+    n_boot: int = typer.Option(1000, "--bootstrap", help="bootstrap replicates (0 = no intervals)"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    submitted_only: bool = typer.Option(False, "--submitted-only", help="ignore draft labels"),
+) -> None:
+    """Inter-annotator agreement: raw agreement, Cohen's kappa, Krippendorff's alpha, Gwet's AC1,
+    PABAK with bootstrap intervals, overall and per category (x task); confusion; time per item."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.agreement import METRICS, agreement, flat_rows
+
+    doc = agreement(open_store(), SYSTEM, unsure=unsure, n_boot=n_boot, seed=seed,
+                    submitted_only=submitted_only)
+    if json_out:
+        emit_json(doc)
+        return
+    print(f"{doc['items']} items with >= 2 labels, annotators: {', '.join(doc['annotators']) or '-'} "
+          f"(unsure as {doc['unsure']})")
+
+    def fmt(v):
+        return "   -  " if v is None else f"{v:6.3f}"
+
+    print("slice".ljust(40) + "items  " + "  ".join(m[:12].rjust(12) for m in METRICS))
+    for r in flat_rows(doc):
+        name = " / ".join(x for x in (r["slice"], r["category"], r["task"]) if x)
+        print(name[:39].ljust(40) + str(r["items"]).rjust(5) + "  "
+              + "  ".join(fmt(r[m]).rjust(12) for m in METRICS))
+    for name, t in doc["time_per_item"].items():
+        med = "-" if t["median_s"] is None else f"{t['median_s']:.1f} s"
+        print(f"time per item  {name}: median {med} over {t['timed']} timed label(s)")
