@@ -1,0 +1,172 @@
+"""Evidence grounding: is each span a monitor quoted really in the text it judged?
+
+For every quoted span the status is
+
+- ``exact``: found verbatim (``str.find``) in the text;
+- ``normalized``: found after normalising both sides: Unicode NFKC, case folding, curly quotes and
+  dashes mapped to ASCII, every run of whitespace collapsed to one space; the span is also stripped of
+  surrounding whitespace, quote marks and ellipses (``...``/``…``) that models add around a quotation;
+- ``not_found``: neither, i.e. hallucinated evidence (also an empty span).
+
+``start``/``end`` are character offsets into the ORIGINAL text (``text[start:end]`` is the matched
+region, mapped back from the normalised text), so the app can highlight them; ``None`` when not found.
+The first occurrence is reported.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+STATUSES: tuple[str, ...] = ("exact", "normalized", "not_found")
+
+_CHAR_MAP = {
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
+}
+_ASCII_WS = np.array([9, 10, 11, 12, 13, 28, 29, 30, 31, 32], dtype=np.uint8)
+_STRIP = " \t\r\n\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
+_ELLIPSIS = re.compile(r"^(?:\.\.\.|\u2026)+|(?:\.\.\.|\u2026)+$")
+
+
+def _norm_char(c: str) -> str:
+    c = _CHAR_MAP.get(c, c)
+    return unicodedata.normalize("NFKC", c).casefold()
+
+
+@lru_cache(maxsize=16384)
+def normalize_with_map(text: str) -> tuple[str, np.ndarray]:
+    """Normalised text and, for each of its characters, the index of the original character it came from.
+
+    Normalisation: per character NFKC + casefold (+ curly quotes/dashes to ASCII), then each run of
+    whitespace becomes one space. Returns ``(normalised, index)`` with ``len(index) == len(normalised)``.
+    ASCII text takes a vectorised fast path. Results are cached (the same response is grounded for
+    many runs).
+    """
+    if text.isascii():
+        a = np.frombuffer(text.lower().encode("ascii"), dtype=np.uint8)
+        ws = np.isin(a, _ASCII_WS)
+        prev = np.concatenate(([False], ws[:-1]))
+        keep = ~(ws & prev)
+        out = np.where(ws, np.uint8(32), a)[keep]
+        return out.tobytes().decode("ascii"), np.flatnonzero(keep)
+    chars: list[str] = []
+    index: list[int] = []
+    in_ws = False
+    for i, c in enumerate(text):
+        if c.isspace():
+            if not in_ws:
+                chars.append(" ")
+                index.append(i)
+            in_ws = True
+            continue
+        in_ws = False
+        for d in _norm_char(c):
+            if d.isspace():  # NFKC can turn e.g. U+00A0 into a space; isspace already caught it
+                d = " "
+            chars.append(d)
+            index.append(i)
+    return "".join(chars), np.asarray(index, dtype=np.int64)
+
+
+def normalize(text: str) -> str:
+    """The normalised form of ``text`` (see :func:`normalize_with_map`), without surrounding spaces."""
+    return normalize_with_map(text)[0].strip()
+
+
+def _span_text(span: Any) -> str:
+    if isinstance(span, str):
+        return span
+    if isinstance(span, dict):
+        for key in ("quote", "text", "span", "evidence"):
+            if isinstance(span.get(key), str):
+                return span[key]
+    return "" if span is None else str(span)
+
+
+def _clean_span(span: str) -> str:
+    prev = None
+    s = span
+    while s != prev:
+        prev = s
+        s = _ELLIPSIS.sub("", s.strip(_STRIP)).strip(_STRIP)
+    return s
+
+
+def ground_span(text: str, span: Any) -> dict[str, Any]:
+    """Ground one quoted span in ``text``.
+
+    Args:
+        text: the judged text (e.g. a sample's response).
+        span: the quotation (a string; a dict with ``quote``/``text``/``span`` is accepted too).
+    Returns:
+        ``{"span": str, "status": "exact"|"normalized"|"not_found", "start": int|None, "end": int|None}``
+        with offsets into ``text``.
+    """
+    s = _span_text(span)
+    if not s.strip() or not text:
+        return {"span": s, "status": "not_found", "start": None, "end": None}
+    i = text.find(s)
+    if i >= 0:
+        return {"span": s, "status": "exact", "start": i, "end": i + len(s)}
+    cleaned = _clean_span(s)
+    if cleaned and cleaned != s:
+        i = text.find(cleaned)
+        if i >= 0:  # verbatim once the quote marks around it are removed: still a normalised match
+            return {"span": s, "status": "normalized", "start": i, "end": i + len(cleaned)}
+    ns = normalize(cleaned) if cleaned else ""
+    if ns:
+        nt, index = normalize_with_map(text)
+        j = nt.find(ns)
+        if j >= 0:
+            return {"span": s, "status": "normalized", "start": int(index[j]),
+                    "end": int(index[j + len(ns) - 1]) + 1}
+    return {"span": s, "status": "not_found", "start": None, "end": None}
+
+
+def ground_spans(text: str, spans: Iterable[Any]) -> list[dict[str, Any]]:
+    """Ground every span in ``text`` (see :func:`ground_span`); returns one dict per span, in order."""
+    return [ground_span(text or "", sp) for sp in (spans or [])]
+
+
+def ground_evidence(response: str, request: str | None, spans: Iterable[Any]) -> list[dict[str, Any]]:
+    """Ground spans in the sample's response first, then (if not found there) in its request.
+
+    Each result of :func:`ground_span` gets ``"field": "response" | "request" | None`` telling which text
+    the offsets refer to.
+    """
+    out = []
+    for sp in spans or []:
+        r = ground_span(response or "", sp)
+        field = "response"
+        if r["status"] == "not_found" and request:
+            r2 = ground_span(request, sp)
+            if r2["status"] != "not_found":
+                r, field = r2, "request"
+        r["field"] = field if r["status"] != "not_found" else None
+        out.append(r)
+    return out
+
+
+def summarize(results: Sequence[dict[str, Any]], predictions_with_evidence: int | None = None) -> dict[str, Any]:
+    """Counts and shares of grounding statuses over span results.
+
+    Returns ``{"spans", "exact", "normalized", "not_found", "exact_share", "normalized_share",
+    "not_found_share", "in_request"}`` (shares ``None`` when there is no span), plus
+    ``predictions_with_evidence`` when given.
+    """
+    n = len(results)
+    out: dict[str, Any] = {"spans": n}
+    for st in STATUSES:
+        out[st] = sum(1 for r in results if r["status"] == st)
+    for st in STATUSES:
+        out[f"{st}_share"] = None if n == 0 else out[st] / n
+    out["in_request"] = sum(1 for r in results if r.get("field") == "request")
+    if predictions_with_evidence is not None:
+        out["predictions_with_evidence"] = predictions_with_evidence
+    return out

@@ -1,0 +1,152 @@
+"""Paper-style tables of a report: rows = monitors, columns = MR/FAR per template per slice.
+
+Column layout (as in the paper's results table): for the overall slice and each category, MR for every
+template present (direct, evidence, then the few-shot variants), then FAR for every template; the
+overall slice also has the unscored rate per template (it is always shown beside MR and FAR). When a
+monitor has several runs with the same template, it gets one row per run (``monitor #2``, ...).
+
+Formats: markdown (GitHub table), LaTeX (booktabs ``tabular``), CSV (one header row with column keys
+such as ``overall_mr_direct``). Rates are printed with 2 decimals; a missing rate is ``-`` (CSV: empty).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TEMPLATES
+
+FORMATS = ("markdown", "latex", "csv")
+
+
+def _templates(runs: list[dict[str, Any]]) -> list[str]:
+    present = {r["template"] for r in runs}
+    return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
+
+
+def paper_table(rep: dict[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """Columns and rows of the paper-style table.
+
+    Returns ``(columns, rows)``: columns are dicts ``{"key", "slice", "slice_key", "metric", "template"}`` in order;
+    each row is ``{"monitor": label, "runs": [run_id, ...], key: float|None, ...}``.
+    """
+    runs = rep.get("runs", [])
+    temps = _templates(runs)
+    slices = [("overall", "Overall")] + [(c, CATEGORY_NAMES.get(c, c)) for c in CATEGORIES]
+    extra_cats = sorted({c for r in runs for c in r.get("by_category", {})} - set(CATEGORIES))
+    slices += [(c, c) for c in extra_cats]
+    columns: list[dict[str, str]] = []
+    for key, name in slices:
+        metrics = ("mr", "far", "unscored_rate") if key == "overall" else ("mr", "far")
+        for m in metrics:
+            for t in temps:
+                columns.append({"key": f"{key}_{m}_{t}", "slice": name, "slice_key": key, "metric": m,
+                                "template": t})
+    # group runs: monitor -> template -> [run, ...]
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in runs:
+        groups.setdefault(r["monitor"], {}).setdefault(r["template"], []).append(r)
+    rows: list[dict[str, Any]] = []
+    for mon, by_t in groups.items():
+        depth = max(len(v) for v in by_t.values())
+        for i in range(depth):
+            label = mon if depth == 1 else f"{mon} #{i + 1}"
+            row: dict[str, Any] = {"monitor": label, "runs": []}
+            for t, lst in by_t.items():
+                if i < len(lst):
+                    row["runs"].append(lst[i]["run_id"])
+            for col in columns:
+                lst = by_t.get(col["template"], [])
+                val = None
+                if i < len(lst):
+                    r = lst[i]
+                    key = col["slice_key"]
+                    s = r["overall"] if key == "overall" else r.get("by_category", {}).get(key)
+                    val = None if s is None else s.get(col["metric"])
+                row[col["key"]] = val
+            rows.append(row)
+    return columns, rows
+
+
+def _v(x: Any) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+_METRIC = {"mr": "MR", "far": "FAR", "unscored_rate": "Unscored"}
+
+
+def _caption(rep: dict[str, Any]) -> str:
+    return (f"Unscored policy: {rep.get('invalid_policy', 'exclude')}. MR = FN/(TP+FN), FAR = FP/(TN+FP); "
+            "measured in this store, not the paper's numbers.")
+
+
+def to_markdown(rep: dict[str, Any]) -> str:
+    """GitHub-markdown paper-style table of ``rep`` (from ``analysis.report``), with a caption line."""
+    cols, rows = paper_table(rep)
+    head = ["Monitor"] + [f"{c['slice']} {_METRIC[c['metric']]} ({c['template']})" for c in cols]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(cols)) + "|"]
+    for r in rows:
+        name = r["monitor"].replace("|", "\\|")
+        lines.append("| " + " | ".join([name] + [_v(r[c["key"]]) for c in cols]) + " |")
+    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n"
+
+
+_LATEX_ESC = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+              "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+
+
+def latex_escape(s: str) -> str:
+    """Escape LaTeX special characters in plain text."""
+    return "".join(_LATEX_ESC.get(ch, ch) for ch in s)
+
+
+def to_latex(rep: dict[str, Any]) -> str:
+    """A booktabs LaTeX ``table`` with two header rows (slice x metric, then template)."""
+    cols, rows = paper_table(rep)
+    groups: list[tuple[str, int]] = []
+    for c in cols:
+        label = f"{c['slice']} {_METRIC[c['metric']]}"
+        if groups and groups[-1][0] == label:
+            groups[-1] = (label, groups[-1][1] + 1)
+        else:
+            groups.append((label, 1))
+    out = ["\\begin{table}[t]", "\\centering", "\\small",
+           "\\begin{tabular}{l" + "r" * len(cols) + "}", "\\toprule"]
+    out.append(" & ".join(["Monitor"] + [f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}" for g, n in groups])
+               + " \\\\")
+    pos, rules = 2, []
+    for _, n in groups:
+        rules.append(f"\\cmidrule(lr){{{pos}-{pos + n - 1}}}")
+        pos += n
+    out.append("".join(rules))
+    out.append(" & ".join([""] + [latex_escape(c["template"]) for c in cols]) + " \\\\")
+    out.append("\\midrule")
+    for r in rows:
+        out.append(" & ".join([latex_escape(r["monitor"])] + [_v(r[c["key"]]) for c in cols]) + " \\\\")
+    out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(_caption(rep))}}}", "\\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def to_csv(rep: dict[str, Any]) -> str:
+    """CSV of the paper-style table: header ``monitor,runs,<slice>_<metric>_<template>...``; rates with
+    full precision, empty when missing; ``runs`` lists the run ids of the row separated by spaces."""
+    cols, rows = paper_table(rep)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["monitor", "runs"] + [c["key"] for c in cols])
+    for r in rows:
+        w.writerow([r["monitor"], " ".join(r["runs"])] + ["" if r[c["key"]] is None else repr(float(r[c["key"]]))
+                                                          for c in cols])
+    return buf.getvalue()
+
+
+def render(rep: dict[str, Any], fmt: str) -> str:
+    """The table of ``rep`` in ``fmt`` (markdown | latex | csv); ``ValueError`` for another format."""
+    if fmt == "markdown":
+        return to_markdown(rep)
+    if fmt == "latex":
+        return to_latex(rep)
+    if fmt == "csv":
+        return to_csv(rep)
+    raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")

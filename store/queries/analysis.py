@@ -1,0 +1,160 @@
+"""Queries for the analysis: runs, predictions joined with samples, sample texts, imported runs."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from automonitor.errors import NotFound
+from store.models import Monitor, Prediction, Run, Sample, utcnow
+
+RUN_COLUMNS = ["run_id", "monitor", "template", "kind", "status", "n", "params", "created_at"]
+PREDICTION_COLUMNS = ["run_id", "monitor", "template", "kind", "sample_id", "pair_id", "category", "task",
+                      "label", "outcome", "score", "evidence", "raw", "reason", "pred_category", "severity"]
+_LIGHT = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
+
+
+def _chunks(seq: Sequence[Any], size: int = 900) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Runs in the store (all, or ``run_ids`` in that order), oldest first.
+
+    Columns: run_id, monitor, template, kind, status, n, params, created_at.
+    Raises ``NotFound`` naming the first id in ``run_ids`` that does not exist.
+    """
+    q = sa.select(Run.id, Run.monitor, Run.template, Run.kind, Run.status, Run.n, Run.params,
+                  Run.created_at).order_by(Run.created_at, Run.id)
+    with engine.connect() as c:
+        if run_ids:
+            rows = []
+            for part in _chunks(list(dict.fromkeys(run_ids))):
+                rows += c.execute(q.where(Run.id.in_(part))).all()  # type: ignore[attr-defined]
+        else:
+            rows = c.execute(q).all()
+    df = pd.DataFrame([tuple(r) for r in rows], columns=RUN_COLUMNS)
+    if run_ids:
+        missing = [r for r in run_ids if r not in set(df["run_id"])]
+        if missing:
+            raise NotFound(f"run '{missing[0]}' not found")
+        order = {r: i for i, r in enumerate(dict.fromkeys(run_ids))}
+        df = df.sort_values("run_id", key=lambda s: s.map(order)).reset_index(drop=True)
+    return df
+
+
+def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
+    """One row per prediction joined with its sample and run.
+
+    Columns (``PREDICTION_COLUMNS``): run_id, monitor, template, kind, sample_id, pair_id, category, task,
+    label, outcome, score, evidence, raw, reason, pred_category, severity. ``light=True`` returns only
+    run_id, sample_id, pair_id, category, task, label, outcome, score, evidence (faster for reports).
+    Rows are ordered by run and sample id.
+    """
+    cols = {
+        "run_id": Prediction.run_id, "monitor": Run.monitor, "template": Run.template, "kind": Run.kind,
+        "sample_id": Prediction.sample_id, "pair_id": Sample.pair_id, "category": Sample.category,
+        "task": Sample.task, "label": Sample.label, "outcome": Prediction.outcome, "score": Prediction.score,
+        "evidence": Prediction.evidence, "raw": Prediction.raw, "reason": Prediction.reason,
+        "pred_category": Prediction.pred_category, "severity": Prediction.severity,
+    }
+    names = _LIGHT if light else PREDICTION_COLUMNS
+    q = (sa.select(*[cols[n] for n in names])
+         .join(Sample, Sample.id == Prediction.sample_id)
+         .join(Run, Run.id == Prediction.run_id)
+         .order_by(Prediction.run_id, Prediction.sample_id))
+    with engine.connect() as c:
+        if run_ids is not None:
+            rows = []
+            for part in _chunks(list(dict.fromkeys(run_ids))):
+                rows += c.execute(q.where(Prediction.run_id.in_(part))).all()  # type: ignore[attr-defined]
+        else:
+            rows = c.execute(q).all()
+    df = pd.DataFrame.from_records([tuple(r) for r in rows], columns=names)
+    df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
+    return df
+
+
+def load_sample_texts(engine: Engine, sample_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``{sample_id: (request, response)}`` for the given ids (missing ids are left out)."""
+    ids = list(dict.fromkeys(sample_ids))
+    out: dict[str, tuple[str, str]] = {}
+    with engine.connect() as c:
+        for part in _chunks(ids):
+            for sid, req, resp in c.execute(sa.select(Sample.id, Sample.request, Sample.response)
+                                            .where(Sample.id.in_(part))):  # type: ignore[attr-defined]
+                out[sid] = (req, resp)
+    return out
+
+
+def sample_frame(engine: Engine, sample_ids: Iterable[str]) -> pd.DataFrame:
+    """Samples (id, pair_id, category, task, label, request, response, source) for the given ids."""
+    ids = list(dict.fromkeys(sample_ids))
+    cols = [Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.request,
+            Sample.response, Sample.source]
+    rows = []
+    with engine.connect() as c:
+        for part in _chunks(ids):
+            rows += c.execute(sa.select(*cols).where(Sample.id.in_(part))).all()  # type: ignore[attr-defined]
+    return pd.DataFrame([tuple(r) for r in rows],
+                        columns=["sample_id", "pair_id", "category", "task", "label", "request", "response",
+                                 "source"])
+
+
+def pair_ids_for(session: Session, sample_ids: Iterable[str]) -> dict[str, str]:
+    """``{sample_id: pair_id}`` for those of ``sample_ids`` present in the store."""
+    ids = list(dict.fromkeys(sample_ids))
+    out: dict[str, str] = {}
+    for part in _chunks(ids):
+        for sid, pid in session.execute(sa.select(Sample.id, Sample.pair_id).where(Sample.id.in_(part))):  # type: ignore[attr-defined]
+            out[sid] = pid
+    return out
+
+
+def external_monitor(session: Session, name: str) -> Monitor:
+    """The ``Monitor`` row for an outside system ``name`` (backend ``external``), created if absent."""
+    m = session.execute(sa.select(Monitor).where(Monitor.name == name, Monitor.backend == "external",
+                                                 Monitor.base_url.is_(None))).scalars().first()  # type: ignore[union-attr]
+    if m is None:
+        m = Monitor(name=name, backend="external", model=None, base_url=None, meta={"source": "predictions import"})
+        session.add(m)
+        session.flush()
+    return m
+
+
+def find_imported_run(session: Session, monitor: str, template: str, sha256: str) -> Run | None:
+    """An imported run of ``monitor`` x ``template`` made from a file with this sha256, if any."""
+    runs = session.execute(sa.select(Run).where(Run.kind == "imported", Run.monitor == monitor,
+                                                Run.template == template)).scalars().all()
+    for r in runs:
+        if (r.params or {}).get("sha256") == sha256:
+            return r
+    return None
+
+
+def insert_imported_run(session: Session, *, run_id: str, monitor: Monitor, template: str,
+                        params: dict[str, Any], rows: list[dict[str, Any]]) -> Run:
+    """Insert a run (kind and status ``imported``) and its predictions inside the caller's transaction.
+
+    ``rows`` are dicts with Prediction column names (sample_id, outcome, score, evidence, raw, ...).
+    """
+    now = utcnow()
+    run = Run(id=run_id, monitor_id=monitor.id, monitor=monitor.name, template=template, status="imported",
+              kind="imported", params=params, n=len(rows), created_at=now, started_at=now, finished_at=now)
+    session.add(run)
+    session.flush()
+    payload = []
+    for r in rows:
+        payload.append({"run_id": run_id, "sample_id": r["sample_id"], "outcome": r["outcome"],
+                        "score": r.get("score"), "raw": r.get("raw"), "reason": r.get("reason"),
+                        "evidence": r.get("evidence") or [], "pred_category": r.get("pred_category"),
+                        "severity": r.get("severity"), "meta": r.get("meta") or {}, "created_at": now,
+                        "judged_at": now, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cached": False})
+    for part in _chunks(payload, 2000):
+        session.execute(sa.insert(Prediction), list(part))
+    return run
