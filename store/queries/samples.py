@@ -47,3 +47,122 @@ def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
         payload.append(d)
     session.execute(sa.insert(Sample), payload)
     return len(payload)
+
+
+# --- composition queries (``automonitor stats``, the app's Overview page) ---------------------------
+
+SPLIT_CHOICES = ("test", "train", "all")
+
+
+def _gold_filter(split: str):
+    """SQL conditions selecting gold samples of ``split`` (``test``, ``train`` or ``all`` = both)."""
+    if split not in SPLIT_CHOICES:
+        from automonitor.errors import InputError
+
+        raise InputError(f"unknown split {split!r}; expected one of {', '.join(SPLIT_CHOICES)}", field="--split")
+    conds = [Sample.status == "gold"]
+    if split == "all":
+        conds.append(Sample.split.in_(("test", "train")))  # type: ignore[union-attr]
+    else:
+        conds.append(Sample.split == split)
+    return conds
+
+
+def composition(session: Session, split: str = "test") -> list[dict[str, Any]]:
+    """Counts of gold samples of ``split`` by category x task x label.
+
+    Returns rows ``{"category", "task", "label", "n"}`` sorted by category, task, label; only
+    combinations present in the store. Raises ``InputError`` for an unknown split.
+    """
+    q = (sa.select(Sample.category, Sample.task, Sample.label, sa.func.count())
+         .where(*_gold_filter(split))
+         .group_by(Sample.category, Sample.task, Sample.label)
+         .order_by(Sample.category, Sample.task, Sample.label))
+    return [{"category": c, "task": t, "label": lab, "n": int(n)} for c, t, lab, n in session.execute(q)]
+
+
+def count_by(session: Session, column: str, split: str = "test") -> dict[str, int]:
+    """Gold samples of ``split`` counted by one ``Sample`` column (``category``, ``task``, ``label``,
+    ``source``...). Returns ``{value: n}`` sorted by value."""
+    col = getattr(Sample, column)
+    q = sa.select(col, sa.func.count()).where(*_gold_filter(split)).group_by(col).order_by(col)
+    return {str(v): int(n) for v, n in session.execute(q)}
+
+
+def count_pairs(session: Session, split: str = "test") -> int:
+    """Number of distinct ``pair_id`` among gold samples of ``split``."""
+    q = sa.select(sa.func.count(sa.distinct(Sample.pair_id))).where(*_gold_filter(split))
+    return int(session.execute(q).scalar() or 0)
+
+
+def counts_by_split(session: Session) -> dict[str, int]:
+    """Gold samples of the whole store by split: ``{"test": n, "train": n}`` (0 when absent; a gold
+    sample without split is counted under ``"none"`` if any)."""
+    out = {"test": 0, "train": 0}
+    q = sa.select(Sample.split, sa.func.count()).where(Sample.status == "gold").group_by(Sample.split)
+    for split, n in session.execute(q):
+        out[split if split else "none"] = int(n)
+    return out
+
+
+def count_candidates(session: Session) -> int:
+    """Samples of the whole store waiting for annotation (``status == 'candidate'``)."""
+    q = sa.select(sa.func.count()).select_from(Sample).where(Sample.status == "candidate")
+    return int(session.execute(q).scalar() or 0)
+
+
+def candidates_by_source(session: Session) -> dict[str, int]:
+    """Candidate samples of the whole store by source."""
+    q = (sa.select(Sample.source, sa.func.count()).where(Sample.status == "candidate")
+         .group_by(Sample.source).order_by(Sample.source))
+    return {str(s): int(n) for s, n in session.execute(q)}
+
+
+def latest_build_report(session: Session) -> dict[str, Any] | None:
+    """The report of the newest ``BuildLog`` row (with its ``seed`` and ``created_at``), or ``None``."""
+    from store.models import BuildLog
+
+    row = session.execute(sa.select(BuildLog).order_by(BuildLog.id.desc()).limit(1)).scalars().first()  # type: ignore[union-attr]
+    if row is None:
+        return None
+    return {**(row.report or {}), "seed": row.seed, "created_at": row.created_at.isoformat() if row.created_at else None}
+
+
+def stats(session: Session, split: str = "test") -> dict[str, Any]:
+    """The ``automonitor stats`` document (``../shared/CONTRACT.md``) plus extra keys.
+
+    Contract keys: ``total``, ``pairs``, ``by_category``, ``by_task``, ``by_label`` (gold samples of
+    ``split``; every vocabulary value present, 0 when absent), ``by_split`` and ``candidates`` (whole
+    store). Extra keys: ``split``, ``by_category_task`` (``{category: {task: n}}``), ``by_source``,
+    ``candidates_by_source``, ``shortfalls`` (from the newest build log, ``[]`` when none),
+    ``build_seed`` (``None`` when never built).
+    """
+    from automonitor.vocab import CATEGORIES, LABELS, TASKS
+
+    comp = composition(session, split)
+    by_cat = {c: 0 for c in CATEGORIES}
+    by_task = {t: 0 for t in TASKS}
+    by_label = {lab: 0 for lab in LABELS}
+    by_ct: dict[str, dict[str, int]] = {}
+    for r in comp:
+        by_cat[r["category"]] = by_cat.get(r["category"], 0) + r["n"]
+        by_task[r["task"]] = by_task.get(r["task"], 0) + r["n"]
+        by_label[r["label"]] = by_label.get(r["label"], 0) + r["n"]
+        by_ct.setdefault(r["category"], {}).setdefault(r["task"], 0)
+        by_ct[r["category"]][r["task"]] += r["n"]
+    report = latest_build_report(session)
+    return {
+        "total": sum(r["n"] for r in comp),
+        "pairs": count_pairs(session, split),
+        "by_category": by_cat,
+        "by_task": by_task,
+        "by_label": by_label,
+        "by_split": counts_by_split(session),
+        "candidates": count_candidates(session),
+        "split": split,
+        "by_category_task": by_ct,
+        "by_source": count_by(session, "source", split),
+        "candidates_by_source": candidates_by_source(session),
+        "shortfalls": (report or {}).get("shortfalls", []),
+        "build_seed": (report or {}).get("seed"),
+    }

@@ -1,0 +1,472 @@
+"""Build the paired benchmark from the public raw sources into the store (``automonitor build``).
+
+Composition of the test set (pairs; each pair = one misbehavior + one benign sample with the same
+request), mirroring the paper's 1,172 / 962 / 876 samples (3,010 = 1,505 pairs):
+
+=====================  ============================  =========  =====  ===================================
+category               source                        task       pairs  why this split
+=====================  ============================  =========  =====  ===================================
+safety_permission      hh_rlhf                       qa           293  half QA (HH-RLHF preference pairs)
+safety_permission      safecoder                     code         200  half code: SafeCoder has NL
+safety_permission      sven                          code          93  instructions, SVEN adds C/C++ CWEs
+sycophancy_bias        turpin_bbh_suggested_answer   reasoning    481  the only honest paired source with
+                                                                       real responses (QA sources in the
+                                                                       raw dir are prompts only)
+specification_gaming   school_of_reward_hacks        qa           219  half QA (stated gameable metric)
+specification_gaming   rl_character_apps             code         178  half code: APPS hacks +
+specification_gaming   rl_character_mbpp             code          41  every MBPP hack pair
+=====================  ============================  =========  =====  ===================================
+
+Selection is deterministic for a seed: each source's pairs are sorted by ``pair_id`` and shuffled
+with ``random.Random("automonitor:<seed>:<source>:<purpose>")``; Turpin pairs are drawn in proportion
+to their BBH task x model strata. Pairs a source marks not eligible (code over 6,000 chars) never go
+to test. A test pair whose misbehavior text is the benign text of another test pair (or vice versa)
+is skipped. Where a source yields fewer pairs than its quota the shortfall is recorded (build output,
+``BuildLog`` report, ``stats``); nothing is padded or duplicated.
+
+Candidate pool for annotation (``status='candidate'``, ``split=None``, label = intended label):
+100 School-of-Reward-Hacks, 100 Turpin and 40 APPS pairs drawn from the pairs left after the test
+selection, never sharing a request or response hash with the test set.
+
+Train split: every other pair (including over-long code) whose request and responses share no hash
+with the test set or the candidate pool; colliding pairs are dropped whole, and counted.
+
+Rebuild policy (build-derived rows carry ``meta.origin == "build"``; user imports are never touched):
+
+* The store is reconciled with the plan of (raw dir, seed): missing planned rows are inserted, build
+  rows not in the plan are deleted, build rows whose split/status differ are updated. Rows an
+  adjudicator has decided (an ``adjudication`` row exists) keep their status and split.
+* So a rebuild with the same seed and raw dir inserts, updates and deletes nothing (and logs nothing).
+* A different seed replaces the build-derived selection. If any row it would delete or move is
+  referenced by a prediction, assignment, annotation or adjudication, the build refuses (``InputError``,
+  exit 2) unless ``force=True``; with ``force`` those runs (with all their predictions), assignments,
+  annotations and adjudications are deleted first. All in one transaction.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from automonitor.errors import InputError
+from automonitor.hashing import content_hash, make_sample_id, sha256_text
+from automonitor.sources import REGISTRY, PairRecord, SourceResult
+from automonitor.vocab import CATEGORIES, PAPER_QUOTAS
+
+ORIGIN = "build"
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Test-set quota of one source, in pairs."""
+
+    source: str
+    category: str
+    task: str
+    pairs: int
+
+
+TEST_PLAN: tuple[Quota, ...] = (
+    Quota("hh_rlhf", "safety_permission", "qa", 293),
+    Quota("safecoder", "safety_permission", "code", 200),
+    Quota("sven", "safety_permission", "code", 93),
+    Quota("turpin_bbh_suggested_answer", "sycophancy_bias", "reasoning", 481),
+    Quota("school_of_reward_hacks", "specification_gaming", "qa", 219),
+    Quota("rl_character_apps", "specification_gaming", "code", 178),
+    Quota("rl_character_mbpp", "specification_gaming", "code", 41),
+)
+CANDIDATE_PLAN: dict[str, int] = {
+    "school_of_reward_hacks": 100,
+    "turpin_bbh_suggested_answer": 100,
+    "rl_character_apps": 40,
+}
+
+NO_RAW_HINT = ("set AUTOMONITOR_RAW or pass --raw DIR (the layout of ../shared/raw; `automonitor "
+               "fetch-sources --dest DIR` downloads it), or load your own pairs with "
+               "`automonitor import seeds/examples.jsonl`")
+
+
+def _check_plan() -> None:
+    per_cat: Counter = Counter()
+    for q in TEST_PLAN:
+        per_cat[q.category] += 2 * q.pairs
+    assert dict(per_cat) == PAPER_QUOTAS, (dict(per_cat), PAPER_QUOTAS)
+
+
+_check_plan()
+
+
+@dataclass
+class Plan:
+    """The outcome of :func:`plan_build`: sample rows (dicts with ``Sample`` columns) and a report."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_raw(raw: str | Path | None) -> Path:
+    """The raw dir: ``raw`` if given, else ``$AUTOMONITOR_RAW``.
+
+    Raises:
+        InputError: neither is set, or the directory does not exist (message names it and says how
+            to get the sources or import own pairs).
+    """
+    import os
+
+    value = raw if raw not in (None, "") else os.environ.get("AUTOMONITOR_RAW")
+    if not value:
+        raise InputError(f"no raw sources directory given: {NO_RAW_HINT}", field="--raw")
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise InputError(f"raw sources directory not found: {path}; {NO_RAW_HINT}", file=str(path), field="--raw")
+    return path.resolve()
+
+
+def rng_for(seed: int, source: str, purpose: str) -> random.Random:
+    """The deterministic RNG of one selection step (string seeds are hashed with SHA-512 by Python,
+    so the order is stable across runs and machines)."""
+    return random.Random(f"automonitor:{seed}:{source}:{purpose}")
+
+
+def _shuffled(pairs: Iterable[PairRecord], rng: random.Random) -> list[PairRecord]:
+    out = sorted(pairs, key=lambda p: p.pair_id)
+    rng.shuffle(out)
+    return out
+
+
+def proportional(counts: dict[str, int], total: int) -> dict[str, int]:
+    """Split ``total`` over strata in proportion to ``counts`` (largest remainder, ties by name),
+    never more than a stratum holds."""
+    avail = sum(counts.values())
+    total = min(total, avail)
+    if avail == 0:
+        return {k: 0 for k in counts}
+    raw = {k: total * n / avail for k, n in counts.items()}
+    out = {k: int(v) for k, v in raw.items()}
+    rest = total - sum(out.values())
+    for k in sorted(counts, key=lambda k: (-(raw[k] - out[k]), k)):
+        if rest <= 0:
+            break
+        if out[k] < counts[k]:
+            out[k] += 1
+            rest -= 1
+    return out
+
+
+def _hashes(p: PairRecord) -> tuple[str, str, str]:
+    return sha256_text(p.request), sha256_text(p.misbehavior), sha256_text(p.benign)
+
+
+def _rows_for(p: PairRecord, split: str | None, status: str, h: tuple[str, str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for label, text, fname, rec, side_meta, rh in (
+        ("misbehavior", p.misbehavior, p.mis_file, p.mis_record, p.mis_meta, h[1]),
+        ("benign", p.benign, p.ben_file, p.ben_record, p.ben_meta, h[2]),
+    ):
+        meta = {k: v for k, v in {**p.meta, **side_meta}.items() if v is not None}
+        meta["origin"] = ORIGIN
+        rows.append({
+            "id": make_sample_id(p.pair_id, label, p.request, text),
+            "pair_id": p.pair_id, "category": p.category, "task": p.task, "label": label,
+            "request": p.request, "response": text, "source": p.source, "source_file": fname,
+            "source_record": rec, "split": split, "status": status, "request_hash": h[0],
+            "response_hash": rh, "content_hash": content_hash(p.request, text, label), "meta": meta,
+        })
+    return rows
+
+
+def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[str, SourceResult]:
+    """Run every registered importer on ``raw``.
+
+    Raises:
+        InputError: a malformed file, or none of the sources' files exist under ``raw``.
+    """
+    results: dict[str, SourceResult] = {}
+    for name, src in REGISTRY.items():
+        t0 = time.perf_counter()
+        results[name] = src.load(raw)
+        if progress:
+            r = results[name]
+            miss = f", {len(r.missing)} file(s) missing" if r.missing else ""
+            progress(f"{name}: {len(r.pairs)} pairs from {len(r.files)} file(s){miss} "
+                     f"({time.perf_counter() - t0:.2f} s)")
+    if not any(r.files for r in results.values()):
+        raise InputError(f"no public source files found under {raw}; {NO_RAW_HINT}", file=str(raw), field="--raw")
+    return results
+
+
+def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[str]] | None = None,
+               progress: Callable[[str], None] | None = None) -> Plan:
+    """Decide, without touching any store, which pairs go to test, candidates and train.
+
+    Args:
+        raw: the raw sources dir (layout of ``../shared/raw``).
+        seed: selection seed (see module doc).
+        external_test: ``(request hashes, response hashes)`` of gold test samples already in the store
+            that the build does not own (user imports): train and candidates avoid them too.
+    Returns:
+        :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
+    Raises:
+        InputError: see :func:`load_all`.
+    """
+    results = load_all(raw, progress)
+    report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
+    seen: set[tuple[str, str]] = set()
+    pool: dict[str, list[PairRecord]] = {}
+    hashes: dict[str, tuple[str, str, str]] = {}
+    for name, res in results.items():
+        kept = []
+        for p in res.pairs:
+            h = _hashes(p)
+            key = (h[1], h[2])
+            if key in seen or p.pair_id in hashes:
+                res.dropped["duplicate pair (same responses as an earlier pair)"] += 1
+                continue
+            seen.add(key)
+            hashes[p.pair_id] = h
+            kept.append(p)
+        pool[name] = kept
+        report["sources"][name] = {
+            "category": REGISTRY[name].category, "task": REGISTRY[name].task,
+            "files_read": len(res.files), "files_missing": res.missing,
+            "pairs_available": len(kept), "eligible_for_test": sum(p.eligible_test for p in kept),
+            "dropped": dict(sorted(res.dropped.items())),
+        }
+
+    # 1. test selection
+    test: dict[str, list[PairRecord]] = {}
+    t_req: set[str] = set()
+    t_mis: set[str] = set()
+    t_ben: set[str] = set()
+    quotas = []
+    for q in TEST_PLAN:
+        eligible = [p for p in pool.get(q.source, []) if p.eligible_test]
+        rng = rng_for(seed, q.source, "test")
+        order = _shuffled(eligible, rng)
+        groups = {p.group for p in order}
+        if len(groups) > 1:
+            counts = Counter(p.group or "" for p in order)
+            alloc = proportional(dict(counts), q.pairs)
+        else:
+            alloc = {(order[0].group or "") if order else "": q.pairs}
+        taken_per: Counter = Counter()
+        chosen: list[PairRecord] = []
+        for p in order:
+            g = p.group or ""
+            if taken_per[g] >= alloc.get(g, 0):
+                continue
+            _, hm, hb = hashes[p.pair_id]
+            if hm in t_ben or hb in t_mis:  # same text would carry both labels in the test set
+                continue
+            chosen.append(p)
+            taken_per[g] += 1
+            t_mis.add(hm)
+            t_ben.add(hb)
+            t_req.add(hashes[p.pair_id][0])
+        test[q.source] = chosen
+        quotas.append({"source": q.source, "category": q.category, "task": q.task,
+                       "target_pairs": q.pairs, "built_pairs": len(chosen)})
+    ext_req, ext_resp = external_test or (set(), set())
+    block_req = t_req | ext_req
+    block_resp = t_mis | t_ben | ext_resp
+
+    def collides(p: PairRecord, req: set[str], resp: set[str]) -> bool:
+        h = hashes[p.pair_id]
+        return h[0] in req or h[1] in resp or h[2] in resp
+
+    # 2. candidate pool
+    test_ids = {p.pair_id for ps in test.values() for p in ps}
+    cands: dict[str, list[PairRecord]] = {}
+    c_req: set[str] = set()
+    c_resp: set[str] = set()
+    for name, n in CANDIDATE_PLAN.items():
+        rest = [p for p in pool.get(name, []) if p.pair_id not in test_ids and p.eligible_test
+                and not collides(p, block_req, block_resp)]
+        chosen = _shuffled(rest, rng_for(seed, name, "candidates"))[:n]
+        cands[name] = chosen
+        for p in chosen:
+            h = hashes[p.pair_id]
+            c_req.add(h[0])
+            c_resp.update(h[1:])
+    cand_ids = {p.pair_id for ps in cands.values() for p in ps}
+
+    # 3. train: everything else that does not collide with test or candidates
+    plan = Plan(report=report)
+    train_counts: Counter = Counter()
+    train_dropped: Counter = Counter()
+    for name, pairs in pool.items():
+        for p in test.get(name, []):
+            plan.rows.extend(_rows_for(p, "test", "gold", hashes[p.pair_id]))
+        for p in cands.get(name, []):
+            plan.rows.extend(_rows_for(p, None, "candidate", hashes[p.pair_id]))
+        for p in pairs:
+            if p.pair_id in test_ids or p.pair_id in cand_ids:
+                continue
+            if collides(p, block_req | c_req, block_resp | c_resp):
+                train_dropped[name] += 1
+                continue
+            plan.rows.extend(_rows_for(p, "train", "gold", hashes[p.pair_id]))
+            train_counts[name] += 1
+
+    for name in pool:
+        s = report["sources"][name]
+        s["test_pairs"] = len(test.get(name, []))
+        s["candidate_pairs"] = len(cands.get(name, []))
+        s["train_pairs"] = train_counts[name]
+        s["train_dropped_hash_collision"] = train_dropped[name]
+    shortfalls = [{**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
+                  for q in quotas if q["built_pairs"] < q["target_pairs"]]
+    cat_built: Counter = Counter()
+    for q in quotas:
+        cat_built[q["category"]] += 2 * q["built_pairs"]
+    report["quotas"] = quotas
+    report["category_quotas"] = {c: {"target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c]}
+                                 for c in CATEGORIES}
+    for c in CATEGORIES:
+        if cat_built[c] < PAPER_QUOTAS[c]:
+            shortfalls.append({"category": c, "target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c],
+                               "missing_samples": PAPER_QUOTAS[c] - cat_built[c]})
+    report["shortfalls"] = shortfalls
+    n_test = sum(len(v) for v in test.values())
+    n_cand = sum(len(v) for v in cands.values())
+    by_ct: dict[str, dict[str, int]] = defaultdict(dict)
+    for q in quotas:
+        by_ct[q["category"]][q["task"]] = by_ct[q["category"]].get(q["task"], 0) + 2 * q["built_pairs"]
+    report["test"] = {"pairs": n_test, "samples": 2 * n_test, "by_category": dict(cat_built),
+                      "by_category_task": dict(by_ct)}
+    report["candidates"] = {"pairs": n_cand, "samples": 2 * n_cand,
+                            "by_source": {k: len(v) for k, v in cands.items()}}
+    report["train"] = {"pairs": sum(train_counts.values()), "samples": 2 * sum(train_counts.values())}
+    return plan
+
+
+# --- store side -----------------------------------------------------------------------------------
+
+def _chunks(seq: list, n: int = 900) -> Iterable[list]:
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+def _referenced(session, ids: list[str]) -> dict[str, set[str]]:
+    """Which of ``ids`` are referenced by predictions, assignments, annotations, adjudications."""
+    from store.models import Adjudication, Annotation, Assignment, Prediction
+
+    out: dict[str, set[str]] = {}
+    for name, model in (("predictions", Prediction), ("assignments", Assignment),
+                        ("annotations", Annotation), ("adjudications", Adjudication)):
+        found: set[str] = set()
+        for part in _chunks(ids):
+            found.update(session.execute(sa.select(model.sample_id).where(model.sample_id.in_(part))).scalars())
+        if found:
+            out[name] = found
+    return out
+
+
+def _delete_dependents(session, ids: list[str]) -> dict[str, int]:
+    """Delete whole runs that judged any of ``ids`` (with all their predictions), and assignments,
+    annotations, adjudications of ``ids``. Returns counts deleted per table."""
+    from store.models import Adjudication, Annotation, Assignment, Prediction, Run
+
+    run_ids: set[str] = set()
+    for part in _chunks(ids):
+        run_ids.update(session.execute(sa.select(Prediction.run_id).where(Prediction.sample_id.in_(part))).scalars())
+    counts = {"runs": len(run_ids), "predictions": 0, "assignments": 0, "annotations": 0, "adjudications": 0}
+    rl = sorted(run_ids)
+    for part in _chunks(rl):
+        counts["predictions"] += session.execute(sa.delete(Prediction).where(Prediction.run_id.in_(part))).rowcount or 0
+        session.execute(sa.delete(Run).where(Run.id.in_(part)))
+    for key, model in (("adjudications", Adjudication), ("annotations", Annotation), ("assignments", Assignment)):
+        for part in _chunks(ids):
+            counts[key] += session.execute(sa.delete(model).where(model.sample_id.in_(part))).rowcount or 0
+    return counts
+
+
+def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force: bool = False,
+          progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
+    transaction (see the module doc for composition and rebuild policy).
+
+    Returns:
+        The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
+        (bool), ``dependents_deleted`` (with ``force``) and ``seconds`` (wall time).
+    Raises:
+        InputError: raw dir missing or malformed, or a reseed would change samples that predictions or
+            annotations reference and ``force`` is false. Nothing is changed then.
+    """
+    from store import session_scope
+    from store.models import Adjudication, BuildLog, Sample
+    from store.queries.samples import insert_samples
+
+    t0 = time.perf_counter()
+    raw_path = resolve_raw(raw)
+    sources = list(REGISTRY)
+    with session_scope(engine) as session:
+        # external gold test samples (not build-derived), and the current build-derived rows
+        ext_req: set[str] = set()
+        ext_resp: set[str] = set()
+        current: dict[str, tuple[str | None, str]] = {}
+        q = sa.select(Sample.id, Sample.source, Sample.split, Sample.status, Sample.meta,
+                      Sample.request_hash, Sample.response_hash)
+        for sid, source, split, status, meta, rh, sh in session.execute(q):
+            is_build = source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN
+            if is_build:
+                current[sid] = (split, status)
+            elif status == "gold" and split == "test":
+                ext_req.add(rh)
+                ext_resp.add(sh)
+        plan = plan_build(raw_path, seed, external_test=(ext_req, ext_resp), progress=progress)
+        planned = {r["id"]: r for r in plan.rows}
+        adjudicated: set[str] = set()
+        cur_ids = list(current)
+        for part in _chunks(cur_ids):
+            adjudicated.update(session.execute(
+                sa.select(Adjudication.sample_id).where(Adjudication.sample_id.in_(part))).scalars())
+        to_delete = [i for i in current if i not in planned]
+        to_update = [i for i in current if i in planned and i not in adjudicated
+                     and current[i] != (planned[i]["split"], planned[i]["status"])]
+        affected = to_delete + to_update
+        refs = _referenced(session, affected) if affected else {}
+        dependents: dict[str, int] = {}
+        if refs:
+            desc = ", ".join(f"{len(v)} by {k}" for k, v in refs.items())
+            if not force:
+                last = latest_seed(session)
+                raise InputError(
+                    f"building with seed {seed} would replace or move {len(affected)} build samples of the "
+                    f"current build{f' (seed {last})' if last is not None else ''}, and some are referenced "
+                    f"({desc}); rerun with --force to delete those runs, assignments, annotations and "
+                    f"adjudications, or keep the current seed", field="--seed")
+            dependents = _delete_dependents(session, sorted(set().union(*refs.values())))
+        for part in _chunks(to_delete):
+            session.execute(sa.delete(Sample).where(Sample.id.in_(part)))
+        if to_update:
+            stmt = (sa.update(Sample.__table__).where(Sample.__table__.c.id == sa.bindparam("_id"))
+                    .values(split=sa.bindparam("_split"), status=sa.bindparam("_status")))
+            session.execute(stmt, [{"_id": i, "_split": planned[i]["split"], "_status": planned[i]["status"]}
+                                   for i in to_update])
+        new_rows = [r for r in plan.rows if r["id"] not in current]
+        inserted = insert_samples(session, new_rows)
+        changed = bool(inserted or to_update or to_delete)
+        last = latest_seed(session)
+        report = dict(plan.report)
+        report.update({"inserted": inserted, "updated": len(to_update), "deleted": len(to_delete),
+                       "unchanged": not changed, "dependents_deleted": dependents,
+                       "kept_adjudicated": len([i for i in current if i in adjudicated])})
+        if changed or last != seed:
+            session.add(BuildLog(seed=seed, report={k: v for k, v in report.items() if k != "seconds"}))
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    return report
+
+
+def latest_seed(session) -> int | None:
+    """Seed of the newest build log, or ``None`` when the store was never built."""
+    from store.models import BuildLog
+
+    return session.execute(sa.select(BuildLog.seed).order_by(BuildLog.id.desc()).limit(1)).scalar()

@@ -1,0 +1,58 @@
+"""Importers of the public raw sources, one module per source, and their registry.
+
+``REGISTRY`` maps a source name (the ``Sample.source`` of what it builds) to a :class:`Source`:
+its folder under the raw dir, category, task, the files it reads (paths relative to the raw dir) and
+its ``load(raw_dir) -> SourceResult`` function. ``automonitor.build`` decides which pairs go to the
+test set, the candidate pool and the train split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from automonitor.sources import hh_rlhf, rl_character, safecoder, school_of_reward_hacks, sven, turpin_bbh
+from automonitor.sources.base import PairRecord, SourceResult
+
+
+@dataclass(frozen=True)
+class Source:
+    """A registered importer (see module doc)."""
+
+    name: str
+    folder: str
+    category: str
+    task: str
+    files: tuple[str, ...]
+    load: Callable[[Path], SourceResult]
+    doc: str
+
+
+def _src(name: str, mod, task: str, files=None, load=None) -> Source:
+    return Source(name=name, folder=mod.FOLDER, category=mod.CATEGORY, task=task,
+                  files=tuple(files or mod.FILES), load=load or mod.load,
+                  doc=(mod.__doc__ or "").strip().splitlines()[0])
+
+
+REGISTRY: dict[str, Source] = {
+    s.name: s
+    for s in (
+        _src(hh_rlhf.NAME, hh_rlhf, "qa"),
+        _src(safecoder.NAME, safecoder, "code"),
+        _src(sven.NAME, sven, "code"),
+        _src(turpin_bbh.NAME, turpin_bbh, "reasoning"),
+        _src(school_of_reward_hacks.NAME, school_of_reward_hacks, "qa"),
+        _src("rl_character_apps", rl_character, "code", rl_character.APPS_FILES, rl_character.load_apps),
+        _src("rl_character_mbpp", rl_character, "code", rl_character.MBPP_FILES, rl_character.load_mbpp),
+    )
+}
+BUILD_SOURCES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def data_files() -> list[str]:
+    """Every raw file (relative path) that some registered importer reads, sorted, no duplicates."""
+    return sorted({f for s in REGISTRY.values() for f in s.files})
+
+
+__all__ = ["REGISTRY", "BUILD_SOURCES", "Source", "PairRecord", "SourceResult", "data_files"]

@@ -1,0 +1,136 @@
+"""Shared types and readers for the public-source importers.
+
+Every importer turns the files of one raw folder into :class:`PairRecord` objects: one request with a
+misbehavior response and a benign response to that *same* request, plus where each side came from.
+Readers raise :class:`automonitor.errors.InputError` naming the file (relative to the raw dir), the
+line and the field of a malformed record.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from automonitor.errors import InputError
+
+
+@dataclass
+class PairRecord:
+    """One misbehavior/benign pair for the same request.
+
+    Attributes:
+        source: registry name of the importer (also ``Sample.source``).
+        pair_id: stable id ``"<source>:<record id>"`` shared by both samples.
+        category, task: contract vocabulary (``automonitor.vocab``).
+        request: the request text shown to a monitor (identical for both sides).
+        misbehavior, benign: the two responses.
+        mis_file, ben_file: path of each side's file relative to the raw dir.
+        mis_record, ben_record: record id / line / index of each side in its file.
+        meta: metadata shared by both sides (cwe, language, model, bbh task, ...).
+        mis_meta, ben_meta: per-side metadata (e.g. the model that wrote that side).
+        eligible_test: ``False`` when the pair may go to train but not to the test set or the
+            candidate pool (e.g. code over the length cap); ``test_note`` says why.
+        group: stratum used for proportional test selection (``None``: one stratum).
+    """
+
+    source: str
+    pair_id: str
+    category: str
+    task: str
+    request: str
+    misbehavior: str
+    benign: str
+    mis_file: str
+    ben_file: str
+    mis_record: str
+    ben_record: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    mis_meta: dict[str, Any] = field(default_factory=dict)
+    ben_meta: dict[str, Any] = field(default_factory=dict)
+    eligible_test: bool = True
+    test_note: str | None = None
+    group: str | None = None
+
+
+@dataclass
+class SourceResult:
+    """What one importer read: its pairs, drop reasons with counts, and the files it read."""
+
+    pairs: list[PairRecord] = field(default_factory=list)
+    dropped: Counter = field(default_factory=Counter)
+    files: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def rel(raw: Path, path: Path) -> str:
+    """``path`` relative to the raw dir, with forward slashes."""
+    return path.relative_to(raw).as_posix()
+
+
+def read_jsonl(raw: Path, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file (``.gz`` allowed).
+
+    Raises:
+        InputError: a line is not valid JSON or not an object (file relative to ``raw``, 1-based line).
+    """
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"invalid JSON: {exc.msg}", file=rel(raw, path), line=n) from None
+                if not isinstance(obj, dict):
+                    raise InputError("expected a JSON object", file=rel(raw, path), line=n)
+                yield n, obj
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"cannot read file: {exc}", file=rel(raw, path)) from None
+
+
+def read_json(raw: Path, path: Path) -> Any:
+    """Parse a whole JSON file.
+
+    Raises:
+        InputError: unreadable or invalid JSON (file relative to ``raw``, line of the error).
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=rel(raw, path), line=exc.lineno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=rel(raw, path)) from None
+
+
+def need_str(obj: dict[str, Any], key: str, raw: Path, path: Path, line: int | None) -> str:
+    """``obj[key]`` as a string.
+
+    Raises:
+        InputError: the field is missing or not a string.
+    """
+    val = obj.get(key)
+    if not isinstance(val, str):
+        raise InputError("missing or not a string", file=rel(raw, path), line=line, field=key)
+    return val
+
+
+LANGUAGES = {
+    "py": "Python", "c": "C", "h": "C", "cc": "C++", "cpp": "C++", "cxx": "C++", "hpp": "C++",
+    "C": "C++", "js": "JavaScript", "jsx": "JavaScript", "ts": "TypeScript", "rb": "Ruby",
+    "go": "Go", "java": "Java", "php": "PHP",
+}
+
+
+def language_of(file_name: str) -> str:
+    """Programming language name guessed from a file extension (``"code"`` when unknown)."""
+    ext = file_name.rsplit(".", 1)[-1] if "." in file_name else ""
+    return LANGUAGES.get(ext, LANGUAGES.get(ext.lower(), "code"))
