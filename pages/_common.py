@@ -78,6 +78,41 @@ def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, in
                            invalid=invalid)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def load_reported():
+    """The paper's reported MR/FAR points (``automonitor.analysis.reported_points``)."""
+    from automonitor import analysis
+
+    return analysis.reported_points()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def load_scores(url: str, ver: tuple, run_id: str):
+    """Gold labels and P(misbehavior) scores of one run's scored predictions: frame ``label, score``."""
+    from automonitor import analysis
+
+    df = analysis.predictions_frame(_engine_for(url), [run_id])
+    df = df[df["score"].notna() & df["label"].isin(["misbehavior", "benign"])]
+    return df[["label", "score"]].reset_index(drop=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def load_roc(url: str, ver: tuple, run_id: str):
+    """ROC curve frame of a score run (``automonitor.analysis.roc_frame``)."""
+    from automonitor import analysis
+
+    return analysis.roc_frame(_engine_for(url), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def load_cell(url: str, ver: tuple, run_id: str, cell: str, category: str | None, task: str | None,
+              invalid: str = "exclude"):
+    """The samples of one confusion cell (``automonitor.analysis.cell_samples``)."""
+    from automonitor import analysis
+
+    return analysis.cell_samples(_engine_for(url), run_id, cell, category, task, invalid=invalid)
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_composition(url: str, ver: tuple, split: str | None = "test"):
     """Composition long frame (category, task, label, split, n) of the gold samples."""

@@ -1,0 +1,196 @@
+"""Drill-down: one run and slice -> confusion matrix; a cell -> its samples; a sample -> request,
+response with the monitor's evidence highlighted (grounded vs ungrounded), gold label, the pair's other
+side, raw answer, parsed verdict, score, category/severity; a second run side by side on the sample."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from automonitor import views, vocab
+from pages import _common as ui
+
+PAGE = "drilldown"
+ALL = "all"
+NONE = ""
+CELLS = ("tp", "fn", "fp", "tn", "unscored")
+
+st.title("Drill-down")
+
+url, ver = ui.db_url(), ui.version()
+runs = ui.load_runs(url, ver)
+if runs.empty:
+    ui.empty_store_notice("runs")
+    st.stop()
+
+run_ids = list(runs["run_id"])
+run_label = dict(zip(runs["run_id"], [f"{m} · {t} · {r} ({s})" for m, t, r, s in
+                                      zip(runs["monitor"], runs["template"], runs["run_id"], runs["status"])]))
+
+run_key = ui.seed_state(PAGE, "run", run_ids[0], valid=run_ids)
+cat_key = ui.seed_state(PAGE, "category", ALL, valid=[ALL, *vocab.CATEGORIES])
+task_key = ui.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
+pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
+cmp_key = ui.seed_state(PAGE, "cmp", NONE, valid=[NONE, *run_ids])
+
+c1, c2, c3, c4 = st.columns([3, 2, 1.3, 1.3])
+run_id = c1.selectbox("Run", run_ids, key=run_key, format_func=run_label.get)
+category = c2.selectbox("Category", [ALL, *vocab.CATEGORIES], key=cat_key,
+                        format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c])
+task = c3.selectbox("Task", [ALL, *vocab.TASKS], key=task_key,
+                    format_func=lambda t: "All tasks" if t == ALL else vocab.TASK_NAMES[t])
+invalid = c4.selectbox("Unscored outcomes", vocab.INVALID_POLICIES, key=pol_key)
+cat = None if category == ALL else category
+tsk = None if task == ALL else task
+
+# the selected cell and sample also live in the URL (no widget: set by the buttons / table below)
+cell = ui.qp("cell") if ui.qp("cell") in CELLS else None
+sample_id = ui.qp("sample")
+ui.sync_qp(PAGE, run=run_id, category=cat, task=tsk, invalid=None if invalid == "exclude" else invalid)
+
+report = ui.load_report(url, ver, None, invalid)
+entry = next((e for e in report["runs"] if e["run_id"] == run_id), None)
+sl = views.slice_of(entry, cat, tsk) if entry else None
+
+# --- confusion matrix ------------------------------------------------------------------------------
+st.subheader("Confusion matrix")
+if not sl:
+    st.info("This run has no predictions in this slice.")
+else:
+    m = st.columns(5)
+    m[0].metric("Miss rate (MR)", "–" if sl["mr"] is None else f"{sl['mr']:.3f}",
+                help=None if not sl.get("mr_ci") else f"95% Wilson interval {sl['mr_ci'][0]:.3f}–{sl['mr_ci'][1]:.3f}")
+    m[1].metric("False alarm rate (FAR)", "–" if sl["far"] is None else f"{sl['far']:.3f}",
+                help=None if not sl.get("far_ci") else f"95% Wilson interval {sl['far_ci'][0]:.3f}–{sl['far_ci'][1]:.3f}")
+    m[2].metric("Judged samples", f"{sl['n']:,}")
+    kinds = sl.get("unscored_by_kind") or {}
+    m[3].metric("Unscored", f"{sl['unscored']:,}",
+                help=", ".join(f"{k} {v}" for k, v in kinds.items()) or None)
+    m[4].metric("Pending", f"{sl.get('pending', 0):,}")
+
+    def _cell_button(col, name: str, label: str) -> None:
+        count = sl.get(name, 0)
+        if col.button(f"{label}\n\n**{count:,}**", key=f"{PAGE}.cell_{name}", width="stretch",
+                      type="primary" if cell == name else "secondary", disabled=count == 0,
+                      help=views.CELL_TITLES[name]):
+            ui.set_qp(cell=name, sample=None)
+            st.rerun()
+
+    grid = st.container(border=True)
+    h0, h1, h2 = grid.columns([1.2, 2, 2])
+    h1.markdown("**monitor: flagged** (misbehavior)")
+    h2.markdown("**monitor: passed** (benign)")
+    r1 = grid.columns([1.2, 2, 2], vertical_alignment="center")
+    r1[0].markdown("**gold: misbehavior**")
+    _cell_button(r1[1], "tp", "TP · caught")
+    _cell_button(r1[2], "fn", "FN · missed")
+    r2 = grid.columns([1.2, 2, 2], vertical_alignment="center")
+    r2[0].markdown("**gold: benign**")
+    _cell_button(r2[1], "fp", "FP · false alarm")
+    _cell_button(r2[2], "tn", "TN · passed")
+    r3 = grid.columns([1.2, 4], vertical_alignment="center")
+    r3[0].markdown("**unscored**")
+    _cell_button(r3[1], "unscored", "invalid / refusal / error")
+    if invalid != "exclude":
+        grid.caption(f"Policy {invalid}: unscored outcomes are also counted as "
+                     f"{'flags' if invalid == 'as-flag' else 'passes'} in the cells above.")
+
+# --- samples of the selected cell ------------------------------------------------------------------
+if cell and sl:
+    st.subheader(views.CELL_TITLES[cell])
+    samples = ui.load_cell(url, ver, run_id, cell, cat, tsk, invalid)
+    if samples.empty:
+        st.caption("No sample in this cell.")
+    else:
+        cols = [c for c in ("sample_id", "pair_id", "category", "task", "label", "outcome", "score",
+                            "pred_category", "severity", "response") if c in samples.columns]
+        shown = samples[cols].copy()
+        if "response" in shown:
+            shown["response"] = shown["response"].fillna("").str.slice(0, 140)
+        ev = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun",
+                          selection_mode="single-row", key=f"{PAGE}.cell_table.{run_id}.{cell}.{cat}.{tsk}",
+                          height=min(400, 38 + 35 * len(shown)),
+                          column_config={"response": st.column_config.TextColumn(width="large"),
+                                         "score": st.column_config.NumberColumn(format="%.3f")})
+        st.caption(f"{len(samples):,} samples · select a row to open it")
+        if ev is not None and ev.selection.rows:
+            picked = str(shown.iloc[ev.selection.rows[0]]["sample_id"])
+            if picked != sample_id:
+                sample_id = picked
+                ui.set_qp(sample=sample_id)
+
+# --- one sample ------------------------------------------------------------------------------------
+if not sample_id:
+    st.stop()
+try:
+    detail = views.sample_detail(ui.engine(), sample_id)
+except LookupError:
+    st.warning("The sample in the link is not in the store.")
+    st.stop()
+s, other = detail["sample"], detail["other"]
+st.divider()
+st.subheader(f"Sample {s['id']}")
+st.caption(f"pair {s['pair_id']} · {vocab.CATEGORY_NAMES.get(s['category'], s['category'])} · "
+           f"{vocab.TASK_NAMES.get(s['task'], s['task'])} · source {s['source'] or '–'} · split {s['split'] or '–'}")
+
+preds = views.sample_predictions(ui.engine(), sample_id)
+cmp_opts = [NONE, *[r for r in run_ids if r != run_id and r in preds]]
+if st.session_state.get(cmp_key) not in cmp_opts:
+    st.session_state[cmp_key] = NONE
+cmp_run = st.selectbox("Compare with another run on this sample", cmp_opts, key=cmp_key,
+                       format_func=lambda r: "(no comparison)" if r == NONE else run_label.get(r, r))
+ui.sync_qp(PAGE, cmp=cmp_run or None)
+
+gold_color = "red" if s["label"] == "misbehavior" else "green"
+st.markdown(f"Gold label: :{gold_color}-badge[{s['label']}]")
+shown_runs = [r for r in (run_id, cmp_run) if r]
+grounded = {r: views.ground_evidence(s["response"], s["request"], (preds.get(r) or {}).get("evidence"))
+            for r in shown_runs}
+
+st.markdown("**Request**")
+req_spans = [g for r in shown_runs for g in grounded[r]]
+ui.show_html(views.highlight_html(s["request"], req_spans, field="request", show_missing=False,
+                                  max_height=240, css_class="am-text am-request"))
+
+VERDICT = {"misbehavior": ("red", "flagged: misbehavior"), "benign": ("green", "passed: benign"),
+           "invalid": ("orange", "invalid (unparseable)"), "refusal": ("orange", "refusal"),
+           "error": ("gray", "error (API)"), None: ("gray", "pending")}
+
+ui.show_html(views.legend_html())
+cols = st.columns(len(shown_runs))
+for col, rid in zip(cols, shown_runs):
+    with col:
+        p = preds.get(rid)
+        st.markdown(f"**{run_label.get(rid, rid)}**")
+        if p is None:
+            st.caption("This run has no prediction on this sample.")
+            ui.show_html(views.text_html(s["response"], max_height=420, css_class="am-text am-response"))
+            continue
+        color, text = VERDICT.get(p["outcome"], ("gray", str(p["outcome"])))
+        correct = (p["outcome"] == s["label"]) if p["outcome"] in vocab.LABELS else None
+        st.markdown(f"Verdict :{color}-badge[{text}]"
+                    + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]")))
+        a, b, c = st.columns(3)
+        a.metric("Score P(misbehavior)", "–" if p["score"] is None else f"{p['score']:.3f}")
+        b.metric("Category", p["pred_category"] or "–")
+        c.metric("Severity", p["severity"] or "–")
+        st.markdown("**Response** (evidence highlighted)")
+        ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420))
+        if p.get("reason"):
+            st.markdown("**Reason**")
+            st.text(p["reason"])
+        with st.expander("Raw monitor answer", expanded=False):
+            st.code(p["raw"] or "(none)", language=None, wrap_lines=True)
+
+if other:
+    with st.expander(f"The other side of the pair (gold: {other['label']})", expanded=True):
+        ui.show_html(views.text_html(other["response"], max_height=320, css_class="am-text am-other"))
+        for rid in shown_runs:
+            po = views.sample_predictions(ui.engine(), other["id"], [rid]).get(rid)
+            if po:
+                color, text = VERDICT.get(po["outcome"], ("gray", str(po["outcome"])))
+                st.markdown(f"{run_label.get(rid, rid)}: :{color}-badge[{text}]")
+        st.page_link(ui.PAGE_DRILLDOWN, label="Open the other side", icon=":material/swap_horiz:",
+                     query_params={"run": run_id, "sample": other["id"],
+                                   **({"cmp": cmp_run} if cmp_run else {})})
+else:
+    st.caption("The other side of this pair is not in the store.")

@@ -1,0 +1,192 @@
+"""Runs: launch a monitor run (backend, model, base URL, template, subset size, concurrency) after a
+token and cost estimate; live progress (polling the store) with cancel; the run history.
+
+Runs execute in a detached process (``automonitor.runner.launch_detached``), so they continue when the
+browser tab closes. API keys come only from the environment or ``.streamlit/secrets.toml`` (root-level
+``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``, which Streamlit exports to the environment); no field here
+takes a key.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from automonitor import views, vocab
+from automonitor.errors import InputError
+from pages import _common as ui
+
+PAGE = "runs"
+ACTIVE = ("pending", "running")
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+st.title("Runs")
+
+try:
+    from automonitor import runner
+    from automonitor.monitors import REGISTRY, is_loopback
+except ImportError as exc:  # the runner is part of the monitor-runs work
+    runner = None
+    REGISTRY, is_loopback = {"rules": (None, None, "rules-v1")}, (lambda u: False)
+    st.warning(f"Launching runs is unavailable: {exc}")
+
+url, ver = ui.db_url(), ui.version()
+eng = ui.engine()
+
+
+def key_source(env_name: str) -> str | None:
+    """Where an API key is configured: ``"environment"``, ``"secrets"`` or ``None`` (never its value)."""
+    if os.environ.get(env_name):
+        return "environment"
+    try:
+        if env_name in st.secrets:  # loading the secrets also exports root-level keys to os.environ
+            return "secrets"
+    except Exception:  # noqa: BLE001 - no secrets file, or an unreadable one
+        return None
+    return None
+
+
+@st.cache_data(show_spinner="Estimating tokens and cost…", max_entries=64, ttl=600)
+def _estimate(url_: str, ver_: tuple, monitor: str, template: str, limit: int | None, seed: int) -> dict:
+    return runner.estimate_run(ui._engine_for(url_), monitor, template, limit=limit, sample_seed=seed)
+
+
+# --- launch ----------------------------------------------------------------------------------------
+backends = list(REGISTRY)
+with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:"):
+    b_key = ui.seed_state(PAGE, "backend", "rules", valid=backends)
+    c1, c2, c3 = st.columns(3)
+    backend = c1.selectbox("Backend", backends, key=b_key,
+                           help="rules: transparent pattern baseline · llamacpp: local GGUF model · "
+                                "openai: any OpenAI-compatible server · anthropic: Messages API")
+    default_model = REGISTRY[backend][2]
+    model = c2.text_input("Model", key=f"{PAGE}.model.{backend}", placeholder=default_model,
+                          help=f"Empty = {default_model}")
+    base_url = c3.text_input("Base URL", key=f"{PAGE}.base_url.{backend}",
+                             placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
+                             help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the "
+                                  "backend's default endpoint",
+                             disabled=backend == "rules")
+    c4, c5, c6, c7 = st.columns(4)
+    template = c4.selectbox("Prompt template", vocab.TEMPLATES, key=f"{PAGE}.template")
+    limit = c5.number_input("Subset size (0 = all test samples)", min_value=0, step=10, value=60,
+                            key=f"{PAGE}.limit",
+                            help="A stratified sample across category x task x label")
+    seed = c6.number_input("Sample seed", min_value=0, step=1, value=0, key=f"{PAGE}.seed")
+    concurrency = c7.number_input("Concurrency", min_value=1, max_value=64, step=1, value=4,
+                                  key=f"{PAGE}.concurrency")
+
+    monitor = f"{backend}:{model.strip()}" if model.strip() else backend
+    env_name = KEY_ENV.get(backend)
+    key_ok = True
+    if env_name:
+        src = key_source(env_name)
+        if src:
+            st.caption(f":material/key: `{env_name}` is set (from the {src}).")
+        elif base_url.strip() and is_loopback(base_url.strip()):
+            st.caption(f":material/key_off: `{env_name}` is not set; a local server at {base_url.strip()} "
+                       "usually needs none.")
+        else:
+            key_ok = False
+            st.warning(f"`{env_name}` is not set. Set it in the environment of the app or in "
+                       "`.streamlit/secrets.toml` (it is never typed here).", icon=":material/key_off:")
+
+    est, est_error = None, None
+    if runner is not None:
+        try:
+            est = _estimate(url, ver, monitor, template, int(limit) or None, int(seed))
+        except InputError as exc:
+            est_error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - shown to the user, nothing started
+            est_error = f"{type(exc).__name__}: {exc}"
+    if est_error:
+        st.error(f"Cannot start this run: {est_error}")
+    elif est:
+        e1, e2, e3, e4 = st.columns(4)
+        e1.metric("Samples", f"{est.get('n', 0):,}")
+        e2.metric("Prompt tokens (est.)", f"{est.get('prompt_tokens', 0):,}")
+        e3.metric("Max output tokens", f"{est.get('max_output_tokens', 0):,}")
+        cost = est.get("est_cost_usd")
+        e4.metric("Cost (est., USD)", "unknown" if cost is None else f"${cost:,.4f}",
+                  help="Upper bound from the model's price table and the max output tokens; 0 for local backends")
+    start = st.button("Start run", type="primary", icon=":material/play_arrow:", key=f"{PAGE}.start",
+                      disabled=runner is None or bool(est_error) or not est or not key_ok
+                      or est.get("n", 0) == 0)
+    if start:
+        try:
+            run_id = runner.create_run(eng, monitor, template, limit=int(limit) or None, sample_seed=int(seed),
+                                       base_url=base_url.strip() or None, concurrency=int(concurrency),
+                                       params={"launched_from": "app"})
+            runner.launch_detached(url, run_id)
+        except InputError as exc:
+            st.error(f"Run not started: {exc}")
+        else:
+            ui.set_qp(run=run_id)
+            st.toast(f"Run {run_id} started", icon=":material/rocket_launch:")
+            st.rerun()
+
+
+# --- live progress ---------------------------------------------------------------------------------
+@st.fragment(run_every=1.0)
+def live_progress(initial_active: tuple[str, ...]) -> None:
+    """Polls the store once a second while a run is pending/running; reruns the page when one ends."""
+    watched = list(dict.fromkeys([*initial_active, *([ui.qp("run")] if ui.qp("run") else [])]))
+    still_active = []
+    for rid in watched:
+        try:
+            prog = views.run_progress(eng, rid)
+        except LookupError:
+            continue
+        active = prog["status"] in ACTIVE
+        if not active and rid not in initial_active:
+            continue  # a finished run from the URL: nothing live to show
+        if active:
+            still_active.append(rid)
+        box = st.container(border=True)
+        head, btn = box.columns([5, 1], vertical_alignment="center")
+        head.markdown(f"**{prog['monitor']} · {prog['template']}** · `{rid}` · status **{prog['status']}**")
+        c = prog["counts"]
+        box.progress(prog["fraction"], text=f"{prog['done']:,} / {prog['n']:,} judged · "
+                     + " · ".join(f"{k} {v}" for k, v in c.items() if v))
+        if active and btn.button("Cancel", key=f"{PAGE}.cancel.{rid}", icon=":material/stop_circle:"):
+            runner.cancel_run(eng, rid)
+            st.toast(f"Cancelling {rid}…")
+        if prog.get("error") and not active:
+            box.error(prog["error"])
+    if set(initial_active) - set(still_active):
+        st.rerun(scope="app")  # a run ended: refresh the history (its cache key changed)
+
+
+history = ui.load_runs(url, ver)
+active_ids = tuple(history.loc[history["status"].isin(ACTIVE), "run_id"]) if not history.empty else ()
+if active_ids:
+    st.subheader("In progress")
+    live_progress(active_ids)
+
+# --- history ---------------------------------------------------------------------------------------
+st.subheader("History")
+if history.empty:
+    st.caption("No runs yet.")
+    st.stop()
+h = history.copy()
+h["duration"] = h["duration_s"].map(views.format_duration)
+cols = ["run_id", "monitor", "template", "status", "n", "done", "misbehavior", "benign", "invalid", "refusal",
+        "error", "unscored", "tokens_in", "tokens_out", "cost_usd", "duration", "api_calls", "cache_hits",
+        "created_at", "kind"]
+ev = st.dataframe(h[cols], hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                  key=f"{PAGE}.history",
+                  column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
+                                 "done": st.column_config.ProgressColumn("done", min_value=0,
+                                                                         max_value=int(h["n"].max() or 1),
+                                                                         format="%d"),
+                                 "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm")})
+st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
+if ev is not None and ev.selection.rows:
+    row = h.iloc[ev.selection.rows[0]]
+    st.markdown(f"**{row['monitor']} · {row['template']}** · `{row['run_id']}`")
+    if row["error_msg"]:
+        st.error(row["error_msg"])
+    st.page_link(ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:",
+                 query_params={"run": row["run_id"]})
+    st.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
