@@ -1,0 +1,170 @@
+"""Accounts (argon2 hashes, roles, authentication) and authorisation enforced in the core: an
+annotator can never read another annotator's labels or assignments through any public function."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+import sqlalchemy as sa
+
+from automonitor import accounts, agreement, annotation
+from automonitor.accounts import Account, authenticate, create_user, require_admin
+from automonitor.errors import InputError, NotFound, PermissionDenied
+from automonitor.hashing import content_hash, sha256_text
+from store import session_scope
+from store.models import Annotator
+from store.queries import annotation as q
+from store.queries.samples import insert_samples
+
+
+def test_create_and_authenticate_store_only_an_argon2_hash(engine):
+    assert accounts.any_accounts(engine) is False
+    acc = create_user(engine, "  alice ", "annotator", "s3cret pass")
+    assert isinstance(acc, Account) and (acc.name, acc.role) == ("alice", "annotator")
+    assert accounts.any_accounts(engine) is True
+    with session_scope(engine) as s:
+        stored = s.execute(sa.select(Annotator.password_hash)).scalar_one()
+    assert stored.startswith("$argon2id$") and "s3cret" not in stored
+    assert authenticate(engine, "alice", "s3cret pass") == acc
+    assert authenticate(engine, "alice", "s3cret pass ") is None
+    assert authenticate(engine, "alice", "") is None
+    assert authenticate(engine, "nobody", "s3cret pass") is None
+    assert authenticate(engine, "", "x") is None
+
+
+def test_create_user_rejects_bad_input_and_writes_nothing(engine):
+    create_user(engine, "bob", "admin", "pw")
+    for args, fld in ((("bob", "annotator", "pw"), "name"), (("carol", "root", "pw"), "role"),
+                      (("carol", "admin", ""), "password"), (("   ", "admin", "pw"), "name"),
+                      (("a\x00b", "admin", "pw"), "name")):
+        with pytest.raises(InputError) as e:
+            create_user(engine, *args)
+        assert e.value.field == fld
+    with session_scope(engine) as s:
+        assert s.execute(sa.select(sa.func.count()).select_from(Annotator)).scalar() == 1
+
+
+def test_role_checks_refuse_annotators_and_stale_accounts(sqlite_engine):
+    eng = sqlite_engine
+    admin = create_user(eng, "root", "admin", "pw")
+    ann = create_user(eng, "ann", "annotator", "pw")
+    assert require_admin(admin) is admin
+    for bad in (ann, None, "root", dataclasses.replace(ann, role="superuser")):
+        with pytest.raises(PermissionDenied):
+            require_admin(bad)
+    with pytest.raises(PermissionDenied):
+        accounts.list_accounts(eng, ann)
+    assert [a.name for a in accounts.list_accounts(eng, admin)] == ["ann", "root"]
+    assert accounts.get_account(eng, ann, "ann") == ann
+    with pytest.raises(PermissionDenied):
+        accounts.get_account(eng, ann, "root")
+    with pytest.raises(NotFound):
+        accounts.get_account(eng, admin, "ghost")
+    # an Account whose role was forged, or whose user was demoted/deactivated, is refused by the core
+    forged = Account(id=ann.id, name="ann", role="admin")
+    with pytest.raises(PermissionDenied):
+        accounts.list_accounts(eng, forged)
+    with session_scope(eng) as s:
+        s.execute(sa.update(Annotator).where(Annotator.id == admin.id).values(active=False))
+    with pytest.raises(PermissionDenied):
+        accounts.list_accounts(eng, admin)
+    assert authenticate(eng, "root", "pw") is None
+
+
+# ------------------------------------------------------------------ annotator A cannot read B's labels
+def _store_with_two_annotators(engine):
+    a = create_user(engine, "anna", "annotator", "pw")
+    b = create_user(engine, "bert", "annotator", "pw")
+    admin = create_user(engine, "root", "admin", "pw")
+    rows = []
+    for p in range(3):
+        req = f"Req {p}"
+        for lab in ("misbehavior", "benign"):
+            resp = f"{lab} answer {p}"
+            rows.append(dict(id=f"i{p}{lab[0]}", pair_id=f"pp{p}", category="specification_gaming",
+                             task="qa", label=lab, request=req, response=resp, source="src",
+                             status="candidate", request_hash=sha256_text(req),
+                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+    with session_scope(engine) as s:
+        insert_samples(s, rows)
+    annotation.assign(engine, admin, k=2, seed=3)
+    for sid in (r["id"] for r in rows):
+        annotation.save_label(engine, b, sid, "misbehavior", note="BERT-SECRET-NOTE")
+    annotation.save_label(engine, a, rows[0]["id"], "benign", note="anna note")
+    return a, b, admin, rows
+
+
+# Every public function of the annotation core and the store queries that takes an acting account,
+# with how annotator A calls it. A new function without an entry here makes the test below fail.
+def _calls(engine, a, b, rows, tmp_path):
+    sid = rows[0]["id"]
+    return {
+        (annotation, "assign"): lambda: annotation.assign(engine, a),
+        (annotation, "my_queue"): lambda: annotation.my_queue(engine, a),
+        (annotation, "get_item"): lambda: annotation.get_item(engine, a, sid),
+        (annotation, "save_label"): lambda: annotation.save_label(engine, a, sid, "benign"),
+        (annotation, "my_labels"): lambda: annotation.my_labels(engine, a),
+        (annotation, "my_progress"): lambda: annotation.my_progress(engine, a),
+        (annotation, "submit_batch"): lambda: annotation.submit_batch(engine, a),
+        (annotation, "annotation_progress"): lambda: annotation.annotation_progress(engine, a),
+        (annotation, "annotation_records"): lambda: annotation.annotation_records(engine, a),
+        (annotation, "export_annotations"): lambda: annotation.export_annotations(engine, a, tmp_path / "x.jsonl"),
+        (annotation, "import_annotations"): lambda: annotation.import_annotations(engine, a, tmp_path / "x.jsonl"),
+        (annotation, "adjudication_queue"): lambda: annotation.adjudication_queue(engine, a, reveal_names=True),
+        (annotation, "adjudicate"): lambda: annotation.adjudicate(engine, a, sid, "benign", "x"),
+        (annotation, "finalize_pairs"): lambda: annotation.finalize_pairs(engine, a),
+        (annotation, "adjudication_records"): lambda: annotation.adjudication_records(engine, a),
+        (annotation, "export_adjudications"): lambda: annotation.export_adjudications(engine, a, tmp_path / "y.csv"),
+        (annotation, "rejected_pairs"): lambda: annotation.rejected_pairs(engine, a),
+        (agreement, "agreement"): lambda: agreement.agreement(engine, a),
+        (agreement, "label_table"): lambda: agreement.label_table(engine, a),
+        (accounts, "list_accounts"): lambda: accounts.list_accounts(engine, a),
+        (accounts, "get_account"): lambda: accounts.get_account(engine, a, "bert"),
+        (q, "assignment_rows"): lambda: _in_session(engine, q.assignment_rows, a),
+        (q, "assignment_rows#b"): lambda: _in_session(engine, q.assignment_rows, a, b.id),
+        (q, "label_rows"): lambda: _in_session(engine, q.label_rows, a),
+        (q, "label_rows#b"): lambda: _in_session(engine, q.label_rows, a, b.id),
+        (q, "label_rows#sample"): lambda: _in_session(engine, q.label_rows, a, with_sample=True),
+        (q, "candidate_samples"): lambda: _in_session(engine, q.candidate_samples, a),
+        (q, "annotator_loads"): lambda: _in_session(engine, q.annotator_loads, a),
+        (q, "latest_adjudications"): lambda: _in_session(engine, q.latest_adjudications, a),
+        (q, "adjudication_rows"): lambda: _in_session(engine, q.adjudication_rows, a),
+        (accounts, "check_actor"): lambda: None,  # verifies the actor itself; returns A's own row
+    }
+
+
+def _in_session(engine, fn, *args, **kw):
+    with session_scope(engine) as s:
+        return fn(s, *args, **kw)
+
+
+def test_annotator_a_cannot_read_b_labels_through_any_public_function(engine, tmp_path):
+    a, b, admin, rows = _store_with_two_annotators(engine)
+    calls = _calls(engine, a, b, rows, tmp_path)
+    covered = {(mod, name.split("#")[0]) for mod, name in calls}
+    for mod in (annotation, agreement, accounts, q):
+        for name, fn in inspect.getmembers(mod, inspect.isfunction):
+            if name.startswith("_") or fn.__module__ != mod.__name__:
+                continue
+            params = inspect.signature(fn).parameters
+            if {"actor", "account"} & set(params) and name not in ("require_admin", "require_account"):
+                assert (mod, name) in covered, f"{mod.__name__}.{name} takes an actor but is not checked"
+    (tmp_path / "x.jsonl").write_text('{"annotator": "bert", "sample_id": "%s", "label": "benign"}\n'
+                                      % rows[0]["id"])
+    for (mod, name), call in calls.items():
+        try:
+            result = call()
+        except PermissionDenied:
+            continue
+        except InputError:
+            continue  # refused as bad input (e.g. nothing to submit) - nothing read either
+        text = repr(result)
+        assert "BERT-SECRET-NOTE" not in text and "bert" not in text, f"{name} leaked B's data"
+        if name.startswith(("label_rows", "assignment_rows")):
+            assert result and all(r["annotator"] == "anna" for r in result)
+    # the admin does see B's labels
+    assert any(r["note"] == "BERT-SECRET-NOTE" for r in annotation.annotation_records(engine, admin))
+    # and the blocked write did not change anything
+    assert annotation.adjudication_records(engine, admin) == []
