@@ -29,6 +29,7 @@ single-statement upserts, so concurrent annotators neither lose labels nor creat
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import random
@@ -783,7 +784,7 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
 class QueueEntry:
     """One item of the adjudication queue (admin view). ``labels``: one dict per annotator with
     ``annotator`` (a real name only when names are revealed, else ``Annotator 1``, ``Annotator 2``
-    ...), ``label``, ``category``, ``severity``, ``evidence_text``, ``note``. ``reason``:
+    ... in an order that differs from item to item), ``label``, ``category``, ``severity``, ``evidence_text``, ``note``. ``reason``:
     ``disagreement`` or ``unsure``. ``decision``: the latest adjudication (or ``None``)."""
 
     sample_id: str
@@ -813,8 +814,8 @@ def adjudication_queue(engine: Engine, actor: Account, *, reveal_names: bool = F
                        include_decided: bool = False) -> list[QueueEntry]:
     """Candidate items whose assigned annotators have all submitted and that either disagree or
     carry an ``unsure`` label (admin only). Already adjudicated items are left out unless
-    ``include_decided``. Annotator names are replaced by ``Annotator 1..k`` (stable per item, in
-    name order) unless ``reveal_names``. Ordered by pair then sample id."""
+    ``include_decided``. Annotator names are replaced by ``Annotator 1..k`` (in a stable order that
+    differs from item to item, so an alias does not identify a person) unless ``reveal_names``. Ordered by pair then sample id."""
     from store.models import Sample
     from store.queries.annotation import assignment_rows, label_rows, latest_adjudications
 
@@ -836,7 +837,11 @@ def adjudication_queue(engine: Engine, actor: Account, *, reveal_names: bool = F
         decided = latest_adjudications(s, actor)
         out = []
         for sid in sorted(by_item, key=lambda x: (samples[x].pair_id, x)):
-            rows = sorted(by_item[sid], key=lambda r: r["annotator"])
+            if reveal_names:
+                rows = sorted(by_item[sid], key=lambda r: r["annotator"])
+            else:  # a per-item order, so "Annotator 1" is not the same person on every item
+                rows = sorted(by_item[sid], key=lambda r: hashlib.sha256(
+                    f"{sid}\x00{r['annotator']}".encode()).hexdigest())
             if len(rows) < n_assigned.get(sid, 0):
                 continue  # someone has not submitted yet
             labels = [r["label"] for r in rows]
