@@ -35,7 +35,8 @@ Rebuild policy (build-derived rows carry ``meta.origin == "build"``; user import
 
 * The store is reconciled with the plan of (raw dir, seed): missing planned rows are inserted, build
   rows not in the plan are deleted, build rows whose split/status differ are updated. Rows an
-  adjudicator has decided (an ``adjudication`` row exists) keep their status and split.
+  adjudicator has decided (an ``adjudication`` row exists) or the annotation workflow finalized
+  (``meta.annotation``) keep their status, split and label.
 * So a rebuild with the same seed and raw dir inserts, updates and deletes nothing (and logs nothing).
 * A different seed replaces the build-derived selection. If any row it would delete or move is
   referenced by a prediction, assignment, annotation or adjudication, the build refuses (``InputError``,
@@ -412,18 +413,21 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
         ext_req: set[str] = set()
         ext_resp: set[str] = set()
         current: dict[str, tuple[str | None, str]] = {}
+        settled: set[str] = set()
         q = sa.select(Sample.id, Sample.source, Sample.split, Sample.status, Sample.meta,
                       Sample.request_hash, Sample.response_hash)
         for sid, source, split, status, meta, rh, sh in session.execute(q):
             is_build = source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN
             if is_build:
                 current[sid] = (split, status)
+                if "annotation" in meta:  # finalized by the annotation workflow
+                    settled.add(sid)
             elif status == "gold" and split == "test":
                 ext_req.add(rh)
                 ext_resp.add(sh)
         plan = plan_build(raw_path, seed, external_test=(ext_req, ext_resp), progress=progress)
         planned = {r["id"]: r for r in plan.rows}
-        adjudicated: set[str] = set()
+        adjudicated: set[str] = set(settled)
         cur_ids = list(current)
         for part in _chunks(cur_ids):
             adjudicated.update(session.execute(

@@ -184,7 +184,7 @@ def load(raw: Path) -> SourceResult:
                     request=cued_prompt(parsed, sugg), misbehavior=mis.strip(), benign=ben.strip(),
                     mis_file=relname, ben_file=relname,
                     mis_record=f"outputs[0] index {i}", ben_record=f"outputs[1] index {i}",
-                    meta={"bbh_task": task, "model": model, "val_idx": row.get("idx"),
+                    meta={"bbh_task": task, "model": model, "val_pos": vi, "val_idx": row.get("idx"),
                           "val_file": val_file(task), "suggested": f"({letter(sugg)})",
                           "correct": f"({letter(y_true)})"},
                     mis_meta={"prompt_variant": "cued", "answer": f"({letter(sugg)})"},
