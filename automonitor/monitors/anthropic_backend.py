@@ -1,0 +1,121 @@
+"""``anthropic``: the official ``anthropic`` SDK, Messages API (``POST /v1/messages``).
+
+The key comes from ``ANTHROPIC_API_KEY`` (a loopback ``--base-url``, e.g. the test replay server,
+needs none). Requests use temperature 0 (the API takes no seed). SDK retries are off
+(``max_retries=0``): the runner retries 429 ``rate_limit_error``, 529 ``overloaded_error``, 5xx
+``api_error``, timeouts and malformed bodies, honouring ``retry-after``.
+
+Answer format (param ``structured``): ``tools`` (default) forces a ``record_verdict`` tool call whose
+``input`` follows the verdict schema; ``none`` asks for text read by the tolerant parser. A
+``stop_reason`` of ``refusal`` is recorded as a refusal. The Messages API gives no log-probabilities,
+so ``score`` stays empty. Cost per call from :data:`automonitor.monitors.base.PRICES` and the
+response's ``usage`` (input_tokens, output_tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from automonitor.errors import InputError
+from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, TransientError, api_key
+from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
+from automonitor.parsing import evidence_found, parse_text, parse_tool_input
+
+TOOL_NAME = "record_verdict"
+
+
+class AnthropicBackend(Backend):
+    """Anthropic Messages judge. Params: ``structured`` (tools|none), ``max_tokens`` (64 direct / 800
+    evidence), ``temperature`` (0), ``timeout`` (60 s), ``request_chars`` (12000),
+    ``response_chars`` (16000)."""
+
+    name = "anthropic"
+    default_model = "claude-3-5-haiku-latest"
+
+    def __init__(self, model, base_url, params, prompt):
+        super().__init__(model, base_url, params, prompt)
+        p = self.params
+        evidence = prompt.template.evidence
+        self.mode = str(p.get("structured", "tools"))
+        if self.mode not in ("tools", "none"):
+            raise InputError("structured must be tools or none for anthropic", field="param")
+        self.max_tokens = int(p.get("max_tokens", 800 if evidence else 64))
+        self.temperature = float(p.get("temperature", 0.0))
+        self.timeout = float(p.get("timeout", 60.0))
+        prompt.request_budget = int(p.get("request_chars", 12000))
+        prompt.response_budget = int(p.get("response_chars", 16000))
+        self._key = api_key("ANTHROPIC_API_KEY", base_url)
+        self._client = None
+
+    def cache_params(self) -> dict[str, Any]:
+        return {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
+
+    def _get_client(self):
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(api_key=self._key, base_url=self.base_url,
+                                                    max_retries=0, timeout=self.timeout)
+        return self._client
+
+    def _request(self, system: str, user: str) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": system,
+            "messages": [{"role": "user", "content": user}],
+            "temperature": self.temperature,
+        }
+        if self.mode == "tools":
+            kw["tools"] = [{"name": TOOL_NAME, "description": "Record the monitor's verdict on the response.",
+                            "input_schema": verdict_schema(self.prompt.template.evidence)}]
+            kw["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        return kw
+
+    async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
+        system, user, meta = self.prompt.chat_messages(item.request, item.response)
+        client = self._get_client()
+        count_call()
+        t0 = time.perf_counter()
+        try:
+            msg = await client.messages.create(**self._request(system, user))
+        except Exception as exc:  # noqa: BLE001
+            raise classify_sdk_error(exc) from exc
+        meta["latency_s"] = round(time.perf_counter() - t0, 4)
+        return self._read(msg, item, meta)
+
+    def _read(self, msg: Any, item: Item, meta: dict[str, Any]) -> Judgement:
+        try:
+            blocks = list(msg.content)
+            stop = msg.stop_reason
+        except (AttributeError, TypeError) as exc:
+            raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
+        usage = getattr(msg, "usage", None)
+        tin = int(getattr(usage, "input_tokens", 0) or 0)
+        tout = int(getattr(usage, "output_tokens", 0) or 0)
+        cost = self.cost(tin, tout)
+        meta.update({"structured": self.mode, "stop_reason": stop, "model": getattr(msg, "model", None)})
+        tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
+        text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+        if stop == "refusal" and tool is None:
+            return Judgement("refusal", raw=text, reason="stop_reason refusal", tokens_in=tin,
+                             tokens_out=tout, cost_usd=cost, meta=meta)
+        if tool is not None:
+            raw = json.dumps({"tool": getattr(tool, "name", None), "input": getattr(tool, "input", None),
+                              **({"text": text} if text else {})}, default=str)
+            parsed = parse_tool_input(getattr(tool, "input", None))
+        else:
+            raw = text
+            parsed = parse_text(text)
+        if parsed.evidence:
+            meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
+        return Judgement(parsed.outcome, score=None, raw=raw, reason=parsed.reason, evidence=parsed.evidence,
+                         pred_category=parsed.category, severity=parsed.severity, tokens_in=tin,
+                         tokens_out=tout, cost_usd=cost, meta=meta)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

@@ -1,0 +1,243 @@
+"""The judge backend interface shared by ``rules``, ``llamacpp``, ``openai`` and ``anthropic``.
+
+A backend turns one :class:`Item` (a sample's request and response; never its gold label) into a
+:class:`Judgement`. Transport problems are raised, not returned: :class:`TransientError` (429, 5xx,
+529, timeouts, malformed bodies: the runner retries with back-off) or :class:`PermanentError`
+(authentication, bad request: no retry). The runner turns a failure after retries into the ``error``
+outcome; a backend itself only returns ``misbehavior``, ``benign``, ``invalid`` or ``refusal``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import urlparse
+
+from automonitor.errors import InputError
+from automonitor.prompts import PromptBuilder
+
+
+@dataclass(frozen=True)
+class Item:
+    """What a judge sees of one sample. ``content_hash`` is the sample's hash (for caching/logging)."""
+
+    sample_id: str
+    request: str
+    response: str
+    content_hash: str = ""
+
+
+@dataclass
+class Judgement:
+    """A backend's answer on one sample.
+
+    Attributes:
+        outcome: ``misbehavior`` | ``benign`` | ``invalid`` | ``refusal``.
+        score: P(misbehavior) in [0, 1] when the backend gives probabilities, else ``None``.
+        raw: the judge's raw answer text (or a JSON dump of a tool call).
+        reason: why this outcome (parse rule, fired rules, refusal text).
+        evidence: quoted spans supporting the verdict.
+        pred_category / severity: the judge's category and severity when it gave them.
+        tokens_in / tokens_out: tokens billed (or evaluated, for local models) for this call.
+        cost_usd: cost of this call in US dollars (0 for local backends and unknown prices).
+        meta: extra data (truncation, structured-output mode, rule hits, ...).
+    """
+
+    outcome: str
+    score: float | None = None
+    raw: str | None = None
+    reason: str | None = None
+    evidence: list[Any] = field(default_factory=list)
+    pred_category: str | None = None
+    severity: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class TransientError(Exception):
+    """A failure worth retrying.
+
+    Attributes:
+        kind: ``rate_limit`` (429), ``overloaded`` (529), ``server`` (5xx), ``timeout``, ``connection``,
+            ``malformed`` (a body that is not the documented shape).
+        retry_after: seconds the server asked to wait (``Retry-After``), or ``None``.
+        status: HTTP status code when there was one.
+    """
+
+    def __init__(self, kind: str, message: str = "", *, retry_after: float | None = None,
+                 status: int | None = None):
+        self.kind, self.retry_after, self.status = kind, retry_after, status
+        super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}"[:500])
+
+    @property
+    def rate_limited(self) -> bool:
+        """True for 429 and 529: the runner reduces its concurrency (AIMD)."""
+        return self.kind in ("rate_limit", "overloaded")
+
+
+class PermanentError(Exception):
+    """A failure that retrying cannot fix (bad key, bad request, unknown model)."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        self.status = status
+        super().__init__(message[:500])
+
+
+CallCounter = Callable[[], None]
+
+
+class Backend(ABC):
+    """Base class of judge backends.
+
+    Subclasses set ``name`` and ``default_model`` and implement :meth:`judge`. ``max_concurrency``
+    caps the runner's concurrency (a local model evaluates one sample at a time). ``is_local`` backends
+    need no key and no network.
+    """
+
+    name: str = ""
+    default_model: str | None = None
+    max_concurrency: int | None = None
+    is_local: bool = False
+
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any],
+                 prompt: PromptBuilder):
+        self.model = model or self.default_model
+        self.base_url = base_url
+        self.params = dict(params or {})
+        self.prompt = prompt
+
+    @abstractmethod
+    async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
+        """Judge one item. Call ``count_call()`` once per request sent (or local evaluation).
+
+        Raises:
+            TransientError: retryable failure.
+            PermanentError: non-retryable failure.
+        """
+
+    def cache_params(self) -> dict[str, Any]:
+        """Parameters that change the answer (part of the cache key). Excludes concurrency, keys,
+        timeouts and anything else that does not change what the judge says."""
+        return {}
+
+    async def aclose(self) -> None:
+        """Release clients/models (optional)."""
+
+    # ------------------------------------------------------------------ helpers for subclasses
+    def price(self) -> tuple[float, float]:
+        """USD per 1M (input, output) tokens for this backend's model (0, 0 if local or unknown)."""
+        if self.is_local:
+            return (0.0, 0.0)
+        return price_for(self.model)
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        """Cost in USD of one call from the price table."""
+        pin, pout = self.price()
+        return (tokens_in * pin + tokens_out * pout) / 1_000_000
+
+
+# USD per 1M tokens (input, output): list prices of the providers as of mid-2025. Estimates only; a
+# model missing here costs 0 and the run records ``price_known: false``.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5": (1.25, 10.00),
+    "o4-mini": (1.10, 4.40),
+    "deepseek-chat": (0.27, 1.10),
+    "deepseek-reasoner": (0.55, 2.19),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.5-pro": (1.25, 10.00),
+    "gemini-2.0-flash": (0.10, 0.40),
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-opus-4": (15.00, 75.00),
+}
+
+
+def price_for(model: str | None) -> tuple[float, float]:
+    """Price (USD per 1M input, output tokens) of the longest ``PRICES`` key that prefixes ``model``
+    (after dropping a ``provider/`` prefix); ``(0, 0)`` when unknown."""
+    if not model:
+        return (0.0, 0.0)
+    m = model.lower().rsplit("/", 1)[-1]
+    best = ""
+    for k in PRICES:
+        if m.startswith(k) and len(k) > len(best):
+            best = k
+    return PRICES[best] if best else (0.0, 0.0)
+
+
+def price_known(model: str | None) -> bool:
+    """Whether ``price_for(model)`` found the model in the table."""
+    return price_for(model) != (0.0, 0.0)
+
+
+def is_loopback(url: str | None) -> bool:
+    """True when ``url``'s host is localhost or a loopback address (127.0.0.0/8, ::1)."""
+    if not url:
+        return False
+    host = (urlparse(url).hostname or "").strip("[]").lower()
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def api_key(env_var: str, base_url: str | None) -> str:
+    """The API key from ``env_var``; a dummy key when unset and ``base_url`` is loopback (a local
+    server needs none). The key is never stored or logged.
+
+    Raises:
+        InputError: the variable is unset and the server is not local (field ``monitor``).
+    """
+    key = os.environ.get(env_var, "").strip()
+    if key:
+        return key
+    if is_loopback(base_url):
+        return "sk-local-no-key"
+    raise InputError(f"{env_var} is not set (needed for this monitor; a loopback --base-url needs no key)",
+                     field="monitor")
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` headers (number or HTTP date)."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        ra = headers.get("retry-after")
+    except Exception:  # noqa: BLE001
+        return None
+    if ra is None:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
+        from datetime import datetime, timezone
+
+        when = parsedate_to_datetime(ra)
+        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    except Exception:  # noqa: BLE001
+        return None

@@ -1,0 +1,249 @@
+"""``openai``: the official ``openai`` SDK (Chat Completions) against OpenAI or any compatible server.
+
+``--base-url`` points it at vLLM, the llama.cpp server, Ollama, DeepSeek, Gemini's compatible
+endpoint, ... The key comes from ``OPENAI_API_KEY``; a loopback base URL needs none (a dummy is
+sent). Requests use temperature 0 and ``seed`` (param, default 0). SDK retries are off
+(``max_retries=0``): the runner retries, so every request is counted.
+
+Answer format (param ``structured``; default ``none`` for direct templates, ``json_schema`` for
+evidence templates):
+
+- ``json_schema``: ``response_format={"type": "json_schema", ...}`` with the verdict schema (OpenAI
+  structured outputs);
+- ``json_object``: ``response_format={"type": "json_object", "schema": ...}`` (llama.cpp server style);
+- ``tools``: a forced ``record_verdict`` function call;
+- ``none``: free text read by the tolerant parser.
+
+A server that rejects the requested format (HTTP 400/422 naming it) is asked again with the next one
+down the chain json_schema -> json_object -> none, and remembered for the rest of the run. Token
+log-probabilities (param ``logprobs``, default true; ``top_logprobs`` 5) give the score
+P(misbehavior) (:func:`automonitor.parsing.score_from_logprobs`); a server that rejects them is asked
+again without. Cost per call comes from :data:`automonitor.monitors.base.PRICES`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from automonitor.monitors.base import (
+    Backend,
+    CallCounter,
+    Item,
+    Judgement,
+    PermanentError,
+    TransientError,
+    api_key,
+    retry_after_seconds,
+)
+from automonitor.parsing import evidence_found, parse_text, parse_tool_input, score_from_logprobs
+
+VERDICT_SCHEMA_DIRECT = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["misbehavior", "benign"]}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+VERDICT_SCHEMA_EVIDENCE = {
+    "type": "object",
+    "properties": {
+        "category": {"type": "string",
+                     "enum": ["safety_permission", "sycophancy_bias", "specification_gaming", "none"]},
+        "severity": {"type": "string", "enum": ["none", "low", "medium", "high"]},
+        "evidence": {"type": "array", "items": {"type": "string"}},
+        "verdict": {"type": "string", "enum": ["misbehavior", "benign"]},
+    },
+    "required": ["category", "severity", "evidence", "verdict"],
+    "additionalProperties": False,
+}
+_MODES = ("json_schema", "json_object", "tools", "none")
+_DOWNGRADE = {"json_schema": "json_object", "json_object": "none", "tools": "none"}
+
+
+def verdict_schema(evidence: bool) -> dict[str, Any]:
+    """The JSON schema of a verdict (with category, severity, evidence for evidence templates)."""
+    return VERDICT_SCHEMA_EVIDENCE if evidence else VERDICT_SCHEMA_DIRECT
+
+
+def classify_sdk_error(exc: BaseException) -> Exception:
+    """Map an ``openai``/``anthropic`` SDK exception (or a decode error) to Transient/PermanentError.
+
+    Transient: timeouts, connection errors, malformed bodies, HTTP 408, 409, 425, 429, 5xx, 529.
+    Permanent: every other HTTP status (400 bad request, 401/403 key, 404 model, ...).
+    """
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        resp = getattr(exc, "response", None)
+        status = getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
+    if "Timeout" in name:
+        return TransientError("timeout", str(exc))
+    if name == "APIResponseValidationError" or isinstance(exc, (ValueError, KeyError, TypeError)) and status is None:
+        return TransientError("malformed", f"{name}: {exc}")
+    if status is None:
+        if "Connection" in name:
+            return TransientError("connection", str(exc))
+        return TransientError("connection", f"{name}: {exc}")
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    ra = retry_after_seconds(headers)
+    if status == 429:
+        return TransientError("rate_limit", str(exc), retry_after=ra, status=status)
+    if status == 529:
+        return TransientError("overloaded", str(exc), retry_after=ra, status=status)
+    if status >= 500 or status in (408, 409, 425):
+        return TransientError("server", str(exc), retry_after=ra, status=status)
+    return PermanentError(f"{name}: {exc}", status=status)
+
+
+class OpenAIBackend(Backend):
+    """OpenAI Chat Completions judge. Params: ``structured``, ``logprobs`` (true), ``top_logprobs`` (5),
+    ``max_tokens`` (16 direct / 600 evidence), ``seed`` (0), ``temperature`` (0), ``timeout`` (60 s),
+    ``request_chars`` (12000), ``response_chars`` (16000)."""
+
+    name = "openai"
+    default_model = "gpt-4o-mini"
+
+    def __init__(self, model, base_url, params, prompt):
+        super().__init__(model, base_url, params, prompt)
+        p = self.params
+        evidence = prompt.template.evidence
+        self.mode = str(p.get("structured", "json_schema" if evidence else "none"))
+        if self.mode not in _MODES:
+            from automonitor.errors import InputError
+
+            raise InputError(f"structured must be one of {', '.join(_MODES)}", field="param")
+        self.logprobs = str(p.get("logprobs", True)).lower() not in ("0", "false", "no")
+        self.top_logprobs = int(p.get("top_logprobs", 5))
+        self.max_tokens = int(p.get("max_tokens", 600 if evidence else 16))
+        self.seed = p.get("seed", 0)
+        self.temperature = float(p.get("temperature", 0.0))
+        self.timeout = float(p.get("timeout", 60.0))
+        prompt.request_budget = int(p.get("request_chars", 12000))
+        prompt.response_budget = int(p.get("response_chars", 16000))
+        self._key = api_key("OPENAI_API_KEY", base_url)
+        self._client = None
+        self._requested_mode = self.mode
+        self._requested_logprobs = self.logprobs
+
+    def cache_params(self) -> dict[str, Any]:
+        return {"structured": self._requested_mode, "logprobs": self._requested_logprobs,
+                "top_logprobs": self.top_logprobs if self._requested_logprobs else None,
+                "max_tokens": self.max_tokens, "seed": self.seed, "temperature": self.temperature}
+
+    def _get_client(self):
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
+                                              timeout=self.timeout)
+        return self._client
+
+    def _request(self, system: str, user: str) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.seed is not None:
+            kw["seed"] = int(self.seed)
+        schema = verdict_schema(self.prompt.template.evidence)
+        if self.mode == "json_schema":
+            kw["response_format"] = {"type": "json_schema",
+                                     "json_schema": {"name": "verdict", "strict": True, "schema": schema}}
+        elif self.mode == "json_object":
+            kw["response_format"] = {"type": "json_object", "schema": schema}
+        elif self.mode == "tools":
+            kw["tools"] = [{"type": "function", "function": {
+                "name": "record_verdict", "description": "Record the monitor's verdict on the response.",
+                "parameters": schema}}]
+            kw["tool_choice"] = {"type": "function", "function": {"name": "record_verdict"}}
+        if self.logprobs and self.mode != "tools":
+            kw["logprobs"] = True
+            kw["top_logprobs"] = self.top_logprobs
+        return kw
+
+    def _downgrade(self, exc: Exception) -> bool:
+        """After a 400/422 naming the format or logprobs: switch it off and return True."""
+        msg = str(exc).lower()
+        status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
+        if status not in (400, 422):
+            return False
+        if self.logprobs and "logprob" in msg:
+            self.logprobs = False
+            return True
+        if self.mode != "none" and any(w in msg for w in ("response_format", "json_schema", "tool",
+                                                          "json_object", "schema")):
+            self.mode = _DOWNGRADE[self.mode]
+            return True
+        return False
+
+    async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
+        system, user, meta = self.prompt.chat_messages(item.request, item.response)
+        client = self._get_client()
+        for _ in range(4):  # at most three downgrades
+            count_call()
+            t0 = time.perf_counter()
+            try:
+                resp = await client.chat.completions.create(**self._request(system, user))
+            except Exception as exc:  # noqa: BLE001
+                err = classify_sdk_error(exc)
+                if isinstance(err, PermanentError) and self._downgrade(exc):
+                    continue
+                raise err from exc
+            meta["latency_s"] = round(time.perf_counter() - t0, 4)
+            return self._read(resp, item, meta)
+        raise PermanentError("the server rejected every answer format")
+
+    def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
+        try:
+            choice = resp.choices[0]
+            msg = choice.message
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise TransientError("malformed", f"no choices in the response: {exc}") from exc
+        usage = getattr(resp, "usage", None)
+        tin = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tout = int(getattr(usage, "completion_tokens", 0) or 0)
+        meta.update({"structured": self.mode, "finish_reason": getattr(choice, "finish_reason", None),
+                     "model": getattr(resp, "model", None)})
+        tool_calls = getattr(msg, "tool_calls", None) or []
+        refusal = getattr(msg, "refusal", None)
+        content = getattr(msg, "content", None)
+        if refusal:
+            parsed = None
+            raw, outcome_override, reason = refusal, "refusal", "the model refused (message.refusal)"
+        elif getattr(choice, "finish_reason", None) == "content_filter" and not content and not tool_calls:
+            parsed = None
+            raw, outcome_override, reason = "", "refusal", "the provider's content filter stopped the answer"
+        elif tool_calls:
+            args = tool_calls[0].function.arguments
+            raw = json.dumps({"tool": tool_calls[0].function.name, "arguments": args})
+            parsed = parse_tool_input(args)
+            outcome_override = reason = None
+        else:
+            raw = content or ""
+            parsed = parse_text(raw)
+            outcome_override = reason = None
+        score = None
+        lp = getattr(choice, "logprobs", None)
+        if lp is not None and getattr(lp, "content", None):
+            toks = [(t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)])
+                    for t in lp.content]
+            score = score_from_logprobs(toks)
+        if parsed is None:
+            return Judgement(outcome_override, score=None, raw=raw, reason=reason, tokens_in=tin,
+                             tokens_out=tout, cost_usd=self.cost(tin, tout), meta=meta)
+        if parsed.evidence:
+            meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
+        if parsed.outcome not in ("misbehavior", "benign"):
+            score = None
+        return Judgement(parsed.outcome, score=None if score is None else round(score, 6), raw=raw,
+                         reason=parsed.reason, evidence=parsed.evidence, pred_category=parsed.category,
+                         severity=parsed.severity, tokens_in=tin, tokens_out=tout,
+                         cost_usd=self.cost(tin, tout), meta=meta)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

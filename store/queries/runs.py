@@ -1,0 +1,181 @@
+"""Queries for monitor runs: monitors, runs, pending predictions, outcome counts, the judge cache.
+
+Every function works inside the caller's session/transaction and on both SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+from sqlmodel import Session
+
+from automonitor.vocab import OUTCOMES
+from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
+
+CACHE_FIELDS = ("outcome", "score", "raw", "reason", "evidence", "pred_category", "severity", "tokens_in",
+                "tokens_out", "cost_usd", "meta")
+
+
+def get_or_create_monitor(session: Session, name: str, backend: str, model: str | None,
+                          base_url: str | None, meta: dict[str, Any] | None = None) -> Monitor:
+    """The ``Monitor`` row for (name, base_url), created when missing."""
+    q = sa.select(Monitor).where(Monitor.name == name)
+    q = q.where(Monitor.base_url.is_(None)) if base_url is None else q.where(Monitor.base_url == base_url)
+    mon = session.exec(q).scalars().first()  # type: ignore[call-overload]
+    if mon is None:
+        mon = Monitor(name=name, backend=backend, model=model, base_url=base_url, meta=meta or {})
+        session.add(mon)
+        session.flush()
+    return mon
+
+
+def test_samples(session: Session, split: str = "test") -> list[dict[str, Any]]:
+    """Gold samples of ``split`` as dicts (id, pair_id, category, task, label, content_hash), id order."""
+    rows = session.execute(
+        sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
+        .where(Sample.split == split, Sample.status == "gold").order_by(Sample.id)).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def sample_texts(session: Session, ids: list[str], chunk: int = 900) -> dict[str, dict[str, Any]]:
+    """``{sample_id: {request, response, content_hash}}`` for ``ids``."""
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(ids), chunk):
+        part = ids[i:i + chunk]
+        for r in session.execute(sa.select(Sample.id, Sample.request, Sample.response, Sample.content_hash)
+                                 .where(Sample.id.in_(part))).all():  # type: ignore[attr-defined]
+            out[r.id] = {"request": r.request, "response": r.response, "content_hash": r.content_hash}
+    return out
+
+
+def train_examples(session: Session) -> list[dict[str, Any]]:
+    """Gold train-split samples (id, request, response, label, category) for few-shot prompts."""
+    rows = session.execute(sa.select(Sample.id, Sample.request, Sample.response, Sample.label, Sample.category)
+                           .where(Sample.split == "train", Sample.status == "gold")).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str]) -> int:
+    """One pending prediction (outcome NULL) per sample. Returns the number inserted."""
+    now = utcnow()
+    rows = [{"run_id": run_id, "sample_id": sid, "outcome": None, "evidence": [], "meta": {},
+             "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cached": False, "created_at": now}
+            for sid in sample_ids]
+    for i in range(0, len(rows), 2000):
+        session.execute(sa.insert(Prediction), rows[i:i + 2000])
+    return len(rows)
+
+
+def pending_predictions(session: Session, run_id: str) -> list[tuple[int, str]]:
+    """``[(prediction_id, sample_id)]`` of the run's predictions without an outcome, by id."""
+    rows = session.execute(sa.select(Prediction.id, Prediction.sample_id)
+                           .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
+                           .order_by(Prediction.id)).all()
+    return [(r.id, r.sample_id) for r in rows]
+
+
+def outcome_counts(session: Session, run_id: str) -> dict[str, int]:
+    """``{outcome: count}`` over all outcomes (zeros included) plus ``pending``."""
+    counts = {o: 0 for o in OUTCOMES}
+    counts["pending"] = 0
+    for outcome, n in session.execute(sa.select(Prediction.outcome, sa.func.count())
+                                      .where(Prediction.run_id == run_id).group_by(Prediction.outcome)).all():
+        counts[outcome if outcome is not None else "pending"] = int(n)
+    return counts
+
+
+def run_totals(session: Session, run_id: str) -> dict[str, Any]:
+    """Sums over the run's judged predictions: tokens_in, tokens_out, cost_usd, n_cached."""
+    r = session.execute(sa.select(sa.func.coalesce(sa.func.sum(Prediction.tokens_in), 0),
+                                  sa.func.coalesce(sa.func.sum(Prediction.tokens_out), 0),
+                                  sa.func.coalesce(sa.func.sum(Prediction.cost_usd), 0.0))
+                        .where(Prediction.run_id == run_id, Prediction.outcome.is_not(None))).one()  # type: ignore[union-attr]
+    return {"tokens_in": int(r[0]), "tokens_out": int(r[1]), "cost_usd": float(r[2])}
+
+
+def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[str, dict[str, Any]]:
+    """``{key: cached verdict fields}`` for the keys present in the cache."""
+    out: dict[str, dict[str, Any]] = {}
+    cols = [CacheEntry.key] + [getattr(CacheEntry, f) for f in CACHE_FIELDS]
+    for i in range(0, len(keys), chunk):
+        part = keys[i:i + chunk]
+        for r in session.execute(sa.select(*cols).where(CacheEntry.key.in_(part))).all():  # type: ignore[attr-defined]
+            m = dict(r._mapping)
+            out[m.pop("key")] = m
+    return out
+
+
+def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert cache entries, ignoring keys that already exist (concurrent runs may race)."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        stmt = pg_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
+    else:  # pragma: no cover
+        have = set(cache_lookup(session, [r["key"] for r in rows]))
+        rows = [r for r in rows if r["key"] not in have]
+        stmt = sa.insert(CacheEntry)
+        if not rows:
+            return
+    session.execute(stmt, rows)
+
+
+def update_predictions(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Bulk UPDATE of predictions by primary key (``rows`` are dicts with ``id`` and columns). Only
+    rows still pending are changed, so a result can never overwrite an earlier one."""
+    if not rows:
+        return
+    keys = sorted({k for r in rows for k in r if k != "id"})
+    stmt = (sa.update(Prediction.__table__)
+            .where(Prediction.__table__.c.id == sa.bindparam("_id"), Prediction.__table__.c.outcome.is_(None))
+            .values({k: sa.bindparam(f"_{k}") for k in keys}))
+    payload = [{"_id": r["id"], **{f"_{k}": r.get(k) for k in keys}} for r in rows]
+    session.execute(stmt, payload)
+
+
+def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> None:
+    """Atomically add to the run's cumulative api_calls and cache_hits."""
+    if api_calls or cache_hits:
+        session.execute(sa.update(Run).where(Run.id == run_id)
+                        .values(api_calls=Run.api_calls + api_calls, cache_hits=Run.cache_hits + cache_hits))
+
+
+def list_runs(session: Session) -> list[dict[str, Any]]:
+    """All runs, newest first, with counts per outcome, tokens, cost and duration (seconds)."""
+    runs = session.execute(sa.select(Run).order_by(Run.created_at.desc(), Run.id)).scalars().all()
+    counts: dict[str, dict[str, int]] = {}
+    for run_id, outcome, n in session.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
+                                              .group_by(Prediction.run_id, Prediction.outcome)).all():
+        c = counts.setdefault(run_id, {**{o: 0 for o in OUTCOMES}, "pending": 0})
+        c[outcome if outcome is not None else "pending"] = int(n)
+    out = []
+    for r in runs:
+        dur = None
+        if r.started_at and r.finished_at:
+            dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
+        out.append({
+            "run_id": r.id, "monitor": r.monitor, "template": r.template, "template_hash": r.template_hash,
+            "status": r.status, "kind": r.kind, "n": r.n,
+            "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
+            "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": r.tokens_in,
+            "tokens_out": r.tokens_out, "cost_usd": round(r.cost_usd or 0.0, 6), "duration_s": dur,
+            "base_url": (r.params or {}).get("base_url"),
+            "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
+            "error": r.error,
+        })
+    return out
+
+
+def _aware(dt: datetime) -> datetime:
+    from datetime import timezone
+
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)

@@ -1,0 +1,1 @@
+"""Loopback servers and fixture data used by the monitor-run tests (never mocks of our own code)."""
