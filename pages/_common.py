@@ -190,6 +190,22 @@ def seed_state(page: str, key: str, default: Any, *, valid: Iterable[Any] | None
     return skey
 
 
+def follow_options(skey: str, options: Sequence[Any]) -> None:
+    """Keep a multiselect's state valid when its options change between reruns: values no longer
+    offered are dropped, and a selection of *all* previous options grows to all current options
+    (so a new run's template or a new score run shows up by default)."""
+    opts_key = f"{skey}.__options"
+    options = list(options)
+    prev = st.session_state.get(opts_key)
+    cur = st.session_state.get(skey)
+    if isinstance(cur, list):
+        if prev is not None and prev != options and set(cur) == set(prev):
+            st.session_state[skey] = options
+        elif any(v not in options for v in cur):
+            st.session_state[skey] = [v for v in cur if v in options]
+    st.session_state[opts_key] = options
+
+
 def sync_qp(page: str, **keys: Any) -> None:
     """Write the given widget values to the URL and remember them as synced (see ``seed_state``)."""
     for key, value in keys.items():
@@ -214,6 +230,19 @@ def any_accounts() -> bool:
     except ImportError:  # pragma: no cover - accounts module not installed
         return False
     return _any(engine())
+
+
+def require_workbench() -> None:
+    """Stop the page unless the workbench is open to the current session: the store has no accounts
+    (local single-user use) or an admin is logged in. Pages call this first, so a page reached by a
+    crafted URL is refused even if navigation would have hidden it."""
+    account = current_account()
+    if account is not None and getattr(account, "role", None) == "admin":
+        return
+    if account is None and not any_accounts():
+        return
+    st.error("This page needs an admin account." if account is not None else "Please log in first.")
+    st.stop()
 
 
 def logout() -> None:

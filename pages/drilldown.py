@@ -10,6 +10,7 @@ from automonitor import views, vocab
 from pages import _common as ui
 
 PAGE = "drilldown"
+ui.require_workbench()
 ALL = "all"
 NONE = ""
 CELLS = ("tp", "fn", "fp", "tn", "unscored")

@@ -8,6 +8,7 @@ from automonitor import views, vocab
 from pages import _common as ui
 
 PAGE = "overview"
+ui.require_workbench()
 
 st.title("AutoMonitor-Bench")
 st.caption("How reliably do LLM monitors catch unsafe, sycophantic or specification-gaming outputs "

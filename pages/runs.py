@@ -18,6 +18,7 @@ from automonitor.errors import InputError
 from pages import _common as ui
 
 PAGE = "runs"
+ui.require_workbench()
 ACTIVE = ("pending", "running")
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 

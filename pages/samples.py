@@ -9,6 +9,7 @@ from automonitor import views, vocab
 from pages import _common as ui
 
 PAGE = "samples"
+ui.require_workbench()
 PAGE_SIZE = 100
 
 st.title("Samples")

@@ -11,6 +11,7 @@ from automonitor import metrics, views, vocab
 from pages import _common as ui
 
 PAGE = "tradeoff"
+ui.require_workbench()
 ALL = "all"
 COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 
@@ -29,6 +30,7 @@ cat_key = ui.seed_state(PAGE, "category", ALL, valid=[ALL, *vocab.CATEGORIES])
 task_key = ui.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
 present_tpl = sorted(set(runs["template"]))
 tpl_key = ui.seed_state(PAGE, "template", present_tpl, valid=present_tpl, multi=True)
+ui.follow_options(tpl_key, present_tpl)
 pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
 rep_key = ui.seed_state(PAGE, "paper", True, cast=lambda v: v not in ("0", "false", "no"))
 
@@ -111,6 +113,7 @@ if not score_runs:
     st.stop()
 labels = {e["run_id"]: f"{e['monitor']} · {e['template']} · {e['run_id']}" for e in score_runs}
 roc_key = ui.seed_state(PAGE, "roc", list(labels)[:4], valid=list(labels), multi=True)
+ui.follow_options(roc_key, list(labels))
 cost_key = ui.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
 c1, c2 = st.columns([3, 2])
 chosen = c1.multiselect("Score runs", list(labels), key=roc_key, format_func=labels.get)
