@@ -497,7 +497,7 @@ def roc_frame(engine: Engine, run_id: str) -> pd.DataFrame:
 def grounding_frame(engine: Engine, run_id: str) -> pd.DataFrame:
     """Every evidence span of a run, grounded: columns sample_id, label, outcome, span, status
     (exact | normalized | not_found), field (response | request | None), start, end (offsets into that
-    field's text). Raises NotFound for an unknown run."""
+    field's text; nullable Int64). Raises NotFound for an unknown run."""
     from store.queries import analysis as q
 
     df = predictions_frame(engine, [run_id])
@@ -508,7 +508,9 @@ def grounding_frame(engine: Engine, run_id: str) -> pd.DataFrame:
         req, resp = texts.get(sid, ("", ""))
         for r in gr.ground_evidence(resp, req, ev if isinstance(ev, list) else [ev]):
             rows.append({"sample_id": sid, "label": lab, "outcome": out, **r})
-    return pd.DataFrame(rows, columns=["sample_id", "label", "outcome", "span", "status", "start", "end", "field"])
+    out = pd.DataFrame(rows, columns=["sample_id", "label", "outcome", "span", "status", "start", "end", "field"])
+    out[["start", "end"]] = out[["start", "end"]].astype("Int64")  # nullable: None when not found
+    return out
 
 
 def compare_runs(engine: Engine, run_a: str, run_b: str, invalid: str = "exclude", *, n_boot: int = 1000,

@@ -39,7 +39,7 @@ def report_cmd(
 ) -> None:
     """MR/FAR with 95% Wilson intervals per run and slice, Pareto front, Pearson r, paired statistics,
     ROC for score runs, evidence grounding for evidence runs."""
-    from automonitor import analysis, report_format
+    from automonitor import report_format
 
     if invalid not in INVALID_POLICIES:
         raise InputError(f"must be one of {', '.join(INVALID_POLICIES)}, got {invalid!r}", field="--invalid")
@@ -62,6 +62,8 @@ def report_cmd(
                 raise InputError(f"expected RUN_A,RUN_B, got {c!r}", field="--compare")
             pairs.append((parts[0], parts[1]))
         run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None
+    from automonitor import analysis
+
     engine = open_store()
     rep = analysis.report(engine, run or None, invalid, n_boot=n_boot, seed=seed, cost_ratio=cost_ratio,
                           prevalence=prevalence, compare=pairs)

@@ -1,0 +1,172 @@
+"""`automonitor predictions import`: outside verdicts become an imported run; all-or-nothing validation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from automonitor.errors import InputError
+from automonitor.predictions_io import import_predictions
+
+M, B = "misbehavior", "benign"
+
+
+def seed_samples(engine, pairs: int = 4) -> list[str]:
+    from store import session_scope
+    from store.models import Sample
+
+    ids = []
+    with session_scope(engine) as s:
+        for p in range(pairs):
+            for lab in (M, B):
+                sid = f"s{p}{lab[0]}"
+                ids.append(sid)
+                s.add(Sample(id=sid, pair_id=f"p{p}", category="sycophancy_bias", task="qa", label=lab,
+                             request=f"q{p}", response=f"The answer {p} is wrong, as you said ({lab})",
+                             split="test", request_hash="r", response_hash=sid, content_hash=sid))
+    return ids
+
+
+def counts(engine) -> tuple[int, int, int]:
+    with engine.connect() as c:
+        return tuple(c.execute(sa.text(f"select count(*) from {t}")).scalar() for t in ("run", "prediction", "monitor"))
+
+
+def good_rows(ids):
+    rows = []
+    for i, sid in enumerate(ids):
+        rows.append({"sample_id": sid, "outcome": [M, B, "invalid", M][i % 4], "score": round(i / 10, 2),
+                     "evidence": ["as you said"] if i % 2 == 0 else [], "raw": f"verdict {i}"})
+    return rows
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_csv(path, rows):
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["sample_id", "outcome", "score", "evidence", "raw"])
+        for r in rows:
+            w.writerow([r["sample_id"], r["outcome"], "" if r.get("score") is None else r["score"],
+                        json.dumps(r.get("evidence", [])), r.get("raw", "")])
+    return path
+
+
+def test_import_jsonl_and_csv_become_runs_that_report_treats_like_any_run(engine, tmp_path):
+    from automonitor import analysis
+
+    ids = seed_samples(engine)
+    rows = good_rows(ids)
+    res = import_predictions(engine, write_jsonl(tmp_path / "v.jsonl", rows), "VendorGuard", "evidence")
+    assert res["created"] and res["n"] == 8 and res["kind"] == res["status"] == "imported"
+    assert res["counts"] == {M: 4, B: 2, "invalid": 2, "refusal": 0, "error": 0} and res["scores"] == 8
+    res2 = import_predictions(engine, write_csv(tmp_path / "v.csv", rows), "OtherEval")
+    assert res2["template"] == "direct"
+    # same file again for the same monitor/template: no duplicate
+    again = import_predictions(engine, tmp_path / "v.jsonl", "VendorGuard", "evidence")
+    assert again["run_id"] == res["run_id"] and not again["created"]
+    assert counts(engine) == (2, 16, 2)
+    with engine.connect() as c:
+        backends = set(c.execute(sa.text("select backend from monitor")).scalars())
+    assert backends == {"external"}
+
+    df = analysis.predictions_frame(engine, [res["run_id"], res2["run_id"]])
+    a = df[df["run_id"] == res["run_id"]].set_index("sample_id")
+    b = df[df["run_id"] == res2["run_id"]].set_index("sample_id")
+    for r in rows:  # JSONL and CSV carry the same values
+        for d in (a, b):
+            assert d.loc[r["sample_id"], "outcome"] == r["outcome"]
+            assert d.loc[r["sample_id"], "score"] == pytest.approx(r["score"])
+            assert d.loc[r["sample_id"], "evidence"] == r["evidence"] and d.loc[r["sample_id"], "raw"] == r["raw"]
+    rep = analysis.report(engine, n_boot=50)
+    ev = next(r for r in rep["runs"] if r["run_id"] == res["run_id"])
+    assert ev["kind"] == "imported" and ev["overall"]["unscored"] == 2 and ev["overall"]["n"] == 8
+    assert ev["grounding"]["exact"] == 4 and "auroc" in ev
+
+
+BAD_CASES = [
+    # (description, file content (bytes or list of rows), suffix, line, field)
+    ("unknown sample", lambda ids: [{"sample_id": ids[0], "outcome": M}, {"sample_id": "nope", "outcome": B}],
+     ".jsonl", 2, "sample_id"),
+    ("bad outcome", lambda ids: [{"sample_id": ids[0], "outcome": "unsafe"}], ".jsonl", 1, "outcome"),
+    ("score above 1", lambda ids: [{"sample_id": ids[0], "outcome": M, "score": 1.5}], ".jsonl", 1, "score"),
+    ("score not a number", lambda ids: [{"sample_id": ids[0], "outcome": M, "score": "high"}], ".jsonl", 1, "score"),
+    ("score boolean", lambda ids: [{"sample_id": ids[0], "outcome": M, "score": True}], ".jsonl", 1, "score"),
+    ("duplicate sample", lambda ids: [{"sample_id": ids[0], "outcome": M}, {"sample_id": ids[1], "outcome": B},
+                                      {"sample_id": ids[0], "outcome": B}], ".jsonl", 3, "sample_id"),
+    ("evidence not list", lambda ids: [{"sample_id": ids[0], "outcome": M, "evidence": "quote"}], ".jsonl", 1,
+     "evidence"),
+    ("missing outcome", lambda ids: [{"sample_id": ids[0]}], ".jsonl", 1, "outcome"),
+    ("malformed json", lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n{\"sample_id\": \n").encode(),
+     ".jsonl", 2, None),
+    ("non-utf8", lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n").encode() + b"{\"raw\": \"\xff\"}\n",
+     ".jsonl", 2, None),
+    ("empty", lambda ids: b"\n\n", ".jsonl", None, None),
+    ("csv bad score", lambda ids: f"sample_id,outcome,score\n{ids[0]},misbehavior,0.2\n{ids[1]},benign,nan\n".encode(),
+     ".csv", 3, "score"),
+    ("csv bad evidence json", lambda ids: f"sample_id,outcome,evidence\n{ids[0]},benign,[\"x\"\n".encode(),
+     ".csv", 2, "evidence"),
+    ("csv missing column", lambda ids: f"sample_id,score\n{ids[0]},0.1\n".encode(), ".csv", 1, "outcome"),
+    ("csv header only", lambda ids: b"sample_id,outcome\n", ".csv", None, None),
+]
+
+
+@pytest.mark.parametrize("case", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_bad_input_names_file_line_field_and_changes_nothing(sqlite_engine, tmp_path, case):
+    _, make, suffix, line, field = case
+    ids = seed_samples(sqlite_engine)
+    content = make(ids)
+    path = tmp_path / f"bad{suffix}"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        write_jsonl(path, content)
+    before = counts(sqlite_engine)
+    with pytest.raises(InputError) as exc:
+        import_predictions(sqlite_engine, path, "Vendor")
+    err = exc.value
+    assert err.file == str(path) and err.line == line and err.field == field
+    assert counts(sqlite_engine) == before == (0, 0, 0)
+
+
+def test_bad_options(sqlite_engine, tmp_path):
+    ids = seed_samples(sqlite_engine)
+    path = write_jsonl(tmp_path / "ok.jsonl", good_rows(ids))
+    with pytest.raises(InputError) as exc:
+        import_predictions(sqlite_engine, path, "Vendor", "chain-of-thought")
+    assert exc.value.field == "template"
+    with pytest.raises(InputError):
+        import_predictions(sqlite_engine, path, "  ")
+    with pytest.raises(InputError) as exc:
+        import_predictions(sqlite_engine, tmp_path / "missing.jsonl", "Vendor")
+    assert exc.value.file.endswith("missing.jsonl")
+    assert counts(sqlite_engine) == (0, 0, 0)
+
+
+@pytest.mark.slow
+def test_cli_import_json_and_exit_2(cli, db_url, tmp_path):
+    from store import get_engine, init_db
+
+    eng = init_db(get_engine(db_url, fresh=True))
+    ids = seed_samples(eng)
+    ok = write_jsonl(tmp_path / "ok.jsonl", good_rows(ids))
+    r = cli(["predictions", "import", str(ok), "--monitor", "Guard", "--template", "evidence", "--json"], db=db_url)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["n"] == len(ids) and doc["run_id"].startswith("imp-")
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"sample_id": ids[0], "outcome": M}, {"sample_id": ids[1], "outcome": "?"}])
+    r2 = cli(["predictions", "import", str(bad), "--monitor", "Guard2", "--json"], db=db_url)
+    assert r2.returncode == 2 and r2.stdout == ""
+    assert "bad.jsonl" in r2.stderr and "line 2" in r2.stderr and "'outcome'" in r2.stderr
+    assert counts(eng) == (1, len(ids), 1)
+    rep = cli(["report", "--json", "--n-boot", "20"], db=db_url)
+    assert rep.returncode == 0, rep.stderr
+    assert [x["run_id"] for x in json.loads(rep.stdout)["runs"]] == [doc["run_id"]]
+    eng.dispose()
