@@ -98,7 +98,10 @@ class _Problems:
         self.items: list[InputError] = []
 
     def add(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
-        self.items.append(InputError(message, file=self.file, line=line, field=field))
+        # Undecodable bytes travel as lone surrogates: show them as escapes so the message prints.
+        clean = lambda t: t.encode("utf-8", "backslashreplace").decode("utf-8")  # noqa: E731
+        self.items.append(InputError(clean(message), file=self.file, line=line,
+                                     field=None if field is None else clean(field)))
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -349,15 +352,19 @@ def _validate_record(rec: RawRecord, problems: _Problems, default_source: str) -
     d, line = rec.data, rec.line
     n_before = len(problems.items)
     for k in d:
-        if k not in FIELDS:
+        if _bad_byte_note(str(k)):
+            problems.add(f"a field name is not UTF-8 text: {_bad_byte_note(str(k))}", line=line)
+        elif k not in FIELDS:
             problems.add(f"unknown field '{k}' (fields: {', '.join(FIELDS)}; put extra data in 'meta')",
                          line=line, field=str(k))
     vals: dict[str, Any] = {}
+    missing = [f for f in REQUIRED if d.get(f) is None]
+    if missing:
+        problems.add(f"missing required field{'s' if len(missing) > 1 else ''} {', '.join(missing)}",
+                     line=line, field=missing[0])
     for f in _STR_FIELDS:
         v = d.get(f)
         if v is None or (v == "" and f in ("sample_id", "source")):
-            if f in REQUIRED:
-                problems.add("missing required field", line=line, field=f)
             continue
         if not isinstance(v, str):
             problems.add(f"must be a string, got {_type_name(v)}", line=line, field=f)
