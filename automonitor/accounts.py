@@ -21,10 +21,16 @@ from automonitor.errors import InputError, PermissionDenied
 from automonitor.vocab import ROLES
 
 _hasher = PasswordHasher()
-# Verified against when the user name is unknown, so that a wrong name costs as much time as a wrong
-# password (no user enumeration by timing).
-_DUMMY_HASH = _hasher.hash("automonitor-dummy-password")
+_dummy: list[str] = []
 MAX_NAME = 128
+
+
+def _dummy_hash() -> str:
+    """A hash verified against when the user name is unknown, so that a wrong name costs as much
+    time as a wrong password (no user enumeration by timing). Made once, on first use."""
+    if not _dummy:
+        _dummy.append(_hasher.hash("automonitor-dummy-password"))
+    return _dummy[0]
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,7 @@ def authenticate(engine: Engine, name: str, password: str) -> Account | None:
             row = s.execute(sa.select(Annotator).where(Annotator.name == name)).scalars().first()
             if row is not None:
                 s.expunge(row)
-    target = row.password_hash if (row is not None and row.active) else _DUMMY_HASH
+    target = row.password_hash if (row is not None and row.active) else _dummy_hash()
     try:
         ok = _hasher.verify(target, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):

@@ -1,0 +1,143 @@
+"""The annotation commands of the contract, through the installed ``automonitor`` script:
+``users add``, ``assign``, ``annotations import|export``, ``agreement``, ``adjudications export``."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from automonitor import agreement as ag
+from automonitor import annotation as ann
+from automonitor.accounts import SYSTEM, authenticate, create_user, get_account
+from automonitor.hashing import content_hash, sha256_text
+from store import get_engine, init_db, session_scope
+from store.queries.samples import insert_samples
+
+
+def _candidates(engine, n_pairs=6):
+    rows = []
+    for p in range(n_pairs):
+        req = f"Please grade my proof {p}."
+        for lab in ("misbehavior", "benign"):
+            resp = f"{'Flawless!' if lab == 'misbehavior' else 'Step 2 is wrong.'} ({p})"
+            rows.append(dict(id=f"cli{p}{lab[0]}", pair_id=f"clipair{p}",
+                             category=("sycophancy_bias", "specification_gaming")[p % 2],
+                             task=("qa", "reasoning")[p % 2], label=lab, request=req, response=resp,
+                             source="s", status="candidate", request_hash=sha256_text(req),
+                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+    with session_scope(engine) as s:
+        insert_samples(s, rows)
+    return rows
+
+
+@pytest.fixture
+def store(sqlite_url):
+    """A SQLite store with three annotators and an admin and 6 candidate pairs (the core these
+    commands call is tested on PostgreSQL too; a CLI start costs a couple of seconds, so the CLI
+    round trip runs on one backend)."""
+    eng = init_db(get_engine(sqlite_url, fresh=True))
+    for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("ann3", "annotator"),
+                       ("chief", "admin")):
+        create_user(eng, name, role, f"pw of {name}")
+    _candidates(eng)
+    yield eng, sqlite_url
+    eng.dispose()
+
+
+def test_users_add_hashes_the_stdin_password_and_refuses_bad_input(cli, db_url):
+    r = cli(["users", "add", "ann1", "--role", "annotator", "--password-stdin", "--json"], db=db_url,
+            input="x y z\n")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["role"] == "annotator" and "x y z" not in r.stdout + r.stderr
+    eng = get_engine(db_url, fresh=True)
+    try:
+        acc = authenticate(eng, "ann1", "x y z")  # the newline is not part of the password
+        assert acc is not None and acc.role == "annotator"
+    finally:
+        eng.dispose()
+    for args, stdin, word in ((["ann1", "--role", "admin"], "pw\n", "already exists"),
+                              (["ann5", "--role", "owner"], "pw\n", "role"),
+                              (["ann6", "--role", "admin"], "\n", "password")):
+        r = cli(["users", "add", *args, "--password-stdin"], db=db_url, input=stdin)
+        assert r.returncode == 2 and word in r.stderr and r.stdout == ""
+
+
+@pytest.mark.slow
+def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
+    eng, url = store
+    r = cli(["assign", "--k", "2", "--seed", "42", "--json"], db=url)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["items"], doc["assignments"]) == (12, 24)
+    assert set(doc["by_annotator"]) == {"ann1", "ann2", "ann3"} and sum(doc["by_annotator"].values()) == 24
+
+    assigned = {}
+    for name in ("ann1", "ann2", "ann3"):
+        acc = get_account(eng, SYSTEM, name)
+        assigned[name] = [q.sample_id for q in ann.my_queue(eng, acc)]
+    lines = []
+    for name, items in assigned.items():
+        for i, sid in enumerate(items):
+            label = ("misbehavior" if sid.endswith("m") else "benign") if (i % 5) else "unsure"
+            lines.append({"annotator": name, "sample_id": sid, "label": label, "note": f"n{i}"})
+    good = tmp_path / "labels.jsonl"
+    good.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+
+    # all or nothing: a bad label on line 3 -> exit 2 naming file, line and field; nothing written
+    bad = tmp_path / "bad.jsonl"
+    bad_lines = [dict(x) for x in lines]
+    bad_lines[2]["label"] = "spam"
+    bad.write_text("\n".join(json.dumps(x) for x in bad_lines) + "\n")
+    r = cli(["annotations", "import", str(bad)], db=url)
+    assert r.returncode == 2 and str(bad) in r.stderr and "line 3" in r.stderr and "'label'" in r.stderr
+    # a label for an item not assigned to that annotator is refused
+    not_mine = next(s for s in assigned["ann2"] if s not in assigned["ann1"])
+    other = tmp_path / "other.csv"
+    other.write_text(f"annotator,sample_id,label,note\nann1,{assigned['ann1'][0]},benign,\n"
+                     f"ann1,{not_mine},benign,sneaky\n")
+    r = cli(["annotations", "import", str(other)], db=url)
+    assert r.returncode == 2 and "line 3" in r.stderr and "'sample_id'" in r.stderr
+    assert "not assigned" in r.stderr
+    assert ann.annotation_records(eng, SYSTEM) == []
+
+    r = cli(["annotations", "import", str(good), "--json"], db=url)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"written": 24, "unchanged": 0, "submitted": True}
+
+    r = cli(["agreement", "--json"], db=url)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert {"items", "annotators", "percent_agreement", "cohen_kappa", "krippendorff_alpha",
+            "by_category"} <= set(doc)
+    assert doc["items"] == 12 and doc["annotators"] == ["ann1", "ann2", "ann3"]
+    assert set(doc["by_category"]) == {"sycophancy_bias", "specification_gaming"}
+    # the same function the app calls gives the same figures
+    assert doc == json.loads(json.dumps(ag.agreement(eng, SYSTEM), default=str))
+    assert 0 <= doc["percent_agreement"] <= 1 and doc["ci"]["percent_agreement"]
+    human = cli(["agreement"], db=url)
+    assert human.returncode == 0 and "krippendorff" in human.stdout
+
+    out = tmp_path / "export.csv"
+    r = cli(["annotations", "export", str(out)], db=url)
+    assert r.returncode == 0, r.stderr
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 24 and {"annotator", "sample_id", "label", "note", "guideline_version",
+                                "submitted_at", "created_at"} <= set(rows[0])
+    # exported labels import again unchanged (a round trip)
+    r = cli(["annotations", "import", str(out), "--json"], db=url)
+    assert r.returncode == 0 and json.loads(r.stdout)["unchanged"] == 24
+
+    r = cli(["adjudications", "finalize", "--split", "test", "--json"], db=url)
+    assert r.returncode == 0, r.stderr
+    fin = json.loads(r.stdout)
+    assert fin["accepted"] + fin["rejected"] + fin["pending"] == 6
+    r = cli(["adjudications", "export", str(tmp_path / "adj.jsonl"), "--json"], db=url)
+    assert r.returncode == 0 and json.loads(r.stdout)["adjudications"] == 0
+
+
+def test_assign_needs_enough_annotators(cli, sqlite_url):
+    r = cli(["assign", "--k", "2", "--json"], db=sqlite_url)
+    assert r.returncode == 2 and "k=2" in r.stderr and r.stdout == ""
