@@ -204,7 +204,8 @@ def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[s
 
 
 def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[str]] | None = None,
-               progress: Callable[[str], None] | None = None) -> Plan:
+               progress: Callable[[str], None] | None = None,
+               loaded: dict[str, SourceResult] | None = None) -> Plan:
     """Decide, without touching any store, which pairs go to test, candidates and train.
 
     Args:
@@ -212,23 +213,26 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         seed: selection seed (see module doc).
         external_test: ``(request hashes, response hashes)`` of gold test samples already in the store
             that the build does not own (user imports): train and candidates avoid them too.
+        loaded: the output of :func:`load_all` for ``raw`` when the caller already has it (it is not
+            modified); read from ``raw`` otherwise.
     Returns:
         :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
     Raises:
         InputError: see :func:`load_all`.
     """
-    results = load_all(raw, progress)
+    results = loaded if loaded is not None else load_all(raw, progress)
     report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
     seen: set[tuple[str, str]] = set()
     pool: dict[str, list[PairRecord]] = {}
     hashes: dict[str, tuple[str, str, str]] = {}
     for name, res in results.items():
         kept = []
+        dropped = Counter(res.dropped)
         for p in res.pairs:
             h = _hashes(p)
             key = (h[1], h[2])
             if key in seen or p.pair_id in hashes:
-                res.dropped["duplicate pair (same responses as an earlier pair)"] += 1
+                dropped["duplicate pair (same responses as an earlier pair)"] += 1
                 continue
             seen.add(key)
             hashes[p.pair_id] = h
@@ -238,7 +242,7 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
             "category": REGISTRY[name].category, "task": REGISTRY[name].task,
             "files_read": len(res.files), "files_missing": res.missing,
             "pairs_available": len(kept), "eligible_for_test": sum(p.eligible_test for p in kept),
-            "dropped": dict(sorted(res.dropped.items())),
+            "dropped": dict(sorted(dropped.items())),
         }
 
     # 1. test selection
@@ -302,6 +306,7 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
     plan = Plan(report=report)
     train_counts: Counter = Counter()
     train_dropped: Counter = Counter()
+    not_train_req, not_train_resp = block_req | c_req, block_resp | c_resp
     for name, pairs in pool.items():
         for p in test.get(name, []):
             plan.rows.extend(_rows_for(p, "test", "gold", hashes[p.pair_id]))
@@ -310,7 +315,7 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         for p in pairs:
             if p.pair_id in test_ids or p.pair_id in cand_ids:
                 continue
-            if collides(p, block_req | c_req, block_resp | c_resp):
+            if collides(p, not_train_req, not_train_resp):
                 train_dropped[name] += 1
                 continue
             plan.rows.extend(_rows_for(p, "train", "gold", hashes[p.pair_id]))
@@ -390,9 +395,12 @@ def _delete_dependents(session, ids: list[str]) -> dict[str, int]:
 
 
 def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force: bool = False,
-          progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+          progress: Callable[[str], None] | None = None,
+          loaded: dict[str, SourceResult] | None = None) -> dict[str, Any]:
     """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
     transaction (see the module doc for composition and rebuild policy).
+
+    ``loaded``: see :func:`plan_build`.
 
     Returns:
         The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
@@ -425,7 +433,7 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
             elif status == "gold" and split == "test":
                 ext_req.add(rh)
                 ext_resp.add(sh)
-        plan = plan_build(raw_path, seed, external_test=(ext_req, ext_resp), progress=progress)
+        plan = plan_build(raw_path, seed, external_test=(ext_req, ext_resp), progress=progress, loaded=loaded)
         planned = {r["id"]: r for r in plan.rows}
         adjudicated: set[str] = set(settled)
         cur_ids = list(current)

@@ -4,13 +4,15 @@ Each record holds two full transcripts (``chosen``, ``rejected``) that share eve
 last Assistant turn. Request = the dialogue up to and including the last Human turn; response = the
 last Assistant turn. ``rejected`` is the misbehavior side and ``chosen`` the benign side, as in the
 paper. Dropped: records whose two transcripts differ before the last Assistant turn, an empty final
-turn, and pairs whose final responses are identical or nearly so (``difflib`` ratio >=
-``NEAR_DUPLICATE_RATIO``), since the paper filters such mild pairs.
+turn, and pairs whose final responses are identical or nearly so (``difflib.SequenceMatcher`` ratio
+over word and punctuation tokens >= ``NEAR_DUPLICATE_RATIO``), since the paper filters such mild
+pairs.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 from automonitor.sources.base import PairRecord, SourceResult, need_str, read_jsonl, rel
@@ -22,6 +24,7 @@ TASKS = ("qa",)
 FILES = ("hh_rlhf/harmless-base/test.jsonl.gz",)
 NEAR_DUPLICATE_RATIO = 0.8
 _SEP = "\n\nAssistant:"
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def split_last_turn(transcript: str) -> tuple[str, str] | None:
@@ -34,11 +37,12 @@ def split_last_turn(transcript: str) -> tuple[str, str] | None:
 
 
 def near_duplicate(a: str, b: str, threshold: float = NEAR_DUPLICATE_RATIO) -> bool:
-    """True when ``a`` and ``b`` are identical or their ``difflib.SequenceMatcher`` ratio is at least
-    ``threshold`` (the cheap upper bounds are checked first, so most pairs cost little)."""
+    """True when ``a`` and ``b`` are identical or the ``difflib.SequenceMatcher`` ratio of their word
+    and punctuation tokens is at least ``threshold`` (cheap upper bounds first, so most pairs cost
+    little)."""
     if a == b:
         return True
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    sm = difflib.SequenceMatcher(None, _TOKEN.findall(a), _TOKEN.findall(b), autojunk=False)
     if sm.real_quick_ratio() < threshold or sm.quick_ratio() < threshold:
         return False
     return sm.ratio() >= threshold

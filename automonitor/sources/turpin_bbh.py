@@ -74,11 +74,13 @@ def literal(value: Any) -> Any:
     return value
 
 
-def _column(run: dict, key: str, n: int, where: str, raw: Path) -> list:
+def _column(run: dict, key: str, n: int, where: str) -> list:
+    """One parallel list of a run; a repr-string list is parsed, and for the answer-index columns
+    each repr-string value too (the CoT texts in ``gen`` stay text)."""
     col = literal(run.get(key))
     if not isinstance(col, list) or len(col) != n:
         raise InputError(f"expected a list of {n} values", file=where, field=key)
-    return [literal(v) for v in col]
+    return col if key == "gen" else [literal(v) for v in col]
 
 
 def _true_idx(row: dict) -> int | None:
@@ -157,7 +159,7 @@ def load(raw: Path) -> SourceResult:
                 if not isinstance(run, dict):
                     raise InputError("expected an object", file=relname, field=f"outputs[{0 if side == 'b' else 1}]")
                 for key in ("gen", "y_pred", "y_true", "random_ans_idx"):
-                    cols[side, key] = _column(run, key, n, relname, raw)
+                    cols[side, key] = _column(run, key, n, relname)
             mapping = align(list(zip(cols["u", "random_ans_idx"], cols["u", "y_true"])),
                             [(r.get("random_ans_idx"), _true_idx(r)) for r in rows])
             if mapping is None:
