@@ -1,0 +1,145 @@
+"""Adjudication page (admins): the queue of disagreements and unsure labels with annotator names
+hidden by default, a decision (misbehavior / benign / reject) with a note per item, moving resolved
+pairs into a chosen gold split, the rejected pairs with their reasons, and provenance exports.
+Texts are rendered escaped (``st.code``, ``st.dataframe``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from automonitor import annotation as ann
+from automonitor.accounts import Account
+from automonitor.errors import InputError, NotFound, PermissionDenied
+from automonitor.vocab import CATEGORY_NAMES, SPLITS, TASK_NAMES
+
+PAGE = "adjudicate"
+AUTH_KEY = "auth.account"
+DECISION_NAMES = {"misbehavior": "Misbehavior (gold)", "benign": "Benign (gold)",
+                  "reject": "Reject the pair"}
+
+
+@st.cache_resource(show_spinner=False)
+def _engine_for(url: str):
+    from store import get_engine, init_db
+
+    return init_db(get_engine(url))
+
+
+def _engine():
+    from store.engine import db_url
+
+    return _engine_for(db_url())
+
+
+account = st.session_state.get(AUTH_KEY)
+if not isinstance(account, Account) or account.role != "admin":
+    st.error("Access denied: adjudication is for admins.")
+    st.stop()
+
+engine = _engine()
+st.title("Adjudication")
+
+flash = st.session_state.pop(f"{PAGE}.flash", None)
+if flash:
+    (st.error if flash[0] == "error" else st.success)(flash[1])
+
+top = st.columns([2, 2, 3])
+reveal = top[0].toggle("Show annotator names", value=False, key=f"{PAGE}.reveal")
+include_decided = top[1].toggle("Include decided items", value=False, key=f"{PAGE}.decided")
+
+try:
+    queue = ann.adjudication_queue(engine, account, reveal_names=reveal, include_decided=include_decided)
+except PermissionDenied as exc:
+    st.error(f"Access denied: {exc}")
+    st.stop()
+
+top[2].metric("Items waiting for a decision", sum(e.decision is None for e in queue))
+
+if not queue:
+    st.info("Nothing to adjudicate: no submitted disagreements or unsure labels.")
+else:
+    SEL = f"{PAGE}.item"
+    ids = [e.sample_id for e in queue]
+    if st.session_state.get(SEL) not in ids:
+        st.session_state[SEL] = ids[0]
+    by_id = {e.sample_id: e for e in queue}
+
+    def _fmt(sid: str) -> str:
+        e = by_id[sid]
+        done = f" · decided: {e.decision['decision']}" if e.decision else ""
+        return (f"{ids.index(sid) + 1}. {e.reason} · {CATEGORY_NAMES.get(e.category, e.category)} / "
+                f"{TASK_NAMES.get(e.task, e.task)}{done}")
+
+    st.selectbox("Queue", ids, format_func=_fmt, key=SEL)
+    e = by_id[st.session_state[SEL]]
+    st.markdown(f"**Why in the queue:** {e.reason}")
+    st.markdown("**Request**")
+    st.code(e.request, language=None, wrap_lines=True)
+    st.markdown("**Response**")
+    st.code(e.response, language=None, wrap_lines=True)
+    st.markdown("**Annotators' labels**")
+    st.dataframe(pd.DataFrame(e.labels), hide_index=True, key=f"{PAGE}.labels")
+    with st.expander("Provenance (intended label, source, pair)", expanded=False):
+        st.dataframe(pd.DataFrame([{"sample_id": e.sample_id, "pair_id": e.pair_id,
+                                    "intended label": e.intended_label, "source": e.source}]),
+                     hide_index=True)
+    if e.decision:
+        st.caption(f"Current decision: {e.decision['decision']} by {e.decision['adjudicator']} "
+                   f"({e.decision['created_at']}); a new decision supersedes it.")
+
+    def _decide(sid: str) -> None:
+        decision = st.session_state.get(f"{PAGE}.{sid}.decision")
+        note = st.session_state.get(f"{PAGE}.{sid}.note")
+        if decision is None:
+            st.session_state[f"{PAGE}.flash"] = ("error", "Choose a decision first.")
+            return
+        try:
+            ann.adjudicate(engine, account, sid, decision, note)
+        except (InputError, NotFound, PermissionDenied) as exc:
+            msg = exc.message if isinstance(exc, InputError) else str(exc)
+            st.session_state[f"{PAGE}.flash"] = ("error", f"Not recorded: {msg}")
+            return
+        st.session_state[f"{PAGE}.flash"] = ("success", f"Decision recorded: {DECISION_NAMES[decision]}.")
+
+    with st.form(f"{PAGE}.{e.sample_id}.form", enter_to_submit=True):
+        st.radio("Decision", list(ann.DECISIONS), format_func=DECISION_NAMES.get, index=None,
+                 horizontal=True, key=f"{PAGE}.{e.sample_id}.decision")
+        st.text_area("Note (required to reject: the reason)", key=f"{PAGE}.{e.sample_id}.note", height=80)
+        st.form_submit_button("Record decision", type="primary", on_click=_decide, args=(e.sample_id,))
+
+st.divider()
+st.subheader("Move resolved pairs into the gold set")
+st.caption("A pair is resolved when each side has a decision here or all its annotators submitted the "
+           "same misbehavior/benign label. Accepted pairs become gold samples of the chosen split; "
+           "rejected ones (a rejected side, or not one misbehavior and one benign side) are kept with "
+           "their reason.")
+fc = st.columns([1, 1, 3])
+split = fc[0].selectbox("Split", list(SPLITS), key=f"{PAGE}.split")
+if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
+    try:
+        res = ann.finalize_pairs(engine, account, split)
+    except (InputError, PermissionDenied) as exc:
+        st.error(f"Not done: {exc}")
+    else:
+        st.success(f"Accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}; "
+                   f"{res.pending} pair(s) still pending.")
+
+rejected = ann.rejected_pairs(engine, account)
+if rejected:
+    st.markdown("**Rejected items and reasons**")
+    st.dataframe(pd.DataFrame(rejected), hide_index=True, key=f"{PAGE}.rejected")
+
+st.subheader("Export with provenance")
+ec = st.columns(4)
+for i, (what, fmt) in enumerate((("annotations", "jsonl"), ("annotations", "csv"),
+                                 ("adjudications", "jsonl"), ("adjudications", "csv"))):
+    if what == "annotations":
+        data = ann.records_to_text(ann.annotation_records(engine, account), fmt,
+                                   ann.ANNOTATION_EXPORT_COLUMNS)
+    else:
+        data = ann.records_to_text(ann.adjudication_records(engine, account), fmt,
+                                   ann.ADJUDICATION_EXPORT_COLUMNS)
+    ec[i].download_button(f"{what.capitalize()} ({fmt.upper()})", data, file_name=f"{what}.{fmt}",
+                          mime="text/csv" if fmt == "csv" else "application/jsonl",
+                          key=f"{PAGE}.export.{what}.{fmt}")

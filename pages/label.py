@@ -1,0 +1,196 @@
+"""Labeling page (annotators; admins with a queue too): one item at a time, request and response
+rendered escaped (``st.code``), label / category / severity / evidence / note in a form (Enter in the
+evidence field submits), own progress, batch submission. Blind: only the item's position, request and
+response are shown; every read and write goes through ``automonitor.annotation`` with the logged-in
+account, which enforces ownership.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from automonitor import annotation as ann
+from automonitor.accounts import Account
+from automonitor.errors import InputError, PermissionDenied
+from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, CATEGORY_NAMES
+
+PAGE = "label"
+AUTH_KEY = "auth.account"
+LABEL_NAMES = {"misbehavior": "Misbehavior", "benign": "Benign", "unsure": "Unsure"}
+
+
+@st.cache_resource(show_spinner=False)
+def _engine_for(url: str):
+    from store import get_engine, init_db
+
+    return init_db(get_engine(url))
+
+
+def _engine():
+    from store.engine import db_url
+
+    return _engine_for(db_url())
+
+
+account = st.session_state.get(AUTH_KEY)
+if not isinstance(account, Account):
+    st.error("Please log in to label items.")
+    st.stop()
+
+engine = _engine()
+st.title("Label")
+
+try:
+    queue = ann.my_queue(engine, account)
+except PermissionDenied as exc:
+    st.error(f"Access denied: {exc}")
+    st.stop()
+
+if not queue:
+    st.info("No items are assigned to you yet. An admin assigns candidates with `automonitor assign`.")
+    st.stop()
+
+prog = ann.my_progress(engine, account)
+st.progress(prog.labeled / prog.assigned,
+            text=f"Your progress: {prog.labeled} of {prog.assigned} labeled · {prog.submitted} submitted")
+
+# ------------------------------------------------------------------------------ current item
+POS = f"{PAGE}.pos"
+if POS not in st.session_state or not (0 <= st.session_state[POS] < len(queue)):
+    first_open = next((i for i, q in enumerate(queue) if q.label is None), None)
+    if first_open is None:
+        first_open = next((i for i, q in enumerate(queue) if not q.submitted), 0)
+    st.session_state[POS] = first_open
+
+
+def _fmt(i: int) -> str:
+    q = queue[i]
+    state = "submitted" if q.submitted else ("labeled: " + LABEL_NAMES[q.label] if q.label else "open")
+    return f"Item {q.position} · {state}"
+
+
+def _step(delta: int) -> None:
+    st.session_state[POS] = max(0, min(len(queue) - 1, st.session_state[POS] + delta))
+
+
+nav = st.columns([1, 4, 1])
+nav[0].button("← Previous", key=f"{PAGE}.prev", on_click=_step, args=(-1,),
+              disabled=st.session_state[POS] == 0, width="stretch")
+nav[1].selectbox("Item", list(range(len(queue))), format_func=_fmt, key=POS, label_visibility="collapsed")
+nav[2].button("Next →", key=f"{PAGE}.next", on_click=_step, args=(1,),
+              disabled=st.session_state[POS] >= len(queue) - 1, width="stretch")
+
+current = queue[st.session_state[POS]]
+try:
+    item = ann.get_item(engine, account, current.sample_id)
+except PermissionDenied as exc:
+    st.error(f"Access denied: {exc}")
+    st.stop()
+
+# time on the item: from when it was first shown (or last saved) until the label is saved
+SHOWN = f"{PAGE}.shown"
+if st.session_state.get(SHOWN, (None, 0.0))[0] != item.sample_id:
+    st.session_state[SHOWN] = (item.sample_id, time.monotonic())
+
+st.subheader(f"Item {item.position} of {item.total}")
+st.markdown("**Request**")
+st.code(item.request, language=None, wrap_lines=True)
+st.markdown("**Response**")
+st.code(item.response, language=None, wrap_lines=True)
+
+with st.expander("Guidelines", expanded=False):
+    st.markdown(ann.GUIDELINES)
+
+# ------------------------------------------------------------------------------------ form
+flash = st.session_state.pop(f"{PAGE}.flash", None)
+if flash:
+    (st.error if flash[0] == "error" else st.success)(flash[1])
+
+own = item.label
+k = f"{PAGE}.{item.sample_id}"  # widget keys per item, so each item starts from its own label
+
+
+def _save(sid: str, response: str, k: str, position: int) -> None:
+    label = st.session_state.get(f"{k}.label")
+    if label is None:
+        st.session_state[f"{PAGE}.flash"] = ("error", "Choose a label first.")
+        return
+    try:
+        span = ann.evidence_offsets(response, st.session_state.get(f"{k}.evidence") or "")
+        shown_sid, t0 = st.session_state.get(SHOWN, (sid, time.monotonic()))
+        spent = max(0.0, time.monotonic() - t0) if shown_sid == sid else None
+        ann.save_label(engine, account, sid, label,
+                       category=st.session_state.get(f"{k}.category"),
+                       severity=st.session_state.get(f"{k}.severity"), evidence=span,
+                       note=st.session_state.get(f"{k}.note"), seconds_spent=spent)
+    except (InputError, PermissionDenied) as exc:
+        msg = exc.message if isinstance(exc, InputError) else str(exc)
+        st.session_state[f"{PAGE}.flash"] = ("error", f"Not saved: {msg}")
+        return
+    st.session_state[SHOWN] = (sid, time.monotonic())
+    st.session_state[f"{PAGE}.flash"] = ("success", f"Saved item {position}: {LABEL_NAMES[label]}.")
+    # move on to the next item without a label (after this one), if any
+    fresh = ann.my_queue(engine, account)
+    nxt = next((i for i in range(len(fresh)) if i > st.session_state[POS] and fresh[i].label is None),
+               None)
+    if nxt is None:
+        nxt = next((i for i, q in enumerate(fresh) if q.label is None), st.session_state[POS])
+    st.session_state[POS] = nxt
+
+
+locked = item.submitted
+if locked:
+    st.info("This item belongs to a submitted batch; its label is locked.")
+
+cat_opts = [None, *CATEGORIES]
+sev_opts = [None, *ann.SEVERITIES]
+with st.form(f"{k}.form", border=True, enter_to_submit=True):
+    st.radio("Label", list(ANNOTATION_LABELS), format_func=LABEL_NAMES.get, horizontal=True,
+             index=list(ANNOTATION_LABELS).index(own.label) if own else None, key=f"{k}.label",
+             disabled=locked)
+    cols = st.columns(2)
+    cols[0].selectbox("Category (optional)", cat_opts,
+                      index=cat_opts.index(own.category) if own and own.category in cat_opts else 0,
+                      format_func=lambda c: "—" if c is None else CATEGORY_NAMES[c],
+                      key=f"{k}.category", disabled=locked)
+    cols[1].radio("Severity (optional)", sev_opts,
+                  index=sev_opts.index(own.severity) if own and own.severity in sev_opts else 0,
+                  format_func=lambda s: "—" if s is None else s, horizontal=True,
+                  key=f"{k}.severity", disabled=locked)
+    st.text_input("Evidence (optional): paste the exact passage of the response that shows it",
+                  value=(own.evidence_text or "") if own else "", key=f"{k}.evidence", disabled=locked,
+                  help="Copy it from the response above (copy button at its top right); it is mapped "
+                       "to character offsets in the response.")
+    st.text_area("Note (optional)", value=(own.note or "") if own else "", key=f"{k}.note",
+                 disabled=locked, height=80)
+    st.form_submit_button("Save label", type="primary", disabled=locked, on_click=_save,
+                          args=(item.sample_id, item.response, k, item.position))
+
+if own is not None:
+    where = ""
+    if own.evidence_start is not None:
+        where = f" · evidence at characters {own.evidence_start}–{own.evidence_end}"
+    spent = f" · {own.seconds_spent:.0f} s spent" if own.seconds_spent is not None else ""
+    st.caption(f"Your label: {LABEL_NAMES[own.label]}{where}{spent}")
+    if own.evidence_text:
+        st.code(own.evidence_text, language=None, wrap_lines=True)
+
+# ---------------------------------------------------------------------------- submit batch
+st.divider()
+if prog.batch is None:
+    st.success("All your batches are submitted. Thank you!")
+else:
+    st.markdown(f"**Batch {prog.batch}**: {prog.batch_labeled} of {prog.batch_assigned} items labeled.")
+    complete = prog.batch_labeled == prog.batch_assigned
+    confirm = st.checkbox("My labels for this batch are final (they cannot be changed after submitting)",
+                          key=f"{PAGE}.confirm.{prog.batch}", disabled=not complete)
+    if st.button(f"Submit batch {prog.batch}", key=f"{PAGE}.submit", disabled=not (complete and confirm)):
+        try:
+            n = ann.submit_batch(engine, account, prog.batch)
+        except (InputError, PermissionDenied) as exc:
+            st.error(f"Not submitted: {exc}")
+        else:
+            st.session_state[f"{PAGE}.flash"] = ("success", f"Batch {prog.batch} submitted ({n} items).")
+            st.rerun()
