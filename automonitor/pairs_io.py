@@ -505,8 +505,10 @@ def read_file_bytes(path: str | os.PathLike) -> bytes:
 
 # --------------------------------------------------------------------------------------------- the store
 
-def check_store(session, records: list[PairRecord], file: str, *, max_errors: int = 10) -> set[str]:
-    """Check ``records`` against the store; returns the ids already stored with the same content.
+def check_store(session, records: list[PairRecord], file: str, *, max_errors: int = 10
+                ) -> dict[str, tuple[str, str | None]]:
+    """Check ``records`` against the store; returns ``{sample_id: (status, split)}`` for the samples
+    already stored with the same content (an import skips them).
 
     A ``sample_id`` already stored with a different pair, category, task, label, request or response,
     or a ``pair_id`` already stored with other sample ids, raises ``InputError`` (field ``sample_id`` or
@@ -520,7 +522,7 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
     ids = [r.sample_id for r in records]
     stored: dict[str, Any] = {}
     cols = (Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label,
-            Sample.request_hash, Sample.response_hash, Sample.content_hash)
+            Sample.request_hash, Sample.response_hash, Sample.status, Sample.split)
     for i in range(0, len(ids), 900):
         for row in session.execute(sa.select(*cols).where(Sample.id.in_(ids[i:i + 900]))):  # type: ignore[attr-defined]
             stored[row.id] = row
@@ -530,7 +532,7 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
         q = sa.select(Sample.pair_id, Sample.id).where(Sample.pair_id.in_(pair_ids[i:i + 900]))  # type: ignore[attr-defined]
         for pid, sid in session.execute(q):
             stored_pairs.setdefault(pid, set()).add(sid)
-    same: set[str] = set()
+    same: dict[str, tuple[str, str | None]] = {}
     for r in records:
         s = stored.get(r.sample_id)
         if s is None:
@@ -543,7 +545,7 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
             problems.add(f"sample_id '{r.sample_id}' is already in the store with different content "
                          f"(differs in: {', '.join(diffs)})", line=r.line, field="sample_id")
         else:
-            same.add(r.sample_id)
+            same[r.sample_id] = (s.status, s.split)
     for pid, sides in group_pairs(records).items():
         have = stored_pairs.get(pid)
         if have is None:
@@ -619,9 +621,10 @@ def prepare_import(path: str | os.PathLike | None = None, *, data: bytes | None 
 def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
     """Write a prepared import in one transaction, after checking it against the store (``check_store``).
 
-    Samples already stored with the same content are skipped. Returns ``{"file", "format", "rows",
-    "pairs", "inserted", "skipped_existing", "status", "split"}``. Raises ``InputError`` on a conflict
-    with the store; then nothing is written.
+    Samples already stored with the same content are skipped and keep their stored status and split.
+    Returns ``{"file", "format", "rows", "pairs", "inserted", "skipped_existing", "status", "split",
+    "warnings"}`` (``warnings``: list of str, e.g. skipped samples stored with another status or split).
+    Raises ``InputError`` on a conflict with the store; then nothing is written.
     """
     from store import session_scope
     from store.queries.samples import insert_samples
@@ -629,11 +632,17 @@ def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
     rows = sample_rows(plan.records, status=plan.status, split=plan.split,
                        source_file=Path(plan.file).name)
     with session_scope(engine) as session:
-        check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
+        stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
         inserted = insert_samples(session, rows)
+    warnings = []
+    other = sum(1 for v in stored.values() if v != (plan.status, plan.split))
+    if other:
+        warnings.append(f"{other} sample(s) were already in the store with another status or split and "
+                        f"were left as they are")
     return {"file": plan.file, "format": plan.format, "rows": len(plan.records),
             "pairs": len(group_pairs(plan.records)), "inserted": inserted,
-            "skipped_existing": len(plan.records) - inserted, "status": plan.status, "split": plan.split}
+            "skipped_existing": len(plan.records) - inserted, "status": plan.status, "split": plan.split,
+            "warnings": warnings}
 
 
 def import_pairs(engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:

@@ -349,7 +349,7 @@ def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
     r = run_cli(["import", str(src), "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"file": str(src), "format": "jsonl", "rows": 4, "pairs": 2, "inserted": 4,
-                                    "skipped_existing": 0, "status": "gold", "split": "test"}
+                                    "skipped_existing": 0, "status": "gold", "split": "test", "warnings": []}
     r = run_cli(["export", str(tmp_path / "out.csv"), "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"file": str(tmp_path / "out.csv"), "format": "csv", "rows": 4, "pairs": 2,
@@ -387,6 +387,10 @@ def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path):
     assert (json.loads(r.stdout)["status"], json.loads(r.stdout)["split"]) == ("candidate", None)
     r = run_cli(["import", str(gold_train), "--split", "train", "--json"], db=sqlite_url)
     assert r.returncode == 0, r.stderr
+    r = run_cli(["import", str(cand), "--json"], db=sqlite_url)  # same samples as gold: left as candidates
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["inserted"], out["skipped_existing"]) == (0, 4) and "another status" in out["warnings"][0]
     r = run_cli(["export", str(tmp_path / "cand_out.jsonl"), "--status", "candidate"], db=sqlite_url)
     assert r.returncode == 0, r.stderr
     assert sorted({x["pair_id"] for x in _read_export(tmp_path / "cand_out.jsonl")}) == ["c1", "c2"]

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from automonitor.cli import app
-from automonitor.cli.common import emit_json, open_store
+from automonitor.cli.common import emit_json, err_console, open_store
 
 
 @app.command("import")
@@ -35,6 +35,8 @@ def import_cmd(
     plan = prepare_import(file, fmt=fmt, as_candidates=as_candidates, split=split, default_source=source,
                           max_errors=max_errors)  # validate the file before opening the store
     result = apply_import(open_store(), plan)
+    for w in result["warnings"]:
+        err_console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
     if json_out:
         emit_json(result)
     else:
