@@ -93,9 +93,12 @@ def _stats_table(doc: dict[str, Any]) -> None:
               + f", candidates {doc['candidates']}")
     if doc["shortfalls"]:
         for sf in doc["shortfalls"]:
-            where = sf.get("source") or sf.get("category")
-            out.print(f"[yellow]shortfall[/yellow] {where}: "
-                      f"{sf.get('missing_pairs', sf.get('missing_samples'))} short", highlight=False)
+            if "source" in sf:
+                msg = (f"{sf['source']} ({sf['category']}/{sf['task']}): {sf['built_pairs']} of "
+                       f"{sf['target_pairs']} pairs")
+            else:
+                msg = f"{sf['category']}: {sf['built_samples']} of {sf['target_samples']} samples"
+            out.print(f"[yellow]shortfall[/yellow] {msg} (build seed {doc['build_seed']})", highlight=False)
     elif doc["build_seed"] is not None:
         out.print(f"build seed {doc['build_seed']}: no shortfall")
 

@@ -21,7 +21,7 @@ from string import ascii_uppercase
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.sources.base import PairRecord, SourceResult, read_json, rel
+from automonitor.sources.base import PairRecord, SourceResult, read_json
 
 NAME = "turpin_bbh_suggested_answer"
 FOLDER = "turpin_bbh_suggested_answer"
