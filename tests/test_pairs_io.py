@@ -340,6 +340,7 @@ def _read_export(path: Path) -> list[dict]:
     return rows
 
 
+@pytest.mark.slow  # several console-script runs
 def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
     from automonitor.pairs_io import export_pairs, import_pairs
     from store import get_engine, init_db
@@ -375,6 +376,7 @@ def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
     assert (tmp_path / "other.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
 
 
+@pytest.mark.slow  # several console-script runs
 def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path):
     from automonitor.pairs_io import fetch_pair_rows
     from store import get_engine, session_scope
