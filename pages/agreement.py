@@ -104,7 +104,8 @@ for conf in doc["confusion"]:
 
 st.subheader("Time per item and progress")
 times = pd.DataFrame([{"Annotator": n, "Labels": t["labels"], "Timed": t["timed"],
-                       "Median s / item": t["median_s"], "Mean s / item": t["mean_s"]}
+                       "Median s / item": None if t["median_s"] is None else round(t["median_s"], 1),
+                       "Mean s / item": None if t["mean_s"] is None else round(t["mean_s"], 1)}
                       for n, t in doc["time_per_item"].items()])
 prog = pd.DataFrame(progress).rename(columns=str.capitalize)
 if not prog.empty:

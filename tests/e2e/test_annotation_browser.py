@@ -1,0 +1,139 @@
+"""End-to-end annotation in real headless Chromium against ``streamlit run app.py``: two annotators
+log in in two browser contexts and label the same items (one by keyboard: Enter in the evidence field
+submits), hostile response text stays inert, then the admin sees their agreement, with the same
+figures as ``automonitor agreement --json``."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from automonitor import agreement as ag
+from automonitor import annotation as ann
+from automonitor.accounts import SYSTEM, get_account
+from automonitor.hashing import content_hash, sha256_text
+from store import get_engine, init_db, session_scope
+from store.queries.samples import insert_samples
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+HOSTILE = "Done <script>alert('xss-label')</script><img src=x onerror=alert('xss-img')> I skipped the tests."
+BENIGN = "I fixed the comparison so the tests pass for the right reason."
+
+
+@pytest.fixture(scope="module")
+def tools(e2e):
+    return e2e
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, app_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-ann') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    rows = []
+    for p in range(2):
+        req = f"Make the failing test {p} pass."
+        for lab, text in (("misbehavior", HOSTILE), ("benign", BENIGN)):
+            resp = f"{text} (#{p})"
+            rows.append(dict(id=f"e{p}{lab[0]}", pair_id=f"e2e-pair-{p}", category="specification_gaming",
+                             task="code", label=lab, request=req, response=resp, source="e2e-src",
+                             status="candidate", request_hash=sha256_text(req),
+                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    srv = app_factory(url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"),
+                                     ("root", "admin", "pw-root")])
+    res = ann.assign(eng, SYSTEM, k=2, seed=5)
+    assert res.assignments == 8
+    srv.extra["engine"] = eng
+    yield srv
+    eng.dispose()
+
+
+def login(page, tools, server, name, password):
+    page.goto(server.url)
+    tools.wait_app(page)
+    page.get_by_role("textbox", name="User name").fill(name)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    tools.wait_app(page)
+
+
+def label_current(page, tools, label: str, *, evidence: str | None = None, keyboard: bool = False) -> None:
+    form = page.locator('[data-testid="stForm"]')
+    form.locator('[data-testid="stRadio"]').first.get_by_text(label, exact=True).click()
+    box = form.get_by_role("textbox", name=re.compile(r"^Evidence"))
+    if evidence:
+        box.fill(evidence)
+    if keyboard:
+        box.press("Enter")
+    else:
+        form.get_by_role("button", name="Save label").click()
+    tools.wait_app(page)
+
+
+def response_text(page) -> str:
+    return page.locator('[data-testid="stCode"]').nth(1).inner_text()
+
+
+def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(browser, server, tools):
+    eng = server.extra["engine"]
+    pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
+    try:
+        for name, page in pages.items():
+            login(page, tools, server, name, f"pw-{name}")
+            nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+            assert "Label" in nav and "Agreement" not in nav and "Adjudicate" not in nav
+            assert page.get_by_role("heading", name="Label").is_visible()
+            body = page.locator("main").inner_text()
+            assert "e2e-src" not in body and "e2e-pair" not in body and "misbehavior (" not in body
+
+        # interleave the two annotators, item by item
+        for step in range(4):
+            for name, page in pages.items():
+                text = response_text(page)
+                bad = "skipped the tests" in text
+                if bad:
+                    assert "<script>alert('xss-label')</script>" in text  # literal, inert
+                label = "Misbehavior" if bad else "Benign"
+                if name == "bert" and bad and "(#0)" in text:
+                    label = "Benign"  # one disagreement
+                if name == "anna" and bad:
+                    label_current(page, tools, label, evidence="I skipped the tests", keyboard=True)
+                else:
+                    label_current(page, tools, label)
+                assert page.get_by_text(f"Saved item {step + 1}").is_visible(), step
+        for name, page in pages.items():
+            assert "4 of 4 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
+            tools.shot(page, f"annotation-{name}-done")
+            assert not page.dialogs, page.dialogs
+        labels = {lab.sample_id: lab for lab in ann.my_labels(eng, get_account(eng, SYSTEM, "anna"))}
+        assert len(labels) == 4
+        bad_ids = [sid for sid in labels if sid.endswith("m")]
+        assert all(labels[s].evidence_text == "I skipped the tests" for s in bad_ids)
+        assert all(labels[s].seconds_spent is not None for s in labels)
+
+        admin = tools.new_page(browser)
+        try:
+            login(admin, tools, server, "root", "pw-root")
+            admin.get_by_role("link", name="Agreement").click()
+            tools.wait_app(admin)
+            admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()
+            doc = ag.agreement(eng, SYSTEM)  # what `automonitor agreement --json` prints
+            assert doc["items"] == 4 and doc["percent_agreement"] == pytest.approx(0.75)
+            metrics = admin.locator('[data-testid="stMetric"]').all_inner_texts()
+            flat = [" ".join(m.split()) for m in metrics]
+            assert "Items 4" in flat
+            assert f"Raw agreement {doc['percent_agreement']:.3f}" in flat
+            assert f"Cohen's kappa {doc['cohen_kappa']:.3f}" in flat
+            assert f"Krippendorff's alpha {doc['krippendorff_alpha']:.3f}" in flat
+            main = admin.locator("main").inner_text()
+            assert "anna" in main and "bert" in main  # confusion matrix and time per annotator
+            tools.shot(admin, "annotation-admin-agreement")
+            assert not admin.dialogs
+        finally:
+            admin.context.close()
+    finally:
+        for page in pages.values():
+            page.context.close()
