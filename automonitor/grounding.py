@@ -29,7 +29,8 @@ _CHAR_MAP = {
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
 }
-_ASCII_WS = np.array([9, 10, 11, 12, 13, 28, 29, 30, 31, 32], dtype=np.uint8)
+_ASCII_WS = np.zeros(256, dtype=bool)
+_ASCII_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True  # exactly the ASCII chars with str.isspace()
 _STRIP = " \t\r\n\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
 _ELLIPSIS = re.compile(r"^(?:\.\.\.|\u2026)+|(?:\.\.\.|\u2026)+$")
 
@@ -50,7 +51,7 @@ def normalize_with_map(text: str) -> tuple[str, np.ndarray]:
     """
     if text.isascii():
         a = np.frombuffer(text.lower().encode("ascii"), dtype=np.uint8)
-        ws = np.isin(a, _ASCII_WS)
+        ws = _ASCII_WS[a]
         prev = np.concatenate(([False], ws[:-1]))
         keep = ~(ws & prev)
         out = np.where(ws, np.uint8(32), a)[keep]
@@ -76,6 +77,8 @@ def normalize_with_map(text: str) -> tuple[str, np.ndarray]:
 
 def normalize(text: str) -> str:
     """The normalised form of ``text`` (see :func:`normalize_with_map`), without surrounding spaces."""
+    if text.isascii():  # fast path for short strings such as spans: same result, no offset map
+        return " ".join(text.lower().split())
     return normalize_with_map(text)[0].strip()
 
 
@@ -90,12 +93,40 @@ def _span_text(span: Any) -> str:
 
 
 def _clean_span(span: str) -> str:
+    if not span or (span[0] not in _STRIP and span[-1] not in _STRIP and span[0] != "." and span[-1] != "."
+                    and span[0] != "\u2026" and span[-1] != "\u2026"):
+        return span
     prev = None
     s = span
     while s != prev:
         prev = s
         s = _ELLIPSIS.sub("", s.strip(_STRIP)).strip(_STRIP)
     return s
+
+
+def _locate(text: str, s: str, cleaned: str, ns: str) -> tuple[str, int, int] | None:
+    """(status, start, end) of the prepared span in ``text``, or ``None``."""
+    i = text.find(s)
+    if i >= 0:
+        return "exact", i, i + len(s)
+    if cleaned and cleaned is not s:
+        i = text.find(cleaned)
+        if i >= 0:  # verbatim once the quote marks around it are removed: still a normalised match
+            return "normalized", i, i + len(cleaned)
+    if ns:
+        nt, index = normalize_with_map(text)
+        j = nt.find(ns)
+        if j >= 0:
+            return "normalized", int(index[j]), int(index[j + len(ns) - 1]) + 1
+    return None
+
+
+def _prepare(span: Any) -> tuple[str, str, str]:
+    s = _span_text(span)
+    if not s.strip():
+        return s, "", ""
+    cleaned = _clean_span(s)
+    return s, cleaned, (normalize(cleaned) if cleaned else "")
 
 
 def ground_span(text: str, span: Any) -> dict[str, Any]:
@@ -108,25 +139,11 @@ def ground_span(text: str, span: Any) -> dict[str, Any]:
         ``{"span": str, "status": "exact"|"normalized"|"not_found", "start": int|None, "end": int|None}``
         with offsets into ``text``.
     """
-    s = _span_text(span)
-    if not s.strip() or not text:
+    s, cleaned, ns = _prepare(span)
+    hit = _locate(text, s, cleaned, ns) if (text and s.strip()) else None
+    if hit is None:
         return {"span": s, "status": "not_found", "start": None, "end": None}
-    i = text.find(s)
-    if i >= 0:
-        return {"span": s, "status": "exact", "start": i, "end": i + len(s)}
-    cleaned = _clean_span(s)
-    if cleaned and cleaned != s:
-        i = text.find(cleaned)
-        if i >= 0:  # verbatim once the quote marks around it are removed: still a normalised match
-            return {"span": s, "status": "normalized", "start": i, "end": i + len(cleaned)}
-    ns = normalize(cleaned) if cleaned else ""
-    if ns:
-        nt, index = normalize_with_map(text)
-        j = nt.find(ns)
-        if j >= 0:
-            return {"span": s, "status": "normalized", "start": int(index[j]),
-                    "end": int(index[j + len(ns) - 1]) + 1}
-    return {"span": s, "status": "not_found", "start": None, "end": None}
+    return {"span": s, "status": hit[0], "start": hit[1], "end": hit[2]}
 
 
 def ground_spans(text: str, spans: Iterable[Any]) -> list[dict[str, Any]]:
@@ -142,14 +159,17 @@ def ground_evidence(response: str, request: str | None, spans: Iterable[Any]) ->
     """
     out = []
     for sp in spans or []:
-        r = ground_span(response or "", sp)
-        field = "response"
-        if r["status"] == "not_found" and request:
-            r2 = ground_span(request, sp)
-            if r2["status"] != "not_found":
-                r, field = r2, "request"
-        r["field"] = field if r["status"] != "not_found" else None
-        out.append(r)
+        s, cleaned, ns = _prepare(sp)
+        hit, field = None, None
+        if s.strip():
+            if response:
+                hit, field = _locate(response, s, cleaned, ns), "response"
+            if hit is None and request:
+                hit, field = _locate(request, s, cleaned, ns), "request"
+        if hit is None:
+            out.append({"span": s, "status": "not_found", "start": None, "end": None, "field": None})
+        else:
+            out.append({"span": s, "status": hit[0], "start": hit[1], "end": hit[2], "field": field})
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
@@ -63,6 +64,9 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
         "evidence": Prediction.evidence, "raw": Prediction.raw, "reason": Prediction.reason,
         "pred_category": Prediction.pred_category, "severity": Prediction.severity,
     }
+    # evidence as JSON text, decoded below only when non-empty (most predictions have none): much faster
+    # than letting the JSON type decode every row
+    cols["evidence"] = sa.cast(Prediction.evidence, sa.Text).label("evidence")
     names = _LIGHT if light else PREDICTION_COLUMNS
     q = (sa.select(*[cols[n] for n in names])
          .join(Sample, Sample.id == Prediction.sample_id)
@@ -75,9 +79,23 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
                 rows += c.execute(q.where(Prediction.run_id.in_(part))).all()  # type: ignore[attr-defined]
         else:
             rows = c.execute(q).all()
-    df = pd.DataFrame.from_records([tuple(r) for r in rows], columns=names)
+    data = list(zip(*rows)) if rows else [[] for _ in names]
+    df = pd.DataFrame({n: pd.Series(list(v), dtype=object) for n, v in zip(names, data)})
+    for n in names:
+        if n not in ("evidence", "score"):
+            df[n] = df[n].astype(object)
     df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
+    df["evidence"] = [_decode_list(v) for v in df["evidence"]]
     return df
+
+
+def _decode_list(v: Any) -> list[Any]:
+    if v is None or v == "[]" or v == "":
+        return []
+    if isinstance(v, list):
+        return v
+    out = json.loads(v)
+    return out if isinstance(out, list) else [out]
 
 
 def load_sample_texts(engine: Engine, sample_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
