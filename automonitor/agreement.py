@@ -309,6 +309,26 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
                                  "submitted"])
 
 
+def label_fingerprint(engine: Engine, actor: Account) -> tuple:
+    """A cheap fingerprint of the label table (admin only): ``(count, newest update, newest
+    submission)`` as text; it changes whenever a label is saved or submitted (a cache key for
+    :func:`agreement`)."""
+    import sqlalchemy as sa
+
+    from automonitor.annotation import _transaction
+    from store.models import Annotation
+
+    require_admin(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        row = s.execute(sa.select(sa.func.count(Annotation.id), sa.func.max(Annotation.updated_at),
+                                  sa.func.max(Annotation.submitted_at))).one()
+        return tuple(str(x) for x in row)
+
+    return _transaction(engine, work)
+
+
 def agreement(engine: Engine, actor: Account, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT,
               seed: int = DEFAULT_SEED, submitted_only: bool = False) -> dict[str, Any]:
     """Agreement over the labels in the store (admin only): :func:`compute_agreement` of

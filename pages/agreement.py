@@ -51,10 +51,20 @@ with st.expander("Options (defaults match `automonitor agreement --json`)", expa
     seed = int(c[2].number_input("Bootstrap seed", 0, 2**31 - 1, ag.DEFAULT_SEED, key=f"{PAGE}.seed"))
     submitted_only = c[3].checkbox("Submitted labels only", key=f"{PAGE}.submitted_only")
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _agreement(url: str, fingerprint: tuple, who: Account, unsure: str, n_boot: int, seed: int,
+               submitted_only: bool) -> dict:
+    """``automonitor.agreement.agreement`` cached per label-table fingerprint and options."""
+    return ag.agreement(_engine_for(url), who, unsure=unsure, n_boot=n_boot, seed=seed,
+                        submitted_only=submitted_only)
+
+
 try:
+    from store.engine import db_url
+
     with st.spinner("Computing agreement…"):
-        doc = ag.agreement(engine, account, unsure=unsure, n_boot=n_boot, seed=seed,
-                           submitted_only=submitted_only)
+        doc = _agreement(db_url(), ag.label_fingerprint(engine, account), account, unsure, n_boot, seed,
+                         submitted_only)
         progress = ann.annotation_progress(engine, account)
 except PermissionDenied as exc:
     st.error(f"Access denied: {exc}")

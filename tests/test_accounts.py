@@ -120,6 +120,7 @@ def _calls(engine, a, b, rows, tmp_path):
         (annotation, "rejected_pairs"): lambda: annotation.rejected_pairs(engine, a),
         (agreement, "agreement"): lambda: agreement.agreement(engine, a),
         (agreement, "label_table"): lambda: agreement.label_table(engine, a),
+        (agreement, "label_fingerprint"): lambda: agreement.label_fingerprint(engine, a),
         (accounts, "list_accounts"): lambda: accounts.list_accounts(engine, a),
         (accounts, "get_account"): lambda: accounts.get_account(engine, a, "bert"),
         (q, "assignment_rows"): lambda: _in_session(engine, q.assignment_rows, a),
