@@ -374,7 +374,7 @@ def bootstrap_rates(cluster_counts: Any, weights: np.ndarray) -> tuple[np.ndarra
     """
     c = np.asarray(cluster_counts, dtype=weights.dtype)
     rest = c.shape[1:]
-    sums = (weights @ c.reshape(c.shape[0], -1)).reshape((weights.shape[0],) + rest).astype(float)
+    sums = (weights @ c.reshape(c.shape[0], int(np.prod(rest)))).reshape((weights.shape[0],) + rest).astype(float)
     tp, fn, fp, tn = sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3]
     with np.errstate(divide="ignore", invalid="ignore"):
         mr = np.where(tp + fn > 0, fn / (tp + fn), np.nan)

@@ -278,6 +278,20 @@ def test_bootstrap_is_independent_of_other_runs_and_seeded():
     assert 0.6 < (b[1] - b[0]) / (w[1] - w[0]) < 1.5
 
 
+def test_runs_without_scored_predictions_give_null_rates_not_errors():
+    runs = pd.DataFrame({"run_id": ["a", "b"], "monitor": ["m", "m"], "template": ["direct", "evidence"]})
+    preds = pd.DataFrame([{"run_id": "a", "sample_id": "s1", "pair_id": "p1", "category": "safety_permission",
+                           "task": "qa", "label": M, "outcome": None, "score": np.nan, "evidence": []}])
+    rep = analysis.analyze(preds, runs, texts={}, n_boot=10)
+    a, b = rep["runs"]
+    assert a["overall"]["n"] == 0 and a["overall"]["pending"] == 1 and a["overall"]["mr"] is None
+    assert a["pairs"]["incomplete"] == 1 and b["overall"]["n"] == 0 and b["bootstrap"]["mr_ci"] is None
+    assert rep["pareto"] == [] and rep["pearson_r"] is None
+    [cmp] = rep["paired"]
+    assert cmp["samples"] == 0 and cmp["mr_diff"] is None and cmp["mcnemar_mr"]["p_value"] is None
+    assert b["grounding"]["spans"] == 0  # evidence template, nothing quoted
+
+
 def test_reported_points_match_the_paper_table():
     df = analysis.reported_points()
     assert set(df["source"]) == {"reported (paper)"}

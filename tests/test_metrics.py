@@ -122,8 +122,8 @@ def test_pareto_front_hand_cases():
     mr = [0.1, 0.1, 0.3, 0.2, 0.1, 0.5, None, 0.05]
     far = [0.5, 0.5, 0.1, 0.4, 0.6, 0.5, 0.0, 0.9]
     front = mt.pareto_front(mr, far).tolist()
-    # 0,1 exact duplicates: both on the front; 4 ties 0 on MR with higher FAR: off; 5 dominated by 0
-    # on both... (0.5 > 0.1 and 0.5 == 0.5): off; 6 has no MR: off; 7 lowest MR: on.
+    # 0 and 1 are exact duplicates: both on the front; 4 ties 0 on MR with a higher FAR: off;
+    # 5 is worse than 0 on MR and equal on FAR: off; 6 has no MR: off; 7 has the lowest MR: on.
     assert front == [True, True, True, True, False, False, False, True]
     assert mt.pareto_front([], []).tolist() == []
     assert mt.pareto_front([0.2], [0.2]).tolist() == [True]
