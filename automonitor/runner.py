@@ -15,7 +15,7 @@ call. Misses are judged by ``concurrency`` asyncio workers through an AIMD limit
 answer (429, 529) halves the allowed concurrency (at most once per second), every success adds
 1/limit (so +1 per window of successes), up to the configured maximum. Transient failures (429, 5xx,
 529, timeouts, malformed bodies) are retried with exponential back-off plus jitter (tenacity's
-``wait_exponential_jitter``), waiting at least the server's ``Retry-After``; at most ``max_attempts``
+``AsyncRetrying``: initial x 2^(k-1) capped, plus uniform jitter), waiting at least the server's ``Retry-After``; at most ``max_attempts``
 (6) attempts, each counted in ``api_calls``. A failure after retries, or a permanent failure, is the
 outcome ``error`` with its reason: never ``benign``.
 
@@ -450,7 +450,9 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
     except BaseException as exc:
         _release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
         raise
-    _finalize(engine, run_id, cancelled=state.cancelled)
+    _finalize(engine, run_id, cancelled=state.cancelled,
+              last_execution={"api_calls": state.api_calls, "cache_hits": state.cache_hits,
+                              "limiter": getattr(state, "limiter_stats", None), "concurrency": max_conc})
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
 
 
@@ -489,8 +491,9 @@ def _release(engine: Engine, run_id: str, *, status: str, error: str | None = No
         s.add(run)
 
 
-def _finalize(engine: Engine, run_id: str, *, cancelled: bool) -> None:
-    """Set totals and the final status: ``finished`` when nothing is pending, else ``cancelled``."""
+def _finalize(engine: Engine, run_id: str, *, cancelled: bool, last_execution: dict | None = None) -> None:
+    """Set totals and the final status: ``finished`` when nothing is pending, else ``cancelled``.
+    ``last_execution`` (calls, cache hits, AIMD limiter stats) is kept in ``Run.params``."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
@@ -500,6 +503,8 @@ def _finalize(engine: Engine, run_id: str, *, cancelled: bool) -> None:
         run.tokens_in, run.tokens_out, run.cost_usd = tot["tokens_in"], tot["tokens_out"], tot["cost_usd"]
         p = dict(run.params or {})
         p.pop("lease", None)
+        if last_execution is not None:
+            p["last_execution"] = last_execution
         run.params = p
         if counts["pending"] == 0:
             run.status = "finished"
@@ -711,7 +716,9 @@ class _ExecState:
     async def _judge_with_retries(self, item: Item) -> tuple[Judgement, int]:
         """Judge with bounded retries; returns (judgement, requests sent). Never raises for backend
         failures: they become the ``error`` outcome."""
-        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+        import random
+
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
         calls = 0
 
@@ -720,12 +727,11 @@ class _ExecState:
             calls += 1
             self.api_calls += 1
 
-        expo = wait_exponential_jitter(initial=self.backoff_initial, max=self.backoff_max,
-                                       jitter=self.backoff_initial)
-
         def wait(rs) -> float:
+            # exponential back-off with jitter: initial * 2^(attempt-1), capped, + uniform(0, initial)
             exc = rs.outcome.exception() if rs.outcome else None
-            base = expo(rs)
+            base = min(self.backoff_max, self.backoff_initial * 2 ** (rs.attempt_number - 1)) \
+                + random.uniform(0, self.backoff_initial)
             ra = getattr(exc, "retry_after", None)
             if ra is not None:
                 return max(base, min(float(ra), self.retry_after_max))

@@ -93,6 +93,22 @@ def stratified_sample(samples: Iterable[Mapping[str, Any]], limit: int | None, s
     elif remaining < 0:  # fewer samples than cells: one each for the first cells in seeded order
         quota = {c: (1 if i < limit else 0) for i, c in enumerate(order)}
 
+    # make cell quotas even where possible (whole pairs): move one sample between two odd cells
+    odd = [c for c in order if quota[c] % 2 == 1] if floor_each == 2 else []
+    while len(odd) >= 2:
+        a = odd.pop(0)
+        for b in list(odd):
+            if quota[a] + 1 <= sizes[a] and quota[b] - 1 >= 0:
+                quota[a] += 1
+                quota[b] -= 1
+                odd.remove(b)
+                break
+            if quota[b] + 1 <= sizes[b] and quota[a] - 1 >= 0:
+                quota[b] += 1
+                quota[a] -= 1
+                odd.remove(b)
+                break
+
     chosen: list[str] = []
     flip = 0
     for c in order:

@@ -165,10 +165,11 @@ class OpenAIBackend(Backend):
         return kw
 
     def _downgrade(self, exc: Exception) -> bool:
-        """After a 400/422 naming the format or logprobs: switch it off and return True."""
+        """After a rejection naming the answer format or logprobs (HTTP 400/422, or a 500 carrying a
+        request validation error as llama-cpp-python's server sends): switch it off, return True."""
         msg = str(exc).lower()
-        status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
-        if status not in (400, 422):
+        status = getattr(exc, "status_code", None)
+        if status not in (400, 422) and not (status == 500 and "validation error" in msg):
             return False
         if self.logprobs and "logprob" in msg:
             self.logprobs = False
@@ -188,10 +189,11 @@ class OpenAIBackend(Backend):
             try:
                 resp = await client.chat.completions.create(**self._request(system, user))
             except Exception as exc:  # noqa: BLE001
-                err = classify_sdk_error(exc)
-                if isinstance(err, PermanentError) and self._downgrade(exc):
+                if self._downgrade(exc):
+                    meta.setdefault("downgraded", []).append(self.mode if "logprob" not in str(exc).lower()
+                                                             else "no-logprobs")
                     continue
-                raise err from exc
+                raise classify_sdk_error(exc) from exc
             meta["latency_s"] = round(time.perf_counter() - t0, 4)
             return self._read(resp, item, meta)
         raise PermanentError("the server rejected every answer format")

@@ -70,3 +70,23 @@ def add_pairs(engine, n_pairs: int, train_pairs: int = 6, prefix: str = "p") -> 
     with session_scope(engine) as s:
         insert_samples(s, test + train)
     return test
+
+
+def add_custom(engine, items: list[tuple[str, str, str]], split: str = "test") -> list[dict]:
+    """Insert custom pairs: ``items`` are (request, misbehaving response, benign response). Cells cycle
+    over category x task. Returns all inserted rows (misbehavior side first in each pair)."""
+    rows = []
+    cells = list(itertools.product(CATEGORIES, TASKS))
+    for k, (req, bad, good) in enumerate(items):
+        cat, task = cells[k % len(cells)]
+        pid = f"c{split}{k}"
+        for label, resp in (("misbehavior", bad), ("benign", good)):
+            rows.append({
+                "id": make_sample_id(pid, label, req, resp), "pair_id": pid, "category": cat, "task": task,
+                "label": label, "request": req, "response": resp, "source": "fixture", "split": split,
+                "status": "gold", "request_hash": sha256_text(req), "response_hash": sha256_text(resp),
+                "content_hash": content_hash(req, resp, label), "meta": {},
+            })
+    with session_scope(engine) as s:
+        insert_samples(s, rows)
+    return rows

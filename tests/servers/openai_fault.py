@@ -1,0 +1,214 @@
+"""A loopback OpenAI-compatible ``/v1/chat/completions`` server with fault injection and call counting.
+
+Answers: the verdict is "Yes" when the user message contains one of ``YES_MARKERS`` (e.g. ``os.system``,
+``sys.exit``, ``you're absolutely right``), else "No"; JSON when ``response_format`` asks for it, a tool
+call when ``tools`` are forced; ``logprobs`` with Yes/No alternatives when asked.
+
+Faults: for each request, with probability ``fault_rate`` (decided by a seeded hash of (sample, attempt),
+so the schedule does not depend on timing) one of: ``429`` (with ``Retry-After``), ``500``, ``timeout``
+(sleeps ``timeout_sleep`` s, longer than the client's timeout, then answers), ``truncated`` (HTTP 200 with
+half a JSON body). A user message containing ``[scenario:a,b,c]`` follows that script instead: attempt k
+gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``refuse``, ``garbage``).
+
+Counters (per sample = sha256 of the user message): ``calls``, ``successes`` (complete valid answers),
+``faults`` by kind. Run standalone (``python -m tests.servers.openai_fault --latency 0.2``) it prints its
+base URL on stdout and serves until killed; ``GET /stats`` returns the counters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import re
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+
+from .http_base import LoopbackServer, send_json
+
+YES_MARKERS = ("os.system", "sys.exit", "you're absolutely right", "verify=False", "return {", "wonderful wonderful",
+               "you are right", "pick the lock", "best answer is: (B)")
+_SCENARIO = re.compile(r"\[scenario:([a-z0-9_,]+)\]")
+
+
+def sample_key(body) -> str:
+    msgs = (body or {}).get("messages") or []
+    user = next((m.get("content") for m in reversed(msgs) if m.get("role") == "user"), "") or ""
+    if isinstance(user, list):
+        user = json.dumps(user)
+    return hashlib.sha256(user.encode()).hexdigest()[:16]
+
+
+def user_text(body) -> str:
+    msgs = (body or {}).get("messages") or []
+    return next((m.get("content") for m in reversed(msgs) if m.get("role") == "user"), "") or ""
+
+
+class OpenAIFaultServer(LoopbackServer):
+    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0,
+                 faults: tuple[str, ...] = ("429", "500", "timeout", "truncated"), timeout_sleep: float = 1.5,
+                 retry_after: float = 0.1, port: int = 0, reject: tuple[str, ...] = ()):
+        super().__init__(port=port)
+        self.latency, self.fault_rate, self.seed = latency, fault_rate, seed
+        self.faults, self.timeout_sleep, self.retry_after = faults, timeout_sleep, retry_after
+        self.calls: Counter = Counter()
+        self.successes: Counter = Counter()
+        self.fault_counts: Counter = Counter()
+        self.total = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.requests: list[dict] = []
+        self.keep_requests = True
+        self.reject = reject  # request features answered with HTTP 400: "json_schema", "logprobs", "tools"
+        self.log: list[tuple[str, int, str, float]] = []  # (sample key, attempt, action, arrival time)
+
+    # ------------------------------------------------------------------ decisions
+    def _decide(self, key: str, attempt: int, text: str) -> str:
+        m = _SCENARIO.search(text)
+        if m:
+            steps = m.group(1).split(",")
+            return steps[min(attempt, len(steps) - 1)]
+        r = random.Random(f"{self.seed}:{key}:{attempt}")
+        if r.random() < self.fault_rate:
+            return r.choice(self.faults)
+        return "ok"
+
+    def stats(self) -> dict:
+        with self.lock:
+            return {"total": self.total, "calls": dict(self.calls), "successes": dict(self.successes),
+                    "faults": dict(self.fault_counts), "max_in_flight": self.max_in_flight}
+
+    def reset(self) -> None:
+        with self.lock:
+            self.calls.clear(); self.successes.clear(); self.fault_counts.clear()
+            self.total = 0; self.max_in_flight = 0; self.requests.clear(); self.log.clear()
+
+    # ------------------------------------------------------------------ handler
+    def handle(self, h, path, body):
+        if not path.rstrip("/").endswith("/chat/completions"):
+            return send_json(h, 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
+        if body is None:
+            return send_json(h, 400, {"error": {"message": "invalid JSON", "type": "invalid_request_error"}})
+        key = sample_key(body)
+        text = user_text(body)
+        with self.lock:
+            attempt = self.calls[key]
+            self.calls[key] += 1
+            self.total += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.keep_requests:
+                self.requests.append(body)
+        try:
+            action = self._decide(key, attempt, text)
+            rf_type = (body.get("response_format") or {}).get("type")
+            rejected = [f for f in self.reject if f == rf_type or (f == "logprobs" and body.get("logprobs"))
+                        or (f == "tools" and body.get("tools"))]
+            if rejected:
+                action = "reject"
+            with self.lock:
+                self.log.append((key, attempt, action, time.monotonic()))
+            if self.latency:
+                time.sleep(self.latency)
+            if action != "ok":
+                with self.lock:
+                    self.fault_counts[action] += 1
+            if action == "reject":
+                what = {"json_schema": "response_format type json_schema is not supported",
+                        "json_object": "response_format type json_object is not supported",
+                        "logprobs": "logprobs are not supported", "tools": "tools are not supported"}[rejected[0]]
+                return send_json(h, 400, {"error": {"message": what, "type": "invalid_request_error"}})
+            if action == "401":
+                return send_json(h, 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                                    "code": "invalid_api_key"}})
+            if action == "429":
+                return send_json(h, 429, {"error": {"message": "Rate limit reached", "type": "requests",
+                                                    "code": "rate_limit_exceeded"}},
+                                 headers={"retry-after": self.retry_after})
+            if action in ("500", "529"):
+                return send_json(h, int(action), {"error": {"message": "The server had an error", "type": "server_error"}})
+            if action == "timeout":
+                time.sleep(self.timeout_sleep)
+                return send_json(h, 200, self._completion(body, text))
+            if action == "truncated":
+                return send_json(h, 200, self._completion(body, text), truncate=True)
+            if action == "refuse":
+                payload = self._completion(body, text, content="I'm sorry, but I can't help with evaluating that.")
+            elif action == "garbage":
+                payload = self._completion(body, text, content="The weather is nice today.")
+            else:
+                payload = self._completion(body, text)
+            send_json(h, 200, payload)
+            with self.lock:
+                self.successes[key] += 1
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _completion(self, body, text: str, content: str | None = None) -> dict:
+        yes = any(m.lower() in text.lower() for m in YES_MARKERS)
+        p_yes = 0.9 if yes else 0.2
+        rf = body.get("response_format") or {}
+        tools = body.get("tools")
+        message: dict = {"role": "assistant", "content": None}
+        logprobs = None
+        if content is not None:
+            message["content"] = content
+        elif tools:
+            args = {"verdict": "misbehavior" if yes else "benign"}
+            message["tool_calls"] = [{"id": "call_1", "type": "function",
+                                      "function": {"name": tools[0]["function"]["name"], "arguments": json.dumps(args)}}]
+        elif rf.get("type") in ("json_schema", "json_object"):
+            obj = {"category": "specification_gaming" if yes else "none", "severity": "high" if yes else "none",
+                   "evidence": [text.split("### Response", 1)[-1].strip().split("\n")[0][:40]] if yes else [],
+                   "verdict": "misbehavior" if yes else "benign"}
+            message["content"] = json.dumps(obj)
+            if body.get("logprobs"):
+                pre = message["content"].split('"verdict": "', 1)[0] + '"verdict": "'
+                chosen = "mis" if yes else "ben"
+                logprobs = {"content": [
+                    {"token": pre, "logprob": 0.0, "bytes": None, "top_logprobs": [{"token": pre, "logprob": 0.0, "bytes": None}]},
+                    {"token": chosen, "logprob": math.log(p_yes if yes else 1 - p_yes), "bytes": None,
+                     "top_logprobs": [{"token": "mis", "logprob": math.log(p_yes), "bytes": None},
+                                      {"token": "ben", "logprob": math.log(1 - p_yes), "bytes": None}]},
+                    {"token": message["content"][len(pre) + 3:], "logprob": 0.0, "bytes": None, "top_logprobs": []}]}
+        else:
+            message["content"] = "Yes" if yes else "No"
+            if body.get("logprobs"):
+                logprobs = {"content": [{"token": message["content"], "logprob": math.log(p_yes if yes else 1 - p_yes),
+                                         "bytes": None,
+                                         "top_logprobs": [{"token": "Yes", "logprob": math.log(p_yes), "bytes": None},
+                                                          {"token": "No", "logprob": math.log(1 - p_yes), "bytes": None}]}]}
+        prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
+        return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model", "test-model"),
+                "choices": [{"index": 0, "message": message, "logprobs": logprobs,
+                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 3, "total_tokens": prompt_tokens + 3}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    srv = OpenAIFaultServer(latency=a.latency, fault_rate=a.fault_rate, seed=a.seed, port=a.port)
+    srv.keep_requests = False
+    srv.start()
+    print(srv.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
