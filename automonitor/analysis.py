@@ -160,8 +160,8 @@ def analyze(preds: pd.DataFrame, runs: pd.DataFrame, invalid: str = "exclude", *
         cost_ratio, prevalence: see :func:`automonitor.metrics.operating_point`.
         compare: run pairs for paired statistics; default every two runs of the same monitor (e.g.
             direct vs evidence), and the two runs when the report has exactly two.
-        timings: if given, filled with seconds spent per phase (slices, bootstrap, roc, grounding,
-            paired) for benchmarks.
+        timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
+            paired) and CPU seconds (same names + ``_cpu``), for benchmarks.
     Returns:
         ``{"runs": [RUN, ...], "pareto": [run_id, ...], "pearson_r", "pearson_p", "pearson_n",
         "invalid_policy", "bootstrap": {...}, "paired": [COMPARISON, ...], "cost_ratio", "prevalence"}``.
@@ -286,17 +286,20 @@ def analyze(preds: pd.DataFrame, runs: pd.DataFrame, invalid: str = "exclude", *
 
 
 class _Clock:
+    """Phase timer for benchmarks: wall seconds under ``name`` and CPU seconds under ``name + "_cpu"``."""
+
     def __init__(self, sink: dict[str, float] | None):
         import time
 
-        self.sink, self._now = sink, time.perf_counter
-        self.t = self._now()
+        self.sink, self._wall, self._cpu = sink, time.perf_counter, time.process_time
+        self.t, self.c = self._wall(), self._cpu()
 
     def lap(self, name: str) -> None:
         if self.sink is not None:
-            t = self._now()
+            t, c = self._wall(), self._cpu()
             self.sink[name] = self.sink.get(name, 0.0) + t - self.t
-            self.t = t
+            self.sink[name + "_cpu"] = self.sink.get(name + "_cpu", 0.0) + c - self.c
+            self.t, self.c = t, c
 
 
 def _bootstrap_runs(ri: np.ndarray, pidx: np.ndarray, code: np.ndarray, R: int, P: int,

@@ -137,8 +137,8 @@ def main() -> None:
           f"goal < 1 s: {'met' if med(analyses) < 1 else 'NOT met'}")
     print(f"load average during the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
           f"(on {os.cpu_count()} cores; wall times stretch when other work shares them)")
-    for k in phases[0]:
-        print(f"  {k:10s} {med([p[k] for p in phases]):.3f} s")
+    for k in [k for k in phases[0] if not k.endswith("_cpu")]:
+        print(f"  {k:10s} {med([p[k] for p in phases]):.3f} s wall, {med([p[k + '_cpu'] for p in phases]):.3f} s CPU")
     print(f"Pareto front: {len(rep['pareto'])} runs; Pearson r = {rep['pearson_r']:.3f}")
 
 
