@@ -109,7 +109,9 @@ if flash:
     (st.error if flash[0] == "error" else st.success)(flash[1])
 
 own = item.label
-k = f"{PAGE}.{item.sample_id}"  # widget keys per item, so each item starts from its own label
+# widget keys per queue position (each item starts from its own label; the sample id stays out of
+# the page, since widget keys become CSS classes in the browser)
+k = f"{PAGE}.i{item.position}"
 
 
 def _save(sid: str, response: str, k: str, position: int) -> None:

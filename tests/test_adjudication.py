@@ -11,12 +11,30 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM, create_user
+from automonitor.accounts import SYSTEM
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.models import Sample
 from store.queries.samples import insert_samples
+
+_HASH: list[str] = []
+
+
+def fast_user(engine, name: str, role: str):
+    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
+    about hashing, and one argon2 hash per user would dominate their runtime."""
+    from automonitor.accounts import Account, _hasher
+    from store.models import Annotator
+
+    if not _HASH:
+        _HASH.append(_hasher.hash("pw"))
+    with session_scope(engine) as s:
+        row = Annotator(name=name, role=role, password_hash=_HASH[0])
+        s.add(row)
+        s.flush()
+        return Account(id=row.id, name=name, role=role)
+
 
 M, B, U = "misbehavior", "benign", "unsure"
 
@@ -26,9 +44,9 @@ def labeled(engine):
     """4 candidate pairs, 2 annotators who both labeled and submitted everything:
     pair 0 agreed (M/B), pair 1 disagreement on its misbehavior side, pair 2 unsure on its benign
     side, pair 3 both sides agreed as benign (not a valid pair)."""
-    a = create_user(engine, "alice", "annotator", "pw")
-    b = create_user(engine, "bob", "annotator", "pw")
-    admin = create_user(engine, "judge", "admin", "pw")
+    a = fast_user(engine, "alice", "annotator")
+    b = fast_user(engine, "bob", "annotator")
+    admin = fast_user(engine, "judge", "admin")
     rows = []
     for p in range(4):
         req = f"Fix the failing test {p}."

@@ -10,11 +10,28 @@ from sklearn.metrics import cohen_kappa_score
 
 from automonitor import agreement as ag
 from automonitor import annotation as ann
-from automonitor.accounts import create_user
 from automonitor.errors import InputError, PermissionDenied
 from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.queries.samples import insert_samples
+
+_HASH: list[str] = []
+
+
+def fast_user(engine, name: str, role: str):
+    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
+    about hashing, and one argon2 hash per user would dominate their runtime."""
+    from automonitor.accounts import Account, _hasher
+    from store.models import Annotator
+
+    if not _HASH:
+        _HASH.append(_hasher.hash("pw"))
+    with session_scope(engine) as s:
+        row = Annotator(name=name, role=role, password_hash=_HASH[0])
+        s.add(row)
+        s.flush()
+        return Account(id=row.id, name=name, role=role)
+
 
 M, B, U = "misbehavior", "benign", "unsure"
 
@@ -141,9 +158,9 @@ def test_document_breakdowns_confusion_and_time():
 
 
 def test_store_agreement_is_admin_only_and_counts_the_stored_labels(engine):
-    a = create_user(engine, "a1", "annotator", "pw")
-    b = create_user(engine, "a2", "annotator", "pw")
-    admin = create_user(engine, "adm", "admin", "pw")
+    a = fast_user(engine, "a1", "annotator")
+    b = fast_user(engine, "a2", "annotator")
+    admin = fast_user(engine, "adm", "admin")
     rows = []
     for p in range(4):
         req = f"q{p}"

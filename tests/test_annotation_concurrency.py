@@ -10,11 +10,28 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.accounts import create_user
 from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.models import Annotation
 from store.queries.samples import insert_samples
+
+_HASH: list[str] = []
+
+
+def fast_user(engine, name: str, role: str):
+    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
+    about hashing, and one argon2 hash per user would dominate their runtime."""
+    from automonitor.accounts import Account, _hasher
+    from store.models import Annotator
+
+    if not _HASH:
+        _HASH.append(_hasher.hash("pw"))
+    with session_scope(engine) as s:
+        row = Annotator(name=name, role=role, password_hash=_HASH[0])
+        s.add(row)
+        s.flush()
+        return Account(id=row.id, name=name, role=role)
+
 
 LABELS = ("misbehavior", "benign", "unsure")
 
@@ -24,8 +41,8 @@ def _label_for(name: str, sid: str) -> str:
 
 
 def test_eight_concurrent_annotators_lose_nothing_and_duplicate_nothing(engine):
-    annotators = [create_user(engine, f"worker{i}", "annotator", "pw") for i in range(8)]
-    admin = create_user(engine, "lead", "admin", "pw")
+    annotators = [fast_user(engine, f"worker{i}", "annotator") for i in range(8)]
+    admin = fast_user(engine, "lead", "admin")
     rows = []
     for p in range(12):
         req = f"Task {p}"

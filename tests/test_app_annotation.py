@@ -11,11 +11,28 @@ import sqlalchemy as sa
 
 from automonitor import agreement as ag
 from automonitor import annotation as ann
-from automonitor.accounts import create_user
 from automonitor.hashing import content_hash, sha256_text
 from store import get_engine, init_db, session_scope
 from store.models import Annotation, Sample
 from store.queries.samples import insert_samples
+
+_HASH: list[str] = []
+
+
+def fast_user(engine, name: str, role: str):
+    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
+    about hashing, and one argon2 hash per user would dominate their runtime."""
+    from automonitor.accounts import Account, _hasher
+    from store.models import Annotator
+
+    if not _HASH:
+        _HASH.append(_hasher.hash("pw"))
+    with session_scope(engine) as s:
+        row = Annotator(name=name, role=role, password_hash=_HASH[0])
+        s.add(row)
+        s.flush()
+        return Account(id=row.id, name=name, role=role)
+
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL, AGREEMENT, ADJUDICATE = (str(REPO / "pages" / f) for f in ("label.py", "agreement.py", "adjudicate.py"))
@@ -28,9 +45,9 @@ def store(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'app.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
     eng = init_db(get_engine(url, fresh=True))
-    users = {"anna": create_user(eng, "anna", "annotator", "pw"),
-             "bert": create_user(eng, "bert", "annotator", "pw"),
-             "root": create_user(eng, "root", "admin", "pw")}
+    users = {"anna": fast_user(eng, "anna", "annotator"),
+             "bert": fast_user(eng, "bert", "annotator"),
+             "root": fast_user(eng, "root", "admin")}
     rows = []
     for p in range(3):
         req = f"Make the test suite pass, task {p}."
@@ -94,7 +111,7 @@ def test_labeling_page_is_blind_escaped_and_saves_labels_with_evidence_and_time(
         assert secret not in shown
     assert "<script>" not in shown
     assert "0 of 6 labeled" in at.get("progress")[0].proto.text
-    k = f"label.{first.sample_id}"
+    k = "label.i1"  # widget keys follow the queue position, never the sample id
     assert at.radio(key=f"{k}.label").value is None  # no pre-selected label
     quote = first.response[5:20]
     at.radio(key=f"{k}.label").set_value("misbehavior")
@@ -116,7 +133,7 @@ def test_labeling_page_is_blind_escaped_and_saves_labels_with_evidence_and_time(
 
     # a quote that is not in the response is refused and nothing changes
     second = ann.get_item(eng, users["anna"], queue[1].sample_id)
-    k2 = f"label.{second.sample_id}"
+    k2 = "label.i2"
     at.radio(key=f"{k2}.label").set_value("benign")
     at.text_input(key=f"{k2}.evidence").set_value("words that are not in the response")
     next(b for b in at.button if b.label == "Save label").click()
@@ -148,8 +165,7 @@ def test_batch_submission_locks_labels_in_the_page(store):
             Annotation.annotator_id == users["bert"].id)).scalars().all()
     assert len(subs) == 6 and all(subs)
     assert "All your batches are submitted" in at.success[-1].value
-    sid = ann.my_queue(eng, users["bert"])[at.session_state["label.pos"]].sample_id
-    assert at.radio(key=f"label.{sid}.label").disabled
+    assert at.radio(key=f"label.i{at.session_state['label.pos'] + 1}.label").disabled
 
 
 def _label_everything(eng, users):

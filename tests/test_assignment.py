@@ -10,12 +10,30 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM, create_user
+from automonitor.accounts import SYSTEM
 from automonitor.errors import InputError, PermissionDenied
 from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.models import Assignment, Sample
 from store.queries.samples import insert_samples
+
+_HASH: list[str] = []
+
+
+def fast_user(engine, name: str, role: str):
+    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
+    about hashing, and one argon2 hash per user would dominate their runtime."""
+    from automonitor.accounts import Account, _hasher
+    from store.models import Annotator
+
+    if not _HASH:
+        _HASH.append(_hasher.hash("pw"))
+    with session_scope(engine) as s:
+        row = Annotator(name=name, role=role, password_hash=_HASH[0])
+        s.add(row)
+        s.flush()
+        return Account(id=row.id, name=name, role=role)
+
 
 CATS = ["sycophancy_bias", "specification_gaming"]
 
@@ -39,8 +57,8 @@ def add_candidates(engine, n_pairs: int, start: int = 0, prefix: str = "cand") -
 @pytest.fixture
 def team(engine):
     """Four annotators and one admin on a fresh store (SQLite and PostgreSQL)."""
-    users = [create_user(engine, f"ann{i}", "annotator", "pw") for i in range(4)]
-    admin = create_user(engine, "boss", "admin", "pw")
+    users = [fast_user(engine, f"ann{i}", "annotator") for i in range(4)]
+    admin = fast_user(engine, "boss", "admin")
     return engine, users, admin
 
 
@@ -84,7 +102,7 @@ def test_same_seed_gives_same_queues_and_orders_differ_between_annotators(db_url
         eng = init_db(get_engine(url, fresh=True))
         try:
             for j in range(3):
-                create_user(eng, f"a{j}", "annotator", "pw")
+                fast_user(eng, f"a{j}", "annotator")
             add_candidates(eng, 12)
             ann.assign(eng, SYSTEM, k=3, seed=5)
             qs = _queues(eng)

@@ -36,7 +36,7 @@ def server(tmp_path_factory, app_factory):
         req = f"Make the failing test {p} pass."
         for lab, text in (("misbehavior", HOSTILE), ("benign", BENIGN)):
             resp = f"{text} (#{p})"
-            rows.append(dict(id=f"e{p}{lab[0]}", pair_id=f"e2e-pair-{p}", category="specification_gaming",
+            rows.append(dict(id=f"hidden-id-{p}{lab[0]}", pair_id=f"e2e-pair-{p}", category="specification_gaming",
                              task="code", label=lab, request=req, response=resp, source="e2e-src",
                              status="candidate", request_hash=sha256_text(req),
                              response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
@@ -88,6 +88,8 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
             assert page.get_by_role("heading", name="Label").is_visible()
             body = page.locator("main").inner_text()
             assert "e2e-src" not in body and "e2e-pair" not in body and "misbehavior (" not in body
+            html = page.content()  # not even in attributes or CSS classes
+            assert "hidden-id" not in html and "e2e-pair" not in html and "e2e-src" not in html
 
         # interleave the two annotators, item by item
         for step in range(4):
