@@ -5,6 +5,9 @@ needs none). Requests use temperature 0 (the API takes no seed). SDK retries are
 (``max_retries=0``): the runner retries 429 ``rate_limit_error``, 529 ``overloaded_error``, 5xx
 ``api_error``, timeouts and malformed bodies, honouring ``retry-after``.
 
+The SDK's ``create()`` no longer lists ``temperature``, so it is sent in the request body
+(``extra_body``); a server that rejects it (HTTP 400 naming temperature) is asked again without.
+
 Answer format (param ``structured``): ``tools`` (default) forces a ``record_verdict`` tool call whose
 ``input`` follows the verdict schema; ``none`` asks for text read by the tolerant parser. A
 ``stop_reason`` of ``refusal`` is recorded as a refusal. The Messages API gives no log-probabilities,
@@ -19,7 +22,7 @@ import time
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, TransientError, api_key
+from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, PermanentError, TransientError, api_key
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
 from automonitor.parsing import evidence_found, parse_text, parse_tool_input
 
@@ -48,6 +51,7 @@ class AnthropicBackend(Backend):
         prompt.response_budget = int(p.get("response_chars", 16000))
         self._key = api_key("ANTHROPIC_API_KEY", base_url)
         self._client = None
+        self.send_temperature = True
 
     def cache_params(self) -> dict[str, Any]:
         return {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
@@ -66,8 +70,9 @@ class AnthropicBackend(Backend):
             "max_tokens": self.max_tokens,
             "system": system,
             "messages": [{"role": "user", "content": user}],
-            "temperature": self.temperature,
         }
+        if self.send_temperature:
+            kw["extra_body"] = {"temperature": self.temperature}
         if self.mode == "tools":
             kw["tools"] = [{"name": TOOL_NAME, "description": "Record the monitor's verdict on the response.",
                             "input_schema": verdict_schema(self.prompt.template.evidence)}]
@@ -77,14 +82,21 @@ class AnthropicBackend(Backend):
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         system, user, meta = self.prompt.chat_messages(item.request, item.response)
         client = self._get_client()
-        count_call()
-        t0 = time.perf_counter()
-        try:
-            msg = await client.messages.create(**self._request(system, user))
-        except Exception as exc:  # noqa: BLE001
-            raise classify_sdk_error(exc) from exc
-        meta["latency_s"] = round(time.perf_counter() - t0, 4)
-        return self._read(msg, item, meta)
+        for _ in range(2):
+            count_call()
+            t0 = time.perf_counter()
+            try:
+                msg = await client.messages.create(**self._request(system, user))
+            except Exception as exc:  # noqa: BLE001
+                if (self.send_temperature and getattr(exc, "status_code", None) == 400
+                        and "temperature" in str(exc).lower()):
+                    self.send_temperature = False
+                    meta["temperature_dropped"] = True
+                    continue
+                raise classify_sdk_error(exc) from exc
+            meta["latency_s"] = round(time.perf_counter() - t0, 4)
+            return self._read(msg, item, meta)
+        raise PermanentError("the server rejected the request")
 
     def _read(self, msg: Any, item: Item, meta: dict[str, Any]) -> Judgement:
         try:

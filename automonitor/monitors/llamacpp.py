@@ -30,6 +30,7 @@ virtual machines (SIGSEGV in ``ldtilecfg``), so extra buffer types are disabled 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import math
 import os
 import threading
@@ -108,6 +109,20 @@ def patch_llama_cpp() -> None:
 
     C.llama_model_default_params = params_without_extra_bufts
     _PATCHED = True
+
+
+def _close_all() -> None:
+    """Free cached models before interpreter teardown (avoids noise from ``Llama.__del__`` at exit)."""
+    with _MODELS_LOCK:
+        for llm in _MODELS.values():
+            try:
+                llm.close()
+            except Exception:  # noqa: BLE001
+                pass
+        _MODELS.clear()
+
+
+atexit.register(_close_all)
 
 
 def load_llama(path: Path, n_ctx: int, n_threads: int):

@@ -79,7 +79,7 @@ def classify_sdk_error(exc: BaseException) -> Exception:
         status = getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
     if "Timeout" in name:
         return TransientError("timeout", str(exc))
-    if name == "APIResponseValidationError" or isinstance(exc, (ValueError, KeyError, TypeError)) and status is None:
+    if name == "APIResponseValidationError" or (isinstance(exc, ValueError) and status is None):
         return TransientError("malformed", f"{name}: {exc}")
     if status is None:
         if "Connection" in name:

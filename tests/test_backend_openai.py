@@ -1,0 +1,116 @@
+"""The ``openai`` backend (official SDK): answer formats, log-probability scores, format downgrades,
+against a loopback OpenAI-compatible server; and end to end against llama.cpp's own OpenAI-compatible
+server (``python -m llama_cpp.server`` with the packaged Gemma GGUF)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import Session, select
+
+from automonitor import runner
+from servers.data import add_pairs
+from servers.openai_fault import OpenAIFaultServer
+from store.models import Prediction, Sample
+
+FAST = {"backoff_initial": 0.01, "backoff_max": 0.05, "timeout": 10}
+
+
+def _preds(engine, rid):
+    with Session(engine) as s:
+        labels = {x.id: x.label for x in s.exec(select(Sample))}
+        return [(p, labels[p.sample_id]) for p in s.exec(select(Prediction).where(Prediction.run_id == rid))]
+
+
+@pytest.mark.parametrize("template,mode,expect_score", [
+    ("direct", "none", True),
+    ("direct", "json_schema", True),
+    ("evidence", "json_schema", True),
+    ("evidence", "json_object", True),
+    ("evidence", "tools", False),
+])
+def test_answer_formats_and_scores(sqlite_engine, template, mode, expect_score):
+    add_pairs(sqlite_engine, 3)
+    with OpenAIFaultServer() as srv:
+        rid = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", template, base_url=srv.base_url,
+                                params={**FAST, "structured": mode})
+        out = runner.execute_run(sqlite_engine, rid)
+        req = srv.requests[0]
+    assert out["counts"]["misbehavior"] == out["counts"]["benign"] == 3
+    assert req["temperature"] == 0 and req["seed"] == 0 and req["model"] == "gpt-4o-mini"
+    assert req["messages"][0]["role"] == "system" and "### Response" in req["messages"][1]["content"]
+    if mode in ("json_schema", "json_object"):
+        assert req["response_format"]["type"] == mode
+    if mode == "tools":
+        assert req["tool_choice"]["function"]["name"] == "record_verdict" and "logprobs" not in req
+    for p, label in _preds(sqlite_engine, rid):
+        assert p.outcome == label
+        assert p.tokens_in > 0 and p.tokens_out == 3
+        assert p.cost_usd == pytest.approx((p.tokens_in * 0.15 + 3 * 0.60) / 1e6)
+        if expect_score:
+            assert p.score == pytest.approx(0.9 if label == "misbehavior" else 0.2)
+        else:
+            assert p.score is None
+        if template == "evidence" and label == "misbehavior" and mode != "tools":
+            assert p.pred_category == "specification_gaming" and p.severity == "high" and p.evidence
+
+
+@pytest.mark.parametrize("reject,template,expected_mode", [
+    (("json_schema",), "evidence", "json_object"),
+    (("json_schema", "json_object"), "evidence", "none"),
+    (("logprobs",), "direct", "none"),
+])
+def test_rejected_features_are_downgraded_once(sqlite_engine, reject, template, expected_mode):
+    add_pairs(sqlite_engine, 2)
+    with OpenAIFaultServer(reject=reject) as srv:
+        rid = runner.create_run(sqlite_engine, "openai:m", template, base_url=srv.base_url, concurrency=1,
+                                params=FAST)
+        out = runner.execute_run(sqlite_engine, rid)
+        total = srv.stats()["total"]
+    assert out["counts"]["misbehavior"] == out["counts"]["benign"] == 2
+    assert total == out["api_calls"] == 4 + len(reject)  # each rejection is asked again once, then remembered
+    ps = [p for p, _ in _preds(sqlite_engine, rid)]
+    assert {p.meta["structured"] for p in ps} == {expected_mode}
+    if reject == ("logprobs",):
+        assert all(p.score is None for p in ps)
+
+
+# ------------------------------------------------------------------ real llama.cpp OpenAI-compatible server
+
+@pytest.fixture(scope="module")
+def llama_server():
+    from automonitor.monitors.llamacpp import default_model_path
+    from servers.llamacpp_server import start_llamacpp_server
+
+    proc, base = start_llamacpp_server(str(default_model_path()), n_threads=2)
+    yield base
+    proc.kill()
+    proc.wait(10)
+
+
+@pytest.mark.slow
+def test_openai_backend_against_llama_cpp_server(sqlite_engine, llama_server):
+    add_pairs(sqlite_engine, 2)
+    # direct, free text: whatever the small base model says, every sample gets one recorded outcome
+    rid = runner.create_run(sqlite_engine, "openai:gemma3-270m", "direct", base_url=llama_server, concurrency=2,
+                            params={"timeout": 180, "max_tokens": 6})
+    out = runner.execute_run(sqlite_engine, rid)
+    assert sum(out["counts"].values()) == 4 and out["counts"]["error"] == 0
+    for p, _ in _preds(sqlite_engine, rid):
+        assert p.raw is not None and p.tokens_in > 50 and p.reason
+        assert p.cost_usd == 0.0  # unknown local model: no price
+    # structured verdict: the server rejects json_schema (a 500 carrying a validation error), the backend
+    # switches to llama.cpp's json_object + schema grammar, and every answer parses to a verdict
+    rid2 = runner.create_run(sqlite_engine, "openai:gemma3-270m", "direct", base_url=llama_server, concurrency=1,
+                             params={"timeout": 180, "structured": "json_schema", "max_tokens": 24,
+                                     "logprobs": False})
+    out2 = runner.execute_run(sqlite_engine, rid2)
+    assert out2["counts"]["misbehavior"] + out2["counts"]["benign"] == 4
+    ps = [p for p, _ in _preds(sqlite_engine, rid2)]
+    assert {p.meta["structured"] for p in ps} == {"json_object"}
+    assert all('"verdict"' in p.raw for p in ps)
+    # rerun: all from the cache, no request reaches the server
+    rid3 = runner.create_run(sqlite_engine, "openai:gemma3-270m", "direct", base_url=llama_server, concurrency=1,
+                             params={"timeout": 180, "structured": "json_schema", "max_tokens": 24,
+                                     "logprobs": False})
+    out3 = runner.execute_run(sqlite_engine, rid3)
+    assert (out3["api_calls"], out3["cache_hits"]) == (0, 4)
