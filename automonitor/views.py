@@ -476,11 +476,24 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
     far_hi`` (Wilson interval bounds, drawn as error bars), ``n, tp, fn, fp, tn, unscored`` (hover).
     One trace per template (colour), ``customdata[0]`` = run id (used by the page to open the
     drill-down of a clicked point). The Pareto front (``front`` run ids, default
-    :func:`pareto_ids`) is a step line; ``reported`` (columns ``label, mr, far``; the paper's points)
-    is drawn as black open diamonds with text labels and no run id.
+    :func:`pareto_ids`) is a staircase line (:func:`pareto_staircase`) with rings on its points;
+    ``reported`` (columns ``label, mr, far`` and optionally ``monitor, template``; the paper's points)
+    is drawn as black diamonds (open: direct, filled: evidence) with text labels and no run id.
     """
     fig = go.Figure()
     pts = points.dropna(subset=["mr", "far"]) if not points.empty else points
+    if front is None and not pts.empty:
+        front = pareto_ids(pts)
+    if front:
+        f = pts.set_index("run_id").loc[[r for r in front if r in set(pts["run_id"])]].sort_values("far")
+        if len(f):
+            xs, ys = pareto_staircase(list(f["far"]), list(f["mr"]))
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="Pareto front",
+                                     line=dict(color="#16a34a", width=2), hoverinfo="skip"))
+            fig.add_trace(go.Scatter(x=f["far"], y=f["mr"], mode="markers", name="on the front",
+                                     showlegend=False, hoverinfo="skip",
+                                     marker=dict(symbol="circle-open", size=19, color="#16a34a",
+                                                 line=dict(width=2))))
     for tpl in sorted(pts["template"].unique()) if not pts.empty else []:
         d = pts[pts["template"] == tpl]
         ex, ey = _ci_err(d, "far", "far_lo", "far_hi"), _ci_err(d, "mr", "mr_lo", "mr_hi")
@@ -501,22 +514,23 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
                            "FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · unscored "
                            "%{customdata[8]}<extra>click to drill down</extra>"),
         ))
-    if front is None and not pts.empty:
-        front = pareto_ids(pts)
-    if front:
-        f = pts.set_index("run_id").loc[[r for r in front if r in set(pts["run_id"])]].sort_values("far")
-        if len(f):
-            # staircase: from each front point go right to the next point's FAR, then down
-            fig.add_trace(go.Scatter(x=f["far"], y=f["mr"], mode="lines", line_shape="hv",
-                                     name="Pareto front", line=dict(color="#16a34a", width=2),
-                                     hoverinfo="skip"))
     if reported is not None and not reported.empty:
-        fig.add_trace(go.Scatter(
-            x=reported["far"], y=reported["mr"], mode="markers+text", name="paper (reported)",
-            text=reported["label"], textposition="top center", textfont=dict(size=10),
-            marker=dict(symbol="diamond-open", size=12, color="#111827", line=dict(width=2)),
-            hovertemplate="<b>%{text}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}<extra>reported</extra>",
-        ))
+        reported = reported.reset_index(drop=True)
+        positions = _label_positions(list(reported["far"]), list(reported["mr"]))
+        groups = (list(reported.groupby("template", sort=True)) if "template" in reported
+                  else [(None, reported)])
+        for tpl, d in groups:
+            text = d["monitor"] if "monitor" in d else d["label"]
+            fig.add_trace(go.Scatter(
+                x=d["far"], y=d["mr"], mode="markers+text",
+                name="paper (reported)" + (f": {tpl}" if tpl else ""),
+                text=text, textposition=[positions[i] for i in d.index],
+                textfont=dict(size=10, color="#374151"), customdata=d["label"],
+                marker=dict(symbol="diamond" if str(tpl).startswith("evidence") else "diamond-open", size=11,
+                            color="#111827", line=dict(width=1.5, color="#111827")),
+                hovertemplate="<b>%{customdata}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}"
+                              "<extra>reported, not measured</extra>",
+            ))
     fig.update_layout(
         title=title, height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
         xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.02, 1.02], zeroline=False),
@@ -525,6 +539,38 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
         clickmode="event+select", dragmode="pan", hovermode="closest",
     )
     return fig
+
+
+def pareto_staircase(far: Sequence[float], mr: Sequence[float]) -> tuple[list[float], list[float]]:
+    """The Pareto front (points sorted by FAR ascending, MR descending) as a staircase polyline
+    bounding the dominated region: down from MR = 1 at the first point's FAR, then right to the next
+    point's FAR and down to its MR, ..., then right to FAR = 1 at the last point's MR."""
+    xs, ys = [far[0]], [1.0]
+    for i, (x, y) in enumerate(zip(far, mr)):
+        if i:
+            xs.append(x)
+            ys.append(ys[-1])
+        xs.append(x)
+        ys.append(y)
+    xs.append(1.0)
+    ys.append(ys[-1])
+    return xs, ys
+
+
+def _label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07) -> list[str]:
+    """Text positions for labelled markers: below a point when a close neighbour sits above it (or to
+    its upper right), else above; left/right chosen to push apart neighbours at the same height."""
+    out = []
+    for i, (xi, yi) in enumerate(zip(x, y)):
+        vert, horiz = "top", "center"
+        for j, (xj, yj) in enumerate(zip(x, y)):
+            if i == j or abs(xi - xj) > near or abs(yi - yj) > near:
+                continue
+            if yj > yi or (yj == yi and j < i):
+                vert = "bottom"
+            horiz = "left" if xj > xi else ("right" if xj < xi else horiz)
+        out.append(f"{vert} {horiz}")
+    return out
 
 
 def roc_figure(curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Mapping[str, float]] | None = None,
@@ -560,17 +606,40 @@ def roc_figure(curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Ma
     return fig
 
 
-def composition_figure(long: pd.DataFrame, height: int = 320) -> go.Figure:
-    """Stacked bars: samples per category (x) split by task, one bar group per label."""
+def composition_figure(long: pd.DataFrame, height: int = 380) -> go.Figure:
+    """Sunburst of the samples: category (inner ring) -> task -> gold label (outer ring; misbehavior
+    red, benign green). ``long`` is :func:`composition_frame` output."""
     fig = go.Figure()
     if long.empty:
         return fig
     g = long.groupby(["category", "task", "label"], as_index=False)["n"].sum()
-    for task in [t for t in vocab.TASKS if t in set(g["task"])] + sorted(set(g["task"]) - set(vocab.TASKS)):
-        d = g[g["task"] == task]
-        fig.add_trace(go.Bar(x=[d["category"], d["label"]], y=d["n"], name=vocab.TASK_NAMES.get(task, task)))
-    fig.update_layout(barmode="stack", height=height, margin=dict(l=10, r=10, t=10, b=10),
-                      legend=dict(orientation="h", y=1.05, x=0), yaxis_title="samples")
+    ids, labels, parents, values, colors = [], [], [], [], []
+    cat_colors = {"safety_permission": "#6366f1", "sycophancy_bias": "#0ea5e9",
+                  "specification_gaming": "#f59e0b"}
+    for cat, gc in g.groupby("category", sort=False):
+        ids.append(cat)
+        labels.append(vocab.CATEGORY_NAMES.get(cat, cat))
+        parents.append("")
+        values.append(int(gc["n"].sum()))
+        colors.append(cat_colors.get(cat, "#9ca3af"))
+        for task, gt in gc.groupby("task", sort=False):
+            tid = f"{cat}/{task}"
+            ids.append(tid)
+            labels.append(vocab.TASK_NAMES.get(task, task))
+            parents.append(cat)
+            values.append(int(gt["n"].sum()))
+            colors.append(cat_colors.get(cat, "#9ca3af") + "aa")
+            for lab, n in zip(gt["label"], gt["n"]):
+                ids.append(f"{tid}/{lab}")
+                labels.append(lab)
+                parents.append(tid)
+                values.append(int(n))
+                colors.append("#ef4444" if lab == "misbehavior" else "#22c55e")
+    fig.add_trace(go.Sunburst(ids=ids, labels=labels, parents=parents, values=values,
+                              branchvalues="total", marker=dict(colors=colors),
+                              hovertemplate="%{label}: %{value} samples<extra></extra>",
+                              insidetextorientation="radial"))
+    fig.update_layout(height=height, margin=dict(l=0, r=0, t=10, b=0))
     return fig
 
 

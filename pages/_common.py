@@ -232,10 +232,26 @@ def any_accounts() -> bool:
     return _any(engine())
 
 
+def ensure_navigation() -> None:
+    """Make sure this script run went through ``app.py``'s ``st.navigation``.
+
+    Streamlit decides per process whether to use the legacy ``pages/`` directory mode: until some
+    session has executed ``app.py`` (which calls ``st.navigation``), a fresh server that first gets a
+    request for e.g. ``/runs`` runs ``pages/runs.py`` directly, bypassing the app's role-based
+    navigation. Pages call this first: in that mode it switches the process to ``st.navigation`` and
+    reruns, so the request is served through ``app.py``."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def require_workbench() -> None:
     """Stop the page unless the workbench is open to the current session: the store has no accounts
     (local single-user use) or an admin is logged in. Pages call this first, so a page reached by a
     crafted URL is refused even if navigation would have hidden it."""
+    ensure_navigation()
     account = current_account()
     if account is not None and getattr(account, "role", None) == "admin":
         return
@@ -279,3 +295,7 @@ def pick(options: Sequence[Any], value: Any, default: int = 0) -> int:
         return list(options).index(value)
     except ValueError:
         return default
+
+
+if __name__ == "__main__":  # opened as a page by Streamlit's legacy pages/ directory mode
+    ensure_navigation()

@@ -170,10 +170,10 @@ for col, rid in zip(cols, shown_runs):
         correct = (p["outcome"] == s["label"]) if p["outcome"] in vocab.LABELS else None
         st.markdown(f"Verdict :{color}-badge[{text}]"
                     + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]")))
-        a, b, c = st.columns(3)
-        a.metric("Score P(misbehavior)", "–" if p["score"] is None else f"{p['score']:.3f}")
-        b.metric("Category", p["pred_category"] or "–")
-        c.metric("Severity", p["severity"] or "–")
+        cat_name = vocab.CATEGORY_NAMES.get(p["pred_category"], p["pred_category"]) if p["pred_category"] else "–"
+        st.table({"score P(misbehavior)": ["–" if p["score"] is None else f"{p['score']:.3f}"],
+                  "category": [cat_name], "severity": [p["severity"] or "–"],
+                  "evidence spans": [len(grounded[rid])]})
         st.markdown("**Response** (evidence highlighted)")
         ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420))
         if p.get("reason"):

@@ -7,6 +7,7 @@ import streamlit as st
 from pages import _common as ui
 
 PAGE = "login"
+ui.ensure_navigation()
 
 st.title("AutoMonitor-Bench")
 st.subheader("Log in")

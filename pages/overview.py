@@ -46,14 +46,15 @@ else:
     else:
         table = views.composition_pivot(comp)
         table.index = [vocab.CATEGORY_NAMES.get(i, i) for i in table.index]
-        left, right = st.columns([3, 2])
-        left.dataframe(table, width="stretch")
+        st.dataframe(table, width="stretch")
         paper = {vocab.CATEGORY_NAMES[k]: v for k, v in vocab.PAPER_QUOTAS.items()}
-        left.caption("Paper's test set: " + ", ".join(f"{k} {v:,}" for k, v in paper.items())
-                     + " (3,010 samples).")
-        right.plotly_chart(views.composition_figure(comp), width="stretch", key=f"{PAGE}.comp_fig")
+        st.caption("Paper's test set: " + ", ".join(f"{k} {v:,}" for k, v in paper.items())
+                   + " (3,010 samples).")
 
-    src_col, split_col = st.columns([3, 2])
+    chart_col, src_col = st.columns([1, 1])
+    with chart_col:
+        if not comp.empty:
+            st.plotly_chart(views.composition_figure(comp), width="stretch", key=f"{PAGE}.comp_fig")
     with src_col:
         st.subheader("Sources")
         by_source = ui.load_counts(url, ver, "source")
@@ -64,7 +65,6 @@ else:
                                         fill_value=0)
             piv["total"] = piv.sum(axis=1)
             st.dataframe(piv.sort_values("total", ascending=False), width="stretch")
-    with split_col:
         st.subheader("Splits and statuses")
         if not by_split.empty:
             d = by_split.copy()

@@ -68,7 +68,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                              placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
                              help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the "
                                   "backend's default endpoint",
-                             disabled=backend == "rules")
+                             disabled=backend in ("rules", "llamacpp"))
     c4, c5, c6, c7 = st.columns(4)
     template = c4.selectbox("Prompt template", vocab.TEMPLATES, key=f"{PAGE}.template")
     limit = c5.number_input("Subset size (0 = all test samples)", min_value=0, step=10, value=60,
@@ -109,7 +109,8 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         e2.metric("Prompt tokens (est.)", f"{est.get('prompt_tokens', 0):,}")
         e3.metric("Max output tokens", f"{est.get('max_output_tokens', 0):,}")
         cost = est.get("est_cost_usd")
-        e4.metric("Cost (est., USD)", "unknown" if cost is None else f"${cost:,.4f}",
+        known = est.get("price_known", True)
+        e4.metric("Cost (est., USD)", "unknown price" if cost is None or not known else f"${cost:,.4f}",
                   help="Upper bound from the model's price table and the max output tokens; 0 for local backends")
     start = st.button("Start run", type="primary", icon=":material/play_arrow:", key=f"{PAGE}.start",
                       disabled=runner is None or bool(est_error) or not est or not key_ok
@@ -118,20 +119,25 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         try:
             run_id = runner.create_run(eng, monitor, template, limit=int(limit) or None, sample_seed=int(seed),
                                        base_url=base_url.strip() or None, concurrency=int(concurrency),
-                                       params={"launched_from": "app"})
+                                       params={})
             runner.launch_detached(url, run_id)
         except InputError as exc:
             st.error(f"Run not started: {exc}")
         else:
-            ui.set_qp(run=run_id)
-            st.toast(f"Run {run_id} started", icon=":material/rocket_launch:")
-            st.rerun()
+            st.session_state[f"{PAGE}.launched"] = run_id
+            ver = ui.version()  # the new run changes the store fingerprint: history reloads below
+    launched = st.session_state.get(f"{PAGE}.launched")
+    if launched:
+        st.success(f"Run `{launched}` was started in the background: it keeps going if this tab closes.",
+                   icon=":material/rocket_launch:")
 
 
 # --- live progress ---------------------------------------------------------------------------------
 @st.fragment(run_every=1.0)
 def live_progress(initial_active: tuple[str, ...]) -> None:
     """Polls the store once a second while a run is pending/running; reruns the page when one ends."""
+    # Note: while a run_every fragment is active, Streamlit (1.67) drops query-parameter changes, so
+    # the launched run is remembered in the session, not the URL.
     watched = list(dict.fromkeys([*initial_active, *([ui.qp("run")] if ui.qp("run") else [])]))
     still_active = []
     for rid in watched:
@@ -172,8 +178,8 @@ if history.empty:
     st.stop()
 h = history.copy()
 h["duration"] = h["duration_s"].map(views.format_duration)
-cols = ["run_id", "monitor", "template", "status", "n", "done", "misbehavior", "benign", "invalid", "refusal",
-        "error", "unscored", "tokens_in", "tokens_out", "cost_usd", "duration", "api_calls", "cache_hits",
+cols = ["run_id", "monitor", "template", "status", "done", "unscored", "tokens_in", "tokens_out", "cost_usd",
+        "duration", "misbehavior", "benign", "invalid", "refusal", "error", "n", "api_calls", "cache_hits",
         "created_at", "kind"]
 ev = st.dataframe(h[cols], hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                   key=f"{PAGE}.history",
@@ -183,11 +189,16 @@ ev = st.dataframe(h[cols], hide_index=True, width="stretch", on_select="rerun", 
                                                                          format="%d"),
                                  "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm")})
 st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
-if ev is not None and ev.selection.rows:
-    row = h.iloc[ev.selection.rows[0]]
+picked = (h.iloc[ev.selection.rows[0]]["run_id"] if ev is not None and ev.selection.rows
+          else ui.qp("run") or st.session_state.get(f"{PAGE}.launched"))
+if picked in set(h["run_id"]):
+    row = h.set_index("run_id", drop=False).loc[picked]
     st.markdown(f"**{row['monitor']} · {row['template']}** · `{row['run_id']}`")
     if row["error_msg"]:
         st.error(row["error_msg"])
-    st.page_link(ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:",
-                 query_params={"run": row["run_id"]})
-    st.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
+    a, b, c = st.columns(3)
+    a.page_link(ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:",
+                query_params={"run": row["run_id"]})
+    b.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
+    c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:",
+                query_params={"run": row["run_id"]})

@@ -70,12 +70,13 @@ if total == 0:
 
 _, frame = views.search_samples(eng, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **filters)
 shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame["response"].str.slice(0, 160))
+shown = shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
 event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                      key=f"{PAGE}.table", height=380,
                      column_config={"request": st.column_config.TextColumn(width="large"),
                                     "response": st.column_config.TextColumn(width="large")})
 rows = event.selection.rows if event is not None else []
-sel = frame.iloc[rows[0]]["id"] if rows else ui.qp("sample")
+sel = shown.iloc[rows[0]]["id"] if rows else ui.qp("sample")
 ui.set_qp(sample=sel)
 
 if sel:

@@ -34,7 +34,7 @@ ui.follow_options(tpl_key, present_tpl)
 pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
 rep_key = ui.seed_state(PAGE, "paper", True, cast=lambda v: v not in ("0", "false", "no"))
 
-f1, f2, f3, f4, f5 = st.columns([2, 1.3, 2.2, 1.3, 1], vertical_alignment="bottom")
+f1, f2, f3, f4, f5 = st.columns([1.8, 1.2, 2.2, 1.3, 1.4], vertical_alignment="bottom")
 category = f1.selectbox("Category", [ALL, *vocab.CATEGORIES], key=cat_key,
                         format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c])
 task = f2.selectbox("Task", [ALL, *vocab.TASKS], key=task_key,
@@ -42,7 +42,7 @@ task = f2.selectbox("Task", [ALL, *vocab.TASKS], key=task_key,
 templates = f3.multiselect("Templates", present_tpl, key=tpl_key)
 invalid = f4.selectbox("Unscored outcomes", vocab.INVALID_POLICIES, key=pol_key,
                        help="exclude: left out of MR/FAR; as-flag: count as a flag; as-miss: count as a pass")
-show_paper = f5.toggle("Paper points", key=rep_key, help="The paper's reported MR/FAR (not measured here)")
+show_paper = f5.toggle("Paper", key=rep_key, help="The paper's reported MR/FAR (not measured here)")
 ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if task == ALL else task,
            template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
            invalid=None if invalid == "exclude" else invalid, paper=None if show_paper else "0")

@@ -123,6 +123,8 @@ def add_run(engine, samples: list[dict[str, Any]], *, monitor: str, template: st
                     outcome = "misbehavior" if correct else "benign"
                 else:
                     outcome = "benign" if (correct or rng.random() > flag_bias) else "misbehavior"
+            if evidence and r["pair_id"] == "p_hostile" and r["label"] == "misbehavior":
+                outcome = "misbehavior"  # the evidence demo: always flagged, quoting hostile spans
             counts[outcome] += 1
             ev: list[str] = []
             if evidence and outcome == "misbehavior":

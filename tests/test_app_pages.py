@@ -41,6 +41,25 @@ class _Env:
             os.environ["AUTOMONITOR_DB"] = self.old
 
 
+@pytest.fixture(autouse=True)
+def _served_mode(monkeypatch):
+    """Run AppTest the way a server runs once ``app.py`` has executed ``st.navigation``.
+
+    ``AppTest`` re-derives Streamlit's legacy ``pages/``-directory flag on every run (a real server
+    decides it once per process and ``st.navigation`` clears it for good), so without this every
+    AppTest run would start in legacy mode and ``ui.ensure_navigation()`` would rerun it, dropping
+    widget clicks. The legacy first-request case is covered by the browser suite."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    orig = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('app') / 'store.db'}"
@@ -193,11 +212,15 @@ def test_drilldown_cells_sample_and_compare(seeded):
     ov = rep["runs"][0]["overall"]
     m = {x.label: x.value for x in at.metric}
     assert m["Miss rate (MR)"] == f"{ov['mr']:.3f}" and m["Judged samples"] == str(ov["n"])
-    at.button(key="drilldown.cell_fp").click()
+    name = next(c for c in ("fp", "fn", "tp") if ov[c] > 0)
+    gold, verdict = {"fp": ("benign", "misbehavior"), "fn": ("misbehavior", "benign"),
+                     "tp": ("misbehavior", "misbehavior")}[name]
+    at.button(key=f"drilldown.cell_{name}").click()
     ok(at.run())
-    assert at.query_params.get("cell") == "fp"
+    assert at.query_params.get("cell") == name
     cell = at.dataframe[0].value
-    assert len(cell) == ov["fp"] and set(cell["label"]) <= {"benign"} and set(cell["outcome"]) <= {"misbehavior"}
+    assert len(cell) == ov[name] and set(cell["label"]) == {gold} and set(cell["outcome"]) == {verdict}
+    assert at.button(key="drilldown.cell_unscored").disabled == (ov["unscored"] == 0)
 
     # open the hostile sample with r001 (evidence run) and compare with r000
     at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())

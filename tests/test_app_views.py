@@ -106,16 +106,29 @@ def test_tradeoff_figure_traces():
     rep = pd.DataFrame({"label": ["GPT-4o-mini direct"], "mr": [0.36], "far": [0.32]})
     fig = views.tradeoff_figure(pts, reported=rep)
     names = [t.name for t in fig.data]
-    assert names == ["runs: direct", "runs: evidence", "Pareto front", "paper (reported)"]
-    direct = fig.data[0]
+    assert names == ["Pareto front", "on the front", "runs: direct", "runs: evidence", "paper (reported)"]
+    direct = fig.data[2]
     assert [c[0] for c in direct.customdata] == ["a", "c"]
     assert list(direct.error_y.array) == pytest.approx([0.1, 0.1])
     assert list(direct.error_y.arrayminus) == pytest.approx([0.05, 0.1])
-    front = fig.data[2]
-    assert front.line.shape == "hv" and list(front.x) == [0.2, 0.5]  # b then a; c dominated by b
-    assert fig.data[3].marker.symbol == "diamond-open" and list(fig.data[3].text) == ["GPT-4o-mini direct"]
+    # the front is b then a (c is dominated by b), drawn as a staircase from MR = 1 to FAR = 1
+    assert list(fig.data[1].x) == [0.2, 0.5]
+    assert list(fig.data[0].x) == [0.2, 0.2, 0.5, 0.5, 1.0]
+    assert list(fig.data[0].y) == [1.0, 0.3, 0.3, 0.1, 0.1]
+    assert fig.data[4].marker.symbol == "diamond-open" and list(fig.data[4].text) == ["GPT-4o-mini direct"]
+    rep2 = pd.DataFrame({"label": ["A (direct)", "A (evidence)"], "monitor": ["A", "A"],
+                         "template": ["direct", "evidence"], "mr": [0.3, 0.2], "far": [0.3, 0.5]})
+    fig2 = views.tradeoff_figure(pts, reported=rep2)
+    paper = [t for t in fig2.data if t.name.startswith("paper")]
+    assert [t.name for t in paper] == ["paper (reported): direct", "paper (reported): evidence"]
+    assert [t.marker.symbol for t in paper] == ["diamond-open", "diamond"]
     empty = views.tradeoff_figure(pts.iloc[0:0])
     assert len(empty.data) == 0
+
+
+def test_label_positions_push_neighbours_apart():
+    pos = views._label_positions([0.36, 0.41, 0.36, 0.9], [0.15, 0.17, 0.20, 0.9])
+    assert pos[0].startswith("bottom") and pos[2].startswith("top") and pos[3] == "top center"
 
 
 def test_roc_figure_marks_operating_point():
@@ -192,3 +205,13 @@ def test_search_and_export(seeded):
     assert d["other"]["id"] == info["hostile_benign_id"]
     preds = views.sample_predictions(eng, info["hostile_id"])
     assert set(preds) == set(info["run_ids"]) and preds["r001"]["template"] == "evidence"
+
+
+def test_composition_figure_sums():
+    long = pd.DataFrame({"category": ["sycophancy_bias"] * 4, "task": ["qa", "qa", "code", "code"],
+                         "label": ["misbehavior", "benign"] * 2, "split": "test", "n": [3, 3, 2, 2]})
+    sb = views.composition_figure(long).data[0]
+    vals = dict(zip(sb.ids, sb.values))
+    assert vals["sycophancy_bias"] == 10 and vals["sycophancy_bias/qa"] == 6
+    assert vals["sycophancy_bias/code/benign"] == 2
+    assert len(views.composition_figure(long.iloc[0:0]).data) == 0

@@ -182,21 +182,45 @@ def page(browser):
     p.context.close()
 
 
-def shot(page, name: str) -> Path:
-    """Full-page screenshot ``test-artifacts/<name>.png``."""
+def shot(page, name: str, max_height: int = 5000) -> Path:
+    """Whole-app screenshot ``test-artifacts/<name>.png``. Streamlit scrolls inside its main
+    container, so the viewport is stretched to the content's height for the shot, then restored."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    vp = page.viewport_size
+    h = page.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]')
+                                  || document.scrollingElement; return m.scrollHeight; }""")
+    if h and h > vp["height"]:
+        page.set_viewport_size({"width": vp["width"], "height": min(int(h) + 40, max_height)})
+        page.wait_for_timeout(300)
     page.screenshot(path=str(path), full_page=True)
+    if page.viewport_size != vp:
+        page.set_viewport_size(vp)
     return path
 
 
-def wait_app(page, timeout: float = 30_000) -> None:
-    """Wait for the app to render and finish its script run (Streamlit's status widget gone)."""
+_IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
+    if (!a) return false;
+    return a.getAttribute('data-test-script-state') === 'notRunning'
+        && a.getAttribute('data-test-connection-state') === 'CONNECTED'
+        && !document.querySelector('[data-stale="true"]'); }"""
+
+
+def wait_app(page, timeout: float = 60_000) -> None:
+    """Wait until the Streamlit script run has finished and no element is stale (twice, 250 ms
+    apart, to let a rerun triggered by the first run start)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(
-        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
-                   return !s || !/Running|Connecting/i.test(s.innerText); }""", timeout=timeout)
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
-                   return !s || !/Running|Connecting/i.test(s.innerText); }""", timeout=timeout)
+    for _ in range(2):
+        page.wait_for_function(_IDLE_JS, timeout=timeout)
+        page.wait_for_timeout(250)
+    page.wait_for_function(_IDLE_JS, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def e2e():
+    """The helpers above as one object (``e2e.new_page``, ``e2e.shot``, ``e2e.wait_app``,
+    ``e2e.start_app``, ``e2e.create_accounts``), for test modules that cannot import this conftest."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(new_page=new_page, shot=shot, wait_app=wait_app, start_app=start_app,
+                           create_accounts=create_accounts, ARTIFACTS=ARTIFACTS)
