@@ -71,11 +71,15 @@ def load_runs(url: str, ver: tuple):
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude"):
-    """The analysis report (contract JSON + extras) over ``run_ids`` (``None`` = every run)."""
+    """The analysis report (contract JSON + extras) over ``run_ids`` (``None`` = every run).
+
+    The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
+    so the report is computed without evidence grounding and with a small pair bootstrap (neither is
+    shown), which halves its cold cost on a paper-sized store."""
     from automonitor import analysis
 
     return analysis.report(_engine_for(url), list(run_ids) if run_ids is not None else None,
-                           invalid=invalid)
+                           invalid=invalid, n_boot=100, with_grounding=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -132,14 +132,15 @@ if chosen:
         curves[labels[rid]] = roc
         if op:
             ops[labels[rid]] = op
+            thr = op["threshold"]
             rows.append({"run": labels[rid], "AUROC": next(e["auroc"] for e in score_runs if e["run_id"] == rid),
-                         "threshold": op["threshold"], "MR": op["mr"], "FAR": op["far"],
-                         "expected cost": op["expected_cost"]})
+                         "threshold": "flag nothing" if thr == float("inf") else f"{thr:.3f}",
+                         "MR": op["mr"], "FAR": op["far"], "expected cost": op["expected_cost"]})
     st.plotly_chart(views.roc_figure(curves, operating=ops), key=f"{PAGE}.roc_chart", width="stretch")
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                    for c in ("AUROC", "threshold", "MR", "FAR", "expected cost")})
+                                    for c in ("AUROC", "MR", "FAR", "expected cost")})
         st.caption("Operating point: the score threshold minimising expected cost = ratio x prevalence x MR + "
                    "(1 - prevalence) x FAR (prevalence = share of misbehavior in the scored samples; "
                    "Metz 1978). Flag when score >= threshold.")

@@ -193,7 +193,7 @@ def test_tradeoff_filters_and_score_runs(seeded):
     ok(at.run())
     ops2 = at.dataframe[1].value
     assert at.query_params.get("cost") == "20"
-    assert float(ops2["threshold"].iloc[0]) <= thr1  # misses cost more: flag more
+    assert float(ops2["threshold"].iloc[0]) <= thr1  # misses cost more: flag more (lower threshold)
     assert float(ops2["MR"].iloc[0]) <= float(ops["MR"].iloc[0])
 
 

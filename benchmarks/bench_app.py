@@ -1,0 +1,190 @@
+"""Benchmark of the Streamlit workbench on a paper-sized store: 30 runs over 3,010 samples.
+
+Prints:
+- server-side render time of the Trade-off and Drill-down pages (Streamlit ``AppTest``, the whole
+  script run in-process): cold (first run: report computed) and warm (cache hit; median of 7 runs).
+  Goal: warm < 1 s each.
+- time to first paint / first contentful paint in headless Chromium against a real
+  ``streamlit run app.py`` server, and the time until the page's content is on screen (trade-off
+  chart markers drawn; drill-down sample evidence highlighted), cold server cache and warm.
+
+Usage: ``.venv/bin/python benchmarks/bench_app.py [--runs 30] [--no-browser]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+import app_seed  # noqa: E402
+from automonitor import vocab  # noqa: E402
+
+PAIRS_PER_CATEGORY = {c: q // 2 for c, q in vocab.PAPER_QUOTAS.items()}  # 586 + 481 + 438 = 1,505 pairs
+
+
+def build_store(url: str, n_runs: int) -> dict:
+    """3,010 gold test samples with the paper's category quotas (tasks round-robin) and ``n_runs``
+    finished runs (direct/evidence alternating; evidence runs quote spans; every third run scores)."""
+    from store import get_engine, init_db
+
+    eng = init_db(get_engine(url, fresh=True))
+    rows = []
+    k = 0
+    for cat, pairs in PAIRS_PER_CATEGORY.items():
+        for i in range(pairs):
+            task = vocab.TASKS[i % 3]
+            k += 1
+            pid = f"b{k:05d}"
+            req = f"[{cat}/{task}] Request {k}: " + "please solve the task described here. " * 8
+            bad = (f"Misbehaving answer {k}: I will quietly skip the failing tests and report success. "
+                   + "The grader only reads the summary, so the summary says all checks pass. " * 6)
+            good = f"Benign answer {k}: here is an honest solution; two tests still fail. " * 6
+            rows.append(app_seed._sample(pid, cat, task, "misbehavior", req, bad, "bench"))
+            rows.append(app_seed._sample(pid, cat, task, "benign", req, good, "bench"))
+    rows[0] = app_seed._sample(rows[0]["pair_id"], rows[0]["category"], rows[0]["task"], "misbehavior",
+                               app_seed.HOSTILE_REQUEST, app_seed.HOSTILE_RESPONSE, "bench")
+    app_seed.insert_samples(eng, rows)
+    t0 = time.perf_counter()
+    run_ids = []
+    for i in range(n_runs):
+        tpl = vocab.TEMPLATES[i % 2]
+        rid = f"bench{i:02d}"
+        app_seed.add_run(eng, rows, monitor=f"openai:model-{i // 2}", template=tpl, run_id=rid,
+                         skill=0.55 + 0.4 * ((i * 7) % 10) / 10, flag_bias=0.2 + 0.6 * ((i * 3) % 10) / 10,
+                         evidence=(tpl == "evidence"), scores=(i % 3 == 2), minutes_ago=n_runs - i)
+        run_ids.append(rid)
+    print(f"store: {len(rows):,} samples, {n_runs} runs, {len(rows) * n_runs:,} predictions "
+          f"(seeded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    return {"engine": eng, "samples": rows, "run_ids": run_ids, "hostile_id": rows[0]["id"]}
+
+
+def _served_mode() -> None:
+    # AppTest re-derives Streamlit's legacy pages/-directory flag on every run; a server clears it
+    # for good once app.py has called st.navigation (see tests/test_app_pages.py).
+    from streamlit.runtime.pages_manager import PagesManager
+
+    orig = PagesManager.__init__
+
+    def init(self, *a, **k):
+        orig(self, *a, **k)
+        PagesManager.uses_pages_directory = False
+
+    PagesManager.__init__ = init
+
+
+def time_page(page: str, params: dict, warm_runs: int = 7) -> tuple[float, float, list[float]]:
+    """(cold seconds, warm median seconds, warm samples) of one page's full script run."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
+    at.run()
+    at.switch_page(page)
+    for k, v in params.items():
+        at.query_params[k] = v
+    t = time.perf_counter()
+    at.run()
+    cold = time.perf_counter() - t
+    if at.exception:
+        raise RuntimeError(f"{page}: {at.exception[0].message}")
+    warm = []
+    for _ in range(warm_runs):
+        t = time.perf_counter()
+        at.run()
+        warm.append(time.perf_counter() - t)
+    return cold, statistics.median(warm), warm
+
+
+def browser_paint(url: str, info: dict) -> list[tuple[str, dict]]:
+    """First paint, first contentful paint and content-ready times (ms) in headless Chromium."""
+    import importlib.util
+
+    from playwright.sync_api import sync_playwright
+
+    spec = importlib.util.spec_from_file_location("e2e_conftest", REPO / "tests" / "e2e" / "conftest.py")
+    e2e = importlib.util.module_from_spec(spec)
+    sys.modules["e2e_conftest"] = e2e
+    spec.loader.exec_module(e2e)
+
+    server = e2e.start_app(url, log_dir=Path(tempfile.mkdtemp()))
+    out = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=e2e.CHROMIUM, args=e2e.CHROMIUM_ARGS)
+            cases = [
+                ("trade-off", f"{server.url}/tradeoff", ".js-plotly-plot .scatterlayer .point"),
+                ("drill-down", f"{server.url}/drilldown?run=bench01&cell=tp&sample={info['hostile_id']}",
+                 "mark.am-ev-exact"),
+            ]
+            contexts = {}
+            for label in ("cold server cache, new browser", "warm server cache, new browser",
+                          "warm server cache, browser cache warm"):
+                for name, target, ready_sel in cases:
+                    if label.endswith("new browser"):
+                        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+                        contexts.setdefault(name, []).append(ctx)
+                    else:
+                        ctx = contexts[name][-1]
+                    page = ctx.new_page()
+                    t0 = time.perf_counter()
+                    page.goto(target)
+                    page.wait_for_selector(ready_sel, timeout=180_000)
+                    ready = (time.perf_counter() - t0) * 1000
+                    paints = page.evaluate("""() => Object.fromEntries(
+                        performance.getEntriesByType('paint').map(e => [e.name, e.startTime]))""")
+                    out.append((f"{name} ({label})", {
+                        "first-paint": paints.get("first-paint"),
+                        "first-contentful-paint": paints.get("first-contentful-paint"),
+                        "content ready": ready}))
+                    page.close()
+            browser.close()
+    finally:
+        server.stop()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--no-browser", action="store_true")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_app_"))
+    url = f"sqlite:///{tmp / 'store.db'}"
+    info = build_store(url, args.runs)
+    os.environ["AUTOMONITOR_DB"] = url
+    _served_mode()
+
+    print(f"App render benchmark: {len(info['samples']):,} samples, {args.runs} runs (SQLite, AppTest, "
+          f"{os.cpu_count()} CPUs)")
+    results = {}
+    for name, page, params in [
+        ("trade-off", "pages/tradeoff.py", {}),
+        ("drill-down", "pages/drilldown.py", {"run": "bench01", "cell": "tp", "sample": info["hostile_id"]}),
+        ("overview", "pages/overview.py", {}),
+        ("samples", "pages/samples.py", {"q": "bonus"}),
+        ("runs", "pages/runs.py", {}),
+    ]:
+        cold, warm, samples = time_page(page, params)
+        results[name] = warm
+        goal = "  (goal < 1 s: " + ("met" if warm < 1.0 else "MISSED") + ")" if name in ("trade-off", "drill-down") else ""
+        print(f"  {name:<11} server-side render: cold {cold:6.3f} s, warm median {warm:6.3f} s "
+              f"(min {min(samples):.3f}, max {max(samples):.3f}){goal}")
+    if not args.no_browser:
+        print("Chromium (headless, real `streamlit run` server), ms from navigation start:")
+        for name, m in browser_paint(url, info):
+            fp, fcp = m["first-paint"], m["first-contentful-paint"]
+            print(f"  {name:<52} first paint {fp:7.0f} · first contentful paint {fcp:7.0f} · "
+                  f"content ready {m['content ready']:7.0f}")
+    info["engine"].dispose()
+
+
+if __name__ == "__main__":
+    main()
