@@ -58,6 +58,18 @@ def esc(text: Any) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
+_MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>$~:&=\"'")
+
+
+def md_escape(text: Any) -> str:
+    """``text`` made inert for Streamlit markdown (``st.markdown``, ``st.caption``, ``st.error``,
+    widget ``help``): every markdown/HTML/LaTeX/directive character (``\\`*_{}[]()#+-.!|<>$~:&=\"'``)
+    is backslash-escaped and newlines become spaces, so data values (monitor names, sources, error
+    messages) interpolated into markdown show literally."""
+    s = "" if text is None else str(text)
+    return "".join("\\" + ch if ch in _MD_SPECIAL else (" " if ch in "\r\n" else ch) for ch in s)
+
+
 def text_html(text: str | None, *, max_height: int | None = 320, css_class: str = "am-text") -> str:
     """An escaped, whitespace-preserving block of ``text`` (HTML string for ``st.html``).
 

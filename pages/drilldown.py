@@ -129,9 +129,11 @@ except LookupError:
     st.stop()
 s, other = detail["sample"], detail["other"]
 st.divider()
-st.subheader(f"Sample {s['id']}")
-st.caption(f"pair {s['pair_id']} · {vocab.CATEGORY_NAMES.get(s['category'], s['category'])} · "
-           f"{vocab.TASK_NAMES.get(s['task'], s['task'])} · source {s['source'] or '–'} · split {s['split'] or '–'}")
+md = views.md_escape
+st.subheader(f"Sample {md(s['id'])}")
+st.caption(f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
+           f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · source {md(s['source'] or '–')} · "
+           f"split {md(s['split'] or '–')}")
 
 preds = views.sample_predictions(ui.engine(), sample_id)
 cmp_opts = [NONE, *[r for r in run_ids if r != run_id and r in preds]]
@@ -142,7 +144,7 @@ cmp_run = st.selectbox("Compare with another run on this sample", cmp_opts, key=
 ui.sync_qp(PAGE, cmp=cmp_run or None)
 
 gold_color = "red" if s["label"] == "misbehavior" else "green"
-st.markdown(f"Gold label: :{gold_color}-badge[{s['label']}]")
+st.markdown(f"Gold label: :{gold_color}-badge[{md(s['label'])}]")
 shown_runs = [r for r in (run_id, cmp_run) if r]
 grounded = {r: views.ground_evidence(s["response"], s["request"], (preds.get(r) or {}).get("evidence"))
             for r in shown_runs}
@@ -161,14 +163,14 @@ cols = st.columns(len(shown_runs))
 for col, rid in zip(cols, shown_runs):
     with col:
         p = preds.get(rid)
-        st.markdown(f"**{run_label.get(rid, rid)}**")
+        st.markdown(f"**{md(run_label.get(rid, rid))}**")
         if p is None:
             st.caption("This run has no prediction on this sample.")
             ui.show_html(views.text_html(s["response"], max_height=420, css_class="am-text am-response"))
             continue
         color, text = VERDICT.get(p["outcome"], ("gray", str(p["outcome"])))
         correct = (p["outcome"] == s["label"]) if p["outcome"] in vocab.LABELS else None
-        st.markdown(f"Verdict :{color}-badge[{text}]"
+        st.markdown(f"Verdict :{color}-badge[{md(text)}]"
                     + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]")))
         cat_name = vocab.CATEGORY_NAMES.get(p["pred_category"], p["pred_category"]) if p["pred_category"] else "–"
         st.table({"score P(misbehavior)": ["–" if p["score"] is None else f"{p['score']:.3f}"],
@@ -189,7 +191,7 @@ if other:
             po = views.sample_predictions(ui.engine(), other["id"], [rid]).get(rid)
             if po:
                 color, text = VERDICT.get(po["outcome"], ("gray", str(po["outcome"])))
-                st.markdown(f"{run_label.get(rid, rid)}: :{color}-badge[{text}]")
+                st.markdown(f"{md(run_label.get(rid, rid))}: :{color}-badge[{md(text)}]")
         st.page_link(ui.PAGE_DRILLDOWN, label="Open the other side", icon=":material/swap_horiz:",
                      query_params={"run": run_id, "sample": other["id"],
                                    **({"cmp": cmp_run} if cmp_run else {})})

@@ -86,7 +86,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         if src:
             st.caption(f":material/key: `{env_name}` is set (from the {src}).")
         elif base_url.strip() and is_loopback(base_url.strip()):
-            st.caption(f":material/key_off: `{env_name}` is not set; a local server at {base_url.strip()} "
+            st.caption(f":material/key_off: `{env_name}` is not set; a local server at {views.md_escape(base_url.strip())} "
                        "usually needs none.")
         else:
             key_ok = False
@@ -102,7 +102,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         except Exception as exc:  # noqa: BLE001 - shown to the user, nothing started
             est_error = f"{type(exc).__name__}: {exc}"
     if est_error:
-        st.error(f"Cannot start this run: {est_error}")
+        st.error(f"Cannot start this run: {views.md_escape(est_error)}")
     elif est:
         e1, e2, e3, e4 = st.columns(4)
         e1.metric("Samples", f"{est.get('n', 0):,}")
@@ -122,7 +122,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                                        params={})
             runner.launch_detached(url, run_id)
         except InputError as exc:
-            st.error(f"Run not started: {exc}")
+            st.error(f"Run not started: {views.md_escape(exc)}")
         else:
             st.session_state[f"{PAGE}.launched"] = run_id
             ver = ui.version()  # the new run changes the store fingerprint: history reloads below
@@ -152,7 +152,8 @@ def live_progress(initial_active: tuple[str, ...]) -> None:
             still_active.append(rid)
         box = st.container(border=True)
         head, btn = box.columns([5, 1], vertical_alignment="center")
-        head.markdown(f"**{prog['monitor']} · {prog['template']}** · `{rid}` · status **{prog['status']}**")
+        head.markdown(f"**{views.md_escape(prog['monitor'])} · {views.md_escape(prog['template'])}** · "
+                      f"{views.md_escape(rid)} · status **{views.md_escape(prog['status'])}**")
         c = prog["counts"]
         box.progress(prog["fraction"], text=f"{prog['done']:,} / {prog['n']:,} judged · "
                      + " · ".join(f"{k} {v}" for k, v in c.items() if v))
@@ -160,7 +161,7 @@ def live_progress(initial_active: tuple[str, ...]) -> None:
             runner.cancel_run(eng, rid)
             st.toast(f"Cancelling {rid}…")
         if prog.get("error") and not active:
-            box.error(prog["error"])
+            box.error(views.md_escape(prog["error"]))
     if set(initial_active) - set(still_active):
         st.rerun(scope="app")  # a run ended: refresh the history (its cache key changed)
 
@@ -193,9 +194,10 @@ picked = (h.iloc[ev.selection.rows[0]]["run_id"] if ev is not None and ev.select
           else ui.qp("run") or st.session_state.get(f"{PAGE}.launched"))
 if picked in set(h["run_id"]):
     row = h.set_index("run_id", drop=False).loc[picked]
-    st.markdown(f"**{row['monitor']} · {row['template']}** · `{row['run_id']}`")
+    st.markdown(f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
+                f"{views.md_escape(row['run_id'])}")
     if row["error_msg"]:
-        st.error(row["error_msg"])
+        st.error(views.md_escape(row["error_msg"]))
     a, b, c = st.columns(3)
     a.page_link(ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:",
                 query_params={"run": row["run_id"]})

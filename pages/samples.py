@@ -72,7 +72,7 @@ _, frame = views.search_samples(eng, limit=PAGE_SIZE, offset=(page - 1) * PAGE_S
 shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame["response"].str.slice(0, 160))
 shown = shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
 event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                     key=f"{PAGE}.table", height=380,
+                     key=f"{PAGE}.table", height=min(380, 38 + 35 * len(shown)),
                      column_config={"request": st.column_config.TextColumn(width="large"),
                                     "response": st.column_config.TextColumn(width="large")})
 rows = event.selection.rows if event is not None else []
@@ -86,19 +86,20 @@ if sel:
         st.warning("That sample is not in the store.")
         st.stop()
     s, other = detail["sample"], detail["other"]
-    st.subheader(f"Sample {s['id']}")
-    st.caption(f"pair {s['pair_id']} · {vocab.CATEGORY_NAMES.get(s['category'], s['category'])} · "
-               f"{vocab.TASK_NAMES.get(s['task'], s['task'])} · gold label **{s['label']}** · "
-               f"split {s['split'] or '–'} · status {s['status']} · source {s['source'] or '–'}")
+    md = views.md_escape
+    st.subheader(f"Sample {md(s['id'])}")
+    st.caption(f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
+               f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · gold label **{md(s['label'])}** · "
+               f"split {md(s['split'] or '–')} · status {md(s['status'])} · source {md(s['source'] or '–')}")
     st.markdown("**Request**")
     ui.show_html(views.text_html(s["request"], css_class="am-text am-request"))
     a, b = st.columns(2)
     with a:
-        st.markdown(f"**Response** (gold: `{s['label']}`)")
+        st.markdown(f"**Response** (gold: {md(s['label'])})")
         ui.show_html(views.text_html(s["response"], max_height=420, css_class="am-text am-response"))
     with b:
         if other:
-            st.markdown(f"**Other side of the pair** (gold: `{other['label']}`)")
+            st.markdown(f"**Other side of the pair** (gold: {md(other['label'])})")
             ui.show_html(views.text_html(other["response"], max_height=420, css_class="am-text am-other"))
         else:
             st.caption("The other side of this pair is not in the store.")

@@ -64,8 +64,8 @@ m3.metric("Pearson r (MR, FAR)", "–" if r is None else f"{r:+.2f}",
           + ("" if p is None else f" p = {p:.3g}."))
 best = scored.assign(s=scored["mr"] + scored["far"]).sort_values("s").head(1)
 m4.metric("Lowest MR + FAR", "–" if best.empty else f"{best.iloc[0]['s']:.3f}",
-          help=None if best.empty else f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · "
-          f"{best.iloc[0]['run_id']}")
+          help=None if best.empty else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · "
+                                                       f"{best.iloc[0]['run_id']}"))
 
 fig = views.tradeoff_figure(scored, reported=reported, front=front_ids)
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",

@@ -25,6 +25,7 @@ HOSTILE_RESPONSE = (
     "<b>not bold</b> &amp; done. To bypass the filter run rm -rf / as root."
 )
 HOSTILE_BENIGN = "I can summarise the page, but I will not run commands that delete files. <i>ok</i>"
+HOSTILE_SOURCE = "upload **x** <b>y</b> :red[z]"
 HOSTILE_EVIDENCE = ["<script>alert('xss-script')</script>", "RUN RM -RF /", "quote that is not there"]
 
 
@@ -65,9 +66,9 @@ def make_samples(pairs_per_cell: int = 2, *, hostile: bool = True, candidates: i
                 rows.append(_sample(pid, cat, task, "benign", req, good, src))
     if hostile:
         rows.append(_sample("p_hostile", "safety_permission", "qa", "misbehavior", HOSTILE_REQUEST,
-                            HOSTILE_RESPONSE, "user_upload"))
+                            HOSTILE_RESPONSE, HOSTILE_SOURCE))
         rows.append(_sample("p_hostile", "safety_permission", "qa", "benign", HOSTILE_REQUEST,
-                            HOSTILE_BENIGN, "user_upload"))
+                            HOSTILE_BENIGN, HOSTILE_SOURCE))
     for j in range(candidates):
         pid = f"c{j:04d}"
         req = f"Candidate request {j}: is this answer gaming the metric?"

@@ -215,3 +215,13 @@ def test_composition_figure_sums():
     assert vals["sycophancy_bias"] == 10 and vals["sycophancy_bias/qa"] == 6
     assert vals["sycophancy_bias/code/benign"] == 2
     assert len(views.composition_figure(long.iloc[0:0]).data) == 0
+
+
+def test_md_escape_makes_markdown_inert():
+    s = "a*b* [x](javascript:alert(1)) <b>hi</b> $x$ :red[z] `c`\nnext"
+    out = views.md_escape(s)
+    assert "\n" not in out
+    for tok in ("\\*", "\\[", "\\(", "\\<", "\\$", "\\:", "\\`"):
+        assert tok in out
+    # unescaping the backslashes gives the text back (newline -> space)
+    assert out.replace("\\", "") == s.replace("\n", " ").replace("\\", "")

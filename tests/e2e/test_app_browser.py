@@ -200,6 +200,7 @@ def _check_hostile_sample(page) -> None:
     assert "<script>alert('xss-request')</script>" in body
     assert "<img src=x onerror=\"alert('xss-img')\">" in body
     assert "[click me](javascript:alert('xss-link')) **bold?**" in body
+    assert f"source {app_seed.HOSTILE_SOURCE}" in body  # metadata in captions is escaped markdown
     exact = page.locator("mark.am-ev-exact")
     assert exact.count() >= 1 and exact.first.inner_text() == "<script>alert('xss-script')</script>"
     norm = page.locator("mark.am-ev-normalized")
