@@ -179,15 +179,15 @@ if history.empty:
     st.stop()
 h = history.copy()
 h["duration"] = h["duration_s"].map(views.format_duration)
-cols = ["run_id", "monitor", "template", "status", "done", "unscored", "tokens_in", "tokens_out", "cost_usd",
+h["progress"] = [(d / n if n else 0.0) for d, n in zip(h["done"], h["n"])]
+cols = ["run_id", "monitor", "template", "status", "progress", "done", "unscored", "tokens_in", "tokens_out", "cost_usd",
         "duration", "misbehavior", "benign", "invalid", "refusal", "error", "n", "api_calls", "cache_hits",
         "created_at", "kind"]
 ev = st.dataframe(h[cols], hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                   key=f"{PAGE}.history",
                   column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
-                                 "done": st.column_config.ProgressColumn("done", min_value=0,
-                                                                         max_value=int(h["n"].max() or 1),
-                                                                         format="%d"),
+                                 "progress": st.column_config.ProgressColumn("progress", min_value=0.0,
+                                                                             max_value=1.0, format="percent"),
                                  "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm")})
 st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
 picked = (h.iloc[ev.selection.rows[0]]["run_id"] if ev is not None and ev.selection.rows

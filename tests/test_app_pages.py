@@ -318,3 +318,65 @@ def test_every_page_on_postgresql(pg_url):
         at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=info["hostile_id"]).run())
         assert any("am-ev-exact" in b for b in html_bodies(at))
     eng.dispose()
+
+
+@pytest.mark.slow
+def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
+    import time
+
+    import sqlalchemy as sa
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    eng = _store(url)
+    app_seed.seed_store(eng, pairs_per_cell=2, runs=1)
+    with _Env(url):
+        at = ok(app("pages/runs.py").run())
+        est = {m.label: m.value for m in at.metric}
+        assert est["Samples"] == "38" and est["Cost (est., USD)"] == "$0.0000"  # rules: free, all 38
+        assert not at.button(key="runs.start").disabled
+        # a hosted backend without a key: warned, cannot start; no field asks for the key
+        at.selectbox(key="runs.backend").select("openai")
+        ok(at.run())
+        assert any("OPENAI_API_KEY" in w.value for w in at.warning)
+        assert at.button(key="runs.start").disabled
+        assert all(t.type != "password" and "key" not in t.label.lower() for t in at.text_input)
+        est = {m.label: m.value for m in at.metric}
+        assert int(est["Prompt tokens (est.)"].replace(",", "")) > 0
+        # a key in Streamlit secrets is recognised (its value is never shown)
+        at.secrets["OPENAI_API_KEY"] = "sk-test-not-real"
+        ok(at.run())
+        assert any("from the secrets" in c.value for c in at.caption)
+        assert "sk-test-not-real" not in str(at._tree)
+        # a bad base URL is reported by the runner, nothing is started
+        with eng.connect() as c:
+            n_before = c.execute(sa.text("select count(*) from run")).scalar_one()
+        at.text_input(key="runs.base_url.openai").input("ftp://nowhere")
+        ok(at.run())
+        at.button(key="runs.start").click()
+        ok(at.run())
+        assert any("Run not started" in e.value and "base" in e.value for e in at.error)
+        with eng.connect() as c:
+            assert c.execute(sa.text("select count(*) from run")).scalar_one() == n_before
+        # launch a real rules run on a 12-sample subset: it runs in its own process
+        at.selectbox(key="runs.backend").select("rules")
+        at.number_input(key="runs.limit").set_value(12)
+        ok(at.run())
+        at.button(key="runs.start").click()
+        ok(at.run())
+        launched = at.session_state["runs.launched"]
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with eng.connect() as c:
+                status = c.execute(sa.text("select status from run where id = :i"), {"i": launched}).scalar_one()
+            if status in ("finished", "failed", "cancelled"):
+                break
+            time.sleep(0.5)
+        assert status == "finished"
+        ok(at.run())
+        hist = at.dataframe[0].value.set_index("run_id")
+        assert hist.loc[launched, "status"] == "finished" and hist.loc[launched, "done"] == 12
+        assert hist.loc[launched, "progress"] == 1.0
+        assert any(launched in s.value for s in at.success)
+    eng.dispose()
