@@ -187,7 +187,7 @@ class OpenAIBackend(Backend):
             count_call()
             t0 = time.perf_counter()
             try:
-                resp = await client.chat.completions.create(**self._request(system, user))
+                resp = await self._post(client, self._request(system, user), item)
             except Exception as exc:  # noqa: BLE001
                 if self._downgrade(exc):
                     meta.setdefault("downgraded", []).append(self.mode if "logprob" not in str(exc).lower()
@@ -197,6 +197,16 @@ class OpenAIBackend(Backend):
             meta["latency_s"] = round(time.perf_counter() - t0, 4)
             return self._read(resp, item, meta)
         raise PermanentError("the server rejected every answer format")
+
+    async def _post(self, client, body: dict[str, Any], item: Item):
+        """``POST /chat/completions`` through the SDK client's own ``post`` (same transport, errors and
+        ``ChatCompletion`` parsing as ``chat.completions.create``). The body is already plain JSON, so the
+        SDK's per-request TypedDict transform is skipped, and the idempotency key is derived from the
+        sample instead of a fresh uuid4: both matter at hundreds of requests per second."""
+        from openai.types.chat import ChatCompletion
+
+        return await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
+                                 options={"idempotency_key": f"automonitor-{item.sample_id}-{id(body):x}"})
 
     def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
         try:

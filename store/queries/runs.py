@@ -107,46 +107,67 @@ def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[st
     return out
 
 
+_STMT_CACHE: dict[tuple, Any] = {}
+
+
+def _cache_insert_stmt(dialect: str):
+    key = ("cache_insert", dialect)
+    if key not in _STMT_CACHE:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            _STMT_CACHE[key] = pg_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
+        else:
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            _STMT_CACHE[key] = sqlite_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
+    return _STMT_CACHE[key]
+
+
 def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert cache entries, ignoring keys that already exist (concurrent runs may race)."""
     if not rows:
         return
     dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
+    if dialect in ("postgresql", "sqlite"):
+        session.execute(_cache_insert_stmt(dialect), rows)
+        return
+    have = set(cache_lookup(session, [r["key"] for r in rows]))  # pragma: no cover - other dialects
+    rows = [r for r in rows if r["key"] not in have]
+    if rows:
+        session.execute(sa.insert(CacheEntry), rows)
 
-        stmt = pg_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        stmt = sqlite_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
-    else:  # pragma: no cover
-        have = set(cache_lookup(session, [r["key"] for r in rows]))
-        rows = [r for r in rows if r["key"] not in have]
-        stmt = sa.insert(CacheEntry)
-        if not rows:
-            return
-    session.execute(stmt, rows)
+def _update_stmt(keys: tuple[str, ...]):
+    key = ("update_predictions", keys)
+    if key not in _STMT_CACHE:
+        t = Prediction.__table__
+        _STMT_CACHE[key] = (sa.update(t).where(t.c.id == sa.bindparam("_id"), t.c.outcome.is_(None))
+                            .values({k: sa.bindparam(f"_{k}") for k in keys}))
+    return _STMT_CACHE[key]
 
 
 def update_predictions(session: Session, rows: list[dict[str, Any]]) -> None:
     """Bulk UPDATE of predictions by primary key (``rows`` are dicts with ``id`` and columns). Only
-    rows still pending are changed, so a result can never overwrite an earlier one."""
+    rows still pending are changed, so a result can never overwrite an earlier one. Statements are
+    built once per column set and reused (the writer calls this many times per second)."""
     if not rows:
         return
-    keys = sorted({k for r in rows for k in r if k != "id"})
-    stmt = (sa.update(Prediction.__table__)
-            .where(Prediction.__table__.c.id == sa.bindparam("_id"), Prediction.__table__.c.outcome.is_(None))
-            .values({k: sa.bindparam(f"_{k}") for k in keys}))
+    keys = tuple(sorted({k for r in rows for k in r if k != "id"}))
     payload = [{"_id": r["id"], **{f"_{k}": r.get(k) for k in keys}} for r in rows]
-    session.execute(stmt, payload)
+    session.connection().execute(_update_stmt(keys), payload)
 
 
 def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> None:
     """Atomically add to the run's cumulative api_calls and cache_hits."""
     if api_calls or cache_hits:
-        session.execute(sa.update(Run).where(Run.id == run_id)
-                        .values(api_calls=Run.api_calls + api_calls, cache_hits=Run.cache_hits + cache_hits))
+        key = ("add_run_counters",)
+        if key not in _STMT_CACHE:
+            t = Run.__table__
+            _STMT_CACHE[key] = (sa.update(t).where(t.c.id == sa.bindparam("_rid"))
+                                .values(api_calls=t.c.api_calls + sa.bindparam("_calls"),
+                                        cache_hits=t.c.cache_hits + sa.bindparam("_hits")))
+        session.connection().execute(_STMT_CACHE[key], {"_rid": run_id, "_calls": api_calls, "_hits": cache_hits})
 
 
 def list_runs(session: Session) -> list[dict[str, Any]]:
