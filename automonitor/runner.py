@@ -224,7 +224,8 @@ def _lease_held_by_other(lease: dict[str, Any] | None) -> bool:
 # public API
 
 def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None, sample_seed: int = 0,
-               base_url: str | None = None, concurrency: int = 8, params: dict | None = None) -> str:
+               base_url: str | None = None, concurrency: int = 8, params: dict | None = None,
+               reuse: bool = False) -> str:
     """Create a run with one pending prediction per selected test sample; returns the run id.
 
     Args:
@@ -236,6 +237,9 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         concurrency: maximum concurrent judge calls (>= 1).
         params: backend/runner parameters (e.g. ``structured``, ``max_tokens``, ``max_attempts``,
             ``timeout``, ``fewshot_k``); never API keys.
+        reuse: return the id of an existing run with the same monitor, template (same hash), base URL,
+            parameters, few-shot examples and exactly the same samples, if there is one (any status:
+            an unfinished one is then resumed by ``execute_run``), instead of creating a new run.
 
     Raises:
         InputError: unknown backend/template, bad limit/concurrency, empty test split, missing API key,
@@ -264,6 +268,12 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         # validates the backend (key present, model file found) without any network call
         backend = create_backend(spec, base_url=base_url, params=_backend_params(params),
                                  prompt=_prompt_for(template, examples))
+        if reuse:
+            same = q.find_equivalent_run(s, monitor=spec.name, template=tpl.name, template_hash=tpl.sha256,
+                                         base_url=base_url, judge=params,
+                                         fewshot=[e.sample_id for e in examples], sample_ids=ids)
+            if same is not None:
+                return same
         mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, base_url)
         run_id = _new_run_id()
         s.add(Run(id=run_id, monitor_id=mon.id, monitor=spec.name, template=tpl.name, template_hash=tpl.sha256,
@@ -430,6 +440,11 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         judge_params = dict(params.get("judge") or {})
         max_conc = int(concurrency or params.get("concurrency") or 8)
 
+    if progress is not None:
+        try:
+            progress(done_before, done_before + len(pending))
+        except Exception:  # noqa: BLE001
+            pass
     if not pending:
         _finalize(engine, run_id, cancelled=False)
         return summary(engine, run_id)

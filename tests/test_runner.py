@@ -318,3 +318,15 @@ def test_cli_run_runs_and_bad_input(cli, sqlite_url):
         assert bad.returncode == 2, (args, bad.stderr)
         assert needle in bad.stderr and bad.stdout == ""
     assert len(json.loads(cli(["runs", "--json"], db=db_url).stdout)["runs"]) == 2
+
+
+def test_reuse_returns_an_identical_run_and_only_that(sqlite_engine):
+    add_pairs(sqlite_engine, 6)
+    first = runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1)
+    runner.execute_run(sqlite_engine, first)
+    assert runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1, reuse=True) == first
+    for kw in (dict(limit=6, sample_seed=2), dict(limit=8, sample_seed=1), dict(limit=6, sample_seed=1,
+                                                                                 params={"threshold": 0.9})):
+        assert runner.create_run(sqlite_engine, "rules", "direct", reuse=True, **kw) != first
+    assert runner.create_run(sqlite_engine, "rules", "evidence", limit=6, sample_seed=1, reuse=True) != first
+    assert runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1) != first  # no reuse asked

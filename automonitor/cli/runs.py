@@ -39,6 +39,7 @@ def run_cmd(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="server URL for openai/anthropic backends"),
     resume: Optional[str] = typer.Option(None, "--resume", help="continue RUN_ID: judge only its pending samples"),
     param: Optional[list[str]] = typer.Option(None, "--param", help="backend/runner parameter KEY=VALUE (repeatable)"),
+    reuse: bool = typer.Option(False, "--reuse", help="continue an identical earlier run instead of creating a new one"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -67,8 +68,8 @@ def run_cmd(
         if not template:
             raise InputError("--template is required (or --resume RUN_ID)", field="template")
         run_id = runner.create_run(engine, monitor, template, limit=limit, sample_seed=sample_seed,
-                                   base_url=base_url, concurrency=concurrency or 8, params=params)
-        err_console.print(f"created run {run_id}")
+                                   base_url=base_url, concurrency=concurrency or 8, params=params, reuse=reuse)
+        err_console.print(f"run {run_id}")
 
     summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)
     info = runner.run_info(engine, run_id)

@@ -170,16 +170,43 @@ def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache
         session.connection().execute(_STMT_CACHE[key], {"_rid": run_id, "_calls": api_calls, "_hits": cache_hits})
 
 
+def find_equivalent_run(session: Session, *, monitor: str, template: str, template_hash: str,
+                        base_url: str | None, judge: dict[str, Any], fewshot: list[str],
+                        sample_ids: list[str]) -> str | None:
+    """The newest measured run with the same monitor, template hash, base URL, judge parameters,
+    few-shot examples and exactly ``sample_ids`` (or ``None``). Finished runs are preferred."""
+    cands = session.execute(sa.select(Run).where(Run.monitor == monitor, Run.template == template,
+                                                 Run.template_hash == template_hash, Run.kind == "measured",
+                                                 Run.n == len(sample_ids))
+                            .order_by((Run.status == "finished").desc(), Run.created_at.desc())).scalars().all()
+    want = set(sample_ids)
+    for run in cands:
+        p = run.params or {}
+        if (p.get("base_url") != base_url or (p.get("judge") or {}) != judge
+                or list(p.get("fewshot") or []) != list(fewshot)):
+            continue
+        have = set(session.execute(sa.select(Prediction.sample_id).where(Prediction.run_id == run.id)).scalars())
+        if have == want:
+            return run.id
+    return None
+
+
 def list_runs(session: Session) -> list[dict[str, Any]]:
-    """All runs, newest first, with counts per outcome, tokens, cost and duration (seconds)."""
+    """All runs, newest first, with counts per outcome, tokens and cost (summed over judged predictions,
+    so a running or killed run shows its progress), API calls, cache hits and duration (seconds)."""
     runs = session.execute(sa.select(Run).order_by(Run.created_at.desc(), Run.id)).scalars().all()
     counts: dict[str, dict[str, int]] = {}
     for run_id, outcome, n in session.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
                                               .group_by(Prediction.run_id, Prediction.outcome)).all():
         c = counts.setdefault(run_id, {**{o: 0 for o in OUTCOMES}, "pending": 0})
         c[outcome if outcome is not None else "pending"] = int(n)
+    sums = {rid: (int(ti or 0), int(to or 0), float(c or 0.0)) for rid, ti, to, c in session.execute(
+        sa.select(Prediction.run_id, sa.func.sum(Prediction.tokens_in), sa.func.sum(Prediction.tokens_out),
+                  sa.func.sum(Prediction.cost_usd)).where(Prediction.outcome.is_not(None))  # type: ignore[union-attr]
+        .group_by(Prediction.run_id)).all()}
     out = []
     for r in runs:
+        tin, tout, cost = sums.get(r.id, (r.tokens_in, r.tokens_out, r.cost_usd or 0.0))
         dur = None
         if r.started_at and r.finished_at:
             dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
@@ -187,8 +214,8 @@ def list_runs(session: Session) -> list[dict[str, Any]]:
             "run_id": r.id, "monitor": r.monitor, "template": r.template, "template_hash": r.template_hash,
             "status": r.status, "kind": r.kind, "n": r.n,
             "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
-            "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": r.tokens_in,
-            "tokens_out": r.tokens_out, "cost_usd": round(r.cost_usd or 0.0, 6), "duration_s": dur,
+            "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": tin,
+            "tokens_out": tout, "cost_usd": round(cost, 6), "duration_s": dur,
             "base_url": (r.params or {}).get("base_url"),
             "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
             "error": r.error,
