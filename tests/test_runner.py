@@ -186,7 +186,7 @@ def test_should_cancel_callback_stops_and_leaves_pending(sqlite_engine):
     add_pairs(sqlite_engine, 5)
     rid = runner.create_run(sqlite_engine, "rules", "direct", concurrency=1)
     done = []
-    runner.execute_run(sqlite_engine, rid, progress=lambda d, t: done.append(d), should_cancel=lambda: len(done) >= 3)
+    runner.execute_run(sqlite_engine, rid, progress=lambda d, t: done.append(d), should_cancel=lambda: bool(done) and done[-1] >= 3)
     info = runner.run_info(sqlite_engine, rid)
     assert info["status"] == "cancelled" and info["counts"]["pending"] == 7
     assert runner.execute_run(sqlite_engine, rid)["api_calls"] == 7
