@@ -8,6 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from pages import _common as ui
+
 from automonitor import annotation as ann
 from automonitor.accounts import Account
 from automonitor.errors import InputError, NotFound, PermissionDenied
@@ -19,19 +21,11 @@ DECISION_NAMES = {"misbehavior": "Misbehavior (gold)", "benign": "Benign (gold)"
                   "reject": "Reject the pair"}
 
 
-@st.cache_resource(show_spinner=False)
-def _engine_for(url: str):
-    from store import get_engine, init_db
-
-    return init_db(get_engine(url))
-
-
 def _engine():
-    from store.engine import db_url
-
-    return _engine_for(db_url())
+    return ui.engine()
 
 
+ui.ensure_navigation()
 account = st.session_state.get(AUTH_KEY)
 if not isinstance(account, Account) or account.role != "admin":
     st.error("Access denied: adjudication is for admins.")

@@ -9,6 +9,8 @@ import json
 import pandas as pd
 import streamlit as st
 
+from pages import _common as ui
+
 from automonitor import agreement as ag
 from automonitor import annotation as ann
 from automonitor.accounts import Account
@@ -21,19 +23,11 @@ METRIC_NAMES = {"percent_agreement": "Raw agreement", "cohen_kappa": "Cohen's ka
                 "krippendorff_alpha": "Krippendorff's alpha", "gwet_ac1": "Gwet's AC1", "pabak": "PABAK"}
 
 
-@st.cache_resource(show_spinner=False)
-def _engine_for(url: str):
-    from store import get_engine, init_db
-
-    return init_db(get_engine(url))
-
-
 def _engine():
-    from store.engine import db_url
-
-    return _engine_for(db_url())
+    return ui.engine()
 
 
+ui.ensure_navigation()
 account = st.session_state.get(AUTH_KEY)
 if not isinstance(account, Account) or account.role != "admin":
     st.error("Access denied: the agreement page is for admins.")
@@ -55,7 +49,7 @@ with st.expander("Options (defaults match `automonitor agreement --json`)", expa
 def _agreement(url: str, fingerprint: tuple, who: Account, unsure: str, n_boot: int, seed: int,
                submitted_only: bool) -> dict:
     """``automonitor.agreement.agreement`` cached per label-table fingerprint and options."""
-    return ag.agreement(_engine_for(url), who, unsure=unsure, n_boot=n_boot, seed=seed,
+    return ag.agreement(ui._engine_for(url), who, unsure=unsure, n_boot=n_boot, seed=seed,
                         submitted_only=submitted_only)
 
 

@@ -11,6 +11,8 @@ import time
 
 import streamlit as st
 
+from pages import _common as ui
+
 from automonitor import annotation as ann
 from automonitor.accounts import Account
 from automonitor.errors import InputError, PermissionDenied
@@ -21,19 +23,11 @@ AUTH_KEY = "auth.account"
 LABEL_NAMES = {"misbehavior": "Misbehavior", "benign": "Benign", "unsure": "Unsure"}
 
 
-@st.cache_resource(show_spinner=False)
-def _engine_for(url: str):
-    from store import get_engine, init_db
-
-    return init_db(get_engine(url))
-
-
 def _engine():
-    from store.engine import db_url
-
-    return _engine_for(db_url())
+    return ui.engine()
 
 
+ui.ensure_navigation()
 account = st.session_state.get(AUTH_KEY)
 if not isinstance(account, Account):
     st.error("Please log in to label items.")
