@@ -116,6 +116,7 @@ class AIMDLimiter:
         self.min_seen = self.limit
         self._last_decrease = -1e9
         self._cond: asyncio.Condition | None = None
+        self._waiting = 0
 
     def _c(self) -> asyncio.Condition:
         if self._cond is None:
@@ -127,16 +128,21 @@ class AIMDLimiter:
         if self.in_flight < int(self.limit):
             self.in_flight += 1
             return self
-        async with cond:
-            await cond.wait_for(lambda: self.in_flight < int(self.limit))
-            self.in_flight += 1
+        self._waiting += 1
+        try:
+            async with cond:
+                await cond.wait_for(lambda: self.in_flight < int(self.limit))
+                self.in_flight += 1
+        finally:
+            self._waiting -= 1
         return self
 
     async def __aexit__(self, *exc):
         self.in_flight -= 1
-        cond = self._c()
-        async with cond:
-            cond.notify(max(1, int(self.limit) - self.in_flight))
+        if self._waiting:
+            cond = self._c()
+            async with cond:
+                cond.notify(max(1, int(self.limit) - self.in_flight))
         return False
 
     def on_success(self) -> None:
@@ -536,14 +542,14 @@ def _finalize(engine: Engine, run_id: str, *, cancelled: bool, last_execution: d
 class _Writer(threading.Thread):
     """Single writer thread: commits queued results in small transactions (group commit).
 
-    A result is committed at most ``min_interval`` (20 ms) plus one commit after it arrives: the writer
+    A result is committed at most ``min_interval`` (50 ms) plus one commit after it arrives: the writer
     takes everything queued at that moment into one transaction, which keeps the commit rate (and its
     CPU) bounded at hundreds of results per second.
     """
 
     STOP = object()
 
-    def __init__(self, engine: Engine, run_id: str, min_interval: float = 0.02):
+    def __init__(self, engine: Engine, run_id: str, min_interval: float = 0.05):
         super().__init__(daemon=True, name=f"writer-{run_id}")
         self.engine, self.run_id = engine, run_id
         self.q: queue_mod.Queue = queue_mod.Queue()
@@ -755,45 +761,69 @@ class _ExecState:
             calls += 1
             self.api_calls += 1
 
-        def wait(rs) -> float:
-            # exponential back-off with jitter: initial * 2^(attempt-1), capped, + uniform(0, initial)
-            exc = rs.outcome.exception() if rs.outcome else None
-            base = min(self.backoff_max, self.backoff_initial * 2 ** (rs.attempt_number - 1)) \
+        def wait_after(exc: BaseException | None, attempt_number: int) -> float:
+            # exponential back-off with jitter: initial * 2^(attempt-1), capped, + uniform(0, initial),
+            # and never less than the server's Retry-After (capped at retry_after_max)
+            base = min(self.backoff_max, self.backoff_initial * 2 ** (attempt_number - 1)) \
                 + random.uniform(0, self.backoff_initial)
             ra = getattr(exc, "retry_after", None)
             if ra is not None:
                 return max(base, min(float(ra), self.retry_after_max))
             return base
 
+        def wait(rs) -> float:
+            # tenacity numbers its own attempts from 1; ours started one earlier (the fast path)
+            return wait_after(rs.outcome.exception() if rs.outcome else None, rs.attempt_number + 1)
+
         kinds: list[str] = []
-        try:
-            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.max_attempts), wait=wait,
-                                               retry=retry_if_exception_type(TransientError), reraise=True):
-                with attempt:
-                    try:
-                        async with self.limiter:
-                            j = await self.backend.judge(item, count_call)
-                    except TransientError as exc:
-                        kinds.append(exc.kind)
-                        if exc.rate_limited:
-                            self.limiter.on_rate_limit()
-                        raise
-                    self.limiter.on_success()
-                    if kinds:
-                        j.meta = {**j.meta, "retried_after": kinds}
-                    return j, calls
-        except TransientError as exc:
-            return Judgement("error", raw=str(exc), reason=f"failed after {len(kinds)} attempts: {exc}",
-                             meta={"error_kind": exc.kind, "status": exc.status, "retried_after": kinds}), calls
-        except PermanentError as exc:
-            return Judgement("error", raw=str(exc), reason=f"permanent failure: {exc}",
-                             meta={"error_kind": "permanent", "status": exc.status, "retried_after": kinds}), calls
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a backend bug must not lose the sample
+
+        def failed(exc: BaseException) -> tuple[Judgement, int]:
+            if isinstance(exc, TransientError):
+                return Judgement("error", raw=str(exc), reason=f"failed after {len(kinds)} attempts: {exc}",
+                                 meta={"error_kind": exc.kind, "status": exc.status, "retried_after": kinds}), calls
+            if isinstance(exc, PermanentError):
+                return Judgement("error", raw=str(exc), reason=f"permanent failure: {exc}",
+                                 meta={"error_kind": "permanent", "status": exc.status,
+                                       "retried_after": kinds}), calls
+            # a backend bug must not lose the sample either
             return Judgement("error", raw=f"{type(exc).__name__}: {exc}"[:2000],
                              reason=f"unexpected {type(exc).__name__} in the backend",
                              meta={"error_kind": "internal", "retried_after": kinds}), calls
+
+        async def attempt_once() -> Judgement:
+            try:
+                async with self.limiter:
+                    j = await self.backend.judge(item, count_call)
+            except TransientError as exc:
+                kinds.append(exc.kind)
+                if exc.rate_limited:
+                    self.limiter.on_rate_limit()
+                raise
+            self.limiter.on_success()
+            if kinds:
+                j.meta = {**j.meta, "retried_after": list(kinds)}
+            return j
+
+        # the first attempt runs outside tenacity: the common case costs no retry machinery
+        try:
+            return await attempt_once(), calls
+        except asyncio.CancelledError:
+            raise
+        except TransientError as exc:
+            if self.max_attempts <= 1:
+                return failed(exc)
+            await asyncio.sleep(wait_after(exc, 1))
+        except Exception as exc:  # noqa: BLE001
+            return failed(exc)
+        try:
+            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.max_attempts - 1), wait=wait,
+                                               retry=retry_if_exception_type(TransientError), reraise=True):
+                with attempt:
+                    return await attempt_once(), calls
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return failed(exc)
         raise AssertionError("unreachable")  # pragma: no cover
 
 
