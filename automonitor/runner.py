@@ -20,7 +20,8 @@ answer (429, 529) halves the allowed concurrency (at most once per second), ever
 outcome ``error`` with its reason: never ``benign``.
 
 Every judged sample is committed as soon as it completes by a single writer thread (group commit of
-whatever is queued), in the same transaction as its cache entry and the run's call counters. A
+whatever is queued, at most ~50 ms after it arrives), in the same transaction as its cache entry and the
+run's call counters. A
 prediction is only ever updated while still pending, so nothing is judged twice; a run killed at any
 moment (SIGKILL included) keeps every committed verdict, and ``automonitor run --resume RUN_ID``
 judges exactly the predictions still pending. A lease (pid, host, heartbeat in ``Run.params``) stops

@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 from automonitor import runner
 from servers.anthropic_replay import AnthropicReplayServer
 from servers.data import add_custom
-from store.models import Prediction, Run
+from store.models import Prediction
 
 SECRET = "sk-ant-test-SECRET-should-never-be-stored-123"
 

@@ -21,7 +21,7 @@ from automonitor.monitors.rules import judge_rules
 from automonitor.prompts import load_template
 from automonitor.vocab import OUTCOMES
 from store import session_scope
-from store.models import CacheEntry, Prediction, Run, Sample
+from store.models import Prediction, Run, Sample
 from servers.data import add_custom, add_pairs
 from servers.openai_fault import OpenAIFaultServer
 

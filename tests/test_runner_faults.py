@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pytest
-import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from automonitor import runner

@@ -26,7 +26,7 @@ import re
 import sys
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 from .http_base import LoopbackServer, send_json
 
