@@ -9,7 +9,8 @@ ratio runner / bare isolates the runner's own overhead from the SDK's and the ma
 configuration is run again as a new run: every verdict comes from the content-addressed cache (goal:
 under 2 s, zero API calls).
 
-Usage: python benchmarks/bench_runner.py [--n 3010] [--concurrency 64] [--latency 0.2] [--db URL]
+Usage: python benchmarks/bench_runner.py [--n 3010] [--concurrency 64] [--latency 0.2]
+       [--db postgresql://127.0.0.1:5432/postgres]
 """
 
 from __future__ import annotations
@@ -32,16 +33,51 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=3010)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--latency", type=float, default=0.2)
-    ap.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file)")
+    ap.add_argument("--db", default=None,
+                    help="a PostgreSQL server URL: a fresh database is created on it and dropped afterwards "
+                         "(default: a fresh SQLite file)")
     a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="bench_runner_")
+    url, drop = f"sqlite:///{tmp}/bench.db", None
+    if a.db:
+        url, drop = _fresh_pg_database(a.db)
+    try:
+        return _bench(a, url)
+    finally:
+        if drop:
+            drop()
 
+
+def _fresh_pg_database(server_url: str):
+    """Create an empty database on the server of ``server_url``; returns (its URL, a drop function)."""
+    import secrets
+
+    import sqlalchemy as sa
+
+    from store import db_url
+
+    admin = sa.create_engine(db_url(server_url), isolation_level="AUTOCOMMIT")
+    name = f"bench_runner_{secrets.token_hex(4)}"
+    with admin.connect() as c:
+        c.execute(sa.text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        from store.engine import _engines
+
+        for key in [k for k in _engines if k.endswith("/" + name)]:
+            _engines.pop(key).dispose()
+        with admin.connect() as c:
+            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+    return db_url(server_url).rsplit("/", 1)[0] + "/" + name, drop
+
+
+def _bench(a, url: str) -> int:
     from automonitor import runner
     from servers.data import pair_rows
     from store import get_engine, init_db, session_scope
     from store.queries.samples import insert_samples
 
-    tmp = tempfile.mkdtemp(prefix="bench_runner_")
-    url = a.db or f"sqlite:///{tmp}/bench.db"
     engine = init_db(get_engine(url, fresh=True))
     rows = pair_rows((a.n + 1) // 2, "test", prefix="bench")[: a.n]
     with session_scope(engine) as s:
@@ -72,6 +108,7 @@ def main() -> int:
     finally:
         server.kill()
         server.wait()
+        engine.dispose()
     judged = sum(out["counts"].values())
     print(f"store: {engine.url.get_backend_name()}  samples: {a.n}  concurrency: {a.concurrency}  latency: {a.latency*1000:.0f} ms")
     print(f"first run: {dt:.2f} s for {judged} samples, {out['api_calls']} API calls")
