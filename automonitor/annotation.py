@@ -42,8 +42,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from automonitor import records as record_files
 from automonitor.accounts import Account, check_actor, require_account, require_admin
 from automonitor.errors import InputError, NotFound, PermissionDenied
+from automonitor.records import detect_format, read_file_bytes
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, LABELS, SPLITS
 
 GUIDELINE_VERSION = "v1"
@@ -583,52 +585,18 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------- file import/export
-def _file_format(path: Path, fmt: str | None, fld: str = "FILE") -> str:
-    if fmt is None:
-        suffix = path.suffix.lower()
-        fmt = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}.get(suffix)
-        if fmt is None:
-            raise InputError("cannot tell the format from the file name; use .jsonl or .csv or "
-                             "--format", file=str(path), field=fld)
-    if fmt not in ("jsonl", "csv"):
-        raise InputError(f"format must be jsonl or csv, not {fmt!r}", field="format")
-    return fmt
+_FORMATS = ("jsonl", "csv")
 
 
 def read_records(path: str | Path, fmt: str | None = None) -> list[tuple[int, dict[str, Any]]]:
     """``(line, record)`` pairs of a JSONL file (one object a line; blank lines skipped) or a CSV file
-    with a header (lines counted with the header as line 1). Raises :class:`InputError` with file and
-    line on unreadable input."""
-    path = Path(path)
-    fmt = _file_format(path, fmt)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError as exc:
-        raise InputError("file not found", file=str(path)) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError("file is not UTF-8 text", file=str(path)) from exc
-    out: list[tuple[int, dict[str, Any]]] = []
-    if fmt == "jsonl":
-        for no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON: {exc.msg}", file=str(path), line=no) from exc
-            if not isinstance(rec, dict):
-                raise InputError("each line must be a JSON object", file=str(path), line=no)
-            out.append((no, rec))
-    else:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        if reader.fieldnames is None:
-            return []
-        for rec in reader:
-            if None in rec:
-                raise InputError("more values than header columns", file=str(path),
-                                 line=reader.line_num)
-            out.append((reader.line_num, {k: (None if v == "" else v) for k, v in rec.items()}))
-    return out
+    with a header (records counted with the header as line 1; an empty cell is an absent value), read by
+    :func:`automonitor.records.read_records` (strict JSON: no NaN, no duplicate keys). The format comes
+    from the suffix unless ``fmt``. Raises :class:`InputError` with file and line (and CSV column) on
+    unreadable input, including bytes that are not UTF-8."""
+    fmt = detect_format(str(path), None, fmt, _FORMATS)
+    _, raw = record_files.read_records(read_file_bytes(path), str(path), fmt, formats=_FORMATS)
+    return [(r.line, r.data) for r in raw]
 
 
 def records_to_text(records: list[dict[str, Any]], fmt: str, columns: list[str] | None = None) -> str:
@@ -653,7 +621,7 @@ def write_records(path: str | Path, records: list[dict[str, Any]], fmt: str | No
     """Write dicts to ``path`` as JSONL or CSV (:func:`records_to_text`; format from the suffix
     unless ``fmt``). Returns the record count."""
     path = Path(path)
-    fmt = _file_format(path, fmt)
+    fmt = detect_format(str(path), None, fmt, _FORMATS)
     text = records_to_text(records, fmt, columns)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as f:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
 import json
 import os
 import tempfile
@@ -43,31 +42,21 @@ from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any, Iterable
 
-from automonitor import vocab
+from automonitor import records, vocab
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
+from automonitor.records import Problems, RawRecord, bad_byte_note, loads, read_file_bytes
 
 FIELDS: tuple[str, ...] = ("sample_id", "pair_id", "category", "task", "request", "response", "label",
                            "source", "meta")
 REQUIRED: tuple[str, ...] = ("pair_id", "category", "task", "request", "response", "label")
-FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
+FORMATS: tuple[str, ...] = records.FORMATS
 DEFAULT_SOURCE = "import"
 MAX_LEN: dict[str, int] = {"sample_id": 64, "pair_id": 128, "source": 64}
-_EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
-               ".parquet": "parquet", ".pq": "parquet"}
 _VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS}
 _STR_FIELDS = ("sample_id", "pair_id", "category", "task", "request", "response", "label", "source")
 EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "all")
 EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
-
-
-@dataclass
-class RawRecord:
-    """One record as read from a file, before validation. ``line`` is where errors point."""
-
-    line: int
-    data: dict[str, Any]
-    meta_is_text: bool = False  # CSV/Parquet: ``meta`` is a JSON string to parse
 
 
 @dataclass
@@ -90,213 +79,19 @@ class PairRecord:
         return {k: getattr(self, k) for k in FIELDS}
 
 
-class _Problems:
-    """Collects located problems; ``raise_if_any`` raises the first as an ``InputError``."""
-
-    def __init__(self, file: str, limit: int = 10):
-        self.file, self.limit = file, max(1, int(limit))
-        self.items: list[InputError] = []
-
-    def add(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
-        # Undecodable bytes travel as lone surrogates: show them as escapes so the message prints.
-        clean = lambda t: t.encode("utf-8", "backslashreplace").decode("utf-8")  # noqa: E731
-        self.items.append(InputError(clean(message), file=self.file, line=line,
-                                     field=None if field is None else clean(field)))
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def raise_if_any(self) -> None:
-        if not self.items:
-            return
-        first = self.items[0]
-        msg = first.message
-        if len(self.items) > 1:
-            shown = self.items[1:self.limit]
-            more = len(self.items) - 1 - len(shown)
-            msg += f"\n  ({len(self.items) - 1} more problem{'s' if len(self.items) > 2 else ''})"
-            msg += "".join(f"\n  also: {p}" for p in shown)
-            if more > 0:
-                msg += f"\n  ... and {more} more"
-        err = InputError(msg, file=first.file, line=first.line, field=first.field)
-        err.problems = list(self.items)  # type: ignore[attr-defined]
-        raise err
-
-
 # --------------------------------------------------------------------------------------------- reading
 
 def detect_format(name: str, data: bytes | None = None, fmt: str | None = None) -> str:
-    """The pair-file format (``jsonl`` | ``csv`` | ``parquet``): ``fmt`` if given, else from the file
-    extension (``.jsonl``/``.json``/``.ndjson``, ``.csv``, ``.parquet``/``.pq``), else sniffed from
-    ``data`` (Parquet magic ``PAR1``; first non-blank character ``{`` or ``[`` means JSONL; else CSV).
+    """The pair-file format (``jsonl`` | ``csv`` | ``parquet``): :func:`automonitor.records.detect_format`.
 
     Raises ``InputError`` (field ``--format``) for an unknown ``fmt``, or when nothing decides it.
     """
-    if fmt:
-        f = fmt.lower().lstrip(".")
-        f = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}.get(f, f)
-        if f not in FORMATS:
-            raise InputError(f"unknown format '{fmt}' (use one of: {', '.join(FORMATS)})", file=name,
-                             field="--format")
-        return f
-    ext = Path(name).suffix.lower()
-    if ext in _EXTENSIONS:
-        return _EXTENSIONS[ext]
-    if data is None:
-        raise InputError(f"cannot tell the format from the extension '{ext}' (use --format "
-                         f"{'|'.join(FORMATS)})", file=name, field="--format")
-    if data[:4] == b"PAR1":
-        return "parquet"
-    head = data[3:] if data.startswith(codecs.BOM_UTF8) else data
-    head = head.lstrip()[:1]
-    return "jsonl" if head in (b"{", b"[") else "csv"
-
-
-def _reject_constant(token: str):
-    raise ValueError(f"{token} is not allowed in JSON")
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key '{k}'")
-        out[k] = v
-    return out
-
-
-def _loads(text: str) -> Any:
-    """Strict JSON: no NaN/Infinity, no duplicate keys."""
-    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
-
-
-def _bad_byte_note(text: str) -> str:
-    for i, ch in enumerate(text):
-        o = ord(ch)
-        if 0xDC80 <= o <= 0xDCFF:
-            return f"byte 0x{o - 0xDC00:02x} at character {i + 1} is not valid UTF-8"
-        if 0xD800 <= o <= 0xDFFF:
-            return f"a lone surrogate (U+{o:04X}) at character {i + 1} is not valid Unicode text"
-    return ""
-
-
-def _read_jsonl(data: bytes, file: str, problems: _Problems) -> list[RawRecord]:
-    out: list[RawRecord] = []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if not raw.strip():
-            continue
-        try:
-            text = raw.decode("utf-8")
-            bad = ""
-        except UnicodeDecodeError as exc:
-            text = raw.decode("utf-8", "surrogateescape")
-            bad = f"byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} is not valid UTF-8"
-        try:
-            obj = _loads(text)
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            if bad:
-                problems.add(f"not UTF-8 text: {bad}", line=lineno)
-            elif text.strip() in ("[", "{"):
-                problems.add("malformed JSON: a lone bracket; this looks like a pretty-printed JSON "
-                             "document, expected JSONL (one JSON object per line)", line=lineno)
-            else:
-                problems.add(f"malformed JSON: {getattr(exc, 'msg', None) or exc}"
-                             + (f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""),
-                             line=lineno)
-            continue
-        if not isinstance(obj, dict):
-            kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null",
-                    int: "a number", float: "a number"}.get(type(obj), type(obj).__name__)
-            problems.add(f"expected a JSON object (one sample per line), got {kind}", line=lineno)
-            continue
-        out.append(RawRecord(lineno, obj))
-    return out
-
-
-def _read_csv(data: bytes, file: str, problems: _Problems) -> list[RawRecord]:
-    text = data.decode("utf-8", "surrogateescape")
-    csv.field_size_limit(2**31 - 1)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    out: list[RawRecord] = []
-    try:
-        header_raw = next(reader, None)
-    except csv.Error as exc:
-        problems.add(f"malformed CSV header: {exc}", line=1)
-        return out
-    if not header_raw:
-        problems.add("the CSV file has no header row", line=1)
-        return out
-    header = [h.strip() for h in header_raw]
-    for i, h in enumerate(header):
-        if _bad_byte_note(h):
-            problems.add(f"column name is not UTF-8 text: {_bad_byte_note(h)}", line=1)
-            return out
-        if h in header[:i]:
-            problems.add(f"duplicate column '{h}'", line=1, field=h)
-        elif h not in FIELDS:
-            problems.add(f"unknown column '{h}' (columns: {', '.join(FIELDS)})", line=1, field=h)
-    for f in REQUIRED:
-        if f not in header:
-            problems.add(f"missing required column '{f}'", line=1, field=f)
-    if problems:
-        return out
-    record = 1
-    prev_phys = reader.line_num
-    while True:
-        try:
-            values = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            problems.add(f"malformed CSV: {exc}", line=record + 1)
-            break
-        start_phys = prev_phys + 1
-        prev_phys = reader.line_num
-        record += 1  # spreadsheet row number: blank rows count too
-        if not values:
-            continue  # blank line
-        if len(values) != len(header):
-            where = f" (starts at physical line {start_phys})" if start_phys != record else ""
-            problems.add(f"has {len(values)} fields but the header has {len(header)}{where}", line=record)
-            continue
-        d: dict[str, Any] = {}
-        for h, v in zip(header, values):
-            if v == "" and h not in REQUIRED:
-                continue  # an empty optional cell is an absent value
-            d[h] = v
-        out.append(RawRecord(record, d, meta_is_text=True))
-    return out
-
-
-def _read_parquet(data: bytes, file: str, problems: _Problems) -> list[RawRecord]:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - any pyarrow failure is bad input
-        problems.add(f"not a readable Parquet file: {exc}", line=None)
-        return []
-    cols = list(table.column_names)
-    for c in cols:
-        if c not in FIELDS:
-            problems.add(f"unknown column '{c}' (columns: {', '.join(FIELDS)})", line=1, field=c)
-    for f in REQUIRED:
-        if f not in cols:
-            problems.add(f"missing required column '{f}'", line=1, field=f)
-    if problems:
-        return []
-    out = []
-    for i, row in enumerate(table.to_pylist(), 1):
-        d = {k: v for k, v in row.items() if v is not None and not (v == "" and k not in REQUIRED)}
-        out.append(RawRecord(i, d, meta_is_text=True))
-    return out
+    return records.detect_format(name, data, fmt, FORMATS)
 
 
 def read_records(data: bytes, file: str, fmt: str | None = None, *, max_errors: int = 10
                  ) -> tuple[str, list[RawRecord]]:
-    """Parse a pair file's bytes into raw records (no field validation yet).
+    """Parse a pair file's bytes into raw records (no field validation yet; :mod:`automonitor.records`).
 
     Returns ``(format, records)``. Raises ``InputError`` for an empty file, malformed JSON or CSV,
     a JSONL line that is not an object, bytes that are not UTF-8 where no field can be named, a CSV/
@@ -306,17 +101,11 @@ def read_records(data: bytes, file: str, fmt: str | None = None, *, max_errors: 
     body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
     if fmt != "parquet" and not body.strip():
         raise InputError("the file is empty: no samples", file=file, line=1)
-    problems = _Problems(file, max_errors)
-    if fmt == "jsonl":
-        records = _read_jsonl(body, file, problems)
-    elif fmt == "csv":
-        records = _read_csv(body, file, problems)
-    else:
-        records = _read_parquet(data, file, problems)
-    problems.raise_if_any()
-    if not records:
+    fmt, raw = records.read_records(data, file, fmt, columns=FIELDS, required=REQUIRED, undecodable="keep",
+                                    max_errors=max_errors)
+    if not raw:
         raise InputError("the file has no samples", file=file, line=1 if fmt != "csv" else 2)
-    return fmt, records
+    return fmt, raw
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -329,7 +118,7 @@ def _type_name(v: Any) -> str:
 def _meta_problem(v: Any, path: str = "meta") -> str:
     """'' when every string in the meta tree is clean text, else what is wrong."""
     if isinstance(v, str):
-        note = _bad_byte_note(v)
+        note = bad_byte_note(v)
         if note:
             return f"{path}: {note}"
         if "\x00" in v:
@@ -348,12 +137,12 @@ def _meta_problem(v: Any, path: str = "meta") -> str:
     return ""
 
 
-def _validate_record(rec: RawRecord, problems: _Problems, default_source: str) -> PairRecord | None:
+def _validate_record(rec: RawRecord, problems: Problems, default_source: str) -> PairRecord | None:
     d, line = rec.data, rec.line
     n_before = len(problems.items)
     for k in d:
-        if _bad_byte_note(str(k)):
-            problems.add(f"a field name is not UTF-8 text: {_bad_byte_note(str(k))}", line=line)
+        if bad_byte_note(str(k)):
+            problems.add(f"a field name is not UTF-8 text: {bad_byte_note(str(k))}", line=line)
         elif k not in FIELDS:
             problems.add(f"unknown field '{k}' (fields: {', '.join(FIELDS)}; put extra data in 'meta')",
                          line=line, field=str(k))
@@ -369,7 +158,7 @@ def _validate_record(rec: RawRecord, problems: _Problems, default_source: str) -
         if not isinstance(v, str):
             problems.add(f"must be a string, got {_type_name(v)}", line=line, field=f)
             continue
-        note = _bad_byte_note(v)
+        note = bad_byte_note(v)
         if note:
             problems.add(f"not UTF-8 text: {note}", line=line, field=f)
             continue
@@ -389,14 +178,14 @@ def _validate_record(rec: RawRecord, problems: _Problems, default_source: str) -
     meta = d.get("meta")
     if meta is None:
         meta = {}
-    elif rec.meta_is_text and isinstance(meta, str):
-        note = _bad_byte_note(meta)
+    elif rec.text_cells and isinstance(meta, str):
+        note = bad_byte_note(meta)
         if note:
             problems.add(f"not UTF-8 text: {note}", line=line, field="meta")
             meta = None
         else:
             try:
-                meta = _loads(meta)
+                meta = loads(meta)
             except ValueError as exc:
                 problems.add(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}", line=line,
                              field="meta")
@@ -427,7 +216,7 @@ def validate_records(records: Iterable[RawRecord], file: str, *, default_source:
     ``pair_id`` exactly two samples, one ``misbehavior`` and one ``benign``, with the same category,
     task and request (``norm_text``). Raises ``InputError`` at the first problem (see module doc).
     """
-    problems = _Problems(file, max_errors)
+    problems = Problems(file, max_errors)
     out = [r for r in (_validate_record(rec, problems, default_source) for rec in records) if r]
     problems.raise_if_any()
     seen: dict[str, PairRecord] = {}
@@ -490,19 +279,6 @@ def parse_pairs(data: bytes, file: str, fmt: str | None = None, *, default_sourc
     return fmt, validate_records(raw, file, default_source=default_source, max_errors=max_errors)
 
 
-def read_file_bytes(path: str | os.PathLike) -> bytes:
-    """The file's bytes; ``InputError`` when it does not exist or is not a readable file."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=str(path))
-    if not p.is_file():
-        raise InputError("not a regular file", file=str(path))
-    try:
-        return p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
-
-
 # --------------------------------------------------------------------------------------------- the store
 
 def check_store(session, records: list[PairRecord], file: str, *, max_errors: int = 10
@@ -518,7 +294,7 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
 
     from store.models import Sample
 
-    problems = _Problems(file, max_errors)
+    problems = Problems(file, max_errors)
     ids = [r.sample_id for r in records]
     stored: dict[str, Any] = {}
     cols = (Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label,

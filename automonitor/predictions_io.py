@@ -10,26 +10,26 @@ File format (``../shared/CONTRACT.md``): JSONL (one JSON object a line) or CSV w
 - also accepted: ``reason`` (str), ``pred_category`` (str), ``severity`` (str). Other columns are kept in
   the prediction's ``meta["extra"]``.
 
-The format is chosen by extension (``.jsonl``/``.ndjson``/``.json`` -> JSONL, ``.csv`` -> CSV), else by
-the first non-blank character (``{`` -> JSONL). Validation is all or nothing: the first problem raises
-:class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV line with the header as line 1)
-and field, and nothing is written. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
+The file is read by :mod:`automonitor.records` (format by extension, ``.jsonl``/``.ndjson``/``.json`` ->
+JSONL, ``.csv`` -> CSV, else sniffed: first non-blank character ``{`` or ``[`` -> JSONL; strict JSON, no
+NaN or duplicate keys; an empty CSV cell is an absent value). Validation is all or nothing: the first
+problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
+header as line 1) and field, and nothing is written. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
 with backend ``external``. Importing the same file again for the same monitor and template returns the
 existing run instead of duplicating it.
 """
 
 from __future__ import annotations
 
-import csv
+import codecs
 import hashlib
-import io
-import json
 import math
 import uuid
 from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
+from automonitor.records import loads, read_file_bytes, read_records
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
 REQUIRED = ("sample_id", "outcome")
@@ -37,80 +37,24 @@ OPTIONAL_STR = ("raw", "reason", "pred_category", "severity")
 KNOWN = REQUIRED + ("score", "evidence") + OPTIONAL_STR
 
 
-def _decode(data: bytes, file: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise InputError(f"not valid UTF-8 (byte {exc.start})", file=file, line=line) from None
-
-
-def _fmt(path: Path, text: str) -> str:
-    ext = path.suffix.lower()
-    if ext in (".jsonl", ".ndjson", ".json"):
-        return "jsonl"
-    if ext == ".csv":
-        return "csv"
-    return "jsonl" if text.lstrip().startswith("{") else "csv"
-
-
-def _records(text: str, fmt: str, file: str) -> list[tuple[int, dict[str, Any]]]:
+def _records(data: bytes, file: str) -> tuple[str, list[tuple[int, dict[str, Any]]]]:
+    """The format and ``(line, record)`` pairs of a predictions file (:mod:`automonitor.records`, JSONL or
+    CSV; CSV rows of blank cells are skipped), CSV cells converted: ``score`` to a number, ``evidence``
+    from JSON. Raises ``InputError`` for unreadable input."""
+    fmt, raw = read_records(data, file, formats=("jsonl", "csv"), required=REQUIRED, skip_blank_rows=True)
     out: list[tuple[int, dict[str, Any]]] = []
-    if fmt == "jsonl":
-        for no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+    for r in raw:
+        rec = r.data
+        if r.text_cells and rec.get("score") is not None:
+            rec["score"] = _csv_number(rec["score"], file, r.line)
+        if r.text_cells and rec.get("evidence") is not None:
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", file=file, line=no) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", file=file, line=no)
-            out.append((no, obj))
-        return out
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
-        return out
-    except csv.Error as exc:
-        raise InputError(f"malformed CSV: {exc}", file=file, line=1) from None
-    header = [h.strip() for h in header]
-    for col in REQUIRED:
-        if col not in header:
-            raise InputError(f"missing column '{col}' in the CSV header", file=file, line=1, field=col)
-    dup = [h for h in header if header.count(h) > 1]
-    if dup:
-        raise InputError("duplicate column in the CSV header", file=file, line=1, field=dup[0])
-    last = reader.line_num
-    while True:
-        start = last + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise InputError(f"malformed CSV: {exc}", file=file, line=start) from None
-        last = reader.line_num
-        if not row or all(not c.strip() for c in row):
-            continue
-        if len(row) != len(header):
-            raise InputError(f"expected {len(header)} fields, got {len(row)}", file=file, line=start)
-        rec: dict[str, Any] = dict(zip(header, row))
-        # CSV conventions: empty cell = absent; evidence is a JSON array in the cell
-        for k in ("score", "evidence", *OPTIONAL_STR):
-            if k in rec and rec[k] == "":
-                rec[k] = None
-        if rec.get("score") is not None:
-            rec["score"] = _csv_number(rec["score"], file, start)
-        if rec.get("evidence") is not None:
-            try:
-                rec["evidence"] = json.loads(rec["evidence"])
-            except json.JSONDecodeError as exc:
-                raise InputError(f"evidence must be a JSON array of strings: {exc.msg}", file=file, line=start,
-                                 field="evidence") from None
-        out.append((start, rec))
-    return out
+                rec["evidence"] = loads(rec["evidence"])
+            except ValueError as exc:
+                raise InputError(f"evidence must be a JSON array of strings: {getattr(exc, 'msg', exc)}",
+                                 file=file, line=r.line, field="evidence") from None
+        out.append((r.line, rec))
+    return fmt, out
 
 
 def _csv_number(s: str, file: str, line: int) -> float:
@@ -204,15 +148,10 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
     if template not in TEMPLATES:
         raise InputError(f"--template must be one of {', '.join(TEMPLATES)}, got {template!r}", field="template")
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", file=file) from None
-    text = _decode(data, file)
-    if not text.strip():
+    data = read_file_bytes(p)
+    if not data.removeprefix(codecs.BOM_UTF8).strip():
         raise InputError("empty file: no predictions", file=file)
-    fmt = _fmt(p, text)
-    records = _records(text, fmt, file)
+    fmt, records = _records(data, file)
     sha = hashlib.sha256(data).hexdigest()
     with session_scope(engine) as s:
         ids = [r.get("sample_id").strip() for _, r in records if isinstance(r.get("sample_id"), str)]

@@ -11,6 +11,7 @@ import pytest
 from automonitor import agreement as ag
 from automonitor import annotation as ann
 from automonitor.accounts import SYSTEM, authenticate, create_user, get_account
+from automonitor.errors import InputError
 from automonitor.hashing import content_hash, sha256_text
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
@@ -141,3 +142,29 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
 def test_assign_needs_enough_annotators(cli, sqlite_url):
     r = cli(["assign", "--k", "2", "--json"], db=sqlite_url)
     assert r.returncode == 2 and "k=2" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("name,content,line,field,fragment", [
+    ("nan.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'
+                  b'{"annotator": "ann1", "sample_id": "cli0b", "label": "benign", "seconds_spent": NaN}\n',
+     2, None, "NaN is not allowed"),
+    ("dup.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign", "label": "misbehavior"}\n',
+     1, None, "duplicate key 'label'"),
+    ("bytes.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'
+                    b'{"annotator": "ann1", "sample_id": "cli0b", "label": "benign", "note": "caf\xe9"}\n',
+     2, None, "byte 0xe9"),
+    ("bytes.csv", b"annotator,sample_id,label,note\nann1,cli0m,benign,\nann1,cli0b,benign,caf\xe9\n",
+     3, "note", "byte 0xe9"),
+    ("short.csv", b"annotator,sample_id,label,note\nann1,cli0m,benign\n", 2, None, "has 3 fields"),
+])
+def test_import_reader_is_strict_and_names_the_line(store, tmp_path, name, content, line, field, fragment):
+    """The annotations import uses the shared strict reader: NaN, duplicate keys, bytes that are not UTF-8
+    and short CSV rows are refused at their line (CSV: and column), before anything is written."""
+    eng, _ = store
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InputError) as exc:
+        ann.import_annotations(eng, SYSTEM, path)
+    err = exc.value
+    assert (err.file, err.line, err.field) == (str(path), line, field) and fragment in str(err), str(err)
+    assert ann.annotation_records(eng, SYSTEM) == []

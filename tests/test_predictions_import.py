@@ -136,6 +136,32 @@ def test_bad_input_names_file_line_field_and_changes_nothing(sqlite_engine, tmp_
     assert counts(sqlite_engine) == before == (0, 0, 0)
 
 
+STRICT_CASES = [
+    # (description, file content, suffix, line, field, message fragment): the shared strict reader
+    ("nan score", lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n").encode()
+     + f'{{"sample_id": "{ids[1]}", "outcome": "benign", "score": NaN}}\n'.encode(), ".jsonl", 2, None,
+     "NaN is not allowed"),
+    ("duplicate key", lambda ids: f'{{"sample_id": "{ids[0]}", "outcome": "benign", "outcome": "misbehavior"}}\n'
+     .encode(), ".jsonl", 1, None, "duplicate key 'outcome'"),
+    ("csv non-utf8 cell", lambda ids: f"sample_id,outcome,raw\n{ids[0]},benign,ok\n{ids[1]},benign,caf@\n"
+     .encode().replace(b"@", b"\xe9"), ".csv", 3, "raw", "byte 0xe9"),
+    ("jsonl non-utf8 byte", lambda ids: f'{{"sample_id": "{ids[0]}", "raw": "caf@", "outcome": "benign"}}\n'
+     .encode().replace(b"@", b"\xe9"), ".jsonl", 1, None, "byte 0xe9"),
+]
+
+
+@pytest.mark.parametrize("case", STRICT_CASES, ids=[c[0] for c in STRICT_CASES])
+def test_strict_reader_rejects_nan_duplicate_keys_and_bad_bytes_by_line(sqlite_engine, tmp_path, case):
+    _, make, suffix, line, field, fragment = case
+    path = tmp_path / f"bad{suffix}"
+    path.write_bytes(make(seed_samples(sqlite_engine)))
+    with pytest.raises(InputError) as exc:
+        import_predictions(sqlite_engine, path, "Vendor")
+    err = exc.value
+    assert (err.file, err.line, err.field) == (str(path), line, field) and fragment in str(err)
+    assert counts(sqlite_engine) == (0, 0, 0)
+
+
 def test_bad_options(sqlite_engine, tmp_path):
     ids = seed_samples(sqlite_engine)
     path = write_jsonl(tmp_path / "ok.jsonl", good_rows(ids))

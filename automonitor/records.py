@@ -1,0 +1,314 @@
+"""Reading record files (JSONL, CSV, Parquet) into located raw records: the one reader behind the pair-file,
+prediction and annotation importers (``pairs_io``, ``predictions_io``, ``annotation``).
+
+- JSONL: one JSON object a physical line (``\\n`` or ``\\r\\n``); blank lines are skipped. JSON is strict:
+  ``NaN``/``Infinity`` and duplicate keys are malformed. A lone ``[``/``{`` line is reported as a
+  pretty-printed JSON document.
+- CSV: a header row, then one record a row (cells may span lines). ``line`` is the record number counting
+  the header as line 1 (the row number a spreadsheet shows; blank rows count). An empty cell of a column
+  that is not required is an absent value (left out of the record).
+- Parquet (pyarrow): ``line`` is the 1-based row number; ``None`` and empty optional cells are absent.
+
+A UTF-8 byte-order mark is ignored. Bytes that are not UTF-8 are either reported at once (``undecodable=
+"raise"``: JSONL by line, CSV by line and column) or, with ``undecodable="keep"``, passed on inside the
+values as lone surrogates (U+DC80-U+DCFF) for the caller to locate by field (:func:`bad_byte_note`); a byte
+that breaks the JSON syntax is always reported by line.
+
+Problems are collected in a :class:`Problems` and raised as one :class:`automonitor.errors.InputError`
+located at the first (``file``, ``line``, ``field``), its message listing up to ``max_errors`` of them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Collection
+
+from automonitor.errors import InputError
+
+FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
+EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
+                              ".parquet": "parquet", ".pq": "parquet"}
+_ALIASES = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}
+
+
+@dataclass
+class RawRecord:
+    """One record as read from a file, before validation. ``line`` is where errors point;
+    ``text_cells`` is True for CSV/Parquet, whose JSON-valued fields arrive as JSON strings."""
+
+    line: int
+    data: dict[str, Any]
+    text_cells: bool = False
+
+
+class Problems:
+    """Collects located problems of one file; ``raise_if_any`` raises the first as an ``InputError``
+    whose message also lists up to ``limit`` of them and whose ``problems`` attribute holds them all."""
+
+    def __init__(self, file: str, limit: int = 10):
+        self.file, self.limit = file, max(1, int(limit))
+        self.items: list[InputError] = []
+
+    def add(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
+        """Record a problem at ``line``/``field`` (undecodable bytes in the text are shown as escapes)."""
+        clean = lambda t: t.encode("utf-8", "backslashreplace").decode("utf-8")  # noqa: E731
+        self.items.append(InputError(clean(message), file=self.file, line=line,
+                                     field=None if field is None else clean(field)))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        """Raise ``InputError`` at the first problem, if there is any."""
+        if not self.items:
+            return
+        first = self.items[0]
+        msg = first.message
+        if len(self.items) > 1:
+            shown = self.items[1:self.limit]
+            more = len(self.items) - 1 - len(shown)
+            msg += f"\n  ({len(self.items) - 1} more problem{'s' if len(self.items) > 2 else ''})"
+            msg += "".join(f"\n  also: {p}" for p in shown)
+            if more > 0:
+                msg += f"\n  ... and {more} more"
+        err = InputError(msg, file=first.file, line=first.line, field=first.field)
+        err.problems = list(self.items)  # type: ignore[attr-defined]
+        raise err
+
+
+def detect_format(name: str, data: bytes | None = None, fmt: str | None = None,
+                  formats: Collection[str] = FORMATS) -> str:
+    """The record-file format, one of ``formats`` (``jsonl`` | ``csv`` | ``parquet``): ``fmt`` if given,
+    else from the file extension (``.jsonl``/``.json``/``.ndjson``, ``.csv``, ``.parquet``/``.pq``), else
+    sniffed from ``data`` (Parquet magic ``PAR1``; first non-blank character ``{`` or ``[`` means JSONL;
+    else CSV).
+
+    Raises ``InputError`` (field ``--format``) for an unknown ``fmt``, a format not in ``formats``, or
+    when nothing decides it (``data`` is None and the extension is unknown).
+    """
+    allowed = ", ".join(formats)
+    if fmt:
+        f = fmt.lower().lstrip(".")
+        f = _ALIASES.get(f, f)
+        if f not in formats:
+            raise InputError(f"unknown format '{fmt}' (use one of: {allowed})", file=name, field="--format")
+        return f
+    ext = Path(name).suffix.lower()
+    if ext in EXTENSIONS:
+        f = EXTENSIONS[ext]
+    elif data is None:
+        raise InputError(f"cannot tell the format from the extension '{ext}' (use --format "
+                         f"{'|'.join(formats)})", file=name, field="--format")
+    elif data[:4] == b"PAR1":
+        f = "parquet"
+    else:
+        head = (data[3:] if data.startswith(codecs.BOM_UTF8) else data).lstrip()[:1]
+        f = "jsonl" if head in (b"{", b"[") else "csv"
+    if f not in formats:
+        raise InputError(f"{f} files are not accepted here (use one of: {allowed})", file=name,
+                         field="--format")
+    return f
+
+
+def _reject_constant(token: str):
+    raise ValueError(f"{token} is not allowed in JSON")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key '{k}'")
+        out[k] = v
+    return out
+
+
+def loads(text: str) -> Any:
+    """Strict ``json.loads``: ``NaN``/``Infinity`` and duplicate object keys raise ``ValueError``."""
+    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+
+
+def bad_byte_note(text: str) -> str:
+    """'' when ``text`` is clean Unicode, else where its first undecodable byte (a lone surrogate left
+    by ``surrogateescape``) or lone surrogate is, e.g. ``"byte 0xff at character 3 is not valid UTF-8"``."""
+    for i, ch in enumerate(text):
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:
+            return f"byte 0x{o - 0xDC00:02x} at character {i + 1} is not valid UTF-8"
+        if 0xD800 <= o <= 0xDFFF:
+            return f"a lone surrogate (U+{o:04X}) at character {i + 1} is not valid Unicode text"
+    return ""
+
+
+def read_jsonl(data: bytes, problems: Problems, *, undecodable: str = "raise") -> list[RawRecord]:
+    """Records of JSONL bytes (no BOM), one per non-blank physical line; problems go to ``problems``."""
+    out: list[RawRecord] = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+            bad = ""
+        except UnicodeDecodeError as exc:
+            text = raw.decode("utf-8", "surrogateescape")
+            bad = f"byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} is not valid UTF-8"
+        if bad and undecodable == "raise":
+            problems.add(f"not UTF-8 text: {bad}", line=lineno)
+            continue
+        try:
+            obj = loads(text)
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            if bad:
+                problems.add(f"not UTF-8 text: {bad}", line=lineno)
+            elif text.strip() in ("[", "{"):
+                problems.add("malformed JSON: a lone bracket; this looks like a pretty-printed JSON "
+                             "document, expected JSONL (one JSON object per line)", line=lineno)
+            else:
+                problems.add(f"malformed JSON: {getattr(exc, 'msg', None) or exc}"
+                             + (f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""),
+                             line=lineno)
+            continue
+        if not isinstance(obj, dict):
+            kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+                    int: "a number", float: "a number"}.get(type(obj), type(obj).__name__)
+            problems.add(f"expected a JSON object (one record per line), got {kind}", line=lineno)
+            continue
+        out.append(RawRecord(lineno, obj))
+    return out
+
+
+def _check_header(header: list[str], problems: Problems, columns: Collection[str] | None,
+                  required: Collection[str]) -> None:
+    for i, h in enumerate(header):
+        if bad_byte_note(h):
+            problems.add(f"column name is not UTF-8 text: {bad_byte_note(h)}", line=1)
+            return
+        if h in header[:i]:
+            problems.add(f"duplicate column '{h}'", line=1, field=h)
+        elif columns is not None and h not in columns:
+            problems.add(f"unknown column '{h}' (columns: {', '.join(columns)})", line=1, field=h)
+    for f in required:
+        if f not in header:
+            problems.add(f"missing required column '{f}'", line=1, field=f)
+
+
+def read_csv(data: bytes, problems: Problems, *, columns: Collection[str] | None = None,
+             required: Collection[str] = (), undecodable: str = "raise",
+             skip_blank_rows: bool = False) -> list[RawRecord]:
+    """Records of CSV bytes (no BOM) with a header row; problems go to ``problems``.
+
+    ``columns``: the allowed column names (None = any); ``required``: columns the header must have (their
+    empty cells are kept as ``""``). ``skip_blank_rows``: also skip rows whose cells are all blank.
+    """
+    text = data.decode("utf-8", "surrogateescape")
+    csv.field_size_limit(2**31 - 1)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    out: list[RawRecord] = []
+    try:
+        header_raw = next(reader, None)
+    except csv.Error as exc:
+        problems.add(f"malformed CSV header: {exc}", line=1)
+        return out
+    if not header_raw:
+        problems.add("the CSV file has no header row", line=1)
+        return out
+    header = [h.strip() for h in header_raw]
+    _check_header(header, problems, columns, required)
+    if problems:
+        return out
+    record = 1
+    prev_phys = reader.line_num
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.add(f"malformed CSV: {exc}", line=record + 1)
+            break
+        start_phys = prev_phys + 1
+        prev_phys = reader.line_num
+        record += 1  # spreadsheet row number: blank rows count too
+        if not values or (skip_blank_rows and all(not v.strip() for v in values)):
+            continue  # blank line
+        if len(values) != len(header):
+            where = f" (starts at physical line {start_phys})" if start_phys != record else ""
+            problems.add(f"has {len(values)} fields but the header has {len(header)}{where}", line=record)
+            continue
+        d: dict[str, Any] = {}
+        for h, v in zip(header, values):
+            if undecodable == "raise" and bad_byte_note(v):
+                problems.add(f"not UTF-8 text: {bad_byte_note(v)}", line=record, field=h)
+                break
+            if v == "" and h not in required:
+                continue  # an empty optional cell is an absent value
+            d[h] = v
+        else:
+            out.append(RawRecord(record, d, text_cells=True))
+    return out
+
+
+def read_parquet(data: bytes, problems: Problems, *, columns: Collection[str] | None = None,
+                 required: Collection[str] = ()) -> list[RawRecord]:
+    """Records of a Parquet file's bytes (pyarrow); problems go to ``problems``."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - any pyarrow failure is bad input
+        problems.add(f"not a readable Parquet file: {exc}", line=None)
+        return []
+    _check_header(list(table.column_names), problems, columns, required)
+    if problems:
+        return []
+    out = []
+    for i, row in enumerate(table.to_pylist(), 1):
+        d = {k: v for k, v in row.items() if v is not None and not (v == "" and k not in required)}
+        out.append(RawRecord(i, d, text_cells=True))
+    return out
+
+
+def read_records(data: bytes, file: str, fmt: str | None = None, *, formats: Collection[str] = FORMATS,
+                 columns: Collection[str] | None = None, required: Collection[str] = (),
+                 undecodable: str = "raise", skip_blank_rows: bool = False,
+                 max_errors: int = 10) -> tuple[str, list[RawRecord]]:
+    """Parse a record file's bytes (format: :func:`detect_format`) into raw records, no field validation.
+
+    Returns ``(format, records)``; ``records`` may be empty (the caller decides whether that is an error).
+    Raises ``InputError`` for malformed JSON or CSV (see the module doc), a JSONL line that is not an
+    object, a CSV/Parquet header with unknown (outside ``columns``), duplicate or missing (``required``)
+    columns, a CSV row with the wrong field count, or undecodable bytes (per ``undecodable``).
+    """
+    fmt = detect_format(file, data, fmt, formats)
+    body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
+    problems = Problems(file, max_errors)
+    if fmt == "jsonl":
+        records = read_jsonl(body, problems, undecodable=undecodable)
+    elif fmt == "csv":
+        records = read_csv(body, problems, columns=columns, required=required, undecodable=undecodable,
+                           skip_blank_rows=skip_blank_rows)
+    else:
+        records = read_parquet(data, problems, columns=columns, required=required)
+    problems.raise_if_any()
+    return fmt, records
+
+
+def read_file_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes; ``InputError`` (``file`` set) when it does not exist or is not a readable file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", file=str(path))
+    if not p.is_file():
+        raise InputError("not a regular file", file=str(path))
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
