@@ -12,11 +12,12 @@ import sqlalchemy as sa
 from automonitor import accounts, agreement, annotation
 from automonitor.accounts import Account, authenticate, create_user, require_admin
 from automonitor.errors import InputError, NotFound, PermissionDenied
-from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.models import Annotator
 from store.queries import annotation as q
 from store.queries.samples import insert_samples
+
+from helpers import candidate_row
 
 
 def test_create_and_authenticate_store_only_an_argon2_hash(engine):
@@ -83,10 +84,8 @@ def _store_with_two_annotators(engine):
         req = f"Req {p}"
         for lab in ("misbehavior", "benign"):
             resp = f"{lab} answer {p}"
-            rows.append(dict(id=f"i{p}{lab[0]}", pair_id=f"pp{p}", category="specification_gaming",
-                             task="qa", label=lab, request=req, response=resp, source="src",
-                             status="candidate", request_hash=sha256_text(req),
-                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+            rows.append(candidate_row(id=f"i{p}{lab[0]}", pair_id=f"pp{p}", category="specification_gaming",
+                                      task="qa", label=lab, request=req, response=resp, source="src"))
     with session_scope(engine) as s:
         insert_samples(s, rows)
     annotation.assign(engine, admin, k=2, seed=3)

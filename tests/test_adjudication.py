@@ -13,28 +13,12 @@ import sqlalchemy as sa
 from automonitor import annotation as ann
 from automonitor.accounts import SYSTEM
 from automonitor.errors import InputError, NotFound, PermissionDenied
-from automonitor.hashing import content_hash, sha256_text
+from automonitor.hashing import content_hash
 from store import session_scope
 from store.models import Sample
 from store.queries.samples import insert_samples
 
-_HASH: list[str] = []
-
-
-def fast_user(engine, name: str, role: str):
-    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
-    about hashing, and one argon2 hash per user would dominate their runtime."""
-    from automonitor.accounts import Account, _hasher
-    from store.models import Annotator
-
-    if not _HASH:
-        _HASH.append(_hasher.hash("pw"))
-    with session_scope(engine) as s:
-        row = Annotator(name=name, role=role, password_hash=_HASH[0])
-        s.add(row)
-        s.flush()
-        return Account(id=row.id, name=name, role=role)
-
+from helpers import candidate_row, fast_user
 
 M, B, U = "misbehavior", "benign", "unsure"
 
@@ -52,10 +36,8 @@ def labeled(engine):
         req = f"Fix the failing test {p}."
         for lab in (M, B):
             resp = f"{'I deleted the test' if lab == M else 'I fixed the bug'} #{p}"
-            rows.append(dict(id=f"c{p}{lab[0]}", pair_id=f"cp{p}", category="specification_gaming",
-                             task="code", label=lab, request=req, response=resp, source="sg",
-                             status="candidate", request_hash=sha256_text(req),
-                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+            rows.append(candidate_row(id=f"c{p}{lab[0]}", pair_id=f"cp{p}", category="specification_gaming",
+                                      task="code", label=lab, request=req, response=resp, source="sg"))
     with session_scope(engine) as s:
         insert_samples(s, rows)
     ann.assign(engine, admin, k=2, seed=1)

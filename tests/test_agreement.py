@@ -11,27 +11,10 @@ from sklearn.metrics import cohen_kappa_score
 from automonitor import agreement as ag
 from automonitor import annotation as ann
 from automonitor.errors import InputError, PermissionDenied
-from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.queries.samples import insert_samples
 
-_HASH: list[str] = []
-
-
-def fast_user(engine, name: str, role: str):
-    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
-    about hashing, and one argon2 hash per user would dominate their runtime."""
-    from automonitor.accounts import Account, _hasher
-    from store.models import Annotator
-
-    if not _HASH:
-        _HASH.append(_hasher.hash("pw"))
-    with session_scope(engine) as s:
-        row = Annotator(name=name, role=role, password_hash=_HASH[0])
-        s.add(row)
-        s.flush()
-        return Account(id=row.id, name=name, role=role)
-
+from helpers import candidate_row, fast_user
 
 M, B, U = "misbehavior", "benign", "unsure"
 
@@ -166,10 +149,8 @@ def test_store_agreement_is_admin_only_and_counts_the_stored_labels(engine):
         req = f"q{p}"
         for lab in (M, B):
             resp = f"{lab}{p}"
-            rows.append(dict(id=f"x{p}{lab[0]}", pair_id=f"x{p}", category="specification_gaming",
-                             task="code", label=lab, request=req, response=resp, status="candidate",
-                             request_hash=sha256_text(req), response_hash=sha256_text(resp),
-                             content_hash=content_hash(req, resp, lab)))
+            rows.append(candidate_row(id=f"x{p}{lab[0]}", pair_id=f"x{p}", category="specification_gaming",
+                                      task="code", label=lab, request=req, response=resp))
     with session_scope(engine) as s:
         insert_samples(s, rows)
     ann.assign(engine, admin, k=2, seed=0)

@@ -12,9 +12,10 @@ from automonitor import agreement as ag
 from automonitor import annotation as ann
 from automonitor.accounts import SYSTEM, authenticate, create_user, get_account
 from automonitor.errors import InputError
-from automonitor.hashing import content_hash, sha256_text
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
+
+from helpers import candidate_row
 
 
 def _candidates(engine, n_pairs=6):
@@ -23,11 +24,10 @@ def _candidates(engine, n_pairs=6):
         req = f"Please grade my proof {p}."
         for lab in ("misbehavior", "benign"):
             resp = f"{'Flawless!' if lab == 'misbehavior' else 'Step 2 is wrong.'} ({p})"
-            rows.append(dict(id=f"cli{p}{lab[0]}", pair_id=f"clipair{p}",
-                             category=("sycophancy_bias", "specification_gaming")[p % 2],
-                             task=("qa", "reasoning")[p % 2], label=lab, request=req, response=resp,
-                             source="s", status="candidate", request_hash=sha256_text(req),
-                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+            rows.append(candidate_row(id=f"cli{p}{lab[0]}", pair_id=f"clipair{p}",
+                                      category=("sycophancy_bias", "specification_gaming")[p % 2],
+                                      task=("qa", "reasoning")[p % 2], label=lab, request=req, response=resp,
+                                      source="s"))
     with session_scope(engine) as s:
         insert_samples(s, rows)
     return rows

@@ -10,28 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.models import Annotation
 from store.queries.samples import insert_samples
 
-_HASH: list[str] = []
-
-
-def fast_user(engine, name: str, role: str):
-    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
-    about hashing, and one argon2 hash per user would dominate their runtime."""
-    from automonitor.accounts import Account, _hasher
-    from store.models import Annotator
-
-    if not _HASH:
-        _HASH.append(_hasher.hash("pw"))
-    with session_scope(engine) as s:
-        row = Annotator(name=name, role=role, password_hash=_HASH[0])
-        s.add(row)
-        s.flush()
-        return Account(id=row.id, name=name, role=role)
-
+from helpers import candidate_row, fast_user
 
 LABELS = ("misbehavior", "benign", "unsure")
 
@@ -48,10 +31,8 @@ def test_eight_concurrent_annotators_lose_nothing_and_duplicate_nothing(engine):
         req = f"Task {p}"
         for lab in ("misbehavior", "benign"):
             resp = f"{lab} response to task {p}"
-            rows.append(dict(id=f"k{p:02d}{lab[0]}", pair_id=f"k{p}", category="sycophancy_bias",
-                             task="qa", label=lab, request=req, response=resp, status="candidate",
-                             request_hash=sha256_text(req), response_hash=sha256_text(resp),
-                             content_hash=content_hash(req, resp, lab)))
+            rows.append(candidate_row(id=f"k{p:02d}{lab[0]}", pair_id=f"k{p}", category="sycophancy_bias",
+                                      task="qa", label=lab, request=req, response=resp))
     with session_scope(engine) as s:
         insert_samples(s, rows)
     res = ann.assign(engine, admin, k=4, seed=8)

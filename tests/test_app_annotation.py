@@ -11,28 +11,11 @@ import sqlalchemy as sa
 
 from automonitor import agreement as ag
 from automonitor import annotation as ann
-from automonitor.hashing import content_hash, sha256_text
 from store import get_engine, init_db, session_scope
 from store.models import Annotation, Sample
 from store.queries.samples import insert_samples
 
-_HASH: list[str] = []
-
-
-def fast_user(engine, name: str, role: str):
-    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
-    about hashing, and one argon2 hash per user would dominate their runtime."""
-    from automonitor.accounts import Account, _hasher
-    from store.models import Annotator
-
-    if not _HASH:
-        _HASH.append(_hasher.hash("pw"))
-    with session_scope(engine) as s:
-        row = Annotator(name=name, role=role, password_hash=_HASH[0])
-        s.add(row)
-        s.flush()
-        return Account(id=row.id, name=name, role=role)
-
+from helpers import candidate_row, fast_user
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL, AGREEMENT, ADJUDICATE = (str(REPO / "pages" / f) for f in ("label.py", "agreement.py", "adjudicate.py"))
@@ -53,10 +36,9 @@ def store(tmp_path, monkeypatch):
         req = f"Make the test suite pass, task {p}."
         for lab in ("misbehavior", "benign"):
             resp = (HOSTILE if lab == "misbehavior" else "I fixed the off-by-one bug.") + f" ({p})"
-            rows.append(dict(id=f"a{p}{lab[0]}", pair_id=f"{SECRET_PAIR}-{p}", category="specification_gaming",
-                             task="code", label=lab, request=req, response=resp, source=SECRET_SOURCE,
-                             status="candidate", request_hash=sha256_text(req),
-                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+            rows.append(candidate_row(id=f"a{p}{lab[0]}", pair_id=f"{SECRET_PAIR}-{p}",
+                                      category="specification_gaming", task="code", label=lab, request=req,
+                                      response=resp, source=SECRET_SOURCE))
     with session_scope(eng) as s:
         insert_samples(s, rows)
     ann.assign(eng, users["root"], k=2, seed=2)

@@ -12,28 +12,11 @@ import sqlalchemy as sa
 from automonitor import annotation as ann
 from automonitor.accounts import SYSTEM
 from automonitor.errors import InputError, PermissionDenied
-from automonitor.hashing import content_hash, sha256_text
 from store import session_scope
 from store.models import Assignment, Sample
 from store.queries.samples import insert_samples
 
-_HASH: list[str] = []
-
-
-def fast_user(engine, name: str, role: str):
-    """An account row with a shared precomputed argon2 hash (password ``pw``): the tests here are not
-    about hashing, and one argon2 hash per user would dominate their runtime."""
-    from automonitor.accounts import Account, _hasher
-    from store.models import Annotator
-
-    if not _HASH:
-        _HASH.append(_hasher.hash("pw"))
-    with session_scope(engine) as s:
-        row = Annotator(name=name, role=role, password_hash=_HASH[0])
-        s.add(row)
-        s.flush()
-        return Account(id=row.id, name=name, role=role)
-
+from helpers import candidate_row, fast_user
 
 CATS = ["sycophancy_bias", "specification_gaming"]
 
@@ -44,11 +27,9 @@ def add_candidates(engine, n_pairs: int, start: int = 0, prefix: str = "cand") -
     for p in range(start, start + n_pairs):
         req = f"Request {p}: is my essay good? I think it's great."
         for lab, text in (("misbehavior", f"Yes, it's brilliant ({p})!"), ("benign", f"It has issues ({p}).")):
-            rows.append(dict(id=f"{prefix}{p:04d}{lab[0]}", pair_id=f"{prefix}-pair-{p}",
-                             category=CATS[p % 2], task="qa" if p % 3 else "code", label=lab,
-                             request=req, response=text, source="sycophancy-src", status="candidate",
-                             request_hash=sha256_text(req), response_hash=sha256_text(text),
-                             content_hash=content_hash(req, text, lab)))
+            rows.append(candidate_row(id=f"{prefix}{p:04d}{lab[0]}", pair_id=f"{prefix}-pair-{p}",
+                                      category=CATS[p % 2], task="qa" if p % 3 else "code", label=lab,
+                                      request=req, response=text, source="sycophancy-src"))
     with session_scope(engine) as s:
         insert_samples(s, rows)
     return rows

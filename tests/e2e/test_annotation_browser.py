@@ -12,9 +12,10 @@ import pytest
 from automonitor import agreement as ag
 from automonitor import annotation as ann
 from automonitor.accounts import SYSTEM, get_account
-from automonitor.hashing import content_hash, sha256_text
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
+
+from helpers import candidate_row
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -36,10 +37,9 @@ def server(tmp_path_factory, app_factory):
         req = f"Make the failing test {p} pass."
         for lab, text in (("misbehavior", HOSTILE), ("benign", BENIGN)):
             resp = f"{text} (#{p})"
-            rows.append(dict(id=f"hidden-id-{p}{lab[0]}", pair_id=f"e2e-pair-{p}", category="specification_gaming",
-                             task="code", label=lab, request=req, response=resp, source="e2e-src",
-                             status="candidate", request_hash=sha256_text(req),
-                             response_hash=sha256_text(resp), content_hash=content_hash(req, resp, lab)))
+            rows.append(candidate_row(id=f"hidden-id-{p}{lab[0]}", pair_id=f"e2e-pair-{p}",
+                                      category="specification_gaming", task="code", label=lab, request=req,
+                                      response=resp, source="e2e-src"))
     with session_scope(eng) as s:
         insert_samples(s, rows)
     srv = app_factory(url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"),
