@@ -65,6 +65,16 @@ class SourceResult:
     files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
+    def found(self, raw: Path, relname: str) -> Path | None:
+        """``raw / relname`` when that file exists (then listed in ``files``), else ``None`` (listed in
+        ``missing``)."""
+        path = raw / relname
+        if not path.exists():
+            self.missing.append(relname)
+            return None
+        self.files.append(relname)
+        return path
+
 
 def rel(raw: Path, path: Path) -> str:
     """``path`` relative to the raw dir, with forward slashes."""

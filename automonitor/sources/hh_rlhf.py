@@ -55,11 +55,9 @@ def load(raw: Path) -> SourceResult:
         InputError: a malformed line (file, line, field named).
     """
     res = SourceResult()
-    path = raw / FILES[0]
-    if not path.exists():
-        res.missing.append(FILES[0])
+    path = res.found(raw, FILES[0])
+    if path is None:
         return res
-    res.files.append(FILES[0])
     relp = rel(raw, path)
     for line, obj in read_jsonl(raw, path):
         chosen = need_str(obj, "chosen", raw, path, line)

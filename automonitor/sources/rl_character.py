@@ -155,20 +155,16 @@ def load_mbpp(raw: Path) -> SourceResult:
         InputError: a malformed file (file and field named).
     """
     res = SourceResult()
-    if not (raw / MBPP_CLEAN).exists():
-        res.missing.append(MBPP_CLEAN)
+    if res.found(raw, MBPP_CLEAN) is None:
         return res
-    res.files.append(MBPP_CLEAN)
     clean = {}
     for i, p in enumerate(_problems(raw, MBPP_CLEAN)):
         if isinstance(p.get("problem_id"), str):
             clean.setdefault(p["problem_id"], (i, p))
     done: set[str] = set()
     for relname in MBPP_HACKS:
-        if not (raw / relname).exists():
-            res.missing.append(relname)
+        if res.found(raw, relname) is None:
             continue
-        res.files.append(relname)
         fraction = "1.0" if "_1.0_" in relname else "0.5"
         for i, p in enumerate(_problems(raw, relname)):
             pid = p.get("problem_id")

@@ -38,6 +38,21 @@ def code_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str] | 
     return before, after
 
 
+def code_record(source: str, pair_id: str, request: str, before: str, after: str, relp: str, line: int,
+                meta: dict) -> PairRecord:
+    """The pair of a SafeCoder/SVEN record at ``line`` of ``relp``: vulnerable ``before`` = misbehavior,
+    fixed ``after`` = benign, task ``code``; eligible for the test set only when neither side is over
+    ``CODE_MAX_CHARS`` characters."""
+    long = max(len(before), len(after)) > CODE_MAX_CHARS
+    return PairRecord(
+        source=source, pair_id=pair_id, category=CATEGORY, task="code", request=request,
+        misbehavior=before, benign=after, mis_file=relp, ben_file=relp,
+        mis_record=f"line {line} func_src_before", ben_record=f"line {line} func_src_after",
+        meta=meta, eligible_test=not long,
+        test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None,
+    )
+
+
 def code_meta(obj: dict) -> dict:
     """Shared metadata of a SafeCoder/SVEN record: CWE, language, function, file, commit."""
     fname = str(obj.get("file_name") or "")
@@ -58,11 +73,9 @@ def load(raw: Path) -> SourceResult:
     """
     res = SourceResult()
     for relname in FILES:
-        path = raw / relname
-        if not path.exists():
-            res.missing.append(relname)
+        path = res.found(raw, relname)
+        if path is None:
             continue
-        res.files.append(relname)
         relp = rel(raw, path)
         split = path.parent.name
         for line, obj in read_jsonl(raw, path):
@@ -74,14 +87,6 @@ def load(raw: Path) -> SourceResult:
             if pair is None:
                 res.dropped["identical before/after"] += 1
                 continue
-            before, after = pair
-            long = max(len(before), len(after)) > CODE_MAX_CHARS
-            res.pairs.append(PairRecord(
-                source=NAME, pair_id=f"{NAME}:{split}:{line}", category=CATEGORY, task="code",
-                request=desc.strip(), misbehavior=before, benign=after, mis_file=relp, ben_file=relp,
-                mis_record=f"line {line} func_src_before", ben_record=f"line {line} func_src_after",
-                meta={**code_meta(obj), "request_from": "description"},
-                eligible_test=not long,
-                test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None,
-            ))
+            res.pairs.append(code_record(NAME, f"{NAME}:{split}:{line}", desc.strip(), *pair, relp, line,
+                                         {**code_meta(obj), "request_from": "description"}))
     return res

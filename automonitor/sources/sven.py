@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automonitor.sources.base import PairRecord, SourceResult, language_of, read_jsonl, rel
-from automonitor.sources.safecoder import CODE_MAX_CHARS, code_meta, code_pair
+from automonitor.sources.base import SourceResult, language_of, read_jsonl, rel
+from automonitor.sources.safecoder import code_meta, code_pair, code_record
 
 NAME = "sven"
 FOLDER = "sven"
@@ -36,11 +36,9 @@ def neutral_request(func_name: str | None, file_name: str | None) -> str:
 
 
 def _descriptions(raw: Path, res: SourceResult) -> dict[tuple[str, str], str]:
-    path = raw / DESC_FILE
-    if not path.exists():
-        res.missing.append(DESC_FILE)
+    path = res.found(raw, DESC_FILE)
+    if path is None:
         return {}
-    res.files.append(DESC_FILE)
     out: dict[tuple[str, str], str] = {}
     for _line, obj in read_jsonl(raw, path):
         desc, before = obj.get("description"), obj.get("func_src_before")
@@ -58,11 +56,9 @@ def load(raw: Path) -> SourceResult:
     res = SourceResult()
     descs = _descriptions(raw, res)
     for relname in FILES[:-1]:
-        path = raw / relname
-        if not path.exists():
-            res.missing.append(relname)
+        path = res.found(raw, relname)
+        if path is None:
             continue
-        res.files.append(relname)
         relp = rel(raw, path)
         split = path.parent.name
         for line, obj in read_jsonl(raw, path):
@@ -78,12 +74,6 @@ def load(raw: Path) -> SourceResult:
             else:
                 request = neutral_request(meta["func_name"], meta["file_name"])
                 meta["request_from"] = "neutral (function name, file, language)"
-            long = max(len(before), len(after)) > CODE_MAX_CHARS
-            res.pairs.append(PairRecord(
-                source=NAME, pair_id=f"{NAME}:{split}/{path.stem}:{line}", category=CATEGORY, task="code",
-                request=request, misbehavior=before, benign=after, mis_file=relp, ben_file=relp,
-                mis_record=f"line {line} func_src_before", ben_record=f"line {line} func_src_after",
-                meta=meta, eligible_test=not long,
-                test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None,
-            ))
+            res.pairs.append(code_record(NAME, f"{NAME}:{split}/{path.stem}:{line}", request, before, after,
+                                         relp, line, meta))
     return res

@@ -131,24 +131,19 @@ def load(raw: Path) -> SourceResult:
     """
     res = SourceResult()
     for task in BBH_TASKS:
-        vpath = raw / val_file(task)
-        if not vpath.exists():
-            res.missing.append(val_file(task))
-            for model in MODELS:
-                res.missing.append(result_file(task, model))
+        vpath = res.found(raw, val_file(task))
+        if vpath is None:
+            res.missing.extend(result_file(task, model) for model in MODELS)
             continue
-        res.files.append(val_file(task))
         vdata = read_json(raw, vpath)
         rows = vdata.get("data") if isinstance(vdata, dict) else None
         if not isinstance(rows, list):
             raise InputError("expected an object with a 'data' list", file=val_file(task), field="data")
         for model in MODELS:
             relname = result_file(task, model)
-            path = raw / relname
-            if not path.exists():
-                res.missing.append(relname)
+            path = res.found(raw, relname)
+            if path is None:
                 continue
-            res.files.append(relname)
             doc = read_json(raw, path)
             outputs = doc.get("outputs") if isinstance(doc, dict) else None
             if not isinstance(outputs, list) or len(outputs) != 2:
