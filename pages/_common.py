@@ -251,6 +251,19 @@ def ensure_navigation() -> None:
         st.rerun()
 
 
+def require_login(message: str, *, admin: bool = False):
+    """The logged-in ``automonitor.accounts.Account``; when there is none (or, with ``admin``, it is not
+    an admin) the page shows ``message`` as an error and stops. Calls ``ensure_navigation`` first."""
+    from automonitor.accounts import Account
+
+    ensure_navigation()
+    account = current_account()
+    if not isinstance(account, Account) or (admin and account.role != "admin"):
+        st.error(message)
+        st.stop()
+    return account
+
+
 def require_workbench() -> None:
     """Stop the page unless the workbench is open to the current session: the store has no accounts
     (local single-user use) or an admin is logged in. Pages call this first, so a page reached by a

@@ -11,27 +11,16 @@ import streamlit as st
 from pages import _common as ui
 
 from automonitor import annotation as ann
-from automonitor.accounts import Account
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, SPLITS, TASK_NAMES
 
 PAGE = "adjudicate"
-AUTH_KEY = "auth.account"
 DECISION_NAMES = {"misbehavior": "Misbehavior (gold)", "benign": "Benign (gold)",
                   "reject": "Reject the pair"}
 
 
-def _engine():
-    return ui.engine()
-
-
-ui.ensure_navigation()
-account = st.session_state.get(AUTH_KEY)
-if not isinstance(account, Account) or account.role != "admin":
-    st.error("Access denied: adjudication is for admins.")
-    st.stop()
-
-engine = _engine()
+account = ui.require_login("Access denied: adjudication is for admins.", admin=True)
+engine = ui.engine()
 st.title("Adjudication")
 
 flash = st.session_state.pop(f"{PAGE}.flash", None)

@@ -18,22 +18,12 @@ from automonitor.errors import PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, TASK_NAMES
 
 PAGE = "agreement"
-AUTH_KEY = "auth.account"
 METRIC_NAMES = {"percent_agreement": "Raw agreement", "cohen_kappa": "Cohen's kappa",
                 "krippendorff_alpha": "Krippendorff's alpha", "gwet_ac1": "Gwet's AC1", "pabak": "PABAK"}
 
 
-def _engine():
-    return ui.engine()
-
-
-ui.ensure_navigation()
-account = st.session_state.get(AUTH_KEY)
-if not isinstance(account, Account) or account.role != "admin":
-    st.error("Access denied: the agreement page is for admins.")
-    st.stop()
-
-engine = _engine()
+account = ui.require_login("Access denied: the agreement page is for admins.", admin=True)
+engine = ui.engine()
 st.title("Inter-annotator agreement")
 
 with st.expander("Options (defaults match `automonitor agreement --json`)", expanded=False):

@@ -14,26 +14,15 @@ import streamlit as st
 from pages import _common as ui
 
 from automonitor import annotation as ann
-from automonitor.accounts import Account
 from automonitor.errors import InputError, PermissionDenied
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, CATEGORY_NAMES
 
 PAGE = "label"
-AUTH_KEY = "auth.account"
 LABEL_NAMES = {"misbehavior": "Misbehavior", "benign": "Benign", "unsure": "Unsure"}
 
 
-def _engine():
-    return ui.engine()
-
-
-ui.ensure_navigation()
-account = st.session_state.get(AUTH_KEY)
-if not isinstance(account, Account):
-    st.error("Please log in to label items.")
-    st.stop()
-
-engine = _engine()
+account = ui.require_login("Please log in to label items.")
+engine = ui.engine()
 st.title("Label")
 
 try:
