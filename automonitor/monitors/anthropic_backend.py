@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, PermanentError, TransientError, api_key
+from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, PermanentError, TransientError
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
 from automonitor.parsing import evidence_found, parse_text, parse_tool_input
 
@@ -45,12 +45,7 @@ class AnthropicBackend(Backend):
         if self.mode not in ("tools", "none"):
             raise InputError("structured must be tools or none for anthropic", field="param")
         self.max_tokens = int(p.get("max_tokens", 800 if evidence else 64))
-        self.temperature = float(p.get("temperature", 0.0))
-        self.timeout = float(p.get("timeout", 60.0))
-        prompt.request_budget = int(p.get("request_chars", 12000))
-        prompt.response_budget = int(p.get("response_chars", 16000))
-        self._key = api_key("ANTHROPIC_API_KEY", base_url)
-        self._client = None
+        self._api_settings("ANTHROPIC_API_KEY")
         self.send_temperature = True
 
     def cache_params(self) -> dict[str, Any]:

@@ -129,6 +129,19 @@ class Backend(ABC):
         """Release clients/models (optional)."""
 
     # ------------------------------------------------------------------ helpers for subclasses
+    def _api_settings(self, key_env: str) -> None:
+        """Settings every HTTP API judge reads from ``params``: ``temperature`` (0), ``timeout`` (60 s),
+        the prompt's ``request_chars`` (12000) and ``response_chars`` (16000) truncation budgets; the
+        key from ``key_env`` (:func:`api_key`; ``InputError`` when unset for a remote server); no client
+        yet (``self._client = None``)."""
+        p = self.params
+        self.temperature = float(p.get("temperature", 0.0))
+        self.timeout = float(p.get("timeout", 60.0))
+        self.prompt.request_budget = int(p.get("request_chars", 12000))
+        self.prompt.response_budget = int(p.get("response_chars", 16000))
+        self._key = api_key(key_env, self.base_url)
+        self._client = None
+
     def price(self) -> tuple[float, float]:
         """USD per 1M (input, output) tokens for this backend's model (0, 0 if local or unknown)."""
         if self.is_local:

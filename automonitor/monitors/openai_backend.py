@@ -34,7 +34,6 @@ from automonitor.monitors.base import (
     Judgement,
     PermanentError,
     TransientError,
-    api_key,
     retry_after_seconds,
 )
 from automonitor.parsing import evidence_found, parse_text, parse_tool_input, score_from_logprobs
@@ -117,12 +116,7 @@ class OpenAIBackend(Backend):
         self.top_logprobs = int(p.get("top_logprobs", 5))
         self.max_tokens = int(p.get("max_tokens", 600 if evidence else 16))
         self.seed = p.get("seed", 0)
-        self.temperature = float(p.get("temperature", 0.0))
-        self.timeout = float(p.get("timeout", 60.0))
-        prompt.request_budget = int(p.get("request_chars", 12000))
-        prompt.response_budget = int(p.get("response_chars", 16000))
-        self._key = api_key("OPENAI_API_KEY", base_url)
-        self._client = None
+        self._api_settings("OPENAI_API_KEY")
         self._requested_mode = self.mode
         self._requested_logprobs = self.logprobs
 
