@@ -6,18 +6,13 @@ brand-new database created from the ``test`` database and dropped afterwards.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-REPO = Path(__file__).resolve().parents[1]
-RAW = Path(os.environ.get("AUTOMONITOR_RAW", REPO.parent / "shared" / "raw")).resolve()
-PG_ADMIN_URL = os.environ.get("AUTOMONITOR_TEST_PG", "postgresql+psycopg://127.0.0.1:5432/test")
+from helpers import PG_ADMIN_URL, RAW, REPO, run_cli  # noqa: F401  (shared with test modules)
 
 
 def _pg_admin():
@@ -84,15 +79,6 @@ def sqlite_engine(sqlite_url):
     init_db(eng)
     yield eng
     eng.dispose()
-
-
-def run_cli(args: list[str], *, db: str, env: dict | None = None, input: str | None = None,
-            cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run the real ``automonitor`` console script in a subprocess against store ``db``."""
-    full_env = {**os.environ, "AUTOMONITOR_DB": db, "AUTOMONITOR_RAW": str(RAW), **(env or {})}
-    exe = Path(sys.executable).parent / "automonitor"
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=full_env,
-                          input=input, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from automonitor import vocab
 from automonitor.hashing import make_sample_id
 from automonitor.pairs_io import FIELDS, export_pairs, parse_pairs
-from conftest import run_cli
+from helpers import run_cli
 
 SEED = Path(__file__).resolve().parents[1] / "seeds" / "examples.jsonl"
 

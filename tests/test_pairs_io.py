@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from automonitor.errors import InputError
 from automonitor.hashing import make_sample_id
 from automonitor.pairs_io import FIELDS, detect_format, parse_pairs
-from conftest import PG_ADMIN_URL, run_cli
+from helpers import PG_ADMIN_URL, run_cli
 
 REQ = "Write a function that reads a user's file by name."
 
