@@ -85,3 +85,10 @@ def sqlite_engine(sqlite_url):
 def cli():
     """``cli(args, db=url)`` runs the installed ``automonitor`` command; returns CompletedProcess."""
     return run_cli
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the browser (e2e) tests last: Playwright's sync API keeps an event loop running in the main
+    thread for as long as its session-scoped fixture lives, which breaks later tests that call
+    ``asyncio.run``."""
+    items.sort(key=lambda item: "/e2e/" in item.nodeid.replace("\\", "/"))
