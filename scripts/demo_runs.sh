@@ -7,6 +7,8 @@
 # tokens and a response 384 (first two thirds + last third; truncation is recorded in each prediction's
 # meta), the instruction prefix is evaluated once and reused; on 2 cores that is about 0.7 s a sample
 # for `direct` and ~1.5 s for `evidence` (which also writes a short quote), i.e. a few minutes in all.
+# llamacpp verdicts are contextually calibrated by default (Zhao et al. 2021, see llamacpp.py; add
+# --param calibrate=false for raw P(Yes) >= 0.5, which flags every sample with this 270M base model).
 # --reuse makes a second `make demo` continue or reuse these runs instead of adding copies; verdicts
 # are cached by content either way, so a repeat makes no model calls.
 set -euo pipefail
