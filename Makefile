@@ -22,10 +22,10 @@ demo: install
 	$(AM) build
 	$(AM) stats
 	bash scripts/demo_runs.sh
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
 
 app: install
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
 
 test: install
 	bash scripts/ensure_chromium.sh
