@@ -277,7 +277,7 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
                                  prompt=_prompt_for(template, examples))
         if reuse:
             same = q.find_equivalent_run(s, monitor=spec.name, template=tpl.name, template_hash=tpl.sha256,
-                                         base_url=base_url, judge=params,
+                                         base_url=base_url, judge=params, config=backend.cache_params(),
                                          fewshot=[e.sample_id for e in examples], sample_ids=ids)
             if same is not None:
                 return same
@@ -288,7 +288,8 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
                   params={"backend": spec.backend, "model": backend.model, "base_url": base_url,
                           "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency),
                           "template_version": tpl.version, "fewshot": [e.sample_id for e in examples],
-                          "judge": params, "strata": stratum_counts(samples, ids)}))
+                          "judge": params, "config": backend.cache_params(),
+                          "strata": stratum_counts(samples, ids)}))
         s.flush()
         q.insert_pending(s, run_id, ids)
     return run_id

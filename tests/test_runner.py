@@ -330,3 +330,18 @@ def test_reuse_returns_an_identical_run_and_only_that(sqlite_engine):
         assert runner.create_run(sqlite_engine, "rules", "direct", reuse=True, **kw) != first
     assert runner.create_run(sqlite_engine, "rules", "evidence", limit=6, sample_seed=1, reuse=True) != first
     assert runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1) != first  # no reuse asked
+
+
+def test_reuse_skips_a_run_made_with_another_backend_configuration(sqlite_engine):
+    """A run recorded with other answer-changing backend settings (e.g. before the local model was
+    calibrated) is not reused, even when monitor, template, parameters and samples are the same."""
+    add_pairs(sqlite_engine, 6)
+    first = runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1)
+    assert runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1, reuse=True) == first
+    with session_scope(sqlite_engine) as s:
+        run = s.get(Run, first)
+        run.params = {**run.params, "config": {"scoring": "an-older-version"}}
+    again = runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1, reuse=True)
+    assert again != first
+    with session_scope(sqlite_engine) as s:
+        assert s.get(Run, again).params["config"] != {"scoring": "an-older-version"}

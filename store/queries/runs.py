@@ -172,9 +172,11 @@ def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache
 
 def find_equivalent_run(session: Session, *, monitor: str, template: str, template_hash: str,
                         base_url: str | None, judge: dict[str, Any], fewshot: list[str],
-                        sample_ids: list[str]) -> str | None:
+                        sample_ids: list[str], config: dict[str, Any] | None = None) -> str | None:
     """The newest measured run with the same monitor, template hash, base URL, judge parameters,
-    few-shot examples and exactly ``sample_ids`` (or ``None``). Finished runs are preferred."""
+    backend configuration (``Backend.cache_params()``, e.g. model file, calibration; a run recorded
+    without one never matches a non-empty ``config``), few-shot examples and exactly ``sample_ids``
+    (or ``None``). Finished runs are preferred."""
     cands = session.execute(sa.select(Run).where(Run.monitor == monitor, Run.template == template,
                                                  Run.template_hash == template_hash, Run.kind == "measured",
                                                  Run.n == len(sample_ids))
@@ -183,6 +185,7 @@ def find_equivalent_run(session: Session, *, monitor: str, template: str, templa
     for run in cands:
         p = run.params or {}
         if (p.get("base_url") != base_url or (p.get("judge") or {}) != judge
+                or (p.get("config") or {}) != (config or {})
                 or list(p.get("fewshot") or []) != list(fewshot)):
             continue
         have = set(session.execute(sa.select(Prediction.sample_id).where(Prediction.run_id == run.id)).scalars())
