@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor import vocab
 from store.models import Prediction, Run, Sample
@@ -206,17 +207,16 @@ def store_version(engine: Engine) -> tuple:
 
 
 def composition_frame(engine: Engine, *, split: str | None = "test") -> pd.DataFrame:
-    """Gold samples counted by ``category``, ``task``, ``label`` (and ``split``): long frame with
-    columns ``category, task, label, split, n``. ``split=None`` covers every split."""
-    q = (sa.select(Sample.category, Sample.task, Sample.label, Sample.split,
-                   sa.func.count(Sample.id).label("n"))
-         .where(Sample.status == "gold")
-         .group_by(Sample.category, Sample.task, Sample.label, Sample.split))
-    if split:
-        q = q.where(Sample.split == split)
-    with engine.connect() as c:
-        rows = c.execute(q).all()
-    return pd.DataFrame(rows, columns=["category", "task", "label", "split", "n"])
+    """Gold samples counted by ``category``, ``task``, ``label``: long frame with columns
+    ``category, task, label, split, n`` (``split`` is the requested split, ``"all"`` for ``None``,
+    which covers test and train) from ``store.queries.samples.composition``, the counts ``stats``
+    prints."""
+    from store.queries.samples import composition
+
+    with Session(engine) as s:
+        rows = composition(s, split or "all")
+    return pd.DataFrame([{**r, "split": split or "all"} for r in rows],
+                        columns=["category", "task", "label", "split", "n"])
 
 
 def composition_pivot(long: pd.DataFrame) -> pd.DataFrame:
@@ -255,37 +255,35 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
     """Run history, newest first: one row per run with
     ``run_id, monitor, template, kind, status, n, done, misbehavior, benign, invalid, refusal, error,
     unscored, api_calls, cache_hits, tokens_in, tokens_out, cost_usd, created_at, started_at,
-    finished_at, duration_s, limit, error_msg``.
+    finished_at, duration_s, limit, error_msg`` (from ``store.queries.runs.list_runs``, the same
+    history ``automonitor runs`` prints).
 
     ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
     seconds (until now for a running run; ``None`` when never started). Costs are US dollars.
     """
-    with engine.connect() as c:
-        runs = c.execute(sa.select(Run).order_by(Run.created_at.desc())).mappings().all()
-        counts = c.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count(Prediction.id))
-                           .group_by(Prediction.run_id, Prediction.outcome)).all()
-    per: dict[str, dict[str, int]] = {}
-    for run_id, outcome, n in counts:
-        per.setdefault(run_id, {})[outcome or "pending"] = int(n)
+    from store.queries.runs import list_runs
+
+    def ts(v: str | None) -> datetime | None:
+        return datetime.fromisoformat(v) if v else None
+
+    with Session(engine) as s:
+        runs = list_runs(s)
     now = datetime.now(timezone.utc)
     rows = []
     for r in runs:
-        cnt = per.get(r["id"], {})
-        started, finished = _aware(r["started_at"]), _aware(r["finished_at"])
-        dur = None
-        if started is not None:
-            dur = ((finished or now) - started).total_seconds()
+        cnt = r["counts"]
+        started, finished = ts(r["started_at"]), ts(r["finished_at"])
         done = sum(v for k, v in cnt.items() if k != "pending")
-        total = r["n"] or (done + cnt.get("pending", 0))
-        row = {"run_id": r["id"], "monitor": r["monitor"], "template": r["template"], "kind": r["kind"],
-               "status": r["status"], "n": int(total), "done": int(done)}
+        row = {"run_id": r["run_id"], "monitor": r["monitor"], "template": r["template"], "kind": r["kind"],
+               "status": r["status"], "n": int(r["n"] or (done + cnt.get("pending", 0))), "done": int(done)}
         for o in vocab.OUTCOMES:
             row[o] = cnt.get(o, 0)
         row["unscored"] = sum(cnt.get(o, 0) for o in vocab.UNSCORED)
         row.update(api_calls=r["api_calls"], cache_hits=r["cache_hits"], tokens_in=r["tokens_in"],
                    tokens_out=r["tokens_out"], cost_usd=float(r["cost_usd"] or 0.0),
-                   created_at=_aware(r["created_at"]), started_at=started, finished_at=finished,
-                   duration_s=dur, limit=(r["params"] or {}).get("limit"), error_msg=r["error"])
+                   created_at=ts(r["created_at"]), started_at=started, finished_at=finished,
+                   duration_s=((finished or now) - started).total_seconds() if started else None,
+                   limit=r["limit"], error_msg=r["error"])
         rows.append(row)
     cols = ["run_id", "monitor", "template", "kind", "status", "n", "done", *vocab.OUTCOMES, "unscored",
             "api_calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd", "created_at", "started_at",
@@ -320,14 +318,6 @@ def run_progress(engine: Engine, run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "status": r.status, "monitor": r.monitor, "template": r.template, "n": n,
             "done": done, "counts": counts, "error": r.error,
             "fraction": (min(1.0, done / n) if n else 0.0)}
-
-
-def _aware(d: datetime | None) -> datetime | None:
-    if d is None:
-        return None
-    if isinstance(d, str):
-        d = datetime.fromisoformat(d)
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
 
 _SAMPLE_LIST_COLS = ["id", "pair_id", "category", "task", "label", "split", "status", "source",

@@ -195,8 +195,10 @@ def find_equivalent_run(session: Session, *, monitor: str, template: str, templa
 
 
 def list_runs(session: Session) -> list[dict[str, Any]]:
-    """All runs, newest first, with counts per outcome, tokens and cost (summed over judged predictions,
-    so a running or killed run shows its progress), API calls, cache hits and duration (seconds)."""
+    """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
+    judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
+    in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
+    ``finished_at``. Used by ``automonitor runs`` and the app's run history."""
     runs = session.execute(sa.select(Run).order_by(Run.created_at.desc(), Run.id)).scalars().all()
     counts: dict[str, dict[str, int]] = {}
     for run_id, outcome, n in session.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
@@ -219,8 +221,10 @@ def list_runs(session: Session) -> list[dict[str, Any]]:
             "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
             "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": tin,
             "tokens_out": tout, "cost_usd": round(cost, 6), "duration_s": dur,
-            "base_url": (r.params or {}).get("base_url"),
+            "base_url": (r.params or {}).get("base_url"), "limit": (r.params or {}).get("limit"),
             "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
+            "started_at": _aware(r.started_at).isoformat() if r.started_at else None,
+            "finished_at": _aware(r.finished_at).isoformat() if r.finished_at else None,
             "error": r.error,
         })
     return out
