@@ -298,21 +298,15 @@ def run_progress(engine: Engine, run_id: str) -> dict[str, Any]:
     Raises ``automonitor.errors.NotFound`` for an unknown run id.
     """
     from automonitor.errors import NotFound
+    from store.queries.runs import outcome_counts
 
-    with engine.connect() as c:
-        r = c.execute(sa.select(Run.status, Run.n, Run.error, Run.monitor, Run.template)
+    with Session(engine) as s:
+        r = s.execute(sa.select(Run.status, Run.n, Run.error, Run.monitor, Run.template)
                       .where(Run.id == run_id)).one_or_none()
         if r is None:
             raise NotFound(f"run {run_id!r} not found")
-        rows = c.execute(sa.select(Prediction.outcome, sa.func.count(Prediction.id))
-                         .where(Prediction.run_id == run_id).group_by(Prediction.outcome)).all()
-    counts = {o: 0 for o in vocab.OUTCOMES}
-    pending = 0
-    for o, n in rows:
-        if o is None:
-            pending += int(n)
-        else:
-            counts[o] = counts.get(o, 0) + int(n)
+        counts = outcome_counts(s, run_id)
+    pending = counts.pop("pending")
     done = sum(counts.values())
     n = int(r.n or 0) or (done + pending)
     return {"run_id": run_id, "status": r.status, "monitor": r.monitor, "template": r.template, "n": n,
