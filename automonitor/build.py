@@ -60,6 +60,7 @@ from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from automonitor.sources import REGISTRY, PairRecord, SourceResult
 from automonitor.vocab import CATEGORIES, PAPER_QUOTAS
+from store.queries import chunks as _chunks
 
 ORIGIN = "build"
 
@@ -354,11 +355,6 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
 
 
 # --- store side -----------------------------------------------------------------------------------
-
-def _chunks(seq: list, n: int = 900) -> Iterable[list]:
-    for i in range(0, len(seq), n):
-        yield seq[i:i + n]
-
 
 def _referenced(session, ids: list[str]) -> dict[str, set[str]]:
     """Which of ``ids`` are referenced by predictions, assignments, annotations, adjudications."""

@@ -1,1 +1,26 @@
-"""Query helpers over the store, one module per area (samples, runs, annotation)."""
+"""Query helpers over the store, one module per area (samples, runs, analysis, annotation), and the
+chunked ``IN (...)`` lookup they share."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+import sqlalchemy as sa
+
+# SQLite allows 999 bound parameters per statement in older builds; stay below it everywhere.
+IN_CHUNK = 900
+
+
+def chunks(seq: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
+    """Consecutive slices of ``seq`` of at most ``size`` items."""
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+def rows_by_ids(conn, columns: Sequence[Any], id_column: Any, ids: Iterable[Any]) -> list[Any]:
+    """Rows of ``SELECT columns WHERE id_column IN ids``, ``ids`` deduplicated (order kept) and sent in
+    chunks of :data:`IN_CHUNK`. ``conn`` is a SQLAlchemy connection or session."""
+    out: list[Any] = []
+    for part in chunks(list(dict.fromkeys(ids))):
+        out += conn.execute(sa.select(*columns).where(id_column.in_(part))).all()
+    return out

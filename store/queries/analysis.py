@@ -12,16 +12,12 @@ from sqlmodel import Session
 
 from automonitor.errors import NotFound
 from store.models import Monitor, Prediction, Run, Sample, utcnow
+from store.queries import chunks as _chunks, rows_by_ids
 
 RUN_COLUMNS = ["run_id", "monitor", "template", "kind", "status", "n", "params", "created_at"]
 PREDICTION_COLUMNS = ["run_id", "monitor", "template", "kind", "sample_id", "pair_id", "category", "task",
                       "label", "outcome", "score", "evidence", "raw", "reason", "pred_category", "severity"]
 _LIGHT = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
-
-
-def _chunks(seq: Sequence[Any], size: int = 900) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(seq), size):
-        yield seq[i:i + size]
 
 
 def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
@@ -100,25 +96,17 @@ def _decode_list(v: Any) -> list[Any]:
 
 def load_sample_texts(engine: Engine, sample_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
     """``{sample_id: (request, response)}`` for the given ids (missing ids are left out)."""
-    ids = list(dict.fromkeys(sample_ids))
-    out: dict[str, tuple[str, str]] = {}
     with engine.connect() as c:
-        for part in _chunks(ids):
-            for sid, req, resp in c.execute(sa.select(Sample.id, Sample.request, Sample.response)
-                                            .where(Sample.id.in_(part))):  # type: ignore[attr-defined]
-                out[sid] = (req, resp)
-    return out
+        rows = rows_by_ids(c, [Sample.id, Sample.request, Sample.response], Sample.id, sample_ids)
+    return {sid: (req, resp) for sid, req, resp in rows}
 
 
 def sample_frame(engine: Engine, sample_ids: Iterable[str]) -> pd.DataFrame:
     """Samples (id, pair_id, category, task, label, request, response, source) for the given ids."""
-    ids = list(dict.fromkeys(sample_ids))
     cols = [Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.request,
             Sample.response, Sample.source]
-    rows = []
     with engine.connect() as c:
-        for part in _chunks(ids):
-            rows += c.execute(sa.select(*cols).where(Sample.id.in_(part))).all()  # type: ignore[attr-defined]
+        rows = rows_by_ids(c, cols, Sample.id, sample_ids)
     return pd.DataFrame([tuple(r) for r in rows],
                         columns=["sample_id", "pair_id", "category", "task", "label", "request", "response",
                                  "source"])
@@ -126,12 +114,7 @@ def sample_frame(engine: Engine, sample_ids: Iterable[str]) -> pd.DataFrame:
 
 def pair_ids_for(session: Session, sample_ids: Iterable[str]) -> dict[str, str]:
     """``{sample_id: pair_id}`` for those of ``sample_ids`` present in the store."""
-    ids = list(dict.fromkeys(sample_ids))
-    out: dict[str, str] = {}
-    for part in _chunks(ids):
-        for sid, pid in session.execute(sa.select(Sample.id, Sample.pair_id).where(Sample.id.in_(part))):  # type: ignore[attr-defined]
-            out[sid] = pid
-    return out
+    return dict(rows_by_ids(session, [Sample.id, Sample.pair_id], Sample.id, sample_ids))
 
 
 def external_monitor(session: Session, name: str) -> Monitor:

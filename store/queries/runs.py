@@ -13,6 +13,7 @@ from sqlmodel import Session
 
 from automonitor.vocab import OUTCOMES
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
+from store.queries import rows_by_ids
 
 CACHE_FIELDS = ("outcome", "score", "raw", "reason", "evidence", "pred_category", "severity", "tokens_in",
                 "tokens_out", "cost_usd", "meta")
@@ -39,15 +40,11 @@ def test_samples(session: Session, split: str = "test") -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in rows]
 
 
-def sample_texts(session: Session, ids: list[str], chunk: int = 900) -> dict[str, dict[str, Any]]:
+def sample_texts(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
     """``{sample_id: {request, response, content_hash}}`` for ``ids``."""
-    out: dict[str, dict[str, Any]] = {}
-    for i in range(0, len(ids), chunk):
-        part = ids[i:i + chunk]
-        for r in session.execute(sa.select(Sample.id, Sample.request, Sample.response, Sample.content_hash)
-                                 .where(Sample.id.in_(part))).all():  # type: ignore[attr-defined]
-            out[r.id] = {"request": r.request, "response": r.response, "content_hash": r.content_hash}
-    return out
+    return {r.id: {"request": r.request, "response": r.response, "content_hash": r.content_hash}
+            for r in rows_by_ids(session, [Sample.id, Sample.request, Sample.response, Sample.content_hash],
+                                 Sample.id, ids)}
 
 
 def train_examples(session: Session) -> list[dict[str, Any]]:

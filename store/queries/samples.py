@@ -8,18 +8,14 @@ import sqlalchemy as sa
 from sqlmodel import Session
 
 from store.models import Sample
+from store.queries import rows_by_ids
 
 _COLUMNS = [c.name for c in Sample.__table__.columns]
 
 
-def existing_ids(session: Session, ids: Iterable[str], chunk: int = 900) -> set[str]:
+def existing_ids(session: Session, ids: Iterable[str]) -> set[str]:
     """The subset of ``ids`` already present in the ``sample`` table."""
-    ids = list(ids)
-    found: set[str] = set()
-    for i in range(0, len(ids), chunk):
-        part = ids[i:i + chunk]
-        found.update(session.exec(sa.select(Sample.id).where(Sample.id.in_(part))).scalars())  # type: ignore[attr-defined]
-    return found
+    return {r[0] for r in rows_by_ids(session, [Sample.id], Sample.id, ids)}
 
 
 def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
