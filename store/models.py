@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import Field, SQLModel
 
 
@@ -43,7 +44,27 @@ class Sample(SQLModel, table=True):
     request_hash: str = Field(index=True, max_length=64)
     response_hash: str = Field(index=True, max_length=64)
     content_hash: str = Field(index=True, max_length=64)  # sha256 of request + response + label
+    # How the label is known (CONTRACT "label provenance"): human_per_response | by_construction |
+    # patch_pair | preference_pair | instructed_demo | adjudicated | user
+    label_source: str = Field(
+        default="user", index=True, max_length=32,
+        sa_column_kwargs={"server_default": "user"},
+    )
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class EditionSample(SQLModel, table=True):
+    """Membership of a gold test sample in an edition of the test set (``paper``, ``verified``).
+
+    An edition is a named set of samples; a sample may belong to several. The ``paper`` edition mirrors
+    the paper's composition; ``verified`` holds the pairs whose label passed the quality gates plus every
+    adjudicated pair. Both sides of a pair are always members together.
+    """
+
+    __tablename__ = "edition_sample"
+    edition: str = Field(primary_key=True, max_length=16)
+    sample_id: str = Field(primary_key=True, foreign_key="sample.id", index=True, max_length=64)
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -70,7 +91,9 @@ class Run(SQLModel, table=True):
     template: str = Field(max_length=32)
     template_hash: Optional[str] = Field(default=None, max_length=64)
     status: str = Field(default="pending", index=True, max_length=16)
-    kind: str = Field(default="measured", max_length=16)  # measured | imported
+    kind: str = Field(default="measured", max_length=16)  # measured | imported | derived | generation
+    edition: Optional[str] = Field(default=None, index=True, max_length=16)  # test-set edition judged
+    archived: bool = Field(default=False, sa_column_kwargs={"server_default": sa_false()})
     params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     n: int = 0
     api_calls: int = 0
