@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +59,8 @@ from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
-from automonitor.sources import REGISTRY, PairRecord, SourceResult
+from automonitor.gates import conversation_groups
+from automonitor.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
 from automonitor.vocab import CATEGORIES, PAPER_QUOTAS
 from store.queries import chunks as _chunks
 
@@ -67,28 +69,41 @@ ORIGIN = "build"
 
 @dataclass(frozen=True)
 class Quota:
-    """Test-set quota of one source, in pairs."""
+    """Test-set quota of one source, in pairs. With ``shares_with``, the quota is ``pairs`` minus the
+    pairs built for that other source (which fills an otherwise empty cell of the same category)."""
 
     source: str
     category: str
     task: str
     pairs: int
+    shares_with: str | None = None
 
 
 TEST_PLAN: tuple[Quota, ...] = (
-    Quota("hh_rlhf", "safety_permission", "qa", 293),
+    Quota("rjudge", "safety_permission", "reasoning", 131),
+    Quota("hh_rlhf", "safety_permission", "qa", 293, shares_with="rjudge"),
     Quota("safecoder", "safety_permission", "code", 200),
     Quota("sven", "safety_permission", "code", 93),
-    Quota("turpin_bbh_suggested_answer", "sycophancy_bias", "reasoning", 481),
+    Quota("sycophancy_qa", "sycophancy_bias", "qa", 481),
+    Quota("turpin_bbh_suggested_answer", "sycophancy_bias", "reasoning", 481, shares_with="sycophancy_qa"),
     Quota("school_of_reward_hacks", "specification_gaming", "qa", 219),
     Quota("rl_character_apps", "specification_gaming", "code", 178),
     Quota("rl_character_mbpp", "specification_gaming", "code", 41),
 )
+# Test pairs of the ``verified`` edition only (sources that fill no empty cell of the paper mirror).
+VERIFIED_EXTRA: tuple[Quota, ...] = (
+    Quota("xstest", "safety_permission", "qa", 131),
+    Quota("reward_hack_gen_codeforces", "specification_gaming", "code", 150),
+)
+# Label provenances that never enter ``verified`` without adjudication.
+NOT_VERIFIED: frozenset[str] = frozenset({"preference_pair"})
+EDITIONS: tuple[str, ...] = ("paper", "verified")
 CANDIDATE_PLAN: dict[str, int] = {
     "school_of_reward_hacks": 100,
     "turpin_bbh_suggested_answer": 100,
     "rl_character_apps": 40,
 }
+CODE_SOURCES_PY_DEFAULT = "Python"
 
 NO_RAW_HINT = ("set AUTOMONITOR_RAW or pass --raw DIR (the layout of ../shared/raw; `automonitor "
                "fetch-sources --dest DIR` downloads it), or load your own pairs with "
@@ -97,8 +112,10 @@ NO_RAW_HINT = ("set AUTOMONITOR_RAW or pass --raw DIR (the layout of ../shared/r
 
 def _check_plan() -> None:
     per_cat: Counter = Counter()
+    sharing = {q.shares_with for q in TEST_PLAN if q.shares_with}
     for q in TEST_PLAN:
-        per_cat[q.category] += 2 * q.pairs
+        if q.source not in sharing:
+            per_cat[q.category] += 2 * q.pairs
     assert dict(per_cat) == PAPER_QUOTAS, (dict(per_cat), PAPER_QUOTAS)
 
 
@@ -166,13 +183,17 @@ def _hashes(p: PairRecord) -> tuple[str, str, str]:
     return sha256_text(p.request), sha256_text(p.misbehavior), sha256_text(p.benign)
 
 
-def _rows_for(p: PairRecord, split: str | None, status: str, h: tuple[str, str, str]) -> list[dict[str, Any]]:
+def _rows_for(p: PairRecord, split: str | None, status: str, h: tuple[str, str, str],
+              editions: tuple[str, ...] = (), sides: tuple[str, ...] = ("misbehavior", "benign"),
+              extra_meta: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     rows = []
     for label, text, fname, rec, side_meta, rh in (
         ("misbehavior", p.misbehavior, p.mis_file, p.mis_record, p.mis_meta, h[1]),
         ("benign", p.benign, p.ben_file, p.ben_record, p.ben_meta, h[2]),
     ):
-        meta = {k: v for k, v in {**p.meta, **side_meta}.items() if v is not None}
+        if label not in sides:
+            continue
+        meta = {k: v for k, v in {**p.meta, **side_meta, **(extra_meta or {})}.items() if v is not None}
         meta["origin"] = ORIGIN
         rows.append({
             "id": make_sample_id(p.pair_id, label, p.request, text),
@@ -180,8 +201,41 @@ def _rows_for(p: PairRecord, split: str | None, status: str, h: tuple[str, str, 
             "request": p.request, "response": text, "source": p.source, "source_file": fname,
             "source_record": rec, "split": split, "status": status, "request_hash": h[0],
             "response_hash": rh, "content_hash": content_hash(p.request, text, label), "meta": meta,
+            "label_source": p.label_source, "editions": editions,
         })
     return rows
+
+
+def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter]) -> list[PairRecord]:
+    """The quality gates of one source's pairs (module doc "Quality gates"); returns the pairs kept,
+    with comments stripped from code and ``gate`` set on pairs that go to the candidate pool; counts
+    what each gate did in ``gates[name]``."""
+    from dataclasses import replace
+
+    from automonitor.gates import FEW_TOKENS, few_tokens_differ, hardcode_screen, strip_comments, whitespace_equal
+
+    g = gates.setdefault(name, Counter())
+    out: list[PairRecord] = []
+    for p in res.pairs:
+        if p.task == "code":
+            lang = p.meta.get("language") or CODE_SOURCES_PY_DEFAULT
+            mis, ben = strip_comments(p.misbehavior, lang), strip_comments(p.benign, lang)
+            if mis != p.misbehavior or ben != p.benign:
+                g["comments stripped (pairs)"] += 1
+                p = replace(p, misbehavior=mis.strip("\n"), benign=ben.strip("\n"))
+            if whitespace_equal(p.misbehavior, p.benign):
+                g["dropped: equal after whitespace normalisation"] += 1
+                continue
+            if few_tokens_differ(p.misbehavior, p.benign, FEW_TOKENS):
+                g[f"to candidates: <= {FEW_TOKENS} tokens differ"] += 1
+                p = replace(p, gate=f"code sides differ by <= {FEW_TOKENS} tokens")
+            elif name == "reward_hack_gen_codeforces":
+                why = hardcode_screen(p.benign, p.request)
+                if why:
+                    g["to candidates: plain side may hard-code the samples"] += 1
+                    p = replace(p, gate=f"plain side may hard-code the sample tests: {why}")
+        out.append(p)
+    return out
 
 
 def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[str, SourceResult]:
@@ -226,10 +280,11 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
     seen: set[tuple[str, str]] = set()
     pool: dict[str, list[PairRecord]] = {}
     hashes: dict[str, tuple[str, str, str]] = {}
+    gates: dict[str, Counter] = {}
     for name, res in results.items():
         kept = []
         dropped = Counter(res.dropped)
-        for p in res.pairs:
+        for p in apply_gates(name, res, gates):
             h = _hashes(p)
             key = (h[1], h[2])
             if key in seen or p.pair_id in hashes:
@@ -242,26 +297,36 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         report["sources"][name] = {
             "category": REGISTRY[name].category, "task": REGISTRY[name].task,
             "files_read": len(res.files), "files_missing": res.missing,
-            "pairs_available": len(kept), "eligible_for_test": sum(p.eligible_test for p in kept),
+            "optional": name in OPTIONAL_SOURCES,
+            "pairs_available": len(kept), "eligible_for_test": sum(p.eligible_test and not p.gate for p in kept),
             "dropped": dict(sorted(dropped.items())),
         }
 
-    # 1. test selection
+    # hh_rlhf conversation groups: no conversation may be in both train and test
+    conv: dict[str, int] = {}
+    if pool.get("hh_rlhf"):
+        hh = pool["hh_rlhf"]
+        for p, gi in zip(hh, conversation_groups([p.request for p in hh])):
+            conv[p.pair_id] = gi
+
+    # 1. test selection: the paper mirror, then the verified-only sources
     test: dict[str, list[PairRecord]] = {}
     t_req: set[str] = set()
     t_mis: set[str] = set()
     t_ben: set[str] = set()
     quotas = []
-    for q in TEST_PLAN:
-        eligible = [p for p in pool.get(q.source, []) if p.eligible_test]
+    built: dict[str, int] = {}
+    for q in TEST_PLAN + VERIFIED_EXTRA:
+        target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
+        eligible = [p for p in pool.get(q.source, []) if p.eligible_test and not p.gate]
         rng = rng_for(seed, q.source, "test")
         order = _shuffled(eligible, rng)
         groups = {p.group for p in order}
         if len(groups) > 1:
             counts = Counter(p.group or "" for p in order)
-            alloc = proportional(dict(counts), q.pairs)
+            alloc = proportional(dict(counts), target)
         else:
-            alloc = {(order[0].group or "") if order else "": q.pairs}
+            alloc = {(order[0].group or "") if order else "": target}
         taken_per: Counter = Counter()
         chosen: list[PairRecord] = []
         for p in order:
@@ -277,8 +342,11 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
             t_ben.add(hb)
             t_req.add(hashes[p.pair_id][0])
         test[q.source] = chosen
-        quotas.append({"source": q.source, "category": q.category, "task": q.task,
-                       "target_pairs": q.pairs, "built_pairs": len(chosen)})
+        built[q.source] = len(chosen)
+        if q in TEST_PLAN:
+            quotas.append({"source": q.source, "category": q.category, "task": q.task,
+                           "target_pairs": target, "built_pairs": len(chosen)})
+    paper_sources = {q.source for q in TEST_PLAN}
     ext_req, ext_resp = external_test or (set(), set())
     block_req = t_req | ext_req
     block_resp = t_mis | t_ben | ext_resp
@@ -287,34 +355,61 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         h = hashes[p.pair_id]
         return h[0] in req or h[1] in resp or h[2] in resp
 
-    # 2. candidate pool
+    def editions_of(p: PairRecord) -> tuple[str, ...]:
+        eds = ("paper",) if p.source in paper_sources else ()
+        if p.label_source not in NOT_VERIFIED:
+            eds += ("verified",)
+        return eds
+
+    # 2. candidate pool: the planned draws, every gate-failing pair (with its reason), and a copy
+    #    (own pair_id ``cand:<pair_id>``) of each paper test pair whose provenance keeps it out of verified
     test_ids = {p.pair_id for ps in test.values() for p in ps}
-    cands: dict[str, list[PairRecord]] = {}
+    cands: dict[str, list[tuple[PairRecord, str | None]]] = defaultdict(list)
     c_req: set[str] = set()
     c_resp: set[str] = set()
     for name, n in CANDIDATE_PLAN.items():
-        rest = [p for p in pool.get(name, []) if p.pair_id not in test_ids and p.eligible_test
+        rest = [p for p in pool.get(name, []) if p.pair_id not in test_ids and p.eligible_test and not p.gate
                 and not collides(p, block_req, block_resp)]
-        chosen = _shuffled(rest, rng_for(seed, name, "candidates"))[:n]
-        cands[name] = chosen
-        for p in chosen:
-            h = hashes[p.pair_id]
+        for p in _shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
+            cands[name].append((p, None))
+    for name, pairs in pool.items():
+        for p in pairs:
+            if p.gate and p.eligible_test and not collides(p, block_req, block_resp):
+                cands[name].append((p, p.gate))
+    for name, pairs in test.items():
+        for p in pairs:
+            if p.label_source in NOT_VERIFIED:
+                cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"),
+                                    f"{p.label_source}: enters verified only through adjudication"))
+    for name, cs in cands.items():
+        for p, _why in cs:
+            h = _hashes(p)
             c_req.add(h[0])
             c_resp.update(h[1:])
-    cand_ids = {p.pair_id for ps in cands.values() for p in ps}
+    cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
+    held_groups = {conv[p.pair_id.removeprefix("cand:")] for cs in cands.values() for p, _ in cs
+                   if p.pair_id.removeprefix("cand:") in conv}
+    held_groups |= {conv[p.pair_id] for p in test.get("hh_rlhf", [])}
 
     # 3. train: everything else that does not collide with test or candidates
     plan = Plan(report=report)
     train_counts: Counter = Counter()
     train_dropped: Counter = Counter()
+    conv_dropped: Counter = Counter()
     not_train_req, not_train_resp = block_req | c_req, block_resp | c_resp
     for name, pairs in pool.items():
         for p in test.get(name, []):
-            plan.rows.extend(_rows_for(p, "test", "gold", hashes[p.pair_id]))
-        for p in cands.get(name, []):
-            plan.rows.extend(_rows_for(p, None, "candidate", hashes[p.pair_id]))
+            plan.rows.extend(_rows_for(p, "test", "gold", hashes[p.pair_id], editions_of(p)))
+        for p, why in cands.get(name, []):
+            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p),
+                                       extra_meta={"gate": why} if why else None))
         for p in pairs:
             if p.pair_id in test_ids or p.pair_id in cand_ids:
+                continue
+            if p.gate:  # gate-failing pair not offered as candidate (it collides with the test set)
+                continue
+            if p.pair_id in conv and conv[p.pair_id] in held_groups:
+                conv_dropped[name] += 1
                 continue
             if collides(p, not_train_req, not_train_resp):
                 train_dropped[name] += 1
@@ -322,14 +417,32 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
             plan.rows.extend(_rows_for(p, "train", "gold", hashes[p.pair_id]))
             train_counts[name] += 1
 
+    # 4. controls: benign-only samples (split ``controls``), never sharing a text with test/train
+    ctrl_n: Counter = Counter()
+    ctrl_seen: set[str] = set()
+    for name, res in results.items():
+        for c in res.controls:
+            h = _hashes(c)
+            if h[2] in ctrl_seen or h[2] in block_resp:
+                continue
+            ctrl_seen.add(h[2])
+            plan.rows.extend(_rows_for(c, "controls", "gold", h, sides=("benign",)))
+            ctrl_n[name] += 1
+
     for name in pool:
         s = report["sources"][name]
         s["test_pairs"] = len(test.get(name, []))
         s["candidate_pairs"] = len(cands.get(name, []))
         s["train_pairs"] = train_counts[name]
         s["train_dropped_hash_collision"] = train_dropped[name]
+        if name in conv:
+            pass
+        if name == "hh_rlhf":
+            s["train_dropped_same_conversation"] = conv_dropped[name]
+        s["label_source"] = sorted({p.label_source for p in pool[name]})
     shortfalls = [{**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
-                  for q in quotas if q["built_pairs"] < q["target_pairs"]]
+                  for q in quotas if q["built_pairs"] < q["target_pairs"]
+                  and not (q["source"] in {x.shares_with for x in TEST_PLAN})]
     cat_built: Counter = Counter()
     for q in quotas:
         cat_built[q["category"]] += 2 * q["built_pairs"]
@@ -341,15 +454,29 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
             shortfalls.append({"category": c, "target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c],
                                "missing_samples": PAPER_QUOTAS[c] - cat_built[c]})
     report["shortfalls"] = shortfalls
-    n_test = sum(len(v) for v in test.values())
+    n_test = sum(len(test.get(q.source, [])) for q in TEST_PLAN)
     n_cand = sum(len(v) for v in cands.values())
     by_ct: dict[str, dict[str, int]] = defaultdict(dict)
     for q in quotas:
         by_ct[q["category"]][q["task"]] = by_ct[q["category"]].get(q["task"], 0) + 2 * q["built_pairs"]
     report["test"] = {"pairs": n_test, "samples": 2 * n_test, "by_category": dict(cat_built),
                       "by_category_task": dict(by_ct)}
+    eds: dict[str, dict[str, Any]] = {}
+    for ed in EDITIONS:
+        ps = [p for ts in test.values() for p in ts if ed in editions_of(p)]
+        ct: Counter = Counter(f"{p.category}/{p.task}" for p in ps)
+        srcs: Counter = Counter(p.source for p in ps)
+        eds[ed] = {"pairs": len(ps), "samples": 2 * len(ps), "by_category_task": dict(sorted(ct.items())),
+                   "by_source": dict(sorted(srcs.items()))}
+    report["editions"] = eds
+    report["gates"] = {k: dict(sorted(v.items())) for k, v in sorted(gates.items()) if v}
+    report["gates"]["hh_rlhf conversation split"] = {
+        "conversations": len(set(conv.values())), "train_pairs_dropped_same_conversation": conv_dropped["hh_rlhf"]}
+    report["controls"] = {"samples": sum(ctrl_n.values()), "by_source": dict(ctrl_n)}
     report["candidates"] = {"pairs": n_cand, "samples": 2 * n_cand,
-                            "by_source": {k: len(v) for k, v in cands.items()}}
+                            "by_source": {k: len(v) for k, v in cands.items()},
+                            "by_reason": dict(Counter((why or "planned draw").split(":")[0]
+                                                      for cs in cands.values() for _, why in cs))}
     report["train"] = {"pairs": sum(train_counts.values()), "samples": 2 * sum(train_counts.values())}
     return plan
 
@@ -406,7 +533,7 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
             annotations reference and ``force`` is false. Nothing is changed then.
     """
     from store import session_scope
-    from store.models import Adjudication, BuildLog, Sample
+    from store.models import Adjudication, BuildLog, EditionSample, Sample
     from store.queries.samples import insert_samples
 
     t0 = time.perf_counter()
@@ -416,14 +543,14 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
         # external gold test samples (not build-derived), and the current build-derived rows
         ext_req: set[str] = set()
         ext_resp: set[str] = set()
-        current: dict[str, tuple[str | None, str]] = {}
+        current: dict[str, tuple[str | None, str, str]] = {}
         settled: set[str] = set()
         q = sa.select(Sample.id, Sample.source, Sample.split, Sample.status, Sample.meta,
-                      Sample.request_hash, Sample.response_hash)
-        for sid, source, split, status, meta, rh, sh in session.execute(q):
+                      Sample.request_hash, Sample.response_hash, Sample.label_source)
+        for sid, source, split, status, meta, rh, sh, lsrc in session.execute(q):
             is_build = source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN
             if is_build:
-                current[sid] = (split, status)
+                current[sid] = (split, status, lsrc)
                 if "annotation" in meta:  # finalized by the annotation workflow
                     settled.add(sid)
             elif status == "gold" and split == "test":
@@ -438,7 +565,7 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
                 sa.select(Adjudication.sample_id).where(Adjudication.sample_id.in_(part))).scalars())
         to_delete = [i for i in current if i not in planned]
         to_update = [i for i in current if i in planned and i not in adjudicated
-                     and current[i] != (planned[i]["split"], planned[i]["status"])]
+                     and current[i] != (planned[i]["split"], planned[i]["status"], planned[i]["label_source"])]
         affected = to_delete + to_update
         refs = _referenced(session, affected) if affected else {}
         dependents: dict[str, int] = {}
@@ -452,16 +579,37 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
                     f"({desc}); rerun with --force to delete those runs, assignments, annotations and "
                     f"adjudications, or keep the current seed", field="--seed")
             dependents = _delete_dependents(session, sorted(set().union(*refs.values())))
+        # edition membership of build samples (adjudicated/finalized ones keep theirs)
+        have_ed: set[tuple[str, str]] = set()
+        for part in _chunks(cur_ids):
+            have_ed.update(session.execute(sa.select(EditionSample.edition, EditionSample.sample_id)
+                                           .where(EditionSample.sample_id.in_(part))).all())
+        want_ed = {(ed, r["id"]) for r in plan.rows for ed in r.get("editions", ())
+                   if r["id"] not in adjudicated}
+        drop_ed = [(ed, sid) for ed, sid in have_ed
+                   if sid not in adjudicated and ((ed, sid) not in want_ed or sid in to_delete)]
+        for ed, sid in drop_ed:
+            session.execute(sa.delete(EditionSample).where(EditionSample.edition == ed,
+                                                           EditionSample.sample_id == sid))
         for part in _chunks(to_delete):
+            session.execute(sa.delete(EditionSample).where(EditionSample.sample_id.in_(part)))
             session.execute(sa.delete(Sample).where(Sample.id.in_(part)))
         if to_update:
             stmt = (sa.update(Sample.__table__).where(Sample.__table__.c.id == sa.bindparam("_id"))
-                    .values(split=sa.bindparam("_split"), status=sa.bindparam("_status")))
-            session.execute(stmt, [{"_id": i, "_split": planned[i]["split"], "_status": planned[i]["status"]}
-                                   for i in to_update])
+                    .values(split=sa.bindparam("_split"), status=sa.bindparam("_status"),
+                            label_source=sa.bindparam("_ls")))
+            session.execute(stmt, [{"_id": i, "_split": planned[i]["split"], "_status": planned[i]["status"],
+                                    "_ls": planned[i]["label_source"]} for i in to_update])
         new_rows = [r for r in plan.rows if r["id"] not in current]
         inserted = insert_samples(session, new_rows)
-        changed = bool(inserted or to_update or to_delete)
+        add_ed = sorted(want_ed - set(have_ed))
+        if add_ed:
+            from store.models import utcnow
+
+            now = utcnow()
+            session.execute(sa.insert(EditionSample), [{"edition": ed, "sample_id": sid, "created_at": now}
+                                                       for ed, sid in add_ed])
+        changed = bool(inserted or to_update or to_delete or add_ed or drop_ed)
         last = latest_seed(session)
         report = dict(plan.report)
         report.update({"inserted": inserted, "updated": len(to_update), "deleted": len(to_delete),

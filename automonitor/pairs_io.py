@@ -15,6 +15,7 @@ field          required  value
 ``sample_id``  no        str (at most 64 characters); assigned with ``hashing.make_sample_id`` when absent
 ``source``     no        str (at most 64 characters); default ``"import"``
 ``meta``       no        JSON object (default ``{}``)
+``label_source`` no      label provenance (``vocab.LABEL_SOURCES``); default ``"user"``
 =============  ========  =====================================================================
 
 A valid pair has exactly one ``misbehavior`` and one ``benign`` sample, the same category and task, and
@@ -48,13 +49,15 @@ from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_
 from automonitor.records import Problems, RawRecord, bad_byte_note, loads, read_file_bytes
 
 FIELDS: tuple[str, ...] = ("sample_id", "pair_id", "category", "task", "request", "response", "label",
-                           "source", "meta")
+                           "source", "meta", "label_source")
 REQUIRED: tuple[str, ...] = ("pair_id", "category", "task", "request", "response", "label")
 FORMATS: tuple[str, ...] = records.FORMATS
 DEFAULT_SOURCE = "import"
 MAX_LEN: dict[str, int] = {"sample_id": 64, "pair_id": 128, "source": 64}
-_VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS}
-_STR_FIELDS = ("sample_id", "pair_id", "category", "task", "request", "response", "label", "source")
+_VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS,
+          "label_source": vocab.LABEL_SOURCES}
+_STR_FIELDS = ("sample_id", "pair_id", "category", "task", "request", "response", "label", "source", "label_source")
+DEFAULT_LABEL_SOURCE = "user"
 EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "all")
 EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
 
@@ -73,6 +76,7 @@ class PairRecord:
     label: str
     source: str
     meta: dict[str, Any] = dc_field(default_factory=dict)
+    label_source: str = "user"
 
     def as_row(self) -> dict[str, Any]:
         """The record as a pair-file row (the contract's columns, in ``FIELDS`` order)."""
@@ -153,7 +157,7 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
                      line=line, field=missing[0])
     for f in _STR_FIELDS:
         v = d.get(f)
-        if v is None or (v == "" and f in ("sample_id", "source")):
+        if v is None or (v == "" and f in ("sample_id", "source", "label_source")):
             continue
         if not isinstance(v, str):
             problems.add(f"must be a string, got {_type_name(v)}", line=line, field=f)
@@ -203,7 +207,8 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
                                                   vals["response"])
     return PairRecord(line=line, sample_id=sid, pair_id=vals["pair_id"], category=vals["category"],
                       task=vals["task"], request=vals["request"], response=vals["response"],
-                      label=vals["label"], source=vals.get("source") or default_source, meta=meta)
+                      label=vals["label"], source=vals.get("source") or default_source, meta=meta,
+                      label_source=vals.get("label_source") or DEFAULT_LABEL_SOURCE)
 
 
 def validate_records(records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE,
@@ -343,7 +348,8 @@ def sample_rows(records: list[PairRecord], *, status: str, split: str | None, so
                  source_file=(source_file[-512:] if source_file else None), source_record=str(r.line),
                  split=split, status=status, request_hash=sha256_text(r.request),
                  response_hash=sha256_text(r.response),
-                 content_hash=content_hash(r.request, r.response, r.label), meta=r.meta)
+                 content_hash=content_hash(r.request, r.response, r.label), meta=r.meta,
+                 label_source=r.label_source)
             for r in records]
 
 
@@ -435,12 +441,15 @@ def _record_key(s) -> tuple:
             int(rec) if rec.isdigit() else 0, rec, s.id)
 
 
-def fetch_pair_rows(session, *, split: str = "test", status: str = "gold") -> list[dict[str, Any]]:
+def fetch_pair_rows(session, *, split: str = "test", status: str = "gold", edition: str | None = None,
+                    label_source: str | None = None) -> list[dict[str, Any]]:
     """Stored samples as pair-file rows (``FIELDS`` keys), in insertion order (then file line order).
 
     ``status``: ``gold`` | ``candidate`` | ``rejected`` | ``all``. ``split``: ``test`` | ``train`` |
     ``all``; it filters samples that have a split (gold ones); candidates have none and are selected by
-    ``status`` alone. Raises ``InputError`` for an unknown value.
+    ``status`` alone. ``edition`` (``paper``|``verified``, split ``test``): only that edition's test
+    samples. ``label_source``: only samples with that provenance. Raises ``InputError`` for an unknown
+    value.
     """
     import sqlalchemy as sa
 
@@ -452,6 +461,15 @@ def fetch_pair_rows(session, *, split: str = "test", status: str = "gold") -> li
         raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})",
                          field="--status")
     q = sa.select(Sample)
+    if label_source is not None:
+        if label_source not in vocab.LABEL_SOURCES:
+            raise InputError(f"unknown label source '{label_source}' (use one of: "
+                             f"{', '.join(vocab.LABEL_SOURCES)})", field="--label-source")
+        q = q.where(Sample.label_source == label_source)
+    if edition is not None and split == "test" and status == "gold":
+        from store.queries.samples import edition_filter
+
+        q = q.where(*edition_filter(session, edition))
     if status != "all":
         q = q.where(Sample.status == status)
     if split != "all":
@@ -459,7 +477,7 @@ def fetch_pair_rows(session, *, split: str = "test", status: str = "gold") -> li
     samples = sorted(session.execute(q).scalars(), key=_record_key)
     return [{"sample_id": s.id, "pair_id": s.pair_id, "category": s.category, "task": s.task,
              "request": s.request, "response": s.response, "label": s.label,
-             "source": s.source, "meta": dict(s.meta or {})} for s in samples]
+             "source": s.source, "meta": dict(s.meta or {}), "label_source": s.label_source} for s in samples]
 
 
 def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -518,14 +536,15 @@ def check_export_options(path: str | os.PathLike, *, fmt: str | None = None, spl
 
 
 def export_pairs(engine, path: str | os.PathLike, *, fmt: str | None = None, split: str = "test",
-                 status: str = "gold") -> dict[str, Any]:
+                 status: str = "gold", edition: str | None = None, label_source: str | None = None
+                 ) -> dict[str, Any]:
     """Export stored samples to a pair file. Returns ``{"file", "format", "rows", "pairs", "split",
     "status"}``. See ``fetch_pair_rows`` for the filters and ``write_pairs`` for the formats."""
     from store import session_scope
 
     check_export_options(path, fmt=fmt, split=split, status=status)  # fail before touching the store
     with session_scope(engine) as session:
-        rows = fetch_pair_rows(session, split=split, status=status)
+        rows = fetch_pair_rows(session, split=split, status=status, edition=edition, label_source=label_source)
     fmt = write_pairs(rows, path, fmt)
     return {"file": str(path), "format": fmt, "rows": len(rows),
             "pairs": len({r["pair_id"] for r in rows}), "split": split, "status": status}

@@ -63,7 +63,7 @@ from automonitor.monitors import (
     price_for,
 )
 from automonitor.prompts import FewShotExample, PromptBuilder, choose_fewshot, load_template, truncate_chars
-from automonitor.sampling import stratified_sample, stratum_counts
+from automonitor.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from automonitor.vocab import OUTCOMES
 from store import session_scope
 from store.models import Run, Sample, utcnow
@@ -232,7 +232,7 @@ def _lease_held_by_other(lease: dict[str, Any] | None) -> bool:
 
 def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None, sample_seed: int = 0,
                base_url: str | None = None, concurrency: int = 8, params: dict | None = None,
-               reuse: bool = False) -> str:
+               reuse: bool = False, edition: str = "paper", controls: bool = True) -> str:
     """Create a run with one pending prediction per selected test sample; returns the run id.
 
     Args:
@@ -247,6 +247,9 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         reuse: return the id of an existing run with the same monitor, template (same hash), base URL,
             parameters, few-shot examples and exactly the same samples, if there is one (any status:
             an unfinished one is then resumed by ``execute_run``), instead of creating a new run.
+        edition: test-set edition judged (``paper`` | ``verified``), recorded as ``run.edition``.
+        controls: also judge the benign-only ``controls`` slice when the store has one (with ``limit``,
+            a seeded subset of the same share); reports give FAR on controls separately.
 
     Raises:
         InputError: unknown backend/template, bad limit/concurrency, empty test split, missing API key,
@@ -263,11 +266,22 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
     if spec.backend in ("rules", "llamacpp") and base_url:
         raise InputError(f"--base-url does not apply to the {spec.backend} backend", field="base-url")
+    from store.queries.samples import check_edition, control_samples
+
+    check_edition(edition)
     with session_scope(engine) as s:
-        samples = q.test_samples(s)
+        samples = q.test_samples(s, edition=edition)
         if not samples:
-            raise InputError("the store has no test samples; run `automonitor build` or `automonitor import` first")
+            raise InputError(f"the store has no test samples in edition {edition!r}; run `automonitor build` "
+                             f"or `automonitor import` first", field="--edition")
         ids = stratified_sample(samples, limit, sample_seed)
+        ctrl_ids: list[str] = []
+        if controls:
+            ctrl_ids = [c["id"] for c in control_samples(s)]
+            if limit is not None and ctrl_ids:
+                share = max(1, round(len(ctrl_ids) * len(ids) / max(1, len(samples))))
+                ctrl_ids = sorted(seeded_shuffle(ctrl_ids, sample_seed)[:share])
+        ids = ids + ctrl_ids
         examples: list[FewShotExample] = []
         if tpl.fewshot:
             examples = choose_fewshot(q.train_examples(s), k=int(params.get("fewshot_k", 4)),
@@ -284,12 +298,12 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, base_url)
         run_id = _new_run_id()
         s.add(Run(id=run_id, monitor_id=mon.id, monitor=spec.name, template=tpl.name, template_hash=tpl.sha256,
-                  status="pending", kind="measured", n=len(ids),
+                  status="pending", kind="measured", n=len(ids), edition=edition,
                   params={"backend": spec.backend, "model": backend.model, "base_url": base_url,
                           "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency),
                           "template_version": tpl.version, "fewshot": [e.sample_id for e in examples],
                           "judge": params, "config": backend.cache_params(),
-                          "strata": stratum_counts(samples, ids)}))
+                          "strata": stratum_counts(samples, ids), "controls": len(ctrl_ids)}))
         s.flush()
         q.insert_pending(s, run_id, ids)
     return run_id

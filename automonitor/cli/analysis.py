@@ -36,6 +36,9 @@ def report_cmd(
     compare: Optional[List[str]] = typer.Option(None, "--compare", help="Paired statistics for RUN_A,RUN_B (repeatable)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     n_boot: int = typer.Option(1000, "--n-boot", help="Pair-clustered bootstrap resamples."),
+    edition: Optional[str] = typer.Option(None, "--edition",
+                                          help="Only runs that judged this edition: paper | verified "
+                                               "(default: paper; every run entry says its edition)."),
 ) -> None:
     """MR/FAR with 95% Wilson intervals per run and slice, Pareto front, Pearson r, paired statistics,
     ROC for score runs, evidence grounding for evidence runs."""
@@ -65,8 +68,17 @@ def report_cmd(
     from automonitor import analysis
 
     engine = open_store()
-    rep = analysis.report(engine, run or None, invalid, n_boot=n_boot, seed=seed, cost_ratio=cost_ratio,
-                          prevalence=prevalence, compare=pairs)
+    if edition is None:
+        edition = None if run else "paper"
+    if edition is not None and edition not in ("paper", "verified"):
+        raise InputError(f"must be paper or verified, got {edition!r}", field="--edition")
+    try:
+        rep = analysis.report(engine, run or None, invalid, n_boot=n_boot, seed=seed, cost_ratio=cost_ratio,
+                              prevalence=prevalence, compare=pairs, edition=edition)
+    except ValueError as exc:
+        if "edition" in str(exc):
+            raise InputError(str(exc), field="--edition") from None
+        raise
     if json_out:
         emit_json(rep)
         return
@@ -90,7 +102,8 @@ def _print_rich(rep) -> None:
     for col, kw in (("run", {}), ("monitor", {}), ("template", {}), ("kind", {}), ("n", {"justify": "right"}),
                     ("MR [95% CI]", {"justify": "right"}), ("FAR [95% CI]", {"justify": "right"}),
                     ("unscored", {"justify": "right"}), ("pending", {"justify": "right"}),
-                    ("AUROC", {"justify": "right"}), ("grounded", {"justify": "right"}), ("front", {})):
+                    ("AUROC", {"justify": "right"}), ("grounded", {"justify": "right"}), ("front", {}),
+                    ("edition", {}), ("FAR controls", {"justify": "right"})):
         t.add_column(col, **kw)
     for r in rep["runs"]:
         o = r["overall"]
@@ -99,7 +112,9 @@ def _print_rich(rep) -> None:
         t.add_row(r["run_id"], r["monitor"], r["template"], str(r.get("kind") or ""), str(o["n"]),
                   _pct(o["mr"]) + _ci(o["mr_ci"]), _pct(o["far"]) + _ci(o["far_ci"]),
                   f"{o['unscored']} ({_pct(o['unscored_rate'])})", str(o.get("pending", 0)),
-                  _pct(r.get("auroc")), grounded, "*" if r.get("on_front") else "")
+                  _pct(r.get("auroc")), grounded, "*" if r.get("on_front") else "", str(r.get("edition") or ""),
+                  "-" if not (r.get("controls") or {}).get("n") else
+                  f"{_pct(r['controls']['far'])} of {r['controls']['n']}")
     con.print(t)
     r_, p_ = rep.get("pearson_r"), rep.get("pearson_p")
     con.print(f"Pareto front: {', '.join(rep['pareto']) or '-'}")

@@ -28,6 +28,8 @@ def build_cmd(
     seed: int = typer.Option(0, "--seed", help="Selection seed; the same seed always gives the same set."),
     force: bool = typer.Option(False, "--force", help="With a new seed: delete runs, assignments, annotations "
                                                        "and adjudications that reference replaced samples."),
+    edition: str = typer.Option("paper", "--edition", help="paper | verified: the edition whose composition "
+                                                            "is shown (both are always built)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Build the paired test set, a disjoint train split and the annotation candidate pool.
@@ -38,8 +40,12 @@ def build_cmd(
     """
     from automonitor.build import build, resolve_raw
 
+    from store.queries.samples import check_edition
+
+    check_edition(edition)
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
     report = build(open_store(), raw_path, seed, force=force, progress=_progress)
+    report["edition"] = edition
     for s in report["shortfalls"]:
         where = f"{s['source']} ({s['category']}/{s['task']})" if "source" in s else s["category"]
         miss = s.get("missing_pairs", s.get("missing_samples"))
@@ -57,8 +63,13 @@ def build_cmd(
         t.add_row(name, s["category"], s["task"], str(s["pairs_available"]), str(s["test_pairs"]),
                   str(quota.get(name, 0)), str(s["candidate_pairs"]), str(s["train_pairs"]))
     out.print(t)
+    ed = report["editions"][edition]
+    out.print(f"edition {edition}: {ed['samples']} samples in {ed['pairs']} pairs: "
+              + ", ".join(f"{k} {2 * v}" for k, v in ed["by_category_task"].items()))
+    out.print(f"controls: {report['controls']['samples']} benign-only samples; gates: "
+              + "; ".join(f"{k}: " + ", ".join(f"{r} {n}" for r, n in v.items()) for k, v in report["gates"].items()))
     te = report["test"]
-    out.print(f"test: {te['samples']} samples in {te['pairs']} pairs "
+    out.print(f"paper test: {te['samples']} samples in {te['pairs']} pairs "
               + ", ".join(f"{c} {n}" for c, n in te["by_category"].items())
               + f"; candidates: {report['candidates']['samples']} samples; train: {report['train']['samples']} samples")
     state = "unchanged" if report["unchanged"] else (
@@ -71,17 +82,19 @@ def _stats_table(doc: dict[str, Any]) -> None:
     from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TASKS
 
     out = _stdout()
-    t = Table(title=f"gold samples, split {doc['split']}: {doc['total']} samples in {doc['pairs']} pairs")
+    ed = f", edition {doc['edition']}" if doc["split"] == "test" else ""
+    t = Table(title=f"gold samples, split {doc['split']}{ed}: {doc['total']} samples in {doc['pairs']} pairs")
     t.add_column("category")
     for task in TASKS:
         t.add_column(task, justify="right")
     t.add_column("total", justify="right")
     for c in CATEGORIES:
-        row = doc["by_category_task"].get(c, {})
+        row = doc["by_category_task_nested"].get(c, {})
         t.add_row(CATEGORY_NAMES[c], *[str(row.get(task, 0)) for task in TASKS], str(doc["by_category"].get(c, 0)))
     t.add_row("total", *[str(doc["by_task"].get(task, 0)) for task in TASKS], str(doc["total"]), style="bold")
     out.print(t)
     out.print("labels: " + ", ".join(f"{k} {v}" for k, v in doc["by_label"].items()))
+    out.print("label provenance: " + ", ".join(f"{k} {v}" for k, v in doc["by_label_source"].items()))
     if doc["by_source"]:
         s = Table(title="by source")
         s.add_column("source")
@@ -106,6 +119,7 @@ def _stats_table(doc: dict[str, Any]) -> None:
 @app.command("stats")
 def stats_cmd(
     split: str = typer.Option("test", "--split", help="test | train | all"),
+    edition: str = typer.Option("paper", "--edition", help="paper | verified (test split: that edition only)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Counts of gold samples in a split by category, task and label (by_split and candidates cover
@@ -116,8 +130,11 @@ def stats_cmd(
 
     if split not in SPLIT_CHOICES:
         raise InputError(f"unknown split {split!r}; expected one of {', '.join(SPLIT_CHOICES)}", field="--split")
+    from store.queries.samples import check_edition
+
+    check_edition(edition)
     with session_scope(open_store()) as s:
-        doc = stats(s, split)
+        doc = stats(s, split, edition)
     if json_out:
         emit_json(doc)
     else:

@@ -27,7 +27,8 @@ def import_cmd(
 ) -> None:
     """Import user pairs as gold samples (or candidates), all or nothing; re-importing adds nothing.
 
-    Columns: pair_id, category, task, request, response, label, optional sample_id, source, meta.
+    Columns: pair_id, category, task, request, response, label, optional sample_id, source, meta,
+    label_source (label provenance; default user).
     Bad input exits 2 naming the file, line and field, and leaves the store unchanged.
     """
     from automonitor.pairs_io import apply_import, prepare_import
@@ -51,13 +52,26 @@ def export_cmd(
     fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
     split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
+    edition: str = typer.Option("paper", "--edition", help="paper | verified (gold test samples of that edition)."),
+    label_source: Optional[str] = typer.Option(None, "--label-source",
+                                               help="Only samples with this label provenance."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip)."""
     from automonitor.pairs_io import check_export_options, export_pairs
 
+    from automonitor.vocab import LABEL_SOURCES
+    from store.queries.samples import check_edition
+
+    check_edition(edition)
+    if label_source is not None and label_source not in LABEL_SOURCES:
+        from automonitor.errors import InputError
+
+        raise InputError(f"unknown label source {label_source!r} (use one of: {', '.join(LABEL_SOURCES)})",
+                         field="--label-source")
     check_export_options(file, fmt=fmt, split=split, status=status)
-    result = export_pairs(open_store(), file, fmt=fmt, split=split, status=status)
+    result = export_pairs(open_store(), file, fmt=fmt, split=split, status=status, edition=edition,
+                          label_source=label_source)
     if json_out:
         emit_json(result)
     else:

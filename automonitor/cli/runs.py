@@ -40,6 +40,9 @@ def run_cmd(
     resume: Optional[str] = typer.Option(None, "--resume", help="continue RUN_ID: judge only its pending samples"),
     param: Optional[list[str]] = typer.Option(None, "--param", help="backend/runner parameter KEY=VALUE (repeatable)"),
     reuse: bool = typer.Option(False, "--reuse", help="continue an identical earlier run instead of creating a new one"),
+    edition: str = typer.Option("paper", "--edition", help="test-set edition to judge: paper | verified"),
+    controls: bool = typer.Option(True, "--controls/--no-controls",
+                                  help="also judge the benign-only controls slice (FAR on controls in report)"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -68,7 +71,8 @@ def run_cmd(
         if not template:
             raise InputError("--template is required (or --resume RUN_ID)", field="template")
         run_id = runner.create_run(engine, monitor, template, limit=limit, sample_seed=sample_seed,
-                                   base_url=base_url, concurrency=concurrency or 8, params=params, reuse=reuse)
+                                   base_url=base_url, concurrency=concurrency or 8, params=params, reuse=reuse,
+                                   edition=edition, controls=controls)
         err_console.print(f"run {run_id}")
 
     summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)

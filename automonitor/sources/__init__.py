@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from automonitor.sources import hh_rlhf, rl_character, safecoder, school_of_reward_hacks, sven, turpin_bbh
+from automonitor.sources import (hh_rlhf, reward_hack_codeforces, rjudge, rl_character, safecoder,
+                                 school_of_reward_hacks, sven, sycophancy_qa, turpin_bbh, xstest)
 from automonitor.sources.base import PairRecord, SourceResult
 
 
@@ -45,9 +46,14 @@ REGISTRY: dict[str, Source] = {
         _src(school_of_reward_hacks.NAME, school_of_reward_hacks, "qa"),
         _src("rl_character_apps", rl_character, "code", rl_character.APPS_FILES, rl_character.load_apps),
         _src("rl_character_mbpp", rl_character, "code", rl_character.MBPP_FILES, rl_character.load_mbpp),
+        _src(xstest.NAME, xstest, "qa"),
+        _src(rjudge.NAME, rjudge, "reasoning"),
+        _src(reward_hack_codeforces.NAME, reward_hack_codeforces, "code"),
+        _src(sycophancy_qa.NAME, sycophancy_qa, "qa"),
     )
 }
 BUILD_SOURCES: tuple[str, ...] = tuple(REGISTRY)
+OPTIONAL_SOURCES: tuple[str, ...] = ("rjudge",)  # non-commercial licence: used when present
 
 
 def data_files() -> list[str]:

@@ -35,6 +35,9 @@ class PairRecord:
         eligible_test: ``False`` when the pair may go to train but not to the test set or the
             candidate pool (e.g. code over the length cap); ``test_note`` says why.
         group: stratum used for proportional test selection (``None``: one stratum).
+        label_source: label provenance (CONTRACT vocabulary): how the label of both sides is known.
+        gate: set by the build's quality gates: why the pair goes to the annotation candidate pool
+            instead of train/test (``None``: passed).
     """
 
     source: str
@@ -54,6 +57,8 @@ class PairRecord:
     eligible_test: bool = True
     test_note: str | None = None
     group: str | None = None
+    label_source: str = "user"
+    gate: str | None = None
 
 
 @dataclass
@@ -64,6 +69,7 @@ class SourceResult:
     dropped: Counter = field(default_factory=Counter)
     files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    controls: list[PairRecord] = field(default_factory=list)  # benign-only control samples (``benign`` side)
 
     def found(self, raw: Path, relname: str) -> Path | None:
         """``raw / relname`` when that file exists (then listed in ``files``), else ``None`` (listed in

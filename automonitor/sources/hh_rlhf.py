@@ -81,6 +81,6 @@ def load(raw: Path) -> SourceResult:
             source=NAME, pair_id=f"{NAME}:{line}", category=CATEGORY, task="qa", request=request,
             misbehavior=misbehavior, benign=benign, mis_file=relp, ben_file=relp,
             mis_record=f"line {line} rejected", ben_record=f"line {line} chosen",
-            meta={"turns": request.count("Human:")},
+            meta={"turns": request.count("Human:")}, label_source="preference_pair",
         ))
     return res

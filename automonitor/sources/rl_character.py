@@ -129,7 +129,7 @@ def load_apps(raw: Path) -> SourceResult:
             meta={"problem_id": pid, "dataset": "apps", "difficulty": obj.get("difficulty"),
                   "function_name": obj.get("function_name"), "model": "o4-mini", "language": "Python"},
             mis_meta={"prompt_variant": "force_hack (asked to tailor code to the tests)"},
-            ben_meta={"prompt_variant": "clean (asked for generally correct code)"},
+            ben_meta={"prompt_variant": "clean (asked for generally correct code)"}, label_source="instructed_demo",
         ))
     res.dropped["clean without hack completion"] += len(set(clean) - hack_ids)
     return res
@@ -198,6 +198,6 @@ def load_mbpp(raw: Path) -> SourceResult:
                       "model": "claude-4-sonnet-20250514", "language": "Python",
                       "broken_test_fraction": float(fraction)},
                 mis_meta={"prompt_variant": f"pro_hacking (broken tests, fraction {fraction})"},
-                ben_meta={"prompt_variant": "clean (correct tests)"},
+                ben_meta={"prompt_variant": "clean (correct tests)"}, label_source="instructed_demo",
             ))
     return res

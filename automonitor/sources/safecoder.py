@@ -49,7 +49,7 @@ def code_record(source: str, pair_id: str, request: str, before: str, after: str
         misbehavior=before, benign=after, mis_file=relp, ben_file=relp,
         mis_record=f"line {line} func_src_before", ben_record=f"line {line} func_src_after",
         meta=meta, eligible_test=not long,
-        test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None,
+        test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None, label_source="patch_pair",
     )
 
 

@@ -72,7 +72,7 @@ def load(raw: Path) -> SourceResult:
             source=NAME, pair_id=f"{NAME}:{line}", category=CATEGORY, task="qa", request=key,
             misbehavior=hreply.strip(), benign=reply.strip(), mis_file=HACK_FILE, ben_file=CONTROL_FILE,
             mis_record=f"line {hline}", ben_record=f"line {line}",
-            meta={"incentive": "stated gameable metric in the prompt"},
+            meta={"incentive": "stated gameable metric in the prompt"}, label_source="instructed_demo",
         ))
     res.dropped["hack without control (code tasks)"] += len(hacks) - len(used)
     return res

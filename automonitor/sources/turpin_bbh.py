@@ -23,6 +23,10 @@ from typing import Any
 from automonitor.errors import InputError
 from automonitor.sources.base import PairRecord, SourceResult, read_json
 
+# Controls (issue 9): where the suggestion is the CORRECT option and the cued answer agrees with it,
+# the cued CoT is a benign-only control sample (``SourceResult.controls``, split ``controls``): a monitor
+# that flags "agrees with the user" raises false alarms on them.
+
 NAME = "turpin_bbh_suggested_answer"
 FOLDER = "turpin_bbh_suggested_answer"
 CATEGORY = "sycophancy_bias"
@@ -165,6 +169,18 @@ def load(raw: Path) -> SourceResult:
                 row = rows[vi]
                 sugg = cols["b", "random_ans_idx"][i]
                 y_true = cols["u", "y_true"][i]
+                if sugg == y_true and cols["b", "y_pred"][i] == y_true:
+                    parsed = row.get("parsed_inputs")
+                    text = cols["b", "gen"][i]
+                    if isinstance(parsed, str) and isinstance(text, str) and text.strip():
+                        res.controls.append(PairRecord(
+                            source=NAME, pair_id=f"controls:{NAME}:{task}:{model}:{i}", category=CATEGORY,
+                            task="reasoning", request=cued_prompt(parsed, sugg), misbehavior="",
+                            benign=text.strip(), mis_file=relname, ben_file=relname, mis_record="",
+                            ben_record=f"outputs[0] index {i}",
+                            meta={"bbh_task": task, "model": model, "suggested": f"({letter(sugg)})",
+                                  "correct": f"({letter(y_true)})", "control": "suggestion correct, model agrees"},
+                            label_source="by_construction", group=f"{task}/{model}"))
                 if not counterfactual_keep(y_true, cols["u", "y_pred"][i], cols["b", "y_pred"][i], sugg):
                     res.dropped["counterfactual filter"] += 1
                     continue
@@ -187,6 +203,6 @@ def load(raw: Path) -> SourceResult:
                     mis_meta={"prompt_variant": "cued", "answer": f"({letter(sugg)})"},
                     ben_meta={"prompt_variant": "uncued (written without the suggested-answer sentence)",
                               "answer": f"({letter(y_true)})"},
-                    group=f"{task}/{model}",
+                    group=f"{task}/{model}", label_source="by_construction",
                 ))
     return res

@@ -32,11 +32,18 @@ def get_or_create_monitor(session: Session, name: str, backend: str, model: str 
     return mon
 
 
-def test_samples(session: Session, split: str = "test") -> list[dict[str, Any]]:
-    """Gold samples of ``split`` as dicts (id, pair_id, category, task, label, content_hash), id order."""
+def test_samples(session: Session, split: str = "test", edition: str | None = None) -> list[dict[str, Any]]:
+    """Gold samples of ``split`` as dicts (id, pair_id, category, task, label, content_hash), id order;
+    with ``edition`` (split ``test``) only that edition's members (``store.queries.samples.edition_filter``)."""
+    if edition is not None and split == "test":
+        from store.queries.samples import edition_filter
+
+        conds = edition_filter(session, edition)
+    else:
+        conds = [Sample.split == split, Sample.status == "gold"]
     rows = session.execute(
         sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
-        .where(Sample.split == split, Sample.status == "gold").order_by(Sample.id)).all()
+        .where(*conds).order_by(Sample.id)).all()
     return [dict(r._mapping) for r in rows]
 
 

@@ -7,8 +7,10 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 from sqlmodel import Session
 
-from store.models import Sample
+from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
+
+EDITION_CHOICES = ("paper", "verified")
 
 _COLUMNS = [c.name for c in Sample.__table__.columns]
 
@@ -45,17 +47,65 @@ def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
     return len(payload)
 
 
+# --- editions of the test set -----------------------------------------------------------------------
+
+def check_edition(edition: str) -> str:
+    """``edition`` if it is ``paper`` or ``verified``; raises ``InputError`` (field ``--edition``)."""
+    if edition not in EDITION_CHOICES:
+        from automonitor.errors import InputError
+
+        raise InputError(f"unknown edition {edition!r}; expected one of {', '.join(EDITION_CHOICES)}",
+                         field="--edition")
+    return edition
+
+
+def edition_has_rows(session: Session, edition: str) -> bool:
+    """True when ``edition_sample`` holds at least one row for ``edition``."""
+    q = sa.select(EditionSample.sample_id).where(EditionSample.edition == edition).limit(1)
+    return session.execute(q).first() is not None
+
+
+def edition_filter(session: Session, edition: str):
+    """SQL conditions selecting the test samples of ``edition``: gold samples of split ``test`` that are
+    members of the edition (``edition_sample`` rows). When the store has no rows for ``paper`` at all (a
+    store of imports only, or built before editions existed), ``paper`` means every gold test sample.
+    Raises ``InputError`` for an unknown edition."""
+    check_edition(edition)
+    conds = [Sample.status == "gold", Sample.split == "test"]
+    if edition == "paper" and not edition_has_rows(session, "paper"):
+        return conds
+    members = sa.select(EditionSample.sample_id).where(EditionSample.edition == edition)
+    return conds + [Sample.id.in_(members)]  # type: ignore[union-attr]
+
+
+def edition_sample_ids(session: Session, edition: str) -> set[str]:
+    """Ids of the test samples of ``edition`` (see :func:`edition_filter`)."""
+    return set(session.execute(sa.select(Sample.id).where(*edition_filter(session, edition))).scalars())
+
+
+def control_samples(session: Session) -> list[dict[str, Any]]:
+    """The controls slice (gold, split ``controls``): dicts with id, pair_id, category, task, label,
+    content_hash, id order."""
+    rows = session.execute(
+        sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
+        .where(Sample.split == "controls", Sample.status == "gold").order_by(Sample.id)).all()
+    return [dict(r._mapping) for r in rows]
+
+
 # --- composition queries (``automonitor stats``, the app's Overview page) ---------------------------
 
 SPLIT_CHOICES = ("test", "train", "all")
 
 
-def _gold_filter(split: str):
-    """SQL conditions selecting gold samples of ``split`` (``test``, ``train`` or ``all`` = both)."""
+def _gold_filter(split: str, session: Session | None = None, edition: str | None = None):
+    """SQL conditions selecting gold samples of ``split`` (``test``, ``train`` or ``all`` = both); with
+    ``edition`` (and ``session``), the ``test`` split is restricted to that edition's members."""
     if split not in SPLIT_CHOICES:
         from automonitor.errors import InputError
 
         raise InputError(f"unknown split {split!r}; expected one of {', '.join(SPLIT_CHOICES)}", field="--split")
+    if edition is not None and session is not None and split == "test":
+        return edition_filter(session, edition)
     conds = [Sample.status == "gold"]
     if split == "all":
         conds.append(Sample.split.in_(("test", "train")))  # type: ignore[union-attr]
@@ -64,30 +114,30 @@ def _gold_filter(split: str):
     return conds
 
 
-def composition(session: Session, split: str = "test") -> list[dict[str, Any]]:
+def composition(session: Session, split: str = "test", edition: str | None = None) -> list[dict[str, Any]]:
     """Counts of gold samples of ``split`` by category x task x label.
 
     Returns rows ``{"category", "task", "label", "n"}`` sorted by category, task, label; only
     combinations present in the store. Raises ``InputError`` for an unknown split.
     """
     q = (sa.select(Sample.category, Sample.task, Sample.label, sa.func.count())
-         .where(*_gold_filter(split))
+         .where(*_gold_filter(split, session, edition))
          .group_by(Sample.category, Sample.task, Sample.label)
          .order_by(Sample.category, Sample.task, Sample.label))
     return [{"category": c, "task": t, "label": lab, "n": int(n)} for c, t, lab, n in session.execute(q)]
 
 
-def count_by(session: Session, column: str, split: str = "test") -> dict[str, int]:
+def count_by(session: Session, column: str, split: str = "test", edition: str | None = None) -> dict[str, int]:
     """Gold samples of ``split`` counted by one ``Sample`` column (``category``, ``task``, ``label``,
     ``source``...). Returns ``{value: n}`` sorted by value."""
     col = getattr(Sample, column)
-    q = sa.select(col, sa.func.count()).where(*_gold_filter(split)).group_by(col).order_by(col)
+    q = sa.select(col, sa.func.count()).where(*_gold_filter(split, session, edition)).group_by(col).order_by(col)
     return {str(v): int(n) for v, n in session.execute(q)}
 
 
-def count_pairs(session: Session, split: str = "test") -> int:
+def count_pairs(session: Session, split: str = "test", edition: str | None = None) -> int:
     """Number of distinct ``pair_id`` among gold samples of ``split``."""
-    q = sa.select(sa.func.count(sa.distinct(Sample.pair_id))).where(*_gold_filter(split))
+    q = sa.select(sa.func.count(sa.distinct(Sample.pair_id))).where(*_gold_filter(split, session, edition))
     return int(session.execute(q).scalar() or 0)
 
 
@@ -124,7 +174,7 @@ def latest_build_report(session: Session) -> dict[str, Any] | None:
     return {**(row.report or {}), "seed": row.seed, "created_at": row.created_at.isoformat() if row.created_at else None}
 
 
-def stats(session: Session, split: str = "test") -> dict[str, Any]:
+def stats(session: Session, split: str = "test", edition: str = "paper") -> dict[str, Any]:
     """The ``automonitor stats`` document (``../shared/CONTRACT.md``) plus extra keys.
 
     Contract keys: ``total``, ``pairs``, ``by_category``, ``by_task``, ``by_label`` (gold samples of
@@ -132,10 +182,15 @@ def stats(session: Session, split: str = "test") -> dict[str, Any]:
     store). Extra keys: ``split``, ``by_category_task`` (``{category: {task: n}}``), ``by_source``,
     ``candidates_by_source``, ``shortfalls`` (from the newest build log, ``[]`` when none),
     ``build_seed`` (``None`` when never built).
+
+    Round 2 (CONTRACT): ``edition`` (the test split counts only that edition's members),
+    ``by_label_source`` (``{provenance: n}``) and ``by_category_task`` flat as ``{"cat/task": n}``;
+    the nested form moved to ``by_category_task_nested``. ``controls``: samples of the controls slice.
     """
+    check_edition(edition)
     from automonitor.vocab import CATEGORIES, LABELS, TASKS
 
-    comp = composition(session, split)
+    comp = composition(session, split, edition)
     by_cat = {c: 0 for c in CATEGORIES}
     by_task = {t: 0 for t in TASKS}
     by_label = {lab: 0 for lab in LABELS}
@@ -149,15 +204,19 @@ def stats(session: Session, split: str = "test") -> dict[str, Any]:
     report = latest_build_report(session)
     return {
         "total": sum(r["n"] for r in comp),
-        "pairs": count_pairs(session, split),
+        "pairs": count_pairs(session, split, edition),
         "by_category": by_cat,
         "by_task": by_task,
         "by_label": by_label,
         "by_split": counts_by_split(session),
         "candidates": count_candidates(session),
         "split": split,
-        "by_category_task": by_ct,
-        "by_source": count_by(session, "source", split),
+        "edition": edition,
+        "by_category_task": {f"{c}/{t}": n for c, ts in by_ct.items() for t, n in ts.items()},
+        "by_category_task_nested": by_ct,
+        "by_label_source": count_by(session, "label_source", split, edition),
+        "controls": len(control_samples(session)),
+        "by_source": count_by(session, "source", split, edition),
         "candidates_by_source": candidates_by_source(session),
         "shortfalls": (report or {}).get("shortfalls", []),
         "build_seed": (report or {}).get("seed"),
