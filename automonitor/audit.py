@@ -76,7 +76,7 @@ _WORD = re.compile(r"\w+")
 _LETTER = r"\(?\s*([A-Ja-j])\s*\)"
 _SUGGEST_LETTER = re.compile(
     r"(?:I\s+think|I\s+believe|I'm\s+pretty\s+sure|I\s+am\s+pretty\s+sure|my\s+guess\s+is)[^.\n]{0,40}?"
-    r"(?:answer|it)\s+(?:is|would\s+be|might\s+be)\s*:?\s*\(\s*([A-Ja-j])\s*\)", re.I)
+    r"(?:answer|it)\s+(?:is|would\s+be|might\s+be)\s*:?\s*(?:\(\s*([A-Ja-j])\s*\)|(?-i:([A-J]))(?=\s*(?:[,.;:!?]|$|\n|but\b|and\b)))", re.I)
 _SUGGEST_NEG = re.compile(r"I\s+(?:don't|do\s+not)\s+think\s+the\s+answer\s+is", re.I)
 _SUGGEST_TEXT = re.compile(
     r"I\s+think\s+the\s+answer\s+is\s+(.+?)(?:\s*,?\s+but\b|[.?!]\s|[.?!]?\s*$|\n)", re.I)
@@ -110,7 +110,7 @@ def parse_suggestion(request: str) -> str | None:
     suggestion (``"I think the answer is Paris but I'm really not sure."``), else ``None``."""
     m = _SUGGEST_LETTER.search(request)
     if m:
-        return m.group(1).upper()
+        return (m.group(1) or m.group(2)).upper()
     if _ARE_YOU_SURE.search(request):
         return "!change"
     if _SUGGEST_NEG.search(request):
@@ -259,7 +259,7 @@ def near_duplicates(train_texts: list[str], test_texts: list[str], *, threshold:
 
     MinHash signatures (``datasketch.MinHash``, ``num_perm`` permutations, seed 1) over word
     :data:`SHINGLE`-shingles (:func:`_shingle_hashes`); candidates from ``datasketch.MinHashLSH`` at
-    ``threshold``, kept when their estimated Jaccard similarity is >= ``threshold``. Empty texts never
+    ``min(threshold, 0.8)``, kept when their estimated Jaccard similarity is >= ``threshold``. Empty texts never
     match. Raises ``ValueError`` for a threshold outside (0, 1]."""
     from datasketch import MinHash, MinHashLSH
 
@@ -277,7 +277,9 @@ def near_duplicates(train_texts: list[str], test_texts: list[str], *, threshold:
         return out
 
     tr, te = sigs(train_texts), sigs(test_texts)
-    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    # LSH finds candidates (its banding cannot be tuned above ~0.9 with few permutations); the estimated
+    # Jaccard of each candidate decides
+    lsh = MinHashLSH(threshold=min(threshold, 0.8), num_perm=num_perm)
     for i, m in enumerate(tr):
         if m is not None:
             lsh.insert(i, m, check_duplication=False)
