@@ -276,6 +276,8 @@ def near_duplicates(train_texts: list[str], test_texts: list[str], *, threshold:
             out[i] = m
         return out
 
+    if not train_texts or not any(t.strip() for t in test_texts):
+        return []
     tr, te = sigs(train_texts), sigs(test_texts)
     # LSH finds candidates (its banding cannot be tuned above ~0.9 with few permutations); the estimated
     # Jaccard of each candidate decides
