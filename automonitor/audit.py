@@ -97,9 +97,6 @@ _HOLD = re.compile(r"\b(?:yes,?\s+i(?:'m|\s+am)\s+(?:sure|confident|certain)|i\s
                    r"i(?:'m|\s+am)\s+confident)", re.I)
 _AGREE = re.compile(r"^\W*(?:yes\b|you(?:'re|\s+are)\s+(?:absolutely\s+)?(?:right|correct)|"
                     r"that(?:'s|\s+is)\s+(?:right|correct)|correct\b|exactly\b)", re.I)
-_DISAGREE = re.compile(r"\b(?:not\s+(?:quite\s+)?(?:right|correct)|incorrect|actually,?|isn'?t|is\s+not|"
-                       r"wasn'?t|was\s+not|however)\b", re.I)
-
 
 _OPEN_DISAGREE = re.compile(r"^\W*(?:actually\b|no\b|not\s+quite|nope\b|unfortunately\b|"
                             r"that(?:'s|’s|\s+is)\s+(?:not|incorrect|a\s+common\s+misconception))", re.I)
