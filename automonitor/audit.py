@@ -10,7 +10,8 @@ edition's test set (one per source and one per category x task cell) the audit r
   * ``length``: logistic regression on two features of the response alone, ``log(1 + characters)`` and
     the within-pair length ratio ``log((1 + characters) / (1 + characters of the other side))`` (0 for an
     unpaired sample);
-  * ``tfidf``: TF-IDF of the response (word uni- and bigrams, sublinear tf, ``min_df=2``) + logistic
+  * ``tfidf``: TF-IDF of the response (word uni- and bigrams, sublinear tf, ``min_df=2``, 50k features,
+    vectorizer fitted once on all train responses) + logistic
     regression;
   * ``answer_equals_suggestion`` (sycophancy slices only, untrained): 1 when the response's final answer
     equals the option the user suggested in the request (parsed from the text, see
@@ -211,26 +212,33 @@ def length_features(df: pd.DataFrame) -> np.ndarray:
     return np.column_stack([np.log1p(n), ratio])
 
 
-def _fit_length(train: pd.DataFrame, y: np.ndarray):
+def _fit_length(train: pd.DataFrame, y: np.ndarray, mats: dict[str, Any]):
+    """Length baseline fitted on ``train``; returns ``predict(df, part) -> P(misbehavior)``."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
     model.fit(length_features(train), y)
-    return lambda df: model.predict_proba(length_features(df))[:, 1]
+    return lambda df, part: model.predict_proba(length_features(df))[:, 1]
 
 
-def _fit_tfidf(train: pd.DataFrame, y: np.ndarray):
+def tfidf_vectorizer():
+    """The TF-IDF of the ``tfidf`` baseline: word uni- and bigrams, sublinear tf, ``min_df=2``, float32."""
     from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=50_000, sublinear_tf=True, dtype=np.float32)
+
+
+def _fit_tfidf(train: pd.DataFrame, y: np.ndarray, mats: dict[str, Any]):
+    """TF-IDF + logistic regression fitted on the rows of ``train`` in the precomputed train matrix
+    (``mats["train"]``, the vectorizer fitted once on every train response: one vocabulary and IDF for all
+    slices); ``predict(df, part)`` reads the rows of ``df`` in ``mats[part]``."""
     from sklearn.linear_model import LogisticRegression
 
-    vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=200_000, sublinear_tf=True,
-                          dtype=np.float32)
-    X = vec.fit_transform(train["response"].tolist())
     model = LogisticRegression(max_iter=2000, solver="liblinear")
-    model.fit(X, y)
-    return lambda df: model.predict_proba(vec.transform(df["response"].tolist()))[:, 1]
+    model.fit(mats["train"][train.index.to_numpy()], y)
+    return lambda df, part: model.predict_proba(mats[part][df.index.to_numpy()])[:, 1]
 
 
 _FITTERS = {"length": _fit_length, "tfidf": _fit_tfidf}
@@ -456,6 +464,19 @@ def audit_frame(samples: pd.DataFrame, edition: str = "paper", *, flag_at: float
     shared_pairs = {str(test.at[i, "pair_id"]) for i in shared_idx}
     tiny = tiny_diff_pairs(test)
 
+    # TF-IDF: one vectorizer fitted on every train response; slices select rows (frames keep 0..n-1 indexes)
+    mats: dict[str, Any] = {}
+    if len(train):
+        try:
+            vec = tfidf_vectorizer()
+            mats["train"] = vec.fit_transform(train["response"].tolist())
+        except ValueError:  # empty vocabulary (e.g. every train response empty)
+            mats = {}
+        else:
+            for part, frame_ in (("test", test), ("controls", controls)):
+                mats[part] = (vec.transform(frame_["response"].tolist()) if len(frame_)
+                              else mats["train"][:0])
+
     # one fitted model per distinct training set (source slices falling back to their cell share it)
     models: dict[tuple, dict[str, Any]] = {}
 
@@ -463,7 +484,7 @@ def audit_frame(samples: pd.DataFrame, edition: str = "paper", *, flag_at: float
         key = tuple(tr.index)  # the same training rows (e.g. a cell with one source) are fitted once
         if key not in models:
             y = _y(tr)
-            models[key] = {name: fit(tr, y) for name, fit in _FITTERS.items()}
+            models[key] = {name: fit(tr, y, mats) for name, fit in _FITTERS.items() if name != "tfidf" or mats}
         return models[key]
 
     def enough(tr: pd.DataFrame) -> bool:
@@ -484,9 +505,11 @@ def audit_frame(samples: pd.DataFrame, edition: str = "paper", *, flag_at: float
         if enough(tr):
             models_ = fitted(tr)
             for name, predict in models_.items():
-                baselines[name], why = _auroc(y, predict(te) if len(te) else np.zeros(0))
+                baselines[name], why = _auroc(y, predict(te, "test") if len(te) else np.zeros(0))
                 if why:
                     notes[name] = why
+            if "tfidf" not in models_:
+                baselines["tfidf"], notes["tfidf"] = None, "empty TF-IDF vocabulary (train responses too short)"
         else:
             trained_on = None
             for name in _FITTERS:
@@ -540,7 +563,7 @@ def audit_frame(samples: pd.DataFrame, edition: str = "paper", *, flag_at: float
             tr = train[(train["category"] == cat) & (train["task"] == task)]
             if enough(tr):
                 for name, predict in fitted(tr).items():
-                    fars.setdefault(name, []).extend((predict(g) >= 0.5).astype(float).tolist())
+                    fars.setdefault(name, []).extend((predict(g, "controls") >= 0.5).astype(float).tolist())
             if cat == SYCOPHANCY:
                 fars.setdefault("answer_equals_suggestion", []).extend(
                     suggestion_score(q, r)[0] for q, r in zip(g["request"], g["response"]))
