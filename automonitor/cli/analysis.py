@@ -39,9 +39,12 @@ def report_cmd(
     edition: Optional[str] = typer.Option(None, "--edition",
                                           help="Only runs that judged this edition: paper | verified "
                                                "(default: paper; every run entry says its edition)."),
+    with_audit: bool = typer.Option(True, "--audit/--no-audit",
+                                    help="Add the trivial baselines' AUROC per slice (automonitor audit, cached)."),
 ) -> None:
     """MR/FAR with 95% Wilson intervals per run and slice, Pareto front, Pearson r, paired statistics,
-    ROC for score runs, evidence grounding for evidence runs."""
+    ROC for score runs, evidence grounding for evidence runs, and the audit's trivial-baseline AUROCs on
+    the same slices."""
     from automonitor import report_format
 
     if invalid not in INVALID_POLICIES:
@@ -79,11 +82,20 @@ def report_cmd(
         if "edition" in str(exc):
             raise InputError(str(exc), field="--edition") from None
         raise
+    if with_audit and rep["runs"]:
+        from automonitor import audit
+
+        audit.attach_to_report(rep, engine)
     if json_out:
         emit_json(rep)
         return
     if fmt:
-        typer.echo(report_format.render(rep, fmt), nl=False)
+        out = report_format.render(rep, fmt)
+        if fmt == "markdown" and with_audit:
+            from automonitor import audit
+
+            out += audit.report_markdown(rep)
+        typer.echo(out, nl=False)
         return
     _print_rich(rep)
 
@@ -129,6 +141,20 @@ def _print_rich(rep) -> None:
                        _pct(c["mr_diff"]) + _ci(c["mr_diff_ci"]), _pct(c["far_diff"]) + _ci(c["far_diff_ci"]),
                        _pct(c["mcnemar_mr"]["p_value"]), _pct(c["mcnemar_far"]["p_value"]))
         con.print(pt)
+    from rich.markup import escape
+
+    rows = [(r, c, t, b) for r in rep["runs"] for c, ts in (r.get("baselines") or {}).items() for t, b in ts.items()]
+    if rows:
+        bt = Table(title="MR / FAR next to trivial baselines on the same slice (AUROC; automonitor audit)")
+        for col in ("run", "slice", "MR", "FAR", "length", "tfidf", "ans=sugg", "flag"):
+            bt.add_column(col)
+        for r, c, t, b in rows:
+            s = (r.get("by_category_task") or {}).get(c, {}).get(t) or {}
+            bt.add_row(escape(r["run_id"]), escape(f"{c}/{t}"), _pct(s.get("mr")), _pct(s.get("far")),
+                       _pct(b.get("length")), _pct(b.get("tfidf")),
+                       _pct(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
+                       "FLAG" if b.get("flagged") else "")
+        con.print(bt)
 
 
 @predictions_app.command("import")

@@ -1,0 +1,78 @@
+"""CLI: ``automonitor audit``: shortcut baselines, leakage, tiny-diff pairs and controls of an edition."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from automonitor.cli import app
+from automonitor.cli.common import emit_json, open_store
+from automonitor.errors import InputError
+
+AUDIT_FORMATS = ("markdown",)
+
+
+@app.command("audit")
+def audit_cmd(
+    edition: str = typer.Option("paper", "--edition", help="Test-set edition to audit: paper | verified."),
+    json_out: bool = typer.Option(False, "--json", help="Print the audit as one JSON document."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="markdown: the README table."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Recompute even if a cached audit of this store exists."),
+) -> None:
+    """Per source and category x task slice of the edition's test set: pairs, label provenance, AUROC of
+    trivial baselines trained on train (length, TF-IDF, answer-equals-suggestion), near-duplicate and
+    shared-conversation leakage, pairs differing by <= 3 tokens, false alarm rate on controls. A slice is
+    flagged when a baseline reaches AUROC >= 0.9."""
+    from automonitor import audit
+
+    audit.check_edition(edition)
+    if fmt is not None and fmt not in AUDIT_FORMATS:
+        raise InputError(f"must be one of {', '.join(AUDIT_FORMATS)}, got {fmt!r}", field="--format")
+    if json_out and fmt:
+        raise InputError("use either --json or --format", field="--format")
+    engine = open_store()
+    doc = audit.cached_audit(engine, edition, use_cache=not no_cache)
+    if json_out:
+        emit_json(doc)
+        return
+    if fmt == "markdown":
+        typer.echo(audit.markdown(doc), nl=False)
+        return
+    _print_rich(doc)
+
+
+def _print_rich(doc) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = Console(width=None if sys.stdout.isatty() else 200)
+    if not doc["slices"]:
+        con.print(f"No test samples in edition {escape(doc['edition'])!s} (test set: {escape(str(doc.get('test_set')))}).")
+    t = Table(title=f"Audit of edition {escape(doc['edition'])}: AUROC of trivial baselines (train -> test); "
+                    f"flag at >= {doc['params']['flag_auroc']}")
+    for col in ("source", "cell", "pairs", "label source", "length", "tfidf", "ans=sugg", "near-dup", "shared conv",
+                "<=3 tok", "flag"):
+        t.add_column(col)
+
+    def f(x):
+        return "-" if x is None else f"{x:.2f}"
+
+    for s in doc["slices"]:
+        b = s["baselines"]
+        t.add_row(escape(s["source"]), escape(f"{s['category']}/{s['task']}"), str(s["pairs"]),
+                  escape(", ".join(f"{k} {v}" for k, v in s["label_source"].items())),
+                  f(b.get("length")), f(b.get("tfidf")),
+                  f(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
+                  str(s["near_duplicate_pairs"]), str(s["shared_conversations"]), str(s["tiny_diff_pairs"]),
+                  "[bold red]FLAG[/] " + escape(", ".join(s["flagged_by"])) if s["flagged"] else "")
+    con.print(t)
+    lk, ct = doc["leakage"], doc["controls"]
+    con.print(f"Leakage: {lk['near_duplicate_pairs']} near-duplicate test pairs, "
+              f"{lk['shared_conversations']} shared conversations; {doc['tiny_diff_pairs']} pairs differ by <= "
+              f"{doc['params']['tiny_diff_tokens']} tokens.")
+    con.print(f"Controls: {ct['samples']} benign-only samples"
+              + ("; FAR " + ", ".join(f"{escape(k)} {v:.2f}" for k, v in ct["far"].items()) if ct["far"] else ""))
