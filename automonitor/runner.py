@@ -289,6 +289,7 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
                           "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency),
                           "template_version": tpl.version, "fewshot": [e.sample_id for e in examples],
                           "judge": params, "config": backend.cache_params(),
+                          "max_tokens": getattr(backend, "max_tokens", None),
                           "strata": stratum_counts(samples, ids)}))
         s.flush()
         q.insert_pending(s, run_id, ids)
