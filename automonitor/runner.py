@@ -16,7 +16,8 @@ answer (429, 529) halves the allowed concurrency (at most once per second), ever
 1/limit (so +1 per window of successes), up to the configured maximum. Transient failures (429, 5xx,
 529, timeouts, malformed bodies) are retried with exponential back-off plus jitter (tenacity's
 ``AsyncRetrying``: initial x 2^(k-1) capped, plus uniform jitter), waiting at least the server's ``Retry-After``; at most ``max_attempts``
-(6) attempts, each counted in ``api_calls``. A failure after retries, or a permanent failure, is the
+(6) attempts, each counted in ``api_calls`` when it is sent (committed at once, so requests in flight
+at a kill are counted too). A failure after retries, or a permanent failure, is the
 outcome ``error`` with its reason: never ``benign``.
 
 Every judged sample is committed as soon as it completes by a single writer thread (group commit of
@@ -25,7 +26,10 @@ run's call counters. A
 prediction is only ever updated while still pending, so nothing is judged twice; a run killed at any
 moment (SIGKILL included) keeps every committed verdict, and ``automonitor run --resume RUN_ID``
 judges exactly the predictions still pending. A lease (pid, host, heartbeat in ``Run.params``) stops
-two processes from executing the same run at once; a dead process's lease is taken over at once.
+two processes from executing the same run at once; a dead process's lease is taken over at once. The
+lease is checked and taken while the run row is write-locked (``SELECT ... FOR UPDATE`` on PostgreSQL,
+``BEGIN IMMEDIATE`` on SQLite), so of two ``--resume`` started together exactly one executes and the
+other fails with :class:`InputError` naming the holder (CLI exit 2).
 
 Cancellation: :func:`cancel_run` marks the run ``cancelled``; an executing runner notices within about
 a second, lets the calls in flight finish and commits them, and leaves the rest pending (resumable).
@@ -417,7 +421,7 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         a template file changed since the run was created, or a backend that cannot be built.
     """
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
+        run = _lock_run(s, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         if run.kind == "imported":
@@ -478,6 +482,16 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
               last_execution={"api_calls": state.api_calls, "cache_hits": state.cache_hits,
                               "limiter": getattr(state, "limiter_stats", None), "concurrency": max_conc})
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
+
+
+def _lock_run(session, run_id: str) -> Run | None:
+    """Read the run row under a write lock held until ``session`` commits, so that checking and taking
+    the lease is atomic across processes: ``SELECT ... FOR UPDATE`` on PostgreSQL (a second executor
+    waits for the first one's commit, then sees its lease), ``BEGIN IMMEDIATE`` on SQLite (the database
+    write lock is taken before the read)."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+    return session.get(Run, run_id, with_for_update=True)
 
 
 def _run_async(coro) -> Any:
@@ -567,13 +581,18 @@ class _Writer(threading.Thread):
             raise RuntimeError(f"result writer failed: {self.error}") from self.error
         self.q.put((pred, cache_row, calls, hit))
 
+    def put_calls(self, n: int = 1) -> None:
+        """Count ``n`` requests as sent: committed at once (no group-commit wait), before their
+        answers can arrive, so calls in flight at a kill are in ``run.api_calls``."""
+        self.q.put((None, None, int(n), False))
+
     def run(self) -> None:
         stop = False
         last = 0.0
         while not stop:
             item = self.q.get()
             wait = self.min_interval - (time.monotonic() - last)
-            if wait > 0 and item is not self.STOP:
+            if wait > 0 and item is not self.STOP and item[0] is not None:
                 time.sleep(wait)
             last = time.monotonic()
             batch = []
@@ -598,12 +617,13 @@ class _Writer(threading.Thread):
                     return
 
     def _write(self, batch) -> None:
-        preds = [b[0] for b in batch]
+        preds = [b[0] for b in batch if b[0] is not None]
         caches = [b[1] for b in batch if b[1] is not None]
         calls = sum(b[2] for b in batch)
         hits = sum(1 for b in batch if b[3])
         with session_scope(self.engine) as s:
-            q.update_predictions(s, preds)
+            if preds:
+                q.update_predictions(s, preds)
             q.cache_insert(s, caches)
             q.add_run_counters(s, self.run_id, api_calls=calls, cache_hits=hits)
             if time.time() - self._last_heartbeat > 5:
@@ -614,7 +634,7 @@ class _Writer(threading.Thread):
                     run.params = p
                     s.add(run)
                 self._last_heartbeat = time.time()
-        self.committed += len(batch)
+        self.committed += len(preds)
         self.commits += 1
 
     def close(self) -> None:
@@ -663,6 +683,7 @@ class _ExecState:
             cached = q.cache_lookup(s, list(set(keys.values())))
         writer = _Writer(self.engine, self.run_id)
         writer.start()
+        self.writer = writer
         todo: list[tuple[int, str, str]] = []
         hits = 0
         now = utcnow()
@@ -747,7 +768,7 @@ class _ExecState:
                              "severity": j.severity, "tokens_in": j.tokens_in, "tokens_out": j.tokens_out,
                              "cost_usd": j.cost_usd, "meta": {k: v for k, v in j.meta.items()},
                              "created_at": utcnow()}
-            writer.put(row, cache_row, calls, False)
+            writer.put(row, cache_row, 0, False)  # its calls were counted when sent
             self._tick()
 
     async def _judge_with_retries(self, item: Item) -> tuple[Judgement, int]:
@@ -760,9 +781,11 @@ class _ExecState:
         calls = 0
 
         def count_call() -> None:
+            # counted at send time (committed by the writer at once), not when the answer comes back
             nonlocal calls
             calls += 1
             self.api_calls += 1
+            self.writer.put_calls(1)
 
         def wait_after(exc: BaseException | None, attempt_number: int) -> float:
             # exponential back-off with jitter: initial * 2^(attempt-1), capped, + uniform(0, initial),
