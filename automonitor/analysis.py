@@ -84,8 +84,16 @@ def report(engine: Engine, run_ids: Sequence[str] | None = None, invalid: str = 
         ev_runs = _evidence_runs(runs, preds)
         need = preds.loc[preds["run_id"].isin(ev_runs) & preds["evidence"].map(bool), "sample_id"]
         texts = q.load_sample_texts(engine, need.unique()) if len(need) else {}
-    return analyze(preds, runs, invalid, texts=texts, n_boot=n_boot, seed=seed, cost_ratio=cost_ratio,
-                   prevalence=prevalence, compare=compare)
+    rep = analyze(preds, runs, invalid, texts=texts, n_boot=n_boot, seed=seed, cost_ratio=cost_ratio,
+                  prevalence=prevalence, compare=compare)
+    # runs judged with --repeat K: MR/FAR above use repeat 0; the entry adds the stability measures
+    from automonitor.stability import stability
+
+    for entry in rep.get("runs", []):
+        st = stability(engine, entry["run_id"])
+        if st is not None:
+            entry["stability"] = st
+    return rep
 
 
 def _empty_preds() -> pd.DataFrame:

@@ -31,6 +31,12 @@ lease is checked and taken while the run row is write-locked (``SELECT ... FOR U
 ``BEGIN IMMEDIATE`` on SQLite), so of two ``--resume`` started together exactly one executes and the
 other fails with :class:`InputError` naming the holder (CLI exit 2).
 
+Retrying errors: :func:`retry_errors` (``run --retry-errors RUN_ID``) makes exactly the ``error``
+predictions pending again, keeping each earlier attempt in ``meta["history"]``; ``--resume`` alone
+never re-sends an ``error`` sample. Repeats: ``params["repeat"] = K`` gives K predictions per sample
+(repeat 0..K-1, distinct seeds, per-repeat cache keys); repeat 0 is the run's verdict (MR/FAR), the
+others feed :mod:`automonitor.stability`.
+
 Cancellation: :func:`cancel_run` marks the run ``cancelled``; an executing runner notices within about
 a second, lets the calls in flight finish and commits them, and leaves the rest pending (resumable).
 """
@@ -78,7 +84,8 @@ LEASE_STALE_S = 30.0
 _FORBIDDEN_PARAM_WORDS = ("api_key", "apikey", "secret", "password", "token_key", "authorization")
 # runner-level params (not sent to the backend's cache key)
 RUNNER_PARAMS = ("max_attempts", "backoff_initial", "backoff_max", "retry_after_max", "timeout",
-                 "fewshot_k", "fewshot_seed")
+                 "fewshot_k", "fewshot_seed", "repeat")
+MAX_REPEAT = 50
 
 
 # --------------------------------------------------------------------------------------------------
@@ -247,7 +254,10 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         base_url: server URL for ``openai``/``anthropic`` (OpenAI-compatible servers, replay servers).
         concurrency: maximum concurrent judge calls (>= 1).
         params: backend/runner parameters (e.g. ``structured``, ``max_tokens``, ``max_attempts``,
-            ``timeout``, ``fewshot_k``); never API keys.
+            ``timeout``, ``fewshot_k``, ``repeat``); never API keys. ``repeat`` K (1..50, default 1)
+            judges each sample K times: predictions with repeat index 0..K-1, repeat k sent with seed
+            ``seed + k`` (backends with a seed) and cached under its own key (repeat 0 has the plain
+            key, so a K-repeat run reuses a single run's verdicts and vice versa).
         reuse: return the id of an existing run with the same monitor, template (same hash), base URL,
             parameters, few-shot examples and exactly the same samples, if there is one (any status:
             an unfinished one is then resumed by ``execute_run``), instead of creating a new run.
@@ -263,6 +273,17 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         raise InputError("--limit must be at least 1", field="limit")
     if int(concurrency) < 1:
         raise InputError("--concurrency must be at least 1", field="concurrency")
+    try:
+        repeat = int(params.get("repeat", 1))
+    except (TypeError, ValueError):
+        repeat = 0
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise InputError(f"--repeat must be between 1 and {MAX_REPEAT}, got {params.get('repeat')!r}",
+                         field="repeat")
+    if repeat == 1:
+        params.pop("repeat", None)  # a single judgement is the plain run (same as older runs)
+    else:
+        params["repeat"] = repeat
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
         raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
     if spec.backend in ("rules", "llamacpp") and base_url:
@@ -296,8 +317,37 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
                           "max_tokens": getattr(backend, "max_tokens", None),
                           "strata": stratum_counts(samples, ids)}))
         s.flush()
-        q.insert_pending(s, run_id, ids)
+        q.insert_pending(s, run_id, ids, repeats=repeat)
     return run_id
+
+
+def retry_errors(engine: Engine, run_id: str) -> int:
+    """Make the ``error`` predictions of ``run_id`` pending again so that :func:`execute_run` sends
+    exactly them again (``automonitor run --retry-errors RUN_ID``). Each earlier attempt is kept in the
+    prediction's ``meta["history"]`` (outcome, reason, raw, error kind, attempts, tokens, cost,
+    judged_at; oldest first) and stays there after the new verdict. Returns the number of samples reset
+    (0: nothing to retry).
+
+    Raises:
+        NotFound: no such run. InputError: an imported run, or a run executing in another live process.
+    """
+    with session_scope(engine) as s:
+        run = _lock_run(s, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        if run.kind == "imported":
+            raise InputError(f"run {run_id} holds imported predictions; there is nothing to retry",
+                             field="retry-errors")
+        lease = (run.params or {}).get("lease")
+        if _lease_held_by_other(lease):
+            raise InputError(f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}",
+                             field="retry-errors")
+        n = q.reset_errors(s, run_id)
+        if n:
+            run.status = "pending"
+            run.finished_at = None
+            s.add(run)
+    return n
 
 
 def cancel_run(engine: Engine, run_id: str) -> None:
@@ -318,14 +368,16 @@ def cancel_run(engine: Engine, run_id: str) -> None:
 
 def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> dict[str, Any]:
     """The contract's JSON for a run: ``{"run_id", "n", "counts": {outcome: int}, "api_calls",
-    "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation)."""
+    "cache_hits", "repeat"}`` (api_calls/cache_hits as given: those of the current invocation; counts
+    are the run's verdicts, i.e. repeat 0; ``repeat`` is K of ``--repeat K``, 1 by default)."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         counts = q.outcome_counts(s, run_id)
         return {"run_id": run_id, "n": run.n, "counts": {o: counts[o] for o in OUTCOMES},
-                "api_calls": int(api_calls), "cache_hits": int(cache_hits)}
+                "api_calls": int(api_calls), "cache_hits": int(cache_hits),
+                "repeat": int(((run.params or {}).get("judge") or {}).get("repeat", 1) or 1)}
 
 
 def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None,
@@ -439,8 +491,10 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
                              field="template")
         examples = _load_examples(s, list(params.get("fewshot") or []))
         pending = q.pending_predictions(s, run_id)
-        texts = q.sample_texts(s, [sid for _, sid in pending])
-        done_before = run.n - len(pending)
+        history = q.pending_history(s, run_id)
+        texts = q.sample_texts(s, list({sid for _, sid, _r in pending}))
+        repeats = int((params.get("judge") or {}).get("repeat", 1) or 1)
+        done_before = run.n * repeats - len(pending)
         if pending:
             params["lease"] = {"pid": os.getpid(), "host": socket.gethostname(), "heartbeat": time.time()}
             run.params = params
@@ -471,6 +525,7 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
     state = _ExecState(engine, run_id, backend, tpl.sha256, judge_params, max_conc, done_before,
                        done_before + len(pending), progress, should_cancel)
     try:
+        state.history = history
         _run_async(state.run(pending, texts))
     except KeyboardInterrupt:
         _release(engine, run_id, status="cancelled", error="interrupted")
@@ -664,10 +719,14 @@ class _ExecState:
         self.cancelled = False
         self._stop = False
         self.key_params = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
+        self.history: dict[int, list] = {}
 
-    def key_for(self, text: dict[str, Any]) -> str:
+    def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
+        """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
+        keeps the plain key)."""
+        params = self.key_params if not repeat else {**self.key_params, "repeat": int(repeat)}
         return cache_key(self.backend.name, self.backend.model, self.backend.base_url, self.template_hash,
-                         sample_hash(text["request"], text["response"]), self.key_params)
+                         sample_hash(text["request"], text["response"]), params)
 
     def _tick(self, n: int = 1) -> None:
         self.done += n
@@ -677,22 +736,24 @@ class _ExecState:
             except Exception:  # noqa: BLE001 - a broken progress callback must not lose results
                 pass
 
-    async def run(self, pending: list[tuple[int, str]], texts: dict[str, dict[str, Any]]) -> None:
-        keys = {pid: self.key_for(texts[sid]) for pid, sid in pending}
+    async def run(self, pending: list[tuple[int, str, int]], texts: dict[str, dict[str, Any]]) -> None:
+        keys = {pid: self.key_for(texts[sid], rep) for pid, sid, rep in pending}
         with session_scope(self.engine) as s:
             cached = q.cache_lookup(s, list(set(keys.values())))
         writer = _Writer(self.engine, self.run_id)
         writer.start()
         self.writer = writer
-        todo: list[tuple[int, str, str]] = []
+        todo: list[tuple[int, str, str, int]] = []
         hits = 0
         now = utcnow()
-        for pid, sid in pending:
+        for pid, sid, rep in pending:
             c = cached.get(keys[pid])
             if c is None:
-                todo.append((pid, sid, keys[pid]))
+                todo.append((pid, sid, keys[pid], rep))
                 continue
             meta = dict(c.get("meta") or {})
+            if pid in self.history:
+                meta["history"] = self.history[pid]
             meta.update({"cache_key": keys[pid], "cached_tokens_in": c.get("tokens_in", 0),
                          "cached_tokens_out": c.get("tokens_out", 0), "cached_cost_usd": c.get("cost_usd", 0.0)})
             writer.put({"id": pid, "outcome": c["outcome"], "score": c["score"], "raw": c["raw"],
@@ -747,16 +808,19 @@ class _ExecState:
                 except Exception:  # noqa: BLE001
                     pass
             try:
-                pid, sid, key = next(it)
+                pid, sid, key, rep = next(it)
             except StopIteration:
                 return
             t = texts[sid]
-            item = Item(sample_id=sid, request=t["request"], response=t["response"], content_hash=t["content_hash"])
+            item = Item(sample_id=sid, request=t["request"], response=t["response"], content_hash=t["content_hash"],
+                        repeat=rep)
             t0 = time.perf_counter()
             j, calls = await self._judge_with_retries(item)
             latency = (time.perf_counter() - t0) * 1000.0
             meta = dict(j.meta)
             meta.update({"attempts": calls, "cache_key": key})
+            if pid in self.history:
+                meta["history"] = self.history[pid]
             row = {"id": pid, "outcome": j.outcome, "score": j.score, "raw": j.raw, "reason": j.reason,
                    "evidence": list(j.evidence or []), "pred_category": j.pred_category, "severity": j.severity,
                    "tokens_in": j.tokens_in, "tokens_out": j.tokens_out, "cost_usd": j.cost_usd,
@@ -862,5 +926,5 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
     raise NotFound(f"no run {run_id!r}")
 
 
-__all__ = ["create_run", "execute_run", "estimate_run", "cancel_run", "launch_detached", "summary",
+__all__ = ["create_run", "execute_run", "retry_errors", "estimate_run", "cancel_run", "launch_detached", "summary",
            "cache_key", "sample_hash", "AIMDLimiter", "run_info"]

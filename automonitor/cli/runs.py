@@ -40,6 +40,8 @@ def run_cmd(
     resume: Optional[str] = typer.Option(None, "--resume", help="continue RUN_ID: judge only its pending samples"),
     param: Optional[list[str]] = typer.Option(None, "--param", help="backend/runner parameter KEY=VALUE (repeatable)"),
     reuse: bool = typer.Option(False, "--reuse", help="continue an identical earlier run instead of creating a new one"),
+    repeat: Optional[int] = typer.Option(None, "--repeat", help="judge each sample K times (distinct seeds) to measure stability"),
+    retry_errors: Optional[str] = typer.Option(None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -54,6 +56,18 @@ def run_cmd(
         raise InputError("--concurrency must be at least 1", field="concurrency")
     engine = open_store()
     params = _parse_params(param)
+    if repeat is not None:
+        if resume or retry_errors:
+            raise InputError("--repeat applies to a new run, not to --resume/--retry-errors", field="repeat")
+        if repeat < 1:
+            raise InputError("--repeat must be at least 1", field="repeat")
+        params["repeat"] = repeat
+    if retry_errors:
+        if resume or any(v is not None for v in (monitor, template, limit, base_url)) or params or reuse:
+            raise InputError("--retry-errors RUN_ID takes no other run options", field="retry-errors")
+        n_reset = runner.retry_errors(engine, retry_errors)
+        err_console.print(f"run {retry_errors}: re-sending {n_reset} error samples")
+        resume = retry_errors
     if resume:
         if any(v is not None for v in (monitor, template, limit, base_url)) or params:
             info = runner.run_info(engine, resume)

@@ -22,12 +22,14 @@ from automonitor.prompts import PromptBuilder
 
 @dataclass(frozen=True)
 class Item:
-    """What a judge sees of one sample. ``content_hash`` is the sample's hash (for caching/logging)."""
+    """What a judge sees of one sample. ``content_hash`` is the sample's hash (for caching/logging);
+    ``repeat`` is the repeat index (``run --repeat K``): backends with a seed send ``seed + repeat``."""
 
     sample_id: str
     request: str
     response: str
     content_hash: str = ""
+    repeat: int = 0
 
 
 @dataclass

@@ -180,8 +180,12 @@ class OpenAIBackend(Backend):
         for _ in range(4):  # at most three downgrades
             count_call()
             t0 = time.perf_counter()
+            body = self._request(system, user)
+            if item.repeat and "seed" in body:
+                body["seed"] = int(body["seed"]) + int(item.repeat)  # distinct seed per repeat
+                meta["seed"] = body["seed"]
             try:
-                resp = await self._post(client, self._request(system, user), item)
+                resp = await self._post(client, body, item)
             except Exception as exc:  # noqa: BLE001
                 if self._downgrade(exc):
                     meta.setdefault("downgraded", []).append(self.mode if "logprob" not in str(exc).lower()
@@ -200,7 +204,7 @@ class OpenAIBackend(Backend):
         from openai.types.chat import ChatCompletion
 
         return await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
-                                 options={"idempotency_key": f"automonitor-{item.sample_id}-{id(body):x}"})
+                                 options={"idempotency_key": f"automonitor-{item.sample_id}-{item.repeat}-{id(body):x}"})
 
     def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
         try:

@@ -11,7 +11,8 @@ half a JSON body). A user message containing ``[scenario:a,b,c]`` follows that s
 gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``refuse``, ``garbage``,
 ``length`` (HTTP 200, the answer cut mid-JSON/mid-sentence with ``finish_reason: "length"``), ``thinkcut``
 (an unclosed ``<think>`` block, ``finish_reason: "length"``), ``seedflip`` (answers "Yes" for an odd
-``seed`` in the request and "No" for an even one: a judge whose verdict depends on the seed), ``hang``
+``seed`` in the request and "No" for an even one: a judge whose verdict depends on the seed),
+``seedzero`` ("Yes" for seed 0 only), ``hang``
 (sleeps ``hang_sleep`` s before answering)). ``cached_tokens`` (int) adds
 ``usage.prompt_tokens_details.cached_tokens`` (at most the prompt tokens) to every answer.
 
@@ -156,8 +157,10 @@ class OpenAIFaultServer(LoopbackServer):
                 payload["choices"][0]["finish_reason"] = "length"
                 send_json(h, 200, payload)
                 return
-            if action == "seedflip":
-                payload = self._completion(body, text, content="Yes" if int(body.get("seed") or 0) % 2 else "No")
+            if action in ("seedflip", "seedzero"):
+                seed = int(body.get("seed") or 0)
+                yes = seed % 2 == 1 if action == "seedflip" else seed == 0
+                payload = self._completion(body, text, content="Yes" if yes else "No")
                 send_json(h, 200, payload)
                 with self.lock:
                     self.successes[key] += 1
