@@ -368,16 +368,19 @@ def cancel_run(engine: Engine, run_id: str) -> None:
 
 def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> dict[str, Any]:
     """The contract's JSON for a run: ``{"run_id", "n", "counts": {outcome: int}, "api_calls",
-    "cache_hits", "repeat"}`` (api_calls/cache_hits as given: those of the current invocation; counts
-    are the run's verdicts, i.e. repeat 0; ``repeat`` is K of ``--repeat K``, 1 by default)."""
+    "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation; counts are the
+    run's verdicts, i.e. repeat 0), plus ``"repeat": K`` for a run judged with ``--repeat K`` (K > 1)."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         counts = q.outcome_counts(s, run_id)
-        return {"run_id": run_id, "n": run.n, "counts": {o: counts[o] for o in OUTCOMES},
-                "api_calls": int(api_calls), "cache_hits": int(cache_hits),
-                "repeat": int(((run.params or {}).get("judge") or {}).get("repeat", 1) or 1)}
+        out = {"run_id": run_id, "n": run.n, "counts": {o: counts[o] for o in OUTCOMES},
+               "api_calls": int(api_calls), "cache_hits": int(cache_hits)}
+        repeat = int(((run.params or {}).get("judge") or {}).get("repeat", 1) or 1)
+        if repeat > 1:
+            out["repeat"] = repeat
+        return out
 
 
 def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None,
