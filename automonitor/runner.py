@@ -419,7 +419,12 @@ def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | No
         sys_chars = len(builder.system_text())
         prompt_tokens = sum((sys_chars + len(builder.user_text(t["request"], t["response"])[0])) // 4
                             for t in texts.values())
-        per_call = (600 if tpl.evidence else 16) if spec.backend == "openai" else (800 if tpl.evidence else 64)
+        from automonitor.monitors import backend_class
+        from automonitor.monitors.base import is_reasoning_model
+
+        cls = backend_class(spec.backend)
+        per_call = (cls.reasoning_max_tokens if is_reasoning_model(spec.model or cls.default_model)
+                    else cls.default_max_tokens["evidence" if tpl.evidence else "direct"])
         max_out = len(ids) * per_call
     pin, pout = (0.0, 0.0) if local else price_for(spec.model)
     cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
