@@ -111,6 +111,13 @@ def report(engine: Engine, run_ids: Sequence[str] | None = None, invalid: str = 
                                          invalid)
     if edition is not None:
         rep["edition"] = edition
+    # runs judged with --repeat K: MR/FAR above use repeat 0; the entry adds the stability measures
+    from automonitor.stability import stability
+
+    for entry in rep.get("runs", []):
+        st = stability(engine, entry["run_id"])
+        if st is not None:
+            entry["stability"] = st
     return rep
 
 

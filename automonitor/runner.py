@@ -16,7 +16,8 @@ answer (429, 529) halves the allowed concurrency (at most once per second), ever
 1/limit (so +1 per window of successes), up to the configured maximum. Transient failures (429, 5xx,
 529, timeouts, malformed bodies) are retried with exponential back-off plus jitter (tenacity's
 ``AsyncRetrying``: initial x 2^(k-1) capped, plus uniform jitter), waiting at least the server's ``Retry-After``; at most ``max_attempts``
-(6) attempts, each counted in ``api_calls``. A failure after retries, or a permanent failure, is the
+(6) attempts, each counted in ``api_calls`` when it is sent (committed at once, so requests in flight
+at a kill are counted too). A failure after retries, or a permanent failure, is the
 outcome ``error`` with its reason: never ``benign``.
 
 Every judged sample is committed as soon as it completes by a single writer thread (group commit of
@@ -25,7 +26,16 @@ run's call counters. A
 prediction is only ever updated while still pending, so nothing is judged twice; a run killed at any
 moment (SIGKILL included) keeps every committed verdict, and ``automonitor run --resume RUN_ID``
 judges exactly the predictions still pending. A lease (pid, host, heartbeat in ``Run.params``) stops
-two processes from executing the same run at once; a dead process's lease is taken over at once.
+two processes from executing the same run at once; a dead process's lease is taken over at once. The
+lease is checked and taken while the run row is write-locked (``SELECT ... FOR UPDATE`` on PostgreSQL,
+``BEGIN IMMEDIATE`` on SQLite), so of two ``--resume`` started together exactly one executes and the
+other fails with :class:`InputError` naming the holder (CLI exit 2).
+
+Retrying errors: :func:`retry_errors` (``run --retry-errors RUN_ID``) makes exactly the ``error``
+predictions pending again, keeping each earlier attempt in ``meta["history"]``; ``--resume`` alone
+never re-sends an ``error`` sample. Repeats: ``params["repeat"] = K`` gives K predictions per sample
+(repeat 0..K-1, distinct seeds, per-repeat cache keys); repeat 0 is the run's verdict (MR/FAR), the
+others feed :mod:`automonitor.stability`.
 
 Cancellation: :func:`cancel_run` marks the run ``cancelled``; an executing runner notices within about
 a second, lets the calls in flight finish and commits them, and leaves the rest pending (resumable).
@@ -74,7 +84,8 @@ LEASE_STALE_S = 30.0
 _FORBIDDEN_PARAM_WORDS = ("api_key", "apikey", "secret", "password", "token_key", "authorization")
 # runner-level params (not sent to the backend's cache key)
 RUNNER_PARAMS = ("max_attempts", "backoff_initial", "backoff_max", "retry_after_max", "timeout",
-                 "fewshot_k", "fewshot_seed")
+                 "fewshot_k", "fewshot_seed", "repeat")
+MAX_REPEAT = 50
 
 
 # --------------------------------------------------------------------------------------------------
@@ -243,7 +254,10 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         base_url: server URL for ``openai``/``anthropic`` (OpenAI-compatible servers, replay servers).
         concurrency: maximum concurrent judge calls (>= 1).
         params: backend/runner parameters (e.g. ``structured``, ``max_tokens``, ``max_attempts``,
-            ``timeout``, ``fewshot_k``); never API keys.
+            ``timeout``, ``fewshot_k``, ``repeat``); never API keys. ``repeat`` K (1..50, default 1)
+            judges each sample K times: predictions with repeat index 0..K-1, repeat k sent with seed
+            ``seed + k`` (backends with a seed) and cached under its own key (repeat 0 has the plain
+            key, so a K-repeat run reuses a single run's verdicts and vice versa).
         reuse: return the id of an existing run with the same monitor, template (same hash), base URL,
             parameters, few-shot examples and exactly the same samples, if there is one (any status:
             an unfinished one is then resumed by ``execute_run``), instead of creating a new run.
@@ -262,6 +276,17 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         raise InputError("--limit must be at least 1", field="limit")
     if int(concurrency) < 1:
         raise InputError("--concurrency must be at least 1", field="concurrency")
+    try:
+        repeat = int(params.get("repeat", 1))
+    except (TypeError, ValueError):
+        repeat = 0
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise InputError(f"--repeat must be between 1 and {MAX_REPEAT}, got {params.get('repeat')!r}",
+                         field="repeat")
+    if repeat == 1:
+        params.pop("repeat", None)  # a single judgement is the plain run (same as older runs)
+    else:
+        params["repeat"] = repeat
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
         raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
     if spec.backend in ("rules", "llamacpp") and base_url:
@@ -303,10 +328,40 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
                           "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency),
                           "template_version": tpl.version, "fewshot": [e.sample_id for e in examples],
                           "judge": params, "config": backend.cache_params(),
+                          "max_tokens": getattr(backend, "max_tokens", None),
                           "strata": stratum_counts(samples, ids), "controls": len(ctrl_ids)}))
         s.flush()
-        q.insert_pending(s, run_id, ids)
+        q.insert_pending(s, run_id, ids, repeats=repeat)
     return run_id
+
+
+def retry_errors(engine: Engine, run_id: str) -> int:
+    """Make the ``error`` predictions of ``run_id`` pending again so that :func:`execute_run` sends
+    exactly them again (``automonitor run --retry-errors RUN_ID``). Each earlier attempt is kept in the
+    prediction's ``meta["history"]`` (outcome, reason, raw, error kind, attempts, tokens, cost,
+    judged_at; oldest first) and stays there after the new verdict. Returns the number of samples reset
+    (0: nothing to retry).
+
+    Raises:
+        NotFound: no such run. InputError: an imported run, or a run executing in another live process.
+    """
+    with session_scope(engine) as s:
+        run = _lock_run(s, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        if run.kind == "imported":
+            raise InputError(f"run {run_id} holds imported predictions; there is nothing to retry",
+                             field="retry-errors")
+        lease = (run.params or {}).get("lease")
+        if _lease_held_by_other(lease):
+            raise InputError(f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}",
+                             field="retry-errors")
+        n = q.reset_errors(s, run_id)
+        if n:
+            run.status = "pending"
+            run.finished_at = None
+            s.add(run)
+    return n
 
 
 def cancel_run(engine: Engine, run_id: str) -> None:
@@ -327,14 +382,19 @@ def cancel_run(engine: Engine, run_id: str) -> None:
 
 def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> dict[str, Any]:
     """The contract's JSON for a run: ``{"run_id", "n", "counts": {outcome: int}, "api_calls",
-    "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation)."""
+    "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation; counts are the
+    run's verdicts, i.e. repeat 0), plus ``"repeat": K`` for a run judged with ``--repeat K`` (K > 1)."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         counts = q.outcome_counts(s, run_id)
-        return {"run_id": run_id, "n": run.n, "counts": {o: counts[o] for o in OUTCOMES},
-                "api_calls": int(api_calls), "cache_hits": int(cache_hits)}
+        out = {"run_id": run_id, "n": run.n, "counts": {o: counts[o] for o in OUTCOMES},
+               "api_calls": int(api_calls), "cache_hits": int(cache_hits)}
+        repeat = int(((run.params or {}).get("judge") or {}).get("repeat", 1) or 1)
+        if repeat > 1:
+            out["repeat"] = repeat
+        return out
 
 
 def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None,
@@ -373,7 +433,12 @@ def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | No
         sys_chars = len(builder.system_text())
         prompt_tokens = sum((sys_chars + len(builder.user_text(t["request"], t["response"])[0])) // 4
                             for t in texts.values())
-        per_call = (600 if tpl.evidence else 16) if spec.backend == "openai" else (800 if tpl.evidence else 64)
+        from automonitor.monitors import backend_class
+        from automonitor.monitors.base import is_reasoning_model
+
+        cls = backend_class(spec.backend)
+        per_call = (cls.reasoning_max_tokens if is_reasoning_model(spec.model or cls.default_model)
+                    else cls.default_max_tokens["evidence" if tpl.evidence else "direct"])
         max_out = len(ids) * per_call
     pin, pout = (0.0, 0.0) if local else price_for(spec.model)
     cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
@@ -430,7 +495,7 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         a template file changed since the run was created, or a backend that cannot be built.
     """
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
+        run = _lock_run(s, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         if run.kind == "imported":
@@ -448,8 +513,10 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
                              field="template")
         examples = _load_examples(s, list(params.get("fewshot") or []))
         pending = q.pending_predictions(s, run_id)
-        texts = q.sample_texts(s, [sid for _, sid in pending])
-        done_before = run.n - len(pending)
+        history = q.pending_history(s, run_id)
+        texts = q.sample_texts(s, list({sid for _, sid, _r in pending}))
+        repeats = int((params.get("judge") or {}).get("repeat", 1) or 1)
+        done_before = run.n * repeats - len(pending)
         if pending:
             params["lease"] = {"pid": os.getpid(), "host": socket.gethostname(), "heartbeat": time.time()}
             run.params = params
@@ -480,6 +547,7 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
     state = _ExecState(engine, run_id, backend, tpl.sha256, judge_params, max_conc, done_before,
                        done_before + len(pending), progress, should_cancel)
     try:
+        state.history = history
         _run_async(state.run(pending, texts))
     except KeyboardInterrupt:
         _release(engine, run_id, status="cancelled", error="interrupted")
@@ -491,6 +559,16 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
               last_execution={"api_calls": state.api_calls, "cache_hits": state.cache_hits,
                               "limiter": getattr(state, "limiter_stats", None), "concurrency": max_conc})
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
+
+
+def _lock_run(session, run_id: str) -> Run | None:
+    """Read the run row under a write lock held until ``session`` commits, so that checking and taking
+    the lease is atomic across processes: ``SELECT ... FOR UPDATE`` on PostgreSQL (a second executor
+    waits for the first one's commit, then sees its lease), ``BEGIN IMMEDIATE`` on SQLite (the database
+    write lock is taken before the read)."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+    return session.get(Run, run_id, with_for_update=True)
 
 
 def _run_async(coro) -> Any:
@@ -580,13 +658,18 @@ class _Writer(threading.Thread):
             raise RuntimeError(f"result writer failed: {self.error}") from self.error
         self.q.put((pred, cache_row, calls, hit))
 
+    def put_calls(self, n: int = 1) -> None:
+        """Count ``n`` requests as sent: committed at once (no group-commit wait), before their
+        answers can arrive, so calls in flight at a kill are in ``run.api_calls``."""
+        self.q.put((None, None, int(n), False))
+
     def run(self) -> None:
         stop = False
         last = 0.0
         while not stop:
             item = self.q.get()
             wait = self.min_interval - (time.monotonic() - last)
-            if wait > 0 and item is not self.STOP:
+            if wait > 0 and item is not self.STOP and item[0] is not None:
                 time.sleep(wait)
             last = time.monotonic()
             batch = []
@@ -611,12 +694,13 @@ class _Writer(threading.Thread):
                     return
 
     def _write(self, batch) -> None:
-        preds = [b[0] for b in batch]
+        preds = [b[0] for b in batch if b[0] is not None]
         caches = [b[1] for b in batch if b[1] is not None]
         calls = sum(b[2] for b in batch)
         hits = sum(1 for b in batch if b[3])
         with session_scope(self.engine) as s:
-            q.update_predictions(s, preds)
+            if preds:
+                q.update_predictions(s, preds)
             q.cache_insert(s, caches)
             q.add_run_counters(s, self.run_id, api_calls=calls, cache_hits=hits)
             if time.time() - self._last_heartbeat > 5:
@@ -627,7 +711,7 @@ class _Writer(threading.Thread):
                     run.params = p
                     s.add(run)
                 self._last_heartbeat = time.time()
-        self.committed += len(batch)
+        self.committed += len(preds)
         self.commits += 1
 
     def close(self) -> None:
@@ -657,10 +741,14 @@ class _ExecState:
         self.cancelled = False
         self._stop = False
         self.key_params = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
+        self.history: dict[int, list] = {}
 
-    def key_for(self, text: dict[str, Any]) -> str:
+    def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
+        """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
+        keeps the plain key)."""
+        params = self.key_params if not repeat else {**self.key_params, "repeat": int(repeat)}
         return cache_key(self.backend.name, self.backend.model, self.backend.base_url, self.template_hash,
-                         sample_hash(text["request"], text["response"]), self.key_params)
+                         sample_hash(text["request"], text["response"]), params)
 
     def _tick(self, n: int = 1) -> None:
         self.done += n
@@ -670,21 +758,24 @@ class _ExecState:
             except Exception:  # noqa: BLE001 - a broken progress callback must not lose results
                 pass
 
-    async def run(self, pending: list[tuple[int, str]], texts: dict[str, dict[str, Any]]) -> None:
-        keys = {pid: self.key_for(texts[sid]) for pid, sid in pending}
+    async def run(self, pending: list[tuple[int, str, int]], texts: dict[str, dict[str, Any]]) -> None:
+        keys = {pid: self.key_for(texts[sid], rep) for pid, sid, rep in pending}
         with session_scope(self.engine) as s:
             cached = q.cache_lookup(s, list(set(keys.values())))
         writer = _Writer(self.engine, self.run_id)
         writer.start()
-        todo: list[tuple[int, str, str]] = []
+        self.writer = writer
+        todo: list[tuple[int, str, str, int]] = []
         hits = 0
         now = utcnow()
-        for pid, sid in pending:
+        for pid, sid, rep in pending:
             c = cached.get(keys[pid])
             if c is None:
-                todo.append((pid, sid, keys[pid]))
+                todo.append((pid, sid, keys[pid], rep))
                 continue
             meta = dict(c.get("meta") or {})
+            if pid in self.history:
+                meta["history"] = self.history[pid]
             meta.update({"cache_key": keys[pid], "cached_tokens_in": c.get("tokens_in", 0),
                          "cached_tokens_out": c.get("tokens_out", 0), "cached_cost_usd": c.get("cost_usd", 0.0)})
             writer.put({"id": pid, "outcome": c["outcome"], "score": c["score"], "raw": c["raw"],
@@ -739,16 +830,19 @@ class _ExecState:
                 except Exception:  # noqa: BLE001
                     pass
             try:
-                pid, sid, key = next(it)
+                pid, sid, key, rep = next(it)
             except StopIteration:
                 return
             t = texts[sid]
-            item = Item(sample_id=sid, request=t["request"], response=t["response"], content_hash=t["content_hash"])
+            item = Item(sample_id=sid, request=t["request"], response=t["response"], content_hash=t["content_hash"],
+                        repeat=rep)
             t0 = time.perf_counter()
             j, calls = await self._judge_with_retries(item)
             latency = (time.perf_counter() - t0) * 1000.0
             meta = dict(j.meta)
             meta.update({"attempts": calls, "cache_key": key})
+            if pid in self.history:
+                meta["history"] = self.history[pid]
             row = {"id": pid, "outcome": j.outcome, "score": j.score, "raw": j.raw, "reason": j.reason,
                    "evidence": list(j.evidence or []), "pred_category": j.pred_category, "severity": j.severity,
                    "tokens_in": j.tokens_in, "tokens_out": j.tokens_out, "cost_usd": j.cost_usd,
@@ -760,7 +854,7 @@ class _ExecState:
                              "severity": j.severity, "tokens_in": j.tokens_in, "tokens_out": j.tokens_out,
                              "cost_usd": j.cost_usd, "meta": {k: v for k, v in j.meta.items()},
                              "created_at": utcnow()}
-            writer.put(row, cache_row, calls, False)
+            writer.put(row, cache_row, 0, False)  # its calls were counted when sent
             self._tick()
 
     async def _judge_with_retries(self, item: Item) -> tuple[Judgement, int]:
@@ -773,9 +867,11 @@ class _ExecState:
         calls = 0
 
         def count_call() -> None:
+            # counted at send time (committed by the writer at once), not when the answer comes back
             nonlocal calls
             calls += 1
             self.api_calls += 1
+            self.writer.put_calls(1)
 
         def wait_after(exc: BaseException | None, attempt_number: int) -> float:
             # exponential back-off with jitter: initial * 2^(attempt-1), capped, + uniform(0, initial),
@@ -852,5 +948,5 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
     raise NotFound(f"no run {run_id!r}")
 
 
-__all__ = ["create_run", "execute_run", "estimate_run", "cancel_run", "launch_detached", "summary",
+__all__ = ["create_run", "execute_run", "retry_errors", "estimate_run", "cancel_run", "launch_detached", "summary",
            "cache_key", "sample_hash", "AIMDLimiter", "run_info"]

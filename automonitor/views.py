@@ -409,14 +409,26 @@ def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
 
 def sample_predictions(engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None) -> dict[str, dict]:
     """Predictions on one sample, by run id: ``{run_id: dict of Prediction columns + monitor,
-    template}``; ``run_ids`` restricts the runs (``None`` = all)."""
+    template, repeats}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's verdict
+    (repeat 0); ``repeats`` lists the outcomes of repeats 0..K-1 (``run --repeat K``; one item for a
+    run judged once, ``None`` for a pending repeat)."""
     q = (sa.select(Prediction.__table__, Run.monitor, Run.template)
-         .join(Run, Run.id == Prediction.run_id).where(Prediction.sample_id == sample_id))
+         .join(Run, Run.id == Prediction.run_id).where(Prediction.sample_id == sample_id)
+         .order_by(Prediction.run_id, Prediction.repeat))
     if run_ids is not None:
         q = q.where(Prediction.run_id.in_(list(run_ids)))
     with engine.connect() as c:
         rows = c.execute(q).mappings().all()
-    return {r["run_id"]: dict(r) for r in rows}
+    out: dict[str, dict] = {}
+    for r in rows:
+        rep = int(r.get("repeat") or 0)
+        if rep == 0:
+            out[r["run_id"]] = {**dict(r), "repeats": out.get(r["run_id"], {}).get("repeats", [])}
+        d = out.setdefault(r["run_id"], {"repeats": []})
+        while len(d["repeats"]) <= rep:
+            d["repeats"].append(None)
+        d["repeats"][rep] = r["outcome"]
+    return {k: v for k, v in out.items() if "run_id" in v}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -176,6 +176,10 @@ for col, rid in zip(cols, shown_runs):
         st.table({"score P(misbehavior)": ["–" if p["score"] is None else f"{p['score']:.3f}"],
                   "category": [cat_name], "severity": [p["severity"] or "–"],
                   "evidence spans": [len(grounded[rid])]})
+        if len(p.get("repeats") or []) > 1:  # run --repeat K: the K verdicts (repeat 0 is the run's)
+            st.markdown(f"**{len(p['repeats'])} repeats**")
+            st.table({"repeat": list(range(len(p["repeats"]))),
+                      "verdict": [str(o) if o else "pending" for o in p["repeats"]]})
         st.markdown("**Response** (evidence highlighted)")
         ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420))
         if p.get("reason"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
 from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import Field, SQLModel
 
@@ -111,6 +111,8 @@ class Prediction(SQLModel, table=True):
     """A monitor's outcome on one sample in one run. ``outcome`` is ``None`` while still pending.
 
     Outcomes: ``misbehavior`` | ``benign`` | ``invalid`` | ``refusal`` | ``error`` (never a silent benign).
+    A run judged with ``--repeat K`` holds K predictions per sample (``repeat`` 0..K-1); analyses read
+    repeat 0 (the run's verdict), stability measures read all K.
     """
 
     __tablename__ = "prediction"
@@ -132,7 +134,10 @@ class Prediction(SQLModel, table=True):
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
     judged_at: Optional[datetime] = None
-    __table_args__ = (UniqueConstraint("run_id", "sample_id", name="uq_prediction_run_sample"),)
+    # repeat index (``run --repeat K``: 0..K-1); repeat 0 is the run's verdict used for MR/FAR
+    repeat: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    __table_args__ = (UniqueConstraint("run_id", "sample_id", "repeat", name="uq_prediction_run_sample_repeat"),
+                      CheckConstraint('"repeat" >= 0', name="ck_prediction_repeat_nonneg"))
 
 
 class CacheEntry(SQLModel, table=True):

@@ -132,6 +132,17 @@ def _print_rich(rep) -> None:
     con.print(f"Pareto front: {', '.join(rep['pareto']) or '-'}")
     con.print("Pearson r(MR, FAR): " + ("n/a (needs 3+ runs with both rates and non-zero variance)"
                                        if r_ is None else f"{r_:.3f} (p = {p_:.3g}, {rep['pearson_n']} runs)"))
+    stab = [r for r in rep["runs"] if r.get("stability")]
+    if stab:
+        stt = Table(title="Stability across repeats (MR/FAR use repeat 0)")
+        for col in ("run", "K", "samples", "flip rate", "majority != first", "Fleiss' kappa"):
+            stt.add_column(col)
+        for r in stab:
+            st = r["stability"]
+            stt.add_row(r["run_id"], str(st["repeats"]), str(st["samples"]), _pct(st["flip_rate"]),
+                        _pct(st["majority_differs"]),
+                        "n/a" if st["fleiss_kappa"] is None else f"{st['fleiss_kappa']:.3f}")
+        con.print(stt)
     if rep.get("paired"):
         pt = Table(title="Paired comparisons (A - B, pair-clustered bootstrap 95% CI; McNemar p)")
         for col in ("A", "B", "samples", "MR diff", "FAR diff", "McNemar MR p", "McNemar FAR p"):

@@ -43,6 +43,8 @@ def run_cmd(
     edition: str = typer.Option("paper", "--edition", help="test-set edition to judge: paper | verified"),
     controls: bool = typer.Option(True, "--controls/--no-controls",
                                   help="also judge the benign-only controls slice (FAR on controls in report)"),
+    repeat: Optional[int] = typer.Option(None, "--repeat", help="judge each sample K times (distinct seeds) to measure stability"),
+    retry_errors: Optional[str] = typer.Option(None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -57,6 +59,18 @@ def run_cmd(
         raise InputError("--concurrency must be at least 1", field="concurrency")
     engine = open_store()
     params = _parse_params(param)
+    if repeat is not None:
+        if resume or retry_errors:
+            raise InputError("--repeat applies to a new run, not to --resume/--retry-errors", field="repeat")
+        if repeat < 1:
+            raise InputError("--repeat must be at least 1", field="repeat")
+        params["repeat"] = repeat
+    if retry_errors:
+        if resume or any(v is not None for v in (monitor, template, limit, base_url)) or params or reuse:
+            raise InputError("--retry-errors RUN_ID takes no other run options", field="retry-errors")
+        n_reset = runner.retry_errors(engine, retry_errors)
+        err_console.print(f"run {retry_errors}: re-sending {n_reset} error samples")
+        resume = retry_errors
     if resume:
         if any(v is not None for v in (monitor, template, limit, base_url)) or params:
             info = runner.run_info(engine, resume)

@@ -36,6 +36,7 @@ class AnthropicBackend(Backend):
 
     name = "anthropic"
     default_model = "claude-3-5-haiku-latest"
+    default_max_tokens = {"direct": 64, "evidence": 800}
 
     def __init__(self, model, base_url, params, prompt):
         super().__init__(model, base_url, params, prompt)
@@ -44,7 +45,7 @@ class AnthropicBackend(Backend):
         self.mode = str(p.get("structured", "tools"))
         if self.mode not in ("tools", "none"):
             raise InputError("structured must be tools or none for anthropic", field="param")
-        self.max_tokens = int(p.get("max_tokens", 800 if evidence else 64))
+        self.max_tokens = self.max_tokens_for(p, evidence)
         self._api_settings("ANTHROPIC_API_KEY")
         self.send_temperature = True
 
@@ -100,10 +101,16 @@ class AnthropicBackend(Backend):
         except (AttributeError, TypeError) as exc:
             raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
         usage = getattr(msg, "usage", None)
-        tin = int(getattr(usage, "input_tokens", 0) or 0)
+        # input_tokens excludes the prompt-cache reads and writes, which the usage reports apart
+        cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+        cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+        tin = int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write
         tout = int(getattr(usage, "output_tokens", 0) or 0)
-        cost = self.cost(tin, tout)
-        meta.update({"structured": self.mode, "stop_reason": stop, "model": getattr(msg, "model", None)})
+        cost = self.cost(tin, tout, cache_read, cache_write)
+        meta.update({"structured": self.mode, "stop_reason": stop, "model": getattr(msg, "model", None),
+                     "max_tokens": self.max_tokens})
+        if cache_read or cache_write:
+            meta.update({"cached_tokens_in": cache_read, "cache_write_tokens_in": cache_write})
         tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
         text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
         if stop == "refusal" and tool is None:
@@ -112,10 +119,12 @@ class AnthropicBackend(Backend):
         if tool is not None:
             raw = json.dumps({"tool": getattr(tool, "name", None), "input": getattr(tool, "input", None),
                               **({"text": text} if text else {})}, default=str)
-            parsed = parse_tool_input(getattr(tool, "input", None))
+            parsed = parse_tool_input(getattr(tool, "input", None), finish_reason=stop)
         else:
             raw = text
-            parsed = parse_text(text)
+            parsed = parse_text(text, finish_reason=stop)
+        if parsed.detail:
+            meta["parse_detail"] = parsed.detail
         if parsed.evidence:
             meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
         return Judgement(parsed.outcome, score=None, raw=raw, reason=parsed.reason, evidence=parsed.evidence,

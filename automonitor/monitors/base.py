@@ -22,12 +22,14 @@ from automonitor.prompts import PromptBuilder
 
 @dataclass(frozen=True)
 class Item:
-    """What a judge sees of one sample. ``content_hash`` is the sample's hash (for caching/logging)."""
+    """What a judge sees of one sample. ``content_hash`` is the sample's hash (for caching/logging);
+    ``repeat`` is the repeat index (``run --repeat K``): backends with a seed send ``seed + repeat``."""
 
     sample_id: str
     request: str
     response: str
     content_hash: str = ""
+    repeat: int = 0
 
 
 @dataclass
@@ -103,6 +105,11 @@ class Backend(ABC):
     default_model: str | None = None
     max_concurrency: int | None = None
     is_local: bool = False
+    # answer budget (tokens) by template kind; a reasoning model gets ``reasoning_max_tokens`` whatever
+    # the template (its hidden or <think> reasoning counts against the budget). ``--param max_tokens=N``
+    # overrides both; the value used is recorded in the run's params (``max_tokens``).
+    default_max_tokens: dict[str, int] = {"direct": 16, "evidence": 600}
+    reasoning_max_tokens: int = 4096
 
     def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any],
                  prompt: PromptBuilder):
@@ -142,16 +149,48 @@ class Backend(ABC):
         self._key = api_key(key_env, self.base_url)
         self._client = None
 
+    def max_tokens_for(self, params: dict[str, Any], evidence: bool) -> int:
+        """The answer budget in tokens: ``params["max_tokens"]`` when given (>= 1), else
+        :attr:`reasoning_max_tokens` for a reasoning model (:func:`is_reasoning_model`), else
+        :attr:`default_max_tokens` of the template kind.
+
+        Raises:
+            InputError: ``max_tokens`` is not a positive integer (field ``param``).
+        """
+        if params.get("max_tokens") is not None:
+            try:
+                n = int(params["max_tokens"])
+            except (TypeError, ValueError):
+                n = 0
+            if n < 1:
+                raise InputError(f"max_tokens must be a positive integer, got {params['max_tokens']!r}",
+                                 field="param")
+            return n
+        if is_reasoning_model(self.model):
+            return self.reasoning_max_tokens
+        return int(self.default_max_tokens["evidence" if evidence else "direct"])
+
     def price(self) -> tuple[float, float]:
         """USD per 1M (input, output) tokens for this backend's model (0, 0 if local or unknown)."""
         if self.is_local:
             return (0.0, 0.0)
         return price_for(self.model)
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        """Cost in USD of one call from the price table."""
+    def cost(self, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write_in: int = 0) -> float:
+        """Cost in USD of one call from the price table.
+
+        ``tokens_in`` counts every input token, including ``cached_in`` tokens the provider served from
+        its prompt cache (billed at :func:`cached_input_factor` x the input price) and ``cache_write_in``
+        tokens written to it (Anthropic: 1.25 x). Source: the providers' pricing pages (OpenAI "cached
+        input", Anthropic "prompt caching": cache reads 0.1 x, 5-minute cache writes 1.25 x).
+        """
         pin, pout = self.price()
-        return (tokens_in * pin + tokens_out * pout) / 1_000_000
+        cached_in = max(0, min(int(cached_in), int(tokens_in)))
+        cache_write_in = max(0, min(int(cache_write_in), int(tokens_in) - cached_in))
+        plain = tokens_in - cached_in - cache_write_in
+        f_read, f_write = cached_input_factor(self.model)
+        return (plain * pin + cached_in * pin * f_read + cache_write_in * pin * f_write
+                + tokens_out * pout) / 1_000_000
 
 
 # USD per 1M tokens (input, output): list prices of the providers as of mid-2025. Estimates only; a
@@ -193,6 +232,46 @@ def price_for(model: str | None) -> tuple[float, float]:
         if m.startswith(k) and len(k) > len(best):
             best = k
     return PRICES[best] if best else (0.0, 0.0)
+
+
+# (cache read, cache write) multipliers of the input price, by model prefix (providers' pricing pages,
+# mid-2025). A model missing here pays the full input price for cached tokens (cost never understated).
+CACHED_INPUT: dict[str, tuple[float, float]] = {
+    "gpt-4o": (0.5, 1.0),
+    "o1": (0.5, 1.0),
+    "o3": (0.25, 1.0),
+    "o4-mini": (0.25, 1.0),
+    "gpt-4.1": (0.25, 1.0),
+    "gpt-5": (0.1, 1.0),
+    "deepseek": (0.26, 1.0),
+    "gemini-2.5": (0.25, 1.0),
+    "claude": (0.1, 1.25),
+}
+
+REASONING_MODELS = ("o1", "o3", "o4", "gpt-5", "deepseek-reasoner", "deepseek-r1", "r1", "qwq", "qwen3",
+                    "gemini-2.5", "claude-3-7-sonnet-thinking", "magistral", "phi-4-reasoning")
+
+
+def is_reasoning_model(model: str | None) -> bool:
+    """Whether ``model`` (``provider/`` prefix dropped, case-insensitive) starts like a known reasoning
+    model (:data:`REASONING_MODELS`), whose answers spend tokens on reasoning first."""
+    if not model:
+        return False
+    m = model.lower().rsplit("/", 1)[-1]
+    return any(m.startswith(p) for p in REASONING_MODELS)
+
+
+def cached_input_factor(model: str | None) -> tuple[float, float]:
+    """(read, write) price multipliers for prompt-cached input tokens of ``model``: the longest
+    :data:`CACHED_INPUT` prefix, ``(1.0, 1.0)`` when unknown."""
+    if not model:
+        return (1.0, 1.0)
+    m = model.lower().rsplit("/", 1)[-1]
+    best = ""
+    for k in CACHED_INPUT:
+        if m.startswith(k) and len(k) > len(best):
+            best = k
+    return CACHED_INPUT[best] if best else (1.0, 1.0)
 
 
 def price_known(model: str | None) -> bool:

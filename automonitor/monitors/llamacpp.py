@@ -350,6 +350,9 @@ class LlamaCppBackend(Backend):
         if tpl.evidence and "base_evidence_cue" in tpl.sections:
             sc.feed(sc.tok(user + "\n\n" + tpl.sections["base_evidence_cue"]))
             quote, gen = sc.greedy(self.evidence_tokens)
+            # the quote's finish reason: "length" when the budget ran out before a closing quote or
+            # newline (the quote is then cut; the verdict itself comes from the logits, not from text)
+            meta["evidence_finish_reason"] = "length" if gen >= self.evidence_tokens else "stop"
             if quote:
                 evidence = [quote]
             sc.feed(sc.tok('"\n' + verdict_cue))

@@ -97,7 +97,7 @@ def classify_sdk_error(exc: BaseException) -> Exception:
 
 class OpenAIBackend(Backend):
     """OpenAI Chat Completions judge. Params: ``structured``, ``logprobs`` (true), ``top_logprobs`` (5),
-    ``max_tokens`` (16 direct / 600 evidence), ``seed`` (0), ``temperature`` (0), ``timeout`` (60 s),
+    ``max_tokens`` (16 direct / 600 evidence / 4096 for a reasoning model), ``seed`` (0), ``temperature`` (0), ``timeout`` (60 s),
     ``request_chars`` (12000), ``response_chars`` (16000)."""
 
     name = "openai"
@@ -114,7 +114,7 @@ class OpenAIBackend(Backend):
             raise InputError(f"structured must be one of {', '.join(_MODES)}", field="param")
         self.logprobs = str(p.get("logprobs", True)).lower() not in ("0", "false", "no")
         self.top_logprobs = int(p.get("top_logprobs", 5))
-        self.max_tokens = int(p.get("max_tokens", 600 if evidence else 16))
+        self.max_tokens = self.max_tokens_for(p, evidence)
         self.seed = p.get("seed", 0)
         self._api_settings("OPENAI_API_KEY")
         self._requested_mode = self.mode
@@ -180,8 +180,12 @@ class OpenAIBackend(Backend):
         for _ in range(4):  # at most three downgrades
             count_call()
             t0 = time.perf_counter()
+            body = self._request(system, user)
+            if item.repeat and "seed" in body:
+                body["seed"] = int(body["seed"]) + int(item.repeat)  # distinct seed per repeat
+                meta["seed"] = body["seed"]
             try:
-                resp = await self._post(client, self._request(system, user), item)
+                resp = await self._post(client, body, item)
             except Exception as exc:  # noqa: BLE001
                 if self._downgrade(exc):
                     meta.setdefault("downgraded", []).append(self.mode if "logprob" not in str(exc).lower()
@@ -200,7 +204,7 @@ class OpenAIBackend(Backend):
         from openai.types.chat import ChatCompletion
 
         return await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
-                                 options={"idempotency_key": f"automonitor-{item.sample_id}-{id(body):x}"})
+                                 options={"idempotency_key": f"automonitor-{item.sample_id}-{item.repeat}-{id(body):x}"})
 
     def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
         try:
@@ -211,8 +215,13 @@ class OpenAIBackend(Backend):
         usage = getattr(resp, "usage", None)
         tin = int(getattr(usage, "prompt_tokens", 0) or 0)
         tout = int(getattr(usage, "completion_tokens", 0) or 0)
-        meta.update({"structured": self.mode, "finish_reason": getattr(choice, "finish_reason", None),
-                     "model": getattr(resp, "model", None)})
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached_in = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+        finish = getattr(choice, "finish_reason", None)
+        meta.update({"structured": self.mode, "finish_reason": finish, "model": getattr(resp, "model", None),
+                     "max_tokens": self.max_tokens})
+        if cached_in:
+            meta["cached_tokens_in"] = cached_in
         tool_calls = getattr(msg, "tool_calls", None) or []
         refusal = getattr(msg, "refusal", None)
         content = getattr(msg, "content", None)
@@ -225,11 +234,11 @@ class OpenAIBackend(Backend):
         elif tool_calls:
             args = tool_calls[0].function.arguments
             raw = json.dumps({"tool": tool_calls[0].function.name, "arguments": args})
-            parsed = parse_tool_input(args)
+            parsed = parse_tool_input(args, finish_reason=finish)
             outcome_override = reason = None
         else:
             raw = content or ""
-            parsed = parse_text(raw)
+            parsed = parse_text(raw, finish_reason=finish)
             outcome_override = reason = None
         score = None
         lp = getattr(choice, "logprobs", None)
@@ -239,7 +248,9 @@ class OpenAIBackend(Backend):
             score = score_from_logprobs(toks)
         if parsed is None:
             return Judgement(outcome_override, score=None, raw=raw, reason=reason, tokens_in=tin,
-                             tokens_out=tout, cost_usd=self.cost(tin, tout), meta=meta)
+                             tokens_out=tout, cost_usd=self.cost(tin, tout, cached_in), meta=meta)
+        if parsed.detail:
+            meta["parse_detail"] = parsed.detail
         if parsed.evidence:
             meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
         if parsed.outcome not in ("misbehavior", "benign"):
@@ -247,7 +258,7 @@ class OpenAIBackend(Backend):
         return Judgement(parsed.outcome, score=None if score is None else round(score, 6), raw=raw,
                          reason=parsed.reason, evidence=parsed.evidence, pred_category=parsed.category,
                          severity=parsed.severity, tokens_in=tin, tokens_out=tout,
-                         cost_usd=self.cost(tin, tout), meta=meta)
+                         cost_usd=self.cost(tin, tout, cached_in), meta=meta)
 
     async def aclose(self) -> None:
         if self._client is not None:

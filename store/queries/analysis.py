@@ -46,7 +46,8 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFr
 
 
 def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
-    """One row per prediction joined with its sample and run.
+    """One row per prediction joined with its sample and run (repeat 0 only: the run's verdict of a
+    sample; the other repeats of ``run --repeat K`` are read by :mod:`automonitor.stability`).
 
     Columns (``PREDICTION_COLUMNS``): run_id, monitor, template, kind, sample_id, pair_id, category, task,
     label, outcome, score, evidence, raw, reason, pred_category, severity. ``light=True`` returns only
@@ -67,6 +68,7 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     q = (sa.select(*[cols[n] for n in names])
          .join(Sample, Sample.id == Prediction.sample_id)
          .join(Run, Run.id == Prediction.run_id)
+         .where(Prediction.repeat == 0)  # one verdict per sample: repeat 0 (run --repeat K)
          .order_by(Prediction.run_id, Prediction.sample_id))
     with engine.connect() as c:
         if run_ids is not None:

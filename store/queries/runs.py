@@ -61,31 +61,77 @@ def train_examples(session: Session) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in rows]
 
 
-def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str]) -> int:
-    """One pending prediction (outcome NULL) per sample. Returns the number inserted."""
+def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str], repeats: int = 1) -> int:
+    """``repeats`` pending predictions (outcome NULL; repeat 0..repeats-1) per sample. Returns the
+    number inserted."""
     now = utcnow()
-    rows = [{"run_id": run_id, "sample_id": sid, "outcome": None, "evidence": [], "meta": {},
+    rows = [{"run_id": run_id, "sample_id": sid, "repeat": k, "outcome": None, "evidence": [], "meta": {},
              "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cached": False, "created_at": now}
-            for sid in sample_ids]
+            for k in range(max(1, int(repeats))) for sid in sample_ids]
     for i in range(0, len(rows), 2000):
         session.execute(sa.insert(Prediction), rows[i:i + 2000])
     return len(rows)
 
 
-def pending_predictions(session: Session, run_id: str) -> list[tuple[int, str]]:
-    """``[(prediction_id, sample_id)]`` of the run's predictions without an outcome, by id."""
-    rows = session.execute(sa.select(Prediction.id, Prediction.sample_id)
+def pending_predictions(session: Session, run_id: str) -> list[tuple[int, str, int]]:
+    """``[(prediction_id, sample_id, repeat)]`` of the run's predictions without an outcome, by id."""
+    rows = session.execute(sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
                            .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
                            .order_by(Prediction.id)).all()
-    return [(r.id, r.sample_id) for r in rows]
+    return [(r.id, r.sample_id, int(r.repeat or 0)) for r in rows]
+
+
+def pending_history(session: Session, run_id: str) -> dict[int, list[dict[str, Any]]]:
+    """``{prediction_id: meta["history"]}`` of pending predictions that hold earlier attempts
+    (``run --retry-errors``); the new verdict keeps them."""
+    out = {}
+    for pid, meta in session.execute(sa.select(Prediction.id, Prediction.meta)
+                                     .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))).all():  # type: ignore[union-attr]
+        if meta and meta.get("history"):
+            out[pid] = list(meta["history"])
+    return out
+
+
+def reset_errors(session: Session, run_id: str) -> int:
+    """Make every ``error`` prediction of the run pending again, moving its earlier attempt (outcome,
+    reason, raw, error kind, attempts, tokens, cost, judged_at) into ``meta["history"]`` (oldest first).
+    Returns the number reset."""
+    rows = session.execute(sa.select(Prediction).where(Prediction.run_id == run_id,
+                                                       Prediction.outcome == "error")).scalars().all()
+    for p in rows:
+        meta = dict(p.meta or {})
+        history = list(meta.pop("history", []) or [])
+        history.append({"outcome": p.outcome, "reason": p.reason, "raw": p.raw,
+                        "error_kind": meta.get("error_kind"), "status": meta.get("status"),
+                        "attempts": meta.get("attempts"), "retried_after": meta.get("retried_after"),
+                        "tokens_in": p.tokens_in, "tokens_out": p.tokens_out, "cost_usd": p.cost_usd,
+                        "latency_ms": p.latency_ms,
+                        "judged_at": p.judged_at.isoformat() if p.judged_at else None})
+        p.meta = {"history": history}
+        p.outcome = None
+        p.reason = p.raw = None
+        p.score = None
+        p.evidence = []
+        p.tokens_in = p.tokens_out = 0
+        p.cost_usd = 0.0
+        p.latency_ms = None
+        p.judged_at = None
+        session.add(p)
+    return len(rows)
+
+
+# the run's verdicts are repeat 0; pending predictions of every repeat keep a run unfinished
+_VERDICT_ROWS = sa.or_(Prediction.repeat == 0, Prediction.outcome.is_(None))  # type: ignore[union-attr]
 
 
 def outcome_counts(session: Session, run_id: str) -> dict[str, int]:
-    """``{outcome: count}`` over all outcomes (zeros included) plus ``pending``."""
+    """``{outcome: count}`` over all outcomes (zeros included) of the run's verdicts (repeat 0) plus
+    ``pending`` (predictions of any repeat without an outcome)."""
     counts = {o: 0 for o in OUTCOMES}
     counts["pending"] = 0
     for outcome, n in session.execute(sa.select(Prediction.outcome, sa.func.count())
-                                      .where(Prediction.run_id == run_id).group_by(Prediction.outcome)).all():
+                                      .where(Prediction.run_id == run_id, _VERDICT_ROWS)
+                                      .group_by(Prediction.outcome)).all():
         counts[outcome if outcome is not None else "pending"] = int(n)
     return counts
 
@@ -206,6 +252,7 @@ def list_runs(session: Session) -> list[dict[str, Any]]:
     runs = session.execute(sa.select(Run).order_by(Run.created_at.desc(), Run.id)).scalars().all()
     counts: dict[str, dict[str, int]] = {}
     for run_id, outcome, n in session.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
+                                              .where(_VERDICT_ROWS)
                                               .group_by(Prediction.run_id, Prediction.outcome)).all():
         c = counts.setdefault(run_id, {**{o: 0 for o in OUTCOMES}, "pending": 0})
         c[outcome if outcome is not None else "pending"] = int(n)
@@ -226,6 +273,7 @@ def list_runs(session: Session) -> list[dict[str, Any]]:
             "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": tin,
             "tokens_out": tout, "cost_usd": round(cost, 6), "duration_s": dur,
             "base_url": (r.params or {}).get("base_url"), "limit": (r.params or {}).get("limit"),
+            "repeat": int(((r.params or {}).get("judge") or {}).get("repeat", 1) or 1),
             "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
             "started_at": _aware(r.started_at).isoformat() if r.started_at else None,
             "finished_at": _aware(r.finished_at).isoformat() if r.finished_at else None,

@@ -13,7 +13,10 @@ Shapes follow https://docs.anthropic.com/en/api/messages and /en/api/errors:
 Each request's user message may carry ``[scenario:step1,step2,...]``; attempt k of that message gets
 step k (the last step repeats). Steps: ``tool_mis``, ``tool_ben``, ``tool_bad`` (tool input without a
 verdict), ``text_yes``, ``text_no``, ``text_json_mis``, ``text_garbage``, ``refusal``, ``429``, ``529``,
-``500``, ``malformed`` (HTTP 200 with half a JSON body). Without a scenario: ``tool_mis``/``text_yes``
+``500``, ``malformed`` (HTTP 200 with half a JSON body), ``max_tokens`` (a text answer cut off,
+``stop_reason: "max_tokens"``, as the API reports an answer that hit the ``max_tokens`` budget).
+``cache_read`` (int) adds ``usage.cache_read_input_tokens`` (prompt caching, documented in
+https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching) to every answer. Without a scenario: ``tool_mis``/``text_yes``
 when the request asked for tools/text and the message contains "os.system", else the benign form.
 """
 
@@ -38,6 +41,7 @@ class AnthropicReplayServer(LoopbackServer):
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self._n = 0
+        self.cache_read = 0
 
     def stats(self) -> dict:
         with self.lock:
@@ -95,11 +99,15 @@ class AnthropicReplayServer(LoopbackServer):
             text = {"text_yes": "Yes", "text_no": "No",
                     "text_json_mis": '```json\n{"category": "specification_gaming", "severity": "medium", '
                                      '"evidence": ["sys.exit(0)"], "verdict": "misbehavior"}\n```\nHope this helps.',
-                    "text_garbage": "Interesting question about weather.", "malformed": "Yes"}[step]
+                    "text_garbage": "Interesting question about weather.", "malformed": "Yes",
+                    "max_tokens": "The response is misbehavior because it"}[step]
             content = [{"type": "text", "text": text}]
+            if step == "max_tokens":
+                stop = "max_tokens"
         msg = {"id": f"msg_{n:06d}", "type": "message", "role": "assistant", "model": body.get("model"),
                "content": content, "stop_reason": stop, "stop_sequence": None,
-               "usage": {"input_tokens": 100 + n % 7, "output_tokens": 12}}
+               "usage": {"input_tokens": 100 + n % 7, "output_tokens": 12,
+                         **({"cache_read_input_tokens": self.cache_read} if self.cache_read else {})}}
         if step == "malformed":
             return send_json(h, 200, msg, headers=rid, truncate=True)
         send_json(h, 200, msg, headers=rid)

@@ -8,7 +8,13 @@ Faults: for each request, with probability ``fault_rate`` (decided by a seeded h
 so the schedule does not depend on timing) one of: ``429`` (with ``Retry-After``), ``500``, ``timeout``
 (sleeps ``timeout_sleep`` s, longer than the client's timeout, then answers), ``truncated`` (HTTP 200 with
 half a JSON body). A user message containing ``[scenario:a,b,c]`` follows that script instead: attempt k
-gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``refuse``, ``garbage``).
+gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``refuse``, ``garbage``,
+``length`` (HTTP 200, the answer cut mid-JSON/mid-sentence with ``finish_reason: "length"``), ``thinkcut``
+(an unclosed ``<think>`` block, ``finish_reason: "length"``), ``seedflip`` (answers "Yes" for an odd
+``seed`` in the request and "No" for an even one: a judge whose verdict depends on the seed),
+``seedzero`` ("Yes" for seed 0 only), ``hang``
+(sleeps ``hang_sleep`` s before answering)). ``cached_tokens`` (int) adds
+``usage.prompt_tokens_details.cached_tokens`` (at most the prompt tokens) to every answer.
 
 Counters (per sample = sha256 of the user message): ``calls``, ``successes`` (complete valid answers),
 ``faults`` by kind. Run standalone (``python -m tests.servers.openai_fault --latency 0.2``) it prints its
@@ -65,6 +71,8 @@ class OpenAIFaultServer(LoopbackServer):
         self.keep_requests = True
         self.reject = reject  # request features answered with HTTP 400: "json_schema", "logprobs", "tools"
         self.log: list[tuple[str, int, str, float]] = []  # (sample key, attempt, action, arrival time)
+        self.cached_tokens = 0
+        self.hang_sleep = 30.0
 
     # ------------------------------------------------------------------ decisions
     def _decide(self, key: str, attempt: int, text: str) -> str:
@@ -136,6 +144,27 @@ class OpenAIFaultServer(LoopbackServer):
                 return send_json(h, 200, self._completion(body, text))
             if action == "truncated":
                 return send_json(h, 200, self._completion(body, text), truncate=True)
+            if action == "hang":
+                time.sleep(self.hang_sleep)
+                return send_json(h, 200, self._completion(body, text))
+            if action in ("length", "thinkcut"):
+                evidence = bool(body.get("response_format") or body.get("tools"))
+                cut = ('{"category": "specification_gaming", "evidence": ["looks benign but special-cases the'
+                       if evidence else "The response is misbehavior because")
+                if action == "thinkcut":
+                    cut = "<think>\nThe response seems to be misbehavior because"
+                payload = self._completion(body, text, content=cut)
+                payload["choices"][0]["finish_reason"] = "length"
+                send_json(h, 200, payload)
+                return
+            if action in ("seedflip", "seedzero"):
+                seed = int(body.get("seed") or 0)
+                yes = seed % 2 == 1 if action == "seedflip" else seed == 0
+                payload = self._completion(body, text, content="Yes" if yes else "No")
+                send_json(h, 200, payload)
+                with self.lock:
+                    self.successes[key] += 1
+                return
             if action == "refuse":
                 payload = self._completion(body, text, content="I'm sorry, but I can't help with evaluating that.")
             elif action == "garbage":
@@ -184,11 +213,14 @@ class OpenAIFaultServer(LoopbackServer):
                                          "top_logprobs": [{"token": "Yes", "logprob": math.log(p_yes), "bytes": None},
                                                           {"token": "No", "logprob": math.log(1 - p_yes), "bytes": None}]}]}
         prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 3, "total_tokens": prompt_tokens + 3}
+        if self.cached_tokens:
+            usage["prompt_tokens_details"] = {"cached_tokens": min(int(self.cached_tokens), prompt_tokens)}
         return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model", "test-model"),
                 "choices": [{"index": 0, "message": message, "logprobs": logprobs,
                              "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 3, "total_tokens": prompt_tokens + 3}}
+                "usage": usage}
 
 
 def main() -> None:
