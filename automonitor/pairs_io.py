@@ -38,6 +38,7 @@ import csv
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any, Iterable
@@ -394,22 +395,49 @@ def prepare_import(path: str | os.PathLike | None = None, *, data: bytes | None 
                       max_errors=max_errors)
 
 
+_WRITE_ATTEMPTS = 6
+
+
+def _is_lock_conflict(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(t in text for t in ("locked", "busy", "deadlock", "serializ", "could not obtain"))
+
+
 def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
     """Write a prepared import in one transaction, after checking it against the store (``check_store``).
 
     Samples already stored with the same content are skipped and keep their stored status and split.
     Returns ``{"file", "format", "rows", "pairs", "inserted", "skipped_existing", "status", "split",
     "warnings"}`` (``warnings``: list of str, e.g. skipped samples stored with another status or split).
-    Raises ``InputError`` on a conflict with the store; then nothing is written.
+    Raises ``InputError`` on a conflict with the store; then nothing is written. Concurrent imports are
+    safe: the database holds at most one sample per ``(pair_id, label)``; when another writer commits
+    the same samples first the transaction is checked again (same content: skipped; different content:
+    ``InputError``), never a raw ``IntegrityError``.
     """
     from store import session_scope
     from store.queries.samples import insert_samples
 
+    import sqlalchemy as sa
+
     rows = sample_rows(plan.records, status=plan.status, split=plan.split,
                        source_file=Path(plan.file).name)
-    with session_scope(engine) as session:
-        stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
-        inserted = insert_samples(session, rows)
+    for attempt in range(1, _WRITE_ATTEMPTS + 1):
+        try:
+            with session_scope(engine) as session:
+                stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
+                inserted = insert_samples(session, rows)
+            break
+        except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
+            # Another writer inserted some of these samples or pairs between our check and our insert
+            # (the database's unique keys: sample id, (pair_id, label)), or SQLite refused to upgrade a
+            # stale read snapshot. Check again from scratch: the same content is then skipped, a
+            # different content is a conflict (InputError, exit 2).
+            if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
+                raise
+            if attempt == _WRITE_ATTEMPTS:
+                raise InputError("the import kept conflicting with samples written at the same time by "
+                                 "another writer; nothing was imported, try again", file=plan.file) from None
+            time.sleep(min(0.05 * 2 ** attempt, 1.0))
     warnings = []
     other = sum(1 for v in stored.values() if v != (plan.status, plan.split))
     if other:

@@ -52,6 +52,8 @@ class Sample(SQLModel, table=True):
     )
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+    # the pair invariant, enforced by the database: at most one misbehavior and one benign side a pair
+    __table_args__ = (UniqueConstraint("pair_id", "label", name="uq_sample_pair_label"),)
 
 
 class EditionSample(SQLModel, table=True):
