@@ -224,6 +224,17 @@ class Adjudication(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class LoginThrottle(SQLModel, table=True):
+    """Failed logins of one key (``account:<name>`` or ``client:<address>``): consecutive failures, the
+    last one, and the end of a temporary lock (``automonitor.accounts`` sets the policy)."""
+
+    __tablename__ = "login_throttle"
+    key: str = Field(primary_key=True, max_length=200)
+    failures: int = 0
+    last_failure_at: Optional[datetime] = None
+    locked_until: Optional[datetime] = None
+
+
 class BuildLog(SQLModel, table=True):
     """What a ``build`` did: seed, per-source counts, quota shortfalls (shown by ``stats``)."""
 
