@@ -63,7 +63,7 @@ logout_page = st.Page(_logout_page, title="Log out", icon=":material/logout:", u
 if has_accounts and account is None:
     # Every page's URL serves the login form, so that a shared link (e.g. /drilldown?run=..&sample=..)
     # keeps its path and query; after the login the rerun lands on that very page with its selections.
-    linked = [p.url_path for p in _workbench_pages() + _annotation_pages(admin=True)]
+    linked = [p.url_path or "overview" for p in _workbench_pages() + _annotation_pages(admin=True)]
     nav = st.navigation([_page(ui.PAGE_LOGIN, "Log in", ":material/login:", "login", default=True)]
                         + [_page(ui.PAGE_LOGIN, "Log in", ":material/login:", u) for u in linked],
                         position="hidden")
