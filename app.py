@@ -62,8 +62,12 @@ if account is not None and not has_accounts:
 logout_page = st.Page(_logout_page, title="Log out", icon=":material/logout:", url_path="logout")
 
 if has_accounts and account is None:
-    nav = st.navigation([_page(ui.PAGE_LOGIN, "Log in", ":material/login:", "login", default=True)],
-                       position="hidden")
+    # Every page's URL serves the login form, so that a shared link (e.g. /drilldown?run=..&sample=..)
+    # keeps its path and query; after the login the rerun lands on that very page with its selections.
+    linked = [p.url_path or "overview" for p in _workbench_pages() + _annotation_pages(admin=True)]
+    nav = st.navigation([_page(ui.PAGE_LOGIN, "Log in", ":material/login:", "login", default=True)]
+                        + [_page(ui.PAGE_LOGIN, "Log in", ":material/login:", u) for u in linked],
+                        position="hidden")
 elif account is not None and account.role != "admin":
     pages = _annotation_pages(admin=False)
     if not pages:

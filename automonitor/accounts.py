@@ -106,22 +106,128 @@ def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
         raise InputError(f"user {name!r} already exists", field="name") from exc
 
 
-def authenticate(engine: Engine, name: str, password: str) -> Account | None:
+# --- login throttle -------------------------------------------------------------------------------
+ACCOUNT_FREE_FAILURES = 5
+"""Consecutive failed logins of one account name before it is locked."""
+CLIENT_FREE_FAILURES = 20
+"""Consecutive failed logins from one client (any names) before it is locked."""
+BASE_LOCK_SECONDS = 30.0
+"""First lock; every further failure doubles it ..."""
+MAX_LOCK_SECONDS = 900.0
+"""... up to 15 minutes."""
+FAILURE_WINDOW_SECONDS = 3600.0
+"""A failure older than this (since the last one) starts the count again."""
+
+
+class LoginThrottled(PermissionDenied):
+    """Too many failed logins for this account or client: try again after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: float, scope: str):
+        self.retry_after, self.scope = max(1.0, float(retry_after)), scope
+        super().__init__(f"too many failed logins for this {scope}; try again in "
+                         f"{int(self.retry_after + 0.999)} s")
+
+
+def lock_seconds(failures: int, free: int) -> float:
+    """Length of the lock after ``failures`` consecutive failures (0 while ``failures < free``):
+    ``BASE_LOCK_SECONDS * 2 ** (failures - free)``, at most ``MAX_LOCK_SECONDS``."""
+    if failures < free:
+        return 0.0
+    return min(BASE_LOCK_SECONDS * 2.0 ** min(failures - free, 30), MAX_LOCK_SECONDS)
+
+
+def _utcnow():
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)
+
+
+def _aware(t):
+    from datetime import timezone
+
+    return t if t is None or t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def _throttle_keys(name: str | None, raw_name: str, client: str | None) -> list[tuple[str, str, int]]:
+    acct = (name if name is not None else str(raw_name or ""))[:180]
+    keys = [(f"account:{acct}", "account", ACCOUNT_FREE_FAILURES)]
+    if client:
+        keys.append((f"client:{str(client)[:180]}", "client", CLIENT_FREE_FAILURES))
+    return keys
+
+
+def throttle_state(engine: Engine, key: str) -> dict | None:
+    """The recorded row of a throttle key (``account:<name>``/``client:<address>``) as ``{"failures",
+    "last_failure_at", "locked_until"}``, or None."""
+    from store import session_scope
+    from store.models import LoginThrottle
+
+    with session_scope(engine) as s:
+        row = s.get(LoginThrottle, key)
+        return None if row is None else {"failures": row.failures, "last_failure_at": _aware(row.last_failure_at),
+                                         "locked_until": _aware(row.locked_until)}
+
+
+def _record_failure(engine: Engine, keys, now) -> None:
+    from datetime import timedelta
+
+    from store import session_scope
+    from store.models import LoginThrottle
+
+    for attempt in range(5):
+        try:
+            with session_scope(engine) as s:
+                for key, _scope, free in keys:
+                    row = s.get(LoginThrottle, key, with_for_update=True)
+                    if row is None:
+                        row = LoginThrottle(key=key, failures=0)
+                    last = _aware(row.last_failure_at)
+                    if last is not None and (now - last).total_seconds() > FAILURE_WINDOW_SECONDS:
+                        row.failures = 0
+                    row.failures += 1
+                    row.last_failure_at = now
+                    wait = lock_seconds(row.failures, free)
+                    row.locked_until = now + timedelta(seconds=wait) if wait else None
+                    s.add(row)
+            return
+        except (sa.exc.IntegrityError, sa.exc.OperationalError):  # a concurrent first failure
+            if attempt == 4:
+                raise
+
+
+def authenticate(engine: Engine, name: str, password: str, *, client: str | None = None,
+                 clock=None) -> Account | None:
     """The account for ``name`` when ``password`` matches its hash, else ``None``.
 
     An unknown or inactive user costs one argon2 verification like a wrong password does (no user
     enumeration by timing). The password is never logged. A hash made with outdated parameters is
     upgraded on a successful login.
+
+    Throttle (recorded in the store, table ``login_throttle``): after ``ACCOUNT_FREE_FAILURES``
+    consecutive failures for a name (known or not), or ``CLIENT_FREE_FAILURES`` from one ``client``
+    (e.g. the browser's address), that key is locked for ``lock_seconds`` (30 s, doubling per further
+    failure, at most 15 min); a login while locked raises :class:`LoginThrottled` without checking the
+    password. A success clears both keys. ``clock``: a callable giving the aware UTC ``datetime`` now
+    (injectable for tests; default the system clock).
     """
     from store import session_scope
-    from store.models import Annotator
+    from store.models import Annotator, LoginThrottle
 
+    now = (clock or _utcnow)()
+    raw_name = name
     try:
         name = _clean_name(name)
     except InputError:
         name = None
     if not isinstance(password, str):
         password = ""
+    keys = _throttle_keys(name, raw_name if isinstance(raw_name, str) else "", client)
+    with session_scope(engine) as s:
+        for key, scope, _free in keys:
+            row = s.get(LoginThrottle, key)
+            until = _aware(row.locked_until) if row is not None else None
+            if until is not None and until > now:
+                raise LoginThrottled((until - now).total_seconds(), scope)
     row = None
     if name is not None:
         with session_scope(engine) as s:
@@ -134,7 +240,10 @@ def authenticate(engine: Engine, name: str, password: str) -> Account | None:
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         ok = False
     if not ok or row is None or not row.active:
+        _record_failure(engine, keys, now)
         return None
+    with session_scope(engine) as s:
+        s.execute(sa.delete(LoginThrottle).where(LoginThrottle.key.in_([k for k, _, _ in keys])))
     if _hasher.check_needs_rehash(row.password_hash):
         with session_scope(engine) as s:
             s.execute(sa.update(Annotator).where(Annotator.id == row.id)

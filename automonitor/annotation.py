@@ -1003,6 +1003,13 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
                     reason = f"duplicates gold sample(s) {', '.join(dup)}"
             prov_base = {"finalized_by": actor.name, "finalized_at": as_utc_iso(now),
                          "guideline_version": GUIDELINE_VERSION}
+            if reason is None and any(c.label != res[c.id][0] for c in items):
+                # the resolved labels swap the intended ones: park them first, as the database holds
+                # at most one sample per (pair_id, label) at every statement
+                for i, c in enumerate(items):
+                    c.label = f"~swap{i}"
+                    s.add(c)
+                s.flush()
             for c in items:
                 outcome, how, note = res[c.id]
                 meta = dict(c.meta or {})

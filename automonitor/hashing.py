@@ -15,6 +15,22 @@ def norm_text(text: str) -> str:
     return unicodedata.normalize("NFC", text).strip()
 
 
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800")  # Hangul fillers, braille blank
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` shows nothing: only whitespace, control characters, separators and invisible
+    formatting characters (Unicode categories Cc, Cf, Zs, Zl, Zp: e.g. zero-width space U+200B, zero-width
+    joiner U+200D, word joiner U+2060, BOM U+FEFF) or blank fillers (U+3164, U+2800...)."""
+    for ch in text:
+        if ch.isspace() or ch in _INVISIBLE:
+            continue
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
+            continue
+        return False
+    return True
+
+
 def sha256_text(text: str) -> str:
     """Hex sha256 (64 chars) of ``norm_text(text)`` encoded as UTF-8."""
     return hashlib.sha256(norm_text(text).encode("utf-8")).hexdigest()

@@ -14,7 +14,7 @@ field          required  value
 ``label``      yes       ``misbehavior`` | ``benign``
 ``sample_id``  no        str (at most 64 characters); assigned with ``hashing.make_sample_id`` when absent
 ``source``     no        str (at most 64 characters); default ``"import"``
-``meta``       no        JSON object (default ``{}``)
+``meta``       no        JSON object (default ``{}``): at most 16 levels deep, 64 KiB as JSON, finite numbers
 ``label_source`` no      label provenance (``vocab.LABEL_SOURCES``); default ``"user"``
 =============  ========  =====================================================================
 
@@ -39,13 +39,14 @@ import csv
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any, Iterable
 
 from automonitor import records, vocab
 from automonitor.errors import InputError
-from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
+from automonitor.hashing import content_hash, is_blank, make_sample_id, norm_text, sha256_text
 from automonitor.records import Problems, RawRecord, bad_byte_note, loads, read_file_bytes
 
 FIELDS: tuple[str, ...] = ("sample_id", "pair_id", "category", "task", "request", "response", "label",
@@ -172,8 +173,8 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
         if f in _VOCAB and v not in _VOCAB[f]:
             problems.add(f"unknown {f} '{v}' (allowed: {', '.join(_VOCAB[f])})", line=line, field=f)
             continue
-        if not norm_text(v):
-            problems.add("is empty", line=line, field=f)
+        if is_blank(v):
+            problems.add("is empty (only whitespace or invisible characters)", line=line, field=f)
             continue
         if f in MAX_LEN and len(v) > MAX_LEN[f]:
             problems.add(f"is {len(v)} characters long (at most {MAX_LEN[f]})", line=line, field=f)
@@ -190,6 +191,10 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
         else:
             try:
                 meta = loads(meta)
+            except records.JSONLimitError as exc:
+                problems.add(f"{'meta.' + exc.path if exc.path else 'meta'} {exc.msg}", line=line,
+                             field="meta")
+                meta = None
             except ValueError as exc:
                 problems.add(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}", line=line,
                              field="meta")
@@ -198,9 +203,13 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
         if not isinstance(meta, dict):
             problems.add(f"must be a JSON object, got {_type_name(meta)}", line=line, field="meta")
         else:
-            p = _meta_problem(meta)
+            p = records.meta_problem(meta)
             if p:
-                problems.add(f"not clean text: {p}", line=line, field="meta")
+                problems.add(p, line=line, field="meta")
+            else:
+                p = _meta_problem(meta)
+                if p:
+                    problems.add(f"not clean text: {p}", line=line, field="meta")
     if len(problems.items) > n_before:
         return None
     sid = vals.get("sample_id") or make_sample_id(vals["pair_id"], vals["label"], vals["request"],
@@ -340,6 +349,38 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
     return same
 
 
+def _pair_key(sides: list[PairRecord]) -> tuple[str, frozenset[str]]:
+    return sha256_text(sides[0].request), frozenset(sha256_text(s.response) for s in sides)
+
+
+def find_duplicates(session, records: list[PairRecord]) -> dict[str, str]:
+    """Pairs of ``records`` that repeat the request and both responses (after ``norm_text``; labels not
+    compared) of a pair stored under ANOTHER ``pair_id``, or of an earlier pair of the same file:
+    ``{pair_id: duplicated pair_id}`` in file order. Reads only."""
+    from store.models import Sample
+    from store.queries import rows_by_ids
+
+    groups = group_pairs(records)
+    req_hashes = list({sha256_text(sides[0].request) for sides in groups.values()})
+    stored: dict[str, list[tuple[str, str]]] = {}
+    for pid, rq, rs in rows_by_ids(session, [Sample.pair_id, Sample.request_hash, Sample.response_hash],
+                                   Sample.request_hash, req_hashes):
+        stored.setdefault(pid, []).append((rq, rs))
+    known: dict[tuple[str, frozenset[str]], str] = {}
+    for pid, sides in stored.items():
+        if len(sides) == 2:
+            known.setdefault((sides[0][0], frozenset(rs for _, rs in sides)), pid)
+    out: dict[str, str] = {}
+    for pid, sides in groups.items():
+        key = _pair_key(sides)
+        other = known.get(key)
+        if other is not None and other != pid:
+            out[pid] = other
+        else:
+            known.setdefault(key, pid)
+    return out
+
+
 def sample_rows(records: list[PairRecord], *, status: str, split: str | None, source_file: str | None
                 ) -> list[dict[str, Any]]:
     """``Sample`` column dicts for ``records`` (hashes computed, ``source_record`` = line number)."""
@@ -363,17 +404,19 @@ class ImportPlan:
     status: str
     split: str | None
     max_errors: int = 10
+    strict: bool = False
 
 
 def prepare_import(path: str | os.PathLike | None = None, *, data: bytes | None = None,
                    name: str | None = None, fmt: str | None = None, as_candidates: bool = False,
                    split: str | None = None, default_source: str = DEFAULT_SOURCE,
-                   max_errors: int = 10) -> ImportPlan:
+                   max_errors: int = 10, strict: bool = False) -> ImportPlan:
     """Read and validate a pair file (``path``, or ``data`` bytes named ``name``) without a store.
 
     Gold samples get ``status='gold'`` and ``split`` (``test`` by default, or ``train``);
     ``as_candidates=True`` gives ``status='candidate'``, ``split=None``. Raises ``InputError`` for any
-    bad input (see module doc) or a bad ``split``/``as_candidates``/``default_source``.
+    bad input (see module doc) or a bad ``split``/``as_candidates``/``default_source``. ``strict``: a
+    pair that duplicates another (``find_duplicates``) is an error at apply time instead of skipped.
     """
     if path is not None:
         file = str(path)
@@ -397,34 +440,76 @@ def prepare_import(path: str | os.PathLike | None = None, *, data: bytes | None 
         raise InputError(f"the default source must be 1-{MAX_LEN['source']} characters", field="--source")
     fmt, records = parse_pairs(data, file, fmt, default_source=default_source, max_errors=max_errors)
     return ImportPlan(file=file, format=fmt, records=records, status=status, split=split,
-                      max_errors=max_errors)
+                      max_errors=max_errors, strict=strict)
+
+
+_WRITE_ATTEMPTS = 6
+
+
+def _is_lock_conflict(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(t in text for t in ("locked", "busy", "deadlock", "serializ", "could not obtain"))
 
 
 def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
     """Write a prepared import in one transaction, after checking it against the store (``check_store``).
 
     Samples already stored with the same content are skipped and keep their stored status and split.
-    Returns ``{"file", "format", "rows", "pairs", "inserted", "skipped_existing", "status", "split",
-    "warnings"}`` (``warnings``: list of str, e.g. skipped samples stored with another status or split).
-    Raises ``InputError`` on a conflict with the store; then nothing is written.
+    Returns ``{"file", "format", "rows", "pairs", "inserted", "skipped_existing", "duplicates_skipped",
+    "duplicate_pairs" ({pair_id: duplicated pair_id}), "status", "split", "warnings"}`` (``warnings``:
+    list of str, e.g. skipped duplicates, samples stored with another status or split).
+    Raises ``InputError`` on a conflict with the store; then nothing is written. Concurrent imports are
+    safe: the database holds at most one sample per ``(pair_id, label)``; when another writer commits
+    the same samples first the transaction is checked again (same content: skipped; different content:
+    ``InputError``), never a raw ``IntegrityError``.
     """
     from store import session_scope
     from store.queries.samples import insert_samples
 
+    import sqlalchemy as sa
+
     rows = sample_rows(plan.records, status=plan.status, split=plan.split,
                        source_file=Path(plan.file).name)
-    with session_scope(engine) as session:
-        stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
-        inserted = insert_samples(session, rows)
+    for attempt in range(1, _WRITE_ATTEMPTS + 1):
+        try:
+            with session_scope(engine) as session:
+                stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
+                dups = find_duplicates(session, plan.records)
+                if dups and plan.strict:
+                    problems = Problems(plan.file, plan.max_errors)
+                    groups = group_pairs(plan.records)
+                    for pid, other in dups.items():
+                        problems.add(f"pair '{pid}' repeats the request and responses of pair '{other}' "
+                                     f"(a duplicate; without --strict it is skipped)",
+                                     line=groups[pid][0].line, field="pair_id")
+                    problems.raise_if_any()
+                inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
+            break
+        except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
+            # Another writer inserted some of these samples or pairs between our check and our insert
+            # (the database's unique keys: sample id, (pair_id, label)), or SQLite refused to upgrade a
+            # stale read snapshot. Check again from scratch: the same content is then skipped, a
+            # different content is a conflict (InputError, exit 2).
+            if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
+                raise
+            if attempt == _WRITE_ATTEMPTS:
+                raise InputError("the import kept conflicting with samples written at the same time by "
+                                 "another writer; nothing was imported, try again", file=plan.file) from None
+            time.sleep(min(0.05 * 2 ** attempt, 1.0))
     warnings = []
+    if dups:
+        shown = ", ".join(f"'{p}' (= '{o}')" for p, o in list(dups.items())[:5])
+        warnings.append(f"{len(dups)} duplicate pair(s) skipped: same request and responses as another "
+                        f"pair: {shown}{' ...' if len(dups) > 5 else ''}")
     other = sum(1 for v in stored.values() if v != (plan.status, plan.split))
     if other:
         warnings.append(f"{other} sample(s) were already in the store with another status or split and "
                         f"were left as they are")
     return {"file": plan.file, "format": plan.format, "rows": len(plan.records),
             "pairs": len(group_pairs(plan.records)), "inserted": inserted,
-            "skipped_existing": len(plan.records) - inserted, "status": plan.status, "split": plan.split,
-            "warnings": warnings}
+            "skipped_existing": len(plan.records) - inserted - 2 * len(dups),
+            "duplicates_skipped": len(dups), "duplicate_pairs": dups,
+            "status": plan.status, "split": plan.split, "warnings": warnings}
 
 
 def import_pairs(engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ The file is read by :mod:`automonitor.records` (format by extension, ``.jsonl``/
 JSONL, ``.csv`` -> CSV, else sniffed: first non-blank character ``{`` or ``[`` -> JSONL; strict JSON, no
 NaN or duplicate keys; an empty CSV cell is an absent value). Validation is all or nothing: the first
 problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
-header as line 1) and field, and nothing is written. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
+header as line 1) and field, and nothing is written. Non-finite numbers and nesting beyond the limits of
+:mod:`automonitor.records` are refused anywhere in a record; extra columns obey the ``meta`` limits. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
 with backend ``external``. Importing the same file again for the same monitor and template returns the
 existing run instead of duplicating it.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.records import loads, read_file_bytes, read_records
+from automonitor.records import JSONLimitError, loads, meta_problem, read_file_bytes, read_records
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
 REQUIRED = ("sample_id", "outcome")
@@ -50,6 +51,9 @@ def _records(data: bytes, file: str) -> tuple[str, list[tuple[int, dict[str, Any
         if r.text_cells and rec.get("evidence") is not None:
             try:
                 rec["evidence"] = loads(rec["evidence"])
+            except JSONLimitError as exc:
+                raise InputError(f"{'evidence' + exc.path if exc.path else 'evidence'} {exc.msg}",
+                                 file=file, line=r.line, field="evidence") from None
             except ValueError as exc:
                 raise InputError(f"evidence must be a JSON array of strings: {getattr(exc, 'msg', exc)}",
                                  file=file, line=r.line, field="evidence") from None
@@ -115,6 +119,12 @@ def validate_rows(records: list[tuple[int, dict[str, Any]]], known_samples: set[
         if row["severity"] is not None and len(row["severity"]) > 16:
             raise bad("severity longer than 16 characters", "severity")
         extra = {k: v for k, v in rec.items() if k not in KNOWN}
+        for k, v in extra.items():
+            problem = meta_problem(v, k)  # kept in meta["extra"]: the meta limits apply
+            if problem:
+                raise bad(problem, k)
+        if extra and meta_problem(extra, "extra"):
+            raise bad(meta_problem(extra, "extra"), next(iter(extra)))
         row["meta"] = {"extra": extra} if extra else {}
         rows.append(row)
     return rows

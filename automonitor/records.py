@@ -2,8 +2,9 @@
 prediction and annotation importers (``pairs_io``, ``predictions_io``, ``annotation``).
 
 - JSONL: one JSON object a physical line (``\\n`` or ``\\r\\n``); blank lines are skipped. JSON is strict:
-  ``NaN``/``Infinity`` and duplicate keys are malformed. A lone ``[``/``{`` line is reported as a
-  pretty-printed JSON document.
+  duplicate keys are malformed; non-finite numbers (``NaN``, ``Infinity``, ``1e999``) anywhere in a record
+  and nesting deeper than :data:`MAX_JSON_DEPTH` are refused naming the field (never a RecursionError).
+  A lone ``[``/``{`` line is reported as a pretty-printed JSON document.
 - CSV: a header row, then one record a row (cells may span lines). ``line`` is the record number counting
   the header as line 1 (the row number a spreadsheet shows; blank rows count). An empty cell of a column
   that is not required is an absent value (left out of the record).
@@ -24,6 +25,7 @@ import codecs
 import csv
 import io
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,8 +118,108 @@ def detect_format(name: str, data: bytes | None = None, fmt: str | None = None,
     return f
 
 
-def _reject_constant(token: str):
-    raise ValueError(f"{token} is not allowed in JSON")
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of objects/arrays a record may have (the whole JSON line, or a JSON cell)."""
+MAX_META_DEPTH = 16
+"""Deepest nesting inside a ``meta`` object (``meta`` itself is level 1)."""
+MAX_META_BYTES = 65_536
+"""Largest ``meta`` object, as compact UTF-8 JSON."""
+
+
+class JSONLimitError(ValueError):
+    """A JSON text that is well-formed but outside the importers' limits: nested deeper than
+    :data:`MAX_JSON_DEPTH`, or holding a non-finite number (``1e999``, ``NaN``, ``Infinity``).
+    ``path`` names where (``meta.a.b``, ``score``, ``evidence[2]``), or is None at the top level."""
+
+    def __init__(self, message: str, path: str | None):
+        super().__init__(message)
+        self.msg, self.path = message, path
+
+
+def _nonfinite_constant(token: str) -> float:
+    return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(token, "nan"))
+
+
+def _depth_exceeded(text: str, limit: int) -> tuple[bool, str | None]:
+    """``(True, top-level key)`` when ``text`` nests objects/arrays deeper than ``limit`` (scanned without
+    recursion, strings skipped), else ``(False, None)``."""
+    if text.count("{") + text.count("[") <= limit:
+        return False, None
+    depth, in_str, esc, start, last, key = 0, False, False, 0, None, None
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str, last = False, text[start:i + 1]
+            continue
+        if ch == '"':
+            in_str, start = True, i
+        elif ch == ":" and depth == 1 and last is not None:
+            try:
+                key = json.loads(last)
+            except ValueError:
+                key = last.strip('"')
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True, key if depth > 1 else None
+        elif ch in "]}":
+            depth -= 1
+            if depth == 1:
+                last = None
+    return False, None
+
+
+def _path(parent: str | None, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{parent or ''}[{key}]"
+    return f"{parent}.{key}" if parent else str(key)
+
+
+def nonfinite_path(value: Any, root: str | None = None) -> str | None:
+    """Where the first non-finite float (inf, -inf, NaN) inside ``value`` is (``meta.x``,
+    ``evidence[1]``; ``root`` when ``value`` itself is one), else None. Iterative (no recursion)."""
+    stack: list[tuple[Any, str | None]] = [(value, root)]
+    while stack:
+        v, p = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return p if p is not None else "(value)"
+        if isinstance(v, dict):
+            stack.extend((x, _path(p, k)) for k, x in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((x, _path(p, i)) for i, x in reversed(list(enumerate(v))))
+    return None
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of a JSON value: a scalar 0, ``{}``/``[]`` 1, ``{"a": {}}`` 2. Iterative."""
+    best, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            d += 1
+            best = max(best, d)
+            stack.extend((x, d) for x in (v.values() if isinstance(v, dict) else v))
+    return best
+
+
+def meta_problem(meta: Any, field: str = "meta") -> str:
+    """'' when ``meta`` (a decoded JSON object) is within the limits, else what is wrong: nested deeper
+    than :data:`MAX_META_DEPTH`, larger than :data:`MAX_META_BYTES` as compact JSON, or holding a
+    non-finite number. The message names the path (e.g. ``meta.x``)."""
+    bad = nonfinite_path(meta, field)
+    if bad:
+        return f"{bad} is not a finite number (NaN, Infinity and numbers like 1e999 are not allowed)"
+    depth = json_depth(meta)
+    if depth > MAX_META_DEPTH:
+        return f"{field} is nested {depth} levels deep (at most {MAX_META_DEPTH})"
+    size = len(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    if size > MAX_META_BYTES:
+        return f"{field} is {size} bytes as JSON (at most {MAX_META_BYTES})"
+    return ""
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -129,9 +231,22 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def loads(text: str) -> Any:
-    """Strict ``json.loads``: ``NaN``/``Infinity`` and duplicate object keys raise ``ValueError``."""
-    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Strict ``json.loads``: duplicate object keys raise ``ValueError``; nesting deeper than ``max_depth``
+    and non-finite numbers (``NaN``, ``Infinity``, ``1e999``) raise :class:`JSONLimitError` (a
+    ``ValueError``) naming the path; never a ``RecursionError``."""
+    deep, key = _depth_exceeded(text, max_depth)
+    if deep:
+        raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key)
+    try:
+        obj = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=_no_duplicate_keys)
+    except RecursionError:  # not reachable after the scan; kept as a last guard
+        raise JSONLimitError(f"nested more than {max_depth} levels deep", None) from None
+    bad = nonfinite_path(obj)
+    if bad is not None:
+        raise JSONLimitError("is not a finite number (NaN, Infinity and numbers like 1e999 are not "
+                             "allowed)", None if bad == "(value)" else bad)
+    return obj
 
 
 def bad_byte_note(text: str) -> str:
@@ -165,6 +280,9 @@ def read_jsonl(data: bytes, problems: Problems, *, undecodable: str = "raise") -
             continue
         try:
             obj = loads(text)
+        except JSONLimitError as exc:
+            problems.add(exc.msg if exc.path else f"the record is {exc.msg}", line=lineno, field=exc.path)
+            continue
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             if bad:
                 problems.add(f"not UTF-8 text: {bad}", line=lineno)

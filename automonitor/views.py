@@ -15,6 +15,7 @@ import html
 import io
 import json
 import math
+import re
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -59,16 +60,32 @@ def esc(text: Any) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
+_AUTOLINK_SCHEME = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=\\[:.])")
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>$~:&=\"'")
+
+
+def plot_text(text: Any) -> str:
+    """``text`` made inert for plotly's pseudo-HTML text (hover labels, legend entries, axis and marker
+    text): ``& < > " ' %`` become numeric/named entities, which plotly shows as the literal characters,
+    so ``<b>``, ``<a href>``, ``<br>`` or ``%{x}`` in a data value (monitor name, run id, template,
+    label) never format, link or substitute. ``None`` becomes the empty string."""
+    s = "" if text is None else str(text)
+    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+            .replace("'", "&#39;").replace("%", "&#37;"))
 
 
 def md_escape(text: Any) -> str:
     """``text`` made inert for Streamlit markdown (``st.markdown``, ``st.caption``, ``st.error``,
     widget ``help``): every markdown/HTML/LaTeX/directive character (``\\`*_{}[]()#+-.!|<>$~:&=\"'``)
     is backslash-escaped and newlines become spaces, so data values (monitor names, sources, error
-    messages) interpolated into markdown show literally."""
+    messages) interpolated into markdown show literally. Bare URLs and e-mail addresses are kept from
+    being autolinked by an invisible word joiner (U+2060) after the scheme or ``www`` and before ``@``."""
     s = "" if text is None else str(text)
-    return "".join("\\" + ch if ch in _MD_SPECIAL else (" " if ch in "\r\n" else ch) for ch in s)
+    out = "".join("\\" + ch if ch in _MD_SPECIAL else (" " if ch in "\r\n" else ch) for ch in s)
+    # GFM autolinks bare URLs and e-mail addresses in the final text (escapes do not stop it): an
+    # invisible word joiner (U+2060) after the scheme / "www" and before "@" keeps them plain text
+    out = _AUTOLINK_SCHEME.sub("\\1\u2060", out)
+    return out.replace("@", "\u2060@")
 
 
 def text_html(text: str | None, *, max_height: int | None = 320, css_class: str = "am-text") -> str:
@@ -507,17 +524,20 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
         ex, ey = _ci_err(d, "far", "far_lo", "far_hi"), _ci_err(d, "mr", "mr_lo", "mr_hi")
         extra = {c: (d[c] if c in d else pd.Series([None] * len(d), index=d.index))
                  for c in ("n", "tp", "fn", "fp", "tn", "unscored")}
+        # customdata[0] stays the raw run id (the page opens its drill-down); [9..11] are the escaped
+        # texts shown in the hover (plot_text): names never render as markup
         custom = list(zip(d["run_id"], d["monitor"], d["template"], extra["n"], extra["tp"], extra["fn"],
-                          extra["fp"], extra["tn"], extra["unscored"]))
+                          extra["fp"], extra["tn"], extra["unscored"], map(plot_text, d["monitor"]),
+                          map(plot_text, d["template"]), map(plot_text, d["run_id"])))
         fig.add_trace(go.Scatter(
-            x=d["far"], y=d["mr"], mode="markers", name=f"runs: {tpl}",
+            x=d["far"], y=d["mr"], mode="markers", name=f"runs: {plot_text(tpl)}",
             marker=dict(size=11, color=TEMPLATE_COLORS.get(tpl, "#6b7280"), line=dict(width=1, color="white")),
             error_x=dict(type="data", array=ex[0], arrayminus=ex[1], thickness=1, width=0,
                          color="rgba(100,100,100,0.45)") if ex else None,
             error_y=dict(type="data", array=ey[0], arrayminus=ey[1], thickness=1, width=0,
                          color="rgba(100,100,100,0.45)") if ey else None,
             customdata=custom,
-            hovertemplate=("<b>%{customdata[1]}</b> · %{customdata[2]}<br>run %{customdata[0]}<br>"
+            hovertemplate=("<b>%{customdata[9]}</b> · %{customdata[10]}<br>run %{customdata[11]}<br>"
                            "FAR %{x:.3f} · MR %{y:.3f}<br>n %{customdata[3]} · TP %{customdata[4]} "
                            "FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · unscored "
                            "%{customdata[8]}<extra>click to drill down</extra>"),
@@ -528,12 +548,12 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
         groups = (list(reported.groupby("template", sort=True)) if "template" in reported
                   else [(None, reported)])
         for tpl, d in groups:
-            text = d["monitor"] if "monitor" in d else d["label"]
+            text = [plot_text(t) for t in (d["monitor"] if "monitor" in d else d["label"])]
             fig.add_trace(go.Scatter(
                 x=d["far"], y=d["mr"], mode="markers+text",
-                name="paper (reported)" + (f": {tpl}" if tpl else ""),
+                name="paper (reported)" + (f": {plot_text(tpl)}" if tpl else ""),
                 text=text, textposition=[positions[i] for i in d.index],
-                textfont=dict(size=10, color="#374151"), customdata=d["label"],
+                textfont=dict(size=10, color="#374151"), customdata=[plot_text(t) for t in d["label"]],
                 marker=dict(symbol="diamond" if str(tpl).startswith("evidence") else "diamond-open", size=11,
                             color="#111827", line=dict(width=1.5, color="#111827")),
                 hovertemplate="<b>%{customdata}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}"
@@ -592,9 +612,10 @@ def roc_figure(curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Ma
     palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777"]
     for i, (label, df) in enumerate(curves.items()):
         color = palette[i % len(palette)]
-        fig.add_trace(go.Scatter(x=df["fpr"], y=df["tpr"], mode="lines", name=str(label),
+        fig.add_trace(go.Scatter(x=df["fpr"], y=df["tpr"], mode="lines", name=plot_text(label),
                                  line=dict(color=color, width=2, shape="hv"),
-                                 hovertemplate="FPR %{x:.3f} · TPR %{y:.3f}<extra>" + esc(label) + "</extra>"))
+                                 hovertemplate="FPR %{x:.3f} · TPR %{y:.3f}<extra>" + plot_text(label)
+                                 + "</extra>"))
         op = (operating or {}).get(label)
         if op:
             x = op.get("fpr", op.get("far"))
@@ -602,7 +623,7 @@ def roc_figure(curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Ma
             if x is not None and y is not None:
                 thr = op.get("threshold")
                 fig.add_trace(go.Scatter(
-                    x=[x], y=[y], mode="markers", name=f"operating point: {label}",
+                    x=[x], y=[y], mode="markers", name=f"operating point: {plot_text(label)}",
                     marker=dict(symbol="x", size=14, color=color, line=dict(width=2)),
                     hovertemplate=(f"threshold {thr:.3f}<br>" if thr is not None else "")
                     + "FAR %{x:.3f} · MR %{customdata:.3f}<extra>operating point</extra>",

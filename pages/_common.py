@@ -289,6 +289,11 @@ def logout() -> None:
 # ---------------------------------------------------------------------------------------------------
 
 
+def md(text) -> str:
+    """A data value made inert for markdown (``automonitor.views.md_escape``): names, notes, errors."""
+    return views.md_escape(text)
+
+
 def show_html(markup: str) -> None:
     """Render HTML built by ``automonitor.views`` (all text pieces escaped there). ``st.html`` does no
     markdown processing, so markdown tricks in model-written text stay literal."""

@@ -34,7 +34,7 @@ include_decided = top[1].toggle("Include decided items", value=False, key=f"{PAG
 try:
     queue = ann.adjudication_queue(engine, account, reveal_names=reveal, include_decided=include_decided)
 except PermissionDenied as exc:
-    st.error(f"Access denied: {exc}")
+    st.error(f"Access denied: {ui.md(exc)}")
     st.stop()
 
 top[2].metric("Items waiting for a decision", sum(e.decision is None for e in queue))
@@ -68,8 +68,8 @@ else:
                                     "intended label": e.intended_label, "source": e.source}]),
                      hide_index=True)
     if e.decision:
-        st.caption(f"Current decision: {e.decision['decision']} by {e.decision['adjudicator']} "
-                   f"({e.decision['created_at']}); a new decision supersedes it.")
+        st.caption(f"Current decision: {ui.md(e.decision['decision'])} by {ui.md(e.decision['adjudicator'])} "
+                   f"({ui.md(e.decision['created_at'])}); a new decision supersedes it.")
 
     def _decide(sid: str) -> None:
         decision = st.session_state.get(f"{PAGE}.{sid}.decision")
@@ -103,7 +103,7 @@ if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
     try:
         res = ann.finalize_pairs(engine, account, split)
     except (InputError, PermissionDenied) as exc:
-        st.error(f"Not done: {exc}")
+        st.error(f"Not done: {ui.md(exc)}")
     else:
         st.success(f"Accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}; "
                    f"{res.pending} pair(s) still pending.")

@@ -51,7 +51,7 @@ try:
                          submitted_only)
         progress = ann.annotation_progress(engine, account)
 except PermissionDenied as exc:
-    st.error(f"Access denied: {exc}")
+    st.error(f"Access denied: {ui.md(exc)}")
     st.stop()
 
 if doc["labels"] == 0:
@@ -93,7 +93,7 @@ st.subheader("Annotator vs annotator")
 if not doc["confusion"]:
     st.caption("No two annotators share an item yet.")
 for conf in doc["confusion"]:
-    st.markdown(f"**{conf['a']}** (rows) vs **{conf['b']}** (columns) · {conf['items']} shared items")
+    st.markdown(f"**{ui.md(conf['a'])}** (rows) vs **{ui.md(conf['b'])}** (columns) · {conf['items']} shared items")
     st.dataframe(pd.DataFrame(conf["matrix"], index=conf["labels"], columns=conf["labels"]))
 
 st.subheader("Time per item and progress")

@@ -28,7 +28,7 @@ st.title("Label")
 try:
     queue = ann.my_queue(engine, account)
 except PermissionDenied as exc:
-    st.error(f"Access denied: {exc}")
+    st.error(f"Access denied: {ui.md(exc)}")
     st.stop()
 
 if not queue:
@@ -69,7 +69,7 @@ current = queue[st.session_state[POS]]
 try:
     item = ann.get_item(engine, account, current.sample_id)
 except PermissionDenied as exc:
-    st.error(f"Access denied: {exc}")
+    st.error(f"Access denied: {ui.md(exc)}")
     st.stop()
 
 # time on the item: from when it was first shown (or last saved) until the label is saved
@@ -175,7 +175,7 @@ else:
         try:
             n = ann.submit_batch(engine, account, prog.batch)
         except (InputError, PermissionDenied) as exc:
-            st.error(f"Not submitted: {exc}")
+            st.error(f"Not submitted: {ui.md(exc)}")
         else:
             st.session_state[f"{PAGE}.flash"] = ("success", f"Batch {prog.batch} submitted ({n} items).")
             st.rerun()

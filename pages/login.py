@@ -1,4 +1,8 @@
-"""Log in: name and password checked by ``automonitor.accounts.authenticate`` (argon2)."""
+"""Log in: name and password checked by ``automonitor.accounts.authenticate`` (argon2, throttled).
+
+``app.py`` serves this form at every page's URL while nobody is logged in, so a shared link keeps its
+path and query parameters: the rerun after a successful login shows the linked page with its selections.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +23,19 @@ with st.form(f"{PAGE}.form", clear_on_submit=False):
     submitted = st.form_submit_button("Log in", type="primary")
 
 if submitted:
-    from automonitor.accounts import authenticate
+    from automonitor.accounts import LoginThrottled, authenticate
 
-    account = authenticate(ui.engine(), name or "", password or "")
+    try:
+        # throttled per account name and per client address (recorded in the store)
+        account = authenticate(ui.engine(), name or "", password or "", client=st.context.ip_address)
+        throttled = None
+    except LoginThrottled as exc:
+        account, throttled = None, exc
     # the password never stays in the session
     st.session_state.pop(f"{PAGE}.password", None)
-    if account is None:
+    if throttled is not None:
+        st.error(f"Too many failed logins: try again in {int(throttled.retry_after + 0.999)} seconds.")
+    elif account is None:
         st.error("Unknown user or wrong password.")
     else:
         st.session_state[ui.AUTH_KEY] = account

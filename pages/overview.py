@@ -42,7 +42,7 @@ if n_gold == 0 and by_status.empty:
 else:
     st.subheader("Composition: category x task x label")
     if comp.empty:
-        st.info(f"No gold samples in split {split!r}.")
+        st.info(f"No gold samples in split {views.md_escape(split)}.")
     else:
         table = views.composition_pivot(comp)
         table.index = [vocab.CATEGORY_NAMES.get(i, i) for i in table.index]

@@ -30,7 +30,7 @@ try:
 except ImportError as exc:  # the runner is part of the monitor-runs work
     runner = None
     REGISTRY, is_loopback = {"rules": (None, None, "rules-v1")}, (lambda u: False)
-    st.warning(f"Launching runs is unavailable: {exc}")
+    st.warning(f"Launching runs is unavailable: {views.md_escape(exc)}")
 
 url, ver = ui.db_url(), ui.version()
 eng = ui.engine()

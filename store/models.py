@@ -52,6 +52,8 @@ class Sample(SQLModel, table=True):
     )
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+    # the pair invariant, enforced by the database: at most one misbehavior and one benign side a pair
+    __table_args__ = (UniqueConstraint("pair_id", "label", name="uq_sample_pair_label"),)
 
 
 class EditionSample(SQLModel, table=True):
@@ -225,6 +227,17 @@ class Adjudication(SQLModel, table=True):
     note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
     guideline_version: str = Field(default="v1", max_length=32)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class LoginThrottle(SQLModel, table=True):
+    """Failed logins of one key (``account:<name>`` or ``client:<address>``): consecutive failures, the
+    last one, and the end of a temporary lock (``automonitor.accounts`` sets the policy)."""
+
+    __tablename__ = "login_throttle"
+    key: str = Field(primary_key=True, max_length=200)
+    failures: int = 0
+    last_failure_at: Optional[datetime] = None
+    locked_until: Optional[datetime] = None
 
 
 class BuildLog(SQLModel, table=True):

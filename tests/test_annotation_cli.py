@@ -147,7 +147,7 @@ def test_assign_needs_enough_annotators(cli, sqlite_url):
 @pytest.mark.parametrize("name,content,line,field,fragment", [
     ("nan.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'
                   b'{"annotator": "ann1", "sample_id": "cli0b", "label": "benign", "seconds_spent": NaN}\n',
-     2, None, "NaN is not allowed"),
+     2, "seconds_spent", "not a finite number"),
     ("dup.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign", "label": "misbehavior"}\n',
      1, None, "duplicate key 'label'"),
     ("bytes.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'

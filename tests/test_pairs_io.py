@@ -58,8 +58,8 @@ def csv_bytes(rows: list[dict], columns=("pair_id", "category", "task", "request
 # (id, file name, content, expected line, expected field, message fragment)
 BAD = [
     ("malformed-json", "bad.jsonl", jl(row("q1"), b'{"pair_id": "q1", "category": '), 2, None, "malformed JSON"),
-    ("nan-in-json", "bad.jsonl", jl(*good_pair(), b'{"pair_id": "q2", "meta": {"x": NaN}}'), 3, None,
-     "malformed JSON"),
+    ("nan-in-json", "bad.jsonl", jl(*good_pair(), b'{"pair_id": "q2", "meta": {"x": NaN}}'), 3, "meta.x",
+     "not a finite number"),
     ("duplicate-key", "bad.jsonl", jl(row("q1"), b'{"pair_id": "q1", "label": "benign", "label": "benign"}'),
      2, None, "duplicate key 'label'"),
     ("not-an-object", "bad.jsonl", jl(row("q1"), b'["q1", "benign"]'), 2, None, "expected a JSON object"),
@@ -350,7 +350,8 @@ def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
     r = run_cli(["import", str(src), "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"file": str(src), "format": "jsonl", "rows": 4, "pairs": 2, "inserted": 4,
-                                    "skipped_existing": 0, "status": "gold", "split": "test", "warnings": []}
+                                    "skipped_existing": 0, "duplicates_skipped": 0, "duplicate_pairs": {},
+                                    "status": "gold", "split": "test", "warnings": []}
     r = run_cli(["export", str(tmp_path / "out.csv"), "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"file": str(tmp_path / "out.csv"), "format": "csv", "rows": 4, "pairs": 2,

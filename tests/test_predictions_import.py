@@ -139,8 +139,8 @@ def test_bad_input_names_file_line_field_and_changes_nothing(sqlite_engine, tmp_
 STRICT_CASES = [
     # (description, file content, suffix, line, field, message fragment): the shared strict reader
     ("nan score", lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n").encode()
-     + f'{{"sample_id": "{ids[1]}", "outcome": "benign", "score": NaN}}\n'.encode(), ".jsonl", 2, None,
-     "NaN is not allowed"),
+     + f'{{"sample_id": "{ids[1]}", "outcome": "benign", "score": NaN}}\n'.encode(), ".jsonl", 2, "score",
+     "not a finite number"),
     ("duplicate key", lambda ids: f'{{"sample_id": "{ids[0]}", "outcome": "benign", "outcome": "misbehavior"}}\n'
      .encode(), ".jsonl", 1, None, "duplicate key 'outcome'"),
     ("csv non-utf8 cell", lambda ids: f"sample_id,outcome,raw\n{ids[0]},benign,ok\n{ids[1]},benign,caf@\n"

@@ -24,6 +24,9 @@ adjudications_app = typer.Typer(help="Export adjudications; move resolved pairs 
 app.add_typer(users_app, name="users")
 app.add_typer(annotations_app, name="annotations")
 app.add_typer(adjudications_app, name="adjudications")
+assignments_app = typer.Typer(help="Export annotators' assigned items (what each may see).",
+                              no_args_is_help=True)
+app.add_typer(assignments_app, name="assignments")
 
 
 def _read_password(password_stdin: bool) -> str:
@@ -104,6 +107,24 @@ def annotations_import(
         emit_json(res.to_json())
     else:
         err_console.print(f"imported {res.written} label(s), {res.unchanged} unchanged")
+
+
+@assignments_app.command("export")
+def assignments_export(
+    file: Path = typer.Argument(..., help="Output JSONL: annotator, sample_id, request, response, batch."),
+    annotator: Optional[str] = typer.Option(None, "--annotator", help="Only this account's queue."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Export assigned items exactly as the annotator sees them (never source, intended label or pair)."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.assignments_io import export_assignments
+
+    res = export_assignments(open_store(), SYSTEM, file, annotator)
+    if json_out:
+        emit_json(res)
+    else:
+        err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}", highlight=False,
+                          markup=False)
 
 
 @annotations_app.command("export")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
@@ -23,6 +24,8 @@ def import_cmd(
                                                              "extension, else sniffed)."),
     source: str = typer.Option("import", "--source", help="Source name for rows without a 'source'."),
     max_errors: int = typer.Option(10, "--max-errors", min=1, help="How many problems to list."),
+    strict: bool = typer.Option(False, "--strict", help="A pair repeating the request and responses of "
+                                                        "another pair is an error (exit 2), not skipped."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Import user pairs as gold samples (or candidates), all or nothing; re-importing adds nothing.
@@ -34,16 +37,17 @@ def import_cmd(
     from automonitor.pairs_io import apply_import, prepare_import
 
     plan = prepare_import(file, fmt=fmt, as_candidates=as_candidates, split=split, default_source=source,
-                          max_errors=max_errors)  # validate the file before opening the store
+                          max_errors=max_errors, strict=strict)  # validate the file before opening the store
     result = apply_import(open_store(), plan)
     for w in result["warnings"]:
-        err_console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
+        err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
     if json_out:
         emit_json(result)
     else:
         where = "candidates" if as_candidates else f"gold samples (split {result['split']})"
         typer.echo(f"{result['file']}: {result['rows']} samples in {result['pairs']} pair(s) as {where}: "
-                   f"{result['inserted']} inserted, {result['skipped_existing']} already in the store")
+                   f"{result['inserted']} inserted, {result['skipped_existing']} already in the store, "
+                   f"{result['duplicates_skipped']} duplicate pair(s) skipped")
 
 
 @app.command("export")
