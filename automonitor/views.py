@@ -188,7 +188,8 @@ def store_version(engine: Engine) -> tuple:
     """A cheap fingerprint of the store's analysable content, used as a cache key by the app.
 
     ``(runs, finished/terminal runs, latest finished_at (ISO str or None), running runs, samples,
-    latest sample created_at)``: it changes whenever a run is created, finishes or is imported, or
+    latest sample created_at, sample state)`` (sample state: ``automonitor.workbench.store_fingerprint``,
+    counts by status/split/label source, edition rows, archived runs): it changes whenever a run is created, finishes or is imported, or
     samples are added, so cached reports/frames are recomputed exactly then. Two small aggregate
     queries; no table scan beyond ``COUNT``.
     """
@@ -201,9 +202,12 @@ def store_version(engine: Engine) -> tuple:
                                 else_=0)),
         )).one()
         s = c.execute(sa.select(sa.func.count(Sample.id), sa.func.max(Sample.created_at))).one()
+        from automonitor.workbench import store_fingerprint
+
+        state = store_fingerprint(c)  # status/split/edition changes and archived runs (issue 12)
     fin = r[1].isoformat() if isinstance(r[1], datetime) else (str(r[1]) if r[1] else None)
     sc = s[1].isoformat() if isinstance(s[1], datetime) else (str(s[1]) if s[1] else None)
-    return (int(r[0] or 0), int(r[3] or 0), fin, int(r[2] or 0), int(s[0] or 0), sc)
+    return (int(r[0] or 0), int(r[3] or 0), fin, int(r[2] or 0), int(s[0] or 0), sc, state)
 
 
 def composition_frame(engine: Engine, *, split: str | None = "test") -> pd.DataFrame:
@@ -255,7 +259,7 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
     """Run history, newest first: one row per run with
     ``run_id, monitor, template, kind, status, n, done, misbehavior, benign, invalid, refusal, error,
     unscored, api_calls, cache_hits, tokens_in, tokens_out, cost_usd, created_at, started_at,
-    finished_at, duration_s, limit, error_msg`` (from ``store.queries.runs.list_runs``, the same
+    finished_at, duration_s, limit, error_msg, edition, archived`` (from ``store.queries.runs.list_runs``, the same
     history ``automonitor runs`` prints).
 
     ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
@@ -283,11 +287,12 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
                    tokens_out=r["tokens_out"], cost_usd=float(r["cost_usd"] or 0.0),
                    created_at=ts(r["created_at"]), started_at=started, finished_at=finished,
                    duration_s=((finished or now) - started).total_seconds() if started else None,
-                   limit=r["limit"], error_msg=r["error"])
+                   limit=r["limit"], error_msg=r["error"], edition=r.get("edition"),
+                   archived=bool(r.get("archived")))
         rows.append(row)
     cols = ["run_id", "monitor", "template", "kind", "status", "n", "done", *vocab.OUTCOMES, "unscored",
             "api_calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd", "created_at", "started_at",
-            "finished_at", "duration_s", "limit", "error_msg"]
+            "finished_at", "duration_s", "limit", "error_msg", "edition", "archived"]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -36,7 +36,9 @@ def test_samples(session: Session, split: str = "test") -> list[dict[str, Any]]:
     """Gold samples of ``split`` as dicts (id, pair_id, category, task, label, content_hash), id order."""
     rows = session.execute(
         sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
-        .where(Sample.split == split, Sample.status == "gold").order_by(Sample.id)).all()
+        .where(Sample.split == split, Sample.status == "gold",
+               *((Sample.label_source != "adjudicated",) if split == "test" else ()))  # paper mirror
+        .order_by(Sample.id)).all()
     return [dict(r._mapping) for r in rows]
 
 
@@ -214,7 +216,7 @@ def list_runs(session: Session) -> list[dict[str, Any]]:
             dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
         out.append({
             "run_id": r.id, "monitor": r.monitor, "template": r.template, "template_hash": r.template_hash,
-            "status": r.status, "kind": r.kind, "n": r.n,
+            "status": r.status, "kind": r.kind, "n": r.n, "edition": r.edition, "archived": bool(r.archived),
             "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
             "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": tin,
             "tokens_out": tout, "cost_usd": round(cost, 6), "duration_s": dur,

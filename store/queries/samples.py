@@ -61,7 +61,16 @@ def _gold_filter(split: str):
         conds.append(Sample.split.in_(("test", "train")))  # type: ignore[union-attr]
     else:
         conds.append(Sample.split == split)
+    if split == "test":
+        conds.append(not_adjudicated())
     return conds
+
+
+def not_adjudicated():
+    """SQL condition keeping adjudicated samples out of the paper mirror: pairs accepted through
+    annotation are gold test samples of edition ``verified`` only (INTERFACES.md), so the paper
+    mirror (status gold, split test) never picks them up, with or without ``edition_sample`` rows."""
+    return Sample.label_source != "adjudicated"
 
 
 def composition(session: Session, split: str = "test") -> list[dict[str, Any]]:
