@@ -475,6 +475,11 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
 
     ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
     far_hi`` (Wilson interval bounds, drawn as error bars), ``n, tp, fn, fp, tn, unscored`` (hover).
+    Optional columns from ``automonitor.workbench.honest_points``: ``label`` (a short text drawn next to
+    each point), ``eligible`` (``False``: drawn hollow in a trace named ``runs: <tpl> (too few
+    samples)``), ``x_plot``/``y_plot`` (drawn position, so coincident points stay apart; hovers give
+    the true rates), ``edition``/``sample_set`` (one front per edition, named in the legend when there
+    are several).
     One trace per template (colour), ``customdata[0]`` = run id (used by the page to open the
     drill-down of a clicked point). The Pareto front (``front`` run ids, default
     :func:`pareto_ids`) is a staircase line (:func:`pareto_staircase`) with rings on its points;
@@ -483,37 +488,68 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
     """
     fig = go.Figure()
     pts = points.dropna(subset=["mr", "far"]) if not points.empty else points
+    if not pts.empty:
+        pts = pts.copy()
+        if "x_plot" not in pts:
+            pts["x_plot"], pts["y_plot"] = pts["far"], pts["mr"]
+        if "eligible" not in pts:
+            pts["eligible"] = True
+        if "edition" not in pts:
+            pts["edition"] = ""
     if front is None and not pts.empty:
-        front = pareto_ids(pts)
+        front = pareto_ids(pts[pts["eligible"]])
     if front:
-        f = pts.set_index("run_id").loc[[r for r in front if r in set(pts["run_id"])]].sort_values("far")
-        if len(f):
+        on = pts[pts["run_id"].isin(set(front))]
+        editions = sorted(on["edition"].unique())
+        dashes = ["solid", "dash", "dot", "dashdot"]
+        for i, ed in enumerate(editions):
+            f = on[on["edition"] == ed].sort_values("far")
+            if not len(f):
+                continue
             xs, ys = pareto_staircase(list(f["far"]), list(f["mr"]))
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="Pareto front",
-                                     line=dict(color="#16a34a", width=2), hoverinfo="skip"))
-            fig.add_trace(go.Scatter(x=f["far"], y=f["mr"], mode="markers", name="on the front",
+            name = "Pareto front" + (f" ({ed})" if len(editions) > 1 else "")
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name,
+                                     line=dict(color="#16a34a", width=2, dash=dashes[i % len(dashes)]),
+                                     hoverinfo="skip"))
+            fig.add_trace(go.Scatter(x=f["x_plot"], y=f["y_plot"], mode="markers", name="on the front",
                                      showlegend=False, hoverinfo="skip",
                                      marker=dict(symbol="circle-open", size=19, color="#16a34a",
                                                  line=dict(width=2))))
-    for tpl in sorted(pts["template"].unique()) if not pts.empty else []:
-        d = pts[pts["template"] == tpl]
+    groups = []
+    if not pts.empty:
+        for tpl in sorted(pts["template"].unique()):
+            for ok in (True, False):
+                d = pts[(pts["template"] == tpl) & (pts["eligible"] == ok)]
+                if len(d):
+                    groups.append((tpl, ok, d))
+    for tpl, ok, d in groups:
         ex, ey = _ci_err(d, "far", "far_lo", "far_hi"), _ci_err(d, "mr", "mr_lo", "mr_hi")
         extra = {c: (d[c] if c in d else pd.Series([None] * len(d), index=d.index))
-                 for c in ("n", "tp", "fn", "fp", "tn", "unscored")}
-        custom = list(zip(d["run_id"], d["monitor"], d["template"], extra["n"], extra["tp"], extra["fn"],
-                          extra["fp"], extra["tn"], extra["unscored"]))
+                 for c in ("n", "tp", "fn", "fp", "tn", "unscored", "sample_set")}
+        custom = list(zip(d["run_id"], [esc(m) for m in d["monitor"]], [esc(t) for t in d["template"]],
+                          extra["n"], extra["tp"], extra["fn"], extra["fp"], extra["tn"], extra["unscored"],
+                          d["far"], d["mr"], [esc(x) if x is not None else "" for x in extra["sample_set"]]))
+        color = TEMPLATE_COLORS.get(tpl, "#6b7280")
+        has_text = "label" in d
         fig.add_trace(go.Scatter(
-            x=d["far"], y=d["mr"], mode="markers", name=f"runs: {tpl}",
-            marker=dict(size=11, color=TEMPLATE_COLORS.get(tpl, "#6b7280"), line=dict(width=1, color="white")),
+            x=d["x_plot"], y=d["y_plot"], mode="markers+text" if has_text else "markers",
+            name=f"runs: {tpl}" + ("" if ok else " (too few samples)"),
+            text=[esc(t) for t in d["label"]] if has_text else None,
+            textposition=_label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
+            textfont=dict(size=10, color=color),
+            marker=(dict(size=11, color=color, line=dict(width=1, color="white")) if ok else
+                    dict(size=11, symbol="circle-open", color=color, line=dict(width=2, color=color))),
             error_x=dict(type="data", array=ex[0], arrayminus=ex[1], thickness=1, width=0,
-                         color="rgba(100,100,100,0.45)") if ex else None,
+                         color="rgba(100,100,100,0.45)") if ex and ok else None,
             error_y=dict(type="data", array=ey[0], arrayminus=ey[1], thickness=1, width=0,
-                         color="rgba(100,100,100,0.45)") if ey else None,
+                         color="rgba(100,100,100,0.45)") if ey and ok else None,
             customdata=custom,
             hovertemplate=("<b>%{customdata[1]}</b> · %{customdata[2]}<br>run %{customdata[0]}<br>"
-                           "FAR %{x:.3f} · MR %{y:.3f}<br>n %{customdata[3]} · TP %{customdata[4]} "
-                           "FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · unscored "
-                           "%{customdata[8]}<extra>click to drill down</extra>"),
+                           "FAR %{customdata[9]:.3f} · MR %{customdata[10]:.3f}<br>n %{customdata[3]} · TP "
+                           "%{customdata[4]} FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · "
+                           "unscored %{customdata[8]}<br>sample set %{customdata[11]}"
+                           + ("" if ok else "<br><i>too few judged samples: not on the front</i>")
+                           + "<extra>click to drill down</extra>"),
         ))
     if reported is not None and not reported.empty:
         reported = reported.reset_index(drop=True)
@@ -534,9 +570,9 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
             ))
     fig.update_layout(
         title=title, height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.02, 1.02], zeroline=False),
-        yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.02, 1.02], zeroline=False),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0),
+        xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.03, 1.03], zeroline=False),
+        yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.03, 1.03], zeroline=False),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=12)),
         clickmode="event+select", dragmode="pan", hovermode="closest",
     )
     return fig
