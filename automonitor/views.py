@@ -115,27 +115,45 @@ def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str |
 
 def highlight_html(text: str | None, grounded: Iterable[Mapping[str, Any]] | None = None, *,
                    field: str = "response", show_missing: bool = True, max_height: int | None = 420,
-                   css_class: str = "am-text am-response") -> str:
+                   css_class: str = "am-text am-response", search: str | None = None) -> str:
     """The response ``text`` as escaped HTML with the monitor's evidence spans highlighted.
 
     Grounded spans (``exact`` / ``normalized``) are wrapped in ``<mark class="am-ev am-ev-<status>">``
     at their offsets (only spans located in ``field``: a grounding result's ``field`` key, default
     ``response``); spans the grounding could not find (``not_found``) cannot be placed, so with
     ``show_missing`` they are listed below the text in a struck-through red style
-    (``am-ev-not_found``). Every text piece, including the spans, is passed through :func:`esc`.
-    Returns an HTML string for ``st.html``.
+    (``am-ev-not_found``). With ``search``, every case-insensitive occurrence of it is also wrapped in
+    ``<mark class="am-hit">`` (inside or outside evidence spans). Every text piece, including the spans,
+    is passed through :func:`esc`. Returns an HTML string for ``st.html``.
     """
+    from automonitor.workbench import highlight_search_html
+
     text = text or ""
     grounded = list(grounded or [])
     pieces: list[str] = []
     cursor = 0
-    for start, end, status, _span in located_spans(text, grounded, field):
-        pieces.append(esc(text[cursor:start]))
+
+    def plain(t: str) -> str:
+        return highlight_search_html(t, search) if search else esc(t)
+
+    spans = located_spans(text, grounded, field)
+    if search and search.strip():  # cut evidence spans at search-hit boundaries so marks nest cleanly
+        import re as _re
+
+        cuts = sorted({i for m in _re.finditer(_re.escape(search.strip()), text, _re.I)
+                       for i in (m.start(), m.end())})
+        split = []
+        for start, end, status, span in spans:
+            pts = [start, *[c for c in cuts if start < c < end], end]
+            split.extend((a, b, status, span) for a, b in zip(pts, pts[1:]))
+        spans = split
+    for start, end, status, _span in spans:
+        pieces.append(plain(text[cursor:start]))
         pieces.append(f'<mark class="am-ev am-ev-{status}" data-status="{status}" '
                       f'title="{esc(_STATUS_TITLE[status])}" style="{SPAN_STYLES[status]}">'
-                      f"{esc(text[start:end])}</mark>")
+                      f"{plain(text[start:end])}</mark>")
         cursor = end
-    pieces.append(esc(text[cursor:]))
+    pieces.append(plain(text[cursor:]))
     style = _TEXT_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
     body = f'<div class="{esc(css_class)}" style="{style}">{"".join(pieces)}</div>'
     missing = [g for g in grounded if g.get("status") == "not_found"] if show_missing else []
