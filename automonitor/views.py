@@ -260,7 +260,7 @@ def counts_by(engine: Engine, column: str, *, status: str | None = None) -> pd.D
     and ``status``: frame ``[column, status, n]`` (just ``[status, n]`` for ``column="status"``),
     sorted by ``n`` descending. ``status`` restricts to one status. Raises ``ValueError`` for another
     column."""
-    if column not in ("source", "split", "status", "category", "task", "label"):
+    if column not in ("source", "split", "status", "category", "task", "label", "label_source"):
         raise ValueError(f"cannot group samples by {column!r}")
     col = getattr(Sample, column)
     keys = [col] if column == "status" else [col, Sample.status]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
 from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import Field, SQLModel
 
@@ -220,6 +220,19 @@ class Adjudication(SQLModel, table=True):
     note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
     guideline_version: str = Field(default="v1", max_length=32)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class ItemFlag(SQLModel, table=True):
+    """An annotator's flag on an item of their queue, with a comment for the admin (issue 12)."""
+
+    __tablename__ = "item_flag"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
+    comment: str = Field(sa_column=Column(Text, nullable=False))
+    resolved_at: Optional[datetime] = None
+    created_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (CheckConstraint("length(comment) > 0", name="ck_item_flag_comment"),)
 
 
 class BuildLog(SQLModel, table=True):

@@ -187,3 +187,28 @@ def test_cli_assign_batch_size_and_json(sqlite_url):
     assert [r["items"] for r in doc["rounds"]] == [2, 4, 4, 2] and doc["rounds"][0]["calibration"]
     bad = run_cli(["assign", "--batch-size", "1"], db=sqlite_url)
     assert bad.returncode == 2 and "batch" in bad.stderr.lower()
+
+
+def test_flag_an_item_for_the_admin(engine):
+    from automonitor.errors import PermissionDenied
+
+    admin = fast_user(engine, "root", "admin")
+    a = fast_user(engine, "anna", "annotator")
+    fast_user(engine, "bert", "annotator")
+    _candidates(engine, 1)
+    ann.assign(engine, admin, k=2, seed=1, batch_size=2)
+    cleo = fast_user(engine, "cleo", "annotator")  # joined later: nothing assigned
+    mine = {q.sample_id for q in ann.my_queue(engine, a)}
+    sid = sorted(mine)[0]
+    with pytest.raises(InputError):
+        ann.flag_item(engine, a, sid, "   ")
+    with pytest.raises(PermissionDenied):
+        ann.flag_item(engine, cleo, sid, "not mine")
+    f = ann.flag_item(engine, a, sid, "The response is cut off <b>here</b>")
+    flags = ann.item_flags(engine, admin)
+    assert [(x["sample_id"], x["annotator"], x["comment"]) for x in flags] == [
+        (sid, "anna", "The response is cut off <b>here</b>")]
+    with pytest.raises(PermissionDenied):
+        ann.item_flags(engine, a)
+    ann.resolve_flag(engine, admin, f["id"])
+    assert ann.item_flags(engine, admin) == [] and len(ann.item_flags(engine, admin, open_only=False)) == 1
