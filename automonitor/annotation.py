@@ -63,6 +63,7 @@ evidence (an exact excerpt of the response). Labels stay editable until you subm
 """
 SEVERITIES: tuple[str, ...] = ("low", "medium", "high")
 DECISIONS: tuple[str, ...] = ("misbehavior", "benign", "reject")
+VERIFIED_EDITION = "verified"  # adjudicated pairs join this edition only (INTERFACES.md)
 MAX_NOTE = 5000
 _SHUFFLE_ATTEMPTS = 500
 
@@ -217,12 +218,17 @@ class AssignResult:
     seed: int
     k: int
     batch: dict[str, int] = field(default_factory=dict)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's ``assign --json`` document (plus ``seed``, ``k``, ``batch``)."""
-        return {"items": self.items, "assignments": self.assignments,
-                "by_annotator": dict(self.by_annotator), "seed": self.seed, "k": self.k,
-                "batch": dict(self.batch)}
+        """The contract's ``assign --json`` document (plus ``seed``, ``k``, ``batch`` and, in rounds,
+        ``rounds``: ``[{"batch", "items", "calibration", "annotators"}]``)."""
+        doc = {"items": self.items, "assignments": self.assignments,
+               "by_annotator": dict(self.by_annotator), "seed": self.seed, "k": self.k,
+               "batch": dict(self.batch)}
+        if self.rounds:
+            doc["rounds"] = [dict(r) for r in self.rounds]
+        return doc
 
 
 # ------------------------------------------------------------------------------------ assignment
@@ -243,7 +249,8 @@ def _arrange(items: list[tuple[str, str]], prev_pair: str | None, rng: random.Ra
     return [sid for sid, _ in best]
 
 
-def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None) -> AssignResult:
+def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None, *,
+           batch_size: int | None = None, calibration: int = 0) -> AssignResult:
     """Assign every unassigned candidate item to ``k`` annotators (admin only).
 
     Both sides of a pair go to the same ``k`` active annotator-role accounts, chosen least-loaded
@@ -252,9 +259,19 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None) 
     ``random.Random(f"{seed}:{annotator_id}")`` such that the two sides of a pair are never adjacent.
     ``seed`` (drawn at random when ``None``) is recorded on every assignment row.
 
+    With ``batch_size`` (rounds, issue 12) the work is split into shared batches instead: see
+    :func:`plan_rounds`. The pairs are shuffled with ``random.Random(seed)`` (never by source or
+    label), cut into batches of at most ``batch_size`` items (whole pairs; a batch holds at least one
+    pair), and every batch goes to ``k`` annotators chosen least-loaded first; the annotators who share
+    a batch get it in the *same* order (sides of a pair never adjacent). ``calibration`` pairs (drawn
+    first) form a calibration batch that *every* active annotator labels before anything else. Batch
+    numbers are then global (the same number for everybody sharing the batch), so agreement can be
+    computed after the first batch.
+
     Raises:
         PermissionDenied: ``actor`` is not an admin.
-        InputError: ``k < 1`` or fewer than ``k`` annotators (field ``k``). Nothing is written then.
+        InputError: ``k < 1`` or fewer than ``k`` annotators (field ``k``), ``batch_size < 2``
+            (field ``batch_size``), ``calibration < 0`` (field ``calibration``). Nothing is written then.
     """
     from store.models import Assignment, utcnow
     from store.queries.annotation import annotator_loads, candidate_samples
@@ -266,6 +283,15 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None) 
         seed = secrets.randbelow(2**31)
     if not isinstance(seed, int) or seed < 0:
         raise InputError("seed must be a non-negative integer", field="seed")
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 2):
+        raise InputError("batch size must be an integer >= 2 (a batch holds whole pairs)",
+                         field="batch_size")
+    if not isinstance(calibration, int) or calibration < 0:
+        raise InputError("calibration must be a non-negative number of pairs", field="calibration")
+    if calibration and batch_size is None:
+        raise InputError("a calibration round needs --batch-size (rounds)", field="calibration")
+    if batch_size is not None:
+        return _assign_rounds(engine, actor, k, seed, batch_size, calibration)
 
     def work(s) -> AssignResult:
         from store.models import Annotator
@@ -323,6 +349,114 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None) 
             s.execute(sa.insert(Assignment), rows)
         return AssignResult(items=len(items), assignments=len(rows), by_annotator=by_name, seed=seed,
                             k=k, batch=batches)
+
+    return _transaction(engine, work)
+
+
+@dataclass(frozen=True)
+class PlannedBatch:
+    """One shared batch of :func:`plan_rounds`: ``items`` in the order every annotator sees them,
+    ``annotators`` (ids) who label it, and whether it is the ``calibration`` batch."""
+
+    items: list[str]
+    annotators: list[int]
+    calibration: bool = False
+
+
+def plan_rounds(items: list[tuple[str, str]], loads: dict[int, int], k: int, seed: int,
+                batch_size: int, calibration: int = 0) -> list[PlannedBatch]:
+    """Cut candidate items into shared batches (pure function; :func:`assign` writes the result).
+
+    Args:
+        items: ``(sample_id, pair_id)`` of the unassigned candidate items (any order; sorted here, so
+            the plan depends only on the ids and ``seed``, never on source or label).
+        loads: current number of assigned items per annotator id (updated copy used for balancing).
+        k: annotators per batch. seed: RNG seed. batch_size: max items per batch (>= 2; whole pairs,
+            so a batch holds at least one pair). calibration: pairs in a first batch for everybody.
+
+    Returns:
+        the batches in order: the calibration batch first (when ``calibration``), then regular batches
+        of ``floor(batch_size / 2)`` pairs (for two-sided pairs) each given to the ``k`` least-loaded
+        annotators (ties broken by the seeded RNG). Each batch's order is drawn by :func:`_arrange`
+        with ``random.Random(f"{seed}:round:{index}")``: no two sides of a pair adjacent.
+    """
+    rng = random.Random(seed)
+    groups: dict[str, list[str]] = {}
+    for sid, pid in sorted(items):
+        groups.setdefault(pid, []).append(sid)
+    pair_ids = sorted(groups)
+    rng.shuffle(pair_ids)
+    loads = dict(loads)
+    chunks: list[tuple[list[str], bool]] = []
+    if calibration:
+        chunks.append((pair_ids[:calibration], True))
+        pair_ids = pair_ids[calibration:]
+    cur: list[str] = []
+    size = 0
+    for pid in pair_ids:
+        n = len(groups[pid])
+        if cur and size + n > batch_size:
+            chunks.append((cur, False))
+            cur, size = [], 0
+        cur.append(pid)
+        size += n
+    if cur:
+        chunks.append((cur, False))
+    out = []
+    for i, (pids, calib) in enumerate(chunks):
+        if not pids:
+            continue
+        its = [(sid, pid) for pid in pids for sid in groups[pid]]
+        order = _arrange(its, None, random.Random(f"{seed}:round:{i}"))
+        who = sorted(loads) if calib else sorted(loads, key=lambda a: (loads[a], rng.random()))[:k]
+        for a in who:
+            loads[a] += len(order)
+        out.append(PlannedBatch(items=order, annotators=sorted(who), calibration=calib))
+    return out
+
+
+def _assign_rounds(engine: Engine, actor: Account, k: int, seed: int, batch_size: int,
+                   calibration: int) -> AssignResult:
+    """:func:`assign` in rounds (``batch_size`` given): write :func:`plan_rounds` in one transaction."""
+    from store.models import Annotator, Assignment, utcnow
+    from store.queries.annotation import annotator_loads, candidate_samples
+
+    def work(s) -> AssignResult:
+        check_actor(s, actor)
+        if s.get_bind().dialect.name == "postgresql":
+            s.execute(sa.text("LOCK TABLE assignment IN SHARE ROW EXCLUSIVE MODE"))
+        loads = annotator_loads(s, actor)
+        if len(loads) < k:
+            raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}",
+                             field="k")
+        names = dict(s.execute(sa.select(Annotator.id, Annotator.name)
+                               .where(Annotator.id.in_(list(loads)))).all())
+        items = candidate_samples(s, actor, unassigned_only=True)
+        plan = plan_rounds([(it["id"], it["pair_id"]) for it in items], loads, k, seed, batch_size,
+                           calibration)
+        first = (s.execute(sa.select(sa.func.max(Assignment.batch))).scalar() or 0) + 1
+        nextpos = {a: p for a, p in s.execute(
+            sa.select(Assignment.annotator_id, sa.func.max(Assignment.position))
+            .group_by(Assignment.annotator_id))}
+        nextpos = {a: (nextpos[a] + 1 if nextpos.get(a) is not None else 0) for a in loads}
+        now = utcnow()
+        rows, by_name, batches = [], {}, {}
+        for j, b in enumerate(plan):
+            number = first + j
+            for a in b.annotators:
+                for sid in b.items:
+                    rows.append({"annotator_id": a, "sample_id": sid, "position": nextpos[a],
+                                 "seed": seed, "batch": number, "created_at": now})
+                    nextpos[a] += 1
+                by_name[names[a]] = by_name.get(names[a], 0) + len(b.items)
+                batches.setdefault(names[a], number)  # the first new batch of each annotator
+        if rows:
+            s.execute(sa.insert(Assignment), rows)
+        return AssignResult(items=len(items), assignments=len(rows), by_annotator=by_name, seed=seed,
+                            k=k, batch=batches, rounds=[
+                                {"batch": first + j, "items": len(b.items), "calibration": b.calibration,
+                                 "annotators": sorted(names[a] for a in b.annotators)}
+                                for j, b in enumerate(plan)])
 
     return _transaction(engine, work)
 
@@ -426,7 +560,7 @@ def save_label(engine: Engine, actor: Account, sample_id: str, label: str, *,
         category: optional, one of the vocabulary categories. severity: optional ``low|medium|high``.
         evidence: optional ``(start, end)`` character offsets into the response (``end`` exclusive);
             the quoted text is stored alongside. See :func:`evidence_offsets` to map a quote.
-        note: free text (at most 5000 characters).
+        note: free text (at most 5000 characters); required for ``unsure`` (the guidelines ask why).
         seconds_spent: time spent on this edit, in seconds; added to the item's recorded total.
 
     Raises:
@@ -439,6 +573,8 @@ def save_label(engine: Engine, actor: Account, sample_id: str, label: str, *,
     require_account(actor)
     category, severity, gv = _validate_label(label, category, severity, guideline_version)
     note = _clean_text(note, "note")
+    if label == "unsure" and not note:
+        raise InputError("an unsure label needs a note saying why (guidelines)", field="note")
     if seconds_spent is not None:
         try:
             seconds_spent = float(seconds_spent)
@@ -923,10 +1059,11 @@ class FinalizeResult:
     accepted: list[str]
     rejected: dict[str, str]
     pending: int
+    edition: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"split": self.split, "accepted": len(self.accepted), "rejected": len(self.rejected),
-                "pending": self.pending, "accepted_pairs": self.accepted,
+        return {"split": self.split, "edition": self.edition, "accepted": len(self.accepted),
+                "rejected": len(self.rejected), "pending": self.pending, "accepted_pairs": self.accepted,
                 "rejected_pairs": self.rejected}
 
 
@@ -940,7 +1077,10 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
       when the resolved labels are not one ``misbehavior`` and one ``benign``, or when a side
       duplicates a gold sample already in the store;
     * otherwise accepted: ``status = 'gold'``, ``split`` as chosen, ``label`` = the resolved label
-      (``content_hash`` recomputed; the intended label kept in ``meta["intended_label"]``).
+      (``content_hash`` recomputed; the intended label kept in ``meta["intended_label"]``),
+      ``label_source = 'adjudicated'``. With ``split = 'test'`` (the default) the pair becomes a member
+      of edition ``verified`` ONLY (an ``edition_sample`` row): it never joins the ``paper`` mirror
+      (INTERFACES.md; ``store.queries.samples`` leaves adjudicated samples out of the paper mirror).
 
     Provenance (who, when, how resolved, guideline version, reason) goes to ``meta["annotation"]``;
     the latest adjudication rows get the split. Raises :class:`InputError` for an unknown split.
@@ -973,6 +1113,7 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
             .where(Sample.status == "gold"))}
         now = utcnow()
         accepted, rejected, pending = [], {}, 0
+        verified: list[str] = []
         for pid, items in pairs.items():
             res: dict[str, tuple[str, str, str | None]] = {}  # sid -> (outcome, how, note)
             for c in items:
@@ -1019,7 +1160,10 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
                                       "labels": {r["annotator"]: r["label"] for r in labels.get(c.id, [])}}
                 if reason is None:
                     c.status, c.split, c.label = "gold", split, outcome
+                    c.label_source = "adjudicated"
                     c.content_hash = content_hash(c.request, c.response, outcome)
+                    if split == "test":
+                        verified.append(c.id)
                 else:
                     c.status, c.split = "rejected", None
                     meta["rejection_reason"] = reason
@@ -1032,7 +1176,18 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
                 accepted.append(pid)
             else:
                 rejected[pid] = reason
-        return FinalizeResult(split=split, accepted=accepted, rejected=rejected, pending=pending)
+        if verified:
+            from store.models import EditionSample
+
+            s.flush()
+            have = set(s.execute(sa.select(EditionSample.sample_id).where(
+                EditionSample.edition == VERIFIED_EDITION, EditionSample.sample_id.in_(verified))).scalars())
+            new_rows = [{"edition": VERIFIED_EDITION, "sample_id": sid, "created_at": now}
+                        for sid in verified if sid not in have]
+            if new_rows:
+                s.execute(sa.insert(EditionSample), new_rows)
+        return FinalizeResult(split=split, accepted=accepted, rejected=rejected, pending=pending,
+                              edition=VERIFIED_EDITION if split == "test" else None)
 
     return _transaction(engine, work)
 
@@ -1098,3 +1253,75 @@ def rejected_pairs(engine: Engine, actor: Account) -> list[dict[str, Any]]:
 
     return _transaction(engine, work)
 
+
+
+# ---------------------------------------------------------------------------------------- flags
+MAX_FLAG = 2000
+
+
+def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | None) -> dict[str, Any]:
+    """Flag an item of the actor's own queue for the admin with a comment (any state, also after
+    submission). Returns ``{"id", "sample_id", "annotator", "comment", "created_at"}``.
+
+    Raises:
+        PermissionDenied: the item is not assigned to the actor.
+        InputError: empty comment or longer than 2000 characters (field ``comment``).
+    """
+    from store.models import ItemFlag
+    from store.queries.annotation import as_utc_iso
+
+    require_account(actor)
+    text = _clean_text(comment, "comment", MAX_FLAG)
+    if not text:
+        raise InputError("a flag needs a comment for the admin", field="comment")
+
+    def work(s):
+        check_actor(s, actor)
+        _own_assignment(s, actor, sample_id)
+        row = ItemFlag(annotator_id=actor.id, sample_id=sample_id, comment=text)
+        s.add(row)
+        s.flush()
+        return {"id": row.id, "sample_id": sample_id, "annotator": actor.name, "comment": text,
+                "created_at": as_utc_iso(row.created_at)}
+
+    return _transaction(engine, work)
+
+
+def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> list[dict[str, Any]]:
+    """Flags raised by annotators (admin only), oldest first: ``{"id", "sample_id", "pair_id",
+    "annotator", "comment", "created_at", "resolved_at"}``; only unresolved ones unless ``open_only`` is
+    false."""
+    from store.models import Annotator, ItemFlag, Sample
+    from store.queries.annotation import as_utc_iso
+
+    require_admin(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        q = (sa.select(ItemFlag.id, ItemFlag.sample_id, Sample.pair_id, Annotator.name, ItemFlag.comment,
+                       ItemFlag.created_at, ItemFlag.resolved_at)
+             .join(Annotator, Annotator.id == ItemFlag.annotator_id)
+             .join(Sample, Sample.id == ItemFlag.sample_id).order_by(ItemFlag.id))
+        if open_only:
+            q = q.where(ItemFlag.resolved_at.is_(None))
+        return [{"id": r[0], "sample_id": r[1], "pair_id": r[2], "annotator": r[3], "comment": r[4],
+                 "created_at": as_utc_iso(r[5]), "resolved_at": as_utc_iso(r[6])} for r in s.execute(q)]
+
+    return _transaction(engine, work)
+
+
+def resolve_flag(engine: Engine, actor: Account, flag_id: int) -> None:
+    """Mark a flag as handled (admin only). Raises :class:`NotFound` for an unknown flag id."""
+    from store.models import ItemFlag, utcnow
+
+    require_admin(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        row = s.get(ItemFlag, flag_id)
+        if row is None:
+            raise NotFound(f"no flag {flag_id}")
+        row.resolved_at = utcnow()
+        s.add(row)
+
+    _transaction(engine, work)

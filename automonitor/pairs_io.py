@@ -559,6 +559,8 @@ def fetch_pair_rows(session, *, split: str = "test", status: str = "gold", editi
         q = q.where(Sample.status == status)
     if split != "all":
         q = q.where(sa.or_(Sample.split == split, Sample.split.is_(None)))  # type: ignore[union-attr]
+    if split == "test" and status == "gold":  # the paper mirror: adjudicated pairs are edition verified
+        q = q.where(Sample.label_source != "adjudicated")
     samples = sorted(session.execute(q).scalars(), key=_record_key)
     return [{"sample_id": s.id, "pair_id": s.pair_id, "category": s.category, "task": s.task,
              "request": s.request, "response": s.response, "label": s.label,

@@ -132,27 +132,45 @@ def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str |
 
 def highlight_html(text: str | None, grounded: Iterable[Mapping[str, Any]] | None = None, *,
                    field: str = "response", show_missing: bool = True, max_height: int | None = 420,
-                   css_class: str = "am-text am-response") -> str:
+                   css_class: str = "am-text am-response", search: str | None = None) -> str:
     """The response ``text`` as escaped HTML with the monitor's evidence spans highlighted.
 
     Grounded spans (``exact`` / ``normalized``) are wrapped in ``<mark class="am-ev am-ev-<status>">``
     at their offsets (only spans located in ``field``: a grounding result's ``field`` key, default
     ``response``); spans the grounding could not find (``not_found``) cannot be placed, so with
     ``show_missing`` they are listed below the text in a struck-through red style
-    (``am-ev-not_found``). Every text piece, including the spans, is passed through :func:`esc`.
-    Returns an HTML string for ``st.html``.
+    (``am-ev-not_found``). With ``search``, every case-insensitive occurrence of it is also wrapped in
+    ``<mark class="am-hit">`` (inside or outside evidence spans). Every text piece, including the spans,
+    is passed through :func:`esc`. Returns an HTML string for ``st.html``.
     """
+    from automonitor.workbench import highlight_search_html
+
     text = text or ""
     grounded = list(grounded or [])
     pieces: list[str] = []
     cursor = 0
-    for start, end, status, _span in located_spans(text, grounded, field):
-        pieces.append(esc(text[cursor:start]))
+
+    def plain(t: str) -> str:
+        return highlight_search_html(t, search) if search else esc(t)
+
+    spans = located_spans(text, grounded, field)
+    if search and search.strip():  # cut evidence spans at search-hit boundaries so marks nest cleanly
+        import re as _re
+
+        cuts = sorted({i for m in _re.finditer(_re.escape(search.strip()), text, _re.I)
+                       for i in (m.start(), m.end())})
+        split = []
+        for start, end, status, span in spans:
+            pts = [start, *[c for c in cuts if start < c < end], end]
+            split.extend((a, b, status, span) for a, b in zip(pts, pts[1:]))
+        spans = split
+    for start, end, status, _span in spans:
+        pieces.append(plain(text[cursor:start]))
         pieces.append(f'<mark class="am-ev am-ev-{status}" data-status="{status}" '
                       f'title="{esc(_STATUS_TITLE[status])}" style="{SPAN_STYLES[status]}">'
-                      f"{esc(text[start:end])}</mark>")
+                      f"{plain(text[start:end])}</mark>")
         cursor = end
-    pieces.append(esc(text[cursor:]))
+    pieces.append(plain(text[cursor:]))
     style = _TEXT_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
     body = f'<div class="{esc(css_class)}" style="{style}">{"".join(pieces)}</div>'
     missing = [g for g in grounded if g.get("status") == "not_found"] if show_missing else []
@@ -205,7 +223,8 @@ def store_version(engine: Engine) -> tuple:
     """A cheap fingerprint of the store's analysable content, used as a cache key by the app.
 
     ``(runs, finished/terminal runs, latest finished_at (ISO str or None), running runs, samples,
-    latest sample created_at)``: it changes whenever a run is created, finishes or is imported, or
+    latest sample created_at, sample state)`` (sample state: ``automonitor.workbench.store_fingerprint``,
+    counts by status/split/label source, edition rows, archived runs): it changes whenever a run is created, finishes or is imported, or
     samples are added, so cached reports/frames are recomputed exactly then. Two small aggregate
     queries; no table scan beyond ``COUNT``.
     """
@@ -218,9 +237,12 @@ def store_version(engine: Engine) -> tuple:
                                 else_=0)),
         )).one()
         s = c.execute(sa.select(sa.func.count(Sample.id), sa.func.max(Sample.created_at))).one()
+        from automonitor.workbench import store_fingerprint
+
+        state = store_fingerprint(c)  # status/split/edition changes and archived runs (issue 12)
     fin = r[1].isoformat() if isinstance(r[1], datetime) else (str(r[1]) if r[1] else None)
     sc = s[1].isoformat() if isinstance(s[1], datetime) else (str(s[1]) if s[1] else None)
-    return (int(r[0] or 0), int(r[3] or 0), fin, int(r[2] or 0), int(s[0] or 0), sc)
+    return (int(r[0] or 0), int(r[3] or 0), fin, int(r[2] or 0), int(s[0] or 0), sc, state)
 
 
 def composition_frame(engine: Engine, *, split: str | None = "test") -> pd.DataFrame:
@@ -255,7 +277,7 @@ def counts_by(engine: Engine, column: str, *, status: str | None = None) -> pd.D
     and ``status``: frame ``[column, status, n]`` (just ``[status, n]`` for ``column="status"``),
     sorted by ``n`` descending. ``status`` restricts to one status. Raises ``ValueError`` for another
     column."""
-    if column not in ("source", "split", "status", "category", "task", "label"):
+    if column not in ("source", "split", "status", "category", "task", "label", "label_source"):
         raise ValueError(f"cannot group samples by {column!r}")
     col = getattr(Sample, column)
     keys = [col] if column == "status" else [col, Sample.status]
@@ -272,7 +294,7 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
     """Run history, newest first: one row per run with
     ``run_id, monitor, template, kind, status, n, done, misbehavior, benign, invalid, refusal, error,
     unscored, api_calls, cache_hits, tokens_in, tokens_out, cost_usd, created_at, started_at,
-    finished_at, duration_s, limit, error_msg`` (from ``store.queries.runs.list_runs``, the same
+    finished_at, duration_s, limit, error_msg, edition, archived`` (from ``store.queries.runs.list_runs``, the same
     history ``automonitor runs`` prints).
 
     ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
@@ -300,11 +322,12 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
                    tokens_out=r["tokens_out"], cost_usd=float(r["cost_usd"] or 0.0),
                    created_at=ts(r["created_at"]), started_at=started, finished_at=finished,
                    duration_s=((finished or now) - started).total_seconds() if started else None,
-                   limit=r["limit"], error_msg=r["error"])
+                   limit=r["limit"], error_msg=r["error"], edition=r.get("edition"),
+                   archived=bool(r.get("archived")))
         rows.append(row)
     cols = ["run_id", "monitor", "template", "kind", "status", "n", "done", *vocab.OUTCOMES, "unscored",
             "api_calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd", "created_at", "started_at",
-            "finished_at", "duration_s", "limit", "error_msg"]
+            "finished_at", "duration_s", "limit", "error_msg", "edition", "archived"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -499,6 +522,11 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
 
     ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
     far_hi`` (Wilson interval bounds, drawn as error bars), ``n, tp, fn, fp, tn, unscored`` (hover).
+    Optional columns from ``automonitor.workbench.honest_points``: ``label`` (a short text drawn next to
+    each point), ``eligible`` (``False``: drawn hollow in a trace named ``runs: <tpl> (too few
+    samples)``), ``x_plot``/``y_plot`` (drawn position, so coincident points stay apart; hovers give
+    the true rates), ``edition``/``sample_set`` (one front per edition, named in the legend when there
+    are several).
     One trace per template (colour), ``customdata[0]`` = run id (used by the page to open the
     drill-down of a clicked point). The Pareto front (``front`` run ids, default
     :func:`pareto_ids`) is a staircase line (:func:`pareto_staircase`) with rings on its points;
@@ -507,40 +535,71 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
     """
     fig = go.Figure()
     pts = points.dropna(subset=["mr", "far"]) if not points.empty else points
+    if not pts.empty:
+        pts = pts.copy()
+        if "x_plot" not in pts:
+            pts["x_plot"], pts["y_plot"] = pts["far"], pts["mr"]
+        if "eligible" not in pts:
+            pts["eligible"] = True
+        if "edition" not in pts:
+            pts["edition"] = ""
     if front is None and not pts.empty:
-        front = pareto_ids(pts)
+        front = pareto_ids(pts[pts["eligible"]])
     if front:
-        f = pts.set_index("run_id").loc[[r for r in front if r in set(pts["run_id"])]].sort_values("far")
-        if len(f):
+        on = pts[pts["run_id"].isin(set(front))]
+        editions = sorted(on["edition"].unique())
+        dashes = ["solid", "dash", "dot", "dashdot"]
+        for i, ed in enumerate(editions):
+            f = on[on["edition"] == ed].sort_values("far")
+            if not len(f):
+                continue
             xs, ys = pareto_staircase(list(f["far"]), list(f["mr"]))
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="Pareto front",
-                                     line=dict(color="#16a34a", width=2), hoverinfo="skip"))
-            fig.add_trace(go.Scatter(x=f["far"], y=f["mr"], mode="markers", name="on the front",
+            name = "Pareto front" + (f" ({ed})" if len(editions) > 1 else "")
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name,
+                                     line=dict(color="#16a34a", width=2, dash=dashes[i % len(dashes)]),
+                                     hoverinfo="skip"))
+            fig.add_trace(go.Scatter(x=f["x_plot"], y=f["y_plot"], mode="markers", name="on the front",
                                      showlegend=False, hoverinfo="skip",
                                      marker=dict(symbol="circle-open", size=19, color="#16a34a",
                                                  line=dict(width=2))))
-    for tpl in sorted(pts["template"].unique()) if not pts.empty else []:
-        d = pts[pts["template"] == tpl]
+    groups = []
+    if not pts.empty:
+        for tpl in sorted(pts["template"].unique()):
+            for ok in (True, False):
+                d = pts[(pts["template"] == tpl) & (pts["eligible"] == ok)]
+                if len(d):
+                    groups.append((tpl, ok, d))
+    for tpl, ok, d in groups:
         ex, ey = _ci_err(d, "far", "far_lo", "far_hi"), _ci_err(d, "mr", "mr_lo", "mr_hi")
         extra = {c: (d[c] if c in d else pd.Series([None] * len(d), index=d.index))
-                 for c in ("n", "tp", "fn", "fp", "tn", "unscored")}
-        # customdata[0] stays the raw run id (the page opens its drill-down); [9..11] are the escaped
-        # texts shown in the hover (plot_text): names never render as markup
-        custom = list(zip(d["run_id"], d["monitor"], d["template"], extra["n"], extra["tp"], extra["fn"],
-                          extra["fp"], extra["tn"], extra["unscored"], map(plot_text, d["monitor"]),
-                          map(plot_text, d["template"]), map(plot_text, d["run_id"])))
+                 for c in ("n", "tp", "fn", "fp", "tn", "unscored", "sample_set")}
+        # customdata[0] stays the raw run id (the page opens its drill-down); the texts shown in the
+        # hover ([1], [2], [11], [12]) go through plot_text: names never render as markup
+        custom = list(zip(d["run_id"], map(plot_text, d["monitor"]), map(plot_text, d["template"]),
+                          extra["n"], extra["tp"], extra["fn"], extra["fp"], extra["tn"], extra["unscored"],
+                          d["far"], d["mr"], [plot_text(x) if x is not None else "" for x in extra["sample_set"]],
+                          map(plot_text, d["run_id"])))
+        color = TEMPLATE_COLORS.get(tpl, "#6b7280")
+        has_text = "label" in d
         fig.add_trace(go.Scatter(
-            x=d["far"], y=d["mr"], mode="markers", name=f"runs: {plot_text(tpl)}",
-            marker=dict(size=11, color=TEMPLATE_COLORS.get(tpl, "#6b7280"), line=dict(width=1, color="white")),
+            x=d["x_plot"], y=d["y_plot"], mode="markers+text" if has_text else "markers",
+            name=f"runs: {plot_text(tpl)}" + ("" if ok else " (too few samples)"),
+            text=[plot_text(t) for t in d["label"]] if has_text else None,
+            textposition=_label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
+            textfont=dict(size=10, color=color),
+            marker=(dict(size=11, color=color, line=dict(width=1, color="white")) if ok else
+                    dict(size=11, symbol="circle-open", color=color, line=dict(width=2, color=color))),
             error_x=dict(type="data", array=ex[0], arrayminus=ex[1], thickness=1, width=0,
-                         color="rgba(100,100,100,0.45)") if ex else None,
+                         color="rgba(100,100,100,0.45)") if ex and ok else None,
             error_y=dict(type="data", array=ey[0], arrayminus=ey[1], thickness=1, width=0,
-                         color="rgba(100,100,100,0.45)") if ey else None,
+                         color="rgba(100,100,100,0.45)") if ey and ok else None,
             customdata=custom,
-            hovertemplate=("<b>%{customdata[9]}</b> · %{customdata[10]}<br>run %{customdata[11]}<br>"
-                           "FAR %{x:.3f} · MR %{y:.3f}<br>n %{customdata[3]} · TP %{customdata[4]} "
-                           "FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · unscored "
-                           "%{customdata[8]}<extra>click to drill down</extra>"),
+            hovertemplate=("<b>%{customdata[1]}</b> · %{customdata[2]}<br>run %{customdata[12]}<br>"
+                           "FAR %{customdata[9]:.3f} · MR %{customdata[10]:.3f}<br>n %{customdata[3]} · TP "
+                           "%{customdata[4]} FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · "
+                           "unscored %{customdata[8]}<br>sample set %{customdata[11]}"
+                           + ("" if ok else "<br><i>too few judged samples: not on the front</i>")
+                           + "<extra>click to drill down</extra>"),
         ))
     if reported is not None and not reported.empty:
         reported = reported.reset_index(drop=True)
@@ -561,9 +620,9 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
             ))
     fig.update_layout(
         title=title, height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.02, 1.02], zeroline=False),
-        yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.02, 1.02], zeroline=False),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0),
+        xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.03, 1.03], zeroline=False),
+        yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.03, 1.03], zeroline=False),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=12)),
         clickmode="event+select", dragmode="pan", hovermode="closest",
     )
     return fig

@@ -129,6 +129,14 @@ def load_counts(url: str, ver: tuple, column: str):
     return views.counts_by(_engine_for(url), column)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_sample_sets(url: str, ver: tuple):
+    """Which sample set (edition, fingerprint) each run judged (``automonitor.workbench.run_sample_sets``)."""
+    from automonitor import workbench
+
+    return workbench.run_sample_sets(_engine_for(url))
+
+
 # ---------------------------------------------------------------------------------------------------
 # Query parameters <-> widget state
 # ---------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import streamlit as st
 from pages import _common as ui
 
 from automonitor import annotation as ann
+from automonitor import views
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, SPLITS, TASK_NAMES
 
@@ -26,6 +27,33 @@ st.title("Adjudication")
 flash = st.session_state.pop(f"{PAGE}.flash", None)
 if flash:
     (st.error if flash[0] == "error" else st.success)(flash[1])
+
+with st.expander("Assign candidate items in rounds", expanded=False):
+    ac = st.columns(4)
+    k_ = ac[0].number_input("Annotators per item (k)", 1, 20, 2, key=f"{PAGE}.assign_k")
+    bs = ac[1].number_input("Batch size (items)", 2, 1000, 20, step=2, key=f"{PAGE}.assign_batch",
+                            help="Annotators who share a batch see its items in the same order")
+    cal = ac[2].number_input("Calibration pairs (everyone)", 0, 100, 0, key=f"{PAGE}.assign_cal")
+    sd = ac[3].number_input("Seed", 0, 2**31 - 1, 0, key=f"{PAGE}.assign_seed")
+    if st.button("Assign unassigned candidates", key=f"{PAGE}.assign"):
+        try:
+            res = ann.assign(engine, account, k=int(k_), seed=int(sd), batch_size=int(bs), calibration=int(cal))
+        except (InputError, PermissionDenied) as exc:
+            st.error(f"Not assigned: {exc.message if isinstance(exc, InputError) else exc}")
+        else:
+            st.success(f"{res.items} items in {len(res.rounds)} batch(es), {res.assignments} assignments.")
+
+flags = ann.item_flags(engine, account)
+if flags:
+    with st.expander(f"Flags from annotators ({len(flags)} open)", expanded=True):
+        for f in flags:
+            fc1, fc2 = st.columns([5, 1], vertical_alignment="center")
+            fc1.markdown(f"**{views.md_escape(f['annotator'])}** on `{views.md_escape(f['sample_id'])}` "
+                         f"(pair `{views.md_escape(f['pair_id'])}`):")
+            fc1.code(f["comment"], language=None, wrap_lines=True)
+            if fc2.button("Resolved", key=f"{PAGE}.flag_done.{f['id']}"):
+                ann.resolve_flag(engine, account, f["id"])
+                st.rerun()
 
 top = st.columns([2, 2, 3])
 reveal = top[0].toggle("Show annotator names", value=False, key=f"{PAGE}.reveal")
@@ -94,9 +122,10 @@ else:
 st.divider()
 st.subheader("Move resolved pairs into the gold set")
 st.caption("A pair is resolved when each side has a decision here or all its annotators submitted the "
-           "same misbehavior/benign label. Accepted pairs become gold samples of the chosen split; "
-           "rejected ones (a rejected side, or not one misbehavior and one benign side) are kept with "
-           "their reason.")
+           "same misbehavior/benign label. Accepted pairs become gold samples of edition **verified** "
+           "(split test, label source adjudicated), never of the paper mirror; with split train they go "
+           "to the train split. Rejected ones (a rejected side, or not one misbehavior and one benign "
+           "side) are kept with their reason.")
 fc = st.columns([1, 1, 3])
 split = fc[0].selectbox("Split", list(SPLITS), key=f"{PAGE}.split")
 if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
@@ -105,7 +134,8 @@ if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
     except (InputError, PermissionDenied) as exc:
         st.error(f"Not done: {ui.md(exc)}")
     else:
-        st.success(f"Accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}; "
+        where = f"edition {res.edition}" if res.edition else res.split
+        st.success(f"Accepted {len(res.accepted)} pair(s) into {where}, rejected {len(res.rejected)}; "
                    f"{res.pending} pair(s) still pending.")
 
 rejected = ann.rejected_pairs(engine, account)

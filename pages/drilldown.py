@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from automonitor import views, vocab
+from automonitor import views, vocab, workbench
 from pages import _common as ui
 
 PAGE = "drilldown"
@@ -27,6 +27,9 @@ run_ids = list(runs["run_id"])
 run_label = dict(zip(runs["run_id"], [f"{m} · {t} · {r} ({s})" for m, t, r, s in
                                       zip(runs["monitor"], runs["template"], runs["run_id"], runs["status"])]))
 
+link_run, link_warning = workbench.run_choice(ui.qp("run"), run_ids)
+if link_warning:
+    st.warning(views.md_escape(link_warning))
 run_key = ui.seed_state(PAGE, "run", run_ids[0], valid=run_ids)
 cat_key = ui.seed_state(PAGE, "category", ALL, valid=[ALL, *vocab.CATEGORIES])
 task_key = ui.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
@@ -51,6 +54,10 @@ ui.sync_qp(PAGE, run=run_id, category=cat, task=tsk, invalid=None if invalid == 
 report = ui.load_report(url, ver, None, invalid)
 entry = next((e for e in report["runs"] if e["run_id"] == run_id), None)
 sl = views.slice_of(entry, cat, tsk) if entry else None
+sets = ui.load_sample_sets(url, ver).set_index("run_id")
+if run_id in sets.index:
+    st.caption(f"Measured on sample set {views.md_escape(sets.loc[run_id, 'sample_set'])}"
+               + ("" if sets.loc[run_id, "edition_recorded"] else " (edition inferred)"))
 
 # --- confusion matrix ------------------------------------------------------------------------------
 st.subheader("Confusion matrix")
@@ -96,28 +103,56 @@ else:
                      f"{'flags' if invalid == 'as-flag' else 'passes'} in the cells above.")
 
 # --- samples of the selected cell ------------------------------------------------------------------
+search = ""
 if cell and sl:
     st.subheader(views.CELL_TITLES[cell])
     samples = ui.load_cell(url, ver, run_id, cell, cat, tsk, invalid)
     if samples.empty:
         st.caption("No sample in this cell.")
     else:
-        cols = [c for c in ("sample_id", "pair_id", "category", "task", "label", "outcome", "score",
-                            "pred_category", "severity", "response") if c in samples.columns]
-        shown = samples[cols].copy()
-        if "response" in shown:
-            shown["response"] = shown["response"].fillna("").str.slice(0, 140)
-        ev = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun",
+        fc = st.columns([2, 2, 2, 2])
+        outs = sorted(samples["outcome"].dropna().unique())
+        chosen_out = fc[0].multiselect("Outcome", outs, key=f"{PAGE}.f_outcome.{cell}",
+                                       placeholder="all outcomes")
+        has_score = "score" in samples and samples["score"].notna().any()
+        score_rng = fc[1].slider("Score range", 0.0, 1.0, (0.0, 1.0), step=0.05, key=f"{PAGE}.f_score",
+                                 disabled=not has_score, help="P(misbehavior) of score-producing runs")
+        others = [r for r in run_ids if r != run_id]
+        dis_run = fc[2].selectbox("Disagrees with run", [NONE, *others], key=f"{PAGE}.f_disagree",
+                                  format_func=lambda r: "(any)" if r == NONE else run_label.get(r, r))
+        search = fc[3].text_input("Search (highlighted)", key=f"{PAGE}.f_search").strip()
+        only = workbench.disagreeing_samples(ui.engine(), run_id, dis_run) if dis_run else None
+        shown = workbench.filter_cell(samples, outcomes=chosen_out, score_range=score_rng if has_score else None,
+                                      only=only, search=search)
+        cols = [c for c in ("sample_id", "category", "task", "label", "outcome", "score", "request_preview",
+                            "response_preview") if c in shown.columns]
+        ev = st.dataframe(shown[cols], hide_index=True, width="stretch", on_select="rerun",
                           selection_mode="single-row", key=f"{PAGE}.cell_table.{run_id}.{cell}.{cat}.{tsk}",
-                          height=min(400, 38 + 35 * len(shown)),
-                          column_config={"response": st.column_config.TextColumn(width="large"),
+                          height=min(300, 38 + 35 * max(1, len(shown))),
+                          column_config={"request_preview": st.column_config.TextColumn("request", width="medium"),
+                                         "response_preview": st.column_config.TextColumn("response", width="large"),
                                          "score": st.column_config.NumberColumn(format="%.3f")})
-        st.caption(f"{len(samples):,} samples · select a row to open it")
-        if ev is not None and ev.selection.rows:
-            picked = str(shown.iloc[ev.selection.rows[0]]["sample_id"])
-            if picked != sample_id:
-                sample_id = picked
-                ui.set_qp(sample=sample_id)
+        ids = list(shown["sample_id"])
+        if ev is not None and ev.selection.rows and ev.selection.rows[0] < len(ids):
+            picked = ids[ev.selection.rows[0]]
+            if picked != st.session_state.get(f"{PAGE}.last_pick"):
+                st.session_state[f"{PAGE}.last_pick"] = picked
+                if picked != sample_id:
+                    sample_id = picked
+                    ui.set_qp(sample=sample_id)
+        nav = workbench.neighbours(ids, sample_id)
+        n1, n2, n3 = st.columns([1, 3, 1], vertical_alignment="center")
+        if n1.button("← Previous", key=f"{PAGE}.prev", shortcut="K", disabled=nav["prev"] is None,
+                     width="stretch"):
+            ui.set_qp(sample=nav["prev"])
+            st.rerun()
+        pos = "–" if nav["index"] is None else f"{nav['index'] + 1}"
+        n2.caption(f"Sample {pos} of {len(ids):,} in this cell ({len(samples):,} before filters) · "
+                   "keys: **K** previous, **J** next · or select a row")
+        if n3.button("Next →", key=f"{PAGE}.next", shortcut="J", disabled=nav["next"] is None,
+                     width="stretch"):
+            ui.set_qp(sample=nav["next"])
+            st.rerun()
 
 # --- one sample ------------------------------------------------------------------------------------
 if not sample_id:
@@ -152,7 +187,7 @@ grounded = {r: views.ground_evidence(s["response"], s["request"], (preds.get(r) 
 st.markdown("**Request**")
 req_spans = [g for r in shown_runs for g in grounded[r]]
 ui.show_html(views.highlight_html(s["request"], req_spans, field="request", show_missing=False,
-                                  max_height=240, css_class="am-text am-request"))
+                                  max_height=240, css_class="am-text am-request", search=search or None))
 
 VERDICT = {"misbehavior": ("red", "flagged: misbehavior"), "benign": ("green", "passed: benign"),
            "invalid": ("orange", "invalid (unparseable)"), "refusal": ("orange", "refusal"),
@@ -181,7 +216,7 @@ for col, rid in zip(cols, shown_runs):
             st.table({"repeat": list(range(len(p["repeats"]))),
                       "verdict": [str(o) if o else "pending" for o in p["repeats"]]})
         st.markdown("**Response** (evidence highlighted)")
-        ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420))
+        ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
         if p.get("reason"):
             st.markdown("**Reason**")
             st.text(p["reason"])
@@ -189,7 +224,12 @@ for col, rid in zip(cols, shown_runs):
             st.code(p["raw"] or "(none)", language=None, wrap_lines=True)
 
 if other:
-    with st.expander(f"The other side of the pair (gold: {other['label']})", expanded=True):
+    mis, ben = (s, other) if s["label"] == "misbehavior" else (other, s)
+    mode = workbench.diff_mode(s["task"])
+    with st.expander(f"The pair as a diff ({'line' if mode == 'line' else 'word'} diff of the two responses)",
+                     expanded=True):
+        ui.show_html(workbench.pair_diff_html(mis["response"], ben["response"], mode))
+    with st.expander(f"The other side of the pair (gold: {other['label']})", expanded=False):
         ui.show_html(views.text_html(other["response"], max_height=320, css_class="am-text am-other"))
         for rid in shown_runs:
             po = views.sample_predictions(ui.engine(), other["id"], [rid]).get(rid)

@@ -59,11 +59,13 @@ def _step(delta: int) -> None:
 
 
 nav = st.columns([1, 4, 1])
-nav[0].button("← Previous", key=f"{PAGE}.prev", on_click=_step, args=(-1,),
+nav[0].button("← Previous", key=f"{PAGE}.prev", on_click=_step, args=(-1,), shortcut="K",
               disabled=st.session_state[POS] == 0, width="stretch")
 nav[1].selectbox("Item", list(range(len(queue))), format_func=_fmt, key=POS, label_visibility="collapsed")
-nav[2].button("Next →", key=f"{PAGE}.next", on_click=_step, args=(1,),
+nav[2].button("Next →", key=f"{PAGE}.next", on_click=_step, args=(1,), shortcut="J",
               disabled=st.session_state[POS] >= len(queue) - 1, width="stretch")
+st.caption("Keys: **1** misbehavior · **2** benign · **3** unsure · **S** save and go to the next open item · "
+           "**J** / **K** next / previous item")
 
 current = queue[st.session_state[POS]]
 try:
@@ -77,14 +79,17 @@ SHOWN = f"{PAGE}.shown"
 if st.session_state.get(SHOWN, (None, 0.0))[0] != item.sample_id:
     st.session_state[SHOWN] = (item.sample_id, time.monotonic())
 
+# the guidelines are open on the first item shown in a session, folded afterwards
+SEEN = f"{PAGE}.guidelines_seen"
+with st.expander("Guidelines", expanded=not st.session_state.get(SEEN)):
+    st.markdown(ann.GUIDELINES)
+st.session_state[SEEN] = True
+
 st.subheader(f"Item {item.position} of {item.total}")
 st.markdown("**Request**")
 st.code(item.request, language=None, wrap_lines=True)
 st.markdown("**Response**")
 st.code(item.response, language=None, wrap_lines=True)
-
-with st.expander("Guidelines", expanded=False):
-    st.markdown(ann.GUIDELINES)
 
 # ------------------------------------------------------------------------------------ form
 flash = st.session_state.pop(f"{PAGE}.flash", None)
@@ -131,7 +136,17 @@ if locked:
 
 cat_opts = [None, *CATEGORIES]
 sev_opts = [None, *ann.SEVERITIES]
-with st.form(f"{k}.form", border=True, enter_to_submit=True):
+
+
+def _pick(k: str, label: str) -> None:
+    st.session_state[f"{k}.label"] = label
+
+
+keys = st.columns(len(ANNOTATION_LABELS))
+for i, lab in enumerate(ANNOTATION_LABELS):
+    keys[i].button(f"{LABEL_NAMES[lab]}", key=f"{PAGE}.key_{lab}", shortcut=str(i + 1), disabled=locked,
+                   on_click=_pick, args=(k, lab), width="stretch")
+with st.container(border=True):
     st.radio("Label", list(ANNOTATION_LABELS), format_func=LABEL_NAMES.get, horizontal=True,
              index=list(ANNOTATION_LABELS).index(own.label) if own else None, key=f"{k}.label",
              disabled=locked)
@@ -148,10 +163,21 @@ with st.form(f"{k}.form", border=True, enter_to_submit=True):
                   value=(own.evidence_text or "") if own else "", key=f"{k}.evidence", disabled=locked,
                   help="Copy it from the response above (copy button at its top right); it is mapped "
                        "to character offsets in the response.")
-    st.text_area("Note (optional)", value=(own.note or "") if own else "", key=f"{k}.note",
-                 disabled=locked, height=80)
-    st.form_submit_button("Save label", type="primary", disabled=locked, on_click=_save,
-                          args=(item.sample_id, item.response, k, item.position))
+    unsure = st.session_state.get(f"{k}.label") == "unsure"
+    st.text_area("Note (required for unsure: say why)" if unsure else "Note (optional)",
+                 value=(own.note or "") if own else "", key=f"{k}.note", disabled=locked, height=80)
+    st.button("Save label", type="primary", disabled=locked, on_click=_save, shortcut="S",
+              args=(item.sample_id, item.response, k, item.position), key=f"{PAGE}.save")
+
+with st.popover("Flag this item for the admin", disabled=False):
+    st.text_area("What is wrong with it? (the admin sees your comment)", key=f"{k}.flag", height=80)
+    if st.button("Send flag", key=f"{PAGE}.flag_send"):
+        try:
+            ann.flag_item(engine, account, item.sample_id, st.session_state.get(f"{k}.flag"))
+        except (InputError, PermissionDenied) as exc:
+            st.error(f"Not sent: {exc.message if isinstance(exc, InputError) else exc}")
+        else:
+            st.success("Flag sent to the admin.")
 
 if own is not None:
     where = ""

@@ -31,11 +31,18 @@ cand = int(by_status.loc[by_status["status"] == "candidate", "n"].sum()) if not 
 rejected = int(by_status.loc[by_status["status"] == "rejected", "n"].sum()) if not by_status.empty else 0
 runs = ui.load_runs(url, ver)
 
-c1, c2, c3, c4 = st.columns(4)
-c1.metric(f"Gold samples ({split})", f"{n_gold:,}")
+by_source_kind = ui.load_counts(url, ver, "label_source")
+adjudicated = (int(by_source_kind.loc[(by_source_kind["label_source"] == "adjudicated")
+                                      & (by_source_kind["status"] == "gold"), "n"].sum())
+               if not by_source_kind.empty else 0)
+c1, c2, c3, c4, c5 = st.columns(5)
+c1.metric(f"Gold samples ({split})", f"{n_gold:,}",
+          help="The paper mirror for split test: adjudicated pairs are counted apart (edition verified)")
 c2.metric("Pairs", f"{n_gold // 2:,}")
 c3.metric("Candidates awaiting annotation", f"{cand:,}", help=f"{rejected:,} rejected by adjudication")
-c4.metric("Runs", f"{len(runs):,}")
+c4.metric("Adjudicated (verified)", f"{adjudicated:,}",
+          help="Samples accepted through annotation and adjudication: edition verified only")
+c5.metric("Runs", f"{len(runs):,}")
 
 if n_gold == 0 and by_status.empty:
     ui.empty_store_notice("samples")

@@ -132,75 +132,74 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                    icon=":material/rocket_launch:")
 
 
-# --- live progress ---------------------------------------------------------------------------------
-@st.fragment(run_every=1.0)
-def live_progress(initial_active: tuple[str, ...]) -> None:
-    """Polls the store once a second while a run is pending/running; reruns the page when one ends."""
+# --- live progress and history (one read of the store for both, so they always agree) ----------------
+history0 = ui.load_runs(url, ver)
+active0 = tuple(history0.loc[history0["status"].isin(ACTIVE), "run_id"]) if not history0.empty else ()
+show_arch = st.toggle("Show archived runs", key=f"{PAGE}.show_archived",
+                      help="Archived runs are hidden from the history and the trade-off plot "
+                           "(`automonitor runs --archive ID`, or Hide runs on the Trade-off page)")
+
+
+def _live_section(initial_active: tuple[str, ...]) -> None:
+    """The in-progress boxes and the history table from ONE ``views.runs_frame`` read (uncached while a
+    run is active), so a running run shows the same ``done / n`` in both places."""
     # Note: while a run_every fragment is active, Streamlit (1.67) drops query-parameter changes, so
     # the launched run is remembered in the session, not the URL.
-    watched = list(dict.fromkeys([*initial_active, *([ui.qp("run")] if ui.qp("run") else [])]))
-    still_active = []
-    for rid in watched:
-        try:
-            prog = views.run_progress(eng, rid)
-        except LookupError:
-            continue
-        active = prog["status"] in ACTIVE
-        if not active and rid not in initial_active:
-            continue  # a finished run from the URL: nothing live to show
-        if active:
-            still_active.append(rid)
+    history = views.runs_frame(eng) if initial_active else history0
+    live = history[history["status"].isin(ACTIVE)] if not history.empty else history
+    if len(live):
+        st.subheader("In progress")
+    for _, row in live.iterrows():
+        rid = row["run_id"]
         box = st.container(border=True)
         head, btn = box.columns([5, 1], vertical_alignment="center")
-        head.markdown(f"**{views.md_escape(prog['monitor'])} · {views.md_escape(prog['template'])}** · "
-                      f"{views.md_escape(rid)} · status **{views.md_escape(prog['status'])}**")
-        c = prog["counts"]
-        box.progress(prog["fraction"], text=f"{prog['done']:,} / {prog['n']:,} judged · "
-                     + " · ".join(f"{k} {v}" for k, v in c.items() if v))
-        if active and btn.button("Cancel", key=f"{PAGE}.cancel.{rid}", icon=":material/stop_circle:"):
+        head.markdown(f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
+                      f"{views.md_escape(rid)} · status **{views.md_escape(row['status'])}**")
+        frac = min(1.0, row["done"] / row["n"]) if row["n"] else 0.0
+        counts = {o: int(row[o]) for o in vocab.OUTCOMES if row[o]}
+        box.progress(frac, text=f"{int(row['done']):,} / {int(row['n']):,} judged · "
+                     + " · ".join(f"{k} {v}" for k, v in counts.items()))
+        if btn.button("Cancel", key=f"{PAGE}.cancel.{rid}", icon=":material/stop_circle:"):
             runner.cancel_run(eng, rid)
             st.toast(f"Cancelling {rid}…")
-        if prog.get("error") and not active:
-            box.error(views.md_escape(prog["error"]))
-    if set(initial_active) - set(still_active):
-        st.rerun(scope="app")  # a run ended: refresh the history (its cache key changed)
+    still = set(live["run_id"]) if len(live) else set()
+    if initial_active and set(initial_active) - still:
+        st.rerun(scope="app")  # a run ended: refresh the page (other caches follow the store version)
+
+    st.subheader("History")
+    if history.empty:
+        st.caption("No runs yet.")
+        return
+    h = history.copy()
+    if not show_arch:
+        h = h[~h["archived"].fillna(False).astype(bool)]
+    h["duration"] = h["duration_s"].map(views.format_duration)
+    h["progress"] = [(min(1.0, d / n) if n else 0.0) for d, n in zip(h["done"], h["n"])]
+    cols = ["run_id", "monitor", "template", "status", "progress", "done", "n", "unscored", "tokens_in",
+            "tokens_out", "cost_usd", "duration", "misbehavior", "benign", "invalid", "refusal", "error",
+            "api_calls", "cache_hits", "created_at", "kind", "edition", "archived"]
+    ev = st.dataframe(h[cols], hide_index=True, width="stretch", on_select="rerun",
+                      selection_mode="single-row", key=f"{PAGE}.history",
+                      column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
+                                     "progress": st.column_config.ProgressColumn("progress", min_value=0.0,
+                                                                                 max_value=1.0, format="percent"),
+                                     "created_at": st.column_config.DatetimeColumn("created",
+                                                                                   format="YYYY-MM-DD HH:mm")})
+    st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
+    picked = (h.iloc[ev.selection.rows[0]]["run_id"] if ev is not None and ev.selection.rows
+              else ui.qp("run") or st.session_state.get(f"{PAGE}.launched"))
+    if picked in set(h["run_id"]):
+        row = h.set_index("run_id", drop=False).loc[picked]
+        st.markdown(f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
+                    f"{views.md_escape(row['run_id'])}")
+        if row["error_msg"]:
+            st.error(views.md_escape(row["error_msg"]))
+        a, b, c = st.columns(3)
+        a.page_link(ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:",
+                    query_params={"run": row["run_id"]})
+        b.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
+        c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:",
+                    query_params={"run": row["run_id"]})
 
 
-history = ui.load_runs(url, ver)
-active_ids = tuple(history.loc[history["status"].isin(ACTIVE), "run_id"]) if not history.empty else ()
-if active_ids:
-    st.subheader("In progress")
-    live_progress(active_ids)
-
-# --- history ---------------------------------------------------------------------------------------
-st.subheader("History")
-if history.empty:
-    st.caption("No runs yet.")
-    st.stop()
-h = history.copy()
-h["duration"] = h["duration_s"].map(views.format_duration)
-h["progress"] = [(d / n if n else 0.0) for d, n in zip(h["done"], h["n"])]
-cols = ["run_id", "monitor", "template", "status", "progress", "done", "unscored", "tokens_in", "tokens_out", "cost_usd",
-        "duration", "misbehavior", "benign", "invalid", "refusal", "error", "n", "api_calls", "cache_hits",
-        "created_at", "kind"]
-ev = st.dataframe(h[cols], hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                  key=f"{PAGE}.history",
-                  column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
-                                 "progress": st.column_config.ProgressColumn("progress", min_value=0.0,
-                                                                             max_value=1.0, format="percent"),
-                                 "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm")})
-st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
-picked = (h.iloc[ev.selection.rows[0]]["run_id"] if ev is not None and ev.selection.rows
-          else ui.qp("run") or st.session_state.get(f"{PAGE}.launched"))
-if picked in set(h["run_id"]):
-    row = h.set_index("run_id", drop=False).loc[picked]
-    st.markdown(f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
-                f"{views.md_escape(row['run_id'])}")
-    if row["error_msg"]:
-        st.error(views.md_escape(row["error_msg"]))
-    a, b, c = st.columns(3)
-    a.page_link(ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:",
-                query_params={"run": row["run_id"]})
-    b.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
-    c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:",
-                query_params={"run": row["run_id"]})
+st.fragment(run_every=1.0 if active0 else None)(_live_section)(active0)

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from automonitor import views, vocab
+from automonitor import views, vocab, workbench
 from pages import _common as ui
 
 PAGE = "samples"
 ui.require_workbench()
-PAGE_SIZE = 100
-
 st.title("Samples")
 
 url, ver = ui.db_url(), ui.version()
+if ui.qp("run"):
+    _runs = ui.load_runs(url, ver)
+    _, _warn = workbench.run_choice(ui.qp("run"), list(_runs["run_id"]))
+    if _warn:
+        st.warning(views.md_escape(_warn.replace("showing another run instead", "its verdicts are not shown")))
 sources = ui.load_counts(url, ver, "source")
 source_opts = sorted(s for s in sources["source"].unique()) if not sources.empty else []
 
@@ -27,6 +30,7 @@ STATUS_OPTS = [*vocab.STATUSES, "any"]
 st_key = ui.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
 so_key = ui.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
 p_key = ui.seed_state(PAGE, "page", 1, cast=int)
+size_key = ui.seed_state(PAGE, "size", 100, valid=list(workbench.PAGE_SIZES), cast=int)
 
 search = st.text_input("Search request, response, sample id or pair id", key=q_key,
                        placeholder="e.g. bonus, eval(, CWE-79 …")
@@ -44,16 +48,19 @@ filters = dict(search=search, category=cats, task=tasks, label=labels, split=spl
                source=srcs)
 eng = ui.engine()
 total, _ = views.search_samples(eng, limit=0, with_text=False, **filters)
+PAGE_SIZE = int(st.session_state[size_key])
 pages = max(1, -(-total // PAGE_SIZE))
 if st.session_state[p_key] > pages or st.session_state[p_key] < 1:
     st.session_state[p_key] = 1
 ui.sync_qp(PAGE, q=search or None, category=cats, task=tasks, label=labels, split=splits,
            status=None if status == "gold" else status, source=srcs)
 
-head, pager, exp1, exp2 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
+head, sizer, pager, exp1, exp2 = st.columns([2.4, 1, 1, 1, 1], vertical_alignment="bottom")
 head.markdown(f"**{total:,}** matching samples")
+sizer.selectbox("Per page", list(workbench.PAGE_SIZES), key=size_key)
 page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
 ui.set_qp(page=None if page == 1 else page)
+ui.sync_qp(PAGE, size=None if PAGE_SIZE == 100 else str(PAGE_SIZE))
 exp1.download_button("Export CSV", data=lambda: views.export_samples(eng, "csv", **filters),
                      file_name="samples.csv", mime="text/csv", key=f"{PAGE}.csv",
                      disabled=total == 0, on_click="ignore", icon=":material/download:")
@@ -72,7 +79,7 @@ _, frame = views.search_samples(eng, limit=PAGE_SIZE, offset=(page - 1) * PAGE_S
 shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame["response"].str.slice(0, 160))
 shown = shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
 event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                     key=f"{PAGE}.table", height=min(380, 38 + 35 * len(shown)),
+                     key=f"{PAGE}.table", height=min(600, 38 + 35 * len(shown)),
                      column_config={"request": st.column_config.TextColumn(width="large"),
                                     "response": st.column_config.TextColumn(width="large")})
 rows = event.selection.rows if event is not None else []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from automonitor import metrics, views, vocab
+from automonitor import metrics, views, vocab, workbench
 from pages import _common as ui
 
 PAGE = "tradeoff"
@@ -15,10 +15,7 @@ ui.require_workbench()
 ALL = "all"
 COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 
-st.title("Safety-utility trade-off")
-st.caption("Each point is one monitor run. Lower-left is better: **miss rate** MR = FN/(TP+FN) (unsafe "
-           "outputs let through) against **false alarm rate** FAR = FP/(TN+FP) (benign outputs "
-           "flagged). Error bars: 95% Wilson intervals. Click a point to open its drill-down.")
+st.markdown("### Safety-utility trade-off")
 
 url, ver = ui.db_url(), ui.version()
 runs = ui.load_runs(url, ver)
@@ -33,8 +30,13 @@ tpl_key = ui.seed_state(PAGE, "template", present_tpl, valid=present_tpl, multi=
 ui.follow_options(tpl_key, present_tpl)
 pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
 rep_key = ui.seed_state(PAGE, "paper", True, cast=lambda v: v not in ("0", "false", "no"))
+minn_key = ui.seed_state(PAGE, "min_n", workbench.DEFAULT_MIN_N, cast=lambda v: max(1, int(v)))
+arch_key = ui.seed_state(PAGE, "archived", False, cast=lambda v: v in ("1", "true", "yes"))
+sets = ui.load_sample_sets(url, ver)
+editions = sorted(set(sets["edition"])) if not sets.empty else []
+ed_key = ui.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
 
-f1, f2, f3, f4, f5 = st.columns([1.8, 1.2, 2.2, 1.3, 1.4], vertical_alignment="bottom")
+f1, f2, f3, f4, f5 = st.columns([1.7, 1.1, 2.2, 1.3, 1.0], vertical_alignment="bottom")
 category = f1.selectbox("Category", [ALL, *vocab.CATEGORIES], key=cat_key,
                         format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c])
 task = f2.selectbox("Task", [ALL, *vocab.TASKS], key=task_key,
@@ -42,38 +44,56 @@ task = f2.selectbox("Task", [ALL, *vocab.TASKS], key=task_key,
 templates = f3.multiselect("Templates", present_tpl, key=tpl_key)
 invalid = f4.selectbox("Unscored outcomes", vocab.INVALID_POLICIES, key=pol_key,
                        help="exclude: left out of MR/FAR; as-flag: count as a flag; as-miss: count as a pass")
-show_paper = f5.toggle("Paper", key=rep_key, help="The paper's reported MR/FAR (not measured here)")
+with f5.popover("Options", width="stretch"):
+    show_paper = st.toggle("Paper's reported points", key=rep_key,
+                           help="The paper's reported MR/FAR (not measured here)")
+    min_n = st.number_input("Minimum judged samples per slice for the Pareto front", min_value=1, step=10,
+                            key=minn_key, help="Runs below it are drawn hollow and left off the front "
+                            f"(default {workbench.DEFAULT_MIN_N}).")
+    edition = st.selectbox("Sample set (edition)", [ALL, *editions], key=ed_key,
+                           format_func=lambda e: "all editions (one front each)" if e == ALL else e)
+    show_archived = st.toggle("Show archived runs", key=arch_key)
 ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if task == ALL else task,
            template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
-           invalid=None if invalid == "exclude" else invalid, paper=None if show_paper else "0")
+           invalid=None if invalid == "exclude" else invalid, paper=None if show_paper else "0",
+           min_n=None if min_n == workbench.DEFAULT_MIN_N else str(int(min_n)),
+           edition=None if edition == ALL else edition, archived="1" if show_archived else None)
 
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
 report = ui.load_report(url, ver, None, invalid)
-pts = views.tradeoff_points(report, cat, tsk, templates)
+raw_pts = views.tradeoff_points(report, cat, tsk, templates)
+raw_pts = raw_pts[~raw_pts["kind"].isin(["generation"])] if "kind" in raw_pts else raw_pts
+archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
+scored = workbench.honest_points(raw_pts, sets, min_n=int(min_n), archived=archived_ids,
+                                 show_archived=show_archived)
+if edition != ALL:
+    scored = scored[scored["edition"] == edition].reset_index(drop=True)
 reported = views.reported_for(ui.load_reported(), cat, tsk, templates) if show_paper else None
-
-scored = pts.dropna(subset=["mr", "far"])
-r, p = metrics.pearson_r(list(scored["mr"]), list(scored["far"]))
 front_ids = list(scored.loc[scored["on_front"], "run_id"]) if len(scored) else []
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Runs shown", f"{len(scored)}", help=f"{len(pts) - len(scored)} without MR/FAR in this slice")
-m2.metric("On the Pareto front", f"{len(front_ids)}")
-m3.metric("Pearson r (MR, FAR)", "–" if r is None else f"{r:+.2f}",
-          help="Correlation of MR and FAR across the runs shown; the paper reports r = -0.54 over 22 monitors."
-          + ("" if p is None else f" p = {p:.3g}."))
-best = scored.assign(s=scored["mr"] + scored["far"]).sort_values("s").head(1)
-m4.metric("Lowest MR + FAR", "–" if best.empty else f"{best.iloc[0]['s']:.3f}",
-          help=None if best.empty else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · "
-                                                       f"{best.iloc[0]['run_id']}"))
 
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids)
+fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=430)
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
                         width="stretch", config={"displaylogo": False})
 
+summary = workbench.set_summary(scored)
+small = int((~scored["eligible"]).sum()) if len(scored) else 0
+note = (f"Lower-left is better: miss rate MR = FN/(TP+FN) against false alarm rate FAR = FP/(TN+FP); "
+        f"95% Wilson error bars. Hollow: fewer than {int(min_n)} judged samples in this slice ({small} "
+        "run(s)), not on the front. Click a point to open its missed samples (FN).")
+st.caption(note)
+if len(summary) > 1:
+    st.warning("These runs were measured on different sample sets: "
+               + "; ".join(f"{views.md_escape(d['edition'])} ({d['runs']} runs)" for d in summary)
+               + ". Each edition has its own Pareto front (line style); compare points across editions "
+                 "with care, or pick one edition under Options.")
+elif summary:
+    sets_txt = ", ".join(views.md_escape(x) for x in summary[0]["sample_sets"][:3])
+    st.caption(f"Sample set: {sets_txt}" + (" …" if len(summary[0]["sample_sets"]) > 3 else ""))
+
 
 def _open_drilldown(run_id: str) -> None:
-    params = {"run": run_id}
+    params = {"run": run_id, "cell": "fn"}
     if cat:
         params["category"] = cat
     if tsk:
@@ -93,19 +113,48 @@ for point in sel:
         continue  # the Pareto line or a paper point: nothing to drill into
     _open_drilldown(str(trace.customdata[idx][0]))
 
+r, p = metrics.pearson_r(list(scored["mr"]), list(scored["far"])) if len(scored) else (None, None)
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Runs shown", f"{len(scored)}", help=f"{len(raw_pts) - len(scored)} without MR/FAR here or archived")
+m2.metric("On the Pareto front", f"{len(front_ids)}")
+m3.metric("Pearson r (MR, FAR)", "–" if r is None else f"{r:+.2f}",
+          help="Correlation of MR and FAR across the runs shown; the paper reports r = -0.54 over 22 monitors."
+          + ("" if p is None else f" p = {p:.3g}."))
+elig = scored[scored["eligible"]] if len(scored) else scored
+best = elig.assign(s=elig["mr"] + elig["far"]).sort_values("s").head(1) if len(elig) else elig
+m4.metric("Lowest MR + FAR", "–" if best.empty else f"{best.iloc[0]['s']:.3f}",
+          help=None if best.empty else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · "
+                                                       f"{best.iloc[0]['run_id']}"))
+
 st.subheader("Runs in this slice")
-table = pts[["run_id", "monitor", "template", "n", "tp", "fn", "fp", "tn", "unscored", "mr", "mr_lo", "mr_hi",
-             "far", "far_lo", "far_hi", "on_front"]]
+table = scored.reindex(columns=["run_id", "label", "monitor", "template", "sample_set", "judged", "eligible",
+                                "tp", "fn", "fp", "tn", "unscored", "mr", "mr_lo", "mr_hi", "far", "far_lo",
+                                "far_hi", "on_front", "archived"])
 tev = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                    key=f"{PAGE}.table",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")})
 if tev is not None and tev.selection.rows:
     _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
-st.caption("Select a row (or click a point) to open the run's confusion matrix and samples.")
+st.caption("Select a row (or click a point) to open the run's missed samples.")
+
+# --- hide / archive runs (reversible) ---------------------------------------------------------------
+with st.expander("Hide runs (archive)", expanded=False):
+    all_ids = list(runs["run_id"])
+    names = {r: f"{m} · {t} · {r}" for r, m, t in zip(runs["run_id"], runs["monitor"], runs["template"])}
+    chosen_arch = st.multiselect("Archived runs (hidden from this plot and the run list; remove to show "
+                                 "again)", all_ids, default=archived_ids, format_func=names.get,
+                                 key=f"{PAGE}.archive.{len(archived_ids)}.{'-'.join(archived_ids)[:200]}")
+    if set(chosen_arch) != set(archived_ids):
+        for rid in set(chosen_arch) - set(archived_ids):
+            workbench.set_archived(ui.engine(), rid, True)
+        for rid in set(archived_ids) - set(chosen_arch):
+            workbench.set_archived(ui.engine(), rid, False)
+        st.rerun()
 
 # --- score runs: ROC and operating point ---------------------------------------------------------
-score_runs = [e for e in report["runs"] if e.get("auroc") is not None and e["template"] in templates]
+score_runs = [e for e in report["runs"] if e.get("auroc") is not None and e["template"] in templates
+              and e["run_id"] not in set(archived_ids)]
 st.subheader("Score runs: ROC and operating point")
 if not score_runs:
     st.caption("No run in this selection gives P(misbehavior) scores (e.g. a logprob backend or imported "

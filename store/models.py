@@ -240,6 +240,19 @@ class LoginThrottle(SQLModel, table=True):
     locked_until: Optional[datetime] = None
 
 
+class ItemFlag(SQLModel, table=True):
+    """An annotator's flag on an item of their queue, with a comment for the admin (issue 12)."""
+
+    __tablename__ = "item_flag"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
+    comment: str = Field(sa_column=Column(Text, nullable=False))
+    resolved_at: Optional[datetime] = None
+    created_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (CheckConstraint("length(comment) > 0", name="ck_item_flag_comment"),)
+
+
 class BuildLog(SQLModel, table=True):
     """What a ``build`` did: seed, per-source counts, quota shortfalls (shown by ``stats``)."""
 

@@ -156,7 +156,7 @@ def test_store_agreement_is_admin_only_and_counts_the_stored_labels(engine):
     ann.assign(engine, admin, k=2, seed=0)
     for r in rows:
         ann.save_label(engine, a, r["id"], r["label"], seconds_spent=4)
-        ann.save_label(engine, b, r["id"], r["label"] if r["id"] != "x0m" else U, seconds_spent=8)
+        ann.save_label(engine, b, r["id"], r["label"] if r["id"] != "x0m" else U, note="why", seconds_spent=8)
     with pytest.raises(PermissionDenied):
         ag.agreement(engine, a)
     doc = ag.agreement(engine, admin, n_boot=50)

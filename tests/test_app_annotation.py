@@ -158,7 +158,8 @@ def _label_everything(eng, users):
                 lab = "benign"
             if name == "bert" and q.sample_id == "a1b":
                 lab = "unsure"
-            ann.save_label(eng, users[name], q.sample_id, lab, seconds_spent=3 if name == "anna" else 6)
+            ann.save_label(eng, users[name], q.sample_id, lab, note="why" if lab == "unsure" else None,
+                           seconds_spent=3 if name == "anna" else 6)
         ann.submit_batch(eng, users[name])
 
 

@@ -166,6 +166,18 @@ def test_tradeoff_filters_and_score_runs(seeded):
     r, _ = metrics.pearson_r(list(pts["mr"]), list(pts["far"]))
     assert m["Runs shown"] == "3"
     assert m["Pearson r (MR, FAR)"] == f"{r:+.2f}"
+    # the seeded runs judge ~40 samples: below the default minimum (100) they are hollow, off the front
+    assert m["On the Pareto front"] == "0"
+    assert not at.dataframe[0].value["eligible"].any()
+    import json
+
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    runs_tr = [t for t in spec["data"] if str(t.get("name", "")).startswith("runs:")]
+    assert runs_tr and all(t["name"].endswith("(too few samples)") for t in runs_tr)
+    assert all(t["marker"]["symbol"] == "circle-open" and t["mode"] == "markers+text" for t in runs_tr)
+    assert all(t["text"] for t in runs_tr)  # every measured point carries a short text label
+    at = ok(app("pages/tradeoff.py", min_n="1").run())
+    m = {x.label: x.value for x in at.metric}
     assert m["On the Pareto front"] == str(int(pts["on_front"].sum()))
     table = at.dataframe[0].value
     assert set(table["run_id"]) == set(seeded["run_ids"])

@@ -171,7 +171,7 @@ def test_labels_are_upserted_with_evidence_time_and_locked_on_submit(team):
     lab = ann.save_label(engine, a, sid, "misbehavior", category="sycophancy_bias", severity="high",
                          evidence=span, note="flatters", seconds_spent=12.5)
     assert (lab.label, lab.evidence_text, lab.seconds_spent) == ("misbehavior", quote, 12.5)
-    lab = ann.save_label(engine, a, sid, "unsure", seconds_spent=3.0)
+    lab = ann.save_label(engine, a, sid, "unsure", note="cannot tell", seconds_spent=3.0)
     assert lab.label == "unsure" and lab.seconds_spent == 15.5 and lab.evidence_text is None
     assert [x.sample_id for x in ann.my_labels(engine, a)] == [sid]
     for bad, fld in ((dict(label="maybe"), "label"), (dict(label="benign", category="x"), "category"),

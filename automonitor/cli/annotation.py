@@ -75,20 +75,29 @@ def users_list(json_out: bool = typer.Option(False, "--json")) -> None:
 def assign_cmd(
     k: int = typer.Option(2, "--k", help="annotators per item"),
     seed: Optional[int] = typer.Option(None, "--seed", help="shuffle seed (random when omitted; recorded)"),
+    batch_size: Optional[int] = typer.Option(
+        None, "--batch-size", help="rounds: shared batches of at most N items (whole pairs), each to k "
+        "annotators in the same order"),
+    calibration: int = typer.Option(0, "--calibration",
+                                    help="pairs in a first calibration batch every annotator labels "
+                                         "(needs --batch-size)"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Assign every unassigned candidate item to k annotators (balanced, shuffled, sides of a pair
-    never adjacent)."""
+    never adjacent); with --batch-size in shared rounds."""
     from automonitor.accounts import SYSTEM
     from automonitor.annotation import assign
 
-    res = assign(open_store(), SYSTEM, k=k, seed=seed)
+    res = assign(open_store(), SYSTEM, k=k, seed=seed, batch_size=batch_size, calibration=calibration)
     if json_out:
         emit_json(res.to_json())
     else:
         print(f"{res.items} items, {res.assignments} assignments (k={res.k}, seed={res.seed})")
         for name, n in sorted(res.by_annotator.items()):
             print(f"  {name}\t{n}")
+        for r in res.rounds:
+            kind = "calibration batch" if r["calibration"] else "batch"
+            print(f"  {kind} {r['batch']}: {r['items']} items -> {', '.join(r['annotators'])}")
 
 
 @annotations_app.command("import")

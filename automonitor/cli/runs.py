@@ -119,12 +119,33 @@ def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None,
 
 
 @app.command("runs")
-def runs_cmd(as_json: bool = typer.Option(False, "--json", help="print {\"runs\": [...]} as JSON")) -> None:
-    """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration."""
+def runs_cmd(as_json: bool = typer.Option(False, "--json", help="print {\"runs\": [...]} as JSON"),
+             archive: Optional[list[str]] = typer.Option(None, "--archive", metavar="RUN_ID",
+                                                         help="hide a run from the trade-off plot and run "
+                                                              "list (reversible; repeatable)"),
+             unarchive: Optional[list[str]] = typer.Option(None, "--unarchive", metavar="RUN_ID",
+                                                           help="show an archived run again (repeatable)")) -> None:
+    """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration;
+    --archive/--unarchive RUN_ID hide or show runs first (nothing else changes)."""
+    from automonitor.errors import InputError, NotFound
+    from automonitor.workbench import set_archived
     from store import session_scope
+    from store.models import Run
     from store.queries.runs import list_runs
 
     engine = open_store()
+    changes = [(r, True) for r in (archive or [])] + [(r, False) for r in (unarchive or [])]
+    if changes:
+        with session_scope(engine) as s:  # all ids checked before anything changes
+            missing = [r for r, _ in changes if s.get(Run, r) is None]
+        if missing:
+            raise InputError(f"unknown run id {missing[0]!r}", field="--archive" if (missing[0], True)
+                             in changes else "--unarchive")
+        for rid, flag in changes:
+            try:
+                set_archived(engine, rid, flag)
+            except NotFound as exc:  # deleted meanwhile
+                raise InputError(str(exc), field="--archive") from exc
     with session_scope(engine) as s:
         rows = list_runs(s)
     if as_json:
@@ -139,7 +160,8 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="print {\"runs\"
         table.add_column(col, overflow="fold")
     for r in rows:
         c = r["counts"]
-        table.add_row(r["run_id"], r["monitor"], r["template"], r["status"], str(r["n"]),
+        status = r["status"] + (" (archived)" if r.get("archived") else "")
+        table.add_row(r["run_id"], r["monitor"], r["template"], status, str(r["n"]),
                       str(c["misbehavior"]), str(c["benign"]), str(c["invalid"]), str(c["refusal"]),
                       str(c["error"]), str(c["pending"]), str(r["api_calls"]), str(r["cache_hits"]),
                       str(r["tokens_in"] + r["tokens_out"]), f"{r['cost_usd']:.4f}",

@@ -40,7 +40,8 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
 
         conds = edition_filter(session, edition)
     else:
-        conds = [Sample.split == split, Sample.status == "gold"]
+        conds = [Sample.split == split, Sample.status == "gold",
+                 *((Sample.label_source != "adjudicated",) if split == "test" else ())]  # paper mirror
     rows = session.execute(
         sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
         .where(*conds).order_by(Sample.id)).all()
@@ -268,7 +269,7 @@ def list_runs(session: Session) -> list[dict[str, Any]]:
             dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
         out.append({
             "run_id": r.id, "monitor": r.monitor, "template": r.template, "template_hash": r.template_hash,
-            "status": r.status, "kind": r.kind, "n": r.n,
+            "status": r.status, "kind": r.kind, "n": r.n, "edition": r.edition, "archived": bool(r.archived),
             "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
             "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": tin,
             "tokens_out": tout, "cost_usd": round(cost, 6), "duration_s": dur,

@@ -73,7 +73,7 @@ def edition_filter(session: Session, edition: str):
     check_edition(edition)
     conds = [Sample.status == "gold", Sample.split == "test"]
     if edition == "paper" and not edition_has_rows(session, "paper"):
-        return conds
+        return conds + [not_adjudicated()]
     members = sa.select(EditionSample.sample_id).where(EditionSample.edition == edition)
     return conds + [Sample.id.in_(members)]  # type: ignore[union-attr]
 
@@ -111,7 +111,16 @@ def _gold_filter(split: str, session: Session | None = None, edition: str | None
         conds.append(Sample.split.in_(("test", "train")))  # type: ignore[union-attr]
     else:
         conds.append(Sample.split == split)
+    if split == "test":
+        conds.append(not_adjudicated())
     return conds
+
+
+def not_adjudicated():
+    """SQL condition keeping adjudicated samples out of the paper mirror: pairs accepted through
+    annotation are gold test samples of edition ``verified`` only (INTERFACES.md), so the paper
+    mirror (status gold, split test) never picks them up, with or without ``edition_sample`` rows."""
+    return Sample.label_source != "adjudicated"
 
 
 def composition(session: Session, split: str = "test", edition: str | None = None) -> list[dict[str, Any]]:

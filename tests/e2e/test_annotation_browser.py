@@ -1,6 +1,5 @@
 """End-to-end annotation in real headless Chromium against ``streamlit run app.py``: two annotators
-log in in two browser contexts and label the same items (one by keyboard: Enter in the evidence field
-submits), hostile response text stays inert, then the admin sees their agreement, with the same
+log in in two browser contexts and label the same items (one by keyboard: 1/2 pick the label, S saves), hostile response text stays inert, then the admin sees their agreement, with the same
 figures as ``automonitor agreement --json``."""
 
 from __future__ import annotations
@@ -61,15 +60,22 @@ def login(page, tools, server, name, password):
 
 
 def label_current(page, tools, label: str, *, evidence: str | None = None, keyboard: bool = False) -> None:
-    form = page.locator('[data-testid="stForm"]')
-    form.locator('[data-testid="stRadio"]').first.get_by_text(label, exact=True).click()
-    box = form.get_by_role("textbox", name=re.compile(r"^Evidence"))
+    """Label the current item: by mouse (radio + "Save label") or by keyboard (1/2/3 picks the label,
+    S saves and moves on). Enter in the evidence field commits the quote."""
     if evidence:
+        box = page.get_by_role("textbox", name=re.compile(r"^Evidence"))
         box.fill(evidence)
-    if keyboard:
         box.press("Enter")
+        tools.wait_app(page)
+    if keyboard:
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.keyboard.press({"Misbehavior": "1", "Benign": "2", "Unsure": "3"}[label])
+        tools.wait_app(page)
+        page.keyboard.press("s")
     else:
-        form.get_by_role("button", name="Save label").click()
+        page.locator('[data-testid="stRadio"]').first.get_by_text(label, exact=True).click()
+        tools.wait_app(page)
+        page.get_by_role("button", name="Save label").click()
     tools.wait_app(page)
 
 
