@@ -195,3 +195,88 @@ def to_markdown(res: dict[str, Any]) -> str:
     for p in res["paper"]:
         lines.append(f"| {p['train']} | {p['test']} | {_fmt(p['mr'])} | {_fmt(p['far'])} | {p['note']} |")
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ app view
+
+def saved_path(features: str):
+    """Where ``automonitor probe transfer --save`` keeps the result for the app."""
+    from automonitor.probes import artifact_dir
+
+    return artifact_dir() / f"transfer-{features}.json"
+
+
+def load_saved(features: str) -> dict[str, Any] | None:
+    """The saved transfer result for ``features`` or ``None`` (missing or unreadable file)."""
+    import json
+
+    p = saved_path(features)
+    try:
+        res = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return res if isinstance(res, dict) and isinstance(res.get("cells"), list) else None
+
+
+def heatmap(res: dict[str, Any], metric: str = "auroc"):
+    """A plotly heatmap of ``metric`` (``auroc``, ``mr`` or ``far``): rows = training slice, columns =
+    test slice, cell text = value, hover = value with its 95% interval and n; the highlighted cell
+    (train Safety code -> test Specification Gaming code) is outlined, and a paper-reported value for
+    the cell, where there is one, is shown in the hover. Every label is HTML-escaped."""
+    import html
+
+    import plotly.graph_objects as go
+
+    esc = lambda s: html.escape(str(s))  # noqa: E731
+    trs, tes = [str(x) for x in res["train_slices"]], [str(x) for x in res["test_slices"]]
+    idx = {(str(c.get("train")), str(c.get("test"))): c for c in res["cells"]}
+    paper = {(str(p["train"]), str(p["test"])): p for p in res.get("paper", [])}
+    z, text, hover = [], [], []
+    for tr in trs:
+        zr, tr_, hr = [], [], []
+        for te in tes:
+            c = idx.get((tr, te), {})
+            v = c.get(metric)
+            zr.append(None if v is None else float(v))
+            tr_.append("" if v is None else f"{float(v):.2f}")
+            ci = c.get(f"{metric}_ci")
+            h = (f"train {esc(tr)}<br>test {esc(te)}<br>{metric.upper()} "
+                 f"{'-' if v is None else f'{float(v):.3f}'}"
+                 + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "") + f"<br>n {esc(c.get('n', 0))}")
+            pp = paper.get((tr, te))
+            if pp is not None and (pp.get(metric) is not None or pp.get("note")):
+                pv = pp.get(metric)
+                h += (f"<br>paper (LoRA Qwen3-4B): {metric.upper()} {'-' if pv is None else pv}"
+                      f" {esc(pp.get('note', ''))}")
+            hr.append(h)
+        z.append(zr)
+        text.append(tr_)
+        hover.append(hr)
+    scale = "RdYlGn" if metric == "auroc" else "RdYlGn_r"
+    fig = go.Figure(go.Heatmap(z=z, x=[esc(t) for t in tes], y=[esc(t) for t in trs], text=text,
+                               texttemplate="%{text}", customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+                               colorscale=scale, zmin=0, zmax=1, colorbar={"title": metric.upper()}))
+    hl = res.get("highlight") or HIGHLIGHT
+    if hl.get("train") in trs and hl.get("test") in tes:
+        x0, y0 = tes.index(hl["test"]), trs.index(hl["train"])
+        fig.add_shape(type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5,
+                      line={"color": "black", "width": 4})
+    fig.update_layout(xaxis_title="tested on", yaxis_title="trained on", height=120 + 60 * len(trs),
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def paper_frame(res: dict[str, Any]):
+    """The paper's reported cells beside the measured ones: a DataFrame with train, test, paper MR/FAR,
+    measured MR/FAR/AUROC (this probe), note."""
+    import pandas as pd
+
+    idx = {(c.get("train"), c.get("test")): c for c in res["cells"]}
+    rows = []
+    for p in res.get("paper", []):
+        c = idx.get((p["train"], p["test"]), {})
+        rows.append({"train": p["train"], "test": p["test"], "paper MR": p.get("mr"), "paper FAR": p.get("far"),
+                     "probe MR": c.get("mr"), "probe FAR": c.get("far"), "probe AUROC": c.get("auroc"),
+                     "note": p.get("note", "")})
+    return pd.DataFrame(rows)
