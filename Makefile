@@ -13,7 +13,8 @@ PORT ?= 8501
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip wheel
-	$(VENV)/bin/pip install -e '.[dev]'
+	$(VENV)/bin/pip install 'torch==2.13.0'  # the CPU build (local wheel here; never a CUDA build)
+	$(VENV)/bin/pip install -e '.[dev,train]'
 	touch $@
 
 install: $(VENV)/.installed

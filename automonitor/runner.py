@@ -289,7 +289,7 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         params["repeat"] = repeat
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
         raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
-    if spec.backend in ("rules", "llamacpp") and base_url:
+    if spec.backend in ("rules", "llamacpp", "probe", "lora") and base_url:
         raise InputError(f"--base-url does not apply to the {spec.backend} backend", field="base-url")
     from store.queries.samples import check_edition, control_samples
 
@@ -419,7 +419,7 @@ def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | No
         texts = q.sample_texts(s, ids)
         examples = choose_fewshot(q.train_examples(s)) if tpl.fewshot else []
     builder = PromptBuilder(tpl, examples=examples)
-    local = spec.backend in ("rules", "llamacpp")
+    local = spec.backend in ("rules", "llamacpp", "probe", "lora")
     if spec.backend == "rules":
         return {"n": len(ids), "prompt_tokens": 0, "max_output_tokens": 0, "est_cost_usd": 0.0,
                 "price_per_mtok": [0.0, 0.0], "price_known": True}

@@ -29,6 +29,7 @@ def _register() -> None:
     from automonitor.cli import analysis  # noqa: F401  report, predictions import
     from automonitor.cli import annotation  # noqa: F401  users add, assign, annotations, agreement
     from automonitor.cli import audit  # noqa: F401  audit
+    from automonitor.cli import probes  # noqa: F401  corpus build, probe train|transfer|lora
 
 
 def main(argv: list[str] | None = None) -> int:

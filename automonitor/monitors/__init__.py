@@ -7,6 +7,8 @@ rules       transparent pattern baseline (no model, no network)                 
 llamacpp    local GGUF model in-process via llama-cpp-python (offline default)  gemma3-270m
 openai      official ``openai`` SDK, any OpenAI-compatible server (--base-url)  gpt-4o-mini
 anthropic   official ``anthropic`` SDK, Messages API                            claude-3-5-haiku-latest
+probe       trained probe artefact (TF-IDF or MiniLM embeddings + LR), no model  tfidf-lr
+lora        LoRA adapter on a causal LM (transformers + peft), Yes/No logits     (adapter folder)
 =========== =================================================================== ==================
 """
 
@@ -33,6 +35,8 @@ REGISTRY: dict[str, tuple[str, str, str]] = {
     "llamacpp": ("automonitor.monitors.llamacpp", "LlamaCppBackend", "gemma3-270m"),
     "openai": ("automonitor.monitors.openai_backend", "OpenAIBackend", "gpt-4o-mini"),
     "anthropic": ("automonitor.monitors.anthropic_backend", "AnthropicBackend", "claude-3-5-haiku-latest"),
+    "probe": ("automonitor.monitors.probe", "ProbeBackend", "tfidf-lr"),
+    "lora": ("automonitor.monitors.lora", "LoraBackend", "adapter"),
 }
 
 
