@@ -422,6 +422,9 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         if run.kind == "imported":
             raise InputError(f"run {run_id} holds imported predictions; there is nothing to execute",
                              field="resume")
+        if run.kind == "derived":
+            raise InputError(f"run {run_id} is a derived run (no API call); there is nothing to execute",
+                             field="resume")
         params = dict(run.params or {})
         if _lease_held_by_other(params.get("lease")):
             lease = params["lease"]
