@@ -442,16 +442,21 @@ def run_costs(engine: Engine) -> pd.DataFrame:
     return df
 
 
-def cheapest_meeting(points: pd.DataFrame, costs: pd.DataFrame, *, mr_max: float, far_max: float,
+def cheapest_meeting(points: pd.DataFrame, costs: pd.DataFrame | None = None, *, mr_max: float, far_max: float,
                      measure: str = "usd_per_1k") -> dict[str, Any] | None:
-    """The cheapest run (by ``measure``: usd_per_1k or s_per_1k) among the Pareto-front points with
-    MR <= mr_max and FAR <= far_max; ``points`` needs run_id, mr, far, on_front (e.g.
-    :func:`automonitor.views.tradeoff_points`). Ties go to the lower MR + FAR. None if no run qualifies.
-    Returns the point's row as a dict plus the cost columns."""
+    """The cheapest run (by ``measure``: usd_per_1k or s_per_1k) with MR <= mr_max and FAR <= far_max,
+    i.e. the point of the (MR, FAR, cost) Pareto front that meets the target at the least cost.
+
+    ``points`` needs run_id, mr, far (e.g. :func:`automonitor.views.tradeoff_points`) and the cost
+    columns unless ``costs`` (:func:`run_costs`) is given. Ties go to the lower MR + FAR, then run id.
+    Returns the point's row as a dict, or None if no run qualifies."""
     if points.empty:
         return None
-    d = points.merge(costs[["run_id", "usd_per_1k", "s_per_1k", "cost_usd", "compute_s"]], on="run_id", how="left")
-    d = d[d["on_front"].astype(bool) & (d["mr"] <= mr_max + 1e-12) & (d["far"] <= far_max + 1e-12)]
+    d = points.dropna(subset=["mr", "far"])
+    if costs is not None:
+        d = d.drop(columns=[c for c in ("usd_per_1k", "s_per_1k") if c in d]).merge(
+            costs[["run_id", "usd_per_1k", "s_per_1k"]], on="run_id", how="left")
+    d = d[(d["mr"] <= mr_max + 1e-12) & (d["far"] <= far_max + 1e-12)]
     if d.empty:
         return None
     d = d.assign(_c=d[measure].fillna(0.0), _s=d["mr"] + d["far"]).sort_values(["_c", "_s", "run_id"])

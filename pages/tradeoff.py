@@ -9,6 +9,7 @@ import streamlit as st
 
 from automonitor import metrics, views, vocab
 from pages import _common as ui
+from pages import _derived_ui as derived_ui
 
 PAGE = "tradeoff"
 ui.require_workbench()
@@ -51,6 +52,7 @@ cat = None if category == ALL else category
 tsk = None if task == ALL else task
 report = ui.load_report(url, ver, None, invalid)
 pts = views.tradeoff_points(report, cat, tsk, templates)
+pts, size_col = derived_ui.with_costs(PAGE, url, ver, pts)
 reported = views.reported_for(ui.load_reported(), cat, tsk, templates) if show_paper else None
 
 scored = pts.dropna(subset=["mr", "far"])
@@ -67,7 +69,7 @@ m4.metric("Lowest MR + FAR", "–" if best.empty else f"{best.iloc[0]['s']:.3f}"
           help=None if best.empty else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · "
                                                        f"{best.iloc[0]['run_id']}"))
 
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids)
+fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, size_col=size_col)
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
                         width="stretch", config={"displaylogo": False})
 
@@ -103,6 +105,8 @@ tev = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", s
 if tev is not None and tev.selection.rows:
     _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
 st.caption("Select a row (or click a point) to open the run's confusion matrix and samples.")
+derived_ui.cheapest_on_front(PAGE, pts)
+derived_ui.builder(PAGE, runs)
 
 # --- score runs: ROC and operating point ---------------------------------------------------------
 score_runs = [e for e in report["runs"] if e.get("auroc") is not None and e["template"] in templates]
