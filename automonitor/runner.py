@@ -415,6 +415,12 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         NotFound: no such run. InputError: an imported run, a run executing in another live process,
         a template file changed since the run was created, or a backend that cannot be built.
     """
+    from automonitor import batch as batch_mod
+
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is not None and run.kind == "measured" and batch_mod.is_batch(run.params):
+            return batch_mod.execute_batch(engine, run_id, progress=progress, should_cancel=should_cancel)
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
