@@ -285,10 +285,37 @@ def _edition(rows: dict[str, dict[str, Any]], ids: Sequence[str]) -> str | None:
     return eds.pop() if len(eds) == 1 else None
 
 
-def _save(engine: Engine, kind: str, monitor: str, template: str, edition: str | None, recipe: dict[str, Any],
-          rows: list[dict[str, Any]]) -> dict[str, Any]:
+RECIPE_KEYS = ("kind", "rule", "k", "threshold", "inputs", "target", "by", "folds", "seed", "cheap", "expensive",
+               "low", "high")
+
+
+def _recipe_key(recipe: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps({k: recipe.get(k) for k in RECIPE_KEYS}, sort_keys=True, default=str)
+
+
+def find_same(engine: Engine, recipe: dict[str, Any]) -> dict[str, Any] | None:
+    """An existing derived run with the same recipe (kind, rule and parameters, inputs), as
+    ``{"run_id", "recipe"}``, or None."""
     from store.queries import derived as q
 
+    want = _recipe_key(recipe)
+    for rid, params in q.derived_runs(engine):
+        r = (params or {}).get("recipe") or {}
+        if _recipe_key(r) == want:
+            return {"run_id": rid, "recipe": r}
+    return None
+
+
+def _save(engine: Engine, kind: str, monitor: str, template: str, edition: str | None, recipe: dict[str, Any],
+          rows: list[dict[str, Any]], reuse: bool = False) -> dict[str, Any]:
+    from store.queries import derived as q
+
+    if reuse:
+        same = find_same(engine, recipe)
+        if same is not None:
+            return same
     run_id = _new_id(kind)
     q.insert_derived_run(engine, run_id=run_id, monitor=monitor[:256], template=template, edition=edition,
                          params={"recipe": recipe}, rows=rows)
@@ -300,7 +327,7 @@ def _short(rows: dict[str, dict[str, Any]], r: str) -> str:
 
 
 def derive_ensemble(engine: Engine, run_ids: Sequence[str], rule: str, *, k: int | None = None,
-                    threshold: float | None = None) -> dict[str, Any]:
+                    threshold: float | None = None, reuse: bool = False) -> dict[str, Any]:
     """Store an ensemble of ``run_ids`` (>= 2 distinct runs) as a derived run.
 
     Returns ``{"run_id", "recipe": {"kind": "ensemble", "rule", "k", "threshold", "inputs": [ids],
@@ -336,14 +363,14 @@ def derive_ensemble(engine: Engine, run_ids: Sequence[str], rule: str, *, k: int
               "threshold": float(threshold) if threshold is not None else None, "inputs": ids, "n": len(preds),
               "samples": "intersection", "cost_rule": "sum of the inputs' costs"}
     label = {"or": "OR", "and": "AND", "vote": f"{k}-of-{len(ids)}", "mean": f"mean>={threshold}"}[rule]
-    monitor = f"ensemble {label} [" + " + ".join(_short(rows, r) for r in ids) + "]"
+    monitor = f"ensemble {label} (" + " + ".join(_short(rows, r) for r in ids) + ")"
     tpls = {rows[r]["template"] for r in ids}
     return _save(engine, "ens", monitor, tpls.pop() if len(tpls) == 1 else "direct", _edition(rows, ids),
-                 recipe, preds)
+                 recipe, preds, reuse)
 
 
 def derive_thresholds(engine: Engine, run_id: str, target: str, *, by: str = "category",
-                      folds: int = DEFAULT_FOLDS, seed: int = 0) -> dict[str, Any]:
+                      folds: int = DEFAULT_FOLDS, seed: int = 0, reuse: bool = False) -> dict[str, Any]:
     """Store task-aware thresholds of the score run ``run_id`` as a derived run (cross-validated).
 
     Returns ``{"run_id", "recipe": {"kind": "thresholds", "inputs": [run_id], "target", "by", "folds",
@@ -377,22 +404,24 @@ def derive_thresholds(engine: Engine, run_id: str, target: str, *, by: str = "ca
               "fold_thresholds": [{**x, "thresholds": _clean(x["thresholds"])} for x in info["folds"]],
               "thresholds": _clean(info["all"]), "cost_rule": "the input's cost",
               "note": "verdicts of fold f use thresholds picked on the other folds only"}
-    monitor = f"thresholds {target.strip()} by {by} [{_short(rows, run_id)}]"
-    return _save(engine, "thr", monitor, rows[run_id]["template"], rows[run_id]["edition"], recipe, preds)
+    monitor = f"thresholds {target.strip()} by {by} ({_short(rows, run_id)})"
+    return _save(engine, "thr", monitor, rows[run_id]["template"], rows[run_id]["edition"], recipe, preds, reuse)
 
 
 def _num(x: float) -> float | str:
     return "inf" if isinstance(x, float) and math.isinf(x) else float(x)
 
 
-def derive_cascade(engine: Engine, cheap: str, expensive: str, low: float, high: float) -> dict[str, Any]:
+def derive_cascade(engine: Engine, cheap: str, expensive: str, low: float, high: float, *,
+                   reuse: bool = False) -> dict[str, Any]:
     """Store a cascade: ``cheap`` decides when its score is <= low or >= high, ``expensive`` the rest.
 
     Returns ``{"run_id", "recipe": {"kind": "cascade", "inputs": [cheap, expensive], "cheap",
     "expensive", "low", "high", "n", "escalated", "share_escalated", "cost_usd", "compute_s"}}``
     (cost = cheap on every sample + expensive on the escalated ones).
     Raises InputError for low > high, bounds outside [0, 1], the same run twice, or a cheap run
-    without scores.
+    without scores. ``reuse=True`` (all recipes) returns an existing derived run with the same recipe
+    instead of storing a copy.
     """
     if cheap == expensive:
         raise InputError("--cheap and --expensive must be different runs", field="expensive")
@@ -420,9 +449,9 @@ def derive_cascade(engine: Engine, cheap: str, expensive: str, low: float, high:
               "cost_usd": float(sum(p["cost_usd"] for p in preds)),
               "compute_s": float(sum(p["latency_ms"] for p in preds) / 1000.0),
               "cost_rule": "cheap on every sample + expensive on the escalated share"}
-    monitor = f"cascade [{_short(rows, cheap)} -> {_short(rows, expensive)}] ({low:g},{high:g})"
+    monitor = f"cascade ({_short(rows, cheap)} then {_short(rows, expensive)}; {low:g}/{high:g})"
     return _save(engine, "cas", monitor, rows[expensive]["template"], _edition(rows, [cheap, expensive]),
-                 recipe, preds)
+                 recipe, preds, reuse)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -30,13 +30,14 @@ def ensemble_cmd(
     rule: str = typer.Option(..., "--rule", help="or | and | vote | mean"),
     k: Optional[int] = typer.Option(None, "--k", help="votes needed (rule vote)"),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="flag when mean score >= T (rule mean)"),
+    reuse: bool = typer.Option(False, "--reuse", help="return an existing derived run with the same recipe"),
     as_json: bool = typer.Option(False, "--json", help='print {"run_id", "recipe"}'),
 ) -> None:
     """OR, AND, k-of-n vote or mean-of-scores ensemble over runs on the same samples."""
     from automonitor import derive
 
     ids = [x for r in runs for x in r.replace(",", " ").split()]
-    _out(derive.derive_ensemble(open_store(), ids, rule, k=k, threshold=threshold), as_json)
+    _out(derive.derive_ensemble(open_store(), ids, rule, k=k, threshold=threshold, reuse=reuse), as_json)
 
 
 @derive_app.command("thresholds")
@@ -46,12 +47,13 @@ def thresholds_cmd(
     by: str = typer.Option("category", "--by", help="category | category_task"),
     folds: int = typer.Option(5, "--folds", help="K of the K-fold cross-validation by pair"),
     seed: int = typer.Option(0, "--seed", help="seed of the fold assignment"),
+    reuse: bool = typer.Option(False, "--reuse", help="return an existing derived run with the same recipe"),
     as_json: bool = typer.Option(False, "--json", help='print {"run_id", "recipe"}'),
 ) -> None:
     """Task-aware thresholds per category (or category x task), cross-validated by pair."""
     from automonitor import derive
 
-    _out(derive.derive_thresholds(open_store(), run, target, by=by, folds=folds, seed=seed), as_json)
+    _out(derive.derive_thresholds(open_store(), run, target, by=by, folds=folds, seed=seed, reuse=reuse), as_json)
 
 
 @derive_app.command("cascade")
@@ -60,12 +62,13 @@ def cascade_cmd(
     expensive: str = typer.Option(..., "--expensive", help="expensive run (called for the undecided rest)"),
     low: float = typer.Option(..., "--low", help="cheap decides benign when score <= LOW"),
     high: float = typer.Option(..., "--high", help="cheap decides misbehavior when score >= HIGH"),
+    reuse: bool = typer.Option(False, "--reuse", help="return an existing derived run with the same recipe"),
     as_json: bool = typer.Option(False, "--json", help='print {"run_id", "recipe"}'),
 ) -> None:
     """Cheap monitor decides the confident cases, the expensive one the rest (share escalated = cost)."""
     from automonitor import derive
 
-    _out(derive.derive_cascade(open_store(), cheap, expensive, low, high), as_json)
+    _out(derive.derive_cascade(open_store(), cheap, expensive, low, high, reuse=reuse), as_json)
 
 
 def expand_multi(args: list[str], options: tuple[str, ...] = ("--runs",)) -> list[str]:

@@ -116,3 +116,11 @@ def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
             if rid in base:
                 base[rid][2] += _sample_cost(0.0, True, meta)
     return [(rid, v[0], v[1], v[2], v[3]) for rid, v in base.items()]
+
+
+def derived_runs(engine: Engine) -> list[tuple[str, dict[str, Any]]]:
+    """``[(run_id, params)]`` of every derived run, oldest first."""
+    with engine.connect() as c:
+        rows = c.execute(sa.select(Run.id, Run.params).where(Run.kind == "derived")
+                         .order_by(Run.created_at, Run.id)).all()
+    return [(r[0], r[1] if isinstance(r[1], dict) else json.loads(r[1] or "{}")) for r in rows]
