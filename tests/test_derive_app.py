@@ -94,3 +94,11 @@ def test_builder_form_creates_an_ensemble(demo):
     ok(at.run())
     assert any("at least two" in e.value for e in at.error)
     assert set(analysis.runs_frame(demo["engine"])["run_id"]) - before == new
+
+
+def test_derived_runs_open_in_drilldown_and_runs_pages(demo):
+    for rid in demo["derived"]:
+        at = ok(app("pages/drilldown.py", run=rid).run())
+        assert not at.error, [e.value for e in at.error]
+        assert at.selectbox(key="drilldown.run").value == rid
+    at = ok(app("pages/runs.py").run())
