@@ -76,6 +76,7 @@ from store.queries import runs as q
 from store.queries import stream as stream_q
 
 DEFAULT_MAX_ATTEMPTS = 6
+WRITER_BACKLOG = 4000  # results queued for the store writer before the page reader waits
 LEASE_STALE_S = 30.0
 _FORBIDDEN_PARAM_WORDS = ("api_key", "apikey", "secret", "password", "token_key", "authorization")
 # runner-level params (not sent to the backend's cache key)
@@ -714,6 +715,8 @@ class _ExecState:
                 page = await asyncio.to_thread(next, it, None)
                 if page is None:
                     break
+                while writer.q.qsize() > WRITER_BACKLOG and not (self.cancelled or self._stop):
+                    await asyncio.sleep(0.01)  # backpressure: the store writer bounds what is held in memory
                 self.pages_read += 1
                 self.max_page = max(self.max_page, len(page))
                 texts = await asyncio.to_thread(stream_q.texts_for, self.engine, [sid for _, sid in page])
