@@ -97,11 +97,12 @@ for point in sel:
 
 st.subheader("Runs in this slice")
 table = pts[["run_id", "monitor", "template", "n", "tp", "fn", "fp", "tn", "unscored", "mr", "mr_lo", "mr_hi",
-             "far", "far_lo", "far_hi", "on_front"]]
+             "far", "far_lo", "far_hi", "on_front"] + [c for c in ("usd_per_1k", "s_per_1k") if c in pts]]
 tev = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                    key=f"{PAGE}.table",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                  for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")})
+                                  for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")}
+                   | {c: st.column_config.NumberColumn(format="%.4g") for c in ("usd_per_1k", "s_per_1k")})
 if tev is not None and tev.selection.rows:
     _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
 st.caption("Select a row (or click a point) to open the run's confusion matrix and samples.")

@@ -61,6 +61,9 @@ def test_derived_runs_on_the_tradeoff_plot(demo):
             size.update({c[0]: s for c, s in zip(tr["customdata"], tr["marker"]["size"])})
     ens, _, cas = demo["derived"]
     assert size[cas] < size[ens]
+    t = at.dataframe[0].value.set_index("run_id")
+    assert t.loc[cas, "s_per_1k"] < t.loc[ens, "s_per_1k"]
+    assert t.loc[ens, "s_per_1k"] == pytest.approx(3 * 5.0)  # three inputs at 5 ms a sample, per 1,000
 
     # cheapest run meeting a loose target is named
     at.number_input(key="tradeoff.mr_max").set_value(1.0)
