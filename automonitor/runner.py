@@ -20,6 +20,11 @@ answer (429, 529) halves the allowed concurrency (at most once per second), ever
 at a kill are counted too). A failure after retries, or a permanent failure, is the
 outcome ``error`` with its reason: never ``benign``.
 
+Streaming: the pending predictions are read page by page (1,000 at a time, keyset pagination,
+:mod:`store.queries.stream`) with their texts and cache entries, and handed to the workers through a
+bounded queue, so a run of 100,000 samples holds about one page of samples in memory
+(``last_execution.stream`` records pages read, largest page and queue bound).
+
 Every judged sample is committed as soon as it completes by a single writer thread (group commit of
 whatever is queued, at most ~50 ms after it arrives), in the same transaction as its cache entry and the
 run's call counters. A
@@ -78,8 +83,10 @@ from automonitor.vocab import OUTCOMES
 from store import session_scope
 from store.models import Run, Sample, utcnow
 from store.queries import runs as q
+from store.queries import stream as stream_q
 
 DEFAULT_MAX_ATTEMPTS = 6
+WRITER_BACKLOG = 4000  # results queued for the store writer before the page reader waits
 LEASE_STALE_S = 30.0
 _FORBIDDEN_PARAM_WORDS = ("api_key", "apikey", "secret", "password", "token_key", "authorization")
 # runner-level params (not sent to the backend's cache key)
@@ -494,12 +501,21 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         NotFound: no such run. InputError: an imported run, a run executing in another live process,
         a template file changed since the run was created, or a backend that cannot be built.
     """
+    from automonitor import batch as batch_mod
+
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is not None and run.kind == "measured" and batch_mod.is_batch(run.params):
+            return batch_mod.execute_batch(engine, run_id, progress=progress, should_cancel=should_cancel)
     with session_scope(engine) as s:
         run = _lock_run(s, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         if run.kind == "imported":
             raise InputError(f"run {run_id} holds imported predictions; there is nothing to execute",
+                             field="resume")
+        if run.kind == "derived":
+            raise InputError(f"run {run_id} is a derived run (no API call); there is nothing to execute",
                              field="resume")
         params = dict(run.params or {})
         if _lease_held_by_other(params.get("lease")):
@@ -512,12 +528,11 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
                              f"(hash {tpl.sha256[:12]} != {run.template_hash[:12]}); start a new run",
                              field="template")
         examples = _load_examples(s, list(params.get("fewshot") or []))
-        pending = q.pending_predictions(s, run_id)
+        n_pending = stream_q.count_pending(s, run_id)
         history = q.pending_history(s, run_id)
-        texts = q.sample_texts(s, list({sid for _, sid, _r in pending}))
         repeats = int((params.get("judge") or {}).get("repeat", 1) or 1)
-        done_before = run.n * repeats - len(pending)
-        if pending:
+        done_before = run.n * repeats - n_pending
+        if n_pending:
             params["lease"] = {"pid": os.getpid(), "host": socket.gethostname(), "heartbeat": time.time()}
             run.params = params
             run.status = "running"
@@ -531,10 +546,10 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
 
     if progress is not None:
         try:
-            progress(done_before, done_before + len(pending))
+            progress(done_before, done_before + n_pending)
         except Exception:  # noqa: BLE001
             pass
-    if not pending:
+    if not n_pending:
         _finalize(engine, run_id, cancelled=False)
         return summary(engine, run_id)
 
@@ -545,10 +560,10 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         _release(engine, run_id, status="failed", error="could not build the backend")
         raise
     state = _ExecState(engine, run_id, backend, tpl.sha256, judge_params, max_conc, done_before,
-                       done_before + len(pending), progress, should_cancel)
+                       done_before + n_pending, progress, should_cancel)
     try:
         state.history = history
-        _run_async(state.run(pending, texts))
+        _run_async(state.run(stream_q.pending_pages(engine, run_id)))
     except KeyboardInterrupt:
         _release(engine, run_id, status="cancelled", error="interrupted")
         raise
@@ -557,7 +572,9 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         raise
     _finalize(engine, run_id, cancelled=state.cancelled,
               last_execution={"api_calls": state.api_calls, "cache_hits": state.cache_hits,
-                              "limiter": getattr(state, "limiter_stats", None), "concurrency": max_conc})
+                              "limiter": getattr(state, "limiter_stats", None), "concurrency": max_conc,
+                              "stream": {"pages": state.pages_read, "max_page": state.max_page,
+                                         "queue_max": state.queue_max}})
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
 
 
@@ -758,49 +775,92 @@ class _ExecState:
             except Exception:  # noqa: BLE001 - a broken progress callback must not lose results
                 pass
 
-    async def run(self, pending: list[tuple[int, str, int]], texts: dict[str, dict[str, Any]]) -> None:
-        keys = {pid: self.key_for(texts[sid], rep) for pid, sid, rep in pending}
-        with session_scope(self.engine) as s:
-            cached = q.cache_lookup(s, list(set(keys.values())))
+    async def run(self, pages) -> None:
+        """Judge the pending predictions delivered by ``pages`` (an iterator of ``[(prediction id,
+        sample id, repeat)]`` lists, :func:`store.queries.stream.pending_pages`). A producer task reads one
+        page at a time (texts, cache lookup; hits go straight to the writer) and feeds the misses through a
+        bounded queue to the workers, so memory stays flat in the number of samples."""
         writer = _Writer(self.engine, self.run_id)
         writer.start()
         self.writer = writer
-        todo: list[tuple[int, str, str, int]] = []
-        hits = 0
-        now = utcnow()
-        for pid, sid, rep in pending:
-            c = cached.get(keys[pid])
-            if c is None:
-                todo.append((pid, sid, keys[pid], rep))
-                continue
-            meta = dict(c.get("meta") or {})
-            if pid in self.history:
-                meta["history"] = self.history[pid]
-            meta.update({"cache_key": keys[pid], "cached_tokens_in": c.get("tokens_in", 0),
-                         "cached_tokens_out": c.get("tokens_out", 0), "cached_cost_usd": c.get("cost_usd", 0.0)})
-            writer.put({"id": pid, "outcome": c["outcome"], "score": c["score"], "raw": c["raw"],
-                        "reason": c["reason"], "evidence": c["evidence"] or [], "pred_category": c["pred_category"],
-                        "severity": c["severity"], "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
-                        "latency_ms": 0.0, "cached": True, "meta": meta, "judged_at": now}, None, 0, True)
-            hits += 1
-        self.cache_hits = hits
-        if hits:
-            self._tick(hits)
-
+        n_workers = self.limiter.max_limit
+        queue: asyncio.Queue = asyncio.Queue(maxsize=max(2 * n_workers, 512))
+        self.queue_max = queue.maxsize
+        self.pages_read = 0
+        self.max_page = 0
+        producer = asyncio.create_task(self._produce(pages, queue, writer, n_workers))
         watcher = asyncio.create_task(self._watch_cancel())
-        it = iter(todo)
-        n_workers = min(self.limiter.max_limit, max(1, len(todo)))
         try:
-            await asyncio.gather(*(self._worker(it, texts, writer) for _ in range(n_workers)))
+            await asyncio.gather(*(self._worker(queue, writer) for _ in range(n_workers)))
         finally:
             self._stop = True
             watcher.cancel()
+            producer.cancel()
+            try:
+                await producer
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - re-raised below
+                pass
             try:
                 await self.backend.aclose()
             except Exception:  # noqa: BLE001
                 pass
             await asyncio.to_thread(writer.close)
+        if self._producer_error is not None:
+            raise self._producer_error
         self.limiter_stats = {"decreases": self.limiter.decreases, "min_limit": self.limiter.min_seen}
+
+    _producer_error: BaseException | None = None
+
+    async def _produce(self, pages, queue: asyncio.Queue, writer: _Writer, n_workers: int) -> None:
+        it = iter(pages)
+        try:
+            while not (self.cancelled or self._stop):
+                page = await asyncio.to_thread(next, it, None)
+                if page is None:
+                    break
+                while writer.q.qsize() > WRITER_BACKLOG and not (self.cancelled or self._stop):
+                    await asyncio.sleep(0.01)  # backpressure: the store writer bounds what is held in memory
+                self.pages_read += 1
+                self.max_page = max(self.max_page, len(page))
+                texts = await asyncio.to_thread(stream_q.texts_for, self.engine, list({sid for _, sid, _r in page}))
+                keys = {pid: self.key_for(texts[sid], r) for pid, sid, r in page}
+
+                def lookup() -> dict[str, Any]:
+                    with session_scope(self.engine) as s:
+                        return q.cache_lookup(s, list(set(keys.values())))
+                cached = await asyncio.to_thread(lookup)
+                hits = 0
+                now = utcnow()
+                for pid, sid, r in page:
+                    c = cached.get(keys[pid])
+                    if c is None:
+                        await queue.put((pid, sid, keys[pid], texts[sid], r))
+                        continue
+                    meta = dict(c.get("meta") or {})
+                    if pid in self.history:
+                        meta["history"] = self.history[pid]
+                    meta.update({"cache_key": keys[pid], "cached_tokens_in": c.get("tokens_in", 0),
+                                 "cached_tokens_out": c.get("tokens_out", 0),
+                                 "cached_cost_usd": c.get("cost_usd", 0.0)})
+                    writer.put({"id": pid, "outcome": c["outcome"], "score": c["score"], "raw": c["raw"],
+                                "reason": c["reason"], "evidence": c["evidence"] or [],
+                                "pred_category": c["pred_category"], "severity": c["severity"], "tokens_in": 0,
+                                "tokens_out": 0, "cost_usd": 0.0, "latency_ms": 0.0, "cached": True, "meta": meta,
+                                "judged_at": now}, None, 0, True)
+                    hits += 1
+                if hits:
+                    self.cache_hits += hits
+                    self._tick(hits)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - surfaced by run()
+            self._producer_error = exc
+            self.cancelled = True
+        for _ in range(n_workers):  # end of input: one sentinel per worker (workers also watch `cancelled`)
+            try:
+                queue.put_nowait(None)
+            except asyncio.QueueFull:
+                await queue.put(None)
 
     async def _watch_cancel(self) -> None:
         while not self._stop:
@@ -818,7 +878,7 @@ class _ExecState:
             run = s.get(Run, self.run_id)
             return run.status if run else None
 
-    async def _worker(self, it, texts, writer: _Writer) -> None:
+    async def _worker(self, queue: asyncio.Queue, writer: _Writer) -> None:
         while True:
             if self.cancelled:
                 return
@@ -829,11 +889,12 @@ class _ExecState:
                         return
                 except Exception:  # noqa: BLE001
                     pass
-            try:
-                pid, sid, key, rep = next(it)
-            except StopIteration:
+            job = await queue.get()
+            if job is None:
                 return
-            t = texts[sid]
+            if self.cancelled:
+                return
+            pid, sid, key, t, rep = job
             item = Item(sample_id=sid, request=t["request"], response=t["response"], content_hash=t["content_hash"],
                         repeat=rep)
             t0 = time.perf_counter()

@@ -517,7 +517,7 @@ def _ci_err(df: pd.DataFrame, v: str, lo: str, hi: str) -> tuple[list[float], li
 
 def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = None,
                     front: Sequence[str] | None = None, title: str | None = None,
-                    height: int = 520) -> go.Figure:
+                    height: int = 520, size_col: str | None = None) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
     ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
@@ -532,6 +532,7 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
     :func:`pareto_ids`) is a staircase line (:func:`pareto_staircase`) with rings on its points;
     ``reported`` (columns ``label, mr, far`` and optionally ``monitor, template``; the paper's points)
     is drawn as black diamonds (open: direct, filled: evidence) with text labels and no run id.
+    ``size_col`` (e.g. ``usd_per_1k``): marker area proportional to that column (cost), 8-34 px.
     """
     fig = go.Figure()
     pts = points.dropna(subset=["mr", "far"]) if not points.empty else points
@@ -587,8 +588,10 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
             text=[plot_text(t) for t in d["label"]] if has_text else None,
             textposition=_label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
             textfont=dict(size=10, color=color),
-            marker=(dict(size=11, color=color, line=dict(width=1, color="white")) if ok else
-                    dict(size=11, symbol="circle-open", color=color, line=dict(width=2, color=color))),
+            marker=(dict(size=marker_sizes(d, size_col, pts) if size_col else 11, color=color,
+                         line=dict(width=1, color="white")) if ok else
+                    dict(size=marker_sizes(d, size_col, pts) if size_col else 11, symbol="circle-open",
+                         color=color, line=dict(width=2, color=color))),
             error_x=dict(type="data", array=ex[0], arrayminus=ex[1], thickness=1, width=0,
                          color="rgba(100,100,100,0.45)") if ex and ok else None,
             error_y=dict(type="data", array=ey[0], arrayminus=ey[1], thickness=1, width=0,
@@ -626,6 +629,16 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
         clickmode="event+select", dragmode="pan", hovermode="closest",
     )
     return fig
+
+
+def marker_sizes(d: pd.DataFrame, col: str, all_points: pd.DataFrame) -> list[float]:
+    """Marker diameters (px) for ``d[col]`` with area proportional to the value, scaled to the largest
+    value in ``all_points`` (8 px for zero/missing, 34 px for the maximum)."""
+    top = float(pd.to_numeric(all_points.get(col), errors="coerce").max() or 0.0) if col in all_points else 0.0
+    vals = pd.to_numeric(d[col], errors="coerce").fillna(0.0) if col in d else pd.Series([0.0] * len(d))
+    if top <= 0:
+        return [11.0] * len(d)
+    return [8.0 + 26.0 * (max(0.0, float(v)) / top) ** 0.5 for v in vals]
 
 
 def pareto_staircase(far: Sequence[float], mr: Sequence[float]) -> tuple[list[float], list[float]]:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from automonitor import metrics, views, vocab, workbench
 from pages import _common as ui
+from pages import _derived_ui as derived_ui
 
 PAGE = "tradeoff"
 ui.require_workbench()
@@ -64,6 +65,7 @@ tsk = None if task == ALL else task
 report = ui.load_report(url, ver, None, invalid)
 raw_pts = views.tradeoff_points(report, cat, tsk, templates)
 raw_pts = raw_pts[~raw_pts["kind"].isin(["generation"])] if "kind" in raw_pts else raw_pts
+raw_pts, size_col = derived_ui.with_costs(PAGE, url, ver, raw_pts)
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
 scored = workbench.honest_points(raw_pts, sets, min_n=int(min_n), archived=archived_ids,
                                  show_archived=show_archived)
@@ -72,7 +74,7 @@ if edition != ALL:
 reported = views.reported_for(ui.load_reported(), cat, tsk, templates) if show_paper else None
 front_ids = list(scored.loc[scored["on_front"], "run_id"]) if len(scored) else []
 
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=430)
+fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=430, size_col=size_col)
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
                         width="stretch", config={"displaylogo": False})
 
@@ -129,11 +131,13 @@ m4.metric("Lowest MR + FAR", "–" if best.empty else f"{best.iloc[0]['s']:.3f}"
 st.subheader("Runs in this slice")
 table = scored.reindex(columns=["run_id", "label", "monitor", "template", "sample_set", "judged", "eligible",
                                 "tp", "fn", "fp", "tn", "unscored", "mr", "mr_lo", "mr_hi", "far", "far_lo",
-                                "far_hi", "on_front", "archived"])
+                                "far_hi", "on_front", "archived"]
+                       + [c for c in ("usd_per_1k", "s_per_1k") if c in scored])
 tev = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                    key=f"{PAGE}.table",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                  for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")})
+                                  for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")}
+                   | {c: st.column_config.NumberColumn(format="%.4g") for c in ("usd_per_1k", "s_per_1k")})
 if tev is not None and tev.selection.rows:
     _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
 st.caption("Select a row (or click a point) to open the run's missed samples.")
@@ -151,6 +155,8 @@ with st.expander("Hide runs (archive)", expanded=False):
         for rid in set(archived_ids) - set(chosen_arch):
             workbench.set_archived(ui.engine(), rid, False)
         st.rerun()
+derived_ui.cheapest_on_front(PAGE, scored[scored["eligible"]] if len(scored) else scored)
+derived_ui.builder(PAGE, runs)
 
 # --- score runs: ROC and operating point ---------------------------------------------------------
 score_runs = [e for e in report["runs"] if e.get("auroc") is not None and e["template"] in templates

@@ -9,6 +9,7 @@
 # for `direct` and ~1.5 s for `evidence` (which also writes a short quote), i.e. a few minutes in all.
 # llamacpp verdicts are contextually calibrated by default (Zhao et al. 2021, see llamacpp.py; add
 # --param calibrate=false for raw P(Yes) >= 0.5, which flags every sample with this 270M base model).
+# Then three derived runs (ensemble, task-aware thresholds, cascade) combine them without model calls.
 # --reuse makes a second `make demo` continue or reuse these runs instead of adding copies; verdicts
 # are cached by content either way, so a repeat makes no model calls.
 set -euo pipefail
@@ -17,12 +18,23 @@ AM="${AM:-.venv/bin/automonitor}"
 LIMIT="${DEMO_LLAMA_LIMIT:-120}"
 SEED="${DEMO_SAMPLE_SEED:-0}"
 
+PY="${PY:-.venv/bin/python}"
+rid() { "$PY" -c 'import json, sys; print(json.load(sys.stdin)["run_id"])'; }
+declare -A RULES LLAMA
 for template in direct evidence; do
   echo "== rules / ${template} / whole test set" >&2
-  "$AM" run --monitor rules --template "$template" --reuse
+  RULES[$template]=$("$AM" run --monitor rules --template "$template" --reuse --json --quiet | rid)
 done
 for template in direct evidence; do
   echo "== llamacpp / ${template} / stratified subset of ${LIMIT} (seed ${SEED})" >&2
-  "$AM" run --monitor llamacpp --template "$template" --limit "$LIMIT" --sample-seed "$SEED" --reuse
+  LLAMA[$template]=$("$AM" run --monitor llamacpp --template "$template" --limit "$LIMIT" --sample-seed "$SEED" \
+                     --reuse --json --quiet | rid)
 done
+# Derived runs (no model calls; README "Combined monitors and batch runs"), on the llamacpp subset:
+# an OR ensemble of rules and llamacpp, per-category thresholds on the llamacpp scores (cross-validated),
+# and a cascade where llamacpp's confident scores decide and the rest goes to rules/evidence.
+echo "== derived: ensemble, thresholds, cascade" >&2
+"$AM" derive ensemble --runs "${RULES[direct]}" "${LLAMA[direct]}" --rule or --reuse
+"$AM" derive thresholds --run "${LLAMA[direct]}" --target 'far<=0.2' --by category --folds 5 --reuse
+"$AM" derive cascade --cheap "${LLAMA[direct]}" --expensive "${RULES[evidence]}" --low 0.2 --high 0.8 --reuse
 "$AM" runs

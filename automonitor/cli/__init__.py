@@ -30,13 +30,16 @@ def _register() -> None:
     from automonitor.cli import annotation  # noqa: F401  users add, assign, annotations, agreement
     from automonitor.cli import audit  # noqa: F401  audit
     from automonitor.cli import probes  # noqa: F401  corpus build, probe train|transfer|lora
+    from automonitor.cli import derive  # noqa: F401  derive ensemble|thresholds|cascade
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        from automonitor.cli.derive import expand_multi
+
+        app(args=expand_multi(sys.argv[1:] if argv is None else list(argv)), standalone_mode=False)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         code = 2

@@ -45,6 +45,8 @@ def run_cmd(
                                   help="also judge the benign-only controls slice (FAR on controls in report)"),
     repeat: Optional[int] = typer.Option(None, "--repeat", help="judge each sample K times (distinct seeds) to measure stability"),
     retry_errors: Optional[str] = typer.Option(None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
+    batch: bool = typer.Option(False, "--batch", help="submit through the provider's batch API (openai, anthropic); "
+                                                       "--param batch_poll=SECONDS, batch_size=N"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -84,9 +86,17 @@ def run_cmd(
             raise InputError("--monitor is required (or --resume RUN_ID)", field="monitor")
         if not template:
             raise InputError("--template is required (or --resume RUN_ID)", field="template")
+        batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
+        if batch and monitor.split(":", 1)[0].strip().lower() not in ("openai", "anthropic"):
+            raise InputError("--batch needs an openai or anthropic monitor", field="batch")
         run_id = runner.create_run(engine, monitor, template, limit=limit, sample_seed=sample_seed,
                                    base_url=base_url, concurrency=concurrency or 8, params=params, reuse=reuse,
                                    edition=edition, controls=controls)
+        if batch:
+            from automonitor import batch as batch_mod
+
+            batch_mod.enable(engine, run_id, poll_s=float(batch_opts.get("batch_poll", batch_mod.DEFAULT_POLL_S)),
+                             size=int(batch_opts.get("batch_size", batch_mod.DEFAULT_SIZE)))
         err_console.print(f"run {run_id}")
 
     summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)

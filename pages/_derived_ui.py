@@ -1,0 +1,93 @@
+"""Trade-off page widgets for issue 15: cost on the plane (marker size), the cheapest monitor on the
+Pareto front for a chosen MR/FAR target, and a small form that builds a derived run (ensemble,
+task-aware thresholds, cascade) from selected runs. UI only: the logic is in ``automonitor.derive``."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from automonitor import derive, views
+from automonitor.errors import InputError, NotFound
+from pages import _common as ui
+
+MEASURES = {"none": "no sizing", "usd_per_1k": "USD per 1,000 samples", "s_per_1k": "compute s per 1,000 samples"}
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_costs(url: str, ver: tuple) -> pd.DataFrame:
+    """``automonitor.derive.run_costs`` (cached per store version)."""
+    return derive.run_costs(ui._engine_for(url))
+
+
+def with_costs(page: str, url: str, ver: tuple, pts: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """Add the cost columns to the trade-off points and ask how to size the points.
+    Returns ``(points, size column or None)``."""
+    costs = load_costs(url, ver)
+    if not pts.empty:
+        pts = pts.merge(costs[["run_id", "usd_per_1k", "s_per_1k"]], on="run_id", how="left")
+    key = ui.seed_state(page, "size", "none", valid=list(MEASURES))
+    size = st.radio("Point size", list(MEASURES), key=key, format_func=MEASURES.get, horizontal=True,
+                    help="Size the points by cost: tokens x price from the run's records, or measured compute "
+                         "seconds for local monitors; derived runs carry the cost of the calls their recipe makes")
+    ui.sync_qp(page, size=None if size == "none" else size)
+    return pts, (None if size == "none" else size)
+
+
+def cheapest_on_front(page: str, pts: pd.DataFrame) -> None:
+    """The cheapest run that meets an MR and a FAR target (a point of the MR-FAR-cost Pareto front)."""
+    st.subheader("Cheapest monitor meeting a target")
+    c1, c2, c3 = st.columns(3)
+    mr_max = c1.number_input("MR at most", 0.0, 1.0, 0.3, 0.05, key=f"{page}.mr_max")
+    far_max = c2.number_input("FAR at most", 0.0, 1.0, 0.3, 0.05, key=f"{page}.far_max")
+    measure = c3.selectbox("Cost measure", ["usd_per_1k", "s_per_1k"], key=f"{page}.measure",
+                           format_func=MEASURES.get)
+    if pts.empty or "usd_per_1k" not in pts:
+        st.caption("No run in this slice.")
+        return
+    best = derive.cheapest_meeting(pts, mr_max=mr_max, far_max=far_max, measure=measure)
+    if best is None:
+        st.caption("No run on the Pareto front meets this target.")
+        return
+    cost = best.get(measure)
+    unit = "USD" if measure == "usd_per_1k" else "s"
+    st.markdown(f"**{views.md_escape(best['monitor'])}** · run `{views.md_escape(best['run_id'])}`: "
+                f"MR {best['mr']:.3f}, FAR {best['far']:.3f}, "
+                f"{0.0 if pd.isna(cost) else float(cost):.4g} {unit} per 1,000 samples")
+
+
+def builder(page: str, runs: pd.DataFrame) -> None:
+    """A form that stores a derived run from selected runs (``automonitor.derive``)."""
+    with st.expander("Combine runs: ensemble, task-aware thresholds, cascade"):
+        ids = [r for r in runs["run_id"]]
+        labels = {r["run_id"]: ui.label_of_run(r) for r in runs.to_dict("records")}
+        kind = st.radio("Recipe", ["ensemble", "thresholds", "cascade"], key=f"{page}.recipe", horizontal=True)
+        try:
+            if kind == "ensemble":
+                chosen = st.multiselect("Runs (same samples)", ids, key=f"{page}.ens_runs", format_func=labels.get)
+                rule = st.selectbox("Rule", list(derive.RULES), key=f"{page}.ens_rule")
+                k = st.number_input("k (vote)", 1, max(1, len(chosen)), 1, key=f"{page}.ens_k")
+                thr = st.number_input("Threshold (mean)", 0.0, 1.0, 0.5, 0.05, key=f"{page}.ens_thr")
+                if st.button("Build ensemble", key=f"{page}.build_ens"):
+                    res = derive.derive_ensemble(ui.engine(), chosen, rule, k=int(k) if rule == "vote" else None,
+                                                 threshold=float(thr) if rule == "mean" else None)
+                    st.success(f"derived run {res['run_id']}")
+            elif kind == "thresholds":
+                run = st.selectbox("Score run", ids, key=f"{page}.thr_run", format_func=labels.get)
+                target = st.text_input("Target (far<=X or cost:R)", "far<=0.1", key=f"{page}.thr_target")
+                by = st.selectbox("Per", list(derive.BY), key=f"{page}.thr_by")
+                folds = st.number_input("Folds (cross-validation by pair)", 2, 20, 5, key=f"{page}.thr_folds")
+                if st.button("Build thresholds run", key=f"{page}.build_thr"):
+                    res = derive.derive_thresholds(ui.engine(), run, target, by=by, folds=int(folds))
+                    st.success(f"derived run {res['run_id']}")
+            else:
+                cheap = st.selectbox("Cheap score run", ids, key=f"{page}.cas_cheap", format_func=labels.get)
+                exp = st.selectbox("Expensive run", ids, key=f"{page}.cas_exp", format_func=labels.get)
+                low = st.number_input("Cheap decides benign at score <=", 0.0, 1.0, 0.2, 0.05, key=f"{page}.cas_low")
+                high = st.number_input("Cheap decides misbehavior at score >=", 0.0, 1.0, 0.8, 0.05,
+                                       key=f"{page}.cas_high")
+                if st.button("Build cascade", key=f"{page}.build_cas"):
+                    res = derive.derive_cascade(ui.engine(), cheap, exp, float(low), float(high))
+                    st.success(f"derived run {res['run_id']}: {res['recipe']['share_escalated']:.1%} escalated")
+        except (InputError, NotFound) as exc:
+            st.error(str(exc))

@@ -1,0 +1,47 @@
+"""Streaming reads for large runs (issue 15): pending predictions page by page (keyset pagination on
+the prediction id), so a run of 100,000 samples never holds all its samples in memory."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from store.models import Prediction, Sample
+from store.queries import rows_by_ids
+
+PAGE = 1000
+
+
+def count_pending(conn, run_id: str) -> int:
+    """Number of the run's predictions without an outcome (``conn``: connection or session)."""
+    return int(conn.execute(sa.select(sa.func.count()).select_from(Prediction).where(
+        Prediction.run_id == run_id, Prediction.outcome.is_(None))).scalar() or 0)  # type: ignore[union-attr]
+
+
+def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[list[tuple[int, str, int]]]:
+    """Pages of ``[(prediction_id, sample_id, repeat)]`` of the run's pending predictions in id order, at most
+    ``page`` rows each, each page read by its own short query (``id > last id of the previous page``):
+    the caller may update earlier predictions meanwhile, and memory holds one page at a time."""
+    last = -1
+    q = (sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
+         .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
+         .order_by(Prediction.id).limit(page))
+    while True:
+        with engine.connect() as c:
+            rows = [(int(r[0]), r[1], int(r[2] or 0)) for r in c.execute(q.where(Prediction.id > last))]
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+        if len(rows) < page:
+            return
+
+
+def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``{sample_id: {request, response, content_hash}}`` for one page of samples."""
+    with engine.connect() as c:
+        rows = rows_by_ids(c, [Sample.id, Sample.request, Sample.response, Sample.content_hash], Sample.id,
+                           sample_ids)
+    return {r[0]: {"request": r[1], "response": r[2], "content_hash": r[3]} for r in rows}
