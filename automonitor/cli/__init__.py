@@ -28,6 +28,7 @@ def _register() -> None:
     from automonitor.cli import runs  # noqa: F401  run, runs
     from automonitor.cli import analysis  # noqa: F401  report, predictions import
     from automonitor.cli import annotation  # noqa: F401  users add, assign, annotations, agreement
+    from automonitor.cli import generate  # noqa: F401  generate sycophancy|gaming|resume|list
 
 
 def main(argv: list[str] | None = None) -> int:
