@@ -102,7 +102,8 @@ def _items(job: dict[str, Any]) -> list[Any]:
 def _backend(job: dict[str, Any]):
     from automonitor.prompts import PromptBuilder, load_template
 
-    return create_backend(f"{job['backend']}:{job['model']}", base_url=job.get("base_url"), params={},
+    return create_backend(f"{job['backend']}:{job['model']}", base_url=job.get("base_url"),
+                          params={"timeout": float(job.get("timeout") or 300.0)},
                           prompt=PromptBuilder(load_template("direct")))
 
 
