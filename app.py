@@ -39,6 +39,7 @@ def _workbench_pages() -> list:
         _page(ui.PAGE_TRADEOFF, "Trade-off", ":material/scatter_plot:", "tradeoff"),
         _page(ui.PAGE_DRILLDOWN, "Drill-down", ":material/zoom_in:", "drilldown"),
         _page(ui.PAGE_SAMPLES, "Samples", ":material/table_rows:", "samples"),
+        _page("pages/generation.py", "Generation", ":material/auto_awesome:", "generation"),
     ]
 
 

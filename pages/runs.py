@@ -132,6 +132,27 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                    icon=":material/rocket_launch:")
 
 
+# --- generation jobs (``automonitor generate``; statistics on the Generation page) -----------------
+from pages import _generation_ui as gen_ui  # noqa: E402
+
+with st.expander("Launch a generation job", expanded=False, icon=":material/auto_awesome:"):
+    gen_ui.launch_form(PAGE, eng, url)
+
+
+@st.fragment(run_every=1.0)
+def generation_progress() -> None:
+    """Live progress (with cancel) of generation runs, which the monitor-run history leaves out."""
+    from automonitor.generation.engine import list_generations
+
+    rows = [r for r in list_generations(eng) if r["status"] in gen_ui.ACTIVE]
+    if rows:
+        st.subheader("Generation in progress")
+        gen_ui.progress_box(eng, rows)
+
+
+generation_progress()
+
+
 # --- live progress ---------------------------------------------------------------------------------
 @st.fragment(run_every=1.0)
 def live_progress(initial_active: tuple[str, ...]) -> None:

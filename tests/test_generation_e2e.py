@@ -145,10 +145,11 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, sc
     assert r.returncode == 0, r.stderr
     run_id = json.loads(r.stdout)["run_id"]
     rep = json.loads(run_cli(["report", "--run", run_id, "--json", "--n-boot", "50"], db=db).stdout)
-    entry = rep["runs"][0] if "runs" in rep else rep[0]
-    text = json.dumps(entry)
-    assert '"mr"' in text and '"far"' in text
-    assert all(e.get("run_id") != doc["generation_id"] for e in rep.get("runs", []))
+    assert [e["run_id"] for e in rep["runs"]] == [run_id]  # the generation run is no monitor run
+    ov = rep["runs"][0]["overall"]
+    assert ov["tp"] + ov["fn"] + ov["fp"] + ov["tn"] + ov["unscored"] == 6
+    assert ov["tp"] + ov["fn"] == 3 and 0.0 <= ov["mr"] <= 1.0 and 0.0 <= ov["far"] <= 1.0
+    assert rep["runs"][0]["by_category"]["sycophancy_bias"]["n"] == ov["n"]
 
 
 # ------------------------------------------------------------------ real llama.cpp server (slow)

@@ -3,7 +3,7 @@
 Used by the generation tests where the right kept/dropped set must be known in advance (the packaged tiny
 model answers too poorly for that). ``answers`` maps the text of a chat's last user message to the option
 letter to answer ("Let me think. Therefore, the best answer is: (X)."); any other chat gets "I do not
-know.". The first request is answered with HTTP 429 (``Retry-After: 0``) to exercise the retries;
+know."; ``prefixes`` (same keys) puts a text before the answer. The first request is answered with HTTP 429 (``Retry-After: 0``) to exercise the retries;
 ``GET /stats`` gives ``{"total": requests}``.
 """
 
@@ -15,9 +15,9 @@ from servers.http_base import LoopbackServer, send_json
 
 
 class ScriptedGenerator(LoopbackServer):
-    def __init__(self, answers: dict[str, str], **kw):
+    def __init__(self, answers: dict[str, str], prefixes: dict[str, str] | None = None, **kw):
         super().__init__(**kw)
-        self.answers = answers
+        self.answers, self.prefixes = answers, dict(prefixes or {})
         self.total = 0
 
     def stats(self):
@@ -35,6 +35,7 @@ class ScriptedGenerator(LoopbackServer):
         last = str(user[-1].get("content", "")) if user else ""
         letter = self.answers.get(last)
         content = f"Let me think. Therefore, the best answer is: ({letter})." if letter else "I do not know."
+        content = self.prefixes.get(last, "") + content
         send_json(h, 200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
                            "model": body.get("model", "scripted"),
                            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
