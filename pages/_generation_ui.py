@@ -65,10 +65,10 @@ def launch_form(page: str, eng, url: str) -> str | None:
         st.error(f"Cannot start this generation job: {views.md_escape(err)}")
     elif est:
         e1, e2, e3, e4 = st.columns(4)
-        e1.metric("Items", f"{est['n']:,}")
+        e1.metric("Generation items", f"{est['n']:,}")
         e2.metric("Generator calls", f"{est['calls']:,}")
-        e3.metric("Prompt tokens (est.)", f"{est['prompt_tokens']:,}")
-        e4.metric("Cost (est., USD)", f"${est['est_cost_usd']:,.4f}" if est["price_known"] else "unknown price",
+        e3.metric("Generation prompt tokens (est.)", f"{est['prompt_tokens']:,}")
+        e4.metric("Generation cost (est., USD)", f"${est['est_cost_usd']:,.4f}" if est["price_known"] else "unknown price",
                   help="Upper bound: prompt characters/4 and max tokens per answer at the list price")
     if st.button("Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:",
                  disabled=bool(err) or not est):

@@ -59,7 +59,7 @@ def test_runs_page_launches_a_generation_job_and_keeps_it_out_of_the_history(sto
     at.number_input(key="runs.gen.limit").set_value(2)
     ok(at.run())
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Items"] == "2" and metrics["Generator calls"] == "4"
+    assert metrics["Generation items"] == "2" and metrics["Generator calls"] == "4"
     at.button(key="runs.gen.start").click()
     ok(at.run())
     new = at.session_state["runs.gen.launched"]
