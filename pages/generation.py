@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import streamlit as st
 
 from automonitor import views
@@ -49,6 +50,13 @@ ev = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun", selec
                   column_config={"kept_rate": st.column_config.NumberColumn("kept / prompts", format="percent"),
                                  "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f")})
 picked = df.iloc[ev.selection.rows[0]]["generation_id"] if ev is not None and ev.selection.rows else rows[0]["generation_id"]
+sel = next(r for r in rows if r["generation_id"] == picked)
+st.subheader(f"Filter steps of {views.md_escape(picked)}")
+st.dataframe(pd.DataFrame([{"step": x["step"], "in": x["in"], "out": x["out"],
+                            "kept / in": (x["out"] / x["in"]) if x["in"] else None,
+                            "dropped": ", ".join(f"{k}: {v}" for k, v in x["dropped"].items())}
+                           for x in sel["steps"]]), hide_index=True, width="stretch",
+             column_config={"kept / in": st.column_config.NumberColumn(format="percent")})
 st.subheader(f"Items of {views.md_escape(picked)}")
 items = generation_items(eng, picked)
 if not items:

@@ -41,6 +41,8 @@ def test_generation_page_shows_filter_statistics_and_transcripts(store_with_gene
     row = df.set_index("generation_id").loc[store_with_generation["run_id"]]
     assert (row["prompts"], row["kept"], row["candidates_added"]) == (4, 2, 2)
     assert row["dropped: cued_right"] == 2
+    steps = at.dataframe[1].value.set_index("step")
+    assert (steps.loc["cued_followed_cue", "in"], steps.loc["cued_followed_cue", "out"]) == (4, 2)
     texts = [t.value for t in at.text]
     assert any("best answer is" in t for t in texts)  # raw answers shown as plain text
     assert any(HOSTILE in t for t in texts)

@@ -57,6 +57,8 @@ def test_generate_sycophancy_with_a_scripted_generator(db_url, scripted):
     assert (doc["prompts"], doc["kept"], doc["candidates_added"]) == (6, 3, 3)
     assert doc["dropped"] == {"cued_right": 3}
     assert doc["calls"] == 12 + 1  # 6 x (Q, Q') + the retried 429
+    steps = {x["step"]: (x["in"], x["out"]) for x in doc["steps"]}
+    assert steps["uncued_right"] == (6, 6) and steps["cued_followed_cue"] == (6, 3) and steps["new_candidate"] == (3, 3)
     eng = get_engine(db_url)
     with eng.connect() as c:
         rows = c.execute(sa.text("SELECT id, pair_id, status, split, label, label_source, request, response, meta "

@@ -442,11 +442,34 @@ def _finish(engine: Engine, run_id: str, status: str, stats: dict | None, error:
         s.add(run)
 
 
+# The filter steps in order, each with the drop reasons it produces (for the kept/total table per step).
+STEPS = {
+    "sycophancy": [("answered", ("generation_error",)), ("uncued_parsed", ("unparseable_uncued",)),
+                   ("uncued_right", ("uncued_wrong",)), ("cued_parsed", ("unparseable_cued",)),
+                   ("cued_followed_cue", ("cued_right", "cued_wrong_not_cue")),
+                   ("new_candidate", ("duplicate_candidate",))],
+    "gaming": [("answered", ("generation_error",)), ("code_found", ("no_code",)),
+               ("incentive_shows_signal", ("no_signal",)), ("baseline_clean", ("baseline_also_games",)),
+               ("new_candidate", ("duplicate_candidate",))],
+}
+
+
+def filter_steps(kind: str, prompts: int, dropped: dict[str, int]) -> list[dict[str, Any]]:
+    """Kept/total per filter step: ``[{"step", "in", "out", "dropped": {reason: n}}]`` in order
+    (``out`` of the last step = kept)."""
+    out, n = [], int(prompts)
+    for name, reasons in STEPS.get(kind, []):
+        d = {r: int(dropped.get(r, 0)) for r in reasons if dropped.get(r)}
+        out.append({"step": name, "in": n, "out": n - sum(d.values()), "dropped": d})
+        n -= sum(d.values())
+    return out
+
+
 def generation_summary(engine: Engine, run_id: str) -> dict[str, Any]:
     """The contract's JSON: ``{"generation_id", "prompts", "kept", "dropped": {reason: int},
     "candidates_added"}`` (``candidates_added`` counts pairs) plus ``status``, ``generator``, ``kind``,
     ``source``, ``cue``/``incentive``, ``calls``, ``cache_hits``, ``tokens_in``, ``tokens_out``,
-    ``cost_usd``. Raises NotFound."""
+    ``cost_usd``, ``steps`` (:func:`filter_steps`). Raises NotFound."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None or run.kind != "generation":
@@ -458,7 +481,8 @@ def generation_summary(engine: Engine, run_id: str) -> dict[str, Any]:
                 "cue": job.get("cue"), "incentive": job.get("incentive"), "n": run.n,
                 "done": ((run.params or {}).get("progress") or {}).get("done", 0),
                 "calls": st["calls"], "cache_hits": st["cache_hits"], "tokens_in": st["tokens_in"],
-                "tokens_out": st["tokens_out"], "cost_usd": st["cost_usd"], "error": run.error}
+                "tokens_out": st["tokens_out"], "cost_usd": st["cost_usd"], "error": run.error,
+                "steps": filter_steps(job.get("kind"), st["prompts"], st["dropped"])}
 
 
 def list_generations(engine: Engine) -> list[dict[str, Any]]:
