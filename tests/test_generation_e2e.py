@@ -198,3 +198,34 @@ def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):
         runs = c.execute(sa.text("SELECT kind, status FROM run")).all()
     assert n == 2 * (syc["candidates_added"] + gam["candidates_added"])
     assert sorted(tuple(x) for x in runs) == [("generation", "finished")] * 2
+
+
+def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
+    import asyncio
+
+    from servers.anthropic_replay import AnthropicReplayServer
+
+    from automonitor.monitors import TransientError
+    from automonitor.generation.engine import _backend
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with AnthropicReplayServer() as srv:
+        job = {"backend": "anthropic", "model": "claude-3-5-haiku-20241022", "base_url": srv.root_url}
+        calls = []
+
+        async def go(text):
+            b = _backend(job)
+            try:
+                return await b.generate([{"role": "system", "content": "Be brief."},
+                                         {"role": "user", "content": text}], lambda: calls.append(1), max_tokens=32)
+            finally:
+                await b.aclose()
+
+        g = asyncio.run(go("Which is right? [scenario:text_no]"))
+        assert (g.text, g.finish_reason) == ("No", "end_turn") and g.tokens_out == 12 and g.cost_usd > 0
+        body = srv.requests[-1]
+        assert body["system"] == "Be brief." and [m["role"] for m in body["messages"]] == ["user"]
+        assert body["max_tokens"] == 32
+        with pytest.raises(TransientError) as ei:
+            asyncio.run(go("again [scenario:429]"))
+        assert ei.value.rate_limited and len(calls) == 2

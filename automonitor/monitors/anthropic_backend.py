@@ -130,7 +130,7 @@ class AnthropicBackend(Backend):
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
         kw: dict[str, Any] = {"model": self.model, "max_tokens": int(max_tokens), "messages": chat,
-                              "temperature": float(temperature)}
+                              "extra_body": {"temperature": float(temperature)}}  # as the judge sends it
         if system:
             kw["system"] = system
         count_call()
