@@ -229,3 +229,20 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
         with pytest.raises(TransientError) as ei:
             asyncio.run(go("again [scenario:429]"))
         assert ei.value.rate_limited and len(calls) == 2
+
+
+def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted):
+    from automonitor import runner
+    from automonitor.generation.engine import create_generation, estimate_generation, execute_generation
+    from store import get_engine, init_db
+
+    eng = init_db(get_engine(sqlite_url))
+    est = estimate_generation("sycophancy", "openai:gpt-4o-mini", source="bct_truthfulqa_cues", limit=6,
+                              samples_per_prompt=2)
+    assert est["n"] == 6 and est["calls"] == 18 and est["prompt_tokens"] > 0 and est["est_cost_usd"] > 0
+    rid = create_generation(eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=6,
+                            base_url=scripted.base_url)
+    doc = execute_generation(eng, rid, progress=lambda done, total: done == 2 and runner.cancel_run(eng, rid))
+    assert doc["status"] == "cancelled" and doc["prompts"] == 2 and doc["n"] == 6
+    with pytest.raises(Exception, match="cancelled"):
+        execute_generation(eng, rid)  # not resumable: start a new one
