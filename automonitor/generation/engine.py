@@ -212,7 +212,6 @@ class _Caller:
         ``text`` is ``None`` when the call failed after retries (``error`` says why)."""
         from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-        from store.models import CacheEntry
         from store.queries.runs import cache_insert, cache_lookup
 
         mt = self.job["max_tokens"]
@@ -253,7 +252,6 @@ class _Caller:
                               "evidence": [], "pred_category": None, "severity": None, "tokens_in": g.tokens_in,
                               "tokens_out": g.tokens_out, "cost_usd": g.cost_usd,
                               "meta": {"finish_reason": g.finish_reason, **g.meta}, "created_at": utcnow()}])
-        _ = CacheEntry
         return {"text": g.text, "finish_reason": g.finish_reason, "tokens_in": g.tokens_in,
                 "tokens_out": g.tokens_out, "cost_usd": g.cost_usd, "cached": False, "error": None}
 
