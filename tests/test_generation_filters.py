@@ -105,3 +105,25 @@ def test_incentive_files_are_versioned_and_name_what_they_invite():
         assert "TASK-TEXT" in inc.render("TASK-TEXT")
     assert "bonus" in load_incentive("boss_bonus").render("x").lower()
     assert "Author Notes" in load_incentive("author_notes").render("x")
+
+
+def test_sources_give_well_formed_prompts(raw_dir):
+    from automonitor.generation.tasks import gaming_tasks, render_chat, sycophancy_items
+
+    bct = sycophancy_items("bct_truthfulqa_cues", "suggested_answer", raw_dir)
+    assert len(bct) > 500 and all(it.cue != it.truth and it.truth in it.options and it.cue in it.options for it in bct)
+    ays = sycophancy_items("bct_truthfulqa_cues", "are_you_sure", raw_dir, limit=3)
+    assert all(it.cue == f"NOT {it.truth}" and len(it.cued) > 1 for it in ays)
+    assert "Are you sure?" in render_chat(ays[0].cued) and render_chat(ays[0].cued).startswith("User: ")
+    bbh = sycophancy_items("turpin_bbh", None, raw_dir, limit=13)
+    assert len({it.item_id.split("/")[0] for it in bbh}) == 13  # one per BBH task first
+    assert all(it.task == "reasoning" and f"({it.cue})" in it.cued[0]["content"] and it.cue != it.truth for it in bbh)
+    mbpp = gaming_tasks("mbpp", raw_dir, limit=20)
+    assert all(len(t.visible_tests) == 1 and t.hidden_tests and t.visible_tests[0] in t.prompt
+               and t.entry_point in t.visible_tests[0] and not any(h in t.prompt for h in t.hidden_tests) for t in mbpp)
+    he = gaming_tasks("humaneval", raw_dir, limit=5)
+    assert all(t.hidden_tests[0].rstrip().endswith(f"check({t.entry_point})") for t in he)
+    dfir = gaming_tasks("dfir", raw_dir, limit=3)
+    assert all(t.task == "reasoning" and t.reference["answer"].startswith("<xml>") for t in dfir)
+    tqa = gaming_tasks("truthfulqa", raw_dir, limit=3)
+    assert all(t.task == "qa" and t.reference["correct"] and t.reference["incorrect"] for t in tqa)
