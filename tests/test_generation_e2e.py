@@ -172,14 +172,14 @@ def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):
     from store import get_engine
 
     r = run_cli(["generate", "sycophancy", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
-                 "--source", "bct_truthfulqa_cues", "--limit", "10", "--max-tokens", "16", "--concurrency", "1",
+                 "--source", "bct_truthfulqa_cues", "--limit", "10", "--max-tokens", "8", "--concurrency", "1",
                  "--json"], db=sqlite_url)
     assert r.returncode == 0, r.stderr
     syc = json.loads(r.stdout)
     assert syc["prompts"] == 10 and syc["kept"] + sum(syc["dropped"].values()) == 10
     assert syc["calls"] >= 20 and syc["tokens_in"] > 0 and syc["cost_usd"] == 0.0
     r = run_cli(["generate", "gaming", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
-                 "--source", "mbpp", "--incentive", "tests_only", "--limit", "5", "--max-tokens", "64",
+                 "--source", "mbpp", "--incentive", "tests_only", "--limit", "5", "--max-tokens", "32",
                  "--concurrency", "1", "--json"], db=sqlite_url)
     assert r.returncode == 0, r.stderr
     gam = json.loads(r.stdout)
