@@ -246,3 +246,13 @@ def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted
     assert doc["status"] == "cancelled" and doc["prompts"] == 2 and doc["n"] == 6
     with pytest.raises(Exception, match="cancelled"):
         execute_generation(eng, rid)  # not resumable: start a new one
+
+
+@pytest.mark.slow
+def test_in_process_llamacpp_generator(sqlite_url):
+    r = run_cli(["generate", "sycophancy", "--generator", "llamacpp", "--source", "turpin_bbh", "--limit", "1",
+                 "--max-tokens", "4", "--json"], db=sqlite_url)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["generator"] == "llamacpp:gemma3-270m" and doc["calls"] == 2 and doc["tokens_in"] > 100
+    assert doc["prompts"] == 1 and doc["kept"] + sum(doc["dropped"].values()) == 1 and doc["cost_usd"] == 0.0
