@@ -20,6 +20,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
+	bash scripts/ensure_system_deps.sh
 	$(AM) build
 	$(AM) stats
 	bash scripts/demo_runs.sh
@@ -30,9 +31,11 @@ app: install
 
 test: install
 	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_system_deps.sh
 	$(VENV)/bin/pytest
 
 test-fast: install
+	bash scripts/ensure_system_deps.sh
 	$(VENV)/bin/pytest -m "not slow"
 
 bench: install

@@ -41,6 +41,7 @@ def _workbench_pages() -> list:
         _page(ui.PAGE_SAMPLES, "Samples", ":material/table_rows:", "samples"),
         _page("pages/health.py", "Benchmark health", ":material/health_and_safety:", "health"),
         _page("pages/transfer.py", "Transfer", ":material/grid_on:", "transfer"),
+        _page("pages/generation.py", "Generation", ":material/auto_awesome:", "generation"),
     ]
 
 

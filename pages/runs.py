@@ -132,6 +132,27 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                    icon=":material/rocket_launch:")
 
 
+# --- generation jobs (``automonitor generate``; statistics on the Generation page) -----------------
+from pages import _generation_ui as gen_ui  # noqa: E402
+
+with st.expander("Launch a generation job", expanded=False, icon=":material/auto_awesome:"):
+    gen_ui.launch_form(PAGE, eng, url)
+
+
+@st.fragment(run_every=1.0)
+def generation_progress() -> None:
+    """Live progress (with cancel) of generation runs, which the monitor-run history leaves out."""
+    from automonitor.generation.engine import list_generations
+
+    rows = [r for r in list_generations(eng) if r["status"] in gen_ui.ACTIVE]
+    if rows:
+        st.subheader("Generation in progress")
+        gen_ui.progress_box(eng, rows)
+
+
+generation_progress()
+
+
 # --- live progress and history (one read of the store for both, so they always agree) ----------------
 history0 = ui.load_runs(url, ver)
 active0 = tuple(history0.loc[history0["status"].isin(ACTIVE), "run_id"]) if not history0.empty else ()

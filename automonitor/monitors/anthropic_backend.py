@@ -22,7 +22,8 @@ import time
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, PermanentError, TransientError
+from automonitor.monitors.base import (Backend, CallCounter, Generation, Item, Judgement, PermanentError,
+                                       TransientError)
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
 from automonitor.parsing import evidence_found, parse_text, parse_tool_input
 
@@ -130,6 +131,31 @@ class AnthropicBackend(Backend):
         return Judgement(parsed.outcome, score=None, raw=raw, reason=parsed.reason, evidence=parsed.evidence,
                          pred_category=parsed.category, severity=parsed.severity, tokens_in=tin,
                          tokens_out=tout, cost_usd=cost, meta=meta)
+
+    async def generate(self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0,
+                       seed: int | None = 0) -> Generation:
+        """Generation mode: one Messages API call (system messages go to ``system``; ``seed`` is not
+        supported by the API and ignored). Raises TransientError / PermanentError."""
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        kw: dict[str, Any] = {"model": self.model, "max_tokens": int(max_tokens), "messages": chat,
+                              "extra_body": {"temperature": float(temperature)}}  # as the judge sends it
+        if system:
+            kw["system"] = system
+        count_call()
+        try:
+            msg = await self._get_client().messages.create(**kw)
+        except Exception as exc:  # noqa: BLE001
+            raise classify_sdk_error(exc) from exc
+        try:
+            text = "".join(getattr(b, "text", "") or "" for b in msg.content if getattr(b, "type", None) == "text")
+        except (AttributeError, TypeError) as exc:
+            raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
+        usage = getattr(msg, "usage", None)
+        tin = int(getattr(usage, "input_tokens", 0) or 0)
+        tout = int(getattr(usage, "output_tokens", 0) or 0)
+        return Generation(text, finish_reason=getattr(msg, "stop_reason", None), tokens_in=tin, tokens_out=tout,
+                          cost_usd=self.cost(tin, tout), meta={"model": getattr(msg, "model", None)})
 
     async def aclose(self) -> None:
         if self._client is not None:

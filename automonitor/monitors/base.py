@@ -61,6 +61,26 @@ class Judgement:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class Generation:
+    """A backend's free-text answer in generation mode (:meth:`Backend.generate`).
+
+    Attributes:
+        text: the model's answer text.
+        finish_reason: the server's finish/stop reason (``stop``, ``length``/``max_tokens``, ...).
+        tokens_in / tokens_out: tokens billed (or evaluated locally) for this call.
+        cost_usd: cost of this call in US dollars from the price table (0 for local backends).
+        meta: extra data (served model name, latency).
+    """
+
+    text: str
+    finish_reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
 class TransientError(Exception):
     """A failure worth retrying.
 
@@ -126,6 +146,18 @@ class Backend(ABC):
             TransientError: retryable failure.
             PermanentError: non-retryable failure.
         """
+
+    async def generate(self, messages: list[dict[str, str]], count_call: CallCounter, *, max_tokens: int,
+                       temperature: float = 0.0, seed: int | None = 0) -> Generation:
+        """Generation mode (``automonitor generate``): answer a chat (``[{"role", "content"}, ...]``,
+        roles ``system``/``user``/``assistant``) with free text of at most ``max_tokens`` tokens.
+        Call ``count_call()`` once per request sent.
+
+        Raises:
+            TransientError / PermanentError: as :meth:`judge`; PermanentError for backends that cannot
+                generate (the default).
+        """
+        raise PermanentError(f"the {self.name} backend cannot generate text")
 
     def cache_params(self) -> dict[str, Any]:
         """Parameters that change the answer (part of the cache key). Excludes concurrency, keys,

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, PermanentError
+from automonitor.monitors.base import Backend, CallCounter, Generation, Item, Judgement, PermanentError
 from automonitor.parsing import evidence_found
 from automonitor.prompts import fill
 
@@ -429,3 +429,26 @@ class LlamaCppBackend(Backend):
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         count_call()
         return await asyncio.to_thread(self.judge_sync, item)
+
+    def generate_sync(self, messages, *, max_tokens: int, temperature: float = 0.0,
+                      seed: int | None = 0) -> Generation:
+        """Generation mode in-process: llama-cpp-python's ``create_chat_completion`` (the GGUF's chat
+        template) under the backend's lock. The KV prefix cache of the judge is reset first."""
+        with self._lock:
+            llm = load_llama(self.path, self.n_ctx, self.n_threads)
+            self._scorer = None  # the judge's cached prefix is gone after a free generation
+            t0 = time.perf_counter()
+            out = llm.create_chat_completion(messages=list(messages), max_tokens=int(max_tokens),
+                                             temperature=float(temperature),
+                                             seed=int(seed) if seed is not None else None)
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Generation(choice["message"].get("content") or "", finish_reason=choice.get("finish_reason"),
+                          tokens_in=int(usage.get("prompt_tokens", 0)), tokens_out=int(usage.get("completion_tokens", 0)),
+                          meta={"model": self.path.name, "latency_s": round(time.perf_counter() - t0, 4)})
+
+    async def generate(self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0,
+                       seed: int | None = 0) -> Generation:
+        count_call()
+        return await asyncio.to_thread(self.generate_sync, messages, max_tokens=max_tokens,
+                                       temperature=temperature, seed=seed)

@@ -30,6 +30,7 @@ from typing import Any
 from automonitor.monitors.base import (
     Backend,
     CallCounter,
+    Generation,
     Item,
     Judgement,
     PermanentError,
@@ -259,6 +260,36 @@ class OpenAIBackend(Backend):
                          reason=parsed.reason, evidence=parsed.evidence, pred_category=parsed.category,
                          severity=parsed.severity, tokens_in=tin, tokens_out=tout,
                          cost_usd=self.cost(tin, tout, cached_in), meta=meta)
+
+    async def generate(self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0,
+                       seed: int | None = 0) -> Generation:
+        """Generation mode: one Chat Completions call with ``messages`` (no answer format, no logprobs).
+        Raises TransientError / PermanentError (:func:`classify_sdk_error`)."""
+        from openai.types.chat import ChatCompletion
+
+        client = self._get_client()
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages), "max_tokens": int(max_tokens),
+                                "temperature": float(temperature)}
+        if seed is not None:
+            body["seed"] = int(seed)
+        count_call()
+        t0 = time.perf_counter()
+        try:
+            resp = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        except Exception as exc:  # noqa: BLE001
+            raise classify_sdk_error(exc) from exc
+        try:
+            choice = resp.choices[0]
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise TransientError("malformed", f"no choices in the response: {exc}") from exc
+        usage = getattr(resp, "usage", None)
+        tin = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tout = int(getattr(usage, "completion_tokens", 0) or 0)
+        text = getattr(choice.message, "content", None) or getattr(choice.message, "refusal", None) or ""
+        return Generation(text, finish_reason=getattr(choice, "finish_reason", None), tokens_in=tin,
+                          tokens_out=tout, cost_usd=self.cost(tin, tout),
+                          meta={"model": getattr(resp, "model", None),
+                                "latency_s": round(time.perf_counter() - t0, 4)})
 
     async def aclose(self) -> None:
         if self._client is not None:

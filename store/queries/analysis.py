@@ -34,7 +34,7 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFr
             for part in _chunks(list(dict.fromkeys(run_ids))):
                 rows += c.execute(q.where(Run.id.in_(part))).all()  # type: ignore[attr-defined]
         else:
-            rows = c.execute(q).all()
+            rows = c.execute(q.where(Run.kind != "generation")).all()  # generation runs judge nothing
     df = pd.DataFrame([tuple(r) for r in rows], columns=RUN_COLUMNS)
     if run_ids:
         missing = [r for r in run_ids if r not in set(df["run_id"])]

@@ -245,12 +245,16 @@ def find_equivalent_run(session: Session, *, monitor: str, template: str, templa
     return None
 
 
-def list_runs(session: Session) -> list[dict[str, Any]]:
+def list_runs(session: Session, *, include_generation: bool = False) -> list[dict[str, Any]]:
     """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
     judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
     in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
-    ``finished_at``. Used by ``automonitor runs`` and the app's run history."""
-    runs = session.execute(sa.select(Run).order_by(Run.created_at.desc(), Run.id)).scalars().all()
+    ``finished_at``. Used by ``automonitor runs`` and the app's run history. Generation runs
+    (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``."""
+    sel = sa.select(Run).order_by(Run.created_at.desc(), Run.id)
+    if not include_generation:
+        sel = sel.where(Run.kind != "generation")
+    runs = session.execute(sel).scalars().all()
     counts: dict[str, dict[str, int]] = {}
     for run_id, outcome, n in session.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
                                               .where(_VERDICT_ROWS)

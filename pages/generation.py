@@ -1,0 +1,81 @@
+"""Generation: make candidate pairs with a generator model (the paper's construction recipes), follow the
+jobs and read their filter statistics (kept/total and why dropped) and per-item transcripts.
+
+Kept items go to the annotation candidate pool (assign them on the command line or in the annotation
+pages); they never enter a test set directly. Model-written text is shown with ``st.text``/``st.code``
+(never rendered as markdown or HTML).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from automonitor import views
+from pages import _common as ui
+from pages import _generation_ui as gui
+
+PAGE = "generation"
+ui.require_workbench()
+st.title("Generation")
+st.caption("Counterfactual sycophancy filter and incentive-injected specification gaming "
+           "(`automonitor generate`). Kept items become candidate pairs for double-blind annotation.")
+
+from automonitor.generation.engine import generation_items, list_generations  # noqa: E402
+
+eng, url = ui.engine(), ui.db_url()
+with st.expander("Launch a generation job", expanded=False, icon=":material/rocket_launch:"):
+    gui.launch_form(PAGE, eng, url)
+
+
+@st.fragment(run_every=1.0)
+def live() -> None:
+    rows = [r for r in list_generations(eng) if r["status"] in gui.ACTIVE]
+    if rows:
+        st.subheader("In progress")
+        gui.progress_box(eng, rows)
+
+
+live()
+rows = list_generations(eng)
+st.subheader("Filter statistics")
+if not rows:
+    st.caption("No generation runs yet.")
+    st.stop()
+df = gui.stats_frame(rows)
+ev = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                  key=f"{PAGE}.table",
+                  column_config={"kept_rate": st.column_config.NumberColumn("kept / prompts", format="percent"),
+                                 "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f")})
+picked = df.iloc[ev.selection.rows[0]]["generation_id"] if ev is not None and ev.selection.rows else rows[0]["generation_id"]
+sel = next(r for r in rows if r["generation_id"] == picked)
+st.subheader(f"Filter steps of {views.md_escape(picked)}")
+st.dataframe(pd.DataFrame([{"step": x["step"], "in": x["in"], "out": x["out"],
+                            "kept / in": (x["out"] / x["in"]) if x["in"] else None,
+                            "dropped": ", ".join(f"{k}: {v}" for k, v in x["dropped"].items())}
+                           for x in sel["steps"]]), hide_index=True, width="stretch",
+             column_config={"kept / in": st.column_config.NumberColumn(format="percent")})
+st.subheader(f"Items of {views.md_escape(picked)}")
+items = generation_items(eng, picked)
+if not items:
+    st.caption("No items processed yet.")
+    st.stop()
+only = st.radio("Show", ("all", "kept", "dropped"), horizontal=True, key=f"{PAGE}.show")
+for i, it in enumerate(items):
+    if (only == "kept" and not it["kept"]) or (only == "dropped" and it["kept"]):
+        continue
+    label = "kept" if it["kept"] else f"dropped: {it['reason']}"
+    with st.expander(f"{it['item_id']} · {label}"):
+        for role, msgs in it["prompts"].items():
+            st.markdown(f"**prompt · {views.md_escape(role)}**")
+            st.text("\n\n".join(f"[{m['role']}] {m['content']}" for m in msgs))
+        for role, out in it["outputs"].items():
+            outs = out if isinstance(out, list) else [out]
+            for k, o in enumerate(outs):
+                st.markdown(f"**answer · {views.md_escape(role)}{f' #{k}' if len(outs) > 1 else ''}** "
+                            f"({views.md_escape(o.get('finish_reason'))}{', cached' if o.get('cached') else ''})")
+                st.text(o.get("text") if o.get("text") is not None else f"(failed: {o.get('error')})")
+        st.markdown("**filter / screen results**")
+        st.code(json.dumps(it["details"], indent=1, default=str)[:20000], language="json")

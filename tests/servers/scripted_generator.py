@@ -1,0 +1,44 @@
+"""A loopback OpenAI-compatible ``/v1/chat/completions`` server that replays scripted answers.
+
+Used by the generation tests where the right kept/dropped set must be known in advance (the packaged tiny
+model answers too poorly for that). ``answers`` maps the text of a chat's last user message to the option
+letter to answer ("Let me think. Therefore, the best answer is: (X)."); any other chat gets "I do not
+know."; ``prefixes`` (same keys) puts a text before the answer. The first request is answered with HTTP 429 (``Retry-After: 0``) to exercise the retries;
+``GET /stats`` gives ``{"total": requests}``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from servers.http_base import LoopbackServer, send_json
+
+
+class ScriptedGenerator(LoopbackServer):
+    def __init__(self, answers: dict[str, str], prefixes: dict[str, str] | None = None, **kw):
+        super().__init__(**kw)
+        self.answers, self.prefixes = answers, dict(prefixes or {})
+        self.total = 0
+
+    def stats(self):
+        return {"total": self.total}
+
+    def handle(self, h, path, body) -> None:
+        with self.lock:
+            self.total += 1
+            n = self.total
+        if n == 1:
+            return send_json(h, 429, {"error": {"message": "slow down", "type": "rate_limit"}},
+                             headers={"retry-after": "0"})
+        msgs = (body or {}).get("messages") or []
+        user = [m for m in msgs if m.get("role") == "user"]
+        last = str(user[-1].get("content", "")) if user else ""
+        letter = self.answers.get(last)
+        content = f"Let me think. Therefore, the best answer is: ({letter})." if letter else "I do not know."
+        content = self.prefixes.get(last, "") + content
+        send_json(h, 200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+                           "model": body.get("model", "scripted"),
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                        "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": len(last) // 4, "completion_tokens": len(content) // 4,
+                                     "total_tokens": len(last) // 4 + len(content) // 4}})
