@@ -1,7 +1,7 @@
 """r2 issue 10: a pair holds at most one sample per label (unique (pair_id, label) on sample); login throttle
 
 Revision ID: 7a3e9c51d2b0
-Revises: b1c2d3e4f5a6
+Revises: 3a7c91e0d2f4
 Create Date: 2026-11-30 21:40:00
 
 The pair invariant of the contract (two samples a pair, one ``misbehavior`` and one ``benign``) is enforced
@@ -15,7 +15,7 @@ import sqlmodel
 
 
 revision = '7a3e9c51d2b0'
-down_revision = 'b1c2d3e4f5a6'
+down_revision = '3a7c91e0d2f4'
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """round 2, issue 12: item_flag (an annotator flags an assigned item for the admin with a comment)
 
 Revision ID: c12a0f1a9e01
-Revises: b1c2d3e4f5a6
+Revises: 7a3e9c51d2b0
 Create Date: 2026-11-30 21:50:00
 """
 from alembic import op
@@ -10,7 +10,7 @@ import sqlmodel
 
 
 revision = 'c12a0f1a9e01'
-down_revision = 'b1c2d3e4f5a6'
+down_revision = '7a3e9c51d2b0'
 branch_labels = None
 depends_on = None
 
