@@ -466,7 +466,7 @@ def audit_frame(samples: pd.DataFrame, edition: str = "paper", *, flag_at: float
 
     # TF-IDF: one vectorizer fitted on every train response; slices select rows (frames keep 0..n-1 indexes)
     mats: dict[str, Any] = {}
-    if len(train):
+    if len(train) and (len(test) or len(controls)):
         try:
             vec = tfidf_vectorizer()
             mats["train"] = vec.fit_transform(train["response"].tolist())
