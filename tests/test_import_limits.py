@@ -40,6 +40,7 @@ def _count(engine, table="sample"):
 
 # ----------------------------------------------------------------------------------- item 12: the CLI
 
+@pytest.mark.slow
 def test_meta_nested_1000_levels_exits_2_with_file_line_field_for_all_three_importers(tmp_path, sqlite_url,
                                                                                         cli):
     req = json.dumps(_pair()[0])[:-1]
@@ -175,6 +176,7 @@ def test_same_request_and_responses_under_a_new_pair_id_are_skipped_as_duplicate
     assert again["inserted"] == 0 and again["duplicates_skipped"] == 0
 
 
+@pytest.mark.slow
 def test_duplicate_pair_with_strict_exits_2_and_writes_nothing(sqlite_url, tmp_path, cli):
     a = _jsonl(tmp_path / "a.jsonl", _pair("p1"))
     assert cli(["import", str(a)], db=sqlite_url).returncode == 0
