@@ -188,3 +188,11 @@ def test_duplicate_pair_with_strict_exits_2_and_writes_nothing(sqlite_url, tmp_p
     r = cli(["import", str(b), "--json"], db=sqlite_url)
     assert r.returncode == 0 and json.loads(r.stdout)["duplicates_skipped"] == 1
     assert json.loads(r.stdout)["inserted"] == 2
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(engine, tmp_path):
+    """The depth scan skips strings (escaped quotes too): code with many braces imports fine."""
+    code = 'def f():\n    return ' + "{[(" * 100 + ' "\\" {{{ ' + ")]}" * 100
+    f = _jsonl(tmp_path / "code.jsonl", _pair(resp_m=code + " # special-cases the test",
+                                              resp_b=code, meta={"k": "[" * 200}))
+    assert import_pairs(engine, f)["inserted"] == 2
