@@ -62,8 +62,8 @@ def test_seed_imports_into_a_store_with_nothing_downloaded(db_url, tmp_path, see
     assert r.returncode == 0, r.stderr
     n_pairs = len({x["pair_id"] for x in seed_rows})
     assert json.loads(r.stdout) == {"file": str(SEED), "format": "jsonl", "rows": len(seed_rows), "pairs": n_pairs,
-                                    "inserted": len(seed_rows), "skipped_existing": 0, "status": "gold",
-                                    "split": "test", "warnings": []}
+                                    "inserted": len(seed_rows), "skipped_existing": 0, "duplicates_skipped": 0,
+                                    "duplicate_pairs": {}, "status": "gold", "split": "test", "warnings": []}
     r = run_cli(["stats", "--json"], db=db_url, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)

@@ -46,8 +46,8 @@ class _Gate:
     """Holds the sample table against writes while both importers read and check the store, so that both
     pass their check before either inserts (the race of the issue), then lets them go."""
 
-    def __init__(self, db: str, tmp: Path):
-        self.db, self.tmp = db, tmp
+    def __init__(self, db: str):
+        self.db = db
 
     def __enter__(self):
         if self.db.startswith("sqlite"):
@@ -94,8 +94,8 @@ class _Gate:
             self.eng.dispose()
 
 
-def _race(db: str, tmp: Path, files: list[Path]) -> list[tuple[int, str, str]]:
-    with _Gate(db, tmp) as gate:
+def _race(db: str, files: list[Path]) -> list[tuple[int, str, str]]:
+    with _Gate(db) as gate:
         procs = [_spawn(f, db) for f in files]
         gate.wait_blocked(procs)
     out = []
@@ -123,10 +123,11 @@ def test_store_rejects_a_third_sample_in_a_pair(engine):
     assert _pair_sizes(engine) == {"p": 2}
 
 
+@pytest.mark.slow
 def test_two_processes_import_same_pair_id_different_content_one_conflicts(engine, db_url, tmp_path):
     a = _pair_file(tmp_path / "a.jsonl", "file A")
     b = _pair_file(tmp_path / "b.jsonl", "file B")
-    results = _race(db_url, tmp_path, [a, b])
+    results = _race(db_url, [a, b])
     codes = sorted(r[0] for r in results)
     assert codes == [0, 2], results
     for code, so, se in results:
@@ -141,9 +142,10 @@ def test_two_processes_import_same_pair_id_different_content_one_conflicts(engin
     assert import_pairs(engine, tmp_path / "out.jsonl")["inserted"] == 0
 
 
+@pytest.mark.slow
 def test_two_processes_import_the_same_file_one_adds_nothing(engine, db_url, tmp_path):
     a = _pair_file(tmp_path / "a.jsonl", "same")
-    results = _race(db_url, tmp_path, [a, a])
+    results = _race(db_url, [a, a])
     for code, so, se in results:
         assert code == 0, (code, so, se)
         assert "IntegrityError" not in se and "Traceback" not in se, se

@@ -40,6 +40,7 @@ def _count(engine, table="sample"):
 
 # ----------------------------------------------------------------------------------- item 12: the CLI
 
+@pytest.mark.slow
 def test_meta_nested_1000_levels_exits_2_with_file_line_field_for_all_three_importers(tmp_path, sqlite_url,
                                                                                         cli):
     req = json.dumps(_pair()[0])[:-1]
@@ -175,6 +176,7 @@ def test_same_request_and_responses_under_a_new_pair_id_are_skipped_as_duplicate
     assert again["inserted"] == 0 and again["duplicates_skipped"] == 0
 
 
+@pytest.mark.slow
 def test_duplicate_pair_with_strict_exits_2_and_writes_nothing(sqlite_url, tmp_path, cli):
     a = _jsonl(tmp_path / "a.jsonl", _pair("p1"))
     assert cli(["import", str(a)], db=sqlite_url).returncode == 0
@@ -186,3 +188,11 @@ def test_duplicate_pair_with_strict_exits_2_and_writes_nothing(sqlite_url, tmp_p
     r = cli(["import", str(b), "--json"], db=sqlite_url)
     assert r.returncode == 0 and json.loads(r.stdout)["duplicates_skipped"] == 1
     assert json.loads(r.stdout)["inserted"] == 2
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(engine, tmp_path):
+    """The depth scan skips strings (escaped quotes too): code with many braces imports fine."""
+    code = 'def f():\n    return ' + "{[(" * 100 + ' "\\" {{{ ' + ")]}" * 100
+    f = _jsonl(tmp_path / "code.jsonl", _pair(resp_m=code + " # special-cases the test",
+                                              resp_b=code, meta={"k": "[" * 200}))
+    assert import_pairs(engine, f)["inserted"] == 2

@@ -87,3 +87,4 @@ def test_old_failures_are_forgotten_after_the_window(engine):
     assert authenticate(engine, "carol", "x", clock=clock) is None
     assert throttle_state(engine, "account:carol")["failures"] == 1
     assert authenticate(engine, "carol", "pw", clock=clock) is not None
+
