@@ -87,6 +87,7 @@ def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
             server.wait()
         ideal = concurrency / latency
         return {"n": n, "store": engine.url.get_backend_name(), "seconds": round(dt, 2),
+                "load_avg_1m": os.getloadavg()[0],
                 "judged": sum(out["counts"].values()), "api_calls": out["api_calls"],
                 "achieved_per_s": round(n / dt, 1), "ideal_per_s": ideal, "ratio": round(n / dt / ideal, 3),
                 "cpu_s": round(cpu, 1), "rss_before_mb": round(before, 1), "rss_peak_mb": round(peak[0], 1),
@@ -95,6 +96,9 @@ def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
         engine.dispose()
         if drop:
             drop()
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> int:
@@ -121,7 +125,8 @@ def main() -> int:
         print(f"{r['store']} n={r['n']:>7}: {r['seconds']:.1f} s, {r['achieved_per_s']:.0f}/s vs ideal "
               f"{r['ideal_per_s']:.0f}/s -> ratio {r['ratio']:.3f} (goal >= 0.85); CPU {r['cpu_s']} s; "
               f"RSS {r['rss_before_mb']:.0f} MB before, peak {r['rss_peak_mb']:.0f} MB "
-              f"(growth {r['rss_growth_mb']:.0f} MB)", flush=True)
+              f"(growth {r['rss_growth_mb']:.0f} MB); api_calls {r['api_calls']}; machine load {r['load_avg_1m']:.1f}",
+              flush=True)
     if len(results) > 1:
         g = [r["rss_growth_mb"] for r in results]
         print(f"memory growth during execution across sizes {[r['n'] for r in results]}: {g} MB "

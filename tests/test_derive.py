@@ -190,6 +190,11 @@ def test_fit_thresholds_hand_computed_and_cost_target():
     assert t["global"] == 0.6
     # cost 10: a miss costs 10 false alarms -> Y flags everything from .2 (MR 0, FAR .5)
     assert derive.fit_thresholds(f, ("cost", 10.0), "category")["groups"]["Y"] == 0.2
+    # per category x task: group keys "category/task"; a group with one class only uses the global one
+    g = f.assign(task=["qa", "qa", "qa", "qa", "code", "code", "code", "code"])
+    g.loc[4:5, "label"] = B  # Y/code holds benign samples only
+    t3 = derive.fit_thresholds(g, ("far", 0.0), "category_task")
+    assert t3["groups"]["X/qa"] == 0.6 and t3["groups"]["Y/code"] == t3["global"]
     with pytest.raises(Exception):
         derive.parse_target("mr<=0.1")
 
