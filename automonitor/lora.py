@@ -189,7 +189,7 @@ def train_lora(records: Sequence[Any], *, base: str = "gemma3-270m", out: str | 
                         gradient_accumulation_steps=grad_accum, learning_rate=lr, logging_steps=1,
                         save_strategy="no", report_to=[], use_cpu=True, seed=seed, max_length=max_length,
                         completion_only_loss=True, dataloader_num_workers=0, bf16=False, fp16=False,
-                        disable_tqdm=True)
+                        disable_tqdm=True, gradient_checkpointing=False)
         trainer = SFTTrainer(model=model, args=cfg, train_dataset=ds, processing_class=tok, peft_config=peft_cfg)
         result = trainer.train()
         out_dir.mkdir(parents=True, exist_ok=True)
