@@ -155,7 +155,7 @@ with st.expander("Hide runs (archive)", expanded=False):
         for rid in set(archived_ids) - set(chosen_arch):
             workbench.set_archived(ui.engine(), rid, False)
         st.rerun()
-derived_ui.cheapest_on_front(PAGE, scored[scored["eligible"]] if len(scored) else scored)
+derived_ui.cheapest_on_front(PAGE, scored)
 derived_ui.builder(PAGE, runs)
 
 # --- score runs: ROC and operating point ---------------------------------------------------------

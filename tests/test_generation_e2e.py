@@ -140,10 +140,14 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, sc
     assert r.returncode == 0 and fin["accepted"] == 3 and fin["pending"] == 0, r.stderr
     with eng.connect() as c:
         gold = c.execute(sa.text("SELECT status, split, count(*) FROM sample GROUP BY status, split")).all()
-    # In this branch accepted pairs become gold test samples; membership of edition 'verified' is added by
-    # the finalize change of the workbench work (issue 12) on merge.
+    # accepted pairs become gold test samples of edition 'verified' only (never the paper mirror)
     assert [tuple(g) for g in gold] == [("gold", "test", 6)]
+    with eng.connect() as c:
+        editions = c.execute(sa.text("SELECT edition, count(*) FROM edition_sample GROUP BY edition")).all()
+    assert [tuple(e) for e in editions] == [("verified", 6)]
     r = run_cli(["run", "--monitor", "rules", "--template", "direct", "--json"], db=db)
+    assert r.returncode == 2 and "edition 'paper'" in r.stderr  # nothing in the paper mirror
+    r = run_cli(["run", "--monitor", "rules", "--template", "direct", "--edition", "verified", "--json"], db=db)
     assert r.returncode == 0, r.stderr
     run_id = json.loads(r.stdout)["run_id"]
     rep = json.loads(run_cli(["report", "--run", run_id, "--json", "--n-boot", "50"], db=db).stdout)

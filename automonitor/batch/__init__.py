@@ -196,11 +196,11 @@ def execute_batch(engine: Engine, run_id: str, *, progress: Callable[[int, int],
     try:
         # 1. cache pass + 2. submission of what no recorded part covers
         recorded = _recorded_ids(state)
-        todo = [(pid, sid) for pid, sid in pending if pid not in recorded]
+        todo = [(pid, sid) for pid, sid, *_ in pending if pid not in recorded]
         hits = _cache_pass(engine, run_id, todo, key_for)
         if hits:
             with session_scope(engine) as s:
-                todo = [(pid, sid) for pid, sid in q.pending_predictions(s, run_id) if pid not in recorded]
+                todo = [(pid, sid) for pid, sid, *_ in q.pending_predictions(s, run_id) if pid not in recorded]
         tick()
         for part in state.get("parts", []):
             if part.get("batch_id") is None:  # died between create and commit: adopt or create

@@ -87,6 +87,8 @@ def run_cmd(
         if not template:
             raise InputError("--template is required (or --resume RUN_ID)", field="template")
         batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
+        if batch and repeat is not None and repeat > 1:
+            raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
         if batch and monitor.split(":", 1)[0].strip().lower() not in ("openai", "anthropic"):
             raise InputError("--batch needs an openai or anthropic monitor", field="batch")
         run_id = runner.create_run(engine, monitor, template, limit=limit, sample_seed=sample_seed,
