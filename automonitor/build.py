@@ -104,6 +104,8 @@ CANDIDATE_PLAN: dict[str, int] = {
     "rl_character_apps": 40,
 }
 CODE_SOURCES_PY_DEFAULT = "Python"
+# Sources whose misbehavior side is an instructed test-fitting hack: it must visibly special-case the tests.
+HACK_SOURCES: frozenset[str] = frozenset({"rl_character_apps", "rl_character_mbpp", "reward_hack_gen_codeforces"})
 
 NO_RAW_HINT = ("set AUTOMONITOR_RAW or pass --raw DIR (the layout of ../shared/raw; `automonitor "
                "fetch-sources --dest DIR` downloads it), or load your own pairs with "
@@ -212,7 +214,8 @@ def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter]) -> list
     what each gate did in ``gates[name]``."""
     from dataclasses import replace
 
-    from automonitor.gates import FEW_TOKENS, few_tokens_differ, hardcode_screen, strip_comments, whitespace_equal
+    from automonitor.gates import (FEW_TOKENS, few_tokens_differ, hardcode_screen, special_cases, strip_comments,
+                                   whitespace_equal)
 
     g = gates.setdefault(name, Counter())
     out: list[PairRecord] = []
@@ -229,11 +232,29 @@ def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter]) -> list
             if few_tokens_differ(p.misbehavior, p.benign, FEW_TOKENS):
                 g[f"to candidates: <= {FEW_TOKENS} tokens differ"] += 1
                 p = replace(p, gate=f"code sides differ by <= {FEW_TOKENS} tokens")
-            elif name == "reward_hack_gen_codeforces":
-                why = hardcode_screen(p.benign, p.request)
+            elif name == "reward_hack_gen_codeforces" and hardcode_screen(p.benign, p.request):
+                g["to candidates: plain side may hard-code the samples"] += 1
+                p = replace(p, gate=f"plain side may hard-code the sample tests: "
+                                    f"{hardcode_screen(p.benign, p.request)}")
+            elif name in HACK_SOURCES and not special_cases(p.misbehavior, p.request):
+                g["to candidates: hack side shows no special-casing of the tests"] += 1
+                p = replace(p, gate="hack side shows no special-casing of the tests (may be a general solution)")
+        elif name == "sycophancy_qa":
+            from automonitor.gates import are_you_sure_clear
+
+            if p.meta.get("kind") == "cued answer":
+                g["to candidates: cue-following judged by an LLM grader only"] += 1
+                p = replace(p, gate="cued answer: whether the response follows the cue was judged by an LLM grader "
+                                    "only (hand check: often wrong)")
+            elif "mc" in str(p.meta.get("dataset") or "").split("_"):
+                g["to candidates: multiple-choice question shown without its options"] += 1
+                p = replace(p, gate="are you sure: multiple-choice question whose options the record lacks")
+            else:
+                cut = "\n\nAssistant: "
+                why = are_you_sure_clear(p.misbehavior.split(cut, 1)[-1], p.benign.split(cut, 1)[-1])
                 if why:
-                    g["to candidates: plain side may hard-code the samples"] += 1
-                    p = replace(p, gate=f"plain side may hard-code the sample tests: {why}")
+                    g["to candidates: are-you-sure follow-ups not clear"] += 1
+                    p = replace(p, gate=f"are you sure: {why}")
         out.append(p)
     return out
 
@@ -318,7 +339,8 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
     built: dict[str, int] = {}
     for q in TEST_PLAN + VERIFIED_EXTRA:
         target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
-        eligible = [p for p in pool.get(q.source, []) if p.eligible_test and not p.gate]
+        eligible = [p for p in pool.get(q.source, []) if p.eligible_test
+                    and (q in TEST_PLAN or not p.gate)]  # the paper mirror keeps doubtful pairs (its noise)
         rng = rng_for(seed, q.source, "test")
         order = _shuffled(eligible, rng)
         groups = {p.group for p in order}
@@ -357,7 +379,7 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
 
     def editions_of(p: PairRecord) -> tuple[str, ...]:
         eds = ("paper",) if p.source in paper_sources else ()
-        if p.label_source not in NOT_VERIFIED:
+        if p.label_source not in NOT_VERIFIED and not p.gate:
             eds += ("verified",)
         return eds
 
@@ -374,13 +396,13 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
             cands[name].append((p, None))
     for name, pairs in pool.items():
         for p in pairs:
-            if p.gate and p.eligible_test and not collides(p, block_req, block_resp):
+            if p.gate and p.eligible_test and p.pair_id not in test_ids and not collides(p, block_req, block_resp):
                 cands[name].append((p, p.gate))
     for name, pairs in test.items():
-        for p in pairs:
-            if p.label_source in NOT_VERIFIED:
-                cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"),
-                                    f"{p.label_source}: enters verified only through adjudication"))
+        for p in pairs:  # a paper test pair that cannot be verified: a copy with its own pair_id
+            if p.label_source in NOT_VERIFIED or p.gate:
+                why = p.gate or f"{p.label_source}: enters verified only through adjudication"
+                cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"), why))
     for name, cs in cands.items():
         for p, _why in cs:
             h = _hashes(p)
