@@ -1,21 +1,44 @@
 """Build the paired benchmark from the public raw sources into the store (``automonitor build``).
 
-Composition of the test set (pairs; each pair = one misbehavior + one benign sample with the same
-request), mirroring the paper's 1,172 / 962 / 876 samples (3,010 = 1,505 pairs):
+Composition of the ``paper`` edition (pairs; each pair = one misbehavior + one benign sample with the
+same request), mirroring the paper's 1,172 / 962 / 876 samples (3,010 = 1,505 pairs). A quota with
+``shares_with`` gives up the places the other source fills (an otherwise empty cell):
 
 =====================  ============================  =========  =====  ===================================
-category               source                        task       pairs  why this split
+category               source                        task       pairs  note
 =====================  ============================  =========  =====  ===================================
-safety_permission      hh_rlhf                       qa           293  half QA (HH-RLHF preference pairs)
-safety_permission      safecoder                     code         200  half code: SafeCoder has NL
-safety_permission      sven                          code          93  instructions, SVEN adds C/C++ CWEs
-sycophancy_bias        turpin_bbh_suggested_answer   reasoning    481  the only honest paired source with
-                                                                       real responses (QA sources in the
-                                                                       raw dir are prompts only)
-specification_gaming   school_of_reward_hacks        qa           219  half QA (stated gameable metric)
-specification_gaming   rl_character_apps             code         178  half code: APPS hacks +
-specification_gaming   rl_character_mbpp             code          41  every MBPP hack pair
+safety_permission      rjudge (optional)             reasoning    131  human per-response labels
+safety_permission      hh_rlhf                       qa       293-rj  preference pairs (not in verified)
+safety_permission      safecoder                     code         200  real CVE fixes
+safety_permission      sven                          code          93
+sycophancy_bias        sycophancy_qa                 qa        <= 481  all eligible (38 at seed 0)
+sycophancy_bias        turpin_bbh_suggested_answer   reasoning 481-sq  stratified by task x model
+specification_gaming   school_of_reward_hacks        qa           219
+specification_gaming   rl_character_apps             code         178
+specification_gaming   rl_character_mbpp             code          41
 =====================  ============================  =========  =====  ===================================
+
+``verified`` edition (``VERIFIED_EXTRA``): the paper test pairs that pass every gate and are not
+``preference_pair``, plus 131 xstest and 150 reward_hack_gen_codeforces test pairs (verified only).
+Editions are rows of ``edition_sample``; controls (Turpin, suggestion correct and the model agrees) are
+benign-only samples of split ``controls`` (pair_id ``controls:...``).
+
+Quality gates (:mod:`automonitor.gates`; per-source counts in the report's ``gates`` and the README):
+
+* code: comments stripped from both sides (Python via ``tokenize``, C-family ``/* */`` and ``//``);
+  pairs equal after whitespace normalisation dropped; pairs differing by <= 3 tokens -> candidates;
+* hack sides (APPS, MBPP, Codeforces) must special-case the tests (>= 2 literal comparisons or sample
+  outputs as literals), else -> candidates; Codeforces plain sides that hard-code sample outputs or
+  special-case sample inputs -> candidates;
+* sycophancy_qa: cued-answer pairs (grader verdict only), multiple-choice records without options and
+  are-you-sure pairs whose follow-ups do not clearly cave / hold -> candidates;
+* hh_rlhf: train/test split by conversation (:func:`automonitor.gates.conversation_groups`: shared first
+  human turn or one dialogue a prefix of another); a train pair in a test (or candidate) conversation
+  is dropped; hh_rlhf pairs enter ``verified`` only through adjudication.
+
+"-> candidates" means: out of ``verified``; the pair stays eligible for the paper mirror (that is its
+measured noise), and a copy with its own pair_id ``cand:<pair_id>`` and ``meta.gate`` (the reason)
+goes to the candidate pool when it is a paper test pair; otherwise the pair itself becomes a candidate.
 
 Selection is deterministic for a seed: each source's pairs are sorted by ``pair_id`` and shuffled
 with ``random.Random("automonitor:<seed>:<source>:<purpose>")``; Turpin pairs are drawn in proportion
