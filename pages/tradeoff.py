@@ -33,6 +33,7 @@ tpl_key = ui.seed_state(PAGE, "template", present_tpl, valid=present_tpl, multi=
 ui.follow_options(tpl_key, present_tpl)
 pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
 rep_key = ui.seed_state(PAGE, "paper", True, cast=lambda v: v not in ("0", "false", "no"))
+ed_key = ui.seed_state(PAGE, "edition", "paper", valid=list(vocab.EDITIONS))
 
 f1, f2, f3, f4, f5 = st.columns([1.8, 1.2, 2.2, 1.3, 1.4], vertical_alignment="bottom")
 category = f1.selectbox("Category", [ALL, *vocab.CATEGORIES], key=cat_key,
@@ -43,13 +44,17 @@ templates = f3.multiselect("Templates", present_tpl, key=tpl_key)
 invalid = f4.selectbox("Unscored outcomes", vocab.INVALID_POLICIES, key=pol_key,
                        help="exclude: left out of MR/FAR; as-flag: count as a flag; as-miss: count as a pass")
 show_paper = f5.toggle("Paper", key=rep_key, help="The paper's reported MR/FAR (not measured here)")
+edition = st.radio("Test-set edition", list(vocab.EDITIONS), key=ed_key, horizontal=True,
+                   help="paper: mirror of the paper's composition; verified: only pairs whose label passed "
+                        "the quality gates (runs judge one edition each)")
 ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if task == ALL else task,
            template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
-           invalid=None if invalid == "exclude" else invalid, paper=None if show_paper else "0")
+           invalid=None if invalid == "exclude" else invalid, paper=None if show_paper else "0",
+           edition=None if edition == "paper" else edition)
 
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
-report = ui.load_report(url, ver, None, invalid)
+report = ui.load_report(url, ver, None, invalid, edition)
 pts = views.tradeoff_points(report, cat, tsk, templates)
 reported = views.reported_for(ui.load_reported(), cat, tsk, templates) if show_paper else None
 
