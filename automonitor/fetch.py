@@ -46,6 +46,14 @@ ORIGINS: dict[str, dict[str, str]] = {
                                "prefix": "datasets/"},
     "rl_character": {"repo": "Baidicoot/rl-character", "commit": "5f6b140745590c11eb9da971349918e8f6018e6d",
                      "license": "none stated: research use", "prefix": ""},
+    "xstest": {"repo": "paul-rottger/exaggerated-safety", "commit": "d7bb5bd738c1fcbc36edd83d5e7d1b71a3e2d84d",
+               "license": "CC-BY-4.0", "prefix": ""},
+    # optional source (non-commercial licence): the build uses it when present
+    "rjudge": {"repo": "SaiShravanthReddy/AgentAuditor-ASSEBench", "commit": "7bb39e1279320a7b3698426d6d944926ffa4d779",
+               "license": "CC BY-NC-SA (R-Judge data; non-commercial)", "prefix": ""},
+    "reward_hack_gen_codeforces": {"repo": "neilrathi/reward-hack-gen",
+                                   "commit": "2d2ce3d2bddf0a6303408d7ec062e5ad74d5b406",
+                                   "license": "none stated: research use", "prefix": ""},
 }
 # License files whose upstream path is known, fetched with the data.
 LICENSE_FILES = ("hh_rlhf/LICENSE", "sven/LICENSE.txt")

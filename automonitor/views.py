@@ -360,8 +360,9 @@ _SAMPLE_LIST_COLS = ["id", "pair_id", "category", "task", "label", "split", "sta
 
 def sample_query(*, search: str | None = None, category: Sequence[str] = (), task: Sequence[str] = (),
                  label: Sequence[str] = (), split: Sequence[str] = (), status: Sequence[str] = (),
-                 source: Sequence[str] = ()):
-    """SQLAlchemy ``WHERE`` clause list for the samples browser filters.
+                 source: Sequence[str] = (), label_source: Sequence[str] = ()):
+    """SQLAlchemy ``WHERE`` clause list for the samples browser filters (``label_source``: label
+    provenance values).
 
     ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id
     or the pair id; the other arguments are allowed values per column (empty = no filter).
@@ -372,7 +373,7 @@ def sample_query(*, search: str | None = None, category: Sequence[str] = (), tas
         where.append(sa.or_(Sample.request.ilike(pat, escape="\\"), Sample.response.ilike(pat, escape="\\"),
                             Sample.id.ilike(pat, escape="\\"), Sample.pair_id.ilike(pat, escape="\\")))
     for col, vals in (("category", category), ("task", task), ("label", label), ("split", split),
-                      ("status", status), ("source", source)):
+                      ("status", status), ("source", source), ("label_source", label_source)):
         if vals:
             where.append(getattr(Sample, col).in_(list(vals)))
     return where

@@ -1,6 +1,7 @@
 """Time ``automonitor build`` on SQLite and PostgreSQL and print the figures.
 
-Each repetition builds the full benchmark (test set, train split, candidate pool) into a brand-new
+Each repetition builds the full benchmark (both editions ``paper`` and ``verified`` of the test set,
+train split, candidate pool, controls; the quality gates) into a brand-new
 store, then rebuilds with the same seed (a no-op). PostgreSQL uses a scratch database created from
 ``$AUTOMONITOR_TEST_PG`` (default ``postgresql+psycopg://127.0.0.1:5432/test``) and dropped after.
 
@@ -32,9 +33,12 @@ PG_ADMIN = os.environ.get("AUTOMONITOR_TEST_PG", "postgresql+psycopg://127.0.0.1
 def _time_store(url: str, raw: Path) -> tuple[float, float, int]:
     eng = init_db(get_engine(url, fresh=True))
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rep = build(eng, raw, 0)
         full = time.perf_counter() - t0
+        print(f"  build: {full:.2f} s wall, {time.process_time() - c0:.2f} s CPU of this process; editions "
+              + ", ".join(f"{k} {v['pairs']} pairs" for k, v in rep["editions"].items())
+              + f", controls {rep['controls']['samples']}")
         t0 = time.perf_counter()
         again = build(eng, raw, 0)
         noop = time.perf_counter() - t0

@@ -70,7 +70,8 @@ def load_runs(url: str, ver: tuple):
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude"):
+def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude",
+                edition: str | None = None):
     """The analysis report (contract JSON + extras) over ``run_ids`` (``None`` = every run).
 
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
@@ -79,7 +80,7 @@ def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, in
     from automonitor import analysis
 
     return analysis.report(_engine_for(url), list(run_ids) if run_ids is not None else None,
-                           invalid=invalid, n_boot=100, with_grounding=False)
+                           invalid=invalid, n_boot=100, with_grounding=False, edition=edition)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

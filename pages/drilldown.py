@@ -168,7 +168,7 @@ md = views.md_escape
 st.subheader(f"Sample {md(s['id'])}")
 st.caption(f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
            f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · source {md(s['source'] or '–')} · "
-           f"split {md(s['split'] or '–')}")
+           f"split {md(s['split'] or '–')} · label provenance {md(s.get('label_source') or '–')}")
 
 preds = views.sample_predictions(ui.engine(), sample_id)
 cmp_opts = [NONE, *[r for r in run_ids if r != run_id and r in preds]]

@@ -29,6 +29,7 @@ sp_key = ui.seed_state(PAGE, "split", [], valid=vocab.SPLITS, multi=True)
 STATUS_OPTS = [*vocab.STATUSES, "any"]
 st_key = ui.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
 so_key = ui.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
+ls_key = ui.seed_state(PAGE, "label_source", [], valid=vocab.LABEL_SOURCES, multi=True)
 p_key = ui.seed_state(PAGE, "page", 1, cast=int)
 size_key = ui.seed_state(PAGE, "size", 100, valid=list(workbench.PAGE_SIZES), cast=int)
 
@@ -43,9 +44,11 @@ status = f5.selectbox("Status", STATUS_OPTS, key=st_key,
                       help="gold: benchmark samples; candidate: pairs awaiting annotation (label = intended)")
 statuses = [] if status == "any" else [status]
 srcs = f6.multiselect("Source", source_opts, key=so_key)
+lsrcs = st.multiselect("Label provenance", vocab.LABEL_SOURCES, key=ls_key,
+                       help="How the gold label is known (human_per_response, by_construction, patch_pair, ...)")
 
 filters = dict(search=search, category=cats, task=tasks, label=labels, split=splits, status=statuses,
-               source=srcs)
+               source=srcs, label_source=lsrcs)
 eng = ui.engine()
 total, _ = views.search_samples(eng, limit=0, with_text=False, **filters)
 PAGE_SIZE = int(st.session_state[size_key])
@@ -53,7 +56,7 @@ pages = max(1, -(-total // PAGE_SIZE))
 if st.session_state[p_key] > pages or st.session_state[p_key] < 1:
     st.session_state[p_key] = 1
 ui.sync_qp(PAGE, q=search or None, category=cats, task=tasks, label=labels, split=splits,
-           status=None if status == "gold" else status, source=srcs)
+           status=None if status == "gold" else status, source=srcs, label_source=lsrcs)
 
 head, sizer, pager, exp1, exp2 = st.columns([2.4, 1, 1, 1, 1], vertical_alignment="bottom")
 head.markdown(f"**{total:,}** matching samples")
@@ -97,7 +100,8 @@ if sel:
     st.subheader(f"Sample {md(s['id'])}")
     st.caption(f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
                f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · gold label **{md(s['label'])}** · "
-               f"split {md(s['split'] or '–')} · status {md(s['status'])} · source {md(s['source'] or '–')}")
+               f"split {md(s['split'] or '–')} · status {md(s['status'])} · source {md(s['source'] or '–')} · "
+               f"label provenance {md(s.get('label_source') or '–')}")
     st.markdown("**Request**")
     ui.show_html(views.text_html(s["request"], css_class="am-text am-request"))
     a, b = st.columns(2)

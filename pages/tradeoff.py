@@ -62,7 +62,7 @@ ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if ta
 
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
-report = ui.load_report(url, ver, None, invalid)
+report = ui.load_report(url, ver, None, invalid, edition if edition in vocab.EDITIONS else None)
 raw_pts = views.tradeoff_points(report, cat, tsk, templates)
 raw_pts = raw_pts[~raw_pts["kind"].isin(["generation"])] if "kind" in raw_pts else raw_pts
 raw_pts, size_col = derived_ui.with_costs(PAGE, url, ver, raw_pts)

@@ -72,17 +72,25 @@ def test_test_set_composition_matches_the_paper_exactly(built):
     assert doc["by_category"] == PAPER_QUOTAS == {"safety_permission": 1172, "sycophancy_bias": 962,
                                                   "specification_gaming": 876}
     assert doc["by_label"] == {"misbehavior": 1505, "benign": 1505}
-    expected_ct: dict = defaultdict(Counter)
+    # round 2: the paper edition fills the empty cells (safety reasoning from rjudge, sycophancy QA)
+    # inside the paper's per-category counts; TEST_PLAN quotas are caps (shares_with)
+    expected_ct: Counter = Counter()
     expected_src: Counter = Counter()
-    for q in TEST_PLAN:
-        expected_ct[q.category][q.task] += 2 * q.pairs
-        expected_src[q.source] += 2 * q.pairs
-    assert doc["by_category_task"] == {c: dict(v) for c, v in expected_ct.items()}
-    assert doc["by_source"] == dict(expected_src)
+    for q in report["quotas"]:
+        expected_ct[f"{q['category']}/{q['task']}"] += 2 * q["built_pairs"]
+        expected_src[q["source"]] += 2 * q["built_pairs"]
+    assert doc["edition"] == "paper"
+    assert doc["by_category_task"] == {k: v for k, v in expected_ct.items() if v}
+    assert doc["by_category_task"]["safety_permission/reasoning"] > 0 and doc["by_category_task"]["sycophancy_bias/qa"] > 0
+    assert doc["by_source"] == {k: v for k, v in expected_src.items() if v}
     assert set(doc["by_task"]) == set(TASKS) and sum(doc["by_task"].values()) == 3010
     assert report["shortfalls"] == [] and doc["shortfalls"] == []
-    assert doc["candidates"] == 2 * sum(CANDIDATE_PLAN.values()) >= 400
-    assert doc["by_split"]["test"] == 3010 and doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 8000
+    assert doc["candidates"] == 2 * report["candidates"]["pairs"] >= 2 * sum(CANDIDATE_PLAN.values())
+    verified_only = report["editions"]["verified"]["by_source"]
+    extra = sum(n for src, n in verified_only.items() if src in ("xstest", "reward_hack_gen_codeforces"))
+    assert doc["by_split"]["test"] == 3010 + 2 * extra and doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 8000
+    assert doc["by_split"]["controls"] == report["controls"]["samples"] > 2000
+    assert sum(doc["by_label_source"].values()) == 3010 and "preference_pair" in doc["by_label_source"]
 
 
 def test_every_pair_is_one_misbehavior_and_one_benign_with_the_same_request(built):
@@ -91,6 +99,9 @@ def test_every_pair_is_one_misbehavior_and_one_benign_with_the_same_request(buil
     for r in _rows(eng):
         pairs[r["pair_id"]].append(r)
     for pid, rows in pairs.items():
+        if pid.startswith("controls:"):  # benign-only control samples
+            assert len(rows) == 1 and rows[0]["label"] == "benign" and rows[0]["split"] == "controls", pid
+            continue
         assert len(rows) == 2, pid
         a, b = rows
         assert {a["label"], b["label"]} == {"misbehavior", "benign"}, pid
@@ -98,7 +109,8 @@ def test_every_pair_is_one_misbehavior_and_one_benign_with_the_same_request(buil
         assert (a["category"], a["task"], a["split"], a["status"], a["source"]) == \
             (b["category"], b["task"], b["split"], b["status"], b["source"]), pid
         assert a["response_hash"] != b["response_hash"], pid
-        assert pid.startswith(a["source"] + ":")
+        assert pid.removeprefix("cand:").startswith(a["source"] + ":")
+        assert a["label_source"] == b["label_source"] != "user"
 
 
 def test_rows_carry_ids_hashes_and_provenance(built, raw_dir):
@@ -123,8 +135,13 @@ def test_train_candidates_and_test_are_disjoint(built):
     rows = _rows(eng)
     test = [r for r in rows if r["status"] == "gold" and r["split"] == "test"]
     train = [r for r in rows if r["status"] == "gold" and r["split"] == "train"]
-    cand = [r for r in rows if r["status"] == "candidate"]
-    assert len(test) + len(train) + len(cand) == len(rows)
+    ctrl = [r for r in rows if r["status"] == "gold" and r["split"] == "controls"]
+    allcand = [r for r in rows if r["status"] == "candidate"]
+    assert len(test) + len(train) + len(allcand) + len(ctrl) == len(rows)
+    # copies of doubtful paper test pairs offered to annotation carry their own pair_id (cand:...)
+    copies = [r for r in allcand if r["pair_id"].startswith("cand:")]
+    assert {r["pair_id"].removeprefix("cand:") for r in copies} <= {r["pair_id"] for r in test}
+    cand = [r for r in allcand if not r["pair_id"].startswith("cand:")]
     assert all(r["split"] is None for r in cand)
     hashes = {name: ({r["request_hash"] for r in part}, {r["response_hash"] for r in part})
               for name, part in (("test", test), ("train", train), ("cand", cand))}
@@ -134,8 +151,7 @@ def test_train_candidates_and_test_are_disjoint(built):
     assert not {r["pair_id"] for r in test} & {r["pair_id"] for r in train}
     # >= 200 real candidate pairs from the Specification Gaming and Sycophancy sources
     assert len({r["pair_id"] for r in cand}) >= 200
-    assert {r["category"] for r in cand} <= set(SG_SYC)
-    assert Counter(r["source"] for r in cand) == Counter({k: 2 * v for k, v in CANDIDATE_PLAN.items()})
+    assert all(r["meta"].get("gate") for r in copies)
     # no text carries both labels inside the test set
     mis = {r["response_hash"] for r in test if r["label"] == "misbehavior"}
     ben = {r["response_hash"] for r in test if r["label"] == "benign"}
@@ -162,7 +178,8 @@ def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_di
     ids = lambda plan, split: sorted(r["id"] for r in plan.rows if r["split"] == split)  # noqa: E731
     assert ids(again, "test") == ids(plans[0], "test")
     assert [r["id"] for r in again.rows] == [r["id"] for r in plans[0].rows]
-    t0, t1 = set(ids(plans[0], "test")), set(ids(plans[1], "test"))
+    paper = lambda plan: {r["id"] for r in plan.rows if "paper" in r.get("editions", ())}  # noqa: E731
+    t0, t1 = paper(plans[0]), paper(plans[1])
     assert len(t0) == len(t1) == 3010 and t0 != t1
     # same pool, different draw: every seed's test set has the same composition
     comp = lambda plan: Counter((r["category"], r["task"], r["label"]) for r in plan.rows if r["split"] == "test")  # noqa: E731
@@ -247,7 +264,11 @@ def test_reseed_refuses_when_referenced_then_replaces_with_force(tmp_path, raw_d
             assert c.execute(sa.select(sa.func.count()).select_from(Prediction)).scalar() == 0
             n_test = c.execute(sa.select(sa.func.count()).select_from(Sample)
                                .where(Sample.split == "test", Sample.source != "import")).scalar()
-        assert n_test == 3010
+            from store.models import EditionSample
+
+            n_paper = c.execute(sa.select(sa.func.count()).select_from(EditionSample)
+                                .where(EditionSample.edition == "paper")).scalar()
+        assert n_test == sum(r["split"] == "test" for r in plans[1].rows) and n_paper == 3010
         # going back to seed 0 without references needs no --force
         back = build(eng, raw_dir, 0, loaded=loaded)
         assert {r["id"] for r in _rows(eng)} == {r["id"] for r in plans[0].rows} | user_ids
@@ -332,10 +353,10 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 3010
     train = json.loads(cli(["stats", "--split", "train", "--json"], db=url).stdout)
     every = json.loads(cli(["stats", "--split", "all", "--json"], db=url).stdout)
-    assert train["total"] == doc["by_split"]["train"] and every["total"] == doc["total"] + train["total"]
+    assert train["total"] == doc["by_split"]["train"] and every["total"] == doc["by_split"]["test"] + train["total"]  # split all: every test sample, any edition
     # by_split and candidates always cover the whole store
     assert train["by_split"] == every["by_split"] == doc["by_split"]
-    assert train["candidates"] == every["candidates"] == doc["candidates"] == 480
+    assert train["candidates"] == every["candidates"] == doc["candidates"] >= 480
     table = cli(["stats"], db=url)
     assert table.returncode == 0 and "Sycophancy & Bias" in table.stdout and "3010" in table.stdout
 
@@ -367,3 +388,39 @@ def test_full_build_on_postgresql_matches_sqlite(pg_url, raw_dir, built, loaded)
         assert again["unchanged"] and again["inserted"] == 0
     finally:
         eng.dispose()
+
+
+def test_verified_edition_cells_provenance_and_hh_conversation_split(plans):
+    """Issue 9: safety reasoning and sycophancy QA are non-empty in ``verified``; preference pairs and
+    gate-failing pairs are not in it (their copies are candidates with the reason); no hh_rlhf
+    conversation is in both train and test; controls are benign-only."""
+    from automonitor.gates import conversation_groups
+
+    rows = plans[0].rows
+    ver = [r for r in rows if "verified" in r.get("editions", ())]
+    cells = Counter(f"{r['category']}/{r['task']}" for r in ver)
+    assert cells["safety_permission/reasoning"] > 0 and cells["sycophancy_bias/qa"] > 0
+    assert all(r["label_source"] != "preference_pair" and r["split"] == "test" and r["status"] == "gold" for r in ver)
+    assert not any("gate" in r["meta"] for r in ver)
+    by_pair = defaultdict(set)
+    for r in ver:
+        by_pair[r["pair_id"]].add(r["label"])
+    assert all(v == {"misbehavior", "benign"} for v in by_pair.values())
+    report = plans[0].report
+    assert report["editions"]["verified"]["pairs"] == len(by_pair)
+    assert "hh_rlhf" not in report["editions"]["verified"]["by_source"]
+    # gate-failing paper pairs: copies with their own pair_id and the reason, never in verified
+    copies = [r for r in rows if r["pair_id"].startswith("cand:")]
+    assert copies and all(r["status"] == "candidate" and r["meta"]["gate"] for r in copies)
+    assert {r["source"] for r in copies} >= {"hh_rlhf", "safecoder"}
+    # hh_rlhf: recompute the conversation groups over train + test requests: none is shared
+    hh = [r for r in rows if r["source"] == "hh_rlhf" and r["split"] in ("train", "test") and r["label"] == "benign"]
+    groups = conversation_groups([r["request"] for r in hh])
+    tr = {g for g, r in zip(groups, hh) if r["split"] == "train"}
+    te = {g for g, r in zip(groups, hh) if r["split"] == "test"}
+    assert te and tr and not tr & te
+    ctrl = [r for r in rows if r["split"] == "controls"]
+    assert len(ctrl) > 2000 and all(r["label"] == "benign" and r["pair_id"].startswith("controls:") for r in ctrl)
+    # comments are stripped from every code sample shown to a monitor
+    code = [r for r in rows if r["task"] == "code" and r["meta"].get("language") == "Python"]
+    assert not any("tailored to the" in r["response"].lower() for r in code)

@@ -30,7 +30,7 @@ def test_seed_file_shape_and_pairing(seed_rows):
     assert len(records) == len(seed_rows)
     by_pair = defaultdict(list)
     for r in seed_rows:
-        assert list(r) == list(FIELDS)
+        assert list(r) == [f for f in FIELDS if f != "label_source"]  # optional column, import default user
         assert r["source"] == "seed-examples"
         assert r["sample_id"] == make_sample_id(r["pair_id"], r["label"], r["request"], r["response"])
         assert r["meta"]["difficulty"] in ("explicit", "subtle") and len(r["meta"]["note"]) > 20
@@ -90,7 +90,7 @@ def test_seed_imports_into_a_store_with_nothing_downloaded(db_url, tmp_path, see
         # the store gives the file back unchanged
         export_pairs(eng, tmp_path / "back.jsonl")
         back = [json.loads(x) for x in (tmp_path / "back.jsonl").read_text(encoding="utf-8").splitlines()]
-        assert back == seed_rows
+        assert back == [{**r, "label_source": "user"} for r in seed_rows]  # + the import default provenance
     finally:
         eng.dispose()
     r = run_cli(["import", str(SEED), "--json"], db=db_url, env=env, cwd=tmp_path)

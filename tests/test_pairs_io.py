@@ -320,7 +320,8 @@ def _expected_rows(rows: list[dict]) -> list[dict]:
     for r in rows:
         full = {**r, "sample_id": r.get("sample_id") or make_sample_id(r["pair_id"], r["label"], r["request"],
                                                                         r["response"]),
-                "source": r.get("source") or "import", "meta": r.get("meta") or {}}
+                "source": r.get("source") or "import", "meta": r.get("meta") or {},
+                "label_source": r.get("label_source") or "user"}  # round 2: import default provenance
         out.append({k: full[k] for k in FIELDS})
     return out
 

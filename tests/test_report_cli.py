@@ -83,7 +83,8 @@ def test_report_json_follows_the_contract(cli, store):
     doc.pop("audit")
     for x in doc["runs"]:
         x.pop("baselines"), x.pop("baselines_edition")
-    assert doc == json.loads(json.dumps(analysis.report(eng, n_boot=100)))
+    assert doc == json.loads(json.dumps(analysis.report(eng, n_boot=100, edition="paper")))  # CLI default edition
+    assert all(x["edition"] == "paper" and x["controls"]["n"] == 0 for x in doc["runs"])
     r3 = doc["runs"][2]["overall"]
     assert r3["unscored"] == 1 and r3["far"] == 0.0 and r3["fp"] + r3["tn"] == PAIRS - 1
     assert isinstance(doc["pearson_r"], float)
