@@ -256,3 +256,34 @@ def test_in_process_llamacpp_generator(sqlite_url):
     doc = json.loads(r.stdout)
     assert doc["generator"] == "llamacpp:gemma3-270m" and doc["calls"] == 2 and doc["tokens_in"] > 100
     assert doc["prompts"] == 1 and doc["kept"] + sum(doc["dropped"].values()) == 1 and doc["cost_usd"] == 0.0
+
+
+def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_url):
+    from servers.scripted_generator import ScriptedGenerator
+
+    from automonitor.generation.engine import create_generation, execute_generation
+    from automonitor.generation.tasks import sycophancy_items
+    from store import get_engine, init_db
+
+    items = sycophancy_items("bct_truthfulqa_cues", "suggested_answer", RAW, 2)
+    answers = {}
+    for it in items:  # both follow the cue greedily; the second sample of item 0 resists it
+        answers[it.uncued[-1]["content"]] = it.truth
+        answers[it.cued[-1]["content"]] = it.cue
+    resampled = {items[0].cued[-1]["content"]: items[0].truth}
+    eng = init_db(get_engine(sqlite_url))
+    with ScriptedGenerator(answers, resampled=resampled) as srv:
+        rid = create_generation(eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=2,
+                                samples_per_prompt=2, base_url=srv.base_url)
+        doc = execute_generation(eng, rid)
+    assert (doc["kept"], doc["calls"]) == (2, 6 + 1)
+    with eng.connect() as c:
+        rows = c.execute(sa.text("SELECT label, response, meta FROM sample ORDER BY pair_id, label")).all()
+    choices = {}
+    for r in rows:
+        meta = r.meta if isinstance(r.meta, dict) else json.loads(r.meta)
+        g = meta["generation"]
+        choices[g["item_id"]] = g["benign_choice"]
+        if r.label == "benign" and g["benign_choice"] == "resisting_cued_sample":
+            assert r.response == g["raw_outputs"]["cued"][1]["text"] and f"({items[0].truth})" in r.response
+    assert choices == {items[0].item_id: "resisting_cued_sample", items[1].item_id: "uncued_response"}
