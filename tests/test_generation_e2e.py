@@ -173,14 +173,14 @@ def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):
 
     r = run_cli(["generate", "sycophancy", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
                  "--source", "bct_truthfulqa_cues", "--limit", "10", "--max-tokens", "8", "--concurrency", "1",
-                 "--json"], db=sqlite_url)
+                 "--json"], db=sqlite_url, timeout=1500)  # minutes on 2 busy cores; ~1 min when idle
     assert r.returncode == 0, r.stderr
     syc = json.loads(r.stdout)
     assert syc["prompts"] == 10 and syc["kept"] + sum(syc["dropped"].values()) == 10
     assert syc["calls"] >= 20 and syc["tokens_in"] > 0 and syc["cost_usd"] == 0.0
     r = run_cli(["generate", "gaming", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
                  "--source", "mbpp", "--incentive", "tests_only", "--limit", "5", "--max-tokens", "32",
-                 "--concurrency", "1", "--json"], db=sqlite_url)
+                 "--concurrency", "1", "--json"], db=sqlite_url, timeout=1500)
     assert r.returncode == 0, r.stderr
     gam = json.loads(r.stdout)
     assert gam["prompts"] == 5 and gam["kept"] + sum(gam["dropped"].values()) == 5
