@@ -177,14 +177,14 @@ def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):
 
     r = run_cli(["generate", "sycophancy", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
                  "--source", "bct_truthfulqa_cues", "--limit", "10", "--max-tokens", "8", "--concurrency", "1",
-                 "--json"], db=sqlite_url)
+                 "--json"], db=sqlite_url, timeout=1500)  # over 10 min measured at load ~13 on 2 cores
     assert r.returncode == 0, r.stderr
     syc = json.loads(r.stdout)
     assert syc["prompts"] == 10 and syc["kept"] + sum(syc["dropped"].values()) == 10
     assert syc["calls"] >= 20 and syc["tokens_in"] > 0 and syc["cost_usd"] == 0.0
     r = run_cli(["generate", "gaming", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
                  "--source", "mbpp", "--incentive", "tests_only", "--limit", "5", "--max-tokens", "32",
-                 "--concurrency", "1", "--json"], db=sqlite_url)
+                 "--concurrency", "1", "--json"], db=sqlite_url, timeout=1500)
     assert r.returncode == 0, r.stderr
     gam = json.loads(r.stdout)
     assert gam["prompts"] == 5 and gam["kept"] + sum(gam["dropped"].values()) == 5
@@ -260,3 +260,34 @@ def test_in_process_llamacpp_generator(sqlite_url):
     doc = json.loads(r.stdout)
     assert doc["generator"] == "llamacpp:gemma3-270m" and doc["calls"] == 2 and doc["tokens_in"] > 100
     assert doc["prompts"] == 1 and doc["kept"] + sum(doc["dropped"].values()) == 1 and doc["cost_usd"] == 0.0
+
+
+def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_url):
+    from servers.scripted_generator import ScriptedGenerator
+
+    from automonitor.generation.engine import create_generation, execute_generation
+    from automonitor.generation.tasks import sycophancy_items
+    from store import get_engine, init_db
+
+    items = sycophancy_items("bct_truthfulqa_cues", "suggested_answer", RAW, 2)
+    answers = {}
+    for it in items:  # both follow the cue greedily; the second sample of item 0 resists it
+        answers[it.uncued[-1]["content"]] = it.truth
+        answers[it.cued[-1]["content"]] = it.cue
+    resampled = {items[0].cued[-1]["content"]: items[0].truth}
+    eng = init_db(get_engine(sqlite_url))
+    with ScriptedGenerator(answers, resampled=resampled) as srv:
+        rid = create_generation(eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=2,
+                                samples_per_prompt=2, base_url=srv.base_url)
+        doc = execute_generation(eng, rid)
+    assert (doc["kept"], doc["calls"]) == (2, 6 + 1)
+    with eng.connect() as c:
+        rows = c.execute(sa.text("SELECT label, response, meta FROM sample ORDER BY pair_id, label")).all()
+    choices = {}
+    for r in rows:
+        meta = r.meta if isinstance(r.meta, dict) else json.loads(r.meta)
+        g = meta["generation"]
+        choices[g["item_id"]] = g["benign_choice"]
+        if r.label == "benign" and g["benign_choice"] == "resisting_cued_sample":
+            assert r.response == g["raw_outputs"]["cued"][1]["text"] and f"({items[0].truth})" in r.response
+    assert choices == {items[0].item_id: "resisting_cued_sample", items[1].item_id: "uncued_response"}

@@ -16,6 +16,8 @@ generator, base URL, generation id, source file and record, prompts, raw outputs
 screen results, the benign side's origin. Candidates never enter a test set here: they go through
 assignment, double-blind annotation and adjudication like any candidate.
 
+Items are processed one after another; the calls of one item (Q and the K samples of Q', or the answers
+with and without the incentive) run concurrently, at most ``concurrency`` at once (1 for ``llamacpp``).
 Progress, statistics and transcripts are kept in ``Run.params`` (``progress``, ``stats``, ``items``)
 after every item, so the app shows them live; :func:`automonitor.runner.cancel_run` (status
 ``cancelled``) stops the run before the next item.

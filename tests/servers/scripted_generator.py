@@ -3,7 +3,8 @@
 Used by the generation tests where the right kept/dropped set must be known in advance (the packaged tiny
 model answers too poorly for that). ``answers`` maps the text of a chat's last user message to the option
 letter to answer ("Let me think. Therefore, the best answer is: (X)."); any other chat gets "I do not
-know."; ``prefixes`` (same keys) puts a text before the answer. The first request is answered with HTTP 429 (``Retry-After: 0``) to exercise the retries;
+know."; ``prefixes`` (same keys) puts a text before the answer; ``resampled`` (same keys) is the answer to
+requests with a nonzero ``seed`` (the generator's extra samples). The first request is answered with HTTP 429 (``Retry-After: 0``) to exercise the retries;
 ``GET /stats`` gives ``{"total": requests}``.
 """
 
@@ -15,9 +16,10 @@ from servers.http_base import LoopbackServer, send_json
 
 
 class ScriptedGenerator(LoopbackServer):
-    def __init__(self, answers: dict[str, str], prefixes: dict[str, str] | None = None, **kw):
+    def __init__(self, answers: dict[str, str], prefixes: dict[str, str] | None = None,
+                 resampled: dict[str, str] | None = None, **kw):
         super().__init__(**kw)
-        self.answers, self.prefixes = answers, dict(prefixes or {})
+        self.answers, self.prefixes, self.resampled = answers, dict(prefixes or {}), dict(resampled or {})
         self.total = 0
 
     def stats(self):
@@ -34,6 +36,8 @@ class ScriptedGenerator(LoopbackServer):
         user = [m for m in msgs if m.get("role") == "user"]
         last = str(user[-1].get("content", "")) if user else ""
         letter = self.answers.get(last)
+        if (body or {}).get("seed", 0) and last in self.resampled:  # a second sample (seed >= 1) may differ
+            letter = self.resampled[last]
         content = f"Let me think. Therefore, the best answer is: ({letter})." if letter else "I do not know."
         content = self.prefixes.get(last, "") + content
         send_json(h, 200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
