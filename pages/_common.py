@@ -137,6 +137,28 @@ def load_sample_sets(url: str, ver: tuple):
     return workbench.run_sample_sets(_engine_for(url))
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def load_tradeoff(url: str, ver: tuple, invalid: str, category: str | None, task: str | None,
+                  templates: tuple[str, ...], min_n: int, archived: tuple[str, ...], show_archived: bool,
+                  edition: str | None, show_paper: bool, height: int = 400):
+    """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice) and their figure
+    (``automonitor.views.tradeoff_figure``), cached per store version and selection."""
+    from automonitor import workbench
+
+    report = load_report(url, ver, None, invalid)
+    raw = views.tradeoff_points(report, category, task, list(templates))
+    if "kind" in raw:
+        raw = raw[~raw["kind"].isin(["generation"])]
+    pts = workbench.honest_points(raw, load_sample_sets(url, ver), min_n=min_n, archived=archived,
+                                  show_archived=show_archived)
+    if edition:
+        pts = pts[pts["edition"] == edition].reset_index(drop=True)
+    reported = views.reported_for(load_reported(), category, task, list(templates)) if show_paper else None
+    front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
+    fig = views.tradeoff_figure(pts, reported=reported, front=front, height=height)
+    return raw, pts, front, fig
+
+
 # ---------------------------------------------------------------------------------------------------
 # Query parameters <-> widget state
 # ---------------------------------------------------------------------------------------------------

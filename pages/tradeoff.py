@@ -15,7 +15,7 @@ ui.require_workbench()
 ALL = "all"
 COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 
-st.markdown("### Safety-utility trade-off")
+st.title("Safety-utility trade-off")
 
 url, ver = ui.db_url(), ui.version()
 runs = ui.load_runs(url, ver)
@@ -62,17 +62,10 @@ ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if ta
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
 report = ui.load_report(url, ver, None, invalid)
-raw_pts = views.tradeoff_points(report, cat, tsk, templates)
-raw_pts = raw_pts[~raw_pts["kind"].isin(["generation"])] if "kind" in raw_pts else raw_pts
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
-scored = workbench.honest_points(raw_pts, sets, min_n=int(min_n), archived=archived_ids,
-                                 show_archived=show_archived)
-if edition != ALL:
-    scored = scored[scored["edition"] == edition].reset_index(drop=True)
-reported = views.reported_for(ui.load_reported(), cat, tsk, templates) if show_paper else None
-front_ids = list(scored.loc[scored["on_front"], "run_id"]) if len(scored) else []
-
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=430)
+raw_pts, scored, front_ids, fig = ui.load_tradeoff(url, ver, invalid, cat, tsk, tuple(templates), int(min_n),
+                                                   tuple(archived_ids), bool(show_archived),
+                                                   None if edition == ALL else edition, bool(show_paper))
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
                         width="stretch", config={"displaylogo": False})
 
