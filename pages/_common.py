@@ -140,9 +140,10 @@ def load_sample_sets(url: str, ver: tuple):
 @st.cache_data(show_spinner=False, max_entries=32)
 def load_tradeoff(url: str, ver: tuple, invalid: str, category: str | None, task: str | None,
                   templates: tuple[str, ...], min_n: int, archived: tuple[str, ...], show_archived: bool,
-                  edition: str | None, show_paper: bool, height: int = 400):
-    """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice) and their figure
-    (``automonitor.views.tradeoff_figure``), cached per store version and selection."""
+                  edition: str | None, show_paper: bool):
+    """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice): ``(raw points,
+    drawn points, Pareto front ids, reported points or None)``, cached per store version and selection.
+    (The figure itself is built per run: a cached plotly figure lost its click selection events.)"""
     from automonitor import workbench
 
     report = load_report(url, ver, None, invalid)
@@ -155,8 +156,7 @@ def load_tradeoff(url: str, ver: tuple, invalid: str, category: str | None, task
         pts = pts[pts["edition"] == edition].reset_index(drop=True)
     reported = views.reported_for(load_reported(), category, task, list(templates)) if show_paper else None
     front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
-    fig = views.tradeoff_figure(pts, reported=reported, front=front, height=height)
-    return raw, pts, front, fig
+    return raw, pts, front, reported
 
 
 # ---------------------------------------------------------------------------------------------------

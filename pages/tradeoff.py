@@ -63,9 +63,10 @@ cat = None if category == ALL else category
 tsk = None if task == ALL else task
 report = ui.load_report(url, ver, None, invalid)
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
-raw_pts, scored, front_ids, fig = ui.load_tradeoff(url, ver, invalid, cat, tsk, tuple(templates), int(min_n),
-                                                   tuple(archived_ids), bool(show_archived),
-                                                   None if edition == ALL else edition, bool(show_paper))
+raw_pts, scored, front_ids, reported = ui.load_tradeoff(url, ver, invalid, cat, tsk, tuple(templates),
+                                                        int(min_n), tuple(archived_ids), bool(show_archived),
+                                                        None if edition == ALL else edition, bool(show_paper))
+fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400)
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
                         width="stretch", config={"displaylogo": False})
 
