@@ -137,6 +137,15 @@ def load_sample_sets(url: str, ver: tuple):
     return workbench.run_sample_sets(_engine_for(url))
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict]:
+    """The runs of the report that give scores: ``[{"run_id", "monitor", "template", "auroc"}]`` (small,
+    so a warm page does not unpickle the whole report)."""
+    report = load_report(url, ver, None, invalid)
+    return [{"run_id": e["run_id"], "monitor": e["monitor"], "template": e["template"], "auroc": e["auroc"]}
+            for e in report["runs"] if e.get("auroc") is not None]
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def load_tradeoff(url: str, ver: tuple, invalid: str, category: str | None, task: str | None,
                   templates: tuple[str, ...], min_n: int, archived: tuple[str, ...], show_archived: bool,

@@ -61,7 +61,6 @@ ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if ta
 
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
-report = ui.load_report(url, ver, None, invalid)
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
 raw_pts, scored, front_ids, reported = ui.load_tradeoff(url, ver, invalid, cat, tsk, tuple(templates),
                                                         int(min_n), tuple(archived_ids), bool(show_archived),
@@ -147,7 +146,7 @@ with st.expander("Hide runs (archive)", expanded=False):
         st.rerun()
 
 # --- score runs: ROC and operating point ---------------------------------------------------------
-score_runs = [e for e in report["runs"] if e.get("auroc") is not None and e["template"] in templates
+score_runs = [e for e in ui.load_score_runs(url, ver, invalid) if e["template"] in templates
               and e["run_id"] not in set(archived_ids)]
 st.subheader("Score runs: ROC and operating point")
 if not score_runs:
