@@ -154,14 +154,14 @@ if not score_runs:
                "predictions with a `score`).")
     st.stop()
 labels = {e["run_id"]: f"{e['monitor']} · {e['template']} · {e['run_id']}" for e in score_runs}
-roc_key = ui.seed_state(PAGE, "roc", list(labels)[:4], valid=list(labels), multi=True)
+roc_key = ui.seed_state(PAGE, "roc", list(labels)[:2], valid=list(labels), multi=True)
 ui.follow_options(roc_key, list(labels))
 cost_key = ui.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
 c1, c2 = st.columns([3, 2])
 chosen = c1.multiselect("Score runs", list(labels), key=roc_key, format_func=labels.get)
 cost = c2.select_slider("Cost ratio (one miss costs as much as N false alarms)", COST_STEPS, key=cost_key,
                         format_func=lambda v: f"{v:g}")
-ui.sync_qp(PAGE, roc=None if chosen == list(labels)[:4] else (chosen or ["none"]),
+ui.sync_qp(PAGE, roc=None if chosen == list(labels)[:2] else (chosen or ["none"]),
            cost=None if cost == 1.0 else f"{cost:g}")
 if chosen:
     curves, ops, rows = {}, {}, []
