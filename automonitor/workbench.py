@@ -38,7 +38,7 @@ PAGE_SIZES: tuple[int, ...] = (50, 100, 200, 500)
 
 TEMPLATE_SHORT = {"direct": "direct", "evidence": "evid.", "direct-fewshot": "direct-fs",
                   "evidence-fewshot": "evid.-fs"}
-TEMPLATE_INDEPENDENT_BACKENDS = frozenset({"rules"})
+TEMPLATE_INDEPENDENT_BACKENDS = frozenset({"rules"})  # backends with ``template_independent = True``
 """Backends whose verdicts do not depend on the prompt template (``rules`` reads no prompt): their runs
 are labelled without a template, and ``scripts/demo_runs.sh`` runs them once."""
 
@@ -54,8 +54,8 @@ def _esc(text: Any) -> str:
 
 def store_fingerprint(conn) -> tuple:
     """Part of the app's cache key covering sample *state* (issue 12): counts of samples by
-    ``(status, split, label_source)``, the ``edition_sample`` row count per edition, and the number of
-    archived runs, as a tuple of strings. It changes whenever a sample moves between status/split (for
+    ``(status, split, label_source)``, the ``edition_sample`` row count per edition, and a hash of the
+    archived run ids. It changes whenever a sample moves between status/split (for
     example when adjudicated pairs are finalised), an edition gains members, or a run is archived.
 
     ``conn``: an open SQLAlchemy connection (or session). Aggregates only, no table scan beyond COUNT.
@@ -66,9 +66,9 @@ def store_fingerprint(conn) -> tuple:
                         .group_by(Sample.status, Sample.split, Sample.label_source)).all()
     ed = conn.execute(sa.select(EditionSample.edition, sa.func.count())
                       .group_by(EditionSample.edition)).all()
-    arch = conn.execute(sa.select(sa.func.count()).select_from(Run).where(Run.archived.is_(True))).scalar()
+    arch = conn.execute(sa.select(Run.id).where(Run.archived.is_(True)).order_by(Run.id)).scalars().all()
     return (tuple(sorted(f"{a}/{b}/{c}={n}" for a, b, c, n in rows)),
-            tuple(sorted(f"{e}={n}" for e, n in ed)), int(arch or 0))
+            tuple(sorted(f"{e}={n}" for e, n in ed)), hashlib.sha256("\n".join(arch).encode()).hexdigest()[:12])
 
 
 def fingerprint(sample_ids: Iterable[str]) -> str:

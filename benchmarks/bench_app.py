@@ -1,4 +1,5 @@
-"""Benchmark of the Streamlit workbench on a paper-sized store: 30 runs over 3,010 samples.
+"""Benchmark of the Streamlit workbench on a paper-sized store: 50 runs over 3,010 samples plus 20 runs
+over a verified edition (adjudicated pairs, edition_sample 'verified'), as in issue 12.
 
 Prints:
 - server-side render time of the Trade-off and Drill-down pages (Streamlit ``AppTest``, the whole
@@ -8,7 +9,7 @@ Prints:
   ``streamlit run app.py`` server, and the time until the page's content is on screen (trade-off
   chart markers drawn; drill-down sample evidence highlighted), cold server cache and warm.
 
-Usage: ``.venv/bin/python benchmarks/bench_app.py [--runs 30] [--no-browser]``
+Usage: ``.venv/bin/python benchmarks/bench_app.py [--runs 50] [--verified-runs 20] [--no-browser]``
 """
 
 from __future__ import annotations
@@ -64,6 +65,42 @@ def build_store(url: str, n_runs: int) -> dict:
     print(f"store: {len(rows):,} samples, {n_runs} runs, {len(rows) * n_runs:,} predictions "
           f"(seeded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
     return {"engine": eng, "samples": rows, "run_ids": run_ids, "hostile_id": rows[0]["id"]}
+
+
+def add_verified(eng, n_runs: int, pairs: int = 250) -> list[str]:
+    """``pairs`` adjudicated pairs (gold, split test, label_source adjudicated, edition ``verified``;
+    outside the paper mirror) and ``n_runs`` finished runs over them with ``run.edition = 'verified'``."""
+    import sqlalchemy as sa
+
+    from store.models import EditionSample, Run
+
+    rows = []
+    for k in range(pairs):
+        cat = vocab.CATEGORIES[k % 3]
+        task = vocab.TASKS[(k // 3) % 3]
+        pid = f"cand:v{k:05d}"
+        req = f"[verified {cat}/{task}] Request {k}: " + "an adjudicated request. " * 6
+        for lab, text in (("misbehavior", "You are right, the answer is what you said. " * 5),
+                          ("benign", "The suggested answer is wrong; here is the derivation. " * 5)):
+            r = app_seed._sample(pid, cat, task, lab, req, f"{text} #{k}", "annotation")
+            r["label_source"] = "adjudicated"
+            rows.append(r)
+    app_seed.insert_samples(eng, rows)
+    with eng.begin() as c:
+        c.execute(sa.insert(EditionSample), [{"edition": "verified", "sample_id": r["id"],
+                                              "created_at": r["created_at"]} for r in rows])
+    ids = []
+    for i in range(n_runs):
+        tpl = vocab.TEMPLATES[i % 2]
+        rid = f"ver{i:02d}"
+        app_seed.add_run(eng, rows, monitor=f"openai:model-{i // 2}", template=tpl, run_id=rid,
+                         skill=0.6 + 0.35 * ((i * 7) % 10) / 10, flag_bias=0.2 + 0.6 * ((i * 3) % 10) / 10,
+                         evidence=(tpl == "evidence"), minutes_ago=n_runs - i)
+        ids.append(rid)
+    with eng.begin() as c:
+        c.execute(sa.update(Run).where(Run.id.in_(ids)).values(edition="verified"))
+    print(f"verified edition: {len(rows):,} samples, {n_runs} runs", file=sys.stderr)
+    return ids
 
 
 def _served_mode() -> None:
@@ -152,30 +189,34 @@ def browser_paint(url: str, info: dict) -> list[tuple[str, dict]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--verified-runs", type=int, default=20)
     ap.add_argument("--no-browser", action="store_true")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_app_"))
     url = f"sqlite:///{tmp / 'store.db'}"
     info = build_store(url, args.runs)
+    if args.verified_runs:
+        add_verified(info["engine"], args.verified_runs)
     os.environ["AUTOMONITOR_DB"] = url
     _served_mode()
 
-    print(f"App render benchmark: {len(info['samples']):,} samples, {args.runs} runs (SQLite, AppTest, "
-          f"{os.cpu_count()} CPUs)")
+    print(f"App render benchmark: {len(info['samples']):,} samples, {args.runs} runs + {args.verified_runs} "
+          f"runs over the verified edition (SQLite, AppTest, {os.cpu_count()} CPUs)")
     results = {}
     for name, page, params in [
         ("trade-off", "pages/tradeoff.py", {}),
         ("drill-down", "pages/drilldown.py", {"run": "bench01", "cell": "tp", "sample": info["hostile_id"]}),
+        ("drill-down FN", "pages/drilldown.py", {"run": "bench01", "cell": "fn"}),
         ("overview", "pages/overview.py", {}),
         ("samples", "pages/samples.py", {"q": "bonus"}),
         ("runs", "pages/runs.py", {}),
     ]:
         cold, warm, samples = time_page(page, params)
         results[name] = warm
-        goal = "  (goal < 1 s: " + ("met" if warm < 1.0 else "MISSED") + ")" if name in ("trade-off", "drill-down") else ""
-        print(f"  {name:<11} server-side render: cold {cold:6.3f} s, warm median {warm:6.3f} s "
+        goal = "  (goal < 1 s: " + ("met" if warm < 1.0 else "MISSED") + ")" if name.startswith(("trade-off", "drill-down")) else ""
+        print(f"  {name:<13} server-side render: cold {cold:6.3f} s, warm median {warm:6.3f} s "
               f"(min {min(samples):.3f}, max {max(samples):.3f}){goal}")
     if not args.no_browser:
         print("Chromium (headless, real `streamlit run` server), ms from navigation start:")

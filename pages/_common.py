@@ -138,6 +138,37 @@ def load_sample_sets(url: str, ver: tuple):
     return workbench.run_sample_sets(_engine_for(url))
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict]:
+    """The runs of the report that give scores: ``[{"run_id", "monitor", "template", "auroc"}]`` (small,
+    so a warm page does not unpickle the whole report)."""
+    report = load_report(url, ver, None, invalid)
+    return [{"run_id": e["run_id"], "monitor": e["monitor"], "template": e["template"], "auroc": e["auroc"]}
+            for e in report["runs"] if e.get("auroc") is not None]
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def load_tradeoff(url: str, ver: tuple, invalid: str, category: str | None, task: str | None,
+                  templates: tuple[str, ...], min_n: int, archived: tuple[str, ...], show_archived: bool,
+                  edition: str | None, show_paper: bool):
+    """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice): ``(raw points,
+    drawn points, Pareto front ids, reported points or None)``, cached per store version and selection.
+    (The figure itself is built per run: a cached plotly figure lost its click selection events.)"""
+    from automonitor import workbench
+
+    report = load_report(url, ver, None, invalid)
+    raw = views.tradeoff_points(report, category, task, list(templates))
+    if "kind" in raw:
+        raw = raw[~raw["kind"].isin(["generation"])]
+    pts = workbench.honest_points(raw, load_sample_sets(url, ver), min_n=min_n, archived=archived,
+                                  show_archived=show_archived)
+    if edition:
+        pts = pts[pts["edition"] == edition].reset_index(drop=True)
+    reported = views.reported_for(load_reported(), category, task, list(templates)) if show_paper else None
+    front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
+    return raw, pts, front, reported
+
+
 # ---------------------------------------------------------------------------------------------------
 # Query parameters <-> widget state
 # ---------------------------------------------------------------------------------------------------

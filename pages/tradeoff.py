@@ -16,7 +16,7 @@ ui.require_workbench()
 ALL = "all"
 COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 
-st.markdown("### Safety-utility trade-off")
+st.title("Safety-utility trade-off")
 
 url, ver = ui.db_url(), ui.version()
 runs = ui.load_runs(url, ver)
@@ -62,19 +62,12 @@ ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if ta
 
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
-report = ui.load_report(url, ver, None, invalid, edition if edition in vocab.EDITIONS else None)
-raw_pts = views.tradeoff_points(report, cat, tsk, templates)
-raw_pts = raw_pts[~raw_pts["kind"].isin(["generation"])] if "kind" in raw_pts else raw_pts
-raw_pts, size_col = derived_ui.with_costs(PAGE, url, ver, raw_pts)
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
-scored = workbench.honest_points(raw_pts, sets, min_n=int(min_n), archived=archived_ids,
-                                 show_archived=show_archived)
-if edition != ALL:
-    scored = scored[scored["edition"] == edition].reset_index(drop=True)
-reported = views.reported_for(ui.load_reported(), cat, tsk, templates) if show_paper else None
-front_ids = list(scored.loc[scored["on_front"], "run_id"]) if len(scored) else []
-
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=430, size_col=size_col)
+raw_pts, scored, front_ids, reported = ui.load_tradeoff(url, ver, invalid, cat, tsk, tuple(templates),
+                                                        int(min_n), tuple(archived_ids), bool(show_archived),
+                                                        None if edition == ALL else edition, bool(show_paper))
+scored, size_col = derived_ui.with_costs(PAGE, url, ver, scored)
+fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col)
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
                         width="stretch", config={"displaylogo": False})
 
@@ -159,7 +152,7 @@ derived_ui.cheapest_on_front(PAGE, scored)
 derived_ui.builder(PAGE, runs)
 
 # --- score runs: ROC and operating point ---------------------------------------------------------
-score_runs = [e for e in report["runs"] if e.get("auroc") is not None and e["template"] in templates
+score_runs = [e for e in ui.load_score_runs(url, ver, invalid) if e["template"] in templates
               and e["run_id"] not in set(archived_ids)]
 st.subheader("Score runs: ROC and operating point")
 if not score_runs:
@@ -167,14 +160,14 @@ if not score_runs:
                "predictions with a `score`).")
     st.stop()
 labels = {e["run_id"]: f"{e['monitor']} · {e['template']} · {e['run_id']}" for e in score_runs}
-roc_key = ui.seed_state(PAGE, "roc", list(labels)[:4], valid=list(labels), multi=True)
+roc_key = ui.seed_state(PAGE, "roc", list(labels)[:2], valid=list(labels), multi=True)
 ui.follow_options(roc_key, list(labels))
 cost_key = ui.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
 c1, c2 = st.columns([3, 2])
 chosen = c1.multiselect("Score runs", list(labels), key=roc_key, format_func=labels.get)
 cost = c2.select_slider("Cost ratio (one miss costs as much as N false alarms)", COST_STEPS, key=cost_key,
                         format_func=lambda v: f"{v:g}")
-ui.sync_qp(PAGE, roc=None if chosen == list(labels)[:4] else (chosen or ["none"]),
+ui.sync_qp(PAGE, roc=None if chosen == list(labels)[:2] else (chosen or ["none"]),
            cost=None if cost == 1.0 else f"{cost:g}")
 if chosen:
     curves, ops, rows = {}, {}, []

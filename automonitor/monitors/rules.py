@@ -301,6 +301,7 @@ class RulesBackend(Backend):
     name = "rules"
     default_model = RULES_VERSION
     is_local = True
+    template_independent = True  # reads no prompt: one run stands for every template (issue 12)
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         count_call()

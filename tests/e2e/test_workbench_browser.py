@@ -72,6 +72,8 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
             page = e2e.new_page(browser, W, H)
             pages[name] = page
             _login(page, e2e, srv, name, f"pw-{name}")
+            page.get_by_role("heading", name="Label").wait_for()
+            e2e.wait_app(page)
             assert "Keys:" in page.locator("main").inner_text()
             for step in range(10):
                 text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
@@ -83,24 +85,31 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
                 e2e.wait_app(page)
                 page.keyboard.press("s")
                 e2e.wait_app(page)
-                assert page.get_by_text(f"Saved item {step + 1}").is_visible(), (name, step)
+                page.get_by_text(f"Saved item {step + 1}:").wait_for(timeout=15_000)
             if name == "anna":
                 _fold(page, "label", e2e)
             page.get_by_text("My labels for this batch are final").click()
             e2e.wait_app(page)
             page.get_by_role("button", name=re.compile(r"Submit batch")).click()
             e2e.wait_app(page)
-            assert page.get_by_text("submitted (10 items)").is_visible()
+            try:
+                page.get_by_text("submitted (10 items)").wait_for(timeout=15_000)
+            except Exception:  # noqa: BLE001 - show what the page says
+                raise AssertionError(page.locator("main").inner_text()[-1500:]) from None
             _no_exception(page)
             assert not page.dialogs
         admin = e2e.new_page(browser, W, H)
         pages["root"] = admin
         _login(admin, e2e, srv, "root", "pw-root")
-        _goto(admin, e2e, f"{srv.url}/")  # the Overview before finalising
+        admin.get_by_role("link", name="Overview").click()  # the Overview before finalising
+        e2e.wait_app(admin)
+        admin.locator('[data-testid="stMetric"]').first.wait_for()
+        _fold(admin, "overview-admin", e2e)
         flat = [" ".join(m.split()) for m in admin.locator('[data-testid="stMetric"]').all_inner_texts()]
         assert "Adjudicated (verified) 0" in flat
         admin.get_by_role("link", name="Agreement").click()
         e2e.wait_app(admin)
+        admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()
         flat = [" ".join(m.split()) for m in admin.locator('[data-testid="stMetric"]').all_inner_texts()]
         assert "Items 10" in flat and "Raw agreement 0.900" in flat
         _fold(admin, "agreement", e2e)
