@@ -830,7 +830,7 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
         planned = []
         for line, rec in records:
             def bad(msg, fld):
-                return InputError(msg, file=file, line=line, field=fld)
+                return InputError(msg, file=file, line=line, field=fld)  # noqa: B023 - called in this iteration
 
             name = rec.get("annotator")
             if not isinstance(name, str) or not name.strip():

@@ -12,7 +12,7 @@ import ast
 import io
 import re
 import tokenize
-from typing import Iterable, Sequence
+from typing import Sequence
 
 _WS = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")

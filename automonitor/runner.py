@@ -813,7 +813,7 @@ class _ExecState:
 
                 def lookup() -> dict[str, Any]:
                     with session_scope(self.engine) as s:
-                        return q.cache_lookup(s, list(set(keys.values())))
+                        return q.cache_lookup(s, list(set(keys.values())))  # noqa: B023 - awaited at once
                 cached = await asyncio.to_thread(lookup)
                 hits = 0
                 now = utcnow()

@@ -272,7 +272,7 @@ class Backend(ABC):
         timeouts and anything else that does not change what the judge says."""
         return {}
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release clients/models (optional)."""
 
     # ------------------------------------------------------------------ helpers for subclasses
