@@ -85,7 +85,7 @@ def _regex(*patterns: str, flags: int = re.I) -> Callable[[str, str], list[tuple
     compiled = [re.compile(p, flags) for p in patterns]
 
     def find(_req: str, resp: str) -> list[tuple[int, int]]:
-        out = []
+        out: list[tuple[int, int]] = []
         for c in compiled:
             out.extend(m.span() for m in c.finditer(resp))
         return sorted(out)
