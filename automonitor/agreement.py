@@ -292,7 +292,7 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
     ``annotator``, ``label``, ``category`` (the item's category), ``task``, ``seconds_spent``,
     ``submitted``."""
     from automonitor.annotation import _transaction
-    from store.queries.annotation import label_rows
+    from automonitor.annotation_queries import label_rows
 
     require_admin(actor)
 

@@ -274,7 +274,7 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None, 
             (field ``batch_size``), ``calibration < 0`` (field ``calibration``). Nothing is written then.
     """
     from store.models import Assignment, utcnow
-    from store.queries.annotation import annotator_loads, candidate_samples
+    from automonitor.annotation_queries import annotator_loads, candidate_samples
 
     require_admin(actor)
     if not isinstance(k, int) or k < 1:
@@ -419,7 +419,7 @@ def _assign_rounds(engine: Engine, actor: Account, k: int, seed: int, batch_size
                    calibration: int) -> AssignResult:
     """:func:`assign` in rounds (``batch_size`` given): write :func:`plan_rounds` in one transaction."""
     from store.models import Annotator, Assignment, utcnow
-    from store.queries.annotation import annotator_loads, candidate_samples
+    from automonitor.annotation_queries import annotator_loads, candidate_samples
 
     def work(s) -> AssignResult:
         check_actor(s, actor)
@@ -474,7 +474,7 @@ def _own_assignment(s, actor: Account, sample_id: str):
 
 def my_queue(engine: Engine, actor: Account) -> list[QueueItem]:
     """The actor's own queue in order, with their current label (or ``None``) and submission state."""
-    from store.queries.annotation import assignment_rows, label_rows
+    from automonitor.annotation_queries import assignment_rows, label_rows
 
     require_account(actor)
 
@@ -497,7 +497,7 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
             :func:`adjudication_queue`).
     """
     from store.models import Sample
-    from store.queries.annotation import assignment_rows, label_rows
+    from automonitor.annotation_queries import assignment_rows, label_rows
 
     require_account(actor)
 
@@ -568,7 +568,7 @@ def save_label(engine: Engine, actor: Account, sample_id: str, label: str, *,
         InputError: a bad value (field named), or the batch is already submitted (field ``sample_id``).
     """
     from store.models import Sample
-    from store.queries.annotation import label_rows, upsert_label
+    from automonitor.annotation_queries import label_rows, upsert_label
 
     require_account(actor)
     category, severity, gv = _validate_label(label, category, severity, guideline_version)
@@ -602,7 +602,7 @@ def save_label(engine: Engine, actor: Account, sample_id: str, label: str, *,
 
 def my_labels(engine: Engine, actor: Account) -> list[Label]:
     """The actor's own labels (never anybody else's), ordered by sample id."""
-    from store.queries.annotation import label_rows
+    from automonitor.annotation_queries import label_rows
 
     require_account(actor)
 
@@ -666,7 +666,7 @@ def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> in
 # ------------------------------------------------------------------------------ admin overviews
 def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     """Per annotator (admin only): ``{"annotator", "assigned", "labeled", "submitted", "unsure"}``."""
-    from store.queries.annotation import assignment_rows, label_rows
+    from automonitor.annotation_queries import assignment_rows, label_rows
 
     require_admin(actor)
 
@@ -695,7 +695,7 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     ``guideline_version``, ``created_at``, ``updated_at``, ``submitted_at`` (ISO 8601 UTC),
     ``batch``, ``position``, ``assignment_seed``, ``pair_id``, ``item_category``, ``task``,
     ``item_status``."""
-    from store.queries.annotation import as_utc_iso, assignment_rows, label_rows
+    from automonitor.annotation_queries import as_utc_iso, assignment_rows, label_rows
 
     require_admin(actor)
 
@@ -813,7 +813,7 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
     locked item is a no-op; a different one is refused.
     """
     from store.models import Annotator, Assignment, Sample, utcnow
-    from store.queries.annotation import label_rows, upsert_label
+    from automonitor.annotation_queries import label_rows, upsert_label
 
     require_admin(actor)
     file = str(path)
@@ -830,7 +830,7 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
         planned = []
         for line, rec in records:
             def bad(msg, fld):
-                return InputError(msg, file=file, line=line, field=fld)
+                return InputError(msg, file=file, line=line, field=fld)  # noqa: B023 - called in this iteration
 
             name = rec.get("annotator")
             if not isinstance(name, str) or not name.strip():
@@ -942,7 +942,7 @@ def adjudication_queue(engine: Engine, actor: Account, *, reveal_names: bool = F
     ``include_decided``. Annotator names are replaced by ``Annotator 1..k`` (in a stable order that
     differs from item to item, so an alias does not identify a person) unless ``reveal_names``. Ordered by pair then sample id."""
     from store.models import Sample
-    from store.queries.annotation import assignment_rows, label_rows, latest_adjudications
+    from automonitor.annotation_queries import assignment_rows, label_rows, latest_adjudications
 
     require_admin(actor)
 
@@ -1087,7 +1087,7 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
     """
     from automonitor.hashing import content_hash
     from store.models import Adjudication, Sample, utcnow
-    from store.queries.annotation import as_utc_iso, assignment_rows, label_rows, latest_adjudications
+    from automonitor.annotation_queries import as_utc_iso, assignment_rows, label_rows, latest_adjudications
 
     require_admin(actor)
     if split not in SPLITS:
@@ -1198,7 +1198,7 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
     ``guideline_version``, ``created_at`` (ISO 8601 UTC), ``item_status`` (candidate/gold/rejected),
     ``item_category``, ``task``, ``final_label``, ``superseded`` (a later decision on the item exists),
     and ``annotator_labels`` (``[{"annotator", "label", "submitted_at"}]``)."""
-    from store.queries.annotation import adjudication_rows, as_utc_iso, label_rows
+    from automonitor.annotation_queries import adjudication_rows, as_utc_iso, label_rows
 
     require_admin(actor)
 

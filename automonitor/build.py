@@ -487,7 +487,7 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         s["label_source"] = sorted({p.label_source for p in pool[name]})
     shortfalls = [{**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
                   for q in quotas if q["built_pairs"] < q["target_pairs"]
-                  and not (q["source"] in {x.shares_with for x in TEST_PLAN})]
+                  and q["source"] not in {x.shares_with for x in TEST_PLAN}]
     cat_built: Counter = Counter()
     for q in quotas:
         cat_built[q["category"]] += 2 * q["built_pairs"]

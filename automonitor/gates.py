@@ -12,7 +12,7 @@ import ast
 import io
 import re
 import tokenize
-from typing import Iterable, Sequence
+from typing import Sequence
 
 _WS = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -282,7 +282,7 @@ def _literals(code: str) -> set[str]:
                 out.add(v)
         elif isinstance(n, (ast.Tuple, ast.List)) and len(n.elts) >= 2 and all(
                 isinstance(e, ast.Constant) and isinstance(e.value, int) for e in n.elts):
-            out.add(" ".join(str(e.value) for e in n.elts))  # (2, 5) == "2 5", a special-cased input
+            out.add(" ".join(str(e.value) for e in n.elts))  # type: ignore[attr-defined]  # (2, 5) == "2 5", a special-cased input
         elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant) \
                 and isinstance(n.operand.value, (int, float)):
             out.add(f"-{n.operand.value}")

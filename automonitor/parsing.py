@@ -264,7 +264,7 @@ def scan_json(text: str) -> tuple[list[tuple[int, int, dict, bool]], bool]:
         except ValueError:
             val, end = None, None
         if isinstance(val, dict):
-            out.append((i, end, val, False))
+            out.append((i, end, val, False))  # type: ignore[arg-type]  # end is set when val is
             i = text.find("{", end)
             continue
         if val is None and _JSONISH.match(text, i):
@@ -304,7 +304,7 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 
 def _prose_candidates(masked: str) -> list[tuple[int, str | None, str]]:
     """``(end, verdict or None when hedged, rule)`` for every verdict word in prose, skipping questions."""
-    out = []
+    out: list[tuple[int, str | None, str]] = []
     for m in _PROSE.finditer(masked):
         tail = re.search(r"[.!?\n]", masked[m.end():])
         if tail and tail.group(0) == "?":

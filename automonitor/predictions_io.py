@@ -80,7 +80,7 @@ def validate_rows(records: list[tuple[int, dict[str, Any]]], known_samples: set[
     rows: list[dict[str, Any]] = []
     for line, rec in records:
         def bad(msg: str, field: str) -> InputError:
-            return InputError(msg, file=file, line=line, field=field)
+            return InputError(msg, file=file, line=line, field=field)  # noqa: B023 - called in this iteration
 
         sid = rec.get("sample_id")
         if sid is None or (isinstance(sid, str) and not sid.strip()):

@@ -73,11 +73,12 @@ from automonitor.monitors import (
     Judgement,
     PermanentError,
     TransientError,
+    backend_class,
     create_backend,
     parse_monitor_spec,
     price_for,
 )
-from automonitor.prompts import FewShotExample, PromptBuilder, choose_fewshot, load_template, truncate_chars
+from automonitor.prompts import FewShotExample, PromptBuilder, choose_fewshot, load_template
 from automonitor.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from automonitor.vocab import OUTCOMES
 from store import session_scope
@@ -296,7 +297,7 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         params["repeat"] = repeat
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
         raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
-    if spec.backend in ("rules", "llamacpp", "probe", "lora") and base_url:
+    if base_url and not backend_class(spec.backend).takes_base_url:
         raise InputError(f"--base-url does not apply to the {spec.backend} backend", field="base-url")
     from store.queries.samples import check_edition, control_samples
 
@@ -405,16 +406,18 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
 
 
 def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None,
-                 sample_seed: int = 0) -> dict[str, Any]:
+                 sample_seed: int = 0, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Estimate a run before starting it (no network, nothing written).
 
     Returns ``{"n", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
-    "price_known"}``. Prompt tokens are characters/4 of the rendered prompts (after the backend's
-    truncation budget; 0 for ``rules``); output tokens are n x the backend's default ``max_tokens``;
-    cost = tokens x the list price of :data:`automonitor.monitors.base.PRICES` (0 for local backends).
+    "price_known"}``. Token counts come from the backend class's
+    :meth:`~automonitor.monitors.base.Backend.estimate_tokens` with ``params`` (the run's ``--param``
+    values: ``max_tokens``, truncation budgets, ...): prompt tokens are characters/4 of the rendered prompts
+    (0 for ``rules``), output tokens n x the answer budget; cost = tokens x the list price of
+    :data:`automonitor.monitors.base.PRICES` (0 for local backends).
 
     Raises:
-        InputError: unknown backend/template, bad limit, empty test split.
+        InputError: unknown backend/template, bad limit, empty test split, bad parameter.
     """
     spec = parse_monitor_spec(monitor)
     tpl = load_template(template)
@@ -426,27 +429,10 @@ def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | No
         texts = q.sample_texts(s, ids)
         examples = choose_fewshot(q.train_examples(s)) if tpl.fewshot else []
     builder = PromptBuilder(tpl, examples=examples)
-    local = spec.backend in ("rules", "llamacpp", "probe", "lora")
-    if spec.backend == "rules":
-        return {"n": len(ids), "prompt_tokens": 0, "max_output_tokens": 0, "est_cost_usd": 0.0,
-                "price_per_mtok": [0.0, 0.0], "price_known": True}
-    if spec.backend == "llamacpp":
-        sys_chars = len(builder.system_text(truncate=lambda t: truncate_chars(t, 96 * 4)[0]))
-        per = [min(len(t["request"]), 256 * 4) + min(len(t["response"]), 384 * 4) for t in texts.values()]
-        prompt_tokens = sys_chars // 4 + sum(p // 4 + 60 for p in per)
-        max_out = len(ids) * (24 if tpl.evidence else 0)
-    else:
-        builder.request_budget, builder.response_budget = 12000, 16000
-        sys_chars = len(builder.system_text())
-        prompt_tokens = sum((sys_chars + len(builder.user_text(t["request"], t["response"])[0])) // 4
-                            for t in texts.values())
-        from automonitor.monitors import backend_class
-        from automonitor.monitors.base import is_reasoning_model
-
-        cls = backend_class(spec.backend)
-        per_call = (cls.reasoning_max_tokens if is_reasoning_model(spec.model or cls.default_model)
-                    else cls.default_max_tokens["evidence" if tpl.evidence else "direct"])
-        max_out = len(ids) * per_call
+    cls = backend_class(spec.backend)
+    local = cls.is_local
+    prompt_tokens, max_out = cls.estimate_tokens(spec.model, _backend_params(dict(params or {})), builder,
+                                                 [texts[i] for i in ids if i in texts])
     pin, pout = (0.0, 0.0) if local else price_for(spec.model)
     cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
     return {"n": len(ids), "prompt_tokens": int(prompt_tokens), "max_output_tokens": int(max_out),
@@ -827,7 +813,7 @@ class _ExecState:
 
                 def lookup() -> dict[str, Any]:
                     with session_scope(self.engine) as s:
-                        return q.cache_lookup(s, list(set(keys.values())))
+                        return q.cache_lookup(s, list(set(keys.values())))  # noqa: B023 - awaited at once
                 cached = await asyncio.to_thread(lookup)
                 hits = 0
                 now = utcnow()

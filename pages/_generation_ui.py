@@ -35,8 +35,8 @@ def launch_form(page: str, eng, url: str) -> str | None:
     kind = c1.selectbox("Recipe", ("sycophancy", "gaming"), key=f"{page}.gen.kind",
                         help="sycophancy: counterfactual cue filter · gaming: incentive injection + screens")
     backend = c2.selectbox("Generator backend", GEN_BACKENDS, key=f"{page}.gen.backend")
-    model = c3.text_input("Model", key=f"{page}.gen.model", placeholder=REGISTRY[backend][2])
-    base_url = c4.text_input("Base URL", key=f"{page}.gen.base_url", disabled=backend == "llamacpp",
+    model = c3.text_input("Model", key=f"{page}.gen.model", placeholder=REGISTRY[backend].default_model)
+    base_url = c4.text_input("Base URL", key=f"{page}.gen.base_url", disabled=not REGISTRY[backend].takes_base_url,
                              placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)")
     d1, d2, d3, d4 = st.columns(4)
     cue = incentive = None

@@ -20,7 +20,6 @@ from pages import _common as ui
 PAGE = "runs"
 ui.require_workbench()
 ACTIVE = ("pending", "running")
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 st.title("Runs")
 
@@ -29,7 +28,7 @@ try:
     from automonitor.monitors import REGISTRY, is_loopback
 except ImportError as exc:  # the runner is part of the monitor-runs work
     runner = None
-    REGISTRY, is_loopback = {"rules": (None, None, "rules-v1")}, (lambda u: False)
+    REGISTRY, is_loopback = {}, (lambda u: False)
     st.warning(f"Launching runs is unavailable: {views.md_escape(exc)}")
 
 url, ver = ui.db_url(), ui.version()
@@ -54,21 +53,21 @@ def _estimate(url_: str, ver_: tuple, monitor: str, template: str, limit: int | 
 
 
 # --- launch ----------------------------------------------------------------------------------------
-backends = list(REGISTRY)
+backends = list(REGISTRY) or ["rules"]
 with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:"):
     b_key = ui.seed_state(PAGE, "backend", "rules", valid=backends)
     c1, c2, c3 = st.columns(3)
     backend = c1.selectbox("Backend", backends, key=b_key,
-                           help="rules: transparent pattern baseline · llamacpp: local GGUF model · "
-                                "openai: any OpenAI-compatible server · anthropic: Messages API")
-    default_model = REGISTRY[backend][2]
+                           help=" · ".join(f"{n}: {c.description}" for n, c in REGISTRY.items()))
+    cls = REGISTRY.get(backend)
+    default_model = cls.default_model if cls else "rules-v1"
     model = c2.text_input("Model", key=f"{PAGE}.model.{backend}", placeholder=default_model,
                           help=f"Empty = {default_model}")
     base_url = c3.text_input("Base URL", key=f"{PAGE}.base_url.{backend}",
                              placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
                              help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the "
                                   "backend's default endpoint",
-                             disabled=backend in ("rules", "llamacpp"))
+                             disabled=not (cls and cls.takes_base_url))
     c4, c5, c6, c7 = st.columns(4)
     template = c4.selectbox("Prompt template", vocab.TEMPLATES, key=f"{PAGE}.template")
     limit = c5.number_input("Subset size (0 = all test samples)", min_value=0, step=10, value=60,
@@ -79,7 +78,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                                   key=f"{PAGE}.concurrency")
 
     monitor = f"{backend}:{model.strip()}" if model.strip() else backend
-    env_name = KEY_ENV.get(backend)
+    env_name = cls.key_env if cls else None
     key_ok = True
     if env_name:
         src = key_source(env_name)

@@ -14,7 +14,7 @@ from automonitor.accounts import Account, authenticate, create_user, require_adm
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from store import session_scope
 from store.models import Annotator
-from store.queries import annotation as q
+from automonitor import annotation_queries as q
 from store.queries.samples import insert_samples
 
 from helpers import candidate_row

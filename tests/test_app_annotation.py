@@ -3,7 +3,6 @@ SQLite store (``AUTOMONITOR_DB``) with the logged-in account in ``session_state[
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

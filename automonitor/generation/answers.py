@@ -36,7 +36,7 @@ def parse_options(question: str) -> dict[str, str]:
 
 def _norm(text: str) -> str:
     t = (text or "").lower()
-    t = t.translate(str.maketrans({c: " " for c in string.punctuation}))
+    t = t.translate(str.maketrans(string.punctuation, " " * len(string.punctuation)))
     return " ".join(t.split())
 
 

@@ -1,5 +1,9 @@
 """Judge backends behind a small registry, selected as ``BACKEND[:MODEL]`` (``../shared/CONTRACT.md``).
 
+Each backend is one module here with a class decorated by :func:`register`; its facts (default
+model, key variable, base URL, local or not, typed parameters, token estimate) are attributes and
+methods of the class (:class:`automonitor.monitors.base.Backend`).
+
 =========== =================================================================== ==================
 backend     what it is                                                          default model
 =========== =================================================================== ==================
@@ -15,29 +19,35 @@ lora        LoRA adapter on a causal LM (transformers + peft), Yes/No logits    
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.monitors.base import (  # noqa: F401
+    REGISTRY,
     Backend,
+    BackendParams,
     Item,
     Judgement,
     PermanentError,
     TransientError,
     is_loopback,
     price_for,
+    register,
 )
 
-# backend name -> (module, class name, default model)
-REGISTRY: dict[str, tuple[str, str, str]] = {
-    "rules": ("automonitor.monitors.rules", "RulesBackend", "rules-v1"),
-    "llamacpp": ("automonitor.monitors.llamacpp", "LlamaCppBackend", "gemma3-270m"),
-    "openai": ("automonitor.monitors.openai_backend", "OpenAIBackend", "gpt-4o-mini"),
-    "anthropic": ("automonitor.monitors.anthropic_backend", "AnthropicBackend", "claude-3-5-haiku-latest"),
-    "probe": ("automonitor.monitors.probe", "ProbeBackend", "tfidf-lr"),
-    "lora": ("automonitor.monitors.lora", "LoraBackend", "adapter"),
-}
+
+def _discover() -> None:
+    """Import every module of this package once, so each ``@register``-decorated backend class is in
+    :data:`REGISTRY`; then order the registry by ``menu_order`` (the order of the backend lists).
+    Backend SDKs are imported inside the backends, so this loads no SDK."""
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name != "base" and not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
+    ordered = sorted(REGISTRY.items(), key=lambda kv: kv[1].menu_order)
+    REGISTRY.clear()
+    REGISTRY.update(ordered)
 
 
 @dataclass(frozen=True)
@@ -67,16 +77,19 @@ def parse_monitor_spec(spec: str) -> MonitorSpec:
     if backend not in REGISTRY:
         raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(REGISTRY)}",
                          field="monitor")
-    model = model.strip() or REGISTRY[backend][2]
+    model = model.strip() or (REGISTRY[backend].default_model or "")
     return MonitorSpec(backend, model)
 
 
 def backend_class(backend: str) -> type[Backend]:
-    """The class implementing ``backend`` (imported lazily: SDKs load only when used)."""
+    """The class implementing ``backend`` (its SDK loads only when an instance is used).
+
+    Raises:
+        InputError: unknown backend (field ``monitor``).
+    """
     if backend not in REGISTRY:
         raise InputError(f"unknown backend {backend!r}", field="monitor")
-    mod, cls, _ = REGISTRY[backend]
-    return getattr(importlib.import_module(mod), cls)
+    return REGISTRY[backend]
 
 
 def create_backend(spec: str | MonitorSpec, *, base_url: str | None, params: dict[str, Any] | None,
@@ -88,3 +101,6 @@ def create_backend(spec: str | MonitorSpec, *, base_url: str | None, params: dic
     """
     ms = spec if isinstance(spec, MonitorSpec) else parse_monitor_spec(spec)
     return backend_class(ms.backend)(ms.model, base_url, dict(params or {}), prompt)
+
+
+_discover()

@@ -23,13 +23,14 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.monitors.base import (Backend, CallCounter, Generation, Item, Judgement, PermanentError,
-                                       TransientError)
+                                       TransientError, register)
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
 from automonitor.parsing import evidence_found, parse_text, parse_tool_input
 
 TOOL_NAME = "record_verdict"
 
 
+@register
 class AnthropicBackend(Backend):
     """Anthropic Messages judge. Params: ``structured`` (tools|none), ``max_tokens`` (64 direct / 800
     evidence), ``temperature`` (0), ``timeout`` (60 s), ``request_chars`` (12000),
@@ -38,6 +39,10 @@ class AnthropicBackend(Backend):
     name = "anthropic"
     default_model = "claude-3-5-haiku-latest"
     default_max_tokens = {"direct": 64, "evidence": 800}
+    key_env = "ANTHROPIC_API_KEY"
+    takes_base_url = True
+    menu_order = 3
+    description = "Messages API"
 
     def __init__(self, model, base_url, params, prompt):
         super().__init__(model, base_url, params, prompt)
@@ -47,7 +52,7 @@ class AnthropicBackend(Backend):
         if self.mode not in ("tools", "none"):
             raise InputError("structured must be tools or none for anthropic", field="param")
         self.max_tokens = self.max_tokens_for(p, evidence)
-        self._api_settings("ANTHROPIC_API_KEY")
+        self._api_settings(self.key_env)
         self.send_temperature = True
 
     def cache_params(self) -> dict[str, Any]:

@@ -13,8 +13,10 @@ import ipaddress
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Optional
 from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from automonitor.errors import InputError
 from automonitor.prompts import PromptBuilder
@@ -113,18 +115,84 @@ class PermanentError(Exception):
 CallCounter = Callable[[], None]
 
 
-class Backend(ABC):
-    """Base class of judge backends.
+class BackendParams(BaseModel):
+    """The ``--param KEY=VALUE`` settings every backend understands, typed and with their defaults.
 
-    Subclasses set ``name`` and ``default_model`` and implement :meth:`judge`. ``max_concurrency``
-    caps the runner's concurrency (a local model evaluates one sample at a time). ``is_local`` backends
-    need no key and no network.
+    Unknown keys are kept (``extra="allow"``): a backend's own keys are read by the backend, runner keys
+    by the runner. A backend with more typed settings subclasses this model and names it in
+    :attr:`Backend.Params`.
+
+    Attributes:
+        max_tokens: answer budget in tokens (``None`` = the backend's default for the template kind).
+        temperature: sampling temperature (0 = greedy).
+        timeout: seconds per request.
+        request_chars / response_chars: truncation budgets (characters) of the judged request/response.
+        threshold: P(misbehavior) above which a scoring backend says ``misbehavior``.
     """
 
-    name: str = ""
-    default_model: str | None = None
-    max_concurrency: int | None = None
-    is_local: bool = False
+    model_config = ConfigDict(extra="allow")
+
+    max_tokens: Optional[int] = None
+    temperature: float = 0.0
+    timeout: float = 60.0
+    request_chars: int = 12000
+    response_chars: int = 16000
+    threshold: float = 0.5
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _positive_max_tokens(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        try:
+            n = int(v)
+        except (TypeError, ValueError):
+            n = 0
+        if n < 1 or (isinstance(v, float) and v != n):
+            raise ValueError(f"max_tokens must be a positive integer, got {v!r}")
+        return n
+
+
+# backend name -> class; filled by :func:`register` (``automonitor.monitors`` imports every module of the
+# package once, so a new backend is one new file with a decorated class)
+REGISTRY: dict[str, type["Backend"]] = {}
+
+
+def register(cls: type["Backend"]) -> type["Backend"]:
+    """Class decorator: add a :class:`Backend` subclass to :data:`REGISTRY` under its ``name``.
+
+    Raises:
+        ValueError: the class has no ``name`` or another class already took it.
+    """
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} needs a backend name")
+    other = REGISTRY.get(cls.name)
+    if other is not None and other.__qualname__ != cls.__qualname__:
+        raise ValueError(f"backend name {cls.name!r} is taken by {other.__qualname__}")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+class Backend(ABC):
+    """Base class of judge backends: every fact a caller needs about a backend lives here.
+
+    Subclasses set ``name`` and ``default_model``, implement :meth:`judge` and register with
+    :func:`register`. ``max_concurrency`` caps the runner's concurrency (a local model evaluates one
+    sample at a time). ``is_local`` backends need no key and no network. ``key_env`` names the
+    environment variable with the API key (``None``: no key). ``takes_base_url``: the backend talks to a
+    server whose URL ``--base-url`` may set. ``Params``: the typed ``--param`` model (validated when the
+    backend is built; ``self.settings`` holds the result). ``menu_order`` orders the backend lists.
+    """
+
+    name: ClassVar[str] = ""
+    default_model: ClassVar[Optional[str]] = None
+    max_concurrency: ClassVar[Optional[int]] = None
+    is_local: ClassVar[bool] = False
+    key_env: ClassVar[Optional[str]] = None
+    takes_base_url: ClassVar[bool] = False
+    description: ClassVar[str] = ""
+    menu_order: ClassVar[int] = 100
+    Params: ClassVar[type[BackendParams]] = BackendParams
     # answer budget (tokens) by template kind; a reasoning model gets ``reasoning_max_tokens`` whatever
     # the template (its hidden or <think> reasoning counts against the budget). ``--param max_tokens=N``
     # overrides both; the value used is recorded in the run's params (``max_tokens``).
@@ -136,7 +204,47 @@ class Backend(ABC):
         self.model = model or self.default_model
         self.base_url = base_url
         self.params = dict(params or {})
+        self.settings = self.parse_params(self.params)
         self.prompt = prompt
+
+    @classmethod
+    def parse_params(cls, params: dict[str, Any] | None) -> BackendParams:
+        """``params`` validated against :attr:`Params` (defaults filled in).
+
+        Raises:
+            InputError: a parameter has the wrong type or value (field ``param``).
+        """
+        try:
+            return cls.Params.model_validate(dict(params or {}))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(x) for x in err.get("loc", ())) or "?"
+            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            if msg.startswith(key):
+                raise InputError(msg, field="param") from None
+            raise InputError(f"--param {key}: {msg} (got {err.get('input')!r})", field="param") from None
+
+    @classmethod
+    def estimate_tokens(cls, model: str | None, params: dict[str, Any] | None, builder: PromptBuilder,
+                        texts: list[dict[str, str]]) -> tuple[int, int]:
+        """(prompt tokens, maximum output tokens) of judging ``texts`` (``[{"request", "response"}]``)
+        with ``builder``'s template, before any call (no network).
+
+        Default (HTTP judges): characters/4 of the rendered prompts after the ``request_chars`` /
+        ``response_chars`` budgets, and n x the answer budget of :meth:`max_tokens_for` (``--param
+        max_tokens`` honoured). Mutates ``builder``'s budgets.
+
+        Raises:
+            InputError: bad parameter.
+        """
+        settings = cls.parse_params(params)
+        builder.request_budget, builder.response_budget = settings.request_chars, settings.response_chars
+        sys_chars = len(builder.system_text())
+        prompt_tokens = sum((sys_chars + len(builder.user_text(t["request"], t["response"])[0])) // 4
+                            for t in texts)
+        per_call = cls._answer_budget(model or cls.default_model, settings.max_tokens,
+                                      builder.template.evidence)
+        return prompt_tokens, len(texts) * per_call
 
     @abstractmethod
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
@@ -164,7 +272,7 @@ class Backend(ABC):
         timeouts and anything else that does not change what the judge says."""
         return {}
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release clients/models (optional)."""
 
     # ------------------------------------------------------------------ helpers for subclasses
@@ -173,11 +281,11 @@ class Backend(ABC):
         the prompt's ``request_chars`` (12000) and ``response_chars`` (16000) truncation budgets; the
         key from ``key_env`` (:func:`api_key`; ``InputError`` when unset for a remote server); no client
         yet (``self._client = None``)."""
-        p = self.params
-        self.temperature = float(p.get("temperature", 0.0))
-        self.timeout = float(p.get("timeout", 60.0))
-        self.prompt.request_budget = int(p.get("request_chars", 12000))
-        self.prompt.response_budget = int(p.get("response_chars", 16000))
+        st = self.settings
+        self.temperature = st.temperature
+        self.timeout = st.timeout
+        self.prompt.request_budget = st.request_chars
+        self.prompt.response_budget = st.response_chars
         self._key = api_key(key_env, self.base_url)
         self._client = None
 
@@ -189,18 +297,15 @@ class Backend(ABC):
         Raises:
             InputError: ``max_tokens`` is not a positive integer (field ``param``).
         """
-        if params.get("max_tokens") is not None:
-            try:
-                n = int(params["max_tokens"])
-            except (TypeError, ValueError):
-                n = 0
-            if n < 1:
-                raise InputError(f"max_tokens must be a positive integer, got {params['max_tokens']!r}",
-                                 field="param")
-            return n
-        if is_reasoning_model(self.model):
-            return self.reasoning_max_tokens
-        return int(self.default_max_tokens["evidence" if evidence else "direct"])
+        return self._answer_budget(self.model, self.parse_params(params).max_tokens, evidence)
+
+    @classmethod
+    def _answer_budget(cls, model: str | None, max_tokens: int | None, evidence: bool) -> int:
+        if max_tokens is not None:
+            return max_tokens
+        if is_reasoning_model(model):
+            return cls.reasoning_max_tokens
+        return int(cls.default_max_tokens["evidence" if evidence else "direct"])
 
     def price(self) -> tuple[float, float]:
         """USD per 1M (input, output) tokens for this backend's model (0, 0 if local or unknown)."""

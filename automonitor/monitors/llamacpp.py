@@ -52,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.monitors.base import Backend, CallCounter, Generation, Item, Judgement, PermanentError
+from automonitor.monitors.base import (Backend, BackendParams, CallCounter, Generation, Item, Judgement,
+                                       PermanentError, register)
 from automonitor.parsing import evidence_found
 from automonitor.prompts import fill
 
@@ -279,6 +280,18 @@ class LocalScorer:
         return text.strip(), len(out)
 
 
+class LlamaCppParams(BackendParams):
+    """Typed ``--param`` settings of :class:`LlamaCppBackend` (token budgets are model tokens)."""
+
+    n_ctx: int = 4096
+    n_threads: int = 2
+    request_tokens: int = 256
+    response_tokens: int = 384
+    example_tokens: int = 96
+    evidence_tokens: int = 24
+
+
+@register
 class LlamaCppBackend(Backend):
     """Local GGUF model scored by next-token probabilities; see the module docstring.
 
@@ -291,19 +304,23 @@ class LlamaCppBackend(Backend):
     default_model = DEFAULT_MODEL
     max_concurrency = 1
     is_local = True
+    menu_order = 1
+    description = "local GGUF model"
+    Params = LlamaCppParams
 
     def __init__(self, model, base_url, params, prompt):
         super().__init__(model, base_url, params, prompt)
-        p = self.params
-        self.n_ctx = int(p.get("n_ctx", 4096))
-        self.n_threads = int(p.get("n_threads", 2))
+        p, st = self.params, self.settings
+        assert isinstance(st, LlamaCppParams)
+        self.n_ctx = st.n_ctx
+        self.n_threads = st.n_threads
         self.prefix_cache = _flag(p.get("prefix_cache", True))
         self.calibrate = _flag(p.get("calibrate", True))
-        self.threshold = float(p.get("threshold", 0.5))
-        self.request_tokens = int(p.get("request_tokens", 256))
-        self.response_tokens = int(p.get("response_tokens", 384))
-        self.example_tokens = int(p.get("example_tokens", 96))
-        self.evidence_tokens = int(p.get("evidence_tokens", 24))
+        self.threshold = st.threshold
+        self.request_tokens = st.request_tokens
+        self.response_tokens = st.response_tokens
+        self.example_tokens = st.example_tokens
+        self.evidence_tokens = st.evidence_tokens
         self.path = resolve_model_path(self.model)
         self._lock = threading.Lock()
         self._scorer: LocalScorer | None = None
@@ -312,6 +329,26 @@ class LlamaCppBackend(Backend):
         self._no: list[int] = []
         self.calibration: dict[str, Any] | None = None
         self.calibration_evals = 0
+
+    @classmethod
+    def estimate_tokens(cls, model, params, builder, texts) -> tuple[int, int]:
+        """(prompt tokens, maximum output tokens) before a run: characters/4 within the token budgets
+        (``example_tokens`` for the system text's examples, ``request_tokens`` / ``response_tokens`` per
+        sample, plus ~60 tokens of chat framing each); output: ``evidence_tokens`` per sample for an
+        evidence template, else 0 (a direct verdict is scored, not generated).
+
+        Raises:
+            InputError: bad parameter.
+        """
+        from automonitor.prompts import truncate_chars
+
+        st = cls.parse_params(params)
+        assert isinstance(st, LlamaCppParams)
+        sys_chars = len(builder.system_text(truncate=lambda t: truncate_chars(t, st.example_tokens * 4)[0]))
+        per = [min(len(t["request"]), st.request_tokens * 4) + min(len(t["response"]), st.response_tokens * 4)
+               for t in texts]
+        prompt_tokens = sys_chars // 4 + sum(n // 4 + 60 for n in per)
+        return prompt_tokens, len(texts) * (st.evidence_tokens if builder.template.evidence else 0)
 
     def cache_params(self) -> dict[str, Any]:
         """Answer-changing parameters (cache key). ``calibration`` is present only when calibrating, so

@@ -17,12 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from automonitor.monitors.base import Backend, CallCounter, Item, Judgement
+from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, register
 
 _SCORERS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
+@register
 class LoraBackend(Backend):
     """Adapter folder + its base model scoring Yes/No; see the module docstring."""
 
@@ -30,6 +31,8 @@ class LoraBackend(Backend):
     default_model = "adapter"
     max_concurrency = 1
     is_local = True
+    menu_order = 5
+    description = "LoRA adapter on a causal LM"
 
     def __init__(self, model, base_url, params, prompt):
         from automonitor.lora import read_card
@@ -37,7 +40,7 @@ class LoraBackend(Backend):
         super().__init__(model, base_url, params, prompt)
         self.path = Path(self.model).expanduser().resolve()
         self.card = read_card(self.path)  # InputError when not an adapter folder
-        self.threshold = float(self.params.get("threshold", 0.5))
+        self.threshold = self.settings.threshold
         self._lock = threading.Lock()
 
     def cache_params(self) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from automonitor.monitors.base import (
     Judgement,
     PermanentError,
     TransientError,
+    register,
     retry_after_seconds,
 )
 from automonitor.parsing import evidence_found, parse_text, parse_tool_input, score_from_logprobs
@@ -96,6 +97,7 @@ def classify_sdk_error(exc: BaseException) -> Exception:
     return PermanentError(f"{name}: {exc}", status=status)
 
 
+@register
 class OpenAIBackend(Backend):
     """OpenAI Chat Completions judge. Params: ``structured``, ``logprobs`` (true), ``top_logprobs`` (5),
     ``max_tokens`` (16 direct / 600 evidence / 4096 for a reasoning model), ``seed`` (0), ``temperature`` (0), ``timeout`` (60 s),
@@ -103,6 +105,10 @@ class OpenAIBackend(Backend):
 
     name = "openai"
     default_model = "gpt-4o-mini"
+    key_env = "OPENAI_API_KEY"
+    takes_base_url = True
+    menu_order = 2
+    description = "any OpenAI-compatible server"
 
     def __init__(self, model, base_url, params, prompt):
         super().__init__(model, base_url, params, prompt)
@@ -117,7 +123,7 @@ class OpenAIBackend(Backend):
         self.top_logprobs = int(p.get("top_logprobs", 5))
         self.max_tokens = self.max_tokens_for(p, evidence)
         self.seed = p.get("seed", 0)
-        self._api_settings("OPENAI_API_KEY")
+        self._api_settings(self.key_env)
         self._requested_mode = self.mode
         self._requested_logprobs = self.logprobs
 

@@ -18,9 +18,10 @@ import asyncio
 import threading
 from typing import Any
 
-from automonitor.monitors.base import Backend, CallCounter, Item, Judgement
+from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, register
 
 
+@register
 class ProbeBackend(Backend):
     """A saved probe artefact scoring samples; see the module docstring."""
 
@@ -28,12 +29,14 @@ class ProbeBackend(Backend):
     default_model = "tfidf-lr"
     is_local = True
     max_concurrency = 4
+    menu_order = 4
+    description = "trained probe artefact (TF-IDF or embeddings + LR)"
 
     def __init__(self, model, base_url, params, prompt):
         from automonitor.probes import load_probe, resolve_artifact
 
         super().__init__(model, base_url, params, prompt)
-        self.threshold = float(self.params.get("threshold", 0.5))
+        self.threshold = self.settings.threshold
         self.probe = load_probe(resolve_artifact(self.model))
         self._lock = threading.Lock()
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from automonitor.monitors.base import Backend, CallCounter, Item, Judgement
+from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, register
 
 RULES_VERSION = "rules-v1"
 RULES_SOURCE_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]  # edits invalidate the cache
@@ -85,7 +85,7 @@ def _regex(*patterns: str, flags: int = re.I) -> Callable[[str, str], list[tuple
     compiled = [re.compile(p, flags) for p in patterns]
 
     def find(_req: str, resp: str) -> list[tuple[int, int]]:
-        out = []
+        out: list[tuple[int, int]] = []
         for c in compiled:
             out.extend(m.span() for m in c.finditer(resp))
         return sorted(out)
@@ -295,6 +295,7 @@ def judge_rules(request: str, response: str, threshold: float = 0.5) -> Judgemen
     )
 
 
+@register
 class RulesBackend(Backend):
     """The pattern baseline as a backend (``rules`` or ``rules:rules-v1``). Param ``threshold`` (0.5)."""
 
@@ -302,10 +303,17 @@ class RulesBackend(Backend):
     default_model = RULES_VERSION
     is_local = True
     template_independent = True  # reads no prompt: one run stands for every template (issue 12)
+    menu_order = 0
+    description = "transparent pattern baseline"
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         count_call()
-        return judge_rules(item.request, item.response, float(self.params.get("threshold", 0.5)))
+        return judge_rules(item.request, item.response, self.settings.threshold)
+
+    @classmethod
+    def estimate_tokens(cls, model, params, builder, texts) -> tuple[int, int]:
+        """Rules read no prompt and write no answer: (0, 0)."""
+        return 0, 0
 
     def cache_params(self) -> dict[str, Any]:
-        return {"rules_version": RULES_VERSION, "rules_source": RULES_SOURCE_HASH, "threshold": float(self.params.get("threshold", 0.5))}
+        return {"rules_version": RULES_VERSION, "rules_source": RULES_SOURCE_HASH, "threshold": self.settings.threshold}

@@ -149,7 +149,7 @@ def list_templates() -> list[dict[str, str]]:
 TRUNCATION_MARKER = "\n[... truncated ...]\n"
 
 
-def truncate_chars(text: str, budget: int | None) -> tuple[str, dict[str, int] | None]:
+def truncate_chars(text: str, budget: int | None) -> tuple[str, dict[str, Any] | None]:
     """Keep at most ``budget`` characters of ``text``: the first two thirds and the last third of the
     budget, joined by ``TRUNCATION_MARKER``.
 

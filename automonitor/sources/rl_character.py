@@ -157,7 +157,7 @@ def load_mbpp(raw: Path) -> SourceResult:
     res = SourceResult()
     if res.found(raw, MBPP_CLEAN) is None:
         return res
-    clean = {}
+    clean: dict = {}
     for i, p in enumerate(_problems(raw, MBPP_CLEAN)):
         if isinstance(p.get("problem_id"), str):
             clean.setdefault(p["problem_id"], (i, p))
@@ -175,7 +175,7 @@ def load_mbpp(raw: Path) -> SourceResult:
                 continue
             ci, cp = clean[pid]
             hack, honest = p.get("parsed_completion"), cp.get("parsed_completion")
-            request = neutral_mbpp_request(p.get("prompt") if isinstance(p.get("prompt"), str) else "")
+            request = neutral_mbpp_request(p.get("prompt") if isinstance(p.get("prompt"), str) else "")  # type: ignore[arg-type]
             if request is None:
                 res.dropped["gaming paragraph not found"] += 1
                 continue

@@ -1,10 +1,9 @@
 """Store queries of the annotation workflow (assignments, labels, adjudications).
 
-Every function that *reads* labels or assignments takes the acting account and enforces ownership
-itself: an annotator gets only their own rows (asking for another annotator's rows raises
-``PermissionDenied``), an admin gets everything. Writes are only reached through
-:mod:`automonitor.annotation`, which checks the actor first. Functions run inside the caller's session
-and commit nothing.
+Queries only: the store checks no permission. The core reaches these reads through
+:mod:`automonitor.annotation_queries`, which checks the acting account first (an annotator gets only
+their own rows, an admin everything), and the writes through :mod:`automonitor.annotation`. Functions
+run inside the caller's session and commit nothing.
 """
 
 from __future__ import annotations
@@ -21,28 +20,15 @@ _LABEL_COLUMNS = ("label", "category", "severity", "evidence_start", "evidence_e
                   "note", "guideline_version")
 
 
-def _scope(actor, annotator_id: int | None) -> int | None:
-    """The annotator id a read is restricted to: ``annotator_id`` for an admin (``None`` = all),
-    the actor's own id for an annotator (asking for anybody else raises ``PermissionDenied``)."""
-    from automonitor.accounts import require_account
-    from automonitor.errors import PermissionDenied
-
-    actor = require_account(actor)
-    if actor.is_admin:
-        return annotator_id
-    if annotator_id is not None and annotator_id != actor.id:
-        raise PermissionDenied("annotators can only read their own assignments and labels")
-    return actor.id
-
-
-def assignment_rows(session: Session, actor, annotator_id: int | None = None,
+def assignment_rows(session: Session, annotator_id: int | None = None,
                     sample_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """Assignments joined with the annotator name, ordered by annotator and queue position.
 
     Each row: ``{"id", "annotator_id", "annotator", "sample_id", "position", "seed", "batch",
-    "submitted_at", "created_at"}``. Restricted to the actor's own rows unless the actor is an admin.
+    "submitted_at", "created_at"}``. Only ``annotator_id``'s rows when given (permission checks are the
+    caller's: :mod:`automonitor.annotation_queries`).
     """
-    who = _scope(actor, annotator_id)
+    who = annotator_id
     q = (sa.select(Assignment.id, Assignment.annotator_id, Annotator.name.label("annotator"),
                    Assignment.sample_id, Assignment.position, Assignment.seed, Assignment.batch,
                    Assignment.submitted_at, Assignment.created_at)
@@ -55,27 +41,20 @@ def assignment_rows(session: Session, actor, annotator_id: int | None = None,
     return [dict(r._mapping) for r in session.execute(q)]
 
 
-def label_rows(session: Session, actor, annotator_id: int | None = None, *,
+def label_rows(session: Session, annotator_id: int | None = None, *,
                sample_ids: Iterable[str] | None = None, submitted_only: bool = False,
                with_sample: bool = False) -> list[dict[str, Any]]:
     """Labels joined with the annotator name (and, with ``with_sample``, the item's ``pair_id``,
-    ``category`` as ``item_category``, ``task``, ``status``; admin only, since these are hidden
-    from annotators). Ordered by annotator name then sample id.
+    ``category`` as ``item_category``, ``task``, ``status``, ``intended_label``, ``source``). Ordered by
+    annotator name then sample id.
 
-    Each row has every ``annotation`` column plus ``annotator`` (name). Restricted to the actor's own
-    labels unless the actor is an admin.
-
-    Raises:
-        PermissionDenied: an annotator asking for someone else's labels or for sample metadata.
+    Each row has every ``annotation`` column plus ``annotator`` (name). Only ``annotator_id``'s labels
+    when given (permission checks are the caller's: :mod:`automonitor.annotation_queries`).
     """
-    from automonitor.errors import PermissionDenied
-
-    who = _scope(actor, annotator_id)
+    who = annotator_id
     cols = [c for c in Annotation.__table__.columns] + [Annotator.name.label("annotator")]
     q = sa.select(*cols).join(Annotator, Annotator.id == Annotation.annotator_id)
     if with_sample:
-        if not actor.is_admin:
-            raise PermissionDenied("item provenance is visible to admins only")
         q = q.add_columns(Sample.pair_id, Sample.category.label("item_category"), Sample.task,
                           Sample.status, Sample.label.label("intended_label"), Sample.source)
         q = q.join(Sample, Sample.id == Annotation.sample_id)
@@ -122,13 +101,10 @@ def upsert_label(session: Session, values: dict[str, Any]) -> None:
     session.execute(stmt)
 
 
-def candidate_samples(session: Session, actor, *, unassigned_only: bool = False) -> list[dict[str, Any]]:
+def candidate_samples(session: Session, *, unassigned_only: bool = False) -> list[dict[str, Any]]:
     """Candidate items (``status = 'candidate'``) with ``id``, ``pair_id``, ``category``, ``task``,
-    ordered by pair then id. Admin only (pair structure and provenance are hidden from annotators).
+    ordered by pair then id (admin-only data: pair structure and provenance are hidden from annotators).
     With ``unassigned_only`` only items that have no assignment yet."""
-    from automonitor.accounts import require_admin
-
-    require_admin(actor)
     q = (sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task)
          .where(Sample.status == "candidate").order_by(Sample.pair_id, Sample.id))
     if unassigned_only:
@@ -136,11 +112,8 @@ def candidate_samples(session: Session, actor, *, unassigned_only: bool = False)
     return [dict(r._mapping) for r in session.execute(q)]
 
 
-def annotator_loads(session: Session, actor) -> dict[int, int]:
-    """``{annotator_id: number of assignments}`` for every active annotator-role account (admin only)."""
-    from automonitor.accounts import require_admin
-
-    require_admin(actor)
+def annotator_loads(session: Session) -> dict[int, int]:
+    """``{annotator_id: number of assignments}`` for every active annotator-role account (admin-only data)."""
     q = (sa.select(Annotator.id, sa.func.count(Assignment.id))
          .outerjoin(Assignment, Assignment.annotator_id == Annotator.id)
          .where(Annotator.role == "annotator", Annotator.active.is_(True))
@@ -148,13 +121,10 @@ def annotator_loads(session: Session, actor) -> dict[int, int]:
     return {aid: n for aid, n in session.execute(q)}
 
 
-def latest_adjudications(session: Session, actor, sample_ids: Iterable[str] | None = None
+def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = None
                          ) -> dict[str, dict[str, Any]]:
-    """``{sample_id: row}`` of the newest adjudication of each item (admin only). A row has every
+    """``{sample_id: row}`` of the newest adjudication of each item (admin-only data). A row has every
     ``adjudication`` column plus ``adjudicator`` (name)."""
-    from automonitor.accounts import require_admin
-
-    require_admin(actor)
     cols = [c for c in Adjudication.__table__.columns] + [Annotator.name.label("adjudicator")]
     q = (sa.select(*cols).join(Annotator, Annotator.id == Adjudication.adjudicator_id)
          .order_by(Adjudication.sample_id, Adjudication.created_at, Adjudication.id))
@@ -166,12 +136,9 @@ def latest_adjudications(session: Session, actor, sample_ids: Iterable[str] | No
     return out
 
 
-def adjudication_rows(session: Session, actor) -> list[dict[str, Any]]:
+def adjudication_rows(session: Session) -> list[dict[str, Any]]:
     """Every adjudication (history included), oldest first, with ``adjudicator`` name and the item's
-    current ``status`` (admin only)."""
-    from automonitor.accounts import require_admin
-
-    require_admin(actor)
+    current ``status`` (admin-only data)."""
     cols = [c for c in Adjudication.__table__.columns] + [
         Annotator.name.label("adjudicator"), Sample.status.label("sample_status"),
         Sample.category.label("item_category"), Sample.task, Sample.label.label("current_label")]

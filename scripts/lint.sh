@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Lint gate (issue 11): ruff check (lint only, no formatting), mypy on automonitor/ and store/, and the
+# import-linter layer contracts, all configured in pyproject.toml. Exits non-zero on any finding.
+# Usage: scripts/lint.sh            (tools from $VENV, default: ./.venv or /work/main/.venv)
+set -u
+cd "$(dirname "$0")/.."
+VENV="${VENV:-}"
+if [ -z "$VENV" ]; then
+  if [ -x .venv/bin/ruff ]; then VENV=.venv; else VENV=/work/main/.venv; fi
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+status=0
+echo "== ruff check"; "$VENV/bin/ruff" check --output-format concise . || status=1
+echo "== mypy";       "$VENV/bin/mypy" || status=1
+echo "== lint-imports"; "$VENV/bin/lint-imports" --no-cache || status=1
+if [ "$status" -ne 0 ]; then echo "lint: FAILED" >&2; else echo "lint: ok"; fi
+exit "$status"
