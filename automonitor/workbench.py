@@ -38,7 +38,12 @@ PAGE_SIZES: tuple[int, ...] = (50, 100, 200, 500)
 
 TEMPLATE_SHORT = {"direct": "direct", "evidence": "evid.", "direct-fewshot": "direct-fs",
                   "evidence-fewshot": "evid.-fs"}
-TEMPLATE_INDEPENDENT_BACKENDS = frozenset({"rules"})  # backends with ``template_independent = True``
+def template_independent_backends() -> frozenset[str]:
+    """Names of the registered backends whose class says ``template_independent = True`` (they read no
+    prompt, so one run stands for every template; e.g. ``rules``)."""
+    from automonitor.monitors import REGISTRY
+
+    return frozenset(n for n, cls in REGISTRY.items() if getattr(cls, "template_independent", False))
 """Backends whose verdicts do not depend on the prompt template (``rules`` reads no prompt): their runs
 are labelled without a template, and ``scripts/demo_runs.sh`` runs them once."""
 
@@ -150,7 +155,7 @@ def short_label(monitor: str, template: str, backend: str | None = None, max_len
     name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or str(monitor)
     if len(name) > max_len:
         name = name[: max_len - 1] + "…"
-    if backend in TEMPLATE_INDEPENDENT_BACKENDS:
+    if backend in template_independent_backends():
         return name
     return f"{name} {TEMPLATE_SHORT.get(template, template)}"
 

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 import pytest
 import sqlalchemy as sa
 
-from automonitor.build import CANDIDATE_PLAN, TEST_PLAN, build, load_all, plan_build
+from automonitor.build import CANDIDATE_PLAN, build, load_all, plan_build
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from automonitor.vocab import CATEGORIES, PAPER_QUOTAS, TASKS

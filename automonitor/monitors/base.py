@@ -188,6 +188,7 @@ class Backend(ABC):
     default_model: ClassVar[Optional[str]] = None
     max_concurrency: ClassVar[Optional[int]] = None
     is_local: ClassVar[bool] = False
+    template_independent: ClassVar[bool] = False  # reads no prompt: one run stands for every template
     key_env: ClassVar[Optional[str]] = None
     takes_base_url: ClassVar[bool] = False
     description: ClassVar[str] = ""
