@@ -1,6 +1,6 @@
 # AutoMonitor-Bench: two commands on a fresh machine.
 #   make demo   install, build the benchmark from ../shared/raw, run monitors, open the app on :8501
-#   make test   install (with test extras and Debian chromium) and run the whole test suite
+#   make test   install (with test extras, Debian chromium and bubblewrap), lint, and run the whole test suite
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,7 +8,7 @@ AM := $(VENV)/bin/automonitor
 export AUTOMONITOR_RAW ?= $(abspath ../shared/raw)
 PORT ?= 8501
 
-.PHONY: install demo test test-fast app bench clean
+.PHONY: install demo test test-fast lint app bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -32,7 +32,11 @@ app: install
 test: install
 	bash scripts/ensure_chromium.sh
 	bash scripts/ensure_system_deps.sh
+	VENV=$(VENV) bash scripts/lint.sh
 	$(VENV)/bin/pytest
+
+lint: install
+	VENV=$(VENV) bash scripts/lint.sh
 
 test-fast: install
 	bash scripts/ensure_system_deps.sh

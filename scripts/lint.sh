@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Lint gate (issue 11): ruff check (lint only, no formatting), mypy on automonitor/ and store/, and the
 # import-linter layer contracts, all configured in pyproject.toml. Exits non-zero on any finding.
-# Usage: scripts/lint.sh            (tools from $VENV, default: ./.venv or /work/main/.venv)
+# Usage: scripts/lint.sh            (tools from $VENV, default: ./.venv)
 set -u
 cd "$(dirname "$0")/.."
 VENV="${VENV:-}"
 if [ -z "$VENV" ]; then
-  if [ -x .venv/bin/ruff ]; then VENV=.venv; else VENV=/work/main/.venv; fi
+  VENV=.venv
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 status=0
