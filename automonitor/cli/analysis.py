@@ -106,7 +106,7 @@ def _print_rich(rep) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    con = Console(width=None if sys.stdout.isatty() else 200)
+    con = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # names are data, not markup
     if not rep["runs"]:
         con.print("No runs in the store. Start one with `automonitor run` or `automonitor predictions import`.")
         return
@@ -152,7 +152,7 @@ def _print_rich(rep) -> None:
                        _pct(c["mr_diff"]) + _ci(c["mr_diff_ci"]), _pct(c["far_diff"]) + _ci(c["far_diff_ci"]),
                        _pct(c["mcnemar_mr"]["p_value"]), _pct(c["mcnemar_far"]["p_value"]))
         con.print(pt)
-    from rich.markup import escape
+    escape = str  # the console prints with markup=False: data needs no escaping
 
     rows = [(r, c, t, b) for r in rep["runs"] for c, ts in (r.get("baselines") or {}).items() for t, b in ts.items()]
     if rows:

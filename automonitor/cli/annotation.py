@@ -55,7 +55,7 @@ def users_add(
     if json_out:
         emit_json({"id": acc.id, "name": acc.name, "role": acc.role})
     else:
-        err_console.print(f"created {acc.role} [bold]{acc.name}[/bold]")
+        err_console.print(f"created {acc.role} {acc.name}", markup=False, highlight=False)
 
 
 @users_app.command("list")

@@ -46,10 +46,10 @@ def _print_rich(doc) -> None:
     import sys
 
     from rich.console import Console
-    from rich.markup import escape
+    escape = str  # the console prints with markup=False: data needs no escaping
     from rich.table import Table
 
-    con = Console(width=None if sys.stdout.isatty() else 200)
+    con = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # data values, not markup
     if not doc["slices"]:
         con.print(f"No test samples in edition {escape(doc['edition'])!s} (test set: {escape(str(doc.get('test_set')))}).")
     t = Table(title=f"Audit of edition {escape(doc['edition'])}: AUROC of trivial baselines (train -> test); "
@@ -68,7 +68,7 @@ def _print_rich(doc) -> None:
                   f(b.get("length")), f(b.get("tfidf")),
                   f(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
                   str(s["near_duplicate_pairs"]), str(s["shared_conversations"]), str(s["tiny_diff_pairs"]),
-                  "[bold red]FLAG[/] " + escape(", ".join(s["flagged_by"])) if s["flagged"] else "")
+                  "FLAG " + ", ".join(s["flagged_by"]) if s["flagged"] else "")
     con.print(t)
     lk, ct = doc["leakage"], doc["controls"]
     con.print(f"Leakage: {lk['near_duplicate_pairs']} near-duplicate test pairs, "

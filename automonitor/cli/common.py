@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
 
 
 def open_store(url: str | None = None):

@@ -14,12 +14,12 @@ from automonitor.cli.common import emit_json, err_console, open_store
 
 def _stdout() -> Console:
     """A console on stdout, wide enough for the tables when output is not a terminal."""
-    c = Console()
-    return c if c.is_terminal else Console(width=120)
+    c = Console(markup=False)  # data values (sources, names) are never rich markup
+    return c if c.is_terminal else Console(width=120, markup=False)
 
 
 def _progress(msg: str) -> None:
-    err_console.print(f"[dim]{msg}[/dim]", highlight=False)
+    err_console.print(msg, style="dim", markup=False, highlight=False)
 
 
 @app.command("build")
@@ -50,7 +50,7 @@ def build_cmd(
         where = f"{s['source']} ({s['category']}/{s['task']})" if "source" in s else s["category"]
         miss = s.get("missing_pairs", s.get("missing_samples"))
         unit = "pairs" if "missing_pairs" in s else "samples"
-        err_console.print(f"[yellow]shortfall:[/yellow] {where}: {miss} {unit} short of the quota", highlight=False)
+        err_console.print(f"shortfall: {where}: {miss} {unit} short of the quota", style="yellow", highlight=False)
     if json_out:
         emit_json(report)
         return
@@ -111,7 +111,7 @@ def _stats_table(doc: dict[str, Any]) -> None:
                        f"{sf['target_pairs']} pairs")
             else:
                 msg = f"{sf['category']}: {sf['built_samples']} of {sf['target_samples']} samples"
-            out.print(f"[yellow]shortfall[/yellow] {msg} (build seed {doc['build_seed']})", highlight=False)
+            out.print(f"shortfall {msg} (build seed {doc['build_seed']})", style="yellow", highlight=False)
     elif doc["build_seed"] is not None:
         out.print(f"build seed {doc['build_seed']}: no shortfall")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
@@ -40,7 +39,7 @@ def import_cmd(
                           max_errors=max_errors, strict=strict)  # validate the file before opening the store
     result = apply_import(open_store(), plan)
     for w in result["warnings"]:
-        err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
+        err_console.print(f"warning: {w}", style="yellow", highlight=False)
     if json_out:
         emit_json(result)
     else:

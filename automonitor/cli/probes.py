@@ -39,12 +39,12 @@ def _records(engine, corpus_file: str | None, raw: str | None, quiet: bool = Fal
     recs, summ = corpus.build_corpus(engine, _raw(raw))
     if not quiet:
         d = summ["disjointness"]
-        err_console.print(f"[dim]corpus: {summ['records']} records (dropped {d['dropped']} overlapping test)[/dim]")
+        err_console.print(f"corpus: {summ['records']} records (dropped {d['dropped']} overlapping test)", style="dim")
     return recs
 
 
 def _say(msg: str) -> None:
-    err_console.print(f"[dim]{msg}[/dim]", highlight=False)
+    err_console.print(msg, style="dim", markup=False, highlight=False)
 
 
 @corpus_app.command("build")

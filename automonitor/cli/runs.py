@@ -121,7 +121,7 @@ def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None,
         return runner.execute_run(engine, run_id, concurrency=concurrency)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False) as prog:
         task = prog.add_task(run_id, total=None)
 
@@ -178,4 +178,4 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="print {\"runs\"
                       str(c["error"]), str(c["pending"]), str(r["api_calls"]), str(r["cache_hits"]),
                       str(r["tokens_in"] + r["tokens_out"]), f"{r['cost_usd']:.4f}",
                       "" if r["duration_s"] is None else f"{r['duration_s']:.1f}")
-    Console(width=200).print(table)
+    Console(width=200, markup=False).print(table)  # names are data: never rich markup
