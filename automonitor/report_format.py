@@ -86,8 +86,10 @@ def to_markdown(rep: dict[str, Any]) -> str:
     cols, rows = paper_table(rep)
     head = ["Monitor"] + [f"{c['slice']} {_METRIC[c['metric']]} ({c['template']})" for c in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(cols)) + "|"]
+    from automonitor.views import md_escape  # names are data: no markup, links or HTML in the table
+
     for r in rows:
-        name = r["monitor"].replace("|", "\\|")
+        name = md_escape(r["monitor"])
         lines.append("| " + " | ".join([name] + [_v(r[c["key"]]) for c in cols]) + " |")
     return "\n".join(lines) + "\n\n" + _caption(rep) + "\n"
 

@@ -113,7 +113,7 @@ def test_report_tables_and_default_output(cli, store):
     md = report_format.render(rep, "markdown")  # the CLI prints exactly this (checked for csv above)
     lines = [line for line in md.splitlines() if line.startswith("|")]
     assert len(lines) == 2 + 2 and "Overall MR (direct)" in lines[0] and "Specification Gaming FAR (evidence)" in lines[0]
-    assert lines[2].startswith("| gpt_4o & co | ") and f"| {by['r1']['overall']['mr']:.2f} |" in lines[2]
+    assert lines[2].startswith("| gpt\\_4o \\& co | ") and f"| {by['r1']['overall']['mr']:.2f} |" in lines[2]
 
     tex = report_format.render(rep, "latex")
     assert "\\begin{tabular}" in tex and "gpt\\_4o \\& co" in tex and "\\bottomrule" in tex
