@@ -84,7 +84,8 @@ def fingerprint(sample_ids: Iterable[str]) -> str:
 
 
 def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """Which sample set every run judged: one row per run with ``run_id, edition, edition_recorded
+    """Which sample set every run judged (its test samples; the controls slice is left out): one row per
+    run with ``run_id, edition, edition_recorded
     (bool), n_samples, fingerprint, sample_set`` (``"<edition> · <n> samples · <fingerprint>"``).
 
     ``edition`` is ``run.edition`` when recorded, else inferred (see the module docstring). Runs without
@@ -97,8 +98,10 @@ def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.
         if run_ids is not None:
             q = q.where(Run.id.in_(list(run_ids)))
         runs = c.execute(q).all()
+        # the controls slice is reported apart (FAR on controls), so it is not part of the sample set
         pq = (sa.select(Prediction.run_id, Prediction.sample_id, Sample.label_source)
-              .join(Sample, Sample.id == Prediction.sample_id))
+              .join(Sample, Sample.id == Prediction.sample_id)
+              .where(sa.or_(Sample.split.is_(None), Sample.split != "controls")))
         if run_ids is not None:
             pq = pq.where(Prediction.run_id.in_(list(run_ids)))
         preds = pd.DataFrame(c.execute(pq).all(), columns=["run_id", "sample_id", "label_source"])
@@ -414,3 +417,13 @@ def run_choice(requested: str | None, run_ids: Sequence[str]) -> tuple[str | Non
         return (ids[0] if ids else None), (f"Run {requested!r} from the link is not in the store; "
                                            "showing another run instead.")
     return (requested or (ids[0] if ids else None)), None
+
+
+def front_sample_sets(points: pd.DataFrame) -> list[str]:
+    """Distinct sample sets (``sample_set`` text: edition, size, fingerprint) of the runs on a Pareto front
+    in :func:`honest_points` output, sorted; more than one means the front compares MR/FAR estimated on
+    different samples (the page says so). ``[]`` when there is no front or no sample-set column."""
+    if points.empty or "on_front" not in points or "sample_set" not in points:
+        return []
+    on = points[points["on_front"].fillna(False).astype(bool)]
+    return sorted({str(x) for x in on["sample_set"].dropna()})

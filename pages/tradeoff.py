@@ -85,6 +85,13 @@ if len(summary) > 1:
 elif summary:
     sets_txt = ", ".join(views.md_escape(x) for x in summary[0]["sample_sets"][:3])
     st.caption(f"Sample set: {sets_txt}" + (" …" if len(summary[0]["sample_sets"]) > 3 else ""))
+front_sets = workbench.front_sample_sets(scored)
+if len(front_sets) > 1:
+    st.warning("The Pareto front joins runs measured on different sample sets of the same edition (e.g. a "
+               "stratified subset and the whole test set): "
+               + "; ".join(views.md_escape(x) for x in front_sets)
+               + ". Their MR/FAR are estimated on different samples; judge the same samples to compare them "
+                 "exactly.")
 
 
 def _open_drilldown(run_id: str) -> None:

@@ -138,3 +138,17 @@ def test_archive_and_sample_sets_on_a_store(sqlite_url):
     assert json.loads(run_cli(["runs", "--json"], db=sqlite_url).stdout)["runs"][0]["archived"] is False
     with pytest.raises(NotFound):
         wb.set_archived(eng, "nope", True)
+
+
+def test_front_sample_sets_names_every_sample_set_on_the_front():
+    import pandas as pd
+
+    from automonitor import workbench
+
+    pts = pd.DataFrame({"run_id": ["a", "b", "c"], "on_front": [True, True, False],
+                        "sample_set": ["paper · 3,010 samples · aaa", "paper · 120 samples · bbb",
+                                       "paper · 120 samples · ccc"]})
+    assert workbench.front_sample_sets(pts) == ["paper · 120 samples · bbb", "paper · 3,010 samples · aaa"]
+    pts.loc[1, "on_front"] = False
+    assert workbench.front_sample_sets(pts) == ["paper · 3,010 samples · aaa"]
+    assert workbench.front_sample_sets(pd.DataFrame()) == []
