@@ -245,15 +245,15 @@ def store_version(engine: Engine) -> tuple:
     return (int(r[0] or 0), int(r[3] or 0), fin, int(r[2] or 0), int(s[0] or 0), sc, state)
 
 
-def composition_frame(engine: Engine, *, split: str | None = "test") -> pd.DataFrame:
+def composition_frame(engine: Engine, *, split: str | None = "test", edition: str | None = None) -> pd.DataFrame:
     """Gold samples counted by ``category``, ``task``, ``label``: long frame with columns
     ``category, task, label, split, n`` (``split`` is the requested split, ``"all"`` for ``None``,
     which covers test and train) from ``store.queries.samples.composition``, the counts ``stats``
-    prints."""
+    prints; with ``edition`` (split ``test``) only that edition's members."""
     from store.queries.samples import composition
 
     with Session(engine) as s:
-        rows = composition(s, split or "all")
+        rows = composition(s, split or "all", edition=edition if split == "test" else None)
     return pd.DataFrame([{**r, "split": split or "all"} for r in rows],
                         columns=["category", "task", "label", "split", "n"])
 

@@ -119,9 +119,10 @@ def load_cell(url: str, ver: tuple, run_id: str, cell: str, category: str | None
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def load_composition(url: str, ver: tuple, split: str | None = "test"):
-    """Composition long frame (category, task, label, split, n) of the gold samples."""
-    return views.composition_frame(_engine_for(url), split=split)
+def load_composition(url: str, ver: tuple, split: str | None = "test", edition: str | None = None):
+    """Composition long frame (category, task, label, split, n) of the gold samples (``edition``: only
+    that edition's test samples)."""
+    return views.composition_frame(_engine_for(url), split=split, edition=edition)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

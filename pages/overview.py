@@ -22,7 +22,14 @@ split = st.segmented_control("Split", ["test", "train", "all"], key=split_key,
 split = split or "test"
 ui.sync_qp(PAGE, split=None if split == "test" else split)
 
-comp = ui.load_composition(url, ver, None if split == "all" else split)
+edition = "paper"
+if split == "test":
+    ed_key = ui.seed_state(PAGE, "edition", "paper", valid=list(vocab.EDITIONS))
+    edition = st.segmented_control("Edition", list(vocab.EDITIONS), key=ed_key,
+                                   help="paper: the mirror of the paper's composition; verified: pairs whose "
+                                        "label passed the quality gates, plus adjudicated pairs") or "paper"
+    ui.sync_qp(PAGE, edition=None if edition == "paper" else edition)
+comp = ui.load_composition(url, ver, None if split == "all" else split, edition if split == "test" else None)
 by_status = ui.load_counts(url, ver, "status")
 by_split = ui.load_counts(url, ver, "split")
 
@@ -37,7 +44,8 @@ adjudicated = (int(by_source_kind.loc[(by_source_kind["label_source"] == "adjudi
                if not by_source_kind.empty else 0)
 c1, c2, c3, c4, c5 = st.columns(5)
 c1.metric(f"Gold samples ({split})", f"{n_gold:,}",
-          help="The paper mirror for split test: adjudicated pairs are counted apart (edition verified)")
+          help="Split test: the chosen edition's test samples (the paper mirror by default; adjudicated "
+               "pairs are in edition verified only)")
 c2.metric("Pairs", f"{n_gold // 2:,}")
 c3.metric("Candidates awaiting annotation", f"{cand:,}", help=f"{rejected:,} rejected by adjudication")
 c4.metric("Adjudicated (verified)", f"{adjudicated:,}",
