@@ -152,6 +152,12 @@ def short_label(monitor: str, template: str, backend: str | None = None, max_len
     ``max_len`` characters with an ellipsis; template-independent backends (``rules``) get no template."""
     backend = backend or str(monitor).split(":", 1)[0]
     name = str(monitor)
+    if backend == "derived" or re.match(r"(ensemble|thresholds|cascade) ", name):
+        # a derived run's name is "<recipe> <rule> (<inputs>)": keep the recipe and rule, not the inputs
+        name = re.sub(r"\s*\(.*$", "", name).strip() or name
+        if len(name) > max_len:
+            name = name[: max_len - 1] + "…"
+        return f"{name} {TEMPLATE_SHORT.get(template, template)}"
     if ":" in name:
         name = name.split(":", 1)[1] or name
     name = re.split(r"[/\\]", name)[-1]

@@ -152,3 +152,12 @@ def test_front_sample_sets_names_every_sample_set_on_the_front():
     pts.loc[1, "on_front"] = False
     assert workbench.front_sample_sets(pts) == ["paper · 3,010 samples · aaa"]
     assert workbench.front_sample_sets(pd.DataFrame()) == []
+
+
+def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inputs():
+    from automonitor.workbench import short_label
+
+    assert short_label("cascade (probe:tfidf-lr then rules; 0.2/0.8)", "direct", "derived") == "cascade direct"
+    assert short_label("ensemble or (rules + gemma)", "direct") == "ensemble or direct"
+    assert short_label("thresholds far<=0.2 by category (llamacpp:gemma@6a)", "direct", "derived").startswith(
+        "thresholds far<=0.2")
