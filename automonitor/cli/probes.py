@@ -61,7 +61,12 @@ def corpus_build_cmd(
     from automonitor.probes import artifact_dir
 
     engine = open_store()
-    recs, summ = corpus.build_corpus(engine, _raw(raw), extra=not no_extra)
+    raw_dir = _raw(raw)
+    if raw_dir is None and not no_extra:
+        err_console.print("warning: no raw sources directory (set AUTOMONITOR_RAW or pass --raw): the corpus "
+                          "holds the store's train split only, without the unpaired raw material",
+                          style="yellow", highlight=False)
+    recs, summ = corpus.build_corpus(engine, raw_dir, extra=not no_extra)
     path = Path(out) if out else artifact_dir().parent / "corpus.jsonl"
     corpus.write_jsonl(recs, path)
     summ = {"out": str(path), **summ}
