@@ -20,18 +20,23 @@ def load_costs(url: str, ver: tuple) -> pd.DataFrame:
     return derive.run_costs(ui._engine_for(url))
 
 
-def with_costs(page: str, url: str, ver: tuple, pts: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """Add the cost columns to the trade-off points and ask how to size the points.
-    Returns ``(points, size column or None)``."""
+def add_costs(url: str, ver: tuple, pts: pd.DataFrame) -> pd.DataFrame:
+    """The trade-off points with the cost columns ``usd_per_1k``, ``s_per_1k`` (``derive.run_costs``)."""
     costs = load_costs(url, ver)
     if not pts.empty:
         pts = pts.merge(costs[["run_id", "usd_per_1k", "s_per_1k"]], on="run_id", how="left")
+    return pts
+
+
+def size_choice(page: str) -> str | None:
+    """The "Point size" control (none, USD or compute seconds per 1,000 samples), kept in the URL;
+    returns the cost column to size the points by, or ``None``."""
     key = ui.seed_state(page, "size", "none", valid=list(MEASURES))
     size = st.radio("Point size", list(MEASURES), key=key, format_func=MEASURES.get, horizontal=True,
                     help="Size the points by cost: tokens x price from the run's records, or measured compute "
                          "seconds for local monitors; derived runs carry the cost of the calls their recipe makes")
     ui.sync_qp(page, size=None if size == "none" else size)
-    return pts, (None if size == "none" else size)
+    return None if size == "none" else size
 
 
 def cheapest_on_front(page: str, pts: pd.DataFrame) -> None:

@@ -54,6 +54,7 @@ with f5.popover("Options", width="stretch"):
     edition = st.selectbox("Sample set (edition)", [ALL, *editions], key=ed_key,
                            format_func=lambda e: "all editions (one front each)" if e == ALL else e)
     show_archived = st.toggle("Show archived runs", key=arch_key)
+    size_col = derived_ui.size_choice(PAGE)
 ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if task == ALL else task,
            template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
            invalid=None if invalid == "exclude" else invalid, paper=None if show_paper else "0",
@@ -66,7 +67,7 @@ archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_i
 raw_pts, scored, front_ids, reported = ui.load_tradeoff(url, ver, invalid, cat, tsk, tuple(templates),
                                                         int(min_n), tuple(archived_ids), bool(show_archived),
                                                         None if edition == ALL else edition, bool(show_paper))
-scored, size_col = derived_ui.with_costs(PAGE, url, ver, scored)
+scored = derived_ui.add_costs(url, ver, scored)
 fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col)
 event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
                         width="stretch", config={"displaylogo": False})
