@@ -92,3 +92,15 @@ def pytest_collection_modifyitems(session, config, items):
     thread for as long as its session-scoped fixture lives, which breaks later tests that call
     ``asyncio.run``."""
     items.sort(key=lambda item: "/e2e/" in item.nodeid.replace("\\", "/"))
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    """Base URL of a real llama.cpp OpenAI-compatible server on the packaged model (one per test module)."""
+    from automonitor.monitors.llamacpp import default_model_path
+    from servers.llamacpp_server import start_llamacpp_server
+
+    proc, base = start_llamacpp_server(str(default_model_path()), n_threads=2)
+    yield base
+    proc.kill()
+    proc.wait(10)

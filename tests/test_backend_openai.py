@@ -76,16 +76,6 @@ def test_rejected_features_are_downgraded_once(sqlite_engine, reject, template, 
 
 # ------------------------------------------------------------------ real llama.cpp OpenAI-compatible server
 
-@pytest.fixture(scope="module")
-def llama_server():
-    from automonitor.monitors.llamacpp import default_model_path
-    from servers.llamacpp_server import start_llamacpp_server
-
-    proc, base = start_llamacpp_server(str(default_model_path()), n_threads=2)
-    yield base
-    proc.kill()
-    proc.wait(10)
-
 
 @pytest.mark.slow
 def test_openai_backend_against_llama_cpp_server(sqlite_engine, llama_server):

@@ -160,16 +160,6 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, sc
 
 # ------------------------------------------------------------------ real llama.cpp server (slow)
 
-@pytest.fixture(scope="module")
-def llama_server():
-    from automonitor.monitors.llamacpp import default_model_path
-    from servers.llamacpp_server import start_llamacpp_server
-
-    proc, base = start_llamacpp_server(str(default_model_path()), n_threads=2)
-    yield base
-    proc.kill()
-    proc.wait(10)
-
 
 @pytest.mark.slow
 def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):

@@ -362,14 +362,18 @@ PRICES: dict[str, tuple[float, float]] = {
 def price_for(model: str | None) -> tuple[float, float]:
     """Price (USD per 1M input, output tokens) of the longest ``PRICES`` key that prefixes ``model``
     (after dropping a ``provider/`` prefix); ``(0, 0)`` when unknown."""
+    return _by_longest_prefix(PRICES, model, (0.0, 0.0))
+
+
+def _by_longest_prefix(table: dict[str, tuple[float, float]], model: str | None,
+                       default: tuple[float, float]) -> tuple[float, float]:
+    """``table`` value of the longest key that prefixes ``model`` (``provider/`` prefix dropped,
+    case-insensitive); ``default`` when ``model`` is empty or no key matches."""
     if not model:
-        return (0.0, 0.0)
+        return default
     m = model.lower().rsplit("/", 1)[-1]
-    best = ""
-    for k in PRICES:
-        if m.startswith(k) and len(k) > len(best):
-            best = k
-    return PRICES[best] if best else (0.0, 0.0)
+    best = max((k for k in table if m.startswith(k)), key=len, default="")
+    return table[best] if best else default
 
 
 # (cache read, cache write) multipliers of the input price, by model prefix (providers' pricing pages,
@@ -402,14 +406,7 @@ def is_reasoning_model(model: str | None) -> bool:
 def cached_input_factor(model: str | None) -> tuple[float, float]:
     """(read, write) price multipliers for prompt-cached input tokens of ``model``: the longest
     :data:`CACHED_INPUT` prefix, ``(1.0, 1.0)`` when unknown."""
-    if not model:
-        return (1.0, 1.0)
-    m = model.lower().rsplit("/", 1)[-1]
-    best = ""
-    for k in CACHED_INPUT:
-        if m.startswith(k) and len(k) > len(best):
-            best = k
-    return CACHED_INPUT[best] if best else (1.0, 1.0)
+    return _by_longest_prefix(CACHED_INPUT, model, (1.0, 1.0))
 
 
 def price_known(model: str | None) -> bool:
