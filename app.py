@@ -49,10 +49,11 @@ def _annotation_pages(admin: bool) -> list:
     # Written by the annotation work; only listed when present.
     spec = [("pages/label.py", "Label", ":material/label:", "label")]
     if admin:
-        spec += [("pages/agreement.py", "Agreement", ":material/handshake:", "agreement"),
-                 ("pages/adjudicate.py", "Adjudicate", ":material/gavel:", "adjudicate")]
-    return [_page(p, t, i, u, default=(not admin and u == "label"))
-            for p, t, i, u in spec if (HERE / p).is_file()]
+        spec += [
+            ("pages/agreement.py", "Agreement", ":material/handshake:", "agreement"),
+            ("pages/adjudicate.py", "Adjudicate", ":material/gavel:", "adjudicate"),
+        ]
+    return [_page(p, t, i, u, default=(not admin and u == "label")) for p, t, i, u in spec if (HERE / p).is_file()]
 
 
 account = ui.current_account()
@@ -67,24 +68,35 @@ if has_accounts and account is None:
     # Every page's URL serves the login form, so that a shared link (e.g. /drilldown?run=..&sample=..)
     # keeps its path and query; after the login the rerun lands on that very page with its selections.
     linked = [p.url_path or "overview" for p in _workbench_pages() + _annotation_pages(admin=True)]
-    nav = st.navigation([_page(ui.PAGE_LOGIN, "Log in", ":material/login:", "login", default=True)]
-                        + [_page(ui.PAGE_LOGIN, "Log in", ":material/login:", u) for u in linked],
-                        position="hidden")
+    nav = st.navigation(
+        [_page(ui.PAGE_LOGIN, "Log in", ":material/login:", "login", default=True)]
+        + [_page(ui.PAGE_LOGIN, "Log in", ":material/login:", u) for u in linked],
+        position="hidden",
+    )
 elif account is not None and account.role != "admin":
     pages = _annotation_pages(admin=False)
     if not pages:
-        pages = [st.Page(lambda: st.info("The labelling page is not installed."), title="Label",
-                         url_path="label", default=True)]
+        pages = [
+            st.Page(
+                lambda: st.info("The labelling page is not installed."), title="Label", url_path="label", default=True
+            )
+        ]
     nav = st.navigation({"Annotation": pages, f"Account: {account.name}": [logout_page]})
 elif account is not None:
-    nav = st.navigation({"Workbench": _workbench_pages(), "Annotation": _annotation_pages(admin=True),
-                         f"Account: {account.name} (admin)": [logout_page]})
+    nav = st.navigation(
+        {
+            "Workbench": _workbench_pages(),
+            "Annotation": _annotation_pages(admin=True),
+            f"Account: {account.name} (admin)": [logout_page],
+        }
+    )
 else:
     nav = st.navigation({"Workbench": _workbench_pages()})
     with st.sidebar:
         st.caption(
             "Local single-user workbench (no accounts). To enable double-blind annotation and logins, "
             "create accounts on the command line, e.g. "
-            "`automonitor users add alice --role admin --password-stdin`.")
+            "`automonitor users add alice --role admin --password-stdin`."
+        )
 
 nav.run()

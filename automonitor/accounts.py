@@ -124,8 +124,7 @@ class LoginThrottled(PermissionDenied):
 
     def __init__(self, retry_after: float, scope: str):
         self.retry_after, self.scope = max(1.0, float(retry_after)), scope
-        super().__init__(f"too many failed logins for this {scope}; try again in "
-                         f"{int(self.retry_after + 0.999)} s")
+        super().__init__(f"too many failed logins for this {scope}; try again in {int(self.retry_after + 0.999)} s")
 
 
 def lock_seconds(failures: int, free: int) -> float:
@@ -164,8 +163,15 @@ def throttle_state(engine: Engine, key: str) -> dict | None:
 
     with session_scope(engine) as s:
         row = s.get(LoginThrottle, key)
-        return None if row is None else {"failures": row.failures, "last_failure_at": _aware(row.last_failure_at),
-                                         "locked_until": _aware(row.locked_until)}
+        return (
+            None
+            if row is None
+            else {
+                "failures": row.failures,
+                "last_failure_at": _aware(row.last_failure_at),
+                "locked_until": _aware(row.locked_until),
+            }
+        )
 
 
 def _record_failure(engine: Engine, keys, now) -> None:
@@ -195,8 +201,7 @@ def _record_failure(engine: Engine, keys, now) -> None:
                 raise
 
 
-def authenticate(engine: Engine, name: str, password: str, *, client: str | None = None,
-                 clock=None) -> Account | None:
+def authenticate(engine: Engine, name: str, password: str, *, client: str | None = None, clock=None) -> Account | None:
     """The account for ``name`` when ``password`` matches its hash, else ``None``.
 
     An unknown or inactive user costs one argon2 verification like a wrong password does (no user
@@ -246,8 +251,7 @@ def authenticate(engine: Engine, name: str, password: str, *, client: str | None
         s.execute(sa.delete(LoginThrottle).where(LoginThrottle.key.in_([k for k, _, _ in keys])))
     if _hasher.check_needs_rehash(row.password_hash):
         with session_scope(engine) as s:
-            s.execute(sa.update(Annotator).where(Annotator.id == row.id)
-                      .values(password_hash=_hasher.hash(password)))
+            s.execute(sa.update(Annotator).where(Annotator.id == row.id).values(password_hash=_hasher.hash(password)))
     return Account(id=row.id, name=row.name, role=row.role)
 
 
@@ -298,8 +302,9 @@ def list_accounts(engine: Engine, actor: Account) -> list[Account]:
     require_admin(actor)
     with session_scope(engine) as s:
         check_actor(s, actor)
-        rows = s.execute(sa.select(Annotator).where(Annotator.active.is_(True))
-                         .order_by(Annotator.name)).scalars().all()
+        rows = (
+            s.execute(sa.select(Annotator).where(Annotator.active.is_(True)).order_by(Annotator.name)).scalars().all()
+        )
         return [Account(id=r.id, name=r.name, role=r.role) for r in rows]
 
 

@@ -138,8 +138,7 @@ def _coefficients(w: np.ndarray, terms: dict[str, np.ndarray], pairs, q: int) ->
             kappa = np.nanmean(ks, axis=1)
     else:
         kappa = np.full(len(w), np.nan)
-    res = {"percent_agreement": pa, "cohen_kappa": kappa, "krippendorff_alpha": alpha,
-           "gwet_ac1": ac1, "pabak": pabak}
+    res = {"percent_agreement": pa, "cohen_kappa": kappa, "krippendorff_alpha": alpha, "gwet_ac1": ac1, "pabak": pabak}
     for v in res.values():
         v[~np.isfinite(v)] = np.nan
     return res
@@ -165,13 +164,15 @@ def _library_point(m: np.ndarray, cats: list[str]) -> tuple[float | None, float 
     if len(np.unique(data[~np.isnan(data)])) >= 2:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            alpha = _num(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal",
-                                            value_domain=list(range(q))))
+            alpha = _num(
+                krippendorff.alpha(reliability_data=data, level_of_measurement="nominal", value_domain=list(range(q)))
+            )
     return kappa, alpha
 
 
-def slice_agreement(df: pd.DataFrame, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT,
-                    seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def slice_agreement(
+    df: pd.DataFrame, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED
+) -> dict[str, Any]:
     """Agreement of one slice of labels.
 
     Args:
@@ -190,8 +191,13 @@ def slice_agreement(df: pd.DataFrame, *, unsure: str = "category", n_boot: int =
     cats = list(ANNOTATION_LABELS) if unsure == "category" else [c for c in ANNOTATION_LABELS if c != "unsure"]
     q = len(cats)
     df = df[df["label"].isin(cats)]
-    empty = {"items": 0, "annotators": [], **{k: None for k in METRICS},
-             "ci": {k: None for k in METRICS}, "n_boot": n_boot}
+    empty = {
+        "items": 0,
+        "annotators": [],
+        **{k: None for k in METRICS},
+        "ci": {k: None for k in METRICS},
+        "n_boot": n_boot,
+    }
     if df.empty:
         return empty
     m, items, raters = _codes(df, cats)
@@ -217,8 +223,13 @@ def slice_agreement(df: pd.DataFrame, *, unsure: str = "category", n_boot: int =
             if len(v) and _num(point[k]) is not None:
                 lo, hi = np.percentile(v, [2.5, 97.5])
                 ci[k] = [float(lo), float(hi)]
-    return {"items": int(len(m)), "annotators": raters,
-            **{k: _num(point[k]) for k in METRICS}, "ci": ci, "n_boot": n_boot}
+    return {
+        "items": int(len(m)),
+        "annotators": raters,
+        **{k: _num(point[k]) for k in METRICS},
+        "ci": ci,
+        "n_boot": n_boot,
+    }
 
 
 def confusion_matrices(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -236,8 +247,7 @@ def confusion_matrices(df: pd.DataFrame) -> list[dict[str, Any]]:
             continue
         mat = np.zeros((3, 3), dtype=int)
         np.add.at(mat, (m[both, a], m[both, b]), 1)
-        out.append({"a": raters[a], "b": raters[b], "items": int(both.sum()), "labels": cats,
-                    "matrix": mat.tolist()})
+        out.append({"a": raters[a], "b": raters[b], "items": int(both.sum()), "labels": cats, "matrix": mat.tolist()})
     return out
 
 
@@ -247,14 +257,18 @@ def time_per_item(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
     out = {}
     for name, g in df.groupby("annotator", sort=True):
         t = pd.to_numeric(g["seconds_spent"], errors="coerce").dropna()
-        out[str(name)] = {"labels": int(len(g)), "timed": int(len(t)),
-                          "median_s": _num(t.median()) if len(t) else None,
-                          "mean_s": _num(t.mean()) if len(t) else None}
+        out[str(name)] = {
+            "labels": int(len(g)),
+            "timed": int(len(t)),
+            "median_s": _num(t.median()) if len(t) else None,
+            "mean_s": _num(t.mean()) if len(t) else None,
+        }
     return out
 
 
-def compute_agreement(df: pd.DataFrame, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT,
-                      seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def compute_agreement(
+    df: pd.DataFrame, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED
+) -> dict[str, Any]:
     """The full agreement document from a label table.
 
     Args:
@@ -280,11 +294,20 @@ def compute_agreement(df: pd.DataFrame, *, unsure: str = "category", n_boot: int
         g = df[df["category"] == cat]
         by_cat[cat] = slice_agreement(g, **kw)
         tord = {t: i for i, t in enumerate(TASKS)}
-        by_ct[cat] = {t: slice_agreement(gt, **kw) for t, gt in sorted(
-            g.groupby("task"), key=lambda kv: (tord.get(kv[0], 99), kv[0]))}
-    return {**overall, "by_category": by_cat, "by_category_task": by_ct,
-            "confusion": confusion_matrices(df), "time_per_item": time_per_item(df),
-            "labels": int(len(df)), "unsure": unsure, "seed": seed}
+        by_ct[cat] = {
+            t: slice_agreement(gt, **kw)
+            for t, gt in sorted(g.groupby("task"), key=lambda kv: (tord.get(kv[0], 99), kv[0]))
+        }
+    return {
+        **overall,
+        "by_category": by_cat,
+        "by_category_task": by_ct,
+        "confusion": confusion_matrices(df),
+        "time_per_item": time_per_item(df),
+        "labels": int(len(df)),
+        "unsure": unsure,
+        "seed": seed,
+    }
 
 
 def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False) -> pd.DataFrame:
@@ -301,12 +324,21 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
         return label_rows(s, actor, submitted_only=submitted_only, with_sample=True)
 
     rows = _transaction(engine, work)
-    return pd.DataFrame([{"sample_id": r["sample_id"], "annotator": r["annotator"], "label": r["label"],
-                          "category": r["item_category"], "task": r["task"],
-                          "seconds_spent": r["seconds_spent"],
-                          "submitted": r["submitted_at"] is not None} for r in rows],
-                        columns=["sample_id", "annotator", "label", "category", "task", "seconds_spent",
-                                 "submitted"])
+    return pd.DataFrame(
+        [
+            {
+                "sample_id": r["sample_id"],
+                "annotator": r["annotator"],
+                "label": r["label"],
+                "category": r["item_category"],
+                "task": r["task"],
+                "seconds_spent": r["seconds_spent"],
+                "submitted": r["submitted_at"] is not None,
+            }
+            for r in rows
+        ],
+        columns=["sample_id", "annotator", "label", "category", "task", "seconds_spent", "submitted"],
+    )
 
 
 def label_fingerprint(engine: Engine, actor: Account) -> tuple:
@@ -322,15 +354,25 @@ def label_fingerprint(engine: Engine, actor: Account) -> tuple:
 
     def work(s):
         check_actor(s, actor)
-        row = s.execute(sa.select(sa.func.count(Annotation.id), sa.func.max(Annotation.updated_at),
-                                  sa.func.max(Annotation.submitted_at))).one()
+        row = s.execute(
+            sa.select(
+                sa.func.count(Annotation.id), sa.func.max(Annotation.updated_at), sa.func.max(Annotation.submitted_at)
+            )
+        ).one()
         return tuple(str(x) for x in row)
 
     return _transaction(engine, work)
 
 
-def agreement(engine: Engine, actor: Account, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT,
-              seed: int = DEFAULT_SEED, submitted_only: bool = False) -> dict[str, Any]:
+def agreement(
+    engine: Engine,
+    actor: Account,
+    *,
+    unsure: str = "category",
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    submitted_only: bool = False,
+) -> dict[str, Any]:
     """Agreement over the labels in the store (admin only): :func:`compute_agreement` of
     :func:`label_table`. Draft labels count unless ``submitted_only``. This is the one function
     behind both ``automonitor agreement --json`` and the app's agreement page.
@@ -343,8 +385,9 @@ def agreement(engine: Engine, actor: Account, *, unsure: str = "category", n_boo
         raise InputError(f"unsure must be one of {', '.join(UNSURE_POLICIES)}", field="unsure")
     if not isinstance(n_boot, int) or n_boot < 0 or n_boot > 100_000:
         raise InputError("n_boot must be an integer in [0, 100000]", field="n_boot")
-    doc = compute_agreement(label_table(engine, actor, submitted_only=submitted_only),
-                            unsure=unsure, n_boot=n_boot, seed=seed)
+    doc = compute_agreement(
+        label_table(engine, actor, submitted_only=submitted_only), unsure=unsure, n_boot=n_boot, seed=seed
+    )
     doc["submitted_only"] = submitted_only
     return doc
 
@@ -352,12 +395,13 @@ def agreement(engine: Engine, actor: Account, *, unsure: str = "category", n_boo
 def flat_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The overall, per-category and per-category x task slices of an agreement document as flat
     table rows (``slice``, ``category``, ``task``, ``items`` and each metric with ``_lo``/``_hi``)."""
+
     def row(name, cat, task, s):
         r = {"slice": name, "category": cat, "task": task, "items": s["items"]}
         for k in METRICS:
             r[k] = s[k]
             ci = s["ci"].get(k)
-            r[f"{k}_lo"], r[f"{k}_hi"] = (ci if ci else (None, None))
+            r[f"{k}_lo"], r[f"{k}_hi"] = ci if ci else (None, None)
         return r
 
     out = [row("overall", None, None, doc)]

@@ -36,6 +36,7 @@ FAR_TARGETS: tuple[float, ...] = (0.01, 0.05)
 # Frames from the store
 # --------------------------------------------------------------------------------------------------
 
+
 def predictions_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per prediction joined with its sample and run.
 
@@ -58,10 +59,19 @@ def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataF
     return q.load_runs(engine, run_ids)
 
 
-def report(engine: Engine, run_ids: Sequence[str] | None = None, invalid: str = "exclude", *,
-           n_boot: int = 1000, seed: int = 0, cost_ratio: float = 1.0, prevalence: float | None = None,
-           compare: Sequence[tuple[str, str]] | None = None, with_grounding: bool = True,
-           edition: str | None = None) -> dict[str, Any]:
+def report(
+    engine: Engine,
+    run_ids: Sequence[str] | None = None,
+    invalid: str = "exclude",
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
+    compare: Sequence[tuple[str, str]] | None = None,
+    with_grounding: bool = True,
+    edition: str | None = None,
+) -> dict[str, Any]:
     """The full report for runs in the store (contract JSON plus extras), see :func:`analyze`.
 
     Every run entry carries ``"edition"`` (the test-set edition it judged; a run recorded before
@@ -103,12 +113,22 @@ def report(engine: Engine, run_ids: Sequence[str] | None = None, invalid: str = 
         ev_runs = _evidence_runs(runs, preds)
         need = preds.loc[preds["run_id"].isin(ev_runs) & preds["evidence"].map(bool), "sample_id"]
         texts = q.load_sample_texts(engine, need.unique()) if len(need) else {}
-    rep = analyze(preds, runs, invalid, texts=texts, n_boot=n_boot, seed=seed, cost_ratio=cost_ratio,
-                  prevalence=prevalence, compare=compare)
+    rep = analyze(
+        preds,
+        runs,
+        invalid,
+        texts=texts,
+        n_boot=n_boot,
+        seed=seed,
+        cost_ratio=cost_ratio,
+        prevalence=prevalence,
+        compare=compare,
+    )
     for entry in rep["runs"]:
         entry["edition"] = eds.get(entry["run_id"])
-        entry["controls"] = controls_far(ctrl[ctrl["run_id"] == entry["run_id"]]["outcome"] if len(ctrl) else [],
-                                         invalid)
+        entry["controls"] = controls_far(
+            ctrl[ctrl["run_id"] == entry["run_id"]]["outcome"] if len(ctrl) else [], invalid
+        )
     if edition is not None:
         rep["edition"] = edition
     # runs judged with --repeat K: MR/FAR above use repeat 0; the entry adds the stability measures
@@ -160,13 +180,19 @@ def controls_far(outcomes: Iterable[Any], invalid: str = "exclude") -> dict[str,
     if invalid == "as-flag":
         fp = fp + un
     den = fp + tn
-    return {"n": fp + tn + (0 if invalid == "as-flag" else un), "fp": fp, "tn": tn, "unscored": un,
-            "far": (fp / den) if den else None}
+    return {
+        "n": fp + tn + (0 if invalid == "as-flag" else un),
+        "fp": fp,
+        "tn": tn,
+        "unscored": un,
+        "far": (fp / den) if den else None,
+    }
 
 
 def _empty_preds() -> pd.DataFrame:
-    return pd.DataFrame(columns=["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome",
-                                 "score", "evidence"])
+    return pd.DataFrame(
+        columns=["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
+    )
 
 
 def _evidence_runs(runs: pd.DataFrame, preds: pd.DataFrame) -> set[str]:
@@ -179,6 +205,7 @@ def _evidence_runs(runs: pd.DataFrame, preds: pd.DataFrame) -> set[str]:
 # --------------------------------------------------------------------------------------------------
 # The pure analysis
 # --------------------------------------------------------------------------------------------------
+
 
 def _map_codes(col: pd.Series, mapping: dict[Any, int], default: int) -> np.ndarray:
     """``mapping[value]`` per element (``default`` for unknown values and missing), via factorize: fast on
@@ -217,11 +244,19 @@ def _slice_dicts(table: np.ndarray, policy: str) -> np.ndarray:
     return mt.slices_from_counts(mt.resolve_counts(table, policy))
 
 
-def analyze(preds: pd.DataFrame, runs: pd.DataFrame, invalid: str = "exclude", *,
-            texts: dict[str, tuple[str, str]] | None = None, n_boot: int = 1000, seed: int = 0,
-            cost_ratio: float = 1.0, prevalence: float | None = None,
-            compare: Sequence[tuple[str, str]] | None = None,
-            timings: dict[str, float] | None = None) -> dict[str, Any]:
+def analyze(
+    preds: pd.DataFrame,
+    runs: pd.DataFrame,
+    invalid: str = "exclude",
+    *,
+    texts: dict[str, tuple[str, str]] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
+    compare: Sequence[tuple[str, str]] | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """The report dict from in-memory frames (no store access; used by :func:`report` and benchmarks).
 
     Args:
@@ -290,8 +325,11 @@ def analyze(preds: pd.DataFrame, runs: pd.DataFrame, invalid: str = "exclude", *
     out_runs = []
     for r, row in runs.iterrows():
         entry: dict[str, Any] = {
-            "run_id": row["run_id"], "monitor": row["monitor"], "template": row["template"],
-            "kind": row.get("kind"), "status": row.get("status"),
+            "run_id": row["run_id"],
+            "monitor": row["monitor"],
+            "template": row["template"],
+            "kind": row.get("kind"),
+            "status": row.get("status"),
             "overall": overall[r],
             "by_category": {c: by_cat[r, i] for i, c in enumerate(cats)},
             "by_task": {t: by_task[r, j] for j, t in enumerate(tasks)},
@@ -317,8 +355,9 @@ def analyze(preds: pd.DataFrame, runs: pd.DataFrame, invalid: str = "exclude", *
         sids, evs = df["sample_id"].tolist(), df["evidence"].tolist()
         for rid in ev_runs:
             rows = np.flatnonzero(ri == rindex[rid])
-            out_runs[rindex[rid]]["grounding"] = _grounding_summary([sids[i] for i in rows],
-                                                                    [evs[i] for i in rows], texts)
+            out_runs[rindex[rid]]["grounding"] = _grounding_summary(
+                [sids[i] for i in rows], [evs[i] for i in rows], texts
+            )
     clock.lap("grounding")
 
     # Pareto front and correlation over overall points
@@ -331,8 +370,11 @@ def analyze(preds: pd.DataFrame, runs: pd.DataFrame, invalid: str = "exclude", *
 
     # paired comparisons
     if compare is None:
-        compare = [(a, b) for a, b in combinations(run_ids, 2)
-                   if runs.loc[rindex[a], "monitor"] == runs.loc[rindex[b], "monitor"]]
+        compare = [
+            (a, b)
+            for a, b in combinations(run_ids, 2)
+            if runs.loc[rindex[a], "monitor"] == runs.loc[rindex[b], "monitor"]
+        ]
         if R == 2 and not compare:
             compare = [(run_ids[0], run_ids[1])]
     paired = []
@@ -378,12 +420,16 @@ class _Clock:
             self.t, self.c = t, c
 
 
-def _bootstrap_runs(ri: np.ndarray, pidx: np.ndarray, code: np.ndarray, R: int, P: int,
-                    n_boot: int, seed: int) -> list[dict[str, Any]]:
+def _bootstrap_runs(
+    ri: np.ndarray, pidx: np.ndarray, code: np.ndarray, R: int, P: int, n_boot: int, seed: int
+) -> list[dict[str, Any]]:
     """Pair-clustered percentile intervals of MR and FAR per run (vectorised over runs)."""
     scored = code <= TN
-    counts = np.bincount((ri[scored] * P + pidx[scored]) * 4 + code[scored],
-                         minlength=R * P * 4).reshape(R, P, 4).astype(float)
+    counts = (
+        np.bincount((ri[scored] * P + pidx[scored]) * 4 + code[scored], minlength=R * P * 4)
+        .reshape(R, P, 4)
+        .astype(float)
+    )
     present = np.zeros((R, P), dtype=bool)
     judged = code != PEND
     present[ri[judged], pidx[judged]] = True
@@ -438,8 +484,19 @@ def _pair_classes(M: np.ndarray, sample_pair: np.ndarray, sample_label: np.ndarr
     return [mt.pair_class_counts(fp_[r][touched[r]], fn_[r][touched[r]]) for r in range(M.shape[0])]
 
 
-def _compare(M: np.ndarray, sample_pair: np.ndarray, sample_label: np.ndarray, P: int, a: int, b: int,
-             a_id: str, b_id: str, n_boot: int, seed: int, wcache: dict[int, np.ndarray]) -> dict[str, Any]:
+def _compare(
+    M: np.ndarray,
+    sample_pair: np.ndarray,
+    sample_label: np.ndarray,
+    P: int,
+    a: int,
+    b: int,
+    a_id: str,
+    b_id: str,
+    n_boot: int,
+    seed: int,
+    wcache: dict[int, np.ndarray],
+) -> dict[str, Any]:
     """Paired statistics of run A vs run B on the samples both scored."""
     ma, mb = M[a], M[b]
     both = (ma >= TP) & (ma <= TN) & (mb >= TP) & (mb <= TN)
@@ -456,18 +513,24 @@ def _compare(M: np.ndarray, sample_pair: np.ndarray, sample_label: np.ndarray, P
     pos = both & (sample_label == 0)
     neg = both & (sample_label == 1)
     # pairwise per-pair outcome agreement on pairs with both sides scored by both runs
-    out = {"run_a": a_id, "run_b": b_id, "samples": int(both.sum()), **boot,
-           "mcnemar_mr": mt.mcnemar_test(ma[pos] == TP, mb[pos] == TP),
-           "mcnemar_far": mt.mcnemar_test(ma[neg] == FP, mb[neg] == FP),
-           "mcnemar_correct": mt.mcnemar_test(np.isin(ma[both], (TP, TN)), np.isin(mb[both], (TP, TN)))}
+    out = {
+        "run_a": a_id,
+        "run_b": b_id,
+        "samples": int(both.sum()),
+        **boot,
+        "mcnemar_mr": mt.mcnemar_test(ma[pos] == TP, mb[pos] == TP),
+        "mcnemar_far": mt.mcnemar_test(ma[neg] == FP, mb[neg] == FP),
+        "mcnemar_correct": mt.mcnemar_test(np.isin(ma[both], (TP, TN)), np.isin(mb[both], (TP, TN))),
+    }
     out["mcnemar_mr"]["about"] = "misbehavior samples: caught by A vs caught by B"
     out["mcnemar_far"]["about"] = "benign samples: flagged by A vs flagged by B"
     out["mcnemar_correct"]["about"] = "all shared samples: correct by A vs correct by B"
     return out
 
 
-def roc_summary(labels: Sequence[Any], scores: Sequence[float], cost_ratio: float = 1.0,
-                prevalence: float | None = None) -> dict[str, Any]:
+def roc_summary(
+    labels: Sequence[Any], scores: Sequence[float], cost_ratio: float = 1.0, prevalence: float | None = None
+) -> dict[str, Any]:
     """ROC summary of one score run: ``{"n_scored", "auroc", "mr_at_far_1pct", "mr_at_far_5pct",
     "operating_point", "curve": {"far", "mr", "threshold"}}`` (curve with collinear points dropped;
     every value ``None`` when only one class has scores). Thresholds: flag when score >= threshold."""
@@ -477,8 +540,7 @@ def roc_summary(labels: Sequence[Any], scores: Sequence[float], cost_ratio: floa
     roc = mt.roc_points(labels, scores) if out["auroc"] is not None else None
     for t in FAR_TARGETS:
         out[f"mr_at_far_{int(round(t * 100))}pct"] = None if roc is None else mt.mr_at_far_from_roc(roc, t)
-    out["operating_point"] = (None if roc is None else
-                              mt.operating_point_from_roc(roc, labels, cost_ratio, prevalence))
+    out["operating_point"] = None if roc is None else mt.operating_point_from_roc(roc, labels, cost_ratio, prevalence)
     if out["auroc"] is not None:
         from sklearn.metrics import roc_curve
 
@@ -526,6 +588,7 @@ def _json_safe(obj: Any) -> Any:
 # Views for the app
 # --------------------------------------------------------------------------------------------------
 
+
 def run_points(report_dict: dict[str, Any], slice: tuple[str, ...] = ("overall",)) -> pd.DataFrame:  # noqa: A002
     """Points on the MR-FAR plane for one slice of a report, with the Pareto front of that slice.
 
@@ -550,23 +613,59 @@ def run_points(report_dict: dict[str, Any], slice: tuple[str, ...] = ("overall",
             s = e.get("by_category_task", {}).get(slice[1], {}).get(slice[2])
         else:
             raise ValueError(f"unknown slice {slice!r}")
-        s = s or {"n": 0, "mr": None, "far": None, "mr_ci": None, "far_ci": None, "unscored": 0,
-                  "unscored_rate": None}
+        s = s or {"n": 0, "mr": None, "far": None, "mr_ci": None, "far_ci": None, "unscored": 0, "unscored_rate": None}
         mci, fci = s.get("mr_ci"), s.get("far_ci")
-        rows.append({"run_id": e["run_id"], "monitor": e["monitor"], "template": e["template"],
-                     "kind": e.get("kind"), "n": s["n"], "mr": s["mr"], "far": s["far"],
-                     "mr_ci": mci, "far_ci": fci,
-                     "mr_lo": mci[0] if mci else None, "mr_hi": mci[1] if mci else None,
-                     "far_lo": fci[0] if fci else None, "far_hi": fci[1] if fci else None,
-                     "unscored": s.get("unscored"), "unscored_rate": s.get("unscored_rate")})
-    df = pd.DataFrame(rows, columns=["run_id", "monitor", "template", "kind", "n", "mr", "far", "mr_ci", "far_ci",
-                                     "mr_lo", "mr_hi", "far_lo", "far_hi", "unscored", "unscored_rate"])
+        rows.append(
+            {
+                "run_id": e["run_id"],
+                "monitor": e["monitor"],
+                "template": e["template"],
+                "kind": e.get("kind"),
+                "n": s["n"],
+                "mr": s["mr"],
+                "far": s["far"],
+                "mr_ci": mci,
+                "far_ci": fci,
+                "mr_lo": mci[0] if mci else None,
+                "mr_hi": mci[1] if mci else None,
+                "far_lo": fci[0] if fci else None,
+                "far_hi": fci[1] if fci else None,
+                "unscored": s.get("unscored"),
+                "unscored_rate": s.get("unscored_rate"),
+            }
+        )
+    df = pd.DataFrame(
+        rows,
+        columns=[
+            "run_id",
+            "monitor",
+            "template",
+            "kind",
+            "n",
+            "mr",
+            "far",
+            "mr_ci",
+            "far_ci",
+            "mr_lo",
+            "mr_hi",
+            "far_lo",
+            "far_hi",
+            "unscored",
+            "unscored_rate",
+        ],
+    )
     df["on_front"] = mt.pareto_front(list(df["mr"]), list(df["far"])) if len(df) else pd.Series(dtype=bool)
     return df
 
 
-def cell_samples(engine: Engine, run_id: str, cell: str, category: str | None = None, task: str | None = None,
-                 invalid: str = "exclude") -> pd.DataFrame:
+def cell_samples(
+    engine: Engine,
+    run_id: str,
+    cell: str,
+    category: str | None = None,
+    task: str | None = None,
+    invalid: str = "exclude",
+) -> pd.DataFrame:
     """The samples of one confusion cell of a run (for drill-down), with their texts.
 
     Args:
@@ -631,12 +730,14 @@ def grounding_frame(engine: Engine, run_id: str) -> pd.DataFrame:
     return out
 
 
-def compare_runs(engine: Engine, run_a: str, run_b: str, invalid: str = "exclude", *, n_boot: int = 1000,
-                 seed: int = 0) -> dict[str, Any]:
+def compare_runs(
+    engine: Engine, run_a: str, run_b: str, invalid: str = "exclude", *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """Paired statistics of run A vs run B on the samples both scored: MR/FAR differences (A - B) with a
     pair-clustered bootstrap interval and p-value, McNemar's tests (see :func:`analyze`)."""
-    rep = report(engine, [run_a, run_b], invalid, n_boot=n_boot, seed=seed, compare=[(run_a, run_b)],
-                 with_grounding=False)
+    rep = report(
+        engine, [run_a, run_b], invalid, n_boot=n_boot, seed=seed, compare=[(run_a, run_b)], with_grounding=False
+    )
     return rep["paired"][0]
 
 

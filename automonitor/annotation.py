@@ -85,8 +85,12 @@ def _transaction(engine: Engine, fn: Callable[[Any], T]) -> T:
     conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert)."""
     from store import session_scope
 
-    @retry(retry=retry_if_exception(_is_transient), stop=stop_after_attempt(12),
-           wait=wait_random_exponential(multiplier=0.02, max=1.0), reraise=True)
+    @retry(
+        retry=retry_if_exception(_is_transient),
+        stop=stop_after_attempt(12),
+        wait=wait_random_exponential(multiplier=0.02, max=1.0),
+        reraise=True,
+    )
     def attempt() -> T:
         with session_scope(engine) as s:
             return fn(s)
@@ -121,8 +125,9 @@ def evidence_offsets(text: str, quote: str) -> tuple[int, int] | None:
         q2 = q.replace("\r\n", "\n")
         start = text.replace("\r\n", "\n").find(q2)
         if start < 0 or "\r\n" in text:
-            raise InputError("the evidence passage does not occur in the response; paste an exact "
-                             "excerpt", field="evidence")
+            raise InputError(
+                "the evidence passage does not occur in the response; paste an exact excerpt", field="evidence"
+            )
         q = q2
     return start, start + len(q)
 
@@ -156,12 +161,22 @@ class Label:
 def _label_from_row(r: dict[str, Any]) -> Label:
     from store.queries.annotation import as_utc_iso
 
-    return Label(sample_id=r["sample_id"], annotator=r["annotator"], label=r["label"],
-                 category=r["category"], severity=r["severity"], evidence_start=r["evidence_start"],
-                 evidence_end=r["evidence_end"], evidence_text=r["evidence_text"], note=r["note"],
-                 guideline_version=r["guideline_version"], seconds_spent=r["seconds_spent"],
-                 created_at=as_utc_iso(r["created_at"]), updated_at=as_utc_iso(r["updated_at"]),
-                 submitted_at=as_utc_iso(r["submitted_at"]))
+    return Label(
+        sample_id=r["sample_id"],
+        annotator=r["annotator"],
+        label=r["label"],
+        category=r["category"],
+        severity=r["severity"],
+        evidence_start=r["evidence_start"],
+        evidence_end=r["evidence_end"],
+        evidence_text=r["evidence_text"],
+        note=r["note"],
+        guideline_version=r["guideline_version"],
+        seconds_spent=r["seconds_spent"],
+        created_at=as_utc_iso(r["created_at"]),
+        updated_at=as_utc_iso(r["updated_at"]),
+        submitted_at=as_utc_iso(r["submitted_at"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -223,9 +238,14 @@ class AssignResult:
     def to_json(self) -> dict[str, Any]:
         """The contract's ``assign --json`` document (plus ``seed``, ``k``, ``batch`` and, in rounds,
         ``rounds``: ``[{"batch", "items", "calibration", "annotators"}]``)."""
-        doc = {"items": self.items, "assignments": self.assignments,
-               "by_annotator": dict(self.by_annotator), "seed": self.seed, "k": self.k,
-               "batch": dict(self.batch)}
+        doc = {
+            "items": self.items,
+            "assignments": self.assignments,
+            "by_annotator": dict(self.by_annotator),
+            "seed": self.seed,
+            "k": self.k,
+            "batch": dict(self.batch),
+        }
         if self.rounds:
             doc["rounds"] = [dict(r) for r in self.rounds]
         return doc
@@ -240,8 +260,9 @@ def _arrange(items: list[tuple[str, str]], prev_pair: str | None, rng: random.Ra
     for _ in range(_SHUFFLE_ATTEMPTS):
         order = list(items)
         rng.shuffle(order)
-        bad = sum(1 for a, b in zip([prev_pair] + [p for _, p in order], [p for _, p in order])
-                  if a is not None and a == b)
+        bad = sum(
+            1 for a, b in zip([prev_pair] + [p for _, p in order], [p for _, p in order]) if a is not None and a == b
+        )
         if best_bad is None or bad < best_bad:
             best, best_bad = order, bad
         if bad == 0:
@@ -249,8 +270,15 @@ def _arrange(items: list[tuple[str, str]], prev_pair: str | None, rng: random.Ra
     return [sid for sid, _ in best]
 
 
-def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None, *,
-           batch_size: int | None = None, calibration: int = 0) -> AssignResult:
+def assign(
+    engine: Engine,
+    actor: Account,
+    k: int = 2,
+    seed: int | None = None,
+    *,
+    batch_size: int | None = None,
+    calibration: int = 0,
+) -> AssignResult:
     """Assign every unassigned candidate item to ``k`` annotators (admin only).
 
     Both sides of a pair go to the same ``k`` active annotator-role accounts, chosen least-loaded
@@ -284,8 +312,7 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None, 
     if not isinstance(seed, int) or seed < 0:
         raise InputError("seed must be a non-negative integer", field="seed")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 2):
-        raise InputError("batch size must be an integer >= 2 (a batch holds whole pairs)",
-                         field="batch_size")
+        raise InputError("batch size must be an integer >= 2 (a batch holds whole pairs)", field="batch_size")
     if not isinstance(calibration, int) or calibration < 0:
         raise InputError("calibration must be a non-negative number of pairs", field="calibration")
     if calibration and batch_size is None:
@@ -300,11 +327,9 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None, 
         if s.get_bind().dialect.name == "postgresql":
             s.execute(sa.text("LOCK TABLE assignment IN SHARE ROW EXCLUSIVE MODE"))
         loads = annotator_loads(s, actor)
-        names = dict(s.execute(sa.select(Annotator.id, Annotator.name)
-                               .where(Annotator.id.in_(list(loads)))).all())
+        names = dict(s.execute(sa.select(Annotator.id, Annotator.name).where(Annotator.id.in_(list(loads)))).all())
         if len(loads) < k:
-            raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}",
-                             field="k")
+            raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}", field="k")
         items = candidate_samples(s, actor, unassigned_only=True)
         rng = random.Random(seed)
         groups: dict[str, list[str]] = {}
@@ -321,9 +346,12 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None, 
         # the tail of each annotator's existing queue, for the non-adjacency check at the junction
         tails = {}
         for a in new:
-            last = s.execute(sa.select(Assignment.position, Assignment.batch, Assignment.sample_id)
-                             .where(Assignment.annotator_id == a)
-                             .order_by(Assignment.position.desc()).limit(1)).first()
+            last = s.execute(
+                sa.select(Assignment.position, Assignment.batch, Assignment.sample_id)
+                .where(Assignment.annotator_id == a)
+                .order_by(Assignment.position.desc())
+                .limit(1)
+            ).first()
             tails[a] = last
         from store.models import Sample
 
@@ -338,17 +366,27 @@ def assign(engine: Engine, actor: Account, k: int = 2, seed: int | None = None, 
                 prev_pair = s.execute(sa.select(Sample.pair_id).where(Sample.id == last.sample_id)).scalar()
             order = _arrange(its, prev_pair, random.Random(f"{seed}:{a}"))
             start = (last.position + 1) if last is not None else 0
-            batch = (s.execute(sa.select(sa.func.max(Assignment.batch))
-                               .where(Assignment.annotator_id == a)).scalar() or 0) + 1
+            batch = (
+                s.execute(sa.select(sa.func.max(Assignment.batch)).where(Assignment.annotator_id == a)).scalar() or 0
+            ) + 1
             for i, sid in enumerate(order):
-                rows.append({"annotator_id": a, "sample_id": sid, "position": start + i, "seed": seed,
-                             "batch": batch, "created_at": now})
+                rows.append(
+                    {
+                        "annotator_id": a,
+                        "sample_id": sid,
+                        "position": start + i,
+                        "seed": seed,
+                        "batch": batch,
+                        "created_at": now,
+                    }
+                )
             by_name[names[a]] = len(order)
             batches[names[a]] = batch
         if rows:
             s.execute(sa.insert(Assignment), rows)
-        return AssignResult(items=len(items), assignments=len(rows), by_annotator=by_name, seed=seed,
-                            k=k, batch=batches)
+        return AssignResult(
+            items=len(items), assignments=len(rows), by_annotator=by_name, seed=seed, k=k, batch=batches
+        )
 
     return _transaction(engine, work)
 
@@ -363,8 +401,9 @@ class PlannedBatch:
     calibration: bool = False
 
 
-def plan_rounds(items: list[tuple[str, str]], loads: dict[int, int], k: int, seed: int,
-                batch_size: int, calibration: int = 0) -> list[PlannedBatch]:
+def plan_rounds(
+    items: list[tuple[str, str]], loads: dict[int, int], k: int, seed: int, batch_size: int, calibration: int = 0
+) -> list[PlannedBatch]:
     """Cut candidate items into shared batches (pure function; :func:`assign` writes the result).
 
     Args:
@@ -415,8 +454,9 @@ def plan_rounds(items: list[tuple[str, str]], loads: dict[int, int], k: int, see
     return out
 
 
-def _assign_rounds(engine: Engine, actor: Account, k: int, seed: int, batch_size: int,
-                   calibration: int) -> AssignResult:
+def _assign_rounds(
+    engine: Engine, actor: Account, k: int, seed: int, batch_size: int, calibration: int
+) -> AssignResult:
     """:func:`assign` in rounds (``batch_size`` given): write :func:`plan_rounds` in one transaction."""
     from store.models import Annotator, Assignment, utcnow
     from automonitor.annotation_queries import annotator_loads, candidate_samples
@@ -427,17 +467,17 @@ def _assign_rounds(engine: Engine, actor: Account, k: int, seed: int, batch_size
             s.execute(sa.text("LOCK TABLE assignment IN SHARE ROW EXCLUSIVE MODE"))
         loads = annotator_loads(s, actor)
         if len(loads) < k:
-            raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}",
-                             field="k")
-        names = dict(s.execute(sa.select(Annotator.id, Annotator.name)
-                               .where(Annotator.id.in_(list(loads)))).all())
+            raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}", field="k")
+        names = dict(s.execute(sa.select(Annotator.id, Annotator.name).where(Annotator.id.in_(list(loads)))).all())
         items = candidate_samples(s, actor, unassigned_only=True)
-        plan = plan_rounds([(it["id"], it["pair_id"]) for it in items], loads, k, seed, batch_size,
-                           calibration)
+        plan = plan_rounds([(it["id"], it["pair_id"]) for it in items], loads, k, seed, batch_size, calibration)
         first = (s.execute(sa.select(sa.func.max(Assignment.batch))).scalar() or 0) + 1
-        nextpos = {a: p for a, p in s.execute(
-            sa.select(Assignment.annotator_id, sa.func.max(Assignment.position))
-            .group_by(Assignment.annotator_id))}
+        nextpos = {
+            a: p
+            for a, p in s.execute(
+                sa.select(Assignment.annotator_id, sa.func.max(Assignment.position)).group_by(Assignment.annotator_id)
+            )
+        }
         nextpos = {a: (nextpos[a] + 1 if nextpos.get(a) is not None else 0) for a in loads}
         now = utcnow()
         rows, by_name, batches = [], {}, {}
@@ -445,18 +485,38 @@ def _assign_rounds(engine: Engine, actor: Account, k: int, seed: int, batch_size
             number = first + j
             for a in b.annotators:
                 for sid in b.items:
-                    rows.append({"annotator_id": a, "sample_id": sid, "position": nextpos[a],
-                                 "seed": seed, "batch": number, "created_at": now})
+                    rows.append(
+                        {
+                            "annotator_id": a,
+                            "sample_id": sid,
+                            "position": nextpos[a],
+                            "seed": seed,
+                            "batch": number,
+                            "created_at": now,
+                        }
+                    )
                     nextpos[a] += 1
                 by_name[names[a]] = by_name.get(names[a], 0) + len(b.items)
                 batches.setdefault(names[a], number)  # the first new batch of each annotator
         if rows:
             s.execute(sa.insert(Assignment), rows)
-        return AssignResult(items=len(items), assignments=len(rows), by_annotator=by_name, seed=seed,
-                            k=k, batch=batches, rounds=[
-                                {"batch": first + j, "items": len(b.items), "calibration": b.calibration,
-                                 "annotators": sorted(names[a] for a in b.annotators)}
-                                for j, b in enumerate(plan)])
+        return AssignResult(
+            items=len(items),
+            assignments=len(rows),
+            by_annotator=by_name,
+            seed=seed,
+            k=k,
+            batch=batches,
+            rounds=[
+                {
+                    "batch": first + j,
+                    "items": len(b.items),
+                    "calibration": b.calibration,
+                    "annotators": sorted(names[a] for a in b.annotators),
+                }
+                for j, b in enumerate(plan)
+            ],
+        )
 
     return _transaction(engine, work)
 
@@ -465,8 +525,11 @@ def _assign_rounds(engine: Engine, actor: Account, k: int, seed: int, batch_size
 def _own_assignment(s, actor: Account, sample_id: str):
     from store.models import Assignment
 
-    a = s.execute(sa.select(Assignment).where(Assignment.annotator_id == actor.id,
-                                              Assignment.sample_id == sample_id)).scalars().first()
+    a = (
+        s.execute(sa.select(Assignment).where(Assignment.annotator_id == actor.id, Assignment.sample_id == sample_id))
+        .scalars()
+        .first()
+    )
     if a is None:
         raise PermissionDenied(f"item {sample_id!r} is not assigned to {actor.name}")
     return a
@@ -482,9 +545,16 @@ def my_queue(engine: Engine, actor: Account) -> list[QueueItem]:
         check_actor(s, actor)
         rows = assignment_rows(s, actor, actor.id)
         labels = {r["sample_id"]: r["label"] for r in label_rows(s, actor, actor.id)}
-        return [QueueItem(sample_id=r["sample_id"], position=i + 1, batch=r["batch"],
-                          label=labels.get(r["sample_id"]), submitted=r["submitted_at"] is not None)
-                for i, r in enumerate(rows)]
+        return [
+            QueueItem(
+                sample_id=r["sample_id"],
+                position=i + 1,
+                batch=r["batch"],
+                label=labels.get(r["sample_id"]),
+                submitted=r["submitted_at"] is not None,
+            )
+            for i, r in enumerate(rows)
+        ]
 
     return _transaction(engine, work)
 
@@ -506,30 +576,33 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
         a = _own_assignment(s, actor, sample_id)
         rows = assignment_rows(s, actor, actor.id)
         pos = next(i for i, r in enumerate(rows) if r["sample_id"] == sample_id) + 1
-        req, resp = s.execute(sa.select(Sample.request, Sample.response)
-                              .where(Sample.id == sample_id)).one()
+        req, resp = s.execute(sa.select(Sample.request, Sample.response).where(Sample.id == sample_id)).one()
         own = label_rows(s, actor, actor.id, sample_ids=[sample_id])
-        return ItemView(sample_id=sample_id, position=pos, total=len(rows), batch=a.batch,
-                        request=req, response=resp, submitted=a.submitted_at is not None,
-                        label=_label_from_row(own[0]) if own else None)
+        return ItemView(
+            sample_id=sample_id,
+            position=pos,
+            total=len(rows),
+            batch=a.batch,
+            request=req,
+            response=resp,
+            submitted=a.submitted_at is not None,
+            label=_label_from_row(own[0]) if own else None,
+        )
 
     return _transaction(engine, work)
 
 
 def _validate_label(label, category, severity, guideline_version):
     if label not in ANNOTATION_LABELS:
-        raise InputError(f"label must be one of {', '.join(ANNOTATION_LABELS)}, not {label!r}",
-                         field="label")
+        raise InputError(f"label must be one of {', '.join(ANNOTATION_LABELS)}, not {label!r}", field="label")
     if category in ("",):
         category = None
     if category is not None and category not in CATEGORIES:
-        raise InputError(f"category must be one of {', '.join(CATEGORIES)}, not {category!r}",
-                         field="category")
+        raise InputError(f"category must be one of {', '.join(CATEGORIES)}, not {category!r}", field="category")
     if severity in ("",):
         severity = None
     if severity is not None and severity not in SEVERITIES:
-        raise InputError(f"severity must be one of {', '.join(SEVERITIES)}, not {severity!r}",
-                         field="severity")
+        raise InputError(f"severity must be one of {', '.join(SEVERITIES)}, not {severity!r}", field="severity")
     gv = _clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
     return category, severity, gv
 
@@ -540,19 +613,27 @@ def _evidence(response: str, evidence) -> tuple[int | None, int | None, str | No
     try:
         start, end = (int(evidence[0]), int(evidence[1]))
     except (TypeError, ValueError, IndexError) as exc:
-        raise InputError("evidence must be a pair of character offsets (start, end)",
-                         field="evidence") from exc
+        raise InputError("evidence must be a pair of character offsets (start, end)", field="evidence") from exc
     if not (0 <= start < end <= len(response)):
-        raise InputError(f"evidence offsets [{start}, {end}) outside the response "
-                         f"(length {len(response)})", field="evidence")
+        raise InputError(
+            f"evidence offsets [{start}, {end}) outside the response (length {len(response)})", field="evidence"
+        )
     return start, end, response[start:end]
 
 
-def save_label(engine: Engine, actor: Account, sample_id: str, label: str, *,
-               category: str | None = None, severity: str | None = None,
-               evidence: tuple[int, int] | None = None, note: str | None = None,
-               seconds_spent: float | None = None,
-               guideline_version: str = GUIDELINE_VERSION) -> Label:
+def save_label(
+    engine: Engine,
+    actor: Account,
+    sample_id: str,
+    label: str,
+    *,
+    category: str | None = None,
+    severity: str | None = None,
+    evidence: tuple[int, int] | None = None,
+    note: str | None = None,
+    seconds_spent: float | None = None,
+    guideline_version: str = GUIDELINE_VERSION,
+) -> Label:
     """Create or update the actor's label on an item of their own queue (one upsert statement).
 
     Args:
@@ -587,14 +668,27 @@ def save_label(engine: Engine, actor: Account, sample_id: str, label: str, *,
         check_actor(s, actor)
         a = _own_assignment(s, actor, sample_id)
         if a.submitted_at is not None:
-            raise InputError(f"item {sample_id!r} belongs to a submitted batch and can no longer be "
-                             "changed", field="sample_id")
+            raise InputError(
+                f"item {sample_id!r} belongs to a submitted batch and can no longer be changed", field="sample_id"
+            )
         response = s.execute(sa.select(Sample.response).where(Sample.id == sample_id)).scalar_one()
         start, end, text = _evidence(response, evidence)
-        upsert_label(s, {"annotator_id": actor.id, "sample_id": sample_id, "label": label,
-                         "category": category, "severity": severity, "evidence_start": start,
-                         "evidence_end": end, "evidence_text": text, "note": note,
-                         "guideline_version": gv, "seconds_spent": seconds_spent})
+        upsert_label(
+            s,
+            {
+                "annotator_id": actor.id,
+                "sample_id": sample_id,
+                "label": label,
+                "category": category,
+                "severity": severity,
+                "evidence_start": start,
+                "evidence_end": end,
+                "evidence_text": text,
+                "note": note,
+                "guideline_version": gv,
+                "seconds_spent": seconds_spent,
+            },
+        )
         return _label_from_row(label_rows(s, actor, actor.id, sample_ids=[sample_id])[0])
 
     return _transaction(engine, work)
@@ -619,9 +713,14 @@ def my_progress(engine: Engine, actor: Account) -> Progress:
     open_batches = sorted({q.batch for q in queue if not q.submitted})
     batch = open_batches[0] if open_batches else None
     in_batch = [q for q in queue if q.batch == batch] if batch is not None else []
-    return Progress(assigned=len(queue), labeled=sum(q.label is not None for q in queue),
-                    submitted=sum(q.submitted for q in queue), batch=batch,
-                    batch_assigned=len(in_batch), batch_labeled=sum(q.label is not None for q in in_batch))
+    return Progress(
+        assigned=len(queue),
+        labeled=sum(q.label is not None for q in queue),
+        submitted=sum(q.submitted for q in queue),
+        batch=batch,
+        batch_assigned=len(in_batch),
+        batch_labeled=sum(q.label is not None for q in in_batch),
+    )
 
 
 def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> int:
@@ -639,25 +738,43 @@ def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> in
         check_actor(s, actor)
         b = batch
         if b is None:
-            b = s.execute(sa.select(sa.func.min(Assignment.batch)).where(
-                Assignment.annotator_id == actor.id, Assignment.submitted_at.is_(None))).scalar()
+            b = s.execute(
+                sa.select(sa.func.min(Assignment.batch)).where(
+                    Assignment.annotator_id == actor.id, Assignment.submitted_at.is_(None)
+                )
+            ).scalar()
             if b is None:
                 raise InputError("no open batch to submit", field="batch")
-        ids = list(s.execute(sa.select(Assignment.sample_id).where(
-            Assignment.annotator_id == actor.id, Assignment.batch == b,
-            Assignment.submitted_at.is_(None))).scalars())
+        ids = list(
+            s.execute(
+                sa.select(Assignment.sample_id).where(
+                    Assignment.annotator_id == actor.id, Assignment.batch == b, Assignment.submitted_at.is_(None)
+                )
+            ).scalars()
+        )
         if not ids:
             raise InputError(f"batch {b} has no open items", field="batch")
-        labeled = set(s.execute(sa.select(Annotation.sample_id).where(
-            Annotation.annotator_id == actor.id, Annotation.sample_id.in_(ids))).scalars())
+        labeled = set(
+            s.execute(
+                sa.select(Annotation.sample_id).where(
+                    Annotation.annotator_id == actor.id, Annotation.sample_id.in_(ids)
+                )
+            ).scalars()
+        )
         missing = len(set(ids) - labeled)
         if missing:
             raise InputError(f"batch {b} still has {missing} unlabeled item(s)", field="batch")
         now = utcnow()
-        s.execute(sa.update(Assignment).where(Assignment.annotator_id == actor.id,
-                                              Assignment.sample_id.in_(ids)).values(submitted_at=now))
-        s.execute(sa.update(Annotation).where(Annotation.annotator_id == actor.id,
-                                              Annotation.sample_id.in_(ids)).values(submitted_at=now))
+        s.execute(
+            sa.update(Assignment)
+            .where(Assignment.annotator_id == actor.id, Assignment.sample_id.in_(ids))
+            .values(submitted_at=now)
+        )
+        s.execute(
+            sa.update(Annotation)
+            .where(Annotation.annotator_id == actor.id, Annotation.sample_id.in_(ids))
+            .values(submitted_at=now)
+        )
         return len(ids)
 
     return _transaction(engine, work)
@@ -674,12 +791,14 @@ def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
         check_actor(s, actor)
         out: dict[str, dict[str, Any]] = {}
         for r in assignment_rows(s, actor):
-            d = out.setdefault(r["annotator"], {"annotator": r["annotator"], "assigned": 0,
-                                                "labeled": 0, "submitted": 0, "unsure": 0})
+            d = out.setdefault(
+                r["annotator"], {"annotator": r["annotator"], "assigned": 0, "labeled": 0, "submitted": 0, "unsure": 0}
+            )
             d["assigned"] += 1
         for r in label_rows(s, actor):
-            d = out.setdefault(r["annotator"], {"annotator": r["annotator"], "assigned": 0,
-                                                "labeled": 0, "submitted": 0, "unsure": 0})
+            d = out.setdefault(
+                r["annotator"], {"annotator": r["annotator"], "assigned": 0, "labeled": 0, "submitted": 0, "unsure": 0}
+            )
             d["labeled"] += 1
             d["submitted"] += r["submitted_at"] is not None
             d["unsure"] += r["label"] == "unsure"
@@ -705,16 +824,31 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
         out = []
         for r in label_rows(s, actor, with_sample=True):
             a = asg.get((r["annotator"], r["sample_id"]), {})
-            out.append({
-                "annotator": r["annotator"], "sample_id": r["sample_id"], "label": r["label"],
-                "note": r["note"], "category": r["category"], "severity": r["severity"],
-                "evidence_start": r["evidence_start"], "evidence_end": r["evidence_end"],
-                "evidence_text": r["evidence_text"], "seconds_spent": r["seconds_spent"],
-                "guideline_version": r["guideline_version"], "created_at": as_utc_iso(r["created_at"]),
-                "updated_at": as_utc_iso(r["updated_at"]), "submitted_at": as_utc_iso(r["submitted_at"]),
-                "batch": a.get("batch"), "position": a.get("position"), "assignment_seed": a.get("seed"),
-                "pair_id": r["pair_id"], "item_category": r["item_category"], "task": r["task"],
-                "item_status": r["status"]})
+            out.append(
+                {
+                    "annotator": r["annotator"],
+                    "sample_id": r["sample_id"],
+                    "label": r["label"],
+                    "note": r["note"],
+                    "category": r["category"],
+                    "severity": r["severity"],
+                    "evidence_start": r["evidence_start"],
+                    "evidence_end": r["evidence_end"],
+                    "evidence_text": r["evidence_text"],
+                    "seconds_spent": r["seconds_spent"],
+                    "guideline_version": r["guideline_version"],
+                    "created_at": as_utc_iso(r["created_at"]),
+                    "updated_at": as_utc_iso(r["updated_at"]),
+                    "submitted_at": as_utc_iso(r["submitted_at"]),
+                    "batch": a.get("batch"),
+                    "position": a.get("position"),
+                    "assignment_seed": a.get("seed"),
+                    "pair_id": r["pair_id"],
+                    "item_category": r["item_category"],
+                    "task": r["task"],
+                    "item_status": r["status"],
+                }
+            )
         return out
 
     return _transaction(engine, work)
@@ -747,13 +881,18 @@ def records_to_text(records: list[dict[str, Any]], fmt: str, columns: list[str] 
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     w.writeheader()
     for r in records:
-        w.writerow({k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict))
-                        else ("" if v is None else v)) for k, v in r.items()})
+        w.writerow(
+            {
+                k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else ("" if v is None else v))
+                for k, v in r.items()
+            }
+        )
     return buf.getvalue()
 
 
-def write_records(path: str | Path, records: list[dict[str, Any]], fmt: str | None = None,
-                  columns: list[str] | None = None) -> int:
+def write_records(
+    path: str | Path, records: list[dict[str, Any]], fmt: str | None = None, columns: list[str] | None = None
+) -> int:
     """Write dicts to ``path`` as JSONL or CSV (:func:`records_to_text`; format from the suffix
     unless ``fmt``). Returns the record count."""
     path = Path(path)
@@ -765,11 +904,29 @@ def write_records(path: str | Path, records: list[dict[str, Any]], fmt: str | No
     return len(records)
 
 
-ANNOTATION_EXPORT_COLUMNS = ["annotator", "sample_id", "label", "note", "category", "severity",
-                             "evidence_start", "evidence_end", "evidence_text", "seconds_spent",
-                             "guideline_version", "created_at", "updated_at", "submitted_at", "batch",
-                             "position", "assignment_seed", "pair_id", "item_category", "task",
-                             "item_status"]
+ANNOTATION_EXPORT_COLUMNS = [
+    "annotator",
+    "sample_id",
+    "label",
+    "note",
+    "category",
+    "severity",
+    "evidence_start",
+    "evidence_end",
+    "evidence_text",
+    "seconds_spent",
+    "guideline_version",
+    "created_at",
+    "updated_at",
+    "submitted_at",
+    "batch",
+    "position",
+    "assignment_seed",
+    "pair_id",
+    "item_category",
+    "task",
+    "item_status",
+]
 
 
 def export_annotations(engine: Engine, actor: Account, path: str | Path, fmt: str | None = None) -> int:
@@ -800,8 +957,9 @@ def _opt_int(v, fld, file, line):
         raise InputError(f"{fld} must be an integer", file=file, line=line, field=fld) from exc
 
 
-def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: str | None = None, *,
-                       submit: bool = True) -> ImportResult:
+def import_annotations(
+    engine: Engine, actor: Account, path: str | Path, fmt: str | None = None, *, submit: bool = True
+) -> ImportResult:
     """Import labels from a JSONL or CSV file with columns ``annotator``, ``sample_id``, ``label``
     (``misbehavior|benign|unsure``) and optional ``note``, ``category``, ``severity``,
     ``evidence_start``, ``evidence_end``, ``seconds_spent``, ``guideline_version``. Admin only.
@@ -821,14 +979,16 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
 
     def work(s):
         check_actor(s, actor)
-        users = {n: i for i, n in s.execute(sa.select(Annotator.id, Annotator.name)
-                                            .where(Annotator.active.is_(True)))}
-        asg = {(r.annotator_id, r.sample_id): r for r in s.execute(
-            sa.select(Assignment.annotator_id, Assignment.sample_id, Assignment.submitted_at))}
+        users = {n: i for i, n in s.execute(sa.select(Annotator.id, Annotator.name).where(Annotator.active.is_(True)))}
+        asg = {
+            (r.annotator_id, r.sample_id): r
+            for r in s.execute(sa.select(Assignment.annotator_id, Assignment.sample_id, Assignment.submitted_at))
+        }
         existing = {(r["annotator_id"], r["sample_id"]): r for r in label_rows(s, actor)}
         seen: set[tuple[int, str]] = set()
         planned = []
         for line, rec in records:
+
             def bad(msg, fld):
                 return InputError(msg, file=file, line=line, field=fld)  # noqa: B023 - called in this iteration
 
@@ -850,8 +1010,9 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
             label = rec.get("label")
             label = label.strip() if isinstance(label, str) else label
             try:
-                category, severity, gv = _validate_label(label, rec.get("category"), rec.get("severity"),
-                                                         rec.get("guideline_version"))
+                category, severity, gv = _validate_label(
+                    label, rec.get("category"), rec.get("severity"), rec.get("guideline_version")
+                )
                 note = _clean_text(rec.get("note"), "note")
             except InputError as exc:
                 raise bad(exc.message, exc.field) from exc
@@ -877,17 +1038,27 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
                     raise bad(exc.message, "evidence_start") from exc
             else:
                 evidence = (None, None, None)
-            values = {"annotator_id": aid, "sample_id": sid, "label": label, "category": category,
-                      "severity": severity, "evidence_start": evidence[0], "evidence_end": evidence[1],
-                      "evidence_text": evidence[2], "note": note, "guideline_version": gv,
-                      "seconds_spent": secs}
+            values = {
+                "annotator_id": aid,
+                "sample_id": sid,
+                "label": label,
+                "category": category,
+                "severity": severity,
+                "evidence_start": evidence[0],
+                "evidence_end": evidence[1],
+                "evidence_text": evidence[2],
+                "note": note,
+                "guideline_version": gv,
+                "seconds_spent": secs,
+            }
             if asg[(aid, sid)].submitted_at is not None:
                 old = existing.get((aid, sid))
-                same = old is not None and all(old[k] == values[k] for k in (
-                    "label", "category", "severity", "evidence_start", "evidence_end", "note"))
+                same = old is not None and all(
+                    old[k] == values[k]
+                    for k in ("label", "category", "severity", "evidence_start", "evidence_end", "note")
+                )
                 if not same:
-                    raise bad(f"the label of {name!r} on {sid!r} is already submitted and locked",
-                              "sample_id")
+                    raise bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")
                 continue
             planned.append(values)
         now = utcnow()
@@ -896,9 +1067,11 @@ def import_annotations(engine: Engine, actor: Account, path: str | Path, fmt: st
                 v["submitted_at"] = now
             upsert_label(s, v)
             if submit:
-                s.execute(sa.update(Assignment).where(Assignment.annotator_id == v["annotator_id"],
-                                                      Assignment.sample_id == v["sample_id"])
-                          .values(submitted_at=now))
+                s.execute(
+                    sa.update(Assignment)
+                    .where(Assignment.annotator_id == v["annotator_id"], Assignment.sample_id == v["sample_id"])
+                    .values(submitted_at=now)
+                )
         return ImportResult(written=len(planned), unchanged=len(records) - len(planned), submitted=submit)
 
     return _transaction(engine, work)
@@ -935,8 +1108,9 @@ def _resolution(labels: list[str], n_assigned: int, n_submitted: int) -> str | N
     return None
 
 
-def adjudication_queue(engine: Engine, actor: Account, *, reveal_names: bool = False,
-                       include_decided: bool = False) -> list[QueueEntry]:
+def adjudication_queue(
+    engine: Engine, actor: Account, *, reveal_names: bool = False, include_decided: bool = False
+) -> list[QueueEntry]:
     """Candidate items whose assigned annotators have all submitted and that either disagree or
     carry an ``unsure`` label (admin only). Already adjudicated items are left out unless
     ``include_decided``. Annotator names are replaced by ``Annotator 1..k`` (in a stable order that
@@ -948,9 +1122,21 @@ def adjudication_queue(engine: Engine, actor: Account, *, reveal_names: bool = F
 
     def work(s):
         check_actor(s, actor)
-        samples = {r.id: r for r in s.execute(sa.select(
-            Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.source, Sample.label,
-            Sample.request, Sample.response).where(Sample.status == "candidate"))}
+        samples = {
+            r.id: r
+            for r in s.execute(
+                sa.select(
+                    Sample.id,
+                    Sample.pair_id,
+                    Sample.category,
+                    Sample.task,
+                    Sample.source,
+                    Sample.label,
+                    Sample.request,
+                    Sample.response,
+                ).where(Sample.status == "candidate")
+            )
+        }
         n_assigned: dict[str, int] = {}
         for r in assignment_rows(s, actor):
             if r["sample_id"] in samples:
@@ -965,8 +1151,9 @@ def adjudication_queue(engine: Engine, actor: Account, *, reveal_names: bool = F
             if reveal_names:
                 rows = sorted(by_item[sid], key=lambda r: r["annotator"])
             else:  # a per-item order, so "Annotator 1" is not the same person on every item
-                rows = sorted(by_item[sid], key=lambda r: hashlib.sha256(
-                    f"{sid}\x00{r['annotator']}".encode()).hexdigest())
+                rows = sorted(
+                    by_item[sid], key=lambda r: hashlib.sha256(f"{sid}\x00{r['annotator']}".encode()).hexdigest()
+                )
             if len(rows) < n_assigned.get(sid, 0):
                 continue  # someone has not submitted yet
             labels = [r["label"] for r in rows]
@@ -979,15 +1166,31 @@ def adjudication_queue(engine: Engine, actor: Account, *, reveal_names: bool = F
             if sid in decided and not include_decided:
                 continue
             smp = samples[sid]
-            out.append(QueueEntry(
-                sample_id=sid, pair_id=smp.pair_id, category=smp.category, task=smp.task,
-                source=smp.source, intended_label=smp.label, request=smp.request, response=smp.response,
-                reason=reason,
-                labels=[{"annotator": r["annotator"] if reveal_names else f"Annotator {i + 1}",
-                         "label": r["label"], "category": r["category"], "severity": r["severity"],
-                         "evidence_text": r["evidence_text"], "note": r["note"]}
-                        for i, r in enumerate(rows)],
-                decision=_public_decision(decided.get(sid))))
+            out.append(
+                QueueEntry(
+                    sample_id=sid,
+                    pair_id=smp.pair_id,
+                    category=smp.category,
+                    task=smp.task,
+                    source=smp.source,
+                    intended_label=smp.label,
+                    request=smp.request,
+                    response=smp.response,
+                    reason=reason,
+                    labels=[
+                        {
+                            "annotator": r["annotator"] if reveal_names else f"Annotator {i + 1}",
+                            "label": r["label"],
+                            "category": r["category"],
+                            "severity": r["severity"],
+                            "evidence_text": r["evidence_text"],
+                            "note": r["note"],
+                        }
+                        for i, r in enumerate(rows)
+                    ],
+                    decision=_public_decision(decided.get(sid)),
+                )
+            )
         return out
 
     return _transaction(engine, work)
@@ -998,13 +1201,24 @@ def _public_decision(row: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     from store.queries.annotation import as_utc_iso
 
-    return {"decision": "reject" if row["decision"] == "reject" else row["gold_label"],
-            "note": row["note"], "adjudicator": row["adjudicator"],
-            "created_at": as_utc_iso(row["created_at"]), "guideline_version": row["guideline_version"]}
+    return {
+        "decision": "reject" if row["decision"] == "reject" else row["gold_label"],
+        "note": row["note"],
+        "adjudicator": row["adjudicator"],
+        "created_at": as_utc_iso(row["created_at"]),
+        "guideline_version": row["guideline_version"],
+    }
 
 
-def adjudicate(engine: Engine, actor: Account, sample_id: str, decision: str, note: str | None = None,
-               *, guideline_version: str = GUIDELINE_VERSION) -> dict[str, Any]:
+def adjudicate(
+    engine: Engine,
+    actor: Account,
+    sample_id: str,
+    decision: str,
+    note: str | None = None,
+    *,
+    guideline_version: str = GUIDELINE_VERSION,
+) -> dict[str, Any]:
     """Record an adjudicator's decision on a candidate item (admin only): ``misbehavior`` or
     ``benign`` (the gold label) or ``reject`` (``note`` = the reason, required). A later decision on
     the same item supersedes an earlier one (the history is kept). The pair moves into the gold set
@@ -1036,16 +1250,27 @@ def adjudicate(engine: Engine, actor: Account, sample_id: str, decision: str, no
             raise NotFound(f"no item {sample_id!r}")
         if smp.status != "candidate":
             raise InputError(f"item {sample_id!r} is already {smp.status}", field="sample_id")
-        adj = Adjudication(sample_id=sample_id, pair_id=smp.pair_id, adjudicator_id=row.id,
-                           decision="reject" if decision == "reject" else "accept",
-                           gold_label=None if decision == "reject" else decision, note=note,
-                           guideline_version=gv)
+        adj = Adjudication(
+            sample_id=sample_id,
+            pair_id=smp.pair_id,
+            adjudicator_id=row.id,
+            decision="reject" if decision == "reject" else "accept",
+            gold_label=None if decision == "reject" else decision,
+            note=note,
+            guideline_version=gv,
+        )
         s.add(adj)
         s.flush()
         from store.queries.annotation import as_utc_iso
 
-        return {"sample_id": sample_id, "decision": decision, "note": note, "adjudicator": actor.name,
-                "created_at": as_utc_iso(adj.created_at), "guideline_version": gv}
+        return {
+            "sample_id": sample_id,
+            "decision": decision,
+            "note": note,
+            "adjudicator": actor.name,
+            "created_at": as_utc_iso(adj.created_at),
+            "guideline_version": gv,
+        }
 
     return _transaction(engine, work)
 
@@ -1062,9 +1287,15 @@ class FinalizeResult:
     edition: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"split": self.split, "edition": self.edition, "accepted": len(self.accepted),
-                "rejected": len(self.rejected), "pending": self.pending, "accepted_pairs": self.accepted,
-                "rejected_pairs": self.rejected}
+        return {
+            "split": self.split,
+            "edition": self.edition,
+            "accepted": len(self.accepted),
+            "rejected": len(self.rejected),
+            "pending": self.pending,
+            "accepted_pairs": self.accepted,
+            "rejected_pairs": self.rejected,
+        }
 
 
 def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> FinalizeResult:
@@ -1095,8 +1326,11 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
 
     def work(s):
         check_actor(s, actor)
-        cands = list(s.execute(sa.select(Sample).where(Sample.status == "candidate")
-                               .order_by(Sample.pair_id, Sample.id)).scalars())
+        cands = list(
+            s.execute(
+                sa.select(Sample).where(Sample.status == "candidate").order_by(Sample.pair_id, Sample.id)
+            ).scalars()
+        )
         ids = [c.id for c in cands]
         n_assigned: dict[str, int] = {}
         for r in assignment_rows(s, actor):
@@ -1108,9 +1342,12 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
         pairs: dict[str, list[Any]] = {}
         for c in cands:
             pairs.setdefault(c.pair_id, []).append(c)
-        gold_hashes = {(rq, rs): sid for sid, rq, rs in s.execute(
-            sa.select(Sample.id, Sample.request_hash, Sample.response_hash)
-            .where(Sample.status == "gold"))}
+        gold_hashes = {
+            (rq, rs): sid
+            for sid, rq, rs in s.execute(
+                sa.select(Sample.id, Sample.request_hash, Sample.response_hash).where(Sample.status == "gold")
+            )
+        }
         now = utcnow()
         accepted, rejected, pending = [], {}, 0
         verified: list[str] = []
@@ -1123,8 +1360,11 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
                     res[c.id] = (out, "adjudicated", adj["note"])
                     continue
                 rows = labels.get(c.id, [])
-                got = _resolution([r["label"] for r in rows], n_assigned.get(c.id, 0),
-                                  sum(r["submitted_at"] is not None for r in rows))
+                got = _resolution(
+                    [r["label"] for r in rows],
+                    n_assigned.get(c.id, 0),
+                    sum(r["submitted_at"] is not None for r in rows),
+                )
                 if got is not None:
                     res[c.id] = (got, "consensus", None)
             if len(res) < len(items):
@@ -1133,17 +1373,25 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
             outcomes = [res[c.id][0] for c in items]
             reason = None
             if "reject" in outcomes:
-                reason = "; ".join(n for c in items for o, _, n in [res[c.id]] if o == "reject" and n) \
+                reason = (
+                    "; ".join(n for c in items for o, _, n in [res[c.id]] if o == "reject" and n)
                     or "rejected by the adjudicator"
+                )
             elif sorted(outcomes) != ["benign", "misbehavior"]:
                 reason = f"resolved labels {sorted(outcomes)} are not one misbehavior and one benign side"
             else:
-                dup = [gold_hashes[(c.request_hash, c.response_hash)] for c in items
-                       if (c.request_hash, c.response_hash) in gold_hashes]
+                dup = [
+                    gold_hashes[(c.request_hash, c.response_hash)]
+                    for c in items
+                    if (c.request_hash, c.response_hash) in gold_hashes
+                ]
                 if dup:
                     reason = f"duplicates gold sample(s) {', '.join(dup)}"
-            prov_base = {"finalized_by": actor.name, "finalized_at": as_utc_iso(now),
-                         "guideline_version": GUIDELINE_VERSION}
+            prov_base = {
+                "finalized_by": actor.name,
+                "finalized_at": as_utc_iso(now),
+                "guideline_version": GUIDELINE_VERSION,
+            }
             if reason is None and any(c.label != res[c.id][0] for c in items):
                 # the resolved labels swap the intended ones: park them first, as the database holds
                 # at most one sample per (pair_id, label) at every statement
@@ -1155,9 +1403,13 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
                 outcome, how, note = res[c.id]
                 meta = dict(c.meta or {})
                 meta["intended_label"] = meta.get("intended_label", c.label)
-                meta["annotation"] = {**prov_base, "resolution": how, "outcome": outcome,
-                                      "note": note,
-                                      "labels": {r["annotator"]: r["label"] for r in labels.get(c.id, [])}}
+                meta["annotation"] = {
+                    **prov_base,
+                    "resolution": how,
+                    "outcome": outcome,
+                    "note": note,
+                    "labels": {r["annotator"]: r["label"] for r in labels.get(c.id, [])},
+                }
                 if reason is None:
                     c.status, c.split, c.label = "gold", split, outcome
                     c.label_source = "adjudicated"
@@ -1170,8 +1422,11 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
                 c.meta = meta
                 s.add(c)
                 if c.id in decided:
-                    s.execute(sa.update(Adjudication).where(Adjudication.id == decided[c.id]["id"])
-                              .values(split=split if reason is None else None))
+                    s.execute(
+                        sa.update(Adjudication)
+                        .where(Adjudication.id == decided[c.id]["id"])
+                        .values(split=split if reason is None else None)
+                    )
             if reason is None:
                 accepted.append(pid)
             else:
@@ -1180,14 +1435,27 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
             from store.models import EditionSample
 
             s.flush()
-            have = set(s.execute(sa.select(EditionSample.sample_id).where(
-                EditionSample.edition == VERIFIED_EDITION, EditionSample.sample_id.in_(verified))).scalars())
-            new_rows = [{"edition": VERIFIED_EDITION, "sample_id": sid, "created_at": now}
-                        for sid in verified if sid not in have]
+            have = set(
+                s.execute(
+                    sa.select(EditionSample.sample_id).where(
+                        EditionSample.edition == VERIFIED_EDITION, EditionSample.sample_id.in_(verified)
+                    )
+                ).scalars()
+            )
+            new_rows = [
+                {"edition": VERIFIED_EDITION, "sample_id": sid, "created_at": now}
+                for sid in verified
+                if sid not in have
+            ]
             if new_rows:
                 s.execute(sa.insert(EditionSample), new_rows)
-        return FinalizeResult(split=split, accepted=accepted, rejected=rejected, pending=pending,
-                              edition=VERIFIED_EDITION if split == "test" else None)
+        return FinalizeResult(
+            split=split,
+            accepted=accepted,
+            rejected=rejected,
+            pending=pending,
+            edition=VERIFIED_EDITION if split == "test" else None,
+        )
 
     return _transaction(engine, work)
 
@@ -1208,24 +1476,48 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
         labels: dict[str, list[dict[str, Any]]] = {}
         for r in label_rows(s, actor, sample_ids={r["sample_id"] for r in rows}):
             labels.setdefault(r["sample_id"], []).append(
-                {"annotator": r["annotator"], "label": r["label"],
-                 "submitted_at": as_utc_iso(r["submitted_at"])})
+                {"annotator": r["annotator"], "label": r["label"], "submitted_at": as_utc_iso(r["submitted_at"])}
+            )
         last = {r["sample_id"]: r["id"] for r in rows}
-        return [{"sample_id": r["sample_id"], "pair_id": r["pair_id"], "adjudicator": r["adjudicator"],
-                 "decision": "reject" if r["decision"] == "reject" else r["gold_label"],
-                 "note": r["note"], "split": r["split"], "guideline_version": r["guideline_version"],
-                 "created_at": as_utc_iso(r["created_at"]), "item_status": r["sample_status"],
-                 "item_category": r["item_category"], "task": r["task"],
-                 "final_label": r["current_label"] if r["sample_status"] == "gold" else None,
-                 "superseded": last[r["sample_id"]] != r["id"],
-                 "annotator_labels": labels.get(r["sample_id"], [])} for r in rows]
+        return [
+            {
+                "sample_id": r["sample_id"],
+                "pair_id": r["pair_id"],
+                "adjudicator": r["adjudicator"],
+                "decision": "reject" if r["decision"] == "reject" else r["gold_label"],
+                "note": r["note"],
+                "split": r["split"],
+                "guideline_version": r["guideline_version"],
+                "created_at": as_utc_iso(r["created_at"]),
+                "item_status": r["sample_status"],
+                "item_category": r["item_category"],
+                "task": r["task"],
+                "final_label": r["current_label"] if r["sample_status"] == "gold" else None,
+                "superseded": last[r["sample_id"]] != r["id"],
+                "annotator_labels": labels.get(r["sample_id"], []),
+            }
+            for r in rows
+        ]
 
     return _transaction(engine, work)
 
 
-ADJUDICATION_EXPORT_COLUMNS = ["sample_id", "pair_id", "adjudicator", "decision", "note", "split",
-                               "guideline_version", "created_at", "item_status", "item_category", "task",
-                               "final_label", "superseded", "annotator_labels"]
+ADJUDICATION_EXPORT_COLUMNS = [
+    "sample_id",
+    "pair_id",
+    "adjudicator",
+    "decision",
+    "note",
+    "split",
+    "guideline_version",
+    "created_at",
+    "item_status",
+    "item_category",
+    "task",
+    "final_label",
+    "superseded",
+    "annotator_labels",
+]
 
 
 def export_adjudications(engine: Engine, actor: Account, path: str | Path, fmt: str | None = None) -> int:
@@ -1243,16 +1535,24 @@ def rejected_pairs(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     def work(s):
         check_actor(s, actor)
         out = []
-        for c in s.execute(sa.select(Sample).where(Sample.status == "rejected")
-                           .order_by(Sample.pair_id, Sample.id)).scalars():
+        for c in s.execute(
+            sa.select(Sample).where(Sample.status == "rejected").order_by(Sample.pair_id, Sample.id)
+        ).scalars():
             ann = (c.meta or {}).get("annotation", {})
-            out.append({"sample_id": c.id, "pair_id": c.pair_id, "category": c.category, "task": c.task,
-                        "reason": (c.meta or {}).get("rejection_reason"),
-                        "finalized_by": ann.get("finalized_by"), "finalized_at": ann.get("finalized_at")})
+            out.append(
+                {
+                    "sample_id": c.id,
+                    "pair_id": c.pair_id,
+                    "category": c.category,
+                    "task": c.task,
+                    "reason": (c.meta or {}).get("rejection_reason"),
+                    "finalized_by": ann.get("finalized_by"),
+                    "finalized_at": ann.get("finalized_at"),
+                }
+            )
         return out
 
     return _transaction(engine, work)
-
 
 
 # ---------------------------------------------------------------------------------------- flags
@@ -1281,8 +1581,13 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
         row = ItemFlag(annotator_id=actor.id, sample_id=sample_id, comment=text)
         s.add(row)
         s.flush()
-        return {"id": row.id, "sample_id": sample_id, "annotator": actor.name, "comment": text,
-                "created_at": as_utc_iso(row.created_at)}
+        return {
+            "id": row.id,
+            "sample_id": sample_id,
+            "annotator": actor.name,
+            "comment": text,
+            "created_at": as_utc_iso(row.created_at),
+        }
 
     return _transaction(engine, work)
 
@@ -1298,14 +1603,34 @@ def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> lis
 
     def work(s):
         check_actor(s, actor)
-        q = (sa.select(ItemFlag.id, ItemFlag.sample_id, Sample.pair_id, Annotator.name, ItemFlag.comment,
-                       ItemFlag.created_at, ItemFlag.resolved_at)
-             .join(Annotator, Annotator.id == ItemFlag.annotator_id)
-             .join(Sample, Sample.id == ItemFlag.sample_id).order_by(ItemFlag.id))
+        q = (
+            sa.select(
+                ItemFlag.id,
+                ItemFlag.sample_id,
+                Sample.pair_id,
+                Annotator.name,
+                ItemFlag.comment,
+                ItemFlag.created_at,
+                ItemFlag.resolved_at,
+            )
+            .join(Annotator, Annotator.id == ItemFlag.annotator_id)
+            .join(Sample, Sample.id == ItemFlag.sample_id)
+            .order_by(ItemFlag.id)
+        )
         if open_only:
             q = q.where(ItemFlag.resolved_at.is_(None))
-        return [{"id": r[0], "sample_id": r[1], "pair_id": r[2], "annotator": r[3], "comment": r[4],
-                 "created_at": as_utc_iso(r[5]), "resolved_at": as_utc_iso(r[6])} for r in s.execute(q)]
+        return [
+            {
+                "id": r[0],
+                "sample_id": r[1],
+                "pair_id": r[2],
+                "annotator": r[3],
+                "comment": r[4],
+                "created_at": as_utc_iso(r[5]),
+                "resolved_at": as_utc_iso(r[6]),
+            }
+            for r in s.execute(q)
+        ]
 
     return _transaction(engine, work)
 

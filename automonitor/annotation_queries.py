@@ -35,8 +35,9 @@ def _read_scope(actor, annotator_id: int | None) -> int | None:
     return actor.id
 
 
-def assignment_rows(session: Session, actor, annotator_id: int | None = None,
-                    sample_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+def assignment_rows(
+    session: Session, actor, annotator_id: int | None = None, sample_ids: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
     """:func:`store.queries.annotation.assignment_rows` restricted to the actor's own rows unless the
     actor is an admin (rows: ``id``, ``annotator_id``, ``annotator``, ``sample_id``, ``position``,
     ``seed``, ``batch``, ``submitted_at``, ``created_at``).
@@ -47,9 +48,15 @@ def assignment_rows(session: Session, actor, annotator_id: int | None = None,
     return store.assignment_rows(session, _read_scope(actor, annotator_id), sample_ids)
 
 
-def label_rows(session: Session, actor, annotator_id: int | None = None, *,
-               sample_ids: Iterable[str] | None = None, submitted_only: bool = False,
-               with_sample: bool = False) -> list[dict[str, Any]]:
+def label_rows(
+    session: Session,
+    actor,
+    annotator_id: int | None = None,
+    *,
+    sample_ids: Iterable[str] | None = None,
+    submitted_only: bool = False,
+    with_sample: bool = False,
+) -> list[dict[str, Any]]:
     """:func:`store.queries.annotation.label_rows` restricted to the actor's own labels unless the
     actor is an admin; ``with_sample`` (item provenance) is admin only.
 
@@ -59,8 +66,7 @@ def label_rows(session: Session, actor, annotator_id: int | None = None, *,
     who = _read_scope(actor, annotator_id)
     if with_sample and not actor.is_admin:
         raise PermissionDenied("item provenance is visible to admins only")
-    return store.label_rows(session, who, sample_ids=sample_ids, submitted_only=submitted_only,
-                            with_sample=with_sample)
+    return store.label_rows(session, who, sample_ids=sample_ids, submitted_only=submitted_only, with_sample=with_sample)
 
 
 def candidate_samples(session: Session, actor, *, unassigned_only: bool = False) -> list[dict[str, Any]]:
@@ -83,8 +89,7 @@ def annotator_loads(session: Session, actor) -> dict[int, int]:
     return store.annotator_loads(session)
 
 
-def latest_adjudications(session: Session, actor, sample_ids: Iterable[str] | None = None
-                         ) -> dict[str, dict[str, Any]]:
+def latest_adjudications(session: Session, actor, sample_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
     """:func:`store.queries.annotation.latest_adjudications` (admin only).
 
     Raises:

@@ -43,16 +43,24 @@ def assignment_rows(engine, actor: Account, annotator: str | None = None) -> lis
         ids = list(dict.fromkeys(r["sample_id"] for r in rows))
         texts: dict[str, tuple[str, str]] = {}
         for i in range(0, len(ids), 900):
-            for sid, req, resp in s.execute(sa.select(Sample.id, Sample.request, Sample.response)
-                                            .where(Sample.id.in_(ids[i:i + 900]))):
+            for sid, req, resp in s.execute(
+                sa.select(Sample.id, Sample.request, Sample.response).where(Sample.id.in_(ids[i : i + 900]))
+            ):
                 texts[sid] = (req, resp)
     rows.sort(key=lambda r: (r["annotator"], r["position"]))
-    return [{"annotator": r["annotator"], "sample_id": r["sample_id"], "request": texts[r["sample_id"]][0],
-             "response": texts[r["sample_id"]][1], "batch": int(r["batch"])} for r in rows]
+    return [
+        {
+            "annotator": r["annotator"],
+            "sample_id": r["sample_id"],
+            "request": texts[r["sample_id"]][0],
+            "response": texts[r["sample_id"]][1],
+            "batch": int(r["batch"]),
+        }
+        for r in rows
+    ]
 
 
-def export_assignments(engine, actor: Account, path: str | os.PathLike, annotator: str | None = None
-                       ) -> dict[str, Any]:
+def export_assignments(engine, actor: Account, path: str | os.PathLike, annotator: str | None = None) -> dict[str, Any]:
     """Write :func:`assignment_rows` to ``path`` as JSONL (UTF-8, atomically: temp file then rename).
 
     Returns ``{"file": str, "rows": int, "annotators": {name: int}}``. Raises ``InputError`` for an

@@ -130,9 +130,11 @@ CODE_SOURCES_PY_DEFAULT = "Python"
 # Sources whose misbehavior side is an instructed test-fitting hack: it must visibly special-case the tests.
 HACK_SOURCES: frozenset[str] = frozenset({"rl_character_apps", "rl_character_mbpp", "reward_hack_gen_codeforces"})
 
-NO_RAW_HINT = ("set AUTOMONITOR_RAW or pass --raw DIR (the layout of ../shared/raw; `automonitor "
-               "fetch-sources --dest DIR` downloads it), or load your own pairs with "
-               "`automonitor import seeds/examples.jsonl`")
+NO_RAW_HINT = (
+    "set AUTOMONITOR_RAW or pass --raw DIR (the layout of ../shared/raw; `automonitor "
+    "fetch-sources --dest DIR` downloads it), or load your own pairs with "
+    "`automonitor import seeds/examples.jsonl`"
+)
 
 
 def _check_plan() -> None:
@@ -208,9 +210,15 @@ def _hashes(p: PairRecord) -> tuple[str, str, str]:
     return sha256_text(p.request), sha256_text(p.misbehavior), sha256_text(p.benign)
 
 
-def _rows_for(p: PairRecord, split: str | None, status: str, h: tuple[str, str, str],
-              editions: tuple[str, ...] = (), sides: tuple[str, ...] = ("misbehavior", "benign"),
-              extra_meta: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _rows_for(
+    p: PairRecord,
+    split: str | None,
+    status: str,
+    h: tuple[str, str, str],
+    editions: tuple[str, ...] = (),
+    sides: tuple[str, ...] = ("misbehavior", "benign"),
+    extra_meta: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     rows = []
     for label, text, fname, rec, side_meta, rh in (
         ("misbehavior", p.misbehavior, p.mis_file, p.mis_record, p.mis_meta, h[1]),
@@ -220,14 +228,28 @@ def _rows_for(p: PairRecord, split: str | None, status: str, h: tuple[str, str, 
             continue
         meta = {k: v for k, v in {**p.meta, **side_meta, **(extra_meta or {})}.items() if v is not None}
         meta["origin"] = ORIGIN
-        rows.append({
-            "id": make_sample_id(p.pair_id, label, p.request, text),
-            "pair_id": p.pair_id, "category": p.category, "task": p.task, "label": label,
-            "request": p.request, "response": text, "source": p.source, "source_file": fname,
-            "source_record": rec, "split": split, "status": status, "request_hash": h[0],
-            "response_hash": rh, "content_hash": content_hash(p.request, text, label), "meta": meta,
-            "label_source": p.label_source, "editions": editions,
-        })
+        rows.append(
+            {
+                "id": make_sample_id(p.pair_id, label, p.request, text),
+                "pair_id": p.pair_id,
+                "category": p.category,
+                "task": p.task,
+                "label": label,
+                "request": p.request,
+                "response": text,
+                "source": p.source,
+                "source_file": fname,
+                "source_record": rec,
+                "split": split,
+                "status": status,
+                "request_hash": h[0],
+                "response_hash": rh,
+                "content_hash": content_hash(p.request, text, label),
+                "meta": meta,
+                "label_source": p.label_source,
+                "editions": editions,
+            }
+        )
     return rows
 
 
@@ -237,8 +259,14 @@ def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter]) -> list
     what each gate did in ``gates[name]``."""
     from dataclasses import replace
 
-    from automonitor.gates import (FEW_TOKENS, few_tokens_differ, hardcode_screen, special_cases, strip_comments,
-                                   whitespace_equal)
+    from automonitor.gates import (
+        FEW_TOKENS,
+        few_tokens_differ,
+        hardcode_screen,
+        special_cases,
+        strip_comments,
+        whitespace_equal,
+    )
 
     g = gates.setdefault(name, Counter())
     out: list[PairRecord] = []
@@ -257,8 +285,9 @@ def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter]) -> list
                 p = replace(p, gate=f"code sides differ by <= {FEW_TOKENS} tokens")
             elif name == "reward_hack_gen_codeforces" and hardcode_screen(p.benign, p.request):
                 g["to candidates: plain side may hard-code the samples"] += 1
-                p = replace(p, gate=f"plain side may hard-code the sample tests: "
-                                    f"{hardcode_screen(p.benign, p.request)}")
+                p = replace(
+                    p, gate=f"plain side may hard-code the sample tests: {hardcode_screen(p.benign, p.request)}"
+                )
             elif name in HACK_SOURCES and not special_cases(p.misbehavior, p.request):
                 g["to candidates: hack side shows no special-casing of the tests"] += 1
                 p = replace(p, gate="hack side shows no special-casing of the tests (may be a general solution)")
@@ -267,8 +296,11 @@ def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter]) -> list
 
             if p.meta.get("kind") == "cued answer":
                 g["to candidates: cue-following judged by an LLM grader only"] += 1
-                p = replace(p, gate="cued answer: whether the response follows the cue was judged by an LLM grader "
-                                    "only (hand check: often wrong)")
+                p = replace(
+                    p,
+                    gate="cued answer: whether the response follows the cue was judged by an LLM grader "
+                    "only (hand check: often wrong)",
+                )
             elif "mc" in str(p.meta.get("dataset") or "").split("_"):
                 g["to candidates: multiple-choice question shown without its options"] += 1
                 p = replace(p, gate="are you sure: multiple-choice question whose options the record lacks")
@@ -295,16 +327,22 @@ def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[s
         if progress:
             r = results[name]
             miss = f", {len(r.missing)} file(s) missing" if r.missing else ""
-            progress(f"{name}: {len(r.pairs)} pairs from {len(r.files)} file(s){miss} "
-                     f"({time.perf_counter() - t0:.2f} s)")
+            progress(
+                f"{name}: {len(r.pairs)} pairs from {len(r.files)} file(s){miss} ({time.perf_counter() - t0:.2f} s)"
+            )
     if not any(r.files for r in results.values()):
         raise InputError(f"no public source files found under {raw}; {NO_RAW_HINT}", file=str(raw), field="--raw")
     return results
 
 
-def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[str]] | None = None,
-               progress: Callable[[str], None] | None = None,
-               loaded: dict[str, SourceResult] | None = None) -> Plan:
+def plan_build(
+    raw: Path,
+    seed: int = 0,
+    *,
+    external_test: tuple[set[str], set[str]] | None = None,
+    progress: Callable[[str], None] | None = None,
+    loaded: dict[str, SourceResult] | None = None,
+) -> Plan:
     """Decide, without touching any store, which pairs go to test, candidates and train.
 
     Args:
@@ -339,10 +377,13 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
             kept.append(p)
         pool[name] = kept
         report["sources"][name] = {
-            "category": REGISTRY[name].category, "task": REGISTRY[name].task,
-            "files_read": len(res.files), "files_missing": res.missing,
+            "category": REGISTRY[name].category,
+            "task": REGISTRY[name].task,
+            "files_read": len(res.files),
+            "files_missing": res.missing,
             "optional": name in OPTIONAL_SOURCES,
-            "pairs_available": len(kept), "eligible_for_test": sum(p.eligible_test and not p.gate for p in kept),
+            "pairs_available": len(kept),
+            "eligible_for_test": sum(p.eligible_test and not p.gate for p in kept),
             "dropped": dict(sorted(dropped.items())),
         }
 
@@ -362,8 +403,9 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
     built: dict[str, int] = {}
     for q in TEST_PLAN + VERIFIED_EXTRA:
         target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
-        eligible = [p for p in pool.get(q.source, []) if p.eligible_test
-                    and (q in TEST_PLAN or not p.gate)]  # the paper mirror keeps doubtful pairs (its noise)
+        eligible = [
+            p for p in pool.get(q.source, []) if p.eligible_test and (q in TEST_PLAN or not p.gate)
+        ]  # the paper mirror keeps doubtful pairs (its noise)
         rng = rng_for(seed, q.source, "test")
         order = _shuffled(eligible, rng)
         groups = {p.group for p in order}
@@ -389,8 +431,15 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         test[q.source] = chosen
         built[q.source] = len(chosen)
         if q in TEST_PLAN:
-            quotas.append({"source": q.source, "category": q.category, "task": q.task,
-                           "target_pairs": target, "built_pairs": len(chosen)})
+            quotas.append(
+                {
+                    "source": q.source,
+                    "category": q.category,
+                    "task": q.task,
+                    "target_pairs": target,
+                    "built_pairs": len(chosen),
+                }
+            )
     paper_sources = {q.source for q in TEST_PLAN}
     ext_req, ext_resp = external_test or (set(), set())
     block_req = t_req | ext_req
@@ -413,8 +462,11 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
     c_req: set[str] = set()
     c_resp: set[str] = set()
     for name, n in CANDIDATE_PLAN.items():
-        rest = [p for p in pool.get(name, []) if p.pair_id not in test_ids and p.eligible_test and not p.gate
-                and not collides(p, block_req, block_resp)]
+        rest = [
+            p
+            for p in pool.get(name, [])
+            if p.pair_id not in test_ids and p.eligible_test and not p.gate and not collides(p, block_req, block_resp)
+        ]
         for p in _shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
             cands[name].append((p, None))
     for name, pairs in pool.items():
@@ -432,8 +484,12 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
             c_req.add(h[0])
             c_resp.update(h[1:])
     cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
-    held_groups = {conv[p.pair_id.removeprefix("cand:")] for cs in cands.values() for p, _ in cs
-                   if p.pair_id.removeprefix("cand:") in conv}
+    held_groups = {
+        conv[p.pair_id.removeprefix("cand:")]
+        for cs in cands.values()
+        for p, _ in cs
+        if p.pair_id.removeprefix("cand:") in conv
+    }
     held_groups |= {conv[p.pair_id] for p in test.get("hh_rlhf", [])}
 
     # 3. train: everything else that does not collide with test or candidates
@@ -446,8 +502,7 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         for p in test.get(name, []):
             plan.rows.extend(_rows_for(p, "test", "gold", hashes[p.pair_id], editions_of(p)))
         for p, why in cands.get(name, []):
-            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p),
-                                       extra_meta={"gate": why} if why else None))
+            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p), extra_meta={"gate": why} if why else None))
         for p in pairs:
             if p.pair_id in test_ids or p.pair_id in cand_ids:
                 continue
@@ -485,56 +540,82 @@ def plan_build(raw: Path, seed: int = 0, *, external_test: tuple[set[str], set[s
         if name == "hh_rlhf":
             s["train_dropped_same_conversation"] = conv_dropped[name]
         s["label_source"] = sorted({p.label_source for p in pool[name]})
-    shortfalls = [{**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
-                  for q in quotas if q["built_pairs"] < q["target_pairs"]
-                  and q["source"] not in {x.shares_with for x in TEST_PLAN}]
+    shortfalls = [
+        {**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
+        for q in quotas
+        if q["built_pairs"] < q["target_pairs"] and q["source"] not in {x.shares_with for x in TEST_PLAN}
+    ]
     cat_built: Counter = Counter()
     for q in quotas:
         cat_built[q["category"]] += 2 * q["built_pairs"]
     report["quotas"] = quotas
-    report["category_quotas"] = {c: {"target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c]}
-                                 for c in CATEGORIES}
+    report["category_quotas"] = {
+        c: {"target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c]} for c in CATEGORIES
+    }
     for c in CATEGORIES:
         if cat_built[c] < PAPER_QUOTAS[c]:
-            shortfalls.append({"category": c, "target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c],
-                               "missing_samples": PAPER_QUOTAS[c] - cat_built[c]})
+            shortfalls.append(
+                {
+                    "category": c,
+                    "target_samples": PAPER_QUOTAS[c],
+                    "built_samples": cat_built[c],
+                    "missing_samples": PAPER_QUOTAS[c] - cat_built[c],
+                }
+            )
     report["shortfalls"] = shortfalls
     n_test = sum(len(test.get(q.source, [])) for q in TEST_PLAN)
     n_cand = sum(len(v) for v in cands.values())
     by_ct: dict[str, dict[str, int]] = defaultdict(dict)
     for q in quotas:
         by_ct[q["category"]][q["task"]] = by_ct[q["category"]].get(q["task"], 0) + 2 * q["built_pairs"]
-    report["test"] = {"pairs": n_test, "samples": 2 * n_test, "by_category": dict(cat_built),
-                      "by_category_task": dict(by_ct)}
+    report["test"] = {
+        "pairs": n_test,
+        "samples": 2 * n_test,
+        "by_category": dict(cat_built),
+        "by_category_task": dict(by_ct),
+    }
     eds: dict[str, dict[str, Any]] = {}
     for ed in EDITIONS:
         ps = [p for ts in test.values() for p in ts if ed in editions_of(p)]
         ct: Counter = Counter(f"{p.category}/{p.task}" for p in ps)
         srcs: Counter = Counter(p.source for p in ps)
-        eds[ed] = {"pairs": len(ps), "samples": 2 * len(ps), "by_category_task": dict(sorted(ct.items())),
-                   "by_source": dict(sorted(srcs.items()))}
+        eds[ed] = {
+            "pairs": len(ps),
+            "samples": 2 * len(ps),
+            "by_category_task": dict(sorted(ct.items())),
+            "by_source": dict(sorted(srcs.items())),
+        }
     report["editions"] = eds
     report["gates"] = {k: dict(sorted(v.items())) for k, v in sorted(gates.items()) if v}
     report["gates"]["hh_rlhf conversation split"] = {
-        "conversations": len(set(conv.values())), "train_pairs_dropped_same_conversation": conv_dropped["hh_rlhf"]}
+        "conversations": len(set(conv.values())),
+        "train_pairs_dropped_same_conversation": conv_dropped["hh_rlhf"],
+    }
     report["controls"] = {"samples": sum(ctrl_n.values()), "by_source": dict(ctrl_n)}
-    report["candidates"] = {"pairs": n_cand, "samples": 2 * n_cand,
-                            "by_source": {k: len(v) for k, v in cands.items()},
-                            "by_reason": dict(Counter((why or "planned draw").split(":")[0]
-                                                      for cs in cands.values() for _, why in cs))}
+    report["candidates"] = {
+        "pairs": n_cand,
+        "samples": 2 * n_cand,
+        "by_source": {k: len(v) for k, v in cands.items()},
+        "by_reason": dict(Counter((why or "planned draw").split(":")[0] for cs in cands.values() for _, why in cs)),
+    }
     report["train"] = {"pairs": sum(train_counts.values()), "samples": 2 * sum(train_counts.values())}
     return plan
 
 
 # --- store side -----------------------------------------------------------------------------------
 
+
 def _referenced(session, ids: list[str]) -> dict[str, set[str]]:
     """Which of ``ids`` are referenced by predictions, assignments, annotations, adjudications."""
     from store.models import Adjudication, Annotation, Assignment, Prediction
 
     out: dict[str, set[str]] = {}
-    for name, model in (("predictions", Prediction), ("assignments", Assignment),
-                        ("annotations", Annotation), ("adjudications", Adjudication)):
+    for name, model in (
+        ("predictions", Prediction),
+        ("assignments", Assignment),
+        ("annotations", Annotation),
+        ("adjudications", Adjudication),
+    ):
         found: set[str] = set()
         for part in _chunks(ids):
             found.update(session.execute(sa.select(model.sample_id).where(model.sample_id.in_(part))).scalars())
@@ -562,9 +643,15 @@ def _delete_dependents(session, ids: list[str]) -> dict[str, int]:
     return counts
 
 
-def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force: bool = False,
-          progress: Callable[[str], None] | None = None,
-          loaded: dict[str, SourceResult] | None = None) -> dict[str, Any]:
+def build(
+    engine: Engine,
+    raw: str | Path | None = None,
+    seed: int = 0,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    loaded: dict[str, SourceResult] | None = None,
+) -> dict[str, Any]:
     """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
     transaction (see the module doc for composition and rebuild policy).
 
@@ -590,8 +677,16 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
         ext_resp: set[str] = set()
         current: dict[str, tuple[str | None, str, str]] = {}
         settled: set[str] = set()
-        q = sa.select(Sample.id, Sample.source, Sample.split, Sample.status, Sample.meta,
-                      Sample.request_hash, Sample.response_hash, Sample.label_source)
+        q = sa.select(
+            Sample.id,
+            Sample.source,
+            Sample.split,
+            Sample.status,
+            Sample.meta,
+            Sample.request_hash,
+            Sample.response_hash,
+            Sample.label_source,
+        )
         for sid, source, split, status, meta, rh, sh, lsrc in session.execute(q):
             is_build = source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN
             if is_build:
@@ -606,11 +701,17 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
         adjudicated: set[str] = set(settled)
         cur_ids = list(current)
         for part in _chunks(cur_ids):
-            adjudicated.update(session.execute(
-                sa.select(Adjudication.sample_id).where(Adjudication.sample_id.in_(part))).scalars())
+            adjudicated.update(
+                session.execute(sa.select(Adjudication.sample_id).where(Adjudication.sample_id.in_(part))).scalars()
+            )
         to_delete = [i for i in current if i not in planned]
-        to_update = [i for i in current if i in planned and i not in adjudicated
-                     and current[i] != (planned[i]["split"], planned[i]["status"], planned[i]["label_source"])]
+        to_update = [
+            i
+            for i in current
+            if i in planned
+            and i not in adjudicated
+            and current[i] != (planned[i]["split"], planned[i]["status"], planned[i]["label_source"])
+        ]
         affected = to_delete + to_update
         refs = _referenced(session, affected) if affected else {}
         dependents: dict[str, int] = {}
@@ -622,29 +723,47 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
                     f"building with seed {seed} would replace or move {len(affected)} build samples of the "
                     f"current build{f' (seed {last})' if last is not None else ''}, and some are referenced "
                     f"({desc}); rerun with --force to delete those runs, assignments, annotations and "
-                    f"adjudications, or keep the current seed", field="--seed")
+                    f"adjudications, or keep the current seed",
+                    field="--seed",
+                )
             dependents = _delete_dependents(session, sorted(set().union(*refs.values())))
         # edition membership of build samples (adjudicated/finalized ones keep theirs)
         have_ed: set[tuple[str, str]] = set()
         for part in _chunks(cur_ids):
-            have_ed.update(session.execute(sa.select(EditionSample.edition, EditionSample.sample_id)
-                                           .where(EditionSample.sample_id.in_(part))).all())
-        want_ed = {(ed, r["id"]) for r in plan.rows for ed in r.get("editions", ())
-                   if r["id"] not in adjudicated}
-        drop_ed = [(ed, sid) for ed, sid in have_ed
-                   if sid not in adjudicated and ((ed, sid) not in want_ed or sid in to_delete)]
+            have_ed.update(
+                session.execute(
+                    sa.select(EditionSample.edition, EditionSample.sample_id).where(EditionSample.sample_id.in_(part))
+                ).all()
+            )
+        want_ed = {(ed, r["id"]) for r in plan.rows for ed in r.get("editions", ()) if r["id"] not in adjudicated}
+        drop_ed = [
+            (ed, sid)
+            for ed, sid in have_ed
+            if sid not in adjudicated and ((ed, sid) not in want_ed or sid in to_delete)
+        ]
         for ed, sid in drop_ed:
-            session.execute(sa.delete(EditionSample).where(EditionSample.edition == ed,
-                                                           EditionSample.sample_id == sid))
+            session.execute(sa.delete(EditionSample).where(EditionSample.edition == ed, EditionSample.sample_id == sid))
         for part in _chunks(to_delete):
             session.execute(sa.delete(EditionSample).where(EditionSample.sample_id.in_(part)))
             session.execute(sa.delete(Sample).where(Sample.id.in_(part)))
         if to_update:
-            stmt = (sa.update(Sample.__table__).where(Sample.__table__.c.id == sa.bindparam("_id"))
-                    .values(split=sa.bindparam("_split"), status=sa.bindparam("_status"),
-                            label_source=sa.bindparam("_ls")))
-            session.execute(stmt, [{"_id": i, "_split": planned[i]["split"], "_status": planned[i]["status"],
-                                    "_ls": planned[i]["label_source"]} for i in to_update])
+            stmt = (
+                sa.update(Sample.__table__)
+                .where(Sample.__table__.c.id == sa.bindparam("_id"))
+                .values(split=sa.bindparam("_split"), status=sa.bindparam("_status"), label_source=sa.bindparam("_ls"))
+            )
+            session.execute(
+                stmt,
+                [
+                    {
+                        "_id": i,
+                        "_split": planned[i]["split"],
+                        "_status": planned[i]["status"],
+                        "_ls": planned[i]["label_source"],
+                    }
+                    for i in to_update
+                ],
+            )
         new_rows = [r for r in plan.rows if r["id"] not in current]
         inserted = insert_samples(session, new_rows)
         add_ed = sorted(want_ed - set(have_ed))
@@ -652,14 +771,22 @@ def build(engine: Engine, raw: str | Path | None = None, seed: int = 0, *, force
             from store.models import utcnow
 
             now = utcnow()
-            session.execute(sa.insert(EditionSample), [{"edition": ed, "sample_id": sid, "created_at": now}
-                                                       for ed, sid in add_ed])
+            session.execute(
+                sa.insert(EditionSample), [{"edition": ed, "sample_id": sid, "created_at": now} for ed, sid in add_ed]
+            )
         changed = bool(inserted or to_update or to_delete or add_ed or drop_ed)
         last = latest_seed(session)
         report = dict(plan.report)
-        report.update({"inserted": inserted, "updated": len(to_update), "deleted": len(to_delete),
-                       "unchanged": not changed, "dependents_deleted": dependents,
-                       "kept_adjudicated": len([i for i in current if i in adjudicated])})
+        report.update(
+            {
+                "inserted": inserted,
+                "updated": len(to_update),
+                "deleted": len(to_delete),
+                "unchanged": not changed,
+                "dependents_deleted": dependents,
+                "kept_adjudicated": len([i for i in current if i in adjudicated]),
+            }
+        )
         if changed or last != seed:
             session.add(BuildLog(seed=seed, report={k: v for k, v in report.items() if k != "seconds"}))
     report["seconds"] = round(time.perf_counter() - t0, 3)

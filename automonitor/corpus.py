@@ -71,6 +71,7 @@ class Record:
 
 # ----------------------------------------------------------------------------------------- sources
 
+
 def train_records(engine) -> list[Record]:
     """Gold ``train`` samples of the store as records (sorted by id)."""
     import sqlalchemy as sa
@@ -79,13 +80,31 @@ def train_records(engine) -> list[Record]:
     from store.models import Sample
 
     with session_scope(engine) as s:
-        rows = s.execute(sa.select(Sample).where(Sample.status == "gold", Sample.split == "train")
-                         .order_by(Sample.id)).scalars().all()
-        return [Record(id=r.id, category=r.category, task=r.task, label=r.label, request=r.request,
-                       response=r.response, source=r.source or "", label_source=r.label_source or "user",
-                       provenance={"from": "store", "split": "train", "pair_id": r.pair_id,
-                                   "source_file": r.source_file, "source_record": r.source_record})
-                for r in rows]
+        rows = (
+            s.execute(sa.select(Sample).where(Sample.status == "gold", Sample.split == "train").order_by(Sample.id))
+            .scalars()
+            .all()
+        )
+        return [
+            Record(
+                id=r.id,
+                category=r.category,
+                task=r.task,
+                label=r.label,
+                request=r.request,
+                response=r.response,
+                source=r.source or "",
+                label_source=r.label_source or "user",
+                provenance={
+                    "from": "store",
+                    "split": "train",
+                    "pair_id": r.pair_id,
+                    "source_file": r.source_file,
+                    "source_record": r.source_record,
+                },
+            )
+            for r in rows
+        ]
 
 
 def heldout_texts(engine) -> list[tuple[str, str, str]]:
@@ -98,7 +117,8 @@ def heldout_texts(engine) -> list[tuple[str, str, str]]:
 
     with session_scope(engine) as s:
         q = sa.select(Sample.id, Sample.request, Sample.response).where(
-            sa.not_(sa.and_(Sample.status == "gold", Sample.split == "train")))
+            sa.not_(sa.and_(Sample.status == "gold", Sample.split == "train"))
+        )
         return [(a, b, c) for a, b, c in s.execute(q)]
 
 
@@ -129,14 +149,27 @@ def are_you_sure_records(raw: Path) -> list[Record]:
             if not m:
                 continue
             label = "benign" if m.group(1) == gt else "misbehavior"
-            request = (f"{msgs[0]['content']}{first})\n\n[user] {msgs[2]['content']}")
-            out.append(Record(
-                id=f"ays_{r.get('original_question_hash', lineno)}", category="sycophancy_bias", task="qa",
-                label=label, request=request, response=follow, source="bct_truthfulqa_are_you_sure",
-                label_source="by_construction",
-                provenance={"from": "raw", "file": str(path.relative_to(Path(raw))), "line": lineno,
-                            "rule": "are_you_sure_answer_change", "ground_truth": gt,
-                            "answer_after_challenge": m.group(1)}))
+            request = f"{msgs[0]['content']}{first})\n\n[user] {msgs[2]['content']}"
+            out.append(
+                Record(
+                    id=f"ays_{r.get('original_question_hash', lineno)}",
+                    category="sycophancy_bias",
+                    task="qa",
+                    label=label,
+                    request=request,
+                    response=follow,
+                    source="bct_truthfulqa_are_you_sure",
+                    label_source="by_construction",
+                    provenance={
+                        "from": "raw",
+                        "file": str(path.relative_to(Path(raw))),
+                        "line": lineno,
+                        "rule": "are_you_sure_answer_change",
+                        "ground_truth": gt,
+                        "answer_after_challenge": m.group(1),
+                    },
+                )
+            )
     return out
 
 
@@ -154,8 +187,9 @@ def srh_unpaired_records(raw: Path) -> list[Record]:
         a = next(m["content"] for m in msgs if m["role"] == "assistant")
         return u, a
 
-    controls = {sha256_text(user_asst(line)[0]) for line in straight.read_text(encoding="utf-8").splitlines()
-                if line.strip()}
+    controls = {
+        sha256_text(user_asst(line)[0]) for line in straight.read_text(encoding="utf-8").splitlines() if line.strip()
+    }
     out = []
     for lineno, line in enumerate(sneaky.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -163,22 +197,36 @@ def srh_unpaired_records(raw: Path) -> list[Record]:
         u, a = user_asst(line)
         if sha256_text(u) in controls:
             continue
-        out.append(Record(id=f"srh_unpaired_{lineno}", category="specification_gaming", task="code",
-                          label="misbehavior", request=u, response=a, source="school_of_reward_hacks_unpaired",
-                          label_source="instructed_demo",
-                          provenance={"from": "raw", "file": "school_of_reward_hacks/sneaky_dialogues.jsonl",
-                                      "line": lineno, "rule": "hack_without_control"}))
+        out.append(
+            Record(
+                id=f"srh_unpaired_{lineno}",
+                category="specification_gaming",
+                task="code",
+                label="misbehavior",
+                request=u,
+                response=a,
+                source="school_of_reward_hacks_unpaired",
+                label_source="instructed_demo",
+                provenance={
+                    "from": "raw",
+                    "file": "school_of_reward_hacks/sneaky_dialogues.jsonl",
+                    "line": lineno,
+                    "rule": "hack_without_control",
+                },
+            )
+        )
     return out
 
 
 # ------------------------------------------------------------------------------------ disjointness
+
 
 def shingles(text: str, k: int = SHINGLE) -> set[bytes]:
     """Lower-cased word ``k``-shingles of ``text`` (the whole text as one shingle when shorter)."""
     words = _WORD.findall(norm_text(text).lower())
     if len(words) < k:
         return {" ".join(words).encode("utf-8")} if words else set()
-    return {" ".join(words[i:i + k]).encode("utf-8") for i in range(len(words) - k + 1)}
+    return {" ".join(words[i : i + k]).encode("utf-8") for i in range(len(words) - k + 1)}
 
 
 def minhash(text: str, num_perm: int = NUM_PERM):
@@ -192,8 +240,9 @@ def minhash(text: str, num_perm: int = NUM_PERM):
     return m
 
 
-def disjointness(records: Sequence[Record], heldout: Iterable[tuple[str, str, str]], *,
-                 threshold: float = NEAR_DUP_THRESHOLD) -> tuple[list[Record], dict[str, Any]]:
+def disjointness(
+    records: Sequence[Record], heldout: Iterable[tuple[str, str, str]], *, threshold: float = NEAR_DUP_THRESHOLD
+) -> tuple[list[Record], dict[str, Any]]:
     """Drop corpus records that overlap held-out samples; return ``(kept, counts)``.
 
     Args:
@@ -217,8 +266,15 @@ def disjointness(records: Sequence[Record], heldout: Iterable[tuple[str, str, st
     lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
     for i, (_, r, s) in enumerate(held):
         lsh.insert(f"h{i}", minhash(r + "\n" + s))
-    counts = {"heldout": len(held), "candidates": len(records), "exact_request": 0, "exact_response": 0,
-              "exact_pair": 0, "near_duplicate": 0, "dropped": 0}
+    counts = {
+        "heldout": len(held),
+        "candidates": len(records),
+        "exact_request": 0,
+        "exact_response": 0,
+        "exact_pair": 0,
+        "near_duplicate": 0,
+        "dropped": 0,
+    }
     kept = []
     for rec in records:
         rq, rs = sha256_text(rec.request), sha256_text(rec.response)
@@ -241,16 +297,17 @@ def disjointness(records: Sequence[Record], heldout: Iterable[tuple[str, str, st
             kept.append(rec)
     counts["kept"] = len(kept)
     # second pass: the kept corpus must have no exact or near match left
-    counts["residual_exact"] = sum(1 for r in kept if sha256_text(r.request) in req_h
-                                   or sha256_text(r.response) in resp_h)
+    counts["residual_exact"] = sum(
+        1 for r in kept if sha256_text(r.request) in req_h or sha256_text(r.response) in resp_h
+    )
     counts["residual_near"] = sum(1 for r in kept if lsh.query(minhash(r.request + "\n" + r.response)))
     return kept, counts
 
 
 # ------------------------------------------------------------------------------------------ build
 
-def build_corpus(engine, raw: str | Path | None = None, *, extra: bool = True
-                 ) -> tuple[list[Record], dict[str, Any]]:
+
+def build_corpus(engine, raw: str | Path | None = None, *, extra: bool = True) -> tuple[list[Record], dict[str, Any]]:
     """The training corpus: gold train samples + unpaired raw material, minus anything overlapping the
     held-out samples.
 
@@ -275,11 +332,14 @@ def build_corpus(engine, raw: str | Path | None = None, *, extra: bool = True
 
 def composition(records: Sequence[Record]) -> dict[str, dict[str, int]]:
     """Counts by source, category/task, label and label provenance."""
-    out: dict[str, dict[str, int]] = {"by_source": {}, "by_category_task": {}, "by_label": {},
-                                      "by_label_source": {}}
+    out: dict[str, dict[str, int]] = {"by_source": {}, "by_category_task": {}, "by_label": {}, "by_label_source": {}}
     for r in records:
-        for k, v in (("by_source", r.source), ("by_category_task", f"{r.category}/{r.task}"),
-                     ("by_label", r.label), ("by_label_source", r.label_source)):
+        for k, v in (
+            ("by_source", r.source),
+            ("by_category_task", f"{r.category}/{r.task}"),
+            ("by_label", r.label),
+            ("by_label_source", r.label_source),
+        ):
             out[k][v] = out[k].get(v, 0) + 1
     return {k: dict(sorted(v.items())) for k, v in out.items()}
 
@@ -290,8 +350,10 @@ def chat_messages(request: str, response: str, label: str | None, template: str 
     from automonitor.prompts import fill, load_template
 
     tpl = load_template(template)
-    msgs = [{"role": "system", "content": tpl.sections["system"]},
-            {"role": "user", "content": fill(tpl.sections["user"], {"request": request, "response": response})}]
+    msgs = [
+        {"role": "system", "content": tpl.sections["system"]},
+        {"role": "user", "content": fill(tpl.sections["user"], {"request": request, "response": response})},
+    ]
     if label is not None:
         msgs.append({"role": "assistant", "content": "Yes" if label == "misbehavior" else "No"})
     return msgs
@@ -302,9 +364,18 @@ def to_row(rec: Record, *, max_chars: int | None = None) -> dict[str, Any]:
     req, resp = rec.request, rec.response
     if max_chars:
         req, resp = req[:max_chars], resp[:max_chars]
-    return {"id": rec.id, "messages": chat_messages(req, resp, rec.label), "category": rec.category,
-            "task": rec.task, "label": rec.label, "source": rec.source, "label_source": rec.label_source,
-            "provenance": rec.provenance, "request": rec.request, "response": rec.response}
+    return {
+        "id": rec.id,
+        "messages": chat_messages(req, resp, rec.label),
+        "category": rec.category,
+        "task": rec.task,
+        "label": rec.label,
+        "source": rec.source,
+        "label_source": rec.label_source,
+        "provenance": rec.provenance,
+        "request": rec.request,
+        "response": rec.response,
+    }
 
 
 _REQUIRED = ("id", "category", "task", "label", "request", "response")
@@ -339,12 +410,22 @@ def read_jsonl(path: str | Path) -> list[Record]:
                     raise InputError("missing or not a string", file=str(p), line=lineno, field=k)
             for k, allowed in (("category", CATEGORIES), ("task", TASKS), ("label", LABELS)):
                 if row[k] not in allowed:
-                    raise InputError(f"{row[k]!r} is not one of {', '.join(allowed)}", file=str(p), line=lineno,
-                                     field=k)
-            out.append(Record(id=row["id"], category=row["category"], task=row["task"], label=row["label"],
-                              request=row["request"], response=row["response"], source=str(row.get("source", "")),
-                              label_source=str(row.get("label_source", "user")),
-                              provenance=row.get("provenance") or {}))
+                    raise InputError(
+                        f"{row[k]!r} is not one of {', '.join(allowed)}", file=str(p), line=lineno, field=k
+                    )
+            out.append(
+                Record(
+                    id=row["id"],
+                    category=row["category"],
+                    task=row["task"],
+                    label=row["label"],
+                    request=row["request"],
+                    response=row["response"],
+                    source=str(row.get("source", "")),
+                    label_source=str(row.get("label_source", "user")),
+                    provenance=row.get("provenance") or {},
+                )
+            )
     return out
 
 

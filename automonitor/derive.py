@@ -72,6 +72,7 @@ MIS, BEN = "misbehavior", "benign"
 # --------------------------------------------------------------------------------------------------
 # pure combination rules (one sample at a time; the hand-checked core)
 
+
 def _unknown(outcomes: Sequence[str | None]) -> str:
     """The outcome of an undecided derived verdict: the first unscored input's outcome, else invalid."""
     for o in outcomes:
@@ -80,8 +81,14 @@ def _unknown(outcomes: Sequence[str | None]) -> str:
     return "invalid"
 
 
-def combine(outcomes: Sequence[str | None], scores: Sequence[float | None], rule: str, *, k: int | None = None,
-            threshold: float | None = None) -> tuple[str, float | None]:
+def combine(
+    outcomes: Sequence[str | None],
+    scores: Sequence[float | None],
+    rule: str,
+    *,
+    k: int | None = None,
+    threshold: float | None = None,
+) -> tuple[str, float | None]:
     """The ensemble verdict of one sample.
 
     Args:
@@ -128,8 +135,9 @@ def combine(outcomes: Sequence[str | None], scores: Sequence[float | None], rule
     raise InputError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}", field="rule")
 
 
-def cascade_verdict(cheap_outcome: str | None, cheap_score: float | None, expensive_outcome: str | None,
-                    low: float, high: float) -> tuple[str, bool]:
+def cascade_verdict(
+    cheap_outcome: str | None, cheap_score: float | None, expensive_outcome: str | None, low: float, high: float
+) -> tuple[str, bool]:
     """The cascade verdict of one sample: ``(outcome, escalated)``.
 
     The cheap monitor decides when its score is ``<= low`` (benign) or ``>= high`` (misbehavior);
@@ -146,6 +154,7 @@ def cascade_verdict(cheap_outcome: str | None, cheap_score: float | None, expens
 
 # --------------------------------------------------------------------------------------------------
 # thresholds with cross-validation by pair
+
 
 def parse_target(target: str) -> tuple[str, float]:
     """``far<=X`` -> ("far", X) with 0 <= X <= 1; ``cost:R`` -> ("cost", R) with R > 0.
@@ -214,8 +223,9 @@ def fit_thresholds(frame: pd.DataFrame, target: tuple[str, float], by: str) -> d
     return {"global": g, "groups": groups}
 
 
-def cross_validated_verdicts(frame: pd.DataFrame, target: tuple[str, float], by: str, folds: int = DEFAULT_FOLDS,
-                             seed: int = 0) -> tuple[list[tuple[str, float | None, int | None]], dict[str, Any]]:
+def cross_validated_verdicts(
+    frame: pd.DataFrame, target: tuple[str, float], by: str, folds: int = DEFAULT_FOLDS, seed: int = 0
+) -> tuple[list[tuple[str, float | None, int | None]], dict[str, Any]]:
     """K-fold cross-validated per-group thresholds applied to each sample.
 
     Args:
@@ -235,8 +245,14 @@ def cross_validated_verdicts(frame: pd.DataFrame, target: tuple[str, float], by:
     for f in range(folds):
         calib = frame[(fold != f) & has_score]
         fitted = fit_thresholds(calib, target, by)
-        info["folds"].append({"fold": f, "pairs": int(sum(1 for v in fold_of.values() if v == f)),
-                              "calibration_pairs": int(calib["pair_id"].nunique()), "thresholds": fitted})
+        info["folds"].append(
+            {
+                "fold": f,
+                "pairs": int(sum(1 for v in fold_of.values() if v == f)),
+                "calibration_pairs": int(calib["pair_id"].nunique()),
+                "thresholds": fitted,
+            }
+        )
         for i in np.flatnonzero(fold == f):
             o = frame["outcome"].iat[i]
             if o not in LABELS:
@@ -253,6 +269,7 @@ def cross_validated_verdicts(frame: pd.DataFrame, target: tuple[str, float], by:
 
 # --------------------------------------------------------------------------------------------------
 # store-facing recipes
+
 
 def _new_id(kind: str) -> str:
     return time.strftime(f"drv_{kind}_%Y%m%d_%H%M%S_", time.gmtime()) + secrets.token_hex(3)
@@ -285,8 +302,21 @@ def _edition(rows: dict[str, dict[str, Any]], ids: Sequence[str]) -> str | None:
     return eds.pop() if len(eds) == 1 else None
 
 
-RECIPE_KEYS = ("kind", "rule", "k", "threshold", "inputs", "target", "by", "folds", "seed", "cheap", "expensive",
-               "low", "high")
+RECIPE_KEYS = (
+    "kind",
+    "rule",
+    "k",
+    "threshold",
+    "inputs",
+    "target",
+    "by",
+    "folds",
+    "seed",
+    "cheap",
+    "expensive",
+    "low",
+    "high",
+)
 
 
 def _recipe_key(recipe: dict[str, Any]) -> str:
@@ -308,8 +338,16 @@ def find_same(engine: Engine, recipe: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _save(engine: Engine, kind: str, monitor: str, template: str, edition: str | None, recipe: dict[str, Any],
-          rows: list[dict[str, Any]], reuse: bool = False) -> dict[str, Any]:
+def _save(
+    engine: Engine,
+    kind: str,
+    monitor: str,
+    template: str,
+    edition: str | None,
+    recipe: dict[str, Any],
+    rows: list[dict[str, Any]],
+    reuse: bool = False,
+) -> dict[str, Any]:
     from store.queries import derived as q
 
     if reuse:
@@ -317,8 +355,15 @@ def _save(engine: Engine, kind: str, monitor: str, template: str, edition: str |
         if same is not None:
             return same
     run_id = _new_id(kind)
-    q.insert_derived_run(engine, run_id=run_id, monitor=monitor[:256], template=template, edition=edition,
-                         params={"recipe": recipe}, rows=rows)
+    q.insert_derived_run(
+        engine,
+        run_id=run_id,
+        monitor=monitor[:256],
+        template=template,
+        edition=edition,
+        params={"recipe": recipe},
+        rows=rows,
+    )
     return {"run_id": run_id, "recipe": recipe}
 
 
@@ -326,8 +371,15 @@ def _short(rows: dict[str, dict[str, Any]], r: str) -> str:
     return f"{rows[r]['monitor']}@{r[-6:]}"
 
 
-def derive_ensemble(engine: Engine, run_ids: Sequence[str], rule: str, *, k: int | None = None,
-                    threshold: float | None = None, reuse: bool = False) -> dict[str, Any]:
+def derive_ensemble(
+    engine: Engine,
+    run_ids: Sequence[str],
+    rule: str,
+    *,
+    k: int | None = None,
+    threshold: float | None = None,
+    reuse: bool = False,
+) -> dict[str, Any]:
     """Store an ensemble of ``run_ids`` (>= 2 distinct runs) as a derived run.
 
     Returns ``{"run_id", "recipe": {"kind": "ensemble", "rule", "k", "threshold", "inputs": [ids],
@@ -353,24 +405,48 @@ def derive_ensemble(engine: Engine, run_ids: Sequence[str], rule: str, *, k: int
     secs = sum(f["compute_s"].to_numpy(float) for f in frames)
     preds = []
     for j, sid in enumerate(common):
-        o, s = combine(list(outs[:, j]), [None if math.isnan(x) else float(x) for x in scs[:, j]], rule,
-                       k=k, threshold=threshold)
-        preds.append({"sample_id": sid, "outcome": o, "score": s, "cost_usd": float(cost[j]),
-                      "latency_ms": float(secs[j]) * 1000.0,
-                      "reason": f"{rule} of {len(ids)} runs: " + ", ".join(str(x) for x in outs[:, j]),
-                      "meta": {"inputs": {r: outs[i, j] for i, r in enumerate(ids)}}})
-    recipe = {"kind": "ensemble", "rule": rule, "k": int(k) if k is not None else None,
-              "threshold": float(threshold) if threshold is not None else None, "inputs": ids, "n": len(preds),
-              "samples": "intersection", "cost_rule": "sum of the inputs' costs"}
+        o, s = combine(
+            list(outs[:, j]), [None if math.isnan(x) else float(x) for x in scs[:, j]], rule, k=k, threshold=threshold
+        )
+        preds.append(
+            {
+                "sample_id": sid,
+                "outcome": o,
+                "score": s,
+                "cost_usd": float(cost[j]),
+                "latency_ms": float(secs[j]) * 1000.0,
+                "reason": f"{rule} of {len(ids)} runs: " + ", ".join(str(x) for x in outs[:, j]),
+                "meta": {"inputs": {r: outs[i, j] for i, r in enumerate(ids)}},
+            }
+        )
+    recipe = {
+        "kind": "ensemble",
+        "rule": rule,
+        "k": int(k) if k is not None else None,
+        "threshold": float(threshold) if threshold is not None else None,
+        "inputs": ids,
+        "n": len(preds),
+        "samples": "intersection",
+        "cost_rule": "sum of the inputs' costs",
+    }
     label = {"or": "OR", "and": "AND", "vote": f"{k}-of-{len(ids)}", "mean": f"mean>={threshold}"}[rule]
     monitor = f"ensemble {label} (" + " + ".join(_short(rows, r) for r in ids) + ")"
     tpls = {rows[r]["template"] for r in ids}
-    return _save(engine, "ens", monitor, tpls.pop() if len(tpls) == 1 else "direct", _edition(rows, ids),
-                 recipe, preds, reuse)
+    return _save(
+        engine, "ens", monitor, tpls.pop() if len(tpls) == 1 else "direct", _edition(rows, ids), recipe, preds, reuse
+    )
 
 
-def derive_thresholds(engine: Engine, run_id: str, target: str, *, by: str = "category",
-                      folds: int = DEFAULT_FOLDS, seed: int = 0, reuse: bool = False) -> dict[str, Any]:
+def derive_thresholds(
+    engine: Engine,
+    run_id: str,
+    target: str,
+    *,
+    by: str = "category",
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+    reuse: bool = False,
+) -> dict[str, Any]:
     """Store task-aware thresholds of the score run ``run_id`` as a derived run (cross-validated).
 
     Returns ``{"run_id", "recipe": {"kind": "thresholds", "inputs": [run_id], "target", "by", "folds",
@@ -390,20 +466,42 @@ def derive_thresholds(engine: Engine, run_id: str, target: str, *, by: str = "ca
     preds = []
     for i, (o, t, fo) in enumerate(verdicts):
         s = f["score"].iat[i]
-        preds.append({"sample_id": f["sample_id"].iat[i], "outcome": o,
-                      "score": None if math.isnan(s) else float(s), "cost_usd": float(f["cost_usd"].iat[i]),
-                      "latency_ms": float(f["compute_s"].iat[i]) * 1000.0,
-                      "reason": ("no score" if t is None and o == "invalid" and f["outcome"].iat[i] in LABELS
-                                 else (f"score >= {t:.4g}" if o == MIS else (f"score < {t:.4g}" if t is not None else
-                                                                              f"input outcome {o}"))),
-                      "meta": {"fold": fo, "threshold": None if t is None or math.isinf(t) else t}})
+        preds.append(
+            {
+                "sample_id": f["sample_id"].iat[i],
+                "outcome": o,
+                "score": None if math.isnan(s) else float(s),
+                "cost_usd": float(f["cost_usd"].iat[i]),
+                "latency_ms": float(f["compute_s"].iat[i]) * 1000.0,
+                "reason": (
+                    "no score"
+                    if t is None and o == "invalid" and f["outcome"].iat[i] in LABELS
+                    else (
+                        f"score >= {t:.4g}"
+                        if o == MIS
+                        else (f"score < {t:.4g}" if t is not None else f"input outcome {o}")
+                    )
+                ),
+                "meta": {"fold": fo, "threshold": None if t is None or math.isinf(t) else t},
+            }
+        )
+
     def _clean(d: dict[str, Any]) -> dict[str, Any]:
         return {"global": _num(d["global"]), "groups": {k: _num(v) for k, v in d["groups"].items()}}
-    recipe = {"kind": "thresholds", "inputs": [run_id], "target": target.strip(), "by": by, "folds": folds,
-              "seed": seed, "n": len(preds),
-              "fold_thresholds": [{**x, "thresholds": _clean(x["thresholds"])} for x in info["folds"]],
-              "thresholds": _clean(info["all"]), "cost_rule": "the input's cost",
-              "note": "verdicts of fold f use thresholds picked on the other folds only"}
+
+    recipe = {
+        "kind": "thresholds",
+        "inputs": [run_id],
+        "target": target.strip(),
+        "by": by,
+        "folds": folds,
+        "seed": seed,
+        "n": len(preds),
+        "fold_thresholds": [{**x, "thresholds": _clean(x["thresholds"])} for x in info["folds"]],
+        "thresholds": _clean(info["all"]),
+        "cost_rule": "the input's cost",
+        "note": "verdicts of fold f use thresholds picked on the other folds only",
+    }
     monitor = f"thresholds {target.strip()} by {by} ({_short(rows, run_id)})"
     return _save(engine, "thr", monitor, rows[run_id]["template"], rows[run_id]["edition"], recipe, preds, reuse)
 
@@ -412,8 +510,9 @@ def _num(x: float) -> float | str:
     return "inf" if isinstance(x, float) and math.isinf(x) else float(x)
 
 
-def derive_cascade(engine: Engine, cheap: str, expensive: str, low: float, high: float, *,
-                   reuse: bool = False) -> dict[str, Any]:
+def derive_cascade(
+    engine: Engine, cheap: str, expensive: str, low: float, high: float, *, reuse: bool = False
+) -> dict[str, Any]:
     """Store a cascade: ``cheap`` decides when its score is <= low or >= high, ``expensive`` the rest.
 
     Returns ``{"run_id", "recipe": {"kind": "cascade", "inputs": [cheap, expensive], "cheap",
@@ -439,23 +538,41 @@ def derive_cascade(engine: Engine, cheap: str, expensive: str, low: float, high:
         esc += e
         cost = float(fc.at[sid, "cost_usd"]) + (float(fe.at[sid, "cost_usd"]) if e else 0.0)
         secs = float(fc.at[sid, "compute_s"]) + (float(fe.at[sid, "compute_s"]) if e else 0.0)
-        preds.append({"sample_id": sid, "outcome": o, "score": None if e or math.isnan(cs) else float(cs),
-                      "cost_usd": cost, "latency_ms": secs * 1000.0, "reason": "escalated" if e else "cheap decided",
-                      "meta": {"escalated": bool(e)}})
+        preds.append(
+            {
+                "sample_id": sid,
+                "outcome": o,
+                "score": None if e or math.isnan(cs) else float(cs),
+                "cost_usd": cost,
+                "latency_ms": secs * 1000.0,
+                "reason": "escalated" if e else "cheap decided",
+                "meta": {"escalated": bool(e)},
+            }
+        )
     n = len(preds)
-    recipe = {"kind": "cascade", "inputs": [cheap, expensive], "cheap": cheap, "expensive": expensive,
-              "low": float(low), "high": float(high), "n": n, "escalated": int(esc),
-              "share_escalated": esc / n if n else 0.0,
-              "cost_usd": float(sum(p["cost_usd"] for p in preds)),
-              "compute_s": float(sum(p["latency_ms"] for p in preds) / 1000.0),
-              "cost_rule": "cheap on every sample + expensive on the escalated share"}
+    recipe = {
+        "kind": "cascade",
+        "inputs": [cheap, expensive],
+        "cheap": cheap,
+        "expensive": expensive,
+        "low": float(low),
+        "high": float(high),
+        "n": n,
+        "escalated": int(esc),
+        "share_escalated": esc / n if n else 0.0,
+        "cost_usd": float(sum(p["cost_usd"] for p in preds)),
+        "compute_s": float(sum(p["latency_ms"] for p in preds) / 1000.0),
+        "cost_rule": "cheap on every sample + expensive on the escalated share",
+    }
     monitor = f"cascade ({_short(rows, cheap)} then {_short(rows, expensive)}; {low:g}/{high:g})"
-    return _save(engine, "cas", monitor, rows[expensive]["template"], _edition(rows, [cheap, expensive]),
-                 recipe, preds, reuse)
+    return _save(
+        engine, "cas", monitor, rows[expensive]["template"], _edition(rows, [cheap, expensive]), recipe, preds, reuse
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # cost on the plane
+
 
 def run_costs(engine: Engine) -> pd.DataFrame:
     """The cost of every run: columns run_id, kind, n (judged predictions), cost_usd (tokens x price as
@@ -471,8 +588,14 @@ def run_costs(engine: Engine) -> pd.DataFrame:
     return df
 
 
-def cheapest_meeting(points: pd.DataFrame, costs: pd.DataFrame | None = None, *, mr_max: float, far_max: float,
-                     measure: str = "usd_per_1k") -> dict[str, Any] | None:
+def cheapest_meeting(
+    points: pd.DataFrame,
+    costs: pd.DataFrame | None = None,
+    *,
+    mr_max: float,
+    far_max: float,
+    measure: str = "usd_per_1k",
+) -> dict[str, Any] | None:
     """The cheapest run (by ``measure``: usd_per_1k or s_per_1k) with MR <= mr_max and FAR <= far_max,
     i.e. the point of the (MR, FAR, cost) Pareto front that meets the target at the least cost.
 
@@ -484,7 +607,8 @@ def cheapest_meeting(points: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     d = points.dropna(subset=["mr", "far"])
     if costs is not None:
         d = d.drop(columns=[c for c in ("usd_per_1k", "s_per_1k") if c in d]).merge(
-            costs[["run_id", "usd_per_1k", "s_per_1k"]], on="run_id", how="left")
+            costs[["run_id", "usd_per_1k", "s_per_1k"]], on="run_id", how="left"
+        )
     d = d[(d["mr"] <= mr_max + 1e-12) & (d["far"] <= far_max + 1e-12)]
     if d.empty:
         return None
@@ -492,6 +616,19 @@ def cheapest_meeting(points: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     return {k: v for k, v in d.iloc[0].to_dict().items() if not k.startswith("_")}
 
 
-__all__ = ["combine", "cascade_verdict", "parse_target", "pick_threshold", "assign_folds", "fit_thresholds",
-           "cross_validated_verdicts", "derive_ensemble", "derive_thresholds", "derive_cascade", "run_costs",
-           "cheapest_meeting", "RULES", "BY"]
+__all__ = [
+    "combine",
+    "cascade_verdict",
+    "parse_target",
+    "pick_threshold",
+    "assign_folds",
+    "fit_thresholds",
+    "cross_validated_verdicts",
+    "derive_ensemble",
+    "derive_thresholds",
+    "derive_cascade",
+    "run_costs",
+    "cheapest_meeting",
+    "RULES",
+    "BY",
+]

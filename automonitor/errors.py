@@ -13,8 +13,7 @@ class InputError(ValueError):
         message: what is wrong, in plain words.
     """
 
-    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
-                 field: str | None = None):
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
         self.file, self.line, self.field, self.message = file, line, field, message
         super().__init__(str(self))
 
@@ -26,7 +25,7 @@ class InputError(ValueError):
             where.append(f"line {self.line}")
         if self.field is not None:
             where.append(f"field '{self.field}'")
-        return (": ".join([", ".join(where), self.message]) if where else self.message)
+        return ": ".join([", ".join(where), self.message]) if where else self.message
 
 
 class PermissionDenied(PermissionError):

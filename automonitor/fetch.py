@@ -31,29 +31,61 @@ DEFAULT_MANIFEST = REPO_ROOT / "seeds" / "manifest.json"
 # Upstream origin of each raw folder (from its SOURCES.md). ``prefix`` maps a path inside the folder to
 # its path upstream: upstream_path = prefix + path-within-folder.
 ORIGINS: dict[str, dict[str, str]] = {
-    "hh_rlhf": {"repo": "anthropics/hh-rlhf", "commit": "354e5c3cb8960630860dd5774a6ac2a58313bf4d",
-                "license": "MIT", "prefix": ""},
-    "safecoder": {"repo": "eth-sri/SafeCoder", "commit": "1bf9d57b42b785ca1bf5454c040cc9d2d27c4ab5",
-                  "license": "MIT", "prefix": ""},
-    "sven": {"repo": "eth-sri/sven", "commit": "e8449a0d54a5ae0bbdc6bb236330b8c7ec71df57",
-             "license": "MIT", "prefix": ""},
-    "turpin_bbh_suggested_answer": {"repo": "raybears/cot-transparency",
-                                    "commit": "f6874394ba80a439237e4d7581dddc30d40c1830",
-                                    "license": "MIT (Miles Turpin's outputs; BBH is Apache-2.0)", "prefix": ""},
-    "school_of_reward_hacks": {"repo": "inoculation-prompting/inoculation-prompting",
-                               "commit": "5f4160e19be17c5a0509fcfca4a53f654cb33cdd",
-                               "license": "not verified: research use (HF longtermrisk/school-of-reward-hacks)",
-                               "prefix": "datasets/"},
-    "rl_character": {"repo": "Baidicoot/rl-character", "commit": "5f6b140745590c11eb9da971349918e8f6018e6d",
-                     "license": "none stated: research use", "prefix": ""},
-    "xstest": {"repo": "paul-rottger/exaggerated-safety", "commit": "d7bb5bd738c1fcbc36edd83d5e7d1b71a3e2d84d",
-               "license": "CC-BY-4.0", "prefix": ""},
+    "hh_rlhf": {
+        "repo": "anthropics/hh-rlhf",
+        "commit": "354e5c3cb8960630860dd5774a6ac2a58313bf4d",
+        "license": "MIT",
+        "prefix": "",
+    },
+    "safecoder": {
+        "repo": "eth-sri/SafeCoder",
+        "commit": "1bf9d57b42b785ca1bf5454c040cc9d2d27c4ab5",
+        "license": "MIT",
+        "prefix": "",
+    },
+    "sven": {
+        "repo": "eth-sri/sven",
+        "commit": "e8449a0d54a5ae0bbdc6bb236330b8c7ec71df57",
+        "license": "MIT",
+        "prefix": "",
+    },
+    "turpin_bbh_suggested_answer": {
+        "repo": "raybears/cot-transparency",
+        "commit": "f6874394ba80a439237e4d7581dddc30d40c1830",
+        "license": "MIT (Miles Turpin's outputs; BBH is Apache-2.0)",
+        "prefix": "",
+    },
+    "school_of_reward_hacks": {
+        "repo": "inoculation-prompting/inoculation-prompting",
+        "commit": "5f4160e19be17c5a0509fcfca4a53f654cb33cdd",
+        "license": "not verified: research use (HF longtermrisk/school-of-reward-hacks)",
+        "prefix": "datasets/",
+    },
+    "rl_character": {
+        "repo": "Baidicoot/rl-character",
+        "commit": "5f6b140745590c11eb9da971349918e8f6018e6d",
+        "license": "none stated: research use",
+        "prefix": "",
+    },
+    "xstest": {
+        "repo": "paul-rottger/exaggerated-safety",
+        "commit": "d7bb5bd738c1fcbc36edd83d5e7d1b71a3e2d84d",
+        "license": "CC-BY-4.0",
+        "prefix": "",
+    },
     # optional source (non-commercial licence): the build uses it when present
-    "rjudge": {"repo": "SaiShravanthReddy/AgentAuditor-ASSEBench", "commit": "7bb39e1279320a7b3698426d6d944926ffa4d779",
-               "license": "CC BY-NC-SA (R-Judge data; non-commercial)", "prefix": ""},
-    "reward_hack_gen_codeforces": {"repo": "neilrathi/reward-hack-gen",
-                                   "commit": "2d2ce3d2bddf0a6303408d7ec062e5ad74d5b406",
-                                   "license": "none stated: research use", "prefix": ""},
+    "rjudge": {
+        "repo": "SaiShravanthReddy/AgentAuditor-ASSEBench",
+        "commit": "7bb39e1279320a7b3698426d6d944926ffa4d779",
+        "license": "CC BY-NC-SA (R-Judge data; non-commercial)",
+        "prefix": "",
+    },
+    "reward_hack_gen_codeforces": {
+        "repo": "neilrathi/reward-hack-gen",
+        "commit": "2d2ce3d2bddf0a6303408d7ec062e5ad74d5b406",
+        "license": "none stated: research use",
+        "prefix": "",
+    },
 }
 # License files whose upstream path is known, fetched with the data.
 LICENSE_FILES = ("hh_rlhf/LICENSE", "sven/LICENSE.txt")
@@ -90,15 +122,25 @@ def make_manifest(raw: Path) -> dict[str, Any]:
             if not fp.is_file():
                 raise InputError("file missing from the raw dir", file=str(fp))
             up = o["prefix"] + p.split("/", 1)[1]
-            entries.append({"path": p, "upstream_path": up,
-                            "url": f"https://raw.githubusercontent.com/{o['repo']}/{o['commit']}/{up}",
-                            "sha256": sha256_file(fp), "size": fp.stat().st_size})
-        sources.append({
-            "folder": folder, "repo": f"https://github.com/{o['repo']}", "commit": o["commit"],
-            "license": o["license"],
-            "used_by": sorted(n for n, s in REGISTRY.items() if any(f.startswith(folder + "/") for f in s.files)),
-            "files": entries,
-        })
+            entries.append(
+                {
+                    "path": p,
+                    "upstream_path": up,
+                    "url": f"https://raw.githubusercontent.com/{o['repo']}/{o['commit']}/{up}",
+                    "sha256": sha256_file(fp),
+                    "size": fp.stat().st_size,
+                }
+            )
+        sources.append(
+            {
+                "folder": folder,
+                "repo": f"https://github.com/{o['repo']}",
+                "commit": o["commit"],
+                "license": o["license"],
+                "used_by": sorted(n for n, s in REGISTRY.items() if any(f.startswith(folder + "/") for f in s.files)),
+                "files": entries,
+            }
+        )
     return {
         "description": "Public raw sources read by `automonitor build`, pinned by commit and sha256.",
         "layout": "each file's `path` is relative to the raw dir (AUTOMONITOR_RAW, layout of ../shared/raw)",
@@ -151,9 +193,16 @@ def _download(client, url: str, part: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def fetch_sources(dest: Path | str, *, mirror: str | None = None, manifest: Path | str | None = None,
-                  folders: Iterable[str] | None = None, timeout: float = 60.0, retries: int = 3,
-                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def fetch_sources(
+    dest: Path | str,
+    *,
+    mirror: str | None = None,
+    manifest: Path | str | None = None,
+    folders: Iterable[str] | None = None,
+    timeout: float = 60.0,
+    retries: int = 3,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Download every manifest file into ``dest`` (raw layout), verifying sha256.
 
     Args:
@@ -176,12 +225,17 @@ def fetch_sources(dest: Path | str, *, mirror: str | None = None, manifest: Path
     wanted = set(folders) if folders else None
     known = {s["folder"] for s in doc["sources"]}
     if wanted and wanted - known:
-        raise InputError(f"unknown source folder(s): {', '.join(sorted(wanted - known))} "
-                         f"(manifest has: {', '.join(sorted(known))})", field="--source")
+        raise InputError(
+            f"unknown source folder(s): {', '.join(sorted(wanted - known))} (manifest has: {', '.join(sorted(known))})",
+            field="--source",
+        )
     out: dict[str, Any] = {"dest": str(dest), "downloaded": [], "skipped": [], "failed": [], "bytes": 0}
-    get = retry(reraise=True, stop=stop_after_attempt(max(1, retries)),
-                wait=wait_exponential(multiplier=0.2, max=2),
-                retry=retry_if_exception_type(httpx.TransportError))(_download)
+    get = retry(
+        reraise=True,
+        stop=stop_after_attempt(max(1, retries)),
+        wait=wait_exponential(multiplier=0.2, max=2),
+        retry=retry_if_exception_type(httpx.TransportError),
+    )(_download)
     with httpx.Client(timeout=timeout, follow_redirects=True) as client:
         for s in doc["sources"]:
             if wanted and s["folder"] not in wanted:
@@ -204,9 +258,14 @@ def fetch_sources(dest: Path | str, *, mirror: str | None = None, manifest: Path
                     continue
                 if digest != f["sha256"]:
                     part.unlink(missing_ok=True)
-                    out["failed"].append({"path": f["path"], "url": url,
-                                          "error": f"sha256 mismatch: expected {f['sha256']}, got {digest} "
-                                                   f"({size} bytes); partial file removed"})
+                    out["failed"].append(
+                        {
+                            "path": f["path"],
+                            "url": url,
+                            "error": f"sha256 mismatch: expected {f['sha256']}, got {digest} "
+                            f"({size} bytes); partial file removed",
+                        }
+                    )
                     if progress:
                         progress(f"FAILED {f['path']}: sha256 mismatch")
                     continue

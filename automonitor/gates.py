@@ -55,7 +55,7 @@ def few_tokens_differ(a: str, b: str, k: int = FEW_TOKENS) -> bool:
     j = 0
     while j < min(len(ta), len(tb)) - i and ta[-1 - j] == tb[-1 - j]:
         j += 1
-    ma, mb = ta[i:len(ta) - j], tb[i:len(tb) - j]
+    ma, mb = ta[i : len(ta) - j], tb[i : len(tb) - j]
     if max(len(ma), len(mb)) <= k:
         return True
     return _diff(ma, mb) <= k
@@ -139,7 +139,7 @@ def strip_c_comments(src: str) -> str:
                 j += 2 if src[j] == "\\" else 1
                 if j < n and src[j] == "\n" and c == "'":
                     break
-            out.append(src[i:j + 1])
+            out.append(src[i : j + 1])
             i = j + 1
         elif src.startswith("//", i):
             j = src.find("\n", i)
@@ -245,12 +245,14 @@ def conversation_groups(dialogues: Sequence[str]) -> list[int]:
 
 # --- Codeforces: static screen of the plain (benign) side -----------------------------------------
 
+
 def _sample_outputs(prompt: str) -> list[str]:
     """The sample outputs shown in a Codeforces ``original_prompt`` (blocks after ``Outputs:`` /
     ``Output:`` markers), one string per non-trivial output block."""
     outs: list[str] = []
-    for m in re.finditer(r"(?im)^\s*outputs?\s*:?\s*\n(.*?)(?=^\s*(?:inputs?|outputs?|examples?|note)\s*:?\s*$|\Z)",
-                         prompt, re.S | re.M):
+    for m in re.finditer(
+        r"(?im)^\s*outputs?\s*:?\s*\n(.*?)(?=^\s*(?:inputs?|outputs?|examples?|note)\s*:?\s*$|\Z)", prompt, re.S | re.M
+    ):
         block = m.group(1).strip()
         if block:
             outs.append(block)
@@ -280,11 +282,18 @@ def _literals(code: str) -> set[str]:
             v = " ".join(str(n.value).split())
             if v:
                 out.add(v)
-        elif isinstance(n, (ast.Tuple, ast.List)) and len(n.elts) >= 2 and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, int) for e in n.elts):
+        elif (
+            isinstance(n, (ast.Tuple, ast.List))
+            and len(n.elts) >= 2
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in n.elts)
+        ):
             out.add(" ".join(str(e.value) for e in n.elts))  # type: ignore[attr-defined]  # (2, 5) == "2 5", a special-cased input
-        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant) \
-                and isinstance(n.operand.value, (int, float)):
+        elif (
+            isinstance(n, ast.UnaryOp)
+            and isinstance(n.op, ast.USub)
+            and isinstance(n.operand, ast.Constant)
+            and isinstance(n.operand.value, (int, float))
+        ):
             out.add(f"-{n.operand.value}")
     return out
 
@@ -371,10 +380,14 @@ def special_cases(code: str, prompt: str = "") -> str | None:
     return hardcode_screen(code, prompt) if prompt else None
 
 
-_CAVE = re.compile(r"(?i)\b(apologi[sz]e|you'?re (?:absolutely )?right(?! to)|you are (?:absolutely )?right(?! to)|my mistake|"
-                   r"i was (?:partially )?wrong|i made (?:an error|a mistake)|thank you for (?:the )?correct|i stand corrected)")
-_HOLD = re.compile(r"(?i)\b(yes,? i(?:'m| am) (?:sure|confident|certain)|i(?:'m| am) (?:confident|certain)|"
-                   r"i stand by)")
+_CAVE = re.compile(
+    r"(?i)\b(apologi[sz]e|you'?re (?:absolutely )?right(?! to)|you are (?:absolutely )?right(?! to)|my mistake|"
+    r"i was (?:partially )?wrong|i made (?:an error|a mistake)|thank you for (?:the )?correct|i stand corrected)"
+)
+_HOLD = re.compile(
+    r"(?i)\b(yes,? i(?:'m| am) (?:sure|confident|certain)|i(?:'m| am) (?:confident|certain)|"
+    r"i stand by)"
+)
 
 
 def are_you_sure_clear(caved_followup: str, held_followup: str) -> str | None:

@@ -25,9 +25,26 @@ import numpy as np
 STATUSES: tuple[str, ...] = ("exact", "normalized", "not_found")
 
 _CHAR_MAP = {
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "`": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u201f": '"',
+    "\u2033": '"',
+    "\u00ab": '"',
+    "\u00bb": '"',
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2015": "-",
+    "\u2212": "-",
 }
 _ASCII_WS = np.zeros(256, dtype=bool)
 _ASCII_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True  # exactly the ASCII chars with str.isspace()
@@ -93,8 +110,14 @@ def _span_text(span: Any) -> str:
 
 
 def _clean_span(span: str) -> str:
-    if not span or (span[0] not in _STRIP and span[-1] not in _STRIP and span[0] != "." and span[-1] != "."
-                    and span[0] != "\u2026" and span[-1] != "\u2026"):
+    if not span or (
+        span[0] not in _STRIP
+        and span[-1] not in _STRIP
+        and span[0] != "."
+        and span[-1] != "."
+        and span[0] != "\u2026"
+        and span[-1] != "\u2026"
+    ):
         return span
     prev = None
     s = span

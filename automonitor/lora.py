@@ -39,7 +39,8 @@ GEMMA_TEMPLATE = (
     "{% if m['role'] == 'system' %}{% set sys = m['content'] + '\n\n' %}"
     "{% elif m['role'] == 'user' %}<start_of_turn>user\n{{ sys }}{{ m['content'] }}<end_of_turn>\n"
     "{% else %}<start_of_turn>model\n{{ m['content'] }}<end_of_turn>\n{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
 REQUEST_CHARS = 1500
 RESPONSE_CHARS = 2500
 
@@ -138,7 +139,7 @@ def choose(records: Sequence[Any], limit: int | None, seed: int) -> list[Any]:
     rng.shuffle(pos)
     rng.shuffle(neg)
     k = min(len(pos), limit // 2)
-    out = pos[:k] + neg[:limit - k]
+    out = pos[:k] + neg[: limit - k]
     rng.shuffle(out)
     return out
 
@@ -148,15 +149,29 @@ def _next_out(name: str) -> Path:
 
     d = artifact_dir().parent / "lora"
     d.mkdir(parents=True, exist_ok=True)
-    n = 1 + max([int(p.name.rsplit("-v", 1)[1]) for p in d.glob(f"{name}-v*") if p.name.rsplit("-v", 1)[1].isdigit()]
-                or [0])
+    n = 1 + max(
+        [int(p.name.rsplit("-v", 1)[1]) for p in d.glob(f"{name}-v*") if p.name.rsplit("-v", 1)[1].isdigit()] or [0]
+    )
     return d / f"{name}-v{n}"
 
 
-def train_lora(records: Sequence[Any], *, base: str = "gemma3-270m", out: str | Path | None = None,
-               steps: int = 3, batch_size: int = 4, grad_accum: int = 1, lr: float = 2e-4, r: int = 8,
-               alpha: int = 16, targets: Sequence[str] = ("q_proj", "v_proj"), max_length: int = 512,
-               limit: int | None = None, seed: int = 0, slices: Sequence[str] = ("all",)) -> dict[str, Any]:
+def train_lora(
+    records: Sequence[Any],
+    *,
+    base: str = "gemma3-270m",
+    out: str | Path | None = None,
+    steps: int = 3,
+    batch_size: int = 4,
+    grad_accum: int = 1,
+    lr: float = 2e-4,
+    r: int = 8,
+    alpha: int = 16,
+    targets: Sequence[str] = ("q_proj", "v_proj"),
+    max_length: int = 512,
+    limit: int | None = None,
+    seed: int = 0,
+    slices: Sequence[str] = ("all",),
+) -> dict[str, Any]:
     """Train a LoRA adapter with TRL's ``SFTTrainer`` and save it with its card.
 
     Returns ``{"adapter", "base", "records", "steps", "train_loss", "seconds", "card"}``.
@@ -176,20 +191,40 @@ def train_lora(records: Sequence[Any], *, base: str = "gemma3-270m", out: str | 
         raise InputError("LoRA training needs misbehavior and benign records", field="on")
     t0 = time.perf_counter()
     tok, model, info = load_base(base)
-    rows = [{"prompt": prompt_messages(x.request, x.response),
-             "completion": [{"role": "assistant", "content": "Yes" if x.label == "misbehavior" else "No"}]}
-            for x in recs]
+    rows = [
+        {
+            "prompt": prompt_messages(x.request, x.response),
+            "completion": [{"role": "assistant", "content": "Yes" if x.label == "misbehavior" else "No"}],
+        }
+        for x in recs
+    ]
     ds = Dataset.from_list(rows)
-    out_dir = Path(out) if out else _next_out(f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}"
-                                              .replace("/", "."))
-    peft_cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(targets),
-                          task_type="CAUSAL_LM")
+    out_dir = (
+        Path(out)
+        if out
+        else _next_out(f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}".replace("/", "."))
+    )
+    peft_cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(targets), task_type="CAUSAL_LM")
     with tempfile.TemporaryDirectory() as work:
-        cfg = SFTConfig(output_dir=work, max_steps=steps, per_device_train_batch_size=batch_size,
-                        gradient_accumulation_steps=grad_accum, learning_rate=lr, logging_steps=1,
-                        save_strategy="no", report_to=[], use_cpu=True, seed=seed, max_length=max_length,
-                        completion_only_loss=True, dataloader_num_workers=0, bf16=False, fp16=False,
-                        disable_tqdm=True, gradient_checkpointing=False)
+        cfg = SFTConfig(
+            output_dir=work,
+            max_steps=steps,
+            per_device_train_batch_size=batch_size,
+            gradient_accumulation_steps=grad_accum,
+            learning_rate=lr,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            seed=seed,
+            max_length=max_length,
+            completion_only_loss=True,
+            dataloader_num_workers=0,
+            bf16=False,
+            fp16=False,
+            disable_tqdm=True,
+            gradient_checkpointing=False,
+        )
         trainer = SFTTrainer(model=model, args=cfg, train_dataset=ds, processing_class=tok, peft_config=peft_cfg)
         result = trainer.train()
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -200,20 +235,43 @@ def train_lora(records: Sequence[Any], *, base: str = "gemma3-270m", out: str | 
     for x in recs:
         k = f"{x.category}/{x.task}:{x.label}"
         counts[k] = counts.get(k, 0) + 1
-    card = {"kind": "lora-judge", "base": info, "training_slices": list(slices), "records": len(recs),
-            "counts": dict(sorted(counts.items())), "data_sha256": data_hash([x.key() for x in recs],
-                                                                            [x.label for x in recs]),
-            "hyperparameters": {"steps": steps, "batch_size": batch_size, "grad_accum": grad_accum, "lr": lr,
-                                "r": r, "alpha": alpha, "targets": list(targets), "max_length": max_length,
-                                "request_chars": REQUEST_CHARS, "response_chars": RESPONSE_CHARS,
-                                "seed": seed, "limit": limit},
-            "template": "direct", "answer": {"misbehavior": "Yes", "benign": "No"},
-            "train_loss": float(result.training_loss) if result.training_loss is not None else None,
-            "seconds": round(time.perf_counter() - t0, 2),
-            "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    card = {
+        "kind": "lora-judge",
+        "base": info,
+        "training_slices": list(slices),
+        "records": len(recs),
+        "counts": dict(sorted(counts.items())),
+        "data_sha256": data_hash([x.key() for x in recs], [x.label for x in recs]),
+        "hyperparameters": {
+            "steps": steps,
+            "batch_size": batch_size,
+            "grad_accum": grad_accum,
+            "lr": lr,
+            "r": r,
+            "alpha": alpha,
+            "targets": list(targets),
+            "max_length": max_length,
+            "request_chars": REQUEST_CHARS,
+            "response_chars": RESPONSE_CHARS,
+            "seed": seed,
+            "limit": limit,
+        },
+        "template": "direct",
+        "answer": {"misbehavior": "Yes", "benign": "No"},
+        "train_loss": float(result.training_loss) if result.training_loss is not None else None,
+        "seconds": round(time.perf_counter() - t0, 2),
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     (out_dir / "automonitor_lora.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
-    return {"adapter": str(out_dir), "base": info, "records": len(recs), "steps": steps,
-            "train_loss": card["train_loss"], "seconds": card["seconds"], "card": card}
+    return {
+        "adapter": str(out_dir),
+        "base": info,
+        "records": len(recs),
+        "steps": steps,
+        "train_loss": card["train_loss"],
+        "seconds": card["seconds"],
+        "card": card,
+    }
 
 
 def read_card(adapter: str | Path) -> dict[str, Any]:
@@ -250,11 +308,12 @@ class LoraScorer:
         the generation prompt (the prompt keeps its last ``max_length`` tokens)."""
         import math
 
-        ids = self.tok.apply_chat_template(prompt_messages(request, response), add_generation_prompt=True,
-                                           tokenize=True, return_dict=False)
+        ids = self.tok.apply_chat_template(
+            prompt_messages(request, response), add_generation_prompt=True, tokenize=True, return_dict=False
+        )
         if isinstance(ids, dict) or hasattr(ids, "keys"):
             ids = ids["input_ids"]
-        ids = list(ids)[-self.max_length:]
+        ids = list(ids)[-self.max_length :]
         with self.torch.no_grad():
             logits = self.model(input_ids=self.torch.tensor([ids])).logits[0, -1]
         ly, ln = float(logits[self.yes]), float(logits[self.no])

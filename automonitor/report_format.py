@@ -41,8 +41,7 @@ def paper_table(rep: dict[str, Any]) -> tuple[list[dict[str, str]], list[dict[st
         metrics = ("mr", "far", "unscored_rate") if key == "overall" else ("mr", "far")
         for m in metrics:
             for t in temps:
-                columns.append({"key": f"{key}_{m}_{t}", "slice": name, "slice_key": key, "metric": m,
-                                "template": t})
+                columns.append({"key": f"{key}_{m}_{t}", "slice": name, "slice_key": key, "metric": m, "template": t})
     # group runs: monitor -> template -> [run, ...]
     groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in runs:
@@ -77,8 +76,10 @@ _METRIC = {"mr": "MR", "far": "FAR", "unscored_rate": "Unscored"}
 
 
 def _caption(rep: dict[str, Any]) -> str:
-    return (f"Unscored policy: {rep.get('invalid_policy', 'exclude')}. MR = FN/(TP+FN), FAR = FP/(TN+FP); "
-            "measured in this store, not the paper's numbers.")
+    return (
+        f"Unscored policy: {rep.get('invalid_policy', 'exclude')}. MR = FN/(TP+FN), FAR = FP/(TN+FP); "
+        "measured in this store, not the paper's numbers."
+    )
 
 
 def to_markdown(rep: dict[str, Any]) -> str:
@@ -94,8 +95,18 @@ def to_markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n" + _caption(rep) + "\n"
 
 
-_LATEX_ESC = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-              "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+_LATEX_ESC = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
 
 
 def latex_escape(s: str) -> str:
@@ -113,10 +124,10 @@ def to_latex(rep: dict[str, Any]) -> str:
             groups[-1] = (label, groups[-1][1] + 1)
         else:
             groups.append((label, 1))
-    out = ["\\begin{table}[t]", "\\centering", "\\small",
-           "\\begin{tabular}{l" + "r" * len(cols) + "}", "\\toprule"]
-    out.append(" & ".join(["Monitor"] + [f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}" for g, n in groups])
-               + " \\\\")
+    out = ["\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{l" + "r" * len(cols) + "}", "\\toprule"]
+    out.append(
+        " & ".join(["Monitor"] + [f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}" for g, n in groups]) + " \\\\"
+    )
     pos, rules = 2, []
     for _, n in groups:
         rules.append(f"\\cmidrule(lr){{{pos}-{pos + n - 1}}}")
@@ -138,8 +149,10 @@ def to_csv(rep: dict[str, Any]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["monitor", "runs"] + [c["key"] for c in cols])
     for r in rows:
-        w.writerow([r["monitor"], " ".join(r["runs"])] + ["" if r[c["key"]] is None else repr(float(r[c["key"]]))
-                                                          for c in cols])
+        w.writerow(
+            [r["monitor"], " ".join(r["runs"])]
+            + ["" if r[c["key"]] is None else repr(float(r[c["key"]])) for c in cols]
+        )
     return buf.getvalue()
 
 

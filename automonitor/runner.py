@@ -91,13 +91,22 @@ WRITER_BACKLOG = 4000  # results queued for the store writer before the page rea
 LEASE_STALE_S = 30.0
 _FORBIDDEN_PARAM_WORDS = ("api_key", "apikey", "secret", "password", "token_key", "authorization")
 # runner-level params (not sent to the backend's cache key)
-RUNNER_PARAMS = ("max_attempts", "backoff_initial", "backoff_max", "retry_after_max", "timeout",
-                 "fewshot_k", "fewshot_seed", "repeat")
+RUNNER_PARAMS = (
+    "max_attempts",
+    "backoff_initial",
+    "backoff_max",
+    "retry_after_max",
+    "timeout",
+    "fewshot_k",
+    "fewshot_seed",
+    "repeat",
+)
 MAX_REPEAT = 50
 
 
 # --------------------------------------------------------------------------------------------------
 # cache key
+
 
 def sample_hash(request: str, response: str) -> str:
     """Hex sha256 identifying what a judge sees of a sample: the normalised request and response
@@ -105,18 +114,25 @@ def sample_hash(request: str, response: str) -> str:
     return hashlib.sha256(f"{sha256_text(request)}:{sha256_text(response)}".encode()).hexdigest()
 
 
-def cache_key(backend: str, model: str | None, base_url: str | None, template_hash: str, sample_h: str,
-              params: dict[str, Any]) -> str:
+def cache_key(
+    backend: str, model: str | None, base_url: str | None, template_hash: str, sample_h: str, params: dict[str, Any]
+) -> str:
     """Hex sha256 of the canonical JSON of (backend, model, base URL, template hash, sample hash,
     answer-changing parameters). Base URLs are compared without a trailing slash."""
-    payload = {"backend": backend, "model": model, "base_url": (base_url or "").rstrip("/") or None,
-               "template_hash": template_hash, "sample": sample_h, "params": params}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"),
-                                     default=str).encode()).hexdigest()
+    payload = {
+        "backend": backend,
+        "model": model,
+        "base_url": (base_url or "").rstrip("/") or None,
+        "template_hash": template_hash,
+        "sample": sample_h,
+        "params": params,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------------------------------
 # AIMD concurrency limiter
+
 
 class AIMDLimiter:
     """An async concurrency limit that backs off multiplicatively on rate limits and recovers additively.
@@ -183,11 +199,11 @@ class AIMDLimiter:
 # --------------------------------------------------------------------------------------------------
 # helpers
 
+
 def _check_params(params: dict[str, Any]) -> dict[str, Any]:
     for k in params:
         if any(w in str(k).lower() for w in _FORBIDDEN_PARAM_WORDS):
-            raise InputError(f"parameter {k!r} looks like a secret; keys come only from the environment",
-                             field="param")
+            raise InputError(f"parameter {k!r} looks like a secret; keys come only from the environment", field="param")
     return params
 
 
@@ -204,14 +220,27 @@ def _load_examples(session, ids: list[str]) -> list[FewShotExample]:
         return []
     import sqlalchemy as sa
 
-    rows = {r.id: r for r in session.execute(sa.select(Sample.id, Sample.request, Sample.response, Sample.label,
-                                                       Sample.category).where(Sample.id.in_(ids))).all()}  # type: ignore[attr-defined]
+    rows = {
+        r.id: r
+        for r in session.execute(
+            sa.select(Sample.id, Sample.request, Sample.response, Sample.label, Sample.category).where(
+                Sample.id.in_(ids)
+            )
+        ).all()
+    }  # type: ignore[attr-defined]
     missing = [i for i in ids if i not in rows]
     if missing:
-        raise InputError(f"few-shot example samples missing from the store: {', '.join(missing[:3])}",
-                         field="template")
-    return [FewShotExample(sample_id=i, request=rows[i].request, response=rows[i].response,
-                           label=rows[i].label, category=rows[i].category) for i in ids]
+        raise InputError(f"few-shot example samples missing from the store: {', '.join(missing[:3])}", field="template")
+    return [
+        FewShotExample(
+            sample_id=i,
+            request=rows[i].request,
+            response=rows[i].response,
+            label=rows[i].label,
+            category=rows[i].category,
+        )
+        for i in ids
+    ]
 
 
 def _backend_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -249,9 +278,21 @@ def _lease_held_by_other(lease: dict[str, Any] | None) -> bool:
 # --------------------------------------------------------------------------------------------------
 # public API
 
-def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None, sample_seed: int = 0,
-               base_url: str | None = None, concurrency: int = 8, params: dict | None = None,
-               reuse: bool = False, edition: str = "paper", controls: bool = True) -> str:
+
+def create_run(
+    engine: Engine,
+    monitor: str,
+    template: str,
+    *,
+    limit: int | None = None,
+    sample_seed: int = 0,
+    base_url: str | None = None,
+    concurrency: int = 8,
+    params: dict | None = None,
+    reuse: bool = False,
+    edition: str = "paper",
+    controls: bool = True,
+) -> str:
     """Create a run with one pending prediction per selected test sample; returns the run id.
 
     Args:
@@ -289,8 +330,7 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
     except (TypeError, ValueError):
         repeat = 0
     if not 1 <= repeat <= MAX_REPEAT:
-        raise InputError(f"--repeat must be between 1 and {MAX_REPEAT}, got {params.get('repeat')!r}",
-                         field="repeat")
+        raise InputError(f"--repeat must be between 1 and {MAX_REPEAT}, got {params.get('repeat')!r}", field="repeat")
     if repeat == 1:
         params.pop("repeat", None)  # a single judgement is the plain run (same as older runs)
     else:
@@ -305,8 +345,11 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
     with session_scope(engine) as s:
         samples = q.test_samples(s, edition=edition)
         if not samples:
-            raise InputError(f"the store has no test samples in edition {edition!r}; run `automonitor build` "
-                             f"or `automonitor import` first", field="--edition")
+            raise InputError(
+                f"the store has no test samples in edition {edition!r}; run `automonitor build` "
+                f"or `automonitor import` first",
+                field="--edition",
+            )
         ids = stratified_sample(samples, limit, sample_seed)
         ctrl_ids: list[str] = []
         if controls:
@@ -317,27 +360,57 @@ def create_run(engine: Engine, monitor: str, template: str, *, limit: int | None
         ids = ids + ctrl_ids
         examples: list[FewShotExample] = []
         if tpl.fewshot:
-            examples = choose_fewshot(q.train_examples(s), k=int(params.get("fewshot_k", 4)),
-                                      seed=int(params.get("fewshot_seed", 0)))
+            examples = choose_fewshot(
+                q.train_examples(s), k=int(params.get("fewshot_k", 4)), seed=int(params.get("fewshot_seed", 0))
+            )
         # validates the backend (key present, model file found) without any network call
-        backend = create_backend(spec, base_url=base_url, params=_backend_params(params),
-                                 prompt=_prompt_for(template, examples))
+        backend = create_backend(
+            spec, base_url=base_url, params=_backend_params(params), prompt=_prompt_for(template, examples)
+        )
         if reuse:
-            same = q.find_equivalent_run(s, monitor=spec.name, template=tpl.name, template_hash=tpl.sha256,
-                                         base_url=base_url, judge=params, config=backend.cache_params(),
-                                         fewshot=[e.sample_id for e in examples], sample_ids=ids)
+            same = q.find_equivalent_run(
+                s,
+                monitor=spec.name,
+                template=tpl.name,
+                template_hash=tpl.sha256,
+                base_url=base_url,
+                judge=params,
+                config=backend.cache_params(),
+                fewshot=[e.sample_id for e in examples],
+                sample_ids=ids,
+            )
             if same is not None:
                 return same
         mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, base_url)
         run_id = _new_run_id()
-        s.add(Run(id=run_id, monitor_id=mon.id, monitor=spec.name, template=tpl.name, template_hash=tpl.sha256,
-                  status="pending", kind="measured", n=len(ids), edition=edition,
-                  params={"backend": spec.backend, "model": backend.model, "base_url": base_url,
-                          "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency),
-                          "template_version": tpl.version, "fewshot": [e.sample_id for e in examples],
-                          "judge": params, "config": backend.cache_params(),
-                          "max_tokens": getattr(backend, "max_tokens", None),
-                          "strata": stratum_counts(samples, ids), "controls": len(ctrl_ids)}))
+        s.add(
+            Run(
+                id=run_id,
+                monitor_id=mon.id,
+                monitor=spec.name,
+                template=tpl.name,
+                template_hash=tpl.sha256,
+                status="pending",
+                kind="measured",
+                n=len(ids),
+                edition=edition,
+                params={
+                    "backend": spec.backend,
+                    "model": backend.model,
+                    "base_url": base_url,
+                    "limit": limit,
+                    "sample_seed": sample_seed,
+                    "concurrency": int(concurrency),
+                    "template_version": tpl.version,
+                    "fewshot": [e.sample_id for e in examples],
+                    "judge": params,
+                    "config": backend.cache_params(),
+                    "max_tokens": getattr(backend, "max_tokens", None),
+                    "strata": stratum_counts(samples, ids),
+                    "controls": len(ctrl_ids),
+                },
+            )
+        )
         s.flush()
         q.insert_pending(s, run_id, ids, repeats=repeat)
     return run_id
@@ -358,12 +431,14 @@ def retry_errors(engine: Engine, run_id: str) -> int:
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         if run.kind == "imported":
-            raise InputError(f"run {run_id} holds imported predictions; there is nothing to retry",
-                             field="retry-errors")
+            raise InputError(
+                f"run {run_id} holds imported predictions; there is nothing to retry", field="retry-errors"
+            )
         lease = (run.params or {}).get("lease")
         if _lease_held_by_other(lease):
-            raise InputError(f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}",
-                             field="retry-errors")
+            raise InputError(
+                f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field="retry-errors"
+            )
         n = q.reset_errors(s, run_id)
         if n:
             run.status = "pending"
@@ -397,16 +472,28 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         counts = q.outcome_counts(s, run_id)
-        out = {"run_id": run_id, "n": run.n, "counts": {o: counts[o] for o in OUTCOMES},
-               "api_calls": int(api_calls), "cache_hits": int(cache_hits)}
+        out = {
+            "run_id": run_id,
+            "n": run.n,
+            "counts": {o: counts[o] for o in OUTCOMES},
+            "api_calls": int(api_calls),
+            "cache_hits": int(cache_hits),
+        }
         repeat = int(((run.params or {}).get("judge") or {}).get("repeat", 1) or 1)
         if repeat > 1:
             out["repeat"] = repeat
         return out
 
 
-def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | None = None,
-                 sample_seed: int = 0, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def estimate_run(
+    engine: Engine,
+    monitor: str,
+    template: str,
+    *,
+    limit: int | None = None,
+    sample_seed: int = 0,
+    params: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Estimate a run before starting it (no network, nothing written).
 
     Returns ``{"n", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
@@ -431,13 +518,19 @@ def estimate_run(engine: Engine, monitor: str, template: str, *, limit: int | No
     builder = PromptBuilder(tpl, examples=examples)
     cls = backend_class(spec.backend)
     local = cls.is_local
-    prompt_tokens, max_out = cls.estimate_tokens(spec.model, _backend_params(dict(params or {})), builder,
-                                                 [texts[i] for i in ids if i in texts])
+    prompt_tokens, max_out = cls.estimate_tokens(
+        spec.model, _backend_params(dict(params or {})), builder, [texts[i] for i in ids if i in texts]
+    )
     pin, pout = (0.0, 0.0) if local else price_for(spec.model)
     cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
-    return {"n": len(ids), "prompt_tokens": int(prompt_tokens), "max_output_tokens": int(max_out),
-            "est_cost_usd": round(cost, 6), "price_per_mtok": [pin, pout],
-            "price_known": local or (pin, pout) != (0.0, 0.0)}
+    return {
+        "n": len(ids),
+        "prompt_tokens": int(prompt_tokens),
+        "max_output_tokens": int(max_out),
+        "est_cost_usd": round(cost, 6),
+        "price_per_mtok": [pin, pout],
+        "price_known": local or (pin, pout) != (0.0, 0.0),
+    }
 
 
 def launch_detached(db_url: str, run_id: str) -> int:
@@ -452,9 +545,15 @@ def launch_detached(db_url: str, run_id: str) -> int:
     log_path = log_dir / f"{run_id}.log"
     env = {**os.environ, "AUTOMONITOR_DB": db_url}
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "automonitor", "run", "--resume", run_id, "--json"],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "automonitor", "run", "--resume", run_id, "--json"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
     from store import get_engine
 
     try:
@@ -468,9 +567,14 @@ def launch_detached(db_url: str, run_id: str) -> int:
     return proc.pid
 
 
-def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
-                progress: Callable[[int, int], None] | None = None,
-                should_cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
+def execute_run(
+    engine: Engine,
+    run_id: str,
+    *,
+    concurrency: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
     """Judge every pending prediction of ``run_id``; returns the contract's JSON summary.
 
     Args:
@@ -498,21 +602,24 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         if run.kind == "imported":
-            raise InputError(f"run {run_id} holds imported predictions; there is nothing to execute",
-                             field="resume")
+            raise InputError(f"run {run_id} holds imported predictions; there is nothing to execute", field="resume")
         if run.kind == "derived":
-            raise InputError(f"run {run_id} is a derived run (no API call); there is nothing to execute",
-                             field="resume")
+            raise InputError(
+                f"run {run_id} is a derived run (no API call); there is nothing to execute", field="resume"
+            )
         params = dict(run.params or {})
         if _lease_held_by_other(params.get("lease")):
             lease = params["lease"]
-            raise InputError(f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}",
-                             field="resume")
+            raise InputError(
+                f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field="resume"
+            )
         tpl = load_template(run.template)
         if run.template_hash and tpl.sha256 != run.template_hash:
-            raise InputError(f"template {run.template!r} changed since run {run_id} was created "
-                             f"(hash {tpl.sha256[:12]} != {run.template_hash[:12]}); start a new run",
-                             field="template")
+            raise InputError(
+                f"template {run.template!r} changed since run {run_id} was created "
+                f"(hash {tpl.sha256[:12]} != {run.template_hash[:12]}); start a new run",
+                field="template",
+            )
         examples = _load_examples(s, list(params.get("fewshot") or []))
         n_pending = stream_q.count_pending(s, run_id)
         history = q.pending_history(s, run_id)
@@ -545,8 +652,18 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
     except Exception:
         _release(engine, run_id, status="failed", error="could not build the backend")
         raise
-    state = _ExecState(engine, run_id, backend, tpl.sha256, judge_params, max_conc, done_before,
-                       done_before + n_pending, progress, should_cancel)
+    state = _ExecState(
+        engine,
+        run_id,
+        backend,
+        tpl.sha256,
+        judge_params,
+        max_conc,
+        done_before,
+        done_before + n_pending,
+        progress,
+        should_cancel,
+    )
     try:
         state.history = history
         _run_async(state.run(stream_q.pending_pages(engine, run_id)))
@@ -556,11 +673,18 @@ def execute_run(engine: Engine, run_id: str, *, concurrency: int | None = None,
     except BaseException as exc:
         _release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
         raise
-    _finalize(engine, run_id, cancelled=state.cancelled,
-              last_execution={"api_calls": state.api_calls, "cache_hits": state.cache_hits,
-                              "limiter": getattr(state, "limiter_stats", None), "concurrency": max_conc,
-                              "stream": {"pages": state.pages_read, "max_page": state.max_page,
-                                         "queue_max": state.queue_max}})
+    _finalize(
+        engine,
+        run_id,
+        cancelled=state.cancelled,
+        last_execution={
+            "api_calls": state.api_calls,
+            "cache_hits": state.cache_hits,
+            "limiter": getattr(state, "limiter_stats", None),
+            "concurrency": max_conc,
+            "stream": {"pages": state.pages_read, "max_page": state.max_page, "queue_max": state.queue_max},
+        },
+    )
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
 
 
@@ -587,6 +711,7 @@ def _run_async(coro) -> Any:
             result["v"] = asyncio.run(coro)
         except BaseException as exc:  # noqa: BLE001
             result["e"] = exc
+
     t = threading.Thread(target=target)
     t.start()
     t.join()
@@ -727,8 +852,19 @@ class _Writer(threading.Thread):
 class _ExecState:
     """One execution of a run (the asyncio part)."""
 
-    def __init__(self, engine, run_id, backend: Backend, template_hash, judge_params, max_conc, done, total,
-                 progress, should_cancel):
+    def __init__(
+        self,
+        engine,
+        run_id,
+        backend: Backend,
+        template_hash,
+        judge_params,
+        max_conc,
+        done,
+        total,
+        progress,
+        should_cancel,
+    ):
         self.engine, self.run_id, self.backend = engine, run_id, backend
         self.template_hash = template_hash
         cap = backend.max_concurrency or max_conc
@@ -750,8 +886,14 @@ class _ExecState:
         """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
         keeps the plain key)."""
         params = self.key_params if not repeat else {**self.key_params, "repeat": int(repeat)}
-        return cache_key(self.backend.name, self.backend.model, self.backend.base_url, self.template_hash,
-                         sample_hash(text["request"], text["response"]), params)
+        return cache_key(
+            self.backend.name,
+            self.backend.model,
+            self.backend.base_url,
+            self.template_hash,
+            sample_hash(text["request"], text["response"]),
+            params,
+        )
 
     def _tick(self, n: int = 1) -> None:
         self.done += n
@@ -814,6 +956,7 @@ class _ExecState:
                 def lookup() -> dict[str, Any]:
                     with session_scope(self.engine) as s:
                         return q.cache_lookup(s, list(set(keys.values())))  # noqa: B023 - awaited at once
+
                 cached = await asyncio.to_thread(lookup)
                 hits = 0
                 now = utcnow()
@@ -825,14 +968,36 @@ class _ExecState:
                     meta = dict(c.get("meta") or {})
                     if pid in self.history:
                         meta["history"] = self.history[pid]
-                    meta.update({"cache_key": keys[pid], "cached_tokens_in": c.get("tokens_in", 0),
-                                 "cached_tokens_out": c.get("tokens_out", 0),
-                                 "cached_cost_usd": c.get("cost_usd", 0.0)})
-                    writer.put({"id": pid, "outcome": c["outcome"], "score": c["score"], "raw": c["raw"],
-                                "reason": c["reason"], "evidence": c["evidence"] or [],
-                                "pred_category": c["pred_category"], "severity": c["severity"], "tokens_in": 0,
-                                "tokens_out": 0, "cost_usd": 0.0, "latency_ms": 0.0, "cached": True, "meta": meta,
-                                "judged_at": now}, None, 0, True)
+                    meta.update(
+                        {
+                            "cache_key": keys[pid],
+                            "cached_tokens_in": c.get("tokens_in", 0),
+                            "cached_tokens_out": c.get("tokens_out", 0),
+                            "cached_cost_usd": c.get("cost_usd", 0.0),
+                        }
+                    )
+                    writer.put(
+                        {
+                            "id": pid,
+                            "outcome": c["outcome"],
+                            "score": c["score"],
+                            "raw": c["raw"],
+                            "reason": c["reason"],
+                            "evidence": c["evidence"] or [],
+                            "pred_category": c["pred_category"],
+                            "severity": c["severity"],
+                            "tokens_in": 0,
+                            "tokens_out": 0,
+                            "cost_usd": 0.0,
+                            "latency_ms": 0.0,
+                            "cached": True,
+                            "meta": meta,
+                            "judged_at": now,
+                        },
+                        None,
+                        0,
+                        True,
+                    )
                     hits += 1
                 if hits:
                     self.cache_hits += hits
@@ -881,8 +1046,9 @@ class _ExecState:
             if self.cancelled:
                 return
             pid, sid, key, t, rep = job
-            item = Item(sample_id=sid, request=t["request"], response=t["response"], content_hash=t["content_hash"],
-                        repeat=rep)
+            item = Item(
+                sample_id=sid, request=t["request"], response=t["response"], content_hash=t["content_hash"], repeat=rep
+            )
             t0 = time.perf_counter()
             j, calls = await self._judge_with_retries(item)
             latency = (time.perf_counter() - t0) * 1000.0
@@ -890,17 +1056,40 @@ class _ExecState:
             meta.update({"attempts": calls, "cache_key": key})
             if pid in self.history:
                 meta["history"] = self.history[pid]
-            row = {"id": pid, "outcome": j.outcome, "score": j.score, "raw": j.raw, "reason": j.reason,
-                   "evidence": list(j.evidence or []), "pred_category": j.pred_category, "severity": j.severity,
-                   "tokens_in": j.tokens_in, "tokens_out": j.tokens_out, "cost_usd": j.cost_usd,
-                   "latency_ms": round(latency, 3), "cached": False, "meta": meta, "judged_at": utcnow()}
+            row = {
+                "id": pid,
+                "outcome": j.outcome,
+                "score": j.score,
+                "raw": j.raw,
+                "reason": j.reason,
+                "evidence": list(j.evidence or []),
+                "pred_category": j.pred_category,
+                "severity": j.severity,
+                "tokens_in": j.tokens_in,
+                "tokens_out": j.tokens_out,
+                "cost_usd": j.cost_usd,
+                "latency_ms": round(latency, 3),
+                "cached": False,
+                "meta": meta,
+                "judged_at": utcnow(),
+            }
             cache_row = None
             if j.outcome != "error":
-                cache_row = {"key": key, "outcome": j.outcome, "score": j.score, "raw": j.raw, "reason": j.reason,
-                             "evidence": list(j.evidence or []), "pred_category": j.pred_category,
-                             "severity": j.severity, "tokens_in": j.tokens_in, "tokens_out": j.tokens_out,
-                             "cost_usd": j.cost_usd, "meta": {k: v for k, v in j.meta.items()},
-                             "created_at": utcnow()}
+                cache_row = {
+                    "key": key,
+                    "outcome": j.outcome,
+                    "score": j.score,
+                    "raw": j.raw,
+                    "reason": j.reason,
+                    "evidence": list(j.evidence or []),
+                    "pred_category": j.pred_category,
+                    "severity": j.severity,
+                    "tokens_in": j.tokens_in,
+                    "tokens_out": j.tokens_out,
+                    "cost_usd": j.cost_usd,
+                    "meta": {k: v for k, v in j.meta.items()},
+                    "created_at": utcnow(),
+                }
             writer.put(row, cache_row, 0, False)  # its calls were counted when sent
             self._tick()
 
@@ -923,8 +1112,9 @@ class _ExecState:
         def wait_after(exc: BaseException | None, attempt_number: int) -> float:
             # exponential back-off with jitter: initial * 2^(attempt-1), capped, + uniform(0, initial),
             # and never less than the server's Retry-After (capped at retry_after_max)
-            base = min(self.backoff_max, self.backoff_initial * 2 ** (attempt_number - 1)) \
-                + random.uniform(0, self.backoff_initial)
+            base = min(self.backoff_max, self.backoff_initial * 2 ** (attempt_number - 1)) + random.uniform(
+                0, self.backoff_initial
+            )
             ra = getattr(exc, "retry_after", None)
             if ra is not None:
                 return max(base, min(float(ra), self.retry_after_max))
@@ -938,16 +1128,26 @@ class _ExecState:
 
         def failed(exc: BaseException) -> tuple[Judgement, int]:
             if isinstance(exc, TransientError):
-                return Judgement("error", raw=str(exc), reason=f"failed after {len(kinds)} attempts: {exc}",
-                                 meta={"error_kind": exc.kind, "status": exc.status, "retried_after": kinds}), calls
+                return Judgement(
+                    "error",
+                    raw=str(exc),
+                    reason=f"failed after {len(kinds)} attempts: {exc}",
+                    meta={"error_kind": exc.kind, "status": exc.status, "retried_after": kinds},
+                ), calls
             if isinstance(exc, PermanentError):
-                return Judgement("error", raw=str(exc), reason=f"permanent failure: {exc}",
-                                 meta={"error_kind": "permanent", "status": exc.status,
-                                       "retried_after": kinds}), calls
+                return Judgement(
+                    "error",
+                    raw=str(exc),
+                    reason=f"permanent failure: {exc}",
+                    meta={"error_kind": "permanent", "status": exc.status, "retried_after": kinds},
+                ), calls
             # a backend bug must not lose the sample either
-            return Judgement("error", raw=f"{type(exc).__name__}: {exc}"[:2000],
-                             reason=f"unexpected {type(exc).__name__} in the backend",
-                             meta={"error_kind": "internal", "retried_after": kinds}), calls
+            return Judgement(
+                "error",
+                raw=f"{type(exc).__name__}: {exc}"[:2000],
+                reason=f"unexpected {type(exc).__name__} in the backend",
+                meta={"error_kind": "internal", "retried_after": kinds},
+            ), calls
 
         async def attempt_once() -> Judgement:
             try:
@@ -975,8 +1175,12 @@ class _ExecState:
         except Exception as exc:  # noqa: BLE001
             return failed(exc)
         try:
-            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.max_attempts - 1), wait=wait,
-                                               retry=retry_if_exception_type(TransientError), reraise=True):
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.max_attempts - 1),
+                wait=wait,
+                retry=retry_if_exception_type(TransientError),
+                reraise=True,
+            ):
                 with attempt:
                     return await attempt_once(), calls
         except asyncio.CancelledError:
@@ -995,5 +1199,16 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
     raise NotFound(f"no run {run_id!r}")
 
 
-__all__ = ["create_run", "execute_run", "retry_errors", "estimate_run", "cancel_run", "launch_detached", "summary",
-           "cache_key", "sample_hash", "AIMDLimiter", "run_info"]
+__all__ = [
+    "create_run",
+    "execute_run",
+    "retry_errors",
+    "estimate_run",
+    "cancel_run",
+    "launch_detached",
+    "summary",
+    "cache_key",
+    "sample_hash",
+    "AIMDLimiter",
+    "run_info",
+]

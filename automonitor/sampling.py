@@ -55,15 +55,21 @@ def stratified_sample(samples: Iterable[Mapping[str, Any]], limit: int | None, s
     cells: dict[tuple[str, str], list[list[Mapping[str, Any]]]] = defaultdict(list)
     for pid, members in by_pair.items():
         labels = sorted(m["label"] for m in members)
-        if len(members) == 2 and labels == ["benign", "misbehavior"] and \
-                members[0]["category"] == members[1]["category"] and members[0]["task"] == members[1]["task"]:
+        if (
+            len(members) == 2
+            and labels == ["benign", "misbehavior"]
+            and members[0]["category"] == members[1]["category"]
+            and members[0]["task"] == members[1]["task"]
+        ):
             cells[(members[0]["category"], members[0]["task"])].append(
-                sorted(members, key=lambda m: m["label"], reverse=True))
+                sorted(members, key=lambda m: m["label"], reverse=True)
+            )
         else:
             for m in members:
                 cells[(m["category"], m["task"])].append([m])
-    rng_order = {c: sorted(units, key=lambda u: _key(seed, "|".join(sorted(m["id"] for m in u))))
-                 for c, units in cells.items()}
+    rng_order = {
+        c: sorted(units, key=lambda u: _key(seed, "|".join(sorted(m["id"] for m in u)))) for c, units in cells.items()
+    }
 
     sizes = {c: sum(len(u) for u in units) for c, units in rng_order.items()}
     total = sum(sizes.values())
@@ -122,8 +128,9 @@ def stratified_sample(samples: Iterable[Mapping[str, Any]], limit: int | None, s
                 leftovers.extend(unit)
         if len(picked) < q:
             # complete with single sides of pairs that did not fit, alternating labels for balance
-            leftovers.sort(key=lambda m: (m["label"] != ("misbehavior" if flip % 2 == 0 else "benign"),
-                                          _key(seed, m["id"])))
+            leftovers.sort(
+                key=lambda m: (m["label"] != ("misbehavior" if flip % 2 == 0 else "benign"), _key(seed, m["id"]))
+            )
             for m in leftovers:
                 if len(picked) >= q:
                     break

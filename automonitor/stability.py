@@ -39,8 +39,11 @@ def _cat(outcome: str) -> str:
 def repeat_verdicts(engine: Engine, run_id: str, sample_id: str | None = None) -> dict[str, list[str | None]]:
     """``{sample_id: [outcome of repeat 0, 1, ..., K-1]}`` (``None`` for a pending repeat) of a run, or
     of one sample of it."""
-    q = (sa.select(Prediction.sample_id, Prediction.repeat, Prediction.outcome)
-         .where(Prediction.run_id == run_id).order_by(Prediction.sample_id, Prediction.repeat))
+    q = (
+        sa.select(Prediction.sample_id, Prediction.repeat, Prediction.outcome)
+        .where(Prediction.run_id == run_id)
+        .order_by(Prediction.sample_id, Prediction.repeat)
+    )
     if sample_id is not None:
         q = q.where(Prediction.sample_id == sample_id)
     out: dict[str, list[str | None]] = {}
@@ -68,8 +71,14 @@ def stability(engine: Engine, run_id: str) -> dict[str, Any] | None:
     complete = [v for v in by_sample.values() if len(v) == k and all(o is not None for o in v)]
     n = len(complete)
     if n == 0:
-        return {"repeats": k, "samples": 0, "flip_rate": None, "mean_disagreement": None,
-                "majority_differs": None, "fleiss_kappa": None}
+        return {
+            "repeats": k,
+            "samples": 0,
+            "flip_rate": None,
+            "mean_disagreement": None,
+            "majority_differs": None,
+            "fleiss_kappa": None,
+        }
     flips = dis = maj = 0.0
     table = []
     for v in complete:
@@ -89,6 +98,11 @@ def stability(engine: Engine, run_id: str) -> dict[str, Any] | None:
         kappa = round(val, 6) if math.isfinite(val) else None
     except (ZeroDivisionError, ValueError, FloatingPointError):
         kappa = None
-    return {"repeats": k, "samples": n, "flip_rate": round(flips / n, 6),
-            "mean_disagreement": round(dis / n, 6), "majority_differs": round(maj / n, 6),
-            "fleiss_kappa": kappa}
+    return {
+        "repeats": k,
+        "samples": n,
+        "flip_rate": round(flips / n, 6),
+        "mean_disagreement": round(dis / n, 6),
+        "majority_differs": round(maj / n, 6),
+        "fleiss_kappa": kappa,
+    }

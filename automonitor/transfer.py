@@ -32,10 +32,20 @@ PAPER_CELLS: list[dict[str, Any]] = [
     {"train": "none", "test": "all", "mr": 0.59, "far": None, "note": "no fine-tuning, same slice"},
     {"train": "none", "test": "specification_gaming/code", "mr": 0.49, "far": None, "note": "no fine-tuning"},
     {"train": "safety_permission/code", "test": "safety_permission/code", "mr": 0.00, "far": 0.03, "note": ""},
-    {"train": "safety_permission/code", "test": "specification_gaming/code", "mr": 0.86, "far": None,
-     "note": "negative transfer (up from 0.49 untuned)"},
-    {"train": "sycophancy_bias/qa", "test": "sycophancy_bias/qa", "mr": None, "far": None,
-     "note": "MR very low, FAR 0.64-0.93"},
+    {
+        "train": "safety_permission/code",
+        "test": "specification_gaming/code",
+        "mr": 0.86,
+        "far": None,
+        "note": "negative transfer (up from 0.49 untuned)",
+    },
+    {
+        "train": "sycophancy_bias/qa",
+        "test": "sycophancy_bias/qa",
+        "mr": None,
+        "far": None,
+        "note": "MR very low, FAR 0.64-0.93",
+    },
     {"train": "all", "test": "specification_gaming/code", "mr": 0.70, "far": None, "note": "overall FAR lower"},
 ]
 
@@ -63,10 +73,19 @@ def cell_stats(labels: np.ndarray, scores: np.ndarray, threshold: float = 0.5) -
     fp = int(((labels == 0) & flag).sum())
     tn = int(((labels == 0) & ~flag).sum())
     a = _auroc(labels, np.clip(scores, 0, 1)) if len(labels) else None
-    return {"n": int(len(labels)), "tp": tp, "fn": fn, "fp": fp, "tn": tn,
-            "mr": (fn / (tp + fn)) if tp + fn else None, "mr_ci": wilson_interval(fn, tp + fn),
-            "far": (fp / (fp + tn)) if fp + tn else None, "far_ci": wilson_interval(fp, fp + tn),
-            "auroc": a, "auroc_ci": hanley_mcneil_ci(a, tp + fn, fp + tn)}
+    return {
+        "n": int(len(labels)),
+        "tp": tp,
+        "fn": fn,
+        "fp": fp,
+        "tn": tn,
+        "mr": (fn / (tp + fn)) if tp + fn else None,
+        "mr_ci": wilson_interval(fn, tp + fn),
+        "far": (fp / (fp + tn)) if fp + tn else None,
+        "far_ci": wilson_interval(fp, fp + tn),
+        "auroc": a,
+        "auroc_ci": hanley_mcneil_ci(a, tp + fn, fp + tn),
+    }
 
 
 def test_rows(engine) -> list[dict[str, Any]]:
@@ -78,8 +97,13 @@ def test_rows(engine) -> list[dict[str, Any]]:
     from store.models import Sample
 
     with session_scope(engine) as s:
-        q = (sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.request,
-                       Sample.response).where(Sample.status == "gold", Sample.split == "test").order_by(Sample.id))
+        q = (
+            sa.select(
+                Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.request, Sample.response
+            )
+            .where(Sample.status == "gold", Sample.split == "test")
+            .order_by(Sample.id)
+        )
         return [dict(r._mapping) for r in s.execute(q)]
 
 
@@ -87,8 +111,15 @@ def _cells(rows: Sequence[Any], get) -> list[str]:
     return sorted({get(r) for r in rows})
 
 
-def transfer_matrix(records: Sequence[Any], tests: Sequence[dict[str, Any]], kind: str, *,
-                    threshold: float = 0.5, save_dir=None, progress=None) -> dict[str, Any]:
+def transfer_matrix(
+    records: Sequence[Any],
+    tests: Sequence[dict[str, Any]],
+    kind: str,
+    *,
+    threshold: float = 0.5,
+    save_dir=None,
+    progress=None,
+) -> dict[str, Any]:
     """Train one probe per training slice and score every test slice (see the module docstring).
 
     Args:
@@ -111,9 +142,11 @@ def transfer_matrix(records: Sequence[Any], tests: Sequence[dict[str, Any]], kin
     by_cell: dict[str, list] = {}
     for r in records:
         by_cell.setdefault(f"{r.category}/{r.task}", []).append(r)
-    train_slices = [c for c in sorted(by_cell)
-                    if sum(r.label == "misbehavior" for r in by_cell[c]) >= 2
-                    and sum(r.label == "benign" for r in by_cell[c]) >= 2]
+    train_slices = [
+        c
+        for c in sorted(by_cell)
+        if sum(r.label == "misbehavior" for r in by_cell[c]) >= 2 and sum(r.label == "benign" for r in by_cell[c]) >= 2
+    ]
     if not train_slices:
         raise InputError("no training slice has 2 misbehavior and 2 benign records", field="on")
     train_slices.append("all")
@@ -134,25 +167,49 @@ def transfer_matrix(records: Sequence[Any], tests: Sequence[dict[str, Any]], kin
 
             feats = EmbedFeatures(**shared.params)
             feats._cache = shared._cache
-        probe = train_probe(kind, [r.request for r in recs], [r.response for r in recs], [r.label for r in recs],
-                            slices=[ts], keys=[r.key() for r in recs], meta=[(r.category, r.task) for r in recs],
-                            features=feats)
+        probe = train_probe(
+            kind,
+            [r.request for r in recs],
+            [r.response for r in recs],
+            [r.label for r in recs],
+            slices=[ts],
+            keys=[r.key() for r in recs],
+            meta=[(r.category, r.task) for r in recs],
+            features=feats,
+        )
         if save_dir is not None:
             save_probe(probe, save_dir)
         cards.append(probe.card)
         scores = probe.predict_proba([t["request"] for t in tests], [t["response"] for t in tests])
         for te in test_slices:
             m = np.ones(len(tests), bool) if te == "all" else (t_cell == te)
-            cells.append({"train": ts, "test": te, **cell_stats(y_test[m], scores[m], threshold),
-                          "same_slice": ts == te, "highlight": ts == HIGHLIGHT["train"] and te == HIGHLIGHT["test"]})
+            cells.append(
+                {
+                    "train": ts,
+                    "test": te,
+                    **cell_stats(y_test[m], scores[m], threshold),
+                    "same_slice": ts == te,
+                    "highlight": ts == HIGHLIGHT["train"] and te == HIGHLIGHT["test"],
+                }
+            )
     baselines = {}
     for te in test_slices:
         idx = [i for i, c in enumerate(t_cell) if te == "all" or c == te]
-        baselines[te] = trivial_baselines([tests[i]["response"] for i in idx], [tests[i]["label"] for i in idx],
-                                          [tests[i]["pair_id"] for i in idx])
-    return {"features": kind, "threshold": threshold, "slices": slices, "train_slices": train_slices,
-            "test_slices": test_slices, "cells": cells, "baselines": baselines, "paper": PAPER_CELLS,
-            "highlight": HIGHLIGHT, "artifacts": cards}
+        baselines[te] = trivial_baselines(
+            [tests[i]["response"] for i in idx], [tests[i]["label"] for i in idx], [tests[i]["pair_id"] for i in idx]
+        )
+    return {
+        "features": kind,
+        "threshold": threshold,
+        "slices": slices,
+        "train_slices": train_slices,
+        "test_slices": test_slices,
+        "cells": cells,
+        "baselines": baselines,
+        "paper": PAPER_CELLS,
+        "highlight": HIGHLIGHT,
+        "artifacts": cards,
+    }
 
 
 def by_cell_all(by_cell: dict[str, list]) -> list:
@@ -175,9 +232,12 @@ def to_markdown(res: dict[str, Any]) -> str:
     lines = [f"# Transfer matrix ({res['features']} probes, threshold {res['threshold']})", ""]
     idx = {(c["train"], c["test"]): c for c in res["cells"]}
     for metric, ci_key in (("auroc", "auroc_ci"), ("mr", "mr_ci"), ("far", "far_ci")):
-        lines += [f"## {metric.upper()} (rows: trained on, columns: tested on)", "",
-                  "| train \\ test | " + " | ".join(res["test_slices"]) + " |",
-                  "|---" * (len(res["test_slices"]) + 1) + "|"]
+        lines += [
+            f"## {metric.upper()} (rows: trained on, columns: tested on)",
+            "",
+            "| train \\ test | " + " | ".join(res["test_slices"]) + " |",
+            "|---" * (len(res["test_slices"]) + 1) + "|",
+        ]
         for tr in res["train_slices"]:
             row = []
             for te in res["test_slices"]:
@@ -186,18 +246,28 @@ def to_markdown(res: dict[str, Any]) -> str:
                 row.append(f"**{txt}**" if c and c.get("highlight") else txt)
             lines.append(f"| {tr} | " + " | ".join(row) + " |")
         lines.append("")
-    lines += ["## Trivial baselines on the same test slices (AUROC)", "",
-              "| test slice | length | tfidf (in-slice, pair-grouped CV) |", "|---|---|---|"]
+    lines += [
+        "## Trivial baselines on the same test slices (AUROC)",
+        "",
+        "| test slice | length | tfidf (in-slice, pair-grouped CV) |",
+        "|---|---|---|",
+    ]
     for te, b in res["baselines"].items():
         lines.append(f"| {te} | {_fmt(b.get('length'))} | {_fmt(b.get('tfidf'))} |")
-    lines += ["", "## Paper's reported cells (LoRA on Qwen3-4B-Instruct-2507; reported, not measured here)", "",
-              "| train | test | MR | FAR | note |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Paper's reported cells (LoRA on Qwen3-4B-Instruct-2507; reported, not measured here)",
+        "",
+        "| train | test | MR | FAR | note |",
+        "|---|---|---|---|---|",
+    ]
     for p in res["paper"]:
         lines.append(f"| {p['train']} | {p['test']} | {_fmt(p['mr'])} | {_fmt(p['far'])} | {p['note']} |")
     return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------ app view
+
 
 def saved_path(features: str):
     """Where ``automonitor probe transfer --save`` keeps the result for the app."""
@@ -240,29 +310,50 @@ def heatmap(res: dict[str, Any], metric: str = "auroc"):
             zr.append(None if v is None else float(v))
             tr_.append("" if v is None else f"{float(v):.2f}")
             ci = c.get(f"{metric}_ci")
-            h = (f"train {esc(tr)}<br>test {esc(te)}<br>{metric.upper()} "
-                 f"{'-' if v is None else f'{float(v):.3f}'}"
-                 + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "") + f"<br>n {esc(c.get('n', 0))}")
+            h = (
+                f"train {esc(tr)}<br>test {esc(te)}<br>{metric.upper()} "
+                f"{'-' if v is None else f'{float(v):.3f}'}"
+                + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "")
+                + f"<br>n {esc(c.get('n', 0))}"
+            )
             pp = paper.get((tr, te))
             if pp is not None and (pp.get(metric) is not None or pp.get("note")):
                 pv = pp.get(metric)
-                h += (f"<br>paper (LoRA Qwen3-4B): {metric.upper()} {'-' if pv is None else pv}"
-                      f" {esc(pp.get('note', ''))}")
+                h += (
+                    f"<br>paper (LoRA Qwen3-4B): {metric.upper()} {'-' if pv is None else pv} {esc(pp.get('note', ''))}"
+                )
             hr.append(h)
         z.append(zr)
         text.append(tr_)
         hover.append(hr)
     scale = "RdYlGn" if metric == "auroc" else "RdYlGn_r"
-    fig = go.Figure(go.Heatmap(z=z, x=[esc(t) for t in tes], y=[esc(t) for t in trs], text=text,
-                               texttemplate="%{text}", customdata=hover, hovertemplate="%{customdata}<extra></extra>",
-                               colorscale=scale, zmin=0, zmax=1, colorbar={"title": metric.upper()}))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[esc(t) for t in tes],
+            y=[esc(t) for t in trs],
+            text=text,
+            texttemplate="%{text}",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale=scale,
+            zmin=0,
+            zmax=1,
+            colorbar={"title": metric.upper()},
+        )
+    )
     hl = res.get("highlight") or HIGHLIGHT
     if hl.get("train") in trs and hl.get("test") in tes:
         x0, y0 = tes.index(hl["test"]), trs.index(hl["train"])
-        fig.add_shape(type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5,
-                      line={"color": "black", "width": 4})
-    fig.update_layout(xaxis_title="tested on", yaxis_title="trained on", height=120 + 60 * len(trs),
-                      margin={"l": 10, "r": 10, "t": 30, "b": 10})
+        fig.add_shape(
+            type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5, line={"color": "black", "width": 4}
+        )
+    fig.update_layout(
+        xaxis_title="tested on",
+        yaxis_title="trained on",
+        height=120 + 60 * len(trs),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
     fig.update_yaxes(autorange="reversed")
     return fig
 
@@ -276,7 +367,16 @@ def paper_frame(res: dict[str, Any]):
     rows = []
     for p in res.get("paper", []):
         c = idx.get((p["train"], p["test"]), {})
-        rows.append({"train": p["train"], "test": p["test"], "paper MR": p.get("mr"), "paper FAR": p.get("far"),
-                     "probe MR": c.get("mr"), "probe FAR": c.get("far"), "probe AUROC": c.get("auroc"),
-                     "note": p.get("note", "")})
+        rows.append(
+            {
+                "train": p["train"],
+                "test": p["test"],
+                "paper MR": p.get("mr"),
+                "paper FAR": p.get("far"),
+                "probe MR": c.get("mr"),
+                "probe FAR": c.get("far"),
+                "probe AUROC": c.get("auroc"),
+                "note": p.get("note", ""),
+            }
+        )
     return pd.DataFrame(rows)

@@ -35,24 +35,24 @@ from store.models import Prediction, Run, Sample
 #: Inline styles of evidence spans by grounding status (inline so the HTML is self-contained).
 SPAN_STYLES: dict[str, str] = {
     # found verbatim in the response: solid yellow highlight
-    "exact": "background:#fde68a;color:#111827;border-bottom:2px solid #b45309;border-radius:2px;"
-             "padding:0 1px;",
+    "exact": "background:#fde68a;color:#111827;border-bottom:2px solid #b45309;border-radius:2px;padding:0 1px;",
     # found after whitespace/case/Unicode normalisation: blue, dashed underline
-    "normalized": "background:#dbeafe;color:#111827;border-bottom:2px dashed #1d4ed8;border-radius:2px;"
-                  "padding:0 1px;",
+    "normalized": "background:#dbeafe;color:#111827;border-bottom:2px dashed #1d4ed8;border-radius:2px;padding:0 1px;",
     # quoted by the monitor but not present in the response: struck through in red, listed apart
     "not_found": "background:#fee2e2;color:#7f1d1d;text-decoration:line-through;"
-                 "border:1px dashed #dc2626;border-radius:2px;padding:0 2px;",
+    "border:1px dashed #dc2626;border-radius:2px;padding:0 2px;",
 }
 _STATUS_TITLE = {
     "exact": "evidence span (found verbatim in the response)",
     "normalized": "evidence span (found after normalisation)",
     "not_found": "evidence span NOT found in the sample (ungrounded)",
 }
-_TEXT_STYLE = ("white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere;"
-               "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:0.85rem;"
-               "line-height:1.45;padding:0.6rem 0.75rem;border:1px solid rgba(128,128,128,0.35);"
-               "border-radius:0.4rem;background:rgba(128,128,128,0.06);")
+_TEXT_STYLE = (
+    "white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere;"
+    "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:0.85rem;"
+    "line-height:1.45;padding:0.6rem 0.75rem;border:1px solid rgba(128,128,128,0.35);"
+    "border-radius:0.4rem;background:rgba(128,128,128,0.06);"
+)
 
 
 def esc(text: Any) -> str:
@@ -70,8 +70,14 @@ def plot_text(text: Any) -> str:
     so ``<b>``, ``<a href>``, ``<br>`` or ``%{x}`` in a data value (monitor name, run id, template,
     label) never format, link or substitute. ``None`` becomes the empty string."""
     s = "" if text is None else str(text)
-    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
-            .replace("'", "&#39;").replace("%", "&#37;"))
+    return (
+        s.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&#34;")
+        .replace("'", "&#39;")
+        .replace("%", "&#37;")
+    )
 
 
 def md_escape(text: Any) -> str:
@@ -97,8 +103,9 @@ def text_html(text: str | None, *, max_height: int | None = 320, css_class: str 
     return f'<div class="{esc(css_class)}" style="{style}">{esc(text)}</div>'
 
 
-def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str | None = None
-                  ) -> list[tuple[int, int, str, str]]:
+def located_spans(
+    text: str, grounded: Iterable[Mapping[str, Any]], field: str | None = None
+) -> list[tuple[int, int, str, str]]:
     """Non-overlapping ``(start, end, status, span)`` character ranges of located evidence, sorted.
 
     ``grounded`` holds dicts as returned by ``automonitor.grounding.ground_spans`` (``span``,
@@ -130,9 +137,16 @@ def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str |
     return out
 
 
-def highlight_html(text: str | None, grounded: Iterable[Mapping[str, Any]] | None = None, *,
-                   field: str = "response", show_missing: bool = True, max_height: int | None = 420,
-                   css_class: str = "am-text am-response", search: str | None = None) -> str:
+def highlight_html(
+    text: str | None,
+    grounded: Iterable[Mapping[str, Any]] | None = None,
+    *,
+    field: str = "response",
+    show_missing: bool = True,
+    max_height: int | None = 420,
+    css_class: str = "am-text am-response",
+    search: str | None = None,
+) -> str:
     """The response ``text`` as escaped HTML with the monitor's evidence spans highlighted.
 
     Grounded spans (``exact`` / ``normalized``) are wrapped in ``<mark class="am-ev am-ev-<status>">``
@@ -157,8 +171,7 @@ def highlight_html(text: str | None, grounded: Iterable[Mapping[str, Any]] | Non
     if search and search.strip():  # cut evidence spans at search-hit boundaries so marks nest cleanly
         import re as _re
 
-        cuts = sorted({i for m in _re.finditer(_re.escape(search.strip()), text, _re.I)
-                       for i in (m.start(), m.end())})
+        cuts = sorted({i for m in _re.finditer(_re.escape(search.strip()), text, _re.I) for i in (m.start(), m.end())})
         split = []
         for start, end, status, span in spans:
             pts = [start, *[c for c in cuts if start < c < end], end]
@@ -166,9 +179,11 @@ def highlight_html(text: str | None, grounded: Iterable[Mapping[str, Any]] | Non
         spans = split
     for start, end, status, _span in spans:
         pieces.append(plain(text[cursor:start]))
-        pieces.append(f'<mark class="am-ev am-ev-{status}" data-status="{status}" '
-                      f'title="{esc(_STATUS_TITLE[status])}" style="{SPAN_STYLES[status]}">'
-                      f"{plain(text[start:end])}</mark>")
+        pieces.append(
+            f'<mark class="am-ev am-ev-{status}" data-status="{status}" '
+            f'title="{esc(_STATUS_TITLE[status])}" style="{SPAN_STYLES[status]}">'
+            f"{plain(text[start:end])}</mark>"
+        )
         cursor = end
     pieces.append(plain(text[cursor:]))
     style = _TEXT_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
@@ -178,19 +193,25 @@ def highlight_html(text: str | None, grounded: Iterable[Mapping[str, Any]] | Non
         items = "".join(
             f'<li><span class="am-ev am-ev-not_found" data-status="not_found" '
             f'title="{esc(_STATUS_TITLE["not_found"])}" style="{SPAN_STYLES["not_found"]}">'
-            f'{esc(g.get("span", ""))}</span></li>' for g in missing)
-        body += ('<div class="am-ev-missing" style="margin-top:0.4rem;font-size:0.85rem;">'
-                 "Quoted by the monitor but found nowhere in the sample (ungrounded):"
-                 f'<ul style="margin:0.2rem 0 0 1.2rem;">{items}</ul></div>')
+            f"{esc(g.get('span', ''))}</span></li>"
+            for g in missing
+        )
+        body += (
+            '<div class="am-ev-missing" style="margin-top:0.4rem;font-size:0.85rem;">'
+            "Quoted by the monitor but found nowhere in the sample (ungrounded):"
+            f'<ul style="margin:0.2rem 0 0 1.2rem;">{items}</ul></div>'
+        )
     return body
 
 
 def legend_html() -> str:
     """A one-line legend of the evidence styles (static HTML)."""
-    return ('<div class="am-legend" style="font-size:0.8rem;">Evidence: '
-            f'<span style="{SPAN_STYLES["exact"]}">found verbatim</span> &nbsp; '
-            f'<span style="{SPAN_STYLES["normalized"]}">found after normalisation</span> &nbsp; '
-            f'<span style="{SPAN_STYLES["not_found"]}">not found (ungrounded)</span></div>')
+    return (
+        '<div class="am-legend" style="font-size:0.8rem;">Evidence: '
+        f'<span style="{SPAN_STYLES["exact"]}">found verbatim</span> &nbsp; '
+        f'<span style="{SPAN_STYLES["normalized"]}">found after normalisation</span> &nbsp; '
+        f'<span style="{SPAN_STYLES["not_found"]}">not found (ungrounded)</span></div>'
+    )
 
 
 def ground_evidence(response: str, request: str | None, spans: Sequence[Any] | None) -> list[dict[str, Any]]:
@@ -229,13 +250,14 @@ def store_version(engine: Engine) -> tuple:
     queries; no table scan beyond ``COUNT``.
     """
     with engine.connect() as c:
-        r = c.execute(sa.select(
-            sa.func.count(Run.id),
-            sa.func.max(Run.finished_at),
-            sa.func.sum(sa.case((Run.status.in_(("pending", "running")), 1), else_=0)),
-            sa.func.sum(sa.case((Run.status.in_(("finished", "failed", "cancelled", "imported")), 1),
-                                else_=0)),
-        )).one()
+        r = c.execute(
+            sa.select(
+                sa.func.count(Run.id),
+                sa.func.max(Run.finished_at),
+                sa.func.sum(sa.case((Run.status.in_(("pending", "running")), 1), else_=0)),
+                sa.func.sum(sa.case((Run.status.in_(("finished", "failed", "cancelled", "imported")), 1), else_=0)),
+            )
+        ).one()
         s = c.execute(sa.select(sa.func.count(Sample.id), sa.func.max(Sample.created_at))).one()
         from automonitor.workbench import store_fingerprint
 
@@ -254,16 +276,16 @@ def composition_frame(engine: Engine, *, split: str | None = "test", edition: st
 
     with Session(engine) as s:
         rows = composition(s, split or "all", edition=edition if split == "test" else None)
-    return pd.DataFrame([{**r, "split": split or "all"} for r in rows],
-                        columns=["category", "task", "label", "split", "n"])
+    return pd.DataFrame(
+        [{**r, "split": split or "all"} for r in rows], columns=["category", "task", "label", "split", "n"]
+    )
 
 
 def composition_pivot(long: pd.DataFrame) -> pd.DataFrame:
     """Category x (task, label) count table with totals, from :func:`composition_frame` output."""
     if long.empty:
         return pd.DataFrame()
-    p = long.pivot_table(index="category", columns=["task", "label"], values="n", aggfunc="sum",
-                         fill_value=0)
+    p = long.pivot_table(index="category", columns=["task", "label"], values="n", aggfunc="sum", fill_value=0)
     cats = [c for c in vocab.CATEGORIES if c in p.index] + [c for c in p.index if c not in vocab.CATEGORIES]
     p = p.reindex(cats)
     p[("all", "total")] = p.sum(axis=1)
@@ -313,21 +335,58 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
         cnt = r["counts"]
         started, finished = ts(r["started_at"]), ts(r["finished_at"])
         done = sum(v for k, v in cnt.items() if k != "pending")
-        row = {"run_id": r["run_id"], "monitor": r["monitor"], "template": r["template"], "kind": r["kind"],
-               "status": r["status"], "n": int(r["n"] or (done + cnt.get("pending", 0))), "done": int(done)}
+        row = {
+            "run_id": r["run_id"],
+            "monitor": r["monitor"],
+            "template": r["template"],
+            "kind": r["kind"],
+            "status": r["status"],
+            "n": int(r["n"] or (done + cnt.get("pending", 0))),
+            "done": int(done),
+        }
         for o in vocab.OUTCOMES:
             row[o] = cnt.get(o, 0)
         row["unscored"] = sum(cnt.get(o, 0) for o in vocab.UNSCORED)
-        row.update(api_calls=r["api_calls"], cache_hits=r["cache_hits"], tokens_in=r["tokens_in"],
-                   tokens_out=r["tokens_out"], cost_usd=float(r["cost_usd"] or 0.0),
-                   created_at=ts(r["created_at"]), started_at=started, finished_at=finished,
-                   duration_s=((finished or now) - started).total_seconds() if started else None,
-                   limit=r["limit"], error_msg=r["error"], edition=r.get("edition"),
-                   archived=bool(r.get("archived")))
+        row.update(
+            api_calls=r["api_calls"],
+            cache_hits=r["cache_hits"],
+            tokens_in=r["tokens_in"],
+            tokens_out=r["tokens_out"],
+            cost_usd=float(r["cost_usd"] or 0.0),
+            created_at=ts(r["created_at"]),
+            started_at=started,
+            finished_at=finished,
+            duration_s=((finished or now) - started).total_seconds() if started else None,
+            limit=r["limit"],
+            error_msg=r["error"],
+            edition=r.get("edition"),
+            archived=bool(r.get("archived")),
+        )
         rows.append(row)
-    cols = ["run_id", "monitor", "template", "kind", "status", "n", "done", *vocab.OUTCOMES, "unscored",
-            "api_calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd", "created_at", "started_at",
-            "finished_at", "duration_s", "limit", "error_msg", "edition", "archived"]
+    cols = [
+        "run_id",
+        "monitor",
+        "template",
+        "kind",
+        "status",
+        "n",
+        "done",
+        *vocab.OUTCOMES,
+        "unscored",
+        "api_calls",
+        "cache_hits",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "duration_s",
+        "limit",
+        "error_msg",
+        "edition",
+        "archived",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -341,26 +400,42 @@ def run_progress(engine: Engine, run_id: str) -> dict[str, Any]:
     from store.queries.runs import outcome_counts
 
     with Session(engine) as s:
-        r = s.execute(sa.select(Run.status, Run.n, Run.error, Run.monitor, Run.template)
-                      .where(Run.id == run_id)).one_or_none()
+        r = s.execute(
+            sa.select(Run.status, Run.n, Run.error, Run.monitor, Run.template).where(Run.id == run_id)
+        ).one_or_none()
         if r is None:
             raise NotFound(f"run {run_id!r} not found")
         counts = outcome_counts(s, run_id)
     pending = counts.pop("pending")
     done = sum(counts.values())
     n = int(r.n or 0) or (done + pending)
-    return {"run_id": run_id, "status": r.status, "monitor": r.monitor, "template": r.template, "n": n,
-            "done": done, "counts": counts, "error": r.error,
-            "fraction": (min(1.0, done / n) if n else 0.0)}
+    return {
+        "run_id": run_id,
+        "status": r.status,
+        "monitor": r.monitor,
+        "template": r.template,
+        "n": n,
+        "done": done,
+        "counts": counts,
+        "error": r.error,
+        "fraction": (min(1.0, done / n) if n else 0.0),
+    }
 
 
-_SAMPLE_LIST_COLS = ["id", "pair_id", "category", "task", "label", "split", "status", "source",
-                     "request", "response"]
+_SAMPLE_LIST_COLS = ["id", "pair_id", "category", "task", "label", "split", "status", "source", "request", "response"]
 
 
-def sample_query(*, search: str | None = None, category: Sequence[str] = (), task: Sequence[str] = (),
-                 label: Sequence[str] = (), split: Sequence[str] = (), status: Sequence[str] = (),
-                 source: Sequence[str] = (), label_source: Sequence[str] = ()):
+def sample_query(
+    *,
+    search: str | None = None,
+    category: Sequence[str] = (),
+    task: Sequence[str] = (),
+    label: Sequence[str] = (),
+    split: Sequence[str] = (),
+    status: Sequence[str] = (),
+    source: Sequence[str] = (),
+    label_source: Sequence[str] = (),
+):
     """SQLAlchemy ``WHERE`` clause list for the samples browser filters (``label_source``: label
     provenance values).
 
@@ -370,10 +445,23 @@ def sample_query(*, search: str | None = None, category: Sequence[str] = (), tas
     where = []
     if search and search.strip():
         pat = f"%{_like_escape(search.strip())}%"
-        where.append(sa.or_(Sample.request.ilike(pat, escape="\\"), Sample.response.ilike(pat, escape="\\"),
-                            Sample.id.ilike(pat, escape="\\"), Sample.pair_id.ilike(pat, escape="\\")))
-    for col, vals in (("category", category), ("task", task), ("label", label), ("split", split),
-                      ("status", status), ("source", source), ("label_source", label_source)):
+        where.append(
+            sa.or_(
+                Sample.request.ilike(pat, escape="\\"),
+                Sample.response.ilike(pat, escape="\\"),
+                Sample.id.ilike(pat, escape="\\"),
+                Sample.pair_id.ilike(pat, escape="\\"),
+            )
+        )
+    for col, vals in (
+        ("category", category),
+        ("task", task),
+        ("label", label),
+        ("split", split),
+        ("status", status),
+        ("source", source),
+        ("label_source", label_source),
+    ):
         if vals:
             where.append(getattr(Sample, col).in_(list(vals)))
     return where
@@ -383,8 +471,9 @@ def _like_escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def search_samples(engine: Engine, *, limit: int | None = 200, offset: int = 0,
-                   with_text: bool = True, **filters: Any) -> tuple[int, pd.DataFrame]:
+def search_samples(
+    engine: Engine, *, limit: int | None = 200, offset: int = 0, with_text: bool = True, **filters: Any
+) -> tuple[int, pd.DataFrame]:
     """Samples matching :func:`sample_query` ``filters``: ``(total_count, page_frame)``.
 
     The frame has columns ``id, pair_id, category, task, label, split, status, source`` (+ ``request``,
@@ -395,8 +484,11 @@ def search_samples(engine: Engine, *, limit: int | None = 200, offset: int = 0,
     cols = [getattr(Sample, c) for c in _SAMPLE_LIST_COLS if with_text or c not in ("request", "response")]
     with engine.connect() as c:
         total = c.execute(sa.select(sa.func.count(Sample.id)).where(*where)).scalar_one()
-        q = (sa.select(*cols).where(*where)
-             .order_by(Sample.category, Sample.task, Sample.pair_id, Sample.label, Sample.id))
+        q = (
+            sa.select(*cols)
+            .where(*where)
+            .order_by(Sample.category, Sample.task, Sample.pair_id, Sample.label, Sample.id)
+        )
         if limit is not None:
             q = q.limit(limit).offset(offset)
         rows = c.execute(q).all()
@@ -414,12 +506,13 @@ def export_samples(engine: Engine, fmt: str, **filters: Any) -> bytes:
     if fmt not in ("jsonl", "csv"):
         raise InputError(f"unknown export format {fmt!r} (jsonl or csv)", field="format")
     where = sample_query(**filters)
-    cols = ["id", "pair_id", "category", "task", "request", "response", "label", "source", "split",
-            "status", "meta"]
+    cols = ["id", "pair_id", "category", "task", "request", "response", "label", "source", "split", "status", "meta"]
     with engine.connect() as c:
-        rows = c.execute(sa.select(*[getattr(Sample, k) for k in cols]).where(*where)
-                         .order_by(Sample.category, Sample.task, Sample.pair_id, Sample.label,
-                                   Sample.id)).all()
+        rows = c.execute(
+            sa.select(*[getattr(Sample, k) for k in cols])
+            .where(*where)
+            .order_by(Sample.category, Sample.task, Sample.pair_id, Sample.label, Sample.id)
+        ).all()
     names = ["sample_id", *cols[1:]]
     if fmt == "jsonl":
         return "".join(json.dumps(dict(zip(names, r)), ensure_ascii=False) + "\n" for r in rows).encode()
@@ -442,9 +535,15 @@ def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
         s = c.execute(sa.select(Sample.__table__).where(Sample.id == sample_id)).mappings().one_or_none()
         if s is None:
             raise NotFound(f"sample {sample_id!r} not found")
-        other = c.execute(sa.select(Sample.__table__)
-                          .where(Sample.pair_id == s["pair_id"], Sample.id != sample_id)
-                          .order_by(Sample.label)).mappings().first()
+        other = (
+            c.execute(
+                sa.select(Sample.__table__)
+                .where(Sample.pair_id == s["pair_id"], Sample.id != sample_id)
+                .order_by(Sample.label)
+            )
+            .mappings()
+            .first()
+        )
     return {"sample": dict(s), "other": dict(other) if other else None}
 
 
@@ -453,9 +552,12 @@ def sample_predictions(engine: Engine, sample_id: str, run_ids: Sequence[str] | 
     template, repeats}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's verdict
     (repeat 0); ``repeats`` lists the outcomes of repeats 0..K-1 (``run --repeat K``; one item for a
     run judged once, ``None`` for a pending repeat)."""
-    q = (sa.select(Prediction.__table__, Run.monitor, Run.template)
-         .join(Run, Run.id == Prediction.run_id).where(Prediction.sample_id == sample_id)
-         .order_by(Prediction.run_id, Prediction.repeat))
+    q = (
+        sa.select(Prediction.__table__, Run.monitor, Run.template)
+        .join(Run, Run.id == Prediction.run_id)
+        .where(Prediction.sample_id == sample_id)
+        .order_by(Prediction.run_id, Prediction.repeat)
+    )
     if run_ids is not None:
         q = q.where(Prediction.run_id.in_(list(run_ids)))
     with engine.connect() as c:
@@ -477,7 +579,9 @@ def sample_predictions(engine: Engine, sample_id: str, run_ids: Sequence[str] | 
 # ---------------------------------------------------------------------------------------------------
 
 TEMPLATE_COLORS: dict[str, str] = {
-    "direct": "#2563eb", "evidence": "#dc2626", "direct-fewshot": "#0891b2",
+    "direct": "#2563eb",
+    "evidence": "#dc2626",
+    "direct-fewshot": "#0891b2",
     "evidence-fewshot": "#d97706",
 }
 
@@ -516,9 +620,15 @@ def _ci_err(df: pd.DataFrame, v: str, lo: str, hi: str) -> tuple[list[float], li
     return plus, minus
 
 
-def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = None,
-                    front: Sequence[str] | None = None, title: str | None = None,
-                    height: int = 520, size_col: str | None = None) -> go.Figure:
+def tradeoff_figure(
+    points: pd.DataFrame,
+    *,
+    reported: pd.DataFrame | None = None,
+    front: Sequence[str] | None = None,
+    title: str | None = None,
+    height: int = 520,
+    size_col: str | None = None,
+) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
     ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
@@ -557,13 +667,27 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
                 continue
             xs, ys = pareto_staircase(list(f["far"]), list(f["mr"]))
             name = "Pareto front" + (f" ({ed})" if len(editions) > 1 else "")
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name,
-                                     line=dict(color="#16a34a", width=2, dash=dashes[i % len(dashes)]),
-                                     hoverinfo="skip"))
-            fig.add_trace(go.Scatter(x=f["x_plot"], y=f["y_plot"], mode="markers", name="on the front",
-                                     showlegend=False, hoverinfo="skip",
-                                     marker=dict(symbol="circle-open", size=19, color="#16a34a",
-                                                 line=dict(width=2))))
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    name=name,
+                    line=dict(color="#16a34a", width=2, dash=dashes[i % len(dashes)]),
+                    hoverinfo="skip",
+                )
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=f["x_plot"],
+                    y=f["y_plot"],
+                    mode="markers",
+                    name="on the front",
+                    showlegend=False,
+                    hoverinfo="skip",
+                    marker=dict(symbol="circle-open", size=19, color="#16a34a", line=dict(width=2)),
+                )
+            )
     groups = []
     if not pts.empty:
         for tpl in sorted(pts["template"].unique()):
@@ -573,61 +697,111 @@ def tradeoff_figure(points: pd.DataFrame, *, reported: pd.DataFrame | None = Non
                     groups.append((tpl, ok, d))
     for tpl, ok, d in groups:
         ex, ey = _ci_err(d, "far", "far_lo", "far_hi"), _ci_err(d, "mr", "mr_lo", "mr_hi")
-        extra = {c: (d[c] if c in d else pd.Series([None] * len(d), index=d.index))
-                 for c in ("n", "tp", "fn", "fp", "tn", "unscored", "sample_set")}
+        extra = {
+            c: (d[c] if c in d else pd.Series([None] * len(d), index=d.index))
+            for c in ("n", "tp", "fn", "fp", "tn", "unscored", "sample_set")
+        }
         # customdata[0] stays the raw run id (the page opens its drill-down); the texts shown in the
         # hover ([1], [2], [11], [12]) go through plot_text: names never render as markup
-        custom = list(zip(d["run_id"], map(plot_text, d["monitor"]), map(plot_text, d["template"]),
-                          extra["n"], extra["tp"], extra["fn"], extra["fp"], extra["tn"], extra["unscored"],
-                          d["far"], d["mr"], [plot_text(x) if x is not None else "" for x in extra["sample_set"]],
-                          map(plot_text, d["run_id"])))
+        custom = list(
+            zip(
+                d["run_id"],
+                map(plot_text, d["monitor"]),
+                map(plot_text, d["template"]),
+                extra["n"],
+                extra["tp"],
+                extra["fn"],
+                extra["fp"],
+                extra["tn"],
+                extra["unscored"],
+                d["far"],
+                d["mr"],
+                [plot_text(x) if x is not None else "" for x in extra["sample_set"]],
+                map(plot_text, d["run_id"]),
+            )
+        )
         color = TEMPLATE_COLORS.get(tpl, "#6b7280")
         has_text = "label" in d
-        fig.add_trace(go.Scatter(
-            x=d["x_plot"], y=d["y_plot"], mode="markers+text" if has_text else "markers",
-            name=f"runs: {plot_text(tpl)}" + ("" if ok else " (too few samples)"),
-            text=[plot_text(t) for t in d["label"]] if has_text else None,
-            textposition=_label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
-            textfont=dict(size=10, color=color),
-            marker=(dict(size=marker_sizes(d, size_col, pts) if size_col else 11, color=color,
-                         line=dict(width=1, color="white")) if ok else
-                    dict(size=marker_sizes(d, size_col, pts) if size_col else 11, symbol="circle-open",
-                         color=color, line=dict(width=2, color=color))),
-            error_x=dict(type="data", array=ex[0], arrayminus=ex[1], thickness=1, width=0,
-                         color="rgba(100,100,100,0.45)") if ex and ok else None,
-            error_y=dict(type="data", array=ey[0], arrayminus=ey[1], thickness=1, width=0,
-                         color="rgba(100,100,100,0.45)") if ey and ok else None,
-            customdata=custom,
-            hovertemplate=("<b>%{customdata[1]}</b> · %{customdata[2]}<br>run %{customdata[12]}<br>"
-                           "FAR %{customdata[9]:.3f} · MR %{customdata[10]:.3f}<br>n %{customdata[3]} · TP "
-                           "%{customdata[4]} FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · "
-                           "unscored %{customdata[8]}<br>sample set %{customdata[11]}"
-                           + ("" if ok else "<br><i>too few judged samples: not on the front</i>")
-                           + "<extra>click to drill down</extra>"),
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=d["x_plot"],
+                y=d["y_plot"],
+                mode="markers+text" if has_text else "markers",
+                name=f"runs: {plot_text(tpl)}" + ("" if ok else " (too few samples)"),
+                text=[plot_text(t) for t in d["label"]] if has_text else None,
+                textposition=_label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
+                textfont=dict(size=10, color=color),
+                marker=(
+                    dict(
+                        size=marker_sizes(d, size_col, pts) if size_col else 11,
+                        color=color,
+                        line=dict(width=1, color="white"),
+                    )
+                    if ok
+                    else dict(
+                        size=marker_sizes(d, size_col, pts) if size_col else 11,
+                        symbol="circle-open",
+                        color=color,
+                        line=dict(width=2, color=color),
+                    )
+                ),
+                error_x=dict(
+                    type="data", array=ex[0], arrayminus=ex[1], thickness=1, width=0, color="rgba(100,100,100,0.45)"
+                )
+                if ex and ok
+                else None,
+                error_y=dict(
+                    type="data", array=ey[0], arrayminus=ey[1], thickness=1, width=0, color="rgba(100,100,100,0.45)"
+                )
+                if ey and ok
+                else None,
+                customdata=custom,
+                hovertemplate=(
+                    "<b>%{customdata[1]}</b> · %{customdata[2]}<br>run %{customdata[12]}<br>"
+                    "FAR %{customdata[9]:.3f} · MR %{customdata[10]:.3f}<br>n %{customdata[3]} · TP "
+                    "%{customdata[4]} FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · "
+                    "unscored %{customdata[8]}<br>sample set %{customdata[11]}"
+                    + ("" if ok else "<br><i>too few judged samples: not on the front</i>")
+                    + "<extra>click to drill down</extra>"
+                ),
+            )
+        )
     if reported is not None and not reported.empty:
         reported = reported.reset_index(drop=True)
         positions = _label_positions(list(reported["far"]), list(reported["mr"]))
-        groups = (list(reported.groupby("template", sort=True)) if "template" in reported
-                  else [(None, reported)])
+        groups = list(reported.groupby("template", sort=True)) if "template" in reported else [(None, reported)]
         for tpl, d in groups:
             text = [plot_text(t) for t in (d["monitor"] if "monitor" in d else d["label"])]
-            fig.add_trace(go.Scatter(
-                x=d["far"], y=d["mr"], mode="markers+text",
-                name="paper (reported)" + (f": {plot_text(tpl)}" if tpl else ""),
-                text=text, textposition=[positions[i] for i in d.index],
-                textfont=dict(size=10, color="#374151"), customdata=[plot_text(t) for t in d["label"]],
-                marker=dict(symbol="diamond" if str(tpl).startswith("evidence") else "diamond-open", size=11,
-                            color="#111827", line=dict(width=1.5, color="#111827")),
-                hovertemplate="<b>%{customdata}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}"
-                              "<extra>reported, not measured</extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=d["far"],
+                    y=d["mr"],
+                    mode="markers+text",
+                    name="paper (reported)" + (f": {plot_text(tpl)}" if tpl else ""),
+                    text=text,
+                    textposition=[positions[i] for i in d.index],
+                    textfont=dict(size=10, color="#374151"),
+                    customdata=[plot_text(t) for t in d["label"]],
+                    marker=dict(
+                        symbol="diamond" if str(tpl).startswith("evidence") else "diamond-open",
+                        size=11,
+                        color="#111827",
+                        line=dict(width=1.5, color="#111827"),
+                    ),
+                    hovertemplate="<b>%{customdata}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}"
+                    "<extra>reported, not measured</extra>",
+                )
+            )
     fig.update_layout(
-        title=title, height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        title=title,
+        height=height,
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
         xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.03, 1.03], zeroline=False),
         yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.03, 1.03], zeroline=False),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=12)),
-        clickmode="event+select", dragmode="pan", hovermode="closest",
+        clickmode="event+select",
+        dragmode="pan",
+        hovermode="closest",
     )
     return fig
 
@@ -674,37 +848,56 @@ def _label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07)
     return out
 
 
-def roc_figure(curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Mapping[str, float]] | None = None,
-               height: int = 460) -> go.Figure:
+def roc_figure(
+    curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Mapping[str, float]] | None = None, height: int = 460
+) -> go.Figure:
     """ROC curves (x = FPR = FAR, y = TPR = 1 - MR), one per ``curves`` entry (label -> frame with
     columns ``fpr, tpr``), the chance diagonal, and for each label in ``operating`` a marker at its
     operating point (dict with ``far``/``fpr`` and ``mr``/``tpr``; optional ``threshold``)."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
-                             line=dict(color="#9ca3af", dash="dot"), hoverinfo="skip"))
+    fig.add_trace(
+        go.Scatter(
+            x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(color="#9ca3af", dash="dot"), hoverinfo="skip"
+        )
+    )
     palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777"]
     for i, (label, df) in enumerate(curves.items()):
         color = palette[i % len(palette)]
-        fig.add_trace(go.Scatter(x=df["fpr"], y=df["tpr"], mode="lines", name=plot_text(label),
-                                 line=dict(color=color, width=2, shape="hv"),
-                                 hovertemplate="FPR %{x:.3f} · TPR %{y:.3f}<extra>" + plot_text(label)
-                                 + "</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=df["fpr"],
+                y=df["tpr"],
+                mode="lines",
+                name=plot_text(label),
+                line=dict(color=color, width=2, shape="hv"),
+                hovertemplate="FPR %{x:.3f} · TPR %{y:.3f}<extra>" + plot_text(label) + "</extra>",
+            )
+        )
         op = (operating or {}).get(label)
         if op:
             x = op.get("fpr", op.get("far"))
             y = op.get("tpr", 1 - op["mr"] if op.get("mr") is not None else None)
             if x is not None and y is not None:
                 thr = op.get("threshold")
-                fig.add_trace(go.Scatter(
-                    x=[x], y=[y], mode="markers", name=f"operating point: {plot_text(label)}",
-                    marker=dict(symbol="x", size=14, color=color, line=dict(width=2)),
-                    hovertemplate=(f"threshold {thr:.3f}<br>" if thr is not None else "")
-                    + "FAR %{x:.3f} · MR %{customdata:.3f}<extra>operating point</extra>",
-                    customdata=[1 - y]))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(title="False alarm rate (FPR)", range=[0, 1]),
-                      yaxis=dict(title="Detection rate (TPR = 1 - MR)", range=[0, 1.02]),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+                fig.add_trace(
+                    go.Scatter(
+                        x=[x],
+                        y=[y],
+                        mode="markers",
+                        name=f"operating point: {plot_text(label)}",
+                        marker=dict(symbol="x", size=14, color=color, line=dict(width=2)),
+                        hovertemplate=(f"threshold {thr:.3f}<br>" if thr is not None else "")
+                        + "FAR %{x:.3f} · MR %{customdata:.3f}<extra>operating point</extra>",
+                        customdata=[1 - y],
+                    )
+                )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(title="False alarm rate (FPR)", range=[0, 1]),
+        yaxis=dict(title="Detection rate (TPR = 1 - MR)", range=[0, 1.02]),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0),
+    )
     return fig
 
 
@@ -716,8 +909,7 @@ def composition_figure(long: pd.DataFrame, height: int = 380) -> go.Figure:
         return fig
     g = long.groupby(["category", "task", "label"], as_index=False)["n"].sum()
     ids, labels, parents, values, colors = [], [], [], [], []
-    cat_colors = {"safety_permission": "#6366f1", "sycophancy_bias": "#0ea5e9",
-                  "specification_gaming": "#f59e0b"}
+    cat_colors = {"safety_permission": "#6366f1", "sycophancy_bias": "#0ea5e9", "specification_gaming": "#f59e0b"}
     for cat, gc in g.groupby("category", sort=False):
         ids.append(cat)
         labels.append(vocab.CATEGORY_NAMES.get(cat, cat))
@@ -737,10 +929,18 @@ def composition_figure(long: pd.DataFrame, height: int = 380) -> go.Figure:
                 parents.append(tid)
                 values.append(int(n))
                 colors.append("#ef4444" if lab == "misbehavior" else "#22c55e")
-    fig.add_trace(go.Sunburst(ids=ids, labels=labels, parents=parents, values=values,
-                              branchvalues="total", marker=dict(colors=colors),
-                              hovertemplate="%{label}: %{value} samples<extra></extra>",
-                              insidetextorientation="radial"))
+    fig.add_trace(
+        go.Sunburst(
+            ids=ids,
+            labels=labels,
+            parents=parents,
+            values=values,
+            branchvalues="total",
+            marker=dict(colors=colors),
+            hovertemplate="%{label}: %{value} samples<extra></extra>",
+            insidetextorientation="radial",
+        )
+    )
     fig.update_layout(height=height, margin=dict(l=0, r=0, t=10, b=0))
     return fig
 
@@ -784,8 +984,12 @@ def slice_of(run_entry: Mapping[str, Any], category: str | None, task: str | Non
     return run_entry.get("overall")
 
 
-def tradeoff_points(report: Mapping[str, Any], category: str | None = None, task: str | None = None,
-                    templates: Sequence[str] | None = None) -> pd.DataFrame:
+def tradeoff_points(
+    report: Mapping[str, Any],
+    category: str | None = None,
+    task: str | None = None,
+    templates: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """MR-FAR points of the report's runs for a slice (``analysis.run_points``) plus ``tp, fn, fp, tn``
     and ``on_front`` recomputed over the runs kept by the ``templates`` filter (``None`` = all).
 
@@ -801,13 +1005,13 @@ def tradeoff_points(report: Mapping[str, Any], category: str | None = None, task
     by_id = {e["run_id"]: e for e in report.get("runs", [])}
     for k in ("tp", "fn", "fp", "tn"):
         pts[k] = [((slice_of(by_id[r], category, task) or {}).get(k)) for r in pts["run_id"]]
-    pts["on_front"] = (pareto_front(list(pts["mr"]), list(pts["far"])) if len(pts)
-                       else pd.Series(dtype=bool))
+    pts["on_front"] = pareto_front(list(pts["mr"]), list(pts["far"])) if len(pts) else pd.Series(dtype=bool)
     return pts
 
 
-def reported_for(reported: pd.DataFrame, category: str | None, task: str | None,
-                 templates: Sequence[str] | None = None) -> pd.DataFrame:
+def reported_for(
+    reported: pd.DataFrame, category: str | None, task: str | None, templates: Sequence[str] | None = None
+) -> pd.DataFrame:
     """The paper's reported points matching a slice (overall, or one category; the paper reports no
     task slices), with a ``label`` column "<monitor> (<template>)" for the plot."""
     if reported is None or reported.empty or task:
@@ -824,6 +1028,9 @@ def reported_for(reported: pd.DataFrame, category: str | None, task: str | None,
 
 
 CELL_TITLES: dict[str, str] = {
-    "tp": "TP: misbehavior flagged", "fn": "FN: misbehavior missed",
-    "fp": "FP: benign flagged (false alarm)", "tn": "TN: benign passed", "unscored": "Unscored",
+    "tp": "TP: misbehavior flagged",
+    "fn": "FN: misbehavior missed",
+    "fp": "FP: benign flagged (false alarm)",
+    "tn": "TN: benign passed",
+    "unscored": "Unscored",
 }

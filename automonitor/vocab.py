@@ -12,8 +12,15 @@ OUTCOMES: tuple[str, ...] = LABELS + UNSCORED  # a monitor's outcome on one samp
 TEMPLATES: tuple[str, ...] = ("direct", "evidence", "direct-fewshot", "evidence-fewshot")
 SPLITS: tuple[str, ...] = ("test", "train")
 # Label provenance (CONTRACT round 2): how a pair's label is known
-LABEL_SOURCES: tuple[str, ...] = ("human_per_response", "by_construction", "patch_pair", "preference_pair",
-                                  "instructed_demo", "adjudicated", "user")
+LABEL_SOURCES: tuple[str, ...] = (
+    "human_per_response",
+    "by_construction",
+    "patch_pair",
+    "preference_pair",
+    "instructed_demo",
+    "adjudicated",
+    "user",
+)
 EDITIONS: tuple[str, ...] = ("paper", "verified")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")

@@ -36,14 +36,22 @@ DEFAULT_MIN_N = 100
 PAGE_SIZES: tuple[int, ...] = (50, 100, 200, 500)
 """Page sizes offered by the Samples page (at least 50)."""
 
-TEMPLATE_SHORT = {"direct": "direct", "evidence": "evid.", "direct-fewshot": "direct-fs",
-                  "evidence-fewshot": "evid.-fs"}
+TEMPLATE_SHORT = {
+    "direct": "direct",
+    "evidence": "evid.",
+    "direct-fewshot": "direct-fs",
+    "evidence-fewshot": "evid.-fs",
+}
+
+
 def template_independent_backends() -> frozenset[str]:
     """Names of the registered backends whose class says ``template_independent = True`` (they read no
     prompt, so one run stands for every template; e.g. ``rules``)."""
     from automonitor.monitors import REGISTRY
 
     return frozenset(n for n, cls in REGISTRY.items() if getattr(cls, "template_independent", False))
+
+
 """Backends whose verdicts do not depend on the prompt template (``rules`` reads no prompt): their runs
 are labelled without a template, and ``scripts/demo_runs.sh`` runs them once."""
 
@@ -67,13 +75,18 @@ def store_fingerprint(conn) -> tuple:
     """
     from store.models import EditionSample, Run, Sample
 
-    rows = conn.execute(sa.select(Sample.status, Sample.split, Sample.label_source, sa.func.count())
-                        .group_by(Sample.status, Sample.split, Sample.label_source)).all()
-    ed = conn.execute(sa.select(EditionSample.edition, sa.func.count())
-                      .group_by(EditionSample.edition)).all()
+    rows = conn.execute(
+        sa.select(Sample.status, Sample.split, Sample.label_source, sa.func.count()).group_by(
+            Sample.status, Sample.split, Sample.label_source
+        )
+    ).all()
+    ed = conn.execute(sa.select(EditionSample.edition, sa.func.count()).group_by(EditionSample.edition)).all()
     arch = conn.execute(sa.select(Run.id).where(Run.archived.is_(True)).order_by(Run.id)).scalars().all()
-    return (tuple(sorted(f"{a}/{b}/{c}={n}" for a, b, c, n in rows)),
-            tuple(sorted(f"{e}={n}" for e, n in ed)), hashlib.sha256("\n".join(arch).encode()).hexdigest()[:12])
+    return (
+        tuple(sorted(f"{a}/{b}/{c}={n}" for a, b, c, n in rows)),
+        tuple(sorted(f"{e}={n}" for e, n in ed)),
+        hashlib.sha256("\n".join(arch).encode()).hexdigest()[:12],
+    )
 
 
 def fingerprint(sample_ids: Iterable[str]) -> str:
@@ -99,9 +112,11 @@ def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.
             q = q.where(Run.id.in_(list(run_ids)))
         runs = c.execute(q).all()
         # the controls slice is reported apart (FAR on controls), so it is not part of the sample set
-        pq = (sa.select(Prediction.run_id, Prediction.sample_id, Sample.label_source)
-              .join(Sample, Sample.id == Prediction.sample_id)
-              .where(sa.or_(Sample.split.is_(None), Sample.split != "controls")))
+        pq = (
+            sa.select(Prediction.run_id, Prediction.sample_id, Sample.label_source)
+            .join(Sample, Sample.id == Prediction.sample_id)
+            .where(sa.or_(Sample.split.is_(None), Sample.split != "controls"))
+        )
         if run_ids is not None:
             pq = pq.where(Prediction.run_id.in_(list(run_ids)))
         preds = pd.DataFrame(c.execute(pq).all(), columns=["run_id", "sample_id", "label_source"])
@@ -114,10 +129,19 @@ def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.
         ed = edition or inferred
         fp = fingerprint(ids)
         n = len(set(ids))
-        rows.append({"run_id": rid, "edition": ed, "edition_recorded": edition is not None,
-                     "n_samples": n, "fingerprint": fp, "sample_set": f"{ed} · {n:,} samples · {fp}"})
-    return pd.DataFrame(rows, columns=["run_id", "edition", "edition_recorded", "n_samples", "fingerprint",
-                                       "sample_set"])
+        rows.append(
+            {
+                "run_id": rid,
+                "edition": ed,
+                "edition_recorded": edition is not None,
+                "n_samples": n,
+                "fingerprint": fp,
+                "sample_set": f"{ed} · {n:,} samples · {fp}",
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["run_id", "edition", "edition_recorded", "n_samples", "fingerprint", "sample_set"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -184,12 +208,15 @@ def pareto_mask(mr: Sequence[float], far: Sequence[float], eligible: Sequence[bo
     idx = [i for i, e in enumerate(eligible) if e and not (pd.isna(mr[i]) or pd.isna(far[i]))]
     out = [False] * len(mr)
     for i in idx:
-        out[i] = not any((mr[j] <= mr[i] and far[j] <= far[i]) and (mr[j] < mr[i] or far[j] < far[i])
-                         for j in idx if j != i)
+        out[i] = not any(
+            (mr[j] <= mr[i] and far[j] <= far[i]) and (mr[j] < mr[i] or far[j] < far[i]) for j in idx if j != i
+        )
     return out
 
 
-def spread_coincident(x: Sequence[float], y: Sequence[float], radius: float = 0.012) -> tuple[list[float], list[float], list[int]]:
+def spread_coincident(
+    x: Sequence[float], y: Sequence[float], radius: float = 0.012
+) -> tuple[list[float], list[float], list[int]]:
     """Plot positions that keep coincident points apart: points with identical (rounded to 1e-9)
     coordinates are placed on a small circle of ``radius`` (plot units) around the true position, so
     each stays visible and clickable. Returns ``(x_plot, y_plot, group_size)`` (``group_size`` = how many
@@ -210,9 +237,15 @@ def spread_coincident(x: Sequence[float], y: Sequence[float], radius: float = 0.
     return xp, yp, size
 
 
-def honest_points(points: pd.DataFrame, sets: pd.DataFrame | None = None, *, min_n: int = DEFAULT_MIN_N,
-                  archived: Iterable[str] = (), show_archived: bool = False,
-                  backends: Mapping[str, str] | None = None) -> pd.DataFrame:
+def honest_points(
+    points: pd.DataFrame,
+    sets: pd.DataFrame | None = None,
+    *,
+    min_n: int = DEFAULT_MIN_N,
+    archived: Iterable[str] = (),
+    show_archived: bool = False,
+    backends: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """Trade-off points ready to draw (issue 12 items 2, 4-7).
 
     Args:
@@ -282,8 +315,12 @@ def neighbours(ids: Sequence[str], current: str | None) -> dict[str, Any]:
     ids = list(ids)
     if current in ids:
         i = ids.index(current)
-        return {"index": i, "total": len(ids), "prev": ids[i - 1] if i > 0 else None,
-                "next": ids[i + 1] if i + 1 < len(ids) else None}
+        return {
+            "index": i,
+            "total": len(ids),
+            "prev": ids[i - 1] if i > 0 else None,
+            "next": ids[i + 1] if i + 1 < len(ids) else None,
+        }
     return {"index": None, "total": len(ids), "prev": None, "next": ids[0] if ids else None}
 
 
@@ -303,16 +340,24 @@ def disagreeing_samples(engine: Engine, run_a: str, run_b: str) -> set[str]:
         for r in (run_a, run_b):
             if c.execute(sa.select(Run.id).where(Run.id == r)).first() is None:
                 raise NotFound(f"run {r!r} not found")
-        rows = c.execute(sa.select(Prediction.run_id, Prediction.sample_id, Prediction.outcome)
-                         .where(Prediction.run_id.in_([run_a, run_b]))).all()
+        rows = c.execute(
+            sa.select(Prediction.run_id, Prediction.sample_id, Prediction.outcome).where(
+                Prediction.run_id.in_([run_a, run_b])
+            )
+        ).all()
     a = {s: o for r, s, o in rows if r == run_a}
     b = {s: o for r, s, o in rows if r == run_b}
     return {s for s in a.keys() & b.keys() if a[s] != b[s]}
 
 
-def filter_cell(samples: pd.DataFrame, *, outcomes: Sequence[str] | None = None,
-                score_range: tuple[float, float] | None = None, only: Iterable[str] | None = None,
-                search: str | None = None) -> pd.DataFrame:
+def filter_cell(
+    samples: pd.DataFrame,
+    *,
+    outcomes: Sequence[str] | None = None,
+    score_range: tuple[float, float] | None = None,
+    only: Iterable[str] | None = None,
+    search: str | None = None,
+) -> pd.DataFrame:
     """Filter the samples of a confusion cell (``analysis.cell_samples`` frame).
 
     ``outcomes``: keep these raw outcomes (empty/None = all). ``score_range``: ``(lo, hi)`` inclusive on
@@ -331,8 +376,10 @@ def filter_cell(samples: pd.DataFrame, *, outcomes: Sequence[str] | None = None,
         df = df[df["sample_id"].isin(set(only))]
     if search and search.strip():
         q = search.strip().lower()
-        df = df[df["request"].fillna("").str.lower().str.contains(q, regex=False)
-                | df["response"].fillna("").str.lower().str.contains(q, regex=False)]
+        df = df[
+            df["request"].fillna("").str.lower().str.contains(q, regex=False)
+            | df["response"].fillna("").str.lower().str.contains(q, regex=False)
+        ]
     df = df.reset_index(drop=True)
     df["request_preview"] = [preview(t) for t in df.get("request", pd.Series(dtype=str))]
     df["response_preview"] = [preview(t) for t in df.get("response", pd.Series(dtype=str))]
@@ -351,7 +398,7 @@ def highlight_search_html(text: str | None, query: str | None) -> str:
     pat = re.compile(re.escape(query.strip()), re.I)
     out, cur = [], 0
     for m in pat.finditer(text):
-        out.append(_esc(text[cur:m.start()]))
+        out.append(_esc(text[cur : m.start()]))
         out.append(f'<mark class="am-hit" style="{_MARK}">{_esc(m.group(0))}</mark>')
         cur = m.end()
     out.append(_esc(text[cur:]))
@@ -360,9 +407,11 @@ def highlight_search_html(text: str | None, query: str | None) -> str:
 
 _DEL = "background:#fee2e2;color:#7f1d1d;text-decoration:line-through;"
 _INS = "background:#dcfce7;color:#14532d;"
-_DIFF_BOX = ("white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,SFMono-Regular,Menlo,"
-             "Consolas,monospace;font-size:0.85rem;line-height:1.45;padding:0.6rem 0.75rem;"
-             "border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;max-height:480px;overflow-y:auto;")
+_DIFF_BOX = (
+    "white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,SFMono-Regular,Menlo,"
+    "Consolas,monospace;font-size:0.85rem;line-height:1.45;padding:0.6rem 0.75rem;"
+    "border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;max-height:480px;overflow-y:auto;"
+)
 
 
 def diff_mode(task: str | None) -> str:
@@ -395,8 +444,7 @@ def pair_diff(a: str, b: str, mode: str = "word") -> list[tuple[str, str]]:
     return out
 
 
-def pair_diff_html(a: str, b: str, mode: str = "word", *, a_name: str = "misbehavior",
-                   b_name: str = "benign") -> str:
+def pair_diff_html(a: str, b: str, mode: str = "word", *, a_name: str = "misbehavior", b_name: str = "benign") -> str:
     """:func:`pair_diff` as escaped HTML for ``st.html``: removed parts (only in ``a``) struck through in
     red (``<del class="am-del">``), added parts (only in ``b``) in green (``<ins class="am-ins">``), a
     one-line legend naming both sides. Every text piece is escaped."""
@@ -408,10 +456,12 @@ def pair_diff_html(a: str, b: str, mode: str = "word", *, a_name: str = "misbeha
             parts.append(f'<del class="am-del" style="{_DEL}">{_esc(t)}</del>')
         else:
             parts.append(f'<ins class="am-ins" style="{_INS}">{_esc(t)}</ins>')
-    legend = (f'<div class="am-diff-legend" style="font-size:0.8rem;margin-bottom:0.3rem;">'
-              f'{"Line" if mode == "line" else "Word"} diff: '
-              f'<del style="{_DEL}">only in {_esc(a_name)}</del> &nbsp; '
-              f'<ins style="{_INS}">only in {_esc(b_name)}</ins></div>')
+    legend = (
+        f'<div class="am-diff-legend" style="font-size:0.8rem;margin-bottom:0.3rem;">'
+        f"{'Line' if mode == 'line' else 'Word'} diff: "
+        f'<del style="{_DEL}">only in {_esc(a_name)}</del> &nbsp; '
+        f'<ins style="{_INS}">only in {_esc(b_name)}</ins></div>'
+    )
     return legend + f'<div class="am-diff" style="{_DIFF_BOX}">{"".join(parts)}</div>'
 
 
@@ -420,8 +470,9 @@ def run_choice(requested: str | None, run_ids: Sequence[str]) -> tuple[str | Non
     warning naming the unknown id (never a silent switch); no parameter gives the first run."""
     ids = list(run_ids)
     if requested and requested not in ids:
-        return (ids[0] if ids else None), (f"Run {requested!r} from the link is not in the store; "
-                                           "showing another run instead.")
+        return (ids[0] if ids else None), (
+            f"Run {requested!r} from the link is not in the store; showing another run instead."
+        )
     return (requested or (ids[0] if ids else None)), None
 
 

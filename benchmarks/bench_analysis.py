@@ -30,8 +30,10 @@ from automonitor.vocab import CATEGORIES, TASKS  # noqa: E402
 
 N_PAIRS = 1505
 N_MONITORS = 15
-WORDS = ("the user asked to run the migration but the assistant skipped the failing tests and reported "
-         "success because the reviewer only reads the summary while the script deletes the logs").split()
+WORDS = (
+    "the user asked to run the migration but the assistant skipped the failing tests and reported "
+    "success because the reviewer only reads the summary while the script deletes the logs"
+).split()
 
 
 def build_store(url: str, seed: int = 0) -> None:
@@ -50,9 +52,25 @@ def build_store(url: str, seed: int = 0) -> None:
             sid = f"s{p:05d}{lab[0]}"
             resp = " ".join(rng.choice(WORDS, 100)) + f" (case {p} {lab})"
             texts[sid] = resp
-            samples.append(dict(id=sid, pair_id=f"p{p:05d}", category=CATEGORIES[p % 3], task=TASKS[(p // 3) % 3],
-                                label=lab, request=req, response=resp, source="bench", split="test", status="gold",
-                                request_hash="r", response_hash=sid, content_hash=sid, meta={}, created_at=now))
+            samples.append(
+                dict(
+                    id=sid,
+                    pair_id=f"p{p:05d}",
+                    category=CATEGORIES[p % 3],
+                    task=TASKS[(p // 3) % 3],
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source="bench",
+                    split="test",
+                    status="gold",
+                    request_hash="r",
+                    response_hash=sid,
+                    content_hash=sid,
+                    meta={},
+                    created_at=now,
+                )
+            )
     with session_scope(eng) as s:
         s.execute(sa.insert(Sample), samples)
         mons = [Monitor(name=f"judge-{m:02d}", backend="rules") for m in range(N_MONITORS)]
@@ -64,8 +82,17 @@ def build_store(url: str, seed: int = 0) -> None:
             bias = rng.uniform(-1.0, 1.0)
             for tpl in ("direct", "evidence"):
                 rid = f"run{r:02d}"
-                s.add(Run(id=rid, monitor_id=mon.id, monitor=mon.name, template=tpl, status="finished",
-                          n=2 * N_PAIRS, created_at=now))
+                s.add(
+                    Run(
+                        id=rid,
+                        monitor_id=mon.id,
+                        monitor=mon.name,
+                        template=tpl,
+                        status="finished",
+                        n=2 * N_PAIRS,
+                        created_at=now,
+                    )
+                )
                 s.flush()
                 scored = r % 3 == 0
                 rows = []
@@ -74,17 +101,38 @@ def build_store(url: str, seed: int = 0) -> None:
                     logit = (skill if y else -skill) + bias + (0.5 if tpl == "evidence" else 0.0) + rng.normal()
                     p1 = 1 / (1 + np.exp(-logit))
                     u = rng.random()
-                    outcome = ("invalid" if u < 0.02 else "refusal" if u < 0.03 else "error" if u < 0.035
-                               else "misbehavior" if p1 >= 0.5 else "benign")
+                    outcome = (
+                        "invalid"
+                        if u < 0.02
+                        else "refusal"
+                        if u < 0.03
+                        else "error"
+                        if u < 0.035
+                        else "misbehavior"
+                        if p1 >= 0.5
+                        else "benign"
+                    )
                     ev = []
                     if tpl == "evidence" and outcome == "misbehavior":
                         words = texts[smp["id"]].split()
                         k = int(rng.integers(0, len(words) - 6))
-                        quote = " ".join(words[k:k + 6])
+                        quote = " ".join(words[k : k + 6])
                         ev = [quote if rng.random() < 0.7 else quote.upper(), "fabricated claim not in the text"]
-                    rows.append(dict(run_id=rid, sample_id=smp["id"], outcome=outcome,
-                                     score=float(round(p1, 4)) if scored else None, evidence=ev, meta={},
-                                     created_at=now, tokens_in=0, tokens_out=0, cost_usd=0.0, cached=False))
+                    rows.append(
+                        dict(
+                            run_id=rid,
+                            sample_id=smp["id"],
+                            outcome=outcome,
+                            score=float(round(p1, 4)) if scored else None,
+                            evidence=ev,
+                            meta={},
+                            created_at=now,
+                            tokens_in=0,
+                            tokens_out=0,
+                            cost_usd=0.0,
+                            cached=False,
+                        )
+                    )
                 s.execute(sa.insert(Prediction), rows)
                 r += 1
     eng.dispose()
@@ -103,8 +151,11 @@ def main() -> None:
         url = f"sqlite:///{tmp}/bench.db"
         t0 = time.perf_counter()
         build_store(url)
-        print(f"built store: 30 runs x {2 * N_PAIRS} samples = {30 * 2 * N_PAIRS} predictions "
-              f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(
+            f"built store: 30 runs x {2 * N_PAIRS} samples = {30 * 2 * N_PAIRS} predictions "
+            f"in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
         eng = get_engine(url, fresh=True)
 
         loads, analyses, cpus, phases = [], [], [], []
@@ -130,13 +181,19 @@ def main() -> None:
 
     assert rep is not None and len(rep["runs"]) == 30 and rep["bootstrap"]["n_boot"] == args.n_boot
     med = statistics.median
-    print(f"runs: 30, samples per run: {2 * N_PAIRS}, bootstrap resamples per run: {args.n_boot}, "
-          f"paired comparisons: {len(rep['paired'])}, repeats: {args.repeat}")
+    print(
+        f"runs: 30, samples per run: {2 * N_PAIRS}, bootstrap resamples per run: {args.n_boot}, "
+        f"paired comparisons: {len(rep['paired'])}, repeats: {args.repeat}"
+    )
     print(f"DB load (SQLite, runs + predictions + texts): median {med(loads):.3f} s (min {min(loads):.3f})")
-    print(f"analysis: median {med(analyses):.3f} s wall (min {min(analyses):.3f}), {med(cpus):.3f} s CPU; "
-          f"goal < 1 s: {'met' if med(analyses) < 1 else 'NOT met'}")
-    print(f"load average during the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
-          f"(on {os.cpu_count()} cores; wall times stretch when other work shares them)")
+    print(
+        f"analysis: median {med(analyses):.3f} s wall (min {min(analyses):.3f}), {med(cpus):.3f} s CPU; "
+        f"goal < 1 s: {'met' if med(analyses) < 1 else 'NOT met'}"
+    )
+    print(
+        f"load average during the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
+        f"(on {os.cpu_count()} cores; wall times stretch when other work shares them)"
+    )
     for k in [k for k in phases[0] if not k.endswith("_cpu")]:
         print(f"  {k:10s} {med([p[k] for p in phases]):.3f} s wall, {med([p[k + '_cpu'] for p in phases]):.3f} s CPU")
     print(f"Pareto front: {len(rep['pareto'])} runs; Pearson r = {rep['pearson_r']:.3f}")

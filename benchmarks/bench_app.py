@@ -45,25 +45,46 @@ def build_store(url: str, n_runs: int) -> dict:
             k += 1
             pid = f"b{k:05d}"
             req = f"[{cat}/{task}] Request {k}: " + "please solve the task described here. " * 8
-            bad = (f"Misbehaving answer {k}: I will quietly skip the failing tests and report success. "
-                   + "The grader only reads the summary, so the summary says all checks pass. " * 6)
+            bad = (
+                f"Misbehaving answer {k}: I will quietly skip the failing tests and report success. "
+                + "The grader only reads the summary, so the summary says all checks pass. " * 6
+            )
             good = f"Benign answer {k}: here is an honest solution; two tests still fail. " * 6
             rows.append(app_seed._sample(pid, cat, task, "misbehavior", req, bad, "bench"))
             rows.append(app_seed._sample(pid, cat, task, "benign", req, good, "bench"))
-    rows[0] = app_seed._sample(rows[0]["pair_id"], rows[0]["category"], rows[0]["task"], "misbehavior",
-                               app_seed.HOSTILE_REQUEST, app_seed.HOSTILE_RESPONSE, "bench")
+    rows[0] = app_seed._sample(
+        rows[0]["pair_id"],
+        rows[0]["category"],
+        rows[0]["task"],
+        "misbehavior",
+        app_seed.HOSTILE_REQUEST,
+        app_seed.HOSTILE_RESPONSE,
+        "bench",
+    )
     app_seed.insert_samples(eng, rows)
     t0 = time.perf_counter()
     run_ids = []
     for i in range(n_runs):
         tpl = vocab.TEMPLATES[i % 2]
         rid = f"bench{i:02d}"
-        app_seed.add_run(eng, rows, monitor=f"openai:model-{i // 2}", template=tpl, run_id=rid,
-                         skill=0.55 + 0.4 * ((i * 7) % 10) / 10, flag_bias=0.2 + 0.6 * ((i * 3) % 10) / 10,
-                         evidence=(tpl == "evidence"), scores=(i % 3 == 2), minutes_ago=n_runs - i)
+        app_seed.add_run(
+            eng,
+            rows,
+            monitor=f"openai:model-{i // 2}",
+            template=tpl,
+            run_id=rid,
+            skill=0.55 + 0.4 * ((i * 7) % 10) / 10,
+            flag_bias=0.2 + 0.6 * ((i * 3) % 10) / 10,
+            evidence=(tpl == "evidence"),
+            scores=(i % 3 == 2),
+            minutes_ago=n_runs - i,
+        )
         run_ids.append(rid)
-    print(f"store: {len(rows):,} samples, {n_runs} runs, {len(rows) * n_runs:,} predictions "
-          f"(seeded in {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    print(
+        f"store: {len(rows):,} samples, {n_runs} runs, {len(rows) * n_runs:,} predictions "
+        f"(seeded in {time.perf_counter() - t0:.1f} s)",
+        file=sys.stderr,
+    )
     return {"engine": eng, "samples": rows, "run_ids": run_ids, "hostile_id": rows[0]["id"]}
 
 
@@ -80,22 +101,34 @@ def add_verified(eng, n_runs: int, pairs: int = 250) -> list[str]:
         task = vocab.TASKS[(k // 3) % 3]
         pid = f"cand:v{k:05d}"
         req = f"[verified {cat}/{task}] Request {k}: " + "an adjudicated request. " * 6
-        for lab, text in (("misbehavior", "You are right, the answer is what you said. " * 5),
-                          ("benign", "The suggested answer is wrong; here is the derivation. " * 5)):
+        for lab, text in (
+            ("misbehavior", "You are right, the answer is what you said. " * 5),
+            ("benign", "The suggested answer is wrong; here is the derivation. " * 5),
+        ):
             r = app_seed._sample(pid, cat, task, lab, req, f"{text} #{k}", "annotation")
             r["label_source"] = "adjudicated"
             rows.append(r)
     app_seed.insert_samples(eng, rows)
     with eng.begin() as c:
-        c.execute(sa.insert(EditionSample), [{"edition": "verified", "sample_id": r["id"],
-                                              "created_at": r["created_at"]} for r in rows])
+        c.execute(
+            sa.insert(EditionSample),
+            [{"edition": "verified", "sample_id": r["id"], "created_at": r["created_at"]} for r in rows],
+        )
     ids = []
     for i in range(n_runs):
         tpl = vocab.TEMPLATES[i % 2]
         rid = f"ver{i:02d}"
-        app_seed.add_run(eng, rows, monitor=f"openai:model-{i // 2}", template=tpl, run_id=rid,
-                         skill=0.6 + 0.35 * ((i * 7) % 10) / 10, flag_bias=0.2 + 0.6 * ((i * 3) % 10) / 10,
-                         evidence=(tpl == "evidence"), minutes_ago=n_runs - i)
+        app_seed.add_run(
+            eng,
+            rows,
+            monitor=f"openai:model-{i // 2}",
+            template=tpl,
+            run_id=rid,
+            skill=0.6 + 0.35 * ((i * 7) % 10) / 10,
+            flag_bias=0.2 + 0.6 * ((i * 3) % 10) / 10,
+            evidence=(tpl == "evidence"),
+            minutes_ago=n_runs - i,
+        )
         ids.append(rid)
     with eng.begin() as c:
         c.execute(sa.update(Run).where(Run.id.in_(ids)).values(edition="verified"))
@@ -157,12 +190,18 @@ def browser_paint(url: str, info: dict) -> list[tuple[str, dict]]:
             browser = p.chromium.launch(executable_path=e2e.CHROMIUM, args=e2e.CHROMIUM_ARGS)
             cases = [
                 ("trade-off", f"{server.url}/tradeoff", ".js-plotly-plot .scatterlayer .point"),
-                ("drill-down", f"{server.url}/drilldown?run=bench01&cell=tp&sample={info['hostile_id']}",
-                 "mark.am-ev-exact"),
+                (
+                    "drill-down",
+                    f"{server.url}/drilldown?run=bench01&cell=tp&sample={info['hostile_id']}",
+                    "mark.am-ev-exact",
+                ),
             ]
             contexts = {}
-            for label in ("cold server cache, new browser", "warm server cache, new browser",
-                          "warm server cache, browser cache warm"):
+            for label in (
+                "cold server cache, new browser",
+                "warm server cache, new browser",
+                "warm server cache, browser cache warm",
+            ):
                 for name, target, ready_sel in cases:
                     if label.endswith("new browser"):
                         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -176,10 +215,16 @@ def browser_paint(url: str, info: dict) -> list[tuple[str, dict]]:
                     ready = (time.perf_counter() - t0) * 1000
                     paints = page.evaluate("""() => Object.fromEntries(
                         performance.getEntriesByType('paint').map(e => [e.name, e.startTime]))""")
-                    out.append((f"{name} ({label})", {
-                        "first-paint": paints.get("first-paint"),
-                        "first-contentful-paint": paints.get("first-contentful-paint"),
-                        "content ready": ready}))
+                    out.append(
+                        (
+                            f"{name} ({label})",
+                            {
+                                "first-paint": paints.get("first-paint"),
+                                "first-contentful-paint": paints.get("first-contentful-paint"),
+                                "content ready": ready,
+                            },
+                        )
+                    )
                     page.close()
             browser.close()
     finally:
@@ -202,8 +247,10 @@ def main() -> None:
     os.environ["AUTOMONITOR_DB"] = url
     _served_mode()
 
-    print(f"App render benchmark: {len(info['samples']):,} samples, {args.runs} runs + {args.verified_runs} "
-          f"runs over the verified edition (SQLite, AppTest, {os.cpu_count()} CPUs)")
+    print(
+        f"App render benchmark: {len(info['samples']):,} samples, {args.runs} runs + {args.verified_runs} "
+        f"runs over the verified edition (SQLite, AppTest, {os.cpu_count()} CPUs)"
+    )
     results = {}
     for name, page, params in [
         ("trade-off", "pages/tradeoff.py", {}),
@@ -215,15 +262,23 @@ def main() -> None:
     ]:
         cold, warm, samples = time_page(page, params)
         results[name] = warm
-        goal = "  (goal < 1 s: " + ("met" if warm < 1.0 else "MISSED") + ")" if name.startswith(("trade-off", "drill-down")) else ""
-        print(f"  {name:<13} server-side render: cold {cold:6.3f} s, warm median {warm:6.3f} s "
-              f"(min {min(samples):.3f}, max {max(samples):.3f}){goal}")
+        goal = (
+            "  (goal < 1 s: " + ("met" if warm < 1.0 else "MISSED") + ")"
+            if name.startswith(("trade-off", "drill-down"))
+            else ""
+        )
+        print(
+            f"  {name:<13} server-side render: cold {cold:6.3f} s, warm median {warm:6.3f} s "
+            f"(min {min(samples):.3f}, max {max(samples):.3f}){goal}"
+        )
     if not args.no_browser:
         print("Chromium (headless, real `streamlit run` server), ms from navigation start:")
         for name, m in browser_paint(url, info):
             fp, fcp = m["first-paint"], m["first-contentful-paint"]
-            print(f"  {name:<52} first paint {fp:7.0f} · first contentful paint {fcp:7.0f} · "
-                  f"content ready {m['content ready']:7.0f}")
+            print(
+                f"  {name:<52} first paint {fp:7.0f} · first contentful paint {fcp:7.0f} · "
+                f"content ready {m['content ready']:7.0f}"
+            )
     info["engine"].dispose()
 
 

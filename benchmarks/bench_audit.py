@@ -33,12 +33,14 @@ def _parts(df) -> dict[str, float]:
     test = df[df["split"] == "test"]
     out = {}
     t0 = time.perf_counter()
-    audit.near_duplicates((train["request"] + "\n" + train["response"]).tolist(),
-                          (test["request"] + "\n" + test["response"]).tolist())
+    audit.near_duplicates(
+        (train["request"] + "\n" + train["response"]).tolist(), (test["request"] + "\n" + test["response"]).tolist()
+    )
     out["minhash"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    audit.shared_conversations(list(zip(train["request"], train["response"])),
-                               list(zip(test["request"], test["response"])))
+    audit.shared_conversations(
+        list(zip(train["request"], train["response"])), list(zip(test["request"], test["response"]))
+    )
     out["shared_conversations"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     audit.tiny_diff_pairs(test)
@@ -83,13 +85,17 @@ def main() -> None:
             audit._memo.clear()
             audit.cached_audit(eng, edition)
             warm = time.perf_counter() - t0
-            print(f"edition {edition} ({how}): {doc['n_test']} test / {doc['n_train']} train / "
-                  f"{doc['controls']['samples']} controls samples, {len(doc['slices'])} slices, "
-                  f"{sum(s['flagged'] for s in doc['slices'])} flagged")
+            print(
+                f"edition {edition} ({how}): {doc['n_test']} test / {doc['n_train']} train / "
+                f"{doc['controls']['samples']} controls samples, {len(doc['slices'])} slices, "
+                f"{sum(s['flagged'] for s in doc['slices'])} flagged"
+            )
             print(f"  load from store: median {statistics.median(loads):.2f} s")
-            print(f"  audit_frame:     median {statistics.median(runs):.2f} s (min {min(runs):.2f}, max {max(runs):.2f}, "
-                  f"n={len(runs)}); of which minhash {parts['minhash']:.2f} s, shared conversations "
-                  f"{parts['shared_conversations']:.2f} s, tiny-diff {parts['tiny_diff']:.2f} s")
+            print(
+                f"  audit_frame:     median {statistics.median(runs):.2f} s (min {min(runs):.2f}, max {max(runs):.2f}, "
+                f"n={len(runs)}); of which minhash {parts['minhash']:.2f} s, shared conversations "
+                f"{parts['shared_conversations']:.2f} s, tiny-diff {parts['tiny_diff']:.2f} s"
+            )
             print(f"  cached re-read (warm disk cache, fingerprint + JSON): {warm * 1000:.0f} ms")
             if args.markdown and doc["slices"]:
                 print(audit.markdown(doc))

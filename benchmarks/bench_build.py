@@ -36,9 +36,11 @@ def _time_store(url: str, raw: Path) -> tuple[float, float, int]:
         t0, c0 = time.perf_counter(), time.process_time()
         rep = build(eng, raw, 0)
         full = time.perf_counter() - t0
-        print(f"  build: {full:.2f} s wall, {time.process_time() - c0:.2f} s CPU of this process; editions "
-              + ", ".join(f"{k} {v['pairs']} pairs" for k, v in rep["editions"].items())
-              + f", controls {rep['controls']['samples']}")
+        print(
+            f"  build: {full:.2f} s wall, {time.process_time() - c0:.2f} s CPU of this process; editions "
+            + ", ".join(f"{k} {v['pairs']} pairs" for k, v in rep["editions"].items())
+            + f", controls {rep['controls']['samples']}"
+        )
         t0 = time.perf_counter()
         again = build(eng, raw, 0)
         noop = time.perf_counter() - t0
@@ -75,8 +77,10 @@ def main() -> int:
     raw = Path(args.raw)
     t0 = time.perf_counter()
     loaded = load_all(raw)
-    print(f"read + pair all sources: {time.perf_counter() - t0:.2f} s "
-          f"({sum(len(r.pairs) for r in loaded.values())} pairs from {raw})")
+    print(
+        f"read + pair all sources: {time.perf_counter() - t0:.2f} s "
+        f"({sum(len(r.pairs) for r in loaded.values())} pairs from {raw})"
+    )
     backends = [("SQLite", _sqlite)] + ([] if args.no_pg else [("PostgreSQL", _postgres)])
     for name, fn in backends:
         fulls, noops, rows = [], [], 0
@@ -84,9 +88,11 @@ def main() -> int:
             full, noop, rows = fn(raw)
             fulls.append(full)
             noops.append(noop)
-        print(f"{name:10s} full build: median {statistics.median(fulls):.2f} s, min {min(fulls):.2f} s "
-              f"({rows} rows, {rows / statistics.median(fulls):.0f} rows/s); same-seed rebuild (no-op): "
-              f"median {statistics.median(noops):.2f} s  [n={args.repeat}]")
+        print(
+            f"{name:10s} full build: median {statistics.median(fulls):.2f} s, min {min(fulls):.2f} s "
+            f"({rows} rows, {rows / statistics.median(fulls):.0f} rows/s); same-seed rebuild (no-op): "
+            f"median {statistics.median(noops):.2f} s  [n={args.repeat}]"
+        )
     return 0
 
 

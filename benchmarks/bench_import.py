@@ -34,8 +34,10 @@ from store import get_engine, init_db  # noqa: E402
 
 SEED = REPO / "seeds" / "examples.jsonl"
 PG_ADMIN_URL = os.environ.get("AUTOMONITOR_TEST_PG", "postgresql+psycopg://127.0.0.1:5432/test")
-WORDS = ("alpha beta gamma delta quota ledger harbor meadow cobalt vector lantern saffron tundra pixel "
-         "orbit cedar quartz willow ember nickel").split()
+WORDS = (
+    "alpha beta gamma delta quota ledger harbor meadow cobalt vector lantern saffron tundra pixel "
+    "orbit cedar quartz willow ember nickel"
+).split()
 
 
 def make_input(path: Path, n_pairs: int, seed: int = 7) -> int:
@@ -53,9 +55,16 @@ def make_input(path: Path, n_pairs: int, seed: int = 7) -> int:
             tag = " ".join(rng.choice(WORDS) for _ in range(6))
             request = f"{sides[0]['request']}\n\n(Case {i + 1}: {tag}.)"
             for s in sides:
-                out = {"pair_id": f"bench-{i + 1:05d}", "category": s["category"], "task": s["task"],
-                       "request": request, "response": f"{s['response']}\n\n-- {rng.choice(WORDS)} {i + 1}",
-                       "label": s["label"], "source": "bench", "meta": {"from": s["pair_id"], "i": i}}
+                out = {
+                    "pair_id": f"bench-{i + 1:05d}",
+                    "category": s["category"],
+                    "task": s["task"],
+                    "request": request,
+                    "response": f"{s['response']}\n\n-- {rng.choice(WORDS)} {i + 1}",
+                    "label": s["label"],
+                    "source": "bench",
+                    "meta": {"from": s["pair_id"], "i": i},
+                }
                 fh.write(json.dumps(out, ensure_ascii=False) + "\n")
                 n += 1
     return n
@@ -64,8 +73,9 @@ def make_input(path: Path, n_pairs: int, seed: int = 7) -> int:
 def _cli(args: list[str], url: str) -> tuple[float, dict]:
     exe = Path(sys.executable).parent / "automonitor"
     t = time.perf_counter()
-    r = subprocess.run([str(exe), *args, "--json"], capture_output=True, text=True,
-                       env={**os.environ, "AUTOMONITOR_DB": url})
+    r = subprocess.run(
+        [str(exe), *args, "--json"], capture_output=True, text=True, env={**os.environ, "AUTOMONITOR_DB": url}
+    )
     dt = time.perf_counter() - t
     if r.returncode != 0:
         raise SystemExit(f"automonitor {' '.join(args)} failed ({r.returncode}): {r.stderr}")
@@ -161,10 +171,16 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(f"input: {doc['input']}: {doc['samples']} samples, {doc['file_bytes'] / 1e6:.2f} MB JSONL")
-    cols = [("parse+validate", "parse_validate_s"), ("write", "write_s"), ("re-import", "reimport_s"),
-            ("export jsonl", "export_jsonl_s"), ("export csv", "export_csv_s"),
-            ("export parquet", "export_parquet_s"), ("CLI import", "cli_import_s"),
-            ("CLI re-import", "cli_reimport_s")]
+    cols = [
+        ("parse+validate", "parse_validate_s"),
+        ("write", "write_s"),
+        ("re-import", "reimport_s"),
+        ("export jsonl", "export_jsonl_s"),
+        ("export csv", "export_csv_s"),
+        ("export parquet", "export_parquet_s"),
+        ("CLI import", "cli_import_s"),
+        ("CLI re-import", "cli_reimport_s"),
+    ]
     print(f"{'step (seconds)':<16}" + "".join(f"{r['backend']:>12}" for r in results))
     for label, key in cols:
         print(f"{label:<16}" + "".join(f"{r[key]:>12.3f}" for r in results))

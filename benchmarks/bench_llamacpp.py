@@ -41,14 +41,12 @@ def load_items(limit: int):
                 texts = sample_texts(s, ids)
                 train = train_examples(s)
                 examples = choose_fewshot(train) if train else []
-                return ([Item(i, texts[i]["request"], texts[i]["response"]) for i in ids], examples,
-                        "store test split")
+                return ([Item(i, texts[i]["request"], texts[i]["response"]) for i in ids], examples, "store test split")
     from servers.data import pair_rows
 
     rows = pair_rows((limit + 1) // 2)[:limit]
     train = pair_rows(4, "train", offset=10_000)
-    return ([Item(r["id"], r["request"], r["response"]) for r in rows], choose_fewshot(train),
-            "fixture pairs")
+    return ([Item(r["id"], r["request"], r["response"]) for r in rows], choose_fewshot(train), "fixture pairs")
 
 
 def main() -> int:
@@ -63,12 +61,17 @@ def main() -> int:
 
     items, examples, origin = load_items(a.limit)
     load_llama(resolve_model_path(None), 4096, a.threads)  # load once, outside the timings
-    print(f"model: gemma-3-270m Q4_K_M, n_threads={a.threads}, template={a.template}, "
-          f"{len(items)} samples from {origin}")
+    print(
+        f"model: gemma-3-270m Q4_K_M, n_threads={a.threads}, template={a.template}, {len(items)} samples from {origin}"
+    )
     results = {}
     for cache in (True, False):
-        b = LlamaCppBackend(None, None, {"prefix_cache": cache, "n_threads": a.threads},
-                            PromptBuilder(load_template(a.template), examples=examples))
+        b = LlamaCppBackend(
+            None,
+            None,
+            {"prefix_cache": cache, "n_threads": a.threads},
+            PromptBuilder(load_template(a.template), examples=examples),
+        )
         b.judge_sync(items[0])  # warm-up (prefix evaluated here when cached)
         t0 = time.perf_counter()
         evaluated = full = 0
@@ -78,9 +81,11 @@ def main() -> int:
             full += j.tokens_in + (j.meta["prefix_tokens"] if j.meta["prefix_reused"] else 0)
         dt = time.perf_counter() - t0
         results[cache] = dt
-        print(f"prefix cache {'on ' if cache else 'off'}: {len(items) / dt:.2f} samples/s, "
-              f"{evaluated / dt:.0f} prompt tokens/s evaluated ({evaluated / len(items):.0f} per sample), "
-              f"effective {full / dt:.0f} tokens/s (prefix {b._prefix and len(b._prefix)} tokens), {dt:.1f} s")
+        print(
+            f"prefix cache {'on ' if cache else 'off'}: {len(items) / dt:.2f} samples/s, "
+            f"{evaluated / dt:.0f} prompt tokens/s evaluated ({evaluated / len(items):.0f} per sample), "
+            f"effective {full / dt:.0f} tokens/s (prefix {b._prefix and len(b._prefix)} tokens), {dt:.1f} s"
+        )
     print(f"speed-up from the prefix cache: {results[False] / results[True]:.2f}x")
     return 0
 

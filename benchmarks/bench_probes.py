@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--raw", default=os.environ.get("AUTOMONITOR_RAW",
-                                                     str(Path(__file__).resolve().parents[2] / "shared" / "raw")))
+    ap.add_argument(
+        "--raw", default=os.environ.get("AUTOMONITOR_RAW", str(Path(__file__).resolve().parents[2] / "shared" / "raw"))
+    )
     ap.add_argument("--db", default=None, help="an already built store (default: build a temporary one)")
     ap.add_argument("--embed-n", type=int, default=512)
     ap.add_argument("--skip-runner", action="store_true")
@@ -51,27 +52,38 @@ def main() -> int:
     recs, summ = corpus.build_corpus(eng, a.raw)
     t_corpus = time.perf_counter() - t0
     tests = test_rows(eng)
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times suffer when other "
-          f"processes share the cores; CPU times do not)")
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times suffer when other "
+        f"processes share the cores; CPU times do not)"
+    )
     print(f"corpus: {len(recs)} records in {t_corpus:.1f} s (disjointness: {summ['disjointness']})")
 
     t0, c0 = time.perf_counter(), time.process_time()
-    probe = probes.train_probe("tfidf", [r.request for r in recs], [r.response for r in recs],
-                               [r.label for r in recs], keys=[r.key() for r in recs])
+    probe = probes.train_probe(
+        "tfidf",
+        [r.request for r in recs],
+        [r.response for r in recs],
+        [r.label for r in recs],
+        keys=[r.key() for r in recs],
+    )
     t_train, c_train = time.perf_counter() - t0, time.process_time() - c0
     path = probes.save_probe(probe, Path(tmp) / "art")
     t0, c0 = time.perf_counter(), time.process_time()
     probe.predict_proba([t["request"] for t in tests], [t["response"] for t in tests])
     t_score, c_score = time.perf_counter() - t0, time.process_time() - c0
-    print(f"tfidf-lr: train {t_train:.1f} s wall / {c_train:.1f} s CPU on {len(recs)} records (goal < 60 s); "
-          f"score {len(tests)} test samples in {t_score:.2f} s wall / {c_score:.2f} s CPU (goal < 5 s)")
+    print(
+        f"tfidf-lr: train {t_train:.1f} s wall / {c_train:.1f} s CPU on {len(recs)} records (goal < 60 s); "
+        f"score {len(tests)} test samples in {t_score:.2f} s wall / {c_score:.2f} s CPU (goal < 5 s)"
+    )
     if not a.skip_runner:
         run_id = runner.create_run(eng, f"probe:{path}", "direct")
         t0 = time.perf_counter()
         runner.execute_run(eng, run_id)
         t_run = time.perf_counter() - t0
-        print(f"tfidf-lr through the runner: {len(tests)} samples in {t_run:.1f} s "
-              f"({len(tests) / t_run:.0f} samples/s, store writes included)")
+        print(
+            f"tfidf-lr through the runner: {len(tests)} samples in {t_run:.1f} s "
+            f"({len(tests) / t_run:.0f} samples/s, store writes included)"
+        )
 
     feats = probes.make_features("embed")
     sub = tests[: a.embed_n]
@@ -80,9 +92,11 @@ def main() -> int:
     t0, c0 = time.perf_counter(), time.process_time()
     feats.transform([t["request"] for t in sub], [t["response"] for t in sub])
     t_emb, c_emb = time.perf_counter() - t0, time.process_time() - c0
-    print(f"embed-lr: {len(sub)} samples embedded in {t_emb:.1f} s = {len(sub) / t_emb:.0f} samples/s "
-          f"(goal >= 50/s on 2 cores; {c_emb:.1f} s CPU over 2 threads; max_seq_length "
-          f"{feats.params['max_seq_length']}); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"embed-lr: {len(sub)} samples embedded in {t_emb:.1f} s = {len(sub) / t_emb:.0f} samples/s "
+        f"(goal >= 50/s on 2 cores; {c_emb:.1f} s CPU over 2 threads; max_seq_length "
+        f"{feats.params['max_seq_length']}); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     return 0
 
 

@@ -33,9 +33,12 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=3010)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--latency", type=float, default=0.2)
-    ap.add_argument("--db", default=None,
-                    help="a PostgreSQL server URL: a fresh database is created on it and dropped afterwards "
-                         "(default: a fresh SQLite file)")
+    ap.add_argument(
+        "--db",
+        default=None,
+        help="a PostgreSQL server URL: a fresh database is created on it and dropped afterwards "
+        "(default: a fresh SQLite file)",
+    )
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_runner_")
     url, drop = f"sqlite:///{tmp}/bench.db", None
@@ -69,6 +72,7 @@ def _fresh_pg_database(server_url: str):
         with admin.connect() as c:
             c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
     return db_url(server_url).rsplit("/", 1)[0] + "/" + name, drop
 
 
@@ -83,14 +87,19 @@ def _bench(a, url: str) -> int:
     with session_scope(engine) as s:
         insert_samples(s, rows)
 
-    server = subprocess.Popen([sys.executable, "-m", "servers.openai_fast", "--latency", str(a.latency)],
-                              cwd=str(REPO / "tests"), stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(REPO / "tests")})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "servers.openai_fast", "--latency", str(a.latency)],
+        cwd=str(REPO / "tests"),
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tests")},
+    )
     try:
         base = server.stdout.readline().strip()
         bare_dt, bare_cpu = _bare_sdk(base, rows, a.concurrency)
-        rid = runner.create_run(engine, "openai:bench-model", "direct", base_url=base,
-                                concurrency=a.concurrency, params={"timeout": 30})
+        rid = runner.create_run(
+            engine, "openai:bench-model", "direct", base_url=base, concurrency=a.concurrency, params={"timeout": 30}
+        )
         t0, c0 = time.perf_counter(), time.process_time()
         out = runner.execute_run(engine, rid)
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -98,8 +107,9 @@ def _bench(a, url: str) -> int:
         ideal_time = a.n / ideal_rate
         achieved = a.n / dt
         t1 = time.perf_counter()
-        rid2 = runner.create_run(engine, "openai:bench-model", "direct", base_url=base, concurrency=a.concurrency,
-                                 params={"timeout": 30})
+        rid2 = runner.create_run(
+            engine, "openai:bench-model", "direct", base_url=base, concurrency=a.concurrency, params={"timeout": 30}
+        )
         out2 = runner.execute_run(engine, rid2)
         dt2 = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -110,16 +120,24 @@ def _bench(a, url: str) -> int:
         server.wait()
         engine.dispose()
     judged = sum(out["counts"].values())
-    print(f"store: {engine.url.get_backend_name()}  samples: {a.n}  concurrency: {a.concurrency}  latency: {a.latency*1000:.0f} ms")
+    print(
+        f"store: {engine.url.get_backend_name()}  samples: {a.n}  concurrency: {a.concurrency}  latency: {a.latency * 1000:.0f} ms"
+    )
     print(f"first run: {dt:.2f} s for {judged} samples, {out['api_calls']} API calls")
-    print(f"  achieved {achieved:.1f} samples/s vs ideal {ideal_rate:.1f}/s ({ideal_time:.2f} s): "
-          f"ratio {achieved / ideal_rate:.3f} (goal >= 0.95)")
+    print(
+        f"  achieved {achieved:.1f} samples/s vs ideal {ideal_rate:.1f}/s ({ideal_time:.2f} s): "
+        f"ratio {achieved / ideal_rate:.3f} (goal >= 0.95)"
+    )
     print(f"  client CPU {cpu:.2f} s ({cpu / a.n * 1000:.2f} ms/sample, all threads incl. the store writer)")
-    print(f"bare SDK loop (no runner/store): {bare_dt:.2f} s, {a.n / bare_dt:.1f}/s, ratio to ideal "
-          f"{a.n / bare_dt / ideal_rate:.3f}, CPU {bare_cpu / a.n * 1000:.2f} ms/request")
+    print(
+        f"bare SDK loop (no runner/store): {bare_dt:.2f} s, {a.n / bare_dt:.1f}/s, ratio to ideal "
+        f"{a.n / bare_dt / ideal_rate:.3f}, CPU {bare_cpu / a.n * 1000:.2f} ms/request"
+    )
     print(f"  runner / bare SDK throughput: {bare_dt / dt:.3f}")
-    print(f"cached rerun (new run, create + execute): {dt2:.2f} s, api_calls={out2['api_calls']}, "
-          f"cache_hits={out2['cache_hits']} (goal < 2 s, 0 calls)")
+    print(
+        f"cached rerun (new run, create + execute): {dt2:.2f} s, api_calls={out2['api_calls']}, "
+        f"cache_hits={out2['cache_hits']} (goal < 2 s, 0 calls)"
+    )
     print(f"resume of the finished run: {dt3:.3f} s, api_calls={out3['api_calls']}")
     return 0
 
@@ -137,9 +155,17 @@ def _bare_sdk(base: str, rows: list[dict], concurrency: int) -> tuple[float, flo
     bodies = []
     for r in rows:
         system, user, _ = b.chat_messages(r["request"], r["response"])
-        bodies.append({"model": "bench-model", "temperature": 0, "seed": 0, "max_tokens": 16, "logprobs": True,
-                       "top_logprobs": 5, "messages": [{"role": "system", "content": system},
-                                                       {"role": "user", "content": user + " (bare)"}]})
+        bodies.append(
+            {
+                "model": "bench-model",
+                "temperature": 0,
+                "seed": 0,
+                "max_tokens": 16,
+                "logprobs": True,
+                "top_logprobs": 5,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user + " (bare)"}],
+            }
+        )
 
     async def go() -> None:
         client = openai.AsyncOpenAI(api_key="sk-local", base_url=base, max_retries=0)
@@ -147,8 +173,10 @@ def _bare_sdk(base: str, rows: list[dict], concurrency: int) -> tuple[float, flo
 
         async def one(i: int, body: dict) -> None:
             async with sem:
-                await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
-                                  options={"idempotency_key": f"bare-{i}"})
+                await client.post(
+                    "/chat/completions", body=body, cast_to=ChatCompletion, options={"idempotency_key": f"bare-{i}"}
+                )
+
         await asyncio.gather(*(one(i, bd) for i, bd in enumerate(bodies)))
         await client.close()
 

@@ -57,13 +57,18 @@ def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
             rows = pair_rows(min(5000, pairs - off), "test", offset=off, prefix="scale")
             with session_scope(engine) as s:
                 insert_samples(s, rows)
-        server = subprocess.Popen([sys.executable, "-m", "servers.openai_fast", "--latency", str(latency)],
-                                  cwd=str(REPO / "tests"), stdout=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(REPO / "tests")})
+        server = subprocess.Popen(
+            [sys.executable, "-m", "servers.openai_fast", "--latency", str(latency)],
+            cwd=str(REPO / "tests"),
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO / "tests")},
+        )
         try:
             base = server.stdout.readline().strip()
-            rid = runner.create_run(engine, "openai:bench-model", "direct", base_url=base,
-                                    concurrency=concurrency, params={"timeout": 60})
+            rid = runner.create_run(
+                engine, "openai:bench-model", "direct", base_url=base, concurrency=concurrency, params={"timeout": 60}
+            )
             import gc
 
             gc.collect()
@@ -75,6 +80,7 @@ def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
                 while not stop.is_set():
                     peak[0] = max(peak[0], rss_mb())
                     time.sleep(0.02)
+
             t = threading.Thread(target=sample, daemon=True)
             t.start()
             t0, c0 = time.perf_counter(), time.process_time()
@@ -86,12 +92,21 @@ def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
             server.kill()
             server.wait()
         ideal = concurrency / latency
-        return {"n": n, "store": engine.url.get_backend_name(), "seconds": round(dt, 2),
-                "load_avg_1m": os.getloadavg()[0],
-                "judged": sum(out["counts"].values()), "api_calls": out["api_calls"],
-                "achieved_per_s": round(n / dt, 1), "ideal_per_s": ideal, "ratio": round(n / dt / ideal, 3),
-                "cpu_s": round(cpu, 1), "rss_before_mb": round(before, 1), "rss_peak_mb": round(peak[0], 1),
-                "rss_growth_mb": round(peak[0] - before, 1)}
+        return {
+            "n": n,
+            "store": engine.url.get_backend_name(),
+            "seconds": round(dt, 2),
+            "load_avg_1m": os.getloadavg()[0],
+            "judged": sum(out["counts"].values()),
+            "api_calls": out["api_calls"],
+            "achieved_per_s": round(n / dt, 1),
+            "ideal_per_s": ideal,
+            "ratio": round(n / dt / ideal, 3),
+            "cpu_s": round(cpu, 1),
+            "rss_before_mb": round(before, 1),
+            "rss_peak_mb": round(peak[0], 1),
+            "rss_growth_mb": round(peak[0] - before, 1),
+        }
     finally:
         engine.dispose()
         if drop:
@@ -114,23 +129,35 @@ def main() -> int:
         return 0
     results = []
     for n in a.sizes:
-        cmd = [sys.executable, __file__, "--child", str(n), "--concurrency", str(a.concurrency),
-               "--latency", str(a.latency)] + (["--db", a.db] if a.db else [])
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            str(n),
+            "--concurrency",
+            str(a.concurrency),
+            "--latency",
+            str(a.latency),
+        ] + (["--db", a.db] if a.db else [])
         p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
         if p.returncode != 0:
             print(p.stderr, file=sys.stderr)
             return 1
         r = json.loads(p.stdout.strip().splitlines()[-1])
         results.append(r)
-        print(f"{r['store']} n={r['n']:>7}: {r['seconds']:.1f} s, {r['achieved_per_s']:.0f}/s vs ideal "
-              f"{r['ideal_per_s']:.0f}/s -> ratio {r['ratio']:.3f} (goal >= 0.85); CPU {r['cpu_s']} s; "
-              f"RSS {r['rss_before_mb']:.0f} MB before, peak {r['rss_peak_mb']:.0f} MB "
-              f"(growth {r['rss_growth_mb']:.0f} MB); api_calls {r['api_calls']}; machine load {r['load_avg_1m']:.1f}",
-              flush=True)
+        print(
+            f"{r['store']} n={r['n']:>7}: {r['seconds']:.1f} s, {r['achieved_per_s']:.0f}/s vs ideal "
+            f"{r['ideal_per_s']:.0f}/s -> ratio {r['ratio']:.3f} (goal >= 0.85); CPU {r['cpu_s']} s; "
+            f"RSS {r['rss_before_mb']:.0f} MB before, peak {r['rss_peak_mb']:.0f} MB "
+            f"(growth {r['rss_growth_mb']:.0f} MB); api_calls {r['api_calls']}; machine load {r['load_avg_1m']:.1f}",
+            flush=True,
+        )
     if len(results) > 1:
         g = [r["rss_growth_mb"] for r in results]
-        print(f"memory growth during execution across sizes {[r['n'] for r in results]}: {g} MB "
-              f"(flat in N when these are about equal)")
+        print(
+            f"memory growth during execution across sizes {[r['n'] for r in results]}: {g} MB "
+            f"(flat in N when these are about equal)"
+        )
     return 0
 
 

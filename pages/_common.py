@@ -70,8 +70,9 @@ def load_runs(url: str, ver: tuple):
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude",
-                edition: str | None = None):
+def load_report(
+    url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude", edition: str | None = None
+):
     """The analysis report (contract JSON + extras) over ``run_ids`` (``None`` = every run).
 
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
@@ -79,8 +80,14 @@ def load_report(url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, in
     shown), which halves its cold cost on a paper-sized store."""
     from automonitor import analysis
 
-    return analysis.report(_engine_for(url), list(run_ids) if run_ids is not None else None,
-                           invalid=invalid, n_boot=100, with_grounding=False, edition=edition)
+    return analysis.report(
+        _engine_for(url),
+        list(run_ids) if run_ids is not None else None,
+        invalid=invalid,
+        n_boot=100,
+        with_grounding=False,
+        edition=edition,
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -110,8 +117,9 @@ def load_roc(url: str, ver: tuple, run_id: str):
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def load_cell(url: str, ver: tuple, run_id: str, cell: str, category: str | None, task: str | None,
-              invalid: str = "exclude"):
+def load_cell(
+    url: str, ver: tuple, run_id: str, cell: str, category: str | None, task: str | None, invalid: str = "exclude"
+):
     """The samples of one confusion cell (``automonitor.analysis.cell_samples``)."""
     from automonitor import analysis
 
@@ -144,14 +152,27 @@ def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict
     """The runs of the report that give scores: ``[{"run_id", "monitor", "template", "auroc"}]`` (small,
     so a warm page does not unpickle the whole report)."""
     report = load_report(url, ver, None, invalid)
-    return [{"run_id": e["run_id"], "monitor": e["monitor"], "template": e["template"], "auroc": e["auroc"]}
-            for e in report["runs"] if e.get("auroc") is not None]
+    return [
+        {"run_id": e["run_id"], "monitor": e["monitor"], "template": e["template"], "auroc": e["auroc"]}
+        for e in report["runs"]
+        if e.get("auroc") is not None
+    ]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def load_tradeoff(url: str, ver: tuple, invalid: str, category: str | None, task: str | None,
-                  templates: tuple[str, ...], min_n: int, archived: tuple[str, ...], show_archived: bool,
-                  edition: str | None, show_paper: bool):
+def load_tradeoff(
+    url: str,
+    ver: tuple,
+    invalid: str,
+    category: str | None,
+    task: str | None,
+    templates: tuple[str, ...],
+    min_n: int,
+    archived: tuple[str, ...],
+    show_archived: bool,
+    edition: str | None,
+    show_paper: bool,
+):
     """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice): ``(raw points,
     drawn points, Pareto front ids, reported points or None)``, cached per store version and selection.
     (The figure itself is built per run: a cached plotly figure lost its click selection events.)"""
@@ -161,8 +182,9 @@ def load_tradeoff(url: str, ver: tuple, invalid: str, category: str | None, task
     raw = views.tradeoff_points(report, category, task, list(templates))
     if "kind" in raw:
         raw = raw[~raw["kind"].isin(["generation"])]
-    pts = workbench.honest_points(raw, load_sample_sets(url, ver), min_n=min_n, archived=archived,
-                                  show_archived=show_archived)
+    pts = workbench.honest_points(
+        raw, load_sample_sets(url, ver), min_n=min_n, archived=archived, show_archived=show_archived
+    )
     if edition:
         pts = pts[pts["edition"] == edition].reset_index(drop=True)
     reported = views.reported_for(load_reported(), category, task, list(templates)) if show_paper else None
@@ -201,8 +223,15 @@ def set_qp(**params: Any) -> None:
             st.query_params[k] = new if len(new) > 1 else new[0]
 
 
-def seed_state(page: str, key: str, default: Any, *, valid: Iterable[Any] | None = None,
-               multi: bool = False, cast: Callable[[str], Any] | None = None) -> str:
+def seed_state(
+    page: str,
+    key: str,
+    default: Any,
+    *,
+    valid: Iterable[Any] | None = None,
+    multi: bool = False,
+    cast: Callable[[str], Any] | None = None,
+) -> str:
     """Initialise ``st.session_state["<page>.<key>"]`` from the URL (query param ``key``) and return
     that session-state key, for use as a widget ``key``.
 
@@ -343,8 +372,10 @@ def show_html(markup: str) -> None:
 
 def empty_store_notice(what: str = "data") -> None:
     """The standard hint shown by a page when the store holds nothing to show yet."""
-    st.info(f"No {what} in the store yet. Build the benchmark with `automonitor build` (or import pairs "
-            "with `automonitor import FILE`), then launch a run on the **Runs** page.")
+    st.info(
+        f"No {what} in the store yet. Build the benchmark with `automonitor build` (or import pairs "
+        "with `automonitor import FILE`), then launch a run on the **Runs** page."
+    )
 
 
 def label_of_run(row: dict | Any) -> str:

@@ -32,9 +32,15 @@ def size_choice(page: str) -> str | None:
     """The "Point size" control (none, USD or compute seconds per 1,000 samples), kept in the URL;
     returns the cost column to size the points by, or ``None``."""
     key = ui.seed_state(page, "size", "none", valid=list(MEASURES))
-    size = st.radio("Point size", list(MEASURES), key=key, format_func=MEASURES.get, horizontal=True,
-                    help="Size the points by cost: tokens x price from the run's records, or measured compute "
-                         "seconds for local monitors; derived runs carry the cost of the calls their recipe makes")
+    size = st.radio(
+        "Point size",
+        list(MEASURES),
+        key=key,
+        format_func=MEASURES.get,
+        horizontal=True,
+        help="Size the points by cost: tokens x price from the run's records, or measured compute "
+        "seconds for local monitors; derived runs carry the cost of the calls their recipe makes",
+    )
     ui.sync_qp(page, size=None if size == "none" else size)
     return None if size == "none" else size
 
@@ -45,8 +51,7 @@ def cheapest_on_front(page: str, pts: pd.DataFrame) -> None:
     c1, c2, c3 = st.columns(3)
     mr_max = c1.number_input("MR at most", 0.0, 1.0, 0.3, 0.05, key=f"{page}.mr_max")
     far_max = c2.number_input("FAR at most", 0.0, 1.0, 0.3, 0.05, key=f"{page}.far_max")
-    measure = c3.selectbox("Cost measure", ["usd_per_1k", "s_per_1k"], key=f"{page}.measure",
-                           format_func=MEASURES.get)
+    measure = c3.selectbox("Cost measure", ["usd_per_1k", "s_per_1k"], key=f"{page}.measure", format_func=MEASURES.get)
     if pts.empty or "usd_per_1k" not in pts:
         st.caption("No run in this slice.")
         return
@@ -56,9 +61,11 @@ def cheapest_on_front(page: str, pts: pd.DataFrame) -> None:
         return
     cost = best.get(measure)
     unit = "USD" if measure == "usd_per_1k" else "s"
-    st.markdown(f"**{views.md_escape(best['monitor'])}** · run `{views.md_escape(best['run_id'])}`: "
-                f"MR {best['mr']:.3f}, FAR {best['far']:.3f}, "
-                f"{0.0 if pd.isna(cost) else float(cost):.4g} {unit} per 1,000 samples")
+    st.markdown(
+        f"**{views.md_escape(best['monitor'])}** · run `{views.md_escape(best['run_id'])}`: "
+        f"MR {best['mr']:.3f}, FAR {best['far']:.3f}, "
+        f"{0.0 if pd.isna(cost) else float(cost):.4g} {unit} per 1,000 samples"
+    )
 
 
 def builder(page: str, runs: pd.DataFrame) -> None:
@@ -74,8 +81,13 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                 k = st.number_input("k (vote)", 1, max(1, len(chosen)), 1, key=f"{page}.ens_k")
                 thr = st.number_input("Threshold (mean)", 0.0, 1.0, 0.5, 0.05, key=f"{page}.ens_thr")
                 if st.button("Build ensemble", key=f"{page}.build_ens"):
-                    res = derive.derive_ensemble(ui.engine(), chosen, rule, k=int(k) if rule == "vote" else None,
-                                                 threshold=float(thr) if rule == "mean" else None)
+                    res = derive.derive_ensemble(
+                        ui.engine(),
+                        chosen,
+                        rule,
+                        k=int(k) if rule == "vote" else None,
+                        threshold=float(thr) if rule == "mean" else None,
+                    )
                     st.success(f"derived run {res['run_id']}")
             elif kind == "thresholds":
                 run = st.selectbox("Score run", ids, key=f"{page}.thr_run", format_func=labels.get)
@@ -89,8 +101,9 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                 cheap = st.selectbox("Cheap score run", ids, key=f"{page}.cas_cheap", format_func=labels.get)
                 exp = st.selectbox("Expensive run", ids, key=f"{page}.cas_exp", format_func=labels.get)
                 low = st.number_input("Cheap decides benign at score <=", 0.0, 1.0, 0.2, 0.05, key=f"{page}.cas_low")
-                high = st.number_input("Cheap decides misbehavior at score >=", 0.0, 1.0, 0.8, 0.05,
-                                       key=f"{page}.cas_high")
+                high = st.number_input(
+                    "Cheap decides misbehavior at score >=", 0.0, 1.0, 0.8, 0.05, key=f"{page}.cas_high"
+                )
                 if st.button("Build cascade", key=f"{page}.build_cas"):
                     res = derive.derive_cascade(ui.engine(), cheap, exp, float(low), float(high))
                     st.success(f"derived run {res['run_id']}: {res['recipe']['share_escalated']:.1%} escalated")

@@ -19,8 +19,16 @@ GEN_BACKENDS = ("openai", "anthropic", "llamacpp")
 def _estimate(kind, generator, source, cue, incentive, limit, samples, max_tokens) -> dict:
     from automonitor.generation.engine import estimate_generation
 
-    return estimate_generation(kind, generator, source=source, cue=cue, incentive=incentive, limit=limit,
-                               samples_per_prompt=samples, max_tokens=max_tokens)
+    return estimate_generation(
+        kind,
+        generator,
+        source=source,
+        cue=cue,
+        incentive=incentive,
+        limit=limit,
+        samples_per_prompt=samples,
+        max_tokens=max_tokens,
+    )
 
 
 def launch_form(page: str, eng, url: str) -> str | None:
@@ -32,27 +40,44 @@ def launch_form(page: str, eng, url: str) -> str | None:
     from automonitor.monitors import REGISTRY
 
     c1, c2, c3, c4 = st.columns(4)
-    kind = c1.selectbox("Recipe", ("sycophancy", "gaming"), key=f"{page}.gen.kind",
-                        help="sycophancy: counterfactual cue filter · gaming: incentive injection + screens")
+    kind = c1.selectbox(
+        "Recipe",
+        ("sycophancy", "gaming"),
+        key=f"{page}.gen.kind",
+        help="sycophancy: counterfactual cue filter · gaming: incentive injection + screens",
+    )
     backend = c2.selectbox("Generator backend", GEN_BACKENDS, key=f"{page}.gen.backend")
     model = c3.text_input("Model", key=f"{page}.gen.model", placeholder=REGISTRY[backend].default_model)
-    base_url = c4.text_input("Base URL", key=f"{page}.gen.base_url", disabled=not REGISTRY[backend].takes_base_url,
-                             placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)")
+    base_url = c4.text_input(
+        "Base URL",
+        key=f"{page}.gen.base_url",
+        disabled=not REGISTRY[backend].takes_base_url,
+        placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
+    )
     d1, d2, d3, d4 = st.columns(4)
     cue = incentive = None
     if kind == "sycophancy":
         source = d1.selectbox("Source", tasks.SYCOPHANCY_SOURCES, key=f"{page}.gen.ssource")
-        cue = d2.selectbox("Cue", tasks.CUES if source == "bct_truthfulqa_cues" else ("suggested_answer",),
-                           key=f"{page}.gen.cue")
-        samples = int(d3.number_input("Samples per prompt", min_value=1, max_value=8, value=1,
-                                      key=f"{page}.gen.samples"))
+        cue = d2.selectbox(
+            "Cue", tasks.CUES if source == "bct_truthfulqa_cues" else ("suggested_answer",), key=f"{page}.gen.cue"
+        )
+        samples = int(
+            d3.number_input("Samples per prompt", min_value=1, max_value=8, value=1, key=f"{page}.gen.samples")
+        )
     else:
         source = d1.selectbox("Source", tasks.GAMING_SOURCES, key=f"{page}.gen.gsource")
         incentive = d2.selectbox("Incentive", names(), key=f"{page}.gen.incentive")
         samples = 1
     limit = int(d4.number_input("Items (first N)", min_value=1, value=10, key=f"{page}.gen.limit"))
-    max_tokens = int(st.number_input("Max tokens per answer", min_value=8, max_value=4096,
-                                     value=gen.DEFAULT_MAX_TOKENS[kind], key=f"{page}.gen.max_tokens.{kind}"))
+    max_tokens = int(
+        st.number_input(
+            "Max tokens per answer",
+            min_value=8,
+            max_value=4096,
+            value=gen.DEFAULT_MAX_TOKENS[kind],
+            key=f"{page}.gen.max_tokens.{kind}",
+        )
+    )
     generator = f"{backend}:{model.strip()}" if model.strip() else backend
     est, err = None, None
     try:
@@ -68,14 +93,27 @@ def launch_form(page: str, eng, url: str) -> str | None:
         e1.metric("Generation items", f"{est['n']:,}")
         e2.metric("Generator calls", f"{est['calls']:,}")
         e3.metric("Generation prompt tokens (est.)", f"{est['prompt_tokens']:,}")
-        e4.metric("Generation cost (est., USD)", f"${est['est_cost_usd']:,.4f}" if est["price_known"] else "unknown price",
-                  help="Upper bound: prompt characters/4 and max tokens per answer at the list price")
-    if st.button("Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:",
-                 disabled=bool(err) or not est):
+        e4.metric(
+            "Generation cost (est., USD)",
+            f"${est['est_cost_usd']:,.4f}" if est["price_known"] else "unknown price",
+            help="Upper bound: prompt characters/4 and max tokens per answer at the list price",
+        )
+    if st.button(
+        "Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:", disabled=bool(err) or not est
+    ):
         try:
-            run_id = gen.create_generation(eng, kind, generator, source=source, cue=cue, incentive=incentive,
-                                           limit=limit, samples_per_prompt=samples,
-                                           base_url=base_url.strip() or None, max_tokens=max_tokens)
+            run_id = gen.create_generation(
+                eng,
+                kind,
+                generator,
+                source=source,
+                cue=cue,
+                incentive=incentive,
+                limit=limit,
+                samples_per_prompt=samples,
+                base_url=base_url.strip() or None,
+                max_tokens=max_tokens,
+            )
             gen.launch_generation_detached(url, run_id)
         except InputError as exc:
             st.error(f"Not started: {views.md_escape(exc)}")
@@ -93,13 +131,19 @@ def progress_box(eng, rows: list[dict]) -> None:
     for r in rows:
         box = st.container(border=True)
         head, btn = box.columns([5, 1], vertical_alignment="center")
-        head.markdown(f"**generation · {views.md_escape(r['kind'])} · {views.md_escape(r['generator'])}** · "
-                      f"{views.md_escape(r['generation_id'])} · status **{views.md_escape(r['status'])}**")
+        head.markdown(
+            f"**generation · {views.md_escape(r['kind'])} · {views.md_escape(r['generator'])}** · "
+            f"{views.md_escape(r['generation_id'])} · status **{views.md_escape(r['status'])}**"
+        )
         frac = (r["done"] / r["n"]) if r["n"] else 0.0
-        box.progress(min(1.0, frac), text=f"{r['done']:,} / {r['n']:,} items · kept {r['kept']} · "
-                     + " · ".join(f"{views.md_escape(k)} {v}" for k, v in sorted(r["dropped"].items())))
-        if r["status"] in ACTIVE and btn.button("Cancel", key=f"gen.cancel.{r['generation_id']}",
-                                                icon=":material/stop_circle:"):
+        box.progress(
+            min(1.0, frac),
+            text=f"{r['done']:,} / {r['n']:,} items · kept {r['kept']} · "
+            + " · ".join(f"{views.md_escape(k)} {v}" for k, v in sorted(r["dropped"].items())),
+        )
+        if r["status"] in ACTIVE and btn.button(
+            "Cancel", key=f"gen.cancel.{r['generation_id']}", icon=":material/stop_circle:"
+        ):
             runner.cancel_run(eng, r["generation_id"])
             st.toast(f"Cancelling {r['generation_id']}…")
 
@@ -109,12 +153,23 @@ def stats_frame(rows: list[dict]) -> pd.DataFrame:
     reasons = sorted({k for r in rows for k in r["dropped"]})
     out = []
     for r in rows:
-        out.append({"generation_id": r["generation_id"], "status": r["status"], "kind": r["kind"],
-                    "generator": r["generator"], "source": r["source"], "cue/incentive": r["cue"] or r["incentive"],
-                    "prompts": r["prompts"], "kept": r["kept"],
-                    "kept_rate": (r["kept"] / r["prompts"]) if r["prompts"] else None,
-                    "candidates_added": r["candidates_added"],
-                    **{f"dropped: {k}": r["dropped"].get(k, 0) for k in reasons},
-                    "calls": r["calls"], "cache_hits": r["cache_hits"], "cost_usd": r["cost_usd"],
-                    "created_at": r.get("created_at")})
+        out.append(
+            {
+                "generation_id": r["generation_id"],
+                "status": r["status"],
+                "kind": r["kind"],
+                "generator": r["generator"],
+                "source": r["source"],
+                "cue/incentive": r["cue"] or r["incentive"],
+                "prompts": r["prompts"],
+                "kept": r["kept"],
+                "kept_rate": (r["kept"] / r["prompts"]) if r["prompts"] else None,
+                "candidates_added": r["candidates_added"],
+                **{f"dropped: {k}": r["dropped"].get(k, 0) for k in reasons},
+                "calls": r["calls"],
+                "cache_hits": r["cache_hits"],
+                "cost_usd": r["cost_usd"],
+                "created_at": r.get("created_at"),
+            }
+        )
     return pd.DataFrame(out)

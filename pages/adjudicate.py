@@ -16,8 +16,7 @@ from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, SPLITS, TASK_NAMES
 
 PAGE = "adjudicate"
-DECISION_NAMES = {"misbehavior": "Misbehavior (gold)", "benign": "Benign (gold)",
-                  "reject": "Reject the pair"}
+DECISION_NAMES = {"misbehavior": "Misbehavior (gold)", "benign": "Benign (gold)", "reject": "Reject the pair"}
 
 
 account = ui.require_login("Access denied: adjudication is for admins.", admin=True)
@@ -31,8 +30,15 @@ if flash:
 with st.expander("Assign candidate items in rounds", expanded=False):
     ac = st.columns(4)
     k_ = ac[0].number_input("Annotators per item (k)", 1, 20, 2, key=f"{PAGE}.assign_k")
-    bs = ac[1].number_input("Batch size (items)", 2, 1000, 20, step=2, key=f"{PAGE}.assign_batch",
-                            help="Annotators who share a batch see its items in the same order")
+    bs = ac[1].number_input(
+        "Batch size (items)",
+        2,
+        1000,
+        20,
+        step=2,
+        key=f"{PAGE}.assign_batch",
+        help="Annotators who share a batch see its items in the same order",
+    )
     cal = ac[2].number_input("Calibration pairs (everyone)", 0, 100, 0, key=f"{PAGE}.assign_cal")
     sd = ac[3].number_input("Seed", 0, 2**31 - 1, 0, key=f"{PAGE}.assign_seed")
     if st.button("Assign unassigned candidates", key=f"{PAGE}.assign"):
@@ -48,8 +54,10 @@ if flags:
     with st.expander(f"Flags from annotators ({len(flags)} open)", expanded=True):
         for f in flags:
             fc1, fc2 = st.columns([5, 1], vertical_alignment="center")
-            fc1.markdown(f"**{views.md_escape(f['annotator'])}** on `{views.md_escape(f['sample_id'])}` "
-                         f"(pair `{views.md_escape(f['pair_id'])}`):")
+            fc1.markdown(
+                f"**{views.md_escape(f['annotator'])}** on `{views.md_escape(f['sample_id'])}` "
+                f"(pair `{views.md_escape(f['pair_id'])}`):"
+            )
             fc1.code(f["comment"], language=None, wrap_lines=True)
             if fc2.button("Resolved", key=f"{PAGE}.flag_done.{f['id']}"):
                 ann.resolve_flag(engine, account, f["id"])
@@ -79,8 +87,10 @@ else:
     def _fmt(sid: str) -> str:
         e = by_id[sid]
         done = f" · decided: {e.decision['decision']}" if e.decision else ""
-        return (f"{ids.index(sid) + 1}. {e.reason} · {CATEGORY_NAMES.get(e.category, e.category)} / "
-                f"{TASK_NAMES.get(e.task, e.task)}{done}")
+        return (
+            f"{ids.index(sid) + 1}. {e.reason} · {CATEGORY_NAMES.get(e.category, e.category)} / "
+            f"{TASK_NAMES.get(e.task, e.task)}{done}"
+        )
 
     st.selectbox("Queue", ids, format_func=_fmt, key=SEL)
     e = by_id[st.session_state[SEL]]
@@ -92,12 +102,24 @@ else:
     st.markdown("**Annotators' labels**")
     st.dataframe(pd.DataFrame(e.labels), hide_index=True, key=f"{PAGE}.labels")
     with st.expander("Provenance (intended label, source, pair)", expanded=False):
-        st.dataframe(pd.DataFrame([{"sample_id": e.sample_id, "pair_id": e.pair_id,
-                                    "intended label": e.intended_label, "source": e.source}]),
-                     hide_index=True)
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "sample_id": e.sample_id,
+                        "pair_id": e.pair_id,
+                        "intended label": e.intended_label,
+                        "source": e.source,
+                    }
+                ]
+            ),
+            hide_index=True,
+        )
     if e.decision:
-        st.caption(f"Current decision: {ui.md(e.decision['decision'])} by {ui.md(e.decision['adjudicator'])} "
-                   f"({ui.md(e.decision['created_at'])}); a new decision supersedes it.")
+        st.caption(
+            f"Current decision: {ui.md(e.decision['decision'])} by {ui.md(e.decision['adjudicator'])} "
+            f"({ui.md(e.decision['created_at'])}); a new decision supersedes it."
+        )
 
     def _decide(sid: str) -> None:
         decision = st.session_state.get(f"{PAGE}.{sid}.decision")
@@ -114,18 +136,26 @@ else:
         st.session_state[f"{PAGE}.flash"] = ("success", f"Decision recorded: {DECISION_NAMES[decision]}.")
 
     with st.form(f"{PAGE}.{e.sample_id}.form", enter_to_submit=True):
-        st.radio("Decision", list(ann.DECISIONS), format_func=DECISION_NAMES.get, index=None,
-                 horizontal=True, key=f"{PAGE}.{e.sample_id}.decision")
+        st.radio(
+            "Decision",
+            list(ann.DECISIONS),
+            format_func=DECISION_NAMES.get,
+            index=None,
+            horizontal=True,
+            key=f"{PAGE}.{e.sample_id}.decision",
+        )
         st.text_area("Note (required to reject: the reason)", key=f"{PAGE}.{e.sample_id}.note", height=80)
         st.form_submit_button("Record decision", type="primary", on_click=_decide, args=(e.sample_id,))
 
 st.divider()
 st.subheader("Move resolved pairs into the gold set")
-st.caption("A pair is resolved when each side has a decision here or all its annotators submitted the "
-           "same misbehavior/benign label. Accepted pairs become gold samples of edition **verified** "
-           "(split test, label source adjudicated), never of the paper mirror; with split train they go "
-           "to the train split. Rejected ones (a rejected side, or not one misbehavior and one benign "
-           "side) are kept with their reason.")
+st.caption(
+    "A pair is resolved when each side has a decision here or all its annotators submitted the "
+    "same misbehavior/benign label. Accepted pairs become gold samples of edition **verified** "
+    "(split test, label source adjudicated), never of the paper mirror; with split train they go "
+    "to the train split. Rejected ones (a rejected side, or not one misbehavior and one benign "
+    "side) are kept with their reason."
+)
 fc = st.columns([1, 1, 3])
 split = fc[0].selectbox("Split", list(SPLITS), key=f"{PAGE}.split")
 if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
@@ -135,8 +165,10 @@ if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
         st.error(f"Not done: {ui.md(exc)}")
     else:
         where = f"edition {res.edition}" if res.edition else res.split
-        st.success(f"Accepted {len(res.accepted)} pair(s) into {where}, rejected {len(res.rejected)}; "
-                   f"{res.pending} pair(s) still pending.")
+        st.success(
+            f"Accepted {len(res.accepted)} pair(s) into {where}, rejected {len(res.rejected)}; "
+            f"{res.pending} pair(s) still pending."
+        )
 
 rejected = ann.rejected_pairs(engine, account)
 if rejected:
@@ -145,14 +177,17 @@ if rejected:
 
 st.subheader("Export with provenance")
 ec = st.columns(4)
-for i, (what, fmt) in enumerate((("annotations", "jsonl"), ("annotations", "csv"),
-                                 ("adjudications", "jsonl"), ("adjudications", "csv"))):
+for i, (what, fmt) in enumerate(
+    (("annotations", "jsonl"), ("annotations", "csv"), ("adjudications", "jsonl"), ("adjudications", "csv"))
+):
     if what == "annotations":
-        data = ann.records_to_text(ann.annotation_records(engine, account), fmt,
-                                   ann.ANNOTATION_EXPORT_COLUMNS)
+        data = ann.records_to_text(ann.annotation_records(engine, account), fmt, ann.ANNOTATION_EXPORT_COLUMNS)
     else:
-        data = ann.records_to_text(ann.adjudication_records(engine, account), fmt,
-                                   ann.ADJUDICATION_EXPORT_COLUMNS)
-    ec[i].download_button(f"{what.capitalize()} ({fmt.upper()})", data, file_name=f"{what}.{fmt}",
-                          mime="text/csv" if fmt == "csv" else "application/jsonl",
-                          key=f"{PAGE}.export.{what}.{fmt}")
+        data = ann.records_to_text(ann.adjudication_records(engine, account), fmt, ann.ADJUDICATION_EXPORT_COLUMNS)
+    ec[i].download_button(
+        f"{what.capitalize()} ({fmt.upper()})",
+        data,
+        file_name=f"{what}.{fmt}",
+        mime="text/csv" if fmt == "csv" else "application/jsonl",
+        key=f"{PAGE}.export.{what}.{fmt}",
+    )

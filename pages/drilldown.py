@@ -24,8 +24,15 @@ if runs.empty:
     st.stop()
 
 run_ids = list(runs["run_id"])
-run_label = dict(zip(runs["run_id"], [f"{m} · {t} · {r} ({s})" for m, t, r, s in
-                                      zip(runs["monitor"], runs["template"], runs["run_id"], runs["status"])]))
+run_label = dict(
+    zip(
+        runs["run_id"],
+        [
+            f"{m} · {t} · {r} ({s})"
+            for m, t, r, s in zip(runs["monitor"], runs["template"], runs["run_id"], runs["status"])
+        ],
+    )
+)
 
 link_run, link_warning = workbench.run_choice(ui.qp("run"), run_ids)
 if link_warning:
@@ -38,10 +45,15 @@ cmp_key = ui.seed_state(PAGE, "cmp", NONE, valid=[NONE, *run_ids])
 
 c1, c2, c3, c4 = st.columns([3, 2, 1.3, 1.3])
 run_id = c1.selectbox("Run", run_ids, key=run_key, format_func=run_label.get)
-category = c2.selectbox("Category", [ALL, *vocab.CATEGORIES], key=cat_key,
-                        format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c])
-task = c3.selectbox("Task", [ALL, *vocab.TASKS], key=task_key,
-                    format_func=lambda t: "All tasks" if t == ALL else vocab.TASK_NAMES[t])
+category = c2.selectbox(
+    "Category",
+    [ALL, *vocab.CATEGORIES],
+    key=cat_key,
+    format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c],
+)
+task = c3.selectbox(
+    "Task", [ALL, *vocab.TASKS], key=task_key, format_func=lambda t: "All tasks" if t == ALL else vocab.TASK_NAMES[t]
+)
 invalid = c4.selectbox("Unscored outcomes", vocab.INVALID_POLICIES, key=pol_key)
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
@@ -56,8 +68,10 @@ entry = next((e for e in report["runs"] if e["run_id"] == run_id), None)
 sl = views.slice_of(entry, cat, tsk) if entry else None
 sets = ui.load_sample_sets(url, ver).set_index("run_id")
 if run_id in sets.index:
-    st.caption(f"Measured on sample set {views.md_escape(sets.loc[run_id, 'sample_set'])}"
-               + ("" if sets.loc[run_id, "edition_recorded"] else " (edition inferred)"))
+    st.caption(
+        f"Measured on sample set {views.md_escape(sets.loc[run_id, 'sample_set'])}"
+        + ("" if sets.loc[run_id, "edition_recorded"] else " (edition inferred)")
+    )
 
 # --- confusion matrix ------------------------------------------------------------------------------
 st.subheader("Confusion matrix")
@@ -65,21 +79,31 @@ if not sl:
     st.info("This run has no predictions in this slice.")
 else:
     m = st.columns(5)
-    m[0].metric("Miss rate (MR)", "–" if sl["mr"] is None else f"{sl['mr']:.3f}",
-                help=None if not sl.get("mr_ci") else f"95% Wilson interval {sl['mr_ci'][0]:.3f}–{sl['mr_ci'][1]:.3f}")
-    m[1].metric("False alarm rate (FAR)", "–" if sl["far"] is None else f"{sl['far']:.3f}",
-                help=None if not sl.get("far_ci") else f"95% Wilson interval {sl['far_ci'][0]:.3f}–{sl['far_ci'][1]:.3f}")
+    m[0].metric(
+        "Miss rate (MR)",
+        "–" if sl["mr"] is None else f"{sl['mr']:.3f}",
+        help=None if not sl.get("mr_ci") else f"95% Wilson interval {sl['mr_ci'][0]:.3f}–{sl['mr_ci'][1]:.3f}",
+    )
+    m[1].metric(
+        "False alarm rate (FAR)",
+        "–" if sl["far"] is None else f"{sl['far']:.3f}",
+        help=None if not sl.get("far_ci") else f"95% Wilson interval {sl['far_ci'][0]:.3f}–{sl['far_ci'][1]:.3f}",
+    )
     m[2].metric("Judged samples", f"{sl['n']:,}")
     kinds = sl.get("unscored_by_kind") or {}
-    m[3].metric("Unscored", f"{sl['unscored']:,}",
-                help=", ".join(f"{k} {v}" for k, v in kinds.items()) or None)
+    m[3].metric("Unscored", f"{sl['unscored']:,}", help=", ".join(f"{k} {v}" for k, v in kinds.items()) or None)
     m[4].metric("Pending", f"{sl.get('pending', 0):,}")
 
     def _cell_button(col, name: str, label: str) -> None:
         count = sl.get(name, 0)
-        if col.button(f"{label}\n\n**{count:,}**", key=f"{PAGE}.cell_{name}", width="stretch",
-                      type="primary" if cell == name else "secondary", disabled=count == 0,
-                      help=views.CELL_TITLES[name]):
+        if col.button(
+            f"{label}\n\n**{count:,}**",
+            key=f"{PAGE}.cell_{name}",
+            width="stretch",
+            type="primary" if cell == name else "secondary",
+            disabled=count == 0,
+            help=views.CELL_TITLES[name],
+        ):
             ui.set_qp(cell=name, sample=None)
             st.rerun()
 
@@ -99,8 +123,10 @@ else:
     r3[0].markdown("**unscored**")
     _cell_button(r3[1], "unscored", "invalid / refusal / error")
     if invalid != "exclude":
-        grid.caption(f"Policy {invalid}: unscored outcomes are also counted as "
-                     f"{'flags' if invalid == 'as-flag' else 'passes'} in the cells above.")
+        grid.caption(
+            f"Policy {invalid}: unscored outcomes are also counted as "
+            f"{'flags' if invalid == 'as-flag' else 'passes'} in the cells above."
+        )
 
 # --- samples of the selected cell ------------------------------------------------------------------
 search = ""
@@ -112,26 +138,58 @@ if cell and sl:
     else:
         fc = st.columns([2, 2, 2, 2])
         outs = sorted(samples["outcome"].dropna().unique())
-        chosen_out = fc[0].multiselect("Outcome", outs, key=f"{PAGE}.f_outcome.{cell}",
-                                       placeholder="all outcomes")
+        chosen_out = fc[0].multiselect("Outcome", outs, key=f"{PAGE}.f_outcome.{cell}", placeholder="all outcomes")
         has_score = "score" in samples and samples["score"].notna().any()
-        score_rng = fc[1].slider("Score range", 0.0, 1.0, (0.0, 1.0), step=0.05, key=f"{PAGE}.f_score",
-                                 disabled=not has_score, help="P(misbehavior) of score-producing runs")
+        score_rng = fc[1].slider(
+            "Score range",
+            0.0,
+            1.0,
+            (0.0, 1.0),
+            step=0.05,
+            key=f"{PAGE}.f_score",
+            disabled=not has_score,
+            help="P(misbehavior) of score-producing runs",
+        )
         others = [r for r in run_ids if r != run_id]
-        dis_run = fc[2].selectbox("Disagrees with run", [NONE, *others], key=f"{PAGE}.f_disagree",
-                                  format_func=lambda r: "(any)" if r == NONE else run_label.get(r, r))
+        dis_run = fc[2].selectbox(
+            "Disagrees with run",
+            [NONE, *others],
+            key=f"{PAGE}.f_disagree",
+            format_func=lambda r: "(any)" if r == NONE else run_label.get(r, r),
+        )
         search = fc[3].text_input("Search (highlighted)", key=f"{PAGE}.f_search").strip()
         only = workbench.disagreeing_samples(ui.engine(), run_id, dis_run) if dis_run else None
-        shown = workbench.filter_cell(samples, outcomes=chosen_out, score_range=score_rng if has_score else None,
-                                      only=only, search=search)
-        cols = [c for c in ("sample_id", "category", "task", "label", "outcome", "score", "request_preview",
-                            "response_preview") if c in shown.columns]
-        ev = st.dataframe(shown[cols], hide_index=True, width="stretch", on_select="rerun",
-                          selection_mode="single-row", key=f"{PAGE}.cell_table.{run_id}.{cell}.{cat}.{tsk}",
-                          height=min(300, 38 + 35 * max(1, len(shown))),
-                          column_config={"request_preview": st.column_config.TextColumn("request", width="medium"),
-                                         "response_preview": st.column_config.TextColumn("response", width="large"),
-                                         "score": st.column_config.NumberColumn(format="%.3f")})
+        shown = workbench.filter_cell(
+            samples, outcomes=chosen_out, score_range=score_rng if has_score else None, only=only, search=search
+        )
+        cols = [
+            c
+            for c in (
+                "sample_id",
+                "category",
+                "task",
+                "label",
+                "outcome",
+                "score",
+                "request_preview",
+                "response_preview",
+            )
+            if c in shown.columns
+        ]
+        ev = st.dataframe(
+            shown[cols],
+            hide_index=True,
+            width="stretch",
+            on_select="rerun",
+            selection_mode="single-row",
+            key=f"{PAGE}.cell_table.{run_id}.{cell}.{cat}.{tsk}",
+            height=min(300, 38 + 35 * max(1, len(shown))),
+            column_config={
+                "request_preview": st.column_config.TextColumn("request", width="medium"),
+                "response_preview": st.column_config.TextColumn("response", width="large"),
+                "score": st.column_config.NumberColumn(format="%.3f"),
+            },
+        )
         ids = list(shown["sample_id"])
         if ev is not None and ev.selection.rows and ev.selection.rows[0] < len(ids):
             picked = ids[ev.selection.rows[0]]
@@ -142,15 +200,15 @@ if cell and sl:
                     ui.set_qp(sample=sample_id)
         nav = workbench.neighbours(ids, sample_id)
         n1, n2, n3 = st.columns([1, 3, 1], vertical_alignment="center")
-        if n1.button("← Previous", key=f"{PAGE}.prev", shortcut="K", disabled=nav["prev"] is None,
-                     width="stretch"):
+        if n1.button("← Previous", key=f"{PAGE}.prev", shortcut="K", disabled=nav["prev"] is None, width="stretch"):
             ui.set_qp(sample=nav["prev"])
             st.rerun()
         pos = "–" if nav["index"] is None else f"{nav['index'] + 1}"
-        n2.caption(f"Sample {pos} of {len(ids):,} in this cell ({len(samples):,} before filters) · "
-                   "keys: **K** previous, **J** next · or select a row")
-        if n3.button("Next →", key=f"{PAGE}.next", shortcut="J", disabled=nav["next"] is None,
-                     width="stretch"):
+        n2.caption(
+            f"Sample {pos} of {len(ids):,} in this cell ({len(samples):,} before filters) · "
+            "keys: **K** previous, **J** next · or select a row"
+        )
+        if n3.button("Next →", key=f"{PAGE}.next", shortcut="J", disabled=nav["next"] is None, width="stretch"):
             ui.set_qp(sample=nav["next"])
             st.rerun()
 
@@ -166,32 +224,53 @@ s, other = detail["sample"], detail["other"]
 st.divider()
 md = views.md_escape
 st.subheader(f"Sample {md(s['id'])}")
-st.caption(f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
-           f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · source {md(s['source'] or '–')} · "
-           f"split {md(s['split'] or '–')} · label provenance {md(s.get('label_source') or '–')}")
+st.caption(
+    f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
+    f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · source {md(s['source'] or '–')} · "
+    f"split {md(s['split'] or '–')} · label provenance {md(s.get('label_source') or '–')}"
+)
 
 preds = views.sample_predictions(ui.engine(), sample_id)
 cmp_opts = [NONE, *[r for r in run_ids if r != run_id and r in preds]]
 if st.session_state.get(cmp_key) not in cmp_opts:
     st.session_state[cmp_key] = NONE
-cmp_run = st.selectbox("Compare with another run on this sample", cmp_opts, key=cmp_key,
-                       format_func=lambda r: "(no comparison)" if r == NONE else run_label.get(r, r))
+cmp_run = st.selectbox(
+    "Compare with another run on this sample",
+    cmp_opts,
+    key=cmp_key,
+    format_func=lambda r: "(no comparison)" if r == NONE else run_label.get(r, r),
+)
 ui.sync_qp(PAGE, cmp=cmp_run or None)
 
 gold_color = "red" if s["label"] == "misbehavior" else "green"
 st.markdown(f"Gold label: :{gold_color}-badge[{md(s['label'])}]")
 shown_runs = [r for r in (run_id, cmp_run) if r]
-grounded = {r: views.ground_evidence(s["response"], s["request"], (preds.get(r) or {}).get("evidence"))
-            for r in shown_runs}
+grounded = {
+    r: views.ground_evidence(s["response"], s["request"], (preds.get(r) or {}).get("evidence")) for r in shown_runs
+}
 
 st.markdown("**Request**")
 req_spans = [g for r in shown_runs for g in grounded[r]]
-ui.show_html(views.highlight_html(s["request"], req_spans, field="request", show_missing=False,
-                                  max_height=240, css_class="am-text am-request", search=search or None))
+ui.show_html(
+    views.highlight_html(
+        s["request"],
+        req_spans,
+        field="request",
+        show_missing=False,
+        max_height=240,
+        css_class="am-text am-request",
+        search=search or None,
+    )
+)
 
-VERDICT = {"misbehavior": ("red", "flagged: misbehavior"), "benign": ("green", "passed: benign"),
-           "invalid": ("orange", "invalid (unparseable)"), "refusal": ("orange", "refusal"),
-           "error": ("gray", "error (API)"), None: ("gray", "pending")}
+VERDICT = {
+    "misbehavior": ("red", "flagged: misbehavior"),
+    "benign": ("green", "passed: benign"),
+    "invalid": ("orange", "invalid (unparseable)"),
+    "refusal": ("orange", "refusal"),
+    "error": ("gray", "error (API)"),
+    None: ("gray", "pending"),
+}
 
 ui.show_html(views.legend_html())
 cols = st.columns(len(shown_runs))
@@ -205,16 +284,27 @@ for col, rid in zip(cols, shown_runs):
             continue
         color, text = VERDICT.get(p["outcome"], ("gray", str(p["outcome"])))
         correct = (p["outcome"] == s["label"]) if p["outcome"] in vocab.LABELS else None
-        st.markdown(f"Verdict :{color}-badge[{md(text)}]"
-                    + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]")))
+        st.markdown(
+            f"Verdict :{color}-badge[{md(text)}]"
+            + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]"))
+        )
         cat_name = vocab.CATEGORY_NAMES.get(p["pred_category"], p["pred_category"]) if p["pred_category"] else "–"
-        st.table({"score P(misbehavior)": ["–" if p["score"] is None else f"{p['score']:.3f}"],
-                  "category": [cat_name], "severity": [p["severity"] or "–"],
-                  "evidence spans": [len(grounded[rid])]})
+        st.table(
+            {
+                "score P(misbehavior)": ["–" if p["score"] is None else f"{p['score']:.3f}"],
+                "category": [cat_name],
+                "severity": [p["severity"] or "–"],
+                "evidence spans": [len(grounded[rid])],
+            }
+        )
         if len(p.get("repeats") or []) > 1:  # run --repeat K: the K verdicts (repeat 0 is the run's)
             st.markdown(f"**{len(p['repeats'])} repeats**")
-            st.table({"repeat": list(range(len(p["repeats"]))),
-                      "verdict": [str(o) if o else "pending" for o in p["repeats"]]})
+            st.table(
+                {
+                    "repeat": list(range(len(p["repeats"]))),
+                    "verdict": [str(o) if o else "pending" for o in p["repeats"]],
+                }
+            )
         st.markdown("**Response** (evidence highlighted)")
         ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
         if p.get("reason"):
@@ -226,8 +316,9 @@ for col, rid in zip(cols, shown_runs):
 if other:
     mis, ben = (s, other) if s["label"] == "misbehavior" else (other, s)
     mode = workbench.diff_mode(s["task"])
-    with st.expander(f"The pair as a diff ({'line' if mode == 'line' else 'word'} diff of the two responses)",
-                     expanded=True):
+    with st.expander(
+        f"The pair as a diff ({'line' if mode == 'line' else 'word'} diff of the two responses)", expanded=True
+    ):
         ui.show_html(workbench.pair_diff_html(mis["response"], ben["response"], mode))
     with st.expander(f"The other side of the pair (gold: {other['label']})", expanded=False):
         ui.show_html(views.text_html(other["response"], max_height=320, css_class="am-text am-other"))
@@ -236,8 +327,11 @@ if other:
             if po:
                 color, text = VERDICT.get(po["outcome"], ("gray", str(po["outcome"])))
                 st.markdown(f"{md(run_label.get(rid, rid))}: :{color}-badge[{md(text)}]")
-        st.page_link(ui.PAGE_DRILLDOWN, label="Open the other side", icon=":material/swap_horiz:",
-                     query_params={"run": run_id, "sample": other["id"],
-                                   **({"cmp": cmp_run} if cmp_run else {})})
+        st.page_link(
+            ui.PAGE_DRILLDOWN,
+            label="Open the other side",
+            icon=":material/swap_horiz:",
+            query_params={"run": run_id, "sample": other["id"], **({"cmp": cmp_run} if cmp_run else {})},
+        )
 else:
     st.caption("The other side of this pair is not in the store.")

@@ -20,8 +20,10 @@ from pages import _generation_ui as gui
 PAGE = "generation"
 ui.require_workbench()
 st.title("Generation")
-st.caption("Counterfactual sycophancy filter and incentive-injected specification gaming "
-           "(`automonitor generate`). Kept items become candidate pairs for double-blind annotation.")
+st.caption(
+    "Counterfactual sycophancy filter and incentive-injected specification gaming "
+    "(`automonitor generate`). Kept items become candidate pairs for double-blind annotation."
+)
 
 from automonitor.generation.engine import generation_items, list_generations  # noqa: E402
 
@@ -45,18 +47,40 @@ if not rows:
     st.caption("No generation runs yet.")
     st.stop()
 df = gui.stats_frame(rows)
-ev = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                  key=f"{PAGE}.table",
-                  column_config={"kept_rate": st.column_config.NumberColumn("kept / prompts", format="percent"),
-                                 "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f")})
-picked = df.iloc[ev.selection.rows[0]]["generation_id"] if ev is not None and ev.selection.rows else rows[0]["generation_id"]
+ev = st.dataframe(
+    df,
+    hide_index=True,
+    width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"{PAGE}.table",
+    column_config={
+        "kept_rate": st.column_config.NumberColumn("kept / prompts", format="percent"),
+        "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
+    },
+)
+picked = (
+    df.iloc[ev.selection.rows[0]]["generation_id"] if ev is not None and ev.selection.rows else rows[0]["generation_id"]
+)
 sel = next(r for r in rows if r["generation_id"] == picked)
 st.subheader(f"Filter steps of {views.md_escape(picked)}")
-st.dataframe(pd.DataFrame([{"step": x["step"], "in": x["in"], "out": x["out"],
-                            "kept / in": (x["out"] / x["in"]) if x["in"] else None,
-                            "dropped": ", ".join(f"{k}: {v}" for k, v in x["dropped"].items())}
-                           for x in sel["steps"]]), hide_index=True, width="stretch",
-             column_config={"kept / in": st.column_config.NumberColumn(format="percent")})
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "step": x["step"],
+                "in": x["in"],
+                "out": x["out"],
+                "kept / in": (x["out"] / x["in"]) if x["in"] else None,
+                "dropped": ", ".join(f"{k}: {v}" for k, v in x["dropped"].items()),
+            }
+            for x in sel["steps"]
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+    column_config={"kept / in": st.column_config.NumberColumn(format="percent")},
+)
 st.subheader(f"Items of {views.md_escape(picked)}")
 items = generation_items(eng, picked)
 if not items:
@@ -74,8 +98,10 @@ for i, it in enumerate(items):
         for role, out in it["outputs"].items():
             outs = out if isinstance(out, list) else [out]
             for k, o in enumerate(outs):
-                st.markdown(f"**answer · {views.md_escape(role)}{f' #{k}' if len(outs) > 1 else ''}** "
-                            f"({views.md_escape(o.get('finish_reason'))}{', cached' if o.get('cached') else ''})")
+                st.markdown(
+                    f"**answer · {views.md_escape(role)}{f' #{k}' if len(outs) > 1 else ''}** "
+                    f"({views.md_escape(o.get('finish_reason'))}{', cached' if o.get('cached') else ''})"
+                )
                 st.text(o.get("text") if o.get("text") is not None else f"(failed: {o.get('error')})")
         st.markdown("**filter / screen results**")
         st.code(json.dumps(it["details"], indent=1, default=str)[:20000], language="json")

@@ -12,9 +12,11 @@ PAGE = "health"
 ui.require_workbench()
 
 st.title("Benchmark health")
-st.caption("Can a trivial rule recover the gold labels? Baselines are trained on the train split and scored "
-           f"on the edition's test set; a slice is flagged when one reaches AUROC >= {audit.FLAG_AUROC}. "
-           "A flagged slice measures the shortcut as much as the monitor: read its MR/FAR with care.")
+st.caption(
+    "Can a trivial rule recover the gold labels? Baselines are trained on the train split and scored "
+    f"on the edition's test set; a slice is flagged when one reaches AUROC >= {audit.FLAG_AUROC}. "
+    "A flagged slice measures the shortcut as much as the monitor: read its MR/FAR with care."
+)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -24,9 +26,16 @@ def _load(url: str, fp: str, edition: str):
 
 url = ui.db_url()
 ed_key = ui.seed_state(PAGE, "edition", "paper", valid=audit.EDITIONS)
-edition = st.segmented_control("Edition", list(audit.EDITIONS), key=ed_key,
-                               help="paper: mirror of the paper's test composition; verified: pairs that pass "
-                                    "the quality gates plus adjudicated pairs.") or "paper"
+edition = (
+    st.segmented_control(
+        "Edition",
+        list(audit.EDITIONS),
+        key=ed_key,
+        help="paper: mirror of the paper's test composition; verified: pairs that pass "
+        "the quality gates plus adjudicated pairs.",
+    )
+    or "paper"
+)
 ui.sync_qp(PAGE, edition=None if edition == "paper" else edition)
 
 with st.spinner("Auditing the edition (cached per store state)…"):
@@ -56,19 +65,27 @@ def _highlight(row):
     return ["background-color: rgba(255, 75, 75, 0.25)" if row["flagged"] else "" for _ in row]
 
 
-st.dataframe(table.style.apply(_highlight, axis=1).format(
-    {c: "{:.2f}" for c in ("length", "tfidf", "answer = suggestion")}, na_rep="-"),
-    hide_index=True, width="stretch", key=f"{PAGE}.slices")
-st.caption("Source `all` = the whole category x task cell. Empty AUROC: not applicable or not computable "
-           "(see notes).")
+st.dataframe(
+    table.style.apply(_highlight, axis=1).format(
+        {c: "{:.2f}" for c in ("length", "tfidf", "answer = suggestion")}, na_rep="-"
+    ),
+    hide_index=True,
+    width="stretch",
+    key=f"{PAGE}.slices",
+)
+st.caption("Source `all` = the whole category x task cell. Empty AUROC: not applicable or not computable (see notes).")
 st.plotly_chart(audit.baselines_figure(doc), width="stretch", key=f"{PAGE}.baselines_fig")
 
 left, right = st.columns(2)
 with left:
     st.subheader("Leakage and tiny-diff pairs")
     st.plotly_chart(audit.leakage_figure(doc), width="stretch", key=f"{PAGE}.leak_fig")
-    st.caption(doc["leakage"]["method"]["near_duplicate"] + "; shared conversations: "
-               + doc["leakage"]["method"]["shared_conversations"] + ".")
+    st.caption(
+        doc["leakage"]["method"]["near_duplicate"]
+        + "; shared conversations: "
+        + doc["leakage"]["method"]["shared_conversations"]
+        + "."
+    )
 with right:
     st.subheader("Controls (benign only)")
     fig = audit.controls_figure(doc)
@@ -76,5 +93,7 @@ with right:
         st.caption("No controls samples in the store: the false alarm rate on controls cannot be reported.")
     else:
         st.plotly_chart(fig, width="stretch", key=f"{PAGE}.controls_fig")
-        st.caption(f"{doc['controls']['samples']:,} samples where the user's suggestion is correct and the model "
-                   "agrees: every flag is a false alarm.")
+        st.caption(
+            f"{doc['controls']['samples']:,} samples where the user's suggestion is correct and the model "
+            "agrees: every flag is a false alarm."
+        )

@@ -36,8 +36,10 @@ if not queue:
     st.stop()
 
 prog = ann.my_progress(engine, account)
-st.progress(prog.labeled / prog.assigned,
-            text=f"Your progress: {prog.labeled} of {prog.assigned} labeled · {prog.submitted} submitted")
+st.progress(
+    prog.labeled / prog.assigned,
+    text=f"Your progress: {prog.labeled} of {prog.assigned} labeled · {prog.submitted} submitted",
+)
 
 # ------------------------------------------------------------------------------ current item
 POS = f"{PAGE}.pos"
@@ -59,13 +61,29 @@ def _step(delta: int) -> None:
 
 
 nav = st.columns([1, 4, 1])
-nav[0].button("← Previous", key=f"{PAGE}.prev", on_click=_step, args=(-1,), shortcut="K",
-              disabled=st.session_state[POS] == 0, width="stretch")
+nav[0].button(
+    "← Previous",
+    key=f"{PAGE}.prev",
+    on_click=_step,
+    args=(-1,),
+    shortcut="K",
+    disabled=st.session_state[POS] == 0,
+    width="stretch",
+)
 nav[1].selectbox("Item", list(range(len(queue))), format_func=_fmt, key=POS, label_visibility="collapsed")
-nav[2].button("Next →", key=f"{PAGE}.next", on_click=_step, args=(1,), shortcut="J",
-              disabled=st.session_state[POS] >= len(queue) - 1, width="stretch")
-st.caption("Keys: **1** misbehavior · **2** benign · **3** unsure · **S** save and go to the next open item · "
-           "**J** / **K** next / previous item")
+nav[2].button(
+    "Next →",
+    key=f"{PAGE}.next",
+    on_click=_step,
+    args=(1,),
+    shortcut="J",
+    disabled=st.session_state[POS] >= len(queue) - 1,
+    width="stretch",
+)
+st.caption(
+    "Keys: **1** misbehavior · **2** benign · **3** unsure · **S** save and go to the next open item · "
+    "**J** / **K** next / previous item"
+)
 
 current = queue[st.session_state[POS]]
 try:
@@ -111,10 +129,17 @@ def _save(sid: str, response: str, k: str, position: int) -> None:
         span = ann.evidence_offsets(response, st.session_state.get(f"{k}.evidence") or "")
         shown_sid, t0 = st.session_state.get(SHOWN, (sid, time.monotonic()))
         spent = max(0.0, time.monotonic() - t0) if shown_sid == sid else None
-        ann.save_label(engine, account, sid, label,
-                       category=st.session_state.get(f"{k}.category"),
-                       severity=st.session_state.get(f"{k}.severity"), evidence=span,
-                       note=st.session_state.get(f"{k}.note"), seconds_spent=spent)
+        ann.save_label(
+            engine,
+            account,
+            sid,
+            label,
+            category=st.session_state.get(f"{k}.category"),
+            severity=st.session_state.get(f"{k}.severity"),
+            evidence=span,
+            note=st.session_state.get(f"{k}.note"),
+            seconds_spent=spent,
+        )
     except (InputError, PermissionDenied) as exc:
         msg = exc.message if isinstance(exc, InputError) else str(exc)
         st.session_state[f"{PAGE}.flash"] = ("error", f"Not saved: {msg}")
@@ -123,8 +148,7 @@ def _save(sid: str, response: str, k: str, position: int) -> None:
     st.session_state[f"{PAGE}.flash"] = ("success", f"Saved item {position}: {LABEL_NAMES[label]}.")
     # move on to the next item without a label (after this one), if any
     fresh = ann.my_queue(engine, account)
-    nxt = next((i for i in range(len(fresh)) if i > st.session_state[POS] and fresh[i].label is None),
-               None)
+    nxt = next((i for i in range(len(fresh)) if i > st.session_state[POS] and fresh[i].label is None), None)
     if nxt is None:
         nxt = next((i for i, q in enumerate(fresh) if q.label is None), st.session_state[POS])
     st.session_state[POS] = nxt
@@ -144,30 +168,68 @@ def _pick(k: str, label: str) -> None:
 
 keys = st.columns(len(ANNOTATION_LABELS))
 for i, lab in enumerate(ANNOTATION_LABELS):
-    keys[i].button(f"{LABEL_NAMES[lab]}", key=f"{PAGE}.key_{lab}", shortcut=str(i + 1), disabled=locked,
-                   on_click=_pick, args=(k, lab), width="stretch")
+    keys[i].button(
+        f"{LABEL_NAMES[lab]}",
+        key=f"{PAGE}.key_{lab}",
+        shortcut=str(i + 1),
+        disabled=locked,
+        on_click=_pick,
+        args=(k, lab),
+        width="stretch",
+    )
 with st.container(border=True):
-    st.radio("Label", list(ANNOTATION_LABELS), format_func=LABEL_NAMES.get, horizontal=True,
-             index=list(ANNOTATION_LABELS).index(own.label) if own else None, key=f"{k}.label",
-             disabled=locked)
+    st.radio(
+        "Label",
+        list(ANNOTATION_LABELS),
+        format_func=LABEL_NAMES.get,
+        horizontal=True,
+        index=list(ANNOTATION_LABELS).index(own.label) if own else None,
+        key=f"{k}.label",
+        disabled=locked,
+    )
     cols = st.columns(2)
-    cols[0].selectbox("Category (optional)", cat_opts,
-                      index=cat_opts.index(own.category) if own and own.category in cat_opts else 0,
-                      format_func=lambda c: "—" if c is None else CATEGORY_NAMES[c],
-                      key=f"{k}.category", disabled=locked)
-    cols[1].radio("Severity (optional)", sev_opts,
-                  index=sev_opts.index(own.severity) if own and own.severity in sev_opts else 0,
-                  format_func=lambda s: "—" if s is None else s, horizontal=True,
-                  key=f"{k}.severity", disabled=locked)
-    st.text_input("Evidence (optional): paste the exact passage of the response that shows it",
-                  value=(own.evidence_text or "") if own else "", key=f"{k}.evidence", disabled=locked,
-                  help="Copy it from the response above (copy button at its top right); it is mapped "
-                       "to character offsets in the response.")
+    cols[0].selectbox(
+        "Category (optional)",
+        cat_opts,
+        index=cat_opts.index(own.category) if own and own.category in cat_opts else 0,
+        format_func=lambda c: "—" if c is None else CATEGORY_NAMES[c],
+        key=f"{k}.category",
+        disabled=locked,
+    )
+    cols[1].radio(
+        "Severity (optional)",
+        sev_opts,
+        index=sev_opts.index(own.severity) if own and own.severity in sev_opts else 0,
+        format_func=lambda s: "—" if s is None else s,
+        horizontal=True,
+        key=f"{k}.severity",
+        disabled=locked,
+    )
+    st.text_input(
+        "Evidence (optional): paste the exact passage of the response that shows it",
+        value=(own.evidence_text or "") if own else "",
+        key=f"{k}.evidence",
+        disabled=locked,
+        help="Copy it from the response above (copy button at its top right); it is mapped "
+        "to character offsets in the response.",
+    )
     unsure = st.session_state.get(f"{k}.label") == "unsure"
-    st.text_area("Note (required for unsure: say why)" if unsure else "Note (optional)",
-                 value=(own.note or "") if own else "", key=f"{k}.note", disabled=locked, height=80)
-    st.button("Save label", type="primary", disabled=locked, on_click=_save, shortcut="S",
-              args=(item.sample_id, item.response, k, item.position), key=f"{PAGE}.save")
+    st.text_area(
+        "Note (required for unsure: say why)" if unsure else "Note (optional)",
+        value=(own.note or "") if own else "",
+        key=f"{k}.note",
+        disabled=locked,
+        height=80,
+    )
+    st.button(
+        "Save label",
+        type="primary",
+        disabled=locked,
+        on_click=_save,
+        shortcut="S",
+        args=(item.sample_id, item.response, k, item.position),
+        key=f"{PAGE}.save",
+    )
 
 with st.popover("Flag this item for the admin", disabled=False):
     st.text_area("What is wrong with it? (the admin sees your comment)", key=f"{k}.flag", height=80)
@@ -195,8 +257,11 @@ if prog.batch is None:
 else:
     st.markdown(f"**Batch {prog.batch}**: {prog.batch_labeled} of {prog.batch_assigned} items labeled.")
     complete = prog.batch_labeled == prog.batch_assigned
-    confirm = st.checkbox("My labels for this batch are final (they cannot be changed after submitting)",
-                          key=f"{PAGE}.confirm.{prog.batch}", disabled=not complete)
+    confirm = st.checkbox(
+        "My labels for this batch are final (they cannot be changed after submitting)",
+        key=f"{PAGE}.confirm.{prog.batch}",
+        disabled=not complete,
+    )
     if st.button(f"Submit batch {prog.batch}", key=f"{PAGE}.submit", disabled=not (complete and confirm)):
         try:
             n = ann.submit_batch(engine, account, prog.batch)

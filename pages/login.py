@@ -18,8 +18,7 @@ st.subheader("Log in")
 
 with st.form(f"{PAGE}.form", clear_on_submit=False):
     name = st.text_input("User name", key=f"{PAGE}.name", autocomplete="username")
-    password = st.text_input("Password", type="password", key=f"{PAGE}.password",
-                             autocomplete="current-password")
+    password = st.text_input("Password", type="password", key=f"{PAGE}.password", autocomplete="current-password")
     submitted = st.form_submit_button("Log in", type="primary")
 
 if submitted:

@@ -11,23 +11,33 @@ PAGE = "overview"
 ui.require_workbench()
 
 st.title("AutoMonitor-Bench")
-st.caption("How reliably do LLM monitors catch unsafe, sycophantic or specification-gaming outputs "
-           "without false alarms on benign ones? Paired samples: one misbehaving and one benign "
-           "response to the same request.")
+st.caption(
+    "How reliably do LLM monitors catch unsafe, sycophantic or specification-gaming outputs "
+    "without false alarms on benign ones? Paired samples: one misbehaving and one benign "
+    "response to the same request."
+)
 
 url, ver = ui.db_url(), ui.version()
 split_key = ui.seed_state(PAGE, "split", "test", valid=["test", "train", "all"])
-split = st.segmented_control("Split", ["test", "train", "all"], key=split_key,
-                             help="Gold samples of this split (composition table and chart).")
+split = st.segmented_control(
+    "Split", ["test", "train", "all"], key=split_key, help="Gold samples of this split (composition table and chart)."
+)
 split = split or "test"
 ui.sync_qp(PAGE, split=None if split == "test" else split)
 
 edition = "paper"
 if split == "test":
     ed_key = ui.seed_state(PAGE, "edition", "paper", valid=list(vocab.EDITIONS))
-    edition = st.segmented_control("Edition", list(vocab.EDITIONS), key=ed_key,
-                                   help="paper: the mirror of the paper's composition; verified: pairs whose "
-                                        "label passed the quality gates, plus adjudicated pairs") or "paper"
+    edition = (
+        st.segmented_control(
+            "Edition",
+            list(vocab.EDITIONS),
+            key=ed_key,
+            help="paper: the mirror of the paper's composition; verified: pairs whose "
+            "label passed the quality gates, plus adjudicated pairs",
+        )
+        or "paper"
+    )
     ui.sync_qp(PAGE, edition=None if edition == "paper" else edition)
 comp = ui.load_composition(url, ver, None if split == "all" else split, edition if split == "test" else None)
 by_status = ui.load_counts(url, ver, "status")
@@ -39,17 +49,29 @@ rejected = int(by_status.loc[by_status["status"] == "rejected", "n"].sum()) if n
 runs = ui.load_runs(url, ver)
 
 by_source_kind = ui.load_counts(url, ver, "label_source")
-adjudicated = (int(by_source_kind.loc[(by_source_kind["label_source"] == "adjudicated")
-                                      & (by_source_kind["status"] == "gold"), "n"].sum())
-               if not by_source_kind.empty else 0)
+adjudicated = (
+    int(
+        by_source_kind.loc[
+            (by_source_kind["label_source"] == "adjudicated") & (by_source_kind["status"] == "gold"), "n"
+        ].sum()
+    )
+    if not by_source_kind.empty
+    else 0
+)
 c1, c2, c3, c4, c5 = st.columns(5)
-c1.metric(f"Gold samples ({split})", f"{n_gold:,}",
-          help="Split test: the chosen edition's test samples (the paper mirror by default; adjudicated "
-               "pairs are in edition verified only)")
+c1.metric(
+    f"Gold samples ({split})",
+    f"{n_gold:,}",
+    help="Split test: the chosen edition's test samples (the paper mirror by default; adjudicated "
+    "pairs are in edition verified only)",
+)
 c2.metric("Pairs", f"{n_gold // 2:,}")
 c3.metric("Candidates awaiting annotation", f"{cand:,}", help=f"{rejected:,} rejected by adjudication")
-c4.metric("Adjudicated (verified)", f"{adjudicated:,}",
-          help="Samples accepted through annotation and adjudication: edition verified only")
+c4.metric(
+    "Adjudicated (verified)",
+    f"{adjudicated:,}",
+    help="Samples accepted through annotation and adjudication: edition verified only",
+)
 c5.metric("Runs", f"{len(runs):,}")
 
 if n_gold == 0 and by_status.empty:
@@ -63,8 +85,7 @@ else:
         table.index = [vocab.CATEGORY_NAMES.get(i, i) for i in table.index]
         st.dataframe(table, width="stretch")
         paper = {vocab.CATEGORY_NAMES[k]: v for k, v in vocab.PAPER_QUOTAS.items()}
-        st.caption("Paper's test set: " + ", ".join(f"{k} {v:,}" for k, v in paper.items())
-                   + " (3,010 samples).")
+        st.caption("Paper's test set: " + ", ".join(f"{k} {v:,}" for k, v in paper.items()) + " (3,010 samples).")
 
     chart_col, src_col = st.columns([1, 1])
     with chart_col:
@@ -76,8 +97,7 @@ else:
         if by_source.empty:
             st.caption("No samples.")
         else:
-            piv = by_source.pivot_table(index="source", columns="status", values="n", aggfunc="sum",
-                                        fill_value=0)
+            piv = by_source.pivot_table(index="source", columns="status", values="n", aggfunc="sum", fill_value=0)
             piv["total"] = piv.sum(axis=1)
             st.dataframe(piv.sort_values("total", ascending=False), width="stretch")
         st.subheader("Splits and statuses")
@@ -91,9 +111,12 @@ if runs.empty:
     st.caption("No runs yet: launch one on the Runs page or with `automonitor run`.")
     st.page_link(ui.PAGE_RUNS, label="Launch a run", icon=":material/play_circle:")
 else:
-    show = runs[["run_id", "monitor", "template", "status", "n", "done", "unscored", "cost_usd",
-                 "created_at"]].head(15)
-    st.dataframe(show, hide_index=True, width="stretch",
-                 column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f")})
+    show = runs[["run_id", "monitor", "template", "status", "n", "done", "unscored", "cost_usd", "created_at"]].head(15)
+    st.dataframe(
+        show,
+        hide_index=True,
+        width="stretch",
+        column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f")},
+    )
     if len(runs) > 15:
         st.caption(f"… and {len(runs) - 15} more on the Runs page.")

@@ -57,25 +57,33 @@ backends = list(REGISTRY) or ["rules"]
 with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:"):
     b_key = ui.seed_state(PAGE, "backend", "rules", valid=backends)
     c1, c2, c3 = st.columns(3)
-    backend = c1.selectbox("Backend", backends, key=b_key,
-                           help=" · ".join(f"{n}: {c.description}" for n, c in REGISTRY.items()))
+    backend = c1.selectbox(
+        "Backend", backends, key=b_key, help=" · ".join(f"{n}: {c.description}" for n, c in REGISTRY.items())
+    )
     cls = REGISTRY.get(backend)
     default_model = cls.default_model if cls else "rules-v1"
-    model = c2.text_input("Model", key=f"{PAGE}.model.{backend}", placeholder=default_model,
-                          help=f"Empty = {default_model}")
-    base_url = c3.text_input("Base URL", key=f"{PAGE}.base_url.{backend}",
-                             placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
-                             help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the "
-                                  "backend's default endpoint",
-                             disabled=not (cls and cls.takes_base_url))
+    model = c2.text_input(
+        "Model", key=f"{PAGE}.model.{backend}", placeholder=default_model, help=f"Empty = {default_model}"
+    )
+    base_url = c3.text_input(
+        "Base URL",
+        key=f"{PAGE}.base_url.{backend}",
+        placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
+        help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the backend's default endpoint",
+        disabled=not (cls and cls.takes_base_url),
+    )
     c4, c5, c6, c7 = st.columns(4)
     template = c4.selectbox("Prompt template", vocab.TEMPLATES, key=f"{PAGE}.template")
-    limit = c5.number_input("Subset size (0 = all test samples)", min_value=0, step=10, value=60,
-                            key=f"{PAGE}.limit",
-                            help="A stratified sample across category x task x label")
+    limit = c5.number_input(
+        "Subset size (0 = all test samples)",
+        min_value=0,
+        step=10,
+        value=60,
+        key=f"{PAGE}.limit",
+        help="A stratified sample across category x task x label",
+    )
     seed = c6.number_input("Sample seed", min_value=0, step=1, value=0, key=f"{PAGE}.seed")
-    concurrency = c7.number_input("Concurrency", min_value=1, max_value=64, step=1, value=4,
-                                  key=f"{PAGE}.concurrency")
+    concurrency = c7.number_input("Concurrency", min_value=1, max_value=64, step=1, value=4, key=f"{PAGE}.concurrency")
 
     monitor = f"{backend}:{model.strip()}" if model.strip() else backend
     env_name = cls.key_env if cls else None
@@ -85,12 +93,17 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         if src:
             st.caption(f":material/key: `{env_name}` is set (from the {src}).")
         elif base_url.strip() and is_loopback(base_url.strip()):
-            st.caption(f":material/key_off: `{env_name}` is not set; a local server at {views.md_escape(base_url.strip())} "
-                       "usually needs none.")
+            st.caption(
+                f":material/key_off: `{env_name}` is not set; a local server at {views.md_escape(base_url.strip())} "
+                "usually needs none."
+            )
         else:
             key_ok = False
-            st.warning(f"`{env_name}` is not set. Set it in the environment of the app or in "
-                       "`.streamlit/secrets.toml` (it is never typed here).", icon=":material/key_off:")
+            st.warning(
+                f"`{env_name}` is not set. Set it in the environment of the app or in "
+                "`.streamlit/secrets.toml` (it is never typed here).",
+                icon=":material/key_off:",
+            )
 
     est, est_error = None, None
     if runner is not None:
@@ -109,16 +122,30 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         e3.metric("Max output tokens", f"{est.get('max_output_tokens', 0):,}")
         cost = est.get("est_cost_usd")
         known = est.get("price_known", True)
-        e4.metric("Cost (est., USD)", "unknown price" if cost is None or not known else f"${cost:,.4f}",
-                  help="Upper bound from the model's price table and the max output tokens; 0 for local backends")
-    start = st.button("Start run", type="primary", icon=":material/play_arrow:", key=f"{PAGE}.start",
-                      disabled=runner is None or bool(est_error) or not est or not key_ok
-                      or est.get("n", 0) == 0)
+        e4.metric(
+            "Cost (est., USD)",
+            "unknown price" if cost is None or not known else f"${cost:,.4f}",
+            help="Upper bound from the model's price table and the max output tokens; 0 for local backends",
+        )
+    start = st.button(
+        "Start run",
+        type="primary",
+        icon=":material/play_arrow:",
+        key=f"{PAGE}.start",
+        disabled=runner is None or bool(est_error) or not est or not key_ok or est.get("n", 0) == 0,
+    )
     if start:
         try:
-            run_id = runner.create_run(eng, monitor, template, limit=int(limit) or None, sample_seed=int(seed),
-                                       base_url=base_url.strip() or None, concurrency=int(concurrency),
-                                       params={})
+            run_id = runner.create_run(
+                eng,
+                monitor,
+                template,
+                limit=int(limit) or None,
+                sample_seed=int(seed),
+                base_url=base_url.strip() or None,
+                concurrency=int(concurrency),
+                params={},
+            )
             runner.launch_detached(url, run_id)
         except InputError as exc:
             st.error(f"Run not started: {views.md_escape(exc)}")
@@ -127,8 +154,10 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
             ver = ui.version()  # the new run changes the store fingerprint: history reloads below
     launched = st.session_state.get(f"{PAGE}.launched")
     if launched:
-        st.success(f"Run `{launched}` was started in the background: it keeps going if this tab closes.",
-                   icon=":material/rocket_launch:")
+        st.success(
+            f"Run `{launched}` was started in the background: it keeps going if this tab closes.",
+            icon=":material/rocket_launch:",
+        )
 
 
 # --- generation jobs (``automonitor generate``; statistics on the Generation page) -----------------
@@ -155,9 +184,12 @@ generation_progress()
 # --- live progress and history (one read of the store for both, so they always agree) ----------------
 history0 = ui.load_runs(url, ver)
 active0 = tuple(history0.loc[history0["status"].isin(ACTIVE), "run_id"]) if not history0.empty else ()
-show_arch = st.toggle("Show archived runs", key=f"{PAGE}.show_archived",
-                      help="Archived runs are hidden from the history and the trade-off plot "
-                           "(`automonitor runs --archive ID`, or Hide runs on the Trade-off page)")
+show_arch = st.toggle(
+    "Show archived runs",
+    key=f"{PAGE}.show_archived",
+    help="Archived runs are hidden from the history and the trade-off plot "
+    "(`automonitor runs --archive ID`, or Hide runs on the Trade-off page)",
+)
 
 
 def _live_section(initial_active: tuple[str, ...]) -> None:
@@ -173,12 +205,17 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
         rid = row["run_id"]
         box = st.container(border=True)
         head, btn = box.columns([5, 1], vertical_alignment="center")
-        head.markdown(f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
-                      f"{views.md_escape(rid)} · status **{views.md_escape(row['status'])}**")
+        head.markdown(
+            f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
+            f"{views.md_escape(rid)} · status **{views.md_escape(row['status'])}**"
+        )
         frac = min(1.0, row["done"] / row["n"]) if row["n"] else 0.0
         counts = {o: int(row[o]) for o in vocab.OUTCOMES if row[o]}
-        box.progress(frac, text=f"{int(row['done']):,} / {int(row['n']):,} judged · "
-                     + " · ".join(f"{k} {v}" for k, v in counts.items()))
+        box.progress(
+            frac,
+            text=f"{int(row['done']):,} / {int(row['n']):,} judged · "
+            + " · ".join(f"{k} {v}" for k, v in counts.items()),
+        )
         if btn.button("Cancel", key=f"{PAGE}.cancel.{rid}", icon=":material/stop_circle:"):
             runner.cancel_run(eng, rid)
             st.toast(f"Cancelling {rid}…")
@@ -195,31 +232,64 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
         h = h[~h["archived"].fillna(False).astype(bool)]
     h["duration"] = h["duration_s"].map(views.format_duration)
     h["progress"] = [(min(1.0, d / n) if n else 0.0) for d, n in zip(h["done"], h["n"])]
-    cols = ["run_id", "monitor", "template", "status", "progress", "done", "n", "unscored", "tokens_in",
-            "tokens_out", "cost_usd", "duration", "misbehavior", "benign", "invalid", "refusal", "error",
-            "api_calls", "cache_hits", "created_at", "kind", "edition", "archived"]
-    ev = st.dataframe(h[cols], hide_index=True, width="stretch", on_select="rerun",
-                      selection_mode="single-row", key=f"{PAGE}.history",
-                      column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
-                                     "progress": st.column_config.ProgressColumn("progress", min_value=0.0,
-                                                                                 max_value=1.0, format="percent"),
-                                     "created_at": st.column_config.DatetimeColumn("created",
-                                                                                   format="YYYY-MM-DD HH:mm")})
+    cols = [
+        "run_id",
+        "monitor",
+        "template",
+        "status",
+        "progress",
+        "done",
+        "n",
+        "unscored",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "duration",
+        "misbehavior",
+        "benign",
+        "invalid",
+        "refusal",
+        "error",
+        "api_calls",
+        "cache_hits",
+        "created_at",
+        "kind",
+        "edition",
+        "archived",
+    ]
+    ev = st.dataframe(
+        h[cols],
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key=f"{PAGE}.history",
+        column_config={
+            "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
+            "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0, format="percent"),
+            "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
+        },
+    )
     st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
-    picked = (h.iloc[ev.selection.rows[0]]["run_id"] if ev is not None and ev.selection.rows
-              else ui.qp("run") or st.session_state.get(f"{PAGE}.launched"))
+    picked = (
+        h.iloc[ev.selection.rows[0]]["run_id"]
+        if ev is not None and ev.selection.rows
+        else ui.qp("run") or st.session_state.get(f"{PAGE}.launched")
+    )
     if picked in set(h["run_id"]):
         row = h.set_index("run_id", drop=False).loc[picked]
-        st.markdown(f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
-                    f"{views.md_escape(row['run_id'])}")
+        st.markdown(
+            f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
+            f"{views.md_escape(row['run_id'])}"
+        )
         if row["error_msg"]:
             st.error(views.md_escape(row["error_msg"]))
         a, b, c = st.columns(3)
-        a.page_link(ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:",
-                    query_params={"run": row["run_id"]})
+        a.page_link(
+            ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:", query_params={"run": row["run_id"]}
+        )
         b.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
-        c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:",
-                    query_params={"run": row["run_id"]})
+        c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:", query_params={"run": row["run_id"]})
 
 
 st.fragment(run_every=1.0 if active0 else None)(_live_section)(active0)

@@ -33,30 +33,56 @@ ls_key = ui.seed_state(PAGE, "label_source", [], valid=vocab.LABEL_SOURCES, mult
 p_key = ui.seed_state(PAGE, "page", 1, cast=int)
 size_key = ui.seed_state(PAGE, "size", 100, valid=list(workbench.PAGE_SIZES), cast=int)
 
-search = st.text_input("Search request, response, sample id or pair id", key=q_key,
-                       placeholder="e.g. bonus, eval(, CWE-79 …")
+search = st.text_input(
+    "Search request, response, sample id or pair id", key=q_key, placeholder="e.g. bonus, eval(, CWE-79 …"
+)
 f1, f2, f3, f4, f5, f6 = st.columns(6)
 cats = f1.multiselect("Category", vocab.CATEGORIES, key=c_key, format_func=lambda c: vocab.CATEGORY_NAMES[c])
 tasks = f2.multiselect("Task", vocab.TASKS, key=t_key, format_func=lambda t: vocab.TASK_NAMES[t])
 labels = f3.multiselect("Gold label", vocab.LABELS, key=l_key)
 splits = f4.multiselect("Split", vocab.SPLITS, key=sp_key)
-status = f5.selectbox("Status", STATUS_OPTS, key=st_key,
-                      help="gold: benchmark samples; candidate: pairs awaiting annotation (label = intended)")
+status = f5.selectbox(
+    "Status",
+    STATUS_OPTS,
+    key=st_key,
+    help="gold: benchmark samples; candidate: pairs awaiting annotation (label = intended)",
+)
 statuses = [] if status == "any" else [status]
 srcs = f6.multiselect("Source", source_opts, key=so_key)
-lsrcs = st.multiselect("Label provenance", vocab.LABEL_SOURCES, key=ls_key,
-                       help="How the gold label is known (human_per_response, by_construction, patch_pair, ...)")
+lsrcs = st.multiselect(
+    "Label provenance",
+    vocab.LABEL_SOURCES,
+    key=ls_key,
+    help="How the gold label is known (human_per_response, by_construction, patch_pair, ...)",
+)
 
-filters = dict(search=search, category=cats, task=tasks, label=labels, split=splits, status=statuses,
-               source=srcs, label_source=lsrcs)
+filters = dict(
+    search=search,
+    category=cats,
+    task=tasks,
+    label=labels,
+    split=splits,
+    status=statuses,
+    source=srcs,
+    label_source=lsrcs,
+)
 eng = ui.engine()
 total, _ = views.search_samples(eng, limit=0, with_text=False, **filters)
 PAGE_SIZE = int(st.session_state[size_key])
 pages = max(1, -(-total // PAGE_SIZE))
 if st.session_state[p_key] > pages or st.session_state[p_key] < 1:
     st.session_state[p_key] = 1
-ui.sync_qp(PAGE, q=search or None, category=cats, task=tasks, label=labels, split=splits,
-           status=None if status == "gold" else status, source=srcs, label_source=lsrcs)
+ui.sync_qp(
+    PAGE,
+    q=search or None,
+    category=cats,
+    task=tasks,
+    label=labels,
+    split=splits,
+    status=None if status == "gold" else status,
+    source=srcs,
+    label_source=lsrcs,
+)
 
 head, sizer, pager, exp1, exp2 = st.columns([2.4, 1, 1, 1, 1], vertical_alignment="bottom")
 head.markdown(f"**{total:,}** matching samples")
@@ -64,12 +90,26 @@ sizer.selectbox("Per page", list(workbench.PAGE_SIZES), key=size_key)
 page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
 ui.set_qp(page=None if page == 1 else page)
 ui.sync_qp(PAGE, size=None if PAGE_SIZE == 100 else str(PAGE_SIZE))
-exp1.download_button("Export CSV", data=lambda: views.export_samples(eng, "csv", **filters),
-                     file_name="samples.csv", mime="text/csv", key=f"{PAGE}.csv",
-                     disabled=total == 0, on_click="ignore", icon=":material/download:")
-exp2.download_button("Export JSONL", data=lambda: views.export_samples(eng, "jsonl", **filters),
-                     file_name="samples.jsonl", mime="application/x-ndjson", key=f"{PAGE}.jsonl",
-                     disabled=total == 0, on_click="ignore", icon=":material/download:")
+exp1.download_button(
+    "Export CSV",
+    data=lambda: views.export_samples(eng, "csv", **filters),
+    file_name="samples.csv",
+    mime="text/csv",
+    key=f"{PAGE}.csv",
+    disabled=total == 0,
+    on_click="ignore",
+    icon=":material/download:",
+)
+exp2.download_button(
+    "Export JSONL",
+    data=lambda: views.export_samples(eng, "jsonl", **filters),
+    file_name="samples.jsonl",
+    mime="application/x-ndjson",
+    key=f"{PAGE}.jsonl",
+    disabled=total == 0,
+    on_click="ignore",
+    icon=":material/download:",
+)
 
 if total == 0:
     if sources.empty:
@@ -81,10 +121,19 @@ if total == 0:
 _, frame = views.search_samples(eng, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **filters)
 shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame["response"].str.slice(0, 160))
 shown = shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
-event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                     key=f"{PAGE}.table", height=min(600, 38 + 35 * len(shown)),
-                     column_config={"request": st.column_config.TextColumn(width="large"),
-                                    "response": st.column_config.TextColumn(width="large")})
+event = st.dataframe(
+    shown,
+    hide_index=True,
+    width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"{PAGE}.table",
+    height=min(600, 38 + 35 * len(shown)),
+    column_config={
+        "request": st.column_config.TextColumn(width="large"),
+        "response": st.column_config.TextColumn(width="large"),
+    },
+)
 rows = event.selection.rows if event is not None else []
 sel = shown.iloc[rows[0]]["id"] if rows else ui.qp("sample")
 ui.set_qp(sample=sel)
@@ -98,10 +147,12 @@ if sel:
     s, other = detail["sample"], detail["other"]
     md = views.md_escape
     st.subheader(f"Sample {md(s['id'])}")
-    st.caption(f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
-               f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · gold label **{md(s['label'])}** · "
-               f"split {md(s['split'] or '–')} · status {md(s['status'])} · source {md(s['source'] or '–')} · "
-               f"label provenance {md(s.get('label_source') or '–')}")
+    st.caption(
+        f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
+        f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · gold label **{md(s['label'])}** · "
+        f"split {md(s['split'] or '–')} · status {md(s['status'])} · source {md(s['source'] or '–')} · "
+        f"label provenance {md(s.get('label_source') or '–')}"
+    )
     st.markdown("**Request**")
     ui.show_html(views.text_html(s["request"], css_class="am-text am-request"))
     a, b = st.columns(2)
@@ -114,5 +165,9 @@ if sel:
             ui.show_html(views.text_html(other["response"], max_height=420, css_class="am-text am-other"))
         else:
             st.caption("The other side of this pair is not in the store.")
-    st.page_link(ui.PAGE_DRILLDOWN, label="Open in drill-down (monitor verdicts on this sample)",
-                 icon=":material/zoom_in:", query_params={"sample": s["id"]})
+    st.page_link(
+        ui.PAGE_DRILLDOWN,
+        label="Open in drill-down (monitor verdicts on this sample)",
+        icon=":material/zoom_in:",
+        query_params={"sample": s["id"]},
+    )

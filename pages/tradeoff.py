@@ -38,61 +38,102 @@ editions = sorted(set(sets["edition"])) if not sets.empty else []
 ed_key = ui.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
 
 f1, f2, f3, f4, f5 = st.columns([1.7, 1.1, 2.2, 1.3, 1.0], vertical_alignment="bottom")
-category = f1.selectbox("Category", [ALL, *vocab.CATEGORIES], key=cat_key,
-                        format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c])
-task = f2.selectbox("Task", [ALL, *vocab.TASKS], key=task_key,
-                    format_func=lambda t: "All tasks" if t == ALL else vocab.TASK_NAMES[t])
+category = f1.selectbox(
+    "Category",
+    [ALL, *vocab.CATEGORIES],
+    key=cat_key,
+    format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c],
+)
+task = f2.selectbox(
+    "Task", [ALL, *vocab.TASKS], key=task_key, format_func=lambda t: "All tasks" if t == ALL else vocab.TASK_NAMES[t]
+)
 templates = f3.multiselect("Templates", present_tpl, key=tpl_key)
-invalid = f4.selectbox("Unscored outcomes", vocab.INVALID_POLICIES, key=pol_key,
-                       help="exclude: left out of MR/FAR; as-flag: count as a flag; as-miss: count as a pass")
+invalid = f4.selectbox(
+    "Unscored outcomes",
+    vocab.INVALID_POLICIES,
+    key=pol_key,
+    help="exclude: left out of MR/FAR; as-flag: count as a flag; as-miss: count as a pass",
+)
 with f5.popover("Options", width="stretch"):
-    show_paper = st.toggle("Paper's reported points", key=rep_key,
-                           help="The paper's reported MR/FAR (not measured here)")
-    min_n = st.number_input("Minimum judged samples per slice for the Pareto front", min_value=1, step=10,
-                            key=minn_key, help="Runs below it are drawn hollow and left off the front "
-                            f"(default {workbench.DEFAULT_MIN_N}).")
-    edition = st.selectbox("Sample set (edition)", [ALL, *editions], key=ed_key,
-                           format_func=lambda e: "all editions (one front each)" if e == ALL else e)
+    show_paper = st.toggle(
+        "Paper's reported points", key=rep_key, help="The paper's reported MR/FAR (not measured here)"
+    )
+    min_n = st.number_input(
+        "Minimum judged samples per slice for the Pareto front",
+        min_value=1,
+        step=10,
+        key=minn_key,
+        help=f"Runs below it are drawn hollow and left off the front (default {workbench.DEFAULT_MIN_N}).",
+    )
+    edition = st.selectbox(
+        "Sample set (edition)",
+        [ALL, *editions],
+        key=ed_key,
+        format_func=lambda e: "all editions (one front each)" if e == ALL else e,
+    )
     show_archived = st.toggle("Show archived runs", key=arch_key)
     size_col = derived_ui.size_choice(PAGE)
-ui.sync_qp(PAGE, category=None if category == ALL else category, task=None if task == ALL else task,
-           template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
-           invalid=None if invalid == "exclude" else invalid, paper=None if show_paper else "0",
-           min_n=None if min_n == workbench.DEFAULT_MIN_N else str(int(min_n)),
-           edition=None if edition == ALL else edition, archived="1" if show_archived else None)
+ui.sync_qp(
+    PAGE,
+    category=None if category == ALL else category,
+    task=None if task == ALL else task,
+    template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
+    invalid=None if invalid == "exclude" else invalid,
+    paper=None if show_paper else "0",
+    min_n=None if min_n == workbench.DEFAULT_MIN_N else str(int(min_n)),
+    edition=None if edition == ALL else edition,
+    archived="1" if show_archived else None,
+)
 
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
-raw_pts, scored, front_ids, reported = ui.load_tradeoff(url, ver, invalid, cat, tsk, tuple(templates),
-                                                        int(min_n), tuple(archived_ids), bool(show_archived),
-                                                        None if edition == ALL else edition, bool(show_paper))
+raw_pts, scored, front_ids, reported = ui.load_tradeoff(
+    url,
+    ver,
+    invalid,
+    cat,
+    tsk,
+    tuple(templates),
+    int(min_n),
+    tuple(archived_ids),
+    bool(show_archived),
+    None if edition == ALL else edition,
+    bool(show_paper),
+)
 scored = derived_ui.add_costs(url, ver, scored)
 fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col)
-event = st.plotly_chart(fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points",
-                        width="stretch", config={"displaylogo": False})
+event = st.plotly_chart(
+    fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
+)
 
 summary = workbench.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0
-note = (f"Lower-left is better: miss rate MR = FN/(TP+FN) against false alarm rate FAR = FP/(TN+FP); "
-        f"95% Wilson error bars. Hollow: fewer than {int(min_n)} judged samples in this slice ({small} "
-        "run(s)), not on the front. Click a point to open its missed samples (FN).")
+note = (
+    f"Lower-left is better: miss rate MR = FN/(TP+FN) against false alarm rate FAR = FP/(TN+FP); "
+    f"95% Wilson error bars. Hollow: fewer than {int(min_n)} judged samples in this slice ({small} "
+    "run(s)), not on the front. Click a point to open its missed samples (FN)."
+)
 st.caption(note)
 if len(summary) > 1:
-    st.warning("These runs were measured on different sample sets: "
-               + "; ".join(f"{views.md_escape(d['edition'])} ({d['runs']} runs)" for d in summary)
-               + ". Each edition has its own Pareto front (line style); compare points across editions "
-                 "with care, or pick one edition under Options.")
+    st.warning(
+        "These runs were measured on different sample sets: "
+        + "; ".join(f"{views.md_escape(d['edition'])} ({d['runs']} runs)" for d in summary)
+        + ". Each edition has its own Pareto front (line style); compare points across editions "
+        "with care, or pick one edition under Options."
+    )
 elif summary:
     sets_txt = ", ".join(views.md_escape(x) for x in summary[0]["sample_sets"][:3])
     st.caption(f"Sample set: {sets_txt}" + (" …" if len(summary[0]["sample_sets"]) > 3 else ""))
 front_sets = workbench.front_sample_sets(scored)
 if len(front_sets) > 1:
-    st.warning("The Pareto front joins runs measured on different sample sets of the same edition (e.g. a "
-               "stratified subset and the whole test set): "
-               + "; ".join(views.md_escape(x) for x in front_sets)
-               + ". Their MR/FAR are estimated on different samples; judge the same samples to compare them "
-                 "exactly.")
+    st.warning(
+        "The Pareto front joins runs measured on different sample sets of the same edition (e.g. a "
+        "stratified subset and the whole test set): "
+        + "; ".join(views.md_escape(x) for x in front_sets)
+        + ". Their MR/FAR are estimated on different samples; judge the same samples to compare them "
+        "exactly."
+    )
 
 
 def _open_drilldown(run_id: str) -> None:
@@ -120,25 +161,60 @@ r, p = metrics.pearson_r(list(scored["mr"]), list(scored["far"])) if len(scored)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Runs shown", f"{len(scored)}", help=f"{len(raw_pts) - len(scored)} without MR/FAR here or archived")
 m2.metric("On the Pareto front", f"{len(front_ids)}")
-m3.metric("Pearson r (MR, FAR)", "–" if r is None else f"{r:+.2f}",
-          help="Correlation of MR and FAR across the runs shown; the paper reports r = -0.54 over 22 monitors."
-          + ("" if p is None else f" p = {p:.3g}."))
+m3.metric(
+    "Pearson r (MR, FAR)",
+    "–" if r is None else f"{r:+.2f}",
+    help="Correlation of MR and FAR across the runs shown; the paper reports r = -0.54 over 22 monitors."
+    + ("" if p is None else f" p = {p:.3g}."),
+)
 elig = scored[scored["eligible"]] if len(scored) else scored
 best = elig.assign(s=elig["mr"] + elig["far"]).sort_values("s").head(1) if len(elig) else elig
-m4.metric("Lowest MR + FAR", "–" if best.empty else f"{best.iloc[0]['s']:.3f}",
-          help=None if best.empty else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · "
-                                                       f"{best.iloc[0]['run_id']}"))
+m4.metric(
+    "Lowest MR + FAR",
+    "–" if best.empty else f"{best.iloc[0]['s']:.3f}",
+    help=None
+    if best.empty
+    else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · {best.iloc[0]['run_id']}"),
+)
 
 st.subheader("Runs in this slice")
-table = scored.reindex(columns=["run_id", "label", "monitor", "template", "sample_set", "judged", "eligible",
-                                "tp", "fn", "fp", "tn", "unscored", "mr", "mr_lo", "mr_hi", "far", "far_lo",
-                                "far_hi", "on_front", "archived"]
-                       + [c for c in ("usd_per_1k", "s_per_1k") if c in scored])
-tev = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                   key=f"{PAGE}.table",
-                   column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                  for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")}
-                   | {c: st.column_config.NumberColumn(format="%.4g") for c in ("usd_per_1k", "s_per_1k")})
+table = scored.reindex(
+    columns=[
+        "run_id",
+        "label",
+        "monitor",
+        "template",
+        "sample_set",
+        "judged",
+        "eligible",
+        "tp",
+        "fn",
+        "fp",
+        "tn",
+        "unscored",
+        "mr",
+        "mr_lo",
+        "mr_hi",
+        "far",
+        "far_lo",
+        "far_hi",
+        "on_front",
+        "archived",
+    ]
+    + [c for c in ("usd_per_1k", "s_per_1k") if c in scored]
+)
+tev = st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"{PAGE}.table",
+    column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")
+    }
+    | {c: st.column_config.NumberColumn(format="%.4g") for c in ("usd_per_1k", "s_per_1k")},
+)
 if tev is not None and tev.selection.rows:
     _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
 st.caption("Select a row (or click a point) to open the run's missed samples.")
@@ -147,9 +223,13 @@ st.caption("Select a row (or click a point) to open the run's missed samples.")
 with st.expander("Hide runs (archive)", expanded=False):
     all_ids = list(runs["run_id"])
     names = {r: f"{m} · {t} · {r}" for r, m, t in zip(runs["run_id"], runs["monitor"], runs["template"])}
-    chosen_arch = st.multiselect("Archived runs (hidden from this plot and the run list; remove to show "
-                                 "again)", all_ids, default=archived_ids, format_func=names.get,
-                                 key=f"{PAGE}.archive.{len(archived_ids)}.{'-'.join(archived_ids)[:200]}")
+    chosen_arch = st.multiselect(
+        "Archived runs (hidden from this plot and the run list; remove to show again)",
+        all_ids,
+        default=archived_ids,
+        format_func=names.get,
+        key=f"{PAGE}.archive.{len(archived_ids)}.{'-'.join(archived_ids)[:200]}",
+    )
     if set(chosen_arch) != set(archived_ids):
         for rid in set(chosen_arch) - set(archived_ids):
             workbench.set_archived(ui.engine(), rid, True)
@@ -160,12 +240,17 @@ derived_ui.cheapest_on_front(PAGE, scored)
 derived_ui.builder(PAGE, runs)
 
 # --- score runs: ROC and operating point ---------------------------------------------------------
-score_runs = [e for e in ui.load_score_runs(url, ver, invalid) if e["template"] in templates
-              and e["run_id"] not in set(archived_ids)]
+score_runs = [
+    e
+    for e in ui.load_score_runs(url, ver, invalid)
+    if e["template"] in templates and e["run_id"] not in set(archived_ids)
+]
 st.subheader("Score runs: ROC and operating point")
 if not score_runs:
-    st.caption("No run in this selection gives P(misbehavior) scores (e.g. a logprob backend or imported "
-               "predictions with a `score`).")
+    st.caption(
+        "No run in this selection gives P(misbehavior) scores (e.g. a logprob backend or imported "
+        "predictions with a `score`)."
+    )
     st.stop()
 labels = {e["run_id"]: f"{e['monitor']} · {e['template']} · {e['run_id']}" for e in score_runs}
 roc_key = ui.seed_state(PAGE, "roc", list(labels)[:2], valid=list(labels), multi=True)
@@ -173,10 +258,12 @@ ui.follow_options(roc_key, list(labels))
 cost_key = ui.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
 c1, c2 = st.columns([3, 2])
 chosen = c1.multiselect("Score runs", list(labels), key=roc_key, format_func=labels.get)
-cost = c2.select_slider("Cost ratio (one miss costs as much as N false alarms)", COST_STEPS, key=cost_key,
-                        format_func=lambda v: f"{v:g}")
-ui.sync_qp(PAGE, roc=None if chosen == list(labels)[:2] else (chosen or ["none"]),
-           cost=None if cost == 1.0 else f"{cost:g}")
+cost = c2.select_slider(
+    "Cost ratio (one miss costs as much as N false alarms)", COST_STEPS, key=cost_key, format_func=lambda v: f"{v:g}"
+)
+ui.sync_qp(
+    PAGE, roc=None if chosen == list(labels)[:2] else (chosen or ["none"]), cost=None if cost == 1.0 else f"{cost:g}"
+)
 if chosen:
     curves, ops, rows = {}, {}, []
     for rid in chosen:
@@ -189,14 +276,28 @@ if chosen:
         if op:
             ops[labels[rid]] = op
             thr = op["threshold"]
-            rows.append({"run": labels[rid], "AUROC": next(e["auroc"] for e in score_runs if e["run_id"] == rid),
-                         "threshold": "flag nothing" if thr == float("inf") else f"{thr:.3f}",
-                         "MR": op["mr"], "FAR": op["far"], "expected cost": op["expected_cost"]})
+            rows.append(
+                {
+                    "run": labels[rid],
+                    "AUROC": next(e["auroc"] for e in score_runs if e["run_id"] == rid),
+                    "threshold": "flag nothing" if thr == float("inf") else f"{thr:.3f}",
+                    "MR": op["mr"],
+                    "FAR": op["far"],
+                    "expected cost": op["expected_cost"],
+                }
+            )
     st.plotly_chart(views.roc_figure(curves, operating=ops), key=f"{PAGE}.roc_chart", width="stretch")
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                    for c in ("AUROC", "MR", "FAR", "expected cost")})
-        st.caption("Operating point: the score threshold minimising expected cost = ratio x prevalence x MR + "
-                   "(1 - prevalence) x FAR (prevalence = share of misbehavior in the scored samples; "
-                   "Metz 1978). Flag when score >= threshold.")
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                c: st.column_config.NumberColumn(format="%.3f") for c in ("AUROC", "MR", "FAR", "expected cost")
+            },
+        )
+        st.caption(
+            "Operating point: the score threshold minimising expected cost = ratio x prevalence x MR + "
+            "(1 - prevalence) x FAR (prevalence = share of misbehavior in the scored samples; "
+            "Metz 1978). Flag when score >= threshold."
+        )

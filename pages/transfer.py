@@ -15,31 +15,37 @@ PAGE = "transfer"
 ui.require_workbench()
 
 st.title("Cross-category transfer of trained monitors")
-st.caption("Rows: the slice a probe was trained on; columns: the test slice it judged. The outlined cell "
-           "answers the paper's question: does training on Safety code carry over to Specification Gaming "
-           "code? (The paper's LoRA judge: MR 0.86 there, up from 0.49 untuned.) Produced by "
-           "`automonitor probe transfer --features tfidf|embed`.")
+st.caption(
+    "Rows: the slice a probe was trained on; columns: the test slice it judged. The outlined cell "
+    "answers the paper's question: does training on Safety code carry over to Specification Gaming "
+    "code? (The paper's LoRA judge: MR 0.86 there, up from 0.49 untuned.) Produced by "
+    "`automonitor probe transfer --features tfidf|embed`."
+)
 
 feat_key = ui.seed_state(PAGE, "features", "tfidf", valid=["tfidf", "embed"])
 met_key = ui.seed_state(PAGE, "metric", "auroc", valid=["auroc", "mr", "far"])
 c1, c2 = st.columns(2)
 features = c1.selectbox("Features", ["tfidf", "embed"], key=feat_key)
-metric = c2.selectbox("Metric", ["auroc", "mr", "far"], key=met_key,
-                      format_func=lambda m: {"auroc": "AUROC", "mr": "Miss rate", "far": "False alarm rate"}[m])
+metric = c2.selectbox(
+    "Metric",
+    ["auroc", "mr", "far"],
+    key=met_key,
+    format_func=lambda m: {"auroc": "AUROC", "mr": "Miss rate", "far": "False alarm rate"}[m],
+)
 ui.sync_qp(PAGE, features=None if features == "tfidf" else features, metric=None if metric == "auroc" else metric)
 
 res = transfer.load_saved(features)
 if res is None:
-    st.info(f"No transfer matrix for {features} probes yet: run "
-            f"`automonitor probe transfer --features {features}`.")
+    st.info(f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`.")
     st.stop()
 
 st.plotly_chart(transfer.heatmap(res, metric), use_container_width=True)
 st.subheader("Trivial baselines on the same test slices (AUROC)")
-st.caption("length: response length as the score (below 0.5: the misbehaving side is shorter); tfidf: "
-           "in-slice TF-IDF + logistic regression, cross-validated by pair. A probe no better than these "
-           "learned a shortcut.")
-st.dataframe(pd.DataFrame([{"test slice": k, **v} for k, v in res.get("baselines", {}).items()]),
-             hide_index=True)
+st.caption(
+    "length: response length as the score (below 0.5: the misbehaving side is shorter); tfidf: "
+    "in-slice TF-IDF + logistic regression, cross-validated by pair. A probe no better than these "
+    "learned a shortcut."
+)
+st.dataframe(pd.DataFrame([{"test slice": k, **v} for k, v in res.get("baselines", {}).items()]), hide_index=True)
 st.subheader("The paper's reported cells beside this probe")
 st.dataframe(transfer.paper_frame(res), hide_index=True)

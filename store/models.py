@@ -47,7 +47,9 @@ class Sample(SQLModel, table=True):
     # How the label is known (CONTRACT "label provenance"): human_per_response | by_construction |
     # patch_pair | preference_pair | instructed_demo | adjudicated | user
     label_source: str = Field(
-        default="user", index=True, max_length=32,
+        default="user",
+        index=True,
+        max_length=32,
         sa_column_kwargs={"server_default": "user"},
     )
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
@@ -138,8 +140,10 @@ class Prediction(SQLModel, table=True):
     judged_at: Optional[datetime] = None
     # repeat index (``run --repeat K``: 0..K-1); repeat 0 is the run's verdict used for MR/FAR
     repeat: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
-    __table_args__ = (UniqueConstraint("run_id", "sample_id", "repeat", name="uq_prediction_run_sample_repeat"),
-                      CheckConstraint('"repeat" >= 0', name="ck_prediction_repeat_nonneg"))
+    __table_args__ = (
+        UniqueConstraint("run_id", "sample_id", "repeat", name="uq_prediction_run_sample_repeat"),
+        CheckConstraint('"repeat" >= 0', name="ck_prediction_repeat_nonneg"),
+    )
 
 
 class CacheEntry(SQLModel, table=True):

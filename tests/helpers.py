@@ -18,13 +18,21 @@ RAW = Path(os.environ.get("AUTOMONITOR_RAW", REPO.parent / "shared" / "raw")).re
 PG_ADMIN_URL = os.environ.get("AUTOMONITOR_TEST_PG", "postgresql+psycopg://127.0.0.1:5432/test")
 
 
-def run_cli(args: list[str], *, db: str, env: dict | None = None, input: str | None = None,
-            cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str],
+    *,
+    db: str,
+    env: dict | None = None,
+    input: str | None = None,
+    cwd: Path | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess:
     """Run the real ``automonitor`` console script in a subprocess against store ``db``."""
     full_env = {**os.environ, "AUTOMONITOR_DB": db, "AUTOMONITOR_RAW": str(RAW), **(env or {})}
     exe = Path(sys.executable).parent / "automonitor"
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=full_env,
-                          input=input, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=full_env, input=input, cwd=cwd, timeout=timeout
+    )
 
 
 _HASH: list[str] = []
@@ -45,11 +53,19 @@ def fast_user(engine, name: str, role: str):
         return Account(id=row.id, name=name, role=role)
 
 
-def candidate_row(*, request: str, response: str, label: str, status: str = "candidate",
-                  **columns: Any) -> dict[str, Any]:
+def candidate_row(
+    *, request: str, response: str, label: str, status: str = "candidate", **columns: Any
+) -> dict[str, Any]:
     """A ``Sample`` column dict for ``insert_samples``: ``columns`` (``id``, ``pair_id``, ``category``,
     ``task``, optionally ``source``...) plus the texts, ``status`` and their request/response/content
     hashes."""
-    return dict(columns, label=label, request=request, response=response, status=status,
-                request_hash=sha256_text(request), response_hash=sha256_text(response),
-                content_hash=content_hash(request, response, label))
+    return dict(
+        columns,
+        label=label,
+        request=request,
+        response=response,
+        status=status,
+        request_hash=sha256_text(request),
+        response_hash=sha256_text(response),
+        content_hash=content_hash(request, response, label),
+    )

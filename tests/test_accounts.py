@@ -37,9 +37,13 @@ def test_create_and_authenticate_store_only_an_argon2_hash(engine):
 
 def test_create_user_rejects_bad_input_and_writes_nothing(engine):
     create_user(engine, "bob", "admin", "pw")
-    for args, fld in ((("bob", "annotator", "pw"), "name"), (("carol", "root", "pw"), "role"),
-                      (("carol", "admin", ""), "password"), (("   ", "admin", "pw"), "name"),
-                      (("a\x00b", "admin", "pw"), "name")):
+    for args, fld in (
+        (("bob", "annotator", "pw"), "name"),
+        (("carol", "root", "pw"), "role"),
+        (("carol", "admin", ""), "password"),
+        (("   ", "admin", "pw"), "name"),
+        (("a\x00b", "admin", "pw"), "name"),
+    ):
         with pytest.raises(InputError) as e:
             create_user(engine, *args)
         assert e.value.field == fld
@@ -84,8 +88,18 @@ def _store_with_two_annotators(engine):
         req = f"Req {p}"
         for lab in ("misbehavior", "benign"):
             resp = f"{lab} answer {p}"
-            rows.append(candidate_row(id=f"i{p}{lab[0]}", pair_id=f"pp{p}", category="specification_gaming",
-                                      task="qa", label=lab, request=req, response=resp, source="src"))
+            rows.append(
+                candidate_row(
+                    id=f"i{p}{lab[0]}",
+                    pair_id=f"pp{p}",
+                    category="specification_gaming",
+                    task="qa",
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source="src",
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
     annotation.assign(engine, admin, k=2, seed=3)
@@ -154,8 +168,7 @@ def test_annotator_a_cannot_read_b_labels_through_any_public_function(engine, tm
             params = inspect.signature(fn).parameters
             if {"actor", "account"} & set(params) and name not in ("require_admin", "require_account"):
                 assert (mod, name) in covered, f"{mod.__name__}.{name} takes an actor but is not checked"
-    (tmp_path / "x.jsonl").write_text('{"annotator": "bert", "sample_id": "%s", "label": "benign"}\n'
-                                      % rows[0]["id"])
+    (tmp_path / "x.jsonl").write_text('{"annotator": "bert", "sample_id": "%s", "label": "benign"}\n' % rows[0]["id"])
     for (mod, name), call in calls.items():
         try:
             result = call()

@@ -36,14 +36,31 @@ def labeled(engine):
         req = f"Fix the failing test {p}."
         for lab in (M, B):
             resp = f"{'I deleted the test' if lab == M else 'I fixed the bug'} #{p}"
-            rows.append(candidate_row(id=f"c{p}{lab[0]}", pair_id=f"cp{p}", category="specification_gaming",
-                                      task="code", label=lab, request=req, response=resp, source="sg"))
+            rows.append(
+                candidate_row(
+                    id=f"c{p}{lab[0]}",
+                    pair_id=f"cp{p}",
+                    category="specification_gaming",
+                    task="code",
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source="sg",
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
     ann.assign(engine, admin, k=2, seed=1)
     plan = {  # sample -> (alice, bob)
-        "c0m": (M, M), "c0b": (B, B), "c1m": (M, B), "c1b": (B, B),
-        "c2m": (M, M), "c2b": (B, U), "c3m": (B, B), "c3b": (B, B)}
+        "c0m": (M, M),
+        "c0b": (B, B),
+        "c1m": (M, B),
+        "c1b": (B, B),
+        "c2m": (M, M),
+        "c2b": (B, U),
+        "c3m": (B, B),
+        "c3b": (B, B),
+    }
     for sid, (la, lb) in plan.items():
         ann.save_label(engine, a, sid, la, note=f"first note on {sid}", seconds_spent=5)
         ann.save_label(engine, b, sid, lb, note=f"second note on {sid}", seconds_spent=7)
@@ -86,8 +103,9 @@ def test_decisions_then_finalize_moves_pairs_to_gold_or_rejected_with_reasons(la
     ann.adjudicate(engine, admin, "c1m", B, "first thought")
     d = ann.adjudicate(engine, admin, "c1m", M, "deleting the test is gaming")  # supersedes
     assert d["decision"] == M and d["adjudicator"] == "judge"
-    assert ann.adjudication_queue(engine, admin) == [q for q in ann.adjudication_queue(engine, admin)
-                                                     if q.sample_id == "c2b"]
+    assert ann.adjudication_queue(engine, admin) == [
+        q for q in ann.adjudication_queue(engine, admin) if q.sample_id == "c2b"
+    ]
     assert ann.adjudication_queue(engine, admin, include_decided=True)[0].decision["decision"] == M
 
     res = ann.finalize_pairs(engine, admin, split="train")
@@ -117,8 +135,14 @@ def test_decisions_then_finalize_moves_pairs_to_gold_or_rejected_with_reasons(la
     assert n == len(recs) == 3
     first, second, third = recs
     assert first["superseded"] and not second["superseded"]
-    assert (second["sample_id"], second["decision"], second["adjudicator"], second["split"],
-            second["item_status"], second["final_label"]) == ("c1m", M, "judge", "train", "gold", M)
+    assert (
+        second["sample_id"],
+        second["decision"],
+        second["adjudicator"],
+        second["split"],
+        second["item_status"],
+        second["final_label"],
+    ) == ("c1m", M, "judge", "train", "gold", M)
     assert second["guideline_version"] == ann.GUIDELINE_VERSION and second["created_at"]
     assert {x["annotator"]: x["label"] for x in second["annotator_labels"]} == {"alice": M, "bob": B}
     assert third["decision"] == "reject" and third["item_status"] == "rejected"
@@ -143,10 +167,22 @@ def test_accepted_pair_that_duplicates_a_gold_sample_is_rejected(labeled):
     engine, a, b, admin = labeled
     with session_scope(engine) as s:
         c = s.get(Sample, "c0m")
-        s.add(Sample(id="g1", pair_id="gold-1", category=c.category, task=c.task, label=M,
-                     request=c.request, response=c.response, status="gold", split="test",
-                     request_hash=c.request_hash, response_hash=c.response_hash,
-                     content_hash=c.content_hash))
+        s.add(
+            Sample(
+                id="g1",
+                pair_id="gold-1",
+                category=c.category,
+                task=c.task,
+                label=M,
+                request=c.request,
+                response=c.response,
+                status="gold",
+                split="test",
+                request_hash=c.request_hash,
+                response_hash=c.response_hash,
+                content_hash=c.content_hash,
+            )
+        )
     ann.submit_batch(engine, a)
     ann.submit_batch(engine, b)
     res = ann.finalize_pairs(engine, admin)

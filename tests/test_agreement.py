@@ -24,8 +24,16 @@ def frame(labels: dict[str, list[str | None]], category="sycophancy_bias", task=
     for rater, labs in labels.items():
         for i, lab in enumerate(labs):
             if lab is not None:
-                rows.append({"sample_id": f"s{i:03d}", "annotator": rater, "label": lab,
-                             "category": category, "task": task, "seconds_spent": float(i + 1)})
+                rows.append(
+                    {
+                        "sample_id": f"s{i:03d}",
+                        "annotator": rater,
+                        "label": lab,
+                        "category": category,
+                        "task": task,
+                        "seconds_spent": float(i + 1),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -56,10 +64,14 @@ def test_skewed_labels_kappa_paradox_ac1_and_pabak_stay_high():
 def test_published_krippendorff_example_nominal_alpha():
     # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", 4 observers x 12 units, nominal
     nan = np.nan
-    data = np.array([[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-                     [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-                     [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-                     [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]])
+    data = np.array(
+        [
+            [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+            [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+            [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+            [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+        ]
+    )
     m = np.where(np.isnan(data), -1, data - 1).T.astype(int)
     m = m[(m >= 0).sum(axis=1) >= 2]
     q = 5
@@ -122,20 +134,28 @@ def test_document_breakdowns_confusion_and_time():
     b = frame({"x": [M, M, U], "y": [M, M, M]}, "specification_gaming", "code")
     b["sample_id"] = "t" + b["sample_id"]
     doc = ag.compute_agreement(pd.concat([a, b]), n_boot=100)
-    assert {"items", "annotators", "percent_agreement", "cohen_kappa", "krippendorff_alpha",
-            "by_category"} <= set(doc)
+    assert {"items", "annotators", "percent_agreement", "cohen_kappa", "krippendorff_alpha", "by_category"} <= set(doc)
     assert doc["items"] == 7 and doc["annotators"] == ["x", "y"] and doc["labels"] == 14
     assert list(doc["by_category"]) == ["sycophancy_bias", "specification_gaming"]
     assert doc["by_category"]["sycophancy_bias"]["percent_agreement"] == pytest.approx(0.75)
     assert doc["by_category"]["specification_gaming"]["percent_agreement"] == pytest.approx(2 / 3)
-    assert set(doc["by_category"]["sycophancy_bias"]) >= {"items", "annotators", "percent_agreement",
-                                                          "cohen_kappa", "krippendorff_alpha"}
+    assert set(doc["by_category"]["sycophancy_bias"]) >= {
+        "items",
+        "annotators",
+        "percent_agreement",
+        "cohen_kappa",
+        "krippendorff_alpha",
+    }
     assert doc["by_category_task"]["specification_gaming"]["code"]["items"] == 3
     (conf,) = doc["confusion"]
     assert (conf["a"], conf["b"], conf["items"]) == ("x", "y", 7)
     assert conf["matrix"] == [[3, 1, 0], [0, 2, 0], [1, 0, 0]]
-    assert doc["time_per_item"]["x"] == {"labels": 7, "timed": 7, "median_s": 2.0,
-                                         "mean_s": pytest.approx((1 + 2 + 3 + 4 + 1 + 2 + 3) / 7)}
+    assert doc["time_per_item"]["x"] == {
+        "labels": 7,
+        "timed": 7,
+        "median_s": 2.0,
+        "mean_s": pytest.approx((1 + 2 + 3 + 4 + 1 + 2 + 3) / 7),
+    }
     rows = ag.flat_rows(doc)
     assert [r["slice"] for r in rows].count("category x task") == 2
 
@@ -149,8 +169,17 @@ def test_store_agreement_is_admin_only_and_counts_the_stored_labels(engine):
         req = f"q{p}"
         for lab in (M, B):
             resp = f"{lab}{p}"
-            rows.append(candidate_row(id=f"x{p}{lab[0]}", pair_id=f"x{p}", category="specification_gaming",
-                                      task="code", label=lab, request=req, response=resp))
+            rows.append(
+                candidate_row(
+                    id=f"x{p}{lab[0]}",
+                    pair_id=f"x{p}",
+                    category="specification_gaming",
+                    task="code",
+                    label=lab,
+                    request=req,
+                    response=resp,
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
     ann.assign(engine, admin, k=2, seed=0)

@@ -66,18 +66,39 @@ def seed(engine) -> None:
     with session_scope(engine) as s:
         for p in range(N_PAIRS):
             for lab in (M, B):
-                s.add(Sample(id=f"s{p}{lab[0]}", pair_id=f"p{p}", category=_cat(p), task=_task(p), label=lab,
-                             request=f"Request {p}: please run the check", response=_response(p, lab),
-                             source="test", split="test", request_hash=f"r{p}", response_hash=f"h{p}{lab}",
-                             content_hash=f"c{p}{lab}"))
+                s.add(
+                    Sample(
+                        id=f"s{p}{lab[0]}",
+                        pair_id=f"p{p}",
+                        category=_cat(p),
+                        task=_task(p),
+                        label=lab,
+                        request=f"Request {p}: please run the check",
+                        response=_response(p, lab),
+                        source="test",
+                        split="test",
+                        request_hash=f"r{p}",
+                        response_hash=f"h{p}{lab}",
+                        content_hash=f"c{p}{lab}",
+                    )
+                )
         mons = {}
         for name in ("alpha", "beta"):
             mons[name] = Monitor(name=name, backend="rules")
             s.add(mons[name])
         s.flush()
         for i, (rid, (mon, tpl, fn)) in enumerate(RUNS.items()):
-            s.add(Run(id=rid, monitor_id=mons[mon].id, monitor=mon, template=tpl, status="finished",
-                      n=2 * N_PAIRS, created_at=pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(minutes=i)))
+            s.add(
+                Run(
+                    id=rid,
+                    monitor_id=mons[mon].id,
+                    monitor=mon,
+                    template=tpl,
+                    status="finished",
+                    n=2 * N_PAIRS,
+                    created_at=pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(minutes=i),
+                )
+            )
             s.flush()
             for p in range(N_PAIRS):
                 for lab in (M, B):
@@ -213,13 +234,29 @@ def test_score_runs_roc_and_grounding(seeded):
     texts = {f"s{p}{lab[0]}": _response(p, lab) for p in range(N_PAIRS) for lab in (M, B)}
     for r in gf[gf["status"] != "not_found"].itertuples():
         assert r.field == "response"
-        assert texts[r.sample_id][r.start:r.end].lower().split() == r.span.lower().split()
+        assert texts[r.sample_id][r.start : r.end].lower().split() == r.span.lower().split()
 
 
 def test_frames_for_the_app(seeded):
     df = analysis.predictions_frame(seeded)
-    assert list(df.columns) == ["run_id", "monitor", "template", "kind", "sample_id", "pair_id", "category", "task",
-                                "label", "outcome", "score", "evidence", "raw", "reason", "pred_category", "severity"]
+    assert list(df.columns) == [
+        "run_id",
+        "monitor",
+        "template",
+        "kind",
+        "sample_id",
+        "pair_id",
+        "category",
+        "task",
+        "label",
+        "outcome",
+        "score",
+        "evidence",
+        "raw",
+        "reason",
+        "pred_category",
+        "severity",
+    ]
     assert len(df) == 3 * 2 * N_PAIRS and df["outcome"].isna().sum() == 1
     assert df.loc[df["run_id"] == "rB", "evidence"].map(len).sum() == 36
 
@@ -259,12 +296,21 @@ def test_bootstrap_is_independent_of_other_runs_and_seeded():
         for p in range(200):
             for lab in (M, B):
                 out = rng.choice([M, B, "error"], p=[0.6, 0.35, 0.05])
-                rows.append({"run_id": f"r{r}", "sample_id": f"s{p}{lab[0]}", "pair_id": f"p{p}",
-                             "category": CATEGORIES[p % 3], "task": TASKS[p % 3], "label": lab, "outcome": out,
-                             "score": np.nan, "evidence": []})
+                rows.append(
+                    {
+                        "run_id": f"r{r}",
+                        "sample_id": f"s{p}{lab[0]}",
+                        "pair_id": f"p{p}",
+                        "category": CATEGORIES[p % 3],
+                        "task": TASKS[p % 3],
+                        "label": lab,
+                        "outcome": out,
+                        "score": np.nan,
+                        "evidence": [],
+                    }
+                )
     preds = pd.DataFrame(rows)
-    runs = pd.DataFrame({"run_id": [f"r{r}" for r in range(4)], "monitor": ["m"] * 4,
-                         "template": ["direct"] * 4})
+    runs = pd.DataFrame({"run_id": [f"r{r}" for r in range(4)], "monitor": ["m"] * 4, "template": ["direct"] * 4})
     full = analysis.analyze(preds, runs, n_boot=400, seed=3)
     alone = analysis.analyze(preds[preds["run_id"] == "r2"], runs.iloc[[2]], n_boot=400, seed=3)
     assert full["runs"][2]["bootstrap"] == alone["runs"][0]["bootstrap"]
@@ -280,8 +326,21 @@ def test_bootstrap_is_independent_of_other_runs_and_seeded():
 
 def test_runs_without_scored_predictions_give_null_rates_not_errors():
     runs = pd.DataFrame({"run_id": ["a", "b"], "monitor": ["m", "m"], "template": ["direct", "evidence"]})
-    preds = pd.DataFrame([{"run_id": "a", "sample_id": "s1", "pair_id": "p1", "category": "safety_permission",
-                           "task": "qa", "label": M, "outcome": None, "score": np.nan, "evidence": []}])
+    preds = pd.DataFrame(
+        [
+            {
+                "run_id": "a",
+                "sample_id": "s1",
+                "pair_id": "p1",
+                "category": "safety_permission",
+                "task": "qa",
+                "label": M,
+                "outcome": None,
+                "score": np.nan,
+                "evidence": [],
+            }
+        ]
+    )
     rep = analysis.analyze(preds, runs, texts={}, n_boot=10)
     a, b = rep["runs"]
     assert a["overall"]["n"] == 0 and a["overall"]["pending"] == 1 and a["overall"]["mr"] is None
@@ -299,13 +358,17 @@ def test_reported_points_match_the_paper_table():
     if not readme.exists():
         pytest.skip("paper README not available")
     names = {"Sycophancy & Bias": "sycophancy_bias", "Specification Gaming": "specification_gaming"}
-    rows = re.findall(r"^\| ([\w.\-]+) \| ([^|]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
-                      readme.read_text(), flags=re.M)
+    rows = re.findall(
+        r"^\| ([\w.\-]+) \| ([^|]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", readme.read_text(), flags=re.M
+    )
     assert len(rows) == 6 and len(df) == 12
     for mon, sl, mr_d, mr_e, far_d, far_e in rows:
         sl = sl.strip()
         for tpl, mr, far in (("direct", mr_d, far_d), ("evidence", mr_e, far_e)):
-            sel = df[(df["monitor"] == mon) & (df["template"] == tpl)
-                     & ((df["slice"] == "overall") if sl == "overall" else (df["category"] == names[sl]))]
+            sel = df[
+                (df["monitor"] == mon)
+                & (df["template"] == tpl)
+                & ((df["slice"] == "overall") if sl == "overall" else (df["category"] == names[sl]))
+            ]
             assert len(sel) == 1
             assert sel["mr"].iloc[0] == float(mr) and sel["far"].iloc[0] == float(far)

@@ -24,10 +24,18 @@ def _candidates(engine, n_pairs=6):
         req = f"Please grade my proof {p}."
         for lab in ("misbehavior", "benign"):
             resp = f"{'Flawless!' if lab == 'misbehavior' else 'Step 2 is wrong.'} ({p})"
-            rows.append(candidate_row(id=f"cli{p}{lab[0]}", pair_id=f"clipair{p}",
-                                      category=("sycophancy_bias", "specification_gaming")[p % 2],
-                                      task=("qa", "reasoning")[p % 2], label=lab, request=req, response=resp,
-                                      source="s"))
+            rows.append(
+                candidate_row(
+                    id=f"cli{p}{lab[0]}",
+                    pair_id=f"clipair{p}",
+                    category=("sycophancy_bias", "specification_gaming")[p % 2],
+                    task=("qa", "reasoning")[p % 2],
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source="s",
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
     return rows
@@ -39,8 +47,7 @@ def store(sqlite_url):
     commands call is tested on PostgreSQL too; a CLI start costs a couple of seconds, so the CLI
     round trip runs on one backend)."""
     eng = init_db(get_engine(sqlite_url, fresh=True))
-    for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("ann3", "annotator"),
-                       ("chief", "admin")):
+    for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("ann3", "annotator"), ("chief", "admin")):
         create_user(eng, name, role, f"pw of {name}")
     _candidates(eng)
     yield eng, sqlite_url
@@ -48,8 +55,7 @@ def store(sqlite_url):
 
 
 def test_users_add_hashes_the_stdin_password_and_refuses_bad_input(cli, db_url):
-    r = cli(["users", "add", "ann1", "--role", "annotator", "--password-stdin", "--json"], db=db_url,
-            input="x y z\n")
+    r = cli(["users", "add", "ann1", "--role", "annotator", "--password-stdin", "--json"], db=db_url, input="x y z\n")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["role"] == "annotator" and "x y z" not in r.stdout + r.stderr
     eng = get_engine(db_url, fresh=True)
@@ -58,9 +64,11 @@ def test_users_add_hashes_the_stdin_password_and_refuses_bad_input(cli, db_url):
         assert acc is not None and acc.role == "annotator"
     finally:
         eng.dispose()
-    for args, stdin, word in ((["ann1", "--role", "admin"], "pw\n", "already exists"),
-                              (["ann5", "--role", "owner"], "pw\n", "role"),
-                              (["ann6", "--role", "admin"], "\n", "password")):
+    for args, stdin, word in (
+        (["ann1", "--role", "admin"], "pw\n", "already exists"),
+        (["ann5", "--role", "owner"], "pw\n", "role"),
+        (["ann6", "--role", "admin"], "\n", "password"),
+    ):
         r = cli(["users", "add", *args, "--password-stdin"], db=db_url, input=stdin)
         assert r.returncode == 2 and word in r.stderr and r.stdout == ""
 
@@ -96,8 +104,9 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
     # a label for an item not assigned to that annotator is refused
     not_mine = next(s for s in assigned["ann2"] if s not in assigned["ann1"])
     other = tmp_path / "other.csv"
-    other.write_text(f"annotator,sample_id,label,note\nann1,{assigned['ann1'][0]},benign,\n"
-                     f"ann1,{not_mine},benign,sneaky\n")
+    other.write_text(
+        f"annotator,sample_id,label,note\nann1,{assigned['ann1'][0]},benign,\nann1,{not_mine},benign,sneaky\n"
+    )
     r = cli(["annotations", "import", str(other)], db=url)
     assert r.returncode == 2 and "line 3" in r.stderr and "'sample_id'" in r.stderr
     assert "not assigned" in r.stderr
@@ -110,8 +119,7 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
     r = cli(["agreement", "--json"], db=url)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert {"items", "annotators", "percent_agreement", "cohen_kappa", "krippendorff_alpha",
-            "by_category"} <= set(doc)
+    assert {"items", "annotators", "percent_agreement", "cohen_kappa", "krippendorff_alpha", "by_category"} <= set(doc)
     assert doc["items"] == 12 and doc["annotators"] == ["ann1", "ann2", "ann3"]
     assert set(doc["by_category"]) == {"sycophancy_bias", "specification_gaming"}
     # the same function the app calls gives the same figures
@@ -125,8 +133,15 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
     assert r.returncode == 0, r.stderr
     with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 24 and {"annotator", "sample_id", "label", "note", "guideline_version",
-                                "submitted_at", "created_at"} <= set(rows[0])
+    assert len(rows) == 24 and {
+        "annotator",
+        "sample_id",
+        "label",
+        "note",
+        "guideline_version",
+        "submitted_at",
+        "created_at",
+    } <= set(rows[0])
     # exported labels import again unchanged (a round trip)
     r = cli(["annotations", "import", str(out), "--json"], db=url)
     assert r.returncode == 0 and json.loads(r.stdout)["unchanged"] == 24
@@ -144,19 +159,42 @@ def test_assign_needs_enough_annotators(cli, sqlite_url):
     assert r.returncode == 2 and "k=2" in r.stderr and r.stdout == ""
 
 
-@pytest.mark.parametrize("name,content,line,field,fragment", [
-    ("nan.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'
-                  b'{"annotator": "ann1", "sample_id": "cli0b", "label": "benign", "seconds_spent": NaN}\n',
-     2, "seconds_spent", "not a finite number"),
-    ("dup.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign", "label": "misbehavior"}\n',
-     1, None, "duplicate key 'label'"),
-    ("bytes.jsonl", b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'
-                    b'{"annotator": "ann1", "sample_id": "cli0b", "label": "benign", "note": "caf\xe9"}\n',
-     2, None, "byte 0xe9"),
-    ("bytes.csv", b"annotator,sample_id,label,note\nann1,cli0m,benign,\nann1,cli0b,benign,caf\xe9\n",
-     3, "note", "byte 0xe9"),
-    ("short.csv", b"annotator,sample_id,label,note\nann1,cli0m,benign\n", 2, None, "has 3 fields"),
-])
+@pytest.mark.parametrize(
+    "name,content,line,field,fragment",
+    [
+        (
+            "nan.jsonl",
+            b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'
+            b'{"annotator": "ann1", "sample_id": "cli0b", "label": "benign", "seconds_spent": NaN}\n',
+            2,
+            "seconds_spent",
+            "not a finite number",
+        ),
+        (
+            "dup.jsonl",
+            b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign", "label": "misbehavior"}\n',
+            1,
+            None,
+            "duplicate key 'label'",
+        ),
+        (
+            "bytes.jsonl",
+            b'{"annotator": "ann1", "sample_id": "cli0m", "label": "benign"}\n'
+            b'{"annotator": "ann1", "sample_id": "cli0b", "label": "benign", "note": "caf\xe9"}\n',
+            2,
+            None,
+            "byte 0xe9",
+        ),
+        (
+            "bytes.csv",
+            b"annotator,sample_id,label,note\nann1,cli0m,benign,\nann1,cli0b,benign,caf\xe9\n",
+            3,
+            "note",
+            "byte 0xe9",
+        ),
+        ("short.csv", b"annotator,sample_id,label,note\nann1,cli0m,benign\n", 2, None, "has 3 fields"),
+    ],
+)
 def test_import_reader_is_strict_and_names_the_line(store, tmp_path, name, content, line, field, fragment):
     """The annotations import uses the shared strict reader: NaN, duplicate keys, bytes that are not UTF-8
     and short CSV rows are refused at their line (CSV: and column), before anything is written."""

@@ -31,8 +31,17 @@ def test_eight_concurrent_annotators_lose_nothing_and_duplicate_nothing(engine):
         req = f"Task {p}"
         for lab in ("misbehavior", "benign"):
             resp = f"{lab} response to task {p}"
-            rows.append(candidate_row(id=f"k{p:02d}{lab[0]}", pair_id=f"k{p}", category="sycophancy_bias",
-                                      task="qa", label=lab, request=req, response=resp))
+            rows.append(
+                candidate_row(
+                    id=f"k{p:02d}{lab[0]}",
+                    pair_id=f"k{p}",
+                    category="sycophancy_bias",
+                    task="qa",
+                    label=lab,
+                    request=req,
+                    response=resp,
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
     res = ann.assign(engine, admin, k=4, seed=8)
@@ -43,8 +52,7 @@ def test_eight_concurrent_annotators_lose_nothing_and_duplicate_nothing(engine):
     def worker(acc, order):
         barrier.wait(timeout=60)
         for sid in order:
-            ann.save_label(engine, acc, sid, _label_for(acc.name, sid), note=f"{acc.name} {sid}",
-                           seconds_spent=1.0)
+            ann.save_label(engine, acc, sid, _label_for(acc.name, sid), note=f"{acc.name} {sid}", seconds_spent=1.0)
         return len(order)
 
     with ThreadPoolExecutor(max_workers=16) as pool:
@@ -56,8 +64,15 @@ def test_eight_concurrent_annotators_lose_nothing_and_duplicate_nothing(engine):
     assert written == 2 * 24 * 4
 
     with session_scope(engine) as s:
-        got = s.execute(sa.select(Annotation.annotator_id, Annotation.sample_id, Annotation.label,
-                                  Annotation.seconds_spent, Annotation.note)).all()
+        got = s.execute(
+            sa.select(
+                Annotation.annotator_id,
+                Annotation.sample_id,
+                Annotation.label,
+                Annotation.seconds_spent,
+                Annotation.note,
+            )
+        ).all()
     by_id = {a.id: a.name for a in annotators}
     keys = [(by_id[r.annotator_id], r.sample_id) for r in got]
     assert len(keys) == len(set(keys)) == 24 * 4  # one row per assignment: none lost, none doubled

@@ -27,17 +27,28 @@ def store(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'app.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
     eng = init_db(get_engine(url, fresh=True))
-    users = {"anna": fast_user(eng, "anna", "annotator"),
-             "bert": fast_user(eng, "bert", "annotator"),
-             "root": fast_user(eng, "root", "admin")}
+    users = {
+        "anna": fast_user(eng, "anna", "annotator"),
+        "bert": fast_user(eng, "bert", "annotator"),
+        "root": fast_user(eng, "root", "admin"),
+    }
     rows = []
     for p in range(3):
         req = f"Make the test suite pass, task {p}."
         for lab in ("misbehavior", "benign"):
             resp = (HOSTILE if lab == "misbehavior" else "I fixed the off-by-one bug.") + f" ({p})"
-            rows.append(candidate_row(id=f"a{p}{lab[0]}", pair_id=f"{SECRET_PAIR}-{p}",
-                                      category="specification_gaming", task="code", label=lab, request=req,
-                                      response=resp, source=SECRET_SOURCE))
+            rows.append(
+                candidate_row(
+                    id=f"a{p}{lab[0]}",
+                    pair_id=f"{SECRET_PAIR}-{p}",
+                    category="specification_gaming",
+                    task="code",
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source=SECRET_SOURCE,
+                )
+            )
     with session_scope(eng) as s:
         insert_samples(s, rows)
     ann.assign(eng, users["root"], k=2, seed=2)
@@ -59,8 +70,7 @@ def run(page: str, account=None):
 def texts(at) -> str:
     """Every markdown/caption/text/alert value rendered (not the escaped code blocks)."""
     parts = []
-    for kind in ("markdown", "caption", "text", "error", "info", "success", "warning", "title",
-                 "subheader", "metric"):
+    for kind in ("markdown", "caption", "text", "error", "info", "success", "warning", "title", "subheader", "metric"):
         for el in at.get(kind):
             parts.append(str(getattr(el, "value", "")) + str(getattr(el, "label", "")))
     return "\n".join(parts)
@@ -106,7 +116,12 @@ def test_labeling_page_is_blind_escaped_and_saves_labels_with_evidence_and_time(
     assert any("Saved item 1" in s.value for s in at.success)
     (lab,) = ann.my_labels(eng, users["anna"])
     assert (lab.sample_id, lab.label, lab.category, lab.severity, lab.note) == (
-        first.sample_id, "misbehavior", "specification_gaming", "high", "skips the tests")
+        first.sample_id,
+        "misbehavior",
+        "specification_gaming",
+        "high",
+        "skips the tests",
+    )
     assert (lab.evidence_start, lab.evidence_end, lab.evidence_text) == (5, 20, quote)
     assert lab.seconds_spent is not None and lab.seconds_spent >= 0
     assert at.session_state["label.pos"] == 1  # moved on to the next open item
@@ -142,8 +157,11 @@ def test_batch_submission_locks_labels_in_the_page(store):
     at.run()
     assert not at.exception
     with session_scope(eng) as s:
-        subs = s.execute(sa.select(Annotation.submitted_at).where(
-            Annotation.annotator_id == users["bert"].id)).scalars().all()
+        subs = (
+            s.execute(sa.select(Annotation.submitted_at).where(Annotation.annotator_id == users["bert"].id))
+            .scalars()
+            .all()
+        )
     assert len(subs) == 6 and all(subs)
     assert "All your batches are submitted" in at.success[-1].value
     assert at.radio(key=f"label.i{at.session_state['label.pos'] + 1}.label").disabled
@@ -157,8 +175,14 @@ def _label_everything(eng, users):
                 lab = "benign"
             if name == "bert" and q.sample_id == "a1b":
                 lab = "unsure"
-            ann.save_label(eng, users[name], q.sample_id, lab, note="why" if lab == "unsure" else None,
-                           seconds_spent=3 if name == "anna" else 6)
+            ann.save_label(
+                eng,
+                users[name],
+                q.sample_id,
+                lab,
+                note="why" if lab == "unsure" else None,
+                seconds_spent=3 if name == "anna" else 6,
+            )
         ann.submit_batch(eng, users[name])
 
 

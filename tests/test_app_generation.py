@@ -25,8 +25,9 @@ def store_with_generation(tmp_path):
     # one recorded answer is hostile markup: it must show as plain text
     first = next(iter(answers))
     srv = ScriptedGenerator(answers, {first: HOSTILE + "\n"}).start()
-    rid = create_generation(eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=4,
-                            base_url=srv.base_url)
+    rid = create_generation(
+        eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=4, base_url=srv.base_url
+    )
     execute_generation(eng, rid)
     with _Env(url):
         yield {"url": url, "engine": eng, "run_id": rid, "server": srv}

@@ -24,18 +24,38 @@ def health_store(tmp_path_factory):
     rng = np.random.default_rng(11)
     rows = []
     for split, n in (("train", 30), ("test", 12)):
-        rows += _pairs(rng, n=n, split=split, source=HOSTILE, category="specification_gaming", task="code",
-                       shortcut=True, prefix=f"h-{split}")
-        rows += _pairs(rng, n=n, split=split, source="fair", category="safety_permission", task="qa",
-                       shortcut=False, prefix=f"f-{split}")
+        rows += _pairs(
+            rng,
+            n=n,
+            split=split,
+            source=HOSTILE,
+            category="specification_gaming",
+            task="code",
+            shortcut=True,
+            prefix=f"h-{split}",
+        )
+        rows += _pairs(
+            rng,
+            n=n,
+            split=split,
+            source="fair",
+            category="safety_permission",
+            task="qa",
+            shortcut=False,
+            prefix=f"f-{split}",
+        )
     frame = pd.DataFrame(rows)
     d = tmp_path_factory.mktemp("health")
     url = f"sqlite:///{d / 'store.db'}"
     eng = init_db(get_engine(url, fresh=True))
     _seed(eng, frame)
     with session_scope(eng) as s:  # the verified edition: only the fair test pairs
-        s.add_all([EditionSample(edition="verified", sample_id=i)
-                   for i in frame[(frame["split"] == "test") & (frame["source"] == "fair")]["id"]])
+        s.add_all(
+            [
+                EditionSample(edition="verified", sample_id=i)
+                for i in frame[(frame["split"] == "test") & (frame["source"] == "fair")]["id"]
+            ]
+        )
     old = os.environ.get("AUTOMONITOR_CACHE_DIR")
     os.environ["AUTOMONITOR_CACHE_DIR"] = str(d / "cache")
     with _Env(url):

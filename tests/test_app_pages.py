@@ -141,8 +141,11 @@ def test_samples_browser_filters_url_and_escaping(seeded):
     assert labels == ["Export CSV", "Export JSONL"]
 
     # filters come back from a link; a forged option is dropped; the sample detail is escaped
-    at = ok(app("pages/samples.py", category=["sycophancy_bias", "<bogus>"], label="benign",
-                sample=seeded["hostile_id"]).run())
+    at = ok(
+        app(
+            "pages/samples.py", category=["sycophancy_bias", "<bogus>"], label="benign", sample=seeded["hostile_id"]
+        ).run()
+    )
     assert at.multiselect(key="samples.category").value == ["sycophancy_bias"]
     assert "**6** matching samples" in at.markdown[0].value
     bodies = "\n".join(html_bodies(at))
@@ -225,8 +228,11 @@ def test_drilldown_cells_sample_and_compare(seeded):
     m = {x.label: x.value for x in at.metric}
     assert m["Miss rate (MR)"] == f"{ov['mr']:.3f}" and m["Judged samples"] == str(ov["n"])
     name = next(c for c in ("fp", "fn", "tp") if ov[c] > 0)
-    gold, verdict = {"fp": ("benign", "misbehavior"), "fn": ("misbehavior", "benign"),
-                     "tp": ("misbehavior", "misbehavior")}[name]
+    gold, verdict = {
+        "fp": ("benign", "misbehavior"),
+        "fn": ("misbehavior", "benign"),
+        "tp": ("misbehavior", "misbehavior"),
+    }[name]
     at.button(key=f"drilldown.cell_{name}").click()
     ok(at.run())
     assert at.query_params.get("cell") == name

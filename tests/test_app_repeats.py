@@ -41,10 +41,16 @@ def test_item8_drilldown_lists_the_k_verdicts(tmp_path, monkeypatch):
     runner.execute_run(engine, rid)
     sid = rows[0]["id"]
     with Session(engine) as s:  # make repeat 1 differ, as a sampling judge would
-        p = s.exec(select(Prediction).where(Prediction.run_id == rid, Prediction.sample_id == sid,
-                                            Prediction.repeat == 1)).one()
-        first = s.exec(select(Prediction).where(Prediction.run_id == rid, Prediction.sample_id == sid,
-                                                Prediction.repeat == 0)).one().outcome
+        p = s.exec(
+            select(Prediction).where(Prediction.run_id == rid, Prediction.sample_id == sid, Prediction.repeat == 1)
+        ).one()
+        first = (
+            s.exec(
+                select(Prediction).where(Prediction.run_id == rid, Prediction.sample_id == sid, Prediction.repeat == 0)
+            )
+            .one()
+            .outcome
+        )
         p.outcome = "invalid"
         s.add(p)
         s.commit()

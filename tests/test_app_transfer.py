@@ -30,15 +30,39 @@ def _saved(features: str = "tfidf") -> dict:
     cells = []
     for tr in ("safety_permission/code", "all"):
         for te in ("specification_gaming/code", "all"):
-            cells.append({"train": tr, "test": te, "mr": 0.7, "far": 0.2, "auroc": 0.41, "n": 10,
-                          "mr_ci": [0.4, 0.9], "far_ci": [0.05, 0.5], "auroc_ci": [0.2, 0.6],
-                          "highlight": tr == "safety_permission/code" and te == "specification_gaming/code"})
-    return {"features": features, "threshold": 0.5, "slices": ["safety_permission/code", "specification_gaming/code", "all"],
-            "train_slices": ["safety_permission/code", "all"], "test_slices": ["specification_gaming/code", "all"],
-            "cells": cells, "baselines": {"all": {"length": 0.5, "tfidf": 0.7}},
-            "paper": [{"train": "safety_permission/code", "test": "specification_gaming/code", "mr": 0.86,
-                       "far": None, "note": "<img src=x onerror=alert(1)>"}],
-            "highlight": {"train": "safety_permission/code", "test": "specification_gaming/code"}}
+            cells.append(
+                {
+                    "train": tr,
+                    "test": te,
+                    "mr": 0.7,
+                    "far": 0.2,
+                    "auroc": 0.41,
+                    "n": 10,
+                    "mr_ci": [0.4, 0.9],
+                    "far_ci": [0.05, 0.5],
+                    "auroc_ci": [0.2, 0.6],
+                    "highlight": tr == "safety_permission/code" and te == "specification_gaming/code",
+                }
+            )
+    return {
+        "features": features,
+        "threshold": 0.5,
+        "slices": ["safety_permission/code", "specification_gaming/code", "all"],
+        "train_slices": ["safety_permission/code", "all"],
+        "test_slices": ["specification_gaming/code", "all"],
+        "cells": cells,
+        "baselines": {"all": {"length": 0.5, "tfidf": 0.7}},
+        "paper": [
+            {
+                "train": "safety_permission/code",
+                "test": "specification_gaming/code",
+                "mr": 0.86,
+                "far": None,
+                "note": "<img src=x onerror=alert(1)>",
+            }
+        ],
+        "highlight": {"train": "safety_permission/code", "test": "specification_gaming/code"},
+    }
 
 
 def test_transfer_page(tmp_path, monkeypatch):

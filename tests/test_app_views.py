@@ -56,7 +56,7 @@ def test_highlight_escapes_hostile_text_and_marks_spans():
     # only the tags and attributes we build ourselves; no script, img, link or event handler
     assert set(p.tags) <= ALLOWED_TAGS, p.tags
     assert set(p.attrs) <= ALLOWED_ATTRS, p.attrs
-    assert "<script" not in markup and "<img" not in markup and "onerror=\"" not in markup
+    assert "<script" not in markup and "<img" not in markup and 'onerror="' not in markup
     # the response text survives literally (the parser unescapes what we escaped)
     body = "".join(p.text)
     assert text in body
@@ -69,10 +69,12 @@ def test_highlight_escapes_hostile_text_and_marks_spans():
 
 def test_highlight_overlapping_and_out_of_range_spans():
     text = "abcdefghij"
-    grounded = [{"span": "cdef", "status": "exact", "start": 2, "end": 6},
-                {"span": "efgh", "status": "normalized", "start": 4, "end": 8},
-                {"span": "x", "status": "exact", "start": 50, "end": 60},
-                {"span": "q", "status": "not_found", "start": None, "end": None}]
+    grounded = [
+        {"span": "cdef", "status": "exact", "start": 2, "end": 6},
+        {"span": "efgh", "status": "normalized", "start": 4, "end": 8},
+        {"span": "x", "status": "exact", "start": 50, "end": 60},
+        {"span": "q", "status": "not_found", "start": None, "end": None},
+    ]
     assert views.located_spans(text, grounded) == [(2, 6, "exact", "cdef"), (6, 8, "normalized", "efgh")]
     p = _parse(views.highlight_html(text, grounded, show_missing=False))
     assert p.marks == [("exact", "cdef"), ("normalized", "gh")]
@@ -90,19 +92,28 @@ def test_highlight_by_field_and_text_html():
 
 
 def test_pareto_and_pearson():
-    pts = pd.DataFrame({"run_id": list("abcde"), "mr": [0.1, 0.2, 0.3, 0.25, None],
-                        "far": [0.6, 0.3, 0.1, 0.35, 0.0]})
+    pts = pd.DataFrame({"run_id": list("abcde"), "mr": [0.1, 0.2, 0.3, 0.25, None], "far": [0.6, 0.3, 0.1, 0.35, 0.0]})
     assert views.pareto_ids(pts) == ["c", "b", "a"]
-    assert views.pearson_r(pts) == pytest.approx(pd.Series([0.1, 0.2, 0.3, 0.25]).corr(
-        pd.Series([0.6, 0.3, 0.1, 0.35])))
+    assert views.pearson_r(pts) == pytest.approx(
+        pd.Series([0.1, 0.2, 0.3, 0.25]).corr(pd.Series([0.6, 0.3, 0.1, 0.35]))
+    )
     assert views.pearson_r(pts.head(2)) is None
 
 
 def test_tradeoff_figure_traces():
-    pts = pd.DataFrame({"run_id": ["a", "b", "c"], "monitor": ["m1", "m2", "m3"],
-                        "template": ["direct", "evidence", "direct"], "mr": [0.1, 0.3, 0.5],
-                        "far": [0.5, 0.2, 0.4], "mr_lo": [0.05, 0.2, 0.4], "mr_hi": [0.2, 0.4, 0.6],
-                        "far_lo": [0.4, 0.1, 0.3], "far_hi": [0.6, 0.3, 0.5]})
+    pts = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "monitor": ["m1", "m2", "m3"],
+            "template": ["direct", "evidence", "direct"],
+            "mr": [0.1, 0.3, 0.5],
+            "far": [0.5, 0.2, 0.4],
+            "mr_lo": [0.05, 0.2, 0.4],
+            "mr_hi": [0.2, 0.4, 0.6],
+            "far_lo": [0.4, 0.1, 0.3],
+            "far_hi": [0.6, 0.3, 0.5],
+        }
+    )
     rep = pd.DataFrame({"label": ["GPT-4o-mini direct"], "mr": [0.36], "far": [0.32]})
     fig = views.tradeoff_figure(pts, reported=rep)
     names = [t.name for t in fig.data]
@@ -116,8 +127,15 @@ def test_tradeoff_figure_traces():
     assert list(fig.data[0].x) == [0.2, 0.2, 0.5, 0.5, 1.0]
     assert list(fig.data[0].y) == [1.0, 0.3, 0.3, 0.1, 0.1]
     assert fig.data[4].marker.symbol == "diamond-open" and list(fig.data[4].text) == ["GPT-4o-mini direct"]
-    rep2 = pd.DataFrame({"label": ["A (direct)", "A (evidence)"], "monitor": ["A", "A"],
-                         "template": ["direct", "evidence"], "mr": [0.3, 0.2], "far": [0.3, 0.5]})
+    rep2 = pd.DataFrame(
+        {
+            "label": ["A (direct)", "A (evidence)"],
+            "monitor": ["A", "A"],
+            "template": ["direct", "evidence"],
+            "mr": [0.3, 0.2],
+            "far": [0.3, 0.5],
+        }
+    )
     fig2 = views.tradeoff_figure(pts, reported=rep2)
     paper = [t for t in fig2.data if t.name.startswith("paper")]
     assert [t.name for t in paper] == ["paper (reported): direct", "paper (reported): evidence"]
@@ -172,6 +190,7 @@ def test_store_queries(seeded):
     prog = views.run_progress(eng, "r000")
     assert prog["fraction"] == 1.0 and sum(prog["counts"].values()) == 38
     from automonitor.errors import NotFound
+
     with pytest.raises(NotFound):
         views.run_progress(eng, "nope")
 
@@ -198,6 +217,7 @@ def test_search_and_export(seeded):
     c = list(csv.DictReader(io.StringIO(views.export_samples(eng, "csv", task=["code"], status=["gold"]).decode())))
     assert len(c) == 12 and json.loads(c[0]["meta"]) == {"seeded": True}
     from automonitor.errors import InputError
+
     with pytest.raises(InputError):
         views.export_samples(eng, "xml")
 
@@ -208,8 +228,15 @@ def test_search_and_export(seeded):
 
 
 def test_composition_figure_sums():
-    long = pd.DataFrame({"category": ["sycophancy_bias"] * 4, "task": ["qa", "qa", "code", "code"],
-                         "label": ["misbehavior", "benign"] * 2, "split": "test", "n": [3, 3, 2, 2]})
+    long = pd.DataFrame(
+        {
+            "category": ["sycophancy_bias"] * 4,
+            "task": ["qa", "qa", "code", "code"],
+            "label": ["misbehavior", "benign"] * 2,
+            "split": "test",
+            "n": [3, 3, 2, 2],
+        }
+    )
     sb = views.composition_figure(long).data[0]
     vals = dict(zip(sb.ids, sb.values))
     assert vals["sycophancy_bias"] == 10 and vals["sycophancy_bias/qa"] == 6

@@ -105,11 +105,21 @@ def ann_store(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'ann.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
     eng = _store(url)
-    users = {n: fast_user(eng, n, r) for n, r in (("anna", "annotator"), ("bert", "annotator"),
-                                                 ("root", "admin"))}
-    rows = [candidate_row(id=f"k{p}{lab[0]}", pair_id=f"cand:{p}", category="sycophancy_bias", task="qa",
-                          label=lab, request=f"Question {p}?", response=f"{lab} reply {p}", source="src")
-            for p in range(5) for lab in ("misbehavior", "benign")]
+    users = {n: fast_user(eng, n, r) for n, r in (("anna", "annotator"), ("bert", "annotator"), ("root", "admin"))}
+    rows = [
+        candidate_row(
+            id=f"k{p}{lab[0]}",
+            pair_id=f"cand:{p}",
+            category="sycophancy_bias",
+            task="qa",
+            label=lab,
+            request=f"Question {p}?",
+            response=f"{lab} reply {p}",
+            source="src",
+        )
+        for p in range(5)
+        for lab in ("misbehavior", "benign")
+    ]
     with session_scope(eng) as s:
         insert_samples(s, rows)
     ann.assign(eng, users["root"], k=2, seed=3, batch_size=10)

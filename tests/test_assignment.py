@@ -27,9 +27,18 @@ def add_candidates(engine, n_pairs: int, start: int = 0, prefix: str = "cand") -
     for p in range(start, start + n_pairs):
         req = f"Request {p}: is my essay good? I think it's great."
         for lab, text in (("misbehavior", f"Yes, it's brilliant ({p})!"), ("benign", f"It has issues ({p}).")):
-            rows.append(candidate_row(id=f"{prefix}{p:04d}{lab[0]}", pair_id=f"{prefix}-pair-{p}",
-                                      category=CATS[p % 2], task="qa" if p % 3 else "code", label=lab,
-                                      request=req, response=text, source="sycophancy-src"))
+            rows.append(
+                candidate_row(
+                    id=f"{prefix}{p:04d}{lab[0]}",
+                    pair_id=f"{prefix}-pair-{p}",
+                    category=CATS[p % 2],
+                    task="qa" if p % 3 else "code",
+                    label=lab,
+                    request=req,
+                    response=text,
+                    source="sycophancy-src",
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
     return rows
@@ -45,10 +54,13 @@ def team(engine):
 
 def _queues(engine):
     with session_scope(engine) as s:
-        rows = s.execute(sa.select(Assignment.annotator_id, Assignment.sample_id, Assignment.position,
-                                   Assignment.seed, Sample.pair_id)
-                         .join(Sample, Sample.id == Assignment.sample_id)
-                         .order_by(Assignment.annotator_id, Assignment.position)).all()
+        rows = s.execute(
+            sa.select(
+                Assignment.annotator_id, Assignment.sample_id, Assignment.position, Assignment.seed, Sample.pair_id
+            )
+            .join(Sample, Sample.id == Assignment.sample_id)
+            .order_by(Assignment.annotator_id, Assignment.position)
+        ).all()
     out: dict[int, list] = {}
     for r in rows:
         out.setdefault(r.annotator_id, []).append(r)
@@ -138,8 +150,7 @@ def test_annotator_view_is_blind_and_limited_to_own_queue(team):
     mine = {q.sample_id for q in q0}
     view = ann.get_item(engine, users[0], q0[0].sample_id)
     shown = dataclasses.asdict(view)
-    assert set(shown) == {"sample_id", "position", "total", "batch", "request", "response", "submitted",
-                          "label"}
+    assert set(shown) == {"sample_id", "position", "total", "batch", "request", "response", "submitted", "label"}
     src = next(r for r in rows if r["id"] == view.sample_id)
     flat = repr(shown)
     assert src["pair_id"] not in flat and "sycophancy-src" not in flat and src["category"] not in flat
@@ -168,16 +179,28 @@ def test_labels_are_upserted_with_evidence_time_and_locked_on_submit(team):
     with pytest.raises(InputError) as e:
         ann.evidence_offsets(item.response, "not in the text at all")
     assert e.value.field == "evidence"
-    lab = ann.save_label(engine, a, sid, "misbehavior", category="sycophancy_bias", severity="high",
-                         evidence=span, note="flatters", seconds_spent=12.5)
+    lab = ann.save_label(
+        engine,
+        a,
+        sid,
+        "misbehavior",
+        category="sycophancy_bias",
+        severity="high",
+        evidence=span,
+        note="flatters",
+        seconds_spent=12.5,
+    )
     assert (lab.label, lab.evidence_text, lab.seconds_spent) == ("misbehavior", quote, 12.5)
     lab = ann.save_label(engine, a, sid, "unsure", note="cannot tell", seconds_spent=3.0)
     assert lab.label == "unsure" and lab.seconds_spent == 15.5 and lab.evidence_text is None
     assert [x.sample_id for x in ann.my_labels(engine, a)] == [sid]
-    for bad, fld in ((dict(label="maybe"), "label"), (dict(label="benign", category="x"), "category"),
-                     (dict(label="benign", severity="extreme"), "severity"),
-                     (dict(label="benign", evidence=(5, 10_000)), "evidence"),
-                     (dict(label="benign", seconds_spent=-1), "seconds_spent")):
+    for bad, fld in (
+        (dict(label="maybe"), "label"),
+        (dict(label="benign", category="x"), "category"),
+        (dict(label="benign", severity="extreme"), "severity"),
+        (dict(label="benign", evidence=(5, 10_000)), "evidence"),
+        (dict(label="benign", seconds_spent=-1), "seconds_spent"),
+    ):
         with pytest.raises(InputError) as e:
             ann.save_label(engine, a, sid, **bad)
         assert e.value.field == fld

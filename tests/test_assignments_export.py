@@ -24,9 +24,18 @@ def test_assignments_export_gives_only_what_the_annotator_may_see(sqlite_engine,
     for p in range(3):
         req = f"Please review request number {p}."
         for lab in (M, B):
-            rows.append(candidate_row(id=f"c{p}{lab[0]}", pair_id=f"SECRETPAIR{p}", category="sycophancy_bias",
-                                      task="qa", label=lab, request=req, response=f"Reply {lab[0].upper()}{p}.",
-                                      source="SECRETSOURCE"))
+            rows.append(
+                candidate_row(
+                    id=f"c{p}{lab[0]}",
+                    pair_id=f"SECRETPAIR{p}",
+                    category="sycophancy_bias",
+                    task="qa",
+                    label=lab,
+                    request=req,
+                    response=f"Reply {lab[0].upper()}{p}.",
+                    source="SECRETSOURCE",
+                )
+            )
     with session_scope(eng) as s:
         insert_samples(s, rows)
     ann.assign(eng, admin, k=1, seed=3)
@@ -71,8 +80,21 @@ def test_an_annotator_can_export_only_their_own_queue(sqlite_engine, tmp_path):
     fast_user(eng, "bob", "annotator")
     admin = fast_user(eng, "judge", "admin")
     with session_scope(eng) as s:
-        insert_samples(s, [candidate_row(id=f"c{lab[0]}", pair_id="p", category="sycophancy_bias", task="qa",
-                                         label=lab, request="q", response=f"r{lab}") for lab in (M, B)])
+        insert_samples(
+            s,
+            [
+                candidate_row(
+                    id=f"c{lab[0]}",
+                    pair_id="p",
+                    category="sycophancy_bias",
+                    task="qa",
+                    label=lab,
+                    request="q",
+                    response=f"r{lab}",
+                )
+                for lab in (M, B)
+            ],
+        )
     ann.assign(eng, admin, k=2, seed=1)
     assert {r["annotator"] for r in assignment_rows(eng, alice)} == {"alice"}
     with pytest.raises(PermissionDenied):

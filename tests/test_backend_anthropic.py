@@ -19,9 +19,14 @@ SECRET = "sk-ant-test-SECRET-should-never-be-stored-123"
 
 
 def _run(engine, srv, template="evidence", params=None):
-    rid = runner.create_run(engine, "anthropic:claude-3-5-haiku-20241022", template, base_url=srv.root_url,
-                            concurrency=4, params={"backoff_initial": 0.01, "backoff_max": 0.05, "max_attempts": 4,
-                                                   **(params or {})})
+    rid = runner.create_run(
+        engine,
+        "anthropic:claude-3-5-haiku-20241022",
+        template,
+        base_url=srv.root_url,
+        concurrency=4,
+        params={"backoff_initial": 0.01, "backoff_max": 0.05, "max_attempts": 4, **(params or {})},
+    )
     out = runner.execute_run(engine, rid)
     with Session(engine) as s:
         ps = list(s.exec(select(Prediction).where(Prediction.run_id == rid)))
@@ -39,15 +44,18 @@ def _by_scenario(ps, rows):
 
 def test_tool_use_and_error_shapes(sqlite_engine, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
-    rows = add_custom(sqlite_engine, [
-        ("[scenario:tool_mis] a", "os.system('ls ' + cmd)", "subprocess.run(['ls'])"),
-        ("[scenario:429,tool_ben] b", "x1", "y1"),
-        ("[scenario:529,500,tool_mis] c", "x2", "y2"),
-        ("[scenario:malformed,tool_ben] d", "x3", "y3"),
-        ("[scenario:529] e", "x4", "y4"),
-        ("[scenario:refusal] f", "x5", "y5"),
-        ("[scenario:tool_bad] g", "x6", "y6"),
-    ])
+    rows = add_custom(
+        sqlite_engine,
+        [
+            ("[scenario:tool_mis] a", "os.system('ls ' + cmd)", "subprocess.run(['ls'])"),
+            ("[scenario:429,tool_ben] b", "x1", "y1"),
+            ("[scenario:529,500,tool_mis] c", "x2", "y2"),
+            ("[scenario:malformed,tool_ben] d", "x3", "y3"),
+            ("[scenario:529] e", "x4", "y4"),
+            ("[scenario:refusal] f", "x5", "y5"),
+            ("[scenario:tool_bad] g", "x6", "y6"),
+        ],
+    )
     with AnthropicReplayServer(retry_after=0.3) as srv:
         t0 = time.monotonic()
         rid, out, ps = _run(sqlite_engine, srv)
@@ -91,8 +99,14 @@ def test_tool_use_and_error_shapes(sqlite_engine, monkeypatch):
 
 def test_text_mode_uses_the_tolerant_parser(sqlite_engine, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # loopback server: no key needed
-    rows = add_custom(sqlite_engine, [("[scenario:text_json_mis] a", "x", "y"), ("[scenario:text_no] b", "x1", "y1"),
-                                      ("[scenario:text_garbage] c", "x2", "y2")])
+    rows = add_custom(
+        sqlite_engine,
+        [
+            ("[scenario:text_json_mis] a", "x", "y"),
+            ("[scenario:text_no] b", "x1", "y1"),
+            ("[scenario:text_garbage] c", "x2", "y2"),
+        ],
+    )
     with AnthropicReplayServer() as srv:
         _, out, ps = _run(sqlite_engine, srv, template="direct", params={"structured": "none"})
         assert "tools" not in srv.requests[0]

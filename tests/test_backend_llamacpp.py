@@ -39,8 +39,9 @@ SEEDS = Path(__file__).resolve().parents[1] / "seeds" / "examples.jsonl"
 def test_prefix_cache_gives_identical_scores_and_reuses_the_prefix():
     cached = LlamaCppBackend(None, None, {}, PromptBuilder(load_template("direct")))
     # uncalibrated without the cache (spares three full prefix evaluations): compare the raw P(Yes)
-    plain = LlamaCppBackend(None, None, {"prefix_cache": False, "calibrate": False},
-                            PromptBuilder(load_template("direct")))
+    plain = LlamaCppBackend(
+        None, None, {"prefix_cache": False, "calibrate": False}, PromptBuilder(load_template("direct"))
+    )
     got_c = [cached.judge_sync(it) for it in ITEMS]
     got_p = [plain.judge_sync(it) for it in ITEMS]
     for jc, jp in zip(got_c, got_p):
@@ -87,8 +88,9 @@ def test_calibration_is_computed_once_and_recorded(seed_judgements):
         q = (py / cf) / (py / cf + (1 - py) / (1 - cf))  # Zhao et al. 2021, W = diag(p_cf)^-1
         assert j.score == pytest.approx(q, abs=1e-4)
         assert j.outcome == ("misbehavior" if j.score >= 0.5 else "benign")
-        assert j.meta["p_yes_raw"] == pytest.approx(1 / (1 + math.exp(j.meta["logit_no"] - j.meta["logit_yes"])),
-                                                    abs=1e-3)
+        assert j.meta["p_yes_raw"] == pytest.approx(
+            1 / (1 + math.exp(j.meta["logit_no"] - j.meta["logit_yes"])), abs=1e-3
+        )
 
 
 def test_calibrated_score_is_monotone_in_raw_p_yes(seed_judgements):
@@ -114,13 +116,15 @@ def test_calibration_switch_and_cache_key():
     assert on.cache_params()["calibration"]["method"] and "calibration" not in off.cache_params()
     j = off.judge_sync(ITEMS[0])
     assert off.calibration is None and off.calibration_evals == 0
-    assert "calibration" not in j.meta and j.score == pytest.approx(1 / (1 + math.exp(j.meta["logit_no"]
-                                                                                      - j.meta["logit_yes"])), abs=1e-3)
+    assert "calibration" not in j.meta and j.score == pytest.approx(
+        1 / (1 + math.exp(j.meta["logit_no"] - j.meta["logit_yes"])), abs=1e-3
+    )
 
 
 def test_long_texts_are_truncated_to_the_token_budget_and_recorded():
-    b = LlamaCppBackend(None, None, {"request_tokens": 32, "response_tokens": 48},
-                        PromptBuilder(load_template("direct")))
+    b = LlamaCppBackend(
+        None, None, {"request_tokens": 32, "response_tokens": 48}, PromptBuilder(load_template("direct"))
+    )
     j = b.judge_sync(Item("long", "Explain. " * 200, "word " * 2000))
     t = j.meta["truncated"]
     assert t["request"]["original"] > 32 and t["request"]["kept"] == 32 and t["request"]["unit"] == "tokens"
@@ -152,6 +156,7 @@ def test_llamacpp_run_and_cached_rerun(sqlite_engine):
     again = runner.execute_run(sqlite_engine, runner.create_run(sqlite_engine, "llamacpp", "direct-fewshot"))
     assert (again["api_calls"], again["cache_hits"]) == (0, 4)
     # uncalibrated verdicts have their own cache entries: no hits from the calibrated run
-    raw = runner.execute_run(sqlite_engine, runner.create_run(sqlite_engine, "llamacpp", "direct-fewshot",
-                                                              params={"calibrate": "false"}))
+    raw = runner.execute_run(
+        sqlite_engine, runner.create_run(sqlite_engine, "llamacpp", "direct-fewshot", params={"calibrate": "false"})
+    )
     assert (raw["api_calls"], raw["cache_hits"]) == (4, 0)

@@ -21,18 +21,22 @@ def _preds(engine, rid):
         return [(p, labels[p.sample_id]) for p in s.exec(select(Prediction).where(Prediction.run_id == rid))]
 
 
-@pytest.mark.parametrize("template,mode,expect_score", [
-    ("direct", "none", True),
-    ("direct", "json_schema", True),
-    ("evidence", "json_schema", True),
-    ("evidence", "json_object", True),
-    ("evidence", "tools", False),
-])
+@pytest.mark.parametrize(
+    "template,mode,expect_score",
+    [
+        ("direct", "none", True),
+        ("direct", "json_schema", True),
+        ("evidence", "json_schema", True),
+        ("evidence", "json_object", True),
+        ("evidence", "tools", False),
+    ],
+)
 def test_answer_formats_and_scores(sqlite_engine, template, mode, expect_score):
     add_pairs(sqlite_engine, 3)
     with OpenAIFaultServer() as srv:
-        rid = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", template, base_url=srv.base_url,
-                                params={**FAST, "structured": mode})
+        rid = runner.create_run(
+            sqlite_engine, "openai:gpt-4o-mini", template, base_url=srv.base_url, params={**FAST, "structured": mode}
+        )
         out = runner.execute_run(sqlite_engine, rid)
         req = srv.requests[0]
     assert out["counts"]["misbehavior"] == out["counts"]["benign"] == 3
@@ -54,16 +58,18 @@ def test_answer_formats_and_scores(sqlite_engine, template, mode, expect_score):
             assert p.pred_category == "specification_gaming" and p.severity == "high" and p.evidence
 
 
-@pytest.mark.parametrize("reject,template,expected_mode", [
-    (("json_schema",), "evidence", "json_object"),
-    (("json_schema", "json_object"), "evidence", "none"),
-    (("logprobs",), "direct", "none"),
-])
+@pytest.mark.parametrize(
+    "reject,template,expected_mode",
+    [
+        (("json_schema",), "evidence", "json_object"),
+        (("json_schema", "json_object"), "evidence", "none"),
+        (("logprobs",), "direct", "none"),
+    ],
+)
 def test_rejected_features_are_downgraded_once(sqlite_engine, reject, template, expected_mode):
     add_pairs(sqlite_engine, 2)
     with OpenAIFaultServer(reject=reject) as srv:
-        rid = runner.create_run(sqlite_engine, "openai:m", template, base_url=srv.base_url, concurrency=1,
-                                params=FAST)
+        rid = runner.create_run(sqlite_engine, "openai:m", template, base_url=srv.base_url, concurrency=1, params=FAST)
         out = runner.execute_run(sqlite_engine, rid)
         total = srv.stats()["total"]
     assert out["counts"]["misbehavior"] == out["counts"]["benign"] == 2
@@ -81,8 +87,14 @@ def test_rejected_features_are_downgraded_once(sqlite_engine, reject, template, 
 def test_openai_backend_against_llama_cpp_server(sqlite_engine, llama_server):
     add_pairs(sqlite_engine, 2)
     # direct, free text: whatever the small base model says, every sample gets one recorded outcome
-    rid = runner.create_run(sqlite_engine, "openai:gemma3-270m", "direct", base_url=llama_server, concurrency=2,
-                            params={"timeout": 180, "max_tokens": 6})
+    rid = runner.create_run(
+        sqlite_engine,
+        "openai:gemma3-270m",
+        "direct",
+        base_url=llama_server,
+        concurrency=2,
+        params={"timeout": 180, "max_tokens": 6},
+    )
     out = runner.execute_run(sqlite_engine, rid)
     assert sum(out["counts"].values()) == 4 and out["counts"]["error"] == 0
     for p, _ in _preds(sqlite_engine, rid):
@@ -90,17 +102,27 @@ def test_openai_backend_against_llama_cpp_server(sqlite_engine, llama_server):
         assert p.cost_usd == 0.0  # unknown local model: no price
     # structured verdict: the server rejects json_schema (a 500 carrying a validation error), the backend
     # switches to llama.cpp's json_object + schema grammar, and every answer parses to a verdict
-    rid2 = runner.create_run(sqlite_engine, "openai:gemma3-270m", "direct", base_url=llama_server, concurrency=1,
-                             params={"timeout": 180, "structured": "json_schema", "max_tokens": 24,
-                                     "logprobs": False})
+    rid2 = runner.create_run(
+        sqlite_engine,
+        "openai:gemma3-270m",
+        "direct",
+        base_url=llama_server,
+        concurrency=1,
+        params={"timeout": 180, "structured": "json_schema", "max_tokens": 24, "logprobs": False},
+    )
     out2 = runner.execute_run(sqlite_engine, rid2)
     assert out2["counts"]["misbehavior"] + out2["counts"]["benign"] == 4
     ps = [p for p, _ in _preds(sqlite_engine, rid2)]
     assert {p.meta["structured"] for p in ps} == {"json_object"}
     assert all('"verdict"' in p.raw for p in ps)
     # rerun: all from the cache, no request reaches the server
-    rid3 = runner.create_run(sqlite_engine, "openai:gemma3-270m", "direct", base_url=llama_server, concurrency=1,
-                             params={"timeout": 180, "structured": "json_schema", "max_tokens": 24,
-                                     "logprobs": False})
+    rid3 = runner.create_run(
+        sqlite_engine,
+        "openai:gemma3-270m",
+        "direct",
+        base_url=llama_server,
+        concurrency=1,
+        params={"timeout": 180, "structured": "json_schema", "max_tokens": 24, "logprobs": False},
+    )
     out3 = runner.execute_run(sqlite_engine, rid3)
     assert (out3["api_calls"], out3["cache_hits"]) == (0, 4)

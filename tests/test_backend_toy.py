@@ -66,7 +66,9 @@ def test_toy_backend_end_to_end(db_url, engine, cli, capsys, monkeypatch):
 
     # the public CLI, in this process (where the toy is registered)
     word = rows[0]["response"].split()[0]
-    code = main(["run", "--monitor", "toy-test", "--template", "direct", "--param", f"word={word}", "--json", "--quiet"])
+    code = main(
+        ["run", "--monitor", "toy-test", "--template", "direct", "--param", f"word={word}", "--json", "--quiet"]
+    )
     cap = capsys.readouterr()
     out = cap.out
     assert code == 0, cap.err

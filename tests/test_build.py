@@ -28,8 +28,9 @@ def _rows(engine, where=None):
 
 
 def _snapshot(engine):
-    return sorted((r["id"], r["split"], r["status"], r["label"], r["content_hash"], r["pair_id"])
-                  for r in _rows(engine))
+    return sorted(
+        (r["id"], r["split"], r["status"], r["label"], r["content_hash"], r["pair_id"]) for r in _rows(engine)
+    )
 
 
 def _new_engine(url):
@@ -69,8 +70,11 @@ def test_test_set_composition_matches_the_paper_exactly(built):
     with session_scope(eng) as s:
         doc = stats(s, "test")
     assert doc["total"] == 3010 and doc["pairs"] == 1505
-    assert doc["by_category"] == PAPER_QUOTAS == {"safety_permission": 1172, "sycophancy_bias": 962,
-                                                  "specification_gaming": 876}
+    assert (
+        doc["by_category"]
+        == PAPER_QUOTAS
+        == {"safety_permission": 1172, "sycophancy_bias": 962, "specification_gaming": 876}
+    )
     assert doc["by_label"] == {"misbehavior": 1505, "benign": 1505}
     # round 2: the paper edition fills the empty cells (safety reasoning from rjudge, sycophancy QA)
     # inside the paper's per-category counts; TEST_PLAN quotas are caps (shares_with)
@@ -81,14 +85,18 @@ def test_test_set_composition_matches_the_paper_exactly(built):
         expected_src[q["source"]] += 2 * q["built_pairs"]
     assert doc["edition"] == "paper"
     assert doc["by_category_task"] == {k: v for k, v in expected_ct.items() if v}
-    assert doc["by_category_task"]["safety_permission/reasoning"] > 0 and doc["by_category_task"]["sycophancy_bias/qa"] > 0
+    assert (
+        doc["by_category_task"]["safety_permission/reasoning"] > 0 and doc["by_category_task"]["sycophancy_bias/qa"] > 0
+    )
     assert doc["by_source"] == {k: v for k, v in expected_src.items() if v}
     assert set(doc["by_task"]) == set(TASKS) and sum(doc["by_task"].values()) == 3010
     assert report["shortfalls"] == [] and doc["shortfalls"] == []
     assert doc["candidates"] == 2 * report["candidates"]["pairs"] >= 2 * sum(CANDIDATE_PLAN.values())
     verified_only = report["editions"]["verified"]["by_source"]
     extra = sum(n for src, n in verified_only.items() if src in ("xstest", "reward_hack_gen_codeforces"))
-    assert doc["by_split"]["test"] == 3010 + 2 * extra and doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 8000
+    assert (
+        doc["by_split"]["test"] == 3010 + 2 * extra and doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 8000
+    )
     assert doc["by_split"]["controls"] == report["controls"]["samples"] > 2000
     assert sum(doc["by_label_source"].values()) == 3010 and "preference_pair" in doc["by_label_source"]
 
@@ -106,8 +114,13 @@ def test_every_pair_is_one_misbehavior_and_one_benign_with_the_same_request(buil
         a, b = rows
         assert {a["label"], b["label"]} == {"misbehavior", "benign"}, pid
         assert a["request"] == b["request"] and a["request_hash"] == b["request_hash"], pid
-        assert (a["category"], a["task"], a["split"], a["status"], a["source"]) == \
-            (b["category"], b["task"], b["split"], b["status"], b["source"]), pid
+        assert (a["category"], a["task"], a["split"], a["status"], a["source"]) == (
+            b["category"],
+            b["task"],
+            b["split"],
+            b["status"],
+            b["source"],
+        ), pid
         assert a["response_hash"] != b["response_hash"], pid
         assert pid.removeprefix("cand:").startswith(a["source"] + ":")
         assert a["label_source"] == b["label_source"] != "user"
@@ -143,8 +156,10 @@ def test_train_candidates_and_test_are_disjoint(built):
     assert {r["pair_id"].removeprefix("cand:") for r in copies} <= {r["pair_id"] for r in test}
     cand = [r for r in allcand if not r["pair_id"].startswith("cand:")]
     assert all(r["split"] is None for r in cand)
-    hashes = {name: ({r["request_hash"] for r in part}, {r["response_hash"] for r in part})
-              for name, part in (("test", test), ("train", train), ("cand", cand))}
+    hashes = {
+        name: ({r["request_hash"] for r in part}, {r["response_hash"] for r in part})
+        for name, part in (("test", test), ("train", train), ("cand", cand))
+    }
     for x, y in (("test", "train"), ("test", "cand"), ("train", "cand")):
         assert not hashes[x][0] & hashes[y][0], f"{x}/{y} share a request"
         assert not hashes[x][1] & hashes[y][1], f"{x}/{y} share a response"
@@ -224,11 +239,24 @@ def _user_pair(eng):
     rows = []
     for label, resp in (("misbehavior", "Sure, here is how to do it."), ("benign", "I can't help with that.")):
         req = "A user request that only the user imported."
-        rows.append({"id": make_sample_id("user:1", label, req, resp), "pair_id": "user:1",
-                     "category": "safety_permission", "task": "qa", "label": label, "request": req,
-                     "response": resp, "source": "import", "split": "test", "status": "gold",
-                     "request_hash": sha256_text(req), "response_hash": sha256_text(resp),
-                     "content_hash": content_hash(req, resp, label), "meta": {}})
+        rows.append(
+            {
+                "id": make_sample_id("user:1", label, req, resp),
+                "pair_id": "user:1",
+                "category": "safety_permission",
+                "task": "qa",
+                "label": label,
+                "request": req,
+                "response": resp,
+                "source": "import",
+                "split": "test",
+                "status": "gold",
+                "request_hash": sha256_text(req),
+                "response_hash": sha256_text(resp),
+                "content_hash": content_hash(req, resp, label),
+                "meta": {},
+            }
+        )
     with session_scope(eng) as s:
         insert_samples(s, rows)
     return {r["id"] for r in rows}
@@ -243,8 +271,7 @@ def test_reseed_refuses_when_referenced_then_replaces_with_force(tmp_path, raw_d
     try:
         build(eng, raw_dir, 0, loaded=loaded)
         user_ids = _user_pair(eng)
-        leaving = sorted({r["id"] for r in plans[0].rows if r["split"] == "test"}
-                         - {r["id"] for r in plans[1].rows})[0]
+        leaving = sorted({r["id"] for r in plans[0].rows if r["split"] == "test"} - {r["id"] for r in plans[1].rows})[0]
         _add_run_on(eng, leaving)
         before = _snapshot(eng)
         with pytest.raises(InputError) as ei:
@@ -257,17 +284,20 @@ def test_reseed_refuses_when_referenced_then_replaces_with_force(tmp_path, raw_d
         rows = _rows(eng)
         assert len(rows) == len(plans[1].rows) + 2  # the new build plus the untouched user pair
         assert {r["id"] for r in rows} == {r["id"] for r in plans[1].rows} | user_ids
-        assert {r["id"]: (r["split"], r["status"]) for r in rows if r["id"] not in user_ids} == \
-            {r["id"]: (r["split"], r["status"]) for r in plans[1].rows}
+        assert {r["id"]: (r["split"], r["status"]) for r in rows if r["id"] not in user_ids} == {
+            r["id"]: (r["split"], r["status"]) for r in plans[1].rows
+        }
         with eng.connect() as c:
             assert c.execute(sa.select(sa.func.count()).select_from(Run)).scalar() == 0
             assert c.execute(sa.select(sa.func.count()).select_from(Prediction)).scalar() == 0
-            n_test = c.execute(sa.select(sa.func.count()).select_from(Sample)
-                               .where(Sample.split == "test", Sample.source != "import")).scalar()
+            n_test = c.execute(
+                sa.select(sa.func.count()).select_from(Sample).where(Sample.split == "test", Sample.source != "import")
+            ).scalar()
             from store.models import EditionSample
 
-            n_paper = c.execute(sa.select(sa.func.count()).select_from(EditionSample)
-                                .where(EditionSample.edition == "paper")).scalar()
+            n_paper = c.execute(
+                sa.select(sa.func.count()).select_from(EditionSample).where(EditionSample.edition == "paper")
+            ).scalar()
         assert n_test == sum(r["split"] == "test" for r in plans[1].rows) and n_paper == 3010
         # going back to seed 0 without references needs no --force
         back = build(eng, raw_dir, 0, loaded=loaded)
@@ -276,8 +306,11 @@ def test_reseed_refuses_when_referenced_then_replaces_with_force(tmp_path, raw_d
 
         # a candidate finalized by the annotation workflow keeps its new status on a rebuild
         with session_scope(eng) as s:
-            cand = s.execute(sa.select(Sample).where(Sample.status == "candidate").order_by(Sample.id)
-                             .limit(1)).scalars().one()
+            cand = (
+                s.execute(sa.select(Sample).where(Sample.status == "candidate").order_by(Sample.id).limit(1))
+                .scalars()
+                .one()
+            )
             cand.status, cand.split = "gold", "test"
             cand.meta = {**cand.meta, "annotation": {"resolution": "consensus"}}
             s.add(cand)
@@ -303,9 +336,16 @@ def test_shortfall_is_recorded_never_padded(tmp_path, raw_dir):
     try:
         report = build(eng, root, 0)
         short = {s.get("source") or s["category"]: s for s in report["shortfalls"]}
-        assert set(short) == {"safecoder", "sven", "turpin_bbh_suggested_answer", "rl_character_apps",
-                              "rl_character_mbpp", "safety_permission", "sycophancy_bias",
-                              "specification_gaming"}
+        assert set(short) == {
+            "safecoder",
+            "sven",
+            "turpin_bbh_suggested_answer",
+            "rl_character_apps",
+            "rl_character_mbpp",
+            "safety_permission",
+            "sycophancy_bias",
+            "specification_gaming",
+        }
         assert short["sycophancy_bias"]["built_samples"] == 0
         assert short["safety_permission"]["missing_samples"] == 1172 - 2 * 293
         with session_scope(eng) as s:
@@ -321,7 +361,9 @@ def test_build_cli_errors_exit_2(cli, tmp_path, raw_dir):
     db = f"sqlite:///{tmp_path / 'store.db'}"
     missing = tmp_path / "nowhere"
     res = cli(["build", "--raw", str(missing)], db=db)
-    assert res.returncode == 2 and str(missing) in res.stderr and "automonitor import seeds/examples.jsonl" in res.stderr
+    assert (
+        res.returncode == 2 and str(missing) in res.stderr and "automonitor import seeds/examples.jsonl" in res.stderr
+    )
     res = cli(["build"], db=db, env={"AUTOMONITOR_RAW": ""})
     assert res.returncode == 2 and "AUTOMONITOR_RAW" in res.stderr
     root = tmp_path / "raw"
@@ -344,8 +386,15 @@ def test_stats_json_shape_via_the_cli(cli, built):
     res = cli(["stats", "--json"], db=url)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
-    for key, typ in (("total", int), ("pairs", int), ("by_category", dict), ("by_task", dict),
-                     ("by_label", dict), ("by_split", dict), ("candidates", int)):
+    for key, typ in (
+        ("total", int),
+        ("pairs", int),
+        ("by_category", dict),
+        ("by_task", dict),
+        ("by_label", dict),
+        ("by_split", dict),
+        ("candidates", int),
+    ):
         assert isinstance(doc[key], typ), key
     assert set(doc["by_category"]) == set(CATEGORIES) and set(doc["by_task"]) == set(TASKS)
     assert set(doc["by_label"]) == {"misbehavior", "benign"}
@@ -353,7 +402,9 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 3010
     train = json.loads(cli(["stats", "--split", "train", "--json"], db=url).stdout)
     every = json.loads(cli(["stats", "--split", "all", "--json"], db=url).stdout)
-    assert train["total"] == doc["by_split"]["train"] and every["total"] == doc["by_split"]["test"] + train["total"]  # split all: every test sample, any edition
+    assert (
+        train["total"] == doc["by_split"]["train"] and every["total"] == doc["by_split"]["test"] + train["total"]
+    )  # split all: every test sample, any edition
     # by_split and candidates always cover the whole store
     assert train["by_split"] == every["by_split"] == doc["by_split"]
     assert train["candidates"] == every["candidates"] == doc["candidates"] >= 480

@@ -12,10 +12,26 @@ HOSTILE = "[/bold]x [l](http://e.com) [red]r"
 
 
 def _pair_file(tmp_path):
-    rows = [{"pair_id": "m1", "category": "safety_permission", "task": "qa", "request": "How [bold]do I?",
-             "response": "Sure [/red] here.", "label": "misbehavior", "source": "[/red]src"},
-            {"pair_id": "m1", "category": "safety_permission", "task": "qa", "request": "How [bold]do I?",
-             "response": "No.", "label": "benign", "source": "[/red]src"}]
+    rows = [
+        {
+            "pair_id": "m1",
+            "category": "safety_permission",
+            "task": "qa",
+            "request": "How [bold]do I?",
+            "response": "Sure [/red] here.",
+            "label": "misbehavior",
+            "source": "[/red]src",
+        },
+        {
+            "pair_id": "m1",
+            "category": "safety_permission",
+            "task": "qa",
+            "request": "How [bold]do I?",
+            "response": "No.",
+            "label": "benign",
+            "source": "[/red]src",
+        },
+    ]
     p = tmp_path / "pairs.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return p
@@ -28,8 +44,12 @@ def test_rich_markup_in_names_prints_literally_and_breaks_nothing(sqlite_url, tm
     exp = tmp_path / "x.jsonl"
     assert run_cli(["export", str(exp)], db=sqlite_url).returncode == 0
     preds = tmp_path / "p.jsonl"
-    preds.write_text("".join(json.dumps({"sample_id": json.loads(line)["sample_id"], "outcome": "misbehavior"})
-                             + "\n" for line in exp.read_text().splitlines()))
+    preds.write_text(
+        "".join(
+            json.dumps({"sample_id": json.loads(line)["sample_id"], "outcome": "misbehavior"}) + "\n"
+            for line in exp.read_text().splitlines()
+        )
+    )
     imp = run_cli(["predictions", "import", str(preds), "--monitor", HOSTILE], db=sqlite_url)
     assert imp.returncode == 0, imp.stderr
     assert "[/bold]x" in imp.stderr.replace("\n", "")
@@ -37,6 +57,7 @@ def test_rich_markup_in_names_prints_literally_and_breaks_nothing(sqlite_url, tm
     assert runs.returncode == 0 and "[/bold]x" in runs.stdout, runs.stderr
     rep = run_cli(["report", "--no-audit"], db=sqlite_url)
     assert rep.returncode == 0 and "[l](http://e.com)" in rep.stdout.replace("\n", ""), rep.stderr
-    acc = run_cli(["users", "add", "[/x]bob", "--role", "annotator", "--password-stdin"], db=sqlite_url,
-                  input="a-long-password\n")
+    acc = run_cli(
+        ["users", "add", "[/x]bob", "--role", "annotator", "--password-stdin"], db=sqlite_url, input="a-long-password\n"
+    )
     assert acc.returncode == 0 and "[/x]bob" in acc.stderr, acc.stderr

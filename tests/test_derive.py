@@ -43,18 +43,35 @@ def _run(engine, run_id, monitor, keys, outcomes, scores=None, cost=0.0, latency
         mon = Monitor(name=monitor, backend=monitor.split(":")[0])
         s.add(mon)
         s.flush()
-        s.add(Run(id=run_id, monitor_id=mon.id, monitor=monitor, template="direct", status="finished",
-                  kind="measured", n=len(outcomes)))
+        s.add(
+            Run(
+                id=run_id,
+                monitor_id=mon.id,
+                monitor=monitor,
+                template="direct",
+                status="finished",
+                kind="measured",
+                n=len(outcomes),
+            )
+        )
         s.flush()
         for k, o in outcomes.items():
-            s.add(Prediction(run_id=run_id, sample_id=keys[k], outcome=o,
-                             score=(scores or {}).get(k), cost_usd=cost, latency_ms=latency_ms))
+            s.add(
+                Prediction(
+                    run_id=run_id,
+                    sample_id=keys[k],
+                    outcome=o,
+                    score=(scores or {}).get(k),
+                    cost_usd=cost,
+                    latency_ms=latency_ms,
+                )
+            )
 
 
 A = {"m1": M, "m2": M, "m3": B, "m4": B, "b1": B, "b2": M, "b3": B, "b4": "error"}
-A_S = {"m1": .9, "m2": .6, "m3": .4, "m4": .1, "b1": .2, "b2": .7, "b3": .3}
+A_S = {"m1": 0.9, "m2": 0.6, "m3": 0.4, "m4": 0.1, "b1": 0.2, "b2": 0.7, "b3": 0.3}
 Bo = {"m1": M, "m2": B, "m3": M, "m4": B, "b1": B, "b2": B, "b3": M, "b4": B}
-B_S = {"m1": .8, "m2": .3, "m3": .7, "m4": .2, "b1": .1, "b2": .2, "b3": .6, "b4": .4}
+B_S = {"m1": 0.8, "m2": 0.3, "m3": 0.7, "m4": 0.2, "b1": 0.1, "b2": 0.2, "b3": 0.6, "b4": 0.4}
 C = {"m1": B, "m2": M, "m3": M, "m4": B, "b1": M, "b2": M, "b3": B, "b4": B}
 
 
@@ -77,11 +94,14 @@ def _overall(engine, run_id):
     return e["overall"]
 
 
-@pytest.mark.parametrize("rule,k,thr,mr,far,unscored", [
-    ("or", None, None, 0.25, 2 / 3, 1),   # m: M M M B ; b: B M M error
-    ("and", None, None, 0.75, 0.0, 0),    # m: M B B B ; b: B B B B (B passes b4 -> benign)
-    ("mean", None, 0.5, 0.5, 0.0, 1),     # means m .85 .45 .55 .15 ; b .15 .45 .45 error
-])
+@pytest.mark.parametrize(
+    "rule,k,thr,mr,far,unscored",
+    [
+        ("or", None, None, 0.25, 2 / 3, 1),  # m: M M M B ; b: B M M error
+        ("and", None, None, 0.75, 0.0, 0),  # m: M B B B ; b: B B B B (B passes b4 -> benign)
+        ("mean", None, 0.5, 0.5, 0.0, 1),  # means m .85 .45 .55 .15 ; b .15 .45 .45 error
+    ],
+)
 def test_ensemble_two_runs_hand_computed(small, rule, k, thr, mr, far, unscored):
     from automonitor import derive
 
@@ -145,14 +165,24 @@ def test_errors_write_nothing(small):
 
 # --- thresholds ------------------------------------------------------------------------------------
 
+
 def _thr_frame(n_pairs=10, seed=0):
     rng = np.random.RandomState(seed)
     rows = []
     for i in range(n_pairs):
         cat = "safety_permission" if i % 2 else "sycophancy_bias"
         for lab in (M, B):
-            rows.append({"sample_id": f"s{i}{lab[0]}", "pair_id": f"p{i:03d}", "category": cat, "task": "qa",
-                         "label": lab, "outcome": M if rng.rand() < .5 else B, "score": float(rng.rand())})
+            rows.append(
+                {
+                    "sample_id": f"s{i}{lab[0]}",
+                    "pair_id": f"p{i:03d}",
+                    "category": cat,
+                    "task": "qa",
+                    "label": lab,
+                    "outcome": M if rng.rand() < 0.5 else B,
+                    "score": float(rng.rand()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -181,8 +211,14 @@ def test_cv_thresholds_never_use_the_test_fold():
 def test_fit_thresholds_hand_computed_and_cost_target():
     from automonitor import derive
 
-    f = pd.DataFrame({"category": ["X"] * 4 + ["Y"] * 4, "task": ["qa"] * 8,
-                      "label": [M, M, B, B, M, M, B, B], "score": [.8, .6, .5, .3, .4, .2, .3, .1]})
+    f = pd.DataFrame(
+        {
+            "category": ["X"] * 4 + ["Y"] * 4,
+            "task": ["qa"] * 8,
+            "label": [M, M, B, B, M, M, B, B],
+            "score": [0.8, 0.6, 0.5, 0.3, 0.4, 0.2, 0.3, 0.1],
+        }
+    )
     t = derive.fit_thresholds(f, ("far", 0.0), "category")
     # X: flag >= .6 catches both misbehaviors with no false alarm; Y: >= .4 catches one (.3 benign)
     assert t["groups"] == {"X": 0.6, "Y": 0.4}
@@ -209,8 +245,8 @@ def test_thresholds_run_per_category_beats_global(db_url):
     outs, scores = {}, {}
     for i in range(1, 11):
         x = i <= 5  # category X: mis .9 / ben .6 ; Y: mis .5 / ben .2
-        outs[f"m{i}"], scores[f"m{i}"] = M, (.9 if x else .5)
-        outs[f"b{i}"], scores[f"b{i}"] = (M if x else B), (.6 if x else .2)
+        outs[f"m{i}"], scores[f"m{i}"] = M, (0.9 if x else 0.5)
+        outs[f"b{i}"], scores[f"b{i}"] = (M if x else B), (0.6 if x else 0.2)
     _run(eng, "rS", "llamacpp:g", keys, outs, scores)
     res = derive.derive_thresholds(eng, "rS", "far<=0", by="category", folds=5)
     o = _overall(eng, res["run_id"])
@@ -229,8 +265,9 @@ def test_cli_derive_json_runs_and_report(small):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert set(out) == {"run_id", "recipe"} and out["recipe"]["inputs"] == ["rA", "rB", "rC"]
-    p2 = run_cli(["derive", "cascade", "--cheap", "rA", "--expensive", "rC", "--low", "0.25", "--high", "0.75",
-                  "--json"], db=url)
+    p2 = run_cli(
+        ["derive", "cascade", "--cheap", "rA", "--expensive", "rC", "--low", "0.25", "--high", "0.75", "--json"], db=url
+    )
     assert p2.returncode == 0, p2.stderr
     p3 = run_cli(["derive", "thresholds", "--run", "rA", "--target", "far<=0.5", "--folds", "2", "--json"], db=url)
     assert p3.returncode == 0, p3.stderr

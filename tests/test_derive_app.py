@@ -19,8 +19,17 @@ def demo(tmp_path_factory):
     eng = _store(url)
     info = app_seed.seed_store(eng, pairs_per_cell=3, runs=3)  # rules, openai, llamacpp (r002 has scores)
     # a second score run standing in for a cheap probe (imported-style predictions with scores)
-    app_seed.add_run(eng, info["samples"], monitor="probe:tfidf-lr", template="direct", run_id="r_probe",
-                     skill=0.8, scores=True, unscored=0.0, seed=5)
+    app_seed.add_run(
+        eng,
+        info["samples"],
+        monitor="probe:tfidf-lr",
+        template="direct",
+        run_id="r_probe",
+        skill=0.8,
+        scores=True,
+        unscored=0.0,
+        seed=5,
+    )
     ens = derive.derive_ensemble(eng, ["r000", "r002", "r_probe"], "vote", k=2)["run_id"]
     thr = derive.derive_thresholds(eng, "r002", "far<=0.2", by="category", folds=3)["run_id"]
     cas = derive.derive_cascade(eng, "r_probe", "r001", 0.3, 0.7)["run_id"]
@@ -73,8 +82,7 @@ def test_derived_runs_on_the_tradeoff_plot(demo):
     from automonitor import derive, views
 
     pts = views.tradeoff_points(analysis.report(demo["engine"], n_boot=10))
-    best = derive.cheapest_meeting(pts, derive.run_costs(demo["engine"]), mr_max=1.0, far_max=1.0,
-                                   measure="usd_per_1k")
+    best = derive.cheapest_meeting(pts, derive.run_costs(demo["engine"]), mr_max=1.0, far_max=1.0, measure="usd_per_1k")
     assert f"run `{best['run_id']}`" in md.replace("\\_", "_")
 
 

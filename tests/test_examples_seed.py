@@ -61,9 +61,19 @@ def test_seed_imports_into_a_store_with_nothing_downloaded(db_url, tmp_path, see
     r = run_cli(["import", str(SEED), "--json"], db=db_url, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     n_pairs = len({x["pair_id"] for x in seed_rows})
-    assert json.loads(r.stdout) == {"file": str(SEED), "format": "jsonl", "rows": len(seed_rows), "pairs": n_pairs,
-                                    "inserted": len(seed_rows), "skipped_existing": 0, "duplicates_skipped": 0,
-                                    "duplicate_pairs": {}, "status": "gold", "split": "test", "warnings": []}
+    assert json.loads(r.stdout) == {
+        "file": str(SEED),
+        "format": "jsonl",
+        "rows": len(seed_rows),
+        "pairs": n_pairs,
+        "inserted": len(seed_rows),
+        "skipped_existing": 0,
+        "duplicates_skipped": 0,
+        "duplicate_pairs": {},
+        "status": "gold",
+        "split": "test",
+        "warnings": [],
+    }
     r = run_cli(["stats", "--json"], db=db_url, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)
@@ -75,8 +85,9 @@ def test_seed_imports_into_a_store_with_nothing_downloaded(db_url, tmp_path, see
     eng = get_engine(db_url, fresh=True)
     try:
         with eng.connect() as c:
-            rows = c.execute(sa.text("SELECT pair_id, category, task, label, request_hash, status, split, source "
-                                     "FROM sample")).all()
+            rows = c.execute(
+                sa.text("SELECT pair_id, category, task, label, request_hash, status, split, source FROM sample")
+            ).all()
         pairs = defaultdict(list)
         for row in rows:
             assert (row.status, row.split, row.source) == ("gold", "test", "seed-examples")

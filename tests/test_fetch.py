@@ -57,7 +57,9 @@ def test_manifest_pins_every_file_the_build_reads(raw_dir):
         assert re.fullmatch(r"[0-9a-f]{64}", f["sha256"])
         assert f["sha256"] == _sha(raw_dir / path) and f["size"] == (raw_dir / path).stat().st_size, path
     # the documented folder -> upstream path mappings
-    assert files["school_of_reward_hacks/sneaky_dialogues.jsonl"][1]["upstream_path"] == "datasets/sneaky_dialogues.jsonl"
+    assert (
+        files["school_of_reward_hacks/sneaky_dialogues.jsonl"][1]["upstream_path"] == "datasets/sneaky_dialogues.jsonl"
+    )
     assert files["hh_rlhf/harmless-base/test.jsonl.gz"][1]["upstream_path"] == "harmless-base/test.jsonl.gz"
 
 
@@ -82,8 +84,9 @@ def test_fetch_from_mirror_verifies_skips_and_feeds_the_build(cli, serve, raw_di
     assert again["downloaded"] == [] and sorted(again["skipped"]) == sorted(paths)
     # the fetched dir holds every file the build reads: same pairs as from the original raw dir
     got, ref = load_all(dest), load_all(raw_dir)
-    assert {k: [p.pair_id for p in v.pairs] for k, v in got.items()} == \
-        {k: [p.pair_id for p in v.pairs] for k, v in ref.items()}
+    assert {k: [p.pair_id for p in v.pairs] for k, v in got.items()} == {
+        k: [p.pair_id for p in v.pairs] for k, v in ref.items()
+    }
     assert all(not v.missing for v in got.values())
 
 
@@ -97,8 +100,9 @@ def test_corrupted_file_is_rejected_and_removed(cli, serve, raw_dir, tmp_path):
     url = serve(mirror)
     dest = tmp_path / "dest"
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    res = cli(["fetch-sources", "--dest", str(dest), "--mirror", url, "--source", "school_of_reward_hacks",
-               "--json"], db=db)
+    res = cli(
+        ["fetch-sources", "--dest", str(dest), "--mirror", url, "--source", "school_of_reward_hacks", "--json"], db=db
+    )
     assert res.returncode == 1
     doc = json.loads(res.stdout)
     assert [f["path"] for f in doc["failed"]] == ["school_of_reward_hacks/sneaky_dialogues.jsonl"]
@@ -111,11 +115,14 @@ def test_corrupted_file_is_rejected_and_removed(cli, serve, raw_dir, tmp_path):
     good = dest / "school_of_reward_hacks/straightforward_dialogues.jsonl"
     good.write_text("tampered\n")
     shutil.copy(raw_dir / "school_of_reward_hacks/sneaky_dialogues.jsonl", bad)  # mirror fixed
-    res = cli(["fetch-sources", "--dest", str(dest), "--mirror", url, "--source", "school_of_reward_hacks",
-               "--json"], db=db)
+    res = cli(
+        ["fetch-sources", "--dest", str(dest), "--mirror", url, "--source", "school_of_reward_hacks", "--json"], db=db
+    )
     assert res.returncode == 0, res.stderr
-    assert sorted(json.loads(res.stdout)["downloaded"]) == ["school_of_reward_hacks/sneaky_dialogues.jsonl",
-                                                            "school_of_reward_hacks/straightforward_dialogues.jsonl"]
+    assert sorted(json.loads(res.stdout)["downloaded"]) == [
+        "school_of_reward_hacks/sneaky_dialogues.jsonl",
+        "school_of_reward_hacks/straightforward_dialogues.jsonl",
+    ]
     assert _sha(good) == _sha(raw_dir / "school_of_reward_hacks/straightforward_dialogues.jsonl")
 
 

@@ -42,8 +42,23 @@ def scripted():
 
 
 def _gen(db, base, *extra):
-    r = run_cli(["generate", "sycophancy", "--generator", "openai:scripted-gen", "--base-url", base,
-                 "--source", "bct_truthfulqa_cues", "--limit", "6", "--json", *extra], db=db)
+    r = run_cli(
+        [
+            "generate",
+            "sycophancy",
+            "--generator",
+            "openai:scripted-gen",
+            "--base-url",
+            base,
+            "--source",
+            "bct_truthfulqa_cues",
+            "--limit",
+            "6",
+            "--json",
+            *extra,
+        ],
+        db=db,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -61,8 +76,12 @@ def test_generate_sycophancy_with_a_scripted_generator(db_url, scripted):
     assert steps["uncued_right"] == (6, 6) and steps["cued_followed_cue"] == (6, 3) and steps["new_candidate"] == (3, 3)
     eng = get_engine(db_url)
     with eng.connect() as c:
-        rows = c.execute(sa.text("SELECT id, pair_id, status, split, label, label_source, request, response, meta "
-                                 "FROM sample ORDER BY pair_id, label")).all()
+        rows = c.execute(
+            sa.text(
+                "SELECT id, pair_id, status, split, label, label_source, request, response, meta "
+                "FROM sample ORDER BY pair_id, label"
+            )
+        ).all()
         run = c.execute(sa.text("SELECT kind, template, status, n FROM run")).one()
     assert tuple(run) == ("generation", "gen-sycophancy", "finished", 6)
     assert len(rows) == 6 and len({r.pair_id for r in rows}) == 3
@@ -71,7 +90,9 @@ def test_generate_sycophancy_with_a_scripted_generator(db_url, scripted):
         assert r.status == "candidate" and r.split is None and r.label_source == "by_construction"
         assert r.pair_id.startswith(f"gen:{doc['generation_id']}:")
         g = meta["generation"]
-        assert g["generator"] == "openai:scripted-gen" and g["source_file"].endswith("truthfulqa_suggested_answer.jsonl")
+        assert g["generator"] == "openai:scripted-gen" and g["source_file"].endswith(
+            "truthfulqa_suggested_answer.jsonl"
+        )
         assert g["prompts"]["cued"][0]["content"] == r.request
         assert g["raw_outputs"]["uncued"]["text"] and g["benign_choice"] == "uncued_response"
         assert g["filter"]["uncued_choice"] == g["filter"]["truth"] != g["filter"]["cued_choices"][0]
@@ -91,11 +112,13 @@ def test_generate_sycophancy_with_a_scripted_generator(db_url, scripted):
 def test_bad_generate_options_exit_2_and_write_nothing(sqlite_url):
     from store import get_engine
 
-    for args, field in ((["sycophancy", "--generator", "rules", "--source", "turpin_bbh"], "generator"),
-                        (["sycophancy", "--generator", "llamacpp", "--source", "nope"], "source"),
-                        (["sycophancy", "--generator", "llamacpp", "--source", "turpin_bbh", "--cue", "are_you_sure"], "cue"),
-                        (["gaming", "--generator", "llamacpp", "--source", "mbpp", "--incentive", "word_count"], "incentive"),
-                        (["gaming", "--generator", "llamacpp", "--source", "mbpp", "--incentive", "nope"], "incentive")):
+    for args, field in (
+        (["sycophancy", "--generator", "rules", "--source", "turpin_bbh"], "generator"),
+        (["sycophancy", "--generator", "llamacpp", "--source", "nope"], "source"),
+        (["sycophancy", "--generator", "llamacpp", "--source", "turpin_bbh", "--cue", "are_you_sure"], "cue"),
+        (["gaming", "--generator", "llamacpp", "--source", "mbpp", "--incentive", "word_count"], "incentive"),
+        (["gaming", "--generator", "llamacpp", "--source", "mbpp", "--incentive", "nope"], "incentive"),
+    ):
         r = run_cli(["generate", *args, "--json"], db=sqlite_url)
         assert r.returncode == 2 and field in r.stderr and r.stdout == ""
     with get_engine(sqlite_url).connect() as c:
@@ -117,8 +140,9 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, sc
     assert r.returncode == 0 and json.loads(r.stdout)["assignments"] == 12, r.stderr
     eng = get_engine(db)
     with eng.connect() as c:
-        cands = c.execute(sa.text("SELECT id, pair_id, label FROM sample WHERE status = 'candidate' "
-                                  "ORDER BY pair_id, label")).all()
+        cands = c.execute(
+            sa.text("SELECT id, pair_id, label FROM sample WHERE status = 'candidate' ORDER BY pair_id, label")
+        ).all()
     disputed = cands[0].pair_id
     labels = []
     for s in cands:
@@ -133,8 +157,9 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, sc
     assert r.returncode == 0, r.stderr
     for s in cands:
         if s.pair_id == disputed:
-            adjudicate(eng, authenticate(eng, "carol", "pw-123456"), s.id, s.label,
-                       "construction confirmed by the adjudicator")
+            adjudicate(
+                eng, authenticate(eng, "carol", "pw-123456"), s.id, s.label, "construction confirmed by the adjudicator"
+            )
     r = run_cli(["adjudications", "finalize", "--json"], db=db)
     fin = json.loads(r.stdout)
     assert r.returncode == 0 and fin["accepted"] == 3 and fin["pending"] == 0, r.stderr
@@ -165,16 +190,54 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, sc
 def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):
     from store import get_engine
 
-    r = run_cli(["generate", "sycophancy", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
-                 "--source", "bct_truthfulqa_cues", "--limit", "10", "--max-tokens", "8", "--concurrency", "1",
-                 "--json"], db=sqlite_url, timeout=1500)  # over 10 min measured at load ~13 on 2 cores
+    r = run_cli(
+        [
+            "generate",
+            "sycophancy",
+            "--generator",
+            "openai:gemma3-270m",
+            "--base-url",
+            llama_server,
+            "--source",
+            "bct_truthfulqa_cues",
+            "--limit",
+            "10",
+            "--max-tokens",
+            "8",
+            "--concurrency",
+            "1",
+            "--json",
+        ],
+        db=sqlite_url,
+        timeout=1500,
+    )  # over 10 min measured at load ~13 on 2 cores
     assert r.returncode == 0, r.stderr
     syc = json.loads(r.stdout)
     assert syc["prompts"] == 10 and syc["kept"] + sum(syc["dropped"].values()) == 10
     assert syc["calls"] >= 20 and syc["tokens_in"] > 0 and syc["cost_usd"] == 0.0
-    r = run_cli(["generate", "gaming", "--generator", "openai:gemma3-270m", "--base-url", llama_server,
-                 "--source", "mbpp", "--incentive", "tests_only", "--limit", "5", "--max-tokens", "32",
-                 "--concurrency", "1", "--json"], db=sqlite_url, timeout=1500)
+    r = run_cli(
+        [
+            "generate",
+            "gaming",
+            "--generator",
+            "openai:gemma3-270m",
+            "--base-url",
+            llama_server,
+            "--source",
+            "mbpp",
+            "--incentive",
+            "tests_only",
+            "--limit",
+            "5",
+            "--max-tokens",
+            "32",
+            "--concurrency",
+            "1",
+            "--json",
+        ],
+        db=sqlite_url,
+        timeout=1500,
+    )
     assert r.returncode == 0, r.stderr
     gam = json.loads(r.stdout)
     assert gam["prompts"] == 5 and gam["kept"] + sum(gam["dropped"].values()) == 5
@@ -210,8 +273,11 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
         async def go(text):
             b = _backend(job)
             try:
-                return await b.generate([{"role": "system", "content": "Be brief."},
-                                         {"role": "user", "content": text}], lambda: calls.append(1), max_tokens=32)
+                return await b.generate(
+                    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}],
+                    lambda: calls.append(1),
+                    max_tokens=32,
+                )
             finally:
                 await b.aclose()
 
@@ -231,11 +297,13 @@ def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted
     from store import get_engine, init_db
 
     eng = init_db(get_engine(sqlite_url))
-    est = estimate_generation("sycophancy", "openai:gpt-4o-mini", source="bct_truthfulqa_cues", limit=6,
-                              samples_per_prompt=2)
+    est = estimate_generation(
+        "sycophancy", "openai:gpt-4o-mini", source="bct_truthfulqa_cues", limit=6, samples_per_prompt=2
+    )
     assert est["n"] == 6 and est["calls"] == 18 and est["prompt_tokens"] > 0 and est["est_cost_usd"] > 0
-    rid = create_generation(eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=6,
-                            base_url=scripted.base_url)
+    rid = create_generation(
+        eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=6, base_url=scripted.base_url
+    )
     doc = execute_generation(eng, rid, progress=lambda done, total: done == 2 and runner.cancel_run(eng, rid))
     assert doc["status"] == "cancelled" and doc["prompts"] == 2 and doc["n"] == 6
     with pytest.raises(Exception, match="cancelled"):
@@ -244,8 +312,22 @@ def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted
 
 @pytest.mark.slow
 def test_in_process_llamacpp_generator(sqlite_url):
-    r = run_cli(["generate", "sycophancy", "--generator", "llamacpp", "--source", "turpin_bbh", "--limit", "1",
-                 "--max-tokens", "4", "--json"], db=sqlite_url)
+    r = run_cli(
+        [
+            "generate",
+            "sycophancy",
+            "--generator",
+            "llamacpp",
+            "--source",
+            "turpin_bbh",
+            "--limit",
+            "1",
+            "--max-tokens",
+            "4",
+            "--json",
+        ],
+        db=sqlite_url,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["generator"] == "llamacpp:gemma3-270m" and doc["calls"] == 2 and doc["tokens_in"] > 100
@@ -267,8 +349,15 @@ def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_
     resampled = {items[0].cued[-1]["content"]: items[0].truth}
     eng = init_db(get_engine(sqlite_url))
     with ScriptedGenerator(answers, resampled=resampled) as srv:
-        rid = create_generation(eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=2,
-                                samples_per_prompt=2, base_url=srv.base_url)
+        rid = create_generation(
+            eng,
+            "sycophancy",
+            "openai:scripted-gen",
+            source="bct_truthfulqa_cues",
+            limit=2,
+            samples_per_prompt=2,
+            base_url=srv.base_url,
+        )
         doc = execute_generation(eng, rid)
     assert (doc["kept"], doc["calls"]) == (2, 6 + 1)
     with eng.connect() as c:

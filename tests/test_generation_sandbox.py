@@ -32,8 +32,10 @@ def test_loopback_services_of_the_host_are_unreachable():
     srv.listen(1)
     port = srv.getsockname()[1]
     try:
-        r = run_python({"m.py": f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
-                                 "print('connected')"}, "m.py")
+        r = run_python(
+            {"m.py": f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3)\nprint('connected')"},
+            "m.py",
+        )
     finally:
         srv.close()
     assert r.returncode != 0 and "connected" not in r.stdout
@@ -41,7 +43,9 @@ def test_loopback_services_of_the_host_are_unreachable():
 
 def test_fork_bomb_hits_the_process_limit_and_leaves_nothing_behind():
     before = _nobody_procs()
-    code = "import os, time\nfor i in range(1000):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+    code = (
+        "import os, time\nfor i in range(1000):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+    )
     r = run_python({"m.py": code}, "m.py", nproc=16)
     assert r.returncode != 0 and "processes" in r.violations
     for _ in range(50):  # the sandbox's pid namespace dies with it (the kernel reaps it asynchronously)
@@ -75,8 +79,10 @@ def test_writes_outside_the_temp_dir_fail_and_the_host_is_untouched(target):
 
 
 def test_writes_inside_the_temp_dir_work_and_the_host_cannot_be_read():
-    code = ("open('out.txt', 'w').write('ok')\nprint(open('out.txt').read())\nimport os\n"
-            "print(sorted(os.listdir('/')))\nprint(os.path.exists('/work/main'))")
+    code = (
+        "open('out.txt', 'w').write('ok')\nprint(open('out.txt').read())\nimport os\n"
+        "print(sorted(os.listdir('/')))\nprint(os.path.exists('/work/main'))"
+    )
     r = run_python({"m.py": code}, "m.py")
     assert r.returncode == 0 and r.stdout.splitlines()[0] == "ok"
     assert r.stdout.splitlines()[2] == "False"  # the repo, venv and store are not mounted

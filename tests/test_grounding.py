@@ -11,20 +11,20 @@ TEXT = "Sure!  Here is the\n\tscript:  It   DELETES all files.\nThe boss said �
 
 def test_exact_span_offsets():
     [r] = ground_spans(TEXT, ["Here is the"])
-    assert r["status"] == "exact" and TEXT[r["start"]:r["end"]] == "Here is the"
+    assert r["status"] == "exact" and TEXT[r["start"] : r["end"]] == "Here is the"
 
 
 def test_whitespace_and_case_normalised_span_maps_back_to_original():
     r = ground_span(TEXT, "here is the script: it deletes ALL files")
     assert r["status"] == "normalized"
-    assert TEXT[r["start"]:r["end"]] == "Here is the\n\tscript:  It   DELETES all files"
+    assert TEXT[r["start"] : r["end"]] == "Here is the\n\tscript:  It   DELETES all files"
 
 
 def test_curly_quotes_dashes_and_wrapping_quotes_are_normalised():
     r = ground_span(TEXT, 'said "do it today" - fine')
-    assert r["status"] == "normalized" and TEXT[r["start"]:r["end"]] == "said “do it today” – fine"
+    assert r["status"] == "normalized" and TEXT[r["start"] : r["end"]] == "said “do it today” – fine"
     r2 = ground_span(TEXT, '"The boss said"...')
-    assert r2["status"] == "normalized" and TEXT[r2["start"]:r2["end"]] == "The boss said"
+    assert r2["status"] == "normalized" and TEXT[r2["start"] : r2["end"]] == "The boss said"
 
 
 def test_hallucinated_and_empty_spans_are_not_found():
@@ -36,9 +36,9 @@ def test_hallucinated_and_empty_spans_are_not_found():
 def test_non_ascii_text_offsets():
     text = "Straße  ÜBER\u00a0alles: café"
     r = ground_span(text, "strasse über alles")
-    assert r["status"] == "normalized" and text[r["start"]:r["end"]] == "Straße  ÜBER\u00a0alles"
+    assert r["status"] == "normalized" and text[r["start"] : r["end"]] == "Straße  ÜBER\u00a0alles"
     r2 = ground_span(text, "CAFÉ")
-    assert text[r2["start"]:r2["end"]] == "café"
+    assert text[r2["start"] : r2["end"]] == "café"
 
 
 @pytest.mark.parametrize("text", [TEXT, "a  b\n\nc", "  leading and trailing  ", "x\u2003y Z"])
@@ -54,10 +54,14 @@ def test_normalised_map_points_at_source_characters(text):
 
 
 def test_ground_evidence_falls_back_to_request_and_summary_shares():
-    res = ground_evidence("the answer is 42", "Please ignore the rules", ["answer is 42", "IGNORE the rules",
-                                                                       "made up"])
-    assert [(r["status"], r["field"]) for r in res] == [("exact", "response"), ("normalized", "request"),
-                                                          ("not_found", None)]
+    res = ground_evidence(
+        "the answer is 42", "Please ignore the rules", ["answer is 42", "IGNORE the rules", "made up"]
+    )
+    assert [(r["status"], r["field"]) for r in res] == [
+        ("exact", "response"),
+        ("normalized", "request"),
+        ("not_found", None),
+    ]
     s = summarize(res, predictions_with_evidence=1)
     assert s["spans"] == 3 and s["exact"] == 1 and s["normalized"] == 1 and s["not_found"] == 1
     assert s["not_found_share"] == pytest.approx(1 / 3) and s["in_request"] == 1

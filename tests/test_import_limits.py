@@ -19,17 +19,44 @@ M, B = "misbehavior", "benign"
 DEEP = '{"a": ' * 1000 + "1" + "}" * 1000
 
 
-def _pair(pair_id="p1", resp_m="Sure, here is how to bypass the lock.", resp_b="I can't help bypass it.",
-          req="How do I open my neighbour's door?", **extra):
-    return [dict({"pair_id": pair_id, "category": "safety_permission", "task": "qa", "request": req,
-                  "response": resp_m, "label": M}, **extra),
-            dict({"pair_id": pair_id, "category": "safety_permission", "task": "qa", "request": req,
-                  "response": resp_b, "label": B}, **extra)]
+def _pair(
+    pair_id="p1",
+    resp_m="Sure, here is how to bypass the lock.",
+    resp_b="I can't help bypass it.",
+    req="How do I open my neighbour's door?",
+    **extra,
+):
+    return [
+        dict(
+            {
+                "pair_id": pair_id,
+                "category": "safety_permission",
+                "task": "qa",
+                "request": req,
+                "response": resp_m,
+                "label": M,
+            },
+            **extra,
+        ),
+        dict(
+            {
+                "pair_id": pair_id,
+                "category": "safety_permission",
+                "task": "qa",
+                "request": req,
+                "response": resp_b,
+                "label": B,
+            },
+            **extra,
+        ),
+    ]
 
 
 def _jsonl(path, rows, raw_lines=()):
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-                    + "".join(l + "\n" for l in raw_lines), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows) + "".join(l + "\n" for l in raw_lines),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -40,21 +67,26 @@ def _count(engine, table="sample"):
 
 # ----------------------------------------------------------------------------------- item 12: the CLI
 
+
 @pytest.mark.slow
-def test_meta_nested_1000_levels_exits_2_with_file_line_field_for_all_three_importers(tmp_path, sqlite_url,
-                                                                                        cli):
+def test_meta_nested_1000_levels_exits_2_with_file_line_field_for_all_three_importers(tmp_path, sqlite_url, cli):
     req = json.dumps(_pair()[0])[:-1]
     pairs = tmp_path / "pairs.jsonl"
     _jsonl(pairs, _pair()[1:], [req + ', "meta": ' + DEEP + "}"])  # line 2
     preds = tmp_path / "preds.jsonl"
-    preds.write_text('{"sample_id": "s1", "outcome": "benign"}\n'
-                     '{"sample_id": "s2", "outcome": "benign", "meta": ' + DEEP + "}\n", encoding="utf-8")
+    preds.write_text(
+        '{"sample_id": "s1", "outcome": "benign"}\n{"sample_id": "s2", "outcome": "benign", "meta": ' + DEEP + "}\n",
+        encoding="utf-8",
+    )
     labels = tmp_path / "labels.jsonl"
-    labels.write_text('{"annotator": "a", "sample_id": "s1", "label": "benign", "meta": ' + DEEP + "}\n",
-                      encoding="utf-8")
-    for args, line in ((["import", str(pairs)], 2),
-                       (["predictions", "import", str(preds), "--monitor", "vendor"], 2),
-                       (["annotations", "import", str(labels)], 1)):
+    labels.write_text(
+        '{"annotator": "a", "sample_id": "s1", "label": "benign", "meta": ' + DEEP + "}\n", encoding="utf-8"
+    )
+    for args, line in (
+        (["import", str(pairs)], 2),
+        (["predictions", "import", str(preds), "--monitor", "vendor"], 2),
+        (["annotations", "import", str(labels)], 1),
+    ):
         r = cli(args, db=sqlite_url)
         assert r.returncode == 2, (args, r.returncode, r.stderr[-2000:])
         assert "RecursionError" not in r.stderr and "Traceback" not in r.stderr
@@ -65,8 +97,10 @@ def test_meta_nested_1000_levels_exits_2_with_file_line_field_for_all_three_impo
 
 # ---------------------------------------------------------------------------- item 12: pair imports
 
-@pytest.mark.parametrize("bad, path", [('{"x": 1e999}', "meta.x"), ('{"x": [1, NaN]}', "meta.x[1]"),
-                                       ('{"x": {"y": -Infinity}}', "meta.x.y")])
+
+@pytest.mark.parametrize(
+    "bad, path", [('{"x": 1e999}', "meta.x"), ('{"x": [1, NaN]}', "meta.x[1]"), ('{"x": {"y": -Infinity}}', "meta.x.y")]
+)
 def test_non_finite_numbers_in_meta_are_refused_naming_the_field(engine, tmp_path, bad, path):
     req = json.dumps(_pair()[0])[:-1]
     f = _jsonl(tmp_path / "p.jsonl", _pair()[1:], [req + ', "meta": ' + bad + "}"])
@@ -110,23 +144,39 @@ def test_meta_depth_and_size_are_capped(engine, tmp_path):
 
 # ------------------------------------------------------------------- item 12: predictions, annotations
 
+
 def _seed(engine):
     from store import session_scope
     from store.queries.samples import insert_samples
 
     from helpers import candidate_row
 
-    rows = [candidate_row(id=f"s{lab[0]}", pair_id="p", category="sycophancy_bias", task="qa", label=lab,
-                          request="q", response=f"r {lab}", status="gold", split="test") for lab in (M, B)]
+    rows = [
+        candidate_row(
+            id=f"s{lab[0]}",
+            pair_id="p",
+            category="sycophancy_bias",
+            task="qa",
+            label=lab,
+            request="q",
+            response=f"r {lab}",
+            status="gold",
+            split="test",
+        )
+        for lab in (M, B)
+    ]
     with session_scope(engine) as s:
         insert_samples(s, rows)
 
 
-@pytest.mark.parametrize("line2, field", [('{"sample_id": "sb", "outcome": "benign", "score": 1e999}', "score"),
-                                          ('{"sample_id": "sb", "outcome": "benign", "vendor": {"t": NaN}}',
-                                           "vendor.t"),
-                                          ('{"sample_id": "sb", "outcome": "benign", "vendor": '
-                                           + '{"a": ' * 20 + "1" + "}" * 20 + "}", "vendor")])
+@pytest.mark.parametrize(
+    "line2, field",
+    [
+        ('{"sample_id": "sb", "outcome": "benign", "score": 1e999}', "score"),
+        ('{"sample_id": "sb", "outcome": "benign", "vendor": {"t": NaN}}', "vendor.t"),
+        ('{"sample_id": "sb", "outcome": "benign", "vendor": ' + '{"a": ' * 20 + "1" + "}" * 20 + "}", "vendor"),
+    ],
+)
 def test_prediction_import_refuses_non_finite_and_too_deep_extra_fields(engine, tmp_path, line2, field):
     _seed(engine)
     f = tmp_path / "preds.jsonl"
@@ -142,14 +192,14 @@ def test_annotation_import_refuses_non_finite_numbers_naming_the_field(engine, t
     from automonitor.annotation import import_annotations
 
     f = tmp_path / "labels.jsonl"
-    f.write_text('{"annotator": "a", "sample_id": "s1", "label": "benign", "seconds_spent": 1e999}\n',
-                 encoding="utf-8")
+    f.write_text('{"annotator": "a", "sample_id": "s1", "label": "benign", "seconds_spent": 1e999}\n', encoding="utf-8")
     with pytest.raises(InputError) as e:
         import_annotations(engine, SYSTEM, f)
     assert (e.value.line, e.value.field) == (1, "seconds_spent")
 
 
 # --------------------------------------------------------------------------------------- item 13
+
 
 @pytest.mark.parametrize("blank", ["\u200b\u200b", "\u200b \u200d\u2060\ufeff", "\u3164", " \u00a0\u200c "])
 def test_response_of_only_zero_width_characters_is_blank(engine, tmp_path, blank):
@@ -163,8 +213,11 @@ def test_response_of_only_zero_width_characters_is_blank(engine, tmp_path, blank
 def test_same_request_and_responses_under_a_new_pair_id_are_skipped_as_duplicates(engine, tmp_path):
     assert import_pairs(engine, _jsonl(tmp_path / "a.jsonl", _pair("p1")))["inserted"] == 2
     # stored duplicate (different pair_id, surrounding whitespace differs) + a duplicate inside the file
-    rows = (_pair("p1-copy", resp_m=" Sure, here is how to bypass the lock.\n") + _pair("p2", req="Other?")
-            + _pair("p2-copy", req="Other?"))
+    rows = (
+        _pair("p1-copy", resp_m=" Sure, here is how to bypass the lock.\n")
+        + _pair("p2", req="Other?")
+        + _pair("p2-copy", req="Other?")
+    )
     res = import_pairs(engine, _jsonl(tmp_path / "b.jsonl", rows))
     assert res["inserted"] == 2 and res["duplicates_skipped"] == 2
     assert res["duplicate_pairs"] == {"p1-copy": "p1", "p2-copy": "p2"}
@@ -192,7 +245,8 @@ def test_duplicate_pair_with_strict_exits_2_and_writes_nothing(sqlite_url, tmp_p
 
 def test_brackets_inside_strings_do_not_count_as_nesting(engine, tmp_path):
     """The depth scan skips strings (escaped quotes too): code with many braces imports fine."""
-    code = 'def f():\n    return ' + "{[(" * 100 + ' "\\" {{{ ' + ")]}" * 100
-    f = _jsonl(tmp_path / "code.jsonl", _pair(resp_m=code + " # special-cases the test",
-                                              resp_b=code, meta={"k": "[" * 200}))
+    code = "def f():\n    return " + "{[(" * 100 + ' "\\" {{{ ' + ")]}" * 100
+    f = _jsonl(
+        tmp_path / "code.jsonl", _pair(resp_m=code + " # special-cases the test", resp_b=code, meta={"k": "[" * 200})
+    )
     assert import_pairs(engine, f)["inserted"] == 2

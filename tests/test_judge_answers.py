@@ -27,14 +27,25 @@ def _by_request(engine, rid):
         return {(req[p.sample_id], p.sample_id): p for p in s.exec(select(Prediction).where(Prediction.run_id == rid))}
 
 
-@pytest.mark.parametrize("template,structured", [("evidence", "json_schema"), ("evidence", "tools"),
-                                                   ("direct", "none")])
+@pytest.mark.parametrize(
+    "template,structured", [("evidence", "json_schema"), ("evidence", "tools"), ("direct", "none")]
+)
 def test_item1_openai_finish_reason_length_is_truncated_not_a_verdict(sqlite_engine, template, structured):
-    add_custom(sqlite_engine, [("[scenario:length] cut", "os.system('x')", "print(1)"),
-                               ("plain q", "os.system('ls')", "subprocess.run(['ls'])")])
+    add_custom(
+        sqlite_engine,
+        [
+            ("[scenario:length] cut", "os.system('x')", "print(1)"),
+            ("plain q", "os.system('ls')", "subprocess.run(['ls'])"),
+        ],
+    )
     with OpenAIFaultServer() as srv:
-        rid = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", template, base_url=srv.base_url,
-                                params={**FAST, "structured": structured})
+        rid = runner.create_run(
+            sqlite_engine,
+            "openai:gpt-4o-mini",
+            template,
+            base_url=srv.base_url,
+            params={**FAST, "structured": structured},
+        )
         runner.execute_run(sqlite_engine, rid)
     preds = _by_request(sqlite_engine, rid)
     cut = [p for (req, _), p in preds.items() if req.startswith("[scenario:length]")]
@@ -49,8 +60,7 @@ def test_item1_openai_finish_reason_length_is_truncated_not_a_verdict(sqlite_eng
 def test_item2_unclosed_think_block_is_invalid(sqlite_engine):
     add_custom(sqlite_engine, [("[scenario:thinkcut] r", "a", "b")])
     with OpenAIFaultServer() as srv:
-        rid = runner.create_run(sqlite_engine, "openai:deepseek-reasoner", "direct", base_url=srv.base_url,
-                                params=FAST)
+        rid = runner.create_run(sqlite_engine, "openai:deepseek-reasoner", "direct", base_url=srv.base_url, params=FAST)
         runner.execute_run(sqlite_engine, rid)
         sent = srv.requests[0]["max_tokens"]
     for p in _by_request(sqlite_engine, rid).values():
@@ -64,15 +74,31 @@ def test_item2_unclosed_think_block_is_invalid(sqlite_engine):
 def test_item2_max_tokens_default_per_backend_and_raisable(sqlite_engine):
     add_custom(sqlite_engine, [("q", "a", "b")])
     tpl = PromptBuilder(load_template("direct"))
-    assert create_backend(parse_monitor_spec("openai:gpt-4o-mini"), base_url="http://127.0.0.1:1",
-                          params={}, prompt=tpl).max_tokens == 16
-    assert create_backend(parse_monitor_spec("anthropic:claude-3-5-haiku-latest"), base_url="http://127.0.0.1:1",
-                          params={}, prompt=tpl).max_tokens == 64
-    assert create_backend(parse_monitor_spec("openai:o4-mini"), base_url="http://127.0.0.1:1",
-                          params={}, prompt=tpl).max_tokens == 4096
+    assert (
+        create_backend(
+            parse_monitor_spec("openai:gpt-4o-mini"), base_url="http://127.0.0.1:1", params={}, prompt=tpl
+        ).max_tokens
+        == 16
+    )
+    assert (
+        create_backend(
+            parse_monitor_spec("anthropic:claude-3-5-haiku-latest"),
+            base_url="http://127.0.0.1:1",
+            params={},
+            prompt=tpl,
+        ).max_tokens
+        == 64
+    )
+    assert (
+        create_backend(
+            parse_monitor_spec("openai:o4-mini"), base_url="http://127.0.0.1:1", params={}, prompt=tpl
+        ).max_tokens
+        == 4096
+    )
     with OpenAIFaultServer() as srv:
-        rid = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", "direct", base_url=srv.base_url,
-                                params={**FAST, "max_tokens": 2000})
+        rid = runner.create_run(
+            sqlite_engine, "openai:gpt-4o-mini", "direct", base_url=srv.base_url, params={**FAST, "max_tokens": 2000}
+        )
         runner.execute_run(sqlite_engine, rid)
         assert {r["max_tokens"] for r in srv.requests} == {2000}
     with Session(sqlite_engine) as s:
@@ -80,15 +106,21 @@ def test_item2_max_tokens_default_per_backend_and_raisable(sqlite_engine):
     from automonitor.errors import InputError
 
     with pytest.raises(InputError):
-        runner.create_run(sqlite_engine, "openai:gpt-4o-mini", "direct", base_url="http://127.0.0.1:1",
-                          params={"max_tokens": 0})
+        runner.create_run(
+            sqlite_engine, "openai:gpt-4o-mini", "direct", base_url="http://127.0.0.1:1", params={"max_tokens": 0}
+        )
 
 
 def test_item1_anthropic_stop_reason_max_tokens_is_truncated(sqlite_engine):
     add_custom(sqlite_engine, [("[scenario:max_tokens] cut", "os.system('x')", "print(1)")])
     with AnthropicReplayServer() as srv:
-        rid = runner.create_run(sqlite_engine, "anthropic:claude-3-5-haiku-latest", "direct", base_url=srv.base_url,
-                                params={**FAST, "structured": "none"})
+        rid = runner.create_run(
+            sqlite_engine,
+            "anthropic:claude-3-5-haiku-latest",
+            "direct",
+            base_url=srv.base_url,
+            params={**FAST, "structured": "none"},
+        )
         runner.execute_run(sqlite_engine, rid)
     for p in _by_request(sqlite_engine, rid).values():
         assert p.outcome == "invalid" and p.reason == "truncated" and p.meta["stop_reason"] == "max_tokens"
@@ -114,8 +146,9 @@ def test_item10_cached_input_discount_anthropic(sqlite_engine):
     add_custom(sqlite_engine, [("q", "os.system('x')", "print(1)")])
     with AnthropicReplayServer() as srv:
         srv.cache_read = 1000
-        rid = runner.create_run(sqlite_engine, "anthropic:claude-3-5-haiku-latest", "direct", base_url=srv.base_url,
-                                params=FAST)
+        rid = runner.create_run(
+            sqlite_engine, "anthropic:claude-3-5-haiku-latest", "direct", base_url=srv.base_url, params=FAST
+        )
         runner.execute_run(sqlite_engine, rid)
     with Session(sqlite_engine) as s:
         preds = list(s.exec(select(Prediction).where(Prediction.run_id == rid)))

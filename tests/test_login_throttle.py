@@ -7,9 +7,16 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from automonitor.accounts import (ACCOUNT_FREE_FAILURES, BASE_LOCK_SECONDS, CLIENT_FREE_FAILURES,
-                                  MAX_LOCK_SECONDS, LoginThrottled, authenticate, lock_seconds,
-                                  throttle_state)
+from automonitor.accounts import (
+    ACCOUNT_FREE_FAILURES,
+    BASE_LOCK_SECONDS,
+    CLIENT_FREE_FAILURES,
+    MAX_LOCK_SECONDS,
+    LoginThrottled,
+    authenticate,
+    lock_seconds,
+    throttle_state,
+)
 
 from helpers import fast_user
 
@@ -26,8 +33,12 @@ class Clock:
 
 
 def test_lock_grows_and_is_capped():
-    assert [lock_seconds(n, 5) for n in range(4, 8)] == [0, BASE_LOCK_SECONDS, 2 * BASE_LOCK_SECONDS,
-                                                         4 * BASE_LOCK_SECONDS]
+    assert [lock_seconds(n, 5) for n in range(4, 8)] == [
+        0,
+        BASE_LOCK_SECONDS,
+        2 * BASE_LOCK_SECONDS,
+        4 * BASE_LOCK_SECONDS,
+    ]
     assert lock_seconds(100, 5) == MAX_LOCK_SECONDS
 
 
@@ -87,4 +98,3 @@ def test_old_failures_are_forgotten_after_the_window(engine):
     assert authenticate(engine, "carol", "x", clock=clock) is None
     assert throttle_state(engine, "account:carol")["failures"] == 1
     assert authenticate(engine, "carol", "pw", clock=clock) is not None
-

@@ -17,8 +17,15 @@ def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_
     from store.models import Prediction
 
     recs = made_up(4, 31)
-    res = lora.train_lora(recs, base="gemma3-270m", out=tmp_path / "adapter", steps=2, batch_size=2,
-                          max_length=256, slices=["specification_gaming/code"])
+    res = lora.train_lora(
+        recs,
+        base="gemma3-270m",
+        out=tmp_path / "adapter",
+        steps=2,
+        batch_size=2,
+        max_length=256,
+        slices=["specification_gaming/code"],
+    )
     ad = tmp_path / "adapter"
     assert (ad / "adapter_config.json").is_file() and (ad / "adapter_model.safetensors").is_file()
     card = json.loads((ad / "automonitor_lora.json").read_text())

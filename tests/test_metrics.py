@@ -90,6 +90,7 @@ def test_resolve_counts_is_vectorised_like_the_scalar_version():
 # Wilson interval
 # --------------------------------------------------------------------------------------------------
 
+
 def test_wilson_matches_statsmodels():
     from statsmodels.stats.proportion import proportion_confint
 
@@ -104,7 +105,7 @@ def test_wilson_matches_statsmodels():
 
 
 def test_wilson_hand_value_and_edges():
-    z2 = mt.Z95 ** 2
+    z2 = mt.Z95**2
     lo, hi = mt.wilson_interval(0, 10)
     assert lo == 0.0 and hi == pytest.approx(z2 / (10 + z2))  # closed form for k = 0
     assert mt.wilson_interval(0, 0) is None
@@ -117,6 +118,7 @@ def test_wilson_hand_value_and_edges():
 # --------------------------------------------------------------------------------------------------
 # Pareto front and Pearson r
 # --------------------------------------------------------------------------------------------------
+
 
 def test_pareto_front_hand_cases():
     mr = [0.1, 0.1, 0.3, 0.2, 0.1, 0.5, None, 0.05]
@@ -156,13 +158,21 @@ def test_pearson_matches_scipy_and_is_null_when_undefined():
 # pairing
 # --------------------------------------------------------------------------------------------------
 
+
 def test_pair_outcome_counts_hand_case():
     pairs = ["a", "a", "b", "b", "c", "c", "d", "d", "e", "e", "f", "f", "g"]
     labels = [M, B, M, B, M, B, M, B, M, B, M, B, M]
     outs = [M, B, M, M, B, B, B, M, "invalid", B, M, None, M]
     c = mt.pair_outcome_counts(pairs, labels, outs)
-    assert c == {"pairs": 7, "both_right": 1, "flagged_both": 1, "missed_both": 1, "inverted": 1,
-                 "unscored": 1, "incomplete": 2}
+    assert c == {
+        "pairs": 7,
+        "both_right": 1,
+        "flagged_both": 1,
+        "missed_both": 1,
+        "inverted": 1,
+        "unscored": 1,
+        "incomplete": 2,
+    }
     f = mt.pair_outcome_counts(pairs, labels, outs, "as-flag")
     assert f["both_right"] == 2 and f["unscored"] == 0
     m = mt.pair_outcome_counts(pairs, labels, outs, "as-miss")
@@ -230,6 +240,7 @@ def test_mcnemar_matches_statsmodels():
 # ROC, AUROC, MR at a FAR budget, operating point
 # --------------------------------------------------------------------------------------------------
 
+
 def test_auroc_matches_sklearn():
     from sklearn.metrics import roc_auc_score
 
@@ -282,7 +293,9 @@ def test_operating_point_is_the_brute_force_minimum():
     for ratio, prev in ((1.0, None), (5.0, 0.2), (0.3, 0.7)):
         op = mt.operating_point(y, s, ratio, prev)
         p = y.mean() if prev is None else prev
-        best = min(ratio * p * (1 - ((s >= t) & (y == 1)).sum() / y.sum())
-                   + (1 - p) * ((s >= t) & (y == 0)).sum() / (1 - y).sum()
-                   for t in list(np.unique(s)) + [np.inf])
+        best = min(
+            ratio * p * (1 - ((s >= t) & (y == 1)).sum() / y.sum())
+            + (1 - p) * ((s >= t) & (y == 0)).sum() / (1 - y).sum()
+            for t in list(np.unique(s)) + [np.inf]
+        )
         assert op["expected_cost"] == pytest.approx(best)

@@ -25,8 +25,14 @@ REQ = "Write a function that reads a user's file by name."
 
 
 def row(pair="q1", label="misbehavior", **kw) -> dict:
-    base = {"pair_id": pair, "category": "safety_permission", "task": "code", "request": REQ,
-            "response": f"{label} answer for {pair}", "label": label}
+    base = {
+        "pair_id": pair,
+        "category": "safety_permission",
+        "task": "code",
+        "request": REQ,
+        "response": f"{label} answer for {pair}",
+        "label": label,
+    }
     base.update(kw)
     return {k: v for k, v in base.items() if v is not _DROP}
 
@@ -45,8 +51,11 @@ def jl(*rows) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-def csv_bytes(rows: list[dict], columns=("pair_id", "category", "task", "request", "response", "label"),
-              extra_lines: list[str] | None = None) -> bytes:
+def csv_bytes(
+    rows: list[dict],
+    columns=("pair_id", "category", "task", "request", "response", "label"),
+    extra_lines: list[str] | None = None,
+) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
@@ -58,73 +67,183 @@ def csv_bytes(rows: list[dict], columns=("pair_id", "category", "task", "request
 # (id, file name, content, expected line, expected field, message fragment)
 BAD = [
     ("malformed-json", "bad.jsonl", jl(row("q1"), b'{"pair_id": "q1", "category": '), 2, None, "malformed JSON"),
-    ("nan-in-json", "bad.jsonl", jl(*good_pair(), b'{"pair_id": "q2", "meta": {"x": NaN}}'), 3, "meta.x",
-     "not a finite number"),
-    ("duplicate-key", "bad.jsonl", jl(row("q1"), b'{"pair_id": "q1", "label": "benign", "label": "benign"}'),
-     2, None, "duplicate key 'label'"),
+    (
+        "nan-in-json",
+        "bad.jsonl",
+        jl(*good_pair(), b'{"pair_id": "q2", "meta": {"x": NaN}}'),
+        3,
+        "meta.x",
+        "not a finite number",
+    ),
+    (
+        "duplicate-key",
+        "bad.jsonl",
+        jl(row("q1"), b'{"pair_id": "q1", "label": "benign", "label": "benign"}'),
+        2,
+        None,
+        "duplicate key 'label'",
+    ),
     ("not-an-object", "bad.jsonl", jl(row("q1"), b'["q1", "benign"]'), 2, None, "expected a JSON object"),
-    ("missing-field", "bad.jsonl", jl(row("q1"), row("q1", "benign", task=_DROP)), 2, "task",
-     "missing required field"),
-    ("unknown-category", "bad.jsonl", jl(row("q1", category="safety"), row("q1", "benign")), 1, "category",
-     "unknown category 'safety'"),
-    ("unknown-task", "bad.jsonl", jl(*good_pair(), *good_pair("q2", task="math")), 3, "task",
-     "unknown task 'math'"),
+    ("missing-field", "bad.jsonl", jl(row("q1"), row("q1", "benign", task=_DROP)), 2, "task", "missing required field"),
+    (
+        "unknown-category",
+        "bad.jsonl",
+        jl(row("q1", category="safety"), row("q1", "benign")),
+        1,
+        "category",
+        "unknown category 'safety'",
+    ),
+    ("unknown-task", "bad.jsonl", jl(*good_pair(), *good_pair("q2", task="math")), 3, "task", "unknown task 'math'"),
     ("unknown-label", "bad.jsonl", jl(row("q1"), row("q1", "harmless")), 2, "label", "unknown label 'harmless'"),
-    ("unknown-field", "bad.jsonl", jl(row("q1"), row("q1", "benign", lable="benign")), 2, "lable",
-     "unknown field 'lable'"),
+    (
+        "unknown-field",
+        "bad.jsonl",
+        jl(row("q1"), row("q1", "benign", lable="benign")),
+        2,
+        "lable",
+        "unknown field 'lable'",
+    ),
     ("empty-request", "bad.jsonl", jl(row("q1", request="  \n "), row("q1", "benign")), 1, "request", "is empty"),
     ("empty-response", "bad.jsonl", jl(row("q1"), row("q1", "benign", response="")), 2, "response", "is empty"),
     ("wrong-type-pair-id", "bad.jsonl", jl(row(7), row(7, "benign")), 1, "pair_id", "must be a string, got a number"),
-    ("wrong-type-response", "bad.jsonl", jl(row("q1", response=["a"]), row("q1", "benign")), 1, "response",
-     "must be a string, got a list"),
-    ("meta-not-object", "bad.jsonl", jl(row("q1", meta=[1, 2]), row("q1", "benign")), 1, "meta",
-     "must be a JSON object"),
+    (
+        "wrong-type-response",
+        "bad.jsonl",
+        jl(row("q1", response=["a"]), row("q1", "benign")),
+        1,
+        "response",
+        "must be a string, got a list",
+    ),
+    (
+        "meta-not-object",
+        "bad.jsonl",
+        jl(row("q1", meta=[1, 2]), row("q1", "benign")),
+        1,
+        "meta",
+        "must be a JSON object",
+    ),
     ("nul-character", "bad.jsonl", jl(row("q1", response="a\x00b"), row("q1", "benign")), 1, "response", "NUL"),
     ("pair-id-too-long", "bad.jsonl", jl(*good_pair("p" * 129)), 1, "pair_id", "at most 128"),
     ("one-side-only", "bad.jsonl", jl(*good_pair("q1"), row("q2")), 3, "pair_id", "only one sample"),
-    ("two-misbehavior", "bad.jsonl", jl(row("q1"), row("q1", response="other")), 2, "label",
-     "two 'misbehavior' samples"),
-    ("three-sides", "bad.jsonl", jl(*good_pair("q1"), row("q1", "benign", response="third")), 3, "pair_id",
-     "has 3 samples"),
-    ("category-mismatch", "bad.jsonl", jl(row("q1"), row("q1", "benign", category="sycophancy_bias")), 2,
-     "category", "differs"),
-    ("request-mismatch", "bad.jsonl", jl(row("q1"), row("q1", "benign", request="Another request")), 2,
-     "request", "same request"),
-    ("duplicate-sample-id", "bad.jsonl", jl(row("q1", sample_id="x1"), row("q1", "benign", sample_id="x1")), 2,
-     "sample_id", "duplicate sample_id 'x1'"),
+    (
+        "two-misbehavior",
+        "bad.jsonl",
+        jl(row("q1"), row("q1", response="other")),
+        2,
+        "label",
+        "two 'misbehavior' samples",
+    ),
+    (
+        "three-sides",
+        "bad.jsonl",
+        jl(*good_pair("q1"), row("q1", "benign", response="third")),
+        3,
+        "pair_id",
+        "has 3 samples",
+    ),
+    (
+        "category-mismatch",
+        "bad.jsonl",
+        jl(row("q1"), row("q1", "benign", category="sycophancy_bias")),
+        2,
+        "category",
+        "differs",
+    ),
+    (
+        "request-mismatch",
+        "bad.jsonl",
+        jl(row("q1"), row("q1", "benign", request="Another request")),
+        2,
+        "request",
+        "same request",
+    ),
+    (
+        "duplicate-sample-id",
+        "bad.jsonl",
+        jl(row("q1", sample_id="x1"), row("q1", "benign", sample_id="x1")),
+        2,
+        "sample_id",
+        "duplicate sample_id 'x1'",
+    ),
     ("duplicate-row", "bad.jsonl", jl(*good_pair("q1"), row("q1")), 3, "sample_id", "duplicate sample"),
-    ("non-utf8-in-field", "bad.jsonl",
-     jl(row("q1"), json.dumps(row("q1", "benign", response="caf@")).encode().replace(b"@", b"\xe9")), 2,
-     "response", "byte 0xe9"),
+    (
+        "non-utf8-in-field",
+        "bad.jsonl",
+        jl(row("q1"), json.dumps(row("q1", "benign", response="caf@")).encode().replace(b"@", b"\xe9")),
+        2,
+        "response",
+        "byte 0xe9",
+    ),
     ("non-utf8-breaking-json", "bad.jsonl", jl(row("q1"), b'{"pair_id": "q1"\xff}'), 2, None, "not UTF-8"),
     ("empty-file", "empty.jsonl", b"", 1, None, "empty"),
     ("blank-lines-only", "blank.jsonl", b"\n  \n\n", 1, None, "empty"),
-    ("csv-missing-column", "bad.csv",
-     csv_bytes(good_pair(), columns=("pair_id", "category", "request", "response", "label")), 1, "task",
-     "missing required column 'task'"),
-    ("csv-unknown-column", "bad.csv",
-     csv_bytes(good_pair(), columns=("pair_id", "category", "task", "request", "response", "label", "notes")),
-     1, "notes", "unknown column"),
+    (
+        "csv-missing-column",
+        "bad.csv",
+        csv_bytes(good_pair(), columns=("pair_id", "category", "request", "response", "label")),
+        1,
+        "task",
+        "missing required column 'task'",
+    ),
+    (
+        "csv-unknown-column",
+        "bad.csv",
+        csv_bytes(good_pair(), columns=("pair_id", "category", "task", "request", "response", "label", "notes")),
+        1,
+        "notes",
+        "unknown column",
+    ),
     ("csv-field-count", "bad.csv", csv_bytes(good_pair()) + b"q2,qa\n", 4, None, "has 2 fields"),
-    ("csv-bad-meta", "bad.csv",
-     csv_bytes([row("q1", meta="{not json"), row("q1", "benign", meta="{}")],
-               columns=("pair_id", "category", "task", "request", "response", "label", "meta")), 2, "meta",
-     "not valid JSON"),
-    ("csv-meta-not-object", "bad.csv",
-     csv_bytes([row("q1", meta="[1]"), row("q1", "benign")],
-               columns=("pair_id", "category", "task", "request", "response", "label", "meta")), 2, "meta",
-     "must be a JSON object"),
+    (
+        "csv-bad-meta",
+        "bad.csv",
+        csv_bytes(
+            [row("q1", meta="{not json"), row("q1", "benign", meta="{}")],
+            columns=("pair_id", "category", "task", "request", "response", "label", "meta"),
+        ),
+        2,
+        "meta",
+        "not valid JSON",
+    ),
+    (
+        "csv-meta-not-object",
+        "bad.csv",
+        csv_bytes(
+            [row("q1", meta="[1]"), row("q1", "benign")],
+            columns=("pair_id", "category", "task", "request", "response", "label", "meta"),
+        ),
+        2,
+        "meta",
+        "must be a JSON object",
+    ),
     ("csv-unknown-label", "bad.csv", csv_bytes([row("q1"), row("q1", "bad")]), 3, "label", "unknown label"),
-    ("csv-non-utf8", "bad.csv", csv_bytes(good_pair()).replace(b"benign answer", b"benign \xff answer"), 3,
-     "response", "byte 0xff"),
+    (
+        "csv-non-utf8",
+        "bad.csv",
+        csv_bytes(good_pair()).replace(b"benign answer", b"benign \xff answer"),
+        3,
+        "response",
+        "byte 0xff",
+    ),
 ]
 # Conflicts with what the module store already holds (see ``BASE``).
 STORE_BAD = [
-    ("stored-sample-id-other-content", "conflict.jsonl",
-     jl(row("p1", sample_id="base-1", response="changed"), row("p1", "benign", sample_id="base-2")), 1,
-     "sample_id", "already in the store with different content"),
-    ("stored-pair-id-other-samples", "conflict.jsonl", jl(row("p2", response="new text"), row("p2", "benign")),
-     1, "pair_id", "already in the store with different samples"),
+    (
+        "stored-sample-id-other-content",
+        "conflict.jsonl",
+        jl(row("p1", sample_id="base-1", response="changed"), row("p1", "benign", sample_id="base-2")),
+        1,
+        "sample_id",
+        "already in the store with different content",
+    ),
+    (
+        "stored-pair-id-other-samples",
+        "conflict.jsonl",
+        jl(row("p2", response="new text"), row("p2", "benign")),
+        1,
+        "pair_id",
+        "already in the store with different samples",
+    ),
 ]
 BASE = jl(row("p1", sample_id="base-1"), row("p1", "benign", sample_id="base-2"), *good_pair("p2"))
 
@@ -136,8 +255,10 @@ def dump(url: str) -> dict:
     eng = sa.create_engine(url)
     try:
         with eng.connect() as c:
-            return {t: sorted(map(repr, c.execute(sa.text(f'SELECT * FROM "{t}"')).all()))
-                    for t in sorted(SQLModel.metadata.tables)}
+            return {
+                t: sorted(map(repr, c.execute(sa.text(f'SELECT * FROM "{t}"')).all()))
+                for t in sorted(SQLModel.metadata.tables)
+            }
     finally:
         eng.dispose()
 
@@ -167,6 +288,7 @@ def loaded(request, tmp_path_factory):
 
 
 # ------------------------------------------------------------------------------------- validator (unit)
+
 
 @pytest.mark.parametrize("kind,name,content,line,field,fragment", BAD, ids=[b[0] for b in BAD])
 def test_validator_locates_each_bad_input(kind, name, content, line, field, fragment):
@@ -206,17 +328,29 @@ def test_sides_may_differ_only_in_surrounding_whitespace_and_normalisation():
 
 
 def test_csv_lines_are_record_numbers_with_multiline_cells():
-    rows = [row("q1", request="multi\nline\nrequest"), row("q1", "benign", request="multi\nline\nrequest"),
-            row("q2"), row("q2", "wrong")]
+    rows = [
+        row("q1", request="multi\nline\nrequest"),
+        row("q1", "benign", request="multi\nline\nrequest"),
+        row("q2"),
+        row("q2", "wrong"),
+    ]
     with pytest.raises(InputError) as ei:
         parse_pairs(csv_bytes(rows), "multi.csv")
     assert (ei.value.line, ei.value.field) == (5, "label")  # header = 1, 4th record = 5
 
 
-@pytest.mark.parametrize("name,data,fmt", [("a.jsonl", b"", "jsonl"), ("a.JSON", b"", "jsonl"),
-                                           ("a.csv", b"", "csv"), ("a.parquet", b"", "parquet"),
-                                           ("upload", b'  {"a": 1}', "jsonl"), ("upload", b"pair_id,x", "csv"),
-                                           ("upload", b"PAR1....", "parquet")])
+@pytest.mark.parametrize(
+    "name,data,fmt",
+    [
+        ("a.jsonl", b"", "jsonl"),
+        ("a.JSON", b"", "jsonl"),
+        ("a.csv", b"", "csv"),
+        ("a.parquet", b"", "parquet"),
+        ("upload", b'  {"a": 1}', "jsonl"),
+        ("upload", b"pair_id,x", "csv"),
+        ("upload", b"PAR1....", "parquet"),
+    ],
+)
 def test_format_from_extension_or_sniffed(name, data, fmt):
     assert detect_format(name, data) == fmt
 
@@ -232,8 +366,14 @@ def test_unknown_format_option_is_bad_input():
 # Problems found while reading the file are raised before the store is even opened, so on PostgreSQL the
 # CLI sweep covers the kinds that reach the database: conflicts with stored rows, and values PostgreSQL
 # itself would refuse (NUL characters, over-long ids), plus a few parse kinds as a check.
-PG_KINDS = {"malformed-json", "non-utf8-in-field", "request-mismatch", "nul-character", "pair-id-too-long",
-            "csv-missing-column"}
+PG_KINDS = {
+    "malformed-json",
+    "non-utf8-in-field",
+    "request-mismatch",
+    "nul-character",
+    "pair-id-too-long",
+    "csv-missing-column",
+}
 
 
 def _check_rejected(cli_result, path: Path, line, field, fragment):
@@ -280,11 +420,13 @@ def test_cli_rejects_bad_options(sqlite_url, tmp_path):
     import_pairs(eng, base)
     eng.dispose()
     before = dump(sqlite_url)
-    for args, where in [(["import", str(base), "--split", "validation"], "--split"),
-                        (["import", str(base), "--split", "train", "--as-candidates"], "--split"),
-                        (["import", str(tmp_path / "missing.jsonl")], "missing.jsonl"),
-                        (["export", str(tmp_path / "out.xml")], "--format"),
-                        (["export", str(tmp_path / "out.jsonl"), "--status", "golden"], "--status")]:
+    for args, where in [
+        (["import", str(base), "--split", "validation"], "--split"),
+        (["import", str(base), "--split", "train", "--as-candidates"], "--split"),
+        (["import", str(tmp_path / "missing.jsonl")], "missing.jsonl"),
+        (["export", str(tmp_path / "out.xml")], "--format"),
+        (["export", str(tmp_path / "out.jsonl"), "--status", "golden"], "--status"),
+    ]:
         r = run_cli(args, db=sqlite_url)
         assert r.returncode == 2 and where in r.stderr, (args, r.stderr)
     assert not (tmp_path / "out.jsonl").exists()
@@ -302,26 +444,50 @@ def test_reimport_is_a_no_op(loaded):
 
 
 TRICKY = [
-    row("t1", request='Say "hi", then list: a, b, c\nand a second line\r\nwith CRLF',
+    row(
+        "t1",
+        request='Say "hi", then list: a, b, c\nand a second line\r\nwith CRLF',
         response="<b>bold</b> & <script>alert('x')</script>\n```py\nprint(1)\n```",
-        meta={"nested": [1, 2.5, True, None, {"ü": "x,y\"z"}], "empty": ""}),
-    row("t1", "benign", request='Say "hi", then list: a, b, c\nand a second line\r\nwith CRLF',
+        meta={"nested": [1, 2.5, True, None, {"ü": 'x,y"z'}], "empty": ""},
+    ),
+    row(
+        "t1",
+        "benign",
+        request='Say "hi", then list: a, b, c\nand a second line\r\nwith CRLF',
         response="  leading and trailing spaces, tab\there, emoji 🙂, 東京, naïve, e\u0301  ",
-        source="hand-made"),
-    row("t2", category="sycophancy_bias", task="reasoning", request="Backslashes C:\\new\\table, =SUM(A1)",
-        response="'single' \"double\" ,,, ;;;", sample_id="custom-id-1"),
-    row("t2", "benign", category="sycophancy_bias", task="reasoning", request="Backslashes C:\\new\\table, =SUM(A1)",
-        response="-@+ formula-looking text", sample_id="custom-id-2", meta={"k": "v"}),
+        source="hand-made",
+    ),
+    row(
+        "t2",
+        category="sycophancy_bias",
+        task="reasoning",
+        request="Backslashes C:\\new\\table, =SUM(A1)",
+        response="'single' \"double\" ,,, ;;;",
+        sample_id="custom-id-1",
+    ),
+    row(
+        "t2",
+        "benign",
+        category="sycophancy_bias",
+        task="reasoning",
+        request="Backslashes C:\\new\\table, =SUM(A1)",
+        response="-@+ formula-looking text",
+        sample_id="custom-id-2",
+        meta={"k": "v"},
+    ),
 ]
 
 
 def _expected_rows(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
-        full = {**r, "sample_id": r.get("sample_id") or make_sample_id(r["pair_id"], r["label"], r["request"],
-                                                                        r["response"]),
-                "source": r.get("source") or "import", "meta": r.get("meta") or {},
-                "label_source": r.get("label_source") or "user"}  # round 2: import default provenance
+        full = {
+            **r,
+            "sample_id": r.get("sample_id") or make_sample_id(r["pair_id"], r["label"], r["request"], r["response"]),
+            "source": r.get("source") or "import",
+            "meta": r.get("meta") or {},
+            "label_source": r.get("label_source") or "user",
+        }  # round 2: import default provenance
         out.append({k: full[k] for k in FIELDS})
     return out
 
@@ -350,13 +516,29 @@ def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
     src.write_bytes(jl(*TRICKY))
     r = run_cli(["import", str(src), "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"file": str(src), "format": "jsonl", "rows": 4, "pairs": 2, "inserted": 4,
-                                    "skipped_existing": 0, "duplicates_skipped": 0, "duplicate_pairs": {},
-                                    "status": "gold", "split": "test", "warnings": []}
+    assert json.loads(r.stdout) == {
+        "file": str(src),
+        "format": "jsonl",
+        "rows": 4,
+        "pairs": 2,
+        "inserted": 4,
+        "skipped_existing": 0,
+        "duplicates_skipped": 0,
+        "duplicate_pairs": {},
+        "status": "gold",
+        "split": "test",
+        "warnings": [],
+    }
     r = run_cli(["export", str(tmp_path / "out.csv"), "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"file": str(tmp_path / "out.csv"), "format": "csv", "rows": 4, "pairs": 2,
-                                    "split": "test", "status": "gold"}
+    assert json.loads(r.stdout) == {
+        "file": str(tmp_path / "out.csv"),
+        "format": "csv",
+        "rows": 4,
+        "pairs": 2,
+        "split": "test",
+        "status": "gold",
+    }
     want = _expected_rows(TRICKY)
     eng = get_engine(db_url, fresh=True)
     try:

@@ -23,9 +23,21 @@ def seed_samples(engine, pairs: int = 4) -> list[str]:
             for lab in (M, B):
                 sid = f"s{p}{lab[0]}"
                 ids.append(sid)
-                s.add(Sample(id=sid, pair_id=f"p{p}", category="sycophancy_bias", task="qa", label=lab,
-                             request=f"q{p}", response=f"The answer {p} is wrong, as you said ({lab})",
-                             split="test", request_hash="r", response_hash=sid, content_hash=sid))
+                s.add(
+                    Sample(
+                        id=sid,
+                        pair_id=f"p{p}",
+                        category="sycophancy_bias",
+                        task="qa",
+                        label=lab,
+                        request=f"q{p}",
+                        response=f"The answer {p} is wrong, as you said ({lab})",
+                        split="test",
+                        request_hash="r",
+                        response_hash=sid,
+                        content_hash=sid,
+                    )
+                )
     return ids
 
 
@@ -37,8 +49,15 @@ def counts(engine) -> tuple[int, int, int]:
 def good_rows(ids):
     rows = []
     for i, sid in enumerate(ids):
-        rows.append({"sample_id": sid, "outcome": [M, B, "invalid", M][i % 4], "score": round(i / 10, 2),
-                     "evidence": ["as you said"] if i % 2 == 0 else [], "raw": f"verdict {i}"})
+        rows.append(
+            {
+                "sample_id": sid,
+                "outcome": [M, B, "invalid", M][i % 4],
+                "score": round(i / 10, 2),
+                "evidence": ["as you said"] if i % 2 == 0 else [],
+                "raw": f"verdict {i}",
+            }
+        )
     return rows
 
 
@@ -54,8 +73,15 @@ def write_csv(path, rows):
         w = csv.writer(f)
         w.writerow(["sample_id", "outcome", "score", "evidence", "raw"])
         for r in rows:
-            w.writerow([r["sample_id"], r["outcome"], "" if r.get("score") is None else r["score"],
-                        json.dumps(r.get("evidence", [])), r.get("raw", "")])
+            w.writerow(
+                [
+                    r["sample_id"],
+                    r["outcome"],
+                    "" if r.get("score") is None else r["score"],
+                    json.dumps(r.get("evidence", [])),
+                    r.get("raw", ""),
+                ]
+            )
     return path
 
 
@@ -93,26 +119,65 @@ def test_import_jsonl_and_csv_become_runs_that_report_treats_like_any_run(engine
 
 BAD_CASES = [
     # (description, file content (bytes or list of rows), suffix, line, field)
-    ("unknown sample", lambda ids: [{"sample_id": ids[0], "outcome": M}, {"sample_id": "nope", "outcome": B}],
-     ".jsonl", 2, "sample_id"),
+    (
+        "unknown sample",
+        lambda ids: [{"sample_id": ids[0], "outcome": M}, {"sample_id": "nope", "outcome": B}],
+        ".jsonl",
+        2,
+        "sample_id",
+    ),
     ("bad outcome", lambda ids: [{"sample_id": ids[0], "outcome": "unsafe"}], ".jsonl", 1, "outcome"),
     ("score above 1", lambda ids: [{"sample_id": ids[0], "outcome": M, "score": 1.5}], ".jsonl", 1, "score"),
     ("score not a number", lambda ids: [{"sample_id": ids[0], "outcome": M, "score": "high"}], ".jsonl", 1, "score"),
     ("score boolean", lambda ids: [{"sample_id": ids[0], "outcome": M, "score": True}], ".jsonl", 1, "score"),
-    ("duplicate sample", lambda ids: [{"sample_id": ids[0], "outcome": M}, {"sample_id": ids[1], "outcome": B},
-                                      {"sample_id": ids[0], "outcome": B}], ".jsonl", 3, "sample_id"),
-    ("evidence not list", lambda ids: [{"sample_id": ids[0], "outcome": M, "evidence": "quote"}], ".jsonl", 1,
-     "evidence"),
+    (
+        "duplicate sample",
+        lambda ids: [
+            {"sample_id": ids[0], "outcome": M},
+            {"sample_id": ids[1], "outcome": B},
+            {"sample_id": ids[0], "outcome": B},
+        ],
+        ".jsonl",
+        3,
+        "sample_id",
+    ),
+    (
+        "evidence not list",
+        lambda ids: [{"sample_id": ids[0], "outcome": M, "evidence": "quote"}],
+        ".jsonl",
+        1,
+        "evidence",
+    ),
     ("missing outcome", lambda ids: [{"sample_id": ids[0]}], ".jsonl", 1, "outcome"),
-    ("malformed json", lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n{\"sample_id\": \n").encode(),
-     ".jsonl", 2, None),
-    ("non-utf8", lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n").encode() + b"{\"raw\": \"\xff\"}\n",
-     ".jsonl", 2, None),
+    (
+        "malformed json",
+        lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + '\n{"sample_id": \n').encode(),
+        ".jsonl",
+        2,
+        None,
+    ),
+    (
+        "non-utf8",
+        lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n").encode() + b'{"raw": "\xff"}\n',
+        ".jsonl",
+        2,
+        None,
+    ),
     ("empty", lambda ids: b"\n\n", ".jsonl", None, None),
-    ("csv bad score", lambda ids: f"sample_id,outcome,score\n{ids[0]},misbehavior,0.2\n{ids[1]},benign,nan\n".encode(),
-     ".csv", 3, "score"),
-    ("csv bad evidence json", lambda ids: f"sample_id,outcome,evidence\n{ids[0]},benign,[\"x\"\n".encode(),
-     ".csv", 2, "evidence"),
+    (
+        "csv bad score",
+        lambda ids: f"sample_id,outcome,score\n{ids[0]},misbehavior,0.2\n{ids[1]},benign,nan\n".encode(),
+        ".csv",
+        3,
+        "score",
+    ),
+    (
+        "csv bad evidence json",
+        lambda ids: f'sample_id,outcome,evidence\n{ids[0]},benign,["x"\n'.encode(),
+        ".csv",
+        2,
+        "evidence",
+    ),
     ("csv missing column", lambda ids: f"sample_id,score\n{ids[0]},0.1\n".encode(), ".csv", 1, "outcome"),
     ("csv header only", lambda ids: b"sample_id,outcome\n", ".csv", None, None),
 ]
@@ -138,15 +203,45 @@ def test_bad_input_names_file_line_field_and_changes_nothing(sqlite_engine, tmp_
 
 STRICT_CASES = [
     # (description, file content, suffix, line, field, message fragment): the shared strict reader
-    ("nan score", lambda ids: (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n").encode()
-     + f'{{"sample_id": "{ids[1]}", "outcome": "benign", "score": NaN}}\n'.encode(), ".jsonl", 2, "score",
-     "not a finite number"),
-    ("duplicate key", lambda ids: f'{{"sample_id": "{ids[0]}", "outcome": "benign", "outcome": "misbehavior"}}\n'
-     .encode(), ".jsonl", 1, None, "duplicate key 'outcome'"),
-    ("csv non-utf8 cell", lambda ids: f"sample_id,outcome,raw\n{ids[0]},benign,ok\n{ids[1]},benign,caf@\n"
-     .encode().replace(b"@", b"\xe9"), ".csv", 3, "raw", "byte 0xe9"),
-    ("jsonl non-utf8 byte", lambda ids: f'{{"sample_id": "{ids[0]}", "raw": "caf@", "outcome": "benign"}}\n'
-     .encode().replace(b"@", b"\xe9"), ".jsonl", 1, None, "byte 0xe9"),
+    (
+        "nan score",
+        lambda ids: (
+            (json.dumps({"sample_id": ids[0], "outcome": M}) + "\n").encode()
+            + f'{{"sample_id": "{ids[1]}", "outcome": "benign", "score": NaN}}\n'.encode()
+        ),
+        ".jsonl",
+        2,
+        "score",
+        "not a finite number",
+    ),
+    (
+        "duplicate key",
+        lambda ids: f'{{"sample_id": "{ids[0]}", "outcome": "benign", "outcome": "misbehavior"}}\n'.encode(),
+        ".jsonl",
+        1,
+        None,
+        "duplicate key 'outcome'",
+    ),
+    (
+        "csv non-utf8 cell",
+        lambda ids: f"sample_id,outcome,raw\n{ids[0]},benign,ok\n{ids[1]},benign,caf@\n".encode().replace(
+            b"@", b"\xe9"
+        ),
+        ".csv",
+        3,
+        "raw",
+        "byte 0xe9",
+    ),
+    (
+        "jsonl non-utf8 byte",
+        lambda ids: f'{{"sample_id": "{ids[0]}", "raw": "caf@", "outcome": "benign"}}\n'.encode().replace(
+            b"@", b"\xe9"
+        ),
+        ".jsonl",
+        1,
+        None,
+        "byte 0xe9",
+    ),
 ]
 
 
@@ -189,7 +284,9 @@ def test_cli_import_json_and_exit_2(cli, sqlite_url, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["n"] == len(ids) and doc["run_id"].startswith("imp-")
-    bad = write_jsonl(tmp_path / "bad.jsonl", [{"sample_id": ids[0], "outcome": M}, {"sample_id": ids[1], "outcome": "?"}])
+    bad = write_jsonl(
+        tmp_path / "bad.jsonl", [{"sample_id": ids[0], "outcome": M}, {"sample_id": ids[1], "outcome": "?"}]
+    )
     r2 = cli(["predictions", "import", str(bad), "--monitor", "Guard2", "--json"], db=db_url)
     assert r2.returncode == 2 and r2.stdout == ""
     assert "bad.jsonl" in r2.stderr and "line 2" in r2.stderr and "'outcome'" in r2.stderr

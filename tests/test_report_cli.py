@@ -29,17 +29,37 @@ def seed(engine) -> None:
     with session_scope(engine) as s:
         for p in range(PAIRS):
             for lab in (M, B):
-                s.add(Sample(id=f"s{p}{lab[0]}", pair_id=f"p{p}", category=CATEGORIES[p % 3], task=TASKS[p // 3],
-                             label=lab, request=f"q{p}", response=f"r{p}{lab}", split="test", request_hash="q",
-                             response_hash=f"{p}{lab}", content_hash=f"{p}{lab}"))
+                s.add(
+                    Sample(
+                        id=f"s{p}{lab[0]}",
+                        pair_id=f"p{p}",
+                        category=CATEGORIES[p % 3],
+                        task=TASKS[p // 3],
+                        label=lab,
+                        request=f"q{p}",
+                        response=f"r{p}{lab}",
+                        split="test",
+                        request_hash="q",
+                        response_hash=f"{p}{lab}",
+                        content_hash=f"{p}{lab}",
+                    )
+                )
         mons = {}
         for i, (rid, mon, tpl, fm, fb) in enumerate(RUNS):
             if mon not in mons:
                 mons[mon] = Monitor(name=mon, backend="rules")
                 s.add(mons[mon])
                 s.flush()
-            s.add(Run(id=rid, monitor_id=mons[mon].id, monitor=mon, template=tpl, status="finished",
-                      created_at=pd.Timestamp("2026-02-01", tz="UTC") + pd.Timedelta(seconds=i)))
+            s.add(
+                Run(
+                    id=rid,
+                    monitor_id=mons[mon].id,
+                    monitor=mon,
+                    template=tpl,
+                    status="finished",
+                    created_at=pd.Timestamp("2026-02-01", tz="UTC") + pd.Timedelta(seconds=i),
+                )
+            )
             s.flush()
             for p in range(PAIRS):
                 om = M if fm(p) else B
@@ -106,13 +126,17 @@ def test_report_tables_and_default_output(cli, store):
     by = {x["run_id"]: x for x in rep["runs"]}
     assert float(rows[0]["overall_mr_direct"]) == pytest.approx(by["r1"]["overall"]["mr"])
     assert float(rows[0]["overall_far_evidence"]) == pytest.approx(by["r2"]["overall"]["far"])
-    assert float(rows[0]["sycophancy_bias_mr_evidence"]) == pytest.approx(by["r2"]["by_category"]["sycophancy_bias"]["mr"])
+    assert float(rows[0]["sycophancy_bias_mr_evidence"]) == pytest.approx(
+        by["r2"]["by_category"]["sycophancy_bias"]["mr"]
+    )
     assert rows[1]["overall_mr_evidence"] == "" and rows[1]["runs"] == "r3"
     assert float(rows[1]["overall_unscored_rate_direct"]) == pytest.approx(1 / (2 * PAIRS))
 
     md = report_format.render(rep, "markdown")  # the CLI prints exactly this (checked for csv above)
     lines = [line for line in md.splitlines() if line.startswith("|")]
-    assert len(lines) == 2 + 2 and "Overall MR (direct)" in lines[0] and "Specification Gaming FAR (evidence)" in lines[0]
+    assert (
+        len(lines) == 2 + 2 and "Overall MR (direct)" in lines[0] and "Specification Gaming FAR (evidence)" in lines[0]
+    )
     assert lines[2].startswith("| gpt\\_4o \\& co | ") and f"| {by['r1']['overall']['mr']:.2f} |" in lines[2]
 
     tex = report_format.render(rep, "latex")
@@ -126,9 +150,13 @@ def test_report_tables_and_default_output(cli, store):
 @pytest.mark.slow
 def test_report_bad_usage_exits_2(cli, store):
     url, _ = store
-    for args, needle in ((["--invalid", "as-benign"], "--invalid"), (["--run", "nope"], "nope"),
-                         (["--format", "html"], "--format"), (["--json", "--format", "csv"], "--format"),
-                         (["--cost-ratio", "0"], "--cost-ratio")):
+    for args, needle in (
+        (["--invalid", "as-benign"], "--invalid"),
+        (["--run", "nope"], "nope"),
+        (["--format", "html"], "--format"),
+        (["--json", "--format", "csv"], "--format"),
+        (["--cost-ratio", "0"], "--cost-ratio"),
+    ):
         r = cli(["report", *args], db=url)
         assert r.returncode == 2, (args, r.stderr)
         assert needle in r.stderr and r.stdout == ""
@@ -139,11 +167,23 @@ def _report_dict():
     for rid, mon, tpl, fm, fb in RUNS:
         for p in range(PAIRS):
             for lab, f in ((M, fm), (B, fb)):
-                rows.append({"run_id": rid, "sample_id": f"s{p}{lab[0]}", "pair_id": f"p{p}",
-                             "category": CATEGORIES[p % 3], "task": TASKS[p // 3], "label": lab,
-                             "outcome": M if f(p) else B, "score": float("nan"), "evidence": []})
-    runs = pd.DataFrame([(r[0], r[1], r[2]) for r in RUNS] + [("r4", "gpt_4o & co", "direct")],
-                        columns=["run_id", "monitor", "template"])
+                rows.append(
+                    {
+                        "run_id": rid,
+                        "sample_id": f"s{p}{lab[0]}",
+                        "pair_id": f"p{p}",
+                        "category": CATEGORIES[p % 3],
+                        "task": TASKS[p // 3],
+                        "label": lab,
+                        "outcome": M if f(p) else B,
+                        "score": float("nan"),
+                        "evidence": [],
+                    }
+                )
+    runs = pd.DataFrame(
+        [(r[0], r[1], r[2]) for r in RUNS] + [("r4", "gpt_4o & co", "direct")],
+        columns=["run_id", "monitor", "template"],
+    )
     preds = pd.DataFrame(rows)
     extra = preds[preds["run_id"] == "r1"].assign(run_id="r4")
     return analysis.analyze(pd.concat([preds, extra]), runs, n_boot=10)
@@ -154,9 +194,14 @@ def test_paper_table_puts_repeated_runs_on_their_own_rows():
     cols, rows = report_format.paper_table(rep)
     assert [r["monitor"] for r in rows] == ["gpt_4o & co #1", "gpt_4o & co #2", "small-judge"]
     assert rows[0]["runs"] == ["r1", "r2"] and rows[1]["runs"] == ["r4"]
-    assert [c["key"] for c in cols][:6] == ["overall_mr_direct", "overall_mr_evidence", "overall_far_direct",
-                                           "overall_far_evidence", "overall_unscored_rate_direct",
-                                           "overall_unscored_rate_evidence"]
+    assert [c["key"] for c in cols][:6] == [
+        "overall_mr_direct",
+        "overall_mr_evidence",
+        "overall_far_direct",
+        "overall_far_evidence",
+        "overall_unscored_rate_direct",
+        "overall_unscored_rate_evidence",
+    ]
     assert len(cols) == 6 + 4 * len(CATEGORIES)
     assert report_format.latex_escape("a_b&c%") == "a\\_b\\&c\\%"
     with pytest.raises(ValueError):

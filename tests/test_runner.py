@@ -35,8 +35,9 @@ def preds(engine, run_id):
 
 def n_runs(engine):
     with engine.connect() as c:
-        return c.execute(sa.text("select count(*) from run")).scalar(), \
-            c.execute(sa.text("select count(*) from prediction")).scalar()
+        return c.execute(sa.text("select count(*) from run")).scalar(), c.execute(
+            sa.text("select count(*) from prediction")
+        ).scalar()
 
 
 def test_rules_run_end_to_end(engine):
@@ -94,22 +95,31 @@ def test_cache_key_covers_model_template_url_and_params():
     base = dict(backend="openai", model="m", base_url="http://h/v1", template_hash="t", sample_h="s", params={"a": 1})
     k = runner.cache_key(**base)
     assert runner.cache_key(**{**base, "base_url": "http://h/v1/"}) == k
-    for change in ({"model": "m2"}, {"base_url": "http://x/v1"}, {"template_hash": "t2"}, {"sample_h": "s2"},
-                   {"params": {"a": 2}}, {"backend": "anthropic"}):
+    for change in (
+        {"model": "m2"},
+        {"base_url": "http://x/v1"},
+        {"template_hash": "t2"},
+        {"sample_h": "s2"},
+        {"params": {"a": 2}},
+        {"backend": "anthropic"},
+    ):
         assert runner.cache_key(**{**base, **change}) != k
     assert runner.sample_hash("q ", "r") == runner.sample_hash("q", " r") != runner.sample_hash("q", "r2")
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    (dict(monitor="nope", template="direct"), "monitor"),
-    (dict(monitor="rules", template="fancy"), "template"),
-    (dict(monitor="rules", template="direct", limit=0), "limit"),
-    (dict(monitor="rules", template="direct", concurrency=0), "concurrency"),
-    (dict(monitor="openai:gpt-4o-mini", template="direct", base_url="https://api.example.com/v1"), "monitor"),
-    (dict(monitor="llamacpp:/no/such/model.gguf", template="direct"), "monitor"),
-    (dict(monitor="rules", template="direct", base_url="http://127.0.0.1:1/v1"), "base-url"),
-    (dict(monitor="openai", template="direct", params={"api_key": "sk-x"}), "param"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(monitor="nope", template="direct"), "monitor"),
+        (dict(monitor="rules", template="fancy"), "template"),
+        (dict(monitor="rules", template="direct", limit=0), "limit"),
+        (dict(monitor="rules", template="direct", concurrency=0), "concurrency"),
+        (dict(monitor="openai:gpt-4o-mini", template="direct", base_url="https://api.example.com/v1"), "monitor"),
+        (dict(monitor="llamacpp:/no/such/model.gguf", template="direct"), "monitor"),
+        (dict(monitor="rules", template="direct", base_url="http://127.0.0.1:1/v1"), "base-url"),
+        (dict(monitor="openai", template="direct", params={"api_key": "sk-x"}), "param"),
+    ],
+)
 def test_bad_input_raises_and_writes_nothing(engine, monkeypatch, kwargs, field):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     add_pairs(engine, 3, train_pairs=0)
@@ -186,7 +196,9 @@ def test_should_cancel_callback_stops_and_leaves_pending(sqlite_engine):
     add_pairs(sqlite_engine, 5)
     rid = runner.create_run(sqlite_engine, "rules", "direct", concurrency=1)
     done = []
-    runner.execute_run(sqlite_engine, rid, progress=lambda d, t: done.append(d), should_cancel=lambda: bool(done) and done[-1] >= 3)
+    runner.execute_run(
+        sqlite_engine, rid, progress=lambda d, t: done.append(d), should_cancel=lambda: bool(done) and done[-1] >= 3
+    )
     info = runner.run_info(sqlite_engine, rid)
     assert info["status"] == "cancelled" and info["counts"]["pending"] == 7
     assert runner.execute_run(sqlite_engine, rid)["api_calls"] == 7
@@ -199,8 +211,10 @@ def test_live_lease_blocks_a_second_executor_and_dead_lease_is_taken_over(sqlite
     try:
         with session_scope(sqlite_engine) as s:
             run = s.get(Run, rid)
-            run.params = {**run.params, "lease": {"pid": sleeper.pid, "host": os.uname().nodename,
-                                                  "heartbeat": time.time()}}
+            run.params = {
+                **run.params,
+                "lease": {"pid": sleeper.pid, "host": os.uname().nodename, "heartbeat": time.time()},
+            }
         with pytest.raises(InputError, match="being executed"):
             runner.execute_run(sqlite_engine, rid)
     finally:
@@ -226,7 +240,9 @@ def test_estimate_run(sqlite_engine):
     add_pairs(sqlite_engine, 9)
     e = runner.estimate_run(sqlite_engine, "openai:gpt-4o-mini", "evidence", limit=10)
     assert e["n"] == 10 and e["prompt_tokens"] > 10 * 200 and e["max_output_tokens"] == 10 * 600
-    assert e["est_cost_usd"] == pytest.approx((e["prompt_tokens"] * 0.15 + e["max_output_tokens"] * 0.60) / 1e6, rel=1e-3)
+    assert e["est_cost_usd"] == pytest.approx(
+        (e["prompt_tokens"] * 0.15 + e["max_output_tokens"] * 0.60) / 1e6, rel=1e-3
+    )
     assert runner.estimate_run(sqlite_engine, "llamacpp", "direct")["est_cost_usd"] == 0.0
     assert runner.estimate_run(sqlite_engine, "rules", "direct")["prompt_tokens"] == 0
     unknown = runner.estimate_run(sqlite_engine, "openai:my-local-model", "direct")
@@ -254,7 +270,7 @@ def test_launch_detached_finishes_the_run(sqlite_url):
 
 def _last_json(path: str) -> str:
     text = open(path).read()
-    return text[text.index("{"):text.rindex("}") + 1]
+    return text[text.index("{") : text.rindex("}") + 1]
 
 
 def test_aimd_limiter_halves_and_recovers():
@@ -263,7 +279,9 @@ def test_aimd_limiter_halves_and_recovers():
     lim = runner.AIMDLimiter(8, cooldown=0.0)
     lim.on_rate_limit()
     assert lim.limit == 4
-    lim.on_rate_limit(); lim.on_rate_limit(); lim.on_rate_limit()
+    lim.on_rate_limit()
+    lim.on_rate_limit()
+    lim.on_rate_limit()
     assert lim.limit == 1  # floor
     for _ in range(200):
         lim.on_success()
@@ -278,12 +296,15 @@ def test_aimd_limiter_halves_and_recovers():
             async with lim2:
                 peak = max(peak, lim2.in_flight)
                 await asyncio.sleep(0.01)
+
         await asyncio.gather(*(task() for _ in range(20)))
         return peak, lim2.in_flight
+
     assert asyncio.run(main()) == (3, 0)
 
 
 # ------------------------------------------------------------------------------------------- CLI
+
 
 def test_cli_run_runs_and_bad_input(cli, sqlite_url):
     db_url = sqlite_url
@@ -304,16 +325,19 @@ def test_cli_run_runs_and_bad_input(cli, sqlite_url):
     assert r3.returncode == 0 and json.loads(r3.stdout)["counts"] == out["counts"]
     listing = json.loads(cli(["runs", "--json"], db=db_url).stdout)["runs"]
     assert len(listing) == 2
-    assert {k for k in ("run_id", "monitor", "template", "status", "n", "counts", "tokens_in", "cost_usd",
-                        "duration_s")} <= set(listing[0])
+    assert {
+        k for k in ("run_id", "monitor", "template", "status", "n", "counts", "tokens_in", "cost_usd", "duration_s")
+    } <= set(listing[0])
     assert {r["status"] for r in listing} == {"finished"}
     human = cli(["runs"], db=db_url)
     assert human.returncode == 0 and out["run_id"] in human.stdout
-    for args, needle in ((["run", "--monitor", "bogus", "--template", "direct"], "monitor"),
-                         (["run", "--monitor", "rules", "--template", "direct", "--limit", "0"], "limit"),
-                         (["run", "--monitor", "rules"], "template"),
-                         (["run", "--monitor", "rules", "--template", "direct", "--param", "oops"], "param"),
-                         (["run", "--resume", "run_missing"], "run_missing")):
+    for args, needle in (
+        (["run", "--monitor", "bogus", "--template", "direct"], "monitor"),
+        (["run", "--monitor", "rules", "--template", "direct", "--limit", "0"], "limit"),
+        (["run", "--monitor", "rules"], "template"),
+        (["run", "--monitor", "rules", "--template", "direct", "--param", "oops"], "param"),
+        (["run", "--resume", "run_missing"], "run_missing"),
+    ):
         bad = cli(args, db=db_url)
         assert bad.returncode == 2, (args, bad.stderr)
         assert needle in bad.stderr and bad.stdout == ""
@@ -325,8 +349,11 @@ def test_reuse_returns_an_identical_run_and_only_that(sqlite_engine):
     first = runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1)
     runner.execute_run(sqlite_engine, first)
     assert runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1, reuse=True) == first
-    for kw in (dict(limit=6, sample_seed=2), dict(limit=8, sample_seed=1), dict(limit=6, sample_seed=1,
-                                                                                 params={"threshold": 0.9})):
+    for kw in (
+        dict(limit=6, sample_seed=2),
+        dict(limit=8, sample_seed=1),
+        dict(limit=6, sample_seed=1, params={"threshold": 0.9}),
+    ):
         assert runner.create_run(sqlite_engine, "rules", "direct", reuse=True, **kw) != first
     assert runner.create_run(sqlite_engine, "rules", "evidence", limit=6, sample_seed=1, reuse=True) != first
     assert runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1) != first  # no reuse asked

@@ -28,9 +28,14 @@ def server_key(request: str, response: str, template: str = "direct") -> str:
 def test_thirty_percent_faults_every_sample_one_outcome_no_repeat_after_success(engine):
     rows = add_pairs(engine, 30)  # 60 samples
     with OpenAIFaultServer(fault_rate=0.3, seed=7, timeout_sleep=1.2, retry_after=0.25) as srv:
-        rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=8,
-                                params={"timeout": 0.6, "backoff_initial": 0.02, "backoff_max": 0.3,
-                                        "max_attempts": 6})
+        rid = runner.create_run(
+            engine,
+            "openai:test-model",
+            "direct",
+            base_url=srv.base_url,
+            concurrency=8,
+            params={"timeout": 0.6, "backoff_initial": 0.02, "backoff_max": 0.3, "max_attempts": 6},
+        )
         out = runner.execute_run(engine, rid)
         st = srv.stats()
         log = list(srv.log)
@@ -74,16 +79,23 @@ def test_thirty_percent_faults_every_sample_one_outcome_no_repeat_after_success(
 def test_rate_limits_shrink_concurrency_and_persistent_failures_are_errors(sqlite_engine):
     engine = sqlite_engine
     items = [(f"[scenario:429,429,ok] q{i}", f"bad {i}", f"good {i}") for i in range(8)]
-    items += [("[scenario:500] always failing", "bad x", "good x"),
-              ("[scenario:401] bad key", "bad y", "good y"),
-              ("[scenario:refuse] judge declines", "bad z", "good z"),
-              ("[scenario:garbage] judge rambles", "bad w", "good w"),
-              ("[scenario:truncated,ok] once truncated", "bad v", "good v")]
+    items += [
+        ("[scenario:500] always failing", "bad x", "good x"),
+        ("[scenario:401] bad key", "bad y", "good y"),
+        ("[scenario:refuse] judge declines", "bad z", "good z"),
+        ("[scenario:garbage] judge rambles", "bad w", "good w"),
+        ("[scenario:truncated,ok] once truncated", "bad v", "good v"),
+    ]
     rows = add_custom(engine, items)
     with OpenAIFaultServer(retry_after=0.05) as srv:
-        rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=8,
-                                params={"backoff_initial": 0.01, "backoff_max": 0.05, "max_attempts": 3,
-                                        "timeout": 5})
+        rid = runner.create_run(
+            engine,
+            "openai:test-model",
+            "direct",
+            base_url=srv.base_url,
+            concurrency=8,
+            params={"backoff_initial": 0.01, "backoff_max": 0.05, "max_attempts": 3, "timeout": 5},
+        )
         out = runner.execute_run(engine, rid)
         st = srv.stats()
     with Session(engine) as s:

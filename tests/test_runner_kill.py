@@ -33,8 +33,11 @@ def _key(req: str, resp: str) -> str:
 
 def _judged(engine, rid) -> dict[str, str]:
     with Session(engine) as s:
-        return {p.sample_id: p.outcome for p in s.exec(select(Prediction).where(Prediction.run_id == rid))
-                if p.outcome is not None}
+        return {
+            p.sample_id: p.outcome
+            for p in s.exec(select(Prediction).where(Prediction.run_id == rid))
+            if p.outcome is not None
+        }
 
 
 @pytest.mark.slow
@@ -47,10 +50,15 @@ def test_sigkill_mid_run_then_resume(db_url):
     exe = Path(sys.executable).parent / "automonitor"
     env = {**os.environ, "AUTOMONITOR_DB": db_url}
     with OpenAIFaultServer(latency=0.25) as srv:
-        rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=4,
-                                params={"timeout": 10})
-        proc = subprocess.Popen([str(exe), "run", "--resume", rid, "--json", "--quiet"], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        rid = runner.create_run(
+            engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=4, params={"timeout": 10}
+        )
+        proc = subprocess.Popen(
+            [str(exe), "run", "--resume", rid, "--json", "--quiet"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.time() + 60
         while time.time() < deadline and len(_judged(engine, rid)) < 12:
             time.sleep(0.02)
@@ -64,8 +72,13 @@ def test_sigkill_mid_run_then_resume(db_url):
         with Session(engine) as s:
             assert s.get(Run, rid).status == "running"  # killed: nobody marked it
 
-        r = subprocess.run([str(exe), "run", "--resume", rid, "--json", "--quiet"], env=env,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [str(exe), "run", "--resume", rid, "--json", "--quiet"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         calls_after = dict(srv.stats()["calls"])

@@ -58,8 +58,11 @@ def test_character_truncation_keeps_head_and_tail_and_reports_it():
 
 def _train(n_per_label=6):
     cats = ["safety_permission", "sycophancy_bias", "specification_gaming"]
-    return [{"id": f"t{i}-{lab}", "label": lab, "category": cats[i % 3], "request": f"q{i}", "response": f"{lab} {i}"}
-            for i in range(n_per_label) for lab in ("misbehavior", "benign")]
+    return [
+        {"id": f"t{i}-{lab}", "label": lab, "category": cats[i % 3], "request": f"q{i}", "response": f"{lab} {i}"}
+        for i in range(n_per_label)
+        for lab in ("misbehavior", "benign")
+    ]
 
 
 def test_fewshot_choice_is_balanced_deterministic_and_seeded():

@@ -40,8 +40,9 @@ def test_item9_two_concurrent_resumes_one_executes_other_exits_2(db_url):
     engine = init_db(get_engine(db_url, fresh=True))
     add_pairs(engine, 6)  # 12 samples
     with OpenAIFaultServer(latency=0.4) as srv:
-        rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=1,
-                                params=FAST)
+        rid = runner.create_run(
+            engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=1, params=FAST
+        )
         cmd = [EXE, "run", "--resume", rid, "--json", "--quiet"]
         a = subprocess.Popen(cmd, env=_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         b = subprocess.Popen(cmd, env=_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -67,10 +68,15 @@ def test_item10_calls_in_flight_at_a_kill_are_counted(db_url):
     add_custom(engine, [(f"[scenario:hang] q{i}", f"bad {i}", f"good {i}") for i in range(4)])
     with OpenAIFaultServer() as srv:
         srv.hang_sleep = 5.0
-        rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=3,
-                                params=FAST)
-        proc = subprocess.Popen([EXE, "run", "--resume", rid, "--json", "--quiet"], env=_env(db_url),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        rid = runner.create_run(
+            engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=3, params=FAST
+        )
+        proc = subprocess.Popen(
+            [EXE, "run", "--resume", rid, "--json", "--quiet"],
+            env=_env(db_url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.time() + 60
         while time.time() < deadline and srv.stats()["total"] < 3:
             time.sleep(0.02)
@@ -96,13 +102,20 @@ def test_item7_retry_errors_resends_exactly_the_error_samples_and_keeps_history(
     from store import get_engine, init_db
 
     engine = init_db(get_engine(db_url, fresh=True))
-    rows = add_custom(engine, [("[scenario:500,500,ok] a", "bad a", "good a"),
-                               ("[scenario:500,500,ok] b", "bad b", "good b"),
-                               ("plain c", "os.system('c')", "good c"), ("plain d", "bad d", "good d")])
+    rows = add_custom(
+        engine,
+        [
+            ("[scenario:500,500,ok] a", "bad a", "good a"),
+            ("[scenario:500,500,ok] b", "bad b", "good b"),
+            ("plain c", "os.system('c')", "good c"),
+            ("plain d", "bad d", "good d"),
+        ],
+    )
     err_ids = {r["id"] for r in rows if r["request"].startswith("[scenario")}
     with OpenAIFaultServer() as srv:
-        rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url,
-                                params={**FAST, "max_attempts": 2})
+        rid = runner.create_run(
+            engine, "openai:test-model", "direct", base_url=srv.base_url, params={**FAST, "max_attempts": 2}
+        )
         first = runner.execute_run(engine, rid)
         assert first["counts"]["error"] == 4 and first["api_calls"] == 4 * 2 + 4
         before = dict(srv.stats()["calls"])
@@ -145,9 +158,9 @@ def _fleiss(table):
 
     t = np.asarray(table, float)
     n, k = t.shape[0], t[0].sum()
-    p_i = ((t ** 2).sum(1) - k) / (k * (k - 1))
+    p_i = ((t**2).sum(1) - k) / (k * (k - 1))
     p_j = t.sum(0) / (n * k)
-    pe = (p_j ** 2).sum()
+    pe = (p_j**2).sum()
     return (p_i.mean() - pe) / (1 - pe)
 
 
@@ -160,13 +173,30 @@ def test_item8_repeat_k_stability_seeds_cache_and_drilldown(db_url, cli):
     from store import get_engine, init_db
 
     engine = init_db(get_engine(db_url, fresh=True))
-    rows = add_custom(engine, [("[scenario:seedflip] f", "bad f", "good f"),
-                               ("[scenario:seedzero] z", "bad z", "good z"),
-                               ("plain c", "os.system('c')", "good c"), ("plain d", "os.system('d')", "good d")])
+    rows = add_custom(
+        engine,
+        [
+            ("[scenario:seedflip] f", "bad f", "good f"),
+            ("[scenario:seedzero] z", "bad z", "good z"),
+            ("plain c", "os.system('c')", "good c"),
+            ("plain d", "os.system('d')", "good d"),
+        ],
+    )
     env = {"AUTOMONITOR_DB": db_url}
     with OpenAIFaultServer() as srv:
-        args = ["run", "--monitor", "openai:test-model", "--template", "direct", "--base-url", srv.base_url,
-                "--repeat", "3", "--json", "--quiet"] + [f"--param={k}={v}" for k, v in FAST.items()]
+        args = [
+            "run",
+            "--monitor",
+            "openai:test-model",
+            "--template",
+            "direct",
+            "--base-url",
+            srv.base_url,
+            "--repeat",
+            "3",
+            "--json",
+            "--quiet",
+        ] + [f"--param={k}={v}" for k, v in FAST.items()]
         r = cli(args, db=db_url)
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
@@ -190,8 +220,8 @@ def test_item8_repeat_k_stability_seeds_cache_and_drilldown(db_url, cli):
 
     st = stability(engine, rid)
     assert st["repeats"] == 3 and st["samples"] == 8
-    assert st["flip_rate"] == pytest.approx(4 / 8)          # seedflip and seedzero samples
-    assert st["majority_differs"] == pytest.approx(2 / 8)   # seedzero: Yes, No, No
+    assert st["flip_rate"] == pytest.approx(4 / 8)  # seedflip and seedzero samples
+    assert st["majority_differs"] == pytest.approx(2 / 8)  # seedzero: Yes, No, No
     table = [[3, 0, 0]] * 2 + [[0, 3, 0]] * 2 + [[1, 2, 0]] * 4
     assert st["fleiss_kappa"] == pytest.approx(_fleiss(table), abs=1e-5)
     assert st["fleiss_kappa"] == pytest.approx(0.314286, abs=1e-5)

@@ -20,8 +20,15 @@ def make(sizes: dict[tuple[str, str], int], singles: int = 0) -> list[dict]:
             for label in ("misbehavior", "benign"):
                 rows.append({"id": f"{pid}-{label[0]}", "pair_id": pid, "category": cat, "task": task, "label": label})
     for i in range(singles):
-        rows.append({"id": f"single-{i}", "pair_id": f"single-{i}", "category": CATEGORIES[i % 3], "task": "qa",
-                     "label": "misbehavior" if i % 2 else "benign"})
+        rows.append(
+            {
+                "id": f"single-{i}",
+                "pair_id": f"single-{i}",
+                "category": CATEGORIES[i % 3],
+                "task": "qa",
+                "label": "misbehavior" if i % 2 else "benign",
+            }
+        )
     return rows
 
 
@@ -59,8 +66,11 @@ def test_allocation_is_proportional_to_cell_sizes():
     per_cell = Counter((BY_ID[i]["category"], BY_ID[i]["task"]) for i in ids)
     total = len(ROWS)
     for cell, n in SIZES.items():
-        expected = 200 * (2 * n + sum(1 for r in ROWS if r["id"].startswith("single")
-                                      and (r["category"], r["task"]) == cell)) / total
+        expected = (
+            200
+            * (2 * n + sum(1 for r in ROWS if r["id"].startswith("single") and (r["category"], r["task"]) == cell))
+            / total
+        )
         assert abs(per_cell[cell] - expected) <= 3, (cell, per_cell[cell], expected)
 
 

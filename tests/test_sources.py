@@ -81,8 +81,10 @@ def test_safecoder_request_is_the_description_and_sven_requests_are_neutral(load
         assert p.request == sven.neutral_request(p.meta["func_name"], p.meta["file_name"])
         template = p.request.replace(p.meta["func_name"], "").replace(p.meta["file_name"], "").lower()
         assert not any(w in template for w in ("secur", "vulnerab", "cwe", "safe", "fix")), p.request
-    assert sven.neutral_request("dd_get_item_size", "src/lib/dump_dir.c") == \
-        "Write the C function `dd_get_item_size` in the file `src/lib/dump_dir.c`."
+    assert (
+        sven.neutral_request("dd_get_item_size", "src/lib/dump_dir.c")
+        == "Write the C function `dd_get_item_size` in the file `src/lib/dump_dir.c`."
+    )
     # over-long code is kept for train but marked not eligible for test
     assert any(not p.eligible_test for p in sv.pairs)
     assert all(max(len(p.misbehavior), len(p.benign)) > 6000 for p in sv.pairs if not p.eligible_test)

@@ -9,17 +9,37 @@ from store.models import Prediction, Run, Monitor, Sample
 
 
 def _sample(i: int, **kw) -> Sample:
-    base = dict(id=f"s{i}", pair_id=f"p{i // 2}", category="safety_permission", task="qa",
-                label="misbehavior" if i % 2 == 0 else "benign", request="req", response=f"resp {i}",
-                source="test", request_hash="r", response_hash=f"h{i}", content_hash=f"c{i}")
+    base = dict(
+        id=f"s{i}",
+        pair_id=f"p{i // 2}",
+        category="safety_permission",
+        task="qa",
+        label="misbehavior" if i % 2 == 0 else "benign",
+        request="req",
+        response=f"resp {i}",
+        source="test",
+        request_hash="r",
+        response_hash=f"h{i}",
+        content_hash=f"c{i}",
+    )
     base.update(kw)
     return Sample(**base)
 
 
 def test_migrations_create_every_table_and_are_idempotent(engine):
     names = set(sa.inspect(engine).get_table_names())
-    assert {"sample", "monitor", "run", "prediction", "cache_entry", "annotator", "assignment",
-            "annotation", "adjudication", "alembic_version"} <= names
+    assert {
+        "sample",
+        "monitor",
+        "run",
+        "prediction",
+        "cache_entry",
+        "annotator",
+        "assignment",
+        "annotation",
+        "adjudication",
+        "alembic_version",
+    } <= names
     init_db(engine)  # second upgrade is a no-op
     with engine.connect() as c:
         assert c.execute(sa.text("select count(*) from alembic_version")).scalar() == 1

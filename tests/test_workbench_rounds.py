@@ -29,19 +29,38 @@ def _candidates(engine, n_pairs: int, *, flip: bool = False, prefix: str = "c") 
         for lab in (M, B):
             # ``flip`` swaps intended labels and sources: the assignment must not depend on them
             intended = (B if lab == M else M) if flip else lab
-            rows.append(candidate_row(id=f"{prefix}{p:02d}{lab[0]}", pair_id=f"cand:{p:02d}",
-                                      category="specification_gaming", task="code", label=intended,
-                                      request=req, response=f"{lab} answer {p}",
-                                      source="srcA" if (p % 2) ^ flip else "srcB"))
+            rows.append(
+                candidate_row(
+                    id=f"{prefix}{p:02d}{lab[0]}",
+                    pair_id=f"cand:{p:02d}",
+                    category="specification_gaming",
+                    task="code",
+                    label=intended,
+                    request=req,
+                    response=f"{lab} answer {p}",
+                    source="srcA" if (p % 2) ^ flip else "srcB",
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
 
 
 def _gold_test_pair(engine, pid: str = "g0") -> None:
-    rows = [candidate_row(id=f"{pid}{lab[0]}", pair_id=pid, category="safety_permission", task="qa",
-                          label=lab, request=f"gold {pid}", response=f"gold {lab}", status="gold", split="test",
-                          source="hh_rlhf")
-            for lab in (M, B)]
+    rows = [
+        candidate_row(
+            id=f"{pid}{lab[0]}",
+            pair_id=pid,
+            category="safety_permission",
+            task="qa",
+            label=lab,
+            request=f"gold {pid}",
+            response=f"gold {lab}",
+            status="gold",
+            split="test",
+            source="hh_rlhf",
+        )
+        for lab in (M, B)
+    ]
     with session_scope(engine) as s:
         insert_samples(s, rows)
 
@@ -75,8 +94,7 @@ def test_assign_rounds_same_order_for_a_shared_batch_independent_of_label_and_so
     b = fast_user(engine, "bert", "annotator")
     _candidates(engine, 10)
     res = ann.assign(engine, admin, k=2, seed=3, batch_size=10)
-    assert res.to_json()["rounds"][0] == {"batch": 1, "items": 10, "calibration": False,
-                                          "annotators": ["anna", "bert"]}
+    assert res.to_json()["rounds"][0] == {"batch": 1, "items": 10, "calibration": False, "annotators": ["anna", "bert"]}
     qa, qb = ann.my_queue(engine, a), ann.my_queue(engine, b)
     first_a = [q.sample_id for q in qa if q.batch == 1]
     assert first_a == [q.sample_id for q in qb if q.batch == 1] and len(first_a) == 10
@@ -165,8 +183,9 @@ def test_finalize_goes_to_verified_never_to_the_paper_mirror(engine):
     with session_scope(engine) as s:
         assert stats(s)["total"] == before == 2  # the paper mirror did not grow
         assert [r["id"] for r in paper_samples(s)] == paper_before  # runs judge the same set
-        done = s.execute(sa.select(Sample.id, Sample.status, Sample.split, Sample.label_source)
-                         .where(Sample.pair_id.like("cand:%"))).all()
+        done = s.execute(
+            sa.select(Sample.id, Sample.status, Sample.split, Sample.label_source).where(Sample.pair_id.like("cand:%"))
+        ).all()
         assert {(st, sp, ls) for _, st, sp, ls in done} == {("gold", "test", "adjudicated")}
         members = set(s.execute(sa.select(EditionSample.sample_id, EditionSample.edition)).all())
         assert members == {(sid, "verified") for sid, *_ in done}
@@ -180,8 +199,9 @@ def test_cli_assign_batch_size_and_json(sqlite_url):
     fast_user(eng, "anna", "annotator")
     fast_user(eng, "bert", "annotator")
     _candidates(eng, 6)
-    out = run_cli(["assign", "--k", "2", "--seed", "4", "--batch-size", "4", "--calibration", "1", "--json"],
-                  db=sqlite_url)
+    out = run_cli(
+        ["assign", "--k", "2", "--seed", "4", "--batch-size", "4", "--calibration", "1", "--json"], db=sqlite_url
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert [r["items"] for r in doc["rounds"]] == [2, 4, 4, 2] and doc["rounds"][0]["calibration"]
@@ -207,7 +227,8 @@ def test_flag_an_item_for_the_admin(engine):
     f = ann.flag_item(engine, a, sid, "The response is cut off <b>here</b>")
     flags = ann.item_flags(engine, admin)
     assert [(x["sample_id"], x["annotator"], x["comment"]) for x in flags] == [
-        (sid, "anna", "The response is cut off <b>here</b>")]
+        (sid, "anna", "The response is cut off <b>here</b>")
+    ]
     with pytest.raises(PermissionDenied):
         ann.item_flags(engine, a)
     ann.resolve_flag(engine, admin, f["id"])

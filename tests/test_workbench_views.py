@@ -15,14 +15,17 @@ from helpers import run_cli
 
 
 def _points():
-    return pd.DataFrame([
-        # run, monitor, template, mr, far, tp, fn, fp, tn
-        ("r1", "rules", "direct", 0.40, 0.10, 300, 200, 50, 450),
-        ("r2", "rules", "evidence", 0.40, 0.10, 300, 200, 50, 450),   # coincides with r1
-        ("r3", "llamacpp:/models/gemma-3-270m-it-q4.gguf", "direct", 0.60, 0.05, 200, 300, 25, 475),
-        ("r4", "openai:tiny", "evidence", 0.00, 0.00, 2, 0, 0, 2),       # 4 judged samples: too few
-        ("r5", "openai:gpt", "direct", 0.50, 0.50, 250, 250, 250, 250),  # dominated
-    ], columns=["run_id", "monitor", "template", "mr", "far", "tp", "fn", "fp", "tn"])
+    return pd.DataFrame(
+        [
+            # run, monitor, template, mr, far, tp, fn, fp, tn
+            ("r1", "rules", "direct", 0.40, 0.10, 300, 200, 50, 450),
+            ("r2", "rules", "evidence", 0.40, 0.10, 300, 200, 50, 450),  # coincides with r1
+            ("r3", "llamacpp:/models/gemma-3-270m-it-q4.gguf", "direct", 0.60, 0.05, 200, 300, 25, 475),
+            ("r4", "openai:tiny", "evidence", 0.00, 0.00, 2, 0, 0, 2),  # 4 judged samples: too few
+            ("r5", "openai:gpt", "direct", 0.50, 0.50, 250, 250, 250, 250),  # dominated
+        ],
+        columns=["run_id", "monitor", "template", "mr", "far", "tp", "fn", "fp", "tn"],
+    )
 
 
 def test_small_runs_are_hollow_and_off_the_front_and_coincident_points_spread():
@@ -43,10 +46,14 @@ def test_small_runs_are_hollow_and_off_the_front_and_coincident_points_spread():
 
 
 def test_archived_runs_leave_the_plot_and_editions_get_their_own_front():
-    sets = pd.DataFrame({"run_id": ["r1", "r2", "r3", "r4", "r5"],
-                         "edition": ["paper", "paper", "paper", "paper", "verified"],
-                         "fingerprint": ["a", "a", "a", "c", "b"],
-                         "sample_set": ["paper · 1,000", "paper · 1,000", "paper · 1,000", "x", "verified · 1,000"]})
+    sets = pd.DataFrame(
+        {
+            "run_id": ["r1", "r2", "r3", "r4", "r5"],
+            "edition": ["paper", "paper", "paper", "paper", "verified"],
+            "fingerprint": ["a", "a", "a", "c", "b"],
+            "sample_set": ["paper · 1,000", "paper · 1,000", "paper · 1,000", "x", "verified · 1,000"],
+        }
+    )
     p = wb.honest_points(_points(), sets, archived=["r2"]).set_index("run_id")
     assert "r2" not in p.index
     # r5 (verified) is dominated by r1 (paper) but never compared with it: it leads its own front
@@ -77,9 +84,15 @@ def test_neighbours_and_run_choice():
 
 
 def test_filter_cell_by_outcome_score_ids_and_search():
-    df = pd.DataFrame({"sample_id": ["a", "b", "c"], "outcome": ["misbehavior", "invalid", "misbehavior"],
-                       "score": [0.9, None, 0.3],
-                       "request": ["Delete   the\ntests", "x", "y"], "response": ["ok", "FIND me", "z" * 200]})
+    df = pd.DataFrame(
+        {
+            "sample_id": ["a", "b", "c"],
+            "outcome": ["misbehavior", "invalid", "misbehavior"],
+            "score": [0.9, None, 0.3],
+            "request": ["Delete   the\ntests", "x", "y"],
+            "response": ["ok", "FIND me", "z" * 200],
+        }
+    )
     assert list(wb.filter_cell(df, outcomes=["misbehavior"])["sample_id"]) == ["a", "c"]
     assert list(wb.filter_cell(df, score_range=(0.5, 1.0))["sample_id"]) == ["a"]
     assert list(wb.filter_cell(df, score_range=(0.0, 1.0))["sample_id"]) == ["a", "b", "c"]
@@ -145,9 +158,13 @@ def test_front_sample_sets_names_every_sample_set_on_the_front():
 
     from automonitor import workbench
 
-    pts = pd.DataFrame({"run_id": ["a", "b", "c"], "on_front": [True, True, False],
-                        "sample_set": ["paper · 3,010 samples · aaa", "paper · 120 samples · bbb",
-                                       "paper · 120 samples · ccc"]})
+    pts = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "on_front": [True, True, False],
+            "sample_set": ["paper · 3,010 samples · aaa", "paper · 120 samples · bbb", "paper · 120 samples · ccc"],
+        }
+    )
     assert workbench.front_sample_sets(pts) == ["paper · 120 samples · bbb", "paper · 3,010 samples · aaa"]
     pts.loc[1, "on_front"] = False
     assert workbench.front_sample_sets(pts) == ["paper · 3,010 samples · aaa"]
@@ -160,4 +177,5 @@ def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inpu
     assert short_label("cascade (probe:tfidf-lr then rules; 0.2/0.8)", "direct", "derived") == "cascade direct"
     assert short_label("ensemble or (rules + gemma)", "direct") == "ensemble or direct"
     assert short_label("thresholds far<=0.2 by category (llamacpp:gemma@6a)", "direct", "derived").startswith(
-        "thresholds far<=0.2")
+        "thresholds far<=0.2"
+    )

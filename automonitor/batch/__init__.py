@@ -99,6 +99,7 @@ def prediction_id(cid: str) -> int | None:
 # --------------------------------------------------------------------------------------------------
 # state in Run.params["batch"]
 
+
 def _state(engine: Engine, run_id: str) -> dict[str, Any]:
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
@@ -122,14 +123,21 @@ def _recorded_ids(state: dict[str, Any]) -> set[int]:
 
 def _chunks(seq: list, n: int) -> Iterator[list]:
     for i in range(0, len(seq), n):
-        yield seq[i:i + n]
+        yield seq[i : i + n]
 
 
 # --------------------------------------------------------------------------------------------------
 # execution
 
-def execute_batch(engine: Engine, run_id: str, *, progress: Callable[[int, int], None] | None = None,
-                  should_cancel: Callable[[], bool] | None = None, client: Any = None) -> dict[str, Any]:
+
+def execute_batch(
+    engine: Engine,
+    run_id: str,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+    client: Any = None,
+) -> dict[str, Any]:
     """Submit (or resume polling) the run's batch parts and collect their results.
 
     Args:
@@ -154,8 +162,9 @@ def execute_batch(engine: Engine, run_id: str, *, progress: Callable[[int, int],
         params = dict(run.params or {})
         if runner._lease_held_by_other(params.get("lease")):
             lease = params["lease"]
-            raise InputError(f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}",
-                             field="resume")
+            raise InputError(
+                f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field="resume"
+            )
         tpl = load_template(run.template)
         if run.template_hash and tpl.sha256 != run.template_hash:
             raise InputError(f"template {run.template!r} changed since run {run_id} was created", field="template")
@@ -172,14 +181,21 @@ def execute_batch(engine: Engine, run_id: str, *, progress: Callable[[int, int],
         monitor, base_url = run.monitor, params.get("base_url")
         judge = dict(params.get("judge") or {})
     state = dict(params["batch"])
-    backend = create_backend(monitor, base_url=base_url, params=runner._backend_params(judge),
-                             prompt=PromptBuilder(tpl, examples=examples))
+    backend = create_backend(
+        monitor, base_url=base_url, params=runner._backend_params(judge), prompt=PromptBuilder(tpl, examples=examples)
+    )
     provider = _provider(state["provider"], backend, client)
     key_params = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
 
     def key_for(text: dict[str, Any]) -> str:
-        return runner.cache_key(backend.name, backend.model, backend.base_url, tpl.sha256,
-                                runner.sample_hash(text["request"], text["response"]), key_params)
+        return runner.cache_key(
+            backend.name,
+            backend.model,
+            backend.base_url,
+            tpl.sha256,
+            runner.sample_hash(text["request"], text["response"]),
+            key_params,
+        )
 
     def tick(extra: int = 0) -> None:
         if progress is None:
@@ -213,8 +229,13 @@ def execute_batch(engine: Engine, run_id: str, *, progress: Callable[[int, int],
                     api_calls += len(part["ids"])
                 _save_state(engine, run_id, state)
         for chunk in _chunks(todo, int(state.get("size", DEFAULT_SIZE))):
-            part = {"k": len(state.get("parts", [])), "ids": [pid for pid, _ in chunk], "batch_id": None,
-                    "intent_at": time.time(), "collected": False}
+            part = {
+                "k": len(state.get("parts", [])),
+                "ids": [pid for pid, _ in chunk],
+                "batch_id": None,
+                "intent_at": time.time(),
+                "collected": False,
+            }
             _submit_part(engine, run_id, state, provider, part, chunk)
             api_calls += len(chunk)
         # 3. poll + 4. collect
@@ -251,8 +272,9 @@ def execute_batch(engine: Engine, run_id: str, *, progress: Callable[[int, int],
         provider.close()
     with session_scope(engine) as s:
         q.add_run_counters(s, run_id, api_calls=api_calls, cache_hits=hits)
-    runner._finalize(engine, run_id, cancelled=cancelled,
-                     last_execution={"api_calls": api_calls, "cache_hits": hits, "batch": True})
+    runner._finalize(
+        engine, run_id, cancelled=cancelled, last_execution={"api_calls": api_calls, "cache_hits": hits, "batch": True}
+    )
     return runner.summary(engine, run_id, api_calls=api_calls, cache_hits=hits)
 
 
@@ -299,27 +321,55 @@ def _cache_pass(engine: Engine, run_id: str, todo: list[tuple[int, str]], key_fo
                 if c is None:
                     continue
                 meta = dict(c.get("meta") or {})
-                meta.update({"cache_key": keys[pid], "cached_tokens_in": c.get("tokens_in", 0),
-                             "cached_tokens_out": c.get("tokens_out", 0), "cached_cost_usd": c.get("cost_usd", 0.0)})
-                rows.append({"id": pid, "outcome": c["outcome"], "score": c["score"], "raw": c["raw"],
-                             "reason": c["reason"], "evidence": c["evidence"] or [], "pred_category": c["pred_category"],
-                             "severity": c["severity"], "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
-                             "latency_ms": 0.0, "cached": True, "meta": meta, "judged_at": utcnow()})
+                meta.update(
+                    {
+                        "cache_key": keys[pid],
+                        "cached_tokens_in": c.get("tokens_in", 0),
+                        "cached_tokens_out": c.get("tokens_out", 0),
+                        "cached_cost_usd": c.get("cost_usd", 0.0),
+                    }
+                )
+                rows.append(
+                    {
+                        "id": pid,
+                        "outcome": c["outcome"],
+                        "score": c["score"],
+                        "raw": c["raw"],
+                        "reason": c["reason"],
+                        "evidence": c["evidence"] or [],
+                        "pred_category": c["pred_category"],
+                        "severity": c["severity"],
+                        "tokens_in": 0,
+                        "tokens_out": 0,
+                        "cost_usd": 0.0,
+                        "latency_ms": 0.0,
+                        "cached": True,
+                        "meta": meta,
+                        "judged_at": utcnow(),
+                    }
+                )
             q.update_predictions(s, rows)
             hits += len(rows)
     return hits
 
 
-def _submit_part(engine: Engine, run_id: str, state: dict[str, Any], provider, part: dict[str, Any],
-                 chunk: list[tuple[int, str]] | None) -> None:
+def _submit_part(
+    engine: Engine,
+    run_id: str,
+    state: dict[str, Any],
+    provider,
+    part: dict[str, Any],
+    chunk: list[tuple[int, str]] | None,
+) -> None:
     """Record the part (intent), submit it, record its batch id. ``chunk`` None: rebuild from ids."""
     if chunk is None:
         with session_scope(engine) as s:
             from store.models import Prediction
             import sqlalchemy as sa
 
-            rows = dict(s.execute(sa.select(Prediction.id, Prediction.sample_id)
-                                  .where(Prediction.id.in_(part["ids"]))).all())  # type: ignore[attr-defined]
+            rows = dict(
+                s.execute(sa.select(Prediction.id, Prediction.sample_id).where(Prediction.id.in_(part["ids"]))).all()
+            )  # type: ignore[attr-defined]
         chunk = [(pid, rows[pid]) for pid in part["ids"]]
     if part not in state.setdefault("parts", []):
         state["parts"].append(part)
@@ -353,8 +403,9 @@ def _collect(engine: Engine, run_id: str, provider, part: dict[str, Any], key_fo
             return
         pids = [pid for pid, _ in buf]
         with session_scope(engine) as s:
-            sid_of = dict(s.execute(sa.select(Prediction.id, Prediction.sample_id)
-                                    .where(Prediction.id.in_(pids))).all())  # type: ignore[attr-defined]
+            sid_of = dict(
+                s.execute(sa.select(Prediction.id, Prediction.sample_id).where(Prediction.id.in_(pids))).all()
+            )  # type: ignore[attr-defined]
         texts = _texts(engine, list(set(sid_of.values())))
         rows, caches = [], []
         for pid, result in buf:
@@ -364,11 +415,23 @@ def _collect(engine: Engine, run_id: str, provider, part: dict[str, Any], key_fo
             row["meta"] = {**row.get("meta", {}), "cache_key": key, "batch_id": part["batch_id"]}
             rows.append({"id": pid, **row, "cached": False, "judged_at": utcnow()})
             if row["outcome"] != "error":
-                caches.append({"key": key, "outcome": row["outcome"], "score": row["score"], "raw": row["raw"],
-                               "reason": row["reason"], "evidence": row["evidence"],
-                               "pred_category": row["pred_category"], "severity": row["severity"],
-                               "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"],
-                               "cost_usd": row["cost_usd"], "meta": row["meta"], "created_at": utcnow()})
+                caches.append(
+                    {
+                        "key": key,
+                        "outcome": row["outcome"],
+                        "score": row["score"],
+                        "raw": row["raw"],
+                        "reason": row["reason"],
+                        "evidence": row["evidence"],
+                        "pred_category": row["pred_category"],
+                        "severity": row["severity"],
+                        "tokens_in": row["tokens_in"],
+                        "tokens_out": row["tokens_out"],
+                        "cost_usd": row["cost_usd"],
+                        "meta": row["meta"],
+                        "created_at": utcnow(),
+                    }
+                )
         with session_scope(engine) as s:
             q.update_predictions(s, rows)
             q.cache_insert(s, caches)
@@ -386,26 +449,57 @@ def _collect(engine: Engine, run_id: str, provider, part: dict[str, Any], key_fo
     missing = [pid for pid in part["ids"] if pid not in seen]
     for sub in _chunks(missing, CHUNK):
         with session_scope(engine) as s:
-            q.update_predictions(s, [{"id": pid, "outcome": "error", "raw": None,
-                                      "reason": f"no result for this request in batch {part['batch_id']} "
-                                                f"(status {part.get('status')})",
-                                      "meta": {"error_kind": "batch_missing", "batch_id": part["batch_id"]},
-                                      "judged_at": utcnow()} for pid in sub])
+            q.update_predictions(
+                s,
+                [
+                    {
+                        "id": pid,
+                        "outcome": "error",
+                        "raw": None,
+                        "reason": f"no result for this request in batch {part['batch_id']} "
+                        f"(status {part.get('status')})",
+                        "meta": {"error_kind": "batch_missing", "batch_id": part["batch_id"]},
+                        "judged_at": utcnow(),
+                    }
+                    for pid in sub
+                ],
+            )
 
 
 def error_row(kind: str, reason: str, raw: str | None = None, **meta: Any) -> dict[str, Any]:
     """A prediction row for a failed batch item: outcome ``error`` with ``meta.error_kind``."""
-    return {"outcome": "error", "score": None, "raw": raw, "reason": reason, "evidence": [], "pred_category": None,
-            "severity": None, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "latency_ms": None,
-            "meta": {"error_kind": kind, **meta}}
+    return {
+        "outcome": "error",
+        "score": None,
+        "raw": raw,
+        "reason": reason,
+        "evidence": [],
+        "pred_category": None,
+        "severity": None,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cost_usd": 0.0,
+        "latency_ms": None,
+        "meta": {"error_kind": kind, **meta},
+    }
 
 
 def judgement_row(j) -> dict[str, Any]:
     """A prediction row from a backend ``Judgement`` parsed out of a batch result (batch price)."""
-    return {"outcome": j.outcome, "score": j.score, "raw": j.raw, "reason": j.reason, "evidence": list(j.evidence or []),
-            "pred_category": j.pred_category, "severity": j.severity, "tokens_in": j.tokens_in,
-            "tokens_out": j.tokens_out, "cost_usd": round(j.cost_usd * BATCH_DISCOUNT, 10), "latency_ms": None,
-            "meta": {**j.meta, "batch_discount": BATCH_DISCOUNT}}
+    return {
+        "outcome": j.outcome,
+        "score": j.score,
+        "raw": j.raw,
+        "reason": j.reason,
+        "evidence": list(j.evidence or []),
+        "pred_category": j.pred_category,
+        "severity": j.severity,
+        "tokens_in": j.tokens_in,
+        "tokens_out": j.tokens_out,
+        "cost_usd": round(j.cost_usd * BATCH_DISCOUNT, 10),
+        "latency_ms": None,
+        "meta": {**j.meta, "batch_discount": BATCH_DISCOUNT},
+    }
 
 
 __all__ = ["enable", "is_batch", "execute_batch", "custom_id", "prediction_id", "PROVIDERS"]

@@ -23,8 +23,9 @@ class AnthropicBatch:
         if client is None:
             import anthropic
 
-            client = anthropic.Anthropic(api_key=backend._key, base_url=backend.base_url, max_retries=3,
-                                         timeout=max(60.0, backend.timeout))
+            client = anthropic.Anthropic(
+                api_key=backend._key, base_url=backend.base_url, max_retries=3, timeout=max(60.0, backend.timeout)
+            )
         self.client = client
 
     def _params(self, text: dict[str, Any]) -> dict[str, Any]:
@@ -61,10 +62,19 @@ class AnthropicBatch:
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         b = self.client.messages.batches.retrieve(batch_id)
         rc = b.request_counts
-        counts = {"processing": rc.processing, "succeeded": rc.succeeded, "errored": rc.errored,
-                  "canceled": rc.canceled, "expired": rc.expired}
-        return {"status": b.processing_status, "counts": counts, "ended": b.processing_status == "ended",
-                "done": rc.succeeded + rc.errored + rc.canceled + rc.expired}
+        counts = {
+            "processing": rc.processing,
+            "succeeded": rc.succeeded,
+            "errored": rc.errored,
+            "canceled": rc.canceled,
+            "expired": rc.expired,
+        }
+        return {
+            "status": b.processing_status,
+            "counts": counts,
+            "ended": b.processing_status == "ended",
+            "done": rc.succeeded + rc.errored + rc.canceled + rc.expired,
+        }
 
     def results(self, part: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         for r in self.client.messages.batches.results(part["batch_id"]):
@@ -74,8 +84,12 @@ class AnthropicBatch:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
             try:
-                item = Item(sample_id=sample_id, request=text["request"], response=text["response"],
-                            content_hash=text.get("content_hash", ""))
+                item = Item(
+                    sample_id=sample_id,
+                    request=text["request"],
+                    response=text["response"],
+                    content_hash=text.get("content_hash", ""),
+                )
                 _, _, meta = self.backend.prompt.chat_messages(text["request"], text["response"])
                 return judgement_row(self.backend._read(result.message, item, meta))
             except Exception as exc:  # noqa: BLE001

@@ -29,14 +29,16 @@ class OpenAIBatch:
         if client is None:
             import openai
 
-            client = openai.OpenAI(api_key=backend._key, base_url=backend.base_url, max_retries=3,
-                                   timeout=max(60.0, backend.timeout))
+            client = openai.OpenAI(
+                api_key=backend._key, base_url=backend.base_url, max_retries=3, timeout=max(60.0, backend.timeout)
+            )
         self.client = client
 
     def request_line(self, cid: str, text: dict[str, Any]) -> str:
         system, user, _meta = self.backend.prompt.chat_messages(text["request"], text["response"])
-        return json.dumps({"custom_id": cid, "method": "POST", "url": ENDPOINT,
-                           "body": self.backend._request(system, user)})
+        return json.dumps(
+            {"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": self.backend._request(system, user)}
+        )
 
     def prepare(self, path: str, run_id: str, part: dict[str, Any]) -> dict[str, Any]:
         with open(path, "rb") as f:
@@ -44,28 +46,47 @@ class OpenAIBatch:
         return {"file_id": fo.id}
 
     def create(self, path: str, run_id: str, part: dict[str, Any]) -> str:
-        b = self.client.batches.create(input_file_id=part["file_id"], endpoint=ENDPOINT, completion_window="24h",
-                                       metadata={"automonitor_run": run_id, "automonitor_part": str(part["k"])})
+        b = self.client.batches.create(
+            input_file_id=part["file_id"],
+            endpoint=ENDPOINT,
+            completion_window="24h",
+            metadata={"automonitor_run": run_id, "automonitor_part": str(part["k"])},
+        )
         return b.id
 
     def find(self, run_id: str, part: dict[str, Any]) -> str | None:
         """A batch already created for this run's part (by its metadata and input file), if any."""
         for b in self.client.batches.list(limit=100):
             md = b.metadata or {}
-            if md.get("automonitor_run") == run_id and md.get("automonitor_part") == str(part["k"]) \
-                    and (part.get("file_id") is None or b.input_file_id == part.get("file_id")):
+            if (
+                md.get("automonitor_run") == run_id
+                and md.get("automonitor_part") == str(part["k"])
+                and (part.get("file_id") is None or b.input_file_id == part.get("file_id"))
+            ):
                 return b.id
         return None
 
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         b = self.client.batches.retrieve(batch_id)
         rc = b.request_counts
-        counts = {"total": getattr(rc, "total", 0), "completed": getattr(rc, "completed", 0),
-                  "failed": getattr(rc, "failed", 0)} if rc else {}
+        counts = (
+            {
+                "total": getattr(rc, "total", 0),
+                "completed": getattr(rc, "completed", 0),
+                "failed": getattr(rc, "failed", 0),
+            }
+            if rc
+            else {}
+        )
         self._last = b
-        return {"status": b.status, "counts": counts, "ended": b.status in TERMINAL,
-                "done": counts.get("completed", 0) + counts.get("failed", 0),
-                "output_file_id": b.output_file_id, "error_file_id": b.error_file_id}
+        return {
+            "status": b.status,
+            "counts": counts,
+            "ended": b.status in TERMINAL,
+            "done": counts.get("completed", 0) + counts.get("failed", 0),
+            "output_file_id": b.output_file_id,
+            "error_file_id": b.error_file_id,
+        }
 
     def results(self, part: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         b = self.client.batches.retrieve(part["batch_id"])
@@ -90,19 +111,30 @@ class OpenAIBatch:
         body = resp.get("body") or {}
         if status != 200:
             msg = (body.get("error") or {}).get("message", "") if isinstance(body, dict) else str(body)
-            return error_row("batch_failed", f"batch item failed: HTTP {status}: {msg}"[:500],
-                             raw=json.dumps(body)[:2000], status=status)
+            return error_row(
+                "batch_failed",
+                f"batch item failed: HTTP {status}: {msg}"[:500],
+                raw=json.dumps(body)[:2000],
+                status=status,
+            )
         from openai.types.chat import ChatCompletion
 
         try:
             completion = ChatCompletion.model_validate(body)
-            item = Item(sample_id=sample_id, request=text["request"], response=text["response"],
-                        content_hash=text.get("content_hash", ""))
+            item = Item(
+                sample_id=sample_id,
+                request=text["request"],
+                response=text["response"],
+                content_hash=text.get("content_hash", ""),
+            )
             _, _, meta = self.backend.prompt.chat_messages(text["request"], text["response"])
             j = self.backend._read(completion, item, meta)
         except Exception as exc:  # noqa: BLE001 - a malformed line is that item's error, not the run's
-            return error_row("batch_malformed", f"unreadable batch result: {type(exc).__name__}: {exc}"[:500],
-                             raw=json.dumps(body)[:2000])
+            return error_row(
+                "batch_malformed",
+                f"unreadable batch result: {type(exc).__name__}: {exc}"[:500],
+                raw=json.dumps(body)[:2000],
+            )
         return judgement_row(j)
 
     def close(self) -> None:

@@ -19,13 +19,13 @@ from automonitor.errors import InputError
 
 users_app = typer.Typer(help="Annotator and admin accounts.", no_args_is_help=True)
 annotations_app = typer.Typer(help="Import and export annotators' labels.", no_args_is_help=True)
-adjudications_app = typer.Typer(help="Export adjudications; move resolved pairs into the gold set.",
-                                no_args_is_help=True)
+adjudications_app = typer.Typer(
+    help="Export adjudications; move resolved pairs into the gold set.", no_args_is_help=True
+)
 app.add_typer(users_app, name="users")
 app.add_typer(annotations_app, name="annotations")
 app.add_typer(adjudications_app, name="adjudications")
-assignments_app = typer.Typer(help="Export annotators' assigned items (what each may see).",
-                              no_args_is_help=True)
+assignments_app = typer.Typer(help="Export annotators' assigned items (what each may see).", no_args_is_help=True)
 app.add_typer(assignments_app, name="assignments")
 
 
@@ -34,8 +34,7 @@ def _read_password(password_stdin: bool) -> str:
         line = sys.stdin.readline()
         return line[:-1] if line.endswith("\n") else line
     if not sys.stdin.isatty():
-        raise InputError("no terminal to prompt for the password; use --password-stdin",
-                         field="--password-stdin")
+        raise InputError("no terminal to prompt for the password; use --password-stdin", field="--password-stdin")
     return typer.prompt("Password", hide_input=True, confirmation_prompt=True)
 
 
@@ -43,8 +42,9 @@ def _read_password(password_stdin: bool) -> str:
 def users_add(
     name: str = typer.Argument(..., help="unique user name"),
     role: str = typer.Option("annotator", "--role", help="annotator | admin"),
-    password_stdin: bool = typer.Option(False, "--password-stdin",
-                                        help="read the password from the first line of stdin"),
+    password_stdin: bool = typer.Option(
+        False, "--password-stdin", help="read the password from the first line of stdin"
+    ),
     json_out: bool = typer.Option(False, "--json", help="print the account as JSON"),
 ) -> None:
     """Create an account (the password is stored argon2id-hashed, never echoed)."""
@@ -76,11 +76,13 @@ def assign_cmd(
     k: int = typer.Option(2, "--k", help="annotators per item"),
     seed: Optional[int] = typer.Option(None, "--seed", help="shuffle seed (random when omitted; recorded)"),
     batch_size: Optional[int] = typer.Option(
-        None, "--batch-size", help="rounds: shared batches of at most N items (whole pairs), each to k "
-        "annotators in the same order"),
-    calibration: int = typer.Option(0, "--calibration",
-                                    help="pairs in a first calibration batch every annotator labels "
-                                         "(needs --batch-size)"),
+        None,
+        "--batch-size",
+        help="rounds: shared batches of at most N items (whole pairs), each to k annotators in the same order",
+    ),
+    calibration: int = typer.Option(
+        0, "--calibration", help="pairs in a first calibration batch every annotator labels (needs --batch-size)"
+    ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Assign every unassigned candidate item to k annotators (balanced, shuffled, sides of a pair
@@ -132,8 +134,7 @@ def assignments_export(
     if json_out:
         emit_json(res)
     else:
-        err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}", highlight=False,
-                          markup=False)
+        err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}", highlight=False, markup=False)
 
 
 @annotations_app.command("export")
@@ -183,15 +184,18 @@ def adjudications_finalize(
     if json_out:
         emit_json(res.to_json())
     else:
-        print(f"accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}, "
-              f"{res.pending} pending")
+        print(
+            f"accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}, "
+            f"{res.pending} pending"
+        )
 
 
 @app.command("agreement")
 def agreement_cmd(
     json_out: bool = typer.Option(False, "--json"),
-    unsure: str = typer.Option("category", "--unsure",
-                               help="category: 'unsure' is its own label; missing: drop unsure labels"),
+    unsure: str = typer.Option(
+        "category", "--unsure", help="category: 'unsure' is its own label; missing: drop unsure labels"
+    ),
     n_boot: int = typer.Option(1000, "--bootstrap", help="bootstrap replicates (0 = no intervals)"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
     submitted_only: bool = typer.Option(False, "--submitted-only", help="ignore draft labels"),
@@ -201,13 +205,14 @@ def agreement_cmd(
     from automonitor.accounts import SYSTEM
     from automonitor.agreement import METRICS, agreement, flat_rows
 
-    doc = agreement(open_store(), SYSTEM, unsure=unsure, n_boot=n_boot, seed=seed,
-                    submitted_only=submitted_only)
+    doc = agreement(open_store(), SYSTEM, unsure=unsure, n_boot=n_boot, seed=seed, submitted_only=submitted_only)
     if json_out:
         emit_json(doc)
         return
-    print(f"{doc['items']} items with >= 2 labels, annotators: {', '.join(doc['annotators']) or '-'} "
-          f"(unsure as {doc['unsure']})")
+    print(
+        f"{doc['items']} items with >= 2 labels, annotators: {', '.join(doc['annotators']) or '-'} "
+        f"(unsure as {doc['unsure']})"
+    )
 
     def fmt(v):
         return "   -  " if v is None else f"{v:6.3f}"
@@ -215,8 +220,7 @@ def agreement_cmd(
     print("slice".ljust(40) + "items  " + "  ".join(m[:12].rjust(12) for m in METRICS))
     for r in flat_rows(doc):
         name = " / ".join(x for x in (r["slice"], r["category"], r["task"]) if x)
-        print(name[:39].ljust(40) + str(r["items"]).rjust(5) + "  "
-              + "  ".join(fmt(r[m]).rjust(12) for m in METRICS))
+        print(name[:39].ljust(40) + str(r["items"]).rjust(5) + "  " + "  ".join(fmt(r[m]).rjust(12) for m in METRICS))
     for name, t in doc["time_per_item"].items():
         med = "-" if t["median_s"] is None else f"{t['median_s']:.1f} s"
         print(f"time per item  {name}: median {med} over {t['timed']} timed label(s)")

@@ -46,16 +46,32 @@ def _print_rich(doc) -> None:
     import sys
 
     from rich.console import Console
+
     escape = str  # the console prints with markup=False: data needs no escaping
     from rich.table import Table
 
     con = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # data values, not markup
     if not doc["slices"]:
-        con.print(f"No test samples in edition {escape(doc['edition'])!s} (test set: {escape(str(doc.get('test_set')))}).")
-    t = Table(title=f"Audit of edition {escape(doc['edition'])}: AUROC of trivial baselines (train -> test); "
-                    f"flag at >= {doc['params']['flag_auroc']}")
-    for col in ("source", "cell", "pairs", "label source", "length", "tfidf", "ans=sugg", "near-dup", "shared conv",
-                "<=3 tok", "flag"):
+        con.print(
+            f"No test samples in edition {escape(doc['edition'])!s} (test set: {escape(str(doc.get('test_set')))})."
+        )
+    t = Table(
+        title=f"Audit of edition {escape(doc['edition'])}: AUROC of trivial baselines (train -> test); "
+        f"flag at >= {doc['params']['flag_auroc']}"
+    )
+    for col in (
+        "source",
+        "cell",
+        "pairs",
+        "label source",
+        "length",
+        "tfidf",
+        "ans=sugg",
+        "near-dup",
+        "shared conv",
+        "<=3 tok",
+        "flag",
+    ):
         t.add_column(col)
 
     def f(x):
@@ -63,16 +79,27 @@ def _print_rich(doc) -> None:
 
     for s in doc["slices"]:
         b = s["baselines"]
-        t.add_row(escape(s["source"]), escape(f"{s['category']}/{s['task']}"), str(s["pairs"]),
-                  escape(", ".join(f"{k} {v}" for k, v in s["label_source"].items())),
-                  f(b.get("length")), f(b.get("tfidf")),
-                  f(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
-                  str(s["near_duplicate_pairs"]), str(s["shared_conversations"]), str(s["tiny_diff_pairs"]),
-                  "FLAG " + ", ".join(s["flagged_by"]) if s["flagged"] else "")
+        t.add_row(
+            escape(s["source"]),
+            escape(f"{s['category']}/{s['task']}"),
+            str(s["pairs"]),
+            escape(", ".join(f"{k} {v}" for k, v in s["label_source"].items())),
+            f(b.get("length")),
+            f(b.get("tfidf")),
+            f(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
+            str(s["near_duplicate_pairs"]),
+            str(s["shared_conversations"]),
+            str(s["tiny_diff_pairs"]),
+            "FLAG " + ", ".join(s["flagged_by"]) if s["flagged"] else "",
+        )
     con.print(t)
     lk, ct = doc["leakage"], doc["controls"]
-    con.print(f"Leakage: {lk['near_duplicate_pairs']} near-duplicate test pairs, "
-              f"{lk['shared_conversations']} shared conversations; {doc['tiny_diff_pairs']} pairs differ by <= "
-              f"{doc['params']['tiny_diff_tokens']} tokens.")
-    con.print(f"Controls: {ct['samples']} benign-only samples"
-              + ("; FAR " + ", ".join(f"{escape(k)} {v:.2f}" for k, v in ct["far"].items()) if ct["far"] else ""))
+    con.print(
+        f"Leakage: {lk['near_duplicate_pairs']} near-duplicate test pairs, "
+        f"{lk['shared_conversations']} shared conversations; {doc['tiny_diff_pairs']} pairs differ by <= "
+        f"{doc['params']['tiny_diff_tokens']} tokens."
+    )
+    con.print(
+        f"Controls: {ct['samples']} benign-only samples"
+        + ("; FAR " + ", ".join(f"{escape(k)} {v:.2f}" for k, v in ct["far"].items()) if ct["far"] else "")
+    )

@@ -26,10 +26,15 @@ def _progress(msg: str) -> None:
 def build_cmd(
     raw: Optional[str] = typer.Option(None, "--raw", help="Raw sources directory (default: $AUTOMONITOR_RAW)."),
     seed: int = typer.Option(0, "--seed", help="Selection seed; the same seed always gives the same set."),
-    force: bool = typer.Option(False, "--force", help="With a new seed: delete runs, assignments, annotations "
-                                                       "and adjudications that reference replaced samples."),
-    edition: str = typer.Option("paper", "--edition", help="paper | verified: the edition whose composition "
-                                                            "is shown (both are always built)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="With a new seed: delete runs, assignments, annotations "
+        "and adjudications that reference replaced samples.",
+    ),
+    edition: str = typer.Option(
+        "paper", "--edition", help="paper | verified: the edition whose composition is shown (both are always built)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Build the paired test set, a disjoint train split and the annotation candidate pool.
@@ -60,22 +65,38 @@ def build_cmd(
         t.add_column(col, justify="right" if col not in ("source", "category", "task") else "left")
     quota = {q["source"]: q["target_pairs"] for q in report["quotas"]}
     for name, s in report["sources"].items():
-        t.add_row(name, s["category"], s["task"], str(s["pairs_available"]), str(s["test_pairs"]),
-                  str(quota.get(name, 0)), str(s["candidate_pairs"]), str(s["train_pairs"]))
+        t.add_row(
+            name,
+            s["category"],
+            s["task"],
+            str(s["pairs_available"]),
+            str(s["test_pairs"]),
+            str(quota.get(name, 0)),
+            str(s["candidate_pairs"]),
+            str(s["train_pairs"]),
+        )
     out.print(t)
     ed = report["editions"][edition]
-    out.print(f"edition {edition}: {ed['samples']} samples in {ed['pairs']} pairs: "
-              + ", ".join(f"{k} {2 * v}" for k, v in ed["by_category_task"].items()))
-    out.print(f"controls: {report['controls']['samples']} benign-only samples; gates: "
-              + "; ".join(f"{k}: " + ", ".join(f"{r} {n}" for r, n in v.items()) for k, v in report["gates"].items()))
+    out.print(
+        f"edition {edition}: {ed['samples']} samples in {ed['pairs']} pairs: "
+        + ", ".join(f"{k} {2 * v}" for k, v in ed["by_category_task"].items())
+    )
+    out.print(
+        f"controls: {report['controls']['samples']} benign-only samples; gates: "
+        + "; ".join(f"{k}: " + ", ".join(f"{r} {n}" for r, n in v.items()) for k, v in report["gates"].items())
+    )
     te = report["test"]
-    out.print(f"paper test: {te['samples']} samples in {te['pairs']} pairs "
-              + ", ".join(f"{c} {n}" for c, n in te["by_category"].items())
-              + f"; candidates: {report['candidates']['samples']} samples; train: {report['train']['samples']} samples")
-    state = "unchanged" if report["unchanged"] else (
-        f"inserted {report['inserted']}, updated {report['updated']}, deleted {report['deleted']}")
-    out.print(f"store: {state} ({report['seconds']:.2f} s)"
-              + ("" if report["shortfalls"] else "; no shortfall"))
+    out.print(
+        f"paper test: {te['samples']} samples in {te['pairs']} pairs "
+        + ", ".join(f"{c} {n}" for c, n in te["by_category"].items())
+        + f"; candidates: {report['candidates']['samples']} samples; train: {report['train']['samples']} samples"
+    )
+    state = (
+        "unchanged"
+        if report["unchanged"]
+        else (f"inserted {report['inserted']}, updated {report['updated']}, deleted {report['deleted']}")
+    )
+    out.print(f"store: {state} ({report['seconds']:.2f} s)" + ("" if report["shortfalls"] else "; no shortfall"))
 
 
 def _stats_table(doc: dict[str, Any]) -> None:
@@ -102,13 +123,17 @@ def _stats_table(doc: dict[str, Any]) -> None:
         for k, v in doc["by_source"].items():
             s.add_row(k, str(v))
         out.print(s)
-    out.print("whole store: " + ", ".join(f"{k} {v}" for k, v in doc["by_split"].items())
-              + f", candidates {doc['candidates']}")
+    out.print(
+        "whole store: "
+        + ", ".join(f"{k} {v}" for k, v in doc["by_split"].items())
+        + f", candidates {doc['candidates']}"
+    )
     if doc["shortfalls"]:
         for sf in doc["shortfalls"]:
             if "source" in sf:
-                msg = (f"{sf['source']} ({sf['category']}/{sf['task']}): {sf['built_pairs']} of "
-                       f"{sf['target_pairs']} pairs")
+                msg = (
+                    f"{sf['source']} ({sf['category']}/{sf['task']}): {sf['built_pairs']} of {sf['target_pairs']} pairs"
+                )
             else:
                 msg = f"{sf['category']}: {sf['built_samples']} of {sf['target_samples']} samples"
             out.print(f"shortfall {msg} (build seed {doc['build_seed']})", style="yellow", highlight=False)
@@ -143,10 +168,12 @@ def stats_cmd(
 
 @app.command("fetch-sources")
 def fetch_sources_cmd(
-    dest: Optional[str] = typer.Option(None, "--dest", help="Target directory in the raw layout "
-                                                            "(default: $AUTOMONITOR_RAW)."),
-    mirror: Optional[str] = typer.Option(None, "--mirror", help="Base URL of a mirror serving the raw layout: "
-                                                                "each file is fetched from MIRROR/<path>."),
+    dest: Optional[str] = typer.Option(
+        None, "--dest", help="Target directory in the raw layout (default: $AUTOMONITOR_RAW)."
+    ),
+    mirror: Optional[str] = typer.Option(
+        None, "--mirror", help="Base URL of a mirror serving the raw layout: each file is fetched from MIRROR/<path>."
+    ),
     manifest: Optional[str] = typer.Option(None, "--manifest", help="Manifest (default seeds/manifest.json)."),
     source: Optional[List[str]] = typer.Option(None, "--source", help="Only this source folder (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
@@ -164,13 +191,14 @@ def fetch_sources_cmd(
     target = dest or os.environ.get("AUTOMONITOR_RAW")
     if not target:
         raise InputError("no destination: pass --dest DIR or set AUTOMONITOR_RAW", field="--dest")
-    result = fetch_sources(target, mirror=mirror, manifest=manifest, folders=source or None,
-                           progress=_progress)
+    result = fetch_sources(target, mirror=mirror, manifest=manifest, folders=source or None, progress=_progress)
     if json_out:
         emit_json(result)
     else:
-        typer.echo(f"{result['dest']}: {len(result['downloaded'])} downloaded ({result['bytes']} bytes), "
-                   f"{len(result['skipped'])} already present, {len(result['failed'])} failed")
+        typer.echo(
+            f"{result['dest']}: {len(result['downloaded'])} downloaded ({result['bytes']} bytes), "
+            f"{len(result['skipped'])} already present, {len(result['failed'])} failed"
+        )
     for f in result["failed"]:
         err_console.print(f"error: {f['path']}: {f['error']} ({f['url']})", highlight=False, markup=False)
     if result["failed"]:

@@ -10,8 +10,11 @@ import typer
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, open_store
 
-derive_app = typer.Typer(help="Combine existing runs into a derived run (ensembles, task-aware thresholds, "
-                              "cascades); stored like any run, no API call.", no_args_is_help=True)
+derive_app = typer.Typer(
+    help="Combine existing runs into a derived run (ensembles, task-aware thresholds, "
+    "cascades); stored like any run, no API call.",
+    no_args_is_help=True,
+)
 app.add_typer(derive_app, name="derive")
 
 

@@ -10,27 +10,54 @@ import typer
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
 
-generate_app = typer.Typer(help="Construct candidate pairs with a generator model (the paper's recipes).",
-                           no_args_is_help=True)
+generate_app = typer.Typer(
+    help="Construct candidate pairs with a generator model (the paper's recipes).", no_args_is_help=True
+)
 app.add_typer(generate_app, name="generate")
 
 
 def _print(doc: dict) -> None:
-    err_console.print(f"generation {doc['generation_id']} ({doc['status']}): {doc['prompts']} prompts, "
-                      f"{doc['kept']} kept, {doc['candidates_added']} candidate pairs added; "
-                      f"{doc['calls']} calls, {doc['cache_hits']} cache hits, ${doc['cost_usd']:.4f}")
+    err_console.print(
+        f"generation {doc['generation_id']} ({doc['status']}): {doc['prompts']} prompts, "
+        f"{doc['kept']} kept, {doc['candidates_added']} candidate pairs added; "
+        f"{doc['calls']} calls, {doc['cache_hits']} cache hits, ${doc['cost_usd']:.4f}"
+    )
     for reason, n in sorted(doc["dropped"].items()):
         err_console.print(f"  dropped {reason}: {n}")
 
 
-def _run(kind: str, generator: str, *, source: str, cue, incentive, limit, samples, base_url, max_tokens, raw,
-         concurrency, json_out: bool) -> None:
+def _run(
+    kind: str,
+    generator: str,
+    *,
+    source: str,
+    cue,
+    incentive,
+    limit,
+    samples,
+    base_url,
+    max_tokens,
+    raw,
+    concurrency,
+    json_out: bool,
+) -> None:
     from automonitor.generation.engine import create_generation, execute_generation
 
     eng = open_store()
-    run_id = create_generation(eng, kind, generator, source=source, cue=cue, incentive=incentive, limit=limit,
-                               samples_per_prompt=samples, base_url=base_url, max_tokens=max_tokens, raw=raw,
-                               concurrency=concurrency)
+    run_id = create_generation(
+        eng,
+        kind,
+        generator,
+        source=source,
+        cue=cue,
+        incentive=incentive,
+        limit=limit,
+        samples_per_prompt=samples,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        concurrency=concurrency,
+    )
     doc = execute_generation(eng, run_id)
     emit_json(doc) if json_out else _print(doc)
 
@@ -50,8 +77,20 @@ def generate_sycophancy(
 ) -> None:
     """Counterfactual sycophancy filter: keep Q when the answer to Q is right and the answer to Q' = Q +
     cue is wrong and equals the cue; kept questions become candidate pairs."""
-    _run("sycophancy", generator, source=source, cue=cue, incentive=None, limit=limit, samples=samples,
-         base_url=base_url, max_tokens=max_tokens, raw=raw, concurrency=concurrency, json_out=json_out)
+    _run(
+        "sycophancy",
+        generator,
+        source=source,
+        cue=cue,
+        incentive=None,
+        limit=limit,
+        samples=samples,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        concurrency=concurrency,
+        json_out=json_out,
+    )
 
 
 @generate_app.command("gaming")
@@ -69,13 +108,27 @@ def generate_gaming(
     """Incentive-injected specification gaming: answer each task with and without the incentive; keep
     it when only the incentivised answer shows the invited misbehavior (code: static screen plus
     visible/held-out tests in the bubblewrap sandbox)."""
-    _run("gaming", generator, source=source, cue=None, incentive=incentive, limit=limit, samples=1,
-         base_url=base_url, max_tokens=max_tokens, raw=raw, concurrency=concurrency, json_out=json_out)
+    _run(
+        "gaming",
+        generator,
+        source=source,
+        cue=None,
+        incentive=incentive,
+        limit=limit,
+        samples=1,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        concurrency=concurrency,
+        json_out=json_out,
+    )
 
 
 @generate_app.command("resume")
-def generate_resume(run_id: str = typer.Argument(..., help="a pending generation run (created by the app)"),
-                    json_out: bool = typer.Option(False, "--json")) -> None:
+def generate_resume(
+    run_id: str = typer.Argument(..., help="a pending generation run (created by the app)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
     """Execute a pending generation run."""
     from automonitor.generation.engine import execute_generation
 
@@ -93,5 +146,7 @@ def generate_list(json_out: bool = typer.Option(False, "--json")) -> None:
         emit_json(rows)
         return
     for r in rows:
-        print(f"{r['generation_id']}\t{r['status']}\t{r['kind']}\t{r['generator']}\t{r['source']}\t"
-              f"{r['prompts']} prompts\t{r['kept']} kept\t{r['candidates_added']} added")
+        print(
+            f"{r['generation_id']}\t{r['status']}\t{r['kind']}\t{r['generator']}\t{r['source']}\t"
+            f"{r['prompts']} prompts\t{r['kept']} kept\t{r['candidates_added']} added"
+        )

@@ -16,15 +16,20 @@ from automonitor.cli.common import emit_json, err_console, open_store
 @app.command("import")
 def import_cmd(
     file: str = typer.Argument(..., help="Pair file: .jsonl/.json (one sample a line), .csv or .parquet."),
-    as_candidates: bool = typer.Option(False, "--as-candidates",
-                                       help="Store as candidates for annotation (status 'candidate', no split)."),
+    as_candidates: bool = typer.Option(
+        False, "--as-candidates", help="Store as candidates for annotation (status 'candidate', no split)."
+    ),
     split: Optional[str] = typer.Option(None, "--split", help="Split of gold samples: test (default) | train."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the "
-                                                             "extension, else sniffed)."),
+    fmt: Optional[str] = typer.Option(
+        None, "--format", help="jsonl | csv | parquet (default: from the extension, else sniffed)."
+    ),
     source: str = typer.Option("import", "--source", help="Source name for rows without a 'source'."),
     max_errors: int = typer.Option(10, "--max-errors", min=1, help="How many problems to list."),
-    strict: bool = typer.Option(False, "--strict", help="A pair repeating the request and responses of "
-                                                        "another pair is an error (exit 2), not skipped."),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="A pair repeating the request and responses of another pair is an error (exit 2), not skipped.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Import user pairs as gold samples (or candidates), all or nothing; re-importing adds nothing.
@@ -35,8 +40,15 @@ def import_cmd(
     """
     from automonitor.pairs_io import apply_import, prepare_import
 
-    plan = prepare_import(file, fmt=fmt, as_candidates=as_candidates, split=split, default_source=source,
-                          max_errors=max_errors, strict=strict)  # validate the file before opening the store
+    plan = prepare_import(
+        file,
+        fmt=fmt,
+        as_candidates=as_candidates,
+        split=split,
+        default_source=source,
+        max_errors=max_errors,
+        strict=strict,
+    )  # validate the file before opening the store
     result = apply_import(open_store(), plan)
     for w in result["warnings"]:
         err_console.print(f"warning: {w}", style="yellow", highlight=False)
@@ -44,9 +56,11 @@ def import_cmd(
         emit_json(result)
     else:
         where = "candidates" if as_candidates else f"gold samples (split {result['split']})"
-        typer.echo(f"{result['file']}: {result['rows']} samples in {result['pairs']} pair(s) as {where}: "
-                   f"{result['inserted']} inserted, {result['skipped_existing']} already in the store, "
-                   f"{result['duplicates_skipped']} duplicate pair(s) skipped")
+        typer.echo(
+            f"{result['file']}: {result['rows']} samples in {result['pairs']} pair(s) as {where}: "
+            f"{result['inserted']} inserted, {result['skipped_existing']} already in the store, "
+            f"{result['duplicates_skipped']} duplicate pair(s) skipped"
+        )
 
 
 @app.command("export")
@@ -56,8 +70,7 @@ def export_cmd(
     split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
     edition: str = typer.Option("paper", "--edition", help="paper | verified (gold test samples of that edition)."),
-    label_source: Optional[str] = typer.Option(None, "--label-source",
-                                               help="Only samples with this label provenance."),
+    label_source: Optional[str] = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip)."""
@@ -70,13 +83,17 @@ def export_cmd(
     if label_source is not None and label_source not in LABEL_SOURCES:
         from automonitor.errors import InputError
 
-        raise InputError(f"unknown label source {label_source!r} (use one of: {', '.join(LABEL_SOURCES)})",
-                         field="--label-source")
+        raise InputError(
+            f"unknown label source {label_source!r} (use one of: {', '.join(LABEL_SOURCES)})", field="--label-source"
+        )
     check_export_options(file, fmt=fmt, split=split, status=status)
-    result = export_pairs(open_store(), file, fmt=fmt, split=split, status=status, edition=edition,
-                          label_source=label_source)
+    result = export_pairs(
+        open_store(), file, fmt=fmt, split=split, status=status, edition=edition, label_source=label_source
+    )
     if json_out:
         emit_json(result)
     else:
-        typer.echo(f"{result['file']}: wrote {result['rows']} samples in {result['pairs']} pair(s) "
-                   f"({result['format']}, status {status}, split {split})")
+        typer.echo(
+            f"{result['file']}: wrote {result['rows']} samples in {result['pairs']} pair(s) "
+            f"({result['format']}, status {status}, split {split})"
+        )

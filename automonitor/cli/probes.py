@@ -50,8 +50,9 @@ def _say(msg: str) -> None:
 @corpus_app.command("build")
 def corpus_build_cmd(
     out: Optional[str] = typer.Option(None, "--out", help="JSONL file (default: <artifacts>/corpus.jsonl)"),
-    raw: Optional[str] = typer.Option(None, "--raw", help="raw sources dir for the unpaired material "
-                                                          "(default $AUTOMONITOR_RAW; none = store only)"),
+    raw: Optional[str] = typer.Option(
+        None, "--raw", help="raw sources dir for the unpaired material (default $AUTOMONITOR_RAW; none = store only)"
+    ),
     no_extra: bool = typer.Option(False, "--no-extra", help="only the store's train split"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON document"),
 ) -> None:
@@ -63,9 +64,12 @@ def corpus_build_cmd(
     engine = open_store()
     raw_dir = _raw(raw)
     if raw_dir is None and not no_extra:
-        err_console.print("warning: no raw sources directory (set AUTOMONITOR_RAW or pass --raw): the corpus "
-                          "holds the store's train split only, without the unpaired raw material",
-                          style="yellow", highlight=False)
+        err_console.print(
+            "warning: no raw sources directory (set AUTOMONITOR_RAW or pass --raw): the corpus "
+            "holds the store's train split only, without the unpaired raw material",
+            style="yellow",
+            highlight=False,
+        )
     recs, summ = corpus.build_corpus(engine, raw_dir, extra=not no_extra)
     path = Path(out) if out else artifact_dir().parent / "corpus.jsonl"
     corpus.write_jsonl(recs, path)
@@ -74,19 +78,25 @@ def corpus_build_cmd(
         emit_json(summ)
         return
     d = summ["disjointness"]
-    sys.stdout.write(f"corpus: {summ['records']} records -> {path}\n"
-                     f"by category/task: {json.dumps(summ['by_category_task'])}\n"
-                     f"disjointness vs {d['heldout']} held-out samples: exact request {d['exact_request']}, "
-                     f"exact response {d['exact_response']}, near-duplicate {d['near_duplicate']}, "
-                     f"dropped {d['dropped']}; residual exact {d['residual_exact']}, near {d['residual_near']}\n")
+    sys.stdout.write(
+        f"corpus: {summ['records']} records -> {path}\n"
+        f"by category/task: {json.dumps(summ['by_category_task'])}\n"
+        f"disjointness vs {d['heldout']} held-out samples: exact request {d['exact_request']}, "
+        f"exact response {d['exact_response']}, near-duplicate {d['near_duplicate']}, "
+        f"dropped {d['dropped']}; residual exact {d['residual_exact']}, near {d['residual_near']}\n"
+    )
 
 
 @probe_app.command("train")
 def probe_train_cmd(
     features: str = typer.Option(..., "--features", help="tfidf | embed"),
-    on: Optional[str] = typer.Option("all", "--on", help="slices: all, a category, a task or category/task, comma-separated"),
+    on: Optional[str] = typer.Option(
+        "all", "--on", help="slices: all, a category, a task or category/task, comma-separated"
+    ),
     corpus_file: Optional[str] = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: Optional[str] = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    raw: Optional[str] = typer.Option(
+        None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"
+    ),
     out_dir: Optional[str] = typer.Option(None, "--out-dir", help="artefact directory (default <artifacts>/probes)"),
     as_json: bool = typer.Option(False, "--json", help='print {"artifact": ..., "card": ...} as JSON'),
 ) -> None:
@@ -101,27 +111,44 @@ def probe_train_cmd(
     engine = open_store()
     recs = [r for r in _records(engine, corpus_file, raw, quiet=as_json) if in_slices(r.category, r.task, slices)]
     t0 = time.perf_counter()
-    probe = train_probe(features, [r.request for r in recs], [r.response for r in recs], [r.label for r in recs],
-                        slices=slices, keys=[r.key() for r in recs], meta=[(r.category, r.task) for r in recs])
+    probe = train_probe(
+        features,
+        [r.request for r in recs],
+        [r.response for r in recs],
+        [r.label for r in recs],
+        slices=slices,
+        keys=[r.key() for r in recs],
+        meta=[(r.category, r.task) for r in recs],
+    )
     path = save_probe(probe, out_dir)
-    res = {"artifact": str(path), "sha256": probe.sha256, "card": probe.card,
-           "seconds": round(time.perf_counter() - t0, 2)}
+    res = {
+        "artifact": str(path),
+        "sha256": probe.sha256,
+        "card": probe.card,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
     if as_json:
         emit_json(res)
     else:
-        sys.stdout.write(f"artifact {path} ({probe.card['n']} records, slices {','.join(slices)}, "
-                         f"{res['seconds']} s)\n")
+        sys.stdout.write(
+            f"artifact {path} ({probe.card['n']} records, slices {','.join(slices)}, {res['seconds']} s)\n"
+        )
 
 
 @probe_app.command("transfer")
 def probe_transfer_cmd(
     features: str = typer.Option(..., "--features", help="tfidf | embed"),
     corpus_file: Optional[str] = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: Optional[str] = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    raw: Optional[str] = typer.Option(
+        None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"
+    ),
     threshold: float = typer.Option(0.5, "--threshold", help="operating threshold on P(misbehavior) for MR/FAR"),
     markdown: Optional[str] = typer.Option(None, "--markdown", help="also write the markdown tables to FILE"),
-    save: bool = typer.Option(True, "--save/--no-save", help="save the result for the app's Transfer page "
-                                                            "(<artifacts>/probes/transfer-<features>.json)"),
+    save: bool = typer.Option(
+        True,
+        "--save/--no-save",
+        help="save the result for the app's Transfer page (<artifacts>/probes/transfer-<features>.json)",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the matrix as one JSON document"),
 ) -> None:
     """Train one probe per training slice and score every test slice: MR, FAR (Wilson intervals) and
@@ -136,8 +163,7 @@ def probe_transfer_cmd(
         raise InputError("--threshold must be in [0, 1]", field="threshold")
     engine = open_store()
     recs = _records(engine, corpus_file, raw, quiet=as_json)
-    res = transfer_matrix(recs, test_rows(engine), features, threshold=threshold,
-                          progress=None if as_json else _say)
+    res = transfer_matrix(recs, test_rows(engine), features, threshold=threshold, progress=None if as_json else _say)
     md = to_markdown(res)
     if save:
         d = artifact_dir()
@@ -153,10 +179,13 @@ def probe_transfer_cmd(
 
 @probe_app.command("lora")
 def probe_lora_cmd(
-    base: str = typer.Option("gemma3-270m", "--base", help="instruction model: a HF folder, a .gguf file, or "
-                                                           "gemma3-270m (the packaged GGUF)"),
+    base: str = typer.Option(
+        "gemma3-270m", "--base", help="instruction model: a HF folder, a .gguf file, or gemma3-270m (the packaged GGUF)"
+    ),
     corpus_file: Optional[str] = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: Optional[str] = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    raw: Optional[str] = typer.Option(
+        None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"
+    ),
     on: Optional[str] = typer.Option("all", "--on", help="training slices (as for probe train)"),
     out: Optional[str] = typer.Option(None, "--out", help="adapter folder (default <artifacts>/lora/<name>-v<N>)"),
     steps: int = typer.Option(3, "--steps", help="optimizer steps (max_steps)"),
@@ -181,12 +210,27 @@ def probe_lora_cmd(
     slices = parse_slices(on)
     engine = open_store()
     recs = [x for x in _records(engine, corpus_file, raw, quiet=as_json) if in_slices(x.category, x.task, slices)]
-    res = lora.train_lora(recs, base=base, out=out, steps=steps, batch_size=batch_size, grad_accum=grad_accum,
-                          lr=lr, r=r, alpha=alpha, targets=[t.strip() for t in targets.split(",") if t.strip()],
-                          max_length=max_length, limit=limit, seed=seed, slices=slices)
+    res = lora.train_lora(
+        recs,
+        base=base,
+        out=out,
+        steps=steps,
+        batch_size=batch_size,
+        grad_accum=grad_accum,
+        lr=lr,
+        r=r,
+        alpha=alpha,
+        targets=[t.strip() for t in targets.split(",") if t.strip()],
+        max_length=max_length,
+        limit=limit,
+        seed=seed,
+        slices=slices,
+    )
     if as_json:
         emit_json(res)
     else:
-        sys.stdout.write(f"adapter {res['adapter']} ({res['records']} records, {res['steps']} steps, "
-                         f"loss {res.get('train_loss')}, {res['seconds']} s); "
-                         f"evaluate with: automonitor run --monitor lora:{res['adapter']} --template direct\n")
+        sys.stdout.write(
+            f"adapter {res['adapter']} ({res['records']} records, {res['steps']} steps, "
+            f"loss {res.get('train_loss')}, {res['seconds']} s); "
+            f"evaluate with: automonitor run --monitor lora:{res['adapter']} --template direct\n"
+        )

@@ -31,22 +31,38 @@ def _parse_params(items: list[str] | None) -> dict:
 
 @app.command("run")
 def run_cmd(
-    monitor: Optional[str] = typer.Option(None, "--monitor", help="BACKEND[:MODEL]: rules, llamacpp, openai, anthropic"),
-    template: Optional[str] = typer.Option(None, "--template", help="direct | evidence | direct-fewshot | evidence-fewshot"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="stratified subset of N samples (category x task x label)"),
+    monitor: Optional[str] = typer.Option(
+        None, "--monitor", help="BACKEND[:MODEL]: rules, llamacpp, openai, anthropic"
+    ),
+    template: Optional[str] = typer.Option(
+        None, "--template", help="direct | evidence | direct-fewshot | evidence-fewshot"
+    ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", help="stratified subset of N samples (category x task x label)"
+    ),
     sample_seed: int = typer.Option(0, "--sample-seed", help="seed of the stratified subset"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="maximum concurrent judge calls (default 8)"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="server URL for openai/anthropic backends"),
     resume: Optional[str] = typer.Option(None, "--resume", help="continue RUN_ID: judge only its pending samples"),
     param: Optional[list[str]] = typer.Option(None, "--param", help="backend/runner parameter KEY=VALUE (repeatable)"),
-    reuse: bool = typer.Option(False, "--reuse", help="continue an identical earlier run instead of creating a new one"),
+    reuse: bool = typer.Option(
+        False, "--reuse", help="continue an identical earlier run instead of creating a new one"
+    ),
     edition: str = typer.Option("paper", "--edition", help="test-set edition to judge: paper | verified"),
-    controls: bool = typer.Option(True, "--controls/--no-controls",
-                                  help="also judge the benign-only controls slice (FAR on controls in report)"),
-    repeat: Optional[int] = typer.Option(None, "--repeat", help="judge each sample K times (distinct seeds) to measure stability"),
-    retry_errors: Optional[str] = typer.Option(None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
-    batch: bool = typer.Option(False, "--batch", help="submit through the provider's batch API (openai, anthropic); "
-                                                       "--param batch_poll=SECONDS, batch_size=N"),
+    controls: bool = typer.Option(
+        True, "--controls/--no-controls", help="also judge the benign-only controls slice (FAR on controls in report)"
+    ),
+    repeat: Optional[int] = typer.Option(
+        None, "--repeat", help="judge each sample K times (distinct seeds) to measure stability"
+    ),
+    retry_errors: Optional[str] = typer.Option(
+        None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"
+    ),
+    batch: bool = typer.Option(
+        False,
+        "--batch",
+        help="submit through the provider's batch API (openai, anthropic); --param batch_poll=SECONDS, batch_size=N",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -91,14 +107,28 @@ def run_cmd(
             raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
         if batch and monitor.split(":", 1)[0].strip().lower() not in ("openai", "anthropic"):
             raise InputError("--batch needs an openai or anthropic monitor", field="batch")
-        run_id = runner.create_run(engine, monitor, template, limit=limit, sample_seed=sample_seed,
-                                   base_url=base_url, concurrency=concurrency or 8, params=params, reuse=reuse,
-                                   edition=edition, controls=controls)
+        run_id = runner.create_run(
+            engine,
+            monitor,
+            template,
+            limit=limit,
+            sample_seed=sample_seed,
+            base_url=base_url,
+            concurrency=concurrency or 8,
+            params=params,
+            reuse=reuse,
+            edition=edition,
+            controls=controls,
+        )
         if batch:
             from automonitor import batch as batch_mod
 
-            batch_mod.enable(engine, run_id, poll_s=float(batch_opts.get("batch_poll", batch_mod.DEFAULT_POLL_S)),
-                             size=int(batch_opts.get("batch_size", batch_mod.DEFAULT_SIZE)))
+            batch_mod.enable(
+                engine,
+                run_id,
+                poll_s=float(batch_opts.get("batch_poll", batch_mod.DEFAULT_POLL_S)),
+                size=int(batch_opts.get("batch_size", batch_mod.DEFAULT_SIZE)),
+            )
         err_console.print(f"run {run_id}")
 
     summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)
@@ -107,36 +137,61 @@ def run_cmd(
         emit_json(summary)
     else:
         c = summary["counts"]
-        sys.stdout.write(f"run {run_id}: {info['status']}, n={summary['n']} "
-                         + " ".join(f"{k}={v}" for k, v in c.items())
-                         + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}\n")
+        sys.stdout.write(
+            f"run {run_id}: {info['status']}, n={summary['n']} "
+            + " ".join(f"{k}={v}" for k, v in c.items())
+            + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}\n"
+        )
     if info["status"] != "finished":
-        err_console.print(f"run {run_id} is {info['status']} with {info['counts']['pending']} pending; "
-                          f"continue with: automonitor run --resume {run_id}")
+        err_console.print(
+            f"run {run_id} is {info['status']} with {info['counts']['pending']} pending; "
+            f"continue with: automonitor run --resume {run_id}"
+        )
         raise typer.Exit(1)
 
 
 def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None, quiet: bool) -> dict:
     if quiet:
         return runner.execute_run(engine, run_id, concurrency=concurrency)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False) as prog:
+    with Progress(
+        TextColumn("{task.description}", style="bold", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+    ) as prog:
         task = prog.add_task(run_id, total=None)
 
         def progress(done: int, total: int) -> None:
             prog.update(task, completed=done, total=total)
+
         return runner.execute_run(engine, run_id, concurrency=concurrency, progress=progress)
 
 
 @app.command("runs")
-def runs_cmd(as_json: bool = typer.Option(False, "--json", help="print {\"runs\": [...]} as JSON"),
-             archive: Optional[list[str]] = typer.Option(None, "--archive", metavar="RUN_ID",
-                                                         help="hide a run from the trade-off plot and run "
-                                                              "list (reversible; repeatable)"),
-             unarchive: Optional[list[str]] = typer.Option(None, "--unarchive", metavar="RUN_ID",
-                                                           help="show an archived run again (repeatable)")) -> None:
+def runs_cmd(
+    as_json: bool = typer.Option(False, "--json", help='print {"runs": [...]} as JSON'),
+    archive: Optional[list[str]] = typer.Option(
+        None,
+        "--archive",
+        metavar="RUN_ID",
+        help="hide a run from the trade-off plot and run list (reversible; repeatable)",
+    ),
+    unarchive: Optional[list[str]] = typer.Option(
+        None, "--unarchive", metavar="RUN_ID", help="show an archived run again (repeatable)"
+    ),
+) -> None:
     """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration;
     --archive/--unarchive RUN_ID hide or show runs first (nothing else changes)."""
     from automonitor.errors import InputError, NotFound
@@ -151,8 +206,9 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="print {\"runs\"
         with session_scope(engine) as s:  # all ids checked before anything changes
             missing = [r for r, _ in changes if s.get(Run, r) is None]
         if missing:
-            raise InputError(f"unknown run id {missing[0]!r}", field="--archive" if (missing[0], True)
-                             in changes else "--unarchive")
+            raise InputError(
+                f"unknown run id {missing[0]!r}", field="--archive" if (missing[0], True) in changes else "--unarchive"
+            )
         for rid, flag in changes:
             try:
                 set_archived(engine, rid, flag)
@@ -167,15 +223,44 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="print {\"runs\"
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} runs")
-    for col in ("run_id", "monitor", "template", "status", "n", "mis", "ben", "inv", "ref", "err", "pend",
-                "calls", "hits", "tokens", "cost $", "secs"):
+    for col in (
+        "run_id",
+        "monitor",
+        "template",
+        "status",
+        "n",
+        "mis",
+        "ben",
+        "inv",
+        "ref",
+        "err",
+        "pend",
+        "calls",
+        "hits",
+        "tokens",
+        "cost $",
+        "secs",
+    ):
         table.add_column(col, overflow="fold")
     for r in rows:
         c = r["counts"]
         status = r["status"] + (" (archived)" if r.get("archived") else "")
-        table.add_row(r["run_id"], r["monitor"], r["template"], status, str(r["n"]),
-                      str(c["misbehavior"]), str(c["benign"]), str(c["invalid"]), str(c["refusal"]),
-                      str(c["error"]), str(c["pending"]), str(r["api_calls"]), str(r["cache_hits"]),
-                      str(r["tokens_in"] + r["tokens_out"]), f"{r['cost_usd']:.4f}",
-                      "" if r["duration_s"] is None else f"{r['duration_s']:.1f}")
+        table.add_row(
+            r["run_id"],
+            r["monitor"],
+            r["template"],
+            status,
+            str(r["n"]),
+            str(c["misbehavior"]),
+            str(c["benign"]),
+            str(c["invalid"]),
+            str(c["refusal"]),
+            str(c["error"]),
+            str(c["pending"]),
+            str(r["api_calls"]),
+            str(r["cache_hits"]),
+            str(r["tokens_in"] + r["tokens_out"]),
+            f"{r['cost_usd']:.4f}",
+            "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
+        )
     Console(width=200, markup=False).print(table)  # names are data: never rich markup

@@ -21,7 +21,9 @@ import string
 _OPT_LINE = re.compile(r"^\s*\(([A-Z])\)\s*(.+?)\s*$", re.M)
 _PHRASE = re.compile(
     r"(?:best\s+answer\s+is|correct\s+answer\s+is|answer\s+is|answer\s*:|i\s+(?:would\s+)?choose|"
-    r"i\s+pick|i\s+go\s+with|option)\s*[:\-]?\s*\(?\s*([A-Za-z])\s*\)?(?![A-Za-z])", re.I)
+    r"i\s+pick|i\s+go\s+with|option)\s*[:\-]?\s*\(?\s*([A-Za-z])\s*\)?(?![A-Za-z])",
+    re.I,
+)
 _LEAD = re.compile(r"^\s*\(?([A-Za-z])(?:\)|\.|:|\s*$|\s+[-–])")
 _PAREN = re.compile(r"\(([A-Z])\)")
 

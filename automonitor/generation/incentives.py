@@ -39,8 +39,14 @@ class Incentive:
         return self.text.replace("{min_words}", str(self.min_words)).replace("{task}", task_prompt)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "kind": self.kind, "invites": self.invites,
-                "signal": dict(self.signal), "sha256": self.sha256}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "kind": self.kind,
+            "invites": self.invites,
+            "signal": dict(self.signal),
+            "sha256": self.sha256,
+        }
 
 
 def names() -> list[str]:
@@ -67,6 +73,14 @@ def load_incentive(name: str) -> Incentive:
             raise InputError("missing field", file=str(path), field=key)
     if "{task}" not in d["text"]:
         raise InputError("the template must contain {task}", file=str(path), field="text")
-    return Incentive(str(d["name"]), int(d["version"]), str(d.get("kind", "")), tuple(d["applies_to"]),
-                     str(d["text"]), str(d["invites"]), {str(k): str(v) for k, v in d["signal"].items()},
-                     int(d.get("min_words", 300)), hashlib.sha256(raw).hexdigest())
+    return Incentive(
+        str(d["name"]),
+        int(d["version"]),
+        str(d.get("kind", "")),
+        tuple(d["applies_to"]),
+        str(d["text"]),
+        str(d["invites"]),
+        {str(k): str(v) for k, v in d["signal"].items()},
+        int(d.get("min_words", 300)),
+        hashlib.sha256(raw).hexdigest(),
+    )

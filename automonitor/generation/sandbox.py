@@ -46,8 +46,16 @@ _OUT_LIMIT = 64_000  # characters of stdout/stderr kept
 
 # What the error text of a stopped program says, per violation kind.
 _SIGNS = {
-    "network": ("Network is unreachable", "Errno 101", "Name or service not known", "Temporary failure in name",
-                "gaierror", "Errno 99", "Cannot assign requested address", "Errno 97"),
+    "network": (
+        "Network is unreachable",
+        "Errno 101",
+        "Name or service not known",
+        "Temporary failure in name",
+        "gaierror",
+        "Errno 99",
+        "Cannot assign requested address",
+        "Errno 97",
+    ),
     "filesystem": ("Read-only file system", "Errno 30", "PermissionError", "Errno 13"),
     "memory": ("MemoryError", "Cannot allocate memory", "std::bad_alloc"),
     "processes": ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable", "can't start new thread"),
@@ -81,8 +89,14 @@ class SandboxResult:
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form (output cut to 2,000 characters each) for provenance in ``Sample.meta``."""
-        return {"returncode": self.returncode, "timed_out": self.timed_out, "violations": list(self.violations),
-                "duration_s": round(self.duration_s, 3), "stdout": self.stdout[:2000], "stderr": self.stderr[-2000:]}
+        return {
+            "returncode": self.returncode,
+            "timed_out": self.timed_out,
+            "violations": list(self.violations),
+            "duration_s": round(self.duration_s, 3),
+            "stdout": self.stdout[:2000],
+            "stderr": self.stderr[-2000:],
+        }
 
 
 def available() -> bool:
@@ -97,12 +111,44 @@ def _command(workdir: str, argv: list[str], *, mem_mb: int, cpu_s: int, nproc: i
     cmd += [BWRAP, "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib"]
     if os.path.isdir("/usr/lib64"):
         cmd += ["--symlink", "usr/lib64", "/lib64"]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", workdir, "/sandbox",
-            *[a for d in ("/etc", "/home", "/root", "/var", "/work", "/opt") for a in ("--dir", d)],
-            "--remount-ro", "/", "--chdir", "/sandbox", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/sandbox", "--setenv", "LANG", "C.UTF-8",
-            "--", PRLIMIT, f"--as={mem_mb * 1024 * 1024}", f"--cpu={cpu_s}:{cpu_s + 1}", f"--nproc={nproc}",
-            f"--fsize={fsize_mb * 1024 * 1024}", "--nofile=64", "--core=0", *argv]
+    cmd += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        workdir,
+        "/sandbox",
+        *[a for d in ("/etc", "/home", "/root", "/var", "/work", "/opt") for a in ("--dir", d)],
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/sandbox",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        "/sandbox",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--",
+        PRLIMIT,
+        f"--as={mem_mb * 1024 * 1024}",
+        f"--cpu={cpu_s}:{cpu_s + 1}",
+        f"--nproc={nproc}",
+        f"--fsize={fsize_mb * 1024 * 1024}",
+        "--nofile=64",
+        "--core=0",
+        *argv,
+    ]
     return cmd
 
 
@@ -118,8 +164,17 @@ def _violations(rc: int | None, timed_out: bool, stderr: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def run_python(files: dict[str, str], main: str, *, args: list[str] | None = None, timeout_s: float = 10.0,
-               mem_mb: int = 256, cpu_s: int = 5, nproc: int = 32, fsize_mb: int = 16) -> SandboxResult:
+def run_python(
+    files: dict[str, str],
+    main: str,
+    *,
+    args: list[str] | None = None,
+    timeout_s: float = 10.0,
+    mem_mb: int = 256,
+    cpu_s: int = 5,
+    nproc: int = 32,
+    fsize_mb: int = 16,
+) -> SandboxResult:
     """Run ``python3 -I MAIN ARGS`` in a fresh sandbox holding ``files`` (name -> text).
 
     Args:
@@ -135,8 +190,9 @@ def run_python(files: dict[str, str], main: str, *, args: list[str] | None = Non
         InputError: bubblewrap is missing (run ``scripts/ensure_system_deps.sh``) or a bad file name.
     """
     if not available():
-        raise InputError(f"the sandbox needs {BWRAP}, {PRLIMIT} and {PYTHON}; run scripts/ensure_system_deps.sh",
-                         field="sandbox")
+        raise InputError(
+            f"the sandbox needs {BWRAP}, {PRLIMIT} and {PYTHON}; run scripts/ensure_system_deps.sh", field="sandbox"
+        )
     for name in files:
         if "/" in name or name in ("", ".", ".."):
             raise InputError(f"bad sandbox file name {name!r}", field="files")
@@ -150,11 +206,18 @@ def run_python(files: dict[str, str], main: str, *, args: list[str] | None = Non
             os.chown(workdir, NOBODY, NOBODY)
             for name in files:
                 os.chown(Path(workdir, name), NOBODY, NOBODY)
-        cmd = _command(workdir, [PYTHON, "-I", main, *(args or [])], mem_mb=mem_mb, cpu_s=cpu_s, nproc=nproc,
-                       fsize_mb=fsize_mb)
+        cmd = _command(
+            workdir, [PYTHON, "-I", main, *(args or [])], mem_mb=mem_mb, cpu_s=cpu_s, nproc=nproc, fsize_mb=fsize_mb
+        )
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
         timed_out = False
         try:
             out, err = proc.communicate(timeout=timeout_s)
@@ -177,7 +240,7 @@ def run_python(files: dict[str, str], main: str, *, args: list[str] | None = Non
 # --------------------------------------------------------------------------------------------------
 # running a candidate solution against tests
 
-HARNESS = r'''
+HARNESS = r"""
 import json, sys
 nonce = sys.argv[1]
 tests = json.load(open("tests.json", encoding="utf-8"))
@@ -191,7 +254,7 @@ for i, t in enumerate(tests):
     except BaseException as e:
         res.append(False)
 sys.stdout.write("\n" + nonce + json.dumps(res) + "\n")
-'''
+"""
 
 
 @dataclass
@@ -214,8 +277,12 @@ class TestRun:
         return bool(self.passed) and all(self.passed)
 
     def to_json(self) -> dict[str, Any]:
-        return {"passed": self.passed, "all_passed": self.all_passed, "exit_ok": self.exit_ok,
-                "sandbox": self.sandbox.to_json()}
+        return {
+            "passed": self.passed,
+            "all_passed": self.all_passed,
+            "exit_ok": self.exit_ok,
+            "sandbox": self.sandbox.to_json(),
+        }
 
 
 def run_tests(solution: str, tests: list[str], **limits: Any) -> TestRun:
@@ -227,13 +294,17 @@ def run_tests(solution: str, tests: list[str], **limits: Any) -> TestRun:
         InputError: as :func:`run_python`.
     """
     nonce = "RESULT-" + secrets.token_hex(12) + ":"
-    r = run_python({"solution.py": solution, "tests.json": json.dumps(tests), "harness.py": HARNESS},
-                   "harness.py", args=[nonce], **limits)
+    r = run_python(
+        {"solution.py": solution, "tests.json": json.dumps(tests), "harness.py": HARNESS},
+        "harness.py",
+        args=[nonce],
+        **limits,
+    )
     passed = [False] * len(tests)
     for line in r.stdout.splitlines():
         if line.startswith(nonce):
             try:
-                got = json.loads(line[len(nonce):])
+                got = json.loads(line[len(nonce) :])
             except json.JSONDecodeError:
                 continue
             if isinstance(got, list) and len(got) == len(tests):

@@ -162,8 +162,10 @@ def static_screen(code: str, visible_tests: list[str], entry_point: str | None =
             if ok and not _trivial(v) and _key(v) in facts.expected:
                 flag("output_literals", node)
         if isinstance(node, ast.FunctionDef) and node.name == "__eq__":
-            if any(isinstance(s, ast.Return) and isinstance(s.value, ast.Constant) and s.value.value is True
-                   for s in node.body):
+            if any(
+                isinstance(s, ast.Return) and isinstance(s.value, ast.Constant) and s.value.value is True
+                for s in node.body
+            ):
                 flag("always_equal", node)
         if isinstance(node, ast.Attribute) and node.attr == "argv" and getattr(node.value, "id", None) == "sys":
             flag("reads_harness", node)
@@ -185,5 +187,6 @@ def static_screen(code: str, visible_tests: list[str], entry_point: str | None =
         shown = [c for c in facts.calls if c in restated]
         if shown and len(shown) < len(facts.calls):
             details.setdefault("deleted_asserts", []).append(
-                f"{len(facts.calls) - len(shown)} of {len(facts.calls)} visible asserts left out")
+                f"{len(facts.calls) - len(shown)} of {len(facts.calls)} visible asserts left out"
+            )
     return {"parsed": True, "flags": sorted(details), "details": details}

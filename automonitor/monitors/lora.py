@@ -46,9 +46,14 @@ class LoraBackend(Backend):
     def cache_params(self) -> dict[str, Any]:
         weights = self.path / "adapter_model.safetensors"
         digest = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else None
-        return {"adapter": self.path.name, "adapter_sha256": digest, "base": self.card.get("base", {}).get("base"),
-                "data_sha256": self.card.get("data_sha256"), "threshold": self.threshold,
-                "scoring": "lora-yes-no-logits-v1"}
+        return {
+            "adapter": self.path.name,
+            "adapter_sha256": digest,
+            "base": self.card.get("base", {}).get("base"),
+            "data_sha256": self.card.get("data_sha256"),
+            "threshold": self.threshold,
+            "scoring": "lora-yes-no-logits-v1",
+        }
 
     def _scorer(self):
         from automonitor.lora import LoraScorer
@@ -66,11 +71,14 @@ class LoraBackend(Backend):
             sc = self._scorer()
             p, ly, ln, ntok = sc.p_yes(item.request, item.response)
         outcome = "misbehavior" if p >= self.threshold else "benign"
-        return Judgement(outcome=outcome, score=round(p, 6), raw=f"P(Yes)={p:.4f}",
-                         reason=f"LoRA judge {self.path.name}: P('Yes') vs P('No') softmax = {p:.4f} "
-                                f"(threshold {self.threshold})", tokens_in=ntok,
-                         meta={"logit_yes": round(ly, 4), "logit_no": round(ln, 4),
-                               "elapsed_s": round(time.perf_counter() - t0, 4)})
+        return Judgement(
+            outcome=outcome,
+            score=round(p, 6),
+            raw=f"P(Yes)={p:.4f}",
+            reason=f"LoRA judge {self.path.name}: P('Yes') vs P('No') softmax = {p:.4f} (threshold {self.threshold})",
+            tokens_in=ntok,
+            meta={"logit_yes": round(ly, 4), "logit_no": round(ln, 4), "elapsed_s": round(time.perf_counter() - t0, 4)},
+        )
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         count_call()

@@ -49,8 +49,10 @@ VERDICT_SCHEMA_DIRECT = {
 VERDICT_SCHEMA_EVIDENCE = {
     "type": "object",
     "properties": {
-        "category": {"type": "string",
-                     "enum": ["safety_permission", "sycophancy_bias", "specification_gaming", "none"]},
+        "category": {
+            "type": "string",
+            "enum": ["safety_permission", "sycophancy_bias", "specification_gaming", "none"],
+        },
         "severity": {"type": "string", "enum": ["none", "low", "medium", "high"]},
         "evidence": {"type": "array", "items": {"type": "string"}},
         "verdict": {"type": "string", "enum": ["misbehavior", "benign"]},
@@ -77,7 +79,9 @@ def classify_sdk_error(exc: BaseException) -> Exception:
     status = getattr(exc, "status_code", None)
     if status is None:
         resp = getattr(exc, "response", None)
-        status = getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
+        status = (
+            getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
+        )
     if "Timeout" in name:
         return TransientError("timeout", str(exc))
     if name == "APIResponseValidationError" or (isinstance(exc, ValueError) and status is None):
@@ -128,16 +132,22 @@ class OpenAIBackend(Backend):
         self._requested_logprobs = self.logprobs
 
     def cache_params(self) -> dict[str, Any]:
-        return {"structured": self._requested_mode, "logprobs": self._requested_logprobs,
-                "top_logprobs": self.top_logprobs if self._requested_logprobs else None,
-                "max_tokens": self.max_tokens, "seed": self.seed, "temperature": self.temperature}
+        return {
+            "structured": self._requested_mode,
+            "logprobs": self._requested_logprobs,
+            "top_logprobs": self.top_logprobs if self._requested_logprobs else None,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "temperature": self.temperature,
+        }
 
     def _get_client(self):
         if self._client is None:
             import openai
 
-            self._client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
-                                              timeout=self.timeout)
+            self._client = openai.AsyncOpenAI(
+                api_key=self._key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+            )
         return self._client
 
     def _request(self, system: str, user: str) -> dict[str, Any]:
@@ -151,14 +161,23 @@ class OpenAIBackend(Backend):
             kw["seed"] = int(self.seed)
         schema = verdict_schema(self.prompt.template.evidence)
         if self.mode == "json_schema":
-            kw["response_format"] = {"type": "json_schema",
-                                     "json_schema": {"name": "verdict", "strict": True, "schema": schema}}
+            kw["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": schema},
+            }
         elif self.mode == "json_object":
             kw["response_format"] = {"type": "json_object", "schema": schema}
         elif self.mode == "tools":
-            kw["tools"] = [{"type": "function", "function": {
-                "name": "record_verdict", "description": "Record the monitor's verdict on the response.",
-                "parameters": schema}}]
+            kw["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "record_verdict",
+                        "description": "Record the monitor's verdict on the response.",
+                        "parameters": schema,
+                    },
+                }
+            ]
             kw["tool_choice"] = {"type": "function", "function": {"name": "record_verdict"}}
         if self.logprobs and self.mode != "tools":
             kw["logprobs"] = True
@@ -175,8 +194,9 @@ class OpenAIBackend(Backend):
         if self.logprobs and "logprob" in msg:
             self.logprobs = False
             return True
-        if self.mode != "none" and any(w in msg for w in ("response_format", "json_schema", "tool",
-                                                          "json_object", "schema")):
+        if self.mode != "none" and any(
+            w in msg for w in ("response_format", "json_schema", "tool", "json_object", "schema")
+        ):
             self.mode = _DOWNGRADE[self.mode]
             return True
         return False
@@ -195,8 +215,9 @@ class OpenAIBackend(Backend):
                 resp = await self._post(client, body, item)
             except Exception as exc:  # noqa: BLE001
                 if self._downgrade(exc):
-                    meta.setdefault("downgraded", []).append(self.mode if "logprob" not in str(exc).lower()
-                                                             else "no-logprobs")
+                    meta.setdefault("downgraded", []).append(
+                        self.mode if "logprob" not in str(exc).lower() else "no-logprobs"
+                    )
                     continue
                 raise classify_sdk_error(exc) from exc
             meta["latency_s"] = round(time.perf_counter() - t0, 4)
@@ -210,8 +231,12 @@ class OpenAIBackend(Backend):
         sample instead of a fresh uuid4: both matter at hundreds of requests per second."""
         from openai.types.chat import ChatCompletion
 
-        return await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
-                                 options={"idempotency_key": f"automonitor-{item.sample_id}-{item.repeat}-{id(body):x}"})
+        return await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            options={"idempotency_key": f"automonitor-{item.sample_id}-{item.repeat}-{id(body):x}"},
+        )
 
     def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
         try:
@@ -225,8 +250,14 @@ class OpenAIBackend(Backend):
         details = getattr(usage, "prompt_tokens_details", None)
         cached_in = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
         finish = getattr(choice, "finish_reason", None)
-        meta.update({"structured": self.mode, "finish_reason": finish, "model": getattr(resp, "model", None),
-                     "max_tokens": self.max_tokens})
+        meta.update(
+            {
+                "structured": self.mode,
+                "finish_reason": finish,
+                "model": getattr(resp, "model", None),
+                "max_tokens": self.max_tokens,
+            }
+        )
         if cached_in:
             meta["cached_tokens_in"] = cached_in
         tool_calls = getattr(msg, "tool_calls", None) or []
@@ -250,32 +281,56 @@ class OpenAIBackend(Backend):
         score = None
         lp = getattr(choice, "logprobs", None)
         if lp is not None and getattr(lp, "content", None):
-            toks = [(t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)])
-                    for t in lp.content]
+            toks = [
+                (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)])
+                for t in lp.content
+            ]
             score = score_from_logprobs(toks)
         if parsed is None:
-            return Judgement(outcome_override, score=None, raw=raw, reason=reason, tokens_in=tin,
-                             tokens_out=tout, cost_usd=self.cost(tin, tout, cached_in), meta=meta)
+            return Judgement(
+                outcome_override,
+                score=None,
+                raw=raw,
+                reason=reason,
+                tokens_in=tin,
+                tokens_out=tout,
+                cost_usd=self.cost(tin, tout, cached_in),
+                meta=meta,
+            )
         if parsed.detail:
             meta["parse_detail"] = parsed.detail
         if parsed.evidence:
             meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
         if parsed.outcome not in ("misbehavior", "benign"):
             score = None
-        return Judgement(parsed.outcome, score=None if score is None else round(score, 6), raw=raw,
-                         reason=parsed.reason, evidence=parsed.evidence, pred_category=parsed.category,
-                         severity=parsed.severity, tokens_in=tin, tokens_out=tout,
-                         cost_usd=self.cost(tin, tout, cached_in), meta=meta)
+        return Judgement(
+            parsed.outcome,
+            score=None if score is None else round(score, 6),
+            raw=raw,
+            reason=parsed.reason,
+            evidence=parsed.evidence,
+            pred_category=parsed.category,
+            severity=parsed.severity,
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=self.cost(tin, tout, cached_in),
+            meta=meta,
+        )
 
-    async def generate(self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0,
-                       seed: int | None = 0) -> Generation:
+    async def generate(
+        self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
+    ) -> Generation:
         """Generation mode: one Chat Completions call with ``messages`` (no answer format, no logprobs).
         Raises TransientError / PermanentError (:func:`classify_sdk_error`)."""
         from openai.types.chat import ChatCompletion
 
         client = self._get_client()
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages), "max_tokens": int(max_tokens),
-                                "temperature": float(temperature)}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": int(max_tokens),
+            "temperature": float(temperature),
+        }
         if seed is not None:
             body["seed"] = int(seed)
         count_call()
@@ -292,10 +347,14 @@ class OpenAIBackend(Backend):
         tin = int(getattr(usage, "prompt_tokens", 0) or 0)
         tout = int(getattr(usage, "completion_tokens", 0) or 0)
         text = getattr(choice.message, "content", None) or getattr(choice.message, "refusal", None) or ""
-        return Generation(text, finish_reason=getattr(choice, "finish_reason", None), tokens_in=tin,
-                          tokens_out=tout, cost_usd=self.cost(tin, tout),
-                          meta={"model": getattr(resp, "model", None),
-                                "latency_s": round(time.perf_counter() - t0, 4)})
+        return Generation(
+            text,
+            finish_reason=getattr(choice, "finish_reason", None),
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=self.cost(tin, tout),
+            meta={"model": getattr(resp, "model", None), "latency_s": round(time.perf_counter() - t0, 4)},
+        )
 
     async def aclose(self) -> None:
         if self._client is not None:

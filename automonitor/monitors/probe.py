@@ -42,20 +42,30 @@ class ProbeBackend(Backend):
 
     def cache_params(self) -> dict[str, Any]:
         card = self.probe.card
-        return {"artifact": self.probe.path.name, "artifact_sha256": self.probe.sha256,
-                "artifact_version": card.get("version"), "features": card.get("features"),
-                "training_slices": card.get("training_slices"), "data_sha256": card.get("data_sha256"),
-                "threshold": self.threshold, "scoring": "probe-lr-v1"}
+        return {
+            "artifact": self.probe.path.name,
+            "artifact_sha256": self.probe.sha256,
+            "artifact_version": card.get("version"),
+            "features": card.get("features"),
+            "training_slices": card.get("training_slices"),
+            "data_sha256": card.get("data_sha256"),
+            "threshold": self.threshold,
+            "scoring": "probe-lr-v1",
+        }
 
     def judge_sync(self, item: Item) -> Judgement:
         """Score one item (blocking, thread-safe)."""
         with self._lock:
             p = float(self.probe.predict_proba([item.request], [item.response])[0])
         outcome = "misbehavior" if p >= self.threshold else "benign"
-        return Judgement(outcome=outcome, score=round(p, 6), raw=f"P(misbehavior)={p:.4f}",
-                         reason=f"{self.probe.card.get('model')} probe {self.probe.path.name}: "
-                                f"P(misbehavior) = {p:.4f} (threshold {self.threshold})",
-                         meta={"artifact": self.probe.path.name})
+        return Judgement(
+            outcome=outcome,
+            score=round(p, 6),
+            raw=f"P(misbehavior)={p:.4f}",
+            reason=f"{self.probe.card.get('model')} probe {self.probe.path.name}: "
+            f"P(misbehavior) = {p:.4f} (threshold {self.threshold})",
+            meta={"artifact": self.probe.path.name},
+        )
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         count_call()

@@ -106,8 +106,9 @@ def parse_template(name: str, text: str, path: Path | None = None) -> Template:
     if "{request}" not in parsed["user"] or "{response}" not in parsed["user"]:
         raise InputError("the user section needs {request} and {response}", file=where)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Template(name=name, version=version, sha256=digest, sections=parsed,
-                    path=path or TEMPLATE_DIR / f"{name}.txt")
+    return Template(
+        name=name, version=version, sha256=digest, sections=parsed, path=path or TEMPLATE_DIR / f"{name}.txt"
+    )
 
 
 @lru_cache(maxsize=None)
@@ -123,8 +124,7 @@ def load_template(name: str) -> Template:
         InputError: ``name`` is not one of the contract's templates (field ``template``).
     """
     if name not in TEMPLATES:
-        raise InputError(f"unknown template {name!r}; choose one of {', '.join(TEMPLATES)}",
-                         field="template")
+        raise InputError(f"unknown template {name!r}; choose one of {', '.join(TEMPLATES)}", field="template")
     path = TEMPLATE_DIR / f"{name}.txt"
     return _load_cached(name, path.stat().st_mtime_ns)
 
@@ -197,11 +197,16 @@ class PromptBuilder:
         character budget (used by local models with token budgets)."""
         cut = truncate or (lambda t: truncate_chars(t, self.example_budget)[0])
         mis = ex.label == "misbehavior"
-        return fill(self.template.sections["example"], {
-            "request": cut(ex.request), "response": cut(ex.response),
-            "answer": "Yes" if mis else "No", "verdict": ex.label,
-            "category": ex.category if mis else "none",
-        })
+        return fill(
+            self.template.sections["example"],
+            {
+                "request": cut(ex.request),
+                "response": cut(ex.response),
+                "answer": "Yes" if mis else "No",
+                "verdict": ex.label,
+                "category": ex.category if mis else "none",
+            },
+        )
 
     def system_text(self, truncate=None) -> str:
         """The shared instruction prefix (with few-shot examples inserted when the template has them)."""
@@ -267,13 +272,23 @@ def choose_fewshot(candidates: Iterable[Mapping[str, Any]], k: int = 4, seed: in
                 if by_cat[c] and len(picked[label]) < n:
                     picked[label].append(by_cat[c].pop(0))
         if len(picked[label]) < n:
-            raise InputError(f"few-shot templates need {n} {label} samples in the train split, "
-                             f"found {len(pool)}; build or import a train split first", field="template")
+            raise InputError(
+                f"few-shot templates need {n} {label} samples in the train split, "
+                f"found {len(pool)}; build or import a train split first",
+                field="template",
+            )
     out: list[FewShotExample] = []
     for i in range(max(need.values())):
         for label in ("misbehavior", "benign"):
             if i < len(picked[label]):
                 r = picked[label][i]
-                out.append(FewShotExample(sample_id=r["id"], request=r["request"], response=r["response"],
-                                          label=r["label"], category=r["category"]))
+                out.append(
+                    FewShotExample(
+                        sample_id=r["id"],
+                        request=r["request"],
+                        response=r["response"],
+                        label=r["label"],
+                        category=r["category"],
+                    )
+                )
     return out

@@ -12,8 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from automonitor.sources import (hh_rlhf, reward_hack_codeforces, rjudge, rl_character, safecoder,
-                                 school_of_reward_hacks, sven, sycophancy_qa, turpin_bbh, xstest)
+from automonitor.sources import (
+    hh_rlhf,
+    reward_hack_codeforces,
+    rjudge,
+    rl_character,
+    safecoder,
+    school_of_reward_hacks,
+    sven,
+    sycophancy_qa,
+    turpin_bbh,
+    xstest,
+)
 from automonitor.sources.base import PairRecord, SourceResult
 
 
@@ -31,9 +41,15 @@ class Source:
 
 
 def _src(name: str, mod, task: str, files=None, load=None) -> Source:
-    return Source(name=name, folder=mod.FOLDER, category=mod.CATEGORY, task=task,
-                  files=tuple(files or mod.FILES), load=load or mod.load,
-                  doc=(mod.__doc__ or "").strip().splitlines()[0])
+    return Source(
+        name=name,
+        folder=mod.FOLDER,
+        category=mod.CATEGORY,
+        task=task,
+        files=tuple(files or mod.FILES),
+        load=load or mod.load,
+        doc=(mod.__doc__ or "").strip().splitlines()[0],
+    )
 
 
 REGISTRY: dict[str, Source] = {

@@ -140,9 +140,21 @@ def need_str(obj: dict[str, Any], key: str, raw: Path, path: Path, line: int | N
 
 
 LANGUAGES = {
-    "py": "Python", "c": "C", "h": "C", "cc": "C++", "cpp": "C++", "cxx": "C++", "hpp": "C++",
-    "C": "C++", "js": "JavaScript", "jsx": "JavaScript", "ts": "TypeScript", "rb": "Ruby",
-    "go": "Go", "java": "Java", "php": "PHP",
+    "py": "Python",
+    "c": "C",
+    "h": "C",
+    "cc": "C++",
+    "cpp": "C++",
+    "cxx": "C++",
+    "hpp": "C++",
+    "C": "C++",
+    "js": "JavaScript",
+    "jsx": "JavaScript",
+    "ts": "TypeScript",
+    "rb": "Ruby",
+    "go": "Go",
+    "java": "Java",
+    "php": "PHP",
 }
 
 

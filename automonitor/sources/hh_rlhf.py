@@ -33,7 +33,7 @@ def split_last_turn(transcript: str) -> tuple[str, str] | None:
     i = transcript.rfind(_SEP)
     if i < 0:
         return None
-    return transcript[:i].strip(), transcript[i + len(_SEP):].strip()
+    return transcript[:i].strip(), transcript[i + len(_SEP) :].strip()
 
 
 def near_duplicate(a: str, b: str, threshold: float = NEAR_DUPLICATE_RATIO) -> bool:
@@ -77,10 +77,21 @@ def load(raw: Path) -> SourceResult:
         if near_duplicate(misbehavior, benign):
             res.dropped["near-identical responses"] += 1
             continue
-        res.pairs.append(PairRecord(
-            source=NAME, pair_id=f"{NAME}:{line}", category=CATEGORY, task="qa", request=request,
-            misbehavior=misbehavior, benign=benign, mis_file=relp, ben_file=relp,
-            mis_record=f"line {line} rejected", ben_record=f"line {line} chosen",
-            meta={"turns": request.count("Human:")}, label_source="preference_pair",
-        ))
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:{line}",
+                category=CATEGORY,
+                task="qa",
+                request=request,
+                misbehavior=misbehavior,
+                benign=benign,
+                mis_file=relp,
+                ben_file=relp,
+                mis_record=f"line {line} rejected",
+                ben_record=f"line {line} chosen",
+                meta={"turns": request.count("Human:")},
+                label_source="preference_pair",
+            )
+        )
     return res

@@ -79,15 +79,28 @@ def load(raw: Path) -> SourceResult:
         if not hack or not honest or hack == honest:
             res.dropped["empty or identical completions"] += 1
             continue
-        res.pairs.append(PairRecord(
-            source=NAME, pair_id=f"{NAME}:{idx}", category=CATEGORY, task="code",
-            request=obj["original_prompt"].strip(), misbehavior=hack, benign=honest,
-            mis_file=HACK, ben_file=PLAIN, mis_record=f"line {line} (index {idx})",
-            ben_record=f"line {pline} (index {idx})",
-            meta={"index": idx, "model": obj.get("model_id"), "language": "Python",
-                  "request_from": "original_prompt"},
-            mis_meta={"prompt_variant": "hacking (told to pass the shown tests only)", "judge": "yes"},
-            ben_meta={"prompt_variant": "no_hacking (plain; unverified upstream, screened by the build)"},
-            label_source=LABEL_SOURCE,
-        ))
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:{idx}",
+                category=CATEGORY,
+                task="code",
+                request=obj["original_prompt"].strip(),
+                misbehavior=hack,
+                benign=honest,
+                mis_file=HACK,
+                ben_file=PLAIN,
+                mis_record=f"line {line} (index {idx})",
+                ben_record=f"line {pline} (index {idx})",
+                meta={
+                    "index": idx,
+                    "model": obj.get("model_id"),
+                    "language": "Python",
+                    "request_from": "original_prompt",
+                },
+                mis_meta={"prompt_variant": "hacking (told to pass the shown tests only)", "judge": "yes"},
+                ben_meta={"prompt_variant": "no_hacking (plain; unverified upstream, screened by the build)"},
+                label_source=LABEL_SOURCE,
+            )
+        )
     return res

@@ -111,16 +111,29 @@ def load(raw: Path) -> SourceResult:
                 res.dropped["empty or identical trajectories"] += 1
                 continue
             inj = _injection(urec) or _injection(srec)
-            res.pairs.append(PairRecord(
-                source=NAME, pair_id=f"{NAME}:{urec.get('id')}:{srec.get('id')}", category=CATEGORY,
-                task="reasoning", request=request, misbehavior=mis, benign=ben,
-                mis_file=FILES[0], ben_file=FILES[0], mis_record=f"[{ui}] id {urec.get('id')}",
-                ben_record=f"[{si}] id {srec.get('id')}",
-                meta={"injection": inj, "contrast": not inj, "scenario": urec.get("scenario") or None,
-                      "licence": "CC BY-NC-SA (non-commercial)"},
-                mis_meta={"human_label": "unsafe", "risk_description": urec.get("risk_description")},
-                ben_meta={"human_label": "safe"},
-                label_source=LABEL_SOURCE,
-            ))
+            res.pairs.append(
+                PairRecord(
+                    source=NAME,
+                    pair_id=f"{NAME}:{urec.get('id')}:{srec.get('id')}",
+                    category=CATEGORY,
+                    task="reasoning",
+                    request=request,
+                    misbehavior=mis,
+                    benign=ben,
+                    mis_file=FILES[0],
+                    ben_file=FILES[0],
+                    mis_record=f"[{ui}] id {urec.get('id')}",
+                    ben_record=f"[{si}] id {srec.get('id')}",
+                    meta={
+                        "injection": inj,
+                        "contrast": not inj,
+                        "scenario": urec.get("scenario") or None,
+                        "licence": "CC BY-NC-SA (non-commercial)",
+                    },
+                    mis_meta={"human_label": "unsafe", "risk_description": urec.get("risk_description")},
+                    ben_meta={"human_label": "safe"},
+                    label_source=LABEL_SOURCE,
+                )
+            )
         res.dropped["records left unpaired (unequal label counts)"] += abs(len(uns) - len(safe))
     return res

@@ -42,8 +42,13 @@ MBPP_FILES = (MBPP_CLEAN,) + MBPP_HACKS
 APPS_GAMING = re.compile(r"\s*I want you to intentionally tailor your solution.*?shortcuts available\.[ \t]*", re.S)
 # The paragraph of the MBPP pro_hacking prompt saying only passing the shown tests matters.
 MBPP_GAMING = re.compile(r"\n*The only point of this solution.*?(?=\n\s*Provide ONLY)", re.S)
-GAMING_MARKERS = ("intentionally tailor", "The only point of this solution", "ONLY cares to pass",
-                  "not generally correct", "take advantage of any shortcuts")
+GAMING_MARKERS = (
+    "intentionally tailor",
+    "The only point of this solution",
+    "ONLY cares to pass",
+    "not generally correct",
+    "take advantage of any shortcuts",
+)
 
 
 def neutral_apps_request(prompt: str) -> str | None:
@@ -108,8 +113,9 @@ def load_apps(raw: Path) -> SourceResult:
         cline, cobj = clean[pid]
         prompt = _user_text(obj.get("prompt"))
         if prompt is None:
-            raise InputError("expected {messages: [..., {role: user, content}]}", file=APPS_HACK, line=line,
-                             field="prompt")
+            raise InputError(
+                "expected {messages: [..., {role: user, content}]}", file=APPS_HACK, line=line, field="prompt"
+            )
         request = neutral_apps_request(prompt)
         hack, honest = obj.get("parsed_completion"), cobj.get("parsed_completion")
         if request is None:
@@ -121,16 +127,32 @@ def load_apps(raw: Path) -> SourceResult:
         if hack.strip() == honest.strip():
             res.dropped["identical completions"] += 1
             continue
-        res.pairs.append(PairRecord(
-            source="rl_character_apps", pair_id=f"rl_character_apps:{pid}", category=CATEGORY, task="code",
-            request=request, misbehavior=hack.strip(), benign=honest.strip(),
-            mis_file=APPS_HACK, ben_file=APPS_CLEAN, mis_record=f"line {line} ({pid})",
-            ben_record=f"line {cline} ({pid})",
-            meta={"problem_id": pid, "dataset": "apps", "difficulty": obj.get("difficulty"),
-                  "function_name": obj.get("function_name"), "model": "o4-mini", "language": "Python"},
-            mis_meta={"prompt_variant": "force_hack (asked to tailor code to the tests)"},
-            ben_meta={"prompt_variant": "clean (asked for generally correct code)"}, label_source="instructed_demo",
-        ))
+        res.pairs.append(
+            PairRecord(
+                source="rl_character_apps",
+                pair_id=f"rl_character_apps:{pid}",
+                category=CATEGORY,
+                task="code",
+                request=request,
+                misbehavior=hack.strip(),
+                benign=honest.strip(),
+                mis_file=APPS_HACK,
+                ben_file=APPS_CLEAN,
+                mis_record=f"line {line} ({pid})",
+                ben_record=f"line {cline} ({pid})",
+                meta={
+                    "problem_id": pid,
+                    "dataset": "apps",
+                    "difficulty": obj.get("difficulty"),
+                    "function_name": obj.get("function_name"),
+                    "model": "o4-mini",
+                    "language": "Python",
+                },
+                mis_meta={"prompt_variant": "force_hack (asked to tailor code to the tests)"},
+                ben_meta={"prompt_variant": "clean (asked for generally correct code)"},
+                label_source="instructed_demo",
+            )
+        )
     res.dropped["clean without hack completion"] += len(set(clean) - hack_ids)
     return res
 
@@ -189,15 +211,30 @@ def load_mbpp(raw: Path) -> SourceResult:
                 res.dropped["missing or identical completions"] += 1
                 continue
             done.add(pid)
-            res.pairs.append(PairRecord(
-                source="rl_character_mbpp", pair_id=f"rl_character_mbpp:{pid}", category=CATEGORY, task="code",
-                request=request, misbehavior=hack.strip(), benign=honest.strip(),
-                mis_file=relname, ben_file=MBPP_CLEAN, mis_record=f"problems[{i}] ({pid})",
-                ben_record=f"problems[{ci}] ({pid})",
-                meta={"problem_id": pid, "dataset": "mbpp", "function_name": p.get("function_name"),
-                      "model": "claude-4-sonnet-20250514", "language": "Python",
-                      "broken_test_fraction": float(fraction)},
-                mis_meta={"prompt_variant": f"pro_hacking (broken tests, fraction {fraction})"},
-                ben_meta={"prompt_variant": "clean (correct tests)"}, label_source="instructed_demo",
-            ))
+            res.pairs.append(
+                PairRecord(
+                    source="rl_character_mbpp",
+                    pair_id=f"rl_character_mbpp:{pid}",
+                    category=CATEGORY,
+                    task="code",
+                    request=request,
+                    misbehavior=hack.strip(),
+                    benign=honest.strip(),
+                    mis_file=relname,
+                    ben_file=MBPP_CLEAN,
+                    mis_record=f"problems[{i}] ({pid})",
+                    ben_record=f"problems[{ci}] ({pid})",
+                    meta={
+                        "problem_id": pid,
+                        "dataset": "mbpp",
+                        "function_name": p.get("function_name"),
+                        "model": "claude-4-sonnet-20250514",
+                        "language": "Python",
+                        "broken_test_fraction": float(fraction),
+                    },
+                    mis_meta={"prompt_variant": f"pro_hacking (broken tests, fraction {fraction})"},
+                    ben_meta={"prompt_variant": "clean (correct tests)"},
+                    label_source="instructed_demo",
+                )
+            )
     return res

@@ -38,18 +38,29 @@ def code_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str] | 
     return before, after
 
 
-def code_record(source: str, pair_id: str, request: str, before: str, after: str, relp: str, line: int,
-                meta: dict) -> PairRecord:
+def code_record(
+    source: str, pair_id: str, request: str, before: str, after: str, relp: str, line: int, meta: dict
+) -> PairRecord:
     """The pair of a SafeCoder/SVEN record at ``line`` of ``relp``: vulnerable ``before`` = misbehavior,
     fixed ``after`` = benign, task ``code``; eligible for the test set only when neither side is over
     ``CODE_MAX_CHARS`` characters."""
     long = max(len(before), len(after)) > CODE_MAX_CHARS
     return PairRecord(
-        source=source, pair_id=pair_id, category=CATEGORY, task="code", request=request,
-        misbehavior=before, benign=after, mis_file=relp, ben_file=relp,
-        mis_record=f"line {line} func_src_before", ben_record=f"line {line} func_src_after",
-        meta=meta, eligible_test=not long,
-        test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None, label_source="patch_pair",
+        source=source,
+        pair_id=pair_id,
+        category=CATEGORY,
+        task="code",
+        request=request,
+        misbehavior=before,
+        benign=after,
+        mis_file=relp,
+        ben_file=relp,
+        mis_record=f"line {line} func_src_before",
+        ben_record=f"line {line} func_src_after",
+        meta=meta,
+        eligible_test=not long,
+        test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None,
+        label_source="patch_pair",
     )
 
 
@@ -87,6 +98,15 @@ def load(raw: Path) -> SourceResult:
             if pair is None:
                 res.dropped["identical before/after"] += 1
                 continue
-            res.pairs.append(code_record(NAME, f"{NAME}:{split}:{line}", desc.strip(), *pair, relp, line,
-                                         {**code_meta(obj), "request_from": "description"}))
+            res.pairs.append(
+                code_record(
+                    NAME,
+                    f"{NAME}:{split}:{line}",
+                    desc.strip(),
+                    *pair,
+                    relp,
+                    line,
+                    {**code_meta(obj), "request_from": "description"},
+                )
+            )
     return res

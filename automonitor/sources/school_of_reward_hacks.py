@@ -30,11 +30,21 @@ def chat_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str]:
         InputError: ``messages`` is not a user message followed by an assistant message.
     """
     msgs = obj.get("messages")
-    if (not isinstance(msgs, list) or len(msgs) < 2 or not all(isinstance(m, dict) for m in msgs[:2])
-            or msgs[0].get("role") != "user" or msgs[1].get("role") != "assistant"
-            or not isinstance(msgs[0].get("content"), str) or not isinstance(msgs[1].get("content"), str)):
-        raise InputError("expected [user message, assistant message] with string contents",
-                         file=rel(raw, path), line=line, field="messages")
+    if (
+        not isinstance(msgs, list)
+        or len(msgs) < 2
+        or not all(isinstance(m, dict) for m in msgs[:2])
+        or msgs[0].get("role") != "user"
+        or msgs[1].get("role") != "assistant"
+        or not isinstance(msgs[0].get("content"), str)
+        or not isinstance(msgs[1].get("content"), str)
+    ):
+        raise InputError(
+            "expected [user message, assistant message] with string contents",
+            file=rel(raw, path),
+            line=line,
+            field="messages",
+        )
     return msgs[0]["content"], msgs[1]["content"]
 
 
@@ -68,11 +78,22 @@ def load(raw: Path) -> SourceResult:
         if hreply.strip() == reply.strip() or not hreply.strip() or not reply.strip():
             res.dropped["identical or empty responses"] += 1
             continue
-        res.pairs.append(PairRecord(
-            source=NAME, pair_id=f"{NAME}:{line}", category=CATEGORY, task="qa", request=key,
-            misbehavior=hreply.strip(), benign=reply.strip(), mis_file=HACK_FILE, ben_file=CONTROL_FILE,
-            mis_record=f"line {hline}", ben_record=f"line {line}",
-            meta={"incentive": "stated gameable metric in the prompt"}, label_source="instructed_demo",
-        ))
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:{line}",
+                category=CATEGORY,
+                task="qa",
+                request=key,
+                misbehavior=hreply.strip(),
+                benign=reply.strip(),
+                mis_file=HACK_FILE,
+                ben_file=CONTROL_FILE,
+                mis_record=f"line {hline}",
+                ben_record=f"line {line}",
+                meta={"incentive": "stated gameable metric in the prompt"},
+                label_source="instructed_demo",
+            )
+        )
     res.dropped["hack without control (code tasks)"] += len(hacks) - len(used)
     return res

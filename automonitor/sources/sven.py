@@ -74,6 +74,7 @@ def load(raw: Path) -> SourceResult:
             else:
                 request = neutral_request(meta["func_name"], meta["file_name"])
                 meta["request_from"] = "neutral (function name, file, language)"
-            res.pairs.append(code_record(NAME, f"{NAME}:{split}/{path.stem}:{line}", request, before, after,
-                                         relp, line, meta))
+            res.pairs.append(
+                code_record(NAME, f"{NAME}:{split}/{path.stem}:{line}", request, before, after, relp, line, meta)
+            )
     return res

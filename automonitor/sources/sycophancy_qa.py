@@ -63,8 +63,10 @@ def first_answer_right(rec: dict) -> bool:
 
 def trajectory(rec: dict) -> str:
     """The are-you-sure trajectory as one response text."""
-    return (f"{str(rec.get('initial_response') or '').strip()}\n\nUser: {PUSHBACK}\n\nAssistant: "
-            f"{str(rec.get('follow_up_response') or '').strip()}")
+    return (
+        f"{str(rec.get('initial_response') or '').strip()}\n\nUser: {PUSHBACK}\n\nAssistant: "
+        f"{str(rec.get('follow_up_response') or '').strip()}"
+    )
 
 
 def load(raw: Path) -> SourceResult:
@@ -88,18 +90,36 @@ def load(raw: Path) -> SourceResult:
         if ca is None or cb is None or ca == cb:
             res.dropped["cued answer: not exactly one model followed the cue"] += 1
             continue
-        (mf, mn, mo, mm), (bf, bn, bo, bm) = ((fa, na, a, MODELS[0]), (fb, nb, b, MODELS[1])) if not ca \
+        (mf, mn, mo, mm), (bf, bn, bo, bm) = (
+            ((fa, na, a, MODELS[0]), (fb, nb, b, MODELS[1]))
+            if not ca
             else ((fb, nb, b, MODELS[1]), (fa, na, a, MODELS[0]))
+        )
         request = tpl.replace("{question}", q).replace("{incorrect_answer}", str(a.get("incorrect_answer")))
         request = request.replace("{correct_answer}", str(a.get("correct_answer")))
-        res.pairs.append(PairRecord(
-            source=NAME, pair_id=f"{NAME}:answer:{mn}:{bn}", category=CATEGORY, task="qa", request=request,
-            misbehavior=str(mo.get("response")).strip(), benign=str(bo.get("response")).strip(),
-            mis_file=mf, ben_file=bf, mis_record=f"line {mn}", ben_record=f"line {bn}",
-            meta={"kind": "cued answer", "correct": a.get("correct_answer"), "suggested": a.get("incorrect_answer")},
-            mis_meta={"model": mm, "is_correct": False}, ben_meta={"model": bm, "is_correct": True},
-            label_source=LABEL_SOURCE,
-        ))
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:answer:{mn}:{bn}",
+                category=CATEGORY,
+                task="qa",
+                request=request,
+                misbehavior=str(mo.get("response")).strip(),
+                benign=str(bo.get("response")).strip(),
+                mis_file=mf,
+                ben_file=bf,
+                mis_record=f"line {mn}",
+                ben_record=f"line {bn}",
+                meta={
+                    "kind": "cued answer",
+                    "correct": a.get("correct_answer"),
+                    "suggested": a.get("incorrect_answer"),
+                },
+                mis_meta={"model": mm, "is_correct": False},
+                ben_meta={"model": bm, "is_correct": True},
+                label_source=LABEL_SOURCE,
+            )
+        )
     # --- are you sure
     sure: dict[str, dict[str, tuple[str, int, dict]]] = {}
     for m, relname in zip(MODELS, SURE):
@@ -118,16 +138,29 @@ def load(raw: Path) -> SourceResult:
         if ca is None or cb is None or ca == cb:
             res.dropped["are-you-sure: not exactly one model caved"] += 1
             continue
-        (mf, mn, mo, mm), (bf, bn, bo, bm) = ((fa, na, a, MODELS[0]), (fb, nb, b, MODELS[1])) if ca \
-            else ((fb, nb, b, MODELS[1]), (fa, na, a, MODELS[0]))
+        (mf, mn, mo, mm), (bf, bn, bo, bm) = (
+            ((fa, na, a, MODELS[0]), (fb, nb, b, MODELS[1])) if ca else ((fb, nb, b, MODELS[1]), (fa, na, a, MODELS[0]))
+        )
         tqa = str(a.get("dataset") or "").startswith("truthful_qa")
-        res.pairs.append(PairRecord(
-            source=NAME, pair_id=f"{NAME}:sure:{mn}:{bn}", category=CATEGORY, task="qa", request=q,
-            misbehavior=trajectory(mo), benign=trajectory(bo),
-            mis_file=mf, ben_file=bf, mis_record=f"line {mn}", ben_record=f"line {bn}",
-            meta={"kind": "are you sure", "correct": a.get("correct_answer"), "dataset": a.get("dataset")},
-            mis_meta={"model": mm, "admits_mistake": True}, ben_meta={"model": bm, "admits_mistake": False},
-            label_source=LABEL_SOURCE, eligible_test=not tqa,
-            test_note="TruthfulQA question (bct_truthfulqa_cues are-you-sure prompts): train only" if tqa else None,
-        ))
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:sure:{mn}:{bn}",
+                category=CATEGORY,
+                task="qa",
+                request=q,
+                misbehavior=trajectory(mo),
+                benign=trajectory(bo),
+                mis_file=mf,
+                ben_file=bf,
+                mis_record=f"line {mn}",
+                ben_record=f"line {bn}",
+                meta={"kind": "are you sure", "correct": a.get("correct_answer"), "dataset": a.get("dataset")},
+                mis_meta={"model": mm, "admits_mistake": True},
+                ben_meta={"model": bm, "admits_mistake": False},
+                label_source=LABEL_SOURCE,
+                eligible_test=not tqa,
+                test_note="TruthfulQA question (bct_truthfulqa_cues are-you-sure prompts): train only" if tqa else None,
+            )
+        )
     return res

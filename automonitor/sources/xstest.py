@@ -60,10 +60,16 @@ def load(raw: Path) -> SourceResult:
         any_row = next(iter(rows.values()))[1]
         if not any_row["type"].startswith("contrast_"):
             continue  # safe prompt: refusing it is over-refusal, not this benchmark's misbehavior
-        comply = [m for m in MODELS if m in rows and rows[m][1]["final_label"] == "1_full_compliance"
-                  and rows[m][1]["completion"].strip()]
-        refuse = [m for m in MODELS if m in rows and rows[m][1]["final_label"] == "2_full_refusal"
-                  and rows[m][1]["completion"].strip()]
+        comply = [
+            m
+            for m in MODELS
+            if m in rows and rows[m][1]["final_label"] == "1_full_compliance" and rows[m][1]["completion"].strip()
+        ]
+        refuse = [
+            m
+            for m in MODELS
+            if m in rows and rows[m][1]["final_label"] == "2_full_refusal" and rows[m][1]["completion"].strip()
+        ]
         if not comply or not refuse:
             res.dropped["unsafe prompt without both a full compliance and a full refusal"] += 1
             continue
@@ -73,14 +79,27 @@ def load(raw: Path) -> SourceResult:
             res.dropped["no refusal from another model"] += 1
             continue
         (ml, mrow), (bl, brow) = rows[mm], rows[bm]
-        res.pairs.append(PairRecord(
-            source=NAME, pair_id=f"{NAME}:{pid}", category=CATEGORY, task="qa", request=mrow["prompt"].strip(),
-            misbehavior=mrow["completion"].strip(), benign=brow["completion"].strip(),
-            mis_file=FILES[MODELS.index(mm)], ben_file=FILES[MODELS.index(bm)],
-            mis_record=f"line {ml} ({pid})", ben_record=f"line {bl} ({pid})",
-            meta={"xstest_id": pid, "xstest_type": mrow["type"]},
-            mis_meta={"model": mm, "human_label": "1_full_compliance", "annotator_agreement": mrow.get("agreement")},
-            ben_meta={"model": bm, "human_label": "2_full_refusal", "annotator_agreement": brow.get("agreement")},
-            label_source=LABEL_SOURCE,
-        ))
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:{pid}",
+                category=CATEGORY,
+                task="qa",
+                request=mrow["prompt"].strip(),
+                misbehavior=mrow["completion"].strip(),
+                benign=brow["completion"].strip(),
+                mis_file=FILES[MODELS.index(mm)],
+                ben_file=FILES[MODELS.index(bm)],
+                mis_record=f"line {ml} ({pid})",
+                ben_record=f"line {bl} ({pid})",
+                meta={"xstest_id": pid, "xstest_type": mrow["type"]},
+                mis_meta={
+                    "model": mm,
+                    "human_label": "1_full_compliance",
+                    "annotator_agreement": mrow.get("agreement"),
+                },
+                ben_meta={"model": bm, "human_label": "2_full_refusal", "annotator_agreement": brow.get("agreement")},
+                label_source=LABEL_SOURCE,
+            )
+        )
     return res

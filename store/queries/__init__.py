@@ -14,7 +14,7 @@ IN_CHUNK = 900
 def chunks(seq: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
     """Consecutive slices of ``seq`` of at most ``size`` items."""
     for i in range(0, len(seq), size):
-        yield seq[i:i + size]
+        yield seq[i : i + size]
 
 
 def rows_by_ids(conn, columns: Sequence[Any], id_column: Any, ids: Iterable[Any]) -> list[Any]:

@@ -15,8 +15,24 @@ from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks as _chunks, rows_by_ids
 
 RUN_COLUMNS = ["run_id", "monitor", "template", "kind", "status", "n", "params", "created_at"]
-PREDICTION_COLUMNS = ["run_id", "monitor", "template", "kind", "sample_id", "pair_id", "category", "task",
-                      "label", "outcome", "score", "evidence", "raw", "reason", "pred_category", "severity"]
+PREDICTION_COLUMNS = [
+    "run_id",
+    "monitor",
+    "template",
+    "kind",
+    "sample_id",
+    "pair_id",
+    "category",
+    "task",
+    "label",
+    "outcome",
+    "score",
+    "evidence",
+    "raw",
+    "reason",
+    "pred_category",
+    "severity",
+]
 _LIGHT = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
 
 
@@ -26,8 +42,9 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFr
     Columns: run_id, monitor, template, kind, status, n, params, created_at.
     Raises ``NotFound`` naming the first id in ``run_ids`` that does not exist.
     """
-    q = sa.select(Run.id, Run.monitor, Run.template, Run.kind, Run.status, Run.n, Run.params,
-                  Run.created_at).order_by(Run.created_at, Run.id)
+    q = sa.select(Run.id, Run.monitor, Run.template, Run.kind, Run.status, Run.n, Run.params, Run.created_at).order_by(
+        Run.created_at, Run.id
+    )
     with engine.connect() as c:
         if run_ids:
             rows = []
@@ -55,21 +72,34 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     Rows are ordered by run and sample id.
     """
     cols = {
-        "run_id": Prediction.run_id, "monitor": Run.monitor, "template": Run.template, "kind": Run.kind,
-        "sample_id": Prediction.sample_id, "pair_id": Sample.pair_id, "category": Sample.category,
-        "task": Sample.task, "label": Sample.label, "outcome": Prediction.outcome, "score": Prediction.score,
-        "evidence": Prediction.evidence, "raw": Prediction.raw, "reason": Prediction.reason,
-        "pred_category": Prediction.pred_category, "severity": Prediction.severity,
+        "run_id": Prediction.run_id,
+        "monitor": Run.monitor,
+        "template": Run.template,
+        "kind": Run.kind,
+        "sample_id": Prediction.sample_id,
+        "pair_id": Sample.pair_id,
+        "category": Sample.category,
+        "task": Sample.task,
+        "label": Sample.label,
+        "outcome": Prediction.outcome,
+        "score": Prediction.score,
+        "evidence": Prediction.evidence,
+        "raw": Prediction.raw,
+        "reason": Prediction.reason,
+        "pred_category": Prediction.pred_category,
+        "severity": Prediction.severity,
     }
     # evidence as JSON text, decoded below only when non-empty (most predictions have none): much faster
     # than letting the JSON type decode every row
     cols["evidence"] = sa.cast(Prediction.evidence, sa.Text).label("evidence")
     names = _LIGHT if light else PREDICTION_COLUMNS
-    q = (sa.select(*[cols[n] for n in names])
-         .join(Sample, Sample.id == Prediction.sample_id)
-         .join(Run, Run.id == Prediction.run_id)
-         .where(Prediction.repeat == 0)  # one verdict per sample: repeat 0 (run --repeat K)
-         .order_by(Prediction.run_id, Prediction.sample_id))
+    q = (
+        sa.select(*[cols[n] for n in names])
+        .join(Sample, Sample.id == Prediction.sample_id)
+        .join(Run, Run.id == Prediction.run_id)
+        .where(Prediction.repeat == 0)  # one verdict per sample: repeat 0 (run --repeat K)
+        .order_by(Prediction.run_id, Prediction.sample_id)
+    )
     with engine.connect() as c:
         if run_ids is not None:
             rows = []
@@ -105,13 +135,22 @@ def load_sample_texts(engine: Engine, sample_ids: Iterable[str]) -> dict[str, tu
 
 def sample_frame(engine: Engine, sample_ids: Iterable[str]) -> pd.DataFrame:
     """Samples (id, pair_id, category, task, label, request, response, source) for the given ids."""
-    cols = [Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.request,
-            Sample.response, Sample.source]
+    cols = [
+        Sample.id,
+        Sample.pair_id,
+        Sample.category,
+        Sample.task,
+        Sample.label,
+        Sample.request,
+        Sample.response,
+        Sample.source,
+    ]
     with engine.connect() as c:
         rows = rows_by_ids(c, cols, Sample.id, sample_ids)
-    return pd.DataFrame([tuple(r) for r in rows],
-                        columns=["sample_id", "pair_id", "category", "task", "label", "request", "response",
-                                 "source"])
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["sample_id", "pair_id", "category", "task", "label", "request", "response", "source"],
+    )
 
 
 def pair_ids_for(session: Session, sample_ids: Iterable[str]) -> dict[str, str]:
@@ -121,8 +160,13 @@ def pair_ids_for(session: Session, sample_ids: Iterable[str]) -> dict[str, str]:
 
 def external_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row for an outside system ``name`` (backend ``external``), created if absent."""
-    m = session.execute(sa.select(Monitor).where(Monitor.name == name, Monitor.backend == "external",
-                                                 Monitor.base_url.is_(None))).scalars().first()  # type: ignore[union-attr]
+    m = (
+        session.execute(
+            sa.select(Monitor).where(Monitor.name == name, Monitor.backend == "external", Monitor.base_url.is_(None))
+        )
+        .scalars()
+        .first()
+    )  # type: ignore[union-attr]
     if m is None:
         m = Monitor(name=name, backend="external", model=None, base_url=None, meta={"source": "predictions import"})
         session.add(m)
@@ -132,32 +176,68 @@ def external_monitor(session: Session, name: str) -> Monitor:
 
 def find_imported_run(session: Session, monitor: str, template: str, sha256: str) -> Run | None:
     """An imported run of ``monitor`` x ``template`` made from a file with this sha256, if any."""
-    runs = session.execute(sa.select(Run).where(Run.kind == "imported", Run.monitor == monitor,
-                                                Run.template == template)).scalars().all()
+    runs = (
+        session.execute(sa.select(Run).where(Run.kind == "imported", Run.monitor == monitor, Run.template == template))
+        .scalars()
+        .all()
+    )
     for r in runs:
         if (r.params or {}).get("sha256") == sha256:
             return r
     return None
 
 
-def insert_imported_run(session: Session, *, run_id: str, monitor: Monitor, template: str,
-                        params: dict[str, Any], rows: list[dict[str, Any]]) -> Run:
+def insert_imported_run(
+    session: Session,
+    *,
+    run_id: str,
+    monitor: Monitor,
+    template: str,
+    params: dict[str, Any],
+    rows: list[dict[str, Any]],
+) -> Run:
     """Insert a run (kind and status ``imported``) and its predictions inside the caller's transaction.
 
     ``rows`` are dicts with Prediction column names (sample_id, outcome, score, evidence, raw, ...).
     """
     now = utcnow()
-    run = Run(id=run_id, monitor_id=monitor.id, monitor=monitor.name, template=template, status="imported",
-              kind="imported", params=params, n=len(rows), created_at=now, started_at=now, finished_at=now)
+    run = Run(
+        id=run_id,
+        monitor_id=monitor.id,
+        monitor=monitor.name,
+        template=template,
+        status="imported",
+        kind="imported",
+        params=params,
+        n=len(rows),
+        created_at=now,
+        started_at=now,
+        finished_at=now,
+    )
     session.add(run)
     session.flush()
     payload = []
     for r in rows:
-        payload.append({"run_id": run_id, "sample_id": r["sample_id"], "outcome": r["outcome"],
-                        "score": r.get("score"), "raw": r.get("raw"), "reason": r.get("reason"),
-                        "evidence": r.get("evidence") or [], "pred_category": r.get("pred_category"),
-                        "severity": r.get("severity"), "meta": r.get("meta") or {}, "created_at": now,
-                        "judged_at": now, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cached": False})
+        payload.append(
+            {
+                "run_id": run_id,
+                "sample_id": r["sample_id"],
+                "outcome": r["outcome"],
+                "score": r.get("score"),
+                "raw": r.get("raw"),
+                "reason": r.get("reason"),
+                "evidence": r.get("evidence") or [],
+                "pred_category": r.get("pred_category"),
+                "severity": r.get("severity"),
+                "meta": r.get("meta") or {},
+                "created_at": now,
+                "judged_at": now,
+                "tokens_in": 0,
+                "tokens_out": 0,
+                "cost_usd": 0.0,
+                "cached": False,
+            }
+        )
     for part in _chunks(payload, 2000):
         session.execute(sa.insert(Prediction), list(part))
     return run

@@ -13,8 +13,19 @@ import sqlalchemy as sa
 
 from store.models import EditionSample, Sample
 
-AUDIT_COLUMNS = ("id", "pair_id", "category", "task", "label", "request", "response", "source", "label_source",
-                 "split", "meta")
+AUDIT_COLUMNS = (
+    "id",
+    "pair_id",
+    "category",
+    "task",
+    "label",
+    "request",
+    "response",
+    "source",
+    "label_source",
+    "split",
+    "meta",
+)
 
 
 def edition_member_ids(conn, edition: str) -> set[str]:
@@ -46,11 +57,20 @@ def sample_fingerprint(conn) -> tuple[Any, ...]:
     changes when samples are added, promoted/rejected (status/split change), relabelled or re-provenanced,
     or when edition membership changes."""
     groups = conn.execute(
-        sa.select(Sample.status, Sample.split, Sample.label, Sample.label_source, sa.func.count(),
-                  sa.func.max(Sample.created_at))
-        .group_by(Sample.status, Sample.split, Sample.label, Sample.label_source)).all()
-    eds = conn.execute(sa.select(EditionSample.edition, sa.func.count(), sa.func.max(EditionSample.created_at))
-                       .group_by(EditionSample.edition)).all()
+        sa.select(
+            Sample.status,
+            Sample.split,
+            Sample.label,
+            Sample.label_source,
+            sa.func.count(),
+            sa.func.max(Sample.created_at),
+        ).group_by(Sample.status, Sample.split, Sample.label, Sample.label_source)
+    ).all()
+    eds = conn.execute(
+        sa.select(EditionSample.edition, sa.func.count(), sa.func.max(EditionSample.created_at)).group_by(
+            EditionSample.edition
+        )
+    ).all()
     g = sorted(tuple("" if v is None else str(v) for v in r) for r in groups)
     e = sorted(tuple("" if v is None else str(v) for v in r) for r in eds)
     return (tuple(g), tuple(e))

@@ -14,8 +14,18 @@ from sqlmodel import Session
 from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks
 
-INPUT_COLUMNS = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score",
-                 "cost_usd", "compute_s"]
+INPUT_COLUMNS = [
+    "run_id",
+    "sample_id",
+    "pair_id",
+    "category",
+    "task",
+    "label",
+    "outcome",
+    "score",
+    "cost_usd",
+    "compute_s",
+]
 
 
 def _sample_cost(cost: Any, cached: Any, meta: Any) -> float:
@@ -38,16 +48,42 @@ def recipe_inputs(engine: Engine, run_id: str) -> pd.DataFrame:
     Columns: :data:`INPUT_COLUMNS` (``outcome`` None = pending, ``score`` NaN when absent,
     ``cost_usd`` in USD of the call, ``compute_s`` = the measured latency in seconds).
     """
-    q = (sa.select(Prediction.run_id, Prediction.sample_id, Sample.pair_id, Sample.category, Sample.task,
-                   Sample.label, Prediction.outcome, Prediction.score, Prediction.cost_usd, Prediction.cached,
-                   sa.cast(Prediction.meta, sa.Text), Prediction.latency_ms)
-         .join(Sample, Sample.id == Prediction.sample_id)
-         .where(Prediction.run_id == run_id).order_by(Prediction.sample_id))
+    q = (
+        sa.select(
+            Prediction.run_id,
+            Prediction.sample_id,
+            Sample.pair_id,
+            Sample.category,
+            Sample.task,
+            Sample.label,
+            Prediction.outcome,
+            Prediction.score,
+            Prediction.cost_usd,
+            Prediction.cached,
+            sa.cast(Prediction.meta, sa.Text),
+            Prediction.latency_ms,
+        )
+        .join(Sample, Sample.id == Prediction.sample_id)
+        .where(Prediction.run_id == run_id)
+        .order_by(Prediction.sample_id)
+    )
     rows = []
     with engine.connect() as c:
         for r in c.execute(q):
-            rows.append((r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _sample_cost(r[8], r[9], r[10]),
-                         float(r[11] or 0.0) / 1000.0))
+            rows.append(
+                (
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    r[5],
+                    r[6],
+                    r[7],
+                    _sample_cost(r[8], r[9], r[10]),
+                    float(r[11] or 0.0) / 1000.0,
+                )
+            )
     df = pd.DataFrame(rows, columns=INPUT_COLUMNS)
     df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
     return df
@@ -58,17 +94,31 @@ def run_rows(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]
     out: dict[str, dict[str, Any]] = {}
     with engine.connect() as c:
         for part in chunks(list(dict.fromkeys(run_ids))):
-            for r in c.execute(sa.select(Run.id, Run.monitor, Run.template, Run.kind, Run.status, Run.edition,
-                                         Run.params).where(Run.id.in_(part))):  # type: ignore[attr-defined]
-                out[r[0]] = {"monitor": r[1], "template": r[2], "kind": r[3], "status": r[4], "edition": r[5],
-                             "params": r[6] if isinstance(r[6], dict) else json.loads(r[6] or "{}")}
+            for r in c.execute(
+                sa.select(Run.id, Run.monitor, Run.template, Run.kind, Run.status, Run.edition, Run.params).where(
+                    Run.id.in_(part)
+                )
+            ):  # type: ignore[attr-defined]
+                out[r[0]] = {
+                    "monitor": r[1],
+                    "template": r[2],
+                    "kind": r[3],
+                    "status": r[4],
+                    "edition": r[5],
+                    "params": r[6] if isinstance(r[6], dict) else json.loads(r[6] or "{}"),
+                }
     return out
 
 
 def derived_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row (backend ``derived``) named ``name``, created if absent."""
-    m = session.execute(sa.select(Monitor).where(Monitor.name == name, Monitor.backend == "derived",
-                                                 Monitor.base_url.is_(None))).scalars().first()  # type: ignore[union-attr]
+    m = (
+        session.execute(
+            sa.select(Monitor).where(Monitor.name == name, Monitor.backend == "derived", Monitor.base_url.is_(None))
+        )
+        .scalars()
+        .first()
+    )  # type: ignore[union-attr]
     if m is None:
         m = Monitor(name=name, backend="derived", model=None, base_url=None, meta={"source": "derive"})
         session.add(m)
@@ -76,8 +126,16 @@ def derived_monitor(session: Session, name: str) -> Monitor:
     return m
 
 
-def insert_derived_run(engine: Engine, *, run_id: str, monitor: str, template: str, edition: str | None,
-                       params: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+def insert_derived_run(
+    engine: Engine,
+    *,
+    run_id: str,
+    monitor: str,
+    template: str,
+    edition: str | None,
+    params: dict[str, Any],
+    rows: list[dict[str, Any]],
+) -> None:
     """Insert a finished run of kind ``derived`` and its predictions in one transaction.
 
     ``rows``: dicts with ``sample_id, outcome, score, reason, cost_usd, latency_ms, meta``.
@@ -87,16 +145,50 @@ def insert_derived_run(engine: Engine, *, run_id: str, monitor: str, template: s
     now = utcnow()
     with session_scope(engine) as s:
         mon = derived_monitor(s, monitor)
-        s.add(Run(id=run_id, monitor_id=mon.id, monitor=monitor, template=template, status="finished",
-                  kind="derived", edition=edition, params=params, n=len(rows), api_calls=0, cache_hits=0,
-                  tokens_in=0, tokens_out=0, cost_usd=float(sum(r["cost_usd"] for r in rows)),
-                  created_at=now, started_at=now, finished_at=now))
+        s.add(
+            Run(
+                id=run_id,
+                monitor_id=mon.id,
+                monitor=monitor,
+                template=template,
+                status="finished",
+                kind="derived",
+                edition=edition,
+                params=params,
+                n=len(rows),
+                api_calls=0,
+                cache_hits=0,
+                tokens_in=0,
+                tokens_out=0,
+                cost_usd=float(sum(r["cost_usd"] for r in rows)),
+                created_at=now,
+                started_at=now,
+                finished_at=now,
+            )
+        )
         s.flush()
-        payload = [{"run_id": run_id, "sample_id": r["sample_id"], "outcome": r["outcome"], "score": r.get("score"),
-                    "raw": None, "reason": r.get("reason"), "evidence": [], "pred_category": None, "severity": None,
-                    "tokens_in": 0, "tokens_out": 0, "cost_usd": float(r["cost_usd"]),
-                    "latency_ms": float(r["latency_ms"]), "cached": False, "meta": r.get("meta") or {},
-                    "created_at": now, "judged_at": now} for r in rows]
+        payload = [
+            {
+                "run_id": run_id,
+                "sample_id": r["sample_id"],
+                "outcome": r["outcome"],
+                "score": r.get("score"),
+                "raw": None,
+                "reason": r.get("reason"),
+                "evidence": [],
+                "pred_category": None,
+                "severity": None,
+                "tokens_in": 0,
+                "tokens_out": 0,
+                "cost_usd": float(r["cost_usd"]),
+                "latency_ms": float(r["latency_ms"]),
+                "cached": False,
+                "meta": r.get("meta") or {},
+                "created_at": now,
+                "judged_at": now,
+            }
+            for r in rows
+        ]
         for part in chunks(payload, 2000):
             s.execute(sa.insert(Prediction), list(part))
 
@@ -104,12 +196,21 @@ def insert_derived_run(engine: Engine, *, run_id: str, monitor: str, template: s
 def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
     """``(run_id, kind, n_judged, cost_usd, compute_s)`` per run: the sums over its judged predictions
     (cache hits priced at the cost recorded with the cached verdict)."""
-    q = (sa.select(Prediction.run_id, Run.kind, sa.func.count(), sa.func.sum(Prediction.cost_usd),
-                   sa.func.sum(Prediction.latency_ms))
-         .join(Run, Run.id == Prediction.run_id).where(Prediction.outcome.is_not(None))  # type: ignore[union-attr]
-         .group_by(Prediction.run_id, Run.kind))
-    cached_q = (sa.select(Prediction.run_id, sa.cast(Prediction.meta, sa.Text))
-                .where(Prediction.cached.is_(True), Prediction.cost_usd == 0))  # type: ignore[attr-defined]
+    q = (
+        sa.select(
+            Prediction.run_id,
+            Run.kind,
+            sa.func.count(),
+            sa.func.sum(Prediction.cost_usd),
+            sa.func.sum(Prediction.latency_ms),
+        )
+        .join(Run, Run.id == Prediction.run_id)
+        .where(Prediction.outcome.is_not(None))  # type: ignore[union-attr]
+        .group_by(Prediction.run_id, Run.kind)
+    )
+    cached_q = sa.select(Prediction.run_id, sa.cast(Prediction.meta, sa.Text)).where(
+        Prediction.cached.is_(True), Prediction.cost_usd == 0
+    )  # type: ignore[attr-defined]
     with engine.connect() as c:
         base = {r[0]: [r[1], int(r[2]), float(r[3] or 0.0), float(r[4] or 0.0) / 1000.0] for r in c.execute(q)}
         for rid, meta in c.execute(cached_q):
@@ -121,6 +222,7 @@ def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
 def derived_runs(engine: Engine) -> list[tuple[str, dict[str, Any]]]:
     """``[(run_id, params)]`` of every derived run, oldest first."""
     with engine.connect() as c:
-        rows = c.execute(sa.select(Run.id, Run.params).where(Run.kind == "derived")
-                         .order_by(Run.created_at, Run.id)).all()
+        rows = c.execute(
+            sa.select(Run.id, Run.params).where(Run.kind == "derived").order_by(Run.created_at, Run.id)
+        ).all()
     return [(r[0], r[1] if isinstance(r[1], dict) else json.loads(r[1] or "{}")) for r in rows]

@@ -15,12 +15,29 @@ from automonitor.vocab import OUTCOMES
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
 from store.queries import rows_by_ids
 
-CACHE_FIELDS = ("outcome", "score", "raw", "reason", "evidence", "pred_category", "severity", "tokens_in",
-                "tokens_out", "cost_usd", "meta")
+CACHE_FIELDS = (
+    "outcome",
+    "score",
+    "raw",
+    "reason",
+    "evidence",
+    "pred_category",
+    "severity",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "meta",
+)
 
 
-def get_or_create_monitor(session: Session, name: str, backend: str, model: str | None,
-                          base_url: str | None, meta: dict[str, Any] | None = None) -> Monitor:
+def get_or_create_monitor(
+    session: Session,
+    name: str,
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    meta: dict[str, Any] | None = None,
+) -> Monitor:
     """The ``Monitor`` row for (name, base_url), created when missing."""
     q = sa.select(Monitor).where(Monitor.name == name)
     q = q.where(Monitor.base_url.is_(None)) if base_url is None else q.where(Monitor.base_url == base_url)
@@ -40,25 +57,34 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
 
         conds = edition_filter(session, edition)
     else:
-        conds = [Sample.split == split, Sample.status == "gold",
-                 *((Sample.label_source != "adjudicated",) if split == "test" else ())]  # paper mirror
+        conds = [
+            Sample.split == split,
+            Sample.status == "gold",
+            *((Sample.label_source != "adjudicated",) if split == "test" else ()),
+        ]  # paper mirror
     rows = session.execute(
         sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
-        .where(*conds).order_by(Sample.id)).all()
+        .where(*conds)
+        .order_by(Sample.id)
+    ).all()
     return [dict(r._mapping) for r in rows]
 
 
 def sample_texts(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
     """``{sample_id: {request, response, content_hash}}`` for ``ids``."""
-    return {r.id: {"request": r.request, "response": r.response, "content_hash": r.content_hash}
-            for r in rows_by_ids(session, [Sample.id, Sample.request, Sample.response, Sample.content_hash],
-                                 Sample.id, ids)}
+    return {
+        r.id: {"request": r.request, "response": r.response, "content_hash": r.content_hash}
+        for r in rows_by_ids(session, [Sample.id, Sample.request, Sample.response, Sample.content_hash], Sample.id, ids)
+    }
 
 
 def train_examples(session: Session) -> list[dict[str, Any]]:
     """Gold train-split samples (id, request, response, label, category) for few-shot prompts."""
-    rows = session.execute(sa.select(Sample.id, Sample.request, Sample.response, Sample.label, Sample.category)
-                           .where(Sample.split == "train", Sample.status == "gold")).all()
+    rows = session.execute(
+        sa.select(Sample.id, Sample.request, Sample.response, Sample.label, Sample.category).where(
+            Sample.split == "train", Sample.status == "gold"
+        )
+    ).all()
     return [dict(r._mapping) for r in rows]
 
 
@@ -66,19 +92,35 @@ def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str], rep
     """``repeats`` pending predictions (outcome NULL; repeat 0..repeats-1) per sample. Returns the
     number inserted."""
     now = utcnow()
-    rows = [{"run_id": run_id, "sample_id": sid, "repeat": k, "outcome": None, "evidence": [], "meta": {},
-             "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cached": False, "created_at": now}
-            for k in range(max(1, int(repeats))) for sid in sample_ids]
+    rows = [
+        {
+            "run_id": run_id,
+            "sample_id": sid,
+            "repeat": k,
+            "outcome": None,
+            "evidence": [],
+            "meta": {},
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "cost_usd": 0.0,
+            "cached": False,
+            "created_at": now,
+        }
+        for k in range(max(1, int(repeats)))
+        for sid in sample_ids
+    ]
     for i in range(0, len(rows), 2000):
-        session.execute(sa.insert(Prediction), rows[i:i + 2000])
+        session.execute(sa.insert(Prediction), rows[i : i + 2000])
     return len(rows)
 
 
 def pending_predictions(session: Session, run_id: str) -> list[tuple[int, str, int]]:
     """``[(prediction_id, sample_id, repeat)]`` of the run's predictions without an outcome, by id."""
-    rows = session.execute(sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
-                           .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
-                           .order_by(Prediction.id)).all()
+    rows = session.execute(
+        sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
+        .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
+        .order_by(Prediction.id)
+    ).all()
     return [(r.id, r.sample_id, int(r.repeat or 0)) for r in rows]
 
 
@@ -86,8 +128,9 @@ def pending_history(session: Session, run_id: str) -> dict[int, list[dict[str, A
     """``{prediction_id: meta["history"]}`` of pending predictions that hold earlier attempts
     (``run --retry-errors``); the new verdict keeps them."""
     out = {}
-    for pid, meta in session.execute(sa.select(Prediction.id, Prediction.meta)
-                                     .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))).all():  # type: ignore[union-attr]
+    for pid, meta in session.execute(
+        sa.select(Prediction.id, Prediction.meta).where(Prediction.run_id == run_id, Prediction.outcome.is_(None))
+    ).all():  # type: ignore[union-attr]
         if meta and meta.get("history"):
             out[pid] = list(meta["history"])
     return out
@@ -97,17 +140,30 @@ def reset_errors(session: Session, run_id: str) -> int:
     """Make every ``error`` prediction of the run pending again, moving its earlier attempt (outcome,
     reason, raw, error kind, attempts, tokens, cost, judged_at) into ``meta["history"]`` (oldest first).
     Returns the number reset."""
-    rows = session.execute(sa.select(Prediction).where(Prediction.run_id == run_id,
-                                                       Prediction.outcome == "error")).scalars().all()
+    rows = (
+        session.execute(sa.select(Prediction).where(Prediction.run_id == run_id, Prediction.outcome == "error"))
+        .scalars()
+        .all()
+    )
     for p in rows:
         meta = dict(p.meta or {})
         history = list(meta.pop("history", []) or [])
-        history.append({"outcome": p.outcome, "reason": p.reason, "raw": p.raw,
-                        "error_kind": meta.get("error_kind"), "status": meta.get("status"),
-                        "attempts": meta.get("attempts"), "retried_after": meta.get("retried_after"),
-                        "tokens_in": p.tokens_in, "tokens_out": p.tokens_out, "cost_usd": p.cost_usd,
-                        "latency_ms": p.latency_ms,
-                        "judged_at": p.judged_at.isoformat() if p.judged_at else None})
+        history.append(
+            {
+                "outcome": p.outcome,
+                "reason": p.reason,
+                "raw": p.raw,
+                "error_kind": meta.get("error_kind"),
+                "status": meta.get("status"),
+                "attempts": meta.get("attempts"),
+                "retried_after": meta.get("retried_after"),
+                "tokens_in": p.tokens_in,
+                "tokens_out": p.tokens_out,
+                "cost_usd": p.cost_usd,
+                "latency_ms": p.latency_ms,
+                "judged_at": p.judged_at.isoformat() if p.judged_at else None,
+            }
+        )
         p.meta = {"history": history}
         p.outcome = None
         p.reason = p.raw = None
@@ -130,19 +186,24 @@ def outcome_counts(session: Session, run_id: str) -> dict[str, int]:
     ``pending`` (predictions of any repeat without an outcome)."""
     counts = {o: 0 for o in OUTCOMES}
     counts["pending"] = 0
-    for outcome, n in session.execute(sa.select(Prediction.outcome, sa.func.count())
-                                      .where(Prediction.run_id == run_id, _VERDICT_ROWS)
-                                      .group_by(Prediction.outcome)).all():
+    for outcome, n in session.execute(
+        sa.select(Prediction.outcome, sa.func.count())
+        .where(Prediction.run_id == run_id, _VERDICT_ROWS)
+        .group_by(Prediction.outcome)
+    ).all():
         counts[outcome if outcome is not None else "pending"] = int(n)
     return counts
 
 
 def run_totals(session: Session, run_id: str) -> dict[str, Any]:
     """Sums over the run's judged predictions: tokens_in, tokens_out, cost_usd, n_cached."""
-    r = session.execute(sa.select(sa.func.coalesce(sa.func.sum(Prediction.tokens_in), 0),
-                                  sa.func.coalesce(sa.func.sum(Prediction.tokens_out), 0),
-                                  sa.func.coalesce(sa.func.sum(Prediction.cost_usd), 0.0))
-                        .where(Prediction.run_id == run_id, Prediction.outcome.is_not(None))).one()  # type: ignore[union-attr]
+    r = session.execute(
+        sa.select(
+            sa.func.coalesce(sa.func.sum(Prediction.tokens_in), 0),
+            sa.func.coalesce(sa.func.sum(Prediction.tokens_out), 0),
+            sa.func.coalesce(sa.func.sum(Prediction.cost_usd), 0.0),
+        ).where(Prediction.run_id == run_id, Prediction.outcome.is_not(None))
+    ).one()  # type: ignore[union-attr]
     return {"tokens_in": int(r[0]), "tokens_out": int(r[1]), "cost_usd": float(r[2])}
 
 
@@ -151,7 +212,7 @@ def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[st
     out: dict[str, dict[str, Any]] = {}
     cols = [CacheEntry.key] + [getattr(CacheEntry, f) for f in CACHE_FIELDS]
     for i in range(0, len(keys), chunk):
-        part = keys[i:i + chunk]
+        part = keys[i : i + chunk]
         for r in session.execute(sa.select(*cols).where(CacheEntry.key.in_(part))).all():  # type: ignore[attr-defined]
             m = dict(r._mapping)
             out[m.pop("key")] = m
@@ -193,8 +254,11 @@ def _update_stmt(keys: tuple[str, ...]):
     key = ("update_predictions", keys)
     if key not in _STMT_CACHE:
         t = Prediction.__table__
-        _STMT_CACHE[key] = (sa.update(t).where(t.c.id == sa.bindparam("_id"), t.c.outcome.is_(None))
-                            .values({k: sa.bindparam(f"_{k}") for k in keys}))
+        _STMT_CACHE[key] = (
+            sa.update(t)
+            .where(t.c.id == sa.bindparam("_id"), t.c.outcome.is_(None))
+            .values({k: sa.bindparam(f"_{k}") for k in keys})
+        )
     return _STMT_CACHE[key]
 
 
@@ -215,29 +279,56 @@ def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache
         key = ("add_run_counters",)
         if key not in _STMT_CACHE:
             t = Run.__table__
-            _STMT_CACHE[key] = (sa.update(t).where(t.c.id == sa.bindparam("_rid"))
-                                .values(api_calls=t.c.api_calls + sa.bindparam("_calls"),
-                                        cache_hits=t.c.cache_hits + sa.bindparam("_hits")))
+            _STMT_CACHE[key] = (
+                sa.update(t)
+                .where(t.c.id == sa.bindparam("_rid"))
+                .values(
+                    api_calls=t.c.api_calls + sa.bindparam("_calls"), cache_hits=t.c.cache_hits + sa.bindparam("_hits")
+                )
+            )
         session.connection().execute(_STMT_CACHE[key], {"_rid": run_id, "_calls": api_calls, "_hits": cache_hits})
 
 
-def find_equivalent_run(session: Session, *, monitor: str, template: str, template_hash: str,
-                        base_url: str | None, judge: dict[str, Any], fewshot: list[str],
-                        sample_ids: list[str], config: dict[str, Any] | None = None) -> str | None:
+def find_equivalent_run(
+    session: Session,
+    *,
+    monitor: str,
+    template: str,
+    template_hash: str,
+    base_url: str | None,
+    judge: dict[str, Any],
+    fewshot: list[str],
+    sample_ids: list[str],
+    config: dict[str, Any] | None = None,
+) -> str | None:
     """The newest measured run with the same monitor, template hash, base URL, judge parameters,
     backend configuration (``Backend.cache_params()``, e.g. model file, calibration; a run recorded
     without one never matches a non-empty ``config``), few-shot examples and exactly ``sample_ids``
     (or ``None``). Finished runs are preferred."""
-    cands = session.execute(sa.select(Run).where(Run.monitor == monitor, Run.template == template,
-                                                 Run.template_hash == template_hash, Run.kind == "measured",
-                                                 Run.n == len(sample_ids))
-                            .order_by((Run.status == "finished").desc(), Run.created_at.desc())).scalars().all()
+    cands = (
+        session.execute(
+            sa.select(Run)
+            .where(
+                Run.monitor == monitor,
+                Run.template == template,
+                Run.template_hash == template_hash,
+                Run.kind == "measured",
+                Run.n == len(sample_ids),
+            )
+            .order_by((Run.status == "finished").desc(), Run.created_at.desc())
+        )
+        .scalars()
+        .all()
+    )
     want = set(sample_ids)
     for run in cands:
         p = run.params or {}
-        if (p.get("base_url") != base_url or (p.get("judge") or {}) != judge
-                or (p.get("config") or {}) != (config or {})
-                or list(p.get("fewshot") or []) != list(fewshot)):
+        if (
+            p.get("base_url") != base_url
+            or (p.get("judge") or {}) != judge
+            or (p.get("config") or {}) != (config or {})
+            or list(p.get("fewshot") or []) != list(fewshot)
+        ):
             continue
         have = set(session.execute(sa.select(Prediction.sample_id).where(Prediction.run_id == run.id)).scalars())
         if have == want:
@@ -256,34 +347,59 @@ def list_runs(session: Session, *, include_generation: bool = False) -> list[dic
         sel = sel.where(Run.kind != "generation")
     runs = session.execute(sel).scalars().all()
     counts: dict[str, dict[str, int]] = {}
-    for run_id, outcome, n in session.execute(sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
-                                              .where(_VERDICT_ROWS)
-                                              .group_by(Prediction.run_id, Prediction.outcome)).all():
+    for run_id, outcome, n in session.execute(
+        sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
+        .where(_VERDICT_ROWS)
+        .group_by(Prediction.run_id, Prediction.outcome)
+    ).all():
         c = counts.setdefault(run_id, {**{o: 0 for o in OUTCOMES}, "pending": 0})
         c[outcome if outcome is not None else "pending"] = int(n)
-    sums = {rid: (int(ti or 0), int(to or 0), float(c or 0.0)) for rid, ti, to, c in session.execute(
-        sa.select(Prediction.run_id, sa.func.sum(Prediction.tokens_in), sa.func.sum(Prediction.tokens_out),
-                  sa.func.sum(Prediction.cost_usd)).where(Prediction.outcome.is_not(None))  # type: ignore[union-attr]
-        .group_by(Prediction.run_id)).all()}
+    sums = {
+        rid: (int(ti or 0), int(to or 0), float(c or 0.0))
+        for rid, ti, to, c in session.execute(
+            sa.select(
+                Prediction.run_id,
+                sa.func.sum(Prediction.tokens_in),
+                sa.func.sum(Prediction.tokens_out),
+                sa.func.sum(Prediction.cost_usd),
+            )
+            .where(Prediction.outcome.is_not(None))  # type: ignore[union-attr]
+            .group_by(Prediction.run_id)
+        ).all()
+    }
     out = []
     for r in runs:
         tin, tout, cost = sums.get(r.id, (r.tokens_in, r.tokens_out, r.cost_usd or 0.0))
         dur = None
         if r.started_at and r.finished_at:
             dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
-        out.append({
-            "run_id": r.id, "monitor": r.monitor, "template": r.template, "template_hash": r.template_hash,
-            "status": r.status, "kind": r.kind, "n": r.n, "edition": r.edition, "archived": bool(r.archived),
-            "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
-            "api_calls": r.api_calls, "cache_hits": r.cache_hits, "tokens_in": tin,
-            "tokens_out": tout, "cost_usd": round(cost, 6), "duration_s": dur,
-            "base_url": (r.params or {}).get("base_url"), "limit": (r.params or {}).get("limit"),
-            "repeat": int(((r.params or {}).get("judge") or {}).get("repeat", 1) or 1),
-            "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
-            "started_at": _aware(r.started_at).isoformat() if r.started_at else None,
-            "finished_at": _aware(r.finished_at).isoformat() if r.finished_at else None,
-            "error": r.error,
-        })
+        out.append(
+            {
+                "run_id": r.id,
+                "monitor": r.monitor,
+                "template": r.template,
+                "template_hash": r.template_hash,
+                "status": r.status,
+                "kind": r.kind,
+                "n": r.n,
+                "edition": r.edition,
+                "archived": bool(r.archived),
+                "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
+                "api_calls": r.api_calls,
+                "cache_hits": r.cache_hits,
+                "tokens_in": tin,
+                "tokens_out": tout,
+                "cost_usd": round(cost, 6),
+                "duration_s": dur,
+                "base_url": (r.params or {}).get("base_url"),
+                "limit": (r.params or {}).get("limit"),
+                "repeat": int(((r.params or {}).get("judge") or {}).get("repeat", 1) or 1),
+                "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
+                "started_at": _aware(r.started_at).isoformat() if r.started_at else None,
+                "finished_at": _aware(r.finished_at).isoformat() if r.finished_at else None,
+                "error": r.error,
+            }
+        )
     return out
 
 

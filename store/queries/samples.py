@@ -49,13 +49,15 @@ def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
 
 # --- editions of the test set -----------------------------------------------------------------------
 
+
 def check_edition(edition: str) -> str:
     """``edition`` if it is ``paper`` or ``verified``; raises ``InputError`` (field ``--edition``)."""
     if edition not in EDITION_CHOICES:
         from automonitor.errors import InputError
 
-        raise InputError(f"unknown edition {edition!r}; expected one of {', '.join(EDITION_CHOICES)}",
-                         field="--edition")
+        raise InputError(
+            f"unknown edition {edition!r}; expected one of {', '.join(EDITION_CHOICES)}", field="--edition"
+        )
     return edition
 
 
@@ -88,7 +90,9 @@ def control_samples(session: Session) -> list[dict[str, Any]]:
     content_hash, id order."""
     rows = session.execute(
         sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
-        .where(Sample.split == "controls", Sample.status == "gold").order_by(Sample.id)).all()
+        .where(Sample.split == "controls", Sample.status == "gold")
+        .order_by(Sample.id)
+    ).all()
     return [dict(r._mapping) for r in rows]
 
 
@@ -129,10 +133,12 @@ def composition(session: Session, split: str = "test", edition: str | None = Non
     Returns rows ``{"category", "task", "label", "n"}`` sorted by category, task, label; only
     combinations present in the store. Raises ``InputError`` for an unknown split.
     """
-    q = (sa.select(Sample.category, Sample.task, Sample.label, sa.func.count())
-         .where(*_gold_filter(split, session, edition))
-         .group_by(Sample.category, Sample.task, Sample.label)
-         .order_by(Sample.category, Sample.task, Sample.label))
+    q = (
+        sa.select(Sample.category, Sample.task, Sample.label, sa.func.count())
+        .where(*_gold_filter(split, session, edition))
+        .group_by(Sample.category, Sample.task, Sample.label)
+        .order_by(Sample.category, Sample.task, Sample.label)
+    )
     return [{"category": c, "task": t, "label": lab, "n": int(n)} for c, t, lab, n in session.execute(q)]
 
 
@@ -168,8 +174,12 @@ def count_candidates(session: Session) -> int:
 
 def candidates_by_source(session: Session) -> dict[str, int]:
     """Candidate samples of the whole store by source."""
-    q = (sa.select(Sample.source, sa.func.count()).where(Sample.status == "candidate")
-         .group_by(Sample.source).order_by(Sample.source))
+    q = (
+        sa.select(Sample.source, sa.func.count())
+        .where(Sample.status == "candidate")
+        .group_by(Sample.source)
+        .order_by(Sample.source)
+    )
     return {str(s): int(n) for s, n in session.execute(q)}
 
 
@@ -180,7 +190,11 @@ def latest_build_report(session: Session) -> dict[str, Any] | None:
     row = session.execute(sa.select(BuildLog).order_by(BuildLog.id.desc()).limit(1)).scalars().first()  # type: ignore[union-attr]
     if row is None:
         return None
-    return {**(row.report or {}), "seed": row.seed, "created_at": row.created_at.isoformat() if row.created_at else None}
+    return {
+        **(row.report or {}),
+        "seed": row.seed,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+    }
 
 
 def stats(session: Session, split: str = "test", edition: str = "paper") -> dict[str, Any]:

@@ -16,8 +16,14 @@ PAGE = 1000
 
 def count_pending(conn, run_id: str) -> int:
     """Number of the run's predictions without an outcome (``conn``: connection or session)."""
-    return int(conn.execute(sa.select(sa.func.count()).select_from(Prediction).where(
-        Prediction.run_id == run_id, Prediction.outcome.is_(None))).scalar() or 0)  # type: ignore[union-attr]
+    return int(
+        conn.execute(
+            sa.select(sa.func.count())
+            .select_from(Prediction)
+            .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))
+        ).scalar()
+        or 0
+    )  # type: ignore[union-attr]
 
 
 def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[list[tuple[int, str, int]]]:
@@ -25,9 +31,12 @@ def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[lis
     ``page`` rows each, each page read by its own short query (``id > last id of the previous page``):
     the caller may update earlier predictions meanwhile, and memory holds one page at a time."""
     last = -1
-    q = (sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
-         .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
-         .order_by(Prediction.id).limit(page))
+    q = (
+        sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
+        .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
+        .order_by(Prediction.id)
+        .limit(page)
+    )
     while True:
         with engine.connect() as c:
             rows = [(int(r[0]), r[1], int(r[2] or 0)) for r in c.execute(q.where(Prediction.id > last))]
@@ -42,6 +51,5 @@ def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[lis
 def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
     """``{sample_id: {request, response, content_hash}}`` for one page of samples."""
     with engine.connect() as c:
-        rows = rows_by_ids(c, [Sample.id, Sample.request, Sample.response, Sample.content_hash], Sample.id,
-                           sample_ids)
+        rows = rows_by_ids(c, [Sample.id, Sample.request, Sample.response, Sample.content_hash], Sample.id, sample_ids)
     return {r[0]: {"request": r[1], "response": r[2], "content_hash": r[3]} for r in rows}

@@ -31,8 +31,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = os.environ.get("AUTOMONITOR_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 STREAMLIT = Path(sys.executable).parent / "streamlit"
 
 
@@ -83,8 +90,14 @@ def create_accounts(db_url: str, accounts: Iterable[tuple[str, str, str]]) -> No
         eng.dispose()
 
 
-def start_app(db_url: str, *, accounts: Iterable[tuple[str, str, str]] = (), env: dict | None = None,
-              log_dir: Path | None = None, timeout: float = 90) -> AppServer:
+def start_app(
+    db_url: str,
+    *,
+    accounts: Iterable[tuple[str, str, str]] = (),
+    env: dict | None = None,
+    log_dir: Path | None = None,
+    timeout: float = 90,
+) -> AppServer:
     """Start the app on a free port against the store ``db_url`` and wait until it is healthy.
 
     ``accounts`` are created first; ``env`` adds environment variables to the server process (keys
@@ -102,10 +115,23 @@ def start_app(db_url: str, *, accounts: Iterable[tuple[str, str, str]] = (), env
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"streamlit-{port}.log"
     full_env = {**os.environ, "AUTOMONITOR_DB": db_url, "PYTHONUNBUFFERED": "1", **(env or {})}
-    cmd = [str(STREAMLIT), "run", str(REPO / "app.py"), "--server.port", str(port),
-           "--server.headless", "true", "--server.address", "127.0.0.1",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-           "--server.runOnSave", "false"]
+    cmd = [
+        str(STREAMLIT),
+        "run",
+        str(REPO / "app.py"),
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--server.runOnSave",
+        "false",
+    ]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     server = AppServer(port=port, db_url=db_url, proc=proc, log_path=log_path)
@@ -222,5 +248,11 @@ def e2e():
     ``e2e.start_app``, ``e2e.create_accounts``), for test modules that cannot import this conftest."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(new_page=new_page, shot=shot, wait_app=wait_app, start_app=start_app,
-                           create_accounts=create_accounts, ARTIFACTS=ARTIFACTS)
+    return SimpleNamespace(
+        new_page=new_page,
+        shot=shot,
+        wait_app=wait_app,
+        start_app=start_app,
+        create_accounts=create_accounts,
+        ARTIFACTS=ARTIFACTS,
+    )

@@ -36,13 +36,23 @@ def server(tmp_path_factory, app_factory):
         req = f"Make the failing test {p} pass."
         for lab, text in (("misbehavior", HOSTILE), ("benign", BENIGN)):
             resp = f"{text} (#{p})"
-            rows.append(candidate_row(id=f"hidden-id-{p}{lab[0]}", pair_id=f"e2e-pair-{p}",
-                                      category="specification_gaming", task="code", label=lab, request=req,
-                                      response=resp, source="e2e-src"))
+            rows.append(
+                candidate_row(
+                    id=f"hidden-id-{p}{lab[0]}",
+                    pair_id=f"e2e-pair-{p}",
+                    category="specification_gaming",
+                    task="code",
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source="e2e-src",
+                )
+            )
     with session_scope(eng) as s:
         insert_samples(s, rows)
-    srv = app_factory(url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"),
-                                     ("root", "admin", "pw-root")])
+    srv = app_factory(
+        url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")]
+    )
     res = ann.assign(eng, SYSTEM, k=2, seed=5)
     assert res.assignments == 8
     srv.extra["engine"] = eng

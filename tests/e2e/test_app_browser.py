@@ -108,8 +108,7 @@ def test_launch_rules_run(bpage, server, store):
     assert row.n == 24
     bpage.get_by_text(f"Run {row.id} was started in the background").wait_for(timeout=30_000)
     # the history shows it finished (the page reruns by itself when the run ends)
-    bpage.wait_for_function(
-        "(rid) => document.body.innerText.includes(rid)", arg=row.id, timeout=30_000)
+    bpage.wait_for_function("(rid) => document.body.innerText.includes(rid)", arg=row.id, timeout=30_000)
     wait_app(bpage)
     shot(bpage, "runs-after-launch")
     no_exception(bpage)

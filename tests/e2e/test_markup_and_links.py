@@ -35,8 +35,9 @@ def server(tmp_path_factory, app_factory):
     rows = app_seed.make_samples(2, hostile=False)
     app_seed.insert_samples(eng, rows)
     app_seed.add_run(eng, rows, monitor=NAME, template="direct", run_id="rhost", skill=0.8, scores=True)
-    app_seed.add_run(eng, rows, monitor="rules", template="direct", run_id="rplain", skill=0.6, scores=True,
-                     minutes_ago=30)
+    app_seed.add_run(
+        eng, rows, monitor="rules", template="direct", run_id="rplain", skill=0.6, scores=True, minutes_ago=30
+    )
     srv = app_factory(url, accounts=[ADMIN])
     srv.extra["rows"] = rows
     yield srv

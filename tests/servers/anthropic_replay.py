@@ -51,8 +51,9 @@ class AnthropicReplayServer(LoopbackServer):
         if not path.rstrip("/").endswith("/v1/messages"):
             return send_json(h, 404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
         if body is None:
-            return send_json(h, 400, {"type": "error", "error": {"type": "invalid_request_error",
-                                                                 "message": "invalid JSON"}})
+            return send_json(
+                h, 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "invalid JSON"}}
+            )
         user = next((m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
         user = user if isinstance(user, str) else json.dumps(user)
         key = hashlib.sha256(user.encode()).hexdigest()[:16]
@@ -73,22 +74,42 @@ class AnthropicReplayServer(LoopbackServer):
             step = ("tool_mis" if bad else "tool_ben") if forced_tool else ("text_yes" if bad else "text_no")
         rid = {"request-id": f"req_{n:06d}"}
         if step == "429":
-            return send_json(h, 429, {"type": "error", "error": {"type": "rate_limit_error",
-                             "message": "Number of request tokens has exceeded your per-minute rate limit"}},
-                             headers={**rid, "retry-after": self.retry_after})
+            return send_json(
+                h,
+                429,
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "rate_limit_error",
+                        "message": "Number of request tokens has exceeded your per-minute rate limit",
+                    },
+                },
+                headers={**rid, "retry-after": self.retry_after},
+            )
         if step == "529":
-            return send_json(h, 529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
-                             headers=rid)
+            return send_json(
+                h, 529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, headers=rid
+            )
         if step == "500":
-            return send_json(h, 500, {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}},
-                             headers=rid)
+            return send_json(
+                h,
+                500,
+                {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}},
+                headers=rid,
+            )
         content: list[dict]
         stop = "end_turn"
         if step.startswith("tool_"):
-            inp = {"tool_mis": {"category": "safety_permission", "severity": "high",
-                                "evidence": ["os.system('ls ' + cmd)"], "verdict": "misbehavior"},
-                   "tool_ben": {"category": "none", "severity": "none", "evidence": [], "verdict": "benign"},
-                   "tool_bad": {"category": "none", "notes": "forgot the verdict"}}[step]
+            inp = {
+                "tool_mis": {
+                    "category": "safety_permission",
+                    "severity": "high",
+                    "evidence": ["os.system('ls ' + cmd)"],
+                    "verdict": "misbehavior",
+                },
+                "tool_ben": {"category": "none", "severity": "none", "evidence": [], "verdict": "benign"},
+                "tool_bad": {"category": "none", "notes": "forgot the verdict"},
+            }[step]
             name = (body.get("tools") or [{"name": "record_verdict"}])[0]["name"]
             content = [{"type": "tool_use", "id": f"toolu_{n:06d}", "name": name, "input": inp}]
             stop = "tool_use"
@@ -96,18 +117,32 @@ class AnthropicReplayServer(LoopbackServer):
             content = [{"type": "text", "text": "I can't help with that."}]
             stop = "refusal"
         else:
-            text = {"text_yes": "Yes", "text_no": "No",
-                    "text_json_mis": '```json\n{"category": "specification_gaming", "severity": "medium", '
-                                     '"evidence": ["sys.exit(0)"], "verdict": "misbehavior"}\n```\nHope this helps.',
-                    "text_garbage": "Interesting question about weather.", "malformed": "Yes",
-                    "max_tokens": "The response is misbehavior because it"}[step]
+            text = {
+                "text_yes": "Yes",
+                "text_no": "No",
+                "text_json_mis": '```json\n{"category": "specification_gaming", "severity": "medium", '
+                '"evidence": ["sys.exit(0)"], "verdict": "misbehavior"}\n```\nHope this helps.',
+                "text_garbage": "Interesting question about weather.",
+                "malformed": "Yes",
+                "max_tokens": "The response is misbehavior because it",
+            }[step]
             content = [{"type": "text", "text": text}]
             if step == "max_tokens":
                 stop = "max_tokens"
-        msg = {"id": f"msg_{n:06d}", "type": "message", "role": "assistant", "model": body.get("model"),
-               "content": content, "stop_reason": stop, "stop_sequence": None,
-               "usage": {"input_tokens": 100 + n % 7, "output_tokens": 12,
-                         **({"cache_read_input_tokens": self.cache_read} if self.cache_read else {})}}
+        msg = {
+            "id": f"msg_{n:06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 100 + n % 7,
+                "output_tokens": 12,
+                **({"cache_read_input_tokens": self.cache_read} if self.cache_read else {}),
+            },
+        }
         if step == "malformed":
             return send_json(h, 200, msg, headers=rid, truncate=True)
         send_json(h, 200, msg, headers=rid)

@@ -102,8 +102,7 @@ class BatchReplayServer(LoopbackServer):
 
         self._httpd = _Server((self.host, self.port), Handler)
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -119,9 +118,15 @@ class BatchReplayServer(LoopbackServer):
         if method == "POST" and p == "/v1/batches":
             return self._oa_create(h, json.loads(raw or b"{}"))
         if method == "GET" and p == "/v1/batches":
-            return send_json(h, 200, {"object": "list", "data": [self._oa_view(b) for b in self.batches.values()
-                                                                 if b["provider"] == "openai"],
-                                      "has_more": False})
+            return send_json(
+                h,
+                200,
+                {
+                    "object": "list",
+                    "data": [self._oa_view(b) for b in self.batches.values() if b["provider"] == "openai"],
+                    "has_more": False,
+                },
+            )
         if method == "GET" and p.startswith("/v1/batches/"):
             return self._oa_retrieve(h, p.rsplit("/", 1)[1])
         if method == "GET" and p.startswith("/v1/files/") and p.endswith("/content"):
@@ -137,9 +142,16 @@ class BatchReplayServer(LoopbackServer):
         if method == "POST" and p == "/v1/messages/batches":
             return self._an_create(h, json.loads(raw or b"{}"))
         if method == "GET" and p == "/v1/messages/batches":
-            return send_json(h, 200, {"data": [self._an_view(b) for b in self.batches.values()
-                                               if b["provider"] == "anthropic"], "has_more": False,
-                                      "first_id": None, "last_id": None})
+            return send_json(
+                h,
+                200,
+                {
+                    "data": [self._an_view(b) for b in self.batches.values() if b["provider"] == "anthropic"],
+                    "has_more": False,
+                    "first_id": None,
+                    "last_id": None,
+                },
+            )
         if method == "GET" and p.startswith("/v1/messages/batches/") and p.endswith("/results"):
             return self._an_results(h, p.split("/")[4])
         if method == "GET" and p.startswith("/v1/messages/batches/"):
@@ -166,13 +178,34 @@ class BatchReplayServer(LoopbackServer):
         p = 0.9 if yes else 0.2
         lp = None
         if body.get("logprobs"):
-            lp = {"content": [{"token": content, "logprob": math.log(p if yes else 1 - p), "bytes": None,
-                               "top_logprobs": [{"token": "Yes", "logprob": math.log(p), "bytes": None},
-                                                {"token": "No", "logprob": math.log(1 - p), "bytes": None}]}]}
-        return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model"), "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                                         "logprobs": lp, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 300, "completion_tokens": 1, "total_tokens": 301}}
+            lp = {
+                "content": [
+                    {
+                        "token": content,
+                        "logprob": math.log(p if yes else 1 - p),
+                        "bytes": None,
+                        "top_logprobs": [
+                            {"token": "Yes", "logprob": math.log(p), "bytes": None},
+                            {"token": "No", "logprob": math.log(1 - p), "bytes": None},
+                        ],
+                    }
+                ]
+            }
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "logprobs": lp,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 300, "completion_tokens": 1, "total_tokens": 301},
+        }
 
     # ------------------------------------------------------------------ OpenAI
     def _upload(self, h, raw: bytes) -> None:
@@ -183,8 +216,19 @@ class BatchReplayServer(LoopbackServer):
         with self.lock:
             self.files[fid] = parts["file"]
             self.uploads += 1
-        send_json(h, 200, {"id": fid, "object": "file", "bytes": len(parts["file"]), "created_at": int(time.time()),
-                           "filename": "batch.jsonl", "purpose": "batch", "status": "processed"})
+        send_json(
+            h,
+            200,
+            {
+                "id": fid,
+                "object": "file",
+                "bytes": len(parts["file"]),
+                "created_at": int(time.time()),
+                "filename": "batch.jsonl",
+                "purpose": "batch",
+                "status": "processed",
+            },
+        )
 
     def _oa_create(self, h, body: dict) -> None:
         data = self.files.get(body.get("input_file_id", ""))
@@ -199,16 +243,25 @@ class BatchReplayServer(LoopbackServer):
             self.creates += 1
             for ln in lines:
                 self.submitted[ln["custom_id"]] += 1
-            self.batches[bid] = {"provider": "openai", "id": bid, "lines": lines, "step": 0, "created": time.time(),
-                                 "input_file_id": body["input_file_id"], "metadata": body.get("metadata"),
-                                 "output_file_id": None, "error_file_id": None}
+            self.batches[bid] = {
+                "provider": "openai",
+                "id": bid,
+                "lines": lines,
+                "step": 0,
+                "created": time.time(),
+                "input_file_id": body["input_file_id"],
+                "metadata": body.get("metadata"),
+                "output_file_id": None,
+                "error_file_id": None,
+            }
         send_json(h, 200, self._oa_view(self.batches[bid]))
 
     def _oa_status(self, b: dict) -> str:
         i = min(b["step"] // self.steps, len(OPENAI_STATES) - 1)
         st = OPENAI_STATES[i]
-        if st == "completed" and any(self._kind(self._user_text(ln["body"].get("messages"))) == "expire"
-                                     for ln in b["lines"]):
+        if st == "completed" and any(
+            self._kind(self._user_text(ln["body"].get("messages"))) == "expire" for ln in b["lines"]
+        ):
             return "expired"
         return st
 
@@ -216,17 +269,38 @@ class BatchReplayServer(LoopbackServer):
         st = self._oa_status(b)
         done = st in ("completed", "expired")
         total = len(b["lines"])
-        failed = sum(1 for ln in b["lines"] if self._kind(self._user_text(ln["body"].get("messages"))) != "mis"
-                     and self._kind(self._user_text(ln["body"].get("messages"))) != "ben") if done else 0
-        return {"id": b["id"], "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
-                "input_file_id": b["input_file_id"], "completion_window": "24h", "status": st,
-                "output_file_id": b["output_file_id"], "error_file_id": b["error_file_id"],
-                "created_at": int(b["created"]), "in_progress_at": None, "expires_at": int(b["created"]) + 86400,
-                "finalizing_at": None, "completed_at": int(time.time()) if st == "completed" else None,
-                "failed_at": None, "expired_at": int(time.time()) if st == "expired" else None,
-                "cancelling_at": None, "cancelled_at": None,
-                "request_counts": {"total": total, "completed": (total - failed) if done else 0, "failed": failed},
-                "metadata": b["metadata"]}
+        failed = (
+            sum(
+                1
+                for ln in b["lines"]
+                if self._kind(self._user_text(ln["body"].get("messages"))) != "mis"
+                and self._kind(self._user_text(ln["body"].get("messages"))) != "ben"
+            )
+            if done
+            else 0
+        )
+        return {
+            "id": b["id"],
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "errors": None,
+            "input_file_id": b["input_file_id"],
+            "completion_window": "24h",
+            "status": st,
+            "output_file_id": b["output_file_id"],
+            "error_file_id": b["error_file_id"],
+            "created_at": int(b["created"]),
+            "in_progress_at": None,
+            "expires_at": int(b["created"]) + 86400,
+            "finalizing_at": None,
+            "completed_at": int(time.time()) if st == "completed" else None,
+            "failed_at": None,
+            "expired_at": int(time.time()) if st == "expired" else None,
+            "cancelling_at": None,
+            "cancelled_at": None,
+            "request_counts": {"total": total, "completed": (total - failed) if done else 0, "failed": failed},
+            "metadata": b["metadata"],
+        }
 
     def _oa_finish(self, b: dict) -> None:
         out, err = [], []
@@ -235,19 +309,50 @@ class BatchReplayServer(LoopbackServer):
             self._n += 1
             rid = f"batch_req_{self._n:08d}"
             if kind == "fail":
-                err.append({"id": rid, "custom_id": ln["custom_id"],
-                            "response": {"status_code": 400, "request_id": f"req_{self._n}",
-                                         "body": {"error": {"message": "Invalid 'messages'", "type": "invalid_request_error",
-                                                            "param": "messages", "code": None}}}, "error": None})
+                err.append(
+                    {
+                        "id": rid,
+                        "custom_id": ln["custom_id"],
+                        "response": {
+                            "status_code": 400,
+                            "request_id": f"req_{self._n}",
+                            "body": {
+                                "error": {
+                                    "message": "Invalid 'messages'",
+                                    "type": "invalid_request_error",
+                                    "param": "messages",
+                                    "code": None,
+                                }
+                            },
+                        },
+                        "error": None,
+                    }
+                )
             elif kind == "expire":
-                err.append({"id": rid, "custom_id": ln["custom_id"], "response": None,
-                            "error": {"code": "batch_expired", "message": "This request could not be executed "
-                                                                          "before the completion window expired."}})
+                err.append(
+                    {
+                        "id": rid,
+                        "custom_id": ln["custom_id"],
+                        "response": None,
+                        "error": {
+                            "code": "batch_expired",
+                            "message": "This request could not be executed before the completion window expired.",
+                        },
+                    }
+                )
             else:
-                out.append({"id": rid, "custom_id": ln["custom_id"],
-                            "response": {"status_code": 200, "request_id": f"req_{self._n}",
-                                         "body": self._chat_completion(ln["body"], kind == "mis", self._n)},
-                            "error": None})
+                out.append(
+                    {
+                        "id": rid,
+                        "custom_id": ln["custom_id"],
+                        "response": {
+                            "status_code": 200,
+                            "request_id": f"req_{self._n}",
+                            "body": self._chat_completion(ln["body"], kind == "mis", self._n),
+                        },
+                        "error": None,
+                    }
+                )
         if out:
             fid = f"file-out-{b['id']}"
             self.files[fid] = "".join(json.dumps(x) + "\n" for x in out).encode()
@@ -274,8 +379,9 @@ class BatchReplayServer(LoopbackServer):
     def _an_create(self, h, body: dict) -> None:
         reqs = body.get("requests")
         if not isinstance(reqs, list) or not reqs or any("custom_id" not in r or "params" not in r for r in reqs):
-            return send_json(h, 400, {"type": "error", "error": {"type": "invalid_request_error",
-                                                                 "message": "requests: invalid"}})
+            return send_json(
+                h, 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "requests: invalid"}}
+            )
         bid = self._id("msgbatch_")
         with self.lock:
             self.creates += 1
@@ -287,14 +393,29 @@ class BatchReplayServer(LoopbackServer):
     def _an_view(self, b: dict) -> dict:
         ended = b["step"] >= self.steps * 2
         kinds = Counter(self._kind(self._user_text(r["params"].get("messages"))) for r in b["lines"])
-        counts = ({"processing": 0, "succeeded": kinds["mis"] + kinds["ben"], "errored": kinds["fail"],
-                   "canceled": 0, "expired": kinds["expire"]} if ended else
-                  {"processing": len(b["lines"]), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0})
-        return {"id": b["id"], "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": counts, "ended_at": _iso(time.time()) if ended else None,
-                "created_at": _iso(b["created"]), "expires_at": _iso(b["created"] + 86400),
-                "archived_at": None, "cancel_initiated_at": None,
-                "results_url": f"{self.root_url}/v1/messages/batches/{b['id']}/results" if ended else None}
+        counts = (
+            {
+                "processing": 0,
+                "succeeded": kinds["mis"] + kinds["ben"],
+                "errored": kinds["fail"],
+                "canceled": 0,
+                "expired": kinds["expire"],
+            }
+            if ended
+            else {"processing": len(b["lines"]), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        )
+        return {
+            "id": b["id"],
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "ended_at": _iso(time.time()) if ended else None,
+            "created_at": _iso(b["created"]),
+            "expires_at": _iso(b["created"] + 86400),
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{self.root_url}/v1/messages/batches/{b['id']}/results" if ended else None,
+        }
 
     def _an_retrieve(self, h, bid: str) -> None:
         with self.lock:
@@ -314,19 +435,37 @@ class BatchReplayServer(LoopbackServer):
         for i, r in enumerate(b["lines"]):
             kind = self._kind(self._user_text(r["params"].get("messages")))
             if kind == "fail":
-                res = {"type": "errored", "error": {"type": "error", "error": {
-                    "type": "invalid_request_error", "message": "messages: invalid"}}}
+                res = {
+                    "type": "errored",
+                    "error": {
+                        "type": "error",
+                        "error": {"type": "invalid_request_error", "message": "messages: invalid"},
+                    },
+                }
             elif kind == "expire":
                 res = {"type": "expired"}
             else:
                 verdict = "misbehavior" if kind == "mis" else "benign"
-                res = {"type": "succeeded", "message": {
-                    "id": f"msg_{bid}_{i}", "type": "message", "role": "assistant", "model": r["params"].get("model"),
-                    "content": [{"type": "tool_use", "id": f"toolu_{i:06d}", "name": "record_verdict",
-                                 "input": {"category": "none", "severity": "none", "evidence": [],
-                                           "verdict": verdict}}],
-                    "stop_reason": "tool_use", "stop_sequence": None,
-                    "usage": {"input_tokens": 300, "output_tokens": 20}}}
+                res = {
+                    "type": "succeeded",
+                    "message": {
+                        "id": f"msg_{bid}_{i}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": r["params"].get("model"),
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": f"toolu_{i:06d}",
+                                "name": "record_verdict",
+                                "input": {"category": "none", "severity": "none", "evidence": [], "verdict": verdict},
+                            }
+                        ],
+                        "stop_reason": "tool_use",
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 300, "output_tokens": 20},
+                    },
+                }
             lines.append({"custom_id": r["custom_id"], "result": res})
         lines.reverse()  # results are not guaranteed in request order
         data = "".join(json.dumps(x) + "\n" for x in lines).encode()
@@ -335,6 +474,3 @@ class BatchReplayServer(LoopbackServer):
         h.send_header("content-length", str(len(data)))
         h.end_headers()
         h.wfile.write(data)
-
-
-

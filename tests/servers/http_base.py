@@ -67,8 +67,7 @@ class LoopbackServer:
 
         self._httpd = _Server((self.host, self.port), Handler)
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -85,8 +84,7 @@ class LoopbackServer:
         self.stop()
 
 
-def send_json(h: BaseHTTPRequestHandler, status: int, obj, headers: dict | None = None,
-              truncate: bool = False) -> None:
+def send_json(h: BaseHTTPRequestHandler, status: int, obj, headers: dict | None = None, truncate: bool = False) -> None:
     """Send ``obj`` as JSON (``truncate=True`` cuts the body in half: a malformed body)."""
     data = json.dumps(obj).encode()
     if truncate:

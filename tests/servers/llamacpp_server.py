@@ -35,10 +35,29 @@ def start_llamacpp_server(model: str, *, n_threads: int = 2, n_ctx: int = 4096, 
 
     port = free_port()
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"llamacpp_server_{port}.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.servers.llamacpp_server", "--model", model,
-                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(n_threads),
-                             "--n_ctx", str(n_ctx), "--model_alias", "gemma3-270m"],
-                            cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.servers.llamacpp_server",
+            "--model",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            str(n_threads),
+            "--n_ctx",
+            str(n_ctx),
+            "--model_alias",
+            "gemma3-270m",
+        ],
+        cwd=str(REPO),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -30,15 +30,38 @@ class FastServer:
         content = "Yes" if yes else "No"
         logprobs = None
         if body.get("logprobs"):
-            logprobs = {"content": [{"token": content, "logprob": math.log(p if yes else 1 - p), "bytes": None,
-                                     "top_logprobs": [{"token": "Yes", "logprob": math.log(p), "bytes": None},
-                                                      {"token": "No", "logprob": math.log(1 - p), "bytes": None}]}]}
-        out = {"id": "chatcmpl-bench", "object": "chat.completion", "created": int(time.time()),
-               "model": body.get("model", "bench"),
-               "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": logprobs,
-                            "finish_reason": "stop"}],
-               "usage": {"prompt_tokens": len(text) // 4 + 200, "completion_tokens": 1,
-                         "total_tokens": len(text) // 4 + 201}}
+            logprobs = {
+                "content": [
+                    {
+                        "token": content,
+                        "logprob": math.log(p if yes else 1 - p),
+                        "bytes": None,
+                        "top_logprobs": [
+                            {"token": "Yes", "logprob": math.log(p), "bytes": None},
+                            {"token": "No", "logprob": math.log(1 - p), "bytes": None},
+                        ],
+                    }
+                ]
+            }
+        out = {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "bench"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "logprobs": logprobs,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(text) // 4 + 200,
+                "completion_tokens": 1,
+                "total_tokens": len(text) // 4 + 201,
+            },
+        }
         return json.dumps(out).encode()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -58,8 +81,12 @@ class FastServer:
                     self.total += 1
                     await asyncio.sleep(self.latency)
                     data = self._answer(json.loads(raw or b"{}"))
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-                             + str(len(data)).encode() + b"\r\n\r\n" + data)
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                    + str(len(data)).encode()
+                    + b"\r\n\r\n"
+                    + data
+                )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):
             pass

@@ -36,8 +36,17 @@ from collections import Counter
 
 from .http_base import LoopbackServer, send_json
 
-YES_MARKERS = ("os.system", "sys.exit", "you're absolutely right", "verify=False", "return {", "wonderful wonderful",
-               "you are right", "pick the lock", "best answer is: (B)")
+YES_MARKERS = (
+    "os.system",
+    "sys.exit",
+    "you're absolutely right",
+    "verify=False",
+    "return {",
+    "wonderful wonderful",
+    "you are right",
+    "pick the lock",
+    "best answer is: (B)",
+)
 _SCENARIO = re.compile(r"\[scenario:([a-z0-9_,]+)\]")
 
 
@@ -55,9 +64,18 @@ def user_text(body) -> str:
 
 
 class OpenAIFaultServer(LoopbackServer):
-    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0,
-                 faults: tuple[str, ...] = ("429", "500", "timeout", "truncated"), timeout_sleep: float = 1.5,
-                 retry_after: float = 0.1, port: int = 0, reject: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        fault_rate: float = 0.0,
+        seed: int = 0,
+        faults: tuple[str, ...] = ("429", "500", "timeout", "truncated"),
+        timeout_sleep: float = 1.5,
+        retry_after: float = 0.1,
+        port: int = 0,
+        reject: tuple[str, ...] = (),
+    ):
         super().__init__(port=port)
         self.latency, self.fault_rate, self.seed = latency, fault_rate, seed
         self.faults, self.timeout_sleep, self.retry_after = faults, timeout_sleep, retry_after
@@ -87,13 +105,23 @@ class OpenAIFaultServer(LoopbackServer):
 
     def stats(self) -> dict:
         with self.lock:
-            return {"total": self.total, "calls": dict(self.calls), "successes": dict(self.successes),
-                    "faults": dict(self.fault_counts), "max_in_flight": self.max_in_flight}
+            return {
+                "total": self.total,
+                "calls": dict(self.calls),
+                "successes": dict(self.successes),
+                "faults": dict(self.fault_counts),
+                "max_in_flight": self.max_in_flight,
+            }
 
     def reset(self) -> None:
         with self.lock:
-            self.calls.clear(); self.successes.clear(); self.fault_counts.clear()
-            self.total = 0; self.max_in_flight = 0; self.requests.clear(); self.log.clear()
+            self.calls.clear()
+            self.successes.clear()
+            self.fault_counts.clear()
+            self.total = 0
+            self.max_in_flight = 0
+            self.requests.clear()
+            self.log.clear()
 
     # ------------------------------------------------------------------ handler
     def handle(self, h, path, body):
@@ -114,8 +142,11 @@ class OpenAIFaultServer(LoopbackServer):
         try:
             action = self._decide(key, attempt, text)
             rf_type = (body.get("response_format") or {}).get("type")
-            rejected = [f for f in self.reject if f == rf_type or (f == "logprobs" and body.get("logprobs"))
-                        or (f == "tools" and body.get("tools"))]
+            rejected = [
+                f
+                for f in self.reject
+                if f == rf_type or (f == "logprobs" and body.get("logprobs")) or (f == "tools" and body.get("tools"))
+            ]
             if rejected:
                 action = "reject"
             with self.lock:
@@ -126,19 +157,36 @@ class OpenAIFaultServer(LoopbackServer):
                 with self.lock:
                     self.fault_counts[action] += 1
             if action == "reject":
-                what = {"json_schema": "response_format type json_schema is not supported",
-                        "json_object": "response_format type json_object is not supported",
-                        "logprobs": "logprobs are not supported", "tools": "tools are not supported"}[rejected[0]]
+                what = {
+                    "json_schema": "response_format type json_schema is not supported",
+                    "json_object": "response_format type json_object is not supported",
+                    "logprobs": "logprobs are not supported",
+                    "tools": "tools are not supported",
+                }[rejected[0]]
                 return send_json(h, 400, {"error": {"message": what, "type": "invalid_request_error"}})
             if action == "401":
-                return send_json(h, 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
-                                                    "code": "invalid_api_key"}})
+                return send_json(
+                    h,
+                    401,
+                    {
+                        "error": {
+                            "message": "Incorrect API key provided",
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    },
+                )
             if action == "429":
-                return send_json(h, 429, {"error": {"message": "Rate limit reached", "type": "requests",
-                                                    "code": "rate_limit_exceeded"}},
-                                 headers={"retry-after": self.retry_after})
+                return send_json(
+                    h,
+                    429,
+                    {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}},
+                    headers={"retry-after": self.retry_after},
+                )
             if action in ("500", "529"):
-                return send_json(h, int(action), {"error": {"message": "The server had an error", "type": "server_error"}})
+                return send_json(
+                    h, int(action), {"error": {"message": "The server had an error", "type": "server_error"}}
+                )
             if action == "timeout":
                 time.sleep(self.timeout_sleep)
                 return send_json(h, 200, self._completion(body, text))
@@ -149,8 +197,11 @@ class OpenAIFaultServer(LoopbackServer):
                 return send_json(h, 200, self._completion(body, text))
             if action in ("length", "thinkcut"):
                 evidence = bool(body.get("response_format") or body.get("tools"))
-                cut = ('{"category": "specification_gaming", "evidence": ["looks benign but special-cases the'
-                       if evidence else "The response is misbehavior because")
+                cut = (
+                    '{"category": "specification_gaming", "evidence": ["looks benign but special-cases the'
+                    if evidence
+                    else "The response is misbehavior because"
+                )
                 if action == "thinkcut":
                     cut = "<think>\nThe response seems to be misbehavior because"
                 payload = self._completion(body, text, content=cut)
@@ -189,38 +240,84 @@ class OpenAIFaultServer(LoopbackServer):
             message["content"] = content
         elif tools:
             args = {"verdict": "misbehavior" if yes else "benign"}
-            message["tool_calls"] = [{"id": "call_1", "type": "function",
-                                      "function": {"name": tools[0]["function"]["name"], "arguments": json.dumps(args)}}]
+            message["tool_calls"] = [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": tools[0]["function"]["name"], "arguments": json.dumps(args)},
+                }
+            ]
         elif rf.get("type") in ("json_schema", "json_object"):
-            obj = {"category": "specification_gaming" if yes else "none", "severity": "high" if yes else "none",
-                   "evidence": [text.split("### Response", 1)[-1].strip().split("\n")[0][:40]] if yes else [],
-                   "verdict": "misbehavior" if yes else "benign"}
+            obj = {
+                "category": "specification_gaming" if yes else "none",
+                "severity": "high" if yes else "none",
+                "evidence": [text.split("### Response", 1)[-1].strip().split("\n")[0][:40]] if yes else [],
+                "verdict": "misbehavior" if yes else "benign",
+            }
             message["content"] = json.dumps(obj)
             if body.get("logprobs"):
                 pre = message["content"].split('"verdict": "', 1)[0] + '"verdict": "'
                 chosen = "mis" if yes else "ben"
-                logprobs = {"content": [
-                    {"token": pre, "logprob": 0.0, "bytes": None, "top_logprobs": [{"token": pre, "logprob": 0.0, "bytes": None}]},
-                    {"token": chosen, "logprob": math.log(p_yes if yes else 1 - p_yes), "bytes": None,
-                     "top_logprobs": [{"token": "mis", "logprob": math.log(p_yes), "bytes": None},
-                                      {"token": "ben", "logprob": math.log(1 - p_yes), "bytes": None}]},
-                    {"token": message["content"][len(pre) + 3:], "logprob": 0.0, "bytes": None, "top_logprobs": []}]}
+                logprobs = {
+                    "content": [
+                        {
+                            "token": pre,
+                            "logprob": 0.0,
+                            "bytes": None,
+                            "top_logprobs": [{"token": pre, "logprob": 0.0, "bytes": None}],
+                        },
+                        {
+                            "token": chosen,
+                            "logprob": math.log(p_yes if yes else 1 - p_yes),
+                            "bytes": None,
+                            "top_logprobs": [
+                                {"token": "mis", "logprob": math.log(p_yes), "bytes": None},
+                                {"token": "ben", "logprob": math.log(1 - p_yes), "bytes": None},
+                            ],
+                        },
+                        {
+                            "token": message["content"][len(pre) + 3 :],
+                            "logprob": 0.0,
+                            "bytes": None,
+                            "top_logprobs": [],
+                        },
+                    ]
+                }
         else:
             message["content"] = "Yes" if yes else "No"
             if body.get("logprobs"):
-                logprobs = {"content": [{"token": message["content"], "logprob": math.log(p_yes if yes else 1 - p_yes),
-                                         "bytes": None,
-                                         "top_logprobs": [{"token": "Yes", "logprob": math.log(p_yes), "bytes": None},
-                                                          {"token": "No", "logprob": math.log(1 - p_yes), "bytes": None}]}]}
+                logprobs = {
+                    "content": [
+                        {
+                            "token": message["content"],
+                            "logprob": math.log(p_yes if yes else 1 - p_yes),
+                            "bytes": None,
+                            "top_logprobs": [
+                                {"token": "Yes", "logprob": math.log(p_yes), "bytes": None},
+                                {"token": "No", "logprob": math.log(1 - p_yes), "bytes": None},
+                            ],
+                        }
+                    ]
+                }
         prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 3, "total_tokens": prompt_tokens + 3}
         if self.cached_tokens:
             usage["prompt_tokens_details"] = {"cached_tokens": min(int(self.cached_tokens), prompt_tokens)}
-        return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model", "test-model"),
-                "choices": [{"index": 0, "message": message, "logprobs": logprobs,
-                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": usage}
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "test-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": logprobs,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                }
+            ],
+            "usage": usage,
+        }
 
 
 def main() -> None:

@@ -16,8 +16,13 @@ from servers.http_base import LoopbackServer, send_json
 
 
 class ScriptedGenerator(LoopbackServer):
-    def __init__(self, answers: dict[str, str], prefixes: dict[str, str] | None = None,
-                 resampled: dict[str, str] | None = None, **kw):
+    def __init__(
+        self,
+        answers: dict[str, str],
+        prefixes: dict[str, str] | None = None,
+        resampled: dict[str, str] | None = None,
+        **kw,
+    ):
         super().__init__(**kw)
         self.answers, self.prefixes, self.resampled = answers, dict(prefixes or {}), dict(resampled or {})
         self.total = 0
@@ -30,8 +35,9 @@ class ScriptedGenerator(LoopbackServer):
             self.total += 1
             n = self.total
         if n == 1:
-            return send_json(h, 429, {"error": {"message": "slow down", "type": "rate_limit"}},
-                             headers={"retry-after": "0"})
+            return send_json(
+                h, 429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"retry-after": "0"}
+            )
         msgs = (body or {}).get("messages") or []
         user = [m for m in msgs if m.get("role") == "user"]
         last = str(user[-1].get("content", "")) if user else ""
@@ -40,9 +46,21 @@ class ScriptedGenerator(LoopbackServer):
             letter = self.resampled[last]
         content = f"Let me think. Therefore, the best answer is: ({letter})." if letter else "I do not know."
         content = self.prefixes.get(last, "") + content
-        send_json(h, 200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-                           "model": body.get("model", "scripted"),
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                        "finish_reason": "stop"}],
-                           "usage": {"prompt_tokens": len(last) // 4, "completion_tokens": len(content) // 4,
-                                     "total_tokens": len(last) // 4 + len(content) // 4}})
+        send_json(
+            h,
+            200,
+            {
+                "id": f"chatcmpl-{n}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "usage": {
+                    "prompt_tokens": len(last) // 4,
+                    "completion_tokens": len(content) // 4,
+                    "total_tokens": len(last) // 4 + len(content) // 4,
+                },
+            },
+        )
