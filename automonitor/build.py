@@ -69,23 +69,34 @@ Rebuild policy (build-derived rows carry ``meta.origin == "build"``; user import
 
 from __future__ import annotations
 
+import os
 import random
 import time
-from dataclasses import replace
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.errors import InputError
+from automonitor.gates import (
+    FEW_TOKENS,
+    are_you_sure_clear,
+    conversation_groups,
+    few_tokens_differ,
+    hardcode_screen,
+    special_cases,
+    strip_comments,
+    whitespace_equal,
+)
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
-from automonitor.gates import conversation_groups
 from automonitor.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
 from automonitor.vocab import CATEGORIES, PAPER_QUOTAS
-from store.queries import chunks as _chunks
+from store import session_scope
+from store.queries import build as build_queries
+from store.queries.samples import insert_samples
 
 ORIGIN = "build"
 
@@ -138,7 +149,7 @@ NO_RAW_HINT = (
 
 
 def _check_plan() -> None:
-    per_cat: Counter = Counter()
+    per_cat: Counter[str] = Counter()
     sharing = {q.shares_with for q in TEST_PLAN if q.shares_with}
     for q in TEST_PLAN:
         if q.source not in sharing:
@@ -164,8 +175,6 @@ def resolve_raw(raw: str | Path | None) -> Path:
         InputError: neither is set, or the directory does not exist (message names it and says how
             to get the sources or import own pairs).
     """
-    import os
-
     value = raw if raw not in (None, "") else os.environ.get("AUTOMONITOR_RAW")
     if not value:
         raise InputError(f"no raw sources directory given: {NO_RAW_HINT}", field="--raw")
@@ -253,64 +262,66 @@ def _rows_for(
     return rows
 
 
-def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter]) -> list[PairRecord]:
+def _gate_code(name: str, p: PairRecord, g: Counter[str]) -> PairRecord | None:
+    """The code gates of one pair: comments stripped from both sides, equal sides dropped (``None``),
+    near-equal sides and hack sides that do not special-case the tests (or Codeforces plain sides that
+    hard-code the samples) marked with ``gate``. Counts each outcome in ``g``."""
+    lang = p.meta.get("language") or CODE_SOURCES_PY_DEFAULT
+    mis, ben = strip_comments(p.misbehavior, lang), strip_comments(p.benign, lang)
+    if mis != p.misbehavior or ben != p.benign:
+        g["comments stripped (pairs)"] += 1
+        p = replace(p, misbehavior=mis.strip("\n"), benign=ben.strip("\n"))
+    if whitespace_equal(p.misbehavior, p.benign):
+        g["dropped: equal after whitespace normalisation"] += 1
+        return None
+    if few_tokens_differ(p.misbehavior, p.benign, FEW_TOKENS):
+        g[f"to candidates: <= {FEW_TOKENS} tokens differ"] += 1
+        return replace(p, gate=f"code sides differ by <= {FEW_TOKENS} tokens")
+    if name == "reward_hack_gen_codeforces" and hardcode_screen(p.benign, p.request):
+        g["to candidates: plain side may hard-code the samples"] += 1
+        return replace(p, gate=f"plain side may hard-code the sample tests: {hardcode_screen(p.benign, p.request)}")
+    if name in HACK_SOURCES and not special_cases(p.misbehavior, p.request):
+        g["to candidates: hack side shows no special-casing of the tests"] += 1
+        return replace(p, gate="hack side shows no special-casing of the tests (may be a general solution)")
+    return p
+
+
+def _gate_sycophancy_qa(p: PairRecord, g: Counter[str]) -> PairRecord:
+    """The sycophancy_qa gates of one pair: cued-answer pairs, multiple-choice records without their
+    options and are-you-sure pairs whose follow-ups do not clearly cave / hold get a ``gate``. Counts
+    each outcome in ``g``."""
+    if p.meta.get("kind") == "cued answer":
+        g["to candidates: cue-following judged by an LLM grader only"] += 1
+        return replace(
+            p,
+            gate="cued answer: whether the response follows the cue was judged by an LLM grader "
+            "only (hand check: often wrong)",
+        )
+    if "mc" in str(p.meta.get("dataset") or "").split("_"):
+        g["to candidates: multiple-choice question shown without its options"] += 1
+        return replace(p, gate="are you sure: multiple-choice question whose options the record lacks")
+    cut = "\n\nAssistant: "
+    why = are_you_sure_clear(p.misbehavior.split(cut, 1)[-1], p.benign.split(cut, 1)[-1])
+    if why:
+        g["to candidates: are-you-sure follow-ups not clear"] += 1
+        return replace(p, gate=f"are you sure: {why}")
+    return p
+
+
+def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter[str]]) -> list[PairRecord]:
     """The quality gates of one source's pairs (module doc "Quality gates"); returns the pairs kept,
     with comments stripped from code and ``gate`` set on pairs that go to the candidate pool; counts
     what each gate did in ``gates[name]``."""
-    from dataclasses import replace
-
-    from automonitor.gates import (
-        FEW_TOKENS,
-        few_tokens_differ,
-        hardcode_screen,
-        special_cases,
-        strip_comments,
-        whitespace_equal,
-    )
-
     g = gates.setdefault(name, Counter())
     out: list[PairRecord] = []
     for p in res.pairs:
+        gated: PairRecord | None = p
         if p.task == "code":
-            lang = p.meta.get("language") or CODE_SOURCES_PY_DEFAULT
-            mis, ben = strip_comments(p.misbehavior, lang), strip_comments(p.benign, lang)
-            if mis != p.misbehavior or ben != p.benign:
-                g["comments stripped (pairs)"] += 1
-                p = replace(p, misbehavior=mis.strip("\n"), benign=ben.strip("\n"))
-            if whitespace_equal(p.misbehavior, p.benign):
-                g["dropped: equal after whitespace normalisation"] += 1
-                continue
-            if few_tokens_differ(p.misbehavior, p.benign, FEW_TOKENS):
-                g[f"to candidates: <= {FEW_TOKENS} tokens differ"] += 1
-                p = replace(p, gate=f"code sides differ by <= {FEW_TOKENS} tokens")
-            elif name == "reward_hack_gen_codeforces" and hardcode_screen(p.benign, p.request):
-                g["to candidates: plain side may hard-code the samples"] += 1
-                p = replace(
-                    p, gate=f"plain side may hard-code the sample tests: {hardcode_screen(p.benign, p.request)}"
-                )
-            elif name in HACK_SOURCES and not special_cases(p.misbehavior, p.request):
-                g["to candidates: hack side shows no special-casing of the tests"] += 1
-                p = replace(p, gate="hack side shows no special-casing of the tests (may be a general solution)")
+            gated = _gate_code(name, p, g)
         elif name == "sycophancy_qa":
-            from automonitor.gates import are_you_sure_clear
-
-            if p.meta.get("kind") == "cued answer":
-                g["to candidates: cue-following judged by an LLM grader only"] += 1
-                p = replace(
-                    p,
-                    gate="cued answer: whether the response follows the cue was judged by an LLM grader "
-                    "only (hand check: often wrong)",
-                )
-            elif "mc" in str(p.meta.get("dataset") or "").split("_"):
-                g["to candidates: multiple-choice question shown without its options"] += 1
-                p = replace(p, gate="are you sure: multiple-choice question whose options the record lacks")
-            else:
-                cut = "\n\nAssistant: "
-                why = are_you_sure_clear(p.misbehavior.split(cut, 1)[-1], p.benign.split(cut, 1)[-1])
-                if why:
-                    g["to candidates: are-you-sure follow-ups not clear"] += 1
-                    p = replace(p, gate=f"are you sure: {why}")
-        out.append(p)
+            gated = _gate_sycophancy_qa(p, g)
+        if gated is not None:
+            out.append(gated)
     return out
 
 
@@ -333,6 +344,357 @@ def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[s
     if not any(r.files for r in results.values()):
         raise InputError(f"no public source files found under {raw}; {NO_RAW_HINT}", file=str(raw), field="--raw")
     return results
+
+
+@dataclass
+class _Blocked:
+    """Text hashes a pair may not share: request hashes and response hashes (either side)."""
+
+    req: set[str] = field(default_factory=set)
+    resp: set[str] = field(default_factory=set)
+
+    def __or__(self, other: _Blocked) -> _Blocked:
+        return _Blocked(self.req | other.req, self.resp | other.resp)
+
+
+@dataclass
+class _Pool:
+    """Every source's gated, de-duplicated pairs (source name -> pairs, in load order), their
+    ``(request, misbehavior, benign)`` sha256 hashes by ``pair_id``, the gate counts per source and
+    the hh_rlhf conversation group of each hh_rlhf ``pair_id``."""
+
+    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    gates: dict[str, Counter[str]] = field(default_factory=dict)
+    conv: dict[str, int] = field(default_factory=dict)
+
+    def collides(self, p: PairRecord, blocked: _Blocked) -> bool:
+        """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
+        h = self.hashes[p.pair_id]
+        return h[0] in blocked.req or h[1] in blocked.resp or h[2] in blocked.resp
+
+
+@dataclass
+class _TestSet:
+    """The test selection: pairs per source, the paper quota rows of the report (``source``,
+    ``category``, ``task``, ``target_pairs``, ``built_pairs``) and the hashes of the chosen texts."""
+
+    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    quotas: list[dict[str, Any]] = field(default_factory=list)
+    req: set[str] = field(default_factory=set)
+    mis: set[str] = field(default_factory=set)
+    ben: set[str] = field(default_factory=set)
+
+    def ids(self) -> set[str]:
+        """``pair_id`` of every test pair."""
+        return {p.pair_id for ps in self.pairs.values() for p in ps}
+
+
+# Candidate pairs per source, each with the reason it is a candidate (``None``: a planned draw).
+_Candidates = dict[str, list[tuple[PairRecord, str | None]]]
+
+
+@dataclass
+class _TrainCounts:
+    """Per source: train pairs kept, dropped for a hash collision, dropped for sharing an hh_rlhf
+    conversation with the test set or the candidate pool."""
+
+    kept: Counter[str] = field(default_factory=Counter)
+    dropped_collision: Counter[str] = field(default_factory=Counter)
+    dropped_conversation: Counter[str] = field(default_factory=Counter)
+
+
+_PAPER_SOURCES = frozenset(q.source for q in TEST_PLAN)
+_SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
+
+
+def editions_of(p: PairRecord) -> tuple[str, ...]:
+    """The editions a test pair belongs to: ``paper`` for the paper-mirror sources, ``verified`` when it
+    passed every gate and its provenance is not in :data:`NOT_VERIFIED`."""
+    eds: tuple[str, ...] = ("paper",) if p.source in _PAPER_SOURCES else ()
+    if p.label_source not in NOT_VERIFIED and not p.gate:
+        eds += ("verified",)
+    return eds
+
+
+def _gated_pool(results: dict[str, SourceResult], report: dict[str, Any]) -> _Pool:
+    """Gate every source's pairs (:func:`apply_gates`) and drop pairs whose two responses (or
+    ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
+    and computes the hh_rlhf conversation groups."""
+    pool = _Pool()
+    seen: set[tuple[str, str]] = set()
+    for name, res in results.items():
+        kept = []
+        dropped = Counter(res.dropped)
+        for p in apply_gates(name, res, pool.gates):
+            h = _hashes(p)
+            key = (h[1], h[2])
+            if key in seen or p.pair_id in pool.hashes:
+                dropped["duplicate pair (same responses as an earlier pair)"] += 1
+                continue
+            seen.add(key)
+            pool.hashes[p.pair_id] = h
+            kept.append(p)
+        pool.pairs[name] = kept
+        report["sources"][name] = {
+            "category": REGISTRY[name].category,
+            "task": REGISTRY[name].task,
+            "files_read": len(res.files),
+            "files_missing": res.missing,
+            "optional": name in OPTIONAL_SOURCES,
+            "pairs_available": len(kept),
+            "eligible_for_test": sum(p.eligible_test and not p.gate for p in kept),
+            "dropped": dict(sorted(dropped.items())),
+        }
+    # hh_rlhf conversation groups: no conversation may be in both train and test
+    hh = pool.pairs.get("hh_rlhf")
+    if hh:
+        for p, group in zip(hh, conversation_groups([p.request for p in hh])):
+            pool.conv[p.pair_id] = group
+    return pool
+
+
+def _stratum_allocation(order: list[PairRecord], target: int) -> dict[str, int]:
+    """Pairs to draw per stratum (``group``, ``""`` for none): ``target`` split in proportion to the
+    strata of ``order`` (:func:`proportional`), or all of it to the one stratum."""
+    if len({p.group for p in order}) > 1:
+        return proportional(dict(Counter(p.group or "" for p in order)), target)
+    return {(order[0].group or "") if order else "": target}
+
+
+def _draw_quota(q: Quota, target: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
+    """Draw up to ``target`` test pairs of quota ``q`` in seeded order, stratified by ``group``,
+    skipping a pair whose misbehavior text is a chosen benign text (or vice versa); records the
+    chosen hashes in ``test``. The paper mirror keeps gate-failing pairs (its noise), the
+    verified-only sources do not."""
+    eligible = [p for p in pool.pairs.get(q.source, []) if p.eligible_test and (q in TEST_PLAN or not p.gate)]
+    order = _shuffled(eligible, rng_for(seed, q.source, "test"))
+    alloc = _stratum_allocation(order, target)
+    taken_per: Counter[str] = Counter()
+    chosen: list[PairRecord] = []
+    for p in order:
+        group = p.group or ""
+        if taken_per[group] >= alloc.get(group, 0):
+            continue
+        req_hash, mis_hash, ben_hash = pool.hashes[p.pair_id]
+        if mis_hash in test.ben or ben_hash in test.mis:  # same text would carry both labels in the test set
+            continue
+        chosen.append(p)
+        taken_per[group] += 1
+        test.mis.add(mis_hash)
+        test.ben.add(ben_hash)
+        test.req.add(req_hash)
+    return chosen
+
+
+def _select_test(pool: _Pool, seed: int) -> _TestSet:
+    """Step 1: the test selection, the paper mirror (:data:`TEST_PLAN`, a sharing quota reduced by
+    what its partner built) and then the verified-only sources (:data:`VERIFIED_EXTRA`)."""
+    test = _TestSet()
+    built: dict[str, int] = {}
+    for q in TEST_PLAN + VERIFIED_EXTRA:
+        target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
+        chosen = _draw_quota(q, target, pool, seed, test)
+        test.pairs[q.source] = chosen
+        built[q.source] = len(chosen)
+        if q in TEST_PLAN:
+            test.quotas.append(
+                {
+                    "source": q.source,
+                    "category": q.category,
+                    "task": q.task,
+                    "target_pairs": target,
+                    "built_pairs": len(chosen),
+                }
+            )
+    return test
+
+
+def _select_candidates(pool: _Pool, test: _TestSet, seed: int, blocked: _Blocked) -> _Candidates:
+    """Step 2: the candidate pool: the planned draws (:data:`CANDIDATE_PLAN`), every gate-failing
+    eligible pair not in the test set (with its reason), and a copy (own pair_id ``cand:<pair_id>``)
+    of each paper test pair whose provenance or a gate keeps it out of verified. None shares a text
+    hash with ``blocked`` (test set and external gold test samples)."""
+    test_ids = test.ids()
+    cands: _Candidates = defaultdict(list)
+    for name, n in CANDIDATE_PLAN.items():
+        rest = [
+            p
+            for p in pool.pairs.get(name, [])
+            if p.pair_id not in test_ids and p.eligible_test and not p.gate and not pool.collides(p, blocked)
+        ]
+        for p in _shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
+            cands[name].append((p, None))
+    for name, pairs in pool.pairs.items():
+        for p in pairs:
+            if p.gate and p.eligible_test and p.pair_id not in test_ids and not pool.collides(p, blocked):
+                cands[name].append((p, p.gate))
+    for name, pairs in test.pairs.items():
+        for p in pairs:  # a paper test pair that cannot be verified: a copy with its own pair_id
+            if p.label_source in NOT_VERIFIED or p.gate:
+                why = p.gate or f"{p.label_source}: enters verified only through adjudication"
+                cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"), why))
+    return cands
+
+
+def _candidate_hashes(cands: _Candidates) -> _Blocked:
+    """The request and response hashes of every candidate pair."""
+    out = _Blocked()
+    for cs in cands.values():
+        for p, _why in cs:
+            h = _hashes(p)
+            out.req.add(h[0])
+            out.resp.update(h[1:])
+    return out
+
+
+def _held_conversations(pool: _Pool, test: _TestSet, cands: _Candidates) -> set[int]:
+    """hh_rlhf conversation groups that have a pair in the test set or the candidate pool (a
+    candidate copy ``cand:<pair_id>`` counts as its original)."""
+    held = {
+        pool.conv[p.pair_id.removeprefix("cand:")]
+        for cs in cands.values()
+        for p, _ in cs
+        if p.pair_id.removeprefix("cand:") in pool.conv
+    }
+    held |= {pool.conv[p.pair_id] for p in test.pairs.get("hh_rlhf", [])}
+    return held
+
+
+def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blocked, plan: Plan) -> _TrainCounts:
+    """Step 3: append to ``plan.rows``, source by source, the test rows, the candidate rows and the
+    train rows: every other pair that passed its gates, shares no hh_rlhf conversation with test or
+    candidates and no text hash with ``not_train``. Returns the train counts."""
+    test_ids = test.ids()
+    cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
+    held = _held_conversations(pool, test, cands)
+    counts = _TrainCounts()
+    for name, pairs in pool.pairs.items():
+        for p in test.pairs.get(name, []):
+            plan.rows.extend(_rows_for(p, "test", "gold", pool.hashes[p.pair_id], editions_of(p)))
+        for p, why in cands.get(name, []):
+            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p), extra_meta={"gate": why} if why else None))
+        for p in pairs:
+            if p.pair_id in test_ids or p.pair_id in cand_ids:
+                continue
+            if p.gate:  # gate-failing pair not offered as candidate (it collides with the test set)
+                continue
+            if p.pair_id in pool.conv and pool.conv[p.pair_id] in held:
+                counts.dropped_conversation[name] += 1
+                continue
+            if pool.collides(p, not_train):
+                counts.dropped_collision[name] += 1
+                continue
+            plan.rows.extend(_rows_for(p, "train", "gold", pool.hashes[p.pair_id]))
+            counts.kept[name] += 1
+    return counts
+
+
+def _control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan: Plan) -> Counter[str]:
+    """Step 4: append the controls (benign-only samples, split ``controls``) to ``plan.rows``, skipping
+    texts already used by a control or in ``blocked_resp``. Returns controls per source."""
+    ctrl_n: Counter[str] = Counter()
+    ctrl_seen: set[str] = set()
+    for name, res in results.items():
+        for c in res.controls:
+            h = _hashes(c)
+            if h[2] in ctrl_seen or h[2] in blocked_resp:
+                continue
+            ctrl_seen.add(h[2])
+            plan.rows.extend(_rows_for(c, "controls", "gold", h, sides=("benign",)))
+            ctrl_n[name] += 1
+    return ctrl_n
+
+
+def _report_source_counts(
+    report: dict[str, Any], pool: _Pool, test: _TestSet, cands: _Candidates, train: _TrainCounts
+) -> None:
+    """Add the selection counts and label provenances to each ``report["sources"][name]``."""
+    for name, pairs in pool.pairs.items():
+        s = report["sources"][name]
+        s["test_pairs"] = len(test.pairs.get(name, []))
+        s["candidate_pairs"] = len(cands.get(name, []))
+        s["train_pairs"] = train.kept[name]
+        s["train_dropped_hash_collision"] = train.dropped_collision[name]
+        if name == "hh_rlhf":
+            s["train_dropped_same_conversation"] = train.dropped_conversation[name]
+        s["label_source"] = sorted({p.label_source for p in pairs})
+
+
+def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
+    """Add ``quotas``, ``category_quotas``, ``shortfalls`` (sources, then categories) and ``test`` (the
+    paper mirror: pairs, samples, by category, by category x task) to ``report``."""
+    quotas = test.quotas
+    shortfalls: list[dict[str, Any]] = [
+        {**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
+        for q in quotas
+        if q["built_pairs"] < q["target_pairs"] and q["source"] not in _SHARING_SOURCES
+    ]
+    cat_built: Counter[str] = Counter()
+    for q in quotas:
+        cat_built[q["category"]] += 2 * q["built_pairs"]
+    report["quotas"] = quotas
+    report["category_quotas"] = {
+        c: {"target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c]} for c in CATEGORIES
+    }
+    for c in CATEGORIES:
+        if cat_built[c] < PAPER_QUOTAS[c]:
+            shortfalls.append(
+                {
+                    "category": c,
+                    "target_samples": PAPER_QUOTAS[c],
+                    "built_samples": cat_built[c],
+                    "missing_samples": PAPER_QUOTAS[c] - cat_built[c],
+                }
+            )
+    report["shortfalls"] = shortfalls
+    n_test = sum(len(test.pairs.get(q.source, [])) for q in TEST_PLAN)
+    by_ct: dict[str, dict[str, int]] = defaultdict(dict)
+    for q in quotas:
+        by_ct[q["category"]][q["task"]] = by_ct[q["category"]].get(q["task"], 0) + 2 * q["built_pairs"]
+    report["test"] = {
+        "pairs": n_test,
+        "samples": 2 * n_test,
+        "by_category": dict(cat_built),
+        "by_category_task": dict(by_ct),
+    }
+
+
+def _edition_report(test: _TestSet) -> dict[str, dict[str, Any]]:
+    """Per edition: test pairs, samples, pairs by ``category/task`` and by source."""
+    eds: dict[str, dict[str, Any]] = {}
+    for ed in EDITIONS:
+        ps = [p for ts in test.pairs.values() for p in ts if ed in editions_of(p)]
+        ct: Counter[str] = Counter(f"{p.category}/{p.task}" for p in ps)
+        srcs: Counter[str] = Counter(p.source for p in ps)
+        eds[ed] = {
+            "pairs": len(ps),
+            "samples": 2 * len(ps),
+            "by_category_task": dict(sorted(ct.items())),
+            "by_source": dict(sorted(srcs.items())),
+        }
+    return eds
+
+
+def _report_pools(
+    report: dict[str, Any], pool: _Pool, cands: _Candidates, train: _TrainCounts, ctrl_n: Counter[str]
+) -> None:
+    """Add ``gates`` (with the hh_rlhf conversation split), ``controls``, ``candidates`` and ``train``
+    to ``report``."""
+    report["gates"] = {k: dict(sorted(v.items())) for k, v in sorted(pool.gates.items()) if v}
+    report["gates"]["hh_rlhf conversation split"] = {
+        "conversations": len(set(pool.conv.values())),
+        "train_pairs_dropped_same_conversation": train.dropped_conversation["hh_rlhf"],
+    }
+    report["controls"] = {"samples": sum(ctrl_n.values()), "by_source": dict(ctrl_n)}
+    n_cand = sum(len(v) for v in cands.values())
+    report["candidates"] = {
+        "pairs": n_cand,
+        "samples": 2 * n_cand,
+        "by_source": {k: len(v) for k, v in cands.items()},
+        "by_reason": dict(Counter((why or "planned draw").split(":")[0] for cs in cands.values() for _, why in cs)),
+    }
+    report["train"] = {"pairs": sum(train.kept.values()), "samples": 2 * sum(train.kept.values())}
 
 
 def plan_build(
@@ -359,288 +721,134 @@ def plan_build(
     """
     results = loaded if loaded is not None else load_all(raw, progress)
     report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
-    seen: set[tuple[str, str]] = set()
-    pool: dict[str, list[PairRecord]] = {}
-    hashes: dict[str, tuple[str, str, str]] = {}
-    gates: dict[str, Counter] = {}
-    for name, res in results.items():
-        kept = []
-        dropped = Counter(res.dropped)
-        for p in apply_gates(name, res, gates):
-            h = _hashes(p)
-            key = (h[1], h[2])
-            if key in seen or p.pair_id in hashes:
-                dropped["duplicate pair (same responses as an earlier pair)"] += 1
-                continue
-            seen.add(key)
-            hashes[p.pair_id] = h
-            kept.append(p)
-        pool[name] = kept
-        report["sources"][name] = {
-            "category": REGISTRY[name].category,
-            "task": REGISTRY[name].task,
-            "files_read": len(res.files),
-            "files_missing": res.missing,
-            "optional": name in OPTIONAL_SOURCES,
-            "pairs_available": len(kept),
-            "eligible_for_test": sum(p.eligible_test and not p.gate for p in kept),
-            "dropped": dict(sorted(dropped.items())),
-        }
-
-    # hh_rlhf conversation groups: no conversation may be in both train and test
-    conv: dict[str, int] = {}
-    if pool.get("hh_rlhf"):
-        hh = pool["hh_rlhf"]
-        for p, gi in zip(hh, conversation_groups([p.request for p in hh])):
-            conv[p.pair_id] = gi
-
-    # 1. test selection: the paper mirror, then the verified-only sources
-    test: dict[str, list[PairRecord]] = {}
-    t_req: set[str] = set()
-    t_mis: set[str] = set()
-    t_ben: set[str] = set()
-    quotas = []
-    built: dict[str, int] = {}
-    for q in TEST_PLAN + VERIFIED_EXTRA:
-        target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
-        eligible = [
-            p for p in pool.get(q.source, []) if p.eligible_test and (q in TEST_PLAN or not p.gate)
-        ]  # the paper mirror keeps doubtful pairs (its noise)
-        rng = rng_for(seed, q.source, "test")
-        order = _shuffled(eligible, rng)
-        groups = {p.group for p in order}
-        if len(groups) > 1:
-            counts = Counter(p.group or "" for p in order)
-            alloc = proportional(dict(counts), target)
-        else:
-            alloc = {(order[0].group or "") if order else "": target}
-        taken_per: Counter = Counter()
-        chosen: list[PairRecord] = []
-        for p in order:
-            g = p.group or ""
-            if taken_per[g] >= alloc.get(g, 0):
-                continue
-            _, hm, hb = hashes[p.pair_id]
-            if hm in t_ben or hb in t_mis:  # same text would carry both labels in the test set
-                continue
-            chosen.append(p)
-            taken_per[g] += 1
-            t_mis.add(hm)
-            t_ben.add(hb)
-            t_req.add(hashes[p.pair_id][0])
-        test[q.source] = chosen
-        built[q.source] = len(chosen)
-        if q in TEST_PLAN:
-            quotas.append(
-                {
-                    "source": q.source,
-                    "category": q.category,
-                    "task": q.task,
-                    "target_pairs": target,
-                    "built_pairs": len(chosen),
-                }
-            )
-    paper_sources = {q.source for q in TEST_PLAN}
+    pool = _gated_pool(results, report)
+    test = _select_test(pool, seed)
     ext_req, ext_resp = external_test or (set(), set())
-    block_req = t_req | ext_req
-    block_resp = t_mis | t_ben | ext_resp
-
-    def collides(p: PairRecord, req: set[str], resp: set[str]) -> bool:
-        h = hashes[p.pair_id]
-        return h[0] in req or h[1] in resp or h[2] in resp
-
-    def editions_of(p: PairRecord) -> tuple[str, ...]:
-        eds = ("paper",) if p.source in paper_sources else ()
-        if p.label_source not in NOT_VERIFIED and not p.gate:
-            eds += ("verified",)
-        return eds
-
-    # 2. candidate pool: the planned draws, every gate-failing pair (with its reason), and a copy
-    #    (own pair_id ``cand:<pair_id>``) of each paper test pair whose provenance keeps it out of verified
-    test_ids = {p.pair_id for ps in test.values() for p in ps}
-    cands: dict[str, list[tuple[PairRecord, str | None]]] = defaultdict(list)
-    c_req: set[str] = set()
-    c_resp: set[str] = set()
-    for name, n in CANDIDATE_PLAN.items():
-        rest = [
-            p
-            for p in pool.get(name, [])
-            if p.pair_id not in test_ids and p.eligible_test and not p.gate and not collides(p, block_req, block_resp)
-        ]
-        for p in _shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
-            cands[name].append((p, None))
-    for name, pairs in pool.items():
-        for p in pairs:
-            if p.gate and p.eligible_test and p.pair_id not in test_ids and not collides(p, block_req, block_resp):
-                cands[name].append((p, p.gate))
-    for name, pairs in test.items():
-        for p in pairs:  # a paper test pair that cannot be verified: a copy with its own pair_id
-            if p.label_source in NOT_VERIFIED or p.gate:
-                why = p.gate or f"{p.label_source}: enters verified only through adjudication"
-                cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"), why))
-    for name, cs in cands.items():
-        for p, _why in cs:
-            h = _hashes(p)
-            c_req.add(h[0])
-            c_resp.update(h[1:])
-    cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
-    held_groups = {
-        conv[p.pair_id.removeprefix("cand:")]
-        for cs in cands.values()
-        for p, _ in cs
-        if p.pair_id.removeprefix("cand:") in conv
-    }
-    held_groups |= {conv[p.pair_id] for p in test.get("hh_rlhf", [])}
-
-    # 3. train: everything else that does not collide with test or candidates
+    blocked = _Blocked(test.req | ext_req, test.mis | test.ben | ext_resp)
+    cands = _select_candidates(pool, test, seed, blocked)
     plan = Plan(report=report)
-    train_counts: Counter = Counter()
-    train_dropped: Counter = Counter()
-    conv_dropped: Counter = Counter()
-    not_train_req, not_train_resp = block_req | c_req, block_resp | c_resp
-    for name, pairs in pool.items():
-        for p in test.get(name, []):
-            plan.rows.extend(_rows_for(p, "test", "gold", hashes[p.pair_id], editions_of(p)))
-        for p, why in cands.get(name, []):
-            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p), extra_meta={"gate": why} if why else None))
-        for p in pairs:
-            if p.pair_id in test_ids or p.pair_id in cand_ids:
-                continue
-            if p.gate:  # gate-failing pair not offered as candidate (it collides with the test set)
-                continue
-            if p.pair_id in conv and conv[p.pair_id] in held_groups:
-                conv_dropped[name] += 1
-                continue
-            if collides(p, not_train_req, not_train_resp):
-                train_dropped[name] += 1
-                continue
-            plan.rows.extend(_rows_for(p, "train", "gold", hashes[p.pair_id]))
-            train_counts[name] += 1
-
-    # 4. controls: benign-only samples (split ``controls``), never sharing a text with test/train
-    ctrl_n: Counter = Counter()
-    ctrl_seen: set[str] = set()
-    for name, res in results.items():
-        for c in res.controls:
-            h = _hashes(c)
-            if h[2] in ctrl_seen or h[2] in block_resp:
-                continue
-            ctrl_seen.add(h[2])
-            plan.rows.extend(_rows_for(c, "controls", "gold", h, sides=("benign",)))
-            ctrl_n[name] += 1
-
-    for name in pool:
-        s = report["sources"][name]
-        s["test_pairs"] = len(test.get(name, []))
-        s["candidate_pairs"] = len(cands.get(name, []))
-        s["train_pairs"] = train_counts[name]
-        s["train_dropped_hash_collision"] = train_dropped[name]
-        if name in conv:
-            pass
-        if name == "hh_rlhf":
-            s["train_dropped_same_conversation"] = conv_dropped[name]
-        s["label_source"] = sorted({p.label_source for p in pool[name]})
-    shortfalls = [
-        {**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
-        for q in quotas
-        if q["built_pairs"] < q["target_pairs"] and q["source"] not in {x.shares_with for x in TEST_PLAN}
-    ]
-    cat_built: Counter = Counter()
-    for q in quotas:
-        cat_built[q["category"]] += 2 * q["built_pairs"]
-    report["quotas"] = quotas
-    report["category_quotas"] = {
-        c: {"target_samples": PAPER_QUOTAS[c], "built_samples": cat_built[c]} for c in CATEGORIES
-    }
-    for c in CATEGORIES:
-        if cat_built[c] < PAPER_QUOTAS[c]:
-            shortfalls.append(
-                {
-                    "category": c,
-                    "target_samples": PAPER_QUOTAS[c],
-                    "built_samples": cat_built[c],
-                    "missing_samples": PAPER_QUOTAS[c] - cat_built[c],
-                }
-            )
-    report["shortfalls"] = shortfalls
-    n_test = sum(len(test.get(q.source, [])) for q in TEST_PLAN)
-    n_cand = sum(len(v) for v in cands.values())
-    by_ct: dict[str, dict[str, int]] = defaultdict(dict)
-    for q in quotas:
-        by_ct[q["category"]][q["task"]] = by_ct[q["category"]].get(q["task"], 0) + 2 * q["built_pairs"]
-    report["test"] = {
-        "pairs": n_test,
-        "samples": 2 * n_test,
-        "by_category": dict(cat_built),
-        "by_category_task": dict(by_ct),
-    }
-    eds: dict[str, dict[str, Any]] = {}
-    for ed in EDITIONS:
-        ps = [p for ts in test.values() for p in ts if ed in editions_of(p)]
-        ct: Counter = Counter(f"{p.category}/{p.task}" for p in ps)
-        srcs: Counter = Counter(p.source for p in ps)
-        eds[ed] = {
-            "pairs": len(ps),
-            "samples": 2 * len(ps),
-            "by_category_task": dict(sorted(ct.items())),
-            "by_source": dict(sorted(srcs.items())),
-        }
-    report["editions"] = eds
-    report["gates"] = {k: dict(sorted(v.items())) for k, v in sorted(gates.items()) if v}
-    report["gates"]["hh_rlhf conversation split"] = {
-        "conversations": len(set(conv.values())),
-        "train_pairs_dropped_same_conversation": conv_dropped["hh_rlhf"],
-    }
-    report["controls"] = {"samples": sum(ctrl_n.values()), "by_source": dict(ctrl_n)}
-    report["candidates"] = {
-        "pairs": n_cand,
-        "samples": 2 * n_cand,
-        "by_source": {k: len(v) for k, v in cands.items()},
-        "by_reason": dict(Counter((why or "planned draw").split(":")[0] for cs in cands.values() for _, why in cs)),
-    }
-    report["train"] = {"pairs": sum(train_counts.values()), "samples": 2 * sum(train_counts.values())}
+    train = _split_rows(pool, test, cands, blocked | _candidate_hashes(cands), plan)
+    ctrl_n = _control_rows(results, blocked.resp, plan)
+    _report_source_counts(report, pool, test, cands, train)
+    _report_quotas(report, test)
+    report["editions"] = _edition_report(test)
+    _report_pools(report, pool, cands, train, ctrl_n)
     return plan
 
 
 # --- store side -----------------------------------------------------------------------------------
 
 
-def _referenced(session, ids: list[str]) -> dict[str, set[str]]:
-    """Which of ``ids`` are referenced by predictions, assignments, annotations, adjudications."""
-    from store.models import Adjudication, Annotation, Assignment, Prediction
+@dataclass
+class _StoreState:
+    """What the store holds before a build: the build-derived samples (id -> ``(split, status,
+    label_source)``), those the annotation workflow finalized, and the request / response hashes of
+    gold test samples the build does not own (user imports)."""
 
-    out: dict[str, set[str]] = {}
-    for name, model in (
-        ("predictions", Prediction),
-        ("assignments", Assignment),
-        ("annotations", Annotation),
-        ("adjudications", Adjudication),
-    ):
-        found: set[str] = set()
-        for part in _chunks(ids):
-            found.update(session.execute(sa.select(model.sample_id).where(model.sample_id.in_(part))).scalars())
-        if found:
-            out[name] = found
-    return out
+    current: dict[str, tuple[str | None, str, str]] = field(default_factory=dict)
+    settled: set[str] = field(default_factory=set)
+    external: _Blocked = field(default_factory=_Blocked)
 
 
-def _delete_dependents(session, ids: list[str]) -> dict[str, int]:
-    """Delete whole runs that judged any of ``ids`` (with all their predictions), and assignments,
-    annotations, adjudications of ``ids``. Returns counts deleted per table."""
-    from store.models import Adjudication, Annotation, Assignment, Prediction, Run
+def _store_state(session: Session) -> _StoreState:
+    """Read :class:`_StoreState` (a build-derived row: a registered source and ``meta.origin ==
+    "build"``)."""
+    sources = set(REGISTRY)
+    state = _StoreState()
+    for row in build_queries.sample_states(session):
+        meta = row.meta
+        if row.source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN:
+            state.current[row.id] = (row.split, row.status, row.label_source)
+            if "annotation" in meta:  # finalized by the annotation workflow
+                state.settled.add(row.id)
+        elif row.status == "gold" and row.split == "test":
+            state.external.req.add(row.request_hash)
+            state.external.resp.add(row.response_hash)
+    return state
 
-    run_ids: set[str] = set()
-    for part in _chunks(ids):
-        run_ids.update(session.execute(sa.select(Prediction.run_id).where(Prediction.sample_id.in_(part))).scalars())
-    counts = {"runs": len(run_ids), "predictions": 0, "assignments": 0, "annotations": 0, "adjudications": 0}
-    rl = sorted(run_ids)
-    for part in _chunks(rl):
-        counts["predictions"] += session.execute(sa.delete(Prediction).where(Prediction.run_id.in_(part))).rowcount or 0
-        session.execute(sa.delete(Run).where(Run.id.in_(part)))
-    for key, model in (("adjudications", Adjudication), ("annotations", Annotation), ("assignments", Assignment)):
-        for part in _chunks(ids):
-            counts[key] += session.execute(sa.delete(model).where(model.sample_id.in_(part))).rowcount or 0
-    return counts
+
+@dataclass
+class _Changes:
+    """The sample changes that reconcile the store with a plan: planned rows by id, build rows kept
+    as they are (adjudicated or finalized), ids to delete and ids whose split/status/provenance move."""
+
+    planned: dict[str, dict[str, Any]]
+    kept: set[str]
+    to_delete: list[str]
+    to_update: list[str]
+
+
+def _sample_changes(session: Session, state: _StoreState, plan: Plan) -> _Changes:
+    """Diff the store's build rows against ``plan``: rows not planned are deleted, rows whose
+    ``(split, status, label_source)`` differ are updated unless adjudicated or finalized."""
+    planned = {r["id"]: r for r in plan.rows}
+    kept = state.settled | build_queries.adjudicated_ids(session, list(state.current))
+    current = state.current
+    to_delete = [i for i in current if i not in planned]
+    to_update = [
+        i
+        for i in current
+        if i in planned
+        and i not in kept
+        and current[i] != (planned[i]["split"], planned[i]["status"], planned[i]["label_source"])
+    ]
+    return _Changes(planned, kept, to_delete, to_update)
+
+
+def _clear_references(session: Session, affected: list[str], seed: int, force: bool) -> dict[str, int]:
+    """Refuse to replace or move referenced samples, or (``force``) delete what references them.
+
+    Returns:
+        Rows deleted per table (empty when nothing references ``affected``).
+    Raises:
+        InputError: some of ``affected`` are referenced and ``force`` is false (field ``--seed``).
+    """
+    refs = build_queries.referenced(session, affected) if affected else {}
+    if not refs:
+        return {}
+    if not force:
+        desc = ", ".join(f"{len(v)} by {k}" for k, v in refs.items())
+        last = build_queries.latest_seed(session)
+        raise InputError(
+            f"building with seed {seed} would replace or move {len(affected)} build samples of the "
+            f"current build{f' (seed {last})' if last is not None else ''}, and some are referenced "
+            f"({desc}); rerun with --force to delete those runs, assignments, annotations and "
+            f"adjudications, or keep the current seed",
+            field="--seed",
+        )
+    return build_queries.delete_dependents(session, sorted(set().union(*refs.values())))
+
+
+def _edition_changes(
+    session: Session, state: _StoreState, plan: Plan, changes: _Changes
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(drop, add)``: the ``(edition, sample_id)`` memberships of build samples to delete and to
+    insert (sorted) so that each planned row is in its planned editions; adjudicated / finalized
+    samples keep theirs."""
+    have = build_queries.edition_memberships(session, list(state.current))
+    kept = changes.kept
+    want = {(ed, r["id"]) for r in plan.rows for ed in r.get("editions", ()) if r["id"] not in kept}
+    deleted = set(changes.to_delete)
+    drop = [(ed, sid) for ed, sid in have if sid not in kept and ((ed, sid) not in want or sid in deleted)]
+    return drop, sorted(want - have)
+
+
+def _apply_changes(session: Session, state: _StoreState, plan: Plan, changes: _Changes) -> dict[str, int]:
+    """Write the reconciliation: edition memberships dropped, samples deleted and updated, new rows
+    inserted, memberships added. Returns ``inserted``, ``updated``, ``deleted``, ``editions``
+    (memberships dropped + added)."""
+    drop_ed, add_ed = _edition_changes(session, state, plan, changes)
+    build_queries.drop_edition_memberships(session, drop_ed)
+    build_queries.delete_samples(session, changes.to_delete)
+    build_queries.update_sample_placement(session, [changes.planned[i] for i in changes.to_update])
+    inserted = insert_samples(session, [r for r in plan.rows if r["id"] not in state.current])
+    build_queries.add_edition_memberships(session, add_ed)
+    return {
+        "inserted": inserted,
+        "updated": len(changes.to_update),
+        "deleted": len(changes.to_delete),
+        "editions": len(drop_ed) + len(add_ed),
+    }
 
 
 def build(
@@ -664,137 +872,34 @@ def build(
         InputError: raw dir missing or malformed, or a reseed would change samples that predictions or
             annotations reference and ``force`` is false. Nothing is changed then.
     """
-    from store import session_scope
-    from store.models import Adjudication, BuildLog, EditionSample, Sample
-    from store.queries.samples import insert_samples
-
     t0 = time.perf_counter()
     raw_path = resolve_raw(raw)
-    sources = list(REGISTRY)
     with session_scope(engine) as session:
-        # external gold test samples (not build-derived), and the current build-derived rows
-        ext_req: set[str] = set()
-        ext_resp: set[str] = set()
-        current: dict[str, tuple[str | None, str, str]] = {}
-        settled: set[str] = set()
-        q = sa.select(
-            Sample.id,
-            Sample.source,
-            Sample.split,
-            Sample.status,
-            Sample.meta,
-            Sample.request_hash,
-            Sample.response_hash,
-            Sample.label_source,
-        )
-        for sid, source, split, status, meta, rh, sh, lsrc in session.execute(q):
-            is_build = source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN
-            if is_build:
-                current[sid] = (split, status, lsrc)
-                if "annotation" in meta:  # finalized by the annotation workflow
-                    settled.add(sid)
-            elif status == "gold" and split == "test":
-                ext_req.add(rh)
-                ext_resp.add(sh)
-        plan = plan_build(raw_path, seed, external_test=(ext_req, ext_resp), progress=progress, loaded=loaded)
-        planned = {r["id"]: r for r in plan.rows}
-        adjudicated: set[str] = set(settled)
-        cur_ids = list(current)
-        for part in _chunks(cur_ids):
-            adjudicated.update(
-                session.execute(sa.select(Adjudication.sample_id).where(Adjudication.sample_id.in_(part))).scalars()
-            )
-        to_delete = [i for i in current if i not in planned]
-        to_update = [
-            i
-            for i in current
-            if i in planned
-            and i not in adjudicated
-            and current[i] != (planned[i]["split"], planned[i]["status"], planned[i]["label_source"])
-        ]
-        affected = to_delete + to_update
-        refs = _referenced(session, affected) if affected else {}
-        dependents: dict[str, int] = {}
-        if refs:
-            desc = ", ".join(f"{len(v)} by {k}" for k, v in refs.items())
-            if not force:
-                last = latest_seed(session)
-                raise InputError(
-                    f"building with seed {seed} would replace or move {len(affected)} build samples of the "
-                    f"current build{f' (seed {last})' if last is not None else ''}, and some are referenced "
-                    f"({desc}); rerun with --force to delete those runs, assignments, annotations and "
-                    f"adjudications, or keep the current seed",
-                    field="--seed",
-                )
-            dependents = _delete_dependents(session, sorted(set().union(*refs.values())))
-        # edition membership of build samples (adjudicated/finalized ones keep theirs)
-        have_ed: set[tuple[str, str]] = set()
-        for part in _chunks(cur_ids):
-            have_ed.update(
-                session.execute(
-                    sa.select(EditionSample.edition, EditionSample.sample_id).where(EditionSample.sample_id.in_(part))
-                ).all()
-            )
-        want_ed = {(ed, r["id"]) for r in plan.rows for ed in r.get("editions", ()) if r["id"] not in adjudicated}
-        drop_ed = [
-            (ed, sid)
-            for ed, sid in have_ed
-            if sid not in adjudicated and ((ed, sid) not in want_ed or sid in to_delete)
-        ]
-        for ed, sid in drop_ed:
-            session.execute(sa.delete(EditionSample).where(EditionSample.edition == ed, EditionSample.sample_id == sid))
-        for part in _chunks(to_delete):
-            session.execute(sa.delete(EditionSample).where(EditionSample.sample_id.in_(part)))
-            session.execute(sa.delete(Sample).where(Sample.id.in_(part)))
-        if to_update:
-            stmt = (
-                sa.update(Sample.__table__)
-                .where(Sample.__table__.c.id == sa.bindparam("_id"))
-                .values(split=sa.bindparam("_split"), status=sa.bindparam("_status"), label_source=sa.bindparam("_ls"))
-            )
-            session.execute(
-                stmt,
-                [
-                    {
-                        "_id": i,
-                        "_split": planned[i]["split"],
-                        "_status": planned[i]["status"],
-                        "_ls": planned[i]["label_source"],
-                    }
-                    for i in to_update
-                ],
-            )
-        new_rows = [r for r in plan.rows if r["id"] not in current]
-        inserted = insert_samples(session, new_rows)
-        add_ed = sorted(want_ed - set(have_ed))
-        if add_ed:
-            from store.models import utcnow
-
-            now = utcnow()
-            session.execute(
-                sa.insert(EditionSample), [{"edition": ed, "sample_id": sid, "created_at": now} for ed, sid in add_ed]
-            )
-        changed = bool(inserted or to_update or to_delete or add_ed or drop_ed)
-        last = latest_seed(session)
+        state = _store_state(session)
+        external = (state.external.req, state.external.resp)
+        plan = plan_build(raw_path, seed, external_test=external, progress=progress, loaded=loaded)
+        changes = _sample_changes(session, state, plan)
+        dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)
+        counts = _apply_changes(session, state, plan, changes)
+        changed = any(counts.values())
+        last = build_queries.latest_seed(session)
         report = dict(plan.report)
         report.update(
             {
-                "inserted": inserted,
-                "updated": len(to_update),
-                "deleted": len(to_delete),
+                "inserted": counts["inserted"],
+                "updated": counts["updated"],
+                "deleted": counts["deleted"],
                 "unchanged": not changed,
                 "dependents_deleted": dependents,
-                "kept_adjudicated": len([i for i in current if i in adjudicated]),
+                "kept_adjudicated": len([i for i in state.current if i in changes.kept]),
             }
         )
         if changed or last != seed:
-            session.add(BuildLog(seed=seed, report={k: v for k, v in report.items() if k != "seconds"}))
+            build_queries.log_build(session, seed, {k: v for k, v in report.items() if k != "seconds"})
     report["seconds"] = round(time.perf_counter() - t0, 3)
     return report
 
 
-def latest_seed(session) -> int | None:
+def latest_seed(session: Session) -> int | None:
     """Seed of the newest build log, or ``None`` when the store was never built."""
-    from store.models import BuildLog
-
-    return session.execute(sa.select(BuildLog.seed).order_by(BuildLog.id.desc()).limit(1)).scalar()
+    return build_queries.latest_seed(session)
