@@ -28,6 +28,104 @@ def _key(seed: int, s: str) -> str:
     return hashlib.sha256(f"{seed}:{s}".encode()).hexdigest()
 
 
+Unit = list[Mapping[str, Any]]  # one drawing unit: a complete pair (misbehavior first) or a lone sample
+Cell = tuple[str, str]  # (category, task)
+
+
+def _units_by_cell(rows: list[Mapping[str, Any]]) -> dict[Cell, list[Unit]]:
+    """Group samples into drawing units per category x task cell: a complete pair (two sides with
+    both labels in the same cell, misbehavior first) is one unit, any other sample a unit of one."""
+    by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_pair[r["pair_id"]].append(r)
+    cells: dict[Cell, list[Unit]] = defaultdict(list)
+    for members in by_pair.values():
+        labels = sorted(m["label"] for m in members)
+        if (
+            len(members) == 2
+            and labels == ["benign", "misbehavior"]
+            and members[0]["category"] == members[1]["category"]
+            and members[0]["task"] == members[1]["task"]
+        ):
+            cells[(members[0]["category"], members[0]["task"])].append(
+                sorted(members, key=lambda m: m["label"], reverse=True)
+            )
+        else:
+            for m in members:
+                cells[(m["category"], m["task"])].append([m])
+    return cells
+
+
+def _hamilton_quota(sizes: dict[Cell, int], order: list[Cell], limit: int, floor_each: int) -> dict[Cell, int]:
+    """Samples per cell: a floor of ``min(floor_each, size)`` each, the rest of ``limit`` in
+    proportion to the cell sizes by largest remainder (ties in ``order``); with fewer samples than
+    cells, one each for the first ``limit`` cells of ``order``."""
+    total = sum(sizes.values())
+    quota = {c: min(floor_each, sizes[c]) for c in order}
+    remaining = limit - sum(quota.values())
+    if remaining < 0:  # fewer samples than cells: one each for the first cells in seeded order
+        return {c: (1 if i < limit else 0) for i, c in enumerate(order)}
+    if remaining == 0:
+        return quota
+    exact = {c: remaining * sizes[c] / total for c in order}
+    for c in order:
+        quota[c] += min(int(math.floor(exact[c])), sizes[c] - quota[c])
+    left = limit - sum(quota.values())
+    by_rem = sorted(order, key=lambda c: (-(exact[c] - math.floor(exact[c])), order.index(c)))
+    while left > 0:
+        progressed = False
+        for c in by_rem:
+            if left > 0 and quota[c] < sizes[c]:
+                quota[c] += 1
+                left -= 1
+                progressed = True
+        if not progressed:
+            break
+    return quota
+
+
+def _even_out(quota: dict[Cell, int], sizes: dict[Cell, int], order: list[Cell]) -> None:
+    """Make cell quotas even where possible (whole pairs), in place: move one sample between two odd
+    cells, within their sizes."""
+    odd = [c for c in order if quota[c] % 2 == 1]
+    while len(odd) >= 2:
+        a = odd.pop(0)
+        for b in list(odd):
+            if quota[a] + 1 <= sizes[a] and quota[b] - 1 >= 0:
+                quota[a] += 1
+                quota[b] -= 1
+                odd.remove(b)
+                break
+            if quota[b] + 1 <= sizes[b] and quota[a] - 1 >= 0:
+                quota[b] += 1
+                quota[a] -= 1
+                odd.remove(b)
+                break
+
+
+def _pick(units: list[Unit], quota: int, seed: int, flip: int) -> tuple[list[str], int]:
+    """Take whole units of one cell in their seeded order while they fit ``quota``, then complete with
+    single sides of pairs that did not fit, alternating labels (``flip`` counts single sides taken so
+    far over all cells). Returns ``(sample ids, new flip)``."""
+    picked: list[str] = []
+    leftovers: list[Mapping[str, Any]] = []
+    for unit in units:
+        if len(picked) + len(unit) <= quota:
+            picked.extend(m["id"] for m in unit)
+        elif len(unit) > 1:
+            leftovers.extend(unit)
+    if len(picked) < quota:
+        leftovers.sort(
+            key=lambda m: (m["label"] != ("misbehavior" if flip % 2 == 0 else "benign"), _key(seed, m["id"]))
+        )
+        for m in leftovers:
+            if len(picked) >= quota:
+                break
+            picked.append(m["id"])
+            flip += 1
+    return picked, flip
+
+
 def stratified_sample(samples: Iterable[Mapping[str, Any]], limit: int | None, seed: int = 0) -> list[str]:
     """Choose at most ``limit`` sample ids, stratified by category x task x label, pairs kept together.
 
@@ -48,94 +146,21 @@ def stratified_sample(samples: Iterable[Mapping[str, Any]], limit: int | None, s
     if limit < 1:
         raise InputError("--limit must be at least 1", field="limit")
 
-    by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_pair[r["pair_id"]].append(r)
-    # units per category x task cell
-    cells: dict[tuple[str, str], list[list[Mapping[str, Any]]]] = defaultdict(list)
-    for pid, members in by_pair.items():
-        labels = sorted(m["label"] for m in members)
-        if (
-            len(members) == 2
-            and labels == ["benign", "misbehavior"]
-            and members[0]["category"] == members[1]["category"]
-            and members[0]["task"] == members[1]["task"]
-        ):
-            cells[(members[0]["category"], members[0]["task"])].append(
-                sorted(members, key=lambda m: m["label"], reverse=True)
-            )
-        else:
-            for m in members:
-                cells[(m["category"], m["task"])].append([m])
     rng_order = {
-        c: sorted(units, key=lambda u: _key(seed, "|".join(sorted(m["id"] for m in u)))) for c, units in cells.items()
+        c: sorted(units, key=lambda u: _key(seed, "|".join(sorted(m["id"] for m in u))))
+        for c, units in _units_by_cell(rows).items()
     }
-
     sizes = {c: sum(len(u) for u in units) for c, units in rng_order.items()}
-    total = sum(sizes.values())
     order = sorted(sizes, key=lambda c: _key(seed, "cell:" + "/".join(c)))
     # Hamilton allocation of the sample budget over cells, with a floor of min(2, size) per cell when possible
-    quota = {c: 0 for c in order}
     floor_each = 2 if limit >= 2 * len(order) else (1 if limit >= len(order) else 0)
-    for c in order:
-        quota[c] = min(floor_each, sizes[c])
-    remaining = limit - sum(quota.values())
-    if remaining > 0:
-        exact = {c: remaining * sizes[c] / total for c in order}
-        add = {c: min(int(math.floor(exact[c])), sizes[c] - quota[c]) for c in order}
-        for c in order:
-            quota[c] += add[c]
-        left = limit - sum(quota.values())
-        by_rem = sorted(order, key=lambda c: (-(exact[c] - math.floor(exact[c])), order.index(c)))
-        while left > 0:
-            progressed = False
-            for c in by_rem:
-                if left > 0 and quota[c] < sizes[c]:
-                    quota[c] += 1
-                    left -= 1
-                    progressed = True
-            if not progressed:
-                break
-    elif remaining < 0:  # fewer samples than cells: one each for the first cells in seeded order
-        quota = {c: (1 if i < limit else 0) for i, c in enumerate(order)}
-
-    # make cell quotas even where possible (whole pairs): move one sample between two odd cells
-    odd = [c for c in order if quota[c] % 2 == 1] if floor_each == 2 else []
-    while len(odd) >= 2:
-        a = odd.pop(0)
-        for b in list(odd):
-            if quota[a] + 1 <= sizes[a] and quota[b] - 1 >= 0:
-                quota[a] += 1
-                quota[b] -= 1
-                odd.remove(b)
-                break
-            if quota[b] + 1 <= sizes[b] and quota[a] - 1 >= 0:
-                quota[b] += 1
-                quota[a] -= 1
-                odd.remove(b)
-                break
-
+    quota = _hamilton_quota(sizes, order, limit, floor_each)
+    if floor_each == 2:
+        _even_out(quota, sizes, order)
     chosen: list[str] = []
     flip = 0
     for c in order:
-        q = quota[c]
-        picked: list[str] = []
-        leftovers: list[Mapping[str, Any]] = []
-        for unit in rng_order[c]:
-            if len(picked) + len(unit) <= q:
-                picked.extend(m["id"] for m in unit)
-            elif len(unit) > 1:
-                leftovers.extend(unit)
-        if len(picked) < q:
-            # complete with single sides of pairs that did not fit, alternating labels for balance
-            leftovers.sort(
-                key=lambda m: (m["label"] != ("misbehavior" if flip % 2 == 0 else "benign"), _key(seed, m["id"]))
-            )
-            for m in leftovers:
-                if len(picked) >= q:
-                    break
-                picked.append(m["id"])
-                flip += 1
+        picked, flip = _pick(rng_order[c], quota[c], seed, flip)
         chosen.extend(picked)
     return sorted(chosen)
 
