@@ -75,13 +75,18 @@ class Record:
 def train_records(engine) -> list[Record]:
     """Gold ``train`` samples of the store as records (sorted by id)."""
     import sqlalchemy as sa
+    from sqlmodel import col
 
     from store import session_scope
     from store.models import Sample
 
     with session_scope(engine) as s:
         rows = (
-            s.execute(sa.select(Sample).where(Sample.status == "gold", Sample.split == "train").order_by(Sample.id))
+            s.execute(
+                sa.select(Sample)
+                .where(col(Sample.status) == "gold", col(Sample.split) == "train")
+                .order_by(col(Sample.id))
+            )
             .scalars()
             .all()
         )
@@ -111,13 +116,14 @@ def heldout_texts(engine) -> list[tuple[str, str, str]]:
     """``(sample_id, request, response)`` of every sample that is not gold ``train`` (test of every
     edition, controls, candidates, rejected): the material the corpus must not overlap."""
     import sqlalchemy as sa
+    from sqlmodel import col
 
     from store import session_scope
     from store.models import Sample
 
     with session_scope(engine) as s:
-        q = sa.select(Sample.id, Sample.request, Sample.response).where(
-            sa.not_(sa.and_(Sample.status == "gold", Sample.split == "train"))
+        q = sa.select(col(Sample.id), col(Sample.request), col(Sample.response)).where(
+            sa.not_(sa.and_(col(Sample.status) == "gold", col(Sample.split) == "train"))
         )
         return [(a, b, c) for a, b, c in s.execute(q)]
 
@@ -401,7 +407,7 @@ def read_jsonl(path: str | Path) -> list[Record]:
                 continue
             try:
                 row = json.loads(line)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 raise InputError(f"not JSON ({exc.msg})", file=str(p), line=lineno) from exc
             if not isinstance(row, dict):
                 raise InputError("a row must be a JSON object", file=str(p), line=lineno)

@@ -26,13 +26,14 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from store.models import Prediction, Run
 
 CATS = ("misbehavior", "benign", "unscored")
 
 
-def _cat(outcome: str) -> str:
+def _cat(outcome: str | None) -> str:
     return outcome if outcome in ("misbehavior", "benign") else "unscored"
 
 
@@ -40,12 +41,12 @@ def repeat_verdicts(engine: Engine, run_id: str, sample_id: str | None = None) -
     """``{sample_id: [outcome of repeat 0, 1, ..., K-1]}`` (``None`` for a pending repeat) of a run, or
     of one sample of it."""
     q = (
-        sa.select(Prediction.sample_id, Prediction.repeat, Prediction.outcome)
-        .where(Prediction.run_id == run_id)
-        .order_by(Prediction.sample_id, Prediction.repeat)
+        sa.select(col(Prediction.sample_id), col(Prediction.repeat), col(Prediction.outcome))
+        .where(col(Prediction.run_id) == run_id)
+        .order_by(col(Prediction.sample_id), col(Prediction.repeat))
     )
     if sample_id is not None:
-        q = q.where(Prediction.sample_id == sample_id)
+        q = q.where(col(Prediction.sample_id) == sample_id)
     out: dict[str, list[str | None]] = {}
     with engine.connect() as c:
         for sid, rep, outcome in c.execute(q).all():
@@ -63,7 +64,7 @@ def stability(engine: Engine, run_id: str) -> dict[str, Any] | None:
     "majority_differs": float, "fleiss_kappa": float | None}``, or ``None`` for a run judged once.
     """
     with engine.connect() as c:
-        params = c.execute(sa.select(Run.params).where(Run.id == run_id)).scalar_one_or_none() or {}
+        params = c.execute(sa.select(col(Run.params)).where(col(Run.id) == run_id)).scalar_one_or_none() or {}
     k = int((params.get("judge") or {}).get("repeat", 1) or 1)
     if k < 2:
         return None
