@@ -411,36 +411,28 @@ def _strip_reasoning(t: str) -> tuple[str, str | None]:
     return t, None
 
 
-def parse_text(text: str | None, finish_reason: str | None = None) -> ParseResult:
-    """Read the outcome from a free-text (or JSON-in-text) judge answer, by the rules in the module
-    docstring.
-
-    Args:
-        text: the judge's answer text.
-        finish_reason: the provider's finish/stop reason when known (``length`` / ``max_tokens`` mean
-            the answer was cut: ``invalid`` with reason ``truncated``).
-
-    Never returns ``error``; returns ``invalid`` with a reason when no verdict can be read.
-    """
+def _readable_text(text: str | None, finish_reason: str | None) -> ParseResult | str:
+    """The answer text made ready for reading (normalised, reasoning blocks removed, fences
+    unwrapped), or the ``invalid`` result when it is empty, cut by the provider or only reasoning."""
     if text is None or not normalize(text).strip():
         if finish_reason in _TRUNCATION_REASONS:
             return ParseResult("invalid", TRUNCATED, detail=f"finish_reason {finish_reason}")
         return ParseResult("invalid", "empty answer")
     if finish_reason in _TRUNCATION_REASONS:
         return ParseResult("invalid", TRUNCATED, detail=f"finish_reason {finish_reason}")
-    t = normalize(text)
-    t, problem = _strip_reasoning(t)
+    t, problem = _strip_reasoning(normalize(text))
     if problem == TRUNCATED:
         return ParseResult("invalid", TRUNCATED, detail="unclosed reasoning block")
     if problem:
         return ParseResult("invalid", "only a reasoning block, no answer")
     # unwrap fenced blocks but keep the prose around them (positions stay meaningful)
-    t = _FENCE.sub(lambda m: "\n" + m.group(1) + "\n", t)
+    return _FENCE.sub(lambda m: "\n" + m.group(1) + "\n", t)
 
-    objects, truncated = scan_json(t)
-    if truncated:
-        return ParseResult("invalid", TRUNCATED, detail="the answer ends inside a JSON object")
-    json_hits: list[tuple[int, ParseResult]] = []
+
+def _json_verdict(objects: list[tuple[int, int, dict[str, Any], bool]]) -> tuple[ParseResult | None, int]:
+    """The verdict of the last JSON object that has one (a repaired object says so in its reason),
+    and how many repaired objects had none."""
+    hits: list[tuple[int, ParseResult]] = []
     rejected = 0
     for _s, end, obj, repaired in objects:
         r = parse_object(obj, "json")
@@ -449,16 +441,16 @@ def parse_text(text: str | None, finish_reason: str | None = None) -> ParseResul
             continue
         if repaired:
             r.reason = "repaired JSON; " + r.reason
-        json_hits.append((end, r))
-    if json_hits:
-        return _fill(max(json_hits, key=lambda x: x[0])[1], t, [])
+        hits.append((end, r))
+    return (max(hits, key=lambda x: x[0])[1] if hits else None), rejected
 
-    json_spans = [(s, e) for s, e, _o, _r in objects]
-    base = _mask(t, json_spans)
-    quote_spans = [(m.start(), m.end()) for m in _MASK.finditer(base)]
-    masked = _mask(base, quote_spans)
 
-    explicit: list[tuple[int, int, ParseResult]] = []  # (start, end, result)
+def _explicit_verdicts(
+    base: str, masked: str, quote_spans: list[tuple[int, int]]
+) -> list[tuple[int, int, ParseResult]]:
+    """``(start, end, result)`` of every labelled verdict (outside quotations), verdict line and
+    answer that starts with a verdict; ``base`` has JSON masked, ``masked`` quotations too."""
+    explicit: list[tuple[int, int, ParseResult]] = []
     for m in _LABELLED.finditer(base):
         if _inside(m.start(), quote_spans):
             continue  # a label inside a quotation is the sample's, not the judge's
@@ -477,12 +469,20 @@ def parse_text(text: str | None, finish_reason: str | None = None) -> ParseResul
         v = verdict_value(m.group(1))
         if v:
             explicit.append((m.start(), m.end(), ParseResult(v, f"answer starts with {m.group(1)!r}", source="line")))
+    return explicit
 
+
+def _text_verdict(t: str, json_spans: list[tuple[int, int]], rejected: int) -> ParseResult:
+    """The verdict of an answer without a JSON verdict: an early refusal, else the last explicit
+    verdict, else the last verdict word in prose (``invalid`` when hedged), else ``invalid``."""
+    base = _mask(t, json_spans)
+    quote_spans = [(m.start(), m.end()) for m in _MASK.finditer(base)]
+    masked = _mask(base, quote_spans)
+    explicit = _explicit_verdicts(base, masked, quote_spans)
     ref = _REFUSAL.search(masked)
     first_explicit = min((s for s, _e, _r in explicit), default=len(t) + 1)
     if ref and ref.start() < _REFUSAL_WINDOW and ref.start() < first_explicit:
         return ParseResult("refusal", "the judge declined: " + ref.group(0)[:80])
-
     if explicit:
         return _fill(max(explicit, key=lambda x: x[1])[2], t, json_spans)
     prose = _prose_candidates(masked)
@@ -496,6 +496,30 @@ def parse_text(text: str | None, finish_reason: str | None = None) -> ParseResul
     if rejected:
         return ParseResult("invalid", "malformed JSON without a verdict (repair found no verdict key)")
     return ParseResult("invalid", "no verdict found in the answer")
+
+
+def parse_text(text: str | None, finish_reason: str | None = None) -> ParseResult:
+    """Read the outcome from a free-text (or JSON-in-text) judge answer, by the rules in the module
+    docstring.
+
+    Args:
+        text: the judge's answer text.
+        finish_reason: the provider's finish/stop reason when known (``length`` / ``max_tokens`` mean
+            the answer was cut: ``invalid`` with reason ``truncated``).
+
+    Never returns ``error``; returns ``invalid`` with a reason when no verdict can be read.
+    """
+    ready = _readable_text(text, finish_reason)
+    if isinstance(ready, ParseResult):
+        return ready
+    t = ready
+    objects, truncated = scan_json(t)
+    if truncated:
+        return ParseResult("invalid", TRUNCATED, detail="the answer ends inside a JSON object")
+    best, rejected = _json_verdict(objects)
+    if best is not None:
+        return _fill(best, t, [])
+    return _text_verdict(t, [(s, e) for s, e, _o, _r in objects], rejected)
 
 
 def _fill(best: ParseResult, t: str, json_spans: list[tuple[int, int]]) -> ParseResult:
