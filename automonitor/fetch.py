@@ -193,6 +193,71 @@ def _download(client, url: str, part: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def _check_folders(doc: dict[str, Any], folders: Iterable[str] | None) -> set[str] | None:
+    """The wanted source folders (``None``: all of them).
+
+    Raises:
+        InputError: a folder the manifest does not have (field ``--source``).
+    """
+    wanted = set(folders) if folders else None
+    known = {s["folder"] for s in doc["sources"]}
+    if wanted and wanted - known:
+        raise InputError(
+            f"unknown source folder(s): {', '.join(sorted(wanted - known))} (manifest has: {', '.join(sorted(known))})",
+            field="--source",
+        )
+    return wanted
+
+
+def _fetch_file(
+    get: Callable[[Any, str, Path], tuple[str, int]],
+    client: Any,
+    entry: dict[str, Any],
+    dest: Path,
+    mirror: str | None,
+    out: dict[str, Any],
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Fetch one manifest file ``entry`` (``path``, ``url``, ``sha256``) into ``dest`` unless it is
+    present with the right sha256, and record the outcome in ``out`` (``skipped``, ``downloaded`` and
+    ``bytes``, or ``failed`` with the error; a failed file leaves no partial file behind)."""
+    import httpx
+
+    path = dest / entry["path"]
+    if path.is_file() and sha256_file(path) == entry["sha256"]:
+        out["skipped"].append(entry["path"])
+        return
+    url = f"{mirror.rstrip('/')}/{entry['path']}" if mirror else entry["url"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    try:
+        digest, size = get(client, url, part)
+    except (httpx.HTTPError, OSError) as exc:
+        part.unlink(missing_ok=True)
+        out["failed"].append({"path": entry["path"], "url": url, "error": f"{type(exc).__name__}: {exc}"})
+        if progress:
+            progress(f"FAILED {entry['path']}: {exc}")
+        return
+    if digest != entry["sha256"]:
+        part.unlink(missing_ok=True)
+        out["failed"].append(
+            {
+                "path": entry["path"],
+                "url": url,
+                "error": f"sha256 mismatch: expected {entry['sha256']}, got {digest} "
+                f"({size} bytes); partial file removed",
+            }
+        )
+        if progress:
+            progress(f"FAILED {entry['path']}: sha256 mismatch")
+        return
+    os.replace(part, path)
+    out["downloaded"].append(entry["path"])
+    out["bytes"] += size
+    if progress:
+        progress(f"ok {entry['path']} ({size} bytes)")
+
+
 def fetch_sources(
     dest: Path | str,
     *,
@@ -222,13 +287,7 @@ def fetch_sources(
 
     doc = load_manifest(manifest)
     dest = Path(dest)
-    wanted = set(folders) if folders else None
-    known = {s["folder"] for s in doc["sources"]}
-    if wanted and wanted - known:
-        raise InputError(
-            f"unknown source folder(s): {', '.join(sorted(wanted - known))} (manifest has: {', '.join(sorted(known))})",
-            field="--source",
-        )
+    wanted = _check_folders(doc, folders)
     out: dict[str, Any] = {"dest": str(dest), "downloaded": [], "skipped": [], "failed": [], "bytes": 0}
     get = retry(
         reraise=True,
@@ -240,38 +299,6 @@ def fetch_sources(
         for s in doc["sources"]:
             if wanted and s["folder"] not in wanted:
                 continue
-            for f in s["files"]:
-                path = dest / f["path"]
-                if path.is_file() and sha256_file(path) == f["sha256"]:
-                    out["skipped"].append(f["path"])
-                    continue
-                url = f"{mirror.rstrip('/')}/{f['path']}" if mirror else f["url"]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                part = path.with_name(path.name + ".part")
-                try:
-                    digest, size = get(client, url, part)
-                except (httpx.HTTPError, OSError) as exc:
-                    part.unlink(missing_ok=True)
-                    out["failed"].append({"path": f["path"], "url": url, "error": f"{type(exc).__name__}: {exc}"})
-                    if progress:
-                        progress(f"FAILED {f['path']}: {exc}")
-                    continue
-                if digest != f["sha256"]:
-                    part.unlink(missing_ok=True)
-                    out["failed"].append(
-                        {
-                            "path": f["path"],
-                            "url": url,
-                            "error": f"sha256 mismatch: expected {f['sha256']}, got {digest} "
-                            f"({size} bytes); partial file removed",
-                        }
-                    )
-                    if progress:
-                        progress(f"FAILED {f['path']}: sha256 mismatch")
-                    continue
-                os.replace(part, path)
-                out["downloaded"].append(f["path"])
-                out["bytes"] += size
-                if progress:
-                    progress(f"ok {f['path']} ({size} bytes)")
+            for entry in s["files"]:
+                _fetch_file(get, client, entry, dest, mirror, out, progress)
     return out
