@@ -51,15 +51,25 @@ def build_cmd(
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
     report = build(open_store(), raw_path, seed, force=force, progress=_progress)
     report["edition"] = edition
-    for s in report["shortfalls"]:
+    _warn_shortfalls(report["shortfalls"])
+    if json_out:
+        emit_json(report)
+        return
+    _build_summary(report, edition)
+
+
+def _warn_shortfalls(shortfalls: list[dict[str, Any]]) -> None:
+    """One yellow ``shortfall:`` line on stderr per source (pairs) or category (samples) short of its
+    quota."""
+    for s in shortfalls:
         where = f"{s['source']} ({s['category']}/{s['task']})" if "source" in s else s["category"]
         miss = s.get("missing_pairs", s.get("missing_samples"))
         unit = "pairs" if "missing_pairs" in s else "samples"
         err_console.print(f"shortfall: {where}: {miss} {unit} short of the quota", style="yellow", highlight=False)
-    if json_out:
-        emit_json(report)
-        return
-    out = _stdout()
+
+
+def _sources_table(report: dict[str, Any]) -> Table:
+    """The per-source table of a build report: pairs available, in test, quota, candidates, train."""
     t = Table(title=f"automonitor build (seed {report['seed']}) from {report['raw_dir']}")
     for col in ("source", "category", "task", "available", "test", "quota", "candidates", "train"):
         t.add_column(col, justify="right" if col not in ("source", "category", "task") else "left")
@@ -75,7 +85,14 @@ def build_cmd(
             str(s["candidate_pairs"]),
             str(s["train_pairs"]),
         )
-    out.print(t)
+    return t
+
+
+def _build_summary(report: dict[str, Any], edition: str) -> None:
+    """The human-readable build output on stdout: sources table, the shown edition, controls and
+    gates, the paper test set, candidates and train, and what changed in the store."""
+    out = _stdout()
+    out.print(_sources_table(report))
     ed = report["editions"][edition]
     out.print(
         f"edition {edition}: {ed['samples']} samples in {ed['pairs']} pairs: "
