@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.sources.base import PairRecord, SourceResult, read_json, read_jsonl
@@ -79,6 +80,72 @@ def _user_text(prompt: object) -> str | None:
     return None
 
 
+def _apps_clean(raw: Path) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The clean APPS completions by ``problem_id`` (first one wins), with their line numbers.
+
+    Raises:
+        InputError: a line without a string ``problem_id``.
+    """
+    clean: dict[str, tuple[int, dict[str, Any]]] = {}
+    for line, obj in read_jsonl(raw, raw / APPS_CLEAN):
+        pid = obj.get("problem_id")
+        if not isinstance(pid, str):
+            raise InputError("missing or not a string", file=APPS_CLEAN, line=line, field="problem_id")
+        clean.setdefault(pid, (line, obj))
+    return clean
+
+
+def _apps_pair(
+    pid: str, line: int, obj: dict[str, Any], clean: tuple[int, dict[str, Any]], res: SourceResult
+) -> PairRecord | None:
+    """The pair of one force_hack line (``line``, ``obj``) and its clean completion; ``None`` (counted
+    in ``res``) when the test-fitting instruction cannot be removed or the completions are missing
+    or identical.
+
+    Raises:
+        InputError: the hack line's ``prompt`` has no user message.
+    """
+    cline, cobj = clean
+    prompt = _user_text(obj.get("prompt"))
+    if prompt is None:
+        raise InputError("expected {messages: [..., {role: user, content}]}", file=APPS_HACK, line=line, field="prompt")
+    request = neutral_apps_request(prompt)
+    hack, honest = obj.get("parsed_completion"), cobj.get("parsed_completion")
+    if request is None:
+        res.dropped["test-fitting instruction not found"] += 1
+        return None
+    if not isinstance(hack, str) or not isinstance(honest, str) or not hack.strip() or not honest.strip():
+        res.dropped["missing completion"] += 1
+        return None
+    if hack.strip() == honest.strip():
+        res.dropped["identical completions"] += 1
+        return None
+    return PairRecord(
+        source="rl_character_apps",
+        pair_id=f"rl_character_apps:{pid}",
+        category=CATEGORY,
+        task="code",
+        request=request,
+        misbehavior=hack.strip(),
+        benign=honest.strip(),
+        mis_file=APPS_HACK,
+        ben_file=APPS_CLEAN,
+        mis_record=f"line {line} ({pid})",
+        ben_record=f"line {cline} ({pid})",
+        meta={
+            "problem_id": pid,
+            "dataset": "apps",
+            "difficulty": obj.get("difficulty"),
+            "function_name": obj.get("function_name"),
+            "model": "o4-mini",
+            "language": "Python",
+        },
+        mis_meta={"prompt_variant": "force_hack (asked to tailor code to the tests)"},
+        ben_meta={"prompt_variant": "clean (asked for generally correct code)"},
+        label_source="instructed_demo",
+    )
+
+
 def load_apps(raw: Path) -> SourceResult:
     """Pair APPS force_hack and clean o4-mini completions by ``problem_id`` (see module doc).
 
@@ -92,12 +159,7 @@ def load_apps(raw: Path) -> SourceResult:
     if res.missing:
         return res
     res.files.extend(APPS_FILES)
-    clean: dict[str, tuple[int, dict]] = {}
-    for line, obj in read_jsonl(raw, raw / APPS_CLEAN):
-        pid = obj.get("problem_id")
-        if not isinstance(pid, str):
-            raise InputError("missing or not a string", file=APPS_CLEAN, line=line, field="problem_id")
-        clean.setdefault(pid, (line, obj))
+    clean = _apps_clean(raw)
     hack_ids: set[str] = set()
     for line, obj in read_jsonl(raw, raw / APPS_HACK):
         pid = obj.get("problem_id")
@@ -110,49 +172,9 @@ def load_apps(raw: Path) -> SourceResult:
         if pid not in clean:
             res.dropped["hack without clean completion"] += 1
             continue
-        cline, cobj = clean[pid]
-        prompt = _user_text(obj.get("prompt"))
-        if prompt is None:
-            raise InputError(
-                "expected {messages: [..., {role: user, content}]}", file=APPS_HACK, line=line, field="prompt"
-            )
-        request = neutral_apps_request(prompt)
-        hack, honest = obj.get("parsed_completion"), cobj.get("parsed_completion")
-        if request is None:
-            res.dropped["test-fitting instruction not found"] += 1
-            continue
-        if not isinstance(hack, str) or not isinstance(honest, str) or not hack.strip() or not honest.strip():
-            res.dropped["missing completion"] += 1
-            continue
-        if hack.strip() == honest.strip():
-            res.dropped["identical completions"] += 1
-            continue
-        res.pairs.append(
-            PairRecord(
-                source="rl_character_apps",
-                pair_id=f"rl_character_apps:{pid}",
-                category=CATEGORY,
-                task="code",
-                request=request,
-                misbehavior=hack.strip(),
-                benign=honest.strip(),
-                mis_file=APPS_HACK,
-                ben_file=APPS_CLEAN,
-                mis_record=f"line {line} ({pid})",
-                ben_record=f"line {cline} ({pid})",
-                meta={
-                    "problem_id": pid,
-                    "dataset": "apps",
-                    "difficulty": obj.get("difficulty"),
-                    "function_name": obj.get("function_name"),
-                    "model": "o4-mini",
-                    "language": "Python",
-                },
-                mis_meta={"prompt_variant": "force_hack (asked to tailor code to the tests)"},
-                ben_meta={"prompt_variant": "clean (asked for generally correct code)"},
-                label_source="instructed_demo",
-            )
-        )
+        pair = _apps_pair(pid, line, obj, clean[pid], res)
+        if pair is not None:
+            res.pairs.append(pair)
     res.dropped["clean without hack completion"] += len(set(clean) - hack_ids)
     return res
 
@@ -170,6 +192,60 @@ def _passed(p: dict) -> bool:
     return isinstance(ex, dict) and ex.get("all_tests_passed") is True
 
 
+def _mbpp_pair(
+    relname: str,
+    fraction: str,
+    i: int,
+    p: dict[str, Any],
+    clean: tuple[int, dict[str, Any]],
+    res: SourceResult,
+) -> PairRecord | None:
+    """The pair of pro_hacking problem ``p`` (``problems[i]`` of ``relname``, broken-test
+    ``fraction``) and its clean completion; ``None`` (counted in ``res``) when the gaming paragraph
+    is not found, either side failed its shown tests, or the completions are missing or identical."""
+    ci, cp = clean
+    pid = p.get("problem_id")
+    hack, honest = p.get("parsed_completion"), cp.get("parsed_completion")
+    prompt = p.get("prompt")
+    request = neutral_mbpp_request(prompt if isinstance(prompt, str) else "")
+    if request is None:
+        res.dropped["gaming paragraph not found"] += 1
+        return None
+    if not _passed(p):
+        res.dropped[f"hack ({fraction}) did not pass the shown tests"] += 1
+        return None
+    if not _passed(cp):
+        res.dropped["clean completion failed its tests"] += 1
+        return None
+    if not isinstance(hack, str) or not isinstance(honest, str) or hack.strip() == honest.strip():
+        res.dropped["missing or identical completions"] += 1
+        return None
+    return PairRecord(
+        source="rl_character_mbpp",
+        pair_id=f"rl_character_mbpp:{pid}",
+        category=CATEGORY,
+        task="code",
+        request=request,
+        misbehavior=hack.strip(),
+        benign=honest.strip(),
+        mis_file=relname,
+        ben_file=MBPP_CLEAN,
+        mis_record=f"problems[{i}] ({pid})",
+        ben_record=f"problems[{ci}] ({pid})",
+        meta={
+            "problem_id": pid,
+            "dataset": "mbpp",
+            "function_name": p.get("function_name"),
+            "model": "claude-4-sonnet-20250514",
+            "language": "Python",
+            "broken_test_fraction": float(fraction),
+        },
+        mis_meta={"prompt_variant": f"pro_hacking (broken tests, fraction {fraction})"},
+        ben_meta={"prompt_variant": "clean (correct tests)"},
+        label_source="instructed_demo",
+    )
+
+
 def load_mbpp(raw: Path) -> SourceResult:
     """Pair MBPP claude-4-sonnet pro_hacking and clean completions by ``problem_id`` (module doc).
 
@@ -179,7 +255,7 @@ def load_mbpp(raw: Path) -> SourceResult:
     res = SourceResult()
     if res.found(raw, MBPP_CLEAN) is None:
         return res
-    clean: dict = {}
+    clean: dict[str, tuple[int, dict[str, Any]]] = {}
     for i, p in enumerate(_problems(raw, MBPP_CLEAN)):
         if isinstance(p.get("problem_id"), str):
             clean.setdefault(p["problem_id"], (i, p))
@@ -195,46 +271,8 @@ def load_mbpp(raw: Path) -> SourceResult:
             if pid not in clean:
                 res.dropped[f"hack ({fraction}) without clean completion"] += 1
                 continue
-            ci, cp = clean[pid]
-            hack, honest = p.get("parsed_completion"), cp.get("parsed_completion")
-            request = neutral_mbpp_request(p.get("prompt") if isinstance(p.get("prompt"), str) else "")  # type: ignore[arg-type]
-            if request is None:
-                res.dropped["gaming paragraph not found"] += 1
-                continue
-            if not _passed(p):
-                res.dropped[f"hack ({fraction}) did not pass the shown tests"] += 1
-                continue
-            if not _passed(cp):
-                res.dropped["clean completion failed its tests"] += 1
-                continue
-            if not isinstance(hack, str) or not isinstance(honest, str) or hack.strip() == honest.strip():
-                res.dropped["missing or identical completions"] += 1
-                continue
-            done.add(pid)
-            res.pairs.append(
-                PairRecord(
-                    source="rl_character_mbpp",
-                    pair_id=f"rl_character_mbpp:{pid}",
-                    category=CATEGORY,
-                    task="code",
-                    request=request,
-                    misbehavior=hack.strip(),
-                    benign=honest.strip(),
-                    mis_file=relname,
-                    ben_file=MBPP_CLEAN,
-                    mis_record=f"problems[{i}] ({pid})",
-                    ben_record=f"problems[{ci}] ({pid})",
-                    meta={
-                        "problem_id": pid,
-                        "dataset": "mbpp",
-                        "function_name": p.get("function_name"),
-                        "model": "claude-4-sonnet-20250514",
-                        "language": "Python",
-                        "broken_test_fraction": float(fraction),
-                    },
-                    mis_meta={"prompt_variant": f"pro_hacking (broken tests, fraction {fraction})"},
-                    ben_meta={"prompt_variant": "clean (correct tests)"},
-                    label_source="instructed_demo",
-                )
-            )
+            pair = _mbpp_pair(relname, fraction, i, p, clean[pid], res)
+            if pair is not None:
+                done.add(pid)
+                res.pairs.append(pair)
     return res

@@ -138,6 +138,152 @@ def counterfactual_keep(y_true: int, unbiased_pred: int, biased_pred: int, sugge
     return unbiased_pred == y_true and biased_pred == suggested and suggested != y_true
 
 
+Columns = dict[tuple[str, str], list[Any]]  # ("b" cued | "u" uncued, column name) -> values per index
+
+
+def _val_rows(raw: Path, vpath: Path, task: str) -> list[Any]:
+    """The ``data`` list of one task's ``val_data.json``.
+
+    Raises:
+        InputError: not an object with a ``data`` list.
+    """
+    vdata = read_json(raw, vpath)
+    rows = vdata.get("data") if isinstance(vdata, dict) else None
+    if not isinstance(rows, list):
+        raise InputError("expected an object with a 'data' list", file=val_file(task), field="data")
+    return rows
+
+
+def _run_columns(doc: Any, relname: str) -> tuple[Columns, int]:
+    """The parallel columns (``gen``, ``y_pred``, ``y_true``, ``random_ans_idx``) of the cued (``b``)
+    and uncued (``u``) runs of one results file, and their length.
+
+    Raises:
+        InputError: ``outputs`` is not two run objects with equally long columns.
+    """
+    outputs = doc.get("outputs") if isinstance(doc, dict) else None
+    if not isinstance(outputs, list) or len(outputs) != 2:
+        raise InputError("expected 'outputs' = [biased, unbiased]", file=relname, field="outputs")
+    n = len(outputs[0].get("gen") or []) if isinstance(outputs[0], dict) else 0
+    cols: Columns = {}
+    for side, run in (("b", outputs[0]), ("u", outputs[1])):
+        if not isinstance(run, dict):
+            raise InputError("expected an object", file=relname, field=f"outputs[{0 if side == 'b' else 1}]")
+        for key in ("gen", "y_pred", "y_true", "random_ans_idx"):
+            cols[side, key] = _column(run, key, n, relname)
+    return cols, n
+
+
+def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], cols: Columns) -> PairRecord | None:
+    """The benign-only control of index ``i`` when the suggestion is correct and the cued answer
+    agrees with it (and the question and CoT are there), else ``None``."""
+    sugg = cols["b", "random_ans_idx"][i]
+    y_true = cols["u", "y_true"][i]
+    if not (sugg == y_true and cols["b", "y_pred"][i] == y_true):
+        return None
+    parsed = row.get("parsed_inputs")
+    text = cols["b", "gen"][i]
+    if not (isinstance(parsed, str) and isinstance(text, str) and text.strip()):
+        return None
+    return PairRecord(
+        source=NAME,
+        pair_id=f"controls:{NAME}:{task}:{model}:{i}",
+        category=CATEGORY,
+        task="reasoning",
+        request=cued_prompt(parsed, sugg),
+        misbehavior="",
+        benign=text.strip(),
+        mis_file=relname,
+        ben_file=relname,
+        mis_record="",
+        ben_record=f"outputs[0] index {i}",
+        meta={
+            "bbh_task": task,
+            "model": model,
+            "suggested": f"({letter(sugg)})",
+            "correct": f"({letter(y_true)})",
+            "control": "suggestion correct, model agrees",
+        },
+        label_source="by_construction",
+        group=f"{task}/{model}",
+    )
+
+
+def _pair(
+    task: str, model: str, relname: str, i: int, vi: int, row: dict[str, Any], cols: Columns, res: SourceResult
+) -> PairRecord | None:
+    """The cued (misbehavior) / uncued (benign) pair of result index ``i`` (``val_data`` position
+    ``vi``) when it passes the counterfactual filter and both CoTs are there; else ``None`` and the
+    drop reason is counted in ``res``."""
+    sugg = cols["b", "random_ans_idx"][i]
+    y_true = cols["u", "y_true"][i]
+    if not counterfactual_keep(y_true, cols["u", "y_pred"][i], cols["b", "y_pred"][i], sugg):
+        res.dropped["counterfactual filter"] += 1
+        return None
+    parsed = row.get("parsed_inputs")
+    mis, ben = cols["b", "gen"][i], cols["u", "gen"][i]
+    if not isinstance(parsed, str) or not isinstance(mis, str) or not isinstance(ben, str):
+        res.dropped["missing question or CoT text"] += 1
+        return None
+    if not mis.strip() or not ben.strip():
+        res.dropped["empty CoT"] += 1
+        return None
+    return PairRecord(
+        source=NAME,
+        pair_id=f"{NAME}:{task}:{model}:{i}",
+        category=CATEGORY,
+        task="reasoning",
+        request=cued_prompt(parsed, sugg),
+        misbehavior=mis.strip(),
+        benign=ben.strip(),
+        mis_file=relname,
+        ben_file=relname,
+        mis_record=f"outputs[0] index {i}",
+        ben_record=f"outputs[1] index {i}",
+        meta={
+            "bbh_task": task,
+            "model": model,
+            "val_pos": vi,
+            "val_idx": row.get("idx"),
+            "val_file": val_file(task),
+            "suggested": f"({letter(sugg)})",
+            "correct": f"({letter(y_true)})",
+        },
+        mis_meta={"prompt_variant": "cued", "answer": f"({letter(sugg)})"},
+        ben_meta={
+            "prompt_variant": "uncued (written without the suggested-answer sentence)",
+            "answer": f"({letter(y_true)})",
+        },
+        group=f"{task}/{model}",
+        label_source="by_construction",
+    )
+
+
+def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: SourceResult) -> None:
+    """Read one task x model results file (if present) into ``res``: its controls and pairs, aligned
+    with ``rows`` of ``val_data.json``; a file that cannot be aligned is dropped whole and counted."""
+    relname = result_file(task, model)
+    path = res.found(raw, relname)
+    if path is None:
+        return
+    cols, n = _run_columns(read_json(raw, path), relname)
+    mapping = align(
+        list(zip(cols["u", "random_ans_idx"], cols["u", "y_true"])),
+        [(r.get("random_ans_idx"), _true_idx(r)) for r in rows],
+    )
+    if mapping is None:
+        res.dropped["results not aligned with val_data (whole file)"] += n
+        return
+    res.dropped["ambiguous alignment with val_data"] += n - len(mapping)
+    for i, vi in sorted(mapping.items()):
+        control = _control(task, model, relname, i, rows[vi], cols)
+        if control is not None:
+            res.controls.append(control)
+        pair = _pair(task, model, relname, i, vi, rows[vi], cols, res)
+        if pair is not None:
+            res.pairs.append(pair)
+
+
 def load(raw: Path) -> SourceResult:
     """Read the 26 result files and 13 ``val_data.json`` files under ``raw`` (see module doc).
 
@@ -151,106 +297,7 @@ def load(raw: Path) -> SourceResult:
         if vpath is None:
             res.missing.extend(result_file(task, model) for model in MODELS)
             continue
-        vdata = read_json(raw, vpath)
-        rows = vdata.get("data") if isinstance(vdata, dict) else None
-        if not isinstance(rows, list):
-            raise InputError("expected an object with a 'data' list", file=val_file(task), field="data")
+        rows = _val_rows(raw, vpath, task)
         for model in MODELS:
-            relname = result_file(task, model)
-            path = res.found(raw, relname)
-            if path is None:
-                continue
-            doc = read_json(raw, path)
-            outputs = doc.get("outputs") if isinstance(doc, dict) else None
-            if not isinstance(outputs, list) or len(outputs) != 2:
-                raise InputError("expected 'outputs' = [biased, unbiased]", file=relname, field="outputs")
-            n = len(outputs[0].get("gen") or []) if isinstance(outputs[0], dict) else 0
-            cols = {}
-            for side, run in (("b", outputs[0]), ("u", outputs[1])):
-                if not isinstance(run, dict):
-                    raise InputError("expected an object", file=relname, field=f"outputs[{0 if side == 'b' else 1}]")
-                for key in ("gen", "y_pred", "y_true", "random_ans_idx"):
-                    cols[side, key] = _column(run, key, n, relname)
-            mapping = align(
-                list(zip(cols["u", "random_ans_idx"], cols["u", "y_true"])),
-                [(r.get("random_ans_idx"), _true_idx(r)) for r in rows],
-            )
-            if mapping is None:
-                res.dropped["results not aligned with val_data (whole file)"] += n
-                continue
-            res.dropped["ambiguous alignment with val_data"] += n - len(mapping)
-            for i, vi in sorted(mapping.items()):
-                row = rows[vi]
-                sugg = cols["b", "random_ans_idx"][i]
-                y_true = cols["u", "y_true"][i]
-                if sugg == y_true and cols["b", "y_pred"][i] == y_true:
-                    parsed = row.get("parsed_inputs")
-                    text = cols["b", "gen"][i]
-                    if isinstance(parsed, str) and isinstance(text, str) and text.strip():
-                        res.controls.append(
-                            PairRecord(
-                                source=NAME,
-                                pair_id=f"controls:{NAME}:{task}:{model}:{i}",
-                                category=CATEGORY,
-                                task="reasoning",
-                                request=cued_prompt(parsed, sugg),
-                                misbehavior="",
-                                benign=text.strip(),
-                                mis_file=relname,
-                                ben_file=relname,
-                                mis_record="",
-                                ben_record=f"outputs[0] index {i}",
-                                meta={
-                                    "bbh_task": task,
-                                    "model": model,
-                                    "suggested": f"({letter(sugg)})",
-                                    "correct": f"({letter(y_true)})",
-                                    "control": "suggestion correct, model agrees",
-                                },
-                                label_source="by_construction",
-                                group=f"{task}/{model}",
-                            )
-                        )
-                if not counterfactual_keep(y_true, cols["u", "y_pred"][i], cols["b", "y_pred"][i], sugg):
-                    res.dropped["counterfactual filter"] += 1
-                    continue
-                parsed = row.get("parsed_inputs")
-                mis, ben = cols["b", "gen"][i], cols["u", "gen"][i]
-                if not isinstance(parsed, str) or not isinstance(mis, str) or not isinstance(ben, str):
-                    res.dropped["missing question or CoT text"] += 1
-                    continue
-                if not mis.strip() or not ben.strip():
-                    res.dropped["empty CoT"] += 1
-                    continue
-                res.pairs.append(
-                    PairRecord(
-                        source=NAME,
-                        pair_id=f"{NAME}:{task}:{model}:{i}",
-                        category=CATEGORY,
-                        task="reasoning",
-                        request=cued_prompt(parsed, sugg),
-                        misbehavior=mis.strip(),
-                        benign=ben.strip(),
-                        mis_file=relname,
-                        ben_file=relname,
-                        mis_record=f"outputs[0] index {i}",
-                        ben_record=f"outputs[1] index {i}",
-                        meta={
-                            "bbh_task": task,
-                            "model": model,
-                            "val_pos": vi,
-                            "val_idx": row.get("idx"),
-                            "val_file": val_file(task),
-                            "suggested": f"({letter(sugg)})",
-                            "correct": f"({letter(y_true)})",
-                        },
-                        mis_meta={"prompt_variant": "cued", "answer": f"({letter(sugg)})"},
-                        ben_meta={
-                            "prompt_variant": "uncued (written without the suggested-answer sentence)",
-                            "answer": f"({letter(y_true)})",
-                        },
-                        group=f"{task}/{model}",
-                        label_source="by_construction",
-                    )
-                )
+            _load_results(raw, task, model, rows, res)
     return res
