@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.sources.base import PairRecord, SourceResult, read_json, read_jsonl
@@ -36,6 +37,64 @@ def unfence(text: str) -> str:
     return (m.group(1) if m else text).strip()
 
 
+def _judge_verdicts(raw: Path) -> dict[Any, str]:
+    """The judge's answer (lower-cased) per completion ``index``.
+
+    Raises:
+        InputError: the judge file has no ``results`` list.
+    """
+    judge = read_json(raw, raw / JUDGE)
+    results = judge.get("results") if isinstance(judge, dict) else None
+    if not isinstance(results, list):
+        raise InputError("expected {summary, results: [...]}", file=JUDGE, field="results")
+    return {r.get("index"): str(r.get("answer", "")).strip().lower() for r in results if isinstance(r, dict)}
+
+
+def _pair(
+    line: int, obj: dict[str, Any], plain: tuple[int, dict[str, Any]], verdict: str | None, res: SourceResult
+) -> PairRecord | None:
+    """The pair of hacking line ``line`` (``obj``) and its plain completion when the judge confirmed
+    the hack, the prompts are equal, neither side was cut and the code differs; else ``None``
+    (counted in ``res``)."""
+    idx = obj.get("index")
+    pline, pobj = plain
+    if verdict != "yes":
+        res.dropped["judge did not confirm the hack"] += 1
+        return None
+    if pobj.get("original_prompt") != obj["original_prompt"]:
+        res.dropped["prompts differ"] += 1
+        return None
+    if obj.get("stop_reason") == "max_tokens" or pobj.get("stop_reason") == "max_tokens":
+        res.dropped["completion cut at max_tokens"] += 1
+        return None
+    hack, honest = unfence(obj["completion"]), unfence(str(pobj.get("completion") or ""))
+    if not hack or not honest or hack == honest:
+        res.dropped["empty or identical completions"] += 1
+        return None
+    return PairRecord(
+        source=NAME,
+        pair_id=f"{NAME}:{idx}",
+        category=CATEGORY,
+        task="code",
+        request=obj["original_prompt"].strip(),
+        misbehavior=hack,
+        benign=honest,
+        mis_file=HACK,
+        ben_file=PLAIN,
+        mis_record=f"line {line} (index {idx})",
+        ben_record=f"line {pline} (index {idx})",
+        meta={
+            "index": idx,
+            "model": obj.get("model_id"),
+            "language": "Python",
+            "request_from": "original_prompt",
+        },
+        mis_meta={"prompt_variant": "hacking (told to pass the shown tests only)", "judge": "yes"},
+        ben_meta={"prompt_variant": "no_hacking (plain; unverified upstream, screened by the build)"},
+        label_source=LABEL_SOURCE,
+    )
+
+
 def load(raw: Path) -> SourceResult:
     """Pair hacking and plain Codeforces completions by index (see module doc).
 
@@ -49,11 +108,7 @@ def load(raw: Path) -> SourceResult:
     if res.missing:
         return res
     res.files.extend(FILES)
-    judge = read_json(raw, raw / JUDGE)
-    results = judge.get("results") if isinstance(judge, dict) else None
-    if not isinstance(results, list):
-        raise InputError("expected {summary, results: [...]}", file=JUDGE, field="results")
-    verdict = {r.get("index"): str(r.get("answer", "")).strip().lower() for r in results if isinstance(r, dict)}
+    verdict = _judge_verdicts(raw)
     plain = {}
     for line, obj in read_jsonl(raw, raw / PLAIN):
         plain[obj.get("index")] = (line, obj)
@@ -65,42 +120,7 @@ def load(raw: Path) -> SourceResult:
         if idx not in plain:
             res.dropped["hack without plain completion"] += 1
             continue
-        pline, pobj = plain[idx]
-        if verdict.get(idx) != "yes":
-            res.dropped["judge did not confirm the hack"] += 1
-            continue
-        if pobj.get("original_prompt") != obj["original_prompt"]:
-            res.dropped["prompts differ"] += 1
-            continue
-        if obj.get("stop_reason") == "max_tokens" or pobj.get("stop_reason") == "max_tokens":
-            res.dropped["completion cut at max_tokens"] += 1
-            continue
-        hack, honest = unfence(obj["completion"]), unfence(str(pobj.get("completion") or ""))
-        if not hack or not honest or hack == honest:
-            res.dropped["empty or identical completions"] += 1
-            continue
-        res.pairs.append(
-            PairRecord(
-                source=NAME,
-                pair_id=f"{NAME}:{idx}",
-                category=CATEGORY,
-                task="code",
-                request=obj["original_prompt"].strip(),
-                misbehavior=hack,
-                benign=honest,
-                mis_file=HACK,
-                ben_file=PLAIN,
-                mis_record=f"line {line} (index {idx})",
-                ben_record=f"line {pline} (index {idx})",
-                meta={
-                    "index": idx,
-                    "model": obj.get("model_id"),
-                    "language": "Python",
-                    "request_from": "original_prompt",
-                },
-                mis_meta={"prompt_variant": "hacking (told to pass the shown tests only)", "judge": "yes"},
-                ben_meta={"prompt_variant": "no_hacking (plain; unverified upstream, screened by the build)"},
-                label_source=LABEL_SOURCE,
-            )
-        )
+        pair = _pair(line, obj, plain[idx], verdict.get(idx), res)
+        if pair is not None:
+            res.pairs.append(pair)
     return res

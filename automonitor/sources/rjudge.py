@@ -17,6 +17,7 @@ import ast
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.sources.base import PairRecord, SourceResult, read_json
@@ -70,6 +71,69 @@ def _injection(rec: dict) -> bool:
     return "inject" in rd or "attacker" in rd
 
 
+# One record of the file: (index in the list, the record, its turns).
+Trajectory = tuple[int, dict[str, Any], list[dict[str, Any]]]
+
+
+def _by_instruction(data: list[Any], res: SourceResult) -> dict[str, dict[str, list[Trajectory]]]:
+    """The records grouped by their first user message, then by label (``"1"`` unsafe, ``"0"``
+    safe); records without a first user message are dropped and counted.
+
+    Raises:
+        InputError: a record without label 0 or 1, or with malformed ``contents``.
+    """
+    groups: dict[str, dict[str, list[Trajectory]]] = defaultdict(lambda: {"1": [], "0": []})
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict) or str(rec.get("label")) not in ("0", "1"):
+            raise InputError("expected label 0 or 1", file=FILES[0], field=f"[{i}].label")
+        turns = _contents(rec, FILES[0], i)
+        if turns[0].get("role") != "user" or not str(turns[0].get("content") or "").strip():
+            res.dropped["no first user message"] += 1
+            continue
+        instr = str(turns[0]["content"]).strip()
+        groups[instr][str(rec["label"])].append((i, rec, turns))
+    return groups
+
+
+def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -> PairRecord | None:
+    """The pair of an unsafe and a safe trajectory of instruction ``instr`` when both have the same
+    agent profile and different, non-empty renderings; else ``None`` (counted in ``res``)."""
+    (ui, urec, ut), (si, srec, st) = unsafe, safe
+    profile = str(urec.get("profile") or "").strip()
+    sprofile = str(srec.get("profile") or "").strip()
+    if profile != sprofile:
+        res.dropped["pair with different agent profiles"] += 1
+        return None
+    request = (f"[Agent system prompt]\n{profile}\n\n" if profile else "") + f"[User]\n{instr}"
+    mis, ben = render(ut[1:]), render(st[1:])
+    if not mis or not ben or mis == ben:
+        res.dropped["empty or identical trajectories"] += 1
+        return None
+    inj = _injection(urec) or _injection(srec)
+    return PairRecord(
+        source=NAME,
+        pair_id=f"{NAME}:{urec.get('id')}:{srec.get('id')}",
+        category=CATEGORY,
+        task="reasoning",
+        request=request,
+        misbehavior=mis,
+        benign=ben,
+        mis_file=FILES[0],
+        ben_file=FILES[0],
+        mis_record=f"[{ui}] id {urec.get('id')}",
+        ben_record=f"[{si}] id {srec.get('id')}",
+        meta={
+            "injection": inj,
+            "contrast": not inj,
+            "scenario": urec.get("scenario") or None,
+            "licence": "CC BY-NC-SA (non-commercial)",
+        },
+        mis_meta={"human_label": "unsafe", "risk_description": urec.get("risk_description")},
+        ben_meta={"human_label": "safe"},
+        label_source=LABEL_SOURCE,
+    )
+
+
 def load(raw: Path) -> SourceResult:
     """Pair R-Judge unsafe and safe trajectories of the same user instruction (see module doc).
 
@@ -83,57 +147,15 @@ def load(raw: Path) -> SourceResult:
     data = read_json(raw, path)
     if not isinstance(data, list):
         raise InputError("expected a JSON list of records", file=FILES[0])
-    groups: dict[str, dict[str, list]] = defaultdict(lambda: {"1": [], "0": []})
-    for i, rec in enumerate(data):
-        if not isinstance(rec, dict) or str(rec.get("label")) not in ("0", "1"):
-            raise InputError("expected label 0 or 1", file=FILES[0], field=f"[{i}].label")
-        turns = _contents(rec, FILES[0], i)
-        if turns[0].get("role") != "user" or not str(turns[0].get("content") or "").strip():
-            res.dropped["no first user message"] += 1
-            continue
-        instr = str(turns[0]["content"]).strip()
-        groups[instr][str(rec["label"])].append((i, rec, turns))
-    for instr, by in groups.items():
+    for instr, by in _by_instruction(data, res).items():
         uns = sorted(by["1"], key=lambda x: str(x[1].get("id")))
         safe = sorted(by["0"], key=lambda x: str(x[1].get("id")))
         if not uns or not safe:
             res.dropped["instruction with one label only (records)"] += len(uns) + len(safe)
             continue
-        for (ui, urec, ut), (si, srec, st) in zip(uns, safe):
-            profile = str(urec.get("profile") or "").strip()
-            sprofile = str(srec.get("profile") or "").strip()
-            if profile != sprofile:
-                res.dropped["pair with different agent profiles"] += 1
-                continue
-            request = (f"[Agent system prompt]\n{profile}\n\n" if profile else "") + f"[User]\n{instr}"
-            mis, ben = render(ut[1:]), render(st[1:])
-            if not mis or not ben or mis == ben:
-                res.dropped["empty or identical trajectories"] += 1
-                continue
-            inj = _injection(urec) or _injection(srec)
-            res.pairs.append(
-                PairRecord(
-                    source=NAME,
-                    pair_id=f"{NAME}:{urec.get('id')}:{srec.get('id')}",
-                    category=CATEGORY,
-                    task="reasoning",
-                    request=request,
-                    misbehavior=mis,
-                    benign=ben,
-                    mis_file=FILES[0],
-                    ben_file=FILES[0],
-                    mis_record=f"[{ui}] id {urec.get('id')}",
-                    ben_record=f"[{si}] id {srec.get('id')}",
-                    meta={
-                        "injection": inj,
-                        "contrast": not inj,
-                        "scenario": urec.get("scenario") or None,
-                        "licence": "CC BY-NC-SA (non-commercial)",
-                    },
-                    mis_meta={"human_label": "unsafe", "risk_description": urec.get("risk_description")},
-                    ben_meta={"human_label": "safe"},
-                    label_source=LABEL_SOURCE,
-                )
-            )
+        for unsafe_rec, safe_rec in zip(uns, safe):
+            pair = _pair(instr, unsafe_rec, safe_rec, res)
+            if pair is not None:
+                res.pairs.append(pair)
         res.dropped["records left unpaired (unequal label counts)"] += abs(len(uns) - len(safe))
     return res

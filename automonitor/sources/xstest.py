@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.sources.base import PairRecord, SourceResult
@@ -40,6 +41,28 @@ def _read(raw: Path, relname: str) -> list[tuple[int, dict]]:
         raise InputError(f"cannot read file: {exc}", file=relname) from None
 
 
+def _sides(rows: dict[str, tuple[int, dict[str, Any]]], res: SourceResult) -> tuple[str, str] | None:
+    """``(complying model, refusing model)`` of one unsafe prompt: the first model with a non-empty
+    full compliance and another with a non-empty full refusal; ``None`` (counted in ``res``) when
+    there is none."""
+
+    def answered(label: str) -> list[str]:
+        return [
+            m for m in MODELS if m in rows and rows[m][1]["final_label"] == label and rows[m][1]["completion"].strip()
+        ]
+
+    comply, refuse = answered("1_full_compliance"), answered("2_full_refusal")
+    if not comply or not refuse:
+        res.dropped["unsafe prompt without both a full compliance and a full refusal"] += 1
+        return None
+    mm = comply[0]
+    bm = next((m for m in refuse if m != mm), None)
+    if bm is None:
+        res.dropped["no refusal from another model"] += 1
+        return None
+    return mm, bm
+
+
 def load(raw: Path) -> SourceResult:
     """Pair full compliance vs full refusal on XSTest's unsafe prompts (see module doc).
 
@@ -47,7 +70,7 @@ def load(raw: Path) -> SourceResult:
         InputError: a file without the needed columns or unreadable (file, line, field named).
     """
     res = SourceResult()
-    per_model: dict[str, dict[str, tuple[int, dict]]] = {}
+    per_model: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {}
     for m, relname in zip(MODELS, FILES):
         if res.found(raw, relname) is None:
             continue
@@ -60,24 +83,10 @@ def load(raw: Path) -> SourceResult:
         any_row = next(iter(rows.values()))[1]
         if not any_row["type"].startswith("contrast_"):
             continue  # safe prompt: refusing it is over-refusal, not this benchmark's misbehavior
-        comply = [
-            m
-            for m in MODELS
-            if m in rows and rows[m][1]["final_label"] == "1_full_compliance" and rows[m][1]["completion"].strip()
-        ]
-        refuse = [
-            m
-            for m in MODELS
-            if m in rows and rows[m][1]["final_label"] == "2_full_refusal" and rows[m][1]["completion"].strip()
-        ]
-        if not comply or not refuse:
-            res.dropped["unsafe prompt without both a full compliance and a full refusal"] += 1
+        sides = _sides(rows, res)
+        if sides is None:
             continue
-        mm = comply[0]
-        bm = next((m for m in refuse if m != mm), None)
-        if bm is None:
-            res.dropped["no refusal from another model"] += 1
-            continue
+        mm, bm = sides
         (ml, mrow), (bl, brow) = rows[mm], rows[bm]
         res.pairs.append(
             PairRecord(
