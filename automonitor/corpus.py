@@ -246,6 +246,23 @@ def minhash(text: str, num_perm: int = NUM_PERM):
     return m
 
 
+def _overlaps(rec: Record, req_h: set[str], resp_h: set[str], pair_h: set[str], lsh: Any) -> list[str]:
+    """The kinds of overlap of ``rec`` with the held-out samples, as count keys of
+    :func:`disjointness`: ``exact_request``, ``exact_response``, ``exact_pair`` (sha256 of the texts
+    in ``req_h`` / ``resp_h`` / ``pair_h``), ``near_duplicate`` (a MinHash ``lsh`` hit)."""
+    rq, rs = sha256_text(rec.request), sha256_text(rec.response)
+    kinds = []
+    if rq in req_h:
+        kinds.append("exact_request")
+    if rs in resp_h:
+        kinds.append("exact_response")
+    if rq + rs in pair_h:
+        kinds.append("exact_pair")
+    if lsh.query(minhash(rec.request + "\n" + rec.response)):
+        kinds.append("near_duplicate")
+    return kinds
+
+
 def disjointness(
     records: Sequence[Record], heldout: Iterable[tuple[str, str, str]], *, threshold: float = NEAR_DUP_THRESHOLD
 ) -> tuple[list[Record], dict[str, Any]]:
@@ -283,21 +300,10 @@ def disjointness(
     }
     kept = []
     for rec in records:
-        rq, rs = sha256_text(rec.request), sha256_text(rec.response)
-        hit = False
-        if rq in req_h:
-            counts["exact_request"] += 1
-            hit = True
-        if rs in resp_h:
-            counts["exact_response"] += 1
-            hit = True
-        if rq + rs in pair_h:
-            counts["exact_pair"] += 1
-            hit = True
-        if lsh.query(minhash(rec.request + "\n" + rec.response)):
-            counts["near_duplicate"] += 1
-            hit = True
-        if hit:
+        kinds = _overlaps(rec, req_h, resp_h, pair_h, lsh)
+        for kind in kinds:
+            counts[kind] += 1
+        if kinds:
             counts["dropped"] += 1
         else:
             kept.append(rec)
