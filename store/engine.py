@@ -11,11 +11,14 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 DEFAULT_URL = "sqlite:///automonitor.db"
 _MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -34,7 +37,7 @@ def db_url(url: str | None = None) -> str:
     return url
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
@@ -63,7 +66,7 @@ def get_engine(url: str | None = None, *, fresh: bool = False) -> Engine:
         return engine
 
 
-def alembic_config(engine: Engine):
+def alembic_config(engine: Engine) -> Config:
     """An Alembic ``Config`` bound to ``engine`` (migrations in ``store/migrations``)."""
     from alembic.config import Config
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 err_console = Console(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
 
 
-def open_store(url: str | None = None):
+def open_store(url: str | None = None) -> Engine:
     """Engine for ``AUTOMONITOR_DB`` (or ``url``), migrated to the newest schema."""
     from store import get_engine, init_db
 

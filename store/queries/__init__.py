@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Sequence
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 
 # SQLite allows 999 bound parameters per statement in older builds; stay below it everywhere.
 IN_CHUNK = 900
@@ -17,7 +19,7 @@ def chunks(seq: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
         yield seq[i : i + size]
 
 
-def rows_by_ids(conn, columns: Sequence[Any], id_column: Any, ids: Iterable[Any]) -> list[Any]:
+def rows_by_ids(conn: Connection | Session, columns: Sequence[Any], id_column: Any, ids: Iterable[Any]) -> list[Any]:
     """Rows of ``SELECT columns WHERE id_column IN ids``, ``ids`` deduplicated (order kept) and sent in
     chunks of :data:`IN_CHUNK`. ``conn`` is a SQLAlchemy connection or session."""
     out: list[Any] = []
