@@ -191,6 +191,7 @@ def rng_for(seed: int, source: str, purpose: str) -> random.Random:
 
 
 def _shuffled(pairs: Iterable[PairRecord], rng: random.Random) -> list[PairRecord]:
+    """``pairs`` sorted by ``pair_id``, then shuffled by ``rng`` (deterministic for a seeded rng)."""
     out = sorted(pairs, key=lambda p: p.pair_id)
     rng.shuffle(out)
     return out
@@ -216,6 +217,7 @@ def proportional(counts: dict[str, int], total: int) -> dict[str, int]:
 
 
 def _hashes(p: PairRecord) -> tuple[str, str, str]:
+    """sha256 of the request, the misbehavior and the benign text of ``p``."""
     return sha256_text(p.request), sha256_text(p.misbehavior), sha256_text(p.benign)
 
 
@@ -228,6 +230,9 @@ def _rows_for(
     sides: tuple[str, ...] = ("misbehavior", "benign"),
     extra_meta: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
+    """The ``Sample`` rows (dicts of columns) of ``sides`` of pair ``p``: ids, hashes (``h`` =
+    :func:`_hashes`), provenance, ``meta`` (pair, side and ``extra_meta``, ``None`` values left out,
+    ``origin`` = build) and ``editions`` (not a column: the edition memberships to create)."""
     rows = []
     for label, text, fname, rec, side_meta, rh in (
         ("misbehavior", p.misbehavior, p.mis_file, p.mis_record, p.mis_meta, h[1]),
@@ -260,6 +265,9 @@ def _rows_for(
             }
         )
     return rows
+
+
+# --- quality gates --------------------------------------------------------------------------------
 
 
 def _gate_code(name: str, p: PairRecord, g: Counter[str]) -> PairRecord | None:
@@ -344,6 +352,9 @@ def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[s
     if not any(r.files for r in results.values()):
         raise InputError(f"no public source files found under {raw}; {NO_RAW_HINT}", file=str(raw), field="--raw")
     return results
+
+
+# --- selection ------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -606,6 +617,9 @@ def _control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan
     return ctrl_n
 
 
+# --- report ---------------------------------------------------------------------------------------
+
+
 def _report_source_counts(
     report: dict[str, Any], pool: _Pool, test: _TestSet, cands: _Candidates, train: _TrainCounts
 ) -> None:
@@ -695,6 +709,9 @@ def _report_pools(
         "by_reason": dict(Counter((why or "planned draw").split(":")[0] for cs in cands.values() for _, why in cs)),
     }
     report["train"] = {"pairs": sum(train.kept.values()), "samples": 2 * sum(train.kept.values())}
+
+
+# --- plan -----------------------------------------------------------------------------------------
 
 
 def plan_build(
