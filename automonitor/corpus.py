@@ -40,9 +40,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from automonitor.hashing import norm_text, sha256_text
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 NEAR_DUP_THRESHOLD = 0.8
 NUM_PERM = 128
@@ -72,24 +75,12 @@ class Record:
 # ----------------------------------------------------------------------------------------- sources
 
 
-def train_records(engine) -> list[Record]:
+def train_records(engine: Engine) -> list[Record]:
     """Gold ``train`` samples of the store as records (sorted by id)."""
-    import sqlalchemy as sa
-    from sqlmodel import col
-
     from store import session_scope
-    from store.models import Sample
+    from store.queries.corpus import gold_train_samples
 
     with session_scope(engine) as s:
-        rows = (
-            s.execute(
-                sa.select(Sample)
-                .where(col(Sample.status) == "gold", col(Sample.split) == "train")
-                .order_by(col(Sample.id))
-            )
-            .scalars()
-            .all()
-        )
         return [
             Record(
                 id=r.id,
@@ -108,24 +99,18 @@ def train_records(engine) -> list[Record]:
                     "source_record": r.source_record,
                 },
             )
-            for r in rows
+            for r in gold_train_samples(s)
         ]
 
 
-def heldout_texts(engine) -> list[tuple[str, str, str]]:
+def heldout_texts(engine: Engine) -> list[tuple[str, str, str]]:
     """``(sample_id, request, response)`` of every sample that is not gold ``train`` (test of every
     edition, controls, candidates, rejected): the material the corpus must not overlap."""
-    import sqlalchemy as sa
-    from sqlmodel import col
-
     from store import session_scope
-    from store.models import Sample
+    from store.queries import corpus as corpus_queries
 
     with session_scope(engine) as s:
-        q = sa.select(col(Sample.id), col(Sample.request), col(Sample.response)).where(
-            sa.not_(sa.and_(col(Sample.status) == "gold", col(Sample.split) == "train"))
-        )
-        return [(a, b, c) for a, b, c in s.execute(q)]
+        return corpus_queries.heldout_texts(s)
 
 
 _LETTER = re.compile(r"\(([A-Z])\)")

@@ -24,11 +24,9 @@ import math
 from collections import Counter
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import col
 
-from store.models import Prediction, Run
+from store.queries.repeats import repeat_outcomes, run_params
 
 CATS = ("misbehavior", "benign", "unscored")
 
@@ -40,16 +38,9 @@ def _cat(outcome: str | None) -> str:
 def repeat_verdicts(engine: Engine, run_id: str, sample_id: str | None = None) -> dict[str, list[str | None]]:
     """``{sample_id: [outcome of repeat 0, 1, ..., K-1]}`` (``None`` for a pending repeat) of a run, or
     of one sample of it."""
-    q = (
-        sa.select(col(Prediction.sample_id), col(Prediction.repeat), col(Prediction.outcome))
-        .where(col(Prediction.run_id) == run_id)
-        .order_by(col(Prediction.sample_id), col(Prediction.repeat))
-    )
-    if sample_id is not None:
-        q = q.where(col(Prediction.sample_id) == sample_id)
     out: dict[str, list[str | None]] = {}
     with engine.connect() as c:
-        for sid, rep, outcome in c.execute(q).all():
+        for sid, rep, outcome in repeat_outcomes(c, run_id, sample_id):
             lst = out.setdefault(sid, [])
             while len(lst) <= int(rep):
                 lst.append(None)
@@ -64,7 +55,7 @@ def stability(engine: Engine, run_id: str) -> dict[str, Any] | None:
     "majority_differs": float, "fleiss_kappa": float | None}``, or ``None`` for a run judged once.
     """
     with engine.connect() as c:
-        params = c.execute(sa.select(col(Run.params)).where(col(Run.id) == run_id)).scalar_one_or_none() or {}
+        params = run_params(c, run_id)
     k = int((params.get("judge") or {}).get("repeat", 1) or 1)
     if k < 2:
         return None
