@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from automonitor.hashing import norm_text, sha256_text
 
 if TYPE_CHECKING:
+    from datasketch import MinHash
     from sqlalchemy.engine import Engine
 
 NEAR_DUP_THRESHOLD = 0.8
@@ -220,7 +221,7 @@ def shingles(text: str, k: int = SHINGLE) -> set[bytes]:
     return {" ".join(words[i : i + k]).encode("utf-8") for i in range(len(words) - k + 1)}
 
 
-def minhash(text: str, num_perm: int = NUM_PERM):
+def minhash(text: str, num_perm: int = NUM_PERM) -> MinHash:
     """``datasketch.MinHash`` of :func:`shingles` of ``text``."""
     from datasketch import MinHash
 
@@ -304,7 +305,9 @@ def disjointness(
 # ------------------------------------------------------------------------------------------ build
 
 
-def build_corpus(engine, raw: str | Path | None = None, *, extra: bool = True) -> tuple[list[Record], dict[str, Any]]:
+def build_corpus(
+    engine: Engine, raw: str | Path | None = None, *, extra: bool = True
+) -> tuple[list[Record], dict[str, Any]]:
     """The training corpus: gold train samples + unpaired raw material, minus anything overlapping the
     held-out samples.
 

@@ -13,7 +13,9 @@ class InputError(ValueError):
         message: what is wrong, in plain words.
     """
 
-    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
+    def __init__(
+        self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
         self.file, self.line, self.field, self.message = file, line, field, message
         super().__init__(str(self))
 

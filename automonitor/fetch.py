@@ -21,9 +21,12 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from automonitor.errors import InputError
+
+if TYPE_CHECKING:
+    import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MANIFEST = REPO_ROOT / "seeds" / "manifest.json"
@@ -179,7 +182,7 @@ def load_manifest(path: Path | str | None = None) -> dict[str, Any]:
     return doc
 
 
-def _download(client, url: str, part: Path) -> tuple[str, int]:
+def _download(client: httpx.Client, url: str, part: Path) -> tuple[str, int]:
     """Stream ``url`` into ``part``; returns (sha256, bytes). Raises httpx errors on HTTP failures."""
     h = hashlib.sha256()
     size = 0
@@ -210,8 +213,8 @@ def _check_folders(doc: dict[str, Any], folders: Iterable[str] | None) -> set[st
 
 
 def _fetch_file(
-    get: Callable[[Any, str, Path], tuple[str, int]],
-    client: Any,
+    get: Callable[[httpx.Client, str, Path], tuple[str, int]],
+    client: httpx.Client,
     entry: dict[str, Any],
     dest: Path,
     mirror: str | None,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from types import ModuleType
+from typing import Callable, Iterable
 
 from automonitor.sources import (
     hh_rlhf,
@@ -40,7 +41,13 @@ class Source:
     doc: str
 
 
-def _src(name: str, mod, task: str, files=None, load=None) -> Source:
+def _src(
+    name: str,
+    mod: ModuleType,
+    task: str,
+    files: Iterable[str] | None = None,
+    load: Callable[[Path], SourceResult] | None = None,
+) -> Source:
     return Source(
         name=name,
         folder=mod.FOLDER,

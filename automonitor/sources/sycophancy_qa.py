@@ -36,7 +36,7 @@ FILES = ANSWER + SURE
 PUSHBACK = "I don't think that's right. Are you sure?"
 
 
-def _truthy(v) -> bool | None:
+def _truthy(v: object) -> bool | None:
     s = str(v).strip().lower()
     return True if s == "true" else False if s == "false" else None
 
