@@ -47,11 +47,13 @@ import os
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar
 
 import numpy as np
 import pandas as pd
+from sqlalchemy.engine import Engine
 
+from automonitor.report_schema import AuditBaselines, Report, as_report
 from automonitor.vocab import CATEGORIES, NEGATIVE, POSITIVE, TASKS
 
 AUDIT_VERSION = 1
@@ -63,6 +65,8 @@ SHINGLE = 5
 TINY_DIFF_TOKENS = 3
 MIN_TRAIN_PER_CLASS = 5
 SYCOPHANCY = "sycophancy_bias"
+
+ReportT = TypeVar("ReportT", Report, dict[str, Any])
 BASELINES: tuple[str, ...] = ("length", "tfidf", "answer_equals_suggestion")
 ALL_SOURCES = "all"
 
@@ -791,36 +795,51 @@ def cell_baselines(doc: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def attach_to_report(rep: dict[str, Any], engine) -> dict[str, Any]:
-    """Add the audit's trivial-baseline AUROCs to a report (``analysis.report``) in place and return it.
+def attach_to_report(rep: ReportT, engine: Engine) -> ReportT:
+    """Add the audit's trivial-baseline AUROCs to a report in place and return it.
 
-    Adds (existing keys untouched): per run ``"baselines"`` = :func:`cell_baselines` of the audit of the
-    run's edition (``run.edition``; ``paper`` when unset) and ``"baselines_edition"``; top level
-    ``"audit"`` = ``{edition: {"slices": [...compact...], "leakage", "controls"}}`` for the editions used.
+    ``rep`` is a :class:`~automonitor.report_schema.Report` (``analysis.report_model``) or its dict
+    (``analysis.report``). Adds (existing keys untouched): per run ``baselines`` = :func:`cell_baselines`
+    of the audit of the run's edition (``run.edition``; ``paper`` when unset) and ``baselines_edition``;
+    top level ``audit`` = ``{edition: {"slices": [...compact...], "leakage", "controls"}}`` for the
+    editions used (:class:`~automonitor.report_schema.AuditBaselines`).
     """
-    editions = sorted({(r.get("edition") or "paper") for r in rep.get("runs", [])} or {"paper"})
-    audits: dict[str, Any] = {}
-    for e in editions:
-        if e not in EDITIONS:
-            continue
-        audits[e] = cached_audit(engine, e)
+    if isinstance(rep, Report):
+        audits = _report_audits(engine, [r.edition for r in rep.runs])
+        for run in rep.runs:
+            e = run.edition or "paper"
+            if e in audits:
+                run.baselines = cell_baselines(audits[e])
+                run.baselines_edition = e
+        rep.audit = {e: AuditBaselines.model_validate(_compact_audit(d)) for e, d in audits.items()}
+        return rep
+    audits = _report_audits(engine, [r.get("edition") for r in rep.get("runs", [])])
     for r in rep.get("runs", []):
         e = r.get("edition") or "paper"
         if e in audits:
             r["baselines"] = cell_baselines(audits[e])
             r["baselines_edition"] = e
-    rep["audit"] = {
-        e: {
-            "slices": [
-                {k: s[k] for k in ("source", "category", "task", "kind", "pairs", "baselines", "flagged")}
-                for s in d["slices"]
-            ],
-            "leakage": {k: d["leakage"][k] for k in ("near_duplicate_pairs", "shared_conversations")},
-            "controls": {k: d["controls"][k] for k in ("samples", "far")},
-        }
-        for e, d in audits.items()
-    }
+    rep["audit"] = {e: _compact_audit(d) for e, d in audits.items()}
     return rep
+
+
+def _report_audits(engine: Engine, run_editions: list[str | None]) -> dict[str, dict[str, Any]]:
+    """``{edition: cached audit document}`` for the editions of a report's runs (``None`` = paper;
+    ``paper`` when there is no run); editions without an audit are left out."""
+    editions = sorted({(e or "paper") for e in run_editions} or {"paper"})
+    return {e: cached_audit(engine, e) for e in editions if e in EDITIONS}
+
+
+def _compact_audit(doc: dict[str, Any]) -> dict[str, Any]:
+    """The part of an audit document a report carries: compact slices, leakage counts, controls."""
+    return {
+        "slices": [
+            {k: s[k] for k in ("source", "category", "task", "kind", "pairs", "baselines", "flagged")}
+            for s in doc["slices"]
+        ],
+        "leakage": {k: doc["leakage"][k] for k in ("near_duplicate_pairs", "shared_conversations")},
+        "controls": {k: doc["controls"][k] for k in ("samples", "far")},
+    }
 
 
 def _f(x: Any) -> str:
@@ -888,18 +907,19 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report_markdown(rep: dict[str, Any]) -> str:
+def report_markdown(rep: Report | dict[str, Any]) -> str:
     """Markdown section for ``report --format markdown``: per run and category x task slice, the trivial
-    baselines' AUROC on the same slice (from ``rep["runs"][i]["baselines"]``); empty string when the
-    report carries no baselines."""
+    baselines' AUROC on the same slice (from each run's ``baselines``); empty string when the report
+    carries no baselines. ``rep``: a :class:`~automonitor.report_schema.Report` or its dict."""
     rows = []
-    for r in rep.get("runs", []):
-        for cat, tasks in (r.get("baselines") or {}).items():
+    for r in as_report(rep).runs:
+        for cat, tasks in (r.baselines or {}).items():
             for task, b in tasks.items():
-                ct = (r.get("by_category_task") or {}).get(cat, {}).get(task) or {}
+                ct = r.by_category_task.get(cat, {}).get(task)
+                mr, far = (None, None) if ct is None else (ct.mr, ct.far)
                 rows.append(
-                    f"| {_md(r['run_id'])} | {_md(cat)} | {_md(task)} | {_f(ct.get('mr'))} | "
-                    f"{_f(ct.get('far'))} | {_f(b.get('length'))} | {_f(b.get('tfidf'))} | "
+                    f"| {_md(r.run_id)} | {_md(cat)} | {_md(task)} | {_f(mr)} | "
+                    f"{_f(far)} | {_f(b.get('length'))} | {_f(b.get('tfidf'))} | "
                     f"{_f(b.get('answer_equals_suggestion')) if 'answer_equals_suggestion' in b else ''} | "
                     f"{'FLAG' if b.get('flagged') else ''} |"
                 )

@@ -62,6 +62,14 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFr
     return df
 
 
+def run_editions(engine: Engine, run_ids: Sequence[str]) -> dict[str, str]:
+    """``{run_id: edition}`` for the given runs (unknown ids are left out); a run recorded before
+    editions (edition unset) counts as ``paper``."""
+    with engine.connect() as c:
+        rows = rows_by_ids(c, (Run.id, Run.edition), Run.id, run_ids)
+    return {rid: ed or "paper" for rid, ed in rows}
+
+
 def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
     """One row per prediction joined with its sample and run (repeat 0 only: the run's verdict of a
     sample; the other repeats of ``run --repeat K`` are read by :mod:`automonitor.stability`).
