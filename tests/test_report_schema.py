@@ -146,3 +146,15 @@ def test_a_malformed_report_dict_names_the_field():
     doc["runs"][0]["overall"].pop("tp")
     with pytest.raises(ValueError, match=r"runs\.0\.overall\.tp"):
         as_report(doc)
+
+
+AUDIT_GOLDEN = Path(__file__).parent / "data" / "audit_golden.json"
+
+
+@pytest.mark.slow
+def test_audit_json_is_byte_for_byte_the_pinned_audit(cli, store):
+    """``audit --json`` on the same store, pinned before ``audit_frame`` was split into named steps."""
+    url, _, cache = store
+    r = cli(["audit", "--json", "--no-cache"], db=url, env={"AUTOMONITOR_CACHE_DIR": str(cache)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == AUDIT_GOLDEN.read_text()
