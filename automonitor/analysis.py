@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 from itertools import combinations
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -74,10 +74,26 @@ def report(
     with_grounding: bool = True,
     edition: str | None = None,
 ) -> dict[str, Any]:
-    """The full report for runs in the store as a JSON-ready dict: ``report_model(...).to_dict()``.
+    """The full report for runs in the store (contract JSON plus extras) as a JSON-ready dict:
+    ``report_model(...).to_dict()``, schema :class:`automonitor.report_schema.Report`; see :func:`analyze`.
 
-    The schema (keys, units) is :class:`automonitor.report_schema.Report`; see :func:`report_model` for
-    the arguments and errors.
+    Every run entry carries ``edition`` (the test-set edition it judged; a run recorded before
+    editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
+    benign-only controls slice (samples with pair_id ``controls:...``), which never enters the
+    edition's MR/FAR; a run judged with ``--repeat K`` also ``stability`` (MR/FAR use repeat 0). With
+    ``edition``, only runs of that edition are reported (``ValueError`` if it is not
+    ``paper``/``verified``); explicit ``run_ids`` of another edition raise ``ValueError`` too.
+
+    Args:
+        engine: store engine.
+        run_ids: runs to include (default: every run, oldest first).
+        invalid: unscored policy ``exclude`` | ``as-flag`` | ``as-miss``.
+        n_boot, seed: cluster-bootstrap resamples per run/comparison and the numpy seed.
+        cost_ratio, prevalence: for the cost-minimising operating point of score runs.
+        compare: explicit run pairs (A, B) for paired statistics (default: see :func:`analyze`).
+        with_grounding: ground evidence spans of evidence runs (needs the sample texts).
+    Raises:
+        NotFound for an unknown run id; ValueError for an unknown policy or bad cost/prevalence.
     """
     return report_model(
         engine,
@@ -106,26 +122,8 @@ def report_model(
     with_grounding: bool = True,
     edition: str | None = None,
 ) -> Report:
-    """The full report for runs in the store (contract JSON plus extras), see :func:`analyze_model`.
-
-    Every run entry carries ``edition`` (the test-set edition it judged; a run recorded before
-    editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
-    benign-only controls slice (samples with pair_id ``controls:...``), which never enters the
-    edition's MR/FAR; a run judged with ``--repeat K`` also ``stability`` (MR/FAR use repeat 0). With
-    ``edition``, only runs of that edition are reported (``ValueError`` if it is not
-    ``paper``/``verified``); explicit ``run_ids`` of another edition raise ``ValueError`` too.
-
-    Args:
-        engine: store engine.
-        run_ids: runs to include (default: every run, oldest first).
-        invalid: unscored policy ``exclude`` | ``as-flag`` | ``as-miss``.
-        n_boot, seed: cluster-bootstrap resamples per run/comparison and the numpy seed.
-        cost_ratio, prevalence: for the cost-minimising operating point of score runs.
-        compare: explicit run pairs (A, B) for paired statistics (default: see :func:`analyze_model`).
-        with_grounding: ground evidence spans of evidence runs (needs the sample texts).
-    Raises:
-        NotFound for an unknown run id; ValueError for an unknown policy or bad cost/prevalence.
-    """
+    """The full report for runs in the store as a :class:`~automonitor.report_schema.Report`. Arguments,
+    contents and errors as in :func:`report`, which returns this model's dict."""
     from store.queries import analysis as q
 
     mt.check_policy(invalid)
@@ -301,8 +299,32 @@ def analyze(
     compare: Sequence[tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The report dict from in-memory frames: ``analyze_model(...).to_dict()`` (see :func:`analyze_model`;
-    schema :class:`automonitor.report_schema.Report`)."""
+    """The report from in-memory frames as a JSON-ready dict: ``analyze_model(...).to_dict()`` (no store
+    access; schema :class:`automonitor.report_schema.Report`).
+
+    Args:
+        preds: predictions with at least run_id, sample_id, pair_id, category, task, label, outcome,
+            score, evidence (as from :func:`predictions_frame`).
+        runs: runs with run_id, monitor, template (+ kind, status), in report order.
+        invalid: unscored policy (``exclude`` | ``as-flag`` | ``as-miss``), see :mod:`automonitor.metrics`.
+        texts: ``{sample_id: (request, response)}`` for evidence grounding (skipped when ``None``).
+        n_boot, seed: pair-clustered bootstrap resamples and numpy seed. The same seed gives the same
+            resampling weights for every run over the same number of pairs, so a run's intervals do not
+            depend on which other runs are in the report.
+        cost_ratio, prevalence: see :func:`automonitor.metrics.operating_point`.
+        compare: run pairs for paired statistics; default every two runs of the same monitor (e.g.
+            direct vs evidence), and the two runs when the report has exactly two.
+        timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
+            paired) and CPU seconds (same names + ``_cpu``), for benchmarks.
+    Returns:
+        The report: per run the contract keys run_id, monitor, template, overall, by_category, by_task
+        (SLICEs, :class:`~automonitor.report_schema.SliceStats`) plus kind, status, by_category_task,
+        bootstrap (pair-clustered percentile intervals), pairs (per-pair outcome counts), on_front, and
+        for score runs roc/auroc, for evidence runs grounding; the Pareto front, Pearson r, paired
+        comparisons and the parameters.
+    Raises:
+        ValueError for an unknown policy; NotFound when ``compare`` names a run not in ``runs``.
+    """
     return analyze_model(
         preds,
         runs,
@@ -365,31 +387,8 @@ def analyze_model(
     timings: dict[str, float] | None = None,
 ) -> Report:
     """The :class:`~automonitor.report_schema.Report` from in-memory frames (no store access; used by
-    :func:`report_model` and benchmarks).
-
-    Args:
-        preds: predictions with at least run_id, sample_id, pair_id, category, task, label, outcome,
-            score, evidence (as from :func:`predictions_frame`).
-        runs: runs with run_id, monitor, template (+ kind, status), in report order.
-        invalid: unscored policy (``exclude`` | ``as-flag`` | ``as-miss``), see :mod:`automonitor.metrics`.
-        texts: ``{sample_id: (request, response)}`` for evidence grounding (skipped when ``None``).
-        n_boot, seed: pair-clustered bootstrap resamples and numpy seed. The same seed gives the same
-            resampling weights for every run over the same number of pairs, so a run's intervals do not
-            depend on which other runs are in the report.
-        cost_ratio, prevalence: see :func:`automonitor.metrics.operating_point`.
-        compare: run pairs for paired statistics; default every two runs of the same monitor (e.g.
-            direct vs evidence), and the two runs when the report has exactly two.
-        timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
-            paired) and CPU seconds (same names + ``_cpu``), for benchmarks.
-    Returns:
-        The report: per run the contract keys run_id, monitor, template, overall, by_category, by_task
-        (SLICEs, :class:`~automonitor.report_schema.SliceStats`) plus kind, status, by_category_task,
-        bootstrap (pair-clustered percentile intervals), pairs (per-pair outcome counts), on_front, and
-        for score runs roc/auroc, for evidence runs grounding; the Pareto front, Pearson r, paired
-        comparisons and the parameters.
-    Raises:
-        ValueError for an unknown policy; NotFound when ``compare`` names a run not in ``runs``.
-    """
+    :func:`report_model` and benchmarks). Arguments, result and errors as in :func:`analyze`, which
+    returns this model's dict."""
     mt.check_policy(invalid)
     clock = _Clock(timings)
     runs = runs.reset_index(drop=True)
@@ -398,14 +397,9 @@ def analyze_model(
     slices = _slice_stats(enc, invalid)
     clock.lap("slices")
     grid = _sample_grid(df, enc)
+    labelled = enc.labelled
     boot = _bootstrap_runs(
-        enc.run[enc.labelled],
-        grid.row_pair[enc.labelled],
-        enc.cell[enc.labelled],
-        len(enc.run_ids),
-        grid.n_pairs,
-        n_boot,
-        seed,
+        enc.run[labelled], grid.row_pair[labelled], enc.cell[labelled], len(runs), grid.n_pairs, n_boot, seed
     )
     pair_counts = _pair_classes(grid.cells, grid.sample_pair, grid.sample_label, grid.n_pairs)
     clock.lap("bootstrap")
@@ -415,16 +409,27 @@ def analyze_model(
     if texts is not None:
         _add_grounding(entries, runs, df, enc, texts)
     clock.lap("grounding")
+    pairs_to_compare = _default_comparisons(runs) if compare is None else list(compare)
+    paired = _paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
+    clock.lap("paired")
+    rep = _across_runs(entries, paired, invalid, n_boot, seed)
+    rep.update(cost_ratio=cost_ratio, prevalence=prevalence)
+    rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
+    return Report.model_validate(_json_safe(rep))
+
+
+def _across_runs(
+    entries: list[dict[str, Any]], paired: list[dict[str, Any]], invalid: str, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """The report's top level up to ``paired``: the run entries (each gets ``on_front``), the overall
+    Pareto front, Pearson r of (MR, FAR) over runs, the policy and bootstrap parameters."""
     mr = [e["overall"]["mr"] for e in entries]
     far = [e["overall"]["far"] for e in entries]
     front = mt.pareto_front(mr, far) if entries else np.zeros(0, dtype=bool)
     for entry, on_front in zip(entries, front):
         entry["on_front"] = bool(on_front)
     r_val, p_val = mt.pearson_r(mr, far)
-    pairs_to_compare = _default_comparisons(runs) if compare is None else list(compare)
-    paired = _paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
-    clock.lap("paired")
-    rep = {
+    return {
         "runs": entries,
         "pareto": [e["run_id"] for e in entries if e["on_front"]],
         "pearson_r": r_val,
@@ -433,11 +438,7 @@ def analyze_model(
         "invalid_policy": invalid,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "cluster": "pair_id", "interval": "percentile 95%"},
         "paired": paired,
-        "cost_ratio": cost_ratio,
-        "prevalence": prevalence,
-        "intervals": "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci",
     }
-    return Report.model_validate(_json_safe(rep))
 
 
 def _encode(df: pd.DataFrame, run_ids: list[str], policy: str) -> _Encoded:
@@ -802,6 +803,34 @@ def _json_safe(obj: Any) -> Any:
 # --------------------------------------------------------------------------------------------------
 
 
+POINT_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "monitor",
+    "template",
+    "kind",
+    "n",
+    "mr",
+    "far",
+    "mr_ci",
+    "far_ci",
+    "mr_lo",
+    "mr_hi",
+    "far_lo",
+    "far_hi",
+    "unscored",
+    "unscored_rate",
+)
+_EMPTY_SLICE: dict[str, Any] = {
+    "n": 0,
+    "mr": None,
+    "far": None,
+    "mr_ci": None,
+    "far_ci": None,
+    "unscored": 0,
+    "unscored_rate": None,
+}
+
+
 def run_points(report_dict: dict[str, Any], slice: tuple[str, ...] = ("overall",)) -> pd.DataFrame:  # noqa: A002
     """Points on the MR-FAR plane for one slice of a report, with the Pareto front of that slice.
 
@@ -816,17 +845,7 @@ def run_points(report_dict: dict[str, Any], slice: tuple[str, ...] = ("overall",
     """
     rows = []
     for e in report_dict.get("runs", []):
-        if slice[0] == "overall":
-            s = e["overall"]
-        elif slice[0] == "category" and len(slice) == 2:
-            s = e.get("by_category", {}).get(slice[1])
-        elif slice[0] == "task" and len(slice) == 2:
-            s = e.get("by_task", {}).get(slice[1])
-        elif slice[0] == "category_task" and len(slice) == 3:
-            s = e.get("by_category_task", {}).get(slice[1], {}).get(slice[2])
-        else:
-            raise ValueError(f"unknown slice {slice!r}")
-        s = s or {"n": 0, "mr": None, "far": None, "mr_ci": None, "far_ci": None, "unscored": 0, "unscored_rate": None}
+        s = _entry_slice(e, slice) or _EMPTY_SLICE
         mci, fci = s.get("mr_ci"), s.get("far_ci")
         rows.append(
             {
@@ -847,28 +866,23 @@ def run_points(report_dict: dict[str, Any], slice: tuple[str, ...] = ("overall",
                 "unscored_rate": s.get("unscored_rate"),
             }
         )
-    df = pd.DataFrame(
-        rows,
-        columns=[
-            "run_id",
-            "monitor",
-            "template",
-            "kind",
-            "n",
-            "mr",
-            "far",
-            "mr_ci",
-            "far_ci",
-            "mr_lo",
-            "mr_hi",
-            "far_lo",
-            "far_hi",
-            "unscored",
-            "unscored_rate",
-        ],
-    )
+    df = pd.DataFrame(rows, columns=list(POINT_COLUMNS))
     df["on_front"] = mt.pareto_front(list(df["mr"]), list(df["far"])) if len(df) else pd.Series(dtype=bool)
     return df
+
+
+def _entry_slice(entry: dict[str, Any], slice: tuple[str, ...]) -> dict[str, Any] | None:  # noqa: A002
+    """The SLICE dict of one run entry for a :func:`run_points` slice form (``None`` when absent);
+    ``ValueError`` for an unknown form."""
+    if slice[0] == "overall":
+        return cast("dict[str, Any]", entry["overall"])
+    if slice[0] == "category" and len(slice) == 2:
+        return cast("dict[str, Any] | None", entry.get("by_category", {}).get(slice[1]))
+    if slice[0] == "task" and len(slice) == 2:
+        return cast("dict[str, Any] | None", entry.get("by_task", {}).get(slice[1]))
+    if slice[0] == "category_task" and len(slice) == 3:
+        return cast("dict[str, Any] | None", entry.get("by_category_task", {}).get(slice[1], {}).get(slice[2]))
+    raise ValueError(f"unknown slice {slice!r}")
 
 
 def cell_samples(

@@ -491,16 +491,7 @@ def audit_frame(
     return {
         "edition": edition,
         "slices": slices,
-        "leakage": {
-            "near_duplicate_pairs": len(leakage.duplicate_pairs),
-            "shared_conversations": len(leakage.shared_pairs),
-            "near_duplicate_samples": len({i for i, _, _ in leakage.duplicates}),
-            "method": {
-                "near_duplicate": f"MinHash ({NUM_PERM} permutations) over lower-cased word {SHINGLE}-shingles "
-                f"of request + response, MinHashLSH, estimated Jaccard >= {jaccard}",
-                "shared_conversations": "same first human turn, or one dialogue a prefix of the other",
-            },
-        },
+        "leakage": _leakage_doc(leakage, jaccard),
         "controls": {
             "samples": int(len(controls)),
             "far": _controls_far(controls, baselines),
@@ -517,6 +508,21 @@ def audit_frame(
             "tiny_diff_tokens": TINY_DIFF_TOKENS,
             "min_train_per_class": MIN_TRAIN_PER_CLASS,
             "audit_version": AUDIT_VERSION,
+        },
+    }
+
+
+def _leakage_doc(leakage: _Leakage, jaccard: float) -> dict[str, Any]:
+    """The document's ``leakage``: test pairs with a near-duplicate / a shared conversation, test samples
+    with a near-duplicate, and how both were found."""
+    return {
+        "near_duplicate_pairs": len(leakage.duplicate_pairs),
+        "shared_conversations": len(leakage.shared_pairs),
+        "near_duplicate_samples": len({i for i, _, _ in leakage.duplicates}),
+        "method": {
+            "near_duplicate": f"MinHash ({NUM_PERM} permutations) over lower-cased word {SHINGLE}-shingles "
+            f"of request + response, MinHashLSH, estimated Jaccard >= {jaccard}",
+            "shared_conversations": "same first human turn, or one dialogue a prefix of the other",
         },
     }
 

@@ -13,6 +13,7 @@ from automonitor.vocab import INVALID_POLICIES
 
 if TYPE_CHECKING:
     from rich.table import Table
+    from sqlalchemy.engine import Engine
 
     from automonitor.report_schema import Report
 
@@ -57,8 +58,6 @@ def report_cmd(
     """MR/FAR with 95% Wilson intervals per run and slice, Pareto front, Pearson r, paired statistics,
     ROC for score runs, evidence grounding for evidence runs, and the audit's trivial-baseline AUROCs on
     the same slices."""
-    from automonitor import analysis
-
     _check_report_options(invalid, fmt, json_out, cost_ratio, prevalence, n_boot)
     pairs = _parse_compare(compare)
     if pairs:
@@ -68,27 +67,55 @@ def report_cmd(
         edition = None if run else "paper"
     if edition is not None and edition not in ("paper", "verified"):
         raise InputError(f"must be paper or verified, got {edition!r}", field="--edition")
+    rep = _build_report(
+        engine,
+        run or None,
+        invalid,
+        n_boot,
+        seed,
+        cost_ratio=cost_ratio,
+        prevalence=prevalence,
+        compare=pairs,
+        edition=edition,
+    )
+    if with_audit and rep.runs:
+        from automonitor import audit
+
+        audit.attach_to_report(rep, engine)
+    _emit_report(rep, json_out, fmt, with_audit)
+
+
+def _build_report(
+    engine: Engine,
+    run_ids: list[str] | None,
+    invalid: str,
+    n_boot: int,
+    seed: int,
+    *,
+    cost_ratio: float,
+    prevalence: float | None,
+    compare: list[tuple[str, str]] | None,
+    edition: str | None,
+) -> Report:
+    """``analysis.report_model`` with an edition error reported as an ``InputError`` on ``--edition``."""
+    from automonitor import analysis
+
     try:
-        rep = analysis.report_model(
+        return analysis.report_model(
             engine,
-            run or None,
+            run_ids,
             invalid,
             n_boot=n_boot,
             seed=seed,
             cost_ratio=cost_ratio,
             prevalence=prevalence,
-            compare=pairs,
+            compare=compare,
             edition=edition,
         )
     except ValueError as exc:
         if "edition" in str(exc):
             raise InputError(str(exc), field="--edition") from None
         raise
-    if with_audit and rep.runs:
-        from automonitor import audit
-
-        audit.attach_to_report(rep, engine)
-    _emit_report(rep, json_out, fmt, with_audit)
 
 
 def _check_report_options(

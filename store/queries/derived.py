@@ -177,30 +177,32 @@ def insert_derived_run(
             )
         )
         s.flush()
-        payload = [
-            {
-                "run_id": run_id,
-                "sample_id": r["sample_id"],
-                "outcome": r["outcome"],
-                "score": r.get("score"),
-                "raw": None,
-                "reason": r.get("reason"),
-                "evidence": [],
-                "pred_category": None,
-                "severity": None,
-                "tokens_in": 0,
-                "tokens_out": 0,
-                "cost_usd": float(r["cost_usd"]),
-                "latency_ms": float(r["latency_ms"]),
-                "cached": False,
-                "meta": r.get("meta") or {},
-                "created_at": now,
-                "judged_at": now,
-            }
-            for r in rows
-        ]
+        payload = [_prediction_row(run_id, r, now) for r in rows]
         for part in chunks(payload, 2000):
             s.execute(sa.insert(Prediction), list(part))
+
+
+def _prediction_row(run_id: str, r: dict[str, Any], now: Any) -> dict[str, Any]:
+    """The Prediction column values of one derived prediction ``r`` (no tokens, never cached)."""
+    return {
+        "run_id": run_id,
+        "sample_id": r["sample_id"],
+        "outcome": r["outcome"],
+        "score": r.get("score"),
+        "raw": None,
+        "reason": r.get("reason"),
+        "evidence": [],
+        "pred_category": None,
+        "severity": None,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cost_usd": float(r["cost_usd"]),
+        "latency_ms": float(r["latency_ms"]),
+        "cached": False,
+        "meta": r.get("meta") or {},
+        "created_at": now,
+        "judged_at": now,
+    }
 
 
 def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
