@@ -1,9 +1,16 @@
 """Analysis of monitor runs: store -> frames -> the report of ``automonitor report`` and the app.
 
 Pipeline: :func:`predictions_frame` (one row per prediction, joined with its sample) ->
-:func:`analyze` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored counts,
-Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, ROC, evidence grounding) ->
-the contract JSON (``../shared/CONTRACT.md``). :func:`report` does both steps on a store.
+:func:`analyze_model` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored
+counts, Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, ROC, evidence grounding)
+-> a typed :class:`~automonitor.report_schema.Report` whose ``to_dict()`` is the contract JSON
+(``../shared/CONTRACT.md``). :func:`report_model` does both steps on a store; :func:`analyze` and
+:func:`report` return the dict.
+
+Inside :func:`analyze_model`, the steps are: :func:`_encode` (frame -> index arrays), :func:`_slice_stats`
+(one outcome table -> SLICEs), :func:`_sample_grid` (runs x samples cell matrix), :func:`_bootstrap_runs`
+and :func:`_pair_classes`, :func:`_run_entries`, :func:`_add_roc`, :func:`_add_grounding`,
+:func:`_paired_comparisons` and :func:`_across_runs` (front, Pearson r).
 
 Definitions and the unscored policy are in :mod:`automonitor.metrics`; grounding in
 :mod:`automonitor.grounding`. The paper's reported points are a separate, labelled reference table
