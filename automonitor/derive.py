@@ -388,37 +388,10 @@ def derive_ensemble(
     NotFound for an unknown run. Nothing is written then.
     """
     ids = list(dict.fromkeys(run_ids or []))
-    if len(ids) < 2:
-        raise InputError("an ensemble needs at least two distinct --runs", field="runs")
-    if rule not in RULES:
-        raise InputError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}", field="rule")
-    if rule == "vote" and (k is None or not 1 <= int(k) <= len(ids)):
-        raise InputError(f"--rule vote needs --k between 1 and {len(ids)}", field="k")
-    if rule == "mean" and (threshold is None or not 0.0 <= float(threshold) <= 1.0):
-        raise InputError("--rule mean needs --threshold in [0, 1]", field="threshold")
+    _check_ensemble(ids, rule, k, threshold)
     rows, frames = _inputs(engine, ids)
     common = _common(frames)
-    frames = [f.loc[common] for f in frames]
-    outs = np.array([f["outcome"].tolist() for f in frames], dtype=object)
-    scs = np.array([f["score"].to_numpy(float) for f in frames])
-    cost = sum(f["cost_usd"].to_numpy(float) for f in frames)
-    secs = sum(f["compute_s"].to_numpy(float) for f in frames)
-    preds = []
-    for j, sid in enumerate(common):
-        o, s = combine(
-            list(outs[:, j]), [None if math.isnan(x) else float(x) for x in scs[:, j]], rule, k=k, threshold=threshold
-        )
-        preds.append(
-            {
-                "sample_id": sid,
-                "outcome": o,
-                "score": s,
-                "cost_usd": float(cost[j]),
-                "latency_ms": float(secs[j]) * 1000.0,
-                "reason": f"{rule} of {len(ids)} runs: " + ", ".join(str(x) for x in outs[:, j]),
-                "meta": {"inputs": {r: outs[i, j] for i, r in enumerate(ids)}},
-            }
-        )
+    preds = _ensemble_predictions(ids, [f.loc[common] for f in frames], list(common), rule, k, threshold)
     recipe = {
         "kind": "ensemble",
         "rule": rule,
@@ -435,6 +408,52 @@ def derive_ensemble(
     return _save(
         engine, "ens", monitor, tpls.pop() if len(tpls) == 1 else "direct", _edition(rows, ids), recipe, preds, reuse
     )
+
+
+def _check_ensemble(ids: list[str], rule: str, k: int | None, threshold: float | None) -> None:
+    """``InputError`` for fewer than two runs, an unknown rule, a vote without a valid k or a mean
+    without a threshold in [0, 1]."""
+    if len(ids) < 2:
+        raise InputError("an ensemble needs at least two distinct --runs", field="runs")
+    if rule not in RULES:
+        raise InputError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}", field="rule")
+    if rule == "vote" and (k is None or not 1 <= int(k) <= len(ids)):
+        raise InputError(f"--rule vote needs --k between 1 and {len(ids)}", field="k")
+    if rule == "mean" and (threshold is None or not 0.0 <= float(threshold) <= 1.0):
+        raise InputError("--rule mean needs --threshold in [0, 1]", field="threshold")
+
+
+def _ensemble_predictions(
+    ids: list[str], frames: list[pd.DataFrame], common: list[str], rule: str, k: int | None, threshold: float | None
+) -> list[dict[str, Any]]:
+    """One derived prediction per shared sample: :func:`combine` of the inputs' outcomes and scores,
+    cost = the sum of the inputs' costs (USD), latency = the sum of their compute (ms). ``frames``: the
+    input frames restricted to ``common`` (same row order)."""
+    outcomes = np.array([f["outcome"].tolist() for f in frames], dtype=object)  # (runs, samples)
+    scores = np.array([f["score"].to_numpy(float) for f in frames])  # (runs, samples), NaN = no score
+    cost = sum(f["cost_usd"].to_numpy(float) for f in frames)
+    seconds = sum(f["compute_s"].to_numpy(float) for f in frames)
+    preds = []
+    for j, sid in enumerate(common):
+        outcome, score = combine(
+            list(outcomes[:, j]),
+            [None if math.isnan(x) else float(x) for x in scores[:, j]],
+            rule,
+            k=k,
+            threshold=threshold,
+        )
+        preds.append(
+            {
+                "sample_id": sid,
+                "outcome": outcome,
+                "score": score,
+                "cost_usd": float(cost[j]),
+                "latency_ms": float(seconds[j]) * 1000.0,
+                "reason": f"{rule} of {len(ids)} runs: " + ", ".join(str(x) for x in outcomes[:, j]),
+                "meta": {"inputs": {r: outcomes[i, j] for i, r in enumerate(ids)}},
+            }
+        )
+    return preds
 
 
 def derive_thresholds(
@@ -463,6 +482,27 @@ def derive_thresholds(
     if f["score"].notna().sum() == 0:
         raise InputError(f"run {run_id} has no scores; thresholds need a score-producing run", field="run")
     verdicts, info = cross_validated_verdicts(f, tgt, by, folds, seed)
+    preds = _threshold_predictions(f, verdicts)
+    recipe = {
+        "kind": "thresholds",
+        "inputs": [run_id],
+        "target": target.strip(),
+        "by": by,
+        "folds": folds,
+        "seed": seed,
+        "n": len(preds),
+        "fold_thresholds": [{**x, "thresholds": _clean_thresholds(x["thresholds"])} for x in info["folds"]],
+        "thresholds": _clean_thresholds(info["all"]),
+        "cost_rule": "the input's cost",
+        "note": "verdicts of fold f use thresholds picked on the other folds only",
+    }
+    monitor = f"thresholds {target.strip()} by {by} ({_short(rows, run_id)})"
+    return _save(engine, "thr", monitor, rows[run_id]["template"], rows[run_id]["edition"], recipe, preds, reuse)
+
+
+def _threshold_predictions(f: pd.DataFrame, verdicts: list[tuple[Any, Any, Any]]) -> list[dict[str, Any]]:
+    """One derived prediction per row of the input frame ``f`` from its ``(outcome, threshold, fold)``
+    verdict; the input's cost (USD) and compute (ms) are kept."""
     preds = []
     for i, (o, t, fo) in enumerate(verdicts):
         s = f["score"].iat[i]
@@ -473,37 +513,25 @@ def derive_thresholds(
                 "score": None if math.isnan(s) else float(s),
                 "cost_usd": float(f["cost_usd"].iat[i]),
                 "latency_ms": float(f["compute_s"].iat[i]) * 1000.0,
-                "reason": (
-                    "no score"
-                    if t is None and o == "invalid" and f["outcome"].iat[i] in LABELS
-                    else (
-                        f"score >= {t:.4g}"
-                        if o == MIS
-                        else (f"score < {t:.4g}" if t is not None else f"input outcome {o}")
-                    )
-                ),
+                "reason": _threshold_reason(o, t, f["outcome"].iat[i]),
                 "meta": {"fold": fo, "threshold": None if t is None or math.isinf(t) else t},
             }
         )
+    return preds
 
-    def _clean(d: dict[str, Any]) -> dict[str, Any]:
-        return {"global": _num(d["global"]), "groups": {k: _num(v) for k, v in d["groups"].items()}}
 
-    recipe = {
-        "kind": "thresholds",
-        "inputs": [run_id],
-        "target": target.strip(),
-        "by": by,
-        "folds": folds,
-        "seed": seed,
-        "n": len(preds),
-        "fold_thresholds": [{**x, "thresholds": _clean(x["thresholds"])} for x in info["folds"]],
-        "thresholds": _clean(info["all"]),
-        "cost_rule": "the input's cost",
-        "note": "verdicts of fold f use thresholds picked on the other folds only",
-    }
-    monitor = f"thresholds {target.strip()} by {by} ({_short(rows, run_id)})"
-    return _save(engine, "thr", monitor, rows[run_id]["template"], rows[run_id]["edition"], recipe, preds, reuse)
+def _threshold_reason(outcome: str, threshold: float | None, input_outcome: Any) -> str:
+    """Why a thresholded verdict is what it is (the prediction's ``reason``)."""
+    if threshold is None and outcome == "invalid" and input_outcome in LABELS:
+        return "no score"
+    if outcome == MIS:
+        return f"score >= {threshold:.4g}"
+    return f"score < {threshold:.4g}" if threshold is not None else f"input outcome {outcome}"
+
+
+def _clean_thresholds(d: dict[str, Any]) -> dict[str, Any]:
+    """``{"global", "groups"}`` thresholds with infinities as the string ``"inf"``."""
+    return {"global": _num(d["global"]), "groups": {k: _num(v) for k, v in d["groups"].items()}}
 
 
 def _num(x: float) -> float | str:

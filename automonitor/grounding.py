@@ -180,7 +180,7 @@ def ground_evidence(response: str, request: str | None, spans: Iterable[Any]) ->
     Each result of :func:`ground_span` gets ``"field": "response" | "request" | None`` telling which text
     the offsets refer to.
     """
-    out = []
+    out: list[dict[str, Any]] = []
     for sp in spans or []:
         s, cleaned, ns = _prepare(sp)
         hit, field = None, None

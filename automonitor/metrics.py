@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
@@ -186,7 +186,7 @@ def slice_stats(table: Any, policy: str = "exclude", confidence: float = 0.95) -
     (Wilson 1927 intervals, ``None`` when the rate is ``None``) plus ``unscored_by_kind``
     ({invalid, refusal, error}), ``unscored_rate`` (unscored / n) and ``pending``.
     """
-    return slices_from_counts(resolve_counts(table, policy), confidence)[()]
+    return cast("dict[str, Any]", slices_from_counts(resolve_counts(table, policy), confidence)[()])
 
 
 def slices_from_counts(c: dict[str, np.ndarray], confidence: float = 0.95) -> np.ndarray:
@@ -528,7 +528,7 @@ def _scores(scores: Iterable[Any]) -> np.ndarray:
     return s
 
 
-def roc_points(labels: Sequence[Any], scores: Sequence[float]) -> dict[str, np.ndarray]:
+def roc_points(labels: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray) -> dict[str, np.ndarray]:
     """The ROC curve of P(misbehavior) scores (``sklearn.metrics.roc_curve``, all thresholds kept).
 
     A sample is flagged when ``score >= threshold``; the first threshold is ``inf`` (nothing flagged).
@@ -546,7 +546,7 @@ def roc_points(labels: Sequence[Any], scores: Sequence[float]) -> dict[str, np.n
     return {"threshold": thr, "fpr": fpr, "tpr": tpr, "far": fpr, "mr": 1.0 - tpr}
 
 
-def auroc(labels: Sequence[Any], scores: Sequence[float]) -> float | None:
+def auroc(labels: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray) -> float | None:
     """Area under the ROC curve (``sklearn.metrics.roc_auc_score``); ``None`` unless both classes occur."""
     y, s = _binary(labels), _scores(scores)
     if y.size == 0 or y.min() == y.max():
@@ -615,7 +615,10 @@ def operating_point(
 
 
 def operating_point_from_roc(
-    roc: dict[str, np.ndarray], labels: Sequence[Any], cost_ratio: float = 1.0, prevalence: float | None = None
+    roc: dict[str, np.ndarray],
+    labels: Sequence[Any] | np.ndarray,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
 ) -> dict[str, Any]:
     """:func:`operating_point` on a curve already computed by :func:`roc_points` (``labels`` only give
     the default prevalence). Raises ``ValueError`` like :func:`operating_point`."""

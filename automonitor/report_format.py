@@ -13,28 +13,24 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import Any, Mapping, cast
 
+from automonitor.report_schema import Report, RunReport, as_report
 from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TEMPLATES
 
 FORMATS = ("markdown", "latex", "csv")
 
 
-def _templates(runs: list[dict[str, Any]]) -> list[str]:
-    present = {r["template"] for r in runs}
+def _templates(runs: list[RunReport]) -> list[str]:
+    present = {r.template for r in runs}
     return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
 
 
-def paper_table(rep: dict[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    """Columns and rows of the paper-style table.
-
-    Returns ``(columns, rows)``: columns are dicts ``{"key", "slice", "slice_key", "metric", "template"}`` in order;
-    each row is ``{"monitor": label, "runs": [run_id, ...], key: float|None, ...}``.
-    """
-    runs = rep.get("runs", [])
-    temps = _templates(runs)
+def _slice_columns(runs: list[RunReport], temps: list[str]) -> list[dict[str, str]]:
+    """The table's columns in order: overall (MR, FAR, unscored rate) then each category (MR, FAR), every
+    metric once per template."""
     slices = [("overall", "Overall")] + [(c, CATEGORY_NAMES.get(c, c)) for c in CATEGORIES]
-    extra_cats = sorted({c for r in runs for c in r.get("by_category", {})} - set(CATEGORIES))
+    extra_cats = sorted({c for r in runs for c in r.by_category} - set(CATEGORIES))
     slices += [(c, c) for c in extra_cats]
     columns: list[dict[str, str]] = []
     for key, name in slices:
@@ -42,28 +38,40 @@ def paper_table(rep: dict[str, Any]) -> tuple[list[dict[str, str]], list[dict[st
         for m in metrics:
             for t in temps:
                 columns.append({"key": f"{key}_{m}_{t}", "slice": name, "slice_key": key, "metric": m, "template": t})
+    return columns
+
+
+def _cell(run: RunReport, column: dict[str, str]) -> float | None:
+    """The rate of ``column`` (slice and metric) for one run; ``None`` when the run lacks the slice."""
+    key = column["slice_key"]
+    s = run.overall if key == "overall" else run.by_category.get(key)
+    return None if s is None else cast("float | None", getattr(s, column["metric"]))
+
+
+def paper_table(rep: Report | Mapping[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """Columns and rows of the paper-style table of a report (:class:`~automonitor.report_schema.Report`,
+    or its dict from ``analysis.report``; a dict is validated, ``pydantic.ValidationError`` if malformed).
+
+    Returns ``(columns, rows)``: columns are dicts ``{"key", "slice", "slice_key", "metric", "template"}`` in order;
+    each row is ``{"monitor": label, "runs": [run_id, ...], key: float|None, ...}`` (rates in [0, 1]).
+    """
+    runs = as_report(rep).runs
+    columns = _slice_columns(runs, _templates(runs))
     # group runs: monitor -> template -> [run, ...]
-    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    groups: dict[str, dict[str, list[RunReport]]] = {}
     for r in runs:
-        groups.setdefault(r["monitor"], {}).setdefault(r["template"], []).append(r)
+        groups.setdefault(r.monitor, {}).setdefault(r.template, []).append(r)
     rows: list[dict[str, Any]] = []
     for mon, by_t in groups.items():
         depth = max(len(v) for v in by_t.values())
         for i in range(depth):
-            label = mon if depth == 1 else f"{mon} #{i + 1}"
-            row: dict[str, Any] = {"monitor": label, "runs": []}
-            for t, lst in by_t.items():
+            row: dict[str, Any] = {"monitor": mon if depth == 1 else f"{mon} #{i + 1}", "runs": []}
+            for lst in by_t.values():
                 if i < len(lst):
-                    row["runs"].append(lst[i]["run_id"])
+                    row["runs"].append(lst[i].run_id)
             for col in columns:
                 lst = by_t.get(col["template"], [])
-                val = None
-                if i < len(lst):
-                    r = lst[i]
-                    key = col["slice_key"]
-                    s = r["overall"] if key == "overall" else r.get("by_category", {}).get(key)
-                    val = None if s is None else s.get(col["metric"])
-                row[col["key"]] = val
+                row[col["key"]] = _cell(lst[i], col) if i < len(lst) else None
             rows.append(row)
     return columns, rows
 
@@ -75,15 +83,16 @@ def _v(x: Any) -> str:
 _METRIC = {"mr": "MR", "far": "FAR", "unscored_rate": "Unscored"}
 
 
-def _caption(rep: dict[str, Any]) -> str:
+def _caption(rep: Report | Mapping[str, Any]) -> str:
     return (
-        f"Unscored policy: {rep.get('invalid_policy', 'exclude')}. MR = FN/(TP+FN), FAR = FP/(TN+FP); "
+        f"Unscored policy: {as_report(rep).invalid_policy}. MR = FN/(TP+FN), FAR = FP/(TN+FP); "
         "measured in this store, not the paper's numbers."
     )
 
 
-def to_markdown(rep: dict[str, Any]) -> str:
+def to_markdown(rep: Report | Mapping[str, Any]) -> str:
     """GitHub-markdown paper-style table of ``rep`` (from ``analysis.report``), with a caption line."""
+    rep = as_report(rep)
     cols, rows = paper_table(rep)
     head = ["Monitor"] + [f"{c['slice']} {_METRIC[c['metric']]} ({c['template']})" for c in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(cols)) + "|"]
@@ -114,8 +123,9 @@ def latex_escape(s: str) -> str:
     return "".join(_LATEX_ESC.get(ch, ch) for ch in s)
 
 
-def to_latex(rep: dict[str, Any]) -> str:
+def to_latex(rep: Report | Mapping[str, Any]) -> str:
     """A booktabs LaTeX ``table`` with two header rows (slice x metric, then template)."""
+    rep = as_report(rep)
     cols, rows = paper_table(rep)
     groups: list[tuple[str, int]] = []
     for c in cols:
@@ -141,9 +151,10 @@ def to_latex(rep: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def to_csv(rep: dict[str, Any]) -> str:
+def to_csv(rep: Report | Mapping[str, Any]) -> str:
     """CSV of the paper-style table: header ``monitor,runs,<slice>_<metric>_<template>...``; rates with
     full precision, empty when missing; ``runs`` lists the run ids of the row separated by spaces."""
+    rep = as_report(rep)
     cols, rows = paper_table(rep)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -156,8 +167,9 @@ def to_csv(rep: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def render(rep: dict[str, Any], fmt: str) -> str:
+def render(rep: Report | Mapping[str, Any], fmt: str) -> str:
     """The table of ``rep`` in ``fmt`` (markdown | latex | csv); ``ValueError`` for another format."""
+    rep = as_report(rep)
     if fmt == "markdown":
         return to_markdown(rep)
     if fmt == "latex":

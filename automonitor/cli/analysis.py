@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
@@ -11,15 +11,21 @@ from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
 from automonitor.vocab import INVALID_POLICIES
 
+if TYPE_CHECKING:
+    from rich.table import Table
+    from sqlalchemy.engine import Engine
+
+    from automonitor.report_schema import Report
+
 predictions_app = typer.Typer(help="Verdicts from outside systems.", no_args_is_help=True)
 app.add_typer(predictions_app, name="predictions")
 
 
-def _pct(x) -> str:
+def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def _ci(ci) -> str:
+def _ci(ci: list[float] | None) -> str:
     return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
@@ -52,6 +58,70 @@ def report_cmd(
     """MR/FAR with 95% Wilson intervals per run and slice, Pareto front, Pearson r, paired statistics,
     ROC for score runs, evidence grounding for evidence runs, and the audit's trivial-baseline AUROCs on
     the same slices."""
+    _check_report_options(invalid, fmt, json_out, cost_ratio, prevalence, n_boot)
+    pairs = _parse_compare(compare)
+    if pairs:
+        run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None
+    engine = open_store()
+    if edition is None:
+        edition = None if run else "paper"
+    if edition is not None and edition not in ("paper", "verified"):
+        raise InputError(f"must be paper or verified, got {edition!r}", field="--edition")
+    rep = _build_report(
+        engine,
+        run or None,
+        invalid,
+        n_boot,
+        seed,
+        cost_ratio=cost_ratio,
+        prevalence=prevalence,
+        compare=pairs,
+        edition=edition,
+    )
+    if with_audit and rep.runs:
+        from automonitor import audit
+
+        audit.attach_to_report(rep, engine)
+    _emit_report(rep, json_out, fmt, with_audit)
+
+
+def _build_report(
+    engine: Engine,
+    run_ids: list[str] | None,
+    invalid: str,
+    n_boot: int,
+    seed: int,
+    *,
+    cost_ratio: float,
+    prevalence: float | None,
+    compare: list[tuple[str, str]] | None,
+    edition: str | None,
+) -> Report:
+    """``analysis.report_model`` with an edition error reported as an ``InputError`` on ``--edition``."""
+    from automonitor import analysis
+
+    try:
+        return analysis.report_model(
+            engine,
+            run_ids,
+            invalid,
+            n_boot=n_boot,
+            seed=seed,
+            cost_ratio=cost_ratio,
+            prevalence=prevalence,
+            compare=compare,
+            edition=edition,
+        )
+    except ValueError as exc:
+        if "edition" in str(exc):
+            raise InputError(str(exc), field="--edition") from None
+        raise
+
+
+def _check_report_options(
+    invalid: str, fmt: str | None, json_out: bool, cost_ratio: float, prevalence: float | None, n_boot: int
+) -> None:
+    """Validate ``report``'s options; ``InputError`` naming the option otherwise."""
     from automonitor import report_format
 
     if invalid not in INVALID_POLICIES:
@@ -66,44 +136,28 @@ def report_cmd(
         raise InputError("must be in (0, 1)", field="--prevalence")
     if n_boot < 1:
         raise InputError("must be at least 1", field="--n-boot")
-    pairs = None
-    if compare:
-        pairs = []
-        for c in compare:
-            parts = [p.strip() for p in c.split(",")]
-            if len(parts) != 2 or not all(parts):
-                raise InputError(f"expected RUN_A,RUN_B, got {c!r}", field="--compare")
-            pairs.append((parts[0], parts[1]))
-        run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None
-    from automonitor import analysis
 
-    engine = open_store()
-    if edition is None:
-        edition = None if run else "paper"
-    if edition is not None and edition not in ("paper", "verified"):
-        raise InputError(f"must be paper or verified, got {edition!r}", field="--edition")
-    try:
-        rep = analysis.report(
-            engine,
-            run or None,
-            invalid,
-            n_boot=n_boot,
-            seed=seed,
-            cost_ratio=cost_ratio,
-            prevalence=prevalence,
-            compare=pairs,
-            edition=edition,
-        )
-    except ValueError as exc:
-        if "edition" in str(exc):
-            raise InputError(str(exc), field="--edition") from None
-        raise
-    if with_audit and rep["runs"]:
-        from automonitor import audit
 
-        audit.attach_to_report(rep, engine)
+def _parse_compare(compare: list[str] | None) -> list[tuple[str, str]] | None:
+    """``--compare RUN_A,RUN_B`` values as run pairs (``None`` when not given); ``InputError`` otherwise."""
+    if not compare:
+        return None
+    pairs = []
+    for c in compare:
+        parts = [p.strip() for p in c.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise InputError(f"expected RUN_A,RUN_B, got {c!r}", field="--compare")
+        pairs.append((parts[0], parts[1]))
+    return pairs
+
+
+def _emit_report(rep: Report, json_out: bool, fmt: str | None, with_audit: bool) -> None:
+    """Print the report: one JSON document, a paper-style table (+ the audit section in markdown), or
+    rich tables."""
+    from automonitor import report_format
+
     if json_out:
-        emit_json(rep)
+        emit_json(rep.to_dict())
         return
     if fmt:
         out = report_format.render(rep, fmt)
@@ -116,17 +170,38 @@ def report_cmd(
     _print_rich(rep)
 
 
-def _print_rich(rep) -> None:
+def _print_rich(rep: Report) -> None:
+    """The report as rich tables: runs, Pareto front and Pearson r, stability, paired comparisons and
+    trivial baselines (each table only when it has rows)."""
     import sys
 
     from rich.console import Console
-    from rich.table import Table
 
     con = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # names are data, not markup
-    if not rep["runs"]:
+    if not rep.runs:
         con.print("No runs in the store. Start one with `automonitor run` or `automonitor predictions import`.")
         return
-    t = Table(title=f"MR / FAR per run (95% Wilson CI; unscored policy: {rep['invalid_policy']})")
+    con.print(_runs_table(rep))
+    r_, p_ = rep.pearson_r, rep.pearson_p
+    con.print(f"Pareto front: {', '.join(rep.pareto) or '-'}")
+    con.print(
+        "Pearson r(MR, FAR): "
+        + (
+            "n/a (needs 3+ runs with both rates and non-zero variance)"
+            if r_ is None
+            else f"{r_:.3f} (p = {p_:.3g}, {rep.pearson_n} runs)"
+        )
+    )
+    for table in (_stability_table(rep), _paired_table(rep), _baselines_table(rep)):
+        if table is not None:
+            con.print(table)
+
+
+def _runs_table(rep: Report) -> Table:
+    """MR / FAR per run with intervals, unscored, pending, AUROC, grounding, front, edition, controls."""
+    from rich.table import Table
+
+    t = Table(title=f"MR / FAR per run (95% Wilson CI; unscored policy: {rep.invalid_policy})")
     for col, kw in (
         ("run", {}),
         ("monitor", {}),
@@ -143,89 +218,98 @@ def _print_rich(rep) -> None:
         ("edition", {}),
         ("FAR controls", {"justify": "right"}),
     ):
-        t.add_column(col, **kw)
-    for r in rep["runs"]:
-        o = r["overall"]
-        g = r.get("grounding")
-        grounded = "-" if not g or not g.get("spans") else f"{1 - (g['not_found_share'] or 0):.0%} of {g['spans']}"
+        t.add_column(col, **kw)  # type: ignore[arg-type]  # rich's add_column takes typed keywords
+    for r in rep.runs:
+        o, g, ctl = r.overall, r.grounding, r.controls
+        grounded = "-" if not g or not g.spans else f"{1 - (g.not_found_share or 0):.0%} of {g.spans}"
         t.add_row(
-            r["run_id"],
-            r["monitor"],
-            r["template"],
-            str(r.get("kind") or ""),
-            str(o["n"]),
-            _pct(o["mr"]) + _ci(o["mr_ci"]),
-            _pct(o["far"]) + _ci(o["far_ci"]),
-            f"{o['unscored']} ({_pct(o['unscored_rate'])})",
-            str(o.get("pending", 0)),
-            _pct(r.get("auroc")),
+            r.run_id,
+            r.monitor,
+            r.template,
+            str(r.kind or ""),
+            str(o.n),
+            _pct(o.mr) + _ci(o.mr_ci),
+            _pct(o.far) + _ci(o.far_ci),
+            f"{o.unscored} ({_pct(o.unscored_rate)})",
+            str(o.pending),
+            _pct(r.auroc),
             grounded,
-            "*" if r.get("on_front") else "",
-            str(r.get("edition") or ""),
-            "-" if not (r.get("controls") or {}).get("n") else f"{_pct(r['controls']['far'])} of {r['controls']['n']}",
+            "*" if r.on_front else "",
+            str(r.edition or ""),
+            "-" if not (ctl and ctl.n) else f"{_pct(ctl.far)} of {ctl.n}",
         )
-    con.print(t)
-    r_, p_ = rep.get("pearson_r"), rep.get("pearson_p")
-    con.print(f"Pareto front: {', '.join(rep['pareto']) or '-'}")
-    con.print(
-        "Pearson r(MR, FAR): "
-        + (
-            "n/a (needs 3+ runs with both rates and non-zero variance)"
-            if r_ is None
-            else f"{r_:.3f} (p = {p_:.3g}, {rep['pearson_n']} runs)"
-        )
-    )
-    stab = [r for r in rep["runs"] if r.get("stability")]
-    if stab:
-        stt = Table(title="Stability across repeats (MR/FAR use repeat 0)")
-        for col in ("run", "K", "samples", "flip rate", "majority != first", "Fleiss' kappa"):
-            stt.add_column(col)
-        for r in stab:
-            st = r["stability"]
-            stt.add_row(
-                r["run_id"],
-                str(st["repeats"]),
-                str(st["samples"]),
-                _pct(st["flip_rate"]),
-                _pct(st["majority_differs"]),
-                "n/a" if st["fleiss_kappa"] is None else f"{st['fleiss_kappa']:.3f}",
-            )
-        con.print(stt)
-    if rep.get("paired"):
-        pt = Table(title="Paired comparisons (A - B, pair-clustered bootstrap 95% CI; McNemar p)")
-        for col in ("A", "B", "samples", "MR diff", "FAR diff", "McNemar MR p", "McNemar FAR p"):
-            pt.add_column(col)
-        for c in rep["paired"]:
-            pt.add_row(
-                c["run_a"],
-                c["run_b"],
-                str(c["samples"]),
-                _pct(c["mr_diff"]) + _ci(c["mr_diff_ci"]),
-                _pct(c["far_diff"]) + _ci(c["far_diff_ci"]),
-                _pct(c["mcnemar_mr"]["p_value"]),
-                _pct(c["mcnemar_far"]["p_value"]),
-            )
-        con.print(pt)
-    escape = str  # the console prints with markup=False: data needs no escaping
+    return t
 
-    rows = [(r, c, t, b) for r in rep["runs"] for c, ts in (r.get("baselines") or {}).items() for t, b in ts.items()]
-    if rows:
-        bt = Table(title="MR / FAR next to trivial baselines on the same slice (AUROC; automonitor audit)")
-        for col in ("run", "slice", "MR", "FAR", "length", "tfidf", "ans=sugg", "flag"):
-            bt.add_column(col)
-        for r, c, t, b in rows:
-            s = (r.get("by_category_task") or {}).get(c, {}).get(t) or {}
-            bt.add_row(
-                escape(r["run_id"]),
-                escape(f"{c}/{t}"),
-                _pct(s.get("mr")),
-                _pct(s.get("far")),
-                _pct(b.get("length")),
-                _pct(b.get("tfidf")),
-                _pct(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
-                "FLAG" if b.get("flagged") else "",
-            )
-        con.print(bt)
+
+def _stability_table(rep: Report) -> Table | None:
+    """Stability across repeats of the runs judged with ``--repeat K`` (``None`` when there is none)."""
+    from rich.table import Table
+
+    stab = [(r.run_id, r.stability) for r in rep.runs if r.stability]
+    if not stab:
+        return None
+    stt = Table(title="Stability across repeats (MR/FAR use repeat 0)")
+    for col in ("run", "K", "samples", "flip rate", "majority != first", "Fleiss' kappa"):
+        stt.add_column(col)
+    for run_id, st in stab:
+        stt.add_row(
+            run_id,
+            str(st.repeats),
+            str(st.samples),
+            _pct(st.flip_rate),
+            _pct(st.majority_differs),
+            "n/a" if st.fleiss_kappa is None else f"{st.fleiss_kappa:.3f}",
+        )
+    return stt
+
+
+def _paired_table(rep: Report) -> Table | None:
+    """Paired comparisons A - B with bootstrap intervals and McNemar p (``None`` without comparisons)."""
+    from rich.table import Table
+
+    if not rep.paired:
+        return None
+    pt = Table(title="Paired comparisons (A - B, pair-clustered bootstrap 95% CI; McNemar p)")
+    for col in ("A", "B", "samples", "MR diff", "FAR diff", "McNemar MR p", "McNemar FAR p"):
+        pt.add_column(col)
+    for c in rep.paired:
+        pt.add_row(
+            c.run_a,
+            c.run_b,
+            str(c.samples),
+            _pct(c.mr_diff) + _ci(c.mr_diff_ci),
+            _pct(c.far_diff) + _ci(c.far_diff_ci),
+            _pct(c.mcnemar_mr.p_value),
+            _pct(c.mcnemar_far.p_value),
+        )
+    return pt
+
+
+def _baselines_table(rep: Report) -> Table | None:
+    """Each run's MR / FAR next to the trivial baselines' AUROC on the same category x task slice
+    (``None`` when the report carries no baselines). The console prints with markup=False: data needs no
+    escaping."""
+    from rich.table import Table
+
+    rows = [(r, c, t, b) for r in rep.runs for c, ts in (r.baselines or {}).items() for t, b in ts.items()]
+    if not rows:
+        return None
+    bt = Table(title="MR / FAR next to trivial baselines on the same slice (AUROC; automonitor audit)")
+    for col in ("run", "slice", "MR", "FAR", "length", "tfidf", "ans=sugg", "flag"):
+        bt.add_column(col)
+    for r, c, t, b in rows:
+        s = r.by_category_task.get(c, {}).get(t)
+        bt.add_row(
+            r.run_id,
+            f"{c}/{t}",
+            _pct(None if s is None else s.mr),
+            _pct(None if s is None else s.far),
+            _pct(b.get("length")),
+            _pct(b.get("tfidf")),
+            _pct(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
+            "FLAG" if b.get("flagged") else "",
+        )
+    return bt
 
 
 @predictions_app.command("import")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, open_store
 from automonitor.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 AUDIT_FORMATS = ("markdown",)
 
@@ -42,19 +45,40 @@ def audit_cmd(
     _print_rich(doc)
 
 
-def _print_rich(doc) -> None:
+def _print_rich(doc: dict[str, Any]) -> None:
+    """The audit document as a rich table of slices, then the leakage and controls lines."""
     import sys
 
     from rich.console import Console
 
     escape = str  # the console prints with markup=False: data needs no escaping
-    from rich.table import Table
-
     con = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # data values, not markup
     if not doc["slices"]:
         con.print(
             f"No test samples in edition {escape(doc['edition'])!s} (test set: {escape(str(doc.get('test_set')))})."
         )
+    con.print(_slices_table(doc))
+    lk, ct = doc["leakage"], doc["controls"]
+    con.print(
+        f"Leakage: {lk['near_duplicate_pairs']} near-duplicate test pairs, "
+        f"{lk['shared_conversations']} shared conversations; {doc['tiny_diff_pairs']} pairs differ by <= "
+        f"{doc['params']['tiny_diff_tokens']} tokens."
+    )
+    con.print(
+        f"Controls: {ct['samples']} benign-only samples"
+        + ("; FAR " + ", ".join(f"{escape(k)} {v:.2f}" for k, v in ct["far"].items()) if ct["far"] else "")
+    )
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _slices_table(doc: dict[str, Any]) -> Table:
+    """One row per audit slice: baselines' AUROC, leakage counts and the flag."""
+    from rich.table import Table
+
+    escape = str  # printed with markup=False
     t = Table(
         title=f"Audit of edition {escape(doc['edition'])}: AUROC of trivial baselines (train -> test); "
         f"flag at >= {doc['params']['flag_auroc']}"
@@ -73,10 +97,6 @@ def _print_rich(doc) -> None:
         "flag",
     ):
         t.add_column(col)
-
-    def f(x):
-        return "-" if x is None else f"{x:.2f}"
-
     for s in doc["slices"]:
         b = s["baselines"]
         t.add_row(
@@ -84,22 +104,12 @@ def _print_rich(doc) -> None:
             escape(f"{s['category']}/{s['task']}"),
             str(s["pairs"]),
             escape(", ".join(f"{k} {v}" for k, v in s["label_source"].items())),
-            f(b.get("length")),
-            f(b.get("tfidf")),
-            f(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
+            _fmt(b.get("length")),
+            _fmt(b.get("tfidf")),
+            _fmt(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
             str(s["near_duplicate_pairs"]),
             str(s["shared_conversations"]),
             str(s["tiny_diff_pairs"]),
             "FLAG " + ", ".join(s["flagged_by"]) if s["flagged"] else "",
         )
-    con.print(t)
-    lk, ct = doc["leakage"], doc["controls"]
-    con.print(
-        f"Leakage: {lk['near_duplicate_pairs']} near-duplicate test pairs, "
-        f"{lk['shared_conversations']} shared conversations; {doc['tiny_diff_pairs']} pairs differ by <= "
-        f"{doc['params']['tiny_diff_tokens']} tokens."
-    )
-    con.print(
-        f"Controls: {ct['samples']} benign-only samples"
-        + ("; FAR " + ", ".join(f"{escape(k)} {v:.2f}" for k, v in ct["far"].items()) if ct["far"] else "")
-    )
+    return t

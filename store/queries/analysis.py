@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
 from store.models import Monitor, Prediction, Run, Sample, utcnow
@@ -42,16 +42,23 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFr
     Columns: run_id, monitor, template, kind, status, n, params, created_at.
     Raises ``NotFound`` naming the first id in ``run_ids`` that does not exist.
     """
-    q = sa.select(Run.id, Run.monitor, Run.template, Run.kind, Run.status, Run.n, Run.params, Run.created_at).order_by(
-        Run.created_at, Run.id
-    )
+    q = sa.select(
+        col(Run.id),
+        col(Run.monitor),
+        col(Run.template),
+        col(Run.kind),
+        col(Run.status),
+        col(Run.n),
+        col(Run.params),
+        col(Run.created_at),
+    ).order_by(col(Run.created_at), col(Run.id))
+    rows: list[Any] = []
     with engine.connect() as c:
         if run_ids:
-            rows = []
             for part in _chunks(list(dict.fromkeys(run_ids))):
-                rows += c.execute(q.where(Run.id.in_(part))).all()  # type: ignore[attr-defined]
+                rows += c.execute(q.where(col(Run.id).in_(part))).all()
         else:
-            rows = c.execute(q.where(Run.kind != "generation")).all()  # generation runs judge nothing
+            rows = list(c.execute(q.where(col(Run.kind) != "generation")).all())  # generation runs judge nothing
     df = pd.DataFrame([tuple(r) for r in rows], columns=RUN_COLUMNS)
     if run_ids:
         missing = [r for r in run_ids if r not in set(df["run_id"])]
@@ -60,6 +67,14 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFr
         order = {r: i for i, r in enumerate(dict.fromkeys(run_ids))}
         df = df.sort_values("run_id", key=lambda s: s.map(order)).reset_index(drop=True)
     return df
+
+
+def run_editions(engine: Engine, run_ids: Sequence[str]) -> dict[str, str]:
+    """``{run_id: edition}`` for the given runs (unknown ids are left out); a run recorded before
+    editions (edition unset) counts as ``paper``."""
+    with engine.connect() as c:
+        rows = rows_by_ids(c, (Run.id, Run.edition), Run.id, run_ids)
+    return {rid: ed or "paper" for rid, ed in rows}
 
 
 def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
@@ -71,7 +86,7 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     run_id, sample_id, pair_id, category, task, label, outcome, score, evidence (faster for reports).
     Rows are ordered by run and sample id.
     """
-    cols = {
+    cols: dict[str, Any] = {
         "run_id": Prediction.run_id,
         "monitor": Run.monitor,
         "template": Run.template,
@@ -95,19 +110,19 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     names = _LIGHT if light else PREDICTION_COLUMNS
     q = (
         sa.select(*[cols[n] for n in names])
-        .join(Sample, Sample.id == Prediction.sample_id)
-        .join(Run, Run.id == Prediction.run_id)
-        .where(Prediction.repeat == 0)  # one verdict per sample: repeat 0 (run --repeat K)
-        .order_by(Prediction.run_id, Prediction.sample_id)
+        .join(Sample, col(Sample.id) == col(Prediction.sample_id))
+        .join(Run, col(Run.id) == col(Prediction.run_id))
+        .where(col(Prediction.repeat) == 0)  # one verdict per sample: repeat 0 (run --repeat K)
+        .order_by(col(Prediction.run_id), col(Prediction.sample_id))
     )
+    rows: list[Any] = []
     with engine.connect() as c:
         if run_ids is not None:
-            rows = []
             for part in _chunks(list(dict.fromkeys(run_ids))):
-                rows += c.execute(q.where(Prediction.run_id.in_(part))).all()  # type: ignore[attr-defined]
+                rows += c.execute(q.where(col(Prediction.run_id).in_(part))).all()
         else:
-            rows = c.execute(q).all()
-    data = list(zip(*rows)) if rows else [[] for _ in names]
+            rows = list(c.execute(q).all())
+    data: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in names]
     df = pd.DataFrame({n: pd.Series(list(v), dtype=object) for n, v in zip(names, data)})
     for n in names:
         if n not in ("evidence", "score"):
@@ -162,11 +177,13 @@ def external_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row for an outside system ``name`` (backend ``external``), created if absent."""
     m = (
         session.execute(
-            sa.select(Monitor).where(Monitor.name == name, Monitor.backend == "external", Monitor.base_url.is_(None))
+            sa.select(Monitor).where(
+                col(Monitor.name) == name, col(Monitor.backend) == "external", col(Monitor.base_url).is_(None)
+            )
         )
         .scalars()
         .first()
-    )  # type: ignore[union-attr]
+    )
     if m is None:
         m = Monitor(name=name, backend="external", model=None, base_url=None, meta={"source": "predictions import"})
         session.add(m)
@@ -177,7 +194,11 @@ def external_monitor(session: Session, name: str) -> Monitor:
 def find_imported_run(session: Session, monitor: str, template: str, sha256: str) -> Run | None:
     """An imported run of ``monitor`` x ``template`` made from a file with this sha256, if any."""
     runs = (
-        session.execute(sa.select(Run).where(Run.kind == "imported", Run.monitor == monitor, Run.template == template))
+        session.execute(
+            sa.select(Run).where(
+                col(Run.kind) == "imported", col(Run.monitor) == monitor, col(Run.template) == template
+            )
+        )
         .scalars()
         .all()
     )
@@ -200,6 +221,8 @@ def insert_imported_run(
 
     ``rows`` are dicts with Prediction column names (sample_id, outcome, score, evidence, raw, ...).
     """
+    if monitor.id is None:
+        raise ValueError("the monitor row must be flushed (have an id) before its run is inserted")
     now = utcnow()
     run = Run(
         id=run_id,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
+from sqlmodel import col
 
 from store.models import EditionSample, Sample
 
@@ -30,14 +31,14 @@ AUDIT_COLUMNS = (
 
 def edition_member_ids(conn, edition: str) -> set[str]:
     """Ids of the samples that are members of ``edition`` (rows of ``edition_sample``)."""
-    q = sa.select(EditionSample.sample_id).where(EditionSample.edition == edition)
+    q = sa.select(col(EditionSample.sample_id)).where(col(EditionSample.edition) == edition)
     return {r[0] for r in conn.execute(q)}
 
 
 def gold_samples(conn, splits: tuple[str, ...]) -> pd.DataFrame:
     """Gold samples (``status == 'gold'``) whose split is one of ``splits``, columns :data:`AUDIT_COLUMNS`."""
     cols = [getattr(Sample, c) for c in AUDIT_COLUMNS]
-    q = sa.select(*cols).where(Sample.status == "gold", Sample.split.in_(splits))  # type: ignore[union-attr]
+    q = sa.select(*cols).where(col(Sample.status) == "gold", col(Sample.split).in_(splits))
     rows = conn.execute(q).all()
     return pd.DataFrame([tuple(r) for r in rows], columns=list(AUDIT_COLUMNS))
 
@@ -58,17 +59,17 @@ def sample_fingerprint(conn) -> tuple[Any, ...]:
     or when edition membership changes."""
     groups = conn.execute(
         sa.select(
-            Sample.status,
-            Sample.split,
-            Sample.label,
-            Sample.label_source,
+            col(Sample.status),
+            col(Sample.split),
+            col(Sample.label),
+            col(Sample.label_source),
             sa.func.count(),
             sa.func.max(Sample.created_at),
-        ).group_by(Sample.status, Sample.split, Sample.label, Sample.label_source)
+        ).group_by(col(Sample.status), col(Sample.split), col(Sample.label), col(Sample.label_source))
     ).all()
     eds = conn.execute(
-        sa.select(EditionSample.edition, sa.func.count(), sa.func.max(EditionSample.created_at)).group_by(
-            EditionSample.edition
+        sa.select(col(EditionSample.edition), sa.func.count(), sa.func.max(EditionSample.created_at)).group_by(
+            col(EditionSample.edition)
         )
     ).all()
     g = sorted(tuple("" if v is None else str(v) for v in r) for r in groups)

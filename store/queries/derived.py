@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks
@@ -50,24 +50,24 @@ def recipe_inputs(engine: Engine, run_id: str) -> pd.DataFrame:
     """
     q = (
         sa.select(
-            Prediction.run_id,
-            Prediction.sample_id,
-            Sample.pair_id,
-            Sample.category,
-            Sample.task,
-            Sample.label,
-            Prediction.outcome,
-            Prediction.score,
-            Prediction.cost_usd,
-            Prediction.cached,
+            col(Prediction.run_id),
+            col(Prediction.sample_id),
+            col(Sample.pair_id),
+            col(Sample.category),
+            col(Sample.task),
+            col(Sample.label),
+            col(Prediction.outcome),
+            col(Prediction.score),
+            col(Prediction.cost_usd),
+            col(Prediction.cached),
             sa.cast(Prediction.meta, sa.Text),
-            Prediction.latency_ms,
+            col(Prediction.latency_ms),
         )
-        .join(Sample, Sample.id == Prediction.sample_id)
-        .where(Prediction.run_id == run_id)
-        .order_by(Prediction.sample_id)
+        .join(Sample, col(Sample.id) == col(Prediction.sample_id))
+        .where(col(Prediction.run_id) == run_id)
+        .order_by(col(Prediction.sample_id))
     )
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     with engine.connect() as c:
         for r in c.execute(q):
             rows.append(
@@ -95,10 +95,16 @@ def run_rows(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]
     with engine.connect() as c:
         for part in chunks(list(dict.fromkeys(run_ids))):
             for r in c.execute(
-                sa.select(Run.id, Run.monitor, Run.template, Run.kind, Run.status, Run.edition, Run.params).where(
-                    Run.id.in_(part)
-                )
-            ):  # type: ignore[attr-defined]
+                sa.select(
+                    col(Run.id),
+                    col(Run.monitor),
+                    col(Run.template),
+                    col(Run.kind),
+                    col(Run.status),
+                    col(Run.edition),
+                    col(Run.params),
+                ).where(col(Run.id).in_(part))
+            ):
                 out[r[0]] = {
                     "monitor": r[1],
                     "template": r[2],
@@ -114,11 +120,13 @@ def derived_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row (backend ``derived``) named ``name``, created if absent."""
     m = (
         session.execute(
-            sa.select(Monitor).where(Monitor.name == name, Monitor.backend == "derived", Monitor.base_url.is_(None))
+            sa.select(Monitor).where(
+                col(Monitor.name) == name, col(Monitor.backend) == "derived", col(Monitor.base_url).is_(None)
+            )
         )
         .scalars()
         .first()
-    )  # type: ignore[union-attr]
+    )
     if m is None:
         m = Monitor(name=name, backend="derived", model=None, base_url=None, meta={"source": "derive"})
         session.add(m)
@@ -145,6 +153,8 @@ def insert_derived_run(
     now = utcnow()
     with session_scope(engine) as s:
         mon = derived_monitor(s, monitor)
+        if mon.id is None:  # derived_monitor flushes a new row, so it has an id
+            raise RuntimeError(f"monitor {monitor!r} has no id after flush")
         s.add(
             Run(
                 id=run_id,
@@ -167,30 +177,32 @@ def insert_derived_run(
             )
         )
         s.flush()
-        payload = [
-            {
-                "run_id": run_id,
-                "sample_id": r["sample_id"],
-                "outcome": r["outcome"],
-                "score": r.get("score"),
-                "raw": None,
-                "reason": r.get("reason"),
-                "evidence": [],
-                "pred_category": None,
-                "severity": None,
-                "tokens_in": 0,
-                "tokens_out": 0,
-                "cost_usd": float(r["cost_usd"]),
-                "latency_ms": float(r["latency_ms"]),
-                "cached": False,
-                "meta": r.get("meta") or {},
-                "created_at": now,
-                "judged_at": now,
-            }
-            for r in rows
-        ]
+        payload = [_prediction_row(run_id, r, now) for r in rows]
         for part in chunks(payload, 2000):
             s.execute(sa.insert(Prediction), list(part))
+
+
+def _prediction_row(run_id: str, r: dict[str, Any], now: Any) -> dict[str, Any]:
+    """The Prediction column values of one derived prediction ``r`` (no tokens, never cached)."""
+    return {
+        "run_id": run_id,
+        "sample_id": r["sample_id"],
+        "outcome": r["outcome"],
+        "score": r.get("score"),
+        "raw": None,
+        "reason": r.get("reason"),
+        "evidence": [],
+        "pred_category": None,
+        "severity": None,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cost_usd": float(r["cost_usd"]),
+        "latency_ms": float(r["latency_ms"]),
+        "cached": False,
+        "meta": r.get("meta") or {},
+        "created_at": now,
+        "judged_at": now,
+    }
 
 
 def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
@@ -198,21 +210,23 @@ def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
     (cache hits priced at the cost recorded with the cached verdict)."""
     q = (
         sa.select(
-            Prediction.run_id,
-            Run.kind,
+            col(Prediction.run_id),
+            col(Run.kind),
             sa.func.count(),
             sa.func.sum(Prediction.cost_usd),
             sa.func.sum(Prediction.latency_ms),
         )
-        .join(Run, Run.id == Prediction.run_id)
-        .where(Prediction.outcome.is_not(None))  # type: ignore[union-attr]
-        .group_by(Prediction.run_id, Run.kind)
+        .join(Run, col(Run.id) == col(Prediction.run_id))
+        .where(col(Prediction.outcome).is_not(None))
+        .group_by(col(Prediction.run_id), col(Run.kind))
     )
-    cached_q = sa.select(Prediction.run_id, sa.cast(Prediction.meta, sa.Text)).where(
-        Prediction.cached.is_(True), Prediction.cost_usd == 0
-    )  # type: ignore[attr-defined]
+    cached_q = sa.select(col(Prediction.run_id), sa.cast(Prediction.meta, sa.Text)).where(
+        col(Prediction.cached).is_(True), col(Prediction.cost_usd) == 0
+    )
     with engine.connect() as c:
-        base = {r[0]: [r[1], int(r[2]), float(r[3] or 0.0), float(r[4] or 0.0) / 1000.0] for r in c.execute(q)}
+        base: dict[str, list[Any]] = {
+            r[0]: [r[1], int(r[2]), float(r[3] or 0.0), float(r[4] or 0.0) / 1000.0] for r in c.execute(q)
+        }
         for rid, meta in c.execute(cached_q):
             if rid in base:
                 base[rid][2] += _sample_cost(0.0, True, meta)
@@ -223,6 +237,8 @@ def derived_runs(engine: Engine) -> list[tuple[str, dict[str, Any]]]:
     """``[(run_id, params)]`` of every derived run, oldest first."""
     with engine.connect() as c:
         rows = c.execute(
-            sa.select(Run.id, Run.params).where(Run.kind == "derived").order_by(Run.created_at, Run.id)
+            sa.select(col(Run.id), col(Run.params))
+            .where(col(Run.kind) == "derived")
+            .order_by(col(Run.created_at), col(Run.id))
         ).all()
     return [(r[0], r[1] if isinstance(r[1], dict) else json.loads(r[1] or "{}")) for r in rows]
