@@ -46,6 +46,8 @@ from automonitor.errors import InputError
 from automonitor.vocab import CATEGORIES, TASKS
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from sentence_transformers import SentenceTransformer
     from sklearn.compose import ColumnTransformer
 
 FEATURES = ("tfidf", "embed")
@@ -124,7 +126,7 @@ class TfidfFeatures:
         self.params = {**TFIDF_DEFAULTS, **params}
         self._ct: ColumnTransformer | None = None
 
-    def _make(self):
+    def _make(self) -> ColumnTransformer:
         from sklearn.compose import ColumnTransformer
         from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -163,7 +165,7 @@ class TfidfFeatures:
             ]
         )
 
-    def _frame(self, requests, responses):
+    def _frame(self, requests: Sequence[str], responses: Sequence[str]) -> pd.DataFrame:
         import pandas as pd
 
         n = int(self.params["max_chars"])
@@ -184,10 +186,10 @@ class TfidfFeatures:
             raise RuntimeError("TfidfFeatures.transform before fit_transform")
         return self._ct.transform(self._frame(requests, responses))
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"params": self.params, "_ct": self._ct}
 
-    def __setstate__(self, st):
+    def __setstate__(self, st: dict[str, Any]) -> None:
         self.params, self._ct = st["params"], st["_ct"]
 
 
@@ -212,7 +214,7 @@ def embed_model_path() -> Path:
     return Path(pkg.get_model_path())
 
 
-def load_encoder(max_seq_length: int = 128, threads: int | None = None):
+def load_encoder(max_seq_length: int = 128, threads: int | None = None) -> SentenceTransformer:
     """A process-wide cached ``SentenceTransformer`` on CPU, loaded offline from site-packages."""
     key = (max_seq_length,)
     with _ENC_LOCK:
@@ -267,14 +269,14 @@ class EmbedFeatures:
 
     fit_transform = transform
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"params": self.params}
 
-    def __setstate__(self, st):
+    def __setstate__(self, st: dict[str, Any]) -> None:
         self.params, self._cache = st["params"], {}
 
 
-def make_features(kind: str, **params: Any):
+def make_features(kind: str, **params: Any) -> TfidfFeatures | EmbedFeatures:
     """A fresh feature extractor of ``kind`` (``tfidf`` or ``embed``).
 
     Raises:
