@@ -1,7 +1,7 @@
 """UI-only pieces for generation jobs (``automonitor generate``), shared by the Generation and Runs pages:
-the launch form with its estimate, live progress with cancel, and the filter-statistics table. Core work
-is in ``automonitor.generation.engine``; model-written text is shown through ``st.text``/``st.dataframe``
-or escaped markdown only."""
+the launch form with its estimate (built from the shared pieces of ``pages/_launch_form.py``), live
+progress with cancel, and the filter-statistics table. Core work is in ``automonitor.generation.engine``;
+model-written text is shown through ``st.text``/``st.dataframe`` or escaped markdown only."""
 
 from __future__ import annotations
 
