@@ -52,17 +52,24 @@ def backend_fields(
 
     The model's placeholder is the backend's default model; the base URL input is disabled unless the
     backend takes one (``Backend.takes_base_url``), with the local llama.cpp server's URL as the
-    placeholder for ``openai``. Widget keys are the caller's (so each page keeps its own state)."""
+    placeholder for ``openai``. Widget keys are the caller's (so each page keeps its own state);
+    ``{backend}`` in ``model_key`` / ``base_url_key`` is replaced by the chosen backend (one input per
+    backend) and ``{default_model}`` in ``model_help`` by its default model."""
     from automonitor.monitors import REGISTRY
 
     col_backend, col_model, col_url = columns[:3]
     backend = col_backend.selectbox(backend_label, backends, key=backend_key, help=backend_help)
     cls = REGISTRY.get(backend)
     default_model = cls.default_model if cls else "rules-v1"
-    model = col_model.text_input("Model", key=model_key, placeholder=default_model, help=model_help)
+    model = col_model.text_input(
+        "Model",
+        key=model_key.format(backend=backend),
+        placeholder=default_model,
+        help=model_help.format(default_model=default_model) if model_help else None,
+    )
     base_url = col_url.text_input(
         "Base URL",
-        key=base_url_key,
+        key=base_url_key.format(backend=backend),
         placeholder=LOCAL_OPENAI_URL if backend == "openai" else "(default)",
         help=base_url_help,
         disabled=not (cls and cls.takes_base_url),
