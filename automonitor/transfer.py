@@ -137,6 +137,14 @@ def _trainable_slices(by_cell: dict[str, list[Any]]) -> list[str]:
     return slices + ["all"]
 
 
+def _test_arrays(tests: Sequence[dict[str, Any]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``(test slices: the sorted cells then "all", labels (n,) 1 = misbehavior, each sample's cell (n,))``."""
+    test_cells = _cells(tests, lambda t: f"{t['category']}/{t['task']}")
+    y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])
+    test_cell = np.array([f"{t['category']}/{t['task']}" for t in tests])
+    return test_cells + ["all"], y_test, test_cell
+
+
 def _slice_probe(kind: str, slice_name: str, recs: Sequence[Any], shared: Any) -> Probe:
     """A probe of ``kind`` trained on ``recs`` (card slices ``[slice_name]``); with ``shared`` (an
     ``EmbedFeatures``) the new extractor reuses its embedding memo."""
@@ -230,11 +238,8 @@ def transfer_matrix(
         raise InputError("the store has no test samples; run `automonitor build` first")
     by_cell = _group_by_cell(records)
     train_slices = _trainable_slices(by_cell)
-    test_cells = _cells(tests, lambda t: f"{t['category']}/{t['task']}")
-    test_slices = test_cells + ["all"]
-    slices = sorted(set(train_slices[:-1]) | set(test_cells)) + ["all"]
-    y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])
-    test_cell = np.array([f"{t['category']}/{t['task']}" for t in tests])
+    test_slices, y_test, test_cell = _test_arrays(tests)
+    slices = sorted(set(train_slices[:-1]) | set(test_slices[:-1])) + ["all"]
     shared = make_features(kind) if kind == "embed" else None  # one embedding memo for every probe
     cells, cards = [], []
     for ts in train_slices:
