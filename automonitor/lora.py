@@ -29,6 +29,7 @@ import json
 import os
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -78,40 +79,52 @@ def hf_cache_dir(gguf_name: str) -> Path:
     return root / "hf" / Path(gguf_name).stem
 
 
-def load_base(base: str):
+def _convert_gguf(folder: Path, gguf: str, cache: Path) -> None:
+    """De-quantise ``folder/gguf`` to float32 and save it as a HF folder at ``cache`` (written under a
+    temporary name, then renamed; when another process won the race its folder is kept)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
+    model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)
+    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+    # the weights are de-quantised float32 now: drop the GGUF "quantizer" so the model saves
+    model.hf_quantizer = None  # type: ignore[assignment]  # transformers types it by nn.Module.__getattr__
+    for holder in (model, model.config):
+        if hasattr(holder, "quantization_config"):
+            delattr(holder, "quantization_config")
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(tmp, cache)
+    except OSError:  # another process won the race
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_base(base: str) -> tuple[Any, Any, dict[str, Any]]:
     """``(tokenizer, model, base_info)`` on CPU in float32; GGUF bases are converted once and cached.
 
     ``base_info`` = ``{"base": spec, "folder": str, "gguf_file": str|None}``; the folder is the
-    loadable HF folder (the cached conversion for a GGUF)."""
+    loadable HF folder (the cached conversion for a GGUF). A tokenizer without a chat template gets
+    :data:`GEMMA_TEMPLATE`; one without a pad token pads with its end-of-sequence token.
+
+    Raises:
+        InputError: the base does not exist (:func:`resolve_base`).
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _torch_threads()
     folder, gguf = resolve_base(base)
+    load_from = folder
     if gguf is not None:
-        cache = hf_cache_dir(gguf)
-        if not (cache / "config.json").is_file():
-            tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
-            model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)
-            tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
-            # the weights are de-quantised float32 now: drop the GGUF "quantizer" so the model saves
-            model.hf_quantizer = None
-            for holder in (model, model.config):
-                if hasattr(holder, "quantization_config"):
-                    delattr(holder, "quantization_config")
-            model.save_pretrained(tmp)
-            tok.save_pretrained(tmp)
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.replace(tmp, cache)
-            except OSError:  # another process won the race
-                import shutil
-
-                shutil.rmtree(tmp, ignore_errors=True)
-        load_from = cache
-    else:
-        load_from = folder
+        load_from = hf_cache_dir(gguf)
+        if not (load_from / "config.json").is_file():
+            _convert_gguf(folder, gguf, load_from)
     tok = AutoTokenizer.from_pretrained(str(load_from))
     model = AutoModelForCausalLM.from_pretrained(str(load_from), dtype=torch.float32)
     if not tok.chat_template:
@@ -155,6 +168,140 @@ def _next_out(name: str) -> Path:
     return d / f"{name}-v{n}"
 
 
+def sft_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """TRL conversational prompt-completion rows: ``{"prompt": system + user turns, "completion":
+    [assistant "Yes" (misbehavior) | "No" (benign)]}`` per record."""
+    return [
+        {
+            "prompt": prompt_messages(x.request, x.response),
+            "completion": [{"role": "assistant", "content": "Yes" if x.label == "misbehavior" else "No"}],
+        }
+        for x in records
+    ]
+
+
+@dataclass(frozen=True)
+class LoraHyperparameters:
+    """Training settings: optimizer ``steps``, per-device ``batch_size``, ``grad_accum`` steps, learning
+    rate ``lr``, LoRA rank ``r`` and scale ``alpha`` on the ``targets`` modules, ``max_length`` tokens
+    per example, ``seed`` (record choice and training), ``limit`` (records, ``None`` = all)."""
+
+    steps: int
+    batch_size: int
+    grad_accum: int
+    lr: float
+    r: int
+    alpha: int
+    targets: list[str]
+    max_length: int
+    seed: int
+    limit: int | None
+
+    def to_card(self) -> dict[str, Any]:
+        """The card's ``hyperparameters`` (with the character budgets of the prompt's texts)."""
+        return {
+            "steps": self.steps,
+            "batch_size": self.batch_size,
+            "grad_accum": self.grad_accum,
+            "lr": self.lr,
+            "r": self.r,
+            "alpha": self.alpha,
+            "targets": list(self.targets),
+            "max_length": self.max_length,
+            "request_chars": REQUEST_CHARS,
+            "response_chars": RESPONSE_CHARS,
+            "seed": self.seed,
+            "limit": self.limit,
+        }
+
+
+def _adapter_name(info: dict[str, Any], slices: Sequence[str]) -> str:
+    """``<base stem>-<slice+slice>`` with ``/`` as ``.`` (the default adapter folder's name)."""
+    return f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}".replace("/", ".")
+
+
+def _fit_adapter(
+    model: Any, tok: Any, rows: list[dict[str, Any]], out_dir: Path, hp: LoraHyperparameters
+) -> float | None:
+    """Train a LoRA adapter on ``rows`` with TRL's ``SFTTrainer`` on CPU (float32, loss on the completion
+    only, no checkpoints) and save it in ``out_dir``; returns the training loss (``None`` when TRL
+    reports none)."""
+    import tempfile
+
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
+
+    peft_cfg = LoraConfig(
+        r=hp.r, lora_alpha=hp.alpha, lora_dropout=0.0, target_modules=list(hp.targets), task_type="CAUSAL_LM"
+    )
+    with tempfile.TemporaryDirectory() as work:
+        cfg = SFTConfig(
+            output_dir=work,
+            max_steps=hp.steps,
+            per_device_train_batch_size=hp.batch_size,
+            gradient_accumulation_steps=hp.grad_accum,
+            learning_rate=hp.lr,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            seed=hp.seed,
+            max_length=hp.max_length,
+            completion_only_loss=True,
+            dataloader_num_workers=0,
+            bf16=False,
+            fp16=False,
+            disable_tqdm=True,
+            gradient_checkpointing=False,
+        )
+        trainer = SFTTrainer(
+            model=model, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft_cfg
+        )
+        result = trainer.train()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # with peft_config the trainer holds a PeftModel; transformers types .model as Module | None
+        trainer.model.save_pretrained(str(out_dir))  # type: ignore[union-attr,operator]
+    return float(result.training_loss) if result.training_loss is not None else None
+
+
+def _slice_label_counts(records: Sequence[Any]) -> dict[str, int]:
+    """``{"category/task:label": n}`` over ``records``, sorted by key."""
+    counts: dict[str, int] = {}
+    for x in records:
+        k = f"{x.category}/{x.task}:{x.label}"
+        counts[k] = counts.get(k, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _card(
+    recs: Sequence[Any],
+    info: dict[str, Any],
+    slices: Sequence[str],
+    hp: dict[str, Any],
+    train_loss: float | None,
+    seconds: float,
+) -> dict[str, Any]:
+    """The adapter's ``automonitor_lora.json``: base, training slices, record counts by
+    ``category/task:label``, data hash, hyper-parameters, prompt and answer format, loss, duration (s)."""
+    from automonitor.probes import data_hash
+
+    return {
+        "kind": "lora-judge",
+        "base": info,
+        "training_slices": list(slices),
+        "records": len(recs),
+        "counts": _slice_label_counts(recs),
+        "data_sha256": data_hash([x.key() for x in recs], [x.label for x in recs]),
+        "hyperparameters": hp,
+        "template": "direct",
+        "answer": {"misbehavior": "Yes", "benign": "No"},
+        "train_loss": train_loss,
+        "seconds": seconds,
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
 def train_lora(
     records: Sequence[Any],
     *,
@@ -174,94 +321,27 @@ def train_lora(
 ) -> dict[str, Any]:
     """Train a LoRA adapter with TRL's ``SFTTrainer`` and save it with its card.
 
+    Args:
+        records: corpus records (``label``, ``request``, ``response``, ``category``, ``task``, ``key()``).
+        base: the base model spec (:func:`resolve_base`); out: adapter folder (default
+            ``<artifacts>/lora/<base>-<slices>-v<N>``); steps .. max_length: training hyper-parameters
+            (``lr`` the learning rate, ``r``/``alpha`` the LoRA rank and scale, ``max_length`` in tokens);
+            limit: at most that many records (:func:`choose`); slices: recorded in the card.
+
     Returns ``{"adapter", "base", "records", "steps", "train_loss", "seconds", "card"}``.
 
     Raises:
         InputError: no records of either label, bad base path.
     """
-    import tempfile
-
-    from datasets import Dataset
-    from peft import LoraConfig
-    from trl import SFTConfig, SFTTrainer
-
     recs = choose(records, limit, seed)
-    labels = {r.label for r in recs}
-    if len(labels) < 2:
+    if len({x.label for x in recs}) < 2:
         raise InputError("LoRA training needs misbehavior and benign records", field="on")
     t0 = time.perf_counter()
     tok, model, info = load_base(base)
-    rows = [
-        {
-            "prompt": prompt_messages(x.request, x.response),
-            "completion": [{"role": "assistant", "content": "Yes" if x.label == "misbehavior" else "No"}],
-        }
-        for x in recs
-    ]
-    ds = Dataset.from_list(rows)
-    out_dir = (
-        Path(out)
-        if out
-        else _next_out(f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}".replace("/", "."))
-    )
-    peft_cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(targets), task_type="CAUSAL_LM")
-    with tempfile.TemporaryDirectory() as work:
-        cfg = SFTConfig(
-            output_dir=work,
-            max_steps=steps,
-            per_device_train_batch_size=batch_size,
-            gradient_accumulation_steps=grad_accum,
-            learning_rate=lr,
-            logging_steps=1,
-            save_strategy="no",
-            report_to=[],
-            use_cpu=True,
-            seed=seed,
-            max_length=max_length,
-            completion_only_loss=True,
-            dataloader_num_workers=0,
-            bf16=False,
-            fp16=False,
-            disable_tqdm=True,
-            gradient_checkpointing=False,
-        )
-        trainer = SFTTrainer(model=model, args=cfg, train_dataset=ds, processing_class=tok, peft_config=peft_cfg)
-        result = trainer.train()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        trainer.model.save_pretrained(str(out_dir))
-    from automonitor.probes import data_hash
-
-    counts: dict[str, int] = {}
-    for x in recs:
-        k = f"{x.category}/{x.task}:{x.label}"
-        counts[k] = counts.get(k, 0) + 1
-    card = {
-        "kind": "lora-judge",
-        "base": info,
-        "training_slices": list(slices),
-        "records": len(recs),
-        "counts": dict(sorted(counts.items())),
-        "data_sha256": data_hash([x.key() for x in recs], [x.label for x in recs]),
-        "hyperparameters": {
-            "steps": steps,
-            "batch_size": batch_size,
-            "grad_accum": grad_accum,
-            "lr": lr,
-            "r": r,
-            "alpha": alpha,
-            "targets": list(targets),
-            "max_length": max_length,
-            "request_chars": REQUEST_CHARS,
-            "response_chars": RESPONSE_CHARS,
-            "seed": seed,
-            "limit": limit,
-        },
-        "template": "direct",
-        "answer": {"misbehavior": "Yes", "benign": "No"},
-        "train_loss": float(result.training_loss) if result.training_loss is not None else None,
-        "seconds": round(time.perf_counter() - t0, 2),
-        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    out_dir = Path(out) if out else _next_out(_adapter_name(info, slices))
+    hp = LoraHyperparameters(steps, batch_size, grad_accum, lr, r, alpha, list(targets), max_length, seed, limit)
+    train_loss = _fit_adapter(model, tok, sft_rows(recs), out_dir, hp)
+    card = _card(recs, info, slices, hp.to_card(), train_loss, round(time.perf_counter() - t0, 2))
     (out_dir / "automonitor_lora.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
     return {
         "adapter": str(out_dir),

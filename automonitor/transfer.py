@@ -17,13 +17,22 @@ JSON (CONTRACT "Added in round 2"): ``{"slices": [name...], "cells": [{"train", 
 
 from __future__ import annotations
 
+import html
 import math
-from typing import Any, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from automonitor.metrics import auroc as _auroc
 from automonitor.metrics import wilson_interval
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from plotly.graph_objects import Figure
+    from sqlalchemy.engine import Engine
+
+    from automonitor.probes import Probe
 
 HIGHLIGHT = {"train": "safety_permission/code", "test": "specification_gaming/code"}
 
@@ -72,7 +81,7 @@ def cell_stats(labels: np.ndarray, scores: np.ndarray, threshold: float = 0.5) -
     fn = int(((labels == 1) & ~flag).sum())
     fp = int(((labels == 0) & flag).sum())
     tn = int(((labels == 0) & ~flag).sum())
-    a = _auroc(labels, np.clip(scores, 0, 1)) if len(labels) else None
+    a = _auroc(labels.tolist(), np.clip(scores, 0, 1).tolist()) if len(labels) else None
     return {
         "n": int(len(labels)),
         "tp": tp,
@@ -88,27 +97,115 @@ def cell_stats(labels: np.ndarray, scores: np.ndarray, threshold: float = 0.5) -
     }
 
 
-def test_rows(engine) -> list[dict[str, Any]]:
+def test_rows(engine: Engine) -> list[dict[str, Any]]:
     """Gold test samples with texts: ``{id, pair_id, category, task, label, request, response}``.
     (Uses every gold ``test`` sample; with editions in the store this is where ``paper`` filters.)"""
-    import sqlalchemy as sa
-
     from store import session_scope
-    from store.models import Sample
+    from store.queries.probes import gold_test_texts
 
     with session_scope(engine) as s:
-        q = (
-            sa.select(
-                Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.request, Sample.response
-            )
-            .where(Sample.status == "gold", Sample.split == "test")
-            .order_by(Sample.id)
-        )
-        return [dict(r._mapping) for r in s.execute(q)]
+        return gold_test_texts(s)
 
 
-def _cells(rows: Sequence[Any], get) -> list[str]:
+def _cells(rows: Sequence[Any], get: Callable[[Any], str]) -> list[str]:
     return sorted({get(r) for r in rows})
+
+
+def _group_by_cell(records: Sequence[Any]) -> dict[str, list[Any]]:
+    """Records by ``category/task`` cell (record order kept within a cell)."""
+    by_cell: dict[str, list[Any]] = {}
+    for r in records:
+        by_cell.setdefault(f"{r.category}/{r.task}", []).append(r)
+    return by_cell
+
+
+def _trainable_slices(by_cell: dict[str, list[Any]]) -> list[str]:
+    """The cells with at least 2 records of each label, sorted, then ``all``.
+
+    Raises:
+        InputError: no such cell (field ``on``).
+    """
+    from automonitor.errors import InputError
+
+    slices = [
+        c
+        for c in sorted(by_cell)
+        if sum(r.label == "misbehavior" for r in by_cell[c]) >= 2 and sum(r.label == "benign" for r in by_cell[c]) >= 2
+    ]
+    if not slices:
+        raise InputError("no training slice has 2 misbehavior and 2 benign records", field="on")
+    return slices + ["all"]
+
+
+def _test_arrays(tests: Sequence[dict[str, Any]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``(test slices: the sorted cells then "all", labels (n,) 1 = misbehavior, each sample's cell (n,))``."""
+    test_cells = _cells(tests, lambda t: f"{t['category']}/{t['task']}")
+    y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])
+    test_cell = np.array([f"{t['category']}/{t['task']}" for t in tests])
+    return test_cells + ["all"], y_test, test_cell
+
+
+def _slice_probe(kind: str, slice_name: str, recs: Sequence[Any], shared: Any) -> Probe:
+    """A probe of ``kind`` trained on ``recs`` (card slices ``[slice_name]``); with ``shared`` (an
+    ``EmbedFeatures``) the new extractor reuses its embedding memo."""
+    from automonitor.probes import EmbedFeatures, train_probe
+
+    feats = None
+    if shared is not None:
+        feats = EmbedFeatures(**shared.params)
+        feats._cache = shared._cache
+    return train_probe(
+        kind,
+        [r.request for r in recs],
+        [r.response for r in recs],
+        [r.label for r in recs],
+        slices=[slice_name],
+        keys=[r.key() for r in recs],
+        meta=[(r.category, r.task) for r in recs],
+        features=feats,
+    )
+
+
+def _score_row(
+    train: str,
+    test_slices: Sequence[str],
+    y_test: np.ndarray,
+    test_cell: np.ndarray,
+    scores: np.ndarray,
+    threshold: float,
+) -> list[dict[str, Any]]:
+    """One row of the matrix: :func:`cell_stats` of the probe trained on ``train`` per test slice.
+
+    Args: ``y_test`` (n,) 1 = misbehavior; ``test_cell`` (n,) each test sample's ``category/task``;
+    ``scores`` (n,) the probe's P(misbehavior)."""
+    row = []
+    for te in test_slices:
+        in_slice = np.ones(len(y_test), bool) if te == "all" else (test_cell == te)
+        row.append(
+            {
+                "train": train,
+                "test": te,
+                **cell_stats(y_test[in_slice], scores[in_slice], threshold),
+                "same_slice": train == te,
+                "highlight": train == HIGHLIGHT["train"] and te == HIGHLIGHT["test"],
+            }
+        )
+    return row
+
+
+def _slice_baselines(
+    tests: Sequence[dict[str, Any]], test_cell: np.ndarray, test_slices: Sequence[str]
+) -> dict[str, dict[str, float | None]]:
+    """:func:`automonitor.probes.trivial_baselines` per test slice."""
+    from automonitor.probes import trivial_baselines
+
+    baselines = {}
+    for te in test_slices:
+        idx = [i for i, c in enumerate(test_cell) if te == "all" or c == te]
+        baselines[te] = trivial_baselines(
+            [tests[i]["response"] for i in idx], [tests[i]["label"] for i in idx], [tests[i]["pair_id"] for i in idx]
+        )
+    return baselines
 
 
 def transfer_matrix(
@@ -117,8 +214,8 @@ def transfer_matrix(
     kind: str,
     *,
     threshold: float = 0.5,
-    save_dir=None,
-    progress=None,
+    save_dir: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Train one probe per training slice and score every test slice (see the module docstring).
 
@@ -135,69 +232,26 @@ def transfer_matrix(
         InputError: no test samples or no trainable slice.
     """
     from automonitor.errors import InputError
-    from automonitor.probes import make_features, save_probe, train_probe, trivial_baselines
+    from automonitor.probes import make_features, save_probe
 
     if not tests:
         raise InputError("the store has no test samples; run `automonitor build` first")
-    by_cell: dict[str, list] = {}
-    for r in records:
-        by_cell.setdefault(f"{r.category}/{r.task}", []).append(r)
-    train_slices = [
-        c
-        for c in sorted(by_cell)
-        if sum(r.label == "misbehavior" for r in by_cell[c]) >= 2 and sum(r.label == "benign" for r in by_cell[c]) >= 2
-    ]
-    if not train_slices:
-        raise InputError("no training slice has 2 misbehavior and 2 benign records", field="on")
-    train_slices.append("all")
-    test_cells = _cells(tests, lambda t: f"{t['category']}/{t['task']}")
-    test_slices = test_cells + ["all"]
-    slices = sorted(set(train_slices[:-1]) | set(test_cells)) + ["all"]
-    y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])
-    t_cell = np.array([f"{t['category']}/{t['task']}" for t in tests])
+    by_cell = _group_by_cell(records)
+    train_slices = _trainable_slices(by_cell)
+    test_slices, y_test, test_cell = _test_arrays(tests)
+    slices = sorted(set(train_slices[:-1]) | set(test_slices[:-1])) + ["all"]
     shared = make_features(kind) if kind == "embed" else None  # one embedding memo for every probe
     cells, cards = [], []
     for ts in train_slices:
         recs = by_cell_all(by_cell) if ts == "all" else by_cell[ts]
         if progress:
             progress(f"train {kind} probe on {ts} ({len(recs)} records)")
-        feats = None
-        if shared is not None:
-            from automonitor.probes import EmbedFeatures
-
-            feats = EmbedFeatures(**shared.params)
-            feats._cache = shared._cache
-        probe = train_probe(
-            kind,
-            [r.request for r in recs],
-            [r.response for r in recs],
-            [r.label for r in recs],
-            slices=[ts],
-            keys=[r.key() for r in recs],
-            meta=[(r.category, r.task) for r in recs],
-            features=feats,
-        )
+        probe = _slice_probe(kind, ts, recs, shared)
         if save_dir is not None:
             save_probe(probe, save_dir)
         cards.append(probe.card)
         scores = probe.predict_proba([t["request"] for t in tests], [t["response"] for t in tests])
-        for te in test_slices:
-            m = np.ones(len(tests), bool) if te == "all" else (t_cell == te)
-            cells.append(
-                {
-                    "train": ts,
-                    "test": te,
-                    **cell_stats(y_test[m], scores[m], threshold),
-                    "same_slice": ts == te,
-                    "highlight": ts == HIGHLIGHT["train"] and te == HIGHLIGHT["test"],
-                }
-            )
-    baselines = {}
-    for te in test_slices:
-        idx = [i for i, c in enumerate(t_cell) if te == "all" or c == te]
-        baselines[te] = trivial_baselines(
-            [tests[i]["response"] for i in idx], [tests[i]["label"] for i in idx], [tests[i]["pair_id"] for i in idx]
-        )
+        cells += _score_row(ts, test_slices, y_test, test_cell, scores, threshold)
     return {
         "features": kind,
         "threshold": threshold,
@@ -205,7 +259,7 @@ def transfer_matrix(
         "train_slices": train_slices,
         "test_slices": test_slices,
         "cells": cells,
-        "baselines": baselines,
+        "baselines": _slice_baselines(tests, test_cell, test_slices),
         "paper": PAPER_CELLS,
         "highlight": HIGHLIGHT,
         "artifacts": cards,
@@ -269,7 +323,7 @@ def to_markdown(res: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ app view
 
 
-def saved_path(features: str):
+def saved_path(features: str) -> Path:
     """Where ``automonitor probe transfer --save`` keeps the result for the app."""
     from automonitor.probes import artifact_dir
 
@@ -288,50 +342,65 @@ def load_saved(features: str) -> dict[str, Any] | None:
     return res if isinstance(res, dict) and isinstance(res.get("cells"), list) else None
 
 
-def heatmap(res: dict[str, Any], metric: str = "auroc"):
-    """A plotly heatmap of ``metric`` (``auroc``, ``mr`` or ``far``): rows = training slice, columns =
-    test slice, cell text = value, hover = value with its 95% interval and n; the highlighted cell
-    (train Safety code -> test Specification Gaming code) is outlined, and a paper-reported value for
-    the cell, where there is one, is shown in the hover. Every label is HTML-escaped."""
-    import html
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
 
-    import plotly.graph_objects as go
 
-    esc = lambda s: html.escape(str(s))  # noqa: E731
-    trs, tes = [str(x) for x in res["train_slices"]], [str(x) for x in res["test_slices"]]
+def _hover(tr: str, te: str, metric: str, cell: dict[str, Any], paper: dict[str, Any] | None) -> str:
+    """Hover text of one heatmap cell: slices, the value with its 95% interval, n, and the paper's
+    reported value or note for the cell where there is one (labels HTML-escaped)."""
+    v, ci = cell.get(metric), cell.get(f"{metric}_ci")
+    h = (
+        f"train {_esc(tr)}<br>test {_esc(te)}<br>{metric.upper()} "
+        f"{'-' if v is None else f'{float(v):.3f}'}"
+        + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "")
+        + f"<br>n {_esc(cell.get('n', 0))}"
+    )
+    if paper is not None and (paper.get(metric) is not None or paper.get("note")):
+        pv = paper.get(metric)
+        h += f"<br>paper (LoRA Qwen3-4B): {metric.upper()} {'-' if pv is None else pv} {_esc(paper.get('note', ''))}"
+    return h
+
+
+def _heatmap_grid(
+    res: dict[str, Any], metric: str, trs: list[str], tes: list[str]
+) -> tuple[list[list[float | None]], list[list[str]], list[list[str]]]:
+    """``(values, cell texts, hover texts)``, each rows = training slices x columns = test slices."""
     idx = {(str(c.get("train")), str(c.get("test"))): c for c in res["cells"]}
     paper = {(str(p["train"]), str(p["test"])): p for p in res.get("paper", [])}
-    z, text, hover = [], [], []
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    hover: list[list[str]] = []
     for tr in trs:
-        zr, tr_, hr = [], [], []
+        zr: list[float | None] = []
+        text_row, hover_row = [], []
         for te in tes:
             c = idx.get((tr, te), {})
             v = c.get(metric)
             zr.append(None if v is None else float(v))
-            tr_.append("" if v is None else f"{float(v):.2f}")
-            ci = c.get(f"{metric}_ci")
-            h = (
-                f"train {esc(tr)}<br>test {esc(te)}<br>{metric.upper()} "
-                f"{'-' if v is None else f'{float(v):.3f}'}"
-                + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "")
-                + f"<br>n {esc(c.get('n', 0))}"
-            )
-            pp = paper.get((tr, te))
-            if pp is not None and (pp.get(metric) is not None or pp.get("note")):
-                pv = pp.get(metric)
-                h += (
-                    f"<br>paper (LoRA Qwen3-4B): {metric.upper()} {'-' if pv is None else pv} {esc(pp.get('note', ''))}"
-                )
-            hr.append(h)
+            text_row.append("" if v is None else f"{float(v):.2f}")
+            hover_row.append(_hover(tr, te, metric, c, paper.get((tr, te))))
         z.append(zr)
-        text.append(tr_)
-        hover.append(hr)
+        text.append(text_row)
+        hover.append(hover_row)
+    return z, text, hover
+
+
+def heatmap(res: dict[str, Any], metric: str = "auroc") -> Figure:
+    """A plotly heatmap of ``metric`` (``auroc``, ``mr`` or ``far``): rows = training slice, columns =
+    test slice, cell text = value, hover = value with its 95% interval and n; the highlighted cell
+    (train Safety code -> test Specification Gaming code) is outlined, and a paper-reported value for
+    the cell, where there is one, is shown in the hover. Every label is HTML-escaped."""
+    import plotly.graph_objects as go
+
+    trs, tes = [str(x) for x in res["train_slices"]], [str(x) for x in res["test_slices"]]
+    z, text, hover = _heatmap_grid(res, metric, trs, tes)
     scale = "RdYlGn" if metric == "auroc" else "RdYlGn_r"
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[esc(t) for t in tes],
-            y=[esc(t) for t in trs],
+            x=[_esc(t) for t in tes],
+            y=[_esc(t) for t in trs],
             text=text,
             texttemplate="%{text}",
             customdata=hover,
@@ -358,7 +427,7 @@ def heatmap(res: dict[str, Any], metric: str = "auroc"):
     return fig
 
 
-def paper_frame(res: dict[str, Any]):
+def paper_frame(res: dict[str, Any]) -> pd.DataFrame:
     """The paper's reported cells beside the measured ones: a DataFrame with train, test, paper MR/FAR,
     measured MR/FAR/AUROC (this probe), note."""
     import pandas as pd

@@ -1,22 +1,36 @@
 """UI-only pieces for generation jobs (``automonitor generate``), shared by the Generation and Runs pages:
-the launch form with its estimate, live progress with cancel, and the filter-statistics table. Core work
-is in ``automonitor.generation.engine``; model-written text is shown through ``st.text``/``st.dataframe``
-or escaped markdown only."""
+the launch form with its estimate (built from the shared pieces of ``pages/_launch_form.py``), live
+progress with cancel, and the filter-statistics table. Core work is in ``automonitor.generation.engine``;
+model-written text is shown through ``st.text``/``st.dataframe`` or escaped markdown only."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pandas as pd
 import streamlit as st
+from sqlalchemy.engine import Engine
 
 from automonitor import views
 from automonitor.errors import InputError
+from pages._launch_form import BackendChoice, backend_fields, cost_text, estimate_metrics, try_estimate
 
 ACTIVE = ("pending", "running")
 GEN_BACKENDS = ("openai", "anthropic", "llamacpp")
 
 
 @st.cache_data(show_spinner="Estimating generator tokens and cost…", max_entries=64, ttl=600)
-def _estimate(kind, generator, source, cue, incentive, limit, samples, max_tokens) -> dict:
+def _estimate(
+    kind: str,
+    generator: str,
+    source: str,
+    cue: str | None,
+    incentive: str | None,
+    limit: int,
+    samples: int,
+    max_tokens: int,
+) -> dict[str, Any]:
     from automonitor.generation.engine import estimate_generation
 
     return estimate_generation(
@@ -31,29 +45,40 @@ def _estimate(kind, generator, source, cue, incentive, limit, samples, max_token
     )
 
 
-def launch_form(page: str, eng, url: str) -> str | None:
-    """The generation launch form (estimate first, then start in a detached process). Returns the id of a
-    run started by this rerun, else ``None``."""
-    from automonitor.generation import engine as gen
+@dataclass(frozen=True)
+class GenerationJobForm:
+    """What the launch form holds: recipe, generator, source, cue (sycophancy) or incentive (gaming),
+    items, cued samples per question, max tokens per answer."""
+
+    kind: str
+    generator: BackendChoice
+    source: str
+    cue: str | None
+    incentive: str | None
+    limit: int
+    samples: int
+    max_tokens: int
+
+    def estimate_args(self) -> tuple[Any, ...]:
+        """The arguments of :func:`_estimate` (hashable, so Streamlit caches by them)."""
+        return (
+            self.kind,
+            self.generator.spec,
+            self.source,
+            self.cue,
+            self.incentive,
+            self.limit,
+            self.samples,
+            self.max_tokens,
+        )
+
+
+def _recipe_fields(page: str, kind: str) -> tuple[str, str | None, str | None, int, int]:
+    """Source, cue or incentive, cued samples and item count of a ``kind`` job in one row of four
+    columns: ``(source, cue, incentive, samples, limit)``."""
     from automonitor.generation import tasks
     from automonitor.generation.incentives import names
-    from automonitor.monitors import REGISTRY
 
-    c1, c2, c3, c4 = st.columns(4)
-    kind = c1.selectbox(
-        "Recipe",
-        ("sycophancy", "gaming"),
-        key=f"{page}.gen.kind",
-        help="sycophancy: counterfactual cue filter · gaming: incentive injection + screens",
-    )
-    backend = c2.selectbox("Generator backend", GEN_BACKENDS, key=f"{page}.gen.backend")
-    model = c3.text_input("Model", key=f"{page}.gen.model", placeholder=REGISTRY[backend].default_model)
-    base_url = c4.text_input(
-        "Base URL",
-        key=f"{page}.gen.base_url",
-        disabled=not REGISTRY[backend].takes_base_url,
-        placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
-    )
     d1, d2, d3, d4 = st.columns(4)
     cue = incentive = None
     if kind == "sycophancy":
@@ -69,62 +94,102 @@ def launch_form(page: str, eng, url: str) -> str | None:
         incentive = d2.selectbox("Incentive", names(), key=f"{page}.gen.incentive")
         samples = 1
     limit = int(d4.number_input("Items (first N)", min_value=1, value=10, key=f"{page}.gen.limit"))
+    return source, cue, incentive, samples, limit
+
+
+def job_fields(page: str) -> GenerationJobForm:
+    """The launch form's inputs (recipe and generator row, source row, max tokens), keys under
+    ``<page>.gen.``."""
+    from automonitor.generation.job import DEFAULT_MAX_TOKENS
+
+    c1, c2, c3, c4 = st.columns(4)
+    kind = c1.selectbox(
+        "Recipe",
+        ("sycophancy", "gaming"),
+        key=f"{page}.gen.kind",
+        help="sycophancy: counterfactual cue filter · gaming: incentive injection + screens",
+    )
+    generator = backend_fields(
+        (c2, c3, c4),
+        GEN_BACKENDS,
+        backend_key=f"{page}.gen.backend",
+        model_key=f"{page}.gen.model",
+        base_url_key=f"{page}.gen.base_url",
+        backend_label="Generator backend",
+    )
+    source, cue, incentive, samples, limit = _recipe_fields(page, kind)
     max_tokens = int(
         st.number_input(
             "Max tokens per answer",
             min_value=8,
             max_value=4096,
-            value=gen.DEFAULT_MAX_TOKENS[kind],
+            value=DEFAULT_MAX_TOKENS[kind],
             key=f"{page}.gen.max_tokens.{kind}",
         )
     )
-    generator = f"{backend}:{model.strip()}" if model.strip() else backend
-    est, err = None, None
-    try:
-        est = _estimate(kind, generator, source, cue, incentive, limit, samples, max_tokens)
-    except InputError as exc:
-        err = str(exc)
-    except Exception as exc:  # noqa: BLE001 - shown, nothing started
-        err = f"{type(exc).__name__}: {exc}"
+    return GenerationJobForm(kind, generator, source, cue, incentive, limit, samples, max_tokens)
+
+
+def show_estimate(est: dict[str, Any] | None, err: str | None) -> None:
+    """The estimate as a metrics row, or why the job cannot start."""
     if err:
         st.error(f"Cannot start this generation job: {views.md_escape(err)}")
     elif est:
-        e1, e2, e3, e4 = st.columns(4)
-        e1.metric("Generation items", f"{est['n']:,}")
-        e2.metric("Generator calls", f"{est['calls']:,}")
-        e3.metric("Generation prompt tokens (est.)", f"{est['prompt_tokens']:,}")
-        e4.metric(
-            "Generation cost (est., USD)",
-            f"${est['est_cost_usd']:,.4f}" if est["price_known"] else "unknown price",
-            help="Upper bound: prompt characters/4 and max tokens per answer at the list price",
+        estimate_metrics(
+            [
+                ("Generation items", f"{est['n']:,}", None),
+                ("Generator calls", f"{est['calls']:,}", None),
+                ("Generation prompt tokens (est.)", f"{est['prompt_tokens']:,}", None),
+                (
+                    "Generation cost (est., USD)",
+                    cost_text(est["est_cost_usd"], bool(est["price_known"])),
+                    "Upper bound: prompt characters/4 and max tokens per answer at the list price",
+                ),
+            ]
         )
+
+
+def start_job(page: str, eng: Engine, url: str, form: GenerationJobForm) -> str | None:
+    """Create the generation run and start it in a detached process; returns its id, or ``None`` (with
+    the error shown) when the core refuses it."""
+    from automonitor.generation import engine as gen
+
+    try:
+        run_id = gen.create_generation(
+            eng,
+            form.kind,
+            form.generator.spec,
+            source=form.source,
+            cue=form.cue,
+            incentive=form.incentive,
+            limit=form.limit,
+            samples_per_prompt=form.samples,
+            base_url=form.generator.base_url,
+            max_tokens=form.max_tokens,
+        )
+        gen.launch_generation_detached(url, run_id)
+    except InputError as exc:
+        st.error(f"Not started: {views.md_escape(exc)}")
+        return None
+    st.session_state[f"{page}.gen.launched"] = run_id
+    st.success(f"Generation `{run_id}` started in the background.")
+    return run_id
+
+
+def launch_form(page: str, eng: Engine, url: str) -> str | None:
+    """The generation launch form (estimate first, then start in a detached process). Returns the id of a
+    run started by this rerun, else ``None``."""
+    form = job_fields(page)
+    est, err = try_estimate(_estimate, *form.estimate_args())
+    show_estimate(est, err)
     if st.button(
         "Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:", disabled=bool(err) or not est
     ):
-        try:
-            run_id = gen.create_generation(
-                eng,
-                kind,
-                generator,
-                source=source,
-                cue=cue,
-                incentive=incentive,
-                limit=limit,
-                samples_per_prompt=samples,
-                base_url=base_url.strip() or None,
-                max_tokens=max_tokens,
-            )
-            gen.launch_generation_detached(url, run_id)
-        except InputError as exc:
-            st.error(f"Not started: {views.md_escape(exc)}")
-            return None
-        st.session_state[f"{page}.gen.launched"] = run_id
-        st.success(f"Generation `{run_id}` started in the background.")
-        return run_id
+        return start_job(page, eng, url, form)
     return None
 
 
-def progress_box(eng, rows: list[dict]) -> None:
+def progress_box(eng: Engine, rows: list[dict[str, Any]]) -> None:
     """One box per active generation run: progress bar, kept/dropped so far, a Cancel button."""
     from automonitor import runner
 
@@ -148,7 +213,7 @@ def progress_box(eng, rows: list[dict]) -> None:
             st.toast(f"Cancelling {r['generation_id']}…")
 
 
-def stats_frame(rows: list[dict]) -> pd.DataFrame:
+def stats_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Filter statistics per generation run: prompts, kept, candidates added, one column per drop reason."""
     reasons = sorted({k for r in rows for k in r["dropped"]})
     out = []

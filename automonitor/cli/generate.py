@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -16,7 +16,7 @@ generate_app = typer.Typer(
 app.add_typer(generate_app, name="generate")
 
 
-def _print(doc: dict) -> None:
+def _print(doc: dict[str, Any]) -> None:
     err_console.print(
         f"generation {doc['generation_id']} ({doc['status']}): {doc['prompts']} prompts, "
         f"{doc['kept']} kept, {doc['candidates_added']} candidate pairs added; "
@@ -31,14 +31,14 @@ def _run(
     generator: str,
     *,
     source: str,
-    cue,
-    incentive,
-    limit,
-    samples,
-    base_url,
-    max_tokens,
-    raw,
-    concurrency,
+    cue: str | None,
+    incentive: str | None,
+    limit: int | None,
+    samples: int,
+    base_url: str | None,
+    max_tokens: int | None,
+    raw: str | None,
+    concurrency: int,
     json_out: bool,
 ) -> None:
     from automonitor.generation.engine import create_generation, execute_generation

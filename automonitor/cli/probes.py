@@ -7,13 +7,18 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from automonitor.corpus import Record
 
 corpus_app = typer.Typer(help="The training corpus of trained monitors (disjoint from test).", no_args_is_help=True)
 probe_app = typer.Typer(help="Trained probe monitors: train, transfer matrix, LoRA judge.", no_args_is_help=True)
@@ -31,7 +36,7 @@ def _raw(raw: str | None) -> Path | None:
     return p
 
 
-def _records(engine, corpus_file: str | None, raw: str | None, quiet: bool = False):
+def _records(engine: Engine, corpus_file: str | None, raw: str | None, quiet: bool = False) -> list[Record]:
     from automonitor import corpus
 
     if corpus_file:

@@ -154,7 +154,7 @@ def qa_correct(answer: str, reference: dict[str, Any]) -> bool | None:
         return None
     a = _tokens(answer)
 
-    def best(opts):
+    def best(opts: list[str]) -> float:
         return max((len(a & _tokens(o)) / max(1, len(a | _tokens(o))) for o in opts), default=0.0)
 
     return best(corr) >= best(inc)

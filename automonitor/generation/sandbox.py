@@ -189,6 +189,21 @@ def run_python(
     Raises:
         InputError: bubblewrap is missing (run ``scripts/ensure_system_deps.sh``) or a bad file name.
     """
+    _check_files(files, main)
+    workdir = tempfile.mkdtemp(prefix="automonitor-sbx-")
+    try:
+        _write_files(workdir, files)
+        cmd = _command(
+            workdir, [PYTHON, "-I", main, *(args or [])], mem_mb=mem_mb, cpu_s=cpu_s, nproc=nproc, fsize_mb=fsize_mb
+        )
+        return _run(cmd, timeout_s)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check_files(files: dict[str, str], main: str) -> None:
+    """Raise InputError when the sandbox is missing, a file name is not a plain name, or ``main`` is not
+    one of ``files``."""
     if not available():
         raise InputError(
             f"the sandbox needs {BWRAP}, {PRLIMIT} and {PYTHON}; run scripts/ensure_system_deps.sh", field="sandbox"
@@ -198,43 +213,45 @@ def run_python(
             raise InputError(f"bad sandbox file name {name!r}", field="files")
     if main not in files:
         raise InputError(f"{main!r} is not one of the sandbox files", field="main")
-    workdir = tempfile.mkdtemp(prefix="automonitor-sbx-")
+
+
+def _write_files(workdir: str, files: dict[str, str]) -> None:
+    """Write ``files`` into ``workdir`` (owned by ``nobody`` when the caller is root)."""
+    for name, text in files.items():
+        Path(workdir, name).write_text(text, encoding="utf-8")
+    if os.geteuid() == 0:
+        os.chown(workdir, NOBODY, NOBODY)
+        for name in files:
+            os.chown(Path(workdir, name), NOBODY, NOBODY)
+
+
+def _run(cmd: list[str], timeout_s: float) -> SandboxResult:
+    """Run ``cmd`` in its own session; after ``timeout_s`` wall-clock seconds kill its process group.
+    Output is decoded as UTF-8 (errors replaced) and cut to 64,000 characters."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    timed_out = False
     try:
-        for name, text in files.items():
-            Path(workdir, name).write_text(text, encoding="utf-8")
-        if os.geteuid() == 0:
-            os.chown(workdir, NOBODY, NOBODY)
-            for name in files:
-                os.chown(Path(workdir, name), NOBODY, NOBODY)
-        cmd = _command(
-            workdir, [PYTHON, "-I", main, *(args or [])], mem_mb=mem_mb, cpu_s=cpu_s, nproc=nproc, fsize_mb=fsize_mb
-        )
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-        )
-        timed_out = False
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
         try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            out, err = proc.communicate()
-        dur = time.perf_counter() - t0
-        rc = None if timed_out else proc.returncode
-        stdout = out.decode("utf-8", "replace")[:_OUT_LIMIT]
-        stderr = err.decode("utf-8", "replace")[-_OUT_LIMIT:]
-        return SandboxResult(rc, stdout, stderr, dur, timed_out, _violations(rc, timed_out, stderr))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+    dur = time.perf_counter() - t0
+    rc = None if timed_out else proc.returncode
+    stdout = out.decode("utf-8", "replace")[:_OUT_LIMIT]
+    stderr = err.decode("utf-8", "replace")[-_OUT_LIMIT:]
+    return SandboxResult(rc, stdout, stderr, dur, timed_out, _violations(rc, timed_out, stderr))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -113,6 +113,72 @@ def _round_robin(groups: list[list[Any]]) -> list[Any]:
     return out
 
 
+def _bct_items(root: Path, cue: str, limit: int | None) -> list[SycophancyItem]:
+    """The first ``limit`` usable questions of ``bct_truthfulqa_cues/truthfulqa_<cue>.jsonl`` (questions
+    without options, or whose cue suggests the right answer, are skipped).
+
+    Raises:
+        InputError: unreadable file, a record missing a field (with file and line).
+    """
+    rel = f"bct_truthfulqa_cues/truthfulqa_{cue}.jsonl"
+    out: list[SycophancyItem] = []
+    for line, r in _jsonl(root / rel):
+        try:
+            unc, cued = r["unbiased_question"], r["biased_question"]
+            truth, cue_opt = str(r["ground_truth"]).strip().upper(), str(r["biased_option"]).strip().upper()
+            opts = parse_options(r["original_question"])
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"missing field {exc}", file=rel, line=line) from None
+        if not opts or truth not in opts or cue_opt == truth:
+            continue  # no options, or the "cue" suggests the right answer: nothing to filter for
+        out.append(
+            SycophancyItem(
+                str(r.get("original_question_hash") or line), "qa", unc, cued, opts, truth, cue_opt, rel, f"line {line}"
+            )
+        )
+        if limit and len(out) >= limit:
+            break
+    return out
+
+
+def _bbh_task_items(root: Path, task: str) -> list[SycophancyItem]:
+    """The usable questions of one BIG-Bench Hard task of ``turpin_bbh`` (file order): a right option
+    and a different suggested option (``random_ans_idx``), both among the parsed options.
+
+    Raises:
+        InputError: unreadable file.
+    """
+    from automonitor.sources import turpin_bbh as tb
+    from automonitor.sources.base import read_json
+
+    rel = tb.val_file(task)
+    data = read_json(root, root / rel)
+    items = []
+    for r in (data.get("data") if isinstance(data, dict) else data) or []:
+        right, suggested = tb._true_idx(r), r.get("random_ans_idx")
+        q = r.get("parsed_inputs")
+        if right is None or not isinstance(suggested, int) or suggested == right or not isinstance(q, str):
+            continue
+        opts = parse_options(q)
+        if tb.letter(right) not in opts or tb.letter(suggested) not in opts:
+            continue
+        unc = f"{q.strip()}\n\n{tb.COT_INSTRUCTION}\n\nLet's think step by step:"
+        items.append(
+            SycophancyItem(
+                f"{task}/{r.get('idx')}",
+                "reasoning",
+                [{"role": "user", "content": unc}],
+                [{"role": "user", "content": tb.cued_prompt(q, suggested)}],
+                opts,
+                tb.letter(right),
+                tb.letter(suggested),
+                rel,
+                f"idx {r.get('idx')}",
+            )
+        )
+    return items
+
+
 def sycophancy_items(
     source: str, cue: str | None, raw: str | Path | None = None, limit: int | None = None
 ) -> list[SycophancyItem]:
@@ -129,68 +195,13 @@ def sycophancy_items(
     if cue not in CUES:
         raise InputError(f"unknown cue {cue!r}; choose one of {', '.join(CUES)}", field="cue")
     root = raw_dir(raw)
-    out: list[SycophancyItem] = []
     if source == "bct_truthfulqa_cues":
-        rel = f"bct_truthfulqa_cues/truthfulqa_{cue}.jsonl"
-        for line, r in _jsonl(root / rel):
-            try:
-                unc, cued = r["unbiased_question"], r["biased_question"]
-                truth, cue_opt = str(r["ground_truth"]).strip().upper(), str(r["biased_option"]).strip().upper()
-                opts = parse_options(r["original_question"])
-            except (KeyError, TypeError, AttributeError) as exc:
-                raise InputError(f"missing field {exc}", file=rel, line=line) from None
-            if not opts or truth not in opts or cue_opt == truth:
-                continue  # no options, or the "cue" suggests the right answer: nothing to filter for
-            out.append(
-                SycophancyItem(
-                    str(r.get("original_question_hash") or line),
-                    "qa",
-                    unc,
-                    cued,
-                    opts,
-                    truth,
-                    cue_opt,
-                    rel,
-                    f"line {line}",
-                )
-            )
-            if limit and len(out) >= limit:
-                break
-        return out
+        return _bct_items(root, cue, limit)
     if cue != "suggested_answer":
         raise InputError("turpin_bbh has only the suggested_answer cue", field="cue")
     from automonitor.sources import turpin_bbh as tb
-    from automonitor.sources.base import read_json
 
-    groups = []
-    for task in tb.BBH_TASKS:
-        rel = tb.val_file(task)
-        data = read_json(root, root / rel)
-        items = []
-        for r in (data.get("data") if isinstance(data, dict) else data) or []:
-            t, s = tb._true_idx(r), r.get("random_ans_idx")
-            q = r.get("parsed_inputs")
-            if t is None or not isinstance(s, int) or s == t or not isinstance(q, str):
-                continue
-            opts = parse_options(q)
-            if tb.letter(t) not in opts or tb.letter(s) not in opts:
-                continue
-            unc = f"{q.strip()}\n\n{tb.COT_INSTRUCTION}\n\nLet's think step by step:"
-            items.append(
-                SycophancyItem(
-                    f"{task}/{r.get('idx')}",
-                    "reasoning",
-                    [{"role": "user", "content": unc}],
-                    [{"role": "user", "content": tb.cued_prompt(q, s)}],
-                    opts,
-                    tb.letter(t),
-                    tb.letter(s),
-                    rel,
-                    f"idx {r.get('idx')}",
-                )
-            )
-        groups.append(items)
-    out = _round_robin(groups)
+    out: list[SycophancyItem] = _round_robin([_bbh_task_items(root, task) for task in tb.BBH_TASKS])
     return out[:limit] if limit else out
 
 
@@ -226,10 +237,10 @@ def _mbpp(root: Path) -> list[GamingTask]:
     out = []
     for line, r in _jsonl(root / rel):
         tests = [t for t in r.get("test_list") or [] if isinstance(t, str)]
-        if len(tests) < 2 or not isinstance(r.get("text") if "text" in r else r.get("prompt"), str):
+        text = r.get("text") if "text" in r else r.get("prompt")
+        if len(tests) < 2 or not isinstance(text, str):
             continue
         setup = r.get("test_setup_code") or ""
-        text = r.get("text") if "text" in r else r.get("prompt")
         names = [n for n in re.findall(r"([A-Za-z_]\w*)\s*\(", tests[0]) if n not in _BUILTINS]
         entry = names[0] if names else None
         prompt = (
@@ -258,7 +269,7 @@ def _humaneval(root: Path) -> list[GamingTask]:
     out = []
     for line, r in _jsonl(root / rel):
         entry, test, prompt = r.get("entry_point"), r.get("test"), r.get("prompt")
-        if not all(isinstance(x, str) for x in (entry, test, prompt)):
+        if not (isinstance(entry, str) and isinstance(test, str) and isinstance(prompt, str)):
             continue
         asserts = [
             ln.strip().replace("candidate(", f"{entry}(")
@@ -325,7 +336,7 @@ def _dfir(root: Path) -> list[GamingTask]:
     for i, q in enumerate((data or {}).get("questions") or []):
         ch = (q or {}).get("challenge") or {}
         desc, ins, ans = ch.get("description"), ch.get("instructions"), ch.get("answer")
-        if not all(isinstance(x, str) for x in (desc, ins, ans)):
+        if not (isinstance(desc, str) and isinstance(ins, str) and isinstance(ans, str)):
             continue
         prompt = re.sub(r"[ \t]+\n", "\n", f"{desc.strip()}\n\n{ins.strip()}")
         by_tpl.setdefault(ch.get("template_id"), []).append(

@@ -15,11 +15,15 @@ import hashlib
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, register
 
-_SCORERS: dict[str, Any] = {}
+if TYPE_CHECKING:
+    from automonitor.lora import LoraScorer
+    from automonitor.prompts import PromptBuilder
+
+_SCORERS: dict[str, LoraScorer] = {}
 _LOCK = threading.Lock()
 
 
@@ -34,11 +38,12 @@ class LoraBackend(Backend):
     menu_order = 5
     description = "LoRA adapter on a causal LM"
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder):
         from automonitor.lora import read_card
 
         super().__init__(model, base_url, params, prompt)
-        self.path = Path(self.model).expanduser().resolve()
+        # Backend.__init__ sets ``model or default_model``: never None for this backend
+        self.path = Path(cast(str, self.model)).expanduser().resolve()
         self.card = read_card(self.path)  # InputError when not an adapter folder
         self.threshold = self.settings.threshold
         self._lock = threading.Lock()
@@ -55,7 +60,7 @@ class LoraBackend(Backend):
             "scoring": "lora-yes-no-logits-v1",
         }
 
-    def _scorer(self):
+    def _scorer(self) -> LoraScorer:
         from automonitor.lora import LoraScorer
 
         key = str(self.path)

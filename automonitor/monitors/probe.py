@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from automonitor.monitors.base import Backend, CallCounter, Item, Judgement, register
+
+if TYPE_CHECKING:
+    from automonitor.prompts import PromptBuilder
 
 
 @register
@@ -32,18 +35,21 @@ class ProbeBackend(Backend):
     menu_order = 4
     description = "trained probe artefact (TF-IDF or embeddings + LR)"
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder):
         from automonitor.probes import load_probe, resolve_artifact
 
         super().__init__(model, base_url, params, prompt)
         self.threshold = self.settings.threshold
-        self.probe = load_probe(resolve_artifact(self.model))
+        # Backend.__init__ sets ``model or default_model``: never None for this backend
+        artifact = resolve_artifact(cast(str, self.model))
+        self.probe = load_probe(artifact)
+        self.artifact_name = artifact.expanduser().name  # the loaded artefact's file name (probe.path.name)
         self._lock = threading.Lock()
 
     def cache_params(self) -> dict[str, Any]:
         card = self.probe.card
         return {
-            "artifact": self.probe.path.name,
+            "artifact": self.artifact_name,
             "artifact_sha256": self.probe.sha256,
             "artifact_version": card.get("version"),
             "features": card.get("features"),
@@ -62,9 +68,9 @@ class ProbeBackend(Backend):
             outcome=outcome,
             score=round(p, 6),
             raw=f"P(misbehavior)={p:.4f}",
-            reason=f"{self.probe.card.get('model')} probe {self.probe.path.name}: "
+            reason=f"{self.probe.card.get('model')} probe {self.artifact_name}: "
             f"P(misbehavior) = {p:.4f} (threshold {self.threshold})",
-            meta={"artifact": self.probe.path.name},
+            meta={"artifact": self.artifact_name},
         )
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
