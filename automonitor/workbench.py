@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import html
 import math
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import Session
 
 from automonitor.errors import InputError, NotFound
+from automonitor.views.escaping import esc as _esc
 
 DEFAULT_MIN_N = 100
 """Default minimum number of judged samples (TP+FN+FP+TN) of a slice for a run to enter the Pareto front."""
@@ -56,37 +56,23 @@ def template_independent_backends() -> frozenset[str]:
 are labelled without a template, and ``scripts/demo_runs.sh`` runs them once."""
 
 
-def _esc(text: Any) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Store fingerprint and sample sets
 # ---------------------------------------------------------------------------------------------------
 
 
-def store_fingerprint(conn) -> tuple:
+def store_fingerprint(conn: Connection | Session) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """Part of the app's cache key covering sample *state* (issue 12): counts of samples by
     ``(status, split, label_source)``, the ``edition_sample`` row count per edition, and a hash of the
-    archived run ids. It changes whenever a sample moves between status/split (for
-    example when adjudicated pairs are finalised), an edition gains members, or a run is archived.
+    archived run ids (``store.queries.workbench.sample_state_fingerprint``). It changes whenever a
+    sample moves between status/split (for example when adjudicated pairs are finalised), an edition
+    gains members, or a run is archived.
 
     ``conn``: an open SQLAlchemy connection (or session). Aggregates only, no table scan beyond COUNT.
     """
-    from store.models import EditionSample, Run, Sample
+    from store.queries.workbench import sample_state_fingerprint
 
-    rows = conn.execute(
-        sa.select(Sample.status, Sample.split, Sample.label_source, sa.func.count()).group_by(
-            Sample.status, Sample.split, Sample.label_source
-        )
-    ).all()
-    ed = conn.execute(sa.select(EditionSample.edition, sa.func.count()).group_by(EditionSample.edition)).all()
-    arch = conn.execute(sa.select(Run.id).where(Run.archived.is_(True)).order_by(Run.id)).scalars().all()
-    return (
-        tuple(sorted(f"{a}/{b}/{c}={n}" for a, b, c, n in rows)),
-        tuple(sorted(f"{e}={n}" for e, n in ed)),
-        hashlib.sha256("\n".join(arch).encode()).hexdigest()[:12],
-    )
+    return sample_state_fingerprint(conn)
 
 
 def fingerprint(sample_ids: Iterable[str]) -> str:
@@ -96,49 +82,41 @@ def fingerprint(sample_ids: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:10]
 
 
+def sample_set_row(run_id: str, recorded_edition: str | None, judged: pd.DataFrame | None) -> dict[str, Any]:
+    """One :func:`run_sample_sets` row from a run's recorded edition and its ``judged`` predictions
+    (frame with ``sample_id, label_source``; ``None`` when it has none): the edition (recorded, else
+    ``verified`` when a judged sample is adjudicated, else ``paper``), the distinct sample count and the
+    :func:`fingerprint` of the ids."""
+    ids = [] if judged is None else list(judged["sample_id"])
+    inferred = "verified" if judged is not None and (judged["label_source"] == "adjudicated").any() else "paper"
+    edition = recorded_edition or inferred
+    fp = fingerprint(ids)
+    n = len(set(ids))
+    return {
+        "run_id": run_id,
+        "edition": edition,
+        "edition_recorded": recorded_edition is not None,
+        "n_samples": n,
+        "fingerprint": fp,
+        "sample_set": f"{edition} · {n:,} samples · {fp}",
+    }
+
+
 def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """Which sample set every run judged (its test samples; the controls slice is left out): one row per
-    run with ``run_id, edition, edition_recorded
-    (bool), n_samples, fingerprint, sample_set`` (``"<edition> · <n> samples · <fingerprint>"``).
+    run with ``run_id, edition, edition_recorded (bool), n_samples, fingerprint, sample_set``
+    (``"<edition> · <n> samples · <fingerprint>"``; :func:`sample_set_row`).
 
     ``edition`` is ``run.edition`` when recorded, else inferred (see the module docstring). Runs without
     predictions get ``n_samples`` 0 and the fingerprint of the empty set.
     """
-    from store.models import Prediction, Run, Sample
+    from store.queries import workbench as q
 
     with engine.connect() as c:
-        q = sa.select(Run.id, Run.edition)
-        if run_ids is not None:
-            q = q.where(Run.id.in_(list(run_ids)))
-        runs = c.execute(q).all()
-        # the controls slice is reported apart (FAR on controls), so it is not part of the sample set
-        pq = (
-            sa.select(Prediction.run_id, Prediction.sample_id, Sample.label_source)
-            .join(Sample, Sample.id == Prediction.sample_id)
-            .where(sa.or_(Sample.split.is_(None), Sample.split != "controls"))
-        )
-        if run_ids is not None:
-            pq = pq.where(Prediction.run_id.in_(list(run_ids)))
-        preds = pd.DataFrame(c.execute(pq).all(), columns=["run_id", "sample_id", "label_source"])
+        runs = q.run_editions(c, run_ids)
+        preds = pd.DataFrame(q.judged_test_samples(c, run_ids), columns=["run_id", "sample_id", "label_source"])
     groups = {rid: g for rid, g in preds.groupby("run_id")} if not preds.empty else {}
-    rows = []
-    for rid, edition in runs:
-        g = groups.get(rid)
-        ids = [] if g is None else list(g["sample_id"])
-        inferred = "verified" if g is not None and (g["label_source"] == "adjudicated").any() else "paper"
-        ed = edition or inferred
-        fp = fingerprint(ids)
-        n = len(set(ids))
-        rows.append(
-            {
-                "run_id": rid,
-                "edition": ed,
-                "edition_recorded": edition is not None,
-                "n_samples": n,
-                "fingerprint": fp,
-                "sample_set": f"{ed} · {n:,} samples · {fp}",
-            }
-        )
+    rows = [sample_set_row(rid, edition, groups.get(rid)) for rid, edition in runs]
     return pd.DataFrame(
         rows, columns=["run_id", "edition", "edition_recorded", "n_samples", "fingerprint", "sample_set"]
     )
@@ -153,16 +131,10 @@ def set_archived(engine: Engine, run_id: str, archived: bool = True) -> bool:
     """Archive (hide from the trade-off plot and the run list by default) or unarchive a run; reversible,
     nothing else changes. Returns the previous state. Raises :class:`NotFound` for an unknown run id."""
     from store import session_scope
-    from store.models import Run
+    from store.queries.workbench import set_run_archived
 
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            raise NotFound(f"run {run_id!r} not found")
-        before = bool(run.archived)
-        run.archived = bool(archived)
-        s.add(run)
-    return before
+        return set_run_archived(s, run_id, archived)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -203,15 +175,14 @@ def judged(points: pd.DataFrame) -> pd.Series:
 
 def pareto_mask(mr: Sequence[float], far: Sequence[float], eligible: Sequence[bool]) -> list[bool]:
     """Pareto front (both rates minimised) over the eligible points only: a point is on the front when
-    it is eligible and no other eligible point has ``mr <=`` and ``far <=`` with one strictly less.
-    Ineligible points are never on the front. Source: the paper's Pareto analysis (Sec. 4)."""
-    idx = [i for i, e in enumerate(eligible) if e and not (pd.isna(mr[i]) or pd.isna(far[i]))]
-    out = [False] * len(mr)
-    for i in idx:
-        out[i] = not any(
-            (mr[j] <= mr[i] and far[j] <= far[i]) and (mr[j] < mr[i] or far[j] < far[i]) for j in idx if j != i
-        )
-    return out
+    it is eligible and no other eligible point has ``mr <=`` and ``far <=`` with one strictly less
+    (:func:`automonitor.metrics.pareto_front` over the eligible points). Ineligible points and points
+    with a missing rate are never on the front. Source: the paper's Pareto analysis (Sec. 4)."""
+    from automonitor.metrics import pareto_front
+
+    keep = [bool(e) and not (pd.isna(m) or pd.isna(f)) for m, f, e in zip(mr, far, eligible)]
+    front = pareto_front([m if k else None for m, k in zip(mr, keep)], [f if k else None for f, k in zip(far, keep)])
+    return [bool(x) for x in front]
 
 
 def spread_coincident(
@@ -265,27 +236,11 @@ def honest_points(
     """
     if not isinstance(min_n, int) or min_n < 1:
         raise InputError("the minimum number of judged samples must be a positive integer", field="min_n")
-    archived = set(archived)
-    p = points.dropna(subset=["mr", "far"]).copy() if not points.empty else points.copy()
-    if "mr" not in p:
-        p = pd.DataFrame(columns=["run_id", "monitor", "template", "mr", "far"])
-    p["archived"] = p["run_id"].isin(archived)
-    if not show_archived:
-        p = p[~p["archived"]]
-    p = p.reset_index(drop=True)
-    if sets is not None and not sets.empty:
-        p = p.drop(columns=[c for c in ("edition", "fingerprint", "sample_set", "n_samples") if c in p])
-        p = p.merge(sets[["run_id", "edition", "fingerprint", "sample_set"]], on="run_id", how="left")
-    for c, default in (("edition", "paper"), ("fingerprint", ""), ("sample_set", "")):
-        if c not in p:
-            p[c] = default
-        p[c] = p[c].fillna(default)
+    p = _shown_points(points, set(archived), show_archived)
+    p = _with_sample_sets(p, sets)
     p["judged"] = judged(p)
     p["eligible"] = p["judged"] >= min_n
-    p["on_front"] = False
-    for _, g in p.groupby("edition"):
-        mask = pareto_mask(list(g["mr"]), list(g["far"]), list(g["eligible"]))
-        p.loc[g.index, "on_front"] = mask
+    p["on_front"] = front_by_edition(p)
     bk = backends or {}
     p["label"] = [short_label(m, t, bk.get(r)) for r, m, t in zip(p["run_id"], p["monitor"], p["template"])]
     xp, yp, size = spread_coincident(list(p["far"]), list(p["mr"])) if len(p) else ([], [], [])
@@ -293,10 +248,46 @@ def honest_points(
     return p
 
 
+def _shown_points(points: pd.DataFrame, archived: set[str], show_archived: bool) -> pd.DataFrame:
+    """A copy of the points with MR and FAR defined (an empty frame with the base columns when
+    ``points`` has none), flagged ``archived``; archived runs left out unless ``show_archived``.
+    Index reset."""
+    p = points.dropna(subset=["mr", "far"]).copy() if not points.empty else points.copy()
+    if "mr" not in p:
+        p = pd.DataFrame(columns=["run_id", "monitor", "template", "mr", "far"])
+    p["archived"] = p["run_id"].isin(archived)
+    if not show_archived:
+        p = p[~p["archived"]]
+    return p.reset_index(drop=True)
+
+
+def _with_sample_sets(points: pd.DataFrame, sets: pd.DataFrame | None) -> pd.DataFrame:
+    """The points with ``edition, fingerprint, sample_set`` from ``sets`` (:func:`run_sample_sets`
+    output, replacing any such columns); runs without a row get ``paper``, ``""``, ``""``."""
+    p = points
+    if sets is not None and not sets.empty:
+        p = p.drop(columns=[c for c in ("edition", "fingerprint", "sample_set", "n_samples") if c in p])
+        p = p.merge(sets[["run_id", "edition", "fingerprint", "sample_set"]], on="run_id", how="left")
+    for c, default in (("edition", "paper"), ("fingerprint", ""), ("sample_set", "")):
+        if c not in p:
+            p[c] = default
+        p[c] = p[c].fillna(default)
+    return p
+
+
+def front_by_edition(points: pd.DataFrame) -> pd.Series:
+    """``on_front`` per point: the Pareto front (:func:`pareto_mask`) among the ``eligible`` points of
+    the same ``edition``; a bool Series aligned with ``points``."""
+    on_front = pd.Series(False, index=points.index)
+    for _, g in points.groupby("edition"):
+        on_front.loc[g.index] = pareto_mask(list(g["mr"]), list(g["far"]), list(g["eligible"]))
+    return on_front
+
+
 def set_summary(points: pd.DataFrame) -> list[dict[str, Any]]:
     """One entry per edition among the drawn points: ``{"edition", "runs", "sample_sets": [sample_set,
     ...]}``, largest first. More than one entry means the plot mixes test sets (the page says so)."""
-    out = []
+    out: list[dict[str, Any]] = []
     if points.empty:
         return out
     for ed, g in points.groupby("edition"):
@@ -334,17 +325,13 @@ def preview(text: str | None, limit: int = 90) -> str:
 def disagreeing_samples(engine: Engine, run_a: str, run_b: str) -> set[str]:
     """Sample ids both runs judged with different outcomes (``misbehavior`` vs ``benign`` or any other
     outcome difference). Raises :class:`NotFound` for an unknown run."""
-    from store.models import Prediction, Run
+    from store.queries import workbench as q
 
     with engine.connect() as c:
-        for r in (run_a, run_b):
-            if c.execute(sa.select(Run.id).where(Run.id == r)).first() is None:
-                raise NotFound(f"run {r!r} not found")
-        rows = c.execute(
-            sa.select(Prediction.run_id, Prediction.sample_id, Prediction.outcome).where(
-                Prediction.run_id.in_([run_a, run_b])
-            )
-        ).all()
+        missing = q.missing_runs(c, [run_a, run_b])
+        if missing:
+            raise NotFound(f"run {missing[0]!r} not found")
+        rows = q.verdicts(c, [run_a, run_b])
     a = {s: o for r, s, o in rows if r == run_a}
     b = {s: o for r, s, o in rows if r == run_b}
     return {s for s in a.keys() & b.keys() if a[s] != b[s]}
