@@ -280,3 +280,26 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
         assert not page.dialogs
     finally:
         page.context.close()
+
+
+# Records whether Streamlit's "Page not found" notice was ever in the document, even for a moment.
+_WATCH_NOT_FOUND = """() => {
+  window.__amNotFound = false;
+  const check = () => { if (document.body && document.body.innerText.includes('Page not found')) window.__amNotFound = true; };
+  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_overview_url_opens_without_page_not_found(browser, server):
+    """``/overview`` opened directly is the Overview page, without a "Page not found" flash first."""
+    page = new_page(browser)
+    try:
+        page.add_init_script(f"({_WATCH_NOT_FOUND})()")
+        goto(page, server, "overview")
+        page.wait_for_selector("h1")
+        no_exception(page)
+        assert page.get_by_role("heading", name="AutoMonitor-Bench").is_visible()
+        assert not page.evaluate("window.__amNotFound"), "'Page not found' was shown"
+        assert page.url.rstrip("/").endswith("/overview"), page.url
+    finally:
+        page.context.close()
