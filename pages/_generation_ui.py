@@ -34,6 +34,18 @@ def _estimate(kind, generator, source, cue, incentive, limit, samples, max_token
 def launch_form(page: str, eng, url: str) -> str | None:
     """The generation launch form (estimate first, then start in a detached process). Returns the id of a
     run started by this rerun, else ``None``."""
+    job = _job_inputs(page)
+    est, err = _estimate_box(job)
+    if st.button(
+        "Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:", disabled=bool(err) or not est
+    ):
+        return _start(page, eng, url, job)
+    return None
+
+
+def _job_inputs(page: str) -> dict:
+    """The form's widgets: ``{kind, backend, generator, base_url, source, cue, incentive, samples, limit,
+    max_tokens}`` (``cue`` for sycophancy jobs, ``incentive`` for gaming jobs, else ``None``)."""
     from automonitor.generation import engine as gen
     from automonitor.generation import tasks
     from automonitor.generation.incentives import names
@@ -79,9 +91,35 @@ def launch_form(page: str, eng, url: str) -> str | None:
         )
     )
     generator = f"{backend}:{model.strip()}" if model.strip() else backend
+    return dict(
+        kind=kind,
+        backend=backend,
+        generator=generator,
+        base_url=base_url,
+        source=source,
+        cue=cue,
+        incentive=incentive,
+        samples=samples,
+        limit=limit,
+        max_tokens=max_tokens,
+    )
+
+
+def _estimate_box(job: dict) -> tuple[dict | None, str | None]:
+    """Estimate the job (:func:`_estimate`) and show it as metrics, or show why it cannot start.
+    Returns ``(estimate, error text)``, one of them ``None``."""
     est, err = None, None
     try:
-        est = _estimate(kind, generator, source, cue, incentive, limit, samples, max_tokens)
+        est = _estimate(
+            job["kind"],
+            job["generator"],
+            job["source"],
+            job["cue"],
+            job["incentive"],
+            job["limit"],
+            job["samples"],
+            job["max_tokens"],
+        )
     except InputError as exc:
         err = str(exc)
     except Exception as exc:  # noqa: BLE001 - shown, nothing started
@@ -98,30 +136,34 @@ def launch_form(page: str, eng, url: str) -> str | None:
             f"${est['est_cost_usd']:,.4f}" if est["price_known"] else "unknown price",
             help="Upper bound: prompt characters/4 and max tokens per answer at the list price",
         )
-    if st.button(
-        "Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:", disabled=bool(err) or not est
-    ):
-        try:
-            run_id = gen.create_generation(
-                eng,
-                kind,
-                generator,
-                source=source,
-                cue=cue,
-                incentive=incentive,
-                limit=limit,
-                samples_per_prompt=samples,
-                base_url=base_url.strip() or None,
-                max_tokens=max_tokens,
-            )
-            gen.launch_generation_detached(url, run_id)
-        except InputError as exc:
-            st.error(f"Not started: {views.md_escape(exc)}")
-            return None
-        st.session_state[f"{page}.gen.launched"] = run_id
-        st.success(f"Generation `{run_id}` started in the background.")
-        return run_id
-    return None
+    return est, err
+
+
+def _start(page: str, eng, url: str, job: dict) -> str | None:
+    """Create the generation run and launch it detached; the run id, or ``None`` (error shown) when the
+    job is refused."""
+    from automonitor.generation import engine as gen
+
+    try:
+        run_id = gen.create_generation(
+            eng,
+            job["kind"],
+            job["generator"],
+            source=job["source"],
+            cue=job["cue"],
+            incentive=job["incentive"],
+            limit=job["limit"],
+            samples_per_prompt=job["samples"],
+            base_url=job["base_url"].strip() or None,
+            max_tokens=job["max_tokens"],
+        )
+        gen.launch_generation_detached(url, run_id)
+    except InputError as exc:
+        st.error(f"Not started: {views.md_escape(exc)}")
+        return None
+    st.session_state[f"{page}.gen.launched"] = run_id
+    st.success(f"Generation `{run_id}` started in the background.")
+    return run_id
 
 
 def progress_box(eng, rows: list[dict]) -> None:
