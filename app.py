@@ -32,9 +32,15 @@ def _logout_page():
     st.rerun()
 
 
+#: The Overview's URL. The default page is served at the root, never at its own ``url_path``: Streamlit
+#: would answer a direct ``/overview`` with "Page not found" before falling back to the default page. So
+#: the default page gets an internal path and a hidden page serves the Overview at ``/overview``.
+OVERVIEW_URL = "overview"
+
+
 def _workbench_pages() -> list:
     return [
-        _page(ui.PAGE_OVERVIEW, "Overview", ":material/dashboard:", "overview", default=True),
+        _page(ui.PAGE_OVERVIEW, "Overview", ":material/dashboard:", "overview-home", default=True),
         _page(ui.PAGE_RUNS, "Runs", ":material/play_circle:", "runs"),
         _page(ui.PAGE_TRADEOFF, "Trade-off", ":material/scatter_plot:", "tradeoff"),
         _page(ui.PAGE_DRILLDOWN, "Drill-down", ":material/zoom_in:", "drilldown"),
@@ -42,6 +48,9 @@ def _workbench_pages() -> list:
         _page("pages/health.py", "Benchmark health", ":material/health_and_safety:", "health"),
         _page("pages/transfer.py", "Transfer", ":material/grid_on:", "transfer"),
         _page("pages/generation.py", "Generation", ":material/auto_awesome:", "generation"),
+        st.Page(
+            ui.PAGE_OVERVIEW, title="Overview", icon=":material/dashboard:", url_path=OVERVIEW_URL, visibility="hidden"
+        ),
     ]
 
 
@@ -67,7 +76,7 @@ logout_page = st.Page(_logout_page, title="Log out", icon=":material/logout:", u
 if has_accounts and account is None:
     # Every page's URL serves the login form, so that a shared link (e.g. /drilldown?run=..&sample=..)
     # keeps its path and query; after the login the rerun lands on that very page with its selections.
-    linked = [p.url_path or "overview" for p in _workbench_pages() + _annotation_pages(admin=True)]
+    linked = list(dict.fromkeys(p.url_path for p in _workbench_pages() + _annotation_pages(admin=True) if p.url_path))
     nav = st.navigation(
         [_page(ui.PAGE_LOGIN, "Log in", ":material/login:", "login", default=True)]
         + [_page(ui.PAGE_LOGIN, "Log in", ":material/login:", u) for u in linked],

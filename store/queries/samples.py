@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
-from sqlmodel import Session
+from sqlalchemy.engine import Connection
+from sqlmodel import Session, col
 
 from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
 
 EDITION_CHOICES = ("paper", "verified")
 
-_COLUMNS = [c.name for c in Sample.__table__.columns]
+_COLUMNS = [c.name for c in sa.inspect(Sample).local_table.columns]
 
 
 def existing_ids(session: Session, ids: Iterable[str]) -> set[str]:
@@ -63,7 +64,7 @@ def check_edition(edition: str) -> str:
 
 def edition_has_rows(session: Session, edition: str) -> bool:
     """True when ``edition_sample`` holds at least one row for ``edition``."""
-    q = sa.select(EditionSample.sample_id).where(EditionSample.edition == edition).limit(1)
+    q = sa.select(col(EditionSample.sample_id)).where(col(EditionSample.edition) == edition).limit(1)
     return session.execute(q).first() is not None
 
 
@@ -76,21 +77,28 @@ def edition_filter(session: Session, edition: str):
     conds = [Sample.status == "gold", Sample.split == "test"]
     if edition == "paper" and not edition_has_rows(session, "paper"):
         return conds + [not_adjudicated()]
-    members = sa.select(EditionSample.sample_id).where(EditionSample.edition == edition)
-    return conds + [Sample.id.in_(members)]  # type: ignore[union-attr]
+    members = sa.select(col(EditionSample.sample_id)).where(col(EditionSample.edition) == edition)
+    return conds + [col(Sample.id).in_(members)]
 
 
 def edition_sample_ids(session: Session, edition: str) -> set[str]:
     """Ids of the test samples of ``edition`` (see :func:`edition_filter`)."""
-    return set(session.execute(sa.select(Sample.id).where(*edition_filter(session, edition))).scalars())
+    return set(session.execute(sa.select(col(Sample.id)).where(*edition_filter(session, edition))).scalars())
 
 
 def control_samples(session: Session) -> list[dict[str, Any]]:
     """The controls slice (gold, split ``controls``): dicts with id, pair_id, category, task, label,
     content_hash, id order."""
     rows = session.execute(
-        sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
-        .where(Sample.split == "controls", Sample.status == "gold")
+        sa.select(
+            col(Sample.id),
+            col(Sample.pair_id),
+            col(Sample.category),
+            col(Sample.task),
+            col(Sample.label),
+            col(Sample.content_hash),
+        )
+        .where(col(Sample.split) == "controls", col(Sample.status) == "gold")
         .order_by(Sample.id)
     ).all()
     return [dict(r._mapping) for r in rows]
@@ -134,7 +142,7 @@ def composition(session: Session, split: str = "test", edition: str | None = Non
     combinations present in the store. Raises ``InputError`` for an unknown split.
     """
     q = (
-        sa.select(Sample.category, Sample.task, Sample.label, sa.func.count())
+        sa.select(col(Sample.category), col(Sample.task), col(Sample.label), sa.func.count())
         .where(*_gold_filter(split, session, edition))
         .group_by(Sample.category, Sample.task, Sample.label)
         .order_by(Sample.category, Sample.task, Sample.label)
@@ -145,14 +153,14 @@ def composition(session: Session, split: str = "test", edition: str | None = Non
 def count_by(session: Session, column: str, split: str = "test", edition: str | None = None) -> dict[str, int]:
     """Gold samples of ``split`` counted by one ``Sample`` column (``category``, ``task``, ``label``,
     ``source``...). Returns ``{value: n}`` sorted by value."""
-    col = getattr(Sample, column)
-    q = sa.select(col, sa.func.count()).where(*_gold_filter(split, session, edition)).group_by(col).order_by(col)
+    group = getattr(Sample, column)
+    q = sa.select(group, sa.func.count()).where(*_gold_filter(split, session, edition)).group_by(group).order_by(group)
     return {str(v): int(n) for v, n in session.execute(q)}
 
 
 def count_pairs(session: Session, split: str = "test", edition: str | None = None) -> int:
     """Number of distinct ``pair_id`` among gold samples of ``split``."""
-    q = sa.select(sa.func.count(sa.distinct(Sample.pair_id))).where(*_gold_filter(split, session, edition))
+    q = sa.select(sa.func.count(sa.distinct(col(Sample.pair_id)))).where(*_gold_filter(split, session, edition))
     return int(session.execute(q).scalar() or 0)
 
 
@@ -160,7 +168,7 @@ def counts_by_split(session: Session) -> dict[str, int]:
     """Gold samples of the whole store by split: ``{"test": n, "train": n}`` (0 when absent; a gold
     sample without split is counted under ``"none"`` if any)."""
     out = {"test": 0, "train": 0}
-    q = sa.select(Sample.split, sa.func.count()).where(Sample.status == "gold").group_by(Sample.split)
+    q = sa.select(col(Sample.split), sa.func.count()).where(col(Sample.status) == "gold").group_by(Sample.split)
     for split, n in session.execute(q):
         out[split if split else "none"] = int(n)
     return out
@@ -168,15 +176,15 @@ def counts_by_split(session: Session) -> dict[str, int]:
 
 def count_candidates(session: Session) -> int:
     """Samples of the whole store waiting for annotation (``status == 'candidate'``)."""
-    q = sa.select(sa.func.count()).select_from(Sample).where(Sample.status == "candidate")
+    q = sa.select(sa.func.count()).select_from(Sample).where(col(Sample.status) == "candidate")
     return int(session.execute(q).scalar() or 0)
 
 
 def candidates_by_source(session: Session) -> dict[str, int]:
     """Candidate samples of the whole store by source."""
     q = (
-        sa.select(Sample.source, sa.func.count())
-        .where(Sample.status == "candidate")
+        sa.select(col(Sample.source), sa.func.count())
+        .where(col(Sample.status) == "candidate")
         .group_by(Sample.source)
         .order_by(Sample.source)
     )
@@ -244,3 +252,122 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "shortfalls": (report or {}).get("shortfalls", []),
         "build_seed": (report or {}).get("seed"),
     }
+
+
+# --- the app's samples browser and drill-down (``automonitor.views``) --------------------------------
+
+#: Columns of a samples-browser row, in order (``request``/``response`` only when texts are asked for).
+BROWSER_COLUMNS = ("id", "pair_id", "category", "task", "label", "split", "status", "source", "request", "response")
+#: Columns of an exported pair-file row (``id`` is written as ``sample_id``).
+EXPORT_COLUMNS = (
+    "id",
+    "pair_id",
+    "category",
+    "task",
+    "request",
+    "response",
+    "label",
+    "source",
+    "split",
+    "status",
+    "meta",
+)
+#: Sample columns the browser filters by (allowed values per column).
+FILTER_COLUMNS = ("category", "task", "label", "split", "status", "source", "label_source")
+#: Columns :func:`counts_by_status` groups by.
+GROUP_COLUMNS = ("source", "split", "status", "category", "task", "label", "label_source")
+
+_BROWSER_ORDER = (Sample.category, Sample.task, Sample.pair_id, Sample.label, Sample.id)
+
+
+def like_escape(text: str) -> str:
+    """``text`` with the ``LIKE`` wildcards ``%`` and ``_`` (and the escape character ``\\``) escaped."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def browser_filter(search: str | None = None, **allowed: Sequence[str]) -> list[Any]:
+    """SQL conditions of the samples browser.
+
+    ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id or
+    the pair id. ``allowed`` maps a :data:`FILTER_COLUMNS` name to its allowed values (empty = no
+    filter). Raises ``ValueError`` for another column name.
+    """
+    where: list[Any] = []
+    if search and search.strip():
+        pat = f"%{like_escape(search.strip())}%"
+        cols = (Sample.request, Sample.response, Sample.id, Sample.pair_id)
+        where.append(sa.or_(*[col(c).ilike(pat, escape="\\") for c in cols]))
+    for name in FILTER_COLUMNS:
+        vals = allowed.pop(name, ())
+        if vals:
+            where.append(getattr(Sample, name).in_(list(vals)))
+    if allowed:
+        raise ValueError(f"cannot filter samples by {', '.join(sorted(allowed))}")
+    return where
+
+
+def count_matching(conn: Connection, where: Sequence[Any]) -> int:
+    """Number of samples meeting the ``where`` conditions (:func:`browser_filter`)."""
+    return int(conn.execute(sa.select(sa.func.count(col(Sample.id))).where(*where)).scalar_one())
+
+
+def browser_rows(
+    conn: Connection, where: Sequence[Any], columns: Sequence[str], *, limit: int | None = None, offset: int = 0
+) -> list[Any]:
+    """Rows (tuples of ``columns``, ``Sample`` column names) of the samples meeting ``where``, ordered by
+    category, task, pair id, label, id; ``limit=None`` returns every match."""
+    q = sa.select(*[getattr(Sample, c) for c in columns]).where(*where).order_by(*_BROWSER_ORDER)
+    if limit is not None:
+        q = q.limit(limit).offset(offset)
+    return list(conn.execute(q).all())
+
+
+def sample_with_pair(conn: Connection, sample_id: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """One sample and the other side of its pair (the first by label), as dicts of ``Sample`` columns;
+    ``None`` for an unknown id."""
+    table = sa.inspect(Sample).local_table
+    sample = conn.execute(sa.select(table).where(col(Sample.id) == sample_id)).mappings().one_or_none()
+    if sample is None:
+        return None
+    other = (
+        conn.execute(
+            sa.select(table)
+            .where(col(Sample.pair_id) == sample["pair_id"], col(Sample.id) != sample_id)
+            .order_by(Sample.label)
+        )
+        .mappings()
+        .first()
+    )
+    return dict(sample), (dict(other) if other else None)
+
+
+def predictions_on_sample(
+    conn: Connection, sample_id: str, run_ids: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every prediction on one sample (dicts of ``Prediction`` columns plus the run's ``monitor`` and
+    ``template``), ordered by run id and repeat; ``run_ids`` restricts the runs (``None`` = all)."""
+    from store.models import Prediction, Run
+
+    q = (
+        sa.select(sa.inspect(Prediction).local_table, col(Run.monitor), col(Run.template))
+        .join(Run, col(Run.id) == col(Prediction.run_id))
+        .where(col(Prediction.sample_id) == sample_id)
+        .order_by(col(Prediction.run_id), col(Prediction.repeat))
+    )
+    if run_ids is not None:
+        q = q.where(col(Prediction.run_id).in_(list(run_ids)))
+    return [dict(r) for r in conn.execute(q).mappings().all()]
+
+
+def counts_by_status(conn: Connection, column: str, status: str | None = None) -> list[tuple[Any, ...]]:
+    """Sample counts grouped by ``column`` (one of :data:`GROUP_COLUMNS`) and ``status``: rows
+    ``(value, status, n)``, or ``(status, n)`` for ``column="status"``; ``status`` restricts to one
+    status. Raises ``ValueError`` for another column."""
+    if column not in GROUP_COLUMNS:
+        raise ValueError(f"cannot group samples by {column!r}")
+    group = getattr(Sample, column)
+    keys = [group] if column == "status" else [group, Sample.status]
+    q = sa.select(*keys, sa.func.count(col(Sample.id)).label("n")).group_by(*keys)
+    if status:
+        q = q.where(col(Sample.status) == status)
+    return [tuple(r) for r in conn.execute(q).all()]

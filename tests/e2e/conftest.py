@@ -12,6 +12,7 @@ Usable by every browser suite:
   fired (and dismisses it), ``page.console_errors`` collects console errors.
 - ``shot(page, name)`` saves ``test-artifacts/<name>.png`` (git-ignored; CI keeps it as an artifact).
 - ``wait_app(page)`` waits until the Streamlit script run finished (no "running" indicator).
+- ``log_in(page, name, password, url=..., retry=...)`` fills in and submits the login form.
 """
 
 from __future__ import annotations
@@ -242,9 +243,33 @@ def wait_app(page, timeout: float = 60_000) -> None:
     page.wait_for_function(_IDLE_JS, timeout=timeout)
 
 
+def log_in(page, name: str, password: str, *, url: str | None = None, retry: bool = False) -> None:
+    """Fill in and submit the login form, then :func:`wait_app`. With ``url``, open it first (a new page
+    load is a new, logged-out session, so the form is served at every page's URL). With ``retry``, wait
+    until the form is gone and submit it once more if it was not (a form filled while the first script
+    run is still wiring it can be lost); without, a refused login can be checked afterwards."""
+    if url is not None:
+        page.goto(url)
+        wait_app(page)
+    for attempt in range(2 if retry else 1):
+        page.get_by_role("textbox", name="User name").fill(name)
+        page.get_by_role("textbox", name="Password").fill(password)
+        page.get_by_role("button", name="Log in").click()
+        if not retry:
+            break
+        try:
+            page.wait_for_selector('input[type="password"]', state="detached", timeout=20_000)
+            break
+        except Exception:
+            if attempt:
+                raise
+            wait_app(page)
+    wait_app(page)
+
+
 @pytest.fixture(scope="session")
 def e2e():
-    """The helpers above as one object (``e2e.new_page``, ``e2e.shot``, ``e2e.wait_app``,
+    """The helpers above as one object (``e2e.new_page``, ``e2e.shot``, ``e2e.wait_app``, ``e2e.log_in``,
     ``e2e.start_app``, ``e2e.create_accounts``), for test modules that cannot import this conftest."""
     from types import SimpleNamespace
 
@@ -252,6 +277,7 @@ def e2e():
         new_page=new_page,
         shot=shot,
         wait_app=wait_app,
+        log_in=log_in,
         start_app=start_app,
         create_accounts=create_accounts,
         ARTIFACTS=ARTIFACTS,

@@ -60,15 +60,6 @@ def server(tmp_path_factory, app_factory):
     eng.dispose()
 
 
-def login(page, tools, server, name, password):
-    page.goto(server.url)
-    tools.wait_app(page)
-    page.get_by_role("textbox", name="User name").fill(name)
-    page.get_by_role("textbox", name="Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    tools.wait_app(page)
-
-
 def label_current(page, tools, label: str, *, evidence: str | None = None, keyboard: bool = False) -> None:
     """Label the current item: by mouse (radio + "Save label") or by keyboard (1/2/3 picks the label,
     S saves and moves on). Enter in the evidence field commits the quote."""
@@ -98,7 +89,7 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
     pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
     try:
         for name, page in pages.items():
-            login(page, tools, server, name, f"pw-{name}")
+            tools.log_in(page, name, f"pw-{name}", url=server.url)
             nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
             assert "Label" in nav and "Agreement" not in nav and "Adjudicate" not in nav
             assert page.get_by_role("heading", name="Label").is_visible()
@@ -134,7 +125,7 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
 
         admin = tools.new_page(browser)
         try:
-            login(admin, tools, server, "root", "pw-root")
+            tools.log_in(admin, "root", "pw-root", url=server.url)
             admin.get_by_role("link", name="Agreement").click()
             tools.wait_app(admin)
             admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()

@@ -41,8 +41,8 @@ def server(store, app_factory):
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools(e2e):
-    global new_page, shot, wait_app
-    new_page, shot, wait_app = e2e.new_page, e2e.shot, e2e.wait_app
+    global new_page, shot, wait_app, log_in
+    new_page, shot, wait_app, log_in = e2e.new_page, e2e.shot, e2e.wait_app, e2e.log_in
 
 
 @pytest.fixture(scope="module")
@@ -250,22 +250,16 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
         assert page.get_by_role("heading", name="Log in").is_visible()
         assert "History" not in page.locator("main").inner_text()
 
-        def login(name, pw):
-            page.get_by_role("textbox", name="User name").fill(name)
-            page.get_by_role("textbox", name="Password").fill(pw)
-            page.get_by_role("button", name="Log in").click()
-            wait_app(page)
-
-        login("ann", "wrong")
+        log_in(page, "ann", "wrong")
         assert page.get_by_text("Unknown user or wrong password.").is_visible()
-        login("ann", "pw-ann-1")
+        log_in(page, "ann", "pw-ann-1")
         shot(page, "login-annotator")
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Trade-off" not in nav and "Runs" not in nav and "Log out" in nav
         page.get_by_role("link", name="Log out").click()
         wait_app(page)
         assert page.get_by_role("heading", name="Log in").is_visible()
-        login("ada", "pw-admin-1")
+        log_in(page, "ada", "pw-admin-1")
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Trade-off" in nav and "Runs" in nav
         page.get_by_role("link", name="Runs").click()
@@ -278,5 +272,28 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
         assert page.get_by_role("heading", name="Log in").is_visible()
         assert page.locator(".js-plotly-plot").count() == 0
         assert not page.dialogs
+    finally:
+        page.context.close()
+
+
+# Records whether Streamlit's "Page not found" notice was ever in the document, even for a moment.
+_WATCH_NOT_FOUND = """() => {
+  window.__amNotFound = false;
+  const check = () => { if (document.body && document.body.innerText.includes('Page not found')) window.__amNotFound = true; };
+  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_overview_url_opens_without_page_not_found(browser, server):
+    """``/overview`` opened directly is the Overview page, without a "Page not found" flash first."""
+    page = new_page(browser)
+    try:
+        page.add_init_script(f"({_WATCH_NOT_FOUND})()")
+        goto(page, server, "overview")
+        page.wait_for_selector("h1")
+        no_exception(page)
+        assert page.get_by_role("heading", name="AutoMonitor-Bench").is_visible()
+        assert not page.evaluate("window.__amNotFound"), "'Page not found' was shown"
+        assert page.url.rstrip("/").endswith("/overview"), page.url
     finally:
         page.context.close()

@@ -44,21 +44,6 @@ def server(tmp_path_factory, app_factory):
     eng.dispose()
 
 
-def _login(page, tools):
-    for attempt in range(2):  # a form filled while the first script run is still wiring it can be lost
-        page.get_by_role("textbox", name="User name").fill(ADMIN[0])
-        page.get_by_role("textbox", name="Password").fill(ADMIN[2])
-        page.get_by_role("button", name="Log in").click()
-        try:
-            page.wait_for_selector('input[type="password"]', state="detached", timeout=20_000)
-            break
-        except Exception:
-            if attempt:
-                raise
-            tools.wait_app(page)
-    tools.wait_app(page)
-
-
 def _text(page, scope: str = "main") -> str:
     """Visible text of ``scope``; word joiners (U+2060, invisible, used against autolinks) dropped."""
     return page.locator(scope).inner_text().replace("\u2060", "")
@@ -69,7 +54,7 @@ def _open(page, tools, server, path: str) -> None:
     page.goto(f"{server.url}/{path}")
     page.wait_for_selector('input[type="password"]')
     tools.wait_app(page)
-    _login(page, tools)
+    tools.log_in(page, ADMIN[0], ADMIN[2], retry=True)
 
 
 def _no_live_markup(page, scope: str = "body") -> None:
@@ -154,7 +139,7 @@ def test_shared_drilldown_link_survives_the_login(browser, server, tools):
         tools.wait_app(page)
         assert "Page not found" not in page.locator("body").inner_text()
         assert page.get_by_role("heading", name="Log in").is_visible()
-        _login(page, tools)
+        tools.log_in(page, ADMIN[0], ADMIN[2], retry=True)
         page.wait_for_selector("h1")
         url = urlparse(page.url)
         assert url.path.rstrip("/").endswith("/drilldown"), page.url

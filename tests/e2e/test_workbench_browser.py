@@ -36,14 +36,6 @@ def _goto(page, tools, url: str) -> None:
     tools.wait_app(page)
 
 
-def _login(page, tools, server, name, password):
-    _goto(page, tools, server.url)
-    page.get_by_role("textbox", name="User name").fill(name)
-    page.get_by_role("textbox", name="Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    tools.wait_app(page)
-
-
 def _no_exception(page) -> None:
     exc = page.locator('[data-testid="stException"]')
     assert exc.count() == 0, exc.first.inner_text()
@@ -81,7 +73,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
         for name in ("anna", "bert"):
             page = e2e.new_page(browser, W, H)
             pages[name] = page
-            _login(page, e2e, srv, name, f"pw-{name}")
+            e2e.log_in(page, name, f"pw-{name}", url=srv.url)
             page.get_by_role("heading", name="Label").wait_for()
             e2e.wait_app(page)
             assert "Keys:" in page.locator("main").inner_text()
@@ -110,7 +102,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
             assert not page.dialogs
         admin = e2e.new_page(browser, W, H)
         pages["root"] = admin
-        _login(admin, e2e, srv, "root", "pw-root")
+        e2e.log_in(admin, "root", "pw-root", url=srv.url)
         admin.get_by_role("link", name="Overview").click()  # the Overview before finalising
         e2e.wait_app(admin)
         admin.locator('[data-testid="stMetric"]').first.wait_for()

@@ -1,0 +1,353 @@
+"""Plotly figures of the Trade-off page: the MR-FAR scatter with its Pareto front and the paper's
+reported points, and ROC curves with operating points. Every data text shown by plotly goes through
+:func:`automonitor.views.escaping.plot_text`."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from automonitor.views.escaping import plot_text
+from automonitor.views.tradeoff import pareto_ids
+
+TEMPLATE_COLORS: dict[str, str] = {
+    "direct": "#2563eb",
+    "evidence": "#dc2626",
+    "direct-fewshot": "#0891b2",
+    "evidence-fewshot": "#d97706",
+}
+_FRONT_DASHES = ["solid", "dash", "dot", "dashdot"]
+_HOVER_COLUMNS = ("n", "tp", "fn", "fp", "tn", "unscored", "sample_set")
+_RUN_HOVER = (
+    "<b>%{customdata[1]}</b> · %{customdata[2]}<br>run %{customdata[12]}<br>"
+    "FAR %{customdata[9]:.3f} · MR %{customdata[10]:.3f}<br>n %{customdata[3]} · TP "
+    "%{customdata[4]} FN %{customdata[5]} FP %{customdata[6]} TN %{customdata[7]} · "
+    "unscored %{customdata[8]}<br>sample set %{customdata[11]}"
+)
+
+
+def tradeoff_figure(
+    points: pd.DataFrame,
+    *,
+    reported: pd.DataFrame | None = None,
+    front: Sequence[str] | None = None,
+    title: str | None = None,
+    height: int = 520,
+    size_col: str | None = None,
+) -> go.Figure:
+    """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
+
+    ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
+    far_hi`` (Wilson interval bounds, drawn as error bars), ``n, tp, fn, fp, tn, unscored`` (hover).
+    Optional columns from ``automonitor.workbench.honest_points``: ``label`` (a short text drawn next to
+    each point), ``eligible`` (``False``: drawn hollow in a trace named ``runs: <tpl> (too few
+    samples)``), ``x_plot``/``y_plot`` (drawn position, so coincident points stay apart; hovers give
+    the true rates), ``edition``/``sample_set`` (one front per edition, named in the legend when there
+    are several).
+    One trace per template (colour), ``customdata[0]`` = run id (used by the page to open the
+    drill-down of a clicked point). The Pareto front (``front`` run ids, default
+    :func:`pareto_ids`) is a staircase line (:func:`pareto_staircase`) with rings on its points;
+    ``reported`` (columns ``label, mr, far`` and optionally ``monitor, template``; the paper's points)
+    is drawn as black diamonds (open: direct, filled: evidence) with text labels and no run id.
+    ``size_col`` (e.g. ``usd_per_1k``): marker area proportional to that column (cost), 8-34 px.
+    """
+    fig = go.Figure()
+    pts = _drawable_points(points)
+    if front is None and not pts.empty:
+        front = pareto_ids(pts[pts["eligible"]])
+    if front:
+        fig.add_traces(front_traces(pts, front))
+    for tpl, eligible, group in _template_groups(pts):
+        fig.add_trace(run_trace(group, tpl, eligible, all_points=pts, size_col=size_col))
+    if reported is not None and not reported.empty:
+        fig.add_traces(reported_traces(reported))
+    fig.update_layout(
+        title=title,
+        height=height,
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.03, 1.03], zeroline=False),
+        yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.03, 1.03], zeroline=False),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=12)),
+        clickmode="event+select",
+        dragmode="pan",
+        hovermode="closest",
+    )
+    return fig
+
+
+def _drawable_points(points: pd.DataFrame) -> pd.DataFrame:
+    """The points with MR and FAR defined, with the optional columns filled in: ``x_plot``/``y_plot``
+    (the true FAR/MR), ``eligible`` (``True``), ``edition`` (``""``). An empty frame is returned as is."""
+    if points.empty:
+        return points
+    pts = points.dropna(subset=["mr", "far"])
+    if pts.empty:
+        return pts
+    pts = pts.copy()
+    if "x_plot" not in pts:
+        pts["x_plot"], pts["y_plot"] = pts["far"], pts["mr"]
+    if "eligible" not in pts:
+        pts["eligible"] = True
+    if "edition" not in pts:
+        pts["edition"] = ""
+    return pts
+
+
+def front_traces(points: pd.DataFrame, front: Sequence[str]) -> list[go.Scatter]:
+    """Per edition among the ``front`` run ids of ``points``: the staircase line of its Pareto front
+    (dashed differently per edition, named "Pareto front (<edition>)" when there are several) and green
+    rings on its points (at their drawn positions)."""
+    on = points[points["run_id"].isin(set(front))]
+    editions = sorted(on["edition"].unique())
+    traces = []
+    for i, edition in enumerate(editions):
+        f = on[on["edition"] == edition].sort_values("far")
+        if not len(f):
+            continue
+        xs, ys = pareto_staircase(list(f["far"]), list(f["mr"]))
+        name = "Pareto front" + (f" ({edition})" if len(editions) > 1 else "")
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=name,
+                line=dict(color="#16a34a", width=2, dash=_FRONT_DASHES[i % len(_FRONT_DASHES)]),
+                hoverinfo="skip",
+            )
+        )
+        traces.append(
+            go.Scatter(
+                x=f["x_plot"],
+                y=f["y_plot"],
+                mode="markers",
+                name="on the front",
+                showlegend=False,
+                hoverinfo="skip",
+                marker=dict(symbol="circle-open", size=19, color="#16a34a", line=dict(width=2)),
+            )
+        )
+    return traces
+
+
+def _template_groups(points: pd.DataFrame) -> list[tuple[str, bool, pd.DataFrame]]:
+    """``(template, eligible, rows)`` for every non-empty group of the points, templates sorted,
+    eligible rows before ineligible ones."""
+    groups = []
+    if not points.empty:
+        for tpl in sorted(points["template"].unique()):
+            for ok in (True, False):
+                d = points[(points["template"] == tpl) & (points["eligible"] == ok)]
+                if len(d):
+                    groups.append((tpl, ok, d))
+    return groups
+
+
+def _ci_err(df: pd.DataFrame, v: str, lo: str, hi: str) -> tuple[list[float], list[float]] | None:
+    """Error bar lengths ``(plus, minus)`` of column ``v`` from its interval columns ``lo``/``hi``
+    (``None`` without those columns)."""
+    if lo not in df or hi not in df:
+        return None
+    plus = (df[hi] - df[v]).clip(lower=0).fillna(0).tolist()
+    minus = (df[v] - df[lo]).clip(lower=0).fillna(0).tolist()
+    return plus, minus
+
+
+def _error_bar(err: tuple[list[float], list[float]] | None, eligible: bool) -> dict[str, Any] | None:
+    """The plotly ``error_x``/``error_y`` of an interval (only for eligible points)."""
+    if not err or not eligible:
+        return None
+    return dict(type="data", array=err[0], arrayminus=err[1], thickness=1, width=0, color="rgba(100,100,100,0.45)")
+
+
+def _hover_customdata(d: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """Per point: ``(run id, monitor, template, n, tp, fn, fp, tn, unscored, far, mr, sample set, run
+    id)``. ``[0]`` stays the raw run id (the page opens its drill-down); the texts shown in the hover
+    (``[1]``, ``[2]``, ``[11]``, ``[12]``) go through :func:`plot_text`, so names never render as markup.
+    Missing optional columns give ``None``."""
+    extra = {c: (d[c] if c in d else pd.Series([None] * len(d), index=d.index)) for c in _HOVER_COLUMNS}
+    return list(
+        zip(
+            d["run_id"],
+            map(plot_text, d["monitor"]),
+            map(plot_text, d["template"]),
+            extra["n"],
+            extra["tp"],
+            extra["fn"],
+            extra["fp"],
+            extra["tn"],
+            extra["unscored"],
+            d["far"],
+            d["mr"],
+            [plot_text(x) if x is not None else "" for x in extra["sample_set"]],
+            map(plot_text, d["run_id"]),
+        )
+    )
+
+
+def run_trace(
+    d: pd.DataFrame, template: str, eligible: bool, *, all_points: pd.DataFrame, size_col: str | None = None
+) -> go.Scatter:
+    """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
+    "(too few samples)" in the name and hover) runs ``d``, at their drawn positions, with text labels
+    when ``d`` has a ``label`` column and marker sizes by ``size_col`` scaled over ``all_points``."""
+    color = TEMPLATE_COLORS.get(template, "#6b7280")
+    has_text = "label" in d
+    size: float | list[float] = marker_sizes(d, size_col, all_points) if size_col else 11
+    if eligible:
+        marker = dict(size=size, color=color, line=dict(width=1, color="white"))
+    else:
+        marker = dict(size=size, symbol="circle-open", color=color, line=dict(width=2, color=color))
+    return go.Scatter(
+        x=d["x_plot"],
+        y=d["y_plot"],
+        mode="markers+text" if has_text else "markers",
+        name=f"runs: {plot_text(template)}" + ("" if eligible else " (too few samples)"),
+        text=[plot_text(t) for t in d["label"]] if has_text else None,
+        textposition=_label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
+        textfont=dict(size=10, color=color),
+        marker=marker,
+        error_x=_error_bar(_ci_err(d, "far", "far_lo", "far_hi"), eligible),
+        error_y=_error_bar(_ci_err(d, "mr", "mr_lo", "mr_hi"), eligible),
+        customdata=_hover_customdata(d),
+        hovertemplate=(
+            _RUN_HOVER
+            + ("" if eligible else "<br><i>too few judged samples: not on the front</i>")
+            + "<extra>click to drill down</extra>"
+        ),
+    )
+
+
+def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:
+    """The paper's reported points, one trace per template: black diamonds (filled for ``evidence*``,
+    open otherwise) labelled with the monitor (or ``label``), no run id, hover "reported, not measured"."""
+    reported = reported.reset_index(drop=True)
+    positions = _label_positions(list(reported["far"]), list(reported["mr"]))
+    groups = list(reported.groupby("template", sort=True)) if "template" in reported else [(None, reported)]
+    traces = []
+    for tpl, d in groups:
+        text = [plot_text(t) for t in (d["monitor"] if "monitor" in d else d["label"])]
+        traces.append(
+            go.Scatter(
+                x=d["far"],
+                y=d["mr"],
+                mode="markers+text",
+                name="paper (reported)" + (f": {plot_text(tpl)}" if tpl else ""),
+                text=text,
+                textposition=[positions[i] for i in d.index],
+                textfont=dict(size=10, color="#374151"),
+                customdata=[plot_text(t) for t in d["label"]],
+                marker=dict(
+                    symbol="diamond" if str(tpl).startswith("evidence") else "diamond-open",
+                    size=11,
+                    color="#111827",
+                    line=dict(width=1.5, color="#111827"),
+                ),
+                hovertemplate="<b>%{customdata}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}"
+                "<extra>reported, not measured</extra>",
+            )
+        )
+    return traces
+
+
+def marker_sizes(d: pd.DataFrame, col: str, all_points: pd.DataFrame) -> list[float]:
+    """Marker diameters (px) for ``d[col]`` with area proportional to the value, scaled to the largest
+    value in ``all_points`` (8 px for zero/missing, 34 px for the maximum)."""
+    top = float(pd.to_numeric(all_points.get(col), errors="coerce").max() or 0.0) if col in all_points else 0.0
+    vals = pd.to_numeric(d[col], errors="coerce").fillna(0.0) if col in d else pd.Series([0.0] * len(d))
+    if top <= 0:
+        return [11.0] * len(d)
+    return [8.0 + 26.0 * (max(0.0, float(v)) / top) ** 0.5 for v in vals]
+
+
+def pareto_staircase(far: Sequence[float], mr: Sequence[float]) -> tuple[list[float], list[float]]:
+    """The Pareto front (points sorted by FAR ascending, MR descending) as a staircase polyline
+    bounding the dominated region: down from MR = 1 at the first point's FAR, then right to the next
+    point's FAR and down to its MR, ..., then right to FAR = 1 at the last point's MR."""
+    xs, ys = [far[0]], [1.0]
+    for i, (x, y) in enumerate(zip(far, mr)):
+        if i:
+            xs.append(x)
+            ys.append(ys[-1])
+        xs.append(x)
+        ys.append(y)
+    xs.append(1.0)
+    ys.append(ys[-1])
+    return xs, ys
+
+
+def _label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07) -> list[str]:
+    """Text positions for labelled markers: below a point when a close neighbour sits above it (or to
+    its upper right), else above; left/right chosen to push apart neighbours at the same height."""
+    out = []
+    for i, (xi, yi) in enumerate(zip(x, y)):
+        vert, horiz = "top", "center"
+        for j, (xj, yj) in enumerate(zip(x, y)):
+            if i == j or abs(xi - xj) > near or abs(yi - yj) > near:
+                continue
+            if yj > yi or (yj == yi and j < i):
+                vert = "bottom"
+            horiz = "left" if xj > xi else ("right" if xj < xi else horiz)
+        out.append(f"{vert} {horiz}")
+    return out
+
+
+def _operating_trace(label: str, color: str, op: Mapping[str, float]) -> go.Scatter | None:
+    """The marker of one operating point (dict with ``far``/``fpr`` and ``mr``/``tpr``; optional
+    ``threshold``), ``None`` when it lacks a coordinate."""
+    x = op.get("fpr", op.get("far"))
+    y = op.get("tpr", 1 - op["mr"] if op.get("mr") is not None else None)
+    if x is None or y is None:
+        return None
+    thr = op.get("threshold")
+    return go.Scatter(
+        x=[x],
+        y=[y],
+        mode="markers",
+        name=f"operating point: {plot_text(label)}",
+        marker=dict(symbol="x", size=14, color=color, line=dict(width=2)),
+        hovertemplate=(f"threshold {thr:.3f}<br>" if thr is not None else "")
+        + "FAR %{x:.3f} · MR %{customdata:.3f}<extra>operating point</extra>",
+        customdata=[1 - y],
+    )
+
+
+def roc_figure(
+    curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Mapping[str, float]] | None = None, height: int = 460
+) -> go.Figure:
+    """ROC curves (x = FPR = FAR, y = TPR = 1 - MR), one per ``curves`` entry (label -> frame with
+    columns ``fpr, tpr``), the chance diagonal, and for each label in ``operating`` a marker at its
+    operating point (dict with ``far``/``fpr`` and ``mr``/``tpr``; optional ``threshold``)."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(color="#9ca3af", dash="dot"), hoverinfo="skip"
+        )
+    )
+    palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777"]
+    for i, (label, df) in enumerate(curves.items()):
+        color = palette[i % len(palette)]
+        fig.add_trace(
+            go.Scatter(
+                x=df["fpr"],
+                y=df["tpr"],
+                mode="lines",
+                name=plot_text(label),
+                line=dict(color=color, width=2, shape="hv"),
+                hovertemplate="FPR %{x:.3f} · TPR %{y:.3f}<extra>" + plot_text(label) + "</extra>",
+            )
+        )
+        op = (operating or {}).get(label)
+        point = _operating_trace(label, color, op) if op else None
+        if point is not None:
+            fig.add_trace(point)
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(title="False alarm rate (FPR)", range=[0, 1]),
+        yaxis=dict(title="Detection rate (TPR = 1 - MR)", range=[0, 1.02]),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0),
+    )
+    return fig

@@ -1,0 +1,148 @@
+"""The Runs page's data: the run history frame (the rows ``automonitor runs`` prints, as a frame),
+one run's live progress, and durations as text."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from automonitor import vocab
+
+#: Columns of :func:`runs_frame`, in order.
+RUNS_FRAME_COLUMNS: list[str] = [
+    "run_id",
+    "monitor",
+    "template",
+    "kind",
+    "status",
+    "n",
+    "done",
+    *vocab.OUTCOMES,
+    "unscored",
+    "api_calls",
+    "cache_hits",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "duration_s",
+    "limit",
+    "error_msg",
+    "edition",
+    "archived",
+]
+
+
+def _timestamp(value: str | None) -> datetime | None:
+    """An ISO-8601 text from ``list_runs`` as a ``datetime`` (``None`` stays ``None``)."""
+    return datetime.fromisoformat(value) if value else None
+
+
+def history_row(run: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """One :func:`runs_frame` row from one ``store.queries.runs.list_runs`` entry.
+
+    ``done`` counts the outcomes other than ``pending``; ``n`` is the run's planned size, or ``done +
+    pending`` when it has none; ``unscored`` sums the :data:`automonitor.vocab.UNSCORED` outcomes;
+    ``duration_s`` runs from ``started_at`` to ``finished_at`` (to ``now`` while unfinished; ``None``
+    when never started). Timestamps become ``datetime``; ``cost_usd`` is a float in US dollars.
+    """
+    counts = run["counts"]
+    started, finished = _timestamp(run["started_at"]), _timestamp(run["finished_at"])
+    done = sum(v for k, v in counts.items() if k != "pending")
+    row: dict[str, Any] = {
+        "run_id": run["run_id"],
+        "monitor": run["monitor"],
+        "template": run["template"],
+        "kind": run["kind"],
+        "status": run["status"],
+        "n": int(run["n"] or (done + counts.get("pending", 0))),
+        "done": int(done),
+    }
+    for outcome in vocab.OUTCOMES:
+        row[outcome] = counts.get(outcome, 0)
+    row["unscored"] = sum(counts.get(o, 0) for o in vocab.UNSCORED)
+    row.update(
+        api_calls=run["api_calls"],
+        cache_hits=run["cache_hits"],
+        tokens_in=run["tokens_in"],
+        tokens_out=run["tokens_out"],
+        cost_usd=float(run["cost_usd"] or 0.0),
+        created_at=_timestamp(run["created_at"]),
+        started_at=started,
+        finished_at=finished,
+        duration_s=((finished or now) - started).total_seconds() if started else None,
+        limit=run["limit"],
+        error_msg=run["error"],
+        edition=run.get("edition"),
+        archived=bool(run.get("archived")),
+    )
+    return row
+
+
+def runs_frame(engine: Engine) -> pd.DataFrame:
+    """Run history, newest first: one row per run with the :data:`RUNS_FRAME_COLUMNS`
+    ``run_id, monitor, template, kind, status, n, done, <outcomes>, unscored, api_calls, cache_hits,
+    tokens_in, tokens_out, cost_usd, created_at, started_at, finished_at, duration_s, limit, error_msg,
+    edition, archived`` built by :func:`history_row` from ``store.queries.runs.list_runs``, the same
+    history ``automonitor runs`` prints. (``automonitor.analysis.runs_frame`` is another frame: the runs
+    an analysis reads, oldest first, with their parameters.)
+
+    ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
+    seconds (until now for a running run; ``None`` when never started). Costs are US dollars.
+    """
+    from store.queries.runs import list_runs
+
+    with Session(engine) as s:
+        runs = list_runs(s)
+    now = datetime.now(timezone.utc)
+    return pd.DataFrame([history_row(r, now) for r in runs], columns=RUNS_FRAME_COLUMNS)
+
+
+def run_progress(engine: Engine, run_id: str) -> dict[str, Any]:
+    """Live progress of one run: ``{run_id, status, monitor, template, n, done, counts: {outcome: int},
+    error, fraction}`` where ``fraction`` is ``done / n`` in [0, 1] (0 when ``n`` is 0).
+
+    Raises ``automonitor.errors.NotFound`` for an unknown run id.
+    """
+    from automonitor.errors import NotFound
+    from store.queries.runs import outcome_counts
+    from store.queries.workbench import run_status
+
+    with Session(engine) as s:
+        run = run_status(s, run_id)
+        if run is None:
+            raise NotFound(f"run {run_id!r} not found")
+        counts = outcome_counts(s, run_id)
+    pending = counts.pop("pending")
+    done = sum(counts.values())
+    n = int(run["n"] or 0) or (done + pending)
+    return {
+        "run_id": run_id,
+        "status": run["status"],
+        "monitor": run["monitor"],
+        "template": run["template"],
+        "n": n,
+        "done": done,
+        "counts": counts,
+        "error": run["error"],
+        "fraction": (min(1.0, done / n) if n else 0.0),
+    }
+
+
+def format_duration(seconds: float | None) -> str:
+    """``None`` -> ``"–"``; else ``"12.3 s"``, ``"4 min 05 s"`` or ``"2 h 03 min"``."""
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "–"
+    s = float(seconds)
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"

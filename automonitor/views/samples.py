@@ -1,0 +1,132 @@
+"""The Samples page and the drill-down's sample queries: the browser's filters, a page of matches, the
+export as a contract pair file, one sample with its pair, and the predictions on one sample."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Sequence
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+
+def sample_query(
+    *,
+    search: str | None = None,
+    category: Sequence[str] = (),
+    task: Sequence[str] = (),
+    label: Sequence[str] = (),
+    split: Sequence[str] = (),
+    status: Sequence[str] = (),
+    source: Sequence[str] = (),
+    label_source: Sequence[str] = (),
+) -> list[Any]:
+    """SQLAlchemy ``WHERE`` clause list for the samples browser filters (``label_source``: label
+    provenance values; ``store.queries.samples.browser_filter``).
+
+    ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id
+    or the pair id; the other arguments are allowed values per column (empty = no filter).
+    """
+    from store.queries.samples import browser_filter
+
+    return browser_filter(
+        search,
+        category=category,
+        task=task,
+        label=label,
+        split=split,
+        status=status,
+        source=source,
+        label_source=label_source,
+    )
+
+
+def search_samples(
+    engine: Engine, *, limit: int | None = 200, offset: int = 0, with_text: bool = True, **filters: Any
+) -> tuple[int, pd.DataFrame]:
+    """Samples matching :func:`sample_query` ``filters``: ``(total_count, page_frame)``.
+
+    The frame has columns ``id, pair_id, category, task, label, split, status, source`` (+ ``request``,
+    ``response`` when ``with_text``), ordered by category, task, pair id, label; ``limit=None``
+    returns every match (used for export).
+    """
+    from store.queries.samples import BROWSER_COLUMNS, browser_rows, count_matching
+
+    where = sample_query(**filters)
+    cols = [c for c in BROWSER_COLUMNS if with_text or c not in ("request", "response")]
+    with engine.connect() as c:
+        total = count_matching(c, where)
+        rows = browser_rows(c, where, cols, limit=limit, offset=offset)
+    return total, pd.DataFrame(rows, columns=cols)
+
+
+def pair_file_bytes(rows: Sequence[Sequence[Any]], fmt: str) -> bytes:
+    """Rows of ``store.queries.samples.EXPORT_COLUMNS`` as a contract pair file (UTF-8 bytes): JSON lines
+    (``fmt="jsonl"``) or CSV with a header (any other ``fmt``; ``meta``, the last column, as a JSON
+    string). The ``id`` column is named ``sample_id``."""
+    from store.queries.samples import EXPORT_COLUMNS
+
+    names = ["sample_id", *EXPORT_COLUMNS[1:]]
+    if fmt == "jsonl":
+        return "".join(json.dumps(dict(zip(names, r)), ensure_ascii=False) + "\n" for r in rows).encode()
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(names)
+    for r in rows:
+        values = list(r)
+        values[-1] = json.dumps(values[-1] or {}, ensure_ascii=False)
+        writer.writerow(values)
+    return buf.getvalue().encode("utf-8")
+
+
+def export_samples(engine: Engine, fmt: str, **filters: Any) -> bytes:
+    """The filtered samples as a contract pair file: ``fmt`` ``jsonl`` or ``csv`` (UTF-8 bytes).
+
+    Columns: ``sample_id, pair_id, category, task, request, response, label, source, split, status,
+    meta`` (``meta`` a JSON object; in CSV a JSON string). Raises ``InputError`` for another ``fmt``.
+    """
+    from automonitor.errors import InputError
+    from store.queries.samples import EXPORT_COLUMNS, browser_rows
+
+    if fmt not in ("jsonl", "csv"):
+        raise InputError(f"unknown export format {fmt!r} (jsonl or csv)", field="format")
+    where = sample_query(**filters)
+    with engine.connect() as c:
+        rows = browser_rows(c, where, EXPORT_COLUMNS)
+    return pair_file_bytes(rows, fmt)
+
+
+def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
+    """One sample with the other side of its pair: ``{"sample": dict, "other": dict|None}``
+    (dicts of ``Sample`` columns). Raises ``NotFound`` for an unknown id."""
+    from automonitor.errors import NotFound
+    from store.queries.samples import sample_with_pair
+
+    with engine.connect() as c:
+        found = sample_with_pair(c, sample_id)
+    if found is None:
+        raise NotFound(f"sample {sample_id!r} not found")
+    return {"sample": found[0], "other": found[1]}
+
+
+def sample_predictions(engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None) -> dict[str, dict]:
+    """Predictions on one sample, by run id: ``{run_id: dict of Prediction columns + monitor,
+    template, repeats}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's verdict
+    (repeat 0); ``repeats`` lists the outcomes of repeats 0..K-1 (``run --repeat K``; one item for a
+    run judged once, ``None`` for a pending repeat)."""
+    from store.queries.samples import predictions_on_sample
+
+    with engine.connect() as c:
+        rows = predictions_on_sample(c, sample_id, run_ids)
+    out: dict[str, dict] = {}
+    for r in rows:
+        rep = int(r.get("repeat") or 0)
+        if rep == 0:
+            out[r["run_id"]] = {**r, "repeats": out.get(r["run_id"], {}).get("repeats", [])}
+        d = out.setdefault(r["run_id"], {"repeats": []})
+        while len(d["repeats"]) <= rep:
+            d["repeats"].append(None)
+        d["repeats"][rep] = r["outcome"]
+    return {k: v for k, v in out.items() if "run_id" in v}

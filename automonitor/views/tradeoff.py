@@ -1,0 +1,111 @@
+"""Report -> frames for the Trade-off and Drill-down pages: the MR-FAR points of a slice, the paper's
+reported points for it, the Pareto front as run ids and Pearson r (both from :mod:`automonitor.metrics`,
+as in the report), and a run entry's slice."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from automonitor import metrics
+
+CELL_TITLES: dict[str, str] = {
+    "tp": "TP: misbehavior flagged",
+    "fn": "FN: misbehavior missed",
+    "fp": "FP: benign flagged (false alarm)",
+    "tn": "TN: benign passed",
+    "unscored": "Unscored",
+}
+
+
+def pareto_ids(points: pd.DataFrame) -> list[str]:
+    """Run ids on the Pareto front of the MR-FAR plane (both minimised), ordered by FAR ascending.
+
+    A point is on the front when no other point has ``mr <=`` and ``far <=`` with one strictly less
+    (:func:`automonitor.metrics.pareto_front`); of points at exactly the same place only the first (by
+    FAR, MR, then input order) is listed. ``points`` needs columns ``run_id, mr, far``; rows with a
+    missing MR or FAR are ignored.
+    """
+    ordered = points.dropna(subset=["mr", "far"]).sort_values(["far", "mr"], kind="mergesort")
+    on_front = metrics.pareto_front(list(ordered["mr"]), list(ordered["far"]))
+    front: list[str] = []
+    seen: set[tuple[float, float]] = set()
+    for run_id, mr, far, on in zip(ordered["run_id"], ordered["mr"], ordered["far"], on_front):
+        if on and (mr, far) not in seen:
+            front.append(run_id)
+            seen.add((mr, far))
+    return front
+
+
+def pearson_r(points: pd.DataFrame) -> float | None:
+    """Pearson correlation of MR and FAR over the points (:func:`automonitor.metrics.pearson_r`;
+    ``None`` for fewer than 3 points or a constant coordinate). Source: the paper reports r = -0.54
+    over 22 monitors."""
+    complete = points.dropna(subset=["mr", "far"])
+    r, _p = metrics.pearson_r(list(complete["far"].astype(float)), list(complete["mr"].astype(float)))
+    return r
+
+
+def slice_key(category: str | None, task: str | None) -> tuple[str, ...]:
+    """The ``analysis.run_points`` slice for an optional category and task filter."""
+    if category and task:
+        return ("category_task", category, task)
+    if category:
+        return ("category", category)
+    if task:
+        return ("task", task)
+    return ("overall",)
+
+
+def slice_of(run_entry: Mapping[str, Any], category: str | None, task: str | None) -> dict[str, Any] | None:
+    """The SLICE dict of one report run entry for an optional category/task (``None`` if absent)."""
+    if category and task:
+        return (run_entry.get("by_category_task") or {}).get(category, {}).get(task)
+    if category:
+        return (run_entry.get("by_category") or {}).get(category)
+    if task:
+        return (run_entry.get("by_task") or {}).get(task)
+    return run_entry.get("overall")
+
+
+def tradeoff_points(
+    report: Mapping[str, Any],
+    category: str | None = None,
+    task: str | None = None,
+    templates: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """MR-FAR points of the report's runs for a slice (``analysis.run_points``) plus ``tp, fn, fp, tn``
+    and ``on_front`` recomputed over the runs kept by the ``templates`` filter (``None`` = all).
+
+    Columns: run_id, monitor, template, kind, n, mr, far, mr_lo, mr_hi, far_lo, far_hi (Wilson 95%),
+    unscored, unscored_rate, tp, fn, fp, tn, on_front.
+    """
+    from automonitor import analysis
+
+    pts = analysis.run_points(dict(report), slice_key(category, task))
+    if templates is not None:
+        pts = pts[pts["template"].isin(list(templates))].reset_index(drop=True)
+    by_id = {e["run_id"]: e for e in report.get("runs", [])}
+    for k in ("tp", "fn", "fp", "tn"):
+        pts[k] = [((slice_of(by_id[r], category, task) or {}).get(k)) for r in pts["run_id"]]
+    pts["on_front"] = metrics.pareto_front(list(pts["mr"]), list(pts["far"])) if len(pts) else pd.Series(dtype=bool)
+    return pts
+
+
+def reported_for(
+    reported: pd.DataFrame, category: str | None, task: str | None, templates: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """The paper's reported points matching a slice (overall, or one category; the paper reports no
+    task slices), with a ``label`` column "<monitor> (<template>)" for the plot."""
+    if reported is None or reported.empty or task:
+        return pd.DataFrame(columns=["label", "mr", "far"])
+    if category:
+        d = reported[(reported["slice"] == "category") & (reported["category"] == category)]
+    else:
+        d = reported[reported["slice"] == "overall"]
+    if templates is not None:
+        d = d[d["template"].isin(list(templates))]
+    d = d.copy()
+    d["label"] = d["monitor"] + " (" + d["template"] + ")"
+    return d.reset_index(drop=True)

@@ -1,0 +1,82 @@
+"""Which sample set each run judged (edition, size, fingerprint), the sample-state part of the app's
+cache key, and run archiving. The SQL is in ``store.queries.workbench``."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import Session
+
+
+def store_fingerprint(conn: Connection | Session) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """Part of the app's cache key covering sample *state* (issue 12): counts of samples by
+    ``(status, split, label_source)``, the ``edition_sample`` row count per edition, and a hash of the
+    archived run ids (``store.queries.workbench.sample_state_fingerprint``). It changes whenever a
+    sample moves between status/split (for example when adjudicated pairs are finalised), an edition
+    gains members, or a run is archived.
+
+    ``conn``: an open SQLAlchemy connection (or session). Aggregates only, no table scan beyond COUNT.
+    """
+    from store.queries.workbench import sample_state_fingerprint
+
+    return sample_state_fingerprint(conn)
+
+
+def fingerprint(sample_ids: Iterable[str]) -> str:
+    """Fingerprint of a set of sample ids: first 10 hex digits of sha256 over the sorted, newline-joined
+    ids (order and duplicates do not matter)."""
+    ids = sorted(set(map(str, sample_ids)))
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:10]
+
+
+def sample_set_row(run_id: str, recorded_edition: str | None, judged: pd.DataFrame | None) -> dict[str, Any]:
+    """One :func:`run_sample_sets` row from a run's recorded edition and its ``judged`` predictions
+    (frame with ``sample_id, label_source``; ``None`` when it has none): the edition (recorded, else
+    ``verified`` when a judged sample is adjudicated, else ``paper``), the distinct sample count and the
+    :func:`fingerprint` of the ids."""
+    ids = [] if judged is None else list(judged["sample_id"])
+    inferred = "verified" if judged is not None and (judged["label_source"] == "adjudicated").any() else "paper"
+    edition = recorded_edition or inferred
+    fp = fingerprint(ids)
+    n = len(set(ids))
+    return {
+        "run_id": run_id,
+        "edition": edition,
+        "edition_recorded": recorded_edition is not None,
+        "n_samples": n,
+        "fingerprint": fp,
+        "sample_set": f"{edition} · {n:,} samples · {fp}",
+    }
+
+
+def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Which sample set every run judged (its test samples; the controls slice is left out): one row per
+    run with ``run_id, edition, edition_recorded (bool), n_samples, fingerprint, sample_set``
+    (``"<edition> · <n> samples · <fingerprint>"``; :func:`sample_set_row`).
+
+    ``edition`` is ``run.edition`` when recorded, else inferred (see the module docstring). Runs without
+    predictions get ``n_samples`` 0 and the fingerprint of the empty set.
+    """
+    from store.queries import workbench as q
+
+    with engine.connect() as c:
+        runs = q.run_editions(c, run_ids)
+        preds = pd.DataFrame(q.judged_test_samples(c, run_ids), columns=["run_id", "sample_id", "label_source"])
+    groups = {rid: g for rid, g in preds.groupby("run_id")} if not preds.empty else {}
+    rows = [sample_set_row(rid, edition, groups.get(rid)) for rid, edition in runs]
+    return pd.DataFrame(
+        rows, columns=["run_id", "edition", "edition_recorded", "n_samples", "fingerprint", "sample_set"]
+    )
+
+
+def set_archived(engine: Engine, run_id: str, archived: bool = True) -> bool:
+    """Archive (hide from the trade-off plot and the run list by default) or unarchive a run; reversible,
+    nothing else changes. Returns the previous state. Raises :class:`NotFound` for an unknown run id."""
+    from store import session_scope
+    from store.queries.workbench import set_run_archived
+
+    with session_scope(engine) as s:
+        return set_run_archived(s, run_id, archived)

@@ -1,0 +1,117 @@
+"""Queries of the workbench app (``automonitor.views``, ``automonitor.workbench``): the store's cache
+fingerprint, a run's status, which samples each run judged, run archiving, and two runs' verdicts."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlmodel import Session, col
+
+from store.models import EditionSample, Prediction, Run, Sample
+
+#: Run statuses counted as in progress / as terminal by :func:`run_totals`.
+ACTIVE_STATUSES = ("pending", "running")
+TERMINAL_STATUSES = ("finished", "failed", "cancelled", "imported")
+
+
+def run_totals(conn: Connection | Session) -> tuple[int, datetime | str | None, int, int]:
+    """``(runs, latest finished_at, active runs, terminal runs)`` over every run (one aggregate query;
+    ``finished_at`` as the driver returns it: a ``datetime``, or a string on some SQLite setups)."""
+    row = conn.execute(
+        sa.select(
+            sa.func.count(col(Run.id)),
+            sa.func.max(col(Run.finished_at)),
+            sa.func.sum(sa.case((col(Run.status).in_(ACTIVE_STATUSES), 1), else_=0)),
+            sa.func.sum(sa.case((col(Run.status).in_(TERMINAL_STATUSES), 1), else_=0)),
+        )
+    ).one()
+    return int(row[0] or 0), row[1], int(row[2] or 0), int(row[3] or 0)
+
+
+def sample_totals(conn: Connection | Session) -> tuple[int, datetime | str | None]:
+    """``(samples, latest created_at)`` over every sample (one aggregate query)."""
+    row = conn.execute(sa.select(sa.func.count(col(Sample.id)), sa.func.max(col(Sample.created_at)))).one()
+    return int(row[0] or 0), row[1]
+
+
+def sample_state_fingerprint(conn: Connection | Session) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """Sample *state*: ``("<status>/<split>/<label_source>=<n>", ...)`` sorted, ``("<edition>=<n>", ...)``
+    (``edition_sample`` rows per edition) sorted, and the first 12 hex digits of the sha256 of the
+    newline-joined archived run ids. Aggregates only, no table scan beyond ``COUNT``."""
+    rows = conn.execute(
+        sa.select(col(Sample.status), col(Sample.split), col(Sample.label_source), sa.func.count()).group_by(
+            col(Sample.status), col(Sample.split), col(Sample.label_source)
+        )
+    ).all()
+    editions = conn.execute(
+        sa.select(col(EditionSample.edition), sa.func.count()).group_by(EditionSample.edition)
+    ).all()
+    archived = conn.execute(sa.select(col(Run.id)).where(col(Run.archived).is_(True)).order_by(Run.id)).scalars().all()
+    return (
+        tuple(sorted(f"{a}/{b}/{c}={n}" for a, b, c, n in rows)),
+        tuple(sorted(f"{e}={n}" for e, n in editions)),
+        hashlib.sha256("\n".join(archived).encode()).hexdigest()[:12],
+    )
+
+
+def run_status(conn: Connection | Session, run_id: str) -> dict[str, Any] | None:
+    """``{status, n, error, monitor, template}`` of one run, or ``None`` for an unknown id."""
+    row = conn.execute(
+        sa.select(col(Run.status), col(Run.n), col(Run.error), col(Run.monitor), col(Run.template)).where(
+            col(Run.id) == run_id
+        )
+    ).one_or_none()
+    return None if row is None else dict(row._mapping)
+
+
+def run_editions(conn: Connection, run_ids: Sequence[str] | None = None) -> list[tuple[str, str | None]]:
+    """``(run_id, recorded edition or None)`` of the runs ``run_ids`` (``None`` = every run), store order."""
+    q = sa.select(col(Run.id), col(Run.edition))
+    if run_ids is not None:
+        q = q.where(col(Run.id).in_(list(run_ids)))
+    return [(rid, edition) for rid, edition in conn.execute(q).all()]
+
+
+def judged_test_samples(conn: Connection, run_ids: Sequence[str] | None = None) -> list[tuple[str, str, str | None]]:
+    """``(run_id, sample_id, label_source)`` of every prediction of the runs ``run_ids`` (``None`` = every
+    run), leaving out the controls slice (reported apart, as FAR on controls)."""
+    q = (
+        sa.select(col(Prediction.run_id), col(Prediction.sample_id), col(Sample.label_source))
+        .join(Sample, col(Sample.id) == col(Prediction.sample_id))
+        .where(sa.or_(col(Sample.split).is_(None), col(Sample.split) != "controls"))
+    )
+    if run_ids is not None:
+        q = q.where(col(Prediction.run_id).in_(list(run_ids)))
+    return [(r, s, ls) for r, s, ls in conn.execute(q).all()]
+
+
+def set_run_archived(session: Session, run_id: str, archived: bool) -> bool:
+    """Set a run's ``archived`` flag inside the caller's transaction; returns the previous state.
+    Raises ``NotFound`` for an unknown run id."""
+    run = session.get(Run, run_id)
+    if run is None:
+        from automonitor.errors import NotFound
+
+        raise NotFound(f"run {run_id!r} not found")
+    before = bool(run.archived)
+    run.archived = bool(archived)
+    session.add(run)
+    return before
+
+
+def missing_runs(conn: Connection, run_ids: Sequence[str]) -> list[str]:
+    """The ids of ``run_ids`` that name no run, in the given order."""
+    found = set(conn.execute(sa.select(col(Run.id)).where(col(Run.id).in_(list(run_ids)))).scalars())
+    return [r for r in run_ids if r not in found]
+
+
+def verdicts(conn: Connection, run_ids: Sequence[str]) -> list[tuple[str, str, str | None]]:
+    """``(run_id, sample_id, outcome)`` of every prediction of the runs ``run_ids`` (every repeat)."""
+    q = sa.select(col(Prediction.run_id), col(Prediction.sample_id), col(Prediction.outcome)).where(
+        col(Prediction.run_id).in_(list(run_ids))
+    )
+    return [(r, s, o) for r, s, o in conn.execute(q).all()]
