@@ -46,27 +46,15 @@ from typing import Any, Iterable
 
 from automonitor import records, vocab
 from automonitor.errors import InputError
-from automonitor.hashing import content_hash, is_blank, make_sample_id, norm_text, sha256_text
-from automonitor.records import Problems, RawRecord, bad_byte_note, loads, read_file_bytes
+from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
+from automonitor.records import Problems, RawRecord, read_file_bytes
+from automonitor.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate
 
-FIELDS: tuple[str, ...] = (
-    "sample_id",
-    "pair_id",
-    "category",
-    "task",
-    "request",
-    "response",
-    "label",
-    "source",
-    "meta",
-    "label_source",
-)
-REQUIRED: tuple[str, ...] = ("pair_id", "category", "task", "request", "response", "label")
+FIELDS: tuple[str, ...] = PAIR_FIELDS
+REQUIRED: tuple[str, ...] = PAIR_REQUIRED
 FORMATS: tuple[str, ...] = records.FORMATS
 DEFAULT_SOURCE = "import"
-MAX_LEN: dict[str, int] = {"sample_id": 64, "pair_id": 128, "source": 64}
-_VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS, "label_source": vocab.LABEL_SOURCES}
-_STR_FIELDS = ("sample_id", "pair_id", "category", "task", "request", "response", "label", "source", "label_source")
+MAX_LEN: dict[str, int] = PAIR_MAX_LEN
 DEFAULT_LABEL_SOURCE = "user"
 EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "all")
 EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
@@ -128,165 +116,50 @@ def read_records(
 # ------------------------------------------------------------------------------------------ validation
 
 
-def _type_name(v: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        list: "a list",
-        dict: "an object",
-        str: "a string",
-    }.get(type(v), type(v).__name__)
-
-
-def _meta_problem(v: Any, path: str = "meta") -> str:
-    """'' when every string in the meta tree is clean text, else what is wrong."""
-    if isinstance(v, str):
-        note = bad_byte_note(v)
-        if note:
-            return f"{path}: {note}"
-        if "\x00" in v:
-            return f"{path}: contains a NUL character"
-        return ""
-    if isinstance(v, dict):
-        for k, x in v.items():
-            p = _meta_problem(k, path) or _meta_problem(x, f"{path}.{k}")
-            if p:
-                return p
-    if isinstance(v, list):
-        for i, x in enumerate(v):
-            p = _meta_problem(x, f"{path}[{i}]")
-            if p:
-                return p
-    return ""
-
-
-def _validate_record(rec: RawRecord, problems: Problems, default_source: str) -> PairRecord | None:
-    d, line = rec.data, rec.line
-    n_before = len(problems.items)
-    for k in d:
-        if bad_byte_note(str(k)):
-            problems.add(f"a field name is not UTF-8 text: {bad_byte_note(str(k))}", line=line)
-        elif k not in FIELDS:
-            problems.add(
-                f"unknown field '{k}' (fields: {', '.join(FIELDS)}; put extra data in 'meta')", line=line, field=str(k)
-            )
-    vals: dict[str, Any] = {}
-    missing = [f for f in REQUIRED if d.get(f) is None]
-    if missing:
-        problems.add(
-            f"missing required field{'s' if len(missing) > 1 else ''} {', '.join(missing)}", line=line, field=missing[0]
-        )
-    for f in _STR_FIELDS:
-        v = d.get(f)
-        if v is None or (v == "" and f in ("sample_id", "source", "label_source")):
-            continue
-        if not isinstance(v, str):
-            problems.add(f"must be a string, got {_type_name(v)}", line=line, field=f)
-            continue
-        note = bad_byte_note(v)
-        if note:
-            problems.add(f"not UTF-8 text: {note}", line=line, field=f)
-            continue
-        if "\x00" in v:
-            problems.add("contains a NUL character", line=line, field=f)
-            continue
-        if f in _VOCAB and v not in _VOCAB[f]:
-            problems.add(f"unknown {f} '{v}' (allowed: {', '.join(_VOCAB[f])})", line=line, field=f)
-            continue
-        if is_blank(v):
-            problems.add("is empty (only whitespace or invisible characters)", line=line, field=f)
-            continue
-        if f in MAX_LEN and len(v) > MAX_LEN[f]:
-            problems.add(f"is {len(v)} characters long (at most {MAX_LEN[f]})", line=line, field=f)
-            continue
-        vals[f] = v
-    meta = d.get("meta")
-    if meta is None:
-        meta = {}
-    elif rec.text_cells and isinstance(meta, str):
-        note = bad_byte_note(meta)
-        if note:
-            problems.add(f"not UTF-8 text: {note}", line=line, field="meta")
-            meta = None
-        else:
-            try:
-                meta = loads(meta)
-            except records.JSONLimitError as exc:
-                problems.add(f"{'meta.' + exc.path if exc.path else 'meta'} {exc.msg}", line=line, field="meta")
-                meta = None
-            except ValueError as exc:
-                problems.add(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}", line=line, field="meta")
-                meta = None
-    if meta is not None:
-        if not isinstance(meta, dict):
-            problems.add(f"must be a JSON object, got {_type_name(meta)}", line=line, field="meta")
-        else:
-            p = records.meta_problem(meta)
-            if p:
-                problems.add(p, line=line, field="meta")
-            else:
-                p = _meta_problem(meta)
-                if p:
-                    problems.add(f"not clean text: {p}", line=line, field="meta")
-    if len(problems.items) > n_before:
-        return None
-    sid = vals.get("sample_id") or make_sample_id(vals["pair_id"], vals["label"], vals["request"], vals["response"])
+def pair_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -> PairRecord:
+    """The :class:`PairRecord` of a validated row at ``line``: ``sample_id`` assigned with
+    ``hashing.make_sample_id`` when absent, ``source`` and ``label_source`` defaulted."""
     return PairRecord(
         line=line,
-        sample_id=sid,
-        pair_id=vals["pair_id"],
-        category=vals["category"],
-        task=vals["task"],
-        request=vals["request"],
-        response=vals["response"],
-        label=vals["label"],
-        source=vals.get("source") or default_source,
-        meta=meta,
-        label_source=vals.get("label_source") or DEFAULT_LABEL_SOURCE,
+        sample_id=row.sample_id or make_sample_id(row.pair_id, row.label, row.request, row.response),
+        pair_id=row.pair_id,
+        category=row.category,
+        task=row.task,
+        request=row.request,
+        response=row.response,
+        label=row.label,
+        source=row.source or default_source,
+        meta=row.meta,
+        label_source=row.label_source or DEFAULT_LABEL_SOURCE,
     )
 
 
-def validate_records(
-    records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
-) -> list[PairRecord]:
-    """Validate raw records field by field, then as pairs; returns them in file order.
-
-    Field checks: unknown fields, required fields present, strings (``meta`` a JSON object), UTF-8
-    text without NUL, vocabulary of category/task/label, non-blank text, id lengths.
-    File checks: unique sample ids (an assigned id repeats when a row is duplicated), and for every
-    ``pair_id`` exactly two samples, one ``misbehavior`` and one ``benign``, with the same category,
-    task and request (``norm_text``). Raises ``InputError`` at the first problem (see module doc).
-    """
-    problems = Problems(file, max_errors)
-    out = [r for r in (_validate_record(rec, problems, default_source) for rec in records) if r]
-    problems.raise_if_any()
+def check_unique_sample_ids(records: Iterable[PairRecord], problems: Problems) -> None:
+    """Add a problem (field ``sample_id``) for every record whose sample id an earlier record has: a
+    repeated row (same pair, label and content) or a reused id."""
     seen: dict[str, PairRecord] = {}
-    for r in out:
-        if r.sample_id in seen:
-            first = seen[r.sample_id]
-            same_content = (first.pair_id, first.label, content_hash(first.request, first.response, first.label)) == (
-                r.pair_id,
-                r.label,
-                content_hash(r.request, r.response, r.label),
-            )
-            if same_content:
-                problems.add(
-                    f"duplicate sample: same sample_id '{r.sample_id}' and content as line {first.line}",
-                    line=r.line,
-                    field="sample_id",
-                )
-            else:
-                problems.add(
-                    f"duplicate sample_id '{r.sample_id}' (first used at line {first.line})",
-                    line=r.line,
-                    field="sample_id",
-                )
+    for r in records:
+        first = seen.setdefault(r.sample_id, r)
+        if first is r:
+            continue
+        same_content = (first.pair_id, first.label, content_hash(first.request, first.response, first.label)) == (
+            r.pair_id,
+            r.label,
+            content_hash(r.request, r.response, r.label),
+        )
+        if same_content:
+            message = f"duplicate sample: same sample_id '{r.sample_id}' and content as line {first.line}"
         else:
-            seen[r.sample_id] = r
-    problems.raise_if_any()
-    for pair_id, sides in group_pairs(out).items():
-        rule = "a pair needs exactly one misbehavior and one benign sample"
+            message = f"duplicate sample_id '{r.sample_id}' (first used at line {first.line})"
+        problems.add(message, line=r.line, field="sample_id")
+
+
+def check_pair_sides(records: Iterable[PairRecord], problems: Problems) -> None:
+    """Add a problem for every ``pair_id`` that does not have exactly two samples, one ``misbehavior`` and
+    one ``benign``, with the same category, task and request (compared after ``norm_text``); located at
+    the side that breaks the rule (field ``pair_id``, ``label``, ``category``, ``task`` or ``request``)."""
+    rule = "a pair needs exactly one misbehavior and one benign sample"
+    for pair_id, sides in group_pairs(records).items():
         if len(sides) == 1:
             problems.add(
                 f"pair '{pair_id}' has only one sample (a {sides[0].label} side); {rule}",
@@ -304,31 +177,51 @@ def validate_records(
             continue
         a, b = sides
         if a.label == b.label:
-            problems.add(
+            message, field = (
                 f"pair '{pair_id}' has two '{a.label}' samples (lines {a.line} and {b.line}); {rule}",
-                line=b.line,
-                field="label",
+                "label",
             )
         elif a.category != b.category:
-            problems.add(
+            message, field = (
                 f"category '{b.category}' differs from '{a.category}' on the other side of pair "
                 f"'{pair_id}' (line {a.line})",
-                line=b.line,
-                field="category",
+                "category",
             )
         elif a.task != b.task:
-            problems.add(
+            message, field = (
                 f"task '{b.task}' differs from '{a.task}' on the other side of pair '{pair_id}' (line {a.line})",
-                line=b.line,
-                field="task",
+                "task",
             )
         elif norm_text(a.request) != norm_text(b.request):
-            problems.add(
+            message, field = (
                 f"request differs from the other side of pair '{pair_id}' (line {a.line}); both "
                 f"sides must answer the same request",
-                line=b.line,
-                field="request",
+                "request",
             )
+        else:
+            continue
+        problems.add(message, line=b.line, field=field)
+
+
+def validate_records(
+    records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
+) -> list[PairRecord]:
+    """Validate raw records field by field (:class:`automonitor.rows.PairRow`), then as pairs; returns
+    them in file order.
+
+    Field checks: unknown fields, required fields present, strings (``meta`` a JSON object), UTF-8
+    text without NUL, vocabulary of category/task/label, non-blank text, id lengths.
+    File checks (:func:`check_unique_sample_ids`, then :func:`check_pair_sides`): unique sample ids (an
+    assigned id repeats when a row is duplicated), and for every ``pair_id`` exactly two samples, one
+    ``misbehavior`` and one ``benign``, with the same category, task and request (``norm_text``).
+    Raises ``InputError`` at the first problem of the first stage that has any (see module doc).
+    """
+    problems = Problems(file, max_errors)
+    out = [pair_record(line, row, default_source) for line, row in validate(PairRow, records, problems)]
+    problems.raise_if_any()
+    check_unique_sample_ids(out, problems)
+    problems.raise_if_any()
+    check_pair_sides(out, problems)
     problems.raise_if_any()
     return out
 
