@@ -15,8 +15,9 @@ from sqlalchemy.engine import Engine
 from automonitor import records as record_files
 from automonitor.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
-from automonitor.records import detect_format, read_file_bytes
-from automonitor.annotation._common import _clean_text, _evidence, _transaction, _validate_label
+from automonitor.records import Problems, RawRecord, detect_format, read_file_bytes
+from automonitor.rows import AnnotationRow, validate_one
+from automonitor.annotation._common import GUIDELINE_VERSION, _evidence, _transaction
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
 
@@ -114,15 +115,6 @@ class ImportResult:
         return asdict(self)
 
 
-def _opt_int(v, fld, file, line):
-    if v is None or v == "":
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{fld} must be an integer", file=file, line=line, field=fld) from exc
-
-
 def import_annotations(
     engine: Engine, actor: Account, path: str | Path, fmt: str | None = None, *, submit: bool = True
 ) -> ImportResult:
@@ -153,69 +145,47 @@ def import_annotations(
         existing = {(r["annotator_id"], r["sample_id"]): r for r in label_rows(s, actor)}
         seen: set[tuple[int, str]] = set()
         planned = []
-        for line, rec in records:
+        problems = Problems(file)
+        for record in records:
+            row = validate_one(AnnotationRow, RawRecord(*record), problems)
+            if row is None:
+                continue
+            line, name, sid = record[0], row.annotator, row.sample_id
 
             def bad(msg, fld):
-                return InputError(msg, file=file, line=line, field=fld)  # noqa: B023 - called in this iteration
+                problems.add(msg, line=line, field=fld)  # noqa: B023 - called in this iteration
 
-            name = rec.get("annotator")
-            if not isinstance(name, str) or not name.strip():
-                raise bad("missing annotator", "annotator")
             if name.strip() not in users:
-                raise bad(f"unknown annotator {name!r}", "annotator")
+                bad(f"unknown annotator {name!r}", "annotator")
+                continue
             aid = users[name.strip()]
-            sid = rec.get("sample_id")
-            if not isinstance(sid, str) or not sid.strip():
-                raise bad("missing sample_id", "sample_id")
-            sid = sid.strip()
             if (aid, sid) not in asg:
-                raise bad(f"item {sid!r} is not assigned to {name!r}", "sample_id")
+                bad(f"item {sid!r} is not assigned to {name!r}", "sample_id")
+                continue
             if (aid, sid) in seen:
-                raise bad(f"repeated label of {name!r} on {sid!r}", "sample_id")
+                bad(f"repeated label of {name!r} on {sid!r}", "sample_id")
+                continue
             seen.add((aid, sid))
-            label = rec.get("label")
-            label = label.strip() if isinstance(label, str) else label
-            try:
-                category, severity, gv = _validate_label(
-                    label, rec.get("category"), rec.get("severity"), rec.get("guideline_version")
-                )
-                note = _clean_text(rec.get("note"), "note")
-            except InputError as exc:
-                raise bad(exc.message, exc.field) from exc
-            start = _opt_int(rec.get("evidence_start"), "evidence_start", file, line)
-            end = _opt_int(rec.get("evidence_end"), "evidence_end", file, line)
-            evidence = None
-            if (start is None) != (end is None):
-                raise bad("evidence_start and evidence_end go together", "evidence_end")
-            secs = rec.get("seconds_spent")
-            if secs is not None and secs != "":
-                try:
-                    secs = float(secs)
-                    assert secs >= 0 and secs != float("inf")
-                except (TypeError, ValueError, AssertionError) as exc:
-                    raise bad("seconds_spent must be a non-negative number", "seconds_spent") from exc
-            else:
-                secs = None
-            if start is not None:
+            evidence: tuple[int | None, int | None, str | None] = (None, None, None)
+            if row.evidence_start is not None:
                 response = s.execute(sa.select(Sample.response).where(Sample.id == sid)).scalar_one()
                 try:
-                    evidence = _evidence(response, (start, end))
+                    evidence = _evidence(response, (row.evidence_start, row.evidence_end))
                 except InputError as exc:
-                    raise bad(exc.message, "evidence_start") from exc
-            else:
-                evidence = (None, None, None)
+                    bad(exc.message, "evidence_start")
+                    continue
             values = {
                 "annotator_id": aid,
                 "sample_id": sid,
-                "label": label,
-                "category": category,
-                "severity": severity,
+                "label": row.label,
+                "category": row.category,
+                "severity": row.severity,
                 "evidence_start": evidence[0],
                 "evidence_end": evidence[1],
                 "evidence_text": evidence[2],
-                "note": note,
-                "guideline_version": gv,
-                "seconds_spent": secs,
+                "note": row.note,
+                "guideline_version": row.guideline_version or GUIDELINE_VERSION,
+                "seconds_spent": row.seconds_spent,
             }
             if asg[(aid, sid)].submitted_at is not None:
                 old = existing.get((aid, sid))
@@ -224,9 +194,10 @@ def import_annotations(
                     for k in ("label", "category", "severity", "evidence_start", "evidence_end", "note")
                 )
                 if not same:
-                    raise bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")
+                    bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")
                 continue
             planned.append(values)
+        problems.raise_if_any()
         now = utcnow()
         for v in planned:
             if submit:
