@@ -42,13 +42,17 @@ import tempfile
 import time
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from automonitor import records, vocab
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
 from automonitor.records import Problems, RawRecord, read_file_bytes
 from automonitor.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+    from sqlmodel import Session
 
 FIELDS: tuple[str, ...] = PAIR_FIELDS
 REQUIRED: tuple[str, ...] = PAIR_REQUIRED
@@ -246,8 +250,25 @@ def parse_pairs(
 # --------------------------------------------------------------------------------------------- the store
 
 
+def _content_diffs(stored: Any, record: PairRecord) -> list[str]:
+    """The fields in which ``record`` differs from the stored sample row ``stored`` (request and response
+    compared by hash), in the order pair_id, category, task, label, request, response."""
+    return [
+        name
+        for name, have, want in (
+            ("pair_id", stored.pair_id, record.pair_id),
+            ("category", stored.category, record.category),
+            ("task", stored.task, record.task),
+            ("label", stored.label, record.label),
+            ("request", stored.request_hash, sha256_text(record.request)),
+            ("response", stored.response_hash, sha256_text(record.response)),
+        )
+        if have != want
+    ]
+
+
 def check_store(
-    session, records: list[PairRecord], file: str, *, max_errors: int = 10
+    session: Session, records: list[PairRecord], file: str, *, max_errors: int = 10
 ) -> dict[str, tuple[str, str | None]]:
     """Check ``records`` against the store; returns ``{sample_id: (status, split)}`` for the samples
     already stored with the same content (an import skips them).
@@ -256,50 +277,16 @@ def check_store(
     or a ``pair_id`` already stored with other sample ids, raises ``InputError`` (field ``sample_id`` or
     ``pair_id``). Reads only.
     """
-    import sqlalchemy as sa
-
-    from store.models import Sample
+    from store.queries.pair_files import stored_pair_members, stored_samples
 
     problems = Problems(file, max_errors)
-    ids = [r.sample_id for r in records]
-    stored: dict[str, Any] = {}
-    cols = (
-        Sample.id,
-        Sample.pair_id,
-        Sample.category,
-        Sample.task,
-        Sample.label,
-        Sample.request_hash,
-        Sample.response_hash,
-        Sample.status,
-        Sample.split,
-    )
-    for i in range(0, len(ids), 900):
-        for row in session.execute(sa.select(*cols).where(Sample.id.in_(ids[i : i + 900]))):  # type: ignore[attr-defined]
-            stored[row.id] = row
-    pair_ids = list(dict.fromkeys(r.pair_id for r in records))
-    stored_pairs: dict[str, set[str]] = {}
-    for i in range(0, len(pair_ids), 900):
-        q = sa.select(Sample.pair_id, Sample.id).where(Sample.pair_id.in_(pair_ids[i : i + 900]))  # type: ignore[attr-defined]
-        for pid, sid in session.execute(q):
-            stored_pairs.setdefault(pid, set()).add(sid)
+    stored = stored_samples(session, [r.sample_id for r in records])
     same: dict[str, tuple[str, str | None]] = {}
     for r in records:
         s = stored.get(r.sample_id)
         if s is None:
             continue
-        diffs = [
-            f
-            for f, a, b in (
-                ("pair_id", s.pair_id, r.pair_id),
-                ("category", s.category, r.category),
-                ("task", s.task, r.task),
-                ("label", s.label, r.label),
-                ("request", s.request_hash, sha256_text(r.request)),
-                ("response", s.response_hash, sha256_text(r.response)),
-            )
-            if a != b
-        ]
+        diffs = _content_diffs(s, r)
         if diffs:
             problems.add(
                 f"sample_id '{r.sample_id}' is already in the store with different content "
@@ -309,7 +296,9 @@ def check_store(
             )
         else:
             same[r.sample_id] = (s.status, s.split)
-    for pid, sides in group_pairs(records).items():
+    groups = group_pairs(records)
+    stored_pairs = stored_pair_members(session, groups)
+    for pid, sides in groups.items():
         have = stored_pairs.get(pid)
         if have is None:
             continue
@@ -329,27 +318,21 @@ def _pair_key(sides: list[PairRecord]) -> tuple[str, frozenset[str]]:
     return sha256_text(sides[0].request), frozenset(sha256_text(s.response) for s in sides)
 
 
-def find_duplicates(session, records: list[PairRecord]) -> dict[str, str]:
+def find_duplicates(session: Session, records: list[PairRecord]) -> dict[str, str]:
     """Pairs of ``records`` that repeat the request and both responses (after ``norm_text``; labels not
     compared) of a pair stored under ANOTHER ``pair_id``, or of an earlier pair of the same file:
     ``{pair_id: duplicated pair_id}`` in file order. Reads only."""
-    from store.models import Sample
-    from store.queries import rows_by_ids
+    from store.queries.pair_files import pairs_by_request_hash
 
     groups = group_pairs(records)
     req_hashes = list({sha256_text(sides[0].request) for sides in groups.values()})
-    stored: dict[str, list[tuple[str, str]]] = {}
-    for pid, rq, rs in rows_by_ids(
-        session, [Sample.pair_id, Sample.request_hash, Sample.response_hash], Sample.request_hash, req_hashes
-    ):
-        stored.setdefault(pid, []).append((rq, rs))
     known: dict[tuple[str, frozenset[str]], str] = {}
-    for pid, sides in stored.items():
+    for pid, sides in pairs_by_request_hash(session, req_hashes).items():
         if len(sides) == 2:
             known.setdefault((sides[0][0], frozenset(rs for _, rs in sides)), pid)
     out: dict[str, str] = {}
-    for pid, sides in groups.items():
-        key = _pair_key(sides)
+    for pid, pair in groups.items():
+        key = _pair_key(pair)
         other = known.get(key)
         if other is not None and other != pid:
             out[pid] = other
@@ -450,7 +433,91 @@ def _is_lock_conflict(exc: BaseException) -> bool:
     return any(t in text for t in ("locked", "busy", "deadlock", "serializ", "could not obtain"))
 
 
-def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
+@dataclass
+class _Written:
+    """What one import transaction did: ``stored`` = ``check_store``'s samples already stored
+    (``{sample_id: (status, split)}``), ``dups`` = skipped duplicate pairs, ``inserted`` = new samples."""
+
+    stored: dict[str, tuple[str, str | None]]
+    dups: dict[str, str]
+    inserted: int
+
+
+def _strict_duplicates_problem(plan: ImportPlan, dups: dict[str, str]) -> None:
+    """Raise ``InputError`` (field ``pair_id``, at each duplicate's first line) for the duplicate pairs
+    ``dups`` (``{pair_id: duplicated pair_id}``) of a ``--strict`` import."""
+    problems = Problems(plan.file, plan.max_errors)
+    groups = group_pairs(plan.records)
+    for pid, other in dups.items():
+        problems.add(
+            f"pair '{pid}' repeats the request and responses of pair '{other}' "
+            f"(a duplicate; without --strict it is skipped)",
+            line=groups[pid][0].line,
+            field="pair_id",
+        )
+    problems.raise_if_any()
+
+
+def _write_once(engine: Engine, plan: ImportPlan, rows: list[dict[str, Any]]) -> _Written:
+    """One write transaction: check the store, find duplicates, insert the new samples. Raises
+    ``InputError`` (conflict with the store, or a duplicate under ``strict``) and the database's
+    ``IntegrityError``/``OperationalError`` when another writer got in between (the caller retries)."""
+    from store import session_scope
+    from store.queries.samples import insert_samples
+
+    with session_scope(engine) as session:
+        stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
+        dups = find_duplicates(session, plan.records)
+        if dups and plan.strict:
+            _strict_duplicates_problem(plan, dups)
+        inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
+    return _Written(stored=stored, dups=dups, inserted=inserted)
+
+
+def _write_with_retries(engine: Engine, plan: ImportPlan) -> _Written:
+    """:func:`_write_once`, retried up to ``_WRITE_ATTEMPTS`` times (with backoff) when another writer
+    inserted some of these samples or pairs between the check and the insert (the database's unique keys:
+    sample id, (pair_id, label)), or SQLite refused to upgrade a stale read snapshot. Each attempt checks
+    again from scratch: the same content is then skipped, a different content is a conflict
+    (``InputError``, exit 2). Raises ``InputError`` when every attempt conflicted."""
+    import sqlalchemy as sa
+
+    rows = sample_rows(plan.records, status=plan.status, split=plan.split, source_file=Path(plan.file).name)
+    for attempt in range(1, _WRITE_ATTEMPTS + 1):
+        try:
+            return _write_once(engine, plan, rows)
+        except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
+            if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
+                raise
+            if attempt == _WRITE_ATTEMPTS:
+                raise InputError(
+                    "the import kept conflicting with samples written at the same time by "
+                    "another writer; nothing was imported, try again",
+                    file=plan.file,
+                ) from None
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _import_warnings(plan: ImportPlan, written: _Written) -> list[str]:
+    """The warnings of an import: duplicate pairs skipped, samples stored with another status or split."""
+    warnings = []
+    dups = written.dups
+    if dups:
+        shown = ", ".join(f"'{p}' (= '{o}')" for p, o in list(dups.items())[:5])
+        warnings.append(
+            f"{len(dups)} duplicate pair(s) skipped: same request and responses as another "
+            f"pair: {shown}{' ...' if len(dups) > 5 else ''}"
+        )
+    other = sum(1 for v in written.stored.values() if v != (plan.status, plan.split))
+    if other:
+        warnings.append(
+            f"{other} sample(s) were already in the store with another status or split and were left as they are"
+        )
+    return warnings
+
+
+def apply_import(engine: Engine, plan: ImportPlan) -> dict[str, Any]:
     """Write a prepared import in one transaction, after checking it against the store (``check_store``).
 
     Samples already stored with the same content are skipped and keep their stored status and split.
@@ -462,72 +529,23 @@ def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
     the same samples first the transaction is checked again (same content: skipped; different content:
     ``InputError``), never a raw ``IntegrityError``.
     """
-    from store import session_scope
-    from store.queries.samples import insert_samples
-
-    import sqlalchemy as sa
-
-    rows = sample_rows(plan.records, status=plan.status, split=plan.split, source_file=Path(plan.file).name)
-    for attempt in range(1, _WRITE_ATTEMPTS + 1):
-        try:
-            with session_scope(engine) as session:
-                stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
-                dups = find_duplicates(session, plan.records)
-                if dups and plan.strict:
-                    problems = Problems(plan.file, plan.max_errors)
-                    groups = group_pairs(plan.records)
-                    for pid, other in dups.items():
-                        problems.add(
-                            f"pair '{pid}' repeats the request and responses of pair '{other}' "
-                            f"(a duplicate; without --strict it is skipped)",
-                            line=groups[pid][0].line,
-                            field="pair_id",
-                        )
-                    problems.raise_if_any()
-                inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
-            break
-        except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
-            # Another writer inserted some of these samples or pairs between our check and our insert
-            # (the database's unique keys: sample id, (pair_id, label)), or SQLite refused to upgrade a
-            # stale read snapshot. Check again from scratch: the same content is then skipped, a
-            # different content is a conflict (InputError, exit 2).
-            if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
-                raise
-            if attempt == _WRITE_ATTEMPTS:
-                raise InputError(
-                    "the import kept conflicting with samples written at the same time by "
-                    "another writer; nothing was imported, try again",
-                    file=plan.file,
-                ) from None
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-    warnings = []
-    if dups:
-        shown = ", ".join(f"'{p}' (= '{o}')" for p, o in list(dups.items())[:5])
-        warnings.append(
-            f"{len(dups)} duplicate pair(s) skipped: same request and responses as another "
-            f"pair: {shown}{' ...' if len(dups) > 5 else ''}"
-        )
-    other = sum(1 for v in stored.values() if v != (plan.status, plan.split))
-    if other:
-        warnings.append(
-            f"{other} sample(s) were already in the store with another status or split and were left as they are"
-        )
+    written = _write_with_retries(engine, plan)
     return {
         "file": plan.file,
         "format": plan.format,
         "rows": len(plan.records),
         "pairs": len(group_pairs(plan.records)),
-        "inserted": inserted,
-        "skipped_existing": len(plan.records) - inserted - 2 * len(dups),
-        "duplicates_skipped": len(dups),
-        "duplicate_pairs": dups,
+        "inserted": written.inserted,
+        "skipped_existing": len(plan.records) - written.inserted - 2 * len(written.dups),
+        "duplicates_skipped": len(written.dups),
+        "duplicate_pairs": written.dups,
         "status": plan.status,
         "split": plan.split,
-        "warnings": warnings,
+        "warnings": _import_warnings(plan, written),
     }
 
 
-def import_pairs(engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:
+def import_pairs(engine: Engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:
     """``prepare_import(path, **kwargs)`` then ``apply_import(engine, plan)``: import a pair file into the
     store, all or nothing. Returns the ``apply_import`` summary; raises ``InputError`` on bad input."""
     return apply_import(engine, prepare_import(path, **kwargs))
@@ -549,7 +567,12 @@ def _record_key(s) -> tuple:
 
 
 def fetch_pair_rows(
-    session, *, split: str = "test", status: str = "gold", edition: str | None = None, label_source: str | None = None
+    session: Session,
+    *,
+    split: str = "test",
+    status: str = "gold",
+    edition: str | None = None,
+    label_source: str | None = None,
 ) -> list[dict[str, Any]]:
     """Stored samples as pair-file rows (``FIELDS`` keys), in insertion order (then file line order).
 
@@ -559,33 +582,19 @@ def fetch_pair_rows(
     samples. ``label_source``: only samples with that provenance. Raises ``InputError`` for an unknown
     value.
     """
-    import sqlalchemy as sa
-
-    from store.models import Sample
+    from store.queries.pair_files import export_samples
 
     if split not in EXPORT_SPLITS:
         raise InputError(f"unknown split '{split}' (use one of: {', '.join(EXPORT_SPLITS)})", field="--split")
     if status not in EXPORT_STATUSES:
         raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})", field="--status")
-    q = sa.select(Sample)
-    if label_source is not None:
-        if label_source not in vocab.LABEL_SOURCES:
-            raise InputError(
-                f"unknown label source '{label_source}' (use one of: {', '.join(vocab.LABEL_SOURCES)})",
-                field="--label-source",
-            )
-        q = q.where(Sample.label_source == label_source)
-    if edition is not None and split == "test" and status == "gold":
-        from store.queries.samples import edition_filter
-
-        q = q.where(*edition_filter(session, edition))
-    if status != "all":
-        q = q.where(Sample.status == status)
-    if split != "all":
-        q = q.where(sa.or_(Sample.split == split, Sample.split.is_(None)))  # type: ignore[union-attr]
-    if split == "test" and status == "gold":  # the paper mirror: adjudicated pairs are edition verified
-        q = q.where(Sample.label_source != "adjudicated")
-    samples = sorted(session.execute(q).scalars(), key=_record_key)
+    if label_source is not None and label_source not in vocab.LABEL_SOURCES:
+        raise InputError(
+            f"unknown label source '{label_source}' (use one of: {', '.join(vocab.LABEL_SOURCES)})",
+            field="--label-source",
+        )
+    found = export_samples(session, split=split, status=status, edition=edition, label_source=label_source)
+    samples = sorted(found, key=_record_key)
     return [
         {
             "sample_id": s.id,
@@ -662,7 +671,7 @@ def check_export_options(
 
 
 def export_pairs(
-    engine,
+    engine: Engine,
     path: str | os.PathLike,
     *,
     fmt: str | None = None,
