@@ -22,8 +22,8 @@ A valid pair has exactly one ``misbehavior`` and one ``benign`` sample, the same
 the same request (compared after ``hashing.norm_text``). Text is stored exactly as given, so export gives
 back the very same strings.
 
-Import is all or nothing: every record is validated (and checked against the store) before anything is
-written, and the write is one transaction. Any problem raises :class:`automonitor.errors.InputError`
+Import is all or nothing: every record is validated (fields by :class:`automonitor.rows.PairRow`, then
+the pairs, then against the store) before anything is written, and the write is one transaction. Any problem raises :class:`automonitor.errors.InputError`
 located at the first problem (``file``, ``line``, ``field``); its message also lists up to
 ``max_errors`` problems, and its ``problems`` attribute holds them all as ``InputError`` objects.
 Line numbers: JSONL = physical line; CSV = record number counting the header as line 1 (the row number

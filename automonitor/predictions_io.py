@@ -12,10 +12,13 @@ File format (``../shared/CONTRACT.md``): JSONL (one JSON object a line) or CSV w
 
 The file is read by :mod:`automonitor.records` (format by extension, ``.jsonl``/``.ndjson``/``.json`` ->
 JSONL, ``.csv`` -> CSV, else sniffed: first non-blank character ``{`` or ``[`` -> JSONL; strict JSON, no
-NaN or duplicate keys; an empty CSV cell is an absent value). Validation is all or nothing: the first
-problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
-header as line 1) and field, and nothing is written. Non-finite numbers and nesting beyond the limits of
-:mod:`automonitor.records` are refused anywhere in a record; extra columns obey the ``meta`` limits. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
+NaN or duplicate keys; an empty CSV cell is an absent value; CSV rows of blank cells are skipped) and each
+row is validated by :class:`automonitor.rows.PredictionRow` (JSON values strict: a ``score`` must be a JSON
+number; CSV cells converted: ``score`` to a number, ``evidence`` from JSON). Validation is all or nothing:
+a problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
+header as line 1) and field of the first problem, listing up to 10, and nothing is written. Non-finite
+numbers and nesting beyond the limits of :mod:`automonitor.records` are refused anywhere in a record;
+extra columns obey the ``meta`` limits. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
 with backend ``external``. Importing the same file again for the same monitor and template returns the
 existing run instead of duplicating it.
 """
@@ -30,7 +33,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.records import Problems, RawRecord, read_file_bytes, read_records
-from automonitor.rows import PREDICTION_REQUIRED, PredictionRow, validate
+from automonitor.rows import PREDICTION_REQUIRED, PredictionRow, validate_one
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
 REQUIRED = PREDICTION_REQUIRED
@@ -53,8 +56,11 @@ def validate_rows(
     problems = Problems(file, max_errors)
     seen: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    for line, row in validate(PredictionRow, records, problems):
-        sid = row.sample_id
+    for record in records:  # row by row, so that the first problem is the first in the file
+        row = validate_one(PredictionRow, record, problems)
+        if row is None:
+            continue
+        line, sid = record.line, row.sample_id
         if sid in seen:
             problems.add(f"duplicate sample_id '{sid}' (first on line {seen[sid]})", line=line, field="sample_id")
             continue

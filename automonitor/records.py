@@ -1,5 +1,6 @@
 """Reading record files (JSONL, CSV, Parquet) into located raw records: the one reader behind the pair-file,
-prediction and annotation importers (``pairs_io``, ``predictions_io``, ``annotation``).
+prediction and annotation importers (``pairs_io``, ``predictions_io``, ``annotation``), whose rows are then
+validated by the row models of :mod:`automonitor.rows`.
 
 - JSONL: one JSON object a physical line (``\\n`` or ``\\r\\n``); blank lines are skipped. JSON is strict:
   duplicate keys are malformed; non-finite numbers (``NaN``, ``Infinity``, ``1e999``) anywhere in a record
