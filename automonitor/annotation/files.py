@@ -166,7 +166,7 @@ def import_annotations(
                 bad(f"repeated label of {name!r} on {sid!r}", "sample_id")
                 continue
             seen.add((aid, sid))
-            evidence: tuple[int | None, int | None, str | None] = (None, None, None)
+            evidence = (None, None, None)
             if row.evidence_start is not None:
                 response = s.execute(sa.select(Sample.response).where(Sample.id == sid)).scalar_one()
                 try:
