@@ -314,8 +314,8 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
     """All labels on candidate, gold or rejected items as a DataFrame (admin only): ``sample_id``,
     ``annotator``, ``label``, ``category`` (the item's category), ``task``, ``seconds_spent``,
     ``submitted``."""
-    from automonitor.annotation import _transaction
-    from automonitor.annotation_queries import label_rows
+    from automonitor.annotation._common import _transaction
+    from automonitor.annotation.queries import label_rows
 
     require_admin(actor)
 
@@ -347,7 +347,7 @@ def label_fingerprint(engine: Engine, actor: Account) -> tuple:
     :func:`agreement`)."""
     import sqlalchemy as sa
 
-    from automonitor.annotation import _transaction
+    from automonitor.annotation._common import _transaction
     from store.models import Annotation
 
     require_admin(actor)

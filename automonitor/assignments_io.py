@@ -31,7 +31,7 @@ def assignment_rows(engine, actor: Account, annotator: str | None = None) -> lis
     """
     from store import session_scope
     from store.models import Annotator, Sample
-    from automonitor.annotation_queries import assignment_rows as store_rows
+    from automonitor.annotation.queries import assignment_rows as store_rows
 
     with session_scope(engine) as s:
         annotator_id = None

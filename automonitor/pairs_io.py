@@ -22,8 +22,8 @@ A valid pair has exactly one ``misbehavior`` and one ``benign`` sample, the same
 the same request (compared after ``hashing.norm_text``). Text is stored exactly as given, so export gives
 back the very same strings.
 
-Import is all or nothing: every record is validated (and checked against the store) before anything is
-written, and the write is one transaction. Any problem raises :class:`automonitor.errors.InputError`
+Import is all or nothing: every record is validated (fields by :class:`automonitor.rows.PairRow`, then
+the pairs, then against the store) before anything is written, and the write is one transaction. Any problem raises :class:`automonitor.errors.InputError`
 located at the first problem (``file``, ``line``, ``field``); its message also lists up to
 ``max_errors`` problems, and its ``problems`` attribute holds them all as ``InputError`` objects.
 Line numbers: JSONL = physical line; CSV = record number counting the header as line 1 (the row number
@@ -42,31 +42,23 @@ import tempfile
 import time
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from automonitor import records, vocab
 from automonitor.errors import InputError
-from automonitor.hashing import content_hash, is_blank, make_sample_id, norm_text, sha256_text
-from automonitor.records import Problems, RawRecord, bad_byte_note, loads, read_file_bytes
+from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
+from automonitor.records import Problems, RawRecord, read_file_bytes
+from automonitor.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate
 
-FIELDS: tuple[str, ...] = (
-    "sample_id",
-    "pair_id",
-    "category",
-    "task",
-    "request",
-    "response",
-    "label",
-    "source",
-    "meta",
-    "label_source",
-)
-REQUIRED: tuple[str, ...] = ("pair_id", "category", "task", "request", "response", "label")
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+    from sqlmodel import Session
+
+FIELDS: tuple[str, ...] = PAIR_FIELDS
+REQUIRED: tuple[str, ...] = PAIR_REQUIRED
 FORMATS: tuple[str, ...] = records.FORMATS
 DEFAULT_SOURCE = "import"
-MAX_LEN: dict[str, int] = {"sample_id": 64, "pair_id": 128, "source": 64}
-_VOCAB = {"category": vocab.CATEGORIES, "task": vocab.TASKS, "label": vocab.LABELS, "label_source": vocab.LABEL_SOURCES}
-_STR_FIELDS = ("sample_id", "pair_id", "category", "task", "request", "response", "label", "source", "label_source")
+MAX_LEN: dict[str, int] = PAIR_MAX_LEN
 DEFAULT_LABEL_SOURCE = "user"
 EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "all")
 EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
@@ -128,165 +120,50 @@ def read_records(
 # ------------------------------------------------------------------------------------------ validation
 
 
-def _type_name(v: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        list: "a list",
-        dict: "an object",
-        str: "a string",
-    }.get(type(v), type(v).__name__)
-
-
-def _meta_problem(v: Any, path: str = "meta") -> str:
-    """'' when every string in the meta tree is clean text, else what is wrong."""
-    if isinstance(v, str):
-        note = bad_byte_note(v)
-        if note:
-            return f"{path}: {note}"
-        if "\x00" in v:
-            return f"{path}: contains a NUL character"
-        return ""
-    if isinstance(v, dict):
-        for k, x in v.items():
-            p = _meta_problem(k, path) or _meta_problem(x, f"{path}.{k}")
-            if p:
-                return p
-    if isinstance(v, list):
-        for i, x in enumerate(v):
-            p = _meta_problem(x, f"{path}[{i}]")
-            if p:
-                return p
-    return ""
-
-
-def _validate_record(rec: RawRecord, problems: Problems, default_source: str) -> PairRecord | None:
-    d, line = rec.data, rec.line
-    n_before = len(problems.items)
-    for k in d:
-        if bad_byte_note(str(k)):
-            problems.add(f"a field name is not UTF-8 text: {bad_byte_note(str(k))}", line=line)
-        elif k not in FIELDS:
-            problems.add(
-                f"unknown field '{k}' (fields: {', '.join(FIELDS)}; put extra data in 'meta')", line=line, field=str(k)
-            )
-    vals: dict[str, Any] = {}
-    missing = [f for f in REQUIRED if d.get(f) is None]
-    if missing:
-        problems.add(
-            f"missing required field{'s' if len(missing) > 1 else ''} {', '.join(missing)}", line=line, field=missing[0]
-        )
-    for f in _STR_FIELDS:
-        v = d.get(f)
-        if v is None or (v == "" and f in ("sample_id", "source", "label_source")):
-            continue
-        if not isinstance(v, str):
-            problems.add(f"must be a string, got {_type_name(v)}", line=line, field=f)
-            continue
-        note = bad_byte_note(v)
-        if note:
-            problems.add(f"not UTF-8 text: {note}", line=line, field=f)
-            continue
-        if "\x00" in v:
-            problems.add("contains a NUL character", line=line, field=f)
-            continue
-        if f in _VOCAB and v not in _VOCAB[f]:
-            problems.add(f"unknown {f} '{v}' (allowed: {', '.join(_VOCAB[f])})", line=line, field=f)
-            continue
-        if is_blank(v):
-            problems.add("is empty (only whitespace or invisible characters)", line=line, field=f)
-            continue
-        if f in MAX_LEN and len(v) > MAX_LEN[f]:
-            problems.add(f"is {len(v)} characters long (at most {MAX_LEN[f]})", line=line, field=f)
-            continue
-        vals[f] = v
-    meta = d.get("meta")
-    if meta is None:
-        meta = {}
-    elif rec.text_cells and isinstance(meta, str):
-        note = bad_byte_note(meta)
-        if note:
-            problems.add(f"not UTF-8 text: {note}", line=line, field="meta")
-            meta = None
-        else:
-            try:
-                meta = loads(meta)
-            except records.JSONLimitError as exc:
-                problems.add(f"{'meta.' + exc.path if exc.path else 'meta'} {exc.msg}", line=line, field="meta")
-                meta = None
-            except ValueError as exc:
-                problems.add(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}", line=line, field="meta")
-                meta = None
-    if meta is not None:
-        if not isinstance(meta, dict):
-            problems.add(f"must be a JSON object, got {_type_name(meta)}", line=line, field="meta")
-        else:
-            p = records.meta_problem(meta)
-            if p:
-                problems.add(p, line=line, field="meta")
-            else:
-                p = _meta_problem(meta)
-                if p:
-                    problems.add(f"not clean text: {p}", line=line, field="meta")
-    if len(problems.items) > n_before:
-        return None
-    sid = vals.get("sample_id") or make_sample_id(vals["pair_id"], vals["label"], vals["request"], vals["response"])
+def pair_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -> PairRecord:
+    """The :class:`PairRecord` of a validated row at ``line``: ``sample_id`` assigned with
+    ``hashing.make_sample_id`` when absent, ``source`` and ``label_source`` defaulted."""
     return PairRecord(
         line=line,
-        sample_id=sid,
-        pair_id=vals["pair_id"],
-        category=vals["category"],
-        task=vals["task"],
-        request=vals["request"],
-        response=vals["response"],
-        label=vals["label"],
-        source=vals.get("source") or default_source,
-        meta=meta,
-        label_source=vals.get("label_source") or DEFAULT_LABEL_SOURCE,
+        sample_id=row.sample_id or make_sample_id(row.pair_id, row.label, row.request, row.response),
+        pair_id=row.pair_id,
+        category=row.category,
+        task=row.task,
+        request=row.request,
+        response=row.response,
+        label=row.label,
+        source=row.source or default_source,
+        meta=row.meta,
+        label_source=row.label_source or DEFAULT_LABEL_SOURCE,
     )
 
 
-def validate_records(
-    records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
-) -> list[PairRecord]:
-    """Validate raw records field by field, then as pairs; returns them in file order.
-
-    Field checks: unknown fields, required fields present, strings (``meta`` a JSON object), UTF-8
-    text without NUL, vocabulary of category/task/label, non-blank text, id lengths.
-    File checks: unique sample ids (an assigned id repeats when a row is duplicated), and for every
-    ``pair_id`` exactly two samples, one ``misbehavior`` and one ``benign``, with the same category,
-    task and request (``norm_text``). Raises ``InputError`` at the first problem (see module doc).
-    """
-    problems = Problems(file, max_errors)
-    out = [r for r in (_validate_record(rec, problems, default_source) for rec in records) if r]
-    problems.raise_if_any()
+def check_unique_sample_ids(records: Iterable[PairRecord], problems: Problems) -> None:
+    """Add a problem (field ``sample_id``) for every record whose sample id an earlier record has: a
+    repeated row (same pair, label and content) or a reused id."""
     seen: dict[str, PairRecord] = {}
-    for r in out:
-        if r.sample_id in seen:
-            first = seen[r.sample_id]
-            same_content = (first.pair_id, first.label, content_hash(first.request, first.response, first.label)) == (
-                r.pair_id,
-                r.label,
-                content_hash(r.request, r.response, r.label),
-            )
-            if same_content:
-                problems.add(
-                    f"duplicate sample: same sample_id '{r.sample_id}' and content as line {first.line}",
-                    line=r.line,
-                    field="sample_id",
-                )
-            else:
-                problems.add(
-                    f"duplicate sample_id '{r.sample_id}' (first used at line {first.line})",
-                    line=r.line,
-                    field="sample_id",
-                )
+    for r in records:
+        first = seen.setdefault(r.sample_id, r)
+        if first is r:
+            continue
+        same_content = (first.pair_id, first.label, content_hash(first.request, first.response, first.label)) == (
+            r.pair_id,
+            r.label,
+            content_hash(r.request, r.response, r.label),
+        )
+        if same_content:
+            message = f"duplicate sample: same sample_id '{r.sample_id}' and content as line {first.line}"
         else:
-            seen[r.sample_id] = r
-    problems.raise_if_any()
-    for pair_id, sides in group_pairs(out).items():
-        rule = "a pair needs exactly one misbehavior and one benign sample"
+            message = f"duplicate sample_id '{r.sample_id}' (first used at line {first.line})"
+        problems.add(message, line=r.line, field="sample_id")
+
+
+def check_pair_sides(records: Iterable[PairRecord], problems: Problems) -> None:
+    """Add a problem for every ``pair_id`` that does not have exactly two samples, one ``misbehavior`` and
+    one ``benign``, with the same category, task and request (compared after ``norm_text``); located at
+    the side that breaks the rule (field ``pair_id``, ``label``, ``category``, ``task`` or ``request``)."""
+    rule = "a pair needs exactly one misbehavior and one benign sample"
+    for pair_id, sides in group_pairs(records).items():
         if len(sides) == 1:
             problems.add(
                 f"pair '{pair_id}' has only one sample (a {sides[0].label} side); {rule}",
@@ -304,31 +181,51 @@ def validate_records(
             continue
         a, b = sides
         if a.label == b.label:
-            problems.add(
+            message, field = (
                 f"pair '{pair_id}' has two '{a.label}' samples (lines {a.line} and {b.line}); {rule}",
-                line=b.line,
-                field="label",
+                "label",
             )
         elif a.category != b.category:
-            problems.add(
+            message, field = (
                 f"category '{b.category}' differs from '{a.category}' on the other side of pair "
                 f"'{pair_id}' (line {a.line})",
-                line=b.line,
-                field="category",
+                "category",
             )
         elif a.task != b.task:
-            problems.add(
+            message, field = (
                 f"task '{b.task}' differs from '{a.task}' on the other side of pair '{pair_id}' (line {a.line})",
-                line=b.line,
-                field="task",
+                "task",
             )
         elif norm_text(a.request) != norm_text(b.request):
-            problems.add(
+            message, field = (
                 f"request differs from the other side of pair '{pair_id}' (line {a.line}); both "
                 f"sides must answer the same request",
-                line=b.line,
-                field="request",
+                "request",
             )
+        else:
+            continue
+        problems.add(message, line=b.line, field=field)
+
+
+def validate_records(
+    records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
+) -> list[PairRecord]:
+    """Validate raw records field by field (:class:`automonitor.rows.PairRow`), then as pairs; returns
+    them in file order.
+
+    Field checks: unknown fields, required fields present, strings (``meta`` a JSON object), UTF-8
+    text without NUL, vocabulary of category/task/label, non-blank text, id lengths.
+    File checks (:func:`check_unique_sample_ids`, then :func:`check_pair_sides`): unique sample ids (an
+    assigned id repeats when a row is duplicated), and for every ``pair_id`` exactly two samples, one
+    ``misbehavior`` and one ``benign``, with the same category, task and request (``norm_text``).
+    Raises ``InputError`` at the first problem of the first stage that has any (see module doc).
+    """
+    problems = Problems(file, max_errors)
+    out = [pair_record(line, row, default_source) for line, row in validate(PairRow, records, problems)]
+    problems.raise_if_any()
+    check_unique_sample_ids(out, problems)
+    problems.raise_if_any()
+    check_pair_sides(out, problems)
     problems.raise_if_any()
     return out
 
@@ -353,8 +250,25 @@ def parse_pairs(
 # --------------------------------------------------------------------------------------------- the store
 
 
+def _content_diffs(stored: Any, record: PairRecord) -> list[str]:
+    """The fields in which ``record`` differs from the stored sample row ``stored`` (request and response
+    compared by hash), in the order pair_id, category, task, label, request, response."""
+    return [
+        name
+        for name, have, want in (
+            ("pair_id", stored.pair_id, record.pair_id),
+            ("category", stored.category, record.category),
+            ("task", stored.task, record.task),
+            ("label", stored.label, record.label),
+            ("request", stored.request_hash, sha256_text(record.request)),
+            ("response", stored.response_hash, sha256_text(record.response)),
+        )
+        if have != want
+    ]
+
+
 def check_store(
-    session, records: list[PairRecord], file: str, *, max_errors: int = 10
+    session: Session, records: list[PairRecord], file: str, *, max_errors: int = 10
 ) -> dict[str, tuple[str, str | None]]:
     """Check ``records`` against the store; returns ``{sample_id: (status, split)}`` for the samples
     already stored with the same content (an import skips them).
@@ -363,50 +277,16 @@ def check_store(
     or a ``pair_id`` already stored with other sample ids, raises ``InputError`` (field ``sample_id`` or
     ``pair_id``). Reads only.
     """
-    import sqlalchemy as sa
-
-    from store.models import Sample
+    from store.queries.pair_files import stored_pair_members, stored_samples
 
     problems = Problems(file, max_errors)
-    ids = [r.sample_id for r in records]
-    stored: dict[str, Any] = {}
-    cols = (
-        Sample.id,
-        Sample.pair_id,
-        Sample.category,
-        Sample.task,
-        Sample.label,
-        Sample.request_hash,
-        Sample.response_hash,
-        Sample.status,
-        Sample.split,
-    )
-    for i in range(0, len(ids), 900):
-        for row in session.execute(sa.select(*cols).where(Sample.id.in_(ids[i : i + 900]))):  # type: ignore[attr-defined]
-            stored[row.id] = row
-    pair_ids = list(dict.fromkeys(r.pair_id for r in records))
-    stored_pairs: dict[str, set[str]] = {}
-    for i in range(0, len(pair_ids), 900):
-        q = sa.select(Sample.pair_id, Sample.id).where(Sample.pair_id.in_(pair_ids[i : i + 900]))  # type: ignore[attr-defined]
-        for pid, sid in session.execute(q):
-            stored_pairs.setdefault(pid, set()).add(sid)
+    stored = stored_samples(session, [r.sample_id for r in records])
     same: dict[str, tuple[str, str | None]] = {}
     for r in records:
         s = stored.get(r.sample_id)
         if s is None:
             continue
-        diffs = [
-            f
-            for f, a, b in (
-                ("pair_id", s.pair_id, r.pair_id),
-                ("category", s.category, r.category),
-                ("task", s.task, r.task),
-                ("label", s.label, r.label),
-                ("request", s.request_hash, sha256_text(r.request)),
-                ("response", s.response_hash, sha256_text(r.response)),
-            )
-            if a != b
-        ]
+        diffs = _content_diffs(s, r)
         if diffs:
             problems.add(
                 f"sample_id '{r.sample_id}' is already in the store with different content "
@@ -416,7 +296,9 @@ def check_store(
             )
         else:
             same[r.sample_id] = (s.status, s.split)
-    for pid, sides in group_pairs(records).items():
+    groups = group_pairs(records)
+    stored_pairs = stored_pair_members(session, groups)
+    for pid, sides in groups.items():
         have = stored_pairs.get(pid)
         if have is None:
             continue
@@ -436,27 +318,21 @@ def _pair_key(sides: list[PairRecord]) -> tuple[str, frozenset[str]]:
     return sha256_text(sides[0].request), frozenset(sha256_text(s.response) for s in sides)
 
 
-def find_duplicates(session, records: list[PairRecord]) -> dict[str, str]:
+def find_duplicates(session: Session, records: list[PairRecord]) -> dict[str, str]:
     """Pairs of ``records`` that repeat the request and both responses (after ``norm_text``; labels not
     compared) of a pair stored under ANOTHER ``pair_id``, or of an earlier pair of the same file:
     ``{pair_id: duplicated pair_id}`` in file order. Reads only."""
-    from store.models import Sample
-    from store.queries import rows_by_ids
+    from store.queries.pair_files import pairs_by_request_hash
 
     groups = group_pairs(records)
     req_hashes = list({sha256_text(sides[0].request) for sides in groups.values()})
-    stored: dict[str, list[tuple[str, str]]] = {}
-    for pid, rq, rs in rows_by_ids(
-        session, [Sample.pair_id, Sample.request_hash, Sample.response_hash], Sample.request_hash, req_hashes
-    ):
-        stored.setdefault(pid, []).append((rq, rs))
     known: dict[tuple[str, frozenset[str]], str] = {}
-    for pid, sides in stored.items():
+    for pid, sides in pairs_by_request_hash(session, req_hashes).items():
         if len(sides) == 2:
             known.setdefault((sides[0][0], frozenset(rs for _, rs in sides)), pid)
     out: dict[str, str] = {}
-    for pid, sides in groups.items():
-        key = _pair_key(sides)
+    for pid, pair in groups.items():
+        key = _pair_key(pair)
         other = known.get(key)
         if other is not None and other != pid:
             out[pid] = other
@@ -557,7 +433,91 @@ def _is_lock_conflict(exc: BaseException) -> bool:
     return any(t in text for t in ("locked", "busy", "deadlock", "serializ", "could not obtain"))
 
 
-def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
+@dataclass
+class _Written:
+    """What one import transaction did: ``stored`` = ``check_store``'s samples already stored
+    (``{sample_id: (status, split)}``), ``dups`` = skipped duplicate pairs, ``inserted`` = new samples."""
+
+    stored: dict[str, tuple[str, str | None]]
+    dups: dict[str, str]
+    inserted: int
+
+
+def _strict_duplicates_problem(plan: ImportPlan, dups: dict[str, str]) -> None:
+    """Raise ``InputError`` (field ``pair_id``, at each duplicate's first line) for the duplicate pairs
+    ``dups`` (``{pair_id: duplicated pair_id}``) of a ``--strict`` import."""
+    problems = Problems(plan.file, plan.max_errors)
+    groups = group_pairs(plan.records)
+    for pid, other in dups.items():
+        problems.add(
+            f"pair '{pid}' repeats the request and responses of pair '{other}' "
+            f"(a duplicate; without --strict it is skipped)",
+            line=groups[pid][0].line,
+            field="pair_id",
+        )
+    problems.raise_if_any()
+
+
+def _write_once(engine: Engine, plan: ImportPlan, rows: list[dict[str, Any]]) -> _Written:
+    """One write transaction: check the store, find duplicates, insert the new samples. Raises
+    ``InputError`` (conflict with the store, or a duplicate under ``strict``) and the database's
+    ``IntegrityError``/``OperationalError`` when another writer got in between (the caller retries)."""
+    from store import session_scope
+    from store.queries.samples import insert_samples
+
+    with session_scope(engine) as session:
+        stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
+        dups = find_duplicates(session, plan.records)
+        if dups and plan.strict:
+            _strict_duplicates_problem(plan, dups)
+        inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
+    return _Written(stored=stored, dups=dups, inserted=inserted)
+
+
+def _write_with_retries(engine: Engine, plan: ImportPlan) -> _Written:
+    """:func:`_write_once`, retried up to ``_WRITE_ATTEMPTS`` times (with backoff) when another writer
+    inserted some of these samples or pairs between the check and the insert (the database's unique keys:
+    sample id, (pair_id, label)), or SQLite refused to upgrade a stale read snapshot. Each attempt checks
+    again from scratch: the same content is then skipped, a different content is a conflict
+    (``InputError``, exit 2). Raises ``InputError`` when every attempt conflicted."""
+    import sqlalchemy as sa
+
+    rows = sample_rows(plan.records, status=plan.status, split=plan.split, source_file=Path(plan.file).name)
+    for attempt in range(1, _WRITE_ATTEMPTS + 1):
+        try:
+            return _write_once(engine, plan, rows)
+        except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
+            if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
+                raise
+            if attempt == _WRITE_ATTEMPTS:
+                raise InputError(
+                    "the import kept conflicting with samples written at the same time by "
+                    "another writer; nothing was imported, try again",
+                    file=plan.file,
+                ) from None
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _import_warnings(plan: ImportPlan, written: _Written) -> list[str]:
+    """The warnings of an import: duplicate pairs skipped, samples stored with another status or split."""
+    warnings = []
+    dups = written.dups
+    if dups:
+        shown = ", ".join(f"'{p}' (= '{o}')" for p, o in list(dups.items())[:5])
+        warnings.append(
+            f"{len(dups)} duplicate pair(s) skipped: same request and responses as another "
+            f"pair: {shown}{' ...' if len(dups) > 5 else ''}"
+        )
+    other = sum(1 for v in written.stored.values() if v != (plan.status, plan.split))
+    if other:
+        warnings.append(
+            f"{other} sample(s) were already in the store with another status or split and were left as they are"
+        )
+    return warnings
+
+
+def apply_import(engine: Engine, plan: ImportPlan) -> dict[str, Any]:
     """Write a prepared import in one transaction, after checking it against the store (``check_store``).
 
     Samples already stored with the same content are skipped and keep their stored status and split.
@@ -569,72 +529,23 @@ def apply_import(engine, plan: ImportPlan) -> dict[str, Any]:
     the same samples first the transaction is checked again (same content: skipped; different content:
     ``InputError``), never a raw ``IntegrityError``.
     """
-    from store import session_scope
-    from store.queries.samples import insert_samples
-
-    import sqlalchemy as sa
-
-    rows = sample_rows(plan.records, status=plan.status, split=plan.split, source_file=Path(plan.file).name)
-    for attempt in range(1, _WRITE_ATTEMPTS + 1):
-        try:
-            with session_scope(engine) as session:
-                stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
-                dups = find_duplicates(session, plan.records)
-                if dups and plan.strict:
-                    problems = Problems(plan.file, plan.max_errors)
-                    groups = group_pairs(plan.records)
-                    for pid, other in dups.items():
-                        problems.add(
-                            f"pair '{pid}' repeats the request and responses of pair '{other}' "
-                            f"(a duplicate; without --strict it is skipped)",
-                            line=groups[pid][0].line,
-                            field="pair_id",
-                        )
-                    problems.raise_if_any()
-                inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
-            break
-        except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
-            # Another writer inserted some of these samples or pairs between our check and our insert
-            # (the database's unique keys: sample id, (pair_id, label)), or SQLite refused to upgrade a
-            # stale read snapshot. Check again from scratch: the same content is then skipped, a
-            # different content is a conflict (InputError, exit 2).
-            if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
-                raise
-            if attempt == _WRITE_ATTEMPTS:
-                raise InputError(
-                    "the import kept conflicting with samples written at the same time by "
-                    "another writer; nothing was imported, try again",
-                    file=plan.file,
-                ) from None
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-    warnings = []
-    if dups:
-        shown = ", ".join(f"'{p}' (= '{o}')" for p, o in list(dups.items())[:5])
-        warnings.append(
-            f"{len(dups)} duplicate pair(s) skipped: same request and responses as another "
-            f"pair: {shown}{' ...' if len(dups) > 5 else ''}"
-        )
-    other = sum(1 for v in stored.values() if v != (plan.status, plan.split))
-    if other:
-        warnings.append(
-            f"{other} sample(s) were already in the store with another status or split and were left as they are"
-        )
+    written = _write_with_retries(engine, plan)
     return {
         "file": plan.file,
         "format": plan.format,
         "rows": len(plan.records),
         "pairs": len(group_pairs(plan.records)),
-        "inserted": inserted,
-        "skipped_existing": len(plan.records) - inserted - 2 * len(dups),
-        "duplicates_skipped": len(dups),
-        "duplicate_pairs": dups,
+        "inserted": written.inserted,
+        "skipped_existing": len(plan.records) - written.inserted - 2 * len(written.dups),
+        "duplicates_skipped": len(written.dups),
+        "duplicate_pairs": written.dups,
         "status": plan.status,
         "split": plan.split,
-        "warnings": warnings,
+        "warnings": _import_warnings(plan, written),
     }
 
 
-def import_pairs(engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:
+def import_pairs(engine: Engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:
     """``prepare_import(path, **kwargs)`` then ``apply_import(engine, plan)``: import a pair file into the
     store, all or nothing. Returns the ``apply_import`` summary; raises ``InputError`` on bad input."""
     return apply_import(engine, prepare_import(path, **kwargs))
@@ -656,7 +567,12 @@ def _record_key(s) -> tuple:
 
 
 def fetch_pair_rows(
-    session, *, split: str = "test", status: str = "gold", edition: str | None = None, label_source: str | None = None
+    session: Session,
+    *,
+    split: str = "test",
+    status: str = "gold",
+    edition: str | None = None,
+    label_source: str | None = None,
 ) -> list[dict[str, Any]]:
     """Stored samples as pair-file rows (``FIELDS`` keys), in insertion order (then file line order).
 
@@ -666,33 +582,19 @@ def fetch_pair_rows(
     samples. ``label_source``: only samples with that provenance. Raises ``InputError`` for an unknown
     value.
     """
-    import sqlalchemy as sa
-
-    from store.models import Sample
+    from store.queries.pair_files import export_samples
 
     if split not in EXPORT_SPLITS:
         raise InputError(f"unknown split '{split}' (use one of: {', '.join(EXPORT_SPLITS)})", field="--split")
     if status not in EXPORT_STATUSES:
         raise InputError(f"unknown status '{status}' (use one of: {', '.join(EXPORT_STATUSES)})", field="--status")
-    q = sa.select(Sample)
-    if label_source is not None:
-        if label_source not in vocab.LABEL_SOURCES:
-            raise InputError(
-                f"unknown label source '{label_source}' (use one of: {', '.join(vocab.LABEL_SOURCES)})",
-                field="--label-source",
-            )
-        q = q.where(Sample.label_source == label_source)
-    if edition is not None and split == "test" and status == "gold":
-        from store.queries.samples import edition_filter
-
-        q = q.where(*edition_filter(session, edition))
-    if status != "all":
-        q = q.where(Sample.status == status)
-    if split != "all":
-        q = q.where(sa.or_(Sample.split == split, Sample.split.is_(None)))  # type: ignore[union-attr]
-    if split == "test" and status == "gold":  # the paper mirror: adjudicated pairs are edition verified
-        q = q.where(Sample.label_source != "adjudicated")
-    samples = sorted(session.execute(q).scalars(), key=_record_key)
+    if label_source is not None and label_source not in vocab.LABEL_SOURCES:
+        raise InputError(
+            f"unknown label source '{label_source}' (use one of: {', '.join(vocab.LABEL_SOURCES)})",
+            field="--label-source",
+        )
+    found = export_samples(session, split=split, status=status, edition=edition, label_source=label_source)
+    samples = sorted(found, key=_record_key)
     return [
         {
             "sample_id": s.id,
@@ -769,7 +671,7 @@ def check_export_options(
 
 
 def export_pairs(
-    engine,
+    engine: Engine,
     path: str | os.PathLike,
     *,
     fmt: str | None = None,

@@ -12,10 +12,13 @@ File format (``../shared/CONTRACT.md``): JSONL (one JSON object a line) or CSV w
 
 The file is read by :mod:`automonitor.records` (format by extension, ``.jsonl``/``.ndjson``/``.json`` ->
 JSONL, ``.csv`` -> CSV, else sniffed: first non-blank character ``{`` or ``[`` -> JSONL; strict JSON, no
-NaN or duplicate keys; an empty CSV cell is an absent value). Validation is all or nothing: the first
-problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
-header as line 1) and field, and nothing is written. Non-finite numbers and nesting beyond the limits of
-:mod:`automonitor.records` are refused anywhere in a record; extra columns obey the ``meta`` limits. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
+NaN or duplicate keys; an empty CSV cell is an absent value; CSV rows of blank cells are skipped) and each
+row is validated by :class:`automonitor.rows.PredictionRow` (JSON values strict: a ``score`` must be a JSON
+number; CSV cells converted: ``score`` to a number, ``evidence`` from JSON). Validation is all or nothing:
+a problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
+header as line 1) and field of the first problem, listing up to 10, and nothing is written. Non-finite
+numbers and nesting beyond the limits of :mod:`automonitor.records` are refused anywhere in a record;
+extra columns obey the ``meta`` limits. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
 with backend ``external``. Importing the same file again for the same monitor and template returns the
 existing run instead of duplicating it.
 """
@@ -24,121 +27,64 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import math
 import uuid
 from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.records import JSONLimitError, loads, meta_problem, read_file_bytes, read_records
+from automonitor.records import Problems, RawRecord, read_file_bytes, read_records
+from automonitor.rows import PREDICTION_REQUIRED, PredictionRow, validate_one
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
-REQUIRED = ("sample_id", "outcome")
-OPTIONAL_STR = ("raw", "reason", "pred_category", "severity")
-KNOWN = REQUIRED + ("score", "evidence") + OPTIONAL_STR
-
-
-def _records(data: bytes, file: str) -> tuple[str, list[tuple[int, dict[str, Any]]]]:
-    """The format and ``(line, record)`` pairs of a predictions file (:mod:`automonitor.records`, JSONL or
-    CSV; CSV rows of blank cells are skipped), CSV cells converted: ``score`` to a number, ``evidence``
-    from JSON. Raises ``InputError`` for unreadable input."""
-    fmt, raw = read_records(data, file, formats=("jsonl", "csv"), required=REQUIRED, skip_blank_rows=True)
-    out: list[tuple[int, dict[str, Any]]] = []
-    for r in raw:
-        rec = r.data
-        if r.text_cells and rec.get("score") is not None:
-            rec["score"] = _csv_number(rec["score"], file, r.line)
-        if r.text_cells and rec.get("evidence") is not None:
-            try:
-                rec["evidence"] = loads(rec["evidence"])
-            except JSONLimitError as exc:
-                raise InputError(
-                    f"{'evidence' + exc.path if exc.path else 'evidence'} {exc.msg}",
-                    file=file,
-                    line=r.line,
-                    field="evidence",
-                ) from None
-            except ValueError as exc:
-                raise InputError(
-                    f"evidence must be a JSON array of strings: {getattr(exc, 'msg', exc)}",
-                    file=file,
-                    line=r.line,
-                    field="evidence",
-                ) from None
-        out.append((r.line, rec))
-    return fmt, out
-
-
-def _csv_number(s: str, file: str, line: int) -> float:
-    try:
-        return float(s.strip())
-    except ValueError:
-        raise InputError(f"score must be a number, got {s!r}", file=file, line=line, field="score") from None
+REQUIRED = PREDICTION_REQUIRED
 
 
 def validate_rows(
-    records: list[tuple[int, dict[str, Any]]], known_samples: set[str], file: str
+    records: list[RawRecord], known_samples: set[str], file: str, *, max_errors: int = 10
 ) -> list[dict[str, Any]]:
     """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
-    reason, pred_category, severity, meta). Raises ``InputError`` (file, line, field) on the first problem:
-    missing or non-string sample_id, unknown sample_id, duplicate sample_id, outcome outside the
-    vocabulary, score not a finite number in [0, 1], evidence not a list of strings, non-string text
-    fields, or no record at all."""
+    reason, pred_category, severity, meta), in file order.
+
+    Each record is validated by :class:`automonitor.rows.PredictionRow` (sample_id present and a string,
+    outcome in the vocabulary, score a finite number in [0, 1], evidence a list of strings, text fields
+    strings, extra fields within the meta limits; CSV cells converted), then its sample id must be new in
+    the file and one of ``known_samples``. Raises ``InputError`` (file, line, field) at the first problem,
+    listing up to ``max_errors``, or when there is no record at all.
+    """
     if not records:
         raise InputError("empty file: no predictions", file=file)
+    problems = Problems(file, max_errors)
     seen: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    for line, rec in records:
-
-        def bad(msg: str, field: str) -> InputError:
-            return InputError(msg, file=file, line=line, field=field)  # noqa: B023 - called in this iteration
-
-        sid = rec.get("sample_id")
-        if sid is None or (isinstance(sid, str) and not sid.strip()):
-            raise bad("sample_id is missing", "sample_id")
-        if not isinstance(sid, str):
-            raise bad(f"sample_id must be a string, got {type(sid).__name__}", "sample_id")
-        sid = sid.strip()
+    for record in records:  # row by row, so that the first problem is the first in the file
+        row = validate_one(PredictionRow, record, problems)
+        if row is None:
+            continue
+        line, sid = record.line, row.sample_id
         if sid in seen:
-            raise bad(f"duplicate sample_id '{sid}' (first on line {seen[sid]})", "sample_id")
+            problems.add(f"duplicate sample_id '{sid}' (first on line {seen[sid]})", line=line, field="sample_id")
+            continue
         seen[sid] = line
         if sid not in known_samples:
-            raise bad(f"unknown sample_id '{sid}' (not in the store)", "sample_id")
-        outcome = rec.get("outcome")
-        if not isinstance(outcome, str) or outcome.strip() not in OUTCOMES:
-            raise bad(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}", "outcome")
-        score = rec.get("score")
-        if score is not None:
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise bad(f"score must be a number, got {score!r}", "score")
-            if not math.isfinite(score) or not 0.0 <= score <= 1.0:
-                raise bad(f"score must be in [0, 1], got {score!r}", "score")
-            score = float(score)
-        evidence = rec.get("evidence")
-        if evidence is None:
-            evidence = []
-        if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
-            raise bad("evidence must be a list of strings", "evidence")
-        row: dict[str, Any] = {"sample_id": sid, "outcome": outcome.strip(), "score": score, "evidence": evidence}
-        for k in OPTIONAL_STR:
-            v = rec.get(k)
-            if v is not None and not isinstance(v, str):
-                raise bad(f"{k} must be a string", k)
-            row[k] = v
-        if row["pred_category"] is not None and len(row["pred_category"]) > 32:
-            raise bad("pred_category longer than 32 characters", "pred_category")
-        if row["severity"] is not None and len(row["severity"]) > 16:
-            raise bad("severity longer than 16 characters", "severity")
-        extra = {k: v for k, v in rec.items() if k not in KNOWN}
-        for k, v in extra.items():
-            problem = meta_problem(v, k)  # kept in meta["extra"]: the meta limits apply
-            if problem:
-                raise bad(problem, k)
-        if extra and meta_problem(extra, "extra"):
-            raise bad(meta_problem(extra, "extra"), next(iter(extra)))
-        row["meta"] = {"extra": extra} if extra else {}
-        rows.append(row)
+            problems.add(f"unknown sample_id '{sid}' (not in the store)", line=line, field="sample_id")
+            continue
+        rows.append(row.prediction_values())
+    problems.raise_if_any()
     return rows
+
+
+def _check_options(monitor: str, template: str | None) -> tuple[str, str]:
+    """``(monitor, template)`` stripped and defaulted (template ``direct``); ``InputError`` (field
+    ``monitor`` or ``template``) for a blank or over-long monitor name or a template outside the vocabulary."""
+    template = template or "direct"
+    if not monitor or not monitor.strip():
+        raise InputError("--monitor must name the outside system", field="monitor")
+    monitor = monitor.strip()
+    if len(monitor) > 256:
+        raise InputError("--monitor is longer than 256 characters", field="monitor")
+    if template not in TEMPLATES:
+        raise InputError(f"--template must be one of {', '.join(TEMPLATES)}, got {template!r}", field="template")
+    return monitor, template
 
 
 def import_predictions(engine, path: str | Path, monitor: str, template: str | None = None) -> dict[str, Any]:
@@ -160,22 +106,15 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
     from store.queries import analysis as q
 
     file = str(path)
-    template = template or "direct"
-    if not monitor or not monitor.strip():
-        raise InputError("--monitor must name the outside system", field="monitor")
-    monitor = monitor.strip()
-    if len(monitor) > 256:
-        raise InputError("--monitor is longer than 256 characters", field="monitor")
-    if template not in TEMPLATES:
-        raise InputError(f"--template must be one of {', '.join(TEMPLATES)}, got {template!r}", field="template")
+    monitor, template = _check_options(monitor, template)
     p = Path(path)
     data = read_file_bytes(p)
     if not data.removeprefix(codecs.BOM_UTF8).strip():
         raise InputError("empty file: no predictions", file=file)
-    fmt, records = _records(data, file)
+    fmt, records = read_records(data, file, formats=("jsonl", "csv"), required=REQUIRED, skip_blank_rows=True)
     sha = hashlib.sha256(data).hexdigest()
     with session_scope(engine) as s:
-        ids = [r.get("sample_id").strip() for _, r in records if isinstance(r.get("sample_id"), str)]
+        ids = [r.data["sample_id"].strip() for r in records if isinstance(r.data.get("sample_id"), str)]
         known = set(q.pair_ids_for(s, ids))
         rows = validate_rows(records, known, file)
         counts = {o: 0 for o in OUTCOMES}

@@ -1,5 +1,6 @@
 """Reading record files (JSONL, CSV, Parquet) into located raw records: the one reader behind the pair-file,
-prediction and annotation importers (``pairs_io``, ``predictions_io``, ``annotation``).
+prediction and annotation importers (``pairs_io``, ``predictions_io``, ``annotation``), whose rows are then
+validated by the row models of :mod:`automonitor.rows`.
 
 - JSONL: one JSON object a physical line (``\\n`` or ``\\r\\n``); blank lines are skipped. JSON is strict:
   duplicate keys are malformed; non-finite numbers (``NaN``, ``Infinity``, ``1e999``) anywhere in a record
@@ -391,17 +392,32 @@ def read_csv(
             where = f" (starts at physical line {start_phys})" if start_phys != record else ""
             problems.add(f"has {len(values)} fields but the header has {len(header)}{where}", line=record)
             continue
-        d: dict[str, Any] = {}
-        for h, v in zip(header, values):
-            if undecodable == "raise" and bad_byte_note(v):
-                problems.add(f"not UTF-8 text: {bad_byte_note(v)}", line=record, field=h)
-                break
-            if v == "" and h not in required:
-                continue  # an empty optional cell is an absent value
-            d[h] = v
-        else:
-            out.append(RawRecord(record, d, text_cells=True))
+        cells = _csv_cells(header, values, record, problems, required=required, undecodable=undecodable)
+        if cells is not None:
+            out.append(RawRecord(record, cells, text_cells=True))
     return out
+
+
+def _csv_cells(
+    header: list[str],
+    values: list[str],
+    line: int,
+    problems: Problems,
+    *,
+    required: Collection[str],
+    undecodable: str,
+) -> dict[str, Any] | None:
+    """``{column: cell}`` of one CSV row (an empty cell of a column not in ``required`` left out), or None
+    after adding a problem when a cell is not UTF-8 text and ``undecodable`` is ``"raise"``."""
+    cells: dict[str, Any] = {}
+    for column, value in zip(header, values):
+        if undecodable == "raise" and bad_byte_note(value):
+            problems.add(f"not UTF-8 text: {bad_byte_note(value)}", line=line, field=column)
+            return None
+        if value == "" and column not in required:
+            continue  # an empty optional cell is an absent value
+        cells[column] = value
+    return cells
 
 
 def read_parquet(

@@ -1,7 +1,7 @@
 """Store queries of the annotation workflow (assignments, labels, adjudications).
 
 Queries only: the store checks no permission. The core reaches these reads through
-:mod:`automonitor.annotation_queries`, which checks the acting account first (an annotator gets only
+:mod:`automonitor.annotation.queries`, which checks the acting account first (an annotator gets only
 their own rows, an admin everything), and the writes through :mod:`automonitor.annotation`. Functions
 run inside the caller's session and commit nothing.
 """
@@ -35,7 +35,7 @@ def assignment_rows(
 
     Each row: ``{"id", "annotator_id", "annotator", "sample_id", "position", "seed", "batch",
     "submitted_at", "created_at"}``. Only ``annotator_id``'s rows when given (permission checks are the
-    caller's: :mod:`automonitor.annotation_queries`).
+    caller's: :mod:`automonitor.annotation.queries`).
     """
     who = annotator_id
     q = (
@@ -73,7 +73,7 @@ def label_rows(
     annotator name then sample id.
 
     Each row has every ``annotation`` column plus ``annotator`` (name). Only ``annotator_id``'s labels
-    when given (permission checks are the caller's: :mod:`automonitor.annotation_queries`).
+    when given (permission checks are the caller's: :mod:`automonitor.annotation.queries`).
     """
     who = annotator_id
     cols = [c for c in Annotation.__table__.columns] + [Annotator.name.label("annotator")]

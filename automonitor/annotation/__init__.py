@@ -1,0 +1,119 @@
+"""Double-blind annotation of candidate pairs: assignment, labeling, batch submission, adjudication,
+and import/export of annotations and adjudications with provenance.
+
+Workflow (issue 6):
+
+1. Candidate items are ``sample`` rows with ``status = 'candidate'``; each is one side of a pair, and
+   its ``label`` is only the *intended* label, never shown to annotators.
+2. :func:`assign` gives every unassigned item to ``k`` annotators (default 2). Both sides of a pair go
+   to the same ``k`` annotators (so agreement can be computed per pair and per item), annotators are
+   chosen least-loaded-first (ties broken at random), so loads differ by at most one pair. Each
+   annotator's new items are shuffled with ``random.Random(f"{seed}:{annotator_id}")``, re-drawn until
+   no two sides of a pair are adjacent (including the junction with the annotator's earlier queue);
+   the run's ``seed`` is stored on every assignment row.
+3. An annotator sees only: a queue position, the request and the response (:func:`get_item`). Never
+   the pair id, source, category, intended label, other annotators' labels or monitor output.
+4. :func:`save_label` records ``misbehavior | benign | unsure`` with optional category, severity,
+   evidence span (character offsets into the response, ``[start, end)``), note and time spent
+   (accumulated over edits). Labels stay editable until :func:`submit_batch` locks the batch.
+5. Admins see agreement (:mod:`automonitor.agreement`), work the adjudication queue
+   (:func:`adjudication_queue`, :func:`adjudicate`) and move resolved pairs into the gold set
+   (:func:`finalize_pairs`).
+
+Authorisation is enforced here: every function takes the acting :class:`~automonitor.accounts.Account`
+and checks its role and (for annotators) ownership; the store queries enforce it a second time.
+Writes retry on SQLite ``database is locked`` / PostgreSQL serialization conflicts, and label writes are
+single-statement upserts, so concurrent annotators neither lose labels nor create duplicates.
+
+Layout (one module per job; every public name is re-exported here, so ``from automonitor import
+annotation; annotation.assign(...)`` works): :mod:`._common` (constants, the retrying transaction,
+validation helpers, :class:`Label`), :mod:`.assignment`, :mod:`.labeling`, :mod:`.overview` (admin
+progress and label records), :mod:`.files` (import/export), :mod:`.adjudication`, :mod:`.finalize`,
+:mod:`.flags`, and :mod:`.queries` (the permission-checked store reads).
+"""
+
+from __future__ import annotations
+
+from automonitor.annotation._common import (
+    GUIDELINE_VERSION,
+    GUIDELINES,
+    SEVERITIES,
+    DECISIONS,
+    VERIFIED_EDITION,
+    MAX_NOTE,
+    evidence_offsets,
+    Label,
+)
+from automonitor.annotation.assignment import AssignResult, assign, PlannedBatch, plan_rounds
+from automonitor.annotation.labeling import (
+    QueueItem,
+    ItemView,
+    Progress,
+    my_queue,
+    get_item,
+    save_label,
+    my_labels,
+    my_progress,
+    submit_batch,
+)
+from automonitor.annotation.overview import annotation_progress, annotation_records
+from automonitor.annotation.files import (
+    read_records,
+    records_to_text,
+    write_records,
+    ANNOTATION_EXPORT_COLUMNS,
+    export_annotations,
+    ImportResult,
+    import_annotations,
+    ADJUDICATION_EXPORT_COLUMNS,
+    export_adjudications,
+)
+from automonitor.annotation.adjudication import QueueEntry, adjudication_queue, adjudicate, adjudication_records
+from automonitor.annotation.finalize import FinalizeResult, finalize_pairs, rejected_pairs
+from automonitor.annotation.flags import MAX_FLAG, flag_item, item_flags, resolve_flag
+
+__all__ = [
+    "ADJUDICATION_EXPORT_COLUMNS",
+    "ANNOTATION_EXPORT_COLUMNS",
+    "AssignResult",
+    "DECISIONS",
+    "FinalizeResult",
+    "GUIDELINES",
+    "GUIDELINE_VERSION",
+    "ImportResult",
+    "ItemView",
+    "Label",
+    "MAX_FLAG",
+    "MAX_NOTE",
+    "PlannedBatch",
+    "Progress",
+    "QueueEntry",
+    "QueueItem",
+    "SEVERITIES",
+    "VERIFIED_EDITION",
+    "adjudicate",
+    "adjudication_queue",
+    "adjudication_records",
+    "annotation_progress",
+    "annotation_records",
+    "assign",
+    "evidence_offsets",
+    "export_adjudications",
+    "export_annotations",
+    "finalize_pairs",
+    "flag_item",
+    "get_item",
+    "import_annotations",
+    "item_flags",
+    "my_labels",
+    "my_progress",
+    "my_queue",
+    "plan_rounds",
+    "read_records",
+    "records_to_text",
+    "rejected_pairs",
+    "resolve_flag",
+    "save_label",
+    "submit_batch",
+    "write_records",
+]

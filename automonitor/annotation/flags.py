@@ -1,0 +1,108 @@
+"""Flags: annotators flag an item of their queue for the admin, admins list and resolve them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from automonitor.accounts import Account, check_actor, require_account, require_admin
+from automonitor.errors import InputError, NotFound
+from automonitor.annotation._common import _clean_text, _own_assignment, _transaction
+
+
+MAX_FLAG = 2000
+
+
+def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | None) -> dict[str, Any]:
+    """Flag an item of the actor's own queue for the admin with a comment (any state, also after
+    submission). Returns ``{"id", "sample_id", "annotator", "comment", "created_at"}``.
+
+    Raises:
+        PermissionDenied: the item is not assigned to the actor.
+        InputError: empty comment or longer than 2000 characters (field ``comment``).
+    """
+    from store.models import ItemFlag
+    from store.queries.annotation import as_utc_iso
+
+    require_account(actor)
+    text = _clean_text(comment, "comment", MAX_FLAG)
+    if not text:
+        raise InputError("a flag needs a comment for the admin", field="comment")
+
+    def work(s):
+        check_actor(s, actor)
+        _own_assignment(s, actor, sample_id)
+        row = ItemFlag(annotator_id=actor.id, sample_id=sample_id, comment=text)
+        s.add(row)
+        s.flush()
+        return {
+            "id": row.id,
+            "sample_id": sample_id,
+            "annotator": actor.name,
+            "comment": text,
+            "created_at": as_utc_iso(row.created_at),
+        }
+
+    return _transaction(engine, work)
+
+
+def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> list[dict[str, Any]]:
+    """Flags raised by annotators (admin only), oldest first: ``{"id", "sample_id", "pair_id",
+    "annotator", "comment", "created_at", "resolved_at"}``; only unresolved ones unless ``open_only`` is
+    false."""
+    from store.models import Annotator, ItemFlag, Sample
+    from store.queries.annotation import as_utc_iso
+
+    require_admin(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        q = (
+            sa.select(
+                ItemFlag.id,
+                ItemFlag.sample_id,
+                Sample.pair_id,
+                Annotator.name,
+                ItemFlag.comment,
+                ItemFlag.created_at,
+                ItemFlag.resolved_at,
+            )
+            .join(Annotator, Annotator.id == ItemFlag.annotator_id)
+            .join(Sample, Sample.id == ItemFlag.sample_id)
+            .order_by(ItemFlag.id)
+        )
+        if open_only:
+            q = q.where(ItemFlag.resolved_at.is_(None))
+        return [
+            {
+                "id": r[0],
+                "sample_id": r[1],
+                "pair_id": r[2],
+                "annotator": r[3],
+                "comment": r[4],
+                "created_at": as_utc_iso(r[5]),
+                "resolved_at": as_utc_iso(r[6]),
+            }
+            for r in s.execute(q)
+        ]
+
+    return _transaction(engine, work)
+
+
+def resolve_flag(engine: Engine, actor: Account, flag_id: int) -> None:
+    """Mark a flag as handled (admin only). Raises :class:`NotFound` for an unknown flag id."""
+    from store.models import ItemFlag, utcnow
+
+    require_admin(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        row = s.get(ItemFlag, flag_id)
+        if row is None:
+            raise NotFound(f"no flag {flag_id}")
+        row.resolved_at = utcnow()
+        s.add(row)
+
+    _transaction(engine, work)

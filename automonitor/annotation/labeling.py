@@ -1,0 +1,280 @@
+"""An annotator's own work: queue, blinded item view, saving labels, progress and batch submission."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from automonitor.accounts import Account, check_actor, require_account
+from automonitor.errors import InputError
+from automonitor.annotation._common import (
+    GUIDELINE_VERSION,
+    Label,
+    _clean_text,
+    _evidence,
+    _label_from_row,
+    _own_assignment,
+    _transaction,
+    _validate_label,
+)
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One entry of an annotator's own queue: ``position`` is 1-based in queue order."""
+
+    sample_id: str
+    position: int
+    batch: int
+    label: str | None
+    submitted: bool
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """What an annotator may see of an item: its queue position, request, response and their own
+    label. Nothing else (no pair id, source, category, intended label, others' labels)."""
+
+    sample_id: str
+    position: int
+    total: int
+    batch: int
+    request: str
+    response: str
+    submitted: bool
+    label: Label | None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """An annotator's own progress: counts of items assigned, labeled and submitted (locked), and the
+    current (lowest unsubmitted) batch with its size and labeled count (``None`` when all done)."""
+
+    assigned: int
+    labeled: int
+    submitted: int
+    batch: int | None
+    batch_assigned: int
+    batch_labeled: int
+
+    @property
+    def remaining(self) -> int:
+        return self.assigned - self.labeled
+
+
+def my_queue(engine: Engine, actor: Account) -> list[QueueItem]:
+    """The actor's own queue in order, with their current label (or ``None``) and submission state."""
+    from automonitor.annotation.queries import assignment_rows, label_rows
+
+    require_account(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        rows = assignment_rows(s, actor, actor.id)
+        labels = {r["sample_id"]: r["label"] for r in label_rows(s, actor, actor.id)}
+        return [
+            QueueItem(
+                sample_id=r["sample_id"],
+                position=i + 1,
+                batch=r["batch"],
+                label=labels.get(r["sample_id"]),
+                submitted=r["submitted_at"] is not None,
+            )
+            for i, r in enumerate(rows)
+        ]
+
+    return _transaction(engine, work)
+
+
+def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
+    """The blinded view of one item of the actor's own queue (request, response, own label).
+
+    Raises:
+        PermissionDenied: the item is not assigned to the actor (admins included: admins use
+            :func:`adjudication_queue`).
+    """
+    from store.models import Sample
+    from automonitor.annotation.queries import assignment_rows, label_rows
+
+    require_account(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        a = _own_assignment(s, actor, sample_id)
+        rows = assignment_rows(s, actor, actor.id)
+        pos = next(i for i, r in enumerate(rows) if r["sample_id"] == sample_id) + 1
+        req, resp = s.execute(sa.select(Sample.request, Sample.response).where(Sample.id == sample_id)).one()
+        own = label_rows(s, actor, actor.id, sample_ids=[sample_id])
+        return ItemView(
+            sample_id=sample_id,
+            position=pos,
+            total=len(rows),
+            batch=a.batch,
+            request=req,
+            response=resp,
+            submitted=a.submitted_at is not None,
+            label=_label_from_row(own[0]) if own else None,
+        )
+
+    return _transaction(engine, work)
+
+
+def save_label(
+    engine: Engine,
+    actor: Account,
+    sample_id: str,
+    label: str,
+    *,
+    category: str | None = None,
+    severity: str | None = None,
+    evidence: tuple[int, int] | None = None,
+    note: str | None = None,
+    seconds_spent: float | None = None,
+    guideline_version: str = GUIDELINE_VERSION,
+) -> Label:
+    """Create or update the actor's label on an item of their own queue (one upsert statement).
+
+    Args:
+        label: ``misbehavior`` | ``benign`` | ``unsure``.
+        category: optional, one of the vocabulary categories. severity: optional ``low|medium|high``.
+        evidence: optional ``(start, end)`` character offsets into the response (``end`` exclusive);
+            the quoted text is stored alongside. See :func:`evidence_offsets` to map a quote.
+        note: free text (at most 5000 characters); required for ``unsure`` (the guidelines ask why).
+        seconds_spent: time spent on this edit, in seconds; added to the item's recorded total.
+
+    Raises:
+        PermissionDenied: the item is not assigned to the actor.
+        InputError: a bad value (field named), or the batch is already submitted (field ``sample_id``).
+    """
+    from store.models import Sample
+    from automonitor.annotation.queries import label_rows, upsert_label
+
+    require_account(actor)
+    category, severity, gv = _validate_label(label, category, severity, guideline_version)
+    note = _clean_text(note, "note")
+    if label == "unsure" and not note:
+        raise InputError("an unsure label needs a note saying why (guidelines)", field="note")
+    if seconds_spent is not None:
+        try:
+            seconds_spent = float(seconds_spent)
+        except (TypeError, ValueError) as exc:
+            raise InputError("seconds_spent must be a number", field="seconds_spent") from exc
+        if not (seconds_spent >= 0) or seconds_spent == float("inf"):
+            raise InputError("seconds_spent must be a finite non-negative number", field="seconds_spent")
+
+    def work(s):
+        check_actor(s, actor)
+        a = _own_assignment(s, actor, sample_id)
+        if a.submitted_at is not None:
+            raise InputError(
+                f"item {sample_id!r} belongs to a submitted batch and can no longer be changed", field="sample_id"
+            )
+        response = s.execute(sa.select(Sample.response).where(Sample.id == sample_id)).scalar_one()
+        start, end, text = _evidence(response, evidence)
+        upsert_label(
+            s,
+            {
+                "annotator_id": actor.id,
+                "sample_id": sample_id,
+                "label": label,
+                "category": category,
+                "severity": severity,
+                "evidence_start": start,
+                "evidence_end": end,
+                "evidence_text": text,
+                "note": note,
+                "guideline_version": gv,
+                "seconds_spent": seconds_spent,
+            },
+        )
+        return _label_from_row(label_rows(s, actor, actor.id, sample_ids=[sample_id])[0])
+
+    return _transaction(engine, work)
+
+
+def my_labels(engine: Engine, actor: Account) -> list[Label]:
+    """The actor's own labels (never anybody else's), ordered by sample id."""
+    from automonitor.annotation.queries import label_rows
+
+    require_account(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        return [_label_from_row(r) for r in label_rows(s, actor, actor.id)]
+
+    return _transaction(engine, work)
+
+
+def my_progress(engine: Engine, actor: Account) -> Progress:
+    """The actor's own progress (counts only of their own queue)."""
+    queue = my_queue(engine, actor)
+    open_batches = sorted({q.batch for q in queue if not q.submitted})
+    batch = open_batches[0] if open_batches else None
+    in_batch = [q for q in queue if q.batch == batch] if batch is not None else []
+    return Progress(
+        assigned=len(queue),
+        labeled=sum(q.label is not None for q in queue),
+        submitted=sum(q.submitted for q in queue),
+        batch=batch,
+        batch_assigned=len(in_batch),
+        batch_labeled=sum(q.label is not None for q in in_batch),
+    )
+
+
+def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> int:
+    """Submit (lock) one of the actor's batches: the lowest unsubmitted one when ``batch`` is
+    ``None``. Every item of the batch must be labeled. Returns the number of items locked.
+
+    Raises:
+        InputError: unlabeled items remain in the batch, or no such open batch (field ``batch``).
+    """
+    from store.models import Annotation, Assignment, utcnow
+
+    require_account(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        b = batch
+        if b is None:
+            b = s.execute(
+                sa.select(sa.func.min(Assignment.batch)).where(
+                    Assignment.annotator_id == actor.id, Assignment.submitted_at.is_(None)
+                )
+            ).scalar()
+            if b is None:
+                raise InputError("no open batch to submit", field="batch")
+        ids = list(
+            s.execute(
+                sa.select(Assignment.sample_id).where(
+                    Assignment.annotator_id == actor.id, Assignment.batch == b, Assignment.submitted_at.is_(None)
+                )
+            ).scalars()
+        )
+        if not ids:
+            raise InputError(f"batch {b} has no open items", field="batch")
+        labeled = set(
+            s.execute(
+                sa.select(Annotation.sample_id).where(
+                    Annotation.annotator_id == actor.id, Annotation.sample_id.in_(ids)
+                )
+            ).scalars()
+        )
+        missing = len(set(ids) - labeled)
+        if missing:
+            raise InputError(f"batch {b} still has {missing} unlabeled item(s)", field="batch")
+        now = utcnow()
+        s.execute(
+            sa.update(Assignment)
+            .where(Assignment.annotator_id == actor.id, Assignment.sample_id.in_(ids))
+            .values(submitted_at=now)
+        )
+        s.execute(
+            sa.update(Annotation)
+            .where(Annotation.annotator_id == actor.id, Annotation.sample_id.in_(ids))
+            .values(submitted_at=now)
+        )
+        return len(ids)
+
+    return _transaction(engine, work)

@@ -1,0 +1,83 @@
+"""Admin overviews of the labels: per-annotator progress and every label with provenance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.annotation._common import _transaction
+
+
+def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
+    """Per annotator (admin only): ``{"annotator", "assigned", "labeled", "submitted", "unsure"}``."""
+    from automonitor.annotation.queries import assignment_rows, label_rows
+
+    require_admin(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        out: dict[str, dict[str, Any]] = {}
+        for r in assignment_rows(s, actor):
+            d = out.setdefault(
+                r["annotator"], {"annotator": r["annotator"], "assigned": 0, "labeled": 0, "submitted": 0, "unsure": 0}
+            )
+            d["assigned"] += 1
+        for r in label_rows(s, actor):
+            d = out.setdefault(
+                r["annotator"], {"annotator": r["annotator"], "assigned": 0, "labeled": 0, "submitted": 0, "unsure": 0}
+            )
+            d["labeled"] += 1
+            d["submitted"] += r["submitted_at"] is not None
+            d["unsure"] += r["label"] == "unsure"
+        return [out[k] for k in sorted(out)]
+
+    return _transaction(engine, work)
+
+
+def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
+    """Every label with full provenance (admin only), one dict per label, ordered by annotator then
+    sample: the contract columns ``annotator``, ``sample_id``, ``label``, ``note`` plus ``category``,
+    ``severity``, ``evidence_start``, ``evidence_end``, ``evidence_text``, ``seconds_spent``,
+    ``guideline_version``, ``created_at``, ``updated_at``, ``submitted_at`` (ISO 8601 UTC),
+    ``batch``, ``position``, ``assignment_seed``, ``pair_id``, ``item_category``, ``task``,
+    ``item_status``."""
+    from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows
+
+    require_admin(actor)
+
+    def work(s):
+        check_actor(s, actor)
+        asg = {(r["annotator"], r["sample_id"]): r for r in assignment_rows(s, actor)}
+        out = []
+        for r in label_rows(s, actor, with_sample=True):
+            a = asg.get((r["annotator"], r["sample_id"]), {})
+            out.append(
+                {
+                    "annotator": r["annotator"],
+                    "sample_id": r["sample_id"],
+                    "label": r["label"],
+                    "note": r["note"],
+                    "category": r["category"],
+                    "severity": r["severity"],
+                    "evidence_start": r["evidence_start"],
+                    "evidence_end": r["evidence_end"],
+                    "evidence_text": r["evidence_text"],
+                    "seconds_spent": r["seconds_spent"],
+                    "guideline_version": r["guideline_version"],
+                    "created_at": as_utc_iso(r["created_at"]),
+                    "updated_at": as_utc_iso(r["updated_at"]),
+                    "submitted_at": as_utc_iso(r["submitted_at"]),
+                    "batch": a.get("batch"),
+                    "position": a.get("position"),
+                    "assignment_seed": a.get("seed"),
+                    "pair_id": r["pair_id"],
+                    "item_category": r["item_category"],
+                    "task": r["task"],
+                    "item_status": r["status"],
+                }
+            )
+        return out
+
+    return _transaction(engine, work)
