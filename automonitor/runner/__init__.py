@@ -2,8 +2,10 @@
 
 Modules (one job each): :mod:`.cache` (cache key), :mod:`.limiter` (AIMD limiter), :mod:`.params`
 (runner vs backend parameters), :mod:`.lease` (lock, lease, release), :mod:`.create`, :mod:`.estimate`,
-:mod:`.launch` (detached process), :mod:`.execute` (asyncio execution), :mod:`.writer` (group-commit
-writer thread), :mod:`.status` (summary, cancel, retry errors, finalize).
+:mod:`.launch` (detached process), :mod:`.execute` (claim, build, judge, finalise), :mod:`.workers`
+(producer, judge workers, cancel watcher), :mod:`.retries` (back-off), :mod:`.rows` (prediction and
+cache rows), :mod:`.writer` (group-commit writer thread), :mod:`.status` (summary, cancel, retry
+errors, finalize).
 
 Life of a run
 -------------
@@ -53,16 +55,28 @@ a second, lets the calls in flight finish and commits them, and leaves the rest 
 
 from __future__ import annotations
 
-from automonitor.runner.cache import cache_key, sample_hash
+from automonitor.runner.cache import CacheKeys, cache_key, sample_hash
 from automonitor.runner.create import create_run
 from automonitor.runner.estimate import estimate_run
-from automonitor.runner.execute import DEFAULT_MAX_ATTEMPTS, _load_examples, _run_async, execute_run
+from automonitor.runner.execute import _load_examples, _run_async, execute_run, load_examples, run_async
 from automonitor.runner.launch import launch_detached
-from automonitor.runner.lease import LEASE_STALE_S, _lease_held_by_other, _lock_run, _release
+from automonitor.runner.lease import (
+    LEASE_STALE_S,
+    _lease_held_by_other,
+    _lock_run,
+    _release,
+    check_lease,
+    lease_held_by_other,
+    lock_run,
+    mark_running,
+    new_lease,
+    release,
+)
 from automonitor.runner.limiter import AIMDLimiter
-from automonitor.runner.params import MAX_REPEAT, RUNNER_PARAMS, _backend_params
-from automonitor.runner.status import _finalize, cancel_run, retry_errors, run_info, summary
-from automonitor.runner.writer import WRITER_BACKLOG
+from automonitor.runner.params import MAX_REPEAT, RUNNER_PARAMS, _backend_params, backend_params
+from automonitor.runner.retries import DEFAULT_MAX_ATTEMPTS, RetryPolicy, judge_with_retries
+from automonitor.runner.status import _finalize, cancel_run, finalize, retry_errors, run_info, summary
+from automonitor.runner.writer import WRITER_BACKLOG, ResultWriter
 
 __all__ = [
     "create_run",
@@ -76,12 +90,27 @@ __all__ = [
     "sample_hash",
     "AIMDLimiter",
     "run_info",
-    # constants and the internals that `automonitor.batch` and `automonitor.generation` share
+    # the pieces `automonitor.batch` and `automonitor.generation` share
+    "CacheKeys",
+    "RetryPolicy",
+    "ResultWriter",
+    "judge_with_retries",
+    "backend_params",
+    "check_lease",
+    "lease_held_by_other",
+    "lock_run",
+    "mark_running",
+    "new_lease",
+    "release",
+    "finalize",
+    "load_examples",
+    "run_async",
     "DEFAULT_MAX_ATTEMPTS",
     "LEASE_STALE_S",
     "MAX_REPEAT",
     "RUNNER_PARAMS",
     "WRITER_BACKLOG",
+    # the private names of the single-module runner, kept for existing imports
     "_backend_params",
     "_finalize",
     "_lease_held_by_other",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from automonitor.hashing import sha256_text
+
+if TYPE_CHECKING:
+    from automonitor.monitors import Backend
 
 
 def sample_hash(request: str, response: str) -> str:
@@ -30,3 +33,26 @@ def cache_key(
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
+
+class CacheKeys:
+    """The cache keys of one monitor configuration: ``keys(text, repeat)`` is the :func:`cache_key` of
+    ``backend`` (name, model, base URL), ``template_hash``, the sample ``text`` (``{"request",
+    "response", ...}``) and the backend's answer-changing parameters plus the prompt fingerprint (fixed
+    when the object is made). Repeat k > 0 adds ``{"repeat": k}`` to the parameters; repeat 0 keeps the
+    plain key, so a K-repeat run and a single run share their repeat-0 verdicts."""
+
+    def __init__(self, backend: Backend, template_hash: str) -> None:
+        self.backend = backend
+        self.template_hash = template_hash
+        self.params: dict[str, Any] = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
+
+    def __call__(self, text: Mapping[str, Any], repeat: int = 0) -> str:
+        params = self.params if not repeat else {**self.params, "repeat": int(repeat)}
+        return cache_key(
+            self.backend.name,
+            self.backend.model,
+            self.backend.base_url,
+            self.template_hash,
+            sample_hash(text["request"], text["response"]),
+            params,
+        )

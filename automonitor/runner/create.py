@@ -1,16 +1,20 @@
-"""Create a run: validate the monitor and template, pick samples and few-shot examples, insert."""
+"""Create a run: validate the monitor and template, pick samples and few-shot examples, insert the run
+with one pending prediction per sample (and repeat)."""
 
 from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.errors import InputError
-from automonitor.monitors import backend_class, create_backend, parse_monitor_spec
-from automonitor.prompts import FewShotExample, PromptBuilder, choose_fewshot, load_template
-from automonitor.runner.params import MAX_REPEAT, _backend_params, _check_params
+from automonitor.monitors import Backend, MonitorSpec, backend_class, create_backend, parse_monitor_spec
+from automonitor.prompts import FewShotExample, PromptBuilder, Template, choose_fewshot, load_template
+from automonitor.runner.params import backend_params, check_params, repeat_count
 from automonitor.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from store import session_scope
 from store.models import Run
@@ -21,8 +25,14 @@ def _new_run_id() -> str:
     return time.strftime("run_%Y%m%d_%H%M%S_", time.gmtime()) + secrets.token_hex(3)
 
 
-def _prompt_for(template_name: str, examples: list[FewShotExample]) -> PromptBuilder:
-    return PromptBuilder(load_template(template_name), examples=examples)
+@dataclass
+class _Selection:
+    """The samples a new run judges: the split's gold samples (for the strata), the chosen ids
+    (test subset then controls) and how many of them are controls."""
+
+    samples: list[dict[str, Any]]
+    ids: list[str]
+    n_controls: int
 
 
 def create_run(
@@ -34,7 +44,7 @@ def create_run(
     sample_seed: int = 0,
     base_url: str | None = None,
     concurrency: int = 8,
-    params: dict | None = None,
+    params: dict[str, Any] | None = None,
     reuse: bool = False,
     edition: str = "paper",
     controls: bool = True,
@@ -66,17 +76,62 @@ def create_run(
     """
     spec = parse_monitor_spec(monitor)
     tpl = load_template(template)
-    params = _check_params(dict(params or {}))
+    params, repeat = _checked_options(spec, dict(params or {}), limit, concurrency, base_url)
+    from store.queries.samples import check_edition
+
+    check_edition(edition)
+    with session_scope(engine) as s:
+        sel = _select_samples(s, edition, limit, sample_seed, controls)
+        examples = _choose_examples(s, tpl, params)
+        # validates the backend (key present, model file found) without any network call
+        prompt = PromptBuilder(tpl, examples=examples)
+        backend = create_backend(spec, base_url=base_url, params=backend_params(params), prompt=prompt)
+        if reuse and (same := _equivalent_run(s, spec, tpl, base_url, params, backend, examples, sel)):
+            return same
+        options = {"base_url": base_url, "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency)}
+        return _insert_run(s, spec, tpl, backend, options, params, examples, sel, edition, repeat)
+
+
+def _equivalent_run(
+    s: Session,
+    spec: MonitorSpec,
+    tpl: Template,
+    base_url: str | None,
+    judge: dict[str, Any],
+    backend: Backend,
+    examples: list[FewShotExample],
+    sel: _Selection,
+) -> str | None:
+    """``--reuse``: the id of an existing run with the same configuration and samples, or None."""
+    return q.find_equivalent_run(
+        s,
+        monitor=spec.name,
+        template=tpl.name,
+        template_hash=tpl.sha256,
+        base_url=base_url,
+        judge=judge,
+        config=backend.cache_params(),
+        fewshot=[e.sample_id for e in examples],
+        sample_ids=sel.ids,
+    )
+
+
+def _checked_options(
+    spec: MonitorSpec, params: dict[str, Any], limit: int | None, concurrency: int, base_url: str | None
+) -> tuple[dict[str, Any], int]:
+    """Validate the run options; returns ``(params, repeat)`` with ``params["repeat"]`` dropped for a
+    single judgement (same as older runs) and normalised to an int otherwise.
+
+    Raises:
+        InputError: a secret-looking parameter, limit < 1, concurrency < 1, repeat outside 1..50, a
+            base URL that is not http(s) or given to a backend that takes none.
+    """
+    params = check_params(params)
     if limit is not None and int(limit) < 1:
         raise InputError("--limit must be at least 1", field="limit")
     if int(concurrency) < 1:
         raise InputError("--concurrency must be at least 1", field="concurrency")
-    try:
-        repeat = int(params.get("repeat", 1))
-    except (TypeError, ValueError):
-        repeat = 0
-    if not 1 <= repeat <= MAX_REPEAT:
-        raise InputError(f"--repeat must be between 1 and {MAX_REPEAT}, got {params.get('repeat')!r}", field="repeat")
+    repeat = repeat_count(params)
     if repeat == 1:
         params.pop("repeat", None)  # a single judgement is the plain run (same as older runs)
     else:
@@ -85,79 +140,87 @@ def create_run(
         raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
     if base_url and not backend_class(spec.backend).takes_base_url:
         raise InputError(f"--base-url does not apply to the {spec.backend} backend", field="base-url")
-    from store.queries.samples import check_edition, control_samples
+    return params, repeat
 
-    check_edition(edition)
-    with session_scope(engine) as s:
-        samples = q.test_samples(s, edition=edition)
-        if not samples:
-            raise InputError(
-                f"the store has no test samples in edition {edition!r}; run `automonitor build` "
-                f"or `automonitor import` first",
-                field="--edition",
-            )
-        ids = stratified_sample(samples, limit, sample_seed)
-        ctrl_ids: list[str] = []
-        if controls:
-            ctrl_ids = [c["id"] for c in control_samples(s)]
-            if limit is not None and ctrl_ids:
-                share = max(1, round(len(ctrl_ids) * len(ids) / max(1, len(samples))))
-                ctrl_ids = sorted(seeded_shuffle(ctrl_ids, sample_seed)[:share])
-        ids = ids + ctrl_ids
-        examples: list[FewShotExample] = []
-        if tpl.fewshot:
-            examples = choose_fewshot(
-                q.train_examples(s), k=int(params.get("fewshot_k", 4)), seed=int(params.get("fewshot_seed", 0))
-            )
-        # validates the backend (key present, model file found) without any network call
-        backend = create_backend(
-            spec, base_url=base_url, params=_backend_params(params), prompt=_prompt_for(template, examples)
+
+def _select_samples(s: Session, edition: str, limit: int | None, sample_seed: int, controls: bool) -> _Selection:
+    """The edition's test samples (a stratified subset with ``limit``) followed by the controls slice
+    (with ``limit``, a seeded subset of the same share, at least one).
+
+    Raises:
+        InputError: the edition has no test samples.
+    """
+    from store.queries.samples import control_samples
+
+    samples = q.test_samples(s, edition=edition)
+    if not samples:
+        raise InputError(
+            f"the store has no test samples in edition {edition!r}; run `automonitor build` "
+            f"or `automonitor import` first",
+            field="--edition",
         )
-        if reuse:
-            same = q.find_equivalent_run(
-                s,
-                monitor=spec.name,
-                template=tpl.name,
-                template_hash=tpl.sha256,
-                base_url=base_url,
-                judge=params,
-                config=backend.cache_params(),
-                fewshot=[e.sample_id for e in examples],
-                sample_ids=ids,
-            )
-            if same is not None:
-                return same
-        mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, base_url)
-        run_id = _new_run_id()
-        s.add(
-            Run(
-                id=run_id,
-                monitor_id=mon.id,
-                monitor=spec.name,
-                template=tpl.name,
-                template_hash=tpl.sha256,
-                status="pending",
-                kind="measured",
-                n=len(ids),
-                edition=edition,
-                params={
-                    "backend": spec.backend,
-                    "model": backend.model,
-                    "base_url": base_url,
-                    "limit": limit,
-                    "sample_seed": sample_seed,
-                    "concurrency": int(concurrency),
-                    "template_version": tpl.version,
-                    "fewshot": [e.sample_id for e in examples],
-                    "judge": params,
-                    "config": backend.cache_params(),
-                    "max_tokens": getattr(backend, "max_tokens", None),
-                    "strata": stratum_counts(samples, ids),
-                    "controls": len(ctrl_ids),
-                },
-            )
+    ids = stratified_sample(samples, limit, sample_seed)
+    ctrl_ids: list[str] = []
+    if controls:
+        ctrl_ids = [c["id"] for c in control_samples(s)]
+        if limit is not None and ctrl_ids:
+            share = max(1, round(len(ctrl_ids) * len(ids) / max(1, len(samples))))
+            ctrl_ids = sorted(seeded_shuffle(ctrl_ids, sample_seed)[:share])
+    return _Selection(samples=samples, ids=ids + ctrl_ids, n_controls=len(ctrl_ids))
+
+
+def _choose_examples(s: Session, tpl: Template, params: dict[str, Any]) -> list[FewShotExample]:
+    """Few-shot examples from the train split for a few-shot template (``fewshot_k``, default 4, with
+    ``fewshot_seed``, default 0); none otherwise."""
+    if not tpl.fewshot:
+        return []
+    return choose_fewshot(
+        q.train_examples(s), k=int(params.get("fewshot_k", 4)), seed=int(params.get("fewshot_seed", 0))
+    )
+
+
+def _insert_run(
+    s: Session,
+    spec: MonitorSpec,
+    tpl: Template,
+    backend: Backend,
+    options: dict[str, Any],
+    judge: dict[str, Any],
+    examples: list[FewShotExample],
+    sel: _Selection,
+    edition: str,
+    repeat: int,
+) -> str:
+    """Insert the ``pending`` run and its pending predictions; returns the new run id. ``options``
+    (base_url, limit, sample_seed, concurrency) go to ``Run.params`` with the backend, model, template
+    version, few-shot ids, judge parameters, backend config, max tokens, strata and controls."""
+    mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, options["base_url"])
+    run_id = _new_run_id()
+    s.add(
+        Run(
+            id=run_id,
+            monitor_id=mon.id,
+            monitor=spec.name,
+            template=tpl.name,
+            template_hash=tpl.sha256,
+            status="pending",
+            kind="measured",
+            n=len(sel.ids),
+            edition=edition,
+            params={
+                "backend": spec.backend,
+                "model": backend.model,
+                **options,
+                "template_version": tpl.version,
+                "fewshot": [e.sample_id for e in examples],
+                "judge": judge,
+                "config": backend.cache_params(),
+                "max_tokens": getattr(backend, "max_tokens", None),
+                "strata": stratum_counts(sel.samples, sel.ids),
+                "controls": sel.n_controls,
+            },
         )
-        s.flush()
-        q.insert_pending(s, run_id, ids, repeats=repeat)
+    )
+    s.flush()
+    q.insert_pending(s, run_id, sel.ids, repeats=repeat)
     return run_id
-

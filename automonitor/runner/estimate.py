@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from automonitor.errors import InputError
 from automonitor.monitors import backend_class, parse_monitor_spec, price_for
 from automonitor.prompts import PromptBuilder, choose_fewshot, load_template
-from automonitor.runner.params import _backend_params
+from automonitor.runner.params import backend_params
 from automonitor.sampling import stratified_sample
 from store import session_scope
 from store.queries import runs as q
@@ -49,7 +49,7 @@ def estimate_run(
     cls = backend_class(spec.backend)
     local = cls.is_local
     prompt_tokens, max_out = cls.estimate_tokens(
-        spec.model, _backend_params(dict(params or {})), builder, [texts[i] for i in ids if i in texts]
+        spec.model, backend_params(dict(params or {})), builder, [texts[i] for i in ids if i in texts]
     )
     pin, pout = (0.0, 0.0) if local else price_for(spec.model)
     cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
@@ -61,4 +61,3 @@ def estimate_run(
         "price_per_mtok": [pin, pout],
         "price_known": local or (pin, pout) != (0.0, 0.0),
     }
-

@@ -44,4 +44,3 @@ def launch_detached(db_url: str, run_id: str) -> int:
     except Exception:  # noqa: BLE001 - the child runs regardless
         pass
     return proc.pid
-

@@ -66,4 +66,3 @@ class AIMDLimiter:
             self._last_decrease = now
             self.decreases += 1
             self.min_seen = min(self.min_seen, self.limit)
-

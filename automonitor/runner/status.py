@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
-from automonitor.runner.lease import _lease_held_by_other, _lock_run
+from automonitor.runner.lease import check_lease, lock_run
 from automonitor.vocab import OUTCOMES
 from store import session_scope
 from store.models import Run, utcnow
@@ -25,18 +25,14 @@ def retry_errors(engine: Engine, run_id: str) -> int:
         NotFound: no such run. InputError: an imported run, or a run executing in another live process.
     """
     with session_scope(engine) as s:
-        run = _lock_run(s, run_id)
+        run = lock_run(s, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         if run.kind == "imported":
             raise InputError(
                 f"run {run_id} holds imported predictions; there is nothing to retry", field="retry-errors"
             )
-        lease = (run.params or {}).get("lease")
-        if _lease_held_by_other(lease):
-            raise InputError(
-                f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field="retry-errors"
-            )
+        check_lease(run_id, dict(run.params or {}), field="retry-errors")
         n = q.reset_errors(s, run_id)
         if n:
             run.status = "pending"
@@ -70,7 +66,7 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         counts = q.outcome_counts(s, run_id)
-        out = {
+        out: dict[str, Any] = {
             "run_id": run_id,
             "n": run.n,
             "counts": {o: counts[o] for o in OUTCOMES},
@@ -83,9 +79,11 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
         return out
 
 
-def _finalize(engine: Engine, run_id: str, *, cancelled: bool, last_execution: dict | None = None) -> None:
-    """Set totals and the final status: ``finished`` when nothing is pending, else ``cancelled``.
-    ``last_execution`` (calls, cache hits, AIMD limiter stats) is kept in ``Run.params``."""
+def finalize(engine: Engine, run_id: str, *, cancelled: bool, last_execution: dict[str, Any] | None = None) -> None:
+    """Set totals, drop the lease, and set the final status: ``finished`` when nothing is pending, else
+    ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
+    ``last_execution`` (calls, cache hits, AIMD limiter stats) is kept in ``Run.params``. A missing run
+    is ignored."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
@@ -117,3 +115,6 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
             if r["run_id"] == run_id:
                 return r
     raise NotFound(f"no run {run_id!r}")
+
+
+_finalize = finalize  # the name before the runner became a package

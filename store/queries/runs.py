@@ -88,6 +88,21 @@ def train_examples(session: Session) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in rows]
 
 
+def fewshot_samples(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``{sample_id: {request, response, label, category}}`` of those of ``ids`` that are in the store
+    (a run's recorded few-shot examples); missing ids are simply absent."""
+    cols = [Sample.id, Sample.request, Sample.response, Sample.label, Sample.category]
+    return {r.id: dict(r._mapping) for r in rows_by_ids(session, cols, Sample.id, ids)}
+
+
+def prediction_samples(session: Session, prediction_ids: Iterable[int]) -> dict[int, str]:
+    """``{prediction_id: sample_id}`` for ``prediction_ids`` (ids not in the store are absent)."""
+    return {
+        int(r[0]): r[1]
+        for r in rows_by_ids(session, [Prediction.id, Prediction.sample_id], Prediction.id, prediction_ids)
+    }
+
+
 def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str], repeats: int = 1) -> int:
     """``repeats`` pending predictions (outcome NULL; repeat 0..repeats-1) per sample. Returns the
     number inserted."""
@@ -346,15 +361,31 @@ def list_runs(session: Session, *, include_generation: bool = False) -> list[dic
     if not include_generation:
         sel = sel.where(Run.kind != "generation")
     runs = session.execute(sel).scalars().all()
+    counts = _verdict_counts_by_run(session)
+    sums = _judged_sums_by_run(session)
+    return [_run_row(r, counts.get(r.id), sums.get(r.id)) for r in runs]
+
+
+def _empty_counts() -> dict[str, int]:
+    return {**{o: 0 for o in OUTCOMES}, "pending": 0}
+
+
+def _verdict_counts_by_run(session: Session) -> dict[str, dict[str, int]]:
+    """``{run_id: {outcome: n, ..., "pending": n}}`` over every run's verdict rows (repeat 0)."""
     counts: dict[str, dict[str, int]] = {}
     for run_id, outcome, n in session.execute(
         sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
         .where(_VERDICT_ROWS)
         .group_by(Prediction.run_id, Prediction.outcome)
     ).all():
-        c = counts.setdefault(run_id, {**{o: 0 for o in OUTCOMES}, "pending": 0})
+        c = counts.setdefault(run_id, _empty_counts())
         c[outcome if outcome is not None else "pending"] = int(n)
-    sums = {
+    return counts
+
+
+def _judged_sums_by_run(session: Session) -> dict[str, tuple[int, int, float]]:
+    """``{run_id: (tokens_in, tokens_out, cost_usd)}`` summed over each run's judged predictions."""
+    return {
         rid: (int(ti or 0), int(to or 0), float(c or 0.0))
         for rid, ti, to, c in session.execute(
             sa.select(
@@ -367,40 +398,44 @@ def list_runs(session: Session, *, include_generation: bool = False) -> list[dic
             .group_by(Prediction.run_id)
         ).all()
     }
-    out = []
-    for r in runs:
-        tin, tout, cost = sums.get(r.id, (r.tokens_in, r.tokens_out, r.cost_usd or 0.0))
-        dur = None
-        if r.started_at and r.finished_at:
-            dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
-        out.append(
-            {
-                "run_id": r.id,
-                "monitor": r.monitor,
-                "template": r.template,
-                "template_hash": r.template_hash,
-                "status": r.status,
-                "kind": r.kind,
-                "n": r.n,
-                "edition": r.edition,
-                "archived": bool(r.archived),
-                "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
-                "api_calls": r.api_calls,
-                "cache_hits": r.cache_hits,
-                "tokens_in": tin,
-                "tokens_out": tout,
-                "cost_usd": round(cost, 6),
-                "duration_s": dur,
-                "base_url": (r.params or {}).get("base_url"),
-                "limit": (r.params or {}).get("limit"),
-                "repeat": int(((r.params or {}).get("judge") or {}).get("repeat", 1) or 1),
-                "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
-                "started_at": _aware(r.started_at).isoformat() if r.started_at else None,
-                "finished_at": _aware(r.finished_at).isoformat() if r.finished_at else None,
-                "error": r.error,
-            }
-        )
-    return out
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return _aware(dt).isoformat() if dt else None
+
+
+def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float] | None) -> dict[str, Any]:
+    """One row of :func:`list_runs`; ``sums`` None (nothing judged yet) falls back to the run's totals."""
+    tin, tout, cost = sums if sums is not None else (r.tokens_in, r.tokens_out, r.cost_usd or 0.0)
+    dur = None
+    if r.started_at and r.finished_at:
+        dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
+    params = r.params or {}
+    return {
+        "run_id": r.id,
+        "monitor": r.monitor,
+        "template": r.template,
+        "template_hash": r.template_hash,
+        "status": r.status,
+        "kind": r.kind,
+        "n": r.n,
+        "edition": r.edition,
+        "archived": bool(r.archived),
+        "counts": counts if counts is not None else _empty_counts(),
+        "api_calls": r.api_calls,
+        "cache_hits": r.cache_hits,
+        "tokens_in": tin,
+        "tokens_out": tout,
+        "cost_usd": round(cost, 6),
+        "duration_s": dur,
+        "base_url": params.get("base_url"),
+        "limit": params.get("limit"),
+        "repeat": int((params.get("judge") or {}).get("repeat", 1) or 1),
+        "created_at": _iso(r.created_at),
+        "started_at": _iso(r.started_at),
+        "finished_at": _iso(r.finished_at),
+        "error": r.error,
+    }
 
 
 def _aware(dt: datetime) -> datetime:
