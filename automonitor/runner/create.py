@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -199,7 +199,7 @@ def _insert_run(
     s.add(
         Run(
             id=run_id,
-            monitor_id=mon.id,
+            monitor_id=cast(int, mon.id),  # set by the flush in get_or_create_monitor
             monitor=spec.name,
             template=tpl.name,
             template_hash=tpl.sha256,
