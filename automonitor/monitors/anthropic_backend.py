@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from automonitor.errors import InputError
+from automonitor.prompts import PromptBuilder
 from automonitor.monitors.base import (
     Backend,
     CallCounter,
@@ -52,7 +53,7 @@ class AnthropicBackend(Backend):
     menu_order = 3
     description = "Messages API"
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         p = self.params
         evidence = prompt.template.evidence
@@ -66,7 +67,7 @@ class AnthropicBackend(Backend):
     def cache_params(self) -> dict[str, Any]:
         return {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
 
-    def _get_client(self):
+    def _get_client(self) -> Any:
         if self._client is None:
             import anthropic
 

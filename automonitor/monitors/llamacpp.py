@@ -63,7 +63,7 @@ from automonitor.monitors.base import (
     register,
 )
 from automonitor.parsing import evidence_found
-from automonitor.prompts import fill
+from automonitor.prompts import PromptBuilder, fill
 
 DEFAULT_MODEL = "gemma3-270m"
 CONTENT_FREE_INPUTS = ("N/A", "[MASK]", "")
@@ -324,7 +324,7 @@ class LlamaCppBackend(Backend):
     description = "local GGUF model"
     Params = LlamaCppParams
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         p, st = self.params, self.settings
         assert isinstance(st, LlamaCppParams)

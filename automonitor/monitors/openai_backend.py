@@ -27,6 +27,7 @@ import json
 import time
 from typing import Any
 
+from automonitor.prompts import PromptBuilder
 from automonitor.monitors.base import (
     Backend,
     CallCounter,
@@ -114,7 +115,7 @@ class OpenAIBackend(Backend):
     menu_order = 2
     description = "any OpenAI-compatible server"
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         p = self.params
         evidence = prompt.template.evidence
@@ -141,7 +142,7 @@ class OpenAIBackend(Backend):
             "temperature": self.temperature,
         }
 
-    def _get_client(self):
+    def _get_client(self) -> Any:
         if self._client is None:
             import openai
 

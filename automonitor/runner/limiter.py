@@ -14,7 +14,7 @@ class AIMDLimiter:
     ``1/limit``. ``async with limiter:`` waits while ``in_flight >= floor(limit)``.
     """
 
-    def __init__(self, max_limit: int, min_limit: int = 1, cooldown: float = 1.0):
+    def __init__(self, max_limit: int, min_limit: int = 1, cooldown: float = 1.0) -> None:
         self.max_limit = max(1, int(max_limit))
         self.min_limit = max(1, min(int(min_limit), self.max_limit))
         self.limit = float(self.max_limit)
@@ -31,7 +31,7 @@ class AIMDLimiter:
             self._cond = asyncio.Condition()
         return self._cond
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> AIMDLimiter:
         cond = self._c()
         if self.in_flight < int(self.limit):
             self.in_flight += 1
@@ -45,7 +45,7 @@ class AIMDLimiter:
             self._waiting -= 1
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> bool:
         self.in_flight -= 1
         if self._waiting:
             cond = self._c()
