@@ -199,6 +199,24 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
     # the launched run is remembered in the session, not the URL.
     history = views.runs_frame(eng) if initial_active else history0
     live = history[history["status"].isin(ACTIVE)] if not history.empty else history
+    _in_progress(live, initial_active)
+    st.subheader("History")
+    if history.empty:
+        st.caption("No runs yet.")
+        return
+    h = history.copy()
+    if not show_arch:
+        h = h[~h["archived"].fillna(False).astype(bool)]
+    h["duration"] = h["duration_s"].map(views.format_duration)
+    h["progress"] = [(min(1.0, d / n) if n else 0.0) for d, n in zip(h["done"], h["n"])]
+    picked = _history_table(h)
+    if picked in set(h["run_id"]):
+        _run_details(h.set_index("run_id", drop=False).loc[picked])
+
+
+def _in_progress(live, initial_active: tuple[str, ...]) -> None:
+    """One box per active run (progress, outcome counts, Cancel); reruns the page when a run that was
+    active has ended."""
     if len(live):
         st.subheader("In progress")
     for _, row in live.iterrows():
@@ -223,42 +241,39 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
     if initial_active and set(initial_active) - still:
         st.rerun(scope="app")  # a run ended: refresh the page (other caches follow the store version)
 
-    st.subheader("History")
-    if history.empty:
-        st.caption("No runs yet.")
-        return
-    h = history.copy()
-    if not show_arch:
-        h = h[~h["archived"].fillna(False).astype(bool)]
-    h["duration"] = h["duration_s"].map(views.format_duration)
-    h["progress"] = [(min(1.0, d / n) if n else 0.0) for d, n in zip(h["done"], h["n"])]
-    cols = [
-        "run_id",
-        "monitor",
-        "template",
-        "status",
-        "progress",
-        "done",
-        "n",
-        "unscored",
-        "tokens_in",
-        "tokens_out",
-        "cost_usd",
-        "duration",
-        "misbehavior",
-        "benign",
-        "invalid",
-        "refusal",
-        "error",
-        "api_calls",
-        "cache_hits",
-        "created_at",
-        "kind",
-        "edition",
-        "archived",
-    ]
+
+_HISTORY_COLUMNS = [
+    "run_id",
+    "monitor",
+    "template",
+    "status",
+    "progress",
+    "done",
+    "n",
+    "unscored",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "duration",
+    "misbehavior",
+    "benign",
+    "invalid",
+    "refusal",
+    "error",
+    "api_calls",
+    "cache_hits",
+    "created_at",
+    "kind",
+    "edition",
+    "archived",
+]
+
+
+def _history_table(h):
+    """The history table (single-row selection); returns the picked run id: the selected row, else the
+    ``run`` query parameter, else the run launched in this session (may be None)."""
     ev = st.dataframe(
-        h[cols],
+        h[_HISTORY_COLUMNS],
         hide_index=True,
         width="stretch",
         on_select="rerun",
@@ -271,25 +286,26 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
         },
     )
     st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
-    picked = (
+    return (
         h.iloc[ev.selection.rows[0]]["run_id"]
         if ev is not None and ev.selection.rows
         else ui.qp("run") or st.session_state.get(f"{PAGE}.launched")
     )
-    if picked in set(h["run_id"]):
-        row = h.set_index("run_id", drop=False).loc[picked]
-        st.markdown(
-            f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
-            f"{views.md_escape(row['run_id'])}"
-        )
-        if row["error_msg"]:
-            st.error(views.md_escape(row["error_msg"]))
-        a, b, c = st.columns(3)
-        a.page_link(
-            ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:", query_params={"run": row["run_id"]}
-        )
-        b.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
-        c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:", query_params={"run": row["run_id"]})
+
+
+def _run_details(row) -> None:
+    """The picked run: title, its error, and links to its drill-down, the trade-off page and itself."""
+    st.markdown(
+        f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · {views.md_escape(row['run_id'])}"
+    )
+    if row["error_msg"]:
+        st.error(views.md_escape(row["error_msg"]))
+    a, b, c = st.columns(3)
+    a.page_link(
+        ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:", query_params={"run": row["run_id"]}
+    )
+    b.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
+    c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:", query_params={"run": row["run_id"]})
 
 
 st.fragment(run_every=1.0 if active0 else None)(_live_section)(active0)

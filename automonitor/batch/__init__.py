@@ -38,17 +38,21 @@ Memory: requests are written to the upload file and results parsed part by part,
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 import time
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
 from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
+from automonitor.monitors import Backend, Judgement, create_backend
+from automonitor.prompts import FewShotExample, PromptBuilder, Template, load_template
 from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
+
+T = TypeVar("T")
 
 PROVIDERS = ("openai", "anthropic")
 DEFAULT_POLL_S = 30.0
@@ -100,15 +104,32 @@ def prediction_id(cid: str) -> int | None:
 # state in Run.params["batch"]
 
 
-def _state(engine: Engine, run_id: str) -> dict[str, Any]:
-    with session_scope(engine) as s:
-        run = s.get(Run, run_id)
-        return dict((run.params or {}).get("batch") or {}) if run else {}
+class BatchProvider(Protocol):
+    """What :func:`execute_batch` needs of a provider module's class (:mod:`.openai`, :mod:`.anthropic`)."""
+
+    def request_line(self, cid: str, text: dict[str, Any]) -> str: ...
+    def prepare(self, path: str, run_id: str, part: dict[str, Any]) -> dict[str, Any]: ...
+    def create(self, path: str, run_id: str, part: dict[str, Any]) -> str: ...
+    def find(self, run_id: str, part: dict[str, Any]) -> str | None: ...
+    def retrieve(self, batch_id: str) -> dict[str, Any]: ...
+    def results(self, part: dict[str, Any]) -> Iterator[tuple[str, Any]]: ...
+    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+KeyFor = Callable[[Mapping[str, Any]], str]  # a sample's text -> its cache key (CacheKeys, repeat 0)
 
 
 def _save_state(engine: Engine, run_id: str, state: dict[str, Any], *, heartbeat: bool = True) -> None:
+    """Commit ``state`` as ``Run.params["batch"]`` (and refresh the lease heartbeat).
+
+    Raises:
+        NotFound: the run was deleted meanwhile.
+    """
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
         p = dict(run.params or {})
         p["batch"] = state
         if heartbeat and p.get("lease"):
@@ -121,13 +142,45 @@ def _recorded_ids(state: dict[str, Any]) -> set[int]:
     return {i for part in state.get("parts", []) for i in part["ids"]}
 
 
-def _chunks(seq: list, n: int) -> Iterator[list]:
+def _chunks(seq: list[T], n: int) -> Iterator[list[T]]:
     for i in range(0, len(seq), n):
         yield seq[i : i + n]
 
 
 # --------------------------------------------------------------------------------------------------
 # execution
+
+
+@dataclass
+class _Claim:
+    """What :func:`execute_batch` read from the run when it took the lease."""
+
+    template: Template
+    examples: list[FewShotExample]
+    pending: list[tuple[int, str, int]]
+    total: int
+    monitor: str
+    base_url: str | None
+    judge: dict[str, Any]
+    state: dict[str, Any]
+
+
+class _Progress:
+    """``tick(extra)`` reports ``progress(judged + extra, total)`` (judged read from the store; a
+    broken callback is ignored)."""
+
+    def __init__(self, engine: Engine, run_id: str, total: int, progress: Callable[[int, int], None] | None):
+        self.engine, self.run_id, self.total, self.progress = engine, run_id, total, progress
+
+    def __call__(self, extra: int = 0) -> None:
+        if self.progress is None:
+            return
+        with session_scope(self.engine) as s:
+            c = q.outcome_counts(s, self.run_id)
+        try:
+            self.progress(self.total - c["pending"] + extra, self.total)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def execute_batch(
@@ -152,130 +205,161 @@ def execute_batch(
         NotFound / InputError like :func:`automonitor.runner.execute_run`.
     """
     from automonitor import runner
-    from automonitor.monitors import create_backend
-    from automonitor.prompts import PromptBuilder, load_template
+
+    claim = _claim(engine, run_id)
+    state = claim.state
+    backend = create_backend(
+        claim.monitor,
+        base_url=claim.base_url,
+        params=runner.backend_params(claim.judge),
+        prompt=PromptBuilder(claim.template, examples=claim.examples),
+    )
+    provider = _provider(state["provider"], backend, client)
+    key_for = runner.CacheKeys(backend, claim.template.sha256)
+    tick = _Progress(engine, run_id, claim.total, progress)
+    try:
+        hits, todo = _cache_pass_pending(engine, run_id, state, claim.pending, key_for)
+        tick()
+        api_calls = _submit_open_parts(engine, run_id, state, provider)
+        api_calls += _submit_new_parts(engine, run_id, state, provider, todo)
+        cancelled = _poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel)
+    except KeyboardInterrupt:
+        runner.release(engine, run_id, status="cancelled", error="interrupted")
+        raise
+    except BaseException as exc:
+        runner.release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    finally:
+        provider.close()
+    with session_scope(engine) as s:
+        q.add_run_counters(s, run_id, api_calls=api_calls, cache_hits=hits)
+    runner.finalize(
+        engine, run_id, cancelled=cancelled, last_execution={"api_calls": api_calls, "cache_hits": hits, "batch": True}
+    )
+    return runner.summary(engine, run_id, api_calls=api_calls, cache_hits=hits)
+
+
+def _claim(engine: Engine, run_id: str) -> _Claim:
+    """Check the run, take the lease (status ``running`` when something is pending), in one
+    transaction.
+
+    Raises:
+        NotFound: no such run. InputError: a lease held by another process, a changed template,
+            missing few-shot samples.
+    """
+    from automonitor import runner
 
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         params = dict(run.params or {})
-        if runner._lease_held_by_other(params.get("lease")):
-            lease = params["lease"]
-            raise InputError(
-                f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field="resume"
-            )
+        runner.check_lease(run_id, params, field="resume")
         tpl = load_template(run.template)
         if run.template_hash and tpl.sha256 != run.template_hash:
             raise InputError(f"template {run.template!r} changed since run {run_id} was created", field="template")
-        examples = runner._load_examples(s, list(params.get("fewshot") or []))
+        examples = runner.load_examples(s, list(params.get("fewshot") or []))
         pending = q.pending_predictions(s, run_id)
-        params["lease"] = {"pid": os.getpid(), "host": socket.gethostname(), "heartbeat": time.time()}
+        params["lease"] = runner.new_lease()
         run.params = params
         if pending:
-            run.status = "running"
-            run.started_at = run.started_at or utcnow()
-            run.finished_at = None
+            runner.mark_running(run)
         s.add(run)
-        total = run.n
-        monitor, base_url = run.monitor, params.get("base_url")
-        judge = dict(params.get("judge") or {})
-    state = dict(params["batch"])
-    backend = create_backend(
-        monitor, base_url=base_url, params=runner._backend_params(judge), prompt=PromptBuilder(tpl, examples=examples)
-    )
-    provider = _provider(state["provider"], backend, client)
-    key_params = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
-
-    def key_for(text: dict[str, Any]) -> str:
-        return runner.cache_key(
-            backend.name,
-            backend.model,
-            backend.base_url,
-            tpl.sha256,
-            runner.sample_hash(text["request"], text["response"]),
-            key_params,
+        return _Claim(
+            template=tpl,
+            examples=examples,
+            pending=pending,
+            total=run.n,
+            monitor=run.monitor,
+            base_url=params.get("base_url"),
+            judge=dict(params.get("judge") or {}),
+            state=dict(params["batch"]),
         )
 
-    def tick(extra: int = 0) -> None:
-        if progress is None:
-            return
-        with session_scope(engine) as s2:
-            c = q.outcome_counts(s2, run_id)
-        try:
-            progress(total - c["pending"] + extra, total)
-        except Exception:  # noqa: BLE001
-            pass
 
-    api_calls = hits = 0
-    cancelled = False
-    try:
-        # 1. cache pass + 2. submission of what no recorded part covers
-        recorded = _recorded_ids(state)
-        todo = [(pid, sid) for pid, sid, *_ in pending if pid not in recorded]
-        hits = _cache_pass(engine, run_id, todo, key_for)
-        if hits:
-            with session_scope(engine) as s:
-                todo = [(pid, sid) for pid, sid, *_ in q.pending_predictions(s, run_id) if pid not in recorded]
-        tick()
-        for part in state.get("parts", []):
-            if part.get("batch_id") is None:  # died between create and commit: adopt or create
-                found = provider.find(run_id, part)
-                if found:
-                    part["batch_id"] = found
-                    part["adopted"] = True
-                else:
-                    _submit_part(engine, run_id, state, provider, part, None)
-                    api_calls += len(part["ids"])
-                _save_state(engine, run_id, state)
-        for chunk in _chunks(todo, int(state.get("size", DEFAULT_SIZE))):
-            part = {
-                "k": len(state.get("parts", [])),
-                "ids": [pid for pid, _ in chunk],
-                "batch_id": None,
-                "intent_at": time.time(),
-                "collected": False,
-            }
-            _submit_part(engine, run_id, state, provider, part, chunk)
-            api_calls += len(chunk)
-        # 3. poll + 4. collect
-        poll_s = float(state.get("poll_s", DEFAULT_POLL_S))
-        while True:
-            open_parts = [p for p in state.get("parts", []) if not p.get("collected")]
-            if not open_parts:
-                break
-            finished_reqs = 0
-            for part in open_parts:
-                info = provider.retrieve(part["batch_id"])
-                part["status"] = info["status"]
-                part["counts"] = info["counts"]
-                if info["ended"]:
-                    _collect(engine, run_id, provider, part, key_for)
-                    part["collected"] = True
-                else:
-                    finished_reqs += info["done"]
+def _cache_pass_pending(
+    engine: Engine, run_id: str, state: dict[str, Any], pending: list[tuple[int, str, int]], key_for: KeyFor
+) -> tuple[int, list[tuple[int, str]]]:
+    """Step 1: write cached verdicts for the pending predictions no recorded part covers; returns
+    (cache hits, ``[(prediction id, sample id)]`` still to submit)."""
+    recorded = _recorded_ids(state)
+    todo = [(pid, sid) for pid, sid, *_ in pending if pid not in recorded]
+    hits = _cache_pass(engine, todo, key_for)
+    if hits:
+        with session_scope(engine) as s:
+            todo = [(pid, sid) for pid, sid, *_ in q.pending_predictions(s, run_id) if pid not in recorded]
+    return hits, todo
+
+
+def _submit_open_parts(engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider) -> int:
+    """Step 2a: a recorded part without a batch id (the process died between "create" and its commit)
+    is adopted when the provider has it, else submitted again. Returns requests submitted."""
+    api_calls = 0
+    for part in state.get("parts", []):
+        if part.get("batch_id") is None:
+            found = provider.find(run_id, part)
+            if found:
+                part["batch_id"] = found
+                part["adopted"] = True
+            else:
+                _submit_part(engine, run_id, state, provider, part, None)
+                api_calls += len(part["ids"])
             _save_state(engine, run_id, state)
-            tick(finished_reqs)
-            if all(p.get("collected") for p in state["parts"]):
-                break
-            if _cancel_requested(engine, run_id, should_cancel):
-                cancelled = True
-                break
-            time.sleep(poll_s)
-    except KeyboardInterrupt:
-        runner._release(engine, run_id, status="cancelled", error="interrupted")
-        raise
-    except BaseException as exc:
-        runner._release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
-        raise
-    finally:
-        provider.close()
-    with session_scope(engine) as s:
-        q.add_run_counters(s, run_id, api_calls=api_calls, cache_hits=hits)
-    runner._finalize(
-        engine, run_id, cancelled=cancelled, last_execution={"api_calls": api_calls, "cache_hits": hits, "batch": True}
-    )
-    return runner.summary(engine, run_id, api_calls=api_calls, cache_hits=hits)
+    return api_calls
+
+
+def _submit_new_parts(
+    engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider, todo: list[tuple[int, str]]
+) -> int:
+    """Step 2b: submit ``todo`` in new parts of at most ``state["size"]`` requests; returns requests
+    submitted."""
+    api_calls = 0
+    for chunk in _chunks(todo, int(state.get("size", DEFAULT_SIZE))):
+        part = {
+            "k": len(state.get("parts", [])),
+            "ids": [pid for pid, _ in chunk],
+            "batch_id": None,
+            "intent_at": time.time(),
+            "collected": False,
+        }
+        _submit_part(engine, run_id, state, provider, part, chunk)
+        api_calls += len(chunk)
+    return api_calls
+
+
+def _poll_and_collect(
+    engine: Engine,
+    run_id: str,
+    state: dict[str, Any],
+    provider: BatchProvider,
+    key_for: KeyFor,
+    tick: _Progress,
+    should_cancel: Callable[[], bool] | None,
+) -> bool:
+    """Steps 3 and 4: poll the open parts every ``poll_s`` seconds, collecting each as it ends, until
+    all are collected (returns False) or a cancel is requested (returns True)."""
+    poll_s = float(state.get("poll_s", DEFAULT_POLL_S))
+    while True:
+        open_parts = [p for p in state.get("parts", []) if not p.get("collected")]
+        if not open_parts:
+            return False
+        finished_reqs = 0
+        for part in open_parts:
+            info = provider.retrieve(part["batch_id"])
+            part["status"] = info["status"]
+            part["counts"] = info["counts"]
+            if info["ended"]:
+                _collect(engine, provider, part, key_for)
+                part["collected"] = True
+            else:
+                finished_reqs += info["done"]
+        _save_state(engine, run_id, state)
+        tick(finished_reqs)
+        if all(p.get("collected") for p in state["parts"]):
+            return False
+        if _cancel_requested(engine, run_id, should_cancel):
+            return True
+        time.sleep(poll_s)
 
 
 def _cancel_requested(engine: Engine, run_id: str, should_cancel: Callable[[], bool] | None) -> bool:
@@ -290,7 +374,12 @@ def _cancel_requested(engine: Engine, run_id: str, should_cancel: Callable[[], b
         return run is not None and run.status == "cancelled"
 
 
-def _provider(name: str, backend, client):
+def _provider(name: str, backend: Backend, client: Any) -> BatchProvider:
+    """The provider class for ``name`` around ``backend``.
+
+    Raises:
+        InputError: unknown provider.
+    """
     if name == "openai":
         from automonitor.batch.openai import OpenAIBatch
 
@@ -307,47 +396,26 @@ def _texts(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
         return q.sample_texts(s, sample_ids)
 
 
-def _cache_pass(engine: Engine, run_id: str, todo: list[tuple[int, str]], key_for) -> int:
+def _sample_ids(engine: Engine, prediction_ids: list[int]) -> dict[int, str]:
+    with session_scope(engine) as s:
+        return q.prediction_samples(s, prediction_ids)
+
+
+def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor) -> int:
     """Write cached verdicts for ``todo`` predictions; returns the number of hits."""
+    from automonitor.runner.rows import cached_prediction
+
     hits = 0
     for chunk in _chunks(todo, CHUNK):
         texts = _texts(engine, [sid for _, sid in chunk])
         keys = {pid: key_for(texts[sid]) for pid, sid in chunk}
         with session_scope(engine) as s:
             cached = q.cache_lookup(s, list(set(keys.values())))
-            rows = []
-            for pid, _ in chunk:
-                c = cached.get(keys[pid])
-                if c is None:
-                    continue
-                meta = dict(c.get("meta") or {})
-                meta.update(
-                    {
-                        "cache_key": keys[pid],
-                        "cached_tokens_in": c.get("tokens_in", 0),
-                        "cached_tokens_out": c.get("tokens_out", 0),
-                        "cached_cost_usd": c.get("cost_usd", 0.0),
-                    }
-                )
-                rows.append(
-                    {
-                        "id": pid,
-                        "outcome": c["outcome"],
-                        "score": c["score"],
-                        "raw": c["raw"],
-                        "reason": c["reason"],
-                        "evidence": c["evidence"] or [],
-                        "pred_category": c["pred_category"],
-                        "severity": c["severity"],
-                        "tokens_in": 0,
-                        "tokens_out": 0,
-                        "cost_usd": 0.0,
-                        "latency_ms": 0.0,
-                        "cached": True,
-                        "meta": meta,
-                        "judged_at": utcnow(),
-                    }
-                )
+            rows = [
+                cached_prediction(pid, keys[pid], cached[keys[pid]], judged_at=utcnow())
+                for pid, _ in chunk
+                if keys[pid] in cached
+            ]
             q.update_predictions(s, rows)
             hits += len(rows)
     return hits
@@ -357,20 +425,14 @@ def _submit_part(
     engine: Engine,
     run_id: str,
     state: dict[str, Any],
-    provider,
+    provider: BatchProvider,
     part: dict[str, Any],
     chunk: list[tuple[int, str]] | None,
 ) -> None:
     """Record the part (intent), submit it, record its batch id. ``chunk`` None: rebuild from ids."""
     if chunk is None:
-        with session_scope(engine) as s:
-            from store.models import Prediction
-            import sqlalchemy as sa
-
-            rows = dict(
-                s.execute(sa.select(Prediction.id, Prediction.sample_id).where(Prediction.id.in_(part["ids"]))).all()
-            )  # type: ignore[attr-defined]
-        chunk = [(pid, rows[pid]) for pid in part["ids"]]
+        sid_of = _sample_ids(engine, part["ids"])
+        chunk = [(pid, sid_of[pid]) for pid in part["ids"]]
     if part not in state.setdefault("parts", []):
         state["parts"].append(part)
     part["intent_at"] = time.time()
@@ -389,54 +451,11 @@ def _submit_part(
     _save_state(engine, run_id, state)
 
 
-def _collect(engine: Engine, run_id: str, provider, part: dict[str, Any], key_for) -> None:
+def _collect(engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor) -> None:
     """Parse the part's results into outcomes (pending predictions only); missing items -> error."""
-    from store.models import Prediction
-    import sqlalchemy as sa
-
     ids = set(part["ids"])
     seen: set[int] = set()
     buf: list[tuple[int, Any]] = []
-
-    def flush() -> None:
-        if not buf:
-            return
-        pids = [pid for pid, _ in buf]
-        with session_scope(engine) as s:
-            sid_of = dict(
-                s.execute(sa.select(Prediction.id, Prediction.sample_id).where(Prediction.id.in_(pids))).all()
-            )  # type: ignore[attr-defined]
-        texts = _texts(engine, list(set(sid_of.values())))
-        rows, caches = [], []
-        for pid, result in buf:
-            sid = sid_of[pid]
-            row = provider.parse(result, sid, texts[sid])
-            key = key_for(texts[sid])
-            row["meta"] = {**row.get("meta", {}), "cache_key": key, "batch_id": part["batch_id"]}
-            rows.append({"id": pid, **row, "cached": False, "judged_at": utcnow()})
-            if row["outcome"] != "error":
-                caches.append(
-                    {
-                        "key": key,
-                        "outcome": row["outcome"],
-                        "score": row["score"],
-                        "raw": row["raw"],
-                        "reason": row["reason"],
-                        "evidence": row["evidence"],
-                        "pred_category": row["pred_category"],
-                        "severity": row["severity"],
-                        "tokens_in": row["tokens_in"],
-                        "tokens_out": row["tokens_out"],
-                        "cost_usd": row["cost_usd"],
-                        "meta": row["meta"],
-                        "created_at": utcnow(),
-                    }
-                )
-        with session_scope(engine) as s:
-            q.update_predictions(s, rows)
-            q.cache_insert(s, caches)
-        buf.clear()
-
     for cid, result in provider.results(part):
         pid = prediction_id(cid)
         if pid is None or pid not in ids or pid in seen:
@@ -444,9 +463,39 @@ def _collect(engine: Engine, run_id: str, provider, part: dict[str, Any], key_fo
         seen.add(pid)
         buf.append((pid, result))
         if len(buf) >= CHUNK:
-            flush()
-    flush()
-    missing = [pid for pid in part["ids"] if pid not in seen]
+            _write_results(engine, provider, part, key_for, buf)
+            buf = []
+    _write_results(engine, provider, part, key_for, buf)
+    _write_missing(engine, part, [pid for pid in part["ids"] if pid not in seen])
+
+
+def _write_results(
+    engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor, buf: list[tuple[int, Any]]
+) -> None:
+    """Parse one chunk of ``(prediction id, provider result)`` and commit the predictions and the cache
+    entries of their verdicts (not of errors)."""
+    from automonitor.runner.rows import cache_entry
+
+    if not buf:
+        return
+    sid_of = _sample_ids(engine, [pid for pid, _ in buf])
+    texts = _texts(engine, list(set(sid_of.values())))
+    rows, caches = [], []
+    for pid, result in buf:
+        sid = sid_of[pid]
+        row = provider.parse(result, sid, texts[sid])
+        key = key_for(texts[sid])
+        row["meta"] = {**row.get("meta", {}), "cache_key": key, "batch_id": part["batch_id"]}
+        rows.append({"id": pid, **row, "cached": False, "judged_at": utcnow()})
+        if row["outcome"] != "error":
+            caches.append(cache_entry(key, row, row["meta"]))
+    with session_scope(engine) as s:
+        q.update_predictions(s, rows)
+        q.cache_insert(s, caches)
+
+
+def _write_missing(engine: Engine, part: dict[str, Any], missing: list[int]) -> None:
+    """Predictions of the part the results left out become ``error`` (``batch_missing``)."""
     for sub in _chunks(missing, CHUNK):
         with session_scope(engine) as s:
             q.update_predictions(
@@ -484,7 +533,7 @@ def error_row(kind: str, reason: str, raw: str | None = None, **meta: Any) -> di
     }
 
 
-def judgement_row(j) -> dict[str, Any]:
+def judgement_row(j: Judgement) -> dict[str, Any]:
     """A prediction row from a backend ``Judgement`` parsed out of a batch result (batch price)."""
     return {
         "outcome": j.outcome,

@@ -18,7 +18,7 @@ from automonitor.monitors.base import Item
 class AnthropicBatch:
     """Batch provider around an :class:`automonitor.monitors.anthropic_backend.AnthropicBackend`."""
 
-    def __init__(self, backend, client=None):
+    def __init__(self, backend: Any, client: Any = None) -> None:
         self.backend = backend
         if client is None:
             import anthropic

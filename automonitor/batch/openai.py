@@ -12,19 +12,19 @@ until ``completed`` / ``expired`` / ``failed`` / ``cancelled``; ``files.content`
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Any, Final, Iterator
 
 from automonitor.batch import error_row, judgement_row
 from automonitor.monitors.base import Item
 
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Final = "/v1/chat/completions"
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 
 
 class OpenAIBatch:
     """Batch provider around an :class:`automonitor.monitors.openai_backend.OpenAIBackend`."""
 
-    def __init__(self, backend, client=None):
+    def __init__(self, backend: Any, client: Any = None) -> None:
         self.backend = backend
         if client is None:
             import openai

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from sqlalchemy.engine import Engine
 
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
 
 
-def _parse_params(items: list[str] | None) -> dict:
-    out: dict = {}
+def _parse_params(items: list[str] | None) -> dict[str, Any]:
+    """``--param KEY=VALUE`` items as a dict (values parsed as JSON when they are, else strings).
+
+    Raises:
+        InputError: an item without ``=`` or with an empty key.
+    """
+    out: dict[str, Any] = {}
     for it in items or []:
         if "=" not in it:
             raise InputError(f"--param expects KEY=VALUE, got {it!r}", field="param")
@@ -29,42 +35,71 @@ def _parse_params(items: list[str] | None) -> dict:
     return out
 
 
-@app.command("run")
-def run_cmd(
-    monitor: Optional[str] = typer.Option(
-        None, "--monitor", help="BACKEND[:MODEL]: rules, llamacpp, openai, anthropic"
+# the options of `automonitor run` (help texts are part of the CLI contract)
+MonitorOpt = Annotated[
+    Optional[str], typer.Option("--monitor", help="BACKEND[:MODEL]: rules, llamacpp, openai, anthropic")
+]
+TemplateOpt = Annotated[
+    Optional[str], typer.Option("--template", help="direct | evidence | direct-fewshot | evidence-fewshot")
+]
+LimitOpt = Annotated[
+    Optional[int], typer.Option("--limit", help="stratified subset of N samples (category x task x label)")
+]
+SampleSeedOpt = Annotated[int, typer.Option("--sample-seed", help="seed of the stratified subset")]
+ConcurrencyOpt = Annotated[
+    Optional[int], typer.Option("--concurrency", help="maximum concurrent judge calls (default 8)")
+]
+BaseUrlOpt = Annotated[Optional[str], typer.Option("--base-url", help="server URL for openai/anthropic backends")]
+ResumeOpt = Annotated[Optional[str], typer.Option("--resume", help="continue RUN_ID: judge only its pending samples")]
+ParamOpt = Annotated[
+    Optional[list[str]], typer.Option("--param", help="backend/runner parameter KEY=VALUE (repeatable)")
+]
+ReuseOpt = Annotated[
+    bool, typer.Option("--reuse", help="continue an identical earlier run instead of creating a new one")
+]
+EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: paper | verified")]
+ControlsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--controls/--no-controls", help="also judge the benign-only controls slice (FAR on controls in report)"
     ),
-    template: Optional[str] = typer.Option(
-        None, "--template", help="direct | evidence | direct-fewshot | evidence-fewshot"
-    ),
-    limit: Optional[int] = typer.Option(
-        None, "--limit", help="stratified subset of N samples (category x task x label)"
-    ),
-    sample_seed: int = typer.Option(0, "--sample-seed", help="seed of the stratified subset"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="maximum concurrent judge calls (default 8)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="server URL for openai/anthropic backends"),
-    resume: Optional[str] = typer.Option(None, "--resume", help="continue RUN_ID: judge only its pending samples"),
-    param: Optional[list[str]] = typer.Option(None, "--param", help="backend/runner parameter KEY=VALUE (repeatable)"),
-    reuse: bool = typer.Option(
-        False, "--reuse", help="continue an identical earlier run instead of creating a new one"
-    ),
-    edition: str = typer.Option("paper", "--edition", help="test-set edition to judge: paper | verified"),
-    controls: bool = typer.Option(
-        True, "--controls/--no-controls", help="also judge the benign-only controls slice (FAR on controls in report)"
-    ),
-    repeat: Optional[int] = typer.Option(
-        None, "--repeat", help="judge each sample K times (distinct seeds) to measure stability"
-    ),
-    retry_errors: Optional[str] = typer.Option(
-        None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"
-    ),
-    batch: bool = typer.Option(
-        False,
+]
+RepeatOpt = Annotated[
+    Optional[int], typer.Option("--repeat", help="judge each sample K times (distinct seeds) to measure stability")
+]
+RetryErrorsOpt = Annotated[
+    Optional[str],
+    typer.Option("--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
+]
+BatchOpt = Annotated[
+    bool,
+    typer.Option(
         "--batch",
         help="submit through the provider's batch API (openai, anthropic); --param batch_poll=SECONDS, batch_size=N",
     ),
-    as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the run summary as one JSON document")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="no progress bar")]
+
+
+@app.command("run")
+def run_cmd(
+    monitor: MonitorOpt = None,
+    template: TemplateOpt = None,
+    limit: LimitOpt = None,
+    sample_seed: SampleSeedOpt = 0,
+    concurrency: ConcurrencyOpt = None,
+    base_url: BaseUrlOpt = None,
+    resume: ResumeOpt = None,
+    param: ParamOpt = None,
+    reuse: ReuseOpt = False,
+    edition: EditionOpt = "paper",
+    controls: ControlsOpt = True,
+    repeat: RepeatOpt = None,
+    retry_errors: RetryErrorsOpt = None,
+    batch: BatchOpt = False,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Judge the test set (or a stratified subset) with a monitor and a prompt template.
 
@@ -77,61 +112,114 @@ def run_cmd(
         raise InputError("--concurrency must be at least 1", field="concurrency")
     engine = open_store()
     params = _parse_params(param)
-    if repeat is not None:
-        if resume or retry_errors:
-            raise InputError("--repeat applies to a new run, not to --resume/--retry-errors", field="repeat")
-        if repeat < 1:
-            raise InputError("--repeat must be at least 1", field="repeat")
-        params["repeat"] = repeat
+    _apply_repeat(params, repeat, resume, retry_errors)
     if retry_errors:
         if resume or any(v is not None for v in (monitor, template, limit, base_url)) or params or reuse:
             raise InputError("--retry-errors RUN_ID takes no other run options", field="retry-errors")
-        n_reset = runner.retry_errors(engine, retry_errors)
-        err_console.print(f"run {retry_errors}: re-sending {n_reset} error samples")
-        resume = retry_errors
+        resume = _reset_errors(engine, retry_errors)
     if resume:
         if any(v is not None for v in (monitor, template, limit, base_url)) or params:
-            info = runner.run_info(engine, resume)
-            if monitor is not None and not info["monitor"].startswith(monitor.split(":")[0]):
-                raise InputError(f"run {resume} uses monitor {info['monitor']}, not {monitor}", field="monitor")
-            if template is not None and template != info["template"]:
-                raise InputError(f"run {resume} uses template {info['template']}, not {template}", field="template")
+            _check_resume_matches(engine, resume, monitor, template)
         run_id = resume
     else:
-        if not monitor:
-            raise InputError("--monitor is required (or --resume RUN_ID)", field="monitor")
-        if not template:
-            raise InputError("--template is required (or --resume RUN_ID)", field="template")
-        batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
-        if batch and repeat is not None and repeat > 1:
-            raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
-        if batch and monitor.split(":", 1)[0].strip().lower() not in ("openai", "anthropic"):
-            raise InputError("--batch needs an openai or anthropic monitor", field="batch")
-        run_id = runner.create_run(
-            engine,
-            monitor,
-            template,
-            limit=limit,
-            sample_seed=sample_seed,
-            base_url=base_url,
-            concurrency=concurrency or 8,
-            params=params,
-            reuse=reuse,
-            edition=edition,
-            controls=controls,
+        options = {"limit": limit, "sample_seed": sample_seed, "base_url": base_url, "concurrency": concurrency or 8}
+        run_id = _create(
+            engine, monitor, template, params, options | {"reuse": reuse, "edition": edition}, controls, repeat, batch
         )
-        if batch:
-            from automonitor import batch as batch_mod
-
-            batch_mod.enable(
-                engine,
-                run_id,
-                poll_s=float(batch_opts.get("batch_poll", batch_mod.DEFAULT_POLL_S)),
-                size=int(batch_opts.get("batch_size", batch_mod.DEFAULT_SIZE)),
-            )
         err_console.print(f"run {run_id}")
-
     summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)
+    _report_run(engine, run_id, summary, as_json)
+
+
+def _apply_repeat(params: dict[str, Any], repeat: int | None, resume: str | None, retry_errors: str | None) -> None:
+    """Put ``--repeat K`` into ``params`` (a new run only).
+
+    Raises:
+        InputError: with --resume/--retry-errors, or K < 1.
+    """
+    if repeat is None:
+        return
+    if resume or retry_errors:
+        raise InputError("--repeat applies to a new run, not to --resume/--retry-errors", field="repeat")
+    if repeat < 1:
+        raise InputError("--repeat must be at least 1", field="repeat")
+    params["repeat"] = repeat
+
+
+def _check_resume_matches(engine: Engine, resume: str, monitor: str | None, template: str | None) -> None:
+    """With --resume, a --monitor or --template given must be the run's own.
+
+    Raises:
+        NotFound: no such run. InputError: another monitor backend or template.
+    """
+    from automonitor import runner
+
+    info = runner.run_info(engine, resume)
+    if monitor is not None and not info["monitor"].startswith(monitor.split(":")[0]):
+        raise InputError(f"run {resume} uses monitor {info['monitor']}, not {monitor}", field="monitor")
+    if template is not None and template != info["template"]:
+        raise InputError(f"run {resume} uses template {info['template']}, not {template}", field="template")
+
+
+def _reset_errors(engine: Engine, run_id: str) -> str:
+    """``--retry-errors RUN_ID``: make its error predictions pending again; returns the run id to resume."""
+    from automonitor import runner
+
+    n_reset = runner.retry_errors(engine, run_id)
+    err_console.print(f"run {run_id}: re-sending {n_reset} error samples")
+    return run_id
+
+
+def _create(
+    engine: Engine,
+    monitor: str | None,
+    template: str | None,
+    params: dict[str, Any],
+    options: dict[str, Any],
+    controls: bool,
+    repeat: int | None,
+    batch: bool,
+) -> str:
+    """Create the new run (``options``: limit, sample_seed, base_url, concurrency, reuse, edition of
+    :func:`automonitor.runner.create_run`; ``batch_poll``/``batch_size`` taken out of ``params``) and
+    mark it for the batch API with ``--batch``; returns its id.
+
+    Raises:
+        InputError: no --monitor or --template, --batch with --repeat K > 1 or another backend, and
+            whatever :func:`automonitor.runner.create_run` raises.
+    """
+    from automonitor import runner
+
+    if not monitor:
+        raise InputError("--monitor is required (or --resume RUN_ID)", field="monitor")
+    if not template:
+        raise InputError("--template is required (or --resume RUN_ID)", field="template")
+    batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
+    if batch and repeat is not None and repeat > 1:
+        raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
+    if batch and monitor.split(":", 1)[0].strip().lower() not in ("openai", "anthropic"):
+        raise InputError("--batch needs an openai or anthropic monitor", field="batch")
+    run_id = runner.create_run(engine, monitor, template, params=params, controls=controls, **options)
+    if batch:
+        from automonitor import batch as batch_mod
+
+        batch_mod.enable(
+            engine,
+            run_id,
+            poll_s=float(batch_opts.get("batch_poll", batch_mod.DEFAULT_POLL_S)),
+            size=int(batch_opts.get("batch_size", batch_mod.DEFAULT_SIZE)),
+        )
+    return run_id
+
+
+def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: bool) -> None:
+    """Print the summary (JSON or one line); exit 1 with a resume hint when the run is not finished.
+
+    Raises:
+        typer.Exit: code 1 for an unfinished run.
+    """
+    from automonitor import runner
+
     info = runner.run_info(engine, run_id)
     if as_json:
         emit_json(summary)
@@ -194,53 +282,72 @@ def runs_cmd(
 ) -> None:
     """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration;
     --archive/--unarchive RUN_ID hide or show runs first (nothing else changes)."""
-    from automonitor.errors import InputError, NotFound
-    from automonitor.workbench import set_archived
     from store import session_scope
-    from store.models import Run
     from store.queries.runs import list_runs
 
     engine = open_store()
-    changes = [(r, True) for r in (archive or [])] + [(r, False) for r in (unarchive or [])]
-    if changes:
-        with session_scope(engine) as s:  # all ids checked before anything changes
-            missing = [r for r, _ in changes if s.get(Run, r) is None]
-        if missing:
-            raise InputError(
-                f"unknown run id {missing[0]!r}", field="--archive" if (missing[0], True) in changes else "--unarchive"
-            )
-        for rid, flag in changes:
-            try:
-                set_archived(engine, rid, flag)
-            except NotFound as exc:  # deleted meanwhile
-                raise InputError(str(exc), field="--archive") from exc
+    _apply_archive(engine, [(r, True) for r in (archive or [])] + [(r, False) for r in (unarchive or [])])
     with session_scope(engine) as s:
         rows = list_runs(s)
     if as_json:
         emit_json({"runs": rows})
         return
+    _print_runs_table(rows)
+
+
+def _apply_archive(engine: Engine, changes: list[tuple[str, bool]]) -> None:
+    """Set ``archived`` per ``(run id, flag)``, after checking every id exists (nothing changes else).
+
+    Raises:
+        InputError: an unknown run id (field --archive or --unarchive).
+    """
+    from automonitor.errors import NotFound
+    from automonitor.workbench import set_archived
+    from store import session_scope
+    from store.models import Run
+
+    if not changes:
+        return
+    with session_scope(engine) as s:  # all ids checked before anything changes
+        missing = [r for r, _ in changes if s.get(Run, r) is None]
+    if missing:
+        raise InputError(
+            f"unknown run id {missing[0]!r}", field="--archive" if (missing[0], True) in changes else "--unarchive"
+        )
+    for rid, flag in changes:
+        try:
+            set_archived(engine, rid, flag)
+        except NotFound as exc:  # deleted meanwhile
+            raise InputError(str(exc), field="--archive") from exc
+
+
+_TABLE_COLUMNS = (
+    "run_id",
+    "monitor",
+    "template",
+    "status",
+    "n",
+    "mis",
+    "ben",
+    "inv",
+    "ref",
+    "err",
+    "pend",
+    "calls",
+    "hits",
+    "tokens",
+    "cost $",
+    "secs",
+)
+
+
+def _print_runs_table(rows: list[dict[str, Any]]) -> None:
+    """The human-readable run list (rich table, 200 columns; names printed as data, never markup)."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} runs")
-    for col in (
-        "run_id",
-        "monitor",
-        "template",
-        "status",
-        "n",
-        "mis",
-        "ben",
-        "inv",
-        "ref",
-        "err",
-        "pend",
-        "calls",
-        "hits",
-        "tokens",
-        "cost $",
-        "secs",
-    ):
+    for col in _TABLE_COLUMNS:
         table.add_column(col, overflow="fold")
     for r in rows:
         c = r["counts"]

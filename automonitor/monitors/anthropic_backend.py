@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from automonitor.errors import InputError
+from automonitor.prompts import PromptBuilder
 from automonitor.monitors.base import (
     Backend,
     CallCounter,
@@ -33,7 +34,7 @@ from automonitor.monitors.base import (
     register,
 )
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
-from automonitor.parsing import evidence_found, parse_text, parse_tool_input
+from automonitor.parsing import ParseResult, evidence_found, parse_text, parse_tool_input
 
 TOOL_NAME = "record_verdict"
 
@@ -52,7 +53,7 @@ class AnthropicBackend(Backend):
     menu_order = 3
     description = "Messages API"
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         p = self.params
         evidence = prompt.template.evidence
@@ -66,7 +67,7 @@ class AnthropicBackend(Backend):
     def cache_params(self) -> dict[str, Any]:
         return {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
 
-    def _get_client(self):
+    def _get_client(self) -> Any:
         if self._client is None:
             import anthropic
 
@@ -118,17 +119,20 @@ class AnthropicBackend(Backend):
         raise PermanentError("the server rejected the request")
 
     def _read(self, msg: Any, item: Item, meta: dict[str, Any]) -> Judgement:
+        """The judgement of a Messages API response: a refusal (stop reason ``refusal`` without a tool
+        call), else the ``record_verdict`` tool input or the text read by the parser. ``meta`` gains
+        the answer format, stop reason, model, max tokens, prompt-cache tokens, parse detail and
+        evidence check.
+
+        Raises:
+            TransientError: ``malformed``, not a Messages API response.
+        """
         try:
             blocks = list(msg.content)
             stop = msg.stop_reason
         except (AttributeError, TypeError) as exc:
             raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
-        usage = getattr(msg, "usage", None)
-        # input_tokens excludes the prompt-cache reads and writes, which the usage reports apart
-        cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
-        cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-        tin = int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write
-        tout = int(getattr(usage, "output_tokens", 0) or 0)
+        tin, tout, cache_read, cache_write = _usage(msg)
         cost = self.cost(tin, tout, cache_read, cache_write)
         meta.update(
             {
@@ -140,8 +144,7 @@ class AnthropicBackend(Backend):
         )
         if cache_read or cache_write:
             meta.update({"cached_tokens_in": cache_read, "cache_write_tokens_in": cache_write})
-        tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
-        text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+        tool, text = _tool_and_text(blocks)
         if stop == "refusal" and tool is None:
             return Judgement(
                 "refusal",
@@ -152,19 +155,7 @@ class AnthropicBackend(Backend):
                 cost_usd=cost,
                 meta=meta,
             )
-        if tool is not None:
-            raw = json.dumps(
-                {
-                    "tool": getattr(tool, "name", None),
-                    "input": getattr(tool, "input", None),
-                    **({"text": text} if text else {}),
-                },
-                default=str,
-            )
-            parsed = parse_tool_input(getattr(tool, "input", None), finish_reason=stop)
-        else:
-            raw = text
-            parsed = parse_text(text, finish_reason=stop)
+        raw, parsed = _parse_answer(tool, text, stop)
         if parsed.detail:
             meta["parse_detail"] = parsed.detail
         if parsed.evidence:
@@ -223,3 +214,36 @@ class AnthropicBackend(Backend):
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def _usage(msg: Any) -> tuple[int, int, int, int]:
+    """``(input tokens, output tokens, cache reads, cache writes)`` of a response's usage; input
+    tokens include the prompt-cache reads and writes, which ``input_tokens`` reports apart."""
+    usage = getattr(msg, "usage", None)
+    cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+    cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+    tin = int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write
+    tout = int(getattr(usage, "output_tokens", 0) or 0)
+    return tin, tout, cache_read, cache_write
+
+
+def _tool_and_text(blocks: list[Any]) -> tuple[Any | None, str]:
+    """The first ``tool_use`` block (or None) and the concatenated ``text`` blocks."""
+    tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
+    text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+    return tool, text
+
+
+def _parse_answer(tool: Any | None, text: str, stop: str | None) -> tuple[str, ParseResult]:
+    """``(raw, parsed)``: the tool's input (raw = ``{"tool", "input"[, "text"]}`` JSON) or the text."""
+    if tool is None:
+        return text, parse_text(text, finish_reason=stop)
+    raw = json.dumps(
+        {
+            "tool": getattr(tool, "name", None),
+            "input": getattr(tool, "input", None),
+            **({"text": text} if text else {}),
+        },
+        default=str,
+    )
+    return raw, parse_tool_input(getattr(tool, "input", None), finish_reason=stop)

@@ -292,7 +292,7 @@ class Backend(ABC):
         self.prompt.request_budget = st.request_chars
         self.prompt.response_budget = st.response_chars
         self._key = api_key(key_env, self.base_url)
-        self._client = None
+        self._client: Any = None  # the SDK's async client, made on first use
 
     def max_tokens_for(self, params: dict[str, Any], evidence: bool) -> int:
         """The answer budget in tokens: ``params["max_tokens"]`` when given (>= 1), else

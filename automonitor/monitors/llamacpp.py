@@ -63,7 +63,7 @@ from automonitor.monitors.base import (
     register,
 )
 from automonitor.parsing import evidence_found
-from automonitor.prompts import fill
+from automonitor.prompts import PromptBuilder, fill
 
 DEFAULT_MODEL = "gemma3-270m"
 CONTENT_FREE_INPUTS = ("N/A", "[MASK]", "")
@@ -324,7 +324,7 @@ class LlamaCppBackend(Backend):
     description = "local GGUF model"
     Params = LlamaCppParams
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         p, st = self.params, self.settings
         assert isinstance(st, LlamaCppParams)
@@ -340,7 +340,7 @@ class LlamaCppBackend(Backend):
         self.path = resolve_model_path(self.model)
         self._lock = threading.Lock()
         self._scorer: LocalScorer | None = None
-        self._prefix: list[int] | None = None
+        self._prefix: list[int] = []  # the system text's tokens, set with the scorer
         self._yes: list[int] = []
         self._no: list[int] = []
         self.calibration: dict[str, Any] | None = None
@@ -401,7 +401,7 @@ class LlamaCppBackend(Backend):
     def _score(self, request: str, response: str, meta: dict[str, Any]) -> tuple[float, float, float, list[str], int]:
         """Score one (already truncated) request/response after the cached prefix: returns
         ``(p_yes, logit_yes, logit_no, evidence, tokens_generated)``; fills ``meta``."""
-        sc = self._scorer
+        sc = self._ensure()
         tpl = self.prompt.template
         user = fill(tpl.sections["user"], {"request": request, "response": response})
         meta["prefix_reused"] = bool(sc.start(self._prefix))
@@ -429,9 +429,9 @@ class LlamaCppBackend(Backend):
         with ``cf_yes + cf_no = 1`` the mean over :data:`CONTENT_FREE_INPUTS` of the renormalised
         two-way probabilities. Raises PermanentError when the content-free logits are not finite."""
         if self.calibration is None:
-            sc = self._scorer
+            sc = self._ensure()
             before = sc.tokens_evaluated
-            rows = []
+            rows: list[dict[str, Any]] = []
             for text in CONTENT_FREE_INPUTS:
                 p, ly, ln, _, _ = self._score(text, text, {})
                 self.calibration_evals += 1
@@ -481,20 +481,7 @@ class LlamaCppBackend(Backend):
                     tokens_out=gen,
                     meta=meta,
                 )
-            quote = f' quote="{evidence[0]}"' if evidence else ""
-            if cal is None:
-                score = p
-                raw = f"P(Yes)={p:.4f}" + quote
-                reason = f"P(' Yes') vs P(' No') softmax = {p:.4f} (threshold {self.threshold})"
-            else:
-                score = calibrated(ly - ln, cal["cf_yes"])
-                meta["p_yes_raw"] = round(p, 6)
-                meta["calibration"] = cal
-                raw = f"P(Yes)={p:.4f} calibrated={score:.4f}" + quote
-                reason = (
-                    f"P(' Yes') vs P(' No') softmax = {p:.4f}, contextually calibrated with "
-                    f"p_cf(Yes) = {cal['cf_yes']:.4f}: {score:.4f} (threshold {self.threshold})"
-                )
+            score, raw, reason = self._verdict(p, ly, ln, evidence, cal, meta)
             outcome = "misbehavior" if score >= self.threshold else "benign"
             return Judgement(
                 outcome=outcome,
@@ -506,6 +493,25 @@ class LlamaCppBackend(Backend):
                 tokens_out=gen,
                 meta=meta,
             )
+
+    def _verdict(
+        self, p: float, ly: float, ln: float, evidence: list[str], cal: dict[str, Any] | None, meta: dict[str, Any]
+    ) -> tuple[float, str, str]:
+        """``(score, raw, reason)`` from P(Yes) ``p`` and the logits: ``p`` itself, or with calibration
+        ``cal`` the contextually calibrated score (``meta`` then gains ``p_yes_raw`` and ``calibration``)."""
+        quote = f' quote="{evidence[0]}"' if evidence else ""
+        if cal is None:
+            raw = f"P(Yes)={p:.4f}" + quote
+            return p, raw, f"P(' Yes') vs P(' No') softmax = {p:.4f} (threshold {self.threshold})"
+        score = calibrated(ly - ln, cal["cf_yes"])
+        meta["p_yes_raw"] = round(p, 6)
+        meta["calibration"] = cal
+        raw = f"P(Yes)={p:.4f} calibrated={score:.4f}" + quote
+        reason = (
+            f"P(' Yes') vs P(' No') softmax = {p:.4f}, contextually calibrated with "
+            f"p_cf(Yes) = {cal['cf_yes']:.4f}: {score:.4f} (threshold {self.threshold})"
+        )
+        return score, raw, reason
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         count_call()

@@ -27,6 +27,7 @@ import json
 import time
 from typing import Any
 
+from automonitor.prompts import PromptBuilder
 from automonitor.monitors.base import (
     Backend,
     CallCounter,
@@ -38,7 +39,7 @@ from automonitor.monitors.base import (
     register,
     retry_after_seconds,
 )
-from automonitor.parsing import evidence_found, parse_text, parse_tool_input, score_from_logprobs
+from automonitor.parsing import ParseResult, evidence_found, parse_text, parse_tool_input, score_from_logprobs
 
 VERDICT_SCHEMA_DIRECT = {
     "type": "object",
@@ -114,7 +115,7 @@ class OpenAIBackend(Backend):
     menu_order = 2
     description = "any OpenAI-compatible server"
 
-    def __init__(self, model, base_url, params, prompt):
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         p = self.params
         evidence = prompt.template.evidence
@@ -141,7 +142,7 @@ class OpenAIBackend(Backend):
             "temperature": self.temperature,
         }
 
-    def _get_client(self):
+    def _get_client(self) -> Any:
         if self._client is None:
             import openai
 
@@ -239,16 +240,20 @@ class OpenAIBackend(Backend):
         )
 
     def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
+        """The judgement of a Chat Completions response: a refusal (``message.refusal`` or the content
+        filter), else the tool call or text read by the parser, scored from the log-probabilities
+        (verdicts only). ``meta`` gains the answer format, finish reason, model, max tokens, cached
+        input tokens, parse detail and evidence check.
+
+        Raises:
+            TransientError: ``malformed``, a response without choices.
+        """
         try:
             choice = resp.choices[0]
             msg = choice.message
         except (AttributeError, IndexError, TypeError) as exc:
             raise TransientError("malformed", f"no choices in the response: {exc}") from exc
-        usage = getattr(resp, "usage", None)
-        tin = int(getattr(usage, "prompt_tokens", 0) or 0)
-        tout = int(getattr(usage, "completion_tokens", 0) or 0)
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached_in = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+        tin, tout, cached_in = _usage(resp)
         finish = getattr(choice, "finish_reason", None)
         meta.update(
             {
@@ -260,43 +265,15 @@ class OpenAIBackend(Backend):
         )
         if cached_in:
             meta["cached_tokens_in"] = cached_in
-        tool_calls = getattr(msg, "tool_calls", None) or []
-        refusal = getattr(msg, "refusal", None)
-        content = getattr(msg, "content", None)
-        if refusal:
-            parsed = None
-            raw, outcome_override, reason = refusal, "refusal", "the model refused (message.refusal)"
-        elif getattr(choice, "finish_reason", None) == "content_filter" and not content and not tool_calls:
-            parsed = None
-            raw, outcome_override, reason = "", "refusal", "the provider's content filter stopped the answer"
-        elif tool_calls:
-            args = tool_calls[0].function.arguments
-            raw = json.dumps({"tool": tool_calls[0].function.name, "arguments": args})
-            parsed = parse_tool_input(args, finish_reason=finish)
-            outcome_override = reason = None
-        else:
-            raw = content or ""
-            parsed = parse_text(raw, finish_reason=finish)
-            outcome_override = reason = None
-        score = None
-        lp = getattr(choice, "logprobs", None)
-        if lp is not None and getattr(lp, "content", None):
-            toks = [
-                (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)])
-                for t in lp.content
-            ]
-            score = score_from_logprobs(toks)
-        if parsed is None:
+        cost = self.cost(tin, tout, cached_in)
+        refused = _refusal(choice, msg)
+        if refused is not None:
+            raw, reason = refused
             return Judgement(
-                outcome_override,
-                score=None,
-                raw=raw,
-                reason=reason,
-                tokens_in=tin,
-                tokens_out=tout,
-                cost_usd=self.cost(tin, tout, cached_in),
-                meta=meta,
+                "refusal", score=None, raw=raw, reason=reason, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
             )
+        raw, parsed = _parse_answer(msg, finish)
+        score = _logprob_score(choice)
         if parsed.detail:
             meta["parse_detail"] = parsed.detail
         if parsed.evidence:
@@ -313,7 +290,7 @@ class OpenAIBackend(Backend):
             severity=parsed.severity,
             tokens_in=tin,
             tokens_out=tout,
-            cost_usd=self.cost(tin, tout, cached_in),
+            cost_usd=cost,
             meta=meta,
         )
 
@@ -360,3 +337,50 @@ class OpenAIBackend(Backend):
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def _usage(resp: Any) -> tuple[int, int, int]:
+    """``(prompt tokens, completion tokens, cached prompt tokens)`` of a response's ``usage`` (0 when
+    absent)."""
+    usage = getattr(resp, "usage", None)
+    tin = int(getattr(usage, "prompt_tokens", 0) or 0)
+    tout = int(getattr(usage, "completion_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached_in = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    return tin, tout, cached_in
+
+
+def _refusal(choice: Any, msg: Any) -> tuple[str, str] | None:
+    """``(raw, reason)`` when the answer is a refusal: ``message.refusal``, or the provider's content
+    filter stopping an empty answer; None otherwise."""
+    refusal = getattr(msg, "refusal", None)
+    if refusal:
+        return refusal, "the model refused (message.refusal)"
+    content = getattr(msg, "content", None)
+    tool_calls = getattr(msg, "tool_calls", None) or []
+    if getattr(choice, "finish_reason", None) == "content_filter" and not content and not tool_calls:
+        return "", "the provider's content filter stopped the answer"
+    return None
+
+
+def _parse_answer(msg: Any, finish: str | None) -> tuple[str, ParseResult]:
+    """``(raw, parsed)`` of the message: the first tool call's arguments (raw = ``{"tool", "arguments"}``
+    JSON) or the text content."""
+    tool_calls = getattr(msg, "tool_calls", None) or []
+    if tool_calls:
+        args = tool_calls[0].function.arguments
+        raw = json.dumps({"tool": tool_calls[0].function.name, "arguments": args})
+        return raw, parse_tool_input(args, finish_reason=finish)
+    raw = getattr(msg, "content", None) or ""
+    return raw, parse_text(raw, finish_reason=finish)
+
+
+def _logprob_score(choice: Any) -> float | None:
+    """P(misbehavior) from the choice's token log-probabilities (top alternatives when sent), or None."""
+    lp = getattr(choice, "logprobs", None)
+    if lp is None or not getattr(lp, "content", None):
+        return None
+    toks = [
+        (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)]) for t in lp.content
+    ]
+    return score_from_logprobs(toks)

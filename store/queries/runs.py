@@ -6,14 +6,22 @@ Every function works inside the caller's session/transaction and on both SQLite 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import sqlalchemy as sa
-from sqlmodel import Session
+from sqlalchemy.orm import Mapper
+from sqlmodel import Session, SQLModel, col
 
 from automonitor.vocab import OUTCOMES
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
 from store.queries import rows_by_ids
+
+
+def _table(model: type[SQLModel]) -> sa.Table:
+    """The mapped table of a SQLModel class (its ``__table__``, which SQLModel sets at runtime only)."""
+    mapper: Mapper[Any] = sa.inspect(model)
+    return cast(sa.Table, mapper.local_table)
+
 
 CACHE_FIELDS = (
     "outcome",
@@ -39,9 +47,9 @@ def get_or_create_monitor(
     meta: dict[str, Any] | None = None,
 ) -> Monitor:
     """The ``Monitor`` row for (name, base_url), created when missing."""
-    q = sa.select(Monitor).where(Monitor.name == name)
-    q = q.where(Monitor.base_url.is_(None)) if base_url is None else q.where(Monitor.base_url == base_url)
-    mon = session.exec(q).scalars().first()  # type: ignore[call-overload]
+    q = sa.select(Monitor).where(col(Monitor.name) == name)
+    q = q.where(col(Monitor.base_url).is_(None)) if base_url is None else q.where(col(Monitor.base_url) == base_url)
+    mon = session.execute(q).scalars().first()
     if mon is None:
         mon = Monitor(name=name, backend=backend, model=model, base_url=base_url, meta=meta or {})
         session.add(mon)
@@ -58,14 +66,21 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
         conds = edition_filter(session, edition)
     else:
         conds = [
-            Sample.split == split,
-            Sample.status == "gold",
-            *((Sample.label_source != "adjudicated",) if split == "test" else ()),
+            col(Sample.split) == split,
+            col(Sample.status) == "gold",
+            *((col(Sample.label_source) != "adjudicated",) if split == "test" else ()),
         ]  # paper mirror
     rows = session.execute(
-        sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label, Sample.content_hash)
+        sa.select(
+            col(Sample.id),
+            col(Sample.pair_id),
+            col(Sample.category),
+            col(Sample.task),
+            col(Sample.label),
+            col(Sample.content_hash),
+        )
         .where(*conds)
-        .order_by(Sample.id)
+        .order_by(col(Sample.id))
     ).all()
     return [dict(r._mapping) for r in rows]
 
@@ -74,25 +89,47 @@ def sample_texts(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
     """``{sample_id: {request, response, content_hash}}`` for ``ids``."""
     return {
         r.id: {"request": r.request, "response": r.response, "content_hash": r.content_hash}
-        for r in rows_by_ids(session, [Sample.id, Sample.request, Sample.response, Sample.content_hash], Sample.id, ids)
+        for r in rows_by_ids(
+            session,
+            [col(Sample.id), col(Sample.request), col(Sample.response), col(Sample.content_hash)],
+            col(Sample.id),
+            ids,
+        )
     }
 
 
 def train_examples(session: Session) -> list[dict[str, Any]]:
     """Gold train-split samples (id, request, response, label, category) for few-shot prompts."""
     rows = session.execute(
-        sa.select(Sample.id, Sample.request, Sample.response, Sample.label, Sample.category).where(
-            Sample.split == "train", Sample.status == "gold"
-        )
+        sa.select(
+            col(Sample.id), col(Sample.request), col(Sample.response), col(Sample.label), col(Sample.category)
+        ).where(col(Sample.split) == "train", col(Sample.status) == "gold")
     ).all()
     return [dict(r._mapping) for r in rows]
+
+
+def fewshot_samples(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``{sample_id: {request, response, label, category}}`` of those of ``ids`` that are in the store
+    (a run's recorded few-shot examples); missing ids are simply absent."""
+    cols = [col(Sample.id), col(Sample.request), col(Sample.response), col(Sample.label), col(Sample.category)]
+    return {r.id: dict(r._mapping) for r in rows_by_ids(session, cols, col(Sample.id), ids)}
+
+
+def prediction_samples(session: Session, prediction_ids: Iterable[int]) -> dict[int, str]:
+    """``{prediction_id: sample_id}`` for ``prediction_ids`` (ids not in the store are absent)."""
+    return {
+        int(r[0]): r[1]
+        for r in rows_by_ids(
+            session, [col(Prediction.id), col(Prediction.sample_id)], col(Prediction.id), prediction_ids
+        )
+    }
 
 
 def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str], repeats: int = 1) -> int:
     """``repeats`` pending predictions (outcome NULL; repeat 0..repeats-1) per sample. Returns the
     number inserted."""
     now = utcnow()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "run_id": run_id,
             "sample_id": sid,
@@ -117,9 +154,9 @@ def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str], rep
 def pending_predictions(session: Session, run_id: str) -> list[tuple[int, str, int]]:
     """``[(prediction_id, sample_id, repeat)]`` of the run's predictions without an outcome, by id."""
     rows = session.execute(
-        sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
-        .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
-        .order_by(Prediction.id)
+        sa.select(col(Prediction.id), col(Prediction.sample_id), col(Prediction.repeat))
+        .where(col(Prediction.run_id) == run_id, col(Prediction.outcome).is_(None))
+        .order_by(col(Prediction.id))
     ).all()
     return [(r.id, r.sample_id, int(r.repeat or 0)) for r in rows]
 
@@ -129,8 +166,10 @@ def pending_history(session: Session, run_id: str) -> dict[int, list[dict[str, A
     (``run --retry-errors``); the new verdict keeps them."""
     out = {}
     for pid, meta in session.execute(
-        sa.select(Prediction.id, Prediction.meta).where(Prediction.run_id == run_id, Prediction.outcome.is_(None))
-    ).all():  # type: ignore[union-attr]
+        sa.select(col(Prediction.id), col(Prediction.meta)).where(
+            col(Prediction.run_id) == run_id, col(Prediction.outcome).is_(None)
+        )
+    ).all():
         if meta and meta.get("history"):
             out[pid] = list(meta["history"])
     return out
@@ -141,7 +180,9 @@ def reset_errors(session: Session, run_id: str) -> int:
     reason, raw, error kind, attempts, tokens, cost, judged_at) into ``meta["history"]`` (oldest first).
     Returns the number reset."""
     rows = (
-        session.execute(sa.select(Prediction).where(Prediction.run_id == run_id, Prediction.outcome == "error"))
+        session.execute(
+            sa.select(Prediction).where(col(Prediction.run_id) == run_id, col(Prediction.outcome) == "error")
+        )
         .scalars()
         .all()
     )
@@ -178,7 +219,7 @@ def reset_errors(session: Session, run_id: str) -> int:
 
 
 # the run's verdicts are repeat 0; pending predictions of every repeat keep a run unfinished
-_VERDICT_ROWS = sa.or_(Prediction.repeat == 0, Prediction.outcome.is_(None))  # type: ignore[union-attr]
+_VERDICT_ROWS = sa.or_(col(Prediction.repeat) == 0, col(Prediction.outcome).is_(None))
 
 
 def outcome_counts(session: Session, run_id: str) -> dict[str, int]:
@@ -187,9 +228,9 @@ def outcome_counts(session: Session, run_id: str) -> dict[str, int]:
     counts = {o: 0 for o in OUTCOMES}
     counts["pending"] = 0
     for outcome, n in session.execute(
-        sa.select(Prediction.outcome, sa.func.count())
-        .where(Prediction.run_id == run_id, _VERDICT_ROWS)
-        .group_by(Prediction.outcome)
+        sa.select(col(Prediction.outcome), sa.func.count())
+        .where(col(Prediction.run_id) == run_id, _VERDICT_ROWS)
+        .group_by(col(Prediction.outcome))
     ).all():
         counts[outcome if outcome is not None else "pending"] = int(n)
     return counts
@@ -199,21 +240,21 @@ def run_totals(session: Session, run_id: str) -> dict[str, Any]:
     """Sums over the run's judged predictions: tokens_in, tokens_out, cost_usd, n_cached."""
     r = session.execute(
         sa.select(
-            sa.func.coalesce(sa.func.sum(Prediction.tokens_in), 0),
-            sa.func.coalesce(sa.func.sum(Prediction.tokens_out), 0),
-            sa.func.coalesce(sa.func.sum(Prediction.cost_usd), 0.0),
-        ).where(Prediction.run_id == run_id, Prediction.outcome.is_not(None))
-    ).one()  # type: ignore[union-attr]
+            sa.func.coalesce(sa.func.sum(col(Prediction.tokens_in)), 0),
+            sa.func.coalesce(sa.func.sum(col(Prediction.tokens_out)), 0),
+            sa.func.coalesce(sa.func.sum(col(Prediction.cost_usd)), 0.0),
+        ).where(col(Prediction.run_id) == run_id, col(Prediction.outcome).is_not(None))
+    ).one()
     return {"tokens_in": int(r[0]), "tokens_out": int(r[1]), "cost_usd": float(r[2])}
 
 
 def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[str, dict[str, Any]]:
     """``{key: cached verdict fields}`` for the keys present in the cache."""
     out: dict[str, dict[str, Any]] = {}
-    cols = [CacheEntry.key] + [getattr(CacheEntry, f) for f in CACHE_FIELDS]
+    cols = [col(CacheEntry.key)] + [getattr(CacheEntry, f) for f in CACHE_FIELDS]
     for i in range(0, len(keys), chunk):
         part = keys[i : i + chunk]
-        for r in session.execute(sa.select(*cols).where(CacheEntry.key.in_(part))).all():  # type: ignore[attr-defined]
+        for r in session.execute(sa.select(*cols).where(col(CacheEntry.key).in_(part))).all():
             m = dict(r._mapping)
             out[m.pop("key")] = m
     return out
@@ -253,7 +294,7 @@ def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
 def _update_stmt(keys: tuple[str, ...]):
     key = ("update_predictions", keys)
     if key not in _STMT_CACHE:
-        t = Prediction.__table__
+        t = _table(Prediction)
         _STMT_CACHE[key] = (
             sa.update(t)
             .where(t.c.id == sa.bindparam("_id"), t.c.outcome.is_(None))
@@ -278,7 +319,7 @@ def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache
     if api_calls or cache_hits:
         key = ("add_run_counters",)
         if key not in _STMT_CACHE:
-            t = Run.__table__
+            t = _table(Run)
             _STMT_CACHE[key] = (
                 sa.update(t)
                 .where(t.c.id == sa.bindparam("_rid"))
@@ -309,13 +350,13 @@ def find_equivalent_run(
         session.execute(
             sa.select(Run)
             .where(
-                Run.monitor == monitor,
-                Run.template == template,
-                Run.template_hash == template_hash,
-                Run.kind == "measured",
-                Run.n == len(sample_ids),
+                col(Run.monitor) == monitor,
+                col(Run.template) == template,
+                col(Run.template_hash) == template_hash,
+                col(Run.kind) == "measured",
+                col(Run.n) == len(sample_ids),
             )
-            .order_by((Run.status == "finished").desc(), Run.created_at.desc())
+            .order_by((col(Run.status) == "finished").desc(), col(Run.created_at).desc())
         )
         .scalars()
         .all()
@@ -330,7 +371,9 @@ def find_equivalent_run(
             or list(p.get("fewshot") or []) != list(fewshot)
         ):
             continue
-        have = set(session.execute(sa.select(Prediction.sample_id).where(Prediction.run_id == run.id)).scalars())
+        have = set(
+            session.execute(sa.select(col(Prediction.sample_id)).where(col(Prediction.run_id) == run.id)).scalars()
+        )
         if have == want:
             return run.id
     return None
@@ -342,65 +385,85 @@ def list_runs(session: Session, *, include_generation: bool = False) -> list[dic
     in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
     ``finished_at``. Used by ``automonitor runs`` and the app's run history. Generation runs
     (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``."""
-    sel = sa.select(Run).order_by(Run.created_at.desc(), Run.id)
+    sel = sa.select(Run).order_by(col(Run.created_at).desc(), col(Run.id))
     if not include_generation:
-        sel = sel.where(Run.kind != "generation")
+        sel = sel.where(col(Run.kind) != "generation")
     runs = session.execute(sel).scalars().all()
+    counts = _verdict_counts_by_run(session)
+    sums = _judged_sums_by_run(session)
+    return [_run_row(r, counts.get(r.id), sums.get(r.id)) for r in runs]
+
+
+def _empty_counts() -> dict[str, int]:
+    return {**{o: 0 for o in OUTCOMES}, "pending": 0}
+
+
+def _verdict_counts_by_run(session: Session) -> dict[str, dict[str, int]]:
+    """``{run_id: {outcome: n, ..., "pending": n}}`` over every run's verdict rows (repeat 0)."""
     counts: dict[str, dict[str, int]] = {}
     for run_id, outcome, n in session.execute(
-        sa.select(Prediction.run_id, Prediction.outcome, sa.func.count())
+        sa.select(col(Prediction.run_id), col(Prediction.outcome), sa.func.count())
         .where(_VERDICT_ROWS)
-        .group_by(Prediction.run_id, Prediction.outcome)
+        .group_by(col(Prediction.run_id), col(Prediction.outcome))
     ).all():
-        c = counts.setdefault(run_id, {**{o: 0 for o in OUTCOMES}, "pending": 0})
+        c = counts.setdefault(run_id, _empty_counts())
         c[outcome if outcome is not None else "pending"] = int(n)
-    sums = {
+    return counts
+
+
+def _judged_sums_by_run(session: Session) -> dict[str, tuple[int, int, float]]:
+    """``{run_id: (tokens_in, tokens_out, cost_usd)}`` summed over each run's judged predictions."""
+    return {
         rid: (int(ti or 0), int(to or 0), float(c or 0.0))
         for rid, ti, to, c in session.execute(
             sa.select(
-                Prediction.run_id,
-                sa.func.sum(Prediction.tokens_in),
-                sa.func.sum(Prediction.tokens_out),
-                sa.func.sum(Prediction.cost_usd),
+                col(Prediction.run_id),
+                sa.func.sum(col(Prediction.tokens_in)),
+                sa.func.sum(col(Prediction.tokens_out)),
+                sa.func.sum(col(Prediction.cost_usd)),
             )
-            .where(Prediction.outcome.is_not(None))  # type: ignore[union-attr]
-            .group_by(Prediction.run_id)
+            .where(col(Prediction.outcome).is_not(None))
+            .group_by(col(Prediction.run_id))
         ).all()
     }
-    out = []
-    for r in runs:
-        tin, tout, cost = sums.get(r.id, (r.tokens_in, r.tokens_out, r.cost_usd or 0.0))
-        dur = None
-        if r.started_at and r.finished_at:
-            dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
-        out.append(
-            {
-                "run_id": r.id,
-                "monitor": r.monitor,
-                "template": r.template,
-                "template_hash": r.template_hash,
-                "status": r.status,
-                "kind": r.kind,
-                "n": r.n,
-                "edition": r.edition,
-                "archived": bool(r.archived),
-                "counts": counts.get(r.id, {**{o: 0 for o in OUTCOMES}, "pending": 0}),
-                "api_calls": r.api_calls,
-                "cache_hits": r.cache_hits,
-                "tokens_in": tin,
-                "tokens_out": tout,
-                "cost_usd": round(cost, 6),
-                "duration_s": dur,
-                "base_url": (r.params or {}).get("base_url"),
-                "limit": (r.params or {}).get("limit"),
-                "repeat": int(((r.params or {}).get("judge") or {}).get("repeat", 1) or 1),
-                "created_at": _aware(r.created_at).isoformat() if r.created_at else None,
-                "started_at": _aware(r.started_at).isoformat() if r.started_at else None,
-                "finished_at": _aware(r.finished_at).isoformat() if r.finished_at else None,
-                "error": r.error,
-            }
-        )
-    return out
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return _aware(dt).isoformat() if dt else None
+
+
+def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float] | None) -> dict[str, Any]:
+    """One row of :func:`list_runs`; ``sums`` None (nothing judged yet) falls back to the run's totals."""
+    tin, tout, cost = sums if sums is not None else (r.tokens_in, r.tokens_out, r.cost_usd or 0.0)
+    dur = None
+    if r.started_at and r.finished_at:
+        dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
+    params = r.params or {}
+    return {
+        "run_id": r.id,
+        "monitor": r.monitor,
+        "template": r.template,
+        "template_hash": r.template_hash,
+        "status": r.status,
+        "kind": r.kind,
+        "n": r.n,
+        "edition": r.edition,
+        "archived": bool(r.archived),
+        "counts": counts if counts is not None else _empty_counts(),
+        "api_calls": r.api_calls,
+        "cache_hits": r.cache_hits,
+        "tokens_in": tin,
+        "tokens_out": tout,
+        "cost_usd": round(cost, 6),
+        "duration_s": dur,
+        "base_url": params.get("base_url"),
+        "limit": params.get("limit"),
+        "repeat": int((params.get("judge") or {}).get("repeat", 1) or 1),
+        "created_at": _iso(r.created_at),
+        "started_at": _iso(r.started_at),
+        "finished_at": _iso(r.finished_at),
+        "error": r.error,
+    }
 
 
 def _aware(dt: datetime) -> datetime:

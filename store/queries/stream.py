@@ -3,10 +3,11 @@ the prediction id), so a run of 100,000 samples never holds all its samples in m
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from store.models import Prediction, Sample
 from store.queries import rows_by_ids
@@ -20,10 +21,10 @@ def count_pending(conn, run_id: str) -> int:
         conn.execute(
             sa.select(sa.func.count())
             .select_from(Prediction)
-            .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))
+            .where(col(Prediction.run_id) == run_id, col(Prediction.outcome).is_(None))
         ).scalar()
         or 0
-    )  # type: ignore[union-attr]
+    )
 
 
 def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[list[tuple[int, str, int]]]:
@@ -32,14 +33,14 @@ def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[lis
     the caller may update earlier predictions meanwhile, and memory holds one page at a time."""
     last = -1
     q = (
-        sa.select(Prediction.id, Prediction.sample_id, Prediction.repeat)
-        .where(Prediction.run_id == run_id, Prediction.outcome.is_(None))  # type: ignore[union-attr]
-        .order_by(Prediction.id)
+        sa.select(col(Prediction.id), col(Prediction.sample_id), col(Prediction.repeat))
+        .where(col(Prediction.run_id) == run_id, col(Prediction.outcome).is_(None))
+        .order_by(col(Prediction.id))
         .limit(page)
     )
     while True:
         with engine.connect() as c:
-            rows = [(int(r[0]), r[1], int(r[2] or 0)) for r in c.execute(q.where(Prediction.id > last))]
+            rows = [(cast(int, r[0]), r[1], int(r[2] or 0)) for r in c.execute(q.where(col(Prediction.id) > last))]
         if not rows:
             return
         yield rows
@@ -51,5 +52,10 @@ def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[lis
 def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
     """``{sample_id: {request, response, content_hash}}`` for one page of samples."""
     with engine.connect() as c:
-        rows = rows_by_ids(c, [Sample.id, Sample.request, Sample.response, Sample.content_hash], Sample.id, sample_ids)
+        rows = rows_by_ids(
+            c,
+            [col(Sample.id), col(Sample.request), col(Sample.response), col(Sample.content_hash)],
+            col(Sample.id),
+            sample_ids,
+        )
     return {r[0]: {"request": r[1], "response": r[2], "content_hash": r[3]} for r in rows}

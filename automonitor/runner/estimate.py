@@ -1,0 +1,63 @@
+"""Estimate a run before starting it (no network, nothing written)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from automonitor.errors import InputError
+from automonitor.monitors import backend_class, parse_monitor_spec, price_for
+from automonitor.prompts import PromptBuilder, choose_fewshot, load_template
+from automonitor.runner.params import backend_params
+from automonitor.sampling import stratified_sample
+from store import session_scope
+from store.queries import runs as q
+
+
+def estimate_run(
+    engine: Engine,
+    monitor: str,
+    template: str,
+    *,
+    limit: int | None = None,
+    sample_seed: int = 0,
+    params: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Estimate a run before starting it (no network, nothing written).
+
+    Returns ``{"n", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
+    "price_known"}``. Token counts come from the backend class's
+    :meth:`~automonitor.monitors.base.Backend.estimate_tokens` with ``params`` (the run's ``--param``
+    values: ``max_tokens``, truncation budgets, ...): prompt tokens are characters/4 of the rendered prompts
+    (0 for ``rules``), output tokens n x the answer budget; cost = tokens x the list price of
+    :data:`automonitor.monitors.base.PRICES` (0 for local backends).
+
+    Raises:
+        InputError: unknown backend/template, bad limit, empty test split, bad parameter.
+    """
+    spec = parse_monitor_spec(monitor)
+    tpl = load_template(template)
+    with session_scope(engine) as s:
+        samples = q.test_samples(s)
+        if not samples:
+            raise InputError("the store has no test samples; run `automonitor build` or `automonitor import` first")
+        ids = stratified_sample(samples, limit, sample_seed)
+        texts = q.sample_texts(s, ids)
+        examples = choose_fewshot(q.train_examples(s)) if tpl.fewshot else []
+    builder = PromptBuilder(tpl, examples=examples)
+    cls = backend_class(spec.backend)
+    local = cls.is_local
+    prompt_tokens, max_out = cls.estimate_tokens(
+        spec.model, backend_params(dict(params or {})), builder, [texts[i] for i in ids if i in texts]
+    )
+    pin, pout = (0.0, 0.0) if local else price_for(spec.model)
+    cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
+    return {
+        "n": len(ids),
+        "prompt_tokens": int(prompt_tokens),
+        "max_output_tokens": int(max_out),
+        "est_cost_usd": round(cost, 6),
+        "price_per_mtok": [pin, pout],
+        "price_known": local or (pin, pout) != (0.0, 0.0),
+    }

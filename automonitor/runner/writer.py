@@ -1,0 +1,131 @@
+"""The single store writer thread of an execution (group commit)."""
+
+from __future__ import annotations
+
+import queue as queue_mod
+import threading
+import time
+from typing import Any, Optional, Tuple
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from store import session_scope
+from store.models import Run
+from store.queries import runs as q
+
+WRITER_BACKLOG = 4000  # results queued for the store writer before the page reader waits
+HEARTBEAT_S = 5.0  # the lease heartbeat is refreshed with the first commit after this many seconds
+MAX_GROUP = 2000  # queued items committed in one transaction at most
+
+# (prediction row or None, cache row or None, requests sent, cache hit)
+Entry = Tuple[Optional[dict[str, Any]], Optional[dict[str, Any]], int, bool]
+
+
+class ResultWriter(threading.Thread):
+    """Single writer thread: commits queued results in small transactions (group commit).
+
+    A result is committed at most ``min_interval`` (50 ms) plus one commit after it arrives: the writer
+    takes everything queued at that moment into one transaction, which keeps the commit rate (and its
+    CPU) bounded at hundreds of results per second. Each transaction also adds the run's call and hit
+    counters and, every :data:`HEARTBEAT_S`, refreshes the lease heartbeat.
+    """
+
+    def __init__(self, engine: Engine, run_id: str, min_interval: float = 0.05):
+        super().__init__(daemon=True, name=f"writer-{run_id}")
+        self.engine, self.run_id = engine, run_id
+        self.q: queue_mod.Queue[Entry | None] = queue_mod.Queue()  # None: stop
+        self.error: BaseException | None = None
+        self.committed = 0
+        self.commits = 0
+        self.min_interval = min_interval
+        self._last_heartbeat = time.time()
+
+    def put(self, pred: dict[str, Any], cache_row: dict[str, Any] | None, calls: int, hit: bool) -> None:
+        """Queue one prediction row (with its cache row, requests not yet counted, cache hit or not).
+
+        Raises:
+            RuntimeError: the writer failed earlier (its error chained).
+        """
+        if self.error is not None:
+            raise RuntimeError(f"result writer failed: {self.error}") from self.error
+        self.q.put((pred, cache_row, calls, hit))
+
+    def put_calls(self, n: int = 1) -> None:
+        """Count ``n`` requests as sent: committed at once (no group-commit wait), before their
+        answers can arrive, so calls in flight at a kill are in ``run.api_calls``."""
+        self.q.put((None, None, int(n), False))
+
+    def run(self) -> None:
+        """Commit groups of queued entries until :meth:`close`; the first failure is kept in ``error``."""
+        stop = False
+        last = 0.0
+        while not stop:
+            item = self.q.get()
+            wait = self.min_interval - (time.monotonic() - last)
+            if wait > 0 and item is not None and item[0] is not None:
+                time.sleep(wait)
+            last = time.monotonic()
+            batch, stop = self._group(item)
+            if batch:
+                try:
+                    self._write(batch)
+                except BaseException as exc:  # noqa: BLE001
+                    self.error = exc
+                    return
+
+    def _group(self, first: Entry | None) -> tuple[list[Entry], bool]:
+        """``first`` and whatever else is queued now (at most :data:`MAX_GROUP`); True when the stop mark (None) was seen."""
+        batch: list[Entry] = []
+        if first is None:
+            return batch, True
+        batch.append(first)
+        while len(batch) < MAX_GROUP:
+            try:
+                nxt = self.q.get_nowait()
+            except queue_mod.Empty:
+                break
+            if nxt is None:
+                return batch, True
+            batch.append(nxt)
+        return batch, False
+
+    def _write(self, batch: list[Entry]) -> None:
+        """One transaction: prediction updates, cache inserts, counters, maybe the heartbeat."""
+        preds = [pred for pred, _, _, _ in batch if pred is not None]
+        caches = [cache_row for _, cache_row, _, _ in batch if cache_row is not None]
+        calls = sum(n for _, _, n, _ in batch)
+        hits = sum(1 for _, _, _, hit in batch if hit)
+        with session_scope(self.engine) as s:
+            if preds:
+                q.update_predictions(s, preds)
+            q.cache_insert(s, caches)
+            q.add_run_counters(s, self.run_id, api_calls=calls, cache_hits=hits)
+            if time.time() - self._last_heartbeat > HEARTBEAT_S:
+                self._heartbeat(s)
+        self.committed += len(preds)
+        self.commits += 1
+
+    def _heartbeat(self, s: Session) -> None:
+        """Refresh the lease heartbeat of the run (when it still has a lease)."""
+        run = s.get(Run, self.run_id)
+        if run is not None and (run.params or {}).get("lease"):
+            p = dict(run.params)
+            p["lease"] = {**p["lease"], "heartbeat": time.time()}
+            run.params = p
+            s.add(run)
+        self._last_heartbeat = time.time()
+
+    def close(self) -> None:
+        """Stop after committing everything queued; wait for the thread.
+
+        Raises:
+            RuntimeError: the writer failed (its error chained).
+        """
+        self.q.put(None)
+        self.join()
+        if self.error is not None:
+            raise RuntimeError(f"result writer failed: {self.error}") from self.error
+
+
+_Writer = ResultWriter  # the name before the runner became a package
