@@ -73,14 +73,15 @@ def load_runs(url: str, ver: tuple):
 def load_report(
     url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude", edition: str | None = None
 ):
-    """The analysis report (contract JSON + extras) over ``run_ids`` (``None`` = every run).
+    """The analysis report (:class:`automonitor.report_schema.Report`, the typed contract JSON + extras)
+    over ``run_ids`` (``None`` = every run).
 
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
     so the report is computed without evidence grounding and with a small pair bootstrap (neither is
     shown), which halves its cold cost on a paper-sized store."""
     from automonitor import analysis
 
-    return analysis.report(
+    return analysis.report_model(
         _engine_for(url),
         list(run_ids) if run_ids is not None else None,
         invalid=invalid,
@@ -153,9 +154,9 @@ def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict
     so a warm page does not unpickle the whole report)."""
     report = load_report(url, ver, None, invalid)
     return [
-        {"run_id": e["run_id"], "monitor": e["monitor"], "template": e["template"], "auroc": e["auroc"]}
-        for e in report["runs"]
-        if e.get("auroc") is not None
+        {"run_id": e.run_id, "monitor": e.monitor, "template": e.template, "auroc": e.auroc}
+        for e in report.runs
+        if e.auroc is not None
     ]
 
 

@@ -64,8 +64,8 @@ sample_id = ui.qp("sample")
 ui.sync_qp(PAGE, run=run_id, category=cat, task=tsk, invalid=None if invalid == "exclude" else invalid)
 
 report = ui.load_report(url, ver, None, invalid)
-entry = next((e for e in report["runs"] if e["run_id"] == run_id), None)
-sl = views.slice_of(entry, cat, tsk) if entry else None
+entry = report.run(run_id)
+sl = entry.slice(cat, tsk) if entry else None
 sets = ui.load_sample_sets(url, ver).set_index("run_id")
 if run_id in sets.index:
     st.caption(
@@ -81,21 +81,21 @@ else:
     m = st.columns(5)
     m[0].metric(
         "Miss rate (MR)",
-        "–" if sl["mr"] is None else f"{sl['mr']:.3f}",
-        help=None if not sl.get("mr_ci") else f"95% Wilson interval {sl['mr_ci'][0]:.3f}–{sl['mr_ci'][1]:.3f}",
+        "–" if sl.mr is None else f"{sl.mr:.3f}",
+        help=None if not sl.mr_ci else f"95% Wilson interval {sl.mr_ci[0]:.3f}–{sl.mr_ci[1]:.3f}",
     )
     m[1].metric(
         "False alarm rate (FAR)",
-        "–" if sl["far"] is None else f"{sl['far']:.3f}",
-        help=None if not sl.get("far_ci") else f"95% Wilson interval {sl['far_ci'][0]:.3f}–{sl['far_ci'][1]:.3f}",
+        "–" if sl.far is None else f"{sl.far:.3f}",
+        help=None if not sl.far_ci else f"95% Wilson interval {sl.far_ci[0]:.3f}–{sl.far_ci[1]:.3f}",
     )
-    m[2].metric("Judged samples", f"{sl['n']:,}")
-    kinds = sl.get("unscored_by_kind") or {}
-    m[3].metric("Unscored", f"{sl['unscored']:,}", help=", ".join(f"{k} {v}" for k, v in kinds.items()) or None)
-    m[4].metric("Pending", f"{sl.get('pending', 0):,}")
+    m[2].metric("Judged samples", f"{sl.n:,}")
+    kinds = sl.unscored_by_kind.model_dump()
+    m[3].metric("Unscored", f"{sl.unscored:,}", help=", ".join(f"{k} {v}" for k, v in kinds.items()) or None)
+    m[4].metric("Pending", f"{sl.pending:,}")
 
     def _cell_button(col, name: str, label: str) -> None:
-        count = sl.get(name, 0)
+        count = getattr(sl, name)
         if col.button(
             f"{label}\n\n**{count:,}**",
             key=f"{PAGE}.cell_{name}",

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from automonitor import metrics
+from automonitor.report_schema import Report, as_report
 
 CELL_TITLES: dict[str, str] = {
     "tp": "TP: misbehavior flagged",
@@ -59,7 +60,9 @@ def slice_key(category: str | None, task: str | None) -> tuple[str, ...]:
 
 
 def slice_of(run_entry: Mapping[str, Any], category: str | None, task: str | None) -> dict[str, Any] | None:
-    """The SLICE dict of one report run entry for an optional category/task (``None`` if absent)."""
+    """The SLICE dict of one report run entry (a dict) for an optional category/task (``None`` if absent).
+
+    With a typed report use :meth:`automonitor.report_schema.RunReport.slice` instead."""
     if category and task:
         return (run_entry.get("by_category_task") or {}).get(category, {}).get(task)
     if category:
@@ -70,7 +73,7 @@ def slice_of(run_entry: Mapping[str, Any], category: str | None, task: str | Non
 
 
 def tradeoff_points(
-    report: Mapping[str, Any],
+    report: Report | Mapping[str, Any],
     category: str | None = None,
     task: str | None = None,
     templates: Sequence[str] | None = None,
@@ -78,17 +81,20 @@ def tradeoff_points(
     """MR-FAR points of the report's runs for a slice (``analysis.run_points``) plus ``tp, fn, fp, tn``
     and ``on_front`` recomputed over the runs kept by the ``templates`` filter (``None`` = all).
 
+    ``report``: a :class:`automonitor.report_schema.Report` (or its dict, validated against the schema).
     Columns: run_id, monitor, template, kind, n, mr, far, mr_lo, mr_hi, far_lo, far_hi (Wilson 95%),
     unscored, unscored_rate, tp, fn, fp, tn, on_front.
+    Raises ``pydantic.ValidationError`` for a dict that does not follow the report schema.
     """
     from automonitor import analysis
 
-    pts = analysis.run_points(dict(report), slice_key(category, task))
+    typed = as_report(report)
+    pts = analysis.run_points(typed.to_dict(), slice_key(category, task))
     if templates is not None:
         pts = pts[pts["template"].isin(list(templates))].reset_index(drop=True)
-    by_id = {e["run_id"]: e for e in report.get("runs", [])}
+    slices = {e.run_id: e.slice(category, task) for e in typed.runs}
     for k in ("tp", "fn", "fp", "tn"):
-        pts[k] = [((slice_of(by_id[r], category, task) or {}).get(k)) for r in pts["run_id"]]
+        pts[k] = [getattr(slices[r], k) if slices[r] is not None else None for r in pts["run_id"]]
     pts["on_front"] = metrics.pareto_front(list(pts["mr"]), list(pts["far"])) if len(pts) else pd.Series(dtype=bool)
     return pts
 
