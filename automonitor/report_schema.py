@@ -341,3 +341,35 @@ def as_report(rep: Report | Mapping[str, Any]) -> Report:
 
     Raises ``pydantic.ValidationError`` (naming the field) when the dict does not follow the schema."""
     return rep if isinstance(rep, Report) else Report.model_validate(rep)
+
+
+class Stats(_Model):
+    """The document of ``automonitor stats --json`` (``../shared/CONTRACT.md``; built by
+    :func:`store.queries.samples.stats`).
+
+    Contract keys: ``total`` gold samples of ``split`` (of ``edition`` for the test split), ``pairs``,
+    ``by_category`` / ``by_task`` / ``by_label`` ({value: n}, every vocabulary value present, 0 when
+    absent), ``by_split`` and ``candidates`` (whole store). Round-2 keys: ``edition``, ``by_label_source``
+    ({provenance: n}), ``by_category_task`` flat ({"category/task": n}) with the nested form in
+    ``by_category_task_nested``, ``controls`` (samples of the controls slice). Extras: ``split``,
+    ``by_source``, ``candidates_by_source``, ``shortfalls`` (rows of the newest build log, ``[]`` when
+    none), ``build_seed`` (``None`` when never built). Every count is a non-negative int.
+    """
+
+    total: int
+    pairs: int
+    by_category: dict[str, int]
+    by_task: dict[str, int]
+    by_label: dict[str, int]
+    by_split: dict[str, int]
+    candidates: int
+    split: str
+    edition: str
+    by_category_task: dict[str, int]
+    by_category_task_nested: dict[str, dict[str, int]]
+    by_label_source: dict[str, int]
+    controls: int
+    by_source: dict[str, int]
+    candidates_by_source: dict[str, int]
+    shortfalls: list[dict[str, Any]]
+    build_seed: Optional[int]

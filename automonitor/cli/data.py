@@ -175,8 +175,11 @@ def stats_cmd(
     from store.queries.samples import check_edition
 
     check_edition(edition)
+    from automonitor.report_schema import Stats
+
     with session_scope(open_store()) as s:
-        doc = stats(s, split, edition)
+        typed = Stats.model_validate(stats(s, split, edition))
+    doc = typed.to_dict()
     if json_out:
         emit_json(doc)
     else:
