@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor import records as record_files
 from automonitor.accounts import Account, check_actor, require_admin
@@ -19,6 +20,9 @@ from automonitor.records import detect_format, read_file_bytes
 from automonitor.annotation._common import _clean_text, _evidence, _transaction, _validate_label
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
+from automonitor.annotation.queries import label_rows, upsert_label
+from store.models import utcnow
+from store.queries import annotation as store
 
 
 _FORMATS = ("jsonl", "csv")
@@ -136,8 +140,7 @@ def import_annotations(
     final: their assignments are marked submitted (locked). Re-importing an identical label on a
     locked item is a no-op; a different one is refused.
     """
-    from store.models import Annotator, Assignment, Sample, utcnow
-    from automonitor.annotation.queries import label_rows, upsert_label
+    from store.models import Sample
 
     require_admin(actor)
     file = str(path)
@@ -145,12 +148,7 @@ def import_annotations(
 
     def work(s):
         check_actor(s, actor)
-        users = {n: i for i, n in s.execute(sa.select(Annotator.id, Annotator.name).where(Annotator.active.is_(True)))}
-        asg = {
-            (r.annotator_id, r.sample_id): r
-            for r in s.execute(sa.select(Assignment.annotator_id, Assignment.sample_id, Assignment.submitted_at))
-        }
-        existing = {(r["annotator_id"], r["sample_id"]): r for r in label_rows(s, actor)}
+        users, asg, existing = _import_lookups(s, actor)
         seen: set[tuple[int, str]] = set()
         planned = []
         for line, rec in records:
@@ -227,20 +225,34 @@ def import_annotations(
                     raise bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")
                 continue
             planned.append(values)
-        now = utcnow()
-        for v in planned:
-            if submit:
-                v["submitted_at"] = now
-            upsert_label(s, v)
-            if submit:
-                s.execute(
-                    sa.update(Assignment)
-                    .where(Assignment.annotator_id == v["annotator_id"], Assignment.sample_id == v["sample_id"])
-                    .values(submitted_at=now)
-                )
+        _write_imported(s, planned, submit)
         return ImportResult(written=len(planned), unchanged=len(records) - len(planned), submitted=submit)
 
     return _transaction(engine, work)
+
+
+def _import_lookups(
+    s: Session, actor: Account
+) -> tuple[dict[str, int], dict[tuple[int, str], sa.Row[Any]], dict[tuple[int, str], dict[str, Any]]]:
+    """What :func:`import_annotations` checks rows against: active account ids by name, assignment
+    rows (``annotator_id``, ``sample_id``, ``submitted_at``) and existing label rows, both keyed by
+    ``(annotator_id, sample_id)`` (admin only)."""
+    users = store.active_annotator_ids(s)
+    asg = store.assignment_states(s)
+    existing = {(r["annotator_id"], r["sample_id"]): r for r in label_rows(s, actor)}
+    return users, asg, existing
+
+
+def _write_imported(s: Session, planned: list[dict[str, Any]], submit: bool) -> None:
+    """Upsert the checked label rows of an import (``planned``: ``upsert_label`` values); with
+    ``submit`` the labels and their assignments are marked submitted (locked) now."""
+    now = utcnow()
+    for values in planned:
+        if submit:
+            values["submitted_at"] = now
+        upsert_label(s, values)
+        if submit:
+            store.mark_submitted(s, values["annotator_id"], [values["sample_id"]], now, labels=False)
 
 
 ADJUDICATION_EXPORT_COLUMNS = [
