@@ -18,12 +18,13 @@ import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import ROLES
 from store import session_scope
 from store.models import Annotator, LoginThrottle
+from store.queries import accounts as store
 
 _hasher = PasswordHasher()
 _dummy: list[str] = []
@@ -73,7 +74,7 @@ def any_accounts(engine: Engine) -> bool:
     """True when at least one account (of any role) exists in the store (the app offers a first-admin
     set-up otherwise)."""
     with engine.connect() as conn:
-        return conn.execute(sa.select(col(Annotator.id)).limit(1)).first() is not None
+        return store.has_accounts(conn)
 
 
 def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
@@ -96,7 +97,7 @@ def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
     pw_hash = _hasher.hash(password)
     try:
         with session_scope(engine) as s:
-            if s.execute(sa.select(col(Annotator.id)).where(col(Annotator.name) == name)).first() is not None:
+            if store.name_taken(s, name):
                 raise InputError(f"user {name!r} already exists", field="name")
             row = Annotator(name=name, role=role, password_hash=pw_hash)
             s.add(row)
@@ -237,12 +238,10 @@ def authenticate(
         _record_failure(engine, keys, now)
         return None
     with session_scope(engine) as s:
-        s.execute(sa.delete(LoginThrottle).where(col(LoginThrottle.key).in_([k for k, _, _ in keys])))
+        store.clear_throttle(s, [k for k, _, _ in keys])
     if _hasher.check_needs_rehash(row.password_hash):
         with session_scope(engine) as s:
-            s.execute(
-                sa.update(Annotator).where(col(Annotator.id) == row.id).values(password_hash=_hasher.hash(password))
-            )
+            store.set_password_hash(s, _account(row).id, _hasher.hash(password))
     return _account(row)
 
 
@@ -263,7 +262,7 @@ def _check_throttle(engine: Engine, keys: list[tuple[str, str, int]], now: datet
 def _find_user(engine: Engine, name: str) -> Annotator | None:
     """The stored account row called ``name`` (detached from its session), or ``None``."""
     with session_scope(engine) as s:
-        row = s.execute(sa.select(Annotator).where(col(Annotator.name) == name)).scalars().first()
+        row = store.account_by_name(s, name)
         if row is not None:
             s.expunge(row)
         return row
@@ -318,8 +317,7 @@ def list_accounts(engine: Engine, actor: Account) -> list[Account]:
     require_admin(actor)
     with session_scope(engine) as s:
         check_actor(s, actor)
-        q = sa.select(Annotator).where(col(Annotator.active).is_(True)).order_by(col(Annotator.name))
-        return [_account(r) for r in s.execute(q).scalars().all()]
+        return [_account(r) for r in store.active_accounts(s)]
 
 
 def get_account(engine: Engine, actor: Account, name: str) -> Account:
@@ -334,7 +332,7 @@ def get_account(engine: Engine, actor: Account, name: str) -> Account:
         raise PermissionDenied("annotators can only look up their own account")
     with session_scope(engine) as s:
         check_actor(s, actor)
-        row = s.execute(sa.select(Annotator).where(col(Annotator.name) == name)).scalars().first()
+        row = store.account_by_name(s, name)
         if row is None:
             raise NotFound(f"no user {name!r}")
         return _account(row)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Mapper
 from sqlmodel import Session, SQLModel, col
 
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
+from store.queries import chunks
 
 
 def _table(model: type[SQLModel]) -> sa.FromClause:
@@ -425,14 +426,12 @@ def annotator_id(session: Session, name: str) -> int | None:
     return session.execute(sa.select(col(Annotator.id)).where(col(Annotator.name) == name)).scalar()
 
 
-def request_response(session: Session, sample_ids: list[str], chunk: int = 900) -> dict[str, tuple[str, str]]:
-    """``{sample_id: (request, response)}`` of the given items (queried ``chunk`` ids at a time, below
-    SQLite's bound-parameter limit); unknown ids are left out."""
+def request_response(session: Session, sample_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """``{sample_id: (request, response)}`` of the given items (queried in chunks of
+    :data:`store.queries.IN_CHUNK` ids); unknown ids are left out."""
     texts: dict[str, tuple[str, str]] = {}
-    for i in range(0, len(sample_ids), chunk):
-        q = sa.select(col(Sample.id), col(Sample.request), col(Sample.response)).where(
-            col(Sample.id).in_(sample_ids[i : i + chunk])
-        )
+    for part in chunks(sample_ids):
+        q = sa.select(col(Sample.id), col(Sample.request), col(Sample.response)).where(col(Sample.id).in_(part))
         for sid, req, resp in session.execute(q):
             texts[sid] = (req, resp)
     return texts
