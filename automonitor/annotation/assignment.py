@@ -125,28 +125,29 @@ def assign(
     seed = _check_assign_args(k, seed, batch_size, calibration)
     if batch_size is not None:
         return _assign_rounds(engine, actor, k, seed, batch_size, calibration)
-    run_seed = seed
+    return _transaction(engine, lambda s: _assign_batches(s, actor, k, seed))
 
-    def work(s: Session) -> AssignResult:
-        loads, names, items = _assignment_inputs(s, actor, k)
-        new = _spread_pairs(items, loads, k, random.Random(run_seed))
-        now = utcnow()
-        rows: list[dict[str, Any]] = []
-        by_name: dict[str, int] = {}
-        batches: dict[str, int] = {}
-        for annotator_id, its in new.items():
-            if not its:
-                continue
-            queued = _append_batch(s, annotator_id, its, run_seed, now)
-            rows += queued
-            by_name[names[annotator_id]] = len(queued)
-            batches[names[annotator_id]] = queued[0]["batch"]
-        store.insert_assignments(s, rows)
-        return AssignResult(
-            items=len(items), assignments=len(rows), by_annotator=by_name, seed=run_seed, k=k, batch=batches
-        )
 
-    return _transaction(engine, work)
+def _assign_batches(s: Session, actor: Account, k: int, run_seed: int) -> AssignResult:
+    """:func:`assign` without rounds, inside one transaction: spread the unassigned pairs over the
+    least-loaded annotators and append each annotator's share to their queue as one new batch."""
+    loads, names, items = _assignment_inputs(s, actor, k)
+    new = _spread_pairs(items, loads, k, random.Random(run_seed))
+    now = utcnow()
+    rows: list[dict[str, Any]] = []
+    by_name: dict[str, int] = {}
+    batches: dict[str, int] = {}
+    for annotator_id, its in new.items():
+        if not its:
+            continue
+        queued = _append_batch(s, annotator_id, its, run_seed, now)
+        rows += queued
+        by_name[names[annotator_id]] = len(queued)
+        batches[names[annotator_id]] = queued[0]["batch"]
+    store.insert_assignments(s, rows)
+    return AssignResult(
+        items=len(items), assignments=len(rows), by_annotator=by_name, seed=run_seed, k=k, batch=batches
+    )
 
 
 def _assignment_inputs(

@@ -80,42 +80,44 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
     if split not in SPLITS:
         raise InputError(f"split must be one of {', '.join(SPLITS)}", field="split")
 
-    def work(s: Session) -> FinalizeResult:
-        check_actor(s, actor)
-        inputs = _finalize_inputs(s, actor)
-        now = utcnow()
-        provenance = {
-            "finalized_by": actor.name,
-            "finalized_at": as_utc_iso(now),
-            "guideline_version": GUIDELINE_VERSION,
-        }
-        accepted: list[str] = []
-        rejected: dict[str, str] = {}
-        pending = 0
-        verified: list[str] = []
-        for pid, items in inputs.pairs.items():
-            res = _resolve_pair(items, inputs)
-            if res is None:
-                pending += 1
-                continue
-            reason = _rejection_reason(items, res, inputs.gold_hashes)
-            verified += _apply_outcome(s, items, res, reason, split, inputs, provenance)
-            if reason is None:
-                accepted.append(pid)
-            else:
-                rejected[pid] = reason
-        if verified:
-            s.flush()
-            store.add_to_edition(s, VERIFIED_EDITION, verified, now)
-        return FinalizeResult(
-            split=split,
-            accepted=accepted,
-            rejected=rejected,
-            pending=pending,
-            edition=VERIFIED_EDITION if split == "test" else None,
-        )
+    return _transaction(engine, lambda s: _finalize(s, actor, split))
 
-    return _transaction(engine, work)
+
+def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
+    """:func:`finalize_pairs` inside one transaction: resolve, accept or reject every candidate pair."""
+    check_actor(s, actor)
+    inputs = _finalize_inputs(s, actor)
+    now = utcnow()
+    provenance = {
+        "finalized_by": actor.name,
+        "finalized_at": as_utc_iso(now),
+        "guideline_version": GUIDELINE_VERSION,
+    }
+    accepted: list[str] = []
+    rejected: dict[str, str] = {}
+    pending = 0
+    verified: list[str] = []
+    for pid, items in inputs.pairs.items():
+        res = _resolve_pair(items, inputs)
+        if res is None:
+            pending += 1
+            continue
+        reason = _rejection_reason(items, res, inputs.gold_hashes)
+        verified += _apply_outcome(s, items, res, reason, split, inputs, provenance)
+        if reason is None:
+            accepted.append(pid)
+        else:
+            rejected[pid] = reason
+    if verified:
+        s.flush()
+        store.add_to_edition(s, VERIFIED_EDITION, verified, now)
+    return FinalizeResult(
+        split=split,
+        accepted=accepted,
+        rejected=rejected,
+        pending=pending,
+        edition=VERIFIED_EDITION if split == "test" else None,
+    )
 
 
 def _finalize_inputs(s: Session, actor: Account) -> _FinalizeInputs:
