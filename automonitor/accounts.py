@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from automonitor.errors import InputError, PermissionDenied
+from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import ROLES
+from store import session_scope
+from store.models import Annotator, LoginThrottle
+from store.queries import accounts as store
 
 _hasher = PasswordHasher()
 _dummy: list[str] = []
@@ -67,10 +73,8 @@ def _clean_name(name: str) -> str:
 def any_accounts(engine: Engine) -> bool:
     """True when at least one account (of any role) exists in the store (the app offers a first-admin
     set-up otherwise)."""
-    from store.models import Annotator
-
     with engine.connect() as conn:
-        return conn.execute(sa.select(Annotator.id).limit(1)).first() is not None
+        return store.has_accounts(conn)
 
 
 def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
@@ -85,9 +89,6 @@ def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
         InputError: empty/too long/duplicate name (field ``name``), unknown role (field ``role``),
             empty password (field ``password``). Nothing is written then.
     """
-    from store import session_scope
-    from store.models import Annotator
-
     name = _clean_name(name)
     if role not in ROLES:
         raise InputError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}", field="role")
@@ -96,12 +97,12 @@ def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
     pw_hash = _hasher.hash(password)
     try:
         with session_scope(engine) as s:
-            if s.execute(sa.select(Annotator.id).where(Annotator.name == name)).first() is not None:
+            if store.name_taken(s, name):
                 raise InputError(f"user {name!r} already exists", field="name")
             row = Annotator(name=name, role=role, password_hash=pw_hash)
             s.add(row)
             s.flush()
-            return Account(id=row.id, name=row.name, role=row.role)
+            return _account(row)
     except sa.exc.IntegrityError as exc:  # a concurrent create of the same name
         raise InputError(f"user {name!r} already exists", field="name") from exc
 
@@ -135,19 +136,19 @@ def lock_seconds(failures: int, free: int) -> float:
     return min(BASE_LOCK_SECONDS * 2.0 ** min(failures - free, 30), MAX_LOCK_SECONDS)
 
 
-def _utcnow():
-    from datetime import datetime, timezone
-
+def _utcnow() -> datetime:
+    """The aware UTC time now."""
     return datetime.now(timezone.utc)
 
 
-def _aware(t):
-    from datetime import timezone
-
+def _aware(t: datetime | None) -> datetime | None:
+    """A stored datetime as aware UTC (SQLite returns naive UTC values); ``None`` stays ``None``."""
     return t if t is None or t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
 def _throttle_keys(name: str | None, raw_name: str, client: str | None) -> list[tuple[str, str, int]]:
+    """The throttle keys of a login attempt as ``(key, scope, free failures)``: the account name (the
+    cleaned one, else the raw text; at most 180 characters) and, when known, the client address."""
     acct = (name if name is not None else str(raw_name or ""))[:180]
     keys = [(f"account:{acct}", "account", ACCOUNT_FREE_FAILURES)]
     if client:
@@ -155,12 +156,9 @@ def _throttle_keys(name: str | None, raw_name: str, client: str | None) -> list[
     return keys
 
 
-def throttle_state(engine: Engine, key: str) -> dict | None:
+def throttle_state(engine: Engine, key: str) -> dict[str, Any] | None:
     """The recorded row of a throttle key (``account:<name>``/``client:<address>``) as ``{"failures",
     "last_failure_at", "locked_until"}``, or None."""
-    from store import session_scope
-    from store.models import LoginThrottle
-
     with session_scope(engine) as s:
         row = s.get(LoginThrottle, key)
         return (
@@ -174,12 +172,9 @@ def throttle_state(engine: Engine, key: str) -> dict | None:
         )
 
 
-def _record_failure(engine: Engine, keys, now) -> None:
-    from datetime import timedelta
-
-    from store import session_scope
-    from store.models import LoginThrottle
-
+def _record_failure(engine: Engine, keys: list[tuple[str, str, int]], now: datetime) -> None:
+    """Count one failed login on every throttle key (``(key, scope, free failures)``) and lock the
+    keys past their free failures (:func:`lock_seconds`); retried on a concurrent first failure."""
     for attempt in range(5):
         try:
             with session_scope(engine) as s:
@@ -201,7 +196,14 @@ def _record_failure(engine: Engine, keys, now) -> None:
                 raise
 
 
-def authenticate(engine: Engine, name: str, password: str, *, client: str | None = None, clock=None) -> Account | None:
+def authenticate(
+    engine: Engine,
+    name: str,
+    password: str,
+    *,
+    client: str | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> Account | None:
     """The account for ``name`` when ``password`` matches its hash, else ``None``.
 
     An unknown or inactive user costs one argon2 verification like a wrong password does (no user
@@ -215,30 +217,18 @@ def authenticate(engine: Engine, name: str, password: str, *, client: str | None
     password. A success clears both keys. ``clock``: a callable giving the aware UTC ``datetime`` now
     (injectable for tests; default the system clock).
     """
-    from store import session_scope
-    from store.models import Annotator, LoginThrottle
-
     now = (clock or _utcnow)()
     raw_name = name
+    clean: str | None
     try:
-        name = _clean_name(name)
+        clean = _clean_name(name)
     except InputError:
-        name = None
+        clean = None
     if not isinstance(password, str):
         password = ""
-    keys = _throttle_keys(name, raw_name if isinstance(raw_name, str) else "", client)
-    with session_scope(engine) as s:
-        for key, scope, _free in keys:
-            row = s.get(LoginThrottle, key)
-            until = _aware(row.locked_until) if row is not None else None
-            if until is not None and until > now:
-                raise LoginThrottled((until - now).total_seconds(), scope)
-    row = None
-    if name is not None:
-        with session_scope(engine) as s:
-            row = s.execute(sa.select(Annotator).where(Annotator.name == name)).scalars().first()
-            if row is not None:
-                s.expunge(row)
+    keys = _throttle_keys(clean, raw_name if isinstance(raw_name, str) else "", client)
+    _check_throttle(engine, keys, now)
+    row = _find_user(engine, clean) if clean is not None else None
     target = row.password_hash if (row is not None and row.active) else _dummy_hash()
     try:
         ok = _hasher.verify(target, password)
@@ -248,10 +238,40 @@ def authenticate(engine: Engine, name: str, password: str, *, client: str | None
         _record_failure(engine, keys, now)
         return None
     with session_scope(engine) as s:
-        s.execute(sa.delete(LoginThrottle).where(LoginThrottle.key.in_([k for k, _, _ in keys])))
+        store.clear_throttle(s, [k for k, _, _ in keys])
     if _hasher.check_needs_rehash(row.password_hash):
         with session_scope(engine) as s:
-            s.execute(sa.update(Annotator).where(Annotator.id == row.id).values(password_hash=_hasher.hash(password)))
+            store.set_password_hash(s, _account(row).id, _hasher.hash(password))
+    return _account(row)
+
+
+def _check_throttle(engine: Engine, keys: list[tuple[str, str, int]], now: datetime) -> None:
+    """Refuse a login while any of its throttle keys is locked.
+
+    Raises:
+        LoginThrottled: a key is locked at ``now`` (with the seconds left and the key's scope).
+    """
+    with session_scope(engine) as s:
+        for key, scope, _free in keys:
+            row = s.get(LoginThrottle, key)
+            until = _aware(row.locked_until) if row is not None else None
+            if until is not None and until > now:
+                raise LoginThrottled((until - now).total_seconds(), scope)
+
+
+def _find_user(engine: Engine, name: str) -> Annotator | None:
+    """The stored account row called ``name`` (detached from its session), or ``None``."""
+    with session_scope(engine) as s:
+        row = store.account_by_name(s, name)
+        if row is not None:
+            s.expunge(row)
+        return row
+
+
+def _account(row: Annotator) -> Account:
+    """The :class:`Account` of a stored ``annotator`` row."""
+    if row.id is None:  # pragma: no cover - a stored (flushed) row always has its id
+        raise RuntimeError(f"account {row.name!r} has no id")
     return Account(id=row.id, name=row.name, role=row.role)
 
 
@@ -271,7 +291,7 @@ def require_account(account: Account | None) -> Account:
     return account
 
 
-def check_actor(session, account: Account | None):
+def check_actor(session: Session, account: Account | None) -> Annotator | None:
     """Verify inside ``session`` that ``account`` is a current, active account with the same name and
     role as stored (a stale or forged ``Account`` is refused). Returns the ``Annotator`` row, or
     ``None`` for the CLI's :data:`SYSTEM` admin.
@@ -279,8 +299,6 @@ def check_actor(session, account: Account | None):
     Raises:
         PermissionDenied: not an ``Account``, unknown id, renamed, role changed, or deactivated.
     """
-    from store.models import Annotator
-
     account = require_account(account)
     if account is SYSTEM:
         return None
@@ -296,16 +314,10 @@ def list_accounts(engine: Engine, actor: Account) -> list[Account]:
     Raises:
         PermissionDenied: ``actor`` is not an admin.
     """
-    from store import session_scope
-    from store.models import Annotator
-
     require_admin(actor)
     with session_scope(engine) as s:
         check_actor(s, actor)
-        rows = (
-            s.execute(sa.select(Annotator).where(Annotator.active.is_(True)).order_by(Annotator.name)).scalars().all()
-        )
-        return [Account(id=r.id, name=r.name, role=r.role) for r in rows]
+        return [_account(r) for r in store.active_accounts(s)]
 
 
 def get_account(engine: Engine, actor: Account, name: str) -> Account:
@@ -315,16 +327,12 @@ def get_account(engine: Engine, actor: Account, name: str) -> Account:
         PermissionDenied: an annotator asking for someone else.
         NotFound: no such user.
     """
-    from automonitor.errors import NotFound
-    from store import session_scope
-    from store.models import Annotator
-
     require_account(actor)
     if not actor.is_admin and name != actor.name:
         raise PermissionDenied("annotators can only look up their own account")
     with session_scope(engine) as s:
         check_actor(s, actor)
-        row = s.execute(sa.select(Annotator).where(Annotator.name == name)).scalars().first()
+        row = store.account_by_name(s, name)
         if row is None:
             raise NotFound(f"no user {name!r}")
-        return Account(id=row.id, name=row.name, role=row.role)
+        return _account(row)

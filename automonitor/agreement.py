@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
@@ -191,7 +192,7 @@ def slice_agreement(
     cats = list(ANNOTATION_LABELS) if unsure == "category" else [c for c in ANNOTATION_LABELS if c != "unsure"]
     q = len(cats)
     df = df[df["label"].isin(cats)]
-    empty = {
+    empty: dict[str, Any] = {
         "items": 0,
         "annotators": [],
         **{k: None for k in METRICS},
@@ -213,16 +214,7 @@ def slice_agreement(
     point = {k: v[0] for k, v in _coefficients(np.ones((1, len(m))), terms, pairs, q).items()}
     kappa, alpha = _library_point(m, cats)
     point["cohen_kappa"], point["krippendorff_alpha"] = kappa, alpha
-    ci: dict[str, list[float] | None] = {k: None for k in METRICS}
-    if n_boot > 0:
-        rng = np.random.default_rng(seed)
-        w = rng.multinomial(len(m), np.full(len(m), 1.0 / len(m)), size=n_boot).astype(float)
-        boot = _coefficients(w, terms, pairs, q)
-        for k, v in boot.items():
-            v = v[np.isfinite(v)]
-            if len(v) and _num(point[k]) is not None:
-                lo, hi = np.percentile(v, [2.5, 97.5])
-                ci[k] = [float(lo), float(hi)]
+    ci = _bootstrap_ci(point, terms, pairs, q, len(m), n_boot, seed)
     return {
         "items": int(len(m)),
         "annotators": raters,
@@ -230,6 +222,32 @@ def slice_agreement(
         "ci": ci,
         "n_boot": n_boot,
     }
+
+
+def _bootstrap_ci(
+    point: dict[str, Any],
+    terms: dict[str, np.ndarray],
+    pairs: list[tuple[int, int, np.ndarray]],
+    q: int,
+    n_items: int,
+    n_boot: int,
+    seed: int,
+) -> dict[str, list[float] | None]:
+    """95 % percentile intervals ``{metric: [lo, hi] | None}`` from ``n_boot`` item-bootstrap replicates
+    (multinomial item weights drawn with ``numpy.random.default_rng(seed)``); ``None`` for a metric
+    whose point value is undefined or with no finite replicate, and for all when ``n_boot == 0``.
+    ``terms``/``pairs``: the per-item terms of :func:`_item_terms` and :func:`_pairs_terms`."""
+    ci: dict[str, list[float] | None] = {k: None for k in METRICS}
+    if n_boot <= 0:
+        return ci
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=n_boot).astype(float)
+    for k, values in _coefficients(weights, terms, pairs, q).items():
+        finite = values[np.isfinite(values)]
+        if len(finite) and _num(point[k]) is not None:
+            lo, hi = np.percentile(finite, [2.5, 97.5])
+            ci[k] = [float(lo), float(hi)]
+    return ci
 
 
 def confusion_matrices(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -285,19 +303,19 @@ def compute_agreement(
     """
     cols = ["sample_id", "annotator", "label", "category", "task", "seconds_spent"]
     df = df.reindex(columns=cols) if not df.empty else pd.DataFrame(columns=cols)
-    kw = dict(unsure=unsure, n_boot=n_boot, seed=seed)
-    overall = slice_agreement(df, **kw)
+
+    def one(part: pd.DataFrame) -> dict[str, Any]:
+        return slice_agreement(part, unsure=unsure, n_boot=n_boot, seed=seed)
+
+    overall = one(df)
     overall["annotators"] = sorted(df["annotator"].unique().tolist())
     by_cat, by_ct = {}, {}
     order = {c: i for i, c in enumerate(CATEGORIES)}
     for cat in sorted(df["category"].dropna().unique(), key=lambda c: (order.get(c, 99), c)):
         g = df[df["category"] == cat]
-        by_cat[cat] = slice_agreement(g, **kw)
+        by_cat[cat] = one(g)
         tord = {t: i for i, t in enumerate(TASKS)}
-        by_ct[cat] = {
-            t: slice_agreement(gt, **kw)
-            for t, gt in sorted(g.groupby("task"), key=lambda kv: (tord.get(kv[0], 99), kv[0]))
-        }
+        by_ct[cat] = {t: one(gt) for t, gt in sorted(g.groupby("task"), key=lambda kv: (tord.get(kv[0], 99), kv[0]))}
     return {
         **overall,
         "by_category": by_cat,
@@ -319,7 +337,7 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
 
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> list[dict[str, Any]]:
         check_actor(s, actor)
         return label_rows(s, actor, submitted_only=submitted_only, with_sample=True)
 
@@ -341,25 +359,18 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
     )
 
 
-def label_fingerprint(engine: Engine, actor: Account) -> tuple:
+def label_fingerprint(engine: Engine, actor: Account) -> tuple[str, ...]:
     """A cheap fingerprint of the label table (admin only): ``(count, newest update, newest
     submission)`` as text; it changes whenever a label is saved or submitted (a cache key for
     :func:`agreement`)."""
-    import sqlalchemy as sa
-
     from automonitor.annotation._common import _transaction
-    from store.models import Annotation
+    from store.queries.annotation import label_fingerprint as stored_fingerprint
 
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> tuple[str, ...]:
         check_actor(s, actor)
-        row = s.execute(
-            sa.select(
-                sa.func.count(Annotation.id), sa.func.max(Annotation.updated_at), sa.func.max(Annotation.submitted_at)
-            )
-        ).one()
-        return tuple(str(x) for x in row)
+        return tuple(str(x) for x in stored_fingerprint(s))
 
     return _transaction(engine, work)
 

@@ -14,39 +14,32 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from automonitor.accounts import Account
+from automonitor.annotation.queries import assignment_rows as store_rows
 from automonitor.errors import InputError
+from store import session_scope
+from store.queries import annotation as store
 
 EXPORT_FIELDS: tuple[str, ...] = ("annotator", "sample_id", "request", "response", "batch")
 
 
-def assignment_rows(engine, actor: Account, annotator: str | None = None) -> list[dict[str, Any]]:
+def assignment_rows(engine: Engine, actor: Account, annotator: str | None = None) -> list[dict[str, Any]]:
     """The assigned items as export rows (``EXPORT_FIELDS`` keys only), queue order.
 
     ``annotator``: one account's queue (by name), or every annotator's when None. An annotator may only
     export their own queue (``PermissionDenied`` from the store's scope otherwise).
     Raises ``InputError`` (field ``--annotator``) for an unknown account name.
     """
-    from store import session_scope
-    from store.models import Annotator, Sample
-    from automonitor.annotation.queries import assignment_rows as store_rows
-
     with session_scope(engine) as s:
         annotator_id = None
         if annotator is not None:
-            annotator_id = s.execute(sa.select(Annotator.id).where(Annotator.name == annotator)).scalar()
+            annotator_id = store.annotator_id(s, annotator)
             if annotator_id is None:
                 raise InputError(f"no account named {annotator!r}", field="--annotator")
         rows = store_rows(s, actor, annotator_id)
-        ids = list(dict.fromkeys(r["sample_id"] for r in rows))
-        texts: dict[str, tuple[str, str]] = {}
-        for i in range(0, len(ids), 900):
-            for sid, req, resp in s.execute(
-                sa.select(Sample.id, Sample.request, Sample.response).where(Sample.id.in_(ids[i : i + 900]))
-            ):
-                texts[sid] = (req, resp)
+        texts = store.request_response(s, list(dict.fromkeys(r["sample_id"] for r in rows)))
     rows.sort(key=lambda r: (r["annotator"], r["position"]))
     return [
         {
@@ -60,7 +53,9 @@ def assignment_rows(engine, actor: Account, annotator: str | None = None) -> lis
     ]
 
 
-def export_assignments(engine, actor: Account, path: str | os.PathLike, annotator: str | None = None) -> dict[str, Any]:
+def export_assignments(
+    engine: Engine, actor: Account, path: str | os.PathLike[str], annotator: str | None = None
+) -> dict[str, Any]:
     """Write :func:`assignment_rows` to ``path`` as JSONL (UTF-8, atomically: temp file then rename).
 
     Returns ``{"file": str, "rows": int, "annotators": {name: int}}``. Raises ``InputError`` for an

@@ -10,9 +10,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from sqlmodel import Session
+
 from automonitor.accounts import Account
 from automonitor.errors import InputError, PermissionDenied
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES
+from store import session_scope
+from store.models import Assignment
+from store.queries import annotation as store
+from store.queries.annotation import as_utc_iso
 
 GUIDELINE_VERSION = "v1"
 GUIDELINES = """\
@@ -37,6 +43,8 @@ T = TypeVar("T")
 
 # --------------------------------------------------------------------------------------- helpers
 def _is_transient(exc: BaseException) -> bool:
+    """Whether a failed transaction is worth retrying: a concurrent duplicate insert, or a lock/busy/
+    deadlock/serialization error of SQLite or PostgreSQL."""
     if isinstance(exc, sa.exc.IntegrityError):
         return True  # a concurrent insert of the same key: re-read and retry
     if isinstance(exc, sa.exc.OperationalError):
@@ -45,10 +53,9 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
-def _transaction(engine: Engine, fn: Callable[[Any], T]) -> T:
+def _transaction(engine: Engine, fn: Callable[[Session], T]) -> T:
     """Run ``fn(session)`` in one transaction, retrying the whole transaction on transient
     conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert)."""
-    from store import session_scope
 
     @retry(
         retry=retry_if_exception(_is_transient),
@@ -64,6 +71,11 @@ def _transaction(engine: Engine, fn: Callable[[Any], T]) -> T:
 
 
 def _clean_text(value: Any, fld: str, limit: int = MAX_NOTE) -> str | None:
+    """Stripped text of a free-text field (``None`` when absent or blank).
+
+    Raises:
+        InputError: not text, or longer than ``limit`` characters (field ``fld``).
+    """
     if value is None:
         return None
     if not isinstance(value, str):
@@ -123,8 +135,7 @@ class Label:
 
 
 def _label_from_row(r: dict[str, Any]) -> Label:
-    from store.queries.annotation import as_utc_iso
-
+    """A :class:`Label` from a row of :func:`store.queries.annotation.label_rows` (datetimes as ISO text)."""
     return Label(
         sample_id=r["sample_id"],
         annotator=r["annotator"],
@@ -143,20 +154,28 @@ def _label_from_row(r: dict[str, Any]) -> Label:
     )
 
 
-def _own_assignment(s, actor: Account, sample_id: str):
-    from store.models import Assignment
+def _own_assignment(s: Session, actor: Account, sample_id: str) -> Assignment:
+    """The actor's own assignment of ``sample_id``.
 
-    a = (
-        s.execute(sa.select(Assignment).where(Assignment.annotator_id == actor.id, Assignment.sample_id == sample_id))
-        .scalars()
-        .first()
-    )
+    Raises:
+        PermissionDenied: the item is not assigned to the actor.
+    """
+    a = store.find_assignment(s, actor.id, sample_id)
     if a is None:
         raise PermissionDenied(f"item {sample_id!r} is not assigned to {actor.name}")
     return a
 
 
-def _validate_label(label, category, severity, guideline_version):
+def _validate_label(
+    label: Any, category: Any, severity: Any, guideline_version: Any
+) -> tuple[str | None, str | None, str]:
+    """Check a label's vocabulary fields; returns ``(category, severity, guideline_version)`` with an
+    empty category/severity as ``None`` and the default guideline version for none given.
+
+    Raises:
+        InputError: a value outside the vocabulary (field ``label``, ``category``, ``severity`` or
+            ``guideline_version``).
+    """
     if label not in ANNOTATION_LABELS:
         raise InputError(f"label must be one of {', '.join(ANNOTATION_LABELS)}, not {label!r}", field="label")
     if category in ("",):
@@ -171,7 +190,13 @@ def _validate_label(label, category, severity, guideline_version):
     return category, severity, gv
 
 
-def _evidence(response: str, evidence) -> tuple[int | None, int | None, str | None]:
+def _evidence(response: str, evidence: Any) -> tuple[int | None, int | None, str | None]:
+    """``(start, end, quoted text)`` of an evidence span given as ``(start, end)`` character offsets
+    into ``response`` (``end`` exclusive); ``(None, None, None)`` for no evidence.
+
+    Raises:
+        InputError: not a pair of integers, or outside the response (field ``evidence``).
+    """
     if evidence is None:
         return None, None, None
     try:

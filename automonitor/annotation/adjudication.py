@@ -6,13 +6,22 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, _clean_text, _transaction
+from automonitor.annotation.queries import (
+    adjudication_rows,
+    as_utc_iso,
+    assignment_rows,
+    label_rows,
+    latest_adjudications,
+)
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import LABELS
-from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, _clean_text, _transaction
+from store.models import Adjudication, Sample
+from store.queries import annotation as store
 
 
 @dataclass(frozen=True)
@@ -52,28 +61,11 @@ def adjudication_queue(
     carry an ``unsure`` label (admin only). Already adjudicated items are left out unless
     ``include_decided``. Annotator names are replaced by ``Annotator 1..k`` (in a stable order that
     differs from item to item, so an alias does not identify a person) unless ``reveal_names``. Ordered by pair then sample id."""
-    from store.models import Sample
-    from automonitor.annotation.queries import assignment_rows, label_rows, latest_adjudications
-
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> list[QueueEntry]:
         check_actor(s, actor)
-        samples = {
-            r.id: r
-            for r in s.execute(
-                sa.select(
-                    Sample.id,
-                    Sample.pair_id,
-                    Sample.category,
-                    Sample.task,
-                    Sample.source,
-                    Sample.label,
-                    Sample.request,
-                    Sample.response,
-                ).where(Sample.status == "candidate")
-            )
-        }
+        samples = store.candidate_details(s)
         n_assigned: dict[str, int] = {}
         for r in assignment_rows(s, actor):
             if r["sample_id"] in samples:
@@ -84,60 +76,77 @@ def adjudication_queue(
                 by_item.setdefault(r["sample_id"], []).append(r)
         decided = latest_adjudications(s, actor)
         out = []
-        for sid in sorted(by_item, key=lambda x: (samples[x].pair_id, x)):
-            if reveal_names:
-                rows = sorted(by_item[sid], key=lambda r: r["annotator"])
-            else:  # a per-item order, so "Annotator 1" is not the same person on every item
-                rows = sorted(
-                    by_item[sid], key=lambda r: hashlib.sha256(f"{sid}\x00{r['annotator']}".encode()).hexdigest()
-                )
+        for sid in sorted(by_item, key=lambda x: (samples[x]["pair_id"], x)):
+            rows = _ordered_labels(sid, by_item[sid], reveal_names)
             if len(rows) < n_assigned.get(sid, 0):
                 continue  # someone has not submitted yet
-            labels = [r["label"] for r in rows]
-            if "unsure" in labels:
-                reason = "unsure"
-            elif len(set(labels)) > 1:
-                reason = "disagreement"
-            else:
+            reason = _queue_reason([r["label"] for r in rows])
+            if reason is None or (sid in decided and not include_decided):
                 continue
-            if sid in decided and not include_decided:
-                continue
-            smp = samples[sid]
-            out.append(
-                QueueEntry(
-                    sample_id=sid,
-                    pair_id=smp.pair_id,
-                    category=smp.category,
-                    task=smp.task,
-                    source=smp.source,
-                    intended_label=smp.label,
-                    request=smp.request,
-                    response=smp.response,
-                    reason=reason,
-                    labels=[
-                        {
-                            "annotator": r["annotator"] if reveal_names else f"Annotator {i + 1}",
-                            "label": r["label"],
-                            "category": r["category"],
-                            "severity": r["severity"],
-                            "evidence_text": r["evidence_text"],
-                            "note": r["note"],
-                        }
-                        for i, r in enumerate(rows)
-                    ],
-                    decision=_public_decision(decided.get(sid)),
-                )
-            )
+            out.append(_queue_entry(samples[sid], rows, reason, reveal_names, _public_decision(decided.get(sid))))
         return out
 
     return _transaction(engine, work)
 
 
+def _ordered_labels(sample_id: str, rows: list[dict[str, Any]], reveal_names: bool) -> list[dict[str, Any]]:
+    """An item's label rows in display order: by annotator name when names are revealed, else in a
+    per-item order (a hash of item and name), so "Annotator 1" is not the same person on every item."""
+    if reveal_names:
+        return sorted(rows, key=lambda r: r["annotator"])
+    return sorted(rows, key=lambda r: hashlib.sha256(f"{sample_id}\x00{r['annotator']}".encode()).hexdigest())
+
+
+def _queue_reason(labels: list[str]) -> str | None:
+    """Why an item needs adjudication: ``unsure`` (a label is unsure), ``disagreement`` (labels
+    differ), or ``None`` (all agree)."""
+    if "unsure" in labels:
+        return "unsure"
+    if len(set(labels)) > 1:
+        return "disagreement"
+    return None
+
+
+def _queue_entry(
+    sample: dict[str, Any],
+    rows: list[dict[str, Any]],
+    reason: str,
+    reveal_names: bool,
+    decision: dict[str, Any] | None,
+) -> QueueEntry:
+    """The :class:`QueueEntry` of a candidate item (``sample``: a row of
+    :func:`store.queries.annotation.candidate_details`) with its ordered label ``rows``; annotators are
+    named ``Annotator 1..k`` in that order unless ``reveal_names``."""
+    return QueueEntry(
+        sample_id=sample["id"],
+        pair_id=sample["pair_id"],
+        category=sample["category"],
+        task=sample["task"],
+        source=sample["source"],
+        intended_label=sample["label"],
+        request=sample["request"],
+        response=sample["response"],
+        reason=reason,
+        labels=[
+            {
+                "annotator": r["annotator"] if reveal_names else f"Annotator {i + 1}",
+                "label": r["label"],
+                "category": r["category"],
+                "severity": r["severity"],
+                "evidence_text": r["evidence_text"],
+                "note": r["note"],
+            }
+            for i, r in enumerate(rows)
+        ],
+        decision=decision,
+    )
+
+
 def _public_decision(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The adjudication shown in the queue (``decision`` = the gold label or ``reject``), from a row of
+    :func:`store.queries.annotation.latest_adjudications`; ``None`` for none."""
     if row is None:
         return None
-    from store.queries.annotation import as_utc_iso
-
     return {
         "decision": "reject" if row["decision"] == "reject" else row["gold_label"],
         "note": row["note"],
@@ -168,19 +177,17 @@ def adjudicate(
             item not a candidate any more (field ``sample_id``).
         NotFound: no such item.
     """
-    from store.models import Adjudication, Sample
-
     require_admin(actor)
     if decision not in DECISIONS:
         raise InputError(f"decision must be one of {', '.join(DECISIONS)}", field="decision")
-    note = _clean_text(note, "note")
-    if decision == "reject" and not note:
+    clean_note = _clean_text(note, "note")
+    if decision == "reject" and not clean_note:
         raise InputError("a rejection needs a reason in the note", field="note")
     gv = _clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
 
-    def work(s):
+    def work(s: Session) -> dict[str, Any]:
         row = check_actor(s, actor)
-        if row is None:
+        if row is None or row.id is None:
             raise PermissionDenied("adjudication needs a named admin account (it is recorded)")
         smp = s.get(Sample, sample_id)
         if smp is None:
@@ -193,17 +200,15 @@ def adjudicate(
             adjudicator_id=row.id,
             decision="reject" if decision == "reject" else "accept",
             gold_label=None if decision == "reject" else decision,
-            note=note,
+            note=clean_note,
             guideline_version=gv,
         )
         s.add(adj)
         s.flush()
-        from store.queries.annotation import as_utc_iso
-
         return {
             "sample_id": sample_id,
             "decision": decision,
-            "note": note,
+            "note": clean_note,
             "adjudicator": actor.name,
             "created_at": as_utc_iso(adj.created_at),
             "guideline_version": gv,
@@ -218,11 +223,9 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
     ``guideline_version``, ``created_at`` (ISO 8601 UTC), ``item_status`` (candidate/gold/rejected),
     ``item_category``, ``task``, ``final_label``, ``superseded`` (a later decision on the item exists),
     and ``annotator_labels`` (``[{"annotator", "label", "submitted_at"}]``)."""
-    from automonitor.annotation.queries import adjudication_rows, as_utc_iso, label_rows
-
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> list[dict[str, Any]]:
         check_actor(s, actor)
         rows = adjudication_rows(s, actor)
         labels: dict[str, list[dict[str, Any]]] = {}

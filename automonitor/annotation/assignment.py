@@ -6,14 +6,18 @@ from __future__ import annotations
 import random
 import secrets
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_admin
-from automonitor.errors import InputError
 from automonitor.annotation._common import _transaction
+from automonitor.annotation.queries import annotator_loads, candidate_samples
+from automonitor.errors import InputError
+from store.models import utcnow
+from store.queries import annotation as store
 
 _SHUFFLE_ATTEMPTS = 500  # orders drawn by _arrange before it settles for the fewest adjacencies
 
@@ -65,6 +69,27 @@ def _arrange(items: list[tuple[str, str]], prev_pair: str | None, rng: random.Ra
     return [sid for sid, _ in best]
 
 
+def _check_assign_args(k: int, seed: int | None, batch_size: int | None, calibration: int) -> int:
+    """Validate the arguments of :func:`assign`; returns the seed (drawn at random when ``None``).
+
+    Raises:
+        InputError: see :func:`assign` (fields ``k``, ``seed``, ``batch_size``, ``calibration``).
+    """
+    if not isinstance(k, int) or k < 1:
+        raise InputError("k must be a positive integer", field="k")
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+    if not isinstance(seed, int) or seed < 0:
+        raise InputError("seed must be a non-negative integer", field="seed")
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 2):
+        raise InputError("batch size must be an integer >= 2 (a batch holds whole pairs)", field="batch_size")
+    if not isinstance(calibration, int) or calibration < 0:
+        raise InputError("calibration must be a non-negative number of pairs", field="calibration")
+    if calibration and batch_size is None:
+        raise InputError("a calibration round needs --batch-size (rounds)", field="calibration")
+    return seed
+
+
 def assign(
     engine: Engine,
     actor: Account,
@@ -96,94 +121,97 @@ def assign(
         InputError: ``k < 1`` or fewer than ``k`` annotators (field ``k``), ``batch_size < 2``
             (field ``batch_size``), ``calibration < 0`` (field ``calibration``). Nothing is written then.
     """
-    from store.models import Assignment, utcnow
-    from automonitor.annotation.queries import annotator_loads, candidate_samples
-
     require_admin(actor)
-    if not isinstance(k, int) or k < 1:
-        raise InputError("k must be a positive integer", field="k")
-    if seed is None:
-        seed = secrets.randbelow(2**31)
-    if not isinstance(seed, int) or seed < 0:
-        raise InputError("seed must be a non-negative integer", field="seed")
-    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 2):
-        raise InputError("batch size must be an integer >= 2 (a batch holds whole pairs)", field="batch_size")
-    if not isinstance(calibration, int) or calibration < 0:
-        raise InputError("calibration must be a non-negative number of pairs", field="calibration")
-    if calibration and batch_size is None:
-        raise InputError("a calibration round needs --batch-size (rounds)", field="calibration")
+    seed = _check_assign_args(k, seed, batch_size, calibration)
     if batch_size is not None:
         return _assign_rounds(engine, actor, k, seed, batch_size, calibration)
+    return _transaction(engine, lambda s: _assign_batches(s, actor, k, seed))
 
-    def work(s) -> AssignResult:
-        from store.models import Annotator
 
-        check_actor(s, actor)
-        if s.get_bind().dialect.name == "postgresql":
-            s.execute(sa.text("LOCK TABLE assignment IN SHARE ROW EXCLUSIVE MODE"))
-        loads = annotator_loads(s, actor)
-        names = dict(s.execute(sa.select(Annotator.id, Annotator.name).where(Annotator.id.in_(list(loads)))).all())
-        if len(loads) < k:
-            raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}", field="k")
-        items = candidate_samples(s, actor, unassigned_only=True)
-        rng = random.Random(seed)
-        groups: dict[str, list[str]] = {}
-        for it in items:
-            groups.setdefault(it["pair_id"], []).append(it["id"])
-        pair_ids = sorted(groups)
-        rng.shuffle(pair_ids)
-        new: dict[int, list[tuple[str, str]]] = {a: [] for a in loads}
-        for pid in pair_ids:
-            chosen = sorted(loads, key=lambda a: (loads[a], rng.random()))[:k]
-            for a in chosen:
-                new[a].extend((sid, pid) for sid in groups[pid])
-                loads[a] += len(groups[pid])
-        # the tail of each annotator's existing queue, for the non-adjacency check at the junction
-        tails = {}
-        for a in new:
-            last = s.execute(
-                sa.select(Assignment.position, Assignment.batch, Assignment.sample_id)
-                .where(Assignment.annotator_id == a)
-                .order_by(Assignment.position.desc())
-                .limit(1)
-            ).first()
-            tails[a] = last
-        from store.models import Sample
+def _assign_batches(s: Session, actor: Account, k: int, run_seed: int) -> AssignResult:
+    """:func:`assign` without rounds, inside one transaction: spread the unassigned pairs over the
+    least-loaded annotators and append each annotator's share to their queue as one new batch."""
+    loads, names, items = _assignment_inputs(s, actor, k)
+    new = _spread_pairs(items, loads, k, random.Random(run_seed))
+    now = utcnow()
+    rows: list[dict[str, Any]] = []
+    by_name: dict[str, int] = {}
+    batches: dict[str, int] = {}
+    for annotator_id, its in new.items():
+        if not its:
+            continue
+        queued = _append_batch(s, annotator_id, its, run_seed, now)
+        rows += queued
+        by_name[names[annotator_id]] = len(queued)
+        batches[names[annotator_id]] = queued[0]["batch"]
+    store.insert_assignments(s, rows)
+    return AssignResult(
+        items=len(items), assignments=len(rows), by_annotator=by_name, seed=run_seed, k=k, batch=batches
+    )
 
-        now = utcnow()
-        rows, by_name, batches = [], {}, {}
-        for a, its in new.items():
-            if not its:
-                continue
-            last = tails[a]
-            prev_pair = None
-            if last is not None:
-                prev_pair = s.execute(sa.select(Sample.pair_id).where(Sample.id == last.sample_id)).scalar()
-            order = _arrange(its, prev_pair, random.Random(f"{seed}:{a}"))
-            start = (last.position + 1) if last is not None else 0
-            batch = (
-                s.execute(sa.select(sa.func.max(Assignment.batch)).where(Assignment.annotator_id == a)).scalar() or 0
-            ) + 1
-            for i, sid in enumerate(order):
-                rows.append(
-                    {
-                        "annotator_id": a,
-                        "sample_id": sid,
-                        "position": start + i,
-                        "seed": seed,
-                        "batch": batch,
-                        "created_at": now,
-                    }
-                )
-            by_name[names[a]] = len(order)
-            batches[names[a]] = batch
-        if rows:
-            s.execute(sa.insert(Assignment), rows)
-        return AssignResult(
-            items=len(items), assignments=len(rows), by_annotator=by_name, seed=seed, k=k, batch=batches
-        )
 
-    return _transaction(engine, work)
+def _assignment_inputs(
+    s: Session, actor: Account, k: int
+) -> tuple[dict[int, int], dict[int, str], list[dict[str, Any]]]:
+    """Lock the assignment table and read what an assignment run needs: the current load (assigned
+    items) per active annotator id, their names, and the unassigned candidate items (rows with ``id``,
+    ``pair_id``, ...; by pair then id).
+
+    Raises:
+        InputError: fewer than ``k`` active annotators (field ``k``).
+    """
+    check_actor(s, actor)
+    store.lock_assignments(s)
+    loads = annotator_loads(s, actor)
+    if len(loads) < k:
+        raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}", field="k")
+    names = store.annotator_names(s, loads)
+    return loads, names, candidate_samples(s, actor, unassigned_only=True)
+
+
+def _spread_pairs(
+    items: list[dict[str, Any]], loads: dict[int, int], k: int, rng: random.Random
+) -> dict[int, list[tuple[str, str]]]:
+    """Give every pair (all its items) to the ``k`` least-loaded annotators, pairs in an order shuffled
+    by ``rng`` and ties broken by ``rng``. ``loads`` (items per annotator id) is updated in place.
+    Returns ``{annotator_id: [(sample_id, pair_id), ...]}`` (every annotator of ``loads``, maybe empty)."""
+    groups: dict[str, list[str]] = {}
+    for it in items:
+        groups.setdefault(it["pair_id"], []).append(it["id"])
+    pair_ids = sorted(groups)
+    rng.shuffle(pair_ids)
+    new: dict[int, list[tuple[str, str]]] = {a: [] for a in loads}
+    for pid in pair_ids:
+        chosen = sorted(loads, key=lambda a: (loads[a], rng.random()))[:k]
+        for a in chosen:
+            new[a].extend((sid, pid) for sid in groups[pid])
+            loads[a] += len(groups[pid])
+    return new
+
+
+def _append_batch(
+    s: Session, annotator_id: int, items: list[tuple[str, str]], seed: int, now: datetime
+) -> list[dict[str, Any]]:
+    """The assignment rows that append ``items`` ((sample_id, pair_id)) to an annotator's queue as one
+    new batch (their highest batch + 1), ordered by :func:`_arrange` with
+    ``random.Random(f"{seed}:{annotator_id}")`` so no two sides of a pair are adjacent, also not at the
+    junction with the queue's last item. Nothing is written here."""
+    tail = store.queue_tail(s, annotator_id)
+    prev_pair = tail[1] if tail is not None else None
+    order = _arrange(items, prev_pair, random.Random(f"{seed}:{annotator_id}"))
+    start = (tail[0] + 1) if tail is not None else 0
+    batch = store.max_batch(s, annotator_id) + 1
+    return [
+        {
+            "annotator_id": annotator_id,
+            "sample_id": sid,
+            "position": start + i,
+            "seed": seed,
+            "batch": batch,
+            "created_at": now,
+        }
+        for i, sid in enumerate(order)
+    ]
 
 
 @dataclass(frozen=True)
@@ -194,6 +222,31 @@ class PlannedBatch:
     items: list[str]
     annotators: list[int]
     calibration: bool = False
+
+
+def _cut_batches(
+    pair_ids: list[str], groups: dict[str, list[str]], batch_size: int, calibration: int
+) -> list[tuple[list[str], bool]]:
+    """Cut the (shuffled) ``pair_ids`` into ``(pair ids, is_calibration)`` chunks: the first
+    ``calibration`` pairs as the calibration chunk (when ``calibration``), then consecutive whole pairs
+    of at most ``batch_size`` items per chunk (a chunk holds at least one pair). ``groups``: the item
+    ids of each pair."""
+    chunks: list[tuple[list[str], bool]] = []
+    if calibration:
+        chunks.append((pair_ids[:calibration], True))
+        pair_ids = pair_ids[calibration:]
+    cur: list[str] = []
+    size = 0
+    for pid in pair_ids:
+        n_items = len(groups[pid])
+        if cur and size + n_items > batch_size:
+            chunks.append((cur, False))
+            cur, size = [], 0
+        cur.append(pid)
+        size += n_items
+    if cur:
+        chunks.append((cur, False))
+    return chunks
 
 
 def plan_rounds(
@@ -221,23 +274,8 @@ def plan_rounds(
     pair_ids = sorted(groups)
     rng.shuffle(pair_ids)
     loads = dict(loads)
-    chunks: list[tuple[list[str], bool]] = []
-    if calibration:
-        chunks.append((pair_ids[:calibration], True))
-        pair_ids = pair_ids[calibration:]
-    cur: list[str] = []
-    size = 0
-    for pid in pair_ids:
-        n = len(groups[pid])
-        if cur and size + n > batch_size:
-            chunks.append((cur, False))
-            cur, size = [], 0
-        cur.append(pid)
-        size += n
-    if cur:
-        chunks.append((cur, False))
     out = []
-    for i, (pids, calib) in enumerate(chunks):
+    for i, (pids, calib) in enumerate(_cut_batches(pair_ids, groups, batch_size, calibration)):
         if not pids:
             continue
         its = [(sid, pid) for pid in pids for sid in groups[pid]]
@@ -253,48 +291,30 @@ def _assign_rounds(
     engine: Engine, actor: Account, k: int, seed: int, batch_size: int, calibration: int
 ) -> AssignResult:
     """:func:`assign` in rounds (``batch_size`` given): write :func:`plan_rounds` in one transaction."""
-    from store.models import Annotator, Assignment, utcnow
-    from automonitor.annotation.queries import annotator_loads, candidate_samples
 
-    def work(s) -> AssignResult:
-        check_actor(s, actor)
-        if s.get_bind().dialect.name == "postgresql":
-            s.execute(sa.text("LOCK TABLE assignment IN SHARE ROW EXCLUSIVE MODE"))
-        loads = annotator_loads(s, actor)
-        if len(loads) < k:
-            raise InputError(f"k={k} needs at least {k} active annotators; the store has {len(loads)}", field="k")
-        names = dict(s.execute(sa.select(Annotator.id, Annotator.name).where(Annotator.id.in_(list(loads)))).all())
-        items = candidate_samples(s, actor, unassigned_only=True)
+    def work(s: Session) -> AssignResult:
+        loads, names, items = _assignment_inputs(s, actor, k)
         plan = plan_rounds([(it["id"], it["pair_id"]) for it in items], loads, k, seed, batch_size, calibration)
-        first = (s.execute(sa.select(sa.func.max(Assignment.batch))).scalar() or 0) + 1
-        nextpos = {
-            a: p
-            for a, p in s.execute(
-                sa.select(Assignment.annotator_id, sa.func.max(Assignment.position)).group_by(Assignment.annotator_id)
-            )
-        }
-        nextpos = {a: (nextpos[a] + 1 if nextpos.get(a) is not None else 0) for a in loads}
-        now = utcnow()
-        rows, by_name, batches = [], {}, {}
-        for j, b in enumerate(plan):
-            number = first + j
-            for a in b.annotators:
-                for sid in b.items:
-                    rows.append(
-                        {
-                            "annotator_id": a,
-                            "sample_id": sid,
-                            "position": nextpos[a],
-                            "seed": seed,
-                            "batch": number,
-                            "created_at": now,
-                        }
-                    )
-                    nextpos[a] += 1
-                by_name[names[a]] = by_name.get(names[a], 0) + len(b.items)
-                batches.setdefault(names[a], number)  # the first new batch of each annotator
-        if rows:
-            s.execute(sa.insert(Assignment), rows)
+        first = store.max_batch(s) + 1
+        last = store.last_positions(s)
+        next_position = {a: last[a] + 1 if a in last else 0 for a in loads}
+        rows = _round_rows(plan, first, next_position, seed, utcnow())
+        store.insert_assignments(s, rows)
+        by_name: dict[str, int] = {}
+        batches: dict[str, int] = {}
+        for j, planned in enumerate(plan):
+            for a in planned.annotators:
+                by_name[names[a]] = by_name.get(names[a], 0) + len(planned.items)
+                batches.setdefault(names[a], first + j)  # the first new batch of each annotator
+        rounds = [
+            {
+                "batch": first + j,
+                "items": len(planned.items),
+                "calibration": planned.calibration,
+                "annotators": sorted(names[a] for a in planned.annotators),
+            }
+            for j, planned in enumerate(plan)
+        ]
         return AssignResult(
             items=len(items),
             assignments=len(rows),
@@ -302,15 +322,31 @@ def _assign_rounds(
             seed=seed,
             k=k,
             batch=batches,
-            rounds=[
-                {
-                    "batch": first + j,
-                    "items": len(b.items),
-                    "calibration": b.calibration,
-                    "annotators": sorted(names[a] for a in b.annotators),
-                }
-                for j, b in enumerate(plan)
-            ],
+            rounds=rounds,
         )
 
     return _transaction(engine, work)
+
+
+def _round_rows(
+    plan: list[PlannedBatch], first: int, next_position: dict[int, int], seed: int, now: datetime
+) -> list[dict[str, Any]]:
+    """The assignment rows of a round plan: batch ``j`` of the plan gets the global number ``first + j``
+    and is appended, in its shared order, to the queue of each of its annotators starting at
+    ``next_position[annotator_id]`` (updated in place)."""
+    rows: list[dict[str, Any]] = []
+    for j, planned in enumerate(plan):
+        for a in planned.annotators:
+            for sid in planned.items:
+                rows.append(
+                    {
+                        "annotator_id": a,
+                        "sample_id": sid,
+                        "position": next_position[a],
+                        "seed": seed,
+                        "batch": first + j,
+                        "created_at": now,
+                    }
+                )
+                next_position[a] += 1
+    return rows

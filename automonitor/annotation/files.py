@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor import records as record_files
 from automonitor.accounts import Account, check_actor, require_admin
@@ -20,6 +21,9 @@ from automonitor.rows import AnnotationRow, validate_one
 from automonitor.annotation._common import GUIDELINE_VERSION, _evidence, _transaction
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
+from automonitor.annotation.queries import label_rows, upsert_label
+from store.models import utcnow
+from store.queries import annotation as store
 
 
 _FORMATS = ("jsonl", "csv")
@@ -128,90 +132,118 @@ def import_annotations(
     final: their assignments are marked submitted (locked). Re-importing an identical label on a
     locked item is a no-op; a different one is refused.
     """
-    from store.models import Annotator, Assignment, Sample, utcnow
-    from automonitor.annotation.queries import label_rows, upsert_label
-
     require_admin(actor)
     file = str(path)
     records = read_records(path, fmt)
 
-    def work(s):
+    def work(s: Session) -> ImportResult:
         check_actor(s, actor)
-        users = {n: i for i, n in s.execute(sa.select(Annotator.id, Annotator.name).where(Annotator.active.is_(True)))}
-        asg = {
-            (r.annotator_id, r.sample_id): r
-            for r in s.execute(sa.select(Assignment.annotator_id, Assignment.sample_id, Assignment.submitted_at))
-        }
-        existing = {(r["annotator_id"], r["sample_id"]): r for r in label_rows(s, actor)}
-        seen: set[tuple[int, str]] = set()
-        planned = []
+        lookups = _ImportLookups(*_import_lookups(s, actor))
         problems = Problems(file)
-        for record in records:
-            row = validate_one(AnnotationRow, RawRecord(*record), problems)
-            if row is None:
-                continue
-            line, name, sid = record[0], row.annotator, row.sample_id
-
-            def bad(msg, fld):
-                problems.add(msg, line=line, field=fld)  # noqa: B023 - called in this iteration
-
-            if name.strip() not in users:
-                bad(f"unknown annotator {name!r}", "annotator")
-                continue
-            aid = users[name.strip()]
-            if (aid, sid) not in asg:
-                bad(f"item {sid!r} is not assigned to {name!r}", "sample_id")
-                continue
-            if (aid, sid) in seen:
-                bad(f"repeated label of {name!r} on {sid!r}", "sample_id")
-                continue
-            seen.add((aid, sid))
-            evidence = (None, None, None)
-            if row.evidence_start is not None:
-                response = s.execute(sa.select(Sample.response).where(Sample.id == sid)).scalar_one()
-                try:
-                    evidence = _evidence(response, (row.evidence_start, row.evidence_end))
-                except InputError as exc:
-                    bad(exc.message, "evidence_start")
-                    continue
-            values = {
-                "annotator_id": aid,
-                "sample_id": sid,
-                "label": row.label,
-                "category": row.category,
-                "severity": row.severity,
-                "evidence_start": evidence[0],
-                "evidence_end": evidence[1],
-                "evidence_text": evidence[2],
-                "note": row.note,
-                "guideline_version": row.guideline_version or GUIDELINE_VERSION,
-                "seconds_spent": row.seconds_spent,
-            }
-            if asg[(aid, sid)].submitted_at is not None:
-                old = existing.get((aid, sid))
-                same = old is not None and all(
-                    old[k] == values[k]
-                    for k in ("label", "category", "severity", "evidence_start", "evidence_end", "note")
-                )
-                if not same:
-                    bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")
-                continue
-            planned.append(values)
+        planned = [
+            values
+            for record in records
+            if (values := _check_imported_row(s, RawRecord(*record), lookups, problems)) is not None
+        ]
         problems.raise_if_any()
-        now = utcnow()
-        for v in planned:
-            if submit:
-                v["submitted_at"] = now
-            upsert_label(s, v)
-            if submit:
-                s.execute(
-                    sa.update(Assignment)
-                    .where(Assignment.annotator_id == v["annotator_id"], Assignment.sample_id == v["sample_id"])
-                    .values(submitted_at=now)
-                )
+        _write_imported(s, planned, submit)
         return ImportResult(written=len(planned), unchanged=len(records) - len(planned), submitted=submit)
 
     return _transaction(engine, work)
+
+
+@dataclass
+class _ImportLookups:
+    """What the rows of one annotation import are checked against (see :func:`_import_lookups`), plus the
+    ``(annotator_id, sample_id)`` keys already seen in the file."""
+
+    users: dict[str, int]
+    assignments: dict[tuple[int, str], Any]
+    existing: dict[tuple[int, str], dict[str, Any]]
+    seen: set[tuple[int, str]] = field(default_factory=set)
+
+
+def _check_imported_row(
+    s: Session, record: RawRecord, lookups: _ImportLookups, problems: Problems
+) -> dict[str, Any] | None:
+    """One row of an annotation import: its fields validated by :class:`automonitor.rows.AnnotationRow`,
+    then checked against the store (known annotator, assigned item, not repeated in the file, evidence
+    offsets inside the response, not a different label on a locked item).
+
+    Returns the ``upsert_label`` values to write, or ``None`` when the row is refused (its problem is
+    added to ``problems`` at the row's line and field) or is an identical re-import of a locked label."""
+    row = validate_one(AnnotationRow, record, problems)
+    if row is None:
+        return None
+    name, sid = row.annotator, row.sample_id
+
+    def bad(msg: str, fld: str) -> None:
+        problems.add(msg, line=record.line, field=fld)
+
+    aid = lookups.users.get(name.strip())
+    if aid is None:
+        bad(f"unknown annotator {name!r}", "annotator")
+        return None
+    if (aid, sid) not in lookups.assignments:
+        bad(f"item {sid!r} is not assigned to {name!r}", "sample_id")
+        return None
+    if (aid, sid) in lookups.seen:
+        bad(f"repeated label of {name!r} on {sid!r}", "sample_id")
+        return None
+    lookups.seen.add((aid, sid))
+    evidence: tuple[int | None, int | None, str | None] = (None, None, None)
+    if row.evidence_start is not None:
+        try:
+            evidence = _evidence(store.sample_texts(s, sid)[1], (row.evidence_start, row.evidence_end))
+        except InputError as exc:
+            bad(exc.message, "evidence_start")
+            return None
+    values = {
+        "annotator_id": aid,
+        "sample_id": sid,
+        "label": row.label,
+        "category": row.category,
+        "severity": row.severity,
+        "evidence_start": evidence[0],
+        "evidence_end": evidence[1],
+        "evidence_text": evidence[2],
+        "note": row.note,
+        "guideline_version": row.guideline_version or GUIDELINE_VERSION,
+        "seconds_spent": row.seconds_spent,
+    }
+    if lookups.assignments[(aid, sid)].submitted_at is None:
+        return values
+    old = lookups.existing.get((aid, sid))
+    same = old is not None and all(
+        old[k] == values[k] for k in ("label", "category", "severity", "evidence_start", "evidence_end", "note")
+    )
+    if not same:
+        bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")
+    return None
+
+
+def _import_lookups(
+    s: Session, actor: Account
+) -> tuple[dict[str, int], dict[tuple[int, str], sa.Row[Any]], dict[tuple[int, str], dict[str, Any]]]:
+    """What :func:`import_annotations` checks rows against: active account ids by name, assignment
+    rows (``annotator_id``, ``sample_id``, ``submitted_at``) and existing label rows, both keyed by
+    ``(annotator_id, sample_id)`` (admin only)."""
+    users = store.active_annotator_ids(s)
+    asg = store.assignment_states(s)
+    existing = {(r["annotator_id"], r["sample_id"]): r for r in label_rows(s, actor)}
+    return users, asg, existing
+
+
+def _write_imported(s: Session, planned: list[dict[str, Any]], submit: bool) -> None:
+    """Upsert the checked label rows of an import (``planned``: ``upsert_label`` values); with
+    ``submit`` the labels and their assignments are marked submitted (locked) now."""
+    now = utcnow()
+    for values in planned:
+        if submit:
+            values["submitted_at"] = now
+        upsert_label(s, values)
+        if submit:
+            store.mark_submitted(s, values["annotator_id"], [values["sample_id"]], now, labels=False)
 
 
 ADJUDICATION_EXPORT_COLUMNS = [

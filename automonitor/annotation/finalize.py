@@ -5,14 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_admin
-from automonitor.errors import InputError
-from automonitor.vocab import SPLITS
 from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, _transaction
 from automonitor.annotation.adjudication import _resolution
+from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows, latest_adjudications
+from automonitor.errors import InputError
+from automonitor.hashing import content_hash
+from automonitor.vocab import SPLITS
+from store.models import Sample, utcnow
+from store.queries import annotation as store
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,22 @@ class FinalizeResult:
         }
 
 
+Resolution = tuple[str, str, str | None]  # (outcome, how: adjudicated|consensus, adjudicator's note)
+
+
+@dataclass(frozen=True)
+class _FinalizeInputs:
+    """What :func:`finalize_pairs` reads once: the candidate ``pairs`` (pair id -> its sample objects, by
+    pair then id), assignments per item (``n_assigned``), label rows per item (``labels``), the latest
+    adjudication row per item (``decided``) and the gold samples by (request_hash, response_hash)."""
+
+    pairs: dict[str, list[Sample]]
+    n_assigned: dict[str, int]
+    labels: dict[str, list[dict[str, Any]]]
+    decided: dict[str, dict[str, Any]]
+    gold_hashes: dict[tuple[str, str], str]
+
+
 def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> FinalizeResult:
     """Move every resolved candidate pair out of the candidate pool (admin only).
 
@@ -56,163 +76,172 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
     Provenance (who, when, how resolved, guideline version, reason) goes to ``meta["annotation"]``;
     the latest adjudication rows get the split. Raises :class:`InputError` for an unknown split.
     """
-    from automonitor.hashing import content_hash
-    from store.models import Adjudication, Sample, utcnow
-    from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows, latest_adjudications
-
     require_admin(actor)
     if split not in SPLITS:
         raise InputError(f"split must be one of {', '.join(SPLITS)}", field="split")
 
-    def work(s):
-        check_actor(s, actor)
-        cands = list(
-            s.execute(
-                sa.select(Sample).where(Sample.status == "candidate").order_by(Sample.pair_id, Sample.id)
-            ).scalars()
+    return _transaction(engine, lambda s: _finalize(s, actor, split))
+
+
+def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
+    """:func:`finalize_pairs` inside one transaction: resolve, accept or reject every candidate pair."""
+    check_actor(s, actor)
+    inputs = _finalize_inputs(s, actor)
+    now = utcnow()
+    provenance = {
+        "finalized_by": actor.name,
+        "finalized_at": as_utc_iso(now),
+        "guideline_version": GUIDELINE_VERSION,
+    }
+    accepted: list[str] = []
+    rejected: dict[str, str] = {}
+    pending = 0
+    verified: list[str] = []
+    for pid, items in inputs.pairs.items():
+        res = _resolve_pair(items, inputs)
+        if res is None:
+            pending += 1
+            continue
+        reason = _rejection_reason(items, res, inputs.gold_hashes)
+        verified += _apply_outcome(s, items, res, reason, split, inputs, provenance)
+        if reason is None:
+            accepted.append(pid)
+        else:
+            rejected[pid] = reason
+    if verified:
+        s.flush()
+        store.add_to_edition(s, VERIFIED_EDITION, verified, now)
+    return FinalizeResult(
+        split=split,
+        accepted=accepted,
+        rejected=rejected,
+        pending=pending,
+        edition=VERIFIED_EDITION if split == "test" else None,
+    )
+
+
+def _finalize_inputs(s: Session, actor: Account) -> _FinalizeInputs:
+    """Read the candidate pairs with their assignments, labels and latest adjudications (admin only)."""
+    candidates = store.samples_with_status(s, "candidate")
+    n_assigned: dict[str, int] = {}
+    for r in assignment_rows(s, actor):
+        n_assigned[r["sample_id"]] = n_assigned.get(r["sample_id"], 0) + 1
+    labels: dict[str, list[dict[str, Any]]] = {}
+    for r in label_rows(s, actor):
+        labels.setdefault(r["sample_id"], []).append(r)
+    pairs: dict[str, list[Sample]] = {}
+    for c in candidates:
+        pairs.setdefault(c.pair_id, []).append(c)
+    return _FinalizeInputs(
+        pairs=pairs,
+        n_assigned=n_assigned,
+        labels=labels,
+        decided=latest_adjudications(s, actor, [c.id for c in candidates]),
+        gold_hashes=store.gold_hashes(s),
+    )
+
+
+def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Resolution] | None:
+    """``{sample_id: (outcome, how, note)}`` for the items of one pair, or ``None`` while any item is
+    unresolved. An item is resolved by its latest adjudication (outcome: the gold label or ``reject``;
+    note: the adjudicator's) or else by consensus of all its assigned annotators (:func:`_resolution`)."""
+    res: dict[str, Resolution] = {}
+    for c in items:
+        adj = inputs.decided.get(c.id)
+        if adj is not None:
+            outcome = "reject" if adj["decision"] == "reject" else adj["gold_label"]
+            res[c.id] = (outcome, "adjudicated", adj["note"])
+            continue
+        rows = inputs.labels.get(c.id, [])
+        got = _resolution(
+            [r["label"] for r in rows],
+            inputs.n_assigned.get(c.id, 0),
+            sum(r["submitted_at"] is not None for r in rows),
         )
-        ids = [c.id for c in cands]
-        n_assigned: dict[str, int] = {}
-        for r in assignment_rows(s, actor):
-            n_assigned[r["sample_id"]] = n_assigned.get(r["sample_id"], 0) + 1
-        labels: dict[str, list[dict[str, Any]]] = {}
-        for r in label_rows(s, actor):
-            labels.setdefault(r["sample_id"], []).append(r)
-        decided = latest_adjudications(s, actor, ids)
-        pairs: dict[str, list[Any]] = {}
-        for c in cands:
-            pairs.setdefault(c.pair_id, []).append(c)
-        gold_hashes = {
-            (rq, rs): sid
-            for sid, rq, rs in s.execute(
-                sa.select(Sample.id, Sample.request_hash, Sample.response_hash).where(Sample.status == "gold")
-            )
+        if got is not None:
+            res[c.id] = (got, "consensus", None)
+    return res if len(res) == len(items) else None
+
+
+def _rejection_reason(
+    items: list[Sample], res: dict[str, Resolution], gold_hashes: dict[tuple[str, str], str]
+) -> str | None:
+    """Why a resolved pair is rejected, or ``None`` to accept it: an item was rejected (the
+    adjudicators' notes), the outcomes are not one ``misbehavior`` and one ``benign`` side, or a side
+    duplicates a gold sample (by request and response hash)."""
+    outcomes = [res[c.id][0] for c in items]
+    if "reject" in outcomes:
+        notes = [res[c.id][2] for c in items if res[c.id][0] == "reject"]
+        return "; ".join(n for n in notes if n) or "rejected by the adjudicator"
+    if sorted(outcomes) != ["benign", "misbehavior"]:
+        return f"resolved labels {sorted(outcomes)} are not one misbehavior and one benign side"
+    dup = [
+        gold_hashes[(c.request_hash, c.response_hash)]
+        for c in items
+        if (c.request_hash, c.response_hash) in gold_hashes
+    ]
+    if dup:
+        return f"duplicates gold sample(s) {', '.join(dup)}"
+    return None
+
+
+def _apply_outcome(
+    s: Session,
+    items: list[Sample],
+    res: dict[str, Resolution],
+    reason: str | None,
+    split: str,
+    inputs: _FinalizeInputs,
+    provenance: dict[str, Any],
+) -> list[str]:
+    """Write one resolved pair: accepted (``reason is None``) into the gold ``split`` with the resolved
+    labels, else ``rejected`` with ``meta["rejection_reason"]``; provenance to ``meta["annotation"]``;
+    the latest adjudications get the split (``None`` when rejected). Returns the sample ids that join
+    the verified edition (the accepted items when ``split == "test"``)."""
+    if reason is None and any(c.label != res[c.id][0] for c in items):
+        # the resolved labels swap the intended ones: park them first, as the database holds
+        # at most one sample per (pair_id, label) at every statement
+        for i, c in enumerate(items):
+            c.label = f"~swap{i}"
+            s.add(c)
+        s.flush()
+    verified: list[str] = []
+    for c in items:
+        outcome, how, note = res[c.id]
+        meta = dict(c.meta or {})
+        meta["intended_label"] = meta.get("intended_label", c.label)
+        meta["annotation"] = {
+            **provenance,
+            "resolution": how,
+            "outcome": outcome,
+            "note": note,
+            "labels": {r["annotator"]: r["label"] for r in inputs.labels.get(c.id, [])},
         }
-        now = utcnow()
-        accepted, rejected, pending = [], {}, 0
-        verified: list[str] = []
-        for pid, items in pairs.items():
-            res: dict[str, tuple[str, str, str | None]] = {}  # sid -> (outcome, how, note)
-            for c in items:
-                adj = decided.get(c.id)
-                if adj is not None:
-                    out = "reject" if adj["decision"] == "reject" else adj["gold_label"]
-                    res[c.id] = (out, "adjudicated", adj["note"])
-                    continue
-                rows = labels.get(c.id, [])
-                got = _resolution(
-                    [r["label"] for r in rows],
-                    n_assigned.get(c.id, 0),
-                    sum(r["submitted_at"] is not None for r in rows),
-                )
-                if got is not None:
-                    res[c.id] = (got, "consensus", None)
-            if len(res) < len(items):
-                pending += 1
-                continue
-            outcomes = [res[c.id][0] for c in items]
-            reason = None
-            if "reject" in outcomes:
-                reason = (
-                    "; ".join(n for c in items for o, _, n in [res[c.id]] if o == "reject" and n)
-                    or "rejected by the adjudicator"
-                )
-            elif sorted(outcomes) != ["benign", "misbehavior"]:
-                reason = f"resolved labels {sorted(outcomes)} are not one misbehavior and one benign side"
-            else:
-                dup = [
-                    gold_hashes[(c.request_hash, c.response_hash)]
-                    for c in items
-                    if (c.request_hash, c.response_hash) in gold_hashes
-                ]
-                if dup:
-                    reason = f"duplicates gold sample(s) {', '.join(dup)}"
-            prov_base = {
-                "finalized_by": actor.name,
-                "finalized_at": as_utc_iso(now),
-                "guideline_version": GUIDELINE_VERSION,
-            }
-            if reason is None and any(c.label != res[c.id][0] for c in items):
-                # the resolved labels swap the intended ones: park them first, as the database holds
-                # at most one sample per (pair_id, label) at every statement
-                for i, c in enumerate(items):
-                    c.label = f"~swap{i}"
-                    s.add(c)
-                s.flush()
-            for c in items:
-                outcome, how, note = res[c.id]
-                meta = dict(c.meta or {})
-                meta["intended_label"] = meta.get("intended_label", c.label)
-                meta["annotation"] = {
-                    **prov_base,
-                    "resolution": how,
-                    "outcome": outcome,
-                    "note": note,
-                    "labels": {r["annotator"]: r["label"] for r in labels.get(c.id, [])},
-                }
-                if reason is None:
-                    c.status, c.split, c.label = "gold", split, outcome
-                    c.label_source = "adjudicated"
-                    c.content_hash = content_hash(c.request, c.response, outcome)
-                    if split == "test":
-                        verified.append(c.id)
-                else:
-                    c.status, c.split = "rejected", None
-                    meta["rejection_reason"] = reason
-                c.meta = meta
-                s.add(c)
-                if c.id in decided:
-                    s.execute(
-                        sa.update(Adjudication)
-                        .where(Adjudication.id == decided[c.id]["id"])
-                        .values(split=split if reason is None else None)
-                    )
-            if reason is None:
-                accepted.append(pid)
-            else:
-                rejected[pid] = reason
-        if verified:
-            from store.models import EditionSample
-
-            s.flush()
-            have = set(
-                s.execute(
-                    sa.select(EditionSample.sample_id).where(
-                        EditionSample.edition == VERIFIED_EDITION, EditionSample.sample_id.in_(verified)
-                    )
-                ).scalars()
-            )
-            new_rows = [
-                {"edition": VERIFIED_EDITION, "sample_id": sid, "created_at": now}
-                for sid in verified
-                if sid not in have
-            ]
-            if new_rows:
-                s.execute(sa.insert(EditionSample), new_rows)
-        return FinalizeResult(
-            split=split,
-            accepted=accepted,
-            rejected=rejected,
-            pending=pending,
-            edition=VERIFIED_EDITION if split == "test" else None,
-        )
-
-    return _transaction(engine, work)
+        if reason is None:
+            c.status, c.split, c.label = "gold", split, outcome
+            c.label_source = "adjudicated"
+            c.content_hash = content_hash(c.request, c.response, outcome)
+            if split == "test":
+                verified.append(c.id)
+        else:
+            c.status, c.split = "rejected", None
+            meta["rejection_reason"] = reason
+        c.meta = meta
+        s.add(c)
+        if c.id in inputs.decided:
+            store.set_adjudication_split(s, inputs.decided[c.id]["id"], split if reason is None else None)
+    return verified
 
 
 def rejected_pairs(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     """Rejected items with their reason (admin only): ``{"sample_id", "pair_id", "category", "task",
     "reason", "finalized_by", "finalized_at"}``."""
-    from store.models import Sample
-
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> list[dict[str, Any]]:
         check_actor(s, actor)
         out = []
-        for c in s.execute(
-            sa.select(Sample).where(Sample.status == "rejected").order_by(Sample.pair_id, Sample.id)
-        ).scalars():
+        for c in store.samples_with_status(s, "rejected"):
             ann = (c.meta or {}).get("annotation", {})
             out.append(
                 {

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_account, require_admin
-from automonitor.errors import InputError, NotFound
 from automonitor.annotation._common import _clean_text, _own_assignment, _transaction
+from automonitor.errors import InputError, NotFound
+from store.models import ItemFlag, utcnow
+from store.queries import annotation as store
+from store.queries.annotation import as_utc_iso
 
 
 MAX_FLAG = 2000
@@ -23,15 +26,12 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
         PermissionDenied: the item is not assigned to the actor.
         InputError: empty comment or longer than 2000 characters (field ``comment``).
     """
-    from store.models import ItemFlag
-    from store.queries.annotation import as_utc_iso
-
     require_account(actor)
     text = _clean_text(comment, "comment", MAX_FLAG)
     if not text:
         raise InputError("a flag needs a comment for the admin", field="comment")
 
-    def work(s):
+    def work(s: Session) -> dict[str, Any]:
         check_actor(s, actor)
         _own_assignment(s, actor, sample_id)
         row = ItemFlag(annotator_id=actor.id, sample_id=sample_id, comment=text)
@@ -52,52 +52,24 @@ def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> lis
     """Flags raised by annotators (admin only), oldest first: ``{"id", "sample_id", "pair_id",
     "annotator", "comment", "created_at", "resolved_at"}``; only unresolved ones unless ``open_only`` is
     false."""
-    from store.models import Annotator, ItemFlag, Sample
-    from store.queries.annotation import as_utc_iso
-
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> list[dict[str, Any]]:
         check_actor(s, actor)
-        q = (
-            sa.select(
-                ItemFlag.id,
-                ItemFlag.sample_id,
-                Sample.pair_id,
-                Annotator.name,
-                ItemFlag.comment,
-                ItemFlag.created_at,
-                ItemFlag.resolved_at,
-            )
-            .join(Annotator, Annotator.id == ItemFlag.annotator_id)
-            .join(Sample, Sample.id == ItemFlag.sample_id)
-            .order_by(ItemFlag.id)
-        )
-        if open_only:
-            q = q.where(ItemFlag.resolved_at.is_(None))
-        return [
-            {
-                "id": r[0],
-                "sample_id": r[1],
-                "pair_id": r[2],
-                "annotator": r[3],
-                "comment": r[4],
-                "created_at": as_utc_iso(r[5]),
-                "resolved_at": as_utc_iso(r[6]),
-            }
-            for r in s.execute(q)
-        ]
+        rows = store.flag_rows(s, open_only=open_only)
+        for r in rows:
+            r["created_at"] = as_utc_iso(r["created_at"])
+            r["resolved_at"] = as_utc_iso(r["resolved_at"])
+        return rows
 
     return _transaction(engine, work)
 
 
 def resolve_flag(engine: Engine, actor: Account, flag_id: int) -> None:
     """Mark a flag as handled (admin only). Raises :class:`NotFound` for an unknown flag id."""
-    from store.models import ItemFlag, utcnow
-
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> None:
         check_actor(s, actor)
         row = s.get(ItemFlag, flag_id)
         if row is None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_account
-from automonitor.errors import InputError
 from automonitor.annotation._common import (
     GUIDELINE_VERSION,
     Label,
@@ -19,6 +19,10 @@ from automonitor.annotation._common import (
     _transaction,
     _validate_label,
 )
+from automonitor.annotation.queries import assignment_rows, label_rows, upsert_label
+from automonitor.errors import InputError
+from store.models import utcnow
+from store.queries import annotation as store
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,9 @@ class Progress:
 
 def my_queue(engine: Engine, actor: Account) -> list[QueueItem]:
     """The actor's own queue in order, with their current label (or ``None``) and submission state."""
-    from automonitor.annotation.queries import assignment_rows, label_rows
-
     require_account(actor)
 
-    def work(s):
+    def work(s: Session) -> list[QueueItem]:
         check_actor(s, actor)
         rows = assignment_rows(s, actor, actor.id)
         labels = {r["sample_id"]: r["label"] for r in label_rows(s, actor, actor.id)}
@@ -95,17 +97,14 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
         PermissionDenied: the item is not assigned to the actor (admins included: admins use
             :func:`adjudication_queue`).
     """
-    from store.models import Sample
-    from automonitor.annotation.queries import assignment_rows, label_rows
-
     require_account(actor)
 
-    def work(s):
+    def work(s: Session) -> ItemView:
         check_actor(s, actor)
         a = _own_assignment(s, actor, sample_id)
         rows = assignment_rows(s, actor, actor.id)
         pos = next(i for i, r in enumerate(rows) if r["sample_id"] == sample_id) + 1
-        req, resp = s.execute(sa.select(Sample.request, Sample.response).where(Sample.id == sample_id)).one()
+        req, resp = store.sample_texts(s, sample_id)
         own = label_rows(s, actor, actor.id, sample_ids=[sample_id])
         return ItemView(
             sample_id=sample_id,
@@ -119,6 +118,23 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
         )
 
     return _transaction(engine, work)
+
+
+def _check_seconds(seconds_spent: Any) -> float | None:
+    """``seconds_spent`` as a float (``None`` stays ``None``).
+
+    Raises:
+        InputError: not a number, negative, NaN or infinite (field ``seconds_spent``).
+    """
+    if seconds_spent is None:
+        return None
+    try:
+        seconds = float(seconds_spent)
+    except (TypeError, ValueError) as exc:
+        raise InputError("seconds_spent must be a number", field="seconds_spent") from exc
+    if not (seconds >= 0) or seconds == float("inf"):
+        raise InputError("seconds_spent must be a finite non-negative number", field="seconds_spent")
+    return seconds
 
 
 def save_label(
@@ -148,30 +164,21 @@ def save_label(
         PermissionDenied: the item is not assigned to the actor.
         InputError: a bad value (field named), or the batch is already submitted (field ``sample_id``).
     """
-    from store.models import Sample
-    from automonitor.annotation.queries import label_rows, upsert_label
-
     require_account(actor)
     category, severity, gv = _validate_label(label, category, severity, guideline_version)
-    note = _clean_text(note, "note")
-    if label == "unsure" and not note:
+    clean_note = _clean_text(note, "note")
+    if label == "unsure" and not clean_note:
         raise InputError("an unsure label needs a note saying why (guidelines)", field="note")
-    if seconds_spent is not None:
-        try:
-            seconds_spent = float(seconds_spent)
-        except (TypeError, ValueError) as exc:
-            raise InputError("seconds_spent must be a number", field="seconds_spent") from exc
-        if not (seconds_spent >= 0) or seconds_spent == float("inf"):
-            raise InputError("seconds_spent must be a finite non-negative number", field="seconds_spent")
+    seconds = _check_seconds(seconds_spent)
 
-    def work(s):
+    def work(s: Session) -> Label:
         check_actor(s, actor)
         a = _own_assignment(s, actor, sample_id)
         if a.submitted_at is not None:
             raise InputError(
                 f"item {sample_id!r} belongs to a submitted batch and can no longer be changed", field="sample_id"
             )
-        response = s.execute(sa.select(Sample.response).where(Sample.id == sample_id)).scalar_one()
+        _, response = store.sample_texts(s, sample_id)
         start, end, text = _evidence(response, evidence)
         upsert_label(
             s,
@@ -184,9 +191,9 @@ def save_label(
                 "evidence_start": start,
                 "evidence_end": end,
                 "evidence_text": text,
-                "note": note,
+                "note": clean_note,
                 "guideline_version": gv,
-                "seconds_spent": seconds_spent,
+                "seconds_spent": seconds,
             },
         )
         return _label_from_row(label_rows(s, actor, actor.id, sample_ids=[sample_id])[0])
@@ -196,11 +203,9 @@ def save_label(
 
 def my_labels(engine: Engine, actor: Account) -> list[Label]:
     """The actor's own labels (never anybody else's), ordered by sample id."""
-    from automonitor.annotation.queries import label_rows
-
     require_account(actor)
 
-    def work(s):
+    def work(s: Session) -> list[Label]:
         check_actor(s, actor)
         return [_label_from_row(r) for r in label_rows(s, actor, actor.id)]
 
@@ -230,51 +235,20 @@ def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> in
     Raises:
         InputError: unlabeled items remain in the batch, or no such open batch (field ``batch``).
     """
-    from store.models import Annotation, Assignment, utcnow
-
     require_account(actor)
 
-    def work(s):
+    def work(s: Session) -> int:
         check_actor(s, actor)
-        b = batch
-        if b is None:
-            b = s.execute(
-                sa.select(sa.func.min(Assignment.batch)).where(
-                    Assignment.annotator_id == actor.id, Assignment.submitted_at.is_(None)
-                )
-            ).scalar()
-            if b is None:
-                raise InputError("no open batch to submit", field="batch")
-        ids = list(
-            s.execute(
-                sa.select(Assignment.sample_id).where(
-                    Assignment.annotator_id == actor.id, Assignment.batch == b, Assignment.submitted_at.is_(None)
-                )
-            ).scalars()
-        )
+        number = batch if batch is not None else store.lowest_open_batch(s, actor.id)
+        if number is None:
+            raise InputError("no open batch to submit", field="batch")
+        ids = store.open_batch_items(s, actor.id, number)
         if not ids:
-            raise InputError(f"batch {b} has no open items", field="batch")
-        labeled = set(
-            s.execute(
-                sa.select(Annotation.sample_id).where(
-                    Annotation.annotator_id == actor.id, Annotation.sample_id.in_(ids)
-                )
-            ).scalars()
-        )
-        missing = len(set(ids) - labeled)
+            raise InputError(f"batch {number} has no open items", field="batch")
+        missing = len(set(ids) - store.labeled_items(s, actor.id, ids))
         if missing:
-            raise InputError(f"batch {b} still has {missing} unlabeled item(s)", field="batch")
-        now = utcnow()
-        s.execute(
-            sa.update(Assignment)
-            .where(Assignment.annotator_id == actor.id, Assignment.sample_id.in_(ids))
-            .values(submitted_at=now)
-        )
-        s.execute(
-            sa.update(Annotation)
-            .where(Annotation.annotator_id == actor.id, Annotation.sample_id.in_(ids))
-            .values(submitted_at=now)
-        )
+            raise InputError(f"batch {number} still has {missing} unlabeled item(s)", field="batch")
+        store.mark_submitted(s, actor.id, ids, utcnow())
         return len(ids)
 
     return _transaction(engine, work)

@@ -5,18 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import _transaction
+from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows
 
 
 def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     """Per annotator (admin only): ``{"annotator", "assigned", "labeled", "submitted", "unsure"}``."""
-    from automonitor.annotation.queries import assignment_rows, label_rows
-
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> list[dict[str, Any]]:
         check_actor(s, actor)
         out: dict[str, dict[str, Any]] = {}
         for r in assignment_rows(s, actor):
@@ -43,14 +43,12 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     ``guideline_version``, ``created_at``, ``updated_at``, ``submitted_at`` (ISO 8601 UTC),
     ``batch``, ``position``, ``assignment_seed``, ``pair_id``, ``item_category``, ``task``,
     ``item_status``."""
-    from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows
-
     require_admin(actor)
 
-    def work(s):
+    def work(s: Session) -> list[dict[str, Any]]:
         check_actor(s, actor)
         asg = {(r["annotator"], r["sample_id"]): r for r in assignment_rows(s, actor)}
-        out = []
+        out: list[dict[str, Any]] = []
         for r in label_rows(s, actor, with_sample=True):
             a = asg.get((r["annotator"], r["sample_id"]), {})
             out.append(

@@ -12,9 +12,19 @@ from datetime import datetime
 from typing import Any, Iterable
 
 import sqlalchemy as sa
-from sqlmodel import Session
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Mapper
+from sqlmodel import Session, SQLModel, col
 
-from store.models import Adjudication, Annotation, Annotator, Assignment, Sample, utcnow
+from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
+from store.queries import chunks
+
+
+def _table(model: type[SQLModel]) -> sa.FromClause:
+    """The mapped table of a SQLModel class (its ``__table__``, which SQLModel sets at runtime only)."""
+    mapper: Mapper[Any] = sa.inspect(model)
+    return mapper.local_table
+
 
 _LABEL_COLUMNS = (
     "label",
@@ -38,25 +48,26 @@ def assignment_rows(
     caller's: :mod:`automonitor.annotation.queries`).
     """
     who = annotator_id
+    cols: list[sa.ColumnElement[Any]] = [
+        col(Assignment.id).label("id"),
+        col(Assignment.annotator_id).label("annotator_id"),
+        col(Annotator.name).label("annotator"),
+        col(Assignment.sample_id).label("sample_id"),
+        col(Assignment.position).label("position"),
+        col(Assignment.seed).label("seed"),
+        col(Assignment.batch).label("batch"),
+        col(Assignment.submitted_at).label("submitted_at"),
+        col(Assignment.created_at).label("created_at"),
+    ]
     q = (
-        sa.select(
-            Assignment.id,
-            Assignment.annotator_id,
-            Annotator.name.label("annotator"),
-            Assignment.sample_id,
-            Assignment.position,
-            Assignment.seed,
-            Assignment.batch,
-            Assignment.submitted_at,
-            Assignment.created_at,
-        )
-        .join(Annotator, Annotator.id == Assignment.annotator_id)
-        .order_by(Assignment.annotator_id, Assignment.position)
+        sa.select(*cols)
+        .join(Annotator, col(Annotator.id) == col(Assignment.annotator_id))
+        .order_by(col(Assignment.annotator_id), col(Assignment.position))
     )
     if who is not None:
-        q = q.where(Assignment.annotator_id == who)
+        q = q.where(col(Assignment.annotator_id) == who)
     if sample_ids is not None:
-        q = q.where(Assignment.sample_id.in_(list(sample_ids)))
+        q = q.where(col(Assignment.sample_id).in_(list(sample_ids)))
     return [dict(r._mapping) for r in session.execute(q)]
 
 
@@ -76,25 +87,25 @@ def label_rows(
     when given (permission checks are the caller's: :mod:`automonitor.annotation.queries`).
     """
     who = annotator_id
-    cols = [c for c in Annotation.__table__.columns] + [Annotator.name.label("annotator")]
-    q = sa.select(*cols).join(Annotator, Annotator.id == Annotation.annotator_id)
+    cols: list[sa.ColumnElement[Any]] = [*_table(Annotation).columns, col(Annotator.name).label("annotator")]
+    q = sa.select(*cols).join(Annotator, col(Annotator.id) == col(Annotation.annotator_id))
     if with_sample:
         q = q.add_columns(
-            Sample.pair_id,
-            Sample.category.label("item_category"),
-            Sample.task,
-            Sample.status,
-            Sample.label.label("intended_label"),
-            Sample.source,
+            col(Sample.pair_id),
+            col(Sample.category).label("item_category"),
+            col(Sample.task),
+            col(Sample.status),
+            col(Sample.label).label("intended_label"),
+            col(Sample.source),
         )
-        q = q.join(Sample, Sample.id == Annotation.sample_id)
+        q = q.join(Sample, col(Sample.id) == col(Annotation.sample_id))
     if who is not None:
-        q = q.where(Annotation.annotator_id == who)
+        q = q.where(col(Annotation.annotator_id) == who)
     if sample_ids is not None:
-        q = q.where(Annotation.sample_id.in_(list(sample_ids)))
+        q = q.where(col(Annotation.sample_id).in_(list(sample_ids)))
     if submitted_only:
-        q = q.where(Annotation.submitted_at.is_not(None))
-    q = q.order_by(Annotator.name, Annotation.sample_id)
+        q = q.where(col(Annotation.submitted_at).is_not(None))
+    q = q.order_by(col(Annotator.name), col(Annotation.sample_id))
     return [dict(r._mapping) for r in session.execute(q)]
 
 
@@ -119,24 +130,26 @@ def upsert_label(session: Session, values: dict[str, Any]) -> None:
         row.pop("guideline_version")
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
+        stmt: postgresql.Insert | sqlite.Insert = postgresql.insert(Annotation).values(**row)
     elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
+        stmt = sqlite.insert(Annotation).values(**row)
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported stores
         raise RuntimeError(f"unsupported database {dialect}")
-    stmt = insert(Annotation).values(**row)
     ex = stmt.excluded
-    old = Annotation.__table__.c.seconds_spent
+    old = _table(Annotation).c.seconds_spent
     seconds = sa.case(
         (sa.and_(old.is_(None), ex.seconds_spent.is_(None)), sa.null()),
         else_=sa.func.coalesce(old, 0.0) + sa.func.coalesce(ex.seconds_spent, 0.0),
     )
     update = {k: getattr(ex, k) for k in _LABEL_COLUMNS if k in row}
     update.update(updated_at=ex.updated_at, seconds_spent=seconds, submitted_at=ex.submitted_at)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["annotator_id", "sample_id"], set_=update, where=Annotation.__table__.c.submitted_at.is_(None)
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["annotator_id", "sample_id"],
+            set_=update,
+            where=_table(Annotation).c.submitted_at.is_(None),
+        )
     )
-    session.execute(stmt)
 
 
 def candidate_samples(session: Session, *, unassigned_only: bool = False) -> list[dict[str, Any]]:
@@ -144,23 +157,23 @@ def candidate_samples(session: Session, *, unassigned_only: bool = False) -> lis
     ordered by pair then id (admin-only data: pair structure and provenance are hidden from annotators).
     With ``unassigned_only`` only items that have no assignment yet."""
     q = (
-        sa.select(Sample.id, Sample.pair_id, Sample.category, Sample.task)
-        .where(Sample.status == "candidate")
-        .order_by(Sample.pair_id, Sample.id)
+        sa.select(col(Sample.id), col(Sample.pair_id), col(Sample.category), col(Sample.task))
+        .where(col(Sample.status) == "candidate")
+        .order_by(col(Sample.pair_id), col(Sample.id))
     )
     if unassigned_only:
-        q = q.where(~sa.exists().where(Assignment.sample_id == Sample.id))
+        q = q.where(~sa.exists().where(col(Assignment.sample_id) == col(Sample.id)))
     return [dict(r._mapping) for r in session.execute(q)]
 
 
 def annotator_loads(session: Session) -> dict[int, int]:
     """``{annotator_id: number of assignments}`` for every active annotator-role account (admin-only data)."""
     q = (
-        sa.select(Annotator.id, sa.func.count(Assignment.id))
-        .outerjoin(Assignment, Assignment.annotator_id == Annotator.id)
-        .where(Annotator.role == "annotator", Annotator.active.is_(True))
-        .group_by(Annotator.id)
-        .order_by(Annotator.id)
+        sa.select(col(Annotator.id), sa.func.count(col(Assignment.id)))
+        .outerjoin(Assignment, col(Assignment.annotator_id) == col(Annotator.id))
+        .where(col(Annotator.role) == "annotator", col(Annotator.active).is_(True))
+        .group_by(col(Annotator.id))
+        .order_by(col(Annotator.id))
     )
     return {aid: n for aid, n in session.execute(q)}
 
@@ -168,14 +181,14 @@ def annotator_loads(session: Session) -> dict[int, int]:
 def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
     """``{sample_id: row}`` of the newest adjudication of each item (admin-only data). A row has every
     ``adjudication`` column plus ``adjudicator`` (name)."""
-    cols = [c for c in Adjudication.__table__.columns] + [Annotator.name.label("adjudicator")]
+    cols: list[sa.ColumnElement[Any]] = [*_table(Adjudication).columns, col(Annotator.name).label("adjudicator")]
     q = (
         sa.select(*cols)
-        .join(Annotator, Annotator.id == Adjudication.adjudicator_id)
-        .order_by(Adjudication.sample_id, Adjudication.created_at, Adjudication.id)
+        .join(Annotator, col(Annotator.id) == col(Adjudication.adjudicator_id))
+        .order_by(col(Adjudication.sample_id), col(Adjudication.created_at), col(Adjudication.id))
     )
     if sample_ids is not None:
-        q = q.where(Adjudication.sample_id.in_(list(sample_ids)))
+        q = q.where(col(Adjudication.sample_id).in_(list(sample_ids)))
     out: dict[str, dict[str, Any]] = {}
     for r in session.execute(q):
         out[r.sample_id] = dict(r._mapping)  # later rows win
@@ -185,18 +198,19 @@ def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = No
 def adjudication_rows(session: Session) -> list[dict[str, Any]]:
     """Every adjudication (history included), oldest first, with ``adjudicator`` name and the item's
     current ``status`` (admin-only data)."""
-    cols = [c for c in Adjudication.__table__.columns] + [
-        Annotator.name.label("adjudicator"),
-        Sample.status.label("sample_status"),
-        Sample.category.label("item_category"),
-        Sample.task,
-        Sample.label.label("current_label"),
+    cols: list[sa.ColumnElement[Any]] = [
+        *_table(Adjudication).columns,
+        col(Annotator.name).label("adjudicator"),
+        col(Sample.status).label("sample_status"),
+        col(Sample.category).label("item_category"),
+        col(Sample.task).label("task"),
+        col(Sample.label).label("current_label"),
     ]
     q = (
         sa.select(*cols)
-        .join(Annotator, Annotator.id == Adjudication.adjudicator_id)
-        .join(Sample, Sample.id == Adjudication.sample_id)
-        .order_by(Adjudication.created_at, Adjudication.id)
+        .join(Annotator, col(Annotator.id) == col(Adjudication.adjudicator_id))
+        .join(Sample, col(Sample.id) == col(Adjudication.sample_id))
+        .order_by(col(Adjudication.created_at), col(Adjudication.id))
     )
     return [dict(r._mapping) for r in session.execute(q)]
 
@@ -210,3 +224,227 @@ def as_utc_iso(value: datetime | None) -> str | None:
 
         value = value.replace(tzinfo=timezone.utc)
     return value.isoformat()
+
+
+# ------------------------------------------------------------------ assignment (writes: admin's core)
+def lock_assignments(session: Session) -> None:
+    """Serialise concurrent assignment runs: on PostgreSQL lock the ``assignment`` table in SHARE ROW
+    EXCLUSIVE mode until the transaction ends (SQLite writers are serialised by the database lock)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(sa.text("LOCK TABLE assignment IN SHARE ROW EXCLUSIVE MODE"))
+
+
+def annotator_names(session: Session, annotator_ids: Iterable[int]) -> dict[int, str]:
+    """``{annotator_id: name}`` of the given accounts."""
+    q = sa.select(col(Annotator.id), col(Annotator.name)).where(col(Annotator.id).in_(list(annotator_ids)))
+    return {aid: name for aid, name in session.execute(q) if aid is not None}
+
+
+def queue_tail(session: Session, annotator_id: int) -> tuple[int, str] | None:
+    """``(position, pair_id)`` of the last item of an annotator's queue, or ``None`` for an empty queue."""
+    q = (
+        sa.select(col(Assignment.position), col(Sample.pair_id))
+        .join(Sample, col(Sample.id) == col(Assignment.sample_id))
+        .where(col(Assignment.annotator_id) == annotator_id)
+        .order_by(col(Assignment.position).desc())
+        .limit(1)
+    )
+    row = session.execute(q).first()
+    return None if row is None else (row[0], row[1])
+
+
+def max_batch(session: Session, annotator_id: int | None = None) -> int:
+    """The highest batch number in use (of one annotator when ``annotator_id``; 0 when none)."""
+    q = sa.select(sa.func.max(col(Assignment.batch)))
+    if annotator_id is not None:
+        q = q.where(col(Assignment.annotator_id) == annotator_id)
+    return session.execute(q).scalar() or 0
+
+
+def last_positions(session: Session) -> dict[int, int]:
+    """``{annotator_id: highest queue position}`` of every annotator with at least one assignment."""
+    q = sa.select(col(Assignment.annotator_id), sa.func.max(col(Assignment.position))).group_by(
+        col(Assignment.annotator_id)
+    )
+    return {aid: pos for aid, pos in session.execute(q) if pos is not None}
+
+
+def insert_assignments(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert assignment rows (dicts of ``assignment`` columns) in one statement; nothing for no rows."""
+    if rows:
+        session.execute(sa.insert(Assignment), rows)
+
+
+def find_assignment(session: Session, annotator_id: int, sample_id: str) -> Assignment | None:
+    """The assignment of ``sample_id`` to ``annotator_id``, or ``None``."""
+    q = sa.select(Assignment).where(
+        col(Assignment.annotator_id) == annotator_id, col(Assignment.sample_id) == sample_id
+    )
+    return session.execute(q).scalars().first()
+
+
+def sample_texts(session: Session, sample_id: str) -> tuple[str, str]:
+    """``(request, response)`` of an item. Raises ``sqlalchemy.exc.NoResultFound`` for an unknown id."""
+    row = session.execute(sa.select(col(Sample.request), col(Sample.response)).where(col(Sample.id) == sample_id)).one()
+    return row[0], row[1]
+
+
+# ----------------------------------------------------------------------------- batch submission
+def lowest_open_batch(session: Session, annotator_id: int) -> int | None:
+    """The lowest batch number of an annotator that still has unsubmitted items, or ``None``."""
+    q = sa.select(sa.func.min(col(Assignment.batch))).where(
+        col(Assignment.annotator_id) == annotator_id, col(Assignment.submitted_at).is_(None)
+    )
+    return session.execute(q).scalar()
+
+
+def open_batch_items(session: Session, annotator_id: int, batch: int) -> list[str]:
+    """Sample ids of the unsubmitted items of one batch of an annotator."""
+    q = sa.select(col(Assignment.sample_id)).where(
+        col(Assignment.annotator_id) == annotator_id,
+        col(Assignment.batch) == batch,
+        col(Assignment.submitted_at).is_(None),
+    )
+    return list(session.execute(q).scalars())
+
+
+def labeled_items(session: Session, annotator_id: int, sample_ids: Iterable[str]) -> set[str]:
+    """Those of ``sample_ids`` that the annotator has labeled."""
+    q = sa.select(col(Annotation.sample_id)).where(
+        col(Annotation.annotator_id) == annotator_id, col(Annotation.sample_id).in_(list(sample_ids))
+    )
+    return set(session.execute(q).scalars())
+
+
+def mark_submitted(
+    session: Session, annotator_id: int, sample_ids: Iterable[str], now: datetime, *, labels: bool = True
+) -> None:
+    """Set ``submitted_at = now`` on the annotator's assignments of ``sample_ids`` and (with ``labels``)
+    on their labels of those items."""
+    ids = list(sample_ids)
+    session.execute(
+        sa.update(Assignment)
+        .where(col(Assignment.annotator_id) == annotator_id, col(Assignment.sample_id).in_(ids))
+        .values(submitted_at=now)
+    )
+    if labels:
+        session.execute(
+            sa.update(Annotation)
+            .where(col(Annotation.annotator_id) == annotator_id, col(Annotation.sample_id).in_(ids))
+            .values(submitted_at=now)
+        )
+
+
+# ------------------------------------------------------------------------ adjudication, finalising
+def candidate_details(session: Session) -> dict[str, dict[str, Any]]:
+    """``{sample_id: row}`` of every candidate item with ``id``, ``pair_id``, ``category``, ``task``,
+    ``source``, ``label`` (the intended one), ``request``, ``response`` (admin-only data)."""
+    q = sa.select(
+        col(Sample.id),
+        col(Sample.pair_id),
+        col(Sample.category),
+        col(Sample.task),
+        col(Sample.source),
+        col(Sample.label),
+        col(Sample.request),
+        col(Sample.response),
+    ).where(col(Sample.status) == "candidate")
+    return {r.id: dict(r._mapping) for r in session.execute(q)}
+
+
+def samples_with_status(session: Session, status: str) -> list[Sample]:
+    """The samples with ``status`` (e.g. ``candidate``, ``rejected``) as ORM objects, by pair then id."""
+    q = sa.select(Sample).where(col(Sample.status) == status).order_by(col(Sample.pair_id), col(Sample.id))
+    return list(session.execute(q).scalars())
+
+
+def gold_hashes(session: Session) -> dict[tuple[str, str], str]:
+    """``{(request_hash, response_hash): sample_id}`` of the gold samples (duplicate check)."""
+    q = sa.select(col(Sample.id), col(Sample.request_hash), col(Sample.response_hash)).where(
+        col(Sample.status) == "gold"
+    )
+    return {(rq, rs): sid for sid, rq, rs in session.execute(q)}
+
+
+def set_adjudication_split(session: Session, adjudication_id: int, split: str | None) -> None:
+    """Record the split an adjudicated item went to (``None``: its pair was rejected)."""
+    session.execute(sa.update(Adjudication).where(col(Adjudication.id) == adjudication_id).values(split=split))
+
+
+def add_to_edition(session: Session, edition: str, sample_ids: list[str], now: datetime) -> None:
+    """Make ``sample_ids`` members of ``edition`` (``edition_sample`` rows); existing members are kept."""
+    have = set(
+        session.execute(
+            sa.select(col(EditionSample.sample_id)).where(
+                col(EditionSample.edition) == edition, col(EditionSample.sample_id).in_(sample_ids)
+            )
+        ).scalars()
+    )
+    rows = [{"edition": edition, "sample_id": sid, "created_at": now} for sid in sample_ids if sid not in have]
+    if rows:
+        session.execute(sa.insert(EditionSample), rows)
+
+
+# ---------------------------------------------------------------------------------------- flags
+def flag_rows(session: Session, *, open_only: bool = True) -> list[dict[str, Any]]:
+    """Item flags, oldest first: ``{"id", "sample_id", "pair_id", "annotator", "comment", "created_at",
+    "resolved_at"}`` (datetimes as stored); only unresolved ones with ``open_only``."""
+    cols: list[sa.ColumnElement[Any]] = [
+        col(ItemFlag.id).label("id"),
+        col(ItemFlag.sample_id).label("sample_id"),
+        col(Sample.pair_id).label("pair_id"),
+        col(Annotator.name).label("annotator"),
+        col(ItemFlag.comment).label("comment"),
+        col(ItemFlag.created_at).label("created_at"),
+        col(ItemFlag.resolved_at).label("resolved_at"),
+    ]
+    q = (
+        sa.select(*cols)
+        .join(Annotator, col(Annotator.id) == col(ItemFlag.annotator_id))
+        .join(Sample, col(Sample.id) == col(ItemFlag.sample_id))
+        .order_by(col(ItemFlag.id))
+    )
+    if open_only:
+        q = q.where(col(ItemFlag.resolved_at).is_(None))
+    return [dict(r._mapping) for r in session.execute(q)]
+
+
+def label_fingerprint(session: Session) -> tuple[int, datetime | None, datetime | None]:
+    """``(number of labels, newest update, newest submission)`` of the whole label table."""
+    row = session.execute(
+        sa.select(
+            sa.func.count(col(Annotation.id)),
+            sa.func.max(col(Annotation.updated_at)),
+            sa.func.max(col(Annotation.submitted_at)),
+        )
+    ).one()
+    return row[0], row[1], row[2]
+
+
+def annotator_id(session: Session, name: str) -> int | None:
+    """The id of the account called ``name``, or ``None``."""
+    return session.execute(sa.select(col(Annotator.id)).where(col(Annotator.name) == name)).scalar()
+
+
+def request_response(session: Session, sample_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """``{sample_id: (request, response)}`` of the given items (queried in chunks of
+    :data:`store.queries.IN_CHUNK` ids); unknown ids are left out."""
+    texts: dict[str, tuple[str, str]] = {}
+    for part in chunks(sample_ids):
+        q = sa.select(col(Sample.id), col(Sample.request), col(Sample.response)).where(col(Sample.id).in_(part))
+        for sid, req, resp in session.execute(q):
+            texts[sid] = (req, resp)
+    return texts
+
+
+def active_annotator_ids(session: Session) -> dict[str, int]:
+    """``{name: id}`` of every active account (any role)."""
+    q = sa.select(col(Annotator.id), col(Annotator.name)).where(col(Annotator.active).is_(True))
+    return {name: aid for aid, name in session.execute(q) if aid is not None}
+
+
+def assignment_states(session: Session) -> dict[tuple[int, str], sa.Row[Any]]:
+    """Every assignment as a row with ``annotator_id``, ``sample_id`` and ``submitted_at``, keyed by
+    ``(annotator_id, sample_id)``."""
+    q = sa.select(col(Assignment.annotator_id), col(Assignment.sample_id), col(Assignment.submitted_at))
+    return {(r.annotator_id, r.sample_id): r for r in session.execute(q)}
