@@ -221,4 +221,7 @@ def test_finalize_with_swapped_labels_keeps_the_pair_constraint(engine):
     assert res.accepted == ["cp"], res
     with session_scope(engine) as s:
         got = dict(s.execute(sa.select(Sample.id, Sample.label).where(Sample.pair_id == "cp")).all())
+        metas = dict(s.execute(sa.select(Sample.id, Sample.meta).where(Sample.pair_id == "cp")).all())
     assert got == {"cm": B, "cb": M}
+    # the provenance keeps the label each side was built with, not the placeholder used to swap them
+    assert {k: m["intended_label"] for k, m in metas.items()} == {"cm": M, "cb": B}

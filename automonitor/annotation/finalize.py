@@ -198,6 +198,7 @@ def _apply_outcome(
     labels, else ``rejected`` with ``meta["rejection_reason"]``; provenance to ``meta["annotation"]``;
     the latest adjudications get the split (``None`` when rejected). Returns the sample ids that join
     the verified edition (the accepted items when ``split == "test"``)."""
+    built_as = {c.id: c.label for c in items}  # before any placeholder below
     if reason is None and any(c.label != res[c.id][0] for c in items):
         # the resolved labels swap the intended ones: park them first, as the database holds
         # at most one sample per (pair_id, label) at every statement
@@ -209,7 +210,7 @@ def _apply_outcome(
     for c in items:
         outcome, how, note = res[c.id]
         meta = dict(c.meta or {})
-        meta["intended_label"] = meta.get("intended_label", c.label)
+        meta["intended_label"] = meta.get("intended_label", built_as[c.id])
         meta["annotation"] = {
             **provenance,
             "resolution": how,
