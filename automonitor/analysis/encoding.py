@@ -18,8 +18,6 @@ from automonitor.vocab import CATEGORIES, OUTCOMES, TASKS
 
 
 CELLS: tuple[str, ...] = ("tp", "fn", "fp", "tn", "unscored", "pending")
-
-
 # per-sample cell codes after the unscored policy
 TP, FN, FP, TN, UNS, PEND, ABSENT = 0, 1, 2, 3, 4, 5, -1
 

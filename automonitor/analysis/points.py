@@ -14,8 +14,6 @@ from automonitor import metrics as mt
 
 
 REPORTED_LABEL = "reported (paper)"
-
-
 POINT_COLUMNS: tuple[str, ...] = (
     "run_id",
     "monitor",
@@ -33,8 +31,6 @@ POINT_COLUMNS: tuple[str, ...] = (
     "unscored",
     "unscored_rate",
 )
-
-
 _EMPTY_SLICE: dict[str, Any] = {
     "n": 0,
     "mr": None,

@@ -19,8 +19,6 @@ from automonitor.vocab import NEGATIVE, POSITIVE
 
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
 _word_hash_cache: dict[str, int] = {}
 
 
