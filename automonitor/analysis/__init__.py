@@ -1,0 +1,67 @@
+"""Analysis of monitor runs: store -> frames -> the report of ``automonitor report`` and the app.
+
+Pipeline: :func:`predictions_frame` (one row per prediction, joined with its sample) ->
+:func:`analyze_model` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored
+counts, Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, ROC, evidence grounding)
+-> a typed :class:`~automonitor.report_schema.Report` whose ``to_dict()`` is the contract JSON
+(``../shared/CONTRACT.md``). :func:`report_model` does both steps on a store; :func:`analyze` and
+:func:`report` return the dict.
+
+One module per job (this package re-exports the public names):
+
+- :mod:`~automonitor.analysis.encoding`: prediction frame -> index arrays (``_encode``) and the
+  runs x samples cell matrix (``_sample_grid``); cell codes and :data:`CELLS`;
+- :mod:`~automonitor.analysis.slices`: one outcome table -> SLICEs (``_slice_stats``);
+- :mod:`~automonitor.analysis.bootstrap`: pair-clustered intervals per run (``_bootstrap_runs``) and
+  per-pair outcome classes (``_pair_classes``);
+- :mod:`~automonitor.analysis.paired`: paired comparisons of two runs (``_paired_comparisons``);
+- :mod:`~automonitor.analysis.roc_grounding`: :func:`roc_summary` and evidence grounding of runs;
+- :mod:`~automonitor.analysis.assemble`: :func:`analyze_model` / :func:`analyze` (run entries, front,
+  Pearson r, the typed report);
+- :mod:`~automonitor.analysis.from_store`: :func:`predictions_frame`, :func:`runs_frame`,
+  :func:`report_model` / :func:`report` (editions, controls FAR, stability) and :func:`controls_far`;
+- :mod:`~automonitor.analysis.points`: :func:`run_points` and the paper's :func:`reported_points`;
+- :mod:`~automonitor.analysis.drilldown`: :func:`cell_samples`, :func:`roc_frame`,
+  :func:`grounding_frame`, :func:`compare_runs`.
+
+Definitions and the unscored policy are in :mod:`automonitor.metrics`; grounding in
+:mod:`automonitor.grounding`. The paper's reported points are a separate, labelled reference table
+(:func:`reported_points`), never mixed into measured runs.
+"""
+
+from __future__ import annotations
+
+from automonitor.analysis.assemble import analyze, analyze_model
+from automonitor.analysis.drilldown import cell_samples, compare_runs, grounding_frame, roc_frame
+from automonitor.analysis.encoding import ABSENT, CELLS, FN, FP, PEND, TN, TP, UNS
+from automonitor.analysis.from_store import controls_far, predictions_frame, report, report_model, runs_frame
+from automonitor.analysis.points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
+from automonitor.analysis.roc_grounding import FAR_TARGETS, roc_summary
+
+__all__ = [
+    "ABSENT",
+    "CELLS",
+    "FAR_TARGETS",
+    "FN",
+    "FP",
+    "PEND",
+    "POINT_COLUMNS",
+    "REPORTED_LABEL",
+    "TN",
+    "TP",
+    "UNS",
+    "analyze",
+    "analyze_model",
+    "cell_samples",
+    "compare_runs",
+    "controls_far",
+    "grounding_frame",
+    "predictions_frame",
+    "report",
+    "report_model",
+    "reported_points",
+    "roc_frame",
+    "roc_summary",
+    "run_points",
+    "runs_frame",
+]

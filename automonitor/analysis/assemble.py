@@ -1,0 +1,208 @@
+"""Report assembly from in-memory frames (no store access): :func:`analyze_model` runs the steps
+(encoding, slices, sample grid, bootstrap and pair classes, run entries, ROC, grounding, paired
+comparisons, front and Pearson r) and validates the typed
+:class:`~automonitor.report_schema.Report`; :func:`analyze` returns its dict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from automonitor import metrics as mt
+from automonitor.analysis.bootstrap import _bootstrap_runs, _pair_classes
+from automonitor.analysis.encoding import _empty_preds, _encode, _Encoded, _sample_grid
+from automonitor.analysis.paired import _default_comparisons, _paired_comparisons
+from automonitor.analysis.roc_grounding import _add_grounding, _add_roc
+from automonitor.analysis.slices import _Slices, _slice_stats
+from automonitor.report_schema import Report
+
+
+def analyze(
+    preds: pd.DataFrame,
+    runs: pd.DataFrame,
+    invalid: str = "exclude",
+    *,
+    texts: dict[str, tuple[str, str]] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
+    compare: Sequence[tuple[str, str]] | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """The report from in-memory frames as a JSON-ready dict: ``analyze_model(...).to_dict()`` (no store
+    access; schema :class:`automonitor.report_schema.Report`).
+
+    Args:
+        preds: predictions with at least run_id, sample_id, pair_id, category, task, label, outcome,
+            score, evidence (as from :func:`predictions_frame`).
+        runs: runs with run_id, monitor, template (+ kind, status), in report order.
+        invalid: unscored policy (``exclude`` | ``as-flag`` | ``as-miss``), see :mod:`automonitor.metrics`.
+        texts: ``{sample_id: (request, response)}`` for evidence grounding (skipped when ``None``).
+        n_boot, seed: pair-clustered bootstrap resamples and numpy seed. The same seed gives the same
+            resampling weights for every run over the same number of pairs, so a run's intervals do not
+            depend on which other runs are in the report.
+        cost_ratio, prevalence: see :func:`automonitor.metrics.operating_point`.
+        compare: run pairs for paired statistics; default every two runs of the same monitor (e.g.
+            direct vs evidence), and the two runs when the report has exactly two.
+        timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
+            paired) and CPU seconds (same names + ``_cpu``), for benchmarks.
+    Returns:
+        The report: per run the contract keys run_id, monitor, template, overall, by_category, by_task
+        (SLICEs, :class:`~automonitor.report_schema.SliceStats`) plus kind, status, by_category_task,
+        bootstrap (pair-clustered percentile intervals), pairs (per-pair outcome counts), on_front, and
+        for score runs roc/auroc, for evidence runs grounding; the Pareto front, Pearson r, paired
+        comparisons and the parameters.
+    Raises:
+        ValueError for an unknown policy; NotFound when ``compare`` names a run not in ``runs``.
+    """
+    return analyze_model(
+        preds,
+        runs,
+        invalid,
+        texts=texts,
+        n_boot=n_boot,
+        seed=seed,
+        cost_ratio=cost_ratio,
+        prevalence=prevalence,
+        compare=compare,
+        timings=timings,
+    ).to_dict()
+
+
+def analyze_model(
+    preds: pd.DataFrame,
+    runs: pd.DataFrame,
+    invalid: str = "exclude",
+    *,
+    texts: dict[str, tuple[str, str]] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
+    compare: Sequence[tuple[str, str]] | None = None,
+    timings: dict[str, float] | None = None,
+) -> Report:
+    """The :class:`~automonitor.report_schema.Report` from in-memory frames (no store access; used by
+    :func:`report_model` and benchmarks). Arguments, result and errors as in :func:`analyze`, which
+    returns this model's dict."""
+    mt.check_policy(invalid)
+    clock = _Clock(timings)
+    runs = runs.reset_index(drop=True)
+    df = preds[preds["run_id"].isin(set(runs["run_id"]))] if len(preds) else _empty_preds()
+    enc = _encode(df, list(runs["run_id"]), invalid)
+    slices = _slice_stats(enc, invalid)
+    clock.lap("slices")
+    grid = _sample_grid(df, enc)
+    labelled = enc.labelled
+    boot = _bootstrap_runs(
+        enc.run[labelled], grid.row_pair[labelled], enc.cell[labelled], len(runs), grid.n_pairs, n_boot, seed
+    )
+    pair_counts = _pair_classes(grid.cells, grid.sample_pair, grid.sample_label, grid.n_pairs)
+    clock.lap("bootstrap")
+    entries = _run_entries(runs, enc, slices, boot, pair_counts)
+    _add_roc(entries, df, enc, cost_ratio, prevalence)
+    clock.lap("roc")
+    if texts is not None:
+        _add_grounding(entries, runs, df, enc, texts)
+    clock.lap("grounding")
+    pairs_to_compare = _default_comparisons(runs) if compare is None else list(compare)
+    paired = _paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
+    clock.lap("paired")
+    rep = _across_runs(entries, paired, invalid, n_boot, seed)
+    rep.update(cost_ratio=cost_ratio, prevalence=prevalence)
+    rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
+    return Report.model_validate(_json_safe(rep))
+
+
+def _across_runs(
+    entries: list[dict[str, Any]], paired: list[dict[str, Any]], invalid: str, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """The report's top level up to ``paired``: the run entries (each gets ``on_front``), the overall
+    Pareto front, Pearson r of (MR, FAR) over runs, the policy and bootstrap parameters."""
+    mr = [e["overall"]["mr"] for e in entries]
+    far = [e["overall"]["far"] for e in entries]
+    front = mt.pareto_front(mr, far) if entries else np.zeros(0, dtype=bool)
+    for entry, on_front in zip(entries, front):
+        entry["on_front"] = bool(on_front)
+    r_val, p_val = mt.pearson_r(mr, far)
+    return {
+        "runs": entries,
+        "pareto": [e["run_id"] for e in entries if e["on_front"]],
+        "pearson_r": r_val,
+        "pearson_p": p_val,
+        "pearson_n": int(sum(1 for x, y in zip(mr, far) if x is not None and y is not None)),
+        "invalid_policy": invalid,
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "cluster": "pair_id", "interval": "percentile 95%"},
+        "paired": paired,
+    }
+
+
+def _run_entries(
+    runs: pd.DataFrame,
+    enc: _Encoded,
+    slices: _Slices,
+    boot: list[dict[str, Any]],
+    pair_counts: list[dict[str, int]],
+) -> list[dict[str, Any]]:
+    """One RUN dict per row of ``runs`` (report order) with its slices, bootstrap and pair counts."""
+    cats, tasks = enc.categories, enc.tasks
+    entries: list[dict[str, Any]] = []
+    for r, row in runs.iterrows():
+        by_ct = slices.by_category_task
+        entries.append(
+            {
+                "run_id": row["run_id"],
+                "monitor": row["monitor"],
+                "template": row["template"],
+                "kind": row.get("kind"),
+                "status": row.get("status"),
+                "overall": slices.overall[r],
+                "by_category": {c: slices.by_category[r, i] for i, c in enumerate(cats)},
+                "by_task": {t: slices.by_task[r, j] for j, t in enumerate(tasks)},
+                "by_category_task": {c: {t: by_ct[r, i, j] for j, t in enumerate(tasks)} for i, c in enumerate(cats)},
+                "bootstrap": boot[r],
+                "pairs": pair_counts[r],
+            }
+        )
+    return entries
+
+
+class _Clock:
+    """Phase timer for benchmarks: wall seconds under ``name`` and CPU seconds under ``name + "_cpu"``."""
+
+    def __init__(self, sink: dict[str, float] | None):
+        import time
+
+        self.sink, self._wall, self._cpu = sink, time.perf_counter, time.process_time
+        self.t, self.c = self._wall(), self._cpu()
+
+    def lap(self, name: str) -> None:
+        if self.sink is not None:
+            t, c = self._wall(), self._cpu()
+            self.sink[name] = self.sink.get(name, 0.0) + t - self.t
+            self.sink[name + "_cpu"] = self.sink.get(name + "_cpu", 0.0) + c - self.c
+            self.t, self.c = t, c
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        if obj and all(type(v) is float for v in obj):  # fast path for curves
+            return [v if math.isfinite(v) else None for v in obj]
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return None if math.isnan(f) or math.isinf(f) else f
+    if isinstance(obj, np.ndarray):
+        return _json_safe(obj.tolist())
+    return obj

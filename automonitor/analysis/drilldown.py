@@ -1,0 +1,99 @@
+"""Drill-down views of one run for the app and CLI: the samples of a confusion cell, the ROC curve, the
+grounded evidence spans, and the paired comparison of two runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from automonitor import grounding as gr
+from automonitor import metrics as mt
+from automonitor.analysis.encoding import CELLS, FN, FP, PEND, TN, TP, _codes
+from automonitor.analysis.from_store import predictions_frame, report
+from automonitor.vocab import NEGATIVE, POSITIVE, UNSCORED
+
+
+def cell_samples(
+    engine: Engine,
+    run_id: str,
+    cell: str,
+    category: str | None = None,
+    task: str | None = None,
+    invalid: str = "exclude",
+) -> pd.DataFrame:
+    """The samples of one confusion cell of a run (for drill-down), with their texts.
+
+    Args:
+        cell: ``tp`` | ``fn`` | ``fp`` | ``tn`` | ``unscored`` | ``pending``. Under ``as-flag``/``as-miss``
+            the unscored samples also appear in the cell the policy puts them in; ``unscored`` always
+            lists them.
+        category, task: optional filters.
+    Returns:
+        The :func:`predictions_frame` columns plus request and response, ordered by sample id.
+    Raises:
+        ValueError for an unknown cell or policy; NotFound for an unknown run.
+    """
+    if cell not in CELLS:
+        raise ValueError(f"cell must be one of {', '.join(CELLS)}, got {cell!r}")
+    mt.check_policy(invalid)
+    from store.queries import analysis as q
+
+    df = predictions_frame(engine, [run_id])
+    if category is not None:
+        df = df[df["category"] == category]
+    if task is not None:
+        df = df[df["task"] == task]
+    if cell == "unscored":
+        sel = df["outcome"].isin(UNSCORED).to_numpy()
+    else:
+        _, _, code = _codes(df, invalid)
+        sel = code == {"tp": TP, "fn": FN, "fp": FP, "tn": TN, "pending": PEND}[cell]
+    df = df[sel]
+    texts = q.sample_frame(engine, df["sample_id"])[["sample_id", "request", "response"]]
+    return df.merge(texts, on="sample_id", how="left").sort_values("sample_id").reset_index(drop=True)
+
+
+def roc_frame(engine: Engine, run_id: str) -> pd.DataFrame:
+    """The ROC curve of a score run: columns threshold, far, mr, fpr, tpr (all thresholds; first row
+    ``inf`` = flag nothing). Empty frame (same columns) when the run has no scores or only one class
+    has scores. Raises NotFound for an unknown run."""
+    df = predictions_frame(engine, [run_id])
+    df = df[df["score"].notna() & df["label"].isin([POSITIVE, NEGATIVE])]
+    cols = ["threshold", "far", "mr", "fpr", "tpr"]
+    if df.empty or df["label"].nunique() < 2:
+        return pd.DataFrame(columns=cols)
+    roc = mt.roc_points(df["label"].to_numpy(), df["score"].to_numpy(float))
+    return pd.DataFrame({k: roc[k] for k in cols})
+
+
+def grounding_frame(engine: Engine, run_id: str) -> pd.DataFrame:
+    """Every evidence span of a run, grounded: columns sample_id, label, outcome, span, status
+    (exact | normalized | not_found), field (response | request | None), start, end (offsets into that
+    field's text; nullable Int64). Raises NotFound for an unknown run."""
+    from store.queries import analysis as q
+
+    df = predictions_frame(engine, [run_id])
+    df = df[df["evidence"].map(bool)]
+    texts = q.load_sample_texts(engine, df["sample_id"])
+    rows = []
+    for sid, lab, out, ev in zip(df["sample_id"], df["label"], df["outcome"], df["evidence"]):
+        req, resp = texts.get(sid, ("", ""))
+        for r in gr.ground_evidence(resp, req, ev if isinstance(ev, list) else [ev]):
+            rows.append({"sample_id": sid, "label": lab, "outcome": out, **r})
+    out = pd.DataFrame(rows, columns=["sample_id", "label", "outcome", "span", "status", "start", "end", "field"])
+    out[["start", "end"]] = out[["start", "end"]].astype("Int64")  # nullable: None when not found
+    return out
+
+
+def compare_runs(
+    engine: Engine, run_a: str, run_b: str, invalid: str = "exclude", *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """Paired statistics of run A vs run B on the samples both scored: MR/FAR differences (A - B) with a
+    pair-clustered bootstrap interval and p-value, McNemar's tests (see :func:`analyze`)."""
+    rep = report(
+        engine, [run_a, run_b], invalid, n_boot=n_boot, seed=seed, compare=[(run_a, run_b)], with_grounding=False
+    )
+    return rep["paired"][0]

@@ -1,0 +1,130 @@
+"""Encoding of a prediction frame into index arrays: per prediction row (label, outcome, cell code after
+the unscored policy, run/category/task positions; :class:`_Encoded`) and per sample (the runs x samples
+cell matrix with each sample's pair and label; :class:`_SampleGrid`). Cell codes: :data:`TP`, :data:`FN`,
+:data:`FP`, :data:`TN`, :data:`UNS` (unscored, kept apart under ``exclude``), :data:`PEND` (pending),
+:data:`ABSENT` (the run did not judge the sample).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from automonitor import metrics as mt
+from automonitor.vocab import CATEGORIES, OUTCOMES, TASKS
+
+
+CELLS: tuple[str, ...] = ("tp", "fn", "fp", "tn", "unscored", "pending")
+# per-sample cell codes after the unscored policy
+TP, FN, FP, TN, UNS, PEND, ABSENT = 0, 1, 2, 3, 4, 5, -1
+
+
+def _empty_preds() -> pd.DataFrame:
+    return pd.DataFrame(
+        columns=["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
+    )
+
+
+def _map_codes(col: pd.Series, mapping: dict[Any, int], default: int) -> np.ndarray:
+    """``mapping[value]`` per element (``default`` for unknown values and missing), via factorize: fast on
+    Arrow-backed string columns."""
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    lut = np.array([mapping.get(u, default) for u in uniques] + [default], dtype=np.int64)
+    return lut[codes]  # code -1 (missing) picks the trailing default
+
+
+def _codes(df: pd.DataFrame, policy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Label index (0 misbehavior, 1 benign, -1 unknown), outcome column index and per-sample cell code."""
+    li = _map_codes(df["label"], mt.LABEL_INDEX, -1)
+    oi = _map_codes(df["outcome"], {o: i for i, o in enumerate(OUTCOMES)}, mt.PENDING_COL)  # missing -> pending
+    odd = df["outcome"].notna().to_numpy() & (oi == mt.PENDING_COL)
+    if odd.any():  # an outcome outside the vocabulary is never silently benign: count it as invalid
+        oi[odd] = OUTCOMES.index("invalid")
+    pos = li == 0
+    code = np.full(len(df), PEND, dtype=np.int64)
+    code[(oi == 0) & pos] = TP
+    code[(oi == 1) & pos] = FN
+    code[(oi == 0) & ~pos] = FP
+    code[(oi == 1) & ~pos] = TN
+    uns = (oi >= 2) & (oi < mt.PENDING_COL)
+    if policy == "exclude":
+        code[uns] = UNS
+    elif policy == "as-flag":
+        code[uns & pos] = TP
+        code[uns & ~pos] = FP
+    else:  # as-miss: the monitor is taken to have said benign
+        code[uns & pos] = FN
+        code[uns & ~pos] = TN
+    return li, oi, code
+
+
+@dataclass
+class _Encoded:
+    """The prediction frame as index arrays (one element per prediction row).
+
+    ``label``: 0 misbehavior, 1 benign, -1 unknown; ``outcome``: column of ``metrics.OUTCOME_COLUMNS``;
+    ``cell``: TP/FN/FP/TN/UNS/PEND after the unscored policy; ``labelled``: rows with a valid gold label;
+    ``run``/``category``/``task``: positions in ``run_ids``/``categories``/``tasks``."""
+
+    run_ids: list[str]
+    run_index: dict[str, int]
+    categories: list[str]
+    tasks: list[str]
+    label: np.ndarray
+    outcome: np.ndarray
+    cell: np.ndarray
+    labelled: np.ndarray
+    run: np.ndarray
+    category: np.ndarray
+    task: np.ndarray
+
+
+@dataclass
+class _SampleGrid:
+    """Per-sample view shared by all runs: ``cells`` (n_runs, n_samples) cell code of each run on each
+    sample (ABSENT when it did not judge it); ``sample_pair``/``sample_label`` (n_samples,) the pair
+    index and label index of each sample; ``row_pair`` (n_rows,) the pair index of each prediction row."""
+
+    cells: np.ndarray
+    sample_pair: np.ndarray
+    sample_label: np.ndarray
+    row_pair: np.ndarray
+    n_pairs: int
+
+
+def _encode(df: pd.DataFrame, run_ids: list[str], policy: str) -> _Encoded:
+    """Index arrays of the prediction rows (see :class:`_Encoded`). Categories and tasks are the
+    vocabulary's, in order, then any others present in ``df`` sorted."""
+    run_index = {r: i for i, r in enumerate(run_ids)}
+    categories = list(CATEGORIES) + sorted(set(df["category"].dropna().unique().tolist()) - set(CATEGORIES))
+    tasks = list(TASKS) + sorted(set(df["task"].dropna().unique().tolist()) - set(TASKS))
+    label, outcome, cell = _codes(df, policy)
+    return _Encoded(
+        run_ids=run_ids,
+        run_index=run_index,
+        categories=categories,
+        tasks=tasks,
+        label=label,
+        outcome=outcome,
+        cell=cell,
+        labelled=label >= 0,
+        run=_map_codes(df["run_id"], run_index, -1),
+        category=_map_codes(df["category"], {c: i for i, c in enumerate(categories)}, 0),
+        task=_map_codes(df["task"], {t: i for i, t in enumerate(tasks)}, 0),
+    )
+
+
+def _sample_grid(df: pd.DataFrame, enc: _Encoded) -> _SampleGrid:
+    """The per-sample cell matrix of all runs and each sample's pair and label (see :class:`_SampleGrid`)."""
+    row_sample, samples = pd.factorize(df["sample_id"])
+    row_pair, pairs = pd.factorize(df["pair_id"])
+    sample_pair = np.full(len(samples), -1, dtype=np.int64)
+    sample_label = np.full(len(samples), -1, dtype=np.int64)
+    sample_pair[row_sample] = row_pair
+    sample_label[row_sample] = enc.label
+    cells = np.full((len(enc.run_ids), len(samples)), ABSENT, dtype=np.int64)
+    cells[enc.run, row_sample] = np.where(enc.labelled, enc.cell, ABSENT)
+    return _SampleGrid(cells, sample_pair, sample_label, row_pair, len(pairs))

@@ -1,0 +1,209 @@
+"""The report on a store: frames from the store (:func:`predictions_frame`, :func:`runs_frame`),
+:func:`report_model` / :func:`report` (load, split off the controls slice, :func:`analyze_model`, then
+each run's edition, controls FAR and stability) and :func:`controls_far`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from automonitor import metrics as mt
+from automonitor.analysis.assemble import analyze_model
+from automonitor.analysis.encoding import _empty_preds
+from automonitor.analysis.roc_grounding import _evidence_runs
+from automonitor.report_schema import ControlsFar, Report, Stability
+
+
+def predictions_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per prediction joined with its sample and run.
+
+    Columns: run_id, monitor, template, kind, sample_id, pair_id, category, task, label, outcome
+    (``None`` = pending), score (float, NaN when absent), evidence (list), raw, reason, pred_category,
+    severity. ``run_ids=None`` means every run. Raises ``NotFound`` for an unknown run id.
+    """
+    from store.queries import analysis as q
+
+    if run_ids:
+        q.load_runs(engine, run_ids)  # raises NotFound
+    return q.load_predictions(engine, run_ids)
+
+
+def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Runs (run_id, monitor, template, kind, status, n, params, created_at), oldest first or in
+    ``run_ids`` order. Raises ``NotFound`` for an unknown id."""
+    from store.queries import analysis as q
+
+    return q.load_runs(engine, run_ids)
+
+
+def report(
+    engine: Engine,
+    run_ids: Sequence[str] | None = None,
+    invalid: str = "exclude",
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
+    compare: Sequence[tuple[str, str]] | None = None,
+    with_grounding: bool = True,
+    edition: str | None = None,
+) -> dict[str, Any]:
+    """The full report for runs in the store (contract JSON plus extras) as a JSON-ready dict:
+    ``report_model(...).to_dict()``, schema :class:`automonitor.report_schema.Report`; see :func:`analyze`.
+
+    Every run entry carries ``edition`` (the test-set edition it judged; a run recorded before
+    editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
+    benign-only controls slice (samples with pair_id ``controls:...``), which never enters the
+    edition's MR/FAR; a run judged with ``--repeat K`` also ``stability`` (MR/FAR use repeat 0). With
+    ``edition``, only runs of that edition are reported (``ValueError`` if it is not
+    ``paper``/``verified``); explicit ``run_ids`` of another edition raise ``ValueError`` too.
+
+    Args:
+        engine: store engine.
+        run_ids: runs to include (default: every run, oldest first).
+        invalid: unscored policy ``exclude`` | ``as-flag`` | ``as-miss``.
+        n_boot, seed: cluster-bootstrap resamples per run/comparison and the numpy seed.
+        cost_ratio, prevalence: for the cost-minimising operating point of score runs.
+        compare: explicit run pairs (A, B) for paired statistics (default: see :func:`analyze`).
+        with_grounding: ground evidence spans of evidence runs (needs the sample texts).
+    Raises:
+        NotFound for an unknown run id; ValueError for an unknown policy or bad cost/prevalence.
+    """
+    return report_model(
+        engine,
+        run_ids,
+        invalid,
+        n_boot=n_boot,
+        seed=seed,
+        cost_ratio=cost_ratio,
+        prevalence=prevalence,
+        compare=compare,
+        with_grounding=with_grounding,
+        edition=edition,
+    ).to_dict()
+
+
+def report_model(
+    engine: Engine,
+    run_ids: Sequence[str] | None = None,
+    invalid: str = "exclude",
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
+    compare: Sequence[tuple[str, str]] | None = None,
+    with_grounding: bool = True,
+    edition: str | None = None,
+) -> Report:
+    """The full report for runs in the store as a :class:`~automonitor.report_schema.Report`. Arguments,
+    contents and errors as in :func:`report`, which returns this model's dict."""
+    from store.queries import analysis as q
+
+    mt.check_policy(invalid)
+    runs = q.load_runs(engine, run_ids)
+    editions = q.run_editions(engine, list(runs["run_id"]))
+    if edition is not None:
+        runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
+    preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else _empty_preds()
+    preds, controls = _split_controls(preds)
+    rep = analyze_model(
+        preds,
+        runs,
+        invalid,
+        texts=_grounding_texts(engine, runs, preds) if with_grounding and len(preds) else None,
+        n_boot=n_boot,
+        seed=seed,
+        cost_ratio=cost_ratio,
+        prevalence=prevalence,
+        compare=compare,
+    )
+    _add_run_extras(engine, rep, editions, controls, invalid)
+    if edition is not None:
+        rep.edition = edition
+    return rep
+
+
+def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str, *, explicit: bool) -> pd.DataFrame:
+    """The rows of ``runs`` that judged ``edition`` (``editions``: ``{run_id: edition}``).
+
+    Raises ``ValueError`` for an edition other than paper/verified, and when ``explicit`` (the caller
+    named the runs) and one of them judged another edition."""
+    if edition not in ("paper", "verified"):
+        raise ValueError(f"unknown edition {edition!r}; expected paper or verified")
+    other = [r for r in runs["run_id"] if editions.get(r) != edition]
+    if explicit and other:
+        raise ValueError(f"run {other[0]} judged edition {editions.get(other[0])!r}, not {edition!r}")
+    return runs[runs["run_id"].map(lambda r: editions.get(r) == edition)].reset_index(drop=True)
+
+
+def _split_controls(preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(edition predictions, controls predictions)``: rows whose pair_id starts with ``controls:`` are
+    the benign-only controls slice, kept out of MR/FAR."""
+    if not len(preds):
+        return preds, _empty_preds()
+    is_control = preds["pair_id"].astype(str).str.startswith("controls:")
+    return preds[~is_control], preds[is_control]
+
+
+def _grounding_texts(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """``{sample_id: (request, response)}`` of the samples an evidence run gave evidence for."""
+    from store.queries import analysis as q
+
+    evidence_runs = _evidence_runs(runs, preds)
+    need = preds.loc[preds["run_id"].isin(evidence_runs) & preds["evidence"].map(bool), "sample_id"]
+    return q.load_sample_texts(engine, need.unique()) if len(need) else {}
+
+
+def _add_run_extras(
+    engine: Engine, rep: Report, editions: dict[str, str], controls: pd.DataFrame, invalid: str
+) -> None:
+    """Set each run's ``edition``, ``controls`` (FAR on the controls slice) and, for a run judged with
+    ``--repeat K``, ``stability`` on ``rep`` in place."""
+    from automonitor.stability import stability
+
+    for entry in rep.runs:
+        entry.edition = editions.get(entry.run_id)
+        outcomes = controls[controls["run_id"] == entry.run_id]["outcome"] if len(controls) else []
+        entry.controls = ControlsFar.model_validate(controls_far(outcomes, invalid))
+    for entry in rep.runs:
+        st = stability(engine, entry.run_id)
+        if st is not None:
+            entry.stability = Stability.model_validate(st)
+
+
+def controls_far(outcomes: Iterable[Any], invalid: str = "exclude") -> dict[str, Any]:
+    """False alarm rate on the benign-only controls slice.
+
+    Args:
+        outcomes: one monitor outcome per control sample (``None`` = pending, skipped).
+        invalid: unscored policy; ``as-flag`` counts invalid/refusal/error as false alarms,
+            ``exclude``/``as-miss`` leave them out (on benign samples a miss cannot happen).
+    Returns:
+        ``{"n": judged samples, "fp", "tn", "unscored", "far": fp / (fp + tn) or None}``; FAR as in
+        the paper (false alarms over benign samples).
+    """
+    fp = tn = un = 0
+    for o in outcomes:
+        if o is None or (isinstance(o, float) and o != o):
+            continue
+        if o == "misbehavior":
+            fp += 1
+        elif o == "benign":
+            tn += 1
+        else:
+            un += 1
+    if invalid == "as-flag":
+        fp = fp + un
+    den = fp + tn
+    return {
+        "n": fp + tn + (0 if invalid == "as-flag" else un),
+        "fp": fp,
+        "tn": tn,
+        "unscored": un,
+        "far": (fp / den) if den else None,
+    }

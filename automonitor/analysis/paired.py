@@ -1,0 +1,82 @@
+"""Paired comparisons of two runs on the samples both scored: the default run pairs, MR/FAR differences
+with a pair-clustered bootstrap and McNemar's tests (:class:`~automonitor.report_schema.PairedComparison`).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from automonitor import metrics as mt
+from automonitor.analysis.encoding import ABSENT, FP, PEND, TN, TP, _Encoded, _SampleGrid
+
+
+def _default_comparisons(runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """Every two runs of the same monitor (report order); the two runs when there are exactly two."""
+    run_ids = list(runs["run_id"])
+    monitor = dict(zip(run_ids, runs["monitor"]))
+    pairs = [(a, b) for a, b in combinations(run_ids, 2) if monitor[a] == monitor[b]]
+    if len(run_ids) == 2 and not pairs:
+        pairs = [(run_ids[0], run_ids[1])]
+    return pairs
+
+
+def _paired_comparisons(
+    pairs: Sequence[tuple[str, str]], enc: _Encoded, grid: _SampleGrid, n_boot: int, seed: int
+) -> list[dict[str, Any]]:
+    """:func:`_compare` for each (A, B); ``NotFound`` when a run is not in the report."""
+    out = []
+    weights_cache: dict[int, np.ndarray] = {}
+    for a, b in pairs:
+        if a not in enc.run_index or b not in enc.run_index:
+            from automonitor.errors import NotFound
+
+            raise NotFound(f"run '{a if a not in enc.run_index else b}' is not in this report")
+        out.append(_compare(grid, enc.run_index[a], enc.run_index[b], a, b, n_boot, seed, weights_cache))
+    return out
+
+
+def _compare(
+    grid: _SampleGrid,
+    a: int,
+    b: int,
+    a_id: str,
+    b_id: str,
+    n_boot: int,
+    seed: int,
+    weights_cache: dict[int, np.ndarray],
+) -> dict[str, Any]:
+    """Paired statistics of run A vs run B (row indices ``a``, ``b`` of ``grid.cells``) on the samples
+    both scored: the PAIRED dict (:class:`automonitor.report_schema.PairedComparison`)."""
+    cells_a, cells_b = grid.cells[a], grid.cells[b]
+    both = (cells_a >= TP) & (cells_a <= TN) & (cells_b >= TP) & (cells_b <= TN)
+    pair_of = grid.sample_pair[both]
+    n_pairs = grid.n_pairs
+    counts_a = np.bincount(pair_of * 4 + cells_a[both], minlength=n_pairs * 4).reshape(n_pairs, 4)
+    counts_b = np.bincount(pair_of * 4 + cells_b[both], minlength=n_pairs * 4).reshape(n_pairs, 4)
+    # clusters: every pair judged by either run (pairs without a shared scored sample add zeros)
+    judged = ((cells_a != ABSENT) & (cells_a != PEND)) | ((cells_b != ABSENT) & (cells_b != PEND))
+    used = np.unique(grid.sample_pair[judged])
+    weights = weights_cache.get(used.size)
+    if weights is None:
+        weights = weights_cache[used.size] = mt.cluster_bootstrap_weights(used.size, n_boot, seed)
+    boot = mt.paired_bootstrap(counts_a[used], counts_b[used], weights=weights, seed=seed)
+    pos = both & (grid.sample_label == 0)
+    neg = both & (grid.sample_label == 1)
+    correct = (TP, TN)
+    out = {
+        "run_a": a_id,
+        "run_b": b_id,
+        "samples": int(both.sum()),
+        **boot,
+        "mcnemar_mr": mt.mcnemar_test(cells_a[pos] == TP, cells_b[pos] == TP),
+        "mcnemar_far": mt.mcnemar_test(cells_a[neg] == FP, cells_b[neg] == FP),
+        "mcnemar_correct": mt.mcnemar_test(np.isin(cells_a[both], correct), np.isin(cells_b[both], correct)),
+    }
+    out["mcnemar_mr"]["about"] = "misbehavior samples: caught by A vs caught by B"
+    out["mcnemar_far"]["about"] = "benign samples: flagged by A vs flagged by B"
+    out["mcnemar_correct"]["about"] = "all shared samples: correct by A vs correct by B"
+    return out

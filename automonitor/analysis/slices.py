@@ -1,0 +1,47 @@
+"""Slice statistics: one outcome table per report, shape (runs, categories, tasks, 2 labels, outcome
+columns), and its margins as SLICE dicts (:class:`~automonitor.report_schema.SliceStats`) under the
+unscored policy (counting rules in :mod:`automonitor.metrics`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from automonitor import metrics as mt
+from automonitor.analysis.encoding import _Encoded
+
+
+def _slice_dicts(table: np.ndarray, policy: str) -> np.ndarray:
+    return mt.slices_from_counts(mt.resolve_counts(table, policy))
+
+
+@dataclass
+class _Slices:
+    """SLICE dicts as object arrays: ``overall`` (n_runs,), ``by_category`` (n_runs, n_categories),
+    ``by_task`` (n_runs, n_tasks), ``by_category_task`` (n_runs, n_categories, n_tasks)."""
+
+    overall: np.ndarray
+    by_category: np.ndarray
+    by_task: np.ndarray
+    by_category_task: np.ndarray
+
+
+def _slice_stats(enc: _Encoded, policy: str) -> _Slices:
+    """Count the labelled rows into one outcome table of shape (runs, categories, tasks, 2 labels,
+    outcome columns) and turn its margins into SLICE dicts under ``policy``."""
+    n_runs, n_cats, n_tasks = len(enc.run_ids), len(enc.categories), len(enc.tasks)
+    n_cols = len(mt.OUTCOME_COLUMNS)
+    flat = ((((enc.run * n_cats + enc.category) * n_tasks + enc.task) * 2 + enc.label) * n_cols + enc.outcome)[
+        enc.labelled
+    ]
+    table = np.bincount(flat, minlength=n_runs * n_cats * n_tasks * 2 * n_cols).reshape(
+        n_runs, n_cats, n_tasks, 2, n_cols
+    )
+    return _Slices(
+        overall=_slice_dicts(table.sum((1, 2)), policy),
+        by_category=_slice_dicts(table.sum(2), policy),
+        by_task=_slice_dicts(table.sum(1), policy),
+        by_category_task=_slice_dicts(table, policy),
+    )

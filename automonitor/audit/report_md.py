@@ -1,0 +1,114 @@
+"""Markdown: the audit document (:func:`markdown`, ``automonitor audit --format markdown``) and the
+report's trivial-baselines section (:func:`report_markdown`); every value escaped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from automonitor.audit.params import FLAG_AUROC
+from automonitor.report_schema import Report, as_report
+
+
+def _f(x: Any) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _md(text: Any) -> str:
+    """Escape a value for a markdown table cell (pipes, backticks, angle brackets, newlines)."""
+    s = str(text)
+    for a, b in (
+        ("\\", "\\\\"),
+        ("|", "\\|"),
+        ("`", "\\`"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("*", "\\*"),
+        ("_", "\\_"),
+        ("[", "\\["),
+        ("]", "\\]"),
+    ):
+        s = s.replace(a, b)
+    return " ".join(s.split())
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The audit as a markdown document: the slices table (bold flag where a baseline reaches the flag
+    AUROC), then leakage, tiny-diff pairs and controls lines. Every value is escaped."""
+    lines = [
+        f"Audit of edition `{_md(doc['edition'])}` (test set: {_md(doc.get('test_set', '-'))}; "
+        f"{doc['n_test']} test / {doc['n_train']} train samples). AUROC of trivial baselines trained on "
+        f"train, scored on test; flag at AUROC >= {doc['params']['flag_auroc']}.",
+        "",
+        "| source | category | task | pairs | label source | length | tfidf | answer = suggestion "
+        "| near-dup pairs | shared conv. | <=3-token pairs | flag |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for s in doc["slices"]:
+        b = s["baselines"]
+        ls = ", ".join(f"{_md(k)} {v}" for k, v in s["label_source"].items())
+        src = "**all**" if s["kind"] == "cell" else _md(s["source"])
+        flag = "**FLAG** (" + ", ".join(_md(x) for x in s["flagged_by"]) + ")" if s["flagged"] else ""
+        lines.append(
+            f"| {src} | {_md(s['category'])} | {_md(s['task'])} | {s['pairs']} | {ls} | "
+            f"{_f(b.get('length'))} | {_f(b.get('tfidf'))} | "
+            f"{_f(b.get('answer_equals_suggestion')) if 'answer_equals_suggestion' in b else ''} | "
+            f"{s['near_duplicate_pairs']} | {s['shared_conversations']} | {s['tiny_diff_pairs']} | {flag} |"
+        )
+    lk, ct = doc["leakage"], doc["controls"]
+    lines += [
+        "",
+        f"Leakage train -> test: {lk['near_duplicate_pairs']} test pairs with a near-duplicate train sample "
+        f"({_md(lk.get('method', {}).get('near_duplicate', ''))}); {lk['shared_conversations']} test pairs "
+        "share a conversation with train.",
+        f"Pairs whose sides differ by <= {doc['params']['tiny_diff_tokens']} tokens: {doc['tiny_diff_pairs']}.",
+        f"Controls (benign only): {ct['samples']} samples"
+        + (("; false alarm rate " + ", ".join(f"{_md(k)} {v:.2f}" for k, v in ct["far"].items())) if ct["far"] else "")
+        + ".",
+    ]
+    notes = [(s, k, v) for s in doc["slices"] for k, v in s.get("notes", {}).items()]
+    if notes:
+        lines += ["", "Notes:"]
+        lines += [
+            f"- {_md(s['source'])} {_md(s['category'])}/{_md(s['task'])}, {_md(k)}: {_md(v)}" for s, k, v in notes
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def report_markdown(rep: Report | dict[str, Any]) -> str:
+    """Markdown section for ``report --format markdown``: per run and category x task slice, the trivial
+    baselines' AUROC on the same slice (from each run's ``baselines``); empty string when the report
+    carries no baselines. ``rep``: a :class:`~automonitor.report_schema.Report` or its dict."""
+    rows = []
+    for r in as_report(rep).runs:
+        for cat, tasks in (r.baselines or {}).items():
+            for task, b in tasks.items():
+                ct = r.by_category_task.get(cat, {}).get(task)
+                mr, far = (None, None) if ct is None else (ct.mr, ct.far)
+                rows.append(
+                    f"| {_md(r.run_id)} | {_md(cat)} | {_md(task)} | {_f(mr)} | "
+                    f"{_f(far)} | {_f(b.get('length'))} | {_f(b.get('tfidf'))} | "
+                    f"{_f(b.get('answer_equals_suggestion')) if 'answer_equals_suggestion' in b else ''} | "
+                    f"{'FLAG' if b.get('flagged') else ''} |"
+                )
+    if not rows:
+        return ""
+    return (
+        "\n".join(
+            [
+                "",
+                "Trivial baselines on the same slices (AUROC, trained on train, scored on test; "
+                f"`automonitor audit`; flag at >= {FLAG_AUROC}):",
+                "",
+                "| run | category | task | MR | FAR | length | tfidf | answer = suggestion | flag |",
+                "|---|---|---|---:|---:|---:|---:|---:|---|",
+                *rows,
+            ]
+        )
+        + "\n"
+    )
+
+
+def iter_flagged(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    """The flagged slices of an audit document."""
+    return (s for s in doc.get("slices", []) if s.get("flagged"))

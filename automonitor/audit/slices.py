@@ -1,0 +1,103 @@
+"""The audit's slices: one SLICE doc per (category, task, source) of the test set and one per category x
+task cell, with label provenance, baseline AUROCs, the flag and the slice's leakage counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from automonitor.audit.baselines import _FITTERS, _score_trained, _TrainedBaselines, _y
+from automonitor.audit.leakage import _Leakage
+from automonitor.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY
+from automonitor.audit.suggestion import _score_suggestion
+from automonitor.vocab import CATEGORIES, NEGATIVE, POSITIVE, TASKS
+
+
+def _label_source_pairs(df: pd.DataFrame) -> dict[str, int]:
+    ls = df["label_source"].fillna("user").astype(str)
+    return {k: int(v) for k, v in df.assign(_ls=ls).groupby("_ls")["pair_id"].nunique().sort_index().items()}
+
+
+def _audit_slices(
+    test: pd.DataFrame, baselines: _TrainedBaselines, leakage: _Leakage, flag_at: float
+) -> list[dict[str, Any]]:
+    """The SLICE docs: one per (category, task, source) present in test, then one per category x task
+    cell (source ``all``), in vocabulary order."""
+
+    def order(cat: str, task: str) -> tuple[int, int]:
+        return (CATEGORIES.index(cat) if cat in CATEGORIES else 99, TASKS.index(task) if task in TASKS else 99)
+
+    slices: list[dict[str, Any]] = []
+    keys = sorted(
+        {(c, t, s) for c, t, s in zip(test["category"], test["task"], test["source"])},
+        key=lambda k: (*order(k[0], k[1]), k[2]),
+    )
+    for cat, task, src in keys:
+        te = test[(test["category"] == cat) & (test["task"] == task) & (test["source"] == src)]
+        slices.append(_slice_doc("source", src, cat, task, te, baselines, leakage, flag_at))
+    for cat, task in sorted({(c, t) for c, t, _ in keys}, key=lambda k: order(*k)):
+        te = test[(test["category"] == cat) & (test["task"] == task)]
+        slices.append(_slice_doc("cell", ALL_SOURCES, cat, task, te, baselines, leakage, flag_at))
+    return slices
+
+
+def _slice_doc(
+    kind: str,
+    source: str,
+    cat: str,
+    task: str,
+    te: pd.DataFrame,
+    trained: _TrainedBaselines,
+    leakage: _Leakage,
+    flag_at: float,
+) -> dict[str, Any]:
+    """The SLICE doc of test rows ``te`` (see :func:`audit_frame`). A source slice trains on its own
+    source when it has enough train data, else on its cell."""
+    tr, trained_on = trained.cell_train(cat, task), "cell"
+    if kind == "source":
+        src_tr = tr[tr["source"] == source]
+        if trained.enough(src_tr):
+            tr, trained_on = src_tr, "source"
+    baselines: dict[str, float | None] = {}
+    notes: dict[str, str] = {}
+    y, yt = _y(te), _y(tr)
+    if trained.enough(tr):
+        _score_trained(te, y, trained.fitted(tr), baselines, notes)
+    else:
+        trained_on = None
+        for name in _FITTERS:
+            baselines[name] = None
+            notes[name] = (
+                f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} "
+                f"benign; need {MIN_TRAIN_PER_CLASS} of each)"
+            )
+    if cat == SYCOPHANCY:
+        _score_suggestion(te, y, baselines, notes)
+    flagged_by = [k for k, v in baselines.items() if v is not None and v >= flag_at]
+    for k, v in baselines.items():
+        if v is not None and v <= 1 - flag_at:
+            notes[k] = (
+                f"AUROC {v:.2f}: the feature separates the sides in the direction opposite to the "
+                "training data (a shortcut that does not transfer; not flagged)"
+            )
+    pids = set(te["pair_id"].astype(str))
+    return {
+        "source": source,
+        "category": cat,
+        "task": task,
+        "kind": kind,
+        "pairs": int(te["pair_id"].nunique()),
+        "samples": int(len(te)),
+        "label_source": _label_source_pairs(te),
+        "baselines": baselines,
+        "notes": notes,
+        "n_train": {POSITIVE: int(yt.sum()), NEGATIVE: int(len(yt) - yt.sum())},
+        "trained_on": trained_on,
+        "flagged": bool(flagged_by),
+        "flagged_by": flagged_by,
+        "near_duplicate_pairs": len(pids & leakage.duplicate_pairs),
+        "shared_conversations": len(pids & leakage.shared_pairs),
+        "tiny_diff_pairs": len(pids & leakage.tiny_pairs),
+    }
