@@ -524,7 +524,7 @@ def trivial_baselines(
     responses: Sequence[str], labels: Sequence[str], groups: Sequence[str], *, folds: int = 5, seed: int = 0
 ) -> dict[str, float | None]:
     """The trivial shortcut baselines on one slice (the audit's; the integrator can point this one
-    function at ``automonitor/audit.py``).
+    function at ``automonitor/audit/``).
 
     - ``length``: AUROC of the response length in characters as the score (longer = misbehavior;
       0.5 = no signal, below 0.5 = shorter responses are the misbehaving ones);

@@ -1,4 +1,4 @@
-"""The benchmark audit (``automonitor/audit.py``, ``automonitor audit``, baselines inside ``report``).
+"""The benchmark audit (``automonitor/audit/``, ``automonitor audit``, baselines inside ``report``).
 
 Made-up train/test frames with and without a length shortcut, made-up sycophancy texts, near-duplicates
 and prefix dialogues; the CLI and report on real SQLite and PostgreSQL stores."""
