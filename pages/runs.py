@@ -16,6 +16,7 @@ import streamlit as st
 from automonitor import views, vocab
 from automonitor.errors import InputError
 from pages import _common as ui
+from pages._launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
 
 PAGE = "runs"
 ui.require_workbench()
@@ -56,22 +57,17 @@ def _estimate(url_: str, ver_: tuple, monitor: str, template: str, limit: int | 
 backends = list(REGISTRY) or ["rules"]
 with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:"):
     b_key = ui.seed_state(PAGE, "backend", "rules", valid=backends)
-    c1, c2, c3 = st.columns(3)
-    backend = c1.selectbox(
-        "Backend", backends, key=b_key, help=" · ".join(f"{n}: {c.description}" for n, c in REGISTRY.items())
+    choice = backend_fields(
+        st.columns(3),
+        backends,
+        backend_key=b_key,
+        model_key=f"{PAGE}.model.{{backend}}",
+        base_url_key=f"{PAGE}.base_url.{{backend}}",
+        backend_help=" · ".join(f"{n}: {c.description}" for n, c in REGISTRY.items()),
+        model_help="Empty = {default_model}",
+        base_url_help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the backend's default endpoint",
     )
-    cls = REGISTRY.get(backend)
-    default_model = cls.default_model if cls else "rules-v1"
-    model = c2.text_input(
-        "Model", key=f"{PAGE}.model.{backend}", placeholder=default_model, help=f"Empty = {default_model}"
-    )
-    base_url = c3.text_input(
-        "Base URL",
-        key=f"{PAGE}.base_url.{backend}",
-        placeholder="http://127.0.0.1:8080/v1" if backend == "openai" else "(default)",
-        help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the backend's default endpoint",
-        disabled=not (cls and cls.takes_base_url),
-    )
+    backend, cls, base_url = choice.backend, REGISTRY.get(choice.backend), choice.base_url or ""
     c4, c5, c6, c7 = st.columns(4)
     template = c4.selectbox("Prompt template", vocab.TEMPLATES, key=f"{PAGE}.template")
     limit = c5.number_input(
@@ -85,16 +81,16 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
     seed = c6.number_input("Sample seed", min_value=0, step=1, value=0, key=f"{PAGE}.seed")
     concurrency = c7.number_input("Concurrency", min_value=1, max_value=64, step=1, value=4, key=f"{PAGE}.concurrency")
 
-    monitor = f"{backend}:{model.strip()}" if model.strip() else backend
+    monitor = choice.spec
     env_name = cls.key_env if cls else None
     key_ok = True
     if env_name:
         src = key_source(env_name)
         if src:
             st.caption(f":material/key: `{env_name}` is set (from the {src}).")
-        elif base_url.strip() and is_loopback(base_url.strip()):
+        elif base_url and is_loopback(base_url):
             st.caption(
-                f":material/key_off: `{env_name}` is not set; a local server at {views.md_escape(base_url.strip())} "
+                f":material/key_off: `{env_name}` is not set; a local server at {views.md_escape(base_url)} "
                 "usually needs none."
             )
         else:
@@ -107,25 +103,21 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
 
     est, est_error = None, None
     if runner is not None:
-        try:
-            est = _estimate(url, ver, monitor, template, int(limit) or None, int(seed))
-        except InputError as exc:
-            est_error = str(exc)
-        except Exception as exc:  # noqa: BLE001 - shown to the user, nothing started
-            est_error = f"{type(exc).__name__}: {exc}"
+        est, est_error = try_estimate(_estimate, url, ver, monitor, template, int(limit) or None, int(seed))
     if est_error:
         st.error(f"Cannot start this run: {views.md_escape(est_error)}")
     elif est:
-        e1, e2, e3, e4 = st.columns(4)
-        e1.metric("Samples", f"{est.get('n', 0):,}")
-        e2.metric("Prompt tokens (est.)", f"{est.get('prompt_tokens', 0):,}")
-        e3.metric("Max output tokens", f"{est.get('max_output_tokens', 0):,}")
-        cost = est.get("est_cost_usd")
-        known = est.get("price_known", True)
-        e4.metric(
-            "Cost (est., USD)",
-            "unknown price" if cost is None or not known else f"${cost:,.4f}",
-            help="Upper bound from the model's price table and the max output tokens; 0 for local backends",
+        estimate_metrics(
+            [
+                ("Samples", f"{est.get('n', 0):,}", None),
+                ("Prompt tokens (est.)", f"{est.get('prompt_tokens', 0):,}", None),
+                ("Max output tokens", f"{est.get('max_output_tokens', 0):,}", None),
+                (
+                    "Cost (est., USD)",
+                    cost_text(est.get("est_cost_usd"), est.get("price_known", True)),
+                    "Upper bound from the model's price table and the max output tokens; 0 for local backends",
+                ),
+            ]
         )
     start = st.button(
         "Start run",
@@ -142,7 +134,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                 template,
                 limit=int(limit) or None,
                 sample_seed=int(seed),
-                base_url=base_url.strip() or None,
+                base_url=base_url or None,
                 concurrency=int(concurrency),
                 params={},
             )

@@ -1,0 +1,60 @@
+"""The build plan: which pairs go to test, candidates and train for a raw dir and a seed, without
+touching any store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from automonitor.build.gating import load_all
+from automonitor.build.report import _edition_report, _report_pools, _report_quotas, _report_source_counts
+from automonitor.build.rows import Plan
+from automonitor.build.selection import (
+    _Blocked,
+    _candidate_hashes,
+    _control_rows,
+    _gated_pool,
+    _select_candidates,
+    _select_test,
+    _split_rows,
+)
+from automonitor.sources import SourceResult
+
+
+def plan_build(
+    raw: Path,
+    seed: int = 0,
+    *,
+    external_test: tuple[set[str], set[str]] | None = None,
+    progress: Callable[[str], None] | None = None,
+    loaded: dict[str, SourceResult] | None = None,
+) -> Plan:
+    """Decide, without touching any store, which pairs go to test, candidates and train.
+
+    Args:
+        raw: the raw sources dir (layout of ``../shared/raw``).
+        seed: selection seed (see module doc).
+        external_test: ``(request hashes, response hashes)`` of gold test samples already in the store
+            that the build does not own (user imports): train and candidates avoid them too.
+        loaded: the output of :func:`load_all` for ``raw`` when the caller already has it (it is not
+            modified); read from ``raw`` otherwise.
+    Returns:
+        :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
+    Raises:
+        InputError: see :func:`load_all`.
+    """
+    results = loaded if loaded is not None else load_all(raw, progress)
+    report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
+    pool = _gated_pool(results, report)
+    test = _select_test(pool, seed)
+    ext_req, ext_resp = external_test or (set(), set())
+    blocked = _Blocked(test.req | ext_req, test.mis | test.ben | ext_resp)
+    cands = _select_candidates(pool, test, seed, blocked)
+    plan = Plan(report=report)
+    train = _split_rows(pool, test, cands, blocked | _candidate_hashes(cands), plan)
+    ctrl_n = _control_rows(results, blocked.resp, plan)
+    _report_source_counts(report, pool, test, cands, train)
+    _report_quotas(report, test)
+    report["editions"] = _edition_report(test)
+    _report_pools(report, pool, cands, train, ctrl_n)
+    return plan

@@ -1,0 +1,188 @@
+"""The store side of the build: reconcile the store's build-derived rows with a plan in one transaction
+(package doc, "Rebuild policy")."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from automonitor.build.config import ORIGIN, resolve_raw
+from automonitor.build.plan import plan_build
+from automonitor.build.rows import Plan
+from automonitor.build.selection import _Blocked
+from automonitor.errors import InputError
+from automonitor.sources import REGISTRY, SourceResult
+from store import session_scope
+from store.queries import build as build_queries
+from store.queries.samples import insert_samples
+
+
+@dataclass
+class _StoreState:
+    """What the store holds before a build: the build-derived samples (id -> ``(split, status,
+    label_source)``), those the annotation workflow finalized, and the request / response hashes of
+    gold test samples the build does not own (user imports)."""
+
+    current: dict[str, tuple[str | None, str, str]] = field(default_factory=dict)
+    settled: set[str] = field(default_factory=set)
+    external: _Blocked = field(default_factory=_Blocked)
+
+
+def _store_state(session: Session) -> _StoreState:
+    """Read :class:`_StoreState` (a build-derived row: a registered source and ``meta.origin ==
+    "build"``)."""
+    sources = set(REGISTRY)
+    state = _StoreState()
+    for row in build_queries.sample_states(session):
+        meta = row.meta
+        if row.source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN:
+            state.current[row.id] = (row.split, row.status, row.label_source)
+            if "annotation" in meta:  # finalized by the annotation workflow
+                state.settled.add(row.id)
+        elif row.status == "gold" and row.split == "test":
+            state.external.req.add(row.request_hash)
+            state.external.resp.add(row.response_hash)
+    return state
+
+
+@dataclass
+class _Changes:
+    """The sample changes that reconcile the store with a plan: planned rows by id, build rows kept
+    as they are (adjudicated or finalized), ids to delete and ids whose split/status/provenance move."""
+
+    planned: dict[str, dict[str, Any]]
+    kept: set[str]
+    to_delete: list[str]
+    to_update: list[str]
+
+
+def _sample_changes(session: Session, state: _StoreState, plan: Plan) -> _Changes:
+    """Diff the store's build rows against ``plan``: rows not planned are deleted, rows whose
+    ``(split, status, label_source)`` differ are updated unless adjudicated or finalized."""
+    planned = {r["id"]: r for r in plan.rows}
+    kept = state.settled | build_queries.adjudicated_ids(session, list(state.current))
+    current = state.current
+    to_delete = [i for i in current if i not in planned]
+    to_update = [
+        i
+        for i in current
+        if i in planned
+        and i not in kept
+        and current[i] != (planned[i]["split"], planned[i]["status"], planned[i]["label_source"])
+    ]
+    return _Changes(planned, kept, to_delete, to_update)
+
+
+def _clear_references(session: Session, affected: list[str], seed: int, force: bool) -> dict[str, int]:
+    """Refuse to replace or move referenced samples, or (``force``) delete what references them.
+
+    Returns:
+        Rows deleted per table (empty when nothing references ``affected``).
+    Raises:
+        InputError: some of ``affected`` are referenced and ``force`` is false (field ``--seed``).
+    """
+    refs = build_queries.referenced(session, affected) if affected else {}
+    if not refs:
+        return {}
+    if not force:
+        desc = ", ".join(f"{len(v)} by {k}" for k, v in refs.items())
+        last = build_queries.latest_seed(session)
+        raise InputError(
+            f"building with seed {seed} would replace or move {len(affected)} build samples of the "
+            f"current build{f' (seed {last})' if last is not None else ''}, and some are referenced "
+            f"({desc}); rerun with --force to delete those runs, assignments, annotations and "
+            f"adjudications, or keep the current seed",
+            field="--seed",
+        )
+    return build_queries.delete_dependents(session, sorted(set().union(*refs.values())))
+
+
+def _edition_changes(
+    session: Session, state: _StoreState, plan: Plan, changes: _Changes
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(drop, add)``: the ``(edition, sample_id)`` memberships of build samples to delete and to
+    insert (sorted) so that each planned row is in its planned editions; adjudicated / finalized
+    samples keep theirs."""
+    have = build_queries.edition_memberships(session, list(state.current))
+    kept = changes.kept
+    want = {(ed, r["id"]) for r in plan.rows for ed in r.get("editions", ()) if r["id"] not in kept}
+    deleted = set(changes.to_delete)
+    drop = [(ed, sid) for ed, sid in have if sid not in kept and ((ed, sid) not in want or sid in deleted)]
+    return drop, sorted(want - have)
+
+
+def _apply_changes(session: Session, state: _StoreState, plan: Plan, changes: _Changes) -> dict[str, int]:
+    """Write the reconciliation: edition memberships dropped, samples deleted and updated, new rows
+    inserted, memberships added. Returns ``inserted``, ``updated``, ``deleted``, ``editions``
+    (memberships dropped + added)."""
+    drop_ed, add_ed = _edition_changes(session, state, plan, changes)
+    build_queries.drop_edition_memberships(session, drop_ed)
+    build_queries.delete_samples(session, changes.to_delete)
+    build_queries.update_sample_placement(session, [changes.planned[i] for i in changes.to_update])
+    inserted = insert_samples(session, [r for r in plan.rows if r["id"] not in state.current])
+    build_queries.add_edition_memberships(session, add_ed)
+    return {
+        "inserted": inserted,
+        "updated": len(changes.to_update),
+        "deleted": len(changes.to_delete),
+        "editions": len(drop_ed) + len(add_ed),
+    }
+
+
+def build(
+    engine: Engine,
+    raw: str | Path | None = None,
+    seed: int = 0,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    loaded: dict[str, SourceResult] | None = None,
+) -> dict[str, Any]:
+    """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
+    transaction (see the module doc for composition and rebuild policy).
+
+    ``loaded``: see :func:`plan_build`.
+
+    Returns:
+        The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
+        (bool), ``dependents_deleted`` (with ``force``) and ``seconds`` (wall time).
+    Raises:
+        InputError: raw dir missing or malformed, or a reseed would change samples that predictions or
+            annotations reference and ``force`` is false. Nothing is changed then.
+    """
+    t0 = time.perf_counter()
+    raw_path = resolve_raw(raw)
+    with session_scope(engine) as session:
+        state = _store_state(session)
+        external = (state.external.req, state.external.resp)
+        plan = plan_build(raw_path, seed, external_test=external, progress=progress, loaded=loaded)
+        changes = _sample_changes(session, state, plan)
+        dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)
+        counts = _apply_changes(session, state, plan, changes)
+        changed = any(counts.values())
+        last = build_queries.latest_seed(session)
+        report = dict(plan.report)
+        report.update(
+            {
+                "inserted": counts["inserted"],
+                "updated": counts["updated"],
+                "deleted": counts["deleted"],
+                "unchanged": not changed,
+                "dependents_deleted": dependents,
+                "kept_adjudicated": len([i for i in state.current if i in changes.kept]),
+            }
+        )
+        if changed or last != seed:
+            build_queries.log_build(session, seed, {k: v for k, v in report.items() if k != "seconds"})
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    return report
+
+
+def latest_seed(session: Session) -> int | None:
+    """Seed of the newest build log, or ``None`` when the store was never built."""
+    return build_queries.latest_seed(session)

@@ -1,0 +1,275 @@
+"""Selection: the gated, de-duplicated pool, the seeded test draw per quota, the candidate pool, the
+train split and the controls, as rows appended to a :class:`~automonitor.build.rows.Plan` (package
+doc, "Selection" to "Train split")."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from automonitor.build.config import CANDIDATE_PLAN, NOT_VERIFIED, TEST_PLAN, VERIFIED_EXTRA, Quota
+from automonitor.build.gating import apply_gates
+from automonitor.build.rows import Plan, _hashes, _rows_for, _shuffled, proportional, rng_for
+from automonitor.gates import conversation_groups
+from automonitor.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
+
+
+@dataclass
+class _Blocked:
+    """Text hashes a pair may not share: request hashes and response hashes (either side)."""
+
+    req: set[str] = field(default_factory=set)
+    resp: set[str] = field(default_factory=set)
+
+    def __or__(self, other: _Blocked) -> _Blocked:
+        return _Blocked(self.req | other.req, self.resp | other.resp)
+
+
+@dataclass
+class _Pool:
+    """Every source's gated, de-duplicated pairs (source name -> pairs, in load order), their
+    ``(request, misbehavior, benign)`` sha256 hashes by ``pair_id``, the gate counts per source and
+    the hh_rlhf conversation group of each hh_rlhf ``pair_id``."""
+
+    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    gates: dict[str, Counter[str]] = field(default_factory=dict)
+    conv: dict[str, int] = field(default_factory=dict)
+
+    def collides(self, p: PairRecord, blocked: _Blocked) -> bool:
+        """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
+        h = self.hashes[p.pair_id]
+        return h[0] in blocked.req or h[1] in blocked.resp or h[2] in blocked.resp
+
+
+@dataclass
+class _TestSet:
+    """The test selection: pairs per source, the paper quota rows of the report (``source``,
+    ``category``, ``task``, ``target_pairs``, ``built_pairs``) and the hashes of the chosen texts."""
+
+    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    quotas: list[dict[str, Any]] = field(default_factory=list)
+    req: set[str] = field(default_factory=set)
+    mis: set[str] = field(default_factory=set)
+    ben: set[str] = field(default_factory=set)
+
+    def ids(self) -> set[str]:
+        """``pair_id`` of every test pair."""
+        return {p.pair_id for ps in self.pairs.values() for p in ps}
+
+
+# Candidate pairs per source, each with the reason it is a candidate (``None``: a planned draw).
+_Candidates = dict[str, list[tuple[PairRecord, str | None]]]
+
+
+@dataclass
+class _TrainCounts:
+    """Per source: train pairs kept, dropped for a hash collision, dropped for sharing an hh_rlhf
+    conversation with the test set or the candidate pool."""
+
+    kept: Counter[str] = field(default_factory=Counter)
+    dropped_collision: Counter[str] = field(default_factory=Counter)
+    dropped_conversation: Counter[str] = field(default_factory=Counter)
+
+
+_PAPER_SOURCES = frozenset(q.source for q in TEST_PLAN)
+_SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
+
+
+def editions_of(p: PairRecord) -> tuple[str, ...]:
+    """The editions a test pair belongs to: ``paper`` for the paper-mirror sources, ``verified`` when it
+    passed every gate and its provenance is not in :data:`NOT_VERIFIED`."""
+    eds: tuple[str, ...] = ("paper",) if p.source in _PAPER_SOURCES else ()
+    if p.label_source not in NOT_VERIFIED and not p.gate:
+        eds += ("verified",)
+    return eds
+
+
+def _gated_pool(results: dict[str, SourceResult], report: dict[str, Any]) -> _Pool:
+    """Gate every source's pairs (:func:`apply_gates`) and drop pairs whose two responses (or
+    ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
+    and computes the hh_rlhf conversation groups."""
+    pool = _Pool()
+    seen: set[tuple[str, str]] = set()
+    for name, res in results.items():
+        kept = []
+        dropped = Counter(res.dropped)
+        for p in apply_gates(name, res, pool.gates):
+            h = _hashes(p)
+            key = (h[1], h[2])
+            if key in seen or p.pair_id in pool.hashes:
+                dropped["duplicate pair (same responses as an earlier pair)"] += 1
+                continue
+            seen.add(key)
+            pool.hashes[p.pair_id] = h
+            kept.append(p)
+        pool.pairs[name] = kept
+        report["sources"][name] = {
+            "category": REGISTRY[name].category,
+            "task": REGISTRY[name].task,
+            "files_read": len(res.files),
+            "files_missing": res.missing,
+            "optional": name in OPTIONAL_SOURCES,
+            "pairs_available": len(kept),
+            "eligible_for_test": sum(p.eligible_test and not p.gate for p in kept),
+            "dropped": dict(sorted(dropped.items())),
+        }
+    # hh_rlhf conversation groups: no conversation may be in both train and test
+    hh = pool.pairs.get("hh_rlhf")
+    if hh:
+        for p, group in zip(hh, conversation_groups([p.request for p in hh])):
+            pool.conv[p.pair_id] = group
+    return pool
+
+
+def _stratum_allocation(order: list[PairRecord], target: int) -> dict[str, int]:
+    """Pairs to draw per stratum (``group``, ``""`` for none): ``target`` split in proportion to the
+    strata of ``order`` (:func:`proportional`), or all of it to the one stratum."""
+    if len({p.group for p in order}) > 1:
+        return proportional(dict(Counter(p.group or "" for p in order)), target)
+    return {(order[0].group or "") if order else "": target}
+
+
+def _draw_quota(q: Quota, target: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
+    """Draw up to ``target`` test pairs of quota ``q`` in seeded order, stratified by ``group``,
+    skipping a pair whose misbehavior text is a chosen benign text (or vice versa); records the
+    chosen hashes in ``test``. The paper mirror keeps gate-failing pairs (its noise), the
+    verified-only sources do not."""
+    eligible = [p for p in pool.pairs.get(q.source, []) if p.eligible_test and (q in TEST_PLAN or not p.gate)]
+    order = _shuffled(eligible, rng_for(seed, q.source, "test"))
+    alloc = _stratum_allocation(order, target)
+    taken_per: Counter[str] = Counter()
+    chosen: list[PairRecord] = []
+    for p in order:
+        group = p.group or ""
+        if taken_per[group] >= alloc.get(group, 0):
+            continue
+        req_hash, mis_hash, ben_hash = pool.hashes[p.pair_id]
+        if mis_hash in test.ben or ben_hash in test.mis:  # same text would carry both labels in the test set
+            continue
+        chosen.append(p)
+        taken_per[group] += 1
+        test.mis.add(mis_hash)
+        test.ben.add(ben_hash)
+        test.req.add(req_hash)
+    return chosen
+
+
+def _select_test(pool: _Pool, seed: int) -> _TestSet:
+    """Step 1: the test selection, the paper mirror (:data:`TEST_PLAN`, a sharing quota reduced by
+    what its partner built) and then the verified-only sources (:data:`VERIFIED_EXTRA`)."""
+    test = _TestSet()
+    built: dict[str, int] = {}
+    for q in TEST_PLAN + VERIFIED_EXTRA:
+        target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
+        chosen = _draw_quota(q, target, pool, seed, test)
+        test.pairs[q.source] = chosen
+        built[q.source] = len(chosen)
+        if q in TEST_PLAN:
+            test.quotas.append(
+                {
+                    "source": q.source,
+                    "category": q.category,
+                    "task": q.task,
+                    "target_pairs": target,
+                    "built_pairs": len(chosen),
+                }
+            )
+    return test
+
+
+def _select_candidates(pool: _Pool, test: _TestSet, seed: int, blocked: _Blocked) -> _Candidates:
+    """Step 2: the candidate pool: the planned draws (:data:`CANDIDATE_PLAN`), every gate-failing
+    eligible pair not in the test set (with its reason), and a copy (own pair_id ``cand:<pair_id>``)
+    of each paper test pair whose provenance or a gate keeps it out of verified. None shares a text
+    hash with ``blocked`` (test set and external gold test samples)."""
+    test_ids = test.ids()
+    cands: _Candidates = defaultdict(list)
+    for name, n in CANDIDATE_PLAN.items():
+        rest = [
+            p
+            for p in pool.pairs.get(name, [])
+            if p.pair_id not in test_ids and p.eligible_test and not p.gate and not pool.collides(p, blocked)
+        ]
+        for p in _shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
+            cands[name].append((p, None))
+    for name, pairs in pool.pairs.items():
+        for p in pairs:
+            if p.gate and p.eligible_test and p.pair_id not in test_ids and not pool.collides(p, blocked):
+                cands[name].append((p, p.gate))
+    for name, pairs in test.pairs.items():
+        for p in pairs:  # a paper test pair that cannot be verified: a copy with its own pair_id
+            if p.label_source in NOT_VERIFIED or p.gate:
+                why = p.gate or f"{p.label_source}: enters verified only through adjudication"
+                cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"), why))
+    return cands
+
+
+def _candidate_hashes(cands: _Candidates) -> _Blocked:
+    """The request and response hashes of every candidate pair."""
+    out = _Blocked()
+    for cs in cands.values():
+        for p, _why in cs:
+            h = _hashes(p)
+            out.req.add(h[0])
+            out.resp.update(h[1:])
+    return out
+
+
+def _held_conversations(pool: _Pool, test: _TestSet, cands: _Candidates) -> set[int]:
+    """hh_rlhf conversation groups that have a pair in the test set or the candidate pool (a
+    candidate copy ``cand:<pair_id>`` counts as its original)."""
+    held = {
+        pool.conv[p.pair_id.removeprefix("cand:")]
+        for cs in cands.values()
+        for p, _ in cs
+        if p.pair_id.removeprefix("cand:") in pool.conv
+    }
+    held |= {pool.conv[p.pair_id] for p in test.pairs.get("hh_rlhf", [])}
+    return held
+
+
+def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blocked, plan: Plan) -> _TrainCounts:
+    """Step 3: append to ``plan.rows``, source by source, the test rows, the candidate rows and the
+    train rows: every other pair that passed its gates, shares no hh_rlhf conversation with test or
+    candidates and no text hash with ``not_train``. Returns the train counts."""
+    test_ids = test.ids()
+    cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
+    held = _held_conversations(pool, test, cands)
+    counts = _TrainCounts()
+    for name, pairs in pool.pairs.items():
+        for p in test.pairs.get(name, []):
+            plan.rows.extend(_rows_for(p, "test", "gold", pool.hashes[p.pair_id], editions_of(p)))
+        for p, why in cands.get(name, []):
+            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p), extra_meta={"gate": why} if why else None))
+        for p in pairs:
+            if p.pair_id in test_ids or p.pair_id in cand_ids:
+                continue
+            if p.gate:  # gate-failing pair not offered as candidate (it collides with the test set)
+                continue
+            if p.pair_id in pool.conv and pool.conv[p.pair_id] in held:
+                counts.dropped_conversation[name] += 1
+                continue
+            if pool.collides(p, not_train):
+                counts.dropped_collision[name] += 1
+                continue
+            plan.rows.extend(_rows_for(p, "train", "gold", pool.hashes[p.pair_id]))
+            counts.kept[name] += 1
+    return counts
+
+
+def _control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan: Plan) -> Counter[str]:
+    """Step 4: append the controls (benign-only samples, split ``controls``) to ``plan.rows``, skipping
+    texts already used by a control or in ``blocked_resp``. Returns controls per source."""
+    ctrl_n: Counter[str] = Counter()
+    ctrl_seen: set[str] = set()
+    for name, res in results.items():
+        for c in res.controls:
+            h = _hashes(c)
+            if h[2] in ctrl_seen or h[2] in blocked_resp:
+                continue
+            ctrl_seen.add(h[2])
+            plan.rows.extend(_rows_for(c, "controls", "gold", h, sides=("benign",)))
+            ctrl_n[name] += 1
+    return ctrl_n
