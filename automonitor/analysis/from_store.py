@@ -138,7 +138,8 @@ def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str,
     other = [r for r in runs["run_id"] if editions.get(r) != edition]
     if explicit and other:
         raise ValueError(f"run {other[0]} judged edition {editions.get(other[0])!r}, not {edition!r}")
-    return runs[runs["run_id"].map(lambda r: editions.get(r) == edition)].reset_index(drop=True)
+    keep = runs["run_id"].map(lambda r: editions.get(r) == edition).astype(bool)  # bool even when empty
+    return runs[keep].reset_index(drop=True)
 
 
 def _split_controls(preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -21,6 +21,26 @@ app = typer.Typer(
 )
 
 
+def _click_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
+    """``(usage errors, aborts, click exceptions)``: the classes of click and of the copy of click that
+    recent typer releases vendor as ``typer._click`` (a missing argument raised by typer is an instance of
+    the vendored ``UsageError``, not of click's)."""
+    import importlib
+
+    usage: list[type[BaseException]] = []
+    abort: list[type[BaseException]] = []
+    click_exc: list[type[BaseException]] = []
+    for name in ("click.exceptions", "typer._click.exceptions"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        usage += [mod.UsageError] if hasattr(mod, "UsageError") else []
+        abort += [mod.Abort] if hasattr(mod, "Abort") else []
+        click_exc += [mod.ClickException] if hasattr(mod, "ClickException") else []
+    return tuple(usage), tuple(abort), tuple(click_exc)
+
+
 def _register() -> None:
     # Each module adds its commands to ``app`` (or a sub-typer) at import time.
     from automonitor.cli import data  # noqa: F401  build, stats, fetch-sources
@@ -53,16 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         code = 130
     except Exception as exc:  # noqa: BLE001 - last resort: a clear message, exit 1
-        import click
-
-        if isinstance(exc, click.exceptions.UsageError):
-            exc.show()
+        usage, abort, click_exc = _click_exceptions()
+        if isinstance(exc, usage):
+            exc.show()  # type: ignore[attr-defined]  # a click UsageError: usage line + message
             code = 2
-        elif isinstance(exc, click.exceptions.Abort):
+        elif isinstance(exc, abort):
             code = 1
-        elif isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            code = exc.exit_code
+        elif isinstance(exc, click_exc):
+            exc.show()  # type: ignore[attr-defined]  # a click ClickException
+            code = exc.exit_code  # type: ignore[attr-defined]
         else:
             print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
             code = 1
