@@ -110,6 +110,11 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
     r = cli(["annotations", "import", str(other)], db=url)
     assert r.returncode == 2 and "line 3" in r.stderr and "'sample_id'" in r.stderr
     assert "not assigned" in r.stderr
+    # an unsure label needs a note, as in the app
+    no_note = tmp_path / "no_note.csv"
+    no_note.write_text(f"annotator,sample_id,label,note\nann1,{assigned['ann1'][0]},unsure,\n")
+    r = cli(["annotations", "import", str(no_note)], db=url)
+    assert r.returncode == 2 and "line 2" in r.stderr and "'note'" in r.stderr and "needs a note" in r.stderr
     assert ann.annotation_records(eng, SYSTEM) == []
 
     r = cli(["annotations", "import", str(good), "--json"], db=url)

@@ -167,7 +167,7 @@ def _check_imported_row(
     s: Session, record: RawRecord, lookups: _ImportLookups, problems: Problems
 ) -> dict[str, Any] | None:
     """One row of an annotation import: its fields validated by :class:`automonitor.rows.AnnotationRow`,
-    then checked against the store (known annotator, assigned item, not repeated in the file, evidence
+    an ``unsure`` label with its note (as in the app), then checked against the store (known annotator, assigned item, not repeated in the file, evidence
     offsets inside the response, not a different label on a locked item).
 
     Returns the ``upsert_label`` values to write, or ``None`` when the row is refused (its problem is
@@ -180,6 +180,9 @@ def _check_imported_row(
     def bad(msg: str, fld: str) -> None:
         problems.add(msg, line=record.line, field=fld)
 
+    if row.label == "unsure" and not row.note:
+        bad("an unsure label needs a note saying why (guidelines)", "note")  # as in the app (save_label)
+        return None
     aid = lookups.users.get(name.strip())
     if aid is None:
         bad(f"unknown annotator {name!r}", "annotator")
