@@ -122,6 +122,9 @@ def test_pair_diff_line_and_word_modes_reconstruct_both_sides():
     assert ("delete", "5.") in words or any(op == "delete" and "5." in t for op, t in words)
     html = wb.pair_diff_html("<img src=x onerror=alert(1)> a", "<img src=x> b", "word")
     assert "<img" not in html and "&lt;img" in html and 'class="am-del"' in html and 'class="am-ins"' in html
+    # a changed last line without a newline: the removed and the added line stay on separate rows
+    html = wb.pair_diff_html("x = 1\ny = 2", "x = 1\ny = 3", "line")
+    assert ">y = 2\n</del>" in html and ">y = 3</ins>" in html
     assert wb.diff_mode("code") == "line" and wb.diff_mode("qa") == "word"
     with pytest.raises(InputError):
         wb.pair_diff("a", "b", "char")

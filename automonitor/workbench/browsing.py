@@ -157,12 +157,15 @@ def pair_diff(a: str, b: str, mode: str = "word") -> list[tuple[str, str]]:
 def pair_diff_html(a: str, b: str, mode: str = "word", *, a_name: str = "misbehavior", b_name: str = "benign") -> str:
     """:func:`pair_diff` as escaped HTML for ``st.html``: removed parts (only in ``a``) struck through in
     red (``<del class="am-del">``), added parts (only in ``b``) in green (``<ins class="am-ins">``), a
-    one-line legend naming both sides. Every text piece is escaped."""
+    one-line legend naming both sides. In line mode a removed last line without a newline is shown with
+    one, so it never runs into the added line. Every text piece is escaped."""
     parts = []
     for op, t in pair_diff(a, b, mode):
         if op == "equal":
             parts.append(_esc(t))
         elif op == "delete":
+            # a last line without its newline must not run into the inserted line after it
+            t = t + "\n" if mode == "line" and not t.endswith("\n") else t
             parts.append(f'<del class="am-del" style="{_DEL}">{_esc(t)}</del>')
         else:
             parts.append(f'<ins class="am-ins" style="{_INS}">{_esc(t)}</ins>')
