@@ -86,3 +86,26 @@ def test_toy_backend_end_to_end(db_url, engine, cli, capsys, monkeypatch):
     entries = json.loads(rep.stdout)
     entry = entries[0] if isinstance(entries, list) else entries["runs"][0]
     assert entry["monitor"] == "toy-test:toy-v1"
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"temperature": "-3"}, "temperature"),
+        ({"threshold": "2"}, "threshold"),
+        ({"timeout": "0"}, "timeout"),
+        ({"response_chars": "0"}, "response_chars"),
+    ],
+)
+def test_shared_params_out_of_range_are_refused(params, field):
+    with pytest.raises(InputError, match=f"--param {field}"):
+        ToyBackend.parse_params(params)
+
+
+def test_llamacpp_flags_are_true_or_false_never_guessed():
+    from automonitor.monitors.llamacpp import LlamaCppBackend
+
+    assert LlamaCppBackend.parse_params({"calibrate": "OFF", "prefix_cache": "1"}).calibrate is False
+    assert LlamaCppBackend.parse_params({}).calibrate is True
+    with pytest.raises(InputError, match="--param calibrate: expected true or false"):
+        LlamaCppBackend.parse_params({"calibrate": "maybe"})

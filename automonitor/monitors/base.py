@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from automonitor.errors import InputError
 from automonitor.prompts import PromptBuilder
@@ -132,11 +132,11 @@ class BackendParams(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     max_tokens: Optional[int] = None
-    temperature: float = 0.0
-    timeout: float = 60.0
-    request_chars: int = 12000
-    response_chars: int = 16000
-    threshold: float = 0.5
+    temperature: float = Field(default=0.0, ge=0.0)
+    timeout: float = Field(default=60.0, gt=0.0)
+    request_chars: int = Field(default=12000, ge=1)
+    response_chars: int = Field(default=16000, ge=1)
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
 
     @field_validator("max_tokens", mode="before")
     @classmethod

@@ -51,6 +51,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import field_validator
+
 from automonitor.errors import InputError
 from automonitor.monitors.base import (
     Backend,
@@ -305,6 +307,20 @@ class LlamaCppParams(BackendParams):
     response_tokens: int = 384
     example_tokens: int = 96
     evidence_tokens: int = 24
+    calibrate: bool = True
+    prefix_cache: bool = True
+
+    @field_validator("calibrate", "prefix_cache", mode="before")
+    @classmethod
+    def _on_off(cls, value: Any) -> bool:
+        """A flag given as ``true/false``, ``1/0``, ``yes/no`` or ``on/off`` (any case); anything else
+        is refused rather than read as true."""
+        word = str(value).strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false (1/0, yes/no, on/off)")
 
 
 @register
