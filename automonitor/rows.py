@@ -339,6 +339,8 @@ class PredictionRow(RowModel):
     @field_validator("outcome", mode="plain")
     @classmethod
     def _outcome(cls, value: Any) -> str:
+        if value is None:
+            raise problem(f"missing outcome (one of {', '.join(vocab.OUTCOMES)})")
         if not isinstance(value, str) or value.strip() not in vocab.OUTCOMES:
             raise problem(f"outcome must be one of {', '.join(vocab.OUTCOMES)}, got {value!r}")
         return value.strip()

@@ -295,3 +295,11 @@ def test_cli_import_json_and_exit_2(cli, sqlite_url, tmp_path):
     assert rep.returncode == 0, rep.stderr
     assert [x["run_id"] for x in json.loads(rep.stdout)["runs"]] == [doc["run_id"]]
     eng.dispose()
+
+
+def test_a_missing_outcome_is_called_missing(sqlite_engine, tmp_path):
+    ids = seed_samples(sqlite_engine)
+    path = write_jsonl(tmp_path / "no_outcome.jsonl", [{"sample_id": ids[0]}])
+    with pytest.raises(InputError) as exc:
+        import_predictions(sqlite_engine, path, "Vendor")
+    assert exc.value.field == "outcome" and "missing outcome" in str(exc.value) and "None" not in str(exc.value)
