@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from automonitor.monitors import Judgement
+from automonitor.runner.rows import judgement_fields
 
 BATCH_DISCOUNT = 0.5
 
@@ -31,15 +32,7 @@ def error_row(kind: str, reason: str, raw: str | None = None, **meta: Any) -> di
 def judgement_row(j: Judgement) -> dict[str, Any]:
     """A prediction row from a backend ``Judgement`` parsed out of a batch result (batch price)."""
     return {
-        "outcome": j.outcome,
-        "score": j.score,
-        "raw": j.raw,
-        "reason": j.reason,
-        "evidence": list(j.evidence or []),
-        "pred_category": j.pred_category,
-        "severity": j.severity,
-        "tokens_in": j.tokens_in,
-        "tokens_out": j.tokens_out,
+        **judgement_fields(j),
         "cost_usd": round(j.cost_usd * BATCH_DISCOUNT, 10),
         "latency_ms": None,
         "meta": {**j.meta, "batch_discount": BATCH_DISCOUNT},
