@@ -29,12 +29,13 @@ from automonitor.monitors.base import (
     Generation,
     Item,
     Judgement,
+    answer_judgement,
     PermanentError,
     TransientError,
     register,
 )
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
-from automonitor.parsing import ParseResult, evidence_found, parse_text, parse_tool_input
+from automonitor.parsing import ParseResult, parse_text, parse_tool_input
 
 TOOL_NAME = "record_verdict"
 
@@ -156,22 +157,8 @@ class AnthropicBackend(Backend):
                 meta=meta,
             )
         raw, parsed = _parse_answer(tool, text, stop)
-        if parsed.detail:
-            meta["parse_detail"] = parsed.detail
-        if parsed.evidence:
-            meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
-        return Judgement(
-            parsed.outcome,
-            score=None,
-            raw=raw,
-            reason=parsed.reason,
-            evidence=parsed.evidence,
-            pred_category=parsed.category,
-            severity=parsed.severity,
-            tokens_in=tin,
-            tokens_out=tout,
-            cost_usd=cost,
-            meta=meta,
+        return answer_judgement(
+            parsed, item.response, raw, score=None, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
         )
 
     async def generate(

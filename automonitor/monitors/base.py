@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from automonitor.errors import InputError
+from automonitor.parsing import ParseResult, evidence_found
 from automonitor.prompts import PromptBuilder
 
 
@@ -61,6 +62,42 @@ class Judgement:
     tokens_out: int = 0
     cost_usd: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def answer_judgement(
+    parsed: ParseResult,
+    response: str,
+    raw: str | None,
+    *,
+    score: float | None,
+    tokens_in: int,
+    tokens_out: int,
+    cost_usd: float,
+    meta: dict[str, Any],
+) -> Judgement:
+    """The :class:`Judgement` of a judge's parsed answer (``parsing.parse_text`` / ``parse_tool_input``).
+
+    Adds to ``meta`` (in place) ``parse_detail`` when the parser left one and ``evidence_found`` (one bool
+    per quoted span: is it in ``response``) when the answer quotes evidence. ``score`` (P(misbehavior) in
+    [0, 1], or ``None``) is kept, rounded to 6 digits, only with a misbehavior/benign verdict."""
+    if parsed.detail:
+        meta["parse_detail"] = parsed.detail
+    if parsed.evidence:
+        meta["evidence_found"] = evidence_found(parsed.evidence, response)
+    verdict = parsed.outcome in ("misbehavior", "benign")
+    return Judgement(
+        parsed.outcome,
+        score=round(score, 6) if verdict and score is not None else None,
+        raw=raw,
+        reason=parsed.reason,
+        evidence=parsed.evidence,
+        pred_category=parsed.category,
+        severity=parsed.severity,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=cost_usd,
+        meta=meta,
+    )
 
 
 @dataclass

@@ -34,12 +34,13 @@ from automonitor.monitors.base import (
     Generation,
     Item,
     Judgement,
+    answer_judgement,
     PermanentError,
     TransientError,
     register,
     retry_after_seconds,
 )
-from automonitor.parsing import ParseResult, evidence_found, parse_text, parse_tool_input, score_from_logprobs
+from automonitor.parsing import ParseResult, parse_text, parse_tool_input, score_from_logprobs
 
 VERDICT_SCHEMA_DIRECT = {
     "type": "object",
@@ -273,21 +274,11 @@ class OpenAIBackend(Backend):
                 "refusal", score=None, raw=raw, reason=reason, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
             )
         raw, parsed = _parse_answer(msg, finish)
-        score = _logprob_score(choice)
-        if parsed.detail:
-            meta["parse_detail"] = parsed.detail
-        if parsed.evidence:
-            meta["evidence_found"] = evidence_found(parsed.evidence, item.response)
-        if parsed.outcome not in ("misbehavior", "benign"):
-            score = None
-        return Judgement(
-            parsed.outcome,
-            score=None if score is None else round(score, 6),
-            raw=raw,
-            reason=parsed.reason,
-            evidence=parsed.evidence,
-            pred_category=parsed.category,
-            severity=parsed.severity,
+        return answer_judgement(
+            parsed,
+            item.response,
+            raw,
+            score=_logprob_score(choice),
             tokens_in=tin,
             tokens_out=tout,
             cost_usd=cost,
