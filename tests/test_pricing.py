@@ -82,11 +82,16 @@ def test_estimate_says_unknown_and_price_params_set_it(sqlite_engine):
 def test_backend_price_param_is_typed():
     prompt = PromptBuilder(load_template("direct"))
     b = create_backend(
-        "openai:gpt-5-pro", base_url="http://127.0.0.1:9/v1", params={"price_in": "2.5", "price_out": "20"}, prompt=prompt
+        "openai:gpt-5-pro",
+        base_url="http://127.0.0.1:9/v1",
+        params={"price_in": "2.5", "price_out": "20"},
+        prompt=prompt,
     )
     assert b.price() == (2.5, 20.0) and b.price_info().source == "param"
     with pytest.raises(InputError, match="price_in"):
-        create_backend("openai:gpt-5-pro", base_url="http://127.0.0.1:9/v1", params={"price_in": "cheap"}, prompt=prompt)
+        create_backend(
+            "openai:gpt-5-pro", base_url="http://127.0.0.1:9/v1", params={"price_in": "cheap"}, prompt=prompt
+        )
 
 
 def test_run_with_unknown_price_shows_unknown_and_price_params_cost_it(sqlite_engine, sqlite_url):
