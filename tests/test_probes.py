@@ -121,8 +121,9 @@ def test_probe_artifact_roundtrip_is_versioned_with_card(tmp_path):
     )
     a1 = probes.save_probe(p, tmp_path)
     a2 = probes.save_probe(p, tmp_path)
-    assert a1.name == "tfidf-lr-specification_gaming.code-v1.joblib" and a2.name.endswith("-v2.joblib")
-    card = json.loads(a1.with_suffix(".card.json").read_text())
+    assert a1.name == "tfidf-lr-specification_gaming.code-v1.probe.json" and a2.name.endswith("-v2.probe.json")
+    card = json.loads(probes.card_path(a1).read_text())
+    assert a1.with_name("tfidf-lr-specification_gaming.code-v1.card.json") == probes.card_path(a1)
     assert card["training_slices"] == ["specification_gaming/code"] and card["n"] == 60
     assert card["counts"]["specification_gaming/code"] == {"misbehavior": 30, "benign": 30}
     assert len(card["data_sha256"]) == 64 and card["hyperparameters"]["C"] == 4.0
@@ -241,7 +242,7 @@ def test_corpus_probe_train_and_run_through_runner(engine, db_url, tmp_path):
     r = run_cli(["probe", "train", "--features", "tfidf", "--corpus", str(out), "--json"], db=db_url, env=env)
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    assert res["artifact"].endswith("tfidf-lr-all-v1.joblib") and res["card"]["n"] == len(train)
+    assert res["artifact"].endswith("tfidf-lr-all-v1.probe.json") and res["card"]["n"] == len(train)
 
     r = run_cli(["run", "--monitor", "probe:tfidf-lr", "--template", "direct", "--json", "--quiet"], db=db_url, env=env)
     assert r.returncode == 0, r.stderr
@@ -253,7 +254,7 @@ def test_corpus_probe_train_and_run_through_runner(engine, db_url, tmp_path):
     from store.models import Run
 
     with session_scope(engine) as s:
-        assert s.get(Run, run_id).params["config"]["artifact"] == "tfidf-lr-all-v1.joblib"
+        assert s.get(Run, run_id).params["config"]["artifact"] == "tfidf-lr-all-v1.probe.json"
 
 
 def test_probe_train_bad_corpus_line_exit_2(tmp_path, sqlite_url):

@@ -246,7 +246,7 @@ def test_estimate_run(sqlite_engine):
     assert runner.estimate_run(sqlite_engine, "llamacpp", "direct")["est_cost_usd"] == 0.0
     assert runner.estimate_run(sqlite_engine, "rules", "direct")["prompt_tokens"] == 0
     unknown = runner.estimate_run(sqlite_engine, "openai:my-local-model", "direct")
-    assert unknown["est_cost_usd"] == 0.0 and unknown["price_known"] is False
+    assert unknown["est_cost_usd"] is None and unknown["price_known"] is False
     assert n_runs(sqlite_engine) == (0, 0)
 
 

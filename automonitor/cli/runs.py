@@ -367,7 +367,7 @@ def _print_runs_table(rows: list[dict[str, Any]]) -> None:
             str(r["api_calls"]),
             str(r["cache_hits"]),
             str(r["tokens_in"] + r["tokens_out"]),
-            f"{r['cost_usd']:.4f}",
+            f"{r['cost_usd']:.4f}" if r.get("price_known", True) else "unknown",
             "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
         )
     Console(width=200, markup=False).print(table)  # names are data: never rich markup

@@ -39,15 +39,21 @@ import asyncio
 import hashlib
 import os
 import secrets
+import socket
+import threading
 import time
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, Callable
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from automonitor.errors import InputError, NotFound
 from automonitor.generation import tasks
 from automonitor.generation.caller import GeneratorCaller
-from automonitor.generation.candidates import Item, insert_pair
+from automonitor.generation.candidates import Item, candidate_rows, insert_pair
 from automonitor.generation.filters import Decision
 from automonitor.generation.job import (
     DEFAULT_MAX_TOKENS,
@@ -66,6 +72,7 @@ from automonitor.generation.recipes import (
     answer_sycophancy,
     screen_code,
 )
+from automonitor.generation.sandbox import sweep_stale_dirs
 from automonitor.generation.summary import (
     STEPS,
     empty_stats,
@@ -74,7 +81,9 @@ from automonitor.generation.summary import (
     generation_summary,
     list_generations,
 )
+from automonitor.runner.lease import check_lease, lock_run, new_lease
 from store import session_scope
+from store.models import Run, Sample
 from store.queries import generation as queries
 
 __all__ = [
@@ -187,21 +196,107 @@ def _insert_run(engine: Engine, job: dict[str, Any], n_items: int) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-def _claim(engine: Engine, run_id: str) -> dict[str, Any]:
-    """Mark a pending generation run running (with this process's pid) and return its job.
+HEARTBEAT_S = 5.0  # seconds between lease heartbeats of an executing generation run
+_TOTALS = ("calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd")
+
+
+@dataclass
+class _Claim:
+    """What :func:`_claim` hands the executor: the job and, on a take-over, where the dead run stopped
+    (``done`` items with their ``transcripts`` and ``stats``)."""
+
+    job: dict[str, Any]
+    done: int = 0
+    transcripts: list[dict[str, Any]] = dc_field(default_factory=list)
+    stats: dict[str, Any] | None = None
+    took_over: dict[str, Any] | None = None
+
+
+def _claim(engine: Engine, run_id: str) -> _Claim:
+    """Take the lease of a generation run and mark it running, atomically across processes (the run row
+    is locked: ``SELECT ... FOR UPDATE`` / ``BEGIN IMMEDIATE``, :func:`automonitor.runner.lease.lock_run`).
+
+    A ``pending`` run starts from its first item. A ``running`` run whose lease is dead (its pid is gone
+    on this host, e.g. after ``kill -9``, or its heartbeat is older than 30 s) is taken over and
+    continues after its last saved item; a run of a version without leases (only ``params['pid']``) is
+    judged by that pid on this host.
 
     Raises:
-        NotFound: no such generation run. InputError: the run is not pending.
+        NotFound: no such generation run. InputError: the run is finished, failed or cancelled, or a live
+            process executes it (``run RUN is being executed by pid PID on HOST``).
     """
     with session_scope(engine) as s:
-        run = queries.get_generation_run(s, run_id)
-        if run is None:
+        run = lock_run(s, run_id)
+        if run is None or run.kind != "generation":
             raise NotFound(f"no generation run {run_id!r}")
-        if run.status != "pending":
+        params = dict(run.params or {})
+        claim = _Claim(job=dict(params["job"]))
+        if run.status == "running":
+            lease = params.get("lease")
+            if not lease and params.get("pid"):  # before leases: the pid alone, on this host
+                lease = {"pid": params["pid"], "host": socket.gethostname(), "heartbeat": time.time()}
+            check_lease(run_id, {"lease": lease}, field="run")
+            items = list(params.get("items") or [])
+            claim.done = int((params.get("progress") or {}).get("done") or 0)
+            claim.transcripts, claim.stats = items[: claim.done], dict(params.get("stats") or empty_stats())
+            claim.took_over = lease
+        elif run.status != "pending":
             raise InputError(f"generation run {run_id} is {run.status}; start a new one", field="run")
-        job = dict(run.params["job"])
+        params["lease"] = new_lease()
+        if claim.took_over:
+            params["took_over"] = {**claim.took_over, "at_item": claim.done}
+        run.params = params
         queries.mark_running(s, run, os.getpid())
-    return job
+    return claim
+
+
+class _Heartbeat:
+    """Refresh this process's lease on a run every :data:`HEARTBEAT_S` seconds from a daemon thread; the
+    writes of the lease and of the progress are serialised by :attr:`lock` (one writer at a time)."""
+
+    def __init__(self, engine: Engine, run_id: str):
+        self.engine, self.run_id = engine, run_id
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
+
+    def start(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                with self.lock, session_scope(self.engine) as s:
+                    run = s.get(Run, self.run_id)
+                    if run is None or (run.params or {}).get("lease", {}).get("pid") != os.getpid():
+                        return
+                    run.params = {**run.params, "lease": new_lease()}
+                    s.add(run)
+            except Exception:  # noqa: BLE001 - a missed heartbeat is retried; a store outage ends the run elsewhere
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=HEARTBEAT_S + 1)
+
+
+def _pair_exists(engine: Engine, run_id: str, job: dict[str, Any], item: Item, dec: Decision, tr: Transcript) -> bool:
+    """Whether this run already inserted the candidate pair of ``item`` (same pair id)."""
+    pair_id = candidate_rows(run_id, job, item, dec, tr)[0]["pair_id"]
+    with session_scope(engine) as s:
+        return s.execute(sa.select(col(Sample.id)).where(col(Sample.pair_id) == pair_id).limit(1)).first() is not None
+
+
+def _drop_lease(engine: Engine, run_id: str) -> None:
+    """Remove this process's lease from the run's params (a missing run is ignored)."""
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is not None and (run.params or {}).get("lease", {}).get("pid") == os.getpid():
+            p = dict(run.params)
+            p.pop("lease", None)
+            run.params = p
+            s.add(run)
 
 
 def _cut(t: str | None) -> str | None:
@@ -229,8 +324,12 @@ def _item_record(item: Item, dec: Decision, added: bool, transcript: Transcript)
     }
 
 
-def _tally(stats: dict[str, Any], dec: Decision, added: bool, call: GeneratorCaller) -> None:
-    """Count one processed item in ``stats`` (kept / drop reason, candidates) and copy the call totals."""
+def _tally(
+    stats: dict[str, Any], dec: Decision, added: bool, call: GeneratorCaller, base: dict[str, Any] | None = None
+) -> None:
+    """Count one processed item in ``stats`` (kept / drop reason, candidates) and set the call totals to
+    ``base`` (the totals of a dead process whose run this one took over) plus this process's calls."""
+    base = base or {}
     stats["prompts"] += 1
     dropped = stats["dropped"]
     if not dec.kept:
@@ -243,11 +342,11 @@ def _tally(stats: dict[str, Any], dec: Decision, added: bool, call: GeneratorCal
         dropped["duplicate_candidate"] = dropped.get("duplicate_candidate", 0) + 1
     stats.update(
         {
-            "calls": call.calls,
-            "cache_hits": call.cache_hits,
-            "tokens_in": call.tokens_in,
-            "tokens_out": call.tokens_out,
-            "cost_usd": round(call.cost, 6),
+            "calls": base.get("calls", 0) + call.calls,
+            "cache_hits": base.get("cache_hits", 0) + call.cache_hits,
+            "tokens_in": base.get("tokens_in", 0) + call.tokens_in,
+            "tokens_out": base.get("tokens_out", 0) + call.tokens_out,
+            "cost_usd": round(base.get("cost_usd", 0.0) + call.cost, 6),
         }
     )
 
@@ -277,11 +376,19 @@ async def _process_items(
     call: GeneratorCaller,
     stats: dict[str, Any],
     progress: Callable[[int, int], None] | None,
+    claim: _Claim | None = None,
+    beat: _Heartbeat | None = None,
 ) -> bool:
-    """Answer, filter and store each item in order, saving statistics and transcripts after each one;
-    returns True when the run was cancelled before an item."""
-    transcripts: list[dict[str, Any]] = []
+    """Answer, filter and store each item in order, saving statistics and transcripts after each one
+    (from item ``claim.done`` on, after a take-over); returns True when the run was cancelled before an
+    item."""
+    start = claim.done if claim else 0
+    transcripts: list[dict[str, Any]] = list(claim.transcripts) if claim else []
+    base = {k: stats.get(k, 0) for k in _TOTALS}
+    lock = beat.lock if beat else threading.Lock()
     for i, it in enumerate(items):
+        if i < start:
+            continue
         if _status(engine, run_id) == "cancelled":
             return True
         if isinstance(it, tasks.SycophancyItem):
@@ -291,9 +398,12 @@ async def _process_items(
         added = False
         if dec.kept:
             added = await asyncio.to_thread(insert_pair, engine, run_id, job, it, dec, tr)
-        _tally(stats, dec, added, call)
+            if not added and claim and claim.took_over and i == start:
+                added = _pair_exists(engine, run_id, job, it, dec, tr)  # inserted just before the old process died
+        _tally(stats, dec, added, call, base)
         transcripts.append(_item_record(it, dec, added, tr))
-        _save(engine, run_id, stats, transcripts, i + 1, len(items))
+        with lock:
+            _save(engine, run_id, stats, transcripts, i + 1, len(items))
         if progress:
             progress(i + 1, len(items))
     return False
@@ -302,24 +412,40 @@ async def _process_items(
 def execute_generation(
     engine: Engine, run_id: str, *, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
-    """Run a pending generation run to the end (or until cancelled); returns :func:`generation_summary`.
+    """Run a pending generation run to the end (or until cancelled), or take over a ``running`` one whose
+    process died (:func:`_claim`); returns :func:`generation_summary`.
 
-    ``progress(done, total)`` is called after each item. The run ends ``finished``, ``cancelled`` or
-    ``failed`` (with the error, at most 2,000 characters, and the exception re-raised).
+    The executing process holds a lease (``params['lease']`` = pid, host, heartbeat every
+    :data:`HEARTBEAT_S` s) until the run ends. ``progress(done, total)`` is called after each item. The
+    run ends ``finished``, ``cancelled`` or ``failed`` (with the error, at most 2,000 characters, and the
+    exception re-raised). Calls already answered before a take-over come from the cache; a candidate
+    pair already inserted is not inserted twice.
 
     Raises:
-        NotFound: no such generation run. InputError: the run is not pending (already executed).
+        NotFound: no such generation run. InputError: the run is finished, failed or cancelled, or
+            another live process executes it.
     """
-    job = _claim(engine, run_id)
+    sweep_stale_dirs()
+    claim = _claim(engine, run_id)
+    job = claim.job
+    beat = _Heartbeat(engine, run_id).start()
     try:
         items = job_items(job)
         backend = job_backend(job)
-        stats = empty_stats()
+        stats = claim.stats or empty_stats()
 
         async def main() -> bool:
             try:
                 return await _process_items(
-                    engine, run_id, job, list(items), GeneratorCaller(engine, backend, job), stats, progress
+                    engine,
+                    run_id,
+                    job,
+                    list(items),
+                    GeneratorCaller(engine, backend, job),
+                    stats,
+                    progress,
+                    claim,
+                    beat,
                 )
             finally:
                 await backend.aclose()
@@ -327,10 +453,15 @@ def execute_generation(
         from automonitor.runner import _run_async
 
         cancelled = _run_async(main())
+        beat.stop()
         _finish(engine, run_id, "cancelled" if cancelled else "finished")
     except Exception as exc:
+        beat.stop()
         _finish(engine, run_id, "failed", error=f"{type(exc).__name__}: {exc}"[:2000])
         raise
+    finally:
+        beat.stop()
+        _drop_lease(engine, run_id)
     return generation_summary(engine, run_id)
 
 

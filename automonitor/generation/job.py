@@ -14,7 +14,8 @@ from typing import Any
 from automonitor.errors import InputError
 from automonitor.generation import tasks
 from automonitor.generation.incentives import load_incentive
-from automonitor.monitors import create_backend, parse_monitor_spec, price_for
+from automonitor.monitors import create_backend, parse_monitor_spec
+from automonitor.monitors.pricing import resolve_price
 from automonitor.monitors.base import Backend
 
 KINDS = ("sycophancy", "gaming")
@@ -163,7 +164,8 @@ def estimate_generation(
     Returns ``{"n", "calls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok",
     "price_known"}``: calls = n x (1 + samples_per_prompt) (sycophancy) or n x 2 (gaming); prompt tokens
     = characters/4 of the rendered prompts; output tokens = calls x max_tokens (an upper bound); cost =
-    tokens x the list price (:data:`automonitor.monitors.base.PRICES`; 0 for llamacpp).
+    tokens x the price of the exact model id in ``automonitor/data/prices.json`` (0 for llamacpp); an
+    unlisted model gives ``price_known: false`` and ``est_cost_usd: null`` (unknown).
 
     Raises:
         InputError: as :func:`automonitor.generation.engine.create_generation`.
@@ -184,14 +186,15 @@ def estimate_generation(
     )
     items = job_items(job)
     chars, calls = _prompt_chars_and_calls(job, list(items))
-    pin, pout = (0.0, 0.0) if job["backend"] == "llamacpp" else price_for(job["model"])
+    pr = resolve_price(job["model"], local=job["backend"] == "llamacpp")
+    pin, pout = pr.input, pr.output
     ptok, otok = chars // 4, calls * job["max_tokens"]
     return {
         "n": len(items),
         "calls": calls,
         "prompt_tokens": ptok,
         "max_output_tokens": otok,
-        "est_cost_usd": round((ptok * pin + otok * pout) / 1e6, 6),
+        "est_cost_usd": round((ptok * pin + otok * pout) / 1e6, 6) if pr.known else None,
         "price_per_mtok": [pin, pout],
-        "price_known": job["backend"] == "llamacpp" or (pin, pout) != (0.0, 0.0),
+        "price_known": pr.known,
     }

@@ -1,24 +1,40 @@
 """Run untrusted (model-written) Python in a bubblewrap sandbox, never in the app's process.
 
-Each call gets a fresh host temp dir (mounted read-write as ``/sandbox``, the working directory) and
-runs ``/usr/bin/python3 -I`` (the system interpreter: the project's venv, repo and store are not
-mounted) under Debian's ``bubblewrap`` (``/usr/bin/bwrap``; installed by ``scripts/ensure_system_deps.sh``):
+Each call runs ``/usr/bin/python3 -I`` (the system interpreter: the project's venv, repo and store are
+not mounted) under Debian's ``bubblewrap`` (``/usr/bin/bwrap``; installed by
+``scripts/ensure_system_deps.sh``):
 
+- environment: bwrap itself is started with a minimal environment (``PATH``, ``LANG``; nothing of the
+  caller's, so no API key or store URL: bwrap is pid 1 inside the sandbox and its ``/proc/1/environ``
+  is readable there) and the program gets an empty one (``--clearenv``) plus ``PATH``, ``HOME``, ``LANG``;
 - namespaces: ``--unshare-all`` (no network: only a loopback-less net namespace; own pid, ipc, uts,
-  user namespaces), ``--die-with-parent``, ``--new-session``, an empty environment (``--clearenv``);
+  user namespaces), ``--die-with-parent``, ``--new-session``;
 - file system: a read-only root holding only ``/usr`` (read-only bind, with the ``/bin``, ``/lib``,
   ``/lib64`` symlinks), empty read-only ``/etc``, ``/home``, ``/root``, ``/var``, ``/work``, ``/opt``, a
-  private ``/proc``, a minimal ``/dev``, a tmpfs ``/tmp`` and the temp dir; a write anywhere else fails
-  with ``EROFS``;
+  private ``/proc``, a minimal ``/dev``, and two size-capped tmpfs (``--size``): ``/tmp`` and the
+  working directory ``/sandbox`` (``disk_mb`` each, 32 MiB), into which the files are copied from
+  memory (``--file`` / ``--ro-bind-data`` from memfds). Nothing is written on the host's disk: there
+  is no host temp dir to leave behind after a ``kill -9`` (:func:`sweep_stale_dirs` removes the
+  ``automonitor-sbx-*`` dirs older versions left). A write anywhere else fails with ``EROFS``, beyond
+  the cap with ``ENOSPC`` (violation ``disk``);
 - limits (``prlimit`` inside the sandbox): address space ``mem_mb`` (256 MiB), CPU time ``cpu_s`` (5 s),
   processes ``nproc`` (32, counted for the sandbox's user), file size ``fsize_mb`` (16 MiB), 64 open
   files; plus a wall-clock ``timeout_s`` (10 s) after which the whole process group is killed (the
-  sandbox's pid namespace dies with it).
+  sandbox's pid namespace dies with it);
+- output: stdout and stderr are read incrementally; the program is killed once it has written more than
+  ``output_cap_bytes`` (4 MiB) in all (violation ``output``), and only the first 64,000 characters of
+  stdout and the last 64,000 of stderr are kept, so the caller's memory stays bounded whatever it prints.
 
 When the caller is root, the sandbox runs as ``nobody`` (``setpriv``), because the kernel does not
 enforce the process limit for root. :func:`run_python` reports what stopped the code in
-``SandboxResult.violations`` (``timeout``, ``cpu``, ``memory``, ``processes``, ``network``,
-``filesystem``), read from the exit status and the error text.
+``SandboxResult.violations`` (``timeout``, ``cpu``, ``output``, ``memory``, ``processes``, ``network``,
+``filesystem``, ``disk``), read from the exit status and the error text.
+
+:func:`run_tests` runs a solution against tests: the harness gets a fresh nonce and the number of a
+results pipe on its stdin (never in argv or the environment), replaces stdin with ``/dev/null``, makes
+itself non-dumpable (``/proc/self/mem`` and ``environ`` become unreadable) and only then runs the
+solution; it writes the results with the nonce to that pipe, not to stdout. A result counts only when
+exactly one nonce-tagged line arrives.
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import selectors
 import shutil
 import signal
 import subprocess
@@ -43,6 +60,11 @@ SETPRIV = "/usr/bin/setpriv"
 PYTHON = "/usr/bin/python3"
 NOBODY = 65534
 _OUT_LIMIT = 64_000  # characters of stdout/stderr kept
+_KEEP_BYTES = 4 * _OUT_LIMIT  # bytes of each stream kept before decoding (UTF-8: at most 4 per character)
+_RESULT_LIMIT = 1 << 20  # bytes read from the results pipe
+# the whole environment bwrap (and setpriv, prlimit) start with: nothing of the caller's
+SANDBOX_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+STALE_DIR_PREFIX = "automonitor-sbx-"
 
 # What the error text of a stopped program says, per violation kind.
 _SIGNS = {
@@ -59,6 +81,7 @@ _SIGNS = {
     "filesystem": ("Read-only file system", "Errno 30", "PermissionError", "Errno 13"),
     "memory": ("MemoryError", "Cannot allocate memory", "std::bad_alloc"),
     "processes": ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable", "can't start new thread"),
+    "disk": ("No space left on device", "Errno 28", "File too large", "Errno 27"),
 }
 
 
@@ -71,8 +94,10 @@ class SandboxResult:
         stdout / stderr: the program's output (at most 64,000 characters each).
         duration_s: wall-clock seconds.
         timed_out: the wall-clock limit killed it.
-        violations: what stopped or hindered it (``timeout``, ``cpu``, ``memory``, ``processes``,
-            ``network``, ``filesystem``), in that order, deduplicated.
+        violations: what stopped or hindered it (``timeout``, ``cpu``, ``output``, ``memory``,
+            ``processes``, ``network``, ``filesystem``, ``disk``), in that order, deduplicated.
+        output_bytes: bytes the program wrote to stdout and stderr (counted up to the cap).
+        results: what arrived on the results pipe (:func:`run_tests`; at most 1 MiB), else ``b""``.
     """
 
     returncode: int | None
@@ -81,6 +106,8 @@ class SandboxResult:
     duration_s: float
     timed_out: bool = False
     violations: list[str] = field(default_factory=list)
+    output_bytes: int = 0
+    results: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -94,6 +121,7 @@ class SandboxResult:
             "timed_out": self.timed_out,
             "violations": list(self.violations),
             "duration_s": round(self.duration_s, 3),
+            "output_bytes": self.output_bytes,
             "stdout": self.stdout[:2000],
             "stderr": self.stderr[-2000:],
         }
@@ -104,23 +132,42 @@ def available() -> bool:
     return all(os.access(p, os.X_OK) for p in (BWRAP, PRLIMIT, PYTHON))
 
 
-def _command(workdir: str, argv: list[str], *, mem_mb: int, cpu_s: int, nproc: int, fsize_mb: int) -> list[str]:
+def _command(
+    files: list[tuple[int, str, bool]],
+    argv: list[str],
+    *,
+    mem_mb: int,
+    cpu_s: int,
+    nproc: int,
+    fsize_mb: int,
+    disk_mb: int,
+) -> list[str]:
+    """The setpriv + bwrap + prlimit command line; ``files`` are ``(memfd, name, read_only)`` copied
+    into ``/sandbox``."""
     cmd: list[str] = []
     if os.geteuid() == 0:
         cmd += [SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
     cmd += [BWRAP, "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib"]
     if os.path.isdir("/usr/lib64"):
         cmd += ["--symlink", "usr/lib64", "/lib64"]
+    size = str(disk_mb * 1024 * 1024)
     cmd += [
         "--proc",
         "/proc",
         "--dev",
         "/dev",
+        "--size",
+        size,
         "--tmpfs",
         "/tmp",
-        "--bind",
-        workdir,
+        "--size",
+        size,
+        "--tmpfs",
         "/sandbox",
+    ]
+    for fd, name, read_only in files:
+        cmd += ["--ro-bind-data" if read_only else "--file", str(fd), f"/sandbox/{name}"]
+    cmd += [
         *[a for d in ("/etc", "/home", "/root", "/var", "/work", "/opt") for a in ("--dir", d)],
         "--remount-ro",
         "/",
@@ -152,11 +199,13 @@ def _command(workdir: str, argv: list[str], *, mem_mb: int, cpu_s: int, nproc: i
     return cmd
 
 
-def _violations(rc: int | None, timed_out: bool, stderr: str) -> list[str]:
+def _violations(rc: int | None, timed_out: bool, flooded: bool, stderr: str) -> list[str]:
     out = []
     if timed_out:
         out.append("timeout")
-    if rc is not None and rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL):
+    if flooded:
+        out.append("output")
+    elif rc is not None and rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL):
         out.append("cpu")
     for kind, signs in _SIGNS.items():
         if any(s in stderr for s in signs):
@@ -174,31 +223,62 @@ def run_python(
     cpu_s: int = 5,
     nproc: int = 32,
     fsize_mb: int = 16,
+    disk_mb: int = 32,
+    output_cap_bytes: int = 4 * 1024 * 1024,
+    read_only: tuple[str, ...] = (),
+    stdin: bytes = b"",
+    results_pipe: bool = False,
 ) -> SandboxResult:
     """Run ``python3 -I MAIN ARGS`` in a fresh sandbox holding ``files`` (name -> text).
 
     Args:
-        files: files written to the sandbox's temp dir first (names must be plain file names).
+        files: files copied into the sandbox's ``/sandbox`` first (names must be plain file names);
+            those named in ``read_only`` are read-only there.
         main: the file to run (one of ``files``).
         timeout_s: wall-clock limit (seconds); cpu_s: CPU-time limit (seconds); mem_mb: address space
-            (MiB); nproc: processes of the sandbox user; fsize_mb: largest file written (MiB).
+            (MiB); nproc: processes of the sandbox user; fsize_mb: largest file written (MiB); disk_mb:
+            size of each tmpfs (``/sandbox``, ``/tmp``; MiB); output_cap_bytes: stdout + stderr bytes after
+            which the program is killed.
+        stdin: bytes on the program's stdin (then end of file).
+        results_pipe: open a pipe whose write end the program inherits; its number is the first line
+            of ``stdin`` (``{"fd": N}`` JSON is prepended); what arrives is ``SandboxResult.results``.
 
     Returns:
-        :class:`SandboxResult`. The temp dir is removed afterwards.
+        :class:`SandboxResult`. Nothing is left on the host's disk.
 
     Raises:
         InputError: bubblewrap is missing (run ``scripts/ensure_system_deps.sh``) or a bad file name.
     """
     _check_files(files, main)
-    workdir = tempfile.mkdtemp(prefix="automonitor-sbx-")
+    memfds = []
+    res_r = res_w = -1
     try:
-        _write_files(workdir, files)
+        for name, text in files.items():
+            fd = os.memfd_create(f"sbx-{name}", 0)
+            os.write(fd, text.encode("utf-8"))
+            os.lseek(fd, 0, os.SEEK_SET)
+            memfds.append((fd, name, name in read_only))
+        pass_fds = [fd for fd, _, _ in memfds]
+        if results_pipe:
+            res_r, res_w = os.pipe()
+            pass_fds.append(res_w)
+            stdin = json.dumps({"fd": res_w}).encode() + b"\n" + stdin
         cmd = _command(
-            workdir, [PYTHON, "-I", main, *(args or [])], mem_mb=mem_mb, cpu_s=cpu_s, nproc=nproc, fsize_mb=fsize_mb
+            memfds,
+            [PYTHON, "-I", main, *(args or [])],
+            mem_mb=mem_mb,
+            cpu_s=cpu_s,
+            nproc=nproc,
+            fsize_mb=fsize_mb,
+            disk_mb=disk_mb,
         )
-        return _run(cmd, timeout_s)
+        return _run(cmd, timeout_s, output_cap_bytes, pass_fds, stdin, res_r, res_w)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        for fd in [fd for fd, _, _ in memfds] + [x for x in (res_r, res_w) if x >= 0]:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _check_files(files: dict[str, str], main: str) -> None:
@@ -215,51 +295,148 @@ def _check_files(files: dict[str, str], main: str) -> None:
         raise InputError(f"{main!r} is not one of the sandbox files", field="main")
 
 
-def _write_files(workdir: str, files: dict[str, str]) -> None:
-    """Write ``files`` into ``workdir`` (owned by ``nobody`` when the caller is root)."""
-    for name, text in files.items():
-        Path(workdir, name).write_text(text, encoding="utf-8")
-    if os.geteuid() == 0:
-        os.chown(workdir, NOBODY, NOBODY)
-        for name in files:
-            os.chown(Path(workdir, name), NOBODY, NOBODY)
+def sweep_stale_dirs(max_age_s: float = 3600.0, tmp: str | None = None) -> int:
+    """Remove ``automonitor-sbx-*`` dirs in the temp dir older than ``max_age_s`` (left by versions that
+    used a host temp dir, when killed with ``kill -9``); returns how many were removed."""
+    base = Path(tmp or tempfile.gettempdir())
+    n, now = 0, time.time()
+    for d in base.glob(STALE_DIR_PREFIX + "*"):
+        try:
+            if d.is_dir() and not d.is_symlink() and now - d.lstat().st_mtime > max_age_s:
+                shutil.rmtree(d, ignore_errors=True)
+                n += 1
+        except OSError:
+            continue
+    return n
 
 
-def _run(cmd: list[str], timeout_s: float) -> SandboxResult:
-    """Run ``cmd`` in its own session; after ``timeout_s`` wall-clock seconds kill its process group.
-    Output is decoded as UTF-8 (errors replaced) and cut to 64,000 characters."""
+class _Tail:
+    """The first (``head``) or last bytes of a stream, at most ``limit``, and how many came in all."""
+
+    def __init__(self, limit: int, head: bool):
+        self.limit, self.head, self.buf, self.total = limit, head, bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if self.head:
+            if len(self.buf) < self.limit:
+                self.buf += chunk[: self.limit - len(self.buf)]
+        else:
+            self.buf += chunk
+            if len(self.buf) > self.limit:
+                del self.buf[: len(self.buf) - self.limit]
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run(
+    cmd: list[str],
+    timeout_s: float,
+    output_cap: int,
+    pass_fds: list[int],
+    stdin: bytes,
+    res_r: int,
+    res_w: int,
+) -> SandboxResult:
+    """Run ``cmd`` in its own session with a minimal environment, reading stdout, stderr (and the
+    results pipe) incrementally; kill its process group after ``timeout_s`` wall-clock seconds or
+    once stdout + stderr pass ``output_cap`` bytes. Output is decoded as UTF-8 (errors replaced) and
+    cut to 64,000 characters."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=dict(SANDBOX_ENV),
         start_new_session=True,
         close_fds=True,
+        pass_fds=pass_fds,
     )
-    timed_out = False
+    if res_w >= 0:
+        os.close(res_w)  # only the sandbox holds the write end: end of file when it exits
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
-        out, err = proc.communicate(timeout=timeout_s)
+        proc.stdin.write(stdin)  # small (a nonce): fits the pipe buffer
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+    out, err, res = _Tail(_KEEP_BYTES, True), _Tail(_KEEP_BYTES, False), _Tail(_RESULT_LIMIT, True)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, out)
+    sel.register(proc.stderr, selectors.EVENT_READ, err)
+    if res_r >= 0:
+        sel.register(res_r, selectors.EVENT_READ, res)
+    timed_out = flooded = False
+    deadline = time.monotonic() + timeout_s
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                _kill(proc)
+                break
+            for key, _ in sel.select(timeout=min(left, 0.5)):
+                fd = key.fd
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.add(chunk)
+            if out.total + err.total > output_cap:
+                flooded = True
+                _kill(proc)
+                break
+    finally:
+        sel.close()
+    try:
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()) if not (timed_out or flooded) else 5)
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = proc.communicate()
+        _kill(proc)
+        proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
     dur = time.perf_counter() - t0
     rc = None if timed_out else proc.returncode
-    stdout = out.decode("utf-8", "replace")[:_OUT_LIMIT]
-    stderr = err.decode("utf-8", "replace")[-_OUT_LIMIT:]
-    return SandboxResult(rc, stdout, stderr, dur, timed_out, _violations(rc, timed_out, stderr))
+    stdout = bytes(out.buf).decode("utf-8", "replace")[:_OUT_LIMIT]
+    stderr = bytes(err.buf).decode("utf-8", "replace")[-_OUT_LIMIT:]
+    return SandboxResult(
+        rc,
+        stdout,
+        stderr,
+        dur,
+        timed_out,
+        _violations(rc, timed_out, flooded, stderr),
+        output_bytes=out.total + err.total,
+        results=bytes(res.buf),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # running a candidate solution against tests
 
 HARNESS = r"""
-import json, sys
-nonce = sys.argv[1]
+import json, os, sys
+cfg = json.loads(sys.stdin.readline())
+nonce = sys.stdin.readline().strip()
+out = int(cfg["fd"])
+sys.stdin.close()
+_null = os.open("/dev/null", os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+sys.stdin = open(0, closefd=False)
+del cfg
+try:  # not dumpable: /proc/self/mem, /proc/self/environ become unreadable to the solution
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
 tests = json.load(open("tests.json", encoding="utf-8"))
 ns = {"__name__": "__main__"}
 exec(compile(open("solution.py", encoding="utf-8").read(), "solution.py", "exec"), ns)
@@ -270,7 +447,7 @@ for i, t in enumerate(tests):
         res.append(True)
     except BaseException as e:
         res.append(False)
-sys.stdout.write("\n" + nonce + json.dumps(res) + "\n")
+os.write(out, (nonce + json.dumps(res) + "\n").encode())
 """
 
 
@@ -304,26 +481,31 @@ class TestRun:
 
 def run_tests(solution: str, tests: list[str], **limits: Any) -> TestRun:
     """Run ``solution`` (Python source) and then each test snippet (e.g. ``assert f(1) == 2``) in one
-    sandboxed process. Results come back on a line tagged with a fresh random nonce; a solution that
-    exits early, crashes or never lets the harness finish leaves its tests failed.
+    sandboxed process. The harness reads a fresh random nonce from its stdin (never argv or the
+    environment) before the solution runs and reports on a results pipe (not stdout) with that nonce;
+    the results count only when exactly one nonce-tagged line of the right length arrives, so a
+    solution that exits early, crashes, never lets the harness finish or prints a forged "all passed"
+    leaves its tests failed.
 
     Raises:
         InputError: as :func:`run_python`.
     """
-    nonce = "RESULT-" + secrets.token_hex(12) + ":"
+    nonce = "RESULT-" + secrets.token_hex(16) + ":"
     r = run_python(
         {"solution.py": solution, "tests.json": json.dumps(tests), "harness.py": HARNESS},
         "harness.py",
-        args=[nonce],
+        read_only=("tests.json", "harness.py"),
+        stdin=(nonce + "\n").encode(),
+        results_pipe=True,
         **limits,
     )
     passed = [False] * len(tests)
-    for line in r.stdout.splitlines():
-        if line.startswith(nonce):
-            try:
-                got = json.loads(line[len(nonce) :])
-            except json.JSONDecodeError:
-                continue
-            if isinstance(got, list) and len(got) == len(tests):
-                passed = [x is True for x in got]
+    tagged = [ln for ln in r.results.decode("utf-8", "replace").splitlines() if ln.startswith(nonce)]
+    if len(tagged) == 1:
+        try:
+            got = json.loads(tagged[0][len(nonce) :])
+        except json.JSONDecodeError:
+            got = None
+        if isinstance(got, list) and len(got) == len(tests):
+            passed = [x is True for x in got]
     return TestRun(passed, r.ok, r)

@@ -11,7 +11,7 @@ The SDK's ``create()`` no longer lists ``temperature``, so it is sent in the req
 Answer format (param ``structured``): ``tools`` (default) forces a ``record_verdict`` tool call whose
 ``input`` follows the verdict schema; ``none`` asks for text read by the tolerant parser. A
 ``stop_reason`` of ``refusal`` is recorded as a refusal. The Messages API gives no log-probabilities,
-so ``score`` stays empty. Cost per call from :data:`automonitor.monitors.base.PRICES` and the
+so ``score`` stays empty. Cost per call from :mod:`automonitor.monitors.pricing` (exact model ids) and the
 response's ``usage`` (input_tokens, output_tokens).
 """
 

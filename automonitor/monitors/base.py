@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from automonitor.errors import InputError
+from automonitor.monitors import pricing
 from automonitor.parsing import ParseResult, evidence_found
 from automonitor.prompts import PromptBuilder
 
@@ -164,6 +165,8 @@ class BackendParams(BaseModel):
         timeout: seconds per request.
         request_chars / response_chars: truncation budgets (characters) of the judged request/response.
         threshold: P(misbehavior) above which a scoring backend says ``misbehavior``.
+        price_in / price_out: the model's price in USD per 1M input / output tokens, for a model the
+            price table does not list (both or neither; :mod:`automonitor.monitors.pricing`).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -174,6 +177,14 @@ class BackendParams(BaseModel):
     request_chars: int = Field(default=12000, ge=1)
     response_chars: int = Field(default=16000, ge=1)
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    price_in: Optional[float] = Field(default=None, ge=0.0)
+    price_out: Optional[float] = Field(default=None, ge=0.0)
+
+    @model_validator(mode="after")
+    def _price_pair(self) -> BackendParams:
+        if (self.price_in is None) != (self.price_out is None):
+            raise ValueError("give both --param price_in=USD and --param price_out=USD (per 1M tokens), or neither")
+        return self
 
     @field_validator("max_tokens", mode="before")
     @classmethod
@@ -256,7 +267,7 @@ class Backend(ABC):
             err = exc.errors()[0]
             key = ".".join(str(x) for x in err.get("loc", ())) or "?"
             msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-            if msg.startswith(key):
+            if key == "?" or msg.startswith(key):  # a check across keys, or a message naming its key
                 raise InputError(msg, field="param") from None
             raise InputError(f"--param {key}: {msg} (got {err.get('input')!r})", field="param") from None
 
@@ -349,11 +360,16 @@ class Backend(ABC):
             return cls.reasoning_max_tokens
         return int(cls.default_max_tokens["evidence" if evidence else "direct"])
 
+    def price_info(self) -> pricing.Price:
+        """This backend's price: free if local, ``--param price_in/price_out`` when set, else the exact
+        model id in the price table (:func:`pricing.resolve_price`; ``known`` False when not listed)."""
+        st = self.settings
+        return pricing.resolve_price(self.model, local=self.is_local, price_in=st.price_in, price_out=st.price_out)
+
     def price(self) -> tuple[float, float]:
         """USD per 1M (input, output) tokens for this backend's model (0, 0 if local or unknown)."""
-        if self.is_local:
-            return (0.0, 0.0)
-        return price_for(self.model)
+        pr = self.price_info()
+        return (pr.input, pr.output)
 
     def cost(self, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write_in: int = 0) -> float:
         """Cost in USD of one call from the price table.
@@ -371,38 +387,12 @@ class Backend(ABC):
         return (plain * pin + cached_in * pin * f_read + cache_write_in * pin * f_write + tokens_out * pout) / 1_000_000
 
 
-# USD per 1M tokens (input, output): list prices of the providers as of mid-2025. Estimates only; a
-# model missing here costs 0 and the run records ``price_known: false``.
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-5-nano": (0.05, 0.40),
-    "gpt-5-mini": (0.25, 2.00),
-    "gpt-5": (1.25, 10.00),
-    "o4-mini": (1.10, 4.40),
-    "deepseek-chat": (0.27, 1.10),
-    "deepseek-reasoner": (0.55, 2.19),
-    "gemini-2.5-flash-lite": (0.10, 0.40),
-    "gemini-2.5-flash": (0.30, 2.50),
-    "gemini-2.5-pro": (1.25, 10.00),
-    "gemini-2.0-flash": (0.10, 0.40),
-    "claude-3-haiku": (0.25, 1.25),
-    "claude-3-5-haiku": (0.80, 4.00),
-    "claude-haiku-4-5": (1.00, 5.00),
-    "claude-3-5-sonnet": (3.00, 15.00),
-    "claude-3-7-sonnet": (3.00, 15.00),
-    "claude-sonnet-4": (3.00, 15.00),
-    "claude-opus-4": (15.00, 75.00),
-}
-
-
 def price_for(model: str | None) -> tuple[float, float]:
-    """Price (USD per 1M input, output tokens) of the longest ``PRICES`` key that prefixes ``model``
-    (after dropping a ``provider/`` prefix); ``(0, 0)`` when unknown."""
-    return _by_longest_prefix(PRICES, model, (0.0, 0.0))
+    """Table price (USD per 1M input, output tokens) of exactly ``model`` (``provider/`` prefix dropped,
+    case-insensitive; dated snapshots only where the data file maps them): :func:`pricing.lookup`;
+    ``(0, 0)`` when unknown (check :func:`price_known`)."""
+    pr = pricing.lookup(model)
+    return (pr.input, pr.output)
 
 
 def _by_longest_prefix(
@@ -464,8 +454,8 @@ def cached_input_factor(model: str | None) -> tuple[float, float]:
 
 
 def price_known(model: str | None) -> bool:
-    """Whether ``price_for(model)`` found the model in the table."""
-    return price_for(model) != (0.0, 0.0)
+    """Whether the price table lists exactly ``model`` (:func:`pricing.lookup`)."""
+    return pricing.lookup(model).known
 
 
 def is_loopback(url: str | None) -> bool:

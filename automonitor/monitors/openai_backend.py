@@ -18,7 +18,7 @@ A server that rejects the requested format (HTTP 400/422 naming it) is asked aga
 down the chain json_schema -> json_object -> none, and remembered for the rest of the run. Token
 log-probabilities (param ``logprobs``, default true; ``top_logprobs`` 5) give the score
 P(misbehavior) (:func:`automonitor.parsing.score_from_logprobs`); a server that rejects them is asked
-again without. Cost per call comes from :data:`automonitor.monitors.base.PRICES`.
+again without. Cost per call comes from :mod:`automonitor.monitors.pricing` (exact model ids).
 """
 
 from __future__ import annotations

@@ -215,6 +215,7 @@ def _insert_run(
                 "fewshot": [e.sample_id for e in examples],
                 "judge": judge,
                 "config": backend.cache_params(),
+                "price": backend.price_info().to_json(),
                 "max_tokens": getattr(backend, "max_tokens", None),
                 "strata": stratum_counts(sel.samples, sel.ids),
                 "controls": sel.n_controls,

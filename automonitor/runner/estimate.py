@@ -7,7 +7,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError
-from automonitor.monitors import backend_class, parse_monitor_spec, price_for
+from automonitor.monitors import backend_class, parse_monitor_spec
+from automonitor.monitors.pricing import resolve_price
 from automonitor.prompts import PromptBuilder, choose_fewshot, load_template
 from automonitor.runner.params import backend_params
 from automonitor.sampling import stratified_sample
@@ -31,7 +32,9 @@ def estimate_run(
     :meth:`~automonitor.monitors.base.Backend.estimate_tokens` with ``params`` (the run's ``--param``
     values: ``max_tokens``, truncation budgets, ...): prompt tokens are characters/4 of the rendered prompts
     (0 for ``rules``), output tokens n x the answer budget; cost = tokens x the list price of
-    :data:`automonitor.monitors.base.PRICES` (0 for local backends).
+    exact model id in ``automonitor/data/prices.json`` or ``--param price_in/price_out``
+    (:func:`automonitor.monitors.pricing.resolve_price`; 0 for local backends). An unknown price gives
+    ``price_known: false`` and ``est_cost_usd: null`` (unknown, not 0).
 
     Raises:
         InputError: unknown backend/template, bad limit, empty test split, bad parameter.
@@ -51,13 +54,16 @@ def estimate_run(
     prompt_tokens, max_out = cls.estimate_tokens(
         spec.model, backend_params(dict(params or {})), builder, [texts[i] for i in ids if i in texts]
     )
-    pin, pout = (0.0, 0.0) if local else price_for(spec.model)
+    settings = cls.parse_params(backend_params(dict(params or {})))
+    pr = resolve_price(spec.model, local=local, price_in=settings.price_in, price_out=settings.price_out)
+    pin, pout = pr.input, pr.output
     cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
     return {
         "n": len(ids),
         "prompt_tokens": int(prompt_tokens),
         "max_output_tokens": int(max_out),
-        "est_cost_usd": round(cost, 6),
+        "est_cost_usd": round(cost, 6) if pr.known else None,
         "price_per_mtok": [pin, pout],
-        "price_known": local or (pin, pout) != (0.0, 0.0),
+        "price_known": pr.known,
+        "price_source": pr.source,
     }

@@ -455,6 +455,8 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
         "tokens_in": tin,
         "tokens_out": tout,
         "cost_usd": round(cost, 6),
+        # False when the run's model had no known price: cost_usd is then 0 and means "unknown"
+        "price_known": bool((params.get("price") or {}).get("price_known", True)),
         "duration_s": dur,
         "base_url": params.get("base_url"),
         "limit": params.get("limit"),

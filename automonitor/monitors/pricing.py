@@ -1,0 +1,107 @@
+"""Model prices by exact model id, from the data file ``automonitor/data/prices.json``.
+
+The file states its source and date, lists the priced model ids (``models``: id -> [input, output] USD per
+1M tokens) and the dated snapshots and aliases mapped explicitly to one of them (``snapshots``). A model id
+is looked up exactly (case-insensitive, a ``provider/`` prefix such as ``openai/`` dropped): there is no
+prefix matching, so ``claude-opus-4-5`` is not priced as ``claude-opus-4`` and ``gpt-5-pro`` not as
+``gpt-5``. Anything not listed has an unknown price: its cost is reported as unknown
+(``price_known: false``), never as a confident 0 or a wrong figure. ``--param price_in=USD --param
+price_out=USD`` (per million tokens, both or neither) sets the price of any model (:func:`resolve_price`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+DATA_FILE = "prices.json"
+
+
+@dataclass(frozen=True)
+class Price:
+    """A model's price in USD per 1M tokens and where it came from.
+
+    Attributes:
+        input / output: USD per 1M input / output tokens (0 when unknown).
+        known: whether the price is known (``False``: costs are unknown, shown as such).
+        source: ``table`` (the data file, ``model_id`` names the priced entry), ``param`` (``--param
+            price_in/price_out``), ``local`` (a local backend: free) or ``unknown``.
+        model_id: the priced id in the table (a snapshot's target), else ``None``.
+    """
+
+    input: float
+    output: float
+    known: bool
+    source: str
+    model_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"price_known", "price_per_mtok": [in, out] | None, "price_source", "price_model"}``."""
+        return {
+            "price_known": self.known,
+            "price_per_mtok": [self.input, self.output] if self.known else None,
+            "price_source": self.source,
+            "price_model": self.model_id,
+        }
+
+
+UNKNOWN = Price(0.0, 0.0, False, "unknown")
+LOCAL = Price(0.0, 0.0, True, "local")
+
+
+@lru_cache(maxsize=1)
+def price_table() -> dict[str, Any]:
+    """The parsed data file: ``{"source", "date", "models": {id: [in, out]}, "snapshots": {id: id}}``.
+
+    Raises:
+        ValueError: a snapshot maps to an id that is not priced, or a price is not two numbers >= 0.
+    """
+    doc = json.loads((resources.files("automonitor") / "data" / DATA_FILE).read_text(encoding="utf-8"))
+    models = {str(k).lower(): v for k, v in doc["models"].items()}
+    for k, v in models.items():
+        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and x >= 0 for x in v)):
+            raise ValueError(f"{DATA_FILE}: price of {k!r} must be [input, output] >= 0, got {v!r}")
+    snaps = {str(k).lower(): str(v).lower() for k, v in doc.get("snapshots", {}).items()}
+    for k, v in snaps.items():
+        if v not in models:
+            raise ValueError(f"{DATA_FILE}: snapshot {k!r} maps to {v!r}, which has no price")
+    return {**doc, "models": models, "snapshots": snaps}
+
+
+def _model_key(model: str | None) -> str:
+    return (model or "").strip().lower().rsplit("/", 1)[-1]
+
+
+def lookup(model: str | None) -> Price:
+    """The table price of exactly ``model`` (or of the id its snapshot entry names); :data:`UNKNOWN`
+    when the id is not listed."""
+    key = _model_key(model)
+    table = price_table()
+    target = key if key in table["models"] else table["snapshots"].get(key)
+    if not target:
+        return UNKNOWN
+    pin, pout = table["models"][target]
+    return Price(float(pin), float(pout), True, "table", target)
+
+
+def resolve_price(
+    model: str | None, *, local: bool = False, price_in: float | None = None, price_out: float | None = None
+) -> Price:
+    """The price used for a backend's costs: :data:`LOCAL` for a local backend, the user's ``price_in``/
+    ``price_out`` (USD per 1M tokens) when given, else :func:`lookup`.
+
+    Raises:
+        ValueError: only one of ``price_in`` and ``price_out`` given, or a negative one.
+    """
+    if local:
+        return LOCAL
+    if (price_in is None) != (price_out is None):
+        raise ValueError("give both --param price_in=USD and --param price_out=USD (per 1M tokens), or neither")
+    if price_in is not None and price_out is not None:
+        if price_in < 0 or price_out < 0:
+            raise ValueError("price_in and price_out must be >= 0 (USD per 1M tokens)")
+        return Price(float(price_in), float(price_out), True, "param")
+    return lookup(model)
