@@ -343,6 +343,15 @@ def as_report(rep: Report | Mapping[str, Any]) -> Report:
     return rep if isinstance(rep, Report) else Report.model_validate(rep)
 
 
+class GoldSpanCounts(_Model):
+    """Gold spans of ``stats`` (issue 21): ``by_source`` ``{source: {provenance: spans}}``,
+    ``samples_with_spans`` and ``misbehavior_samples`` ``{source: n}`` (gold samples of the split)."""
+
+    by_source: dict[str, dict[str, int]]
+    samples_with_spans: dict[str, int]
+    misbehavior_samples: dict[str, int]
+
+
 class Stats(_Model):
     """The document of ``automonitor stats --json`` (``../shared/CONTRACT.md``; built by
     :func:`store.queries.samples.stats`).
@@ -373,3 +382,4 @@ class Stats(_Model):
     candidates_by_source: dict[str, int]
     shortfalls: list[dict[str, Any]]
     build_seed: Optional[int]
+    gold_spans: Optional[GoldSpanCounts] = None
