@@ -34,9 +34,10 @@ from typing import Any, Iterable, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from automonitor.vocab import SPAN_PROVENANCES
 from automonitor.gates import _CAVE, _informative, _sample_inputs, _sample_outputs
 
-PROVENANCES: tuple[str, ...] = ("from_patch", "from_screen", "annotated")
+PROVENANCES: tuple[str, ...] = SPAN_PROVENANCES
 Provenance = Literal["from_patch", "from_screen", "annotated"]
 DERIVED: tuple[str, ...] = ("from_patch", "from_screen")
 
