@@ -140,10 +140,14 @@ def _add_localisation(
     mis = enc.label == 0
     sids, cats, tasks, evs = (df[c].tolist() for c in ("sample_id", "category", "task", "evidence"))
     responses = {sid: rr[1] for sid, rr in texts.items()}
+    cache: dict[tuple[str, str], tuple[int, int] | None] = {}
     for run_id in _evidence_runs(runs, df):
         rows = np.flatnonzero((enc.run == enc.run_index[run_id]) & mis)
         loc = run_localisation(
-            [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows], responses, gold_spans
+            [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows],
+            responses,
+            gold_spans,
+            cache=cache,
         )
         if loc is not None:
             entries[enc.run_index[run_id]]["localisation"] = loc
