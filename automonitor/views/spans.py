@@ -1,0 +1,92 @@
+"""Gold spans on the drill-down (issue 21): the response as escaped HTML with the gold spans and the
+monitor's grounded evidence in two distinguishable styles, and their overlap in words. Every text piece
+goes through :func:`automonitor.views.escaping.esc`."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from sqlalchemy.engine import Engine
+
+from automonitor.analysis.localisation import describe_overlap, score_sample
+from automonitor.views.escaping import esc, text_box_style
+from store import session_scope
+from store.queries.spans import spans_by_sample
+
+#: Gold spans: green background with a solid green outline; evidence: yellow with an orange underline.
+GOLD_STYLE = "background:#dcfce7;outline:2px solid #15803d;outline-offset:-1px;border-radius:2px;"
+EVIDENCE_STYLE = "background:#fde68a;color:#111827;border-bottom:3px solid #b45309;padding:0 1px;"
+PROVENANCE_TITLE = {
+    "from_patch": "gold span: lines the fix changes or removes",
+    "from_screen": "gold span: found by the static screen",
+    "annotated": "gold span: marked by annotators",
+}
+
+
+def sample_gold_spans(engine: Engine, sample_id: str) -> list[dict[str, Any]]:
+    """The gold spans of one sample (``start``, ``end``, ``provenance``, ``note``, ``step``), by start."""
+    with session_scope(engine) as s:
+        return spans_by_sample(s, [sample_id]).get(sample_id, [])
+
+
+def _evidence_ranges(grounded: Sequence[Mapping[str, Any]], n: int) -> list[tuple[int, int]]:
+    out = []
+    for g in grounded:
+        if g.get("status") in ("exact", "normalized") and g.get("field", "response") == "response":
+            s, e = max(0, int(g["start"])), min(n, int(g["end"]))
+            if e > s:
+                out.append((s, e))
+    return out
+
+
+def gold_evidence_html(
+    text: str | None,
+    gold: Sequence[Mapping[str, Any]],
+    grounded: Sequence[Mapping[str, Any]] = (),
+    *,
+    max_height: int | None = 420,
+) -> str:
+    """``text`` as escaped HTML: each gold span wrapped in ``<span class="am-gold" data-gold="i">`` (its
+    provenance and note in the title), each piece of grounded evidence in the response in
+    ``<mark class="am-ev-quote">``; where both cover a character the mark nests inside the gold span.
+    Segments are cut at every boundary of either kind so the markup always nests."""
+    text = text or ""
+    n = len(text)
+    gold_iv = [(max(0, int(g["start"])), min(n, int(g["end"])), i) for i, g in enumerate(gold)]
+    ev_iv = _evidence_ranges(grounded, n)
+    cuts = sorted({0, n, *[p for s, e, _ in gold_iv for p in (s, e)], *[p for s, e in ev_iv for p in (s, e)]})
+    pieces: list[str] = []
+    for a, b in zip(cuts, cuts[1:]):
+        if b <= a:
+            continue
+        inner = esc(text[a:b])
+        if any(s <= a and b <= e for s, e in ev_iv):
+            inner = f'<mark class="am-ev-quote" style="{EVIDENCE_STYLE}">{inner}</mark>'
+        for s, e, i in gold_iv:
+            if s <= a and b <= e:
+                g = gold[i]
+                title = PROVENANCE_TITLE.get(str(g.get("provenance")), "gold span")
+                if g.get("note"):
+                    title += f" ({g['note']})"
+                inner = (
+                    f'<span class="am-gold" data-gold="{i}" data-provenance="{esc(g.get("provenance"))}" '
+                    f'title="{esc(title)}" style="{GOLD_STYLE}">{inner}</span>'
+                )
+                break
+        pieces.append(inner)
+    return f'<div class="am-text am-gold-text" style="{text_box_style(max_height)}">{"".join(pieces)}</div>'
+
+
+def overlap_sentence(text: str | None, evidence: Sequence[Any] | None, gold: Sequence[Mapping[str, Any]]) -> str:
+    """The overlap of a prediction's evidence with the gold spans in words (plain text, e.g.
+    ``"evidence hits 1 of 2 gold spans"``); see :func:`automonitor.analysis.localisation.describe_overlap`."""
+    return describe_overlap(score_sample(text or "", list(evidence or []), list(gold)))
+
+
+def gold_legend_html() -> str:
+    """A one-line legend of the two styles (static HTML)."""
+    return (
+        '<div class="am-legend" style="font-size:0.8rem;">'
+        f'<span style="{GOLD_STYLE}">gold span (where the misbehavior is)</span> &nbsp; '
+        f'<span style="{EVIDENCE_STYLE}">monitor\'s quoted evidence</span></div>'
+    )

@@ -1,0 +1,24 @@
+"""Gold-span widgets of the drill-down (issue 21): the response with gold spans and the monitor's
+evidence in two styles, and the overlap in words. UI only: the logic is in ``automonitor.views.spans``."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import streamlit as st
+
+from automonitor import views
+from automonitor.views import spans as span_views
+from pages import _common as ui
+
+
+def gold_overlap(sample: Mapping[str, Any], prediction: Mapping[str, Any] | None, grounded: Sequence[Any]) -> None:
+    """Under a run's response: when the sample has gold spans, the overlap in words and the response
+    with gold spans and evidence highlighted; nothing otherwise."""
+    gold = span_views.sample_gold_spans(ui.engine(), sample["id"])
+    if not gold:
+        return
+    evidence = (prediction or {}).get("evidence") or []
+    st.markdown("**Gold spans** — " + views.md_escape(span_views.overlap_sentence(sample["response"], evidence, gold)))
+    ui.show_html(span_views.gold_legend_html())
+    ui.show_html(span_views.gold_evidence_html(sample["response"], gold, grounded, max_height=420))
