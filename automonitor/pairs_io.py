@@ -645,7 +645,7 @@ def fetch_pair_rows(
     found = export_samples(session, split=split, status=status, edition=edition, label_source=label_source)
     samples = sorted(found, key=_record_key)
     spans = spans_by_sample(session, [s.id for s in samples if s.label == "misbehavior"])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "sample_id": s.id,
             "pair_id": s.pair_id,
@@ -661,7 +661,7 @@ def fetch_pair_rows(
         for s in samples
     ]
     for r in rows:
-        got = spans.get(r["sample_id"])
+        got = spans.get(str(r["sample_id"]))
         if got:
             r["spans"] = [{k: v for k, v in sp.items() if v is not None} for sp in got]
     return rows

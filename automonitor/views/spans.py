@@ -80,7 +80,7 @@ def gold_evidence_html(
 def overlap_sentence(text: str | None, evidence: Sequence[Any] | None, gold: Sequence[Mapping[str, Any]]) -> str:
     """The overlap of a prediction's evidence with the gold spans in words (plain text, e.g.
     ``"evidence hits 1 of 2 gold spans"``); see :func:`automonitor.analysis.localisation.describe_overlap`."""
-    return describe_overlap(score_sample(text or "", list(evidence or []), list(gold)))
+    return describe_overlap(score_sample(text or "", list(evidence or []), [dict(g) for g in gold]))
 
 
 def gold_legend_html() -> str:
