@@ -22,3 +22,13 @@ def gold_overlap(sample: Mapping[str, Any], prediction: Mapping[str, Any] | None
     st.markdown("**Gold spans** — " + views.md_escape(span_views.overlap_sentence(sample["response"], evidence, gold)))
     ui.show_html(span_views.gold_legend_html())
     ui.show_html(span_views.gold_evidence_html(sample["response"], gold, grounded, max_height=420))
+
+
+def conversation(sample: Mapping[str, Any], *, expanded: bool = True) -> None:
+    """When the response is a trajectory: an expander with it as a numbered conversation (gold-span
+    steps marked); nothing otherwise."""
+    gold = span_views.sample_gold_spans(ui.engine(), sample["id"]) if sample.get("id") else []
+    markup = span_views.conversation_html(sample.get("response"), gold)
+    if markup:
+        with st.expander("The response as a conversation (numbered steps)", expanded=expanded):
+            ui.show_html(markup)

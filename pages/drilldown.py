@@ -273,6 +273,7 @@ VERDICT = {
     None: ("gray", "pending"),
 }
 
+_spans_ui.conversation(s)  # agent / multi-turn samples as numbered steps (issue 21)
 ui.show_html(views.legend_html())
 cols = st.columns(len(shown_runs))
 for col, rid in zip(cols, shown_runs):

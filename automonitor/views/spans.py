@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 from sqlalchemy.engine import Engine
 
 from automonitor.analysis.localisation import describe_overlap, score_sample
+from automonitor.trajectory import step_of_offset, step_ranges
 from automonitor.views.escaping import esc, text_box_style
 from store import session_scope
 from store.queries.spans import spans_by_sample
@@ -89,4 +90,51 @@ def gold_legend_html() -> str:
         '<div class="am-legend" style="font-size:0.8rem;">'
         f'<span style="{GOLD_STYLE}">gold span (where the misbehavior is)</span> &nbsp; '
         f'<span style="{EVIDENCE_STYLE}">monitor\'s quoted evidence</span></div>'
+    )
+
+
+_ROLE_OF_LABEL = {
+    "Thought:": "agent",
+    "Action:": "agent",
+    "Agent:": "agent",
+    "Observation:": "environment",
+    "User:": "user",
+    "Human:": "human",
+    "Assistant:": "assistant",
+}
+
+
+def conversation_html(text: str | None, gold: Sequence[Mapping[str, Any]] = (), *, max_height: int | None = 520) -> str:
+    """A serialised trajectory (:mod:`automonitor.trajectory`) as a numbered conversation: an
+    ``<ol class="am-steps">`` with one ``<li class="am-step" data-step="i" data-role="...">`` per step
+    (a "Step i · role" head and the step's escaped text). Steps holding a gold span (by offset, or by
+    its ``step``) get ``data-gold="yes"`` and a green edge. ``""`` when ``text`` is not a trajectory."""
+    text = text or ""
+    ranges = step_ranges(text)
+    if not ranges:
+        return ""
+    gold_steps: set[int] = set()
+    for g in gold:
+        if g.get("step") is not None:
+            gold_steps.add(int(g["step"]))
+        else:
+            k = step_of_offset(ranges, int(g["start"]))
+            if k is not None:
+                gold_steps.add(k)
+    items = []
+    for i, (s, e) in enumerate(ranges):
+        body = text[s:e]
+        role = next((r for lab, r in _ROLE_OF_LABEL.items() if body.startswith(lab)), "agent")
+        gold_attr = ' data-gold="yes"' if i in gold_steps else ""
+        edge = "#15803d" if i in gold_steps else "#cbd5e1"
+        items.append(
+            f'<li class="am-step" data-step="{i + 1}" data-role="{role}"{gold_attr} '
+            f'style="border-left:4px solid {edge};padding:0.2rem 0.5rem;margin:0.3rem 0;list-style:none;">'
+            f'<div class="am-step-head" style="font-weight:600;font-size:0.85rem;">Step {i + 1} · {esc(role)}'
+            f"{' · gold span' if i in gold_steps else ''}</div>"
+            f'<div class="am-step-body" style="white-space:pre-wrap;">{esc(body)}</div></li>'
+        )
+    return (
+        f'<div class="am-conversation" style="{text_box_style(max_height)}">'
+        f'<ol class="am-steps" style="padding-left:0;margin:0;">{"".join(items)}</ol></div>'
     )
