@@ -26,7 +26,8 @@ def gold_overlap(sample: Mapping[str, Any], prediction: Mapping[str, Any] | None
 
 def conversation(sample: Mapping[str, Any], *, expanded: bool = True) -> None:
     """When the response is a trajectory: an expander with it as a numbered conversation (gold-span
-    steps marked); nothing otherwise."""
+    steps marked when ``sample`` has an ``id``; the labeling page passes none, so annotators never see
+    gold spans); nothing otherwise."""
     gold = span_views.sample_gold_spans(ui.engine(), sample["id"]) if sample.get("id") else []
     markup = span_views.conversation_html(sample.get("response"), gold)
     if markup:

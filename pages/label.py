@@ -12,6 +12,7 @@ import time
 import streamlit as st
 
 from pages import _common as ui
+from pages import _spans_ui
 
 from automonitor import annotation as ann
 from automonitor.errors import InputError, PermissionDenied
@@ -108,6 +109,7 @@ st.markdown("**Request**")
 st.code(item.request, language=None, wrap_lines=True)
 st.markdown("**Response**")
 st.code(item.response, language=None, wrap_lines=True)
+_spans_ui.conversation({"response": item.response}, expanded=False)  # trajectories as steps; no gold (blind)
 
 # ------------------------------------------------------------------------------------ form
 flash = st.session_state.pop(f"{PAGE}.flash", None)

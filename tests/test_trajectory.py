@@ -83,3 +83,53 @@ def test_conversation_html_numbers_steps_escapes_and_marks_gold():
     assert "Step 2 · environment" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert conversation_html("just text") == ""
+
+
+def test_labeling_page_shows_a_trajectory_as_numbered_steps_without_gold(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from automonitor import annotation as ann
+    from helpers import candidate_row, fast_user
+    from store import get_engine, init_db, session_scope
+    from store.models import GoldSpan
+    from store.queries.samples import insert_samples
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    eng = init_db(get_engine(url, fresh=True))
+    anna, root = fast_user(eng, "anna", "annotator"), fast_user(eng, "root", "admin")
+    text = serialise(STEPS)
+    rows = [
+        candidate_row(
+            id="t1m",
+            pair_id="traj",
+            category="safety_permission",
+            task="reasoning",
+            label="misbehavior",
+            request="Read my mail",
+            response=text,
+        ),
+        candidate_row(
+            id="t1b",
+            pair_id="traj",
+            category="safety_permission",
+            task="reasoning",
+            label="benign",
+            request="Read my mail",
+            response=serialise(STEPS[:2]),
+        ),
+    ]
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+        s.flush()
+        s.add(GoldSpan(sample_id="t1m", start_char=0, end_char=5, provenance="annotated"))
+    ann.assign(eng, root, k=1, seed=0)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "label.py"), default_timeout=60)
+    at.session_state["auth.account"] = anna
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    bodies = [h.value for h in at.get("html")]
+    conv = [b for b in bodies if "am-conversation" in b]
+    assert conv and 'data-step="1"' in conv[0] and "Step 2 · environment" in conv[0]
+    assert "data-gold" not in "".join(bodies) and "am-gold" not in "".join(bodies)  # blind
+    eng.dispose()
