@@ -33,3 +33,22 @@ def conversation(sample: Mapping[str, Any], *, expanded: bool = True) -> None:
     if markup:
         with st.expander("The response as a conversation (numbered steps)", expanded=expanded):
             ui.show_html(markup)
+
+
+def span_agreement_section(doc: Mapping[str, Any]) -> None:
+    """The Agreement page's "Where is the misbehavior?" block: span F1 and token-level Krippendorff's
+    alpha on the marked evidence spans (``doc["spans"]`` of ``automonitor.agreement.agreement``)."""
+    sp = doc.get("spans") or {}
+    st.subheader("Agreement on the evidence span")
+    if not sp.get("items"):
+        st.caption("No item has evidence spans marked by two annotators who both chose misbehavior yet.")
+        return
+
+    def fmt(v: Any) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
+
+    cols = st.columns(4)
+    cols[0].metric("Items with 2+ spans", sp["items"])
+    cols[1].metric("Span F1", fmt(sp["span_f1"]), help="mean pairwise character-level F1 (Dice) of the spans")
+    cols[2].metric("Token Krippendorff's alpha", fmt(sp["token_alpha"]), help="nominal, tokens inside / outside")
+    cols[3].metric("Identical spans", fmt(sp["exact"]), help="share of annotator pairs with the same offsets")
