@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import streamlit as st
 
+from automonitor import annotation as ann
 from automonitor import views
 from automonitor.views import spans as span_views
 from pages import _common as ui
@@ -52,3 +53,38 @@ def span_agreement_section(doc: Mapping[str, Any]) -> None:
     cols[1].metric("Span F1", fmt(sp["span_f1"]), help="mean pairwise character-level F1 (Dice) of the spans")
     cols[2].metric("Token Krippendorff's alpha", fmt(sp["token_alpha"]), help="nominal, tokens inside / outside")
     cols[3].metric("Identical spans", fmt(sp["exact"]), help="share of annotator pairs with the same offsets")
+
+
+def _spans_text(spans: Sequence[tuple[int, int]]) -> str:
+    return ", ".join(f"{a}:{b}" for a, b in spans)
+
+
+def parse_spans(text: str | None) -> list[tuple[int, int]] | None:
+    """``"12:40, 80:95"`` as ``[(12, 40), (80, 95)]``; ``None`` for a blank field. Raises ValueError
+    naming the bad piece."""
+    if not text or not text.strip():
+        return None
+    out = []
+    for piece in text.split(","):
+        a, sep, b = piece.strip().partition(":")
+        if not sep or not a.strip().isdigit() or not b.strip().isdigit():
+            raise ValueError(f"{piece.strip()!r} is not START:END")
+        out.append((int(a), int(b)))
+    return out
+
+
+def adjudication_spans_input(entry: Any, key: str) -> None:
+    """Inside the adjudication form: the gold spans field ("START:END, ..." character offsets into the
+    response), prefilled with the annotators' marks merged (``automonitor.annotation.proposed_spans``),
+    with the marked text previewed. Used only with the decision misbehavior."""
+    proposal = ann.proposed_spans(entry.labels)
+    if key not in st.session_state:
+        st.session_state[key] = _spans_text(proposal)
+    st.text_input(
+        "Gold spans for a misbehavior decision (START:END, ... offsets into the response)",
+        key=key,
+        help="Prefilled with the annotators' evidence spans, overlapping ones merged; edit to resolve a "
+        "disagreement, empty for none.",
+    )
+    for a, b in proposal:
+        st.caption(f"{a}:{b} → " + views.md_escape(entry.response[a:b][:200]))

@@ -74,3 +74,48 @@ def test_agreement_document_and_page_show_span_agreement(tmp_path, monkeypatch):
     m = {x.label: x.value for x in at.metric}
     assert m["Span F1"] == f"{6 / 16:.3f}" and m["Items with 2+ spans"] == "4"
     eng.dispose()
+
+
+def test_adjudication_stores_resolved_spans_as_annotated_gold_spans(tmp_path):
+    from automonitor import annotation as ann
+    from automonitor.errors import InputError
+    from helpers import candidate_row, fast_user
+    from store import get_engine, init_db, session_scope
+    from store.queries.samples import insert_samples
+    from store.queries.spans import spans_by_sample
+
+    eng = init_db(get_engine(f"sqlite:///{tmp_path / 'adj.db'}", fresh=True))
+    users = {n: fast_user(eng, n, "annotator") for n in ("anna", "bert")}
+    root = fast_user(eng, "root", "admin")
+    rows = [
+        candidate_row(
+            id=f"j{lab[0]}",
+            pair_id="pj",
+            category="specification_gaming",
+            task="code",
+            label=lab,
+            request="req",
+            response=TEXT + f" {lab}",
+        )
+        for lab in ("misbehavior", "benign")
+    ]
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    ann.assign(eng, root, k=2, seed=1)
+    ann.save_label(eng, users["anna"], "jm", "misbehavior", evidence=(0, 7))
+    ann.save_label(eng, users["bert"], "jm", "misbehavior", evidence=(4, 13))
+    marks = [_row("jm", "a", 0, 7), _row("jm", "b", 4, 13), _row("jm", "c", 20, 23), _row("jm", "d", 1, 2, "benign")]
+    assert ann.proposed_spans(marks) == [(0, 13), (20, 23)]  # overlapping marks merged, benign ignored
+    with pytest.raises(InputError) as bad:
+        ann.adjudicate(eng, root, "jm", "misbehavior", spans=[(0, 999)])
+    assert bad.value.field == "spans[0].end"
+    with pytest.raises(InputError):
+        ann.adjudicate(eng, root, "jm", "benign", spans=[(0, 3)])
+    ann.adjudicate(eng, root, "jm", "misbehavior", spans=[(4, 7), (14, 18)])
+    with session_scope(eng) as s:
+        got = spans_by_sample(s, ["jm"])["jm"]
+    assert [(g["start"], g["end"], g["provenance"]) for g in got] == [(4, 7, "annotated"), (14, 18, "annotated")]
+    ann.adjudicate(eng, root, "jm", "benign")  # a superseding benign decision drops them
+    with session_scope(eng) as s:
+        assert spans_by_sample(s, ["jm"]) == {}
+    eng.dispose()
