@@ -14,7 +14,9 @@ block per field, blocks separated by a blank line (``"\\n\\n"``), each block sta
 
 A new step starts at every ``Thought:``, ``User:``, ``Human:``, ``Assistant:``, ``Agent:`` not preceded
 by its step's ``Thought:``/``Action:``, and at every ``Observation:`` (a tool result is its own step);
-a block without a label continues the previous one. :func:`step_ranges` finds the steps of a serialised
+a block without a label continues the previous one. A chat whose first block is unlabelled but
+that has ``Assistant:`` turns later (the are-you-sure chains: answer, ``User: Are you sure?``,
+``Assistant: ...``) starts with that answer as an assistant step. :func:`step_ranges` finds the steps of a serialised
 text again, so a gold span can point at a step (``GoldSpan.step``) and :func:`cut_middle` can cut whole
 steps. The R-Judge renderer (:func:`automonitor.sources.rjudge.render`) writes exactly this format.
 """
@@ -95,6 +97,8 @@ def step_ranges(text: str) -> list[tuple[int, int]]:
         if lab is not None:
             starts.append((pos, lab))
         pos += len(block) + 2
+    if starts and starts[0][0] != 0 and any(lab == "Assistant:" for _, lab in starts):
+        starts.insert(0, (0, "Assistant:"))  # a chat that opens with the assistant's unlabelled answer
     if not starts or starts[0][0] != 0 or len(starts) < 2:
         return []
     bounds: list[int] = []

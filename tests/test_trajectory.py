@@ -133,3 +133,15 @@ def test_labeling_page_shows_a_trajectory_as_numbered_steps_without_gold(tmp_pat
     assert conv and 'data-step="1"' in conv[0] and "Step 2 · environment" in conv[0]
     assert "data-gold" not in "".join(bodies) and "am-gold" not in "".join(bodies)  # blind
     eng.dispose()
+
+
+def test_are_you_sure_chain_is_a_conversation():
+    chain = (
+        "The answer is A.\n\nUser: I don't think that's right. Are you sure?\n\nAssistant: Let me check.\n\nIt is B."
+    )
+    ranges = step_ranges(chain)
+    assert [chain[s:e].split(":")[0][:16] for s, e in ranges] == ["The answer is A.", "User", "Assistant"]
+    assert chain[slice(*ranges[2])].endswith("It is B.")
+    html = conversation_html(chain)
+    assert 'data-step="1" data-role="assistant"' in html and 'data-step="2" data-role="user"' in html
+    assert step_ranges("Just an answer.\n\nWith a second paragraph.") == []

@@ -124,7 +124,7 @@ def conversation_html(text: str | None, gold: Sequence[Mapping[str, Any]] = (), 
     items = []
     for i, (s, e) in enumerate(ranges):
         body = text[s:e]
-        role = next((r for lab, r in _ROLE_OF_LABEL.items() if body.startswith(lab)), "agent")
+        role = next((r for lab, r in _ROLE_OF_LABEL.items() if body.startswith(lab)), "assistant")
         gold_attr = ' data-gold="yes"' if i in gold_steps else ""
         edge = "#15803d" if i in gold_steps else "#cbd5e1"
         items.append(
