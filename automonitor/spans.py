@@ -505,3 +505,32 @@ def validate_spans(text: str, spans: Sequence[GoldSpan]) -> None:
                     i1,
                     "start",
                 )
+
+
+# --- segments for span labeling -------------------------------------------------------------------------
+
+
+def looks_like_code(text: str) -> bool:
+    """Whether ``text`` reads as source code (annotators then mark lines): at least 3 non-blank lines and
+    at least 40 % of them indented or ending in one of ``{ } ; : ) ,``. The annotator's view carries no
+    task (blind), so the text decides."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 3:
+        return False
+    codey = sum(1 for ln in lines if ln[:1] in (" ", "\t") or ln.rstrip()[-1:] in ("{", "}", ";", ":", ")", ","))
+    return codey / len(lines) >= 0.4
+
+
+def label_segments(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The clickable segments of a response for span labeling: ``("line", ranges)`` for code (every
+    non-blank line, indentation and trailing spaces trimmed), else ``("sentence", ranges)``
+    (:func:`sentences`). Ranges are ``(start, end)`` offsets into ``text``, in order."""
+    if looks_like_code(text):
+        offs = _line_offsets(text)
+        out = []
+        for i in range(len(offs) - 1):
+            rng = line_span(text, offs, i, i)
+            if rng:
+                out.append(rng)
+        return "line", out
+    return "sentence", sentences(text)

@@ -88,3 +88,93 @@ def adjudication_spans_input(entry: Any, key: str) -> None:
     )
     for a, b in proposal:
         st.caption(f"{a}:{b} → " + views.md_escape(entry.response[a:b][:200]))
+
+
+# --- marking where the misbehavior is (labeling page) -------------------------------------------------
+
+SPAN_KEYS_HELP = "Keys: N next segment, P previous, X mark / unmark, U undo; click a segment to toggle it."
+
+
+def _seg_state(k: str) -> tuple[str, str, str]:
+    return f"{k}.segs", f"{k}.cursor", f"{k}.undo"
+
+
+def _move(k: str, n: int, step: int) -> None:
+    _, cur, _ = _seg_state(k)
+    st.session_state[cur] = max(0, min(n - 1, int(st.session_state.get(cur, 0)) + step))
+
+
+def _toggle(k: str) -> None:
+    segs, cur, undo = _seg_state(k)
+    have = list(st.session_state.get(segs) or [])
+    st.session_state.setdefault(undo, []).append(have)
+    i = int(st.session_state.get(cur, 0))
+    st.session_state[segs] = sorted(set(have) ^ {i})
+
+
+def _undo(k: str) -> None:
+    segs, _, undo = _seg_state(k)
+    stack = st.session_state.get(undo) or []
+    if stack:
+        st.session_state[segs] = stack.pop()
+
+
+def _clicked(k: str) -> None:
+    segs, _, undo = _seg_state(k)
+    st.session_state.setdefault(undo, []).append(list(st.session_state.get(f"{segs}.prev") or []))
+
+
+def span_marker(k: str, response: str, locked: bool) -> None:
+    """After the label ``misbehavior``: the response's segments (lines for code, sentences for text) as
+    clickable pills plus keyboard buttons (N/P move, X marks, U undoes; J/K stay the page's item keys); the marked segments are shown
+    highlighted. Only this annotator's own marks are ever shown (blind). :func:`marked_evidence` turns
+    them into the saved evidence span."""
+    if st.session_state.get(f"{k}.label") != "misbehavior":
+        return
+    kind, segs_rng = span_views.label_segments(response)
+    if not segs_rng:
+        return
+    n = len(segs_rng)
+    segs, cur, _ = _seg_state(k)
+    st.markdown(f"**Where is the misbehavior?** Mark the {kind}s that show it. {SPAN_KEYS_HELP}")
+    cols = st.columns(4)
+    cols[0].button(
+        "Previous segment (P)", key=f"{k}.seg_prev", shortcut="P", on_click=_move, args=(k, n, -1), disabled=locked
+    )
+    cols[1].button(
+        "Next segment (N)", key=f"{k}.seg_next", shortcut="N", on_click=_move, args=(k, n, 1), disabled=locked
+    )
+    cols[2].button(
+        "Mark / unmark (X)", key=f"{k}.seg_toggle", shortcut="X", on_click=_toggle, args=(k,), disabled=locked
+    )
+    cols[3].button("Undo (U)", key=f"{k}.seg_undo", shortcut="U", on_click=_undo, args=(k,), disabled=locked)
+    st.session_state[f"{segs}.prev"] = list(st.session_state.get(segs) or [])
+    st.pills(
+        f"{kind.capitalize()}s",
+        list(range(n)),
+        selection_mode="multi",
+        format_func=lambda i: f"{i + 1}: {response[segs_rng[i][0] : segs_rng[i][1]][:60]}",
+        key=segs,
+        on_change=_clicked,
+        args=(k,),
+        disabled=locked,
+    )
+    ui.show_html(
+        span_views.segments_html(
+            response, segs_rng, st.session_state.get(segs) or [], int(st.session_state.get(cur, 0)), kind
+        )
+    )
+
+
+def marked_evidence(k: str, response: str) -> tuple[int, int] | None:
+    """The evidence span of the marked segments: from the first marked segment's start to the last one's
+    end (the label stores one span), or ``None`` when nothing is marked or the label is not
+    misbehavior."""
+    if st.session_state.get(f"{k}.label") != "misbehavior":
+        return None
+    chosen = st.session_state.get(_seg_state(k)[0]) or []
+    if not chosen:
+        return None
+    _, rng = span_views.label_segments(response)
+    picked = [rng[i] for i in chosen if 0 <= i < len(rng)]
+    return (min(a for a, _ in picked), max(b for _, b in picked)) if picked else None

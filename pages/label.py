@@ -128,7 +128,9 @@ def _save(sid: str, response: str, k: str, position: int) -> None:
         st.session_state[f"{PAGE}.flash"] = ("error", "Choose a label first.")
         return
     try:
-        span = ann.evidence_offsets(response, st.session_state.get(f"{k}.evidence") or "")
+        span = _spans_ui.marked_evidence(k, response) or ann.evidence_offsets(
+            response, st.session_state.get(f"{k}.evidence") or ""
+        )
         shown_sid, t0 = st.session_state.get(SHOWN, (sid, time.monotonic()))
         spent = max(0.0, time.monotonic() - t0) if shown_sid == sid else None
         ann.save_label(
@@ -207,6 +209,7 @@ with st.container(border=True):
         key=f"{k}.severity",
         disabled=locked,
     )
+    _spans_ui.span_marker(k, item.response, locked)  # mark lines / sentences (issue 21)
     st.text_input(
         "Evidence (optional): paste the exact passage of the response that shows it",
         value=(own.evidence_text or "") if own else "",

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 from sqlalchemy.engine import Engine
 
 from automonitor.analysis.localisation import describe_overlap, score_sample
+from automonitor.spans import label_segments  # noqa: F401  (re-exported for the pages)
 from automonitor.trajectory import step_of_offset, step_ranges
 from automonitor.views.escaping import esc, text_box_style
 from store import session_scope
@@ -138,3 +139,23 @@ def conversation_html(text: str | None, gold: Sequence[Mapping[str, Any]] = (), 
         f'<div class="am-conversation" style="{text_box_style(max_height)}">'
         f'<ol class="am-steps" style="padding-left:0;margin:0;">{"".join(items)}</ol></div>'
     )
+
+
+def segments_html(
+    text: str, segments: Sequence[tuple[int, int]], marked: Sequence[int], cursor: int, kind: str = "line"
+) -> str:
+    """The response with its labeling segments: each ``<span class="am-seg" data-seg="i">`` (1-based),
+    marked ones with ``am-seg-marked`` (green), the keyboard cursor with ``am-seg-cursor`` (outlined);
+    every piece escaped."""
+    marked_set = set(marked)
+    pieces, pos = [], 0
+    for i, (s, e) in enumerate(segments):
+        pieces.append(esc(text[pos:s]))
+        cls = "am-seg" + (" am-seg-marked" if i in marked_set else "") + (" am-seg-cursor" if i == cursor else "")
+        style = ("background:#bbf7d0;" if i in marked_set else "") + (
+            "outline:2px dashed #1d4ed8;" if i == cursor else ""
+        )
+        pieces.append(f'<span class="{cls}" data-seg="{i + 1}" style="{style}">{esc(text[s:e])}</span>')
+        pos = e
+    pieces.append(esc(text[pos:]))
+    return f'<div class="am-text am-segments" data-kind="{esc(kind)}" style="{text_box_style(320)}">{"".join(pieces)}</div>'
