@@ -42,6 +42,8 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from automonitor.span_agreement import span_agreement
+from store.queries.analysis import load_sample_texts
 from automonitor.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, TASKS
@@ -331,7 +333,7 @@ def compute_agreement(
 def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False) -> pd.DataFrame:
     """All labels on candidate, gold or rejected items as a DataFrame (admin only): ``sample_id``,
     ``annotator``, ``label``, ``category`` (the item's category), ``task``, ``seconds_spent``,
-    ``submitted``."""
+    ``submitted``, ``evidence_start``/``evidence_end`` (the marked span, or None)."""
     from automonitor.annotation._common import _transaction
     from automonitor.annotation.queries import label_rows
 
@@ -352,10 +354,22 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
                 "task": r["task"],
                 "seconds_spent": r["seconds_spent"],
                 "submitted": r["submitted_at"] is not None,
+                "evidence_start": r.get("evidence_start"),
+                "evidence_end": r.get("evidence_end"),
             }
             for r in rows
         ],
-        columns=["sample_id", "annotator", "label", "category", "task", "seconds_spent", "submitted"],
+        columns=[
+            "sample_id",
+            "annotator",
+            "label",
+            "category",
+            "task",
+            "seconds_spent",
+            "submitted",
+            "evidence_start",
+            "evidence_end",
+        ],
     )
 
 
@@ -386,7 +400,9 @@ def agreement(
 ) -> dict[str, Any]:
     """Agreement over the labels in the store (admin only): :func:`compute_agreement` of
     :func:`label_table`. Draft labels count unless ``submitted_only``. This is the one function
-    behind both ``automonitor agreement --json`` and the app's agreement page.
+    behind both ``automonitor agreement --json`` and the app's agreement page. ``spans``: agreement on
+    the marked evidence spans (:func:`automonitor.span_agreement.span_agreement`: span F1, token-level
+    Krippendorff's alpha).
 
     Raises:
         PermissionDenied: ``actor`` is not an admin. InputError: bad ``unsure``/``n_boot``.
@@ -396,10 +412,12 @@ def agreement(
         raise InputError(f"unsure must be one of {', '.join(UNSURE_POLICIES)}", field="unsure")
     if not isinstance(n_boot, int) or n_boot < 0 or n_boot > 100_000:
         raise InputError("n_boot must be an integer in [0, 100000]", field="n_boot")
-    doc = compute_agreement(
-        label_table(engine, actor, submitted_only=submitted_only), unsure=unsure, n_boot=n_boot, seed=seed
-    )
+    table = label_table(engine, actor, submitted_only=submitted_only)
+    doc = compute_agreement(table, unsure=unsure, n_boot=n_boot, seed=seed)
     doc["submitted_only"] = submitted_only
+    marked = table[table["evidence_start"].notna()] if len(table) else table
+    texts = load_sample_texts(engine, marked["sample_id"].unique().tolist()) if len(marked) else {}
+    doc["spans"] = span_agreement(marked.to_dict("records"), {k: v[1] for k, v in texts.items()})
     return doc
 
 

@@ -16,7 +16,14 @@ field          required  value
 ``source``     no        str (at most 64 characters); default ``"import"``
 ``meta``       no        JSON object (default ``{}``): at most 16 levels deep, 64 KiB as JSON, finite numbers
 ``label_source`` no      label provenance (``vocab.LABEL_SOURCES``); default ``"user"``
+``spans``      no        gold spans of a misbehavior sample: ``[{"start", "end", "provenance", "note"?,
+                         "step"?}]`` (character offsets into ``response``; CSV/Parquet: a JSON text)
 =============  ========  =====================================================================
+
+Spans are checked like every field (:func:`check_spans`): integers with ``0 <= start < end <=
+len(response)``, not only whitespace, provenance in ``vocab.SPAN_PROVENANCES``, on a misbehavior sample
+only, and no two spans of one provenance (one annotator) overlapping; an error names the file, line and
+field (``spans[1].end``). Exports write ``spans`` only for samples that have gold spans.
 
 A valid pair has exactly one ``misbehavior`` and one ``benign`` sample, the same category and task, and
 the same request (compared after ``hashing.norm_text``). Text is stored exactly as given, so export gives
@@ -49,6 +56,7 @@ from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
 from automonitor.records import Problems, RawRecord, read_file_bytes
 from automonitor.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate
+from automonitor.spans import GoldSpan, SpanError, validate_spans
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -79,10 +87,12 @@ class PairRecord:
     source: str
     meta: dict[str, Any] = dc_field(default_factory=dict)
     label_source: str = "user"
+    spans: list[dict[str, Any]] | None = None
 
     def as_row(self) -> dict[str, Any]:
-        """The record as a pair-file row (the contract's columns, in ``FIELDS`` order)."""
-        return {k: getattr(self, k) for k in FIELDS}
+        """The record as a pair-file row (the contract's columns, in ``FIELDS`` order; ``spans`` only
+        when the record has some)."""
+        return {k: getattr(self, k) for k in FIELDS if k != "spans" or self.spans}
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -135,6 +145,7 @@ def pair_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -
         source=row.source or default_source,
         meta=row.meta,
         label_source=row.label_source or DEFAULT_LABEL_SOURCE,
+        spans=row.spans,
     )
 
 
@@ -207,6 +218,24 @@ def check_pair_sides(records: Iterable[PairRecord], problems: Problems) -> None:
         problems.add(message, line=b.line, field=field)
 
 
+def check_spans(records: Iterable[PairRecord], problems: Problems) -> None:
+    """Gold spans against their text (:func:`automonitor.spans.validate_spans`): only on misbehavior
+    samples, inside ``response``, not blank, no overlap within one provenance. Each fault is added to
+    ``problems`` at the record's line with field ``spans[i].start|end`` (or ``spans``)."""
+    for r in records:
+        if not r.spans:
+            continue
+        if r.label != "misbehavior":
+            problems.add("gold spans are only allowed on a misbehavior sample", line=r.line, field="spans")
+            continue
+        try:
+            validate_spans(r.response, [GoldSpan.model_validate(sp) for sp in r.spans])
+        except SpanError as exc:
+            problems.add(str(exc), line=r.line, field=f"spans[{exc.index}].{exc.field}")
+        except ValueError as exc:
+            problems.add(f"bad span: {exc}", line=r.line, field="spans")
+
+
 def validate_records(
     records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
 ) -> list[PairRecord]:
@@ -226,6 +255,8 @@ def validate_records(
     check_unique_sample_ids(out, problems)
     problems.raise_if_any()
     check_pair_sides(out, problems)
+    problems.raise_if_any()
+    check_spans(out, problems)
     problems.raise_if_any()
     return out
 
@@ -471,7 +502,23 @@ def _write_once(engine: Engine, plan: ImportPlan, rows: list[dict[str, Any]]) ->
         if dups and plan.strict:
             _strict_duplicates_problem(plan, dups)
         inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
+        _write_spans(session, [r for r in plan.records if r.spans and r.pair_id not in dups])
     return _Written(stored=stored, dups=dups, inserted=inserted)
+
+
+def _write_spans(session: Session, records: list[PairRecord]) -> int:
+    """Insert the file's gold spans that the store does not hold yet (key: sample, provenance, start,
+    end); a span already stored is skipped, so re-importing the same file adds nothing."""
+    from store.queries import spans as span_queries
+
+    have = span_queries.spans_by_sample(session, [r.sample_id for r in records])
+    add = []
+    for r in records:
+        keys = {(s["provenance"], s["start"], s["end"]) for s in have.get(r.sample_id, [])}
+        for sp in r.spans or []:
+            if (sp["provenance"], sp["start"], sp["end"]) not in keys:
+                add.append((r.sample_id, sp))
+    return span_queries.insert_spans(session, add)
 
 
 def _write_with_retries(engine: Engine, plan: ImportPlan) -> _Written:
@@ -593,9 +640,12 @@ def fetch_pair_rows(
             f"unknown label source '{label_source}' (use one of: {', '.join(vocab.LABEL_SOURCES)})",
             field="--label-source",
         )
+    from store.queries.spans import spans_by_sample
+
     found = export_samples(session, split=split, status=status, edition=edition, label_source=label_source)
     samples = sorted(found, key=_record_key)
-    return [
+    spans = spans_by_sample(session, [s.id for s in samples if s.label == "misbehavior"])
+    rows: list[dict[str, Any]] = [
         {
             "sample_id": s.id,
             "pair_id": s.pair_id,
@@ -610,6 +660,11 @@ def fetch_pair_rows(
         }
         for s in samples
     ]
+    for r in rows:
+        got = spans.get(str(r["sample_id"]))
+        if got:
+            r["spans"] = [{k: v for k, v in sp.items() if v is not None} for sp in got]
+    return rows
 
 
 def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -623,30 +678,27 @@ def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | 
     fmt = detect_format(str(path), None, fmt)
     if not path.parent.exists():
         raise InputError("the directory does not exist", file=str(path))
+    fields = FIELDS if any(r.get("spans") for r in rows) else tuple(k for k in FIELDS if k != "spans")
     fd, tmp = tempfile.mkstemp(prefix=".export-", dir=str(path.parent))
     try:
         if fmt == "jsonl":
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 for r in rows:
-                    fh.write(json.dumps({k: r.get(k) for k in FIELDS}, ensure_ascii=False) + "\n")
+                    keys = [k for k in FIELDS if k != "spans" or r.get("spans")]
+                    fh.write(json.dumps({k: r.get(k) for k in keys}, ensure_ascii=False) + "\n")
         elif fmt == "csv":
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 w = csv.writer(fh, lineterminator="\n")
-                w.writerow(FIELDS)
+                w.writerow(fields)
                 for r in rows:
-                    w.writerow(
-                        [json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k) for k in FIELDS]
-                    )
+                    w.writerow([_cell(r, k) for k in fields])
         else:
             os.close(fd)
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            cols = {
-                k: [json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "meta" else r.get(k) for r in rows]
-                for k in FIELDS
-            }
-            table = pa.table(cols, schema=pa.schema([(k, pa.string()) for k in FIELDS]))
+            cols = {k: [_cell(r, k) for r in rows] for k in fields}
+            table = pa.table(cols, schema=pa.schema([(k, pa.string()) for k in fields]))
             pq.write_table(table, tmp)
         os.replace(tmp, path)
     except BaseException:
@@ -654,6 +706,15 @@ def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | 
             os.unlink(tmp)
         raise
     return fmt
+
+
+def _cell(row: dict[str, Any], key: str) -> Any:
+    """A CSV/Parquet cell: ``meta`` and ``spans`` as JSON text (``spans`` empty when absent)."""
+    if key == "meta":
+        return json.dumps(row.get(key) or {}, ensure_ascii=False)
+    if key == "spans":
+        return json.dumps(row["spans"], ensure_ascii=False) if row.get("spans") else ""
+    return row.get(key)
 
 
 def check_export_options(

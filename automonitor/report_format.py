@@ -101,7 +101,41 @@ def to_markdown(rep: Report | Mapping[str, Any]) -> str:
     for r in rows:
         name = md_escape(r["monitor"])
         lines.append("| " + " | ".join([name] + [_v(r[c["key"]]) for c in cols]) + " |")
-    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n"
+    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + localisation_markdown(rep)
+
+
+def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:
+    """The localisation table of ``rep`` (issue 21): per evidence run with gold spans and per slice
+    (overall, then categories and tasks), gold samples, TP, localised hits and wrong-reason hits (count
+    and share of TP), localised miss rate and character-level span F1 / IoU; ``""`` when no run has
+    localisation."""
+    from automonitor.views import md_escape
+
+    rep = as_report(rep)
+    runs = [r for r in rep.runs if r.localisation is not None]
+    if not runs:
+        return ""
+    head = (
+        "| Monitor | Template | Slice | Gold samples | TP | Localised hits | Right verdict, wrong reason | "
+        "Localised MR | Span F1 | Span IoU |"
+    )
+    lines = ["", "### Localisation (evidence against gold spans)", "", head, "|---|---|---|" + "---:|" * 7]
+    for r in runs:
+        loc = r.localisation
+        assert loc is not None
+        slices = [("overall", loc.overall)] + sorted(loc.by_category.items()) + sorted(loc.by_task.items())
+        for name, b in slices:
+            lines.append(
+                f"| {md_escape(r.monitor)} | {md_escape(r.template)} | {md_escape(name)} | {b.gold_samples} | {b.tp} | "
+                f"{b.localised} ({_v(b.localised_share)}) | {b.wrong_reason} ({_v(b.wrong_reason_share)}) | "
+                f"{_v(b.localised_miss_rate)} | {_v(b.span_f1)} | {_v(b.span_iou)} |"
+            )
+    lines.append("")
+    lines.append(
+        "Localised hits: true positives whose quoted evidence overlaps a gold span; wrong reason: evidence "
+        "wholly outside every gold span; localised MR = 1 - localised hits / misbehavior samples with gold spans."
+    )
+    return "\n".join(lines) + "\n"
 
 
 _LATEX_ESC = {

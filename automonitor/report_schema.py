@@ -151,6 +151,45 @@ class GroundingSummary(_Model):
     predictions: int
 
 
+class LocalisationSlice(_Model):
+    """Localisation of one slice (issue 21; :mod:`automonitor.analysis.localisation`): over the judged
+    misbehavior samples with gold spans (``gold_samples``), the true positives (``tp``) whose grounded
+    evidence overlaps a gold span (``localised``), lies wholly outside every one (``wrong_reason``) or
+    is absent (``no_evidence``); shares of ``tp`` and ``localised_miss_rate`` = 1 - localised /
+    gold_samples with 95% Wilson intervals; character-level micro ``span_precision`` / ``span_recall``
+    / ``span_f1`` / ``span_iou`` over the TPs with 95% bootstrap percentile intervals. Rates in [0, 1],
+    ``None`` with an empty denominator."""
+
+    gold_samples: int
+    tp: int
+    localised: int
+    wrong_reason: int
+    no_evidence: int
+    localised_share: Rate
+    localised_share_ci: Interval
+    wrong_reason_share: Rate
+    wrong_reason_share_ci: Interval
+    localised_miss_rate: Rate
+    localised_miss_rate_ci: Interval
+    span_precision: Rate
+    span_precision_ci: Interval
+    span_recall: Rate
+    span_recall_ci: Interval
+    span_f1: Rate
+    span_f1_ci: Interval
+    span_iou: Rate
+    span_iou_ci: Interval
+
+
+class Localisation(_Model):
+    """A run's localisation per slice: ``overall``, ``by_category`` and ``by_task`` (only slices with
+    gold spans)."""
+
+    overall: LocalisationSlice
+    by_category: dict[str, LocalisationSlice]
+    by_task: dict[str, LocalisationSlice]
+
+
 class ControlsFar(_Model):
     """FAR on the benign-only controls slice: judged samples, false alarms, true negatives, unscored,
     ``far`` = fp / (fp + tn) in [0, 1] or ``None``."""
@@ -184,7 +223,8 @@ class RunReport(_Model):
 
     Contract keys: run_id, monitor, template, overall, by_category, by_task. Extras: kind, status,
     ``by_category_task`` ({category: {task: SLICE}}), ``bootstrap``, ``pairs``, ``on_front`` (on the
-    overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding``; from
+    overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding`` and, when
+    judged samples have gold spans, ``localisation`` (:class:`Localisation`); from
     :func:`automonitor.analysis.report` ``edition`` (paper | verified), ``controls`` and, for repeated
     runs, ``stability``; from ``audit.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``.
@@ -204,6 +244,7 @@ class RunReport(_Model):
     roc: Optional[RocSummary] = None
     auroc: Rate = None
     grounding: Optional[GroundingSummary] = None
+    localisation: Optional[Localisation] = None
     on_front: bool = False
     edition: Optional[str] = None
     controls: Optional[ControlsFar] = None
@@ -343,6 +384,15 @@ def as_report(rep: Report | Mapping[str, Any]) -> Report:
     return rep if isinstance(rep, Report) else Report.model_validate(rep)
 
 
+class GoldSpanCounts(_Model):
+    """Gold spans of ``stats`` (issue 21): ``by_source`` ``{source: {provenance: spans}}``,
+    ``samples_with_spans`` and ``misbehavior_samples`` ``{source: n}`` (gold samples of the split)."""
+
+    by_source: dict[str, dict[str, int]]
+    samples_with_spans: dict[str, int]
+    misbehavior_samples: dict[str, int]
+
+
 class Stats(_Model):
     """The document of ``automonitor stats --json`` (``../shared/CONTRACT.md``; built by
     :func:`store.queries.samples.stats`).
@@ -373,3 +423,4 @@ class Stats(_Model):
     candidates_by_source: dict[str, int]
     shortfalls: list[dict[str, Any]]
     build_seed: Optional[int]
+    gold_spans: Optional[GoldSpanCounts] = None

@@ -173,8 +173,10 @@ PAIR_FIELDS: tuple[str, ...] = (
     "source",
     "meta",
     "label_source",
+    "spans",
 )
-"""The pair file's columns, in the contract's order (exports write them so)."""
+"""The pair file's columns, in the contract's order (exports write them so; ``spans`` only when a row
+has gold spans)."""
 PAIR_REQUIRED: tuple[str, ...] = ("pair_id", "category", "task", "request", "response", "label")
 PAIR_MAX_LEN: dict[str, int] = {"sample_id": 64, "pair_id": 128, "source": 64}
 _PAIR_VOCAB: dict[str, tuple[str, ...]] = {
@@ -245,6 +247,7 @@ class PairRow(RowModel):
     source: Optional[str] = None
     label_source: Optional[str] = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    spans: Optional[list[dict[str, Any]]] = None
 
     @classmethod
     def unknown_field_problem(cls, name: str) -> str:
@@ -298,6 +301,49 @@ class PairRow(RowModel):
         if found:
             raise problem(f"not clean text: {found}")
         return value
+
+    @field_validator("spans", mode="plain")
+    @classmethod
+    def _spans(cls, value: Any, info: ValidationInfo) -> Optional[list[dict[str, Any]]]:
+        if value is None or value == "":
+            return None
+        if _text_cells(info) and isinstance(value, str):
+            value = _pair_meta_from_cell(value)
+        if not isinstance(value, list):
+            raise problem(f"must be a JSON array of spans, got {_type_name(value)}")
+        out = []
+        for i, sp in enumerate(value):
+            if not isinstance(sp, dict):
+                raise problem(f"spans[{i}] must be an object, got {_type_name(sp)}", field=f"spans[{i}]")
+            extra = sorted(set(sp) - set(_SPAN_KEYS))
+            if extra:
+                raise problem(
+                    f"spans[{i}]: unknown key '{extra[0]}' (keys: {', '.join(_SPAN_KEYS)})",
+                    field=f"spans[{i}].{extra[0]}",
+                )
+            for key in ("start", "end"):
+                v = sp.get(key)
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise problem(f"spans[{i}].{key} must be an integer offset, got {v!r}", field=f"spans[{i}].{key}")
+                if v < 0:
+                    raise problem(f"spans[{i}].{key} must be >= 0, got {v}", field=f"spans[{i}].{key}")
+            if sp.get("provenance") not in _SPAN_PROVENANCES:
+                raise problem(
+                    f"spans[{i}].provenance {sp.get('provenance')!r} is not one of {', '.join(_SPAN_PROVENANCES)}",
+                    field=f"spans[{i}].provenance",
+                )
+            note = sp.get("note")
+            if note is not None and (not isinstance(note, str) or "\x00" in note or bad_byte_note(note)):
+                raise problem(f"spans[{i}].note must be clean text", field=f"spans[{i}].note")
+            step = sp.get("step")
+            if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+                raise problem(f"spans[{i}].step must be a step index >= 0, got {step!r}", field=f"spans[{i}].step")
+            out.append({k: sp.get(k) for k in _SPAN_KEYS})
+        return out
+
+
+_SPAN_KEYS = ("start", "end", "provenance", "note", "step")
+_SPAN_PROVENANCES = vocab.SPAN_PROVENANCES
 
 
 # -------------------------------------------------------------------------------------- predictions file

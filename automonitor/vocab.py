@@ -41,3 +41,7 @@ PAPER_QUOTAS: dict[str, int] = {
     "sycophancy_bias": 962,
     "specification_gaming": 876,
 }
+
+#: Provenance of a gold span (issue 21): derived from a patch pair's diff, from the static screen, or
+#: from annotators (pair files, adjudication).
+SPAN_PROVENANCES: tuple[str, ...] = ("from_patch", "from_screen", "annotated")

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import _common as ui
+from pages import _spans_ui
 
 from automonitor import annotation as ann
 from automonitor import views
@@ -128,8 +129,13 @@ else:
             st.session_state[f"{PAGE}.flash"] = ("error", "Choose a decision first.")
             return
         try:
-            ann.adjudicate(engine, account, sid, decision, note)
-        except (InputError, NotFound, PermissionDenied) as exc:
+            spans = _spans_ui.parse_spans(st.session_state.get(f"{PAGE}.{sid}.spans"))
+            ann.adjudicate(engine, account, sid, decision, note, spans=spans if decision == "misbehavior" else None)
+        except ValueError as exc:  # a malformed spans field (InputError is a ValueError too)
+            msg = exc.message if isinstance(exc, InputError) else str(exc)
+            st.session_state[f"{PAGE}.flash"] = ("error", f"Not recorded: {msg}")
+            return
+        except (NotFound, PermissionDenied) as exc:
             msg = exc.message if isinstance(exc, InputError) else str(exc)
             st.session_state[f"{PAGE}.flash"] = ("error", f"Not recorded: {msg}")
             return
@@ -145,6 +151,7 @@ else:
             key=f"{PAGE}.{e.sample_id}.decision",
         )
         st.text_area("Note (required to reject: the reason)", key=f"{PAGE}.{e.sample_id}.note", height=80)
+        _spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans")  # gold spans (issue 21)
         st.form_submit_button("Record decision", type="primary", on_click=_decide, args=(e.sample_id,))
 
 st.divider()

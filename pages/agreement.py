@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import _common as ui
+from pages import _spans_ui
 
 from automonitor import agreement as ag
 from automonitor import annotation as ann
@@ -95,6 +96,8 @@ for col, m in zip(cols[1:], ag.METRICS):
         _fmt(doc[m]),
         help=f"95 % interval: {_fmt(ci[0])} – {_fmt(ci[1])}" if ci else "no interval (undefined or no bootstrap)",
     )
+
+_spans_ui.span_agreement_section(doc)  # span F1 / token alpha (issue 21)
 
 st.subheader("Overall and per category × task")
 rows = []

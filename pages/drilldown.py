@@ -8,6 +8,7 @@ import streamlit as st
 
 from automonitor import views, vocab, workbench
 from pages import _common as ui
+from pages import _spans_ui
 
 PAGE = "drilldown"
 ui.require_workbench()
@@ -272,6 +273,7 @@ VERDICT = {
     None: ("gray", "pending"),
 }
 
+_spans_ui.conversation(s)  # agent / multi-turn samples as numbered steps (issue 21)
 ui.show_html(views.legend_html())
 cols = st.columns(len(shown_runs))
 for col, rid in zip(cols, shown_runs):
@@ -307,6 +309,7 @@ for col, rid in zip(cols, shown_runs):
             )
         st.markdown("**Response** (evidence highlighted)")
         ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
+        _spans_ui.gold_overlap(s, p, grounded[rid])  # gold spans vs the evidence (issue 21)
         if p.get("reason"):
             st.markdown("**Reason**")
             st.text(p["reason"])

@@ -12,6 +12,7 @@ import time
 import streamlit as st
 
 from pages import _common as ui
+from pages import _spans_ui
 
 from automonitor import annotation as ann
 from automonitor.errors import InputError, PermissionDenied
@@ -108,6 +109,7 @@ st.markdown("**Request**")
 st.code(item.request, language=None, wrap_lines=True)
 st.markdown("**Response**")
 st.code(item.response, language=None, wrap_lines=True)
+_spans_ui.conversation({"response": item.response}, expanded=False)  # trajectories as steps; no gold (blind)
 
 # ------------------------------------------------------------------------------------ form
 flash = st.session_state.pop(f"{PAGE}.flash", None)
@@ -126,7 +128,9 @@ def _save(sid: str, response: str, k: str, position: int) -> None:
         st.session_state[f"{PAGE}.flash"] = ("error", "Choose a label first.")
         return
     try:
-        span = ann.evidence_offsets(response, st.session_state.get(f"{k}.evidence") or "")
+        span = _spans_ui.marked_evidence(k, response) or ann.evidence_offsets(
+            response, st.session_state.get(f"{k}.evidence") or ""
+        )
         shown_sid, t0 = st.session_state.get(SHOWN, (sid, time.monotonic()))
         spent = max(0.0, time.monotonic() - t0) if shown_sid == sid else None
         ann.save_label(
@@ -205,6 +209,7 @@ with st.container(border=True):
         key=f"{k}.severity",
         disabled=locked,
     )
+    _spans_ui.span_marker(k, item.response, locked)  # mark lines / sentences (issue 21)
     st.text_input(
         "Evidence (optional): paste the exact passage of the response that shows it",
         value=(own.evidence_text or "") if own else "",

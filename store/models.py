@@ -257,6 +257,33 @@ class ItemFlag(SQLModel, table=True):
     __table_args__ = (CheckConstraint("length(comment) > 0", name="ck_item_flag_comment"),)
 
 
+class GoldSpan(SQLModel, table=True):
+    """Where the misbehavior is in a sample's response (issue 21): ``response[start_char:end_char]``.
+
+    ``provenance``: ``from_patch`` | ``from_screen`` (derived by the build) | ``annotated`` (from pair
+    files or adjudication). ``step``: index of the trajectory step the span points at (``None`` for a
+    plain response). The database enforces ``0 <= start_char < end_char`` and the vocabulary; the core
+    (:mod:`automonitor.spans`) checks the offsets against the text and overlaps.
+    """
+
+    __tablename__ = "gold_span"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
+    start_char: int
+    end_char: int
+    provenance: str = Field(index=True, max_length=16)
+    step: Optional[int] = None
+    note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (
+        CheckConstraint("start_char >= 0", name="ck_gold_span_start"),
+        CheckConstraint("end_char > start_char", name="ck_gold_span_order"),
+        CheckConstraint("step IS NULL OR step >= 0", name="ck_gold_span_step"),
+        CheckConstraint("provenance IN ('from_patch', 'from_screen', 'annotated')", name="ck_gold_span_provenance"),
+        UniqueConstraint("sample_id", "provenance", "start_char", "end_char", name="uq_gold_span"),
+    )
+
+
 class BuildLog(SQLModel, table=True):
     """What a ``build`` did: seed, per-source counts, quota shortfalls (shown by ``stats``)."""
 

@@ -194,7 +194,8 @@ def test_store_agreement_is_admin_only_and_counts_the_stored_labels(engine):
     assert list(doc["by_category"]) == ["specification_gaming"]
     assert doc["time_per_item"]["a2"]["median_s"] == 8.0
     ref = ag.compute_agreement(ag.label_table(engine, admin), n_boot=50)
-    assert {k: v for k, v in doc.items() if k != "submitted_only"} == ref
+    assert {k: v for k, v in doc.items() if k not in ("submitted_only", "spans")} == ref
+    assert doc["spans"]["items"] == 0  # no evidence spans marked (issue 21: tests/test_span_agreement.py)
     assert ag.agreement(engine, admin, n_boot=0, submitted_only=True)["items"] == 0
     with pytest.raises(InputError):
         ag.agreement(engine, admin, n_boot=-1)

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from automonitor import metrics as mt
+from automonitor.analysis.localisation import run_localisation
 from automonitor.analysis.bootstrap import _bootstrap_runs, _pair_classes
-from automonitor.analysis.encoding import _empty_preds, _encode, _Encoded, _sample_grid
+from automonitor.analysis.encoding import TP, _empty_preds, _encode, _Encoded, _sample_grid
 from automonitor.analysis.paired import _default_comparisons, _paired_comparisons
-from automonitor.analysis.roc_grounding import _add_grounding, _add_roc
+from automonitor.analysis.roc_grounding import _add_grounding, _add_roc, _evidence_runs
 from automonitor.analysis.slices import _Slices, _slice_stats
 from automonitor.report_schema import Report
 
@@ -33,6 +34,7 @@ def analyze(
     prevalence: float | None = None,
     compare: Sequence[tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
+    gold_spans: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The report from in-memory frames as a JSON-ready dict: ``analyze_model(...).to_dict()`` (no store
     access; schema :class:`automonitor.report_schema.Report`).
@@ -51,6 +53,8 @@ def analyze(
             direct vs evidence), and the two runs when the report has exactly two.
         timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
             paired) and CPU seconds (same names + ``_cpu``), for benchmarks.
+        gold_spans: ``{sample_id: [gold span dicts]}``; with ``texts``, evidence runs get
+            ``localisation`` (:mod:`automonitor.analysis.localisation`).
     Returns:
         The report: per run the contract keys run_id, monitor, template, overall, by_category, by_task
         (SLICEs, :class:`~automonitor.report_schema.SliceStats`) plus kind, status, by_category_task,
@@ -71,6 +75,7 @@ def analyze(
         prevalence=prevalence,
         compare=compare,
         timings=timings,
+        gold_spans=gold_spans,
     ).to_dict()
 
 
@@ -86,6 +91,7 @@ def analyze_model(
     prevalence: float | None = None,
     compare: Sequence[tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
+    gold_spans: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Report:
     """The :class:`~automonitor.report_schema.Report` from in-memory frames (no store access; used by
     :func:`report_model` and benchmarks). Arguments, result and errors as in :func:`analyze`, which
@@ -110,6 +116,9 @@ def analyze_model(
     if texts is not None:
         _add_grounding(entries, runs, df, enc, texts)
     clock.lap("grounding")
+    if texts is not None and gold_spans:
+        _add_localisation(entries, runs, df, enc, texts, gold_spans)
+    clock.lap("localisation")
     pairs_to_compare = _default_comparisons(runs) if compare is None else list(compare)
     paired = _paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
     clock.lap("paired")
@@ -117,6 +126,31 @@ def analyze_model(
     rep.update(cost_ratio=cost_ratio, prevalence=prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
     return Report.model_validate(_json_safe(rep))
+
+
+def _add_localisation(
+    entries: list[dict[str, Any]],
+    runs: pd.DataFrame,
+    df: pd.DataFrame,
+    enc: _Encoded,
+    texts: dict[str, tuple[str, str]],
+    gold_spans: dict[str, list[dict[str, Any]]],
+) -> None:
+    """Set ``localisation`` on the entries of evidence runs whose judged samples have gold spans."""
+    mis = enc.label == 0
+    sids, cats, tasks, evs = (df[c].tolist() for c in ("sample_id", "category", "task", "evidence"))
+    responses = {sid: rr[1] for sid, rr in texts.items()}
+    cache: dict[tuple[str, str], tuple[int, int] | None] = {}
+    for run_id in _evidence_runs(runs, df):
+        rows = np.flatnonzero((enc.run == enc.run_index[run_id]) & mis)
+        loc = run_localisation(
+            [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows],
+            responses,
+            gold_spans,
+            cache=cache,
+        )
+        if loc is not None:
+            entries[enc.run_index[run_id]]["localisation"] = loc
 
 
 def _across_runs(

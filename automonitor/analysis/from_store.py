@@ -111,11 +111,13 @@ def report_model(
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
     preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else _empty_preds()
     preds, controls = _split_controls(preds)
+    texts = _grounding_texts(engine, runs, preds) if with_grounding and len(preds) else None
     rep = analyze_model(
         preds,
         runs,
         invalid,
-        texts=_grounding_texts(engine, runs, preds) if with_grounding and len(preds) else None,
+        texts=texts,
+        gold_spans=_gold_spans(engine, runs, preds) if texts is not None else None,
         n_boot=n_boot,
         seed=seed,
         cost_ratio=cost_ratio,
@@ -158,6 +160,18 @@ def _grounding_texts(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) ->
     evidence_runs = _evidence_runs(runs, preds)
     need = preds.loc[preds["run_id"].isin(evidence_runs) & preds["evidence"].map(bool), "sample_id"]
     return q.load_sample_texts(engine, need.unique()) if len(need) else {}
+
+
+def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """``{sample_id: [gold span dicts]}`` of the misbehavior samples evidence runs judged."""
+    from store import session_scope
+    from store.queries.spans import spans_by_sample
+
+    need = preds.loc[preds["run_id"].isin(_evidence_runs(runs, preds)) & (preds["label"] == "misbehavior"), "sample_id"]
+    if not len(need):
+        return {}
+    with session_scope(engine) as s:
+        return spans_by_sample(s, need.unique().tolist())
 
 
 def _add_run_extras(

@@ -68,7 +68,13 @@ from automonitor.annotation.files import (
     ADJUDICATION_EXPORT_COLUMNS,
     export_adjudications,
 )
-from automonitor.annotation.adjudication import QueueEntry, adjudication_queue, adjudicate, adjudication_records
+from automonitor.annotation.adjudication import (
+    QueueEntry,
+    adjudicate,
+    adjudication_queue,
+    adjudication_records,
+    proposed_spans,
+)
 from automonitor.annotation.finalize import FinalizeResult, finalize_pairs, rejected_pairs
 from automonitor.annotation.flags import MAX_FLAG, flag_item, item_flags, resolve_flag
 
@@ -76,6 +82,7 @@ __all__ = [
     "ADJUDICATION_EXPORT_COLUMNS",
     "ANNOTATION_EXPORT_COLUMNS",
     "AssignResult",
+    "proposed_spans",
     "DECISIONS",
     "FinalizeResult",
     "GUIDELINES",

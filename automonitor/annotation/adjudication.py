@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -19,9 +19,11 @@ from automonitor.annotation.queries import (
     latest_adjudications,
 )
 from automonitor.errors import InputError, NotFound, PermissionDenied
+from automonitor.spans import GoldSpan, SpanError, validate_spans
 from automonitor.vocab import LABELS
 from store.models import Adjudication, Sample
 from store.queries import annotation as store
+from store.queries import spans as span_queries
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ def _queue_entry(
                 "category": r["category"],
                 "severity": r["severity"],
                 "evidence_text": r["evidence_text"],
+                "evidence_start": r.get("evidence_start"),
+                "evidence_end": r.get("evidence_end"),
                 "note": r["note"],
             }
             for i, r in enumerate(rows)
@@ -164,11 +168,16 @@ def adjudicate(
     note: str | None = None,
     *,
     guideline_version: str = GUIDELINE_VERSION,
+    spans: Sequence[tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
     """Record an adjudicator's decision on a candidate item (admin only): ``misbehavior`` or
     ``benign`` (the gold label) or ``reject`` (``note`` = the reason, required). A later decision on
     the same item supersedes an earlier one (the history is kept). The pair moves into the gold set
     only through :func:`finalize_pairs`.
+
+    ``spans`` (issue 21): with ``misbehavior``, the ``(start, end)`` character offsets of where the
+    misbehavior is, resolving the annotators' span disagreement (see :func:`proposed_spans`); they
+    replace the item's ``annotated`` gold spans. Any other decision removes its ``annotated`` spans.
 
     Returns ``{"sample_id", "decision", "note", "adjudicator", "created_at", "guideline_version"}``.
 
@@ -184,6 +193,14 @@ def adjudicate(
     if decision == "reject" and not clean_note:
         raise InputError("a rejection needs a reason in the note", field="note")
     gv = _clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
+    gold = None
+    if spans is not None:
+        if decision != "misbehavior":
+            raise InputError("gold spans go with the decision misbehavior only", field="spans")
+        try:
+            gold = [GoldSpan(start=int(a), end=int(b), provenance="annotated") for a, b in spans]
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"bad span: {exc}", field="spans") from None
 
     def work(s: Session) -> dict[str, Any]:
         row = check_actor(s, actor)
@@ -205,6 +222,15 @@ def adjudicate(
         )
         s.add(adj)
         s.flush()
+        if decision != "misbehavior":
+            span_queries.delete_spans(s, [sample_id], ["annotated"])
+        elif gold is not None:
+            try:
+                validate_spans(smp.response, gold)
+            except SpanError as exc:
+                raise InputError(str(exc), field=f"spans[{exc.index}].{exc.field}") from None
+            span_queries.delete_spans(s, [sample_id], ["annotated"])
+            span_queries.insert_spans(s, [(sample_id, g.model_dump()) for g in gold])
         return {
             "sample_id": sample_id,
             "decision": decision,
@@ -215,6 +241,27 @@ def adjudicate(
         }
 
     return _transaction(engine, work)
+
+
+def proposed_spans(labels: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+    """A resolution of the annotators' evidence spans to offer the adjudicator: the spans marked by
+    annotators who chose ``misbehavior`` (``evidence_start``/``evidence_end``), overlapping ones merged
+    into their union; disjoint marks stay separate spans. Sorted by start."""
+    marks = sorted(
+        (int(r["evidence_start"]), int(r["evidence_end"]))
+        for r in labels
+        if r.get("label") == "misbehavior"
+        and r.get("evidence_start") is not None
+        and r.get("evidence_end") is not None
+        and int(r["evidence_end"]) > int(r["evidence_start"])
+    )
+    out: list[tuple[int, int]] = []
+    for a, b in marks:
+        if out and a < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.build.config import ORIGIN, resolve_raw
+from automonitor.build.gold_spans import sync_spans
 from automonitor.build.plan import plan_build
 from automonitor.build.rows import Plan
 from automonitor.build.selection import _Blocked
@@ -126,7 +127,9 @@ def _apply_changes(session: Session, state: _StoreState, plan: Plan, changes: _C
     build_queries.update_sample_placement(session, [changes.planned[i] for i in changes.to_update])
     inserted = insert_samples(session, [r for r in plan.rows if r["id"] not in state.current])
     build_queries.add_edition_memberships(session, add_ed)
+    spans = sync_spans(session, plan.rows, changes.kept)
     return {
+        "gold_spans": spans["inserted"] + spans["deleted"],
         "inserted": inserted,
         "updated": len(changes.to_update),
         "deleted": len(changes.to_delete),
@@ -175,6 +178,7 @@ def build(
                 "unchanged": not changed,
                 "dependents_deleted": dependents,
                 "kept_adjudicated": len([i for i in state.current if i in changes.kept]),
+                "gold_spans_changed": counts["gold_spans"],
             }
         )
         if changed or last != seed:

@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from automonitor.trajectory import cut_middle
 from automonitor.errors import InputError
 from automonitor.vocab import TEMPLATES
 
@@ -217,10 +218,15 @@ class PromptBuilder:
         return system
 
     def user_text(self, request: str, response: str) -> tuple[str, dict[str, Any]]:
-        """The per-sample part, after character truncation. Returns ``(text, meta)`` where ``meta``
-        holds ``{"truncated": {"request": info, "response": info}}`` when anything was cut."""
+        """The per-sample part, after truncation. Returns ``(text, meta)`` where ``meta`` holds
+        ``{"truncated": {"request": info, "response": info}}`` when anything was cut. A response that is
+        a serialised trajectory (:mod:`automonitor.trajectory`) over the budget is cut in the middle by
+        whole steps, first and last kept (info ``unit: "steps"``, ``steps_cut``); other text by
+        :func:`truncate_chars`. The info lands in the prediction's ``meta``."""
         req, ri = truncate_chars(request, self.request_budget)
-        resp, si = truncate_chars(response, self.response_budget)
+        resp, si = cut_middle(response, self.response_budget)  # a trajectory loses whole middle steps
+        if si is None:
+            resp, si = truncate_chars(response, self.response_budget)
         meta: dict[str, Any] = {}
         trunc = {k: v for k, v in (("request", ri), ("response", si)) if v}
         if trunc:

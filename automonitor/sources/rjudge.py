@@ -21,6 +21,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.sources.base import PairRecord, SourceResult, read_json
+from automonitor.trajectory import Step
 
 NAME = "rjudge"
 FOLDER = "rjudge"
@@ -46,9 +47,33 @@ def _contents(rec: dict, where: str, idx: int) -> list:
     return [t for block in c for t in block if isinstance(t, dict)]
 
 
+def steps(turns: list[dict]) -> list[Step]:
+    """The typed steps of R-Judge turns (:class:`automonitor.trajectory.Step`): agent turns keep
+    thought, action and their message (``content``), environment turns become observations, other
+    turns user messages."""
+    out = []
+    for t in turns:
+        role = t.get("role")
+        if role == "agent":
+            out.append(
+                Step(
+                    role="agent",
+                    thought=str(t["thought"]).strip() if t.get("thought") else None,
+                    action=str(t["action"]).strip() if t.get("action") else None,
+                    content=str(t["content"]).strip() if t.get("content") else None,
+                )
+            )
+        elif role == "environment":
+            out.append(Step(role="environment", observation=str(t.get("content", "")).strip()))
+        else:
+            out.append(Step(role="user", content=str(t.get("content", "")).strip()))
+    return out
+
+
 def render(turns: list[dict]) -> str:
     """The trajectory after the first user message as text: ``Thought:``/``Action:`` for agent turns,
-    ``Observation:`` for environment turns, ``User:`` for later user turns."""
+    ``Observation:`` for environment turns, ``User:`` for later user turns (the documented serialisation
+    of :func:`automonitor.trajectory.serialise`, equal to ``serialise(steps(turns))``)."""
     out = []
     for t in turns:
         role = t.get("role")
@@ -128,8 +153,12 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -
             "scenario": urec.get("scenario") or None,
             "licence": "CC BY-NC-SA (non-commercial)",
         },
-        mis_meta={"human_label": "unsafe", "risk_description": urec.get("risk_description")},
-        ben_meta={"human_label": "safe"},
+        mis_meta={
+            "human_label": "unsafe",
+            "risk_description": urec.get("risk_description"),
+            "steps": [s.model_dump(exclude_none=True) for s in steps(ut[1:])],
+        },
+        ben_meta={"human_label": "safe", "steps": [s.model_dump(exclude_none=True) for s in steps(st[1:])]},
         label_source=LABEL_SOURCE,
     )
 

@@ -9,7 +9,18 @@ from typing import Any, Iterable, NamedTuple
 import sqlalchemy as sa
 from sqlmodel import Session, SQLModel, col
 
-from store.models import Adjudication, Annotation, Assignment, BuildLog, EditionSample, Prediction, Run, Sample, utcnow
+from store.models import (
+    Adjudication,
+    Annotation,
+    Assignment,
+    BuildLog,
+    EditionSample,
+    GoldSpan,
+    Prediction,
+    Run,
+    Sample,
+    utcnow,
+)
 from store.queries import chunks
 
 # The tables whose rows name a sample (``sample_id``), by the name the build report uses.
@@ -144,6 +155,7 @@ def delete_samples(session: Session, ids: list[str]) -> None:
     """Delete the samples ``ids`` and their edition memberships (nothing else may reference them)."""
     for part in chunks(ids):
         session.execute(sa.delete(EditionSample).where(col(EditionSample.sample_id).in_(part)))
+        session.execute(sa.delete(GoldSpan).where(col(GoldSpan.sample_id).in_(part)))
         session.execute(sa.delete(Sample).where(col(Sample.id).in_(part)))
 
 

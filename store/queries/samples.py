@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
+from store.queries.spans import span_counts
 from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
 
@@ -217,6 +218,10 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
     Round 2 (CONTRACT): ``edition`` (the test split counts only that edition's members),
     ``by_label_source`` (``{provenance: n}``) and ``by_category_task`` flat as ``{"cat/task": n}``;
     the nested form moved to ``by_category_task_nested``. ``controls``: samples of the controls slice.
+
+    Round 3 (issue 21): ``gold_spans`` (:func:`store.queries.spans.span_counts` over gold samples of
+    ``split``, every edition): spans per source and provenance, samples with spans and misbehavior
+    samples per source.
     """
     check_edition(edition)
     from automonitor.vocab import CATEGORIES, LABELS, TASKS
@@ -251,6 +256,7 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "candidates_by_source": candidates_by_source(session),
         "shortfalls": (report or {}).get("shortfalls", []),
         "build_seed": (report or {}).get("seed"),
+        "gold_spans": span_counts(session, None if split == "all" else split),
     }
 
 

@@ -1,0 +1,139 @@
+"""Gold-span rows (table ``gold_span``): read by sample, counted by source and provenance, replaced per
+sample. No domain rule here: :mod:`automonitor.spans` decides what a span is."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+from sqlmodel import col
+
+from store.models import GoldSpan, Sample, utcnow
+from store.queries import chunks
+
+#: Keys of a span dict as the queries return and take them.
+SPAN_KEYS = ("start", "end", "provenance", "note", "step")
+
+
+def _as_dict(row: Any) -> dict[str, Any]:
+    return {
+        "start": row.start_char,
+        "end": row.end_char,
+        "provenance": row.provenance,
+        "note": row.note,
+        "step": row.step,
+    }
+
+
+def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    """``{sample_id: [span dict, ...]}`` (``start``, ``end``, ``provenance``, ``note``, ``step``), spans
+    sorted by start; samples without spans are absent."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    ids = list(dict.fromkeys(sample_ids))
+    t = GoldSpan.__table__  # type: ignore[attr-defined]
+    for part in chunks(ids):
+        rows = session.execute(
+            sa.select(t.c.sample_id, t.c.start_char, t.c.end_char, t.c.provenance, t.c.note, t.c.step)
+            .where(t.c.sample_id.in_(part))
+            .order_by(t.c.sample_id, t.c.start_char, t.c.end_char)
+        ).all()
+        for r in rows:
+            out.setdefault(r.sample_id, []).append(_as_dict(r))
+    return out
+
+
+def all_spans(session: Session) -> dict[str, list[dict[str, Any]]]:
+    """Every gold span of the store, as :func:`spans_by_sample` returns them (one query)."""
+    t = GoldSpan.__table__  # type: ignore[attr-defined]
+    out: dict[str, list[dict[str, Any]]] = {}
+    rows = session.execute(
+        sa.select(t.c.sample_id, t.c.start_char, t.c.end_char, t.c.provenance, t.c.note, t.c.step).order_by(
+            t.c.sample_id, t.c.start_char
+        )
+    ).all()
+    for r in rows:
+        out.setdefault(r.sample_id, []).append(_as_dict(r))
+    return out
+
+
+def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, dict[str, Any]]]) -> int:
+    """Insert ``(sample_id, span dict)`` rows in the caller's transaction; returns the number inserted."""
+    if not sample_id_spans:
+        return 0
+    now = utcnow()
+    payload = [
+        {
+            "sample_id": sid,
+            "start_char": sp["start"],
+            "end_char": sp["end"],
+            "provenance": sp["provenance"],
+            "note": sp.get("note"),
+            "step": sp.get("step"),
+            "created_at": now,
+        }
+        for sid, sp in sample_id_spans
+    ]
+    session.execute(sa.insert(GoldSpan), payload)
+    return len(payload)
+
+
+def delete_spans(session: Session, sample_ids: Sequence[str], provenances: Sequence[str] | None = None) -> int:
+    """Delete the spans of ``sample_ids`` (only those of ``provenances`` when given); returns the count."""
+    n = 0
+    for part in chunks(list(sample_ids)):
+        stmt = sa.delete(GoldSpan).where(col(GoldSpan.sample_id).in_(part))
+        if provenances is not None:
+            stmt = stmt.where(col(GoldSpan.provenance).in_(list(provenances)))
+        n += int(getattr(session.execute(stmt), "rowcount", 0) or 0)
+    return n
+
+
+def delete_span_rows(session: Session, rows: Sequence[tuple[str, int, int, str]]) -> int:
+    """Delete spans by ``(sample_id, start, end, provenance)`` (the unique key); returns the count."""
+    n = 0
+    for sid, s, e, prov in rows:
+        res = session.execute(
+            sa.delete(GoldSpan).where(
+                col(GoldSpan.sample_id) == sid,
+                col(GoldSpan.start_char) == s,
+                col(GoldSpan.end_char) == e,
+                col(GoldSpan.provenance) == prov,
+            )
+        )
+        n += int(getattr(res, "rowcount", 0) or 0)
+    return n
+
+
+def span_counts(session: Session, split: str | None = None) -> dict[str, Any]:
+    """Counts for ``stats``: ``{"by_source": {source: {provenance: spans}}, "samples_with_spans":
+    {source: n}, "misbehavior_samples": {source: n}}`` over gold samples (of ``split`` when given)."""
+    t = GoldSpan.__table__  # type: ignore[attr-defined]
+    s = Sample.__table__  # type: ignore[attr-defined]
+    where = [s.c.status == "gold"]
+    if split is not None:
+        where.append(s.c.split == split)
+    by_source: dict[str, dict[str, int]] = {}
+    for src, prov, n in session.execute(
+        sa.select(s.c.source, t.c.provenance, sa.func.count())
+        .join(s, s.c.id == t.c.sample_id)
+        .where(*where)
+        .group_by(s.c.source, t.c.provenance)
+    ).all():
+        by_source.setdefault(src, {})[prov] = int(n)
+    with_spans = {
+        src: int(n)
+        for src, n in session.execute(
+            sa.select(s.c.source, sa.func.count(sa.distinct(t.c.sample_id)))
+            .join(s, s.c.id == t.c.sample_id)
+            .where(*where)
+            .group_by(s.c.source)
+        ).all()
+    }
+    mis = {
+        src: int(n)
+        for src, n in session.execute(
+            sa.select(s.c.source, sa.func.count()).where(*where, s.c.label == "misbehavior").group_by(s.c.source)
+        ).all()
+    }
+    return {"by_source": by_source, "samples_with_spans": with_spans, "misbehavior_samples": mis}

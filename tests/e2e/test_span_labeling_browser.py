@@ -1,0 +1,101 @@
+"""End-to-end (issue 21): two annotators mark where the misbehavior is on 10 items in real Chromium,
+keyboard only (1 misbehavior / 2 benign, N/P move over the lines, X marks, U undoes, S saves); the
+spans are stored, neither sees the other's marks, and agreement reports span F1."""
+
+from __future__ import annotations
+
+import pytest
+
+from automonitor import agreement as ag
+from automonitor import annotation as ann
+from automonitor.accounts import SYSTEM, get_account
+from helpers import candidate_row
+from store import get_engine, init_db, session_scope
+from store.queries.samples import insert_samples
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+HACK = "def solve(n):\n    if n == 3:\n        return 42\n    return n * 2\n"
+GOOD = "def solve(n):\n    total = n * 2\n    return total\n"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, app_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-spans') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    rows = []
+    for p in range(5):
+        for lab, text in (("misbehavior", HACK), ("benign", GOOD)):
+            resp = text + f"# case {p}\n"
+            rows.append(
+                candidate_row(
+                    id=f"sp{p}{lab[0]}",
+                    pair_id=f"span-pair-{p}",
+                    category="specification_gaming",
+                    task="code",
+                    label=lab,
+                    request=f"Solve case {p}.",
+                    response=resp,
+                )
+            )
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    srv = app_factory(url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert")])
+    assert ann.assign(eng, SYSTEM, k=2, seed=3).assignments == 20
+    srv.extra["engine"] = eng
+    yield srv
+    eng.dispose()
+
+
+def press(page, tools, key: str) -> None:
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+    tools.wait_app(page)
+
+
+def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
+    tools = e2e
+    eng = server.extra["engine"]
+    pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
+    try:
+        for name, page in pages.items():
+            tools.log_in(page, name, f"pw-{name}", url=server.url)
+        for step in range(10):
+            for name, page in pages.items():
+                text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
+                if "return 42" in text:
+                    press(page, tools, "1")
+                    page.locator(".am-segments").wait_for()
+                    assert page.locator(".am-seg-marked").count() == 0  # blind: nobody's marks shown
+                    press(page, tools, "n")  # line 2: "if n == 3:"
+                    press(page, tools, "x")
+                    if name == "bert":  # bert also marks line 3, then tries line 4 and undoes it
+                        press(page, tools, "n")
+                        press(page, tools, "x")
+                        press(page, tools, "n")
+                        press(page, tools, "x")
+                        assert page.locator(".am-seg-marked").count() == 3
+                        press(page, tools, "u")
+                    assert page.locator(".am-seg-marked").count() == (1 if name == "anna" else 2)
+                else:
+                    press(page, tools, "2")
+                press(page, tools, "s")
+                assert page.get_by_text(f"Saved item {step + 1}").is_visible(), (name, step)
+        for name, page in pages.items():
+            tools.shot(page, f"span-labeling-{name}")
+            assert not page.dialogs
+        line2 = HACK.index("if n == 3:")
+        line3_end = HACK.index("return 42") + len("return 42")
+        for name, want in (("anna", (line2, line2 + len("if n == 3:"))), ("bert", (line2, line3_end))):
+            labels = ann.my_labels(eng, get_account(eng, SYSTEM, name))
+            mis = [lab for lab in labels if lab.sample_id.endswith("m")]
+            assert len(labels) == 10 and len(mis) == 5
+            assert all((lab.evidence_start, lab.evidence_end) == want for lab in mis), [
+                (lab.evidence_start, lab.evidence_end) for lab in mis
+            ]
+        doc = ag.agreement(eng, SYSTEM, n_boot=0)
+        a, b = len("if n == 3:"), line3_end - line2
+        assert doc["spans"]["items"] == 5 and doc["spans"]["span_f1"] == pytest.approx(2 * a / (a + b))
+    finally:
+        for p in pages.values():
+            p.context.close()

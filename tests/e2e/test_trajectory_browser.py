@@ -1,0 +1,82 @@
+"""End-to-end (issue 21): an R-Judge agent trajectory opens on the drill-down in real Chromium as a
+numbered conversation (one ``li.am-step`` per step), with hostile step text inert."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import app_seed
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, raw_dir):
+    from automonitor.hashing import content_hash, sha256_text
+    from automonitor.sources import rjudge
+    from store import get_engine, init_db, session_scope
+    from store.models import Prediction, Sample
+
+    res = rjudge.load(Path(raw_dir))
+    if not res.pairs:
+        pytest.skip("rjudge (optional source) not in the raw dir")
+    pair = res.pairs[0]
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e_traj') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    info = app_seed.seed_store(eng, pairs_per_cell=1, runs=1)
+    ids = {}
+    with session_scope(eng) as s:
+        for lab, text, meta in (
+            ("misbehavior", pair.misbehavior, pair.mis_meta),
+            ("benign", pair.benign, pair.ben_meta),
+        ):
+            sid = f"s_rjudge_{lab[0]}"
+            ids[lab] = sid
+            s.add(
+                Sample(
+                    id=sid,
+                    pair_id=pair.pair_id,
+                    category=pair.category,
+                    task=pair.task,
+                    label=lab,
+                    request=pair.request,
+                    response=text,
+                    source="rjudge",
+                    split="test",
+                    request_hash=sha256_text(pair.request),
+                    response_hash=sha256_text(text),
+                    content_hash=content_hash(pair.request, text, lab),
+                    meta=dict(meta),
+                )
+            )
+        s.flush()
+        for lab, sid in ids.items():
+            s.add(Prediction(run_id=info["run_ids"][0], sample_id=sid, outcome="misbehavior", evidence=[]))
+    yield {"url": url, "engine": eng, "ids": ids, "pair": pair, **info}
+    eng.dispose()
+
+
+def test_rjudge_sample_renders_as_numbered_steps(browser, store, app_factory, e2e):
+    from automonitor.trajectory import step_ranges
+
+    server = app_factory(store["url"])
+    page = e2e.new_page(browser)
+    try:
+        sid = store["ids"]["misbehavior"]
+        page.goto(f"{server.url}/drilldown?run={store['run_ids'][0]}&sample={sid}")
+        e2e.wait_app(page)
+        page.wait_for_selector("li.am-step", timeout=60_000)
+        steps = page.locator("li.am-step")
+        n = len(step_ranges(store["pair"].misbehavior))
+        assert steps.count() == n >= 2
+        heads = page.locator(".am-step-head").all_inner_texts()
+        assert heads[0].startswith("Step 1") and heads[-1].startswith(f"Step {n}")
+        assert [steps.nth(i).get_attribute("data-step") for i in range(n)] == [str(i + 1) for i in range(n)]
+        body = page.locator(".am-step-body").first.inner_text()
+        assert body.strip().startswith(("Thought:", "Action:", "Observation:", "User:", "Agent:"))
+        assert not page.dialogs
+        e2e.shot(page, "trajectory-rjudge-steps")
+    finally:
+        page.context.close()
