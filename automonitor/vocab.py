@@ -41,3 +41,15 @@ PAPER_QUOTAS: dict[str, int] = {
     "sycophancy_bias": 962,
     "specification_gaming": 876,
 }
+
+# A candidate copy of a paper test pair has its own pair id ``cand:<pair_id of the original>``
+# (automonitor.build.selection); the copy and its original are the same texts by construction.
+CANDIDATE_COPY_PREFIX = "cand:"
+
+
+def copied_from(pair_id: str) -> str | None:
+    """The pair id a candidate copy was made from (``"cand:hh_rlhf:7"`` -> ``"hh_rlhf:7"``), or
+    ``None`` for a pair that is not such a copy."""
+    if pair_id.startswith(CANDIDATE_COPY_PREFIX):
+        return pair_id[len(CANDIDATE_COPY_PREFIX) :]
+    return None

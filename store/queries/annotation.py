@@ -352,18 +352,37 @@ def candidate_details(session: Session) -> dict[str, dict[str, Any]]:
     return {r.id: dict(r._mapping) for r in session.execute(q)}
 
 
-def samples_with_status(session: Session, status: str) -> list[Sample]:
-    """The samples with ``status`` (e.g. ``candidate``, ``rejected``) as ORM objects, by pair then id."""
+def samples_with_status(session: Session, status: str, *, for_update: bool = False) -> list[Sample]:
+    """The samples with ``status`` (e.g. ``candidate``, ``rejected``) as ORM objects, by pair then id.
+
+    ``for_update``: lock the rows until the transaction ends (``SELECT ... FOR UPDATE`` on PostgreSQL:
+    a concurrent locker waits, then reads only the rows that still have ``status``; SQLite has no row
+    locks: there the caller holds the write lock, :func:`store.queries.locks.begin_write`)."""
     q = sa.select(Sample).where(col(Sample.status) == status).order_by(col(Sample.pair_id), col(Sample.id))
+    if for_update:
+        q = q.with_for_update()
     return list(session.execute(q).scalars())
 
 
-def gold_hashes(session: Session) -> dict[tuple[str, str], str]:
-    """``{(request_hash, response_hash): sample_id}`` of the gold samples (duplicate check)."""
-    q = sa.select(col(Sample.id), col(Sample.request_hash), col(Sample.response_hash)).where(
-        col(Sample.status) == "gold"
+def lock_sample(session: Session, sample_id: str) -> Sample | None:
+    """The sample ``sample_id`` read with a row lock held until the transaction ends (``FOR UPDATE`` on
+    PostgreSQL; fresh from the database, not the session's identity map), or ``None``."""
+    q = sa.select(Sample).where(col(Sample.id) == sample_id).with_for_update().execution_options(populate_existing=True)
+    return session.execute(q).scalars().first()
+
+
+def gold_hashes(session: Session) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """``{(request_hash, response_hash): [(sample_id, pair_id), ...]}`` of the gold samples (the
+    duplicate check of finalising), ordered by sample id."""
+    q = (
+        sa.select(col(Sample.id), col(Sample.pair_id), col(Sample.request_hash), col(Sample.response_hash))
+        .where(col(Sample.status) == "gold")
+        .order_by(col(Sample.id))
     )
-    return {(rq, rs): sid for sid, rq, rs in session.execute(q)}
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for sid, pid, rq, rs in session.execute(q):
+        out.setdefault((rq, rs), []).append((sid, pid))
+    return out
 
 
 def set_adjudication_split(session: Session, adjudication_id: int, split: str | None) -> None:
