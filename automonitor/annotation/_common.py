@@ -161,13 +161,13 @@ def _label_from_row(r: dict[str, Any]) -> Label:
     )
 
 
-def _own_assignment(s: Session, actor: Account, sample_id: str) -> Assignment:
-    """The actor's own assignment of ``sample_id``.
+def _own_assignment(s: Session, actor: Account, sample_id: str, *, for_update: bool = False) -> Assignment:
+    """The actor's own assignment of ``sample_id`` (``for_update``: its row locked, PostgreSQL).
 
     Raises:
         PermissionDenied: the item is not assigned to the actor.
     """
-    a = store.find_assignment(s, actor.id, sample_id)
+    a = store.find_assignment(s, actor.id, sample_id, for_update=for_update)
     if a is None:
         raise PermissionDenied(f"item {sample_id!r} is not assigned to {actor.name}")
     return a
