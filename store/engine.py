@@ -17,6 +17,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
+from store.queries.locks import named_lock
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
@@ -78,11 +80,15 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def init_db(engine: Engine | None = None) -> Engine:
-    """Create or upgrade the schema to the newest Alembic revision (idempotent). Returns the engine."""
+    """Create or upgrade the schema to the newest Alembic revision (idempotent). Returns the engine.
+
+    Concurrent callers (two commands opening a new store at once) are serialised by a store-wide lock
+    (:func:`store.queries.locks.named_lock`), so the second waits and then finds the schema current."""
     from alembic import command
 
     engine = engine or get_engine()
-    command.upgrade(alembic_config(engine), "head")
+    with named_lock(engine, "migrate"):
+        command.upgrade(alembic_config(engine), "head")
     return engine
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -103,3 +104,29 @@ def release_named_lock(lock: NamedLock) -> None:
         finally:
             lock.file.close()
             lock.file = None
+
+
+@contextmanager
+def named_lock(engine: Engine, name: str) -> Iterator[None]:
+    """Hold the store-wide lock ``name`` for the ``with`` block, WAITING for another holder (unlike
+    :func:`try_named_lock`): PostgreSQL ``pg_advisory_lock`` on its own connection, a blocking
+    ``flock`` beside a SQLite database."""
+    if engine.dialect.name == "postgresql":
+        conn = engine.connect()
+        try:
+            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _key(name)})
+            conn.commit()
+            yield
+        finally:
+            try:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _key(name)})
+                conn.commit()
+            finally:
+                conn.close()
+        return
+    with open(_lock_file(engine, name), "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
