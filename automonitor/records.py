@@ -531,13 +531,36 @@ def read_records(
     return fmt, records
 
 
+MAX_IMPORT_MB_DEFAULT = 256  # an import file larger than this is refused (``AUTOMONITOR_MAX_IMPORT_MB``)
+
+
+def max_import_bytes() -> int:
+    """The largest import file accepted, in bytes: ``$AUTOMONITOR_MAX_IMPORT_MB`` (a positive number of
+    MiB) or :data:`MAX_IMPORT_MB_DEFAULT`. Importers hold a file's records in memory (about 6x its size
+    at peak), so the limit bounds an import's memory; split larger files."""
+    raw = os.environ.get("AUTOMONITOR_MAX_IMPORT_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else MAX_IMPORT_MB_DEFAULT
+    except ValueError:
+        mb = MAX_IMPORT_MB_DEFAULT
+    return int((mb if mb > 0 else MAX_IMPORT_MB_DEFAULT) * 2**20)
+
+
 def read_file_bytes(path: str | os.PathLike) -> bytes:
-    """The file's bytes; ``InputError`` (``file`` set) when it does not exist or is not a readable file."""
+    """The file's bytes; ``InputError`` (``file`` set) when it does not exist, is not a readable file, or
+    is larger than :func:`max_import_bytes` (checked before reading)."""
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", file=str(path))
     if not p.is_file():
         raise InputError("not a regular file", file=str(path))
+    size, limit = p.stat().st_size, max_import_bytes()
+    if size > limit:
+        raise InputError(
+            f"the file is {size / 2**20:.3g} MiB, over the import limit of {limit / 2**20:g} MiB "
+            f"(AUTOMONITOR_MAX_IMPORT_MB); split it into smaller files",
+            file=str(path),
+        )
     try:
         return p.read_bytes()
     except OSError as exc:

@@ -5,7 +5,6 @@ needs root to mount, else skipped) and a real closed PostgreSQL port."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import uuid
