@@ -30,6 +30,12 @@ class InputError(ValueError):
         return ": ".join([", ".join(where), self.message]) if where else self.message
 
 
+class ChangedElsewhere(InputError):
+    """A write found its target changed by somebody else since it was read (e.g. a label save racing
+    an import or the annotator's own batch submit in another tab): nothing was written. The stored
+    state wins; the caller should show it again."""
+
+
 class PermissionDenied(PermissionError):
     """The acting user's role does not allow the operation (enforced in core/store, not only in the UI)."""
 

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from automonitor import records, vocab
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
-from automonitor.records import Problems, RawRecord, read_file_bytes
+from automonitor.records import Problems, RawRecord, check_csv_mode, csv_cell_out, read_file_bytes
 from automonitor.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate
 from automonitor.spans import GoldSpan, SpanError, validate_spans
 
@@ -107,7 +107,7 @@ def detect_format(name: str, data: bytes | None = None, fmt: str | None = None) 
 
 
 def read_records(
-    data: bytes, file: str, fmt: str | None = None, *, max_errors: int = 10
+    data: bytes, file: str, fmt: str | None = None, *, max_errors: int = 10, csv_mode: str = "safe"
 ) -> tuple[str, list[RawRecord]]:
     """Parse a pair file's bytes into raw records (no field validation yet; :mod:`automonitor.records`).
 
@@ -120,7 +120,14 @@ def read_records(
     if fmt != "parquet" and not body.strip():
         raise InputError("the file is empty: no samples", file=file, line=1)
     fmt, raw = records.read_records(
-        data, file, fmt, columns=FIELDS, required=REQUIRED, undecodable="keep", max_errors=max_errors
+        data,
+        file,
+        fmt,
+        columns=FIELDS,
+        required=REQUIRED,
+        undecodable="keep",
+        max_errors=max_errors,
+        csv_mode=csv_mode,
     )
     if not raw:
         raise InputError("the file has no samples", file=file, line=1 if fmt != "csv" else 2)
@@ -270,11 +277,18 @@ def group_pairs(records: Iterable[PairRecord]) -> dict[str, list[PairRecord]]:
 
 
 def parse_pairs(
-    data: bytes, file: str, fmt: str | None = None, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
+    data: bytes,
+    file: str,
+    fmt: str | None = None,
+    *,
+    default_source: str = DEFAULT_SOURCE,
+    max_errors: int = 10,
+    csv_mode: str = "safe",
 ) -> tuple[str, list[PairRecord]]:
     """Read and validate a whole pair file held in memory (e.g. an upload). Returns
-    ``(format, records)``; raises ``InputError`` (see ``read_records`` and ``validate_records``)."""
-    fmt, raw = read_records(data, file, fmt, max_errors=max_errors)
+    ``(format, records)``; raises ``InputError`` (see ``read_records`` and ``validate_records``).
+    ``csv_mode``: how a CSV file's cells were written (``safe``, the export default, or ``exact``)."""
+    fmt, raw = read_records(data, file, fmt, max_errors=max_errors, csv_mode=csv_mode)
     return fmt, validate_records(raw, file, default_source=default_source, max_errors=max_errors)
 
 
@@ -424,6 +438,7 @@ def prepare_import(
     default_source: str = DEFAULT_SOURCE,
     max_errors: int = 10,
     strict: bool = False,
+    csv_mode: str = "safe",
 ) -> ImportPlan:
     """Read and validate a pair file (``path``, or ``data`` bytes named ``name``) without a store.
 
@@ -431,6 +446,7 @@ def prepare_import(
     ``as_candidates=True`` gives ``status='candidate'``, ``split=None``. Raises ``InputError`` for any
     bad input (see module doc) or a bad ``split``/``as_candidates``/``default_source``. ``strict``: a
     pair that duplicates another (``find_duplicates``) is an error at apply time instead of skipped.
+    ``csv_mode``: how a CSV file's cells were written (``safe``, the export default, or ``exact``).
     """
     if path is not None:
         file = str(path)
@@ -450,7 +466,7 @@ def prepare_import(
         status = "gold"
     if not default_source or not norm_text(default_source) or len(default_source) > MAX_LEN["source"]:
         raise InputError(f"the default source must be 1-{MAX_LEN['source']} characters", field="--source")
-    fmt, records = parse_pairs(data, file, fmt, default_source=default_source, max_errors=max_errors)
+    fmt, records = parse_pairs(data, file, fmt, default_source=default_source, max_errors=max_errors, csv_mode=csv_mode)
     return ImportPlan(
         file=file, format=fmt, records=records, status=status, split=split, max_errors=max_errors, strict=strict
     )
@@ -667,15 +683,19 @@ def fetch_pair_rows(
     return rows
 
 
-def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | None = None) -> str:
+def write_pairs(
+    rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | None = None, *, csv_mode: str = "safe"
+) -> str:
     """Write pair-file rows to ``path`` (atomically: temp file, then rename). Returns the format.
 
     JSONL: one object per line, UTF-8, non-ASCII kept. CSV: header ``FIELDS``, RFC 4180 quoting, ``meta``
-    as a JSON string. Parquet (pyarrow): string columns, ``meta`` as a JSON string. Raises ``InputError``
+    as a JSON string; ``csv_mode`` ``safe`` (default: a cell that would start a spreadsheet formula gets a
+    leading ``'``, :func:`automonitor.records.csv_cell_out`, removed again on import) or ``exact``. Parquet (pyarrow): string columns, ``meta`` as a JSON string. Raises ``InputError``
     for an unknown format or a missing directory.
     """
     path = Path(path)
     fmt = detect_format(str(path), None, fmt)
+    check_csv_mode(csv_mode)
     if not path.parent.exists():
         raise InputError("the directory does not exist", file=str(path))
     fields = FIELDS if any(r.get("spans") for r in rows) else tuple(k for k in FIELDS if k != "spans")
@@ -688,10 +708,10 @@ def write_pairs(rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | 
                     fh.write(json.dumps({k: r.get(k) for k in keys}, ensure_ascii=False) + "\n")
         elif fmt == "csv":
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                w = csv.writer(fh, lineterminator="\n")
+                w = csv.writer(fh, lineterminator="\r\n")  # RFC 4180; a bare CR in a cell is then quoted
                 w.writerow(fields)
                 for r in rows:
-                    w.writerow([_cell(r, k) for k in fields])
+                    w.writerow([csv_cell_out(_cell(r, k), csv_mode) for k in fields])
         else:
             os.close(fd)
             import pyarrow as pa
@@ -740,15 +760,17 @@ def export_pairs(
     status: str = "gold",
     edition: str | None = None,
     label_source: str | None = None,
+    csv_mode: str = "safe",
 ) -> dict[str, Any]:
     """Export stored samples to a pair file. Returns ``{"file", "format", "rows", "pairs", "split",
-    "status"}``. See ``fetch_pair_rows`` for the filters and ``write_pairs`` for the formats."""
+    "status"}``. See ``fetch_pair_rows`` for the filters and ``write_pairs`` for the formats and
+    ``csv_mode``."""
     from store import session_scope
 
     check_export_options(path, fmt=fmt, split=split, status=status)  # fail before touching the store
     with session_scope(engine) as session:
         rows = fetch_pair_rows(session, split=split, status=status, edition=edition, label_source=label_source)
-    fmt = write_pairs(rows, path, fmt)
+    fmt = write_pairs(rows, path, fmt, csv_mode=csv_mode)
     return {
         "file": str(path),
         "format": fmt,

@@ -45,6 +45,39 @@ EXTENSIONS: dict[str, str] = {
 }
 _ALIASES = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}
 
+# Spreadsheet formula injection (OWASP "CSV injection"): a cell starting with one of these is run as a
+# formula by Excel / LibreOffice / Google Sheets. Spreadsheet-bound CSV ("safe", the default of every CSV
+# export) prefixes such a cell, and a cell starting with ``'`` followed by one of them or by ``'``, with
+# one ``'``; :func:`csv_cell_in` (applied by the CSV reader to every cell) removes exactly that prefix,
+# so a safe file reads back losslessly. "exact" CSV writes cells verbatim (for other tools); it reads
+# back losslessly too, except a text that itself starts with ``'`` followed by one of these characters.
+FORMULA_START: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+CSV_MODES: tuple[str, ...] = ("safe", "exact")
+
+
+def csv_cell_out(value: Any, mode: str = "safe") -> Any:
+    """A CSV cell as written in ``mode`` (``safe``: neutralised with a leading ``'`` when it would start
+    a formula; ``exact``: as is). Non-text values are returned unchanged."""
+    if mode == "safe" and isinstance(value, str) and value:
+        if value[0] in FORMULA_START or (value[0] == "'" and len(value) > 1 and value[1] in (*FORMULA_START, "'")):
+            return "'" + value
+    return value
+
+
+def csv_cell_in(value: str) -> str:
+    """The text of a CSV cell written by :func:`csv_cell_out` (either mode): one leading ``'`` removed
+    when it is followed by a formula character or another ``'``."""
+    if len(value) > 1 and value[0] == "'" and value[1] in (*FORMULA_START, "'"):
+        return value[1:]
+    return value
+
+
+def check_csv_mode(mode: str) -> str:
+    """``mode`` when it is one of :data:`CSV_MODES`; else ``InputError`` (field ``--csv-mode``)."""
+    if mode not in CSV_MODES:
+        raise InputError(f"must be one of {', '.join(CSV_MODES)}, got {mode!r}", field="--csv-mode")
+    return mode
+
 
 @dataclass
 class RawRecord:
@@ -56,16 +89,25 @@ class RawRecord:
     text_cells: bool = False
 
 
+KEPT_PROBLEMS = 100  # problems kept with their text; the rest of a bad file's problems are only counted
+
+
 class Problems:
     """Collects located problems of one file; ``raise_if_any`` raises the first as an ``InputError``
-    whose message also lists up to ``limit`` of them and whose ``problems`` attribute holds them all."""
+    whose message also lists up to ``limit`` of them and whose ``problems`` attribute holds the first
+    :data:`KEPT_PROBLEMS` (``total`` counts them all: a file with a million bad rows costs a counter,
+    not a million error objects)."""
 
     def __init__(self, file: str, limit: int = 10):
         self.file, self.limit = file, max(1, int(limit))
         self.items: list[InputError] = []
+        self.total = 0
 
     def add(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
         """Record a problem at ``line``/``field`` (undecodable bytes in the text are shown as escapes)."""
+        self.total += 1
+        if len(self.items) >= max(self.limit, KEPT_PROBLEMS):
+            return
         clean = lambda t: t.encode("utf-8", "backslashreplace").decode("utf-8")  # noqa: E731
         self.items.append(
             InputError(clean(message), file=self.file, line=line, field=None if field is None else clean(field))
@@ -75,15 +117,15 @@ class Problems:
         return bool(self.items)
 
     def raise_if_any(self) -> None:
-        """Raise ``InputError`` at the first problem, if there is any."""
+        """Raise ``InputError`` at the first problem, if there is any: "first N problems, M more"."""
         if not self.items:
             return
         first = self.items[0]
         msg = first.message
-        if len(self.items) > 1:
+        if self.total > 1:
             shown = self.items[1 : self.limit]
-            more = len(self.items) - 1 - len(shown)
-            msg += f"\n  ({len(self.items) - 1} more problem{'s' if len(self.items) > 2 else ''})"
+            more = self.total - 1 - len(shown)
+            msg += f"\n  ({self.total - 1} more problem{'s' if self.total > 2 else ''})"
             msg += "".join(f"\n  also: {p}" for p in shown)
             if more > 0:
                 msg += f"\n  ... and {more} more"
@@ -351,8 +393,10 @@ def read_csv(
     required: Collection[str] = (),
     undecodable: str = "raise",
     skip_blank_rows: bool = False,
+    csv_mode: str = "safe",
 ) -> list[RawRecord]:
-    """Records of CSV bytes (no BOM) with a header row; problems go to ``problems``.
+    """Records of CSV bytes (no BOM) with a header row; problems go to ``problems``. ``csv_mode``:
+    ``safe`` (cells as :func:`csv_cell_out` wrote them: the neutralising ``'`` removed) or ``exact``.
 
     ``columns``: the allowed column names (None = any); ``required``: columns the header must have (their
     empty cells are kept as ``""``). ``skip_blank_rows``: also skip rows whose cells are all blank.
@@ -392,7 +436,9 @@ def read_csv(
             where = f" (starts at physical line {start_phys})" if start_phys != record else ""
             problems.add(f"has {len(values)} fields but the header has {len(header)}{where}", line=record)
             continue
-        cells = _csv_cells(header, values, record, problems, required=required, undecodable=undecodable)
+        cells = _csv_cells(
+            header, values, record, problems, required=required, undecodable=undecodable, csv_mode=csv_mode
+        )
         if cells is not None:
             out.append(RawRecord(record, cells, text_cells=True))
     return out
@@ -406,6 +452,7 @@ def _csv_cells(
     *,
     required: Collection[str],
     undecodable: str,
+    csv_mode: str = "safe",
 ) -> dict[str, Any] | None:
     """``{column: cell}`` of one CSV row (an empty cell of a column not in ``required`` left out), or None
     after adding a problem when a cell is not UTF-8 text and ``undecodable`` is ``"raise"``."""
@@ -416,7 +463,7 @@ def _csv_cells(
             return None
         if value == "" and column not in required:
             continue  # an empty optional cell is an absent value
-        cells[column] = value
+        cells[column] = csv_cell_in(value) if csv_mode == "safe" else value
     return cells
 
 
@@ -452,6 +499,7 @@ def read_records(
     undecodable: str = "raise",
     skip_blank_rows: bool = False,
     max_errors: int = 10,
+    csv_mode: str = "safe",
 ) -> tuple[str, list[RawRecord]]:
     """Parse a record file's bytes (format: :func:`detect_format`) into raw records, no field validation.
 
@@ -459,7 +507,9 @@ def read_records(
     Raises ``InputError`` for malformed JSON or CSV (see the module doc), a JSONL line that is not an
     object, a CSV/Parquet header with unknown (outside ``columns``), duplicate or missing (``required``)
     columns, a CSV row with the wrong field count, or undecodable bytes (per ``undecodable``).
+    ``csv_mode``: how CSV cells were written (:data:`CSV_MODES`; see :func:`csv_cell_in`).
     """
+    check_csv_mode(csv_mode)
     fmt = detect_format(file, data, fmt, formats)
     body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
     problems = Problems(file, max_errors)
@@ -467,7 +517,13 @@ def read_records(
         records = read_jsonl(body, problems, undecodable=undecodable)
     elif fmt == "csv":
         records = read_csv(
-            body, problems, columns=columns, required=required, undecodable=undecodable, skip_blank_rows=skip_blank_rows
+            body,
+            problems,
+            columns=columns,
+            required=required,
+            undecodable=undecodable,
+            skip_blank_rows=skip_blank_rows,
+            csv_mode=csv_mode,
         )
     else:
         records = read_parquet(data, problems, columns=columns, required=required)
@@ -475,13 +531,36 @@ def read_records(
     return fmt, records
 
 
+MAX_IMPORT_MB_DEFAULT = 256  # an import file larger than this is refused (``AUTOMONITOR_MAX_IMPORT_MB``)
+
+
+def max_import_bytes() -> int:
+    """The largest import file accepted, in bytes: ``$AUTOMONITOR_MAX_IMPORT_MB`` (a positive number of
+    MiB) or :data:`MAX_IMPORT_MB_DEFAULT`. Importers hold a file's records in memory (about 6x its size
+    at peak), so the limit bounds an import's memory; split larger files."""
+    raw = os.environ.get("AUTOMONITOR_MAX_IMPORT_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else MAX_IMPORT_MB_DEFAULT
+    except ValueError:
+        mb = MAX_IMPORT_MB_DEFAULT
+    return int((mb if mb > 0 else MAX_IMPORT_MB_DEFAULT) * 2**20)
+
+
 def read_file_bytes(path: str | os.PathLike) -> bytes:
-    """The file's bytes; ``InputError`` (``file`` set) when it does not exist or is not a readable file."""
+    """The file's bytes; ``InputError`` (``file`` set) when it does not exist, is not a readable file, or
+    is larger than :func:`max_import_bytes` (checked before reading)."""
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", file=str(path))
     if not p.is_file():
         raise InputError("not a regular file", file=str(path))
+    size, limit = p.stat().st_size, max_import_bytes()
+    if size > limit:
+        raise InputError(
+            f"the file is {size / 2**20:.3g} MiB, over the import limit of {limit / 2**20:g} MiB "
+            f"(AUTOMONITOR_MAX_IMPORT_MB); split it into smaller files",
+            file=str(path),
+        )
     try:
         return p.read_bytes()
     except OSError as exc:

@@ -45,3 +45,15 @@ PAPER_QUOTAS: dict[str, int] = {
 #: Provenance of a gold span (issue 21): derived from a patch pair's diff, from the static screen, or
 #: from annotators (pair files, adjudication).
 SPAN_PROVENANCES: tuple[str, ...] = ("from_patch", "from_screen", "annotated")
+
+# A candidate copy of a paper test pair has its own pair id ``cand:<pair_id of the original>``
+# (automonitor.build.selection); the copy and its original are the same texts by construction.
+CANDIDATE_COPY_PREFIX = "cand:"
+
+
+def copied_from(pair_id: str) -> str | None:
+    """The pair id a candidate copy was made from (``"cand:hh_rlhf:7"`` -> ``"hh_rlhf:7"``), or
+    ``None`` for a pair that is not such a copy."""
+    if pair_id.startswith(CANDIDATE_COPY_PREFIX):
+        return pair_id[len(CANDIDATE_COPY_PREFIX) :]
+    return None

@@ -120,13 +120,84 @@ def _cli_figures(res: dict, src: Path) -> None:
     res["cli_reimport_s"] = dt
 
 
+def _peak_rss_mb(args: list[str], url: str) -> tuple[int, float]:
+    """``(exit code, peak RSS in MB)`` of one ``automonitor`` CLI process (``ru_maxrss`` of the child)."""
+    import resource
+
+    env = {**os.environ, "AUTOMONITOR_DB": url, "PYTHONPATH": str(REPO)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    code = subprocess.run(
+        [str(Path(sys.executable).parent / "automonitor"), *args], env=env, capture_output=True
+    ).returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return code, max(before, after) / 1024  # ru_maxrss is in KiB on Linux
+
+
+def bench_memory(mb: float) -> dict:
+    """Peak RSS of ``automonitor import`` on a valid pair file of about ``mb`` MB and of ``import-predictions``
+    on a predictions file of about ``mb`` MB whose every row is bad (issue 22 item 8), each in a fresh
+    process and SQLite store. Note: ``ru_maxrss`` of children is a high-water mark over all children, so
+    the two are measured in separate helper processes."""
+    out: dict = {"target_mb": mb}
+    with tempfile.TemporaryDirectory(prefix="bench_import_mem_") as d:
+        tmp = Path(d)
+        pairs, preds = tmp / "pairs.jsonl", tmp / "preds.jsonl"
+        pad = "lorem ipsum " * 80
+        with pairs.open("w", encoding="utf-8") as fh:
+            i = 0
+            while fh.tell() < mb * 1e6:
+                req = f"request {i} {pad}"
+                for lab in ("misbehavior", "benign"):
+                    fh.write(
+                        json.dumps(
+                            {
+                                "pair_id": f"m{i}",
+                                "category": "sycophancy_bias",
+                                "task": "qa",
+                                "request": req,
+                                "response": f"{lab} {i} {pad}",
+                                "label": lab,
+                            }
+                        )
+                        + "\n"
+                    )
+                i += 1
+        with preds.open("w", encoding="utf-8") as fh:
+            i = 0
+            while fh.tell() < mb * 1e6:
+                fh.write(json.dumps({"sample_id": f"s{i}", "outcome": "perhaps"}) + "\n")
+                i += 1
+        for key, path, args in (
+            ("pair_import", pairs, ["import", str(pairs)]),
+            ("bad_predictions_import", preds, ["predictions", "import", str(preds), "--monitor", "imported:bench"]),
+        ):
+            url = f"sqlite:///{tmp / (key + '.db')}"
+            init_db(get_engine(url, fresh=True))
+            helper = subprocess.run(
+                [sys.executable, __file__, "--_rss", url, "--", *args], capture_output=True, text=True
+            )
+            code, rss = json.loads(helper.stdout)
+            out[key] = {"file_mb": round(path.stat().st_size / 1e6, 1), "exit": code, "peak_rss_mb": round(rss, 1)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and len(sys.argv) > 2 and sys.argv[1] == "--_rss":  # helper: one child, its peak RSS
+        rest = sys.argv[sys.argv.index("--") + 1 :]
+        print(json.dumps(_peak_rss_mb(rest, sys.argv[2])))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=1505)
     ap.add_argument("--no-postgres", action="store_true")
     ap.add_argument("--from-store", metavar="URL", help="export the test split of this store as the input")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--memory", type=float, metavar="MB", help="only measure peak RSS of importing files of about MB megabytes"
+    )
     args = ap.parse_args(argv)
+    if args.memory:
+        print(json.dumps(bench_memory(args.memory), indent=2))
+        return 0
 
     import sqlalchemy as sa
 

@@ -15,7 +15,7 @@ from pages import _common as ui
 from pages import _spans_ui
 
 from automonitor import annotation as ann
-from automonitor.errors import InputError, PermissionDenied
+from automonitor.errors import ChangedElsewhere, InputError, PermissionDenied
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, CATEGORY_NAMES
 
 PAGE = "label"
@@ -147,6 +147,13 @@ def _save(sid: str, response: str, k: str, position: int) -> None:
     except (InputError, PermissionDenied) as exc:
         msg = exc.message if isinstance(exc, InputError) else str(exc)
         st.session_state[f"{PAGE}.flash"] = ("error", f"Not saved: {msg}")
+        if isinstance(exc, ChangedElsewhere):  # the form shows the stored label again, not the unsaved one
+            got = ann.get_item(engine, account, sid).label
+            st.session_state[f"{k}.label"] = got.label if got else None
+            st.session_state[f"{k}.category"] = got.category if got else None
+            st.session_state[f"{k}.severity"] = got.severity if got else None
+            st.session_state[f"{k}.evidence"] = (got.evidence_text or "") if got else ""
+            st.session_state[f"{k}.note"] = (got.note or "") if got else ""
         return
     st.session_state[SHOWN] = (sid, time.monotonic())
     st.session_state[f"{PAGE}.flash"] = ("success", f"Saved item {position}: {LABEL_NAMES[label]}.")

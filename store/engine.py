@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, create_engine
+
+from store.queries.locks import named_lock
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -78,11 +80,15 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def init_db(engine: Engine | None = None) -> Engine:
-    """Create or upgrade the schema to the newest Alembic revision (idempotent). Returns the engine."""
+    """Create or upgrade the schema to the newest Alembic revision (idempotent). Returns the engine.
+
+    Concurrent callers (two commands opening a new store at once) are serialised by a store-wide lock
+    (:func:`store.queries.locks.named_lock`), so the second waits and then finds the schema current."""
     from alembic import command
 
     engine = engine or get_engine()
-    command.upgrade(alembic_config(engine), "head")
+    with named_lock(engine, "migrate"):
+        command.upgrade(alembic_config(engine), "head")
     return engine
 
 
@@ -98,3 +104,42 @@ def session_scope(engine: Engine | None = None) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def describe_db_error(exc: BaseException, url: str | None = None) -> str:
+    """One clear line for a database error (``sqlalchemy.exc.SQLAlchemyError``), for the CLI and pages:
+    never the SQL statement, its parameters (row data) or the server's DETAIL line; the store URL, if
+    given, without its password.
+
+    Kinds: the disk is full; the database cannot be reached (or the connection dropped); the store is
+    locked by another writer; a constraint refused the write; else the driver's first message line."""
+    orig = getattr(exc, "orig", None) or exc
+    first = (str(orig).strip().splitlines() or [type(orig).__name__])[0][:240]
+    low = str(orig).lower()
+    where = ""
+    if url:
+        try:
+            where = f" ({make_url(url).render_as_string(hide_password=True)})"
+        except Exception:  # noqa: BLE001 - a malformed URL is named by the connection error itself
+            where = ""
+    if any(s in low for s in ("disk is full", "no space left", "could not extend file", "disk full")):
+        return f"the store ran out of disk space{where}; nothing of this operation was written"
+    if any(
+        s in low
+        for s in (
+            "connection refused",
+            "could not connect",
+            "connection failed",
+            "server closed the connection",
+            "terminating connection",
+            "connection is closed",
+            "unable to open database file",
+            "could not translate host name",
+        )
+    ):
+        return f"cannot reach the store database{where}: {first}"
+    if "database is locked" in low or "could not obtain lock" in low:
+        return f"the store is locked by another writer{where}; try again"
+    if type(exc).__name__ == "IntegrityError":
+        return f"the store refused the write (a database constraint): {first}"
+    return f"database error{where}: {type(orig).__name__}: {first}"

@@ -496,8 +496,10 @@ def _read_export(path: Path) -> list[dict]:
     if path.suffix == ".jsonl":
         return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
     if path.suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        from automonitor.records import csv_cell_in
+
+        with path.open(encoding="utf-8", newline="") as fh:  # spreadsheet-safe cells: the ' prefix removed
+            rows = [{k: csv_cell_in(v) for k, v in r.items()} for r in csv.DictReader(fh)]
     else:
         import pandas as pd
 

@@ -19,6 +19,7 @@ from store import session_scope
 from store.models import Assignment
 from store.queries import annotation as store
 from store.queries.annotation import as_utc_iso
+from store.queries.locks import begin_write
 
 GUIDELINE_VERSION = "v1"
 GUIDELINES = """\
@@ -53,9 +54,13 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
-def _transaction(engine: Engine, fn: Callable[[Session], T]) -> T:
+def _transaction(engine: Engine, fn: Callable[[Session], T], *, write_lock: bool = False) -> T:
     """Run ``fn(session)`` in one transaction, retrying the whole transaction on transient
-    conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert)."""
+    conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert).
+
+    ``write_lock``: the transaction is a writer from its first read (SQLite ``BEGIN IMMEDIATE``,
+    :func:`store.queries.locks.begin_write`), for work that decides on what it reads; on PostgreSQL
+    ``fn`` locks the rows it decides on itself (``FOR UPDATE``)."""
 
     @retry(
         retry=retry_if_exception(_is_transient),
@@ -65,6 +70,8 @@ def _transaction(engine: Engine, fn: Callable[[Session], T]) -> T:
     )
     def attempt() -> T:
         with session_scope(engine) as s:
+            if write_lock:
+                begin_write(s)
             return fn(s)
 
     return attempt()
@@ -154,13 +161,13 @@ def _label_from_row(r: dict[str, Any]) -> Label:
     )
 
 
-def _own_assignment(s: Session, actor: Account, sample_id: str) -> Assignment:
-    """The actor's own assignment of ``sample_id``.
+def _own_assignment(s: Session, actor: Account, sample_id: str, *, for_update: bool = False) -> Assignment:
+    """The actor's own assignment of ``sample_id`` (``for_update``: its row locked, PostgreSQL).
 
     Raises:
         PermissionDenied: the item is not assigned to the actor.
     """
-    a = store.find_assignment(s, actor.id, sample_id)
+    a = store.find_assignment(s, actor.id, sample_id, for_update=for_update)
     if a is None:
         raise PermissionDenied(f"item {sample_id!r} is not assigned to {actor.name}")
     return a

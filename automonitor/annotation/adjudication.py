@@ -21,7 +21,7 @@ from automonitor.annotation.queries import (
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.spans import GoldSpan, SpanError, validate_spans
 from automonitor.vocab import LABELS
-from store.models import Adjudication, Sample
+from store.models import Adjudication
 from store.queries import annotation as store
 from store.queries import spans as span_queries
 
@@ -173,7 +173,8 @@ def adjudicate(
     """Record an adjudicator's decision on a candidate item (admin only): ``misbehavior`` or
     ``benign`` (the gold label) or ``reject`` (``note`` = the reason, required). A later decision on
     the same item supersedes an earlier one (the history is kept). The pair moves into the gold set
-    only through :func:`finalize_pairs`.
+    only through :func:`finalize_pairs`. The item's row is locked and its status read under the lock
+    (SQLite: the write lock), so a decision racing a finalize either counts in it or is refused.
 
     ``spans`` (issue 21): with ``misbehavior``, the ``(start, end)`` character offsets of where the
     misbehavior is, resolving the annotators' span disagreement (see :func:`proposed_spans`); they
@@ -206,7 +207,7 @@ def adjudicate(
         row = check_actor(s, actor)
         if row is None or row.id is None:
             raise PermissionDenied("adjudication needs a named admin account (it is recorded)")
-        smp = s.get(Sample, sample_id)
+        smp = store.lock_sample(s, sample_id)  # a concurrent finalize waits for this decision, or it for it
         if smp is None:
             raise NotFound(f"no item {sample_id!r}")
         if smp.status != "candidate":
@@ -240,7 +241,7 @@ def adjudicate(
             "guideline_version": gv,
         }
 
-    return _transaction(engine, work)
+    return _transaction(engine, work, write_lock=True)
 
 
 def proposed_spans(labels: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:

@@ -16,7 +16,7 @@ from sqlmodel import Session
 from automonitor import records as record_files
 from automonitor.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
-from automonitor.records import Problems, RawRecord, detect_format, read_file_bytes
+from automonitor.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
 from automonitor.rows import AnnotationRow, validate_one
 from automonitor.annotation._common import GUIDELINE_VERSION, _evidence, _transaction
 from automonitor.annotation.adjudication import adjudication_records
@@ -29,20 +29,26 @@ from store.queries import annotation as store
 _FORMATS = ("jsonl", "csv")
 
 
-def read_records(path: str | Path, fmt: str | None = None) -> list[tuple[int, dict[str, Any]]]:
+def read_records(
+    path: str | Path, fmt: str | None = None, *, csv_mode: str = "safe"
+) -> list[tuple[int, dict[str, Any]]]:
     """``(line, record)`` pairs of a JSONL file (one object a line; blank lines skipped) or a CSV file
     with a header (records counted with the header as line 1; an empty cell is an absent value), read by
     :func:`automonitor.records.read_records` (strict JSON: no NaN, no duplicate keys). The format comes
     from the suffix unless ``fmt``. Raises :class:`InputError` with file and line (and CSV column) on
     unreadable input, including bytes that are not UTF-8."""
     fmt = detect_format(str(path), None, fmt, _FORMATS)
-    _, raw = record_files.read_records(read_file_bytes(path), str(path), fmt, formats=_FORMATS)
+    _, raw = record_files.read_records(read_file_bytes(path), str(path), fmt, formats=_FORMATS, csv_mode=csv_mode)
     return [(r.line, r.data) for r in raw]
 
 
-def records_to_text(records: list[dict[str, Any]], fmt: str, columns: list[str] | None = None) -> str:
+def records_to_text(
+    records: list[dict[str, Any]], fmt: str, columns: list[str] | None = None, *, csv_mode: str = "safe"
+) -> str:
     """Serialise dicts as JSONL (one object a line) or CSV with a header (nested values
-    JSON-encoded, ``None`` as an empty cell). ``columns`` fixes the CSV column order."""
+    JSON-encoded, ``None`` as an empty cell). ``columns`` fixes the CSV column order. ``csv_mode``:
+    ``safe`` (default: cells that would start a spreadsheet formula get a leading ``'``,
+    :func:`automonitor.records.csv_cell_out`) or ``exact`` (verbatim)."""
     if fmt not in ("jsonl", "csv"):
         raise InputError(f"format must be jsonl or csv, not {fmt!r}", field="format")
     if fmt == "jsonl":
@@ -54,7 +60,10 @@ def records_to_text(records: list[dict[str, Any]], fmt: str, columns: list[str] 
     for r in records:
         w.writerow(
             {
-                k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else ("" if v is None else v))
+                k: csv_cell_out(
+                    json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else ("" if v is None else v),
+                    csv_mode,
+                )
                 for k, v in r.items()
             }
         )
@@ -62,13 +71,18 @@ def records_to_text(records: list[dict[str, Any]], fmt: str, columns: list[str] 
 
 
 def write_records(
-    path: str | Path, records: list[dict[str, Any]], fmt: str | None = None, columns: list[str] | None = None
+    path: str | Path,
+    records: list[dict[str, Any]],
+    fmt: str | None = None,
+    columns: list[str] | None = None,
+    *,
+    csv_mode: str = "safe",
 ) -> int:
     """Write dicts to ``path`` as JSONL or CSV (:func:`records_to_text`; format from the suffix
-    unless ``fmt``). Returns the record count."""
+    unless ``fmt``; ``csv_mode`` ``safe`` or ``exact``). Returns the record count."""
     path = Path(path)
     fmt = detect_format(str(path), None, fmt, _FORMATS)
-    text = records_to_text(records, fmt, columns)
+    text = records_to_text(records, fmt, columns, csv_mode=check_csv_mode(csv_mode))
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as f:
         f.write(text)
@@ -100,10 +114,12 @@ ANNOTATION_EXPORT_COLUMNS = [
 ]
 
 
-def export_annotations(engine: Engine, actor: Account, path: str | Path, fmt: str | None = None) -> int:
+def export_annotations(
+    engine: Engine, actor: Account, path: str | Path, fmt: str | None = None, *, csv_mode: str = "safe"
+) -> int:
     """Write every label with provenance (:func:`annotation_records`) to ``path`` as JSONL or CSV
     (from the suffix unless ``fmt``). Admin only. Returns the number of labels written."""
-    return write_records(path, annotation_records(engine, actor), fmt, ANNOTATION_EXPORT_COLUMNS)
+    return write_records(path, annotation_records(engine, actor), fmt, ANNOTATION_EXPORT_COLUMNS, csv_mode=csv_mode)
 
 
 @dataclass(frozen=True)
@@ -120,7 +136,13 @@ class ImportResult:
 
 
 def import_annotations(
-    engine: Engine, actor: Account, path: str | Path, fmt: str | None = None, *, submit: bool = True
+    engine: Engine,
+    actor: Account,
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    submit: bool = True,
+    csv_mode: str = "safe",
 ) -> ImportResult:
     """Import labels from a JSONL or CSV file with columns ``annotator``, ``sample_id``, ``label``
     (``misbehavior|benign|unsure``) and optional ``note``, ``category``, ``severity``,
@@ -134,7 +156,7 @@ def import_annotations(
     """
     require_admin(actor)
     file = str(path)
-    records = read_records(path, fmt)
+    records = read_records(path, fmt, csv_mode=csv_mode)
 
     def work(s: Session) -> ImportResult:
         check_actor(s, actor)
@@ -267,6 +289,8 @@ ADJUDICATION_EXPORT_COLUMNS = [
 ]
 
 
-def export_adjudications(engine: Engine, actor: Account, path: str | Path, fmt: str | None = None) -> int:
+def export_adjudications(
+    engine: Engine, actor: Account, path: str | Path, fmt: str | None = None, *, csv_mode: str = "safe"
+) -> int:
     """Write :func:`adjudication_records` to ``path`` as JSONL or CSV (admin only). Returns the count."""
-    return write_records(path, adjudication_records(engine, actor), fmt, ADJUDICATION_EXPORT_COLUMNS)
+    return write_records(path, adjudication_records(engine, actor), fmt, ADJUDICATION_EXPORT_COLUMNS, csv_mode=csv_mode)

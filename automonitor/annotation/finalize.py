@@ -14,7 +14,7 @@ from automonitor.annotation.adjudication import _resolution
 from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows, latest_adjudications
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash
-from automonitor.vocab import SPLITS
+from automonitor.vocab import SPLITS, copied_from
 from store.models import Sample, utcnow
 from store.queries import annotation as store
 
@@ -55,7 +55,7 @@ class _FinalizeInputs:
     n_assigned: dict[str, int]
     labels: dict[str, list[dict[str, Any]]]
     decided: dict[str, dict[str, Any]]
-    gold_hashes: dict[tuple[str, str], str]
+    gold_hashes: dict[tuple[str, str], list[tuple[str, str]]]
 
 
 def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> FinalizeResult:
@@ -80,11 +80,15 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
     if split not in SPLITS:
         raise InputError(f"split must be one of {', '.join(SPLITS)}", field="split")
 
-    return _transaction(engine, lambda s: _finalize(s, actor, split))
+    return _transaction(engine, lambda s: _finalize(s, actor, split), write_lock=True)
 
 
 def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
-    """:func:`finalize_pairs` inside one transaction: resolve, accept or reject every candidate pair."""
+    """:func:`finalize_pairs` inside one transaction: resolve, accept or reject every candidate pair.
+
+    Concurrency: the transaction holds the write lock (SQLite) and locks the candidate rows before it
+    reads anything else (PostgreSQL ``FOR UPDATE``), so a concurrent finalize or adjudication waits and
+    then sees this one's outcome: a pair is decided once, never against its own new gold samples."""
     check_actor(s, actor)
     inputs = _finalize_inputs(s, actor)
     now = utcnow()
@@ -106,6 +110,8 @@ def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
         verified += _apply_outcome(s, items, res, reason, split, inputs, provenance)
         if reason is None:
             accepted.append(pid)
+            for c in items:  # later pairs of this run are checked against this one too
+                inputs.gold_hashes.setdefault((c.request_hash, c.response_hash), []).append((c.id, c.pair_id))
         else:
             rejected[pid] = reason
     if verified:
@@ -121,8 +127,9 @@ def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
 
 
 def _finalize_inputs(s: Session, actor: Account) -> _FinalizeInputs:
-    """Read the candidate pairs with their assignments, labels and latest adjudications (admin only)."""
-    candidates = store.samples_with_status(s, "candidate")
+    """Read the candidate pairs (rows locked first) with their assignments, labels and latest
+    adjudications (admin only)."""
+    candidates = store.samples_with_status(s, "candidate", for_update=True)
     n_assigned: dict[str, int] = {}
     for r in assignment_rows(s, actor):
         n_assigned[r["sample_id"]] = n_assigned.get(r["sample_id"], 0) + 1
@@ -164,11 +171,13 @@ def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Res
 
 
 def _rejection_reason(
-    items: list[Sample], res: dict[str, Resolution], gold_hashes: dict[tuple[str, str], str]
+    items: list[Sample], res: dict[str, Resolution], gold_hashes: dict[tuple[str, str], list[tuple[str, str]]]
 ) -> str | None:
     """Why a resolved pair is rejected, or ``None`` to accept it: an item was rejected (the
     adjudicators' notes), the outcomes are not one ``misbehavior`` and one ``benign`` side, or a side
-    duplicates a gold sample (by request and response hash)."""
+    duplicates a gold sample (by request and response hash) of another pair. Never a duplicate: the
+    pair itself, and the paper pair a candidate copy ``cand:<pair_id>`` was made from (the copy exists
+    to put that pair's texts through annotation; :func:`automonitor.vocab.copied_from`)."""
     outcomes = [res[c.id][0] for c in items]
     if "reject" in outcomes:
         notes = [res[c.id][2] for c in items if res[c.id][0] == "reject"]
@@ -176,13 +185,20 @@ def _rejection_reason(
     if sorted(outcomes) != ["benign", "misbehavior"]:
         return f"resolved labels {sorted(outcomes)} are not one misbehavior and one benign side"
     dup = [
-        gold_hashes[(c.request_hash, c.response_hash)]
+        sid
         for c in items
-        if (c.request_hash, c.response_hash) in gold_hashes
+        for sid, pid in gold_hashes.get((c.request_hash, c.response_hash), [])
+        if pid not in _own_pairs(c)
     ]
     if dup:
         return f"duplicates gold sample(s) {', '.join(dup)}"
     return None
+
+
+def _own_pairs(c: Sample) -> set[str]:
+    """The pair ids a candidate item cannot duplicate: its own pair and the pair it was copied from."""
+    origin = copied_from(c.pair_id)
+    return {c.pair_id} if origin is None else {c.pair_id, origin}
 
 
 def _apply_outcome(

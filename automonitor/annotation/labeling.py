@@ -20,7 +20,7 @@ from automonitor.annotation._common import (
     _validate_label,
 )
 from automonitor.annotation.queries import assignment_rows, label_rows, upsert_label
-from automonitor.errors import InputError
+from automonitor.errors import ChangedElsewhere, InputError
 from store.models import utcnow
 from store.queries import annotation as store
 
@@ -162,7 +162,10 @@ def save_label(
 
     Raises:
         PermissionDenied: the item is not assigned to the actor.
-        InputError: a bad value (field named), or the batch is already submitted (field ``sample_id``).
+        InputError: a bad value (field named).
+        ChangedElsewhere: (an ``InputError``, field ``sample_id``) the batch is submitted, or the
+            stored label was submitted meanwhile (an import, the annotator's batch submit in another
+            tab); nothing was saved.
     """
     require_account(actor)
     category, severity, gv = _validate_label(label, category, severity, guideline_version)
@@ -173,14 +176,14 @@ def save_label(
 
     def work(s: Session) -> Label:
         check_actor(s, actor)
-        a = _own_assignment(s, actor, sample_id)
-        if a.submitted_at is not None:
-            raise InputError(
+        a = _own_assignment(s, actor, sample_id, for_update=True)  # a concurrent submit waits, or we for it
+        if a.submitted_at is not None:  # perhaps meanwhile (an import, a submit in another tab)
+            raise ChangedElsewhere(
                 f"item {sample_id!r} belongs to a submitted batch and can no longer be changed", field="sample_id"
             )
         _, response = store.sample_texts(s, sample_id)
         start, end, text = _evidence(response, evidence)
-        upsert_label(
+        written = upsert_label(
             s,
             {
                 "annotator_id": actor.id,
@@ -196,9 +199,16 @@ def save_label(
                 "seconds_spent": seconds,
             },
         )
-        return _label_from_row(label_rows(s, actor, actor.id, sample_ids=[sample_id])[0])
+        stored = _label_from_row(label_rows(s, actor, actor.id, sample_ids=[sample_id])[0])
+        if not written:  # the stored label was submitted meanwhile (an import, a submit in another tab)
+            raise ChangedElsewhere(
+                f"item {sample_id!r} was submitted meanwhile (changed elsewhere): your label was not "
+                f"saved; the stored label is {stored.label!r}",
+                field="sample_id",
+            )
+        return stored
 
-    return _transaction(engine, work)
+    return _transaction(engine, work, write_lock=True)
 
 
 def my_labels(engine: Engine, actor: Account) -> list[Label]:
@@ -251,4 +261,4 @@ def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> in
         store.mark_submitted(s, actor.id, ids, utcnow())
         return len(ids)
 
-    return _transaction(engine, work)
+    return _transaction(engine, work, write_lock=True)

@@ -17,6 +17,7 @@ from automonitor.build.plan import plan_build
 from automonitor.build.rows import Plan
 from automonitor.build.selection import _Blocked
 from automonitor.errors import InputError
+from automonitor.runner.lease import lease_held_by_other
 from automonitor.sources import REGISTRY, SourceResult
 from store import session_scope
 from store.queries import build as build_queries
@@ -100,7 +101,18 @@ def _clear_references(session: Session, affected: list[str], seed: int, force: b
             f"adjudications, or keep the current seed",
             field="--seed",
         )
-    return build_queries.delete_dependents(session, sorted(set().union(*refs.values())))
+    doomed = sorted(set().union(*refs.values()))
+    live = [
+        r for r in build_queries.runs_judging(session, doomed) if lease_held_by_other((r.params or {}).get("lease"))
+    ]
+    if live:  # never delete a run under its executing runner
+        who = ", ".join(f"{r.id} (pid {r.params['lease'].get('pid')} on {r.params['lease'].get('host')})" for r in live)
+        raise InputError(
+            f"build --force would delete run(s) that are executing now: {who}; cancel them "
+            f"(automonitor cancel RUN) or wait for them to finish, then build again",
+            field="--force",
+        )
+    return build_queries.delete_dependents(session, doomed)
 
 
 def _edition_changes(

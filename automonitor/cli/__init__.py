@@ -6,11 +6,14 @@ and field), 1 any other failure. ``--json`` prints exactly one JSON document on 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
+from sqlalchemy.exc import SQLAlchemyError
 
 from automonitor.errors import InputError, NotFound, PermissionDenied
+from store.engine import describe_db_error
 
 app = typer.Typer(
     name="automonitor",
@@ -72,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130
+    except SQLAlchemyError as exc:  # one clear line: never SQL, parameters or row data
+        print(f"error: {describe_db_error(exc, os.environ.get('AUTOMONITOR_DB'))}", file=sys.stderr)
+        code = 1
     except Exception as exc:  # noqa: BLE001 - last resort: a clear message, exit 1
         usage, abort, click_exc = _click_exceptions()
         if isinstance(exc, usage):

@@ -16,6 +16,12 @@ import typer
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
+from automonitor.records import check_csv_mode
+
+CSV_MODE_HELP = (
+    "CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; import removes it) "
+    "| exact (verbatim)"
+)
 
 users_app = typer.Typer(help="Annotator and admin accounts.", no_args_is_help=True)
 annotations_app = typer.Typer(help="Import and export annotators' labels.", no_args_is_help=True)
@@ -107,13 +113,14 @@ def annotations_import(
     file: Path = typer.Argument(..., help="JSONL or CSV: annotator, sample_id, label, [note, ...]"),
     fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
     draft: bool = typer.Option(False, "--draft", help="keep the labels editable (default: submitted)"),
+    csv_mode: str = typer.Option("safe", "--csv-mode", help="how a CSV file's cells were written: safe | exact"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Import labels, all or nothing; refuses a label for an item not assigned to that annotator."""
     from automonitor.accounts import SYSTEM
     from automonitor.annotation import import_annotations
 
-    res = import_annotations(open_store(), SYSTEM, file, fmt, submit=not draft)
+    res = import_annotations(open_store(), SYSTEM, file, fmt, submit=not draft, csv_mode=check_csv_mode(csv_mode))
     if json_out:
         emit_json(res.to_json())
     else:
@@ -141,13 +148,14 @@ def assignments_export(
 def annotations_export(
     file: Path = typer.Argument(..., help="output .jsonl or .csv"),
     fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export every label with provenance (who, when, guideline version, batch, time spent)."""
     from automonitor.accounts import SYSTEM
     from automonitor.annotation import export_annotations
 
-    n = export_annotations(open_store(), SYSTEM, file, fmt)
+    n = export_annotations(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
     if json_out:
         emit_json({"file": str(file), "labels": n})
     else:
@@ -158,13 +166,14 @@ def annotations_export(
 def adjudications_export(
     file: Path = typer.Argument(..., help="output .jsonl or .csv"),
     fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export every adjudication (history included) with provenance and the annotators' labels."""
     from automonitor.accounts import SYSTEM
     from automonitor.annotation import export_adjudications
 
-    n = export_adjudications(open_store(), SYSTEM, file, fmt)
+    n = export_adjudications(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
     if json_out:
         emit_json({"file": str(file), "adjudications": n})
     else:

@@ -30,6 +30,9 @@ def import_cmd(
         "--strict",
         help="A pair repeating the request and responses of another pair is an error (exit 2), not skipped.",
     ),
+    csv_mode: str = typer.Option(
+        "safe", "--csv-mode", help="How a CSV file's cells were written: safe (export default) | exact."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Import user pairs as gold samples (or candidates), all or nothing; re-importing adds nothing.
@@ -48,6 +51,7 @@ def import_cmd(
         default_source=source,
         max_errors=max_errors,
         strict=strict,
+        csv_mode=csv_mode,
     )  # validate the file before opening the store
     result = apply_import(open_store(), plan)
     for w in result["warnings"]:
@@ -71,6 +75,12 @@ def export_cmd(
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
     edition: str = typer.Option("paper", "--edition", help="paper | verified (gold test samples of that edition)."),
     label_source: Optional[str] = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
+    csv_mode: str = typer.Option(
+        "safe",
+        "--csv-mode",
+        help="CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; "
+        "import removes it) | exact (verbatim, for other tools).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip)."""
@@ -86,9 +96,19 @@ def export_cmd(
         raise InputError(
             f"unknown label source {label_source!r} (use one of: {', '.join(LABEL_SOURCES)})", field="--label-source"
         )
+    from automonitor.records import check_csv_mode
+
+    check_csv_mode(csv_mode)
     check_export_options(file, fmt=fmt, split=split, status=status)
     result = export_pairs(
-        open_store(), file, fmt=fmt, split=split, status=status, edition=edition, label_source=label_source
+        open_store(),
+        file,
+        fmt=fmt,
+        split=split,
+        status=status,
+        edition=edition,
+        label_source=label_source,
+        csv_mode=csv_mode,
     )
     if json_out:
         emit_json(result)

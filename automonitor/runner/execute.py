@@ -125,6 +125,8 @@ def execute_run(
     )
     state.history = claim.history
     _judge_pending(engine, run_id, state)
+    if state.vanished:
+        raise NotFound(f"run {run_id} was deleted while it executed; stopped sending requests")
     finalize(engine, run_id, cancelled=state.cancelled, last_execution=_last_execution(state, claim.max_conc))
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
 

@@ -57,6 +57,7 @@ class Execution:
         self.api_calls = 0
         self.cache_hits = 0
         self.cancelled = False
+        self.vanished = False  # the run row disappeared while executing
         self._stop = False
         self.keys = CacheKeys(backend, template_hash)
         self.history: dict[int, list[dict[str, Any]]] = {}
@@ -183,14 +184,16 @@ class Execution:
     # -- cancel watcher -----------------------------------------------------------------------------
 
     async def _watch_cancel(self) -> None:
-        """Poll the run's status every second; ``cancelled`` in the store stops the execution."""
+        """Poll the run's status every second; ``cancelled`` in the store, or the run row gone (deleted
+        under the runner), stops the execution (``vanished`` then says which)."""
         while not self._stop:
             await asyncio.sleep(1.0)
             try:
                 status = await asyncio.to_thread(self._db_status)
             except Exception:  # noqa: BLE001
                 continue
-            if status == "cancelled":
+            if status in ("cancelled", None):
+                self.vanished = status is None
                 self.cancelled = True
                 return
 

@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from automonitor.records import csv_cell_out
+
 
 def sample_query(
     *,
@@ -74,10 +76,10 @@ def pair_file_bytes(rows: Sequence[Sequence[Any]], fmt: str) -> bytes:
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(names)
-    for r in rows:
+    for r in rows:  # spreadsheet-bound: formula-like cells neutralised (records.csv_cell_out)
         values = list(r)
         values[-1] = json.dumps(values[-1] or {}, ensure_ascii=False)
-        writer.writerow(values)
+        writer.writerow([csv_cell_out(v) for v in values])
     return buf.getvalue().encode("utf-8")
 
 

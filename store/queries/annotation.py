@@ -109,12 +109,13 @@ def label_rows(
     return [dict(r._mapping) for r in session.execute(q)]
 
 
-def upsert_label(session: Session, values: dict[str, Any]) -> None:
+def upsert_label(session: Session, values: dict[str, Any]) -> int:
     """Insert or update the (annotator, sample) label in one statement (``INSERT .. ON CONFLICT DO
     UPDATE`` on both SQLite and PostgreSQL), so concurrent writers never create a duplicate.
 
     ``values`` holds ``annotator_id``, ``sample_id`` and the label columns; ``seconds_spent`` is
     *added* to the time already recorded for the item. A submitted (locked) label is never updated.
+    Returns the number of rows written: 0 when the stored label is submitted (nothing changed).
     """
     now = utcnow()
     row = {
@@ -143,13 +144,14 @@ def upsert_label(session: Session, values: dict[str, Any]) -> None:
     )
     update = {k: getattr(ex, k) for k in _LABEL_COLUMNS if k in row}
     update.update(updated_at=ex.updated_at, seconds_spent=seconds, submitted_at=ex.submitted_at)
-    session.execute(
+    res = session.execute(
         stmt.on_conflict_do_update(
             index_elements=["annotator_id", "sample_id"],
             set_=update,
             where=_table(Annotation).c.submitted_at.is_(None),
-        )
+        ).returning(_table(Annotation).c.id)
     )
+    return len(res.all())  # RETURNING yields the rows inserted or updated (rowcount is unreliable here)
 
 
 def candidate_samples(session: Session, *, unassigned_only: bool = False) -> list[dict[str, Any]]:
@@ -275,11 +277,16 @@ def insert_assignments(session: Session, rows: list[dict[str, Any]]) -> None:
         session.execute(sa.insert(Assignment), rows)
 
 
-def find_assignment(session: Session, annotator_id: int, sample_id: str) -> Assignment | None:
-    """The assignment of ``sample_id`` to ``annotator_id``, or ``None``."""
+def find_assignment(
+    session: Session, annotator_id: int, sample_id: str, *, for_update: bool = False
+) -> Assignment | None:
+    """The assignment of ``sample_id`` to ``annotator_id``, or ``None``; ``for_update``: row locked until
+    the transaction ends (PostgreSQL ``FOR UPDATE``, read fresh from the database)."""
     q = sa.select(Assignment).where(
         col(Assignment.annotator_id) == annotator_id, col(Assignment.sample_id) == sample_id
     )
+    if for_update:
+        q = q.with_for_update().execution_options(populate_existing=True)
     return session.execute(q).scalars().first()
 
 
@@ -352,18 +359,37 @@ def candidate_details(session: Session) -> dict[str, dict[str, Any]]:
     return {r.id: dict(r._mapping) for r in session.execute(q)}
 
 
-def samples_with_status(session: Session, status: str) -> list[Sample]:
-    """The samples with ``status`` (e.g. ``candidate``, ``rejected``) as ORM objects, by pair then id."""
+def samples_with_status(session: Session, status: str, *, for_update: bool = False) -> list[Sample]:
+    """The samples with ``status`` (e.g. ``candidate``, ``rejected``) as ORM objects, by pair then id.
+
+    ``for_update``: lock the rows until the transaction ends (``SELECT ... FOR UPDATE`` on PostgreSQL:
+    a concurrent locker waits, then reads only the rows that still have ``status``; SQLite has no row
+    locks: there the caller holds the write lock, :func:`store.queries.locks.begin_write`)."""
     q = sa.select(Sample).where(col(Sample.status) == status).order_by(col(Sample.pair_id), col(Sample.id))
+    if for_update:
+        q = q.with_for_update()
     return list(session.execute(q).scalars())
 
 
-def gold_hashes(session: Session) -> dict[tuple[str, str], str]:
-    """``{(request_hash, response_hash): sample_id}`` of the gold samples (duplicate check)."""
-    q = sa.select(col(Sample.id), col(Sample.request_hash), col(Sample.response_hash)).where(
-        col(Sample.status) == "gold"
+def lock_sample(session: Session, sample_id: str) -> Sample | None:
+    """The sample ``sample_id`` read with a row lock held until the transaction ends (``FOR UPDATE`` on
+    PostgreSQL; fresh from the database, not the session's identity map), or ``None``."""
+    q = sa.select(Sample).where(col(Sample.id) == sample_id).with_for_update().execution_options(populate_existing=True)
+    return session.execute(q).scalars().first()
+
+
+def gold_hashes(session: Session) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """``{(request_hash, response_hash): [(sample_id, pair_id), ...]}`` of the gold samples (the
+    duplicate check of finalising), ordered by sample id."""
+    q = (
+        sa.select(col(Sample.id), col(Sample.pair_id), col(Sample.request_hash), col(Sample.response_hash))
+        .where(col(Sample.status) == "gold")
+        .order_by(col(Sample.id))
     )
-    return {(rq, rs): sid for sid, rq, rs in session.execute(q)}
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for sid, pid, rq, rs in session.execute(q):
+        out.setdefault((rq, rs), []).append((sid, pid))
+    return out
 
 
 def set_adjudication_split(session: Session, adjudication_id: int, split: str | None) -> None:

@@ -88,6 +88,21 @@ def referenced(session: Session, ids: list[str]) -> dict[str, set[str]]:
     return out
 
 
+def runs_judging(session: Session, ids: list[str]) -> list[Run]:
+    """The runs with a prediction on any of ``ids``, by id, their rows locked until the transaction
+    ends (PostgreSQL ``FOR UPDATE``: a runner taking its lease waits, or the caller waits for it)."""
+    run_ids: set[str] = set()
+    for part in chunks(ids):
+        run_ids.update(
+            session.execute(sa.select(col(Prediction.run_id)).where(col(Prediction.sample_id).in_(part))).scalars()
+        )
+    out: list[Run] = []
+    for part in chunks(sorted(run_ids)):
+        q = sa.select(Run).where(col(Run.id).in_(part)).order_by(col(Run.id)).with_for_update()
+        out += session.execute(q.execution_options(populate_existing=True)).scalars()
+    return out
+
+
 def delete_dependents(session: Session, ids: list[str]) -> dict[str, int]:
     """Delete whole runs that judged any of ``ids`` (with all their predictions), and assignments,
     annotations, adjudications of ``ids``.
