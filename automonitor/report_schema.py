@@ -343,6 +343,16 @@ def as_report(rep: Report | Mapping[str, Any]) -> Report:
     return rep if isinstance(rep, Report) else Report.model_validate(rep)
 
 
+class ErrataCounts(_Model):
+    """Errata in force (``seeds/errata.jsonl``): counts per verdict and per source, and the pair ids
+    the store no longer holds (reported, not an error)."""
+
+    wrong: int
+    doubtful: int
+    by_source: dict[str, dict[str, int]]
+    not_in_store: list[str] = []
+
+
 class Stats(_Model):
     """The document of ``automonitor stats --json`` (``../shared/CONTRACT.md``; built by
     :func:`store.queries.samples.stats`).
@@ -373,3 +383,4 @@ class Stats(_Model):
     candidates_by_source: dict[str, int]
     shortfalls: list[dict[str, Any]]
     build_seed: Optional[int]
+    errata: Optional[ErrataCounts] = None

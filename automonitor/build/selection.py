@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from automonitor.build.config import CANDIDATE_PLAN, NOT_VERIFIED, TEST_PLAN, VERIFIED_EXTRA, Quota
+from automonitor.build.errata import Erratum, apply_errata
 from automonitor.build.gating import apply_gates
 from automonitor.build.rows import Plan, _hashes, _rows_for, _shuffled, proportional, rng_for
 from automonitor.gates import conversation_groups
@@ -36,6 +37,7 @@ class _Pool:
     hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     gates: dict[str, Counter[str]] = field(default_factory=dict)
     conv: dict[str, int] = field(default_factory=dict)
+    errata_applied: dict[str, str] = field(default_factory=dict)  # erratum pair id -> pool pair_id
 
     def collides(self, p: PairRecord, blocked: _Blocked) -> bool:
         """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
@@ -86,16 +88,19 @@ def editions_of(p: PairRecord) -> tuple[str, ...]:
     return eds
 
 
-def _gated_pool(results: dict[str, SourceResult], report: dict[str, Any]) -> _Pool:
-    """Gate every source's pairs (:func:`apply_gates`) and drop pairs whose two responses (or
-    ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
+def _gated_pool(
+    results: dict[str, SourceResult], report: dict[str, Any], errata: dict[str, Erratum] | None = None
+) -> _Pool:
+    """Gate every source's pairs (:func:`apply_gates`, then the errata in force: :func:`apply_errata`)
+    and drop pairs whose two responses (or ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
     and computes the hh_rlhf conversation groups."""
     pool = _Pool()
     seen: set[tuple[str, str]] = set()
     for name, res in results.items():
         kept = []
         dropped = Counter(res.dropped)
-        for p in apply_gates(name, res, pool.gates):
+        gated = apply_gates(name, res, pool.gates)
+        for p in apply_errata(gated, errata or {}, pool.gates.setdefault(name, Counter()), pool.errata_applied):
             h = _hashes(p)
             key = (h[1], h[2])
             if key in seen or p.pair_id in pool.hashes:

@@ -156,6 +156,12 @@ def _stats_table(doc: dict[str, Any]) -> None:
             out.print(f"shortfall {msg} (build seed {doc['build_seed']})", style="yellow", highlight=False)
     elif doc["build_seed"] is not None:
         out.print(f"build seed {doc['build_seed']}: no shortfall")
+    if doc.get("errata"):
+        e = doc["errata"]
+        per = ", ".join(f"{k} {v['wrong']}+{v['doubtful']}" for k, v in e["by_source"].items())
+        out.print(f"errata: {e['wrong']} wrong, {e['doubtful']} doubtful ({per or 'none'})", highlight=False)
+        for pid in e.get("not_in_store", []):
+            out.print(f"erratum on {pid}: no such pair in the store", style="yellow", highlight=False)
 
 
 @app.command("stats")
@@ -177,8 +183,16 @@ def stats_cmd(
     check_edition(edition)
     from automonitor.report_schema import Stats
 
+    from automonitor.build.errata import errata_counts, errata_status, load_errata
+
+    errata = load_errata()
     with session_scope(open_store()) as s:
-        typed = Stats.model_validate(stats(s, split, edition))
+        doc0 = stats(s, split, edition)
+        doc0["errata"] = {
+            **errata_counts(errata),
+            "not_in_store": sorted(r["pair_id"] for r in errata_status(s, errata) if r["in_store"] is None),
+        }
+        typed = Stats.model_validate(doc0)
     doc = typed.to_dict()
     if json_out:
         emit_json(doc)
