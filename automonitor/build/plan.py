@@ -62,6 +62,9 @@ def plan_build(
     _report_quotas(report, test)
     report["editions"] = _edition_report(test)
     _report_pools(report, pool, cands, train, ctrl_n)
+    report["code_gates"] = {
+        src: {lang: dict(c) for lang, c in langs.items()} for src, langs in pool.by_language.items()
+    }
     report["errata"] = errata_counts(errata, pool.errata_applied)
     report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
     return plan

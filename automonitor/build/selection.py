@@ -38,6 +38,7 @@ class _Pool:
     gates: dict[str, Counter[str]] = field(default_factory=dict)
     conv: dict[str, int] = field(default_factory=dict)
     errata_applied: dict[str, str] = field(default_factory=dict)  # erratum pair id -> pool pair_id
+    by_language: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # analyser gate counts
 
     def collides(self, p: PairRecord, blocked: _Blocked) -> bool:
         """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
@@ -99,7 +100,7 @@ def _gated_pool(
     for name, res in results.items():
         kept = []
         dropped = Counter(res.dropped)
-        gated = apply_gates(name, res, pool.gates)
+        gated = apply_gates(name, res, pool.gates, pool.by_language)
         for p in apply_errata(gated, errata or {}, pool.gates.setdefault(name, Counter()), pool.errata_applied):
             h = _hashes(p)
             key = (h[1], h[2])
