@@ -3,15 +3,18 @@ touching any store."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
 from automonitor.build.errata import current, errata_counts, load_errata
+from automonitor.build.families import shared_families
 from automonitor.build.gating import load_all
 from automonitor.build.report import _edition_report, _report_pools, _report_quotas, _report_source_counts
 from automonitor.build.rows import Plan
 from automonitor.build.selection import (
     _Blocked,
+    _Pool,
     _candidate_hashes,
     _control_rows,
     _gated_pool,
@@ -20,6 +23,23 @@ from automonitor.build.selection import (
     _split_rows,
 )
 from automonitor.sources import SourceResult
+
+
+def _family_report(pool: _Pool, plan: Plan) -> dict[str, int]:
+    """Problem families of the pool: how many, how many hold more than one pair, and how many have
+    pairs in both train and test (0 by construction)."""
+    sizes = Counter(pool.family.values())
+    split = {r["pair_id"]: r["split"] for r in plan.rows}
+    train = {p for p, s in split.items() if s == "train"}
+    test = {p for p, s in split.items() if s == "test"}
+    return {
+        "families": len(sizes),
+        "multi_pair_families": sum(1 for n in sizes.values() if n > 1),
+        "train_dropped_same_family": sum(
+            v.get("train_dropped_same_family", 0) for v in plan.report["sources"].values()
+        ),
+        "shared_train_test": len(shared_families(pool.family, train, test)),
+    }
 
 
 def plan_build(
@@ -65,6 +85,7 @@ def plan_build(
     report["code_gates"] = {
         src: {lang: dict(c) for lang, c in langs.items()} for src, langs in pool.by_language.items()
     }
+    report["families"] = _family_report(pool, plan)
     report["errata"] = errata_counts(errata, pool.errata_applied)
     report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
     return plan
