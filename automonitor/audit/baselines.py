@@ -50,7 +50,7 @@ def _fit_tfidf(train: pd.DataFrame, y: np.ndarray, mats: dict[str, Any]):
     slices); ``predict(df, part)`` reads the rows of ``df`` in ``mats[part]``."""
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(max_iter=2000, solver="liblinear")
+    model = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0)
     model.fit(mats["train"][train.index.to_numpy()], y)
     return lambda df, part: model.predict_proba(mats[part][df.index.to_numpy()])[:, 1]
 
@@ -189,7 +189,7 @@ def cv_scores(te: pd.DataFrame, name: str, folds: int = CV_FOLDS) -> np.ndarray 
                 xtr = vec.fit_transform(tr_f["response"].tolist())
             except ValueError:  # empty vocabulary
                 return None
-            lr = LogisticRegression(max_iter=2000, solver="liblinear").fit(xtr, y[tr_idx])
+            lr = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0).fit(xtr, y[tr_idx])
             out[te_idx] = lr.predict_proba(vec.transform(te_f["response"].tolist()))[:, 1]
     return out
 

@@ -36,6 +36,9 @@ def build_cmd(
         "paper", "--edition", help="paper | verified: the edition whose composition is shown (both are always built)."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+    report_markdown: bool = typer.Option(
+        False, "--report-markdown", help="Print the gate tables as markdown on stdout (the README's copy)."
+    ),
 ) -> None:
     """Build the paired test set, a disjoint train split and the annotation candidate pool.
 
@@ -44,6 +47,7 @@ def build_cmd(
     Samples imported by users are never touched.
     """
     from automonitor.build import build, resolve_raw
+    from automonitor.errors import InputError
 
     from store.queries.samples import check_edition
 
@@ -52,8 +56,15 @@ def build_cmd(
     report = build(open_store(), raw_path, seed, force=force, progress=_progress)
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
+    if json_out and report_markdown:
+        raise InputError("use either --json or --report-markdown", field="--report-markdown")
     if json_out:
         emit_json(report)
+        return
+    if report_markdown:
+        from automonitor.build.report_md import gates_markdown
+
+        typer.echo(gates_markdown(report), nl=False)
         return
     _build_summary(report, edition)
 
