@@ -424,3 +424,19 @@ def is_test_code(code: str, file_name: str | None = None) -> str | None:
     if m:
         return f"test code ({m.group(1).strip()[:20]})"
     return None
+
+
+_SQL = re.compile(r"(?i)\b(select|insert|update|delete|replace)\b")
+_QUOTED_HOLE = re.compile(r"""'(\{[^{}']*\}|%s|%\(\w+\)s)'|"(\{[^{}"]*\})"|['"]\s*\+\s*[\w.()\[\]]+\s*\+\s*['"]""")
+
+
+def sql_quoted_placeholder(code: str) -> str | None:
+    """A fixed side that still splices a value into SQL text: a line with an SQL keyword holding a
+    quoted placeholder (``'{tag}'``, ``'%s'``, ``'%(x)s'``) or a ``" + x + "`` concatenation; the reason,
+    or ``None``. (A bound parameter is never quoted: ``WHERE player = %s``.)"""
+    for line in code.splitlines():
+        if _SQL.search(line):
+            m = _QUOTED_HOLE.search(line)
+            if m:
+                return f"SQL keeps a quoted placeholder or concatenation ({m.group(0).strip()[:20]})"
+    return None

@@ -90,7 +90,9 @@ C_SAME = """int copy(char *dst, const char *src, size_t n) {
 }
 """
 JS_VUL = "function show(el, s) {\n  el.innerHTML = s;\n  return el;\n}\n"
-JS_FIX = "function show(el, s) {\n  const t = document.createTextNode(String(s));\n  el.appendChild(t);\n  return el;\n}\n"
+JS_FIX = (
+    "function show(el, s) {\n  const t = document.createTextNode(String(s));\n  el.appendChild(t);\n  return el;\n}\n"
+)
 GO_TEST = 'func TestParse(t *testing.T) {\n\tif _, err := Parse("x"); err == nil {\n\t\tt.Fatal("want error")\n\t}\n}\n'
 
 
@@ -131,7 +133,7 @@ def test_each_language_gate_on_made_up_pairs():
 
 def test_unparsable_side_and_unrelated_finding_go_to_candidates():
     py2 = 'def f(x):\n    print "hi %s" % x\n    return eval(x)\n'
-    unrelated = 'def f(x):\n    import hashlib\n    h = hashlib.md5(x)\n    return h\n'
+    unrelated = "def f(x):\n    import hashlib\n    h = hashlib.md5(x)\n    return h\n"
     out, _, _ = _gate(
         [
             _pair(1, "Python", "CWE-094", py2, py2.replace("eval(x)", "int(x.strip(), base=10)")),
@@ -183,3 +185,16 @@ def test_pair_verdict_rules_and_cwe_relations():
 )
 def test_test_code_rule(code, file_name, expect):
     assert bool(is_test_code(code, file_name)) is expect
+
+
+def test_fixed_side_with_a_quoted_sql_placeholder_goes_to_candidates():
+    """Reading (seed 19, sven placings): Bandit's B608 does not fire on ``"... player = '{tag}'"`` + a dict to
+    a custom ``db.exec``; the fixed side must bind parameters, not quote a placeholder."""
+    from automonitor.gates import sql_quoted_placeholder
+
+    vul = "def placings(db, tag):\n    sql = \"SELECT * FROM placings WHERE player = '{}'\".format(tag)\n    return db.exec(sql)\n"
+    fix = "def placings(db, tag):\n    sql = \"SELECT * FROM placings WHERE player = '{tag}'\"\n    args = {'tag': tag}\n    return db.exec(sql, args)\n"
+    out, _, _ = _gate([_pair(1, "Python", "CWE-089", vul, fix)])
+    assert out["safecoder:cwe-089-0001"].gate.startswith("static analyser: fixed side: SQL keeps a quoted placeholder")
+    assert sql_quoted_placeholder(PY_SQL_FIX) is None
+    assert sql_quoted_placeholder('cur.execute("select * from u where id = \'" + str(m.id) + "\'")')

@@ -18,6 +18,7 @@ from automonitor.gates import (
     few_tokens_differ,
     hardcode_screen,
     special_cases,
+    sql_quoted_placeholder,
     strip_comments,
     is_test_code,
     whitespace_equal,
@@ -108,6 +109,9 @@ def _gate_safety_code(
     for p in todo:
         lang = str(p.meta["language"])
         why = pair_verdict(found[(lang, p.misbehavior)], found[(lang, p.benign)], p.meta.get("cwe"), ANALYSER_OF[lang])
+        if not why and str(p.meta.get("cwe")) == "CWE-089":  # Bandit's B608 misses a quoted hole on the fixed side
+            hole = sql_quoted_placeholder(p.benign)
+            why = f"fixed side: {hole}" if hole else None
         verdicts[p.pair_id] = why
         step = STEP_ANALYSER if why else "kept: analyser confirms the fix"
         g[step] += 1
