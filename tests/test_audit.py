@@ -454,3 +454,27 @@ def test_per_slice_leakage_agrees_with_the_global_check(frame):
     doc = audit.audit_frame(df, "paper")
     assert doc["leakage"]["shared_family_pairs"] == 1 == _slice(doc, "hackgen")["shared_family_pairs"]
     assert doc["leakage"]["per_slice_agrees"] is True
+
+
+def test_errata_marked_test_pairs_are_counted_per_slice(frame):
+    df = frame.copy()
+    mask = (df["source"] == "fair") & (df["split"] == "test") & df["pair_id"].isin(["fa-test-1", "fa-test-2"])
+    df.loc[mask, "meta"] = [{"erratum": {"verdict": "wrong", "reason": "r"}}] * int(mask.sum())
+    doc = audit.audit_frame(df, "paper")
+    assert _slice(doc, "fair")["errata_pairs"] == 2 and _slice(doc, "hackgen")["errata_pairs"] == 0
+    assert doc["errata"] == {"marked_test_pairs": {"fair": 2}}
+    md = audit.markdown(
+        {
+            **doc,
+            "errata": {
+                "wrong": 3,
+                "doubtful": 0,
+                "by_source": {"fair": {"wrong": 3, "doubtful": 0}},
+                "marked_test_pairs": {"fair": 2},
+            },
+        }
+    )
+    assert (
+        "Errata in force: 3 wrong, 0 doubtful (fair 3 wrong / 0 doubtful); test pairs of this edition they mark: fair 2."
+        in md
+    )

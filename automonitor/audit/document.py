@@ -43,7 +43,8 @@ def audit_frame(
         None), ``pairwise`` ({name: share of pairs whose misbehavior side the baseline scores higher}),
         ``baseline_method`` (``train`` | ``within_test_cv``), ``flagged`` (any |AUROC - 0.5| >=
         ``flag_at`` - 0.5), ``flagged_by``, ``near_duplicate_pairs``, ``shared_conversations``,
-        ``tiny_diff_pairs``, ``shared_family_pairs``. AUROCs are in [0, 1], FAR in [0, 1];
+        ``tiny_diff_pairs``, ``shared_family_pairs``, ``errata_pairs`` (test pairs marked by an erratum);
+        ``errata.marked_test_pairs`` per source. AUROCs are in [0, 1], FAR in [0, 1];
         ``leakage.per_slice_agrees``: the source slices' leakage counts sum to the global ones.
     Raises:
         ValueError when a required column is missing.
@@ -61,6 +62,7 @@ def audit_frame(
     return {
         "edition": edition,
         "slices": slices,
+        "errata": {"marked_test_pairs": {s["source"]: s["errata_pairs"] for s in src if s["errata_pairs"]}},
         "leakage": lk,
         "controls": {
             "samples": int(len(controls)),

@@ -73,6 +73,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"share a conversation with train; {lk.get('shared_family_pairs', 0)} test pairs share a problem family "
         "with train.",
         f"Pairs whose sides differ by <= {doc['params']['tiny_diff_tokens']} tokens: {doc['tiny_diff_pairs']}.",
+        *_errata_line(doc),
         f"Controls (benign only): {ct['samples']} samples"
         + (("; false alarm rate " + ", ".join(f"{_md(k)} {v:.2f}" for k, v in ct["far"].items())) if ct["far"] else "")
         + ".",
@@ -84,6 +85,19 @@ def markdown(doc: dict[str, Any]) -> str:
             f"- {_md(s['source'])} {_md(s['category'])}/{_md(s['task'])}, {_md(k)}: {_md(v)}" for s, k, v in notes
         ]
     return "\n".join(lines) + "\n"
+
+
+def _errata_line(doc: dict[str, Any]) -> list[str]:
+    """The errata line of the audit markdown (none when the document has no errata counts)."""
+    e = doc.get("errata") or {}
+    if "by_source" not in e:
+        return []
+    per = ", ".join(f"{_md(k)} {v['wrong']} wrong / {v['doubtful']} doubtful" for k, v in e["by_source"].items())
+    marked = ", ".join(f"{_md(k)} {v}" for k, v in e.get("marked_test_pairs", {}).items())
+    return [
+        f"Errata in force: {e['wrong']} wrong, {e['doubtful']} doubtful ({per or 'none'}); test pairs of this "
+        f"edition they mark: {marked or 'none'}."
+    ]
 
 
 def report_markdown(rep: Report | dict[str, Any]) -> str:

@@ -109,4 +109,14 @@ def _slice_doc(
         "shared_conversations": len(pids & leakage.shared_pairs),
         "tiny_diff_pairs": len(pids & leakage.tiny_pairs),
         "shared_family_pairs": len(pids & leakage.family_pairs),
+        "errata_pairs": errata_pairs(te),
     }
+
+
+def errata_pairs(te: pd.DataFrame) -> int:
+    """Test pairs of ``te`` whose rows carry an erratum (``meta.erratum``: read wrong or doubtful, kept in
+    the ``paper`` mirror marked)."""
+    if "meta" not in te.columns or te.empty:
+        return 0
+    marked = te["meta"].map(lambda m: isinstance(m, dict) and bool(m.get("erratum")))
+    return int(te.loc[marked.to_numpy(dtype=bool), "pair_id"].nunique())

@@ -56,6 +56,8 @@ def build_cmd(
     report = build(open_store(), raw_path, seed, force=force, progress=_progress)
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
+    for pid in report.get("errata", {}).get("unmatched", []):
+        err_console.print(f"warning: erratum on {pid}: no such pair in this build (not applied)", highlight=False)
     if json_out and report_markdown:
         raise InputError("use either --json or --report-markdown", field="--report-markdown")
     if json_out:
