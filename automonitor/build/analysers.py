@@ -17,6 +17,7 @@ the list of findings or ``None`` (the analyser could not parse it).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -45,7 +46,9 @@ class Finding:
     text: str
 
 
+@functools.lru_cache(maxsize=None)
 def _version(tool: str) -> str:
+    """The installed version of an analyser (part of the cache key; read once per process)."""
     from importlib.metadata import version
 
     return version(tool)
