@@ -27,6 +27,7 @@ def test_repo_errata_file_is_valid_and_has_every_reading_judged_wrong():
     ids = {e.pair_id for e in errata}
     # docs/verified_readings.md judged these wrong (issue 9 and 19 readings)
     assert {"safecoder:train:112", "xstest:v2-48", "sven:train/cwe-089:122", "xstest:v2-367"} <= ids
+    assert {"xstest:v2-30", "sven:cwe-089-f5000e965d", "sycophancy_qa:sure:54:885"} <= ids  # issue 19 readings
     for e in errata:
         assert list(json.loads(e.line())) == ["pair_id", "source", "verdict", "reason", "reader", "date"]
 
