@@ -399,3 +399,44 @@ def are_you_sure_clear(caved_followup: str, held_followup: str) -> str | None:
     if not _HOLD.search(held_followup) or _CAVE.search(held_followup[:300]):
         return "holding side does not clearly hold its answer"
     return None
+
+
+# --- test code (issue 19 item 2): a test is no vulnerable/fixed pair --------------------------------
+
+_TEST_FILE = re.compile(
+    r"(?i)(^|/)(tests?|spec|specs|__tests__|testing)/|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[jt]sx?$|"
+    r"(^|/)[^/]*Tests?\.(java|cs|kt)$|_spec\.rb$"
+)
+_TEST_CODE = re.compile(
+    r"(?m)^\s*(func\s+Test(?:[A-Z_]\w*)?\s*\(|def\s+test(?:_\w*|[A-Z]\w*)?\s*\(|(describe|it|test)\s*\(\s*['\"`]|"
+    r"@Test\b|class\s+\w*Test(Case)?\b)"
+)
+
+
+def is_test_code(code: str, file_name: str | None = None) -> str | None:
+    """Why ``code`` (from ``file_name``) is test code, or ``None``: a test file path (``tests/``,
+    ``test_x.py``, ``x_test.go``, ``x.spec.js``, ``FooTest.java``, ``x_spec.rb``) or a test function /
+    block (``func TestX(``, ``def test_x(``, ``describe('`` / ``it('`` / ``test('``, ``@Test``,
+    ``class FooTest``)."""
+    if file_name and _TEST_FILE.search(file_name):
+        return f"test file ({file_name})"
+    m = _TEST_CODE.search(code)
+    if m:
+        return f"test code ({m.group(1).strip()[:20]})"
+    return None
+
+
+_SQL = re.compile(r"(?i)\b(select|insert|update|delete|replace)\b")
+_QUOTED_HOLE = re.compile(r"""'(\{[^{}']*\}|%s|%\(\w+\)s)'|"(\{[^{}"]*\})"|['"]\s*\+\s*[\w.()\[\]]+\s*\+\s*['"]""")
+
+
+def sql_quoted_placeholder(code: str) -> str | None:
+    """A fixed side that still splices a value into SQL text: a line with an SQL keyword holding a
+    quoted placeholder (``'{tag}'``, ``'%s'``, ``'%(x)s'``) or a ``" + x + "`` concatenation; the reason,
+    or ``None``. (A bound parameter is never quoted: ``WHERE player = %s``.)"""
+    for line in code.splitlines():
+        if _SQL.search(line):
+            m = _QUOTED_HOLE.search(line)
+            if m:
+                return f"SQL keeps a quoted placeholder or concatenation ({m.group(0).strip()[:20]})"
+    return None

@@ -393,6 +393,16 @@ class GoldSpanCounts(_Model):
     misbehavior_samples: dict[str, int]
 
 
+class ErrataCounts(_Model):
+    """Errata in force (``seeds/errata.jsonl``): counts per verdict and per source, and the pair ids
+    the store no longer holds (reported, not an error)."""
+
+    wrong: int
+    doubtful: int
+    by_source: dict[str, dict[str, int]]
+    not_in_store: list[str] = []
+
+
 class Stats(_Model):
     """The document of ``automonitor stats --json`` (``../shared/CONTRACT.md``; built by
     :func:`store.queries.samples.stats`).
@@ -424,3 +434,4 @@ class Stats(_Model):
     shortfalls: list[dict[str, Any]]
     build_seed: Optional[int]
     gold_spans: Optional[GoldSpanCounts] = None
+    errata: Optional[ErrataCounts] = None

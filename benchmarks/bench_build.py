@@ -5,7 +5,11 @@ train split, candidate pool, controls; the quality gates) into a brand-new
 store, then rebuilds with the same seed (a no-op). PostgreSQL uses a scratch database created from
 ``$AUTOMONITOR_TEST_PG`` (default ``postgresql+psycopg://127.0.0.1:5432/test``) and dropped after.
 
-Usage: ``.venv/bin/python benchmarks/bench_build.py [--repeat N] [--raw DIR] [--no-pg]``
+With ``--cold-analysers`` the first build runs the static analysers of the safety-code gate (Bandit,
+flawfinder) with an empty cache (a fresh ``$AUTOMONITOR_CACHE_DIR``); the repetitions reuse that cache,
+as every later build does.
+
+Usage: ``.venv/bin/python benchmarks/bench_build.py [--repeat N] [--raw DIR] [--no-pg] [--cold-analysers]``
 """
 
 from __future__ import annotations
@@ -73,8 +77,12 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--raw", default=os.environ.get("AUTOMONITOR_RAW", str(REPO.parent / "shared" / "raw")))
     ap.add_argument("--no-pg", action="store_true")
+    ap.add_argument("--cold-analysers", action="store_true", help="start with an empty analyser cache")
     args = ap.parse_args()
     raw = Path(args.raw)
+    if args.cold_analysers:
+        os.environ["AUTOMONITOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="am-bench-cache-")
+        print(f"analyser cache: empty ({os.environ['AUTOMONITOR_CACHE_DIR']})")
     t0 = time.perf_counter()
     loaded = load_all(raw)
     print(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from automonitor import views, vocab, workbench
+from automonitor.build.errata import add_erratum
 from pages import _common as ui
 from pages import _spans_ui
 
@@ -338,3 +339,21 @@ if other:
         )
 else:
     st.caption("The other side of this pair is not in the store.")
+
+# --- report this label (an erratum: the next build takes the pair out of verified) ------------------
+with st.expander("Report this label", expanded=False):
+    st.caption(
+        "Judged this pair's label wrong or doubtful? The erratum goes to the errata file "
+        "(seeds/errata.jsonl); the next `automonitor build` moves the pair out of verified."
+    )
+    verdict = st.radio("Verdict", ["wrong", "doubtful"], horizontal=True, key="drilldown.erratum_verdict")
+    reason = st.text_area("Reason", key="drilldown.erratum_reason", max_chars=2000)
+    acct = ui.current_account()
+    reader = st.text_input("Reader", value=getattr(acct, "name", "") or "", key="drilldown.erratum_reader")
+    if st.button("Report this label", key="drilldown.erratum_submit", disabled=not (reason or "").strip()):
+        try:
+            e = add_erratum(s["pair_id"], verdict, reason, reader or "anonymous")
+        except ValueError as exc:  # InputError: a field or the errata file is invalid
+            st.error(md(str(exc)))
+        else:
+            st.success(f"Erratum recorded for pair {md(e.pair_id)} ({md(e.verdict)}); rebuild to apply it.")

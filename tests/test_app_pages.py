@@ -398,3 +398,26 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
         assert hist.loc[launched, "progress"] == 1.0
         assert any(launched in s.value for s in at.success)
     eng.dispose()
+
+
+def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeypatch):
+    """issue 19: the drill-down's "Report this label" appends to the errata file through the core."""
+    import json
+
+    from automonitor.build.errata import load_errata
+
+    path = tmp_path / "errata.jsonl"
+    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(path))
+    at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
+    assert at.button(key="drilldown.erratum_submit").disabled  # no reason yet
+    at.radio(key="drilldown.erratum_verdict").set_value("doubtful")
+    at.text_area(key="drilldown.erratum_reason").input("<b>both sides</b> look safe")
+    at.text_input(key="drilldown.erratum_reader").input("tester")
+    ok(at.run())
+    at.button(key="drilldown.erratum_submit").click()
+    ok(at.run())
+    (e,) = load_errata(path)
+    pid = next(r["pair_id"] for r in seeded["samples"] if r["id"] == seeded["hostile_id"])
+    assert (e.pair_id, e.verdict, e.reason, e.reader) == (pid, "doubtful", "<b>both sides</b> look safe", "tester")
+    assert list(json.loads(path.read_text())) == ["pair_id", "source", "verdict", "reason", "reader", "date"]
+    assert any("Erratum recorded" in s.value for s in at.success)

@@ -109,8 +109,10 @@ def test_one_class_and_too_little_train_give_null_with_reason(frame):
     assert "one class" in s["notes"]["length"] and not s["flagged"]
     few = frame[(frame["source"] == "fair") & ~((frame["split"] == "train") & (frame["label"] == M))]
     s = _slice(audit.audit_frame(few, "paper"), "fair")
-    assert s["baselines"]["tfidf"] is None and "too little train data (0 misbehavior" in s["notes"]["tfidf"]
-    assert s["trained_on"] is None
+    # issue 19: no train data -> 5-fold CV within the test slice, grouped by pair, and said so
+    assert s["baselines"]["tfidf"] is not None and "too little train data (0 misbehavior" in s["notes"]["tfidf"]
+    assert "5-fold cross-validation within the test slice" in s["notes"]["tfidf"]
+    assert s["trained_on"] is None and s["baseline_method"] == "within_test_cv"
 
 
 def test_source_without_train_falls_back_to_its_cell(frame):
@@ -412,3 +414,67 @@ def test_report_includes_baselines(engine, db_url, frame, cli, tmp_path):
     assert (
         plain.returncode == 0 and "rules\\:len" in plain.stdout and "Trivial baselines" not in plain.stdout
     )  # names md-escaped
+
+
+def test_reversed_separator_is_flagged(frame):
+    """issue 19: MBPP length had AUROC 0.002 (the hack longer in 97% of pairs, unlike train) and was not
+    flagged; |AUROC - 0.5| >= 0.4 flags both directions."""
+    df = frame.copy()
+    flip = (df["source"] == "hackgen") & (df["split"] == "test")
+    df.loc[flip, "label"] = df.loc[flip, "label"].map({M: B, B: M})  # in test the benign side is the long one
+    s = _slice(audit.audit_frame(df, "paper"), "hackgen")
+    assert s["baselines"]["length"] <= 0.1
+    assert s["flagged"] and "length" in s["flagged_by"] and "reversed separator" in s["notes"]["length"]
+    assert s["pairwise"]["length"] <= 0.1
+
+
+def test_pairwise_share_and_within_test_cv_without_any_train(frame):
+    test = frame[frame["split"] == "test"]
+    doc = audit.audit_frame(test, "paper")
+    sc, fair = _slice(doc, "hackgen"), _slice(doc, "fair")
+    assert sc["baseline_method"] == fair["baseline_method"] == "within_test_cv"
+    assert sc["baselines"]["length"] >= 0.9 and sc["flagged"]  # found without train data
+    assert sc["pairwise"]["length"] == 1.0 and 0.2 < fair["pairwise"]["length"] < 0.8
+    assert not fair["flagged"]
+    from automonitor.audit.baselines import pairwise_share
+
+    two = pd.DataFrame({"pair_id": ["a", "a", "b", "b", "c"], "label": [M, B, M, B, M]})
+    assert pairwise_share(two, np.array([0.9, 0.1, 0.5, 0.5, 1.0])) == 0.75  # a win, a tie, c unpaired
+
+
+def test_per_slice_leakage_agrees_with_the_global_check(frame):
+    """A Codeforces-style easy/hard family split across train and test is counted in the slice and globally."""
+    df = frame.copy()
+    stmt = "Little John has an array of n integers and wants to split it into segments whose sums are powers of two."
+    for split, ver in (("train", "easy"), ("test", "hard")):
+        mask = (df["source"] == "hackgen") & (df["split"] == split) & (df["pair_id"].str.endswith("-3"))
+        df.loc[mask, "request"] = (
+            f"Problem: This is the {ver} version of the problem. The versions differ in n.\n\n{stmt}"
+        )
+    doc = audit.audit_frame(df, "paper")
+    assert doc["leakage"]["shared_family_pairs"] == 1 == _slice(doc, "hackgen")["shared_family_pairs"]
+    assert doc["leakage"]["per_slice_agrees"] is True
+
+
+def test_errata_marked_test_pairs_are_counted_per_slice(frame):
+    df = frame.copy()
+    mask = (df["source"] == "fair") & (df["split"] == "test") & df["pair_id"].isin(["fa-test-1", "fa-test-2"])
+    df.loc[mask, "meta"] = [{"erratum": {"verdict": "wrong", "reason": "r"}}] * int(mask.sum())
+    doc = audit.audit_frame(df, "paper")
+    assert _slice(doc, "fair")["errata_pairs"] == 2 and _slice(doc, "hackgen")["errata_pairs"] == 0
+    assert doc["errata"] == {"marked_test_pairs": {"fair": 2}}
+    md = audit.markdown(
+        {
+            **doc,
+            "errata": {
+                "wrong": 3,
+                "doubtful": 0,
+                "by_source": {"fair": {"wrong": 3, "doubtful": 0}},
+                "marked_test_pairs": {"fair": 2},
+            },
+        }
+    )
+    assert (
+        "Errata in force: 3 wrong, 0 doubtful (fair 3 wrong / 0 doubtful); test pairs of this edition they mark: fair 2."
+        in md
+    )

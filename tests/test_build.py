@@ -95,7 +95,7 @@ def test_test_set_composition_matches_the_paper_exactly(built):
     verified_only = report["editions"]["verified"]["by_source"]
     extra = sum(n for src, n in verified_only.items() if src in ("xstest", "reward_hack_gen_codeforces"))
     assert (
-        doc["by_split"]["test"] == 3010 + 2 * extra and doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 8000
+        doc["by_split"]["test"] == 3010 + 2 * extra and doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 7000
     )
     assert doc["by_split"]["controls"] == report["controls"]["samples"] > 2000
     assert sum(doc["by_label_source"].values()) == 3010 and "preference_pair" in doc["by_label_source"]

@@ -65,7 +65,7 @@ def test_near_duplicate_threshold():
 def test_safecoder_request_is_the_description_and_sven_requests_are_neutral(loaded, raw_dir):
     sc = loaded["safecoder"]
     for p in sc.pairs[::23]:
-        split, line = p.pair_id.split(":")[1:]
+        split, line = p.meta["upstream_id"].split(":")[1:]
         with open(raw_dir / f"safecoder/data_train_val/{split}/sec-new-desc.jsonl", encoding="utf-8") as fh:
             rec = json.loads(fh.readlines()[int(line) - 1])
         assert p.request == rec["description"].strip()
@@ -76,7 +76,7 @@ def test_safecoder_request_is_the_description_and_sven_requests_are_neutral(load
     joined = [p for p in sv.pairs if p.meta["request_from"].startswith("safecoder")]
     neutral = [p for p in sv.pairs if p.meta["request_from"].startswith("neutral")]
     assert len(joined) == 83 and len(neutral) == len(sv.pairs) - 83  # val records all get a description
-    assert all(p.pair_id.startswith("sven:val/") for p in joined)
+    assert all(p.meta["upstream_id"].startswith("sven:val/") for p in joined)
     for p in neutral:  # only the function name, file and language: no hint about security
         assert p.request == sven.neutral_request(p.meta["func_name"], p.meta["file_name"])
         template = p.request.replace(p.meta["func_name"], "").replace(p.meta["file_name"], "").lower()
@@ -210,3 +210,18 @@ def test_missing_files_are_reported_not_invented(tmp_path, raw_dir):
     res = REGISTRY["rl_character_mbpp"].load(root)
     assert res.missing == [rl_character.MBPP_HACKS[1]] and len(res.pairs) == 40
     assert REGISTRY["hh_rlhf"].load(root).missing == list(hh_rlhf.FILES)
+
+
+def test_pair_ids_name_the_source_not_the_upstream_split(loaded):
+    """issue 24 item 8: a test sample must not carry ``safecoder:train:112``; ids are by source and content,
+    the upstream id is kept as ``meta.upstream_id`` (the errata alias) and ids stay unique per source."""
+    for name in ("safecoder", "sven", "rl_character_apps"):
+        pairs = loaded[name].pairs
+        assert pairs
+        for p in pairs:
+            rest = p.pair_id.split(":", 1)[1]
+            assert "train" not in rest and "val" not in rest and "test" not in rest, p.pair_id
+            assert p.meta["upstream_id"].startswith(f"{name}:")
+        assert len({p.meta["upstream_id"] for p in pairs}) == len(pairs)
+    sc = loaded["safecoder"].pairs[0]
+    assert sc.pair_id.startswith(f"safecoder:{sc.meta['cwe'].lower()}-")

@@ -36,6 +36,12 @@ def test_stats_json_is_the_typed_document(cli, db_url, engine, tmp_path):
     assert doc["by_category_task"] == {"safety_permission/qa": 2}
     with session_scope(engine) as s:
         raw = stats(s, "test", "paper")
+    # errata (issue 19) come from the errata file, counted by the core: the store's stats do not have them
+    from automonitor.build.errata import errata_counts, load_errata
+
+    errata = doc.pop("errata")
+    assert errata == {**errata_counts(load_errata()), "not_in_store": errata["not_in_store"]}
+    assert set(errata["not_in_store"]) == {e.pair_id for e in load_errata()}  # this store holds none
     assert Stats.model_validate(raw).to_dict() == doc
 
 

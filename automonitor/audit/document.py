@@ -40,8 +40,12 @@ def audit_frame(
         ``task``, ``kind`` (``source`` | ``cell``), ``pairs``, ``samples``, ``label_source``
         (pairs per provenance), ``baselines`` ({name: AUROC or None}), ``notes`` ({name: why None}),
         ``n_train`` ({misbehavior, benign} used to train), ``trained_on`` (``source`` | ``cell`` |
-        None), ``flagged``, ``flagged_by``, ``near_duplicate_pairs``, ``shared_conversations``,
-        ``tiny_diff_pairs``. AUROCs are in [0, 1], FAR in [0, 1].
+        None), ``pairwise`` ({name: share of pairs whose misbehavior side the baseline scores higher}),
+        ``baseline_method`` (``train`` | ``within_test_cv``), ``flagged`` (any |AUROC - 0.5| >=
+        ``flag_at`` - 0.5), ``flagged_by``, ``near_duplicate_pairs``, ``shared_conversations``,
+        ``tiny_diff_pairs``, ``shared_family_pairs``, ``errata_pairs`` (test pairs marked by an erratum);
+        ``errata.marked_test_pairs`` per source. AUROCs are in [0, 1], FAR in [0, 1];
+        ``leakage.per_slice_agrees``: the source slices' leakage counts sum to the global ones.
     Raises:
         ValueError when a required column is missing.
     """
@@ -49,10 +53,17 @@ def audit_frame(
     leakage = _find_leakage(train, test, jaccard)
     baselines = _TrainedBaselines(train, _tfidf_matrices(train, test, controls))
     slices = _audit_slices(test, baselines, leakage, flag_at)
+    lk = _leakage_doc(leakage, jaccard)
+    # per-slice rows and the global check count the same test pairs (each pair is in one source slice)
+    src = [s for s in slices if s["kind"] == "source"]
+    lk["per_slice_agrees"] = all(
+        sum(s[k] for s in src) == lk[k] for k in ("near_duplicate_pairs", "shared_conversations", "shared_family_pairs")
+    )
     return {
         "edition": edition,
         "slices": slices,
-        "leakage": _leakage_doc(leakage, jaccard),
+        "errata": {"marked_test_pairs": {s["source"]: s["errata_pairs"] for s in src if s["errata_pairs"]}},
+        "leakage": lk,
         "controls": {
             "samples": int(len(controls)),
             "far": _controls_far(controls, baselines),

@@ -8,13 +8,15 @@ import bisect
 import difflib
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from automonitor.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, _WORD, _norm
+from automonitor.build.families import families
+from automonitor.sources import PairRecord
 from automonitor.vocab import NEGATIVE, POSITIVE
 
 
@@ -176,11 +178,14 @@ def _leakage_doc(leakage: _Leakage, jaccard: float) -> dict[str, Any]:
     return {
         "near_duplicate_pairs": len(leakage.duplicate_pairs),
         "shared_conversations": len(leakage.shared_pairs),
+        "shared_family_pairs": len(leakage.family_pairs),
         "near_duplicate_samples": len({i for i, _, _ in leakage.duplicates}),
         "method": {
             "near_duplicate": f"MinHash ({NUM_PERM} permutations) over lower-cased word {SHINGLE}-shingles "
             f"of request + response, MinHashLSH, estimated Jaccard >= {jaccard}",
             "shared_conversations": "same first human turn, or one dialogue a prefix of the other",
+            "shared_families": "automonitor.build.families: problem versions, one function at two commits "
+            "(repo+file+function), paraphrased requests (MinHash, Jaccard >= 0.8)",
         },
     }
 
@@ -216,6 +221,39 @@ class _Leakage:
     duplicate_pairs: set[str]
     shared_pairs: set[str]
     tiny_pairs: set[str]
+    family_pairs: set[str] = field(default_factory=set)
+
+
+def shared_family_pairs(train: pd.DataFrame, test: pd.DataFrame) -> set[str]:
+    """``pair_id`` of the test pairs in a problem family (:func:`automonitor.build.families.families`:
+    versions of one problem, one function at two commits, paraphrased requests) that also has a train
+    pair; one record per pair (its first row: request, source, ``meta``)."""
+    recs: list[PairRecord] = []
+    sides: list[str] = []
+    for part, frame in (("train", train), ("test", test)):
+        for pid, g in frame.groupby("pair_id", sort=False):
+            row = g.iloc[0]
+            meta = row["meta"] if "meta" in frame.columns and isinstance(row["meta"], dict) else {}
+            recs.append(
+                PairRecord(
+                    source=str(row["source"]),
+                    pair_id=str(pid),
+                    category=str(row["category"]),
+                    task=str(row["task"]),
+                    request=str(row["request"]),
+                    misbehavior="",
+                    benign="",
+                    mis_file="",
+                    ben_file="",
+                    mis_record="",
+                    ben_record="",
+                    meta=meta,
+                )
+            )
+            sides.append(part)
+    fam = families(recs)
+    in_train = {f for f, side in zip(fam, sides) if side == "train"}
+    return {r.pair_id for r, f, side in zip(recs, fam, sides) if side == "test" and f in in_train}
 
 
 def _find_leakage(train: pd.DataFrame, test: pd.DataFrame, jaccard: float) -> _Leakage:
@@ -234,4 +272,5 @@ def _find_leakage(train: pd.DataFrame, test: pd.DataFrame, jaccard: float) -> _L
         duplicate_pairs={str(test.at[i, "pair_id"]) for i, _, _ in dup},
         shared_pairs={str(test.at[i, "pair_id"]) for i in shared_idx},
         tiny_pairs=tiny_diff_pairs(test),
+        family_pairs=shared_family_pairs(train, test),
     )

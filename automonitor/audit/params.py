@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 
-AUDIT_VERSION = 1
+AUDIT_VERSION = 2  # 2: |AUROC - 0.5| flag, within-test CV, pairwise, shared families
 EDITIONS: tuple[str, ...] = ("paper", "verified")
 FLAG_AUROC = 0.9
 JACCARD = 0.8

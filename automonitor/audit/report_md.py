@@ -35,33 +35,45 @@ def _md(text: Any) -> str:
 def markdown(doc: dict[str, Any]) -> str:
     """The audit as a markdown document: the slices table (bold flag where a baseline reaches the flag
     AUROC), then leakage, tiny-diff pairs and controls lines. Every value is escaped."""
+    margin = doc["params"]["flag_auroc"] - 0.5
     lines = [
         f"Audit of edition `{_md(doc['edition'])}` (test set: {_md(doc.get('test_set', '-'))}; "
-        f"{doc['n_test']} test / {doc['n_train']} train samples). AUROC of trivial baselines trained on "
-        f"train, scored on test; flag at AUROC >= {doc['params']['flag_auroc']}.",
+        f"{doc['n_test']} test / {doc['n_train']} train samples). Each baseline cell: AUROC / pairwise "
+        "(share of pairs whose misbehavior side scores higher), trained on train and scored on test, or "
+        f"cross-validated within the test slice where it has no train data (method CV); flag at "
+        f"|AUROC - 0.5| >= {margin:.1f} (reversed separators included).",
         "",
-        "| source | category | task | pairs | label source | length | tfidf | answer = suggestion "
-        "| near-dup pairs | shared conv. | <=3-token pairs | flag |",
-        "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "| source | category | task | pairs | label source | method | length | tfidf | answer = suggestion "
+        "| near-dup pairs | shared conv. | shared family | <=3-token pairs | flag |",
+        "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
+
+    def cell(s: dict[str, Any], name: str) -> str:
+        if name not in s["baselines"]:
+            return ""
+        pw = (s.get("pairwise") or {}).get(name)
+        return f"{_f(s['baselines'][name])} / {_f(pw)}"
+
     for s in doc["slices"]:
-        b = s["baselines"]
         ls = ", ".join(f"{_md(k)} {v}" for k, v in s["label_source"].items())
         src = "**all**" if s["kind"] == "cell" else _md(s["source"])
         flag = "**FLAG** (" + ", ".join(_md(x) for x in s["flagged_by"]) + ")" if s["flagged"] else ""
+        method = "CV" if s.get("baseline_method") == "within_test_cv" else "train"
         lines.append(
-            f"| {src} | {_md(s['category'])} | {_md(s['task'])} | {s['pairs']} | {ls} | "
-            f"{_f(b.get('length'))} | {_f(b.get('tfidf'))} | "
-            f"{_f(b.get('answer_equals_suggestion')) if 'answer_equals_suggestion' in b else ''} | "
-            f"{s['near_duplicate_pairs']} | {s['shared_conversations']} | {s['tiny_diff_pairs']} | {flag} |"
+            f"| {src} | {_md(s['category'])} | {_md(s['task'])} | {s['pairs']} | {ls} | {method} | "
+            f"{cell(s, 'length')} | {cell(s, 'tfidf')} | {cell(s, 'answer_equals_suggestion')} | "
+            f"{s['near_duplicate_pairs']} | {s['shared_conversations']} | {s.get('shared_family_pairs', 0)} | "
+            f"{s['tiny_diff_pairs']} | {flag} |"
         )
     lk, ct = doc["leakage"], doc["controls"]
     lines += [
         "",
         f"Leakage train -> test: {lk['near_duplicate_pairs']} test pairs with a near-duplicate train sample "
         f"({_md(lk.get('method', {}).get('near_duplicate', ''))}); {lk['shared_conversations']} test pairs "
-        "share a conversation with train.",
+        f"share a conversation with train; {lk.get('shared_family_pairs', 0)} test pairs share a problem family "
+        "with train.",
         f"Pairs whose sides differ by <= {doc['params']['tiny_diff_tokens']} tokens: {doc['tiny_diff_pairs']}.",
+        *_errata_line(doc),
         f"Controls (benign only): {ct['samples']} samples"
         + (("; false alarm rate " + ", ".join(f"{_md(k)} {v:.2f}" for k, v in ct["far"].items())) if ct["far"] else "")
         + ".",
@@ -73,6 +85,19 @@ def markdown(doc: dict[str, Any]) -> str:
             f"- {_md(s['source'])} {_md(s['category'])}/{_md(s['task'])}, {_md(k)}: {_md(v)}" for s, k, v in notes
         ]
     return "\n".join(lines) + "\n"
+
+
+def _errata_line(doc: dict[str, Any]) -> list[str]:
+    """The errata line of the audit markdown (none when the document has no errata counts)."""
+    e = doc.get("errata") or {}
+    if "by_source" not in e:
+        return []
+    per = ", ".join(f"{_md(k)} {v['wrong']} wrong / {v['doubtful']} doubtful" for k, v in e["by_source"].items())
+    marked = ", ".join(f"{_md(k)} {v}" for k, v in e.get("marked_test_pairs", {}).items())
+    return [
+        f"Errata in force: {e['wrong']} wrong, {e['doubtful']} doubtful ({per or 'none'}); test pairs of this "
+        f"edition they mark: {marked or 'none'}."
+    ]
 
 
 def report_markdown(rep: Report | dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from automonitor.audit.baselines import _FITTERS, _score_trained, _TrainedBaselines, _y
+from automonitor.audit.baselines import _FITTERS, _score_trained, _TrainedBaselines, _y, score_within_test
 from automonitor.audit.leakage import _Leakage
 from automonitor.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY
 from automonitor.audit.suggestion import _score_suggestion
@@ -54,7 +54,10 @@ def _slice_doc(
     flag_at: float,
 ) -> dict[str, Any]:
     """The SLICE doc of test rows ``te`` (see :func:`audit_frame`). A source slice trains on its own
-    source when it has enough train data, else on its cell."""
+    source when it has enough train data, else on its cell; with too little train data in the cell too,
+    the baselines are cross-validated within the test slice (``baseline_method`` ``within_test_cv``:
+    :data:`CV_FOLDS` folds grouped by pair). Flagged when any baseline has |AUROC - 0.5| >=
+    ``flag_at - 0.5`` (a reversed separator counts)."""
     tr, trained_on = trained.cell_train(cat, task), "cell"
     if kind == "source":
         src_tr = tr[tr["source"] == source]
@@ -62,25 +65,28 @@ def _slice_doc(
             tr, trained_on = src_tr, "source"
     baselines: dict[str, float | None] = {}
     notes: dict[str, str] = {}
+    pairwise: dict[str, float | None] = {}
     y, yt = _y(te), _y(tr)
+    method = "train"
     if trained.enough(tr):
-        _score_trained(te, y, trained.fitted(tr), baselines, notes)
+        _score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise)
     else:
-        trained_on = None
+        trained_on, method = None, "within_test_cv"
+        score_within_test(te, y, baselines, notes, pairwise)
         for name in _FITTERS:
-            baselines[name] = None
             notes[name] = (
-                f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} "
-                f"benign; need {MIN_TRAIN_PER_CLASS} of each)"
+                f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} benign; need "
+                f"{MIN_TRAIN_PER_CLASS} of each): {notes[name]}"
             )
     if cat == SYCOPHANCY:
-        _score_suggestion(te, y, baselines, notes)
-    flagged_by = [k for k, v in baselines.items() if v is not None and v >= flag_at]
+        _score_suggestion(te, y, baselines, notes, pairwise)
+    margin = flag_at - 0.5
+    flagged_by = [k for k, v in baselines.items() if v is not None and abs(v - 0.5) >= margin - 1e-12]
     for k, v in baselines.items():
         if v is not None and v <= 1 - flag_at:
             notes[k] = (
-                f"AUROC {v:.2f}: the feature separates the sides in the direction opposite to the "
-                "training data (a shortcut that does not transfer; not flagged)"
+                f"AUROC {v:.2f}: a reversed separator (the feature ranks the benign side higher than the "
+                f"training data would; still a shortcut: flagged){'; ' + notes[k] if k in notes else ''}"
             )
     pids = set(te["pair_id"].astype(str))
     return {
@@ -92,6 +98,8 @@ def _slice_doc(
         "samples": int(len(te)),
         "label_source": _label_source_pairs(te),
         "baselines": baselines,
+        "pairwise": pairwise,
+        "baseline_method": method,
         "notes": notes,
         "n_train": {POSITIVE: int(yt.sum()), NEGATIVE: int(len(yt) - yt.sum())},
         "trained_on": trained_on,
@@ -100,4 +108,15 @@ def _slice_doc(
         "near_duplicate_pairs": len(pids & leakage.duplicate_pairs),
         "shared_conversations": len(pids & leakage.shared_pairs),
         "tiny_diff_pairs": len(pids & leakage.tiny_pairs),
+        "shared_family_pairs": len(pids & leakage.family_pairs),
+        "errata_pairs": errata_pairs(te),
     }
+
+
+def errata_pairs(te: pd.DataFrame) -> int:
+    """Test pairs of ``te`` whose rows carry an erratum (``meta.erratum``: read wrong or doubtful, kept in
+    the ``paper`` mirror marked)."""
+    if "meta" not in te.columns or te.empty:
+        return 0
+    marked = te["meta"].map(lambda m: isinstance(m, dict) and bool(m.get("erratum")))
+    return int(te.loc[marked.to_numpy(dtype=bool), "pair_id"].nunique())

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from automonitor.audit.baselines import _auroc
+from automonitor.audit.baselines import _auroc, pairwise_share
 from automonitor.audit.params import _norm
 
 
@@ -162,12 +162,19 @@ def suggestion_score(request: str, response: str) -> tuple[float, bool]:
 
 
 def _score_suggestion(
-    te: pd.DataFrame, y: np.ndarray, baselines: dict[str, float | None], notes: dict[str, str]
+    te: pd.DataFrame,
+    y: np.ndarray,
+    baselines: dict[str, float | None],
+    notes: dict[str, str],
+    pairwise: dict[str, float | None] | None = None,
 ) -> None:
-    """AUROC of the untrained answer-equals-suggestion baseline (sycophancy slices) into ``baselines``."""
+    """AUROC of the untrained answer-equals-suggestion baseline (sycophancy slices) into ``baselines``
+    (and its pairwise figure into ``pairwise`` when given)."""
     scored = [suggestion_score(q, r) for q, r in zip(te["request"], te["response"])]
     s = np.array([x[0] for x in scored], dtype=float)
     baselines["answer_equals_suggestion"], why = _auroc(y, s)
+    if pairwise is not None:
+        pairwise["answer_equals_suggestion"] = pairwise_share(te, s)
     parsed = sum(1 for x in scored if x[1])
     if why:
         notes["answer_equals_suggestion"] = why

@@ -4,11 +4,12 @@ doc, "Quality gates"."""
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from automonitor.build.analysers import ANALYSER_OF, analyse, pair_verdict
 from automonitor.build.config import CODE_SOURCES_PY_DEFAULT, HACK_SOURCES, NO_RAW_HINT
 from automonitor.errors import InputError
 from automonitor.gates import (
@@ -17,10 +18,19 @@ from automonitor.gates import (
     few_tokens_differ,
     hardcode_screen,
     special_cases,
+    sql_quoted_placeholder,
     strip_comments,
+    is_test_code,
     whitespace_equal,
 )
 from automonitor.sources import REGISTRY, PairRecord, SourceResult
+
+
+# Sources whose pairs are a vulnerable function and its fix: gated by real static analysers.
+SAFETY_CODE_SOURCES: frozenset[str] = frozenset({"safecoder", "sven"})
+STEP_TEST_CODE = "dropped: test code"
+STEP_UNCOVERED = "to candidates: no static analyser for the language"
+STEP_ANALYSER = "to candidates: analyser does not confirm the fix"
 
 
 def _gate_code(name: str, p: PairRecord, g: Counter[str]) -> PairRecord | None:
@@ -69,20 +79,82 @@ def _gate_sycophancy_qa(p: PairRecord, g: Counter[str]) -> PairRecord:
     return p
 
 
-def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter[str]]) -> list[PairRecord]:
+def _gate_safety_code(
+    name: str, pairs: list[PairRecord], g: Counter[str], by_lang: dict[str, Counter[str]]
+) -> list[PairRecord]:
+    """The analyser gate of a vulnerable/fixed source (issue 19 item 2) on pairs that passed
+    :func:`_gate_code`: test code dropped; a language no analyser covers, or a pair the analyser does
+    not confirm (:func:`automonitor.build.analysers.pair_verdict`), to candidates with the reason.
+    Counts each step in ``g`` and per language in ``by_lang``; a pair already gated keeps its gate."""
+    out: list[PairRecord] = []
+    todo: list[PairRecord] = []
+    for p in pairs:
+        lang = str(p.meta.get("language") or "code")
+        why = is_test_code(p.misbehavior, p.meta.get("file_name")) or is_test_code(p.benign)
+        if why:
+            g[STEP_TEST_CODE] += 1
+            by_lang[lang][STEP_TEST_CODE] += 1
+            continue
+        if p.gate:  # <= 3 tokens differ: counted by apply_gates
+            out.append(p)
+        elif lang not in ANALYSER_OF:
+            g[STEP_UNCOVERED] += 1
+            by_lang[lang][STEP_UNCOVERED] += 1
+            out.append(replace(p, gate=f"no static analyser covers {lang} (Bandit: Python, flawfinder: C/C++)"))
+        else:
+            todo.append(p)
+            out.append(p)
+    found = analyse((str(p.meta["language"]), side) for p in todo for side in (p.misbehavior, p.benign))
+    verdicts = {}
+    for p in todo:
+        lang = str(p.meta["language"])
+        why = pair_verdict(found[(lang, p.misbehavior)], found[(lang, p.benign)], p.meta.get("cwe"), ANALYSER_OF[lang])
+        if not why and str(p.meta.get("cwe")) == "CWE-089":  # Bandit's B608 misses a quoted hole on the fixed side
+            hole = sql_quoted_placeholder(p.benign)
+            why = f"fixed side: {hole}" if hole else None
+        verdicts[p.pair_id] = why
+        step = STEP_ANALYSER if why else "kept: analyser confirms the fix"
+        g[step] += 1
+        by_lang[lang][step] += 1
+    return [replace(p, gate=f"static analyser: {verdicts[p.pair_id]}") if verdicts.get(p.pair_id) else p for p in out]
+
+
+def apply_gates(
+    name: str,
+    res: SourceResult,
+    gates: dict[str, Counter[str]],
+    by_language: dict[str, dict[str, Counter[str]]] | None = None,
+) -> list[PairRecord]:
     """The quality gates of one source's pairs (module doc "Quality gates"); returns the pairs kept,
     with comments stripped from code and ``gate`` set on pairs that go to the candidate pool; counts
-    what each gate did in ``gates[name]``."""
+    what each gate did in ``gates[name]`` and, for :data:`SAFETY_CODE_SOURCES`, per language in
+    ``by_language[name][language]`` (``pairs in`` and each step).
+
+    Raises:
+        subprocess.TimeoutExpired: a static analyser ran over its time bound.
+    """
     g = gates.setdefault(name, Counter())
     out: list[PairRecord] = []
+    lang_counts: dict[str, Counter[str]] = defaultdict(Counter)
     for p in res.pairs:
         gated: PairRecord | None = p
         if p.task == "code":
             gated = _gate_code(name, p, g)
         elif name == "sycophancy_qa":
             gated = _gate_sycophancy_qa(p, g)
+        if name in SAFETY_CODE_SOURCES:
+            lc = lang_counts[str(p.meta.get("language") or "code")]
+            lc["pairs loaded"] += 1
+            if gated is None:
+                lc["dropped: equal after whitespace normalisation"] += 1
+            elif gated.gate:
+                lc[f"to candidates: <= {FEW_TOKENS} tokens differ"] += 1
         if gated is not None:
             out.append(gated)
+    if name in SAFETY_CODE_SOURCES:
+        out = _gate_safety_code(name, out, g, lang_counts)
+        if by_language is not None:
+            by_language[name] = {k: lang_counts[k] for k in sorted(lang_counts)}
     return out
 
 

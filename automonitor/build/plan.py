@@ -3,14 +3,18 @@ touching any store."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+from automonitor.build.errata import current, errata_counts, load_errata
+from automonitor.build.families import shared_families
 from automonitor.build.gating import load_all
 from automonitor.build.report import _edition_report, _report_pools, _report_quotas, _report_source_counts
 from automonitor.build.rows import Plan
 from automonitor.build.selection import (
     _Blocked,
+    _Pool,
     _candidate_hashes,
     _control_rows,
     _gated_pool,
@@ -21,6 +25,23 @@ from automonitor.build.selection import (
 from automonitor.sources import SourceResult
 
 
+def _family_report(pool: _Pool, plan: Plan) -> dict[str, int]:
+    """Problem families of the pool: how many, how many hold more than one pair, and how many have
+    pairs in both train and test (0 by construction)."""
+    sizes = Counter(pool.family.values())
+    split = {r["pair_id"]: r["split"] for r in plan.rows}
+    train = {p for p, s in split.items() if s == "train"}
+    test = {p for p, s in split.items() if s == "test"}
+    return {
+        "families": len(sizes),
+        "multi_pair_families": sum(1 for n in sizes.values() if n > 1),
+        "train_dropped_same_family": sum(
+            v.get("train_dropped_same_family", 0) for v in plan.report["sources"].values()
+        ),
+        "shared_train_test": len(shared_families(pool.family, train, test)),
+    }
+
+
 def plan_build(
     raw: Path,
     seed: int = 0,
@@ -28,6 +49,7 @@ def plan_build(
     external_test: tuple[set[str], set[str]] | None = None,
     progress: Callable[[str], None] | None = None,
     loaded: dict[str, SourceResult] | None = None,
+    errata_file: str | Path | None = None,
 ) -> Plan:
     """Decide, without touching any store, which pairs go to test, candidates and train.
 
@@ -38,14 +60,17 @@ def plan_build(
             that the build does not own (user imports): train and candidates avoid them too.
         loaded: the output of :func:`load_all` for ``raw`` when the caller already has it (it is not
             modified); read from ``raw`` otherwise.
+        errata_file: the errata to apply (:mod:`automonitor.build.errata`; default ``$AUTOMONITOR_ERRATA``
+            or ``seeds/errata.jsonl``).
     Returns:
         :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
     Raises:
-        InputError: see :func:`load_all`.
+        InputError: see :func:`load_all`; an invalid errata line (file, line, field).
     """
+    errata = load_errata(errata_file)  # before anything is read: a bad errata file changes nothing
     results = loaded if loaded is not None else load_all(raw, progress)
     report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
-    pool = _gated_pool(results, report)
+    pool = _gated_pool(results, report, current(errata))
     test = _select_test(pool, seed)
     ext_req, ext_resp = external_test or (set(), set())
     blocked = _Blocked(test.req | ext_req, test.mis | test.ben | ext_resp)
@@ -57,4 +82,10 @@ def plan_build(
     _report_quotas(report, test)
     report["editions"] = _edition_report(test)
     _report_pools(report, pool, cands, train, ctrl_n)
+    report["code_gates"] = {
+        src: {lang: dict(c) for lang, c in langs.items()} for src, langs in pool.by_language.items()
+    }
+    report["families"] = _family_report(pool, plan)
+    report["errata"] = errata_counts(errata, pool.errata_applied)
+    report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
     return plan

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +31,20 @@ class _StoreState:
     label_source)``), those the annotation workflow finalized, and the request / response hashes of
     gold test samples the build does not own (user imports)."""
 
-    current: dict[str, tuple[str | None, str, str]] = field(default_factory=dict)
+    current: dict[str, tuple[str | None, str, str, str]] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)
     external: _Blocked = field(default_factory=_Blocked)
+
+
+def _erratum_key(meta: Any) -> str:
+    """The erratum a row carries (``meta.erratum``) as a comparable string (``""``: none)."""
+    e = meta.get("erratum") if isinstance(meta, dict) else None
+    return json.dumps(e, sort_keys=True) if e else ""
+
+
+def _placement(row: dict[str, Any]) -> tuple[str | None, str, str, str]:
+    """``(split, status, label_source, erratum)`` of a planned row (compared with the store's)."""
+    return (row["split"], row["status"], row["label_source"], _erratum_key(row.get("meta")))
 
 
 def _store_state(session: Session) -> _StoreState:
@@ -43,7 +55,7 @@ def _store_state(session: Session) -> _StoreState:
     for row in build_queries.sample_states(session):
         meta = row.meta
         if row.source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN:
-            state.current[row.id] = (row.split, row.status, row.label_source)
+            state.current[row.id] = (row.split, row.status, row.label_source, _erratum_key(meta))
             if "annotation" in meta:  # finalized by the annotation workflow
                 state.settled.add(row.id)
         elif row.status == "gold" and row.split == "test":
@@ -61,23 +73,20 @@ class _Changes:
     kept: set[str]
     to_delete: list[str]
     to_update: list[str]
+    to_mark: list[str] = field(default_factory=list)  # only the erratum (meta.erratum) changes
 
 
 def _sample_changes(session: Session, state: _StoreState, plan: Plan) -> _Changes:
     """Diff the store's build rows against ``plan``: rows not planned are deleted, rows whose
-    ``(split, status, label_source)`` differ are updated unless adjudicated or finalized."""
+    ``(split, status, label_source)`` or erratum (``meta.erratum``) differ are updated unless adjudicated
+    or finalized."""
     planned = {r["id"]: r for r in plan.rows}
     kept = state.settled | build_queries.adjudicated_ids(session, list(state.current))
     current = state.current
     to_delete = [i for i in current if i not in planned]
-    to_update = [
-        i
-        for i in current
-        if i in planned
-        and i not in kept
-        and current[i] != (planned[i]["split"], planned[i]["status"], planned[i]["label_source"])
-    ]
-    return _Changes(planned, kept, to_delete, to_update)
+    to_update = [i for i in current if i in planned and i not in kept and current[i][:3] != _placement(planned[i])[:3]]
+    to_mark = [i for i in current if i in planned and i not in kept and current[i][3] != _placement(planned[i])[3]]
+    return _Changes(planned, kept, to_delete, to_update, to_mark)
 
 
 def _clear_references(session: Session, affected: list[str], seed: int, force: bool) -> dict[str, int]:
@@ -137,13 +146,14 @@ def _apply_changes(session: Session, state: _StoreState, plan: Plan, changes: _C
     build_queries.drop_edition_memberships(session, drop_ed)
     build_queries.delete_samples(session, changes.to_delete)
     build_queries.update_sample_placement(session, [changes.planned[i] for i in changes.to_update])
+    build_queries.update_sample_meta(session, [(i, changes.planned[i]["meta"]) for i in changes.to_mark])
     inserted = insert_samples(session, [r for r in plan.rows if r["id"] not in state.current])
     build_queries.add_edition_memberships(session, add_ed)
     spans = sync_spans(session, plan.rows, changes.kept)
     return {
         "gold_spans": spans["inserted"] + spans["deleted"],
         "inserted": inserted,
-        "updated": len(changes.to_update),
+        "updated": len(changes.to_update) + len(set(changes.to_mark) - set(changes.to_update)),
         "deleted": len(changes.to_delete),
         "editions": len(drop_ed) + len(add_ed),
     }
@@ -157,11 +167,12 @@ def build(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     loaded: dict[str, SourceResult] | None = None,
+    errata_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
     transaction (see the module doc for composition and rebuild policy).
 
-    ``loaded``: see :func:`plan_build`.
+    ``loaded``, ``errata_file``: see :func:`plan_build` (every build applies the errata in force).
 
     Returns:
         The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
@@ -175,7 +186,9 @@ def build(
     with session_scope(engine) as session:
         state = _store_state(session)
         external = (state.external.req, state.external.resp)
-        plan = plan_build(raw_path, seed, external_test=external, progress=progress, loaded=loaded)
+        plan = plan_build(
+            raw_path, seed, external_test=external, progress=progress, loaded=loaded, errata_file=errata_file
+        )
         changes = _sample_changes(session, state, plan)
         dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)
         counts = _apply_changes(session, state, plan, changes)

@@ -21,6 +21,7 @@ def _report_source_counts(
         s["candidate_pairs"] = len(cands.get(name, []))
         s["train_pairs"] = train.kept[name]
         s["train_dropped_hash_collision"] = train.dropped_collision[name]
+        s["train_dropped_same_family"] = train.dropped_family[name]
         if name == "hh_rlhf":
             s["train_dropped_same_conversation"] = train.dropped_conversation[name]
         s["label_source"] = sorted({p.label_source for p in pairs})

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from automonitor.build.config import CANDIDATE_PLAN, NOT_VERIFIED, TEST_PLAN, VERIFIED_EXTRA, Quota
+from automonitor.build.errata import Erratum, apply_errata
+from automonitor.build.families import families
 from automonitor.build.gating import apply_gates
 from automonitor.build.rows import Plan, _hashes, _rows_for, _shuffled, proportional, rng_for
 from automonitor.gates import conversation_groups
@@ -36,6 +38,9 @@ class _Pool:
     hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     gates: dict[str, Counter[str]] = field(default_factory=dict)
     conv: dict[str, int] = field(default_factory=dict)
+    errata_applied: dict[str, str] = field(default_factory=dict)  # erratum pair id -> pool pair_id
+    by_language: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # analyser gate counts
+    family: dict[str, int] = field(default_factory=dict)  # pair_id -> problem family (build.families)
 
     def collides(self, p: PairRecord, blocked: _Blocked) -> bool:
         """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
@@ -71,6 +76,7 @@ class _TrainCounts:
     kept: Counter[str] = field(default_factory=Counter)
     dropped_collision: Counter[str] = field(default_factory=Counter)
     dropped_conversation: Counter[str] = field(default_factory=Counter)
+    dropped_family: Counter[str] = field(default_factory=Counter)
 
 
 _PAPER_SOURCES = frozenset(q.source for q in TEST_PLAN)
@@ -86,16 +92,19 @@ def editions_of(p: PairRecord) -> tuple[str, ...]:
     return eds
 
 
-def _gated_pool(results: dict[str, SourceResult], report: dict[str, Any]) -> _Pool:
-    """Gate every source's pairs (:func:`apply_gates`) and drop pairs whose two responses (or
-    ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
+def _gated_pool(
+    results: dict[str, SourceResult], report: dict[str, Any], errata: dict[str, Erratum] | None = None
+) -> _Pool:
+    """Gate every source's pairs (:func:`apply_gates`, then the errata in force: :func:`apply_errata`)
+    and drop pairs whose two responses (or ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
     and computes the hh_rlhf conversation groups."""
     pool = _Pool()
     seen: set[tuple[str, str]] = set()
     for name, res in results.items():
         kept = []
         dropped = Counter(res.dropped)
-        for p in apply_gates(name, res, pool.gates):
+        gated = apply_gates(name, res, pool.gates, pool.by_language)
+        for p in apply_errata(gated, errata or {}, pool.gates.setdefault(name, Counter()), pool.errata_applied):
             h = _hashes(p)
             key = (h[1], h[2])
             if key in seen or p.pair_id in pool.hashes:
@@ -120,6 +129,9 @@ def _gated_pool(results: dict[str, SourceResult], report: dict[str, Any]) -> _Po
     if hh:
         for p, group in zip(hh, conversation_groups([p.request for p in hh])):
             pool.conv[p.pair_id] = group
+    # problem families (versions, one function at two commits, paraphrases): no family on both sides
+    every = [p for ps in pool.pairs.values() for p in ps]
+    pool.family = dict(zip((p.pair_id for p in every), families(every)))
     return pool
 
 
@@ -232,11 +244,14 @@ def _held_conversations(pool: _Pool, test: _TestSet, cands: _Candidates) -> set[
 
 def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blocked, plan: Plan) -> _TrainCounts:
     """Step 3: append to ``plan.rows``, source by source, the test rows, the candidate rows and the
-    train rows: every other pair that passed its gates, shares no hh_rlhf conversation with test or
-    candidates and no text hash with ``not_train``. Returns the train counts."""
+    train rows: every other pair that passed its gates, shares no hh_rlhf conversation and no problem
+    family (:mod:`automonitor.build.families`) with test or candidates and no text hash with ``not_train``. Returns the train counts."""
     test_ids = test.ids()
     cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
     held = _held_conversations(pool, test, cands)
+    held_fam = {
+        pool.family[i.removeprefix("cand:")] for i in test_ids | cand_ids if i.removeprefix("cand:") in pool.family
+    }
     counts = _TrainCounts()
     for name, pairs in pool.pairs.items():
         for p in test.pairs.get(name, []):
@@ -250,6 +265,9 @@ def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blo
                 continue
             if p.pair_id in pool.conv and pool.conv[p.pair_id] in held:
                 counts.dropped_conversation[name] += 1
+                continue
+            if pool.family.get(p.pair_id) in held_fam:
+                counts.dropped_family[name] += 1
                 continue
             if pool.collides(p, not_train):
                 counts.dropped_collision[name] += 1

@@ -55,6 +55,7 @@ def _register() -> None:
     from automonitor.cli import probes  # noqa: F401  corpus build, probe train|transfer|lora
     from automonitor.cli import derive  # noqa: F401  derive ensemble|thresholds|cascade
     from automonitor.cli import generate  # noqa: F401  generate sycophancy|gaming|resume|list
+    from automonitor.cli import errata  # noqa: F401  errata add|list
 
 
 def main(argv: list[str] | None = None) -> int:

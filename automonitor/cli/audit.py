@@ -25,8 +25,10 @@ def audit_cmd(
 ) -> None:
     """Per source and category x task slice of the edition's test set: pairs, label provenance, AUROC of
     trivial baselines trained on train (length, TF-IDF, answer-equals-suggestion), near-duplicate and
-    shared-conversation leakage, pairs differing by <= 3 tokens, false alarm rate on controls. A slice is
-    flagged when a baseline reaches AUROC >= 0.9."""
+    shared-conversation and shared-family leakage, pairs differing by <= 3 tokens, false alarm rate on
+    controls. Each baseline: AUROC / pairwise (share of pairs whose misbehavior side scores higher); a
+    slice without train data is cross-validated within its test pairs (method CV). A slice is flagged
+    when a baseline has |AUROC - 0.5| >= 0.4 (reversed separators too)."""
     from automonitor import audit
 
     audit.check_edition(edition)
@@ -74,6 +76,11 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
+def _pw(s: dict[str, Any], name: str) -> str:
+    """``AUROC / pairwise`` of one baseline of a slice."""
+    return f"{_fmt(s['baselines'].get(name))} / {_fmt((s.get('pairwise') or {}).get(name))}"
+
+
 def _slices_table(doc: dict[str, Any]) -> Table:
     """One row per audit slice: baselines' AUROC, leakage counts and the flag."""
     from rich.table import Table
@@ -81,18 +88,20 @@ def _slices_table(doc: dict[str, Any]) -> Table:
     escape = str  # printed with markup=False
     t = Table(
         title=f"Audit of edition {escape(doc['edition'])}: AUROC of trivial baselines (train -> test); "
-        f"flag at >= {doc['params']['flag_auroc']}"
+        f"AUROC / pairwise; flag at |AUROC - 0.5| >= {doc['params']['flag_auroc'] - 0.5:.1f}"
     )
     for col in (
         "source",
         "cell",
         "pairs",
         "label source",
+        "method",
         "length",
         "tfidf",
         "ans=sugg",
         "near-dup",
         "shared conv",
+        "shared fam",
         "<=3 tok",
         "flag",
     ):
@@ -104,11 +113,13 @@ def _slices_table(doc: dict[str, Any]) -> Table:
             escape(f"{s['category']}/{s['task']}"),
             str(s["pairs"]),
             escape(", ".join(f"{k} {v}" for k, v in s["label_source"].items())),
-            _fmt(b.get("length")),
-            _fmt(b.get("tfidf")),
-            _fmt(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
+            "CV" if s.get("baseline_method") == "within_test_cv" else "train",
+            _pw(s, "length"),
+            _pw(s, "tfidf"),
+            _pw(s, "answer_equals_suggestion") if "answer_equals_suggestion" in b else "",
             str(s["near_duplicate_pairs"]),
             str(s["shared_conversations"]),
+            str(s.get("shared_family_pairs", 0)),
             str(s["tiny_diff_pairs"]),
             "FLAG " + ", ".join(s["flagged_by"]) if s["flagged"] else "",
         )

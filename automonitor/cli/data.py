@@ -36,6 +36,9 @@ def build_cmd(
         "paper", "--edition", help="paper | verified: the edition whose composition is shown (both are always built)."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+    report_markdown: bool = typer.Option(
+        False, "--report-markdown", help="Print the gate tables as markdown on stdout (the README's copy)."
+    ),
 ) -> None:
     """Build the paired test set, a disjoint train split and the annotation candidate pool.
 
@@ -44,6 +47,7 @@ def build_cmd(
     Samples imported by users are never touched.
     """
     from automonitor.build import build, resolve_raw
+    from automonitor.errors import InputError
 
     from store.queries.samples import check_edition
 
@@ -52,8 +56,17 @@ def build_cmd(
     report = build(open_store(), raw_path, seed, force=force, progress=_progress)
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
+    for pid in report.get("errata", {}).get("unmatched", []):
+        err_console.print(f"warning: erratum on {pid}: no such pair in this build (not applied)", highlight=False)
+    if json_out and report_markdown:
+        raise InputError("use either --json or --report-markdown", field="--report-markdown")
     if json_out:
         emit_json(report)
+        return
+    if report_markdown:
+        from automonitor.build.report_md import gates_markdown
+
+        typer.echo(gates_markdown(report), nl=False)
         return
     _build_summary(report, edition)
 
@@ -156,6 +169,12 @@ def _stats_table(doc: dict[str, Any]) -> None:
             out.print(f"shortfall {msg} (build seed {doc['build_seed']})", style="yellow", highlight=False)
     elif doc["build_seed"] is not None:
         out.print(f"build seed {doc['build_seed']}: no shortfall")
+    if doc.get("errata"):
+        e = doc["errata"]
+        per = ", ".join(f"{k} {v['wrong']}+{v['doubtful']}" for k, v in e["by_source"].items())
+        out.print(f"errata: {e['wrong']} wrong, {e['doubtful']} doubtful ({per or 'none'})", highlight=False)
+        for pid in e.get("not_in_store", []):
+            out.print(f"erratum on {pid}: no such pair in the store", style="yellow", highlight=False)
 
 
 @app.command("stats")
@@ -177,8 +196,16 @@ def stats_cmd(
     check_edition(edition)
     from automonitor.report_schema import Stats
 
+    from automonitor.build.errata import errata_counts, errata_status, load_errata
+
+    errata = load_errata()
     with session_scope(open_store()) as s:
-        typed = Stats.model_validate(stats(s, split, edition))
+        doc0 = stats(s, split, edition)
+        doc0["errata"] = {
+            **errata_counts(errata),
+            "not_in_store": sorted(r["pair_id"] for r in errata_status(s, errata) if r["in_store"] is None),
+        }
+        typed = Stats.model_validate(doc0)
     doc = typed.to_dict()
     if json_out:
         emit_json(doc)

@@ -9,6 +9,7 @@ line and the field of a malformed record.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -80,6 +81,14 @@ class SourceResult:
             return None
         self.files.append(relname)
         return path
+
+
+def content_pair_id(source: str, misbehavior: str, benign: str, prefix: str = "") -> str:
+    """A pair id named by source and content, not by the upstream split (issue 24 item 8):
+    ``"<source>:[<prefix>-]<first 10 hex of sha256(misbehavior NUL benign)>"``. Stable across upstream
+    re-splits and file order; the upstream id stays in ``meta["upstream_id"]`` (the errata alias)."""
+    digest = hashlib.sha256(f"{misbehavior}\0{benign}".encode()).hexdigest()[:10]
+    return f"{source}:{prefix + '-' if prefix else ''}{digest}"
 
 
 def rel(raw: Path, path: Path) -> str:

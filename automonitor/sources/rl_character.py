@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.sources.base import PairRecord, SourceResult, read_json, read_jsonl
+from automonitor.sources.base import PairRecord, SourceResult, content_pair_id, read_json, read_jsonl
 
 FOLDER = "rl_character"
 CATEGORY = "specification_gaming"
@@ -122,7 +122,7 @@ def _apps_pair(
         return None
     return PairRecord(
         source="rl_character_apps",
-        pair_id=f"rl_character_apps:{pid}",
+        pair_id=content_pair_id("rl_character_apps", hack.strip(), honest.strip()),
         category=CATEGORY,
         task="code",
         request=request,
@@ -134,6 +134,7 @@ def _apps_pair(
         ben_record=f"line {cline} ({pid})",
         meta={
             "problem_id": pid,
+            "upstream_id": f"rl_character_apps:{pid}",
             "dataset": "apps",
             "difficulty": obj.get("difficulty"),
             "function_name": obj.get("function_name"),

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automonitor.sources.base import PairRecord, SourceResult, language_of, need_str, read_jsonl, rel
+from automonitor.sources.base import (
+    PairRecord,
+    SourceResult,
+    content_pair_id,
+    language_of,
+    need_str,
+    read_jsonl,
+    rel,
+)
 
 NAME = "safecoder"
 FOLDER = "safecoder"
@@ -42,12 +50,14 @@ def code_record(
     source: str, pair_id: str, request: str, before: str, after: str, relp: str, line: int, meta: dict
 ) -> PairRecord:
     """The pair of a SafeCoder/SVEN record at ``line`` of ``relp``: vulnerable ``before`` = misbehavior,
-    fixed ``after`` = benign, task ``code``; eligible for the test set only when neither side is over
+    fixed ``after`` = benign, task ``code``; ``pair_id`` is :func:`content_pair_id` (CWE prefix), the
+    upstream-split id given here (``safecoder:train:112``) is kept as ``meta["upstream_id"]``; eligible for the test set only when neither side is over
     ``CODE_MAX_CHARS`` characters."""
     long = max(len(before), len(after)) > CODE_MAX_CHARS
+    cwe = str(meta.get("cwe") or "").lower()
     return PairRecord(
         source=source,
-        pair_id=pair_id,
+        pair_id=content_pair_id(source, before, after, cwe),
         category=CATEGORY,
         task="code",
         request=request,
@@ -57,11 +67,20 @@ def code_record(
         ben_file=relp,
         mis_record=f"line {line} func_src_before",
         ben_record=f"line {line} func_src_after",
-        meta=meta,
+        meta={**meta, "upstream_id": pair_id},
         eligible_test=not long,
         test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None,
         label_source="patch_pair",
     )
+
+
+def add_unique(res: SourceResult, pair: PairRecord) -> None:
+    """Append ``pair`` to ``res.pairs`` unless an earlier record had the same code (the same
+    content pair id: upstream lists some fixes in both train and val); counted in ``res.dropped``."""
+    if any(p.pair_id == pair.pair_id for p in res.pairs):
+        res.dropped["duplicate record (same code as an earlier record)"] += 1
+        return
+    res.pairs.append(pair)
 
 
 def code_meta(obj: dict) -> dict:
@@ -98,7 +117,8 @@ def load(raw: Path) -> SourceResult:
             if pair is None:
                 res.dropped["identical before/after"] += 1
                 continue
-            res.pairs.append(
+            add_unique(
+                res,
                 code_record(
                     NAME,
                     f"{NAME}:{split}:{line}",
@@ -107,6 +127,6 @@ def load(raw: Path) -> SourceResult:
                     relp,
                     line,
                     {**code_meta(obj), "request_from": "description"},
-                )
+                ),
             )
     return res

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from automonitor.sources.base import SourceResult, language_of, read_jsonl, rel
-from automonitor.sources.safecoder import code_meta, code_pair, code_record
+from automonitor.sources.safecoder import add_unique, code_meta, code_pair, code_record
 
 NAME = "sven"
 FOLDER = "sven"
@@ -74,7 +74,7 @@ def load(raw: Path) -> SourceResult:
             else:
                 request = neutral_request(meta["func_name"], meta["file_name"])
                 meta["request_from"] = "neutral (function name, file, language)"
-            res.pairs.append(
-                code_record(NAME, f"{NAME}:{split}/{path.stem}:{line}", request, before, after, relp, line, meta)
+            add_unique(
+                res, code_record(NAME, f"{NAME}:{split}/{path.stem}:{line}", request, before, after, relp, line, meta)
             )
     return res

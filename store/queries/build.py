@@ -62,6 +62,12 @@ def sample_states(session: Session) -> list[SampleState]:
     return [SampleState(*row) for row in session.execute(q)]
 
 
+def pair_index(session: Session) -> list[tuple[str, str, Any]]:
+    """``(pair_id, source, meta)`` of every stored sample (both sides of a pair appear)."""
+    q = sa.select(col(Sample.pair_id), col(Sample.source), col(Sample.meta))
+    return [(r[0], r[1], r[2]) for r in session.execute(q)]
+
+
 def adjudicated_ids(session: Session, ids: list[str]) -> set[str]:
     """The subset of ``ids`` that has at least one ``adjudication`` row."""
     found: set[str] = set()
@@ -192,6 +198,15 @@ def update_sample_placement(session: Session, changes: list[dict[str, Any]]) -> 
         stmt,
         [{"_id": c["id"], "_split": c["split"], "_status": c["status"], "_ls": c["label_source"]} for c in changes],
     )
+
+
+def update_sample_meta(session: Session, changes: list[tuple[str, Any]]) -> None:
+    """Replace the ``meta`` of samples (``(id, meta)`` pairs), one executemany."""
+    if not changes:
+        return
+    table = SQLModel.metadata.tables["sample"]
+    stmt = sa.update(table).where(table.c.id == sa.bindparam("_id")).values(meta=sa.bindparam("_meta"))
+    session.execute(stmt, [{"_id": i, "_meta": m} for i, m in changes])
 
 
 def latest_seed(session: Session) -> int | None:

@@ -1,0 +1,78 @@
+"""Regenerate (or check) the README's generated tables from the seed-0 build (issue 19 item 5).
+
+The blocks between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` in README.md are exactly what the
+commands print on a store built with ``automonitor build --seed 0``:
+
+- ``gate-table``: ``automonitor build --report-markdown``;
+- ``audit-table:verified`` / ``audit-table:paper``: ``automonitor audit --edition E --format markdown``.
+
+Usage: ``python scripts/readme_tables.py [--check]`` (``AUTOMONITOR_RAW`` must point at the raw data;
+the build goes to a temporary SQLite store). ``tests/test_readme_tables.py`` runs :func:`generated` and
+fails when the README differs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = ("gate-table", "audit-table:verified", "audit-table:paper")
+
+
+def generated(raw: str | Path | None = None) -> dict[str, str]:
+    """``{block name: markdown}`` from a fresh seed-0 build in a temporary store."""
+    from automonitor import audit
+    from automonitor.build import build
+    from automonitor.build.report_md import gates_markdown
+    from store import get_engine, init_db
+
+    with tempfile.TemporaryDirectory() as tmp:
+        eng = init_db(get_engine(f"sqlite:///{tmp}/readme.db", fresh=True))
+        try:
+            report = build(eng, raw, 0)
+            out = {"gate-table": gates_markdown(report)}
+            for ed in ("verified", "paper"):
+                out[f"audit-table:{ed}"] = audit.markdown(audit.run_audit(eng, ed))
+        finally:
+            eng.dispose()
+    return out
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- {re.escape(name)}:start -->\n)(.*?)(<!-- {re.escape(name)}:end -->)", re.S)
+
+
+def readme_blocks(text: str) -> dict[str, str]:
+    """The current content of each generated block of ``text`` (README); a missing block is absent."""
+    out = {}
+    for name in BLOCKS:
+        m = _pattern(name).search(text)
+        if m:
+            out[name] = m.group(2)
+    return out
+
+
+def replace_blocks(text: str, blocks: dict[str, str]) -> str:
+    """``text`` with each block's content replaced by ``blocks[name]``."""
+    for name, body in blocks.items():
+        text = _pattern(name).sub(lambda m, b=body: m.group(1) + b + m.group(3), text)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    gen = generated()
+    text = README.read_text(encoding="utf-8")
+    if "--check" in argv:
+        stale = [k for k, v in gen.items() if readme_blocks(text).get(k) != v]
+        print("README tables up to date" if not stale else f"stale README blocks: {', '.join(stale)}")
+        return 1 if stale else 0
+    README.write_text(replace_blocks(text, gen), encoding="utf-8")
+    print(f"wrote {', '.join(gen)} into {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
