@@ -20,6 +20,7 @@ LABEL_SOURCES: tuple[str, ...] = (
     "instructed_demo",
     "adjudicated",
     "user",
+    "judge_consensus",  # round 3: labels agreed by several LLM judges, not by a human
 )
 EDITIONS: tuple[str, ...] = ("paper", "verified")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")

@@ -81,6 +81,12 @@ def apply_gates(name: str, res: SourceResult, gates: dict[str, Counter[str]]) ->
             gated = _gate_code(name, p, g)
         elif name == "sycophancy_qa":
             gated = _gate_sycophancy_qa(p, g)
+        screen = REGISTRY[name].screen if name in REGISTRY else None
+        if gated is not None and not gated.gate and screen is not None:
+            why = screen(gated)
+            if why:
+                g[f"to candidates: {why.split(':')[0].split(' (')[0]}"] += 1
+                gated = replace(gated, gate=why)
         if gated is not None:
             out.append(gated)
     return out
