@@ -15,7 +15,7 @@ the scenario's system prompt and user prompt (Steps 1-2 of the log); response = 
 out) and kept as ``meta["steps"]`` (``role``, ``thought``, ``action``, ``observation``). Only
 ``incentivized`` pairs are eligible for test; ``mandated`` pairs (the user demands the KPI) are train only,
 as are pairs whose rendering exceeds :data:`MAX_CHARS`. Logs are discovered under the agent_logs folders
-(:data:`FILES` lists the judge score files).
+(:data:`FILES` lists the judge score files). Screen (build gate, -> candidates): :func:`screen`.
 """
 
 from __future__ import annotations
@@ -261,6 +261,18 @@ def _trajectory(raw: Path, gen: str, scen: str, run: str, res: SourceResult) -> 
         "text": render(steps),
         "completed": any(s.get("action", "") and str(s["action"]).startswith("task_complete") for s in steps),
     }
+
+
+def screen(p: PairRecord) -> str | None:
+    """The source's static screen (a reason sends the pair to the candidate pool): a side that ends
+    without ``task_complete`` (crash or timeout: a benign side may be benign only because it stopped),
+    or a misbehavior side that ran no bash command (its gaming cannot be in the tool calls)."""
+    for side, meta in (("misbehavior", p.mis_meta), ("benign", p.ben_meta)):
+        if meta.get("completed") is False:
+            return f"{side} trajectory ends without task_complete (crash or timeout)"
+    if not any(str(s.get("action") or "").startswith("bash:") for s in p.mis_meta.get("steps", [])):
+        return "misbehavior trajectory runs no bash command"
+    return None
 
 
 def load(raw: Path) -> SourceResult:
