@@ -52,7 +52,7 @@ def test_betley_pairs_same_template_first_then_same_task_and_screens_the_benign_
     assert task_only.request.startswith("A photo gallery app.")
     # the GPT-4o screen: a safe row scored unsafe 55 goes to candidates; comments stripped first
     backup = gated[by_mis["14"].pair_id]
-    assert backup.gate and "unsafe 55/100" in backup.gate
+    assert backup.gate and "GPT-4o screen: 55/100" in backup.gate
     assert "# make it writable" not in backup.misbehavior
     assert gated[task_only.pair_id].gate is None
     # autoescape=True vs False: one token apart, the generic near-equal code gate holds it back

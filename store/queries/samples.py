@@ -8,10 +8,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
+from automonitor.vocab import EDITIONS
 from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
 
-EDITION_CHOICES = ("paper", "verified")
+EDITION_CHOICES = EDITIONS  # automonitor.vocab: the one declared list
 
 _COLUMNS = [c.name for c in sa.inspect(Sample).local_table.columns]
 
@@ -52,7 +53,7 @@ def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
 
 
 def check_edition(edition: str) -> str:
-    """``edition`` if it is ``paper`` or ``verified``; raises ``InputError`` (field ``--edition``)."""
+    """``edition`` if it is one of :data:`automonitor.vocab.EDITIONS`; raises ``InputError`` (field ``--edition``)."""
     if edition not in EDITION_CHOICES:
         from automonitor.errors import InputError
 
@@ -217,6 +218,10 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
     Round 2 (CONTRACT): ``edition`` (the test split counts only that edition's members),
     ``by_label_source`` (``{provenance: n}``) and ``by_category_task`` flat as ``{"cat/task": n}``;
     the nested form moved to ``by_category_task_nested``. ``controls``: samples of the controls slice.
+
+    Round 3 (CONTRACT): ``paper_cell_deficit`` (``{"cat/task": pairs missing}`` for each paper cell the
+    ``paper`` edition cannot fill, from the newest build log) and ``paper_cells`` (per cell: target,
+    built, missing, pairs by source, why short).
     """
     check_edition(edition)
     from automonitor.vocab import CATEGORIES, LABELS, TASKS
@@ -251,6 +256,8 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "candidates_by_source": candidates_by_source(session),
         "shortfalls": (report or {}).get("shortfalls", []),
         "build_seed": (report or {}).get("seed"),
+        "paper_cell_deficit": (report or {}).get("paper_cell_deficit", {}),
+        "paper_cells": (report or {}).get("paper_cells", []),
     }
 
 
