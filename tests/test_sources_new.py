@@ -122,6 +122,11 @@ def test_aisi_pairs_hack_and_clean_rows_of_one_problem_and_strips_code_comments(
     assert "# exit before the tests run" not in b.misbehavior and "os._exit(0)" in b.misbehavior
     assert "# add them" not in b.benign and "<thinking>\nParse the numbers" in b.benign
     assert b.mis_meta["silent_hack"] is True
+    # a block the text cuts off and unfenced code after the reasoning are stripped too
+    assert aisi_olmo_rh.strip_code_comments("t\n```python\n# a\ny = 1  # b\n") == "t\n```python\ny = 1\n"
+    assert aisi_olmo_rh.strip_code_comments("<thinking>\nx # k\n</thinking>\n# c\ny = 1\n") == (
+        "<thinking>\nx # k\n</thinking>\ny = 1\n"
+    )
     assert gated[b.pair_id].gate is None
     assert "no hack-like code" in str(gated[runs["sdf"].pair_id].gate)
 

