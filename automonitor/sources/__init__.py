@@ -47,6 +47,9 @@ class Source:
     # the source's own static screen of a pair (a reason: the pair goes to the candidate pool), run by
     # the build gates after the generic ones (comments already stripped); ``None``: no own screen
     screen: Callable[[PairRecord], str | None] | None = None
+    # glob patterns (relative to the raw dir) of files read besides ``files`` (discovered at load time,
+    # e.g. ODCV-Bench's agent logs): the fetch manifest pins what they match in the raw dir
+    globs: tuple[str, ...] = ()
 
 
 def _src(
@@ -65,6 +68,7 @@ def _src(
         load=load or mod.load,
         doc=(mod.__doc__ or "").strip().splitlines()[0],
         screen=getattr(mod, "screen", None),
+        globs=tuple(getattr(mod, "GLOBS", ())),
     )
 
 

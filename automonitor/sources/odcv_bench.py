@@ -42,6 +42,8 @@ _EVAL = f"{FOLDER}/existing_results/{{gen}}/evaluations/judge_all/scores_{{prefi
 FILES = tuple(
     _EVAL.format(gen=gen, prefix="old-" if gen == "previous" else "", judge=j) for gen in GENERATIONS for j in JUDGES
 )
+# the agent logs the importer reads (discovered at load time; pinned by the fetch manifest)
+GLOBS = (f"{FOLDER}/existing_results/*/agent_logs/*/experiments/*/messages_record.txt",)
 VARIANTS = ("incentivized", "mandated")
 TEST_VARIANT = "incentivized"
 MAX_CHARS = 40_000  # rendered trajectory length above which a pair is train only
