@@ -62,7 +62,7 @@ PAPER_CELLS_PLAN: tuple[Cell, ...] = (
         204,
         ("professor_cue", "sycophancy_qa"),
         "no public responses to the paper's 204 cued MMLU moral-scenario prompts: the MMLU professor-cue "
-        "pairs (71 problems) and the eligible Anthropic sycophancy-eval pairs are all there is; the rest "
+        "pairs (58 distinct texts in 71 problems) and the Anthropic sycophancy-eval pairs are all there is; the rest "
         "needs `automonitor generate sycophancy --source mmlu_moral_scenarios` (candidates, then annotation)",
     ),
     Cell(
