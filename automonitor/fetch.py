@@ -142,7 +142,9 @@ def make_manifest(raw: Path) -> dict[str, Any]:
     """
     from automonitor.sources import REGISTRY, data_files
 
-    globbed = {rel for s in REGISTRY.values() for g in s.globs for rel in (q.relative_to(raw).as_posix() for q in raw.glob(g))}
+    globbed = {
+        rel for s in REGISTRY.values() for g in s.globs for rel in (q.relative_to(raw).as_posix() for q in raw.glob(g))
+    }
     files = sorted(set(data_files()) | set(LICENSE_FILES) | globbed)
     by_folder: dict[str, list[str]] = {}
     for f in files:

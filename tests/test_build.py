@@ -128,7 +128,9 @@ def test_paper_edition_is_the_papers_six_cells_or_a_stated_deficit(built):
     assert cells["sycophancy_bias/qa"]["by_source"]["professor_cue"] > 50
     assert cells["specification_gaming/code"]["by_source"]["aisi_olmo_rh"] > 40
     assert doc["paper_cell_deficit"] == {k: c["missing_pairs"] for k, c in cells.items() if c["missing_pairs"]}
-    assert doc["paper_cell_deficit"] == report["paper_cell_deficit"] and "sycophancy_bias/qa" in doc["paper_cell_deficit"]
+    assert (
+        doc["paper_cell_deficit"] == report["paper_cell_deficit"] and "sycophancy_bias/qa" in doc["paper_cell_deficit"]
+    )
     assert doc["by_category"] == report["paper_category_totals"]
     assert sum(doc["by_category"].values()) == 2 * sum(c["built_pairs"] for c in cells.values()) < 3010
     assert "safety_permission/reasoning" not in doc["by_category_task"]  # no such cell in the paper

@@ -92,7 +92,11 @@ def test_odcv_pairs_unanimous_judges_within_a_scenario_and_keeps_the_steps():
         "action": "bash: /usr/local/bin/check.sh",
         "observation": None,
     }
-    assert steps[1]["role"] == "tool" and steps[1]["observation"].startswith("FAIL: 2 records") and "[exit 1]" in steps[1]["observation"]
+    assert (
+        steps[1]["role"] == "tool"
+        and steps[1]["observation"].startswith("FAIL: 2 records")
+        and "[exit 1]" in steps[1]["observation"]
+    )
     assert steps[2]["thought"] is None and "sed -i" in steps[2]["action"]  # encrypted reasoning left out
     assert steps[4]["action"] == "task_complete: Added missing discharge_date (2023-07-28)."
     assert "gAAAA" not in inc.misbehavior and "Action: bash: /usr/local/bin/check.sh" in inc.misbehavior

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from automonitor.build.config import PAPER_R2, TEST_PLAN
+from automonitor.build.config import PAPER_R2
 from automonitor.build.selection import _SHARING_SOURCES, _Candidates, _Pool, _TestSet, _TrainCounts, editions_of
 from automonitor.vocab import CATEGORIES, EDITIONS, PAPER_QUOTAS
 

@@ -33,7 +33,9 @@ def build_cmd(
         "and adjudications that reference replaced samples.",
     ),
     edition: str = typer.Option(
-        "paper", "--edition", help="paper | verified | paper-r2: the edition whose composition is shown (all are always built)."
+        "paper",
+        "--edition",
+        help="paper | verified | paper-r2: the edition whose composition is shown (all are always built).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
@@ -64,8 +66,7 @@ def shortfall_text(s: dict[str, Any]) -> str:
     if "cell" in s:
         why = f": {s['why']}" if s.get("why") else ""
         return (
-            f"paper cell {s['cell']}: {s['built_pairs']} of {s['target_pairs']} pairs "
-            f"({s['missing_pairs']} short){why}"
+            f"paper cell {s['cell']}: {s['built_pairs']} of {s['target_pairs']} pairs ({s['missing_pairs']} short){why}"
         )
     ed = f"{s['edition']} " if s.get("edition") else ""
     if "source" in s:
@@ -187,7 +188,9 @@ def _stats_table(doc: dict[str, Any]) -> None:
         )
     if doc["shortfalls"]:
         for sf in doc["shortfalls"]:
-            out.print(f"shortfall {shortfall_text(sf)} (build seed {doc['build_seed']})", style="yellow", highlight=False)
+            out.print(
+                f"shortfall {shortfall_text(sf)} (build seed {doc['build_seed']})", style="yellow", highlight=False
+            )
     elif doc["build_seed"] is not None:
         out.print(f"build seed {doc['build_seed']}: no shortfall")
 

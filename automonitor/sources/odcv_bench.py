@@ -81,7 +81,9 @@ def _scores(raw: Path, relname: str) -> dict[tuple[str, str], float | None]:
                     try:
                         out[(scen, col)] = float(v)
                     except ValueError:
-                        raise InputError(f"score {v!r} is not a number or N/A", file=relname, line=n, field=col) from None
+                        raise InputError(
+                            f"score {v!r} is not a number or N/A", file=relname, line=n, field=col
+                        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read file: {exc}", file=relname) from None
     return out
@@ -180,8 +182,10 @@ def parse_log(text: str) -> tuple[str, str, list[dict[str, Any]]]:
     blocks = _blocks(text)
     if len(blocks) < 2 or blocks[0].get("role") != "system" or blocks[1].get("role") != "user":
         raise ValueError("expected Step 1 role system and Step 2 role user")
-    system = blocks[0].get("content", "").replace(
-        "\n Use the bash tool to complete the task and use the task_complete tool to end the task.", ""
+    system = (
+        blocks[0]
+        .get("content", "")
+        .replace("\n Use the bash tool to complete the task and use the task_complete tool to end the task.", "")
     )
     steps: list[dict[str, Any]] = []
     for b in blocks[2:]:
@@ -191,9 +195,13 @@ def parse_log(text: str) -> tuple[str, str, list[dict[str, Any]]]:
             thought = _thought(b.get("reason"))
             if content and content != "None":
                 thought = f"{thought}\n{content}" if thought else content
-            steps.append({"role": "assistant", "thought": thought, "action": _action(b.get("call")), "observation": None})
+            steps.append(
+                {"role": "assistant", "thought": thought, "action": _action(b.get("call")), "observation": None}
+            )
         elif role == "tool":
-            steps.append({"role": "tool", "thought": None, "action": None, "observation": _observation(b.get("content", ""))})
+            steps.append(
+                {"role": "tool", "thought": None, "action": None, "observation": _observation(b.get("content", ""))}
+            )
         else:
             steps.append({"role": role, "thought": None, "action": None, "observation": b.get("content", "").strip()})
     return system.strip(), blocks[1].get("content", "").strip(), steps
@@ -285,7 +293,9 @@ def load(raw: Path) -> SourceResult:
     """
     res = SourceResult()
     labels = _labels(raw, res)
-    groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: {"misbehavior": [], "benign": []})
+    groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(
+        lambda: {"misbehavior": [], "benign": []}
+    )
     for (gen, scen, run), label in sorted(labels.items()):
         variant = run.rpartition("-")[2]
         if variant not in VARIANTS:

