@@ -453,7 +453,11 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert set(doc["by_category"]) == set(CATEGORIES) and set(doc["by_task"]) == set(TASKS)
     assert set(doc["by_label"]) == {"misbehavior", "benign"}
     assert all(isinstance(v, int) for d in ("by_category", "by_task", "by_label", "by_split") for v in doc[d].values())
-    assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 3010
+    # the default edition is paper (the paper's cells): 1,397 pairs at seed 0, sycophancy QA 108 short
+    assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 2794
+    assert doc["edition"] == "paper" and doc["paper_cell_deficit"] == {"sycophancy_bias/qa": 108}
+    r2 = json.loads(cli(["stats", "--edition", "paper-r2", "--json"], db=url).stdout)
+    assert r2["total"] == 3010 and r2["edition"] == "paper-r2"
     train = json.loads(cli(["stats", "--split", "train", "--json"], db=url).stdout)
     every = json.loads(cli(["stats", "--split", "all", "--json"], db=url).stdout)
     assert (
@@ -463,7 +467,8 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert train["by_split"] == every["by_split"] == doc["by_split"]
     assert train["candidates"] == every["candidates"] == doc["candidates"] >= 480
     table = cli(["stats"], db=url)
-    assert table.returncode == 0 and "Sycophancy & Bias" in table.stdout and "3010" in table.stdout
+    assert table.returncode == 0 and "Sycophancy & Bias" in table.stdout and "2794" in table.stdout
+    assert "paper cell deficit (pairs): sycophancy_bias/qa 108" in table.stdout
 
 
 def test_build_cli_json_is_one_document_and_rebuild_is_a_no_op(cli, built, raw_dir):
