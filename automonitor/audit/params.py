@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
+from automonitor import vocab
 
 AUDIT_VERSION = 2  # 2: |AUROC - 0.5| flag, within-test CV, pairwise, shared families
-EDITIONS: tuple[str, ...] = ("paper", "verified")
+EDITIONS: tuple[str, ...] = vocab.EDITIONS  # the one declared list
 FLAG_AUROC = 0.9
 JACCARD = 0.8
 NUM_PERM = 64

@@ -1,6 +1,12 @@
 """Build the paired benchmark from the public raw sources into the store (``automonitor build``).
 
-Composition of the ``paper`` edition (pairs; each pair = one misbehavior + one benign sample with the
+Editions (:data:`automonitor.vocab.EDITIONS`): ``paper`` = the paper's six cells at its pair counts
+(:data:`~automonitor.build.config.PAPER_CELLS_PLAN`: each cell draws from its own sources in order of
+closeness to the paper's, reusing the round-2 draw of a source first; a short cell is reported as a
+deficit with its reason, never padded with another cell's data); ``paper-r2`` = the round-2
+composition below; ``verified`` = every test pair that passed every gate and its source's hand check.
+
+Composition of the ``paper-r2`` edition (pairs; each pair = one misbehavior + one benign sample with the
 same request), mirroring the paper's 1,172 / 962 / 876 samples (3,010 = 1,505 pairs). A quota with
 ``shares_with`` gives up the places the other source fills (an otherwise empty cell):
 
@@ -18,8 +24,9 @@ specification_gaming   rl_character_apps             code         178
 specification_gaming   rl_character_mbpp             code          41
 =====================  ============================  =========  =====  ===================================
 
-``verified`` edition (``VERIFIED_EXTRA``): the paper test pairs that pass every gate and are not
-``preference_pair``, plus 131 xstest and 150 reward_hack_gen_codeforces test pairs (verified only).
+``verified`` edition (``VERIFIED_EXTRA``): the test pairs that pass every gate, are not
+``preference_pair`` and whose source passed the hand check, plus 131 xstest, 150 reward_hack_gen_codeforces
+and up to 105 odcv_bench test pairs (verified only).
 Editions are rows of ``edition_sample``; controls (Turpin, suggestion correct and the model agrees) are
 benign-only samples of split ``controls`` (pair_id ``controls:...``).
 
@@ -84,6 +91,8 @@ from automonitor.build.config import (
     CANDIDATE_PLAN,
     CODE_SOURCES_PY_DEFAULT,
     EDITIONS,
+    PAPER_CELLS_PLAN,
+    PAPER_R2,
     HACK_SOURCES,
     NO_RAW_HINT,
     NOT_VERIFIED,
@@ -138,6 +147,8 @@ __all__ = [
     "CANDIDATE_PLAN",
     "CODE_SOURCES_PY_DEFAULT",
     "EDITIONS",
+    "PAPER_CELLS_PLAN",
+    "PAPER_R2",
     "HACK_SOURCES",
     "NOT_VERIFIED",
     "NO_RAW_HINT",

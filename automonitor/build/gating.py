@@ -149,6 +149,12 @@ def apply_gates(
                 lc["dropped: equal after whitespace normalisation"] += 1
             elif gated.gate:
                 lc[f"to candidates: <= {FEW_TOKENS} tokens differ"] += 1
+        screen = REGISTRY[name].screen if name in REGISTRY else None
+        if gated is not None and not gated.gate and screen is not None:
+            why = screen(gated)
+            if why:
+                g[f"to candidates: {why.split(':')[0].split(' (')[0]}"] += 1
+                gated = replace(gated, gate=why)
         if gated is not None:
             out.append(gated)
     if name in SAFETY_CODE_SOURCES:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from automonitor.build.config import EDITIONS, TEST_PLAN
+from automonitor.build.config import PAPER_R2
 from automonitor.build.selection import _SHARING_SOURCES, _Candidates, _Pool, _TestSet, _TrainCounts, editions_of
-from automonitor.vocab import CATEGORIES, PAPER_QUOTAS
+from automonitor.vocab import CATEGORIES, EDITIONS, PAPER_QUOTAS
 
 
 def _report_source_counts(
@@ -18,6 +18,8 @@ def _report_source_counts(
     for name, pairs in pool.pairs.items():
         s = report["sources"][name]
         s["test_pairs"] = len(test.pairs.get(name, []))
+        s["paper_pairs"] = sum(p.pair_id in test.paper_ids for p in test.pairs.get(name, []))
+        s[f"{PAPER_R2}_pairs"] = sum(p.pair_id in test.r2_ids for p in test.pairs.get(name, []))
         s["candidate_pairs"] = len(cands.get(name, []))
         s["train_pairs"] = train.kept[name]
         s["train_dropped_hash_collision"] = train.dropped_collision[name]
@@ -28,11 +30,37 @@ def _report_source_counts(
 
 
 def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
-    """Add ``quotas``, ``category_quotas``, ``shortfalls`` (sources, then categories) and ``test`` (the
-    paper mirror: pairs, samples, by category, by category x task) to ``report``."""
+    """Add ``paper_cells`` (the ``paper`` edition by cell: target, built, missing, by source, why),
+    ``paper_cell_deficit`` (``{"cat/task": pairs missing}``, cells short only), ``paper_category_totals``
+    (samples per category, following the cells), ``quotas``, ``category_quotas`` (round 2, edition
+    ``paper-r2``), ``shortfalls`` (paper cells first, then round-2 sources and categories, each row with
+    its ``edition``) and ``test`` (the ``paper-r2`` mirror: pairs, samples, by category, by category x
+    task) to ``report``."""
+    report["paper_cells"] = test.cells
+    report["paper_cell_deficit"] = {
+        f"{c['category']}/{c['task']}": c["missing_pairs"] for c in test.cells if c["missing_pairs"] > 0
+    }
+    cell_totals: Counter[str] = Counter()
+    for c in test.cells:
+        cell_totals[c["category"]] += 2 * c["built_pairs"]
+    report["paper_category_totals"] = {cat: cell_totals[cat] for cat in CATEGORIES}
     quotas = test.quotas
     shortfalls: list[dict[str, Any]] = [
-        {**q, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
+        {
+            "edition": "paper",
+            "cell": f"{c['category']}/{c['task']}",
+            "category": c["category"],
+            "task": c["task"],
+            "target_pairs": c["target_pairs"],
+            "built_pairs": c["built_pairs"],
+            "missing_pairs": c["missing_pairs"],
+            "why": c["why"],
+        }
+        for c in test.cells
+        if c["missing_pairs"] > 0
+    ]
+    shortfalls += [
+        {**q, "edition": PAPER_R2, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
         for q in quotas
         if q["built_pairs"] < q["target_pairs"] and q["source"] not in _SHARING_SOURCES
     ]
@@ -47,6 +75,7 @@ def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
         if cat_built[c] < PAPER_QUOTAS[c]:
             shortfalls.append(
                 {
+                    "edition": PAPER_R2,
                     "category": c,
                     "target_samples": PAPER_QUOTAS[c],
                     "built_samples": cat_built[c],
@@ -54,7 +83,7 @@ def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
                 }
             )
     report["shortfalls"] = shortfalls
-    n_test = sum(len(test.pairs.get(q.source, [])) for q in TEST_PLAN)
+    n_test = len(test.r2_ids)
     by_ct: dict[str, dict[str, int]] = defaultdict(dict)
     for q in quotas:
         by_ct[q["category"]][q["task"]] = by_ct[q["category"]].get(q["task"], 0) + 2 * q["built_pairs"]
@@ -70,7 +99,7 @@ def _edition_report(test: _TestSet) -> dict[str, dict[str, Any]]:
     """Per edition: test pairs, samples, pairs by ``category/task`` and by source."""
     eds: dict[str, dict[str, Any]] = {}
     for ed in EDITIONS:
-        ps = [p for ts in test.pairs.values() for p in ts if ed in editions_of(p)]
+        ps = [p for ts in test.pairs.values() for p in ts if ed in editions_of(p, test)]
         ct: Counter[str] = Counter(f"{p.category}/{p.task}" for p in ps)
         srcs: Counter[str] = Counter(p.source for p in ps)
         eds[ed] = {

@@ -8,7 +8,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from automonitor.build.config import CANDIDATE_PLAN, NOT_VERIFIED, TEST_PLAN, VERIFIED_EXTRA, Quota
+from automonitor.build.config import (
+    CANDIDATE_PLAN,
+    HAND_CHECK_FAILED,
+    NOT_VERIFIED,
+    PAPER_CELLS_PLAN,
+    PAPER_R2,
+    TEST_PLAN,
+    VERIFIED_EXTRA,
+    Cell,
+    Quota,
+)
 from automonitor.build.errata import Erratum, apply_errata
 from automonitor.build.families import families
 from automonitor.build.gating import apply_gates
@@ -50,11 +60,16 @@ class _Pool:
 
 @dataclass
 class _TestSet:
-    """The test selection: pairs per source, the paper quota rows of the report (``source``,
-    ``category``, ``task``, ``target_pairs``, ``built_pairs``) and the hashes of the chosen texts."""
+    """The test selection: pairs per source, the round-2 quota rows of the report (``source``,
+    ``category``, ``task``, ``target_pairs``, ``built_pairs``), the paper cell rows (``category``,
+    ``task``, ``target_pairs``, ``built_pairs``, ``missing_pairs``, ``by_source``, ``why``), the ids of
+    the ``paper-r2`` and ``paper`` pairs and the hashes of the chosen texts."""
 
     pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
     quotas: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    r2_ids: set[str] = field(default_factory=set)
+    paper_ids: set[str] = field(default_factory=set)
     req: set[str] = field(default_factory=set)
     mis: set[str] = field(default_factory=set)
     ben: set[str] = field(default_factory=set)
@@ -79,15 +94,33 @@ class _TrainCounts:
     dropped_family: Counter[str] = field(default_factory=Counter)
 
 
-_PAPER_SOURCES = frozenset(q.source for q in TEST_PLAN)
 _SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
 
 
-def editions_of(p: PairRecord) -> tuple[str, ...]:
-    """The editions a test pair belongs to: ``paper`` for the paper-mirror sources, ``verified`` when it
-    passed every gate and its provenance is not in :data:`NOT_VERIFIED`."""
-    eds: tuple[str, ...] = ("paper",) if p.source in _PAPER_SOURCES else ()
-    if p.label_source not in NOT_VERIFIED and not p.gate:
+def verifiable(p: PairRecord) -> bool:
+    """Whether a test pair may be in ``verified``: it passed every gate, its provenance is not in
+    :data:`NOT_VERIFIED` and its source passed the hand check (:data:`HAND_CHECK_FAILED`)."""
+    return p.label_source not in NOT_VERIFIED and not p.gate and p.source not in HAND_CHECK_FAILED
+
+
+def not_verified_why(p: PairRecord) -> str | None:
+    """Why a test pair is out of ``verified`` (``None``: it is in)."""
+    if p.gate:
+        return p.gate
+    if p.label_source in NOT_VERIFIED:
+        return f"{p.label_source}: enters verified only through adjudication"
+    if p.source in HAND_CHECK_FAILED:
+        return f"hand check: {HAND_CHECK_FAILED[p.source]}"
+    return None
+
+
+def editions_of(p: PairRecord, test: _TestSet) -> tuple[str, ...]:
+    """The editions a test pair belongs to: ``paper`` when a paper cell drew it, ``paper-r2`` when a
+    round-2 quota drew it, ``verified`` when :func:`verifiable`."""
+    eds: tuple[str, ...] = ("paper",) if p.pair_id in test.paper_ids else ()
+    if p.pair_id in test.r2_ids:
+        eds += (PAPER_R2,)
+    if verifiable(p):
         eds += ("verified",)
     return eds
 
@@ -168,9 +201,64 @@ def _draw_quota(q: Quota, target: int, pool: _Pool, seed: int, test: _TestSet) -
     return chosen
 
 
+def _take(source: str, need: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
+    """Up to ``need`` test pairs of ``source`` for a paper cell: the pairs a round-2 quota already drew
+    (in their drawn order), then further eligible pairs in the source's seeded test order (the same
+    order the quota drew from), skipping a pair whose misbehavior text is a chosen benign text (or vice
+    versa). New pairs join ``test.pairs[source]``. Like the paper mirror, gate-failing pairs count
+    (their noise is measured; ``verified`` leaves them out)."""
+    have = test.pairs.setdefault(source, [])
+    out = have[:need]
+    if len(out) >= need:
+        return out
+    taken = {p.pair_id for p in have}
+    eligible = [p for p in pool.pairs.get(source, []) if p.eligible_test and p.pair_id not in taken]
+    for p in _shuffled(eligible, rng_for(seed, source, "test")):
+        if len(out) >= need:
+            break
+        req_hash, mis_hash, ben_hash = pool.hashes[p.pair_id]
+        if mis_hash in test.ben or ben_hash in test.mis:
+            continue
+        out.append(p)
+        have.append(p)
+        test.mis.add(mis_hash)
+        test.ben.add(ben_hash)
+        test.req.add(req_hash)
+    return out
+
+
+def _select_cells(pool: _Pool, seed: int, test: _TestSet, cells: tuple[Cell, ...] = PAPER_CELLS_PLAN) -> None:
+    """Step 1b: the ``paper`` edition, cell by cell (:data:`PAPER_CELLS_PLAN`): each cell's sources in
+    order give up to what the cell still needs; a cell short of its count records the deficit and why
+    (never padded with another cell's data)."""
+    for c in cells:
+        need, by_source = c.pairs, {}
+        for src in c.sources:
+            if need <= 0:
+                break
+            got = _take(src, need, pool, seed, test)
+            test.paper_ids.update(p.pair_id for p in got)
+            if got:
+                by_source[src] = len(got)
+            need -= len(got)
+        built = c.pairs - max(need, 0)
+        test.cells.append(
+            {
+                "category": c.category,
+                "task": c.task,
+                "target_pairs": c.pairs,
+                "built_pairs": built,
+                "missing_pairs": c.pairs - built,
+                "by_source": by_source,
+                "why": c.short_why if built < c.pairs else None,
+            }
+        )
+
+
 def _select_test(pool: _Pool, seed: int) -> _TestSet:
-    """Step 1: the test selection, the paper mirror (:data:`TEST_PLAN`, a sharing quota reduced by
-    what its partner built) and then the verified-only sources (:data:`VERIFIED_EXTRA`)."""
+    """Step 1: the test selection: the round-2 mirror (:data:`TEST_PLAN`, a sharing quota reduced by
+    what its partner built; edition ``paper-r2``), the verified-only sources (:data:`VERIFIED_EXTRA`),
+    then the paper's cells (:func:`_select_cells`, edition ``paper``), which reuse those draws first."""
     test = _TestSet()
     built: dict[str, int] = {}
     for q in TEST_PLAN + VERIFIED_EXTRA:
@@ -179,6 +267,7 @@ def _select_test(pool: _Pool, seed: int) -> _TestSet:
         test.pairs[q.source] = chosen
         built[q.source] = len(chosen)
         if q in TEST_PLAN:
+            test.r2_ids.update(p.pair_id for p in chosen)
             test.quotas.append(
                 {
                     "source": q.source,
@@ -188,6 +277,7 @@ def _select_test(pool: _Pool, seed: int) -> _TestSet:
                     "built_pairs": len(chosen),
                 }
             )
+    _select_cells(pool, seed, test)
     return test
 
 
@@ -212,8 +302,8 @@ def _select_candidates(pool: _Pool, test: _TestSet, seed: int, blocked: _Blocked
                 cands[name].append((p, p.gate))
     for name, pairs in test.pairs.items():
         for p in pairs:  # a paper test pair that cannot be verified: a copy with its own pair_id
-            if p.label_source in NOT_VERIFIED or p.gate:
-                why = p.gate or f"{p.label_source}: enters verified only through adjudication"
+            why = not_verified_why(p)
+            if why:
                 cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"), why))
     return cands
 
@@ -255,7 +345,7 @@ def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blo
     counts = _TrainCounts()
     for name, pairs in pool.pairs.items():
         for p in test.pairs.get(name, []):
-            plan.rows.extend(_rows_for(p, "test", "gold", pool.hashes[p.pair_id], editions_of(p)))
+            plan.rows.extend(_rows_for(p, "test", "gold", pool.hashes[p.pair_id], editions_of(p, test)))
         for p, why in cands.get(name, []):
             plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p), extra_meta={"gate": why} if why else None))
         for p in pairs:

@@ -33,7 +33,9 @@ def build_cmd(
         "and adjudications that reference replaced samples.",
     ),
     edition: str = typer.Option(
-        "paper", "--edition", help="paper | verified: the edition whose composition is shown (both are always built)."
+        "paper",
+        "--edition",
+        help="paper | verified | paper-r2: the edition whose composition is shown (all are always built).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
     report_markdown: bool = typer.Option(
@@ -71,20 +73,44 @@ def build_cmd(
     _build_summary(report, edition)
 
 
+def shortfall_text(s: dict[str, Any]) -> str:
+    """One shortfall row of a build report as text: a paper cell (pairs, with why), a round-2 source
+    (pairs) or a round-2 category (samples)."""
+    if "cell" in s:
+        why = f": {s['why']}" if s.get("why") else ""
+        return (
+            f"paper cell {s['cell']}: {s['built_pairs']} of {s['target_pairs']} pairs ({s['missing_pairs']} short){why}"
+        )
+    ed = f"{s['edition']} " if s.get("edition") else ""
+    if "source" in s:
+        return (
+            f"{ed}{s['source']} ({s['category']}/{s['task']}): {s['built_pairs']} of {s['target_pairs']} pairs "
+            f"({s['missing_pairs']} short)"
+        )
+    return f"{ed}{s['category']}: {s['built_samples']} of {s['target_samples']} samples ({s['missing_samples']} short)"
+
+
 def _warn_shortfalls(shortfalls: list[dict[str, Any]]) -> None:
-    """One yellow ``shortfall:`` line on stderr per source (pairs) or category (samples) short of its
-    quota."""
+    """One yellow ``shortfall:`` line on stderr per paper cell (pairs), round-2 source (pairs) or
+    category (samples) short of its target."""
     for s in shortfalls:
-        where = f"{s['source']} ({s['category']}/{s['task']})" if "source" in s else s["category"]
-        miss = s.get("missing_pairs", s.get("missing_samples"))
-        unit = "pairs" if "missing_pairs" in s else "samples"
-        err_console.print(f"shortfall: {where}: {miss} {unit} short of the quota", style="yellow", highlight=False)
+        err_console.print(f"shortfall: {shortfall_text(s)}", style="yellow", highlight=False)
+
+
+def _quota_cell(target: int | None, built: int) -> str:
+    """A round-2 quota as shown in the build table: ``-`` for none, ``N`` when the source filled it,
+    else ``N (only M)`` (the honest view: a source with fewer usable pairs than its quota)."""
+    if not target:
+        return "-"
+    return str(target) if built >= target else f"{target} (only {built})"
 
 
 def _sources_table(report: dict[str, Any]) -> Table:
-    """The per-source table of a build report: pairs available, in test, quota, candidates, train."""
+    """The per-source table of a build report: pairs available and eligible for test, in test, in each
+    edition, the round-2 quota (with the eligible count when that is less), candidates, train."""
     t = Table(title=f"automonitor build (seed {report['seed']}) from {report['raw_dir']}")
-    for col in ("source", "category", "task", "available", "test", "quota", "candidates", "train"):
+    cols = ("source", "category", "task", "available", "pass gates", "test", "paper", "paper-r2", "r2 quota")
+    for col in cols + ("candidates", "train"):
         t.add_column(col, justify="right" if col not in ("source", "category", "task") else "left")
     quota = {q["source"]: q["target_pairs"] for q in report["quotas"]}
     for name, s in report["sources"].items():
@@ -93,8 +119,11 @@ def _sources_table(report: dict[str, Any]) -> Table:
             s["category"],
             s["task"],
             str(s["pairs_available"]),
+            str(s["eligible_for_test"]),
             str(s["test_pairs"]),
-            str(quota.get(name, 0)),
+            str(s.get("paper_pairs", 0)),
+            str(s.get("paper-r2_pairs", 0)),
+            _quota_cell(quota.get(name), s.get("paper-r2_pairs", s["test_pairs"])),
             str(s["candidate_pairs"]),
             str(s["train_pairs"]),
         )
@@ -115,9 +144,15 @@ def _build_summary(report: dict[str, Any], edition: str) -> None:
         f"controls: {report['controls']['samples']} benign-only samples; gates: "
         + "; ".join(f"{k}: " + ", ".join(f"{r} {n}" for r, n in v.items()) for k, v in report["gates"].items())
     )
+    cells = report.get("paper_cells", [])
+    if cells:
+        out.print(
+            "paper cells (pairs built/target): "
+            + ", ".join(f"{c['category']}/{c['task']} {c['built_pairs']}/{c['target_pairs']}" for c in cells)
+        )
     te = report["test"]
     out.print(
-        f"paper test: {te['samples']} samples in {te['pairs']} pairs "
+        f"paper-r2 test: {te['samples']} samples in {te['pairs']} pairs "
         + ", ".join(f"{c} {n}" for c, n in te["by_category"].items())
         + f"; candidates: {report['candidates']['samples']} samples; train: {report['train']['samples']} samples"
     )
@@ -158,15 +193,17 @@ def _stats_table(doc: dict[str, Any]) -> None:
         + ", ".join(f"{k} {v}" for k, v in doc["by_split"].items())
         + f", candidates {doc['candidates']}"
     )
+    if doc.get("paper_cell_deficit") and doc["edition"] == "paper":
+        out.print(
+            "paper cell deficit (pairs): " + ", ".join(f"{k} {v}" for k, v in doc["paper_cell_deficit"].items()),
+            style="yellow",
+            highlight=False,
+        )
     if doc["shortfalls"]:
         for sf in doc["shortfalls"]:
-            if "source" in sf:
-                msg = (
-                    f"{sf['source']} ({sf['category']}/{sf['task']}): {sf['built_pairs']} of {sf['target_pairs']} pairs"
-                )
-            else:
-                msg = f"{sf['category']}: {sf['built_samples']} of {sf['target_samples']} samples"
-            out.print(f"shortfall {msg} (build seed {doc['build_seed']})", style="yellow", highlight=False)
+            out.print(
+                f"shortfall {shortfall_text(sf)} (build seed {doc['build_seed']})", style="yellow", highlight=False
+            )
     elif doc["build_seed"] is not None:
         out.print(f"build seed {doc['build_seed']}: no shortfall")
     if doc.get("errata"):
@@ -180,7 +217,12 @@ def _stats_table(doc: dict[str, Any]) -> None:
 @app.command("stats")
 def stats_cmd(
     split: str = typer.Option("test", "--split", help="test | train | all"),
-    edition: str = typer.Option("paper", "--edition", help="paper | verified (test split: that edition only)."),
+    edition: str = typer.Option(
+        "paper",
+        "--edition",
+        help="paper (the paper's six cells) | verified | paper-r2 (the round-2 composition of paper); "
+        "test split: that edition only.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Counts of gold samples in a split by category, task and label (by_split and candidates cover

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
+from automonitor.vocab import EDITIONS
 
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -57,7 +58,7 @@ ParamOpt = Annotated[
 ReuseOpt = Annotated[
     bool, typer.Option("--reuse", help="continue an identical earlier run instead of creating a new one")
 ]
-EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: paper | verified")]
+EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: " + " | ".join(EDITIONS))]
 ControlsOpt = Annotated[
     bool,
     typer.Option(

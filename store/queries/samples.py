@@ -9,10 +9,11 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
 from store.queries.spans import span_counts
+from automonitor.vocab import EDITIONS
 from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
 
-EDITION_CHOICES = ("paper", "verified")
+EDITION_CHOICES = EDITIONS  # automonitor.vocab: the one declared list
 
 _COLUMNS = [c.name for c in sa.inspect(Sample).local_table.columns]
 
@@ -53,7 +54,7 @@ def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
 
 
 def check_edition(edition: str) -> str:
-    """``edition`` if it is ``paper`` or ``verified``; raises ``InputError`` (field ``--edition``)."""
+    """``edition`` if it is one of :data:`automonitor.vocab.EDITIONS`; raises ``InputError`` (field ``--edition``)."""
     if edition not in EDITION_CHOICES:
         from automonitor.errors import InputError
 
@@ -222,6 +223,10 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
     Round 3 (issue 21): ``gold_spans`` (:func:`store.queries.spans.span_counts` over gold samples of
     ``split``, every edition): spans per source and provenance, samples with spans and misbehavior
     samples per source.
+
+    Round 3 (CONTRACT): ``paper_cell_deficit`` (``{"cat/task": pairs missing}`` for each paper cell the
+    ``paper`` edition cannot fill, from the newest build log) and ``paper_cells`` (per cell: target,
+    built, missing, pairs by source, why short).
     """
     check_edition(edition)
     from automonitor.vocab import CATEGORIES, LABELS, TASKS
@@ -257,6 +262,8 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "shortfalls": (report or {}).get("shortfalls", []),
         "build_seed": (report or {}).get("seed"),
         "gold_spans": span_counts(session, None if split == "all" else split),
+        "paper_cell_deficit": (report or {}).get("paper_cell_deficit", {}),
+        "paper_cells": (report or {}).get("paper_cells", []),
     }
 
 
