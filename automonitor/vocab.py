@@ -62,6 +62,7 @@ def copied_from(pair_id: str) -> str | None:
         return pair_id[len(CANDIDATE_COPY_PREFIX) :]
     return None
 
+
 # The paper's six cells (pairs, v2 text, Figure 3a): ../shared/paper/README.md "Test set by cell"
 PAPER_CELLS: dict[str, int] = {
     "safety_permission/code": 488,
