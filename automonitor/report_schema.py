@@ -185,7 +185,7 @@ class RunReport(_Model):
     Contract keys: run_id, monitor, template, overall, by_category, by_task. Extras: kind, status,
     ``by_category_task`` ({category: {task: SLICE}}), ``bootstrap``, ``pairs``, ``on_front`` (on the
     overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding``; from
-    :func:`automonitor.analysis.report` ``edition`` (paper | verified), ``controls`` and, for repeated
+    :func:`automonitor.analysis.report` ``edition`` (paper | verified | hard), ``controls`` and, for repeated
     runs, ``stability``; from ``audit.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``.
     """
@@ -373,3 +373,4 @@ class Stats(_Model):
     candidates_by_source: dict[str, int]
     shortfalls: list[dict[str, Any]]
     build_seed: Optional[int]
+    hard: Optional[dict[str, Any]] = None  # round 3: --edition hard: the build's adversarial-filter summary

@@ -21,7 +21,7 @@ LABEL_SOURCES: tuple[str, ...] = (
     "adjudicated",
     "user",
 )
-EDITIONS: tuple[str, ...] = ("paper", "verified")
+EDITIONS: tuple[str, ...] = ("paper", "verified", "hard")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 ROLES: tuple[str, ...] = ("annotator", "admin")

@@ -15,6 +15,7 @@ from automonitor.analysis.assemble import analyze_model
 from automonitor.analysis.encoding import _empty_preds
 from automonitor.analysis.roc_grounding import _evidence_runs
 from automonitor.report_schema import ControlsFar, Report, Stability
+from automonitor.vocab import EDITIONS
 
 
 def predictions_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
@@ -131,10 +132,10 @@ def report_model(
 def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str, *, explicit: bool) -> pd.DataFrame:
     """The rows of ``runs`` that judged ``edition`` (``editions``: ``{run_id: edition}``).
 
-    Raises ``ValueError`` for an edition other than paper/verified, and when ``explicit`` (the caller
+    Raises ``ValueError`` for an edition not in :data:`automonitor.vocab.EDITIONS`, and when ``explicit`` (the caller
     named the runs) and one of them judged another edition."""
-    if edition not in ("paper", "verified"):
-        raise ValueError(f"unknown edition {edition!r}; expected paper or verified")
+    if edition not in EDITIONS:
+        raise ValueError(f"unknown edition {edition!r}; expected one of {', '.join(EDITIONS)}")
     other = [r for r in runs["run_id"] if editions.get(r) != edition]
     if explicit and other:
         raise ValueError(f"run {other[0]} judged edition {editions.get(other[0])!r}, not {edition!r}")

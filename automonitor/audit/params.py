@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 
+from automonitor.vocab import EDITIONS as VOCAB_EDITIONS
+
 
 AUDIT_VERSION = 1
-EDITIONS: tuple[str, ...] = ("paper", "verified")
+EDITIONS: tuple[str, ...] = VOCAB_EDITIONS
 FLAG_AUROC = 0.9
 JACCARD = 0.8
 NUM_PERM = 64

@@ -20,6 +20,9 @@ specification_gaming   rl_character_mbpp             code          41
 
 ``verified`` edition (``VERIFIED_EXTRA``): the paper test pairs that pass every gate and are not
 ``preference_pair``, plus 131 xstest and 150 reward_hack_gen_codeforces test pairs (verified only).
+``hard`` edition (:mod:`automonitor.build.hard`): the ``verified`` pairs that survive adversarial
+filtering (AFLite, :mod:`automonitor.audit.aflite`) against the audit's trivial baselines, plus the
+sycophancy controls in proportion; report section ``hard`` (pairs per source, features per step).
 Editions are rows of ``edition_sample``; controls (Turpin, suggestion correct and the model agrees) are
 benign-only samples of split ``controls`` (pair_id ``controls:...``).
 

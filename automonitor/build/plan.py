@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from automonitor.build.gating import load_all
+from automonitor.build.hard import add_hard_edition
 from automonitor.build.report import _edition_report, _report_pools, _report_quotas, _report_source_counts
 from automonitor.build.rows import Plan
 from automonitor.build.selection import (
@@ -57,4 +58,5 @@ def plan_build(
     _report_quotas(report, test)
     report["editions"] = _edition_report(test)
     _report_pools(report, pool, cands, train, ctrl_n)
+    add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
     return plan

@@ -9,7 +9,7 @@ import typer
 from automonitor.cli import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
-from automonitor.vocab import INVALID_POLICIES
+from automonitor.vocab import EDITIONS, INVALID_POLICIES
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -49,7 +49,7 @@ def report_cmd(
     edition: Optional[str] = typer.Option(
         None,
         "--edition",
-        help="Only runs that judged this edition: paper | verified (default: paper; every run entry says its edition).",
+        help="Only runs that judged this edition: paper | verified | hard (default: paper; every run entry says its edition).",
     ),
     with_audit: bool = typer.Option(
         True, "--audit/--no-audit", help="Add the trivial baselines' AUROC per slice (automonitor audit, cached)."
@@ -65,8 +65,8 @@ def report_cmd(
     engine = open_store()
     if edition is None:
         edition = None if run else "paper"
-    if edition is not None and edition not in ("paper", "verified"):
-        raise InputError(f"must be paper or verified, got {edition!r}", field="--edition")
+    if edition is not None and edition not in EDITIONS:
+        raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
     rep = _build_report(
         engine,
         run or None,

@@ -57,7 +57,7 @@ ParamOpt = Annotated[
 ReuseOpt = Annotated[
     bool, typer.Option("--reuse", help="continue an identical earlier run instead of creating a new one")
 ]
-EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: paper | verified")]
+EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: paper | verified | hard")]
 ControlsOpt = Annotated[
     bool,
     typer.Option(

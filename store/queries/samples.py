@@ -8,10 +8,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
+from automonitor.vocab import EDITIONS
 from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
 
-EDITION_CHOICES = ("paper", "verified")
+EDITION_CHOICES = EDITIONS
 
 _COLUMNS = [c.name for c in sa.inspect(Sample).local_table.columns]
 
@@ -52,7 +53,7 @@ def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
 
 
 def check_edition(edition: str) -> str:
-    """``edition`` if it is ``paper`` or ``verified``; raises ``InputError`` (field ``--edition``)."""
+    """``edition`` if it is one of :data:`automonitor.vocab.EDITIONS`; raises ``InputError`` (field ``--edition``)."""
     if edition not in EDITION_CHOICES:
         from automonitor.errors import InputError
 
@@ -217,6 +218,8 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
     Round 2 (CONTRACT): ``edition`` (the test split counts only that edition's members),
     ``by_label_source`` (``{provenance: n}``) and ``by_category_task`` flat as ``{"cat/task": n}``;
     the nested form moved to ``by_category_task_nested``. ``controls``: samples of the controls slice.
+    Round 3: ``hard`` (only with ``--edition hard`` on the test split: the newest build's filter
+    summary, see :func:`_hard_summary`, ``None`` when it has none).
     """
     check_edition(edition)
     from automonitor.vocab import CATEGORIES, LABELS, TASKS
@@ -233,7 +236,7 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         by_ct.setdefault(r["category"], {}).setdefault(r["task"], 0)
         by_ct[r["category"]][r["task"]] += r["n"]
     report = latest_build_report(session)
-    return {
+    doc: dict[str, Any] = {
         "total": sum(r["n"] for r in comp),
         "pairs": count_pairs(session, split, edition),
         "by_category": by_cat,
@@ -252,6 +255,20 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "shortfalls": (report or {}).get("shortfalls", []),
         "build_seed": (report or {}).get("seed"),
     }
+    if edition == "hard" and split == "test":
+        doc["hard"] = _hard_summary(report)
+    return doc
+
+
+def _hard_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The ``hard`` section of the newest build report without its per-slice detail: pairs per source
+    (verified, hard, controls), pairs removed per feature, the filter steps and the slices not
+    achievable; ``None`` when the build has none."""
+    hard = (report or {}).get("hard")
+    if not isinstance(hard, dict):
+        return None
+    keys = ("pairs", "controls", "by_source", "removed_by_feature", "steps", "not_achievable", "params")
+    return {k: hard[k] for k in keys if k in hard}
 
 
 # --- the app's samples browser and drill-down (``automonitor.views``) --------------------------------
