@@ -162,6 +162,17 @@ class ControlsFar(_Model):
     far: Rate
 
 
+class EditionDifficulty(_Model):
+    """A run's rates on one edition's members (:mod:`automonitor.analysis.difficulty`): ``members``
+    samples in the edition, ``judged`` of them with a prediction of the run, ``coverage`` = judged /
+    members in [0, 1], ``slice`` the SLICE (MR, FAR, confusion counts) on those predictions."""
+
+    members: int
+    judged: int
+    coverage: Rate
+    slice: SliceStats  # noqa: A003
+
+
 class Stability(_Model):
     """Stability of a run judged with ``--repeat K``: ``repeats`` = K, ``samples`` with all K verdicts,
     ``flip_rate`` / ``mean_disagreement`` / ``majority_differs`` in [0, 1], Fleiss' kappa in [-1, 1]
@@ -185,8 +196,9 @@ class RunReport(_Model):
     Contract keys: run_id, monitor, template, overall, by_category, by_task. Extras: kind, status,
     ``by_category_task`` ({category: {task: SLICE}}), ``bootstrap``, ``pairs``, ``on_front`` (on the
     overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding``; from
-    :func:`automonitor.analysis.report` ``edition`` (paper | verified | hard), ``controls`` and, for repeated
-    runs, ``stability``; from ``audit.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
+    :func:`automonitor.analysis.report` ``edition`` (paper | verified | hard), ``controls``, ``difficulty``
+    (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for
+    repeated runs, ``stability``; from ``audit.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``.
     """
 
@@ -208,6 +220,7 @@ class RunReport(_Model):
     edition: Optional[str] = None
     controls: Optional[ControlsFar] = None
     stability: Optional[Stability] = None
+    difficulty: Optional[dict[str, EditionDifficulty]] = None  # round 3: {"verified"|"hard": rates}
     baselines: Optional[dict[str, dict[str, CellBaselines]]] = None
     baselines_edition: Optional[str] = None
 

@@ -118,7 +118,7 @@ def _lr() -> Any:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000, solver="liblinear"))
 
 
 def _rng(seed: int, purpose: str) -> random.Random:
@@ -193,7 +193,9 @@ class _Scorer:
             self._tool_models[k] = m
         return self._tool_models[k]
 
-    def _cv(self, te: pd.DataFrame, tool_here: bool, seed: int, rnd: int, key: SliceKey) -> dict[tuple[str, str], np.ndarray]:
+    def _cv(
+        self, te: pd.DataFrame, tool_here: bool, seed: int, rnd: int, key: SliceKey
+    ) -> dict[tuple[str, str], np.ndarray]:
         """Out-of-fold scores of the trained baselines, ``folds`` folds by pair (seeded per round)."""
         from sklearn.linear_model import LogisticRegression
 
