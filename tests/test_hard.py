@@ -241,9 +241,10 @@ def test_seed0_build_hard_edition_passes_the_audit_bound(tmp_path, raw_dir):
     the audit (train -> test) within 0.5 +/- 0.2; survivors and removals are reported per source."""
     from automonitor.audit import run_audit
     from automonitor.build import build
-    from store import make_engine
+    from store import get_engine, init_db
 
-    eng = make_engine(f"sqlite:///{tmp_path / 'b.db'}")
+    eng = get_engine(f"sqlite:///{tmp_path / 'b.db'}", fresh=True)
+    init_db(eng)
     report = build(eng, raw_dir, 0)
     hard = report["hard"]
     assert hard["pairs"] == report["editions"]["hard"]["pairs"] > 300
