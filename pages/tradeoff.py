@@ -1,5 +1,5 @@
 """Trade-off: the MR-FAR plane of all runs (filter by category / task / template), the Pareto front,
-the paper's reported points, Pearson r, Wilson error bars; clicking a run opens its drill-down.
+the six reported points of a secondary summary (not the paper's v2 text), Pearson r, Wilson error bars; clicking a run opens its drill-down.
 Score runs: ROC curves and a cost-ratio slider that moves the cost-minimising operating point."""
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ invalid = f4.selectbox(
 )
 with f5.popover("Options", width="stretch"):
     show_paper = st.toggle(
-        "Paper's reported points", key=rep_key, help="The paper's reported MR/FAR (not measured here)"
+        "Reported points (secondary summary)",
+        key=rep_key,
+        help="Six MR/FAR points reported by a secondary summary of the paper, not found in its v2 text "
+        "(not measured here)",
     )
     min_n = st.number_input(
         "Minimum judged samples per slice for the Pareto front",
@@ -129,7 +132,9 @@ _diff_rows = [
     if r.difficulty
 ]
 if _diff_rows:
-    with st.expander("Difficulty: MR / FAR on the verified and the hard members of each run", expanded=edition == "hard"):
+    with st.expander(
+        "Difficulty: MR / FAR on the verified and the hard members of each run", expanded=edition == "hard"
+    ):
         st.caption(
             "hard = the verified pairs that trivial baselines (length, TF-IDF, tool calls, answer = suggestion) "
             "cannot separate, plus sycophancy controls in proportion (`automonitor audit --edition hard`)."

@@ -297,7 +297,16 @@ def test_transfer_matrix_shape_and_highlight():
     assert same["specification_gaming/code"] > 0.9
     assert set(res["baselines"]["all"]) == {"length", "tfidf"}
     md = transfer.to_markdown(res)
-    assert "**" in md and "Paper's reported cells" in md
+    assert "**" in md and "## Paper Figure 8, MR" in md and "## Paper Figure 8, FAR" in md
+    # Figure 8 beside ours, cell for cell where the slices match (ours: this probe's MR at 0.5)
+    ours = next(
+        c for c in res["cells"] if (c["train"], c["test"]) == ("safety_permission/code", "specification_gaming/code")
+    )
+    mr_table = md.split("## Paper Figure 8, MR")[1].split("## Paper Figure 8, FAR")[0]
+    row = next(line for line in mr_table.splitlines() if line.startswith("| S&PV Code |"))
+    assert row.split(" | ")[5] == f"0.86 / {ours['mr']:.2f}"  # column SG Code
+    assert "| Syco Reasoning (thinking) | 0.40 / - |" in mr_table  # no matching slice in this store
+    assert len(res["paper"]) == 42 and {c["paper_train"] for c in res["paper"]} >= {"base (none)", "All"}
     fig = transfer.heatmap(res, "auroc")
     assert len(fig.data[0].z) == 3 and fig.layout.shapes
 
