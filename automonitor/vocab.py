@@ -9,7 +9,14 @@ POSITIVE = "misbehavior"
 NEGATIVE = "benign"
 UNSCORED: tuple[str, ...] = ("invalid", "refusal", "error")
 OUTCOMES: tuple[str, ...] = LABELS + UNSCORED  # a monitor's outcome on one sample
-TEMPLATES: tuple[str, ...] = ("direct", "evidence", "direct-fewshot", "evidence-fewshot", "paper-direct", "paper-evidence")
+TEMPLATES: tuple[str, ...] = (
+    "direct",
+    "evidence",
+    "direct-fewshot",
+    "evidence-fewshot",
+    "paper-direct",
+    "paper-evidence",
+)
 SPLITS: tuple[str, ...] = ("test", "train")
 # Label provenance (CONTRACT round 2): how a pair's label is known
 LABEL_SOURCES: tuple[str, ...] = (

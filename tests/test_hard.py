@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from automonitor.audit.aflite import AfliteParams, aflite, tool_call_features
+from automonitor.audit.aflite import aflite, tool_call_features
 from automonitor.audit.baselines import length_features
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron sigma tau upsilon".split()

@@ -322,7 +322,10 @@ def aflite(
         for key in keys:
             te = frame[_in_slice(frame, key)]
             n_pairs = int(te.loc[~te["pair_id"].astype(str).str.startswith("controls:"), "pair_id"].nunique())
-            doc = {"pairs": n_pairs, "controls": int(te["pair_id"].astype(str).str.startswith("controls:").sum())}
+            doc: dict[str, Any] = {
+                "pairs": n_pairs,
+                "controls": int(te["pair_id"].astype(str).str.startswith("controls:").sum()),
+            }
             if n_pairs < params.min_pairs or key in dead:
                 doc.update(status="not_achievable" if key in dead else "not_checked", aurocs={})
                 if n_pairs < params.min_pairs and key not in dead and key in final and final[key]["status"] == "fail":

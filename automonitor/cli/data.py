@@ -33,7 +33,9 @@ def build_cmd(
         "and adjudications that reference replaced samples.",
     ),
     edition: str = typer.Option(
-        "paper", "--edition", help="paper | verified | hard: the edition whose composition is shown (all are always built)."
+        "paper",
+        "--edition",
+        help="paper | verified | hard: the edition whose composition is shown (all are always built).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:

@@ -69,7 +69,9 @@ def export_cmd(
     fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
     split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
-    edition: str = typer.Option("paper", "--edition", help="paper | verified | hard (gold test samples of that edition)."),
+    edition: str = typer.Option(
+        "paper", "--edition", help="paper | verified | hard (gold test samples of that edition)."
+    ),
     label_source: Optional[str] = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
