@@ -5,6 +5,7 @@ edition ``hard`` in ``run`` / ``report`` (difficulty rates) / ``stats`` / ``audi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import random
 
 import numpy as np
@@ -257,3 +258,47 @@ def test_seed0_build_hard_edition_passes_the_audit_bound(tmp_path, raw_dir):
     for s in checked:
         for name, v in s["baselines"].items():
             assert v is None or abs(v - 0.5) < 0.2, (s["source"], s["category"], s["task"], name, v)
+
+
+def test_tradeoff_page_switches_to_hard(cli, sqlite_url, sqlite_engine, tmp_path, monkeypatch):
+    """The Trade-off page offers edition hard before any run judged it, and shows each run's MR/FAR on
+    the verified and hard members (the report's difficulty)."""
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+    from test_editions import _control, _write_pairs
+
+    orig = PagesManager.__init__
+
+    def init(self, *args, **kwargs):  # served mode, as in test_app_pages
+        orig(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    f = tmp_path / "pairs.jsonl"
+    _write_pairs(f)
+    assert cli(["import", str(f)], db=sqlite_url).returncode == 0
+    _mark(sqlite_engine, "verified", ["p1", "p2", "p3"])
+    _mark(sqlite_engine, "hard", ["p2"])
+    _control(sqlite_engine)
+    _mark(sqlite_engine, "hard", ["controls:c1"])
+    res = cli(
+        ["run", "--monitor", "rules", "--template", "direct", "--edition", "verified", "--quiet", "--json"],
+        db=sqlite_url,
+    )
+    assert res.returncode == 0, res.stderr
+    monkeypatch.setenv("AUTOMONITOR_DB", sqlite_url)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/tradeoff.py")
+    at.query_params["edition"] = "hard"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.selectbox(key="tradeoff.edition").value == "hard"
+    assert "hard" in at.selectbox(key="tradeoff.edition").options
+    assert any("No run judged edition hard" in i.value for i in at.info)
+    frame = next(d.value for d in at.dataframe if "mr (hard)" in d.value.columns)
+    rep = json.loads(cli(["report", "--edition", "verified", "--json", "--n-boot", "10"], db=sqlite_url).stdout)
+    rep = rep["runs"][0]["difficulty"]
+    assert frame["mr (hard)"].iloc[0] == rep["hard"]["slice"]["mr"]
+    assert frame["far (verified)"].iloc[0] == rep["verified"]["slice"]["far"]
+    assert frame["judged (hard)"].iloc[0] == 3
