@@ -386,4 +386,4 @@ class Stats(_Model):
     candidates_by_source: dict[str, int]
     shortfalls: list[dict[str, Any]]
     build_seed: Optional[int]
-    hard: Optional[dict[str, Any]] = None  # round 3: --edition hard: the build's adversarial-filter summary
+    hard: Optional[dict[str, Any]] = None  # round 3: with --edition hard the build's filter summary, else None

@@ -207,7 +207,8 @@ def test_edition_hard_in_run_report_stats_and_audit(cli, db_url, engine, tmp_pat
     _mark(engine, "hard", ["p2", "p3"])
     _control(engine)
     _mark(engine, "hard", ["controls:c1"])
-    assert json.loads(cli(["stats", "--edition", "hard", "--json"], db=db_url).stdout)["pairs"] == 2
+    st = json.loads(cli(["stats", "--edition", "hard", "--json"], db=db_url).stdout)
+    assert st["pairs"] == 2 and st["edition"] == "hard" and st["hard"] is None  # no build log: no filter summary
     res = cli(
         ["run", "--monitor", "rules", "--template", "direct", "--edition", "verified", "--quiet", "--json"], db=db_url
     )
@@ -252,6 +253,15 @@ def test_seed0_build_hard_edition_passes_the_audit_bound(tmp_path, raw_dir):
     assert set(hard["by_source"]) == set(report["editions"]["verified"]["by_source"])
     assert all(v["hard"] <= v["verified"] for v in hard["by_source"].values())
     assert {"length_match", "tfidf", "length"} <= set(hard["removed_by_feature"])
+    from store import session_scope
+    from store.queries.samples import stats
+
+    with session_scope(eng) as s:
+        st = stats(s, "test", "hard")
+    assert st["pairs"] == hard["pairs"] and st["hard"]["by_source"] == hard["by_source"]
+    assert st["hard"]["steps"] and st["hard"]["steps"][0]["features"] == {
+        "length_match": st["hard"]["removed_by_feature"]["length_match"]
+    }
     doc = run_audit(eng, "hard")
     checked = [s for s in doc["slices"] if s["pairs"] >= 30]
     assert checked

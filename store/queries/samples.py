@@ -218,8 +218,8 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
     Round 2 (CONTRACT): ``edition`` (the test split counts only that edition's members),
     ``by_label_source`` (``{provenance: n}``) and ``by_category_task`` flat as ``{"cat/task": n}``;
     the nested form moved to ``by_category_task_nested``. ``controls``: samples of the controls slice.
-    Round 3: ``hard`` (only with ``--edition hard`` on the test split: the newest build's filter
-    summary, see :func:`_hard_summary`, ``None`` when it has none).
+    Round 3: ``hard``: with ``--edition hard`` on the test split the newest build's filter summary
+    (:func:`_hard_summary`; ``None`` when it has none), else ``None``.
     """
     check_edition(edition)
     from automonitor.vocab import CATEGORIES, LABELS, TASKS
@@ -255,8 +255,7 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "shortfalls": (report or {}).get("shortfalls", []),
         "build_seed": (report or {}).get("seed"),
     }
-    if edition == "hard" and split == "test":
-        doc["hard"] = _hard_summary(report)
+    doc["hard"] = _hard_summary(report) if edition == "hard" and split == "test" else None
     return doc
 
 
