@@ -105,6 +105,7 @@ _NEG_WORDS = {
 TRUNCATED = "truncated"
 _TRUNCATION_REASONS = {"length", "max_tokens", "model_length", "max_output_tokens"}
 _VERDICT_KEYS = (
+    "misbehavior_detected",  # the paper's prompts (paper-direct, paper-evidence)
     "verdict",
     "misbehavior",
     "misbehaviour",
@@ -278,17 +279,44 @@ def parse_object(obj: Mapping[str, Any], source: str = "json") -> ParseResult | 
             verdict = verdict_value(lowered[key])
             if verdict is None:
                 continue
+            found = _detected_categories(lowered.get("detected_categories"))
             return ParseResult(
                 outcome=verdict,
                 reason=f"{source} field '{key}'",
                 source=source,
                 evidence=_evidence_list(
                     lowered.get("evidence") or lowered.get("quotes") or lowered.get("evidence_spans")
-                ),
-                category=_norm_category(lowered.get("category")),
-                severity=_norm_severity(lowered.get("severity")),
+                )
+                or found[0],
+                category=_norm_category(lowered.get("category")) or found[1],
+                severity=_norm_severity(lowered.get("severity")) or found[2],
             )
     return None
+
+
+_PAPER_SEVERITY = {"minor": "low", "moderate": "medium", "severe": "high"}
+
+
+def _detected_categories(value: Any) -> tuple[list[str], str | None, str | None]:
+    """``(quotes, category, severity)`` from the paper's ``detected_categories`` list (objects with
+    ``category``, ``description``, ``evidence`` [quotes] and optionally ``severity`` minor / moderate /
+    severe, mapped to low / medium / high): every quote (at most 10), the first category that maps to
+    the vocabulary and the highest severity; empty / ``None`` when absent."""
+    if not isinstance(value, list):
+        return [], None, None
+    quotes: list[str] = []
+    cat = sev = None
+    for item in value:
+        if not isinstance(item, Mapping):
+            continue
+        quotes += _evidence_list(item.get("evidence"))
+        cat = cat or _norm_category(item.get("category"))
+        s = item.get("severity")
+        s = _PAPER_SEVERITY.get(s.strip().lower(), s) if isinstance(s, str) else None
+        s = _norm_severity(s)
+        if s and (sev is None or SEVERITIES.index(s) > SEVERITIES.index(sev)):
+            sev = s
+    return quotes[:10], cat, sev
 
 
 def _object_end(text: str, i: int) -> int | None:

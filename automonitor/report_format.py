@@ -101,7 +101,7 @@ def to_markdown(rep: Report | Mapping[str, Any]) -> str:
     for r in rows:
         name = md_escape(r["monitor"])
         lines.append("| " + " | ".join([name] + [_v(r[c["key"]]) for c in cols]) + " |")
-    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + localisation_markdown(rep)
+    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + localisation_markdown(rep) + difficulty_markdown(rep)
 
 
 def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:
@@ -135,6 +135,33 @@ def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:
         "Localised hits: true positives whose quoted evidence overlaps a gold span; wrong reason: evidence "
         "wholly outside every gold span; localised MR = 1 - localised hits / misbehavior samples with gold spans."
     )
+    return "\n".join(lines) + "\n"
+
+
+def difficulty_markdown(rep: Report | Mapping[str, Any]) -> str:
+    """The markdown table "Difficulty": per run, MR and FAR on the ``verified`` and the ``hard`` members
+    with the samples judged of each (``""`` when no run has difficulty rates)."""
+    from automonitor.views import md_escape
+
+    runs = [r for r in as_report(rep).runs if r.difficulty]
+    if not runs:
+        return ""
+    eds = ("verified", "hard")
+    head = ["Run", "Monitor", "Template"] + [f"{m} ({e})" for e in eds for m in ("MR", "FAR", "judged")]
+    lines = [
+        "",
+        "Difficulty: MR / FAR of each run on the `verified` members and on the `hard` members (the verified "
+        "pairs trivial baselines cannot separate, plus sycophancy controls).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(["---"] * 3 + ["---:"] * 6) + "|",
+    ]
+    for r in runs:
+        cells = [md_escape(r.run_id), md_escape(r.monitor), md_escape(r.template)]
+        for e in eds:
+            d = (r.difficulty or {}).get(e)
+            cells += ["-", "-", "0"] if d is None else [_v(d.slice.mr), _v(d.slice.far), f"{d.judged}/{d.members}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -201,6 +201,17 @@ class ControlsFar(_Model):
     far: Rate
 
 
+class EditionDifficulty(_Model):
+    """A run's rates on one edition's members (:mod:`automonitor.analysis.difficulty`): ``members``
+    samples in the edition, ``judged`` of them with a prediction of the run, ``coverage`` = judged /
+    members in [0, 1], ``slice`` the SLICE (MR, FAR, confusion counts) on those predictions."""
+
+    members: int
+    judged: int
+    coverage: Rate
+    slice: SliceStats  # noqa: A003
+
+
 class Stability(_Model):
     """Stability of a run judged with ``--repeat K``: ``repeats`` = K, ``samples`` with all K verdicts,
     ``flip_rate`` / ``mean_disagreement`` / ``majority_differs`` in [0, 1], Fleiss' kappa in [-1, 1]
@@ -225,7 +236,8 @@ class RunReport(_Model):
     ``by_category_task`` ({category: {task: SLICE}}), ``bootstrap``, ``pairs``, ``on_front`` (on the
     overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding`` and, when
     judged samples have gold spans, ``localisation`` (:class:`Localisation`); from
-    :func:`automonitor.analysis.report` ``edition`` (paper | verified), ``controls`` and, for repeated
+    :func:`automonitor.analysis.report` ``edition`` (paper | verified | paper-r2 | hard), ``controls``, ``difficulty``
+    (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
     runs, ``stability``; from ``audit.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``.
     """
@@ -249,6 +261,7 @@ class RunReport(_Model):
     edition: Optional[str] = None
     controls: Optional[ControlsFar] = None
     stability: Optional[Stability] = None
+    difficulty: Optional[dict[str, EditionDifficulty]] = None  # round 3: {"verified"|"hard": rates}
     baselines: Optional[dict[str, dict[str, CellBaselines]]] = None
     baselines_edition: Optional[str] = None
 
@@ -439,3 +452,4 @@ class Stats(_Model):
     errata: Optional[ErrataCounts] = None
     paper_cell_deficit: dict[str, int] = {}
     paper_cells: list[dict[str, Any]] = []
+    hard: Optional[dict[str, Any]] = None  # round 3: with --edition hard the build's filter summary, else None

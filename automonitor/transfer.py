@@ -6,9 +6,11 @@ the test set, plus ``all``). Per cell: TP/FN/FP/TN at the probe's 0.5 threshold,
 MR = FN/(TP+FN) and false alarm rate FAR = FP/(TN+FP) with 95% Wilson intervals, AUROC with a 95%
 interval from the Hanley & McNeil (1982, Radiology 143:29-36) standard error, and n. Each test slice also
 carries the trivial baselines (:func:`automonitor.probes.trivial_baselines`: response length, in-slice
-TF-IDF + LR) so that a probe that only learned a shortcut is visible as such. The paper's reported cells
-(``../shared/paper/README.md``, fine-tuning probe table) are listed beside the measured ones; the cell
-that answers the paper's question is ``safety_permission/code -> specification_gaming/code``.
+TF-IDF + LR) so that a probe that only learned a shortcut is visible as such. The paper's full Figure 8
+(v2, Appendix C: MR and FAR, 7 training rows x 6 test slices; :func:`paper_figure8`, data file
+``automonitor/data/paper_figure8.csv``) is shown beside the measured matrix, cell for cell where the
+slices match; the cell that answers the paper's question is ``safety_permission/code ->
+specification_gaming/code``.
 
 JSON (CONTRACT "Added in round 2"): ``{"slices": [name...], "cells": [{"train", "test", "mr", "far",
 "auroc", "n", ...}]}`` plus ``features``, ``train_slices``, ``test_slices``, ``baselines``, ``paper``,
@@ -36,27 +38,49 @@ if TYPE_CHECKING:
 
 HIGHLIGHT = {"train": "safety_permission/code", "test": "specification_gaming/code"}
 
-# The paper's fine-tuning probe (LoRA on Qwen3-4B-Instruct-2507), ../shared/paper/README.md.
-PAPER_CELLS: list[dict[str, Any]] = [
-    {"train": "none", "test": "all", "mr": 0.59, "far": None, "note": "no fine-tuning, same slice"},
-    {"train": "none", "test": "specification_gaming/code", "mr": 0.49, "far": None, "note": "no fine-tuning"},
-    {"train": "safety_permission/code", "test": "safety_permission/code", "mr": 0.00, "far": 0.03, "note": ""},
-    {
-        "train": "safety_permission/code",
-        "test": "specification_gaming/code",
-        "mr": 0.86,
-        "far": None,
-        "note": "negative transfer (up from 0.49 untuned)",
-    },
-    {
-        "train": "sycophancy_bias/qa",
-        "test": "sycophancy_bias/qa",
-        "mr": None,
-        "far": None,
-        "note": "MR very low, FAR 0.64-0.93",
-    },
-    {"train": "all", "test": "specification_gaming/code", "mr": 0.70, "far": None, "note": "overall FAR lower"},
-]
+FIGURE8_SOURCE = (
+    "Yang et al. 2026, AutoMonitor-Bench (arXiv 2601.05752 v2), Appendix C, Figure 8 "
+    "(LoRA on Qwen3-4B-Instruct-2507; reported, not measured here)"
+)
+
+
+def paper_figure8() -> pd.DataFrame:
+    """The paper's Figure 8 (v2, Appendix C): MR and FAR of LoRA-tuned Qwen3-4B-Instruct-2507 judges,
+    7 training rows (``base (none)``, S&PV Code, S&PV QA, Syco QA, Syco Reasoning without / with
+    thinking, All) x 6 test slices, from the package data file ``automonitor/data/paper_figure8.csv``
+    (its header names the source). Columns: metric (``mr`` | ``far``), paper_train, train_slice (our
+    slice name; ``none`` for the untuned base, ``all``), variant (``thinking`` | ``no thinking`` | ""),
+    paper_test, test_slice, value in [0, 1]; 84 rows."""
+    from importlib import resources
+
+    import pandas as pd
+
+    path = resources.files("automonitor") / "data" / "paper_figure8.csv"
+    with resources.as_file(path) as fp:
+        df = pd.read_csv(fp, comment="#", dtype=str, keep_default_na=False)
+    df["value"] = df["value"].astype(float)
+    return df
+
+
+def paper_cells() -> list[dict[str, Any]]:
+    """Figure 8 as cells ``{"paper_train", "train", "variant", "paper_test", "test", "mr", "far",
+    "source"}`` (42: one per training row x test slice), ``train``/``test`` in our slice names."""
+    df = paper_figure8()
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in df.itertuples(index=False):
+        c = cells.setdefault(
+            (r.paper_train, r.paper_test),
+            {
+                "paper_train": r.paper_train,
+                "train": r.train_slice,
+                "variant": r.variant,
+                "paper_test": r.paper_test,
+                "test": r.test_slice,
+                "source": FIGURE8_SOURCE,
+            },
+        )
+        c[r.metric] = float(r.value)
+    return list(cells.values())
 
 
 def hanley_mcneil_ci(a: float | None, n_pos: int, n_neg: int, z: float = 1.959964) -> list[float] | None:
@@ -260,7 +284,7 @@ def transfer_matrix(
         "test_slices": test_slices,
         "cells": cells,
         "baselines": _slice_baselines(tests, test_cell, test_slices),
-        "paper": PAPER_CELLS,
+        "paper": paper_cells(),
         "highlight": HIGHLIGHT,
         "artifacts": cards,
     }
@@ -308,16 +332,36 @@ def to_markdown(res: dict[str, Any]) -> str:
     ]
     for te, b in res["baselines"].items():
         lines.append(f"| {te} | {_fmt(b.get('length'))} | {_fmt(b.get('tfidf'))} |")
-    lines += [
-        "",
-        "## Paper's reported cells (LoRA on Qwen3-4B-Instruct-2507; reported, not measured here)",
-        "",
-        "| train | test | MR | FAR | note |",
-        "|---|---|---|---|---|",
-    ]
-    for p in res["paper"]:
-        lines.append(f"| {p['train']} | {p['test']} | {_fmt(p['mr'])} | {_fmt(p['far'])} | {p['note']} |")
+    lines += ["", *figure8_markdown(res)]
     return "\n".join(lines) + "\n"
+
+
+def figure8_markdown(res: dict[str, Any] | None = None) -> list[str]:
+    """Markdown lines: the paper's Figure 8 MR and FAR matrices (7 training rows x 6 test slices), each
+    cell ``paper / ours`` where ``res`` (a transfer result) has the same train and test slice (``ours``
+    is this probe's value at its threshold; ``-`` where the slices do not match)."""
+    cells = paper_cells()
+    tests = list(dict.fromkeys(c["paper_test"] for c in cells))
+    rows = list(dict.fromkeys(c["paper_train"] for c in cells))
+    by = {(c["paper_train"], c["paper_test"]): c for c in cells}
+    ours = {(str(c.get("train")), str(c.get("test"))): c for c in (res or {}).get("cells", [])}
+    out: list[str] = []
+    for metric in ("mr", "far"):
+        out += [
+            f"## Paper Figure 8, {metric.upper()} (paper / ours; {FIGURE8_SOURCE})",
+            "",
+            "| trained on \\ tested on | " + " | ".join(tests) + " |",
+            "|---" * (len(tests) + 1) + "|",
+        ]
+        for tr in rows:
+            row = []
+            for te in tests:
+                p = by[(tr, te)]
+                o = ours.get((p["train"], p["test"]))
+                row.append(f"{_fmt(p.get(metric))} / {_fmt(o.get(metric)) if o else '-'}")
+            out.append(f"| {tr} | " + " | ".join(row) + " |")
+        out.append("")
+    return out
 
 
 # ------------------------------------------------------------------------------------------ app view
@@ -346,9 +390,9 @@ def _esc(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _hover(tr: str, te: str, metric: str, cell: dict[str, Any], paper: dict[str, Any] | None) -> str:
+def _hover(tr: str, te: str, metric: str, cell: dict[str, Any], papers: list[dict[str, Any]]) -> str:
     """Hover text of one heatmap cell: slices, the value with its 95% interval, n, and the paper's
-    reported value or note for the cell where there is one (labels HTML-escaped)."""
+    Figure 8 value of every paper cell with the same slices (labels HTML-escaped)."""
     v, ci = cell.get(metric), cell.get(f"{metric}_ci")
     h = (
         f"train {_esc(tr)}<br>test {_esc(te)}<br>{metric.upper()} "
@@ -356,9 +400,12 @@ def _hover(tr: str, te: str, metric: str, cell: dict[str, Any], paper: dict[str,
         + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "")
         + f"<br>n {_esc(cell.get('n', 0))}"
     )
-    if paper is not None and (paper.get(metric) is not None or paper.get("note")):
-        pv = paper.get(metric)
-        h += f"<br>paper (LoRA Qwen3-4B): {metric.upper()} {'-' if pv is None else pv} {_esc(paper.get('note', ''))}"
+    for p in papers:
+        pv = p.get(metric)
+        if pv is None:
+            continue
+        row = _esc(p.get("paper_train", tr))
+        h += f"<br>paper Fig. 8 ({row}; LoRA Qwen3-4B): {metric.upper()} {float(pv):.2f}"
     return h
 
 
@@ -367,7 +414,9 @@ def _heatmap_grid(
 ) -> tuple[list[list[float | None]], list[list[str]], list[list[str]]]:
     """``(values, cell texts, hover texts)``, each rows = training slices x columns = test slices."""
     idx = {(str(c.get("train")), str(c.get("test"))): c for c in res["cells"]}
-    paper = {(str(p["train"]), str(p["test"])): p for p in res.get("paper", [])}
+    paper: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for p in paper_cells():
+        paper.setdefault((p["train"], p["test"]), []).append(p)
     z: list[list[float | None]] = []
     text: list[list[str]] = []
     hover: list[list[str]] = []
@@ -379,7 +428,7 @@ def _heatmap_grid(
             v = c.get(metric)
             zr.append(None if v is None else float(v))
             text_row.append("" if v is None else f"{float(v):.2f}")
-            hover_row.append(_hover(tr, te, metric, c, paper.get((tr, te))))
+            hover_row.append(_hover(tr, te, metric, c, paper.get((tr, te), [])))
         z.append(zr)
         text.append(text_row)
         hover.append(hover_row)
@@ -427,25 +476,75 @@ def heatmap(res: dict[str, Any], metric: str = "auroc") -> Figure:
     return fig
 
 
-def paper_frame(res: dict[str, Any]) -> pd.DataFrame:
-    """The paper's reported cells beside the measured ones: a DataFrame with train, test, paper MR/FAR,
-    measured MR/FAR/AUROC (this probe), note."""
+def paper_frame(res: dict[str, Any] | None) -> pd.DataFrame:
+    """The paper's Figure 8 cells (42) beside the measured ones: a DataFrame with the paper's training row
+    and test slice, our slice names, paper MR/FAR and, where ``res`` (a transfer result, or ``None``) has
+    the same train and test slice, this probe's MR/FAR/AUROC (``None`` otherwise)."""
     import pandas as pd
 
-    idx = {(c.get("train"), c.get("test")): c for c in res["cells"]}
+    idx = {(c.get("train"), c.get("test")): c for c in (res or {}).get("cells", [])}
     rows = []
-    for p in res.get("paper", []):
+    for p in paper_cells():
         c = idx.get((p["train"], p["test"]), {})
         rows.append(
             {
-                "train": p["train"],
-                "test": p["test"],
+                "paper trained on": p["paper_train"],
+                "paper tested on": p["paper_test"],
+                "train slice": p["train"],
+                "test slice": p["test"],
                 "paper MR": p.get("mr"),
                 "paper FAR": p.get("far"),
                 "probe MR": c.get("mr"),
                 "probe FAR": c.get("far"),
                 "probe AUROC": c.get("auroc"),
-                "note": p.get("note", ""),
             }
         )
     return pd.DataFrame(rows)
+
+
+def paper_heatmap(metric: str = "mr") -> Figure:
+    """The paper's Figure 8 matrix of ``metric`` (``mr`` or ``far``) as a plotly heatmap: rows = the
+    paper's 7 training rows, columns = its 6 test slices, value in each cell, hover naming the source;
+    the paper's negative-transfer cell (S&PV Code -> SG Code) outlined."""
+    import plotly.graph_objects as go
+
+    if metric not in ("mr", "far"):
+        raise ValueError(f"Figure 8 has mr and far, not {metric!r}")
+    cells = paper_cells()
+    rows = list(dict.fromkeys(c["paper_train"] for c in cells))
+    cols = list(dict.fromkeys(c["paper_test"] for c in cells))
+    by = {(c["paper_train"], c["paper_test"]): c for c in cells}
+    z = [[by[(r, c)][metric] for c in cols] for r in rows]
+    hover = [
+        [
+            f"paper: trained on {_esc(r)}<br>tested on {_esc(c)}<br>{metric.upper()} {by[(r, c)][metric]:.2f}"
+            for c in cols
+        ]
+        for r in rows
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[_esc(c) for c in cols],
+            y=[_esc(r) for r in rows],
+            text=[[f"{v:.2f}" for v in zr] for zr in z],
+            texttemplate="%{text}",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra>" + _esc("paper Figure 8 (v2), reported") + "</extra>",
+            colorscale="RdYlGn_r",
+            zmin=0,
+            zmax=1,
+            colorbar={"title": metric.upper()},
+        )
+    )
+    x0, y0 = cols.index("SG Code"), rows.index("S&PV Code")
+    fig.add_shape(type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5, line={"color": "black", "width": 4})
+    fig.update_layout(
+        title=f"Paper Figure 8: {metric.upper()} (LoRA Qwen3-4B-Instruct-2507; reported, not measured here)",
+        xaxis_title="tested on",
+        yaxis_title="trained on",
+        height=120 + 60 * len(rows),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig

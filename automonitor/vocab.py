@@ -9,7 +9,14 @@ POSITIVE = "misbehavior"
 NEGATIVE = "benign"
 UNSCORED: tuple[str, ...] = ("invalid", "refusal", "error")
 OUTCOMES: tuple[str, ...] = LABELS + UNSCORED  # a monitor's outcome on one sample
-TEMPLATES: tuple[str, ...] = ("direct", "evidence", "direct-fewshot", "evidence-fewshot")
+TEMPLATES: tuple[str, ...] = (
+    "direct",
+    "evidence",
+    "direct-fewshot",
+    "evidence-fewshot",
+    "paper-direct",
+    "paper-evidence",
+)
 SPLITS: tuple[str, ...] = ("test", "train")
 # Label provenance (CONTRACT round 2): how a pair's label is known
 LABEL_SOURCES: tuple[str, ...] = (
@@ -24,8 +31,9 @@ LABEL_SOURCES: tuple[str, ...] = (
 )
 # Editions of the test set (the ONE list: build, stats, export, run, report, audit and the app read it):
 # ``paper`` the paper's six cells at its pair counts (round 3), ``verified`` every test pair that passed
-# every gate, ``paper-r2`` the round-2 composition of ``paper`` (1,172 / 962 / 876 samples by category)
-EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2")
+# every gate, ``paper-r2`` the round-2 composition of ``paper`` (1,172 / 962 / 876 samples by category), ``hard`` the
+# verified pairs that survive adversarial filtering (automonitor.build.hard)
+EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 ROLES: tuple[str, ...] = ("annotator", "admin")

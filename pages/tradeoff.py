@@ -1,5 +1,5 @@
 """Trade-off: the MR-FAR plane of all runs (filter by category / task / template), the Pareto front,
-the paper's reported points, Pearson r, Wilson error bars; clicking a run opens its drill-down.
+the six reported points of a secondary summary (not the paper's v2 text), Pearson r, Wilson error bars; clicking a run opens its drill-down.
 Score runs: ROC curves and a cost-ratio slider that moves the cost-minimising operating point."""
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ rep_key = ui.seed_state(PAGE, "paper", True, cast=lambda v: v not in ("0", "fals
 minn_key = ui.seed_state(PAGE, "min_n", workbench.DEFAULT_MIN_N, cast=lambda v: max(1, int(v)))
 arch_key = ui.seed_state(PAGE, "archived", False, cast=lambda v: v in ("1", "true", "yes"))
 sets = ui.load_sample_sets(url, ver)
-editions = sorted(set(sets["edition"])) if not sets.empty else []
+found = set(sets["edition"]) if not sets.empty else set()
+editions = [e for e in vocab.EDITIONS] + sorted(found - set(vocab.EDITIONS))  # hard is selectable before any run
 ed_key = ui.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
 
 f1, f2, f3, f4, f5 = st.columns([1.7, 1.1, 2.2, 1.3, 1.0], vertical_alignment="bottom")
@@ -56,7 +57,10 @@ invalid = f4.selectbox(
 )
 with f5.popover("Options", width="stretch"):
     show_paper = st.toggle(
-        "Paper's reported points", key=rep_key, help="The paper's reported MR/FAR (not measured here)"
+        "Reported points (secondary summary)",
+        key=rep_key,
+        help="Six MR/FAR points reported by a secondary summary of the paper, not found in its v2 text "
+        "(not measured here)",
     )
     min_n = st.number_input(
         "Minimum judged samples per slice for the Pareto front",
@@ -107,6 +111,35 @@ event = st.plotly_chart(
     fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
 )
 
+if edition != ALL and edition not in found:
+    st.info(
+        f"No run judged edition {edition} yet: `automonitor run --edition {edition} ...` judges it; the table "
+        "below shows every run's MR/FAR on the verified and hard members it judged."
+    )
+_diff_rows = [
+    {
+        "run": r.run_id,
+        "monitor": r.monitor,
+        "template": r.template,
+        **{
+            f"{m} ({e})": getattr(d.slice, m) if (d := (r.difficulty or {}).get(e)) else None
+            for e in ("verified", "hard")
+            for m in ("mr", "far")
+        },
+        "judged (hard)": d.judged if (d := (r.difficulty or {}).get("hard")) else None,
+    }
+    for r in ui.load_report(url, ver, None, invalid).runs
+    if r.difficulty
+]
+if _diff_rows:
+    with st.expander(
+        "Difficulty: MR / FAR on the verified and the hard members of each run", expanded=edition == "hard"
+    ):
+        st.caption(
+            "hard = the verified pairs that trivial baselines (length, TF-IDF, tool calls, answer = suggestion) "
+            "cannot separate, plus sycophancy controls in proportion (`automonitor audit --edition hard`)."
+        )
+        st.dataframe(pd.DataFrame(_diff_rows), hide_index=True, key=f"{PAGE}.difficulty")
 summary = workbench.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0
 note = (

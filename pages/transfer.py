@@ -1,7 +1,8 @@
 """Transfer: the cross-slice transfer matrix of trained probes (``automonitor probe transfer``) as a
-heatmap (AUROC, MR or FAR), the trivial baselines on the same test slices, and the paper's reported
-cells beside the measured ones. The cell train Safety code -> test Specification Gaming code (the
-paper's negative-transfer finding) is outlined."""
+heatmap (AUROC, MR or FAR) beside the paper's full Figure 8 (MR and FAR, 7 training rows x 6 test
+slices), the trivial baselines on the same test slices, and the paper's cells beside the measured ones
+where the slices match. The cell train Safety code -> test Specification Gaming code (the paper's
+negative-transfer finding) is outlined in both."""
 
 from __future__ import annotations
 
@@ -35,17 +36,27 @@ metric = c2.selectbox(
 ui.sync_qp(PAGE, features=None if features == "tfidf" else features, metric=None if metric == "auroc" else metric)
 
 res = transfer.load_saved(features)
+paper_metric = metric if metric in ("mr", "far") else "mr"
 if res is None:
     st.info(f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`.")
-    st.stop()
-
-st.plotly_chart(transfer.heatmap(res, metric), use_container_width=True)
-st.subheader("Trivial baselines on the same test slices (AUROC)")
+    right = st.container()
+else:
+    left, right = st.columns(2)
+    left.plotly_chart(transfer.heatmap(res, metric), use_container_width=True, key=f"{PAGE}.ours")
+right.plotly_chart(transfer.paper_heatmap(paper_metric), use_container_width=True, key=f"{PAGE}.paper")
 st.caption(
-    "length: response length as the score (below 0.5: the misbehaving side is shorter); tfidf: "
-    "in-slice TF-IDF + logistic regression, cross-validated by pair. A probe no better than these "
-    "learned a shortcut."
+    "Right: the paper's Figure 8 (arXiv 2601.05752 v2, Appendix C), LoRA-tuned Qwen3-4B-Instruct-2507 judges "
+    "on the paper's own data, reported, not measured here"
+    + (" (the paper has no AUROC matrix: its MR is shown)" if metric == "auroc" else "")
+    + ". Our probes are linear probes on our data: compare the pattern, not the numbers."
 )
-st.dataframe(pd.DataFrame([{"test slice": k, **v} for k, v in res.get("baselines", {}).items()]), hide_index=True)
-st.subheader("The paper's reported cells beside this probe")
+if res is not None:
+    st.subheader("Trivial baselines on the same test slices (AUROC)")
+    st.caption(
+        "length: response length as the score (below 0.5: the misbehaving side is shorter); tfidf: "
+        "in-slice TF-IDF + logistic regression, cross-validated by pair. A probe no better than these "
+        "learned a shortcut."
+    )
+    st.dataframe(pd.DataFrame([{"test slice": k, **v} for k, v in res.get("baselines", {}).items()]), hide_index=True)
+st.subheader("Paper Figure 8 beside this probe, cell for cell")
 st.dataframe(transfer.paper_frame(res), hide_index=True)

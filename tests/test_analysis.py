@@ -353,7 +353,11 @@ def test_runs_without_scored_predictions_give_null_rates_not_errors():
 
 def test_reported_points_match_the_paper_table():
     df = analysis.reported_points()
-    assert set(df["source"]) == {"reported (paper)"}
+    assert set(df["source"]) == {"reported by a secondary summary (not in the paper's v2 text)"}
+    assert (
+        df["citation"].str.contains("secondary summary").all()
+        and df["citation"].str.contains("not found in the v2").all()
+    )
     readme = Path(__file__).resolve().parents[2] / "shared" / "paper" / "README.md"
     if not readme.exists():
         pytest.skip("paper README not available")

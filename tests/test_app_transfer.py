@@ -28,7 +28,7 @@ def _served_mode(monkeypatch):
 
 def _saved(features: str = "tfidf") -> dict:
     cells = []
-    for tr in ("safety_permission/code", "all"):
+    for tr in ("safety_permission/code", "all", "<img src=x onerror=alert(1)>"):
         for te in ("specification_gaming/code", "all"):
             cells.append(
                 {
@@ -48,7 +48,7 @@ def _saved(features: str = "tfidf") -> dict:
         "features": features,
         "threshold": 0.5,
         "slices": ["safety_permission/code", "specification_gaming/code", "all"],
-        "train_slices": ["safety_permission/code", "all"],
+        "train_slices": ["safety_permission/code", "all", "<img src=x onerror=alert(1)>"],
         "test_slices": ["specification_gaming/code", "all"],
         "cells": cells,
         "baselines": {"all": {"length": 0.5, "tfidf": 0.7}},
@@ -76,6 +76,11 @@ def test_transfer_page(tmp_path, monkeypatch):
     at.run()
     assert not at.exception, at.exception
     assert any("probe transfer --features tfidf" in i.value for i in at.info)
+    # the paper's Figure 8 is shown without any measured matrix: MR by default, 7 x 6, and the table
+    paper = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert len(paper["z"]) == 7 and all(len(r) == 6 for r in paper["z"])
+    assert paper["y"][1] == "S&amp;PV Code" and paper["x"][4] == "SG Code" and paper["z"][1][4] == 0.86
+    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 42
 
     d = tmp_path / "art" / "probes"
     d.mkdir(parents=True)
@@ -83,9 +88,18 @@ def test_transfer_page(tmp_path, monkeypatch):
     at.run()
     assert not at.exception, at.exception
     charts = at.get("plotly_chart")
-    assert len(charts) == 1
+    assert len(charts) == 2  # ours beside the paper's Figure 8
     spec = json.loads(charts[0].proto.spec)
     hovers = json.dumps(spec["data"][0]["customdata"])
     assert "&lt;img src=x onerror=alert(1)&gt;" in hovers and "<img" not in hovers
+    assert "paper Fig. 8 (S&amp;PV Code; LoRA Qwen3-4B): AUROC" not in hovers  # Figure 8 has no AUROC
     assert spec["layout"]["shapes"], "the paper's cell is outlined"
     assert len(at.dataframe) == 2
+    frame = at.dataframe[1].value  # Figure 8 cell for cell; ours where the slices match
+    hit = frame[(frame["paper trained on"] == "S&PV Code") & (frame["paper tested on"] == "SG Code")].iloc[0]
+    assert hit["paper MR"] == 0.86 and hit["probe MR"] == 0.7
+    assert frame["probe MR"].notna().sum() == 2  # S&PV Code -> SG Code and All -> SG Code
+    at.selectbox(key="transfer.metric").select("mr")
+    at.run()
+    hovers = json.dumps(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["customdata"])
+    assert "paper Fig. 8 (S&amp;PV Code; LoRA Qwen3-4B): MR 0.86" in hovers

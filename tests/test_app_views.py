@@ -117,7 +117,13 @@ def test_tradeoff_figure_traces():
     rep = pd.DataFrame({"label": ["GPT-4o-mini direct"], "mr": [0.36], "far": [0.32]})
     fig = views.tradeoff_figure(pts, reported=rep)
     names = [t.name for t in fig.data]
-    assert names == ["Pareto front", "on the front", "runs: direct", "runs: evidence", "paper (reported)"]
+    assert names == [
+        "Pareto front",
+        "on the front",
+        "runs: direct",
+        "runs: evidence",
+        "secondary summary (not in paper v2)",
+    ]
     direct = fig.data[2]
     assert [c[0] for c in direct.customdata] == ["a", "c"]
     assert list(direct.error_y.array) == pytest.approx([0.1, 0.1])
@@ -137,9 +143,13 @@ def test_tradeoff_figure_traces():
         }
     )
     fig2 = views.tradeoff_figure(pts, reported=rep2)
-    paper = [t for t in fig2.data if t.name.startswith("paper")]
-    assert [t.name for t in paper] == ["paper (reported): direct", "paper (reported): evidence"]
+    paper = [t for t in fig2.data if t.name.startswith("secondary summary")]
+    assert [t.name for t in paper] == [
+        "secondary summary (not in paper v2): direct",
+        "secondary summary (not in paper v2): evidence",
+    ]
     assert [t.marker.symbol for t in paper] == ["diamond-open", "diamond"]
+    assert all("secondary summary of the paper, not its v2 text" in t.hovertemplate for t in paper)
     empty = views.tradeoff_figure(pts.iloc[0:0])
     assert len(empty.data) == 0
 

@@ -236,6 +236,10 @@ def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_di
     assert len(t0) == len(t1) == 3010 and t0 != t1
     paper = lambda plan: {r["id"] for r in plan.rows if "paper" in r.get("editions", ())}  # noqa: E731
     assert len(paper(plans[0])) == len(paper(plans[1])) and paper(plans[0]) != paper(plans[1])
+    # the hard edition (adversarial filter) is deterministic for a seed too
+    hard = lambda plan: {r["id"] for r in plan.rows if "hard" in r.get("editions", ())}  # noqa: E731
+    assert hard(again) == hard(plans[0]) and len(hard(plans[0])) > 600
+    assert again.report["hard"]["steps"] == plans[0].report["hard"]["steps"]
     # same pool, different draw: every seed's test set has the same composition
     comp = lambda plan: Counter((r["category"], r["task"], r["label"]) for r in plan.rows if r["split"] == "test")  # noqa: E731
     assert comp(plans[0]) == comp(plans[1])

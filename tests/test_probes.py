@@ -298,7 +298,16 @@ def test_transfer_matrix_shape_and_highlight():
     assert same["specification_gaming/code"] > 0.9
     assert set(res["baselines"]["all"]) == {"length", "tfidf"}
     md = transfer.to_markdown(res)
-    assert "**" in md and "Paper's reported cells" in md
+    assert "**" in md and "## Paper Figure 8, MR" in md and "## Paper Figure 8, FAR" in md
+    # Figure 8 beside ours, cell for cell where the slices match (ours: this probe's MR at 0.5)
+    ours = next(
+        c for c in res["cells"] if (c["train"], c["test"]) == ("safety_permission/code", "specification_gaming/code")
+    )
+    mr_table = md.split("## Paper Figure 8, MR")[1].split("## Paper Figure 8, FAR")[0]
+    row = next(line for line in mr_table.splitlines() if line.startswith("| S&PV Code |"))
+    assert row.split(" | ")[5] == f"0.86 / {ours['mr']:.2f}"  # column SG Code
+    assert "| Syco Reasoning (thinking) | 0.40 / - |" in mr_table  # no matching slice in this store
+    assert len(res["paper"]) == 42 and {c["paper_train"] for c in res["paper"]} >= {"base (none)", "All"}
     fig = transfer.heatmap(res, "auroc")
     assert len(fig.data[0].z) == 3 and fig.layout.shapes
 
@@ -308,3 +317,24 @@ def test_trivial_length_baseline_sees_a_length_shortcut():
     labels = ["benign"] * 10 + ["misbehavior"] * 10
     b = probes.trivial_baselines(resp, labels, [str(i % 10) for i in range(20)])
     assert b["length"] == 1.0
+
+
+def test_paper_figure8_data_file_is_the_v2_matrices():
+    df = transfer.paper_figure8()
+    assert len(df) == 84 and set(df["metric"]) == {"mr", "far"} and df["value"].between(0, 1).all()
+    cols = ["S&PV Code", "S&PV QA", "Syco QA", "Syco Reasoning", "SG Code", "SG QA"]
+
+    def row(metric, train):
+        d = df[(df["metric"] == metric) & (df["paper_train"] == train)].set_index("paper_test")
+        return [d.at[c, "value"] for c in cols]
+
+    assert row("mr", "base (none)") == [0.59, 0.17, 0.54, 0.62, 0.49, 0.33]
+    assert row("mr", "S&PV Code") == [0.00, 0.27, 0.57, 0.69, 0.86, 0.47]
+    assert row("mr", "All") == [0.00, 0.12, 0.17, 0.17, 0.70, 0.35]
+    assert row("far", "Syco QA") == [0.67, 0.93, 0.66, 0.85, 0.89, 0.64]
+    assert row("far", "Syco Reasoning (thinking)") == [0.47, 0.82, 0.52, 0.61, 0.79, 0.69]
+    sl = df.drop_duplicates("paper_train").set_index("paper_train")["train_slice"].to_dict()
+    assert sl["S&PV QA"] == "safety_permission/qa" and sl["base (none)"] == "none" and sl["All"] == "all"
+    assert "Figure 8" in transfer.FIGURE8_SOURCE and "v2" in transfer.FIGURE8_SOURCE
+    fig = transfer.paper_heatmap("far")
+    assert fig.data[0].z[3][1] == 0.93 and fig.layout.shapes

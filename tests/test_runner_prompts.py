@@ -25,7 +25,7 @@ def test_every_contract_template_exists_with_version_and_file_hash():
         raw = (TEMPLATE_DIR / f"{t['name']}.txt").read_bytes()
         assert t["sha256"] == hashlib.sha256(raw).hexdigest()
         assert t["version"] == "1"
-    assert len({t["sha256"] for t in listed}) == 4
+    assert len({t["sha256"] for t in listed}) == len(TEMPLATES) == 6
 
 
 def test_evidence_templates_ask_for_category_severity_evidence_then_verdict():

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor import metrics as mt
 from automonitor.analysis.assemble import analyze_model
+from automonitor.analysis.difficulty import add_difficulty
 from automonitor.analysis.encoding import _empty_preds
 from automonitor.analysis.roc_grounding import _evidence_runs
 from automonitor.report_schema import ControlsFar, Report, Stability
@@ -111,6 +112,7 @@ def report_model(
     if edition is not None:
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
     preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else _empty_preds()
+    all_preds = preds
     preds, controls = _split_controls(preds)
     texts = _grounding_texts(engine, runs, preds) if with_grounding and len(preds) else None
     rep = analyze_model(
@@ -126,6 +128,7 @@ def report_model(
         compare=compare,
     )
     _add_run_extras(engine, rep, editions, controls, invalid)
+    add_difficulty(engine, rep, all_preds, invalid)
     if edition is not None:
         rep.edition = edition
     return rep
@@ -134,7 +137,7 @@ def report_model(
 def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str, *, explicit: bool) -> pd.DataFrame:
     """The rows of ``runs`` that judged ``edition`` (``editions``: ``{run_id: edition}``).
 
-    Raises ``ValueError`` for an edition other than paper/verified, and when ``explicit`` (the caller
+    Raises ``ValueError`` for an edition not in :data:`automonitor.vocab.EDITIONS`, and when ``explicit`` (the caller
     named the runs) and one of them judged another edition."""
     if edition not in EDITIONS:
         raise ValueError(f"unknown edition {edition!r}; expected one of {', '.join(EDITIONS)}")

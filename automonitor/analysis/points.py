@@ -13,7 +13,7 @@ import pandas as pd
 from automonitor import metrics as mt
 
 
-REPORTED_LABEL = "reported (paper)"
+REPORTED_LABEL = "reported by a secondary summary (not in the paper's v2 text)"
 POINT_COLUMNS: tuple[str, ...] = (
     "run_id",
     "monitor",
@@ -101,8 +101,9 @@ def reported_points() -> pd.DataFrame:
 
     Loaded from the package data file ``automonitor/data/paper_reported.csv``. Columns: monitor,
     template (direct | evidence), slice (overall | category), category (None for overall), mr, far,
-    source (always ``"reported (paper)"``), citation. These are numbers printed in the paper, not
-    measured here; keep them apart from measured runs (plot them with their own marker).
+    source (always :data:`REPORTED_LABEL`), citation. These six rows come from a secondary summary of the
+    paper, not from its v2 text (which prints no per-model number: ``../shared/paper/README.md``), and
+    are not measured here; keep them apart from measured runs (plot them with their own marker).
     """
     path = resources.files("automonitor") / "data" / "paper_reported.csv"
     with resources.as_file(path) as p:

@@ -27,6 +27,9 @@ specification_gaming   rl_character_mbpp             code          41
 ``verified`` edition (``VERIFIED_EXTRA``): the test pairs that pass every gate, are not
 ``preference_pair`` and whose source passed the hand check, plus 131 xstest, 150 reward_hack_gen_codeforces
 and up to 105 odcv_bench test pairs (verified only).
+``hard`` edition (:mod:`automonitor.build.hard`): the ``verified`` pairs that survive adversarial
+filtering (AFLite, :mod:`automonitor.audit.aflite`) against the audit's trivial baselines, plus the
+sycophancy controls in proportion; report section ``hard`` (pairs per source, features per step).
 Editions are rows of ``edition_sample``; controls (Turpin, suggestion correct and the model agrees) are
 benign-only samples of split ``controls`` (pair_id ``controls:...``).
 

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from automonitor.build.errata import current, errata_counts, load_errata
 from automonitor.build.families import shared_families
 from automonitor.build.gating import load_all
+from automonitor.build.hard import add_hard_edition
 from automonitor.build.report import _edition_report, _report_pools, _report_quotas, _report_source_counts
 from automonitor.build.rows import Plan
 from automonitor.build.selection import (
@@ -88,4 +89,5 @@ def plan_build(
     report["families"] = _family_report(pool, plan)
     report["errata"] = errata_counts(errata, pool.errata_applied)
     report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
+    add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
     return plan

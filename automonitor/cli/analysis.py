@@ -49,7 +49,7 @@ def report_cmd(
     edition: Optional[str] = typer.Option(
         None,
         "--edition",
-        help="Only runs that judged this edition: paper | verified | paper-r2 (default: paper; every run entry says its edition).",
+        help="Only runs that judged this edition: paper | verified | paper-r2 | hard (default: paper; every run entry says its edition).",
     ),
     with_audit: bool = typer.Option(
         True, "--audit/--no-audit", help="Add the trivial baselines' AUROC per slice (automonitor audit, cached)."

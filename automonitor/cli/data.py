@@ -35,7 +35,7 @@ def build_cmd(
     edition: str = typer.Option(
         "paper",
         "--edition",
-        help="paper | verified | paper-r2: the edition whose composition is shown (all are always built).",
+        help="paper | verified | paper-r2 | hard: the edition whose composition is shown (all are always built).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
     report_markdown: bool = typer.Option(
@@ -162,6 +162,24 @@ def _build_summary(report: dict[str, Any], edition: str) -> None:
         else (f"inserted {report['inserted']}, updated {report['updated']}, deleted {report['deleted']}")
     )
     out.print(f"store: {state} ({report['seconds']:.2f} s)" + ("" if report["shortfalls"] else "; no shortfall"))
+    if "hard" in report:
+        out.print(_hard_table(report["hard"]))
+
+
+def _hard_table(hard: dict[str, Any]) -> Table:
+    """The ``hard`` edition of a build report: pairs per source in verified and surviving, controls kept,
+    pairs removed per feature, and the slices not achievable (in the caption)."""
+    removed = ", ".join(f"{k} {v}" for k, v in hard["removed_by_feature"].items()) or "nothing"
+    na = ", ".join(hard["not_achievable"]) or "none"
+    t = Table(
+        title=f"edition hard: {hard['pairs']} pairs + {hard['controls']} controls survive adversarial filtering",
+        caption=f"pairs removed by: {removed}; not achievable with >= {hard['params']['min_pairs']} pairs: {na}",
+    )
+    for col in ("source", "verified", "hard", "controls"):
+        t.add_column(col, justify="left" if col == "source" else "right")
+    for src, n in hard["by_source"].items():
+        t.add_row(src, str(n["verified"]), str(n["hard"]), str(n["controls"]))
+    return t
 
 
 def _stats_table(doc: dict[str, Any]) -> None:
@@ -220,7 +238,7 @@ def stats_cmd(
     edition: str = typer.Option(
         "paper",
         "--edition",
-        help="paper (the paper's six cells) | verified | paper-r2 (the round-2 composition of paper); "
+        help="paper (the paper's six cells) | verified | paper-r2 (the round-2 composition of paper) | hard (adversarially filtered verified); "
         "test split: that edition only.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),

@@ -74,7 +74,7 @@ def export_cmd(
     split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
     edition: str = typer.Option(
-        "paper", "--edition", help="paper | verified | paper-r2 (gold test samples of that edition)."
+        "paper", "--edition", help="paper | verified | paper-r2 | hard (gold test samples of that edition)."
     ),
     label_source: Optional[str] = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
     csv_mode: str = typer.Option(

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.prompts import PromptBuilder
+from automonitor.prompts import PromptBuilder, output_schema
 from automonitor.monitors.base import (
     Backend,
     CallCounter,
@@ -91,7 +91,8 @@ class AnthropicBackend(Backend):
                 {
                     "name": TOOL_NAME,
                     "description": "Record the monitor's verdict on the response.",
-                    "input_schema": verdict_schema(self.prompt.template.evidence),
+                    "input_schema": output_schema(self.prompt.template)
+                    or verdict_schema(self.prompt.template.evidence),
                 }
             ]
             kw["tool_choice"] = {"type": "tool", "name": TOOL_NAME}

@@ -27,7 +27,7 @@ import json
 import time
 from typing import Any
 
-from automonitor.prompts import PromptBuilder
+from automonitor.prompts import PromptBuilder, output_schema
 from automonitor.monitors.base import (
     Backend,
     CallCounter,
@@ -161,7 +161,7 @@ class OpenAIBackend(Backend):
         }
         if self.seed is not None:
             kw["seed"] = int(self.seed)
-        schema = verdict_schema(self.prompt.template.evidence)
+        schema = output_schema(self.prompt.template) or verdict_schema(self.prompt.template.evidence)
         if self.mode == "json_schema":
             kw["response_format"] = {
                 "type": "json_schema",

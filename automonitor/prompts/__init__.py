@@ -1,6 +1,8 @@
 """Versioned prompt templates (``*.txt`` beside this file) and their loader; see :mod:`.prompts`."""
 
 from automonitor.prompts.prompts import (  # noqa: F401
+    PAPER_SCHEMA_DIRECT,
+    PAPER_SCHEMA_EVIDENCE,
     FewShotExample,
     PromptBuilder,
     Template,
@@ -8,6 +10,7 @@ from automonitor.prompts.prompts import (  # noqa: F401
     fill,
     list_templates,
     load_template,
+    output_schema,
     template_hash,
     truncate_chars,
 )

@@ -70,8 +70,15 @@ class Template:
 
     @property
     def evidence(self) -> bool:
-        """True for templates that ask for category, severity and quoted evidence before the verdict."""
-        return self.name.startswith("evidence")
+        """True for templates that ask for category, severity and quoted evidence before the verdict
+        (``evidence``, ``evidence-fewshot``, ``paper-evidence``)."""
+        return "evidence" in self.name.split("-")
+
+    @property
+    def paper(self) -> bool:
+        """True for the paper's own prompts (``paper-direct``, ``paper-evidence``), whose JSON answer is
+        ``{"misbehavior_detected": bool, "detected_categories": [...]}`` (:func:`output_schema`)."""
+        return self.name.startswith("paper-")
 
 
 def parse_template(name: str, text: str, path: Path | None = None) -> Template:
@@ -128,6 +135,45 @@ def load_template(name: str) -> Template:
         raise InputError(f"unknown template {name!r}; choose one of {', '.join(TEMPLATES)}", field="template")
     path = TEMPLATE_DIR / f"{name}.txt"
     return _load_cached(name, path.stat().st_mtime_ns)
+
+
+# The paper's JSON answers (arXiv 2601.05752 v2, Tables 4 and 5), for structured output (JSON schema or a
+# forced tool call); parsed by automonitor.parsing.parse_object (key ``misbehavior_detected``).
+PAPER_SCHEMA_DIRECT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"misbehavior_detected": {"type": "boolean"}},
+    "required": ["misbehavior_detected"],
+    "additionalProperties": False,
+}
+PAPER_SCHEMA_EVIDENCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "misbehavior_detected": {"type": "boolean"},
+        "detected_categories": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "category": {"type": "string"},
+                    "description": {"type": "string"},
+                    "evidence": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["category", "description", "evidence"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["misbehavior_detected", "detected_categories"],
+    "additionalProperties": False,
+}
+
+
+def output_schema(template: Template) -> dict[str, Any] | None:
+    """The JSON schema of the paper templates' answer (:data:`PAPER_SCHEMA_DIRECT` /
+    :data:`PAPER_SCHEMA_EVIDENCE`), or ``None`` for our own templates (the backends' verdict schema)."""
+    if not template.paper:
+        return None
+    return PAPER_SCHEMA_EVIDENCE if template.evidence else PAPER_SCHEMA_DIRECT
 
 
 def template_hash(name: str) -> str:

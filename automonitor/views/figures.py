@@ -220,9 +220,13 @@ def run_trace(
     )
 
 
+REPORTED_LEGEND = "secondary summary (not in paper v2)"
+
+
 def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:
-    """The paper's reported points, one trace per template: black diamonds (filled for ``evidence*``,
-    open otherwise) labelled with the monitor (or ``label``), no run id, hover "reported, not measured"."""
+    """The six reported points, one trace per template: black diamonds (filled for ``evidence*``, open
+    otherwise) labelled with the monitor (or ``label``), no run id; legend :data:`REPORTED_LEGEND` and a
+    hover saying they come from a secondary summary, not the paper's v2 text, and are not measured."""
     reported = reported.reset_index(drop=True)
     positions = _label_positions(list(reported["far"]), list(reported["mr"]))
     groups = list(reported.groupby("template", sort=True)) if "template" in reported else [(None, reported)]
@@ -234,7 +238,7 @@ def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:
                 x=d["far"],
                 y=d["mr"],
                 mode="markers+text",
-                name="paper (reported)" + (f": {plot_text(tpl)}" if tpl else ""),
+                name=REPORTED_LEGEND + (f": {plot_text(tpl)}" if tpl else ""),
                 text=text,
                 textposition=[positions[i] for i in d.index],
                 textfont=dict(size=10, color="#374151"),
@@ -245,7 +249,8 @@ def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:
                     color="#111827",
                     line=dict(width=1.5, color="#111827"),
                 ),
-                hovertemplate="<b>%{customdata}</b><br>paper: FAR %{x:.2f} · MR %{y:.2f}"
+                hovertemplate="<b>%{customdata}</b><br>secondary summary: FAR %{x:.2f} · MR %{y:.2f}"
+                "<br>from a secondary summary of the paper, not its v2 text"
                 "<extra>reported, not measured</extra>",
             )
         )

@@ -227,6 +227,9 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
     Round 3 (CONTRACT): ``paper_cell_deficit`` (``{"cat/task": pairs missing}`` for each paper cell the
     ``paper`` edition cannot fill, from the newest build log) and ``paper_cells`` (per cell: target,
     built, missing, pairs by source, why short).
+
+    Round 3: ``hard``: with ``--edition hard`` on the test split the newest build's filter summary
+    (:func:`_hard_summary`; ``None`` when it has none), else ``None``.
     """
     check_edition(edition)
     from automonitor.vocab import CATEGORIES, LABELS, TASKS
@@ -243,7 +246,7 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         by_ct.setdefault(r["category"], {}).setdefault(r["task"], 0)
         by_ct[r["category"]][r["task"]] += r["n"]
     report = latest_build_report(session)
-    return {
+    doc: dict[str, Any] = {
         "total": sum(r["n"] for r in comp),
         "pairs": count_pairs(session, split, edition),
         "by_category": by_cat,
@@ -265,6 +268,19 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "paper_cell_deficit": (report or {}).get("paper_cell_deficit", {}),
         "paper_cells": (report or {}).get("paper_cells", []),
     }
+    doc["hard"] = _hard_summary(report) if edition == "hard" and split == "test" else None
+    return doc
+
+
+def _hard_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The ``hard`` section of the newest build report without its per-slice detail: pairs per source
+    (verified, hard, controls), pairs removed per feature, the filter steps and the slices not
+    achievable; ``None`` when the build has none."""
+    hard = (report or {}).get("hard")
+    if not isinstance(hard, dict):
+        return None
+    keys = ("pairs", "controls", "by_source", "removed_by_feature", "steps", "not_achievable", "params")
+    return {k: hard[k] for k in keys if k in hard}
 
 
 # --- the app's samples browser and drill-down (``automonitor.views``) --------------------------------

@@ -247,6 +247,17 @@ class OpenAIFaultServer(LoopbackServer):
                     "function": {"name": tools[0]["function"]["name"], "arguments": json.dumps(args)},
                 }
             ]
+        elif rf.get("type") in ("json_schema", "json_object") and "misbehavior_detected" in json.dumps(rf):
+            # the paper templates' schema (structured outputs answer in the schema's shape)
+            paper: dict = {"misbehavior_detected": yes}
+            if "detected_categories" in json.dumps(rf):
+                quote = text.split("STUDENT RESPONSE:", 1)[-1].strip().split("\n")[0][:40]
+                paper["detected_categories"] = (
+                    [{"category": "Specification Gaming", "description": "special-cases the test", "evidence": [quote]}]
+                    if yes
+                    else []
+                )
+            message["content"] = json.dumps(paper)
         elif rf.get("type") in ("json_schema", "json_object"):
             obj = {
                 "category": "specification_gaming" if yes else "none",
