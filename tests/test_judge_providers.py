@@ -333,6 +333,7 @@ def test_params_are_typed_per_backend(sqlite_engine, backend, params, match):
 # ------------------------------------------------------------------ 22.6 bounded answers, 22.7 deadline, 22.14
 
 
+@pytest.mark.slow
 def test_huge_answer_is_invalid_and_stored_bounded(engine):
     add_custom(engine, [("[scenario:huge] q", "x", "y")])
     with OpenAIFaultServer() as srv:
@@ -384,3 +385,41 @@ def test_anthropic_negative_tokens_clamped(sqlite_engine):
         out = runner.execute_run(sqlite_engine, rid)
     assert out["counts"]["benign"] == 2
     assert all(p.tokens_in == 0 and "input_tokens" in p.meta["tokens_clamped"] for p in _preds(sqlite_engine, rid))
+
+
+# ------------------------------------------------------------------ 26.11 the direct transport
+
+
+def test_direct_transport_gives_the_sdk_outcomes(sqlite_engine):
+    """``--param transport=direct`` (bare aiohttp) classifies answers and failures as the SDK path does."""
+    items = [
+        ("[scenario:429,ok] a", "os.system('x')", "y"),
+        ("[scenario:500] b", "x", "y"),
+        ("[scenario:truncated,ok] c", "x", "y"),
+        ("[scenario:filtered] d", "x", "y"),
+        ("[scenario:parts] e", "x", "y"),
+        ("[scenario:garbage] f", "x", "y"),
+        ("plain g", "sys.exit(0)", "fine"),
+    ]
+    add_custom(sqlite_engine, items)
+    outcomes = {}
+    for transport in ("aiohttp", "direct"):
+        with Session(sqlite_engine) as s:  # each transport really asks
+            for c in s.exec(select(CacheEntry)):
+                s.delete(c)
+            s.commit()
+        with OpenAIFaultServer(retry_after=0.01, reject=("json_schema",)) as srv:
+            rid = runner.create_run(
+                sqlite_engine,
+                "openai:gpt-4o-mini",
+                "evidence",
+                base_url=srv.base_url,
+                params={**FAST, "max_attempts": 2, "transport": transport},
+            )
+            runner.execute_run(sqlite_engine, rid)
+        outcomes[transport] = [
+            (p.sample_id, p.outcome, p.score, p.meta.get("error_kind")) for p in _preds(sqlite_engine, rid)
+        ]
+    assert outcomes["direct"] == outcomes["aiohttp"]
+    kinds = {o for _s, o, _sc, _k in outcomes["direct"]}
+    assert {"misbehavior", "benign", "error", "refusal", "invalid"} <= kinds

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from types import SimpleNamespace
 from typing import Any, Literal, Optional
 
 from pydantic import Field
@@ -148,7 +149,9 @@ class OpenAIParams(BackendParams):
     Attributes:
         transport: the SDK's HTTP transport: ``aiohttp`` (default, the SDK's own
             ``DefaultAioHttpClient``; ``httpx`` when ``httpx-aiohttp`` is not installed) or ``httpx``.
-            Not part of the cache key (it changes no answer).
+            ``direct`` sends the judge's requests with a bare ``aiohttp`` session (:class:`DirectChat`:
+            same bodies, same error classification, no SDK per-request work; measured in
+            benchmarks/bench_scale.py). Not part of the cache key (it changes no answer).
         structured: answer format (``json_schema`` | ``json_object`` | ``tools`` | ``none``; default
             ``none`` for direct templates, ``json_schema`` for evidence templates).
         logprobs / top_logprobs: ask for token log-probabilities (score); default on except for the
@@ -165,7 +168,7 @@ class OpenAIParams(BackendParams):
     top_logprobs: int = Field(default=5, ge=0, le=20)
     seed: Optional[int] = 0
     reasoning_effort: Optional[Literal["minimal", "low", "medium", "high"]] = None
-    transport: Literal["aiohttp", "httpx"] = "aiohttp"
+    transport: Literal["aiohttp", "httpx", "direct"] = "aiohttp"
     temperature: Optional[float] = Field(default=None, ge=0.0)  # type: ignore[assignment]
 
 
@@ -213,6 +216,7 @@ class OpenAIBackend(Backend):
         self.dropped: list[str] = []  # parameters the server refused, dropped once for the run
         self._requested_mode = self.mode
         self._requested_logprobs = self.logprobs
+        self._direct = DirectChat(self.base_url, self._key, self.timeout) if st.transport == "direct" else None
 
     def cache_params(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -326,6 +330,11 @@ class OpenAIBackend(Backend):
             return True
         return False
 
+    def _request_state(self) -> tuple[Any, ...]:
+        """What the downgrade and drop rules may change in a request (format, logprobs, budget
+        parameter, temperature, seed): a rejection of an older state is not downgraded again."""
+        return (self.mode, self.logprobs, self.token_param, self.send_temperature, self.send_seed)
+
     def _drop_unsupported(self, exc: Exception, msg: str) -> bool:
         """After a 400 naming ``max_tokens`` (use ``max_completion_tokens``), ``temperature`` or
         ``seed`` (the error's ``param`` field, else its message): fix the request once for the run and
@@ -357,9 +366,12 @@ class OpenAIBackend(Backend):
             if item.repeat and "seed" in body:
                 body["seed"] = int(body["seed"]) + int(item.repeat)  # distinct seed per repeat
                 meta["seed"] = body["seed"]
+            sent_state = self._request_state()
             try:
                 resp = await self.within_deadline(self._post(client, body, item))
             except Exception as exc:  # noqa: BLE001
+                if self._request_state() != sent_state and getattr(exc, "status_code", None) in (400, 422, 500):
+                    continue  # a concurrent request already fixed the request: ask again as it is now
                 n_dropped = len(self.dropped)
                 if self._downgrade(exc):
                     if len(self.dropped) > n_dropped:
@@ -375,6 +387,11 @@ class OpenAIBackend(Backend):
         raise PermanentError("the server rejected every answer format")
 
     async def _post(self, client, body: dict[str, Any], item: Item):
+        if self._direct is not None:
+            return await self._direct.post(body)
+        return await self._sdk_post(client, body, item)
+
+    async def _sdk_post(self, client, body: dict[str, Any], item: Item):
         """``POST /chat/completions`` through the SDK client's own ``post`` (same transport, errors and
         ``ChatCompletion`` parsing as ``chat.completions.create``). The body is already plain JSON, so the
         SDK's per-request TypedDict transform is skipped, and the idempotency key is derived from the
@@ -499,6 +516,80 @@ class OpenAIBackend(Backend):
         if self._client is not None:
             await self._client.close()
             self._client = None
+        if self._direct is not None:
+            await self._direct.close()
+
+
+class DirectStatusError(Exception):
+    """An HTTP error answer of :class:`DirectChat`, shaped like the SDK's ``APIStatusError`` for
+    :func:`classify_sdk_error` and the downgrade rules: ``status_code``, ``body`` (the ``error``
+    object), ``response.headers``."""
+
+    def __init__(self, status: int, body: Any, headers: Any) -> None:
+        self.status_code, self.body = status, body
+        self.response = SimpleNamespace(headers=headers, status_code=status)
+        msg = body.get("message") if isinstance(body, dict) else body
+        super().__init__(f"Error code: {status} - {msg}")
+
+
+def _ns(value: Any) -> Any:
+    """JSON made attribute-readable (dicts -> namespaces, recursively) for :meth:`OpenAIBackend._read`."""
+    if isinstance(value, dict):
+        return SimpleNamespace(**{str(k): _ns(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_ns(v) for v in value]
+    return value
+
+
+class DirectChat:
+    """``POST {base_url}/chat/completions`` with a bare ``aiohttp`` session (``--param
+    transport=direct``): the request body the SDK path sends, the key as a bearer token, errors mapped
+    as the SDK maps them (HTTP status -> :class:`DirectStatusError`; connection failures and a body that
+    is not JSON -> :class:`TransientError`). It skips the SDK's per-request work (header and option
+    building, response model construction), which costs about 5x the CPU of the HTTP exchange itself
+    (benchmarks/bench_scale.py); the SDK stays the default and the path of batch and generation."""
+
+    def __init__(self, base_url: str | None, key: str, timeout: float) -> None:
+        self.url = (base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self.timeout = timeout
+        self._session: Any = None
+
+    async def post(self, body: dict[str, Any]) -> Any:
+        """The parsed answer (attribute-readable) of one request.
+
+        Raises:
+            DirectStatusError: an HTTP error status. TransientError: ``connection`` or ``malformed``.
+        """
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0),
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=self.timeout, sock_connect=self.timeout),
+            )
+        try:
+            async with self._session.post(self.url, data=json.dumps(body), headers=self.headers) as r:
+                raw, status, headers = await r.read(), r.status, r.headers
+        except aiohttp.ClientError as exc:
+            raise TransientError("connection", f"{type(exc).__name__}: {exc}") from exc
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            if status != 200:
+                raise DirectStatusError(status, raw[:500].decode("utf-8", "replace"), headers) from None
+            raise TransientError("malformed", f"the body is not JSON: {exc}") from exc
+        if status != 200:
+            raise DirectStatusError(status, data.get("error", data) if isinstance(data, dict) else data, headers)
+        if not isinstance(data, dict):
+            raise TransientError("malformed", "the body is not a JSON object")
+        return _ns(data)
+
+    async def close(self) -> None:
+        """Close the session (if one was opened)."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 def _usage(resp: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
