@@ -15,7 +15,7 @@ transport and with its ``DefaultAioHttpClient``. Reported: runner throughput / a
 0.8) and runner / bare SDK.
 
 Usage: python benchmarks/bench_scale.py [--sizes 10000 100000] [--concurrency 256] [--latency 0.2]
-       [--db postgresql+psycopg://127.0.0.1:5432/test] [--no-floor] [--transport aiohttp|httpx]
+       [--db postgresql+psycopg://127.0.0.1:5432/test] [--no-floor] [--transport aiohttp|httpx|direct]
 """
 
 from __future__ import annotations
@@ -227,7 +227,9 @@ def main() -> int:
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--db", default=None)
     ap.add_argument("--no-floor", action="store_true", help="skip the bare aiohttp / SDK floors")
-    ap.add_argument("--transport", default="aiohttp", choices=["aiohttp", "httpx"], help="the runner's SDK transport")
+    ap.add_argument(
+        "--transport", default="aiohttp", choices=["aiohttp", "httpx", "direct"], help="the runner's SDK transport"
+    )
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:

@@ -479,7 +479,7 @@ class Backend(ABC):
         key from ``key_env`` (:func:`api_key`; ``InputError`` when unset for a remote server); no client
         yet (``self._client = None``)."""
         st = self.settings
-        self.temperature = st.temperature
+        self.temperature: float | None = st.temperature  # None: not sent (a reasoning family)
         self.timeout = st.timeout
         self.prompt.request_budget = st.request_chars
         self.prompt.response_budget = st.response_chars

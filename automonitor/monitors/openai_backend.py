@@ -37,6 +37,7 @@ normal end; ``length`` is ``invalid`` truncated; ``content_filter`` is unscored 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -201,7 +202,7 @@ class OpenAIBackend(Backend):
         assert isinstance(st, OpenAIParams)
         evidence = prompt.template.evidence
         self.reasoning_family = completion_tokens_family(self.model)
-        self.mode = st.structured or ("json_schema" if evidence else "none")
+        self.mode: str = st.structured or ("json_schema" if evidence else "none")
         self.logprobs = st.logprobs if st.logprobs is not None else not self.reasoning_family
         self.top_logprobs = st.top_logprobs
         self.max_tokens = self.max_tokens_for(self.params, evidence)
@@ -571,6 +572,8 @@ class DirectChat:
         try:
             async with self._session.post(self.url, data=json.dumps(body), headers=self.headers) as r:
                 raw, status, headers = await r.read(), r.status, r.headers
+        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError) as exc:
+            raise TransientError("timeout", f"{type(exc).__name__}: {exc}") from exc
         except aiohttp.ClientError as exc:
             raise TransientError("connection", f"{type(exc).__name__}: {exc}") from exc
         try:
