@@ -533,13 +533,10 @@ class DirectStatusError(Exception):
         super().__init__(f"Error code: {status} - {msg}")
 
 
-def _ns(value: Any) -> Any:
-    """JSON made attribute-readable (dicts -> namespaces, recursively) for :meth:`OpenAIBackend._read`."""
-    if isinstance(value, dict):
-        return SimpleNamespace(**{str(k): _ns(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return [_ns(v) for v in value]
-    return value
+def _namespace(obj: dict[str, Any]) -> SimpleNamespace:
+    """A decoded JSON object made attribute-readable for :meth:`OpenAIBackend._read` (``json.loads``
+    object hook)."""
+    return SimpleNamespace(**obj)
 
 
 class DirectChat:
@@ -577,16 +574,17 @@ class DirectChat:
         except aiohttp.ClientError as exc:
             raise TransientError("connection", f"{type(exc).__name__}: {exc}") from exc
         try:
-            data = json.loads(raw)
+            # a success is decoded straight into namespaces (the C decoder's object hook: no second walk)
+            data = json.loads(raw) if status != 200 else json.loads(raw, object_hook=_namespace)
         except ValueError as exc:
             if status != 200:
                 raise DirectStatusError(status, raw[:500].decode("utf-8", "replace"), headers) from None
             raise TransientError("malformed", f"the body is not JSON: {exc}") from exc
         if status != 200:
             raise DirectStatusError(status, data.get("error", data) if isinstance(data, dict) else data, headers)
-        if not isinstance(data, dict):
+        if not isinstance(data, SimpleNamespace):
             raise TransientError("malformed", "the body is not a JSON object")
-        return _ns(data)
+        return data
 
     async def close(self) -> None:
         """Close the session (if one was opened)."""
