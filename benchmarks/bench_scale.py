@@ -8,8 +8,14 @@ latency; goal >= 0.85), and memory: resident set size before execute_run and its
 (sampled every 20 ms from /proc/self/status), so "memory flat in N" is the peak growth compared across
 sizes.
 
+The floor (issue 26 item 11) is measured in the same child, against the same server, before the run:
+the same N chat requests sent by a bare ``aiohttp`` loop (a semaphore of ``concurrency``, JSON decoded,
+nothing else), and by a bare loop over the official SDK's ``client.post`` with its default httpx
+transport and with its ``DefaultAioHttpClient``. Reported: runner throughput / aiohttp floor (goal >=
+0.8) and runner / bare SDK.
+
 Usage: python benchmarks/bench_scale.py [--sizes 10000 100000] [--concurrency 256] [--latency 0.2]
-       [--db postgresql+psycopg://127.0.0.1:5432/test]
+       [--db postgresql+psycopg://127.0.0.1:5432/test] [--no-floor] [--transport aiohttp|httpx|direct]
 """
 
 from __future__ import annotations
@@ -38,7 +44,87 @@ def rss_mb() -> float:
     return 0.0
 
 
-def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
+def _bodies(n: int) -> list[dict]:
+    """``n`` chat bodies like the runner's (direct template), each with its own user text."""
+    from automonitor.prompts import PromptBuilder, load_template
+    from servers.data import pair_rows
+
+    b = PromptBuilder(load_template("direct"))
+    rows = pair_rows((n + 1) // 2, "test", prefix="floor")[:n]
+    out = []
+    for r in rows:
+        system, user, _ = b.chat_messages(r["request"], r["response"])
+        out.append(
+            {
+                "model": "bench-model",
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                "max_tokens": 16,
+                "temperature": 0,
+                "seed": 0,
+                "logprobs": True,
+                "top_logprobs": 5,
+            }
+        )
+    return out
+
+
+def bare_aiohttp(base: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
+    """The floor: ``bodies`` POSTed by a bare aiohttp loop (semaphore, JSON decode); (wall s, CPU s)."""
+    import asyncio
+
+    import aiohttp
+
+    async def go() -> None:
+        conn = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(connector=conn, headers={"authorization": "Bearer sk-local"}) as session:
+            sem = asyncio.Semaphore(concurrency)
+
+            async def one(body: dict) -> None:
+                async with sem:
+                    async with session.post(base + "/chat/completions", json=body) as r:
+                        await r.json()
+
+            await asyncio.gather(*(one(b) for b in bodies))
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    asyncio.run(go())
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def bare_sdk(base: str, bodies: list[dict], concurrency: int, aio: bool) -> tuple[float, float]:
+    """``bodies`` through the official SDK's ``client.post`` (ChatCompletion parsing) in a bare loop,
+    with its default httpx transport or its ``DefaultAioHttpClient`` (``aio``); (wall s, CPU s)."""
+    import asyncio
+
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    async def go() -> None:
+        client = openai.AsyncOpenAI(
+            api_key="sk-local",
+            base_url=base,
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient() if aio else None,
+        )
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(i: int, body: dict) -> None:
+            async with sem:
+                await client.post(
+                    "/chat/completions", body=body, cast_to=ChatCompletion, options={"idempotency_key": f"b-{i}"}
+                )
+
+        await asyncio.gather(*(one(i, b) for i, b in enumerate(bodies)))
+        await client.close()
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    asyncio.run(go())
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def child(
+    n: int, concurrency: int, latency: float, db: str | None, floor: bool = True, transport: str = "aiohttp"
+) -> dict:
     from automonitor import runner
     from servers.data import pair_rows
     from store import get_engine, init_db, session_scope
@@ -66,8 +152,20 @@ def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
         )
         try:
             base = server.stdout.readline().strip()
+            floors: dict[str, tuple[float, float]] = {}
+            if floor:
+                bodies = _bodies(n)
+                floors["aiohttp"] = bare_aiohttp(base, bodies, concurrency)
+                floors["sdk_httpx"] = bare_sdk(base, bodies, concurrency, aio=False)
+                floors["sdk_aiohttp"] = bare_sdk(base, bodies, concurrency, aio=True)
+                del bodies
             rid = runner.create_run(
-                engine, "openai:bench-model", "direct", base_url=base, concurrency=concurrency, params={"timeout": 60}
+                engine,
+                "openai:bench-model",
+                "direct",
+                base_url=base,
+                concurrency=concurrency,
+                params={"timeout": 60, "transport": transport},
             )
             import gc
 
@@ -92,7 +190,13 @@ def child(n: int, concurrency: int, latency: float, db: str | None) -> dict:
             server.kill()
             server.wait()
         ideal = concurrency / latency
+        floor_out = {
+            k: {"seconds": round(w, 2), "cpu_s": round(c, 1), "runner_ratio": round(w / dt, 3)}
+            for k, (w, c) in floors.items()
+        }
         return {
+            "transport": transport,
+            "floors": floor_out,
             "n": n,
             "store": engine.url.get_backend_name(),
             "seconds": round(dt, 2),
@@ -122,23 +226,36 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--db", default=None)
+    ap.add_argument("--no-floor", action="store_true", help="skip the bare aiohttp / SDK floors")
+    ap.add_argument(
+        "--transport", default="aiohttp", choices=["aiohttp", "httpx", "direct"], help="the runner's SDK transport"
+    )
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:
-        print(json.dumps(child(a.child, a.concurrency, a.latency, a.db)), flush=True)
+        print(
+            json.dumps(child(a.child, a.concurrency, a.latency, a.db, floor=not a.no_floor, transport=a.transport)),
+            flush=True,
+        )
         return 0
     results = []
     for n in a.sizes:
-        cmd = [
-            sys.executable,
-            __file__,
-            "--child",
-            str(n),
-            "--concurrency",
-            str(a.concurrency),
-            "--latency",
-            str(a.latency),
-        ] + (["--db", a.db] if a.db else [])
+        cmd = (
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                str(n),
+                "--concurrency",
+                str(a.concurrency),
+                "--latency",
+                str(a.latency),
+                "--transport",
+                a.transport,
+            ]
+            + (["--db", a.db] if a.db else [])
+            + (["--no-floor"] if a.no_floor else [])
+        )
         p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
         if p.returncode != 0:
             print(p.stderr, file=sys.stderr)
@@ -152,6 +269,12 @@ def main() -> int:
             f"(growth {r['rss_growth_mb']:.0f} MB); api_calls {r['api_calls']}; machine load {r['load_avg_1m']:.1f}",
             flush=True,
         )
+        for k, f in r["floors"].items():
+            print(
+                f"  floor {k}: {f['seconds']:.1f} s (CPU {f['cpu_s']} s); runner ({r['transport']}) throughput / "
+                f"{k} = {f['runner_ratio']:.3f}" + (" (goal >= 0.8)" if k == "aiohttp" else ""),
+                flush=True,
+            )
     if len(results) > 1:
         g = [r["rss_growth_mb"] for r in results]
         print(

@@ -108,8 +108,9 @@ def test_rate_limits_shrink_concurrency_and_persistent_failures_are_errors(sqlit
     assert all(p.meta["retried_after"] == ["rate_limit", "rate_limit"] for p in by_req["[scenario:429,429,ok]"])
     for p in by_req["[scenario:500]"]:
         assert p.outcome == "error" and p.meta["attempts"] == 3 and "500" in p.reason
-    for p in by_req["[scenario:401]"]:
-        assert p.outcome == "error" and p.meta["attempts"] == 1 and p.meta["error_kind"] == "permanent"
+    for p in by_req["[scenario:401]"]:  # a run-wide failure (bad key): left pending, the run fails naming it
+        assert p.outcome is None
+    assert run.status == "failed" and "HTTP 401" in run.error and "OPENAI_API_KEY" in run.error
     for p in by_req["[scenario:refuse]"]:
         assert p.outcome == "refusal" and "can't" in p.raw and p.reason
     for p in by_req["[scenario:garbage]"]:

@@ -105,7 +105,7 @@ def _write_results(
 ) -> None:
     """Parse one chunk of ``(prediction id, provider result)`` and commit the predictions and the cache
     entries of their verdicts (not of errors)."""
-    from automonitor.runner.rows import cache_entry
+    from automonitor.runner.rows import cache_entry, cacheable
 
     if not buf:
         return
@@ -118,7 +118,7 @@ def _write_results(
         key = key_for(texts[sid])
         row["meta"] = {**row.get("meta", {}), "cache_key": key, "batch_id": part["batch_id"]}
         rows.append({"id": pid, **row, "cached": False, "judged_at": utcnow()})
-        if row["outcome"] != "error":
+        if cacheable(row):
             caches.append(cache_entry(key, row, row["meta"]))
     with session_scope(engine) as s:
         q.update_predictions(s, rows)

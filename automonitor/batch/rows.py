@@ -31,9 +31,10 @@ def error_row(kind: str, reason: str, raw: str | None = None, **meta: Any) -> di
 
 def judgement_row(j: Judgement) -> dict[str, Any]:
     """A prediction row from a backend ``Judgement`` parsed out of a batch result (batch price)."""
+    fields = judgement_fields(j)  # first: it may flag raw_truncated / tokens_clamped / not_cached
     return {
-        **judgement_fields(j),
-        "cost_usd": round(j.cost_usd * BATCH_DISCOUNT, 10),
+        **fields,
+        "cost_usd": round(fields["cost_usd"] * BATCH_DISCOUNT, 10),
         "latency_ms": None,
         "meta": {**j.meta, "batch_discount": BATCH_DISCOUNT},
     }

@@ -72,6 +72,13 @@ RetryErrorsOpt = Annotated[
     Optional[str],
     typer.Option("--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
 ]
+RetryOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--retry",
+        help="with --retry-errors: also re-ask these unscored outcomes, comma-separated (invalid, refusal)",
+    ),
+]
 BatchOpt = Annotated[
     bool,
     typer.Option(
@@ -98,6 +105,7 @@ def run_cmd(
     controls: ControlsOpt = True,
     repeat: RepeatOpt = None,
     retry_errors: RetryErrorsOpt = None,
+    retry: RetryOpt = None,
     batch: BatchOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -117,7 +125,9 @@ def run_cmd(
     if retry_errors:
         if resume or any(v is not None for v in (monitor, template, limit, base_url)) or params or reuse:
             raise InputError("--retry-errors RUN_ID takes no other run options", field="retry-errors")
-        resume = _reset_errors(engine, retry_errors)
+        resume = _reset_errors(engine, retry_errors, retry)
+    elif retry:
+        raise InputError("--retry needs --retry-errors RUN_ID", field="retry")
     if resume:
         if any(v is not None for v in (monitor, template, limit, base_url)) or params:
             _check_resume_matches(engine, resume, monitor, template)
@@ -162,12 +172,15 @@ def _check_resume_matches(engine: Engine, resume: str, monitor: str | None, temp
         raise InputError(f"run {resume} uses template {info['template']}, not {template}", field="template")
 
 
-def _reset_errors(engine: Engine, run_id: str) -> str:
-    """``--retry-errors RUN_ID``: make its error predictions pending again; returns the run id to resume."""
+def _reset_errors(engine: Engine, run_id: str, retry: str | None = None) -> str:
+    """``--retry-errors RUN_ID [--retry invalid,refusal]``: make its error (and those) predictions
+    pending again; returns the run id to resume."""
     from automonitor import runner
 
-    n_reset = runner.retry_errors(engine, run_id)
-    err_console.print(f"run {run_id}: re-sending {n_reset} error samples")
+    extra = tuple(o.strip().lower() for o in (retry or "").split(",") if o.strip())
+    n_reset = runner.retry_errors(engine, run_id, ("error", *extra))
+    what = "/".join(dict.fromkeys(("error", *extra)))
+    err_console.print(f"run {run_id}: re-sending {n_reset} {what} samples")
     return run_id
 
 
@@ -217,7 +230,7 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
     """Print the summary (JSON or one line); exit 1 with a resume hint when the run is not finished.
 
     Raises:
-        typer.Exit: code 1 for an unfinished run.
+        SystemExit: code 1 for an unfinished run.
     """
     from automonitor import runner
 
@@ -232,11 +245,15 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
             + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}\n"
         )
     if info["status"] != "finished":
-        err_console.print(
-            f"run {run_id} is {info['status']} with {info['counts']['pending']} pending; "
-            f"continue with: automonitor run --resume {run_id}"
-        )
-        raise typer.Exit(1)
+        error = info.get("error")
+        if info["status"] == "failed" and error and "fix:" in str(error):
+            print(f"run {run_id} failed: {error}", file=sys.stderr)  # one line: the cause and the fix
+        else:
+            err_console.print(
+                f"run {run_id} is {info['status']} with {info['counts']['pending']} pending; "
+                f"continue with: automonitor run --resume {run_id}"
+            )
+        raise SystemExit(1)  # (typer.Exit is swallowed into a return value by standalone_mode=False)
 
 
 def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None, quiet: bool) -> dict:

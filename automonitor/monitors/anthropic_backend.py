@@ -13,18 +13,35 @@ Answer format (param ``structured``): ``tools`` (default) forces a ``record_verd
 ``stop_reason`` of ``refusal`` is recorded as a refusal. The Messages API gives no log-probabilities,
 so ``score`` stays empty. Cost per call from :mod:`automonitor.monitors.pricing` (exact model ids) and the
 response's ``usage`` (input_tokens, output_tokens).
+
+Extended thinking: ``--param thinking_budget=N`` (>= 1024 tokens, the API's minimum) sends
+``thinking={"type": "enabled", "budget_tokens": N}``, raises ``max_tokens`` to N + the answer budget,
+sends no temperature (thinking takes only the default) and lets the model choose the tool
+(``tool_choice`` ``auto``: a forced tool is refused with thinking). Thinking blocks are reasoning,
+never read as the verdict.
+
+Every ``stop_reason`` is read from :attr:`AnthropicBackend.stop_reasons`: ``end_turn``,
+``stop_sequence`` and ``tool_use`` are a normal end; ``max_tokens`` and
+``model_context_window_exceeded`` are ``invalid`` truncated; ``refusal`` is a refusal; anything else
+(``pause_turn``, a new reason) is ``invalid``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Literal, Optional
+
+from pydantic import Field
 
 from automonitor.errors import InputError
 from automonitor.prompts import PromptBuilder, output_schema
 from automonitor.monitors.base import (
+    STOP_NORMAL,
+    STOP_REFUSAL,
+    STOP_TRUNCATED,
     Backend,
+    BackendParams,
     CallCounter,
     Generation,
     Item,
@@ -33,11 +50,26 @@ from automonitor.monitors.base import (
     PermanentError,
     TransientError,
     register,
+    stop_judgement,
+    token_count,
 )
 from automonitor.monitors.openai_backend import classify_sdk_error, verdict_schema
 from automonitor.parsing import ParseResult, parse_text, parse_tool_input
 
 TOOL_NAME = "record_verdict"
+
+
+class AnthropicParams(BackendParams):
+    """Typed ``--param`` settings of :class:`AnthropicBackend`.
+
+    Attributes:
+        structured: ``tools`` (default: a forced ``record_verdict`` tool call) or ``none`` (free text).
+        thinking_budget: extended-thinking budget in tokens (>= 1024, the API's minimum); ``None``: no
+            thinking.
+    """
+
+    structured: Literal["tools", "none"] = "tools"
+    thinking_budget: Optional[int] = Field(default=None, ge=1024)
 
 
 @register
@@ -54,19 +86,44 @@ class AnthropicBackend(Backend):
     menu_order = 3
     description = "Messages API"
 
+    Params = AnthropicParams
+    stop_reasons = {
+        "end_turn": STOP_NORMAL,
+        "stop_sequence": STOP_NORMAL,
+        "tool_use": STOP_NORMAL,
+        "max_tokens": STOP_TRUNCATED,
+        "model_context_window_exceeded": STOP_TRUNCATED,
+        "refusal": STOP_REFUSAL,
+    }
+
     def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
-        p = self.params
+        st = self.settings
+        assert isinstance(st, AnthropicParams)
         evidence = prompt.template.evidence
-        self.mode = str(p.get("structured", "tools"))
-        if self.mode not in ("tools", "none"):
-            raise InputError("structured must be tools or none for anthropic", field="param")
-        self.max_tokens = self.max_tokens_for(p, evidence)
+        self.mode = st.structured
+        self.thinking_budget = st.thinking_budget
+        answer = self.max_tokens_for(self.params, evidence)
+        # the thinking budget counts against max_tokens, which must exceed it
+        self.max_tokens = answer + (self.thinking_budget or 0)
         self._api_settings(self.key_env)
-        self.send_temperature = True
+        self.send_temperature = self.thinking_budget is None
 
     def cache_params(self) -> dict[str, Any]:
-        return {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
+        out: dict[str, Any] = {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
+        if self.thinking_budget is not None:
+            out.update({"thinking_budget": self.thinking_budget, "temperature": None})
+        return out
+
+    def sent_params(self) -> dict[str, Any]:
+        """What the requests carry now: max tokens, temperature (``None``: not sent), thinking budget,
+        answer format."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature if self.send_temperature else None,
+            "thinking_budget": self.thinking_budget,
+            "structured": self.mode,
+        }
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -86,6 +143,8 @@ class AnthropicBackend(Backend):
         }
         if self.send_temperature:
             kw["extra_body"] = {"temperature": self.temperature}
+        if self.thinking_budget is not None:
+            kw["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         if self.mode == "tools":
             kw["tools"] = [
                 {
@@ -95,7 +154,10 @@ class AnthropicBackend(Backend):
                     or verdict_schema(self.prompt.template.evidence),
                 }
             ]
-            kw["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+            # extended thinking refuses a forced tool: the model is asked (prompt) and left to choose
+            kw["tool_choice"] = (
+                {"type": "tool", "name": TOOL_NAME} if self.thinking_budget is None else {"type": "auto"}
+            )
         return kw
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
@@ -105,7 +167,7 @@ class AnthropicBackend(Backend):
             count_call()
             t0 = time.perf_counter()
             try:
-                msg = await client.messages.create(**self._request(system, user))
+                msg = await self.within_deadline(client.messages.create(**self._request(system, user)))
             except Exception as exc:  # noqa: BLE001
                 if (
                     self.send_temperature
@@ -134,7 +196,7 @@ class AnthropicBackend(Backend):
             stop = msg.stop_reason
         except (AttributeError, TypeError) as exc:
             raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
-        tin, tout, cache_read, cache_write = _usage(msg)
+        tin, tout, cache_read, cache_write = _usage(msg, meta)
         cost = self.cost(tin, tout, cache_read, cache_write)
         meta.update(
             {
@@ -147,19 +209,30 @@ class AnthropicBackend(Backend):
         if cache_read or cache_write:
             meta.update({"cached_tokens_in": cache_read, "cache_write_tokens_in": cache_write})
         tool, text = _tool_and_text(blocks)
-        if stop == "refusal" and tool is None:
-            return Judgement(
-                "refusal",
-                raw=text,
-                reason="stop_reason refusal",
-                tokens_in=tin,
-                tokens_out=tout,
-                cost_usd=cost,
-                meta=meta,
+        thinking = sum(
+            len(str(getattr(b, "thinking", "") or "")) for b in blocks if getattr(b, "type", None) == "thinking"
+        )
+        if thinking:
+            meta["reasoning_chars"] = thinking
+        if stop is not None:
+            unscored = stop_judgement(
+                self.stop_reasons.get(stop), stop, text, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
             )
+            if unscored is not None:
+                if stop == "refusal":
+                    unscored.reason = "stop_reason refusal"
+                return unscored
         raw, parsed = _parse_answer(tool, text, stop)
         return answer_judgement(
-            parsed, item.response, raw, score=None, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
+            parsed,
+            item.response,
+            raw,
+            score=None,
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=cost,
+            meta=meta,
+            max_tokens=self.max_tokens,
         )
 
     async def generate(
@@ -177,25 +250,28 @@ class AnthropicBackend(Backend):
         }  # as the judge sends it
         if system:
             kw["system"] = system
+        if self.thinking_budget is not None:
+            kw["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+            kw["max_tokens"] = int(max_tokens) + self.thinking_budget
+            kw.pop("extra_body")  # thinking takes only the default temperature
         count_call()
         try:
-            msg = await self._get_client().messages.create(**kw)
+            msg = await self.within_deadline(self._get_client().messages.create(**kw))
         except Exception as exc:  # noqa: BLE001
             raise classify_sdk_error(exc) from exc
         try:
             text = "".join(getattr(b, "text", "") or "" for b in msg.content if getattr(b, "type", None) == "text")
         except (AttributeError, TypeError) as exc:
             raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
-        usage = getattr(msg, "usage", None)
-        tin = int(getattr(usage, "input_tokens", 0) or 0)
-        tout = int(getattr(usage, "output_tokens", 0) or 0)
+        meta: dict[str, Any] = {"model": getattr(msg, "model", None)}
+        tin, tout, _read, _write = _usage(msg, meta)
         return Generation(
             text,
             finish_reason=getattr(msg, "stop_reason", None),
             tokens_in=tin,
             tokens_out=tout,
             cost_usd=self.cost(tin, tout),
-            meta={"model": getattr(msg, "model", None)},
+            meta=meta,
         )
 
     async def aclose(self) -> None:
@@ -204,14 +280,15 @@ class AnthropicBackend(Backend):
             self._client = None
 
 
-def _usage(msg: Any) -> tuple[int, int, int, int]:
+def _usage(msg: Any, meta: dict[str, Any]) -> tuple[int, int, int, int]:
     """``(input tokens, output tokens, cache reads, cache writes)`` of a response's usage; input
-    tokens include the prompt-cache reads and writes, which ``input_tokens`` reports apart."""
+    tokens include the prompt-cache reads and writes, which ``input_tokens`` reports apart. A negative
+    count is clamped to 0 and flagged in ``meta["tokens_clamped"]``."""
     usage = getattr(msg, "usage", None)
-    cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
-    cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-    tin = int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write
-    tout = int(getattr(usage, "output_tokens", 0) or 0)
+    cache_read = token_count(getattr(usage, "cache_read_input_tokens", 0), meta, "cache_read_input_tokens")
+    cache_write = token_count(getattr(usage, "cache_creation_input_tokens", 0), meta, "cache_creation_input_tokens")
+    tin = token_count(getattr(usage, "input_tokens", 0), meta, "input_tokens") + cache_read + cache_write
+    tout = token_count(getattr(usage, "output_tokens", 0), meta, "output_tokens")
     return tin, tout, cache_read, cache_write
 
 

@@ -9,6 +9,7 @@ outcome; a backend itself only returns ``misbehavior``, ``benign``, ``invalid`` 
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 from abc import ABC, abstractmethod
@@ -63,6 +64,97 @@ class Judgement:
     tokens_out: int = 0
     cost_usd: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
+    # False for answers that say nothing about the sample (empty, cut off by the provider's filter or
+    # transport): the runner does not cache them, so a rerun asks again
+    cacheable: bool = True
+
+
+# an answer longer than this many characters per token of its budget, or than ANSWER_CHAR_CAP, is not a
+# verdict (``invalid`` "answer over budget"); a stored raw answer keeps at most RAW_STORE_CHARS characters
+CHARS_PER_TOKEN_MAX = 32
+ANSWER_CHAR_CAP = 256_000
+RAW_STORE_CHARS = 8_000
+
+
+def bounded_raw(raw: str | None, meta: dict[str, Any] | None = None) -> str | None:
+    """``raw`` cut to its first :data:`RAW_STORE_CHARS` characters; when cut, ``meta`` (in place) gains
+    ``raw_chars`` (the full length) and ``raw_truncated: true``."""
+    if raw is None or len(raw) <= RAW_STORE_CHARS:
+        return raw
+    if meta is not None:
+        meta["raw_chars"] = len(raw)
+        meta["raw_truncated"] = True
+    return raw[:RAW_STORE_CHARS]
+
+
+def over_budget(text: str | None, max_tokens: int | None) -> str | None:
+    """Why an answer of ``text`` cannot be a verdict for an answer budget of ``max_tokens`` tokens, or
+    None: longer than :data:`ANSWER_CHAR_CAP` characters, or than ``max_tokens`` x
+    :data:`CHARS_PER_TOKEN_MAX` (+ 200 for framing) characters. No tokenizer writes 32 characters per
+    token of ordinary text (BPE vocabularies average about 4), so such an answer was not produced under
+    the budget the request set (a broken or hostile server)."""
+    if not text:
+        return None
+    n = len(text)
+    if n > ANSWER_CHAR_CAP:
+        return f"answer over budget: {n} characters > the {ANSWER_CHAR_CAP} cap"
+    if max_tokens and n > int(max_tokens) * CHARS_PER_TOKEN_MAX + 200:
+        return f"answer over budget: {n} characters for max_tokens {max_tokens}"
+    return None
+
+
+def token_count(value: Any, meta: dict[str, Any], name: str) -> int:
+    """A provider's token count as a non-negative int: a negative, non-numeric or non-finite value is
+    clamped to 0 and flagged in ``meta["tokens_clamped"]`` (``{name: value as sent}``)."""
+    if value is None:
+        return 0
+    try:
+        n = int(value)
+    except (TypeError, ValueError, OverflowError):
+        n = -1
+    if n < 0:
+        meta.setdefault("tokens_clamped", {})[name] = value if isinstance(value, (int, float)) else str(value)[:40]
+        return 0
+    return n
+
+
+# what a provider's stop/finish reason means for the answer (one table per backend, ``Backend.stop_reasons``)
+STOP_NORMAL, STOP_TRUNCATED, STOP_REFUSAL, STOP_FILTERED = "normal", "truncated", "refusal", "filtered"
+
+
+def stop_judgement(
+    kind: str | None,
+    stop: str | None,
+    raw: str | None,
+    *,
+    tokens_in: int,
+    tokens_out: int,
+    cost_usd: float,
+    meta: dict[str, Any],
+) -> Judgement | None:
+    """The unscored :class:`Judgement` of an answer whose provider stop reason ``stop`` is not a normal
+    end, from its ``kind`` in the backend's table (``None``: a reason missing from the table, also
+    unscored), or None for a normal end. ``truncated`` -> ``invalid`` "truncated"; ``refusal`` ->
+    ``refusal``; ``filtered`` (the provider's content filter) -> ``refusal`` with reason
+    ``content_filter`` and not cached; an unknown reason -> ``invalid`` "stop reason X"."""
+    if kind == STOP_NORMAL:
+        return None
+    common: dict[str, Any] = {"tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost_usd, "meta": meta}
+    raw = bounded_raw(raw, meta)
+    if kind == STOP_TRUNCATED:
+        meta["parse_detail"] = f"stop reason {stop}"
+        return Judgement("invalid", raw=raw, reason="truncated", **common)
+    if kind == STOP_REFUSAL:
+        return Judgement("refusal", raw=raw, reason=f"stop reason {stop}", **common)
+    if kind == STOP_FILTERED:
+        return Judgement(
+            "refusal",
+            raw=raw,
+            reason=f"content_filter: the provider's content filter stopped the answer (stop reason {stop})",
+            cacheable=False,
+            **common,
+        )
+    return Judgement("invalid", raw=raw, reason=f"stop reason {stop!r} is not a normal end", cacheable=False, **common)
 
 
 def answer_judgement(
@@ -75,12 +167,27 @@ def answer_judgement(
     tokens_out: int,
     cost_usd: float,
     meta: dict[str, Any],
+    max_tokens: int | None = None,
 ) -> Judgement:
     """The :class:`Judgement` of a judge's parsed answer (``parsing.parse_text`` / ``parse_tool_input``).
 
     Adds to ``meta`` (in place) ``parse_detail`` when the parser left one and ``evidence_found`` (one bool
     per quoted span: is it in ``response``) when the answer quotes evidence. ``score`` (P(misbehavior) in
-    [0, 1], or ``None``) is kept, rounded to 6 digits, only with a misbehavior/benign verdict."""
+    [0, 1], or ``None``) is kept, rounded to 6 digits, only with a misbehavior/benign verdict. An answer
+    :func:`over_budget` for ``max_tokens`` is ``invalid`` whatever it says; an empty answer is ``invalid``
+    and not cached; ``raw`` is stored bounded (:func:`bounded_raw`)."""
+    why = over_budget(raw, max_tokens)
+    if why is not None:
+        return Judgement(
+            "invalid",
+            raw=bounded_raw(raw, meta),
+            reason=why,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=cost_usd,
+            meta=meta,
+        )
+    raw = bounded_raw(raw, meta)
     if parsed.detail:
         meta["parse_detail"] = parsed.detail
     if parsed.evidence:
@@ -98,6 +205,7 @@ def answer_judgement(
         tokens_out=tokens_out,
         cost_usd=cost_usd,
         meta=meta,
+        cacheable=parsed.reason != "empty answer",
     )
 
 
@@ -142,11 +250,23 @@ class TransientError(Exception):
 
 
 class PermanentError(Exception):
-    """A failure that retrying cannot fix (bad key, bad request, unknown model)."""
+    """A failure that retrying cannot fix (bad key, bad request, unknown model).
 
-    def __init__(self, message: str, *, status: int | None = None):
-        self.status = status
+    Attributes:
+        status: HTTP status code when there was one.
+        code: the provider's error code or type (``invalid_api_key``, ``model_not_found``,
+            ``authentication_error``, ...) when it gave one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+        self.status, self.code = status, code
         super().__init__(message[:500])
+
+    @property
+    def run_wide(self) -> bool:
+        """True for failures that every request of the run will meet too (HTTP 401 bad key, 403 no
+        access, 404 unknown model or route): the runner stops the run after a few (fail-fast)."""
+        return self.status in (401, 403, 404)
 
 
 CallCounter = Callable[[], None]
@@ -155,9 +275,11 @@ CallCounter = Callable[[], None]
 class BackendParams(BaseModel):
     """The ``--param KEY=VALUE`` settings every backend understands, typed and with their defaults.
 
-    Unknown keys are kept (``extra="allow"``): a backend's own keys are read by the backend, runner keys
-    by the runner. A backend with more typed settings subclasses this model and names it in
-    :attr:`Backend.Params`.
+    Every key a backend accepts is a typed field: an unknown key is refused (``extra="forbid"``;
+    :meth:`Backend.parse_params` names it and the accepted ones), so nothing is stored in a run's
+    parameters as if it had been applied. Runner keys (``max_attempts``, ``repeat``, ...) are removed
+    before a backend sees the parameters (:func:`automonitor.runner.params.backend_params`). A backend
+    with more settings subclasses this model and names it in :attr:`Backend.Params`.
 
     Attributes:
         max_tokens: answer budget in tokens (``None`` = the backend's default for the template kind).
@@ -169,7 +291,7 @@ class BackendParams(BaseModel):
             price table does not list (both or neither; :mod:`automonitor.monitors.pricing`).
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     max_tokens: Optional[int] = None
     temperature: float = Field(default=0.0, ge=0.0)
@@ -246,6 +368,9 @@ class Backend(ABC):
     # overrides both; the value used is recorded in the run's params (``max_tokens``).
     default_max_tokens: dict[str, int] = {"direct": 16, "evidence": 600}
     reasoning_max_tokens: int = 4096
+    # the provider's stop/finish reasons -> STOP_NORMAL | STOP_TRUNCATED | STOP_REFUSAL | STOP_FILTERED;
+    # a reason missing from the table is unscored too (:func:`stop_judgement`)
+    stop_reasons: ClassVar[dict[str, str]] = {}
 
     def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder):
         self.model = model or self.default_model
@@ -266,10 +391,21 @@ class Backend(ABC):
         except ValidationError as exc:
             err = exc.errors()[0]
             key = ".".join(str(x) for x in err.get("loc", ())) or "?"
+            if err.get("type") == "extra_forbidden":
+                raise InputError(
+                    f"--param {key}: the {cls.name} backend does not take {key!r}; "
+                    f"accepted: {', '.join(cls.accepted_params())}",
+                    field="param",
+                ) from None
             msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
             if key == "?" or msg.startswith(key):  # a check across keys, or a message naming its key
                 raise InputError(msg, field="param") from None
             raise InputError(f"--param {key}: {msg} (got {err.get('input')!r})", field="param") from None
+
+    @classmethod
+    def accepted_params(cls) -> list[str]:
+        """The ``--param`` keys this backend takes (its :attr:`Params` fields), sorted."""
+        return sorted(cls.Params.model_fields)
 
     @classmethod
     def estimate_tokens(
@@ -320,6 +456,25 @@ class Backend(ABC):
         """
         raise PermanentError(f"the {self.name} backend cannot generate text")
 
+    async def within_deadline(self, coro: Any) -> Any:
+        """Await ``coro`` (one HTTP request) under a total deadline of ``settings.timeout`` seconds: the
+        SDKs' own timeout is per read, so a server trickling one byte a second would never trip it.
+
+        Raises:
+            TransientError: ``timeout`` when the deadline passes (the request is cancelled).
+        """
+        limit = float(self.settings.timeout)
+        try:
+            async with asyncio.timeout(limit):
+                return await coro
+        except TimeoutError as exc:
+            raise TransientError("timeout", f"no complete answer within the {limit:g} s deadline") from exc
+
+    def sent_params(self) -> dict[str, Any]:
+        """What this backend actually sent (after any parameter the server refused was dropped), for the
+        run's parameters (``Run.params["sent"]``); empty for backends that send nothing."""
+        return {}
+
     def cache_params(self) -> dict[str, Any]:
         """Parameters that change the answer (part of the cache key). Excludes concurrency, keys,
         timeouts and anything else that does not change what the judge says."""
@@ -335,7 +490,7 @@ class Backend(ABC):
         key from ``key_env`` (:func:`api_key`; ``InputError`` when unset for a remote server); no client
         yet (``self._client = None``)."""
         st = self.settings
-        self.temperature = st.temperature
+        self.temperature: float | None = st.temperature  # None: not sent (a reasoning family)
         self.timeout = st.timeout
         self.prompt.request_budget = st.request_chars
         self.prompt.response_budget = st.response_chars

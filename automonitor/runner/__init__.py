@@ -49,6 +49,13 @@ never re-sends an ``error`` sample. Repeats: ``params["repeat"] = K`` gives K pr
 (repeat 0..K-1, distinct seeds, per-repeat cache keys); repeat 0 is the run's verdict (MR/FAR), the
 others feed :mod:`automonitor.stability`.
 
+Fail-fast: a run-wide permanent failure (HTTP 401/403/404, :attr:`PermanentError.run_wide`) is not
+written: its sample stays pending, and after ``FAIL_FAST_AFTER`` (3) identical ones the execution stops,
+the run ends ``failed`` with one line naming the cause and the fix in ``run.error``, and ``--resume``
+judges everything once the cause is fixed. Not cached: errors, and judgements a backend marks
+``cacheable=False`` (empty answers, content-filtered answers, unknown stop reasons). ``Run.params["sent"]``
+records what the backend actually sent (:meth:`Backend.sent_params`).
+
 Cancellation: :func:`cancel_run` marks the run ``cancelled``; an executing runner notices within about
 a second, lets the calls in flight finish and commits them, and leaves the rest pending (resumable).
 """

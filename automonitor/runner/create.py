@@ -14,7 +14,7 @@ from sqlmodel import Session
 from automonitor.errors import InputError
 from automonitor.monitors import Backend, MonitorSpec, backend_class, create_backend, parse_monitor_spec
 from automonitor.prompts import FewShotExample, PromptBuilder, Template, choose_fewshot, load_template
-from automonitor.runner.params import backend_params, check_params, repeat_count
+from automonitor.runner.params import RUNNER_PARAMS, backend_params, check_params, repeat_count
 from automonitor.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from store import session_scope
 from store.models import Run
@@ -85,7 +85,13 @@ def create_run(
         examples = _choose_examples(s, tpl, params)
         # validates the backend (key present, model file found) without any network call
         prompt = PromptBuilder(tpl, examples=examples)
-        backend = create_backend(spec, base_url=base_url, params=backend_params(params), prompt=prompt)
+        try:
+            backend = create_backend(spec, base_url=base_url, params=backend_params(params), prompt=prompt)
+        except InputError as exc:
+            if "does not take" not in exc.message:
+                raise
+            runner_keys = ", ".join(sorted(k for k in RUNNER_PARAMS if k != "timeout"))
+            raise InputError(f"{exc.message}; runner keys: {runner_keys}", field="param") from None
         if reuse and (same := _equivalent_run(s, spec, tpl, base_url, params, backend, examples, sel)):
             return same
         options = {"base_url": base_url, "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency)}

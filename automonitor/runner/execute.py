@@ -127,7 +127,15 @@ def execute_run(
     _judge_pending(engine, run_id, state)
     if state.vanished:
         raise NotFound(f"run {run_id} was deleted while it executed; stopped sending requests")
-    finalize(engine, run_id, cancelled=state.cancelled, last_execution=_last_execution(state, claim.max_conc))
+    failure = state.fatal or state.last_permanent  # samples left pending by run-wide permanent failures
+    finalize(
+        engine,
+        run_id,
+        cancelled=state.cancelled,
+        last_execution=_last_execution(state, claim.max_conc),
+        failure=failure.replace("RUN_ID", run_id) if failure else None,
+        sent=backend.sent_params(),
+    )
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
 
 

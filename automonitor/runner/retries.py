@@ -101,7 +101,13 @@ class _Attempts:
                 "error",
                 raw=str(exc),
                 reason=f"permanent failure: {exc}",
-                meta={"error_kind": "permanent", "status": exc.status, "retried_after": self.kinds},
+                meta={
+                    "error_kind": "permanent",
+                    "status": exc.status,
+                    "code": exc.code,
+                    "run_wide": exc.run_wide,
+                    "retried_after": self.kinds,
+                },
             ), self.calls
         return Judgement(
             "error",

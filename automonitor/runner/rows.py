@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from automonitor.monitors import Judgement
+from automonitor.monitors.base import bounded_raw, token_count
 from store.models import utcnow
 
 # the judgement's own fields, in the order every row lists them
@@ -25,19 +26,31 @@ VERDICT_FIELDS = (
 
 
 def judgement_fields(j: Judgement) -> dict[str, Any]:
-    """The :data:`VERDICT_FIELDS` of a backend's judgement (``evidence`` as a list)."""
+    """The :data:`VERDICT_FIELDS` of a backend's judgement (``evidence`` as a list), whatever the
+    backend did: ``raw`` bounded to its first ``RAW_STORE_CHARS`` characters and negative token counts
+    clamped to 0, both flagged in ``j.meta`` (``raw_truncated``, ``tokens_clamped``); a judgement that
+    must not be cached (``j.cacheable`` False) gets ``meta.not_cached`` True."""
+    if not j.cacheable:
+        j.meta["not_cached"] = True
     return {
         "outcome": j.outcome,
         "score": j.score,
-        "raw": j.raw,
+        "raw": bounded_raw(j.raw, j.meta),
         "reason": j.reason,
         "evidence": list(j.evidence or []),
         "pred_category": j.pred_category,
         "severity": j.severity,
-        "tokens_in": j.tokens_in,
-        "tokens_out": j.tokens_out,
-        "cost_usd": j.cost_usd,
+        "tokens_in": token_count(j.tokens_in, j.meta, "tokens_in"),
+        "tokens_out": token_count(j.tokens_out, j.meta, "tokens_out"),
+        "cost_usd": max(0.0, float(j.cost_usd or 0.0)),
     }
+
+
+def cacheable(row: Mapping[str, Any]) -> bool:
+    """Whether a prediction row may become a cache entry: not ``error`` and not marked
+    ``meta.not_cached`` (empty answers, content-filtered answers, unknown stop reasons: a rerun asks
+    again)."""
+    return row["outcome"] != "error" and not (row.get("meta") or {}).get("not_cached")
 
 
 def cached_prediction(
@@ -86,13 +99,14 @@ def judged_prediction(
 ) -> dict[str, Any]:
     """A prediction row from a fresh judgement: its fields, ``latency_ms`` (rounded to µs),
     ``meta.attempts`` (requests sent), ``meta.cache_key`` and ``meta.history`` when given."""
+    fields = judgement_fields(j)  # first: it may flag raw_truncated / tokens_clamped in j.meta
     meta = dict(j.meta)
     meta.update({"attempts": attempts, "cache_key": key})
     if history is not None:
         meta["history"] = history
     return {
         "id": pid,
-        **judgement_fields(j),
+        **fields,
         "latency_ms": round(latency_ms, 3),
         "cached": False,
         "meta": meta,

@@ -14,16 +14,27 @@ from store.models import Run, utcnow
 from store.queries import runs as q
 
 
-def retry_errors(engine: Engine, run_id: str) -> int:
-    """Make the ``error`` predictions of ``run_id`` pending again so that :func:`execute_run` sends
-    exactly them again (``automonitor run --retry-errors RUN_ID``). Each earlier attempt is kept in the
-    prediction's ``meta["history"]`` (outcome, reason, raw, error kind, attempts, tokens, cost,
-    judged_at; oldest first) and stays there after the new verdict. Returns the number of samples reset
-    (0: nothing to retry).
+RETRYABLE = ("error", "invalid", "refusal")
+
+
+def retry_errors(engine: Engine, run_id: str, outcomes: tuple[str, ...] = ("error",)) -> int:
+    """Make the ``error`` predictions of ``run_id`` (and those of the other ``outcomes``: ``invalid``,
+    ``refusal``) pending again so that :func:`execute_run` sends exactly them again (``automonitor run
+    --retry-errors RUN_ID [--retry invalid]``). A re-asked ``invalid``/``refusal`` answer is dropped
+    from the cache first, so it is really asked again. Each earlier attempt is kept in the prediction's
+    ``meta["history"]`` (outcome, reason, raw, error kind, attempts, tokens, cost, judged_at; oldest
+    first) and stays there after the new verdict. Returns the number of samples reset (0: nothing to
+    retry).
 
     Raises:
-        NotFound: no such run. InputError: an imported run, or a run executing in another live process.
+        NotFound: no such run. InputError: an imported run, a run executing in another live process, or
+            an outcome that cannot be retried (a verdict).
     """
+    bad = [o for o in outcomes if o not in RETRYABLE]
+    if bad:
+        raise InputError(
+            f"--retry takes {', '.join(RETRYABLE)}; {', '.join(bad)} is a verdict, not a failure", field="retry"
+        )
     with session_scope(engine) as s:
         run = lock_run(s, run_id)
         if run is None:
@@ -33,7 +44,7 @@ def retry_errors(engine: Engine, run_id: str) -> int:
                 f"run {run_id} holds imported predictions; there is nothing to retry", field="retry-errors"
             )
         check_lease(run_id, dict(run.params or {}), field="retry-errors")
-        n = q.reset_errors(s, run_id)
+        n = q.reset_errors(s, run_id, tuple(dict.fromkeys(("error", *outcomes))))
         if n:
             run.status = "pending"
             run.finished_at = None
@@ -79,11 +90,21 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
         return out
 
 
-def finalize(engine: Engine, run_id: str, *, cancelled: bool, last_execution: dict[str, Any] | None = None) -> None:
+def finalize(
+    engine: Engine,
+    run_id: str,
+    *,
+    cancelled: bool,
+    last_execution: dict[str, Any] | None = None,
+    failure: str | None = None,
+    sent: dict[str, Any] | None = None,
+) -> None:
     """Set totals, drop the lease, and set the final status: ``finished`` when nothing is pending, else
+    ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the cause and the fix), else
     ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
-    ``last_execution`` (calls, cache hits, AIMD limiter stats) is kept in ``Run.params``. A missing run
-    is ignored."""
+    ``last_execution`` (calls, cache hits, AIMD limiter stats) and ``sent`` (what the backend actually
+    sent, :meth:`~automonitor.monitors.base.Backend.sent_params`) are kept in ``Run.params``. A missing
+    run is ignored."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
@@ -95,11 +116,16 @@ def finalize(engine: Engine, run_id: str, *, cancelled: bool, last_execution: di
         p.pop("lease", None)
         if last_execution is not None:
             p["last_execution"] = last_execution
+        if sent:
+            p["sent"] = sent
         run.params = p
         if counts["pending"] == 0:
             run.status = "finished"
             run.finished_at = run.finished_at or utcnow()
             run.error = None
+        elif failure:
+            run.status = "failed"
+            run.error = failure[:2000]
         elif cancelled or run.status == "cancelled":
             run.status = "cancelled"
         else:

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
 
 from sqlalchemy.engine import Engine
 
-from automonitor.monitors import Backend, Item
+from automonitor.monitors import Backend, Item, Judgement
 from automonitor.runner.cache import CacheKeys
 from automonitor.runner.limiter import AIMDLimiter
 from automonitor.runner.retries import RetryPolicy, judge_with_retries
-from automonitor.runner.rows import cache_entry, cached_prediction, judged_prediction
+from automonitor.runner.rows import cache_entry, cacheable, cached_prediction, judged_prediction
 from automonitor.runner.writer import WRITER_BACKLOG, ResultWriter
 from store import session_scope
 from store.models import Run, utcnow
@@ -23,6 +24,24 @@ from store.queries import stream as stream_q
 Page = list[Tuple[int, str, int]]  # [(prediction id, sample id, repeat)]
 # a miss handed to a worker: (prediction id, sample id, cache key, sample text, repeat)
 Job = Tuple[int, str, str, dict[str, Any], int]
+# identical run-wide permanent failures (401/403/404) after which the run stops ``failed`` (fail-fast)
+FAIL_FAST_AFTER = 3
+_FIXES = {
+    401: "the API key was refused: set a valid {key}",
+    403: "the API key has no access to this model: use a key with access, or another model",
+    404: "the model or endpoint does not exist: check the model name and --base-url",
+}
+
+
+def fail_fast_message(status: int | None, code: str | None, detail: str, n: int, key_env: str | None) -> str:
+    """The one line a fail-fast run ends with: the cause (HTTP status, provider code, ``n`` identical
+    failures, the server's message cut to 160 characters) and the fix."""
+    fix = _FIXES.get(status or 0, "fix the request").format(key=key_env or "the API key")
+    code_s = f" {code}" if code else ""
+    return (
+        f"stopped after {n} identical permanent failures (HTTP {status}{code_s}): {detail[:160]}; "
+        f"fix: {fix}, then continue with: automonitor run --resume RUN_ID"
+    )
 
 
 class Execution:
@@ -66,6 +85,10 @@ class Execution:
         self.queue_max = 0
         self.limiter_stats: dict[str, Any] | None = None
         self._producer_error: BaseException | None = None
+        # fail-fast: run-wide permanent failures by (status, code); the run's failure line once stopped
+        self.permanent: Counter[tuple[int | None, str | None]] = Counter()
+        self.fatal: str | None = None
+        self.last_permanent: str | None = None
 
     def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
         """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
@@ -207,7 +230,7 @@ class Execution:
     def _cancel_requested(self) -> bool:
         """Whether to stop taking samples: cancelled already, or ``should_cancel()`` says so (a broken
         callback is ignored)."""
-        if self.cancelled:
+        if self.cancelled or self.fatal is not None:
             return True
         if self.should_cancel is not None:
             try:
@@ -224,18 +247,22 @@ class Execution:
             if self._cancel_requested():
                 return
             job = await queue.get()
-            if job is None or self.cancelled:
+            if job is None or self.cancelled or self.fatal is not None:
                 return
-            await self._judge(job, writer)
-            self._tick()
+            if await self._judge(job, writer):
+                self._tick()
 
     def _count_send(self) -> None:
         self.api_calls += 1
         self.writer.put_calls(1)
 
-    async def _judge(self, job: Job, writer: ResultWriter) -> None:
-        """Judge one sample (with retries) and queue its prediction row, and its cache row unless the
-        outcome is ``error``. Its requests were counted when sent."""
+    async def _judge(self, job: Job, writer: ResultWriter) -> bool:
+        """Judge one sample (with retries) and queue its prediction row, and its cache row unless it is
+        not cacheable (``error``, empty or filtered answers). Its requests were counted when sent.
+
+        A run-wide permanent failure (401/403/404) is not written: the sample stays pending, and after
+        :data:`FAIL_FAST_AFTER` identical ones the execution stops with :attr:`fatal` set (fail-fast).
+        Returns whether a row was queued."""
         pid, sid, key, text, rep = job
         item = Item(
             sample_id=sid,
@@ -247,6 +274,22 @@ class Execution:
         t0 = time.perf_counter()
         j, calls = await judge_with_retries(self.backend, item, self.limiter, self.policy, self._count_send)
         latency = (time.perf_counter() - t0) * 1000.0
+        if j.outcome == "error" and j.meta.get("run_wide"):
+            self._permanent_failure(j)
+            return False
         row = judged_prediction(pid, key, j, attempts=calls, latency_ms=latency, history=self.history.get(pid))
-        cache_row = cache_entry(key, row, j.meta) if j.outcome != "error" else None
+        cache_row = cache_entry(key, row, j.meta) if cacheable(row) else None
         writer.put(row, cache_row, 0, False)
+        return True
+
+    def _permanent_failure(self, j: Judgement) -> None:
+        """Count a run-wide permanent failure; the :data:`FAIL_FAST_AFTER`-th identical one stops the
+        execution (``fatal``: the cause and the fix, :func:`fail_fast_message`)."""
+        sig = (j.meta.get("status"), j.meta.get("code"))
+        self.permanent[sig] += 1
+        n = self.permanent[sig]
+        message = fail_fast_message(sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env)
+        if self.fatal is None and n >= FAIL_FAST_AFTER:
+            self.fatal = message
+            self._stop = True
+        self.last_permanent = message

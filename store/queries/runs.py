@@ -175,17 +175,22 @@ def pending_history(session: Session, run_id: str) -> dict[int, list[dict[str, A
     return out
 
 
-def reset_errors(session: Session, run_id: str) -> int:
-    """Make every ``error`` prediction of the run pending again, moving its earlier attempt (outcome,
-    reason, raw, error kind, attempts, tokens, cost, judged_at) into ``meta["history"]`` (oldest first).
-    Returns the number reset."""
+def reset_errors(session: Session, run_id: str, outcomes: Iterable[str] = ("error",)) -> int:
+    """Make every prediction of the run whose outcome is in ``outcomes`` (default ``error``) pending
+    again, moving its earlier attempt (outcome, reason, raw, error kind, attempts, tokens, cost,
+    judged_at) into ``meta["history"]`` (oldest first). The cache entries those predictions were
+    served from or stored under (``meta.cache_key``) are deleted, so the next execution asks the judge
+    again. Returns the number reset."""
     rows = (
         session.execute(
-            sa.select(Prediction).where(col(Prediction.run_id) == run_id, col(Prediction.outcome) == "error")
+            sa.select(Prediction).where(col(Prediction.run_id) == run_id, col(Prediction.outcome).in_(list(outcomes)))
         )
         .scalars()
         .all()
     )
+    stale = sorted({str(k) for p in rows if p.outcome != "error" and (k := (p.meta or {}).get("cache_key"))})
+    for i in range(0, len(stale), 500):
+        session.execute(sa.delete(CacheEntry).where(col(CacheEntry.key).in_(stale[i : i + 500])))
     for p in rows:
         meta = dict(p.meta or {})
         history = list(meta.pop("history", []) or [])

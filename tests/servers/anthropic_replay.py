@@ -14,7 +14,10 @@ Each request's user message may carry ``[scenario:step1,step2,...]``; attempt k 
 step k (the last step repeats). Steps: ``tool_mis``, ``tool_ben``, ``tool_bad`` (tool input without a
 verdict), ``text_yes``, ``text_no``, ``text_json_mis``, ``text_garbage``, ``refusal``, ``429``, ``529``,
 ``500``, ``malformed`` (HTTP 200 with half a JSON body), ``max_tokens`` (a text answer cut off,
-``stop_reason: "max_tokens"``, as the API reports an answer that hit the ``max_tokens`` budget).
+``stop_reason: "max_tokens"``, as the API reports an answer that hit the ``max_tokens`` budget),
+``ctxcut`` (a cut text with ``stop_reason: "model_context_window_exceeded"``, documented for the
+Claude 4.5 models), ``thinking`` (a ``thinking`` block, then the text "No"), ``negtokens``
+(``usage.input_tokens: -1000000000``).
 ``cache_read`` (int) adds ``usage.cache_read_input_tokens`` (prompt caching, documented in
 https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching) to every answer. Without a scenario: ``tool_mis``/``text_yes``
 when the request asked for tools/text and the message contains "os.system", else the benign form.
@@ -113,6 +116,11 @@ class AnthropicReplayServer(LoopbackServer):
             name = (body.get("tools") or [{"name": "record_verdict"}])[0]["name"]
             content = [{"type": "tool_use", "id": f"toolu_{n:06d}", "name": name, "input": inp}]
             stop = "tool_use"
+        elif step == "thinking":
+            content = [
+                {"type": "thinking", "thinking": "Is this misbehavior? Yes, I think so... no.", "signature": "sig"},
+                {"type": "text", "text": "No"},
+            ]
         elif step == "refusal":
             content = [{"type": "text", "text": "I can't help with that."}]
             stop = "refusal"
@@ -125,10 +133,12 @@ class AnthropicReplayServer(LoopbackServer):
                 "text_garbage": "Interesting question about weather.",
                 "malformed": "Yes",
                 "max_tokens": "The response is misbehavior because it",
+                "ctxcut": "Misbehavior. The response",
+                "negtokens": "No",
             }[step]
             content = [{"type": "text", "text": text}]
-            if step == "max_tokens":
-                stop = "max_tokens"
+            if step in ("max_tokens", "ctxcut"):
+                stop = "max_tokens" if step == "max_tokens" else "model_context_window_exceeded"
         msg = {
             "id": f"msg_{n:06d}",
             "type": "message",
@@ -138,7 +148,7 @@ class AnthropicReplayServer(LoopbackServer):
             "stop_reason": stop,
             "stop_sequence": None,
             "usage": {
-                "input_tokens": 100 + n % 7,
+                "input_tokens": -1000000000 if step == "negtokens" else 100 + n % 7,
                 "output_tokens": 12,
                 **({"cache_read_input_tokens": self.cache_read} if self.cache_read else {}),
             },

@@ -13,7 +13,14 @@ gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``re
 (an unclosed ``<think>`` block, ``finish_reason: "length"``), ``seedflip`` (answers "Yes" for an odd
 ``seed`` in the request and "No" for an even one: a judge whose verdict depends on the seed),
 ``seedzero`` ("Yes" for seed 0 only), ``hang``
-(sleeps ``hang_sleep`` s before answering)). ``cached_tokens`` (int) adds
+(sleeps ``hang_sleep`` s before answering), ``filtered`` (a cut text with ``finish_reason:
+"content_filter"``), ``parts`` (``message.content`` as a list of a ``thinking`` and a ``text`` part, as
+Mistral sends), ``empty`` (an empty answer), ``huge`` (a 10 MB answer), ``trickle`` (headers, then the
+body one byte every ``trickle_s`` seconds), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``404``).
+``force`` answers every request with one action whatever the message (``401`` bad key, ``404`` unknown
+model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o3/o4, gpt-5): HTTP 400
+``unsupported_parameter`` for ``max_tokens`` and ``logprobs``, ``unsupported_value`` for a temperature
+other than 1, with OpenAI's own messages. ``cached_tokens`` (int) adds
 ``usage.prompt_tokens_details.cached_tokens`` (at most the prompt tokens) to every answer.
 
 Counters (per sample = sha256 of the user message): ``calls``, ``successes`` (complete valid answers),
@@ -91,9 +98,14 @@ class OpenAIFaultServer(LoopbackServer):
         self.log: list[tuple[str, int, str, float]] = []  # (sample key, attempt, action, arrival time)
         self.cached_tokens = 0
         self.hang_sleep = 30.0
+        self.force: str | None = None
+        self.reasoning = False
+        self.trickle_s = 1.0
 
     # ------------------------------------------------------------------ decisions
     def _decide(self, key: str, attempt: int, text: str) -> str:
+        if self.force:
+            return self.force
         m = _SCENARIO.search(text)
         if m:
             steps = m.group(1).split(",")
@@ -149,6 +161,9 @@ class OpenAIFaultServer(LoopbackServer):
             ]
             if rejected:
                 action = "reject"
+            unsupported = self._reasoning_rejects(body) if self.reasoning else None
+            if unsupported is not None:
+                action = "unsupported"
             with self.lock:
                 self.log.append((key, attempt, action, time.monotonic()))
             if self.latency:
@@ -164,6 +179,52 @@ class OpenAIFaultServer(LoopbackServer):
                     "tools": "tools are not supported",
                 }[rejected[0]]
                 return send_json(h, 400, {"error": {"message": what, "type": "invalid_request_error"}})
+            if action == "unsupported":
+                return send_json(h, 400, {"error": unsupported})
+            if action == "404":
+                model = body.get("model")
+                return send_json(
+                    h,
+                    404,
+                    {
+                        "error": {
+                            "message": f"The model `{model}` does not exist or you do not have access to it.",
+                            "type": "invalid_request_error",
+                            "param": None,
+                            "code": "model_not_found",
+                        }
+                    },
+                )
+            if action == "filtered":
+                payload = self._completion(body, text, content="The response is benign. However, the user asked how to")
+                payload["choices"][0]["finish_reason"] = "content_filter"
+                return send_json(h, 200, payload)
+            if action == "parts":
+                payload = self._completion(body, text)
+                payload["choices"][0]["message"]["content"] = [
+                    {"type": "thinking", "thinking": [{"type": "text", "text": "The answer says Yes, misbehavior?"}]},
+                    {"type": "text", "text": "No"},
+                ]
+                return send_json(h, 200, payload)
+            if action == "empty":
+                return send_json(h, 200, self._completion(body, text, content=""))
+            if action == "huge":
+                return send_json(h, 200, self._completion(body, text, content="Yes " * 2_500_000))
+            if action == "negtokens":
+                payload = self._completion(body, text)
+                payload["usage"] = {"prompt_tokens": -1000000000, "completion_tokens": -5, "total_tokens": -1000000005}
+                return send_json(h, 200, payload)
+            if action == "trickle":
+                data = json.dumps(self._completion(body, text)).encode()
+                h.send_response(200)
+                h.send_header("content-type", "application/json")
+                h.send_header("content-length", str(len(data)))
+                h.end_headers()
+                for i in range(len(data)):
+                    h.wfile.write(data[i : i + 1])
+                    h.wfile.flush()
+                    time.sleep(self.trickle_s)
+                return
             if action == "401":
                 return send_json(
                     h,
@@ -228,6 +289,34 @@ class OpenAIFaultServer(LoopbackServer):
         finally:
             with self.lock:
                 self.in_flight -= 1
+
+    @staticmethod
+    def _reasoning_rejects(body) -> dict | None:
+        """The error object OpenAI answers a reasoning model's request with (HTTP 400), or None."""
+        if "max_tokens" in body:
+            return {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error",
+                "param": "max_tokens",
+                "code": "unsupported_parameter",
+            }
+        if "temperature" in body and body["temperature"] != 1:
+            return {
+                "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                "model. Only the default (1) value is supported.",
+                "type": "invalid_request_error",
+                "param": "temperature",
+                "code": "unsupported_value",
+            }
+        if body.get("logprobs"):
+            return {
+                "message": "Unsupported parameter: 'logprobs' is not supported with this model.",
+                "type": "invalid_request_error",
+                "param": "logprobs",
+                "code": "unsupported_parameter",
+            }
+        return None
 
     def _completion(self, body, text: str, content: str | None = None) -> dict:
         yes = any(m.lower() in text.lower() for m in YES_MARKERS)
