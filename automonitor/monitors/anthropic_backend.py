@@ -34,7 +34,6 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from automonitor.errors import InputError
 from automonitor.prompts import PromptBuilder, output_schema
 from automonitor.monitors.base import (
     STOP_NORMAL,
