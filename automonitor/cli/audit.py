@@ -18,7 +18,9 @@ AUDIT_FORMATS = ("markdown",)
 
 @app.command("audit")
 def audit_cmd(
-    edition: str = typer.Option("paper", "--edition", help="Test-set edition to audit: paper | verified | paper-r2 | hard."),
+    edition: str = typer.Option(
+        "paper", "--edition", help="Test-set edition to audit: paper | verified | paper-r2 | hard."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as one JSON document."),
     fmt: Optional[str] = typer.Option(None, "--format", help="markdown: the README table."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute even if a cached audit of this store exists."),
