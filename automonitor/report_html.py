@@ -28,7 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from sqlalchemy.engine import Engine
 
-from automonitor import analysis
+from automonitor import analysis, audit
 from automonitor.report_schema import Report, RunReport, SliceStats
 from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
 from automonitor.views.evidence import ground_evidence, legend_html
@@ -181,6 +181,28 @@ def build(
         _provenance_html(rep, prov),
     ]
     return _document(title, "\n".join(sections), figs)
+
+
+def build_for(
+    engine: Engine,
+    run_ids: Sequence[str] | None = None,
+    invalid: str = "exclude",
+    *,
+    edition: str | None = None,
+    with_audit: bool = True,
+    n_boot: int = 200,
+) -> str:
+    """:func:`build` of a fresh report (``analysis.report_model`` over ``run_ids``, ``None`` = every run,
+    with the unscored policy ``invalid`` and optional ``edition``) with the audit's trivial baselines
+    attached when ``with_audit`` (computed and cached on first use). Used by the Trade-off page's
+    "Download report" button. Raises ``ValueError`` for a bad policy or edition, ``NotFound`` for an
+    unknown run id."""
+    rep = analysis.report_model(
+        engine, list(run_ids) if run_ids is not None else None, invalid, n_boot=n_boot, edition=edition
+    )
+    if with_audit and rep.runs:
+        audit.attach_to_report(rep, engine)
+    return build(engine, rep)
 
 
 def write(engine: Engine, rep: Report, path: str, **kw: Any) -> int:
@@ -455,6 +477,7 @@ __all__ = [
     "GALLERY_PER_SLICE",
     "REPORTED_SOURCE",
     "build",
+    "build_for",
     "gallery",
     "plane_figure",
     "plotly_js_gzip_b64",

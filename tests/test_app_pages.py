@@ -398,3 +398,19 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
         assert hist.loc[launched, "progress"] == 1.0
         assert any(launched in s.value for s in at.success)
     eng.dispose()
+
+
+def test_tradeoff_builds_the_html_report(seeded):
+    """The Trade-off page's "Build HTML report" puts the self-contained report of the runs shown in the
+    session, offered by a "Download report" button (``automonitor.report_html``)."""
+    at = ok(app("pages/tradeoff.py").run())
+    assert not at.session_state["tradeoff.html_report"] if "tradeoff.html_report" in at.session_state else True
+    assert not at.get("download_button")
+    at.button(key="tradeoff.build_report").click()
+    at = ok(at.run())
+    html = at.session_state["tradeoff.html_report"].decode("utf-8")
+    assert html.startswith("<!DOCTYPE html>") and 'id="plotly-gz"' in html
+    body = html[: html.index('id="plotly-gz"')]
+    prov = body[body.index("Run provenance") :]
+    assert all(f"<td>{rid}</td>" in prov for rid in seeded["run_ids"])
+    assert len(at.get("download_button")) == 1
