@@ -92,3 +92,23 @@ def test_core_runs_without_torch_and_llamacpp_names_the_extra(tmp_path):
     assert "llama-cpp-python" in res.stderr and "pip install -e '.[local]'" in res.stderr
     with session_scope(eng) as s:
         assert s.query(Run).count() == before
+
+
+def test_run_progress_shows_count_rate_and_eta(tmp_path):
+    """`automonitor run` prints rich progress on stderr: the count judged, the rate and the times."""
+    import os
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    seed_store(url)
+    env = {**os.environ, "AUTOMONITOR_DB": url, "PYTHONPATH": str(REPO), "COLUMNS": "160"}
+    res = subprocess.run(
+        [sys.executable, "-m", "automonitor", "run", "--monitor", "rules", "--template", "direct"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    line = next(ln for ln in res.stderr.splitlines() if "12/12" in ln)
+    assert re.search(r"\d+(\.\d)?/(s|min)", line) and re.search(r"\d:\d\d:\d\d", line), line
