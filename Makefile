@@ -1,8 +1,8 @@
 # AutoMonitor-Bench: two commands on a fresh machine.
 #   make demo   install the core only (no torch, no llama.cpp compile), build the benchmark from
 #               ../shared/raw, run the fast monitors (rules, a TF-IDF probe trained on the spot, derived
-#               runs, the transfer table) and serve the app on :8501 at once; the local LLM judge
-#               (extra `local`, compiled) is installed and run in the background, live on the Runs page
+#               runs, the audit) and serve the app on :8501 at once; the transfer table, then the local
+#               LLM judge (extra `local`, compiled) are made in the background, live in the app
 #   make test   install everything the tests need (dev, train, local extras; Debian chromium and
 #               bubblewrap), lint, and run the whole test suite
 SHELL := /bin/bash
@@ -14,7 +14,7 @@ export AUTOMONITOR_RAW ?= $(abspath ../shared/raw)
 PORT ?= 8501
 DEMO_LOG ?= demo-llm.log
 
-.PHONY: install install-core demo demo-llm test test-fast lint app bench clean
+.PHONY: install install-core demo demo-background demo-llm test test-fast lint app bench clean
 
 # the core package (what `make demo` needs first): no torch, no llama-cpp-python
 $(VENV)/.core: pyproject.toml
@@ -43,11 +43,15 @@ install-core: $(VENV)/.core
 demo: $(VENV)/.core
 	bash scripts/ensure_system_deps.sh
 	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh fast
-	@echo "== background: install the local LLM judge and run it (log: $(DEMO_LOG); live on the Runs page) ==" >&2
-	nohup $(MAKE) --no-print-directory demo-llm > $(DEMO_LOG) 2>&1 &
+	@echo "== background: the transfer table, then the local LLM judge (install + runs; log: $(DEMO_LOG); live on the Runs page) ==" >&2
+	nohup $(MAKE) --no-print-directory demo-background > $(DEMO_LOG) 2>&1 &
 	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
 
 # the slow part of the demo (started in the background by `make demo`; safe to run by hand)
+demo-background: $(VENV)/.core
+	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh transfer
+	$(MAKE) --no-print-directory demo-llm
+
 demo-llm: $(VENV)/.local
 	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh llm
 

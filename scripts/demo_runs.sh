@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The demo's data and monitor runs, in two phases (`make demo` runs `fast`, then serves the app and
-# starts `llm` in the background; both are safe to repeat: a second run reuses everything).
+# The demo's data and monitor runs, in phases (`make demo` runs `fast`, then serves the app and starts
+# `transfer` and `llm` in the background; all are safe to repeat: a second run reuses everything).
 #
 #   fast  (core install only: no torch, no llama.cpp; about a minute after the build on 2 cores)
 #         build the benchmark from $AUTOMONITOR_RAW (skipped when the store already has it);
@@ -8,8 +8,11 @@
 #         a TF-IDF + logistic-regression probe trained on the train split on the spot (skipped when an
 #         artefact exists) and run as `probe:tfidf-lr` (scores: on the ROC page too);
 #         three derived runs without model calls (OR ensemble of rules and the probe, per-category
-#         thresholds on the probe's scores, a cascade probe -> rules); the audit (Benchmark health page)
-#         and the TF-IDF transfer table (Transfer page), both cached.
+#         thresholds on the probe's scores, a cascade probe -> rules); the audit (Benchmark health
+#         page, cached).
+#   transfer  the TF-IDF transfer table of the Transfer page (one probe per training slice x every test
+#         slice; about 2 minutes on an idle 2-core machine, so `make demo` runs it in the background right
+#         after the app is up; skipped when saved).
 #   llm   the packaged Gemma 3 270M judge (llamacpp, extra `local`) x {direct, evidence} on a stratified
 #         subset of DEMO_LLAMA_LIMIT samples (default 120; about 0.7 s a sample for direct and 1.5 s for
 #         evidence on 2 threads) and the derived runs on it. The runs appear on the Runs page as they go.
@@ -54,13 +57,17 @@ fast() {
   "$AM" derive cascade --cheap "$PROBE" --expensive "$RULES" --low 0.2 --high 0.8 --reuse
   step "audit (Benchmark health page; cached)"
   "$AM" audit > /dev/null
+  step "fast phase done"
+}
+
+transfer() {
+  local dir; dir=$(artifacts)
   if [ -f "$dir/transfer-tfidf.json" ]; then
     step "transfer table: found (reused)"
   else
     step "transfer table (Transfer page): one TF-IDF probe per training slice x every test slice"
     "$AM" probe transfer --features tfidf > /dev/null
   fi
-  step "fast phase done"
 }
 
 llm() {
@@ -86,7 +93,8 @@ llm() {
 
 case "$PHASE" in
   fast) fast ;;
+  transfer) transfer ;;
   llm) llm ;;
-  all) fast; llm ;;
-  *) echo "usage: scripts/demo_runs.sh [fast|llm|all]" >&2; exit 2 ;;
+  all) fast; transfer; llm ;;
+  *) echo "usage: scripts/demo_runs.sh [fast|transfer|llm|all]" >&2; exit 2 ;;
 esac
