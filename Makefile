@@ -1,32 +1,61 @@
 # AutoMonitor-Bench: two commands on a fresh machine.
-#   make demo   install, build the benchmark from ../shared/raw, run monitors, open the app on :8501
-#   make test   install (with test extras, Debian chromium and bubblewrap), lint, and run the whole test suite
+#   make demo   install the core only (no torch, no llama.cpp compile), build the benchmark from
+#               ../shared/raw, run the fast monitors (rules, a TF-IDF probe trained on the spot, derived
+#               runs, the audit) and serve the app on :8501 at once; the transfer table, then the local
+#               LLM judge (extra `local`, compiled) are made in the background, live in the app
+#   make test   install everything the tests need (dev, train, local extras; Debian chromium and
+#               bubblewrap), lint, and run the whole test suite
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 AM := $(VENV)/bin/automonitor
+PIP_FLAGS ?=
 export AUTOMONITOR_RAW ?= $(abspath ../shared/raw)
 PORT ?= 8501
+DEMO_LOG ?= demo-llm.log
 
-.PHONY: install demo test test-fast lint app bench clean
+.PHONY: install install-core demo demo-background demo-llm test test-fast lint app bench clean
 
-$(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip wheel
-	$(VENV)/bin/pip install 'torch==2.13.0'  # the CPU build (local wheel here; never a CUDA build)
-	$(VENV)/bin/pip install -e '.[dev,train]'
+# the core package (what `make demo` needs first): no torch, no llama-cpp-python
+$(VENV)/.core: pyproject.toml
+	@echo "== install: virtual environment + the core package (no torch, no llama.cpp) ==" >&2
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install $(PIP_FLAGS) -q --upgrade pip wheel
+	$(VENV)/bin/pip install $(PIP_FLAGS) --progress-bar on -e .
 	touch $@
+
+# the local LLM judge: llama-cpp-python has no Linux wheel on PyPI, so this compiles llama.cpp (~11 min)
+$(VENV)/.local: $(VENV)/.core
+	@echo "== install: extra 'local' (llama-cpp-python, compiled from source; about 11 minutes on 2 cores) ==" >&2
+	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[local]'
+	touch $@
+
+# everything the tests need (CI): dev tools, the CPU build of torch with the train extra, the local judge
+$(VENV)/.installed: $(VENV)/.core
+	$(VENV)/bin/pip install $(PIP_FLAGS) 'torch==2.13.0'  # the CPU build (local wheel here; never a CUDA build)
+	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,train,local]'
+	touch $(VENV)/.local $@
 
 install: $(VENV)/.installed
 
-demo: install
+install-core: $(VENV)/.core
+
+demo: $(VENV)/.core
 	bash scripts/ensure_system_deps.sh
-	$(AM) build
-	$(AM) stats
-	bash scripts/demo_runs.sh
+	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh fast
+	@echo "== background: the transfer table, then the local LLM judge (install + runs; log: $(DEMO_LOG); live on the Runs page) ==" >&2
+	nohup $(MAKE) --no-print-directory demo-background > $(DEMO_LOG) 2>&1 &
 	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
 
-app: install
+# the slow part of the demo (started in the background by `make demo`; safe to run by hand)
+demo-background: $(VENV)/.core
+	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh transfer
+	$(MAKE) --no-print-directory demo-llm
+
+demo-llm: $(VENV)/.local
+	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh llm
+
+app: $(VENV)/.core
 	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
 
 test: install
@@ -46,4 +75,4 @@ bench: install
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) automonitor.db automonitor.db-wal automonitor.db-shm test-artifacts
+	rm -rf $(VENV) automonitor.db automonitor.db-wal automonitor.db-shm test-artifacts $(DEMO_LOG)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from automonitor import metrics, views, vocab, workbench
+from automonitor import metrics, report_html, views, vocab, workbench
 from pages import _common as ui
 from pages import _derived_ui as derived_ui
 
@@ -209,6 +209,22 @@ m4.metric(
     if best.empty
     else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · {best.iloc[0]['run_id']}"),
 )
+
+# "Download report": the self-contained HTML report of the runs shown (automonitor.report_html)
+rep_state = f"{PAGE}.html_report"
+if st.button("Build HTML report", key=f"{PAGE}.build_report", help="One self-contained file to send: no server needed"):
+    with st.spinner("Building the HTML report…"):
+        st.session_state[rep_state] = report_html.build_for(
+            ui.engine(), list(scored["run_id"]), invalid, edition=None if edition == ALL else edition
+        ).encode("utf-8")
+if st.session_state.get(rep_state):
+    st.download_button(
+        "Download report",
+        st.session_state[rep_state],
+        file_name="automonitor-report.html",
+        mime="text/html",
+        key=f"{PAGE}.download_report",
+    )
 
 st.subheader("Runs in this slice")
 table = scored.reindex(

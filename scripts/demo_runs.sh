@@ -1,39 +1,100 @@
 #!/usr/bin/env bash
-# Monitor runs of the demo (`make demo`, after `automonitor build`):
-#   rules    once on the whole test set (3,010 samples, about 5 s): it reads no prompt, so its verdicts do
-#            not depend on the template (registered as template-independent; one point on the plot)
-#   llamacpp x {direct, evidence} on a stratified subset (category x task x label, pairs kept together)
-#            of DEMO_LLAMA_LIMIT samples (default 120), the packaged Gemma 3 270M on 2 threads.
-# Local model budget (documented in automonitor/monitors/llamacpp.py): a request keeps at most 256
-# tokens and a response 384 (first two thirds + last third; truncation is recorded in each prediction's
-# meta), the instruction prefix is evaluated once and reused; on 2 cores that is about 0.7 s a sample
-# for `direct` and ~1.5 s for `evidence` (which also writes a short quote), i.e. a few minutes in all.
-# llamacpp verdicts are contextually calibrated by default (Zhao et al. 2021, see llamacpp.py; add
-# --param calibrate=false for raw P(Yes) >= 0.5, which flags every sample with this 270M base model).
-# Then three derived runs (ensemble, task-aware thresholds, cascade) combine them without model calls.
-# --reuse makes a second `make demo` continue or reuse these runs instead of adding copies; verdicts
-# are cached by content either way, so a repeat makes no model calls.
+# The demo's data and monitor runs, in phases (`make demo` runs `fast`, then serves the app and starts
+# `transfer` and `llm` in the background; all are safe to repeat: a second run reuses everything).
+#
+#   fast  (core install only: no torch, no llama.cpp; about a minute after the build on 2 cores)
+#         build the benchmark from $AUTOMONITOR_RAW (skipped when the store already has it);
+#         `rules` on the whole test set (template-independent: one point on the plot);
+#         a TF-IDF + logistic-regression probe trained on the train split on the spot (skipped when an
+#         artefact exists) and run as `probe:tfidf-lr` (scores: on the ROC page too);
+#         three derived runs without model calls (OR ensemble of rules and the probe, per-category
+#         thresholds on the probe's scores, a cascade probe -> rules); the audit (Benchmark health
+#         page, cached).
+#   transfer  the TF-IDF transfer table of the Transfer page (one probe per training slice x every test
+#         slice; about 2 minutes on an idle 2-core machine, so `make demo` runs it in the background right
+#         after the app is up; skipped when saved).
+#   llm   the packaged Gemma 3 270M judge (llamacpp, extra `local`) x {direct, evidence} on a stratified
+#         subset of DEMO_LLAMA_LIMIT samples (default 120; about 0.7 s a sample for direct and 1.5 s for
+#         evidence on 2 threads) and the derived runs on it. The runs appear on the Runs page as they go.
+#         One at a time (a lock file); llamacpp verdicts are contextually calibrated by default
+#         (Zhao et al. 2021, see automonitor/monitors/llamacpp.py).
+# --reuse makes a repeat continue or reuse these runs instead of adding copies; verdicts are cached by
+# content either way, so a repeat makes no model calls. Each phase prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AM="${AM:-.venv/bin/automonitor}"
+PY="${PY:-.venv/bin/python}"
 LIMIT="${DEMO_LLAMA_LIMIT:-120}"
 SEED="${DEMO_SAMPLE_SEED:-0}"
+PHASE="${1:-all}"
 
-PY="${PY:-.venv/bin/python}"
 rid() { "$PY" -c 'import json, sys; print(json.load(sys.stdin)["run_id"])'; }
-declare -A LLAMA
-echo "== rules (template-independent) / whole test set" >&2
-RULES=$("$AM" run --monitor rules --template direct --reuse --json --quiet | rid)
-for template in direct evidence; do
-  echo "== llamacpp / ${template} / stratified subset of ${LIMIT} (seed ${SEED})" >&2
-  LLAMA[$template]=$("$AM" run --monitor llamacpp --template "$template" --limit "$LIMIT" --sample-seed "$SEED" \
-                     --reuse --json --quiet | rid)
-done
-# Derived runs (no model calls; README "Combined monitors and batch runs"), on the llamacpp subset:
-# an OR ensemble of rules and llamacpp, per-category thresholds on the llamacpp scores (cross-validated),
-# and a cascade where llamacpp's confident scores decide and the rest goes to rules.
-echo "== derived: ensemble, thresholds, cascade" >&2
-"$AM" derive ensemble --runs "$RULES" "${LLAMA[direct]}" --rule or --reuse
-"$AM" derive thresholds --run "${LLAMA[direct]}" --target 'far<=0.2' --by category --folds 5 --reuse
-"$AM" derive cascade --cheap "${LLAMA[direct]}" --expensive "$RULES" --low 0.2 --high 0.8 --reuse
-"$AM" runs
+T0=$SECONDS
+step() { echo "== [$(( SECONDS - T0 )) s] $*" >&2; }
+artifacts() { "$PY" -c 'from automonitor.probes import artifact_dir; print(artifact_dir())'; }
+
+fast() {
+  if [ "$("$AM" stats --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["total"])' 2>/dev/null || echo 0)" -gt 0 ]; then
+    step "build: the store already holds the benchmark (reused; \`automonitor build\` to rebuild)"
+  else
+    step "build: the benchmark from $AUTOMONITOR_RAW"
+    "$AM" build
+  fi
+  step "rules (template-independent) / whole test set"
+  RULES=$("$AM" run --monitor rules --template direct --reuse --json | rid)
+  local dir; dir=$(artifacts)
+  if compgen -G "$dir/tfidf-lr-all-v*.joblib" > /dev/null; then
+    step "probe: TF-IDF artefact found in $dir (reused)"
+  else
+    step "probe: training TF-IDF + logistic regression on the train split"
+    "$AM" probe train --features tfidf --on all
+  fi
+  step "probe:tfidf-lr / whole test set"
+  PROBE=$("$AM" run --monitor probe:tfidf-lr --template direct --reuse --json | rid)
+  step "derived: ensemble, thresholds, cascade (no model calls)"
+  "$AM" derive ensemble --runs "$RULES" "$PROBE" --rule or --reuse
+  "$AM" derive thresholds --run "$PROBE" --target 'far<=0.2' --by category --folds 5 --reuse
+  "$AM" derive cascade --cheap "$PROBE" --expensive "$RULES" --low 0.2 --high 0.8 --reuse
+  step "audit (Benchmark health page; cached)"
+  "$AM" audit > /dev/null
+  step "fast phase done"
+}
+
+transfer() {
+  local dir; dir=$(artifacts)
+  if [ -f "$dir/transfer-tfidf.json" ]; then
+    step "transfer table: found (reused)"
+  else
+    step "transfer table (Transfer page): one TF-IDF probe per training slice x every test slice"
+    "$AM" probe transfer --features tfidf > /dev/null
+  fi
+}
+
+llm() {
+  exec 9> .demo-llm.lock
+  if ! flock -n 9; then
+    echo "another demo LLM phase is running (.demo-llm.lock): nothing to do" >&2
+    return 0
+  fi
+  declare -A LLAMA
+  for template in direct evidence; do
+    step "llamacpp / ${template} / stratified subset of ${LIMIT} (seed ${SEED})"
+    LLAMA[$template]=$("$AM" run --monitor llamacpp --template "$template" --limit "$LIMIT" --sample-seed "$SEED" \
+                       --reuse --json | rid)
+  done
+  RULES=$("$AM" run --monitor rules --template direct --reuse --json --quiet | rid)
+  step "derived on llamacpp: ensemble, thresholds, cascade"
+  "$AM" derive ensemble --runs "$RULES" "${LLAMA[direct]}" --rule or --reuse
+  "$AM" derive thresholds --run "${LLAMA[direct]}" --target 'far<=0.2' --by category --folds 5 --reuse
+  "$AM" derive cascade --cheap "${LLAMA[direct]}" --expensive "$RULES" --low 0.2 --high 0.8 --reuse
+  step "llm phase done"
+  "$AM" runs
+}
+
+case "$PHASE" in
+  fast) fast ;;
+  transfer) transfer ;;
+  llm) llm ;;
+  all) fast; transfer; llm ;;
+  *) echo "usage: scripts/demo_runs.sh [fast|transfer|llm|all]" >&2; exit 2 ;;
+esac

@@ -421,3 +421,19 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     assert (e.pair_id, e.verdict, e.reason, e.reader) == (pid, "doubtful", "<b>both sides</b> look safe", "tester")
     assert list(json.loads(path.read_text())) == ["pair_id", "source", "verdict", "reason", "reader", "date"]
     assert any("Erratum recorded" in s.value for s in at.success)
+
+
+def test_tradeoff_builds_the_html_report(seeded):
+    """The Trade-off page's "Build HTML report" puts the self-contained report of the runs shown in the
+    session, offered by a "Download report" button (``automonitor.report_html``)."""
+    at = ok(app("pages/tradeoff.py").run())
+    assert not at.session_state["tradeoff.html_report"] if "tradeoff.html_report" in at.session_state else True
+    assert not at.get("download_button")
+    at.button(key="tradeoff.build_report").click()
+    at = ok(at.run())
+    html = at.session_state["tradeoff.html_report"].decode("utf-8")
+    assert html.startswith("<!DOCTYPE html>") and 'id="plotly-gz"' in html
+    body = html[: html.index('id="plotly-gz"')]
+    prov = body[body.index("Run provenance") :]
+    assert all(f"<td>{rid}</td>" in prov for rid in seeded["run_ids"])
+    assert len(at.get("download_button")) == 1

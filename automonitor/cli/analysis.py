@@ -36,7 +36,12 @@ def report_cmd(
         "exclude", "--invalid", help="Unscored outcomes (invalid/refusal/error): exclude | as-flag | as-miss."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Paper-style table: markdown | latex | csv."),
+    fmt: Optional[str] = typer.Option(
+        None, "--format", help="Paper-style table: markdown | latex | csv; or html: one self-contained file (--output)."
+    ),
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", help="Write the report to this file instead of stdout (required for --format html)."
+    ),
     cost_ratio: float = typer.Option(1.0, "--cost-ratio", help="Cost of a miss / cost of a false alarm (score runs)."),
     prevalence: Optional[float] = typer.Option(
         None, "--prevalence", help="Misbehavior prevalence for the operating point (default: sample share)."
@@ -59,6 +64,10 @@ def report_cmd(
     ROC for score runs, evidence grounding for evidence runs, and the audit's trivial-baseline AUROCs on
     the same slices."""
     _check_report_options(invalid, fmt, json_out, cost_ratio, prevalence, n_boot)
+    if fmt == "html" and not output:
+        raise InputError("--format html writes a file: give --output FILE", field="--output")
+    if output and not (fmt or json_out):
+        raise InputError("--output needs --json or --format", field="--output")
     pairs = _parse_compare(compare)
     if pairs:
         run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None
@@ -82,7 +91,13 @@ def report_cmd(
         from automonitor import audit
 
         audit.attach_to_report(rep, engine)
-    _emit_report(rep, json_out, fmt, with_audit)
+    if fmt == "html":
+        from automonitor import report_html
+
+        size = report_html.write(engine, rep, str(output))
+        err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
+        return
+    _emit_report(rep, json_out, fmt, with_audit, output)
 
 
 def _build_report(
@@ -126,8 +141,9 @@ def _check_report_options(
 
     if invalid not in INVALID_POLICIES:
         raise InputError(f"must be one of {', '.join(INVALID_POLICIES)}, got {invalid!r}", field="--invalid")
-    if fmt is not None and fmt not in report_format.FORMATS:
-        raise InputError(f"must be one of {', '.join(report_format.FORMATS)}, got {fmt!r}", field="--format")
+    formats = (*report_format.FORMATS, "html")
+    if fmt is not None and fmt not in formats:
+        raise InputError(f"must be one of {', '.join(formats)}, got {fmt!r}", field="--format")
     if json_out and fmt:
         raise InputError("use either --json or --format", field="--format")
     if not (cost_ratio > 0 and cost_ratio != float("inf")):
@@ -151,21 +167,32 @@ def _parse_compare(compare: list[str] | None) -> list[tuple[str, str]] | None:
     return pairs
 
 
-def _emit_report(rep: Report, json_out: bool, fmt: str | None, with_audit: bool) -> None:
-    """Print the report: one JSON document, a paper-style table (+ the audit section in markdown), or
-    rich tables."""
+def _emit_report(rep: Report, json_out: bool, fmt: str | None, with_audit: bool, output: str | None = None) -> None:
+    """Print the report (or write it to ``output``): one JSON document, a paper-style table (+ the audit
+    section in markdown), or rich tables (stdout only)."""
+    import json
+
     from automonitor import report_format
 
+    out: str | None = None
     if json_out:
-        emit_json(rep.to_dict())
-        return
-    if fmt:
+        if output is None:
+            emit_json(rep.to_dict())
+            return
+        out = json.dumps(rep.to_dict(), indent=2, default=str) + "\n"
+    elif fmt:
         out = report_format.render(rep, fmt)
         if fmt == "markdown" and with_audit:
             from automonitor import audit
 
             out += audit.report_markdown(rep)
-        typer.echo(out, nl=False)
+    if out is not None:
+        if output is None:
+            typer.echo(out, nl=False)
+        else:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(out)
+            err_console.print(f"wrote {output}")
         return
     _print_rich(rep)
 

