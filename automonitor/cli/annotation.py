@@ -83,23 +83,85 @@ def assign_cmd(
     calibration: int = typer.Option(
         0, "--calibration", help="pairs in a first calibration batch every annotator labels (needs --batch-size)"
     ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", help="small session: assign only N items (one round), in a seeded random order"
+    ),
+    sample: Optional[int] = typer.Option(
+        None, "--sample", help="small session: N items stratified by category x task (seeded by --seed)"
+    ),
+    overlap: Optional[float] = typer.Option(
+        None,
+        "--overlap",
+        help="small session: share of its items every annotator labels (the rest labelled once); default 1.0",
+    ),
+    pair_spread: bool = typer.Option(
+        True,
+        "--pair-spread/--no-pair-spread",
+        help="small session: at most one side of a pair per round; a side labelled once goes to an "
+        "annotator who holds no other side of its pair",
+    ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Assign every unassigned candidate item to k annotators (balanced, shuffled, sides of a pair
-    never adjacent); with --batch-size in shared rounds."""
+    never adjacent); with --batch-size in shared rounds; with --limit/--sample a small session (one
+    round of N items, --overlap shared by every annotator, sides of a pair spread apart)."""
     from automonitor.accounts import SYSTEM
     from automonitor.annotation import assign
 
-    res = assign(open_store(), SYSTEM, k=k, seed=seed, batch_size=batch_size, calibration=calibration)
+    if limit is not None and sample is not None:
+        raise InputError("give --limit N or --sample N, not both", field="--sample")
+    n = sample if sample is not None else limit
+    if n is None and (overlap is not None or not pair_spread):
+        raise InputError("--overlap and --no-pair-spread need a small session (--limit N or --sample N)", field="--overlap")
+    res = assign(
+        open_store(),
+        SYSTEM,
+        k=k,
+        seed=seed,
+        batch_size=batch_size,
+        calibration=calibration,
+        limit=n,
+        overlap=1.0 if overlap is None else overlap,
+        stratify=sample is not None,
+        pair_spread=pair_spread,
+    )
     if json_out:
         emit_json(res.to_json())
     else:
         print(f"{res.items} items, {res.assignments} assignments (k={res.k}, seed={res.seed})")
+        if res.session is not None:
+            ses = res.session
+            print(
+                f"  session: {ses['shared']} item(s) for every annotator, {ses['single']} labelled once, "
+                f"{ses['pairs']} pair(s), pair spread {'on' if ses['pair_spread'] else 'off'}"
+            )
+            if res.items < ses["limit"]:
+                print(f"  only {res.items} of the {ses['limit']} requested item(s) were available")
         for name, n in sorted(res.by_annotator.items()):
             print(f"  {name}\t{n}")
         for r in res.rounds:
             kind = "calibration batch" if r["calibration"] else "batch"
             print(f"  {kind} {r['batch']}: {r['items']} items -> {', '.join(r['annotators'])}")
+
+
+@app.command("unassign")
+def unassign_cmd(
+    annotator: Optional[str] = typer.Option(None, "--annotator", help="only this account's assignments"),
+    batch: Optional[int] = typer.Option(None, "--batch", help="only this batch (round)"),
+    everything: bool = typer.Option(False, "--all", help="every open assignment"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Take back open assignments (no label yet, not submitted); labeled ones are kept."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.annotation import unassign
+
+    res = unassign(open_store(), SYSTEM, annotator=annotator, batch=batch, everything=everything)
+    if json_out:
+        emit_json(res.to_json())
+    else:
+        print(f"removed {res.removed} open assignment(s); kept {res.kept} labeled or submitted")
+        for name, n in sorted(res.by_annotator.items()):
+            print(f"  {name}\t{n}")
 
 
 @annotations_app.command("import")
