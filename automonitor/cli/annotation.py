@@ -261,13 +261,28 @@ def agreement_cmd(
     n_boot: int = typer.Option(1000, "--bootstrap", help="bootstrap replicates (0 = no intervals)"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
     submitted_only: bool = typer.Option(False, "--submitted-only", help="ignore draft labels"),
+    min_items: int = typer.Option(
+        10, "--min-items", help="slices with fewer items are 'too few' (too_few: true, no interval)"
+    ),
+    run: Optional[str] = typer.Option(
+        None, "--run", help="also compare this monitor run with the resolved labels and each annotator"
+    ),
 ) -> None:
     """Inter-annotator agreement: raw agreement, Cohen's kappa, Krippendorff's alpha, Gwet's AC1,
     PABAK with bootstrap intervals, overall and per category (x task); confusion; time per item."""
     from automonitor.accounts import SYSTEM
     from automonitor.agreement import METRICS, agreement, flat_rows
 
-    doc = agreement(open_store(), SYSTEM, unsure=unsure, n_boot=n_boot, seed=seed, submitted_only=submitted_only)
+    doc = agreement(
+        open_store(),
+        SYSTEM,
+        unsure=unsure,
+        n_boot=n_boot,
+        seed=seed,
+        submitted_only=submitted_only,
+        min_items=min_items,
+        run_id=run,
+    )
     if json_out:
         emit_json(doc)
         return
@@ -279,10 +294,31 @@ def agreement_cmd(
     def fmt(v):
         return "   -  " if v is None else f"{v:6.3f}"
 
+    def with_ci(v, ci):
+        return "n/a" if v is None else f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+    head = "too few items: no interval" if doc["too_few"] else "95 % bootstrap interval"
+    print(
+        f"Cohen's kappa {with_ci(doc['cohen_kappa'], doc['ci']['cohen_kappa'])} · Krippendorff's alpha "
+        f"{with_ci(doc['krippendorff_alpha'], doc['ci']['krippendorff_alpha'])} ({head})"
+    )
     print("slice".ljust(40) + "items  " + "  ".join(m[:12].rjust(12) for m in METRICS))
     for r in flat_rows(doc):
         name = " / ".join(x for x in (r["slice"], r["category"], r["task"]) if x)
-        print(name[:39].ljust(40) + str(r["items"]).rjust(5) + "  " + "  ".join(fmt(r[m]).rjust(12) for m in METRICS))
+        few = "  (too few items)" if r["too_few"] else ""
+        print(
+            name[:39].ljust(40)
+            + str(r["items"]).rjust(5)
+            + "  "
+            + "  ".join(fmt(r[m]).rjust(12) for m in METRICS)
+            + few
+        )
+    mon = doc.get("monitor")
+    if mon:
+        print(f"monitor {mon['monitor']} · {mon['template']} ({mon['run_id']}): {mon['unscored']} unscored left out")
+        for who, a in [("gold", mon["vs_gold"]), *mon["vs_annotators"].items()]:
+            few = " (too few items)" if a["too_few"] else ""
+            print(f"  vs {who}: {a['items']} items, Cohen's kappa {with_ci(a['cohen_kappa'], a['ci']['cohen_kappa'])}{few}")
     for name, t in doc["time_per_item"].items():
         med = "-" if t["median_s"] is None else f"{t['median_s']:.1f} s"
         print(f"time per item  {name}: median {med} over {t['timed']} timed label(s)")
