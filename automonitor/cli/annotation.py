@@ -51,7 +51,7 @@ def users_add(
     from automonitor.accounts import create_user
 
     password = _read_password(password_stdin)
-    acc = create_user(open_store(), name, role, password)
+    acc = create_user(open_store(create=True), name, role, password)
     if json_out:
         emit_json({"id": acc.id, "name": acc.name, "role": acc.role})
     else:
