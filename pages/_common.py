@@ -19,6 +19,8 @@ import streamlit as st
 from automonitor import views
 
 AUTH_KEY = "auth.account"
+LOGGED_OUT_KEY = "auth.logged_out"  # set by logout: this session never resumes from the cookie again
+COOKIE_KEY = "auth.cookie"  # a pending cookie write ("set", token) | ("clear", "") for the next run
 
 # Paths of the page files, relative to app.py (used by st.switch_page and st.page_link).
 PAGE_OVERVIEW = "pages/overview.py"
@@ -350,9 +352,60 @@ def require_workbench() -> None:
 
 
 def logout() -> None:
-    """Forget the logged-in account and every page's state."""
+    """Forget the logged-in account and every page's state, and end the login session: the session
+    cookie is cleared in this browser on the next run (``cookie_script``) and this Streamlit session
+    no longer resumes from it."""
     for k in list(st.session_state.keys()):
         del st.session_state[k]
+    st.session_state[LOGGED_OUT_KEY] = True
+    st.session_state[COOKIE_KEY] = ("clear", "")
+
+
+def restore_login() -> None:
+    """Log the session in from the browser's signed session cookie (issue 24.7:
+    ``automonitor.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
+    the same browser. Nothing happens when an account is already logged in, after a logout in this
+    session, or when the cookie is missing, forged, expired or its account changed."""
+    from automonitor.accounts import SESSION_COOKIE, resume_session
+
+    if current_account() is not None or st.session_state.get(LOGGED_OUT_KEY):
+        return
+    try:
+        token = st.context.cookies.get(SESSION_COOKIE)
+    except Exception:  # noqa: BLE001 - no browser request (bare AppTest run): nothing to resume
+        return
+    account = resume_session(engine(), token) if token else None
+    if account is not None:
+        st.session_state[AUTH_KEY] = account
+
+
+def remember_login(account) -> None:
+    """After a successful login: keep ``account`` in the session and have the next run write a signed,
+    expiring session cookie (``automonitor.accounts.issue_session``) into this browser."""
+    from automonitor.accounts import issue_session
+
+    st.session_state[AUTH_KEY] = account
+    st.session_state.pop(LOGGED_OUT_KEY, None)
+    st.session_state[COOKIE_KEY] = ("set", issue_session(engine(), account))
+
+
+def cookie_script() -> None:
+    """Write or clear the session cookie in the browser when a login or logout asked for it
+    (``SameSite=Strict``, path ``/``, max-age = the session lifetime). The token is checked to be
+    URL-safe text before it is put into the script."""
+    import re
+
+    from automonitor.accounts import SESSION_COOKIE, session_max_age
+
+    pending = st.session_state.pop(COOKIE_KEY, None)
+    if pending is None:
+        return
+    action, token = pending
+    if action == "set" and re.fullmatch(r"[A-Za-z0-9_.\-]+", token or ""):
+        value = f"{SESSION_COOKIE}={token}; path=/; max-age={int(session_max_age())}; SameSite=Strict"
+    else:
+        value = f"{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict"
+    st.html(f"<script>document.cookie = {value!r};</script>", unsafe_allow_javascript=True)
 
 
 # ---------------------------------------------------------------------------------------------------
