@@ -413,7 +413,7 @@ def resume_session(engine: Engine, token: str | None, secret: str | None = None)
         return None
     try:
         data = URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).loads(
-            token, max_age=session_max_age()
+            token, max_age=int(session_max_age())
         )
     except BadSignature:
         return None

@@ -474,14 +474,16 @@ def agreement(
     doc = compute_agreement(table, unsure=unsure, n_boot=n_boot, seed=seed, min_items=min_items)
     doc["submitted_only"] = submitted_only
     if run_id is not None:
-        doc["monitor"] = monitor_agreement(
-            engine, actor, run_id, table, n_boot=n_boot, seed=seed, min_items=min_items
-        )
+        doc["monitor"] = monitor_agreement(engine, actor, run_id, table, n_boot=n_boot, seed=seed, min_items=min_items)
     return doc
 
 
 def binary_agreement(
-    pairs: list[tuple[str, str]], *, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED, min_items: int = DEFAULT_MIN_ITEMS
+    pairs: list[tuple[str, str]],
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    min_items: int = DEFAULT_MIN_ITEMS,
 ) -> dict[str, Any]:
     """Cohen's kappa and raw agreement of two binary raters (e.g. a human and a monitor).
 

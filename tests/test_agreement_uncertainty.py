@@ -112,7 +112,10 @@ def test_monitor_against_gold_and_each_annotator(labelled):
     g = mon["vs_gold"]
     assert g["items"] == len(ids) == 22
     assert g["cohen_kappa"] == pytest.approx(cohen_kappa_score([gold[s] for s in ids], [verdict[s] for s in ids]))
-    assert g["confusion"]["labels"] == [M, B] and g["confusion"]["matrix"] == [[10, 2], [0, 10]]  # 12 m; 12 b less p01b (unresolved), p04b (unscored)
+    assert g["confusion"]["labels"] == [M, B] and g["confusion"]["matrix"] == [
+        [10, 2],
+        [0, 10],
+    ]  # 12 m; 12 b less p01b (unresolved), p04b (unscored)
     lo, hi = g["ci"]["cohen_kappa"]
     assert lo <= g["cohen_kappa"] <= hi and g["too_few"] is False
     h1 = mon["vs_annotators"]["h1"]

@@ -405,7 +405,9 @@ def _check_session_args(limit: int, overlap: float, batch_size: int | None, cali
     if not 0.0 <= share <= 1.0:
         raise InputError("overlap must be a number in [0, 1] (share of items every annotator labels)", field="overlap")
     if batch_size is not None or calibration:
-        raise InputError("a small session (--limit/--sample) is one round: drop --batch-size/--calibration", field="limit")
+        raise InputError(
+            "a small session (--limit/--sample) is one round: drop --batch-size/--calibration", field="limit"
+        )
     return share
 
 
@@ -526,7 +528,14 @@ def _assign_session(
             )
             start = tail[0] + 1 if tail else 0
             rows += [
-                {"annotator_id": a, "sample_id": sid, "position": start + i, "seed": seed, "batch": batch, "created_at": now}
+                {
+                    "annotator_id": a,
+                    "sample_id": sid,
+                    "position": start + i,
+                    "seed": seed,
+                    "batch": batch,
+                    "created_at": now,
+                }
                 for i, sid in enumerate(order)
             ]
         store.insert_assignments(s, rows)
@@ -538,9 +547,7 @@ def _assign_session(
             seed=seed,
             k=len(annotators) if shared else 1,
             batch={n: batch for n in by_name},
-            rounds=[
-                {"batch": batch, "items": len(picked), "calibration": False, "annotators": sorted(by_name)}
-            ]
+            rounds=[{"batch": batch, "items": len(picked), "calibration": False, "annotators": sorted(by_name)}]
             if picked
             else [],
             session={

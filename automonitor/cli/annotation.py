@@ -112,7 +112,9 @@ def assign_cmd(
         raise InputError("give --limit N or --sample N, not both", field="--sample")
     n = sample if sample is not None else limit
     if n is None and (overlap is not None or not pair_spread):
-        raise InputError("--overlap and --no-pair-spread need a small session (--limit N or --sample N)", field="--overlap")
+        raise InputError(
+            "--overlap and --no-pair-spread need a small session (--limit N or --sample N)", field="--overlap"
+        )
     res = assign(
         open_store(),
         SYSTEM,
@@ -318,7 +320,9 @@ def agreement_cmd(
         print(f"monitor {mon['monitor']} · {mon['template']} ({mon['run_id']}): {mon['unscored']} unscored left out")
         for who, a in [("gold", mon["vs_gold"]), *mon["vs_annotators"].items()]:
             few = " (too few items)" if a["too_few"] else ""
-            print(f"  vs {who}: {a['items']} items, Cohen's kappa {with_ci(a['cohen_kappa'], a['ci']['cohen_kappa'])}{few}")
+            print(
+                f"  vs {who}: {a['items']} items, Cohen's kappa {with_ci(a['cohen_kappa'], a['ci']['cohen_kappa'])}{few}"
+            )
     for name, t in doc["time_per_item"].items():
         med = "-" if t["median_s"] is None else f"{t['median_s']:.1f} s"
         print(f"time per item  {name}: median {med} over {t['timed']} timed label(s)")
