@@ -146,20 +146,29 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
             page = pages[name]
             assert "10 of 10 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
             # submit the round by keyboard: tick the confirmation, then the submit button
-            page.get_by_role("checkbox", name=re.compile("My labels for this batch are final")).focus()
-            page.keyboard.press("Space")
-            tools.wait_app(page)
-            page.get_by_role("button", name=re.compile(r"^Submit batch")).focus()
+            box = page.get_by_role("checkbox", name=re.compile("My labels for this batch are final"))
+            submit = page.get_by_role("button", name=re.compile(r"^Submit batch"))
+            for _ in range(3):
+                if not box.is_checked():
+                    box.focus()
+                    page.keyboard.press("Space")
+                    tools.wait_app(page)
+                if submit.is_enabled():
+                    break
+            submit.focus()
             page.keyboard.press("Enter")
             tools.wait_app(page)
-            assert page.get_by_text("All your batches are submitted").is_visible()
+            page.get_by_text("All your batches are submitted").wait_for(timeout=30_000)
         assert disputed is not None
         # logout ends the session in that browser: a reload shows the login form again
         anna.get_by_role("link", name="Log out").click()
         tools.wait_app(anna)
+        anna.wait_for_selector('input[type="password"]', timeout=30_000)
+        assert "automonitor_session=" not in anna.evaluate("document.cookie")
         anna.reload()
         tools.wait_app(anna)
-        assert anna.locator('input[type="password"]').count() == 1
+        anna.wait_for_selector('input[type="password"]', timeout=30_000)
+        assert not anna.get_by_role("heading", name=ROUND).count()
     finally:
         for page in pages.values():
             page.context.close()
@@ -201,8 +210,11 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
 
         admin.get_by_role("link", name="Adjudicate").click()
         tools.wait_app(admin)
-        assert admin.get_by_text(f"(#{disputed})").first.is_visible()
-        admin.get_by_role("radio", name="Misbehavior (gold)").check()
+        admin.get_by_role("heading", name="Adjudication").wait_for()
+        tools.shot(admin, "pilot-adjudicate-1280")
+        assert f"(#{disputed})" in admin.locator('[data-testid="stCode"]').nth(1).inner_text()
+        admin.locator('[data-testid="stRadio"]').get_by_text("Misbehavior (gold)", exact=True).click()
+        tools.wait_app(admin)
         admin.get_by_role("button", name="Record decision").click()
         tools.wait_app(admin)
         admin.get_by_role("button", name="Move resolved pairs").click()
