@@ -162,6 +162,14 @@ def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict
     ]
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_identical_derived(url: str, ver: tuple) -> dict[str, str]:
+    """Derived runs that repeat an input's verdicts (``automonitor.workbench.identical_derived``)."""
+    from automonitor import workbench
+
+    return workbench.identical_derived(_engine_for(url))
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def load_tradeoff(
     url: str,
@@ -175,6 +183,8 @@ def load_tradeoff(
     show_archived: bool,
     edition: str | None,
     show_paper: bool,
+    include_incomplete: bool = False,
+    show_duplicates: bool = False,
 ):
     """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice): ``(raw points,
     drawn points, Pareto front ids, reported points or None)``, cached per store version and selection.
@@ -185,8 +195,18 @@ def load_tradeoff(
     raw = views.tradeoff_points(report, category, task, list(templates))
     if "kind" in raw:
         raw = raw[~raw["kind"].isin(["generation"])]
+    runs = load_runs(url, ver)
+    statuses = dict(zip(runs["run_id"], runs["status"])) if len(runs) and "status" in runs else {}
     pts = workbench.honest_points(
-        raw, load_sample_sets(url, ver), min_n=min_n, archived=archived, show_archived=show_archived
+        raw,
+        load_sample_sets(url, ver),
+        min_n=min_n,
+        archived=archived,
+        show_archived=show_archived,
+        statuses=statuses,
+        include_incomplete=include_incomplete,
+        duplicates=load_identical_derived(url, ver),
+        show_duplicates=show_duplicates,
     )
     if edition:
         pts = pts[pts["edition"] == edition].reset_index(drop=True)

@@ -72,6 +72,20 @@ with f5.popover("Options", width="stretch"):
         format_func=lambda e: "all editions (one front each)" if e == ALL else e,
     )
     show_archived = st.toggle("Show archived runs", key=arch_key)
+    inc_key = ui.seed_state(PAGE, "incomplete", False, valid=[True], cast=lambda v: v == "1")
+    include_incomplete = st.toggle(
+        "Cancelled / partial runs may enter the front",
+        key=inc_key,
+        help="Their rates rest on the samples judged before they stopped; by default they are drawn as grey "
+        "crosses and left off the Pareto front.",
+    )
+    dup_key = ui.seed_state(PAGE, "duplicates", False, valid=[True], cast=lambda v: v == "1")
+    show_duplicates = st.toggle(
+        "Show derived runs identical to an input",
+        key=dup_key,
+        help="A derived run (ensemble, thresholds, cascade) whose verdicts equal one of its inputs' on "
+        "every sample is the same monitor again; it is hidden by default.",
+    )
     size_col = derived_ui.size_choice(PAGE)
 ui.sync_qp(
     PAGE,
@@ -83,6 +97,8 @@ ui.sync_qp(
     min_n=None if min_n == workbench.DEFAULT_MIN_N else str(int(min_n)),
     edition=None if edition == ALL else edition,
     archived="1" if show_archived else None,
+    incomplete="1" if include_incomplete else None,
+    duplicates="1" if show_duplicates else None,
 )
 
 cat = None if category == ALL else category
@@ -100,6 +116,8 @@ raw_pts, scored, front_ids, reported = ui.load_tradeoff(
     bool(show_archived),
     None if edition == ALL else edition,
     bool(show_paper),
+    bool(include_incomplete),
+    bool(show_duplicates),
 )
 scored = derived_ui.add_costs(url, ver, scored)
 fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col)
