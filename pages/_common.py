@@ -162,6 +162,19 @@ def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict
     ]
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def load_audit(url: str, ver: tuple, edition: str) -> dict | None:
+    """The audit of ``edition`` (``automonitor.audit.cached_audit``; memoised on disk per store
+    fingerprint), or ``None`` when the edition cannot be audited."""
+    from automonitor import audit
+    from automonitor.errors import InputError
+
+    try:
+        return audit.cached_audit(_engine_for(url), edition)
+    except InputError:
+        return None
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_identical_derived(url: str, ver: tuple) -> dict[str, str]:
     """Derived runs that repeat an input's verdicts (``automonitor.workbench.identical_derived``)."""

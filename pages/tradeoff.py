@@ -125,6 +125,25 @@ event = st.plotly_chart(
     fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
 )
 
+# issue 24.3: slices the audit flags (a trivial baseline separates the classes) are marked here too
+audit_edition = "paper" if edition == ALL else edition
+flags = views.audit_flags(ui.load_audit(url, ver, audit_edition) if len(scored) else None, cat, tsk)
+if flags:
+    badges = "".join(
+        '<span style="display:inline-block;margin:0 0.4rem 0.3rem 0;padding:0.15rem 0.55rem;border-radius:0.8rem;'
+        'border:1px solid #b3261e;color:#b3261e;font-size:0.85rem;font-weight:600">audit flag: '
+        + views.esc(f"{f['source']} · {f['category']} / {f['task']}")
+        + "</span>"
+        for f in flags[:6]
+    )
+    ui.show_html(f'<div data-testid="audit-flags">{badges}</div>')
+    st.caption(
+        f"Benchmark health (edition {views.md_escape(audit_edition)}): in {len(flags)} slice(s) of this view "
+        f"{views.md_escape(flags[0]['note'])}"
+        + (" (the strongest; others on the Benchmark health page)" if len(flags) > 1 else "")
+        + ", so MR/FAR here partly measure a shortcut, not monitoring."
+    )
+
 summary = workbench.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0
 note = (

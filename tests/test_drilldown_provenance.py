@@ -38,3 +38,39 @@ def test_errata_are_read_by_pair_id_and_shown_escaped(tmp_path, monkeypatch):
     plain = views.provenance_html("human_per_response", [])
     assert "erratum" not in plain and "#1b7f3b" in plain
     assert views.errata_for("pp-1", path=tmp_path / "missing.jsonl") == []
+
+
+def test_trade_off_audit_flags_pick_the_slices_of_the_view():
+    doc = {
+        "slices": [
+            {
+                "source": "a",
+                "category": "sycophancy_bias",
+                "task": "qa",
+                "pairs": 40,
+                "flagged": True,
+                "baselines": {"length": 0.62, "tfidf": 0.98},
+            },
+            {
+                "source": "b",
+                "category": "specification_gaming",
+                "task": "code",
+                "pairs": 30,
+                "flagged": True,
+                "baselines": {"length": 0.05, "tfidf": 0.7},
+            },
+            {
+                "source": "c",
+                "category": "sycophancy_bias",
+                "task": "qa",
+                "pairs": 30,
+                "flagged": False,
+                "baselines": {"length": 0.99},
+            },
+        ]
+    }
+    flags = views.audit_flags(doc, None, None)
+    assert [f["source"] for f in flags] == ["a", "b"]  # |0.98 - 0.5| > |0.05 - 0.5|
+    assert flags[0]["note"] == "a trivial baseline (tfidf) reaches AUROC 0.98 here"
+    assert [f["source"] for f in views.audit_flags(doc, "sycophancy_bias", "qa")] == ["a"]
+    assert views.audit_flags(doc, "safety_permission", None) == [] and views.audit_flags(None, None, None) == []

@@ -59,6 +59,7 @@ from automonitor.views.samples import (
 )
 from automonitor.views.tradeoff import (
     CELL_TITLES,
+    audit_flags,
     pareto_ids,
     pearson_r,
     reported_for,
@@ -77,6 +78,7 @@ __all__ = [
     "composition_pivot",
     "counts_by",
     "esc",
+    "audit_flags",
     "errata_for",
     "provenance_html",
     "export_samples",
