@@ -272,11 +272,23 @@ def seed_state(
     that session-state key, for use as a widget ``key``.
 
     The URL wins when it carries a value that differs from the last value this helper synced (a shared
-    link, a link from another page, or browser navigation); otherwise the widget keeps its state.
+    link, a link from another page, or browser navigation); otherwise the widget keeps its state. When
+    the URL carries nothing and the widget state is gone (the page was reopened from the sidebar), the
+    value last synced by :func:`sync_qp` comes back (issue 26.9).
     Values not in ``valid`` are dropped (a forged link cannot inject an unknown option)."""
     skey = f"{page}.{key}"
     mark = f"{skey}.__url"
     raw = qp_list(key) if multi else qp(key)
+    restored = False
+    if not raw and skey not in st.session_state:
+        # the page is opened again (e.g. from the sidebar, which drops the query string, and Streamlit
+        # dropped the widget's state while another page ran): restore the selection last synced to
+        # the URL; the page's sync_qp then writes it back into the URL (issue 26.9)
+        kept = st.session_state.get(mark)
+        if kept not in (None, "", []):
+            seq = kept if isinstance(kept, (list, tuple)) else [kept]
+            raw = [str(x) for x in seq] if multi else str(seq[0])
+            restored = True
     if raw:
         vals = raw if multi else [raw]
         if cast is not None:
@@ -291,9 +303,10 @@ def seed_state(
             allowed = list(valid)
             vals = [v for v in vals if v in allowed]
         value = vals if multi else (vals[0] if vals else None)
-        if value not in (None, []) and st.session_state.get(mark) != value:
+        if value not in (None, []) and (restored or st.session_state.get(mark) != value):
             st.session_state[skey] = value
-            st.session_state[mark] = value
+            if not restored:
+                st.session_state[mark] = value
             return skey
     if skey not in st.session_state:
         st.session_state[skey] = default
