@@ -39,7 +39,7 @@ if res is None:
     st.info(f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`.")
     st.stop()
 
-st.plotly_chart(transfer.heatmap(res, metric), use_container_width=True)
+st.plotly_chart(transfer.heatmap(res, metric), width="stretch")
 st.subheader("Trivial baselines on the same test slices (AUROC)")
 st.caption(
     "length: response length as the score (below 0.5: the misbehaving side is shorter); tfidf: "
