@@ -65,6 +65,7 @@ def _annotation_pages(admin: bool) -> list:
     return [_page(p, t, i, u, default=(not admin and u == "label")) for p, t, i, u in spec if (HERE / p).is_file()]
 
 
+ui.restore_login()  # a reload or pasted link in the same browser keeps the login (session cookie)
 account = ui.current_account()
 has_accounts = ui.any_accounts()
 if account is not None and not has_accounts:
@@ -108,4 +109,5 @@ else:
             "`automonitor users add alice --role admin --password-stdin`."
         )
 
+ui.cookie_script()
 nav.run()

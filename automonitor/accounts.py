@@ -9,14 +9,19 @@ never stored, logged or echoed.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import secrets
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -336,3 +341,90 @@ def get_account(engine: Engine, actor: Account, name: str) -> Account:
         if row is None:
             raise NotFound(f"no user {name!r}")
         return _account(row)
+
+
+# ------------------------------------------------------------------ login sessions (issue 24.7)
+#: Name of the browser cookie that keeps a login across reloads.
+SESSION_COOKIE = "automonitor_session"
+#: Default lifetime of a login session (``AUTOMONITOR_SESSION_HOURS`` overrides it).
+SESSION_HOURS = 12.0
+_SESSION_SALT = "automonitor.login-session.v1"
+
+
+def session_secret() -> str:
+    """The key that signs login-session cookies: ``$AUTOMONITOR_SESSION_SECRET`` when set, else the
+    content of a generated file (``$AUTOMONITOR_SECRET_FILE``, default
+    ``~/.config/automonitor/session-secret``), created once with 32 random bytes and mode 0600
+    (``O_CREAT | O_EXCL``, so two processes never write different keys). Raises ``OSError`` when the
+    file cannot be created or read."""
+    env = os.environ.get("AUTOMONITOR_SESSION_SECRET")
+    if env:
+        return env
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "automonitor" / "session-secret"
+    path = Path(os.environ.get("AUTOMONITOR_SECRET_FILE") or base)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def session_max_age() -> float:
+    """Lifetime of a login session in seconds (``$AUTOMONITOR_SESSION_HOURS``, default 12 h)."""
+    try:
+        hours = float(os.environ.get("AUTOMONITOR_SESSION_HOURS") or SESSION_HOURS)
+    except ValueError:
+        hours = SESSION_HOURS
+    return max(60.0, hours * 3600.0)
+
+
+def _password_tag(password_hash: str) -> str:
+    """A short digest of the stored argon2 hash: a token dies when the password changes (the
+    password itself, or its hash, is never in a token)."""
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
+
+
+def issue_session(engine: Engine, account: Account, secret: str | None = None) -> str:
+    """A signed, timestamped login token for ``account`` (``itsdangerous.URLSafeTimedSerializer``,
+    HMAC-SHA1 over ``{"id", "name", "role", "pw": digest of the stored hash, "n": random nonce}``).
+
+    Raises:
+        PermissionDenied: ``account`` is not a stored, active account (e.g. :data:`SYSTEM`).
+    """
+    with session_scope(engine) as s:
+        row = check_actor(s, account)
+        if row is None:
+            raise PermissionDenied("the command-line admin has no login session")
+        tag = _password_tag(row.password_hash)
+    payload = {"id": account.id, "name": account.name, "role": account.role, "pw": tag, "n": secrets.token_hex(8)}
+    return URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).dumps(payload)
+
+
+def resume_session(engine: Engine, token: str | None, secret: str | None = None) -> Account | None:
+    """The :class:`Account` of a login token made by :func:`issue_session`, or ``None`` when the
+    token is missing, forged, older than :func:`session_max_age`, or its account was renamed,
+    deactivated, changed role or changed password since."""
+    if not token or len(token) > 4096:
+        return None
+    try:
+        data = URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).loads(
+            token, max_age=int(session_max_age())
+        )
+    except BadSignature:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("name"), str):
+        return None
+    acc = Account(id=data["id"], name=data["name"], role=str(data.get("role")))
+    try:
+        with session_scope(engine) as s:
+            row = check_actor(s, acc)
+            if row is None or _password_tag(row.password_hash) != data.get("pw"):
+                return None
+    except PermissionDenied:
+        return None
+    return acc

@@ -23,6 +23,20 @@ category ``k`` on item ``i``; ``r_i`` = labels on item ``i``; ``q`` = number of 
   ``null`` when undefined (fewer than two distinct values).
 * **gwet_ac1**: Gwet (2008), multi-rater form: ``(pa - pe) / (1 - pe)`` with ``pa`` the percent
   agreement, ``pe = sum_k pi_k (1 - pi_k) / (q - 1)``, ``pi_k = mean_i c_ik / r_i``.
+* **fleiss_kappa**: Fleiss (1971), ``(P - Pe) / (1 - Pe)`` with ``P`` the mean over items of
+  ``sum_k c_ik (c_ik - 1) / (r (r - 1))`` and ``Pe = sum_k p_k^2``, ``p_k`` the share of labels in
+  category ``k``; it needs the same number of labels ``r`` on every item, so it is computed on the
+  items carrying the most common ``r`` (ties: the larger ``r``); checked against
+  ``statsmodels.stats.inter_rater.fleiss_kappa``. Reported next to Light's kappa for 3+ annotators.
+* **too_few**: a slice with fewer than ``min_items`` analysed items (default 10) is flagged
+  ``too_few: true`` and gets no interval at all (a bootstrap over two items gives degenerate intervals
+  such as ``[0, 0]`` that read as precise); its point values stay, for what they are worth.
+* **Monitor vs humans** (:func:`monitor_agreement`): a run's scored verdicts (``misbehavior`` /
+  ``benign``; other outcomes counted as unscored) against the resolved label of each item (the rule
+  ``finalize`` uses: the latest accepted adjudication, else a unanimous ``misbehavior``/``benign``
+  among >= 2 labels) and against each annotator's ``misbehavior``/``benign`` labels: Cohen's kappa
+  and raw agreement with bootstrap intervals, and the 2 x 2 confusion (rows = human, columns =
+  monitor).
 * **pabak**: prevalence- and bias-adjusted kappa, Byrt, Bishop & Carlin (1993), generalised to ``q``
   categories: ``(q * pa - 1) / (q - 1)``.
 * **Bootstrap**: ``n_boot`` replicates resampling analysed items with replacement
@@ -45,13 +59,25 @@ from sqlmodel import Session
 from automonitor.span_agreement import span_agreement
 from store.queries.analysis import load_sample_texts
 from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.analysis import predictions_frame, runs_frame
 from automonitor.errors import InputError
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, TASKS
 
 UNSURE_POLICIES: tuple[str, ...] = ("category", "missing")
-METRICS: tuple[str, ...] = ("percent_agreement", "cohen_kappa", "krippendorff_alpha", "gwet_ac1", "pabak")
+METRICS: tuple[str, ...] = (
+    "percent_agreement",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "gwet_ac1",
+    "pabak",
+)
 DEFAULT_BOOT = 1000
 DEFAULT_SEED = 0
+#: Slices with fewer analysed items than this are flagged ``too_few`` and get no interval (issue 24.2).
+DEFAULT_MIN_ITEMS = 10
+#: The verdicts of a monitor run compared with human labels (other outcomes are unscored).
+BINARY_LABELS: tuple[str, ...] = ("misbehavior", "benign")
 
 
 def _num(x: float | None) -> float | None:
@@ -88,7 +114,17 @@ def _item_terms(m: np.ndarray, q: int) -> dict[str, np.ndarray]:
     share = c / r[:, None]
     # Krippendorff coincidences of each item: o_ck = (c_c c_k - [c == k] c_c) / (r - 1)
     o = (c[:, :, None] * c[:, None, :] - np.einsum("ik,kl->ikl", c, np.eye(q))) / (r - 1)[:, None, None]
-    return {"pa": pa_i, "share": share, "coinc": o.reshape(len(m), q * q)}
+    return {"pa": pa_i, "share": share, "coinc": o.reshape(len(m), q * q), "fleiss": _fleiss_mask(r)}
+
+
+def _fleiss_mask(r: np.ndarray) -> np.ndarray:
+    """1.0 on the items with the most common number of labels (ties: the larger), else 0.0: the
+    items Fleiss' kappa is computed on (it needs the same number of raters per item)."""
+    if len(r) == 0:
+        return np.zeros(0)
+    values, counts = np.unique(r, return_counts=True)
+    best = values[counts == counts.max()].max()
+    return (r == best).astype(float)
 
 
 def _pairs_terms(m: np.ndarray, q: int) -> list[tuple[int, int, np.ndarray]]:
@@ -134,6 +170,12 @@ def _coefficients(w: np.ndarray, terms: dict[str, np.ndarray], pairs, q: int) ->
         do = o[:, off].sum(axis=1)
         de = (nc[:, :, None] * nc[:, None, :])[:, off].sum(axis=1)
         alpha = 1 - (n - 1) * do / de
+        wf = w * terms["fleiss"][None, :]
+        tf = wf.sum(axis=1)
+        p_bar = wf @ terms["pa"] / tf
+        p_k = (wf @ terms["share"]) / tf[:, None]
+        pe_f = (p_k**2).sum(axis=1)
+        fleiss = (p_bar - pe_f) / (1 - pe_f)
     if pairs:
         ks = np.stack([_kappa_from_conf(w @ oh, q) for _, _, oh in pairs], axis=1)
         with warnings.catch_warnings():
@@ -141,7 +183,14 @@ def _coefficients(w: np.ndarray, terms: dict[str, np.ndarray], pairs, q: int) ->
             kappa = np.nanmean(ks, axis=1)
     else:
         kappa = np.full(len(w), np.nan)
-    res = {"percent_agreement": pa, "cohen_kappa": kappa, "krippendorff_alpha": alpha, "gwet_ac1": ac1, "pabak": pabak}
+    res = {
+        "percent_agreement": pa,
+        "cohen_kappa": kappa,
+        "fleiss_kappa": fleiss,
+        "krippendorff_alpha": alpha,
+        "gwet_ac1": ac1,
+        "pabak": pabak,
+    }
     for v in res.values():
         v[~np.isfinite(v)] = np.nan
     return res
@@ -174,7 +223,12 @@ def _library_point(m: np.ndarray, cats: list[str]) -> tuple[float | None, float 
 
 
 def slice_agreement(
-    df: pd.DataFrame, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED
+    df: pd.DataFrame,
+    *,
+    unsure: str = "category",
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    min_items: int = DEFAULT_MIN_ITEMS,
 ) -> dict[str, Any]:
     """Agreement of one slice of labels.
 
@@ -183,11 +237,13 @@ def slice_agreement(
             (``misbehavior|benign|unsure``).
         unsure: ``category`` or ``missing`` (see the module docstring).
         n_boot: bootstrap replicates (0 = no intervals). seed: bootstrap seed.
+        min_items: slices with fewer analysed items are ``too_few`` (no intervals).
 
     Returns:
-        ``{"items", "annotators", "percent_agreement", "cohen_kappa", "krippendorff_alpha",
-        "gwet_ac1", "pabak", "ci": {metric: [lo, hi] | None}, "n_boot"}``; coefficients are
-        ``None`` when undefined (e.g. no item with two labels).
+        ``{"items", "annotators", "percent_agreement", "cohen_kappa", "fleiss_kappa",
+        "krippendorff_alpha", "gwet_ac1", "pabak", "ci": {metric: [lo, hi] | None}, "n_boot",
+        "too_few", "fleiss_items"}``; coefficients are ``None`` when undefined (e.g. no item with
+        two labels).
     """
     if unsure not in UNSURE_POLICIES:
         raise InputError(f"unsure must be one of {', '.join(UNSURE_POLICIES)}", field="unsure")
@@ -200,6 +256,8 @@ def slice_agreement(
         **{k: None for k in METRICS},
         "ci": {k: None for k in METRICS},
         "n_boot": n_boot,
+        "too_few": True,
+        "fleiss_items": 0,
     }
     if df.empty:
         return empty
@@ -216,13 +274,16 @@ def slice_agreement(
     point = {k: v[0] for k, v in _coefficients(np.ones((1, len(m))), terms, pairs, q).items()}
     kappa, alpha = _library_point(m, cats)
     point["cohen_kappa"], point["krippendorff_alpha"] = kappa, alpha
-    ci = _bootstrap_ci(point, terms, pairs, q, len(m), n_boot, seed)
+    too_few = len(m) < min_items
+    ci = _bootstrap_ci(point, terms, pairs, q, len(m), 0 if too_few else n_boot, seed)
     return {
         "items": int(len(m)),
         "annotators": raters,
         **{k: _num(point[k]) for k in METRICS},
         "ci": ci,
         "n_boot": n_boot,
+        "too_few": bool(too_few),
+        "fleiss_items": int(terms["fleiss"].sum()),
     }
 
 
@@ -287,7 +348,12 @@ def time_per_item(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def compute_agreement(
-    df: pd.DataFrame, *, unsure: str = "category", n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED
+    df: pd.DataFrame,
+    *,
+    unsure: str = "category",
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    min_items: int = DEFAULT_MIN_ITEMS,
 ) -> dict[str, Any]:
     """The full agreement document from a label table.
 
@@ -300,14 +366,15 @@ def compute_agreement(
         "krippendorff_alpha", "by_category": {cat: {...same}}}`` plus ``gwet_ac1``, ``pabak``, ``ci``
         (95 % bootstrap intervals), ``by_category_task`` (``{cat: {task: {...same}}}``),
         ``confusion`` (:func:`confusion_matrices`), ``time_per_item`` (:func:`time_per_item`),
-        ``labels`` (total labels), ``unsure`` policy, ``n_boot``, ``seed``. Only categories/tasks
+        ``labels`` (total labels), ``unsure`` policy, ``n_boot``, ``seed``, ``min_items`` and per
+        slice ``too_few`` (fewer than ``min_items`` items: no intervals). Only categories/tasks
         with labels appear in the breakdowns. ``annotators`` lists everybody with a label.
     """
     cols = ["sample_id", "annotator", "label", "category", "task", "seconds_spent"]
     df = df.reindex(columns=cols) if not df.empty else pd.DataFrame(columns=cols)
 
     def one(part: pd.DataFrame) -> dict[str, Any]:
-        return slice_agreement(part, unsure=unsure, n_boot=n_boot, seed=seed)
+        return slice_agreement(part, unsure=unsure, n_boot=n_boot, seed=seed, min_items=min_items)
 
     overall = one(df)
     overall["annotators"] = sorted(df["annotator"].unique().tolist())
@@ -327,6 +394,7 @@ def compute_agreement(
         "labels": int(len(df)),
         "unsure": unsure,
         "seed": seed,
+        "min_items": min_items,
     }
 
 
@@ -397,36 +465,179 @@ def agreement(
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     submitted_only: bool = False,
+    min_items: int = DEFAULT_MIN_ITEMS,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Agreement over the labels in the store (admin only): :func:`compute_agreement` of
     :func:`label_table`. Draft labels count unless ``submitted_only``. This is the one function
-    behind both ``automonitor agreement --json`` and the app's agreement page. ``spans``: agreement on
+    behind both ``automonitor agreement --json`` and the app's agreement page. With ``run_id`` the
+    document gains ``"monitor"``: :func:`monitor_agreement` of that run against the same labels. ``spans``: agreement on
     the marked evidence spans (:func:`automonitor.span_agreement.span_agreement`: span F1, token-level
     Krippendorff's alpha).
 
     Raises:
-        PermissionDenied: ``actor`` is not an admin. InputError: bad ``unsure``/``n_boot``.
+        PermissionDenied: ``actor`` is not an admin. InputError: bad ``unsure``/``n_boot``/
+        ``min_items``. NotFound: unknown ``run_id``.
     """
     require_admin(actor)
     if unsure not in UNSURE_POLICIES:
         raise InputError(f"unsure must be one of {', '.join(UNSURE_POLICIES)}", field="unsure")
     if not isinstance(n_boot, int) or n_boot < 0 or n_boot > 100_000:
         raise InputError("n_boot must be an integer in [0, 100000]", field="n_boot")
+    if isinstance(min_items, bool) or not isinstance(min_items, int) or min_items < 1:
+        raise InputError("min_items must be a positive integer", field="min_items")
     table = label_table(engine, actor, submitted_only=submitted_only)
-    doc = compute_agreement(table, unsure=unsure, n_boot=n_boot, seed=seed)
+    doc = compute_agreement(table, unsure=unsure, n_boot=n_boot, seed=seed, min_items=min_items)
     doc["submitted_only"] = submitted_only
     marked = table[table["evidence_start"].notna()] if len(table) else table
     texts = load_sample_texts(engine, marked["sample_id"].unique().tolist()) if len(marked) else {}
     doc["spans"] = span_agreement(marked.to_dict("records"), {k: v[1] for k, v in texts.items()})
+    if run_id is not None:
+        doc["monitor"] = monitor_agreement(engine, actor, run_id, table, n_boot=n_boot, seed=seed, min_items=min_items)
     return doc
+
+
+def binary_agreement(
+    pairs: list[tuple[str, str]],
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    min_items: int = DEFAULT_MIN_ITEMS,
+) -> dict[str, Any]:
+    """Cohen's kappa and raw agreement of two binary raters (e.g. a human and a monitor).
+
+    Args:
+        pairs: ``(human label, monitor verdict)`` per item, each ``misbehavior`` or ``benign``.
+
+    Returns:
+        ``{"items", "cohen_kappa", "percent_agreement", "ci": {metric: [lo, hi] | None}, "too_few",
+        "confusion": {"labels": [misbehavior, benign], "matrix": rows = human, columns = monitor}}``.
+        Cohen's kappa from ``sklearn.metrics.cohen_kappa_score`` (``None`` when undefined); 95 %
+        percentile item-bootstrap intervals (``numpy.random.default_rng(seed)``), none when the slice
+        is ``too_few`` (fewer than ``min_items`` items).
+    """
+    from sklearn.metrics import cohen_kappa_score
+
+    cats = list(BINARY_LABELS)
+    idx = {c: i for i, c in enumerate(cats)}
+    mat = np.zeros((2, 2), dtype=int)
+    onehot = np.zeros((len(pairs), 4))
+    for i, (h, mv) in enumerate(pairs):
+        mat[idx[h], idx[mv]] += 1
+        onehot[i, idx[h] * 2 + idx[mv]] = 1.0
+    n = len(pairs)
+    out: dict[str, Any] = {
+        "items": n,
+        "cohen_kappa": None,
+        "percent_agreement": None,
+        "ci": {"cohen_kappa": None, "percent_agreement": None},
+        "too_few": n < min_items,
+        "confusion": {"labels": cats, "matrix": mat.tolist()},
+    }
+    if n == 0:
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out["cohen_kappa"] = _num(cohen_kappa_score([h for h, _ in pairs], [m for _, m in pairs], labels=cats))
+    out["percent_agreement"] = float(np.trace(mat) / n)
+    if n_boot > 0 and n >= min_items:
+        rng = np.random.default_rng(seed)
+        w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+        conf = w @ onehot
+        reps = {"cohen_kappa": _kappa_from_conf(conf, 2), "percent_agreement": (conf[:, 0] + conf[:, 3]) / n}
+        for k, values in reps.items():
+            finite = values[np.isfinite(values)]
+            if len(finite) and out[k] is not None:
+                lo, hi = np.percentile(finite, [2.5, 97.5])
+                out["ci"][k] = [float(lo), float(hi)]
+    return out
+
+
+def resolved_labels(engine: Engine, actor: Account, table: pd.DataFrame) -> dict[str, str]:
+    """``{sample_id: misbehavior|benign}``: the resolution ``finalize`` uses for each labelled item:
+    the latest adjudication when it accepted a gold label, else a unanimous ``misbehavior``/``benign``
+    among at least two labels of ``table`` (:func:`label_table`). Admin only."""
+    from automonitor.annotation._common import _transaction
+    from automonitor.annotation.queries import latest_adjudications
+
+    require_admin(actor)
+
+    def work(s: Session) -> dict[str, dict[str, Any]]:
+        check_actor(s, actor)
+        return latest_adjudications(s, actor)
+
+    decided = _transaction(engine, work)
+    out: dict[str, str] = {}
+    for sid, g in table.groupby("sample_id"):
+        labs = set(g["label"])
+        if len(g) >= 2 and len(labs) == 1 and next(iter(labs)) in BINARY_LABELS:
+            out[str(sid)] = next(iter(labs))
+    for sid, row in decided.items():
+        if row.get("decision") == "accept" and row.get("gold_label") in BINARY_LABELS:
+            out[sid] = row["gold_label"]
+        else:
+            out.pop(sid, None)
+    return out
+
+
+def monitor_agreement(
+    engine: Engine,
+    actor: Account,
+    run_id: str,
+    table: pd.DataFrame | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    min_items: int = DEFAULT_MIN_ITEMS,
+) -> dict[str, Any]:
+    """A monitor run against the humans (admin only; issue 26.10): :func:`binary_agreement` of the
+    run's verdicts with the resolved labels (``vs_gold``, :func:`resolved_labels`) and with each
+    annotator's ``misbehavior``/``benign`` labels (``vs_annotators``: ``{name: ...}``).
+
+    Returns:
+        ``{"run_id", "monitor", "template", "judged" (labelled items the run judged), "unscored"
+        (of those, outcomes other than misbehavior/benign: left out), "vs_gold", "vs_annotators"}``.
+
+    Raises:
+        PermissionDenied: not an admin. NotFound: unknown ``run_id``.
+    """
+    require_admin(actor)
+    if table is None:
+        table = label_table(engine, actor)
+    run = runs_frame(engine, [run_id]).iloc[0]
+    preds = predictions_frame(engine, [run_id])
+    labelled = set(table["sample_id"])
+    preds = preds[preds["sample_id"].isin(labelled)]
+    verdict = {str(r.sample_id): r.outcome for r in preds.itertuples() if r.outcome in BINARY_LABELS}
+    gold = resolved_labels(engine, actor, table)
+    kw = {"n_boot": n_boot, "seed": seed, "min_items": min_items}
+    vs_gold = binary_agreement([(g, verdict[sid]) for sid, g in sorted(gold.items()) if sid in verdict], **kw)
+    vs_ann = {}
+    for name, g in table.groupby("annotator", sort=True):
+        pairs = [
+            (lab, verdict[str(sid)])
+            for sid, lab in sorted(zip(g["sample_id"], g["label"]))
+            if lab in BINARY_LABELS and str(sid) in verdict
+        ]
+        vs_ann[str(name)] = binary_agreement(pairs, **kw)
+    return {
+        "run_id": run_id,
+        "monitor": str(run["monitor"]),
+        "template": str(run["template"]),
+        "judged": int(len(preds)),
+        "unscored": int(len(preds) - len(verdict)),
+        "vs_gold": vs_gold,
+        "vs_annotators": vs_ann,
+    }
 
 
 def flat_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The overall, per-category and per-category x task slices of an agreement document as flat
-    table rows (``slice``, ``category``, ``task``, ``items`` and each metric with ``_lo``/``_hi``)."""
+    table rows (``slice``, ``category``, ``task``, ``items``, ``too_few`` and each metric with
+    ``_lo``/``_hi``)."""
 
     def row(name, cat, task, s):
-        r = {"slice": name, "category": cat, "task": task, "items": s["items"]}
+        r = {"slice": name, "category": cat, "task": task, "items": s["items"], "too_few": s.get("too_few", False)}
         for k in METRICS:
             r[k] = s[k]
             ci = s["ci"].get(k)

@@ -19,6 +19,8 @@ import streamlit as st
 from automonitor import views
 
 AUTH_KEY = "auth.account"
+LOGGED_OUT_KEY = "auth.logged_out"  # set by logout: this session never resumes from the cookie again
+COOKIE_KEY = "auth.cookie"  # a pending cookie write ("set", token) | ("clear", "") for the next run
 
 # Paths of the page files, relative to app.py (used by st.switch_page and st.page_link).
 PAGE_OVERVIEW = "pages/overview.py"
@@ -160,6 +162,27 @@ def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict
     ]
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def load_audit(url: str, ver: tuple, edition: str) -> dict | None:
+    """The audit of ``edition`` (``automonitor.audit.cached_audit``; memoised on disk per store
+    fingerprint), or ``None`` when the edition cannot be audited."""
+    from automonitor import audit
+    from automonitor.errors import InputError
+
+    try:
+        return audit.cached_audit(_engine_for(url), edition)
+    except InputError:
+        return None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_identical_derived(url: str, ver: tuple) -> dict[str, str]:
+    """Derived runs that repeat an input's verdicts (``automonitor.workbench.identical_derived``)."""
+    from automonitor import workbench
+
+    return workbench.identical_derived(_engine_for(url))
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def load_tradeoff(
     url: str,
@@ -173,6 +196,8 @@ def load_tradeoff(
     show_archived: bool,
     edition: str | None,
     show_paper: bool,
+    include_incomplete: bool = False,
+    show_duplicates: bool = False,
 ):
     """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice): ``(raw points,
     drawn points, Pareto front ids, reported points or None)``, cached per store version and selection.
@@ -183,8 +208,18 @@ def load_tradeoff(
     raw = views.tradeoff_points(report, category, task, list(templates))
     if "kind" in raw:
         raw = raw[~raw["kind"].isin(["generation"])]
+    runs = load_runs(url, ver)
+    statuses = dict(zip(runs["run_id"], runs["status"])) if len(runs) and "status" in runs else {}
     pts = workbench.honest_points(
-        raw, load_sample_sets(url, ver), min_n=min_n, archived=archived, show_archived=show_archived
+        raw,
+        load_sample_sets(url, ver),
+        min_n=min_n,
+        archived=archived,
+        show_archived=show_archived,
+        statuses=statuses,
+        include_incomplete=include_incomplete,
+        duplicates=load_identical_derived(url, ver),
+        show_duplicates=show_duplicates,
     )
     if edition:
         pts = pts[pts["edition"] == edition].reset_index(drop=True)
@@ -237,11 +272,23 @@ def seed_state(
     that session-state key, for use as a widget ``key``.
 
     The URL wins when it carries a value that differs from the last value this helper synced (a shared
-    link, a link from another page, or browser navigation); otherwise the widget keeps its state.
+    link, a link from another page, or browser navigation); otherwise the widget keeps its state. When
+    the URL carries nothing and the widget state is gone (the page was reopened from the sidebar), the
+    value last synced by :func:`sync_qp` comes back (issue 26.9).
     Values not in ``valid`` are dropped (a forged link cannot inject an unknown option)."""
     skey = f"{page}.{key}"
     mark = f"{skey}.__url"
     raw = qp_list(key) if multi else qp(key)
+    restored = False
+    if not raw and skey not in st.session_state:
+        # the page is opened again (e.g. from the sidebar, which drops the query string, and Streamlit
+        # dropped the widget's state while another page ran): restore the selection last synced to
+        # the URL; the page's sync_qp then writes it back into the URL (issue 26.9)
+        kept = st.session_state.get(mark)
+        if kept not in (None, "", []):
+            seq = kept if isinstance(kept, (list, tuple)) else [kept]
+            raw = [str(x) for x in seq] if multi else str(seq[0])
+            restored = True
     if raw:
         vals = raw if multi else [raw]
         if cast is not None:
@@ -256,9 +303,10 @@ def seed_state(
             allowed = list(valid)
             vals = [v for v in vals if v in allowed]
         value = vals if multi else (vals[0] if vals else None)
-        if value not in (None, []) and st.session_state.get(mark) != value:
+        if value not in (None, []) and (restored or st.session_state.get(mark) != value):
             st.session_state[skey] = value
-            st.session_state[mark] = value
+            if not restored:
+                st.session_state[mark] = value
             return skey
     if skey not in st.session_state:
         st.session_state[skey] = default
@@ -350,9 +398,60 @@ def require_workbench() -> None:
 
 
 def logout() -> None:
-    """Forget the logged-in account and every page's state."""
+    """Forget the logged-in account and every page's state, and end the login session: the session
+    cookie is cleared in this browser on the next run (``cookie_script``) and this Streamlit session
+    no longer resumes from it."""
     for k in list(st.session_state.keys()):
         del st.session_state[k]
+    st.session_state[LOGGED_OUT_KEY] = True
+    st.session_state[COOKIE_KEY] = ("clear", "")
+
+
+def restore_login() -> None:
+    """Log the session in from the browser's signed session cookie (issue 24.7:
+    ``automonitor.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
+    the same browser. Nothing happens when an account is already logged in, after a logout in this
+    session, or when the cookie is missing, forged, expired or its account changed."""
+    from automonitor.accounts import SESSION_COOKIE, resume_session
+
+    if current_account() is not None or st.session_state.get(LOGGED_OUT_KEY):
+        return
+    try:
+        token = st.context.cookies.get(SESSION_COOKIE)
+    except Exception:  # noqa: BLE001 - no browser request (bare AppTest run): nothing to resume
+        return
+    account = resume_session(engine(), token) if token else None
+    if account is not None:
+        st.session_state[AUTH_KEY] = account
+
+
+def remember_login(account) -> None:
+    """After a successful login: keep ``account`` in the session and have the next run write a signed,
+    expiring session cookie (``automonitor.accounts.issue_session``) into this browser."""
+    from automonitor.accounts import issue_session
+
+    st.session_state[AUTH_KEY] = account
+    st.session_state.pop(LOGGED_OUT_KEY, None)
+    st.session_state[COOKIE_KEY] = ("set", issue_session(engine(), account))
+
+
+def cookie_script() -> None:
+    """Write or clear the session cookie in the browser when a login or logout asked for it
+    (``SameSite=Strict``, path ``/``, max-age = the session lifetime). The token is checked to be
+    URL-safe text before it is put into the script."""
+    import re
+
+    from automonitor.accounts import SESSION_COOKIE, session_max_age
+
+    pending = st.session_state.pop(COOKIE_KEY, None)
+    if pending is None:
+        return
+    action, token = pending
+    if action == "set" and re.fullmatch(r"[A-Za-z0-9_.\-]+", token or ""):
+        value = f"{SESSION_COOKIE}={token}; path=/; max-age={int(session_max_age())}; SameSite=Strict"
+    else:
+        value = f"{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict"
+    st.html(f"<script>document.cookie = {value!r};</script>", unsafe_allow_javascript=True)
 
 
 # ---------------------------------------------------------------------------------------------------

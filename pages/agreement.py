@@ -22,6 +22,7 @@ PAGE = "agreement"
 METRIC_NAMES = {
     "percent_agreement": "Raw agreement",
     "cohen_kappa": "Cohen's kappa",
+    "fleiss_kappa": "Fleiss' kappa",
     "krippendorff_alpha": "Krippendorff's alpha",
     "gwet_ac1": "Gwet's AC1",
     "pabak": "PABAK",
@@ -33,7 +34,7 @@ engine = ui.engine()
 st.title("Inter-annotator agreement")
 
 with st.expander("Options (defaults match `automonitor agreement --json`)", expanded=False):
-    c = st.columns(4)
+    c = st.columns(5)
     unsure = c[0].radio(
         "`unsure` labels",
         list(ag.UNSURE_POLICIES),
@@ -43,15 +44,56 @@ with st.expander("Options (defaults match `automonitor agreement --json`)", expa
     n_boot = int(c[1].number_input("Bootstrap replicates", 0, 20000, ag.DEFAULT_BOOT, step=100, key=f"{PAGE}.n_boot"))
     seed = int(c[2].number_input("Bootstrap seed", 0, 2**31 - 1, ag.DEFAULT_SEED, key=f"{PAGE}.seed"))
     submitted_only = c[3].checkbox("Submitted labels only", key=f"{PAGE}.submitted_only")
+    min_items = int(
+        c[4].number_input(
+            "Minimum items per slice",
+            1,
+            10000,
+            int(ui.qp("min_items", str(ag.DEFAULT_MIN_ITEMS)) or ag.DEFAULT_MIN_ITEMS)
+            if (ui.qp("min_items") or "").isdigit()
+            else ag.DEFAULT_MIN_ITEMS,
+            key=f"{PAGE}.min_items",
+            help="slices with fewer items are greyed 'too few items' and get no interval",
+        )
+    )
+ui.set_qp(min_items=None if min_items == ag.DEFAULT_MIN_ITEMS else min_items)
+
+runs = ui.load_runs(ui.db_url(), ui.version())
+run_ids = [""] + (list(runs["run_id"]) if len(runs) else [])
+run_key = ui.seed_state(PAGE, "run", "", valid=run_ids)
+labels_of = {r["run_id"]: ui.label_of_run(r) for r in (runs.to_dict("records") if len(runs) else [])}
+monitor_run = st.selectbox(
+    "Compare a monitor run with the humans",
+    run_ids,
+    key=run_key,
+    format_func=lambda r: "— none —" if not r else labels_of.get(r, r),
+)
+ui.sync_qp(PAGE, run=monitor_run or None)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _agreement(
-    url: str, fingerprint: tuple, who: Account, unsure: str, n_boot: int, seed: int, submitted_only: bool
+    url: str,
+    fingerprint: tuple,
+    ver: tuple,
+    who: Account,
+    unsure: str,
+    n_boot: int,
+    seed: int,
+    submitted_only: bool,
+    min_items: int,
+    run_id: str | None,
 ) -> dict:
-    """``automonitor.agreement.agreement`` cached per label-table fingerprint and options."""
+    """``automonitor.agreement.agreement`` cached per label-table fingerprint, store version and options."""
     return ag.agreement(
-        ui._engine_for(url), who, unsure=unsure, n_boot=n_boot, seed=seed, submitted_only=submitted_only
+        ui._engine_for(url),
+        who,
+        unsure=unsure,
+        n_boot=n_boot,
+        seed=seed,
+        submitted_only=submitted_only,
+        min_items=min_items,
+        run_id=run_id,
     )
 
 
@@ -59,7 +101,18 @@ try:
     from store.engine import db_url
 
     with st.spinner("Computing agreement…"):
-        doc = _agreement(db_url(), ag.label_fingerprint(engine, account), account, unsure, n_boot, seed, submitted_only)
+        doc = _agreement(
+            db_url(),
+            ag.label_fingerprint(engine, account),
+            ui.version(),
+            account,
+            unsure,
+            n_boot,
+            seed,
+            submitted_only,
+            min_items,
+            monitor_run or None,
+        )
         progress = ann.annotation_progress(engine, account)
 except PermissionDenied as exc:
     st.error(f"Access denied: {ui.md(exc)}")
@@ -78,24 +131,50 @@ if doc["labels"] == 0:
 def _fmt(v, ci=None) -> str:
     if v is None:
         return "n/a"
-    return f"{v:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    return f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
+TOO_FEW = "too few items"
+
+
+def _cell(v, ci, too_few: bool) -> str:
+    """A table cell: value with its interval, or the value marked 'too few items' (no interval)."""
+    if too_few:
+        return "n/a" if v is None else f"{v:.3f} ({TOO_FEW})"
+    return _fmt(v, ci)
 
 
 st.caption(
     f"{doc['items']} items with at least two labels · {len(doc['annotators'])} annotators · "
     f"{doc['labels']} labels · `unsure` treated as "
     f"{'its own category' if doc['unsure'] == 'category' else 'a missing label'} · 95 % bootstrap "
-    f"intervals over items ({doc['n_boot']} replicates, seed {doc['seed']})"
+    f"intervals over items ({doc['n_boot']} replicates, seed {doc['seed']}) · slices under "
+    f"{doc['min_items']} items are greyed as *{TOO_FEW}* and get no interval"
 )
-cols = st.columns(len(ag.METRICS) + 1)
-cols[0].metric("Items", doc["items"])
-for col, m in zip(cols[1:], ag.METRICS):
-    ci = doc["ci"].get(m)
-    col.metric(
-        METRIC_NAMES[m],
-        _fmt(doc[m]),
-        help=f"95 % interval: {_fmt(ci[0])} – {_fmt(ci[1])}" if ci else "no interval (undefined or no bootstrap)",
+many = len(doc["annotators"]) >= 3
+shown = [m for m in ag.METRICS if m != "fleiss_kappa" or many]
+if doc["too_few"]:
+    st.warning(
+        f"Only {doc['items']} items: fewer than {doc['min_items']}, too few items for an interval. "
+        "Treat every figure below as a rough indication."
     )
+cols = st.columns(len(shown) + 1)
+cols[0].metric("Items", doc["items"])
+for col, m in zip(cols[1:], shown):
+    ci = doc["ci"].get(m)
+    name = "Light's kappa" if (m == "cohen_kappa" and many) else METRIC_NAMES[m]
+    if doc["too_few"]:
+        value = "n/a" if doc[m] is None else f"{doc[m]:.3f}"
+        col.metric(name, value, delta=TOO_FEW, delta_color="off", delta_arrow="off", help="no interval: too few items")
+    else:
+        col.metric(
+            name,
+            _fmt(doc[m]),
+            delta=f"95 % CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "no interval",
+            delta_color="off",
+            delta_arrow="off",
+            help="95 % bootstrap interval over items" if ci else "undefined or no bootstrap",
+        )
 
 _spans_ui.span_agreement_section(doc)  # span F1 / token alpha (issue 21)
 
@@ -109,12 +188,49 @@ for r in ag.flat_rows(doc):
             "Task": TASK_NAMES.get(r["task"], r["task"] or "all"),
             "Items": r["items"],
             **{
-                METRIC_NAMES[m]: _fmt(r[m], (r[f"{m}_lo"], r[f"{m}_hi"]) if r[f"{m}_lo"] is not None else None)
-                for m in ag.METRICS
+                METRIC_NAMES[m]: _cell(
+                    r[m], (r[f"{m}_lo"], r[f"{m}_hi"]) if r[f"{m}_lo"] is not None else None, r["too_few"]
+                )
+                for m in shown
             },
         }
     )
-st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{PAGE}.table")
+table = pd.DataFrame(rows)
+few = [r["too_few"] for r in ag.flat_rows(doc)]
+
+
+def _grey(row: pd.Series) -> list[str]:
+    return ["color: #9e9e9e; font-style: italic" if few[row.name] else "" for _ in row]
+
+
+st.dataframe(table.style.apply(_grey, axis=1), hide_index=True, key=f"{PAGE}.table")
+st.caption(f"Grey italic rows: *{TOO_FEW}* (fewer than {doc['min_items']}); no interval is shown for them.")
+
+mon = doc.get("monitor")
+if mon:
+    st.subheader("Monitor vs humans")
+    st.caption(
+        f"Run {ui.md(mon['run_id'])} ({ui.md(mon['monitor'])} · {ui.md(mon['template'])}): "
+        f"{mon['judged']} labelled items judged, {mon['unscored']} unscored answers left out. Gold = the "
+        "resolution finalize uses (latest adjudication, else unanimous labels)."
+    )
+    mrows = []
+    for who, a in [("resolved gold", mon["vs_gold"]), *mon["vs_annotators"].items()]:
+        mrows.append(
+            {
+                "Against": who,
+                "Items": a["items"],
+                "Cohen's kappa": _cell(a["cohen_kappa"], a["ci"]["cohen_kappa"], a["too_few"]),
+                "Raw agreement": _cell(a["percent_agreement"], a["ci"]["percent_agreement"], a["too_few"]),
+            }
+        )
+    st.dataframe(pd.DataFrame(mrows), hide_index=True, key=f"{PAGE}.monitor")
+    mcols = st.columns(min(3, 1 + len(mon["vs_annotators"])))
+    for i, (who, a) in enumerate([("resolved gold", mon["vs_gold"]), *mon["vs_annotators"].items()]):
+        with mcols[i % len(mcols)]:
+            st.markdown(f"**{ui.md(who)}** (rows) vs **monitor** (columns)")
+            lab = a["confusion"]["labels"]
+            st.dataframe(pd.DataFrame(a["confusion"]["matrix"], index=lab, columns=lab))
 
 st.subheader("Annotator vs annotator")
 if not doc["confusion"]:
@@ -130,8 +246,8 @@ times = pd.DataFrame(
             "Annotator": n,
             "Labels": t["labels"],
             "Timed": t["timed"],
-            "Median s / item": None if t["median_s"] is None else round(t["median_s"], 1),
-            "Mean s / item": None if t["mean_s"] is None else round(t["mean_s"], 1),
+            "Median s / item": "—" if t["median_s"] is None else f"{t['median_s']:.1f}",
+            "Mean s / item": "—" if t["mean_s"] is None else f"{t['mean_s']:.1f}",
         }
         for n, t in doc["time_per_item"].items()
     ]

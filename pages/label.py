@@ -104,7 +104,9 @@ with st.expander("Guidelines", expanded=not st.session_state.get(SEEN)):
     st.markdown(ann.GUIDELINES)
 st.session_state[SEEN] = True
 
-st.subheader(f"Item {item.position} of {item.total}")
+st.subheader(f"Item {item.round_position} of {item.round_total} in this round")
+if item.round_total != item.total:
+    st.caption(f"Round (batch) {item.batch} · position {item.position} of {item.total} in your whole queue")
 st.markdown("**Request**")
 st.code(item.request, language=None, wrap_lines=True)
 st.markdown("**Response**")

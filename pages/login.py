@@ -37,6 +37,6 @@ if submitted:
     elif account is None:
         st.error("Unknown user or wrong password.")
     else:
-        st.session_state[ui.AUTH_KEY] = account
+        ui.remember_login(account)  # a signed, expiring session cookie: the login survives a reload
         st.session_state.pop(f"{PAGE}.name", None)
         st.rerun()

@@ -206,9 +206,24 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
         _run_details(h.set_index("run_id", drop=False).loc[picked])
 
 
+def _ask_cancel(ask: str) -> None:
+    """Cancel was pressed: ask for confirmation first (issue 24.4)."""
+    st.session_state[ask] = True
+
+
+def _confirm_cancel(rid: str, ask: str, note: str) -> None:
+    """The cancellation was confirmed: cancel the run and keep a note on the page saying so."""
+    runner.cancel_run(eng, rid)
+    st.session_state.pop(ask, None)
+    st.session_state[f"{PAGE}.cancelled_note"] = note
+
+
 def _in_progress(live, initial_active: tuple[str, ...]) -> None:
     """One box per active run (progress, outcome counts, Cancel); reruns the page when a run that was
     active has ended."""
+    note = st.session_state.get(f"{PAGE}.cancelled_note")
+    if note:
+        st.info(note)
     if len(live):
         st.subheader("In progress")
     for _, row in live.iterrows():
@@ -226,20 +241,41 @@ def _in_progress(live, initial_active: tuple[str, ...]) -> None:
             text=f"{int(row['done']):,} / {int(row['n']):,} judged · "
             + " · ".join(f"{k} {v}" for k, v in counts.items()),
         )
-        if btn.button("Cancel", key=f"{PAGE}.cancel.{rid}", icon=":material/stop_circle:"):
-            runner.cancel_run(eng, rid)
-            st.toast(f"Cancelling {rid}…")
+        ask = f"{PAGE}.confirm_cancel.{rid}"
+        btn.button(
+            "Cancel", key=f"{PAGE}.cancel.{rid}", icon=":material/stop_circle:", on_click=_ask_cancel, args=(ask,)
+        )
+        if st.session_state.get(ask):
+            box.warning(
+                f"Cancel run {views.md_escape(rid)}? The {int(row['done']):,} samples judged so far are kept; "
+                "the run becomes **cancelled** and its rates rest on those samples only (it is drawn as "
+                "cancelled and left off the Pareto front)."
+            )
+            yes, no = box.columns(2)
+            note = (
+                f"Run {views.md_escape(rid)} cancelled after {int(row['done']):,} of {int(row['n']):,} samples; "
+                "it stays in the history with status cancelled."
+            )
+            yes.button(
+                "Yes, cancel the run",
+                key=f"{PAGE}.cancel_yes.{rid}",
+                type="primary",
+                on_click=_confirm_cancel,
+                args=(rid, ask, note),
+            )
+            no.button("Keep it running", key=f"{PAGE}.cancel_no.{rid}", on_click=st.session_state.pop, args=(ask, None))
     still = set(live["run_id"]) if len(live) else set()
     if initial_active and set(initial_active) - still:
         st.rerun(scope="app")  # a run ended: refresh the page (other caches follow the store version)
 
 
+# status and progress first: visible without scrolling the table sideways at 1280 px (issue 24.4)
 _HISTORY_COLUMNS = [
+    "status",
+    "progress",
     "run_id",
     "monitor",
     "template",
-    "status",
-    "progress",
     "done",
     "n",
     "unscored",

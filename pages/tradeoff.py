@@ -76,6 +76,20 @@ with f5.popover("Options", width="stretch"):
         format_func=lambda e: "all editions (one front each)" if e == ALL else e,
     )
     show_archived = st.toggle("Show archived runs", key=arch_key)
+    inc_key = ui.seed_state(PAGE, "incomplete", False, valid=[True], cast=lambda v: v == "1")
+    include_incomplete = st.toggle(
+        "Cancelled / partial runs may enter the front",
+        key=inc_key,
+        help="Their rates rest on the samples judged before they stopped; by default they are drawn as grey "
+        "crosses and left off the Pareto front.",
+    )
+    dup_key = ui.seed_state(PAGE, "duplicates", False, valid=[True], cast=lambda v: v == "1")
+    show_duplicates = st.toggle(
+        "Show derived runs identical to an input",
+        key=dup_key,
+        help="A derived run (ensemble, thresholds, cascade) whose verdicts equal one of its inputs' on "
+        "every sample is the same monitor again; it is hidden by default.",
+    )
     size_col = derived_ui.size_choice(PAGE)
 ui.sync_qp(
     PAGE,
@@ -87,6 +101,8 @@ ui.sync_qp(
     min_n=None if min_n == workbench.DEFAULT_MIN_N else str(int(min_n)),
     edition=None if edition == ALL else edition,
     archived="1" if show_archived else None,
+    incomplete="1" if include_incomplete else None,
+    duplicates="1" if show_duplicates else None,
 )
 
 cat = None if category == ALL else category
@@ -104,6 +120,8 @@ raw_pts, scored, front_ids, reported = ui.load_tradeoff(
     bool(show_archived),
     None if edition == ALL else edition,
     bool(show_paper),
+    bool(include_incomplete),
+    bool(show_duplicates),
 )
 scored = derived_ui.add_costs(url, ver, scored)
 fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col)
@@ -140,6 +158,26 @@ if _diff_rows:
             "cannot separate, plus sycophancy controls in proportion (`automonitor audit --edition hard`)."
         )
         st.dataframe(pd.DataFrame(_diff_rows), hide_index=True, key=f"{PAGE}.difficulty")
+
+# issue 24.3: slices the audit flags (a trivial baseline separates the classes) are marked here too
+audit_edition = "paper" if edition == ALL else edition
+flags = views.audit_flags(ui.load_audit(url, ver, audit_edition) if len(scored) else None, cat, tsk)
+if flags:
+    badges = "".join(
+        '<span style="display:inline-block;margin:0 0.4rem 0.3rem 0;padding:0.15rem 0.55rem;border-radius:0.8rem;'
+        'border:1px solid #b3261e;color:#b3261e;font-size:0.85rem;font-weight:600">audit flag: '
+        + views.esc(f"{f['source']} · {f['category']} / {f['task']}")
+        + "</span>"
+        for f in flags[:6]
+    )
+    ui.show_html(f'<div data-testid="audit-flags">{badges}</div>')
+    st.caption(
+        f"Benchmark health (edition {views.md_escape(audit_edition)}): in {len(flags)} slice(s) of this view "
+        f"{views.md_escape(flags[0]['note'])}"
+        + (" (the strongest; others on the Benchmark health page)" if len(flags) > 1 else "")
+        + ", so MR/FAR here partly measure a shortcut, not monitoring."
+    )
+
 summary = workbench.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0
 note = (

@@ -42,8 +42,8 @@ if res is None:
     right = st.container()
 else:
     left, right = st.columns(2)
-    left.plotly_chart(transfer.heatmap(res, metric), use_container_width=True, key=f"{PAGE}.ours")
-right.plotly_chart(transfer.paper_heatmap(paper_metric), use_container_width=True, key=f"{PAGE}.paper")
+    left.plotly_chart(transfer.heatmap(res, metric), width="stretch", key=f"{PAGE}.ours")
+right.plotly_chart(transfer.paper_heatmap(paper_metric), width="stretch", key=f"{PAGE}.paper")
 st.caption(
     "Right: the paper's Figure 8 (arXiv 2601.05752 v2, Appendix C), LoRA-tuned Qwen3-4B-Instruct-2507 judges "
     "on the paper's own data, reported, not measured here"

@@ -111,7 +111,7 @@ def _store_with_two_annotators(engine):
 
 # Every public function of the annotation core and the store queries that takes an acting account,
 # with how annotator A calls it. A new function without an entry here makes the test below fail.
-def _calls(engine, a, b, rows, tmp_path):
+def _calls(engine, a, b, rows, tmp_path, admin=None):
     sid = rows[0]["id"]
     return {
         (annotation, "assign"): lambda: annotation.assign(engine, a),
@@ -137,8 +137,14 @@ def _calls(engine, a, b, rows, tmp_path):
         (agreement, "agreement"): lambda: agreement.agreement(engine, a),
         (agreement, "label_table"): lambda: agreement.label_table(engine, a),
         (agreement, "label_fingerprint"): lambda: agreement.label_fingerprint(engine, a),
+        (agreement, "monitor_agreement"): lambda: agreement.monitor_agreement(engine, a, "any-run"),
+        (agreement, "resolved_labels"): lambda: agreement.resolved_labels(
+            engine, a, agreement.label_table(engine, admin)
+        ),
+        (annotation, "unassign"): lambda: annotation.unassign(engine, a, everything=True),
         (accounts, "list_accounts"): lambda: accounts.list_accounts(engine, a),
         (accounts, "get_account"): lambda: accounts.get_account(engine, a, "bert"),
+        (accounts, "issue_session"): lambda: accounts.issue_session(engine, a, secret="test-secret"),  # A's own
         (q, "assignment_rows"): lambda: _in_session(engine, q.assignment_rows, a),
         (q, "assignment_rows#b"): lambda: _in_session(engine, q.assignment_rows, a, b.id),
         (q, "label_rows"): lambda: _in_session(engine, q.label_rows, a),
@@ -159,7 +165,7 @@ def _in_session(engine, fn, *args, **kw):
 
 def test_annotator_a_cannot_read_b_labels_through_any_public_function(engine, tmp_path):
     a, b, admin, rows = _store_with_two_annotators(engine)
-    calls = _calls(engine, a, b, rows, tmp_path)
+    calls = _calls(engine, a, b, rows, tmp_path, admin)
     covered = {(mod, name.split("#")[0]) for mod, name in calls}
     for mod in (annotation, agreement, accounts, q):
         for name, fn in inspect.getmembers(mod, inspect.isfunction):

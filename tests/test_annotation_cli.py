@@ -160,6 +160,9 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
 
 
 def test_assign_needs_enough_annotators(cli, sqlite_url):
+    from store import get_engine, init_db
+
+    init_db(get_engine(sqlite_url, fresh=True)).dispose()  # an existing, empty store (a missing one is refused)
     r = cli(["assign", "--k", "2", "--json"], db=sqlite_url)
     assert r.returncode == 2 and "k=2" in r.stderr and r.stdout == ""
 

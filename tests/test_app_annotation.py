@@ -198,12 +198,25 @@ def test_agreement_page_shows_the_cli_figures(store):
     assert metrics["Raw agreement"] == f"{doc['percent_agreement']:.3f}"
     assert metrics["Cohen's kappa"] == f"{doc['cohen_kappa']:.3f}"
     assert metrics["Krippendorff's alpha"] == f"{doc['krippendorff_alpha']:.3f}"
+    # six items: fewer than the default minimum of 10 -> every figure says so, no interval anywhere
+    deltas = {m.label: m.delta for m in at.metric if m.label != "Items"}
+    assert set(deltas.values()) == {"too few items"}
+    assert "too few items" in at.warning[0].value
     table = at.dataframe[0].value
     assert list(table["Slice"]) == ["overall", "category", "category x task"]
+    assert all("(too few items)" in v and "[" not in v for v in table["Cohen's kappa"])
     conf = at.dataframe[1].value
     assert conf.loc["misbehavior", "benign"] == 1 and conf.loc["benign", "unsure"] == 1
     times = at.dataframe[2].value.set_index("Annotator")
-    assert times.loc["anna", "Median s / item"] == 3.0 and times.loc["bert", "Median s / item"] == 6.0
+    assert times.loc["anna", "Median s / item"] == "3.0" and times.loc["bert", "Median s / item"] == "6.0"
+    # a lower minimum (set on the page) brings the headline intervals back
+    at.number_input(key="agreement.min_items").set_value(5)
+    at.run()
+    ci = ag.agreement(eng, users["root"], min_items=5)["ci"]["cohen_kappa"]
+    deltas = {m.label: m.delta for m in at.metric}
+    assert deltas["Cohen's kappa"] == f"95 % CI [{ci[0]:.2f}, {ci[1]:.2f}]"
+    assert not at.warning
+    assert "[" in at.dataframe[0].value["Cohen's kappa"][0]
     # changing the policy changes the figures exactly as the function does
     at.radio(key="agreement.unsure").set_value("missing")
     at.run()

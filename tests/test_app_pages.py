@@ -244,6 +244,8 @@ def test_drilldown_cells_sample_and_compare(seeded):
     at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
     bodies = html_bodies(at)
     resp = next(b for b in bodies if "am-response" in b and "am-ev-exact" in b)
+    # issue 24.3: the label provenance is a visible badge, not only a grey caption
+    assert any('data-testid="provenance-badges"' in b and "label provenance:" in b for b in bodies)
     assert 'class="am-ev am-ev-exact"' in resp and 'class="am-ev am-ev-normalized"' in resp
     assert "am-ev-not_found" in resp and "quote that is not there" in resp
     assert "<script" not in "".join(bodies) and "<img" not in "".join(bodies)

@@ -150,7 +150,18 @@ def test_annotator_view_is_blind_and_limited_to_own_queue(team):
     mine = {q.sample_id for q in q0}
     view = ann.get_item(engine, users[0], q0[0].sample_id)
     shown = dataclasses.asdict(view)
-    assert set(shown) == {"sample_id", "position", "total", "batch", "request", "response", "submitted", "label"}
+    assert set(shown) == {
+        "sample_id",
+        "position",
+        "total",
+        "batch",
+        "request",
+        "response",
+        "submitted",
+        "label",
+        "round_position",  # place within the annotator's own round (issue 24.1): nothing about others
+        "round_total",
+    }
     src = next(r for r in rows if r["id"] == view.sample_id)
     flat = repr(shown)
     assert src["pair_id"] not in flat and "sycophancy-src" not in flat and src["category"] not in flat

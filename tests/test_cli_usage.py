@@ -26,6 +26,9 @@ def test_a_missing_argument_is_usage_error_exit_2(cli, tmp_path, args, missing):
 
 
 def test_report_on_a_store_without_runs_is_empty(cli, db_url):
+    from store import get_engine, init_db
+
+    init_db(get_engine(db_url, fresh=True)).dispose()  # an existing, empty store (a missing one is refused)
     for args in (["report", "--json"], ["report", "--json", "--edition", "verified"]):
         done = cli(args, db=db_url)
         assert done.returncode == 0, done.stderr

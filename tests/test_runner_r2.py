@@ -149,6 +149,9 @@ def test_item7_retry_errors_resends_exactly_the_error_samples_and_keeps_history(
 
 
 def test_item7_retry_errors_bad_input_exits_2(sqlite_url, cli):
+    from store import get_engine, init_db
+
+    init_db(get_engine(sqlite_url, fresh=True)).dispose()  # an existing, empty store (a missing one is refused)
     r = cli(["run", "--retry-errors", "run_nope", "--monitor", "rules"], db=sqlite_url)
     assert r.returncode == 2 and "retry-errors" in r.stderr
 

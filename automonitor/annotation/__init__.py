@@ -44,7 +44,7 @@ from automonitor.annotation._common import (
     evidence_offsets,
     Label,
 )
-from automonitor.annotation.assignment import AssignResult, assign, PlannedBatch, plan_rounds
+from automonitor.annotation.assignment import AssignResult, assign, PlannedBatch, plan_rounds, UnassignResult, unassign
 from automonitor.annotation.labeling import (
     QueueItem,
     ItemView,
@@ -122,5 +122,7 @@ __all__ = [
     "resolve_flag",
     "save_label",
     "submit_batch",
+    "UnassignResult",
+    "unassign",
     "write_records",
 ]

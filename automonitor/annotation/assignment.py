@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from automonitor.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import _transaction
-from automonitor.annotation.queries import annotator_loads, candidate_samples
+from automonitor.annotation.queries import annotator_loads, assignment_rows, candidate_samples, label_rows
 from automonitor.errors import InputError
 from store.models import utcnow
 from store.queries import annotation as store
@@ -34,10 +34,13 @@ class AssignResult:
     k: int
     batch: dict[str, int] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    session: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The contract's ``assign --json`` document (plus ``seed``, ``k``, ``batch`` and, in rounds,
-        ``rounds``: ``[{"batch", "items", "calibration", "annotators"}]``)."""
+        ``rounds``: ``[{"batch", "items", "calibration", "annotators"}]``; for a small session
+        ``session``: ``{"limit", "sampling", "overlap", "shared", "single", "pair_spread", "pairs",
+        "by_category_task"}``)."""
         doc = {
             "items": self.items,
             "assignments": self.assignments,
@@ -48,6 +51,8 @@ class AssignResult:
         }
         if self.rounds:
             doc["rounds"] = [dict(r) for r in self.rounds]
+        if self.session is not None:
+            doc["session"] = dict(self.session)
         return doc
 
 
@@ -98,6 +103,10 @@ def assign(
     *,
     batch_size: int | None = None,
     calibration: int = 0,
+    limit: int | None = None,
+    overlap: float = 1.0,
+    stratify: bool = False,
+    pair_spread: bool = True,
 ) -> AssignResult:
     """Assign every unassigned candidate item to ``k`` annotators (admin only).
 
@@ -116,13 +125,26 @@ def assign(
     numbers are then global (the same number for everybody sharing the batch), so agreement can be
     computed after the first batch.
 
+    With ``limit`` (a small session, issue 24) only ``limit`` unassigned items are assigned, as one
+    round (one global batch number): drawn in a seeded random order (``random.Random(f"{seed}:session")``),
+    or with ``stratify`` stratified by category x task (largest-remainder shares). Pairs already
+    started in an earlier round come first, so a later round completes them. ``round(overlap * n)``
+    of the ``n`` drawn items go to *every* active annotator (``k`` does not apply); the rest are
+    labelled once, least-loaded first. With ``pair_spread`` (the default) a round holds at most one
+    side of each pair (its other side waits for a later round), and a side labelled once goes, when
+    possible, to an annotator who holds no other side of its pair. ``to_json()`` adds ``session``.
+
     Raises:
         PermissionDenied: ``actor`` is not an admin.
         InputError: ``k < 1`` or fewer than ``k`` annotators (field ``k``), ``batch_size < 2``
-            (field ``batch_size``), ``calibration < 0`` (field ``calibration``). Nothing is written then.
+            (field ``batch_size``), ``calibration < 0`` (field ``calibration``), ``limit < 1`` (field
+            ``limit``), ``overlap`` outside [0, 1] (field ``overlap``). Nothing is written then.
     """
     require_admin(actor)
     seed = _check_assign_args(k, seed, batch_size, calibration)
+    if limit is not None:
+        share = _check_session_args(limit, overlap, batch_size, calibration)
+        return _assign_session(engine, actor, limit, seed, share, bool(stratify), bool(pair_spread))
     if batch_size is not None:
         return _assign_rounds(engine, actor, k, seed, batch_size, calibration)
     return _transaction(engine, lambda s: _assign_batches(s, actor, k, seed))
@@ -350,3 +372,247 @@ def _round_rows(
                 )
                 next_position[a] += 1
     return rows
+
+
+# ------------------------------------------------------------------------ small sessions (issue 24)
+@dataclass(frozen=True)
+class UnassignResult:
+    """Outcome of :func:`unassign`: assignment rows ``removed`` (per annotator name in ``by_annotator``)
+    and rows ``kept`` because they carry a label or belong to a submitted batch."""
+
+    removed: int
+    kept: int
+    by_annotator: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"removed", "kept", "by_annotator"}``."""
+        return {"removed": self.removed, "kept": self.kept, "by_annotator": dict(self.by_annotator)}
+
+
+def _check_session_args(limit: int, overlap: float, batch_size: int | None, calibration: int) -> float:
+    """Validate the small-session arguments of :func:`assign`; returns ``overlap`` as a float.
+
+    Raises:
+        InputError: ``limit < 1`` (field ``limit``), ``overlap`` outside ``[0, 1]`` (field ``overlap``),
+            a session combined with ``batch_size``/``calibration`` (field ``limit``).
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InputError("limit must be a positive number of items", field="limit")
+    try:
+        share = float(overlap)
+    except (TypeError, ValueError):
+        raise InputError("overlap must be a number in [0, 1]", field="overlap") from None
+    if not 0.0 <= share <= 1.0:
+        raise InputError("overlap must be a number in [0, 1] (share of items every annotator labels)", field="overlap")
+    if batch_size is not None or calibration:
+        raise InputError(
+            "a small session (--limit/--sample) is one round: drop --batch-size/--calibration", field="limit"
+        )
+    return share
+
+
+def _session_units(
+    unassigned: list[dict[str, Any]], started: set[str], pair_spread: bool, rng: random.Random
+) -> list[list[dict[str, Any]]]:
+    """The units a small session draws from, in a seeded random order with the pairs already started
+    (a side assigned in an earlier round) first, so a later round completes them. With
+    ``pair_spread`` a unit is one side of a pair (drawn at random): a round holds at most one side of
+    each pair. Without, a unit is every unassigned side of a pair."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for it in sorted(unassigned, key=lambda r: (r["pair_id"], r["id"])):
+        groups.setdefault(it["pair_id"], []).append(it)
+    pair_ids = sorted(groups)
+    rng.shuffle(pair_ids)
+    pair_ids.sort(key=lambda p: p not in started)  # stable: started pairs first, each tier shuffled
+    units = []
+    for pid in pair_ids:
+        sides = groups[pid]
+        units.append([sides[rng.randrange(len(sides))]] if pair_spread else sides)
+    return units
+
+
+def _take(units: list[list[dict[str, Any]]], n: int) -> list[dict[str, Any]]:
+    """The first ``n`` items of ``units`` in order (the last unit cut when it does not fit)."""
+    out: list[dict[str, Any]] = []
+    for u in units:
+        if len(out) >= n:
+            break
+        out.extend(u[: n - len(out)])
+    return out
+
+
+def _stratified(units: list[list[dict[str, Any]]], n: int, rng: random.Random) -> list[dict[str, Any]]:
+    """``n`` items drawn from ``units`` stratified by category x task: each stratum gets its share
+    ``n * items_in_stratum / items`` rounded by the largest-remainder (Hamilton) method (ties broken by
+    ``rng``), capped at what it holds; units are taken in their (random) order within a stratum."""
+    strata: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
+    for u in units:
+        strata.setdefault((u[0]["category"], u[0]["task"]), []).append(u)
+    sizes = {k: sum(len(u) for u in v) for k, v in strata.items()}
+    total = sum(sizes.values())
+    if n >= total:
+        return [it for u in units for it in u]
+    exact = {k: n * sizes[k] / total for k in strata}
+    quota = {k: int(exact[k]) for k in strata}
+    order = sorted(strata, key=lambda k: (-(exact[k] - quota[k]), rng.random()))
+    for k in order[: n - sum(quota.values())]:
+        quota[k] += 1
+    out: list[dict[str, Any]] = []
+    for k in sorted(strata):
+        out += _take(strata[k], quota[k])
+    return out
+
+
+def _spread_singles(
+    singles: list[dict[str, Any]],
+    annotators: list[int],
+    holders: dict[str, set[int]],
+    pair_spread: bool,
+    rng: random.Random,
+) -> dict[int, list[dict[str, Any]]]:
+    """Give each item of ``singles`` to one annotator: the least loaded in this session (ties by
+    ``rng``); with ``pair_spread`` an annotator who holds no other side of the item's pair is
+    preferred (``holders``: pair id -> annotator ids holding a side; updated in place)."""
+    load = {a: 0 for a in annotators}
+    out: dict[int, list[dict[str, Any]]] = {a: [] for a in annotators}
+    for it in singles:
+        held = holders.get(it["pair_id"], set())
+        a = min(annotators, key=lambda x: ((pair_spread and x in held), load[x], rng.random()))
+        out[a].append(it)
+        load[a] += 1
+        holders.setdefault(it["pair_id"], set()).add(a)
+    return out
+
+
+def _assign_session(
+    engine: Engine, actor: Account, limit: int, seed: int, overlap: float, stratify: bool, pair_spread: bool
+) -> AssignResult:
+    """:func:`assign` as a small session (``limit`` given): one round, written in one transaction."""
+
+    def work(s: Session) -> AssignResult:
+        check_actor(s, actor)
+        store.lock_assignments(s)
+        loads = annotator_loads(s, actor)
+        if not loads:
+            raise InputError("a session needs at least one active annotator; the store has none", field="k")
+        names = store.annotator_names(s, loads)
+        annotators = sorted(loads)
+        everything = candidate_samples(s, actor)
+        pair_of = {it["id"]: it["pair_id"] for it in everything}
+        holders: dict[str, set[int]] = {}
+        for r in assignment_rows(s, actor):
+            if r["sample_id"] in pair_of:
+                holders.setdefault(pair_of[r["sample_id"]], set()).add(r["annotator_id"])
+        assigned = {r["sample_id"] for r in assignment_rows(s, actor)}
+        unassigned = [it for it in everything if it["id"] not in assigned]
+        rng = random.Random(f"{seed}:session")
+        units = _session_units(unassigned, set(holders), pair_spread, rng)
+        picked = _stratified(units, limit, rng) if stratify else _take(units, limit)
+        rng.shuffle(picked)
+        n_shared = round(overlap * len(picked)) if len(annotators) > 1 else len(picked)
+        shared, singles = picked[:n_shared], picked[n_shared:]
+        per: dict[int, list[dict[str, Any]]] = {a: list(shared) for a in annotators}
+        for a, its in _spread_singles(singles, annotators, holders, pair_spread, rng).items():
+            per[a] += its
+        batch = store.max_batch(s) + 1
+        now = utcnow()
+        rows: list[dict[str, Any]] = []
+        for a in annotators:
+            if not per[a]:
+                continue
+            tail = store.queue_tail(s, a)
+            order = _arrange(
+                [(it["id"], it["pair_id"]) for it in per[a]],
+                tail[1] if tail else None,
+                random.Random(f"{seed}:{a}"),
+            )
+            start = tail[0] + 1 if tail else 0
+            rows += [
+                {
+                    "annotator_id": a,
+                    "sample_id": sid,
+                    "position": start + i,
+                    "seed": seed,
+                    "batch": batch,
+                    "created_at": now,
+                }
+                for i, sid in enumerate(order)
+            ]
+        store.insert_assignments(s, rows)
+        by_name = {names[a]: len(per[a]) for a in annotators if per[a]}
+        return AssignResult(
+            items=len(picked),
+            assignments=len(rows),
+            by_annotator=by_name,
+            seed=seed,
+            k=len(annotators) if shared else 1,
+            batch={n: batch for n in by_name},
+            rounds=[{"batch": batch, "items": len(picked), "calibration": False, "annotators": sorted(by_name)}]
+            if picked
+            else [],
+            session={
+                "limit": limit,
+                "sampling": "stratified" if stratify else "random",
+                "overlap": overlap,
+                "shared": len(shared),
+                "single": len(singles),
+                "pair_spread": pair_spread,
+                "pairs": len({it["pair_id"] for it in picked}),
+                "by_category_task": _cell_counts(picked),
+            },
+        )
+
+    return _transaction(engine, work)
+
+
+def _cell_counts(items: list[dict[str, Any]]) -> dict[str, int]:
+    """``{"category/task": items}`` of a session's items."""
+    out: dict[str, int] = {}
+    for it in items:
+        key = f"{it['category']}/{it['task']}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def unassign(
+    engine: Engine,
+    actor: Account,
+    *,
+    annotator: str | None = None,
+    batch: int | None = None,
+    everything: bool = False,
+) -> UnassignResult:
+    """Take back open assignments (admin only): every assignment of ``annotator`` and/or ``batch``
+    (or all of them with ``everything``) that has no label from its annotator and is not submitted;
+    the items return to the unassigned pool. Labeled or submitted assignments are kept (counted in
+    ``kept``): a label is never orphaned. The delete is one statement under the assignment lock.
+
+    Raises:
+        PermissionDenied: ``actor`` is not an admin.
+        InputError: no selector given (field ``annotator``); unknown ``annotator`` (field
+            ``annotator``); ``batch`` not a positive integer (field ``batch``). Nothing is removed then.
+    """
+    require_admin(actor)
+    if annotator is None and batch is None and not everything:
+        raise InputError("say what to unassign: --annotator NAME, --batch N or --all", field="annotator")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 0):
+        raise InputError("batch must be a non-negative integer", field="batch")
+
+    def work(s: Session) -> UnassignResult:
+        check_actor(s, actor)
+        store.lock_assignments(s)
+        who = None
+        if annotator is not None:
+            who = store.annotator_id(s, annotator)
+            if who is None:
+                raise InputError(f"no account named {annotator!r}", field="annotator")
+        rows = [r for r in assignment_rows(s, actor, who) if batch is None or r["batch"] == batch]
+        labeled = {(r["annotator_id"], r["sample_id"]) for r in label_rows(s, actor, who)}
+        drop = [r for r in rows if r["submitted_at"] is None and (r["annotator_id"], r["sample_id"]) not in labeled]
+        removed = store.delete_open_assignments(s, [r["id"] for r in drop])
+        by_name: dict[str, int] = {}
+        for r in drop:
+            by_name[r["annotator"]] = by_name.get(r["annotator"], 0) + 1
+        return UnassignResult(removed=removed, kept=len(rows) - removed, by_annotator=by_name)
+
+    return _transaction(engine, work)

@@ -39,7 +39,9 @@ class QueueItem:
 @dataclass(frozen=True)
 class ItemView:
     """What an annotator may see of an item: its queue position, request, response and their own
-    label. Nothing else (no pair id, source, category, intended label, others' labels)."""
+    label. Nothing else (no pair id, source, category, intended label, others' labels).
+    ``round_position`` (1-based) and ``round_total``: the item's place among the items of its batch
+    (the round) in the actor's queue: "item 3 of 10 in this round"."""
 
     sample_id: str
     position: int
@@ -49,6 +51,8 @@ class ItemView:
     response: str
     submitted: bool
     label: Label | None
+    round_position: int = 0
+    round_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
         pos = next(i for i, r in enumerate(rows) if r["sample_id"] == sample_id) + 1
         req, resp = store.sample_texts(s, sample_id)
         own = label_rows(s, actor, actor.id, sample_ids=[sample_id])
+        in_round = [r["sample_id"] for r in rows if r["batch"] == a.batch]
         return ItemView(
             sample_id=sample_id,
             position=pos,
@@ -115,6 +120,8 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
             response=resp,
             submitted=a.submitted_at is not None,
             label=_label_from_row(own[0]) if own else None,
+            round_position=in_round.index(sample_id) + 1,
+            round_total=len(in_round),
         )
 
     return _transaction(engine, work)

@@ -12,6 +12,7 @@ import sys
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
+from automonitor.cli.common import store_note
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from store.engine import describe_db_error
 
@@ -58,6 +59,12 @@ def _register() -> None:
     from automonitor.cli import errata  # noqa: F401  errata add|list
 
 
+def _store_note(exc: BaseException) -> str:
+    """`` (store: URL)`` when the failed command opened a store (issue 24.6) and the message does not
+    name it already, else ``""``."""
+    return "" if str(exc).startswith("no store at") else store_note()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
     _register()
@@ -66,10 +73,10 @@ def main(argv: list[str] | None = None) -> int:
 
         app(args=expand_multi(sys.argv[1:] if argv is None else list(argv)), standalone_mode=False)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_store_note(exc)}", file=sys.stderr)
         code = 2
     except (NotFound, PermissionDenied) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_store_note(exc)}", file=sys.stderr)
         code = 2
     except SystemExit as exc:  # typer/click exit
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -90,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()  # type: ignore[attr-defined]  # a click ClickException
             code = exc.exit_code  # type: ignore[attr-defined]
         else:
-            print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(f"error: {type(exc).__name__}: {exc}{_store_note(exc)}", file=sys.stderr)
             code = 1
     else:
         code = 0

@@ -57,7 +57,7 @@ def users_add(
     from automonitor.accounts import create_user
 
     password = _read_password(password_stdin)
-    acc = create_user(open_store(), name, role, password)
+    acc = create_user(open_store(create=True), name, role, password)
     if json_out:
         emit_json({"id": acc.id, "name": acc.name, "role": acc.role})
     else:
@@ -89,23 +89,87 @@ def assign_cmd(
     calibration: int = typer.Option(
         0, "--calibration", help="pairs in a first calibration batch every annotator labels (needs --batch-size)"
     ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", help="small session: assign only N items (one round), in a seeded random order"
+    ),
+    sample: Optional[int] = typer.Option(
+        None, "--sample", help="small session: N items stratified by category x task (seeded by --seed)"
+    ),
+    overlap: Optional[float] = typer.Option(
+        None,
+        "--overlap",
+        help="small session: share of its items every annotator labels (the rest labelled once); default 1.0",
+    ),
+    pair_spread: bool = typer.Option(
+        True,
+        "--pair-spread/--no-pair-spread",
+        help="small session: at most one side of a pair per round; a side labelled once goes to an "
+        "annotator who holds no other side of its pair",
+    ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Assign every unassigned candidate item to k annotators (balanced, shuffled, sides of a pair
-    never adjacent); with --batch-size in shared rounds."""
+    never adjacent); with --batch-size in shared rounds; with --limit/--sample a small session (one
+    round of N items, --overlap shared by every annotator, sides of a pair spread apart)."""
     from automonitor.accounts import SYSTEM
     from automonitor.annotation import assign
 
-    res = assign(open_store(), SYSTEM, k=k, seed=seed, batch_size=batch_size, calibration=calibration)
+    if limit is not None and sample is not None:
+        raise InputError("give --limit N or --sample N, not both", field="--sample")
+    n = sample if sample is not None else limit
+    if n is None and (overlap is not None or not pair_spread):
+        raise InputError(
+            "--overlap and --no-pair-spread need a small session (--limit N or --sample N)", field="--overlap"
+        )
+    res = assign(
+        open_store(),
+        SYSTEM,
+        k=k,
+        seed=seed,
+        batch_size=batch_size,
+        calibration=calibration,
+        limit=n,
+        overlap=1.0 if overlap is None else overlap,
+        stratify=sample is not None,
+        pair_spread=pair_spread,
+    )
     if json_out:
         emit_json(res.to_json())
     else:
         print(f"{res.items} items, {res.assignments} assignments (k={res.k}, seed={res.seed})")
+        if res.session is not None:
+            ses = res.session
+            print(
+                f"  session: {ses['shared']} item(s) for every annotator, {ses['single']} labelled once, "
+                f"{ses['pairs']} pair(s), pair spread {'on' if ses['pair_spread'] else 'off'}"
+            )
+            if res.items < ses["limit"]:
+                print(f"  only {res.items} of the {ses['limit']} requested item(s) were available")
         for name, n in sorted(res.by_annotator.items()):
             print(f"  {name}\t{n}")
         for r in res.rounds:
             kind = "calibration batch" if r["calibration"] else "batch"
             print(f"  {kind} {r['batch']}: {r['items']} items -> {', '.join(r['annotators'])}")
+
+
+@app.command("unassign")
+def unassign_cmd(
+    annotator: Optional[str] = typer.Option(None, "--annotator", help="only this account's assignments"),
+    batch: Optional[int] = typer.Option(None, "--batch", help="only this batch (round)"),
+    everything: bool = typer.Option(False, "--all", help="every open assignment"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Take back open assignments (no label yet, not submitted); labeled ones are kept."""
+    from automonitor.accounts import SYSTEM
+    from automonitor.annotation import unassign
+
+    res = unassign(open_store(), SYSTEM, annotator=annotator, batch=batch, everything=everything)
+    if json_out:
+        emit_json(res.to_json())
+    else:
+        print(f"removed {res.removed} open assignment(s); kept {res.kept} labeled or submitted")
+        for name, n in sorted(res.by_annotator.items()):
+            print(f"  {name}\t{n}")
 
 
 @annotations_app.command("import")
@@ -208,13 +272,28 @@ def agreement_cmd(
     n_boot: int = typer.Option(1000, "--bootstrap", help="bootstrap replicates (0 = no intervals)"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
     submitted_only: bool = typer.Option(False, "--submitted-only", help="ignore draft labels"),
+    min_items: int = typer.Option(
+        10, "--min-items", help="slices with fewer items are 'too few' (too_few: true, no interval)"
+    ),
+    run: Optional[str] = typer.Option(
+        None, "--run", help="also compare this monitor run with the resolved labels and each annotator"
+    ),
 ) -> None:
     """Inter-annotator agreement: raw agreement, Cohen's kappa, Krippendorff's alpha, Gwet's AC1,
     PABAK with bootstrap intervals, overall and per category (x task); confusion; time per item."""
     from automonitor.accounts import SYSTEM
     from automonitor.agreement import METRICS, agreement, flat_rows
 
-    doc = agreement(open_store(), SYSTEM, unsure=unsure, n_boot=n_boot, seed=seed, submitted_only=submitted_only)
+    doc = agreement(
+        open_store(),
+        SYSTEM,
+        unsure=unsure,
+        n_boot=n_boot,
+        seed=seed,
+        submitted_only=submitted_only,
+        min_items=min_items,
+        run_id=run,
+    )
     if json_out:
         emit_json(doc)
         return
@@ -226,10 +305,33 @@ def agreement_cmd(
     def fmt(v):
         return "   -  " if v is None else f"{v:6.3f}"
 
+    def with_ci(v, ci):
+        return "n/a" if v is None else f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+    head = "too few items: no interval" if doc["too_few"] else "95 % bootstrap interval"
+    print(
+        f"Cohen's kappa {with_ci(doc['cohen_kappa'], doc['ci']['cohen_kappa'])} · Krippendorff's alpha "
+        f"{with_ci(doc['krippendorff_alpha'], doc['ci']['krippendorff_alpha'])} ({head})"
+    )
     print("slice".ljust(40) + "items  " + "  ".join(m[:12].rjust(12) for m in METRICS))
     for r in flat_rows(doc):
         name = " / ".join(x for x in (r["slice"], r["category"], r["task"]) if x)
-        print(name[:39].ljust(40) + str(r["items"]).rjust(5) + "  " + "  ".join(fmt(r[m]).rjust(12) for m in METRICS))
+        few = "  (too few items)" if r["too_few"] else ""
+        print(
+            name[:39].ljust(40)
+            + str(r["items"]).rjust(5)
+            + "  "
+            + "  ".join(fmt(r[m]).rjust(12) for m in METRICS)
+            + few
+        )
+    mon = doc.get("monitor")
+    if mon:
+        print(f"monitor {mon['monitor']} · {mon['template']} ({mon['run_id']}): {mon['unscored']} unscored left out")
+        for who, a in [("gold", mon["vs_gold"]), *mon["vs_annotators"].items()]:
+            few = " (too few items)" if a["too_few"] else ""
+            print(
+                f"  vs {who}: {a['items']} items, Cohen's kappa {with_ci(a['cohen_kappa'], a['ci']['cohen_kappa'])}{few}"
+            )
     for name, t in doc["time_per_item"].items():
         med = "-" if t["median_s"] is None else f"{t['median_s']:.1f} s"
         print(f"time per item  {name}: median {med} over {t['timed']} timed label(s)")

@@ -1,24 +1,100 @@
-"""Helpers shared by the CLI modules: opening the store, printing JSON, tables on stderr."""
+"""Helpers shared by the CLI modules: opening the store, printing JSON, tables on stderr.
+
+Store rule (issue 24.6): only ``build``, ``import`` and ``users add`` may create a store (they say so on
+stderr); every other command refuses a store that does not exist yet (a missing SQLite file, a
+PostgreSQL database without the schema) with an error naming it, instead of silently creating an
+empty one in the current directory. Every error printed by the CLI names the store it used
+(:func:`store_note`; passwords in the URL are masked).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+from automonitor.errors import NotFound
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 err_console = Console(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
 
+_OPENED: list[str] = []  # the store URL (password masked) of this process's last open_store
 
-def open_store(url: str | None = None) -> Engine:
-    """Engine for ``AUTOMONITOR_DB`` (or ``url``), migrated to the newest schema."""
+
+def shown_url(url: str) -> str:
+    """``url`` with any password masked (``postgresql+psycopg://user:***@host/db``)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL is shown without its credentials part
+        return url.split("@")[-1]
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (``None`` for in-memory or non-SQLite URLs)."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    if not u.drivername.startswith("sqlite") or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database)
+
+
+def store_exists(url: str) -> bool:
+    """Whether the store at ``url`` exists: the SQLite file is there and not empty, or the PostgreSQL
+    database holds the schema (an ``alembic_version`` table). Nothing is created."""
+    path = _sqlite_path(url)
+    if path is not None:
+        return path.is_file() and path.stat().st_size > 0
+    if url.startswith("sqlite"):
+        return False
+    import sqlalchemy as sa
+
+    from store import get_engine
+
+    try:
+        return sa.inspect(get_engine(url)).has_table("alembic_version")
+    except sa.exc.OperationalError:
+        return False
+
+
+def store_note() -> str:
+    """`` (store: URL)`` naming the store this command opened, or ``""`` when none was opened."""
+    return f" (store: {_OPENED[-1]})" if _OPENED else ""
+
+
+def open_store(url: str | None = None, *, create: bool = False) -> Engine:
+    """Engine for ``AUTOMONITOR_DB`` (or ``url``), migrated to the newest schema.
+
+    Args:
+        create: may create a new store (``build``, ``import``, ``users add``); it then says so on stderr.
+
+    Raises:
+        NotFound: the store does not exist and ``create`` is false; the message names it and says how
+            to create one (exit 2).
+    """
     from store import get_engine, init_db
+    from store.engine import db_url
 
-    return init_db(get_engine(url))
+    resolved = db_url(url)
+    shown = shown_url(resolved)
+    _OPENED.append(shown)
+    existed = store_exists(resolved)
+    if not existed and not create:
+        raise NotFound(
+            f"no store at {shown}: set AUTOMONITOR_DB to an existing store, or create one with "
+            "`automonitor build`, `automonitor import FILE` or `automonitor users add NAME`"
+        )
+    engine = init_db(get_engine(resolved))
+    if not existed:
+        print(f"created a new store at {shown}", file=sys.stderr)
+    return engine
 
 
 def emit_json(obj: Any) -> None:

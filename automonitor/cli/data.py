@@ -55,7 +55,7 @@ def build_cmd(
 
     check_edition(edition)
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
-    report = build(open_store(), raw_path, seed, force=force, progress=_progress)
+    report = build(open_store(create=True), raw_path, seed, force=force, progress=_progress)
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
     for pid in report.get("errata", {}).get("unmatched", []):

@@ -43,7 +43,7 @@ def _run(
 ) -> None:
     from automonitor.generation.engine import create_generation, execute_generation
 
-    eng = open_store()
+    eng = open_store(create=True)  # a generation adds candidates: like import, it may create the store
     run_id = create_generation(
         eng,
         kind,

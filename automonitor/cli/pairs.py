@@ -53,7 +53,7 @@ def import_cmd(
         strict=strict,
         csv_mode=csv_mode,
     )  # validate the file before opening the store
-    result = apply_import(open_store(), plan)
+    result = apply_import(open_store(create=True), plan)
     for w in result["warnings"]:
         err_console.print(f"warning: {w}", style="yellow", highlight=False)
     if json_out:

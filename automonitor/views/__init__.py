@@ -12,7 +12,8 @@ One module per page area:
 - :mod:`~automonitor.views.samples`: the samples browser, export, one sample and its predictions;
 - :mod:`~automonitor.views.tradeoff`: report -> MR-FAR points, Pareto front and Pearson r (computed by
   :mod:`automonitor.metrics` / :mod:`automonitor.analysis`, as in the report), a run's slice;
-- :mod:`~automonitor.views.figures`: the MR-FAR scatter and the ROC figure.
+- :mod:`~automonitor.views.figures`: the MR-FAR scatter and the ROC figure;
+- :mod:`~automonitor.views.provenance`: label provenance and errata badges of a sample.
 
 The SQL lives in ``store.queries.samples`` and ``store.queries.workbench``.
 
@@ -24,6 +25,7 @@ processing), so markdown tricks in a sample stay literal text as well.
 from __future__ import annotations
 
 from automonitor.views.escaping import esc, md_escape, plot_text, text_html
+from automonitor.views.provenance import errata_for, provenance_html
 from automonitor.views.evidence import (
     SPAN_STYLES,
     ground_evidence,
@@ -57,6 +59,7 @@ from automonitor.views.samples import (
 )
 from automonitor.views.tradeoff import (
     CELL_TITLES,
+    audit_flags,
     pareto_ids,
     pearson_r,
     reported_for,
@@ -75,6 +78,9 @@ __all__ = [
     "composition_pivot",
     "counts_by",
     "esc",
+    "audit_flags",
+    "errata_for",
+    "provenance_html",
     "export_samples",
     "format_duration",
     "ground_evidence",

@@ -59,8 +59,11 @@ def tradeoff_figure(
         front = pareto_ids(pts[pts["eligible"]])
     if front:
         fig.add_traces(front_traces(pts, front))
-    for tpl, eligible, group in _template_groups(pts):
+    done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
+    for tpl, eligible, group in _template_groups(done):
         fig.add_trace(run_trace(group, tpl, eligible, all_points=pts, size_col=size_col))
+    if done is not pts and len(pts) > len(done):
+        fig.add_trace(incomplete_trace(pts[pts["incomplete"].astype(bool)]))
     if reported is not None and not reported.empty:
         fig.add_traces(reported_traces(reported))
     fig.update_layout(
@@ -221,6 +224,30 @@ def run_trace(
 
 
 REPORTED_LEGEND = "secondary summary (not in paper v2)"
+
+
+def incomplete_trace(d: pd.DataFrame) -> go.Scatter:
+    """Cancelled or partial runs (issue 24.4; ``status_text`` from ``honest_points``): grey crosses in
+    one trace named "runs: cancelled / partial" in the legend, no error bars, and the hover says which
+    (e.g. "cancelled") and that the run is left off the front unless included."""
+    status = [plot_text(x) for x in (d["status_text"] if "status_text" in d else [""] * len(d))]
+    custom = [tuple(c) + (s,) for c, s in zip(_hover_customdata(d), status)]
+    return go.Scatter(
+        x=d["x_plot"],
+        y=d["y_plot"],
+        mode="markers+text" if "label" in d else "markers",
+        name="runs: cancelled / partial (not on the front)",
+        text=[plot_text(t) for t in d["label"]] if "label" in d else None,
+        textposition="top center",
+        textfont=dict(size=10, color="#6b7280"),
+        marker=dict(size=12, symbol="x-thin-open", color="#6b7280", line=dict(width=2, color="#6b7280")),
+        customdata=custom,
+        hovertemplate=(
+            _RUN_HOVER
+            + "<br><b>%{customdata[13]}</b> run: its rates rest on the samples judged before it stopped;"
+            + " not on the front unless included<extra>click to drill down</extra>"
+        ),
+    )
 
 
 def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:

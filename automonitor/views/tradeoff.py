@@ -115,3 +115,34 @@ def reported_for(
     d = d.copy()
     d["label"] = d["monitor"] + " (" + d["template"] + ")"
     return d.reset_index(drop=True)
+
+
+def audit_flags(doc: dict[str, Any] | None, category: str | None, task: str | None) -> list[dict[str, Any]]:
+    """The audit's flagged slices (``automonitor audit`` document, issue 24.3) inside the trade-off's
+    slice (``category``/``task``; ``None`` = all): ``[{"source", "category", "task", "pairs",
+    "baseline", "auroc", "note"}]`` with the strongest trivial baseline of each (largest |AUROC - 0.5|)
+    and the note "a trivial baseline reaches AUROC 0.98 here"; strongest first. ``[]`` without a
+    document."""
+    out: list[dict[str, Any]] = []
+    for s in (doc or {}).get("slices", []):
+        if not s.get("flagged"):
+            continue
+        if (category and s.get("category") != category) or (task and s.get("task") != task):
+            continue
+        base = {k: v for k, v in (s.get("baselines") or {}).items() if isinstance(v, (int, float))}
+        if not base:
+            continue
+        name = max(base, key=lambda k: abs(float(base[k]) - 0.5))
+        auroc = float(base[name])
+        out.append(
+            {
+                "source": s.get("source"),
+                "category": s.get("category"),
+                "task": s.get("task"),
+                "pairs": s.get("pairs"),
+                "baseline": name,
+                "auroc": auroc,
+                "note": f"a trivial baseline ({name}) reaches AUROC {auroc:.2f} here",
+            }
+        )
+    return sorted(out, key=lambda d: -abs(d["auroc"] - 0.5))

@@ -48,6 +48,7 @@ from automonitor.workbench.points import (
 from automonitor.workbench.runs import (
     fingerprint,
     run_sample_sets,
+    identical_derived,
     sample_set_row,
     set_archived,
     store_fingerprint,
@@ -73,6 +74,7 @@ __all__ = [
     "preview",
     "run_choice",
     "run_sample_sets",
+    "identical_derived",
     "sample_set_row",
     "set_archived",
     "set_summary",

@@ -13,6 +13,14 @@ import pandas as pd
 from automonitor.errors import InputError
 
 
+#: Run statuses whose MR/FAR rest on part of the samples only (issue 24.4), with the word shown.
+INCOMPLETE_STATUSES: dict[str, str] = {
+    "cancelled": "cancelled",
+    "failed": "partial (failed)",
+    "running": "partial (running)",
+    "pending": "partial (pending)",
+}
+
 DEFAULT_MIN_N = 100
 """Default minimum number of judged samples (TP+FN+FP+TN) of a slice for a run to enter the Pareto front."""
 
@@ -108,8 +116,12 @@ def honest_points(
     archived: Iterable[str] = (),
     show_archived: bool = False,
     backends: Mapping[str, str] | None = None,
+    statuses: Mapping[str, str] | None = None,
+    include_incomplete: bool = False,
+    duplicates: Mapping[str, str] | None = None,
+    show_duplicates: bool = False,
 ) -> pd.DataFrame:
-    """Trade-off points ready to draw (issue 12 items 2, 4-7).
+    """Trade-off points ready to draw (issue 12 items 2, 4-7; issue 24 items 4-5).
 
     Args:
         points: :func:`automonitor.views.tradeoff_points` output (``run_id, monitor, template, mr, far,
@@ -118,6 +130,12 @@ def honest_points(
         min_n: minimum judged samples of the slice to be eligible for the front (>= 1).
         archived: archived run ids; left out unless ``show_archived`` (then flagged ``archived``).
         backends: run id -> backend (for template-independent labels); default: monitor prefix.
+        statuses: run id -> run status. A run whose status is in :data:`INCOMPLETE_STATUSES`
+            (cancelled, or partial: failed/running/pending) is flagged ``incomplete``, its label and
+            ``status_text`` name it, and it stays off the front unless ``include_incomplete``.
+        duplicates: derived run id -> the input run id whose verdicts it repeats exactly
+            (:func:`automonitor.workbench.identical_derived`); such runs are left out unless
+            ``show_duplicates`` (then flagged ``duplicate_of`` and kept off the front).
 
     Returns:
         the points with MR/FAR defined plus ``judged`` (int), ``eligible`` (bool), ``on_front`` (the
@@ -129,12 +147,25 @@ def honest_points(
     if not isinstance(min_n, int) or min_n < 1:
         raise InputError("the minimum number of judged samples must be a positive integer", field="min_n")
     p = _shown_points(points, set(archived), show_archived)
+    dup = dict(duplicates or {})
+    p["duplicate_of"] = [dup.get(r, "") for r in p["run_id"]]
+    if not show_duplicates:
+        p = p[p["duplicate_of"] == ""].reset_index(drop=True)
+    st = dict(statuses or {})
+    p["status"] = [st.get(r, "finished") for r in p["run_id"]]
+    p["status_text"] = [INCOMPLETE_STATUSES.get(x, "") for x in p["status"]]
+    p["incomplete"] = p["status_text"] != ""
     p = _with_sample_sets(p, sets)
     p["judged"] = judged(p)
-    p["eligible"] = p["judged"] >= min_n
+    p["eligible"] = (
+        (p["judged"] >= min_n) & (include_incomplete | ~p["incomplete"].astype(bool)) & (p["duplicate_of"] == "")
+    )
     p["on_front"] = front_by_edition(p)
     bk = backends or {}
-    p["label"] = [short_label(m, t, bk.get(r)) for r, m, t in zip(p["run_id"], p["monitor"], p["template"])]
+    p["label"] = [
+        short_label(m, t, bk.get(r)) + (f" ({txt})" if txt else "") + (" (= input)" if d else "")
+        for r, m, t, txt, d in zip(p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"])
+    ]
     xp, yp, size = spread_coincident(list(p["far"]), list(p["mr"])) if len(p) else ([], [], [])
     p["x_plot"], p["y_plot"], p["coincide"] = xp, yp, size
     return p

@@ -10,6 +10,8 @@ import pandas as pd
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
+from automonitor.analysis import predictions_frame, runs_frame
+
 
 def store_fingerprint(conn: Connection | Session) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """Part of the app's cache key covering sample *state* (issue 12): counts of samples by
@@ -80,3 +82,35 @@ def set_archived(engine: Engine, run_id: str, archived: bool = True) -> bool:
 
     with session_scope(engine) as s:
         return set_run_archived(s, run_id, archived)
+
+
+def identical_derived(engine: Engine) -> dict[str, str]:
+    """Derived runs whose verdicts repeat one of their inputs' exactly (issue 24.5): ``{derived run id:
+    input run id}``. Two runs are identical when they judged the same samples with the same outcome on
+    every one (repeat 0), e.g. a cascade that escalates every sample. Input ids come from the derived
+    run's ``params['recipe']['inputs']``; an input that no longer exists is skipped."""
+    runs = runs_frame(engine)
+    if runs.empty:
+        return {}
+    known = set(runs["run_id"])
+    wanted: dict[str, list[str]] = {}
+    for r in runs.itertuples():
+        params = r.params if isinstance(r.params, dict) else {}
+        recipe = params.get("recipe") or {}
+        inputs = [str(x) for x in (recipe.get("inputs") or []) if str(x) in known]
+        if inputs:
+            wanted[str(r.run_id)] = inputs
+    if not wanted:
+        return {}
+    ids = sorted(set(wanted) | {i for v in wanted.values() for i in v})
+    preds = predictions_frame(engine, ids)
+    verdicts = {
+        rid: frozenset(zip(g["sample_id"], g["outcome"].fillna("pending"))) for rid, g in preds.groupby("run_id")
+    }
+    out: dict[str, str] = {}
+    for rid, inputs in wanted.items():
+        mine = verdicts.get(rid)
+        same = next((i for i in inputs if mine and verdicts.get(i) == mine), None)
+        if same is not None:
+            out[rid] = same
+    return out

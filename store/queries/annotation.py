@@ -474,3 +474,20 @@ def assignment_states(session: Session) -> dict[tuple[int, str], sa.Row[Any]]:
     ``(annotator_id, sample_id)``."""
     q = sa.select(col(Assignment.annotator_id), col(Assignment.sample_id), col(Assignment.submitted_at))
     return {(r.annotator_id, r.sample_id): r for r in session.execute(q)}
+
+
+def delete_open_assignments(session: Session, assignment_ids: Iterable[int]) -> int:
+    """Delete the given assignments that are still open: not submitted and without a label by their
+    annotator (checked in the same statement, so a label saved meanwhile keeps its assignment).
+    Returns the number of rows deleted."""
+    ids = list(assignment_ids)
+    if not ids:
+        return 0
+    ann = _table(Annotation)
+    labeled = sa.exists().where(
+        ann.c.annotator_id == col(Assignment.annotator_id), ann.c.sample_id == col(Assignment.sample_id)
+    )
+    res = session.execute(
+        sa.delete(Assignment).where(col(Assignment.id).in_(ids), col(Assignment.submitted_at).is_(None), ~labeled)
+    )
+    return int(getattr(res, "rowcount", 0) or 0)

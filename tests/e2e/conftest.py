@@ -249,6 +249,7 @@ def log_in(page, name: str, password: str, *, url: str | None = None, retry: boo
     until the form is gone and submit it once more if it was not (a form filled while the first script
     run is still wiring it can be lost); without, a refused login can be checked afterwards."""
     if url is not None:
+        page.context.clear_cookies()  # a fresh login: the session cookie would keep an earlier one
         page.goto(url)
         wait_app(page)
     for attempt in range(2 if retry else 1):

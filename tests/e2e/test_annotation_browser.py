@@ -134,9 +134,10 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
             metrics = admin.locator('[data-testid="stMetric"]').all_inner_texts()
             flat = [" ".join(m.split()) for m in metrics]
             assert "Items 4" in flat
-            assert f"Raw agreement {doc['percent_agreement']:.3f}" in flat
-            assert f"Cohen's kappa {doc['cohen_kappa']:.3f}" in flat
-            assert f"Krippendorff's alpha {doc['krippendorff_alpha']:.3f}" in flat
+            # four items: fewer than the minimum of 10, so each headline figure says "too few items"
+            assert f"Raw agreement {doc['percent_agreement']:.3f} too few items" in flat
+            assert f"Cohen's kappa {doc['cohen_kappa']:.3f} too few items" in flat
+            assert f"Krippendorff's alpha {doc['krippendorff_alpha']:.3f} too few items" in flat
             main = admin.locator("main").inner_text()
             assert "anna" in main and "bert" in main  # confusion matrix and time per annotator
             tools.shot(admin, "annotation-admin-agreement")

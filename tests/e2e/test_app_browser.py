@@ -266,11 +266,19 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
         wait_app(page)
         assert page.get_by_role("heading", name="History").is_visible()
         shot(page, "login-admin-runs")
-        # a new page load is a new session: the URL alone opens nothing
+        # a new page load in the same browser keeps the login (signed session cookie, issue 24.7) ...
         page.goto(f"{srv.url}/tradeoff")
         wait_app(page)
-        assert page.get_by_role("heading", name="Log in").is_visible()
-        assert page.locator(".js-plotly-plot").count() == 0
+        assert page.locator('input[type="password"]').count() == 0
+        # ... but in another browser the URL alone opens nothing
+        other = new_page(browser)
+        try:
+            other.goto(f"{srv.url}/tradeoff")
+            wait_app(other)
+            assert other.get_by_role("heading", name="Log in").is_visible()
+            assert other.locator(".js-plotly-plot").count() == 0
+        finally:
+            other.context.close()
         assert not page.dialogs
     finally:
         page.context.close()

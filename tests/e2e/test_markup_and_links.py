@@ -50,7 +50,9 @@ def _text(page, scope: str = "main") -> str:
 
 
 def _open(page, tools, server, path: str) -> None:
-    """A new page load is a new session (logged out): the login form at that URL, then the page."""
+    """A fresh login at that URL (the session cookie is dropped first: a reload in the same browser
+    would keep the login), then the page."""
+    page.context.clear_cookies()
     page.goto(f"{server.url}/{path}")
     page.wait_for_selector('input[type="password"]')
     tools.wait_app(page)

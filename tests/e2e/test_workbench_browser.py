@@ -113,7 +113,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
         e2e.wait_app(admin)
         admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()
         flat = [" ".join(m.split()) for m in admin.locator('[data-testid="stMetric"]').all_inner_texts()]
-        assert "Items 10" in flat and "Raw agreement 0.900" in flat
+        assert "Items 10" in flat and "Raw agreement 0.900 95 % CI [0.70, 1.00]" in flat  # with its interval
         _fold(admin, "agreement", e2e)
         admin.get_by_role("link", name="Adjudicate").click()
         e2e.wait_app(admin)
