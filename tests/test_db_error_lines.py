@@ -31,7 +31,10 @@ def tiny_disk(tmp_path):
 
 def test_disk_full_import_prints_one_clear_line(tiny_disk, tmp_path, cli):
     db = f"sqlite:///{tiny_disk / 'store.db'}"
-    assert cli(["stats", "--json"], db=db).returncode == 0  # the store fits
+    from store import get_engine, init_db
+
+    init_db(get_engine(db, fresh=True)).dispose()  # the store fits (reading commands never create one)
+    assert cli(["stats", "--json"], db=db).returncode == 0
     marker = "ROWDATA-" + uuid.uuid4().hex
     big = tmp_path / "pairs.jsonl"
     with big.open("w") as fh:

@@ -76,7 +76,8 @@ def test_add_appends_exact_fields_under_a_lock_and_later_lines_win(tmp_path):
     assert ei.value.field == "--verdict"
 
 
-def test_cli_add_list_and_bad_file_exit_2(cli, tmp_path, sqlite_url):
+def test_cli_add_list_and_bad_file_exit_2(cli, tmp_path, sqlite_url, sqlite_engine):
+    # sqlite_engine: the store exists (reading commands refuse a missing store, naming it)
     p = tmp_path / "e.jsonl"
     r = cli(
         [

@@ -48,7 +48,11 @@ def _sqlite_path(url: str) -> Path | None:
 
 def store_exists(url: str) -> bool:
     """Whether the store at ``url`` exists: the SQLite file is there and not empty, or the PostgreSQL
-    database holds the schema (an ``alembic_version`` table). Nothing is created."""
+    database holds the schema (an ``alembic_version`` table). Nothing is created.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the PostgreSQL server cannot be reached or the database is missing.
+    """
     path = _sqlite_path(url)
     if path is not None:
         return path.is_file() and path.stat().st_size > 0
@@ -58,10 +62,9 @@ def store_exists(url: str) -> bool:
 
     from store import get_engine
 
-    try:
-        return sa.inspect(get_engine(url)).has_table("alembic_version")
-    except sa.exc.OperationalError:
-        return False
+    # an unreachable server or a missing database raises (OperationalError): the CLI then prints its one
+    # clear line about the database, not "no store" (nothing could create a store there either)
+    return sa.inspect(get_engine(url)).has_table("alembic_version")
 
 
 def store_note() -> str:
