@@ -28,11 +28,20 @@ from __future__ import annotations
 import codecs
 import hashlib
 import uuid
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Collection, Iterable
 
 from automonitor.errors import InputError
-from automonitor.records import Problems, RawRecord, read_file_bytes, read_records
+from automonitor.records import (
+    Problems,
+    RawRecord,
+    check_import_file,
+    detect_format,
+    iter_jsonl,
+    read_file_bytes,
+    read_records,
+)
 from automonitor.rows import PREDICTION_REQUIRED, PredictionRow, validate_one
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
@@ -40,7 +49,7 @@ REQUIRED = PREDICTION_REQUIRED
 
 
 def validate_rows(
-    records: list[RawRecord], known_samples: set[str], file: str, *, max_errors: int = 10
+    records: Iterable[RawRecord], known_samples: set[str], file: str, *, max_errors: int = 10
 ) -> list[dict[str, Any]]:
     """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
     reason, pred_category, severity, meta), in file order.
@@ -51,25 +60,54 @@ def validate_rows(
     the file and one of ``known_samples``. Raises ``InputError`` (file, line, field) at the first problem,
     listing up to ``max_errors``, or when there is no record at all.
     """
-    if not records:
-        raise InputError("empty file: no predictions", file=file)
-    problems = Problems(file, max_errors)
+    return validate_stream(records, lambda ids: known_samples, file, max_errors=max_errors)
+
+
+CHUNK = 2000  # records validated (and looked up in the store) at a time by :func:`validate_stream`
+
+
+def validate_stream(
+    records: Iterable[RawRecord],
+    known: Callable[[list[str]], Collection[str]],
+    file: str,
+    *,
+    max_errors: int = 10,
+    problems: Problems | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`validate_rows` over a stream of records, :data:`CHUNK` at a time: ``known(ids)`` returns
+    which of a chunk's sample ids are in the store. Only the valid rows and the sample ids seen (for the
+    duplicate check) are kept, plus a bounded problem list (``problems``, which may already hold the
+    reader's problems), so a file whose every row is bad costs flat memory. Raises ``InputError`` like
+    :func:`validate_rows`."""
+    problems = problems if problems is not None else Problems(file, max_errors)
     seen: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    for record in records:  # row by row, so that the first problem is the first in the file
-        row = validate_one(PredictionRow, record, problems)
-        if row is None:
-            continue
-        line, sid = record.line, row.sample_id
-        if sid in seen:
-            problems.add(f"duplicate sample_id '{sid}' (first on line {seen[sid]})", line=line, field="sample_id")
-            continue
-        seen[sid] = line
-        if sid not in known_samples:
-            problems.add(f"unknown sample_id '{sid}' (not in the store)", line=line, field="sample_id")
-            continue
-        rows.append(row.prediction_values())
+    n = 0
+    it = iter(records)
+    while True:
+        chunk = list(islice(it, CHUNK))
+        if not chunk:
+            break
+        n += len(chunk)
+        ids = [r.data["sample_id"].strip() for r in chunk if isinstance(r.data.get("sample_id"), str)]
+        have = set(known(ids)) if ids else set()
+        for record in chunk:  # row by row, so that the first problem is the first in the file
+            row = validate_one(PredictionRow, record, problems)
+            if row is None:
+                continue
+            line, sid = record.line, row.sample_id
+            if sid in seen:
+                problems.add(f"duplicate sample_id '{sid}' (first on line {seen[sid]})", line=line, field="sample_id")
+                continue
+            seen[sid] = line
+            if sid not in have:
+                problems.add(f"unknown sample_id '{sid}' (not in the store)", line=line, field="sample_id")
+                continue
+            if not problems:  # once the file is bad, its valid rows are not needed any more
+                rows.append(row.prediction_values())
     problems.raise_if_any()
+    if not n:
+        raise InputError("empty file: no predictions", file=file)
     return rows
 
 
@@ -85,6 +123,22 @@ def _check_options(monitor: str, template: str | None) -> tuple[str, str]:
     if template not in TEMPLATES:
         raise InputError(f"--template must be one of {', '.join(TEMPLATES)}, got {template!r}", field="template")
     return monitor, template
+
+
+def _sha256_and_head(p: Path, file: str, head_bytes: int = 65_536) -> tuple[str, bytes]:
+    """The SHA-256 (hex) of the file, read in 1 MiB blocks, and its first ``head_bytes`` bytes (for
+    format sniffing). ``InputError`` when it cannot be read."""
+    h = hashlib.sha256()
+    head = b""
+    try:
+        with p.open("rb") as fh:
+            while block := fh.read(2**20):
+                if len(head) < head_bytes:
+                    head += block[: head_bytes - len(head)]
+                h.update(block)
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=file) from exc
+    return h.hexdigest(), head
 
 
 def import_predictions(engine, path: str | Path, monitor: str, template: str | None = None) -> dict[str, Any]:
@@ -107,16 +161,22 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
 
     file = str(path)
     monitor, template = _check_options(monitor, template)
-    p = Path(path)
-    data = read_file_bytes(p)
-    if not data.removeprefix(codecs.BOM_UTF8).strip():
+    p = check_import_file(path)
+    sha, head = _sha256_and_head(p, file)
+    fmt = detect_format(file, head, None, ("jsonl", "csv"))
+    if not head.removeprefix(codecs.BOM_UTF8).strip() and p.stat().st_size <= len(head):
         raise InputError("empty file: no predictions", file=file)
-    fmt, records = read_records(data, file, formats=("jsonl", "csv"), required=REQUIRED, skip_blank_rows=True)
-    sha = hashlib.sha256(data).hexdigest()
     with session_scope(engine) as s:
-        ids = [r.data["sample_id"].strip() for r in records if isinstance(r.data.get("sample_id"), str)]
-        known = set(q.pair_ids_for(s, ids))
-        rows = validate_rows(records, known, file)
+        known = lambda ids: q.pair_ids_for(s, ids)  # noqa: E731
+        if fmt == "jsonl":  # streamed: one line at a time, memory flat in file size
+            problems = Problems(file)
+            with p.open("rb") as fh:
+                rows = validate_stream(iter_jsonl(fh, problems), known, file, problems=problems)
+        else:
+            _, records = read_records(
+                read_file_bytes(p), file, fmt, formats=("jsonl", "csv"), required=REQUIRED, skip_blank_rows=True
+            )
+            rows = validate_stream(records, known, file)
         counts = {o: 0 for o in OUTCOMES}
         for r in rows:
             counts[r["outcome"]] += 1

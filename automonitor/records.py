@@ -30,7 +30,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any, Collection, Iterable, Iterator
 
 from automonitor.errors import InputError
 
@@ -318,8 +318,18 @@ def bad_byte_note(text: str) -> str:
 
 def read_jsonl(data: bytes, problems: Problems, *, undecodable: str = "raise") -> list[RawRecord]:
     """Records of JSONL bytes (no BOM), one per non-blank physical line; problems go to ``problems``."""
-    out: list[RawRecord] = []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
+    return list(iter_jsonl(data.split(b"\n"), problems, undecodable=undecodable))
+
+
+def iter_jsonl(lines: Iterable[bytes], problems: Problems, *, undecodable: str = "raise") -> Iterator[RawRecord]:
+    """Like :func:`read_jsonl`, one record at a time from physical lines (an open binary file, or
+    ``data.split(b"\\n")``; a trailing ``\\n``/``\\r\\n`` and a UTF-8 BOM on the first line are removed), so
+    a large file is never held whole: memory stays flat in file size."""
+    for lineno, raw in enumerate(lines, 1):
+        if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[3:]
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         if not raw.strip():
@@ -365,8 +375,7 @@ def read_jsonl(data: bytes, problems: Problems, *, undecodable: str = "raise") -
             }.get(type(obj), type(obj).__name__)
             problems.add(f"expected a JSON object (one record per line), got {kind}", line=lineno)
             continue
-        out.append(RawRecord(lineno, obj))
-    return out
+        yield RawRecord(lineno, obj)
 
 
 def _check_header(
@@ -536,8 +545,9 @@ MAX_IMPORT_MB_DEFAULT = 256  # an import file larger than this is refused (``AUT
 
 def max_import_bytes() -> int:
     """The largest import file accepted, in bytes: ``$AUTOMONITOR_MAX_IMPORT_MB`` (a positive number of
-    MiB) or :data:`MAX_IMPORT_MB_DEFAULT`. Importers hold a file's records in memory (about 6x its size
-    at peak), so the limit bounds an import's memory; split larger files."""
+    MiB) or :data:`MAX_IMPORT_MB_DEFAULT`. The pair-file and CSV importers hold a file's records in
+    memory (about 6x its size at peak; JSONL predictions stream), so the limit bounds an import's memory;
+    split larger files."""
     raw = os.environ.get("AUTOMONITOR_MAX_IMPORT_MB", "")
     try:
         mb = float(raw) if raw.strip() else MAX_IMPORT_MB_DEFAULT
@@ -549,6 +559,16 @@ def max_import_bytes() -> int:
 def read_file_bytes(path: str | os.PathLike) -> bytes:
     """The file's bytes; ``InputError`` (``file`` set) when it does not exist, is not a readable file, or
     is larger than :func:`max_import_bytes` (checked before reading)."""
+    p = check_import_file(path)
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
+
+
+def check_import_file(path: str | os.PathLike) -> Path:
+    """``path`` as a ``Path`` when it is an existing regular file within :func:`max_import_bytes`; else
+    ``InputError`` (``file`` set). Reads nothing (streaming importers open the file themselves)."""
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", file=str(path))
@@ -561,7 +581,4 @@ def read_file_bytes(path: str | os.PathLike) -> bytes:
             f"(AUTOMONITOR_MAX_IMPORT_MB); split it into smaller files",
             file=str(path),
         )
-    try:
-        return p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
+    return p
