@@ -470,6 +470,18 @@ def show_html(markup: str) -> None:
     st.html(markup)
 
 
+def response_view(text: str | None) -> None:
+    """A model-written response in two tabs: **Rendered** (its markdown rendered safely by
+    ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**
+    (the verbatim text in an escaped ``st.code`` block, with a copy button; evidence is copied from
+    there)."""
+    rendered, raw = st.tabs(["Rendered", "Raw"])
+    with rendered:
+        show_html(views.markdown_html(text))
+    with raw:
+        st.code(text or "", language=None, wrap_lines=True)
+
+
 def empty_store_notice(what: str = "data") -> None:
     """The standard hint shown by a page when the store holds nothing to show yet."""
     st.info(
