@@ -93,6 +93,16 @@ def load_report(
     )
 
 
+@st.cache_data(show_spinner="Scoring evidence against gold spans…", max_entries=8)
+def load_localisation(url: str, ver: tuple, invalid: str, category: str | None, task: str | None):
+    """Each run's localised hits share in a slice (``automonitor.views.localisation_shares``): needs a
+    report with evidence grounding (slower than :func:`load_report`), so only computed on request."""
+    from automonitor import analysis
+
+    rep = analysis.report_model(_engine_for(url), None, invalid=invalid, n_boot=20, with_grounding=True)
+    return views.localisation_shares(rep, category, task)
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def load_reported():
     """The paper's reported MR/FAR points (``automonitor.analysis.reported_points``)."""

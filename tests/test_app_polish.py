@@ -182,3 +182,22 @@ def test_drilldown_filters_and_search_round_trip_through_the_url(seeded):  # noq
     # a forged value is dropped, not injected
     at3 = ok(app("pages/drilldown.py", run="r001", cell="tp", disagree="<b>nope</b>", outcome="bogus").run())
     assert at3.selectbox(key="drilldown.disagree").value == "" and at3.multiselect(key="drilldown.outcome").value == []
+
+
+# ----------------------------------------------------------------------------- trade-off: localisation
+
+
+def test_tradeoff_colours_runs_by_localised_hits_share(engine):
+    from automonitor import analysis
+    from test_localisation import _seed
+
+    _seed(engine)
+    rep = analysis.report_model(engine, None, n_boot=20, with_grounding=True)
+    loc = views.localisation_shares(rep, None, None).set_index("run_id")
+    assert loc.loc["right", "localised_share"] == 1.0 and loc.loc["wrong", "localised_share"] == 0.0
+    pts = views.tradeoff_points(rep, None, None)
+    fig = views.tradeoff_figure(pts, localisation=loc.reset_index())
+    tr = [t for t in fig.data if t.name == views.figures.LOCALISATION_LEGEND]
+    assert len(tr) == 1 and sorted(tr[0].marker.color) == [0.0, 1.0]
+    assert {c[0] for c in tr[0].customdata} == {"right", "wrong"}
+    assert not [t for t in views.tradeoff_figure(pts).data if t.name == views.figures.LOCALISATION_LEGEND]

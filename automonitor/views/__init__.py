@@ -42,6 +42,7 @@ from automonitor.views.figures import (
     marker_sizes,
     pareto_staircase,
     roc_figure,
+    localisation_trace,
     tradeoff_figure,
 )
 from automonitor.views.overview import (
@@ -62,6 +63,7 @@ from automonitor.views.samples import (
 from automonitor.views.tradeoff import (
     CELL_TITLES,
     audit_flags,
+    localisation_shares,
     pareto_ids,
     pearson_r,
     reported_for,
@@ -88,6 +90,8 @@ __all__ = [
     "ground_evidence",
     "highlight_html",
     "legend_html",
+    "localisation_shares",
+    "localisation_trace",
     "markdown_html",
     "located_spans",
     "marker_sizes",
