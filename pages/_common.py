@@ -93,6 +93,16 @@ def load_report(
     )
 
 
+@st.cache_data(show_spinner="Scoring evidence against gold spans…", max_entries=8)
+def load_localisation(url: str, ver: tuple, invalid: str, category: str | None, task: str | None):
+    """Each run's localised hits share in a slice (``automonitor.views.localisation_shares``): needs a
+    report with evidence grounding (slower than :func:`load_report`), so only computed on request."""
+    from automonitor import analysis
+
+    rep = analysis.report_model(_engine_for(url), None, invalid=invalid, n_boot=20, with_grounding=True)
+    return views.localisation_shares(rep, category, task)
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def load_reported():
     """The paper's reported MR/FAR points (``automonitor.analysis.reported_points``)."""
@@ -468,6 +478,18 @@ def show_html(markup: str) -> None:
     """Render HTML built by ``automonitor.views`` (all text pieces escaped there). ``st.html`` does no
     markdown processing, so markdown tricks in model-written text stay literal."""
     st.html(markup)
+
+
+def response_view(text: str | None) -> None:
+    """A model-written response in two tabs: **Rendered** (its markdown rendered safely by
+    ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**
+    (the verbatim text in an escaped ``st.code`` block, with a copy button; evidence is copied from
+    there)."""
+    rendered, raw = st.tabs(["Rendered", "Raw"])
+    with rendered:
+        show_html(views.markdown_html(text))
+    with raw:
+        st.code(text or "", language=None, wrap_lines=True)
 
 
 def empty_store_notice(what: str = "data") -> None:

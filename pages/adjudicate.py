@@ -99,7 +99,7 @@ else:
     st.markdown("**Request**")
     st.code(e.request, language=None, wrap_lines=True)
     st.markdown("**Response**")
-    st.code(e.response, language=None, wrap_lines=True)
+    ui.response_view(e.response)  # markdown rendered safely; "Raw" tab: verbatim
     st.markdown("**Annotators' labels**")
     st.dataframe(pd.DataFrame(e.labels), hide_index=True, key=f"{PAGE}.labels")
     with st.expander("Provenance (intended label, source, pair)", expanded=False):

@@ -139,27 +139,45 @@ if cell and sl:
         st.caption("No sample in this cell.")
     else:
         fc = st.columns([2, 2, 2, 2])
-        outs = sorted(samples["outcome"].dropna().unique())
-        chosen_out = fc[0].multiselect("Outcome", outs, key=f"{PAGE}.f_outcome.{cell}", placeholder="all outcomes")
+        outs = [str(o) for o in sorted(samples["outcome"].dropna().unique())]
+        others = [r for r in run_ids if r != run_id]
+        # the filters and the search live in the URL too (issue 24.8): a link opens the same view
+        out_key = ui.seed_state(PAGE, "outcome", [], valid=outs, multi=True)
+        ui.follow_options(out_key, outs)
+        score_key = ui.seed_state(PAGE, "score", [0.0, 1.0], multi=True, cast=lambda v: min(1.0, max(0.0, float(v))))
+        if not (isinstance(st.session_state[score_key], (list, tuple)) and len(st.session_state[score_key]) == 2):
+            st.session_state[score_key] = [0.0, 1.0]
+        st.session_state[score_key] = tuple(sorted(float(x) for x in st.session_state[score_key]))
+        dis_key = ui.seed_state(PAGE, "disagree", NONE, valid=[NONE, *others])
+        if st.session_state.get(dis_key) not in [NONE, *others]:
+            st.session_state[dis_key] = NONE
+        q_key = ui.seed_state(PAGE, "q", "")
+        chosen_out = fc[0].multiselect("Outcome", outs, key=out_key, placeholder="all outcomes")
         has_score = "score" in samples and samples["score"].notna().any()
         score_rng = fc[1].slider(
             "Score range",
             0.0,
             1.0,
-            (0.0, 1.0),
             step=0.05,
-            key=f"{PAGE}.f_score",
+            key=score_key,
             disabled=not has_score,
             help="P(misbehavior) of score-producing runs",
         )
-        others = [r for r in run_ids if r != run_id]
         dis_run = fc[2].selectbox(
             "Disagrees with run",
             [NONE, *others],
-            key=f"{PAGE}.f_disagree",
+            key=dis_key,
             format_func=lambda r: "(any)" if r == NONE else run_label.get(r, r),
         )
-        search = fc[3].text_input("Search (highlighted)", key=f"{PAGE}.f_search").strip()
+        search = fc[3].text_input("Search (highlighted)", key=q_key).strip()
+        full_range = tuple(score_rng) == (0.0, 1.0)
+        ui.sync_qp(
+            PAGE,
+            outcome=list(chosen_out),
+            score=None if full_range else [float(score_rng[0]), float(score_rng[1])],
+            disagree=dis_run or None,
+            q=search or None,
+        )
         only = workbench.disagreeing_samples(ui.engine(), run_id, dis_run) if dis_run else None
         shown = workbench.filter_cell(
             samples, outcomes=chosen_out, score_range=score_rng if has_score else None, only=only, search=search
@@ -276,7 +294,7 @@ VERDICT = {
 }
 
 _spans_ui.conversation(s)  # agent / multi-turn samples as numbered steps (issue 21)
-ui.show_html(views.legend_html())
+ui.show_html(views.legend_html(search=bool(search)))
 cols = st.columns(len(shown_runs))
 for col, rid in zip(cols, shown_runs):
     with col:

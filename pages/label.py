@@ -110,7 +110,7 @@ if item.round_total != item.total:
 st.markdown("**Request**")
 st.code(item.request, language=None, wrap_lines=True)
 st.markdown("**Response**")
-st.code(item.response, language=None, wrap_lines=True)
+ui.response_view(item.response)  # markdown rendered safely; "Raw" tab: verbatim
 _spans_ui.conversation({"response": item.response}, expanded=False)  # trajectories as steps; no gold (blind)
 
 # ------------------------------------------------------------------------------------ form

@@ -109,7 +109,14 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
     elif est:
         estimate_metrics(
             [
-                ("Samples", f"{est.get('n', 0):,}", None),
+                ("Test samples", f"{est.get('n_test', est.get('n', 0)):,}", "The stratified test subset"),
+                (
+                    "Controls",
+                    f"{est.get('n_controls', 0):,}",
+                    "Benign-only control samples judged too (for the false alarm rate on controls); "
+                    "they are in the token and cost estimate",
+                ),
+                ("Judged in all", f"{est.get('n', 0):,}", "Test samples + controls"),
                 ("Prompt tokens (est.)", f"{est.get('prompt_tokens', 0):,}", None),
                 ("Max output tokens", f"{est.get('max_output_tokens', 0):,}", None),
                 (

@@ -91,6 +91,17 @@ with f5.popover("Options", width="stretch"):
         "every sample is the same monitor again; it is hidden by default.",
     )
     size_col = derived_ui.size_choice(PAGE)
+    # issue 21.3: colour runs by localisation (the share of their TPs whose evidence hits a gold span)
+    col_key = ui.seed_state(PAGE, "colour", "template", valid=["template", "localisation"])
+    colour_by = st.radio(
+        "Colour runs by",
+        ["template", "localisation"],
+        key=col_key,
+        horizontal=True,
+        format_func={"template": "template", "localisation": "localised hits share"}.get,
+        help="localised hits share: among a run's true positives, the share whose quoted evidence overlaps "
+        "a gold span (evidence runs on samples with gold spans; others keep their template colour)",
+    )
 ui.sync_qp(
     PAGE,
     category=None if category == ALL else category,
@@ -103,6 +114,7 @@ ui.sync_qp(
     archived="1" if show_archived else None,
     incomplete="1" if include_incomplete else None,
     duplicates="1" if show_duplicates else None,
+    colour=None if colour_by == "template" else colour_by,
 )
 
 cat = None if category == ALL else category
@@ -124,11 +136,20 @@ raw_pts, scored, front_ids, reported = ui.load_tradeoff(
     bool(show_duplicates),
 )
 scored = derived_ui.add_costs(url, ver, scored)
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col)
+loc = ui.load_localisation(url, ver, invalid, cat, tsk) if colour_by == "localisation" else None
+fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col, localisation=loc)
 event = st.plotly_chart(
     fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
 )
 
+if loc is not None:
+    n_loc = int(loc["localised_share"].notna().sum()) if len(loc) else 0
+    where = f"category {cat}" if cat else (f"task {tsk}" if tsk else "all samples")
+    st.caption(
+        f"Colour: localised hits share ({views.md_escape(where)}) of {n_loc} run(s) with evidence on samples "
+        "with gold spans; the other runs keep their template colour."
+        + (" Per category x task cell it is not reported: the category's share is shown." if cat and tsk else "")
+    )
 if edition != ALL and edition not in found:
     st.info(
         f"No run judged edition {edition} yet: `automonitor run --edition {edition} ...` judges it; the table "

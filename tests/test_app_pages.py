@@ -354,7 +354,8 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
     with _Env(url):
         at = ok(app("pages/runs.py").run())
         est = {m.label: m.value for m in at.metric}
-        assert est["Samples"] == "38" and est["Cost (est., USD)"] == "$0.0000"  # rules: free, all 38
+        assert est["Test samples"] == "38" and est["Judged in all"] == "38" and est["Controls"] == "0"
+        assert est["Cost (est., USD)"] == "$0.0000"  # rules: free, all 38, no controls in this store
         assert not at.button(key="runs.start").disabled
         # a hosted backend without a key: warned, cannot start; no field asks for the key
         at.selectbox(key="runs.backend").select("openai")

@@ -77,12 +77,12 @@ def test_prev_next_in_a_cell_with_previews_filters_search_and_diff(seeded):
     # filters: search narrows the list and is highlighted (escaped) in the texts
     at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
     if seeded["hostile_id"] in ids:
-        at.text_input(key="drilldown.f_search").set_value("<script>")
+        at.text_input(key="drilldown.q").set_value("<script>")
         ok(at.run())
         assert list(at.dataframe[0].value["sample_id"]) == [seeded["hostile_id"]]
         joined = "".join(html_bodies(at))
         assert '<mark class="am-hit"' in joined and "&lt;script&gt;" in joined and "<script" not in joined
-    at.selectbox(key="drilldown.f_disagree").select("r000")
+    at.selectbox(key="drilldown.disagree").select("r000")
     ok(at.run())
     from automonitor import workbench
 

@@ -81,7 +81,7 @@ def create_run(
 
     check_edition(edition)
     with session_scope(engine) as s:
-        sel = _select_samples(s, edition, limit, sample_seed, controls)
+        sel = select_samples(s, edition, limit, sample_seed, controls)
         examples = _choose_examples(s, tpl, params)
         # validates the backend (key present, model file found) without any network call
         prompt = PromptBuilder(tpl, examples=examples)
@@ -149,7 +149,7 @@ def _checked_options(
     return params, repeat
 
 
-def _select_samples(s: Session, edition: str, limit: int | None, sample_seed: int, controls: bool) -> _Selection:
+def select_samples(s: Session, edition: str, limit: int | None, sample_seed: int, controls: bool) -> _Selection:
     """The edition's test samples (a stratified subset with ``limit``) followed by the controls slice
     (with ``limit``, a seeded subset of the same share, at least one).
 

@@ -6,13 +6,13 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from automonitor.errors import InputError
 from automonitor.monitors import backend_class, parse_monitor_spec
 from automonitor.monitors.pricing import resolve_price
 from automonitor.prompts import PromptBuilder, choose_fewshot, load_template
 from automonitor.runner.params import backend_params
-from automonitor.sampling import stratified_sample
+from automonitor.runner.create import select_samples
 from store import session_scope
+from store.queries.samples import check_edition
 from store.queries import runs as q
 
 
@@ -24,10 +24,17 @@ def estimate_run(
     limit: int | None = None,
     sample_seed: int = 0,
     params: dict[str, Any] | None = None,
+    edition: str = "paper",
+    controls: bool = True,
 ) -> dict[str, Any]:
     """Estimate a run before starting it (no network, nothing written).
 
-    Returns ``{"n", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
+    The samples are those :func:`~automonitor.runner.create.create_run` would judge with the same
+    ``limit``, ``sample_seed``, ``edition`` and ``controls``: the stratified test subset followed by the
+    benign-only controls slice (a seeded share of it with ``limit``), so tokens and cost include the
+    controls (issue 24.8).
+
+    Returns ``{"n", "n_test", "n_controls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
     "price_known"}``. Token counts come from the backend class's
     :meth:`~automonitor.monitors.base.Backend.estimate_tokens` with ``params`` (the run's ``--param``
     values: ``max_tokens``, truncation budgets, ...): prompt tokens are characters/4 of the rendered prompts
@@ -41,11 +48,10 @@ def estimate_run(
     """
     spec = parse_monitor_spec(monitor)
     tpl = load_template(template)
+    check_edition(edition)
     with session_scope(engine) as s:
-        samples = q.test_samples(s)
-        if not samples:
-            raise InputError("the store has no test samples; run `automonitor build` or `automonitor import` first")
-        ids = stratified_sample(samples, limit, sample_seed)
+        sel = select_samples(s, edition, limit, sample_seed, controls)
+        ids = sel.ids
         texts = q.sample_texts(s, ids)
         examples = choose_fewshot(q.train_examples(s)) if tpl.fewshot else []
     builder = PromptBuilder(tpl, examples=examples)
@@ -60,6 +66,8 @@ def estimate_run(
     cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
     return {
         "n": len(ids),
+        "n_test": len(ids) - sel.n_controls,
+        "n_controls": sel.n_controls,
         "prompt_tokens": int(prompt_tokens),
         "max_output_tokens": int(max_out),
         "est_cost_usd": round(cost, 6) if pr.known else None,

@@ -13,7 +13,8 @@ One module per page area:
 - :mod:`~automonitor.views.tradeoff`: report -> MR-FAR points, Pareto front and Pearson r (computed by
   :mod:`automonitor.metrics` / :mod:`automonitor.analysis`, as in the report), a run's slice;
 - :mod:`~automonitor.views.figures`: the MR-FAR scatter and the ROC figure;
-- :mod:`~automonitor.views.provenance`: label provenance and errata badges of a sample.
+- :mod:`~automonitor.views.provenance`: label provenance and errata badges of a sample;
+- :mod:`~automonitor.views.markdown`: model-written markdown rendered safely (no raw HTML, no links).
 
 The SQL lives in ``store.queries.samples`` and ``store.queries.workbench``.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from automonitor.views.escaping import esc, md_escape, plot_text, text_html
 from automonitor.views.provenance import errata_for, provenance_html
+from automonitor.views.markdown import markdown_html
 from automonitor.views.evidence import (
     SPAN_STYLES,
     ground_evidence,
@@ -40,6 +42,7 @@ from automonitor.views.figures import (
     marker_sizes,
     pareto_staircase,
     roc_figure,
+    localisation_trace,
     tradeoff_figure,
 )
 from automonitor.views.overview import (
@@ -60,6 +63,7 @@ from automonitor.views.samples import (
 from automonitor.views.tradeoff import (
     CELL_TITLES,
     audit_flags,
+    localisation_shares,
     pareto_ids,
     pearson_r,
     reported_for,
@@ -86,6 +90,9 @@ __all__ = [
     "ground_evidence",
     "highlight_html",
     "legend_html",
+    "localisation_shares",
+    "localisation_trace",
+    "markdown_html",
     "located_spans",
     "marker_sizes",
     "md_escape",

@@ -141,13 +141,17 @@ def highlight_html(
     return body + _missing_spans_html(missing)
 
 
-def legend_html() -> str:
-    """A one-line legend of the evidence styles (static HTML)."""
+def legend_html(search: bool = False) -> str:
+    """A one-line legend of the evidence styles (static HTML); with ``search``, also the style of a
+    search hit (``<mark class="am-hit">``, magenta, distinct from every evidence style)."""
+    from automonitor.workbench import SEARCH_STYLE
+
+    hit = f' &nbsp; Search: <mark class="am-hit" style="{SEARCH_STYLE}">search hit</mark>' if search else ""
     return (
         '<div class="am-legend" style="font-size:0.8rem;">Evidence: '
         f'<span style="{SPAN_STYLES["exact"]}">found verbatim</span> &nbsp; '
         f'<span style="{SPAN_STYLES["normalized"]}">found after normalisation</span> &nbsp; '
-        f'<span style="{SPAN_STYLES["not_found"]}">not found (ungrounded)</span></div>'
+        f'<span style="{SPAN_STYLES["not_found"]}">not found (ungrounded)</span>{hit}</div>'
     )
 
 

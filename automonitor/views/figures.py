@@ -36,6 +36,7 @@ def tradeoff_figure(
     title: str | None = None,
     height: int = 520,
     size_col: str | None = None,
+    localisation: pd.DataFrame | None = None,
 ) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
@@ -52,6 +53,9 @@ def tradeoff_figure(
     ``reported`` (columns ``label, mr, far`` and optionally ``monitor, template``; the paper's points)
     is drawn as black diamonds (open: direct, filled: evidence) with text labels and no run id.
     ``size_col`` (e.g. ``usd_per_1k``): marker area proportional to that column (cost), 8-34 px.
+    ``localisation`` (frame ``run_id, localised_share, localised, loc_tp`` from
+    :func:`automonitor.views.tradeoff.localisation_shares`): runs are also coloured by their localised
+    hits share (:func:`localisation_trace`, a 0-1 colour scale on top of their markers).
     """
     fig = go.Figure()
     pts = _drawable_points(points)
@@ -64,6 +68,10 @@ def tradeoff_figure(
         fig.add_trace(run_trace(group, tpl, eligible, all_points=pts, size_col=size_col))
     if done is not pts and len(pts) > len(done):
         fig.add_trace(incomplete_trace(pts[pts["incomplete"].astype(bool)]))
+    if localisation is not None and not pts.empty:
+        trace = localisation_trace(pts, localisation)
+        if trace is not None:
+            fig.add_trace(trace)
     if reported is not None and not reported.empty:
         fig.add_traces(reported_traces(reported))
     fig.update_layout(
@@ -218,6 +226,44 @@ def run_trace(
         hovertemplate=(
             _RUN_HOVER
             + ("" if eligible else "<br><i>too few judged samples: not on the front</i>")
+            + "<extra>click to drill down</extra>"
+        ),
+    )
+
+
+LOCALISATION_LEGEND = "colour: localised hits share (runs with gold spans)"
+
+
+def localisation_trace(pts: pd.DataFrame, localisation: pd.DataFrame) -> go.Scatter | None:
+    """Runs coloured by the share of their true positives whose evidence overlaps a gold span (issue
+    21.3): markers at the runs' drawn positions, colour = ``localised_share`` on a 0-1 scale (Viridis,
+    colour bar "localised hits"), hover with localised / TP, ``customdata[0]`` the run id (a click opens
+    the drill-down as for any run). Runs without a share (no evidence, no gold spans, no TP) are not in
+    it and keep their template colour. ``None`` when no run has a share."""
+    d = pts.merge(localisation, on="run_id", how="inner")
+    d = d[d["localised_share"].notna()]
+    if d.empty:
+        return None
+    custom = [tuple(c) + (int(a), int(b)) for c, a, b in zip(_hover_customdata(d), d["localised"], d["loc_tp"])]
+    return go.Scatter(
+        x=d["x_plot"],
+        y=d["y_plot"],
+        mode="markers",
+        name=LOCALISATION_LEGEND,
+        marker=dict(
+            size=15,
+            color=list(d["localised_share"]),
+            colorscale="Viridis",
+            cmin=0.0,
+            cmax=1.0,
+            showscale=True,
+            colorbar=dict(title=dict(text="localised hits"), thickness=12, len=0.6),
+            line=dict(width=1, color="#111827"),
+        ),
+        customdata=custom,
+        hovertemplate=(
+            _RUN_HOVER
+            + "<br>localised hits %{customdata[13]} of %{customdata[14]} TP (%{marker.color:.0%})"
             + "<extra>click to drill down</extra>"
         ),
     )

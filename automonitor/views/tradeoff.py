@@ -146,3 +146,24 @@ def audit_flags(doc: dict[str, Any] | None, category: str | None, task: str | No
             }
         )
     return sorted(out, key=lambda d: -abs(d["auroc"] - 0.5))
+
+
+def localisation_shares(report: Report | Mapping[str, Any], category: str | None, task: str | None) -> pd.DataFrame:
+    """Per run, the localised hits share of the slice shown (issue 21.3): frame ``run_id,
+    localised_share, localised, loc_tp`` (share = localised / TP in [0, 1], ``None`` with no TP),
+    from ``runs[].localisation`` of the report (present only for evidence runs whose judged samples
+    have gold spans; other runs are left out). The slice: the category's with ``category``, else the
+    task's with ``task``, else overall (localisation is not reported per category x task cell)."""
+    rep = as_report(report)
+    rows = []
+    for r in rep.runs:
+        loc = r.localisation
+        if loc is None:
+            continue
+        sl = loc.by_category.get(category) if category else (loc.by_task.get(task) if task else loc.overall)
+        if sl is None:
+            continue
+        rows.append(
+            {"run_id": r.run_id, "localised_share": sl.localised_share, "localised": sl.localised, "loc_tp": sl.tp}
+        )
+    return pd.DataFrame(rows, columns=["run_id", "localised_share", "localised", "loc_tp"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from automonitor.workbench.browsing import (
     PAGE_SIZES,
+    SEARCH_STYLE,
     diff_mode,
     disagreeing_samples,
     filter_cell,
@@ -57,6 +58,7 @@ from automonitor.workbench.runs import (
 __all__ = [
     "DEFAULT_MIN_N",
     "PAGE_SIZES",
+    "SEARCH_STYLE",
     "TEMPLATE_SHORT",
     "diff_mode",
     "disagreeing_samples",

@@ -92,12 +92,17 @@ def filter_cell(
     return df
 
 
-_MARK = "background:#fef08a;color:#111827;border-radius:2px;padding:0 1px;"
+#: Style of a search hit: magenta with a dotted outline, so it never reads as evidence (yellow verbatim,
+#: blue normalised, red ungrounded) or as a gold span (green) (issue 24.8).
+SEARCH_STYLE = (
+    "background:#f5d0fe;color:#111827;outline:2px dotted #a21caf;outline-offset:-1px;border-radius:2px;padding:0 1px;"
+)
 
 
 def highlight_search_html(text: str | None, query: str | None) -> str:
     """``text`` escaped, with every case-insensitive occurrence of ``query`` wrapped in
-    ``<mark class="am-hit">`` (the matched text escaped too). No query: just the escaped text."""
+    ``<mark class="am-hit">`` styled :data:`SEARCH_STYLE` (the matched text escaped too). No query:
+    just the escaped text."""
     text = text or ""
     if not query or not query.strip():
         return _esc(text)
@@ -105,7 +110,7 @@ def highlight_search_html(text: str | None, query: str | None) -> str:
     out, cur = [], 0
     for m in pat.finditer(text):
         out.append(_esc(text[cur : m.start()]))
-        out.append(f'<mark class="am-hit" style="{_MARK}">{_esc(m.group(0))}</mark>')
+        out.append(f'<mark class="am-hit" style="{SEARCH_STYLE}">{_esc(m.group(0))}</mark>')
         cur = m.end()
     out.append(_esc(text[cur:]))
     return "".join(out)

@@ -1,0 +1,49 @@
+"""Model-written markdown rendered safely (Label and Adjudicate pages, issue 24.8).
+
+A response often is markdown (lists, code fences, emphasis, tables). It is rendered with markdown-it-py
+in CommonMark mode plus GFM tables and strikethrough, with three safety rules:
+
+- ``html=False``: raw HTML in the text (``<script>``, ``<img onerror>``, ``<a href>``) is not passed
+  through but shown as escaped text (markdown-it escapes every text piece);
+- links, images and autolinks are disabled: ``[text](url)``, ``![alt](src)`` and ``<http://...>`` stay
+  literal text, so nothing is followed or fetched (no tracking pixel, no click-through) and a link's
+  text cannot disguise its target; ``linkify`` (bare URLs) is off too;
+- the output is wrapped in one ``<div class="am-md">`` for ``st.html`` (no further markdown processing).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+
+from automonitor.views.escaping import esc
+
+#: Inline style of the rendered block (same frame as the text blocks, proportional font).
+MD_STYLE = (
+    "word-break:break-word;overflow-wrap:anywhere;font-size:0.9rem;line-height:1.5;"
+    "padding:0.4rem 0.75rem;border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;"
+)
+
+
+@lru_cache(maxsize=1)
+def _renderer() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.disable(["link", "image", "autolink"])
+    return md
+
+
+def markdown_html(text: str | None, *, max_height: int | None = 420, css_class: str = "am-md") -> str:
+    """``text`` rendered from markdown to HTML that runs nothing and links nowhere.
+
+    Raw HTML is escaped (markdown-it ``html=False``), links, images and autolinks stay literal text
+    (rules disabled), fenced code becomes ``<pre><code>`` with its content escaped. ``max_height``
+    (pixels) adds a vertical scroll bar. Returns an HTML string for ``st.html``; ``None`` gives an empty
+    block."""
+    body = _renderer().render(text or "")
+    style = MD_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
+    return f'<div class="{esc(css_class)}" style="{style}">{body}</div>'
+
+
+__all__ = ["MD_STYLE", "markdown_html"]
