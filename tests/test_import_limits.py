@@ -69,7 +69,10 @@ def _count(engine, table="sample"):
 
 
 @pytest.mark.slow
-def test_meta_nested_1000_levels_exits_2_with_file_line_field_for_all_three_importers(tmp_path, sqlite_url, cli):
+def test_meta_nested_1000_levels_exits_2_with_file_line_field_for_all_three_importers(
+    tmp_path, sqlite_url, sqlite_engine, cli
+):
+    # sqlite_engine: the store exists (predictions and annotations imports never create one)
     req = json.dumps(_pair()[0])[:-1]
     pairs = tmp_path / "pairs.jsonl"
     _jsonl(pairs, _pair()[1:], [req + ', "meta": ' + DEEP + "}"])  # line 2
