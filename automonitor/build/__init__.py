@@ -126,8 +126,9 @@ def build(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     loaded: dict[str, SourceResult] | None = None,
+    errata_file: str | Path | None = None,
 ) -> dict[str, Any]:
-    """:func:`automonitor.build.reconcile.build` (same arguments and report) under the store-wide build
+    """:func:`automonitor.build.reconcile.build` (same arguments, ``errata_file`` included, and report) under the store-wide build
     lock (:func:`store.queries.locks.try_named_lock`: a PostgreSQL advisory lock, a lock file beside a
     SQLite database), so two builds never interleave.
 
@@ -141,7 +142,7 @@ def build(
             "another build is running on this store; wait for it to finish, then build again", field="build"
         )
     try:
-        return _reconcile(engine, raw, seed, force=force, progress=progress, loaded=loaded)
+        return _reconcile(engine, raw, seed, force=force, progress=progress, loaded=loaded, errata_file=errata_file)
     finally:
         release_named_lock(lock)
 
