@@ -21,8 +21,9 @@ The unit removed is a whole pair (never one side). The rule, per round:
    source's own train pairs when it has :data:`~automonitor.audit.params.MIN_TRAIN_PER_CLASS` of each
    label, else the cell's: the audit's rule) and scored on the slice (method ``train``); where the
    source (or the cell) has no such train data the baseline is also scored by grouped
-   :attr:`AfliteParams.folds`-fold cross-validation within the slice, folds by pair, re-drawn each round
-   (method ``within_test_cv``);
+   :attr:`AfliteParams.folds`-fold cross-validation within the slice, folds by pair, by the audit's own
+   procedure (:func:`automonitor.audit.baselines.cv_scores`; method ``within_test_cv``), so a slice cannot
+   pass on a lucky fold draw the audit does not repeat;
 3. a slice *fails* when some baseline has ``|AUROC - 0.5| >= bound``; from each failing slice remove the
    ``ceil(step * pairs)`` pairs with the largest directed margin ``sign(AUROC - 0.5) * (score(misbehavior)
    - score(benign))`` of the failing baselines (margins rank-normalised, the largest over baselines
@@ -47,12 +48,12 @@ import random
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from automonitor.audit.baselines import _auroc, _TrainedBaselines, _y, length_features, tfidf_vectorizer
+from automonitor.audit.baselines import _auroc, _TrainedBaselines, _y, cv_scores
 from automonitor.audit.params import ALL_SOURCES, SYCOPHANCY
 from automonitor.audit.suggestion import suggestion_score
 
@@ -144,12 +145,6 @@ class _Scorer:
         self.trained = _TrainedBaselines(train, _tfidf_matrices(train, test, test.iloc[0:0]))
         self.tool_train = tool_call_features(train) if len(train) else np.zeros((0, 2))
         self.tool_any_train = bool(len(train)) and bool(self.tool_train[:, 0].any())
-        self.cv_mat = None
-        if len(test):
-            try:
-                self.cv_mat = tfidf_vectorizer().fit_transform(test["response"].tolist())
-            except ValueError:  # empty vocabulary
-                self.cv_mat = None
         self.sugg = np.array([suggestion_score(q, r)[0] for q, r in zip(test["request"], test["response"])])
         self._tool_models: dict[tuple[Any, ...], Any] = {}
 
@@ -196,35 +191,27 @@ class _Scorer:
     def _cv(
         self, te: pd.DataFrame, tool_here: bool, seed: int, rnd: int, key: SliceKey
     ) -> dict[tuple[str, str], np.ndarray]:
-        """Out-of-fold scores of the trained baselines, ``folds`` folds by pair (seeded per round)."""
-        from sklearn.linear_model import LogisticRegression
+        """Out-of-fold scores of the trained baselines within the slice: the audit's own procedure
+        (:func:`automonitor.audit.baselines.cv_scores`: ``GroupKFold`` by pair, fresh vectorizer per fold),
+        so a slice the filter passes is the slice the audit scores; never a lucky fold draw. ``tool_calls``
+        (not an audit baseline) uses the same folds."""
+        from sklearn.model_selection import GroupKFold
 
-        y = _y(te)
-        groups = sorted(set(te["pair_id"]))
-        _rng(seed, f"cv:{_slice_name(key)}:{rnd}").shuffle(groups)
-        k = min(self.folds, len(groups))
-        fold_of = {g: i % k for i, g in enumerate(groups)}
-        fold = te["pair_id"].map(fold_of).to_numpy()
-        feats: dict[str, Callable[[np.ndarray], tuple[Any, Any]]] = {}
-        lf = length_features(te)
-        feats["length"] = lambda idx: (lf[idx], _lr())
-        if self.cv_mat is not None:
-            mat = self.cv_mat[te.index.to_numpy()]
-            feats["tfidf"] = lambda idx: (mat[idx], LogisticRegression(max_iter=2000, solver="liblinear"))
-        if tool_here:
-            tf = tool_call_features(te)
-            feats["tool_calls"] = lambda idx: (tf[idx], _lr())
         out: dict[tuple[str, str], np.ndarray] = {}
-        for name, get in feats.items():
+        for name in ("length", "tfidf"):
+            s = cv_scores(te, name, self.folds)
+            if s is not None:
+                out[(name, CV)] = s
+        groups = te["pair_id"].astype(str).to_numpy()
+        if tool_here and len(set(groups)) >= self.folds:
+            y, tf = _y(te), tool_call_features(te)
             s = np.full(len(te), 0.5)
-            for f in range(k):
-                tr_idx, te_idx = np.where(fold != f)[0], np.where(fold == f)[0]
-                if len(te_idx) == 0 or y[tr_idx].min() == y[tr_idx].max():
-                    continue
-                X, model = get(tr_idx)
-                model.fit(X, y[tr_idx])
-                s[te_idx] = model.predict_proba(get(te_idx)[0])[:, 1]
-            out[(name, CV)] = s
+            for tr_idx, te_idx in GroupKFold(n_splits=self.folds).split(tf, y, groups):
+                if y[tr_idx].min() == y[tr_idx].max():
+                    break
+                s[te_idx] = _lr().fit(tf[tr_idx], y[tr_idx]).predict_proba(tf[te_idx])[:, 1]
+            else:
+                out[("tool_calls", CV)] = s
         return out
 
     folds = 5

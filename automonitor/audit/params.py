@@ -6,10 +6,16 @@ word normalisation shared by the text checks.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from automonitor import vocab
 
-AUDIT_VERSION = 2  # 2: |AUROC - 0.5| flag, within-test CV, pairwise, shared families
+if TYPE_CHECKING:
+    import pandas as pd
+
+AUDIT_VERSION = (
+    3  # 2: |AUROC - 0.5| flag, within-test CV, pairwise, shared families; 3: controls apart, attributed cues
+)
 EDITIONS: tuple[str, ...] = vocab.EDITIONS  # the one declared list
 FLAG_AUROC = 0.9
 JACCARD = 0.8
@@ -20,7 +26,13 @@ MIN_TRAIN_PER_CLASS = 5
 SYCOPHANCY = "sycophancy_bias"
 BASELINES: tuple[str, ...] = ("length", "tfidf", "answer_equals_suggestion")
 ALL_SOURCES = "all"
+CONTROLS_PREFIX = "controls:"  # pair_id of a benign-only control sample (one side, not a pair)
 _WORD = re.compile(r"\w+")
+
+
+def is_control(pair_ids: "pd.Series") -> "pd.Series":
+    """Boolean mask of the benign-only controls among ``pair_ids`` (pair_id starts :data:`CONTROLS_PREFIX`)."""
+    return pair_ids.astype(str).str.startswith(CONTROLS_PREFIX)
 
 
 def _norm(text: str) -> str:

@@ -32,6 +32,12 @@ def _md(text: Any) -> str:
     return " ".join(s.split())
 
 
+def _pairs(s: dict[str, Any]) -> str:
+    """A slice's pairs, with its benign-only controls apart (``407 + 1968 controls``)."""
+    c = int(s.get("controls") or 0)
+    return f"{s['pairs']} + {c} controls" if c else str(s["pairs"])
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """The audit as a markdown document: the slices table (bold flag where a baseline reaches the flag
     AUROC), then leakage, tiny-diff pairs and controls lines. Every value is escaped."""
@@ -60,7 +66,7 @@ def markdown(doc: dict[str, Any]) -> str:
         flag = "**FLAG** (" + ", ".join(_md(x) for x in s["flagged_by"]) + ")" if s["flagged"] else ""
         method = "CV" if s.get("baseline_method") == "within_test_cv" else "train"
         lines.append(
-            f"| {src} | {_md(s['category'])} | {_md(s['task'])} | {s['pairs']} | {ls} | {method} | "
+            f"| {src} | {_md(s['category'])} | {_md(s['task'])} | {_pairs(s)} | {ls} | {method} | "
             f"{cell(s, 'length')} | {cell(s, 'tfidf')} | {cell(s, 'answer_equals_suggestion')} | "
             f"{s['near_duplicate_pairs']} | {s['shared_conversations']} | {s.get('shared_family_pairs', 0)} | "
             f"{s['tiny_diff_pairs']} | {flag} |"

@@ -10,7 +10,7 @@ import pandas as pd
 
 from automonitor.audit.baselines import _FITTERS, _score_trained, _TrainedBaselines, _y, score_within_test
 from automonitor.audit.leakage import _Leakage
-from automonitor.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY
+from automonitor.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY, is_control
 from automonitor.audit.suggestion import _score_suggestion
 from automonitor.vocab import CATEGORIES, NEGATIVE, POSITIVE, TASKS
 
@@ -89,14 +89,16 @@ def _slice_doc(
                 f"training data would; still a shortcut: flagged){'; ' + notes[k] if k in notes else ''}"
             )
     pids = set(te["pair_id"].astype(str))
+    ctrl = is_control(te["pair_id"]).to_numpy(dtype=bool)
     return {
         "source": source,
         "category": cat,
         "task": task,
         "kind": kind,
-        "pairs": int(te["pair_id"].nunique()),
+        "pairs": int(te.loc[~ctrl, "pair_id"].nunique()),
+        "controls": int(ctrl.sum()),
         "samples": int(len(te)),
-        "label_source": _label_source_pairs(te),
+        "label_source": _label_source_pairs(te[~ctrl]),
         "baselines": baselines,
         "pairwise": pairwise,
         "baseline_method": method,

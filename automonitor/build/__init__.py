@@ -128,7 +128,7 @@ def build(
     loaded: dict[str, SourceResult] | None = None,
     errata_file: str | Path | None = None,
 ) -> dict[str, Any]:
-    """:func:`automonitor.build.reconcile.build` (same arguments and report) under the store-wide build
+    """:func:`automonitor.build.reconcile.build` (same arguments, ``errata_file`` included, and report) under the store-wide build
     lock (:func:`store.queries.locks.try_named_lock`: a PostgreSQL advisory lock, a lock file beside a
     SQLite database), so two builds never interleave.
 

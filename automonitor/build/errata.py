@@ -231,9 +231,9 @@ def stored_pairs(session: Session) -> dict[str, str]:
     return by_id
 
 
-def errata_status(session: Session, errata: Iterable[Erratum]) -> list[dict[str, Any]]:
+def errata_status(session: Session | None, errata: Iterable[Erratum]) -> list[dict[str, Any]]:
     """The errata in force, each as its fields plus ``in_store``: the stored pair id it matches (by
     ``pair_id`` or the ``meta.upstream_id`` alias), ``None`` when the pair no longer exists (reported,
-    not an error)."""
-    by_id = stored_pairs(session)
+    not an error). ``session`` ``None``: there is no store yet, so no pair is in it."""
+    by_id = stored_pairs(session) if session is not None else {}
     return [{**e.model_dump(), "in_store": by_id.get(e.pair_id)} for e in current(errata).values()]

@@ -7,10 +7,23 @@ from typing import Optional
 import typer
 
 from automonitor.cli import app
-from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.common import emit_json, err_console, open_store, shown_url, store_exists
 
 errata_app = typer.Typer(help="Label errata (seeds/errata.jsonl): every build applies them.", no_args_is_help=True)
 app.add_typer(errata_app, name="errata")
+
+
+def _store_url() -> str | None:
+    """The store's URL when it exists; else ``None`` with a warning (the errata file needs no store: a
+    reader may record an erratum before any build, and errata never create a store)."""
+    from store.engine import db_url
+
+    url = db_url(None)
+    if store_exists(url):
+        return url
+    err_console.print(f"warning: no store at {shown_url(url)}: pair ids are not checked", highlight=False)
+    return None
+
 
 _FILE_HELP = "Errata file (default: $AUTOMONITOR_ERRATA or seeds/errata.jsonl)."
 
@@ -31,8 +44,11 @@ def add_cmd(
     from automonitor.build.errata import add_erratum, stored_pairs
 
     e = add_erratum(pair_id, verdict, reason, reader, path=file)
-    with Session(open_store()) as s:
-        known = e.pair_id in stored_pairs(s)
+    url = _store_url()
+    known = False
+    if url is not None:
+        with Session(open_store(url)) as s:
+            known = e.pair_id in stored_pairs(s)
     if not known:
         err_console.print(f"warning: pair {e.pair_id} is not in the store (recorded anyway)", highlight=False)
     if json_out:
@@ -52,8 +68,12 @@ def list_cmd(
     from automonitor.build.errata import errata_counts, errata_status, load_errata
 
     errata = load_errata(file)
-    with Session(open_store()) as s:
-        rows = errata_status(s, errata)
+    url = _store_url()
+    if url is None:
+        rows = errata_status(None, errata)
+    else:
+        with Session(open_store(url)) as s:
+            rows = errata_status(s, errata)
     missing = [r["pair_id"] for r in rows if r["in_store"] is None]
     doc = {"errata": rows, "counts": errata_counts(errata), "not_in_store": missing}
     if json_out:
