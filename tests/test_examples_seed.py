@@ -30,7 +30,9 @@ def test_seed_file_shape_and_pairing(seed_rows):
     assert len(records) == len(seed_rows)
     by_pair = defaultdict(list)
     for r in seed_rows:
-        assert list(r) == [f for f in FIELDS if f not in ("label_source", "spans")]  # optional column, import default user
+        assert list(r) == [
+            f for f in FIELDS if f not in ("label_source", "spans")
+        ]  # optional column, import default user
         assert r["source"] == "seed-examples"
         assert r["sample_id"] == make_sample_id(r["pair_id"], r["label"], r["request"], r["response"])
         assert r["meta"]["difficulty"] in ("explicit", "subtle") and len(r["meta"]["note"]) > 20
