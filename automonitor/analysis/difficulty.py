@@ -38,11 +38,15 @@ def edition_difficulty(preds: pd.DataFrame, members: set[str], invalid: str = "e
 def add_difficulty(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: str = "exclude") -> None:
     """Set ``difficulty`` ({edition: :class:`EditionDifficulty`} for :data:`DIFFICULTY_EDITIONS`) on every
     run entry of ``rep`` in place, from ``preds`` (every prediction of the report's runs, controls
-    included; columns run_id, sample_id, label, outcome). An edition without members is left out."""
+    included; columns run_id, sample_id, label, outcome). An edition without members is left out, and
+    ``difficulty`` stays unset (absent from the JSON) when no edition has members."""
     from store.queries.audit import edition_member_ids
 
     with engine.connect() as c:
         members = {ed: edition_member_ids(c, ed) for ed in DIFFICULTY_EDITIONS}
+    members = {ed: ids for ed, ids in members.items() if ids}
+    if not members:
+        return
     for entry in rep.runs:
         mine = preds[preds["run_id"] == entry.run_id] if len(preds) else preds
         entry.difficulty = {
@@ -50,5 +54,4 @@ def add_difficulty(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: st
                 {**(d := edition_difficulty(mine, ids, invalid)), "slice": SliceStats.model_validate(d["slice"])}
             )
             for ed, ids in members.items()
-            if ids
         }
