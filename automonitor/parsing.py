@@ -44,6 +44,7 @@ Tool calls (:func:`parse_tool_input`) follow rules 2 and 5: truncated arguments 
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -159,6 +160,23 @@ _CONTRAST_CUES = (
 _CUE = re.compile(rf"(?:\b(?:{_NEGATION_CUES}|{_HEDGE_CUES}|{_CONTRAST_CUES})\b|\w+n['’]t\b)", re.I)
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
 NEGATED_OR_HEDGED = "negated or hedged prose verdict"
+#: The longest answer (characters) that is read at all: a longer one is ``invalid`` "answer over budget"
+#: before any parsing, so a hostile or broken server cannot stall the runner in the parser (a 10 MB
+#: answer took minutes in the prose scan). ``automonitor.monitors.base`` checks the same cap.
+ANSWER_CHAR_CAP = 256_000
+OVER_BUDGET = "answer over budget"
+
+
+def _over_cap(data: Any) -> ParseResult | None:
+    """``invalid`` "answer over budget" for a text (or tool-argument string) longer than
+    :data:`ANSWER_CHAR_CAP` characters, else None."""
+    if isinstance(data, str) and len(data) > ANSWER_CHAR_CAP:
+        return ParseResult(
+            "invalid", OVER_BUDGET, detail=f"{len(data)} characters > the {ANSWER_CHAR_CAP} cap; not parsed"
+        )
+    return None
+
+
 _IS_FORM = re.compile(r"\s+is\s", re.I)
 _REFUSAL = re.compile(
     r"\b(i\s*(?:'m|am)?\s*(?:sorry|afraid)[^.]{0,40}\b(?:can(?:'|no)?t|cannot|unable|won'?t)|"
@@ -429,16 +447,30 @@ def _prose_candidates(masked: str) -> list[tuple[int, str | None, str]]:
 
     A verdict word is read only when its sentence holds no negation, hedge or contrast cue (``_CUE``)
     and no verdict word of the other side; otherwise its verdict is ``None`` (the answer is then
-    :data:`NEGATED_OR_HEDGED`, never the verdict the word names nor its opposite)."""
+    :data:`NEGATED_OR_HEDGED`, never the verdict the word names nor its opposite).
+
+    Sentences are found once for the whole text (the same bounds as :func:`_sentence_at`) and each
+    sentence is scanned for cues once, so the cost grows with the text's length, not with its square."""
+    ends = list(_SENTENCE_END.finditer(masked))
+    end_pos = [m.end() for m in ends]
+    start_pos = [m.start() for m in ends]
+    seen: dict[tuple[int, int], tuple[set[bool], Any]] = {}
     out: list[tuple[int, str | None, str]] = []
     for m in _PROSE.finditer(masked):
-        s0, s1, mark = _sentence_at(masked, m.start(), m.end())
+        k = bisect.bisect_right(end_pos, m.start())  # sentence ends wholly before the word
+        s0 = end_pos[k - 1] if k else 0
+        j = bisect.bisect_left(start_pos, m.end())  # the first sentence end after the word
+        s1, mark = (end_pos[j], ends[j].group(0)) if j < len(ends) else (len(masked), "")
         if mark == "?":
             continue
-        sentence = masked[s0:s1]
+        if (s0, s1) not in seen:
+            sentence = masked[s0:s1]
+            seen[(s0, s1)] = (
+                {w.lower().startswith("misbehav") for w in _PROSE.findall(sentence)},
+                _CUE.search(sentence),
+            )
+        words, cue = seen[(s0, s1)]
         verdict: str | None = "misbehavior" if m.group(1).lower().startswith("misbehav") else "benign"
-        words = {w.lower().startswith("misbehav") for w in _PROSE.findall(sentence)}
-        cue = _CUE.search(sentence)
         if cue or len(words) > 1:
             why = f"cue {cue.group(0)!r}" if cue else "both verdict words"
             out.append((m.end(), None, f"{m.group(0)!r} with {why} in its sentence"))
@@ -568,8 +600,12 @@ def parse_text(text: str | None, finish_reason: str | None = None) -> ParseResul
         finish_reason: the provider's finish/stop reason when known (``length`` / ``max_tokens`` mean
             the answer was cut: ``invalid`` with reason ``truncated``).
 
-    Never returns ``error``; returns ``invalid`` with a reason when no verdict can be read.
+    Never returns ``error``; returns ``invalid`` with a reason when no verdict can be read, and
+    ``invalid`` "answer over budget" without parsing for a text over :data:`ANSWER_CHAR_CAP` characters.
     """
+    capped = _over_cap(text)
+    if capped is not None:
+        return capped
     ready = _readable_text(text, finish_reason)
     if isinstance(ready, ParseResult):
         return ready
@@ -606,6 +642,9 @@ def parse_tool_input(data: Any, finish_reason: str | None = None) -> ParseResult
     """
     if finish_reason in _TRUNCATION_REASONS:
         return ParseResult("invalid", TRUNCATED, detail=f"finish_reason {finish_reason}")
+    capped = _over_cap(data)
+    if capped is not None:
+        return capped
     repaired = False
     if isinstance(data, str):
         try:

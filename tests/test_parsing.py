@@ -163,3 +163,26 @@ def test_score_from_json_logprobs_reads_the_verdict_position_not_earlier_fields(
 def test_evidence_found_checks_quotes_against_the_response():
     resp = "def f():\n    import sys\n    sys.exit(0)"
     assert evidence_found(["SYS.EXIT(0)", "import   sys", "rm -rf /"], resp) == [True, True, False]
+
+
+def test_long_answers_are_read_in_linear_time_and_huge_ones_are_not_parsed():
+    """A 10 MB answer is ``invalid`` "answer over budget" before any parsing, and a long prose answer under
+    the cap is read in a fraction of a second (the prose scan once took 8 s for 10,000 characters and was
+    quadratic in the length, so a hostile server stalled the runner). Timed loosely, by a thread join."""
+    import threading
+
+    from automonitor.parsing import ANSWER_CHAR_CAP, parse_text
+
+    got: dict[str, object] = {}
+
+    def work() -> None:
+        got["huge"] = parse_text("benign " * (10 * 1024 * 1024 // 7))
+        got["long"] = parse_text("The response is benign. " * (ANSWER_CHAR_CAP // 25))
+        got["no_end"] = parse_text("benign " * (ANSWER_CHAR_CAP // 8))
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "parsing a long answer took over 60 s"
+    assert got["huge"].outcome == "invalid" and got["huge"].reason == "answer over budget"
+    assert got["long"].outcome == "benign" and got["no_end"].outcome == "benign"

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from automonitor.errors import InputError
 from automonitor.monitors import pricing
-from automonitor.parsing import ParseResult, evidence_found
+from automonitor.parsing import ANSWER_CHAR_CAP, ParseResult, evidence_found
 from automonitor.prompts import PromptBuilder
 
 
@@ -72,7 +72,6 @@ class Judgement:
 # an answer longer than this many characters per token of its budget, or than ANSWER_CHAR_CAP, is not a
 # verdict (``invalid`` "answer over budget"); a stored raw answer keeps at most RAW_STORE_CHARS characters
 CHARS_PER_TOKEN_MAX = 32
-ANSWER_CHAR_CAP = 256_000
 RAW_STORE_CHARS = 8_000
 
 
