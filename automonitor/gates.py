@@ -14,6 +14,8 @@ import re
 import tokenize
 from typing import Sequence
 
+from scipy.cluster.hierarchy import DisjointSet
+
 _WS = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 FEW_TOKENS = 3
@@ -210,18 +212,8 @@ def conversation_groups(dialogues: Sequence[str]) -> list[int]:
         One group index per dialogue (0..k-1, numbered by first appearance).
     """
     norm = [" ".join(d.split()) for d in dialogues]
-    parent = list(range(len(norm)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+    sets = DisjointSet(range(len(norm)))  # union-find (scipy)
+    union = sets.merge
 
     by_first: dict[str, int] = {}
     for i, d in enumerate(dialogues):
@@ -240,7 +232,7 @@ def conversation_groups(dialogues: Sequence[str]) -> list[int]:
             union(i, stack[-1])
         stack.append(i)
     ids: dict[int, int] = {}
-    return [ids.setdefault(find(i), len(ids)) for i in range(len(norm))]
+    return [ids.setdefault(sets[i], len(ids)) for i in range(len(norm))]
 
 
 # --- Codeforces: static screen of the plain (benign) side -----------------------------------------

@@ -28,6 +28,7 @@ import zlib
 from collections import Counter
 from typing import Sequence
 
+from scipy.cluster.hierarchy import DisjointSet
 
 from automonitor.sources import PairRecord
 
@@ -113,18 +114,8 @@ def families(pairs: Sequence[PairRecord]) -> list[int]:
     Returns:
         One family index per pair, in the order of ``pairs``.
     """
-    parent = list(range(len(pairs)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+    sets = DisjointSet(range(len(pairs)))  # union-find (scipy)
+    union = sets.merge
 
     first: dict[str, int] = {}
     versions: list[tuple[int, set[str]]] = []
@@ -150,7 +141,7 @@ def families(pairs: Sequence[PairRecord]) -> list[int]:
         for a, b in _paraphrase_edges([pairs[i].request for i in idx]):
             union(idx[a], idx[b])
     ids: dict[int, int] = {}
-    return [ids.setdefault(find(i), len(ids)) for i in range(len(pairs))]
+    return [ids.setdefault(sets[i], len(ids)) for i in range(len(pairs))]
 
 
 def shared_families(family: dict[str, int], train: set[str], test: set[str]) -> set[int]:
