@@ -85,11 +85,6 @@ the store side).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable
-
-from sqlalchemy.engine import Engine
-
 from automonitor.build.config import (
     CANDIDATE_PLAN,
     CODE_SOURCES_PY_DEFAULT,
@@ -107,45 +102,9 @@ from automonitor.build.config import (
 )
 from automonitor.build.gating import apply_gates, load_all
 from automonitor.build.plan import plan_build
-from automonitor.build.reconcile import build as _reconcile
-from automonitor.build.reconcile import latest_seed
+from automonitor.build.reconcile import build, latest_seed
 from automonitor.build.rows import Plan, proportional, rng_for
 from automonitor.build.selection import editions_of
-from automonitor.errors import InputError
-from automonitor.sources import SourceResult
-from store.queries.locks import release_named_lock, try_named_lock
-
-BUILD_LOCK = "build"  # the store-wide lock name: one build at a time per store
-
-
-def build(
-    engine: Engine,
-    raw: str | Path | None = None,
-    seed: int = 0,
-    *,
-    force: bool = False,
-    progress: Callable[[str], None] | None = None,
-    loaded: dict[str, SourceResult] | None = None,
-    errata_file: str | Path | None = None,
-) -> dict[str, Any]:
-    """:func:`automonitor.build.reconcile.build` (same arguments, ``errata_file`` included, and report) under the store-wide build
-    lock (:func:`store.queries.locks.try_named_lock`: a PostgreSQL advisory lock, a lock file beside a
-    SQLite database), so two builds never interleave.
-
-    Raises:
-        InputError: another build is running on this store (field ``build``; the CLI exits 2), or
-            what :func:`~automonitor.build.reconcile.build` raises.
-    """
-    lock = try_named_lock(engine, BUILD_LOCK)
-    if lock is None:
-        raise InputError(
-            "another build is running on this store; wait for it to finish, then build again", field="build"
-        )
-    try:
-        return _reconcile(engine, raw, seed, force=force, progress=progress, loaded=loaded, errata_file=errata_file)
-    finally:
-        release_named_lock(lock)
-
 
 __all__ = [
     "CANDIDATE_PLAN",

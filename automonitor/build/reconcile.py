@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -22,6 +23,7 @@ from automonitor.runner.lease import lease_held_by_other
 from automonitor.sources import REGISTRY, SourceResult
 from store import session_scope
 from store.queries import build as build_queries
+from store.queries.locks import release_named_lock, try_named_lock
 from store.queries.samples import insert_samples
 
 
@@ -159,6 +161,34 @@ def _apply_changes(session: Session, state: _StoreState, plan: Plan, changes: _C
     }
 
 
+BUILD_LOCK = "build"  # the store-wide lock name: one build at a time per store
+_F = TypeVar("_F", bound=Callable[..., dict[str, Any]])
+
+
+def _serialised(fn: _F) -> _F:
+    """Run ``fn(engine, ...)`` under the store-wide build lock (:func:`store.queries.locks.try_named_lock`:
+    a PostgreSQL advisory lock, a lock file beside a SQLite database), so two builds never interleave.
+
+    Raises:
+        InputError: another build is running on this store (field ``build``; the CLI exits 2).
+    """
+
+    @functools.wraps(fn)
+    def locked(engine: Engine, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        lock = try_named_lock(engine, BUILD_LOCK)
+        if lock is None:
+            raise InputError(
+                "another build is running on this store; wait for it to finish, then build again", field="build"
+            )
+        try:
+            return fn(engine, *args, **kwargs)
+        finally:
+            release_named_lock(lock)
+
+    return locked  # type: ignore[return-value]
+
+
+@_serialised
 def build(
     engine: Engine,
     raw: str | Path | None = None,
@@ -170,7 +200,8 @@ def build(
     errata_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
-    transaction (see the module doc for composition and rebuild policy).
+    transaction (see the module doc for composition and rebuild policy), under the store-wide build lock
+    (:func:`_serialised`).
 
     ``loaded``, ``errata_file``: see :func:`plan_build` (every build applies the errata in force).
 
@@ -178,8 +209,9 @@ def build(
         The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
         (bool), ``dependents_deleted`` (with ``force``) and ``seconds`` (wall time).
     Raises:
-        InputError: raw dir missing or malformed, or a reseed would change samples that predictions or
-            annotations reference and ``force`` is false. Nothing is changed then.
+        InputError: raw dir missing or malformed, a reseed would change samples that predictions or
+            annotations reference and ``force`` is false, or another build is running on this store
+            (field ``build``). Nothing is changed then.
     """
     t0 = time.perf_counter()
     raw_path = resolve_raw(raw)
