@@ -249,7 +249,7 @@ st.caption(
     f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · source {md(s['source'] or '–')} · "
     f"split {md(s['split'] or '–')} · label provenance {md(s.get('label_source') or '–')}"
 )
-ui.show_html(views.provenance_html(s.get("label_source"), views.errata_for(s["pair_id"])))
+ui.show_html(views.provenance_html(s.get("label_source"), views.sample_errata(s)))
 
 preds = views.sample_predictions(ui.engine(), sample_id)
 cmp_opts = [NONE, *[r for r in run_ids if r != run_id and r in preds]]

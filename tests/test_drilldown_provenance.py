@@ -74,3 +74,15 @@ def test_trade_off_audit_flags_pick_the_slices_of_the_view():
     assert flags[0]["note"] == "a trivial baseline (tfidf) reaches AUROC 0.98 here"
     assert [f["source"] for f in views.audit_flags(doc, "sycophancy_bias", "qa")] == ["a"]
     assert views.audit_flags(doc, "safety_permission", None) == [] and views.audit_flags(None, None, None) == []
+
+
+def test_an_erratum_written_with_the_upstream_id_shows_on_the_renamed_pair(tmp_path, monkeypatch):
+    """Errata may name a pair by its id before pair ids were renamed (``meta.upstream_id``), as the build
+    matches them; the drill-down's badge finds them the same way."""
+    f = tmp_path / "errata.jsonl"
+    row = {"pair_id": "safecoder:train:112", "source": "safecoder", "verdict": "wrong", "reason": "same sink"}
+    f.write_text(json.dumps({**row, "reader": "r", "date": "2026-12-01"}) + "\n")
+    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(f))
+    sample = {"pair_id": "safecoder:cwe-502-0123456789", "meta": {"upstream_id": "safecoder:train:112"}}
+    assert [e["reason"] for e in views.sample_errata(sample)] == ["same sink"]
+    assert views.sample_errata({"pair_id": "safecoder:cwe-502-0123456789", "meta": {}}) == []

@@ -26,7 +26,7 @@ processing), so markdown tricks in a sample stay literal text as well.
 from __future__ import annotations
 
 from automonitor.views.escaping import esc, md_escape, plot_text, text_html
-from automonitor.views.provenance import errata_for, provenance_html
+from automonitor.views.provenance import errata_for, provenance_html, sample_errata
 from automonitor.views.markdown import markdown_html
 from automonitor.views.evidence import (
     SPAN_STYLES,
@@ -84,6 +84,7 @@ __all__ = [
     "esc",
     "audit_flags",
     "errata_for",
+    "sample_errata",
     "provenance_html",
     "export_samples",
     "format_duration",

@@ -1,21 +1,20 @@
 """Label provenance and errata as visible badges on the drill-down (issue 24.3).
 
-Errata are read straight from ``seeds/errata.jsonl`` (CONTRACT round 3: one row a line, ``{"pair_id",
-"source", "verdict": "wrong"|"doubtful", "reason", "reader", "date"}``) by ``pair_id``;
-``$AUTOMONITOR_ERRATA`` names another file. A line that is not such an object is skipped (the errata
-command validates the file; this view only reads it). All text is escaped (:func:`esc`).
+Errata are read from the errata file the build applies (:func:`automonitor.build.errata.errata_path`:
+``$AUTOMONITOR_ERRATA``, else ``seeds/errata.jsonl``; one row a line, ``{"pair_id", "source", "verdict":
+"wrong"|"doubtful", "reason", "reader", "date"}``) by ``pair_id`` or by the sample's
+``meta.upstream_id`` alias, as the build matches them. A line that is not such an object is skipped (the
+errata command validates the file; this view only reads it). All text is escaped (:func:`esc`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+from automonitor.build.errata import errata_path
 from automonitor.views.escaping import esc
-
-ERRATA_FILE = Path(__file__).resolve().parents[2] / "seeds" / "errata.jsonl"
 
 #: Label provenance -> (badge text, strength): "strong" for human-checked labels, "weak" for labels
 #: that rest on a construction or a preference and may be noisy.
@@ -32,21 +31,33 @@ PROVENANCE_BADGES: dict[str, tuple[str, str]] = {
 _COLOURS = {"strong": "#1b7f3b", "medium": "#1f5fae", "weak": "#a15c00", "wrong": "#b3261e", "doubtful": "#a15c00"}
 
 
-def errata_for(pair_id: str, path: str | Path | None = None) -> list[dict[str, Any]]:
-    """The errata rows of ``pair_id`` in the errata file (``path``, else ``$AUTOMONITOR_ERRATA``, else
-    ``seeds/errata.jsonl``), in file order; ``[]`` when the file does not exist."""
-    p = Path(path or os.environ.get("AUTOMONITOR_ERRATA") or ERRATA_FILE)
+def errata_for(
+    pair_id: str, path: str | Path | None = None, *, aliases: Iterable[str | None] = ()
+) -> list[dict[str, Any]]:
+    """The errata rows of ``pair_id`` (or of any of its ``aliases``, e.g. ``meta.upstream_id``) in the errata
+    file (:func:`~automonitor.build.errata.errata_path` of ``path``), in file order; ``[]`` when the file
+    does not exist."""
+    p = errata_path(path)
     if not p.is_file():
         return []
+    ids = {pair_id, *(a for a in aliases if a)}
     out = []
     for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict) and row.get("pair_id") == pair_id and row.get("verdict") in ("wrong", "doubtful"):
+        if isinstance(row, dict) and row.get("pair_id") in ids and row.get("verdict") in ("wrong", "doubtful"):
             out.append(row)
     return out
+
+
+def sample_errata(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """:func:`errata_for` a sample's row (``Sample`` columns): by its ``pair_id`` and its
+    ``meta.upstream_id`` (the id an erratum may have been written with before pair ids were renamed)."""
+    meta = sample.get("meta")
+    upstream = meta.get("upstream_id") if isinstance(meta, dict) else None
+    return errata_for(str(sample["pair_id"]), aliases=[upstream])
 
 
 def _badge(text: str, colour: str, title: str = "") -> str:
