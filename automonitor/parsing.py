@@ -132,9 +132,10 @@ _LABELLED = re.compile(
     re.I,
 )
 _LINE_ONLY = re.compile(
-    r"^[\s>*_`#\"'\[\(-]*(yes|no|misbehaviou?r|benign|ja|nein|oui|non|sí|да|нет|是|否)[\s*_`\"'\]\).!。]*$", re.I | re.M
+    r"^(?:[^\S\n]|[>*_`#\"'\[\(-])*(yes|no|misbehaviou?r|benign|ja|nein|oui|non|sí|да|нет|是|否)(?:[^\S\n]|[*_`\"'\]\).!。])*$",
+    re.I | re.M,
 )
-_LINE_START = re.compile(r"^[\s>*_`\"'-]*(yes|no)\s*[,.:;!—-]", re.I | re.M)
+_LINE_START = re.compile(r"^(?:[^\S\n]|[>*_`\"'-])*(yes|no)[^\S\n]*[,.:;!—-]", re.I | re.M)
 _PROSE = re.compile(r"\b(misbehaviou?r|benign)\b", re.I)
 # NegEx-style cue words (Chapman et al. 2001, "A simple algorithm for identifying negated findings and
 # diseases in discharge summaries", J Biomed Inform 34:301-310: pre-/post-negation triggers and
@@ -188,10 +189,38 @@ _REFUSAL = re.compile(
     re.I,
 )
 _REFUSAL_WINDOW = 240  # a refusal must start within the first characters of the answer
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.I | re.S)
+_THINK_NAMES = ("think", "thinking", "reasoning")
+_THINK_CLOSE_OF = {n: re.compile(rf"</{n}>", re.I) for n in _THINK_NAMES}
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
+
+
+def _remove_reasoning_blocks(t: str) -> str:
+    """``t`` with every closed ``<think>...</think>`` (``thinking``, ``reasoning``; any case) block replaced
+    by one space, as ``re.sub(r"<(think|...)>.*?</\\1>", " ", t, flags=re.I | re.S)`` would, but in time
+    linear in ``len(t)``: once a tag has no closing tag after some point, no later opening of it is
+    searched again (the regex re-scans to the end from every unclosed opening: quadratic)."""
+    out: list[str] = []
+    pos, unclosed = 0, set()
+    m = _THINK_OPEN.search(t, pos)
+    while m is not None:
+        name = m.group(1).lower()
+        close = None if name in unclosed else _THINK_CLOSE_OF[name].search(t, m.end())
+        if close is None:
+            unclosed.add(name)
+            m = _THINK_OPEN.search(t, m.start() + 1)
+            continue
+        out += [t[pos : m.start()], " "]
+        pos = close.end()
+        m = _THINK_OPEN.search(t, pos)
+    out.append(t[pos:])
+    return "".join(out)
+
+
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
 _MASK = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[“”]|`[^`\n]*`")
+# _MASK's alternatives as (opener, closers), in its order; :func:`_quote_spans` finds _MASK's matches
+# without its worst case (an unclosed opener scans to the line's end, so n of them on one line cost n^2)
+_QUOTE_KINDS: tuple[tuple[str, str], ...] = (('"', '"'), ("“", "”"), ("«", "»"), ("„", "“”"), ("`", "`"))
 _CATEGORY_TEXT = re.compile(r"\bcategory\s*[:=]\s*[\"'*`]*\s*([a-z_ &]+)", re.I)
 _SEVERITY_TEXT = re.compile(r"\bseverity\s*[:=]\s*[\"'*`]*\s*(none|low|medium|high)\b", re.I)
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{4,400})[\"”]")
@@ -374,6 +403,11 @@ def _object_end(text: str, i: int) -> int | None:
 
 
 _JSONISH = re.compile(r"\{\s*[\"'][^\"'\n]{1,40}[\"']\s*:")
+# where strict JSON can open an object: "{" then a key's quote or "}" (anything else fails at once)
+_STRICT_START = re.compile(r'\{\s*["}]')
+#: strict decodes that may fail before ``scan_json`` stops trying them (each failure costs a pass over the
+#: text before it, in the decoder's error message), so a hostile answer cannot make the scan quadratic
+MAX_DECODE_FAILURES = 1000
 
 
 def scan_json(text: str) -> tuple[list[tuple[int, int, dict, bool]], bool]:
@@ -383,16 +417,22 @@ def scan_json(text: str) -> tuple[list[tuple[int, int, dict, bool]], bool]:
     top-level object (decoded strictly, or with ``json_repair`` when it is closed but malformed:
     trailing commas, single quotes, comments); ``truncated`` is True when an object that looks like
     JSON (``{"key":``) is still open at the end of the text.
+
+    Strict decoding is tried only where an object can open (``{`` then a quote or ``}``) and at most
+    :data:`MAX_DECODE_FAILURES` times, so the scan stays linear in the text's length for any input.
     """
     dec = json.JSONDecoder()
     out: list[tuple[int, int, dict, bool]] = []
     truncated = False
+    failures = 0
     i = text.find("{")
     while i != -1:
-        try:
-            val, end = dec.raw_decode(text, i)
-        except ValueError:
-            val, end = None, None
+        val, end = None, None
+        if failures < MAX_DECODE_FAILURES and _STRICT_START.match(text, i):
+            try:
+                val, end = dec.raw_decode(text, i)
+            except (ValueError, RecursionError):  # too deep to decode is a failure, never a crash
+                failures += 1
         if isinstance(val, dict):
             out.append((i, end, val, False))  # type: ignore[arg-type]  # end is set when val is
             i = text.find("{", end)
@@ -417,6 +457,48 @@ def scan_json(text: str) -> tuple[list[tuple[int, int, dict, bool]], bool]:
             continue
         i = text.find("{", i + 1)
     return out, truncated
+
+
+def _positions(text: str, chars: str) -> list[int]:
+    return sorted(i for c in chars for i in (m.start() for m in re.finditer(re.escape(c), text)))
+
+
+def _quote_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the quotations and code spans in ``text``: exactly the matches of
+    ``_MASK.finditer(text)`` (leftmost first, an opener closed by the nearest closer on its line), found
+    in O(n log n) by bisecting sorted opener, closer and line-break positions instead of rescanning the
+    line from every unclosed opener."""
+    breaks = _positions(text, "\n")
+    kinds = [(_positions(text, o), _positions(text, c)) for o, c in _QUOTE_KINDS]
+
+    def next_match(k: int, pos: int) -> tuple[int, int] | None:
+        openers, closers = kinds[k]
+        i = bisect.bisect_left(openers, pos)
+        while i < len(openers):
+            o = openers[i]
+            j = bisect.bisect_right(closers, o)
+            nl = bisect.bisect_right(breaks, o)
+            line_end = breaks[nl] if nl < len(breaks) else len(text)
+            if j < len(closers) and closers[j] < line_end:
+                return o, closers[j] + 1
+            i = bisect.bisect_right(openers, line_end)  # every opener of this kind before the break fails too
+        return None
+
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    cached: list[tuple[int, int] | None] = [next_match(k, 0) for k in range(len(kinds))]
+    while True:
+        for k, m in enumerate(cached):
+            if m is not None and m[0] < pos:
+                cached[k] = next_match(k, pos)
+        live = [(m[0], k) for k, m in enumerate(cached) if m is not None]
+        if not live:
+            return spans
+        _start, k = min(live)
+        m = cached[k]
+        assert m is not None
+        spans.append(m)
+        pos = m[1]
 
 
 def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
@@ -483,7 +565,7 @@ def _strip_reasoning(t: str) -> tuple[str, str | None]:
     """Remove reasoning blocks. Returns ``(text, problem)``; problem is ``"truncated"`` for an unclosed
     block, ``"only reasoning"`` when nothing is left, else ``None``."""
     had = bool(_THINK_OPEN.search(t) or _THINK_CLOSE.search(t))
-    t = _THINK_BLOCK.sub(" ", t)
+    t = _remove_reasoning_blocks(t)
     closes = list(_THINK_CLOSE.finditer(t))
     if closes:  # the opening tag was part of the prompt (or lost): drop everything before the close
         t = t[closes[-1].end() :]
@@ -569,7 +651,7 @@ def _text_verdict(t: str, json_spans: list[tuple[int, int]], rejected: int) -> P
     """The verdict of an answer without a JSON verdict: an early refusal, else the last explicit
     verdict, else the last verdict word in prose (``invalid`` when hedged), else ``invalid``."""
     base = _mask(t, json_spans)
-    quote_spans = [(m.start(), m.end()) for m in _MASK.finditer(base)]
+    quote_spans = _quote_spans(base)
     masked = _mask(base, quote_spans)
     explicit = _explicit_verdicts(base, masked, quote_spans)
     ref = _REFUSAL.search(masked)
@@ -649,7 +731,7 @@ def parse_tool_input(data: Any, finish_reason: str | None = None) -> ParseResult
     if isinstance(data, str):
         try:
             data = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # nesting too deep to decode: read as malformed
             s = normalize(data).strip()
             if s.startswith("{") and _object_end(s, 0) is None:
                 return ParseResult("invalid", TRUNCATED, detail="tool arguments end inside the object")

@@ -186,3 +186,66 @@ def test_long_answers_are_read_in_linear_time_and_huge_ones_are_not_parsed():
     assert not t.is_alive(), "parsing a long answer took over 60 s"
     assert got["huge"].outcome == "invalid" and got["huge"].reason == "answer over budget"
     assert got["long"].outcome == "benign" and got["no_end"].outcome == "benign"
+
+
+# one character class repeated to the answer cap: each once cost O(n^2) in a regex (an unclosed quotation
+# rescanned its line from every opener; a line-anchored verdict pattern whose ``\s`` ran across every
+# following line break; a reasoning tag opened again and again; deeply nested JSON)
+_HOSTILE = {
+    "backticks": "`",
+    "fence": "```",
+    "double quotes": '"',
+    "curly quotes": "\u201c\u201d",
+    "guillemets": "\u00ab\u00bb\u201e",
+    "low quote": "\u201ea",
+    "mixed quotes": "`\"'\u201c\u00ab",
+    "line breaks": "\n",
+    "braces": "{",
+    "nested json": '{"a":',
+    "think tags": "<think>",
+    "labels": "Answer: ",
+    "stars": "*",
+}
+
+
+@pytest.mark.parametrize("unit", list(_HOSTILE.values()), ids=list(_HOSTILE))
+def test_hostile_repetition_up_to_the_cap_is_parsed_in_linear_time(unit):
+    """Any one of these units repeated to :data:`ANSWER_CHAR_CAP` characters is read (no verdict, or a
+    truncation) well inside 30 s; a quadratic scan of 256,000 characters takes many minutes. Timed
+    loosely, by a thread join, to catch the complexity class rather than to measure speed."""
+    import threading
+
+    from automonitor.parsing import ANSWER_CHAR_CAP, parse_text
+
+    got: dict[str, object] = {}
+    t = threading.Thread(target=lambda: got.setdefault("r", parse_text(unit * (ANSWER_CHAR_CAP // len(unit)))))
+    t.daemon = True
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), f"parsing {unit!r} repeated to the cap took over 30 s"
+    assert got["r"].outcome in {"invalid", "misbehavior", "benign"}
+
+
+def test_quote_spans_are_the_mask_regex_matches():
+    """The linear quotation scanner finds exactly what the ``_MASK`` regex finds, on random strings over
+    the quote characters, line breaks and letters."""
+    import random
+
+    from automonitor import parsing
+
+    alphabet = ['"', "\u201c", "\u201d", "\u00ab", "\u00bb", "\u201e", "`", "\n", "a", " "]
+    rng = random.Random(7)
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert parsing._quote_spans(text) == [(m.start(), m.end()) for m in parsing._MASK.finditer(text)], text
+
+
+@pytest.mark.parametrize(
+    "answer,outcome",
+    [("\n" * 50 + "Yes", "misbehavior"), ("\n\n  **No.**\n\n\n", "benign"), ("intro\n\n> No, it is fine", "benign")],
+)
+def test_verdict_lines_after_many_line_breaks(answer, outcome):
+    """A verdict line is found on its own line, whatever blank lines precede or follow it."""
+    from automonitor.parsing import parse_text
+
+    assert parse_text(answer).outcome == outcome
