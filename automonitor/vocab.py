@@ -32,7 +32,7 @@ LABEL_SOURCES: tuple[str, ...] = (
 # Editions of the test set (the ONE list: build, stats, export, run, report, audit and the app read it):
 # ``paper`` the paper's six cells at its pair counts (round 3), ``verified`` every test pair that passed
 # every gate, ``paper-r2`` the round-2 composition of ``paper`` (1,172 / 962 / 876 samples by category), ``hard`` the
-# verified pairs that survive adversarial filtering (automonitor.build.hard)
+# verified pairs that survive adversarial filtering (automonitor.data.build.hard)
 EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
@@ -59,7 +59,7 @@ PAPER_QUOTAS: dict[str, int] = {
 SPAN_PROVENANCES: tuple[str, ...] = ("from_patch", "from_screen", "annotated")
 
 # A candidate copy of a paper test pair has its own pair id ``cand:<pair_id of the original>``
-# (automonitor.build.selection); the copy and its original are the same texts by construction.
+# (automonitor.data.build.selection); the copy and its original are the same texts by construction.
 CANDIDATE_COPY_PREFIX = "cand:"
 
 
@@ -80,3 +80,10 @@ PAPER_CELLS: dict[str, int] = {
     "specification_gaming/code": 149,
     "specification_gaming/qa": 289,
 }
+
+#: How severe a misbehavior is, as an annotator rates it (labels, adjudications, pair files).
+SEVERITIES: tuple[str, ...] = ("low", "medium", "high")
+#: How severe a monitor says a sample is: :data:`SEVERITIES` or ``none`` (the judge saw no misbehavior).
+MONITOR_SEVERITIES: tuple[str, ...] = ("none", *SEVERITIES)
+#: The longest free-text note (label notes, flags, adjudication rationales), in characters.
+MAX_NOTE = 5000

@@ -201,7 +201,7 @@ def main() -> None:
 
 def analysis_cache_clear() -> None:
     """Drop the grounding normalisation cache so that every timed repeat does the full work."""
-    from automonitor.grounding import normalize_with_map
+    from automonitor.analysis.grounding import normalize_with_map
 
     normalize_with_map.cache_clear()
 

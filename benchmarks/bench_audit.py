@@ -1,9 +1,9 @@
 """Time ``automonitor audit`` on the full built benchmark and print the figures.
 
-Builds the benchmark from the raw sources into a temporary SQLite store (``automonitor.build.build``, seed 0),
-then times, per edition: loading the samples from the store, the audit itself (:func:`automonitor.audit.
+Builds the benchmark from the raw sources into a temporary SQLite store (``automonitor.data.build.build``, seed 0),
+then times, per edition: loading the samples from the store, the audit itself (:func:`automonitor.data.audit.
 audit_frame`: baselines, MinHash leakage, shared conversations, tiny-diff pairs, controls) split into its
-parts, and a cached re-read (:func:`automonitor.audit.cached_audit` with a warm disk cache, i.e. what
+parts, and a cached re-read (:func:`automonitor.data.audit.cached_audit` with a warm disk cache, i.e. what
 ``report`` pays). Goal (issue 9): audit < 30 s on this machine.
 
 Usage: ``.venv/bin/python benchmarks/bench_audit.py [--repeat N] [--raw DIR] [--db URL] [--markdown]``
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from automonitor import audit  # noqa: E402
+from automonitor.data import audit  # noqa: E402
 from store import get_engine, init_db  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def main() -> None:
         if args.db:
             eng = init_db(get_engine(args.db))
         else:
-            from automonitor.build import build
+            from automonitor.data.build import build
 
             eng = init_db(get_engine(f"sqlite:///{Path(d) / 'bench.db'}", fresh=True))
             t0 = time.perf_counter()

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from automonitor.build import build, load_all  # noqa: E402
+from automonitor.data.build import build, load_all  # noqa: E402
 from store import get_engine, init_db  # noqa: E402
 
 PG_ADMIN = os.environ.get("AUTOMONITOR_TEST_PG", "postgresql+psycopg://127.0.0.1:5432/test")

@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from automonitor.build import load_all, plan_build  # noqa: E402
+from automonitor.data.build import load_all, plan_build  # noqa: E402
 
 
 def main() -> None:

@@ -25,11 +25,11 @@ sys.path.insert(0, str(REPO / "tests"))
 
 def load_items(limit: int):
     """``(items, few-shot examples, origin)``."""
-    from automonitor.monitors.base import Item
-    from automonitor.prompts import choose_fewshot
+    from automonitor.runs.monitors.base import Item
+    from automonitor.runs.prompts import choose_fewshot
 
     if os.environ.get("AUTOMONITOR_DB"):
-        from automonitor.sampling import stratified_sample
+        from automonitor.runs.sampling import stratified_sample
         from store import get_engine, init_db, session_scope
         from store.queries.runs import sample_texts, test_samples, train_examples
 
@@ -56,8 +56,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
 
-    from automonitor.monitors.llamacpp import LlamaCppBackend, load_llama, resolve_model_path
-    from automonitor.prompts import PromptBuilder, load_template
+    from automonitor.runs.monitors.llamacpp import LlamaCppBackend, load_llama, resolve_model_path
+    from automonitor.runs.prompts import PromptBuilder, load_template
 
     items, examples, origin = load_items(a.limit)
     load_llama(resolve_model_path(None), 4096, a.threads)  # load once, outside the timings

@@ -38,9 +38,10 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(2)
-    from automonitor import corpus, probes, runner
-    from automonitor.build import build
-    from automonitor.transfer import test_rows
+    from automonitor.runs.probe import corpus, model as probes
+    from automonitor.runs import runner
+    from automonitor.data.build import build
+    from automonitor.analysis.transfer import test_rows
     from store import get_engine, init_db
 
     tmp = tempfile.mkdtemp(prefix="bench_probes_")

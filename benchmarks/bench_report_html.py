@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_analysis import build_store  # noqa: E402
 
-from automonitor import analysis, report_html  # noqa: E402
+from automonitor import analysis  # noqa: E402
+from automonitor.views import report_html
 
 LIMIT = 5_000_000
 

@@ -77,7 +77,7 @@ def _fresh_pg_database(server_url: str):
 
 
 def _bench(a, url: str) -> int:
-    from automonitor import runner
+    from automonitor.runs import runner
     from servers.data import pair_rows
     from store import get_engine, init_db, session_scope
     from store.queries.samples import insert_samples
@@ -149,7 +149,7 @@ def _bare_sdk(base: str, rows: list[dict], concurrency: int) -> tuple[float, flo
     import openai
     from openai.types.chat import ChatCompletion
 
-    from automonitor.prompts import PromptBuilder, load_template
+    from automonitor.runs.prompts import PromptBuilder, load_template
 
     b = PromptBuilder(load_template("direct"))
     bodies = []

@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from automonitor.generation.engine import screen_code  # noqa: E402
-from automonitor.generation.sandbox import run_python, run_tests  # noqa: E402
-from automonitor.generation.tasks import GamingTask  # noqa: E402
+from automonitor.runs.generation.engine import screen_code  # noqa: E402
+from automonitor.runs.generation.sandbox import run_python, run_tests  # noqa: E402
+from automonitor.runs.generation.tasks import GamingTask  # noqa: E402
 
 SOLUTION = "def add_nums(a, b):\n    return a + b\n"
 TESTS = ["assert add_nums(2, 3) == 5", "assert add_nums(10, 20) == 30", "assert add_nums(-1, 1) == 0"]

@@ -46,7 +46,7 @@ def rss_mb() -> float:
 
 def _bodies(n: int) -> list[dict]:
     """``n`` chat bodies like the runner's (direct template), each with its own user text."""
-    from automonitor.prompts import PromptBuilder, load_template
+    from automonitor.runs.prompts import PromptBuilder, load_template
     from servers.data import pair_rows
 
     b = PromptBuilder(load_template("direct"))
@@ -125,7 +125,7 @@ def bare_sdk(base: str, bodies: list[dict], concurrency: int, aio: bool) -> tupl
 def child(
     n: int, concurrency: int, latency: float, db: str | None, floor: bool = True, transport: str = "aiohttp"
 ) -> dict:
-    from automonitor import runner
+    from automonitor.runs import runner
     from servers.data import pair_rows
     from store import get_engine, init_db, session_scope
     from store.queries.samples import insert_samples

@@ -6,7 +6,7 @@
   is imported, or samples are added.
 - query-parameter helpers: the selection of a page lives in ``st.query_params`` so a view can be
   shared as a link; widget state lives in ``st.session_state["<page>.<key>"]``.
-- ``current_account()``: the logged-in ``automonitor.accounts.Account`` (``st.session_state["auth.account"]``).
+- ``current_account()``: the logged-in ``automonitor.annotation.accounts.Account`` (``st.session_state["auth.account"]``).
 - ``show_html()``: ``st.html`` for HTML built by ``automonitor.views`` (every text piece escaped there).
 """
 
@@ -75,7 +75,7 @@ def load_runs(url: str, ver: tuple):
 def load_report(
     url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude", edition: str | None = None
 ):
-    """The analysis report (:class:`automonitor.report_schema.Report`, the typed contract JSON + extras)
+    """The analysis report (:class:`automonitor.analysis.report_schema.Report`, the typed contract JSON + extras)
     over ``run_ids`` (``None`` = every run).
 
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
@@ -154,8 +154,8 @@ def load_counts(url: str, ver: tuple, column: str):
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_sample_sets(url: str, ver: tuple):
-    """Which sample set (edition, fingerprint) each run judged (``automonitor.workbench.run_sample_sets``)."""
-    from automonitor import workbench
+    """Which sample set (edition, fingerprint) each run judged (``automonitor.views.run_sample_sets``)."""
+    from automonitor import views as workbench
 
     return workbench.run_sample_sets(_engine_for(url))
 
@@ -174,9 +174,9 @@ def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def load_audit(url: str, ver: tuple, edition: str) -> dict | None:
-    """The audit of ``edition`` (``automonitor.audit.cached_audit``; memoised on disk per store
+    """The audit of ``edition`` (``automonitor.data.audit.cached_audit``; memoised on disk per store
     fingerprint), or ``None`` when the edition cannot be audited."""
-    from automonitor import audit
+    from automonitor.data import audit
     from automonitor.errors import InputError
 
     try:
@@ -187,8 +187,8 @@ def load_audit(url: str, ver: tuple, edition: str) -> dict | None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_identical_derived(url: str, ver: tuple) -> dict[str, str]:
-    """Derived runs that repeat an input's verdicts (``automonitor.workbench.identical_derived``)."""
-    from automonitor import workbench
+    """Derived runs that repeat an input's verdicts (``automonitor.views.identical_derived``)."""
+    from automonitor import views as workbench
 
     return workbench.identical_derived(_engine_for(url))
 
@@ -209,10 +209,10 @@ def load_tradeoff(
     include_incomplete: bool = False,
     show_duplicates: bool = False,
 ):
-    """Trade-off points (``automonitor.workbench.honest_points`` over the report's slice): ``(raw points,
+    """Trade-off points (``automonitor.views.honest_points`` over the report's slice): ``(raw points,
     drawn points, Pareto front ids, reported points or None)``, cached per store version and selection.
     (The figure itself is built per run: a cached plotly figure lost its click selection events.)"""
-    from automonitor import workbench
+    from automonitor import views as workbench
 
     report = load_report(url, ver, None, invalid)
     raw = views.tradeoff_points(report, category, task, list(templates))
@@ -352,14 +352,14 @@ def sync_qp(page: str, **keys: Any) -> None:
 
 
 def current_account():
-    """The logged-in account (``automonitor.accounts.Account``) or ``None``."""
+    """The logged-in account (``automonitor.annotation.accounts.Account``) or ``None``."""
     return st.session_state.get(AUTH_KEY)
 
 
 def any_accounts() -> bool:
     """Whether the store has accounts (then the app requires a login)."""
     try:
-        from automonitor.accounts import any_accounts as _any
+        from automonitor.annotation.accounts import any_accounts as _any
     except ImportError:  # pragma: no cover - accounts module not installed
         return False
     return _any(engine())
@@ -381,9 +381,9 @@ def ensure_navigation() -> None:
 
 
 def require_login(message: str, *, admin: bool = False):
-    """The logged-in ``automonitor.accounts.Account``; when there is none (or, with ``admin``, it is not
+    """The logged-in ``automonitor.annotation.accounts.Account``; when there is none (or, with ``admin``, it is not
     an admin) the page shows ``message`` as an error and stops. Calls ``ensure_navigation`` first."""
-    from automonitor.accounts import Account
+    from automonitor.annotation.accounts import Account
 
     ensure_navigation()
     account = current_account()
@@ -419,10 +419,10 @@ def logout() -> None:
 
 def restore_login() -> None:
     """Log the session in from the browser's signed session cookie (issue 24.7:
-    ``automonitor.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
+    ``automonitor.annotation.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
     the same browser. Nothing happens when an account is already logged in, after a logout in this
     session, or when the cookie is missing, forged, expired or its account changed."""
-    from automonitor.accounts import SESSION_COOKIE, resume_session
+    from automonitor.annotation.accounts import SESSION_COOKIE, resume_session
 
     if current_account() is not None or st.session_state.get(LOGGED_OUT_KEY):
         return
@@ -437,8 +437,8 @@ def restore_login() -> None:
 
 def remember_login(account) -> None:
     """After a successful login: keep ``account`` in the session and have the next run write a signed,
-    expiring session cookie (``automonitor.accounts.issue_session``) into this browser."""
-    from automonitor.accounts import issue_session
+    expiring session cookie (``automonitor.annotation.accounts.issue_session``) into this browser."""
+    from automonitor.annotation.accounts import issue_session
 
     st.session_state[AUTH_KEY] = account
     st.session_state.pop(LOGGED_OUT_KEY, None)
@@ -451,7 +451,7 @@ def cookie_script() -> None:
     URL-safe text before it is put into the script."""
     import re
 
-    from automonitor.accounts import SESSION_COOKIE, session_max_age
+    from automonitor.annotation.accounts import SESSION_COOKIE, session_max_age
 
     pending = st.session_state.pop(COOKIE_KEY, None)
     if pending is None:

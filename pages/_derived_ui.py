@@ -1,13 +1,14 @@
 """Trade-off page widgets for issue 15: cost on the plane (marker size), the cheapest monitor on the
 Pareto front for a chosen MR/FAR target, and a small form that builds a derived run (ensemble,
-task-aware thresholds, cascade) from selected runs. UI only: the logic is in ``automonitor.derive``."""
+task-aware thresholds, cascade) from selected runs. UI only: the logic is in ``automonitor.analysis.derive``."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from automonitor import derive, views
+from automonitor.analysis import derive
+from automonitor import views
 from automonitor.errors import InputError, NotFound
 from pages import _common as ui
 
@@ -16,7 +17,7 @@ MEASURES = {"none": "no sizing", "usd_per_1k": "USD per 1,000 samples", "s_per_1
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_costs(url: str, ver: tuple) -> pd.DataFrame:
-    """``automonitor.derive.run_costs`` (cached per store version)."""
+    """``automonitor.analysis.derive.run_costs`` (cached per store version)."""
     return derive.run_costs(ui._engine_for(url))
 
 
@@ -69,7 +70,7 @@ def cheapest_on_front(page: str, pts: pd.DataFrame) -> None:
 
 
 def builder(page: str, runs: pd.DataFrame) -> None:
-    """A form that stores a derived run from selected runs (``automonitor.derive``)."""
+    """A form that stores a derived run from selected runs (``automonitor.analysis.derive``)."""
     with st.expander("Combine runs: ensemble, task-aware thresholds, cascade"):
         ids = [r for r in runs["run_id"]]
         labels = {r["run_id"]: ui.label_of_run(r) for r in runs.to_dict("records")}

@@ -1,6 +1,6 @@
 """UI-only pieces for generation jobs (``automonitor generate``), shared by the Generation and Runs pages:
 the launch form with its estimate (built from the shared pieces of ``pages/_launch_form.py``), live
-progress with cancel, and the filter-statistics table. Core work is in ``automonitor.generation.engine``;
+progress with cancel, and the filter-statistics table. Core work is in ``automonitor.runs.generation.engine``;
 model-written text is shown through ``st.text``/``st.dataframe`` or escaped markdown only."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _estimate(
     samples: int,
     max_tokens: int,
 ) -> dict[str, Any]:
-    from automonitor.generation.engine import estimate_generation
+    from automonitor.runs.generation.engine import estimate_generation
 
     return estimate_generation(
         kind,
@@ -76,8 +76,8 @@ class GenerationJobForm:
 def _recipe_fields(page: str, kind: str) -> tuple[str, str | None, str | None, int, int]:
     """Source, cue or incentive, cued samples and item count of a ``kind`` job in one row of four
     columns: ``(source, cue, incentive, samples, limit)``."""
-    from automonitor.generation import tasks
-    from automonitor.generation.incentives import names
+    from automonitor.runs.generation import tasks
+    from automonitor.runs.generation.incentives import names
 
     d1, d2, d3, d4 = st.columns(4)
     cue = incentive = None
@@ -100,7 +100,7 @@ def _recipe_fields(page: str, kind: str) -> tuple[str, str | None, str | None, i
 def job_fields(page: str) -> GenerationJobForm:
     """The launch form's inputs (recipe and generator row, source row, max tokens), keys under
     ``<page>.gen.``."""
-    from automonitor.generation.job import DEFAULT_MAX_TOKENS
+    from automonitor.runs.generation.job import DEFAULT_MAX_TOKENS
 
     c1, c2, c3, c4 = st.columns(4)
     kind = c1.selectbox(
@@ -152,7 +152,7 @@ def show_estimate(est: dict[str, Any] | None, err: str | None) -> None:
 def start_job(page: str, eng: Engine, url: str, form: GenerationJobForm) -> str | None:
     """Create the generation run and start it in a detached process; returns its id, or ``None`` (with
     the error shown) when the core refuses it."""
-    from automonitor.generation import engine as gen
+    from automonitor.runs.generation import engine as gen
 
     try:
         run_id = gen.create_generation(
@@ -191,7 +191,7 @@ def launch_form(page: str, eng: Engine, url: str) -> str | None:
 
 def progress_box(eng: Engine, rows: list[dict[str, Any]]) -> None:
     """One box per active generation run: progress bar, kept/dropped so far, a Cancel button."""
-    from automonitor import runner
+    from automonitor.runs import runner
 
     for r in rows:
         box = st.container(border=True)

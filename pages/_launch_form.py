@@ -55,7 +55,7 @@ def backend_fields(
     placeholder for ``openai``. Widget keys are the caller's (so each page keeps its own state);
     ``{backend}`` in ``model_key`` / ``base_url_key`` is replaced by the chosen backend (one input per
     backend) and ``{default_model}`` in ``model_help`` by its default model."""
-    from automonitor.monitors import REGISTRY
+    from automonitor.runs.monitors import REGISTRY
 
     col_backend, col_model, col_url = columns[:3]
     backend = col_backend.selectbox(backend_label, backends, key=backend_key, help=backend_help)

@@ -38,7 +38,7 @@ def conversation(sample: Mapping[str, Any], *, expanded: bool = True) -> None:
 
 def span_agreement_section(doc: Mapping[str, Any]) -> None:
     """The Agreement page's "Where is the misbehavior?" block: span F1 and token-level Krippendorff's
-    alpha on the marked evidence spans (``doc["spans"]`` of ``automonitor.agreement.agreement``)."""
+    alpha on the marked evidence spans (``doc["spans"]`` of ``automonitor.annotation.agreement.agreement``)."""
     sp = doc.get("spans") or {}
     st.subheader("Agreement on the evidence span")
     if not sp.get("items"):

@@ -1,5 +1,5 @@
 """Agreement page (admins): the figures of ``automonitor agreement`` (the same function,
-``automonitor.agreement.agreement``, with the same defaults), overall and per category x task with
+``automonitor.annotation.agreement.agreement``, with the same defaults), overall and per category x task with
 bootstrap intervals, annotator-vs-annotator confusion matrices, time per item and progress."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import streamlit as st
 from pages import _common as ui
 from pages import _spans_ui
 
-from automonitor import agreement as ag
+from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
-from automonitor.accounts import Account
+from automonitor.annotation.accounts import Account
 from automonitor.errors import PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, TASK_NAMES
 
@@ -84,7 +84,7 @@ def _agreement(
     min_items: int,
     run_id: str | None,
 ) -> dict:
-    """``automonitor.agreement.agreement`` cached per label-table fingerprint, store version and options."""
+    """``automonitor.annotation.agreement.agreement`` cached per label-table fingerprint, store version and options."""
     return ag.agreement(
         ui._engine_for(url),
         who,

@@ -25,7 +25,7 @@ st.caption(
     "(`automonitor generate`). Kept items become candidate pairs for double-blind annotation."
 )
 
-from automonitor.generation.engine import generation_items, list_generations  # noqa: E402
+from automonitor.runs.generation.engine import generation_items, list_generations  # noqa: E402
 
 eng, url = ui.engine(), ui.db_url()
 with st.expander("Launch a generation job", expanded=False, icon=":material/rocket_launch:"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from automonitor import audit
+from automonitor.data import audit
 from pages import _common as ui
 
 PAGE = "health"

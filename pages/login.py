@@ -1,4 +1,4 @@
-"""Log in: name and password checked by ``automonitor.accounts.authenticate`` (argon2, throttled).
+"""Log in: name and password checked by ``automonitor.annotation.accounts.authenticate`` (argon2, throttled).
 
 ``app.py`` serves this form at every page's URL while nobody is logged in, so a shared link keeps its
 path and query parameters: the rerun after a successful login shows the linked page with its selections.
@@ -22,7 +22,7 @@ with st.form(f"{PAGE}.form", clear_on_submit=False):
     submitted = st.form_submit_button("Log in", type="primary")
 
 if submitted:
-    from automonitor.accounts import LoginThrottled, authenticate
+    from automonitor.annotation.accounts import LoginThrottled, authenticate
 
     try:
         # throttled per account name and per client address (recorded in the store)

@@ -1,7 +1,7 @@
 """Runs: launch a monitor run (backend, model, base URL, template, subset size, concurrency) after a
 token and cost estimate; live progress (polling the store) with cancel; the run history.
 
-Runs execute in a detached process (``automonitor.runner.launch_detached``), so they continue when the
+Runs execute in a detached process (``automonitor.runs.runner.launch_detached``), so they continue when the
 browser tab closes. API keys come only from the environment or ``.streamlit/secrets.toml`` (root-level
 ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``, which Streamlit exports to the environment); no field here
 takes a key.
@@ -25,8 +25,8 @@ ACTIVE = ("pending", "running")
 st.title("Runs")
 
 try:
-    from automonitor import runner
-    from automonitor.monitors import REGISTRY, is_loopback
+    from automonitor.runs import runner
+    from automonitor.runs.monitors import REGISTRY, is_loopback
 except ImportError as exc:  # the runner is part of the monitor-runs work
     runner = None
     REGISTRY, is_loopback = {}, (lambda u: False)
@@ -169,7 +169,7 @@ with st.expander("Launch a generation job", expanded=False, icon=":material/auto
 @st.fragment(run_every=1.0)
 def generation_progress() -> None:
     """Live progress (with cancel) of generation runs, which the monitor-run history leaves out."""
-    from automonitor.generation.engine import list_generations
+    from automonitor.runs.generation.engine import list_generations
 
     rows = [r for r in list_generations(eng) if r["status"] in gen_ui.ACTIVE]
     if rows:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from automonitor import views, vocab, workbench
+from automonitor import views, vocab, views as workbench
 from pages import _common as ui
 
 PAGE = "samples"

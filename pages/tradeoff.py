@@ -7,7 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from automonitor import metrics, report_html, views, vocab, workbench
+from automonitor.analysis import metrics
+from automonitor.views import report_html
+from automonitor import views, vocab, views as workbench
 from pages import _common as ui
 from pages import _derived_ui as derived_ui
 
@@ -269,7 +271,7 @@ m4.metric(
     else views.md_escape(f"{best.iloc[0]['monitor']} · {best.iloc[0]['template']} · {best.iloc[0]['run_id']}"),
 )
 
-# "Download report": the self-contained HTML report of the runs shown (automonitor.report_html)
+# "Download report": the self-contained HTML report of the runs shown (automonitor.views.report_html)
 rep_state = f"{PAGE}.html_report"
 if st.button("Build HTML report", key=f"{PAGE}.build_report", help="One self-contained file to send: no server needed"):
     with st.spinner("Building the HTML report…"):

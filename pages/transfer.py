@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from automonitor import transfer
+from automonitor.analysis import transfer
 from pages import _common as ui
 
 PAGE = "transfer"

@@ -17,7 +17,7 @@
 #         subset of DEMO_LLAMA_LIMIT samples (default 120; about 0.7 s a sample for direct and 1.5 s for
 #         evidence on 2 threads) and the derived runs on it. The runs appear on the Runs page as they go.
 #         One at a time (a lock file); llamacpp verdicts are contextually calibrated by default
-#         (Zhao et al. 2021, see automonitor/monitors/llamacpp.py).
+#         (Zhao et al. 2021, see automonitor/runs/monitors/llamacpp.py).
 # --reuse makes a repeat continue or reuse these runs instead of adding copies; verdicts are cached by
 # content either way, so a repeat makes no model calls. Each phase prints its wall time.
 set -euo pipefail
@@ -31,7 +31,7 @@ PHASE="${1:-all}"
 rid() { "$PY" -c 'import json, sys; print(json.load(sys.stdin)["run_id"])'; }
 T0=$SECONDS
 step() { echo "== [$(( SECONDS - T0 )) s] $*" >&2; }
-artifacts() { "$PY" -c 'from automonitor.probes import artifact_dir; print(artifact_dir())'; }
+artifacts() { "$PY" -c 'from automonitor.runs.probe.model import artifact_dir; print(artifact_dir())'; }
 
 fast() {
   if [ "$("$AM" stats --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["total"])' 2>/dev/null || echo 0)" -gt 0 ]; then

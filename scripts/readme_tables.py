@@ -24,9 +24,9 @@ BLOCKS = ("gate-table", "audit-table:verified", "audit-table:paper")
 
 def generated(raw: str | Path | None = None) -> dict[str, str]:
     """``{block name: markdown}`` from a fresh seed-0 build in a temporary store."""
-    from automonitor import audit
-    from automonitor.build import build
-    from automonitor.build.report_md import gates_markdown
+    from automonitor.data import audit
+    from automonitor.data.build import build
+    from automonitor.data.build.report_md import gates_markdown
     from store import get_engine, init_db
 
     with tempfile.TemporaryDirectory() as tmp:

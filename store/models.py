@@ -6,17 +6,14 @@ Free-form data goes to the JSON ``meta``/``params`` columns, so that most featur
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Optional
 
 from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
 from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import Field, SQLModel
 
-
-def utcnow() -> datetime:
-    """Current time, timezone-aware UTC (the store's datetime columns require aware values)."""
-    return datetime.now(timezone.utc)
+from automonitor.timestamps import utcnow
 
 
 class Sample(SQLModel, table=True):
@@ -235,7 +232,7 @@ class Adjudication(SQLModel, table=True):
 
 class LoginThrottle(SQLModel, table=True):
     """Failed logins of one key (``account:<name>`` or ``client:<address>``): consecutive failures, the
-    last one, and the end of a temporary lock (``automonitor.accounts`` sets the policy)."""
+    last one, and the end of a temporary lock (``automonitor.annotation.accounts`` sets the policy)."""
 
     __tablename__ = "login_throttle"
     key: str = Field(primary_key=True, max_length=200)
@@ -263,7 +260,7 @@ class GoldSpan(SQLModel, table=True):
     ``provenance``: ``from_patch`` | ``from_screen`` (derived by the build) | ``annotated`` (from pair
     files or adjudication). ``step``: index of the trajectory step the span points at (``None`` for a
     plain response). The database enforces ``0 <= start_char < end_char`` and the vocabulary; the core
-    (:mod:`automonitor.spans`) checks the offsets against the text and overlaps.
+    (:mod:`automonitor.data.spans`) checks the offsets against the text and overlaps.
     """
 
     __tablename__ = "gold_span"

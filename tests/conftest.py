@@ -97,7 +97,7 @@ def pytest_collection_modifyitems(session, config, items):
 @pytest.fixture(scope="module")
 def llama_server():
     """Base URL of a real llama.cpp OpenAI-compatible server on the packaged model (one per test module)."""
-    from automonitor.monitors.llamacpp import default_model_path
+    from automonitor.runs.monitors.llamacpp import default_model_path
     from servers.llamacpp_server import start_llamacpp_server
 
     proc, base = start_llamacpp_server(str(default_model_path()), n_threads=2)

@@ -41,7 +41,7 @@ _HASH: list[str] = []
 def fast_user(engine, name: str, role: str):
     """An account row with a shared precomputed argon2 hash (password ``pw``), returned as an ``Account``:
     these tests are not about hashing, and one argon2 hash per user would dominate their runtime."""
-    from automonitor.accounts import Account, _hasher
+    from automonitor.annotation.accounts import Account, _hasher
     from store.models import Annotator
 
     if not _HASH:

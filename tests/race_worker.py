@@ -22,7 +22,7 @@ import sys
 import time
 
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM, get_account
+from automonitor.annotation.accounts import SYSTEM, get_account
 from automonitor.errors import InputError
 from store import get_engine, session_scope
 from store.models import utcnow

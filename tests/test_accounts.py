@@ -9,12 +9,13 @@ import inspect
 import pytest
 import sqlalchemy as sa
 
-from automonitor import accounts, agreement, annotation
-from automonitor.accounts import Account, authenticate, create_user, require_admin
+from automonitor.annotation import accounts, agreement
+from automonitor import annotation
+from automonitor.annotation.accounts import Account, authenticate, create_user, require_admin
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from store import session_scope
 from store.models import Annotator
-from automonitor import annotation_queries as q
+from automonitor.annotation import queries as q
 from store.queries.samples import insert_samples
 
 from helpers import candidate_row

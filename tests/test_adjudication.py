@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM
+from automonitor.annotation.accounts import SYSTEM
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.hashing import content_hash
 from store import session_scope

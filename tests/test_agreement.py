@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from automonitor import agreement as ag
+from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
 from automonitor.errors import InputError, PermissionDenied
 from store import session_scope

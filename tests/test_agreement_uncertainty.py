@@ -10,11 +10,11 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from automonitor import agreement as ag
+from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM
+from automonitor.annotation.accounts import SYSTEM
 from automonitor.errors import InputError, NotFound
-from automonitor.predictions_io import import_predictions
+from automonitor.runs.prediction_files import import_predictions
 from store import session_scope
 from store.queries.samples import insert_samples
 

@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from automonitor.build.analysers import analyse, cache_file, pair_verdict, related_cwes
-from automonitor.build.gating import apply_gates
-from automonitor.gates import is_test_code
-from automonitor.sources import PairRecord, SourceResult
+from automonitor.data.build.analysers import analyse, cache_file, pair_verdict, related_cwes
+from automonitor.data.build.gating import apply_gates
+from automonitor.data.gates import is_test_code
+from automonitor.data.sources import PairRecord, SourceResult
 
 
 @pytest.fixture(autouse=True)
@@ -154,12 +154,12 @@ def test_results_are_cached_by_content_hash(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("an analyser ran although every result is cached")
 
-    monkeypatch.setattr("automonitor.build.analysers._run", boom)
+    monkeypatch.setattr("automonitor.data.build.analysers._run", boom)
     assert analyse(snippets) == first
 
 
 def test_pair_verdict_rules_and_cwe_relations():
-    from automonitor.build.analysers import Finding
+    from automonitor.data.build.analysers import Finding
 
     sql = Finding("B608", (89,), "medium", 2, "sql")
     note = Finding("B603", (78,), "low", 3, "subprocess")
@@ -190,7 +190,7 @@ def test_test_code_rule(code, file_name, expect):
 def test_fixed_side_with_a_quoted_sql_placeholder_goes_to_candidates():
     """Reading (seed 19, sven placings): Bandit's B608 does not fire on ``"... player = '{tag}'"`` + a dict to
     a custom ``db.exec``; the fixed side must bind parameters, not quote a placeholder."""
-    from automonitor.gates import sql_quoted_placeholder
+    from automonitor.data.gates import sql_quoted_placeholder
 
     vul = "def placings(db, tag):\n    sql = \"SELECT * FROM placings WHERE player = '{}'\".format(tag)\n    return db.exec(sql)\n"
     fix = "def placings(db, tag):\n    sql = \"SELECT * FROM placings WHERE player = '{tag}'\"\n    args = {'tag': tag}\n    return db.exec(sql, args)\n"

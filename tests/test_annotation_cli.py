@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from automonitor import agreement as ag
+from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM, authenticate, create_user, get_account
+from automonitor.annotation.accounts import SYSTEM, authenticate, create_user, get_account
 from automonitor.errors import InputError
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples

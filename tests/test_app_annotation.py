@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from automonitor import agreement as ag
+from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
 from store import get_engine, init_db, session_scope
 from store.models import Annotation, Sample

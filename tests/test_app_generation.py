@@ -17,7 +17,7 @@ HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(1))"
 def store_with_generation(tmp_path):
     from servers.scripted_generator import ScriptedGenerator
 
-    from automonitor.generation.engine import create_generation, execute_generation
+    from automonitor.runs.generation.engine import create_generation, execute_generation
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     eng = _store(url)
@@ -52,7 +52,7 @@ def test_generation_page_shows_filter_statistics_and_transcripts(store_with_gene
 
 
 def test_runs_page_launches_a_generation_job_and_keeps_it_out_of_the_history(store_with_generation):
-    from automonitor.generation.engine import list_generations
+    from automonitor.runs.generation.engine import list_generations
 
     eng = store_with_generation["engine"]
     at = ok(app("pages/runs.py").run())

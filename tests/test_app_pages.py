@@ -160,7 +160,8 @@ def test_samples_browser_filters_url_and_escaping(seeded):
 
 
 def test_tradeoff_filters_and_score_runs(seeded):
-    from automonitor import analysis, metrics
+    from automonitor import analysis
+    from automonitor.analysis import metrics
 
     at = ok(app("pages/tradeoff.py").run())
     m = {x.label: x.value for x in at.metric}
@@ -288,7 +289,7 @@ def assert_refused(at, page: str) -> None:
 
 
 def test_roles_login_and_navigation(tmp_path):
-    from automonitor.accounts import create_user
+    from automonitor.annotation.accounts import create_user
 
     url = f"sqlite:///{tmp_path / 'acc.db'}"
     eng = _store(url)
@@ -407,7 +408,7 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     """issue 19: the drill-down's "Report this label" appends to the errata file through the core."""
     import json
 
-    from automonitor.build.errata import load_errata
+    from automonitor.data.build.errata import load_errata
 
     path = tmp_path / "errata.jsonl"
     monkeypatch.setenv("AUTOMONITOR_ERRATA", str(path))
@@ -428,7 +429,7 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
 
 def test_tradeoff_builds_the_html_report(seeded):
     """The Trade-off page's "Build HTML report" puts the self-contained report of the runs shown in the
-    session, offered by a "Download report" button (``automonitor.report_html``)."""
+    session, offered by a "Download report" button (``automonitor.views.report_html``)."""
     at = ok(app("pages/tradeoff.py").run())
     assert not at.session_state["tradeoff.html_report"] if "tradeoff.html_report" in at.session_state else True
     assert not at.get("download_button")

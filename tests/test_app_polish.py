@@ -10,7 +10,7 @@ import re
 import sqlalchemy as sa
 
 import app_seed
-from automonitor import views, workbench
+from automonitor import views, views as workbench
 from test_app_annotation import ADJUDICATE, HOSTILE, LABEL, _label_everything, run, store  # noqa: F401
 from test_app_pages import _Env, _served_mode, _store, app, html_bodies, ok, seeded  # noqa: F401
 
@@ -112,7 +112,7 @@ def _with_controls(eng, n: int) -> None:
 
 
 def test_estimate_counts_controls_as_create_run_judges_them(tmp_path):
-    from automonitor import runner
+    from automonitor.runs import runner
 
     eng = _store(f"sqlite:///{tmp_path / 'c.db'}")
     app_seed.seed_store(eng, pairs_per_cell=2, runs=0)

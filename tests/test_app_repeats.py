@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from automonitor import runner
+from automonitor.runs import runner
 from servers.data import add_custom
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM
+from automonitor.annotation.accounts import SYSTEM
 from automonitor.errors import InputError, PermissionDenied
 from store import session_scope
 from store.models import Assignment, Sample

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from automonitor import annotation as ann
-from automonitor.assignments_io import EXPORT_FIELDS
+from automonitor.annotation.assignment_files import EXPORT_FIELDS
 from store import session_scope
 from store.queries.samples import insert_samples
 
@@ -72,7 +72,7 @@ def test_assignments_export_gives_only_what_the_annotator_may_see(sqlite_engine,
 def test_an_annotator_can_export_only_their_own_queue(sqlite_engine, tmp_path):
     import pytest
 
-    from automonitor.assignments_io import assignment_rows
+    from automonitor.annotation.assignment_files import assignment_rows
     from automonitor.errors import PermissionDenied
 
     eng = sqlite_engine

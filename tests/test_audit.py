@@ -1,4 +1,4 @@
-"""The benchmark audit (``automonitor/audit/``, ``automonitor audit``, baselines inside ``report``).
+"""The benchmark audit (``automonitor/data/audit/``, ``automonitor audit``, baselines inside ``report``).
 
 Made-up train/test frames with and without a length shortcut, made-up sycophancy texts, near-duplicates
 and prefix dialogues; the CLI and report on real SQLite and PostgreSQL stores."""
@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from automonitor import audit
+from automonitor.data import audit
+from automonitor.analysis import audit_section
 from helpers import candidate_row
 
 M, B = "misbehavior", "benign"
@@ -408,7 +409,7 @@ def test_report_includes_baselines(engine, db_url, frame, cli, tmp_path):
     assert b["safety_permission"]["qa"]["flagged"] is False
     assert run["baselines_edition"] == "paper"
     assert rep["audit"]["paper"]["controls"] == {"samples": 0, "far": {}}
-    md = audit.report_markdown(rep)  # appended by `report --format markdown`
+    md = audit_section.report_markdown(rep)  # appended by `report --format markdown`
     assert "Trivial baselines on the same slices" in md and "| r1 | specification\\_gaming | code |" in md
     plain = cli(["report", "--format", "markdown", "--no-audit", "--n-boot", "10"], db=db_url, env=env)
     assert (
@@ -436,7 +437,7 @@ def test_pairwise_share_and_within_test_cv_without_any_train(frame):
     assert sc["baselines"]["length"] >= 0.9 and sc["flagged"]  # found without train data
     assert sc["pairwise"]["length"] == 1.0 and 0.2 < fair["pairwise"]["length"] < 0.8
     assert not fair["flagged"]
-    from automonitor.audit.baselines import pairwise_share
+    from automonitor.data.audit.baselines import pairwise_share
 
     two = pd.DataFrame({"pair_id": ["a", "a", "b", "b", "c"], "label": [M, B, M, B, M]})
     assert pairwise_share(two, np.array([0.9, 0.1, 0.5, 0.5, 1.0])) == 0.75  # a win, a tie, c unpaired

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from automonitor import runner
+from automonitor.runs import runner
 from servers.anthropic_replay import AnthropicReplayServer
 from servers.data import add_custom
 from store.models import Prediction

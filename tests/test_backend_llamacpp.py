@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
-from automonitor.monitors.base import Item
-from automonitor.monitors.llamacpp import CONTENT_FREE_INPUTS, LlamaCppBackend, calibrated, default_model_path
-from automonitor.prompts import PromptBuilder, load_template
+from automonitor.runs import runner
+from automonitor.runs.monitors.base import Item
+from automonitor.runs.monitors.llamacpp import CONTENT_FREE_INPUTS, LlamaCppBackend, calibrated, default_model_path
+from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.data import add_pairs
 from store.models import Prediction
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
+from automonitor.runs import runner
 from servers.data import add_pairs
 from servers.openai_fault import OpenAIFaultServer
 from store.models import Prediction, Sample

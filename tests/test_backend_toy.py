@@ -9,11 +9,11 @@ import json
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
+from automonitor.runs import runner
 from automonitor.cli import main
 from automonitor.errors import InputError
-from automonitor.monitors import REGISTRY, BackendParams, parse_monitor_spec
-from automonitor.monitors.base import Backend, Judgement, register
+from automonitor.runs.monitors import REGISTRY, BackendParams, parse_monitor_spec
+from automonitor.runs.monitors.base import Backend, Judgement, register
 from servers.data import add_pairs
 from store.models import Prediction
 
@@ -103,7 +103,7 @@ def test_shared_params_out_of_range_are_refused(params, field):
 
 
 def test_llamacpp_flags_are_true_or_false_never_guessed():
-    from automonitor.monitors.llamacpp import LlamaCppBackend
+    from automonitor.runs.monitors.llamacpp import LlamaCppBackend
 
     assert LlamaCppBackend.parse_params({"calibrate": "OFF", "prefix_cache": "1"}).calibrate is False
     assert LlamaCppBackend.parse_params({}).calibrate is True

@@ -177,9 +177,9 @@ def test_crash_between_create_and_commit_adopts_the_batch(sqlite_url, provider, 
     """The process dies right after the provider accepted the batch, before its id was committed:
     resume finds that batch (OpenAI: metadata; Anthropic: created after the intent, same size) and
     polls it instead of submitting the requests again."""
-    from automonitor import batch, runner
-    from automonitor.batch.anthropic import AnthropicBatch
-    from automonitor.batch.openai import OpenAIBatch
+    from automonitor.runs import batch, runner
+    from automonitor.runs.batch.anthropic import AnthropicBatch
+    from automonitor.runs.batch.openai import OpenAIBatch
 
     eng = _store(sqlite_url)
     rows = []

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 import pytest
 import sqlalchemy as sa
 
-from automonitor.build import CANDIDATE_PLAN, build, load_all, plan_build
+from automonitor.data.build import CANDIDATE_PLAN, build, load_all, plan_build
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from automonitor.vocab import CATEGORIES, PAPER_QUOTAS, TASKS
@@ -106,7 +106,7 @@ def test_paper_edition_is_the_papers_six_cells_or_a_stated_deficit(built):
     """Issue 20: ``paper`` = the paper's cells at its pair counts from the closest sources, never padded
     with another cell's data; a short cell says by how much and why; category totals follow the cells;
     verified has >= 50 pairs of specification gaming / reasoning and sycophancy / QA."""
-    from automonitor.build.config import PAPER_CELLS_PLAN
+    from automonitor.data.build.config import PAPER_CELLS_PLAN
     from automonitor.vocab import PAPER_CELLS
     from store import session_scope
     from store.queries.samples import stats
@@ -508,7 +508,7 @@ def test_verified_edition_cells_provenance_and_hh_conversation_split(plans):
     """Issue 9: safety reasoning and sycophancy QA are non-empty in ``verified``; preference pairs and
     gate-failing pairs are not in it (their copies are candidates with the reason); no hh_rlhf
     conversation is in both train and test; controls are benign-only."""
-    from automonitor.gates import conversation_groups
+    from automonitor.data.gates import conversation_groups
 
     rows = plans[0].rows
     ver = [r for r in rows if "verified" in r.get("editions", ())]

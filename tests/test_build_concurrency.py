@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from automonitor import runner
-from automonitor.build import plan_build
+from automonitor.runs import runner
+from automonitor.data.build import plan_build
 from servers.data import add_pairs
 from servers.openai_fault import OpenAIFaultServer
 from store import get_engine, init_db, session_scope

@@ -14,9 +14,9 @@ import sqlalchemy as sa
 
 from automonitor import annotation as ann
 from automonitor import views
-from automonitor.accounts import SYSTEM
-from automonitor.pairs_io import export_pairs, import_pairs
-from automonitor.records import csv_cell_in, csv_cell_out
+from automonitor.annotation.accounts import SYSTEM
+from automonitor.data.pair_files import export_pairs, import_pairs
+from automonitor.data.records import csv_cell_in, csv_cell_out
 from store import get_engine, init_db, session_scope
 from store.models import Sample
 from store.queries.samples import insert_samples

@@ -103,7 +103,7 @@ def _overall(engine, run_id):
     ],
 )
 def test_ensemble_two_runs_hand_computed(small, rule, k, thr, mr, far, unscored):
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     res = derive.derive_ensemble(small["engine"], ["rA", "rB"], rule, k=k, threshold=thr)
     o = _overall(small["engine"], res["run_id"])
@@ -113,7 +113,7 @@ def test_ensemble_two_runs_hand_computed(small, rule, k, thr, mr, far, unscored)
 
 
 def test_vote_2_of_3_and_unknown_rule(small):
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     res = derive.derive_ensemble(small["engine"], ["rA", "rB", "rC"], "vote", k=2)
     o = _overall(small["engine"], res["run_id"])
@@ -128,7 +128,7 @@ def test_vote_2_of_3_and_unknown_rule(small):
 
 
 def test_cascade_hand_computed_with_cost(small):
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     res = derive.derive_cascade(small["engine"], "rA", "rC", 0.25, 0.75)
     r = res["recipe"]
@@ -144,7 +144,7 @@ def test_cascade_hand_computed_with_cost(small):
 
 
 def test_errors_write_nothing(small):
-    from automonitor import derive
+    from automonitor.analysis import derive
     from automonitor.errors import InputError, NotFound
     from store.models import Run
 
@@ -187,7 +187,7 @@ def _thr_frame(n_pairs=10, seed=0):
 
 
 def test_cv_thresholds_never_use_the_test_fold():
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     f = _thr_frame(40)
     tgt = derive.parse_target("far<=0.2")
@@ -209,7 +209,7 @@ def test_cv_thresholds_never_use_the_test_fold():
 
 
 def test_fit_thresholds_hand_computed_and_cost_target():
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     f = pd.DataFrame(
         {
@@ -236,7 +236,7 @@ def test_fit_thresholds_hand_computed_and_cost_target():
 
 
 def test_thresholds_run_per_category_beats_global(db_url):
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     eng = _store(db_url)
     spec = [(f"p{i:02d}", "safety_permission" if i < 5 else "sycophancy_bias", "qa") for i in range(10)]

@@ -13,7 +13,7 @@ from test_app_pages import _Env, _served_mode, _store, app, ok  # noqa: F401  (a
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     url = f"sqlite:///{tmp_path_factory.mktemp('drv') / 'store.db'}"
     eng = _store(url)
@@ -79,7 +79,8 @@ def test_derived_runs_on_the_tradeoff_plot(demo):
     at.number_input(key="tradeoff.far_max").set_value(1.0)
     ok(at.run())
     md = " ".join(m.value for m in at.markdown)
-    from automonitor import derive, views
+    from automonitor.analysis import derive
+    from automonitor import views
 
     pts = views.tradeoff_points(analysis.report(demo["engine"], n_boot=10))
     best = derive.cheapest_meeting(pts, derive.run_costs(demo["engine"]), mr_max=1.0, far_max=1.0, measure="usd_per_1k")

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from automonitor.build import build, load_all, plan_build
-from automonitor.build.errata import Erratum, add_erratum, current, load_errata
+from automonitor.data.build import build, load_all, plan_build
+from automonitor.data.build.errata import Erratum, add_erratum, current, load_errata
 from automonitor.errors import InputError
 
 LINE = {

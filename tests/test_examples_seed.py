@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from automonitor import vocab
 from automonitor.hashing import make_sample_id
-from automonitor.pairs_io import FIELDS, export_pairs, parse_pairs
+from automonitor.data.pair_files import FIELDS, export_pairs, parse_pairs
 from helpers import run_cli
 
 SEED = Path(__file__).resolve().parents[1] / "seeds" / "examples.jsonl"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from automonitor.build.families import families, function_key, version_stem
-from automonitor.sources import PairRecord
+from automonitor.data.build.families import families, function_key, version_stem
+from automonitor.data.sources import PairRecord
 
 STATEMENT = (
     "Little John has an array of n integers and wants to split it into segments so that the sum of "
@@ -102,7 +102,7 @@ def test_paraphrased_requests_join_and_shared_boilerplate_does_not():
 
 @pytest.mark.slow
 def test_build_keeps_every_family_on_one_side(raw_dir):
-    from automonitor.build import plan_build
+    from automonitor.data.build import plan_build
 
     plan = plan_build(raw_dir, 0)
     assert plan.report["families"]["shared_train_test"] == 0

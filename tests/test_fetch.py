@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from automonitor.fetch import DEFAULT_MANIFEST, ORIGINS, load_manifest
-from automonitor.sources import data_files
+from automonitor.data.fetch import DEFAULT_MANIFEST, ORIGINS, load_manifest
+from automonitor.data.sources import data_files
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -64,7 +64,7 @@ def test_manifest_pins_every_file_the_build_reads(raw_dir):
 
 
 def test_fetch_from_mirror_verifies_skips_and_feeds_the_build(cli, serve, raw_dir, tmp_path):
-    from automonitor.build import load_all
+    from automonitor.data.build import load_all
 
     url = serve(raw_dir)
     dest = tmp_path / "raw"

@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM
+from automonitor.annotation.accounts import SYSTEM
 from store import session_scope
 from store.models import Adjudication, EditionSample, Sample
 from store.queries.samples import insert_samples

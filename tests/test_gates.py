@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from automonitor.gates import (
+from automonitor.data.gates import (
     are_you_sure_clear,
     conversation_groups,
     few_tokens_differ,

@@ -23,7 +23,7 @@ SOURCE = RAW / "bct_truthfulqa_cues" / "truthfulqa_suggested_answer.jsonl"
 def _script(n):
     """Recorded answers for the first ``n`` usable questions: Q always right; Q' follows the cue for
     items 0, 2, 4, ... and stays right for the others."""
-    from automonitor.generation.tasks import sycophancy_items
+    from automonitor.runs.generation.tasks import sycophancy_items
 
     answers = {}
     for i, it in enumerate(sycophancy_items("bct_truthfulqa_cues", "suggested_answer", RAW, n)):
@@ -126,7 +126,7 @@ def test_bad_generate_options_exit_2_and_write_nothing(sqlite_url):
 
 
 def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, scripted, tmp_path):
-    from automonitor.accounts import authenticate
+    from automonitor.annotation.accounts import authenticate
     from automonitor.annotation import adjudicate
     from store import get_engine
 
@@ -242,7 +242,7 @@ def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):
     gam = json.loads(r.stdout)
     assert gam["prompts"] == 5 and gam["kept"] + sum(gam["dropped"].values()) == 5
     eng = get_engine(sqlite_url)
-    from automonitor.generation.engine import generation_items
+    from automonitor.runs.generation.engine import generation_items
 
     for doc, keys in ((syc, ("uncued", "cued")), (gam, ("with_incentive", "without_incentive"))):
         items = generation_items(eng, doc["generation_id"])
@@ -262,8 +262,8 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
 
     from servers.anthropic_replay import AnthropicReplayServer
 
-    from automonitor.monitors import TransientError
-    from automonitor.generation.engine import _backend
+    from automonitor.runs.monitors import TransientError
+    from automonitor.runs.generation.engine import _backend
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with AnthropicReplayServer() as srv:
@@ -292,8 +292,8 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
 
 
 def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted):
-    from automonitor import runner
-    from automonitor.generation.engine import create_generation, estimate_generation, execute_generation
+    from automonitor.runs import runner
+    from automonitor.runs.generation.engine import create_generation, estimate_generation, execute_generation
     from store import get_engine, init_db
 
     eng = init_db(get_engine(sqlite_url))
@@ -337,8 +337,8 @@ def test_in_process_llamacpp_generator(sqlite_url):
 def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_url):
     from servers.scripted_generator import ScriptedGenerator
 
-    from automonitor.generation.engine import create_generation, execute_generation
-    from automonitor.generation.tasks import sycophancy_items
+    from automonitor.runs.generation.engine import create_generation, execute_generation
+    from automonitor.runs.generation.tasks import sycophancy_items
     from store import get_engine, init_db
 
     items = sycophancy_items("bct_truthfulqa_cues", "suggested_answer", RAW, 2)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from automonitor.generation import filters
-from automonitor.generation.answers import extract_choice, matches_cue
-from automonitor.generation.engine import screen_code
-from automonitor.generation.incentives import load_incentive, names
-from automonitor.generation.screen import static_screen
-from automonitor.generation.tasks import GamingTask
+from automonitor.runs.generation import filters
+from automonitor.runs.generation.answers import extract_choice, matches_cue
+from automonitor.runs.generation.engine import screen_code
+from automonitor.runs.generation.incentives import load_incentive, names
+from automonitor.runs.generation.screen import static_screen
+from automonitor.runs.generation.tasks import GamingTask
 
 FIX = Path(__file__).parent / "fixtures" / "generation"
 
@@ -130,7 +130,7 @@ def test_incentive_files_are_versioned_and_name_what_they_invite():
 
 
 def test_sources_give_well_formed_prompts(raw_dir):
-    from automonitor.generation.tasks import gaming_tasks, render_chat, sycophancy_items
+    from automonitor.runs.generation.tasks import gaming_tasks, render_chat, sycophancy_items
 
     bct = sycophancy_items("bct_truthfulqa_cues", "suggested_answer", raw_dir)
     assert len(bct) > 500 and all(it.cue != it.truth and it.truth in it.options and it.cue in it.options for it in bct)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from automonitor.generation.sandbox import available, run_python, run_tests
+from automonitor.runs.generation.sandbox import available, run_python, run_tests
 
 pytestmark = pytest.mark.skipif(not available(), reason="bubblewrap missing: run scripts/ensure_system_deps.sh")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from automonitor.grounding import ground_evidence, ground_span, ground_spans, normalize_with_map, summarize
+from automonitor.analysis.grounding import ground_evidence, ground_span, ground_spans, normalize_with_map, summarize
 
 TEXT = "Sure!  Here is the\n\tscript:  It   DELETES all files.\nThe boss said “do it today” – fine."
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from automonitor.audit.aflite import aflite, tool_call_features
-from automonitor.audit.baselines import length_features
+from automonitor.data.audit.aflite import aflite, tool_call_features
+from automonitor.data.audit.baselines import length_features
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron sigma tau upsilon".split()
 
@@ -241,8 +241,8 @@ def test_edition_hard_in_run_report_stats_and_audit(cli, db_url, engine, tmp_pat
 def test_seed0_build_hard_edition_passes_the_audit_bound(tmp_path, raw_dir):
     """The real seed-0 build: every slice of ``hard`` with >= 30 pairs has every trivial baseline of
     the audit (train -> test) within 0.5 +/- 0.2; survivors and removals are reported per source."""
-    from automonitor.audit import run_audit
-    from automonitor.build import build
+    from automonitor.data.audit import run_audit
+    from automonitor.data.build import build
     from store import get_engine, init_db
 
     eng = get_engine(f"sqlite:///{tmp_path / 'b.db'}", fresh=True)
@@ -319,7 +319,7 @@ def test_what_the_filter_passes_the_audit_passes_without_train_data():
     so every kept slice with >= 30 pairs is within the bound in ``audit_frame`` too (before, the filter
     re-drew its folds each round and stopped on a lucky draw the audit does not repeat: the seed-0 rjudge
     slice passed the filter at TF-IDF 0.64 and the audit read 0.80)."""
-    from automonitor.audit import audit_frame
+    from automonitor.data.audit import audit_frame
 
     test = _arith_set(160, 11, shortcut=0.5)
     test.loc[test["label"] == "misbehavior", "response"] += " " + pd.Series(

@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor.errors import InputError
-from automonitor.predictions_io import import_predictions
-from automonitor.records import KEPT_PROBLEMS
+from automonitor.runs.prediction_files import import_predictions
+from automonitor.data.records import KEPT_PROBLEMS
 from store.models import Run, Sample
 
 
@@ -56,7 +56,7 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path, cli, db_
 _TRACE = """
 import json, sys, tracemalloc
 from automonitor.errors import InputError
-from automonitor.predictions_io import import_predictions
+from automonitor.runs.prediction_files import import_predictions
 from store import get_engine, init_db
 
 engine = get_engine(sys.argv[1], fresh=True)

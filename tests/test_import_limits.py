@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor.errors import InputError
-from automonitor.pairs_io import import_pairs
-from automonitor.predictions_io import import_predictions
-from automonitor.records import MAX_META_BYTES, MAX_META_DEPTH
+from automonitor.data.pair_files import import_pairs
+from automonitor.runs.prediction_files import import_predictions
+from automonitor.data.records import MAX_META_BYTES, MAX_META_DEPTH
 
 M, B = "misbehavior", "benign"
 DEEP = '{"a": ' * 1000 + "1" + "}" * 1000
@@ -191,7 +191,7 @@ def test_prediction_import_refuses_non_finite_and_too_deep_extra_fields(engine, 
 
 
 def test_annotation_import_refuses_non_finite_numbers_naming_the_field(engine, tmp_path):
-    from automonitor.accounts import SYSTEM
+    from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import import_annotations
 
     f = tmp_path / "labels.jsonl"

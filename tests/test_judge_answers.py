@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
-from automonitor.monitors import create_backend, parse_monitor_spec
-from automonitor.prompts import PromptBuilder, load_template
+from automonitor.runs import runner
+from automonitor.runs.monitors import create_backend, parse_monitor_spec
+from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.anthropic_replay import AnthropicReplayServer
 from servers.data import add_custom
 from servers.openai_fault import OpenAIFaultServer

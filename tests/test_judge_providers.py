@@ -11,9 +11,9 @@ import time
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
+from automonitor.runs import runner
 from automonitor.errors import InputError
-from automonitor.monitors.base import RAW_STORE_CHARS
+from automonitor.runs.monitors.base import RAW_STORE_CHARS
 from servers.anthropic_replay import AnthropicReplayServer
 from servers.data import add_custom, add_pairs
 from servers.openai_fault import OpenAIFaultServer
@@ -60,8 +60,8 @@ def test_reasoning_family_gets_max_completion_tokens_no_temperature(sqlite_engin
 
 @pytest.mark.parametrize("model", ["gpt-5-mini", "o1", "o4-mini", "openai/gpt-5-nano"])
 def test_reasoning_families_in_batch_and_generation_bodies(sqlite_engine, model):
-    from automonitor.monitors import create_backend
-    from automonitor.prompts import PromptBuilder, load_template
+    from automonitor.runs.monitors import create_backend
+    from automonitor.runs.prompts import PromptBuilder, load_template
 
     b = create_backend(
         f"openai:{model}", base_url="http://127.0.0.1:9/v1", params={}, prompt=PromptBuilder(load_template("direct"))
@@ -71,8 +71,8 @@ def test_reasoning_families_in_batch_and_generation_bodies(sqlite_engine, model)
 
 
 def test_generation_body_for_reasoning_model(sqlite_engine):
-    from automonitor.monitors import create_backend
-    from automonitor.prompts import PromptBuilder, load_template
+    from automonitor.runs.monitors import create_backend
+    from automonitor.runs.prompts import PromptBuilder, load_template
 
     with OpenAIFaultServer() as srv:
         srv.reasoning = True
@@ -230,8 +230,8 @@ def test_anthropic_context_window_exceeded_is_truncated(sqlite_engine):
 
 
 def test_unknown_stop_reason_is_unscored():
-    from automonitor.monitors.anthropic_backend import AnthropicBackend
-    from automonitor.monitors.base import stop_judgement
+    from automonitor.runs.monitors.anthropic_backend import AnthropicBackend
+    from automonitor.runs.monitors.base import stop_judgement
 
     kind = AnthropicBackend.stop_reasons.get("pause_turn")
     j = stop_judgement(kind, "pause_turn", "Yes", tokens_in=1, tokens_out=1, cost_usd=0.0, meta={})

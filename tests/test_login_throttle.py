@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from automonitor.accounts import (
+from automonitor.annotation.accounts import (
     ACCOUNT_FREE_FAILURES,
     BASE_LOCK_SECONDS,
     CLIENT_FREE_FAILURES,

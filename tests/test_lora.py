@@ -12,7 +12,8 @@ from test_probes import _fill_store, made_up
 
 @pytest.mark.slow
 def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_path):
-    from automonitor import lora, runner
+    from automonitor.runs.probe import lora
+    from automonitor.runs import runner
     from store import session_scope
     from store.models import Prediction
 
@@ -47,7 +48,7 @@ def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_
 
 
 def test_lora_monitor_rejects_a_folder_that_is_not_an_adapter(sqlite_engine, tmp_path):
-    from automonitor import runner
+    from automonitor.runs import runner
     from automonitor.errors import InputError
 
     _fill_store(sqlite_engine, [], made_up(1, 33, prefix="te"))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 
 M, B = "misbehavior", "benign"
 

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from automonitor.errors import InputError
 from automonitor.hashing import make_sample_id
-from automonitor.pairs_io import FIELDS, detect_format, parse_pairs
+from automonitor.data.pair_files import FIELDS, detect_format, parse_pairs
 from helpers import PG_ADMIN_URL, run_cli
 
 REQ = "Write a function that reads a user's file by name."
@@ -411,7 +411,7 @@ def test_cli_rejects_every_bad_input_and_leaves_store_unchanged(loaded):
 
 
 def test_cli_rejects_bad_options(sqlite_url, tmp_path):
-    from automonitor.pairs_io import import_pairs
+    from automonitor.data.pair_files import import_pairs
     from store import get_engine, init_db
 
     base = tmp_path / "base.jsonl"
@@ -496,7 +496,7 @@ def _read_export(path: Path) -> list[dict]:
     if path.suffix == ".jsonl":
         return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
     if path.suffix == ".csv":
-        from automonitor.records import csv_cell_in
+        from automonitor.data.records import csv_cell_in
 
         with path.open(encoding="utf-8", newline="") as fh:  # spreadsheet-safe cells: the ' prefix removed
             rows = [{k: csv_cell_in(v) for k, v in r.items()} for r in csv.DictReader(fh)]
@@ -511,7 +511,7 @@ def _read_export(path: Path) -> list[dict]:
 
 @pytest.mark.slow  # several console-script runs
 def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
-    from automonitor.pairs_io import export_pairs, import_pairs
+    from automonitor.data.pair_files import export_pairs, import_pairs
     from store import get_engine, init_db
 
     src = tmp_path / "tricky.jsonl"
@@ -564,7 +564,7 @@ def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
 
 @pytest.mark.slow  # several console-script runs
 def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path):
-    from automonitor.pairs_io import fetch_pair_rows
+    from automonitor.data.pair_files import fetch_pair_rows
     from store import get_engine, session_scope
 
     cand, gold_train = tmp_path / "cand.jsonl", tmp_path / "train.csv"

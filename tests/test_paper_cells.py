@@ -1,13 +1,13 @@
-"""The ``paper`` edition's cell draw (:func:`automonitor.build.selection._select_cells`) and the build
+"""The ``paper`` edition's cell draw (:func:`automonitor.data.build.selection._select_cells`) and the build
 table's honest quota cell, on made-up pools (no raw data)."""
 
 from __future__ import annotations
 
-from automonitor.build.config import Cell
-from automonitor.build.rows import _hashes
-from automonitor.build.selection import _Pool, _select_cells, _TestSet, editions_of
+from automonitor.data.build.config import Cell
+from automonitor.data.build.rows import _hashes
+from automonitor.data.build.selection import _Pool, _select_cells, _TestSet, editions_of
 from automonitor.cli.data import _quota_cell, shortfall_text
-from automonitor.sources import PairRecord
+from automonitor.data.sources import PairRecord
 
 
 def _pair(source: str, i: int, gate: str | None = None) -> PairRecord:

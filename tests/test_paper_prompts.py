@@ -9,9 +9,9 @@ import json
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
-from automonitor.parsing import parse_text, parse_tool_input
-from automonitor.prompts import PromptBuilder, load_template, output_schema
+from automonitor.runs import runner
+from automonitor.runs.parsing import parse_text, parse_tool_input
+from automonitor.runs.prompts import PromptBuilder, load_template, output_schema
 from servers.data import add_pairs
 from servers.openai_fault import OpenAIFaultServer
 from store.models import Prediction, Sample

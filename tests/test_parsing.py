@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from automonitor.parsing import (
+from automonitor.runs.parsing import (
     binary_score,
     evidence_found,
     parse_text,
@@ -171,7 +171,7 @@ def test_long_answers_are_read_in_linear_time_and_huge_ones_are_not_parsed():
     quadratic in the length, so a hostile server stalled the runner). Timed loosely, by a thread join."""
     import threading
 
-    from automonitor.parsing import ANSWER_CHAR_CAP, parse_text
+    from automonitor.runs.parsing import ANSWER_CHAR_CAP, parse_text
 
     got: dict[str, object] = {}
 
@@ -215,7 +215,7 @@ def test_hostile_repetition_up_to_the_cap_is_parsed_in_linear_time(unit):
     loosely, by a thread join, to catch the complexity class rather than to measure speed."""
     import threading
 
-    from automonitor.parsing import ANSWER_CHAR_CAP, parse_text
+    from automonitor.runs.parsing import ANSWER_CHAR_CAP, parse_text
 
     got: dict[str, object] = {}
     t = threading.Thread(target=lambda: got.setdefault("r", parse_text(unit * (ANSWER_CHAR_CAP // len(unit)))))
@@ -231,7 +231,7 @@ def test_quote_spans_are_the_mask_regex_matches():
     the quote characters, line breaks and letters."""
     import random
 
-    from automonitor import parsing
+    from automonitor.runs import parsing
 
     alphabet = ['"', "\u201c", "\u201d", "\u00ab", "\u00bb", "\u201e", "`", "\n", "a", " "]
     rng = random.Random(7)
@@ -246,6 +246,6 @@ def test_quote_spans_are_the_mask_regex_matches():
 )
 def test_verdict_lines_after_many_line_breaks(answer, outcome):
     """A verdict line is found on its own line, whatever blank lines precede or follow it."""
-    from automonitor.parsing import parse_text
+    from automonitor.runs.parsing import parse_text
 
     assert parse_text(answer).outcome == outcome

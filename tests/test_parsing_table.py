@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from automonitor.parsing import TRUNCATED, parse_text, parse_tool_input
+from automonitor.runs.parsing import TRUNCATED, parse_text, parse_tool_input
 
 M, B, I, R = "misbehavior", "benign", "invalid", "refusal"
 NH = "negated or hedged prose verdict"

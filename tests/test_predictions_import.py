@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor.errors import InputError
-from automonitor.predictions_io import import_predictions
+from automonitor.runs.prediction_files import import_predictions
 
 M, B = "misbehavior", "benign"
 

@@ -10,10 +10,10 @@ import json
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
+from automonitor.runs import runner
 from automonitor.errors import InputError
-from automonitor.monitors import base, create_backend, pricing
-from automonitor.prompts import PromptBuilder, load_template
+from automonitor.runs.monitors import base, create_backend, pricing
+from automonitor.runs.prompts import PromptBuilder, load_template
 from helpers import run_cli
 from servers.data import add_pairs
 from servers.openai_fault import OpenAIFaultServer

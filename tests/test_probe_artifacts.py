@@ -14,7 +14,7 @@ import joblib
 import numpy as np
 import pytest
 
-from automonitor import probes
+from automonitor.runs.probe import model as probes
 from automonitor.errors import InputError
 from helpers import run_cli
 from test_probes import _fill_store, made_up

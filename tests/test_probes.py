@@ -9,9 +9,10 @@ import random
 import numpy as np
 import pytest
 
-from automonitor import corpus, probes, transfer
-from automonitor.corpus import Record
-from automonitor.metrics import auroc
+from automonitor.runs.probe import corpus, model as probes
+from automonitor.analysis import transfer
+from automonitor.runs.probe.corpus import Record
+from automonitor.analysis.metrics import auroc
 from helpers import candidate_row, run_cli
 from store import session_scope
 
@@ -318,7 +319,7 @@ def test_transfer_matrix_shape_and_highlight():
 def test_trivial_length_baseline_sees_a_length_shortcut():
     resp = ["short"] * 10 + ["a much longer response " * 5] * 10
     labels = ["benign"] * 10 + ["misbehavior"] * 10
-    b = probes.trivial_baselines(resp, labels, [str(i % 10) for i in range(20)])
+    b = transfer.trivial_baselines(resp, labels, [str(i % 10) for i in range(20)])
     assert b["length"] == 1.0
 
 

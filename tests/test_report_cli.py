@@ -9,7 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from automonitor import analysis, report_format
+from automonitor import analysis
+from automonitor.analysis import report_format
 from automonitor.vocab import CATEGORIES, TASKS
 
 M, B = "misbehavior", "benign"

@@ -47,7 +47,8 @@ def test_cli_writes_self_contained_escaped_file(store, tmp_path):
 
 
 def test_gallery_one_sample_per_slice_and_kind(store, tmp_path):
-    from automonitor import analysis, report_html
+    from automonitor import analysis
+    from automonitor.views import report_html
 
     _, eng = store
     rep = analysis.report_model(eng, None, "exclude")

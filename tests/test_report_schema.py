@@ -1,4 +1,4 @@
-"""The typed report (``automonitor.report_schema``): ``report --json`` prints the models' dump, and that
+"""The typed report (``automonitor.analysis.report_schema``): ``report --json`` prints the models' dump, and that
 dump is byte-for-byte the JSON of the dict-built report before the models existed (pinned in
 ``tests/data/report_golden.json``, written by the pre-model code on the store seeded here: score and
 evidence runs, an unscored policy, a repeated run, controls, a paired comparison, audit baselines)."""
@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from automonitor import analysis, report_format
-from automonitor.report_schema import Report, RunReport, SliceStats, as_report
+from automonitor import analysis
+from automonitor.analysis import report_format
+from automonitor.analysis.report_schema import Report, RunReport, SliceStats, as_report
 from automonitor.vocab import CATEGORIES, TASKS
 
 GOLDEN = Path(__file__).parent / "data" / "report_golden.json"

@@ -1,4 +1,4 @@
-"""One validation path for imported rows (issue 11 item 2): the pydantic row models of ``automonitor.rows``
+"""One validation path for imported rows (issue 11 item 2): the pydantic row models of ``automonitor.data.rows``
 and ``rows.validate``, whose errors become problems located at file, line and field. JSON stays strict;
 CSV cells (text) are converted where the format says so."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from automonitor.errors import InputError
-from automonitor.records import Problems, RawRecord
-from automonitor.rows import AnnotationRow, PairRow, PredictionRow, validate, validate_one
+from automonitor.data.records import Problems, RawRecord
+from automonitor.data.rows import AnnotationRow, PairRow, PredictionRow, validate, validate_one
 
 PAIR = {
     "pair_id": "q1",
@@ -161,7 +161,7 @@ def test_prediction_missing_and_wrong_fields_are_named():
 
 
 def test_prediction_file_checks_list_several_problems_at_the_first():
-    from automonitor.predictions_io import validate_rows
+    from automonitor.runs.prediction_files import validate_rows
 
     records = [
         RawRecord(2, {"sample_id": "a", "outcome": "benign"}, text_cells=True),

@@ -5,9 +5,9 @@ import asyncio
 
 import pytest
 
-from automonitor.monitors.base import Item
-from automonitor.monitors.rules import RULE_IDS, RulesBackend, apply_rules, judge_rules, score_hits
-from automonitor.prompts import PromptBuilder, load_template
+from automonitor.runs.monitors.base import Item
+from automonitor.runs.monitors.rules import RULE_IDS, RulesBackend, apply_rules, judge_rules, score_hits
+from automonitor.runs.prompts import PromptBuilder, load_template
 
 CASES = [
     # (rule, request, misbehaving response, benign counterpart)

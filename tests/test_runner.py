@@ -15,10 +15,10 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from automonitor import runner
+from automonitor.runs import runner
 from automonitor.errors import InputError, NotFound
-from automonitor.monitors.rules import judge_rules
-from automonitor.prompts import load_template
+from automonitor.runs.monitors.rules import judge_rules
+from automonitor.runs.prompts import load_template
 from automonitor.vocab import OUTCOMES
 from store import session_scope
 from store.models import Prediction, Run, Sample

@@ -10,8 +10,8 @@ from collections import Counter, defaultdict
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
-from automonitor.prompts import PromptBuilder, load_template
+from automonitor.runs import runner
+from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.data import add_custom, add_pairs
 from servers.openai_fault import OpenAIFaultServer
 from store.models import Prediction, Run

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
-from automonitor.prompts import PromptBuilder, load_template
+from automonitor.runs import runner
+from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.data import add_pairs
 from servers.openai_fault import OpenAIFaultServer
 from store.models import Prediction, Run

@@ -6,7 +6,7 @@ import hashlib
 import pytest
 
 from automonitor.errors import InputError
-from automonitor.prompts import (
+from automonitor.runs.prompts import (
     PromptBuilder,
     choose_fewshot,
     fill,
@@ -14,7 +14,7 @@ from automonitor.prompts import (
     load_template,
     truncate_chars,
 )
-from automonitor.prompts.prompts import TEMPLATE_DIR, parse_template
+from automonitor.runs.prompts.prompts import TEMPLATE_DIR, parse_template
 from automonitor.vocab import TEMPLATES
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from automonitor import runner
+from automonitor.runs import runner
 from servers.data import add_custom, add_pairs
 from servers.openai_fault import OpenAIFaultServer
 from store.models import Prediction, Run
@@ -170,7 +170,7 @@ def _fleiss(table):
 @pytest.mark.slow
 def test_item8_repeat_k_stability_seeds_cache_and_drilldown(db_url, cli):
     from automonitor import views
-    from automonitor.stability import stability
+    from automonitor.analysis.stability import stability
     from servers.openai_fault import sample_key
 
     from store import get_engine, init_db

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from automonitor.errors import InputError
-from automonitor.sampling import stratified_sample, stratum_counts
+from automonitor.runs.sampling import stratified_sample, stratum_counts
 from automonitor.vocab import CATEGORIES, TASKS
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from automonitor.generation.sandbox import available, run_python, run_tests, sweep_stale_dirs
-from automonitor.generation.screen import static_screen
+from automonitor.runs.generation.sandbox import available, run_python, run_tests, sweep_stale_dirs
+from automonitor.runs.generation.screen import static_screen
 
 pytestmark = pytest.mark.skipif(not available(), reason="bubblewrap missing: run scripts/ensure_system_deps.sh")
 
@@ -109,7 +109,7 @@ def test_static_screen_flags_proc_reads_and_output_rebinding():
 
 FLOOD_PARENT = r"""
 import json, resource, sys
-from automonitor.generation.sandbox import run_python
+from automonitor.runs.generation.sandbox import run_python
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 code = "import sys\nb = 'x' * (1 << 20)\nfor _ in range(400):\n    sys.stdout.write(b)\n    sys.stderr.write(b)\n"
 r = run_python({"m.py": code}, "m.py", timeout_s=60, cpu_s=30)
@@ -147,7 +147,7 @@ def test_disk_is_capped_and_nothing_is_written_on_the_host():
 
 def test_kill_9_of_the_caller_leaves_no_sandbox_behind():
     script = (
-        "from automonitor.generation.sandbox import run_python\n"
+        "from automonitor.runs.generation.sandbox import run_python\n"
         "run_python({'m.py': \"open('/sandbox/big','wb').write(b'x' * (12 << 20))\\nprint('written', flush=True)\\n"
         "import time\\ntime.sleep(60)\"}, 'm.py', timeout_s=60)\n"
     )

@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from automonitor import accounts
-from automonitor.accounts import SYSTEM, issue_session, resume_session
+from automonitor.annotation import accounts
+from automonitor.annotation.accounts import SYSTEM, issue_session, resume_session
 from automonitor.errors import PermissionDenied
 from store import session_scope
 from store.models import Annotator

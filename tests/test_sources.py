@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from automonitor.errors import InputError
-from automonitor.sources import REGISTRY, data_files
-from automonitor.sources import hh_rlhf, rl_character, sven, turpin_bbh
+from automonitor.data.sources import REGISTRY, data_files
+from automonitor.data.sources import hh_rlhf, rl_character, sven, turpin_bbh
 from automonitor.vocab import CATEGORIES, TASKS
 
 

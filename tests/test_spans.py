@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from automonitor.spans import (
+from automonitor.data.spans import (
     GoldSpan,
     SpanError,
     derive_gold_spans,
@@ -166,7 +166,7 @@ def test_table_enforces_offsets_and_vocabulary(engine):
 
 
 def test_sync_spans_inserts_then_is_idempotent_and_removes_stale(engine):
-    from automonitor.build.gold_spans import sync_spans
+    from automonitor.data.build.gold_spans import sync_spans
     from store import session_scope
     from store.queries.samples import insert_samples
     from store.queries.spans import spans_by_sample

@@ -49,7 +49,7 @@ def _samples(n):
 
 @pytest.mark.slow
 def test_run_streams_pages_not_the_whole_run(db_url, monkeypatch):
-    from automonitor import runner
+    from automonitor.runs import runner
     from store.models import Prediction, Run
     from store.queries import runs as q, stream
 
@@ -92,7 +92,7 @@ def test_run_streams_pages_not_the_whole_run(db_url, monkeypatch):
 def test_pending_pages_keyset_survives_updates(db_url):
     """Pages are disjoint, cover every pending prediction once, and judging earlier rows while paging
     (as the runner does) neither skips nor repeats any."""
-    from automonitor import runner
+    from automonitor.runs import runner
     from store import session_scope
     from store.queries import runs as q, stream
 

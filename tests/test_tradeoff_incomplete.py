@@ -7,9 +7,9 @@ import json
 
 import pandas as pd
 
-from automonitor import views, workbench
-from automonitor.derive import derive_ensemble
-from automonitor.predictions_io import import_predictions
+from automonitor import views, views as workbench
+from automonitor.analysis.derive import derive_ensemble
+from automonitor.runs.prediction_files import import_predictions
 from store import session_scope
 from store.queries.samples import insert_samples
 

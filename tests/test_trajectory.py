@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from automonitor.prompts.prompts import PromptBuilder, load_template
-from automonitor.trajectory import Step, cut_middle, serialise, step_of_offset, step_ranges, steps_from_meta
+from automonitor.runs.prompts.prompts import PromptBuilder, load_template
+from automonitor.data.trajectory import Step, cut_middle, serialise, step_of_offset, step_ranges, steps_from_meta
 from automonitor.views.spans import conversation_html
 
 STEPS = [
@@ -33,7 +33,7 @@ def test_serialise_and_find_steps_again():
 
 
 def test_rjudge_response_is_the_serialisation_of_its_steps(raw_dir):
-    from automonitor.sources import rjudge
+    from automonitor.data.sources import rjudge
 
     res = rjudge.load(Path(raw_dir))
     if not res.pairs:

@@ -9,7 +9,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from automonitor import agreement as ag
+from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
 from automonitor import views
 from automonitor.errors import InputError

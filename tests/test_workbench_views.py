@@ -1,4 +1,4 @@
-"""Issue 12, trade-off and drill-down logic (automonitor.workbench): honest points (labels, coincident
+"""Issue 12, trade-off and drill-down logic (automonitor.views): honest points (labels, coincident
 points, minimum sample size, archived runs, one front per edition), sample-set fingerprints, cell
 navigation and filters, escaped search highlights and pair diffs, run archiving from the CLI."""
 
@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from automonitor import workbench as wb
+from automonitor import views as wb
 from automonitor.errors import InputError, NotFound
 from helpers import run_cli
 
@@ -131,7 +131,7 @@ def test_pair_diff_line_and_word_modes_reconstruct_both_sides():
 
 
 def test_archive_and_sample_sets_on_a_store(sqlite_url):
-    from automonitor import runner
+    from automonitor.runs import runner
     from helpers import REPO
 
     out = run_cli(["import", str(REPO / "seeds" / "examples.jsonl")], db=sqlite_url)
@@ -159,7 +159,7 @@ def test_archive_and_sample_sets_on_a_store(sqlite_url):
 def test_front_sample_sets_names_every_sample_set_on_the_front():
     import pandas as pd
 
-    from automonitor import workbench
+    from automonitor import views as workbench
 
     pts = pd.DataFrame(
         {
@@ -175,7 +175,7 @@ def test_front_sample_sets_names_every_sample_set_on_the_front():
 
 
 def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inputs():
-    from automonitor.workbench import short_label
+    from automonitor.views import short_label
 
     assert short_label("cascade (probe:tfidf-lr then rules; 0.2/0.8)", "direct", "derived") == "cascade direct"
     assert short_label("ensemble or (rules + gemma)", "direct") == "ensemble or direct"

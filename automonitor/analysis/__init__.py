@@ -3,7 +3,7 @@
 Pipeline: :func:`predictions_frame` (one row per prediction, joined with its sample) ->
 :func:`analyze_model` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored
 counts, Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, ROC, evidence grounding)
--> a typed :class:`~automonitor.report_schema.Report` whose ``to_dict()`` is the contract JSON
+-> a typed :class:`~automonitor.analysis.report_schema.Report` whose ``to_dict()`` is the contract JSON
 (``../shared/CONTRACT.md``). :func:`report_model` does both steps on a store; :func:`analyze` and
 :func:`report` return the dict.
 
@@ -24,8 +24,8 @@ One module per job (this package re-exports the public names):
 - :mod:`~automonitor.analysis.drilldown`: :func:`cell_samples`, :func:`roc_frame`,
   :func:`grounding_frame`, :func:`compare_runs`.
 
-Definitions and the unscored policy are in :mod:`automonitor.metrics`; grounding in
-:mod:`automonitor.grounding`. The paper's reported points are a separate, labelled reference table
+Definitions and the unscored policy are in :mod:`automonitor.analysis.metrics`; grounding in
+:mod:`automonitor.analysis.grounding`. The paper's reported points are a separate, labelled reference table
 (:func:`reported_points`), never mixed into measured runs.
 """
 

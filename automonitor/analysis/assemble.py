@@ -1,7 +1,7 @@
 """Report assembly from in-memory frames (no store access): :func:`analyze_model` runs the steps
 (encoding, slices, sample grid, bootstrap and pair classes, run entries, ROC, grounding, paired
 comparisons, front and Pearson r) and validates the typed
-:class:`~automonitor.report_schema.Report`; :func:`analyze` returns its dict.
+:class:`~automonitor.analysis.report_schema.Report`; :func:`analyze` returns its dict.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 from automonitor.analysis.localisation import run_localisation
 from automonitor.analysis.bootstrap import _bootstrap_runs, _pair_classes
 from automonitor.analysis.encoding import TP, _empty_preds, _encode, _Encoded, _sample_grid
 from automonitor.analysis.paired import _default_comparisons, _paired_comparisons
 from automonitor.analysis.roc_grounding import _add_grounding, _add_roc, _evidence_runs
 from automonitor.analysis.slices import _Slices, _slice_stats
-from automonitor.report_schema import Report
+from automonitor.analysis.report_schema import Report
 
 
 def analyze(
@@ -37,18 +37,18 @@ def analyze(
     gold_spans: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The report from in-memory frames as a JSON-ready dict: ``analyze_model(...).to_dict()`` (no store
-    access; schema :class:`automonitor.report_schema.Report`).
+    access; schema :class:`automonitor.analysis.report_schema.Report`).
 
     Args:
         preds: predictions with at least run_id, sample_id, pair_id, category, task, label, outcome,
             score, evidence (as from :func:`predictions_frame`).
         runs: runs with run_id, monitor, template (+ kind, status), in report order.
-        invalid: unscored policy (``exclude`` | ``as-flag`` | ``as-miss``), see :mod:`automonitor.metrics`.
+        invalid: unscored policy (``exclude`` | ``as-flag`` | ``as-miss``), see :mod:`automonitor.analysis.metrics`.
         texts: ``{sample_id: (request, response)}`` for evidence grounding (skipped when ``None``).
         n_boot, seed: pair-clustered bootstrap resamples and numpy seed. The same seed gives the same
             resampling weights for every run over the same number of pairs, so a run's intervals do not
             depend on which other runs are in the report.
-        cost_ratio, prevalence: see :func:`automonitor.metrics.operating_point`.
+        cost_ratio, prevalence: see :func:`automonitor.analysis.metrics.operating_point`.
         compare: run pairs for paired statistics; default every two runs of the same monitor (e.g.
             direct vs evidence), and the two runs when the report has exactly two.
         timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
@@ -57,7 +57,7 @@ def analyze(
             ``localisation`` (:mod:`automonitor.analysis.localisation`).
     Returns:
         The report: per run the contract keys run_id, monitor, template, overall, by_category, by_task
-        (SLICEs, :class:`~automonitor.report_schema.SliceStats`) plus kind, status, by_category_task,
+        (SLICEs, :class:`~automonitor.analysis.report_schema.SliceStats`) plus kind, status, by_category_task,
         bootstrap (pair-clustered percentile intervals), pairs (per-pair outcome counts), on_front, and
         for score runs roc/auroc, for evidence runs grounding; the Pareto front, Pearson r, paired
         comparisons and the parameters.
@@ -93,7 +93,7 @@ def analyze_model(
     timings: dict[str, float] | None = None,
     gold_spans: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Report:
-    """The :class:`~automonitor.report_schema.Report` from in-memory frames (no store access; used by
+    """The :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access; used by
     :func:`report_model` and benchmarks). Arguments, result and errors as in :func:`analyze`, which
     returns this model's dict."""
     mt.check_policy(invalid)

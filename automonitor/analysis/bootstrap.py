@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import ABSENT, FN, FP, PEND, TN, TP, UNS
 
 
@@ -93,7 +93,7 @@ def _pair_sides(sample_pair: np.ndarray, sample_label: np.ndarray, n_pairs: int)
 def _pair_classes(
     cells: np.ndarray, sample_pair: np.ndarray, sample_label: np.ndarray, n_pairs: int
 ) -> list[dict[str, int]]:
-    """Per run, :func:`automonitor.metrics.pair_class_counts` over the pairs it judged a side of."""
+    """Per run, :func:`automonitor.analysis.metrics.pair_class_counts` over the pairs it judged a side of."""
     pos, neg = _pair_sides(sample_pair, sample_label, n_pairs)
     pos_flags = _side_flags(cells, pos, TP, FN)
     neg_flags = _side_flags(cells, neg, FP, TN)

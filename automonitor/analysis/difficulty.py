@@ -1,12 +1,12 @@
 """Difficulty: each run's MR / FAR on the ``verified`` and the ``hard`` editions side by side.
 
-``hard`` (:mod:`automonitor.build.hard`) is the subset of ``verified`` that trivial baselines cannot
+``hard`` (:mod:`automonitor.data.build.hard`) is the subset of ``verified`` that trivial baselines cannot
 separate, plus the sycophancy controls in proportion; a monitor that rides on those shortcuts loses on
 ``hard`` what it gained on ``verified``. For every run the rates are computed on the run's own
 predictions restricted to each edition's members (``edition_sample`` rows; controls that are members of
 ``hard`` count as benign samples there), whatever edition the run judged, so a run on ``verified`` gets
 its ``hard`` rates for free. MR = FN / (TP + FN), FAR = FP / (FP + TN) (the paper's definitions), with
-the report's unscored policy and Wilson 95% intervals (:func:`automonitor.metrics.slice_stats`).
+the report's unscored policy and Wilson 95% intervals (:func:`automonitor.analysis.metrics.slice_stats`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from automonitor import metrics as mt
-from automonitor.report_schema import EditionDifficulty, Report, SliceStats
+from automonitor.analysis import metrics as mt
+from automonitor.analysis.report_schema import EditionDifficulty, Report, SliceStats
 
 DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
 

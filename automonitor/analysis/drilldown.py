@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from automonitor import grounding as gr
-from automonitor import metrics as mt
+from automonitor.analysis import grounding as gr
+from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import CELLS, FN, FP, PEND, TN, TP, _codes
 from automonitor.analysis.from_store import predictions_frame, report
 from automonitor.vocab import NEGATIVE, POSITIVE, UNSCORED

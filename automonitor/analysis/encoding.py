@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 from automonitor.vocab import CATEGORIES, OUTCOMES, TASKS
 
 

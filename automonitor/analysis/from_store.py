@@ -10,12 +10,12 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 from automonitor.analysis.assemble import analyze_model
 from automonitor.analysis.difficulty import add_difficulty
 from automonitor.analysis.encoding import _empty_preds
 from automonitor.analysis.roc_grounding import _evidence_runs
-from automonitor.report_schema import ControlsFar, Report, Stability
+from automonitor.analysis.report_schema import ControlsFar, Report, Stability
 from automonitor.vocab import EDITIONS
 
 
@@ -55,7 +55,7 @@ def report(
     edition: str | None = None,
 ) -> dict[str, Any]:
     """The full report for runs in the store (contract JSON plus extras) as a JSON-ready dict:
-    ``report_model(...).to_dict()``, schema :class:`automonitor.report_schema.Report`; see :func:`analyze`.
+    ``report_model(...).to_dict()``, schema :class:`automonitor.analysis.report_schema.Report`; see :func:`analyze`.
 
     Every run entry carries ``edition`` (the test-set edition it judged; a run recorded before
     editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
@@ -102,7 +102,7 @@ def report_model(
     with_grounding: bool = True,
     edition: str | None = None,
 ) -> Report:
-    """The full report for runs in the store as a :class:`~automonitor.report_schema.Report`. Arguments,
+    """The full report for runs in the store as a :class:`~automonitor.analysis.report_schema.Report`. Arguments,
     contents and errors as in :func:`report`, which returns this model's dict."""
     from store.queries import analysis as q
 
@@ -183,7 +183,7 @@ def _add_run_extras(
 ) -> None:
     """Set each run's ``edition``, ``controls`` (FAR on the controls slice) and, for a run judged with
     ``--repeat K``, ``stability`` on ``rep`` in place."""
-    from automonitor.stability import stability
+    from automonitor.analysis.stability import stability
 
     for entry in rep.runs:
         entry.edition = editions.get(entry.run_id)

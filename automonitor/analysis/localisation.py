@@ -1,9 +1,9 @@
 """Localisation metrics (issue 21): does a monitor's quoted evidence point at the misbehavior?
 
-For one run and one slice, over the misbehavior samples that have gold spans (:mod:`automonitor.spans`)
+For one run and one slice, over the misbehavior samples that have gold spans (:mod:`automonitor.data.spans`)
 and were judged (``gold_samples``):
 
-- each quote of a true positive is grounded in the response (:func:`automonitor.grounding.ground_span`:
+- each quote of a true positive is grounded in the response (:func:`automonitor.analysis.grounding.ground_span`:
   exact, else normalised); quotes not found, or found only in the request, are left out;
 - ``localised``: TPs with at least one grounded quote overlapping a gold span (by >= 1 character);
 - ``wrong_reason``: TPs whose grounded quotes all lie wholly outside every gold span ("right verdict,
@@ -27,8 +27,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from automonitor import grounding as gr
-from automonitor import metrics as mt
+from automonitor.analysis import grounding as gr
+from automonitor.analysis import metrics as mt
 
 SLICE_KEYS = ("overall", "by_category", "by_task")
 

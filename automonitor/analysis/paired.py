@@ -1,5 +1,5 @@
 """Paired comparisons of two runs on the samples both scored: the default run pairs, MR/FAR differences
-with a pair-clustered bootstrap and McNemar's tests (:class:`~automonitor.report_schema.PairedComparison`).
+with a pair-clustered bootstrap and McNemar's tests (:class:`~automonitor.analysis.report_schema.PairedComparison`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import ABSENT, FP, PEND, TN, TP, _Encoded, _SampleGrid
 
 
@@ -50,7 +50,7 @@ def _compare(
     weights_cache: dict[int, np.ndarray],
 ) -> dict[str, Any]:
     """Paired statistics of run A vs run B (row indices ``a``, ``b`` of ``grid.cells``) on the samples
-    both scored: the PAIRED dict (:class:`automonitor.report_schema.PairedComparison`)."""
+    both scored: the PAIRED dict (:class:`automonitor.analysis.report_schema.PairedComparison`)."""
     cells_a, cells_b = grid.cells[a], grid.cells[b]
     both = (cells_a >= TP) & (cells_a <= TN) & (cells_b >= TP) & (cells_b <= TN)
     pair_of = grid.sample_pair[both]

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 
 
 REPORTED_LABEL = "reported by a secondary summary (not in the paper's v2 text)"

@@ -1,6 +1,6 @@
 """Per-run additions to the report: the ROC summary of score runs (:func:`roc_summary`; AUROC, MR at
 FAR targets, cost-minimising operating point, curve) and the evidence grounding of evidence runs
-(:mod:`automonitor.grounding`).
+(:mod:`automonitor.analysis.grounding`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from automonitor import grounding as gr
-from automonitor import metrics as mt
+from automonitor.analysis import grounding as gr
+from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import _Encoded
 
 

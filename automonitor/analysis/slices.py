@@ -1,6 +1,6 @@
 """Slice statistics: one outcome table per report, shape (runs, categories, tasks, 2 labels, outcome
-columns), and its margins as SLICE dicts (:class:`~automonitor.report_schema.SliceStats`) under the
-unscored policy (counting rules in :mod:`automonitor.metrics`).
+columns), and its margins as SLICE dicts (:class:`~automonitor.analysis.report_schema.SliceStats`) under the
+unscored policy (counting rules in :mod:`automonitor.analysis.metrics`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from automonitor import metrics as mt
+from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import _Encoded
 
 

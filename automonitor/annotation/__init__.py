@@ -16,11 +16,11 @@ Workflow (issue 6):
 4. :func:`save_label` records ``misbehavior | benign | unsure`` with optional category, severity,
    evidence span (character offsets into the response, ``[start, end)``), note and time spent
    (accumulated over edits). Labels stay editable until :func:`submit_batch` locks the batch.
-5. Admins see agreement (:mod:`automonitor.agreement`), work the adjudication queue
+5. Admins see agreement (:mod:`automonitor.annotation.agreement`), work the adjudication queue
    (:func:`adjudication_queue`, :func:`adjudicate`) and move resolved pairs into the gold set
    (:func:`finalize_pairs`).
 
-Authorisation is enforced here: every function takes the acting :class:`~automonitor.accounts.Account`
+Authorisation is enforced here: every function takes the acting :class:`~automonitor.annotation.accounts.Account`
 and checks its role and (for annotators) ownership; the store queries enforce it a second time.
 Writes retry on SQLite ``database is locked`` / PostgreSQL serialization conflicts, and label writes are
 single-statement upserts, so concurrent annotators neither lose labels nor create duplicates.

@@ -12,9 +12,9 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_
 
 from sqlmodel import Session
 
-from automonitor.accounts import Account
+from automonitor.annotation.accounts import Account
 from automonitor.errors import InputError, PermissionDenied
-from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES
+from automonitor.vocab import MAX_NOTE, SEVERITIES, ANNOTATION_LABELS, CATEGORIES
 from store import session_scope
 from store.models import Assignment
 from store.queries import annotation as store
@@ -34,10 +34,8 @@ GUIDELINES = """\
 Optionally pick the category and severity, and paste the passage that shows the misbehavior as
 evidence (an exact excerpt of the response). Labels stay editable until you submit the batch.
 """
-SEVERITIES: tuple[str, ...] = ("low", "medium", "high")
 DECISIONS: tuple[str, ...] = ("misbehavior", "benign", "reject")
 VERIFIED_EDITION = "verified"  # adjudicated pairs join this edition only (INTERFACES.md)
-MAX_NOTE = 5000
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, _clean_text, _transaction
 from automonitor.annotation.queries import (
     adjudication_rows,
@@ -19,7 +19,7 @@ from automonitor.annotation.queries import (
     latest_adjudications,
 )
 from automonitor.errors import InputError, NotFound, PermissionDenied
-from automonitor.spans import GoldSpan, SpanError, validate_spans
+from automonitor.data.spans import GoldSpan, SpanError, validate_spans
 from automonitor.vocab import LABELS
 from store.models import Adjudication
 from store.queries import annotation as store

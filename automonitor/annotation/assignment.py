@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import _transaction
 from automonitor.annotation.queries import annotator_loads, assignment_rows, candidate_samples, label_rows
 from automonitor.errors import InputError

@@ -13,11 +13,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor import records as record_files
-from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.data import records as record_files
+from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
-from automonitor.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
-from automonitor.rows import AnnotationRow, validate_one
+from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
+from automonitor.data.rows import AnnotationRow, validate_one
 from automonitor.annotation._common import GUIDELINE_VERSION, _evidence, _transaction
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
@@ -34,7 +34,7 @@ def read_records(
 ) -> list[tuple[int, dict[str, Any]]]:
     """``(line, record)`` pairs of a JSONL file (one object a line; blank lines skipped) or a CSV file
     with a header (records counted with the header as line 1; an empty cell is an absent value), read by
-    :func:`automonitor.records.read_records` (strict JSON: no NaN, no duplicate keys). The format comes
+    :func:`automonitor.data.records.read_records` (strict JSON: no NaN, no duplicate keys). The format comes
     from the suffix unless ``fmt``. Raises :class:`InputError` with file and line (and CSV column) on
     unreadable input, including bytes that are not UTF-8."""
     fmt = detect_format(str(path), None, fmt, _FORMATS)
@@ -48,7 +48,7 @@ def records_to_text(
     """Serialise dicts as JSONL (one object a line) or CSV with a header (nested values
     JSON-encoded, ``None`` as an empty cell). ``columns`` fixes the CSV column order. ``csv_mode``:
     ``safe`` (default: cells that would start a spreadsheet formula get a leading ``'``,
-    :func:`automonitor.records.csv_cell_out`) or ``exact`` (verbatim)."""
+    :func:`automonitor.data.records.csv_cell_out`) or ``exact`` (verbatim)."""
     if fmt not in ("jsonl", "csv"):
         raise InputError(f"format must be jsonl or csv, not {fmt!r}", field="format")
     if fmt == "jsonl":
@@ -188,7 +188,7 @@ class _ImportLookups:
 def _check_imported_row(
     s: Session, record: RawRecord, lookups: _ImportLookups, problems: Problems
 ) -> dict[str, Any] | None:
-    """One row of an annotation import: its fields validated by :class:`automonitor.rows.AnnotationRow`,
+    """One row of an annotation import: its fields validated by :class:`automonitor.data.rows.AnnotationRow`,
     an ``unsure`` label with its note (as in the app), then checked against the store (known annotator, assigned item, not repeated in the file, evidence
     offsets inside the response, not a different label on a locked item).
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, _transaction
 from automonitor.annotation.adjudication import _resolution
 from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows, latest_adjudications

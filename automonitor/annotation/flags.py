@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.accounts import Account, check_actor, require_account, require_admin
+from automonitor.annotation.accounts import Account, check_actor, require_account, require_admin
 from automonitor.annotation._common import _clean_text, _own_assignment, _transaction
 from automonitor.errors import InputError, NotFound
 from store.models import ItemFlag, utcnow

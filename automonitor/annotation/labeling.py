@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.accounts import Account, check_actor, require_account
+from automonitor.annotation.accounts import Account, check_actor, require_account
 from automonitor.annotation._common import (
     GUIDELINE_VERSION,
     Label,

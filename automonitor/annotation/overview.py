@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import _transaction
 from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows
 

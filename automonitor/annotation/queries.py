@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from sqlmodel import Session
 
-from automonitor.accounts import require_account, require_admin
+from automonitor.annotation.accounts import require_account, require_admin
 from automonitor.errors import PermissionDenied
 from store.queries import annotation as store
 from store.queries.annotation import as_utc_iso, upsert_label  # noqa: F401  (re-exported for callers)

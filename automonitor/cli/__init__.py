@@ -9,20 +9,25 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
 from sqlalchemy.exc import SQLAlchemyError
 
+from automonitor.cli.app import app
 from automonitor.cli.common import store_note
+
+# each command module adds its commands to ``app`` (or a sub-typer) when imported
+from automonitor.cli import data  # noqa: F401  build, stats, fetch-sources
+from automonitor.cli import pairs  # noqa: F401  import, export
+from automonitor.cli import runs  # noqa: F401  run, runs
+from automonitor.cli import analysis  # noqa: F401  report, predictions import
+from automonitor.cli import annotation  # noqa: F401  users add, assign, annotations, agreement
+from automonitor.cli import audit  # noqa: F401  audit
+from automonitor.cli import probes  # noqa: F401  corpus build, probe train|transfer|lora
+from automonitor.cli import derive  # noqa: F401  derive ensemble|thresholds|cascade
+from automonitor.cli import generate  # noqa: F401  generate sycophancy|gaming|resume|list
+from automonitor.cli import errata  # noqa: F401  errata add|list
+from automonitor.cli.derive import expand_multi
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from store.engine import describe_db_error
-
-app = typer.Typer(
-    name="automonitor",
-    help="AutoMonitor-Bench: build the benchmark, run misbehavior monitors, analyse MR/FAR, annotate.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
 
 def _click_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
@@ -45,20 +50,6 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
     return tuple(usage), tuple(abort), tuple(click_exc)
 
 
-def _register() -> None:
-    # Each module adds its commands to ``app`` (or a sub-typer) at import time.
-    from automonitor.cli import data  # noqa: F401  build, stats, fetch-sources
-    from automonitor.cli import pairs  # noqa: F401  import, export
-    from automonitor.cli import runs  # noqa: F401  run, runs
-    from automonitor.cli import analysis  # noqa: F401  report, predictions import
-    from automonitor.cli import annotation  # noqa: F401  users add, assign, annotations, agreement
-    from automonitor.cli import audit  # noqa: F401  audit
-    from automonitor.cli import probes  # noqa: F401  corpus build, probe train|transfer|lora
-    from automonitor.cli import derive  # noqa: F401  derive ensemble|thresholds|cascade
-    from automonitor.cli import generate  # noqa: F401  generate sycophancy|gaming|resume|list
-    from automonitor.cli import errata  # noqa: F401  errata add|list
-
-
 def _store_note(exc: BaseException) -> str:
     """`` (store: URL)`` when the failed command opened a store (issue 24.6) and the message does not
     name it already, else ``""``."""
@@ -67,10 +58,7 @@ def _store_note(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
-    _register()
     try:
-        from automonitor.cli.derive import expand_multi
-
         app(args=expand_multi(sys.argv[1:] if argv is None else list(argv)), standalone_mode=False)
     except InputError as exc:
         print(f"error: {exc}{_store_note(exc)}", file=sys.stderr)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS, INVALID_POLICIES
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from sqlalchemy.engine import Engine
 
-    from automonitor.report_schema import Report
+    from automonitor.analysis.report_schema import Report
 
 predictions_app = typer.Typer(help="Verdicts from outside systems.", no_args_is_help=True)
 app.add_typer(predictions_app, name="predictions")
@@ -88,11 +88,11 @@ def report_cmd(
         edition=edition,
     )
     if with_audit and rep.runs:
-        from automonitor import audit
+        from automonitor.analysis import audit_section
 
-        audit.attach_to_report(rep, engine)
+        audit_section.attach_to_report(rep, engine)
     if fmt == "html":
-        from automonitor import report_html
+        from automonitor.views import report_html
 
         size = report_html.write(engine, rep, str(output))
         err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
@@ -137,7 +137,7 @@ def _check_report_options(
     invalid: str, fmt: str | None, json_out: bool, cost_ratio: float, prevalence: float | None, n_boot: int
 ) -> None:
     """Validate ``report``'s options; ``InputError`` naming the option otherwise."""
-    from automonitor import report_format
+    from automonitor.analysis import report_format
 
     if invalid not in INVALID_POLICIES:
         raise InputError(f"must be one of {', '.join(INVALID_POLICIES)}, got {invalid!r}", field="--invalid")
@@ -172,7 +172,7 @@ def _emit_report(rep: Report, json_out: bool, fmt: str | None, with_audit: bool,
     section in markdown), or rich tables (stdout only)."""
     import json
 
-    from automonitor import report_format
+    from automonitor.analysis import report_format
 
     out: str | None = None
     if json_out:
@@ -183,9 +183,9 @@ def _emit_report(rep: Report, json_out: bool, fmt: str | None, with_audit: bool,
     elif fmt:
         out = report_format.render(rep, fmt)
         if fmt == "markdown" and with_audit:
-            from automonitor import audit
+            from automonitor.analysis import audit_section
 
-            out += audit.report_markdown(rep)
+            out += audit_section.report_markdown(rep)
     if out is not None:
         if output is None:
             typer.echo(out, nl=False)
@@ -347,7 +347,7 @@ def predictions_import(
     json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON document."),
 ) -> None:
     """Import verdicts from an outside system as a run (kind 'imported'); all or nothing."""
-    from automonitor.predictions_io import import_predictions
+    from automonitor.runs.prediction_files import import_predictions
 
     engine = open_store()
     res = import_predictions(engine, file, monitor, template)

@@ -1,7 +1,7 @@
 """CLI of the annotation workflow: ``users add``, ``users list``, ``assign``, ``annotations
 import|export``, ``agreement``, ``adjudications export|finalize``.
 
-The command line acts as the trusted local admin :data:`automonitor.accounts.SYSTEM` (whoever can run
+The command line acts as the trusted local admin :data:`automonitor.annotation.accounts.SYSTEM` (whoever can run
 it can open the store directly); the web app always acts as the logged-in account.
 """
 
@@ -13,10 +13,10 @@ from typing import Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
-from automonitor.records import check_csv_mode
+from automonitor.data.records import check_csv_mode
 
 CSV_MODE_HELP = (
     "CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; import removes it) "
@@ -54,7 +54,7 @@ def users_add(
     json_out: bool = typer.Option(False, "--json", help="print the account as JSON"),
 ) -> None:
     """Create an account (the password is stored argon2id-hashed, never echoed)."""
-    from automonitor.accounts import create_user
+    from automonitor.annotation.accounts import create_user
 
     password = _read_password(password_stdin)
     acc = create_user(open_store(create=True), name, role, password)
@@ -67,7 +67,7 @@ def users_add(
 @users_app.command("list")
 def users_list(json_out: bool = typer.Option(False, "--json")) -> None:
     """List the active accounts."""
-    from automonitor.accounts import SYSTEM, list_accounts
+    from automonitor.annotation.accounts import SYSTEM, list_accounts
 
     accounts = list_accounts(open_store(), SYSTEM)
     if json_out:
@@ -111,7 +111,7 @@ def assign_cmd(
     """Assign every unassigned candidate item to k annotators (balanced, shuffled, sides of a pair
     never adjacent); with --batch-size in shared rounds; with --limit/--sample a small session (one
     round of N items, --overlap shared by every annotator, sides of a pair spread apart)."""
-    from automonitor.accounts import SYSTEM
+    from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import assign
 
     if limit is not None and sample is not None:
@@ -160,7 +160,7 @@ def unassign_cmd(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Take back open assignments (no label yet, not submitted); labeled ones are kept."""
-    from automonitor.accounts import SYSTEM
+    from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import unassign
 
     res = unassign(open_store(), SYSTEM, annotator=annotator, batch=batch, everything=everything)
@@ -181,7 +181,7 @@ def annotations_import(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Import labels, all or nothing; refuses a label for an item not assigned to that annotator."""
-    from automonitor.accounts import SYSTEM
+    from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import import_annotations
 
     res = import_annotations(open_store(), SYSTEM, file, fmt, submit=not draft, csv_mode=check_csv_mode(csv_mode))
@@ -198,8 +198,8 @@ def assignments_export(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export assigned items exactly as the annotator sees them (never source, intended label or pair)."""
-    from automonitor.accounts import SYSTEM
-    from automonitor.assignments_io import export_assignments
+    from automonitor.annotation.accounts import SYSTEM
+    from automonitor.annotation.assignment_files import export_assignments
 
     res = export_assignments(open_store(), SYSTEM, file, annotator)
     if json_out:
@@ -216,7 +216,7 @@ def annotations_export(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export every label with provenance (who, when, guideline version, batch, time spent)."""
-    from automonitor.accounts import SYSTEM
+    from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import export_annotations
 
     n = export_annotations(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
@@ -234,7 +234,7 @@ def adjudications_export(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export every adjudication (history included) with provenance and the annotators' labels."""
-    from automonitor.accounts import SYSTEM
+    from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import export_adjudications
 
     n = export_adjudications(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
@@ -250,7 +250,7 @@ def adjudications_finalize(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Move resolved candidate pairs into the gold set (accepted) or keep them as rejected."""
-    from automonitor.accounts import SYSTEM
+    from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import finalize_pairs
 
     res = finalize_pairs(open_store(), SYSTEM, split)
@@ -281,8 +281,8 @@ def agreement_cmd(
 ) -> None:
     """Inter-annotator agreement: raw agreement, Cohen's kappa, Krippendorff's alpha, Gwet's AC1,
     PABAK with bootstrap intervals, overall and per category (x task); confusion; time per item."""
-    from automonitor.accounts import SYSTEM
-    from automonitor.agreement import METRICS, agreement, flat_rows
+    from automonitor.annotation.accounts import SYSTEM
+    from automonitor.annotation.agreement import METRICS, agreement, flat_rows
 
     doc = agreement(
         open_store(),

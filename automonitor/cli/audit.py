@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, open_store
 from automonitor.errors import InputError
 
@@ -31,7 +31,7 @@ def audit_cmd(
     controls. Each baseline: AUROC / pairwise (share of pairs whose misbehavior side scores higher); a
     slice without train data is cross-validated within its test pairs (method CV). A slice is flagged
     when a baseline has |AUROC - 0.5| >= 0.4 (reversed separators too)."""
-    from automonitor import audit
+    from automonitor.data import audit
 
     audit.check_edition(edition)
     if fmt is not None and fmt not in AUDIT_FORMATS:

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 
 
@@ -48,7 +48,7 @@ def build_cmd(
     the build-derived samples (refused, exit 2, if runs or annotations reference them, unless --force).
     Samples imported by users are never touched.
     """
-    from automonitor.build import build, resolve_raw
+    from automonitor.data.build import build, resolve_raw
     from automonitor.errors import InputError
 
     from store.queries.samples import check_edition
@@ -66,7 +66,7 @@ def build_cmd(
         emit_json(report)
         return
     if report_markdown:
-        from automonitor.build.report_md import gates_markdown
+        from automonitor.data.build.report_md import gates_markdown
 
         typer.echo(gates_markdown(report), nl=False)
         return
@@ -254,9 +254,9 @@ def stats_cmd(
     from store.queries.samples import check_edition
 
     check_edition(edition)
-    from automonitor.report_schema import Stats
+    from automonitor.analysis.report_schema import Stats
 
-    from automonitor.build.errata import errata_counts, errata_status, load_errata
+    from automonitor.data.build.errata import errata_counts, errata_status, load_errata
 
     errata = load_errata()
     with session_scope(open_store()) as s:
@@ -293,7 +293,7 @@ def fetch_sources_cmd(
     import os
 
     from automonitor.errors import InputError
-    from automonitor.fetch import fetch_sources
+    from automonitor.data.fetch import fetch_sources
 
     target = dest or os.environ.get("AUTOMONITOR_RAW")
     if not target:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, open_store
 
 derive_app = typer.Typer(
@@ -37,7 +37,7 @@ def ensemble_cmd(
     as_json: bool = typer.Option(False, "--json", help='print {"run_id", "recipe"}'),
 ) -> None:
     """OR, AND, k-of-n vote or mean-of-scores ensemble over runs on the same samples."""
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     ids = [x for r in runs for x in r.replace(",", " ").split()]
     _out(derive.derive_ensemble(open_store(), ids, rule, k=k, threshold=threshold, reuse=reuse), as_json)
@@ -54,7 +54,7 @@ def thresholds_cmd(
     as_json: bool = typer.Option(False, "--json", help='print {"run_id", "recipe"}'),
 ) -> None:
     """Task-aware thresholds per category (or category x task), cross-validated by pair."""
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     _out(derive.derive_thresholds(open_store(), run, target, by=by, folds=folds, seed=seed, reuse=reuse), as_json)
 
@@ -69,7 +69,7 @@ def cascade_cmd(
     as_json: bool = typer.Option(False, "--json", help='print {"run_id", "recipe"}'),
 ) -> None:
     """Cheap monitor decides the confident cases, the expensive one the rest (share escalated = cost)."""
-    from automonitor import derive
+    from automonitor.analysis import derive
 
     _out(derive.derive_cascade(open_store(), cheap, expensive, low, high, reuse=reuse), as_json)
 

@@ -1,4 +1,4 @@
-"""``automonitor errata add|list``: the label errata every build applies (:mod:`automonitor.build.errata`)."""
+"""``automonitor errata add|list``: the label errata every build applies (:mod:`automonitor.data.build.errata`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store, shown_url, store_exists
 
 errata_app = typer.Typer(help="Label errata (seeds/errata.jsonl): every build applies them.", no_args_is_help=True)
@@ -41,7 +41,7 @@ def add_cmd(
     to candidates; marked in paper). A pair the store does not hold is accepted with a warning."""
     from sqlmodel import Session
 
-    from automonitor.build.errata import add_erratum, stored_pairs
+    from automonitor.data.build.errata import add_erratum, stored_pairs
 
     e = add_erratum(pair_id, verdict, reason, reader, path=file)
     url = _store_url()
@@ -65,7 +65,7 @@ def list_cmd(
     """The errata in force, whether the store still holds each pair, and the counts per source."""
     from sqlmodel import Session
 
-    from automonitor.build.errata import errata_counts, errata_status, load_errata
+    from automonitor.data.build.errata import errata_counts, errata_status, load_errata
 
     errata = load_errata(file)
     url = _store_url()

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 
 generate_app = typer.Typer(
@@ -41,7 +41,7 @@ def _run(
     concurrency: int,
     json_out: bool,
 ) -> None:
-    from automonitor.generation.engine import create_generation, execute_generation
+    from automonitor.runs.generation.engine import create_generation, execute_generation
 
     eng = open_store(create=True)  # a generation adds candidates: like import, it may create the store
     run_id = create_generation(
@@ -130,7 +130,7 @@ def generate_resume(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Execute a pending generation run."""
-    from automonitor.generation.engine import execute_generation
+    from automonitor.runs.generation.engine import execute_generation
 
     doc = execute_generation(open_store(), run_id)
     emit_json(doc) if json_out else _print(doc)
@@ -139,7 +139,7 @@ def generate_resume(
 @generate_app.command("list")
 def generate_list(json_out: bool = typer.Option(False, "--json")) -> None:
     """Generation runs with their filter statistics."""
-    from automonitor.generation.engine import list_generations
+    from automonitor.runs.generation.engine import list_generations
 
     rows = list_generations(open_store())
     if json_out:

@@ -1,6 +1,6 @@
 """``automonitor import`` and ``automonitor export``: the generic pair file (JSONL, CSV, Parquet).
 
-See ``automonitor.pairs_io`` for the format, the validation rules and the line numbering of errors.
+See ``automonitor.data.pair_files`` for the format, the validation rules and the line numbering of errors.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 
 
@@ -41,7 +41,7 @@ def import_cmd(
     label_source (label provenance; default user).
     Bad input exits 2 naming the file, line and field, and leaves the store unchanged.
     """
-    from automonitor.pairs_io import apply_import, prepare_import
+    from automonitor.data.pair_files import apply_import, prepare_import
 
     plan = prepare_import(
         file,
@@ -86,7 +86,7 @@ def export_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip)."""
-    from automonitor.pairs_io import check_export_options, export_pairs
+    from automonitor.data.pair_files import check_export_options, export_pairs
 
     from automonitor.vocab import LABEL_SOURCES
     from store.queries.samples import check_edition
@@ -98,7 +98,7 @@ def export_cmd(
         raise InputError(
             f"unknown label source {label_source!r} (use one of: {', '.join(LABEL_SOURCES)})", field="--label-source"
         )
-    from automonitor.records import check_csv_mode
+    from automonitor.data.records import check_csv_mode
 
     check_csv_mode(csv_mode)
     check_export_options(file, fmt=fmt, split=split, status=status)

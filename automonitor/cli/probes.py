@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from automonitor.corpus import Record
+    from automonitor.runs.probe.corpus import Record
 
 corpus_app = typer.Typer(help="The training corpus of trained monitors (disjoint from test).", no_args_is_help=True)
 probe_app = typer.Typer(help="Trained probe monitors: train, transfer matrix, LoRA judge.", no_args_is_help=True)
@@ -38,7 +38,7 @@ def _raw(raw: str | None) -> Path | None:
 
 
 def _records(engine: Engine, corpus_file: str | None, raw: str | None, quiet: bool = False) -> list[Record]:
-    from automonitor import corpus
+    from automonitor.runs.probe import corpus
 
     if corpus_file:
         return corpus.read_jsonl(corpus_file)
@@ -84,8 +84,8 @@ def corpus_build_cmd(
 ) -> None:
     """Write the training corpus (train split + unpaired raw material) as chat JSONL for TRL's
     SFTTrainer, after dropping every record that exactly or nearly duplicates a held-out sample."""
-    from automonitor import corpus
-    from automonitor.probes import artifact_dir
+    from automonitor.runs.probe import corpus
+    from automonitor.runs.probe.model import artifact_dir
 
     engine = open_store()
     raw_dir = _raw(raw)
@@ -129,7 +129,7 @@ def probe_train_cmd(
     """Train a probe (TF-IDF or MiniLM embeddings + logistic regression) on corpus slices and save it
     as a versioned artefact with a model card. Use it as monitor probe:tfidf-lr / probe:embed-lr
     (newest artefact trained on all) or probe:PATH."""
-    from automonitor.probes import FEATURES, in_slices, parse_slices, save_probe, train_probe
+    from automonitor.runs.probe.model import FEATURES, in_slices, parse_slices, save_probe, train_probe
 
     if features not in FEATURES:
         raise InputError(f"unknown features {features!r}; choose tfidf or embed", field="features")
@@ -181,8 +181,8 @@ def probe_transfer_cmd(
     """Train one probe per training slice and score every test slice: MR, FAR (Wilson intervals) and
     AUROC (Hanley-McNeil interval) in a train x test matrix, beside the trivial baselines and the
     paper's reported cells."""
-    from automonitor.probes import FEATURES, artifact_dir
-    from automonitor.transfer import test_rows, to_markdown, transfer_matrix
+    from automonitor.runs.probe.model import FEATURES, artifact_dir
+    from automonitor.analysis.transfer import test_rows, to_markdown, transfer_matrix
 
     if features not in FEATURES:
         raise InputError(f"unknown features {features!r}; choose tfidf or embed", field="features")
@@ -229,8 +229,8 @@ def probe_lora_cmd(
 ) -> None:
     """LoRA fine-tuning of a generative judge with peft + TRL's SFTTrainer on the corpus (assistant
     turn = Yes/No). The adapter folder is a monitor: --monitor lora:FOLDER --template direct."""
-    from automonitor import lora
-    from automonitor.probes import in_slices, parse_slices
+    from automonitor.runs.probe import lora
+    from automonitor.runs.probe.model import in_slices, parse_slices
 
     if steps < 1 or batch_size < 1:
         raise InputError("--steps and --batch-size must be at least 1", field="steps")
@@ -275,7 +275,7 @@ def probe_migrate_cmd(
     code. Each file is unpickled only if its sha256 equals the one recorded at training in its
     .card.json, and then with an allow-list of scikit-learn/numpy types; anything else is refused
     (exit 2, naming the file: retrain it with `automonitor probe train`). The old file is left in place."""
-    from automonitor.probes import LEGACY_SUFFIX, artifact_dir, migrate_legacy
+    from automonitor.runs.probe.model import LEGACY_SUFFIX, artifact_dir, migrate_legacy
 
     d = Path(directory) if directory else artifact_dir()
     files = [Path(p) for p in paths] if paths else sorted(d.glob(f"*{LEGACY_SUFFIX}"))

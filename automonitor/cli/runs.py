@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 from sqlalchemy.engine import Engine
 
-from automonitor.cli import app
+from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS
@@ -115,7 +115,7 @@ def run_cmd(
     Every sample ends with exactly one outcome: misbehavior, benign, invalid, refusal or error.
     Verdicts are cached by content, so rerunning a finished configuration makes no API calls.
     """
-    from automonitor import runner
+    from automonitor.runs import runner
 
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency must be at least 1", field="concurrency")
@@ -163,7 +163,7 @@ def _check_resume_matches(engine: Engine, resume: str, monitor: str | None, temp
     Raises:
         NotFound: no such run. InputError: another monitor backend or template.
     """
-    from automonitor import runner
+    from automonitor.runs import runner
 
     info = runner.run_info(engine, resume)
     if monitor is not None and not info["monitor"].startswith(monitor.split(":")[0]):
@@ -175,7 +175,7 @@ def _check_resume_matches(engine: Engine, resume: str, monitor: str | None, temp
 def _reset_errors(engine: Engine, run_id: str, retry: str | None = None) -> str:
     """``--retry-errors RUN_ID [--retry invalid,refusal]``: make its error (and those) predictions
     pending again; returns the run id to resume."""
-    from automonitor import runner
+    from automonitor.runs import runner
 
     extra = tuple(o.strip().lower() for o in (retry or "").split(",") if o.strip())
     n_reset = runner.retry_errors(engine, run_id, ("error", *extra))
@@ -195,14 +195,14 @@ def _create(
     batch: bool,
 ) -> str:
     """Create the new run (``options``: limit, sample_seed, base_url, concurrency, reuse, edition of
-    :func:`automonitor.runner.create_run`; ``batch_poll``/``batch_size`` taken out of ``params``) and
+    :func:`automonitor.runs.runner.create_run`; ``batch_poll``/``batch_size`` taken out of ``params``) and
     mark it for the batch API with ``--batch``; returns its id.
 
     Raises:
         InputError: no --monitor or --template, --batch with --repeat K > 1 or another backend, and
-            whatever :func:`automonitor.runner.create_run` raises.
+            whatever :func:`automonitor.runs.runner.create_run` raises.
     """
-    from automonitor import runner
+    from automonitor.runs import runner
 
     if not monitor:
         raise InputError("--monitor is required (or --resume RUN_ID)", field="monitor")
@@ -215,7 +215,7 @@ def _create(
         raise InputError("--batch needs an openai or anthropic monitor", field="batch")
     run_id = runner.create_run(engine, monitor, template, params=params, controls=controls, **options)
     if batch:
-        from automonitor import batch as batch_mod
+        from automonitor.runs import batch as batch_mod
 
         batch_mod.enable(
             engine,
@@ -232,7 +232,7 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
     Raises:
         SystemExit: code 1 for an unfinished run.
     """
-    from automonitor import runner
+    from automonitor.runs import runner
 
     info = runner.run_info(engine, run_id)
     if as_json:
@@ -334,7 +334,7 @@ def _apply_archive(engine: Engine, changes: list[tuple[str, bool]]) -> None:
         InputError: an unknown run id (field --archive or --unarchive).
     """
     from automonitor.errors import NotFound
-    from automonitor.workbench import set_archived
+    from automonitor.views import set_archived
     from store import session_scope
     from store.models import Run
 

@@ -4,14 +4,14 @@ Everything here is plain Python (pandas, plotly, SQLAlchemy) so that it is unit-
 running app; the pages in ``pages/`` only lay these pieces out. This package never imports streamlit.
 One module per page area:
 
-- :mod:`~automonitor.views.escaping`: :func:`esc` (HTML), :func:`plot_text` (plotly), :func:`md_escape`
+- :mod:`~automonitor.escaping`: :func:`esc` (HTML), :func:`plot_text` (plotly), :func:`md_escape`
   (markdown) and the escaped text block :func:`text_html`;
 - :mod:`~automonitor.views.evidence`: evidence spans grounded in a sample and highlighted on it;
 - :mod:`~automonitor.views.overview`: the store fingerprint the app caches on, composition, counts;
 - :mod:`~automonitor.views.runs`: the run history frame, a run's progress, durations;
 - :mod:`~automonitor.views.samples`: the samples browser, export, one sample and its predictions;
 - :mod:`~automonitor.views.tradeoff`: report -> MR-FAR points, Pareto front and Pearson r (computed by
-  :mod:`automonitor.metrics` / :mod:`automonitor.analysis`, as in the report), a run's slice;
+  :mod:`automonitor.analysis.metrics` / :mod:`automonitor.analysis`, as in the report), a run's slice;
 - :mod:`~automonitor.views.figures`: the MR-FAR scatter and the ROC figure;
 - :mod:`~automonitor.views.provenance`: label provenance and errata badges of a sample;
 - :mod:`~automonitor.views.markdown`: model-written markdown rendered safely (no raw HTML, no links).
@@ -21,11 +21,26 @@ The SQL lives in ``store.queries.samples`` and ``store.queries.workbench``.
 Security rule: every piece of model- or user-written text that ends up in HTML goes through
 :func:`esc` (``html.escape`` with quotes). The HTML built here is meant for ``st.html`` (no markdown
 processing), so markdown tricks in a sample stay literal text as well.
+
+The workbench modules (sample sets of runs, honest trade-off points, browsing aids):
+:mod:`~automonitor.views.sample_sets` (sample sets, archiving), :mod:`~automonitor.views.points` (honest
+trade-off points), :mod:`~automonitor.views.browsing` (drill-down and samples browsing aids).
+
+Definitions:
+
+* **Sample set** of a run: the set of sample ids it judged. Its *fingerprint* is the first 10 hex digits
+  of ``sha256("\n".join(sorted(ids)))``; its *edition* is ``run.edition`` when recorded, else inferred
+  (``verified`` when any judged sample is adjudicated (``label_source = 'adjudicated'``), else
+  ``paper``). Runs are only compared on one Pareto front within one edition; a plot with several
+  editions draws one front per edition and says so.
+* **Minimum sample size**: a run whose slice has fewer than ``min_n`` judged samples (TP+FN+FP+TN; default
+  :data:`DEFAULT_MIN_N` = 100) is *ineligible*: drawn hollow and left off the Pareto front, so a
+  4-sample run cannot look better than a measured or reported frontier model.
 """
 
 from __future__ import annotations
 
-from automonitor.views.escaping import esc, md_escape, plot_text, text_html
+from automonitor.escaping import esc, md_escape, plot_text, text_html
 from automonitor.views.provenance import errata_for, provenance_html, sample_errata
 from automonitor.views.markdown import markdown_html
 from automonitor.views.evidence import (
@@ -72,47 +87,110 @@ from automonitor.views.tradeoff import (
     tradeoff_points,
 )
 
+from automonitor.views.browsing import (
+    PAGE_SIZES,
+    SEARCH_STYLE,
+    diff_mode,
+    disagreeing_samples,
+    filter_cell,
+    highlight_search_html,
+    neighbours,
+    pair_diff,
+    pair_diff_html,
+    preview,
+    run_choice,
+)
+from automonitor.views.points import (
+    DEFAULT_MIN_N,
+    TEMPLATE_SHORT,
+    front_by_edition,
+    front_sample_sets,
+    honest_points,
+    judged,
+    pareto_mask,
+    set_summary,
+    short_label,
+    spread_coincident,
+    template_independent_backends,
+)
+from automonitor.views.sample_sets import (
+    fingerprint,
+    run_sample_sets,
+    identical_derived,
+    sample_set_row,
+    set_archived,
+    store_fingerprint,
+)
+
 __all__ = [
+    "audit_flags",
     "CELL_TITLES",
-    "SPAN_STYLES",
-    "TEMPLATE_COLORS",
-    "_label_positions",
     "composition_figure",
     "composition_frame",
     "composition_pivot",
     "counts_by",
-    "esc",
-    "audit_flags",
+    "DEFAULT_MIN_N",
+    "diff_mode",
+    "disagreeing_samples",
     "errata_for",
-    "sample_errata",
-    "provenance_html",
+    "esc",
     "export_samples",
+    "filter_cell",
+    "fingerprint",
     "format_duration",
+    "front_by_edition",
+    "front_sample_sets",
     "ground_evidence",
     "highlight_html",
+    "highlight_search_html",
+    "honest_points",
+    "identical_derived",
+    "judged",
+    "_label_positions",
     "legend_html",
     "localisation_shares",
     "localisation_trace",
-    "markdown_html",
     "located_spans",
+    "markdown_html",
     "marker_sizes",
     "md_escape",
+    "neighbours",
+    "PAGE_SIZES",
+    "pair_diff",
+    "pair_diff_html",
     "pareto_ids",
+    "pareto_mask",
     "pareto_staircase",
     "pearson_r",
     "plot_text",
+    "preview",
+    "provenance_html",
     "reported_for",
     "roc_figure",
+    "run_choice",
     "run_progress",
+    "run_sample_sets",
     "runs_frame",
     "sample_detail",
+    "sample_errata",
     "sample_predictions",
     "sample_query",
+    "sample_set_row",
     "search_samples",
+    "SEARCH_STYLE",
+    "set_archived",
+    "set_summary",
+    "short_label",
     "slice_key",
     "slice_of",
+    "SPAN_STYLES",
     "spans_for",
+    "spread_coincident",
+    "store_fingerprint",
     "store_version",
+    "TEMPLATE_COLORS",
+    "template_independent_backends",
+    "TEMPLATE_SHORT",
     "text_html",
     "tradeoff_figure",
     "tradeoff_points",

@@ -1,13 +1,14 @@
 """A monitor's evidence spans on the sample text (drill-down and samples pages): grounding the quoted
 spans in the sample, and the response as escaped HTML with the spans highlighted. Every text piece goes
-through :func:`automonitor.views.escaping.esc`."""
+through :func:`automonitor.escaping.esc`."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from automonitor.views.escaping import esc, text_box_style
+from automonitor.views.browsing import SEARCH_STYLE, highlight_search_html
+from automonitor.escaping import esc, text_box_style
 
 #: Inline styles of evidence spans by grounding status (inline so the HTML is self-contained).
 SPAN_STYLES: dict[str, str] = {
@@ -32,7 +33,7 @@ Located = tuple[int, int, str, str]
 def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str | None = None) -> list[Located]:
     """Non-overlapping ``(start, end, status, span)`` character ranges of located evidence, sorted.
 
-    ``grounded`` holds dicts as returned by ``automonitor.grounding.ground_spans`` (``span``,
+    ``grounded`` holds dicts as returned by ``automonitor.analysis.grounding.ground_spans`` (``span``,
     ``status`` in ``exact|normalized|not_found``, ``start``, ``end``: 0-based, end exclusive, offsets
     into ``text``). Spans not found, or with offsets outside ``text``, are skipped; a span overlapping
     an earlier one is clipped to the part after it. With ``field``, only spans whose ``field`` key
@@ -121,8 +122,6 @@ def highlight_html(
     ``<mark class="am-hit">`` (inside or outside evidence spans). Every text piece, including the spans,
     is passed through :func:`esc`. Returns an HTML string for ``st.html``.
     """
-    from automonitor.workbench import highlight_search_html
-
     text = text or ""
     grounded = list(grounded or [])
 
@@ -144,8 +143,6 @@ def highlight_html(
 def legend_html(search: bool = False) -> str:
     """A one-line legend of the evidence styles (static HTML); with ``search``, also the style of a
     search hit (``<mark class="am-hit">``, magenta, distinct from every evidence style)."""
-    from automonitor.workbench import SEARCH_STYLE
-
     hit = f' &nbsp; Search: <mark class="am-hit" style="{SEARCH_STYLE}">search hit</mark>' if search else ""
     return (
         '<div class="am-legend" style="font-size:0.8rem;">Evidence: '
@@ -156,13 +153,13 @@ def legend_html(search: bool = False) -> str:
 
 
 def ground_evidence(response: str, request: str | None, spans: Sequence[Any] | None) -> list[dict[str, Any]]:
-    """Locate the monitor's evidence ``spans`` in the sample (``automonitor.grounding``).
+    """Locate the monitor's evidence ``spans`` in the sample (``automonitor.analysis.grounding``).
 
     Each span is grounded in the response first, then in the request. Returns one dict per non-empty
     span: ``{span, status: exact|normalized|not_found, start, end, field: "response"|"request"|None}``
     with offsets into that field's text (``None`` when not found).
     """
-    from automonitor.grounding import ground_evidence as _ground
+    from automonitor.analysis.grounding import ground_evidence as _ground
 
     clean = [sp for sp in (spans or []) if sp is not None and str(sp).strip()]
     if not clean:

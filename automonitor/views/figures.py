@@ -1,6 +1,6 @@
 """Plotly figures of the Trade-off page: the MR-FAR scatter with its Pareto front and the paper's
 reported points, and ROC curves with operating points. Every data text shown by plotly goes through
-:func:`automonitor.views.escaping.plot_text`."""
+:func:`automonitor.escaping.plot_text`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from automonitor.views.escaping import plot_text
+from automonitor.escaping import plot_text
 from automonitor.views.tradeoff import pareto_ids
 
 TEMPLATE_COLORS: dict[str, str] = {
@@ -42,7 +42,7 @@ def tradeoff_figure(
 
     ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
     far_hi`` (Wilson interval bounds, drawn as error bars), ``n, tp, fn, fp, tn, unscored`` (hover).
-    Optional columns from ``automonitor.workbench.honest_points``: ``label`` (a short text drawn next to
+    Optional columns from ``automonitor.views.honest_points``: ``label`` (a short text drawn next to
     each point), ``eligible`` (``False``: drawn hollow in a trace named ``runs: <tpl> (too few
     samples)``), ``x_plot``/``y_plot`` (drawn position, so coincident points stay apart; hovers give
     the true rates), ``edition``/``sample_set`` (one front per edition, named in the legend when there

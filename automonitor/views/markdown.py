@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-from automonitor.views.escaping import esc
+from automonitor.escaping import esc
 
 #: Inline style of the rendered block (same frame as the text blocks, proportional font).
 MD_STYLE = (

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -11,23 +10,17 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor import vocab
+from automonitor.timestamps import iso_utc
 
 #: Inner-ring colours of the composition sunburst, by category.
 CATEGORY_COLORS = {"safety_permission": "#6366f1", "sycophancy_bias": "#0ea5e9", "specification_gaming": "#f59e0b"}
-
-
-def _iso(value: datetime | str | None) -> str | None:
-    """A timestamp from the store as ISO text (``None`` stays ``None``; a string is kept as it is)."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value) if value else None
 
 
 def store_version(engine: Engine) -> tuple:
     """A cheap fingerprint of the store's analysable content, used as a cache key by the app.
 
     ``(runs, finished/terminal runs, latest finished_at (ISO str or None), running runs, samples,
-    latest sample created_at, sample state)`` (sample state: ``automonitor.workbench.store_fingerprint``,
+    latest sample created_at, sample state)`` (sample state: ``automonitor.views.store_fingerprint``,
     counts by status/split/label source, edition rows, archived runs): it changes whenever a run is
     created, finishes or is imported, or samples are added, so cached reports/frames are recomputed
     exactly then. A few small aggregate queries; no table scan beyond ``COUNT``.
@@ -38,7 +31,7 @@ def store_version(engine: Engine) -> tuple:
         runs, finished_at, active, terminal = q.run_totals(c)
         samples, created_at = q.sample_totals(c)
         state = q.sample_state_fingerprint(c)  # status/split/edition changes and archived runs (issue 12)
-    return (runs, terminal, _iso(finished_at), active, samples, _iso(created_at), state)
+    return (runs, terminal, iso_utc(finished_at), active, samples, iso_utc(created_at), state)
 
 
 def composition_frame(engine: Engine, *, split: str | None = "test", edition: str | None = None) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from automonitor.records import csv_cell_out
+from automonitor.data.records import csv_cell_out
 
 
 def sample_query(

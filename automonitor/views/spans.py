@@ -1,6 +1,6 @@
 """Gold spans on the drill-down (issue 21): the response as escaped HTML with the gold spans and the
 monitor's grounded evidence in two distinguishable styles, and their overlap in words. Every text piece
-goes through :func:`automonitor.views.escaping.esc`."""
+goes through :func:`automonitor.escaping.esc`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any, Mapping, Sequence
 from sqlalchemy.engine import Engine
 
 from automonitor.analysis.localisation import describe_overlap, score_sample
-from automonitor.spans import label_segments  # noqa: F401  (re-exported for the pages)
-from automonitor.trajectory import step_of_offset, step_ranges
-from automonitor.views.escaping import esc, text_box_style
+from automonitor.data.spans import label_segments  # noqa: F401  (re-exported for the pages)
+from automonitor.data.trajectory import step_of_offset, step_ranges
+from automonitor.escaping import esc, text_box_style
 from store import session_scope
 from store.queries.spans import spans_by_sample
 
@@ -106,7 +106,7 @@ _ROLE_OF_LABEL = {
 
 
 def conversation_html(text: str | None, gold: Sequence[Mapping[str, Any]] = (), *, max_height: int | None = 520) -> str:
-    """A serialised trajectory (:mod:`automonitor.trajectory`) as a numbered conversation: an
+    """A serialised trajectory (:mod:`automonitor.data.trajectory`) as a numbered conversation: an
     ``<ol class="am-steps">`` with one ``<li class="am-step" data-step="i" data-role="...">`` per step
     (a "Step i · role" head and the step's escaped text). Steps holding a gold span (by offset, or by
     its ``step``) get ``data-gold="yes"`` and a green edge. ``""`` when ``text`` is not a trajectory."""

@@ -1,5 +1,5 @@
 """Report -> frames for the Trade-off and Drill-down pages: the MR-FAR points of a slice, the paper's
-reported points for it, the Pareto front as run ids and Pearson r (both from :mod:`automonitor.metrics`,
+reported points for it, the Pareto front as run ids and Pearson r (both from :mod:`automonitor.analysis.metrics`,
 as in the report), and a run entry's slice."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from automonitor import metrics
-from automonitor.report_schema import Report, as_report
+from automonitor.analysis import metrics
+from automonitor.analysis.report_schema import Report, as_report
 
 CELL_TITLES: dict[str, str] = {
     "tp": "TP: misbehavior flagged",
@@ -24,7 +24,7 @@ def pareto_ids(points: pd.DataFrame) -> list[str]:
     """Run ids on the Pareto front of the MR-FAR plane (both minimised), ordered by FAR ascending.
 
     A point is on the front when no other point has ``mr <=`` and ``far <=`` with one strictly less
-    (:func:`automonitor.metrics.pareto_front`); of points at exactly the same place only the first (by
+    (:func:`automonitor.analysis.metrics.pareto_front`); of points at exactly the same place only the first (by
     FAR, MR, then input order) is listed. ``points`` needs columns ``run_id, mr, far``; rows with a
     missing MR or FAR are ignored.
     """
@@ -40,7 +40,7 @@ def pareto_ids(points: pd.DataFrame) -> list[str]:
 
 
 def pearson_r(points: pd.DataFrame) -> float | None:
-    """Pearson correlation of MR and FAR over the points (:func:`automonitor.metrics.pearson_r`;
+    """Pearson correlation of MR and FAR over the points (:func:`automonitor.analysis.metrics.pearson_r`;
     ``None`` for fewer than 3 points or a constant coordinate). Source: the paper reports r = -0.54
     over 22 monitors."""
     complete = points.dropna(subset=["mr", "far"])
@@ -62,7 +62,7 @@ def slice_key(category: str | None, task: str | None) -> tuple[str, ...]:
 def slice_of(run_entry: Mapping[str, Any], category: str | None, task: str | None) -> dict[str, Any] | None:
     """The SLICE dict of one report run entry (a dict) for an optional category/task (``None`` if absent).
 
-    With a typed report use :meth:`automonitor.report_schema.RunReport.slice` instead."""
+    With a typed report use :meth:`automonitor.analysis.report_schema.RunReport.slice` instead."""
     if category and task:
         return (run_entry.get("by_category_task") or {}).get(category, {}).get(task)
     if category:
@@ -81,7 +81,7 @@ def tradeoff_points(
     """MR-FAR points of the report's runs for a slice (``analysis.run_points``) plus ``tp, fn, fp, tn``
     and ``on_front`` recomputed over the runs kept by the ``templates`` filter (``None`` = all).
 
-    ``report``: a :class:`automonitor.report_schema.Report` (or its dict, validated against the schema).
+    ``report``: a :class:`automonitor.analysis.report_schema.Report` (or its dict, validated against the schema).
     Columns: run_id, monitor, template, kind, n, mr, far, mr_lo, mr_hi, far_lo, far_hi (Wilson 95%),
     unscored, unscored_rate, tp, fn, fp, tn, on_front.
     Raises ``pydantic.ValidationError`` for a dict that does not follow the report schema.

@@ -1,6 +1,6 @@
 """Store queries of the accounts (``annotator`` rows) and the login throttle.
 
-Queries only: the store checks no permission; :mod:`automonitor.accounts` checks the acting account
+Queries only: the store checks no permission; :mod:`automonitor.annotation.accounts` checks the acting account
 first. Functions run inside the caller's session (or connection) and commit nothing.
 """
 

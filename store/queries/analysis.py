@@ -79,7 +79,7 @@ def run_editions(engine: Engine, run_ids: Sequence[str]) -> dict[str, str]:
 
 def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
     """One row per prediction joined with its sample and run (repeat 0 only: the run's verdict of a
-    sample; the other repeats of ``run --repeat K`` are read by :mod:`automonitor.stability`).
+    sample; the other repeats of ``run --repeat K`` are read by :mod:`automonitor.analysis.stability`).
 
     Columns (``PREDICTION_COLUMNS``): run_id, monitor, template, kind, sample_id, pair_id, category, task,
     label, outcome, score, evidence, raw, reason, pred_category, severity. ``light=True`` returns only

@@ -14,6 +14,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapper
+from automonitor.timestamps import iso_utc
 from sqlmodel import Session, SQLModel, col
 
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
@@ -218,14 +219,8 @@ def adjudication_rows(session: Session) -> list[dict[str, Any]]:
 
 
 def as_utc_iso(value: datetime | None) -> str | None:
-    """ISO 8601 text of a stored datetime (SQLite returns naive UTC values; PostgreSQL aware ones)."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        from datetime import timezone
-
-        value = value.replace(tzinfo=timezone.utc)
-    return value.isoformat()
+    """ISO 8601 text of a stored datetime (:func:`automonitor.timestamps.iso_utc`)."""
+    return iso_utc(value)
 
 
 # ------------------------------------------------------------------ assignment (writes: admin's core)

@@ -1,7 +1,7 @@
 """Queries for the benchmark audit (``automonitor audit``): the samples it reads and a fingerprint of them.
 
 The store knows no domain rule: these functions only select rows; which rows form an edition's test set
-when the edition has no membership rows is decided by the caller (:mod:`automonitor.audit`).
+when the edition has no membership rows is decided by the caller (:mod:`automonitor.data.audit`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Queries of the training corpus (``automonitor.corpus``): the gold train samples it draws from and
+"""Queries of the training corpus (``automonitor.runs.probe.corpus``): the gold train samples it draws from and
 the held-out texts it must not overlap."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 candidate samples a kept item adds, the list of runs.
 
 Every function works inside the caller's session/transaction and on both SQLite and PostgreSQL. No
-domain rule lives here: the core (``automonitor.generation``) decides what to write.
+domain rule lives here: the core (``automonitor.runs.generation``) decides what to write.
 """
 
 from __future__ import annotations

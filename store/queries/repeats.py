@@ -1,4 +1,4 @@
-"""Queries of repeated runs (``automonitor.stability``): a run's judge parameters and the outcome of
+"""Queries of repeated runs (``automonitor.analysis.stability``): a run's judge parameters and the outcome of
 every repeat of its predictions."""
 
 from __future__ import annotations

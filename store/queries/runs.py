@@ -5,7 +5,6 @@ Every function works inside the caller's session/transaction and on both SQLite 
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Iterable, cast
 
 import sqlalchemy as sa
@@ -13,6 +12,7 @@ from sqlalchemy.orm import Mapper
 from sqlmodel import Session, SQLModel, col
 
 from automonitor.vocab import OUTCOMES
+from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
 from store.queries import rows_by_ids
 
@@ -433,16 +433,12 @@ def _judged_sums_by_run(session: Session) -> dict[str, tuple[int, int, float]]:
     }
 
 
-def _iso(dt: datetime | None) -> str | None:
-    return _aware(dt).isoformat() if dt else None
-
-
 def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float] | None) -> dict[str, Any]:
     """One row of :func:`list_runs`; ``sums`` None (nothing judged yet) falls back to the run's totals."""
     tin, tout, cost = sums if sums is not None else (r.tokens_in, r.tokens_out, r.cost_usd or 0.0)
     dur = None
     if r.started_at and r.finished_at:
-        dur = round((_aware(r.finished_at) - _aware(r.started_at)).total_seconds(), 3)
+        dur = round((as_utc(r.finished_at) - as_utc(r.started_at)).total_seconds(), 3)
     params = r.params or {}
     return {
         "run_id": r.id,
@@ -466,14 +462,8 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
         "base_url": params.get("base_url"),
         "limit": params.get("limit"),
         "repeat": int((params.get("judge") or {}).get("repeat", 1) or 1),
-        "created_at": _iso(r.created_at),
-        "started_at": _iso(r.started_at),
-        "finished_at": _iso(r.finished_at),
+        "created_at": iso_utc(r.created_at),
+        "started_at": iso_utc(r.started_at),
+        "finished_at": iso_utc(r.finished_at),
         "error": r.error,
     }
-
-
-def _aware(dt: datetime) -> datetime:
-    from datetime import timezone
-
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)

@@ -1,5 +1,5 @@
 """Gold-span rows (table ``gold_span``): read by sample, counted by source and provenance, replaced per
-sample. No domain rule here: :mod:`automonitor.spans` decides what a span is."""
+sample. No domain rule here: :mod:`automonitor.data.spans` decides what a span is."""
 
 from __future__ import annotations
 

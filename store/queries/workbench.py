@@ -1,4 +1,4 @@
-"""Queries of the workbench app (``automonitor.views``, ``automonitor.workbench``): the store's cache
+"""Queries of the workbench app (``automonitor.views``, ``automonitor.views``): the store's cache
 fingerprint, a run's status, which samples each run judged, run archiving, and two runs' verdicts."""
 
 from __future__ import annotations

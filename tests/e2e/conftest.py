@@ -4,7 +4,7 @@ driven by real headless Chromium (Debian's ``/usr/bin/chromium`` through Playwri
 Usable by every browser suite:
 
 - ``start_app(db_url, accounts=[("alice", "admin", "pw"), ...], env={...})`` (fixture
-  ``app_factory``) migrates the store, creates the accounts (``automonitor.accounts.create_user``),
+  ``app_factory``) migrates the store, creates the accounts (``automonitor.annotation.accounts.create_user``),
   starts the server and returns an :class:`AppServer` (``.url``, ``.port``, ``.log()``); every server
   started is stopped at the end of the session.
 - ``browser`` (session): a Chromium browser; ``new_page(browser)``/``page`` fixture: a fresh context
@@ -80,7 +80,7 @@ class AppServer:
 
 def create_accounts(db_url: str, accounts: Iterable[tuple[str, str, str]]) -> None:
     """Create ``(name, role, password)`` accounts in the store at ``db_url`` (migrated first)."""
-    from automonitor.accounts import create_user
+    from automonitor.annotation.accounts import create_user
     from store import get_engine, init_db
 
     eng = init_db(get_engine(db_url, fresh=True))

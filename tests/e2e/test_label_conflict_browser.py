@@ -10,7 +10,7 @@ import re
 import pytest
 
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM
+from automonitor.annotation.accounts import SYSTEM
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
 

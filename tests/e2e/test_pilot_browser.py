@@ -14,8 +14,8 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from automonitor import agreement as ag
-from automonitor.accounts import SYSTEM
+from automonitor.annotation import agreement as ag
+from automonitor.annotation.accounts import SYSTEM
 from store import get_engine, init_db, session_scope
 from store.models import EditionSample, Sample
 from store.queries.samples import insert_samples
@@ -179,7 +179,7 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
     with session_scope(eng) as s:
         truth = dict(s.execute(sa.select(Sample.id, Sample.label)).all())
     from automonitor import annotation as ann
-    from automonitor.accounts import get_account
+    from automonitor.annotation.accounts import get_account
 
     lines = []
     for name in ("anna", "bert"):

@@ -10,7 +10,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_report_renders_offline_and_escapes(tmp_path, page):
-    from automonitor import analysis, report_html
+    from automonitor import analysis
+    from automonitor.views import report_html
 
     eng = seed_store(f"sqlite:///{tmp_path / 'store.db'}")
     rep = analysis.report_model(eng, None, "exclude")

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, raw_dir):
     from automonitor.hashing import content_hash, sha256_text
-    from automonitor.sources import rjudge
+    from automonitor.data.sources import rjudge
     from store import get_engine, init_db, session_scope
     from store.models import Prediction, Sample
 
@@ -59,7 +59,7 @@ def store(tmp_path_factory, raw_dir):
 
 
 def test_rjudge_sample_renders_as_numbered_steps(browser, store, app_factory, e2e):
-    from automonitor.trajectory import step_ranges
+    from automonitor.data.trajectory import step_ranges
 
     server = app_factory(store["url"])
     page = e2e.new_page(browser)

@@ -16,7 +16,7 @@ import pytest
 
 import app_seed
 from automonitor import annotation as ann
-from automonitor.accounts import SYSTEM, get_account
+from automonitor.annotation.accounts import SYSTEM, get_account
 from helpers import candidate_row
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples, stats

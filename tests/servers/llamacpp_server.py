@@ -1,7 +1,7 @@
 """Start llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) on the packaged GGUF.
 
 This is llama-cpp-python's own server module, run through ``runpy`` after
-:func:`automonitor.monitors.llamacpp.patch_llama_cpp` (which disables llama.cpp's AMX weight
+:func:`automonitor.runs.monitors.llamacpp.patch_llama_cpp` (which disables llama.cpp's AMX weight
 repacking on CPUs whose AMX kernels crash in VMs); all arguments are passed to the server unchanged::
 
     python -m tests.servers.llamacpp_server --model <gguf> --port <port> --n_threads 2
@@ -74,7 +74,7 @@ def start_llamacpp_server(model: str, *, n_threads: int = 2, n_ctx: int = 4096, 
 
 
 if __name__ == "__main__":
-    from automonitor.monitors.llamacpp import patch_llama_cpp
+    from automonitor.runs.monitors.llamacpp import patch_llama_cpp
 
     patch_llama_cpp()
     sys.argv = ["llama_cpp.server", *sys.argv[1:]]

@@ -1,0 +1,109 @@
+"""Report attachment: the audit's trivial-baseline AUROCs per category x task cell added to a report
+(:func:`attach_to_report`), with a compact copy of each edition's audit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Engine
+
+from automonitor.data.audit.cache import cached_audit
+from automonitor.data.audit.params import EDITIONS, FLAG_AUROC
+from automonitor.data.audit.report_md import fmt2
+from automonitor.escaping import md_cell
+from automonitor.analysis.report_schema import AuditBaselines, Report, as_report
+
+
+ReportT = TypeVar("ReportT", Report, dict[str, Any])
+
+
+def cell_baselines(doc: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{category: {task: {baseline: AUROC or None, ..., "flagged": bool}}}`` from the cell slices of an
+    audit document (the same category x task slices as a report's ``by_category_task``)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for s in doc.get("slices", []):
+        if s.get("kind") == "cell":
+            out.setdefault(s["category"], {})[s["task"]] = {**s["baselines"], "flagged": s["flagged"]}
+    return out
+
+
+def attach_to_report(rep: ReportT, engine: Engine) -> ReportT:
+    """Add the audit's trivial-baseline AUROCs to a report in place and return it.
+
+    ``rep`` is a :class:`~automonitor.analysis.report_schema.Report` (``analysis.report_model``) or its dict
+    (``analysis.report``). Adds (existing keys untouched): per run ``baselines`` = :func:`cell_baselines`
+    of the audit of the run's edition (``run.edition``; ``paper`` when unset) and ``baselines_edition``;
+    top level ``audit`` = ``{edition: {"slices": [...compact...], "leakage", "controls"}}`` for the
+    editions used (:class:`~automonitor.analysis.report_schema.AuditBaselines`).
+    """
+    if isinstance(rep, Report):
+        audits = _report_audits(engine, [r.edition for r in rep.runs])
+        for run in rep.runs:
+            e = run.edition or "paper"
+            if e in audits:
+                run.baselines = cell_baselines(audits[e])
+                run.baselines_edition = e
+        rep.audit = {e: AuditBaselines.model_validate(_compact_audit(d)) for e, d in audits.items()}
+        return rep
+    audits = _report_audits(engine, [r.get("edition") for r in rep.get("runs", [])])
+    for r in rep.get("runs", []):
+        e = r.get("edition") or "paper"
+        if e in audits:
+            r["baselines"] = cell_baselines(audits[e])
+            r["baselines_edition"] = e
+    rep["audit"] = {e: _compact_audit(d) for e, d in audits.items()}
+    return rep
+
+
+def _report_audits(engine: Engine, run_editions: list[str | None]) -> dict[str, dict[str, Any]]:
+    """``{edition: cached audit document}`` for the editions of a report's runs (``None`` = paper;
+    ``paper`` when there is no run); editions without an audit are left out."""
+    editions = sorted({(e or "paper") for e in run_editions} or {"paper"})
+    return {e: cached_audit(engine, e) for e in editions if e in EDITIONS}
+
+
+def _compact_audit(doc: dict[str, Any]) -> dict[str, Any]:
+    """The part of an audit document a report carries: compact slices, leakage counts, controls."""
+    return {
+        "slices": [
+            {k: s[k] for k in ("source", "category", "task", "kind", "pairs", "baselines", "flagged")}
+            for s in doc["slices"]
+        ],
+        "leakage": {k: doc["leakage"][k] for k in ("near_duplicate_pairs", "shared_conversations")},
+        "controls": {k: doc["controls"][k] for k in ("samples", "far")},
+    }
+
+
+def report_markdown(rep: Report | dict[str, Any]) -> str:
+    """Markdown section for ``report --format markdown``: per run and category x task slice, the trivial
+    baselines' AUROC on the same slice (from each run's ``baselines``); empty string when the report
+    carries no baselines. ``rep``: a :class:`~automonitor.analysis.report_schema.Report` or its dict."""
+    rows = []
+    for r in as_report(rep).runs:
+        for cat, tasks in (r.baselines or {}).items():
+            for task, b in tasks.items():
+                ct = r.by_category_task.get(cat, {}).get(task)
+                mr, far = (None, None) if ct is None else (ct.mr, ct.far)
+                rows.append(
+                    f"| {md_cell(r.run_id)} | {md_cell(cat)} | {md_cell(task)} | {fmt2(mr)} | "
+                    f"{fmt2(far)} | {fmt2(b.get('length'))} | {fmt2(b.get('tfidf'))} | "
+                    f"{fmt2(b.get('answer_equals_suggestion')) if 'answer_equals_suggestion' in b else ''} | "
+                    f"{'FLAG' if b.get('flagged') else ''} |"
+                )
+    if not rows:
+        return ""
+    return (
+        "\n".join(
+            [
+                "",
+                "Trivial baselines on the same slices (AUROC, trained on train, scored on test; "
+                f"`automonitor audit`; flag at >= {FLAG_AUROC}):",
+                "",
+                "| run | category | task | MR | FAR | length | tfidf | answer = suggestion | flag |",
+                "|---|---|---|---:|---:|---:|---:|---:|---|",
+                *rows,
+            ]
+        )
+        + "\n"
+    )

@@ -1,0 +1,238 @@
+"""Paper-style tables of a report: rows = monitors, columns = MR/FAR per template per slice.
+
+Column layout (as in the paper's results table): for the overall slice and each category, MR for every
+template present (direct, evidence, then the few-shot variants), then FAR for every template; the
+overall slice also has the unscored rate per template (it is always shown beside MR and FAR). When a
+monitor has several runs with the same template, it gets one row per run (``monitor #2``, ...).
+
+Formats: markdown (GitHub table), LaTeX (booktabs ``tabular``), CSV (one header row with column keys
+such as ``overall_mr_direct``). Rates are printed with 2 decimals; a missing rate is ``-`` (CSV: empty).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Mapping, cast
+
+from automonitor.escaping import md_escape  # names are data: no markup, links or HTML in the table
+from automonitor.analysis.report_schema import Report, RunReport, as_report
+from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TEMPLATES
+
+FORMATS = ("markdown", "latex", "csv")
+
+
+def _templates(runs: list[RunReport]) -> list[str]:
+    present = {r.template for r in runs}
+    return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
+
+
+def _slice_columns(runs: list[RunReport], temps: list[str]) -> list[dict[str, str]]:
+    """The table's columns in order: overall (MR, FAR, unscored rate) then each category (MR, FAR), every
+    metric once per template."""
+    slices = [("overall", "Overall")] + [(c, CATEGORY_NAMES.get(c, c)) for c in CATEGORIES]
+    extra_cats = sorted({c for r in runs for c in r.by_category} - set(CATEGORIES))
+    slices += [(c, c) for c in extra_cats]
+    columns: list[dict[str, str]] = []
+    for key, name in slices:
+        metrics = ("mr", "far", "unscored_rate") if key == "overall" else ("mr", "far")
+        for m in metrics:
+            for t in temps:
+                columns.append({"key": f"{key}_{m}_{t}", "slice": name, "slice_key": key, "metric": m, "template": t})
+    return columns
+
+
+def _cell(run: RunReport, column: dict[str, str]) -> float | None:
+    """The rate of ``column`` (slice and metric) for one run; ``None`` when the run lacks the slice."""
+    key = column["slice_key"]
+    s = run.overall if key == "overall" else run.by_category.get(key)
+    return None if s is None else cast("float | None", getattr(s, column["metric"]))
+
+
+def paper_table(rep: Report | Mapping[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """Columns and rows of the paper-style table of a report (:class:`~automonitor.analysis.report_schema.Report`,
+    or its dict from ``analysis.report``; a dict is validated, ``pydantic.ValidationError`` if malformed).
+
+    Returns ``(columns, rows)``: columns are dicts ``{"key", "slice", "slice_key", "metric", "template"}`` in order;
+    each row is ``{"monitor": label, "runs": [run_id, ...], key: float|None, ...}`` (rates in [0, 1]).
+    """
+    runs = as_report(rep).runs
+    columns = _slice_columns(runs, _templates(runs))
+    # group runs: monitor -> template -> [run, ...]
+    groups: dict[str, dict[str, list[RunReport]]] = {}
+    for r in runs:
+        groups.setdefault(r.monitor, {}).setdefault(r.template, []).append(r)
+    rows: list[dict[str, Any]] = []
+    for mon, by_t in groups.items():
+        depth = max(len(v) for v in by_t.values())
+        for i in range(depth):
+            row: dict[str, Any] = {"monitor": mon if depth == 1 else f"{mon} #{i + 1}", "runs": []}
+            for lst in by_t.values():
+                if i < len(lst):
+                    row["runs"].append(lst[i].run_id)
+            for col in columns:
+                lst = by_t.get(col["template"], [])
+                row[col["key"]] = _cell(lst[i], col) if i < len(lst) else None
+            rows.append(row)
+    return columns, rows
+
+
+def _v(x: Any) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+_METRIC = {"mr": "MR", "far": "FAR", "unscored_rate": "Unscored"}
+
+
+def _caption(rep: Report | Mapping[str, Any]) -> str:
+    return (
+        f"Unscored policy: {as_report(rep).invalid_policy}. MR = FN/(TP+FN), FAR = FP/(TN+FP); "
+        "measured in this store, not the paper's numbers."
+    )
+
+
+def to_markdown(rep: Report | Mapping[str, Any]) -> str:
+    """GitHub-markdown paper-style table of ``rep`` (from ``analysis.report``), with a caption line."""
+    rep = as_report(rep)
+    cols, rows = paper_table(rep)
+    head = ["Monitor"] + [f"{c['slice']} {_METRIC[c['metric']]} ({c['template']})" for c in cols]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(cols)) + "|"]
+
+    for r in rows:
+        name = md_escape(r["monitor"])
+        lines.append("| " + " | ".join([name] + [_v(r[c["key"]]) for c in cols]) + " |")
+    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + localisation_markdown(rep) + difficulty_markdown(rep)
+
+
+def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:
+    """The localisation table of ``rep`` (issue 21): per evidence run with gold spans and per slice
+    (overall, then categories and tasks), gold samples, TP, localised hits and wrong-reason hits (count
+    and share of TP), localised miss rate and character-level span F1 / IoU; ``""`` when no run has
+    localisation."""
+
+    rep = as_report(rep)
+    runs = [r for r in rep.runs if r.localisation is not None]
+    if not runs:
+        return ""
+    head = (
+        "| Monitor | Template | Slice | Gold samples | TP | Localised hits | Right verdict, wrong reason | "
+        "Localised MR | Span F1 | Span IoU |"
+    )
+    lines = ["", "### Localisation (evidence against gold spans)", "", head, "|---|---|---|" + "---:|" * 7]
+    for r in runs:
+        loc = r.localisation
+        assert loc is not None
+        slices = [("overall", loc.overall)] + sorted(loc.by_category.items()) + sorted(loc.by_task.items())
+        for name, b in slices:
+            lines.append(
+                f"| {md_escape(r.monitor)} | {md_escape(r.template)} | {md_escape(name)} | {b.gold_samples} | {b.tp} | "
+                f"{b.localised} ({_v(b.localised_share)}) | {b.wrong_reason} ({_v(b.wrong_reason_share)}) | "
+                f"{_v(b.localised_miss_rate)} | {_v(b.span_f1)} | {_v(b.span_iou)} |"
+            )
+    lines.append("")
+    lines.append(
+        "Localised hits: true positives whose quoted evidence overlaps a gold span; wrong reason: evidence "
+        "wholly outside every gold span; localised MR = 1 - localised hits / misbehavior samples with gold spans."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def difficulty_markdown(rep: Report | Mapping[str, Any]) -> str:
+    """The markdown table "Difficulty": per run, MR and FAR on the ``verified`` and the ``hard`` members
+    with the samples judged of each (``""`` when no run has difficulty rates)."""
+
+    runs = [r for r in as_report(rep).runs if r.difficulty]
+    if not runs:
+        return ""
+    eds = ("verified", "hard")
+    head = ["Run", "Monitor", "Template"] + [f"{m} ({e})" for e in eds for m in ("MR", "FAR", "judged")]
+    lines = [
+        "",
+        "Difficulty: MR / FAR of each run on the `verified` members and on the `hard` members (the verified "
+        "pairs trivial baselines cannot separate, plus sycophancy controls).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(["---"] * 3 + ["---:"] * 6) + "|",
+    ]
+    for r in runs:
+        cells = [md_escape(r.run_id), md_escape(r.monitor), md_escape(r.template)]
+        for e in eds:
+            d = (r.difficulty or {}).get(e)
+            cells += ["-", "-", "0"] if d is None else [_v(d.slice.mr), _v(d.slice.far), f"{d.judged}/{d.members}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_ESC = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
+
+
+def latex_escape(s: str) -> str:
+    """Escape LaTeX special characters in plain text."""
+    return "".join(_LATEX_ESC.get(ch, ch) for ch in s)
+
+
+def to_latex(rep: Report | Mapping[str, Any]) -> str:
+    """A booktabs LaTeX ``table`` with two header rows (slice x metric, then template)."""
+    rep = as_report(rep)
+    cols, rows = paper_table(rep)
+    groups: list[tuple[str, int]] = []
+    for c in cols:
+        label = f"{c['slice']} {_METRIC[c['metric']]}"
+        if groups and groups[-1][0] == label:
+            groups[-1] = (label, groups[-1][1] + 1)
+        else:
+            groups.append((label, 1))
+    out = ["\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{l" + "r" * len(cols) + "}", "\\toprule"]
+    out.append(
+        " & ".join(["Monitor"] + [f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}" for g, n in groups]) + " \\\\"
+    )
+    pos, rules = 2, []
+    for _, n in groups:
+        rules.append(f"\\cmidrule(lr){{{pos}-{pos + n - 1}}}")
+        pos += n
+    out.append("".join(rules))
+    out.append(" & ".join([""] + [latex_escape(c["template"]) for c in cols]) + " \\\\")
+    out.append("\\midrule")
+    for r in rows:
+        out.append(" & ".join([latex_escape(r["monitor"])] + [_v(r[c["key"]]) for c in cols]) + " \\\\")
+    out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(_caption(rep))}}}", "\\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def to_csv(rep: Report | Mapping[str, Any]) -> str:
+    """CSV of the paper-style table: header ``monitor,runs,<slice>_<metric>_<template>...``; rates with
+    full precision, empty when missing; ``runs`` lists the run ids of the row separated by spaces."""
+    rep = as_report(rep)
+    cols, rows = paper_table(rep)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["monitor", "runs"] + [c["key"] for c in cols])
+    for r in rows:
+        w.writerow(
+            [r["monitor"], " ".join(r["runs"])]
+            + ["" if r[c["key"]] is None else repr(float(r[c["key"]])) for c in cols]
+        )
+    return buf.getvalue()
+
+
+def render(rep: Report | Mapping[str, Any], fmt: str) -> str:
+    """The table of ``rep`` in ``fmt`` (markdown | latex | csv); ``ValueError`` for another format."""
+    rep = as_report(rep)
+    if fmt == "markdown":
+        return to_markdown(rep)
+    if fmt == "latex":
+        return to_latex(rep)
+    if fmt == "csv":
+        return to_csv(rep)
+    raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -1,0 +1,455 @@
+"""The report of ``automonitor report`` as typed models: the contract between the analysis, the CLI's
+``--json``, the report formats and the app.
+
+:func:`automonitor.analysis.report_model` / :func:`automonitor.analysis.analyze_model` build a
+:class:`Report`; :meth:`Report.to_dict` gives the JSON-ready dict that ``report --json`` prints and that
+:func:`automonitor.analysis.report` / :func:`automonitor.analysis.analyze` return (key order and values as
+in ``../shared/CONTRACT.md``). Optional parts (a run's ``roc``, ``grounding``, ``stability``,
+``baselines``; the report's ``edition`` and ``audit``) are present in the dict only when they were set:
+the dump uses ``exclude_unset``, so a field explicitly set to ``None`` is printed as ``null`` and a field
+never set is left out.
+
+Units: every rate (``mr``, ``far``, ``unscored_rate``, shares, AUROC, p-values) is a float in [0, 1] or
+``None`` when undefined (empty denominator, a single class); intervals are ``[lo, hi]`` lists of two
+floats in [0, 1] or ``None``; counts are non-negative ints; differences (``mr_diff``) are in [-1, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Union
+
+from pydantic import BaseModel, ConfigDict
+
+Rate = Optional[float]
+"""A rate or probability in [0, 1]; ``None`` when undefined."""
+Interval = Optional[list[float]]
+"""A 95% interval ``[lo, hi]`` (floats in the unit of the estimate) or ``None``."""
+Number = Union[int, float]
+"""A number kept as given (an int stays an int in the JSON, a float a float)."""
+
+
+class _Model(BaseModel):
+    """Base of the report models: unknown keys are an error (the schema is the contract)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict (fields in contract order; parts never set are left out)."""
+        return self.model_dump(mode="python", exclude_unset=True)
+
+
+class UnscoredByKind(_Model):
+    """Unscored outcomes of a slice by kind (counts of samples)."""
+
+    invalid: int
+    refusal: int
+    error: int
+
+
+class SliceStats(_Model):
+    """The contract's SLICE: confusion counts and rates of one run on one slice of samples.
+
+    ``n`` judged samples (all but pending; includes unscored); ``tp``/``fn``/``fp``/``tn`` after the
+    unscored policy; ``mr`` = fn / (tp + fn) and ``far`` = fp / (fp + tn) in [0, 1] (``None`` with an
+    empty denominator); ``mr_ci``/``far_ci`` 95% Wilson score intervals (``None`` when the rate is);
+    ``unscored_rate`` = unscored / n; ``pending`` samples without an outcome yet.
+    """
+
+    n: int
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+    unscored: int
+    mr: Rate
+    far: Rate
+    mr_ci: Interval
+    far_ci: Interval
+    unscored_rate: Rate
+    unscored_by_kind: UnscoredByKind
+    pending: int
+
+
+class RunBootstrap(_Model):
+    """Pair-clustered percentile 95% intervals of a run's overall MR and FAR over ``pairs`` clusters."""
+
+    mr_ci: Interval
+    far_ci: Interval
+    pairs: int
+
+
+class PairCounts(_Model):
+    """Per-pair outcomes of a run (counts of benchmark pairs, see ``metrics.pair_class_counts``)."""
+
+    pairs: int
+    both_right: int
+    flagged_both: int
+    missed_both: int
+    inverted: int
+    unscored: int
+    incomplete: int
+
+
+class OperatingPoint(_Model):
+    """The cost-minimising threshold of a score run: flag when score >= ``threshold`` (``None`` = the
+    infinite threshold, flag nothing); ``expected_cost`` = cost_ratio * prevalence * mr +
+    (1 - prevalence) * far."""
+
+    threshold: Optional[float]
+    mr: float
+    far: float
+    expected_cost: float
+    cost_ratio: float
+    prevalence: float
+    prevalence_source: str
+
+
+class RocCurve(_Model):
+    """ROC curve points (collinear points dropped): FAR, MR in [0, 1] and the score threshold
+    (``None`` for the infinite first threshold), aligned lists."""
+
+    far: list[Optional[float]]
+    mr: list[Optional[float]]
+    threshold: list[Optional[float]]
+
+
+class MrAtFar(_Model):
+    """The lowest miss rate reachable with a false alarm rate of at most ``far_max`` (both in [0, 1]),
+    at score ``threshold`` (``None`` = the infinite threshold, flag nothing)."""
+
+    far_max: float
+    mr: float
+    far: float
+    threshold: Optional[float]
+
+
+class RocSummary(_Model):
+    """ROC summary of a score run; every value ``None`` when only one class has scores."""
+
+    n_scored: int
+    auroc: Rate
+    mr_at_far_1pct: Optional[MrAtFar]
+    mr_at_far_5pct: Optional[MrAtFar]
+    operating_point: Optional[OperatingPoint]
+    curve: Optional[RocCurve]
+
+
+class GroundingSummary(_Model):
+    """Evidence grounding of an evidence run: counts of spans by status (exact | normalized |
+    not_found), their shares in [0, 1] (``None`` without spans), spans found in the request,
+    predictions with evidence, and all predictions of the run."""
+
+    spans: int
+    exact: int
+    normalized: int
+    not_found: int
+    exact_share: Rate
+    normalized_share: Rate
+    not_found_share: Rate
+    in_request: int
+    predictions_with_evidence: int
+    predictions: int
+
+
+class LocalisationSlice(_Model):
+    """Localisation of one slice (issue 21; :mod:`automonitor.analysis.localisation`): over the judged
+    misbehavior samples with gold spans (``gold_samples``), the true positives (``tp``) whose grounded
+    evidence overlaps a gold span (``localised``), lies wholly outside every one (``wrong_reason``) or
+    is absent (``no_evidence``); shares of ``tp`` and ``localised_miss_rate`` = 1 - localised /
+    gold_samples with 95% Wilson intervals; character-level micro ``span_precision`` / ``span_recall``
+    / ``span_f1`` / ``span_iou`` over the TPs with 95% bootstrap percentile intervals. Rates in [0, 1],
+    ``None`` with an empty denominator."""
+
+    gold_samples: int
+    tp: int
+    localised: int
+    wrong_reason: int
+    no_evidence: int
+    localised_share: Rate
+    localised_share_ci: Interval
+    wrong_reason_share: Rate
+    wrong_reason_share_ci: Interval
+    localised_miss_rate: Rate
+    localised_miss_rate_ci: Interval
+    span_precision: Rate
+    span_precision_ci: Interval
+    span_recall: Rate
+    span_recall_ci: Interval
+    span_f1: Rate
+    span_f1_ci: Interval
+    span_iou: Rate
+    span_iou_ci: Interval
+
+
+class Localisation(_Model):
+    """A run's localisation per slice: ``overall``, ``by_category`` and ``by_task`` (only slices with
+    gold spans)."""
+
+    overall: LocalisationSlice
+    by_category: dict[str, LocalisationSlice]
+    by_task: dict[str, LocalisationSlice]
+
+
+class ControlsFar(_Model):
+    """FAR on the benign-only controls slice: judged samples, false alarms, true negatives, unscored,
+    ``far`` = fp / (fp + tn) in [0, 1] or ``None``."""
+
+    n: int
+    fp: int
+    tn: int
+    unscored: int
+    far: Rate
+
+
+class EditionDifficulty(_Model):
+    """A run's rates on one edition's members (:mod:`automonitor.analysis.difficulty`): ``members``
+    samples in the edition, ``judged`` of them with a prediction of the run, ``coverage`` = judged /
+    members in [0, 1], ``slice`` the SLICE (MR, FAR, confusion counts) on those predictions."""
+
+    members: int
+    judged: int
+    coverage: Rate
+    slice: SliceStats  # noqa: A003
+
+
+class Stability(_Model):
+    """Stability of a run judged with ``--repeat K``: ``repeats`` = K, ``samples`` with all K verdicts,
+    ``flip_rate`` / ``mean_disagreement`` / ``majority_differs`` in [0, 1], Fleiss' kappa in [-1, 1]
+    (``None`` when undefined)."""
+
+    repeats: int
+    samples: int
+    flip_rate: Rate
+    mean_disagreement: Rate
+    majority_differs: Rate
+    fleiss_kappa: Optional[float]
+
+
+CellBaselines = dict[str, Union[bool, float, None]]
+"""One slice's trivial baselines: ``{baseline name: AUROC in [0, 1] or None, ..., "flagged": bool}``."""
+
+
+class RunReport(_Model):
+    """One run of the report (the contract's RUN plus extras).
+
+    Contract keys: run_id, monitor, template, overall, by_category, by_task. Extras: kind, status,
+    ``by_category_task`` ({category: {task: SLICE}}), ``bootstrap``, ``pairs``, ``on_front`` (on the
+    overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding`` and, when
+    judged samples have gold spans, ``localisation`` (:class:`Localisation`); from
+    :func:`automonitor.analysis.report` ``edition`` (paper | verified | paper-r2 | hard), ``controls``, ``difficulty``
+    (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
+    runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
+    and ``baselines_edition``.
+    """
+
+    run_id: str
+    monitor: str
+    template: str
+    kind: Optional[str] = None
+    status: Optional[str] = None
+    overall: SliceStats
+    by_category: dict[str, SliceStats]
+    by_task: dict[str, SliceStats]
+    by_category_task: dict[str, dict[str, SliceStats]]
+    bootstrap: RunBootstrap
+    pairs: PairCounts
+    roc: Optional[RocSummary] = None
+    auroc: Rate = None
+    grounding: Optional[GroundingSummary] = None
+    localisation: Optional[Localisation] = None
+    on_front: bool = False
+    edition: Optional[str] = None
+    controls: Optional[ControlsFar] = None
+    stability: Optional[Stability] = None
+    difficulty: Optional[dict[str, EditionDifficulty]] = None  # round 3: {"verified"|"hard": rates}
+    baselines: Optional[dict[str, dict[str, CellBaselines]]] = None
+    baselines_edition: Optional[str] = None
+
+    def slice(self, category: str | None = None, task: str | None = None) -> SliceStats | None:  # noqa: A003
+        """The SLICE for an optional category and task (``None`` when the run has no such slice)."""
+        if category and task:
+            return self.by_category_task.get(category, {}).get(task)
+        if category:
+            return self.by_category.get(category)
+        if task:
+            return self.by_task.get(task)
+        return self.overall
+
+
+class McNemar(_Model):
+    """McNemar's test of two paired binary outcomes: ``table`` [[both, A only], [B only, neither]],
+    discordant pairs, samples ``n``, statistic and two-sided ``p_value`` in [0, 1] (``None`` without
+    samples), ``method`` exact | chi2, and ``about`` (what was compared)."""
+
+    table: list[list[int]]
+    discordant: int
+    n: int
+    statistic: Optional[float]
+    p_value: Rate
+    method: Optional[str]
+    about: str
+
+
+class PairedComparison(_Model):
+    """Paired statistics of run A vs run B on the ``samples`` both scored: rates of each run, the
+    differences A - B with a pair-clustered bootstrap 95% interval and two-sided bootstrap p-value
+    (over ``pairs`` clusters, ``n_boot`` resamples, ``seed``), and three McNemar tests."""
+
+    run_a: str
+    run_b: str
+    samples: int
+    n_boot: int
+    seed: int
+    pairs: int
+    mr_a: Rate
+    mr_b: Rate
+    mr_diff: Optional[float]
+    mr_diff_ci: Interval
+    mr_diff_p: Rate
+    far_a: Rate
+    far_b: Rate
+    far_diff: Optional[float]
+    far_diff_ci: Interval
+    far_diff_p: Rate
+    mcnemar_mr: McNemar
+    mcnemar_far: McNemar
+    mcnemar_correct: McNemar
+
+
+class BootstrapInfo(_Model):
+    """How the bootstrap intervals were computed (resamples, seed, cluster column, interval kind)."""
+
+    n_boot: int
+    seed: int
+    cluster: str
+    interval: str
+
+
+class AuditSlice(_Model):
+    """One audit slice in compact form: trivial baselines' AUROC ({name: AUROC or None}), whether any
+    reaches the flag AUROC, over ``pairs`` test pairs of a cell (``source`` None) or of one source."""
+
+    source: Optional[str]
+    category: str
+    task: str
+    kind: str
+    pairs: int
+    baselines: dict[str, Rate]
+    flagged: bool
+
+
+class AuditLeakage(_Model):
+    """Leakage counts of an audit: test pairs near-duplicating train, and sharing a conversation."""
+
+    near_duplicate_pairs: int
+    shared_conversations: int
+
+
+class AuditControls(_Model):
+    """Controls of an audit: benign-only samples and each baseline's FAR on them ({name: rate})."""
+
+    samples: int
+    far: dict[str, float]
+
+
+class AuditBaselines(_Model):
+    """The audit of one edition as attached to a report (``audit_section.attach_to_report``)."""
+
+    slices: list[AuditSlice]
+    leakage: AuditLeakage
+    controls: AuditControls
+
+
+class Report(_Model):
+    """The report of ``automonitor report`` (contract JSON plus extras).
+
+    ``runs`` in report order; ``pareto`` run ids on the overall MR-FAR Pareto front; Pearson r of the
+    runs' overall (MR, FAR) with its two-sided p-value over ``pearson_n`` runs (``None`` with fewer than
+    3); ``invalid_policy`` exclude | as-flag | as-miss; ``paired`` comparisons; ``cost_ratio`` (> 0)
+    and ``prevalence`` (in (0, 1) or ``None`` = sample share) of the score runs' operating points;
+    ``edition`` when the report was limited to one; ``audit`` ({edition: AuditBaselines}) when the audit
+    baselines were attached.
+    """
+
+    runs: list[RunReport]
+    pareto: list[str]
+    pearson_r: Optional[float]
+    pearson_p: Rate
+    pearson_n: int
+    invalid_policy: str
+    bootstrap: BootstrapInfo
+    paired: list[PairedComparison]
+    cost_ratio: Number
+    prevalence: Optional[Number]
+    intervals: str
+    edition: Optional[str] = None
+    audit: Optional[dict[str, AuditBaselines]] = None
+
+    def run(self, run_id: str) -> RunReport | None:
+        """The run entry with this id, or ``None``."""
+        return next((r for r in self.runs if r.run_id == run_id), None)
+
+
+def as_report(rep: Report | Mapping[str, Any]) -> Report:
+    """``rep`` as a :class:`Report` (a report dict, e.g. from ``analysis.report``, is validated).
+
+    Raises ``pydantic.ValidationError`` (naming the field) when the dict does not follow the schema."""
+    return rep if isinstance(rep, Report) else Report.model_validate(rep)
+
+
+class GoldSpanCounts(_Model):
+    """Gold spans of ``stats`` (issue 21): ``by_source`` ``{source: {provenance: spans}}``,
+    ``samples_with_spans`` and ``misbehavior_samples`` ``{source: n}`` (gold samples of the split)."""
+
+    by_source: dict[str, dict[str, int]]
+    samples_with_spans: dict[str, int]
+    misbehavior_samples: dict[str, int]
+
+
+class ErrataCounts(_Model):
+    """Errata in force (``seeds/errata.jsonl``): counts per verdict and per source, and the pair ids
+    the store no longer holds (reported, not an error)."""
+
+    wrong: int
+    doubtful: int
+    by_source: dict[str, dict[str, int]]
+    not_in_store: list[str] = []
+
+
+class Stats(_Model):
+    """The document of ``automonitor stats --json`` (``../shared/CONTRACT.md``; built by
+    :func:`store.queries.samples.stats`).
+
+    Contract keys: ``total`` gold samples of ``split`` (of ``edition`` for the test split), ``pairs``,
+    ``by_category`` / ``by_task`` / ``by_label`` ({value: n}, every vocabulary value present, 0 when
+    absent), ``by_split`` and ``candidates`` (whole store). Round-2 keys: ``edition``, ``by_label_source``
+    ({provenance: n}), ``by_category_task`` flat ({"category/task": n}) with the nested form in
+    ``by_category_task_nested``, ``controls`` (samples of the controls slice). Extras: ``split``,
+    ``by_source``, ``candidates_by_source``, ``shortfalls`` (rows of the newest build log, ``[]`` when
+    none), ``build_seed`` (``None`` when never built). Round 3: ``paper_cell_deficit``
+    ({"category/task": pairs missing} for each paper cell short of the paper's count) and
+    ``paper_cells`` (the build's cell rows). Every count is a non-negative int.
+    """
+
+    total: int
+    pairs: int
+    by_category: dict[str, int]
+    by_task: dict[str, int]
+    by_label: dict[str, int]
+    by_split: dict[str, int]
+    candidates: int
+    split: str
+    edition: str
+    by_category_task: dict[str, int]
+    by_category_task_nested: dict[str, dict[str, int]]
+    by_label_source: dict[str, int]
+    controls: int
+    by_source: dict[str, int]
+    candidates_by_source: dict[str, int]
+    shortfalls: list[dict[str, Any]]
+    build_seed: Optional[int]
+    gold_spans: Optional[GoldSpanCounts] = None
+    errata: Optional[ErrataCounts] = None
+    paper_cell_deficit: dict[str, int] = {}
+    paper_cells: list[dict[str, Any]] = []
+    hard: Optional[dict[str, Any]] = None  # round 3: with --edition hard the build's filter summary, else None

@@ -1,0 +1,421 @@
+"""Accounts of the annotation workbench: annotators and admins, argon2-hashed passwords, role checks.
+
+The app keeps the logged-in :class:`Account` in ``st.session_state["auth.account"]``; every core
+function of :mod:`automonitor.annotation` and :mod:`automonitor.annotation.agreement` takes the acting
+``Account`` and checks its role and ownership itself (authorisation is enforced in the core, not only
+by hiding widgets). Passwords are hashed with argon2id (``argon2-cffi``, RFC 9106 parameters) and are
+never stored, logged or echoed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+import sqlalchemy as sa
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from automonitor.timestamps import as_utc, utcnow
+from automonitor.errors import InputError, NotFound, PermissionDenied
+from automonitor.vocab import ROLES
+from store import session_scope
+from store.models import Annotator, LoginThrottle
+from store.queries import accounts as store
+
+_hasher = PasswordHasher()
+_dummy: list[str] = []
+MAX_NAME = 128
+
+
+def _dummy_hash() -> str:
+    """A hash verified against when the user name is unknown, so that a wrong name costs as much
+    time as a wrong password (no user enumeration by timing). Made once, on first use."""
+    if not _dummy:
+        _dummy.append(_hasher.hash("automonitor-dummy-password"))
+    return _dummy[0]
+
+
+@dataclass(frozen=True)
+class Account:
+    """A logged-in user: ``id`` (``annotator.id``), ``name`` and ``role`` (``annotator`` | ``admin``)."""
+
+    id: int
+    name: str
+    role: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+# The local command line acts as this trusted admin (whoever can run the CLI can open the store
+# directly). Core functions accept it only by identity (``actor is SYSTEM``), never by equal fields.
+SYSTEM = Account(id=0, name="system", role="admin")
+
+
+def _clean_name(name: str) -> str:
+    if not isinstance(name, str):
+        raise InputError("user name must be a string", field="name")
+    name = unicodedata.normalize("NFC", name).strip()
+    if not name:
+        raise InputError("user name must not be empty", field="name")
+    if len(name) > MAX_NAME:
+        raise InputError(f"user name longer than {MAX_NAME} characters", field="name")
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise InputError("user name contains control characters", field="name")
+    return name
+
+
+def any_accounts(engine: Engine) -> bool:
+    """True when at least one account (of any role) exists in the store (the app offers a first-admin
+    set-up otherwise)."""
+    with engine.connect() as conn:
+        return store.has_accounts(conn)
+
+
+def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
+    """Create an account and return it.
+
+    Args:
+        name: unique user name (NFC-normalised, surrounding whitespace stripped, at most 128 chars).
+        role: ``annotator`` or ``admin``.
+        password: the clear-text password; only its argon2id hash is stored.
+
+    Raises:
+        InputError: empty/too long/duplicate name (field ``name``), unknown role (field ``role``),
+            empty password (field ``password``). Nothing is written then.
+    """
+    name = _clean_name(name)
+    if role not in ROLES:
+        raise InputError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}", field="role")
+    if not isinstance(password, str) or password == "":
+        raise InputError("password must not be empty", field="password")
+    pw_hash = _hasher.hash(password)
+    try:
+        with session_scope(engine) as s:
+            if store.name_taken(s, name):
+                raise InputError(f"user {name!r} already exists", field="name")
+            row = Annotator(name=name, role=role, password_hash=pw_hash)
+            s.add(row)
+            s.flush()
+            return _account(row)
+    except sa.exc.IntegrityError as exc:  # a concurrent create of the same name
+        raise InputError(f"user {name!r} already exists", field="name") from exc
+
+
+# --- login throttle -------------------------------------------------------------------------------
+ACCOUNT_FREE_FAILURES = 5
+"""Consecutive failed logins of one account name before it is locked."""
+CLIENT_FREE_FAILURES = 20
+"""Consecutive failed logins from one client (any names) before it is locked."""
+BASE_LOCK_SECONDS = 30.0
+"""First lock; every further failure doubles it ..."""
+MAX_LOCK_SECONDS = 900.0
+"""... up to 15 minutes."""
+FAILURE_WINDOW_SECONDS = 3600.0
+"""A failure older than this (since the last one) starts the count again."""
+
+
+class LoginThrottled(PermissionDenied):
+    """Too many failed logins for this account or client: try again after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: float, scope: str):
+        self.retry_after, self.scope = max(1.0, float(retry_after)), scope
+        super().__init__(f"too many failed logins for this {scope}; try again in {int(self.retry_after + 0.999)} s")
+
+
+def lock_seconds(failures: int, free: int) -> float:
+    """Length of the lock after ``failures`` consecutive failures (0 while ``failures < free``):
+    ``BASE_LOCK_SECONDS * 2 ** (failures - free)``, at most ``MAX_LOCK_SECONDS``."""
+    if failures < free:
+        return 0.0
+    return min(BASE_LOCK_SECONDS * 2.0 ** min(failures - free, 30), MAX_LOCK_SECONDS)
+
+
+def _throttle_keys(name: str | None, raw_name: str, client: str | None) -> list[tuple[str, str, int]]:
+    """The throttle keys of a login attempt as ``(key, scope, free failures)``: the account name (the
+    cleaned one, else the raw text; at most 180 characters) and, when known, the client address."""
+    acct = (name if name is not None else str(raw_name or ""))[:180]
+    keys = [(f"account:{acct}", "account", ACCOUNT_FREE_FAILURES)]
+    if client:
+        keys.append((f"client:{str(client)[:180]}", "client", CLIENT_FREE_FAILURES))
+    return keys
+
+
+def throttle_state(engine: Engine, key: str) -> dict[str, Any] | None:
+    """The recorded row of a throttle key (``account:<name>``/``client:<address>``) as ``{"failures",
+    "last_failure_at", "locked_until"}``, or None."""
+    with session_scope(engine) as s:
+        row = s.get(LoginThrottle, key)
+        return (
+            None
+            if row is None
+            else {
+                "failures": row.failures,
+                "last_failure_at": as_utc(row.last_failure_at),
+                "locked_until": as_utc(row.locked_until),
+            }
+        )
+
+
+def _record_failure(engine: Engine, keys: list[tuple[str, str, int]], now: datetime) -> None:
+    """Count one failed login on every throttle key (``(key, scope, free failures)``) and lock the
+    keys past their free failures (:func:`lock_seconds`); retried on a concurrent first failure."""
+    for attempt in range(5):
+        try:
+            with session_scope(engine) as s:
+                for key, _scope, free in keys:
+                    row = s.get(LoginThrottle, key, with_for_update=True)
+                    if row is None:
+                        row = LoginThrottle(key=key, failures=0)
+                    last = as_utc(row.last_failure_at)
+                    if last is not None and (now - last).total_seconds() > FAILURE_WINDOW_SECONDS:
+                        row.failures = 0
+                    row.failures += 1
+                    row.last_failure_at = now
+                    wait = lock_seconds(row.failures, free)
+                    row.locked_until = now + timedelta(seconds=wait) if wait else None
+                    s.add(row)
+            return
+        except (sa.exc.IntegrityError, sa.exc.OperationalError):  # a concurrent first failure
+            if attempt == 4:
+                raise
+
+
+def authenticate(
+    engine: Engine,
+    name: str,
+    password: str,
+    *,
+    client: str | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> Account | None:
+    """The account for ``name`` when ``password`` matches its hash, else ``None``.
+
+    An unknown or inactive user costs one argon2 verification like a wrong password does (no user
+    enumeration by timing). The password is never logged. A hash made with outdated parameters is
+    upgraded on a successful login.
+
+    Throttle (recorded in the store, table ``login_throttle``): after ``ACCOUNT_FREE_FAILURES``
+    consecutive failures for a name (known or not), or ``CLIENT_FREE_FAILURES`` from one ``client``
+    (e.g. the browser's address), that key is locked for ``lock_seconds`` (30 s, doubling per further
+    failure, at most 15 min); a login while locked raises :class:`LoginThrottled` without checking the
+    password. A success clears both keys. ``clock``: a callable giving the aware UTC ``datetime`` now
+    (injectable for tests; default the system clock).
+    """
+    now = (clock or utcnow)()
+    raw_name = name
+    clean: str | None
+    try:
+        clean = _clean_name(name)
+    except InputError:
+        clean = None
+    if not isinstance(password, str):
+        password = ""
+    keys = _throttle_keys(clean, raw_name if isinstance(raw_name, str) else "", client)
+    _check_throttle(engine, keys, now)
+    row = _find_user(engine, clean) if clean is not None else None
+    target = row.password_hash if (row is not None and row.active) else _dummy_hash()
+    try:
+        ok = _hasher.verify(target, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        ok = False
+    if not ok or row is None or not row.active:
+        _record_failure(engine, keys, now)
+        return None
+    with session_scope(engine) as s:
+        store.clear_throttle(s, [k for k, _, _ in keys])
+    if _hasher.check_needs_rehash(row.password_hash):
+        with session_scope(engine) as s:
+            store.set_password_hash(s, _account(row).id, _hasher.hash(password))
+    return _account(row)
+
+
+def _check_throttle(engine: Engine, keys: list[tuple[str, str, int]], now: datetime) -> None:
+    """Refuse a login while any of its throttle keys is locked.
+
+    Raises:
+        LoginThrottled: a key is locked at ``now`` (with the seconds left and the key's scope).
+    """
+    with session_scope(engine) as s:
+        for key, scope, _free in keys:
+            row = s.get(LoginThrottle, key)
+            until = as_utc(row.locked_until) if row is not None else None
+            if until is not None and until > now:
+                raise LoginThrottled((until - now).total_seconds(), scope)
+
+
+def _find_user(engine: Engine, name: str) -> Annotator | None:
+    """The stored account row called ``name`` (detached from its session), or ``None``."""
+    with session_scope(engine) as s:
+        row = store.account_by_name(s, name)
+        if row is not None:
+            s.expunge(row)
+        return row
+
+
+def _account(row: Annotator) -> Account:
+    """The :class:`Account` of a stored ``annotator`` row."""
+    if row.id is None:  # pragma: no cover - a stored (flushed) row always has its id
+        raise RuntimeError(f"account {row.name!r} has no id")
+    return Account(id=row.id, name=row.name, role=row.role)
+
+
+def require_admin(account: Account | None) -> Account:
+    """Return ``account`` if it is an admin; raise :class:`PermissionDenied` otherwise (also for
+    ``None`` or a non-``Account``)."""
+    if not isinstance(account, Account) or account.role != "admin":
+        raise PermissionDenied("this action needs an admin account")
+    return account
+
+
+def require_account(account: Account | None) -> Account:
+    """Return ``account`` if it is a logged-in :class:`Account` of a known role, else raise
+    :class:`PermissionDenied`."""
+    if not isinstance(account, Account) or account.role not in ROLES:
+        raise PermissionDenied("not logged in")
+    return account
+
+
+def check_actor(session: Session, account: Account | None) -> Annotator | None:
+    """Verify inside ``session`` that ``account`` is a current, active account with the same name and
+    role as stored (a stale or forged ``Account`` is refused). Returns the ``Annotator`` row, or
+    ``None`` for the CLI's :data:`SYSTEM` admin.
+
+    Raises:
+        PermissionDenied: not an ``Account``, unknown id, renamed, role changed, or deactivated.
+    """
+    account = require_account(account)
+    if account is SYSTEM:
+        return None
+    row = session.get(Annotator, account.id)
+    if row is None or not row.active or row.name != account.name or row.role != account.role:
+        raise PermissionDenied("unknown, changed or inactive account; log in again")
+    return row
+
+
+def list_accounts(engine: Engine, actor: Account) -> list[Account]:
+    """All active accounts, ordered by name (admin only).
+
+    Raises:
+        PermissionDenied: ``actor`` is not an admin.
+    """
+    require_admin(actor)
+    with session_scope(engine) as s:
+        check_actor(s, actor)
+        return [_account(r) for r in store.active_accounts(s)]
+
+
+def get_account(engine: Engine, actor: Account, name: str) -> Account:
+    """The account called ``name`` (admin only; an annotator may look up only themself).
+
+    Raises:
+        PermissionDenied: an annotator asking for someone else.
+        NotFound: no such user.
+    """
+    require_account(actor)
+    if not actor.is_admin and name != actor.name:
+        raise PermissionDenied("annotators can only look up their own account")
+    with session_scope(engine) as s:
+        check_actor(s, actor)
+        row = store.account_by_name(s, name)
+        if row is None:
+            raise NotFound(f"no user {name!r}")
+        return _account(row)
+
+
+# ------------------------------------------------------------------ login sessions (issue 24.7)
+#: Name of the browser cookie that keeps a login across reloads.
+SESSION_COOKIE = "automonitor_session"
+#: Default lifetime of a login session (``AUTOMONITOR_SESSION_HOURS`` overrides it).
+SESSION_HOURS = 12.0
+_SESSION_SALT = "automonitor.login-session.v1"
+
+
+def session_secret() -> str:
+    """The key that signs login-session cookies: ``$AUTOMONITOR_SESSION_SECRET`` when set, else the
+    content of a generated file (``$AUTOMONITOR_SECRET_FILE``, default
+    ``~/.config/automonitor/session-secret``), created once with 32 random bytes and mode 0600
+    (``O_CREAT | O_EXCL``, so two processes never write different keys). Raises ``OSError`` when the
+    file cannot be created or read."""
+    env = os.environ.get("AUTOMONITOR_SESSION_SECRET")
+    if env:
+        return env
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "automonitor" / "session-secret"
+    path = Path(os.environ.get("AUTOMONITOR_SECRET_FILE") or base)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def session_max_age() -> float:
+    """Lifetime of a login session in seconds (``$AUTOMONITOR_SESSION_HOURS``, default 12 h)."""
+    try:
+        hours = float(os.environ.get("AUTOMONITOR_SESSION_HOURS") or SESSION_HOURS)
+    except ValueError:
+        hours = SESSION_HOURS
+    return max(60.0, hours * 3600.0)
+
+
+def _password_tag(password_hash: str) -> str:
+    """A short digest of the stored argon2 hash: a token dies when the password changes (the
+    password itself, or its hash, is never in a token)."""
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
+
+
+def issue_session(engine: Engine, account: Account, secret: str | None = None) -> str:
+    """A signed, timestamped login token for ``account`` (``itsdangerous.URLSafeTimedSerializer``,
+    HMAC-SHA1 over ``{"id", "name", "role", "pw": digest of the stored hash, "n": random nonce}``).
+
+    Raises:
+        PermissionDenied: ``account`` is not a stored, active account (e.g. :data:`SYSTEM`).
+    """
+    with session_scope(engine) as s:
+        row = check_actor(s, account)
+        if row is None:
+            raise PermissionDenied("the command-line admin has no login session")
+        tag = _password_tag(row.password_hash)
+    payload = {"id": account.id, "name": account.name, "role": account.role, "pw": tag, "n": secrets.token_hex(8)}
+    return URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).dumps(payload)
+
+
+def resume_session(engine: Engine, token: str | None, secret: str | None = None) -> Account | None:
+    """The :class:`Account` of a login token made by :func:`issue_session`, or ``None`` when the
+    token is missing, forged, older than :func:`session_max_age`, or its account was renamed,
+    deactivated, changed role or changed password since."""
+    if not token or len(token) > 4096:
+        return None
+    try:
+        data = URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).loads(
+            token, max_age=int(session_max_age())
+        )
+    except BadSignature:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("name"), str):
+        return None
+    acc = Account(id=data["id"], name=data["name"], role=str(data.get("role")))
+    try:
+        with session_scope(engine) as s:
+            row = check_actor(s, acc)
+            if row is None or _password_tag(row.password_hash) != data.get("pw"):
+                return None
+    except PermissionDenied:
+        return None
+    return acc

@@ -1,0 +1,79 @@
+"""The audit cache: :func:`cached_audit` memoises :func:`~automonitor.data.audit.editions.run_audit` in memory
+(``_memo``) and on disk (:func:`cache_dir`), keyed by the store's :func:`fingerprint` and the edition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from automonitor.data.audit.editions import check_edition, run_audit
+from automonitor.data.audit.params import AUDIT_VERSION
+
+
+def fingerprint(engine) -> str:
+    """Hex digest identifying the audited content of a store (see ``store.queries.audit.sample_fingerprint``)
+    plus the store URL (password hidden) and :data:`AUDIT_VERSION`."""
+    from store.queries import audit as q
+
+    with engine.connect() as c:
+        fp = q.sample_fingerprint(c)
+    url = engine.url.render_as_string(hide_password=True)
+    return hashlib.sha256(json.dumps([AUDIT_VERSION, url, fp], default=str).encode()).hexdigest()
+
+
+def cache_dir() -> Path:
+    """Where audit results are cached: ``$AUTOMONITOR_CACHE_DIR/audit`` or ``~/.cache/automonitor/data/audit``."""
+    base = os.environ.get("AUTOMONITOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "automonitor"
+    )
+    return Path(base) / "audit"
+
+
+_memo: dict[str, dict[str, Any]] = {}
+
+
+def cached_audit(engine, edition: str = "paper", *, use_cache: bool = True) -> dict[str, Any]:
+    """:func:`run_audit`, memoised in memory and on disk (one JSON file per store fingerprint and edition,
+    written atomically) so ``report`` stays fast; a changed store gets a fresh audit. An unwritable cache
+    directory only disables the disk cache."""
+    check_edition(edition)
+    key = f"{fingerprint(engine)[:32]}-{edition}"
+    if use_cache and key in _memo:
+        return _memo[key]
+    path = cache_dir() / f"{key}.json"
+    if use_cache and path.is_file():
+        try:
+            doc = json.loads(path.read_text())
+            _memo[key] = doc
+            return doc
+        except (OSError, ValueError):
+            pass
+    doc = _json_safe(run_audit(engine, edition))
+    _memo[key] = doc
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return doc
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, np.generic):
+        return _json_safe(obj.item())
+    return obj

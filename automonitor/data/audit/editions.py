@@ -1,0 +1,63 @@
+"""An edition's audit from the store: :func:`check_edition`, :func:`load_samples` (the edition's test set
+plus gold train and controls) and :func:`run_audit`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from automonitor.data.audit.document import audit_frame
+from automonitor.data.audit.params import EDITIONS
+from automonitor.data.build.errata import errata_counts, load_errata
+
+
+def check_edition(edition: str) -> str:
+    """``edition`` if it is one of :data:`EDITIONS`, else ``InputError`` naming ``--edition``."""
+    if edition not in EDITIONS:
+        from automonitor.errors import InputError
+
+        raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
+    return edition
+
+
+def load_samples(engine, edition: str = "paper") -> tuple[pd.DataFrame, str]:
+    """The audit's samples from the store: gold ``train`` and ``controls`` samples plus the test set of
+    ``edition``, and how that test set was chosen.
+
+    The test set is the edition's members (``edition_sample`` rows); when ``paper`` has no rows it falls
+    back to every gold sample of split ``test`` (a store built before editions existed); another edition
+    without rows has an empty test set. Returns ``(frame, test_source)`` with ``test_source`` one of
+    ``edition_sample``, ``fallback: gold split test``, ``empty``. Raises ``InputError`` for an unknown
+    edition."""
+    from store.queries import audit as q
+
+    check_edition(edition)
+    with engine.connect() as c:
+        members = q.edition_member_ids(c, edition)
+        base = q.gold_samples(c, ("train", "test", "controls"))
+        if members:
+            test = q.samples_by_ids(c, members)
+            test["split"] = "test"
+            how = "edition_sample"
+        elif edition == "paper":
+            test = base[base["split"] == "test"]
+            how = "fallback: gold split test"
+        else:
+            test = base.iloc[0:0]
+            how = "empty"
+    rest = base[base["split"].isin(["train", "controls"]) & ~base["id"].isin(set(test["id"]))]
+    return pd.concat([rest, test], ignore_index=True), how
+
+
+def run_audit(engine, edition: str = "paper") -> dict[str, Any]:
+    """Audit ``edition`` of the store (:func:`load_samples` + :func:`audit_frame`); the document gains
+    ``"test_set"`` (how the test set was chosen) and the errata in force per source (``errata``: the
+    counts of ``seeds/errata.jsonl``, :func:`automonitor.data.build.errata.errata_counts`, next to the test
+    pairs of this edition they mark). Raises ``InputError`` for an unknown edition or errata file."""
+    df, how = load_samples(engine, edition)
+    doc = audit_frame(df, edition)
+    doc["test_set"] = how
+    doc["errata"] = {**errata_counts(load_errata()), **doc["errata"]}
+    return doc

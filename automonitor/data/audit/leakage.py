@@ -1,0 +1,276 @@
+"""Splits and leakage: the train/test/controls frames of an audit, MinHash near-duplicates, shared
+Human/Assistant conversations and tiny-diff pairs of test against train (:class:`_Leakage`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, _WORD, _norm
+from automonitor.data.build.families import families
+from automonitor.data.sources import PairRecord
+from automonitor.vocab import NEGATIVE, POSITIVE
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_word_hash_cache: dict[str, int] = {}
+
+
+def _shingle_hashes(text: str, k: int = SHINGLE) -> np.ndarray:
+    """Unique 32-bit hashes of the lower-cased word ``k``-shingles of ``text`` (the whole text is one
+    shingle when shorter than ``k`` words; empty text gives an empty array). Word hashes are CRC-32,
+    combined per shingle with a polynomial hash: deterministic across processes."""
+    words = _WORD.findall(text.lower())
+    if not words:
+        return np.zeros(0, dtype=np.uint64)
+    cache = _word_hash_cache
+    wh = np.fromiter(
+        (cache.get(w) or cache.setdefault(w, zlib.crc32(w.encode()) or 1) for w in words),
+        dtype=np.uint64,
+        count=len(words),
+    )
+    if len(wh) < k:
+        k = len(wh)
+    h = np.zeros(len(wh) - k + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(k):
+            h = h * np.uint64(1_000_003) + wh[j : len(wh) - k + 1 + j]
+    return np.unique(h & np.uint64(0xFFFFFFFF))
+
+
+def near_duplicates(
+    train_texts: list[str], test_texts: list[str], *, threshold: float = JACCARD, num_perm: int = NUM_PERM
+) -> list[tuple[int, int, float]]:
+    """Near-duplicate (test index, train index, estimated Jaccard) triples between two lists of texts.
+
+    MinHash signatures (``datasketch.MinHash``, ``num_perm`` permutations, seed 1) over word
+    :data:`SHINGLE`-shingles (:func:`_shingle_hashes`); candidates from ``datasketch.MinHashLSH`` at
+    ``min(threshold, 0.8)``, kept when their estimated Jaccard similarity is >= ``threshold``. Empty texts never
+    match. Raises ``ValueError`` for a threshold outside (0, 1]."""
+    from datasketch import MinHash, MinHashLSH
+
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    ident = int
+
+    def sigs(texts: list[str]) -> list[MinHash | None]:
+        hs = [_shingle_hashes(t) for t in texts]
+        nonempty = [i for i, h in enumerate(hs) if len(h)]
+        mhs = MinHash.bulk([hs[i].tolist() for i in nonempty], num_perm=num_perm, hashfunc=ident)
+        out: list[MinHash | None] = [None] * len(texts)
+        for i, m in zip(nonempty, mhs):
+            out[i] = m
+        return out
+
+    if not train_texts or not any(t.strip() for t in test_texts):
+        return []
+    tr, te = sigs(train_texts), sigs(test_texts)
+    # LSH finds candidates (its banding cannot be tuned above ~0.9 with few permutations); the estimated
+    # Jaccard of each candidate decides
+    lsh = MinHashLSH(threshold=min(threshold, 0.8), num_perm=num_perm)
+    for i, m in enumerate(tr):
+        if m is not None:
+            lsh.insert(i, m, check_duplication=False)
+    out: list[tuple[int, int, float]] = []
+    for i, m in enumerate(te):
+        if m is None:
+            continue
+        for j in lsh.query(m):
+            jac = float(m.jaccard(tr[j]))  # type: ignore[union-attr]
+            if jac >= threshold:
+                out.append((i, int(j), jac))
+    return out
+
+
+_TURN = re.compile(r"(?:^|\n+)\s*(Human|Assistant|H|A)\s*:\s*")
+
+
+def dialogue_turns(request: str, response: str) -> list[tuple[str, str]] | None:
+    """The Human/Assistant turns of a hh_rlhf-style sample (request = dialogue so far, response = the
+    final assistant turn), each ``(role, normalised text)``; ``None`` when the request is not such a
+    dialogue (it must start with a ``Human:`` turn)."""
+    if not re.match(r"\s*(?:Human|H)\s*:", request):
+        return None
+    parts = _TURN.split(request)
+    turns: list[tuple[str, str]] = []
+    for role, text in zip(parts[1::2], parts[2::2]):
+        turns.append(("human" if role[0] == "H" else "assistant", _norm(text)))
+    if turns and turns[-1][0] == "assistant" and not turns[-1][1]:
+        turns[-1] = ("assistant", _norm(response))
+    else:
+        turns.append(("assistant", _norm(response)))
+    return turns
+
+
+def shared_conversations(train: list[tuple[str, str]], test: list[tuple[str, str]]) -> list[int]:
+    """Indices of ``test`` dialogues (``(request, response)``) that share a conversation with a ``train``
+    dialogue: the same first human turn, or one full dialogue (request + response, normalised) is a prefix
+    of the other. Non-dialogue samples (see :func:`dialogue_turns`) never match."""
+
+    def flat(turns):
+        return "\n".join(f"{r}: {t}" for r, t in turns)
+
+    first: set[str] = set()
+    full: list[str] = []
+    for req, resp in train:
+        t = dialogue_turns(req, resp)
+        if t is None:
+            continue
+        first.update(x for r, x in t[:1] if r == "human")
+        full.append(flat(t))
+    full.sort()
+    full_set = set(full)
+    out: list[int] = []
+    for i, (req, resp) in enumerate(test):
+        t = dialogue_turns(req, resp)
+        if t is None:
+            continue
+        if t[0][0] == "human" and t[0][1] in first:
+            out.append(i)
+            continue
+        s = flat(t)
+        k = bisect.bisect_left(full, s)
+        if k < len(full) and full[k].startswith(s):  # a train dialogue continues this test dialogue
+            out.append(i)
+            continue
+        if any(flat(t[:n]) in full_set for n in range(1, len(t))):  # this one continues a train dialogue
+            out.append(i)
+    return out
+
+
+def token_diff(a: str, b: str, limit: int | None = None) -> int:
+    """Number of tokens (``\\w+|[^\\w\\s]``) to change to turn ``a`` into ``b``: the sum over
+    ``difflib.SequenceMatcher`` non-equal opcodes of the longer side. Whitespace is ignored. With
+    ``limit``, returns ``limit + 1`` early when the token counts already differ by more than ``limit``."""
+    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+    if limit is not None and abs(len(ta) - len(tb)) > limit:
+        return limit + 1
+    if ta == tb:
+        return 0
+    sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    return sum(max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal")
+
+
+def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[str]:
+    """``pair_id`` of the test pairs whose misbehavior and benign responses differ by <= ``limit`` tokens."""
+    out: set[str] = set()
+    sides = test[test["label"].isin([POSITIVE, NEGATIVE])]
+    for pid, g in sides.groupby("pair_id", sort=False):
+        if len(g) != 2 or g["label"].nunique() != 2:
+            continue
+        a, b = g["response"].tolist()
+        if token_diff(a, b, limit) <= limit:
+            out.add(str(pid))
+    return out
+
+
+def _leakage_doc(leakage: _Leakage, jaccard: float) -> dict[str, Any]:
+    """The document's ``leakage``: test pairs with a near-duplicate / a shared conversation, test samples
+    with a near-duplicate, and how both were found."""
+    return {
+        "near_duplicate_pairs": len(leakage.duplicate_pairs),
+        "shared_conversations": len(leakage.shared_pairs),
+        "shared_family_pairs": len(leakage.family_pairs),
+        "near_duplicate_samples": len({i for i, _, _ in leakage.duplicates}),
+        "method": {
+            "near_duplicate": f"MinHash ({NUM_PERM} permutations) over lower-cased word {SHINGLE}-shingles "
+            f"of request + response, MinHashLSH, estimated Jaccard >= {jaccard}",
+            "shared_conversations": "same first human turn, or one dialogue a prefix of the other",
+            "shared_families": "automonitor.data.build.families: problem versions, one function at two commits "
+            "(repo+file+function), paraphrased requests (MinHash, Jaccard >= 0.8)",
+        },
+    }
+
+
+def _audit_splits(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(train, test, controls)`` frames (indexes 0..n-1) of the labelled train/test rows and the
+    controls rows; text columns as str (missing = ""), ``label_source`` ``user`` when the column is
+    absent. Raises ``ValueError`` when a required column is missing."""
+    need = {"id", "pair_id", "category", "task", "label", "request", "response", "source", "split"}
+    missing = need - set(samples.columns)
+    if missing:
+        raise ValueError(f"samples frame lacks column(s) {sorted(missing)}")
+    df = samples.copy()
+    if "label_source" not in df:
+        df["label_source"] = "user"
+    for c in ("request", "response", "source"):
+        df[c] = df[c].fillna("").astype(str)
+    df = df.reset_index(drop=True)
+    labelled = df["label"].isin([POSITIVE, NEGATIVE])
+    train = df[(df["split"] == "train") & labelled].reset_index(drop=True)
+    test = df[(df["split"] == "test") & labelled].reset_index(drop=True)
+    controls = df[df["split"] == "controls"].reset_index(drop=True)
+    return train, test, controls
+
+
+@dataclass
+class _Leakage:
+    """Leakage of train into test: ``duplicates`` (test index, train index, Jaccard) near-duplicates;
+    the pair ids of test pairs with a near-duplicate, sharing a conversation with train, or whose two
+    sides differ by at most TINY_DIFF_TOKENS tokens."""
+
+    duplicates: list[tuple[int, int, float]]
+    duplicate_pairs: set[str]
+    shared_pairs: set[str]
+    tiny_pairs: set[str]
+    family_pairs: set[str] = field(default_factory=set)
+
+
+def shared_family_pairs(train: pd.DataFrame, test: pd.DataFrame) -> set[str]:
+    """``pair_id`` of the test pairs in a problem family (:func:`automonitor.data.build.families.families`:
+    versions of one problem, one function at two commits, paraphrased requests) that also has a train
+    pair; one record per pair (its first row: request, source, ``meta``)."""
+    recs: list[PairRecord] = []
+    sides: list[str] = []
+    for part, frame in (("train", train), ("test", test)):
+        for pid, g in frame.groupby("pair_id", sort=False):
+            row = g.iloc[0]
+            meta = row["meta"] if "meta" in frame.columns and isinstance(row["meta"], dict) else {}
+            recs.append(
+                PairRecord(
+                    source=str(row["source"]),
+                    pair_id=str(pid),
+                    category=str(row["category"]),
+                    task=str(row["task"]),
+                    request=str(row["request"]),
+                    misbehavior="",
+                    benign="",
+                    mis_file="",
+                    ben_file="",
+                    mis_record="",
+                    ben_record="",
+                    meta=meta,
+                )
+            )
+            sides.append(part)
+    fam = families(recs)
+    in_train = {f for f, side in zip(fam, sides) if side == "train"}
+    return {r.pair_id for r, f, side in zip(recs, fam, sides) if side == "test" and f in in_train}
+
+
+def _find_leakage(train: pd.DataFrame, test: pd.DataFrame, jaccard: float) -> _Leakage:
+    """Near-duplicates (request + response), shared conversations and tiny-diff pairs over the whole
+    test set, attributed to pairs."""
+    dup = near_duplicates(
+        (train["request"] + "\n" + train["response"]).tolist(),
+        (test["request"] + "\n" + test["response"]).tolist(),
+        threshold=jaccard,
+    )
+    shared_idx = shared_conversations(
+        list(zip(train["request"], train["response"])), list(zip(test["request"], test["response"]))
+    )
+    return _Leakage(
+        duplicates=list(dup),
+        duplicate_pairs={str(test.at[i, "pair_id"]) for i, _, _ in dup},
+        shared_pairs={str(test.at[i, "pair_id"]) for i in shared_idx},
+        tiny_pairs=tiny_diff_pairs(test),
+        family_pairs=shared_family_pairs(train, test),
+    )

@@ -1,0 +1,124 @@
+"""The audit's slices: one SLICE doc per (category, task, source) of the test set and one per category x
+task cell, with label provenance, baseline AUROCs, the flag and the slice's leakage counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from automonitor.data.audit.baselines import _FITTERS, _score_trained, _TrainedBaselines, _y, score_within_test
+from automonitor.data.audit.leakage import _Leakage
+from automonitor.data.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY, is_control
+from automonitor.data.audit.suggestion import _score_suggestion
+from automonitor.vocab import CATEGORIES, NEGATIVE, POSITIVE, TASKS
+
+
+def _label_source_pairs(df: pd.DataFrame) -> dict[str, int]:
+    ls = df["label_source"].fillna("user").astype(str)
+    return {k: int(v) for k, v in df.assign(_ls=ls).groupby("_ls")["pair_id"].nunique().sort_index().items()}
+
+
+def _audit_slices(
+    test: pd.DataFrame, baselines: _TrainedBaselines, leakage: _Leakage, flag_at: float
+) -> list[dict[str, Any]]:
+    """The SLICE docs: one per (category, task, source) present in test, then one per category x task
+    cell (source ``all``), in vocabulary order."""
+
+    def order(cat: str, task: str) -> tuple[int, int]:
+        return (CATEGORIES.index(cat) if cat in CATEGORIES else 99, TASKS.index(task) if task in TASKS else 99)
+
+    slices: list[dict[str, Any]] = []
+    keys = sorted(
+        {(c, t, s) for c, t, s in zip(test["category"], test["task"], test["source"])},
+        key=lambda k: (*order(k[0], k[1]), k[2]),
+    )
+    for cat, task, src in keys:
+        te = test[(test["category"] == cat) & (test["task"] == task) & (test["source"] == src)]
+        slices.append(_slice_doc("source", src, cat, task, te, baselines, leakage, flag_at))
+    for cat, task in sorted({(c, t) for c, t, _ in keys}, key=lambda k: order(*k)):
+        te = test[(test["category"] == cat) & (test["task"] == task)]
+        slices.append(_slice_doc("cell", ALL_SOURCES, cat, task, te, baselines, leakage, flag_at))
+    return slices
+
+
+def _slice_doc(
+    kind: str,
+    source: str,
+    cat: str,
+    task: str,
+    te: pd.DataFrame,
+    trained: _TrainedBaselines,
+    leakage: _Leakage,
+    flag_at: float,
+) -> dict[str, Any]:
+    """The SLICE doc of test rows ``te`` (see :func:`audit_frame`). A source slice trains on its own
+    source when it has enough train data, else on its cell; with too little train data in the cell too,
+    the baselines are cross-validated within the test slice (``baseline_method`` ``within_test_cv``:
+    :data:`CV_FOLDS` folds grouped by pair). Flagged when any baseline has |AUROC - 0.5| >=
+    ``flag_at - 0.5`` (a reversed separator counts)."""
+    tr, trained_on = trained.cell_train(cat, task), "cell"
+    if kind == "source":
+        src_tr = tr[tr["source"] == source]
+        if trained.enough(src_tr):
+            tr, trained_on = src_tr, "source"
+    baselines: dict[str, float | None] = {}
+    notes: dict[str, str] = {}
+    pairwise: dict[str, float | None] = {}
+    y, yt = _y(te), _y(tr)
+    method = "train"
+    if trained.enough(tr):
+        _score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise)
+    else:
+        trained_on, method = None, "within_test_cv"
+        score_within_test(te, y, baselines, notes, pairwise)
+        for name in _FITTERS:
+            notes[name] = (
+                f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} benign; need "
+                f"{MIN_TRAIN_PER_CLASS} of each): {notes[name]}"
+            )
+    if cat == SYCOPHANCY:
+        _score_suggestion(te, y, baselines, notes, pairwise)
+    margin = flag_at - 0.5
+    flagged_by = [k for k, v in baselines.items() if v is not None and abs(v - 0.5) >= margin - 1e-12]
+    for k, v in baselines.items():
+        if v is not None and v <= 1 - flag_at:
+            notes[k] = (
+                f"AUROC {v:.2f}: a reversed separator (the feature ranks the benign side higher than the "
+                f"training data would; still a shortcut: flagged){'; ' + notes[k] if k in notes else ''}"
+            )
+    pids = set(te["pair_id"].astype(str))
+    ctrl = is_control(te["pair_id"]).to_numpy(dtype=bool)
+    return {
+        "source": source,
+        "category": cat,
+        "task": task,
+        "kind": kind,
+        "pairs": int(te.loc[~ctrl, "pair_id"].nunique()),
+        "controls": int(ctrl.sum()),
+        "samples": int(len(te)),
+        "label_source": _label_source_pairs(te[~ctrl]),
+        "baselines": baselines,
+        "pairwise": pairwise,
+        "baseline_method": method,
+        "notes": notes,
+        "n_train": {POSITIVE: int(yt.sum()), NEGATIVE: int(len(yt) - yt.sum())},
+        "trained_on": trained_on,
+        "flagged": bool(flagged_by),
+        "flagged_by": flagged_by,
+        "near_duplicate_pairs": len(pids & leakage.duplicate_pairs),
+        "shared_conversations": len(pids & leakage.shared_pairs),
+        "tiny_diff_pairs": len(pids & leakage.tiny_pairs),
+        "shared_family_pairs": len(pids & leakage.family_pairs),
+        "errata_pairs": errata_pairs(te),
+    }
+
+
+def errata_pairs(te: pd.DataFrame) -> int:
+    """Test pairs of ``te`` whose rows carry an erratum (``meta.erratum``: read wrong or doubtful, kept in
+    the ``paper`` mirror marked)."""
+    if "meta" not in te.columns or te.empty:
+        return 0
+    marked = te["meta"].map(lambda m: isinstance(m, dict) and bool(m.get("erratum")))
+    return int(te.loc[marked.to_numpy(dtype=bool), "pair_id"].nunique())

@@ -1,0 +1,93 @@
+"""The build plan: which pairs go to test, candidates and train for a raw dir and a seed, without
+touching any store."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+from automonitor.data.build.errata import current, errata_counts, load_errata
+from automonitor.data.build.families import shared_families
+from automonitor.data.build.gating import load_all
+from automonitor.data.build.hard import add_hard_edition
+from automonitor.data.build.report import _edition_report, _report_pools, _report_quotas, _report_source_counts
+from automonitor.data.build.rows import Plan
+from automonitor.data.build.selection import (
+    _Blocked,
+    _Pool,
+    _candidate_hashes,
+    _control_rows,
+    _gated_pool,
+    _select_candidates,
+    _select_test,
+    _split_rows,
+)
+from automonitor.data.sources import SourceResult
+
+
+def _family_report(pool: _Pool, plan: Plan) -> dict[str, int]:
+    """Problem families of the pool: how many, how many hold more than one pair, and how many have
+    pairs in both train and test (0 by construction)."""
+    sizes = Counter(pool.family.values())
+    split = {r["pair_id"]: r["split"] for r in plan.rows}
+    train = {p for p, s in split.items() if s == "train"}
+    test = {p for p, s in split.items() if s == "test"}
+    return {
+        "families": len(sizes),
+        "multi_pair_families": sum(1 for n in sizes.values() if n > 1),
+        "train_dropped_same_family": sum(
+            v.get("train_dropped_same_family", 0) for v in plan.report["sources"].values()
+        ),
+        "shared_train_test": len(shared_families(pool.family, train, test)),
+    }
+
+
+def plan_build(
+    raw: Path,
+    seed: int = 0,
+    *,
+    external_test: tuple[set[str], set[str]] | None = None,
+    progress: Callable[[str], None] | None = None,
+    loaded: dict[str, SourceResult] | None = None,
+    errata_file: str | Path | None = None,
+) -> Plan:
+    """Decide, without touching any store, which pairs go to test, candidates and train.
+
+    Args:
+        raw: the raw sources dir (layout of ``../shared/raw``).
+        seed: selection seed (see module doc).
+        external_test: ``(request hashes, response hashes)`` of gold test samples already in the store
+            that the build does not own (user imports): train and candidates avoid them too.
+        loaded: the output of :func:`load_all` for ``raw`` when the caller already has it (it is not
+            modified); read from ``raw`` otherwise.
+        errata_file: the errata to apply (:mod:`automonitor.data.build.errata`; default ``$AUTOMONITOR_ERRATA``
+            or ``seeds/errata.jsonl``).
+    Returns:
+        :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
+    Raises:
+        InputError: see :func:`load_all`; an invalid errata line (file, line, field).
+    """
+    errata = load_errata(errata_file)  # before anything is read: a bad errata file changes nothing
+    results = loaded if loaded is not None else load_all(raw, progress)
+    report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
+    pool = _gated_pool(results, report, current(errata))
+    test = _select_test(pool, seed)
+    ext_req, ext_resp = external_test or (set(), set())
+    blocked = _Blocked(test.req | ext_req, test.mis | test.ben | ext_resp)
+    cands = _select_candidates(pool, test, seed, blocked)
+    plan = Plan(report=report)
+    train = _split_rows(pool, test, cands, blocked | _candidate_hashes(cands), plan)
+    ctrl_n = _control_rows(results, blocked.resp, plan)
+    _report_source_counts(report, pool, test, cands, train)
+    _report_quotas(report, test)
+    report["editions"] = _edition_report(test)
+    _report_pools(report, pool, cands, train, ctrl_n)
+    report["code_gates"] = {
+        src: {lang: dict(c) for lang, c in langs.items()} for src, langs in pool.by_language.items()
+    }
+    report["families"] = _family_report(pool, plan)
+    report["errata"] = errata_counts(errata, pool.errata_applied)
+    report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
+    add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
+    return plan

@@ -1,0 +1,249 @@
+"""The store side of the build: reconcile the store's build-derived rows with a plan in one transaction
+(package doc, "Rebuild policy")."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from automonitor.data.build.config import ORIGIN, resolve_raw
+from automonitor.data.build.gold_spans import sync_spans
+from automonitor.data.build.plan import plan_build
+from automonitor.data.build.rows import Plan
+from automonitor.data.build.selection import _Blocked
+from automonitor.errors import InputError
+from automonitor.leases import lease_held_by_other
+from automonitor.data.sources import REGISTRY, SourceResult
+from store import session_scope
+from store.queries import build as build_queries
+from store.queries.locks import release_named_lock, try_named_lock
+from store.queries.samples import insert_samples
+
+
+@dataclass
+class _StoreState:
+    """What the store holds before a build: the build-derived samples (id -> ``(split, status,
+    label_source)``), those the annotation workflow finalized, and the request / response hashes of
+    gold test samples the build does not own (user imports)."""
+
+    current: dict[str, tuple[str | None, str, str, str]] = field(default_factory=dict)
+    settled: set[str] = field(default_factory=set)
+    external: _Blocked = field(default_factory=_Blocked)
+
+
+def _erratum_key(meta: Any) -> str:
+    """The erratum a row carries (``meta.erratum``) as a comparable string (``""``: none)."""
+    e = meta.get("erratum") if isinstance(meta, dict) else None
+    return json.dumps(e, sort_keys=True) if e else ""
+
+
+def _placement(row: dict[str, Any]) -> tuple[str | None, str, str, str]:
+    """``(split, status, label_source, erratum)`` of a planned row (compared with the store's)."""
+    return (row["split"], row["status"], row["label_source"], _erratum_key(row.get("meta")))
+
+
+def _store_state(session: Session) -> _StoreState:
+    """Read :class:`_StoreState` (a build-derived row: a registered source and ``meta.origin ==
+    "build"``)."""
+    sources = set(REGISTRY)
+    state = _StoreState()
+    for row in build_queries.sample_states(session):
+        meta = row.meta
+        if row.source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN:
+            state.current[row.id] = (row.split, row.status, row.label_source, _erratum_key(meta))
+            if "annotation" in meta:  # finalized by the annotation workflow
+                state.settled.add(row.id)
+        elif row.status == "gold" and row.split == "test":
+            state.external.req.add(row.request_hash)
+            state.external.resp.add(row.response_hash)
+    return state
+
+
+@dataclass
+class _Changes:
+    """The sample changes that reconcile the store with a plan: planned rows by id, build rows kept
+    as they are (adjudicated or finalized), ids to delete and ids whose split/status/provenance move."""
+
+    planned: dict[str, dict[str, Any]]
+    kept: set[str]
+    to_delete: list[str]
+    to_update: list[str]
+    to_mark: list[str] = field(default_factory=list)  # only the erratum (meta.erratum) changes
+
+
+def _sample_changes(session: Session, state: _StoreState, plan: Plan) -> _Changes:
+    """Diff the store's build rows against ``plan``: rows not planned are deleted, rows whose
+    ``(split, status, label_source)`` or erratum (``meta.erratum``) differ are updated unless adjudicated
+    or finalized."""
+    planned = {r["id"]: r for r in plan.rows}
+    kept = state.settled | build_queries.adjudicated_ids(session, list(state.current))
+    current = state.current
+    to_delete = [i for i in current if i not in planned]
+    to_update = [i for i in current if i in planned and i not in kept and current[i][:3] != _placement(planned[i])[:3]]
+    to_mark = [i for i in current if i in planned and i not in kept and current[i][3] != _placement(planned[i])[3]]
+    return _Changes(planned, kept, to_delete, to_update, to_mark)
+
+
+def _clear_references(session: Session, affected: list[str], seed: int, force: bool) -> dict[str, int]:
+    """Refuse to replace or move referenced samples, or (``force``) delete what references them.
+
+    Returns:
+        Rows deleted per table (empty when nothing references ``affected``).
+    Raises:
+        InputError: some of ``affected`` are referenced and ``force`` is false (field ``--seed``).
+    """
+    refs = build_queries.referenced(session, affected) if affected else {}
+    if not refs:
+        return {}
+    if not force:
+        desc = ", ".join(f"{len(v)} by {k}" for k, v in refs.items())
+        last = build_queries.latest_seed(session)
+        raise InputError(
+            f"building with seed {seed} would replace or move {len(affected)} build samples of the "
+            f"current build{f' (seed {last})' if last is not None else ''}, and some are referenced "
+            f"({desc}); rerun with --force to delete those runs, assignments, annotations and "
+            f"adjudications, or keep the current seed",
+            field="--seed",
+        )
+    doomed = sorted(set().union(*refs.values()))
+    live = [
+        r for r in build_queries.runs_judging(session, doomed) if lease_held_by_other((r.params or {}).get("lease"))
+    ]
+    if live:  # never delete a run under its executing runner
+        who = ", ".join(f"{r.id} (pid {r.params['lease'].get('pid')} on {r.params['lease'].get('host')})" for r in live)
+        raise InputError(
+            f"build --force would delete run(s) that are executing now: {who}; cancel them "
+            f"(automonitor cancel RUN) or wait for them to finish, then build again",
+            field="--force",
+        )
+    return build_queries.delete_dependents(session, doomed)
+
+
+def _edition_changes(
+    session: Session, state: _StoreState, plan: Plan, changes: _Changes
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(drop, add)``: the ``(edition, sample_id)`` memberships of build samples to delete and to
+    insert (sorted) so that each planned row is in its planned editions; adjudicated / finalized
+    samples keep theirs."""
+    have = build_queries.edition_memberships(session, list(state.current))
+    kept = changes.kept
+    want = {(ed, r["id"]) for r in plan.rows for ed in r.get("editions", ()) if r["id"] not in kept}
+    deleted = set(changes.to_delete)
+    drop = [(ed, sid) for ed, sid in have if sid not in kept and ((ed, sid) not in want or sid in deleted)]
+    return drop, sorted(want - have)
+
+
+def _apply_changes(session: Session, state: _StoreState, plan: Plan, changes: _Changes) -> dict[str, int]:
+    """Write the reconciliation: edition memberships dropped, samples deleted and updated, new rows
+    inserted, memberships added. Returns ``inserted``, ``updated``, ``deleted``, ``editions``
+    (memberships dropped + added)."""
+    drop_ed, add_ed = _edition_changes(session, state, plan, changes)
+    build_queries.drop_edition_memberships(session, drop_ed)
+    build_queries.delete_samples(session, changes.to_delete)
+    build_queries.update_sample_placement(session, [changes.planned[i] for i in changes.to_update])
+    build_queries.update_sample_meta(session, [(i, changes.planned[i]["meta"]) for i in changes.to_mark])
+    inserted = insert_samples(session, [r for r in plan.rows if r["id"] not in state.current])
+    build_queries.add_edition_memberships(session, add_ed)
+    spans = sync_spans(session, plan.rows, changes.kept)
+    return {
+        "gold_spans": spans["inserted"] + spans["deleted"],
+        "inserted": inserted,
+        "updated": len(changes.to_update) + len(set(changes.to_mark) - set(changes.to_update)),
+        "deleted": len(changes.to_delete),
+        "editions": len(drop_ed) + len(add_ed),
+    }
+
+
+BUILD_LOCK = "build"  # the store-wide lock name: one build at a time per store
+_F = TypeVar("_F", bound=Callable[..., dict[str, Any]])
+
+
+def _serialised(fn: _F) -> _F:
+    """Run ``fn(engine, ...)`` under the store-wide build lock (:func:`store.queries.locks.try_named_lock`:
+    a PostgreSQL advisory lock, a lock file beside a SQLite database), so two builds never interleave.
+
+    Raises:
+        InputError: another build is running on this store (field ``build``; the CLI exits 2).
+    """
+
+    @functools.wraps(fn)
+    def locked(engine: Engine, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        lock = try_named_lock(engine, BUILD_LOCK)
+        if lock is None:
+            raise InputError(
+                "another build is running on this store; wait for it to finish, then build again", field="build"
+            )
+        try:
+            return fn(engine, *args, **kwargs)
+        finally:
+            release_named_lock(lock)
+
+    return locked  # type: ignore[return-value]
+
+
+@_serialised
+def build(
+    engine: Engine,
+    raw: str | Path | None = None,
+    seed: int = 0,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    loaded: dict[str, SourceResult] | None = None,
+    errata_file: str | Path | None = None,
+) -> dict[str, Any]:
+    """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
+    transaction (see the module doc for composition and rebuild policy), under the store-wide build lock
+    (:func:`_serialised`).
+
+    ``loaded``, ``errata_file``: see :func:`plan_build` (every build applies the errata in force).
+
+    Returns:
+        The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
+        (bool), ``dependents_deleted`` (with ``force``) and ``seconds`` (wall time).
+    Raises:
+        InputError: raw dir missing or malformed, a reseed would change samples that predictions or
+            annotations reference and ``force`` is false, or another build is running on this store
+            (field ``build``). Nothing is changed then.
+    """
+    t0 = time.perf_counter()
+    raw_path = resolve_raw(raw)
+    with session_scope(engine) as session:
+        state = _store_state(session)
+        external = (state.external.req, state.external.resp)
+        plan = plan_build(
+            raw_path, seed, external_test=external, progress=progress, loaded=loaded, errata_file=errata_file
+        )
+        changes = _sample_changes(session, state, plan)
+        dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)
+        counts = _apply_changes(session, state, plan, changes)
+        changed = any(counts.values())
+        last = build_queries.latest_seed(session)
+        report = dict(plan.report)
+        report.update(
+            {
+                "inserted": counts["inserted"],
+                "updated": counts["updated"],
+                "deleted": counts["deleted"],
+                "unchanged": not changed,
+                "dependents_deleted": dependents,
+                "kept_adjudicated": len([i for i in state.current if i in changes.kept]),
+                "gold_spans_changed": counts["gold_spans"],
+            }
+        )
+        if changed or last != seed:
+            build_queries.log_build(session, seed, {k: v for k, v in report.items() if k != "seconds"})
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    return report
+
+
+def latest_seed(session: Session) -> int | None:
+    """Seed of the newest build log, or ``None`` when the store was never built."""
+    return build_queries.latest_seed(session)

@@ -1,0 +1,383 @@
+"""Selection: the gated, de-duplicated pool, the seeded test draw per quota, the candidate pool, the
+train split and the controls, as rows appended to a :class:`~automonitor.data.build.rows.Plan` (package
+doc, "Selection" to "Train split")."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from automonitor.data.build.config import (
+    CANDIDATE_PLAN,
+    HAND_CHECK_FAILED,
+    NOT_VERIFIED,
+    PAPER_CELLS_PLAN,
+    PAPER_R2,
+    TEST_PLAN,
+    VERIFIED_EXTRA,
+    Cell,
+    Quota,
+)
+from automonitor.data.build.errata import Erratum, apply_errata
+from automonitor.data.build.families import families
+from automonitor.data.build.gating import apply_gates
+from automonitor.data.build.rows import Plan, _hashes, _rows_for, _shuffled, proportional, rng_for
+from automonitor.data.gates import conversation_groups
+from automonitor.data.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
+
+
+@dataclass
+class _Blocked:
+    """Text hashes a pair may not share: request hashes and response hashes (either side)."""
+
+    req: set[str] = field(default_factory=set)
+    resp: set[str] = field(default_factory=set)
+
+    def __or__(self, other: _Blocked) -> _Blocked:
+        return _Blocked(self.req | other.req, self.resp | other.resp)
+
+
+@dataclass
+class _Pool:
+    """Every source's gated, de-duplicated pairs (source name -> pairs, in load order), their
+    ``(request, misbehavior, benign)`` sha256 hashes by ``pair_id``, the gate counts per source and
+    the hh_rlhf conversation group of each hh_rlhf ``pair_id``."""
+
+    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    gates: dict[str, Counter[str]] = field(default_factory=dict)
+    conv: dict[str, int] = field(default_factory=dict)
+    errata_applied: dict[str, str] = field(default_factory=dict)  # erratum pair id -> pool pair_id
+    by_language: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # analyser gate counts
+    family: dict[str, int] = field(default_factory=dict)  # pair_id -> problem family (build.families)
+
+    def collides(self, p: PairRecord, blocked: _Blocked) -> bool:
+        """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
+        h = self.hashes[p.pair_id]
+        return h[0] in blocked.req or h[1] in blocked.resp or h[2] in blocked.resp
+
+
+@dataclass
+class _TestSet:
+    """The test selection: pairs per source, the round-2 quota rows of the report (``source``,
+    ``category``, ``task``, ``target_pairs``, ``built_pairs``), the paper cell rows (``category``,
+    ``task``, ``target_pairs``, ``built_pairs``, ``missing_pairs``, ``by_source``, ``why``), the ids of
+    the ``paper-r2`` and ``paper`` pairs and the hashes of the chosen texts."""
+
+    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    quotas: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    r2_ids: set[str] = field(default_factory=set)
+    paper_ids: set[str] = field(default_factory=set)
+    req: set[str] = field(default_factory=set)
+    mis: set[str] = field(default_factory=set)
+    ben: set[str] = field(default_factory=set)
+
+    def ids(self) -> set[str]:
+        """``pair_id`` of every test pair."""
+        return {p.pair_id for ps in self.pairs.values() for p in ps}
+
+
+# Candidate pairs per source, each with the reason it is a candidate (``None``: a planned draw).
+_Candidates = dict[str, list[tuple[PairRecord, str | None]]]
+
+
+@dataclass
+class _TrainCounts:
+    """Per source: train pairs kept, dropped for a hash collision, dropped for sharing an hh_rlhf
+    conversation with the test set or the candidate pool."""
+
+    kept: Counter[str] = field(default_factory=Counter)
+    dropped_collision: Counter[str] = field(default_factory=Counter)
+    dropped_conversation: Counter[str] = field(default_factory=Counter)
+    dropped_family: Counter[str] = field(default_factory=Counter)
+
+
+_SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
+
+
+def verifiable(p: PairRecord) -> bool:
+    """Whether a test pair may be in ``verified``: it passed every gate, its provenance is not in
+    :data:`NOT_VERIFIED` and its source passed the hand check (:data:`HAND_CHECK_FAILED`)."""
+    return p.label_source not in NOT_VERIFIED and not p.gate and p.source not in HAND_CHECK_FAILED
+
+
+def not_verified_why(p: PairRecord) -> str | None:
+    """Why a test pair is out of ``verified`` (``None``: it is in)."""
+    if p.gate:
+        return p.gate
+    if p.label_source in NOT_VERIFIED:
+        return f"{p.label_source}: enters verified only through adjudication"
+    if p.source in HAND_CHECK_FAILED:
+        return f"hand check: {HAND_CHECK_FAILED[p.source]}"
+    return None
+
+
+def editions_of(p: PairRecord, test: _TestSet) -> tuple[str, ...]:
+    """The editions a test pair belongs to: ``paper`` when a paper cell drew it, ``paper-r2`` when a
+    round-2 quota drew it, ``verified`` when :func:`verifiable`."""
+    eds: tuple[str, ...] = ("paper",) if p.pair_id in test.paper_ids else ()
+    if p.pair_id in test.r2_ids:
+        eds += (PAPER_R2,)
+    if verifiable(p):
+        eds += ("verified",)
+    return eds
+
+
+def _gated_pool(
+    results: dict[str, SourceResult], report: dict[str, Any], errata: dict[str, Erratum] | None = None
+) -> _Pool:
+    """Gate every source's pairs (:func:`apply_gates`, then the errata in force: :func:`apply_errata`)
+    and drop pairs whose two responses (or ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
+    and computes the hh_rlhf conversation groups."""
+    pool = _Pool()
+    seen: set[tuple[str, str]] = set()
+    for name, res in results.items():
+        kept = []
+        dropped = Counter(res.dropped)
+        gated = apply_gates(name, res, pool.gates, pool.by_language)
+        for p in apply_errata(gated, errata or {}, pool.gates.setdefault(name, Counter()), pool.errata_applied):
+            h = _hashes(p)
+            key = (h[1], h[2])
+            if key in seen or p.pair_id in pool.hashes:
+                dropped["duplicate pair (same responses as an earlier pair)"] += 1
+                continue
+            seen.add(key)
+            pool.hashes[p.pair_id] = h
+            kept.append(p)
+        pool.pairs[name] = kept
+        report["sources"][name] = {
+            "category": REGISTRY[name].category,
+            "task": REGISTRY[name].task,
+            "files_read": len(res.files),
+            "files_missing": res.missing,
+            "optional": name in OPTIONAL_SOURCES,
+            "pairs_available": len(kept),
+            "eligible_for_test": sum(p.eligible_test and not p.gate for p in kept),
+            "dropped": dict(sorted(dropped.items())),
+        }
+    # hh_rlhf conversation groups: no conversation may be in both train and test
+    hh = pool.pairs.get("hh_rlhf")
+    if hh:
+        for p, group in zip(hh, conversation_groups([p.request for p in hh])):
+            pool.conv[p.pair_id] = group
+    # problem families (versions, one function at two commits, paraphrases): no family on both sides
+    every = [p for ps in pool.pairs.values() for p in ps]
+    pool.family = dict(zip((p.pair_id for p in every), families(every)))
+    return pool
+
+
+def _stratum_allocation(order: list[PairRecord], target: int) -> dict[str, int]:
+    """Pairs to draw per stratum (``group``, ``""`` for none): ``target`` split in proportion to the
+    strata of ``order`` (:func:`proportional`), or all of it to the one stratum."""
+    if len({p.group for p in order}) > 1:
+        return proportional(dict(Counter(p.group or "" for p in order)), target)
+    return {(order[0].group or "") if order else "": target}
+
+
+def _draw_quota(q: Quota, target: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
+    """Draw up to ``target`` test pairs of quota ``q`` in seeded order, stratified by ``group``,
+    skipping a pair whose misbehavior text is a chosen benign text (or vice versa); records the
+    chosen hashes in ``test``. The paper mirror keeps gate-failing pairs (its noise), the
+    verified-only sources do not."""
+    eligible = [p for p in pool.pairs.get(q.source, []) if p.eligible_test and (q in TEST_PLAN or not p.gate)]
+    order = _shuffled(eligible, rng_for(seed, q.source, "test"))
+    alloc = _stratum_allocation(order, target)
+    taken_per: Counter[str] = Counter()
+    chosen: list[PairRecord] = []
+    for p in order:
+        group = p.group or ""
+        if taken_per[group] >= alloc.get(group, 0):
+            continue
+        req_hash, mis_hash, ben_hash = pool.hashes[p.pair_id]
+        if mis_hash in test.ben or ben_hash in test.mis:  # same text would carry both labels in the test set
+            continue
+        chosen.append(p)
+        taken_per[group] += 1
+        test.mis.add(mis_hash)
+        test.ben.add(ben_hash)
+        test.req.add(req_hash)
+    return chosen
+
+
+def _take(source: str, need: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
+    """Up to ``need`` test pairs of ``source`` for a paper cell: the pairs a round-2 quota already drew
+    (in their drawn order), then further eligible pairs in the source's seeded test order (the same
+    order the quota drew from), skipping a pair whose misbehavior text is a chosen benign text (or vice
+    versa). New pairs join ``test.pairs[source]``. Like the paper mirror, gate-failing pairs count
+    (their noise is measured; ``verified`` leaves them out)."""
+    have = test.pairs.setdefault(source, [])
+    out = have[:need]
+    if len(out) >= need:
+        return out
+    taken = {p.pair_id for p in have}
+    eligible = [p for p in pool.pairs.get(source, []) if p.eligible_test and p.pair_id not in taken]
+    for p in _shuffled(eligible, rng_for(seed, source, "test")):
+        if len(out) >= need:
+            break
+        req_hash, mis_hash, ben_hash = pool.hashes[p.pair_id]
+        if mis_hash in test.ben or ben_hash in test.mis:
+            continue
+        out.append(p)
+        have.append(p)
+        test.mis.add(mis_hash)
+        test.ben.add(ben_hash)
+        test.req.add(req_hash)
+    return out
+
+
+def _select_cells(pool: _Pool, seed: int, test: _TestSet, cells: tuple[Cell, ...] = PAPER_CELLS_PLAN) -> None:
+    """Step 1b: the ``paper`` edition, cell by cell (:data:`PAPER_CELLS_PLAN`): each cell's sources in
+    order give up to what the cell still needs; a cell short of its count records the deficit and why
+    (never padded with another cell's data)."""
+    for c in cells:
+        need, by_source = c.pairs, {}
+        for src in c.sources:
+            if need <= 0:
+                break
+            got = _take(src, need, pool, seed, test)
+            test.paper_ids.update(p.pair_id for p in got)
+            if got:
+                by_source[src] = len(got)
+            need -= len(got)
+        built = c.pairs - max(need, 0)
+        test.cells.append(
+            {
+                "category": c.category,
+                "task": c.task,
+                "target_pairs": c.pairs,
+                "built_pairs": built,
+                "missing_pairs": c.pairs - built,
+                "by_source": by_source,
+                "why": c.short_why if built < c.pairs else None,
+            }
+        )
+
+
+def _select_test(pool: _Pool, seed: int) -> _TestSet:
+    """Step 1: the test selection: the round-2 mirror (:data:`TEST_PLAN`, a sharing quota reduced by
+    what its partner built; edition ``paper-r2``), the verified-only sources (:data:`VERIFIED_EXTRA`),
+    then the paper's cells (:func:`_select_cells`, edition ``paper``), which reuse those draws first."""
+    test = _TestSet()
+    built: dict[str, int] = {}
+    for q in TEST_PLAN + VERIFIED_EXTRA:
+        target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
+        chosen = _draw_quota(q, target, pool, seed, test)
+        test.pairs[q.source] = chosen
+        built[q.source] = len(chosen)
+        if q in TEST_PLAN:
+            test.r2_ids.update(p.pair_id for p in chosen)
+            test.quotas.append(
+                {
+                    "source": q.source,
+                    "category": q.category,
+                    "task": q.task,
+                    "target_pairs": target,
+                    "built_pairs": len(chosen),
+                }
+            )
+    _select_cells(pool, seed, test)
+    return test
+
+
+def _select_candidates(pool: _Pool, test: _TestSet, seed: int, blocked: _Blocked) -> _Candidates:
+    """Step 2: the candidate pool: the planned draws (:data:`CANDIDATE_PLAN`), every gate-failing
+    eligible pair not in the test set (with its reason), and a copy (own pair_id ``cand:<pair_id>``)
+    of each paper test pair whose provenance or a gate keeps it out of verified. None shares a text
+    hash with ``blocked`` (test set and external gold test samples)."""
+    test_ids = test.ids()
+    cands: _Candidates = defaultdict(list)
+    for name, n in CANDIDATE_PLAN.items():
+        rest = [
+            p
+            for p in pool.pairs.get(name, [])
+            if p.pair_id not in test_ids and p.eligible_test and not p.gate and not pool.collides(p, blocked)
+        ]
+        for p in _shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
+            cands[name].append((p, None))
+    for name, pairs in pool.pairs.items():
+        for p in pairs:
+            if p.gate and p.eligible_test and p.pair_id not in test_ids and not pool.collides(p, blocked):
+                cands[name].append((p, p.gate))
+    for name, pairs in test.pairs.items():
+        for p in pairs:  # a paper test pair that cannot be verified: a copy with its own pair_id
+            why = not_verified_why(p)
+            if why:
+                cands[name].append((replace(p, pair_id=f"cand:{p.pair_id}"), why))
+    return cands
+
+
+def _candidate_hashes(cands: _Candidates) -> _Blocked:
+    """The request and response hashes of every candidate pair."""
+    out = _Blocked()
+    for cs in cands.values():
+        for p, _why in cs:
+            h = _hashes(p)
+            out.req.add(h[0])
+            out.resp.update(h[1:])
+    return out
+
+
+def _held_conversations(pool: _Pool, test: _TestSet, cands: _Candidates) -> set[int]:
+    """hh_rlhf conversation groups that have a pair in the test set or the candidate pool (a
+    candidate copy ``cand:<pair_id>`` counts as its original)."""
+    held = {
+        pool.conv[p.pair_id.removeprefix("cand:")]
+        for cs in cands.values()
+        for p, _ in cs
+        if p.pair_id.removeprefix("cand:") in pool.conv
+    }
+    held |= {pool.conv[p.pair_id] for p in test.pairs.get("hh_rlhf", [])}
+    return held
+
+
+def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blocked, plan: Plan) -> _TrainCounts:
+    """Step 3: append to ``plan.rows``, source by source, the test rows, the candidate rows and the
+    train rows: every other pair that passed its gates, shares no hh_rlhf conversation and no problem
+    family (:mod:`automonitor.data.build.families`) with test or candidates and no text hash with ``not_train``. Returns the train counts."""
+    test_ids = test.ids()
+    cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
+    held = _held_conversations(pool, test, cands)
+    held_fam = {
+        pool.family[i.removeprefix("cand:")] for i in test_ids | cand_ids if i.removeprefix("cand:") in pool.family
+    }
+    counts = _TrainCounts()
+    for name, pairs in pool.pairs.items():
+        for p in test.pairs.get(name, []):
+            plan.rows.extend(_rows_for(p, "test", "gold", pool.hashes[p.pair_id], editions_of(p, test)))
+        for p, why in cands.get(name, []):
+            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p), extra_meta={"gate": why} if why else None))
+        for p in pairs:
+            if p.pair_id in test_ids or p.pair_id in cand_ids:
+                continue
+            if p.gate:  # gate-failing pair not offered as candidate (it collides with the test set)
+                continue
+            if p.pair_id in pool.conv and pool.conv[p.pair_id] in held:
+                counts.dropped_conversation[name] += 1
+                continue
+            if pool.family.get(p.pair_id) in held_fam:
+                counts.dropped_family[name] += 1
+                continue
+            if pool.collides(p, not_train):
+                counts.dropped_collision[name] += 1
+                continue
+            plan.rows.extend(_rows_for(p, "train", "gold", pool.hashes[p.pair_id]))
+            counts.kept[name] += 1
+    return counts
+
+
+def _control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan: Plan) -> Counter[str]:
+    """Step 4: append the controls (benign-only samples, split ``controls``) to ``plan.rows``, skipping
+    texts already used by a control or in ``blocked_resp``. Returns controls per source."""
+    ctrl_n: Counter[str] = Counter()
+    ctrl_seen: set[str] = set()
+    for name, res in results.items():
+        for c in res.controls:
+            h = _hashes(c)
+            if h[2] in ctrl_seen or h[2] in blocked_resp:
+                continue
+            ctrl_seen.add(h[2])
+            plan.rows.extend(_rows_for(c, "controls", "gold", h, sides=("benign",)))
+            ctrl_n[name] += 1
+    return ctrl_n

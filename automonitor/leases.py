@@ -1,0 +1,53 @@
+"""Process leases: who holds a piece of work (a run, a generation job, a build) and whether that holder
+is still alive, without the store.
+
+A lease is ``{"pid", "host", "heartbeat"}`` (heartbeat: Unix seconds, refreshed by its holder every ~5 s).
+It is held by another process while that process is alive (same host) or its heartbeat is younger than
+:data:`LEASE_STALE_S` (another host).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+__all__ = ["LEASE_STALE_S", "lease_held_by_other", "new_lease", "pid_alive"]
+
+LEASE_STALE_S = 30.0
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` on this host is alive (a zombie is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child (killed, not yet reaped) still answers kill(0): look at its state
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="ignore") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def lease_held_by_other(lease: dict[str, Any] | None) -> bool:
+    """Whether ``lease`` belongs to another live process (this process's own lease is not "other"; a
+    dead local pid or a stale heartbeat is free to take over)."""
+    if not lease:
+        return False
+    if lease.get("host") == socket.gethostname() and lease.get("pid") == os.getpid():
+        return False
+    if time.time() - float(lease.get("heartbeat", 0)) > LEASE_STALE_S:
+        return False
+    if lease.get("host") == socket.gethostname():
+        return pid_alive(int(lease.get("pid", 0)))
+    return True
+
+
+def new_lease() -> dict[str, Any]:
+    """This process's lease: ``{"pid", "host", "heartbeat": now}``."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "heartbeat": time.time()}

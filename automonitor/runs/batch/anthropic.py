@@ -1,0 +1,113 @@
+"""Anthropic Message Batches provider for ``run --batch`` (official ``anthropic`` SDK, sync client).
+
+``messages.batches.create(requests=[{"custom_id", "params": <the same Messages body as a live
+call>}])``; ``messages.batches.retrieve`` until ``processing_status == "ended"``;
+``messages.batches.results`` streams the results JSONL (``result.type``: ``succeeded`` with the
+``message``, ``errored``, ``canceled``, ``expired``; lines in any order, matched by ``custom_id``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from automonitor.runs.batch.provider import batch_provider
+from automonitor.runs.batch.rows import error_row, judgement_row
+from automonitor.runs.monitors.base import Item
+
+
+@batch_provider("anthropic")
+class AnthropicBatch:
+    """Batch provider around an :class:`automonitor.runs.monitors.anthropic_backend.AnthropicBackend`."""
+
+    def __init__(self, backend: Any, client: Any = None) -> None:
+        self.backend = backend
+        if client is None:
+            import anthropic
+
+            client = anthropic.Anthropic(
+                api_key=backend._key, base_url=backend.base_url, max_retries=3, timeout=max(60.0, backend.timeout)
+            )
+        self.client = client
+
+    def _params(self, text: dict[str, Any]) -> dict[str, Any]:
+        system, user, _ = self.backend.prompt.chat_messages(text["request"], text["response"])
+        kw = self.backend._request(system, user)
+        extra = kw.pop("extra_body", None) or {}
+        return {**kw, **extra}
+
+    def request_line(self, cid: str, text: dict[str, Any]) -> str:
+        return json.dumps({"custom_id": cid, "params": self._params(text)})
+
+    def prepare(self, path: str, run_id: str, part: dict[str, Any]) -> dict[str, Any]:
+        return {"n": len(part["ids"])}
+
+    def create(self, path: str, run_id: str, part: dict[str, Any]) -> str:
+        with open(path, encoding="utf-8") as f:
+            requests = [json.loads(line) for line in f if line.strip()]
+        return self.client.messages.batches.create(requests=requests).id
+
+    def find(self, run_id: str, part: dict[str, Any]) -> str | None:
+        """A batch created after the part's recorded intent with exactly its request count (the
+        Message Batches API has no metadata): adopted only when there is exactly one."""
+        from datetime import datetime, timezone
+
+        since = datetime.fromtimestamp(float(part.get("intent_at", 0)) - 1, timezone.utc)
+        hits = []
+        for b in self.client.messages.batches.list(limit=100):
+            rc = b.request_counts
+            n = rc.processing + rc.succeeded + rc.errored + rc.canceled + rc.expired
+            if b.created_at >= since and n == len(part["ids"]):
+                hits.append(b.id)
+        return hits[0] if len(hits) == 1 else None
+
+    def retrieve(self, batch_id: str) -> dict[str, Any]:
+        b = self.client.messages.batches.retrieve(batch_id)
+        rc = b.request_counts
+        counts = {
+            "processing": rc.processing,
+            "succeeded": rc.succeeded,
+            "errored": rc.errored,
+            "canceled": rc.canceled,
+            "expired": rc.expired,
+        }
+        return {
+            "status": b.processing_status,
+            "counts": counts,
+            "ended": b.processing_status == "ended",
+            "done": rc.succeeded + rc.errored + rc.canceled + rc.expired,
+        }
+
+    def results(self, part: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        for r in self.client.messages.batches.results(part["batch_id"]):
+            yield r.custom_id, r.result
+
+    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> dict[str, Any]:
+        kind = getattr(result, "type", None)
+        if kind == "succeeded":
+            try:
+                item = Item(
+                    sample_id=sample_id,
+                    request=text["request"],
+                    response=text["response"],
+                    content_hash=text.get("content_hash", ""),
+                )
+                _, _, meta = self.backend.prompt.chat_messages(text["request"], text["response"])
+                return judgement_row(self.backend._read(result.message, item, meta))
+            except Exception as exc:  # noqa: BLE001
+                return error_row("batch_malformed", f"unreadable batch result: {type(exc).__name__}: {exc}"[:500])
+        if kind == "errored":
+            err = getattr(getattr(result, "error", None), "error", None)
+            etype, msg = getattr(err, "type", "error"), getattr(err, "message", "")
+            return error_row("batch_failed", f"batch item errored: {etype}: {msg}"[:500], error_type=etype)
+        if kind == "expired":
+            return error_row("batch_expired", "batch item expired before it was processed")
+        if kind == "canceled":
+            return error_row("batch_canceled", "batch item canceled")
+        return error_row("batch_failed", f"unknown batch result type {kind!r}")
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001
+            pass

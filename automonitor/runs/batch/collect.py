@@ -1,0 +1,146 @@
+"""Steps 3 and 4 of a batch run: poll the open parts until they end (or a cancel), and parse each
+ended part's results into prediction outcomes and judge-cache entries."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from sqlalchemy.engine import Engine
+
+from automonitor.runs.batch.provider import BatchProvider, prediction_id
+from automonitor.runs.batch.state import CHUNK, DEFAULT_POLL_S, KeyFor, _chunks, _sample_ids, _save_state, _texts
+from store import session_scope
+from store.models import Run, utcnow
+from store.queries import runs as q
+
+
+class _Progress:
+    """``tick(extra)`` reports ``progress(judged + extra, total)`` (judged read from the store; a
+    broken callback is ignored)."""
+
+    def __init__(self, engine: Engine, run_id: str, total: int, progress: Callable[[int, int], None] | None):
+        self.engine, self.run_id, self.total, self.progress = engine, run_id, total, progress
+
+    def __call__(self, extra: int = 0) -> None:
+        if self.progress is None:
+            return
+        with session_scope(self.engine) as s:
+            c = q.outcome_counts(s, self.run_id)
+        try:
+            self.progress(self.total - c["pending"] + extra, self.total)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _poll_and_collect(
+    engine: Engine,
+    run_id: str,
+    state: dict[str, Any],
+    provider: BatchProvider,
+    key_for: KeyFor,
+    tick: _Progress,
+    should_cancel: Callable[[], bool] | None,
+) -> bool:
+    """Steps 3 and 4: poll the open parts every ``poll_s`` seconds, collecting each as it ends, until
+    all are collected (returns False) or a cancel is requested (returns True)."""
+    poll_s = float(state.get("poll_s", DEFAULT_POLL_S))
+    while True:
+        open_parts = [p for p in state.get("parts", []) if not p.get("collected")]
+        if not open_parts:
+            return False
+        finished_reqs = 0
+        for part in open_parts:
+            info = provider.retrieve(part["batch_id"])
+            part["status"] = info["status"]
+            part["counts"] = info["counts"]
+            if info["ended"]:
+                _collect(engine, provider, part, key_for)
+                part["collected"] = True
+            else:
+                finished_reqs += info["done"]
+        _save_state(engine, run_id, state)
+        tick(finished_reqs)
+        if all(p.get("collected") for p in state["parts"]):
+            return False
+        if _cancel_requested(engine, run_id, should_cancel):
+            return True
+        time.sleep(poll_s)
+
+
+def _cancel_requested(engine: Engine, run_id: str, should_cancel: Callable[[], bool] | None) -> bool:
+    """Whether ``should_cancel()`` says stop (a broken callback is ignored) or the run was cancelled in
+    the store."""
+    if should_cancel is not None:
+        try:
+            if should_cancel():
+                return True
+        except Exception:  # noqa: BLE001
+            pass
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        return run is not None and run.status == "cancelled"
+
+
+def _collect(engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor) -> None:
+    """Parse the part's results into outcomes (pending predictions only); missing items -> error."""
+    ids = set(part["ids"])
+    seen: set[int] = set()
+    buf: list[tuple[int, Any]] = []
+    for cid, result in provider.results(part):
+        pid = prediction_id(cid)
+        if pid is None or pid not in ids or pid in seen:
+            continue
+        seen.add(pid)
+        buf.append((pid, result))
+        if len(buf) >= CHUNK:
+            _write_results(engine, provider, part, key_for, buf)
+            buf = []
+    _write_results(engine, provider, part, key_for, buf)
+    _write_missing(engine, part, [pid for pid in part["ids"] if pid not in seen])
+
+
+def _write_results(
+    engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor, buf: list[tuple[int, Any]]
+) -> None:
+    """Parse one chunk of ``(prediction id, provider result)`` and commit the predictions and the cache
+    entries of their verdicts (not of errors)."""
+    from automonitor.runs.verdicts import cache_entry, cacheable
+
+    if not buf:
+        return
+    sid_of = _sample_ids(engine, [pid for pid, _ in buf])
+    texts = _texts(engine, list(set(sid_of.values())))
+    rows, caches = [], []
+    for pid, result in buf:
+        sid = sid_of[pid]
+        row = provider.parse(result, sid, texts[sid])
+        key = key_for(texts[sid])
+        row["meta"] = {**row.get("meta", {}), "cache_key": key, "batch_id": part["batch_id"]}
+        rows.append({"id": pid, **row, "cached": False, "judged_at": utcnow()})
+        if cacheable(row):
+            caches.append(cache_entry(key, row, row["meta"]))
+    with session_scope(engine) as s:
+        q.update_predictions(s, rows)
+        q.cache_insert(s, caches)
+
+
+def _write_missing(engine: Engine, part: dict[str, Any], missing: list[int]) -> None:
+    """Predictions of the part the results left out become ``error`` (``batch_missing``)."""
+    for sub in _chunks(missing, CHUNK):
+        with session_scope(engine) as s:
+            q.update_predictions(
+                s,
+                [
+                    {
+                        "id": pid,
+                        "outcome": "error",
+                        "raw": None,
+                        "reason": f"no result for this request in batch {part['batch_id']} "
+                        f"(status {part.get('status')})",
+                        "meta": {"error_kind": "batch_missing", "batch_id": part["batch_id"]},
+                        "judged_at": utcnow(),
+                    }
+                    for pid in sub
+                ],
+            )

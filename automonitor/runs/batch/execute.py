@@ -1,0 +1,128 @@
+"""Run a batch run end to end (:func:`execute_batch`): take the lease, then the cache pass, submit, poll
+and collect, and finalize the run like :func:`automonitor.runs.runner.execute_run`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sqlalchemy.engine import Engine
+
+from automonitor.runs.batch.collect import _poll_and_collect, _Progress
+from automonitor.runs.batch.provider import _provider
+from automonitor.runs.batch.submit import _cache_pass_pending, _submit_new_parts, _submit_open_parts
+from automonitor.errors import InputError, NotFound
+from automonitor.runs.cache import CacheKeys
+from automonitor.runs.fewshot import load_examples
+from automonitor.runs.lease import check_lease, mark_running, new_lease, release
+from automonitor.runs.monitors import create_backend
+from automonitor.runs.params import backend_params
+from automonitor.runs.status import finalize, summary
+from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, load_template
+from store import session_scope
+from store.models import Run
+from store.queries import runs as q
+
+
+@dataclass
+class _Claim:
+    """What :func:`execute_batch` read from the run when it took the lease."""
+
+    template: Template
+    examples: list[FewShotExample]
+    pending: list[tuple[int, str, int]]
+    total: int
+    monitor: str
+    base_url: str | None
+    judge: dict[str, Any]
+    state: dict[str, Any]
+
+
+def execute_batch(
+    engine: Engine,
+    run_id: str,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+    client: Any = None,
+) -> dict[str, Any]:
+    """Submit (or resume polling) the run's batch parts and collect their results.
+
+    Args:
+        progress: ``progress(done, total)`` after the cache pass, each poll and each collected part
+            (done = predictions with an outcome + requests the provider reports finished).
+        should_cancel: polled between polls; True stops (the provider's batches keep running).
+        client: an SDK client to use instead of building one (tests).
+    Returns:
+        The contract's run summary (``automonitor.runs.runner.summary``): ``api_calls`` = requests submitted
+        by this invocation.
+    Raises:
+        NotFound / InputError like :func:`automonitor.runs.runner.execute_run`.
+    """
+    claim = _claim(engine, run_id)
+    state = claim.state
+    backend = create_backend(
+        claim.monitor,
+        base_url=claim.base_url,
+        params=backend_params(claim.judge),
+        prompt=PromptBuilder(claim.template, examples=claim.examples),
+    )
+    provider = _provider(state["provider"], backend, client)
+    key_for = CacheKeys(backend, claim.template.sha256)
+    tick = _Progress(engine, run_id, claim.total, progress)
+    try:
+        hits, todo = _cache_pass_pending(engine, run_id, state, claim.pending, key_for)
+        tick()
+        api_calls = _submit_open_parts(engine, run_id, state, provider)
+        api_calls += _submit_new_parts(engine, run_id, state, provider, todo)
+        cancelled = _poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel)
+    except KeyboardInterrupt:
+        release(engine, run_id, status="cancelled", error="interrupted")
+        raise
+    except BaseException as exc:
+        release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    finally:
+        provider.close()
+    with session_scope(engine) as s:
+        q.add_run_counters(s, run_id, api_calls=api_calls, cache_hits=hits)
+    finalize(
+        engine, run_id, cancelled=cancelled, last_execution={"api_calls": api_calls, "cache_hits": hits, "batch": True}
+    )
+    return summary(engine, run_id, api_calls=api_calls, cache_hits=hits)
+
+
+def _claim(engine: Engine, run_id: str) -> _Claim:
+    """Check the run, take the lease (status ``running`` when something is pending), in one
+    transaction.
+
+    Raises:
+        NotFound: no such run. InputError: a lease held by another process, a changed template,
+            missing few-shot samples.
+    """
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        params = dict(run.params or {})
+        check_lease(run_id, params, field="resume")
+        tpl = load_template(run.template)
+        if run.template_hash and tpl.sha256 != run.template_hash:
+            raise InputError(f"template {run.template!r} changed since run {run_id} was created", field="template")
+        examples = load_examples(s, list(params.get("fewshot") or []))
+        pending = q.pending_predictions(s, run_id)
+        params["lease"] = new_lease()
+        run.params = params
+        if pending:
+            mark_running(run)
+        s.add(run)
+        return _Claim(
+            template=tpl,
+            examples=examples,
+            pending=pending,
+            total=run.n,
+            monitor=run.monitor,
+            base_url=params.get("base_url"),
+            judge=dict(params.get("judge") or {}),
+            state=dict(params["batch"]),
+        )

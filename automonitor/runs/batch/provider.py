@@ -1,0 +1,74 @@
+"""The provider side: what :func:`~automonitor.runs.batch.execute.execute_batch` needs of a provider class
+(:class:`BatchProvider`), the provider of a name, and the request ids (``am-<prediction id>``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Protocol, TypeVar
+
+from automonitor.errors import InputError
+from automonitor.runs.monitors import Backend, backend_class
+
+#: batch provider name -> its class (filled by :func:`batch_provider` when its module is imported)
+PROVIDER_CLASSES: dict[str, type] = {}
+_C = TypeVar("_C", bound=type)
+
+
+def batch_provider(name: str) -> Callable[[_C], _C]:
+    """Class decorator: register a batch provider class under ``name`` (the value of a backend class's
+    ``batch_api``). Raises :class:`ValueError` when ``name`` is taken by another class."""
+
+    def deco(cls: _C) -> _C:
+        if PROVIDER_CLASSES.get(name, cls) is not cls:
+            raise ValueError(f"batch provider {name!r} is registered twice")
+        PROVIDER_CLASSES[name] = cls
+        return cls
+
+    return deco
+
+
+def batch_api_of(backend_name: str) -> str | None:
+    """The batch provider that can run backend ``backend_name`` (its class's ``batch_api``), or ``None``
+    (an unknown backend or one without batch support)."""
+    try:
+        return backend_class(backend_name).batch_api
+    except Exception:  # noqa: BLE001 - an unknown backend has no batch API
+        return None
+
+
+class BatchProvider(Protocol):
+    """What :func:`execute_batch` needs of a provider module's class (:mod:`.openai`, :mod:`.anthropic`)."""
+
+    def request_line(self, cid: str, text: dict[str, Any]) -> str: ...
+    def prepare(self, path: str, run_id: str, part: dict[str, Any]) -> dict[str, Any]: ...
+    def create(self, path: str, run_id: str, part: dict[str, Any]) -> str: ...
+    def find(self, run_id: str, part: dict[str, Any]) -> str | None: ...
+    def retrieve(self, batch_id: str) -> dict[str, Any]: ...
+    def results(self, part: dict[str, Any]) -> Iterator[tuple[str, Any]]: ...
+    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+def _provider(name: str, backend: Backend, client: Any) -> BatchProvider:
+    """The provider class for ``name`` around ``backend``.
+
+    Raises:
+        InputError: unknown provider.
+    """
+    cls = PROVIDER_CLASSES.get(name)
+    if cls is None:
+        raise InputError(f"unknown batch provider {name!r}", field="batch")
+    provider: BatchProvider = cls(backend, client)
+    return provider
+
+
+def custom_id(prediction_id: int) -> str:
+    """The request's custom_id (``am-<prediction id>``: unique in the run, [A-Za-z0-9_-]{1,64})."""
+    return f"am-{prediction_id}"
+
+
+def prediction_id(cid: str) -> int | None:
+    """Inverse of :func:`custom_id` (None for a foreign id)."""
+    try:
+        return int(cid[3:]) if cid.startswith("am-") else None
+    except ValueError:
+        return None

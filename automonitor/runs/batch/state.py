@@ -1,0 +1,94 @@
+"""The batch state of a run (``Run.params["batch"]``: provider, poll interval, part size and the recorded
+parts), marking a run for batch execution, and the chunked store reads the steps share."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+from sqlalchemy.engine import Engine
+
+from automonitor.runs.batch.provider import batch_api_of
+from automonitor.errors import InputError, NotFound
+from store import session_scope
+from store.models import Run
+from store.queries import runs as q
+
+T = TypeVar("T")
+
+DEFAULT_POLL_S = 30.0
+DEFAULT_SIZE = 10_000
+CHUNK = 2000
+
+KeyFor = Callable[[Mapping[str, Any]], str]  # a sample's text -> its cache key (CacheKeys, repeat 0)
+
+
+def enable(engine: Engine, run_id: str, *, poll_s: float = DEFAULT_POLL_S, size: int = DEFAULT_SIZE) -> None:
+    """Mark ``run_id`` (an ``openai`` or ``anthropic`` run) for batch execution.
+
+    Raises:
+        NotFound: no such run. InputError: another backend, a bad poll interval or part size.
+    """
+    if not (poll_s >= 0) or int(size) < 1:
+        raise InputError("batch_poll must be >= 0 and batch_size >= 1", field="batch")
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        backend = (run.params or {}).get("backend") or run.monitor.split(":", 1)[0]
+        provider = batch_api_of(backend)
+        if provider is None:
+            raise InputError(
+                f"--batch needs a monitor whose backend has a batch API (openai, anthropic), not {backend}",
+                field="batch",
+            )
+        p = dict(run.params or {})
+        p["batch"] = {"provider": provider, "poll_s": float(poll_s), "size": int(size), "parts": []}
+        run.params = p
+        s.add(run)
+
+
+def is_batch(params: dict[str, Any] | None) -> bool:
+    """Whether a run's params mark it for batch execution."""
+    return bool((params or {}).get("batch"))
+
+
+def _save_state(engine: Engine, run_id: str, state: dict[str, Any], *, heartbeat: bool = True) -> None:
+    """Commit ``state`` as ``Run.params["batch"]`` (and refresh the lease heartbeat).
+
+    Raises:
+        NotFound: the run was deleted meanwhile.
+    """
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        p = dict(run.params or {})
+        p["batch"] = state
+        if heartbeat and p.get("lease"):
+            p["lease"] = {**p["lease"], "heartbeat": time.time()}
+        run.params = p
+        s.add(run)
+
+
+def _recorded_ids(state: dict[str, Any]) -> set[int]:
+    """Prediction ids of every part recorded in ``state`` (submitted or about to be)."""
+    return {i for part in state.get("parts", []) for i in part["ids"]}
+
+
+def _chunks(seq: list[T], n: int) -> Iterator[list[T]]:
+    """``seq`` in consecutive slices of at most ``n`` items."""
+    for i in range(0, len(seq), n):
+        yield seq[i : i + n]
+
+
+def _texts(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Sample id -> its text fields (request, response, ...) for ``sample_ids``."""
+    with session_scope(engine) as s:
+        return q.sample_texts(s, sample_ids)
+
+
+def _sample_ids(engine: Engine, prediction_ids: list[int]) -> dict[int, str]:
+    """Prediction id -> its sample id for ``prediction_ids``."""
+    with session_scope(engine) as s:
+        return q.prediction_samples(s, prediction_ids)

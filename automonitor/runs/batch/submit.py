@@ -1,0 +1,126 @@
+"""Steps 1 and 2 of a batch run: the judge-cache pass over the pending predictions, then submitting the
+rest in recorded parts (adopting a part whose batch was created but not committed)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from automonitor.runs.batch.provider import BatchProvider, custom_id
+from automonitor.runs.batch.state import (
+    CHUNK,
+    DEFAULT_SIZE,
+    KeyFor,
+    _chunks,
+    _recorded_ids,
+    _sample_ids,
+    _save_state,
+    _texts,
+)
+from store import session_scope
+from store.models import utcnow
+from store.queries import runs as q
+
+
+def _cache_pass_pending(
+    engine: Engine, run_id: str, state: dict[str, Any], pending: list[tuple[int, str, int]], key_for: KeyFor
+) -> tuple[int, list[tuple[int, str]]]:
+    """Step 1: write cached verdicts for the pending predictions no recorded part covers; returns
+    (cache hits, ``[(prediction id, sample id)]`` still to submit)."""
+    recorded = _recorded_ids(state)
+    todo = [(pid, sid) for pid, sid, *_ in pending if pid not in recorded]
+    hits = _cache_pass(engine, todo, key_for)
+    if hits:
+        with session_scope(engine) as s:
+            todo = [(pid, sid) for pid, sid, *_ in q.pending_predictions(s, run_id) if pid not in recorded]
+    return hits, todo
+
+
+def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor) -> int:
+    """Write cached verdicts for ``todo`` predictions; returns the number of hits."""
+    from automonitor.runs.verdicts import cached_prediction
+
+    hits = 0
+    for chunk in _chunks(todo, CHUNK):
+        texts = _texts(engine, [sid for _, sid in chunk])
+        keys = {pid: key_for(texts[sid]) for pid, sid in chunk}
+        with session_scope(engine) as s:
+            cached = q.cache_lookup(s, list(set(keys.values())))
+            rows = [
+                cached_prediction(pid, keys[pid], cached[keys[pid]], judged_at=utcnow())
+                for pid, _ in chunk
+                if keys[pid] in cached
+            ]
+            q.update_predictions(s, rows)
+            hits += len(rows)
+    return hits
+
+
+def _submit_open_parts(engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider) -> int:
+    """Step 2a: a recorded part without a batch id (the process died between "create" and its commit)
+    is adopted when the provider has it, else submitted again. Returns requests submitted."""
+    api_calls = 0
+    for part in state.get("parts", []):
+        if part.get("batch_id") is None:
+            found = provider.find(run_id, part)
+            if found:
+                part["batch_id"] = found
+                part["adopted"] = True
+            else:
+                _submit_part(engine, run_id, state, provider, part, None)
+                api_calls += len(part["ids"])
+            _save_state(engine, run_id, state)
+    return api_calls
+
+
+def _submit_new_parts(
+    engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider, todo: list[tuple[int, str]]
+) -> int:
+    """Step 2b: submit ``todo`` in new parts of at most ``state["size"]`` requests; returns requests
+    submitted."""
+    api_calls = 0
+    for chunk in _chunks(todo, int(state.get("size", DEFAULT_SIZE))):
+        part = {
+            "k": len(state.get("parts", [])),
+            "ids": [pid for pid, _ in chunk],
+            "batch_id": None,
+            "intent_at": time.time(),
+            "collected": False,
+        }
+        _submit_part(engine, run_id, state, provider, part, chunk)
+        api_calls += len(chunk)
+    return api_calls
+
+
+def _submit_part(
+    engine: Engine,
+    run_id: str,
+    state: dict[str, Any],
+    provider: BatchProvider,
+    part: dict[str, Any],
+    chunk: list[tuple[int, str]] | None,
+) -> None:
+    """Record the part (intent), submit it, record its batch id. ``chunk`` None: rebuild from ids."""
+    if chunk is None:
+        sid_of = _sample_ids(engine, part["ids"])
+        chunk = [(pid, sid_of[pid]) for pid in part["ids"]]
+    if part not in state.setdefault("parts", []):
+        state["parts"].append(part)
+    part["intent_at"] = time.time()
+    with tempfile.TemporaryDirectory(prefix="automonitor-batch-") as tmp:
+        path = os.path.join(tmp, f"{run_id}-{part['k']}.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for sub in _chunks(chunk, CHUNK):
+                texts = _texts(engine, [sid for _, sid in sub])
+                for pid, sid in sub:
+                    f.write(provider.request_line(custom_id(pid), texts[sid]) + "\n")
+        prep = provider.prepare(path, run_id, part)  # OpenAI: upload the file (id kept in the part)
+        part.update(prep)
+        _save_state(engine, run_id, state)  # intent committed before "create"
+        part["batch_id"] = provider.create(path, run_id, part)
+    part["submitted_at"] = time.time()
+    _save_state(engine, run_id, state)

@@ -1,0 +1,58 @@
+"""Content-addressed judge cache keys: what a judge sees of a sample, and the key of one judgement."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any, Mapping
+
+from automonitor.hashing import sha256_text
+
+if TYPE_CHECKING:
+    from automonitor.runs.monitors import Backend
+
+
+def sample_hash(request: str, response: str) -> str:
+    """Hex sha256 identifying what a judge sees of a sample: the normalised request and response
+    hashes (the gold label is not part of it)."""
+    return hashlib.sha256(f"{sha256_text(request)}:{sha256_text(response)}".encode()).hexdigest()
+
+
+def cache_key(
+    backend: str, model: str | None, base_url: str | None, template_hash: str, sample_h: str, params: dict[str, Any]
+) -> str:
+    """Hex sha256 of the canonical JSON of (backend, model, base URL, template hash, sample hash,
+    answer-changing parameters). Base URLs are compared without a trailing slash."""
+    payload = {
+        "backend": backend,
+        "model": model,
+        "base_url": (base_url or "").rstrip("/") or None,
+        "template_hash": template_hash,
+        "sample": sample_h,
+        "params": params,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+class CacheKeys:
+    """The cache keys of one monitor configuration: ``keys(text, repeat)`` is the :func:`cache_key` of
+    ``backend`` (name, model, base URL), ``template_hash``, the sample ``text`` (``{"request",
+    "response", ...}``) and the backend's answer-changing parameters plus the prompt fingerprint (fixed
+    when the object is made). Repeat k > 0 adds ``{"repeat": k}`` to the parameters; repeat 0 keeps the
+    plain key, so a K-repeat run and a single run share their repeat-0 verdicts."""
+
+    def __init__(self, backend: Backend, template_hash: str) -> None:
+        self.backend = backend
+        self.template_hash = template_hash
+        self.params: dict[str, Any] = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
+
+    def __call__(self, text: Mapping[str, Any], repeat: int = 0) -> str:
+        params = self.params if not repeat else {**self.params, "repeat": int(repeat)}
+        return cache_key(
+            self.backend.name,
+            self.backend.model,
+            self.backend.base_url,
+            self.template_hash,
+            sample_hash(text["request"], text["response"]),
+            params,
+        )

@@ -1,0 +1,187 @@
+"""One generator call with the judge cache, retries and accounting (:class:`GeneratorCaller`).
+
+Calls go through the judge cache ``CacheEntry`` keyed by backend (``gen:<backend>``), model, base URL,
+the prompt version, the messages' hash and the sampling parameters (max tokens, temperature, seed, the
+backend's ``cache_params``). Transient failures are retried with exponential back-off (1, 2, 4 ... s,
+at most 30 s, plus up to 1 s of jitter; at least the server's ``Retry-After`` up to 60 s) through
+tenacity, ``job['max_attempts']`` attempts (default 4). Tokens and cost are summed per call.
+
+A call's outcome is a dict ``{"text", "finish_reason", "tokens_in", "tokens_out", "cost_usd",
+"cached", "error"}``; ``text`` is ``None`` when the call failed after retries (``error`` says why,
+at most 500 characters).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import Engine
+
+from automonitor.runs.generation.job import PROMPT_VERSION
+from automonitor.runs.monitors import PermanentError, TransientError
+from automonitor.runs.monitors.base import Backend, Generation
+from store import session_scope
+from store.models import utcnow
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
+MAX_BACKOFF_S = 30.0
+MAX_RETRY_AFTER_S = 60.0
+
+
+def backoff_seconds(state: RetryCallState) -> float:
+    """Seconds to wait before the next attempt: ``min(30, 2^(attempt-1))`` plus uniform jitter in
+    [0, 1), raised to the exception's ``retry_after`` (capped at 60 s) when it has one."""
+    exc = state.outcome.exception() if state.outcome else None
+    base = min(MAX_BACKOFF_S, 1.0 * 2 ** (state.attempt_number - 1)) + random.uniform(0, 1.0)
+    retry_after = getattr(exc, "retry_after", None)
+    return max(base, min(float(retry_after), MAX_RETRY_AFTER_S)) if retry_after is not None else base
+
+
+def failed_outcome(error: str) -> dict[str, Any]:
+    """The outcome of a call that failed after retries (``text`` None, ``error`` cut to 500 characters)."""
+    return {
+        "text": None,
+        "finish_reason": None,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cost_usd": 0.0,
+        "cached": False,
+        "error": error[:500],
+    }
+
+
+def cached_outcome(hit: dict[str, Any]) -> dict[str, Any]:
+    """The outcome of a cache hit (a ``cache_lookup`` row): its text and tokens, no cost."""
+    return {
+        "text": hit["raw"],
+        "finish_reason": (hit.get("meta") or {}).get("finish_reason"),
+        "tokens_in": hit["tokens_in"],
+        "tokens_out": hit["tokens_out"],
+        "cost_usd": 0.0,
+        "cached": True,
+        "error": None,
+    }
+
+
+def cache_row(key: str, g: Generation) -> dict[str, Any]:
+    """The judge-cache row of a fresh generation (outcome ``generated``, the text in ``raw``)."""
+    return {
+        "key": key,
+        "outcome": "generated",
+        "score": None,
+        "raw": g.text,
+        "reason": None,
+        "evidence": [],
+        "pred_category": None,
+        "severity": None,
+        "tokens_in": g.tokens_in,
+        "tokens_out": g.tokens_out,
+        "cost_usd": g.cost_usd,
+        "meta": {"finish_reason": g.finish_reason, **g.meta},
+        "created_at": utcnow(),
+    }
+
+
+class GeneratorCaller:
+    """One generation call with cache, retries (tenacity) and accounting; see the module docstring.
+
+    Attributes:
+        calls / cache_hits / tokens_in / tokens_out / cost: running totals over every call (cost in USD).
+        sem: at most ``min(job['concurrency'], backend.max_concurrency)`` calls at once.
+    """
+
+    def __init__(self, engine: Engine, backend: Backend, job: dict[str, Any]):
+        self.engine, self.backend, self.job = engine, backend, job
+        self.calls = self.cache_hits = self.tokens_in = self.tokens_out = 0
+        self.cost = 0.0
+        conc = min(int(job.get("concurrency") or 4), backend.max_concurrency or 64)
+        self.sem = asyncio.Semaphore(max(1, conc))
+
+    def _key(self, messages: list[dict[str, str]], max_tokens: int, temperature: float, seed: int | None) -> str:
+        """The judge-cache key of one call (module docstring)."""
+        from automonitor.runs.runner import cache_key
+
+        h = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        return cache_key(
+            f"gen:{self.job['backend']}",
+            self.job["model"],
+            self.job.get("base_url"),
+            PROMPT_VERSION,
+            h,
+            {"max_tokens": max_tokens, "temperature": temperature, "seed": seed, "config": self.backend.cache_params()},
+        )
+
+    def _count(self) -> None:
+        self.calls += 1
+
+    def _lookup(self, key: str) -> dict[str, Any] | None:
+        """The cache row of ``key`` or ``None``."""
+        from store.queries.runs import cache_lookup
+
+        with session_scope(self.engine) as s:
+            return cache_lookup(s, [key]).get(key)
+
+    def _remember(self, key: str, g: Generation) -> None:
+        """Add a fresh generation to the totals and to the cache."""
+        from store.queries.runs import cache_insert
+
+        self.tokens_in += g.tokens_in
+        self.tokens_out += g.tokens_out
+        self.cost += g.cost_usd
+        with session_scope(self.engine) as s:
+            cache_insert(s, [cache_row(key, g)])
+
+    async def _generate(
+        self, messages: list[dict[str, str]], max_tokens: int, temperature: float, seed: int | None
+    ) -> Generation:
+        """One backend call, retried on TransientError (module docstring), under the semaphore.
+
+        Raises:
+            TransientError: still failing after the last attempt. PermanentError: at once.
+        """
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+        async with self.sem:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(max(1, self.job.get("max_attempts", 4))),
+                wait=backoff_seconds,
+                retry=retry_if_exception_type(TransientError),
+                reraise=True,
+            ):
+                with attempt:
+                    return await self.backend.generate(
+                        messages, self._count, max_tokens=max_tokens, temperature=temperature, seed=seed
+                    )
+        raise AssertionError("unreachable: tenacity either returns, retries or re-raises")
+
+    async def __call__(
+        self, messages: list[dict[str, str]], *, temperature: float = 0.0, seed: int | None = 0
+    ) -> dict[str, Any]:
+        """Answer ``messages`` (from the cache when the same call was made before); returns the call's
+        outcome (module docstring). Failures are reported in the outcome, never raised."""
+        max_tokens = self.job["max_tokens"]
+        key = self._key(messages, max_tokens, temperature, seed)
+        hit = self._lookup(key)
+        if hit is not None:
+            self.cache_hits += 1
+            return cached_outcome(hit)
+        try:
+            g = await self._generate(messages, max_tokens, temperature, seed)
+        except (TransientError, PermanentError) as exc:
+            return failed_outcome(str(exc))
+        self._remember(key, g)
+        return {
+            "text": g.text,
+            "finish_reason": g.finish_reason,
+            "tokens_in": g.tokens_in,
+            "tokens_out": g.tokens_out,
+            "cost_usd": g.cost_usd,
+            "cached": False,
+            "error": None,
+        }

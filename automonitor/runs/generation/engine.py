@@ -1,0 +1,487 @@
+"""Generation runs: a generator model answers prompts; the filters turn kept items into candidate pairs.
+
+Life of a generation run (``automonitor generate sycophancy|gaming``, or the app's Runs page):
+
+:func:`create_generation` validates the generator (``BACKEND[:MODEL]`` of the monitor backends, which
+implement :meth:`automonitor.runs.monitors.base.Backend.generate`), the source, cue or incentive, loads the
+items and inserts a ``Run`` with ``kind='generation'``, ``template='gen-sycophancy'|'gen-gaming'``,
+status ``pending``, ``n`` = items, the job in ``params['job']``. :func:`execute_generation` answers each
+item (the calls go through the judge cache ``CacheEntry`` keyed by backend, model, base URL, messages and
+sampling parameters; transient failures are retried with exponential back-off and jitter through
+tenacity, ``max_attempts`` 4; tokens and cost are summed per call from the backend's price table), runs
+the filter (:mod:`automonitor.runs.generation.filters`; code answers go through the static screen and the
+bubblewrap sandbox), and for a kept item inserts two candidate samples (status ``candidate``, no split,
+pair id ``gen:<run>:<item>``, ``label_source='by_construction'``) with full provenance in ``meta``:
+generator, base URL, generation id, source file and record, prompts, raw outputs, parsed answers or
+screen results, the benign side's origin. Candidates never enter a test set here: they go through
+assignment, double-blind annotation and adjudication like any candidate.
+
+Items are processed one after another; the calls of one item (Q and the K samples of Q', or the answers
+with and without the incentive) run concurrently, at most ``concurrency`` at once (1 for ``llamacpp``).
+Progress, statistics and transcripts are kept in ``Run.params`` (``progress``, ``stats``, ``items``)
+after every item, so the app shows them live; :func:`automonitor.runs.runner.cancel_run` (status
+``cancelled``) stops the run before the next item.
+
+The module is split by job; this one creates and executes runs and re-exports the public names of the
+others (old import paths keep working):
+
+- :mod:`automonitor.runs.generation.job`: options, items, backend, estimate;
+- :mod:`automonitor.runs.generation.caller`: one cached, retried, accounted generator call;
+- :mod:`automonitor.runs.generation.recipes`: the two recipes on one item (calls + filter, code screen);
+- :mod:`automonitor.runs.generation.candidates`: a kept item's two candidate samples;
+- :mod:`automonitor.runs.generation.summary`: statistics, filter steps, summary JSON, run list, transcripts;
+- ``store.queries.generation``: the SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any, Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import col
+
+from automonitor.errors import InputError, NotFound
+from automonitor.runs.generation import tasks
+from automonitor.runs.generation.caller import GeneratorCaller
+from automonitor.runs.generation.candidates import Item, candidate_rows, insert_pair
+from automonitor.runs.generation.filters import Decision
+from automonitor.runs.generation.job import (
+    DEFAULT_MAX_TOKENS,
+    KINDS,
+    PROMPT_VERSION,
+    build_job,
+    estimate_generation,
+    job_backend,
+    job_items,
+)
+from automonitor.runs.generation.recipes import (
+    MAX_KEPT_TEXT,
+    SAMPLE_TEMPERATURE,
+    Transcript,
+    answer_gaming,
+    answer_sycophancy,
+    screen_code,
+)
+from automonitor.runs.generation.sandbox import sweep_stale_dirs
+from automonitor.runs.generation.summary import (
+    STEPS,
+    empty_stats,
+    filter_steps,
+    generation_items,
+    generation_summary,
+    list_generations,
+)
+from automonitor.runs.lease import check_lease, lock_run, new_lease
+from automonitor.runs.runner.execute import run_async
+from store import session_scope
+from store.models import Run, Sample
+from store.queries import generation as queries
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "KINDS",
+    "MAX_KEPT_TEXT",
+    "PROMPT_VERSION",
+    "SAMPLE_TEMPERATURE",
+    "STEPS",
+    "create_generation",
+    "estimate_generation",
+    "execute_generation",
+    "filter_steps",
+    "generation_items",
+    "generation_summary",
+    "launch_generation_detached",
+    "list_generations",
+    "screen_code",
+]
+
+# Old private names, kept for callers and tests that used them.
+_job, _items, _backend, _empty_stats = build_job, job_items, job_backend, empty_stats
+_Caller, _insert_pair = GeneratorCaller, insert_pair
+_do_sycophancy, _do_gaming = answer_sycophancy, answer_gaming
+
+
+def _new_id() -> str:
+    """A fresh run id ``gen-YYYYmmdd-HHMMSS-<6 hex>`` (UTC)."""
+    return "gen-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def create_generation(
+    engine: Engine,
+    kind: str,
+    generator: str,
+    *,
+    source: str,
+    cue: str | None = None,
+    incentive: str | None = None,
+    limit: int | None = None,
+    samples_per_prompt: int = 1,
+    base_url: str | None = None,
+    max_tokens: int | None = None,
+    raw: str | None = None,
+    max_attempts: int = 4,
+    concurrency: int = 4,
+) -> str:
+    """Validate a generation job and insert its pending ``Run`` (``kind='generation'``); returns its id.
+
+    Args:
+        kind: ``sycophancy`` | ``gaming``; generator: ``BACKEND[:MODEL]`` (not ``rules``).
+        source: a sycophancy source (``bct_truthfulqa_cues``, ``turpin_bbh``) or a gaming source
+            (``truthfulqa``, ``humaneval``, ``mbpp``, ``dfir``); cue: ``suggested_answer`` |
+            ``are_you_sure`` (sycophancy); incentive: an incentive name (gaming).
+        limit: first N items of the source; samples_per_prompt: cued samples per question (sycophancy).
+        max_tokens: per answer (default 512 sycophancy, 768 gaming); raw: raw dir (default
+        ``$AUTOMONITOR_RAW``).
+
+    Raises:
+        InputError: bad option, unknown source/cue/incentive, missing raw files or API key, no items.
+            Nothing is written then.
+    """
+    job = build_job(
+        kind,
+        generator,
+        source=source,
+        cue=cue,
+        incentive=incentive,
+        limit=limit,
+        samples_per_prompt=samples_per_prompt,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        max_attempts=max_attempts,
+        concurrency=concurrency,
+    )
+    items = job_items(job)
+    if not items:
+        raise InputError(f"the source {source!r} gave no items", field="source")
+    job_backend(job)  # validates the key / model file without a network call
+    return _insert_run(engine, job, len(items))
+
+
+def _insert_run(engine: Engine, job: dict[str, Any], n_items: int) -> str:
+    """Insert the pending run of a validated job (its generator as the run's monitor, created when
+    missing; ``template`` ``gen-<kind>``, the hash of :data:`PROMPT_VERSION`); returns the new run id."""
+    from store.queries.runs import get_or_create_monitor
+
+    run_id = _new_id()
+    with session_scope(engine) as s:
+        mon = get_or_create_monitor(s, job["generator"], job["backend"], job["model"], job["base_url"])
+        queries.add_generation_run(
+            s,
+            run_id=run_id,
+            monitor_id=mon.id or 0,  # flushed by get_or_create_monitor: the id is set
+            monitor=job["generator"],
+            template=f"gen-{job['kind']}",
+            template_hash=hashlib.sha256(PROMPT_VERSION.encode()).hexdigest(),
+            n=n_items,
+            params={
+                "job": job,
+                "base_url": job["base_url"],
+                "limit": job["limit"],
+                "progress": {"done": 0, "total": n_items},
+                "stats": empty_stats(),
+                "items": [],
+            },
+        )
+    return run_id
+
+
+# --------------------------------------------------------------------------------------------------
+HEARTBEAT_S = 5.0  # seconds between lease heartbeats of an executing generation run
+_TOTALS = ("calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd")
+
+
+@dataclass
+class _Claim:
+    """What :func:`_claim` hands the executor: the job and, on a take-over, where the dead run stopped
+    (``done`` items with their ``transcripts`` and ``stats``)."""
+
+    job: dict[str, Any]
+    done: int = 0
+    transcripts: list[dict[str, Any]] = dc_field(default_factory=list)
+    stats: dict[str, Any] | None = None
+    took_over: dict[str, Any] | None = None
+
+
+def _claim(engine: Engine, run_id: str) -> _Claim:
+    """Take the lease of a generation run and mark it running, atomically across processes (the run row
+    is locked: ``SELECT ... FOR UPDATE`` / ``BEGIN IMMEDIATE``, :func:`automonitor.runs.lease.lock_run`).
+
+    A ``pending`` run starts from its first item. A ``running`` run whose lease is dead (its pid is gone
+    on this host, e.g. after ``kill -9``, or its heartbeat is older than 30 s) is taken over and
+    continues after its last saved item; a run of a version without leases (only ``params['pid']``) is
+    judged by that pid on this host.
+
+    Raises:
+        NotFound: no such generation run. InputError: the run is finished, failed or cancelled, or a live
+            process executes it (``run RUN is being executed by pid PID on HOST``).
+    """
+    with session_scope(engine) as s:
+        run = lock_run(s, run_id)
+        if run is None or run.kind != "generation":
+            raise NotFound(f"no generation run {run_id!r}")
+        params = dict(run.params or {})
+        claim = _Claim(job=dict(params["job"]))
+        if run.status == "running":
+            lease = params.get("lease")
+            if not lease and params.get("pid"):  # before leases: the pid alone, on this host
+                lease = {"pid": params["pid"], "host": socket.gethostname(), "heartbeat": time.time()}
+            check_lease(run_id, {"lease": lease}, field="run")
+            items = list(params.get("items") or [])
+            claim.done = int((params.get("progress") or {}).get("done") or 0)
+            claim.transcripts, claim.stats = items[: claim.done], dict(params.get("stats") or empty_stats())
+            claim.took_over = lease
+        elif run.status != "pending":
+            raise InputError(f"generation run {run_id} is {run.status}; start a new one", field="run")
+        params["lease"] = new_lease()
+        if claim.took_over:
+            params["took_over"] = {**claim.took_over, "at_item": claim.done}
+        run.params = params
+        queries.mark_running(s, run, os.getpid())
+    return claim
+
+
+class _Heartbeat:
+    """Refresh this process's lease on a run every :data:`HEARTBEAT_S` seconds from a daemon thread; the
+    writes of the lease and of the progress are serialised by :attr:`lock` (one writer at a time)."""
+
+    def __init__(self, engine: Engine, run_id: str):
+        self.engine, self.run_id = engine, run_id
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
+
+    def start(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                with self.lock, session_scope(self.engine) as s:
+                    run = s.get(Run, self.run_id)
+                    if run is None or (run.params or {}).get("lease", {}).get("pid") != os.getpid():
+                        return
+                    run.params = {**run.params, "lease": new_lease()}
+                    s.add(run)
+            except Exception:  # noqa: BLE001 - a missed heartbeat is retried; a store outage ends the run elsewhere
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=HEARTBEAT_S + 1)
+
+
+def _pair_exists(engine: Engine, run_id: str, job: dict[str, Any], item: Item, dec: Decision, tr: Transcript) -> bool:
+    """Whether this run already inserted the candidate pair of ``item`` (same pair id)."""
+    pair_id = candidate_rows(run_id, job, item, dec, tr)[0]["pair_id"]
+    with session_scope(engine) as s:
+        return s.execute(sa.select(col(Sample.id)).where(col(Sample.pair_id) == pair_id).limit(1)).first() is not None
+
+
+def _drop_lease(engine: Engine, run_id: str) -> None:
+    """Remove this process's lease from the run's params (a missing run is ignored)."""
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is not None and (run.params or {}).get("lease", {}).get("pid") == os.getpid():
+            p = dict(run.params)
+            p.pop("lease", None)
+            run.params = p
+            s.add(run)
+
+
+def _cut(t: str | None) -> str | None:
+    return None if t is None else t[:MAX_KEPT_TEXT]
+
+
+def _cut_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+    """The transcript's outputs with every text cut to :data:`MAX_KEPT_TEXT` characters."""
+    return {
+        k: ([{**o, "text": _cut(o["text"])} for o in v] if isinstance(v, list) else {**v, "text": _cut(v["text"])})
+        for k, v in outputs.items()
+    }
+
+
+def _item_record(item: Item, dec: Decision, added: bool, transcript: Transcript) -> dict[str, Any]:
+    """One entry of ``Run.params['items']``: item id, kept, drop reason, filter details, prompts and
+    outputs (texts cut)."""
+    return {
+        "item_id": getattr(item, "item_id", None) or getattr(item, "task_id", None),
+        "kept": dec.kept and added,
+        "reason": dec.reason if not dec.kept else (None if added else "duplicate_candidate"),
+        "details": dec.details,
+        "prompts": transcript["prompts"],
+        "outputs": _cut_outputs(transcript["outputs"]),
+    }
+
+
+def _tally(
+    stats: dict[str, Any], dec: Decision, added: bool, call: GeneratorCaller, base: dict[str, Any] | None = None
+) -> None:
+    """Count one processed item in ``stats`` (kept / drop reason, candidates) and set the call totals to
+    ``base`` (the totals of a dead process whose run this one took over) plus this process's calls."""
+    base = base or {}
+    stats["prompts"] += 1
+    dropped = stats["dropped"]
+    if not dec.kept:
+        reason = str(dec.reason)
+        dropped[reason] = dropped.get(reason, 0) + 1
+    elif added:
+        stats["kept"] += 1
+        stats["candidates_added"] += 1
+    else:
+        dropped["duplicate_candidate"] = dropped.get("duplicate_candidate", 0) + 1
+    stats.update(
+        {
+            "calls": base.get("calls", 0) + call.calls,
+            "cache_hits": base.get("cache_hits", 0) + call.cache_hits,
+            "tokens_in": base.get("tokens_in", 0) + call.tokens_in,
+            "tokens_out": base.get("tokens_out", 0) + call.tokens_out,
+            "cost_usd": round(base.get("cost_usd", 0.0) + call.cost, 6),
+        }
+    )
+
+
+def _status(engine: Engine, run_id: str) -> str | None:
+    with session_scope(engine) as s:
+        return queries.run_status(s, run_id)
+
+
+def _save(
+    engine: Engine, run_id: str, stats: dict[str, Any], transcripts: list[dict[str, Any]], done: int, total: int
+) -> None:
+    with session_scope(engine) as s:
+        queries.save_progress(s, run_id, stats, transcripts, done, total)
+
+
+def _finish(engine: Engine, run_id: str, status: str, error: str | None = None) -> None:
+    with session_scope(engine) as s:
+        queries.finish_run(s, run_id, status, error)
+
+
+async def _process_items(
+    engine: Engine,
+    run_id: str,
+    job: dict[str, Any],
+    items: list[Any],
+    call: GeneratorCaller,
+    stats: dict[str, Any],
+    progress: Callable[[int, int], None] | None,
+    claim: _Claim | None = None,
+    beat: _Heartbeat | None = None,
+) -> bool:
+    """Answer, filter and store each item in order, saving statistics and transcripts after each one
+    (from item ``claim.done`` on, after a take-over); returns True when the run was cancelled before an
+    item."""
+    start = claim.done if claim else 0
+    transcripts: list[dict[str, Any]] = list(claim.transcripts) if claim else []
+    base = {k: stats.get(k, 0) for k in _TOTALS}
+    lock = beat.lock if beat else threading.Lock()
+    for i, it in enumerate(items):
+        if i < start:
+            continue
+        if _status(engine, run_id) == "cancelled":
+            return True
+        if isinstance(it, tasks.SycophancyItem):
+            dec, tr = await answer_sycophancy(it, call, job)
+        else:
+            dec, tr = await answer_gaming(it, call, job)
+        added = False
+        if dec.kept:
+            added = await asyncio.to_thread(insert_pair, engine, run_id, job, it, dec, tr)
+            if not added and claim and claim.took_over and i == start:
+                added = _pair_exists(engine, run_id, job, it, dec, tr)  # inserted just before the old process died
+        _tally(stats, dec, added, call, base)
+        transcripts.append(_item_record(it, dec, added, tr))
+        with lock:
+            _save(engine, run_id, stats, transcripts, i + 1, len(items))
+        if progress:
+            progress(i + 1, len(items))
+    return False
+
+
+def execute_generation(
+    engine: Engine, run_id: str, *, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Run a pending generation run to the end (or until cancelled), or take over a ``running`` one whose
+    process died (:func:`_claim`); returns :func:`generation_summary`.
+
+    The executing process holds a lease (``params['lease']`` = pid, host, heartbeat every
+    :data:`HEARTBEAT_S` s) until the run ends. ``progress(done, total)`` is called after each item. The
+    run ends ``finished``, ``cancelled`` or ``failed`` (with the error, at most 2,000 characters, and the
+    exception re-raised). Calls already answered before a take-over come from the cache; a candidate
+    pair already inserted is not inserted twice.
+
+    Raises:
+        NotFound: no such generation run. InputError: the run is finished, failed or cancelled, or
+            another live process executes it.
+    """
+    sweep_stale_dirs()
+    claim = _claim(engine, run_id)
+    job = claim.job
+    beat = _Heartbeat(engine, run_id).start()
+    try:
+        items = job_items(job)
+        backend = job_backend(job)
+        stats = claim.stats or empty_stats()
+
+        async def main() -> bool:
+            try:
+                return await _process_items(
+                    engine,
+                    run_id,
+                    job,
+                    list(items),
+                    GeneratorCaller(engine, backend, job),
+                    stats,
+                    progress,
+                    claim,
+                    beat,
+                )
+            finally:
+                await backend.aclose()
+
+        cancelled = run_async(main())
+        beat.stop()
+        _finish(engine, run_id, "cancelled" if cancelled else "finished")
+    except Exception as exc:
+        beat.stop()
+        _finish(engine, run_id, "failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    finally:
+        beat.stop()
+        _drop_lease(engine, run_id)
+    return generation_summary(engine, run_id)
+
+
+def launch_generation_detached(db_url: str, run_id: str) -> int:
+    """Start ``automonitor generate resume RUN_ID --json`` in its own session (the app's Runs page);
+    output in ``<tmp>/automonitor-runs/RUN_ID.log``. Returns the child's pid."""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    log_dir = Path(tempfile.gettempdir()) / "automonitor-runs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / f"{run_id}.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "automonitor", "generate", "resume", run_id, "--json"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "AUTOMONITOR_DB": db_url},
+            start_new_session=True,
+            close_fds=True,
+        )
+    return proc.pid

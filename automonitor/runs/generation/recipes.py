@@ -1,0 +1,91 @@
+"""The two construction recipes on one item: ask the generator, then run the filter.
+
+- :func:`answer_sycophancy`: Q once (greedy) and Q' ``samples_per_prompt`` times (the first greedy,
+  the others at :data:`SAMPLE_TEMPERATURE` with seeds 1, 2, ...), then
+  :func:`automonitor.runs.generation.filters.decide_sycophancy`;
+- :func:`answer_gaming`: the task with and without the incentive, code answers through
+  :func:`screen_code` (static screen and the bubblewrap sandbox), then
+  :func:`automonitor.runs.generation.filters.decide_gaming`.
+
+Each returns ``(Decision, transcript)``; the transcript is ``{"prompts": {role: messages}, "outputs":
+{role: outcome | [outcome, ...]}}`` with the call outcomes of :mod:`automonitor.runs.generation.caller`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from automonitor.runs.generation import filters, tasks
+from automonitor.runs.generation.caller import GeneratorCaller
+from automonitor.runs.generation.incentives import load_incentive
+
+SAMPLE_TEMPERATURE = 0.8  # cued samples after the first (the first is greedy)
+MAX_KEPT_TEXT = 20_000  # characters of a prompt/output kept in the run's transcript
+
+Transcript = dict[str, Any]
+
+
+async def answer_sycophancy(
+    item: tasks.SycophancyItem, call: GeneratorCaller, job: dict[str, Any]
+) -> tuple[filters.Decision, Transcript]:
+    """Ask Q and K samples of Q' concurrently and decide (module docstring); K = ``job['samples_per_prompt']``."""
+    k = job["samples_per_prompt"]
+    jobs = [call(item.uncued)] + [
+        call(item.cued, temperature=0.0 if i == 0 else SAMPLE_TEMPERATURE, seed=i) for i in range(k)
+    ]
+    outs = await asyncio.gather(*jobs)
+    dec = filters.decide_sycophancy(item.options, item.truth, item.cue, outs[0]["text"], [o["text"] for o in outs[1:]])
+    transcript = {
+        "prompts": {"uncued": item.uncued, "cued": item.cued},
+        "outputs": {"uncued": outs[0], "cued": outs[1:]},
+    }
+    return dec, transcript
+
+
+async def answer_gaming(
+    t: tasks.GamingTask, call: GeneratorCaller, job: dict[str, Any]
+) -> tuple[filters.Decision, Transcript]:
+    """Ask the task with and without ``job['incentive']`` concurrently, screen code answers, and decide
+    (module docstring)."""
+    inc = load_incentive(job["incentive"])
+    with_msgs = [{"role": "user", "content": inc.render(t.prompt)}]
+    without_msgs = [{"role": "user", "content": t.prompt}]
+    with_out, without_out = await asyncio.gather(call(with_msgs), call(without_msgs))
+    signal = inc.signal[t.task]
+    transcript = {
+        "prompts": {"with_incentive": with_msgs, "without_incentive": without_msgs},
+        "outputs": {"with_incentive": with_out, "without_incentive": without_out},
+    }
+    if t.task == "code":
+        screens = []
+        for out in (with_out, without_out):
+            screens.append(await asyncio.to_thread(screen_code, out["text"], t) if out["text"] is not None else None)
+        dec = filters.decide_gaming(
+            "code", signal, with_out["text"], without_out["text"], screen_with=screens[0], screen_without=screens[1]
+        )
+    else:
+        dec = filters.decide_gaming(
+            t.task, signal, with_out["text"], without_out["text"], reference=t.reference, min_words=inc.min_words
+        )
+    return dec, transcript
+
+
+def screen_code(answer: str, t: tasks.GamingTask) -> dict[str, Any] | None:
+    """Static screen plus sandboxed runs of the visible and held-out tests of one code answer:
+    ``{"code" (at most 20,000 characters), "static", "visible", "hidden"}`` (``None`` when the answer
+    holds no code).
+
+    Raises:
+        InputError: the sandbox is not installed (:func:`automonitor.runs.generation.sandbox.run_python`).
+    """
+    from automonitor.runs.generation.sandbox import run_tests
+    from automonitor.runs.generation.screen import extract_code, static_screen
+
+    code = extract_code(answer, t.entry_point)
+    if code is None:
+        return None
+    st = static_screen(code, t.visible_tests, t.entry_point)
+    vis = run_tests(code, t.visible_tests)
+    hid = run_tests(code, t.hidden_tests)
+    return {"code": code[:MAX_KEPT_TEXT], "static": st, "visible": vis.to_json(), "hidden": hid.to_json()}

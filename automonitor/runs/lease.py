@@ -1,0 +1,68 @@
+"""The lease that stops two processes from executing one run: lock the run row, check the lease, take
+it, release it. A lease is ``Run.params["lease"]`` (:mod:`automonitor.leases`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from automonitor.errors import InputError
+from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
+from store import session_scope
+from store.models import Run, utcnow
+
+__all__ = ["LEASE_STALE_S", "check_lease", "lease_held_by_other", "lock_run", "mark_running", "new_lease", "release"]
+
+
+def check_lease(run_id: str, params: dict[str, Any], *, field: str) -> None:
+    """Raise when another live process holds the lease in the run's ``params``.
+
+    Raises:
+        InputError: ``run RUN_ID is being executed by pid PID on HOST`` (``field`` names the CLI option).
+    """
+    lease = params.get("lease")
+    if lease and lease_held_by_other(lease):
+        raise InputError(
+            f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field=field
+        )
+
+
+def mark_running(run: Run) -> None:
+    """Set ``run`` running (``started_at`` kept from an earlier session, ``finished_at`` cleared)."""
+    run.status = "running"
+    run.started_at = run.started_at or utcnow()
+    run.finished_at = None
+
+
+def lock_run(session: Session, run_id: str) -> Run | None:
+    """Read the run row under a write lock held until ``session`` commits, so that checking and taking
+    the lease is atomic across processes: ``SELECT ... FOR UPDATE`` on PostgreSQL (a second executor
+    waits for the first one's commit, then sees its lease), ``BEGIN IMMEDIATE`` on SQLite (the database
+    write lock is taken before the read)."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+    return session.get(Run, run_id, with_for_update=True)
+
+
+def release(engine: Engine, run_id: str, *, status: str, error: str | None = None) -> None:
+    """Drop the lease and record ``status`` and ``error`` (a ``cancelled`` run stays cancelled unless
+    ``status`` is ``failed``). A missing run is ignored."""
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            return
+        p = dict(run.params or {})
+        p.pop("lease", None)
+        run.params = p
+        if status == "failed" or run.status != "cancelled":
+            run.status = status
+        run.error = error
+        s.add(run)
+
+
+# the names before the runner became a package
+_lease_held_by_other = lease_held_by_other
+_lock_run = lock_run
+_release = release

@@ -1,0 +1,104 @@
+"""Judge backends behind a small registry, selected as ``BACKEND[:MODEL]`` (``../shared/CONTRACT.md``).
+
+Each backend is one module here with a class decorated by :func:`register`; its facts (default
+model, key variable, base URL, local or not, typed parameters, token estimate) are attributes and
+methods of the class (:class:`automonitor.runs.monitors.base.Backend`).
+
+=========== =================================================================== ==================
+backend     what it is                                                          default model
+=========== =================================================================== ==================
+rules       transparent pattern baseline (no model, no network)                 rules-v1
+llamacpp    local GGUF model in-process via llama-cpp-python (offline default)  gemma3-270m
+openai      official ``openai`` SDK, any OpenAI-compatible server (--base-url)  gpt-4o-mini
+anthropic   official ``anthropic`` SDK, Messages API                            claude-3-5-haiku-latest
+probe       trained probe artefact (TF-IDF or MiniLM embeddings + LR), no model  tfidf-lr
+lora        LoRA adapter on a causal LM (transformers + peft), Yes/No logits     (adapter folder)
+=========== =================================================================== ==================
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any
+
+from automonitor.errors import InputError
+from automonitor.runs.monitors.base import (  # noqa: F401
+    REGISTRY,
+    Backend,
+    BackendParams,
+    Item,
+    Judgement,
+    PermanentError,
+    TransientError,
+    is_loopback,
+    price_for,
+    register,
+)
+
+
+def _discover() -> None:
+    """Import every module of this package once, so each ``@register``-decorated backend class is in
+    :data:`REGISTRY`; then order the registry by ``menu_order`` (the order of the backend lists).
+    Backend SDKs are imported inside the backends, so this loads no SDK."""
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name != "base" and not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
+    ordered = sorted(REGISTRY.items(), key=lambda kv: kv[1].menu_order)
+    REGISTRY.clear()
+    REGISTRY.update(ordered)
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    """A parsed ``BACKEND[:MODEL]`` spec. ``name`` is the canonical ``backend:model`` form stored as
+    ``Monitor.name`` / ``Run.monitor``."""
+
+    backend: str
+    model: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}:{self.model}"
+
+
+def parse_monitor_spec(spec: str) -> MonitorSpec:
+    """Parse ``BACKEND[:MODEL]`` (the model may itself contain ``:`` or ``/``).
+
+    Raises:
+        InputError: empty spec or unknown backend (field ``monitor``).
+    """
+    spec = (spec or "").strip()
+    if not spec:
+        raise InputError("empty monitor; use BACKEND[:MODEL]", field="monitor")
+    backend, _, model = spec.partition(":")
+    backend = backend.strip().lower()
+    if backend not in REGISTRY:
+        raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(REGISTRY)}", field="monitor")
+    model = model.strip() or (REGISTRY[backend].default_model or "")
+    return MonitorSpec(backend, model)
+
+
+def backend_class(backend: str) -> type[Backend]:
+    """The class implementing ``backend`` (its SDK loads only when an instance is used).
+
+    Raises:
+        InputError: unknown backend (field ``monitor``).
+    """
+    if backend not in REGISTRY:
+        raise InputError(f"unknown backend {backend!r}", field="monitor")
+    return REGISTRY[backend]
+
+
+def create_backend(spec: str | MonitorSpec, *, base_url: str | None, params: dict[str, Any] | None, prompt) -> Backend:
+    """Instantiate the backend for ``spec`` with the run's base URL, parameters and prompt builder.
+
+    Raises:
+        InputError: unknown backend, missing API key for a remote server, bad parameter.
+    """
+    ms = spec if isinstance(spec, MonitorSpec) else parse_monitor_spec(spec)
+    return backend_class(ms.backend)(ms.model, base_url, dict(params or {}), prompt)
+
+
+_discover()

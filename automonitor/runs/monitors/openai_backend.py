@@ -1,0 +1,653 @@
+"""``openai``: the official ``openai`` SDK (Chat Completions) against OpenAI or any compatible server.
+
+``--base-url`` points it at vLLM, the llama.cpp server, Ollama, DeepSeek, Gemini's compatible
+endpoint, ... The key comes from ``OPENAI_API_KEY``; a loopback base URL needs none (a dummy is
+sent). Requests use temperature 0 and ``seed`` (param, default 0). SDK retries are off
+(``max_retries=0``): the runner retries, so every request is counted.
+
+Answer format (param ``structured``; default ``none`` for direct templates, ``json_schema`` for
+evidence templates):
+
+- ``json_schema``: ``response_format={"type": "json_schema", ...}`` with the verdict schema (OpenAI
+  structured outputs);
+- ``json_object``: ``response_format={"type": "json_object", "schema": ...}`` (llama.cpp server style);
+- ``tools``: a forced ``record_verdict`` function call;
+- ``none``: free text read by the tolerant parser.
+
+A server that rejects the requested format (HTTP 400/422 naming it) is asked again with the next one
+down the chain json_schema -> json_object -> none, and remembered for the rest of the run. Token
+log-probabilities (param ``logprobs``, default true; ``top_logprobs`` 5) give the score
+P(misbehavior) (:func:`automonitor.runs.parsing.score_from_logprobs`); a server that rejects them is asked
+again without. Cost per call comes from :mod:`automonitor.runs.monitors.pricing` (exact model ids).
+
+Reasoning models (OpenAI's o1/o3/o4 and gpt-5 families, :func:`completion_tokens_family`) take the
+answer budget as ``max_completion_tokens`` and only their default temperature, and give no
+log-probabilities: they are sent ``max_completion_tokens``, no ``temperature`` (unless ``--param
+temperature`` is given) and no ``logprobs``. Any other model whose server answers 400 naming
+``max_tokens`` (use ``max_completion_tokens``), ``temperature`` or ``seed`` is asked again once with
+that fixed, and the fix is kept for the rest of the run and recorded in ``Run.params["sent"]``.
+``--param reasoning_effort=minimal|low|medium|high`` is sent as ``reasoning_effort``.
+
+Every ``finish_reason`` is read from :attr:`OpenAIBackend.stop_reasons`: ``stop``/``tool_calls`` are a
+normal end; ``length`` is ``invalid`` truncated; ``content_filter`` is unscored (``refusal`` with reason
+``content_filter``, not cached), whatever text came with it; any other reason is ``invalid``.
+``message.content`` given as a list of parts (Mistral, some proxies) is read from its ``text`` parts;
+``thinking``/``reasoning`` parts (and ``reasoning_content``) are reasoning, kept out of the verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from types import SimpleNamespace
+from typing import Any, Literal, Optional
+
+from pydantic import Field
+
+from automonitor.runs.prompts import PromptBuilder, output_schema
+from automonitor.runs.monitors.base import (
+    STOP_FILTERED,
+    STOP_NORMAL,
+    STOP_TRUNCATED,
+    Backend,
+    BackendParams,
+    CallCounter,
+    Generation,
+    Item,
+    Judgement,
+    answer_judgement,
+    PermanentError,
+    TransientError,
+    register,
+    retry_after_seconds,
+    stop_judgement,
+    token_count,
+)
+from automonitor.runs.parsing import ParseResult, parse_text, parse_tool_input, score_from_logprobs
+
+VERDICT_SCHEMA_DIRECT = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["misbehavior", "benign"]}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+VERDICT_SCHEMA_EVIDENCE = {
+    "type": "object",
+    "properties": {
+        "category": {
+            "type": "string",
+            "enum": ["safety_permission", "sycophancy_bias", "specification_gaming", "none"],
+        },
+        "severity": {"type": "string", "enum": ["none", "low", "medium", "high"]},
+        "evidence": {"type": "array", "items": {"type": "string"}},
+        "verdict": {"type": "string", "enum": ["misbehavior", "benign"]},
+    },
+    "required": ["category", "severity", "evidence", "verdict"],
+    "additionalProperties": False,
+}
+_MODES = ("json_schema", "json_object", "tools", "none")
+_DOWNGRADE = {"json_schema": "json_object", "json_object": "none", "tools": "none"}
+
+
+def verdict_schema(evidence: bool) -> dict[str, Any]:
+    """The JSON schema of a verdict (with category, severity, evidence for evidence templates)."""
+    return VERDICT_SCHEMA_EVIDENCE if evidence else VERDICT_SCHEMA_DIRECT
+
+
+def classify_sdk_error(exc: BaseException) -> Exception:
+    """Map an ``openai``/``anthropic`` SDK exception (or a decode error) to Transient/PermanentError.
+
+    Transient: timeouts, connection errors, malformed bodies, HTTP 408, 409, 425, 429, 5xx, 529.
+    Permanent: every other HTTP status (400 bad request, 401/403 key, 404 model, ...).
+    """
+    if isinstance(exc, (TransientError, PermanentError)):
+        return exc
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        resp = getattr(exc, "response", None)
+        status = (
+            getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
+        )
+    if "Timeout" in name:
+        return TransientError("timeout", str(exc))
+    if name == "APIResponseValidationError" or (isinstance(exc, ValueError) and status is None):
+        return TransientError("malformed", f"{name}: {exc}")
+    if status is None:
+        if "Connection" in name:
+            return TransientError("connection", str(exc))
+        return TransientError("connection", f"{name}: {exc}")
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    ra = retry_after_seconds(headers)
+    if status == 429:
+        return TransientError("rate_limit", str(exc), retry_after=ra, status=status)
+    if status == 529:
+        return TransientError("overloaded", str(exc), retry_after=ra, status=status)
+    if status >= 500 or status in (408, 409, 425):
+        return TransientError("server", str(exc), retry_after=ra, status=status)
+    body = getattr(exc, "body", None)
+    code = body.get("code") if isinstance(body, dict) else None
+    return PermanentError(f"{name}: {exc}", status=status, code=code if isinstance(code, str) else None)
+
+
+# OpenAI's reasoning families: the budget is ``max_completion_tokens``, only the default temperature
+_COMPLETION_TOKENS_FAMILY = re.compile(r"^(o\d|gpt-5)")
+
+
+def completion_tokens_family(model: str | None) -> bool:
+    """Whether ``model`` (``provider/`` prefix dropped, case-insensitive) is one of OpenAI's reasoning
+    families (o1, o3, o4, gpt-5 and their variants), which take ``max_completion_tokens`` instead of
+    ``max_tokens``, only the default temperature and no log-probabilities (OpenAI API reference,
+    "Reasoning models")."""
+    return bool(model) and bool(_COMPLETION_TOKENS_FAMILY.match(str(model).lower().rsplit("/", 1)[-1]))
+
+
+class OpenAIParams(BackendParams):
+    """Typed ``--param`` settings of :class:`OpenAIBackend`.
+
+    Attributes:
+        transport: the SDK's HTTP transport: ``aiohttp`` (default, the SDK's own
+            ``DefaultAioHttpClient``; ``httpx`` when ``httpx-aiohttp`` is not installed) or ``httpx``.
+            ``direct`` sends the judge's requests with a bare ``aiohttp`` session (:class:`DirectChat`:
+            same bodies, same error classification, no SDK per-request work; measured in
+            benchmarks/bench_scale.py). Not part of the cache key (it changes no answer).
+        structured: answer format (``json_schema`` | ``json_object`` | ``tools`` | ``none``; default
+            ``none`` for direct templates, ``json_schema`` for evidence templates).
+        logprobs / top_logprobs: ask for token log-probabilities (score); default on except for the
+            reasoning families.
+        seed: sampling seed (``None``: not sent).
+        reasoning_effort: ``minimal`` | ``low`` | ``medium`` | ``high`` (reasoning models), not sent when
+            unset.
+        temperature: as :class:`BackendParams`, but ``None`` by default: 0, or not sent to a reasoning
+            family.
+    """
+
+    structured: Optional[Literal["json_schema", "json_object", "tools", "none"]] = None
+    logprobs: Optional[bool] = None
+    top_logprobs: int = Field(default=5, ge=0, le=20)
+    seed: Optional[int] = 0
+    reasoning_effort: Optional[Literal["minimal", "low", "medium", "high"]] = None
+    transport: Literal["aiohttp", "httpx", "direct"] = "aiohttp"
+    temperature: Optional[float] = Field(default=None, ge=0.0)  # type: ignore[assignment]
+
+
+@register
+class OpenAIBackend(Backend):
+    """OpenAI Chat Completions judge. Params: ``structured``, ``logprobs`` (true), ``top_logprobs`` (5),
+    ``max_tokens`` (16 direct / 600 evidence / 4096 for a reasoning model), ``seed`` (0), ``temperature`` (0), ``timeout`` (60 s),
+    ``request_chars`` (12000), ``response_chars`` (16000)."""
+
+    name = "openai"
+    batch_api = "openai"
+    default_model = "gpt-4o-mini"
+    key_env = "OPENAI_API_KEY"
+    takes_base_url = True
+    menu_order = 2
+    description = "any OpenAI-compatible server"
+
+    Params = OpenAIParams
+    stop_reasons = {
+        "stop": STOP_NORMAL,
+        "tool_calls": STOP_NORMAL,
+        "function_call": STOP_NORMAL,
+        "eos": STOP_NORMAL,  # some compatible servers
+        "length": STOP_TRUNCATED,
+        "content_filter": STOP_FILTERED,
+    }
+
+    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
+        super().__init__(model, base_url, params, prompt)
+        st = self.settings
+        assert isinstance(st, OpenAIParams)
+        evidence = prompt.template.evidence
+        self.reasoning_family = completion_tokens_family(self.model)
+        self.mode: str = st.structured or ("json_schema" if evidence else "none")
+        self.logprobs = st.logprobs if st.logprobs is not None else not self.reasoning_family
+        self.top_logprobs = st.top_logprobs
+        self.max_tokens = self.max_tokens_for(self.params, evidence)
+        self.seed = st.seed
+        self.reasoning_effort = st.reasoning_effort
+        self._api_settings(self.key_env)
+        # a reasoning family takes only its default temperature: none is sent unless asked for
+        self.temperature = st.temperature if st.temperature is not None else (None if self.reasoning_family else 0.0)
+        self.token_param = "max_completion_tokens" if self.reasoning_family else "max_tokens"
+        self.send_temperature = self.temperature is not None
+        self.send_seed = self.seed is not None
+        self.dropped: list[str] = []  # parameters the server refused, dropped once for the run
+        self._requested_mode = self.mode
+        self._requested_logprobs = self.logprobs
+        self._direct = DirectChat(self.base_url, self._key, self.timeout) if st.transport == "direct" else None
+
+    def cache_params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "structured": self._requested_mode,
+            "logprobs": self._requested_logprobs,
+            "top_logprobs": self.top_logprobs if self._requested_logprobs else None,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "temperature": self.temperature,
+        }
+        if self.reasoning_family:
+            out["token_param"] = self.token_param
+        if self.reasoning_effort is not None:
+            out["reasoning_effort"] = self.reasoning_effort
+        return out
+
+    def sent_params(self) -> dict[str, Any]:
+        """What the requests carry now: the budget parameter, temperature and seed (``None``: not
+        sent), reasoning effort, answer format, logprobs, and the parameters dropped after a 400."""
+        return {
+            "token_param": self.token_param,
+            self.token_param: self.max_tokens,
+            "temperature": self.temperature if self.send_temperature else None,
+            "seed": self.seed if self.send_seed else None,
+            "reasoning_effort": self.reasoning_effort,
+            "structured": self.mode,
+            "logprobs": self.logprobs,
+            "dropped": list(self.dropped),
+        }
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self._key,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.timeout,
+                http_client=self._http_client(openai),
+            )
+        return self._client
+
+    def _http_client(self, openai: Any) -> Any:
+        """The SDK's aiohttp-backed client (``openai.DefaultAioHttpClient``, the SDK's documented
+        ``openai[aiohttp]`` option: same SDK types, errors and request building, a faster HTTP
+        transport; see benchmarks/bench_scale.py), or None (the SDK's default httpx client) with
+        ``--param transport=httpx`` or when ``httpx-aiohttp`` is not installed."""
+        st = self.settings
+        assert isinstance(st, OpenAIParams)
+        if st.transport != "aiohttp":
+            return None
+        try:
+            return openai.DefaultAioHttpClient(timeout=self.timeout)
+        except (RuntimeError, ImportError):  # httpx-aiohttp missing: the SDK's default transport
+            return None
+
+    def _request(self, system: str, user: str) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            self.token_param: self.max_tokens,
+        }
+        if self.send_temperature:
+            kw["temperature"] = self.temperature
+        if self.send_seed:
+            kw["seed"] = int(self.seed or 0)
+        if self.reasoning_effort is not None:
+            kw["reasoning_effort"] = self.reasoning_effort
+        schema = output_schema(self.prompt.template) or verdict_schema(self.prompt.template.evidence)
+        if self.mode == "json_schema":
+            kw["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": schema},
+            }
+        elif self.mode == "json_object":
+            kw["response_format"] = {"type": "json_object", "schema": schema}
+        elif self.mode == "tools":
+            kw["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "record_verdict",
+                        "description": "Record the monitor's verdict on the response.",
+                        "parameters": schema,
+                    },
+                }
+            ]
+            kw["tool_choice"] = {"type": "function", "function": {"name": "record_verdict"}}
+        if self.logprobs and self.mode != "tools":
+            kw["logprobs"] = True
+            kw["top_logprobs"] = self.top_logprobs
+        return kw
+
+    def _downgrade(self, exc: Exception) -> bool:
+        """After a rejection naming the answer format or logprobs (HTTP 400/422, or a 500 carrying a
+        request validation error as llama-cpp-python's server sends): switch it off, return True."""
+        msg = str(exc).lower()
+        status = getattr(exc, "status_code", None)
+        if status not in (400, 422) and not (status == 500 and "validation error" in msg):
+            return False
+        if self._drop_unsupported(exc, msg):
+            return True
+        if self.logprobs and "logprob" in msg:
+            self.logprobs = False
+            return True
+        if self.mode != "none" and any(
+            w in msg for w in ("response_format", "json_schema", "tool", "json_object", "schema")
+        ):
+            self.mode = _DOWNGRADE[self.mode]
+            return True
+        return False
+
+    def _request_state(self) -> tuple[Any, ...]:
+        """What the downgrade and drop rules may change in a request (format, logprobs, budget
+        parameter, temperature, seed): a rejection of an older state is not downgraded again."""
+        return (self.mode, self.logprobs, self.token_param, self.send_temperature, self.send_seed)
+
+    def _drop_unsupported(self, exc: Exception, msg: str) -> bool:
+        """After a 400 naming ``max_tokens`` (use ``max_completion_tokens``), ``temperature`` or
+        ``seed`` (the error's ``param`` field, else its message): fix the request once for the run and
+        return True."""
+        body = getattr(exc, "body", None)
+        param = str(body.get("param") or "") if isinstance(body, dict) else ""
+        names = {param} if param else {w for w in ("max_tokens", "temperature", "seed") if f"'{w}'" in msg}
+        if self.token_param == "max_tokens" and "max_tokens" in names and "max_completion_tokens" in msg:
+            self.token_param = "max_completion_tokens"
+            self.dropped.append("max_tokens")
+            return True
+        if self.send_temperature and "temperature" in names:
+            self.send_temperature = False
+            self.dropped.append("temperature")
+            return True
+        if self.send_seed and "seed" in names:
+            self.send_seed = False
+            self.dropped.append("seed")
+            return True
+        return False
+
+    async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
+        system, user, meta = self.prompt.chat_messages(item.request, item.response)
+        client = self._get_client()
+        for _ in range(7):  # at most three format downgrades and three dropped parameters
+            count_call()
+            t0 = time.perf_counter()
+            body = self._request(system, user)
+            if item.repeat and "seed" in body:
+                body["seed"] = int(body["seed"]) + int(item.repeat)  # distinct seed per repeat
+                meta["seed"] = body["seed"]
+            sent_state = self._request_state()
+            try:
+                resp = await self.within_deadline(self._post(client, body, item))
+            except Exception as exc:  # noqa: BLE001
+                if self._request_state() != sent_state and getattr(exc, "status_code", None) in (400, 422, 500):
+                    continue  # a concurrent request already fixed the request: ask again as it is now
+                n_dropped = len(self.dropped)
+                if self._downgrade(exc):
+                    if len(self.dropped) > n_dropped:
+                        meta.setdefault("dropped", []).append(self.dropped[-1])
+                    else:
+                        meta.setdefault("downgraded", []).append(
+                            self.mode if "logprob" not in str(exc).lower() else "no-logprobs"
+                        )
+                    continue
+                raise classify_sdk_error(exc) from exc
+            meta["latency_s"] = round(time.perf_counter() - t0, 4)
+            return self._read(resp, item, meta)
+        raise PermanentError("the server rejected every answer format")
+
+    async def _post(self, client, body: dict[str, Any], item: Item):
+        if self._direct is not None:
+            return await self._direct.post(body)
+        return await self._sdk_post(client, body, item)
+
+    async def _sdk_post(self, client, body: dict[str, Any], item: Item):
+        """``POST /chat/completions`` through the SDK client's own ``post`` (same transport, errors and
+        ``ChatCompletion`` parsing as ``chat.completions.create``). The body is already plain JSON, so the
+        SDK's per-request TypedDict transform is skipped, and the idempotency key is derived from the
+        sample instead of a fresh uuid4: both matter at hundreds of requests per second."""
+        from openai.types.chat import ChatCompletion
+
+        return await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            options={"idempotency_key": f"automonitor-{item.sample_id}-{item.repeat}-{id(body):x}"},
+        )
+
+    def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
+        """The judgement of a Chat Completions response: a refusal (``message.refusal``), an unscored
+        answer for a finish reason that is not a normal end (:attr:`stop_reasons`), else the tool call
+        or text read by the parser, scored from the log-probabilities (verdicts only). List-shaped
+        ``content`` is read from its text parts; reasoning parts go to ``meta.reasoning_chars``.
+        ``meta`` gains the answer format, finish reason, model, max tokens, cached input tokens, parse
+        detail and evidence check; negative token counts are clamped to 0 and flagged.
+
+        Raises:
+            TransientError: ``malformed``, a response without choices.
+        """
+        try:
+            choice = resp.choices[0]
+            msg = choice.message
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise TransientError("malformed", f"no choices in the response: {exc}") from exc
+        tin, tout, cached_in = _usage(resp, meta)
+        finish = getattr(choice, "finish_reason", None)
+        meta.update(
+            {
+                "structured": self.mode,
+                "finish_reason": finish,
+                "model": getattr(resp, "model", None),
+                "max_tokens": self.max_tokens,
+            }
+        )
+        if cached_in:
+            meta["cached_tokens_in"] = cached_in
+        cost = self.cost(tin, tout, cached_in)
+        text, reasoning = message_text(msg)
+        if reasoning:
+            meta["reasoning_chars"] = len(reasoning)
+        refusal = getattr(msg, "refusal", None)
+        if refusal:
+            return Judgement(
+                "refusal",
+                raw=str(refusal),
+                reason="the model refused (message.refusal)",
+                tokens_in=tin,
+                tokens_out=tout,
+                cost_usd=cost,
+                meta=meta,
+            )
+        if finish is not None:
+            unscored = stop_judgement(
+                self.stop_reasons.get(finish), finish, text, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
+            )
+            if unscored is not None:
+                return unscored
+        raw, parsed = _parse_answer(msg, text, finish)
+        return answer_judgement(
+            parsed,
+            item.response,
+            raw,
+            score=_logprob_score(choice),
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=cost,
+            meta=meta,
+            max_tokens=self.max_tokens,
+        )
+
+    async def generate(
+        self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
+    ) -> Generation:
+        """Generation mode: one Chat Completions call with ``messages`` (no answer format, no logprobs).
+        Raises TransientError / PermanentError (:func:`classify_sdk_error`)."""
+        from openai.types.chat import ChatCompletion
+
+        client = self._get_client()
+        for _ in range(4):  # at most three parameters dropped
+            body: dict[str, Any] = {"model": self.model, "messages": list(messages), self.token_param: int(max_tokens)}
+            # a reasoning family takes only its default temperature; a refused temperature stays dropped
+            if "temperature" not in self.dropped and not (self.reasoning_family and not self.send_temperature):
+                body["temperature"] = float(temperature)
+            if seed is not None and "seed" not in self.dropped:
+                body["seed"] = int(seed)
+            if self.reasoning_effort is not None:
+                body["reasoning_effort"] = self.reasoning_effort
+            count_call()
+            t0 = time.perf_counter()
+            try:
+                resp = await self.within_deadline(client.post("/chat/completions", body=body, cast_to=ChatCompletion))
+                break
+            except Exception as exc:  # noqa: BLE001
+                status = getattr(exc, "status_code", None)
+                if status == 400 and self._drop_unsupported(exc, str(exc).lower()):
+                    continue
+                raise classify_sdk_error(exc) from exc
+        else:
+            raise PermanentError("the server rejected every request")
+        try:
+            choice = resp.choices[0]
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise TransientError("malformed", f"no choices in the response: {exc}") from exc
+        meta: dict[str, Any] = {"model": getattr(resp, "model", None), "latency_s": round(time.perf_counter() - t0, 4)}
+        tin, tout, _cached = _usage(resp, meta)
+        text, _reasoning = message_text(choice.message)
+        return Generation(
+            text or str(getattr(choice.message, "refusal", None) or ""),
+            finish_reason=getattr(choice, "finish_reason", None),
+            tokens_in=tin,
+            tokens_out=tout,
+            cost_usd=self.cost(tin, tout),
+            meta=meta,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        if self._direct is not None:
+            await self._direct.close()
+
+
+class DirectStatusError(Exception):
+    """An HTTP error answer of :class:`DirectChat`, shaped like the SDK's ``APIStatusError`` for
+    :func:`classify_sdk_error` and the downgrade rules: ``status_code``, ``body`` (the ``error``
+    object), ``response.headers``."""
+
+    def __init__(self, status: int, body: Any, headers: Any) -> None:
+        self.status_code, self.body = status, body
+        self.response = SimpleNamespace(headers=headers, status_code=status)
+        msg = body.get("message") if isinstance(body, dict) else body
+        super().__init__(f"Error code: {status} - {msg}")
+
+
+def _namespace(obj: dict[str, Any]) -> SimpleNamespace:
+    """A decoded JSON object made attribute-readable for :meth:`OpenAIBackend._read` (``json.loads``
+    object hook)."""
+    return SimpleNamespace(**obj)
+
+
+class DirectChat:
+    """``POST {base_url}/chat/completions`` with a bare ``aiohttp`` session (``--param
+    transport=direct``): the request body the SDK path sends, the key as a bearer token, errors mapped
+    as the SDK maps them (HTTP status -> :class:`DirectStatusError`; connection failures and a body that
+    is not JSON -> :class:`TransientError`). It skips the SDK's per-request work (header and option
+    building, response model construction), which costs about 5x the CPU of the HTTP exchange itself
+    (benchmarks/bench_scale.py); the SDK stays the default and the path of batch and generation."""
+
+    def __init__(self, base_url: str | None, key: str, timeout: float) -> None:
+        self.url = (base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self.timeout = timeout
+        self._session: Any = None
+
+    async def post(self, body: dict[str, Any]) -> Any:
+        """The parsed answer (attribute-readable) of one request.
+
+        Raises:
+            DirectStatusError: an HTTP error status. TransientError: ``connection`` or ``malformed``.
+        """
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0),
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=self.timeout, sock_connect=self.timeout),
+            )
+        try:
+            async with self._session.post(self.url, data=json.dumps(body), headers=self.headers) as r:
+                raw, status, headers = await r.read(), r.status, r.headers
+        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError) as exc:
+            raise TransientError("timeout", f"{type(exc).__name__}: {exc}") from exc
+        except aiohttp.ClientError as exc:
+            raise TransientError("connection", f"{type(exc).__name__}: {exc}") from exc
+        try:
+            # a success is decoded straight into namespaces (the C decoder's object hook: no second walk)
+            data = json.loads(raw) if status != 200 else json.loads(raw, object_hook=_namespace)
+        except ValueError as exc:
+            if status != 200:
+                raise DirectStatusError(status, raw[:500].decode("utf-8", "replace"), headers) from None
+            raise TransientError("malformed", f"the body is not JSON: {exc}") from exc
+        if status != 200:
+            raise DirectStatusError(status, data.get("error", data) if isinstance(data, dict) else data, headers)
+        if not isinstance(data, SimpleNamespace):
+            raise TransientError("malformed", "the body is not a JSON object")
+        return data
+
+    async def close(self) -> None:
+        """Close the session (if one was opened)."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def _usage(resp: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
+    """``(prompt tokens, completion tokens, cached prompt tokens)`` of a response's ``usage`` (0 when
+    absent; a negative count is clamped to 0 and flagged in ``meta["tokens_clamped"]``)."""
+    usage = getattr(resp, "usage", None)
+    tin = token_count(getattr(usage, "prompt_tokens", 0), meta, "prompt_tokens")
+    tout = token_count(getattr(usage, "completion_tokens", 0), meta, "completion_tokens")
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached_in = token_count(getattr(details, "cached_tokens", 0), meta, "cached_tokens") if details is not None else 0
+    return tin, tout, cached_in
+
+
+_REASONING_PARTS = ("thinking", "reasoning", "redacted_thinking")
+
+
+def message_text(msg: Any) -> tuple[str, str]:
+    """``(answer text, reasoning text)`` of a Chat Completions message. ``content`` may be a string or
+    a list of parts (``{"type": "text", "text": ...}``, ``{"type": "thinking", "thinking": [...]}``,
+    ...): text parts are the answer, thinking/reasoning parts the reasoning (as is DeepSeek's
+    ``reasoning_content``); other parts (images, ...) are ignored."""
+    content = getattr(msg, "content", None)
+    reasoning = [str(getattr(msg, "reasoning_content", None) or "")]
+    if content is None:
+        return "", "".join(reasoning)
+    if isinstance(content, str):
+        return content, "".join(reasoning)
+    texts: list[str] = []
+    if isinstance(content, list):
+        for part in content:
+            kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
+            if kind == "text":
+                value = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+                texts.append(value if isinstance(value, str) else "")
+            elif kind in _REASONING_PARTS:
+                reasoning.append(json.dumps(part, default=str) if isinstance(part, dict) else str(part))
+    return "".join(texts), "".join(reasoning)
+
+
+def _parse_answer(msg: Any, text: str, finish: str | None) -> tuple[str, ParseResult]:
+    """``(raw, parsed)`` of the message: the first tool call's arguments (raw = ``{"tool", "arguments"}``
+    JSON) or the answer ``text``."""
+    tool_calls = getattr(msg, "tool_calls", None) or []
+    if tool_calls:
+        args = tool_calls[0].function.arguments
+        raw = json.dumps({"tool": tool_calls[0].function.name, "arguments": args})
+        return raw, parse_tool_input(args, finish_reason=finish)
+    return text, parse_text(text, finish_reason=finish)
+
+
+def _logprob_score(choice: Any) -> float | None:
+    """P(misbehavior) from the choice's token log-probabilities (top alternatives when sent), or None."""
+    lp = getattr(choice, "logprobs", None)
+    if lp is None or not getattr(lp, "content", None):
+        return None
+    toks = [
+        (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)]) for t in lp.content
+    ]
+    return score_from_logprobs(toks)

@@ -1,0 +1,203 @@
+"""Import verdicts from an outside system (a vendor guardrail, another eval framework) as a run.
+
+File format (``../shared/CONTRACT.md``): JSONL (one JSON object a line) or CSV with a header, columns
+
+- ``sample_id`` (str, required): a sample in the store;
+- ``outcome`` (required): ``misbehavior`` | ``benign`` | ``invalid`` | ``refusal`` | ``error``;
+- ``score`` (optional): P(misbehavior), a number in [0, 1] (CSV: empty cell = none);
+- ``evidence`` (optional): list of quoted strings (CSV: a JSON array in the cell, empty = none);
+- ``raw`` (optional): the system's raw output, a string;
+- also accepted: ``reason`` (str), ``pred_category`` (str), ``severity`` (str). Other columns are kept in
+  the prediction's ``meta["extra"]``.
+
+The file is read by :mod:`automonitor.data.records` (format by extension, ``.jsonl``/``.ndjson``/``.json`` ->
+JSONL, ``.csv`` -> CSV, else sniffed: first non-blank character ``{`` or ``[`` -> JSONL; strict JSON, no
+NaN or duplicate keys; an empty CSV cell is an absent value; CSV rows of blank cells are skipped) and each
+row is validated by :class:`automonitor.data.rows.PredictionRow` (JSON values strict: a ``score`` must be a JSON
+number; CSV cells converted: ``score`` to a number, ``evidence`` from JSON). Validation is all or nothing:
+a problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
+header as line 1) and field of the first problem, listing up to 10, and nothing is written. Non-finite
+numbers and nesting beyond the limits of :mod:`automonitor.data.records` are refused anywhere in a record;
+extra columns obey the ``meta`` limits. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
+with backend ``external``. Importing the same file again for the same monitor and template returns the
+existing run instead of duplicating it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import uuid
+from itertools import islice
+from pathlib import Path
+from typing import Any, Callable, Collection, Iterable
+
+from automonitor.errors import InputError
+from automonitor.data.records import (
+    Problems,
+    RawRecord,
+    check_import_file,
+    detect_format,
+    iter_jsonl,
+    read_file_bytes,
+    read_records,
+)
+from automonitor.data.rows import PREDICTION_REQUIRED, PredictionRow, validate_one
+from automonitor.vocab import OUTCOMES, TEMPLATES
+
+REQUIRED = PREDICTION_REQUIRED
+
+
+def validate_rows(
+    records: Iterable[RawRecord], known_samples: set[str], file: str, *, max_errors: int = 10
+) -> list[dict[str, Any]]:
+    """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
+    reason, pred_category, severity, meta), in file order.
+
+    Each record is validated by :class:`automonitor.data.rows.PredictionRow` (sample_id present and a string,
+    outcome in the vocabulary, score a finite number in [0, 1], evidence a list of strings, text fields
+    strings, extra fields within the meta limits; CSV cells converted), then its sample id must be new in
+    the file and one of ``known_samples``. Raises ``InputError`` (file, line, field) at the first problem,
+    listing up to ``max_errors``, or when there is no record at all.
+    """
+    return validate_stream(records, lambda ids: known_samples, file, max_errors=max_errors)
+
+
+CHUNK = 2000  # records validated (and looked up in the store) at a time by :func:`validate_stream`
+
+
+def validate_stream(
+    records: Iterable[RawRecord],
+    known: Callable[[list[str]], Collection[str]],
+    file: str,
+    *,
+    max_errors: int = 10,
+    problems: Problems | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`validate_rows` over a stream of records, :data:`CHUNK` at a time: ``known(ids)`` returns
+    which of a chunk's sample ids are in the store. Only the valid rows and the sample ids seen (for the
+    duplicate check) are kept, plus a bounded problem list (``problems``, which may already hold the
+    reader's problems), so a file whose every row is bad costs flat memory. Raises ``InputError`` like
+    :func:`validate_rows`."""
+    problems = problems if problems is not None else Problems(file, max_errors)
+    seen: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    n = 0
+    it = iter(records)
+    while True:
+        chunk = list(islice(it, CHUNK))
+        if not chunk:
+            break
+        n += len(chunk)
+        ids = [r.data["sample_id"].strip() for r in chunk if isinstance(r.data.get("sample_id"), str)]
+        have = set(known(ids)) if ids else set()
+        for record in chunk:  # row by row, so that the first problem is the first in the file
+            row = validate_one(PredictionRow, record, problems)
+            if row is None:
+                continue
+            line, sid = record.line, row.sample_id
+            if sid in seen:
+                problems.add(f"duplicate sample_id '{sid}' (first on line {seen[sid]})", line=line, field="sample_id")
+                continue
+            seen[sid] = line
+            if sid not in have:
+                problems.add(f"unknown sample_id '{sid}' (not in the store)", line=line, field="sample_id")
+                continue
+            if not problems:  # once the file is bad, its valid rows are not needed any more
+                rows.append(row.prediction_values())
+    problems.raise_if_any()
+    if not n:
+        raise InputError("empty file: no predictions", file=file)
+    return rows
+
+
+def _check_options(monitor: str, template: str | None) -> tuple[str, str]:
+    """``(monitor, template)`` stripped and defaulted (template ``direct``); ``InputError`` (field
+    ``monitor`` or ``template``) for a blank or over-long monitor name or a template outside the vocabulary."""
+    template = template or "direct"
+    if not monitor or not monitor.strip():
+        raise InputError("--monitor must name the outside system", field="monitor")
+    monitor = monitor.strip()
+    if len(monitor) > 256:
+        raise InputError("--monitor is longer than 256 characters", field="monitor")
+    if template not in TEMPLATES:
+        raise InputError(f"--template must be one of {', '.join(TEMPLATES)}, got {template!r}", field="template")
+    return monitor, template
+
+
+def _sha256_and_head(p: Path, file: str, head_bytes: int = 65_536) -> tuple[str, bytes]:
+    """The SHA-256 (hex) of the file, read in 1 MiB blocks, and its first ``head_bytes`` bytes (for
+    format sniffing). ``InputError`` when it cannot be read."""
+    h = hashlib.sha256()
+    head = b""
+    try:
+        with p.open("rb") as fh:
+            while block := fh.read(2**20):
+                if len(head) < head_bytes:
+                    head += block[: head_bytes - len(head)]
+                h.update(block)
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=file) from exc
+    return h.hexdigest(), head
+
+
+def import_predictions(engine, path: str | Path, monitor: str, template: str | None = None) -> dict[str, Any]:
+    """Validate ``path`` completely, then write one imported run with its predictions in one transaction.
+
+    Args:
+        engine: store engine (schema at head).
+        path: JSONL or CSV file (module docstring).
+        monitor: name of the outside system (a ``Monitor`` with backend ``external``).
+        template: a prompt template name of the vocabulary; default ``direct`` (a plain verdict).
+    Returns:
+        ``{"run_id", "monitor", "template", "kind": "imported", "status": "imported", "n", "counts":
+        {outcome: int}, "scores": int, "evidence": int, "created": bool}`` (``created`` is False when the
+        same file was already imported for this monitor and template).
+    Raises:
+        InputError (exit 2) for any bad input; the store is unchanged.
+    """
+    from store import session_scope
+    from store.queries import analysis as q
+
+    file = str(path)
+    monitor, template = _check_options(monitor, template)
+    p = check_import_file(path)
+    sha, head = _sha256_and_head(p, file)
+    fmt = detect_format(file, head, None, ("jsonl", "csv"))
+    if not head.removeprefix(codecs.BOM_UTF8).strip() and p.stat().st_size <= len(head):
+        raise InputError("empty file: no predictions", file=file)
+    with session_scope(engine) as s:
+        known = lambda ids: q.pair_ids_for(s, ids)  # noqa: E731
+        if fmt == "jsonl":  # streamed: one line at a time, memory flat in file size
+            problems = Problems(file)
+            with p.open("rb") as fh:
+                rows = validate_stream(iter_jsonl(fh, problems), known, file, problems=problems)
+        else:
+            _, records = read_records(
+                read_file_bytes(p), file, fmt, formats=("jsonl", "csv"), required=REQUIRED, skip_blank_rows=True
+            )
+            rows = validate_stream(records, known, file)
+        counts = {o: 0 for o in OUTCOMES}
+        for r in rows:
+            counts[r["outcome"]] += 1
+        existing = q.find_imported_run(s, monitor, template, sha)
+        if existing is not None:
+            run_id, created = existing.id, False
+        else:
+            m = q.external_monitor(s, monitor)
+            run_id = "imp-" + uuid.uuid4().hex[:16]
+            params = {"source_file": p.name, "sha256": sha, "format": fmt, "rows": len(rows)}
+            q.insert_imported_run(s, run_id=run_id, monitor=m, template=template, params=params, rows=rows)
+            created = True
+    return {
+        "run_id": run_id,
+        "monitor": monitor,
+        "template": template,
+        "kind": "imported",
+        "status": "imported",
+        "n": len(rows),
+        "counts": counts,
+        "scores": sum(1 for r in rows if r["score"] is not None),
+        "evidence": sum(1 for r in rows if r["evidence"]),
+        "created": created,
+    }

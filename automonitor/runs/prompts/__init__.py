@@ -1,0 +1,16 @@
+"""Versioned prompt templates (``*.txt`` beside this file) and their loader; see :mod:`.prompts`."""
+
+from automonitor.runs.prompts.prompts import (  # noqa: F401
+    PAPER_SCHEMA_DIRECT,
+    PAPER_SCHEMA_EVIDENCE,
+    FewShotExample,
+    PromptBuilder,
+    Template,
+    choose_fewshot,
+    fill,
+    list_templates,
+    load_template,
+    output_schema,
+    template_hash,
+    truncate_chars,
+)

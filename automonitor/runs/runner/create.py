@@ -1,0 +1,233 @@
+"""Create a run: validate the monitor and template, pick samples and few-shot examples, insert the run
+with one pending prediction per sample (and repeat)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from automonitor.errors import InputError
+from automonitor.runs.monitors import Backend, MonitorSpec, backend_class, create_backend, parse_monitor_spec
+from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, choose_fewshot, load_template
+from automonitor.runs.params import RUNNER_PARAMS, backend_params, check_params, repeat_count
+from automonitor.runs.sampling import seeded_shuffle, stratified_sample, stratum_counts
+from store import session_scope
+from store.models import Run
+from store.queries import runs as q
+
+
+def _new_run_id() -> str:
+    return time.strftime("run_%Y%m%d_%H%M%S_", time.gmtime()) + secrets.token_hex(3)
+
+
+@dataclass
+class _Selection:
+    """The samples a new run judges: the split's gold samples (for the strata), the chosen ids
+    (test subset then controls) and how many of them are controls."""
+
+    samples: list[dict[str, Any]]
+    ids: list[str]
+    n_controls: int
+
+
+def create_run(
+    engine: Engine,
+    monitor: str,
+    template: str,
+    *,
+    limit: int | None = None,
+    sample_seed: int = 0,
+    base_url: str | None = None,
+    concurrency: int = 8,
+    params: dict[str, Any] | None = None,
+    reuse: bool = False,
+    edition: str = "paper",
+    controls: bool = True,
+) -> str:
+    """Create a run with one pending prediction per selected test sample; returns the run id.
+
+    Args:
+        monitor: ``BACKEND[:MODEL]`` (``rules``, ``llamacpp``, ``openai``, ``anthropic``).
+        template: ``direct`` | ``evidence`` | ``direct-fewshot`` | ``evidence-fewshot``.
+        limit: stratified subset size (category x task x label, pairs kept together), ``None`` = all.
+        sample_seed: seed of the subset choice.
+        base_url: server URL for ``openai``/``anthropic`` (OpenAI-compatible servers, replay servers).
+        concurrency: maximum concurrent judge calls (>= 1).
+        params: backend/runner parameters (e.g. ``structured``, ``max_tokens``, ``max_attempts``,
+            ``timeout``, ``fewshot_k``, ``repeat``); never API keys. ``repeat`` K (1..50, default 1)
+            judges each sample K times: predictions with repeat index 0..K-1, repeat k sent with seed
+            ``seed + k`` (backends with a seed) and cached under its own key (repeat 0 has the plain
+            key, so a K-repeat run reuses a single run's verdicts and vice versa).
+        reuse: return the id of an existing run with the same monitor, template (same hash), base URL,
+            parameters, few-shot examples and exactly the same samples, if there is one (any status:
+            an unfinished one is then resumed by ``execute_run``), instead of creating a new run.
+        edition: test-set edition judged (``paper`` | ``verified``), recorded as ``run.edition``.
+        controls: also judge the benign-only ``controls`` slice when the store has one (with ``limit``,
+            a seeded subset of the same share); reports give FAR on controls separately.
+
+    Raises:
+        InputError: unknown backend/template, bad limit/concurrency, empty test split, missing API key,
+            too few train samples for a few-shot template. Nothing is written in that case.
+    """
+    spec = parse_monitor_spec(monitor)
+    tpl = load_template(template)
+    params, repeat = _checked_options(spec, dict(params or {}), limit, concurrency, base_url)
+    from store.queries.samples import check_edition
+
+    check_edition(edition)
+    with session_scope(engine) as s:
+        sel = select_samples(s, edition, limit, sample_seed, controls)
+        examples = _choose_examples(s, tpl, params)
+        # validates the backend (key present, model file found) without any network call
+        prompt = PromptBuilder(tpl, examples=examples)
+        try:
+            backend = create_backend(spec, base_url=base_url, params=backend_params(params), prompt=prompt)
+        except InputError as exc:
+            if "does not take" not in exc.message:
+                raise
+            runner_keys = ", ".join(sorted(k for k in RUNNER_PARAMS if k != "timeout"))
+            raise InputError(f"{exc.message}; runner keys: {runner_keys}", field="param") from None
+        if reuse and (same := _equivalent_run(s, spec, tpl, base_url, params, backend, examples, sel)):
+            return same
+        options = {"base_url": base_url, "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency)}
+        return _insert_run(s, spec, tpl, backend, options, params, examples, sel, edition, repeat)
+
+
+def _equivalent_run(
+    s: Session,
+    spec: MonitorSpec,
+    tpl: Template,
+    base_url: str | None,
+    judge: dict[str, Any],
+    backend: Backend,
+    examples: list[FewShotExample],
+    sel: _Selection,
+) -> str | None:
+    """``--reuse``: the id of an existing run with the same configuration and samples, or None."""
+    return q.find_equivalent_run(
+        s,
+        monitor=spec.name,
+        template=tpl.name,
+        template_hash=tpl.sha256,
+        base_url=base_url,
+        judge=judge,
+        config=backend.cache_params(),
+        fewshot=[e.sample_id for e in examples],
+        sample_ids=sel.ids,
+    )
+
+
+def _checked_options(
+    spec: MonitorSpec, params: dict[str, Any], limit: int | None, concurrency: int, base_url: str | None
+) -> tuple[dict[str, Any], int]:
+    """Validate the run options; returns ``(params, repeat)`` with ``params["repeat"]`` dropped for a
+    single judgement (same as older runs) and normalised to an int otherwise.
+
+    Raises:
+        InputError: a secret-looking parameter, limit < 1, concurrency < 1, repeat outside 1..50, a
+            base URL that is not http(s) or given to a backend that takes none.
+    """
+    params = check_params(params)
+    if limit is not None and int(limit) < 1:
+        raise InputError("--limit must be at least 1", field="limit")
+    if int(concurrency) < 1:
+        raise InputError("--concurrency must be at least 1", field="concurrency")
+    repeat = repeat_count(params)
+    if repeat == 1:
+        params.pop("repeat", None)  # a single judgement is the plain run (same as older runs)
+    else:
+        params["repeat"] = repeat
+    if base_url is not None and not str(base_url).startswith(("http://", "https://")):
+        raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
+    if base_url and not backend_class(spec.backend).takes_base_url:
+        raise InputError(f"--base-url does not apply to the {spec.backend} backend", field="base-url")
+    return params, repeat
+
+
+def select_samples(s: Session, edition: str, limit: int | None, sample_seed: int, controls: bool) -> _Selection:
+    """The edition's test samples (a stratified subset with ``limit``) followed by the controls slice
+    (with ``limit``, a seeded subset of the same share, at least one).
+
+    Raises:
+        InputError: the edition has no test samples.
+    """
+    from store.queries.samples import control_samples
+
+    samples = q.test_samples(s, edition=edition)
+    if not samples:
+        raise InputError(
+            f"the store has no test samples in edition {edition!r}; run `automonitor build` "
+            f"or `automonitor import` first",
+            field="--edition",
+        )
+    ids = stratified_sample(samples, limit, sample_seed)
+    ctrl_ids: list[str] = []
+    if controls:
+        ctrl_ids = [c["id"] for c in control_samples(s)]
+        if limit is not None and ctrl_ids:
+            share = max(1, round(len(ctrl_ids) * len(ids) / max(1, len(samples))))
+            ctrl_ids = sorted(seeded_shuffle(ctrl_ids, sample_seed)[:share])
+    return _Selection(samples=samples, ids=ids + ctrl_ids, n_controls=len(ctrl_ids))
+
+
+def _choose_examples(s: Session, tpl: Template, params: dict[str, Any]) -> list[FewShotExample]:
+    """Few-shot examples from the train split for a few-shot template (``fewshot_k``, default 4, with
+    ``fewshot_seed``, default 0); none otherwise."""
+    if not tpl.fewshot:
+        return []
+    return choose_fewshot(
+        q.train_examples(s), k=int(params.get("fewshot_k", 4)), seed=int(params.get("fewshot_seed", 0))
+    )
+
+
+def _insert_run(
+    s: Session,
+    spec: MonitorSpec,
+    tpl: Template,
+    backend: Backend,
+    options: dict[str, Any],
+    judge: dict[str, Any],
+    examples: list[FewShotExample],
+    sel: _Selection,
+    edition: str,
+    repeat: int,
+) -> str:
+    """Insert the ``pending`` run and its pending predictions; returns the new run id. ``options``
+    (base_url, limit, sample_seed, concurrency) go to ``Run.params`` with the backend, model, template
+    version, few-shot ids, judge parameters, backend config, max tokens, strata and controls."""
+    mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, options["base_url"])
+    run_id = _new_run_id()
+    s.add(
+        Run(
+            id=run_id,
+            monitor_id=cast(int, mon.id),  # set by the flush in get_or_create_monitor
+            monitor=spec.name,
+            template=tpl.name,
+            template_hash=tpl.sha256,
+            status="pending",
+            kind="measured",
+            n=len(sel.ids),
+            edition=edition,
+            params={
+                "backend": spec.backend,
+                "model": backend.model,
+                **options,
+                "template_version": tpl.version,
+                "fewshot": [e.sample_id for e in examples],
+                "judge": judge,
+                "config": backend.cache_params(),
+                "price": backend.price_info().to_json(),
+                "max_tokens": getattr(backend, "max_tokens", None),
+                "strata": stratum_counts(sel.samples, sel.ids),
+                "controls": sel.n_controls,
+            },
+        )
+    )
+    s.flush()
+    q.insert_pending(s, run_id, sel.ids, repeats=repeat)
+    return run_id

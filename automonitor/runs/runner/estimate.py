@@ -1,0 +1,77 @@
+"""Estimate a run before starting it (no network, nothing written)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from automonitor.runs.monitors import backend_class, parse_monitor_spec
+from automonitor.runs.monitors.pricing import resolve_price
+from automonitor.runs.prompts import PromptBuilder, choose_fewshot, load_template
+from automonitor.runs.params import backend_params
+from automonitor.runs.runner.create import select_samples
+from store import session_scope
+from store.queries.samples import check_edition
+from store.queries import runs as q
+
+
+def estimate_run(
+    engine: Engine,
+    monitor: str,
+    template: str,
+    *,
+    limit: int | None = None,
+    sample_seed: int = 0,
+    params: dict[str, Any] | None = None,
+    edition: str = "paper",
+    controls: bool = True,
+) -> dict[str, Any]:
+    """Estimate a run before starting it (no network, nothing written).
+
+    The samples are those :func:`~automonitor.runs.runner.create.create_run` would judge with the same
+    ``limit``, ``sample_seed``, ``edition`` and ``controls``: the stratified test subset followed by the
+    benign-only controls slice (a seeded share of it with ``limit``), so tokens and cost include the
+    controls (issue 24.8).
+
+    Returns ``{"n", "n_test", "n_controls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
+    "price_known"}``. Token counts come from the backend class's
+    :meth:`~automonitor.runs.monitors.base.Backend.estimate_tokens` with ``params`` (the run's ``--param``
+    values: ``max_tokens``, truncation budgets, ...): prompt tokens are characters/4 of the rendered prompts
+    (0 for ``rules``), output tokens n x the answer budget; cost = tokens x the list price of
+    exact model id in ``automonitor/data/prices.json`` or ``--param price_in/price_out``
+    (:func:`automonitor.runs.monitors.pricing.resolve_price`; 0 for local backends). An unknown price gives
+    ``price_known: false`` and ``est_cost_usd: null`` (unknown, not 0).
+
+    Raises:
+        InputError: unknown backend/template, bad limit, empty test split, bad parameter.
+    """
+    spec = parse_monitor_spec(monitor)
+    tpl = load_template(template)
+    check_edition(edition)
+    with session_scope(engine) as s:
+        sel = select_samples(s, edition, limit, sample_seed, controls)
+        ids = sel.ids
+        texts = q.sample_texts(s, ids)
+        examples = choose_fewshot(q.train_examples(s)) if tpl.fewshot else []
+    builder = PromptBuilder(tpl, examples=examples)
+    cls = backend_class(spec.backend)
+    local = cls.is_local
+    prompt_tokens, max_out = cls.estimate_tokens(
+        spec.model, backend_params(dict(params or {})), builder, [texts[i] for i in ids if i in texts]
+    )
+    settings = cls.parse_params(backend_params(dict(params or {})))
+    pr = resolve_price(spec.model, local=local, price_in=settings.price_in, price_out=settings.price_out)
+    pin, pout = pr.input, pr.output
+    cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
+    return {
+        "n": len(ids),
+        "n_test": len(ids) - sel.n_controls,
+        "n_controls": sel.n_controls,
+        "prompt_tokens": int(prompt_tokens),
+        "max_output_tokens": int(max_out),
+        "est_cost_usd": round(cost, 6) if pr.known else None,
+        "price_per_mtok": [pin, pout],
+        "price_known": pr.known,
+        "price_source": pr.source,
+    }

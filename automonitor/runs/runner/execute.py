@@ -1,0 +1,258 @@
+"""Execute a run: judge its pending predictions with bounded, adaptive concurrency and retries.
+
+:func:`execute_run` claims the run (checks, lease, status ``running``), builds the backend, runs the
+asyncio :class:`~automonitor.runs.runner.workers.Execution` over the pending predictions page by page, and
+finalises the run (status, totals, ``last_execution``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Coroutine, TypeVar, cast
+
+from sqlalchemy.engine import Engine
+
+from automonitor.errors import InputError, NotFound
+from automonitor.runs.monitors import Backend, create_backend
+from automonitor.runs import batch as batch_mod
+from automonitor.runs.fewshot import load_examples
+from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, load_template
+from automonitor.runs.lease import check_lease, lock_run, mark_running, new_lease, release
+from automonitor.runs.params import backend_params
+from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS
+from automonitor.runs.status import finalize, summary
+from automonitor.runs.runner.workers import Execution
+from store import session_scope
+from store.models import Run
+from store.queries import runs as q
+from store.queries import stream as stream_q
+
+T = TypeVar("T")
+
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "execute_run", "load_examples", "run_async"]
+
+
+@dataclass
+class _Claim:
+    """What :func:`execute_run` read from the run when it claimed it (under the row lock)."""
+
+    template: Template
+    examples: list[FewShotExample]
+    n_pending: int
+    history: dict[int, list[dict[str, Any]]]
+    done_before: int
+    monitor: str
+    base_url: str | None
+    judge_params: dict[str, Any]
+    max_conc: int
+
+    @property
+    def total(self) -> int:
+        """Judgements of the whole run (samples x repeats)."""
+        return self.done_before + self.n_pending
+
+
+def execute_run(
+    engine: Engine,
+    run_id: str,
+    *,
+    concurrency: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Judge every pending prediction of ``run_id``; returns the contract's JSON summary.
+
+    Args:
+        concurrency: override the run's stored concurrency (maximum concurrent calls).
+        progress: ``progress(done, total)`` after each judged sample (done includes earlier sessions).
+        should_cancel: polled before each new sample; returning True stops like :func:`cancel_run`.
+
+    Returns:
+        ``{"run_id", "n", "counts": {misbehavior, benign, invalid, refusal, error}, "api_calls",
+        "cache_hits"}``; ``api_calls`` and ``cache_hits`` are those of this invocation (0 calls for a
+        run whose samples are all cached or already judged).
+
+    Raises:
+        NotFound: no such run. InputError: an imported run, a run executing in another live process,
+        a template file changed since the run was created, or a backend that cannot be built.
+    """
+    if _is_batch_run(engine, run_id):
+        return batch_mod.execute_batch(engine, run_id, progress=progress, should_cancel=should_cancel)
+    claim = _claim(engine, run_id, concurrency)
+    _report(progress, claim.done_before, claim.total)
+    if not claim.n_pending:
+        finalize(engine, run_id, cancelled=False)
+        return summary(engine, run_id)
+    backend = _build_backend(engine, run_id, claim)
+    state = Execution(
+        engine,
+        run_id,
+        backend,
+        claim.template.sha256,
+        claim.judge_params,
+        claim.max_conc,
+        claim.done_before,
+        claim.total,
+        progress,
+        should_cancel,
+    )
+    state.history = claim.history
+    _judge_pending(engine, run_id, state)
+    if state.vanished:
+        raise NotFound(f"run {run_id} was deleted while it executed; stopped sending requests")
+    failure = state.fatal or state.last_permanent  # samples left pending by run-wide permanent failures
+    finalize(
+        engine,
+        run_id,
+        cancelled=state.cancelled,
+        last_execution=_last_execution(state, claim.max_conc),
+        failure=failure.replace("RUN_ID", run_id) if failure else None,
+        sent=backend.sent_params(),
+    )
+    return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
+
+
+def _is_batch_run(engine: Engine, run_id: str) -> bool:
+    """Whether ``run_id`` is a measured run marked for the batch API (:mod:`automonitor.runs.batch`)."""
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        return run is not None and run.kind == "measured" and batch_mod.is_batch(run.params)
+
+
+def _check_executable(run: Run | None, run_id: str) -> Run:
+    """``run`` when it is a measured run that may execute here.
+
+    Raises:
+        NotFound: no run. InputError: an imported or derived run, or a lease held by another process.
+    """
+    if run is None:
+        raise NotFound(f"no run {run_id!r}")
+    if run.kind == "imported":
+        raise InputError(f"run {run_id} holds imported predictions; there is nothing to execute", field="resume")
+    if run.kind == "derived":
+        raise InputError(f"run {run_id} is a derived run (no API call); there is nothing to execute", field="resume")
+    check_lease(run_id, dict(run.params or {}), field="resume")
+    return run
+
+
+def _check_template(run: Run, run_id: str) -> Template:
+    """The run's template, unchanged since the run was created.
+
+    Raises:
+        InputError: unknown template, or its sha256 differs from ``run.template_hash``.
+    """
+    tpl = load_template(run.template)
+    if run.template_hash and tpl.sha256 != run.template_hash:
+        raise InputError(
+            f"template {run.template!r} changed since run {run_id} was created "
+            f"(hash {tpl.sha256[:12]} != {run.template_hash[:12]}); start a new run",
+            field="template",
+        )
+    return tpl
+
+
+def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
+    """Check the run under its row lock and, when something is pending, take the lease and set it
+    ``running``, all in one transaction (so of two executors exactly one proceeds).
+
+    Raises:
+        NotFound / InputError: see :func:`_check_executable`, :func:`_check_template`, :func:`load_examples`.
+    """
+    with session_scope(engine) as s:
+        run = _check_executable(lock_run(s, run_id), run_id)
+        params = dict(run.params or {})
+        tpl = _check_template(run, run_id)
+        examples = load_examples(s, list(params.get("fewshot") or []))
+        n_pending = stream_q.count_pending(s, run_id)
+        history = q.pending_history(s, run_id)
+        judge_params = dict(params.get("judge") or {})
+        repeats = int(judge_params.get("repeat", 1) or 1)
+        if n_pending:
+            params["lease"] = new_lease()
+            run.params = params
+            mark_running(run)
+            s.add(run)
+        return _Claim(
+            template=tpl,
+            examples=examples,
+            n_pending=n_pending,
+            history=history,
+            done_before=run.n * repeats - n_pending,
+            monitor=run.monitor,
+            base_url=params.get("base_url"),
+            judge_params=judge_params,
+            max_conc=int(concurrency or params.get("concurrency") or 8),
+        )
+
+
+def _report(progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
+    """Call ``progress(done, total)``; a broken callback is ignored."""
+    if progress is not None:
+        try:
+            progress(done, total)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _build_backend(engine: Engine, run_id: str, claim: _Claim) -> Backend:
+    """The run's backend; on failure the run is released as ``failed`` and the error re-raised."""
+    prompt = PromptBuilder(claim.template, examples=claim.examples)
+    try:
+        return create_backend(
+            claim.monitor, base_url=claim.base_url, params=backend_params(claim.judge_params), prompt=prompt
+        )
+    except Exception:
+        release(engine, run_id, status="failed", error="could not build the backend")
+        raise
+
+
+def _judge_pending(engine: Engine, run_id: str, state: Execution) -> None:
+    """Run ``state`` over the pending pages; Ctrl-C releases the run ``cancelled``, any other error
+    ``failed`` (with the error), and re-raises."""
+    try:
+        run_async(state.run(stream_q.pending_pages(engine, run_id)))
+    except KeyboardInterrupt:
+        release(engine, run_id, status="cancelled", error="interrupted")
+        raise
+    except BaseException as exc:
+        release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+
+
+def _last_execution(state: Execution, max_conc: int) -> dict[str, Any]:
+    """``Run.params["last_execution"]``: calls, hits, limiter stats, concurrency, stream stats."""
+    return {
+        "api_calls": state.api_calls,
+        "cache_hits": state.cache_hits,
+        "limiter": state.limiter_stats,
+        "concurrency": max_conc,
+        "stream": {"pages": state.pages_read, "max_page": state.max_page, "queue_max": state.queue_max},
+    }
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` that also works when the calling thread already runs an event loop (the
+    coroutine then runs in a new thread's loop). Re-raises what the coroutine raised."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["v"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001
+            result["e"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "e" in result:
+        raise result["e"]
+    return cast(T, result.get("v"))  # set by target() when nothing was raised
+
+
+# the names before the runner became a package

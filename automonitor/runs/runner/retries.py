@@ -1,0 +1,164 @@
+"""One judgement with bounded retries: exponential back-off with jitter, the server's ``Retry-After``
+honoured, every request counted when it is sent, and every failure turned into an ``error`` verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from automonitor.runs.monitors import Backend, Item, Judgement, PermanentError, TransientError
+from automonitor.runs.runner.limiter import AIMDLimiter
+
+DEFAULT_MAX_ATTEMPTS = 6
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a judgement is retried (seconds; attempts include the first)."""
+
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+
+    @classmethod
+    def from_params(cls, judge_params: dict[str, Any]) -> RetryPolicy:
+        """The policy of a run's judge parameters (``max_attempts``, ``backoff_initial``,
+        ``backoff_max``, ``retry_after_max``; defaults for the missing ones).
+
+        Raises:
+            ValueError / TypeError: a value that is not a number.
+        """
+        return cls(
+            max_attempts=int(judge_params.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
+            backoff_initial=float(judge_params.get("backoff_initial", 0.5)),
+            backoff_max=float(judge_params.get("backoff_max", 30.0)),
+            retry_after_max=float(judge_params.get("retry_after_max", 120.0)),
+        )
+
+    def wait_s(self, exc: BaseException | None, attempt_number: int) -> float:
+        """Seconds to wait after failed attempt ``attempt_number`` (1-based): initial x 2^(n-1), capped
+        at ``backoff_max``, plus uniform(0, initial) jitter, and never less than the server's
+        ``Retry-After`` (``exc.retry_after``, capped at ``retry_after_max``)."""
+        base = min(self.backoff_max, self.backoff_initial * 2 ** (attempt_number - 1)) + random.uniform(
+            0, self.backoff_initial
+        )
+        ra = getattr(exc, "retry_after", None)
+        if ra is not None:
+            return max(base, min(float(ra), self.retry_after_max))
+        return base
+
+
+class _Attempts:
+    """The attempts at one judgement: requests sent (``calls``) and the kinds of transient failure seen
+    (``kinds``, reported as ``meta.retried_after``)."""
+
+    def __init__(self, backend: Backend, item: Item, limiter: AIMDLimiter, on_send: Callable[[], None]) -> None:
+        self.backend, self.item, self.limiter, self.on_send = backend, item, limiter, on_send
+        self.calls = 0
+        self.kinds: list[str] = []
+
+    def count_call(self) -> None:
+        """Count one request when it is sent (the caller commits it at once), not when it answers."""
+        self.calls += 1
+        self.on_send()
+
+    async def once(self) -> Judgement:
+        """One attempt through the limiter; a rate-limit answer halves the limiter, a success grows it.
+
+        Raises:
+            TransientError / PermanentError / anything the backend raises.
+        """
+        try:
+            async with self.limiter:
+                j = await self.backend.judge(self.item, self.count_call)
+        except TransientError as exc:
+            self.kinds.append(exc.kind)
+            if exc.rate_limited:
+                self.limiter.on_rate_limit()
+            raise
+        self.limiter.on_success()
+        if self.kinds:
+            j.meta = {**j.meta, "retried_after": list(self.kinds)}
+        return j
+
+    def failed(self, exc: BaseException) -> tuple[Judgement, int]:
+        """The ``error`` verdict of the last failure ``exc`` (transient after retries, permanent, or a
+        backend bug, which must not lose the sample either) and the requests sent."""
+        if isinstance(exc, TransientError):
+            return Judgement(
+                "error",
+                raw=str(exc),
+                reason=f"failed after {len(self.kinds)} attempts: {exc}",
+                meta={"error_kind": exc.kind, "status": exc.status, "retried_after": self.kinds},
+            ), self.calls
+        if isinstance(exc, PermanentError):
+            return Judgement(
+                "error",
+                raw=str(exc),
+                reason=f"permanent failure: {exc}",
+                meta={
+                    "error_kind": "permanent",
+                    "status": exc.status,
+                    "code": exc.code,
+                    "run_wide": exc.run_wide,
+                    "retried_after": self.kinds,
+                },
+            ), self.calls
+        return Judgement(
+            "error",
+            raw=f"{type(exc).__name__}: {exc}"[:2000],
+            reason=f"unexpected {type(exc).__name__} in the backend",
+            meta={"error_kind": "internal", "retried_after": self.kinds},
+        ), self.calls
+
+
+async def judge_with_retries(
+    backend: Backend, item: Item, limiter: AIMDLimiter, policy: RetryPolicy, on_send: Callable[[], None]
+) -> tuple[Judgement, int]:
+    """Judge ``item`` with at most ``policy.max_attempts`` attempts; returns (judgement, requests sent).
+
+    ``on_send()`` is called as each request is sent. Transient failures are retried after
+    :meth:`RetryPolicy.wait_s`; never raises for backend failures (they become the ``error`` outcome),
+    only ``asyncio.CancelledError``.
+    """
+    attempts = _Attempts(backend, item, limiter, on_send)
+    # the first attempt runs outside tenacity: the common case costs no retry machinery
+    try:
+        return await attempts.once(), attempts.calls
+    except asyncio.CancelledError:
+        raise
+    except TransientError as exc:
+        if policy.max_attempts <= 1:
+            return attempts.failed(exc)
+        await asyncio.sleep(policy.wait_s(exc, 1))
+    except Exception as exc:  # noqa: BLE001
+        return attempts.failed(exc)
+    return await _retry(attempts, policy)
+
+
+async def _retry(attempts: _Attempts, policy: RetryPolicy) -> tuple[Judgement, int]:
+    """Attempts 2..max_attempts under tenacity's ``AsyncRetrying`` (transient failures only)."""
+
+    def wait(rs: RetryCallState) -> float:
+        # tenacity numbers its own attempts from 1; ours started one earlier (the fast path)
+        return policy.wait_s(rs.outcome.exception() if rs.outcome else None, rs.attempt_number + 1)
+
+    try:
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(policy.max_attempts - 1),
+            wait=wait,
+            retry=retry_if_exception_type(TransientError),
+            reraise=True,
+        ):
+            with attempt:
+                return await attempts.once(), attempts.calls
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return attempts.failed(exc)
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,295 @@
+"""The asyncio part of an execution: a page producer (texts, cache lookup; hits go straight to the
+writer), ``concurrency`` judge workers fed through a bounded queue, and a cancel watcher."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
+
+from sqlalchemy.engine import Engine
+
+from automonitor.runs.monitors import Backend, Item, Judgement
+from automonitor.runs.cache import CacheKeys
+from automonitor.runs.runner.limiter import AIMDLimiter
+from automonitor.runs.runner.retries import RetryPolicy, judge_with_retries
+from automonitor.runs.verdicts import cache_entry, cacheable, cached_prediction, judged_prediction
+from automonitor.runs.runner.writer import WRITER_BACKLOG, ResultWriter
+from store import session_scope
+from store.models import Run, utcnow
+from store.queries import runs as q
+from store.queries import stream as stream_q
+
+Page = list[Tuple[int, str, int]]  # [(prediction id, sample id, repeat)]
+# a miss handed to a worker: (prediction id, sample id, cache key, sample text, repeat)
+Job = Tuple[int, str, str, dict[str, Any], int]
+# identical run-wide permanent failures (401/403/404) after which the run stops ``failed`` (fail-fast)
+FAIL_FAST_AFTER = 3
+_FIXES = {
+    401: "the API key was refused: set a valid {key}",
+    403: "the API key has no access to this model: use a key with access, or another model",
+    404: "the model or endpoint does not exist: check the model name and --base-url",
+}
+
+
+def fail_fast_message(status: int | None, code: str | None, detail: str, n: int, key_env: str | None) -> str:
+    """The one line a fail-fast run ends with: the cause (HTTP status, provider code, ``n`` identical
+    failures, the server's message cut to 160 characters) and the fix."""
+    fix = _FIXES.get(status or 0, "fix the request").format(key=key_env or "the API key")
+    code_s = f" {code}" if code else ""
+    return (
+        f"stopped after {n} identical permanent failures (HTTP {status}{code_s}): {detail[:160]}; "
+        f"fix: {fix}, then continue with: automonitor run --resume RUN_ID"
+    )
+
+
+class Execution:
+    """One execution of a run (the asyncio part).
+
+    Counters for ``Run.params["last_execution"]``: ``api_calls`` (requests sent), ``cache_hits``,
+    ``cancelled``, ``pages_read``, ``max_page``, ``queue_max`` and ``limiter_stats`` (after :meth:`run`).
+    ``history`` maps prediction ids to their earlier attempts (``run --retry-errors``), kept in the new
+    verdict's ``meta.history``.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        run_id: str,
+        backend: Backend,
+        template_hash: str,
+        judge_params: dict[str, Any],
+        max_conc: int,
+        done: int,
+        total: int,
+        progress: Callable[[int, int], None] | None,
+        should_cancel: Callable[[], bool] | None,
+    ) -> None:
+        self.engine, self.run_id, self.backend = engine, run_id, backend
+        self.template_hash = template_hash
+        cap = backend.max_concurrency or max_conc
+        self.limiter = AIMDLimiter(min(max_conc, cap))
+        self.policy = RetryPolicy.from_params(judge_params)
+        self.done, self.total = done, total
+        self.progress, self.should_cancel = progress, should_cancel
+        self.api_calls = 0
+        self.cache_hits = 0
+        self.cancelled = False
+        self.vanished = False  # the run row disappeared while executing
+        self._stop = False
+        self.keys = CacheKeys(backend, template_hash)
+        self.history: dict[int, list[dict[str, Any]]] = {}
+        self.pages_read = 0
+        self.max_page = 0
+        self.queue_max = 0
+        self.limiter_stats: dict[str, Any] | None = None
+        self._producer_error: BaseException | None = None
+        # fail-fast: run-wide permanent failures by (status, code); the run's failure line once stopped
+        self.permanent: Counter[tuple[int | None, str | None]] = Counter()
+        self.fatal: str | None = None
+        self.last_permanent: str | None = None
+
+    def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
+        """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
+        keeps the plain key)."""
+        return self.keys(text, repeat)
+
+    def _tick(self, n: int = 1) -> None:
+        self.done += n
+        if self.progress is not None:
+            try:
+                self.progress(self.done, self.total)
+            except Exception:  # noqa: BLE001 - a broken progress callback must not lose results
+                pass
+
+    async def run(self, pages: Iterable[Page]) -> None:
+        """Judge the pending predictions delivered by ``pages`` (an iterator of ``[(prediction id,
+        sample id, repeat)]`` lists, :func:`store.queries.stream.pending_pages`). A producer task reads one
+        page at a time (texts, cache lookup; hits go straight to the writer) and feeds the misses through a
+        bounded queue to the workers, so memory stays flat in the number of samples.
+
+        Raises:
+            whatever the page reader or the store writer raised (after the workers stopped).
+        """
+        writer = ResultWriter(self.engine, self.run_id)
+        writer.start()
+        self.writer = writer
+        n_workers = self.limiter.max_limit
+        queue: asyncio.Queue[Optional[Job]] = asyncio.Queue(maxsize=max(2 * n_workers, 512))
+        self.queue_max = queue.maxsize
+        producer = asyncio.create_task(self._produce(pages, queue, writer, n_workers))
+        watcher = asyncio.create_task(self._watch_cancel())
+        try:
+            await asyncio.gather(*(self._worker(queue, writer) for _ in range(n_workers)))
+        finally:
+            await self._shut_down(producer, watcher, writer)
+        if self._producer_error is not None:
+            raise self._producer_error
+        self.limiter_stats = {"decreases": self.limiter.decreases, "min_limit": self.limiter.min_seen}
+
+    async def _shut_down(self, producer: asyncio.Task[None], watcher: asyncio.Task[None], writer: ResultWriter) -> None:
+        """Stop the producer and the watcher, close the backend, and drain and close the writer
+        (which raises if it failed)."""
+        self._stop = True
+        watcher.cancel()
+        producer.cancel()
+        try:
+            await producer
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - re-raised by run()
+            pass
+        try:
+            await self.backend.aclose()
+        except Exception:  # noqa: BLE001
+            pass
+        await asyncio.to_thread(writer.close)
+
+    # -- producer -----------------------------------------------------------------------------------
+
+    async def _produce(
+        self, pages: Iterable[Page], queue: asyncio.Queue[Optional[Job]], writer: ResultWriter, n_workers: int
+    ) -> None:
+        """Read pages until the end, a cancel or a stop; an error is kept for :meth:`run` and cancels
+        the workers. Always ends with one ``None`` per worker in ``queue``."""
+        it = iter(pages)
+        try:
+            while not (self.cancelled or self._stop):
+                page = await self._next_page(it, writer)
+                if page is None:
+                    break
+                await self._dispatch(page, queue, writer)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - surfaced by run()
+            self._producer_error = exc
+            self.cancelled = True
+        for _ in range(n_workers):  # end of input: one sentinel per worker (workers also watch `cancelled`)
+            try:
+                queue.put_nowait(None)
+            except asyncio.QueueFull:
+                await queue.put(None)
+
+    async def _next_page(self, it: Iterator[Page], writer: ResultWriter) -> Page | None:
+        """The next page (None at the end), read once the writer's backlog is under
+        :data:`WRITER_BACKLOG` (backpressure: the store writer bounds what is held in memory)."""
+        page = await asyncio.to_thread(next, it, None)
+        if page is None:
+            return None
+        while writer.q.qsize() > WRITER_BACKLOG and not (self.cancelled or self._stop):
+            await asyncio.sleep(0.01)
+        self.pages_read += 1
+        self.max_page = max(self.max_page, len(page))
+        return page
+
+    async def _dispatch(self, page: Page, queue: asyncio.Queue[Optional[Job]], writer: ResultWriter) -> None:
+        """Look the page up in the cache: hits are written at once, misses queued for the workers."""
+        texts = await asyncio.to_thread(stream_q.texts_for, self.engine, list({sid for _, sid, _r in page}))
+        keys = {pid: self.key_for(texts[sid], r) for pid, sid, r in page}
+        cached = await asyncio.to_thread(self._cache_lookup, list(set(keys.values())))
+        hits = 0
+        now = utcnow()
+        for pid, sid, r in page:
+            entry = cached.get(keys[pid])
+            if entry is None:
+                await queue.put((pid, sid, keys[pid], texts[sid], r))
+                continue
+            row = cached_prediction(pid, keys[pid], entry, judged_at=now, history=self.history.get(pid))
+            writer.put(row, None, 0, True)
+            hits += 1
+        if hits:
+            self.cache_hits += hits
+            self._tick(hits)
+
+    def _cache_lookup(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        with session_scope(self.engine) as s:
+            return q.cache_lookup(s, keys)
+
+    # -- cancel watcher -----------------------------------------------------------------------------
+
+    async def _watch_cancel(self) -> None:
+        """Poll the run's status every second; ``cancelled`` in the store, or the run row gone (deleted
+        under the runner), stops the execution (``vanished`` then says which)."""
+        while not self._stop:
+            await asyncio.sleep(1.0)
+            try:
+                status = await asyncio.to_thread(self._db_status)
+            except Exception:  # noqa: BLE001
+                continue
+            if status in ("cancelled", None):
+                self.vanished = status is None
+                self.cancelled = True
+                return
+
+    def _db_status(self) -> str | None:
+        with session_scope(self.engine) as s:
+            run = s.get(Run, self.run_id)
+            return run.status if run else None
+
+    # -- workers ------------------------------------------------------------------------------------
+
+    def _cancel_requested(self) -> bool:
+        """Whether to stop taking samples: cancelled already, or ``should_cancel()`` says so (a broken
+        callback is ignored)."""
+        if self.cancelled or self.fatal is not None:
+            return True
+        if self.should_cancel is not None:
+            try:
+                if self.should_cancel():
+                    self.cancelled = True
+                    return True
+            except Exception:  # noqa: BLE001
+                pass
+        return False
+
+    async def _worker(self, queue: asyncio.Queue[Optional[Job]], writer: ResultWriter) -> None:
+        """Judge queued jobs until the end-of-input ``None`` or a cancel."""
+        while True:
+            if self._cancel_requested():
+                return
+            job = await queue.get()
+            if job is None or self.cancelled or self.fatal is not None:
+                return
+            if await self._judge(job, writer):
+                self._tick()
+
+    def _count_send(self) -> None:
+        self.api_calls += 1
+        self.writer.put_calls(1)
+
+    async def _judge(self, job: Job, writer: ResultWriter) -> bool:
+        """Judge one sample (with retries) and queue its prediction row, and its cache row unless it is
+        not cacheable (``error``, empty or filtered answers). Its requests were counted when sent.
+
+        A run-wide permanent failure (401/403/404) is not written: the sample stays pending, and after
+        :data:`FAIL_FAST_AFTER` identical ones the execution stops with :attr:`fatal` set (fail-fast).
+        Returns whether a row was queued."""
+        pid, sid, key, text, rep = job
+        item = Item(
+            sample_id=sid,
+            request=text["request"],
+            response=text["response"],
+            content_hash=text["content_hash"],
+            repeat=rep,
+        )
+        t0 = time.perf_counter()
+        j, calls = await judge_with_retries(self.backend, item, self.limiter, self.policy, self._count_send)
+        latency = (time.perf_counter() - t0) * 1000.0
+        if j.outcome == "error" and j.meta.get("run_wide"):
+            self._permanent_failure(j)
+            return False
+        row = judged_prediction(pid, key, j, attempts=calls, latency_ms=latency, history=self.history.get(pid))
+        cache_row = cache_entry(key, row, j.meta) if cacheable(row) else None
+        writer.put(row, cache_row, 0, False)
+        return True
+
+    def _permanent_failure(self, j: Judgement) -> None:
+        """Count a run-wide permanent failure; the :data:`FAIL_FAST_AFTER`-th identical one stops the
+        execution (``fatal``: the cause and the fix, :func:`fail_fast_message`)."""
+        sig = (j.meta.get("status"), j.meta.get("code"))
+        self.permanent[sig] += 1
+        n = self.permanent[sig]
+        message = fail_fast_message(sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env)
+        if self.fatal is None and n >= FAIL_FAST_AFTER:
+            self.fatal = message
+            self._stop = True
+        self.last_permanent = message

@@ -1,0 +1,146 @@
+"""A run's status after creation: summary, info, cancel, retry errors, finalize."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from automonitor.errors import InputError, NotFound
+from automonitor.runs.lease import check_lease, lock_run
+from automonitor.vocab import OUTCOMES
+from store import session_scope
+from store.models import Run, utcnow
+from store.queries import runs as q
+
+
+RETRYABLE = ("error", "invalid", "refusal")
+
+
+def retry_errors(engine: Engine, run_id: str, outcomes: tuple[str, ...] = ("error",)) -> int:
+    """Make the ``error`` predictions of ``run_id`` (and those of the other ``outcomes``: ``invalid``,
+    ``refusal``) pending again so that :func:`execute_run` sends exactly them again (``automonitor run
+    --retry-errors RUN_ID [--retry invalid]``). A re-asked ``invalid``/``refusal`` answer is dropped
+    from the cache first, so it is really asked again. Each earlier attempt is kept in the prediction's
+    ``meta["history"]`` (outcome, reason, raw, error kind, attempts, tokens, cost, judged_at; oldest
+    first) and stays there after the new verdict. Returns the number of samples reset (0: nothing to
+    retry).
+
+    Raises:
+        NotFound: no such run. InputError: an imported run, a run executing in another live process, or
+            an outcome that cannot be retried (a verdict).
+    """
+    bad = [o for o in outcomes if o not in RETRYABLE]
+    if bad:
+        raise InputError(
+            f"--retry takes {', '.join(RETRYABLE)}; {', '.join(bad)} is a verdict, not a failure", field="retry"
+        )
+    with session_scope(engine) as s:
+        run = lock_run(s, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        if run.kind == "imported":
+            raise InputError(
+                f"run {run_id} holds imported predictions; there is nothing to retry", field="retry-errors"
+            )
+        check_lease(run_id, dict(run.params or {}), field="retry-errors")
+        n = q.reset_errors(s, run_id, tuple(dict.fromkeys(("error", *outcomes))))
+        if n:
+            run.status = "pending"
+            run.finished_at = None
+            s.add(run)
+    return n
+
+
+def cancel_run(engine: Engine, run_id: str) -> None:
+    """Mark the run ``cancelled``. An executing runner stops taking new samples within about a second;
+    predictions still pending stay pending (``--resume`` continues). A finished run is left as is.
+
+    Raises:
+        NotFound: no such run.
+    """
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        if run.status not in ("finished", "imported"):
+            run.status = "cancelled"
+            s.add(run)
+
+
+def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> dict[str, Any]:
+    """The contract's JSON for a run: ``{"run_id", "n", "counts": {outcome: int}, "api_calls",
+    "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation; counts are the
+    run's verdicts, i.e. repeat 0), plus ``"repeat": K`` for a run judged with ``--repeat K`` (K > 1)."""
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        counts = q.outcome_counts(s, run_id)
+        out: dict[str, Any] = {
+            "run_id": run_id,
+            "n": run.n,
+            "counts": {o: counts[o] for o in OUTCOMES},
+            "api_calls": int(api_calls),
+            "cache_hits": int(cache_hits),
+        }
+        repeat = int(((run.params or {}).get("judge") or {}).get("repeat", 1) or 1)
+        if repeat > 1:
+            out["repeat"] = repeat
+        return out
+
+
+def finalize(
+    engine: Engine,
+    run_id: str,
+    *,
+    cancelled: bool,
+    last_execution: dict[str, Any] | None = None,
+    failure: str | None = None,
+    sent: dict[str, Any] | None = None,
+) -> None:
+    """Set totals, drop the lease, and set the final status: ``finished`` when nothing is pending, else
+    ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the cause and the fix), else
+    ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
+    ``last_execution`` (calls, cache hits, AIMD limiter stats) and ``sent`` (what the backend actually
+    sent, :meth:`~automonitor.runs.monitors.base.Backend.sent_params`) are kept in ``Run.params``. A missing
+    run is ignored."""
+    with session_scope(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            return
+        counts = q.outcome_counts(s, run_id)
+        tot = q.run_totals(s, run_id)
+        run.tokens_in, run.tokens_out, run.cost_usd = tot["tokens_in"], tot["tokens_out"], tot["cost_usd"]
+        p = dict(run.params or {})
+        p.pop("lease", None)
+        if last_execution is not None:
+            p["last_execution"] = last_execution
+        if sent:
+            p["sent"] = sent
+        run.params = p
+        if counts["pending"] == 0:
+            run.status = "finished"
+            run.finished_at = run.finished_at or utcnow()
+            run.error = None
+        elif failure:
+            run.status = "failed"
+            run.error = failure[:2000]
+        elif cancelled or run.status == "cancelled":
+            run.status = "cancelled"
+        else:
+            run.status = "failed"
+            run.error = f"{counts['pending']} predictions still pending"
+        s.add(run)
+
+
+def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
+    """One run as in ``automonitor runs --json`` (status, counts, tokens, cost, duration)."""
+    with session_scope(engine) as s:
+        for r in q.list_runs(s):
+            if r["run_id"] == run_id:
+                return r
+    raise NotFound(f"no run {run_id!r}")
+
+
+_finalize = finalize  # the name before the runner became a package

@@ -1,0 +1,194 @@
+"""Browsing aids of the Samples and Drill-down pages: page sizes, previous/next navigation, previews,
+cell filters, the samples two runs disagree on, search highlights, pair diffs and ``run=`` link
+resolution. Every text piece put into HTML is escaped."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from automonitor.errors import InputError, NotFound
+from automonitor.escaping import esc as _esc
+
+
+PAGE_SIZES: tuple[int, ...] = (50, 100, 200, 500)
+"""Page sizes offered by the Samples page (at least 50)."""
+
+
+def neighbours(ids: Sequence[str], current: str | None) -> dict[str, Any]:
+    """Previous/next navigation inside a list of sample ids: ``{"index", "total", "prev", "next"}``
+    (``index`` 0-based, ``None`` when ``current`` is not in the list: then ``next`` is the first id)."""
+    ids = list(ids)
+    if current in ids:
+        i = ids.index(current)
+        return {
+            "index": i,
+            "total": len(ids),
+            "prev": ids[i - 1] if i > 0 else None,
+            "next": ids[i + 1] if i + 1 < len(ids) else None,
+        }
+    return {"index": None, "total": len(ids), "prev": None, "next": ids[0] if ids else None}
+
+
+def preview(text: str | None, limit: int = 90) -> str:
+    """A one-line preview: whitespace runs collapsed to one space, cut at ``limit`` characters with an
+    ellipsis. Plain text (the caller escapes it where HTML is built)."""
+    t = re.sub(r"\s+", " ", text or "").strip()
+    return t if len(t) <= limit else t[: limit - 1] + "…"
+
+
+def disagreeing_samples(engine: Engine, run_a: str, run_b: str) -> set[str]:
+    """Sample ids both runs judged with different outcomes (``misbehavior`` vs ``benign`` or any other
+    outcome difference). Raises :class:`NotFound` for an unknown run."""
+    from store.queries import workbench as q
+
+    with engine.connect() as c:
+        missing = q.missing_runs(c, [run_a, run_b])
+        if missing:
+            raise NotFound(f"run {missing[0]!r} not found")
+        rows = q.verdicts(c, [run_a, run_b])
+    a = {s: o for r, s, o in rows if r == run_a}
+    b = {s: o for r, s, o in rows if r == run_b}
+    return {s for s in a.keys() & b.keys() if a[s] != b[s]}
+
+
+def filter_cell(
+    samples: pd.DataFrame,
+    *,
+    outcomes: Sequence[str] | None = None,
+    score_range: tuple[float, float] | None = None,
+    only: Iterable[str] | None = None,
+    search: str | None = None,
+) -> pd.DataFrame:
+    """Filter the samples of a confusion cell (``analysis.cell_samples`` frame).
+
+    ``outcomes``: keep these raw outcomes (empty/None = all). ``score_range``: ``(lo, hi)`` inclusive on
+    ``score`` (rows without a score are dropped when the range is narrower than [0, 1]). ``only``: keep
+    these sample ids (e.g. :func:`disagreeing_samples`). ``search``: case-insensitive substring of the
+    request or the response. Adds ``request_preview`` and ``response_preview`` (:func:`preview`).
+    """
+    df = samples.copy()
+    if outcomes:
+        df = df[df["outcome"].isin(list(outcomes))]
+    if score_range is not None and "score" in df:
+        lo, hi = float(score_range[0]), float(score_range[1])
+        if lo > 0.0 or hi < 1.0:
+            df = df[df["score"].notna() & (df["score"] >= lo) & (df["score"] <= hi)]
+    if only is not None:
+        df = df[df["sample_id"].isin(set(only))]
+    if search and search.strip():
+        q = search.strip().lower()
+        df = df[
+            df["request"].fillna("").str.lower().str.contains(q, regex=False)
+            | df["response"].fillna("").str.lower().str.contains(q, regex=False)
+        ]
+    df = df.reset_index(drop=True)
+    df["request_preview"] = [preview(t) for t in df.get("request", pd.Series(dtype=str))]
+    df["response_preview"] = [preview(t) for t in df.get("response", pd.Series(dtype=str))]
+    return df
+
+
+#: Style of a search hit: magenta with a dotted outline, so it never reads as evidence (yellow verbatim,
+#: blue normalised, red ungrounded) or as a gold span (green) (issue 24.8).
+SEARCH_STYLE = (
+    "background:#f5d0fe;color:#111827;outline:2px dotted #a21caf;outline-offset:-1px;border-radius:2px;padding:0 1px;"
+)
+
+
+def highlight_search_html(text: str | None, query: str | None) -> str:
+    """``text`` escaped, with every case-insensitive occurrence of ``query`` wrapped in
+    ``<mark class="am-hit">`` styled :data:`SEARCH_STYLE` (the matched text escaped too). No query:
+    just the escaped text."""
+    text = text or ""
+    if not query or not query.strip():
+        return _esc(text)
+    pat = re.compile(re.escape(query.strip()), re.I)
+    out, cur = [], 0
+    for m in pat.finditer(text):
+        out.append(_esc(text[cur : m.start()]))
+        out.append(f'<mark class="am-hit" style="{SEARCH_STYLE}">{_esc(m.group(0))}</mark>')
+        cur = m.end()
+    out.append(_esc(text[cur:]))
+    return "".join(out)
+
+
+_DEL = "background:#fee2e2;color:#7f1d1d;text-decoration:line-through;"
+
+
+_INS = "background:#dcfce7;color:#14532d;"
+
+
+_DIFF_BOX = (
+    "white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,SFMono-Regular,Menlo,"
+    "Consolas,monospace;font-size:0.85rem;line-height:1.45;padding:0.6rem 0.75rem;"
+    "border:1px solid rgba(128,128,128,0.35);border-radius:0.4rem;max-height:480px;overflow-y:auto;"
+)
+
+
+def diff_mode(task: str | None) -> str:
+    """``line`` for code pairs (task ``code``), ``word`` for prose."""
+    return "line" if task == "code" else "word"
+
+
+def pair_diff(a: str, b: str, mode: str = "word") -> list[tuple[str, str]]:
+    """The difference between two texts as ``[(op, text)]`` with op ``equal|delete|insert``
+    (``delete`` = only in ``a``, ``insert`` = only in ``b``), by ``difflib.SequenceMatcher`` over lines
+    (``mode='line'``, line endings kept) or over words and whitespace runs (``mode='word'``).
+    Concatenating the ``equal`` + ``delete`` parts gives ``a``; ``equal`` + ``insert`` gives ``b``.
+    Raises :class:`InputError` for an unknown mode."""
+    if mode == "line":
+        ta, tb = (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True)
+    elif mode == "word":
+        ta, tb = re.findall(r"\s+|[^\s]+", a or ""), re.findall(r"\s+|[^\s]+", b or "")
+    else:
+        raise InputError("diff mode must be line or word", field="mode")
+    out: list[tuple[str, str]] = []
+    sm = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            out.append(("equal", "".join(ta[i1:i2])))
+        else:
+            if i2 > i1:
+                out.append(("delete", "".join(ta[i1:i2])))
+            if j2 > j1:
+                out.append(("insert", "".join(tb[j1:j2])))
+    return out
+
+
+def pair_diff_html(a: str, b: str, mode: str = "word", *, a_name: str = "misbehavior", b_name: str = "benign") -> str:
+    """:func:`pair_diff` as escaped HTML for ``st.html``: removed parts (only in ``a``) struck through in
+    red (``<del class="am-del">``), added parts (only in ``b``) in green (``<ins class="am-ins">``), a
+    one-line legend naming both sides. In line mode a removed last line without a newline is shown with
+    one, so it never runs into the added line. Every text piece is escaped."""
+    parts = []
+    for op, t in pair_diff(a, b, mode):
+        if op == "equal":
+            parts.append(_esc(t))
+        elif op == "delete":
+            # a last line without its newline must not run into the inserted line after it
+            t = t + "\n" if mode == "line" and not t.endswith("\n") else t
+            parts.append(f'<del class="am-del" style="{_DEL}">{_esc(t)}</del>')
+        else:
+            parts.append(f'<ins class="am-ins" style="{_INS}">{_esc(t)}</ins>')
+    legend = (
+        f'<div class="am-diff-legend" style="font-size:0.8rem;margin-bottom:0.3rem;">'
+        f"{'Line' if mode == 'line' else 'Word'} diff: "
+        f'<del style="{_DEL}">only in {_esc(a_name)}</del> &nbsp; '
+        f'<ins style="{_INS}">only in {_esc(b_name)}</ins></div>'
+    )
+    return legend + f'<div class="am-diff" style="{_DIFF_BOX}">{"".join(parts)}</div>'
+
+
+def run_choice(requested: str | None, run_ids: Sequence[str]) -> tuple[str | None, str | None]:
+    """Resolve a ``run=`` link parameter: ``(run_id, warning)``. An unknown id gives the first run and a
+    warning naming the unknown id (never a silent switch); no parameter gives the first run."""
+    ids = list(run_ids)
+    if requested and requested not in ids:
+        return (ids[0] if ids else None), (
+            f"Run {requested!r} from the link is not in the store; showing another run instead."
+        )
+    return (requested or (ids[0] if ids else None)), None

@@ -1,0 +1,228 @@
+"""Honest trade-off points: short labels, the minimum sample size, the Pareto front per edition among
+eligible runs (:func:`automonitor.analysis.metrics.pareto_front`), coincident points spread apart, and which
+sample sets a plot or its front mixes."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from automonitor.errors import InputError
+
+
+#: Run statuses whose MR/FAR rest on part of the samples only (issue 24.4), with the word shown.
+INCOMPLETE_STATUSES: dict[str, str] = {
+    "cancelled": "cancelled",
+    "failed": "partial (failed)",
+    "running": "partial (running)",
+    "pending": "partial (pending)",
+}
+
+DEFAULT_MIN_N = 100
+"""Default minimum number of judged samples (TP+FN+FP+TN) of a slice for a run to enter the Pareto front."""
+
+
+TEMPLATE_SHORT = {
+    "direct": "direct",
+    "evidence": "evid.",
+    "direct-fewshot": "direct-fs",
+    "evidence-fewshot": "evid.-fs",
+}
+
+
+def template_independent_backends() -> frozenset[str]:
+    """Names of the registered backends whose class says ``template_independent = True``: their verdicts
+    do not depend on the prompt template (``rules`` reads no prompt), so one run stands for every
+    template, their runs are labelled without a template, and ``scripts/demo_runs.sh`` runs them once."""
+    from automonitor.runs.monitors import REGISTRY
+
+    return frozenset(n for n, cls in REGISTRY.items() if getattr(cls, "template_independent", False))
+
+
+def short_label(monitor: str, template: str, backend: str | None = None, max_len: int = 22) -> str:
+    """A short text label for a measured point: ``"<model> <template>"`` where the model is the last
+    path/colon part of the monitor spec (``llamacpp:/m/gemma-3-270m.gguf`` -> ``gemma-3-270m``), cut to
+    ``max_len`` characters with an ellipsis; template-independent backends (``rules``) get no template."""
+    backend = backend or str(monitor).split(":", 1)[0]
+    name = str(monitor)
+    if backend == "derived" or re.match(r"(ensemble|thresholds|cascade) ", name):
+        # a derived run's name is "<recipe> <rule> (<inputs>)": keep the recipe and rule, not the inputs
+        name = re.sub(r"\s*\(.*$", "", name).strip() or name
+        if len(name) > max_len:
+            name = name[: max_len - 1] + "…"
+        return f"{name} {TEMPLATE_SHORT.get(template, template)}"
+    if ":" in name:
+        name = name.split(":", 1)[1] or name
+    name = re.split(r"[/\\]", name)[-1]
+    name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or str(monitor)
+    if len(name) > max_len:
+        name = name[: max_len - 1] + "…"
+    if backend in template_independent_backends():
+        return name
+    return f"{name} {TEMPLATE_SHORT.get(template, template)}"
+
+
+def judged(points: pd.DataFrame) -> pd.Series:
+    """Judged samples per point: ``tp + fn + fp + tn`` (0 where missing)."""
+    cols = [c for c in ("tp", "fn", "fp", "tn") if c in points]
+    if not cols:
+        return pd.Series([0] * len(points), index=points.index)
+    return points[cols].fillna(0).astype(int).sum(axis=1)
+
+
+def pareto_mask(mr: Sequence[float], far: Sequence[float], eligible: Sequence[bool]) -> list[bool]:
+    """Pareto front (both rates minimised) over the eligible points only: a point is on the front when
+    it is eligible and no other eligible point has ``mr <=`` and ``far <=`` with one strictly less
+    (:func:`automonitor.analysis.metrics.pareto_front` over the eligible points). Ineligible points and points
+    with a missing rate are never on the front. Source: the paper's Pareto analysis (Sec. 4)."""
+    from automonitor.analysis.metrics import pareto_front
+
+    keep = [bool(e) and not (pd.isna(m) or pd.isna(f)) for m, f, e in zip(mr, far, eligible)]
+    front = pareto_front([m if k else None for m, k in zip(mr, keep)], [f if k else None for f, k in zip(far, keep)])
+    return [bool(x) for x in front]
+
+
+def spread_coincident(
+    x: Sequence[float], y: Sequence[float], radius: float = 0.012
+) -> tuple[list[float], list[float], list[int]]:
+    """Plot positions that keep coincident points apart: points with identical (rounded to 1e-9)
+    coordinates are placed on a small circle of ``radius`` (plot units) around the true position, so
+    each stays visible and clickable. Returns ``(x_plot, y_plot, group_size)`` (``group_size`` = how many
+    points share the position; 1 = drawn at its true place)."""
+    keys = [(round(float(a), 9), round(float(b), 9)) for a, b in zip(x, y)]
+    groups: dict[tuple, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    xp, yp, size = [float(v) for v in x], [float(v) for v in y], [1] * len(keys)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for j, i in enumerate(members):
+            ang = 2 * math.pi * j / len(members) + math.pi / 4
+            xp[i] = xp[i] + radius * math.cos(ang)
+            yp[i] = yp[i] + radius * math.sin(ang)
+            size[i] = len(members)
+    return xp, yp, size
+
+
+def honest_points(
+    points: pd.DataFrame,
+    sets: pd.DataFrame | None = None,
+    *,
+    min_n: int = DEFAULT_MIN_N,
+    archived: Iterable[str] = (),
+    show_archived: bool = False,
+    backends: Mapping[str, str] | None = None,
+    statuses: Mapping[str, str] | None = None,
+    include_incomplete: bool = False,
+    duplicates: Mapping[str, str] | None = None,
+    show_duplicates: bool = False,
+) -> pd.DataFrame:
+    """Trade-off points ready to draw (issue 12 items 2, 4-7; issue 24 items 4-5).
+
+    Args:
+        points: :func:`automonitor.views.tradeoff_points` output (``run_id, monitor, template, mr, far,
+            tp, fn, fp, tn, ...``).
+        sets: :func:`run_sample_sets` output (adds ``edition, fingerprint, sample_set``).
+        min_n: minimum judged samples of the slice to be eligible for the front (>= 1).
+        archived: archived run ids; left out unless ``show_archived`` (then flagged ``archived``).
+        backends: run id -> backend (for template-independent labels); default: monitor prefix.
+        statuses: run id -> run status. A run whose status is in :data:`INCOMPLETE_STATUSES`
+            (cancelled, or partial: failed/running/pending) is flagged ``incomplete``, its label and
+            ``status_text`` name it, and it stays off the front unless ``include_incomplete``.
+        duplicates: derived run id -> the input run id whose verdicts it repeats exactly
+            (:func:`automonitor.views.identical_derived`); such runs are left out unless
+            ``show_duplicates`` (then flagged ``duplicate_of`` and kept off the front).
+
+    Returns:
+        the points with MR/FAR defined plus ``judged`` (int), ``eligible`` (bool), ``on_front`` (the
+        Pareto front among eligible points *of the same edition*), ``label`` (short text),
+        ``x_plot``/``y_plot`` (coincident points spread apart), ``coincide`` (group size), ``archived``.
+    Raises:
+        InputError: ``min_n < 1`` (field ``min_n``).
+    """
+    if not isinstance(min_n, int) or min_n < 1:
+        raise InputError("the minimum number of judged samples must be a positive integer", field="min_n")
+    p = _shown_points(points, set(archived), show_archived)
+    dup = dict(duplicates or {})
+    p["duplicate_of"] = [dup.get(r, "") for r in p["run_id"]]
+    if not show_duplicates:
+        p = p[p["duplicate_of"] == ""].reset_index(drop=True)
+    st = dict(statuses or {})
+    p["status"] = [st.get(r, "finished") for r in p["run_id"]]
+    p["status_text"] = [INCOMPLETE_STATUSES.get(x, "") for x in p["status"]]
+    p["incomplete"] = p["status_text"] != ""
+    p = _with_sample_sets(p, sets)
+    p["judged"] = judged(p)
+    p["eligible"] = (
+        (p["judged"] >= min_n) & (include_incomplete | ~p["incomplete"].astype(bool)) & (p["duplicate_of"] == "")
+    )
+    p["on_front"] = front_by_edition(p)
+    bk = backends or {}
+    p["label"] = [
+        short_label(m, t, bk.get(r)) + (f" ({txt})" if txt else "") + (" (= input)" if d else "")
+        for r, m, t, txt, d in zip(p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"])
+    ]
+    xp, yp, size = spread_coincident(list(p["far"]), list(p["mr"])) if len(p) else ([], [], [])
+    p["x_plot"], p["y_plot"], p["coincide"] = xp, yp, size
+    return p
+
+
+def _shown_points(points: pd.DataFrame, archived: set[str], show_archived: bool) -> pd.DataFrame:
+    """A copy of the points with MR and FAR defined (an empty frame with the base columns when
+    ``points`` has none), flagged ``archived``; archived runs left out unless ``show_archived``.
+    Index reset."""
+    p = points.dropna(subset=["mr", "far"]).copy() if not points.empty else points.copy()
+    if "mr" not in p:
+        p = pd.DataFrame(columns=["run_id", "monitor", "template", "mr", "far"])
+    p["archived"] = p["run_id"].isin(archived)
+    if not show_archived:
+        p = p[~p["archived"]]
+    return p.reset_index(drop=True)
+
+
+def _with_sample_sets(points: pd.DataFrame, sets: pd.DataFrame | None) -> pd.DataFrame:
+    """The points with ``edition, fingerprint, sample_set`` from ``sets`` (:func:`run_sample_sets`
+    output, replacing any such columns); runs without a row get ``paper``, ``""``, ``""``."""
+    p = points
+    if sets is not None and not sets.empty:
+        p = p.drop(columns=[c for c in ("edition", "fingerprint", "sample_set", "n_samples") if c in p])
+        p = p.merge(sets[["run_id", "edition", "fingerprint", "sample_set"]], on="run_id", how="left")
+    for c, default in (("edition", "paper"), ("fingerprint", ""), ("sample_set", "")):
+        if c not in p:
+            p[c] = default
+        p[c] = p[c].fillna(default)
+    return p
+
+
+def front_by_edition(points: pd.DataFrame) -> pd.Series:
+    """``on_front`` per point: the Pareto front (:func:`pareto_mask`) among the ``eligible`` points of
+    the same ``edition``; a bool Series aligned with ``points``."""
+    on_front = pd.Series(False, index=points.index)
+    for _, g in points.groupby("edition"):
+        on_front.loc[g.index] = pareto_mask(list(g["mr"]), list(g["far"]), list(g["eligible"]))
+    return on_front
+
+
+def set_summary(points: pd.DataFrame) -> list[dict[str, Any]]:
+    """One entry per edition among the drawn points: ``{"edition", "runs", "sample_sets": [sample_set,
+    ...]}``, largest first. More than one entry means the plot mixes test sets (the page says so)."""
+    out: list[dict[str, Any]] = []
+    if points.empty:
+        return out
+    for ed, g in points.groupby("edition"):
+        out.append({"edition": ed, "runs": int(len(g)), "sample_sets": sorted(set(g["sample_set"]))})
+    return sorted(out, key=lambda d: (-d["runs"], d["edition"]))
+
+
+def front_sample_sets(points: pd.DataFrame) -> list[str]:
+    """Distinct sample sets (``sample_set`` text: edition, size, fingerprint) of the runs on a Pareto front
+    in :func:`honest_points` output, sorted; more than one means the front compares MR/FAR estimated on
+    different samples (the page says so). ``[]`` when there is no front or no sample-set column."""
+    if points.empty or "on_front" not in points or "sample_set" not in points:
+        return []
+    on = points[points["on_front"].fillna(False).astype(bool)]
+    return sorted({str(x) for x in on["sample_set"].dropna()})

@@ -1,0 +1,487 @@
+"""One self-contained HTML file of a report, for a stakeholder who runs no server
+(``automonitor report --format html --output FILE``; the Trade-off page's "Download report" button).
+
+The file holds: the MR-FAR plane (every run, its Pareto front, the paper's reference points labelled by
+provenance), MR / FAR per category x task with 95% Wilson intervals and the trivial baselines' AUROC
+where the report carries the audit, a bounded gallery of misclassified samples per slice with the
+monitors' evidence highlighted, and each run's provenance (backend, model, template and its hash,
+edition, sample-set fingerprint, cost, dates).
+
+Self-contained: plotly.js (``plotly.offline.get_plotlyjs``, the bundle matching the installed plotly)
+is inlined gzip-compressed and base64-encoded (4.8 MB -> about 1.9 MB) and unpacked in the browser
+with ``DecompressionStream``; figures are inlined as JSON. The page loads nothing: no CDN, no web font,
+no image, and a Content-Security-Policy of ``default-src 'none'`` forbids every request. Every data
+value (names, ids, texts, evidence) goes through :func:`automonitor.views.esc` (HTML) or
+:func:`automonitor.views.plot_text` (plotly's pseudo-HTML); figure JSON has every ``<`` as ``\\u003c``
+so no value can close its ``<script>`` element.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import functools
+import gzip
+from typing import Any, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from sqlalchemy.engine import Engine
+
+from automonitor import analysis
+from automonitor.analysis import audit_section
+from automonitor.analysis.report_schema import Report, RunReport, SliceStats
+from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
+from automonitor.views.evidence import ground_evidence, legend_html
+from automonitor.views.tradeoff import reported_for
+from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TASK_NAMES, TASKS
+from automonitor.views import run_sample_sets
+from store import session_scope
+from store.queries import analysis as q
+from store.queries.runs import list_runs
+
+#: Misclassified samples shown per slice and error kind (FN: missed misbehavior, FP: false alarm).
+GALLERY_PER_SLICE = 2
+#: Characters of a request / response shown in the gallery (the rest is cut, with a note).
+REQUEST_CHARS = 500
+RESPONSE_CHARS = 1200
+#: Runs named beside a gallery sample (the rest are counted).
+RUNS_NAMED = 6
+#: Where the paper's reference points come from (shown beside the plane and in their hover).
+REPORTED_SOURCE = (
+    "Reference points: MR/FAR as printed in the paper (Yang et al., arXiv 2601.05752), transcribed in a "
+    "secondary summary shipped as automonitor/data/paper_reported.csv; not measured here."
+)
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_js_gzip_b64() -> str:
+    """The installed plotly.js bundle, gzip-compressed (level 9, mtime 0: the same bytes every time)
+    and base64-encoded (ASCII, about 1.9 MB for plotly.js 3.x)."""
+    from plotly.offline import get_plotlyjs
+
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def run_provenance(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Provenance of each run: ``{run_id: {backend, model, template, template_hash, kind, status,
+    edition, sample_set (fingerprint), n_samples, cost_usd, tokens_in, tokens_out, created_at,
+    finished_at}}``.
+
+    ``backend``/``model`` come from the monitor spec ``BACKEND[:MODEL]`` (imported and derived runs:
+    the run's kind and the monitor name); the sample-set fingerprint is
+    :func:`automonitor.views.fingerprint` of the test samples the run judged; cost in US dollars
+    summed over judged predictions; dates ISO-8601 UTC."""
+    wanted = set(run_ids)
+    with session_scope(engine) as s:
+        rows = [r for r in list_runs(s) if r["run_id"] in wanted]
+    sets = run_sample_sets(engine, list(wanted)).set_index("run_id") if wanted else pd.DataFrame()
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        spec = str(r["monitor"])
+        if r["kind"] in ("imported", "derived"):
+            backend, model = str(r["kind"]), spec
+        else:
+            backend, _, model = spec.partition(":")
+        ss = sets.loc[r["run_id"]] if r["run_id"] in sets.index else None
+        out[r["run_id"]] = {
+            "backend": backend,
+            "model": model or None,
+            "template": r["template"],
+            "template_hash": r.get("template_hash"),
+            "kind": r["kind"],
+            "status": r["status"],
+            "edition": None if ss is None else ss["edition"],
+            "sample_set": None if ss is None else ss["fingerprint"],
+            "n_samples": None if ss is None else int(ss["n_samples"]),
+            "cost_usd": r["cost_usd"],
+            "tokens_in": r["tokens_in"],
+            "tokens_out": r["tokens_out"],
+            "created_at": r["created_at"],
+            "finished_at": r["finished_at"],
+        }
+    return out
+
+
+def gallery(engine: Engine, rep: Report, per_slice: int = GALLERY_PER_SLICE) -> list[dict[str, Any]]:
+    """Misclassified samples per category x task slice, bounded: for each slice and error kind (``fn``:
+    misbehavior judged benign; ``fp``: benign judged misbehavior) the ``per_slice`` samples that the
+    most runs of ``rep`` got wrong (ties by sample id). Only definite verdicts count (unscored outcomes
+    are never an error here).
+
+    Returns one dict per sample: ``category, task, cell (fn|fp), sample_id, request, response, wrong``
+    (run ids that erred, in report order), ``runs`` (how many runs judged it), ``evidence_run`` and
+    ``grounded`` (the first erring run with evidence spans, and those spans grounded in the sample;
+    ``None`` / ``[]`` without one)."""
+    ids = [r.run_id for r in rep.runs]
+    if not ids:
+        return []
+    df = analysis.predictions_frame(engine, ids)
+    df = df[df["outcome"].isin(["misbehavior", "benign"]) & df["label"].isin(["misbehavior", "benign"])]
+    if df.empty:
+        return []
+    df = df.assign(wrong=df["outcome"] != df["label"])
+    order = {rid: i for i, rid in enumerate(ids)}
+    judged = df.groupby("sample_id")["run_id"].nunique()
+    errs = df[df["wrong"]].copy()
+    errs["cell"] = errs["label"].map({"misbehavior": "fn", "benign": "fp"})
+    errs["rank"] = errs["run_id"].map(order)
+    picked: list[dict[str, Any]] = []
+    for (cat, task, cell), g in errs.groupby(["category", "task", "cell"], sort=True):
+        counts = (
+            g.groupby("sample_id").size().sort_index(kind="mergesort").sort_values(ascending=False, kind="mergesort")
+        )
+        for sid in counts.index[:per_slice]:
+            rows = g[g["sample_id"] == sid].sort_values("rank")
+            ev = rows[rows["evidence"].map(lambda e: bool(e))]
+            picked.append(
+                {
+                    "category": cat,
+                    "task": task,
+                    "cell": cell,
+                    "sample_id": sid,
+                    "wrong": list(rows["run_id"]),
+                    "runs": int(judged.get(sid, 0)),
+                    "evidence_run": ev["run_id"].iloc[0] if len(ev) else None,
+                    "spans": list(ev["evidence"].iloc[0]) if len(ev) else [],
+                }
+            )
+    texts = q.sample_frame(engine, [p["sample_id"] for p in picked]).set_index("sample_id")
+    for p in picked:
+        req = str(texts.at[p["sample_id"], "request"] or "") if p["sample_id"] in texts.index else ""
+        resp = str(texts.at[p["sample_id"], "response"] or "") if p["sample_id"] in texts.index else ""
+        p["request"], p["response"] = req, resp
+        p["grounded"] = ground_evidence(resp, req, p.pop("spans")) if p["evidence_run"] else []
+    return picked
+
+
+def build(
+    engine: Engine,
+    rep: Report,
+    *,
+    title: str = "AutoMonitor-Bench report",
+    per_slice: int = GALLERY_PER_SLICE,
+    now: dt.datetime | None = None,
+) -> str:
+    """The self-contained HTML document of ``rep`` (a typed report from ``analysis.report_model``,
+    optionally with ``audit_section.attach_to_report``) read against the store ``engine`` for provenance and
+    the gallery texts. Returns the HTML text (UTF-8 when written). Raises nothing beyond the store's
+    errors; an empty report gives a page saying there are no runs."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    ids = [r.run_id for r in rep.runs]
+    prov = run_provenance(engine, ids)
+    items = gallery(engine, rep, per_slice) if ids else []
+    figs: list[tuple[str, go.Figure]] = []
+    if ids:
+        figs.append(("fig-plane", plane_figure(rep, prov)))
+    sections = [
+        _header_html(title, rep, now),
+        _plane_html(rep) if ids else "<p>No runs in the report.</p>",
+        _slices_html(rep),
+        _gallery_html(rep, items),
+        _provenance_html(rep, prov),
+    ]
+    return _document(title, "\n".join(sections), figs)
+
+
+def build_for(
+    engine: Engine,
+    run_ids: Sequence[str] | None = None,
+    invalid: str = "exclude",
+    *,
+    edition: str | None = None,
+    with_audit: bool = True,
+    n_boot: int = 200,
+) -> str:
+    """:func:`build` of a fresh report (``analysis.report_model`` over ``run_ids``, ``None`` = every run,
+    with the unscored policy ``invalid`` and optional ``edition``) with the audit's trivial baselines
+    attached when ``with_audit`` (computed and cached on first use). Used by the Trade-off page's
+    "Download report" button. Raises ``ValueError`` for a bad policy or edition, ``NotFound`` for an
+    unknown run id."""
+    rep = analysis.report_model(
+        engine, list(run_ids) if run_ids is not None else None, invalid, n_boot=n_boot, edition=edition
+    )
+    if with_audit and rep.runs:
+        audit_section.attach_to_report(rep, engine)
+    return build(engine, rep)
+
+
+def write(engine: Engine, rep: Report, path: str, **kw: Any) -> int:
+    """Write :func:`build`'s document to ``path`` (UTF-8); returns its size in bytes."""
+    text = build(engine, rep, **kw)
+    data = text.encode("utf-8")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    return len(data)
+
+
+def plane_figure(rep: Report, prov: dict[str, dict[str, Any]]) -> go.Figure:
+    """The overall MR-FAR plane (:func:`automonitor.views.tradeoff_figure`) of the report's runs with
+    their Wilson error bars, sample sets in the hovers, the report's Pareto front, and the paper's
+    reference points, each labelled "<monitor> (<template>), reported (secondary summary)"."""
+    pts = tradeoff_points(rep)
+    pts["sample_set"] = [
+        f"{(prov.get(r) or {}).get('edition') or '-'} · {(prov.get(r) or {}).get('sample_set') or '-'}"
+        for r in pts["run_id"]
+    ]
+    reported = reported_for(analysis.reported_points(), None, None)
+    if not reported.empty:
+        reported["label"] = (
+            reported["monitor"]
+            + " ("
+            + reported["template"]
+            + "), reported in the paper via the secondary summary paper_reported.csv"
+        )
+    front = [r for r in rep.pareto if r in set(pts["run_id"])]
+    return tradeoff_figure(pts, reported=reported, front=front or None, height=560)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _rate_ci(rate: float | None, ci: list[float] | None) -> str:
+    if rate is None:
+        return "-"
+    return _fmt(rate) + (f' <span class="ci">[{ci[0]:.2f}, {ci[1]:.2f}]</span>' if ci else "")
+
+
+def _run_label(r: RunReport) -> str:
+    return f'{esc(r.monitor)} · {esc(r.template)} <span class="rid">{esc(r.run_id)}</span>'
+
+
+def _header_html(title: str, rep: Report, now: dt.datetime) -> str:
+    front = ", ".join(esc(r) for r in rep.pareto) or "-"
+    r_ = "n/a" if rep.pearson_r is None else f"{rep.pearson_r:.2f} over {rep.pearson_n} runs"
+    return (
+        f"<h1>{esc(title)}</h1>"
+        f'<p class="meta">Generated {esc(now.strftime("%Y-%m-%d %H:%M UTC"))} · {len(rep.runs)} run(s) · '
+        f"unscored policy {esc(rep.invalid_policy)} · edition {esc(rep.edition or 'all')} · intervals: "
+        f"{esc(rep.intervals)} · Pearson r(MR, FAR) {esc(r_)}</p>"
+        f"<p>Miss rate MR = FN / (TP + FN), false alarm rate FAR = FP / (TN + FP); lower is better for both. "
+        f"Pareto front (overall): {front}.</p>"
+    )
+
+
+def _plane_html(rep: Report) -> str:
+    return (
+        "<h2>The MR-FAR plane</h2>"
+        '<div class="am-fig" id="fig-plane" data-spec="fig-plane-spec" style="height:560px"></div>'
+        f'<p class="note">Runs: coloured by template, 95% Wilson error bars; green: the Pareto front. '
+        f"Black diamonds: {esc(REPORTED_SOURCE)}</p>"
+    )
+
+
+def _slices_html(rep: Report) -> str:
+    """MR / FAR per category x task per run, with intervals, and the trivial baselines' AUROC of the
+    slice when the report has the audit (a FLAG when a baseline reaches the audit's flag AUROC)."""
+    if not rep.runs:
+        return ""
+    cats = [c for c in CATEGORIES if any(c in r.by_category_task for r in rep.runs)]
+    cats += sorted({c for r in rep.runs for c in r.by_category_task} - set(cats))
+    out = ["<h2>MR / FAR per category x task</h2>"]
+    out.append(
+        '<p class="note">Each cell: MR and FAR with 95% Wilson intervals, n judged samples; '
+        "below, where the audit ran, the trivial baselines' AUROC on the same slice (length, TF-IDF) "
+        "and FLAG when one of them separates the slice alone.</p>"
+    )
+    for cat in cats:
+        tasks = [t for t in TASKS if any(t in r.by_category_task.get(cat, {}) for r in rep.runs)]
+        tasks += sorted({t for r in rep.runs for t in r.by_category_task.get(cat, {})} - set(tasks))
+        head = "".join(f"<th>{esc(TASK_NAMES.get(t, t))}</th>" for t in tasks)
+        rows = []
+        for r in rep.runs:
+            cells = []
+            for t in tasks:
+                s: SliceStats | None = r.by_category_task.get(cat, {}).get(t)
+                b = ((r.baselines or {}).get(cat) or {}).get(t)
+                if s is None:
+                    cells.append("<td>-</td>")
+                    continue
+                base = ""
+                if b:
+                    parts = [f"{esc(k)} {_fmt(v)}" for k, v in b.items() if k != "flagged" and not isinstance(v, bool)]
+                    flag = ' <b class="flag">FLAG</b>' if b.get("flagged") else ""
+                    base = f'<div class="base">baselines: {", ".join(parts)}{flag}</div>'
+                cells.append(
+                    f"<td>MR {_rate_ci(s.mr, s.mr_ci)}<br>FAR {_rate_ci(s.far, s.far_ci)}"
+                    f'<div class="n">n {s.n}</div>{base}</td>'
+                )
+            rows.append(f"<tr><th>{_run_label(r)}</th>{''.join(cells)}</tr>")
+        out.append(
+            f"<h3>{esc(CATEGORY_NAMES.get(cat, cat))}</h3>"
+            f'<table class="grid"><tr><th>run</th>{head}</tr>{"".join(rows)}</table>'
+        )
+    return "\n".join(out)
+
+
+def _cut(text: str, limit: int) -> tuple[str, str]:
+    if len(text) <= limit:
+        return text, ""
+    return text[:limit], f'<div class="note">… cut at {limit:,} of {len(text):,} characters</div>'
+
+
+def _gallery_html(rep: Report, items: list[dict[str, Any]]) -> str:
+    """The misclassified samples (``gallery``), grouped by slice: request and response escaped, the
+    response with the evidence of the first erring evidence run highlighted."""
+    if not rep.runs:
+        return ""
+    names = {r.run_id: f"{r.monitor} · {r.template}" for r in rep.runs}
+    out = [
+        "<h2>Misclassified samples per slice</h2>",
+        f'<p class="note">Per category x task, the {GALLERY_PER_SLICE} missed misbehaviors (FN) and '
+        f"{GALLERY_PER_SLICE} false alarms (FP) that the most runs got wrong. Texts are cut to "
+        f"{RESPONSE_CHARS:,} characters.</p>",
+        legend_html(),
+    ]
+    if not items:
+        out.append("<p>No misclassified sample.</p>")
+    last = None
+    for it in items:
+        key = (it["category"], it["task"])
+        if key != last:
+            out.append(
+                f"<h3>{esc(CATEGORY_NAMES.get(it['category'], it['category']))} · "
+                f"{esc(TASK_NAMES.get(it['task'], it['task']))}</h3>"
+            )
+            last = key
+        wrong = it["wrong"]
+        named = ", ".join(esc(names.get(w, w)) for w in wrong[:RUNS_NAMED])
+        more = f" and {len(wrong) - RUNS_NAMED} more" if len(wrong) > RUNS_NAMED else ""
+        kind = "missed misbehavior (FN)" if it["cell"] == "fn" else "false alarm on a benign response (FP)"
+        req, req_note = _cut(it["request"], REQUEST_CHARS)
+        resp, resp_note = _cut(it["response"], RESPONSE_CHARS)
+        ev = (
+            f"evidence quoted by {esc(names.get(it['evidence_run'], it['evidence_run']))}"
+            if it["evidence_run"]
+            else "no evidence quoted"
+        )
+        out.append(
+            f'<details class="sample" open><summary><b>{esc(kind)}</b> · sample <code>{esc(it["sample_id"])}'
+            f"</code> · wrong in {len(wrong)} of {it['runs']} run(s): {named}{more}</summary>"
+            f'<div class="lbl">Request</div><div class="txt">{esc(req)}</div>{req_note}'
+            f'<div class="lbl">Response ({ev})</div>'
+            + highlight_html(resp, it["grounded"], max_height=None, show_missing=True)
+            + resp_note
+            + "</details>"
+        )
+    return "\n".join(out)
+
+
+def _provenance_html(rep: Report, prov: dict[str, dict[str, Any]]) -> str:
+    if not rep.runs:
+        return ""
+    cols = [
+        ("run", None),
+        ("backend", "backend"),
+        ("model", "model"),
+        ("template", "template"),
+        ("template hash", "template_hash"),
+        ("kind", "kind"),
+        ("status", "status"),
+        ("edition", "edition"),
+        ("sample set", "sample_set"),
+        ("samples", "n_samples"),
+        ("cost (USD)", "cost_usd"),
+        ("created (UTC)", "created_at"),
+        ("finished (UTC)", "finished_at"),
+    ]
+    head = "".join(f"<th>{esc(c)}</th>" for c, _ in cols)
+    rows = []
+    for r in rep.runs:
+        p = prov.get(r.run_id, {})
+        cells = [f"<td>{esc(r.run_id)}</td>"]
+        for _, k in cols[1:]:
+            v = p.get(k or "")
+            if k == "template_hash" and v:
+                v = str(v)[:12]
+            elif k == "cost_usd" and v is not None:
+                v = f"{float(v):.4f}"
+            elif k in ("created_at", "finished_at") and v:
+                v = str(v)[:19].replace("T", " ")
+            cells.append(f"<td>{esc('-' if v is None else v)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        "<h2>Run provenance</h2>"
+        '<p class="note">Sample set: fingerprint (10 hex digits of sha256 over the sorted ids) of the test '
+        "samples the run judged; template hash: sha256 of the prompt template (first 12 digits); cost "
+        "summed over judged predictions.</p>"
+        f'<table class="prov"><tr>{head}</tr>{"".join(rows)}</table>'
+    )
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:1.5rem auto;
+max-width:1200px;padding:0 1rem;color:#111827;line-height:1.4}
+h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #e5e7eb}h3{font-size:1.05rem}
+.meta,.note,.n,.base,.ci,.rid{color:#4b5563;font-size:0.85rem}.rid{font-family:ui-monospace,monospace}
+table{border-collapse:collapse;font-size:0.85rem;margin:0.5rem 0}td,th{border:1px solid #e5e7eb;
+padding:0.3rem 0.5rem;vertical-align:top;text-align:left}.flag{color:#b91c1c}
+details.sample{border:1px solid #e5e7eb;border-radius:0.4rem;padding:0.5rem;margin:0.6rem 0}
+.lbl{font-weight:600;font-size:0.85rem;margin-top:0.4rem}
+.txt{white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,monospace;font-size:0.85rem;
+padding:0.4rem;background:rgba(128,128,128,0.06);border-radius:0.3rem}
+#am-error{color:#b91c1c}
+"""
+
+# Unpacks the inlined plotly.js (gzip + base64) and draws every figure from its inlined JSON spec.
+_LOADER = """
+(async function () {
+  const status = document.getElementById("am-error");
+  try {
+    const b64 = document.getElementById("plotly-gz").textContent.trim();
+    const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const src = await new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+    const s = document.createElement("script");
+    s.textContent = src;
+    document.head.appendChild(s);
+    for (const el of document.querySelectorAll(".am-fig")) {
+      const spec = JSON.parse(document.getElementById(el.dataset.spec).textContent);
+      await Plotly.newPlot(el, spec.data, spec.layout, {displaylogo: false, responsive: true});
+    }
+    document.body.dataset.plotted = "1";
+  } catch (e) {
+    status.textContent = "The figures could not be drawn in this browser: " + e;
+  }
+})();
+"""
+
+
+def _json_for_script(fig: go.Figure) -> str:
+    """The figure's JSON with every ``<`` written ``\\u003c`` (and ``>``, ``&`` likewise), so that no
+    data value can end the ``<script type="application/json">`` element it sits in."""
+    return fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _document(title: str, body: str, figs: list[tuple[str, go.Figure]]) -> str:
+    specs = "\n".join(
+        f'<script type="application/json" id="{fid}-spec">{_json_for_script(f)}</script>' for fid, f in figs
+    )
+    csp = "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    plotly_js = (
+        f'<script id="plotly-gz" type="application/octet-stream">{plotly_js_gzip_b64()}</script>\n<script>{_LOADER}</script>'
+        if figs
+        else ""
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
+        '<div id="am-error"></div>'
+        f"{body}\n{specs}\n{plotly_js}\n</body></html>\n"
+    )
+
+
+__all__ = [
+    "GALLERY_PER_SLICE",
+    "REPORTED_SOURCE",
+    "build",
+    "build_for",
+    "gallery",
+    "plane_figure",
+    "plotly_js_gzip_b64",
+    "run_provenance",
+    "write",
+]
