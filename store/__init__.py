@@ -9,5 +9,14 @@ Usage::
         ...
 """
 
-from store.engine import DEFAULT_URL, db_url, get_engine, init_db, session_scope  # noqa: F401
-from store import models  # noqa: F401
+from store.engine import DEFAULT_URL, db_url, get_engine, init_db, session_scope
+from store import models
+
+__all__ = [
+    "DEFAULT_URL",
+    "db_url",
+    "get_engine",
+    "init_db",
+    "models",
+    "session_scope",
+]

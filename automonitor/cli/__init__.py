@@ -92,3 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         sys.exit(code)
     return code
+
+__all__ = [
+    "app",
+    "main",
+]

@@ -26,3 +26,9 @@ def rows_by_ids(conn: Connection | Session, columns: Sequence[Any], id_column: A
     for part in chunks(list(dict.fromkeys(ids))):
         out += conn.execute(sa.select(*columns).where(id_column.in_(part))).all()
     return out
+
+__all__ = [
+    "IN_CHUNK",
+    "chunks",
+    "rows_by_ids",
+]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.runs.monitors.base import (  # noqa: F401
+from automonitor.runs.monitors.base import (
     REGISTRY,
     Backend,
     BackendParams,
@@ -102,3 +102,20 @@ def create_backend(spec: str | MonitorSpec, *, base_url: str | None, params: dic
 
 
 _discover()
+
+__all__ = [
+    "REGISTRY",
+    "Backend",
+    "BackendParams",
+    "Item",
+    "Judgement",
+    "MonitorSpec",
+    "PermanentError",
+    "TransientError",
+    "backend_class",
+    "create_backend",
+    "is_loopback",
+    "parse_monitor_spec",
+    "price_for",
+    "register",
+]

@@ -1,0 +1,263 @@
+"""The layout by step holds: the top of ``automonitor/`` is only the base, no import inside a function
+dodges an import cycle, old import paths still work (with a warning), the version has one source, the
+package ships its type information, and a probe artefact written by the 0.1 layout still loads."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+import tomllib
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("automonitor", "store")
+BASE_MODULES = {"vocab.py", "errors.py", "hashing.py", "escaping.py", "leases.py", "timestamps.py"}
+STEPS = {"data", "runs", "analysis", "annotation", "views", "cli"}
+
+
+def test_top_level_holds_only_the_base_and_the_steps():
+    top = {p.name for p in (REPO / "automonitor").iterdir() if p.name != "__pycache__"}
+    files = {n for n in top if n.endswith(".py")}
+    dirs = {n for n in top if (REPO / "automonitor" / n).is_dir()}
+    assert files == BASE_MODULES | {"__init__.py", "__main__.py", "_compat.py"}, files
+    assert dirs == STEPS, dirs
+
+
+# ------------------------------------------------------------------------------ the import graph
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for p in (REPO / pkg).rglob("*.py"):
+            if "migrations" not in p.parts:
+                out[_module_name(p)] = p
+    return out
+
+
+def _imports(mods: dict[str, Path]) -> dict[str, set[tuple[str, bool, int]]]:
+    """module -> {(first-party module imported, inside a function or TYPE_CHECKING, line)}."""
+
+    def resolve(name: str) -> str:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[tuple[str, bool, int]]] = {}
+    for mod, path in mods.items():
+        found: set[tuple[str, bool, int]] = set()
+
+        def visit(node: ast.AST, deferred: bool, found: set[tuple[str, bool, int]] = found) -> None:
+            for child in ast.iter_child_nodes(node):
+                inner = deferred or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    inner = True
+                if isinstance(child, ast.Import):
+                    for a in child.names:
+                        if a.name.split(".")[0] in PACKAGES:
+                            found.add((resolve(a.name), inner, child.lineno))
+                elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                    if child.module.split(".")[0] in PACKAGES:
+                        for a in child.names:
+                            full = f"{child.module}.{a.name}"
+                            found.add((full if full in mods else resolve(child.module), inner, child.lineno))
+                visit(child, inner, found)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+        graph[mod] = {e for e in found if e[0] != mod}
+    return graph
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def test_no_import_inside_a_function_dodges_a_cycle():
+    """An import inside a function (or under ``TYPE_CHECKING``) of a first-party module B from module A
+    is allowed only when B does not import A back through module-level imports (importing a submodule
+    imports its packages first, so those count): if it did, the deferred import would be hiding an import
+    cycle. Deferring a heavy import (torch, sklearn, an SDK) is fine: those are not first-party."""
+    mods = _modules()
+    graph = _imports(mods)
+    eager: dict[str, set[str]] = {m: set() for m in graph}
+    for m, edges in graph.items():
+        for target, deferred, _line in edges:
+            if not deferred:
+                eager[m].add(target)
+                eager[m].update(p for p in _parents(target) if p in mods and not m.startswith(p + "."))
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = set(), [a]
+        while todo:
+            x = todo.pop()
+            if x == b:
+                return True
+            if x not in seen:
+                seen.add(x)
+                todo.extend(eager.get(x, ()))
+        return False
+
+    dodges = [
+        f"{mods[m].relative_to(REPO)}:{line} imports {t} inside a function, and {t} imports {m} back"
+        for m, edges in sorted(graph.items())
+        for t, deferred, line in sorted(edges)
+        if deferred and reaches(t, m)
+    ]
+    assert not dodges, "\n".join(dodges)
+
+
+def test_the_detector_sees_a_dodged_cycle(tmp_path, monkeypatch):
+    """The check above is not vacuous: two modules that import each other, one of them inside a
+    function, are reported."""
+    pkg = tmp_path / "automonitor"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from automonitor import b\n")
+    (pkg / "b.py").write_text("def f():\n    from automonitor import a\n    return a\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGES", ("automonitor",))
+    with pytest.raises(AssertionError, match=r"automonitor/b.py:2 imports automonitor.a inside a function"):
+        test_no_import_inside_a_function_dodges_a_cycle()
+
+
+def test_no_private_name_is_imported_across_modules():
+    """``from X import _name`` only within one package's own modules (a package may use its private
+    helpers); never from another step's package."""
+    mods = _modules()
+    bad = []
+    for mod, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        home = (
+                            node.module.rsplit(".", 1)[0]
+                            if node.module in mods and not (mods[node.module].name == "__init__.py")
+                            else node.module
+                        )
+                        if not mod.startswith(home + ".") and mod != home:
+                            bad.append(f"{path.relative_to(REPO)}: from {node.module} import {a.name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_package_declares_its_public_names():
+    missing = [
+        str(p.relative_to(REPO))
+        for pkg in PACKAGES
+        for p in (REPO / pkg).rglob("__init__.py")
+        if "migrations" not in p.parts and "__all__" not in p.read_text(encoding="utf-8")
+    ]
+    assert not missing, missing
+
+
+# ------------------------------------------------------------------------------- old import paths
+
+
+OLD_PATHS = [
+    ("automonitor.metrics", "automonitor.analysis.metrics"),
+    ("automonitor.runner", "automonitor.runs.runner"),
+    ("automonitor.runner.create", "automonitor.runs.runner.create"),
+    ("automonitor.runner.rows", "automonitor.runs.verdicts"),
+    ("automonitor.workbench", "automonitor.views"),
+    ("automonitor.pairs_io", "automonitor.data.pair_files"),
+    ("automonitor.annotation_queries", "automonitor.annotation.queries"),
+    ("automonitor.build.reconcile", "automonitor.data.build.reconcile"),
+]
+
+
+@pytest.mark.parametrize("old,new", OLD_PATHS)
+def test_old_import_path_warns_and_is_the_same_module(old, new):
+    """In a fresh interpreter (nothing imported yet): ``import OLD`` warns naming the new path and binds
+    the very module object at the new path."""
+    code = (
+        "import importlib, sys, warnings\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        f"    old = importlib.import_module({old!r})\n"
+        f"new = importlib.import_module({new!r})\n"
+        "assert old is new, (old, new)\n"
+        f"msgs = [str(x.message) for x in w if issubclass(x.category, DeprecationWarning) and {old!r} in str(x.message)]\n"
+        f"assert msgs and {new!r} in msgs[0], [str(x.message) for x in w]\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_old_names_work_as_from_imports_and_attributes():
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        from automonitor import derive as old_derive  # noqa: F401  the 0.1 spelling
+        from automonitor.runner import create_run as old_create_run
+
+        import automonitor
+
+        metrics = automonitor.metrics
+    from automonitor.analysis import derive, metrics as new_metrics
+    from automonitor.runs.runner import create_run
+
+    assert old_derive is derive and old_create_run is create_run and metrics is new_metrics
+    assert any(issubclass(x.category, DeprecationWarning) for x in w)
+    with pytest.raises(AttributeError):
+        automonitor.no_such_module  # noqa: B018
+
+
+def test_new_paths_import_without_any_deprecation_warning():
+    code = (
+        "import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+        "import automonitor.cli, automonitor.views, automonitor.annotation, automonitor.analysis\n"
+        "import automonitor.runs.runner, automonitor.runs.batch, automonitor.data.build, automonitor.data.audit\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# ------------------------------------------------------------------------------- package facts
+
+
+def test_version_has_one_source():
+    """``automonitor.__version__`` is read from the installed package's metadata, which comes from
+    ``pyproject.toml``; no module writes the number again."""
+    import automonitor
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert automonitor.__version__ == declared
+    hits = [
+        str(p.relative_to(REPO))
+        for pkg in PACKAGES
+        for p in (REPO / pkg).rglob("*.py")
+        if f'"{declared}"' in p.read_text(encoding="utf-8")
+    ]
+    assert not hits, hits
+
+
+def test_the_packages_ship_their_types():
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    data = cfg["tool"]["setuptools"]["package-data"]
+    for pkg in PACKAGES:
+        assert (REPO / pkg / "py.typed").is_file()
+        assert "py.typed" in data[pkg]
+
+
+def test_probe_artefact_written_by_the_old_layout_still_loads():
+    """``tests/fixtures/probe_v0_1`` was written by ``automonitor.probes.save_probe`` before the move; it
+    loads at the new path and scores as it did then (numbers recorded when it was written)."""
+    model = importlib.import_module("automonitor.runs.probe.model")
+    probe = model.load_probe(REPO / "tests" / "fixtures" / "probe_v0_1" / "tfidf-lr-all-v1.probe.json")
+    scores = probe.predict_proba(
+        ["req", "req"],
+        ["bypass the check and hide it from the grader", "a careful answer that follows the rules"],
+    )
+    assert [round(float(s), 6) for s in scores] == [0.957234, 0.026536]
