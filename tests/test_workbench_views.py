@@ -69,7 +69,7 @@ def test_pareto_mask_ignores_ineligible_points():
 
 
 def test_fingerprint_is_order_free():
-    assert wb.fingerprint(["b", "a", "a"]) == wb.fingerprint(["a", "b"]) != wb.fingerprint(["a"])
+    assert wb.sample_set_digest(["b", "a", "a"]) == wb.sample_set_digest(["a", "b"]) != wb.sample_set_digest(["a"])
 
 
 def test_neighbours_and_run_choice():

@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(code)
     return code
 
+
 __all__ = [
     "app",
     "main",

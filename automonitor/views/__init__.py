@@ -114,12 +114,11 @@ from automonitor.views.points import (
     template_independent_backends,
 )
 from automonitor.views.sample_sets import (
-    fingerprint,
+    sample_set_digest,
     run_sample_sets,
     identical_derived,
     sample_set_row,
     set_archived,
-    store_fingerprint,
 )
 
 __all__ = [
@@ -136,7 +135,7 @@ __all__ = [
     "esc",
     "export_samples",
     "filter_cell",
-    "fingerprint",
+    "sample_set_digest",
     "format_duration",
     "front_by_edition",
     "front_sample_sets",
@@ -186,7 +185,6 @@ __all__ = [
     "SPAN_STYLES",
     "spans_for",
     "spread_coincident",
-    "store_fingerprint",
     "store_version",
     "TEMPLATE_COLORS",
     "template_independent_backends",

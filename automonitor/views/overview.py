@@ -11,6 +11,7 @@ from sqlmodel import Session
 
 from automonitor import vocab
 from automonitor.timestamps import iso_utc
+from store.queries.fingerprints import sample_state
 
 #: Inner-ring colours of the composition sunburst, by category.
 CATEGORY_COLORS = {"safety_permission": "#6366f1", "sycophancy_bias": "#0ea5e9", "specification_gaming": "#f59e0b"}
@@ -20,7 +21,7 @@ def store_version(engine: Engine) -> tuple:
     """A cheap fingerprint of the store's analysable content, used as a cache key by the app.
 
     ``(runs, finished/terminal runs, latest finished_at (ISO str or None), running runs, samples,
-    latest sample created_at, sample state)`` (sample state: ``automonitor.views.store_fingerprint``,
+    latest sample created_at, sample state)`` (sample state: ``store.queries.fingerprints.sample_state``,
     counts by status/split/label source, edition rows, archived runs): it changes whenever a run is
     created, finishes or is imported, or samples are added, so cached reports/frames are recomputed
     exactly then. A few small aggregate queries; no table scan beyond ``COUNT``.
@@ -30,7 +31,7 @@ def store_version(engine: Engine) -> tuple:
     with engine.connect() as c:
         runs, finished_at, active, terminal = q.run_totals(c)
         samples, created_at = q.sample_totals(c)
-        state = q.sample_state_fingerprint(c)  # status/split/edition changes and archived runs (issue 12)
+        state = sample_state(c)  # status/split/edition changes and archived runs (issue 12)
     return (runs, terminal, iso_utc(finished_at), active, samples, iso_utc(created_at), state)
 
 

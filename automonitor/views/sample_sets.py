@@ -7,27 +7,12 @@ import hashlib
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
-from sqlalchemy.engine import Connection, Engine
-from sqlmodel import Session
+from sqlalchemy.engine import Engine
 
 from automonitor.analysis import predictions_frame, runs_frame
 
 
-def store_fingerprint(conn: Connection | Session) -> tuple[tuple[str, ...], tuple[str, ...], str]:
-    """Part of the app's cache key covering sample *state* (issue 12): counts of samples by
-    ``(status, split, label_source)``, the ``edition_sample`` row count per edition, and a hash of the
-    archived run ids (``store.queries.workbench.sample_state_fingerprint``). It changes whenever a
-    sample moves between status/split (for example when adjudicated pairs are finalised), an edition
-    gains members, or a run is archived.
-
-    ``conn``: an open SQLAlchemy connection (or session). Aggregates only, no table scan beyond COUNT.
-    """
-    from store.queries.workbench import sample_state_fingerprint
-
-    return sample_state_fingerprint(conn)
-
-
-def fingerprint(sample_ids: Iterable[str]) -> str:
+def sample_set_digest(sample_ids: Iterable[str]) -> str:
     """Fingerprint of a set of sample ids: first 10 hex digits of sha256 over the sorted, newline-joined
     ids (order and duplicates do not matter)."""
     ids = sorted(set(map(str, sample_ids)))
@@ -38,11 +23,11 @@ def sample_set_row(run_id: str, recorded_edition: str | None, judged: pd.DataFra
     """One :func:`run_sample_sets` row from a run's recorded edition and its ``judged`` predictions
     (frame with ``sample_id, label_source``; ``None`` when it has none): the edition (recorded, else
     ``verified`` when a judged sample is adjudicated, else ``paper``), the distinct sample count and the
-    :func:`fingerprint` of the ids."""
+    :func:`sample_set_digest` of the ids."""
     ids = [] if judged is None else list(judged["sample_id"])
     inferred = "verified" if judged is not None and (judged["label_source"] == "adjudicated").any() else "paper"
     edition = recorded_edition or inferred
-    fp = fingerprint(ids)
+    fp = sample_set_digest(ids)
     n = len(set(ids))
     return {
         "run_id": run_id,

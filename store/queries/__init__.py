@@ -27,6 +27,7 @@ def rows_by_ids(conn: Connection | Session, columns: Sequence[Any], id_column: A
         out += conn.execute(sa.select(*columns).where(id_column.in_(part))).all()
     return out
 
+
 __all__ = [
     "IN_CHUNK",
     "chunks",

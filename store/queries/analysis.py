@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
+from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks as _chunks, rows_by_ids
 
@@ -175,20 +176,9 @@ def pair_ids_for(session: Session, sample_ids: Iterable[str]) -> dict[str, str]:
 
 def external_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row for an outside system ``name`` (backend ``external``), created if absent."""
-    m = (
-        session.execute(
-            sa.select(Monitor).where(
-                col(Monitor.name) == name, col(Monitor.backend) == "external", col(Monitor.base_url).is_(None)
-            )
-        )
-        .scalars()
-        .first()
+    return get_or_create_monitor(
+        session, name, "external", None, None, {"source": "predictions import"}, match_backend=True
     )
-    if m is None:
-        m = Monitor(name=name, backend="external", model=None, base_url=None, meta={"source": "predictions import"})
-        session.add(m)
-        session.flush()
-    return m
 
 
 def find_imported_run(session: Session, monitor: str, template: str, sha256: str) -> Run | None:

@@ -6,7 +6,6 @@ when the edition has no membership rows is decided by the caller (:mod:`automoni
 
 from __future__ import annotations
 
-from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -50,28 +49,3 @@ def samples_by_ids(conn, ids: set[str]) -> pd.DataFrame:
     cols = [getattr(Sample, c) for c in AUDIT_COLUMNS]
     rows = rows_by_ids(conn, cols, Sample.id, sorted(ids))
     return pd.DataFrame([tuple(r) for r in rows], columns=list(AUDIT_COLUMNS))
-
-
-def sample_fingerprint(conn) -> tuple[Any, ...]:
-    """A cheap fingerprint of everything the audit reads: sample counts by status x split x label
-    x label_source, the newest sample ``created_at``, and edition membership counts per edition. It
-    changes when samples are added, promoted/rejected (status/split change), relabelled or re-provenanced,
-    or when edition membership changes."""
-    groups = conn.execute(
-        sa.select(
-            col(Sample.status),
-            col(Sample.split),
-            col(Sample.label),
-            col(Sample.label_source),
-            sa.func.count(),
-            sa.func.max(Sample.created_at),
-        ).group_by(col(Sample.status), col(Sample.split), col(Sample.label), col(Sample.label_source))
-    ).all()
-    eds = conn.execute(
-        sa.select(col(EditionSample.edition), sa.func.count(), sa.func.max(EditionSample.created_at)).group_by(
-            col(EditionSample.edition)
-        )
-    ).all()
-    g = sorted(tuple("" if v is None else str(v) for v in r) for r in groups)
-    e = sorted(tuple("" if v is None else str(v) for v in r) for r in eds)
-    return (tuple(g), tuple(e))

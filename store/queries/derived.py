@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
+from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks
 
@@ -118,20 +119,7 @@ def run_rows(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]
 
 def derived_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row (backend ``derived``) named ``name``, created if absent."""
-    m = (
-        session.execute(
-            sa.select(Monitor).where(
-                col(Monitor.name) == name, col(Monitor.backend) == "derived", col(Monitor.base_url).is_(None)
-            )
-        )
-        .scalars()
-        .first()
-    )
-    if m is None:
-        m = Monitor(name=name, backend="derived", model=None, base_url=None, meta={"source": "derive"})
-        session.add(m)
-        session.flush()
-    return m
+    return get_or_create_monitor(session, name, "derived", None, None, {"source": "derive"}, match_backend=True)
 
 
 def insert_derived_run(

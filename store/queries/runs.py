@@ -45,9 +45,14 @@ def get_or_create_monitor(
     model: str | None,
     base_url: str | None,
     meta: dict[str, Any] | None = None,
+    *,
+    match_backend: bool = False,
 ) -> Monitor:
-    """The ``Monitor`` row for (name, base_url), created when missing."""
+    """The ``Monitor`` row for (name, base_url), created (and flushed, so its id is set) when missing; with
+    ``match_backend`` only a row of that ``backend`` matches (the derived and external monitors)."""
     q = sa.select(Monitor).where(col(Monitor.name) == name)
+    if match_backend:
+        q = q.where(col(Monitor.backend) == backend)
     q = q.where(col(Monitor.base_url).is_(None)) if base_url is None else q.where(col(Monitor.base_url) == base_url)
     mon = session.execute(q).scalars().first()
     if mon is None:

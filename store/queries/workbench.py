@@ -3,7 +3,6 @@ fingerprint, a run's status, which samples each run judged, run archiving, and t
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -11,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
-from store.models import EditionSample, Prediction, Run, Sample
+from store.models import Prediction, Run, Sample
 
 #: Run statuses counted as in progress / as terminal by :func:`run_totals`.
 ACTIVE_STATUSES = ("pending", "running")
@@ -36,26 +35,6 @@ def sample_totals(conn: Connection | Session) -> tuple[int, datetime | str | Non
     """``(samples, latest created_at)`` over every sample (one aggregate query)."""
     row = conn.execute(sa.select(sa.func.count(col(Sample.id)), sa.func.max(col(Sample.created_at)))).one()
     return int(row[0] or 0), row[1]
-
-
-def sample_state_fingerprint(conn: Connection | Session) -> tuple[tuple[str, ...], tuple[str, ...], str]:
-    """Sample *state*: ``("<status>/<split>/<label_source>=<n>", ...)`` sorted, ``("<edition>=<n>", ...)``
-    (``edition_sample`` rows per edition) sorted, and the first 12 hex digits of the sha256 of the
-    newline-joined archived run ids. Aggregates only, no table scan beyond ``COUNT``."""
-    rows = conn.execute(
-        sa.select(col(Sample.status), col(Sample.split), col(Sample.label_source), sa.func.count()).group_by(
-            col(Sample.status), col(Sample.split), col(Sample.label_source)
-        )
-    ).all()
-    editions = conn.execute(
-        sa.select(col(EditionSample.edition), sa.func.count()).group_by(EditionSample.edition)
-    ).all()
-    archived = conn.execute(sa.select(col(Run.id)).where(col(Run.archived).is_(True)).order_by(Run.id)).scalars().all()
-    return (
-        tuple(sorted(f"{a}/{b}/{c}={n}" for a, b, c, n in rows)),
-        tuple(sorted(f"{e}={n}" for e, n in editions)),
-        hashlib.sha256("\n".join(archived).encode()).hexdigest()[:12],
-    )
 
 
 def run_status(conn: Connection | Session, run_id: str) -> dict[str, Any] | None:

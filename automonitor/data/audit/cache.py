@@ -14,16 +14,15 @@ from typing import Any
 import numpy as np
 
 from automonitor.data.audit.editions import check_edition, run_audit
+from store.queries.fingerprints import sample_state
 from automonitor.data.audit.params import AUDIT_VERSION
 
 
 def fingerprint(engine) -> str:
-    """Hex digest identifying the audited content of a store (see ``store.queries.audit.sample_fingerprint``)
+    """Hex digest identifying the audited content of a store (:func:`store.queries.fingerprints.sample_state`)
     plus the store URL (password hidden) and :data:`AUDIT_VERSION`."""
-    from store.queries import audit as q
-
     with engine.connect() as c:
-        fp = q.sample_fingerprint(c)
+        fp = sample_state(c)
     url = engine.url.render_as_string(hide_password=True)
     return hashlib.sha256(json.dumps([AUDIT_VERSION, url, fp], default=str).encode()).hexdigest()
 
