@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
+#: a gold label (misbehavior is the positive class)
+Label = Literal["misbehavior", "benign"]
+#: what a monitor's answer on one sample is scored as: a verdict, or one of the unscored kinds
+Unscored = Literal["invalid", "refusal", "error"]
+Outcome = Literal["misbehavior", "benign", "invalid", "refusal", "error"]
+#: how a run's predictions came to be
+RunKind = Literal["measured", "imported", "derived", "generation"]
+RunStatus = Literal["pending", "running", "finished", "failed", "cancelled", "imported"]
+#: the kinds of a transient (retried) backend failure
+TransientKind = Literal["rate_limit", "overloaded", "server", "timeout", "connection", "malformed"]
+
 CATEGORIES: tuple[str, ...] = ("safety_permission", "sycophancy_bias", "specification_gaming")
 TASKS: tuple[str, ...] = ("qa", "code", "reasoning")
-LABELS: tuple[str, ...] = ("misbehavior", "benign")  # gold label; misbehavior is the positive class
+LABELS: tuple[str, ...] = get_args(Label)  # gold label; misbehavior is the positive class
 POSITIVE = "misbehavior"
 NEGATIVE = "benign"
-UNSCORED: tuple[str, ...] = ("invalid", "refusal", "error")
-OUTCOMES: tuple[str, ...] = LABELS + UNSCORED  # a monitor's outcome on one sample
+UNSCORED: tuple[str, ...] = get_args(Unscored)
+OUTCOMES: tuple[str, ...] = get_args(Outcome)  # a monitor's outcome on one sample
+assert OUTCOMES == LABELS + UNSCORED
+RUN_KINDS: tuple[str, ...] = get_args(RunKind)
+TRANSIENT_KINDS: tuple[str, ...] = get_args(TransientKind)
 TEMPLATES: tuple[str, ...] = (
     "direct",
     "evidence",
@@ -37,7 +53,7 @@ EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 ROLES: tuple[str, ...] = ("annotator", "admin")
-RUN_STATUSES: tuple[str, ...] = ("pending", "running", "finished", "failed", "cancelled", "imported")
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 INVALID_POLICIES: tuple[str, ...] = ("exclude", "as-flag", "as-miss")
 
 CATEGORY_NAMES: dict[str, str] = {

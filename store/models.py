@@ -7,7 +7,7 @@ Free-form data goes to the JSON ``meta``/``params`` columns, so that most featur
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
 from sqlalchemy.sql.expression import false as sa_false
@@ -34,9 +34,9 @@ class Sample(SQLModel, table=True):
     request: str = Field(sa_column=Column(Text, nullable=False))
     response: str = Field(sa_column=Column(Text, nullable=False))
     source: str = Field(default="", index=True, max_length=64)
-    source_file: Optional[str] = Field(default=None, max_length=512)
-    source_record: Optional[str] = Field(default=None, max_length=256)
-    split: Optional[str] = Field(default=None, index=True, max_length=8)
+    source_file: str | None = Field(default=None, max_length=512)
+    source_record: str | None = Field(default=None, max_length=256)
+    split: str | None = Field(default=None, index=True, max_length=8)
     status: str = Field(default="gold", index=True, max_length=16)
     request_hash: str = Field(index=True, max_length=64)
     response_hash: str = Field(index=True, max_length=64)
@@ -73,11 +73,11 @@ class Monitor(SQLModel, table=True):
     """A judge: backend + model (+ base URL). ``name`` is the ``BACKEND[:MODEL]`` spec."""
 
     __tablename__ = "monitor"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, max_length=256)
     backend: str = Field(max_length=32)
-    model: Optional[str] = Field(default=None, max_length=256)
-    base_url: Optional[str] = Field(default=None, max_length=512)
+    model: str | None = Field(default=None, max_length=256)
+    base_url: str | None = Field(default=None, max_length=512)
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     __table_args__ = (UniqueConstraint("name", "base_url", name="uq_monitor_name_url"),)
 
@@ -90,10 +90,10 @@ class Run(SQLModel, table=True):
     monitor_id: int = Field(foreign_key="monitor.id", index=True)
     monitor: str = Field(max_length=256)  # denormalised monitor name for display
     template: str = Field(max_length=32)
-    template_hash: Optional[str] = Field(default=None, max_length=64)
+    template_hash: str | None = Field(default=None, max_length=64)
     status: str = Field(default="pending", index=True, max_length=16)
     kind: str = Field(default="measured", max_length=16)  # measured | imported | derived | generation
-    edition: Optional[str] = Field(default=None, index=True, max_length=16)  # test-set edition judged
+    edition: str | None = Field(default=None, index=True, max_length=16)  # test-set edition judged
     archived: bool = Field(default=False, sa_column_kwargs={"server_default": sa_false()})
     params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     n: int = 0
@@ -102,10 +102,10 @@ class Run(SQLModel, table=True):
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
-    error: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)
-    started_at: Optional[datetime] = None
-    finished_at: Optional[datetime] = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 class Prediction(SQLModel, table=True):
@@ -117,24 +117,24 @@ class Prediction(SQLModel, table=True):
     """
 
     __tablename__ = "prediction"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     run_id: str = Field(foreign_key="run.id", index=True, max_length=64)
     sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
-    outcome: Optional[str] = Field(default=None, index=True, max_length=16)
-    score: Optional[float] = None  # P(misbehavior) in [0, 1] when the backend gives it
-    raw: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
-    reason: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    outcome: str | None = Field(default=None, index=True, max_length=16)
+    score: float | None = None  # P(misbehavior) in [0, 1] when the backend gives it
+    raw: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     evidence: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    pred_category: Optional[str] = Field(default=None, max_length=32)
-    severity: Optional[str] = Field(default=None, max_length=16)
+    pred_category: str | None = Field(default=None, max_length=32)
+    severity: str | None = Field(default=None, max_length=16)
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
-    latency_ms: Optional[float] = None
+    latency_ms: float | None = None
     cached: bool = False
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
-    judged_at: Optional[datetime] = None
+    judged_at: datetime | None = None
     # repeat index (``run --repeat K``: 0..K-1); repeat 0 is the run's verdict used for MR/FAR
     repeat: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     __table_args__ = (
@@ -150,12 +150,12 @@ class CacheEntry(SQLModel, table=True):
     __tablename__ = "cache_entry"
     key: str = Field(primary_key=True, max_length=64)
     outcome: str = Field(max_length=16)
-    score: Optional[float] = None
-    raw: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
-    reason: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    score: float | None = None
+    raw: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     evidence: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    pred_category: Optional[str] = Field(default=None, max_length=32)
-    severity: Optional[str] = Field(default=None, max_length=16)
+    pred_category: str | None = Field(default=None, max_length=32)
+    severity: str | None = Field(default=None, max_length=16)
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
@@ -167,7 +167,7 @@ class Annotator(SQLModel, table=True):
     """An account: an annotator or an admin. ``password_hash`` is an argon2 hash, never the password."""
 
     __tablename__ = "annotator"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True, max_length=128)
     role: str = Field(default="annotator", max_length=16)
     password_hash: str = Field(max_length=256)
@@ -180,13 +180,13 @@ class Assignment(SQLModel, table=True):
     annotator's randomised queue (seed recorded)."""
 
     __tablename__ = "assignment"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     annotator_id: int = Field(foreign_key="annotator.id", index=True)
     sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
     position: int = 0
     seed: int = 0
     batch: int = 0
-    submitted_at: Optional[datetime] = None
+    submitted_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     __table_args__ = (UniqueConstraint("annotator_id", "sample_id", name="uq_assignment_annotator_sample"),)
 
@@ -195,21 +195,21 @@ class Annotation(SQLModel, table=True):
     """An annotator's label on one item. Editable until the batch is submitted."""
 
     __tablename__ = "annotation"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     annotator_id: int = Field(foreign_key="annotator.id", index=True)
     sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
     label: str = Field(max_length=16)  # misbehavior | benign | unsure
-    category: Optional[str] = Field(default=None, max_length=32)
-    severity: Optional[str] = Field(default=None, max_length=16)
-    evidence_start: Optional[int] = None
-    evidence_end: Optional[int] = None
-    evidence_text: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
-    note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    category: str | None = Field(default=None, max_length=32)
+    severity: str | None = Field(default=None, max_length=16)
+    evidence_start: int | None = None
+    evidence_end: int | None = None
+    evidence_text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    note: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     guideline_version: str = Field(default="v1", max_length=32)
-    seconds_spent: Optional[float] = None
+    seconds_spent: float | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
-    submitted_at: Optional[datetime] = None
+    submitted_at: datetime | None = None
     __table_args__ = (UniqueConstraint("annotator_id", "sample_id", name="uq_annotation_annotator_sample"),)
 
 
@@ -218,14 +218,14 @@ class Adjudication(SQLModel, table=True):
     pair is kept as rejected with its reason."""
 
     __tablename__ = "adjudication"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
     pair_id: str = Field(index=True, max_length=128)
     adjudicator_id: int = Field(foreign_key="annotator.id", index=True)
     decision: str = Field(max_length=16)  # accept | reject
-    gold_label: Optional[str] = Field(default=None, max_length=16)
-    split: Optional[str] = Field(default=None, max_length=8)
-    note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    gold_label: str | None = Field(default=None, max_length=16)
+    split: str | None = Field(default=None, max_length=8)
+    note: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     guideline_version: str = Field(default="v1", max_length=32)
     created_at: datetime = Field(default_factory=utcnow)
 
@@ -237,19 +237,19 @@ class LoginThrottle(SQLModel, table=True):
     __tablename__ = "login_throttle"
     key: str = Field(primary_key=True, max_length=200)
     failures: int = 0
-    last_failure_at: Optional[datetime] = None
-    locked_until: Optional[datetime] = None
+    last_failure_at: datetime | None = None
+    locked_until: datetime | None = None
 
 
 class ItemFlag(SQLModel, table=True):
     """An annotator's flag on an item of their queue, with a comment for the admin (issue 12)."""
 
     __tablename__ = "item_flag"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     annotator_id: int = Field(foreign_key="annotator.id", index=True)
     sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
     comment: str = Field(sa_column=Column(Text, nullable=False))
-    resolved_at: Optional[datetime] = None
+    resolved_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     __table_args__ = (CheckConstraint("length(comment) > 0", name="ck_item_flag_comment"),)
 
@@ -264,13 +264,13 @@ class GoldSpan(SQLModel, table=True):
     """
 
     __tablename__ = "gold_span"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
     start_char: int
     end_char: int
     provenance: str = Field(index=True, max_length=16)
-    step: Optional[int] = None
-    note: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
+    step: int | None = None
+    note: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)
     __table_args__ = (
         CheckConstraint("start_char >= 0", name="ck_gold_span_start"),
@@ -285,7 +285,7 @@ class BuildLog(SQLModel, table=True):
     """What a ``build`` did: seed, per-source counts, quota shortfalls (shown by ``stats``)."""
 
     __tablename__ = "build_log"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     seed: int = 0
     report: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)

@@ -16,15 +16,15 @@ floats in [0, 1] or ``None``; counts are non-negative ints; differences (``mr_di
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-Rate = Optional[float]
+Rate = float | None
 """A rate or probability in [0, 1]; ``None`` when undefined."""
-Interval = Optional[list[float]]
+Interval = list[float] | None
 """A 95% interval ``[lo, hi]`` (floats in the unit of the estimate) or ``None``."""
-Number = Union[int, float]
+Number = int | float
 """A number kept as given (an int stays an int in the JSON, a float a float)."""
 
 
@@ -95,7 +95,7 @@ class OperatingPoint(_Model):
     infinite threshold, flag nothing); ``expected_cost`` = cost_ratio * prevalence * mr +
     (1 - prevalence) * far."""
 
-    threshold: Optional[float]
+    threshold: float | None
     mr: float
     far: float
     expected_cost: float
@@ -108,9 +108,9 @@ class RocCurve(_Model):
     """ROC curve points (collinear points dropped): FAR, MR in [0, 1] and the score threshold
     (``None`` for the infinite first threshold), aligned lists."""
 
-    far: list[Optional[float]]
-    mr: list[Optional[float]]
-    threshold: list[Optional[float]]
+    far: list[float | None]
+    mr: list[float | None]
+    threshold: list[float | None]
 
 
 class MrAtFar(_Model):
@@ -120,7 +120,7 @@ class MrAtFar(_Model):
     far_max: float
     mr: float
     far: float
-    threshold: Optional[float]
+    threshold: float | None
 
 
 class RocSummary(_Model):
@@ -128,10 +128,10 @@ class RocSummary(_Model):
 
     n_scored: int
     auroc: Rate
-    mr_at_far_1pct: Optional[MrAtFar]
-    mr_at_far_5pct: Optional[MrAtFar]
-    operating_point: Optional[OperatingPoint]
-    curve: Optional[RocCurve]
+    mr_at_far_1pct: MrAtFar | None
+    mr_at_far_5pct: MrAtFar | None
+    operating_point: OperatingPoint | None
+    curve: RocCurve | None
 
 
 class GroundingSummary(_Model):
@@ -222,10 +222,10 @@ class Stability(_Model):
     flip_rate: Rate
     mean_disagreement: Rate
     majority_differs: Rate
-    fleiss_kappa: Optional[float]
+    fleiss_kappa: float | None
 
 
-CellBaselines = dict[str, Union[bool, float, None]]
+CellBaselines = dict[str, bool | float | None]
 """One slice's trivial baselines: ``{baseline name: AUROC in [0, 1] or None, ..., "flagged": bool}``."""
 
 
@@ -245,25 +245,25 @@ class RunReport(_Model):
     run_id: str
     monitor: str
     template: str
-    kind: Optional[str] = None
-    status: Optional[str] = None
+    kind: str | None = None
+    status: str | None = None
     overall: SliceStats
     by_category: dict[str, SliceStats]
     by_task: dict[str, SliceStats]
     by_category_task: dict[str, dict[str, SliceStats]]
     bootstrap: RunBootstrap
     pairs: PairCounts
-    roc: Optional[RocSummary] = None
+    roc: RocSummary | None = None
     auroc: Rate = None
-    grounding: Optional[GroundingSummary] = None
-    localisation: Optional[Localisation] = None
+    grounding: GroundingSummary | None = None
+    localisation: Localisation | None = None
     on_front: bool = False
-    edition: Optional[str] = None
-    controls: Optional[ControlsFar] = None
-    stability: Optional[Stability] = None
-    difficulty: Optional[dict[str, EditionDifficulty]] = None  # round 3: {"verified"|"hard": rates}
-    baselines: Optional[dict[str, dict[str, CellBaselines]]] = None
-    baselines_edition: Optional[str] = None
+    edition: str | None = None
+    controls: ControlsFar | None = None
+    stability: Stability | None = None
+    difficulty: dict[str, EditionDifficulty] | None = None  # round 3: {"verified"|"hard": rates}
+    baselines: dict[str, dict[str, CellBaselines]] | None = None
+    baselines_edition: str | None = None
 
     def slice(self, category: str | None = None, task: str | None = None) -> SliceStats | None:  # noqa: A003
         """The SLICE for an optional category and task (``None`` when the run has no such slice)."""
@@ -284,9 +284,9 @@ class McNemar(_Model):
     table: list[list[int]]
     discordant: int
     n: int
-    statistic: Optional[float]
+    statistic: float | None
     p_value: Rate
-    method: Optional[str]
+    method: str | None
     about: str
 
 
@@ -303,12 +303,12 @@ class PairedComparison(_Model):
     pairs: int
     mr_a: Rate
     mr_b: Rate
-    mr_diff: Optional[float]
+    mr_diff: float | None
     mr_diff_ci: Interval
     mr_diff_p: Rate
     far_a: Rate
     far_b: Rate
-    far_diff: Optional[float]
+    far_diff: float | None
     far_diff_ci: Interval
     far_diff_p: Rate
     mcnemar_mr: McNemar
@@ -329,7 +329,7 @@ class AuditSlice(_Model):
     """One audit slice in compact form: trivial baselines' AUROC ({name: AUROC or None}), whether any
     reaches the flag AUROC, over ``pairs`` test pairs of a cell (``source`` None) or of one source."""
 
-    source: Optional[str]
+    source: str | None
     category: str
     task: str
     kind: str
@@ -373,17 +373,17 @@ class Report(_Model):
 
     runs: list[RunReport]
     pareto: list[str]
-    pearson_r: Optional[float]
+    pearson_r: float | None
     pearson_p: Rate
     pearson_n: int
     invalid_policy: str
     bootstrap: BootstrapInfo
     paired: list[PairedComparison]
     cost_ratio: Number
-    prevalence: Optional[Number]
+    prevalence: Number | None
     intervals: str
-    edition: Optional[str] = None
-    audit: Optional[dict[str, AuditBaselines]] = None
+    edition: str | None = None
+    audit: dict[str, AuditBaselines] | None = None
 
     def run(self, run_id: str) -> RunReport | None:
         """The run entry with this id, or ``None``."""
@@ -447,9 +447,9 @@ class Stats(_Model):
     by_source: dict[str, int]
     candidates_by_source: dict[str, int]
     shortfalls: list[dict[str, Any]]
-    build_seed: Optional[int]
-    gold_spans: Optional[GoldSpanCounts] = None
-    errata: Optional[ErrataCounts] = None
+    build_seed: int | None
+    gold_spans: GoldSpanCounts | None = None
+    errata: ErrataCounts | None = None
     paper_cell_deficit: dict[str, int] = {}
     paper_cells: list[dict[str, Any]] = []
-    hard: Optional[dict[str, Any]] = None  # round 3: with --edition hard the build's filter summary, else None
+    hard: dict[str, Any] | None = None  # round 3: with --edition hard the build's filter summary, else None

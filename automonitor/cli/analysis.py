@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List
 
 import typer
 
@@ -31,27 +31,25 @@ def _ci(ci: list[float] | None) -> str:
 
 @app.command("report")
 def report_cmd(
-    run: Optional[List[str]] = typer.Option(None, "--run", help="Run id to include (repeatable; default all runs)."),
+    run: List[str] | None = typer.Option(None, "--run", help="Run id to include (repeatable; default all runs)."),
     invalid: str = typer.Option(
         "exclude", "--invalid", help="Unscored outcomes (invalid/refusal/error): exclude | as-flag | as-miss."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
-    fmt: Optional[str] = typer.Option(
+    fmt: str | None = typer.Option(
         None, "--format", help="Paper-style table: markdown | latex | csv; or html: one self-contained file (--output)."
     ),
-    output: Optional[str] = typer.Option(
+    output: str | None = typer.Option(
         None, "--output", "-o", help="Write the report to this file instead of stdout (required for --format html)."
     ),
     cost_ratio: float = typer.Option(1.0, "--cost-ratio", help="Cost of a miss / cost of a false alarm (score runs)."),
-    prevalence: Optional[float] = typer.Option(
+    prevalence: float | None = typer.Option(
         None, "--prevalence", help="Misbehavior prevalence for the operating point (default: sample share)."
     ),
-    compare: Optional[List[str]] = typer.Option(
-        None, "--compare", help="Paired statistics for RUN_A,RUN_B (repeatable)."
-    ),
+    compare: List[str] | None = typer.Option(None, "--compare", help="Paired statistics for RUN_A,RUN_B (repeatable)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     n_boot: int = typer.Option(1000, "--n-boot", help="Pair-clustered bootstrap resamples."),
-    edition: Optional[str] = typer.Option(
+    edition: str | None = typer.Option(
         None,
         "--edition",
         help="Only runs that judged this edition: paper | verified | paper-r2 | hard (default: paper; every run entry says its edition).",
@@ -343,7 +341,7 @@ def _baselines_table(rep: Report) -> Table | None:
 def predictions_import(
     file: str = typer.Argument(..., help="JSONL or CSV with sample_id, outcome[, score, evidence, raw]."),
     monitor: str = typer.Option(..., "--monitor", help="Name of the outside system."),
-    template: Optional[str] = typer.Option(None, "--template", help="Prompt template name (default: direct)."),
+    template: str | None = typer.Option(None, "--template", help="Prompt template name (default: direct)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON document."),
 ) -> None:
     """Import verdicts from an outside system as a run (kind 'imported'); all or nothing."""

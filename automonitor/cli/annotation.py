@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -80,8 +79,8 @@ def users_list(json_out: bool = typer.Option(False, "--json")) -> None:
 @app.command("assign")
 def assign_cmd(
     k: int = typer.Option(2, "--k", help="annotators per item"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="shuffle seed (random when omitted; recorded)"),
-    batch_size: Optional[int] = typer.Option(
+    seed: int | None = typer.Option(None, "--seed", help="shuffle seed (random when omitted; recorded)"),
+    batch_size: int | None = typer.Option(
         None,
         "--batch-size",
         help="rounds: shared batches of at most N items (whole pairs), each to k annotators in the same order",
@@ -89,13 +88,13 @@ def assign_cmd(
     calibration: int = typer.Option(
         0, "--calibration", help="pairs in a first calibration batch every annotator labels (needs --batch-size)"
     ),
-    limit: Optional[int] = typer.Option(
+    limit: int | None = typer.Option(
         None, "--limit", help="small session: assign only N items (one round), in a seeded random order"
     ),
-    sample: Optional[int] = typer.Option(
+    sample: int | None = typer.Option(
         None, "--sample", help="small session: N items stratified by category x task (seeded by --seed)"
     ),
-    overlap: Optional[float] = typer.Option(
+    overlap: float | None = typer.Option(
         None,
         "--overlap",
         help="small session: share of its items every annotator labels (the rest labelled once); default 1.0",
@@ -154,8 +153,8 @@ def assign_cmd(
 
 @app.command("unassign")
 def unassign_cmd(
-    annotator: Optional[str] = typer.Option(None, "--annotator", help="only this account's assignments"),
-    batch: Optional[int] = typer.Option(None, "--batch", help="only this batch (round)"),
+    annotator: str | None = typer.Option(None, "--annotator", help="only this account's assignments"),
+    batch: int | None = typer.Option(None, "--batch", help="only this batch (round)"),
     everything: bool = typer.Option(False, "--all", help="every open assignment"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -175,7 +174,7 @@ def unassign_cmd(
 @annotations_app.command("import")
 def annotations_import(
     file: Path = typer.Argument(..., help="JSONL or CSV: annotator, sample_id, label, [note, ...]"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    fmt: str | None = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
     draft: bool = typer.Option(False, "--draft", help="keep the labels editable (default: submitted)"),
     csv_mode: str = typer.Option("safe", "--csv-mode", help="how a CSV file's cells were written: safe | exact"),
     json_out: bool = typer.Option(False, "--json"),
@@ -194,7 +193,7 @@ def annotations_import(
 @assignments_app.command("export")
 def assignments_export(
     file: Path = typer.Argument(..., help="Output JSONL: annotator, sample_id, request, response, batch."),
-    annotator: Optional[str] = typer.Option(None, "--annotator", help="Only this account's queue."),
+    annotator: str | None = typer.Option(None, "--annotator", help="Only this account's queue."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export assigned items exactly as the annotator sees them (never source, intended label or pair)."""
@@ -211,7 +210,7 @@ def assignments_export(
 @annotations_app.command("export")
 def annotations_export(
     file: Path = typer.Argument(..., help="output .jsonl or .csv"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    fmt: str | None = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
     csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -229,7 +228,7 @@ def annotations_export(
 @adjudications_app.command("export")
 def adjudications_export(
     file: Path = typer.Argument(..., help="output .jsonl or .csv"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+    fmt: str | None = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
     csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -275,7 +274,7 @@ def agreement_cmd(
     min_items: int = typer.Option(
         10, "--min-items", help="slices with fewer items are 'too few' (too_few: true, no interval)"
     ),
-    run: Optional[str] = typer.Option(
+    run: str | None = typer.Option(
         None, "--run", help="also compare this monitor run with the resolved labels and each annotator"
     ),
 ) -> None:

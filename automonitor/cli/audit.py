@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -22,7 +22,7 @@ def audit_cmd(
         "paper", "--edition", help="Test-set edition to audit: paper | verified | paper-r2 | hard."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as one JSON document."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="markdown: the README table."),
+    fmt: str | None = typer.Option(None, "--format", help="markdown: the README table."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute even if a cached audit of this store exists."),
 ) -> None:
     """Per source and category x task slice of the edition's test set: pairs, label provenance, AUROC of

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List
 
 import typer
 from rich.console import Console
@@ -24,7 +24,7 @@ def _progress(msg: str) -> None:
 
 @app.command("build")
 def build_cmd(
-    raw: Optional[str] = typer.Option(None, "--raw", help="Raw sources directory (default: $AUTOMONITOR_RAW)."),
+    raw: str | None = typer.Option(None, "--raw", help="Raw sources directory (default: $AUTOMONITOR_RAW)."),
     seed: int = typer.Option(0, "--seed", help="Selection seed; the same seed always gives the same set."),
     force: bool = typer.Option(
         False,
@@ -275,14 +275,14 @@ def stats_cmd(
 
 @app.command("fetch-sources")
 def fetch_sources_cmd(
-    dest: Optional[str] = typer.Option(
+    dest: str | None = typer.Option(
         None, "--dest", help="Target directory in the raw layout (default: $AUTOMONITOR_RAW)."
     ),
-    mirror: Optional[str] = typer.Option(
+    mirror: str | None = typer.Option(
         None, "--mirror", help="Base URL of a mirror serving the raw layout: each file is fetched from MIRROR/<path>."
     ),
-    manifest: Optional[str] = typer.Option(None, "--manifest", help="Manifest (default seeds/manifest.json)."),
-    source: Optional[List[str]] = typer.Option(None, "--source", help="Only this source folder (repeatable)."),
+    manifest: str | None = typer.Option(None, "--manifest", help="Manifest (default seeds/manifest.json)."),
+    source: List[str] | None = typer.Option(None, "--source", help="Only this source folder (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Download the public raw files the build reads, pinned by commit, verified by sha256.

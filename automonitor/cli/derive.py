@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import typer
 
@@ -31,8 +30,8 @@ def _out(res: dict, as_json: bool) -> None:
 def ensemble_cmd(
     runs: list[str] = typer.Option(..., "--runs", help="input run ids (two or more; repeat or space-separate)"),
     rule: str = typer.Option(..., "--rule", help="or | and | vote | mean"),
-    k: Optional[int] = typer.Option(None, "--k", help="votes needed (rule vote)"),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="flag when mean score >= T (rule mean)"),
+    k: int | None = typer.Option(None, "--k", help="votes needed (rule vote)"),
+    threshold: float | None = typer.Option(None, "--threshold", help="flag when mean score >= T (rule mean)"),
     reuse: bool = typer.Option(False, "--reuse", help="return an existing derived run with the same recipe"),
     as_json: bool = typer.Option(False, "--json", help='print {"run_id", "recipe"}'),
 ) -> None:

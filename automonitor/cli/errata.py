@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
 
 import typer
 
@@ -34,7 +33,7 @@ def add_cmd(
     verdict: str = typer.Option(..., "--verdict", help="wrong | doubtful"),
     reason: str = typer.Option(..., "--reason", help="What is wrong with the label, in plain words."),
     reader: str = typer.Option("anonymous", "--reader", help="Who read the pair."),
-    file: Optional[str] = typer.Option(None, "--file", help=_FILE_HELP),
+    file: str | None = typer.Option(None, "--file", help=_FILE_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the erratum written as JSON."),
 ) -> None:
     """Append an erratum; the next `automonitor build` applies it (wrong or doubtful: out of verified,
@@ -59,7 +58,7 @@ def add_cmd(
 
 @errata_app.command("list")
 def list_cmd(
-    file: Optional[str] = typer.Option(None, "--file", help=_FILE_HELP),
+    file: str | None = typer.Option(None, "--file", help=_FILE_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """The errata in force, whether the store still holds each pair, and the counts per source."""

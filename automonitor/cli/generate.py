@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -66,12 +66,12 @@ def _run(
 def generate_sycophancy(
     generator: str = typer.Option(..., "--generator", help="BACKEND[:MODEL]: llamacpp, openai, anthropic"),
     source: str = typer.Option(..., "--source", help="bct_truthfulqa_cues | turpin_bbh"),
-    cue: Optional[str] = typer.Option(None, "--cue", help="suggested_answer (default) | are_you_sure"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="first N questions of the source"),
+    cue: str | None = typer.Option(None, "--cue", help="suggested_answer (default) | are_you_sure"),
+    limit: int | None = typer.Option(None, "--limit", help="first N questions of the source"),
     samples: int = typer.Option(1, "--samples-per-prompt", help="cued answers sampled per question (K)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="per answer (default 512)"),
-    raw: Optional[str] = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="per answer (default 512)"),
+    raw: str | None = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
     concurrency: int = typer.Option(4, "--concurrency", help="concurrent generator calls"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -98,10 +98,10 @@ def generate_gaming(
     generator: str = typer.Option(..., "--generator", help="BACKEND[:MODEL]: llamacpp, openai, anthropic"),
     source: str = typer.Option(..., "--source", help="truthfulqa | humaneval | mbpp | dfir"),
     incentive: str = typer.Option(..., "--incentive", help="boss_bonus | author_notes | tests_only | word_count"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="first N tasks of the source"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="per answer (default 768)"),
-    raw: Optional[str] = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
+    limit: int | None = typer.Option(None, "--limit", help="first N tasks of the source"),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="per answer (default 768)"),
+    raw: str | None = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
     concurrency: int = typer.Option(4, "--concurrency", help="concurrent generator calls"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:

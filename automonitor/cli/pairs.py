@@ -5,7 +5,6 @@ See ``automonitor.data.pair_files`` for the format, the validation rules and the
 
 from __future__ import annotations
 
-from typing import Optional
 
 import typer
 
@@ -19,8 +18,8 @@ def import_cmd(
     as_candidates: bool = typer.Option(
         False, "--as-candidates", help="Store as candidates for annotation (status 'candidate', no split)."
     ),
-    split: Optional[str] = typer.Option(None, "--split", help="Split of gold samples: test (default) | train."),
-    fmt: Optional[str] = typer.Option(
+    split: str | None = typer.Option(None, "--split", help="Split of gold samples: test (default) | train."),
+    fmt: str | None = typer.Option(
         None, "--format", help="jsonl | csv | parquet (default: from the extension, else sniffed)."
     ),
     source: str = typer.Option("import", "--source", help="Source name for rows without a 'source'."),
@@ -70,13 +69,13 @@ def import_cmd(
 @app.command("export")
 def export_cmd(
     file: str = typer.Argument(..., help="Output file; the format follows the extension."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
+    fmt: str | None = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
     split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
     edition: str = typer.Option(
         "paper", "--edition", help="paper | verified | paper-r2 | hard (gold test samples of that edition)."
     ),
-    label_source: Optional[str] = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
+    label_source: str | None = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
     csv_mode: str = typer.Option(
         "safe",
         "--csv-mode",

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator
 
 import typer
 
@@ -75,8 +75,8 @@ def _say(msg: str) -> None:
 
 @corpus_app.command("build")
 def corpus_build_cmd(
-    out: Optional[str] = typer.Option(None, "--out", help="JSONL file (default: <artifacts>/corpus.jsonl)"),
-    raw: Optional[str] = typer.Option(
+    out: str | None = typer.Option(None, "--out", help="JSONL file (default: <artifacts>/corpus.jsonl)"),
+    raw: str | None = typer.Option(
         None, "--raw", help="raw sources dir for the unpaired material (default $AUTOMONITOR_RAW; none = store only)"
     ),
     no_extra: bool = typer.Option(False, "--no-extra", help="only the store's train split"),
@@ -116,14 +116,12 @@ def corpus_build_cmd(
 @probe_app.command("train")
 def probe_train_cmd(
     features: str = typer.Option(..., "--features", help="tfidf | embed"),
-    on: Optional[str] = typer.Option(
+    on: str | None = typer.Option(
         "all", "--on", help="slices: all, a category, a task or category/task, comma-separated"
     ),
-    corpus_file: Optional[str] = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: Optional[str] = typer.Option(
-        None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"
-    ),
-    out_dir: Optional[str] = typer.Option(None, "--out-dir", help="artefact directory (default <artifacts>/probes)"),
+    corpus_file: str | None = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
+    raw: str | None = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    out_dir: str | None = typer.Option(None, "--out-dir", help="artefact directory (default <artifacts>/probes)"),
     as_json: bool = typer.Option(False, "--json", help='print {"artifact": ..., "card": ...} as JSON'),
 ) -> None:
     """Train a probe (TF-IDF or MiniLM embeddings + logistic regression) on corpus slices and save it
@@ -165,12 +163,10 @@ def probe_train_cmd(
 @probe_app.command("transfer")
 def probe_transfer_cmd(
     features: str = typer.Option(..., "--features", help="tfidf | embed"),
-    corpus_file: Optional[str] = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: Optional[str] = typer.Option(
-        None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"
-    ),
+    corpus_file: str | None = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
+    raw: str | None = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
     threshold: float = typer.Option(0.5, "--threshold", help="operating threshold on P(misbehavior) for MR/FAR"),
-    markdown: Optional[str] = typer.Option(None, "--markdown", help="also write the markdown tables to FILE"),
+    markdown: str | None = typer.Option(None, "--markdown", help="also write the markdown tables to FILE"),
     save: bool = typer.Option(
         True,
         "--save/--no-save",
@@ -209,12 +205,10 @@ def probe_lora_cmd(
     base: str = typer.Option(
         "gemma3-270m", "--base", help="instruction model: a HF folder, a .gguf file, or gemma3-270m (the packaged GGUF)"
     ),
-    corpus_file: Optional[str] = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: Optional[str] = typer.Option(
-        None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"
-    ),
-    on: Optional[str] = typer.Option("all", "--on", help="training slices (as for probe train)"),
-    out: Optional[str] = typer.Option(None, "--out", help="adapter folder (default <artifacts>/lora/<name>-v<N>)"),
+    corpus_file: str | None = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
+    raw: str | None = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    on: str | None = typer.Option("all", "--on", help="training slices (as for probe train)"),
+    out: str | None = typer.Option(None, "--out", help="adapter folder (default <artifacts>/lora/<name>-v<N>)"),
     steps: int = typer.Option(3, "--steps", help="optimizer steps (max_steps)"),
     batch_size: int = typer.Option(4, "--batch-size", help="per-device batch size"),
     grad_accum: int = typer.Option(1, "--grad-accum", help="gradient accumulation steps"),
@@ -223,7 +217,7 @@ def probe_lora_cmd(
     alpha: int = typer.Option(16, "--alpha", help="LoRA alpha"),
     targets: str = typer.Option("q_proj,v_proj", "--targets", help="target modules, comma-separated"),
     max_length: int = typer.Option(512, "--max-length", help="maximum tokens per training example"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="use at most N records (balanced, seeded)"),
+    limit: int | None = typer.Option(None, "--limit", help="use at most N records (balanced, seeded)"),
     seed: int = typer.Option(0, "--seed", help="seed of the record choice and of training"),
     as_json: bool = typer.Option(False, "--json", help='print {"adapter": ..., ...} as JSON'),
 ) -> None:
@@ -265,10 +259,10 @@ def probe_lora_cmd(
 
 @probe_app.command("migrate")
 def probe_migrate_cmd(
-    paths: Optional[list[str]] = typer.Argument(
+    paths: list[str] | None = typer.Argument(
         None, help="legacy .joblib artefacts (default: every *.joblib in the artefact directory)"
     ),
-    directory: Optional[str] = typer.Option(None, "--dir", help="artefact directory (default <artifacts>/probes)"),
+    directory: str | None = typer.Option(None, "--dir", help="artefact directory (default <artifacts>/probes)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON document per artefact as a list"),
 ) -> None:
     """One-time conversion of legacy joblib (pickle) probe artefacts into the JSON format that cannot run

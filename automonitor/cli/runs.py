@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from sqlalchemy.engine import Engine
@@ -38,23 +38,19 @@ def _parse_params(items: list[str] | None) -> dict[str, Any]:
 
 # the options of `automonitor run` (help texts are part of the CLI contract)
 MonitorOpt = Annotated[
-    Optional[str], typer.Option("--monitor", help="BACKEND[:MODEL]: rules, llamacpp, openai, anthropic")
+    str | None, typer.Option("--monitor", help="BACKEND[:MODEL]: rules, llamacpp, openai, anthropic")
 ]
 TemplateOpt = Annotated[
-    Optional[str], typer.Option("--template", help="direct | evidence | direct-fewshot | evidence-fewshot")
+    str | None, typer.Option("--template", help="direct | evidence | direct-fewshot | evidence-fewshot")
 ]
 LimitOpt = Annotated[
-    Optional[int], typer.Option("--limit", help="stratified subset of N samples (category x task x label)")
+    int | None, typer.Option("--limit", help="stratified subset of N samples (category x task x label)")
 ]
 SampleSeedOpt = Annotated[int, typer.Option("--sample-seed", help="seed of the stratified subset")]
-ConcurrencyOpt = Annotated[
-    Optional[int], typer.Option("--concurrency", help="maximum concurrent judge calls (default 8)")
-]
-BaseUrlOpt = Annotated[Optional[str], typer.Option("--base-url", help="server URL for openai/anthropic backends")]
-ResumeOpt = Annotated[Optional[str], typer.Option("--resume", help="continue RUN_ID: judge only its pending samples")]
-ParamOpt = Annotated[
-    Optional[list[str]], typer.Option("--param", help="backend/runner parameter KEY=VALUE (repeatable)")
-]
+ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="maximum concurrent judge calls (default 8)")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="server URL for openai/anthropic backends")]
+ResumeOpt = Annotated[str | None, typer.Option("--resume", help="continue RUN_ID: judge only its pending samples")]
+ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="backend/runner parameter KEY=VALUE (repeatable)")]
 ReuseOpt = Annotated[
     bool, typer.Option("--reuse", help="continue an identical earlier run instead of creating a new one")
 ]
@@ -66,14 +62,14 @@ ControlsOpt = Annotated[
     ),
 ]
 RepeatOpt = Annotated[
-    Optional[int], typer.Option("--repeat", help="judge each sample K times (distinct seeds) to measure stability")
+    int | None, typer.Option("--repeat", help="judge each sample K times (distinct seeds) to measure stability")
 ]
 RetryErrorsOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
 ]
 RetryOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--retry",
         help="with --retry-errors: also re-ask these unscored outcomes, comma-separated (invalid, refusal)",
@@ -302,13 +298,13 @@ def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None,
 @app.command("runs")
 def runs_cmd(
     as_json: bool = typer.Option(False, "--json", help='print {"runs": [...]} as JSON'),
-    archive: Optional[list[str]] = typer.Option(
+    archive: list[str] | None = typer.Option(
         None,
         "--archive",
         metavar="RUN_ID",
         help="hide a run from the trade-off plot and run list (reversible; repeatable)",
     ),
-    unarchive: Optional[list[str]] = typer.Option(
+    unarchive: list[str] | None = typer.Option(
         None, "--unarchive", metavar="RUN_ID", help="show an archived run again (repeatable)"
     ),
 ) -> None:

@@ -26,7 +26,7 @@ all), then field by field in the model's order, then the checks across fields.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Optional, TypeVar
+from typing import Any, Iterable, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -238,17 +238,17 @@ class PairRow(RowModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sample_id: Optional[str] = None
+    sample_id: str | None = None
     pair_id: str
     category: str
     task: str
     request: str
     response: str
     label: str
-    source: Optional[str] = None
-    label_source: Optional[str] = None
+    source: str | None = None
+    label_source: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
-    spans: Optional[list[dict[str, Any]]] = None
+    spans: list[dict[str, Any]] | None = None
 
     @classmethod
     def unknown_field_problem(cls, name: str) -> str:
@@ -267,7 +267,7 @@ class PairRow(RowModel):
         mode="plain",
     )
     @classmethod
-    def _text(cls, value: Any, info: ValidationInfo) -> Optional[str]:
+    def _text(cls, value: Any, info: ValidationInfo) -> str | None:
         name = info.field_name or ""
         if value == "" and name in _PAIR_OPTIONAL_TEXT:
             return None
@@ -305,7 +305,7 @@ class PairRow(RowModel):
 
     @field_validator("spans", mode="plain")
     @classmethod
-    def _spans(cls, value: Any, info: ValidationInfo) -> Optional[list[dict[str, Any]]]:
+    def _spans(cls, value: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
         if value is None or value == "":
             return None
         if _text_cells(info) and isinstance(value, str):
@@ -367,12 +367,12 @@ class PredictionRow(RowModel):
 
     sample_id: str = Field(default=None, validate_default=True)
     outcome: str = Field(default=None, validate_default=True)
-    score: Optional[float] = None
+    score: float | None = None
     evidence: list[str] = Field(default_factory=list)
-    raw: Optional[str] = None
-    reason: Optional[str] = None
-    pred_category: Optional[str] = None
-    severity: Optional[str] = None
+    raw: str | None = None
+    reason: str | None = None
+    pred_category: str | None = None
+    severity: str | None = None
 
     @field_validator("sample_id", mode="plain")
     @classmethod
@@ -489,13 +489,13 @@ class AnnotationRow(RowModel):
     annotator: str = Field(default=None, validate_default=True)
     sample_id: str = Field(default=None, validate_default=True)
     label: str = Field(default=None, validate_default=True)
-    category: Optional[str] = None
-    severity: Optional[str] = None
-    guideline_version: Optional[str] = None
-    note: Optional[str] = None
-    evidence_start: Optional[int] = None
-    evidence_end: Optional[int] = None
-    seconds_spent: Optional[float] = None
+    category: str | None = None
+    severity: str | None = None
+    guideline_version: str | None = None
+    note: str | None = None
+    evidence_start: int | None = None
+    evidence_end: int | None = None
+    seconds_spent: float | None = None
 
     @field_validator("annotator", mode="plain")
     @classmethod
@@ -521,7 +521,7 @@ class AnnotationRow(RowModel):
 
     @field_validator("category", "severity", mode="plain")
     @classmethod
-    def _choice(cls, value: Any, info: ValidationInfo) -> Optional[str]:
+    def _choice(cls, value: Any, info: ValidationInfo) -> str | None:
         name = info.field_name or ""
         allowed = vocab.CATEGORIES if name == "category" else _annotation_vocab()[0]
         if value == "":
@@ -532,7 +532,7 @@ class AnnotationRow(RowModel):
 
     @field_validator("guideline_version", "note", mode="plain")
     @classmethod
-    def _note(cls, value: Any, info: ValidationInfo) -> Optional[str]:
+    def _note(cls, value: Any, info: ValidationInfo) -> str | None:
         name = info.field_name or ""
         limit = 32 if name == "guideline_version" else _annotation_vocab()[1]
         if not isinstance(value, str):
@@ -544,7 +544,7 @@ class AnnotationRow(RowModel):
 
     @field_validator("evidence_start", "evidence_end", mode="plain")
     @classmethod
-    def _offset(cls, value: Any, info: ValidationInfo) -> Optional[int]:
+    def _offset(cls, value: Any, info: ValidationInfo) -> int | None:
         if value == "":
             return None
         try:
@@ -554,7 +554,7 @@ class AnnotationRow(RowModel):
 
     @field_validator("seconds_spent", mode="plain")
     @classmethod
-    def _seconds(cls, value: Any) -> Optional[float]:
+    def _seconds(cls, value: Any) -> float | None:
         if value == "":
             return None
         try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-from typing import Any, Iterable, Literal, Optional, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -59,8 +59,8 @@ class GoldSpan(BaseModel):
     start: int = Field(ge=0)
     end: int = Field(gt=0)
     provenance: Provenance
-    note: Optional[str] = None
-    step: Optional[int] = Field(default=None, ge=0)
+    note: str | None = None
+    step: int | None = Field(default=None, ge=0)
 
     def key(self) -> tuple[int, int, str, str | None]:
         """Identity used to reconcile derived spans: ``(start, end, provenance, note)``."""
@@ -491,7 +491,7 @@ def validate_spans(text: str, spans: Sequence[GoldSpan]) -> None:
             raise SpanError(f"span {i}: end {sp.end} is past the end of the text ({n} characters)", i, "end")
         if not text[sp.start : sp.end].strip():
             raise SpanError(f"span {i}: [{sp.start}, {sp.end}) covers only whitespace", i, "start")
-    by_prov: dict[tuple[str, Optional[int]], list[tuple[int, int, int]]] = {}
+    by_prov: dict[tuple[str, int | None], list[tuple[int, int, int]]] = {}
     for i, sp in enumerate(spans):
         by_prov.setdefault((sp.provenance, sp.step), []).append((sp.start, sp.end, i))
     for (prov, _), items in by_prov.items():

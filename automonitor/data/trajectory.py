@@ -23,7 +23,7 @@ steps. The R-Judge renderer (:func:`automonitor.data.sources.rjudge.render`) wri
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -38,10 +38,10 @@ class Step(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     role: str
-    thought: Optional[str] = None
-    action: Optional[str] = None
-    observation: Optional[str] = None
-    content: Optional[str] = None
+    thought: str | None = None
+    action: str | None = None
+    observation: str | None = None
+    content: str | None = None
 
 
 def steps_from_meta(meta: dict[str, Any] | None) -> list[Step] | None:

@@ -52,7 +52,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from automonitor.vocab import CATEGORIES
+from automonitor.vocab import CATEGORIES, Label, Outcome
 from automonitor.vocab import MONITOR_SEVERITIES as SEVERITIES  # a monitor may say none
 
 ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"), None)
@@ -240,7 +240,7 @@ class ParseResult:
         detail: more about an ``invalid`` outcome (e.g. what showed a truncation), or ``None``.
     """
 
-    outcome: str
+    outcome: Outcome
     reason: str
     evidence: list[str] = field(default_factory=list)
     category: str | None = None
@@ -255,7 +255,7 @@ def normalize(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def verdict_value(value: Any) -> str | None:
+def verdict_value(value: Any) -> Label | None:
     """Map a verdict value from JSON or a tool call to ``misbehavior``/``benign`` (``None`` if unclear).
 
     Accepts booleans (True = misbehavior), 0/1, and words such as yes/no, misbehavior/benign,
@@ -524,7 +524,7 @@ def _sentence_at(masked: str, start: int, end: int) -> tuple[int, int, str]:
     return s0, (nxt.end() if nxt else len(masked)), (nxt.group(0) if nxt else "")
 
 
-def _prose_candidates(masked: str) -> list[tuple[int, str | None, str]]:
+def _prose_candidates(masked: str) -> list[tuple[int, Label | None, str]]:
     """``(end, verdict or None, rule)`` for every verdict word in prose, skipping questions.
 
     A verdict word is read only when its sentence holds no negation, hedge or contrast cue (``_CUE``)
@@ -537,7 +537,7 @@ def _prose_candidates(masked: str) -> list[tuple[int, str | None, str]]:
     end_pos = [m.end() for m in ends]
     start_pos = [m.start() for m in ends]
     seen: dict[tuple[int, int], tuple[set[bool], Any]] = {}
-    out: list[tuple[int, str | None, str]] = []
+    out: list[tuple[int, Label | None, str]] = []
     for m in _PROSE.finditer(masked):
         k = bisect.bisect_right(end_pos, m.start())  # sentence ends wholly before the word
         s0 = end_pos[k - 1] if k else 0
@@ -552,7 +552,7 @@ def _prose_candidates(masked: str) -> list[tuple[int, str | None, str]]:
                 _CUE.search(sentence),
             )
         words, cue = seen[(s0, s1)]
-        verdict: str | None = "misbehavior" if m.group(1).lower().startswith("misbehav") else "benign"
+        verdict: Label = "misbehavior" if m.group(1).lower().startswith("misbehav") else "benign"
         if cue or len(words) > 1:
             why = f"cue {cue.group(0)!r}" if cue else "both verdict words"
             out.append((m.end(), None, f"{m.group(0)!r} with {why} in its sentence"))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -68,7 +68,7 @@ class AnthropicParams(BackendParams):
     """
 
     structured: Literal["tools", "none"] = "tools"
-    thinking_budget: Optional[int] = Field(default=None, ge=1024)
+    thinking_budget: int | None = Field(default=None, ge=1024)
 
 
 @register

@@ -14,13 +14,14 @@ import ipaddress
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Optional
+from typing import Any, Callable, ClassVar
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from automonitor.errors import InputError
 from automonitor.runs.monitors import pricing
+from automonitor.vocab import Outcome, TransientKind
 from automonitor.runs.parsing import ANSWER_CHAR_CAP, ParseResult, evidence_found
 from automonitor.runs.prompts import PromptBuilder
 
@@ -53,7 +54,7 @@ class Judgement:
         meta: extra data (truncation, structured-output mode, rule hits, ...).
     """
 
-    outcome: str
+    outcome: Outcome
     score: float | None = None
     raw: str | None = None
     reason: str | None = None
@@ -238,7 +239,9 @@ class TransientError(Exception):
         status: HTTP status code when there was one.
     """
 
-    def __init__(self, kind: str, message: str = "", *, retry_after: float | None = None, status: int | None = None):
+    def __init__(
+        self, kind: TransientKind, message: str = "", *, retry_after: float | None = None, status: int | None = None
+    ):
         self.kind, self.retry_after, self.status = kind, retry_after, status
         super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}"[:500])
 
@@ -292,14 +295,14 @@ class BackendParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_tokens: Optional[int] = None
+    max_tokens: int | None = None
     temperature: float = Field(default=0.0, ge=0.0)
     timeout: float = Field(default=60.0, gt=0.0)
     request_chars: int = Field(default=12000, ge=1)
     response_chars: int = Field(default=16000, ge=1)
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    price_in: Optional[float] = Field(default=None, ge=0.0)
-    price_out: Optional[float] = Field(default=None, ge=0.0)
+    price_in: float | None = Field(default=None, ge=0.0)
+    price_out: float | None = Field(default=None, ge=0.0)
 
     @model_validator(mode="after")
     def _price_pair(self) -> BackendParams:
@@ -353,17 +356,17 @@ class Backend(ABC):
     """
 
     name: ClassVar[str] = ""
-    default_model: ClassVar[Optional[str]] = None
-    max_concurrency: ClassVar[Optional[int]] = None
+    default_model: ClassVar[str | None] = None
+    max_concurrency: ClassVar[int | None] = None
     is_local: ClassVar[bool] = False
     template_independent: ClassVar[bool] = False  # reads no prompt: one run stands for every template
-    key_env: ClassVar[Optional[str]] = None
+    key_env: ClassVar[str | None] = None
     takes_base_url: ClassVar[bool] = False
     description: ClassVar[str] = ""
     menu_order: ClassVar[int] = 100
     #: the provider batch API that can run this backend's judgements at a discount (a name registered in
     #: :mod:`automonitor.runs.batch` with ``@batch_provider``), or ``None``: no batch execution
-    batch_api: ClassVar[Optional[str]] = None
+    batch_api: ClassVar[str | None] = None
     Params: ClassVar[type[BackendParams]] = BackendParams
     # answer budget (tokens) by template kind; a reasoning model gets ``reasoning_max_tokens`` whatever
     # the template (its hidden or <think> reasoning counts against the budget). ``--param max_tokens=N``

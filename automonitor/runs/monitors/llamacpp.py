@@ -54,6 +54,7 @@ from typing import Any
 from pydantic import field_validator
 
 from automonitor.errors import InputError
+from automonitor.vocab import Label
 from automonitor.runs.monitors.base import (
     Backend,
     BackendParams,
@@ -506,7 +507,7 @@ class LlamaCppBackend(Backend):
                     meta=meta,
                 )
             score, raw, reason = self._verdict(p, ly, ln, evidence, cal, meta)
-            outcome = "misbehavior" if score >= self.threshold else "benign"
+            outcome: Label = "misbehavior" if score >= self.threshold else "benign"
             return Judgement(
                 outcome=outcome,
                 score=round(score, 6),

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from automonitor.vocab import Label
 from automonitor.runs.monitors.base import Backend, CallCounter, Item, Judgement, register
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class LoraBackend(Backend):
             t0 = time.perf_counter()
             sc = self._scorer()
             p, ly, ln, ntok = sc.p_yes(item.request, item.response)
-        outcome = "misbehavior" if p >= self.threshold else "benign"
+        outcome: Label = "misbehavior" if p >= self.threshold else "benign"
         return Judgement(
             outcome=outcome,
             score=round(p, 6),

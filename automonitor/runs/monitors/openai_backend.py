@@ -42,7 +42,7 @@ import json
 import re
 import time
 from types import SimpleNamespace
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -164,13 +164,13 @@ class OpenAIParams(BackendParams):
             family.
     """
 
-    structured: Optional[Literal["json_schema", "json_object", "tools", "none"]] = None
-    logprobs: Optional[bool] = None
+    structured: Literal["json_schema", "json_object", "tools", "none"] | None = None
+    logprobs: bool | None = None
     top_logprobs: int = Field(default=5, ge=0, le=20)
-    seed: Optional[int] = 0
-    reasoning_effort: Optional[Literal["minimal", "low", "medium", "high"]] = None
+    seed: int | None = 0
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     transport: Literal["aiohttp", "httpx", "direct"] = "aiohttp"
-    temperature: Optional[float] = Field(default=None, ge=0.0)  # type: ignore[assignment]
+    temperature: float | None = Field(default=None, ge=0.0)  # type: ignore[assignment]
 
 
 @register

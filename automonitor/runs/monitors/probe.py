@@ -18,6 +18,7 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any, cast
 
+from automonitor.vocab import Label
 from automonitor.runs.monitors.base import Backend, CallCounter, Item, Judgement, register
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class ProbeBackend(Backend):
         """Score one item (blocking, thread-safe)."""
         with self._lock:
             p = float(self.probe.predict_proba([item.request], [item.response])[0])
-        outcome = "misbehavior" if p >= self.threshold else "benign"
+        outcome: Label = "misbehavior" if p >= self.threshold else "benign"
         return Judgement(
             outcome=outcome,
             score=round(p, 6),

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from automonitor.vocab import Label
 from automonitor.runs.monitors.base import Backend, CallCounter, Item, Judgement, register
 
 RULES_VERSION = "rules-v1"
@@ -384,7 +385,7 @@ def judge_rules(request: str, response: str, threshold: float = 0.5) -> Judgemen
     hits = apply_rules(request, response)
     score = score_hits(hits)
     fired = list(dict.fromkeys(h.rule for h in hits))
-    verdict = "misbehavior" if score >= threshold else "benign"
+    verdict: Label = "misbehavior" if score >= threshold else "benign"
     top = max(hits, key=lambda h: (h.weight, SEVERITY_ORDER[h.severity]), default=None)
     sev = max((h.severity for h in hits), key=lambda s: SEVERITY_ORDER[s], default=None)
     reason = ("rules fired: " + ", ".join(fired) + f" (score {score:.3f})") if fired else "no rule fired"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, Tuple
 
 from sqlalchemy.engine import Engine
 
@@ -116,7 +116,7 @@ class Execution:
         writer.start()
         self.writer = writer
         n_workers = self.limiter.max_limit
-        queue: asyncio.Queue[Optional[Job]] = asyncio.Queue(maxsize=max(2 * n_workers, 512))
+        queue: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=max(2 * n_workers, 512))
         self.queue_max = queue.maxsize
         producer = asyncio.create_task(self._produce(pages, queue, writer, n_workers))
         watcher = asyncio.create_task(self._watch_cancel())
@@ -147,7 +147,7 @@ class Execution:
     # -- producer -----------------------------------------------------------------------------------
 
     async def _produce(
-        self, pages: Iterable[Page], queue: asyncio.Queue[Optional[Job]], writer: ResultWriter, n_workers: int
+        self, pages: Iterable[Page], queue: asyncio.Queue[Job | None], writer: ResultWriter, n_workers: int
     ) -> None:
         """Read pages until the end, a cancel or a stop; an error is kept for :meth:`run` and cancels
         the workers. Always ends with one ``None`` per worker in ``queue``."""
@@ -181,7 +181,7 @@ class Execution:
         self.max_page = max(self.max_page, len(page))
         return page
 
-    async def _dispatch(self, page: Page, queue: asyncio.Queue[Optional[Job]], writer: ResultWriter) -> None:
+    async def _dispatch(self, page: Page, queue: asyncio.Queue[Job | None], writer: ResultWriter) -> None:
         """Look the page up in the cache: hits are written at once, misses queued for the workers."""
         texts = await asyncio.to_thread(stream_q.texts_for, self.engine, list({sid for _, sid, _r in page}))
         keys = {pid: self.key_for(texts[sid], r) for pid, sid, r in page}
@@ -241,7 +241,7 @@ class Execution:
                 pass
         return False
 
-    async def _worker(self, queue: asyncio.Queue[Optional[Job]], writer: ResultWriter) -> None:
+    async def _worker(self, queue: asyncio.Queue[Job | None], writer: ResultWriter) -> None:
         """Judge queued jobs until the end-of-input ``None`` or a cancel."""
         while True:
             if self._cancel_requested():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue as queue_mod
 import threading
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -19,7 +19,7 @@ HEARTBEAT_S = 5.0  # the lease heartbeat is refreshed with the first commit afte
 MAX_GROUP = 2000  # queued items committed in one transaction at most
 
 # (prediction row or None, cache row or None, requests sent, cache hit)
-Entry = Tuple[Optional[dict[str, Any]], Optional[dict[str, Any]], int, bool]
+Entry = Tuple[dict[str, Any] | None, dict[str, Any] | None, int, bool]
 
 
 class ResultWriter(threading.Thread):
