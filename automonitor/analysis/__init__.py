@@ -21,6 +21,8 @@ One module per job (this package re-exports the public names):
 - :mod:`~automonitor.analysis.from_store`: :func:`predictions_frame`, :func:`runs_frame`,
   :func:`report_model` / :func:`report` (editions, controls FAR, stability) and :func:`controls_far`;
 - :mod:`~automonitor.analysis.points`: :func:`run_points` and the paper's :func:`reported_points`;
+- :mod:`~automonitor.analysis.options`: :class:`AnalysisOptions` / :class:`ReportOptions`, the one typed
+  options object that :func:`analyze_model` and :func:`report_model` take;
 - :mod:`~automonitor.analysis.drilldown`: :func:`cell_samples`, :func:`roc_frame`,
   :func:`grounding_frame`, :func:`compare_runs`.
 
@@ -34,12 +36,15 @@ from __future__ import annotations
 from automonitor.analysis.assemble import analyze, analyze_model
 from automonitor.analysis.drilldown import cell_samples, compare_runs, grounding_frame, roc_frame
 from automonitor.analysis.encoding import ABSENT, CELLS, FN, FP, PEND, TN, TP, UNS
+from automonitor.analysis.options import AnalysisOptions, ReportOptions
 from automonitor.analysis.from_store import controls_far, predictions_frame, report, report_model, runs_frame
 from automonitor.analysis.points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
 from automonitor.analysis.roc_grounding import FAR_TARGETS, roc_summary
 
 __all__ = [
     "ABSENT",
+    "AnalysisOptions",
+    "ReportOptions",
     "CELLS",
     "FAR_TARGETS",
     "FN",

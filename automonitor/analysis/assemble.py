@@ -7,7 +7,7 @@ comparisons, front and Pearson r) and validates the typed
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,22 +19,19 @@ from automonitor.analysis.encoding import TP, _empty_preds, _encode, _Encoded, _
 from automonitor.analysis.paired import _default_comparisons, _paired_comparisons
 from automonitor.analysis.roc_grounding import _add_grounding, _add_roc, _evidence_runs
 from automonitor.analysis.slices import _Slices, _slice_stats
+from automonitor.analysis.options import AnalysisOptions, compare_list, resolve_options
 from automonitor.analysis.report_schema import Report
 
 
 def analyze(
     preds: pd.DataFrame,
     runs: pd.DataFrame,
-    invalid: str = "exclude",
+    options: AnalysisOptions | str | None = None,
     *,
     texts: dict[str, tuple[str, str]] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    cost_ratio: float = 1.0,
-    prevalence: float | None = None,
-    compare: Sequence[tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
     gold_spans: dict[str, list[dict[str, Any]]] | None = None,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """The report from in-memory frames as a JSON-ready dict: ``analyze_model(...).to_dict()`` (no store
     access; schema :class:`automonitor.analysis.report_schema.Report`).
@@ -43,14 +40,10 @@ def analyze(
         preds: predictions with at least run_id, sample_id, pair_id, category, task, label, outcome,
             score, evidence (as from :func:`predictions_frame`).
         runs: runs with run_id, monitor, template (+ kind, status), in report order.
-        invalid: unscored policy (``exclude`` | ``as-flag`` | ``as-miss``), see :mod:`automonitor.analysis.metrics`.
+        options: an :class:`~automonitor.analysis.options.AnalysisOptions` (unscored policy, bootstrap
+            resamples and seed, cost ratio and prevalence, run pairs to compare); a string is the unscored
+            policy; ``overrides`` (``n_boot=40``, ``invalid="as-miss"``, ...) replace single fields.
         texts: ``{sample_id: (request, response)}`` for evidence grounding (skipped when ``None``).
-        n_boot, seed: pair-clustered bootstrap resamples and numpy seed. The same seed gives the same
-            resampling weights for every run over the same number of pairs, so a run's intervals do not
-            depend on which other runs are in the report.
-        cost_ratio, prevalence: see :func:`automonitor.analysis.metrics.operating_point`.
-        compare: run pairs for paired statistics; default every two runs of the same monitor (e.g.
-            direct vs evidence), and the two runs when the report has exactly two.
         timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
             paired) and CPU seconds (same names + ``_cpu``), for benchmarks.
         gold_spans: ``{sample_id: [gold span dicts]}``; with ``texts``, evidence runs get
@@ -62,41 +55,30 @@ def analyze(
         for score runs roc/auroc, for evidence runs grounding; the Pareto front, Pearson r, paired
         comparisons and the parameters.
     Raises:
-        ValueError for an unknown policy; NotFound when ``compare`` names a run not in ``runs``.
+        ValueError for an unknown policy or a bad option value; TypeError for an unknown option name;
+        NotFound when ``compare`` names a run not in ``runs``.
     """
     return analyze_model(
-        preds,
-        runs,
-        invalid,
-        texts=texts,
-        n_boot=n_boot,
-        seed=seed,
-        cost_ratio=cost_ratio,
-        prevalence=prevalence,
-        compare=compare,
-        timings=timings,
-        gold_spans=gold_spans,
+        preds, runs, options, texts=texts, timings=timings, gold_spans=gold_spans, **overrides
     ).to_dict()
 
 
 def analyze_model(
     preds: pd.DataFrame,
     runs: pd.DataFrame,
-    invalid: str = "exclude",
+    options: AnalysisOptions | str | None = None,
     *,
     texts: dict[str, tuple[str, str]] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    cost_ratio: float = 1.0,
-    prevalence: float | None = None,
-    compare: Sequence[tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
     gold_spans: dict[str, list[dict[str, Any]]] | None = None,
+    **overrides: Any,
 ) -> Report:
     """The :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access; used by
     :func:`report_model` and benchmarks). Arguments, result and errors as in :func:`analyze`, which
     returns this model's dict."""
-    mt.check_policy(invalid)
+    opt: AnalysisOptions = resolve_options(AnalysisOptions, options, overrides)
+    invalid, n_boot, seed = opt.invalid, opt.n_boot, opt.seed
+    compare = compare_list(opt)
     clock = _Clock(timings)
     runs = runs.reset_index(drop=True)
     df = preds[preds["run_id"].isin(set(runs["run_id"]))] if len(preds) else _empty_preds()
@@ -111,7 +93,7 @@ def analyze_model(
     pair_counts = _pair_classes(grid.cells, grid.sample_pair, grid.sample_label, grid.n_pairs)
     clock.lap("bootstrap")
     entries = _run_entries(runs, enc, slices, boot, pair_counts)
-    _add_roc(entries, df, enc, cost_ratio, prevalence)
+    _add_roc(entries, df, enc, opt.cost_ratio, opt.prevalence)
     clock.lap("roc")
     if texts is not None:
         _add_grounding(entries, runs, df, enc, texts)
@@ -123,7 +105,7 @@ def analyze_model(
     paired = _paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
     clock.lap("paired")
     rep = _across_runs(entries, paired, invalid, n_boot, seed)
-    rep.update(cost_ratio=cost_ratio, prevalence=prevalence)
+    rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
     return Report.model_validate(_json_safe(rep))
 

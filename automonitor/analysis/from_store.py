@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from automonitor.analysis import metrics as mt
+from automonitor.analysis.options import AnalysisOptions, ReportOptions, resolve_options
 from automonitor.analysis.assemble import analyze_model
 from automonitor.analysis.difficulty import add_difficulty
 from automonitor.analysis.encoding import _empty_preds
@@ -44,15 +44,8 @@ def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataF
 def report(
     engine: Engine,
     run_ids: Sequence[str] | None = None,
-    invalid: str = "exclude",
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    cost_ratio: float = 1.0,
-    prevalence: float | None = None,
-    compare: Sequence[tuple[str, str]] | None = None,
-    with_grounding: bool = True,
-    edition: str | None = None,
+    options: ReportOptions | str | None = None,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """The full report for runs in the store (contract JSON plus extras) as a JSON-ready dict:
     ``report_model(...).to_dict()``, schema :class:`automonitor.analysis.report_schema.Report`; see :func:`analyze`.
@@ -67,46 +60,28 @@ def report(
     Args:
         engine: store engine.
         run_ids: runs to include (default: every run, oldest first).
-        invalid: unscored policy ``exclude`` | ``as-flag`` | ``as-miss``.
-        n_boot, seed: cluster-bootstrap resamples per run/comparison and the numpy seed.
-        cost_ratio, prevalence: for the cost-minimising operating point of score runs.
-        compare: explicit run pairs (A, B) for paired statistics (default: see :func:`analyze`).
-        with_grounding: ground evidence spans of evidence runs (needs the sample texts).
+        options: a :class:`~automonitor.analysis.options.ReportOptions` (the analysis options plus
+            ``with_grounding`` and ``edition``); a string is the unscored policy; ``overrides``
+            (``n_boot=40``, ``edition="verified"``, ...) replace single fields.
     Raises:
-        NotFound for an unknown run id; ValueError for an unknown policy or bad cost/prevalence.
+        NotFound for an unknown run id; ValueError for an unknown policy or a bad option value; TypeError
+        for an unknown option name.
     """
-    return report_model(
-        engine,
-        run_ids,
-        invalid,
-        n_boot=n_boot,
-        seed=seed,
-        cost_ratio=cost_ratio,
-        prevalence=prevalence,
-        compare=compare,
-        with_grounding=with_grounding,
-        edition=edition,
-    ).to_dict()
+    return report_model(engine, run_ids, options, **overrides).to_dict()
 
 
 def report_model(
     engine: Engine,
     run_ids: Sequence[str] | None = None,
-    invalid: str = "exclude",
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    cost_ratio: float = 1.0,
-    prevalence: float | None = None,
-    compare: Sequence[tuple[str, str]] | None = None,
-    with_grounding: bool = True,
-    edition: str | None = None,
+    options: ReportOptions | str | None = None,
+    **overrides: Any,
 ) -> Report:
     """The full report for runs in the store as a :class:`~automonitor.analysis.report_schema.Report`. Arguments,
     contents and errors as in :func:`report`, which returns this model's dict."""
     from store.queries import analysis as q
 
-    mt.check_policy(invalid)
+    opt: ReportOptions = resolve_options(ReportOptions, options, overrides)
+    invalid, edition = opt.invalid, opt.edition
     runs = q.load_runs(engine, run_ids)
     editions = q.run_editions(engine, list(runs["run_id"]))
     if edition is not None:
@@ -114,18 +89,14 @@ def report_model(
     preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else _empty_preds()
     all_preds = preds
     preds, controls = _split_controls(preds)
-    texts = _grounding_texts(engine, runs, preds) if with_grounding and len(preds) else None
+    texts = _grounding_texts(engine, runs, preds) if opt.with_grounding and len(preds) else None
+    analysis_options = AnalysisOptions(**opt.model_dump(exclude={"with_grounding", "edition"}))
     rep = analyze_model(
         preds,
         runs,
-        invalid,
+        analysis_options,
         texts=texts,
         gold_spans=_gold_spans(engine, runs, preds) if texts is not None else None,
-        n_boot=n_boot,
-        seed=seed,
-        cost_ratio=cost_ratio,
-        prevalence=prevalence,
-        compare=compare,
     )
     _add_run_extras(engine, rep, editions, controls, invalid)
     add_difficulty(engine, rep, all_preds, invalid)
