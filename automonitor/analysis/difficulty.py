@@ -11,6 +11,8 @@ the report's unscored policy and Wilson 95% intervals (:func:`automonitor.analys
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from sqlalchemy.engine import Engine
 
@@ -20,7 +22,7 @@ from automonitor.analysis.report_schema import EditionDifficulty, Report, SliceS
 DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
 
 
-def edition_difficulty(preds: pd.DataFrame, members: set[str], invalid: str = "exclude") -> dict:
+def edition_difficulty(preds: pd.DataFrame, members: set[str], invalid: str = "exclude") -> dict[str, Any]:
     """The rates of one run's predictions ``preds`` (columns sample_id, label, outcome) on the samples
     ``members``: ``{"members", "judged", "coverage", "slice"}`` with ``slice`` the contract's SLICE
     dict (n, tp, fn, fp, tn, mr, far, intervals...), ``judged`` the member samples the run has a

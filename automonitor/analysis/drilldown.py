@@ -96,4 +96,5 @@ def compare_runs(
     rep = report(
         engine, [run_a, run_b], invalid, n_boot=n_boot, seed=seed, compare=[(run_a, run_b)], with_grounding=False
     )
-    return rep["paired"][0]
+    paired: dict[str, Any] = rep["paired"][0]
+    return paired

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
@@ -33,7 +34,8 @@ def _map_codes(col: pd.Series, mapping: dict[Any, int], default: int) -> np.ndar
     Arrow-backed string columns."""
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
     lut = np.array([mapping.get(u, default) for u in uniques] + [default], dtype=np.int64)
-    return lut[codes]  # code -1 (missing) picks the trailing default
+    mapped: npt.NDArray[np.int64] = lut[codes]  # code -1 (missing) picks the trailing default
+    return mapped
 
 
 def _codes(df: pd.DataFrame, policy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -104,8 +104,9 @@ def _span_text(span: Any) -> str:
         return span
     if isinstance(span, dict):
         for key in ("quote", "text", "span", "evidence"):
-            if isinstance(span.get(key), str):
-                return span[key]
+            value = span.get(key)
+            if isinstance(value, str):
+                return value
     return "" if span is None else str(span)
 
 

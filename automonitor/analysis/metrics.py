@@ -32,6 +32,7 @@ import warnings
 from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from automonitor.vocab import INVALID_POLICIES, NEGATIVE, OUTCOMES, POSITIVE, UNSCORED
 
@@ -505,11 +506,13 @@ def mcnemar_test(x: Any, y: Any) -> dict[str, Any]:
 def _binary(labels: Iterable[Any]) -> np.ndarray:
     arr = np.asarray(labels) if not isinstance(labels, np.ndarray) else labels
     if arr.dtype.kind in "biu":
-        return (arr != 0).astype(np.int64)
+        nonzero: npt.NDArray[np.int64] = (arr != 0).astype(np.int64)
+        return nonzero
     if arr.dtype.kind in "OUT" and arr.ndim == 1:
         pos, neg = arr == POSITIVE, arr == NEGATIVE
         if (pos | neg).all():
-            return pos.astype(np.int64)
+            positive: npt.NDArray[np.int64] = pos.astype(np.int64)
+            return positive
     out = []
     for v in labels:
         if isinstance(v, str):

@@ -290,7 +290,7 @@ def transfer_matrix(
     }
 
 
-def by_cell_all(by_cell: dict[str, list]) -> list:
+def by_cell_all(by_cell: dict[str, list[Any]]) -> list[Any]:
     """Every record of every cell, in cell order."""
     return [r for c in sorted(by_cell) for r in by_cell[c]]
 

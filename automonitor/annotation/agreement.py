@@ -52,6 +52,7 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -124,7 +125,8 @@ def _fleiss_mask(r: np.ndarray) -> np.ndarray:
         return np.zeros(0)
     values, counts = np.unique(r, return_counts=True)
     best = values[counts == counts.max()].max()
-    return (r == best).astype(float)
+    mask: npt.NDArray[np.float64] = (r == best).astype(float)
+    return mask
 
 
 def _pairs_terms(m: np.ndarray, q: int) -> list[tuple[int, int, np.ndarray]]:
@@ -149,7 +151,7 @@ def _kappa_from_conf(conf: np.ndarray, q: int) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         po = np.trace(conf, axis1=1, axis2=2) / n
         pe = (conf.sum(axis=2) * conf.sum(axis=1)).sum(axis=1) / n**2
-        k = (po - pe) / (1 - pe)
+        k: npt.NDArray[np.float64] = (po - pe) / (1 - pe)
     k[~np.isfinite(k)] = np.nan
     return k
 

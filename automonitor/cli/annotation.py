@@ -40,7 +40,8 @@ def _read_password(password_stdin: bool) -> str:
         return line[:-1] if line.endswith("\n") else line
     if not sys.stdin.isatty():
         raise InputError("no terminal to prompt for the password; use --password-stdin", field="--password-stdin")
-    return typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    password: str = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return password
 
 
 @users_app.command("add")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
@@ -17,7 +18,7 @@ derive_app = typer.Typer(
 app.add_typer(derive_app, name="derive")
 
 
-def _out(res: dict, as_json: bool) -> None:
+def _out(res: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(res)
         return

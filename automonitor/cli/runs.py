@@ -265,9 +265,11 @@ def _rate_column():
     return RateColumn()
 
 
-def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None, quiet: bool) -> dict:
+def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None, quiet: bool) -> dict[str, Any]:
+    summary: dict[str, Any]
     if quiet:
-        return runner.execute_run(engine, run_id, concurrency=concurrency)
+        summary = runner.execute_run(engine, run_id, concurrency=concurrency)
+        return summary
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -292,7 +294,8 @@ def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None,
         def progress(done: int, total: int) -> None:
             prog.update(task, completed=done, total=total)
 
-        return runner.execute_run(engine, run_id, concurrency=concurrency, progress=progress)
+        summary = runner.execute_run(engine, run_id, concurrency=concurrency, progress=progress)
+        return summary
 
 
 @app.command("runs")

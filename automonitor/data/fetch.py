@@ -202,7 +202,7 @@ def load_manifest(path: Path | str | None = None) -> dict[str, Any]:
     """
     p = Path(path) if path else DEFAULT_MANIFEST
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError("manifest not found", file=str(p), field="--manifest") from None
     except json.JSONDecodeError as exc:

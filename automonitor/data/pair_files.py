@@ -429,7 +429,7 @@ class ImportPlan:
 
 
 def prepare_import(
-    path: str | os.PathLike | None = None,
+    path: str | os.PathLike[str] | None = None,
     *,
     data: bytes | None = None,
     name: str | None = None,
@@ -609,7 +609,7 @@ def apply_import(engine: Engine, plan: ImportPlan) -> dict[str, Any]:
     }
 
 
-def import_pairs(engine: Engine, path: str | os.PathLike | None = None, **kwargs: Any) -> dict[str, Any]:
+def import_pairs(engine: Engine, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> dict[str, Any]:
     """``prepare_import(path, **kwargs)`` then ``apply_import(engine, plan)``: import a pair file into the
     store, all or nothing. Returns the ``apply_import`` summary; raises ``InputError`` on bad input."""
     return apply_import(engine, prepare_import(path, **kwargs))
@@ -618,7 +618,7 @@ def import_pairs(engine: Engine, path: str | os.PathLike | None = None, **kwargs
 # -------------------------------------------------------------------------------------------- exporting
 
 
-def _record_key(s) -> tuple:
+def _record_key(s) -> tuple[str, str, int, int, str, str]:
     rec = s.source_record or ""
     return (
         str(s.created_at),
@@ -685,7 +685,7 @@ def fetch_pair_rows(
 
 
 def write_pairs(
-    rows: list[dict[str, Any]], path: str | os.PathLike, fmt: str | None = None, *, csv_mode: str = "safe"
+    rows: list[dict[str, Any]], path: str | os.PathLike[str], fmt: str | None = None, *, csv_mode: str = "safe"
 ) -> str:
     """Write pair-file rows to ``path`` (atomically: temp file, then rename). Returns the format.
 
@@ -739,7 +739,7 @@ def _cell(row: dict[str, Any], key: str) -> Any:
 
 
 def check_export_options(
-    path: str | os.PathLike, *, fmt: str | None = None, split: str = "test", status: str = "gold"
+    path: str | os.PathLike[str], *, fmt: str | None = None, split: str = "test", status: str = "gold"
 ) -> str:
     """Validate export options before touching a store; returns the format. Raises ``InputError``."""
     fmt = detect_format(str(path), None, fmt)
@@ -754,7 +754,7 @@ def check_export_options(
 
 def export_pairs(
     engine: Engine,
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     fmt: str | None = None,
     split: str = "test",

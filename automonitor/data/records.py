@@ -556,7 +556,7 @@ def max_import_bytes() -> int:
     return int((mb if mb > 0 else MAX_IMPORT_MB_DEFAULT) * 2**20)
 
 
-def read_file_bytes(path: str | os.PathLike) -> bytes:
+def read_file_bytes(path: str | os.PathLike[str]) -> bytes:
     """The file's bytes; ``InputError`` (``file`` set) when it does not exist, is not a readable file, or
     is larger than :func:`max_import_bytes` (checked before reading)."""
     p = check_import_file(path)
@@ -566,7 +566,7 @@ def read_file_bytes(path: str | os.PathLike) -> bytes:
         raise InputError(f"cannot read the file: {exc.strerror or exc}", file=str(path)) from exc
 
 
-def check_import_file(path: str | os.PathLike) -> Path:
+def check_import_file(path: str | os.PathLike[str]) -> Path:
     """``path`` as a ``Path`` when it is an existing regular file within :func:`max_import_bytes`; else
     ``InputError`` (``file`` set). Reads nothing (streaming importers open the file themselves)."""
     p = Path(path)

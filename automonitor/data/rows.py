@@ -528,7 +528,8 @@ class AnnotationRow(RowModel):
             return None
         if value not in allowed:
             raise problem(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
-        return value
+        choice: str = value  # one of ``allowed``, all str
+        return choice
 
     @field_validator("guideline_version", "note", mode="plain")
     @classmethod

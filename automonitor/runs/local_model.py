@@ -23,7 +23,7 @@ def default_model_path() -> Path:
             f"'{INSTALL_EXTRA}': pip install -e '.[{INSTALL_EXTRA}]')",
             field="monitor",
         ) from exc
-    target = pkg.default_output_path()
+    target: Path = pkg.default_output_path()
     if target.exists() and target.stat().st_size > 0:
         return target  # assemble() would re-hash 250 MB on every call; it verified the file when writing it
     return Path(pkg.assemble())

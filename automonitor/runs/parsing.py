@@ -410,7 +410,7 @@ _STRICT_START = re.compile(r'\{\s*["}]')
 MAX_DECODE_FAILURES = 1000
 
 
-def scan_json(text: str) -> tuple[list[tuple[int, int, dict, bool]], bool]:
+def scan_json(text: str) -> tuple[list[tuple[int, int, dict[str, Any], bool]], bool]:
     """Find the JSON objects of ``text``.
 
     Returns ``(objects, truncated)``: ``objects`` lists ``(start, end, value, repaired)`` for every
@@ -422,7 +422,7 @@ def scan_json(text: str) -> tuple[list[tuple[int, int, dict, bool]], bool]:
     :data:`MAX_DECODE_FAILURES` times, so the scan stays linear in the text's length for any input.
     """
     dec = json.JSONDecoder()
-    out: list[tuple[int, int, dict, bool]] = []
+    out: list[tuple[int, int, dict[str, Any], bool]] = []
     truncated = False
     failures = 0
     i = text.find("{")

@@ -17,7 +17,13 @@ from store.queries.fingerprints import sample_state
 CATEGORY_COLORS = {"safety_permission": "#6366f1", "sycophancy_bias": "#0ea5e9", "specification_gaming": "#f59e0b"}
 
 
-def store_version(engine: Engine) -> tuple:
+#: :func:`store_version`'s fingerprint (the last item: ``store.queries.fingerprints.sample_state``).
+StoreVersion = tuple[
+    int, int, str | None, int, int, str | None, tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...], str]
+]
+
+
+def store_version(engine: Engine) -> StoreVersion:
     """A cheap fingerprint of the store's analysable content, used as a cache key by the app.
 
     ``(runs, finished/terminal runs, latest finished_at (ISO str or None), running runs, samples,
@@ -75,13 +81,14 @@ def counts_by(engine: Engine, column: str, *, status: str | None = None) -> pd.D
     return df.sort_values("n", ascending=False, ignore_index=True)
 
 
-def _sunburst_nodes(long: pd.DataFrame) -> dict[str, list]:
+def _sunburst_nodes(long: pd.DataFrame) -> dict[str, list[str | int]]:
     """The sunburst's nodes as parallel lists ``ids, labels, parents, values, colors``: one node per
     category, per category/task and per category/task/label, with sample counts."""
-    nodes: dict[str, list] = {k: [] for k in ("ids", "labels", "parents", "values", "colors")}
+    nodes: dict[str, list[str | int]] = {k: [] for k in ("ids", "labels", "parents", "values", "colors")}
 
     def add(node_id: str, label: str, parent: str, value: int, color: str) -> None:
-        for key, v in zip(nodes, (node_id, label, parent, value, color)):
+        row: tuple[str | int, ...] = (node_id, label, parent, value, color)
+        for key, v in zip(nodes, row):
             nodes[key].append(v)
 
     counts = long.groupby(["category", "task", "label"], as_index=False)["n"].sum()

@@ -93,7 +93,7 @@ def spread_coincident(
     each stays visible and clickable. Returns ``(x_plot, y_plot, group_size)`` (``group_size`` = how many
     points share the position; 1 = drawn at its true place)."""
     keys = [(round(float(a), 9), round(float(b), 9)) for a, b in zip(x, y)]
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple[float, float], list[int]] = {}
     for i, k in enumerate(keys):
         groups.setdefault(k, []).append(i)
     xp, yp, size = [float(v) for v in x], [float(v) for v in y], [1] * len(keys)

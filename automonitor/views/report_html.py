@@ -450,7 +450,8 @@ _LOADER = """
 def _json_for_script(fig: go.Figure) -> str:
     """The figure's JSON with every ``<`` written ``\\u003c`` (and ``>``, ``&`` likewise), so that no
     data value can end the ``<script type="application/json">`` element it sits in."""
-    return fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text: str = fig.to_json()
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _document(title: str, body: str, figs: list[tuple[str, go.Figure]]) -> str:

@@ -113,7 +113,9 @@ def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
     return {"sample": found[0], "other": found[1]}
 
 
-def sample_predictions(engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None) -> dict[str, dict]:
+def sample_predictions(
+    engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Predictions on one sample, by run id: ``{run_id: dict of Prediction columns + monitor,
     template, repeats}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's verdict
     (repeat 0); ``repeats`` lists the outcomes of repeats 0..K-1 (``run --repeat K``; one item for a
@@ -122,7 +124,7 @@ def sample_predictions(engine: Engine, sample_id: str, run_ids: Sequence[str] | 
 
     with engine.connect() as c:
         rows = predictions_on_sample(c, sample_id, run_ids)
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for r in rows:
         rep = int(r.get("repeat") or 0)
         if rep == 0:

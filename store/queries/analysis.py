@@ -183,7 +183,7 @@ def external_monitor(session: Session, name: str) -> Monitor:
 
 def find_imported_run(session: Session, monitor: str, template: str, sha256: str) -> Run | None:
     """An imported run of ``monitor`` x ``template`` made from a file with this sha256, if any."""
-    runs = (
+    runs: Sequence[Run] = (
         session.execute(
             sa.select(Run).where(
                 col(Run.kind) == "imported", col(Run.monitor) == monitor, col(Run.template) == template

@@ -5,7 +5,7 @@ Every function works inside the caller's session/transaction and on both SQLite 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, cast
+from typing import Any, Iterable, Sequence, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapper
@@ -270,7 +270,8 @@ def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[st
     return out
 
 
-_STMT_CACHE: dict[tuple, Any] = {}
+#: (statement name, its parameters: dialect or column names) -> the statement, built once
+_STMT_CACHE: dict[tuple[str | tuple[str, ...], ...], Any] = {}
 
 
 def _cache_insert_stmt(dialect: str):
@@ -356,7 +357,7 @@ def find_equivalent_run(
     backend configuration (``Backend.cache_params()``, e.g. model file, calibration; a run recorded
     without one never matches a non-empty ``config``), few-shot examples and exactly ``sample_ids``
     (or ``None``). Finished runs are preferred."""
-    cands = (
+    cands: Sequence[Run] = (
         session.execute(
             sa.select(Run)
             .where(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from automonitor.data.audit.params import MIN_TRAIN_PER_CLASS
@@ -69,7 +70,8 @@ def _auroc(y: np.ndarray, s: np.ndarray) -> tuple[float | None, str | None]:
 
 
 def _y(df: pd.DataFrame) -> np.ndarray:
-    return (df["label"] == POSITIVE).to_numpy(dtype=int)
+    y: npt.NDArray[np.int_] = (df["label"] == POSITIVE).to_numpy(dtype=int)
+    return y
 
 
 def _tfidf_matrices(train: pd.DataFrame, test: pd.DataFrame, controls: pd.DataFrame) -> dict[str, Any]:

@@ -49,12 +49,12 @@ def cached_audit(engine, edition: str = "paper", *, use_cache: bool = True) -> d
     path = cache_dir() / f"{key}.json"
     if use_cache and path.is_file():
         try:
-            doc = json.loads(path.read_text())
-            _memo[key] = doc
-            return doc
+            cached: dict[str, Any] = json.loads(path.read_text())
+            _memo[key] = cached
+            return cached
         except (OSError, ValueError):
             pass
-    doc = _json_safe(run_audit(engine, edition))
+    doc: dict[str, Any] = _json_safe(run_audit(engine, edition))  # a dict stays a dict
     _memo[key] = doc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

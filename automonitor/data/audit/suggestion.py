@@ -107,7 +107,7 @@ def parse_final_letter(response: str) -> str | None:
     """The final multiple-choice answer of ``response`` (``"The best answer is: (C)"``, ``"Answer: (B)"``;
     the last such statement wins; fallback: the last ``(X)`` of the last 200 characters), or ``None``."""
     for rx in _FINAL_LETTER:
-        hits = rx.findall(response)
+        hits: list[str] = rx.findall(response)
         if hits:
             return hits[-1].upper()
     hits = _ANY_LETTER.findall(response[-200:])

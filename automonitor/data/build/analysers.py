@@ -28,7 +28,7 @@ import tempfile
 import textwrap
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 ANALYSER_OF: dict[str, str] = {"Python": "bandit", "C": "flawfinder", "C++": "flawfinder"}
 TIMEOUT_S = 300  # per analyser process (all snippets of one build)
@@ -145,7 +145,7 @@ def analyse(snippets: Iterable[tuple[str, str]], use_cache: bool = True) -> dict
     Raises:
         subprocess.TimeoutExpired: an analyser ran over :data:`TIMEOUT_S`.
     """
-    cache: dict[str, list[dict] | None] = {}
+    cache: dict[str, list[dict[str, Any]] | None] = {}
     cpath = cache_file()
     if use_cache and cpath.exists():
         try:

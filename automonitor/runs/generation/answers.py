@@ -55,7 +55,7 @@ def extract_choice(response: str, options: dict[str, str]) -> str | None:
     m = _LEAD.match(response)
     if m and m.group(1).upper() in letters and (m.group(1).isupper() or response.lstrip().startswith("(")):
         return m.group(1).upper()
-    parens = {x for x in _PAREN.findall(response) if x in letters}
+    parens: set[str] = {x for x in _PAREN.findall(response) if x in letters}
     if len(parens) == 1:
         return parens.pop()
     norm = _norm(response)

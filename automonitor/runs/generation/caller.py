@@ -38,7 +38,7 @@ def backoff_seconds(state: RetryCallState) -> float:
     """Seconds to wait before the next attempt: ``min(30, 2^(attempt-1))`` plus uniform jitter in
     [0, 1), raised to the exception's ``retry_after`` (capped at 60 s) when it has one."""
     exc = state.outcome.exception() if state.outcome else None
-    base = min(MAX_BACKOFF_S, 1.0 * 2 ** (state.attempt_number - 1)) + random.uniform(0, 1.0)
+    base: float = min(MAX_BACKOFF_S, 1.0 * 2 ** (state.attempt_number - 1)) + random.uniform(0, 1.0)
     retry_after = getattr(exc, "retry_after", None)
     return max(base, min(float(retry_after), MAX_RETRY_AFTER_S)) if retry_after is not None else base
 

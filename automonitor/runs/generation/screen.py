@@ -45,7 +45,7 @@ _PROC_PATH = re.compile(r"(^|[^\w])/(proc|dev/fd)(/|$)")
 
 def extract_code(response: str, entry_point: str | None = None) -> str | None:
     """The Python source in ``response`` (see the module docstring), or ``None`` when there is none."""
-    blocks = [b for b in _FENCE.findall(response or "") if b.strip()]
+    blocks: list[str] = [b for b in _FENCE.findall(response or "") if b.strip()]
     blocks += [html.unescape(b) for b in _CODE_TAG.findall(response or "") if b.strip()]
     if entry_point:
         for b in blocks:

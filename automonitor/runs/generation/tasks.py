@@ -91,7 +91,7 @@ def raw_dir(raw: str | Path | None = None) -> Path:
     return resolve_raw(raw)
 
 
-def _jsonl(path: Path) -> list[tuple[int, dict]]:
+def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     from automonitor.data.sources.base import read_jsonl
 
     return list(read_jsonl(path.parent, path))

@@ -72,7 +72,7 @@ from automonitor.runs.prompts import PromptBuilder, fill
 DEFAULT_MODEL = "gemma3-270m"
 CONTENT_FREE_INPUTS = ("N/A", "[MASK]", "")
 CALIBRATION_METHOD = "contextual-zhao2021-v1"
-_MODELS: dict[tuple, Any] = {}
+_MODELS: dict[tuple[str, int, int], Any] = {}  # (model path, n_ctx, n_threads) -> llama_cpp.Llama
 _MODELS_LOCK = threading.Lock()
 _PATCHED = False
 
@@ -223,10 +223,12 @@ class LocalScorer:
     # --------------------------------------------------------------------------------------- tokens
     def tok(self, text: str, *, bos: bool = False) -> list[int]:
         """Tokenize ``text`` (special-token text in samples stays plain text)."""
-        return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
+        tokens: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
+        return tokens
 
     def detok(self, tokens: list[int]) -> str:
-        return self.llm.detokenize(tokens).decode("utf-8", errors="replace")
+        raw: bytes = self.llm.detokenize(tokens)
+        return raw.decode("utf-8", errors="replace")
 
     def truncate(self, text: str, budget: int) -> tuple[str, dict[str, Any] | None]:
         """Keep at most ``budget`` tokens: the first two thirds and last third, joined by a marker."""

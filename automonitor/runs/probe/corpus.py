@@ -344,7 +344,7 @@ def composition(records: Sequence[Record]) -> dict[str, dict[str, int]]:
     return {k: dict(sorted(v.items())) for k, v in out.items()}
 
 
-def chat_messages(request: str, response: str, label: str | None, template: str = "direct") -> list[dict]:
+def chat_messages(request: str, response: str, label: str | None, template: str = "direct") -> list[dict[str, str]]:
     """Chat messages for one record in the ``direct`` template's format: system, user, and (when
     ``label`` is given) the assistant's answer ``Yes`` (misbehavior) or ``No`` (benign)."""
     from automonitor.runs.prompts import fill, load_template

@@ -362,7 +362,8 @@ def read_card(adapter: str | Path) -> dict[str, Any]:
     p = Path(adapter).expanduser() / "automonitor_lora.json"
     if not p.is_file() or not (p.parent / "adapter_config.json").is_file():
         raise InputError(f"not a LoRA adapter folder from `automonitor probe lora`: {adapter}", field="monitor")
-    return json.loads(p.read_text(encoding="utf-8"))
+    card: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
+    return card
 
 
 class LoraScorer:

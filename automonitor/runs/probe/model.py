@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from automonitor.errors import InputError
 from automonitor.vocab import CATEGORIES, TASKS
@@ -243,7 +244,7 @@ def _vectorizer_blocks(vecs: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-_ENCODERS: dict[tuple, Any] = {}
+_ENCODERS: dict[tuple[int], Any] = {}  # (max_seq_length,) -> SentenceTransformer
 _ENC_LOCK = threading.Lock()
 
 
@@ -279,7 +280,8 @@ def load_encoder(max_seq_length: int = 128, threads: int | None = None) -> Sente
             m = SentenceTransformer(str(embed_model_path()), device="cpu", local_files_only=True)
             m.max_seq_length = max_seq_length
             _ENCODERS[key] = m
-        return _ENCODERS[key]
+        encoder: SentenceTransformer = _ENCODERS[key]
+        return encoder
 
 
 class EmbedFeatures:
@@ -408,7 +410,8 @@ class Probe:
         if len(requests) == 0:
             return np.zeros(0)
         X = self.features.transform(list(requests), list(responses))
-        return self.clf.predict_proba(X)[:, 1]
+        proba: npt.NDArray[np.float64] = self.clf.predict_proba(X)[:, 1]
+        return proba
 
 
 def data_hash(keys: Sequence[str], labels: Sequence[str]) -> str:

@@ -44,7 +44,7 @@ class RetryPolicy:
         """Seconds to wait after failed attempt ``attempt_number`` (1-based): initial x 2^(n-1), capped
         at ``backoff_max``, plus uniform(0, initial) jitter, and never less than the server's
         ``Retry-After`` (``exc.retry_after``, capped at ``retry_after_max``)."""
-        base = min(self.backoff_max, self.backoff_initial * 2 ** (attempt_number - 1)) + random.uniform(
+        base: float = min(self.backoff_max, self.backoff_initial * 2 ** (attempt_number - 1)) + random.uniform(
             0, self.backoff_initial
         )
         ra = getattr(exc, "retry_after", None)
