@@ -10,6 +10,7 @@ import typer
 from sqlalchemy.engine import Engine
 
 from automonitor.cli.app import app
+from automonitor.runs.lease import with_liveness
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS
@@ -319,7 +320,7 @@ def runs_cmd(
     engine = open_store()
     _apply_archive(engine, [(r, True) for r in (archive or [])] + [(r, False) for r in (unarchive or [])])
     with session_scope(engine) as s:
-        rows = list_runs(s)
+        rows = with_liveness(list_runs(s))
     if as_json:
         emit_json({"runs": rows})
         return
@@ -382,7 +383,8 @@ def _print_runs_table(rows: list[dict[str, Any]]) -> None:
         table.add_column(col, overflow="fold")
     for r in rows:
         c = r["counts"]
-        status = r["status"] + (" (archived)" if r.get("archived") else "")
+        status = r["status"] + (" (no live process)" if r.get("process_alive") is False else "")
+        status += " (archived)" if r.get("archived") else ""
         table.add_row(
             r["run_id"],
             r["monitor"],

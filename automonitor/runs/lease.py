@@ -13,7 +13,16 @@ from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
 from store import session_scope
 from store.models import Run, utcnow
 
-__all__ = ["LEASE_STALE_S", "check_lease", "lease_held_by_other", "lock_run", "mark_running", "new_lease", "release"]
+__all__ = [
+    "LEASE_STALE_S",
+    "check_lease",
+    "lease_held_by_other",
+    "lock_run",
+    "mark_running",
+    "new_lease",
+    "release",
+    "with_liveness",
+]
 
 
 def check_lease(run_id: str, params: dict[str, Any], *, field: str) -> None:
@@ -66,3 +75,13 @@ def release(engine: Engine, run_id: str, *, status: str, error: str | None = Non
 _lease_held_by_other = lease_held_by_other
 _lock_run = lock_run
 _release = release
+
+
+def with_liveness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run list rows (``store.queries.runs.list_runs``) with ``process_alive``: for a ``running`` run,
+    whether a live process holds its lease (``False``: the process that ran it died or was killed, so
+    the run is only marked running; ``execute`` or ``run --resume`` takes it over), else ``None``."""
+    for row in rows:
+        lease = row.get("lease")
+        row["process_alive"] = lease_held_by_other(lease) if row.get("status") == "running" and lease else None
+    return rows

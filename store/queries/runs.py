@@ -472,4 +472,5 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
         "started_at": iso_utc(r.started_at),
         "finished_at": iso_utc(r.finished_at),
         "error": r.error,
+        "lease": params.get("lease"),
     }
