@@ -55,6 +55,8 @@ from automonitor.data import records
 from automonitor import vocab
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
+from store import session_scope
+from store.queries.samples import edition_has_rows
 from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, read_file_bytes
 from automonitor.data.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate
 from automonitor.data.spans import GoldSpan, SpanError, validate_spans
@@ -594,6 +596,13 @@ def apply_import(engine: Engine, plan: ImportPlan) -> dict[str, Any]:
     ``InputError``), never a raw ``IntegrityError``.
     """
     written = _write_with_retries(engine, plan)
+    warnings = _import_warnings(plan, written)
+    if plan.status == "gold" and plan.split == "test" and written.inserted and _store_has_editions(engine):
+        warnings.append(
+            f"the {written.inserted} imported test sample(s) join no edition: this store's editions "
+            "(paper, verified, ...) come from `automonitor build`, so `run` and `report` (edition paper by "
+            "default) do not see them; import them into a store without a build to measure them alone"
+        )
     return {
         "file": plan.file,
         "format": plan.format,
@@ -605,8 +614,14 @@ def apply_import(engine: Engine, plan: ImportPlan) -> dict[str, Any]:
         "duplicate_pairs": written.dups,
         "status": plan.status,
         "split": plan.split,
-        "warnings": _import_warnings(plan, written),
+        "warnings": warnings,
     }
+
+
+def _store_has_editions(engine: Engine) -> bool:
+    """Whether the store holds built editions (any ``edition_sample`` row)."""
+    with session_scope(engine) as session:
+        return any(edition_has_rows(session, e) for e in vocab.EDITIONS)
 
 
 def import_pairs(engine: Engine, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> dict[str, Any]:
