@@ -31,17 +31,19 @@ def _estimate(
     samples: int,
     max_tokens: int,
 ) -> dict[str, Any]:
-    from automonitor.runs.generation.engine import estimate_generation
+    from automonitor.runs.generation.engine import GenerationSpec, estimate_generation
 
     return estimate_generation(
-        kind,
-        generator,
-        source=source,
-        cue=cue,
-        incentive=incentive,
-        limit=limit,
-        samples_per_prompt=samples,
-        max_tokens=max_tokens,
+        GenerationSpec(
+            kind=kind,
+            generator=generator,
+            source=source,
+            cue=cue,
+            incentive=incentive,
+            limit=limit,
+            samples_per_prompt=samples,
+            max_tokens=max_tokens,
+        )
     )
 
 
@@ -58,6 +60,22 @@ class GenerationJobForm:
     limit: int
     samples: int
     max_tokens: int
+
+    def spec(self) -> Any:
+        """The job as the engine's :class:`~automonitor.runs.generation.job.GenerationSpec`."""
+        from automonitor.runs.generation.engine import GenerationSpec
+
+        return GenerationSpec(
+            kind=self.kind,
+            generator=self.generator.spec,
+            source=self.source,
+            cue=self.cue,
+            incentive=self.incentive,
+            limit=self.limit,
+            samples_per_prompt=self.samples,
+            base_url=self.generator.base_url,
+            max_tokens=self.max_tokens,
+        )
 
     def estimate_args(self) -> tuple[Any, ...]:
         """The arguments of :func:`_estimate` (hashable, so Streamlit caches by them)."""
@@ -155,18 +173,7 @@ def start_job(page: str, eng: Engine, url: str, form: GenerationJobForm) -> str 
     from automonitor.runs.generation import engine as gen
 
     try:
-        run_id = gen.create_generation(
-            eng,
-            form.kind,
-            form.generator.spec,
-            source=form.source,
-            cue=form.cue,
-            incentive=form.incentive,
-            limit=form.limit,
-            samples_per_prompt=form.samples,
-            base_url=form.generator.base_url,
-            max_tokens=form.max_tokens,
-        )
+        run_id = gen.create_generation(eng, form.spec())
         gen.launch_generation_detached(url, run_id)
     except InputError as exc:
         st.error(f"Not started: {views.md_escape(exc)}")

@@ -17,7 +17,7 @@ HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(1))"
 def store_with_generation(tmp_path):
     from servers.scripted_generator import ScriptedGenerator
 
-    from automonitor.runs.generation.engine import create_generation, execute_generation
+    from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     eng = _store(url)
@@ -26,7 +26,14 @@ def store_with_generation(tmp_path):
     first = next(iter(answers))
     srv = ScriptedGenerator(answers, {first: HOSTILE + "\n"}).start()
     rid = create_generation(
-        eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=4, base_url=srv.base_url
+        eng,
+        GenerationSpec(
+            kind="sycophancy",
+            generator="openai:scripted-gen",
+            source="bct_truthfulqa_cues",
+            limit=4,
+            base_url=srv.base_url,
+        ),
     )
     execute_generation(eng, rid)
     with _Env(url):

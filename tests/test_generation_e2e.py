@@ -293,16 +293,34 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
 
 def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted):
     from automonitor.runs import runner
-    from automonitor.runs.generation.engine import create_generation, estimate_generation, execute_generation
+    from automonitor.runs.generation.engine import (
+        GenerationSpec,
+        create_generation,
+        estimate_generation,
+        execute_generation,
+    )
     from store import get_engine, init_db
 
     eng = init_db(get_engine(sqlite_url))
     est = estimate_generation(
-        "sycophancy", "openai:gpt-4o-mini", source="bct_truthfulqa_cues", limit=6, samples_per_prompt=2
+        GenerationSpec(
+            kind="sycophancy",
+            generator="openai:gpt-4o-mini",
+            source="bct_truthfulqa_cues",
+            limit=6,
+            samples_per_prompt=2,
+        )
     )
     assert est["n"] == 6 and est["calls"] == 18 and est["prompt_tokens"] > 0 and est["est_cost_usd"] > 0
     rid = create_generation(
-        eng, "sycophancy", "openai:scripted-gen", source="bct_truthfulqa_cues", limit=6, base_url=scripted.base_url
+        eng,
+        GenerationSpec(
+            kind="sycophancy",
+            generator="openai:scripted-gen",
+            source="bct_truthfulqa_cues",
+            limit=6,
+            base_url=scripted.base_url,
+        ),
     )
     doc = execute_generation(eng, rid, progress=lambda done, total: done == 2 and runner.cancel_run(eng, rid))
     assert doc["status"] == "cancelled" and doc["prompts"] == 2 and doc["n"] == 6
@@ -337,7 +355,7 @@ def test_in_process_llamacpp_generator(sqlite_url):
 def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_url):
     from servers.scripted_generator import ScriptedGenerator
 
-    from automonitor.runs.generation.engine import create_generation, execute_generation
+    from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
     from automonitor.runs.generation.tasks import sycophancy_items
     from store import get_engine, init_db
 
@@ -351,12 +369,14 @@ def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_
     with ScriptedGenerator(answers, resampled=resampled) as srv:
         rid = create_generation(
             eng,
-            "sycophancy",
-            "openai:scripted-gen",
-            source="bct_truthfulqa_cues",
-            limit=2,
-            samples_per_prompt=2,
-            base_url=srv.base_url,
+            GenerationSpec(
+                kind="sycophancy",
+                generator="openai:scripted-gen",
+                source="bct_truthfulqa_cues",
+                limit=2,
+                samples_per_prompt=2,
+                base_url=srv.base_url,
+            ),
         )
         doc = execute_generation(eng, rid)
     assert (doc["kept"], doc["calls"]) == (2, 6 + 1)

@@ -41,13 +41,11 @@ def _run(
     concurrency: int,
     json_out: bool,
 ) -> None:
-    from automonitor.runs.generation.engine import create_generation, execute_generation
+    from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
 
-    eng = open_store(create=True)  # a generation adds candidates: like import, it may create the store
-    run_id = create_generation(
-        eng,
-        kind,
-        generator,
+    spec = GenerationSpec(
+        kind=kind,
+        generator=generator,
         source=source,
         cue=cue,
         incentive=incentive,
@@ -58,6 +56,8 @@ def _run(
         raw=raw,
         concurrency=concurrency,
     )
+    eng = open_store(create=True)  # a generation adds candidates: like import, it may create the store
+    run_id = create_generation(eng, spec)
     doc = execute_generation(eng, run_id)
     emit_json(doc) if json_out else _print(doc)
 

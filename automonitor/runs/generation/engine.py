@@ -59,6 +59,7 @@ from automonitor.runs.generation.job import (
     DEFAULT_MAX_TOKENS,
     KINDS,
     PROMPT_VERSION,
+    GenerationSpec,
     build_job,
     estimate_generation,
     job_backend,
@@ -116,54 +117,18 @@ def _new_id() -> str:
     return "gen-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def create_generation(
-    engine: Engine,
-    kind: str,
-    generator: str,
-    *,
-    source: str,
-    cue: str | None = None,
-    incentive: str | None = None,
-    limit: int | None = None,
-    samples_per_prompt: int = 1,
-    base_url: str | None = None,
-    max_tokens: int | None = None,
-    raw: str | None = None,
-    max_attempts: int = 4,
-    concurrency: int = 4,
-) -> str:
-    """Validate a generation job and insert its pending ``Run`` (``kind='generation'``); returns its id.
-
-    Args:
-        kind: ``sycophancy`` | ``gaming``; generator: ``BACKEND[:MODEL]`` (not ``rules``).
-        source: a sycophancy source (``bct_truthfulqa_cues``, ``turpin_bbh``) or a gaming source
-            (``truthfulqa``, ``humaneval``, ``mbpp``, ``dfir``); cue: ``suggested_answer`` |
-            ``are_you_sure`` (sycophancy); incentive: an incentive name (gaming).
-        limit: first N items of the source; samples_per_prompt: cued samples per question (sycophancy).
-        max_tokens: per answer (default 512 sycophancy, 768 gaming); raw: raw dir (default
-        ``$AUTOMONITOR_RAW``).
+def create_generation(engine: Engine, spec: GenerationSpec) -> str:
+    """Validate a generation job (:class:`~automonitor.runs.generation.job.GenerationSpec`) and insert its
+    pending ``Run`` (``kind='generation'``); returns its id.
 
     Raises:
         InputError: bad option, unknown source/cue/incentive, missing raw files or API key, no items.
             Nothing is written then.
     """
-    job = build_job(
-        kind,
-        generator,
-        source=source,
-        cue=cue,
-        incentive=incentive,
-        limit=limit,
-        samples_per_prompt=samples_per_prompt,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        raw=raw,
-        max_attempts=max_attempts,
-        concurrency=concurrency,
-    )
+    job = build_job(spec)
     items = job_items(job)
     if not items:
-        raise InputError(f"the source {source!r} gave no items", field="source")
+        raise InputError(f"the source {spec.source!r} gave no items", field="source")
     job_backend(job)  # validates the key / model file without a network call
     return _insert_run(engine, job, len(items))
 

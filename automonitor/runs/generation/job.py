@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from automonitor.errors import InputError
 from automonitor.runs.generation import tasks
 from automonitor.runs.generation.incentives import load_incentive
@@ -54,55 +56,79 @@ def _check_gaming(source: str, incentive: str | None) -> None:
         )
 
 
-def build_job(
-    kind: str,
-    generator: str,
-    *,
-    source: str,
-    cue: str | None,
-    incentive: str | None,
-    limit: int | None,
-    samples_per_prompt: int,
-    base_url: str | None,
-    max_tokens: int | None,
-    raw: str | None,
-    max_attempts: int,
-    concurrency: int,
-) -> dict[str, Any]:
-    """Validate the options of a generation job and return the job dict (module docstring).
+class GenerationSpec(BaseModel):
+    """The options of a generation job, one typed object shared by the CLI (``automonitor generate``), the
+    app's launch form and the engine (:func:`automonitor.runs.generation.engine.create_generation`,
+    :func:`estimate_generation`). Types are checked here (a wrong type raises pydantic's
+    ``ValidationError``, a ``ValueError``); the domain rules (a known kind, a generator that can write,
+    counts of at least 1, an incentive that fits its source) are checked by :func:`build_job`, which
+    raises :class:`InputError` naming the CLI option.
+
+    Attributes:
+        kind: ``sycophancy`` | ``gaming``; generator: ``BACKEND[:MODEL]`` (not ``rules``).
+        source: a sycophancy source (``bct_truthfulqa_cues``, ``turpin_bbh``) or a gaming source
+            (``truthfulqa``, ``humaneval``, ``mbpp``, ``dfir``); cue: ``suggested_answer`` |
+            ``are_you_sure`` (sycophancy); incentive: an incentive name (gaming).
+        limit: the first N items of the source (``None``: all); samples_per_prompt: cued samples per
+            question (sycophancy).
+        base_url: the server of an OpenAI-compatible generator; max_tokens: per answer (``None``: 512
+            sycophancy, 768 gaming); raw: the raw dir (``None``: ``$AUTOMONITOR_RAW``).
+        max_attempts: tries per call (transient failures); concurrency: calls in flight.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    generator: str
+    source: str
+    cue: str | None = None
+    incentive: str | None = None
+    limit: int | None = None
+    samples_per_prompt: int = 1
+    base_url: str | None = None
+    max_tokens: int | None = None
+    raw: str | None = None
+    max_attempts: int = 4
+    concurrency: int = 4
+
+
+def build_job(spec: GenerationSpec) -> dict[str, Any]:
+    """Validate a generation spec and return the job dict (module docstring).
 
     Raises:
         InputError: unknown kind or backend, the ``rules`` backend, a bad base URL (or one for
             ``llamacpp``), a count below 1, a gaming job without a fitting incentive and source. The
             checks run in that order; the first failure is raised.
     """
+    kind, source, cue, incentive, base_url = spec.kind, spec.source, spec.cue, spec.incentive, spec.base_url
+    limit, samples_per_prompt, max_tokens = spec.limit, spec.samples_per_prompt, spec.max_tokens
     if kind not in KINDS:
         raise InputError(f"unknown generation kind {kind!r}; choose sycophancy or gaming", field="kind")
-    spec = parse_monitor_spec(generator)
-    if spec.backend == "rules":
+    mon = parse_monitor_spec(spec.generator)
+    if mon.backend == "rules":
         raise InputError("the rules backend cannot generate text; use llamacpp, openai or anthropic", field="generator")
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
         raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
-    if spec.backend == "llamacpp" and base_url:
+    if mon.backend == "llamacpp" and base_url:
         raise InputError("--base-url does not apply to the llamacpp backend", field="base-url")
     _check_numbers(limit, samples_per_prompt, max_tokens)
     if kind == "gaming":
         _check_gaming(source, incentive)
     return {
         "kind": kind,
-        "generator": spec.name,
-        "backend": spec.backend,
-        "model": spec.model,
+        "generator": mon.name,
+        "backend": mon.backend,
+        "model": mon.model,
         "base_url": base_url,
         "source": source,
         "cue": (cue or "suggested_answer") if kind == "sycophancy" else None,
         "incentive": incentive if kind == "gaming" else None,
         "limit": limit,
         "samples_per_prompt": int(samples_per_prompt),
-        "raw": raw,
+        "raw": spec.raw,
         "max_tokens": int(max_tokens or DEFAULT_MAX_TOKENS[kind]),
-        "max_attempts": int(max_attempts),
-        "concurrency": int(concurrency),
+        "max_attempts": int(spec.max_attempts),
+        "concurrency": int(spec.concurrency),
         "prompt_version": PROMPT_VERSION,
     }
 
@@ -147,18 +173,7 @@ def _prompt_chars_and_calls(job: dict[str, Any], items: list[Any]) -> tuple[int,
     return chars, calls
 
 
-def estimate_generation(
-    kind: str,
-    generator: str,
-    *,
-    source: str,
-    cue: str | None = None,
-    incentive: str | None = None,
-    limit: int | None = None,
-    samples_per_prompt: int = 1,
-    max_tokens: int | None = None,
-    raw: str | None = None,
-) -> dict[str, Any]:
+def estimate_generation(spec: GenerationSpec) -> dict[str, Any]:
     """Estimate a generation job before starting it (no network, nothing written).
 
     Returns ``{"n", "calls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok",
@@ -170,20 +185,7 @@ def estimate_generation(
     Raises:
         InputError: as :func:`automonitor.runs.generation.engine.create_generation`.
     """
-    job = build_job(
-        kind,
-        generator,
-        source=source,
-        cue=cue,
-        incentive=incentive,
-        limit=limit,
-        samples_per_prompt=samples_per_prompt,
-        base_url=None,
-        max_tokens=max_tokens,
-        raw=raw,
-        max_attempts=1,
-        concurrency=1,
-    )
+    job = build_job(spec.model_copy(update={"base_url": None, "max_attempts": 1, "concurrency": 1}))
     items = job_items(job)
     chars, calls = _prompt_chars_and_calls(job, list(items))
     pr = resolve_price(job["model"], local=job["backend"] == "llamacpp")
