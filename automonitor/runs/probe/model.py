@@ -724,10 +724,11 @@ def _features_from_json(doc: dict[str, Any]) -> TfidfFeatures | EmbedFeatures:
 
 
 # the only globals a legacy joblib artefact written by this project may name (what save_probe pickled:
-# the feature extractor, scikit-learn's vectorizers, column transformer and regression, numpy arrays)
+# the feature extractor -- under its 0.1 module path, automonitor.probes, whatever the layout is now --
+# scikit-learn's vectorizers, column transformer and regression, numpy arrays)
 _LEGACY_GLOBALS = {
-    ("automonitor.runs.probe.model", "TfidfFeatures"),
-    ("automonitor.runs.probe.model", "EmbedFeatures"),
+    ("automonitor.probes", "TfidfFeatures"),
+    ("automonitor.probes", "EmbedFeatures"),
     ("builtins", "slice"),
     ("joblib.numpy_pickle", "NumpyArrayWrapper"),
     ("numpy", "dtype"),
@@ -766,9 +767,9 @@ def _load_legacy_pickle(path: Path) -> Any:
                     file=str(path),
                     field="artifact",
                 )
-            if (module, name) == ("automonitor.runs.probe.model", "TfidfFeatures"):
+            if (module, name) == ("automonitor.probes", "TfidfFeatures"):
                 return _LegacyTfidf
-            if (module, name) == ("automonitor.runs.probe.model", "EmbedFeatures"):
+            if (module, name) == ("automonitor.probes", "EmbedFeatures"):
                 return _LegacyEmbed
             return super().find_class(module, name)
 
