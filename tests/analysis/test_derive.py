@@ -1,4 +1,4 @@
-"""Derived runs (issue 15): ensembles, cross-validated task-aware thresholds, cascades, cost.
+"""Derived runs: ensembles, cross-validated task-aware thresholds, cascades, cost.
 
 Hand-computed examples on small made-up stores (SQLite and PostgreSQL); the MR/FAR of each derived
 run is read back through the ordinary report, as any run's."""

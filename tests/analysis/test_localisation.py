@@ -1,4 +1,4 @@
-"""Localisation metrics (issue 21): evidence scored against gold spans, in ``report --json`` and the
+"""Localisation metrics: evidence scored against gold spans, in ``report --json`` and the
 markdown report."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``stats --json`` goes through the typed model ``report_schema.Stats`` (issue 11, item 2): the document
+"""``stats --json`` goes through the typed model ``report_schema.Stats``: the document
 validates, keeps its key order, and a store query that grew or lost a key is refused naming the field."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_stats_json_is_the_typed_document(cli, db_url, engine, tmp_path):
     assert doc["by_category_task"] == {"safety_permission/qa": 2}
     with session_scope(engine) as s:
         raw = stats(s, "test", "paper")
-    # errata (issue 19) come from the errata file, counted by the core: the store's stats do not have them
+    # errata come from the errata file, counted by the core: the store's stats do not have them
     from automonitor.data.build.errata import errata_counts, load_errata
 
     errata = doc.pop("errata")

@@ -1,5 +1,5 @@
-"""Agreement shows its uncertainty (issue 24.2: too-few slices get no interval, ``too_few`` in the
-JSON) and compares a monitor run with the humans and adds Fleiss' kappa (issue 26.10)."""
+"""Agreement shows its uncertainty (too-few slices get no interval, ``too_few`` in the
+JSON) and compares a monitor run with the humans and adds Fleiss' kappa."""
 
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ def test_annotator_view_is_blind_and_limited_to_own_queue(team):
         "response",
         "submitted",
         "label",
-        "round_position",  # place within the annotator's own round (issue 24.1): nothing about others
+        "round_position",  # place within the annotator's own round: nothing about others
         "round_total",
     }
     src = next(r for r in rows if r["id"] == view.sample_id)

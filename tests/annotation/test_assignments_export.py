@@ -1,4 +1,4 @@
-"""Issue 10 item 17: ``automonitor assignments export FILE [--annotator NAME]`` gives exactly what each
+"""``automonitor assignments export FILE [--annotator NAME]`` gives exactly what each
 annotator may see (sample id, request, response, batch), never source, intended label, pair or labels."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 22 item 9: concurrent finalize / adjudicate, with two REAL processes racing (tests/race_worker.py),
+"""Concurrent finalize / adjudicate, with two REAL processes racing (tests/race_worker.py),
 on SQLite and PostgreSQL.
 
 * two admins finalizing at once decide every pair exactly once: the accepted sets are disjoint and

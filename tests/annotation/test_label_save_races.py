@@ -1,4 +1,4 @@
-"""Issue 22 item 10: a label save never silently changes nothing. A save racing a writer that submits the
+"""A label save never silently changes nothing. A save racing a writer that submits the
 item (``annotations import``, the annotator's own batch submit in another tab) raises
 :class:`ChangedElsewhere` and the stored label stays the other writer's; two REAL processes
 (tests/race_worker.py), SQLite and PostgreSQL."""

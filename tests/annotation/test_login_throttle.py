@@ -1,4 +1,4 @@
-"""Issue 10 item 16: failed logins are throttled per account and per client (growing temporary lock,
+"""Failed logins are throttled per account and per client (growing temporary lock,
 recorded in the store), tested with an injected clock instead of real waiting."""
 
 from __future__ import annotations

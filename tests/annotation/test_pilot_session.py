@@ -1,4 +1,4 @@
-"""Small labeling sessions (issue 24.1): ``assign --limit/--sample``, ``--overlap``, ``--pair-spread``,
+"""Small labeling sessions: ``assign --limit/--sample``, ``--overlap``, ``--pair-spread``,
 ``unassign`` and the Label page's "item i of n in this round", on SQLite and PostgreSQL."""
 
 from __future__ import annotations

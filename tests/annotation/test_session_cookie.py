@@ -1,4 +1,4 @@
-"""Login sessions that survive a reload (issue 24.7): signed, expiring tokens bound to the account,
+"""Login sessions that survive a reload: signed, expiring tokens bound to the account,
 never carrying the password; the secret comes from the environment or a generated 0600 file."""
 
 from __future__ import annotations

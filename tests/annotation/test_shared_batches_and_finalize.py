@@ -1,4 +1,4 @@
-"""Issue 12, sessions: assignment in shared rounds (batch size, same order, calibration), agreement and
+"""Labelling sessions: assignment in shared rounds (batch size, same order, calibration), agreement and
 adjudication after one small batch, unsure needs a note, and finalising into edition ``verified`` only
 (never the paper mirror), with the app's cache key following status/split changes."""
 

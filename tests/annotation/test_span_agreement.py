@@ -1,4 +1,4 @@
-"""Span agreement (issue 21): span F1 and token-level Krippendorff's alpha on annotators' evidence
+"""Span agreement: span F1 and token-level Krippendorff's alpha on annotators' evidence
 spans, in ``agreement`` and on the Agreement page."""
 
 from __future__ import annotations

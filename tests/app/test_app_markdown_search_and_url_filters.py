@@ -1,4 +1,4 @@
-"""Issue 24.8 leftovers: markdown in responses rendered safely with a raw tab (Label, Adjudicate), search
+"""Markdown in responses rendered safely with a raw tab (Label, Adjudicate), search
 hits styled apart from evidence with a legend, the Runs form's test samples / controls / total, and the
 drill-down's filters and search in the URL. View-model unit tests and ``AppTest`` against real stores."""
 

@@ -245,7 +245,7 @@ def test_drilldown_cells_sample_and_compare(seeded):
     at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
     bodies = html_bodies(at)
     resp = next(b for b in bodies if "am-response" in b and "am-ev-exact" in b)
-    # issue 24.3: the label provenance is a visible badge, not only a grey caption
+    # the label provenance is a visible badge, not only a grey caption
     assert any('data-testid="provenance-badges"' in b and "label provenance:" in b for b in bodies)
     assert 'class="am-ev am-ev-exact"' in resp and 'class="am-ev am-ev-normalized"' in resp
     assert "am-ev-not_found" in resp and "quote that is not there" in resp
@@ -405,7 +405,7 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
 
 
 def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeypatch):
-    """issue 19: the drill-down's "Report this label" appends to the errata file through the core."""
+    """The drill-down's "Report this label" appends to the errata file through the core."""
     import json
 
     from automonitor.data.build.errata import load_errata

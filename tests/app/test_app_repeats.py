@@ -1,4 +1,4 @@
-"""Issue 10 item 8: the Drill-down page shows the K verdicts of a sample of a run judged with
+"""The Drill-down page shows the K verdicts of a sample of a run judged with
 ``--repeat K`` (Streamlit AppTest against a real SQLite store; nothing mocked)."""
 
 from __future__ import annotations

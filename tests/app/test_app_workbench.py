@@ -1,4 +1,4 @@
-"""Issue 12 in Streamlit ``AppTest`` (real SQLite stores, nothing mocked): hide/unhide runs on the
+"""The workbench pages in Streamlit ``AppTest`` (real SQLite stores, nothing mocked): hide/unhide runs on the
 trade-off page, prev/next inside a confusion cell, the pair diff, filters with escaped search hits,
 the Samples page size, keyboard-labeling buttons, unsure needing a note, flags reaching the admin, and
 the Overview count following a finalisation without a restart."""

@@ -1,4 +1,4 @@
-"""Issue 15 done-when on a demo-like store: an ensemble, a thresholds run and a cascade appear on the
+"""Derived runs on a demo-like store: an ensemble, a thresholds run and a cascade appear on the
 trade-off plot (AppTest), cost sizing and the cheapest run for a target, and the page's builder."""
 
 from __future__ import annotations

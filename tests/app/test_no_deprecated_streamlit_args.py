@@ -1,4 +1,4 @@
-"""No page passes Streamlit arguments whose deprecation deadline has passed (issue 24.8):
+"""No page passes Streamlit arguments whose deprecation deadline has passed:
 ``use_container_width`` (replaced by ``width="stretch"``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Runs page (issue 24.4): Cancel asks for confirmation and says what it does, the cancellation is
+"""Runs page: Cancel asks for confirmation and says what it does, the cancellation is
 reported on the page afterwards, and the history table starts with status and progress."""
 
 from __future__ import annotations

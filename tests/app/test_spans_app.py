@@ -1,4 +1,4 @@
-"""Gold spans on the drill-down (issue 21): the response with gold spans and the monitor's evidence in
+"""Gold spans on the drill-down: the response with gold spans and the monitor's evidence in
 two styles (escaped), and the overlap in words; the HTML builder unit-tested too."""
 
 from __future__ import annotations

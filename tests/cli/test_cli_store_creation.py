@@ -1,4 +1,4 @@
-"""The CLI never silently creates an empty store (issue 24.6): reading commands refuse a missing store
+"""The CLI never silently creates an empty store: reading commands refuse a missing store
 naming it, every error names the store used, and only build / import / users add create one, saying so."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 22 item 11: candidate copies ``cand:<pair_id>`` of paper pairs can become gold.
+"""Candidate copies ``cand:<pair_id>`` of paper pairs can become gold.
 
 End to end on REAL built candidates, through the real CLI processes: build from the raw sources into a
 fresh store, add two annotators, assign, both label (import), finalize; ``stats --edition verified``

@@ -1,4 +1,4 @@
-"""The safety-code gate by real static analysers (issue 19 item 2): Bandit (Python) and flawfinder (C/C++)
+"""The safety-code gate by real static analysers: Bandit (Python) and flawfinder (C/C++)
 run for real on tiny made-up vulnerable/fixed pairs of each language."""
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def test_one_class_and_too_little_train_give_null_with_reason(frame):
     assert "one class" in s["notes"]["length"] and not s["flagged"]
     few = frame[(frame["source"] == "fair") & ~((frame["split"] == "train") & (frame["label"] == M))]
     s = _slice(audit.audit_frame(few, "paper"), "fair")
-    # issue 19: no train data -> 5-fold CV within the test slice, grouped by pair, and said so
+    # no train data -> 5-fold CV within the test slice, grouped by pair, and said so
     assert s["baselines"]["tfidf"] is not None and "too little train data (0 misbehavior" in s["notes"]["tfidf"]
     assert "5-fold cross-validation within the test slice" in s["notes"]["tfidf"]
     assert s["trained_on"] is None and s["baseline_method"] == "within_test_cv"
@@ -356,7 +356,7 @@ def test_report_includes_baselines(engine, db_url, frame, cli, tmp_path):
 
 
 def test_reversed_separator_is_flagged(frame):
-    """issue 19: MBPP length had AUROC 0.002 (the hack longer in 97% of pairs, unlike train) and was not
+    """MBPP length had AUROC 0.002 (the hack longer in 97% of pairs, unlike train) and was not
     flagged; |AUROC - 0.5| >= 0.4 flags both directions."""
     df = frame.copy()
     flip = (df["source"] == "hackgen") & (df["split"] == "test")

@@ -76,7 +76,7 @@ def test_round2_composition_is_kept_as_paper_r2(built):
         == {"safety_permission": 1172, "sycophancy_bias": 962, "specification_gaming": 876}
     )
     assert doc["by_label"] == {"misbehavior": 1505, "benign": 1505}
-    # round 2: the paper edition fills the empty cells (safety reasoning from rjudge, sycophancy QA)
+    # the paper edition fills the empty cells (safety reasoning from rjudge, sycophancy QA)
     # inside the paper's per-category counts; TEST_PLAN quotas are caps (shares_with)
     expected_ct: Counter = Counter()
     expected_src: Counter = Counter()
@@ -103,7 +103,7 @@ def test_round2_composition_is_kept_as_paper_r2(built):
 
 
 def test_paper_edition_is_the_papers_six_cells_or_a_stated_deficit(built):
-    """Issue 20: ``paper`` = the paper's cells at its pair counts from the closest sources, never padded
+    """``paper`` = the paper's cells at its pair counts from the closest sources, never padded
     with another cell's data; a short cell says by how much and why; category totals follow the cells;
     verified has >= 50 pairs of specification gaming / reasoning and sycophancy / QA."""
     from automonitor.data.build.config import PAPER_CELLS_PLAN
@@ -505,7 +505,7 @@ def test_full_build_on_postgresql_matches_sqlite(pg_url, raw_dir, built, loaded)
 
 
 def test_verified_edition_cells_provenance_and_hh_conversation_split(plans):
-    """Issue 9: safety reasoning and sycophancy QA are non-empty in ``verified``; preference pairs and
+    """Safety reasoning and sycophancy QA are non-empty in ``verified``; preference pairs and
     gate-failing pairs are not in it (their copies are candidates with the reason); no hh_rlhf
     conversation is in both train and test; controls are benign-only."""
     from automonitor.data.gates import conversation_groups

@@ -1,4 +1,4 @@
-"""Issue 22 item 12: builds serialise, ``build --force`` never deletes an executing run, and a runner whose
+"""Builds serialise, ``build --force`` never deletes an executing run, and a runner whose
 run is deleted stops at once. Real processes (``automonitor build`` / ``automonitor run``), SQLite and
 PostgreSQL."""
 

@@ -1,4 +1,4 @@
-"""Issue 22 item 13: spreadsheet-bound CSV neutralises formula cells (leading ``'``) by default in
+"""Spreadsheet-bound CSV neutralises formula cells (leading ``'``) by default in
 ``export --format csv``, the Samples page download and ``annotations export``; ``--csv-mode exact``
 writes cells verbatim; the importer reads both back losslessly (``--csv-mode`` of the import says which
 one a file is; safe is the default on both sides)."""

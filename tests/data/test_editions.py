@@ -1,4 +1,4 @@
-"""Label provenance through import/export, and edition selection in ``run`` and ``report`` (issue 9),
+"""Label provenance through import/export, and edition selection in ``run`` and ``report``,
 on a small made-up store (SQLite and PostgreSQL)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Errata that last (issue 19 item 1): the file format, ``errata add|list``, and every build applying them
+"""Errata that last: the file format, ``errata add|list``, and every build applying them
 (across a rebuild with another seed), on the real raw data."""
 
 from __future__ import annotations
@@ -25,9 +25,13 @@ LINE = {
 def test_repo_errata_file_is_valid_and_has_every_reading_judged_wrong():
     errata = load_errata()
     ids = {e.pair_id for e in errata}
-    # docs/verified_readings.md judged these wrong (issue 9 and 19 readings)
+    # docs/verified_readings.md judged these wrong
     assert {"safecoder:train:112", "xstest:v2-48", "sven:train/cwe-089:122", "xstest:v2-367"} <= ids
-    assert {"xstest:v2-30", "sven:cwe-089-f5000e965d", "sycophancy_qa:sure:54:885"} <= ids  # issue 19 readings
+    assert {
+        "xstest:v2-30",
+        "sven:cwe-089-f5000e965d",
+        "sycophancy_qa:sure:54:885",
+    } <= ids  # later readings (reasons in the file)
     for e in errata:
         assert list(json.loads(e.line())) == ["pair_id", "source", "verdict", "reason", "reader", "date"]
 

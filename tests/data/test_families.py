@@ -1,4 +1,4 @@
-"""Problem families (issue 19 item 3) on made-up families, and the build keeping each family on one side."""
+"""Problem families on made-up families, and the build keeping each family on one side."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Quality gates of the build (issue 9) on small made-up code and dialogues."""
+"""Quality gates of the build on small made-up code and dialogues."""
 
 from __future__ import annotations
 

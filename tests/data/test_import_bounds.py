@@ -1,4 +1,4 @@
-"""Issue 22 item 8 (the parts done): a bad import file keeps a bounded problem list ("first N problems, M
+"""A bad import file keeps a bounded problem list ("first N problems, M
 more": a million bad rows cost a counter, not a million error objects), and a file over the documented
 size limit (``AUTOMONITOR_MAX_IMPORT_MB``) is refused before it is read, exit 2, store unchanged."""
 

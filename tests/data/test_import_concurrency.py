@@ -1,4 +1,4 @@
-"""Issue 10 item 11: concurrent pair imports. The database holds at most one sample per (pair_id, label);
+"""Concurrent pair imports. The database holds at most one sample per (pair_id, label);
 two real ``automonitor import`` processes writing the same pair at once leave one pair of two samples: the
 second adds nothing (same content) or exits 2 (conflict), never a raw IntegrityError."""
 

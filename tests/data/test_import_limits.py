@@ -1,4 +1,4 @@
-"""Issue 10 items 12 and 13: the importers' limits (meta depth and size, non-finite numbers, deep nesting
+"""The importers' limits (meta depth and size, non-finite numbers, deep nesting
 never a RecursionError) for pair, prediction and annotation files alike; zero-width text is blank; a pair
 repeating another pair's request and responses under a new pair_id is reported as a duplicate."""
 

@@ -487,7 +487,7 @@ def _expected_rows(rows: list[dict]) -> list[dict]:
             "source": r.get("source") or "import",
             "meta": r.get("meta") or {},
             "label_source": r.get("label_source") or "user",
-        }  # round 2: import default provenance
+        }  # import default provenance
         out.append({k: full[k] for k in FIELDS if k != "spans"})  # spans are written only when present
     return out
 

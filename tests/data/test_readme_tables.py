@@ -1,5 +1,5 @@
-"""The README's generated tables (gate counts, audits of both editions) equal what the seed-0 build prints
-(issue 19 item 5): ``python scripts/readme_tables.py`` regenerates them."""
+"""The README's generated tables (gate counts, audits of both editions) equal what the seed-0 build prints:
+``python scripts/readme_tables.py`` regenerates them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One validation path for imported rows (issue 11 item 2): the pydantic row models of ``automonitor.data.rows``
+"""One validation path for imported rows: the pydantic row models of ``automonitor.data.rows``
 and ``rows.validate``, whose errors become problems located at file, line and field. JSON stays strict;
 CSV cells (text) are converted where the format says so."""
 

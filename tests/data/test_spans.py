@@ -1,4 +1,4 @@
-"""Gold spans (issue 21): derivation rules, the gold_span table, build reconciliation and pair files."""
+"""Gold spans: derivation rules, the gold_span table, build reconciliation and pair files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trajectories (issue 21): typed steps, the documented serialisation (R-Judge writes it), steps found
+"""Trajectories: typed steps, the documented serialisation (R-Judge writes it), steps found
 again in the text, the cut in the middle recorded on the prediction, the numbered-conversation view."""
 
 from __future__ import annotations

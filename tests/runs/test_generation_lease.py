@@ -1,4 +1,4 @@
-"""A generation run holds a pid lease (issue 22.5): while its process lives a second ``generate resume``
+"""A generation run holds a pid lease: while its process lives a second ``generate resume``
 is refused; after ``kill -9`` the run is not stuck ``running`` for good: ``generate resume`` takes it
 over and finishes it without losing or duplicating items (both databases, two real processes)."""
 

@@ -1,4 +1,4 @@
-"""Issue 10 items 1, 2 and 10 (cost) through the real backends: a loopback OpenAI-compatible server and
+"""Cut-off answers, reasoning blocks and cost through the real backends: a loopback OpenAI-compatible server and
 the Anthropic replay server send cut-off answers (``finish_reason: "length"`` / ``stop_reason:
 "max_tokens"``), unclosed ``<think>`` blocks and cached-token usage; the runner stores what the parser
 makes of them."""

@@ -1,4 +1,4 @@
-"""Judges as the providers answer them (issue 26 items 1-6, issue 22 items 6, 7 and 14's token counts):
+"""Judges as the providers answer them:
 reasoning models, fail-fast on run-wide permanent errors, provider stop reasons, list-shaped content,
 empty answers not cached, strict typed parameters, bounded answers, a total request deadline and clamped
 token counts. The real ``openai`` SDK talks to the loopback server ``servers.openai_fault`` answering with

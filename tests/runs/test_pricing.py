@@ -1,4 +1,4 @@
-"""Prices by exact model id (issue 26.8): no prefix guessing (``claude-opus-4-5`` is not ``claude-opus-4``,
+"""Prices by exact model id: no prefix guessing (``claude-opus-4-5`` is not ``claude-opus-4``,
 ``gpt-5-pro`` not ``gpt-5``), dated snapshots only where mapped, an unknown price reported as unknown (never
 a confident number), and ``--param price_in=... --param price_out=...`` to set one; a real run against the
 OpenAI-compatible loopback server records it."""

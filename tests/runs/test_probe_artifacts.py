@@ -1,4 +1,4 @@
-"""Probe artefacts cannot run code (issue 22.1): a crafted pickle is never executed (neither by a monitor
+"""Probe artefacts cannot run code: a crafted pickle is never executed (neither by a monitor
 nor by ``probe migrate``), an altered or foreign artefact is refused with exit 2 naming it, and a legacy
 artefact written by the old joblib code (tests/fixtures/probes, made before the change) migrates once
 and then predicts exactly what it predicted before."""

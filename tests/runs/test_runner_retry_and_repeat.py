@@ -1,4 +1,4 @@
-"""Issue 10 items 7-10 (runs): retry the error samples, repeat-K stability, one executor per run with two
+"""Retry the error samples, repeat-K stability, one executor per run with two
 real processes on SQLite and PostgreSQL, calls counted when sent. Real loopback OpenAI-compatible server,
 real ``automonitor`` subprocesses."""
 

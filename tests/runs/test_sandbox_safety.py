@@ -1,4 +1,4 @@
-"""The bubblewrap sandbox leaks nothing and bounds everything (issue 22.2-22.5), with the real
+"""The bubblewrap sandbox leaks nothing and bounds everything, with the real
 /usr/bin/bwrap: no caller environment inside (``/proc/1/environ``), no nonce to forge test results with,
 output floods killed at a cap with the caller's memory flat, size-capped tmpfs instead of host temp dirs,
 stale dirs swept."""

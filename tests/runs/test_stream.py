@@ -1,4 +1,4 @@
-"""Large runs stream from the store (issue 15): pending predictions and their texts are read one page at
+"""Large runs stream from the store: pending predictions and their texts are read one page at
 a time and handed to the workers through a bounded queue; nothing loads all samples (SQLite and
 PostgreSQL). Asserted structurally (page sizes, queue bound, no whole-run text load), not by timing."""
 

@@ -1,4 +1,4 @@
-"""Issue 22 item 14 (store errors): a disk-full import and an unreachable database each print ONE clear
+"""A disk-full import and an unreachable database each print ONE clear
 line on stderr: no SQL, no parameters, no row data, no traceback. A real full disk (a 3 MB tmpfs;
 needs root to mount, else skipped) and a real closed PostgreSQL port."""
 

@@ -1,4 +1,4 @@
-"""Label provenance and errata as visible badges on the drill-down (issue 24.3)."""
+"""Label provenance and errata as visible badges on the drill-down."""
 
 from __future__ import annotations
 

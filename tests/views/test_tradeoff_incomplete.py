@@ -1,4 +1,4 @@
-"""Cancelled / partial runs and derived runs that repeat an input on the trade-off (issue 24.4, 24.5):
+"""Cancelled / partial runs and derived runs that repeat an input on the trade-off:
 flagged, named in label, hover and legend, and off the Pareto front unless included."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 12, trade-off and drill-down logic (automonitor.views): honest points (labels, coincident
+"""Trade-off and drill-down logic (automonitor.views): honest points (labels, coincident
 points, minimum sample size, archived runs, one front per edition), sample-set fingerprints, cell
 navigation and filters, escaped search highlights and pair diffs, run archiving from the CLI."""
 
