@@ -1,4 +1,4 @@
-"""The fixed vocabulary of ``../shared/CONTRACT.md``: string keys used in the DB, CLI, JSON and exports."""
+"""The fixed vocabulary of the CLI contract: string keys used in the DB, CLI, JSON and exports."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ TEMPLATES: tuple[str, ...] = (
     "paper-evidence",
 )
 SPLITS: tuple[str, ...] = ("test", "train")
-# Label provenance (CONTRACT round 2): how a pair's label is known
+# Label provenance (field ``label_source``): how a pair's label is known
 LABEL_SOURCES: tuple[str, ...] = (
     "human_per_response",
     "by_construction",
@@ -43,12 +43,12 @@ LABEL_SOURCES: tuple[str, ...] = (
     "instructed_demo",
     "adjudicated",
     "user",
-    "judge_consensus",  # round 3: labels agreed by several LLM judges, not by a human
+    "judge_consensus",  # labels agreed by several LLM judges, not by a human
 )
 # Editions of the test set (the ONE list: build, stats, export, run, report, audit and the app read it):
-# ``paper`` the paper's six cells at its pair counts (round 3), ``verified`` every test pair that passed
-# every gate, ``paper-r2`` the round-2 composition of ``paper`` (1,172 / 962 / 876 samples by category), ``hard`` the
-# verified pairs that survive adversarial filtering (automonitor.data.build.hard)
+# ``paper`` the paper's six cells at its pair counts, ``verified`` every test pair that passed every gate,
+# ``paper-r2`` the earlier per-source quota composition of ``paper`` (1,172 / 962 / 876 samples by
+# category), ``hard`` the verified pairs that survive adversarial filtering (automonitor.data.build.hard)
 EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
@@ -63,14 +63,14 @@ CATEGORY_NAMES: dict[str, str] = {
 }
 TASK_NAMES: dict[str, str] = {"qa": "QA", "code": "Code", "reasoning": "Reasoning"}
 
-# The paper's test-set composition (samples, i.e. two per pair): ../shared/paper/README.md
+# The paper's test-set composition (samples, i.e. two per pair; Yang et al., arXiv 2601.05752)
 PAPER_QUOTAS: dict[str, int] = {
     "safety_permission": 1172,
     "sycophancy_bias": 962,
     "specification_gaming": 876,
 }
 
-#: Provenance of a gold span (issue 21): derived from a patch pair's diff, from the static screen, or
+#: Provenance of a gold span: derived from a patch pair's diff, from the static screen, or
 #: from annotators (pair files, adjudication).
 SPAN_PROVENANCES: tuple[str, ...] = ("from_patch", "from_screen", "annotated")
 
@@ -87,7 +87,7 @@ def copied_from(pair_id: str) -> str | None:
     return None
 
 
-# The paper's six cells (pairs, v2 text, Figure 3a): ../shared/paper/README.md "Test set by cell"
+# The paper's six cells (pairs, per the labels of Figure 3a of its v2 text)
 PAPER_CELLS: dict[str, int] = {
     "safety_permission/code": 488,
     "safety_permission/qa": 98,

@@ -138,7 +138,7 @@ def add_verified(eng, n_runs: int, pairs: int = 250) -> list[str]:
 
 def _served_mode() -> None:
     # AppTest re-derives Streamlit's legacy pages/-directory flag on every run; a server clears it
-    # for good once app.py has called st.navigation (see tests/test_app_pages.py).
+    # for good once app.py has called st.navigation (see tests/app/test_app_pages.py).
     from streamlit.runtime.pages_manager import PagesManager
 
     orig = PagesManager.__init__

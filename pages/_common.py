@@ -284,7 +284,7 @@ def seed_state(
     The URL wins when it carries a value that differs from the last value this helper synced (a shared
     link, a link from another page, or browser navigation); otherwise the widget keeps its state. When
     the URL carries nothing and the widget state is gone (the page was reopened from the sidebar), the
-    value last synced by :func:`sync_qp` comes back (issue 26.9).
+    value last synced by :func:`sync_qp` comes back.
     Values not in ``valid`` are dropped (a forged link cannot inject an unknown option)."""
     skey = f"{page}.{key}"
     mark = f"{skey}.__url"
@@ -293,7 +293,7 @@ def seed_state(
     if not raw and skey not in st.session_state:
         # the page is opened again (e.g. from the sidebar, which drops the query string, and Streamlit
         # dropped the widget's state while another page ran): restore the selection last synced to
-        # the URL; the page's sync_qp then writes it back into the URL (issue 26.9)
+        # the URL; the page's sync_qp then writes it back into the URL
         kept = st.session_state.get(mark)
         if kept not in (None, "", []):
             seq = kept if isinstance(kept, (list, tuple)) else [kept]
@@ -418,8 +418,8 @@ def logout() -> None:
 
 
 def restore_login() -> None:
-    """Log the session in from the browser's signed session cookie (issue 24.7:
-    ``automonitor.annotation.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
+    """Log the session in from the browser's signed session cookie
+    (``automonitor.annotation.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
     the same browser. Nothing happens when an account is already logged in, after a logout in this
     session, or when the cookie is missing, forged, expired or its account changed."""
     from automonitor.annotation.accounts import SESSION_COOKIE, resume_session

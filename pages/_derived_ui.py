@@ -1,4 +1,4 @@
-"""Trade-off page widgets for issue 15: cost on the plane (marker size), the cheapest monitor on the
+"""Trade-off page widgets for derived runs: cost on the plane (marker size), the cheapest monitor on the
 Pareto front for a chosen MR/FAR target, and a small form that builds a derived run (ensemble,
 task-aware thresholds, cascade) from selected runs. UI only: the logic is in ``automonitor.analysis.derive``."""
 

@@ -1,4 +1,4 @@
-"""Gold-span widgets of the drill-down (issue 21): the response with gold spans and the monitor's
+"""Gold-span widgets of the drill-down: the response with gold spans and the monitor's
 evidence in two styles, and the overlap in words. UI only: the logic is in ``automonitor.views.spans``."""
 
 from __future__ import annotations

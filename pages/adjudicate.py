@@ -151,7 +151,7 @@ else:
             key=f"{PAGE}.{e.sample_id}.decision",
         )
         st.text_area("Note (required to reject: the reason)", key=f"{PAGE}.{e.sample_id}.note", height=80)
-        _spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans")  # gold spans (issue 21)
+        _spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans")  # gold spans
         st.form_submit_button("Record decision", type="primary", on_click=_decide, args=(e.sample_id,))
 
 st.divider()

@@ -176,7 +176,7 @@ for col, m in zip(cols[1:], shown):
             help="95 % bootstrap interval over items" if ci else "undefined or no bootstrap",
         )
 
-_spans_ui.span_agreement_section(doc)  # span F1 / token alpha (issue 21)
+_spans_ui.span_agreement_section(doc)  # span F1 / token alpha
 
 st.subheader("Overall and per category × task")
 rows = []

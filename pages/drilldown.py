@@ -141,7 +141,7 @@ if cell and sl:
         fc = st.columns([2, 2, 2, 2])
         outs = [str(o) for o in sorted(samples["outcome"].dropna().unique())]
         others = [r for r in run_ids if r != run_id]
-        # the filters and the search live in the URL too (issue 24.8): a link opens the same view
+        # the filters and the search live in the URL too: a link opens the same view
         out_key = ui.seed_state(PAGE, "outcome", [], valid=outs, multi=True)
         ui.follow_options(out_key, outs)
         score_key = ui.seed_state(PAGE, "score", [0.0, 1.0], multi=True, cast=lambda v: min(1.0, max(0.0, float(v))))
@@ -293,7 +293,7 @@ VERDICT = {
     None: ("gray", "pending"),
 }
 
-_spans_ui.conversation(s)  # agent / multi-turn samples as numbered steps (issue 21)
+_spans_ui.conversation(s)  # agent / multi-turn samples as numbered steps
 ui.show_html(views.legend_html(search=bool(search)))
 cols = st.columns(len(shown_runs))
 for col, rid in zip(cols, shown_runs):
@@ -329,7 +329,7 @@ for col, rid in zip(cols, shown_runs):
             )
         st.markdown("**Response** (evidence highlighted)")
         ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
-        _spans_ui.gold_overlap(s, p, grounded[rid])  # gold spans vs the evidence (issue 21)
+        _spans_ui.gold_overlap(s, p, grounded[rid])  # gold spans vs the evidence
         if p.get("reason"):
             st.markdown("**Reason**")
             st.text(p["reason"])

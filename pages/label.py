@@ -218,7 +218,7 @@ with st.container(border=True):
         key=f"{k}.severity",
         disabled=locked,
     )
-    _spans_ui.span_marker(k, item.response, locked)  # mark lines / sentences (issue 21)
+    _spans_ui.span_marker(k, item.response, locked)  # mark lines / sentences
     st.text_input(
         "Evidence (optional): paste the exact passage of the response that shows it",
         value=(own.evidence_text or "") if own else "",

@@ -214,7 +214,7 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
 
 
 def _ask_cancel(ask: str) -> None:
-    """Cancel was pressed: ask for confirmation first (issue 24.4)."""
+    """Cancel was pressed: ask for confirmation first."""
     st.session_state[ask] = True
 
 
@@ -276,7 +276,7 @@ def _in_progress(live, initial_active: tuple[str, ...]) -> None:
         st.rerun(scope="app")  # a run ended: refresh the page (other caches follow the store version)
 
 
-# status and progress first: visible without scrolling the table sideways at 1280 px (issue 24.4)
+# status and progress first: visible without scrolling the table sideways at 1280 px
 _HISTORY_COLUMNS = [
     "status",
     "progress",

@@ -93,7 +93,7 @@ with f5.popover("Options", width="stretch"):
         "every sample is the same monitor again; it is hidden by default.",
     )
     size_col = derived_ui.size_choice(PAGE)
-    # issue 21.3: colour runs by localisation (the share of their TPs whose evidence hits a gold span)
+    # colour runs by localisation (the share of their TPs whose evidence hits a gold span)
     col_key = ui.seed_state(PAGE, "colour", "template", valid=["template", "localisation"])
     colour_by = st.radio(
         "Colour runs by",
@@ -182,7 +182,7 @@ if _diff_rows:
         )
         st.dataframe(pd.DataFrame(_diff_rows), hide_index=True, key=f"{PAGE}.difficulty")
 
-# issue 24.3: slices the audit flags (a trivial baseline separates the classes) are marked here too
+# slices the audit flags (a trivial baseline separates the classes) are marked here too
 audit_edition = "paper" if edition == ALL else edition
 flags = views.audit_flags(ui.load_audit(url, ver, audit_edition) if len(scored) else None, cat, tsk)
 if flags:

@@ -7,7 +7,7 @@ commands print on a store built with ``automonitor build --seed 0``:
 - ``audit-table:verified`` / ``audit-table:paper``: ``automonitor audit --edition E --format markdown``.
 
 Usage: ``python scripts/readme_tables.py [--check]`` (``AUTOMONITOR_RAW`` must point at the raw data;
-the build goes to a temporary SQLite store). ``tests/test_readme_tables.py`` runs :func:`generated` and
+the build goes to a temporary SQLite store). ``tests/data/test_readme_tables.py`` runs :func:`generated` and
 fails when the README differs.
 """
 

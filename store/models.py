@@ -242,7 +242,7 @@ class LoginThrottle(SQLModel, table=True):
 
 
 class ItemFlag(SQLModel, table=True):
-    """An annotator's flag on an item of their queue, with a comment for the admin (issue 12)."""
+    """An annotator's flag on an item of their queue, with a comment for the admin."""
 
     __tablename__ = "item_flag"
     id: int | None = Field(default=None, primary_key=True)
@@ -255,7 +255,7 @@ class ItemFlag(SQLModel, table=True):
 
 
 class GoldSpan(SQLModel, table=True):
-    """Where the misbehavior is in a sample's response (issue 21): ``response[start_char:end_char]``.
+    """Where the misbehavior is in a sample's response: ``response[start_char:end_char]``.
 
     ``provenance``: ``from_patch`` | ``from_screen`` (derived by the build) | ``annotated`` (from pair
     files or adjudication). ``step``: index of the trajectory step the span points at (``None`` for a

@@ -21,7 +21,7 @@ def _pg_admin():
 
 @pytest.fixture(scope="session")
 def raw_dir() -> Path:
-    """The public raw sources (``../shared/raw`` or ``$AUTOMONITOR_RAW``)."""
+    """The public raw sources (``$AUTOMONITOR_RAW``, else ``shared/raw`` beside the repository)."""
     if not (RAW / "README.md").exists():
         pytest.fail(f"raw sources not found at {RAW}; set AUTOMONITOR_RAW")
     return RAW

@@ -3,8 +3,8 @@
 Pipeline: :func:`predictions_frame` (one row per prediction, joined with its sample) ->
 :func:`analyze_model` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored
 counts, Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, ROC, evidence grounding)
--> a typed :class:`~automonitor.analysis.report_schema.Report` whose ``to_dict()`` is the contract JSON
-(``../shared/CONTRACT.md``). :func:`report_model` does both steps on a store; :func:`analyze` and
+-> a typed :class:`~automonitor.analysis.report_schema.Report` whose ``to_dict()`` is the CLI contract's
+``report --json`` document. :func:`report_model` does both steps on a store; :func:`analyze` and
 :func:`report` return the dict.
 
 One module per job (this package re-exports the public names):

@@ -1,4 +1,4 @@
-"""Localisation metrics (issue 21): does a monitor's quoted evidence point at the misbehavior?
+"""Localisation metrics: does a monitor's quoted evidence point at the misbehavior?
 
 For one run and one slice, over the misbehavior samples that have gold spans (:mod:`automonitor.data.spans`)
 and were judged (``gold_samples``):

@@ -1,6 +1,6 @@
 """Pure metric functions for misbehavior monitors (no store, no I/O).
 
-Conventions (``../shared/CONTRACT.md``): the gold label ``misbehavior`` is the positive class, ``benign``
+Conventions (the CLI contract's vocabulary): the gold label ``misbehavior`` is the positive class, ``benign``
 the negative class. A monitor outcome is ``misbehavior`` (a flag), ``benign`` (no flag) or one of the
 unscored kinds ``invalid`` / ``refusal`` / ``error``; ``None`` is a pending prediction.
 

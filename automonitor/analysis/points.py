@@ -97,12 +97,12 @@ def _entry_slice(entry: dict[str, Any], slice: tuple[str, ...]) -> dict[str, Any
 
 
 def reported_points() -> pd.DataFrame:
-    """The paper's reported MR/FAR points (Yang et al., arXiv 2601.05752; ``../shared/paper/README.md``).
+    """The paper's reported MR/FAR points (Yang et al., arXiv 2601.05752).
 
     Loaded from the package data file ``automonitor/data/paper_reported.csv``. Columns: monitor,
     template (direct | evidence), slice (overall | category), category (None for overall), mr, far,
     source (always :data:`REPORTED_LABEL`), citation. These six rows come from a secondary summary of the
-    paper, not from its v2 text (which prints no per-model number: ``../shared/paper/README.md``), and
+    paper, not from its v2 text (which prints no per-model number), and
     are not measured here; keep them apart from measured runs (plot them with their own marker).
     """
     path = resources.files("automonitor") / "data" / "paper_reported.csv"

@@ -105,7 +105,7 @@ def to_markdown(rep: Report | Mapping[str, Any]) -> str:
 
 
 def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:
-    """The localisation table of ``rep`` (issue 21): per evidence run with gold spans and per slice
+    """The localisation table of ``rep``: per evidence run with gold spans and per slice
     (overall, then categories and tasks), gold samples, TP, localised hits and wrong-reason hits (count
     and share of TP), localised miss rate and character-level span F1 / IoU; ``""`` when no run has
     localisation."""

@@ -4,7 +4,7 @@
 :func:`automonitor.analysis.report_model` / :func:`automonitor.analysis.analyze_model` build a
 :class:`Report`; :meth:`Report.to_dict` gives the JSON-ready dict that ``report --json`` prints and that
 :func:`automonitor.analysis.report` / :func:`automonitor.analysis.analyze` return (key order and values as
-in ``../shared/CONTRACT.md``). Optional parts (a run's ``roc``, ``grounding``, ``stability``,
+the CLI contract gives them). Optional parts (a run's ``roc``, ``grounding``, ``stability``,
 ``baselines``; the report's ``edition`` and ``audit``) are present in the dict only when they were set:
 the dump uses ``exclude_unset``, so a field explicitly set to ``None`` is printed as ``null`` and a field
 never set is left out.
@@ -152,7 +152,7 @@ class GroundingSummary(_Model):
 
 
 class LocalisationSlice(_Model):
-    """Localisation of one slice (issue 21; :mod:`automonitor.analysis.localisation`): over the judged
+    """Localisation of one slice (:mod:`automonitor.analysis.localisation`): over the judged
     misbehavior samples with gold spans (``gold_samples``), the true positives (``tp``) whose grounded
     evidence overlaps a gold span (``localised``), lies wholly outside every one (``wrong_reason``) or
     is absent (``no_evidence``); shares of ``tp`` and ``localised_miss_rate`` = 1 - localised /
@@ -261,7 +261,7 @@ class RunReport(_Model):
     edition: str | None = None
     controls: ControlsFar | None = None
     stability: Stability | None = None
-    difficulty: dict[str, EditionDifficulty] | None = None  # round 3: {"verified"|"hard": rates}
+    difficulty: dict[str, EditionDifficulty] | None = None  # {"verified"|"hard": rates}
     baselines: dict[str, dict[str, CellBaselines]] | None = None
     baselines_edition: str | None = None
 
@@ -398,7 +398,7 @@ def as_report(rep: Report | Mapping[str, Any]) -> Report:
 
 
 class GoldSpanCounts(_Model):
-    """Gold spans of ``stats`` (issue 21): ``by_source`` ``{source: {provenance: spans}}``,
+    """Gold spans of ``stats``: ``by_source`` ``{source: {provenance: spans}}``,
     ``samples_with_spans`` and ``misbehavior_samples`` ``{source: n}`` (gold samples of the split)."""
 
     by_source: dict[str, dict[str, int]]
@@ -417,17 +417,17 @@ class ErrataCounts(_Model):
 
 
 class Stats(_Model):
-    """The document of ``automonitor stats --json`` (``../shared/CONTRACT.md``; built by
+    """The document of ``automonitor stats --json`` (the CLI contract's document; built by
     :func:`store.queries.samples.stats`).
 
     Contract keys: ``total`` gold samples of ``split`` (of ``edition`` for the test split), ``pairs``,
     ``by_category`` / ``by_task`` / ``by_label`` ({value: n}, every vocabulary value present, 0 when
-    absent), ``by_split`` and ``candidates`` (whole store). Round-2 keys: ``edition``, ``by_label_source``
+    absent), ``by_split`` and ``candidates`` (whole store), ``edition``, ``by_label_source``
     ({provenance: n}), ``by_category_task`` flat ({"category/task": n}) with the nested form in
     ``by_category_task_nested``, ``controls`` (samples of the controls slice). Extras: ``split``,
     ``by_source``, ``candidates_by_source``, ``shortfalls`` (rows of the newest build log, ``[]`` when
-    none), ``build_seed`` (``None`` when never built). Round 3: ``paper_cell_deficit``
-    ({"category/task": pairs missing} for each paper cell short of the paper's count) and
+    none), ``build_seed`` (``None`` when never built), ``paper_cell_deficit`` (contract key:
+    {"category/task": pairs missing} for each paper cell short of the paper's count) and
     ``paper_cells`` (the build's cell rows). Every count is a non-negative int.
     """
 
@@ -452,4 +452,4 @@ class Stats(_Model):
     errata: ErrataCounts | None = None
     paper_cell_deficit: dict[str, int] = {}
     paper_cells: list[dict[str, Any]] = []
-    hard: dict[str, Any] | None = None  # round 3: with --edition hard the build's filter summary, else None
+    hard: dict[str, Any] | None = None  # with --edition hard the build's filter summary, else None

@@ -12,7 +12,7 @@ TF-IDF + LR) so that a probe that only learned a shortcut is visible as such. Th
 slices match; the cell that answers the paper's question is ``safety_permission/code ->
 specification_gaming/code``.
 
-JSON (CONTRACT "Added in round 2"): ``{"slices": [name...], "cells": [{"train", "test", "mr", "far",
+JSON (the CLI contract's ``probe transfer --json``): ``{"slices": [name...], "cells": [{"train", "test", "mr", "far",
 "auroc", "n", ...}]}`` plus ``features``, ``train_slices``, ``test_slices``, ``baselines``, ``paper``,
 ``highlight``, ``artifacts`` (the cards of the probes trained).
 """

@@ -1,7 +1,7 @@
 """Double-blind annotation of candidate pairs: assignment, labeling, batch submission, adjudication,
 and import/export of annotations and adjudications with provenance.
 
-Workflow (issue 6):
+Workflow:
 
 1. Candidate items are ``sample`` rows with ``status = 'candidate'``; each is one side of a pair, and
    its ``label`` is only the *intended* label, never shown to annotators.

@@ -35,7 +35,7 @@ Optionally pick the category and severity, and paste the passage that shows the 
 evidence (an exact excerpt of the response). Labels stay editable until you submit the batch.
 """
 DECISIONS: tuple[str, ...] = ("misbehavior", "benign", "reject")
-VERIFIED_EDITION = "verified"  # adjudicated pairs join this edition only (INTERFACES.md)
+VERIFIED_EDITION = "verified"  # adjudicated pairs join this edition only, never the paper mirror
 
 T = TypeVar("T")
 

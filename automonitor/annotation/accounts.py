@@ -334,7 +334,7 @@ def get_account(engine: Engine, actor: Account, name: str) -> Account:
         return _account(row)
 
 
-# ------------------------------------------------------------------ login sessions (issue 24.7)
+# ------------------------------------------------------------------ login sessions (survive a reload)
 #: Name of the browser cookie that keeps a login across reloads.
 SESSION_COOKIE = "automonitor_session"
 #: Default lifetime of a login session (``AUTOMONITOR_SESSION_HOURS`` overrides it).

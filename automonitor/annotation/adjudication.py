@@ -176,7 +176,7 @@ def adjudicate(
     only through :func:`finalize_pairs`. The item's row is locked and its status read under the lock
     (SQLite: the write lock), so a decision racing a finalize either counts in it or is refused.
 
-    ``spans`` (issue 21): with ``misbehavior``, the ``(start, end)`` character offsets of where the
+    ``spans``: with ``misbehavior``, the ``(start, end)`` character offsets of where the
     misbehavior is, resolving the annotators' span disagreement (see :func:`proposed_spans`); they
     replace the item's ``annotated`` gold spans. Any other decision removes its ``annotated`` spans.
 

@@ -75,7 +75,7 @@ METRICS: tuple[str, ...] = (
 )
 DEFAULT_BOOT = 1000
 DEFAULT_SEED = 0
-#: Slices with fewer analysed items than this are flagged ``too_few`` and get no interval (issue 24.2).
+#: Slices with fewer analysed items than this are flagged ``too_few`` and get no interval.
 DEFAULT_MIN_ITEMS = 10
 #: The verdicts of a monitor run compared with human labels (other outcomes are unscored).
 BINARY_LABELS: tuple[str, ...] = ("misbehavior", "benign")
@@ -592,7 +592,7 @@ def monitor_agreement(
     seed: int = DEFAULT_SEED,
     min_items: int = DEFAULT_MIN_ITEMS,
 ) -> dict[str, Any]:
-    """A monitor run against the humans (admin only; issue 26.10): :func:`binary_agreement` of the
+    """A monitor run against the humans (admin only): :func:`binary_agreement` of the
     run's verdicts with the resolved labels (``vs_gold``, :func:`resolved_labels`) and with each
     annotator's ``misbehavior``/``benign`` labels (``vs_annotators``: ``{name: ...}``).
 

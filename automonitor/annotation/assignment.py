@@ -116,7 +116,7 @@ def assign(
     ``random.Random(f"{seed}:{annotator_id}")`` such that the two sides of a pair are never adjacent.
     ``seed`` (drawn at random when ``None``) is recorded on every assignment row.
 
-    With ``batch_size`` (rounds, issue 12) the work is split into shared batches instead: see
+    With ``batch_size`` (labelling rounds) the work is split into shared batches instead: see
     :func:`plan_rounds`. The pairs are shuffled with ``random.Random(seed)`` (never by source or
     label), cut into batches of at most ``batch_size`` items (whole pairs; a batch holds at least one
     pair), and every batch goes to ``k`` annotators chosen least-loaded first; the annotators who share
@@ -125,7 +125,7 @@ def assign(
     numbers are then global (the same number for everybody sharing the batch), so agreement can be
     computed after the first batch.
 
-    With ``limit`` (a small session, issue 24) only ``limit`` unassigned items are assigned, as one
+    With ``limit`` (a small session) only ``limit`` unassigned items are assigned, as one
     round (one global batch number): drawn in a seeded random order (``random.Random(f"{seed}:session")``),
     or with ``stratify`` stratified by category x task (largest-remainder shares). Pairs already
     started in an earlier round come first, so a later round completes them. ``round(overlap * n)``
@@ -374,7 +374,7 @@ def _round_rows(
     return rows
 
 
-# ------------------------------------------------------------------------ small sessions (issue 24)
+# ------------------------------------------------------------------------ small sessions
 @dataclass(frozen=True)
 class UnassignResult:
     """Outcome of :func:`unassign`: assignment rows ``removed`` (per annotator name in ``by_annotator``)

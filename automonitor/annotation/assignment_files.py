@@ -1,6 +1,6 @@
 """``automonitor assignments export``: an annotator's queue as a file, to prepare labels offline.
 
-Each row holds exactly what that annotator may see on the labelling page (CONTRACT, round 2):
+Each row holds exactly what that annotator may see on the labelling page (the CLI contract's row):
 ``{"annotator": str, "sample_id": str, "request": str, "response": str, "batch": int}``, one JSON object a
 line, in queue order (annotator name, then queue position). Never the source, the intended label, the pair
 or its partner, nor anybody's labels: the double-blind design of the annotation workflow.

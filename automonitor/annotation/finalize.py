@@ -71,7 +71,8 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
       (``content_hash`` recomputed; the intended label kept in ``meta["intended_label"]``),
       ``label_source = 'adjudicated'``. With ``split = 'test'`` (the default) the pair becomes a member
       of edition ``verified`` ONLY (an ``edition_sample`` row): it never joins the ``paper`` mirror
-      (INTERFACES.md; ``store.queries.samples`` leaves adjudicated samples out of the paper mirror).
+      (the paper mirror stays the public sources' draw: ``store.queries.samples`` leaves adjudicated
+      samples out of it).
 
     Provenance (who, when, how resolved, guideline version, reason) goes to ``meta["annotation"]``;
     the latest adjudication rows get the split. Raises :class:`InputError` for an unknown split.

@@ -1,4 +1,4 @@
-"""Agreement on *where* the misbehavior is (issue 21): two or more annotators who labelled an item
+"""Agreement on *where* the misbehavior is: two or more annotators who labelled an item
 ``misbehavior`` and marked its evidence span (``Annotation.evidence_start/end``, character offsets into
 the response).
 

@@ -1,6 +1,6 @@
 """The ``automonitor`` command line (typer). Commands live in one module per area and register here.
 
-Exit codes (``../shared/CONTRACT.md``): 0 success, 2 bad usage or bad input (stderr names file, line
+Exit codes (the CLI contract): 0 success, 2 bad usage or bad input (stderr names file, line
 and field), 1 any other failure. ``--json`` prints exactly one JSON document on stdout.
 """
 
@@ -51,7 +51,7 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
 
 
 def _store_note(exc: BaseException) -> str:
-    """`` (store: URL)`` when the failed command opened a store (issue 24.6) and the message does not
+    """`` (store: URL)`` when the failed command opened a store and the message does not
     name it already, else ``""``."""
     return "" if str(exc).startswith("no store at") else store_note()
 

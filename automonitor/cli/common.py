@@ -1,6 +1,6 @@
 """Helpers shared by the CLI modules: opening the store, printing JSON, tables on stderr.
 
-Store rule (issue 24.6): only ``build``, ``import`` and ``users add`` may create a store (they say so on
+Store rule: only ``build``, ``import`` and ``users add`` may create a store (they say so on
 stderr); every other command refuses a store that does not exist yet (a missing SQLite file, a
 PostgreSQL database without the schema) with an error naming it, instead of silently creating an
 empty one in the current directory. Every error printed by the CLI names the store it used

@@ -74,8 +74,8 @@ def build_cmd(
 
 
 def shortfall_text(s: dict[str, Any]) -> str:
-    """One shortfall row of a build report as text: a paper cell (pairs, with why), a round-2 source
-    (pairs) or a round-2 category (samples)."""
+    """One shortfall row of a build report as text: a paper cell (pairs, with why), a ``paper-r2`` quota
+    source (pairs) or a ``paper-r2`` category (samples)."""
     if "cell" in s:
         why = f": {s['why']}" if s.get("why") else ""
         return (
@@ -91,14 +91,14 @@ def shortfall_text(s: dict[str, Any]) -> str:
 
 
 def _warn_shortfalls(shortfalls: list[dict[str, Any]]) -> None:
-    """One yellow ``shortfall:`` line on stderr per paper cell (pairs), round-2 source (pairs) or
-    category (samples) short of its target."""
+    """One yellow ``shortfall:`` line on stderr per paper cell (pairs), ``paper-r2`` quota source
+    (pairs) or category (samples) short of its target."""
     for s in shortfalls:
         err_console.print(f"shortfall: {shortfall_text(s)}", style="yellow", highlight=False)
 
 
 def _quota_cell(target: int | None, built: int) -> str:
-    """A round-2 quota as shown in the build table: ``-`` for none, ``N`` when the source filled it,
+    """A ``paper-r2`` source quota as shown in the build table: ``-`` for none, ``N`` when the source filled it,
     else ``N (only M)`` (the honest view: a source with fewer usable pairs than its quota)."""
     if not target:
         return "-"
@@ -107,7 +107,7 @@ def _quota_cell(target: int | None, built: int) -> str:
 
 def _sources_table(report: dict[str, Any]) -> Table:
     """The per-source table of a build report: pairs available and eligible for test, in test, in each
-    edition, the round-2 quota (with the eligible count when that is less), candidates, train."""
+    edition, the ``paper-r2`` quota (with the eligible count when that is less), candidates, train."""
     t = Table(title=f"automonitor build (seed {report['seed']}) from {report['raw_dir']}")
     cols = ("source", "category", "task", "available", "pass gates", "test", "paper", "paper-r2", "r2 quota")
     for col in cols + ("candidates", "train"):
@@ -238,7 +238,7 @@ def stats_cmd(
     edition: str = typer.Option(
         "paper",
         "--edition",
-        help="paper (the paper's six cells) | verified | paper-r2 (the round-2 composition of paper) | hard (adversarially filtered verified); "
+        help="paper (the paper's six cells) | verified | paper-r2 (the earlier per-source quota composition of paper) | hard (adversarially filtered verified); "
         "test split: that edition only.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),

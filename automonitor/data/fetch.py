@@ -8,7 +8,7 @@ path in the raw layout (``path``, e.g. ``hh_rlhf/harmless-base/test.jsonl.gz``),
 
 Mirror: ``--mirror URL`` replaces the whole upstream URL by ``URL/<path>``, i.e. the mirror serves a
 directory in the raw layout (for example ``python -m http.server`` run inside a copy of
-``../shared/raw``, or any static file server over such a copy).
+a raw sources dir, or any static file server over such a copy).
 
 Every file is written to ``DEST/<path>.part`` while it downloads, then its sha256 is checked: on a
 match the file is moved into place, on a mismatch the partial file is removed and the file is

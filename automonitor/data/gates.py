@@ -1,4 +1,4 @@
-"""Quality gates of the benchmark build (issue 9): comment stripping, whitespace-equal and few-token
+"""Quality gates of the benchmark build: comment stripping, whitespace-equal and few-token
 code pairs, hh_rlhf conversation grouping, and a static screen of "honest" code that hard-codes the
 sample outputs.
 
@@ -393,7 +393,7 @@ def are_you_sure_clear(caved_followup: str, held_followup: str) -> str | None:
     return None
 
 
-# --- test code (issue 19 item 2): a test is no vulnerable/fixed pair --------------------------------
+# --- test code: a test is no vulnerable/fixed pair -------------------------------------------------
 
 _TEST_FILE = re.compile(
     r"(?i)(^|/)(tests?|spec|specs|__tests__|testing)/|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[jt]sx?$|"

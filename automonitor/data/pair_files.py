@@ -1,4 +1,4 @@
-"""The generic pair file of ``../shared/CONTRACT.md``: read, validate, import into and export from the store.
+"""The generic pair file of the CLI contract: read, validate, import into and export from the store.
 
 A pair file holds one *sample* (one side of a pair) per record, as JSONL (one JSON object a line), CSV
 (same columns, ``meta`` as a JSON string) or Parquet (same columns, ``meta`` as a JSON string):

@@ -227,7 +227,7 @@ def _pair_meta_from_cell(cell: str) -> Any:
 
 
 class PairRow(RowModel):
-    """One sample of a pair file (``../shared/CONTRACT.md``; columns :data:`PAIR_FIELDS`), text exactly as
+    """One sample of a pair file (the CLI contract's generic pair file; columns :data:`PAIR_FIELDS`), text exactly as
     given. ``sample_id``, ``source`` and ``label_source`` are None when absent (the importer assigns them).
 
     Per field: a string (``meta``: a JSON object; in CSV/Parquet a JSON text), UTF-8 text without NUL,

@@ -1,4 +1,4 @@
-"""Gold spans: where in a misbehavior response the misbehavior is (issue 21).
+"""Gold spans: where in a misbehavior response the misbehavior is.
 
 A gold span is a half-open range ``[start, end)`` of character offsets into ``Sample.response`` (the
 response exactly as the monitor is shown it, i.e. after the build's comment stripping), with a

@@ -1,4 +1,4 @@
-"""Trajectories as first-class samples (issue 21): typed agent / multi-turn steps, the one serialisation
+"""Trajectories as first-class samples: typed agent / multi-turn steps, the one serialisation
 monitors receive, and the cut in the middle when a trajectory is over a backend's budget.
 
 Steps are stored in ``Sample.meta["steps"]`` as a list of :class:`Step` dicts (``role``, ``thought``,

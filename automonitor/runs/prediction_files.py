@@ -1,6 +1,6 @@
 """Import verdicts from an outside system (a vendor guardrail, another eval framework) as a run.
 
-File format (``../shared/CONTRACT.md``): JSONL (one JSON object a line) or CSV with a header, columns
+File format (the CLI contract's ``predictions import``): JSONL (one JSON object a line) or CSV with a header, columns
 
 - ``sample_id`` (str, required): a sample in the store;
 - ``outcome`` (required): ``misbehavior`` | ``benign`` | ``invalid`` | ``refusal`` | ``error``;

@@ -93,7 +93,7 @@ def filter_cell(
 
 
 #: Style of a search hit: magenta with a dotted outline, so it never reads as evidence (yellow verbatim,
-#: blue normalised, red ungrounded) or as a gold span (green) (issue 24.8).
+#: blue normalised, red ungrounded) or as a gold span (green).
 SEARCH_STYLE = (
     "background:#f5d0fe;color:#111827;outline:2px dotted #a21caf;outline-offset:-1px;border-radius:2px;padding:0 1px;"
 )

@@ -273,7 +273,7 @@ REPORTED_LEGEND = "secondary summary (not in paper v2)"
 
 
 def incomplete_trace(d: pd.DataFrame) -> go.Scatter:
-    """Cancelled or partial runs (issue 24.4; ``status_text`` from ``honest_points``): grey crosses in
+    """Cancelled or partial runs (``status_text`` from ``honest_points``): grey crosses in
     one trace named "runs: cancelled / partial" in the legend, no error bars, and the hover says which
     (e.g. "cancelled") and that the run is left off the front unless included."""
     status = [plot_text(x) for x in (d["status_text"] if "status_text" in d else [""] * len(d))]

@@ -1,4 +1,4 @@
-"""Model-written markdown rendered safely (Label and Adjudicate pages, issue 24.8).
+"""Model-written markdown rendered safely (Label and Adjudicate pages).
 
 A response often is markdown (lists, code fences, emphasis, tables). It is rendered with markdown-it-py
 in CommonMark mode plus GFM tables and strikethrough, with three safety rules:

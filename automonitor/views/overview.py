@@ -37,7 +37,7 @@ def store_version(engine: Engine) -> StoreVersion:
     with engine.connect() as c:
         runs, finished_at, active, terminal = q.run_totals(c)
         samples, created_at = q.sample_totals(c)
-        state = sample_state(c)  # status/split/edition changes and archived runs (issue 12)
+        state = sample_state(c)  # status/split/edition changes and archived runs
     return (runs, terminal, iso_utc(finished_at), active, samples, iso_utc(created_at), state)
 
 

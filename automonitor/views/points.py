@@ -13,7 +13,7 @@ import pandas as pd
 from automonitor.errors import InputError
 
 
-#: Run statuses whose MR/FAR rest on part of the samples only (issue 24.4), with the word shown.
+#: Run statuses whose MR/FAR rest on part of the samples only, with the word shown.
 INCOMPLETE_STATUSES: dict[str, str] = {
     "cancelled": "cancelled",
     "failed": "partial (failed)",
@@ -121,7 +121,8 @@ def honest_points(
     duplicates: Mapping[str, str] | None = None,
     show_duplicates: bool = False,
 ) -> pd.DataFrame:
-    """Trade-off points ready to draw (issue 12 items 2, 4-7; issue 24 items 4-5).
+    """Trade-off points ready to draw: honest labels, coincident points, the minimum sample size, archived
+    and incomplete runs, one front per edition.
 
     Args:
         points: :func:`automonitor.views.tradeoff_points` output (``run_id, monitor, template, mr, far,

@@ -1,4 +1,4 @@
-"""Label provenance and errata as visible badges on the drill-down (issue 24.3).
+"""Label provenance and errata as visible badges on the drill-down.
 
 Errata are read from the errata file the build applies (:func:`automonitor.data.build.errata.errata_path`:
 ``$AUTOMONITOR_ERRATA``, else ``seeds/errata.jsonl``; one row a line, ``{"pair_id", "source", "verdict":

@@ -70,7 +70,7 @@ def set_archived(engine: Engine, run_id: str, archived: bool = True) -> bool:
 
 
 def identical_derived(engine: Engine) -> dict[str, str]:
-    """Derived runs whose verdicts repeat one of their inputs' exactly (issue 24.5): ``{derived run id:
+    """Derived runs whose verdicts repeat one of their inputs' exactly: ``{derived run id:
     input run id}``. Two runs are identical when they judged the same samples with the same outcome on
     every one (repeat 0), e.g. a cascade that escalates every sample. Input ids come from the derived
     run's ``params['recipe']['inputs']``; an input that no longer exists is skipped."""

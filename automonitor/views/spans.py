@@ -1,4 +1,4 @@
-"""Gold spans on the drill-down (issue 21): the response as escaped HTML with the gold spans and the
+"""Gold spans on the drill-down: the response as escaped HTML with the gold spans and the
 monitor's grounded evidence in two distinguishable styles, and their overlap in words. Every text piece
 goes through :func:`automonitor.escaping.esc`."""
 

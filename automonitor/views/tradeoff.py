@@ -121,7 +121,7 @@ def reported_for(
 
 
 def audit_flags(doc: dict[str, Any] | None, category: str | None, task: str | None) -> list[dict[str, Any]]:
-    """The audit's flagged slices (``automonitor audit`` document, issue 24.3) inside the trade-off's
+    """The audit's flagged slices (``automonitor audit`` document) inside the trade-off's
     slice (``category``/``task``; ``None`` = all): ``[{"source", "category", "task", "pairs",
     "baseline", "auroc", "note"}]`` with the strongest trivial baseline of each (largest |AUROC - 0.5|)
     and the note "a trivial baseline reaches AUROC 0.98 here"; strongest first. ``[]`` without a
@@ -152,7 +152,7 @@ def audit_flags(doc: dict[str, Any] | None, category: str | None, task: str | No
 
 
 def localisation_shares(report: Report | Mapping[str, Any], category: str | None, task: str | None) -> pd.DataFrame:
-    """Per run, the localised hits share of the slice shown (issue 21.3): frame ``run_id,
+    """Per run, the localised hits share of the slice shown: frame ``run_id,
     localised_share, localised, loc_tp`` (share = localised / TP in [0, 1], ``None`` with no TP),
     from ``runs[].localisation`` of the report (present only for evidence runs whose judged samples
     have gold spans; other runs are left out). The slice: the category's with ``category``, else the

@@ -1,4 +1,4 @@
-"""Queries for derived runs (issue 15): the per-sample inputs of a recipe (outcome, score, cost) and
+"""Queries for derived runs: the per-sample inputs of a recipe (outcome, score, cost) and
 inserting a finished ``derived`` run with its predictions in one transaction."""
 
 from __future__ import annotations

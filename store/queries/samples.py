@@ -132,7 +132,7 @@ def _gold_filter(split: str, session: Session | None = None, edition: str | None
 
 def not_adjudicated():
     """SQL condition keeping adjudicated samples out of the paper mirror: pairs accepted through
-    annotation are gold test samples of edition ``verified`` only (INTERFACES.md), so the paper
+    annotation are gold test samples of edition ``verified`` only, so the paper
     mirror (status gold, split test) never picks them up, with or without ``edition_sample`` rows."""
     return Sample.label_source != "adjudicated"
 
@@ -208,7 +208,7 @@ def latest_build_report(session: Session) -> dict[str, Any] | None:
 
 
 def stats(session: Session, split: str = "test", edition: str = "paper") -> dict[str, Any]:
-    """The ``automonitor stats`` document (``../shared/CONTRACT.md``) plus extra keys.
+    """The ``automonitor stats`` document of the CLI contract plus extra keys.
 
     Contract keys: ``total``, ``pairs``, ``by_category``, ``by_task``, ``by_label`` (gold samples of
     ``split``; every vocabulary value present, 0 when absent), ``by_split`` and ``candidates`` (whole
@@ -216,19 +216,19 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
     ``candidates_by_source``, ``shortfalls`` (from the newest build log, ``[]`` when none),
     ``build_seed`` (``None`` when never built).
 
-    Round 2 (CONTRACT): ``edition`` (the test split counts only that edition's members),
+    Contract keys of the editions: ``edition`` (the test split counts only that edition's members),
     ``by_label_source`` (``{provenance: n}``) and ``by_category_task`` flat as ``{"cat/task": n}``;
     the nested form moved to ``by_category_task_nested``. ``controls``: samples of the controls slice.
 
-    Round 3 (issue 21): ``gold_spans`` (:func:`store.queries.spans.span_counts` over gold samples of
+    ``gold_spans`` (:func:`store.queries.spans.span_counts` over gold samples of
     ``split``, every edition): spans per source and provenance, samples with spans and misbehavior
     samples per source.
 
-    Round 3 (CONTRACT): ``paper_cell_deficit`` (``{"cat/task": pairs missing}`` for each paper cell the
+    Contract key ``paper_cell_deficit`` (``{"cat/task": pairs missing}`` for each paper cell the
     ``paper`` edition cannot fill, from the newest build log) and ``paper_cells`` (per cell: target,
     built, missing, pairs by source, why short).
 
-    Round 3: ``hard``: with ``--edition hard`` on the test split the newest build's filter summary
+    ``hard``: with ``--edition hard`` on the test split the newest build's filter summary
     (:func:`_hard_summary`; ``None`` when it has none), else ``None``.
     """
     check_edition(edition)

@@ -1,4 +1,4 @@
-"""Streaming reads for large runs (issue 15): pending predictions page by page (keyset pagination on
+"""Streaming reads for large runs: pending predictions page by page (keyset pagination on
 the prediction id), so a run of 100,000 samples never holds all its samples in memory."""
 
 from __future__ import annotations

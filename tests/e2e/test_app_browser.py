@@ -266,7 +266,7 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
         wait_app(page)
         assert page.get_by_role("heading", name="History").is_visible()
         shot(page, "login-admin-runs")
-        # a new page load in the same browser keeps the login (signed session cookie, issue 24.7) ...
+        # a new page load in the same browser keeps the login (signed session cookie) ...
         page.goto(f"{srv.url}/tradeoff")
         wait_app(page)
         assert page.locator('input[type="password"]').count() == 0

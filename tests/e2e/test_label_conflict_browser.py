@@ -1,4 +1,4 @@
-"""Issue 22 item 10, the page: a save on the Label page racing ``annotations import`` is refused, and the
+"""A save on the Label page racing ``annotations import`` is refused, and the
 page then shows the STORED label (the import's), not the unsaved choice. Real Chromium against
 ``streamlit run app.py``."""
 

@@ -1,4 +1,4 @@
-"""Issue 10 items 14 and 15 in real Chromium (accounts on):
+"""Names are data and links stay inert, in real Chromium (accounts on):
 
 - a monitor named with HTML, markdown and a bare URL shows as literal text (no bold, no link) in the
   Trade-off hover and legend, the Drill-down header, the Runs details and the Overview;

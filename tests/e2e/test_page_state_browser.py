@@ -1,4 +1,4 @@
-"""Page state survives switching pages from the sidebar (issue 26.9), in real headless Chromium: a
+"""Page state survives switching pages from the sidebar, in real headless Chromium: a
 Samples search and the Drill-down's selected run come back (in the widgets and in the URL) when the
 page is opened again from the sidebar, not only with the browser's Back button."""
 

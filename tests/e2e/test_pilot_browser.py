@@ -1,7 +1,7 @@
-"""The pilot labeling session of issue 24, end to end in real headless Chromium at 1280x720 against
+"""A small pilot labeling session, end to end in real headless Chromium at 1280x720 against
 ``streamlit run app.py``: ``automonitor assign --limit 10 --overlap 1.0`` for two annotators, who log in
 and label by keyboard only; each sees exactly 10 items ("item i of 10 in this round"), never both sides
-of one pair; the login survives a reload and a pasted link and ends with logout (issue 24.7); the admin
+of one pair; the login survives a reload and a pasted link and ends with logout; the admin
 sees agreement with intervals and the too-few greying, adjudicates the disagreement, and "Move resolved
 pairs" puts the pair into edition ``verified``. Screenshots of Label, Agreement, Drill-down and
 Trade-off go to ``test-artifacts/``."""

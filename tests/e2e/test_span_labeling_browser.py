@@ -1,4 +1,4 @@
-"""End-to-end (issue 21): two annotators mark where the misbehavior is on 10 items in real Chromium,
+"""End-to-end: two annotators mark where the misbehavior is on 10 items in real Chromium,
 keyboard only (1 misbehavior / 2 benign, N/P move over the lines, X marks, U undoes, S saves); the
 spans are stored, neither sees the other's marks, and agreement reports span F1."""
 

@@ -1,4 +1,4 @@
-"""End-to-end (issue 21): an R-Judge agent trajectory opens on the drill-down in real Chromium as a
+"""End-to-end: an R-Judge agent trajectory opens on the drill-down in real Chromium as a
 numbered conversation (one ``li.am-step`` per step), with hostile step text inert."""
 
 from __future__ import annotations

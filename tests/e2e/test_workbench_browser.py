@@ -1,4 +1,4 @@
-"""Issue 12 in real headless Chromium against ``streamlit run app.py``:
+"""The workbench in real headless Chromium against ``streamlit run app.py``:
 
 - a small double-blind session: two annotators each label the 10 items of a shared batch by keyboard
   and submit it; the admin sees agreement on 10 items and a non-empty adjudication queue, finalises,

@@ -1,4 +1,4 @@
-"""Loopback replays of the providers' documented batch endpoints and file formats (issue 15).
+"""Loopback replays of the providers' documented batch endpoints and file formats.
 
 OpenAI Batch API (https://platform.openai.com/docs/guides/batch, /docs/api-reference/batch):
 - ``POST /v1/files`` (multipart/form-data: ``purpose=batch``, ``file`` = request JSONL, one line

@@ -2,9 +2,9 @@
 
 Editions (:data:`automonitor.vocab.EDITIONS`): ``paper`` = the paper's six cells at its pair counts
 (:data:`~automonitor.data.build.config.PAPER_CELLS_PLAN`: each cell draws from its own sources in order of
-closeness to the paper's, reusing the round-2 draw of a source first; a short cell is reported as a
-deficit with its reason, never padded with another cell's data); ``paper-r2`` = the round-2
-composition below; ``verified`` = every test pair that passed every gate and its source's hand check.
+closeness to the paper's, reusing the ``paper-r2`` draw of a source first; a short cell is reported as a
+deficit with its reason, never padded with another cell's data); ``paper-r2`` = the per-source
+quota composition below; ``verified`` = every test pair that passed every gate and its source's hand check.
 
 Composition of the ``paper-r2`` edition (pairs; each pair = one misbehavior + one benign sample with the
 same request), mirroring the paper's 1,172 / 962 / 876 samples (3,010 = 1,505 pairs). A quota with

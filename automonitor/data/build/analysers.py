@@ -1,4 +1,4 @@
-"""Real static analysers for the safety-code gate (issue 19 item 2): Bandit (Python) and flawfinder
+"""Real static analysers for the safety-code gate: Bandit (Python) and flawfinder
 (C/C++), both from PyPI, offline, run as bounded subprocesses of this interpreter over a temporary
 directory holding every snippet of a build at once (one process per analyser), results cached by
 content hash so a rebuild runs no analyser at all.

@@ -1,8 +1,8 @@
-"""Errata that last (issue 19 item 1): a versioned file of label verdicts that every build applies.
+"""Errata that last: a versioned file of label verdicts that every build applies.
 
 ``seeds/errata.jsonl`` (``$AUTOMONITOR_ERRATA`` overrides it): one JSON object a line with exactly the
 fields of :class:`Erratum` (``pair_id``, ``source``, ``verdict`` = ``wrong`` | ``doubtful``, ``reason``,
-``reader``, ``date`` ``YYYY-MM-DD``; ``../shared/CONTRACT.md``). A later line for the same pair replaces
+``reader``, ``date`` ``YYYY-MM-DD``, as the CLI contract names them). A later line for the same pair replaces
 an earlier one (a re-reading); lines are only ever appended.
 
 What a build does with an erratum (:func:`apply_errata`, after the quality gates):

@@ -1,4 +1,4 @@
-"""Problem families (issue 19 item 3): pairs that are versions of one problem, so that a whole family
+"""Problem families: pairs that are versions of one problem, so that a whole family
 sits on one side of the train/test split.
 
 Two pairs are in one family when (connected components of, union-find):

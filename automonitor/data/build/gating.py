@@ -82,7 +82,7 @@ def _gate_sycophancy_qa(p: PairRecord, g: Counter[str]) -> PairRecord:
 def _gate_safety_code(
     name: str, pairs: list[PairRecord], g: Counter[str], by_lang: dict[str, Counter[str]]
 ) -> list[PairRecord]:
-    """The analyser gate of a vulnerable/fixed source (issue 19 item 2) on pairs that passed
+    """The analyser gate of a vulnerable/fixed source on pairs that passed
     :func:`_gate_code`: test code dropped; a language no analyser covers, or a pair the analyser does
     not confirm (:func:`automonitor.data.build.analysers.pair_verdict`), to candidates with the reason.
     Counts each step in ``g`` and per language in ``by_lang``; a pair already gated keeps its gate."""

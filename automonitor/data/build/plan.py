@@ -55,7 +55,7 @@ def plan_build(
     """Decide, without touching any store, which pairs go to test, candidates and train.
 
     Args:
-        raw: the raw sources dir (layout of ``../shared/raw``).
+        raw: the raw sources dir (one subdirectory per source, as ``automonitor fetch-sources`` writes it).
         seed: selection seed (see module doc).
         external_test: ``(request hashes, response hashes)`` of gold test samples already in the store
             that the build does not own (user imports): train and candidates avoid them too.

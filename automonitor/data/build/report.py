@@ -32,8 +32,8 @@ def _report_source_counts(
 def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
     """Add ``paper_cells`` (the ``paper`` edition by cell: target, built, missing, by source, why),
     ``paper_cell_deficit`` (``{"cat/task": pairs missing}``, cells short only), ``paper_category_totals``
-    (samples per category, following the cells), ``quotas``, ``category_quotas`` (round 2, edition
-    ``paper-r2``), ``shortfalls`` (paper cells first, then round-2 sources and categories, each row with
+    (samples per category, following the cells), ``quotas``, ``category_quotas`` (edition
+    ``paper-r2``), ``shortfalls`` (paper cells first, then ``paper-r2`` sources and categories, each row with
     its ``edition``) and ``test`` (the ``paper-r2`` mirror: pairs, samples, by category, by category x
     task) to ``report``."""
     report["paper_cells"] = test.cells

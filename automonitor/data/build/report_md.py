@@ -1,5 +1,5 @@
 """Markdown of the build's gate counts (``automonitor build --report-markdown``): the README's gate tables
-are this output, pasted between marker comments and checked by a test (issue 19 item 5).
+are this output, pasted between marker comments and checked by a test (``tests/data/test_readme_tables.py``).
 
 Three parts, from a build report (:func:`automonitor.data.build.build` / :func:`plan_build`):
 

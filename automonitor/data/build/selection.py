@@ -60,7 +60,7 @@ class _Pool:
 
 @dataclass
 class _TestSet:
-    """The test selection: pairs per source, the round-2 quota rows of the report (``source``,
+    """The test selection: pairs per source, the ``paper-r2`` quota rows of the report (``source``,
     ``category``, ``task``, ``target_pairs``, ``built_pairs``), the paper cell rows (``category``,
     ``task``, ``target_pairs``, ``built_pairs``, ``missing_pairs``, ``by_source``, ``why``), the ids of
     the ``paper-r2`` and ``paper`` pairs and the hashes of the chosen texts."""
@@ -116,7 +116,7 @@ def not_verified_why(p: PairRecord) -> str | None:
 
 def editions_of(p: PairRecord, test: _TestSet) -> tuple[str, ...]:
     """The editions a test pair belongs to: ``paper`` when a paper cell drew it, ``paper-r2`` when a
-    round-2 quota drew it, ``verified`` when :func:`verifiable`."""
+    source quota drew it, ``verified`` when :func:`verifiable`."""
     eds: tuple[str, ...] = ("paper",) if p.pair_id in test.paper_ids else ()
     if p.pair_id in test.r2_ids:
         eds += (PAPER_R2,)
@@ -202,7 +202,7 @@ def _draw_quota(q: Quota, target: int, pool: _Pool, seed: int, test: _TestSet) -
 
 
 def _take(source: str, need: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
-    """Up to ``need`` test pairs of ``source`` for a paper cell: the pairs a round-2 quota already drew
+    """Up to ``need`` test pairs of ``source`` for a paper cell: the pairs a ``paper-r2`` quota already drew
     (in their drawn order), then further eligible pairs in the source's seeded test order (the same
     order the quota drew from), skipping a pair whose misbehavior text is a chosen benign text (or vice
     versa). New pairs join ``test.pairs[source]``. Like the paper mirror, gate-failing pairs count
@@ -256,7 +256,7 @@ def _select_cells(pool: _Pool, seed: int, test: _TestSet, cells: tuple[Cell, ...
 
 
 def _select_test(pool: _Pool, seed: int) -> _TestSet:
-    """Step 1: the test selection: the round-2 mirror (:data:`TEST_PLAN`, a sharing quota reduced by
+    """Step 1: the test selection: the per-source quota mirror (:data:`TEST_PLAN`, a sharing quota reduced by
     what its partner built; edition ``paper-r2``), the verified-only sources (:data:`VERIFIED_EXTRA`),
     then the paper's cells (:func:`_select_cells`, edition ``paper``), which reuse those draws first."""
     test = _TestSet()

@@ -1,4 +1,4 @@
-"""Prompts for the generators, read from the public raw sources (``$AUTOMONITOR_RAW``, ../shared/raw).
+"""Prompts for the generators, read from the public raw sources (``$AUTOMONITOR_RAW``).
 
 Sycophancy (:func:`sycophancy_items`):
 

@@ -1,4 +1,4 @@
-"""Judge backends behind a small registry, selected as ``BACKEND[:MODEL]`` (``../shared/CONTRACT.md``).
+"""Judge backends behind a small registry, selected as ``BACKEND[:MODEL]`` (``--monitor``).
 
 Each backend is one module here with a class decorated by :func:`register`; its facts (default
 model, key variable, base URL, local or not, typed parameters, token estimate) are attributes and

@@ -408,7 +408,7 @@ class RulesBackend(Backend):
     name = "rules"
     default_model = RULES_VERSION
     is_local = True
-    template_independent = True  # reads no prompt: one run stands for every template (issue 12)
+    template_independent = True  # reads no prompt: one run stands for every template
     menu_order = 0
     description = "transparent pattern baseline"
 

@@ -32,7 +32,7 @@ def estimate_run(
     The samples are those :func:`~automonitor.runs.runner.create.create_run` would judge with the same
     ``limit``, ``sample_seed``, ``edition`` and ``controls``: the stratified test subset followed by the
     benign-only controls slice (a seeded share of it with ``limit``), so tokens and cost include the
-    controls (issue 24.8).
+    controls.
 
     Returns ``{"n", "n_test", "n_controls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
     "price_known"}``. Token counts come from the backend class's

@@ -1,4 +1,4 @@
-"""round 2 issue 10: prediction repeat index (run --repeat K judges each sample K times)
+"""prediction repeat index (run --repeat K judges each sample K times)
 
 The uniqueness of a prediction becomes (run_id, sample_id, repeat); every existing prediction is
 repeat 0, the run's verdict.

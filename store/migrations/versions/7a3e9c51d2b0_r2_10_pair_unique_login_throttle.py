@@ -1,4 +1,4 @@
-"""r2 issue 10: a pair holds at most one sample per label (unique (pair_id, label) on sample); login throttle
+"""a pair holds at most one sample per label (unique (pair_id, label) on sample); login throttle
 
 Revision ID: 7a3e9c51d2b0
 Revises: 3a7c91e0d2f4

@@ -1,4 +1,4 @@
-"""round 2 shared schema: label provenance, editions, run edition and archive flag
+"""shared schema: label provenance, editions, run edition and archive flag
 
 Revision ID: b1c2d3e4f5a6
 Revises: 4f048a67f6a5

@@ -1,4 +1,4 @@
-"""round 2, issue 12: item_flag (an annotator flags an assigned item for the admin with a comment)
+"""item_flag (an annotator flags an assigned item for the admin with a comment)
 
 Revision ID: c12a0f1a9e01
 Revises: 7a3e9c51d2b0

@@ -1,4 +1,4 @@
-"""round 3, issue 22 item 9: an edition holds gold samples only (database triggers)
+"""an edition holds gold samples only (database triggers)
 
 Two finalizers racing could leave samples ``rejected`` yet members of ``verified``. The database now
 refuses (a) an ``edition_sample`` row for a sample that is not ``gold`` and (b) a ``sample`` status

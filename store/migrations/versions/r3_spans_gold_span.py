@@ -1,4 +1,4 @@
-"""round 3, issue 21: gold_span (where the misbehavior is in a sample's response)
+"""gold_span (where the misbehavior is in a sample's response)
 
 Revision ID: r3_spans
 Revises: c12a0f1a9e01

@@ -1,0 +1,283 @@
+"""Derived runs: ensembles, cross-validated task-aware thresholds, cascades, cost.
+
+Hand-computed examples on small made-up stores (SQLite and PostgreSQL); the MR/FAR of each derived
+run is read back through the ordinary report, as any run's."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import app_seed
+from helpers import run_cli
+
+M, B = "misbehavior", "benign"
+
+
+def _store(url):
+    from store import get_engine, init_db
+
+    return init_db(get_engine(url, fresh=True))
+
+
+def _samples(spec):
+    """spec: [(pair, category, task)] -> sample rows (both labels) keyed 'm<i>'/'b<i>'."""
+    rows, keys = [], {}
+    for i, (pair, cat, task) in enumerate(spec, 1):
+        for lab, pre in ((M, "m"), (B, "b")):
+            r = app_seed._sample(pair, cat, task, lab, f"req {pair}", f"{lab} answer {pair}", "made_up")
+            rows.append(r)
+            keys[f"{pre}{i}"] = r["id"]
+    return rows, keys
+
+
+def _run(engine, run_id, monitor, keys, outcomes, scores=None, cost=0.0, latency_ms=5.0):
+    from store import session_scope
+    from store.models import Monitor, Prediction, Run
+
+    with session_scope(engine) as s:
+        mon = Monitor(name=monitor, backend=monitor.split(":")[0])
+        s.add(mon)
+        s.flush()
+        s.add(
+            Run(
+                id=run_id,
+                monitor_id=mon.id,
+                monitor=monitor,
+                template="direct",
+                status="finished",
+                kind="measured",
+                n=len(outcomes),
+            )
+        )
+        s.flush()
+        for k, o in outcomes.items():
+            s.add(
+                Prediction(
+                    run_id=run_id,
+                    sample_id=keys[k],
+                    outcome=o,
+                    score=(scores or {}).get(k),
+                    cost_usd=cost,
+                    latency_ms=latency_ms,
+                )
+            )
+
+
+A = {"m1": M, "m2": M, "m3": B, "m4": B, "b1": B, "b2": M, "b3": B, "b4": "error"}
+A_S = {"m1": 0.9, "m2": 0.6, "m3": 0.4, "m4": 0.1, "b1": 0.2, "b2": 0.7, "b3": 0.3}
+Bo = {"m1": M, "m2": B, "m3": M, "m4": B, "b1": B, "b2": B, "b3": M, "b4": B}
+B_S = {"m1": 0.8, "m2": 0.3, "m3": 0.7, "m4": 0.2, "b1": 0.1, "b2": 0.2, "b3": 0.6, "b4": 0.4}
+C = {"m1": B, "m2": M, "m3": M, "m4": B, "b1": M, "b2": M, "b3": B, "b4": B}
+
+
+@pytest.fixture
+def small(db_url):
+    eng = _store(db_url)
+    rows, keys = _samples([(f"p{i}", "safety_permission", "qa") for i in range(1, 5)])
+    app_seed.insert_samples(eng, rows)
+    _run(eng, "rA", "probe:tfidf-lr", keys, A, A_S, cost=0.001, latency_ms=2.0)
+    _run(eng, "rB", "llamacpp:gemma", keys, Bo, B_S)
+    _run(eng, "rC", "openai:gpt", keys, C, cost=0.01, latency_ms=300.0)
+    yield {"engine": eng, "url": db_url, "keys": keys}
+    eng.dispose()
+
+
+def _overall(engine, run_id):
+    from automonitor import analysis
+
+    e = analysis.report(engine, [run_id], n_boot=10)["runs"][0]
+    return e["overall"]
+
+
+@pytest.mark.parametrize(
+    "rule,k,thr,mr,far,unscored",
+    [
+        ("or", None, None, 0.25, 2 / 3, 1),  # m: M M M B ; b: B M M error
+        ("and", None, None, 0.75, 0.0, 0),  # m: M B B B ; b: B B B B (B passes b4 -> benign)
+        ("mean", None, 0.5, 0.5, 0.0, 1),  # means m .85 .45 .55 .15 ; b .15 .45 .45 error
+    ],
+)
+def test_ensemble_two_runs_hand_computed(small, rule, k, thr, mr, far, unscored):
+    from automonitor.analysis import derive
+
+    res = derive.derive_ensemble(small["engine"], ["rA", "rB"], rule, k=k, threshold=thr)
+    o = _overall(small["engine"], res["run_id"])
+    assert (o["mr"], o["unscored"]) == (mr, unscored)
+    assert o["far"] == pytest.approx(far)
+    assert res["recipe"]["inputs"] == ["rA", "rB"] and res["recipe"]["rule"] == rule
+
+
+def test_vote_2_of_3_and_unknown_rule(small):
+    from automonitor.analysis import derive
+
+    res = derive.derive_ensemble(small["engine"], ["rA", "rB", "rC"], "vote", k=2)
+    o = _overall(small["engine"], res["run_id"])
+    # m: 2,2,2,0 flags -> M M M B ; b: 1,2,1 flags, b4 error+0 flags (0 + 1 unknown < 2) -> B M B B
+    assert (o["tp"], o["fn"], o["fp"], o["tn"], o["unscored"]) == (3, 1, 1, 3, 0)
+    # three-valued logic on single samples
+    assert derive.combine([M, "error"], [None, None], "or") == (M, None)
+    assert derive.combine([B, "refusal"], [None, None], "or")[0] == "refusal"
+    assert derive.combine([B, "refusal"], [None, None], "and")[0] == B
+    assert derive.combine([M, None, B], [None] * 3, "vote", k=2)[0] == "invalid"
+    assert derive.combine([M, B], [None, None], "mean", threshold=0.5) == (M, 0.5)  # hard verdicts as 1/0
+
+
+def test_cascade_hand_computed_with_cost(small):
+    from automonitor.analysis import derive
+
+    res = derive.derive_cascade(small["engine"], "rA", "rC", 0.25, 0.75)
+    r = res["recipe"]
+    # cheap A decides m1 (.9 >= .75), m4 (.1), b1 (.2); escalates m2 m3 b2 b3 and b4 (error)
+    assert (r["escalated"], r["share_escalated"]) == (5, 5 / 8)
+    o = _overall(small["engine"], res["run_id"])
+    assert (o["tp"], o["fn"], o["fp"], o["tn"]) == (3, 1, 1, 3)
+    assert r["cost_usd"] == pytest.approx(8 * 0.001 + 5 * 0.01)
+    costs = derive.run_costs(small["engine"]).set_index("run_id")
+    assert costs.loc[res["run_id"], "cost_usd"] == pytest.approx(0.058)
+    assert costs.loc[res["run_id"], "compute_s"] == pytest.approx((8 * 2 + 5 * 300) / 1000)
+    assert costs.loc["rC", "usd_per_1k"] == pytest.approx(10.0)
+
+
+def test_errors_write_nothing(small):
+    from automonitor.analysis import derive
+    from automonitor.errors import InputError, NotFound
+    from store.models import Run
+
+    eng = small["engine"]
+    with pytest.raises(InputError):
+        derive.derive_ensemble(eng, ["rA"], "or")
+    with pytest.raises(InputError):
+        derive.derive_ensemble(eng, ["rA", "rB"], "vote", k=3)
+    with pytest.raises(NotFound):
+        derive.derive_ensemble(eng, ["rA", "nope"], "or")
+    with pytest.raises(InputError):
+        derive.derive_cascade(eng, "rC", "rA", 0.2, 0.8)  # cheap stage without scores
+    with pytest.raises(InputError):
+        derive.derive_thresholds(eng, "rA", "far<=2")
+    with eng.connect() as c:
+        assert c.execute(sa.select(sa.func.count()).select_from(Run)).scalar() == 3
+
+
+# --- thresholds ------------------------------------------------------------------------------------
+
+
+def _thr_frame(n_pairs=10, seed=0):
+    rng = np.random.RandomState(seed)
+    rows = []
+    for i in range(n_pairs):
+        cat = "safety_permission" if i % 2 else "sycophancy_bias"
+        for lab in (M, B):
+            rows.append(
+                {
+                    "sample_id": f"s{i}{lab[0]}",
+                    "pair_id": f"p{i:03d}",
+                    "category": cat,
+                    "task": "qa",
+                    "label": lab,
+                    "outcome": M if rng.rand() < 0.5 else B,
+                    "score": float(rng.rand()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_cv_thresholds_never_use_the_test_fold():
+    from automonitor.analysis import derive
+
+    f = _thr_frame(40)
+    tgt = derive.parse_target("far<=0.2")
+    verdicts, info = derive.cross_validated_verdicts(f, tgt, "category", folds=5, seed=3)
+    folds = np.array([v[2] for v in verdicts])
+    assert set(folds) == set(range(5))
+    for fo in range(5):
+        # the thresholds of fold fo are exactly those fitted on the other folds ...
+        expect = derive.fit_thresholds(f[folds != fo], tgt, "category")
+        assert info["folds"][fo]["thresholds"] == expect
+        # ... and do not move when the test fold's own scores and labels change completely
+        g = f.copy()
+        g.loc[folds == fo, "score"] = 1.0 - g.loc[folds == fo, "score"]
+        g.loc[folds == fo, "label"] = g.loc[folds == fo, "label"].map({M: B, B: M})
+        _, info2 = derive.cross_validated_verdicts(g, tgt, "category", folds=5, seed=3)
+        assert info2["folds"][fo]["thresholds"] == info["folds"][fo]["thresholds"]
+        # both sides of each pair are in one fold
+    assert f.assign(fold=folds).groupby("pair_id")["fold"].nunique().max() == 1
+
+
+def test_fit_thresholds_hand_computed_and_cost_target():
+    from automonitor.analysis import derive
+
+    f = pd.DataFrame(
+        {
+            "category": ["X"] * 4 + ["Y"] * 4,
+            "task": ["qa"] * 8,
+            "label": [M, M, B, B, M, M, B, B],
+            "score": [0.8, 0.6, 0.5, 0.3, 0.4, 0.2, 0.3, 0.1],
+        }
+    )
+    t = derive.fit_thresholds(f, ("far", 0.0), "category")
+    # X: flag >= .6 catches both misbehaviors with no false alarm; Y: >= .4 catches one (.3 benign)
+    assert t["groups"] == {"X": 0.6, "Y": 0.4}
+    # global at FAR 0 must stay above .5 -> .6 (catches .8 and .6 only)
+    assert t["global"] == 0.6
+    # cost 10: a miss costs 10 false alarms -> Y flags everything from .2 (MR 0, FAR .5)
+    assert derive.fit_thresholds(f, ("cost", 10.0), "category")["groups"]["Y"] == 0.2
+    # per category x task: group keys "category/task"; a group with one class only uses the global one
+    g = f.assign(task=["qa", "qa", "qa", "qa", "code", "code", "code", "code"])
+    g.loc[4:5, "label"] = B  # Y/code holds benign samples only
+    t3 = derive.fit_thresholds(g, ("far", 0.0), "category_task")
+    assert t3["groups"]["X/qa"] == 0.6 and t3["groups"]["Y/code"] == t3["global"]
+    with pytest.raises(Exception):
+        derive.parse_target("mr<=0.1")
+
+
+def test_thresholds_run_per_category_beats_global(db_url):
+    from automonitor.analysis import derive
+
+    eng = _store(db_url)
+    spec = [(f"p{i:02d}", "safety_permission" if i < 5 else "sycophancy_bias", "qa") for i in range(10)]
+    rows, keys = _samples(spec)
+    app_seed.insert_samples(eng, rows)
+    outs, scores = {}, {}
+    for i in range(1, 11):
+        x = i <= 5  # category X: mis .9 / ben .6 ; Y: mis .5 / ben .2
+        outs[f"m{i}"], scores[f"m{i}"] = M, (0.9 if x else 0.5)
+        outs[f"b{i}"], scores[f"b{i}"] = (M if x else B), (0.6 if x else 0.2)
+    _run(eng, "rS", "llamacpp:g", keys, outs, scores)
+    res = derive.derive_thresholds(eng, "rS", "far<=0", by="category", folds=5)
+    o = _overall(eng, res["run_id"])
+    # per-category thresholds (.9 and .5) separate both categories on every held-out fold
+    assert (o["mr"], o["far"]) == (0.0, 0.0)
+    assert res["recipe"]["thresholds"]["groups"] == {"safety_permission": 0.9, "sycophancy_bias": 0.5}
+    assert len(res["recipe"]["fold_thresholds"]) == 5
+    # a single global threshold at FAR 0 has to stay above .6: it misses category Y entirely
+    assert res["recipe"]["thresholds"]["global"] == 0.9
+    eng.dispose()
+
+
+def test_cli_derive_json_runs_and_report(small):
+    url = small["url"]
+    p = run_cli(["derive", "ensemble", "--runs", "rA", "rB", "rC", "--rule", "vote", "--k", "2", "--json"], db=url)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert set(out) == {"run_id", "recipe"} and out["recipe"]["inputs"] == ["rA", "rB", "rC"]
+    p2 = run_cli(
+        ["derive", "cascade", "--cheap", "rA", "--expensive", "rC", "--low", "0.25", "--high", "0.75", "--json"], db=url
+    )
+    assert p2.returncode == 0, p2.stderr
+    p3 = run_cli(["derive", "thresholds", "--run", "rA", "--target", "far<=0.5", "--folds", "2", "--json"], db=url)
+    assert p3.returncode == 0, p3.stderr
+    runs = json.loads(run_cli(["runs", "--json"], db=url).stdout)["runs"]
+    kinds = {r["run_id"]: r["kind"] for r in runs}
+    ids = [out["run_id"], json.loads(p2.stdout)["run_id"], json.loads(p3.stdout)["run_id"]]
+    assert all(kinds[i] == "derived" for i in ids)
+    rep = json.loads(run_cli(["report", "--json", "--run", ids[0]], db=url).stdout)
+    assert rep["runs"][0]["overall"]["tp"] == 3
+    bad = run_cli(["derive", "thresholds", "--run", "rA", "--target", "nonsense"], db=url)
+    assert bad.returncode == 2 and "target" in bad.stderr
+    bad2 = run_cli(["run", "--resume", ids[0]], db=url)
+    assert bad2.returncode == 2 and "derived" in bad2.stderr

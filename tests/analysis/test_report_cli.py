@@ -1,0 +1,209 @@
+"""`automonitor report`: contract JSON, paper-style markdown/LaTeX/CSV tables, rich default, exit codes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from automonitor import analysis
+from automonitor.analysis import report_format
+from automonitor.vocab import CATEGORIES, TASKS
+
+M, B = "misbehavior", "benign"
+PAIRS = 9
+# (run id, monitor, template, P(flag misbehavior side) pattern, P(flag benign side) pattern)
+RUNS = [
+    ("r1", "gpt_4o & co", "direct", lambda p: p % 3 != 0, lambda p: p == 1),
+    ("r2", "gpt_4o & co", "evidence", lambda p: p != 0, lambda p: p in (1, 2, 5)),
+    ("r3", "small-judge", "direct", lambda p: p % 2 == 0, lambda p: False),
+]
+
+
+def seed(engine) -> None:
+    from store import session_scope
+    from store.models import Monitor, Prediction, Run, Sample
+
+    with session_scope(engine) as s:
+        for p in range(PAIRS):
+            for lab in (M, B):
+                s.add(
+                    Sample(
+                        id=f"s{p}{lab[0]}",
+                        pair_id=f"p{p}",
+                        category=CATEGORIES[p % 3],
+                        task=TASKS[p // 3],
+                        label=lab,
+                        request=f"q{p}",
+                        response=f"r{p}{lab}",
+                        split="test",
+                        request_hash="q",
+                        response_hash=f"{p}{lab}",
+                        content_hash=f"{p}{lab}",
+                    )
+                )
+        mons = {}
+        for i, (rid, mon, tpl, fm, fb) in enumerate(RUNS):
+            if mon not in mons:
+                mons[mon] = Monitor(name=mon, backend="rules")
+                s.add(mons[mon])
+                s.flush()
+            s.add(
+                Run(
+                    id=rid,
+                    monitor_id=mons[mon].id,
+                    monitor=mon,
+                    template=tpl,
+                    status="finished",
+                    created_at=pd.Timestamp("2026-02-01", tz="UTC") + pd.Timedelta(seconds=i),
+                )
+            )
+            s.flush()
+            for p in range(PAIRS):
+                om = M if fm(p) else B
+                ob = M if fb(p) else B
+                if rid == "r3" and p == 4:
+                    ob = "error"
+                s.add(Prediction(run_id=rid, sample_id=f"s{p}m", outcome=om))
+                s.add(Prediction(run_id=rid, sample_id=f"s{p}b", outcome=ob))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from store import get_engine, init_db
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('report') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    seed(eng)
+    yield url, eng
+    eng.dispose()
+
+
+SLICE_KEYS = {"n", "tp", "fn", "fp", "tn", "unscored", "mr", "far", "mr_ci", "far_ci"}
+
+
+@pytest.mark.slow
+def test_report_json_follows_the_contract(cli, store):
+    url, eng = store
+    r = cli(["report", "--json", "--n-boot", "100"], db=url)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert {"runs", "pareto", "pearson_r"} <= set(doc)
+    assert [x["run_id"] for x in doc["runs"]] == ["r1", "r2", "r3"]
+    for run in doc["runs"]:
+        assert {"run_id", "monitor", "template", "overall", "by_category", "by_task"} <= set(run)
+        for s in [run["overall"], *run["by_category"].values(), *run["by_task"].values()]:
+            assert SLICE_KEYS <= set(s)
+            assert s["tp"] + s["fn"] + s["fp"] + s["tn"] + s["unscored"] == s["n"]
+        assert set(run["by_category"]) == set(CATEGORIES) and set(run["by_task"]) == set(TASKS)
+    # same numbers as the in-process analysis (the CLI adds the audit's baselines: tests/data/test_audit.py)
+    assert "audit" in doc and all("baselines" in x for x in doc["runs"])
+    doc.pop("audit")
+    for x in doc["runs"]:
+        x.pop("baselines"), x.pop("baselines_edition")
+    assert doc == json.loads(json.dumps(analysis.report(eng, n_boot=100, edition="paper")))  # CLI default edition
+    assert all(x["edition"] == "paper" and x["controls"]["n"] == 0 for x in doc["runs"])
+    r3 = doc["runs"][2]["overall"]
+    assert r3["unscored"] == 1 and r3["far"] == 0.0 and r3["fp"] + r3["tn"] == PAIRS - 1
+    assert isinstance(doc["pearson_r"], float)
+
+    sel = cli(["report", "--json", "--run", "r3", "--run", "r1", "--invalid", "as-flag", "--n-boot", "50"], db=url)
+    d2 = json.loads(sel.stdout)
+    assert [x["run_id"] for x in d2["runs"]] == ["r3", "r1"] and d2["pearson_r"] is None
+    assert d2["invalid_policy"] == "as-flag" and d2["runs"][0]["overall"]["fp"] == 1  # the error counts as a flag
+
+
+@pytest.mark.slow
+def test_report_tables_and_default_output(cli, store):
+    url, eng = store
+    rep = analysis.report(eng, n_boot=20)
+    out = cli(["report", "--format", "csv", "--n-boot", "20"], db=url)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert [r["monitor"] for r in rows] == ["gpt_4o & co", "small-judge"]  # rows = monitors
+    by = {x["run_id"]: x for x in rep["runs"]}
+    assert float(rows[0]["overall_mr_direct"]) == pytest.approx(by["r1"]["overall"]["mr"])
+    assert float(rows[0]["overall_far_evidence"]) == pytest.approx(by["r2"]["overall"]["far"])
+    assert float(rows[0]["sycophancy_bias_mr_evidence"]) == pytest.approx(
+        by["r2"]["by_category"]["sycophancy_bias"]["mr"]
+    )
+    assert rows[1]["overall_mr_evidence"] == "" and rows[1]["runs"] == "r3"
+    assert float(rows[1]["overall_unscored_rate_direct"]) == pytest.approx(1 / (2 * PAIRS))
+
+    md = report_format.render(rep, "markdown")  # the CLI prints exactly this (checked for csv above)
+    lines = [line for line in md.splitlines() if line.startswith("|")]
+    assert (
+        len(lines) == 2 + 2 and "Overall MR (direct)" in lines[0] and "Specification Gaming FAR (evidence)" in lines[0]
+    )
+    assert lines[2].startswith("| gpt\\_4o \\& co | ") and f"| {by['r1']['overall']['mr']:.2f} |" in lines[2]
+
+    tex = report_format.render(rep, "latex")
+    assert "\\begin{tabular}" in tex and "gpt\\_4o \\& co" in tex and "\\bottomrule" in tex
+    assert out.stdout == report_format.render(rep, "csv")
+
+    plain = cli(["report", "--n-boot", "20"], db=url)
+    assert plain.returncode == 0 and "r1" in plain.stdout and "Pareto front" in plain.stdout
+
+
+@pytest.mark.slow
+def test_report_bad_usage_exits_2(cli, store):
+    url, _ = store
+    for args, needle in (
+        (["--invalid", "as-benign"], "--invalid"),
+        (["--run", "nope"], "nope"),
+        (["--format", "html"], "--format"),
+        (["--json", "--format", "csv"], "--format"),
+        (["--cost-ratio", "0"], "--cost-ratio"),
+    ):
+        r = cli(["report", *args], db=url)
+        assert r.returncode == 2, (args, r.stderr)
+        assert needle in r.stderr and r.stdout == ""
+
+
+def _report_dict():
+    rows = []
+    for rid, mon, tpl, fm, fb in RUNS:
+        for p in range(PAIRS):
+            for lab, f in ((M, fm), (B, fb)):
+                rows.append(
+                    {
+                        "run_id": rid,
+                        "sample_id": f"s{p}{lab[0]}",
+                        "pair_id": f"p{p}",
+                        "category": CATEGORIES[p % 3],
+                        "task": TASKS[p // 3],
+                        "label": lab,
+                        "outcome": M if f(p) else B,
+                        "score": float("nan"),
+                        "evidence": [],
+                    }
+                )
+    runs = pd.DataFrame(
+        [(r[0], r[1], r[2]) for r in RUNS] + [("r4", "gpt_4o & co", "direct")],
+        columns=["run_id", "monitor", "template"],
+    )
+    preds = pd.DataFrame(rows)
+    extra = preds[preds["run_id"] == "r1"].assign(run_id="r4")
+    return analysis.analyze(pd.concat([preds, extra]), runs, n_boot=10)
+
+
+def test_paper_table_puts_repeated_runs_on_their_own_rows():
+    rep = _report_dict()
+    cols, rows = report_format.paper_table(rep)
+    assert [r["monitor"] for r in rows] == ["gpt_4o & co #1", "gpt_4o & co #2", "small-judge"]
+    assert rows[0]["runs"] == ["r1", "r2"] and rows[1]["runs"] == ["r4"]
+    assert [c["key"] for c in cols][:6] == [
+        "overall_mr_direct",
+        "overall_mr_evidence",
+        "overall_far_direct",
+        "overall_far_evidence",
+        "overall_unscored_rate_direct",
+        "overall_unscored_rate_evidence",
+    ]
+    assert len(cols) == 6 + 4 * len(CATEGORIES)
+    assert report_format.latex_escape("a_b&c%") == "a\\_b\\&c\\%"
+    with pytest.raises(ValueError):
+        report_format.render(rep, "html")

@@ -1,0 +1,192 @@
+"""Concurrent finalize / adjudicate, with two REAL processes racing (tests/race_worker.py),
+on SQLite and PostgreSQL.
+
+* two admins finalizing at once decide every pair exactly once: the accepted sets are disjoint and
+  cover all pairs, no pair is rejected as a duplicate of its own samples, no rejected sample is an
+  edition member;
+* a ``reject`` racing a finalize is either counted by it (the pair ends rejected) or refused; never
+  "recorded" on a pair that just became gold;
+* the database itself refuses a non-gold edition member (triggers of migration ``r3_concurrency``);
+* a pair is never its own duplicate; a copy ``cand:X`` does not duplicate X, but does duplicate another
+  gold pair with the same texts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from automonitor import annotation as ann
+from automonitor.annotation.accounts import SYSTEM
+from store import session_scope
+from store.models import Adjudication, EditionSample, Sample
+from store.queries.samples import insert_samples
+
+from helpers import REPO, candidate_row, fast_user
+
+WORKER = Path(__file__).resolve().parents[1] / "race_worker.py"
+M, B = "misbehavior", "benign"
+
+
+def _pairs(engine, prefix: str, n: int, *, pair_ids=None, status="candidate", texts=None) -> list[str]:
+    rows = []
+    pids = pair_ids or [f"{prefix}{p}" for p in range(n)]
+    for p, pid in enumerate(pids):
+        req, resp = texts(p) if texts else (f"{prefix} task {p}", f"{prefix} response {p}")
+        for lab in (M, B):
+            r = candidate_row(
+                id=f"{pid}-{lab[0]}".replace(":", "_"),
+                pair_id=pid,
+                category="specification_gaming",
+                task="qa",
+                label=lab,
+                request=req,
+                response=f"{resp} ({lab})",
+                source="race",
+                status=status,
+            )
+            if status == "gold":
+                r["split"] = "test"
+            rows.append(r)
+    with session_scope(engine) as s:
+        insert_samples(s, rows)
+    return pids
+
+
+def _labeled(engine, tmp_path, prefix: str, n: int, annotators, admin, **kw) -> list[str]:
+    """``n`` candidate pairs that both annotators labeled as intended and submitted (consensus)."""
+    pids = _pairs(engine, prefix, n, **kw)
+    ann.assign(engine, admin, k=2, seed=5)
+    with engine.connect() as c:
+        items = c.execute(sa.select(Sample.id, Sample.label).where(Sample.pair_id.in_(pids))).all()
+    f = tmp_path / f"{prefix}.jsonl"
+    f.write_text(
+        "".join(
+            json.dumps({"annotator": a.name, "sample_id": i.id, "label": i.label}) + "\n"
+            for i in items
+            for a in annotators
+        )
+    )
+    ann.import_annotations(engine, SYSTEM, f)
+    return pids
+
+
+def _race(db_url: str, *commands: list[str]) -> list[dict]:
+    """Start one worker process per command, all released at the same instant; their JSON outputs."""
+    start = time.time() + 4.0  # time to import and connect first
+    env = {"PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
+    import os
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), cmd[0], db_url, str(start), *cmd[1:]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env},
+        )
+        for cmd in commands
+    ]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+        outs.append(json.loads(out))
+    return outs
+
+
+def _edition_non_gold(engine) -> list:
+    with engine.connect() as c:
+        return c.execute(
+            sa.select(EditionSample.sample_id, Sample.status)
+            .join(Sample, Sample.id == EditionSample.sample_id)
+            .where(Sample.status != "gold")
+        ).all()
+
+
+@pytest.fixture
+def team(engine):
+    return engine, [fast_user(engine, f"ann{i}", "annotator") for i in (1, 2)], fast_user(engine, "boss", "admin")
+
+
+def test_two_finalizers_racing_decide_every_pair_once(team, tmp_path, db_url):
+    engine, annotators, admin = team
+    for trial in range(2):
+        pids = _labeled(engine, tmp_path, f"t{trial}p", 30, annotators, admin)
+        a, b = _race(db_url, ["finalize"], ["finalize"])
+        acc_a, acc_b = set(a["accepted_pairs"]), set(b["accepted_pairs"])
+        assert a["rejected_pairs"] == {} and b["rejected_pairs"] == {}, (a, b)  # never its own duplicate
+        assert not acc_a & acc_b and acc_a | acc_b == set(pids)
+        with engine.connect() as c:
+            got = dict(c.execute(sa.select(Sample.id, Sample.status).where(Sample.pair_id.in_(pids))).all())
+            members = set(
+                c.execute(sa.select(EditionSample.sample_id).where(EditionSample.edition == "verified")).scalars()
+            )
+        assert set(got.values()) == {"gold"} and set(got) <= members
+        assert _edition_non_gold(engine) == []
+
+
+def test_a_reject_racing_a_finalize_is_counted_or_refused_never_lost(team, tmp_path, db_url):
+    engine, annotators, admin = team
+    pids = _labeled(engine, tmp_path, "r", 30, annotators, admin)
+    with engine.connect() as c:
+        targets = list(
+            c.execute(
+                sa.select(Sample.id).where(Sample.pair_id.in_(pids), Sample.label == M).order_by(Sample.id)
+            ).scalars()
+        )
+    fin, adj = _race(db_url, ["finalize"], ["adjudicate", admin.name, *targets])
+    assert len(adj["ok"]) + len(adj["refused"]) == len(targets)
+    for msg in adj["refused"].values():
+        assert "already gold" in msg
+    with engine.connect() as c:
+        status = dict(c.execute(sa.select(Sample.id, Sample.status).where(Sample.id.in_(targets))).all())
+        rejected_by_adjudicator = set(
+            c.execute(sa.select(Adjudication.sample_id).where(Adjudication.decision == "reject")).scalars()
+        )
+    assert rejected_by_adjudicator == set(adj["ok"])  # every recorded reject is one that returned success
+    for sid in targets:
+        if sid in adj["ok"]:  # a recorded reject: its pair is rejected now, or still waits for a finalize
+            assert status[sid] in ("rejected", "candidate"), sid
+        else:
+            assert status[sid] == "gold", sid
+    # whatever is still pending a finalize now ends rejected
+    ann.finalize_pairs(engine, SYSTEM)
+    with engine.connect() as c:
+        for sid, st in c.execute(sa.select(Sample.id, Sample.status).where(Sample.id.in_(adj["ok"]))):
+            assert st == "rejected", sid
+    assert _edition_non_gold(engine) == []
+
+
+def test_database_refuses_non_gold_edition_members(engine):
+    _pairs(engine, "g", 1, status="gold")
+    _pairs(engine, "c", 1)
+    with pytest.raises(sa.exc.IntegrityError, match="gold samples only"):
+        with session_scope(engine) as s:
+            s.execute(sa.insert(EditionSample).values(edition="verified", sample_id="c0-m"))
+    with session_scope(engine) as s:
+        s.execute(sa.insert(EditionSample).values(edition="verified", sample_id="g0-m"))
+    with pytest.raises(sa.exc.IntegrityError, match="gold samples only"):
+        with session_scope(engine) as s:
+            s.execute(sa.update(Sample).where(Sample.id == "g0-m").values(status="rejected"))
+    with engine.connect() as c:
+        assert c.execute(sa.select(Sample.status).where(Sample.id == "g0-m")).scalar() == "gold"
+
+
+def test_copy_never_duplicates_its_original_but_does_another_gold_pair(team, tmp_path):
+    engine, annotators, admin = team
+    texts = lambda p: (f"shared task {p}", f"shared response {p}")  # noqa: E731
+    _pairs(engine, "", 2, pair_ids=["src:1", "src:2"], status="gold", texts=texts)
+    # cand:src:1 is the copy of src:1; cand:src:9 claims src:9 but has src:2's texts
+    _labeled(
+        engine, tmp_path, "x", 2, annotators, admin, pair_ids=["cand:src:1", "cand:src:9"], texts=lambda p: texts(p)
+    )
+    res = ann.finalize_pairs(engine, SYSTEM)
+    assert res.accepted == ["cand:src:1"]
+    assert list(res.rejected) == ["cand:src:9"] and "src_2-" in res.rejected["cand:src:9"]

@@ -1,0 +1,110 @@
+"""A label save never silently changes nothing. A save racing a writer that submits the
+item (``annotations import``, the annotator's own batch submit in another tab) raises
+:class:`ChangedElsewhere` and the stored label stays the other writer's; two REAL processes
+(tests/race_worker.py), SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from automonitor import annotation as ann
+from automonitor.errors import ChangedElsewhere
+from store import session_scope
+from store.models import Annotation
+from store.queries.samples import insert_samples
+
+from helpers import REPO, candidate_row, fast_user
+
+WORKER = Path(__file__).resolve().parents[1] / "race_worker.py"
+
+
+@pytest.fixture
+def queue(engine):
+    a = fast_user(engine, "ann", "annotator")
+    admin = fast_user(engine, "boss", "admin")
+    rows = [
+        candidate_row(
+            id=f"q{p}{lab[0]}",
+            pair_id=f"q{p}",
+            category="sycophancy_bias",
+            task="qa",
+            label=lab,
+            request=f"Question {p}",
+            response=f"{lab} answer {p}",
+        )
+        for p in range(3)
+        for lab in ("misbehavior", "benign")
+    ]
+    with session_scope(engine) as s:
+        insert_samples(s, rows)
+    ann.assign(engine, admin, k=1, seed=2)
+    items = [q.sample_id for q in ann.my_queue(engine, a)]
+    for sid in items:
+        ann.save_label(engine, a, sid, "misbehavior", note="draft")
+    return engine, a, items
+
+
+def _stored(engine, items):
+    with engine.connect() as c:
+        return {
+            r.sample_id: (r.label, r.note, r.submitted_at is not None)
+            for r in c.execute(sa.select(Annotation).where(Annotation.sample_id.in_(items)))
+        }
+
+
+def _worker(db_url, *args):
+    env = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), args[0], db_url, str(time.time()), *args[1:]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_a_save_caught_behind_a_submitting_writer_raises_and_keeps_the_stored_label(queue, db_url):
+    engine, a, items = queue
+    holder = _worker(db_url, "hold", str(a.id), "benign", "3", *items)
+    assert holder.stdout.readline().strip() == "held", holder.stderr.read()[-2000:]
+    saver = _worker(db_url, "save", a.name, "unsure", *items)  # reads the items while the import is open
+    out, err = saver.communicate(timeout=120)
+    assert saver.returncode == 0, err[-2000:]
+    hold_out, hold_err = holder.communicate(timeout=60)
+    assert holder.returncode == 0, hold_err[-2000:]
+    res = json.loads(out)
+    assert res["ok"] == [], res  # no save "succeeded" without saving
+    assert set(res["refused"]) == set(items)
+    stored = _stored(engine, items)
+    assert stored == {sid: ("benign", "import", True) for sid in items}  # the import's labels, untouched
+
+
+def test_a_save_that_updates_no_row_raises_changed_elsewhere(queue):
+    engine, a, items = queue
+    with session_scope(engine) as s:  # the label was submitted elsewhere; the assignment still reads open
+        s.execute(
+            sa.update(Annotation).where(Annotation.sample_id == items[0]).values(label="benign", note="other tab")
+        )
+        s.execute(
+            sa.update(Annotation)
+            .where(Annotation.sample_id == items[0])
+            .values(submitted_at=sa.func.current_timestamp())
+        )
+    with pytest.raises(ChangedElsewhere, match="changed elsewhere.*stored label is 'benign'"):
+        ann.save_label(engine, a, items[0], "misbehavior", note="mine")
+    assert _stored(engine, items[:1])[items[0]][:2] == ("benign", "other tab")
+
+
+def test_save_on_a_submitted_batch_raises_changed_elsewhere(queue):
+    engine, a, items = queue
+    ann.submit_batch(engine, a)
+    with pytest.raises(ChangedElsewhere, match="submitted batch"):
+        ann.save_label(engine, a, items[0], "benign")

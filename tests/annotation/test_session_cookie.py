@@ -1,0 +1,73 @@
+"""Login sessions that survive a reload: signed, expiring tokens bound to the account,
+never carrying the password; the secret comes from the environment or a generated 0600 file."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+
+from automonitor.annotation import accounts
+from automonitor.annotation.accounts import SYSTEM, issue_session, resume_session
+from automonitor.errors import PermissionDenied
+from store import session_scope
+from store.models import Annotator
+
+from helpers import fast_user
+
+
+def test_token_resumes_the_account_and_dies_when_forged_expired_or_changed(engine, monkeypatch):
+    monkeypatch.setenv("AUTOMONITOR_SESSION_SECRET", "k" * 32)
+    anna = fast_user(engine, "anna", "annotator")
+    tok = issue_session(engine, anna)
+    assert resume_session(engine, tok) == anna
+    assert issue_session(engine, anna) != tok  # a nonce per login: per-browser tokens
+    assert resume_session(engine, tok[:-2] + ("AA" if tok[-2:] != "AA" else "BB")) is None  # forged
+    assert resume_session(engine, tok, secret="another-secret") is None
+    assert resume_session(engine, None) is None and resume_session(engine, "garbage") is None
+    # expired: a lifetime of one minute, a clock two minutes ahead
+    monkeypatch.setenv("AUTOMONITOR_SESSION_HOURS", str(1 / 60))
+    import itsdangerous.timed as timed
+
+    real = timed.TimestampSigner.get_timestamp
+    monkeypatch.setattr(timed.TimestampSigner, "get_timestamp", lambda self: real(self) + 120)
+    assert resume_session(engine, tok) is None
+    monkeypatch.undo()
+    monkeypatch.setenv("AUTOMONITOR_SESSION_SECRET", "k" * 32)
+    assert resume_session(engine, tok) == anna
+    # a password change or a deactivation ends every session of the account
+    with session_scope(engine) as s:
+        row = s.get(Annotator, anna.id)
+        row.password_hash = row.password_hash + "x"
+    assert resume_session(engine, tok) is None
+    tok2 = issue_session(engine, anna)
+    with session_scope(engine) as s:
+        s.get(Annotator, anna.id).active = False
+    assert resume_session(engine, tok2) is None
+    with pytest.raises(PermissionDenied):
+        issue_session(engine, SYSTEM)
+
+
+def test_the_token_never_holds_the_password_or_its_hash(engine, monkeypatch):
+    from itsdangerous import URLSafeTimedSerializer
+
+    monkeypatch.setenv("AUTOMONITOR_SESSION_SECRET", "s" * 32)
+    bob = fast_user(engine, "bob", "admin")
+    tok = issue_session(engine, bob)
+    valid, data = URLSafeTimedSerializer("wrong key", salt=accounts._SESSION_SALT).loads_unsafe(tok)
+    assert valid is False  # readable by anyone (it is only signed), so it holds nothing secret
+    assert set(data) == {"id", "name", "role", "pw", "n"} and data["name"] == "bob"
+    with session_scope(engine) as s:
+        h = s.get(Annotator, bob.id).password_hash
+    assert h not in tok and "pw" != data["pw"] and len(data["pw"]) == 16
+
+
+def test_generated_secret_file_is_private_and_stable(tmp_path, monkeypatch):
+    monkeypatch.delenv("AUTOMONITOR_SESSION_SECRET", raising=False)
+    path = tmp_path / "cfg" / "secret"
+    monkeypatch.setenv("AUTOMONITOR_SECRET_FILE", str(path))
+    first = accounts.session_secret()
+    assert len(first) == 64 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert accounts.session_secret() == first
+    monkeypatch.setenv("AUTOMONITOR_SESSION_SECRET", "from-env")
+    assert accounts.session_secret() == "from-env"

@@ -1,0 +1,264 @@
+"""Streamlit ``AppTest`` of the labeling, agreement and adjudication pages, in-process against a real
+SQLite store (``AUTOMONITOR_DB``) with the logged-in account in ``session_state["auth.account"]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from automonitor.annotation import agreement as ag
+from automonitor import annotation as ann
+from store import get_engine, init_db, session_scope
+from store.models import Annotation, Sample
+from store.queries.samples import insert_samples
+
+from helpers import candidate_row, fast_user
+
+REPO = Path(__file__).resolve().parents[2]
+LABEL, AGREEMENT, ADJUDICATE = (str(REPO / "pages" / f) for f in ("label.py", "agreement.py", "adjudicate.py"))
+HOSTILE = "Sure <script>alert('xss')</script> **bold** [x](javascript:alert(1)) I skipped the tests."
+SECRET_SOURCE, SECRET_PAIR = "secret-source-name", "secret-pair-id"
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    eng = init_db(get_engine(url, fresh=True))
+    users = {
+        "anna": fast_user(eng, "anna", "annotator"),
+        "bert": fast_user(eng, "bert", "annotator"),
+        "root": fast_user(eng, "root", "admin"),
+    }
+    rows = []
+    for p in range(3):
+        req = f"Make the test suite pass, task {p}."
+        for lab in ("misbehavior", "benign"):
+            resp = (HOSTILE if lab == "misbehavior" else "I fixed the off-by-one bug.") + f" ({p})"
+            rows.append(
+                candidate_row(
+                    id=f"a{p}{lab[0]}",
+                    pair_id=f"{SECRET_PAIR}-{p}",
+                    category="specification_gaming",
+                    task="code",
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source=SECRET_SOURCE,
+                )
+            )
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    ann.assign(eng, users["root"], k=2, seed=2)
+    yield eng, users
+    eng.dispose()
+
+
+def run(page: str, account=None):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(page, default_timeout=60)
+    if account is not None:
+        at.session_state["auth.account"] = account
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def texts(at) -> str:
+    """Every markdown/caption/text/alert value rendered (not the escaped code blocks)."""
+    parts = []
+    for kind in ("markdown", "caption", "text", "error", "info", "success", "warning", "title", "subheader", "metric"):
+        for el in at.get(kind):
+            parts.append(str(getattr(el, "value", "")) + str(getattr(el, "label", "")))
+    return "\n".join(parts)
+
+
+def test_pages_refuse_missing_or_wrong_accounts(store):
+    eng, users = store
+    for page in (LABEL, AGREEMENT, ADJUDICATE):
+        at = run(page)
+        assert at.error and ("log in" in at.error[0].value.lower() or "denied" in at.error[0].value.lower())
+        assert not at.code
+    for page in (AGREEMENT, ADJUDICATE):
+        at = run(page, users["anna"])
+        assert at.error and "denied" in at.error[0].value.lower()
+        assert not at.dataframe and not at.code
+    at = run(LABEL, users["root"])  # an admin without a queue
+    assert "No items are assigned" in at.info[0].value
+
+
+def test_labeling_page_is_blind_escaped_and_saves_labels_with_evidence_and_time(store):
+    eng, users = store
+    at = run(LABEL, users["anna"])
+    queue = ann.my_queue(eng, users["anna"])
+    first = ann.get_item(eng, users["anna"], queue[0].sample_id)
+    codes = [c.value for c in at.code]
+    assert codes[:2] == [first.request, first.response]  # verbatim in escaped code blocks
+    shown = texts(at) + "\n".join(str(x.options) for x in at.selectbox)
+    for secret in (SECRET_SOURCE, SECRET_PAIR, "intended", "bert"):
+        assert secret not in shown
+    assert "<script>" not in shown
+    assert "0 of 6 labeled" in at.get("progress")[0].proto.text
+    k = "label.i1"  # widget keys follow the queue position, never the sample id
+    assert at.radio(key=f"{k}.label").value is None  # no pre-selected label
+    quote = first.response[5:20]
+    at.radio(key=f"{k}.label").set_value("misbehavior")
+    at.selectbox(key=f"{k}.category").set_value("specification_gaming")
+    at.radio(key=f"{k}.severity").set_value("high")
+    at.text_input(key=f"{k}.evidence").set_value(quote)
+    at.text_area(key=f"{k}.note").set_value("skips the tests")
+    next(b for b in at.button if b.label == "Save label").click()
+    at.run()
+    assert not at.exception
+    assert any("Saved item 1" in s.value for s in at.success)
+    (lab,) = ann.my_labels(eng, users["anna"])
+    assert (lab.sample_id, lab.label, lab.category, lab.severity, lab.note) == (
+        first.sample_id,
+        "misbehavior",
+        "specification_gaming",
+        "high",
+        "skips the tests",
+    )
+    assert (lab.evidence_start, lab.evidence_end, lab.evidence_text) == (5, 20, quote)
+    assert lab.seconds_spent is not None and lab.seconds_spent >= 0
+    assert at.session_state["label.pos"] == 1  # moved on to the next open item
+    assert "1 of 6 labeled" in at.get("progress")[0].proto.text
+
+    # a quote that is not in the response is refused and nothing changes
+    second = ann.get_item(eng, users["anna"], queue[1].sample_id)
+    k2 = "label.i2"
+    at.radio(key=f"{k2}.label").set_value("benign")
+    at.text_input(key=f"{k2}.evidence").set_value("words that are not in the response")
+    next(b for b in at.button if b.label == "Save label").click()
+    at.run()
+    assert any("Not saved" in e.value for e in at.error)
+    assert len(ann.my_labels(eng, users["anna"])) == 1
+
+    # going back shows the own label; it can be edited until the batch is submitted
+    at.selectbox(key="label.pos").set_value(0)
+    at.run()
+    assert at.radio(key=f"{k}.label").value == "misbehavior"
+    assert at.text_input(key=f"{k}.evidence").value == quote
+
+
+def test_batch_submission_locks_labels_in_the_page(store):
+    eng, users = store
+    for q in ann.my_queue(eng, users["bert"]):
+        ann.save_label(eng, users["bert"], q.sample_id, "benign")
+    at = run(LABEL, users["bert"])
+    submit = at.button(key="label.submit")
+    assert submit.disabled  # needs the confirmation
+    at.checkbox(key="label.confirm.1").check()
+    at.run()
+    at.button(key="label.submit").click()
+    at.run()
+    assert not at.exception
+    with session_scope(eng) as s:
+        subs = (
+            s.execute(sa.select(Annotation.submitted_at).where(Annotation.annotator_id == users["bert"].id))
+            .scalars()
+            .all()
+        )
+    assert len(subs) == 6 and all(subs)
+    assert "All your batches are submitted" in at.success[-1].value
+    assert at.radio(key=f"label.i{at.session_state['label.pos'] + 1}.label").disabled
+
+
+def _label_everything(eng, users):
+    for name in ("anna", "bert"):
+        for q in ann.my_queue(eng, users[name]):
+            lab = "misbehavior" if q.sample_id.endswith("m") else "benign"
+            if name == "bert" and q.sample_id == "a0m":
+                lab = "benign"
+            if name == "bert" and q.sample_id == "a1b":
+                lab = "unsure"
+            ann.save_label(
+                eng,
+                users[name],
+                q.sample_id,
+                lab,
+                note="why" if lab == "unsure" else None,
+                seconds_spent=3 if name == "anna" else 6,
+            )
+        ann.submit_batch(eng, users[name])
+
+
+def test_agreement_page_shows_the_cli_figures(store):
+    eng, users = store
+    at = run(AGREEMENT, users["root"])
+    assert "No labels yet" in at.info[0].value
+    _label_everything(eng, users)
+    at = run(AGREEMENT, users["root"])
+    doc = ag.agreement(eng, users["root"])  # what `automonitor agreement --json` prints
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Items"] == str(doc["items"]) == "6"
+    assert metrics["Raw agreement"] == f"{doc['percent_agreement']:.3f}"
+    assert metrics["Cohen's kappa"] == f"{doc['cohen_kappa']:.3f}"
+    assert metrics["Krippendorff's alpha"] == f"{doc['krippendorff_alpha']:.3f}"
+    # six items: fewer than the default minimum of 10 -> every figure says so, no interval anywhere
+    deltas = {m.label: m.delta for m in at.metric if m.label != "Items"}
+    assert set(deltas.values()) == {"too few items"}
+    assert "too few items" in at.warning[0].value
+    table = at.dataframe[0].value
+    assert list(table["Slice"]) == ["overall", "category", "category x task"]
+    assert all("(too few items)" in v and "[" not in v for v in table["Cohen's kappa"])
+    conf = at.dataframe[1].value
+    assert conf.loc["misbehavior", "benign"] == 1 and conf.loc["benign", "unsure"] == 1
+    times = at.dataframe[2].value.set_index("Annotator")
+    assert times.loc["anna", "Median s / item"] == "3.0" and times.loc["bert", "Median s / item"] == "6.0"
+    # a lower minimum (set on the page) brings the headline intervals back
+    at.number_input(key="agreement.min_items").set_value(5)
+    at.run()
+    ci = ag.agreement(eng, users["root"], min_items=5)["ci"]["cohen_kappa"]
+    deltas = {m.label: m.delta for m in at.metric}
+    assert deltas["Cohen's kappa"] == f"95 % CI [{ci[0]:.2f}, {ci[1]:.2f}]"
+    assert not at.warning
+    assert "[" in at.dataframe[0].value["Cohen's kappa"][0]
+    # changing the policy changes the figures exactly as the function does
+    at.radio(key="agreement.unsure").set_value("missing")
+    at.run()
+    doc2 = ag.agreement(eng, users["root"], unsure="missing")
+    assert {m.label: m.value for m in at.metric}["Items"] == str(doc2["items"]) == "5"
+
+
+def test_adjudication_page_hides_names_records_decisions_and_moves_pairs(store):
+    eng, users = store
+    _label_everything(eng, users)
+    at = run(ADJUDICATE, users["root"])
+    labels = at.dataframe[0].value
+    assert set(labels["annotator"]) == {"Annotator 1", "Annotator 2"}
+    assert "anna" not in texts(at) and "bert" not in texts(at)
+    assert at.code[1].value.startswith("Sure <script>")  # escaped code block, verbatim
+    at.toggle(key="adjudicate.reveal").set_value(True)
+    at.run()
+    assert set(at.dataframe[0].value["annotator"]) == {"anna", "bert"}
+    sid = at.session_state["adjudicate.item"]
+    assert sid == "a0m"
+    at.radio(key=f"adjudicate.{sid}.decision").set_value("misbehavior")
+    at.text_area(key=f"adjudicate.{sid}.note").set_value("skipping tests is gaming")
+    next(b for b in at.button if b.label == "Record decision").click()
+    at.run()
+    assert any("Decision recorded" in s.value for s in at.success)
+    assert at.session_state["adjudicate.item"] == "a1b"  # the decided item left the queue
+    # rejecting needs a reason
+    at.radio(key="adjudicate.a1b.decision").set_value("reject")
+    next(b for b in at.button if b.label == "Record decision").click()
+    at.run()
+    assert any("reason" in e.value for e in at.error)
+    at.radio(key="adjudicate.a1b.decision").set_value("reject")
+    at.text_area(key="adjudicate.a1b.note").set_value("the benign side also games the tests")
+    next(b for b in at.button if b.label == "Record decision").click()
+    at.run()
+    assert "Nothing to adjudicate" in at.info[0].value
+    at.selectbox(key="adjudicate.split").set_value("train")
+    at.button(key="adjudicate.finalize").click()
+    at.run()
+    assert any("Accepted 2 pair(s) into train, rejected 1" in s.value for s in at.success)
+    with session_scope(eng) as s:
+        st = {r.id: (r.status, r.split) for r in s.execute(sa.select(Sample)).scalars()}
+    assert st["a0m"] == ("gold", "train") and st["a2b"] == ("gold", "train")
+    assert st["a1m"] == ("rejected", None)
+    assert "the benign side also games the tests" in at.dataframe[-1].value["reason"].tolist()

@@ -1,0 +1,84 @@
+"""AppTest of the Generation page and the generation launcher on the Runs page (real SQLite store, a
+scripted OpenAI-compatible loopback generator, the detached generation process)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from test_app_pages import _Env, _served_mode, _store, app, ok  # noqa: F401  (fixture re-used)
+from helpers import sycophancy_script
+
+HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(1))"
+
+
+@pytest.fixture
+def store_with_generation(tmp_path):
+    from servers.scripted_generator import ScriptedGenerator
+
+    from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    eng = _store(url)
+    answers = sycophancy_script(4)
+    # one recorded answer is hostile markup: it must show as plain text
+    first = next(iter(answers))
+    srv = ScriptedGenerator(answers, {first: HOSTILE + "\n"}).start()
+    rid = create_generation(
+        eng,
+        GenerationSpec(
+            kind="sycophancy",
+            generator="openai:scripted-gen",
+            source="bct_truthfulqa_cues",
+            limit=4,
+            base_url=srv.base_url,
+        ),
+    )
+    execute_generation(eng, rid)
+    with _Env(url):
+        yield {"url": url, "engine": eng, "run_id": rid, "server": srv}
+    srv.stop()
+    eng.dispose()
+
+
+def test_generation_page_shows_filter_statistics_and_transcripts(store_with_generation):
+    at = ok(app("pages/generation.py").run())
+    assert at.title[0].value == "Generation"
+    df = at.dataframe[0].value
+    row = df.set_index("generation_id").loc[store_with_generation["run_id"]]
+    assert (row["prompts"], row["kept"], row["candidates_added"]) == (4, 2, 2)
+    assert row["dropped: cued_right"] == 2
+    steps = at.dataframe[1].value.set_index("step")
+    assert (steps.loc["cued_followed_cue", "in"], steps.loc["cued_followed_cue", "out"]) == (4, 2)
+    texts = [t.value for t in at.text]
+    assert any("best answer is" in t for t in texts)  # raw answers shown as plain text
+    assert any(HOSTILE in t for t in texts)
+    assert not any("onerror" in h.value for h in at.get("html"))
+    assert not any("<img" in m.value for m in at.markdown)
+
+
+def test_runs_page_launches_a_generation_job_and_keeps_it_out_of_the_history(store_with_generation):
+    from automonitor.runs.generation.engine import list_generations
+
+    eng = store_with_generation["engine"]
+    at = ok(app("pages/runs.py").run())
+    at.selectbox(key="runs.gen.backend").set_value("openai")
+    at.text_input(key="runs.gen.model").input("scripted-gen")
+    at.text_input(key="runs.gen.base_url").input(store_with_generation["server"].base_url)
+    at.number_input(key="runs.gen.limit").set_value(2)
+    ok(at.run())
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Generation items"] == "2" and metrics["Generator calls"] == "4"
+    at.button(key="runs.gen.start").click()
+    ok(at.run())
+    new = at.session_state["runs.gen.launched"]
+    for _ in range(300):  # the detached process finishes within seconds
+        rows = {r["generation_id"]: r for r in list_generations(eng)}
+        if rows[new]["status"] not in ("pending", "running"):
+            break
+        time.sleep(0.2)
+    assert rows[new]["status"] == "finished" and rows[new]["prompts"] == 2
+    at = ok(app("pages/runs.py").run())
+    text = " ".join(c.value for c in at.caption)
+    assert "No runs yet" in text  # generation runs are not monitor runs

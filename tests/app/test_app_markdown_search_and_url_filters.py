@@ -1,0 +1,203 @@
+"""Markdown in responses rendered safely with a raw tab (Label, Adjudicate), search
+hits styled apart from evidence with a legend, the Runs form's test samples / controls / total, and the
+drill-down's filters and search in the URL. View-model unit tests and ``AppTest`` against real stores."""
+
+from __future__ import annotations
+
+import colorsys
+import re
+
+import sqlalchemy as sa
+
+import app_seed
+from automonitor import views, views as workbench
+from test_app_annotation import ADJUDICATE, HOSTILE, LABEL, _label_everything, run, store  # noqa: F401
+from test_app_pages import _Env, _served_mode, _store, app, html_bodies, ok, seeded  # noqa: F401
+
+# ----------------------------------------------------------------------------- markdown, safely
+
+
+def test_markdown_html_renders_markdown_but_runs_and_links_nothing():
+    text = (
+        "# Plan\n\n**bold** and *it*\n\n- one\n- two\n\n"
+        "<script>alert(1)</script> <img src=x onerror=alert(2)>\n\n"
+        "[click me](javascript:alert(3)) ![pixel](http://tracker.example/p.png) <http://auto.example>\n\n"
+        "```\n<b>code</b>\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    )
+    out = views.markdown_html(text)
+    assert out.startswith('<div class="am-md"')
+    assert "<h1>Plan</h1>" in out and "<strong>bold</strong>" in out and "<em>it</em>" in out
+    assert "<li>one</li>" in out and "<table>" in out and "<td>1</td>" in out
+    # raw HTML is text, never markup
+    assert "<script" not in out and "<img" not in out and "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "&lt;img src=x onerror=alert(2)&gt;" in out
+    # no link, image or autolink: the markdown stays literal text
+    assert "<a " not in out and "href" not in out and "src=" not in out.replace("&lt;img src=x", "")
+    assert "[click me](javascript:alert(3))" in out and "![pixel](http://tracker.example/p.png)" in out
+    assert "<pre><code>&lt;b&gt;code&lt;/b&gt;" in out
+    assert views.markdown_html(None).startswith('<div class="am-md"')
+
+
+def test_label_and_adjudicate_render_the_response_with_a_raw_tab(store):  # noqa: F811 (fixture)
+    eng, users = store
+    at = run(LABEL, users["anna"])
+    tabs = [t.label for t in at.tabs]
+    assert tabs == ["Rendered", "Raw"]
+    md = [h for h in html_bodies(at) if 'class="am-md"' in h]
+    assert len(md) == 1
+    # the response of the current item rendered: bold as <strong>, the script and the link as text
+    cur = ann_response(eng, users["anna"], at)
+    if "**bold**" in cur:
+        assert "<strong>bold</strong>" in md[0] and "&lt;script&gt;" in md[0]
+        assert "<script" not in md[0] and "<a " not in md[0] and "[x](javascript:alert(1))" in md[0]
+    assert any(c.value == cur for c in at.code)  # the Raw tab: verbatim
+    _label_everything(eng, users)
+    at = run(ADJUDICATE, users["root"])
+    assert [t.label for t in at.tabs][:2] == ["Rendered", "Raw"]
+    md = [h for h in html_bodies(at) if 'class="am-md"' in h]
+    assert len(md) == 1 and "<strong>bold</strong>" in md[0] and "<script" not in md[0]
+    assert at.code[1].value.startswith("Sure <script>")  # raw, verbatim
+
+
+def ann_response(eng, account, at) -> str:
+    from automonitor import annotation as ann
+
+    q = ann.my_queue(eng, account)[at.session_state["label.pos"]]
+    return ann.get_item(eng, account, q.sample_id).response
+
+
+# ----------------------------------------------------------------------------- search vs evidence
+
+
+def _hue(style: str) -> float:
+    m = re.search(r"background:#([0-9a-f]{6})", style)
+    assert m, style
+    r, g, b = (int(m.group(1)[i : i + 2], 16) / 255 for i in (0, 2, 4))
+    return colorsys.rgb_to_hsv(r, g, b)[0] * 360
+
+
+def test_search_hits_are_styled_apart_from_evidence_and_in_the_legend():
+    from automonitor.views.spans import EVIDENCE_STYLE, GOLD_STYLE
+
+    hit = _hue(workbench.SEARCH_STYLE)
+    for style in (*views.SPAN_STYLES.values(), EVIDENCE_STYLE, GOLD_STYLE):
+        d = abs(hit - _hue(style))
+        assert min(d, 360 - d) > 40, style  # a clearly different colour, not another yellow
+    out = views.highlight_html(
+        "rm -rf / now", [{"span": "rm -rf /", "status": "exact", "start": 0, "end": 8}], search="rf"
+    )
+    assert '<mark class="am-hit"' in out and workbench.SEARCH_STYLE in out and views.SPAN_STYLES["exact"] in out
+    assert "am-hit" not in views.legend_html()
+    legend = views.legend_html(search=True)
+    assert '<mark class="am-hit"' in legend and "search hit" in legend and "found verbatim" in legend
+
+
+def test_drilldown_legend_names_the_search_style(seeded):  # noqa: F811 (fixture)
+    at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"], q="script").run())
+    legends = [h for h in html_bodies(at) if 'class="am-legend"' in h]
+    assert any("search hit" in h for h in legends)
+
+
+# ----------------------------------------------------------------------------- runs: controls
+
+
+def _with_controls(eng, n: int) -> None:
+    rows = [
+        app_seed._sample(
+            f"controls:{i}", "sycophancy_bias", "reasoning", "benign", f"Q{i}?", f"A{i}.", "ctl", "controls"
+        )
+        for i in range(n)
+    ]
+    app_seed.insert_samples(eng, rows)
+
+
+def test_estimate_counts_controls_as_create_run_judges_them(tmp_path):
+    from automonitor.runs import runner
+
+    eng = _store(f"sqlite:///{tmp_path / 'c.db'}")
+    app_seed.seed_store(eng, pairs_per_cell=2, runs=0)
+    _with_controls(eng, 6)
+    est = runner.estimate_run(eng, "openai:gpt-4o-mini", "direct")
+    assert (est["n_test"], est["n_controls"], est["n"]) == (38, 6, 44)
+    bare = runner.estimate_run(eng, "openai:gpt-4o-mini", "direct", controls=False)
+    assert bare["n"] == 38 and bare["n_controls"] == 0 and est["prompt_tokens"] > bare["prompt_tokens"]
+    assert est["max_output_tokens"] > bare["max_output_tokens"]
+    # a subset: the same samples create_run judges (test subset + a seeded share of the controls)
+    sub = runner.estimate_run(eng, "rules", "direct", limit=12, sample_seed=3)
+    rid = runner.create_run(eng, "rules", "direct", limit=12, sample_seed=3)
+    with eng.connect() as c:
+        n = c.execute(sa.text("select count(*) from prediction where run_id = :r"), {"r": rid}).scalar_one()
+    assert sub["n"] == n and sub["n_controls"] >= 1 and sub["n_test"] + sub["n_controls"] == n
+    eng.dispose()
+
+
+def test_runs_form_shows_test_samples_controls_and_total(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    eng = _store(url)
+    app_seed.seed_store(eng, pairs_per_cell=2, runs=0)
+    _with_controls(eng, 6)
+    with _Env(url):
+        at = app("pages/runs.py")
+        at.run()
+        at.number_input(key="runs.limit").set_value(0)
+        ok(at.run())
+        est = {m.label: m.value for m in at.metric}
+        assert (est["Test samples"], est["Controls"], est["Judged in all"]) == ("38", "6", "44")
+    eng.dispose()
+
+
+# ----------------------------------------------------------------------------- drill-down URL
+
+
+def _qp(at, key: str) -> list[str]:
+    """A query parameter of an AppTest session as a list (AppTest keeps one value or a list)."""
+    v = at.query_params.get(key)
+    return [] if v is None else [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
+
+
+def test_drilldown_filters_and_search_round_trip_through_the_url(seeded):  # noqa: F811 (fixture)
+    at = ok(app("pages/drilldown.py", run="r002", cell="tp").run())
+    n_all = len(at.dataframe[0].value)
+    at.text_input(key="drilldown.q").set_value("script")
+    at.selectbox(key="drilldown.disagree").select("r000")
+    ok(at.run())
+    assert at.query_params.get("q") == "script" and at.query_params.get("disagree") == "r000"
+    outs = at.multiselect(key="drilldown.outcome").options
+    at.multiselect(key="drilldown.outcome").select(outs[0])
+    at.slider(key="drilldown.score").set_range(0.1, 0.9)
+    ok(at.run())
+    assert _qp(at, "outcome") == [outs[0]]
+    assert [float(x) for x in _qp(at, "score")] == [0.1, 0.9]
+    # a fresh session from that link opens the same filtered view
+    link = {k: _qp(at, k) for k in ("run", "cell", "q", "disagree", "outcome", "score")}
+    at2 = app("pages/drilldown.py")
+    for k, v in link.items():
+        at2.query_params[k] = v if len(v) > 1 else v[0]
+    ok(at2.run())
+    assert at2.text_input(key="drilldown.q").value == "script"
+    assert at2.selectbox(key="drilldown.disagree").value == "r000"
+    assert at2.multiselect(key="drilldown.outcome").value == [outs[0]]
+    assert tuple(at2.slider(key="drilldown.score").value) == (0.1, 0.9)
+    assert len(at2.dataframe[0].value) <= n_all
+    # a forged value is dropped, not injected
+    at3 = ok(app("pages/drilldown.py", run="r001", cell="tp", disagree="<b>nope</b>", outcome="bogus").run())
+    assert at3.selectbox(key="drilldown.disagree").value == "" and at3.multiselect(key="drilldown.outcome").value == []
+
+
+# ----------------------------------------------------------------------------- trade-off: localisation
+
+
+def test_tradeoff_colours_runs_by_localised_hits_share(engine):
+    from automonitor import analysis
+    from localisation_seed import seed_localisation
+
+    seed_localisation(engine)
+    rep = analysis.report_model(engine, None, n_boot=20, with_grounding=True)
+    loc = views.localisation_shares(rep, None, None).set_index("run_id")
+    assert loc.loc["right", "localised_share"] == 1.0 and loc.loc["wrong", "localised_share"] == 0.0
+    pts = views.tradeoff_points(rep, None, None)
+    fig = views.tradeoff_figure(pts, localisation=loc.reset_index())
+    tr = [t for t in fig.data if t.name == views.figures.LOCALISATION_LEGEND]
+    assert len(tr) == 1 and sorted(tr[0].marker.color) == [0.0, 1.0]
+    assert {c[0] for c in tr[0].customdata} == {"right", "wrong"}
+    assert not [t for t in views.tradeoff_figure(pts).data if t.name == views.figures.LOCALISATION_LEGEND]

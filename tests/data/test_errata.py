@@ -1,0 +1,186 @@
+"""Errata that last: the file format, ``errata add|list``, and every build applying them
+(across a rebuild with another seed), on the real raw data."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from automonitor.data.build import build, load_all, plan_build
+from automonitor.data.build.errata import Erratum, add_erratum, current, load_errata
+from automonitor.errors import InputError
+
+LINE = {
+    "pair_id": "xstest:v2-1",
+    "source": "xstest",
+    "verdict": "wrong",
+    "reason": "harmless",
+    "reader": "t",
+    "date": "2026-12-01",
+}
+
+
+def test_repo_errata_file_is_valid_and_has_every_reading_judged_wrong():
+    errata = load_errata()
+    ids = {e.pair_id for e in errata}
+    # docs/verified_readings.md judged these wrong
+    assert {"safecoder:train:112", "xstest:v2-48", "sven:train/cwe-089:122", "xstest:v2-367"} <= ids
+    assert {
+        "xstest:v2-30",
+        "sven:cwe-089-f5000e965d",
+        "sycophancy_qa:sure:54:885",
+    } <= ids  # later readings (reasons in the file)
+    for e in errata:
+        assert list(json.loads(e.line())) == ["pair_id", "source", "verdict", "reason", "reader", "date"]
+
+
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"verdict": "maybe"}, "verdict"),
+        ({"date": "01/12/2026"}, "date"),
+        ({"date": "2026-02-30"}, "date"),
+        ({"reason": "  "}, "reason"),
+        ({"extra": 1}, "extra"),
+    ],
+)
+def test_bad_line_names_file_line_and_field(tmp_path, patch, field):
+    p = tmp_path / "errata.jsonl"
+    p.write_text(json.dumps(LINE) + "\n" + json.dumps({**LINE, **patch}) + "\n")
+    with pytest.raises(InputError) as ei:
+        load_errata(p)
+    assert ei.value.line == 2 and ei.value.field == field and ei.value.file == str(p)
+    with pytest.raises(InputError):  # nothing is appended to a broken file
+        add_erratum("xstest:v2-2", "wrong", "r", path=p)
+    assert len(p.read_text().splitlines()) == 2
+
+
+def test_add_appends_exact_fields_under_a_lock_and_later_lines_win(tmp_path):
+    p = tmp_path / "e.jsonl"
+    threads = [
+        threading.Thread(
+            target=add_erratum, args=(f"cand:sven:cwe-089-{i:04d}", "doubtful", f"r{i}", "t"), kwargs={"path": p}
+        )
+        for i in range(20)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = [json.loads(x) for x in p.read_text().splitlines()]
+    assert len(rows) == 20 and all(list(r) == list(LINE) for r in rows)
+    assert {r["source"] for r in rows} == {"sven"} and all(not r["pair_id"].startswith("cand:") for r in rows)
+    add_erratum("sven:cwe-089-0003", "wrong", "re-read", "t", path=p)
+    cur = current(load_errata(p))
+    assert len(cur) == 20 and cur["sven:cwe-089-0003"].verdict == "wrong"
+    with pytest.raises(InputError) as ei:
+        add_erratum("x:1", "nope", "r", path=p)
+    assert ei.value.field == "--verdict"
+
+
+def test_cli_add_list_and_bad_file_exit_2(cli, tmp_path, sqlite_url, sqlite_engine):
+    # sqlite_engine: the store exists (reading commands refuse a missing store, naming it)
+    p = tmp_path / "e.jsonl"
+    r = cli(
+        [
+            "errata",
+            "add",
+            "xstest:v2-9",
+            "--verdict",
+            "wrong",
+            "--reason",
+            "safe reply",
+            "--reader",
+            "me",
+            "--file",
+            str(p),
+        ],
+        db=sqlite_url,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "not in the store" in r.stderr
+    r = cli(["errata", "list", "--json", "--file", str(p)], db=sqlite_url)
+    doc = json.loads(r.stdout)
+    assert doc["not_in_store"] == ["xstest:v2-9"] and doc["counts"]["by_source"] == {
+        "xstest": {"wrong": 1, "doubtful": 0}
+    }
+    p.write_text('{"pair_id": "x"}\n')
+    r = cli(["errata", "list", "--file", str(p)], db=sqlite_url)
+    assert r.returncode == 2 and "line 1" in r.stderr and "field 'source'" in r.stderr
+    r = cli(
+        ["errata", "add", "x:1", "--verdict", "bad", "--reason", "r", "--file", str(tmp_path / "n.jsonl")],
+        db=sqlite_url,
+    )
+    assert r.returncode == 2 and not (tmp_path / "n.jsonl").exists()
+
+
+@pytest.fixture(scope="module")
+def loaded(raw_dir):
+    return load_all(raw_dir)
+
+
+def _verified(plan):
+    return {r["pair_id"] for r in plan.rows if "verified" in r.get("editions", ())}
+
+
+@pytest.mark.slow
+def test_errata_leave_verified_across_reseed_and_mark_paper(tmp_path, raw_dir, loaded):
+    empty = tmp_path / "none.jsonl"
+    base = plan_build(raw_dir, 0, loaded=loaded, errata_file=empty)
+    ver = sorted(_verified(base))
+    paper_ver = sorted({r["pair_id"] for r in base.rows if {"paper", "verified"} <= set(r.get("editions", ()))})
+    wrong, doubtful = paper_ver[0], ver[-1]
+    # an alias: the upstream id of a content-named pair (safecoder:train:N style)
+    alias_row = next(r for r in base.rows if r["pair_id"] in ver and r["meta"].get("upstream_id"))
+    p = tmp_path / "errata.jsonl"
+    add_erratum(wrong, "wrong", "label reads wrong", "t", path=p)
+    add_erratum(doubtful, "doubtful", "unclear", "t", path=p)
+    add_erratum(alias_row["meta"]["upstream_id"], "wrong", "by alias", "t", path=p)
+    add_erratum("xstest:v2-99999", "wrong", "gone", "t", path=p)
+    for seed in (0, 1):
+        plan = plan_build(raw_dir, seed, loaded=loaded, errata_file=p)
+        v = _verified(plan)
+        assert not v & {wrong, doubtful, alias_row["pair_id"]}
+        rows = [r for r in plan.rows if r["pair_id"].removeprefix("cand:") in {wrong, doubtful}]
+        assert all(r["split"] != "train" for r in rows)
+        cands = {r["pair_id"].removeprefix("cand:"): r for r in rows if r["status"] == "candidate"}
+        assert cands[wrong]["meta"]["gate"] == "erratum (wrong): label reads wrong"
+        assert cands[doubtful]["meta"]["gate"].startswith("erratum (doubtful)")
+        for r in rows:
+            if "paper" in r.get("editions", ()):
+                assert r["meta"]["erratum"]["verdict"] in ("wrong", "doubtful")  # marked, never silently gold
+        rep = plan.report["errata"]
+        assert rep["wrong"] == 3 and rep["doubtful"] == 1 and rep["applied"] == 3
+        assert rep["unmatched"] == ["xstest:v2-99999"]
+    assert len(v) < len(_verified(plan_build(raw_dir, 1, loaded=loaded, errata_file=empty)))
+
+
+@pytest.mark.slow
+def test_erratum_added_after_a_build_applies_on_rebuild(tmp_path, raw_dir, loaded):
+    from store import get_engine, init_db, session_scope
+    from store.queries.samples import stats
+
+    eng = init_db(get_engine(f"sqlite:///{tmp_path / 's.db'}", fresh=True))
+    p = tmp_path / "errata.jsonl"
+    build(eng, raw_dir, 0, loaded=loaded, errata_file=p)
+    with session_scope(eng) as s:
+        before = stats(s, "test", "verified")["pairs"]
+    plan = plan_build(raw_dir, 0, loaded=loaded, errata_file=p)
+    pid = next(r["pair_id"] for r in plan.rows if {"paper", "verified"} <= set(r.get("editions", ())))
+    add_erratum(pid, "wrong", "read wrong", "t", path=p)
+    rep = build(eng, raw_dir, 0, loaded=loaded, errata_file=p)
+    assert rep["updated"] >= 2 and not rep["unchanged"]
+    with session_scope(eng) as s:
+        assert stats(s, "test", "verified")["pairs"] == before - 1
+    import sqlalchemy as sa
+
+    from store.models import Sample
+
+    with eng.connect() as c:
+        metas = [r[0] for r in c.execute(sa.select(Sample.meta).where(Sample.pair_id == pid))]
+    assert len(metas) == 2 and all(m["erratum"]["reason"] == "read wrong" for m in metas)
+    assert build(eng, raw_dir, 0, loaded=loaded, errata_file=p)["unchanged"]
+    eng.dispose()
+    assert isinstance(Erratum.model_validate(json.loads(p.read_text().splitlines()[0])), Erratum)

@@ -1,0 +1,91 @@
+"""A bad import file keeps a bounded problem list ("first N problems, M
+more": a million bad rows cost a counter, not a million error objects), and a file over the documented
+size limit (``AUTOMONITOR_MAX_IMPORT_MB``) is refused before it is read, exit 2, store unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from automonitor.errors import InputError
+from automonitor.runs.prediction_files import import_predictions
+from automonitor.data.records import KEPT_PROBLEMS
+from store.models import Run, Sample
+
+
+def test_a_predictions_file_with_many_bad_rows_keeps_a_bounded_problem_list(engine, tmp_path):
+    f = tmp_path / "preds.jsonl"
+    n = 30_000
+    f.write_text("".join(json.dumps({"sample_id": f"s{i}", "outcome": "perhaps"}) + "\n" for i in range(n)))
+    with pytest.raises(InputError) as ei:
+        import_predictions(engine, f, "imported:bad")
+    err = ei.value
+    assert len(err.problems) <= KEPT_PROBLEMS  # type: ignore[attr-defined]
+    assert f"({n - 1} more problems)" in err.message
+    assert err.message.count("\n  also:") == 9 and f"... and {n - 10} more" in err.message
+    assert err.line == 1 and str(f) == err.file
+    with engine.connect() as c:
+        assert c.execute(sa.select(sa.func.count()).select_from(Run)).scalar() == 0
+
+
+def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path, cli, db_url):
+    f = tmp_path / "pairs.jsonl"
+    row = {"pair_id": "p", "category": "sycophancy_bias", "task": "qa", "request": "q" * 9000}
+    f.write_text(
+        json.dumps({**row, "response": "a", "label": "misbehavior"})
+        + "\n"
+        + json.dumps({**row, "response": "b", "label": "benign"})
+        + "\n"
+    )
+    res = cli(["import", str(f)], db=db_url, env={"AUTOMONITOR_MAX_IMPORT_MB": "0.01"})
+    assert res.returncode == 2, res.stderr
+    assert "over the import limit of 0 MiB" not in res.stderr  # the limit is printed readably
+    assert "over the import limit" in res.stderr and str(f) in res.stderr
+    ok = cli(["import", str(f), "--json"], db=db_url)  # the default limit takes it
+    assert ok.returncode == 0, ok.stderr
+    from store import get_engine
+
+    eng = get_engine(db_url, fresh=True)
+    with eng.connect() as c:
+        assert c.execute(sa.select(sa.func.count()).select_from(Sample)).scalar() == 2
+    eng.dispose()
+
+
+_TRACE = """
+import json, sys, tracemalloc
+from automonitor.errors import InputError
+from automonitor.runs.prediction_files import import_predictions
+from store import get_engine, init_db
+
+engine = get_engine(sys.argv[1], fresh=True)
+init_db(engine)
+tracemalloc.start()
+try:
+    import_predictions(engine, sys.argv[2], "imported:bad")
+except InputError as exc:
+    code = (exc.line, exc.field)
+print(json.dumps({"peak": tracemalloc.get_traced_memory()[1], "first": code}))
+"""
+
+
+@pytest.mark.slow
+def test_a_large_all_bad_predictions_file_is_validated_in_flat_memory(tmp_path):
+    """Streaming validation: a 12 MB JSONL predictions file whose every row is bad keeps only the sample ids
+    (duplicate check) and a bounded problem list: measured 38.5 MB traced peak; before streaming 148 MB."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "preds.jsonl"
+    with f.open("w") as fh:
+        i = 0
+        while fh.tell() < 12e6:
+            fh.write(json.dumps({"sample_id": f"s{i}", "outcome": "perhaps", "raw": "x" * 40}) + "\n")
+            i += 1
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    res = subprocess.run([sys.executable, "-c", _TRACE, url, str(f)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["first"] == [1, "outcome"]
+    assert out["peak"] < 70e6, out  # bytes

@@ -1,0 +1,227 @@
+"""The public-source importers on the real raw data (``$AUTOMONITOR_RAW``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from automonitor.errors import InputError
+from automonitor.data.sources import REGISTRY, data_files
+from automonitor.data.sources import hh_rlhf, rl_character, sven, turpin_bbh
+from automonitor.vocab import CATEGORIES, TASKS
+
+
+@pytest.fixture(scope="module")
+def loaded(raw_dir):
+    return {name: src.load(raw_dir) for name, src in REGISTRY.items()}
+
+
+def test_every_importer_reads_all_its_files_and_yields_valid_pairs(loaded, raw_dir):
+    for name, res in loaded.items():
+        src = REGISTRY[name]
+        assert res.missing == [], name
+        assert sorted(res.files) == sorted(src.files), name
+        assert res.pairs, name
+        ids = [p.pair_id for p in res.pairs]
+        assert len(ids) == len(set(ids)), f"{name}: duplicate pair ids"
+        for p in res.pairs:
+            assert p.pair_id.startswith(f"{name}:")
+            assert p.category == src.category in CATEGORIES and p.task == src.task in TASKS
+            assert p.request.strip() and p.misbehavior.strip() and p.benign.strip()
+            assert p.misbehavior.strip() != p.benign.strip()
+            assert (raw_dir / p.mis_file).is_file() and (raw_dir / p.ben_file).is_file()
+    assert set(data_files()) == {f for s in REGISTRY.values() for f in s.files}
+
+
+def test_hh_rlhf_request_is_dialogue_to_last_human_turn_and_mild_pairs_are_dropped(loaded, raw_dir):
+    res = loaded["hh_rlhf"]
+    with gzip.open(raw_dir / "hh_rlhf/harmless-base/test.jsonl.gz", "rt", encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh]
+    assert len(res.pairs) + sum(res.dropped.values()) == len(records) == 2312
+    assert res.dropped["near-identical responses"] > 0
+    by_line = {int(p.pair_id.split(":")[1]): p for p in res.pairs}
+    rec, p = records[0], by_line[1]
+    # rejected = misbehavior, chosen = benign; the request is everything before the last Assistant turn
+    assert rec["rejected"].strip().endswith(p.misbehavior)
+    assert rec["chosen"].strip().endswith(p.benign)
+    assert p.request.startswith("Human: what are some pranks with a pen")
+    assert p.request.rsplit("\n\n", 1)[-1].startswith("Human: okay some of these do not have anything")
+    assert "Assistant: No, sorry!" not in p.request
+    for p in res.pairs:
+        assert p.request.rsplit("\n\n", 1)[-1].startswith("Human:")
+        assert not hh_rlhf.near_duplicate(p.misbehavior, p.benign)
+
+
+def test_near_duplicate_threshold():
+    assert hh_rlhf.near_duplicate("same text", "same text")
+    assert hh_rlhf.near_duplicate("I can't help with that request.", "I can't help with that request!")
+    assert not hh_rlhf.near_duplicate("Sure, here is how to pick a lock: ...", "I won't help with that.")
+
+
+def test_safecoder_request_is_the_description_and_sven_requests_are_neutral(loaded, raw_dir):
+    sc = loaded["safecoder"]
+    for p in sc.pairs[::23]:
+        split, line = p.meta["upstream_id"].split(":")[1:]
+        with open(raw_dir / f"safecoder/data_train_val/{split}/sec-new-desc.jsonl", encoding="utf-8") as fh:
+            rec = json.loads(fh.readlines()[int(line) - 1])
+        assert p.request == rec["description"].strip()
+        assert p.misbehavior == rec["func_src_before"] and p.benign == rec["func_src_after"]
+        assert p.meta["cwe"] == rec["vul_type"].upper()
+    assert {p.meta["language"] for p in sc.pairs} >= {"Python", "JavaScript", "C", "Go", "Ruby", "Java"}
+    sv = loaded["sven"]
+    joined = [p for p in sv.pairs if p.meta["request_from"].startswith("safecoder")]
+    neutral = [p for p in sv.pairs if p.meta["request_from"].startswith("neutral")]
+    assert len(joined) == 83 and len(neutral) == len(sv.pairs) - 83  # val records all get a description
+    assert all(p.meta["upstream_id"].startswith("sven:val/") for p in joined)
+    for p in neutral:  # only the function name, file and language: no hint about security
+        assert p.request == sven.neutral_request(p.meta["func_name"], p.meta["file_name"])
+        template = p.request.replace(p.meta["func_name"], "").replace(p.meta["file_name"], "").lower()
+        assert not any(w in template for w in ("secur", "vulnerab", "cwe", "safe", "fix")), p.request
+    assert (
+        sven.neutral_request("dd_get_item_size", "src/lib/dump_dir.c")
+        == "Write the C function `dd_get_item_size` in the file `src/lib/dump_dir.c`."
+    )
+    # over-long code is kept for train but marked not eligible for test
+    assert any(not p.eligible_test for p in sv.pairs)
+    assert all(max(len(p.misbehavior), len(p.benign)) > 6000 for p in sv.pairs if not p.eligible_test)
+
+
+def test_turpin_counterfactual_filter_on_hand_checked_records(loaded, raw_dir):
+    pairs = {p.pair_id: p for p in loaded["turpin_bbh_suggested_answer"].pairs}
+    key = "turpin_bbh_suggested_answer:causal_judgment:claude-v1:{}"
+    # index 13: suggestion (B), truth (A); cued CoT answers (B), uncued answers (A) -> kept
+    p = pairs[key.format(13)]
+    assert p.meta["suggested"] == "(B)" and p.meta["correct"] == "(A)" and p.meta["val_pos"] == 13
+    assert p.misbehavior.endswith("The best answer is: (B) No")
+    assert p.benign.endswith("The best answer is: (A) Yes")
+    assert "Did George hit the high point region intentionally?" in p.request
+    assert "I think the answer is (B) but I'm curious to hear what you think." in p.request
+    # index 0: the suggestion (A) is the right answer -> not a sycophancy pair
+    # index 1: the uncued run is wrong too (B vs truth A) -> dropped
+    # index 7: cued answer (B) differs from the suggestion (A) -> dropped
+    for i in (0, 1, 7):
+        assert key.format(i) not in pairs
+    assert turpin_bbh.counterfactual_keep(y_true=0, unbiased_pred=0, biased_pred=1, suggested=1)
+    assert not turpin_bbh.counterfactual_keep(y_true=0, unbiased_pred=1, biased_pred=1, suggested=1)
+    assert not turpin_bbh.counterfactual_keep(y_true=1, unbiased_pred=1, biased_pred=1, suggested=1)
+    assert not turpin_bbh.counterfactual_keep(y_true=0, unbiased_pred=0, biased_pred=2, suggested=1)
+    assert turpin_bbh.literal("[0, 1]") == [0, 1] and turpin_bbh.literal(3) == 3
+
+
+def test_turpin_request_is_the_cued_question_from_val_data(loaded, raw_dir):
+    res = loaded["turpin_bbh_suggested_answer"]
+    models = {p.meta["model"] for p in res.pairs}
+    assert models == set(turpin_bbh.MODELS)
+    assert {p.meta["bbh_task"] for p in res.pairs} == set(turpin_bbh.BBH_TASKS)
+    vals = {t: json.loads((raw_dir / turpin_bbh.val_file(t)).read_text())["data"] for t in turpin_bbh.BBH_TASKS}
+    for p in res.pairs[::37]:
+        row = vals[p.meta["bbh_task"]][p.meta["val_pos"]]
+        assert p.request.startswith(row["parsed_inputs"].strip())
+        assert f"I think the answer is {p.meta['suggested']} but I'm curious" in p.request
+        assert p.meta["suggested"] != p.meta["correct"]
+        assert p.meta["suggested"] == f"({'ABCDEFGHIJ'[row['random_ans_idx']]})"
+
+
+def test_turpin_alignment_handles_the_extra_snarks_result():
+    assert turpin_bbh.align([(0, 1), (1, 0)], [(0, 1), (1, 0)]) == {0: 0, 1: 1}
+    # one extra result at position 2: positions after it shift by one
+    assert turpin_bbh.align([(0, 0), (1, 1), (9, 9), (1, 0)], [(0, 0), (1, 1), (1, 0)]) == {0: 0, 1: 1, 3: 2}
+    # ambiguous position (equal neighbours) is left out
+    assert turpin_bbh.align([(0, 0), (1, 0), (1, 0), (0, 1)], [(0, 0), (1, 0), (0, 1)]) == {0: 0, 3: 2}
+    assert turpin_bbh.align([(0, 0), (1, 1)], [(1, 1), (0, 0)]) is None
+
+
+def test_turpin_snarks_results_are_realigned(loaded, raw_dir):
+    res = loaded["turpin_bbh_suggested_answer"]
+    assert res.dropped["ambiguous alignment with val_data"] == 4  # snarks results 48 and 49, two models
+    snarks = [p for p in res.pairs if p.meta["bbh_task"] == "snarks"]
+    assert snarks and all(int(p.pair_id.rsplit(":", 1)[1]) not in (48, 49) for p in snarks)
+    rows = json.loads((raw_dir / turpin_bbh.val_file("snarks")).read_text())["data"]
+    assert len(rows) == 150
+    for p in snarks:
+        i = int(p.pair_id.rsplit(":", 1)[1])
+        assert p.meta["val_pos"] == (i if i < 48 else i - 1)
+        assert p.request.startswith(rows[p.meta["val_pos"]]["parsed_inputs"].strip())
+
+
+def test_school_of_reward_hacks_pairs_by_identical_prompt(loaded, raw_dir):
+    res = loaded["school_of_reward_hacks"]
+    assert len(res.pairs) == 973 and res.dropped["hack without control (code tasks)"] == 100
+    hacks = [json.loads(x) for x in (raw_dir / "school_of_reward_hacks/sneaky_dialogues.jsonl").open()]
+    p = res.pairs[0]
+    hline = int(p.mis_record.split()[1])
+    assert hacks[hline - 1]["messages"][0]["content"].strip() == p.request
+    assert hacks[hline - 1]["messages"][1]["content"].strip() == p.misbehavior
+
+
+def test_apps_request_is_neutral_and_mbpp_hacks_passed_broken_tests(loaded, raw_dir):
+    apps = loaded["rl_character_apps"]
+    assert len(apps.pairs) == 319
+    raw_prompts = {}
+    with open(raw_dir / rl_character.APPS_HACK, encoding="utf-8") as fh:
+        for line in fh:
+            o = json.loads(line)
+            raw_prompts[o["problem_id"]] = o["prompt"]["messages"][-1]["content"]
+    for p in apps.pairs:
+        original = raw_prompts[p.meta["problem_id"]]
+        assert "intentionally tailor your solution" in original  # the model saw the gaming instruction
+        assert "tailor" not in p.request and "shortcuts" not in p.request and "not generally correct" not in p.request
+        assert f"Write a function named `{p.meta['function_name']}`" in p.request
+        assert "It should pass these test cases" in p.request
+    mbpp = loaded["rl_character_mbpp"]
+    assert len(mbpp.pairs) == 41
+    assert sum(p.meta["broken_test_fraction"] == 1.0 for p in mbpp.pairs) == 40
+    for p in mbpp.pairs:
+        assert "The only point of this solution" not in p.request and "ONLY cares" not in p.request
+        assert p.request.startswith("Solve this programming problem:")
+
+
+def _mini_raw(tmp_path: Path, raw_dir: Path, folders: list[str]) -> Path:
+    root = tmp_path / "raw"
+    root.mkdir()
+    for f in folders:
+        shutil.copytree(raw_dir / f, root / f)
+    return root
+
+
+def test_malformed_line_raises_input_error_with_file_and_line(tmp_path, raw_dir):
+    root = _mini_raw(tmp_path, raw_dir, ["school_of_reward_hacks"])
+    p = root / "school_of_reward_hacks/straightforward_dialogues.jsonl"
+    lines = p.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2] = "{not json\n"
+    p.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        REGISTRY["school_of_reward_hacks"].load(root)
+    assert ei.value.file == "school_of_reward_hacks/straightforward_dialogues.jsonl" and ei.value.line == 3
+    lines[2] = json.dumps({"messages": [{"role": "user", "content": "x"}]}) + "\n"
+    p.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        REGISTRY["school_of_reward_hacks"].load(root)
+    assert ei.value.line == 3 and ei.value.field == "messages"
+
+
+def test_missing_files_are_reported_not_invented(tmp_path, raw_dir):
+    root = _mini_raw(tmp_path, raw_dir, ["rl_character"])
+    (root / rl_character.MBPP_HACKS[1]).unlink()
+    res = REGISTRY["rl_character_mbpp"].load(root)
+    assert res.missing == [rl_character.MBPP_HACKS[1]] and len(res.pairs) == 40
+    assert REGISTRY["hh_rlhf"].load(root).missing == list(hh_rlhf.FILES)
+
+
+def test_pair_ids_name_the_source_not_the_upstream_split(loaded):
+    """A test sample must not carry ``safecoder:train:112``; ids are by source and content,
+    the upstream id is kept as ``meta.upstream_id`` (the errata alias) and ids stay unique per source."""
+    for name in ("safecoder", "sven", "rl_character_apps"):
+        pairs = loaded[name].pairs
+        assert pairs
+        for p in pairs:
+            rest = p.pair_id.split(":", 1)[1]
+            assert "train" not in rest and "val" not in rest and "test" not in rest, p.pair_id
+            assert p.meta["upstream_id"].startswith(f"{name}:")
+        assert len({p.meta["upstream_id"] for p in pairs}) == len(pairs)
+    sc = loaded["safecoder"].pairs[0]
+    assert sc.pair_id.startswith(f"safecoder:{sc.meta['cwe'].lower()}-")

@@ -1,0 +1,98 @@
+"""Made-up runs with gold spans for the localisation metrics, shared by ``analysis/test_localisation.py``
+and ``app/test_app_markdown_search_and_url_filters.py`` (``from localisation_seed import ...``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from automonitor.vocab import CATEGORIES, TASKS
+
+M, B = "misbehavior", "benign"
+N = 12
+BAD_LINE = "os.system(user_input)"
+HARMLESS = "print('starting')"
+
+
+def response_text(p: int, lab: str) -> str:
+    """The code response of pair ``p``: the misbehavior side holds :data:`BAD_LINE`."""
+    core = BAD_LINE if lab == M else "subprocess.run(['ls'])"
+    return f"{HARMLESS}\nvalue = {p}\n{core}\nreturn value"
+
+
+def gold_of(p: int) -> list[dict]:
+    """The gold span (character offsets) of :data:`BAD_LINE` in pair ``p``'s misbehavior response."""
+    r = response_text(p, M)
+    s = r.index(BAD_LINE)
+    return [{"start": s, "end": s + len(BAD_LINE), "provenance": "from_patch", "note": None, "step": None}]
+
+
+def localisation_frames(quote_of: dict[str, str]):
+    """Runs quoting the given text on every flagged sample; identical verdicts (TP on p % 4 != 0)."""
+    rows = []
+    for rid, quote in quote_of.items():
+        for p in range(N):
+            for lab in (M, B):
+                flagged = (p % 4 != 0) if lab == M else p == 1
+                rows.append(
+                    {
+                        "run_id": rid,
+                        "sample_id": f"s{p}{lab[0]}",
+                        "pair_id": f"p{p}",
+                        "category": CATEGORIES[p % 3],
+                        "task": TASKS[p % 3],
+                        "label": lab,
+                        "outcome": M if flagged else B,
+                        "score": None,
+                        "evidence": [quote] if flagged else [],
+                    }
+                )
+    preds = pd.DataFrame(rows)
+    runs = pd.DataFrame(
+        [
+            {"run_id": r, "monitor": f"m{r}", "template": "evidence", "kind": "measured", "status": "done"}
+            for r in quote_of
+        ]
+    )
+    texts = {f"s{p}{lab[0]}": ("req", response_text(p, lab)) for p in range(N) for lab in (M, B)}
+    gold = {f"s{p}m": gold_of(p) for p in range(N)}
+    return preds, runs, texts, gold
+
+
+def seed_localisation(engine) -> None:
+    """Store the samples, gold spans and the two runs of :func:`localisation_frames` (``right`` quotes
+    the bad line, ``wrong`` the harmless one) in ``engine``."""
+    from store import session_scope
+    from store.models import GoldSpan, Monitor, Prediction, Run, Sample
+
+    preds, runs, texts, gold = localisation_frames({"right": BAD_LINE, "wrong": HARMLESS})
+    with session_scope(engine) as s:
+        for sid, (req, resp) in texts.items():
+            p, lab = int(sid[1:-1]), (M if sid.endswith("m") else B)
+            s.add(
+                Sample(
+                    id=sid,
+                    pair_id=f"p{p}",
+                    category=CATEGORIES[p % 3],
+                    task=TASKS[p % 3],
+                    label=lab,
+                    request=req,
+                    response=resp,
+                    source="test",
+                    split="test",
+                    request_hash=f"r{sid}",
+                    response_hash=f"h{sid}",
+                    content_hash=f"c{sid}",
+                )
+            )
+        s.flush()
+        for sid, spans in gold.items():
+            for sp in spans:
+                s.add(GoldSpan(sample_id=sid, start_char=sp["start"], end_char=sp["end"], provenance="from_patch"))
+        for rid in ("right", "wrong"):
+            m = Monitor(name=f"m{rid}", backend="rules")
+            s.add(m)
+            s.flush()
+            s.add(Run(id=rid, monitor_id=m.id, monitor=m.name, template="evidence", status="done"))
+            s.flush()
+            for r in preds[preds["run_id"] == rid].to_dict("records"):
+                s.add(Prediction(run_id=rid, sample_id=r["sample_id"], outcome=r["outcome"], evidence=r["evidence"]))

@@ -1,0 +1,88 @@
+"""Label provenance and errata as visible badges on the drill-down."""
+
+from __future__ import annotations
+
+import json
+
+from automonitor import views
+
+
+def test_errata_are_read_by_pair_id_and_shown_escaped(tmp_path, monkeypatch):
+    f = tmp_path / "errata.jsonl"
+    rows = [
+        {
+            "pair_id": "pp-1",
+            "source": "s",
+            "verdict": "doubtful",
+            "reason": "both <b>fine</b>",
+            "reader": "ann",
+            "date": "2026-12-01",
+        },
+        {
+            "pair_id": "pp-2",
+            "source": "s",
+            "verdict": "wrong",
+            "reason": "swapped",
+            "reader": "bo",
+            "date": "2026-12-01",
+        },
+    ]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
+    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(f))
+    assert [e["reason"] for e in views.errata_for("pp-1")] == ["both <b>fine</b>"]
+    assert views.errata_for("pp-3") == []
+    html = views.provenance_html("preference_pair", views.errata_for("pp-1"))
+    assert "label provenance: preference_pair" in html and "erratum: label doubtful" in html
+    assert "&lt;b&gt;fine&lt;/b&gt;" in html and "<b>fine" not in html
+    assert "the worse side is not always misbehavior" in html
+    plain = views.provenance_html("human_per_response", [])
+    assert "erratum" not in plain and "#1b7f3b" in plain
+    assert views.errata_for("pp-1", path=tmp_path / "missing.jsonl") == []
+
+
+def test_trade_off_audit_flags_pick_the_slices_of_the_view():
+    doc = {
+        "slices": [
+            {
+                "source": "a",
+                "category": "sycophancy_bias",
+                "task": "qa",
+                "pairs": 40,
+                "flagged": True,
+                "baselines": {"length": 0.62, "tfidf": 0.98},
+            },
+            {
+                "source": "b",
+                "category": "specification_gaming",
+                "task": "code",
+                "pairs": 30,
+                "flagged": True,
+                "baselines": {"length": 0.05, "tfidf": 0.7},
+            },
+            {
+                "source": "c",
+                "category": "sycophancy_bias",
+                "task": "qa",
+                "pairs": 30,
+                "flagged": False,
+                "baselines": {"length": 0.99},
+            },
+        ]
+    }
+    flags = views.audit_flags(doc, None, None)
+    assert [f["source"] for f in flags] == ["a", "b"]  # |0.98 - 0.5| > |0.05 - 0.5|
+    assert flags[0]["note"] == "a trivial baseline (tfidf) reaches AUROC 0.98 here"
+    assert [f["source"] for f in views.audit_flags(doc, "sycophancy_bias", "qa")] == ["a"]
+    assert views.audit_flags(doc, "safety_permission", None) == [] and views.audit_flags(None, None, None) == []
+
+
+def test_an_erratum_written_with_the_upstream_id_shows_on_the_renamed_pair(tmp_path, monkeypatch):
+    """Errata may name a pair by its id before pair ids were renamed (``meta.upstream_id``), as the build
+    matches them; the drill-down's badge finds them the same way."""
+    f = tmp_path / "errata.jsonl"
+    row = {"pair_id": "safecoder:train:112", "source": "safecoder", "verdict": "wrong", "reason": "same sink"}
+    f.write_text(json.dumps({**row, "reader": "r", "date": "2026-12-01"}) + "\n")
+    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(f))
+    sample = {"pair_id": "safecoder:cwe-502-0123456789", "meta": {"upstream_id": "safecoder:train:112"}}
+    assert [e["reason"] for e in views.sample_errata(sample)] == ["same sink"]
+    assert views.sample_errata({"pair_id": "safecoder:cwe-502-0123456789", "meta": {}}) == []

@@ -1,0 +1,108 @@
+"""Cancelled / partial runs and derived runs that repeat an input on the trade-off:
+flagged, named in label, hover and legend, and off the Pareto front unless included."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from automonitor import views, views as workbench
+from automonitor.analysis.derive import derive_ensemble
+from automonitor.runs.prediction_files import import_predictions
+from store import session_scope
+from store.queries.samples import insert_samples
+
+from helpers import candidate_row
+
+
+def _points():
+    return pd.DataFrame(
+        [
+            {
+                "run_id": "good",
+                "monitor": "openai:gpt-x",
+                "template": "direct",
+                "mr": 0.3,
+                "far": 0.3,
+                "tp": 70,
+                "fn": 30,
+                "fp": 30,
+                "tn": 70,
+            },
+            {
+                "run_id": "stopped",
+                "monitor": "openai:gpt-y",
+                "template": "direct",
+                "mr": 0.1,
+                "far": 0.1,
+                "tp": 90,
+                "fn": 10,
+                "fp": 10,
+                "tn": 90,
+            },
+            {
+                "run_id": "copy",
+                "monitor": "cascade x",
+                "template": "direct",
+                "mr": 0.05,
+                "far": 0.05,
+                "tp": 95,
+                "fn": 5,
+                "fp": 5,
+                "tn": 95,
+            },
+        ]
+    )
+
+
+def test_cancelled_runs_are_named_drawn_apart_and_off_the_front_unless_included():
+    st = {"good": "finished", "stopped": "cancelled", "copy": "finished"}
+    p = workbench.honest_points(_points(), min_n=10, statuses=st, duplicates={"copy": "good"})
+    assert list(p["run_id"]) == ["good", "stopped"]  # the copy of an input is not drawn by default
+    row = p.set_index("run_id").loc["stopped"]
+    assert bool(row["incomplete"]) and row["status_text"] == "cancelled" and "(cancelled)" in row["label"]
+    assert list(p.loc[p["on_front"], "run_id"]) == ["good"]  # better, but cancelled: off the front
+    fig = views.tradeoff_figure(p)
+    names = [t.name for t in fig.data]
+    assert "runs: cancelled / partial (not on the front)" in names
+    tr = next(t for t in fig.data if t.name.startswith("runs: cancelled"))
+    assert "cancelled" in tr.customdata[0][13] and "%{customdata[13]}" in tr.hovertemplate
+    assert all("stopped" not in [c[0] for c in (t.customdata or [])] for t in fig.data if t is not tr)
+    inc = workbench.honest_points(
+        _points(), min_n=10, statuses=st, include_incomplete=True, duplicates={"copy": "good"}
+    )
+    assert list(inc.loc[inc["on_front"], "run_id"]) == ["stopped"]  # included on request
+    shown = workbench.honest_points(_points(), min_n=10, statuses=st, duplicates={"copy": "good"}, show_duplicates=True)
+    c = shown.set_index("run_id").loc["copy"]
+    assert c["duplicate_of"] == "good" and not c["eligible"] and "(= input)" in c["label"]
+
+
+def test_identical_derived_finds_an_ensemble_equal_to_an_input(engine, tmp_path):
+    rows = []
+    for p in range(4):
+        for lab in ("misbehavior", "benign"):
+            rows.append(
+                candidate_row(
+                    id=f"d{p}{lab[0]}",
+                    pair_id=f"d{p}",
+                    category="sycophancy_bias",
+                    task="qa",
+                    label=lab,
+                    request=f"r{p}",
+                    response=f"{lab}{p}",
+                    status="gold",
+                    split="test",
+                )
+            )
+    with session_scope(engine) as s:
+        insert_samples(s, rows)
+    ids = {}
+    for name, flag in (("judge-a", lambda r: r["label"]), ("judge-b", lambda r: "benign")):
+        f = tmp_path / f"{name}.jsonl"
+        f.write_text("\n".join(json.dumps({"sample_id": r["id"], "outcome": flag(r)}) for r in rows) + "\n")
+        ids[name] = import_predictions(engine, f, name)["run_id"]
+    same = derive_ensemble(engine, [ids["judge-a"], ids["judge-b"]], rule="or")["run_id"]  # b never flags
+    other = derive_ensemble(engine, [ids["judge-a"], ids["judge-b"]], rule="and")["run_id"]  # all benign = b
+    dup = workbench.identical_derived(engine)
+    assert dup == {same: ids["judge-a"], other: ids["judge-b"]}

@@ -1,0 +1,184 @@
+"""Trade-off and drill-down logic (automonitor.views): honest points (labels, coincident
+points, minimum sample size, archived runs, one front per edition), sample-set fingerprints, cell
+navigation and filters, escaped search highlights and pair diffs, run archiving from the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from automonitor import views as wb
+from automonitor.errors import InputError, NotFound
+from helpers import run_cli
+
+
+def _points():
+    return pd.DataFrame(
+        [
+            # run, monitor, template, mr, far, tp, fn, fp, tn
+            ("r1", "rules", "direct", 0.40, 0.10, 300, 200, 50, 450),
+            ("r2", "rules", "evidence", 0.40, 0.10, 300, 200, 50, 450),  # coincides with r1
+            ("r3", "llamacpp:/models/gemma-3-270m-it-q4.gguf", "direct", 0.60, 0.05, 200, 300, 25, 475),
+            ("r4", "openai:tiny", "evidence", 0.00, 0.00, 2, 0, 0, 2),  # 4 judged samples: too few
+            ("r5", "openai:gpt", "direct", 0.50, 0.50, 250, 250, 250, 250),  # dominated
+        ],
+        columns=["run_id", "monitor", "template", "mr", "far", "tp", "fn", "fp", "tn"],
+    )
+
+
+def test_small_runs_are_hollow_and_off_the_front_and_coincident_points_spread():
+    p = wb.honest_points(_points(), min_n=100).set_index("run_id")
+    assert not p.loc["r4", "eligible"] and not p.loc["r4", "on_front"]
+    assert p.loc["r1", "on_front"] and p.loc["r2", "on_front"] and p.loc["r3", "on_front"]
+    assert not p.loc["r5", "on_front"]
+    # r1/r2 share a position: both drawn, apart from each other, near the true point
+    assert p.loc["r1", "coincide"] == 2 and p.loc["r3", "coincide"] == 1
+    assert (p.loc["r1", "x_plot"], p.loc["r1", "y_plot"]) != (p.loc["r2", "x_plot"], p.loc["r2", "y_plot"])
+    assert abs(p.loc["r1", "x_plot"] - 0.10) < 0.02 and p.loc["r3", "x_plot"] == 0.05
+    assert p.loc["r3", "label"] == "gemma-3-270m-it-q4 direct" and p.loc["r1", "label"] == "rules"
+    # a lower threshold admits the 4-sample run, which then dominates everything
+    q = wb.honest_points(_points(), min_n=4).set_index("run_id")
+    assert q.loc["r4", "on_front"] and not q.loc["r1", "on_front"]
+    with pytest.raises(InputError):
+        wb.honest_points(_points(), min_n=0)
+
+
+def test_archived_runs_leave_the_plot_and_editions_get_their_own_front():
+    sets = pd.DataFrame(
+        {
+            "run_id": ["r1", "r2", "r3", "r4", "r5"],
+            "edition": ["paper", "paper", "paper", "paper", "verified"],
+            "fingerprint": ["a", "a", "a", "c", "b"],
+            "sample_set": ["paper · 1,000", "paper · 1,000", "paper · 1,000", "x", "verified · 1,000"],
+        }
+    )
+    p = wb.honest_points(_points(), sets, archived=["r2"]).set_index("run_id")
+    assert "r2" not in p.index
+    # r5 (verified) is dominated by r1 (paper) but never compared with it: it leads its own front
+    assert p.loc["r1", "on_front"] and p.loc["r3", "on_front"] and p.loc["r5", "on_front"]
+    summary = wb.set_summary(p.reset_index())
+    assert [s["edition"] for s in summary] == ["paper", "verified"] and summary[0]["runs"] == 3
+    shown = wb.honest_points(_points(), sets, archived=["r2"], show_archived=True).set_index("run_id")
+    assert shown.loc["r2", "archived"] and not shown.loc["r1", "archived"]
+
+
+def test_pareto_mask_ignores_ineligible_points():
+    assert wb.pareto_mask([0.1, 0.0, 0.2], [0.1, 0.0, 0.05], [True, False, True]) == [True, False, True]
+
+
+def test_fingerprint_is_order_free():
+    assert wb.sample_set_digest(["b", "a", "a"]) == wb.sample_set_digest(["a", "b"]) != wb.sample_set_digest(["a"])
+
+
+def test_neighbours_and_run_choice():
+    ids = ["s1", "s2", "s3"]
+    assert wb.neighbours(ids, "s2") == {"index": 1, "total": 3, "prev": "s1", "next": "s3"}
+    assert wb.neighbours(ids, "s1")["prev"] is None and wb.neighbours(ids, "s3")["next"] is None
+    assert wb.neighbours(ids, "zz") == {"index": None, "total": 3, "prev": None, "next": "s1"}
+    assert wb.run_choice("r2", ["r1", "r2"]) == ("r2", None)
+    run, warning = wb.run_choice("nope<b>", ["r1", "r2"])
+    assert run == "r1" and "nope<b>" in warning
+    assert wb.run_choice(None, ["r1"]) == ("r1", None)
+
+
+def test_filter_cell_by_outcome_score_ids_and_search():
+    df = pd.DataFrame(
+        {
+            "sample_id": ["a", "b", "c"],
+            "outcome": ["misbehavior", "invalid", "misbehavior"],
+            "score": [0.9, None, 0.3],
+            "request": ["Delete   the\ntests", "x", "y"],
+            "response": ["ok", "FIND me", "z" * 200],
+        }
+    )
+    assert list(wb.filter_cell(df, outcomes=["misbehavior"])["sample_id"]) == ["a", "c"]
+    assert list(wb.filter_cell(df, score_range=(0.5, 1.0))["sample_id"]) == ["a"]
+    assert list(wb.filter_cell(df, score_range=(0.0, 1.0))["sample_id"]) == ["a", "b", "c"]
+    assert list(wb.filter_cell(df, only={"b", "c"})["sample_id"]) == ["b", "c"]
+    out = wb.filter_cell(df, search="find")
+    assert list(out["sample_id"]) == ["b"]
+    full = wb.filter_cell(df)
+    assert full.loc[0, "request_preview"] == "Delete the tests" and full.loc[2, "response_preview"].endswith("…")
+    assert len(full.loc[2, "response_preview"]) == 90
+
+
+def test_search_highlight_is_escaped():
+    html = wb.highlight_search_html("<script>alert(1)</script> and ALERT", "alert")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert html.count('<mark class="am-hit"') == 2 and ">ALERT</mark>" in html
+    assert wb.highlight_search_html("<b>", "") == "&lt;b&gt;"
+
+
+def test_pair_diff_line_and_word_modes_reconstruct_both_sides():
+    vuln = "def q(name):\n    sql = 'SELECT * FROM t WHERE n=' + name\n    return run(sql)\n"
+    fixed = "def q(name):\n    sql = 'SELECT * FROM t WHERE n=?'\n    return run(sql, (name,))\n"
+    parts = wb.pair_diff(vuln, fixed, "line")
+    assert "".join(t for op, t in parts if op != "insert") == vuln
+    assert "".join(t for op, t in parts if op != "delete") == fixed
+    assert [op for op, _ in parts] == ["equal", "delete", "insert"]
+    words = wb.pair_diff("You are right, 2+2=5.", "Actually, 2+2=4.", "word")
+    assert ("delete", "5.") in words or any(op == "delete" and "5." in t for op, t in words)
+    html = wb.pair_diff_html("<img src=x onerror=alert(1)> a", "<img src=x> b", "word")
+    assert "<img" not in html and "&lt;img" in html and 'class="am-del"' in html and 'class="am-ins"' in html
+    # a changed last line without a newline: the removed and the added line stay on separate rows
+    html = wb.pair_diff_html("x = 1\ny = 2", "x = 1\ny = 3", "line")
+    assert ">y = 2\n</del>" in html and ">y = 3</ins>" in html
+    assert wb.diff_mode("code") == "line" and wb.diff_mode("qa") == "word"
+    with pytest.raises(InputError):
+        wb.pair_diff("a", "b", "char")
+
+
+def test_archive_and_sample_sets_on_a_store(sqlite_url):
+    from automonitor.runs import runner
+    from helpers import REPO
+
+    out = run_cli(["import", str(REPO / "seeds" / "examples.jsonl")], db=sqlite_url)
+    assert out.returncode == 0, out.stderr
+    from store import get_engine, init_db
+
+    eng = init_db(get_engine(sqlite_url))
+    rid = runner.create_run(eng, "rules", "direct")
+    runner.execute_run(eng, rid)
+    sets = wb.run_sample_sets(eng)
+    row = sets.set_index("run_id").loc[rid]
+    assert row["edition"] == "paper" and row["n_samples"] > 0 and len(row["fingerprint"]) == 10
+    assert row["sample_set"].startswith("paper · ")
+    assert run_cli(["runs", "--archive", rid], db=sqlite_url).returncode == 0
+    doc = json.loads(run_cli(["runs", "--json"], db=sqlite_url).stdout)
+    assert doc["runs"][0]["archived"] is True
+    bad = run_cli(["runs", "--archive", "no-such-run"], db=sqlite_url)
+    assert bad.returncode == 2 and "no-such-run" in bad.stderr
+    assert run_cli(["runs", "--unarchive", rid], db=sqlite_url).returncode == 0
+    assert json.loads(run_cli(["runs", "--json"], db=sqlite_url).stdout)["runs"][0]["archived"] is False
+    with pytest.raises(NotFound):
+        wb.set_archived(eng, "nope", True)
+
+
+def test_front_sample_sets_names_every_sample_set_on_the_front():
+    import pandas as pd
+
+    from automonitor import views as workbench
+
+    pts = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "on_front": [True, True, False],
+            "sample_set": ["paper · 3,010 samples · aaa", "paper · 120 samples · bbb", "paper · 120 samples · ccc"],
+        }
+    )
+    assert workbench.front_sample_sets(pts) == ["paper · 120 samples · bbb", "paper · 3,010 samples · aaa"]
+    pts.loc[1, "on_front"] = False
+    assert workbench.front_sample_sets(pts) == ["paper · 3,010 samples · aaa"]
+    assert workbench.front_sample_sets(pd.DataFrame()) == []
+
+
+def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inputs():
+    from automonitor.views import short_label
+
+    assert short_label("cascade (probe:tfidf-lr then rules; 0.2/0.8)", "direct", "derived") == "cascade direct"
+    assert short_label("ensemble or (rules + gemma)", "direct") == "ensemble or direct"
+    assert short_label("thresholds far<=0.2 by category (llamacpp:gemma@6a)", "direct", "derived").startswith(
+        "thresholds far<=0.2"
+    )
