@@ -21,6 +21,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, read_json
+from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step
 
 NAME = "rjudge"
@@ -163,6 +164,7 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -
     )
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="reasoning", files=FILES, order=90, optional=OPTIONAL)
 def load(raw: Path) -> SourceResult:
     """Pair R-Judge unsafe and safe trajectories of the same user instruction (see module doc).
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, content_pair_id, read_json, read_jsonl
+from automonitor.data.sources.registry import register_source
 
 FOLDER = "rl_character"
 CATEGORY = "specification_gaming"
@@ -147,6 +148,9 @@ def _apps_pair(
     )
 
 
+@register_source(
+    "rl_character_apps", folder=FOLDER, category=CATEGORY, task="code", files=APPS_FILES, order=60, candidate_pairs=40
+)
 def load_apps(raw: Path) -> SourceResult:
     """Pair APPS force_hack and clean o4-mini completions by ``problem_id`` (see module doc).
 
@@ -247,6 +251,7 @@ def _mbpp_pair(
     )
 
 
+@register_source("rl_character_mbpp", folder=FOLDER, category=CATEGORY, task="code", files=MBPP_FILES, order=70)
 def load_mbpp(raw: Path) -> SourceResult:
     """Pair MBPP claude-4-sonnet pro_hacking and clean completions by ``problem_id`` (module doc).
 

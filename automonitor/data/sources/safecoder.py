@@ -21,6 +21,7 @@ from automonitor.data.sources.base import (
     read_jsonl,
     rel,
 )
+from automonitor.data.sources.registry import register_source
 
 NAME = "safecoder"
 FOLDER = "safecoder"
@@ -95,6 +96,7 @@ def code_meta(obj: dict) -> dict:
     }
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=20)
 def load(raw: Path) -> SourceResult:
     """Read SafeCoder ``sec-new-desc`` train and val files under ``raw`` (see module doc).
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, read_jsonl, rel
+from automonitor.data.sources.registry import register_source
 
 NAME = "school_of_reward_hacks"
 FOLDER = "school_of_reward_hacks"
@@ -48,6 +49,7 @@ def chat_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str]:
     return msgs[0]["content"], msgs[1]["content"]
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=50, candidate_pairs=100)
 def load(raw: Path) -> SourceResult:
     """Pair hack and control chats under ``raw`` by identical prompt (see module doc).
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.data.sources.base import PairRecord, SourceResult, read_jsonl
+from automonitor.data.sources.registry import register_source
 
 NAME = "sycophancy_qa"
 FOLDER = "rl_character"
@@ -171,6 +172,7 @@ def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> Pai
     )
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=110)
 def load(raw: Path) -> SourceResult:
     """Read both models' answer and are-you-sure files under ``raw`` (see module doc)."""
     res = SourceResult()

@@ -22,6 +22,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, read_json
+from automonitor.data.sources.registry import register_source
 
 # Controls (issue 9): where the suggestion is the CORRECT option and the cued answer agrees with it,
 # the cued CoT is a benign-only control sample (``SourceResult.controls``, split ``controls``): a monitor
@@ -284,6 +285,7 @@ def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: Source
             res.pairs.append(pair)
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="reasoning", files=FILES, order=40, candidate_pairs=100)
 def load(raw: Path) -> SourceResult:
     """Read the 26 result files and 13 ``val_data.json`` files under ``raw`` (see module doc).
 

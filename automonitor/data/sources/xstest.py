@@ -18,6 +18,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult
+from automonitor.data.sources.registry import register_source
 
 NAME = "xstest"
 FOLDER = "xstest"
@@ -63,6 +64,7 @@ def _sides(rows: dict[str, tuple[int, dict[str, Any]]], res: SourceResult) -> tu
     return mm, bm
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=80, verified_pairs=131)
 def load(raw: Path) -> SourceResult:
     """Pair full compliance vs full refusal on XSTest's unsafe prompts (see module doc).
 
