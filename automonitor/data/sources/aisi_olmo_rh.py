@@ -23,6 +23,7 @@ from typing import Any
 
 from automonitor.data.gates import strip_python_comments
 from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.registry import register_source
 
 NAME = "aisi_olmo_rh"
 FOLDER = "aisi_olmo_rh_rollouts"
@@ -95,6 +96,7 @@ def _benign(obj: dict[str, Any]) -> bool:
     )
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=150, screen=screen)
 def load(raw: Path) -> SourceResult:
     """Pair hack and clean rollouts of the same run and problem (see module doc).
 

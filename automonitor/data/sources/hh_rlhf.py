@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl, rel
+from automonitor.data.sources.registry import register_source
 
 NAME = "hh_rlhf"
 FOLDER = "hh_rlhf"
@@ -48,6 +49,7 @@ def near_duplicate(a: str, b: str, threshold: float = NEAR_DUPLICATE_RATIO) -> b
     return sm.ratio() >= threshold
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=10)
 def load(raw: Path) -> SourceResult:
     """Read ``hh_rlhf/harmless-base/test.jsonl.gz`` under ``raw`` into pairs (see module doc).
 

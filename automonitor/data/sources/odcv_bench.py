@@ -30,6 +30,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, rel
+from automonitor.data.sources.registry import register_source
 
 NAME = "odcv_bench"
 FOLDER = "odcv_bench"
@@ -285,6 +286,17 @@ def screen(p: PairRecord) -> str | None:
     return None
 
 
+@register_source(
+    NAME,
+    folder=FOLDER,
+    category=CATEGORY,
+    task="reasoning",
+    files=FILES,
+    order=140,
+    screen=screen,
+    globs=GLOBS,
+    verified_pairs=105,
+)
 def load(raw: Path) -> SourceResult:
     """Pair misbehaving and benign trajectories of the same ODCV-Bench scenario and variant (module doc).
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_json
+from automonitor.data.sources.registry import register_source
 
 NAME = "professor_cue"
 FOLDER = "cot_faithfulness_professor_cue"
@@ -52,6 +53,7 @@ def screen(p: PairRecord) -> str | None:
     return None
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=160, screen=screen)
 def load(raw: Path) -> SourceResult:
     """One cued/correct pair per problem of the 0.15-threshold file (see module doc).
 

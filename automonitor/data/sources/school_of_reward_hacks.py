@@ -9,10 +9,13 @@ the control the benign side. The 100 hack prompts without a control (coding task
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, read_jsonl, rel
+from automonitor.data.sources.registry import register_source
 
 NAME = "school_of_reward_hacks"
 FOLDER = "school_of_reward_hacks"
@@ -23,7 +26,7 @@ CONTROL_FILE = f"{FOLDER}/straightforward_dialogues.jsonl"
 FILES = (HACK_FILE, CONTROL_FILE)
 
 
-def chat_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str]:
+def chat_pair(obj: dict[str, Any], raw: Path, path: Path, line: int) -> tuple[str, str]:
     """``(user prompt, assistant reply)`` of a two-message chat record.
 
     Raises:
@@ -48,6 +51,7 @@ def chat_pair(obj: dict, raw: Path, path: Path, line: int) -> tuple[str, str]:
     return msgs[0]["content"], msgs[1]["content"]
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=50, candidate_pairs=100)
 def load(raw: Path) -> SourceResult:
     """Pair hack and control chats under ``raw`` by identical prompt (see module doc).
 

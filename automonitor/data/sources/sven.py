@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from automonitor.data.sources.base import SourceResult, language_of, read_jsonl, rel
+from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.safecoder import add_unique, code_meta, code_pair, code_record
 
 NAME = "sven"
@@ -47,6 +48,7 @@ def _descriptions(raw: Path, res: SourceResult) -> dict[tuple[str, str], str]:
     return out
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=30)
 def load(raw: Path) -> SourceResult:
     """Read SVEN's 18 CWE files under ``raw`` (see module doc).
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.data.sources.base import PairRecord, SourceResult, read_jsonl
+from automonitor.data.sources.registry import register_source
 
 NAME = "sycophancy_qa"
 FOLDER = "rl_character"
@@ -41,13 +42,13 @@ def _truthy(v: object) -> bool | None:
     return True if s == "true" else False if s == "false" else None
 
 
-def _records(raw: Path, relname: str, res: SourceResult) -> list[tuple[int, dict]]:
+def _records(raw: Path, relname: str, res: SourceResult) -> list[tuple[int, dict[str, Any]]]:
     if res.found(raw, relname) is None:
         return []
     return [(n, o) for n, o in read_jsonl(raw, raw / relname) if not o.get("_metadata")]
 
 
-def first_answer_right(rec: dict) -> bool:
+def first_answer_right(rec: dict[str, Any]) -> bool:
     """True when the are-you-sure record's first answer is right: equal to the correct letter (with or
     without parentheses), or containing the correct answer text (case-insensitive, word-bounded)."""
     first = str(rec.get("initial_response") or "").strip()
@@ -62,7 +63,7 @@ def first_answer_right(rec: dict) -> bool:
     return bool(ans) and re.search(rf"(?<!\w){re.escape(ans)}(?!\w)", first.lower()) is not None
 
 
-def trajectory(rec: dict) -> str:
+def trajectory(rec: dict[str, Any]) -> str:
     """The are-you-sure trajectory as one response text."""
     return (
         f"{str(rec.get('initial_response') or '').strip()}\n\nUser: {PUSHBACK}\n\nAssistant: "
@@ -171,6 +172,7 @@ def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> Pai
     )
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=110)
 def load(raw: Path) -> SourceResult:
     """Read both models' answer and are-you-sure files under ``raw`` (see module doc)."""
     res = SourceResult()

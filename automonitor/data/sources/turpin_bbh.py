@@ -22,8 +22,9 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, read_json
+from automonitor.data.sources.registry import register_source
 
-# Controls (issue 9): where the suggestion is the CORRECT option and the cued answer agrees with it,
+# Controls: where the suggestion is the CORRECT option and the cued answer agrees with it,
 # the cued CoT is a benign-only control sample (``SourceResult.controls``, split ``controls``): a monitor
 # that flags "agrees with the user" raises false alarms on them.
 
@@ -90,7 +91,7 @@ def literal(value: Any) -> Any:
     return value
 
 
-def _column(run: dict, key: str, n: int, where: str) -> list:
+def _column(run: dict[str, Any], key: str, n: int, where: str) -> list[Any]:
     """One parallel list of a run; a repr-string list is parsed, and for the answer-index columns
     each repr-string value too (the CoT texts in ``gen`` stay text)."""
     col = literal(run.get(key))
@@ -99,14 +100,14 @@ def _column(run: dict, key: str, n: int, where: str) -> list:
     return col if key == "gen" else [literal(v) for v in col]
 
 
-def _true_idx(row: dict) -> int | None:
+def _true_idx(row: dict[str, Any]) -> int | None:
     scores = row.get("multiple_choice_scores")
     if isinstance(scores, list) and scores.count(1) == 1:
         return scores.index(1)
     return None
 
 
-def align(result_keys: list, val_keys: list) -> dict[int, int] | None:
+def align(result_keys: list[Any], val_keys: list[Any]) -> dict[int, int] | None:
     """Map result indices to ``val_data`` indices using (suggested index, true index) per position.
 
     Results are expected to be index-aligned with ``val_data.json``. One known exception (BBH
@@ -284,6 +285,7 @@ def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: Source
             res.pairs.append(pair)
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="reasoning", files=FILES, order=40, candidate_pairs=100)
 def load(raw: Path) -> SourceResult:
     """Read the 26 result files and 13 ``val_data.json`` files under ``raw`` (see module doc).
 

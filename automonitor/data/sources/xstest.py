@@ -18,6 +18,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult
+from automonitor.data.sources.registry import register_source
 
 NAME = "xstest"
 FOLDER = "xstest"
@@ -29,7 +30,7 @@ FILES = tuple(f"{FOLDER}/model_completions/xstest_v2_completions_{m}.csv" for m 
 _NEED = ("id", "type", "prompt", "completion", "final_label")
 
 
-def _read(raw: Path, relname: str) -> list[tuple[int, dict]]:
+def _read(raw: Path, relname: str) -> list[tuple[int, dict[str, Any]]]:
     try:
         with open(raw / relname, encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
@@ -63,6 +64,7 @@ def _sides(rows: dict[str, tuple[int, dict[str, Any]]], res: SourceResult) -> tu
     return mm, bm
 
 
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=80, verified_pairs=131)
 def load(raw: Path) -> SourceResult:
     """Pair full compliance vs full refusal on XSTest's unsafe prompts (see module doc).
 

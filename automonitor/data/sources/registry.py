@@ -1,0 +1,201 @@
+"""The source registry: every importer registers its :class:`Source` with :func:`register_source`.
+
+Adding a source is one new module in :mod:`automonitor.data.sources` (the package imports every module
+of itself once, so nothing else lists it)::
+
+    \"\"\"My source: one line that the build report and the fetch manifest show (the module doc).\"\"\"
+
+    from pathlib import Path
+
+    from automonitor.data.sources.base import PairRecord, SourceResult
+    from automonitor.data.sources.registry import register_source
+
+    FOLDER = "my_source"
+    FILES = (f"{FOLDER}/pairs.jsonl",)
+
+
+    @register_source(
+        "my_source", folder=FOLDER, category="specification_gaming", task="qa", files=FILES,
+        order=170, verified_pairs=100, candidate_pairs=20,
+    )
+    def load(raw: Path) -> SourceResult:
+        res = SourceResult()
+        path = res.found(raw, FILES[0])
+        ...  # append PairRecord(source="my_source", ...) to res.pairs
+        return res
+
+``order`` places the source in :data:`REGISTRY`, which is the order the build reads, gates,
+de-duplicates and draws sources in (so it fixes the build's output): a new source takes a number above
+every other (appending changes nothing the other sources build). ``verified_pairs`` is its test quota in
+the ``verified`` edition only (:data:`automonitor.data.build.config.VERIFIED_EXTRA`), ``candidate_pairs``
+its planned draw for the annotation candidate pool (:data:`automonitor.data.build.config.CANDIDATE_PLAN`).
+The paper's fixed composition (the cells of edition ``paper``, the quotas of ``paper-r2``) stays in
+:mod:`automonitor.data.build.config`. A module with two sources (``rl_character``: APPS and MBPP)
+decorates two load functions.
+
+``screen`` (the source's own gate), ``globs`` (files discovered at load time) and ``optional`` (used
+when present) are the other fields of :class:`Source`. The build, the audit and the reports need
+nothing else; ``fetch-sources`` downloads a folder only once its upstream origin (repository, commit,
+licence) is in :data:`automonitor.data.fetch.ORIGINS` and ``seeds/manifest.json`` is rewritten
+(``make_manifest`` raises ``KeyError`` for a registered folder without an origin).
+
+This module imports nothing of the build; :func:`scratch_registry` lets a test register a source for
+the length of a ``with`` block.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from automonitor.data.sources.base import PairRecord, SourceResult
+from automonitor.vocab import CATEGORIES, TASKS
+
+LoadFn = Callable[[Path], SourceResult]
+ScreenFn = Callable[[PairRecord], str | None]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A registered importer.
+
+    Attributes:
+        name: the source name (``Sample.source`` of what it builds, ``PairRecord.source``).
+        folder: its folder under the raw dir.
+        category, task: contract vocabulary (:data:`automonitor.vocab.CATEGORIES`, :data:`~automonitor.vocab.TASKS`).
+        files: the raw files it reads, relative to the raw dir (the fetch manifest pins them).
+        load: ``load(raw_dir) -> SourceResult``.
+        doc: one line that says what it is (default: the first line of its module doc).
+        screen: the source's own static screen of a pair (a reason: the pair goes to the candidate
+            pool), run by the build gates after the generic ones (comments already stripped); ``None``:
+            no own screen.
+        globs: glob patterns (relative to the raw dir) of files read besides ``files`` (discovered at
+            load time, e.g. ODCV-Bench's agent logs): the fetch manifest pins what they match.
+        order: the place in :data:`REGISTRY` (ascending; the build's read order).
+        verified_pairs: test pairs of the ``verified`` edition only (``None``: no such quota).
+        candidate_pairs: pairs drawn for the annotation candidate pool (``None``: no planned draw).
+        optional: used when present (e.g. a non-commercial licence): ``build`` does not ask for it.
+    """
+
+    name: str
+    folder: str
+    category: str
+    task: str
+    files: tuple[str, ...]
+    load: LoadFn
+    doc: str
+    screen: ScreenFn | None = None
+    globs: tuple[str, ...] = ()
+    order: int = 0
+    verified_pairs: int | None = None
+    candidate_pairs: int | None = None
+    optional: bool = False
+
+
+#: source name -> :class:`Source`, ascending by ``(order, name)``; filled by :func:`register_source`
+#: (``automonitor.data.sources`` imports every module of the package once).
+REGISTRY: dict[str, Source] = {}
+
+
+def _positive(name: str, field: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"source {name!r}: {field} must be a positive integer or None, got {value!r}")
+
+
+def add_source(src: Source) -> Source:
+    """Add ``src`` to :data:`REGISTRY` (kept in ``(order, name)`` order) and return it.
+
+    Raises:
+        ValueError: the name is taken, another source has the same ``order``, the category or task is
+            not contract vocabulary, ``files`` is empty, or a quota is not a positive integer.
+    """
+    if src.name in REGISTRY:
+        raise ValueError(f"source name {src.name!r} is registered twice")
+    clash = next((s.name for s in REGISTRY.values() if s.order == src.order), None)
+    if clash is not None:
+        raise ValueError(f"source {src.name!r}: order {src.order} is taken by {clash!r}")
+    if src.category not in CATEGORIES:
+        raise ValueError(f"source {src.name!r}: category must be one of {', '.join(CATEGORIES)}, got {src.category!r}")
+    if src.task not in TASKS:
+        raise ValueError(f"source {src.name!r}: task must be one of {', '.join(TASKS)}, got {src.task!r}")
+    if not src.files:
+        raise ValueError(f"source {src.name!r} reads no files")
+    _positive(src.name, "verified_pairs", src.verified_pairs)
+    _positive(src.name, "candidate_pairs", src.candidate_pairs)
+    ordered = sorted([*REGISTRY.values(), src], key=lambda s: (s.order, s.name))
+    REGISTRY.clear()  # in place: importers hold this dict
+    REGISTRY.update((s.name, s) for s in ordered)
+    return src
+
+
+def register_source(
+    name: str,
+    *,
+    folder: str,
+    category: str,
+    task: str,
+    files: Iterable[str],
+    order: int,
+    doc: str | None = None,
+    screen: ScreenFn | None = None,
+    globs: Iterable[str] = (),
+    verified_pairs: int | None = None,
+    candidate_pairs: int | None = None,
+    optional: bool = False,
+) -> Callable[[LoadFn], LoadFn]:
+    """Decorator of a source's ``load(raw_dir) -> SourceResult``: registers a :class:`Source` (fields as
+    there; ``doc`` defaults to the first line of the decorated function's module doc) and returns the
+    function unchanged.
+
+    Raises:
+        ValueError: see :func:`add_source` (raised when the decorator is applied, i.e. at import).
+    """
+
+    def deco(load: LoadFn) -> LoadFn:
+        module_doc = (getattr(load, "__globals__", {}).get("__doc__") or "").strip()
+        add_source(
+            Source(
+                name=name,
+                folder=folder,
+                category=category,
+                task=task,
+                files=tuple(files),
+                load=load,
+                doc=doc if doc is not None else (module_doc.splitlines() or [""])[0],
+                screen=screen,
+                globs=tuple(globs),
+                order=order,
+                verified_pairs=verified_pairs,
+                candidate_pairs=candidate_pairs,
+                optional=optional,
+            )
+        )
+        return load
+
+    return deco
+
+
+def unregister_source(name: str) -> Source:
+    """Remove source ``name`` from :data:`REGISTRY` and return it.
+
+    Raises:
+        KeyError: no source of that name is registered.
+    """
+    return REGISTRY.pop(name)
+
+
+@contextmanager
+def scratch_registry() -> Iterator[dict[str, Source]]:
+    """A ``with`` block after which :data:`REGISTRY` is exactly as before (what was registered inside
+    is gone, what was removed is back): how a test registers a toy source. Yields the registry."""
+    saved = list(REGISTRY.items())
+    try:
+        yield REGISTRY
+    finally:
+        REGISTRY.clear()
+        REGISTRY.update(saved)
+
+
+__all__ = ["REGISTRY", "Source", "add_source", "register_source", "scratch_registry", "unregister_source"]
