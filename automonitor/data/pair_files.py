@@ -76,8 +76,9 @@ EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
 
 
 @dataclass
-class PairRecord:
-    """One validated sample of a pair file (``sample_id`` always set, text exactly as in the file)."""
+class SampleRecord:
+    """One validated sample (one side of a pair) of a pair file (``sample_id`` always set, text exactly as in
+    the file). Not :class:`automonitor.data.sources.PairRecord`, which is a whole pair read from a source."""
 
     line: int
     sample_id: str
@@ -140,10 +141,10 @@ def read_records(
 # ------------------------------------------------------------------------------------------ validation
 
 
-def pair_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -> PairRecord:
-    """The :class:`PairRecord` of a validated row at ``line``: ``sample_id`` assigned with
+def sample_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -> SampleRecord:
+    """The :class:`SampleRecord` of a validated row at ``line``: ``sample_id`` assigned with
     ``hashing.make_sample_id`` when absent, ``source`` and ``label_source`` defaulted."""
-    return PairRecord(
+    return SampleRecord(
         line=line,
         sample_id=row.sample_id or make_sample_id(row.pair_id, row.label, row.request, row.response),
         pair_id=row.pair_id,
@@ -159,10 +160,10 @@ def pair_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -
     )
 
 
-def check_unique_sample_ids(records: Iterable[PairRecord], problems: Problems) -> None:
+def check_unique_sample_ids(records: Iterable[SampleRecord], problems: Problems) -> None:
     """Add a problem (field ``sample_id``) for every record whose sample id an earlier record has: a
     repeated row (same pair, label and content) or a reused id."""
-    seen: dict[str, PairRecord] = {}
+    seen: dict[str, SampleRecord] = {}
     for r in records:
         first = seen.setdefault(r.sample_id, r)
         if first is r:
@@ -179,7 +180,7 @@ def check_unique_sample_ids(records: Iterable[PairRecord], problems: Problems) -
         problems.add(message, line=r.line, field="sample_id")
 
 
-def check_pair_sides(records: Iterable[PairRecord], problems: Problems) -> None:
+def check_pair_sides(records: Iterable[SampleRecord], problems: Problems) -> None:
     """Add a problem for every ``pair_id`` that does not have exactly two samples, one ``misbehavior`` and
     one ``benign``, with the same category, task and request (compared after ``norm_text``); located at
     the side that breaks the rule (field ``pair_id``, ``label``, ``category``, ``task`` or ``request``)."""
@@ -228,7 +229,7 @@ def check_pair_sides(records: Iterable[PairRecord], problems: Problems) -> None:
         problems.add(message, line=b.line, field=field)
 
 
-def check_spans(records: Iterable[PairRecord], problems: Problems) -> None:
+def check_spans(records: Iterable[SampleRecord], problems: Problems) -> None:
     """Gold spans against their text (:func:`automonitor.data.spans.validate_spans`): only on misbehavior
     samples, inside ``response``, not blank, no overlap within one provenance. Each fault is added to
     ``problems`` at the record's line with field ``spans[i].start|end`` (or ``spans``)."""
@@ -248,7 +249,7 @@ def check_spans(records: Iterable[PairRecord], problems: Problems) -> None:
 
 def validate_records(
     records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
-) -> list[PairRecord]:
+) -> list[SampleRecord]:
     """Validate raw records field by field (:class:`automonitor.data.rows.PairRow`), then as pairs; returns
     them in file order.
 
@@ -260,7 +261,7 @@ def validate_records(
     Raises ``InputError`` at the first problem of the first stage that has any (see module doc).
     """
     problems = Problems(file, max_errors)
-    out = [pair_record(line, row, default_source) for line, row in validate(PairRow, records, problems)]
+    out = [sample_record(line, row, default_source) for line, row in validate(PairRow, records, problems)]
     problems.raise_if_any()
     check_unique_sample_ids(out, problems)
     problems.raise_if_any()
@@ -271,9 +272,9 @@ def validate_records(
     return out
 
 
-def group_pairs(records: Iterable[PairRecord]) -> dict[str, list[PairRecord]]:
+def group_pairs(records: Iterable[SampleRecord]) -> dict[str, list[SampleRecord]]:
     """Records grouped by ``pair_id`` (groups and members in file order)."""
-    groups: dict[str, list[PairRecord]] = {}
+    groups: dict[str, list[SampleRecord]] = {}
     for r in records:
         groups.setdefault(r.pair_id, []).append(r)
     return groups
@@ -287,7 +288,7 @@ def parse_pairs(
     default_source: str = DEFAULT_SOURCE,
     max_errors: int = 10,
     csv_mode: str = "safe",
-) -> tuple[str, list[PairRecord]]:
+) -> tuple[str, list[SampleRecord]]:
     """Read and validate a whole pair file held in memory (e.g. an upload). Returns
     ``(format, records)``; raises ``InputError`` (see ``read_records`` and ``validate_records``).
     ``csv_mode``: how a CSV file's cells were written (``safe``, the export default, or ``exact``)."""
@@ -298,7 +299,7 @@ def parse_pairs(
 # --------------------------------------------------------------------------------------------- the store
 
 
-def _content_diffs(stored: Any, record: PairRecord) -> list[str]:
+def _content_diffs(stored: Any, record: SampleRecord) -> list[str]:
     """The fields in which ``record`` differs from the stored sample row ``stored`` (request and response
     compared by hash), in the order pair_id, category, task, label, request, response."""
     return [
@@ -316,7 +317,7 @@ def _content_diffs(stored: Any, record: PairRecord) -> list[str]:
 
 
 def check_store(
-    session: Session, records: list[PairRecord], file: str, *, max_errors: int = 10
+    session: Session, records: list[SampleRecord], file: str, *, max_errors: int = 10
 ) -> dict[str, tuple[str, str | None]]:
     """Check ``records`` against the store; returns ``{sample_id: (status, split)}`` for the samples
     already stored with the same content (an import skips them).
@@ -362,11 +363,11 @@ def check_store(
     return same
 
 
-def _pair_key(sides: list[PairRecord]) -> tuple[str, frozenset[str]]:
+def _pair_key(sides: list[SampleRecord]) -> tuple[str, frozenset[str]]:
     return sha256_text(sides[0].request), frozenset(sha256_text(s.response) for s in sides)
 
 
-def find_duplicates(session: Session, records: list[PairRecord]) -> dict[str, str]:
+def find_duplicates(session: Session, records: list[SampleRecord]) -> dict[str, str]:
     """Pairs of ``records`` that repeat the request and both responses (after ``norm_text``; labels not
     compared) of a pair stored under ANOTHER ``pair_id``, or of an earlier pair of the same file:
     ``{pair_id: duplicated pair_id}`` in file order. Reads only."""
@@ -390,7 +391,7 @@ def find_duplicates(session: Session, records: list[PairRecord]) -> dict[str, st
 
 
 def sample_rows(
-    records: list[PairRecord], *, status: str, split: str | None, source_file: str | None
+    records: list[SampleRecord], *, status: str, split: str | None, source_file: str | None
 ) -> list[dict[str, Any]]:
     """``Sample`` column dicts for ``records`` (hashes computed, ``source_record`` = line number)."""
     return [
@@ -423,7 +424,7 @@ class ImportPlan:
 
     file: str
     format: str
-    records: list[PairRecord]
+    records: list[SampleRecord]
     status: str
     split: str | None
     max_errors: int = 10
@@ -525,7 +526,7 @@ def _write_once(engine: Engine, plan: ImportPlan, rows: list[dict[str, Any]]) ->
     return _Written(stored=stored, dups=dups, inserted=inserted)
 
 
-def _write_spans(session: Session, records: list[PairRecord]) -> int:
+def _write_spans(session: Session, records: list[SampleRecord]) -> int:
     """Insert the file's gold spans that the store does not hold yet (key: sample, provenance, start,
     end); a span already stored is skipped, so re-importing the same file adds nothing."""
     from store.queries import spans as span_queries
