@@ -82,9 +82,9 @@ def resolve_options(
     unknown = set(overrides) - set(cls.model_fields)
     if unknown:
         raise TypeError(f"unknown analysis option(s): {', '.join(sorted(unknown))}")
-    return cls(**{**base, **{k: v for k, v in overrides.items()}})
+    return cls(**{**base, **overrides})
 
 
 def compare_list(options: AnalysisOptions) -> Sequence[tuple[str, str]] | None:
     """``options.compare`` as a list of pairs, or ``None``."""
-    return None if options.compare is None else [tuple(p) for p in options.compare]  # type: ignore[misc]
+    return None if options.compare is None else list(options.compare)
