@@ -17,28 +17,34 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = ("gate-table", "audit-table:verified", "audit-table:paper")
 
 
-def generated(raw: str | Path | None = None) -> dict[str, str]:
-    """``{block name: markdown}`` from a fresh seed-0 build in a temporary store."""
+def generated(raw: str | Path | None = None, built: tuple[Any, dict[str, Any]] | None = None) -> dict[str, str]:
+    """``{block name: markdown}`` from a fresh seed-0 build in a temporary store, or from ``built``:
+    ``(engine, report)`` of a seed-0 build made already (the test suite's shared one)."""
     from automonitor.data import audit
     from automonitor.data.build import build
     from automonitor.data.build.report_md import gates_markdown
     from store import get_engine, init_db
 
+    def blocks(eng: Any, report: dict[str, Any]) -> dict[str, str]:
+        out = {"gate-table": gates_markdown(report)}
+        for ed in ("verified", "paper"):
+            out[f"audit-table:{ed}"] = audit.markdown(audit.run_audit(eng, ed))
+        return out
+
+    if built is not None:
+        return blocks(*built)
     with tempfile.TemporaryDirectory() as tmp:
         eng = init_db(get_engine(f"sqlite:///{tmp}/readme.db", fresh=True))
         try:
-            report = build(eng, raw, 0)
-            out = {"gate-table": gates_markdown(report)}
-            for ed in ("verified", "paper"):
-                out[f"audit-table:{ed}"] = audit.markdown(audit.run_audit(eng, ed))
+            return blocks(eng, build(eng, raw, 0))
         finally:
             eng.dispose()
-    return out
 
 
 def _pattern(name: str) -> re.Pattern[str]:

@@ -356,9 +356,14 @@ def pareto_staircase(far: Sequence[float], mr: Sequence[float]) -> tuple[list[fl
     return xs, ys
 
 
-def _label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07) -> list[str]:
-    """Text positions for labelled markers: below a point when a close neighbour sits above it (or to
-    its upper right), else above; left/right chosen to push apart neighbours at the same height."""
+def _label_positions(
+    x: Sequence[float], y: Sequence[float], near: float = 0.07, edge: float = 0.12
+) -> list[str]:
+    """Text positions (plotly ``textposition`` strings) for labelled markers at plot coordinates
+    ``x``/``y`` (rates in [0, 1]): below a point when a close neighbour sits above it (or to its upper
+    right), else above; left/right chosen to push apart neighbours at the same height. Near an edge of
+    the plane (within ``edge`` of 0 or 1) the label always points inward, so a name such as
+    ``rules-v1`` at FAR 0 is never cut off by the plot's border."""
     out = []
     for i, (xi, yi) in enumerate(zip(x, y)):
         vert, horiz = "top", "center"
@@ -368,6 +373,14 @@ def _label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07)
             if yj > yi or (yj == yi and j < i):
                 vert = "bottom"
             horiz = "left" if xj > xi else ("right" if xj < xi else horiz)
+        if xi < edge:
+            horiz = "right"
+        elif xi > 1 - edge:
+            horiz = "left"
+        if yi > 1 - edge / 2:
+            vert = "bottom"
+        elif yi < edge / 2:
+            vert = "top"
         out.append(f"{vert} {horiz}")
     return out
 

@@ -1,9 +1,10 @@
 """Candidate copies ``cand:<pair_id>`` of paper pairs can become gold.
 
-End to end on REAL built candidates, through the real CLI processes: build from the raw sources into a
-fresh store, add two annotators, assign, both label (import), finalize; ``stats --edition verified``
-grows by the accepted copies (hh_rlhf included), while a candidate whose texts duplicate a gold pair
-it was NOT copied from is still rejected. SQLite and PostgreSQL.
+End to end on REAL built candidates, through the real CLI processes: a copy of the store built from the
+raw sources with seed 0 (``built_db_url``, the run's one real build), two annotators, assign, both label
+(import), finalize; ``stats --edition verified`` grows by the accepted copies (hh_rlhf included), while a
+candidate whose texts duplicate a gold pair it was NOT copied from is still rejected. SQLite and
+PostgreSQL.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def _stats(cli, db):
 
 
 @pytest.mark.slow
-def test_candidate_copies_of_paper_pairs_become_gold_end_to_end(cli, db_url, tmp_path, raw_dir):
-    _ok(cli(["build", "--seed", "0", "--json"], db=db_url))
+def test_candidate_copies_of_paper_pairs_become_gold_end_to_end(cli, built_db_url, tmp_path, raw_dir):
+    db_url = built_db_url
     for name in ("ann1", "ann2"):
         _ok(cli(["users", "add", name, "--role", "annotator", "--password-stdin"], db=db_url, input=PASSWORD))
     _ok(cli(["assign", "--k", "2", "--seed", "3", "--json"], db=db_url))

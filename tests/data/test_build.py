@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 import pytest
 import sqlalchemy as sa
 
-from automonitor.data.build import CANDIDATE_PLAN, build, load_all, plan_build
+from automonitor.data.build import CANDIDATE_PLAN, build, plan_build
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from automonitor.vocab import CATEGORIES, PAPER_QUOTAS, TASKS
@@ -42,24 +42,27 @@ def _new_engine(url):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, raw_dir):
-    """A SQLite store built once with seed 0 (shared by the read-only tests of this module)."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('built') / 'store.db'}"
+def built(tmp_path_factory, built_sqlite):
+    """A copy of the run's seed-0 SQLite build (``built_sqlite``) and its report, shared by the read-only
+    tests of this module."""
+    src, report = built_sqlite
+    path = tmp_path_factory.mktemp("built") / "store.db"
+    shutil.copyfile(src, path)
+    url = f"sqlite:///{path}"
     eng = _new_engine(url)
-    report = build(eng, raw_dir, 0)
     yield url, eng, report
     eng.dispose()
 
 
 @pytest.fixture(scope="module")
-def loaded(raw_dir):
+def loaded(raw_loaded):
     """The raw sources read once for the tests that build several times (``build(loaded=...)``)."""
-    return load_all(raw_dir)
+    return raw_loaded
 
 
 @pytest.fixture(scope="module")
-def plans(raw_dir, loaded):
-    return {seed: plan_build(raw_dir, seed, loaded=loaded) for seed in (0, 1)}
+def plans(seed_plan):
+    return {seed: seed_plan(seed) for seed in (0, 1)}
 
 
 def test_round2_composition_is_kept_as_paper_r2(built):
@@ -226,8 +229,10 @@ def test_apps_test_requests_are_neutral_and_turpin_requests_carry_the_cue(built)
     assert len({(r["meta"]["bbh_task"], r["meta"]["model"]) for r in turpin}) == 26
 
 
-def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_dir):
+def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "cold"))  # the filter recomputed, not read back
     again = plan_build(raw_dir, 0)
+    assert again.report["hard"]["cached"] is False
     ids = lambda plan, split: sorted(r["id"] for r in plan.rows if r["split"] == split)  # noqa: E731
     assert ids(again, "test") == ids(plans[0], "test")
     assert [r["id"] for r in again.rows] == [r["id"] for r in plans[0].rows]
@@ -307,13 +312,13 @@ def _user_pair(eng):
 
 
 @pytest.mark.slow
-def test_reseed_refuses_when_referenced_then_replaces_with_force(tmp_path, raw_dir, plans, loaded):
+def test_reseed_refuses_when_referenced_then_replaces_with_force(tmp_path, raw_dir, plans, loaded, built_sqlite):
     from store import session_scope
     from store.models import Prediction, Run, Sample
 
+    shutil.copyfile(built_sqlite[0], tmp_path / "store.db")  # the seed-0 build
     eng = _new_engine(f"sqlite:///{tmp_path / 'store.db'}")
     try:
-        build(eng, raw_dir, 0, loaded=loaded)
         user_ids = _user_pair(eng)
         leaving = sorted({r["id"] for r in plans[0].rows if r["split"] == "test"} - {r["id"] for r in plans[1].rows})[0]
         _add_run_on(eng, leaving)
@@ -486,14 +491,17 @@ def test_build_cli_json_is_one_document_and_rebuild_is_a_no_op(cli, built, raw_d
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_full_build_on_postgresql_matches_sqlite(pg_url, raw_dir, built, loaded):
+@pytest.mark.parametrize("built_db_url", ["postgresql"], indirect=True)
+def test_full_build_on_postgresql_matches_sqlite(built_pg_template, built_db_url, raw_dir, built, loaded):
+    """The run's seed-0 build on PostgreSQL (``built_pg_template``, a real full build) holds exactly the
+    SQLite build's rows and statistics, and rebuilding a copy of it changes nothing."""
     from store import session_scope
     from store.queries.samples import composition, stats
 
-    eng = _new_engine(pg_url)
+    report = built_pg_template["report"]
+    assert report["shortfalls"] == built[2]["shortfalls"] and report["inserted"] == len(_rows(built[1]))
+    eng = _new_engine(built_db_url)
     try:
-        report = build(eng, raw_dir, 0)
-        assert report["shortfalls"] == built[2]["shortfalls"] and report["inserted"] == len(_rows(built[1]))
         assert _snapshot(eng) == _snapshot(built[1])
         with session_scope(eng) as s, session_scope(built[1]) as t:
             assert stats(s, "test") == stats(t, "test")

@@ -15,7 +15,6 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor.runs import runner
-from automonitor.data.build import plan_build
 from servers.data import add_pairs
 from servers.openai_fault import OpenAIFaultServer
 from store import get_engine, init_db, session_scope
@@ -52,13 +51,11 @@ def test_two_builds_at_once_one_builds_the_other_exits_2(db_url, cli):
 
 
 @pytest.mark.slow
-def test_build_force_refuses_to_delete_a_run_with_a_live_lease(db_url, cli, raw_dir):
-    res = cli(["build", "--seed", "0", "--json"], db=db_url)
-    assert res.returncode == 0, res.stderr[-2000:]
+def test_build_force_refuses_to_delete_a_run_with_a_live_lease(built_db_url, cli, seed_plan):
+    db_url = built_db_url  # the seed-0 build
     eng = init_db(get_engine(db_url, fresh=True))
     leaving = sorted(
-        {r["id"] for r in plan_build(raw_dir, 0).rows if r["split"] == "test"}
-        - {r["id"] for r in plan_build(raw_dir, 1).rows}
+        {r["id"] for r in seed_plan(0).rows if r["split"] == "test"} - {r["id"] for r in seed_plan(1).rows}
     )[0]
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # the "runner" process
     try:

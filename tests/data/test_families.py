@@ -101,10 +101,8 @@ def test_paraphrased_requests_join_and_shared_boilerplate_does_not():
 
 
 @pytest.mark.slow
-def test_build_keeps_every_family_on_one_side(raw_dir):
-    from automonitor.data.build import plan_build
-
-    plan = plan_build(raw_dir, 0)
+def test_build_keeps_every_family_on_one_side(seed_plan):
+    plan = seed_plan(0)
     assert plan.report["families"]["shared_train_test"] == 0
     assert plan.report["families"]["train_dropped_same_family"] > 0
     # independent of the family index: no Codeforces version stem or repo+file+function in both splits

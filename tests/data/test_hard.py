@@ -99,6 +99,46 @@ def test_planted_length_shortcut_is_removed_and_the_real_signal_stays():
     assert again.kept_pairs == res.kept_pairs and again.steps == res.steps
 
 
+def test_the_filter_cache_returns_what_a_fresh_run_computes(tmp_path, monkeypatch):
+    """The build reads the filter's result from the disk cache when the frames, seed, parameters and the
+    audit code are the same; the cached result equals a fresh computation; another seed, other data or
+    a corrupt entry is a miss; an unwritable cache directory only disables the cache."""
+    from automonitor.data.audit import aflite_cache as ac
+
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "cache"))
+    test = _arith_set(80, 4, shortcut=0.8)
+    empty = test.iloc[0:0]
+    fresh = aflite(test, empty, seed=0)
+    first, hit1 = ac.cached_aflite(test, empty, 0)
+    second, hit2 = ac.cached_aflite(test, empty, 0)
+    assert (hit1, hit2) == (False, True)
+    for res in (first, second):
+        assert res.kept_pairs == fresh.kept_pairs and res.kept_controls == fresh.kept_controls
+        assert res.removed_by_feature == fresh.removed_by_feature and res.rounds == fresh.rounds
+        assert json.dumps(res.steps) == json.dumps(fresh.steps)
+    assert first.slices == second.slices
+    assert ac.cached_aflite(test, empty, 1)[1] is False  # another seed
+    changed = test.copy()
+    changed.loc[0, "response"] += " x"
+    assert ac.aflite_key(changed, empty, 0, ac.AfliteParams()) != ac.aflite_key(test, empty, 0, ac.AfliteParams())
+    (entry,) = [
+        p
+        for p in (tmp_path / "cache" / "aflite").glob("*.json")
+        if p.stem == ac.aflite_key(test, empty, 0, ac.AfliteParams())
+    ]
+    entry.write_text("{not json")
+    again, hit = ac.cached_aflite(test, empty, 0)
+    assert (
+        hit is False
+        and again.kept_pairs == fresh.kept_pairs
+        and json.loads(entry.read_text())["rounds"] == fresh.rounds
+    )
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(blocker))  # a file, not a directory
+    assert ac.cached_aflite(test, empty, 0)[0].kept_pairs == fresh.kept_pairs
+
+
 def test_train_method_uses_the_train_split():
     train = _arith_set(200, 7, shortcut=0.7, prefix="t", split="train")
     test = _arith_set(160, 8, shortcut=0.7)
@@ -239,16 +279,15 @@ def test_edition_hard_in_run_report_stats_and_audit(cli, db_url, engine, tmp_pat
 
 
 @pytest.mark.slow
-def test_seed0_build_hard_edition_passes_the_audit_bound(tmp_path, raw_dir):
-    """The real seed-0 build: every slice of ``hard`` with >= 30 pairs has every trivial baseline of
-    the audit (train -> test) within 0.5 +/- 0.2; survivors and removals are reported per source."""
+def test_seed0_build_hard_edition_passes_the_audit_bound(built_sqlite):
+    """The real seed-0 build (the run's one, ``built_sqlite``): every slice of ``hard`` with >= 30 pairs has
+    every trivial baseline of the audit (train -> test) within 0.5 +/- 0.2; survivors and removals are
+    reported per source."""
     from automonitor.data.audit import run_audit
-    from automonitor.data.build import build
-    from store import get_engine, init_db
+    from store import get_engine
 
-    eng = get_engine(f"sqlite:///{tmp_path / 'b.db'}", fresh=True)
-    init_db(eng)
-    report = build(eng, raw_dir, 0)
+    eng = get_engine(f"sqlite:///{built_sqlite[0]}", fresh=True)  # read only
+    report = built_sqlite[1]
     hard = report["hard"]
     assert hard["pairs"] == report["editions"]["hard"]["pairs"] > 300
     assert set(hard["by_source"]) == set(report["editions"]["verified"]["by_source"])

@@ -27,11 +27,18 @@ def test_block_helpers_replace_only_between_markers():
 
 
 @pytest.mark.slow
-def test_readme_tables_match_the_seed0_build(raw_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "cache"))  # analysers run for real
+def test_readme_tables_match_the_seed0_build(built_sqlite):
+    """Against the run's seed-0 build (``built_sqlite``: analysers and the filter ran for real in this run's
+    own cache directory, tests/conftest.py)."""
+    from store import get_engine
+
     mod = _module()
     current = mod.readme_blocks(mod.README.read_text(encoding="utf-8"))
     assert set(current) == set(mod.BLOCKS), "README lost a generated block's markers"
-    generated = mod.generated(raw_dir)
+    eng = get_engine(f"sqlite:///{built_sqlite[0]}", fresh=True)
+    try:
+        generated = mod.generated(built=(eng, built_sqlite[1]))
+    finally:
+        eng.dispose()
     for name in mod.BLOCKS:
         assert current[name] == generated[name], f"README block {name} is stale: run python scripts/readme_tables.py"

@@ -226,6 +226,28 @@ def shot(page, name: str, max_height: int = 5000) -> Path:
     return path
 
 
+DOCS_SHOTS = REPO / "docs" / "screenshots"
+
+
+def doc_shot(page, name: str) -> Path:
+    """The viewport (what a user sees first) as ``docs/screenshots/<name>.png``, the picture the README
+    shows: written by the browser test that opens the page, so it follows the page. The file is only
+    rewritten when its pixels change, so an unchanged page leaves the working tree clean."""
+    from io import BytesIO
+
+    from PIL import Image, ImageChops
+
+    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+    path = DOCS_SHOTS / f"{name}.png"
+    png = page.screenshot(full_page=False)
+    if path.exists():
+        with Image.open(path) as old, Image.open(BytesIO(png)) as new:
+            if old.size == new.size and ImageChops.difference(old.convert("RGB"), new.convert("RGB")).getbbox() is None:
+                return path
+    path.write_bytes(png)
+    return path
+
+
 _IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
     if (!a) return false;
     return a.getAttribute('data-test-script-state') === 'notRunning'
@@ -277,6 +299,7 @@ def e2e():
     return SimpleNamespace(
         new_page=new_page,
         shot=shot,
+        doc_shot=doc_shot,
         wait_app=wait_app,
         log_in=log_in,
         start_app=start_app,

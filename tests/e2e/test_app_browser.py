@@ -41,8 +41,8 @@ def server(store, app_factory):
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools(e2e):
-    global new_page, shot, wait_app, log_in
-    new_page, shot, wait_app, log_in = e2e.new_page, e2e.shot, e2e.wait_app, e2e.log_in
+    global new_page, shot, wait_app, log_in, e2e_tools
+    new_page, shot, wait_app, log_in, e2e_tools = e2e.new_page, e2e.shot, e2e.wait_app, e2e.log_in, e2e
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +145,7 @@ def test_click_pareto_point_then_cell_then_sample(bpage, server, store):
     text = bpage.locator("main").inner_text()
     assert "Pearson r" in text and "Pareto front" in text and "secondary summary" in text
     shot(bpage, "tradeoff")
+    e2e_tools.doc_shot(bpage, "tradeoff")  # the README's picture
     x, y = _front_point(bpage, "r001")
     bpage.mouse.move(x, y)
     bpage.wait_for_timeout(400)

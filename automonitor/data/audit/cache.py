@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from automonitor.data.audit.editions import check_edition, run_audit
+from automonitor.data.cache_home import cache_home
 from store.queries.fingerprints import sample_state
 from automonitor.data.audit.params import AUDIT_VERSION
 
@@ -29,10 +30,7 @@ def fingerprint(engine) -> str:
 
 def cache_dir() -> Path:
     """Where audit results are cached: ``$AUTOMONITOR_CACHE_DIR/audit`` or ``~/.cache/automonitor/data/audit``."""
-    base = os.environ.get("AUTOMONITOR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "automonitor"
-    )
-    return Path(base) / "audit"
+    return cache_home() / "audit"
 
 
 _memo: dict[str, dict[str, Any]] = {}

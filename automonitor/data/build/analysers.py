@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from automonitor.data.cache_home import cache_home
+
 ANALYSER_OF: dict[str, str] = {"Python": "bandit", "C": "flawfinder", "C++": "flawfinder"}
 TIMEOUT_S = 300  # per analyser process (all snippets of one build)
 CACHE_VERSION = 1
@@ -56,10 +58,7 @@ def _version(tool: str) -> str:
 
 def cache_file() -> Path:
     """``$AUTOMONITOR_CACHE_DIR/analysers.json`` (default ``~/.cache/automonitor/analysers.json``)."""
-    base = os.environ.get("AUTOMONITOR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "automonitor"
-    )
-    return Path(base) / "analysers.json"
+    return cache_home() / "analysers.json"
 
 
 def _key(tool: str, code: str) -> str:

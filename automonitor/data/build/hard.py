@@ -2,7 +2,8 @@
 trivial baselines (:func:`automonitor.data.audit.aflite.aflite`), plus the sycophancy controls in proportion.
 
 Hooked into :func:`automonitor.data.build.plan.plan_build` by :func:`add_hard_edition`: it reads the planned
-rows (``verified`` test pairs, ``train`` pairs, ``controls``), runs the filter with the build seed, adds
+rows (``verified`` test pairs, ``train`` pairs, ``controls``), runs the filter with the build seed (through
+its disk cache, :func:`~automonitor.data.audit.aflite_cache.cached_aflite`), adds
 ``hard`` to the editions of the surviving rows and writes ``report["editions"]["hard"]`` and
 ``report["hard"]`` (per source: verified and surviving pairs; per filter step: the features that removed
 pairs; per slice: final AUROCs and status; the slices not achievable; seconds).
@@ -17,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from automonitor.data.audit.aflite import AfliteParams, aflite
+from automonitor.data.audit.aflite import AfliteParams
+from automonitor.data.audit.aflite_cache import cached_aflite
 from automonitor.data.build.rows import Plan
 
 HARD = "hard"
@@ -37,14 +39,15 @@ def add_hard_edition(plan: Plan, seed: int, params: AfliteParams = AfliteParams(
         params: the filter's parameters.
     Returns:
         ``report["hard"]``: ``{"params", "pairs", "controls", "by_source": {src: {"verified", "hard"}},
-        "removed_by_feature", "steps", "slices", "not_achievable", "rounds", "seconds"}``.
+        "removed_by_feature", "steps", "slices", "not_achievable", "rounds", "seconds", "cached"}`` (``cached``:
+        the filter's result was read from :mod:`automonitor.data.audit.aflite_cache`).
     """
     t0 = time.perf_counter()
     verified = [r for r in plan.rows if r["split"] == "test" and "verified" in r.get("editions", ())]
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
     controls = [r for r in plan.rows if r["split"] == "controls"]
     test = pd.concat([_frame(verified), _frame(controls)], ignore_index=True)
-    res = aflite(test, _frame(train), seed, params)
+    res, cached = cached_aflite(test, _frame(train), seed, params)
     keep_ids = set(res.kept_controls)
     for r in plan.rows:
         if (r in verified and r["pair_id"] in res.kept_pairs) or (r["split"] == "controls" and r["id"] in keep_ids):
@@ -74,6 +77,7 @@ def add_hard_edition(plan: Plan, seed: int, params: AfliteParams = AfliteParams(
         "not_achievable": [s["slice"] for s in res.not_achievable],
         "rounds": res.rounds,
         "seconds": round(time.perf_counter() - t0, 2),
+        "cached": cached,
     }
     plan.report[HARD] = section
     return section

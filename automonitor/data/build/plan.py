@@ -51,6 +51,7 @@ def plan_build(
     progress: Callable[[str], None] | None = None,
     loaded: dict[str, SourceResult] | None = None,
     errata_file: str | Path | None = None,
+    hard: bool = True,
 ) -> Plan:
     """Decide, without touching any store, which pairs go to test, candidates and train.
 
@@ -63,6 +64,8 @@ def plan_build(
             modified); read from ``raw`` otherwise.
         errata_file: the errata to apply (:mod:`automonitor.data.build.errata`; default ``$AUTOMONITOR_ERRATA``
             or ``seeds/errata.jsonl``).
+        hard: run the adversarial filter that makes edition ``hard`` (most of a plan's CPU); ``False``
+            plans every other edition only (no row is in ``hard``, the report has no ``hard`` section).
     Returns:
         :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
     Raises:
@@ -89,5 +92,6 @@ def plan_build(
     report["families"] = _family_report(pool, plan)
     report["errata"] = errata_counts(errata, pool.errata_applied)
     report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
-    add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
+    if hard:
+        add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
     return plan

@@ -198,12 +198,14 @@ def build(
     progress: Callable[[str], None] | None = None,
     loaded: dict[str, SourceResult] | None = None,
     errata_file: str | Path | None = None,
+    hard: bool = True,
 ) -> dict[str, Any]:
     """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
     transaction (see the module doc for composition and rebuild policy), under the store-wide build lock
     (:func:`_serialised`).
 
-    ``loaded``, ``errata_file``: see :func:`plan_build` (every build applies the errata in force).
+    ``loaded``, ``errata_file``, ``hard``: see :func:`plan_build` (every build applies the errata in force;
+    ``hard=False`` leaves edition ``hard`` empty in the store).
 
     Returns:
         The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
@@ -219,7 +221,7 @@ def build(
         state = _store_state(session)
         external = (state.external.req, state.external.resp)
         plan = plan_build(
-            raw_path, seed, external_test=external, progress=progress, loaded=loaded, errata_file=errata_file
+            raw_path, seed, external_test=external, progress=progress, loaded=loaded, errata_file=errata_file, hard=hard
         )
         changes = _sample_changes(session, state, plan)
         dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)
