@@ -411,21 +411,47 @@ def read_csv(
     empty cells are kept as ``""``). ``skip_blank_rows``: also skip rows whose cells are all blank.
     """
     text = data.decode("utf-8", "surrogateescape")
+    return list(
+        iter_csv(
+            io.StringIO(text, newline=""),
+            problems,
+            columns=columns,
+            required=required,
+            undecodable=undecodable,
+            skip_blank_rows=skip_blank_rows,
+            csv_mode=csv_mode,
+        )
+    )
+
+
+def iter_csv(
+    stream: Iterable[str],
+    problems: Problems,
+    *,
+    columns: Collection[str] | None = None,
+    required: Collection[str] = (),
+    undecodable: str = "raise",
+    skip_blank_rows: bool = False,
+    csv_mode: str = "safe",
+) -> Iterator[RawRecord]:
+    """Like :func:`read_csv`, one record at a time from a text stream opened with ``newline=""`` (for a
+    file: ``open(path, encoding="utf-8-sig", errors="surrogateescape", newline="")``), so a large file
+    is never held whole: memory stays flat in file size. After a header problem or a malformed row it
+    stops (the problem is in ``problems``)."""
     csv.field_size_limit(2**31 - 1)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    out: list[RawRecord] = []
+    reader = csv.reader(stream, strict=True)
     try:
         header_raw = next(reader, None)
     except csv.Error as exc:
         problems.add(f"malformed CSV header: {exc}", line=1)
-        return out
+        return
     if not header_raw:
         problems.add("the CSV file has no header row", line=1)
-        return out
+        return
     header = [h.strip() for h in header_raw]
     _check_header(header, problems, columns, required)
     if problems:
-        return out
+        return
     record = 1
     prev_phys = reader.line_num
     while True:
@@ -449,8 +475,7 @@ def read_csv(
             header, values, record, problems, required=required, undecodable=undecodable, csv_mode=csv_mode
         )
         if cells is not None:
-            out.append(RawRecord(record, cells, text_cells=True))
-    return out
+            yield RawRecord(record, cells, text_cells=True)
 
 
 def _csv_cells(

@@ -38,9 +38,8 @@ from automonitor.data.records import (
     RawRecord,
     check_import_file,
     detect_format,
+    iter_csv,
     iter_jsonl,
-    read_file_bytes,
-    read_records,
 )
 from automonitor.data.rows import PREDICTION_REQUIRED, PredictionRow, validate_one
 from automonitor.vocab import OUTCOMES, TEMPLATES
@@ -168,15 +167,14 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
         raise InputError("empty file: no predictions", file=file)
     with session_scope(engine) as s:
         known = lambda ids: q.pair_ids_for(s, ids)  # noqa: E731
-        if fmt == "jsonl":  # streamed: one line at a time, memory flat in file size
-            problems = Problems(file)
+        problems = Problems(file)  # both formats streamed: one record at a time, memory flat in file size
+        if fmt == "jsonl":
             with p.open("rb") as fh:
                 rows = validate_stream(iter_jsonl(fh, problems), known, file, problems=problems)
         else:
-            _, records = read_records(
-                read_file_bytes(p), file, fmt, formats=("jsonl", "csv"), required=REQUIRED, skip_blank_rows=True
-            )
-            rows = validate_stream(records, known, file)
+            with p.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as text:
+                records = iter_csv(text, problems, required=REQUIRED, skip_blank_rows=True)
+                rows = validate_stream(records, known, file, problems=problems)
         counts = {o: 0 for o in OUTCOMES}
         for r in rows:
             counts[r["outcome"]] += 1

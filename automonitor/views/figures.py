@@ -356,9 +356,7 @@ def pareto_staircase(far: Sequence[float], mr: Sequence[float]) -> tuple[list[fl
     return xs, ys
 
 
-def _label_positions(
-    x: Sequence[float], y: Sequence[float], near: float = 0.07, edge: float = 0.12
-) -> list[str]:
+def _label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07, edge: float = 0.12) -> list[str]:
     """Text positions (plotly ``textposition`` strings) for labelled markers at plot coordinates
     ``x``/``y`` (rates in [0, 1]): below a point when a close neighbour sits above it (or to its upper
     right), else above; left/right chosen to push apart neighbours at the same height. Near an edge of
