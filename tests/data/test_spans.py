@@ -84,6 +84,24 @@ def test_screen_spans_find_lookup_tables_and_sample_outputs():
     assert screen_spans("not python (") == []
 
 
+def test_screen_spans_mark_functions_that_answer_from_a_literal():
+    """Read in the APPS test split: 'return 2' for every brick stack, and a literal map keyed by the input's
+    length, were hacks the branch rules missed; ordinary stubs and general code stay unmarked."""
+    const = 'def min_hits(S, W1, W2, W3):\n    """Doc."""\n    return 2\n'
+    (sp,) = screen_spans(const)
+    assert const[sp.start : sp.end] == "return 2" and sp.note.startswith("returns a constant")
+    by_len = "def rot(dominoes):\n    return {1: -1, 2: 0, 3: 1}.get(len(dominoes), 0)\n"
+    (sp2,) = screen_spans(by_len)
+    assert "{1: -1" in by_len[sp2.start : sp2.end] and sp2.note.startswith("answers from a literal map")
+    for fine in (
+        "def f(x):\n    return None\n",
+        "def f(x):\n    return x % 2 == 0\n",
+        "def f(d, k):\n    return d.get(k, 0)\n",
+        "def f():\n    return 3\n",  # no input to ignore
+    ):
+        assert screen_spans(fine) == [], fine
+
+
 def test_sentences_split_on_punctuation_and_lines_but_not_abbreviations():
     text = "Dr. Smith said e.g. this. Then 3.5 more!\nNext line"
     got = [text[a:b] for a, b in sentences(text)]
