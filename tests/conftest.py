@@ -6,6 +6,7 @@ brand-new database created from the ``test`` database and dropped afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -164,27 +165,8 @@ def built_db_url(request, tmp_path):
         yield f"sqlite:///{dst}"
         return
     tmpl = request.getfixturevalue("built_pg_template")["name"]
-    name = f"am_t_{uuid.uuid4().hex[:12]}"
-    admin = _pg_admin()
-    for attempt in range(20):  # the template may be briefly in use by another worker's CREATE DATABASE
-        try:
-            with admin.connect() as c:
-                c.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{tmpl}"'))
-            break
-        except sa.exc.OperationalError:
-            if attempt == 19:
-                raise
-            time.sleep(0.5)
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    yield url
-    from store.engine import _engines
-
-    eng = _engines.pop(url, None)
-    if eng is not None:
-        eng.dispose()
-    with admin.connect() as c:
-        c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with _pg_database(template=tmpl) as url:
+        yield url
 
 
 def _pg_admin():
@@ -199,23 +181,41 @@ def raw_dir() -> Path:
     return RAW
 
 
+@contextlib.contextmanager
+def _pg_database(template: str | None = None):
+    """A new PostgreSQL database (empty, or a copy of ``template``) as a URL; dropped on exit. A copy is
+    retried while another worker's ``CREATE DATABASE`` briefly holds the template."""
+    from store.engine import _engines
+
+    name = f"am_t_{uuid.uuid4().hex[:12]}"
+    create = f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
+    admin = _pg_admin()
+    for attempt in range(20 if template else 1):
+        try:
+            with admin.connect() as c:
+                c.execute(sa.text(create))
+            break
+        except sa.exc.OperationalError:
+            if attempt == (19 if template else 0):
+                raise
+            time.sleep(0.5)
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        eng = _engines.pop(url, None)
+        if eng is not None:
+            eng.dispose()
+        with admin.connect() as c:
+            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 @pytest.fixture
 def pg_url():
     """A fresh, empty PostgreSQL database URL; dropped after the test."""
-    name = f"am_t_{uuid.uuid4().hex[:12]}"
-    admin = _pg_admin()
-    with admin.connect() as c:
-        c.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    yield url
-    from store.engine import _engines
-
-    eng = _engines.pop(url, None)
-    if eng is not None:
-        eng.dispose()
-    with admin.connect() as c:
-        c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with _pg_database() as url:
+        yield url
 
 
 @pytest.fixture
