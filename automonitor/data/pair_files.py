@@ -30,7 +30,10 @@ the same request (compared after ``hashing.norm_text``). Text is stored exactly 
 back the very same strings.
 
 Import is all or nothing: every record is validated (fields by :class:`automonitor.data.rows.PairRow`, then
-the pairs, then against the store) before anything is written, and the write is one transaction. Any problem raises :class:`automonitor.errors.InputError`
+the pairs, then against the store) before anything is written, and the write is one transaction.
+The file is streamed twice, never held whole: once to validate, keeping only a :class:`SampleKey` (ids
+and hashes) a sample, once to write, :data:`WRITE_CHUNK` samples at a time; a file rewritten in between
+is refused and nothing is written. Files are limited to ``AUTOMONITOR_MAX_IMPORT_MB`` (256 MiB). Any problem raises :class:`automonitor.errors.InputError`
 located at the first problem (``file``, ``line``, ``field``); its message also lists up to
 ``max_errors`` problems, and its ``problems`` attribute holds them all as ``InputError`` objects.
 Line numbers: JSONL = physical line; CSV = record number counting the header as line 1 (the row number
@@ -43,13 +46,17 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
+import io
 import json
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field as dc_field
+from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Protocol, TypeVar
 
 from automonitor.data import records
 from automonitor import vocab
@@ -57,8 +64,17 @@ from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, norm_text, sha256_text
 from store import session_scope
 from store.queries.samples import edition_has_rows
-from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, read_file_bytes
-from automonitor.data.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate
+from automonitor.data.records import (
+    Problems,
+    RawRecord,
+    check_csv_mode,
+    check_import_file,
+    csv_cell_out,
+    iter_csv,
+    iter_jsonl,
+    iter_parquet,
+)
+from automonitor.data.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate_one
 from automonitor.data.spans import GoldSpan, SpanError, validate_spans
 
 if TYPE_CHECKING:
@@ -97,6 +113,112 @@ class SampleRecord:
         """The record as a pair-file row (the contract's columns, in ``FIELDS`` order; ``spans`` only
         when the record has some)."""
         return {k: getattr(self, k) for k in FIELDS if k != "spans" or self.spans}
+
+    def key(self) -> SampleKey:
+        """The record's :class:`SampleKey` (ids, vocabulary and content hashes; no text)."""
+        return SampleKey(
+            line=self.line,
+            sample_id=self.sample_id,
+            pair_id=self.pair_id,
+            category=sys.intern(self.category),
+            task=sys.intern(self.task),
+            label=sys.intern(self.label),
+            request_digest=bytes.fromhex(sha256_text(self.request)),
+            response_digest=bytes.fromhex(sha256_text(self.response)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SampleKey:
+    """What the file-level and store checks need of one validated sample: its line, ids, vocabulary and
+    the SHA-256 digests (32 bytes, ``hashing.sha256_text``) of its request and response, no text. An
+    import keeps one key per sample (about 400 bytes), not the samples, so its memory stays small."""
+
+    line: int
+    sample_id: str
+    pair_id: str
+    category: str
+    task: str
+    label: str
+    request_digest: bytes
+    response_digest: bytes
+
+    @property
+    def request_hash(self) -> str:
+        """The request's hash as the store keeps it (hex)."""
+        return self.request_digest.hex()
+
+    @property
+    def response_hash(self) -> str:
+        """The response's hash as the store keeps it (hex)."""
+        return self.response_digest.hex()
+
+
+class _Located(Protocol):
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def pair_id(self) -> str: ...
+
+
+_L = TypeVar("_L", bound=_Located)
+
+
+@dataclass(frozen=True)
+class PairSource:
+    """Where a pair file's bytes are read from: a ``path`` on disk (streamed) or ``data`` in memory (an
+    upload); ``file`` names it in errors. An import reads it twice: once to validate, once to write."""
+
+    file: str
+    path: Path | None = None
+    data: bytes | None = None
+
+    def open(self) -> IO[bytes]:
+        """A binary file object over the bytes; ``InputError`` when the file cannot be opened."""
+        if self.path is None:
+            return io.BytesIO(self.data or b"")
+        try:
+            return self.path.open("rb")
+        except OSError as exc:
+            raise InputError(f"cannot read the file: {exc.strerror or exc}", file=self.file) from exc
+
+    def head(self, n: int = 65_536) -> bytes:
+        """The first ``n`` bytes (format sniffing, the empty-file check)."""
+        with self.open() as fh:
+            return fh.read(n)
+
+    def size(self) -> int:
+        """The size in bytes."""
+        return len(self.data or b"") if self.path is None else self.path.stat().st_size
+
+    def sha256(self) -> str:
+        """Hex SHA-256 of the bytes, read in 1 MiB blocks (the same file is read again at write time and
+        must not have changed)."""
+        h = hashlib.sha256()
+        try:
+            with self.open() as fh:
+                while block := fh.read(2**20):
+                    h.update(block)
+        except OSError as exc:
+            raise InputError(f"cannot read the file: {exc.strerror or exc}", file=self.file) from exc
+        return h.hexdigest()
+
+
+def iter_raw(source: PairSource, fmt: str, problems: Problems, *, csv_mode: str = "safe") -> Iterator[RawRecord]:
+    """The raw records of a pair file, one at a time (:mod:`automonitor.data.records`: JSONL lines, CSV
+    rows, Parquet row batches), so the file is never held whole. Read problems (malformed JSON or CSV, a
+    bad header, an unreadable Parquet file) go to ``problems``."""
+    with source.open() as fh:
+        if fmt == "jsonl":
+            yield from iter_jsonl(fh, problems, undecodable="keep")
+        elif fmt == "csv":
+            text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="surrogateescape", newline="")
+            yield from iter_csv(
+                text, problems, columns=FIELDS, required=REQUIRED, undecodable="keep", csv_mode=csv_mode
+            )
+        else:
+            yield from iter_parquet(fh, problems, columns=FIELDS, required=REQUIRED)
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -160,18 +282,19 @@ def sample_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE)
     )
 
 
-def check_unique_sample_ids(records: Iterable[SampleRecord], problems: Problems) -> None:
+def check_unique_sample_ids(records: Iterable[SampleKey], problems: Problems) -> None:
     """Add a problem (field ``sample_id``) for every record whose sample id an earlier record has: a
     repeated row (same pair, label and content) or a reused id."""
-    seen: dict[str, SampleRecord] = {}
+    seen: dict[str, SampleKey] = {}
     for r in records:
         first = seen.setdefault(r.sample_id, r)
         if first is r:
             continue
-        same_content = (first.pair_id, first.label, content_hash(first.request, first.response, first.label)) == (
+        same_content = (first.pair_id, first.label, first.request_digest, first.response_digest) == (
             r.pair_id,
             r.label,
-            content_hash(r.request, r.response, r.label),
+            r.request_digest,
+            r.response_digest,
         )
         if same_content:
             message = f"duplicate sample: same sample_id '{r.sample_id}' and content as line {first.line}"
@@ -180,9 +303,10 @@ def check_unique_sample_ids(records: Iterable[SampleRecord], problems: Problems)
         problems.add(message, line=r.line, field="sample_id")
 
 
-def check_pair_sides(records: Iterable[SampleRecord], problems: Problems) -> None:
+def check_pair_sides(records: Iterable[SampleKey], problems: Problems) -> None:
     """Add a problem for every ``pair_id`` that does not have exactly two samples, one ``misbehavior`` and
-    one ``benign``, with the same category, task and request (compared after ``norm_text``); located at
+    one ``benign``, with the same category, task and request (compared by ``sha256_text``, i.e. after
+    ``norm_text``); located at
     the side that breaks the rule (field ``pair_id``, ``label``, ``category``, ``task`` or ``request``)."""
     rule = "a pair needs exactly one misbehavior and one benign sample"
     for pair_id, sides in group_pairs(records).items():
@@ -218,7 +342,7 @@ def check_pair_sides(records: Iterable[SampleRecord], problems: Problems) -> Non
                 f"task '{b.task}' differs from '{a.task}' on the other side of pair '{pair_id}' (line {a.line})",
                 "task",
             )
-        elif norm_text(a.request) != norm_text(b.request):
+        elif a.request_digest != b.request_digest:
             message, field = (
                 f"request differs from the other side of pair '{pair_id}' (line {a.line}); both "
                 f"sides must answer the same request",
@@ -260,21 +384,41 @@ def validate_records(
     ``misbehavior`` and one ``benign``, with the same category, task and request (``norm_text``).
     Raises ``InputError`` at the first problem of the first stage that has any (see module doc).
     """
-    problems = Problems(file, max_errors)
-    out = [sample_record(line, row, default_source) for line, row in validate(PairRow, records, problems)]
-    problems.raise_if_any()
-    check_unique_sample_ids(out, problems)
-    problems.raise_if_any()
-    check_pair_sides(out, problems)
-    problems.raise_if_any()
-    check_spans(out, problems)
-    problems.raise_if_any()
+    problems, span_problems = Problems(file, max_errors), Problems(file, max_errors)
+    out = list(checked_records(records, problems, span_problems, default_source=default_source))
+    check_file(out, problems, span_problems)
     return out
 
 
-def group_pairs(records: Iterable[SampleRecord]) -> dict[str, list[SampleRecord]]:
-    """Records grouped by ``pair_id`` (groups and members in file order)."""
-    groups: dict[str, list[SampleRecord]] = {}
+def checked_records(
+    records: Iterable[RawRecord], problems: Problems, span_problems: Problems, *, default_source: str = DEFAULT_SOURCE
+) -> Iterator[SampleRecord]:
+    """The valid records of ``records`` as :class:`SampleRecord`, one at a time: field problems go to
+    ``problems``, the problems of a valid record's spans (:func:`check_spans`) to ``span_problems``."""
+    for record in records:
+        row = validate_one(PairRow, record, problems)
+        if row is None:
+            continue
+        rec = sample_record(record.line, row, default_source)
+        check_spans([rec], span_problems)
+        yield rec
+
+
+def check_file(records: list[SampleKey] | list[SampleRecord], problems: Problems, span_problems: Problems) -> None:
+    """Raise ``InputError`` at the first stage with problems: the fields (``problems`` as filled by
+    :func:`checked_records`), unique sample ids, the pairs' sides, then the spans (``span_problems``)."""
+    problems.raise_if_any()
+    keys = [r.key() if isinstance(r, SampleRecord) else r for r in records]
+    check_unique_sample_ids(keys, problems)
+    problems.raise_if_any()
+    check_pair_sides(keys, problems)
+    problems.raise_if_any()
+    span_problems.raise_if_any()
+
+
+def group_pairs(records: Iterable[_L]) -> dict[str, list[_L]]:
+    """Records (or keys) grouped by ``pair_id`` (groups and members in file order)."""
+    groups: dict[str, list[_L]] = {}
     for r in records:
         groups.setdefault(r.pair_id, []).append(r)
     return groups
@@ -299,7 +443,7 @@ def parse_pairs(
 # --------------------------------------------------------------------------------------------- the store
 
 
-def _content_diffs(stored: Any, record: SampleRecord) -> list[str]:
+def _content_diffs(stored: Any, record: SampleKey) -> list[str]:
     """The fields in which ``record`` differs from the stored sample row ``stored`` (request and response
     compared by hash), in the order pair_id, category, task, label, request, response."""
     return [
@@ -309,15 +453,15 @@ def _content_diffs(stored: Any, record: SampleRecord) -> list[str]:
             ("category", stored.category, record.category),
             ("task", stored.task, record.task),
             ("label", stored.label, record.label),
-            ("request", stored.request_hash, sha256_text(record.request)),
-            ("response", stored.response_hash, sha256_text(record.response)),
+            ("request", stored.request_hash, record.request_hash),
+            ("response", stored.response_hash, record.response_hash),
         )
         if have != want
     ]
 
 
 def check_store(
-    session: Session, records: list[SampleRecord], file: str, *, max_errors: int = 10
+    session: Session, records: list[SampleKey], file: str, *, max_errors: int = 10
 ) -> dict[str, tuple[str, str | None]]:
     """Check ``records`` against the store; returns ``{sample_id: (status, split)}`` for the samples
     already stored with the same content (an import skips them).
@@ -363,25 +507,29 @@ def check_store(
     return same
 
 
-def _pair_key(sides: list[SampleRecord]) -> tuple[str, frozenset[str]]:
-    return sha256_text(sides[0].request), frozenset(sha256_text(s.response) for s in sides)
+def _pair_key(request: bytes, responses: Iterable[bytes]) -> bytes:
+    """A pair's identity for the duplicate check: its request digest, then its responses' digests sorted
+    (labels not compared); one small bytes object a pair."""
+    return request + b"".join(sorted(responses))
 
 
-def find_duplicates(session: Session, records: list[SampleRecord]) -> dict[str, str]:
+def find_duplicates(session: Session, records: list[SampleKey]) -> dict[str, str]:
     """Pairs of ``records`` that repeat the request and both responses (after ``norm_text``; labels not
     compared) of a pair stored under ANOTHER ``pair_id``, or of an earlier pair of the same file:
     ``{pair_id: duplicated pair_id}`` in file order. Reads only."""
     from store.queries.pair_files import pairs_by_request_hash
 
     groups = group_pairs(records)
-    req_hashes = list({sha256_text(sides[0].request) for sides in groups.values()})
-    known: dict[tuple[str, frozenset[str]], str] = {}
+    req_hashes = list({sides[0].request_hash for sides in groups.values()})
+    known: dict[bytes, str] = {}
     for pid, sides in pairs_by_request_hash(session, req_hashes).items():
         if len(sides) == 2:
-            known.setdefault((sides[0][0], frozenset(rs for _, rs in sides)), pid)
+            key = _pair_key(bytes.fromhex(sides[0][0]), (bytes.fromhex(rs) for _, rs in sides))
+            known.setdefault(key, pid)
+    del req_hashes
     out: dict[str, str] = {}
     for pid, pair in groups.items():
-        key = _pair_key(pair)
+        key = _pair_key(pair[0].request_digest, (s.response_digest for s in pair))
         other = known.get(key)
         if other is not None and other != pid:
             out[pid] = other
@@ -420,15 +568,48 @@ def sample_rows(
 
 @dataclass
 class ImportPlan:
-    """A validated pair file ready to be written (``prepare_import``), independent of any store."""
+    """A validated pair file ready to be written (``prepare_import``), independent of any store.
+
+    It holds one :class:`SampleKey` per sample (``keys``, file order), not the samples: the write reads
+    ``source`` again (:meth:`records`), so an import's memory does not grow with the text it carries.
+    ``sha256``: the file's hash when it was validated (a file on disk must not change before the write)."""
 
     file: str
     format: str
-    records: list[SampleRecord]
+    keys: list[SampleKey]
     status: str
     split: str | None
+    source: PairSource
     max_errors: int = 10
     strict: bool = False
+    default_source: str = DEFAULT_SOURCE
+    csv_mode: str = "safe"
+    sha256: str = ""
+
+    def changed(self) -> InputError:
+        """The error of a file that changed between validation and write (nothing is written)."""
+        return InputError(
+            "the file changed while it was being imported; nothing was imported, try again", file=self.file
+        )
+
+    def records(self) -> Iterator[SampleRecord]:
+        """The validated samples, read again from ``source`` one at a time, in file order. Raises
+        :meth:`changed` when what is read no longer matches ``keys`` (the file was rewritten meanwhile)."""
+        problems, span_problems = Problems(self.file, self.max_errors), Problems(self.file, self.max_errors)
+        raw = iter_raw(self.source, self.format, problems, csv_mode=self.csv_mode)
+        n = 0
+        for rec in checked_records(raw, problems, span_problems, default_source=self.default_source):
+            if n >= len(self.keys) or rec.key() != self.keys[n]:
+                raise self.changed()
+            n += 1
+            yield rec
+        if problems or span_problems or n != len(self.keys):
+            raise self.changed()
+
+    def check_unchanged(self) -> None:
+        """Raise :meth:`changed` when a file on disk no longer has the hash it had when validated."""
+        if self.source.path is not None and self.source.sha256() != self.sha256:
+            raise self.changed()
 
 
 def prepare_import(
@@ -454,11 +635,12 @@ def prepare_import(
     """
     if path is not None:
         file = str(path)
-        data = read_file_bytes(path)
+        source = PairSource(file, path=check_import_file(path))
     else:
         if data is None:
             raise InputError("no input: give a path or data")
         file = name or "<upload>"
+        source = PairSource(file, data=data)
     if as_candidates:
         if split is not None:
             raise InputError("candidates have no split: do not combine --split with --as-candidates", field="--split")
@@ -470,10 +652,56 @@ def prepare_import(
         status = "gold"
     if not default_source or not norm_text(default_source) or len(default_source) > MAX_LEN["source"]:
         raise InputError(f"the default source must be 1-{MAX_LEN['source']} characters", field="--source")
-    fmt, records = parse_pairs(data, file, fmt, default_source=default_source, max_errors=max_errors, csv_mode=csv_mode)
+    check_csv_mode(csv_mode)
+    fmt, keys, sha = scan_pairs(source, fmt, default_source=default_source, max_errors=max_errors, csv_mode=csv_mode)
     return ImportPlan(
-        file=file, format=fmt, records=records, status=status, split=split, max_errors=max_errors, strict=strict
+        file=file,
+        format=fmt,
+        keys=keys,
+        status=status,
+        split=split,
+        source=source,
+        max_errors=max_errors,
+        strict=strict,
+        default_source=default_source,
+        csv_mode=csv_mode,
+        sha256=sha,
     )
+
+
+def scan_pairs(
+    source: PairSource,
+    fmt: str | None = None,
+    *,
+    default_source: str = DEFAULT_SOURCE,
+    max_errors: int = 10,
+    csv_mode: str = "safe",
+) -> tuple[str, list[SampleKey], str]:
+    """Validate a pair file streaming, as :func:`parse_pairs` does a file in memory, keeping one
+    :class:`SampleKey` a sample. Returns ``(format, keys, sha256 of the bytes)``. Raises ``InputError``
+    as :func:`parse_pairs` does (read problems first, then fields, ids, pairs, spans)."""
+    head = source.head()
+    fmt = detect_format(source.file, head, fmt)
+    if fmt != "parquet" and not head.removeprefix(codecs.BOM_UTF8).strip() and source.size() <= len(head):
+        raise InputError("the file is empty: no samples", file=source.file, line=1)
+    sha = source.sha256() if source.path is not None else ""
+    read_problems = Problems(source.file, max_errors)
+    problems, span_problems = Problems(source.file, max_errors), Problems(source.file, max_errors)
+    n_raw = 0
+
+    def counted(raw: Iterable[RawRecord]) -> Iterator[RawRecord]:
+        nonlocal n_raw
+        for r in raw:
+            n_raw += 1
+            yield r
+
+    raw = counted(iter_raw(source, fmt, read_problems, csv_mode=csv_mode))
+    keys = [rec.key() for rec in checked_records(raw, problems, span_problems, default_source=default_source)]
+    read_problems.raise_if_any()
+    if not n_raw:
+        raise InputError("the file has no samples", file=source.file, line=1 if fmt != "csv" else 2)
+    check_file(keys, problems, span_problems)
+    return fmt, keys, sha
 
 
 _WRITE_ATTEMPTS = 6
@@ -498,7 +726,7 @@ def _strict_duplicates_problem(plan: ImportPlan, dups: dict[str, str]) -> None:
     """Raise ``InputError`` (field ``pair_id``, at each duplicate's first line) for the duplicate pairs
     ``dups`` (``{pair_id: duplicated pair_id}``) of a ``--strict`` import."""
     problems = Problems(plan.file, plan.max_errors)
-    groups = group_pairs(plan.records)
+    groups = group_pairs(plan.keys)
     for pid, other in dups.items():
         problems.add(
             f"pair '{pid}' repeats the request and responses of pair '{other}' "
@@ -509,20 +737,32 @@ def _strict_duplicates_problem(plan: ImportPlan, dups: dict[str, str]) -> None:
     problems.raise_if_any()
 
 
-def _write_once(engine: Engine, plan: ImportPlan, rows: list[dict[str, Any]]) -> _Written:
-    """One write transaction: check the store, find duplicates, insert the new samples. Raises
-    ``InputError`` (conflict with the store, or a duplicate under ``strict``) and the database's
+WRITE_CHUNK = 500  # samples read, converted and inserted at a time by an import's write
+
+
+def _write_once(engine: Engine, plan: ImportPlan) -> _Written:
+    """One write transaction: check the store, find duplicates, then read the file again and insert the
+    new samples :data:`WRITE_CHUNK` at a time. Raises ``InputError`` (conflict with the store, a duplicate
+    under ``strict``, or a file that changed since it was validated) and the database's
     ``IntegrityError``/``OperationalError`` when another writer got in between (the caller retries)."""
     from store import session_scope
     from store.queries.samples import insert_samples
 
+    source_file = Path(plan.file).name
     with session_scope(engine) as session:
-        stored = check_store(session, plan.records, plan.file, max_errors=plan.max_errors)
-        dups = find_duplicates(session, plan.records)
+        stored = check_store(session, plan.keys, plan.file, max_errors=plan.max_errors)
+        dups = find_duplicates(session, plan.keys)
         if dups and plan.strict:
             _strict_duplicates_problem(plan, dups)
-        inserted = insert_samples(session, [r for r in rows if r["pair_id"] not in dups])
-        _write_spans(session, [r for r in plan.records if r.spans and r.pair_id not in dups])
+        inserted = 0
+        records = plan.records()
+        while batch := list(islice(records, WRITE_CHUNK)):
+            chunk = [r for r in batch if r.pair_id not in dups]
+            inserted += insert_samples(
+                session, sample_rows(chunk, status=plan.status, split=plan.split, source_file=source_file)
+            )
+            _write_spans(session, [r for r in chunk if r.spans])
+        plan.check_unchanged()  # inside the transaction: a rewritten file rolls everything back
     return _Written(stored=stored, dups=dups, inserted=inserted)
 
 
@@ -549,10 +789,9 @@ def _write_with_retries(engine: Engine, plan: ImportPlan) -> _Written:
     (``InputError``, exit 2). Raises ``InputError`` when every attempt conflicted."""
     import sqlalchemy as sa
 
-    rows = sample_rows(plan.records, status=plan.status, split=plan.split, source_file=Path(plan.file).name)
     for attempt in range(1, _WRITE_ATTEMPTS + 1):
         try:
-            return _write_once(engine, plan, rows)
+            return _write_once(engine, plan)
         except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
             if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
                 raise
@@ -607,10 +846,10 @@ def apply_import(engine: Engine, plan: ImportPlan) -> dict[str, Any]:
     return {
         "file": plan.file,
         "format": plan.format,
-        "rows": len(plan.records),
-        "pairs": len(group_pairs(plan.records)),
+        "rows": len(plan.keys),
+        "pairs": len(group_pairs(plan.keys)),
         "inserted": written.inserted,
-        "skipped_existing": len(plan.records) - written.inserted - 2 * len(written.dups),
+        "skipped_existing": len(plan.keys) - written.inserted - 2 * len(written.dups),
         "duplicates_skipped": len(written.dups),
         "duplicate_pairs": written.dups,
         "status": plan.status,

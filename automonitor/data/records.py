@@ -505,21 +505,39 @@ def read_parquet(
     data: bytes, problems: Problems, *, columns: Collection[str] | None = None, required: Collection[str] = ()
 ) -> list[RawRecord]:
     """Records of a Parquet file's bytes (pyarrow); problems go to ``problems``."""
+    return list(iter_parquet(io.BytesIO(data), problems, columns=columns, required=required))
+
+
+PARQUET_BATCH_ROWS = 512  # rows decoded at a time by :func:`iter_parquet`
+
+
+def iter_parquet(
+    source: Any, problems: Problems, *, columns: Collection[str] | None = None, required: Collection[str] = ()
+) -> Iterator[RawRecord]:
+    """Like :func:`read_parquet`, from a path or a binary file object, :data:`PARQUET_BATCH_ROWS` rows at a
+    time (pyarrow's ``ParquetFile.iter_batches``), so only one batch is decoded at once. A file pyarrow
+    cannot read, or a header with unknown, duplicate or missing columns, adds one problem and yields
+    nothing."""
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(io.BytesIO(data))
+        pf = pq.ParquetFile(source)
+        names = list(pf.schema_arrow.names)
     except Exception as exc:  # noqa: BLE001 - any pyarrow failure is bad input
         problems.add(f"not a readable Parquet file: {exc}", line=None)
-        return []
-    _check_header(list(table.column_names), problems, columns, required)
+        return
+    _check_header(names, problems, columns, required)
     if problems:
-        return []
-    out = []
-    for i, row in enumerate(table.to_pylist(), 1):
-        d = {k: v for k, v in row.items() if v is not None and not (v == "" and k not in required)}
-        out.append(RawRecord(i, d, text_cells=True))
-    return out
+        return
+    i = 0
+    try:
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for row in batch.to_pylist():
+                i += 1
+                d = {k: v for k, v in row.items() if v is not None and not (v == "" and k not in required)}
+                yield RawRecord(i, d, text_cells=True)
+    except Exception as exc:  # noqa: BLE001 - a corrupt row group is bad input
+        problems.add(f"not a readable Parquet file: {exc}", line=i + 1)
 
 
 def read_records(
@@ -570,9 +588,8 @@ MAX_IMPORT_MB_DEFAULT = 256  # an import file larger than this is refused (``AUT
 
 def max_import_bytes() -> int:
     """The largest import file accepted, in bytes: ``$AUTOMONITOR_MAX_IMPORT_MB`` (a positive number of
-    MiB) or :data:`MAX_IMPORT_MB_DEFAULT`. The pair-file and CSV importers hold a file's records in
-    memory (about 6x its size at peak; JSONL predictions stream), so the limit bounds an import's memory;
-    split larger files."""
+    MiB) or :data:`MAX_IMPORT_MB_DEFAULT`. The importers stream (pair files, predictions); the limit
+    bounds the size of one import's transaction; split larger files."""
     raw = os.environ.get("AUTOMONITOR_MAX_IMPORT_MB", "")
     try:
         mb = float(raw) if raw.strip() else MAX_IMPORT_MB_DEFAULT

@@ -96,3 +96,79 @@ def test_a_large_all_bad_predictions_file_is_validated_in_flat_memory(tmp_path, 
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["first"] == ([1, "outcome"] if fmt == "jsonl" else [2, "outcome"])
     assert out["peak"] < 70e6, out  # bytes
+
+
+_TRACE_PAIRS = """
+import json, sys, tracemalloc
+from automonitor.data.pair_files import import_pairs
+from store import get_engine, init_db
+
+engine = get_engine(sys.argv[1], fresh=True)
+init_db(engine)
+tracemalloc.start()
+out = import_pairs(engine, sys.argv[2])
+print(json.dumps({"peak": tracemalloc.get_traced_memory()[1], "inserted": out["inserted"]}))
+"""
+
+
+def _write_pair_file(f, fmt: str, target_bytes: float) -> int:
+    """A valid pair file of about ``target_bytes`` (long texts, so the file is mostly text); sample count."""
+    pad = "lorem ipsum dolor " * 120
+    n = 0
+    with f.open("w", newline="", encoding="utf-8") as fh:
+        if fmt == "csv":
+            fh.write("pair_id,category,task,request,response,label\r\n")
+        i = 0
+        while fh.tell() < target_bytes:
+            for label in ("misbehavior", "benign"):
+                row = ["p%d" % i, "sycophancy_bias", "qa", f"request {i} {pad}", f"{label} {i} {pad}", label]
+                if fmt == "jsonl":
+                    fh.write(
+                        json.dumps(dict(zip(("pair_id", "category", "task", "request", "response", "label"), row)))
+                    )
+                    fh.write("\n")
+                else:
+                    fh.write(",".join(row) + "\r\n")
+                n += 1
+            i += 1
+    return n
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_large_pair_file_is_imported_in_memory_under_its_size(tmp_path, fmt):
+    """Pair files stream: validated once keeping ids and hashes only, written in chunks from a second read.
+    A 12 MB file's import peaks under the file's size in traced Python memory (measured 7.5 MB, most of it
+    one write chunk); read whole, as before, it peaked at 38.7 MB (the bytes, then every record)."""
+    import subprocess
+    import sys
+
+    f = tmp_path / f"pairs.{fmt}"
+    n = _write_pair_file(f, fmt, 12e6)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    res = subprocess.run([sys.executable, "-c", _TRACE_PAIRS, url, str(f)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["inserted"] == n
+    assert out["peak"] < 0.75 * f.stat().st_size, out  # bytes
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [("lorem", "LOREM"), ('"task": "qa"', '"task":"qa"')],
+    ids=["other-text", "same-samples-other-bytes"],
+)
+def test_a_pair_file_rewritten_between_validation_and_write_imports_nothing(engine, tmp_path, edit):
+    """The write reads the file again; if it no longer is the file that was validated (other text, or the
+    same samples written differently) the import is refused and the store is unchanged."""
+    from automonitor.data.pair_files import apply_import, prepare_import
+
+    f = tmp_path / "pairs.jsonl"
+    _write_pair_file(f, "jsonl", 20_000)
+    plan = prepare_import(f)
+    f.write_text(f.read_text().replace(*edit))
+    with pytest.raises(InputError, match="changed while it was being imported") as ei:
+        apply_import(engine, plan)
+    assert ei.value.file == str(f)
+    with engine.connect() as c:
+        assert c.execute(sa.select(sa.func.count()).select_from(Sample)).scalar() == 0
