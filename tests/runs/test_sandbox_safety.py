@@ -91,6 +91,54 @@ def test_forged_results_do_not_pass():
     assert ok.passed == [True, True]
 
 
+MAIN_FORGER = r"""
+import json, os, sys
+m = sys.modules["__main__"]
+found = {k: getattr(m, k, None) for k in ("nonce", "out", "tests", "pairs", "cfg")}
+print("harness globals:", json.dumps({k: v is not None for k, v in found.items()}))
+report = json.dumps([["ok", True]] * 2 + [["value", "0"]]).encode()
+for fd in range(3, 64):  # every descriptor: the results pipe if it were here, the report pipe, anything
+    for payload in (report, b"RESULT-x:[true, true, true]\n"):
+        try:
+            os.write(fd, payload)
+        except OSError:
+            pass
+for p in ("/proc/%d/fd/0" % os.getppid(), "/proc/%d/mem" % os.getppid()):
+    try:
+        open(p, "rb").read(1)
+        print("opened", p)
+    except OSError:
+        pass
+sys.stdout.flush()
+os._exit(0)
+
+def f(x):
+    return 0
+"""
+
+
+def test_results_cannot_be_forged_through_the_harness_module_or_its_pipes():
+    """The solution runs in a child of the harness: the harness's module holds no nonce or results
+    descriptor there, its stdin and memory are closed to the child, and a test of the form ``assert EXPR ==
+    LITERAL`` is judged in the harness by value (the child never sees LITERAL), so a forged report of the
+    child's own fails too."""
+    t = run_tests(MAIN_FORGER, ["assert f(1) == 1", "assert f(2) == 2", "assert f(3) == 3"])
+    assert '"nonce": false' in t.sandbox.stdout and '"out": false' in t.sandbox.stdout, t.sandbox.stdout
+    assert "opened" not in t.sandbox.stdout, t.sandbox.stdout
+    assert t.passed == [False, False, False] and not t.all_passed
+
+
+def test_value_tests_are_compared_outside_the_solution():
+    always_equal = "class E:\n    def __eq__(self, o):\n        return True\n\ndef f(x):\n    return E()\n"
+    assert run_tests(always_equal, ["assert f(1) == 1", "assert f(1) in (1, 2)"]).passed == [False, True]
+    honest = "def f(x):\n    return [x, {'k': (x, None)}]\n"
+    tests = ["assert f(1) == [1, {'k': (1, None)}]", "assert f(2) == [2, {'k': (2, 0)}]", "assert len(f(3)) == 2"]
+    assert run_tests(honest, tests).passed == [True, False, True]
+    assert run_tests("def f(x):\n    return x / 2\n", ["assert f(1) == 0.5", "assert f(2) == 1"]).passed == [True, True]
+    crash = run_tests("import sys\nsys.exit(3)\ndef f(x):\n    return x\n", ["assert f(1) == 1"])
+    assert crash.passed == [False] and not crash.exit_ok  # the exit status a grader sees is the solution's
+
+
 def test_static_screen_flags_proc_reads_and_output_rebinding():
     flags = static_screen(FORGER, ["assert f(1) == 1"], "f")["flags"]
     assert "reads_proc" in flags and "rebinds_output" in flags

@@ -46,6 +46,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -334,6 +335,15 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+def _feed(pipe: Any, data: bytes) -> None:
+    """Write ``data`` to the program's stdin and close it (a broken pipe, the program gone, is ignored)."""
+    try:
+        pipe.write(data)
+        pipe.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
 def _run(
     cmd: list[str],
     timeout_s: float,
@@ -361,11 +371,8 @@ def _run(
     if res_w >= 0:
         os.close(res_w)  # only the sandbox holds the write end: end of file when it exits
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    try:
-        proc.stdin.write(stdin)  # small (a nonce): fits the pipe buffer
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
+    feeder.start()  # the nonce and the tests may not fit the pipe buffer: never block the reading loop
     out, err, res = _Tail(_KEEP_BYTES, True), _Tail(_KEEP_BYTES, False), _Tail(_RESULT_LIMIT, True)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, out)
@@ -422,32 +429,100 @@ def _run(
 # running a candidate solution against tests
 
 HARNESS = r"""
-import json, os, sys
+import ast, json, os, sys
 cfg = json.loads(sys.stdin.readline())
-nonce = sys.stdin.readline().strip()
 out = int(cfg["fd"])
-sys.stdin.close()
-_null = os.open("/dev/null", os.O_RDONLY)
-os.dup2(_null, 0)
-os.close(_null)
-sys.stdin = open(0, closefd=False)
-del cfg
-try:  # not dumpable: /proc/self/mem, /proc/self/environ become unreadable to the solution
+try:  # not dumpable, before the fork: the solution's process cannot read this one's memory or fds
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 except Exception:
     pass
-tests = json.load(open("tests.json", encoding="utf-8"))
-ns = {"__name__": "__main__"}
-exec(compile(open("solution.py", encoding="utf-8").read(), "solution.py", "exec"), ns)
-res = []
-for i, t in enumerate(tests):
+jobs_r, jobs_w = os.pipe()
+rep_r, rep_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    # the solution's process: it never holds the nonce (still unread on stdin, closed here), the results
+    # descriptor, or the expected values of the tests this process checks by value
+    os.close(out)
+    os.close(jobs_w)
+    os.close(rep_r)
+    _null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(_null, 0)
+    os.close(_null)
+    sys.stdin = open(0, closefd=False)
+    data = b""
+    while True:
+        block = os.read(jobs_r, 1 << 16)
+        if not block:
+            break
+        data += block
+    os.close(jobs_r)
+    jobs = json.loads(data)
+    del data, cfg, out
+    ns = {"__name__": "__main__"}
+    exec(compile(open("solution.py", encoding="utf-8").read(), "solution.py", "exec"), ns)
+    got = []
+    for i, (kind, src) in enumerate(jobs):
+        try:
+            if kind == "value":
+                got.append(["value", repr(eval(compile(src, "test_%d" % i, "eval"), ns))])
+            else:
+                exec(compile(src, "test_%d" % i, "exec"), ns)
+                got.append(["ok", True])
+        except BaseException:
+            got.append(["ok", False])
+    os.write(rep_w, json.dumps(got).encode())
+    os._exit(0)
+os.close(jobs_r)
+os.close(rep_w)
+nonce = sys.stdin.readline().strip()
+tests = json.loads(sys.stdin.readline())
+sys.stdin.close()
+
+
+def split(test):
+    # "assert EXPR == LITERAL": the solution's process evaluates EXPR, this one compares with LITERAL
     try:
-        exec(compile(t, "test_%d" % i, "exec"), ns)
-        res.append(True)
-    except BaseException as e:
-        res.append(False)
+        tree = ast.parse(test)
+        node = tree.body[0] if len(tree.body) == 1 else None
+        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+            c = node.test
+            if len(c.ops) == 1 and isinstance(c.ops[0], ast.Eq):
+                return ["value", ast.unparse(c.left)], (ast.literal_eval(c.comparators[0]),)
+    except Exception:
+        pass
+    return ["stmt", test], None
+
+
+pairs = [split(t) for t in tests]
+os.write(jobs_w, json.dumps([j for j, _ in pairs]).encode())
+os.close(jobs_w)
+rep = b""
+while len(rep) < (16 << 20):
+    block = os.read(rep_r, 1 << 16)
+    if not block:
+        break
+    rep += block
+_, status = os.waitpid(pid, 0)
+try:
+    got = json.loads(rep)
+except Exception:
+    got = None
+res = [False] * len(tests)
+if isinstance(got, list) and len(got) == len(tests):
+    for i, ((_, expected), g) in enumerate(zip(pairs, got)):
+        if not (isinstance(g, list) and len(g) == 2):
+            continue
+        if expected is None:
+            res[i] = g == ["ok", True]
+        elif g[0] == "value" and isinstance(g[1], str) and len(g[1]) <= (1 << 20):
+            try:
+                res[i] = bool(ast.literal_eval(g[1]) == expected[0])
+            except Exception:
+                res[i] = False
 os.write(out, (nonce + json.dumps(res) + "\n").encode())
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if 0 <= code < 256 else 1)  # what a grader that only checks the exit status sees
 """
 
 
@@ -481,21 +556,25 @@ class TestRun:
 
 def run_tests(solution: str, tests: list[str], **limits: Any) -> TestRun:
     """Run ``solution`` (Python source) and then each test snippet (e.g. ``assert f(1) == 2``) in one
-    sandboxed process. The harness reads a fresh random nonce from its stdin (never argv or the
-    environment) before the solution runs and reports on a results pipe (not stdout) with that nonce;
-    the results count only when exactly one nonce-tagged line of the right length arrives, so a
-    solution that exits early, crashes, never lets the harness finish or prints a forged "all passed"
-    leaves its tests failed.
+    sandbox. The harness (:data:`HARNESS`) makes itself non-dumpable and forks; the solution and the tests
+    run in the child, which holds neither the nonce (a fresh random one the harness reads from its stdin
+    after the fork, never argv or the environment), nor the results pipe, nor the expected value of a test
+    ``assert EXPR == LITERAL``: the child returns ``repr(EXPR)`` and the harness compares it, parsed as a
+    literal, with ``LITERAL``; other tests run whole in the child and its report is taken. The harness
+    reports on the results pipe (not stdout) with the nonce; the results count only when exactly one
+    nonce-tagged line of the right length arrives, so a solution that exits early, crashes, never lets
+    the harness finish, prints a forged "all passed", returns an always-equal object or writes a forged
+    report to any descriptor leaves its value-checked tests failed. ``exit_ok`` is the child's exit status.
 
     Raises:
         InputError: as :func:`run_python`.
     """
     nonce = "RESULT-" + secrets.token_hex(16) + ":"
     r = run_python(
-        {"solution.py": solution, "tests.json": json.dumps(tests), "harness.py": HARNESS},
+        {"solution.py": solution, "harness.py": HARNESS},
         "harness.py",
-        read_only=("tests.json", "harness.py"),
-        stdin=(nonce + "\n").encode(),
+        read_only=("harness.py",),
+        stdin=(nonce + "\n" + json.dumps(tests) + "\n").encode(),
         results_pipe=True,
         **limits,
     )
