@@ -40,10 +40,17 @@ fast() {
     step "build: the benchmark from $AUTOMONITOR_RAW"
     "$AM" build
   fi
-  step "rules (template-independent) / whole test set"
-  RULES=$("$AM" run --monitor rules --template direct --reuse --json | rid)
+  # two lanes on the two cores: rules then the audit | the probe's training then its run
+  local tmp; tmp=$(mktemp -d)
+  (
+    step "rules (template-independent) / whole test set"
+    "$AM" run --monitor rules --template direct --reuse --json --quiet | rid > "$tmp/rules"
+    step "audit (Benchmark health page; cached)"
+    "$AM" audit > /dev/null
+  ) &
+  local lane=$!
   local dir; dir=$(artifacts)
-  if compgen -G "$dir/tfidf-lr-all-v*.joblib" > /dev/null; then
+  if compgen -G "$dir/tfidf-lr-all-v*.probe.json" > /dev/null; then
     step "probe: TF-IDF artefact found in $dir (reused)"
   else
     step "probe: training TF-IDF + logistic regression on the train split"
@@ -51,12 +58,12 @@ fast() {
   fi
   step "probe:tfidf-lr / whole test set"
   PROBE=$("$AM" run --monitor probe:tfidf-lr --template direct --reuse --json | rid)
+  wait "$lane"
+  RULES=$(cat "$tmp/rules"); rm -rf "$tmp"
   step "derived: ensemble, thresholds, cascade (no model calls)"
   "$AM" derive ensemble --runs "$RULES" "$PROBE" --rule or --reuse
   "$AM" derive thresholds --run "$PROBE" --target 'far<=0.2' --by category --folds 5 --reuse
   "$AM" derive cascade --cheap "$PROBE" --expensive "$RULES" --low 0.2 --high 0.8 --reuse
-  step "audit (Benchmark health page; cached)"
-  "$AM" audit > /dev/null
   step "fast phase done"
 }
 

@@ -1,0 +1,54 @@
+"""``scripts/demo_runs.sh fast``, the part of ``make demo`` before the app is served, on a copy of the
+run's one real build: it puts the rules run, the TF-IDF probe (trained on the spot) and three derived runs
+in the store, and a second call reuses all of them (no new run, no retraining)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _demo(db_url: str, art: Path) -> subprocess.CompletedProcess[str]:
+    bin_dir = Path(sys.executable).parent
+    env = {
+        **os.environ,
+        "AUTOMONITOR_DB": db_url,
+        "AUTOMONITOR_ARTIFACTS": str(art),
+        "AM": str(bin_dir / "automonitor"),
+        "PY": sys.executable,
+        "PYTHONPATH": str(REPO),
+    }
+    return subprocess.run(
+        ["bash", str(REPO / "scripts" / "demo_runs.sh"), "fast"], env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+def _runs(cli, db_url: str) -> list[dict]:
+    res = cli(["runs", "--json"], db=db_url)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    return data["runs"] if isinstance(data, dict) else data
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("built_db_url", ["sqlite"], indirect=True)
+def test_demo_fast_phase_fills_the_plane_and_a_second_call_reuses_it(cli, built_db_url, tmp_path):
+    art = tmp_path / "artifacts"
+    first = _demo(built_db_url, art)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "probe: training TF-IDF" in first.stderr
+    runs = _runs(cli, built_db_url)
+    assert len(runs) >= 5 and all(r["status"] == "finished" for r in runs), runs
+    monitors = " ".join(str(r.get("monitor", "")) for r in runs)
+    assert "rules" in monitors and "probe:tfidf-lr" in monitors, monitors
+    second = _demo(built_db_url, art)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "artefact found" in second.stderr and "probe: training" not in second.stderr
+    assert sorted(r["run_id"] for r in _runs(cli, built_db_url)) == sorted(r["run_id"] for r in runs)
