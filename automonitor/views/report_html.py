@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor import analysis
 from automonitor.analysis import audit_section
+from automonitor.analysis.difficulty import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
 from automonitor.views.evidence import ground_evidence, legend_html
@@ -49,8 +50,9 @@ RESPONSE_CHARS = 1200
 RUNS_NAMED = 6
 #: Where the paper's reference points come from (shown beside the plane and in their hover).
 REPORTED_SOURCE = (
-    "Reference points: MR/FAR as printed in the paper (Yang et al., arXiv 2601.05752), transcribed in a "
-    "secondary summary shipped as automonitor/data/paper_reported.csv; not measured here."
+    "Reference points: MR/FAR of the paper's judges (Yang et al., arXiv 2601.05752) from a secondary "
+    "summary of the paper, shipped as automonitor/data/paper_reported.csv; not found in the paper's v2 "
+    "text, and not measured here."
 )
 
 
@@ -178,6 +180,7 @@ def build(
         _header_html(title, rep, now),
         _plane_html(rep) if ids else "<p>No runs in the report.</p>",
         _slices_html(rep),
+        _difficulty_html(rep),
         _gallery_html(rep, items),
         _provenance_html(rep, prov),
     ]
@@ -230,7 +233,7 @@ def plane_figure(rep: Report, prov: dict[str, dict[str, Any]]) -> go.Figure:
             reported["monitor"]
             + " ("
             + reported["template"]
-            + "), reported in the paper via the secondary summary paper_reported.csv"
+            + "), secondary summary of the paper (paper_reported.csv), not found in its v2 text"
         )
     front = [r for r in rep.pareto if r in set(pts["run_id"])]
     return tradeoff_figure(pts, reported=reported, front=front or None, height=560)
@@ -313,6 +316,47 @@ def _slices_html(rep: Report) -> str:
             f'<table class="grid"><tr><th>run</th>{head}</tr>{"".join(rows)}</table>'
         )
     return "\n".join(out)
+
+
+def _difficulty_html(rep: Report) -> str:
+    """Each run's overall MR / FAR beside its rates on the members of the ``verified`` and ``hard``
+    editions (``RunReport.difficulty``, :mod:`automonitor.analysis.difficulty`) with 95% Wilson intervals
+    and coverage (judged / members); empty when no run has them."""
+    runs = [r for r in rep.runs if r.difficulty]
+    if not runs:
+        return ""
+    editions = [e for e in DIFFICULTY_EDITIONS if any(e in (r.difficulty or {}) for r in runs)]
+    head = "".join(f"<th>{esc(e)} edition</th>" for e in editions)
+    rows = []
+    for r in runs:
+        o = r.overall
+        cells = [
+            f'<td>MR {_rate_ci(o.mr, o.mr_ci)}<br>FAR {_rate_ci(o.far, o.far_ci)}<div class="n">n {o.n}</div></td>'
+        ]
+        for e in editions:
+            d = (r.difficulty or {}).get(e)
+            if d is None:
+                cells.append("<td>-</td>")
+                continue
+            sl = d.slice
+            cells.append(
+                f"<td>MR {_rate_ci(sl.mr, sl.mr_ci)}<br>FAR {_rate_ci(sl.far, sl.far_ci)}"
+                f'<div class="n">judged {d.judged} of {d.members} members</div></td>'
+            )
+        rows.append(f"<tr><th>{_run_label(r)}</th>{''.join(cells)}</tr>")
+    return (
+        "<h2>Harder editions</h2>"
+        '<p class="note">The same predictions read on the members of the <code>verified</code> edition '
+        "(labels checked by annotators) and the <code>hard</code> edition (pairs that a trivial baseline "
+        "does not separate): a monitor that only rides a shortcut loses most there.</p>"
+        f'<table class="grid"><tr><th>run</th><th>{esc(_rep_edition(rep))} (as reported)</th>{head}</tr>'
+        f"{''.join(rows)}</table>"
+    )
+
+
+def _rep_edition(rep: Report) -> str:
+    """The edition the report's runs were read on (the first run's, ``paper`` when none is recorded)."""
+    return next((r.edition for r in rep.runs if r.edition), None) or "paper"
 
 
 def _cut(text: str, limit: int) -> tuple[str, str]:

@@ -43,6 +43,8 @@ def test_cli_writes_self_contained_escaped_file(store, tmp_path):
     assert re.search(r"<td>[0-9a-f]{10}</td>", prov)
     # the reference points say where they come from; the gallery highlights evidence
     assert "paper_reported.csv" in body and "secondary summary" in body
+    # one provenance, said the same way everywhere: never "as printed in / reported in the paper"
+    assert "not found in" in body and "printed in the paper" not in body and "reported in the paper" not in body
     assert '<mark class="am-ev am-ev-exact"' in body and "missed misbehavior (FN)" in body
 
 
@@ -82,3 +84,24 @@ def test_output_writes_a_table_to_a_file(store, tmp_path):
     res = run_cli(["report", "--format", "csv", "--output", str(out), "--no-audit"], db=url)
     assert res.returncode == 0, res.stderr
     assert out.read_text().startswith("monitor,runs,") and res.stdout == ""
+
+
+def test_harder_editions_stand_beside_each_run(store):
+    """Runs with rates on the ``verified`` / ``hard`` members get a "Harder editions" table: the
+    overall figures beside each edition's MR/FAR with intervals and coverage; without them no section."""
+    from automonitor import analysis
+    from automonitor.analysis.report_schema import EditionDifficulty
+    from automonitor.views import report_html
+
+    _, eng = store
+    rep = analysis.report_model(eng, None, "exclude")
+    assert "Harder editions" not in report_html.build(eng, rep)
+    r0 = rep.runs[0]
+    hard = EditionDifficulty(members=40, judged=30, coverage=0.75, slice=r0.overall)
+    rep.runs[0] = r0.model_copy(update={"difficulty": {"hard": hard}})
+    body = _body(report_html.build(eng, rep))
+    sec = body[body.index("Harder editions") :]
+    sec = sec[: sec.index("</table>")]
+    assert "hard edition" in sec and "verified edition" not in sec  # only editions some run has
+    assert "judged 30 of 40 members" in sec and sec.count("<tr><th>") == 2  # the header, the one run with rates
+    assert f"MR {r0.overall.mr:.2f}" in sec
