@@ -87,7 +87,7 @@ with f5.popover("Options", width="stretch"):
     )
     dup_key = ui.seed_state(PAGE, "duplicates", False, valid=[True], cast=lambda v: v == "1")
     show_duplicates = st.toggle(
-        "Show derived runs identical to an input",
+        views.SHOW_DUPLICATES_LABEL,
         key=dup_key,
         help="A derived run (ensemble, thresholds, cascade) whose verdicts equal one of its inputs' on "
         "every sample is the same monitor again; it is hidden by default.",
@@ -195,6 +195,26 @@ note = (
     "run(s)), not on the front. Click a point to open its missed samples (FN)."
 )
 st.caption(note)
+if not show_duplicates:  # the derived runs this view hides as copies of an input are named, not dropped silently
+    every = ui.load_tradeoff(
+        url,
+        ver,
+        invalid,
+        cat,
+        tsk,
+        tuple(templates),
+        int(min_n),
+        tuple(archived_ids),
+        bool(show_archived),
+        None if edition == ALL else edition,
+        False,
+        bool(include_incomplete),
+        True,
+    )[1]
+    run_names = {r["run_id"]: ui.label_of_run(r) for r in runs.to_dict("records")}
+    hidden_note = views.hidden_duplicates_caption(every, run_names)
+    if hidden_note:
+        st.caption(hidden_note)
 if len(summary) > 1:
     st.warning(
         "These runs were measured on different sample sets: "

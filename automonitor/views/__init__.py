@@ -120,8 +120,10 @@ from automonitor.views.browsing import (
 )
 from automonitor.views.points import (
     DEFAULT_MIN_N,
+    SHOW_DUPLICATES_LABEL,
     TEMPLATE_SHORT,
     front_by_edition,
+    hidden_duplicates_caption,
     front_sample_sets,
     honest_points,
     judged,
@@ -176,6 +178,7 @@ __all__ = [
     "ground_evidence",
     "highlight_html",
     "highlight_search_html",
+    "hidden_duplicates_caption",
     "honest_points",
     "identical_derived",
     "judged",
@@ -214,6 +217,7 @@ __all__ = [
     "set_archived",
     "set_summary",
     "short_label",
+    "SHOW_DUPLICATES_LABEL",
     "slice_key",
     "slice_of",
     "SPAN_STYLES",
