@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
@@ -218,30 +217,3 @@ def progress_box(eng: Engine, rows: list[dict[str, Any]]) -> None:
         ):
             runner.cancel_run(eng, r["generation_id"])
             st.toast(f"Cancelling {r['generation_id']}…")
-
-
-def stats_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Filter statistics per generation run: prompts, kept, candidates added, one column per drop reason."""
-    reasons = sorted({k for r in rows for k in r["dropped"]})
-    out = []
-    for r in rows:
-        out.append(
-            {
-                "generation_id": r["generation_id"],
-                "status": r["status"],
-                "kind": r["kind"],
-                "generator": r["generator"],
-                "source": r["source"],
-                "cue/incentive": r["cue"] or r["incentive"],
-                "prompts": r["prompts"],
-                "kept": r["kept"],
-                "kept_rate": (r["kept"] / r["prompts"]) if r["prompts"] else None,
-                "candidates_added": r["candidates_added"],
-                **{f"dropped: {k}": r["dropped"].get(k, 0) for k in reasons},
-                "calls": r["calls"],
-                "cache_hits": r["cache_hits"],
-                "cost_usd": r["cost_usd"],
-                "created_at": r.get("created_at"),
-            }
-        )
-    return pd.DataFrame(out)

@@ -5,7 +5,6 @@ Texts are rendered escaped (``st.code``, ``st.dataframe``)."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from pages import _common as ui
@@ -101,10 +100,10 @@ else:
     st.markdown("**Response**")
     ui.response_view(e.response)  # markdown rendered safely; "Raw" tab: verbatim
     st.markdown("**Annotators' labels**")
-    st.dataframe(pd.DataFrame(e.labels), hide_index=True, key=f"{PAGE}.labels")
+    st.dataframe(views.display_frame(e.labels), hide_index=True, key=f"{PAGE}.labels")
     with st.expander("Provenance (intended label, source, pair)", expanded=False):
         st.dataframe(
-            pd.DataFrame(
+            views.display_frame(
                 [
                     {
                         "sample_id": e.sample_id,
@@ -180,7 +179,7 @@ if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
 rejected = ann.rejected_pairs(engine, account)
 if rejected:
     st.markdown("**Rejected items and reasons**")
-    st.dataframe(pd.DataFrame(rejected), hide_index=True, key=f"{PAGE}.rejected")
+    st.dataframe(views.display_frame(rejected), hide_index=True, key=f"{PAGE}.rejected")
 
 st.subheader("Export with provenance")
 ec = st.columns(4)

@@ -14,6 +14,7 @@ from pages import _spans_ui
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
+from automonitor import views
 from automonitor.annotation.accounts import Account
 from automonitor.errors import PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, TASK_NAMES
@@ -124,7 +125,7 @@ if doc["labels"] == 0:
         "`automonitor annotations import FILE`)."
     )
     if progress:
-        st.dataframe(pd.DataFrame(progress), hide_index=True)
+        st.dataframe(views.display_frame(progress), hide_index=True)
     st.stop()
 
 
@@ -246,8 +247,8 @@ times = pd.DataFrame(
             "Annotator": n,
             "Labels": t["labels"],
             "Timed": t["timed"],
-            "Median s / item": "—" if t["median_s"] is None else f"{t['median_s']:.1f}",
-            "Mean s / item": "—" if t["mean_s"] is None else f"{t['mean_s']:.1f}",
+            "Median s / item": views.cell(t["median_s"], ".1f"),
+            "Mean s / item": views.cell(t["mean_s"], ".1f"),
         }
         for n, t in doc["time_per_item"].items()
     ]
@@ -255,7 +256,7 @@ times = pd.DataFrame(
 prog = pd.DataFrame(progress).rename(columns=str.capitalize)
 if not prog.empty:
     times = times.merge(prog, on="Annotator", how="outer")
-st.dataframe(times, hide_index=True, key=f"{PAGE}.times")
+st.dataframe(views.display_frame(times), hide_index=True, key=f"{PAGE}.times")
 
 st.download_button(
     "Download agreement JSON",

@@ -182,22 +182,9 @@ if cell and sl:
         shown = workbench.filter_cell(
             samples, outcomes=chosen_out, score_range=score_rng if has_score else None, only=only, search=search
         )
-        cols = [
-            c
-            for c in (
-                "sample_id",
-                "category",
-                "task",
-                "label",
-                "outcome",
-                "score",
-                "request_preview",
-                "response_preview",
-            )
-            if c in shown.columns
-        ]
+        table = views.cell_table(shown)
         ev = st.dataframe(
-            shown[cols],
+            table,
             hide_index=True,
             width="stretch",
             on_select="rerun",
@@ -207,8 +194,8 @@ if cell and sl:
             column_config={
                 "request_preview": st.column_config.TextColumn("request", width="medium"),
                 "response_preview": st.column_config.TextColumn("response", width="large"),
-                "score": st.column_config.NumberColumn(format="%.3f"),
-            },
+            }
+            | ({"score": st.column_config.NumberColumn(format="%.3f")} if views.is_numeric(table, "score") else {}),
         )
         ids = list(shown["sample_id"])
         if ev is not None and ev.selection.rows and ev.selection.rows[0] < len(ids):
@@ -310,12 +297,12 @@ for col, rid in zip(cols, shown_runs):
             f"Verdict :{color}-badge[{md(text)}]"
             + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]"))
         )
-        cat_name = vocab.CATEGORY_NAMES.get(p["pred_category"], p["pred_category"]) if p["pred_category"] else "–"
+        cat_name = vocab.CATEGORY_NAMES.get(p["pred_category"], p["pred_category"]) if p["pred_category"] else None
         st.table(
             {
-                "score P(misbehavior)": ["–" if p["score"] is None else f"{p['score']:.3f}"],
-                "category": [cat_name],
-                "severity": [p["severity"] or "–"],
+                "score P(misbehavior)": [views.cell(p["score"], ".3f")],
+                "category": [views.cell(cat_name)],
+                "severity": [views.cell(p["severity"] or None)],
                 "evidence spans": [len(grounded[rid])],
             }
         )

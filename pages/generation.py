@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import streamlit as st
 
 from automonitor import views
@@ -46,7 +45,7 @@ st.subheader("Filter statistics")
 if not rows:
     st.caption("No generation runs yet.")
     st.stop()
-df = gui.stats_frame(rows)
+df = views.generation_stats_frame(rows)
 ev = st.dataframe(
     df,
     hide_index=True,
@@ -55,7 +54,11 @@ ev = st.dataframe(
     selection_mode="single-row",
     key=f"{PAGE}.table",
     column_config={
-        "kept_rate": st.column_config.NumberColumn("kept / prompts", format="percent"),
+        "kept_rate": (
+            st.column_config.NumberColumn("kept / prompts", format="percent")
+            if views.is_numeric(df, "kept_rate")
+            else st.column_config.TextColumn("kept / prompts")
+        ),
         "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
     },
 )
@@ -64,22 +67,14 @@ picked = (
 )
 sel = next(r for r in rows if r["generation_id"] == picked)
 st.subheader(f"Filter steps of {views.md_escape(picked)}")
+steps = views.generation_steps_frame(sel)
 st.dataframe(
-    pd.DataFrame(
-        [
-            {
-                "step": x["step"],
-                "in": x["in"],
-                "out": x["out"],
-                "kept / in": (x["out"] / x["in"]) if x["in"] else None,
-                "dropped": ", ".join(f"{k}: {v}" for k, v in x["dropped"].items()),
-            }
-            for x in sel["steps"]
-        ]
-    ),
+    steps,
     hide_index=True,
     width="stretch",
-    column_config={"kept / in": st.column_config.NumberColumn(format="percent")},
+    column_config={"kept / in": st.column_config.NumberColumn(format="percent")}
+    if views.is_numeric(steps, "kept / in")
+    else None,
 )
 st.subheader(f"Items of {views.md_escape(picked)}")
 items = generation_items(eng, picked)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from automonitor import views
 from automonitor.data import audit
 from pages import _common as ui
 
@@ -65,10 +66,10 @@ def _highlight(row):
     return ["background-color: rgba(255, 75, 75, 0.25)" if row["flagged"] else "" for _ in row]
 
 
+AUROCS = ("length", "tfidf", "answer = suggestion")
+shown = views.display_frame(table, {c: ".2f" for c in AUROCS})  # a missing AUROC: "—"
 st.dataframe(
-    table.style.apply(_highlight, axis=1).format(
-        {c: "{:.2f}" for c in ("length", "tfidf", "answer = suggestion")}, na_rep="-"
-    ),
+    shown.style.apply(_highlight, axis=1).format({c: "{:.2f}" for c in AUROCS if views.is_numeric(shown, c)}),
     hide_index=True,
     width="stretch",
     key=f"{PAGE}.slices",

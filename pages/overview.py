@@ -83,7 +83,7 @@ else:
     else:
         table = views.composition_pivot(comp)
         table.index = [vocab.CATEGORY_NAMES.get(i, i) for i in table.index]
-        st.dataframe(table, width="stretch")
+        st.dataframe(views.display_frame(table), width="stretch")
         paper = {vocab.CATEGORY_NAMES[k]: v for k, v in vocab.PAPER_QUOTAS.items()}
         st.caption("Paper's test set: " + ", ".join(f"{k} {v:,}" for k, v in paper.items()) + " (3,010 samples).")
 
@@ -99,12 +99,12 @@ else:
         else:
             piv = by_source.pivot_table(index="source", columns="status", values="n", aggfunc="sum", fill_value=0)
             piv["total"] = piv.sum(axis=1)
-            st.dataframe(piv.sort_values("total", ascending=False), width="stretch")
+            st.dataframe(views.display_frame(piv.sort_values("total", ascending=False)), width="stretch")
         st.subheader("Splits and statuses")
         if not by_split.empty:
             d = by_split.copy()
             d["split"] = d["split"].fillna("(none: candidate)")
-            st.dataframe(d, hide_index=True, width="stretch")
+            st.dataframe(views.display_frame(d), hide_index=True, width="stretch")
 
 st.subheader("Runs so far")
 if runs.empty:
@@ -113,7 +113,7 @@ if runs.empty:
 else:
     show = runs[["run_id", "monitor", "template", "status", "n", "done", "unscored", "cost_usd", "created_at"]].head(15)
     st.dataframe(
-        show,
+        views.display_frame(show),
         hide_index=True,
         width="stretch",
         column_config={"cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f")},

@@ -206,9 +206,7 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
     h = history.copy()
     if not show_arch:
         h = h[~h["archived"].fillna(False).astype(bool)]
-    h["duration"] = h["duration_s"].map(views.format_duration)
-    h["progress"] = [(min(1.0, d / n) if n else 0.0) for d, n in zip(h["done"], h["n"])]
-    picked = _history_table(h)
+    picked = _history_table(views.history_table(h))
     if picked in set(h["run_id"]):
         _run_details(h.set_index("run_id", drop=False).loc[picked])
 
@@ -276,39 +274,12 @@ def _in_progress(live, initial_active: tuple[str, ...]) -> None:
         st.rerun(scope="app")  # a run ended: refresh the page (other caches follow the store version)
 
 
-# status and progress first: visible without scrolling the table sideways at 1280 px
-_HISTORY_COLUMNS = [
-    "status",
-    "progress",
-    "run_id",
-    "monitor",
-    "template",
-    "done",
-    "n",
-    "unscored",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
-    "duration",
-    "misbehavior",
-    "benign",
-    "invalid",
-    "refusal",
-    "error",
-    "api_calls",
-    "cache_hits",
-    "created_at",
-    "kind",
-    "edition",
-    "archived",
-]
-
-
 def _history_table(h):
-    """The history table (single-row selection); returns the picked run id: the selected row, else the
-    ``run`` query parameter, else the run launched in this session (may be None)."""
+    """The history table (``views.history_table`` rows, single-row selection); returns the picked run
+    id: the selected row, else the ``run`` query parameter, else the run launched in this session (may
+    be None)."""
     ev = st.dataframe(
-        h[_HISTORY_COLUMNS],
+        h,
         hide_index=True,
         width="stretch",
         on_select="rerun",

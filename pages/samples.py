@@ -120,7 +120,9 @@ if total == 0:
 
 _, frame = views.search_samples(eng, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **filters)
 shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame["response"].str.slice(0, 160))
-shown = shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
+shown = views.display_frame(
+    shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
+)
 event = st.dataframe(
     shown,
     hide_index=True,

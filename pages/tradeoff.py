@@ -87,7 +87,7 @@ with f5.popover("Options", width="stretch"):
     )
     dup_key = ui.seed_state(PAGE, "duplicates", False, valid=[True], cast=lambda v: v == "1")
     show_duplicates = st.toggle(
-        "Show derived runs identical to an input",
+        views.SHOW_DUPLICATES_LABEL,
         key=dup_key,
         help="A derived run (ensemble, thresholds, cascade) whose verdicts equal one of its inputs' on "
         "every sample is the same monitor again; it is hidden by default.",
@@ -157,21 +157,7 @@ if edition != ALL and edition not in found:
         f"No run judged edition {edition} yet: `automonitor run --edition {edition} ...` judges it; the table "
         "below shows every run's MR/FAR on the verified and hard members it judged."
     )
-_diff_rows = [
-    {
-        "run": r.run_id,
-        "monitor": r.monitor,
-        "template": r.template,
-        **{
-            f"{m} ({e})": getattr(d.slice, m) if (d := (r.difficulty or {}).get(e)) else None
-            for e in ("verified", "hard")
-            for m in ("mr", "far")
-        },
-        "judged (hard)": d.judged if (d := (r.difficulty or {}).get("hard")) else None,
-    }
-    for r in ui.load_report(url, ver, None, invalid).runs
-    if r.difficulty
-]
+_diff_rows = views.difficulty_rows(ui.load_report(url, ver, None, invalid))
 if _diff_rows:
     with st.expander(
         "Difficulty: MR / FAR on the verified and the hard members of each run", expanded=edition == "hard"
@@ -209,6 +195,26 @@ note = (
     "run(s)), not on the front. Click a point to open its missed samples (FN)."
 )
 st.caption(note)
+if not show_duplicates:  # the derived runs this view hides as copies of an input are named, not dropped silently
+    every = ui.load_tradeoff(
+        url,
+        ver,
+        invalid,
+        cat,
+        tsk,
+        tuple(templates),
+        int(min_n),
+        tuple(archived_ids),
+        bool(show_archived),
+        None if edition == ALL else edition,
+        False,
+        bool(include_incomplete),
+        True,
+    )[1]
+    run_names = {r["run_id"]: ui.label_of_run(r) for r in runs.to_dict("records")}
+    hidden_note = views.hidden_duplicates_caption(every, run_names)
+    if hidden_note:
+        st.caption(hidden_note)
 if len(summary) > 1:
     st.warning(
         "These runs were measured on different sample sets: "
@@ -288,31 +294,7 @@ if st.session_state.get(rep_state):
     )
 
 st.subheader("Runs in this slice")
-table = scored.reindex(
-    columns=[
-        "run_id",
-        "label",
-        "monitor",
-        "template",
-        "sample_set",
-        "judged",
-        "eligible",
-        "tp",
-        "fn",
-        "fp",
-        "tn",
-        "unscored",
-        "mr",
-        "mr_lo",
-        "mr_hi",
-        "far",
-        "far_lo",
-        "far_hi",
-        "on_front",
-        "archived",
-    ]
-    + [c for c in ("usd_per_1k", "s_per_1k") if c in scored]
-)
+table = views.slice_runs_table(scored)
 tev = st.dataframe(
     table,
     hide_index=True,
@@ -323,7 +305,7 @@ tev = st.dataframe(
     column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")
     }
-    | {c: st.column_config.NumberColumn(format="%.4g") for c in ("usd_per_1k", "s_per_1k")},
+    | {c: st.column_config.NumberColumn(format="%.4g") for c in views.COST_COLUMNS if views.is_numeric(table, c)},
 )
 if tev is not None and tev.selection.rows:
     _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
@@ -385,27 +367,11 @@ if chosen:
         curves[labels[rid]] = roc
         if op:
             ops[labels[rid]] = op
-            thr = op["threshold"]
-            rows.append(
-                {
-                    "run": labels[rid],
-                    "AUROC": next(e["auroc"] for e in score_runs if e["run_id"] == rid),
-                    "threshold": "flag nothing" if thr == float("inf") else f"{thr:.3f}",
-                    "MR": op["mr"],
-                    "FAR": op["far"],
-                    "expected cost": op["expected_cost"],
-                }
-            )
+            auroc = next(e["auroc"] for e in score_runs if e["run_id"] == rid)
+            rows.append(views.operating_point_row(labels[rid], auroc, op))
     st.plotly_chart(views.roc_figure(curves, operating=ops), key=f"{PAGE}.roc_chart", width="stretch")
     if rows:
-        st.dataframe(
-            pd.DataFrame(rows),
-            hide_index=True,
-            width="stretch",
-            column_config={
-                c: st.column_config.NumberColumn(format="%.3f") for c in ("AUROC", "MR", "FAR", "expected cost")
-            },
-        )
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
         st.caption(
             "Operating point: the score threshold minimising expected cost = ratio x prevalence x MR + "
             "(1 - prevalence) x FAR (prevalence = share of misbehavior in the scored samples; "

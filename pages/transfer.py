@@ -6,9 +6,9 @@ negative-transfer finding) is outlined in both."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
+from automonitor import views
 from automonitor.analysis import transfer
 from pages import _common as ui
 
@@ -57,6 +57,8 @@ if res is not None:
         "in-slice TF-IDF + logistic regression, cross-validated by pair. A probe no better than these "
         "learned a shortcut."
     )
-    st.dataframe(pd.DataFrame([{"test slice": k, **v} for k, v in res.get("baselines", {}).items()]), hide_index=True)
+    st.dataframe(
+        views.display_frame([{"test slice": k, **v} for k, v in res.get("baselines", {}).items()]), hide_index=True
+    )
 st.subheader("Paper Figure 8 beside this probe, cell for cell")
-st.dataframe(transfer.paper_frame(res), hide_index=True)
+st.dataframe(views.display_frame(transfer.paper_frame(res)), hide_index=True)

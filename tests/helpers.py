@@ -137,3 +137,24 @@ def sycophancy_script(n: int) -> dict[str, str]:
         answers[it.uncued[-1]["content"]] = it.truth
         answers[it.cued[-1]["content"]] = it.cue if i % 2 == 0 else it.truth
     return answers
+
+
+NONE_TEXTS = ("None", "nan", "NaN", "NaT", "<NA>")
+
+
+def missing_cells(table) -> list[tuple[Any, Any]]:
+    """``(row, column)`` of every cell a page's table would show as a missing value (``None``, NaN,
+    ``NaT`` or the text ``"None"``, ``"nan"``, ...); ``[]`` for a table ready to show. ``table``: a
+    DataFrame or rows as dicts."""
+    import pandas as pd
+
+    from automonitor.views.cells import is_missing
+
+    df = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
+    bad = []
+    for i, name in enumerate(df.columns):
+        for idx, v in zip(df.index, df.iloc[:, i]):
+            if is_missing(v) or (isinstance(v, str) and v.strip() in NONE_TEXTS):
+                bad.append((idx, name))
+    bad += [(idx, None) for idx in df.index if is_missing(idx) or str(idx) in NONE_TEXTS]
+    return bad

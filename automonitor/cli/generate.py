@@ -56,7 +56,9 @@ def _run(
         raw=raw,
         concurrency=concurrency,
     )
-    eng = open_store(create=True)  # a generation adds candidates: like import, it may create the store
+    # a generation needs an existing store (refused, exit 2, before any generator call): with a mistyped
+    # AUTOMONITOR_DB it would otherwise pay for calls whose candidates land in a new empty file
+    eng = open_store()
     run_id = create_generation(eng, spec)
     doc = execute_generation(eng, run_id)
     emit_json(doc) if json_out else _print(doc)

@@ -14,7 +14,9 @@ One module per page area:
   :mod:`automonitor.analysis.metrics` / :mod:`automonitor.analysis`, as in the report), a run's slice;
 - :mod:`~automonitor.views.figures`: the MR-FAR scatter and the ROC figure;
 - :mod:`~automonitor.views.provenance`: label provenance and errata badges of a sample;
-- :mod:`~automonitor.views.markdown`: model-written markdown rendered safely (no raw HTML, no links).
+- :mod:`~automonitor.views.markdown`: model-written markdown rendered safely (no raw HTML, no links);
+- :mod:`~automonitor.views.cells`: missing values in the pages' tables, one rule (:data:`MISSING`, "—",
+  never ``None`` or ``nan``): :func:`display_frame` and :func:`cell`.
 
 The SQL lives in ``store.queries.samples`` and ``store.queries.workbench``.
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 from automonitor.escaping import esc, md_escape, plot_text, text_html
 from automonitor.views.provenance import errata_for, provenance_html, sample_errata
 from automonitor.views.markdown import markdown_html
+from automonitor.views.cells import MISSING, cell, display_frame, is_missing, is_numeric
 from automonitor.views.evidence import (
     SPAN_STYLES,
     ground_evidence,
@@ -67,7 +70,15 @@ from automonitor.views.overview import (
     counts_by,
     store_version,
 )
-from automonitor.views.runs import format_duration, run_progress, runs_frame
+from automonitor.views.runs import (
+    HISTORY_COLUMNS,
+    format_duration,
+    generation_stats_frame,
+    generation_steps_frame,
+    history_table,
+    run_progress,
+    runs_frame,
+)
 from automonitor.views.samples import (
     export_samples,
     sample_detail,
@@ -77,7 +88,12 @@ from automonitor.views.samples import (
 )
 from automonitor.views.tradeoff import (
     CELL_TITLES,
+    COST_COLUMNS,
+    SLICE_RUNS_COLUMNS,
     audit_flags,
+    difficulty_rows,
+    operating_point_row,
+    slice_runs_table,
     localisation_shares,
     pareto_ids,
     pearson_r,
@@ -88,7 +104,9 @@ from automonitor.views.tradeoff import (
 )
 
 from automonitor.views.browsing import (
+    CELL_TABLE_COLUMNS,
     PAGE_SIZES,
+    cell_table,
     SEARCH_STYLE,
     diff_mode,
     disagreeing_samples,
@@ -102,8 +120,10 @@ from automonitor.views.browsing import (
 )
 from automonitor.views.points import (
     DEFAULT_MIN_N,
+    SHOW_DUPLICATES_LABEL,
     TEMPLATE_SHORT,
     front_by_edition,
+    hidden_duplicates_caption,
     front_sample_sets,
     honest_points,
     judged,
@@ -123,7 +143,23 @@ from automonitor.views.sample_sets import (
 
 __all__ = [
     "audit_flags",
+    "cell",
+    "cell_table",
+    "CELL_TABLE_COLUMNS",
     "CELL_TITLES",
+    "COST_COLUMNS",
+    "difficulty_rows",
+    "display_frame",
+    "generation_stats_frame",
+    "generation_steps_frame",
+    "HISTORY_COLUMNS",
+    "history_table",
+    "is_missing",
+    "is_numeric",
+    "MISSING",
+    "operating_point_row",
+    "slice_runs_table",
+    "SLICE_RUNS_COLUMNS",
     "composition_figure",
     "composition_frame",
     "composition_pivot",
@@ -142,6 +178,7 @@ __all__ = [
     "ground_evidence",
     "highlight_html",
     "highlight_search_html",
+    "hidden_duplicates_caption",
     "honest_points",
     "identical_derived",
     "judged",
@@ -180,6 +217,7 @@ __all__ = [
     "set_archived",
     "set_summary",
     "short_label",
+    "SHOW_DUPLICATES_LABEL",
     "slice_key",
     "slice_of",
     "SPAN_STYLES",

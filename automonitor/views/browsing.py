@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
 from automonitor.escaping import esc as _esc
+from automonitor.views.cells import display_frame
 
 
 PAGE_SIZES: tuple[int, ...] = (50, 100, 200, 500)
@@ -90,6 +91,28 @@ def filter_cell(
     df["request_preview"] = [preview(t) for t in df.get("request", pd.Series(dtype=str))]
     df["response_preview"] = [preview(t) for t in df.get("response", pd.Series(dtype=str))]
     return df
+
+
+#: Columns of the Drill-down page's cell table (:func:`cell_table`), in order (those present are shown).
+CELL_TABLE_COLUMNS: tuple[str, ...] = (
+    "sample_id",
+    "category",
+    "task",
+    "label",
+    "outcome",
+    "score",
+    "request_preview",
+    "response_preview",
+)
+
+
+def cell_table(shown: pd.DataFrame) -> pd.DataFrame:
+    """The Drill-down page's table of a confusion cell from :func:`filter_cell` output: the present
+    :data:`CELL_TABLE_COLUMNS`, no missing cell: when a prediction has no score the score column is
+    text (:data:`automonitor.views.cells.MISSING` there, three decimals elsewhere). Rows keep their
+    order."""
+    cols = [c for c in CELL_TABLE_COLUMNS if c in shown.columns]
+    return display_frame(shown[cols], {"score": ".3f"})
 
 
 #: Style of a search hit: magenta with a dotted outline, so it never reads as evidence (yellow verbatim,

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from automonitor.errors import InputError
+from automonitor.escaping import md_escape
 
 
 #: Run statuses whose MR/FAR rest on part of the samples only, with the word shown.
@@ -20,6 +21,9 @@ INCOMPLETE_STATUSES: dict[str, str] = {
     "running": "partial (running)",
     "pending": "partial (pending)",
 }
+
+SHOW_DUPLICATES_LABEL = "Show derived runs identical to an input"
+"""The Trade-off control (under Options) that draws the derived runs :func:`honest_points` hides."""
 
 DEFAULT_MIN_N = 100
 """Default minimum number of judged samples (TP+FN+FP+TN) of a slice for a run to enter the Pareto front."""
@@ -227,3 +231,39 @@ def front_sample_sets(points: pd.DataFrame) -> list[str]:
         return []
     on = points[points["on_front"].fillna(False).astype(bool)]
     return sorted({str(x) for x in on["sample_set"].dropna()})
+
+
+def hidden_duplicates_caption(
+    points: pd.DataFrame, names: Mapping[str, str] | None = None, *, limit: int = 3
+) -> str | None:
+    """The Trade-off caption naming the derived runs hidden because their verdicts equal an input's, as
+    markdown with every name escaped (:func:`automonitor.escaping.md_escape`): "1 derived run hidden:
+    X gives the same verdicts as Y; turn on 'Show derived runs identical to an input' (Options) to draw
+    it." (at most ``limit`` named, then "and N more").
+
+    Args:
+        points: :func:`honest_points` output with ``show_duplicates=True`` for the view shown (same
+            slice, templates, archive and edition filters); its rows with ``duplicate_of`` set are the
+            runs the default view hides.
+        names: run id -> the label to show (default: the run id).
+    Returns:
+        the caption, or ``None`` when no run of the view is hidden so.
+    """
+    if points.empty or "duplicate_of" not in points:
+        return None
+    hidden = [(str(r), str(d)) for r, d in zip(points["run_id"], points["duplicate_of"]) if d]
+    if not hidden:
+        return None
+    label = dict(names or {})
+    pairs = [
+        f"{md_escape(label.get(r, r))} gives the same verdicts as {md_escape(label.get(d, d))}"
+        for r, d in hidden[: max(1, limit)]
+    ]
+    more = len(hidden) - len(pairs)
+    n = len(hidden)
+    return (
+        f"{n} derived run{'s' if n > 1 else ''} hidden: "
+        + "; ".join(pairs)
+        + (f"; and {more} more" if more else "")
+        + f"; turn on *{md_escape(SHOW_DUPLICATES_LABEL)}* (Options) to draw {'them' if n > 1 else 'it'}."
+    )

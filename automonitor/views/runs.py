@@ -1,5 +1,5 @@
-"""The Runs page's data: the run history frame (the rows ``automonitor runs`` prints, as a frame),
-one run's live progress, and durations as text."""
+"""The Runs page's data: the run history frame (the rows ``automonitor runs`` prints, as a frame) and
+the table shown of it, one run's live progress, durations as text, and the Generation page's tables."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor import vocab
+from automonitor.views.cells import MISSING, display_frame
 
 #: Columns of :func:`runs_frame`, in order.
 RUNS_FRAME_COLUMNS: list[str] = [
@@ -137,12 +138,98 @@ def run_progress(engine: Engine, run_id: str) -> dict[str, Any]:
 
 
 def format_duration(seconds: float | None) -> str:
-    """``None`` -> ``"–"``; else ``"12.3 s"``, ``"4 min 05 s"`` or ``"2 h 03 min"``."""
+    """``None`` (or NaN) -> :data:`~automonitor.views.cells.MISSING`; else ``"12.3 s"``, ``"4 min 05 s"``
+    or ``"2 h 03 min"``."""
     if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
-        return "–"
+        return MISSING
     s = float(seconds)
     if s < 60:
         return f"{s:.1f} s"
     if s < 3600:
         return f"{int(s // 60)} min {int(s % 60):02d} s"
     return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+#: Columns of the Runs page's history table (:func:`history_table`), in order: status and progress
+#: first, visible without scrolling the table sideways at 1280 px.
+HISTORY_COLUMNS: list[str] = [
+    "status",
+    "progress",
+    "run_id",
+    "monitor",
+    "template",
+    "done",
+    "n",
+    "unscored",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "duration",
+    *vocab.OUTCOMES,
+    "api_calls",
+    "cache_hits",
+    "created_at",
+    "kind",
+    "edition",
+    "archived",
+]
+
+
+def history_table(history: pd.DataFrame) -> pd.DataFrame:
+    """The Runs page's history table from :func:`runs_frame` rows: :data:`HISTORY_COLUMNS` with
+    ``progress`` = done / n in [0, 1] (0 when ``n`` is 0) and ``duration`` as text
+    (:func:`format_duration`); no missing cell (a run without a recorded edition or token counts shows
+    :data:`~automonitor.views.cells.MISSING`). Rows keep their order."""
+    h = history.copy()
+    h["duration"] = [format_duration(x) for x in h["duration_s"]]
+    h["progress"] = [(min(1.0, d / n) if n else 0.0) for d, n in zip(h["done"], h["n"])]
+    return display_frame(h.reindex(columns=HISTORY_COLUMNS))
+
+
+def generation_stats_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The Generation page's filter statistics, one row per generation run (``list_generations``
+    entries): prompts, kept, ``kept_rate`` (kept / prompts), candidates added, one ``dropped: REASON``
+    column per drop reason, calls, cache hits, cost; no missing cell (a run with no prompt yet has no
+    kept rate: :data:`~automonitor.views.cells.MISSING`, the column then text with percentages)."""
+    reasons = sorted({k for r in rows for k in r["dropped"]})
+    out = []
+    for r in rows:
+        out.append(
+            {
+                "generation_id": r["generation_id"],
+                "status": r["status"],
+                "kind": r["kind"],
+                "generator": r["generator"],
+                "source": r["source"],
+                "cue/incentive": r["cue"] or r["incentive"],
+                "prompts": r["prompts"],
+                "kept": r["kept"],
+                "kept_rate": (r["kept"] / r["prompts"]) if r["prompts"] else None,
+                "candidates_added": r["candidates_added"],
+                **{f"dropped: {k}": r["dropped"].get(k, 0) for k in reasons},
+                "calls": r["calls"],
+                "cache_hits": r["cache_hits"],
+                "cost_usd": r["cost_usd"],
+                "created_at": r.get("created_at"),
+            }
+        )
+    return display_frame(out, {"kept_rate": ".1%"})
+
+
+def generation_steps_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
+    """The filter steps of one generation run (a ``list_generations`` entry): ``step, in, out,
+    kept / in`` (:data:`~automonitor.views.cells.MISSING` for a step nothing entered, the column then
+    text with percentages) and ``dropped`` (``reason: n, ...``)."""
+    rows = [
+        {
+            "step": x["step"],
+            "in": x["in"],
+            "out": x["out"],
+            "kept / in": (x["out"] / x["in"]) if x["in"] else None,
+            "dropped": ", ".join(f"{k}: {v}" for k, v in x["dropped"].items()),
+        }
+        for x in summary.get("steps") or []
+    ]
+    return display_frame(
+        pd.DataFrame(rows, columns=["step", "in", "out", "kept / in", "dropped"]), {"kept / in": ".1%"}
+    )

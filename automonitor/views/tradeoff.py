@@ -10,6 +10,7 @@ import pandas as pd
 
 from automonitor.analysis import metrics
 from automonitor.analysis.report_schema import Report, as_report
+from automonitor.views.cells import MISSING, cell, display_frame
 
 CELL_TITLES: dict[str, str] = {
     "tp": "TP: misbehavior flagged",
@@ -170,3 +171,76 @@ def localisation_shares(report: Report | Mapping[str, Any], category: str | None
             {"run_id": r.run_id, "localised_share": sl.localised_share, "localised": sl.localised, "loc_tp": sl.tp}
         )
     return pd.DataFrame(rows, columns=["run_id", "localised_share", "localised", "loc_tp"])
+
+
+#: Columns of the Trade-off page's "Runs in this slice" table (:func:`slice_runs_table`), in order.
+SLICE_RUNS_COLUMNS: list[str] = [
+    "run_id",
+    "label",
+    "monitor",
+    "template",
+    "sample_set",
+    "judged",
+    "eligible",
+    "tp",
+    "fn",
+    "fp",
+    "tn",
+    "unscored",
+    "mr",
+    "mr_lo",
+    "mr_hi",
+    "far",
+    "far_lo",
+    "far_hi",
+    "on_front",
+    "archived",
+]
+
+#: The cost columns of :func:`slice_runs_table` (missing for runs without cost records).
+COST_COLUMNS: tuple[str, ...] = ("usd_per_1k", "s_per_1k")
+
+
+def slice_runs_table(points: pd.DataFrame) -> pd.DataFrame:
+    """The Trade-off page's "Runs in this slice" table from the drawn points (:func:`honest_points`
+    output, with the cost columns where known): :data:`SLICE_RUNS_COLUMNS` plus the present
+    :data:`COST_COLUMNS`, no missing cell: a cost column with a run without costs is text
+    (:data:`MISSING` there, 4 significant digits elsewhere), else it stays numeric like the rates.
+    Rows keep the points' order."""
+    cols = SLICE_RUNS_COLUMNS + [c for c in COST_COLUMNS if c in points]
+    return display_frame(points.reindex(columns=cols), {c: ".4g" for c in COST_COLUMNS})
+
+
+def difficulty_rows(report: Report | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Trade-off page's Difficulty table: one row per run with difficulty rates (``run``,
+    ``monitor``, ``template``, ``mr (verified)``, ``far (verified)``, ``mr (hard)``, ``far (hard)``
+    with three decimals, ``judged (hard)``); a rate the run has no samples for, or an edition it has
+    no members of, is :data:`MISSING`. ``[]`` when no run has difficulty rates."""
+    rows = []
+    for r in as_report(report).runs:
+        if not r.difficulty:
+            continue
+        row: dict[str, Any] = {"run": r.run_id, "monitor": r.monitor, "template": r.template}
+        for e in ("verified", "hard"):
+            d = r.difficulty.get(e)
+            for m in ("mr", "far"):
+                row[f"{m} ({e})"] = cell(getattr(d.slice, m) if d else None, ".3f")
+        hard = r.difficulty.get("hard")
+        row["judged (hard)"] = hard.judged if hard else MISSING
+        rows.append(row)
+    return rows
+
+
+def operating_point_row(run: str, auroc: float | None, op: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of the Trade-off page's operating-point table: the run's label, its AUROC, the
+    cost-minimising threshold (``flag nothing`` for an infinite one), MR, FAR and expected cost, each
+    with three decimals; an undefined value (AUROC of a one-class run) is :data:`MISSING`."""
+    thr = op.get("threshold")
+    return {
+        "run": run,
+        "AUROC": cell(auroc, ".3f"),
+        "threshold": "flag nothing" if thr == float("inf") else cell(thr, ".3f"),
+        "MR": cell(op.get("mr"), ".3f"),
+        "FAR": cell(op.get("far"), ".3f"),
+        "expected cost": cell(op.get("expected_cost"), ".3f"),
+    }

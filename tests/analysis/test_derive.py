@@ -127,6 +127,18 @@ def test_vote_2_of_3_and_unknown_rule(small):
     assert derive.combine([M, B], [None, None], "mean", threshold=0.5) == (M, 0.5)  # hard verdicts as 1/0
 
 
+def test_a_cascade_that_escalates_every_sample_is_flagged_identical_to_its_strong_input(small):
+    from automonitor import views
+    from automonitor.analysis import derive
+
+    # no score of rA is <= 0 or >= 1 (and b4 has none): every sample goes to rC, so the verdicts are rC's
+    res = derive.derive_cascade(small["engine"], "rA", "rC", 0.0, 1.0)
+    assert res["recipe"]["share_escalated"] == 1.0
+    part = derive.derive_cascade(small["engine"], "rA", "rC", 0.25, 0.75)["run_id"]  # escalates 5 of 8
+    assert views.identical_derived(small["engine"]) == {res["run_id"]: "rC"}
+    assert part not in views.identical_derived(small["engine"])
+
+
 def test_cascade_hand_computed_with_cost(small):
     from automonitor.analysis import derive
 

@@ -114,3 +114,32 @@ def test_derived_runs_open_in_drilldown_and_runs_pages(demo):
         assert not at.error, [e.value for e in at.error]
         assert at.selectbox(key="drilldown.run").value == rid
     at = ok(app("pages/runs.py").run())
+
+
+@pytest.fixture
+def copy_cascade(tmp_path):
+    from automonitor.analysis import derive
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    eng = _store(url)
+    app_seed.seed_store(eng, pairs_per_cell=1, runs=3)  # r002 scores every scored sample in (0.2, 0.8)
+    cas = derive.derive_cascade(eng, "r002", "r001", 0.0, 1.0)  # escalates everything: r001 again
+    assert cas["recipe"]["share_escalated"] == 1.0
+    with _Env(url):
+        yield cas["run_id"]
+    eng.dispose()
+
+
+def test_tradeoff_names_the_hidden_identical_derived_run(copy_cascade):
+    at = ok(app("pages/tradeoff.py", min_n="1").run())
+    assert copy_cascade not in _chart_run_ids(at)
+    (note,) = [c.value for c in at.caption if "derived run hidden" in c.value]
+    assert note.startswith("1 derived run hidden: ") and note.endswith("(Options) to draw it.")
+    plain = note.replace("\\", "")
+    assert f"{copy_cascade} gives the same verdicts as " in plain and "r001" in plain.split("same verdicts as")[1]
+    assert "Show derived runs identical to an input" in plain
+    # the control named in the caption draws it, and the caption goes
+    at.toggle(key="tradeoff.duplicates").set_value(True)
+    ok(at.run())
+    assert copy_cascade in _chart_run_ids(at)
+    assert not any("derived run hidden" in c.value for c in at.caption)

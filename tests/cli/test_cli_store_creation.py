@@ -3,14 +3,24 @@ naming it, every error names the store used, and only build / import / users add
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
-from helpers import run_cli
+from helpers import RAW, REPO, run_cli, sycophancy_script
 
 
 @pytest.mark.parametrize(
     "args",
-    [["stats", "--json"], ["agreement"], ["runs"], ["users", "list"], ["assign", "--limit", "2"], ["report", "--json"]],
+    [
+        ["stats", "--json"],
+        ["agreement"],
+        ["runs"],
+        ["users", "list"],
+        ["assign", "--limit", "2"],
+        ["report", "--json"],
+        ["generate", "list"],
+    ],
 )
 def test_reading_commands_refuse_a_missing_store_and_name_it(tmp_path, args):
     store = tmp_path / "nowhere.db"
@@ -38,3 +48,41 @@ def test_a_postgres_url_without_schema_is_refused_with_the_password_masked(pg_ur
     r = run_cli(["stats", "--json"], db=u.render_as_string(hide_password=False))
     assert r.returncode == 2 and "no store at" in r.stderr
     assert "s3cret-pw" not in r.stderr
+
+
+def test_generate_refuses_a_missing_store_names_it_and_creates_no_file(tmp_path):
+    """A generation writes candidates but is no way to start a store: with a mistyped AUTOMONITOR_DB it
+    would spend generator calls filling a new empty file in the current directory. It refuses (exit 2)
+    before any call, like every other command that is not build / import / users add."""
+    from servers.scripted_generator import ScriptedGenerator
+
+    store = tmp_path / "nowhere.db"
+    with ScriptedGenerator(sycophancy_script(2)) as srv:
+        args = ["generate", "sycophancy", "--generator", "openai:scripted-gen", "--base-url", srv.base_url]
+        r = run_cli([*args, "--source", "bct_truthfulqa_cues", "--limit", "2"], db=f"sqlite:///{store}", cwd=tmp_path)
+        calls = srv.total
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"no store at sqlite:///{store}" in r.stderr and "automonitor build" in r.stderr
+    assert "created a new store" not in r.stderr and calls == 0
+    assert not store.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_build_creates_the_store_and_says_so_once(tmp_path):
+    raw = tmp_path / "raw"  # one small source: the store rule, not the build, is under test (~5 s)
+    shutil.copytree(RAW / "school_of_reward_hacks", raw / "school_of_reward_hacks")
+    url = f"sqlite:///{tmp_path / 'built.db'}"
+    r = run_cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"created a new store at {url}" in r.stderr
+    r = run_cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
+    assert r.returncode == 0 and "created a new store" not in r.stderr, r.stderr
+
+
+def test_import_creates_the_store_and_says_so_once(tmp_path):
+    url = f"sqlite:///{tmp_path / 'imported.db'}"
+    seeds = REPO / "seeds" / "examples.jsonl"
+    r = run_cli(["import", str(seeds)], db=url, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"created a new store at {url}" in r.stderr
+    r = run_cli(["import", str(seeds)], db=url, cwd=tmp_path)
+    assert r.returncode == 0 and "created a new store" not in r.stderr, r.stderr

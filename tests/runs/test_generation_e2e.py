@@ -6,6 +6,9 @@
 - the scripted session generate -> assign -> two annotators label -> adjudicate -> finalize -> a monitor
   run on the new gold pairs reports MR/FAR;
 - (slow) the packaged tiny model behind llama.cpp's OpenAI-compatible server as generator.
+
+Each test starts from a migrated empty store (``engine`` / ``sqlite_engine``): ``generate`` refuses a
+missing one (tests/cli/test_cli_store_creation.py).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def _gen(db, base, *extra):
     return json.loads(r.stdout)
 
 
-def test_generate_sycophancy_with_a_scripted_generator(db_url, scripted):
+def test_generate_sycophancy_with_a_scripted_generator(engine, db_url, scripted):
     from store import get_engine
 
     doc = _gen(db_url, scripted.base_url)
@@ -97,7 +100,7 @@ def test_generate_sycophancy_with_a_scripted_generator(db_url, scripted):
     assert again["candidates_added"] == 0 and again["dropped"] == {"cued_right": 3, "duplicate_candidate": 3}
 
 
-def test_bad_generate_options_exit_2_and_write_nothing(sqlite_url):
+def test_bad_generate_options_exit_2_and_write_nothing(sqlite_engine, sqlite_url):
     from store import get_engine
 
     for args, field in (
@@ -113,7 +116,7 @@ def test_bad_generate_options_exit_2_and_write_nothing(sqlite_url):
         assert c.execute(sa.text("SELECT count(*) FROM run")).scalar() == 0
 
 
-def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, scripted, tmp_path):
+def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_engine, sqlite_url, scripted, tmp_path):
     from automonitor.annotation.accounts import authenticate
     from automonitor.annotation import adjudicate
     from store import get_engine
@@ -175,7 +178,7 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_url, sc
 
 
 @pytest.mark.slow
-def test_llamacpp_server_as_generator_end_to_end(sqlite_url, llama_server):
+def test_llamacpp_server_as_generator_end_to_end(sqlite_engine, sqlite_url, llama_server):
     from store import get_engine
 
     r = run_cli(
@@ -317,7 +320,7 @@ def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted
 
 
 @pytest.mark.slow
-def test_in_process_llamacpp_generator(sqlite_url):
+def test_in_process_llamacpp_generator(sqlite_engine, sqlite_url):
     r = run_cli(
         [
             "generate",

@@ -106,3 +106,25 @@ def test_identical_derived_finds_an_ensemble_equal_to_an_input(engine, tmp_path)
     other = derive_ensemble(engine, [ids["judge-a"], ids["judge-b"]], rule="and")["run_id"]  # all benign = b
     dup = workbench.identical_derived(engine)
     assert dup == {same: ids["judge-a"], other: ids["judge-b"]}
+
+
+def test_hidden_identical_derived_runs_are_named_in_an_escaped_caption():
+    from automonitor.escaping import md_escape
+
+    every = workbench.honest_points(_points(), min_n=10, duplicates={"copy": "good"}, show_duplicates=True)
+    names = {"copy": "cascade <b>x</b> [y](javascript:z) · direct · copy", "good": "openai:gpt-x · direct · good"}
+    text = views.hidden_duplicates_caption(every, names)
+    assert text == (
+        f"1 derived run hidden: {md_escape(names['copy'])} gives the same verdicts as {md_escape(names['good'])}; "
+        f"turn on *{md_escape(views.SHOW_DUPLICATES_LABEL)}* (Options) to draw it."
+    )
+    assert "<b>" not in text and "](" not in text  # user text is escaped markdown
+    assert views.SHOW_DUPLICATES_LABEL == "Show derived runs identical to an input"  # the toggle's label
+    # without names: the run ids; nothing hidden: no caption
+    assert "copy gives the same verdicts as good" in views.hidden_duplicates_caption(every)
+    assert views.hidden_duplicates_caption(workbench.honest_points(_points(), min_n=10, show_duplicates=True)) is None
+    assert views.hidden_duplicates_caption(pd.DataFrame()) is None
+    # several: the first ones named, then a count
+    many = pd.DataFrame({"run_id": [f"d{i}" for i in range(5)], "duplicate_of": ["good"] * 4 + [""]})
+    text = views.hidden_duplicates_caption(many, limit=2)
+    assert text.startswith("4 derived runs hidden: d0 gives") and "; and 2 more;" in text and text.endswith("them.")

@@ -1,0 +1,106 @@
+"""Missing values in the tables the pages show: one rule, :data:`MISSING` ("—", an em dash), never
+Streamlit's grey ``None``, nor ``nan`` or ``NaT``.
+
+The pages pass every table they show (``st.dataframe``, ``st.table``) through :func:`display_frame`,
+or build its cells with :func:`cell`:
+
+- a column holding a missing value (``None``, NaN, ``NaT``, ``pd.NA``) becomes text: :data:`MISSING`
+  there, its other values written with the column's format in ``formats`` when it has one, else
+  integers as integers and other numbers with three decimals;
+- a column without a missing value is left as it is: numbers stay numbers (sortable, formatted by the
+  page's ``column_config``; a page gives a number format only to a column that is still numeric,
+  :func:`is_numeric`).
+
+Order, index and column names are kept, so a page's row selection still indexes its own frame.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime
+from typing import Any, Callable, Iterable, Mapping, Union
+
+import pandas as pd
+
+MISSING = "—"
+"""What a table shows for a missing value (the Agreement page's rule)."""
+
+Format = Union[str, Callable[[Any], str]]
+"""A ``format()`` spec (``".3f"``, ``".1%"``) or a function of the value."""
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` is missing: ``None``, NaN, ``pd.NA`` or ``NaT`` (containers never are)."""
+    if value is None:
+        return True
+    if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # an array-like value: not one missing cell
+        return False
+
+
+def cell(value: Any, fmt: Format | None = None) -> Any:
+    """One table cell: :data:`MISSING` for a missing value, else ``value`` formatted with ``fmt``
+    (a ``format()`` spec or a function), else ``value`` unchanged."""
+    if is_missing(value):
+        return MISSING
+    if fmt is None:
+        return value
+    return fmt(value) if callable(fmt) else format(value, fmt)
+
+
+def _integral(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value) and value.is_integer()
+
+
+def _as_text(values: list[Any], fmt: Format | None) -> list[Any]:
+    """The values of a column that holds a missing value, as text (see the module docstring)."""
+    present = [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in values]
+    if fmt is not None:
+        return [cell(v, fmt) for v in present]
+    numbers = [v for v in present if not is_missing(v) and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    whole = all(_integral(v) for v in numbers)
+    out: list[Any] = []
+    for v in present:
+        if is_missing(v):
+            out.append(MISSING)
+        elif isinstance(v, bool):
+            out.append(str(v))
+        elif isinstance(v, (int, float)):
+            out.append(str(int(v)) if whole else f"{v:.3f}")
+        elif isinstance(v, datetime):
+            out.append(v.isoformat(sep=" ", timespec="minutes"))
+        elif isinstance(v, date):
+            out.append(v.isoformat())
+        else:
+            out.append(str(v))
+    return out
+
+
+def display_frame(
+    data: pd.DataFrame | Iterable[Mapping[str, Any]], formats: Mapping[str, Format] | None = None
+) -> pd.DataFrame:
+    """A copy of ``data`` (a frame, or rows as dicts: a key missing from a row is a missing value) ready
+    for ``st.dataframe``: no cell is missing (see the module docstring). ``formats`` maps column names
+    to the :data:`Format` their values are written with when the column becomes text; names that are
+    not columns are ignored."""
+    df = data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(list(data))
+    fmts = dict(formats or {})
+    for i, name in enumerate(df.columns):
+        values = list(df.iloc[:, i])
+        if any(is_missing(v) for v in values):
+            df.isetitem(i, pd.Series(_as_text(values, fmts.get(name)), index=df.index, dtype=object))
+    return df
+
+
+def is_numeric(table: pd.DataFrame, column: str) -> bool:
+    """Whether ``table`` has ``column`` and it is (still) numeric: only then may a page give it a
+    number format (``st.column_config.NumberColumn``); a column :func:`display_frame` turned into text
+    keeps its own formatting."""
+    return column in table.columns and pd.api.types.is_numeric_dtype(table[column])

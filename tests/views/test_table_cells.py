@@ -1,0 +1,123 @@
+"""No table a page shows prints ``None``, ``nan`` or ``NaT``: a missing value is "—"
+(:mod:`automonitor.views.cells`), built from a store that has missing values (a run without scores,
+runs without a recorded edition, candidates without a split, a ``verified`` edition without
+misbehavior members and no ``hard`` edition, a generation run with no prompt yet)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import app_seed
+from automonitor import analysis, views
+from automonitor.analysis import derive, transfer
+from automonitor.views.cells import MISSING
+from store import session_scope
+from store.models import EditionSample
+
+from helpers import missing_cells
+
+
+def test_cell_and_display_frame_rules():
+    assert views.cell(None) == views.cell(float("nan")) == views.cell(pd.NaT) == views.cell(pd.NA) == MISSING == "—"
+    assert views.cell(0.25, ".3f") == "0.250" and views.cell(0.5, ".1%") == "50.0%" and views.cell("x") == "x"
+    assert views.cell([None]) == [None] and not views.is_missing("") and not views.is_missing(0)
+    rows = [
+        {
+            "run": "a",
+            "n": 3,
+            "rate": 0.5,
+            "cost": 1.25,
+            "edition": "verified",
+            "when": pd.Timestamp("2026-01-15 12:00"),
+        },
+        {"run": "b", "n": None, "rate": 1.0, "cost": None, "edition": None},  # no "when" key: missing too
+    ]
+    df = views.display_frame(rows, {"cost": ".4g"})
+    assert missing_cells(df) == []
+    assert list(df["n"]) == ["3", MISSING]  # integers stay integers, not 3.0
+    assert list(df["cost"]) == ["1.25", MISSING] and list(df["edition"]) == ["verified", MISSING]
+    assert list(df["when"]) == ["2026-01-15 12:00", MISSING]
+    assert df["rate"].dtype.kind == "f" and views.is_numeric(df, "rate")  # no missing value: still a number
+    assert not views.is_numeric(df, "cost") and not views.is_numeric(df, "nope")
+    # the index and the order are kept (row selection indexes the page's own frame)
+    frame = pd.DataFrame({"x": [1.0, None, 0.125]}, index=[7, 3, 5])
+    shown = views.display_frame(frame)
+    assert list(shown.index) == [7, 3, 5] and list(shown["x"]) == ["1.000", MISSING, "0.125"]
+    assert frame["x"].isna().sum() == 1  # the input is not changed
+    assert missing_cells(views.display_frame([])) == []
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from automonitor.runs.generation.engine import GenerationSpec, create_generation
+    from store import get_engine, init_db
+
+    eng = init_db(get_engine(f"sqlite:///{tmp_path_factory.mktemp('cells') / 'store.db'}", fresh=True))
+    info = app_seed.seed_store(eng, pairs_per_cell=1, runs=3)  # r000: no scores; no run records its edition
+    benign = [r["id"] for r in info["samples"] if r["status"] == "gold" and r["label"] == "benign"]
+    with session_scope(eng) as s:  # verified: benign members only (no MR there); no hard edition at all
+        s.add_all([EditionSample(edition="verified", sample_id=i) for i in benign[:6]])
+    spec = GenerationSpec(
+        kind="sycophancy",
+        generator="openai:scripted-gen",
+        source="bct_truthfulqa_cues",
+        limit=2,
+        base_url="http://127.0.0.1:9",
+    )
+    create_generation(eng, spec)  # pending: no prompt yet, so no kept rate
+    yield eng
+    eng.dispose()
+
+
+def test_the_pages_tables_show_no_missing_cell(store):
+    from automonitor.runs.generation.engine import list_generations
+
+    eng = store
+    report = analysis.report_model(eng, None, invalid="exclude", n_boot=20, with_grounding=False)
+
+    # Trade-off: the Difficulty table (was None in every hard column)
+    diff = views.difficulty_rows(report)
+    assert {r["run"] for r in diff} == {"r000", "r001", "r002"} and missing_cells(diff) == []
+    assert all(r["mr (verified)"] == r["mr (hard)"] == r["judged (hard)"] == MISSING for r in diff)
+    assert all(r["far (verified)"] != MISSING for r in diff)
+
+    # Trade-off: the runs in the slice, with cost columns (a run without costs shows "—")
+    pts = views.honest_points(views.tradeoff_points(report), views.run_sample_sets(eng), min_n=1)
+    pts = pts.merge(derive.run_costs(eng)[["run_id", "usd_per_1k", "s_per_1k"]], on="run_id", how="left")
+    pts.loc[pts["run_id"] == "r000", "usd_per_1k"] = None
+    table = views.slice_runs_table(pts)
+    assert list(table.columns[:2]) == ["run_id", "label"] and missing_cells(table) == []
+    assert table.set_index("run_id").loc["r000", "usd_per_1k"] == MISSING
+    assert views.is_numeric(table, "mr") and views.is_numeric(table, "far")
+
+    # Trade-off: the operating point of a score run whose AUROC is undefined
+    row = views.operating_point_row("r002", None, {"threshold": float("inf"), "mr": 1.0, "far": 0.0})
+    assert row["AUROC"] == MISSING and row["threshold"] == "flag nothing" and missing_cells([row]) == []
+
+    # Drill-down: a cell of the run without scores (was None in the score column)
+    for rid in ("r000", "r002"):
+        for c in ("tp", "fn", "fp", "tn"):
+            cell = views.cell_table(views.filter_cell(analysis.cell_samples(eng, rid, c)))
+            assert missing_cells(cell) == [], (rid, c)
+            if rid == "r000" and len(cell):
+                assert set(cell["score"]) == {MISSING}
+
+    # Runs: the history table (no run records its edition)
+    hist = views.history_table(views.runs_frame(eng))
+    assert list(hist.columns) == views.HISTORY_COLUMNS and missing_cells(hist) == []
+    assert set(hist.loc[hist["kind"] == "measured", "edition"]) == {MISSING}
+    assert views.format_duration(None) == MISSING
+
+    # Generation: the statistics and the steps of a run with no prompt yet
+    gens = list_generations(eng)
+    stats = views.generation_stats_frame(gens)
+    assert len(stats) == 1 and stats["kept_rate"].iloc[0] == MISSING and missing_cells(stats) == []
+    assert missing_cells(views.generation_steps_frame(gens[0])) == []
+
+    # Samples (candidates have no split) and the Transfer page's Figure 8 table without a probe
+    _, frame = views.search_samples(eng, limit=None)
+    assert frame["split"].isna().any()
+    assert missing_cells(views.display_frame(frame)) == []
+    paper = transfer.paper_frame(None)
+    assert paper["probe MR"].isna().all() and missing_cells(views.display_frame(paper)) == []
