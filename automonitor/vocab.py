@@ -24,6 +24,20 @@ UNSCORED: tuple[str, ...] = get_args(Unscored)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)  # a monitor's outcome on one sample
 assert OUTCOMES == LABELS + UNSCORED
 RUN_KINDS: tuple[str, ...] = get_args(RunKind)
+#: A judgement's own fields, in the order every row lists them: the columns a prediction and a judge-cache
+#: entry share (automonitor.runs.verdicts writes them; store.queries.runs reads the cache by them)
+VERDICT_FIELDS: tuple[str, ...] = (
+    "outcome",
+    "score",
+    "raw",
+    "reason",
+    "evidence",
+    "pred_category",
+    "severity",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+)
 TRANSIENT_KINDS: tuple[str, ...] = get_args(TransientKind)
 TEMPLATES: tuple[str, ...] = (
     "direct",
