@@ -64,6 +64,10 @@ LABEL_SOURCES: tuple[str, ...] = (
 # ``paper-r2`` the earlier per-source quota composition of ``paper`` (1,172 / 962 / 876 samples by
 # category), ``hard`` the verified pairs that survive adversarial filtering (automonitor.data.build.hard)
 EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
+#: The editions whose members measure difficulty: each run's MR / FAR on ``verified`` and on ``hard`` side by
+#: side (automonitor.analysis.difficulty computes them; the report's table and the trade-off page show them)
+DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
+assert set(DIFFICULTY_EDITIONS) <= set(EDITIONS)
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 ROLES: tuple[str, ...] = ("annotator", "admin")

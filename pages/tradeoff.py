@@ -164,7 +164,7 @@ _diff_rows = [
         "template": r.template,
         **{
             f"{m} ({e})": getattr(d.slice, m) if (d := (r.difficulty or {}).get(e)) else None
-            for e in ("verified", "hard")
+            for e in vocab.DIFFICULTY_EDITIONS
             for m in ("mr", "far")
         },
         "judged (hard)": d.judged if (d := (r.difficulty or {}).get("hard")) else None,
