@@ -4,7 +4,7 @@ one run's live progress, and durations as text."""
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Mapping
 
 import pandas as pd
@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor import vocab
+from automonitor.timestamps import utcnow
 
 #: Columns of :func:`runs_frame`, in order.
 RUNS_FRAME_COLUMNS: list[str] = [
@@ -101,7 +102,7 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
 
     with Session(engine) as s:
         runs = list_runs(s)
-    now = datetime.now(timezone.utc)
+    now = utcnow()
     return pd.DataFrame([history_row(r, now) for r in runs], columns=RUNS_FRAME_COLUMNS)
 
 
