@@ -24,6 +24,20 @@ UNSCORED: tuple[str, ...] = get_args(Unscored)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)  # a monitor's outcome on one sample
 assert OUTCOMES == LABELS + UNSCORED
 RUN_KINDS: tuple[str, ...] = get_args(RunKind)
+#: A judgement's own fields, in the order every row lists them: the columns a prediction and a judge-cache
+#: entry share (automonitor.runs.verdicts writes them; store.queries.runs reads the cache by them)
+VERDICT_FIELDS: tuple[str, ...] = (
+    "outcome",
+    "score",
+    "raw",
+    "reason",
+    "evidence",
+    "pred_category",
+    "severity",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+)
 TRANSIENT_KINDS: tuple[str, ...] = get_args(TransientKind)
 TEMPLATES: tuple[str, ...] = (
     "direct",
@@ -50,6 +64,10 @@ LABEL_SOURCES: tuple[str, ...] = (
 # ``paper-r2`` the earlier per-source quota composition of ``paper`` (1,172 / 962 / 876 samples by
 # category), ``hard`` the verified pairs that survive adversarial filtering (automonitor.data.build.hard)
 EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
+#: The editions whose members measure difficulty: each run's MR / FAR on ``verified`` and on ``hard`` side by
+#: side (automonitor.analysis.difficulty computes them; the report's table and the trade-off page show them)
+DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
+assert set(DIFFICULTY_EDITIONS) <= set(EDITIONS)
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 ROLES: tuple[str, ...] = ("annotator", "admin")

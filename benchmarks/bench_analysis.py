@@ -8,7 +8,7 @@ the runs with scores; evidence runs quote 2 spans per prediction, one of them ha
   per-pair outcomes, ROC/AUROC/operating points, evidence grounding, 15 paired comparisons with
   bootstrap + McNemar, Pareto front, Pearson r), after one warm-up call (so library imports are not timed).
 
-Goal (issue 4): analysis under 1 s. Usage: ``.venv/bin/python benchmarks/bench_analysis.py [--repeat 5]``.
+Goal: analysis under 1 s. Usage: ``.venv/bin/python benchmarks/bench_analysis.py [--repeat 5]``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Benchmark of the Streamlit workbench on a paper-sized store: 50 runs over 3,010 samples plus 20 runs
-over a verified edition (adjudicated pairs, edition_sample 'verified'), as in issue 12.
+over a verified edition (adjudicated pairs, edition_sample 'verified'), the store its speed goals are
+set for.
 
 Prints:
 - server-side render time of the Trade-off and Drill-down pages (Streamlit ``AppTest``, the whole

@@ -4,7 +4,7 @@ Builds the benchmark from the raw sources into a temporary SQLite store (``autom
 then times, per edition: loading the samples from the store, the audit itself (:func:`automonitor.data.audit.
 audit_frame`: baselines, MinHash leakage, shared conversations, tiny-diff pairs, controls) split into its
 parts, and a cached re-read (:func:`automonitor.data.audit.cached_audit` with a warm disk cache, i.e. what
-``report`` pays). Goal (issue 9): audit < 30 s on this machine.
+``report`` pays). Goal: audit < 30 s on this machine.
 
 Usage: ``.venv/bin/python benchmarks/bench_audit.py [--repeat N] [--raw DIR] [--db URL] [--markdown]``
 (``--db`` audits an existing store instead of building one; ``--markdown`` prints the audit table).

@@ -135,9 +135,9 @@ def _peak_rss_mb(args: list[str], url: str) -> tuple[int, float]:
 
 def bench_memory(mb: float) -> dict:
     """Peak RSS of ``automonitor import`` on a valid pair file of about ``mb`` MB and of ``import-predictions``
-    on a predictions file of about ``mb`` MB whose every row is bad (issue 22 item 8), each in a fresh
-    process and SQLite store. Note: ``ru_maxrss`` of children is a high-water mark over all children, so
-    the two are measured in separate helper processes."""
+    on a predictions file of about ``mb`` MB whose every row is bad (validation must stream, not hold every
+    error), each in a fresh process and SQLite store. Note: ``ru_maxrss`` of children is a high-water mark
+    over all children, so the two are measured in separate helper processes."""
     out: dict = {"target_mb": mb}
     with tempfile.TemporaryDirectory(prefix="bench_import_mem_") as d:
         tmp = Path(d)

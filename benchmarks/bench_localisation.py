@@ -1,4 +1,4 @@
-"""Benchmark: localisation metrics (issue 21) for 30 evidence runs x 3,010 samples.
+"""Benchmark: localisation metrics (evidence quotes against gold spans), 30 evidence runs x 3,010 samples.
 
 In memory (no store): 1,505 pairs, every misbehavior sample with 1-3 gold spans; 30 runs with the
 evidence template, each flagging ~70 % of misbehavior and ~10 % of benign samples with 2 quotes (one
@@ -6,7 +6,7 @@ inside a gold span or on a harmless line, one hallucinated). Times the ``localis
 ``automonitor.analysis.analyze`` (grounding of the TPs' quotes, overlap with gold spans, per-slice
 Wilson intervals and 200 bootstrap resamples of the character-level metrics), after one warm-up call.
 
-Goal (issue 21): under 2 s. Usage: ``.venv/bin/python benchmarks/bench_localisation.py [--repeat 3]``.
+Goal: under 2 s. Usage: ``.venv/bin/python benchmarks/bench_localisation.py [--repeat 3]``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ training corpus (train split + unpaired raw material, minus test overlaps), then
 - embed-lr: all-MiniLM-L6-v2 embedding throughput (samples/s, 2 torch threads, after one warm-up batch)
   on ``--embed-n`` test samples (default 512).
 
-Goals (issue 13): tfidf-lr trains in < 60 s, scores 3,010 samples in < 5 s; embed-lr embeds >= 50
+Goals: tfidf-lr trains in < 60 s, scores 3,010 samples in < 5 s; embed-lr embeds >= 50
 samples/s on 2 cores. Usage: ``.venv/bin/python benchmarks/bench_probes.py [--raw DIR] [--embed-n N]``.
 """
 

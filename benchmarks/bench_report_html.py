@@ -2,7 +2,7 @@
 html``) for 30 runs x 3,010 samples.
 
 Store: the one of ``bench_analysis.py`` (1,505 pairs; 15 monitors x {direct, evidence}; evidence runs
-quote 2 spans per prediction). Measures the bytes of the file (goal, issue 25: under 5 MB for 30 runs)
+quote 2 spans per prediction). Measures the bytes of the file (goal: under 5 MB for 30 runs)
 and, split out, the inlined plotly.js (gzip + base64) and everything else, and the build time (report
 model + HTML). The gallery is bounded per slice (``report_html.GALLERY_PER_SLICE`` samples per error
 kind, texts cut at ``RESPONSE_CHARS``), so the size grows with the runs only through the tables and the

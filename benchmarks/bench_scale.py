@@ -1,4 +1,4 @@
-"""Scale: a 100,000-sample run against the 200 ms loopback server at concurrency 256 (issue 15).
+"""Scale: a 100,000-sample run against the 200 ms loopback server at concurrency 256.
 
 Each size runs in its own child process (fresh store: SQLite file by default, or a fresh PostgreSQL
 database with --db): generated pairs are inserted in chunks, a run is created and executed through
@@ -8,11 +8,12 @@ latency; goal >= 0.85), and memory: resident set size before execute_run and its
 (sampled every 20 ms from /proc/self/status), so "memory flat in N" is the peak growth compared across
 sizes.
 
-The floor (issue 26 item 11) is measured in the same child, against the same server, before the run:
-the same N chat requests sent by a bare ``aiohttp`` loop (a semaphore of ``concurrency``, JSON decoded,
-nothing else), and by a bare loop over the official SDK's ``client.post`` with its default httpx
-transport and with its ``DefaultAioHttpClient``. Reported: runner throughput / aiohttp floor (goal >=
-0.8) and runner / bare SDK.
+The floor (what the transport alone achieves, the bound on the runner's throughput) is measured in the
+same child, against the same server, before the run: the same N chat requests sent by a bare
+``aiohttp`` loop (a semaphore of ``concurrency``, JSON decoded, nothing else), and by a bare loop over
+the official SDK's ``client.post`` with its default httpx transport and with its
+``DefaultAioHttpClient``. Reported: runner throughput / aiohttp floor (goal >= 0.8) and runner / bare
+SDK.
 
 Usage: python benchmarks/bench_scale.py [--sizes 10000 100000] [--concurrency 256] [--latency 0.2]
        [--db postgresql+psycopg://127.0.0.1:5432/test] [--no-floor] [--transport aiohttp|httpx|direct]

@@ -1,4 +1,4 @@
-"""Regenerate (or check) the README's generated tables from the seed-0 build (issue 19 item 5).
+"""Regenerate (or check) the README's generated tables from the seed-0 build, so they never drift from the code.
 
 The blocks between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` in README.md are exactly what the
 commands print on a store built with ``automonitor build --seed 0``:

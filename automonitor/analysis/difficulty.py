@@ -18,8 +18,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.report_schema import EditionDifficulty, Report, SliceStats
-
-DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
+from automonitor.vocab import DIFFICULTY_EDITIONS
 
 
 def edition_difficulty(preds: pd.DataFrame, members: set[str], invalid: str = "exclude") -> dict[str, Any]:
@@ -38,9 +37,10 @@ def edition_difficulty(preds: pd.DataFrame, members: set[str], invalid: str = "e
 
 
 def add_difficulty(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: str = "exclude") -> None:
-    """Set ``difficulty`` ({edition: :class:`EditionDifficulty`} for :data:`DIFFICULTY_EDITIONS`) on every
-    run entry of ``rep`` in place, from ``preds`` (every prediction of the report's runs, controls
-    included; columns run_id, sample_id, label, outcome). An edition without members is left out, and
+    """Set ``difficulty`` ({edition: :class:`EditionDifficulty`} for
+    :data:`~automonitor.vocab.DIFFICULTY_EDITIONS`) on every run entry of ``rep`` in place, from ``preds``
+    (every prediction of the report's runs, controls included; columns run_id, sample_id, label,
+    outcome). An edition without members is left out, and
     ``difficulty`` stays unset (absent from the JSON) when no edition has members."""
     from store.queries.audit import edition_member_ids
 

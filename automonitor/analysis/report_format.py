@@ -17,7 +17,7 @@ from typing import Any, Mapping, cast
 
 from automonitor.escaping import md_escape  # names are data: no markup, links or HTML in the table
 from automonitor.analysis.report_schema import Report, RunReport, as_report
-from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TEMPLATES
+from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, DIFFICULTY_EDITIONS, TEMPLATES
 
 FORMATS = ("markdown", "latex", "csv")
 
@@ -144,7 +144,7 @@ def difficulty_markdown(rep: Report | Mapping[str, Any]) -> str:
     runs = [r for r in as_report(rep).runs if r.difficulty]
     if not runs:
         return ""
-    eds = ("verified", "hard")
+    eds = DIFFICULTY_EDITIONS
     head = ["Run", "Monitor", "Template"] + [f"{m} ({e})" for e in eds for m in ("MR", "FAR", "judged")]
     lines = [
         "",
@@ -152,7 +152,7 @@ def difficulty_markdown(rep: Report | Mapping[str, Any]) -> str:
         "pairs trivial baselines cannot separate, plus sycophancy controls).",
         "",
         "| " + " | ".join(head) + " |",
-        "|" + "|".join(["---"] * 3 + ["---:"] * 6) + "|",
+        "|" + "|".join(["---"] * 3 + ["---:"] * 3 * len(eds)) + "|",
     ]
     for r in runs:
         cells = [md_escape(r.run_id), md_escape(r.monitor), md_escape(r.template)]

@@ -14,11 +14,11 @@ from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account
 from automonitor.errors import InputError, PermissionDenied
+from automonitor.timestamps import iso_utc
 from automonitor.vocab import MAX_NOTE, SEVERITIES, ANNOTATION_LABELS, CATEGORIES
 from store import session_scope
 from store.models import Assignment
 from store.queries import annotation as store
-from store.queries.annotation import as_utc_iso
 from store.queries.locks import begin_write
 
 GUIDELINE_VERSION = "v1"
@@ -153,9 +153,9 @@ def _label_from_row(r: dict[str, Any]) -> Label:
         note=r["note"],
         guideline_version=r["guideline_version"],
         seconds_spent=r["seconds_spent"],
-        created_at=as_utc_iso(r["created_at"]),
-        updated_at=as_utc_iso(r["updated_at"]),
-        submitted_at=as_utc_iso(r["submitted_at"]),
+        created_at=iso_utc(r["created_at"]),
+        updated_at=iso_utc(r["updated_at"]),
+        submitted_at=iso_utc(r["submitted_at"]),
     )
 
 

@@ -13,13 +13,13 @@ from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, _clean_text, _transaction
 from automonitor.annotation.queries import (
     adjudication_rows,
-    as_utc_iso,
     assignment_rows,
     label_rows,
     latest_adjudications,
 )
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.data.spans import GoldSpan, SpanError, validate_spans
+from automonitor.timestamps import iso_utc
 from automonitor.vocab import LABELS
 from store.models import Adjudication
 from store.queries import annotation as store
@@ -155,7 +155,7 @@ def _public_decision(row: dict[str, Any] | None) -> dict[str, Any] | None:
         "decision": "reject" if row["decision"] == "reject" else row["gold_label"],
         "note": row["note"],
         "adjudicator": row["adjudicator"],
-        "created_at": as_utc_iso(row["created_at"]),
+        "created_at": iso_utc(row["created_at"]),
         "guideline_version": row["guideline_version"],
     }
 
@@ -237,7 +237,7 @@ def adjudicate(
             "decision": decision,
             "note": clean_note,
             "adjudicator": actor.name,
-            "created_at": as_utc_iso(adj.created_at),
+            "created_at": iso_utc(adj.created_at),
             "guideline_version": gv,
         }
 
@@ -279,7 +279,7 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
         labels: dict[str, list[dict[str, Any]]] = {}
         for r in label_rows(s, actor, sample_ids={r["sample_id"] for r in rows}):
             labels.setdefault(r["sample_id"], []).append(
-                {"annotator": r["annotator"], "label": r["label"], "submitted_at": as_utc_iso(r["submitted_at"])}
+                {"annotator": r["annotator"], "label": r["label"], "submitted_at": iso_utc(r["submitted_at"])}
             )
         last = {r["sample_id"]: r["id"] for r in rows}
         return [
@@ -291,7 +291,7 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
                 "note": r["note"],
                 "split": r["split"],
                 "guideline_version": r["guideline_version"],
-                "created_at": as_utc_iso(r["created_at"]),
+                "created_at": iso_utc(r["created_at"]),
                 "item_status": r["sample_status"],
                 "item_category": r["item_category"],
                 "task": r["task"],

@@ -11,9 +11,10 @@ from sqlmodel import Session
 from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, _transaction
 from automonitor.annotation.adjudication import _resolution
-from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows, latest_adjudications
+from automonitor.annotation.queries import assignment_rows, label_rows, latest_adjudications
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash
+from automonitor.timestamps import iso_utc
 from automonitor.vocab import SPLITS, copied_from
 from store.models import Sample, utcnow
 from store.queries import annotation as store
@@ -95,7 +96,7 @@ def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
     now = utcnow()
     provenance = {
         "finalized_by": actor.name,
-        "finalized_at": as_utc_iso(now),
+        "finalized_at": iso_utc(now),
         "guideline_version": GUIDELINE_VERSION,
     }
     accepted: list[str] = []

@@ -10,9 +10,9 @@ from sqlmodel import Session
 from automonitor.annotation.accounts import Account, check_actor, require_account, require_admin
 from automonitor.annotation._common import _clean_text, _own_assignment, _transaction
 from automonitor.errors import InputError, NotFound
+from automonitor.timestamps import iso_utc
 from store.models import ItemFlag, utcnow
 from store.queries import annotation as store
-from store.queries.annotation import as_utc_iso
 
 
 MAX_FLAG = 2000
@@ -42,7 +42,7 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
             "sample_id": sample_id,
             "annotator": actor.name,
             "comment": text,
-            "created_at": as_utc_iso(row.created_at),
+            "created_at": iso_utc(row.created_at),
         }
 
     return _transaction(engine, work)
@@ -58,8 +58,8 @@ def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> lis
         check_actor(s, actor)
         rows = store.flag_rows(s, open_only=open_only)
         for r in rows:
-            r["created_at"] = as_utc_iso(r["created_at"])
-            r["resolved_at"] = as_utc_iso(r["resolved_at"])
+            r["created_at"] = iso_utc(r["created_at"])
+            r["resolved_at"] = iso_utc(r["resolved_at"])
         return rows
 
     return _transaction(engine, work)

@@ -9,7 +9,8 @@ from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import _transaction
-from automonitor.annotation.queries import as_utc_iso, assignment_rows, label_rows
+from automonitor.annotation.queries import assignment_rows, label_rows
+from automonitor.timestamps import iso_utc
 
 
 def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
@@ -64,9 +65,9 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
                     "evidence_text": r["evidence_text"],
                     "seconds_spent": r["seconds_spent"],
                     "guideline_version": r["guideline_version"],
-                    "created_at": as_utc_iso(r["created_at"]),
-                    "updated_at": as_utc_iso(r["updated_at"]),
-                    "submitted_at": as_utc_iso(r["submitted_at"]),
+                    "created_at": iso_utc(r["created_at"]),
+                    "updated_at": iso_utc(r["updated_at"]),
+                    "submitted_at": iso_utc(r["submitted_at"]),
                     "batch": a.get("batch"),
                     "position": a.get("position"),
                     "assignment_seed": a.get("seed"),

@@ -17,7 +17,7 @@ from sqlmodel import Session
 from automonitor.annotation.accounts import require_account, require_admin
 from automonitor.errors import PermissionDenied
 from store.queries import annotation as store
-from store.queries.annotation import as_utc_iso, upsert_label  # noqa: F401  (re-exported for callers)
+from store.queries.annotation import upsert_label  # noqa: F401  (re-exported for callers)
 
 
 def _read_scope(actor, annotator_id: int | None) -> int | None:

@@ -208,12 +208,18 @@ def _create(
     batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
     if batch and repeat is not None and repeat > 1:
         raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
-    if batch and monitor.split(":", 1)[0].strip().lower() not in ("openai", "anthropic"):
-        raise InputError("--batch needs an openai or anthropic monitor", field="batch")
-    run_id = runner.create_run(engine, monitor, template, params=params, controls=controls, **options)
     if batch:
         from automonitor.runs import batch as batch_mod
 
+        backend = monitor.split(":", 1)[0].strip().lower()
+        if batch_mod.batch_api_of(backend) is None:
+            raise InputError(
+                f"--batch needs a monitor whose backend has a batch API ({', '.join(batch_mod.batch_backends())}), "
+                f"not {backend}",
+                field="batch",
+            )
+    run_id = runner.create_run(engine, monitor, template, params=params, controls=controls, **options)
+    if batch:
         batch_mod.enable(
             engine,
             run_id,

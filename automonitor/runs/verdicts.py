@@ -8,26 +8,13 @@ from typing import Any, Mapping
 
 from automonitor.runs.monitors import Judgement
 from automonitor.runs.monitors.base import bounded_raw, token_count
+from automonitor.vocab import VERDICT_FIELDS
 from store.models import utcnow
-
-# the judgement's own fields, in the order every row lists them
-VERDICT_FIELDS = (
-    "outcome",
-    "score",
-    "raw",
-    "reason",
-    "evidence",
-    "pred_category",
-    "severity",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
-)
 
 
 def judgement_fields(j: Judgement) -> dict[str, Any]:
-    """The :data:`VERDICT_FIELDS` of a backend's judgement (``evidence`` as a list), whatever the
-    backend did: ``raw`` bounded to its first ``RAW_STORE_CHARS`` characters and negative token counts
+    """The :data:`~automonitor.vocab.VERDICT_FIELDS` of a backend's judgement (``evidence`` as a list),
+    whatever the backend did: ``raw`` bounded to its first ``RAW_STORE_CHARS`` characters and negative token counts
     clamped to 0, both flagged in ``j.meta`` (``raw_truncated``, ``tokens_clamped``); a judgement that
     must not be cached (``j.cacheable`` False) gets ``meta.not_cached`` True."""
     if not j.cacheable:
@@ -115,8 +102,8 @@ def judged_prediction(
 
 
 def cache_entry(key: str, fields: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The cache row under ``key`` of a verdict: the :data:`VERDICT_FIELDS` of ``fields`` (a judgement's
-    fields or a prediction row), ``meta`` (copied) and ``created_at`` now. Never used for ``error``."""
+    """The cache row under ``key`` of a verdict: the :data:`~automonitor.vocab.VERDICT_FIELDS` of ``fields``
+    (a judgement's fields or a prediction row), ``meta`` (copied) and ``created_at`` now. Never used for ``error``."""
     return {
         "key": key,
         **{f: fields[f] for f in VERDICT_FIELDS},

@@ -30,11 +30,12 @@ from sqlalchemy.engine import Engine
 
 from automonitor import analysis
 from automonitor.analysis import audit_section
-from automonitor.analysis.difficulty import DIFFICULTY_EDITIONS
+from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
 from automonitor.views.evidence import ground_evidence, legend_html
 from automonitor.views.tradeoff import reported_for
+from automonitor.timestamps import utcnow
 from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TASK_NAMES, TASKS
 from automonitor.views import run_sample_sets
 from store import session_scope
@@ -169,7 +170,7 @@ def build(
     optionally with ``audit_section.attach_to_report``) read against the store ``engine`` for provenance and
     the gallery texts. Returns the HTML text (UTF-8 when written). Raises nothing beyond the store's
     errors; an empty report gives a page saying there are no runs."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or utcnow()
     ids = [r.run_id for r in rep.runs]
     prov = run_provenance(engine, ids)
     items = gallery(engine, rep, per_slice) if ids else []

@@ -4,7 +4,7 @@ the table shown of it, one run's live progress, durations as text, and the Gener
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Mapping
 
 import pandas as pd
@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor import vocab
+from automonitor.timestamps import utcnow
 from automonitor.views.cells import MISSING, display_frame
 
 #: Columns of :func:`runs_frame`, in order.
@@ -102,7 +103,7 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
 
     with Session(engine) as s:
         runs = list_runs(s)
-    now = datetime.now(timezone.utc)
+    now = utcnow()
     return pd.DataFrame([history_row(r, now) for r in runs], columns=RUNS_FRAME_COLUMNS)
 
 

@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from automonitor import vocab
 from automonitor.analysis import metrics
 from automonitor.analysis.report_schema import Report, as_report
 from automonitor.views.cells import MISSING, cell, display_frame
@@ -221,7 +222,7 @@ def difficulty_rows(report: Report | Mapping[str, Any]) -> list[dict[str, Any]]:
         if not r.difficulty:
             continue
         row: dict[str, Any] = {"run": r.run_id, "monitor": r.monitor, "template": r.template}
-        for e in ("verified", "hard"):
+        for e in vocab.DIFFICULTY_EDITIONS:
             d = r.difficulty.get(e)
             for m in ("mr", "far"):
                 row[f"{m} ({e})"] = cell(getattr(d.slice, m) if d else None, ".3f")

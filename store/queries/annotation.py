@@ -14,7 +14,6 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapper
-from automonitor.timestamps import iso_utc
 from sqlmodel import Session, SQLModel, col
 
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
@@ -216,11 +215,6 @@ def adjudication_rows(session: Session) -> list[dict[str, Any]]:
         .order_by(col(Adjudication.created_at), col(Adjudication.id))
     )
     return [dict(r._mapping) for r in session.execute(q)]
-
-
-def as_utc_iso(value: datetime | None) -> str | None:
-    """ISO 8601 text of a stored datetime (:func:`automonitor.timestamps.iso_utc`)."""
-    return iso_utc(value)
 
 
 # ------------------------------------------------------------------ assignment (writes: admin's core)

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Mapper
 from sqlmodel import Session, SQLModel, col
 
-from automonitor.vocab import OUTCOMES
+from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
 from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
 from store.queries import rows_by_ids
@@ -23,19 +23,8 @@ def _table(model: type[SQLModel]) -> sa.Table:
     return cast(sa.Table, mapper.local_table)
 
 
-CACHE_FIELDS = (
-    "outcome",
-    "score",
-    "raw",
-    "reason",
-    "evidence",
-    "pred_category",
-    "severity",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
-    "meta",
-)
+#: the columns of a judge-cache entry: a verdict's fields (:data:`automonitor.vocab.VERDICT_FIELDS`) and ``meta``
+CACHE_FIELDS = (*VERDICT_FIELDS, "meta")
 
 
 def get_or_create_monitor(

@@ -243,6 +243,49 @@ def test_version_has_one_source():
     assert not hits, hits
 
 
+def test_vocabulary_and_the_clock_have_one_home():
+    """The verdict fields, the monitor severities and the difficulty editions are written in
+    :mod:`automonitor.vocab` only: no other module of ``automonitor/``, ``store/`` or ``pages/`` spells
+    them out again as a literal (a tuple, list or set of exactly those strings, or holding all of a list of
+    four or more); and the time now is read through :func:`automonitor.timestamps.utcnow`, never
+    ``datetime.now(...)`` elsewhere."""
+    from automonitor import vocab
+
+    facts = {
+        "VERDICT_FIELDS": set(vocab.VERDICT_FIELDS),
+        "MONITOR_SEVERITIES": set(vocab.MONITOR_SEVERITIES),
+        "DIFFICULTY_EDITIONS": set(vocab.DIFFICULTY_EDITIONS),
+    }
+    homes = {REPO / "automonitor" / "vocab.py", REPO / "automonitor" / "timestamps.py"}
+
+    def restates(fact: set[str], words: set[str]) -> bool:
+        # the same names, or all of a longer list among others (``(*VERDICT_FIELDS, "meta")`` spelt out);
+        # two or three common words among others are a coincidence (a table's columns)
+        return words == fact or (len(fact) >= 4 and fact <= words)
+
+    bad = []
+    for pkg in (*PACKAGES, "pages"):
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            if path in homes or "migrations" in path.parts:
+                continue
+            where = path.relative_to(REPO)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
+                    if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+                        words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+                        bad += [
+                            f"{where}:{node.lineno} restates vocab.{n}" for n, f in facts.items() if restates(f, words)
+                        ]
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("now", "utcnow")
+                    and ast.unparse(node.func.value).split(".")[-1] == "datetime"
+                ):
+                    bad.append(f"{where}:{node.lineno} calls {ast.unparse(node.func)}() (use timestamps.utcnow)")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_packages_ship_their_types():
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     data = cfg["tool"]["setuptools"]["package-data"]

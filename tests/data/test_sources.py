@@ -227,8 +227,9 @@ def test_pair_ids_name_the_source_not_the_upstream_split(loaded):
     assert sc.pair_id.startswith(f"safecoder:{sc.meta['cwe'].lower()}-")
 
 
-# the registry order before the sources registered themselves (issue 23 item 3): the build reads,
-# gates, de-duplicates and draws in this order, so its output depends on it
+# the order of the hand-written source list the build had before each source module registered itself
+# (``register_source``): the build reads, gates, de-duplicates and draws in this order, so its output
+# depends on it, and the discovered registry must keep it
 ORDER_BEFORE_REGISTRATION = [
     "hh_rlhf",
     "safecoder",

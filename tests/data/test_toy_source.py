@@ -1,9 +1,10 @@
-"""Adding a source is one file (issue 23 item 3): a toy source (``tests/fixtures/toy_source.py``, a
-module written like the real ones and registered with ``register_source`` and ``verified_pairs``) is
-built by ``automonitor build`` (in this process, where the toy is registered; the raw dir holds only
-the toy's folder), its pairs are in the ``verified`` test set with their provenance, ``automonitor
-audit`` lists its slice, and a rules run over the edition is reported with it (audit, run and report
-are the real console script in subprocesses: they need the store only, not the registry)."""
+"""Adding a source is one file, the module that loads it (no list elsewhere to extend): a toy source
+(``tests/fixtures/toy_source.py``, a module written like the real ones and registered with
+``register_source`` and ``verified_pairs``) is built by ``automonitor build`` (in this process, where
+the toy is registered; the raw dir holds only the toy's folder), its pairs are in the ``verified`` test
+set with their provenance, ``automonitor audit`` lists its slice, and a rules run over the edition is
+reported with it (audit, run and report are the real console script in subprocesses: they need the
+store only, not the registry)."""
 
 from __future__ import annotations
 

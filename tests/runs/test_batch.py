@@ -172,6 +172,48 @@ def test_batch_needs_an_api_monitor(store_1000):
         assert c.execute(sa.select(sa.func.count()).select_from(Run)).scalar() == 0
 
 
+@pytest.mark.parametrize("api", ["openai", None])
+def test_batch_asks_the_backend_class_not_its_name(sqlite_engine, monkeypatch, api):
+    """``run --batch`` accepts a monitor by its backend class's ``batch_api``, whatever the backend's
+    name: a made-up backend whose class names a batch provider gets a run marked for that provider; one
+    without is refused before any run is created."""
+    from automonitor.cli.runs import _create
+    from automonitor.errors import InputError
+    from automonitor.runs.monitors import REGISTRY
+    from automonitor.runs.monitors.base import Backend, Judgement
+    from servers.data import add_pairs
+    from store.models import Run
+
+    class MadeUpBackend(Backend):
+        name = "made-up-batch"
+        default_model = "made-up-v1"
+        is_local = True
+        batch_api = api
+
+        async def judge(self, item, count_call):
+            count_call()
+            return Judgement("benign", score=0.0)
+
+    monkeypatch.setitem(REGISTRY, MadeUpBackend.name, MadeUpBackend)
+    add_pairs(sqlite_engine, 3)
+    options = {"limit": None, "sample_seed": 0, "base_url": None, "concurrency": 8, "reuse": False, "edition": "paper"}
+
+    def create():
+        return _create(sqlite_engine, "made-up-batch", "direct", {}, dict(options), False, None, True)
+
+    if api is None:
+        with pytest.raises(InputError, match="batch API") as exc:
+            create()
+        assert exc.value.field == "batch"
+        with sqlite_engine.connect() as c:
+            assert c.execute(sa.select(sa.func.count()).select_from(Run)).scalar() == 0
+    else:
+        run_id = create()
+        with sqlite_engine.connect() as c:
+            params = c.execute(sa.select(Run.params).where(Run.id == run_id)).scalar_one()
+        assert params["batch"]["provider"] == api and params["batch"]["parts"] == []
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_crash_between_create_and_commit_adopts_the_batch(sqlite_url, provider, monkeypatch):
     """The process dies right after the provider accepted the batch, before its id was committed:

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlmodel import Session
 
 from automonitor.errors import InputError
+from automonitor.timestamps import utcnow
 from automonitor.data.sources import PairRecord
 from store.queries import build as build_queries
 
@@ -145,7 +146,7 @@ def add_erratum(
             verdict=verdict,  # type: ignore[arg-type]
             reason=reason,
             reader=reader,
-            date=date or dt.datetime.now(dt.timezone.utc).date().isoformat(),
+            date=date or utcnow().date().isoformat(),
         )
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -43,7 +43,15 @@ Modules: :mod:`~automonitor.runs.batch.state` (``Run.params["batch"]``, :func:`e
 from __future__ import annotations
 
 from automonitor.runs.batch.execute import execute_batch
-from automonitor.runs.batch.provider import PROVIDER_CLASSES, BatchProvider, batch_provider, custom_id, prediction_id
+from automonitor.runs.batch.provider import (
+    PROVIDER_CLASSES,
+    BatchProvider,
+    batch_api_of,
+    batch_backends,
+    batch_provider,
+    custom_id,
+    prediction_id,
+)
 
 # the provider modules register their classes when imported
 from automonitor.runs.batch import anthropic, openai  # noqa: F401
@@ -58,6 +66,8 @@ __all__ = [
     "prediction_id",
     "PROVIDER_CLASSES",
     "batch_provider",
+    "batch_api_of",
+    "batch_backends",
     "BatchProvider",
     "BATCH_DISCOUNT",
     "CHUNK",

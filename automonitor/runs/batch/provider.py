@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Protocol, TypeVar
 
 from automonitor.errors import InputError
-from automonitor.runs.monitors import Backend, backend_class
+from automonitor.runs.monitors import REGISTRY, Backend, backend_class
 
 #: batch provider name -> its class (filled by :func:`batch_provider` when its module is imported)
 PROVIDER_CLASSES: dict[str, type] = {}
@@ -33,6 +33,11 @@ def batch_api_of(backend_name: str) -> str | None:
         return backend_class(backend_name).batch_api
     except Exception:  # noqa: BLE001 - an unknown backend has no batch API
         return None
+
+
+def batch_backends() -> list[str]:
+    """The registered backends whose class has a ``batch_api`` (``["openai", "anthropic"]``), in menu order."""
+    return [name for name, cls in REGISTRY.items() if cls.batch_api]
 
 
 class BatchProvider(Protocol):

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from sqlalchemy.engine import Engine
 
-from automonitor.runs.batch.provider import batch_api_of
+from automonitor.runs.batch.provider import batch_api_of, batch_backends
 from automonitor.errors import InputError, NotFound
 from store import session_scope
 from store.models import Run
@@ -24,7 +24,7 @@ KeyFor = Callable[[Mapping[str, Any]], str]  # a sample's text -> its cache key 
 
 
 def enable(engine: Engine, run_id: str, *, poll_s: float = DEFAULT_POLL_S, size: int = DEFAULT_SIZE) -> None:
-    """Mark ``run_id`` (an ``openai`` or ``anthropic`` run) for batch execution.
+    """Mark ``run_id`` (a run of a backend with a ``batch_api``: :func:`batch_backends`) for batch execution.
 
     Raises:
         NotFound: no such run. InputError: another backend, a bad poll interval or part size.
@@ -39,7 +39,7 @@ def enable(engine: Engine, run_id: str, *, poll_s: float = DEFAULT_POLL_S, size:
         provider = batch_api_of(backend)
         if provider is None:
             raise InputError(
-                f"--batch needs a monitor whose backend has a batch API (openai, anthropic), not {backend}",
+                f"--batch needs a monitor whose backend has a batch API ({', '.join(batch_backends())}), not {backend}",
                 field="batch",
             )
         p = dict(run.params or {})

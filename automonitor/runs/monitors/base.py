@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from automonitor.errors import InputError
+from automonitor.timestamps import utcnow
 from automonitor.runs.monitors import pricing
 from automonitor.vocab import Outcome, TransientKind
 from automonitor.runs.parsing import ANSWER_CHAR_CAP, ParseResult, evidence_found
@@ -667,9 +668,8 @@ def retry_after_seconds(headers: Any) -> float | None:
         pass
     try:
         from email.utils import parsedate_to_datetime
-        from datetime import datetime, timezone
 
         when = parsedate_to_datetime(ra)
-        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+        return max(0.0, (when - utcnow()).total_seconds())
     except Exception:  # noqa: BLE001
         return None

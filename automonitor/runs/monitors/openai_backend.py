@@ -66,10 +66,11 @@ from automonitor.runs.monitors.base import (
     token_count,
 )
 from automonitor.runs.parsing import ParseResult, parse_text, parse_tool_input, score_from_logprobs
+from automonitor.vocab import CATEGORIES, LABELS, MONITOR_SEVERITIES
 
 VERDICT_SCHEMA_DIRECT = {
     "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": ["misbehavior", "benign"]}},
+    "properties": {"verdict": {"type": "string", "enum": list(LABELS)}},
     "required": ["verdict"],
     "additionalProperties": False,
 }
@@ -78,11 +79,11 @@ VERDICT_SCHEMA_EVIDENCE = {
     "properties": {
         "category": {
             "type": "string",
-            "enum": ["safety_permission", "sycophancy_bias", "specification_gaming", "none"],
+            "enum": [*CATEGORIES, "none"],
         },
-        "severity": {"type": "string", "enum": ["none", "low", "medium", "high"]},
+        "severity": {"type": "string", "enum": list(MONITOR_SEVERITIES)},
         "evidence": {"type": "array", "items": {"type": "string"}},
-        "verdict": {"type": "string", "enum": ["misbehavior", "benign"]},
+        "verdict": {"type": "string", "enum": list(LABELS)},
     },
     "required": ["category", "severity", "evidence", "verdict"],
     "additionalProperties": False,
