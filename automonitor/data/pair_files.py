@@ -746,10 +746,15 @@ def _write_once(engine: Engine, plan: ImportPlan) -> _Written:
     under ``strict``, or a file that changed since it was validated) and the database's
     ``IntegrityError``/``OperationalError`` when another writer got in between (the caller retries)."""
     from store import session_scope
+    from store.queries.locks import begin_serialised_write
     from store.queries.samples import insert_samples
 
     source_file = Path(plan.file).name
     with session_scope(engine) as session:
+        # imports one at a time from the duplicate check to the commit: two files with the same pair
+        # under different pair ids, imported at once, must not both pass the check (no constraint can
+        # say "no two pairs with the same request and responses")
+        begin_serialised_write(session, "pair-import")
         stored = check_store(session, plan.keys, plan.file, max_errors=plan.max_errors)
         dups = find_duplicates(session, plan.keys)
         if dups and plan.strict:

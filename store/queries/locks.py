@@ -38,6 +38,17 @@ def begin_write(session: Session) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def begin_serialised_write(session: Session, name: str) -> None:
+    """Make the session's (new) transaction the only one, among those that call this with ``name``, past
+    this point until it ends: on SQLite :func:`begin_write` (``BEGIN IMMEDIATE``: one writer for the
+    whole database), on PostgreSQL ``pg_advisory_xact_lock`` on ``name``'s key (waits; released at
+    commit or rollback). For a check-then-insert that no constraint can express. Call it first."""
+    if session.connection().dialect.name == "sqlite":
+        begin_write(session)
+        return
+    session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _key(name)})
+
+
 def _key(name: str) -> int:
     """A signed 64-bit advisory-lock key for ``name`` (first 8 bytes of its sha256)."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)

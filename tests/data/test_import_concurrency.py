@@ -184,6 +184,22 @@ def test_two_processes_import_the_same_file_one_adds_nothing(engine, db_url, tmp
     assert _pair_sizes(engine) == {"shared-1": 2}
 
 
+def test_two_processes_import_the_same_pair_under_two_pair_ids_one_skips_it(engine, db_url, tmp_path):
+    """Same request and responses, different pair ids, imported at once: the imports are serialised from
+    their duplicate check to their commit, so the second sees the first's pair and skips its own as a
+    duplicate (before, both passed the check and the store held the pair twice)."""
+    a = _pair_file(tmp_path / "a.jsonl", "same", pair_id="p-a")
+    b = _pair_file(tmp_path / "b.jsonl", "same", pair_id="p-b")
+    results = _race(db_url, [a, b])
+    for code, so, se in results:
+        assert code == 0, (code, so, se)
+        assert "IntegrityError" not in se and "Traceback" not in se, se
+    skipped = sorted(json.loads(so)["duplicates_skipped"] for _, so, _ in results)
+    assert skipped == [0, 1], results
+    sizes = _pair_sizes(engine)
+    assert len(sizes) == 1 and list(sizes.values()) == [2], sizes
+
+
 def test_finalize_with_swapped_labels_keeps_the_pair_constraint(engine):
     """Adjudication still works under the constraint when the resolved labels swap the intended ones."""
     alice = fast_user(engine, "alice", "annotator")
