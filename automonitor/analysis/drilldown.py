@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import CELLS, FN, FP, PEND, TN, TP, _codes
-from automonitor.analysis.from_store import predictions_frame, report
+from automonitor.analysis.from_store import predictions_frame, report, split_controls
 from automonitor.vocab import NEGATIVE, POSITIVE, UNSCORED
 
 
@@ -24,7 +24,8 @@ def cell_samples(
     task: str | None = None,
     invalid: str = "exclude",
 ) -> pd.DataFrame:
-    """The samples of one confusion cell of a run (for drill-down), with their texts.
+    """The samples of one confusion cell of a run (for drill-down), with their texts: the samples its
+    MR/FAR count, so the benign-only controls slice (reported apart as controls FAR) is left out.
 
     Args:
         cell: ``tp`` | ``fn`` | ``fp`` | ``tn`` | ``unscored`` | ``pending``. Under ``as-flag``/``as-miss``
@@ -41,7 +42,7 @@ def cell_samples(
     mt.check_policy(invalid)
     from store.queries import analysis as q
 
-    df = predictions_frame(engine, [run_id])
+    df = split_controls(predictions_frame(engine, [run_id]))[0]  # the plane's samples: no controls
     if category is not None:
         df = df[df["category"] == category]
     if task is not None:
@@ -57,10 +58,11 @@ def cell_samples(
 
 
 def roc_frame(engine: Engine, run_id: str) -> pd.DataFrame:
-    """The ROC curve of a score run: columns threshold, far, mr, fpr, tpr (all thresholds; first row
+    """The ROC curve of a score run on the samples its MR/FAR count (the benign-only controls slice left
+    out, as in the report): columns threshold, far, mr, fpr, tpr (all thresholds; first row
     ``inf`` = flag nothing). Empty frame (same columns) when the run has no scores or only one class
     has scores. Raises NotFound for an unknown run."""
-    df = predictions_frame(engine, [run_id])
+    df = split_controls(predictions_frame(engine, [run_id]))[0]  # as the report's AUROC: no controls
     df = df[df["score"].notna() & df["label"].isin([POSITIVE, NEGATIVE])]
     cols = ["threshold", "far", "mr", "fpr", "tpr"]
     if df.empty or df["label"].nunique() < 2:

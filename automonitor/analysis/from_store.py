@@ -88,7 +88,7 @@ def report_model(
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
     preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else _empty_preds()
     all_preds = preds
-    preds, controls = _split_controls(preds)
+    preds, controls = split_controls(preds)
     texts = _grounding_texts(engine, runs, preds) if opt.with_grounding and len(preds) else None
     analysis_options = AnalysisOptions(**opt.model_dump(exclude={"with_grounding", "edition"}))
     rep = analyze_model(
@@ -119,7 +119,7 @@ def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str,
     return runs[keep].reset_index(drop=True)
 
 
-def _split_controls(preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_controls(preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(edition predictions, controls predictions)``: rows whose pair_id starts with ``controls:`` are
     the benign-only controls slice, kept out of MR/FAR."""
     if not len(preds):

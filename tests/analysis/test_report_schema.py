@@ -178,3 +178,20 @@ def test_audit_json_is_byte_for_byte_the_pinned_audit(cli, store):
     if os.environ.get("AUTOMONITOR_REPIN_AUDIT") == "1":  # deliberate re-pin after an additive change
         AUDIT_GOLDEN.write_text(r.stdout)
     assert same_bytes(r.stdout, AUDIT_GOLDEN.read_text())
+
+
+def test_drilldown_cells_and_roc_count_the_samples_of_the_plane_not_the_controls(store):
+    """rB flags the benign-only control c0b: its controls FAR says so, but the drill-down's FP cell and the
+    ROC hold the same samples as the run's MR/FAR (before, the control was among the FPs and negatives)."""
+    from automonitor import analysis
+
+    _, eng, _ = store
+    rep = analysis.report_model(eng, ["rB"], "exclude")
+    run = rep.run("rB")
+    assert run.controls is not None and run.controls.fp == 1
+    fp = analysis.cell_samples(eng, "rB", "fp")
+    assert "c0b" not in set(fp["sample_id"]) and len(fp) == run.overall.fp
+    roc = analysis.roc_frame(eng, "rB")
+    negatives = run.overall.fp + run.overall.tn
+    assert round(float(roc["fpr"].iloc[-1]) * negatives) == negatives  # the last point flags every negative
+    assert set((roc["fpr"] * negatives).round(6)) <= {float(k) for k in range(negatives + 1)}
