@@ -347,6 +347,17 @@ def test_huge_answer_is_invalid_and_stored_bounded(engine):
         assert all(len(c.raw or "") <= RAW_STORE_CHARS for c in s.exec(select(CacheEntry)))
 
 
+def test_an_answer_far_over_its_token_budget_is_not_a_verdict():
+    """The per-token rule (a 2 KB answer for max_tokens 16), below the byte cap: no tokenizer writes 32
+    characters a token, so the answer was not produced under the budget the request set."""
+    from automonitor.runs.monitors.base import ANSWER_CHAR_CAP, CHARS_PER_TOKEN_MAX, over_budget
+
+    assert over_budget("Yes. " * 400, 16) == "answer over budget: 2000 characters for max_tokens 16"
+    assert over_budget("x" * (16 * CHARS_PER_TOKEN_MAX + 200), 16) is None  # at the limit: still a verdict
+    assert over_budget("misbehavior", 16) is None and over_budget("", 16) is None
+    assert over_budget("x" * (ANSWER_CHAR_CAP + 1), None).endswith(f"> the {ANSWER_CHAR_CAP} cap")
+
+
 def test_trickling_server_ends_as_timeout(sqlite_engine):
     add_custom(sqlite_engine, [("[scenario:trickle] q", "x", "y")])
     with OpenAIFaultServer() as srv:
