@@ -196,7 +196,7 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
     run is active), so a running run shows the same ``done / n`` in both places."""
     # Note: while a run_every fragment is active, Streamlit (1.67) drops query-parameter changes, so
     # the launched run is remembered in the session, not the URL.
-    history = views.runs_frame(eng) if initial_active else history0
+    history = views.runs_frame(eng) if initial_active or views.background_demo() is not None else history0
     live = history[history["status"].isin(ACTIVE)] if not history.empty else history
     _in_progress(live, initial_active)
     st.subheader("History")
@@ -314,4 +314,12 @@ def _run_details(row) -> None:
     c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:", query_params={"run": row["run_id"]})
 
 
-st.fragment(run_every=1.0 if active0 else None)(_live_section)(active0)
+_bg = views.background_demo()
+if _bg is not None:
+    st.info(
+        f"`make demo`'s background phase is running (transfer table, then the local judge's install "
+        f"and its runs; log: `{views.DEMO_LOG}`). Its runs appear here as they start; this page "
+        f"refreshes every 5 s. Last log line: {views.md_escape(_bg)}",
+        icon=":material/hourglass_top:",
+    )
+st.fragment(run_every=1.0 if active0 else (5.0 if _bg is not None else None))(_live_section)(active0)

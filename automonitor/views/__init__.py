@@ -71,7 +71,9 @@ from automonitor.views.overview import (
     store_version,
 )
 from automonitor.views.runs import (
+    DEMO_LOG,
     HISTORY_COLUMNS,
+    background_demo,
     format_duration,
     generation_stats_frame,
     generation_steps_frame,
@@ -172,6 +174,8 @@ __all__ = [
     "export_samples",
     "filter_cell",
     "sample_set_digest",
+    "DEMO_LOG",
+    "background_demo",
     "format_duration",
     "front_by_edition",
     "front_sample_sets",

@@ -4,7 +4,9 @@ the table shown of it, one run's live progress, durations as text, and the Gener
 from __future__ import annotations
 
 import math
+import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
@@ -234,3 +236,31 @@ def generation_steps_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
     return display_frame(
         pd.DataFrame(rows, columns=["step", "in", "out", "kept / in", "dropped"]), {"kept / in": ".1%"}
     )
+
+
+#: The log ``make demo`` writes its background phase to (transfer table, ``local`` install, LLM runs).
+DEMO_LOG = "demo-llm.log"
+#: A background log written to within this many seconds counts as a phase still running.
+DEMO_LOG_FRESH_S = 180.0
+
+
+def background_demo(root: str | Path = ".", *, now: float | None = None) -> str | None:
+    """The last line of ``make demo``'s background log (``root/demo-llm.log``) when it was written to in
+    the last :data:`DEMO_LOG_FRESH_S` seconds and its tail holds no end line of the phase ("llm phase
+    done"), else ``None``: the Runs page then says so and refreshes, so the LLM runs the phase starts
+    appear as they go. Untrusted text: the caller escapes it. Reads at most the log's last 16 KiB."""
+    log = Path(root) / DEMO_LOG
+    try:
+        st = log.stat()
+        if (now if now is not None else time.time()) - st.st_mtime > DEMO_LOG_FRESH_S:
+            return None
+        with log.open("rb") as fh:
+            fh.seek(max(0, st.st_size - 16384))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = [ln.strip() for ln in tail.replace("\r", "\n").splitlines() if ln.strip()]
+    last = lines[-1] if lines else "(starting)"
+    if any("llm phase done" in ln for ln in lines):
+        return None
+    return last[:300]

@@ -121,3 +121,22 @@ def test_the_pages_tables_show_no_missing_cell(store):
     assert missing_cells(views.display_frame(frame)) == []
     paper = transfer.paper_frame(None)
     assert paper["probe MR"].isna().all() and missing_cells(views.display_frame(paper)) == []
+
+
+def test_background_demo_is_seen_while_its_log_is_fresh_and_not_done(tmp_path):
+    """The Runs page's notice of ``make demo``'s background phase: a fresh log that has not reached its
+    end line gives its last line; a stale, finished or missing log gives None."""
+    import os
+    import time
+
+    from automonitor.views import DEMO_LOG, background_demo
+
+    assert background_demo(tmp_path) is None
+    log = tmp_path / DEMO_LOG
+    log.write_text("== [3 s] transfer table\n  Building wheel for llama-cpp-python: still running...\n")
+    assert background_demo(tmp_path) == "Building wheel for llama-cpp-python: still running..."
+    old = time.time() - 600
+    os.utime(log, (old, old))
+    assert background_demo(tmp_path) is None  # nothing written for 10 minutes: not running
+    log.write_text("== [900 s] llm phase done\n" + "| run table line |\n" * 20)  # `automonitor runs` after it
+    assert background_demo(tmp_path) is None
