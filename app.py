@@ -19,7 +19,8 @@ from pages import _common as ui
 
 HERE = Path(__file__).resolve().parent
 
-st.set_page_config(page_title="AutoMonitor-Bench", page_icon=":material/monitoring:", layout="wide")
+# a local icon: a material-icon page_icon makes every page fetch its favicon from fonts.gstatic.com
+st.set_page_config(page_title="AutoMonitor-Bench", page_icon=str(HERE / "assets" / "icon.png"), layout="wide")
 
 
 def _page(path: str, title: str, icon: str, url: str, default: bool = False):

@@ -81,6 +81,22 @@ def test_every_page_renders(bpage, server):
     assert not bpage.dialogs
 
 
+def test_every_page_loads_nothing_from_outside(browser, server):
+    """The app works offline: no page asks any host but the app's own (before, the material-icon
+    ``page_icon`` made every page fetch its favicon from fonts.gstatic.com)."""
+    p = new_page(browser)
+    outside: list[str] = []
+    p.on("request", lambda r: None if r.url.startswith((server.url, "data:", "blob:")) else outside.append(r.url))
+    try:
+        for path in PAGES.values():
+            goto(p, server, path)
+            no_exception(p)
+        p.wait_for_timeout(500)  # the favicon is asked for after the page settles
+    finally:
+        p.context.close()
+    assert not outside, outside
+
+
 def test_launch_rules_run(bpage, server, store):
     goto(bpage, server, "runs")
     box = bpage.locator('[data-testid="stNumberInput"]').filter(has_text="Subset size")
