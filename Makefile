@@ -62,7 +62,7 @@ test: install
 	bash scripts/ensure_chromium.sh
 	bash scripts/ensure_system_deps.sh
 	VENV=$(VENV) bash scripts/lint.sh
-	$(VENV)/bin/pytest -n 2 --dist loadfile  # two workers (2 cores); a test file stays on one worker
+	$(VENV)/bin/pytest -n 2 --dist loadfile --durations=30  # two workers (2 cores); a test file stays on one worker; the 30 slowest listed
 
 lint: install
 	VENV=$(VENV) bash scripts/lint.sh

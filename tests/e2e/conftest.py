@@ -168,8 +168,11 @@ def app_factory():
 
 @pytest.fixture(scope="session")
 def playwright_instance():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # a Streamlit rerun can still be drawing when wait_app returns: visibility checks wait for it
+    # (expect(...).to_be_visible(), never a bare `assert locator.is_visible()`, which does not wait)
+    expect.set_options(timeout=15_000)
     with sync_playwright() as p:
         yield p
 

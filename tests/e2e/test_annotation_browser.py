@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
@@ -92,7 +93,7 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
             tools.log_in(page, name, f"pw-{name}", url=server.url)
             nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
             assert "Label" in nav and "Agreement" not in nav and "Adjudicate" not in nav
-            assert page.get_by_role("heading", name="Label").is_visible()
+            expect(page.get_by_role("heading", name="Label")).to_be_visible()
             body = page.locator("main").inner_text()
             assert "e2e-src" not in body and "e2e-pair" not in body and "misbehavior (" not in body
             html = page.content()  # not even in attributes or CSS classes
@@ -112,7 +113,7 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
                     label_current(page, tools, label, evidence="I skipped the tests", keyboard=True)
                 else:
                     label_current(page, tools, label)
-                assert page.get_by_text(f"Saved item {step + 1}").is_visible(), step
+                expect(page.get_by_text(f"Saved item {step + 1}")).to_be_visible()
         for name, page in pages.items():
             assert "4 of 4 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
             tools.shot(page, f"annotation-{name}-done")

@@ -13,6 +13,7 @@ import re
 import time
 
 import pytest
+from playwright.sync_api import expect
 import sqlalchemy as sa
 
 import app_seed
@@ -170,7 +171,7 @@ def test_click_pareto_point_then_cell_then_sample(bpage, server, store):
     bpage.mouse.click(x, y)
     bpage.wait_for_url(re.compile(r".*/drilldown\?.*run=r001.*"), timeout=30_000)
     wait_app(bpage)
-    assert bpage.get_by_role("heading", name="Confusion matrix").is_visible()
+    expect(bpage.get_by_role("heading", name="Confusion matrix")).to_be_visible()
     assert "cell=fn" in bpage.url  # a click on a point opens its missed samples
 
     # click the TP cell: its samples are listed
@@ -178,7 +179,7 @@ def test_click_pareto_point_then_cell_then_sample(bpage, server, store):
     bpage.get_by_role("button", name=re.compile(r"TP · caught")).click()
     wait_app(bpage)
     assert "cell=tp" in bpage.url
-    assert bpage.get_by_text(re.compile(rf"of {tp:,} in this cell")).is_visible()
+    expect(bpage.get_by_text(re.compile(rf"of {tp:,} in this cell"))).to_be_visible()
 
     # select the hostile sample's row (the list is sorted by sample id)
     cell = analysis.cell_samples(store["engine"], "r001", "tp")
@@ -264,24 +265,24 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
     try:
         page.goto(f"{srv.url}/runs")
         wait_app(page)
-        assert page.get_by_role("heading", name="Log in").is_visible()
+        expect(page.get_by_role("heading", name="Log in")).to_be_visible()
         assert "History" not in page.locator("main").inner_text()
 
         log_in(page, "ann", "wrong")
-        assert page.get_by_text("Unknown user or wrong password.").is_visible()
+        expect(page.get_by_text("Unknown user or wrong password.")).to_be_visible()
         log_in(page, "ann", "pw-ann-1")
         shot(page, "login-annotator")
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Trade-off" not in nav and "Runs" not in nav and "Log out" in nav
         page.get_by_role("link", name="Log out").click()
         wait_app(page)
-        assert page.get_by_role("heading", name="Log in").is_visible()
+        expect(page.get_by_role("heading", name="Log in")).to_be_visible()
         log_in(page, "ada", "pw-admin-1")
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Trade-off" in nav and "Runs" in nav
         page.get_by_role("link", name="Runs").click()
         wait_app(page)
-        assert page.get_by_role("heading", name="History").is_visible()
+        expect(page.get_by_role("heading", name="History")).to_be_visible()
         shot(page, "login-admin-runs")
         # a new page load in the same browser keeps the login (signed session cookie) ...
         page.goto(f"{srv.url}/tradeoff")
@@ -292,7 +293,7 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
         try:
             other.goto(f"{srv.url}/tradeoff")
             wait_app(other)
-            assert other.get_by_role("heading", name="Log in").is_visible()
+            expect(other.get_by_role("heading", name="Log in")).to_be_visible()
             assert other.locator(".js-plotly-plot").count() == 0
         finally:
             other.context.close()
@@ -317,7 +318,7 @@ def test_overview_url_opens_without_page_not_found(browser, server):
         goto(page, server, "overview")
         page.wait_for_selector("h1")
         no_exception(page)
-        assert page.get_by_role("heading", name="AutoMonitor-Bench").is_visible()
+        expect(page.get_by_role("heading", name="AutoMonitor-Bench")).to_be_visible()
         assert not page.evaluate("window.__amNotFound"), "'Page not found' was shown"
         assert page.url.rstrip("/").endswith("/overview"), page.url
     finally:

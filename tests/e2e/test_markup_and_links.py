@@ -12,6 +12,7 @@ import re
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 import app_seed
 
@@ -140,14 +141,14 @@ def test_shared_drilldown_link_survives_the_login(browser, server, tools):
         page.goto(f"{server.url}/drilldown?" + urlencode(want))
         tools.wait_app(page)
         assert "Page not found" not in page.locator("body").inner_text()
-        assert page.get_by_role("heading", name="Log in").is_visible()
+        expect(page.get_by_role("heading", name="Log in")).to_be_visible()
         tools.log_in(page, ADMIN[0], ADMIN[2], retry=True)
         page.wait_for_selector("h1")
         url = urlparse(page.url)
         assert url.path.rstrip("/").endswith("/drilldown"), page.url
         assert {k: v[0] for k, v in parse_qs(url.query).items() if k in want} == want, page.url
-        assert page.get_by_role("heading", name="Drill-down").is_visible()
-        assert page.get_by_role("heading", name=f"Sample {sid}").is_visible()
+        expect(page.get_by_role("heading", name="Drill-down")).to_be_visible()
+        expect(page.get_by_role("heading", name=f"Sample {sid}")).to_be_visible()
         # the comparison run is selected: its column header (monitor · template · run id) is shown
         assert "rhost" in _text(page) and NAME in _text(page)
         tools.shot(page, "shared-link-after-login")

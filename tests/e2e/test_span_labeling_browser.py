@@ -5,6 +5,7 @@ spans are stored, neither sees the other's marks, and agreement reports span F1.
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
@@ -80,7 +81,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
                 else:
                     press(page, tools, "2")
                 press(page, tools, "s")
-                assert page.get_by_text(f"Saved item {step + 1}").is_visible(), (name, step)
+                expect(page.get_by_text(f"Saved item {step + 1}")).to_be_visible()
         for name, page in pages.items():
             tools.shot(page, f"span-labeling-{name}")
             assert not page.dialogs

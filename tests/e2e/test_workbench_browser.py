@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 import app_seed
 from automonitor import annotation as ann
@@ -122,7 +123,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
         _fold(admin, "adjudicate", e2e)
         admin.get_by_role("button", name="Move resolved pairs").click()
         e2e.wait_app(admin)
-        assert admin.get_by_text(re.compile(r"Accepted 4 pair\(s\) into edition verified")).is_visible()
+        expect(admin.get_by_text(re.compile(r"Accepted 4 pair\(s\) into edition verified"))).to_be_visible()
         admin.get_by_role("link", name="Overview").click()
         e2e.wait_app(admin)
         flat = [" ".join(m.split()) for m in admin.locator('[data-testid="stMetric"]').all_inner_texts()]
@@ -205,7 +206,8 @@ def test_tradeoff_labels_hollow_click_keys_diff_and_page_shots(browser, tmp_path
             page.wait_for_url(re.compile(rf".*sample={want}.*"), timeout=30_000)
             e2e.wait_app(page)
         diff = page.locator(".am-diff").first
-        assert diff.is_visible() and (page.locator(".am-diff del").count() + page.locator(".am-diff ins").count()) > 0
+        expect(diff).to_be_visible()
+        assert (page.locator(".am-diff del").count() + page.locator(".am-diff ins").count()) > 0
         _no_exception(page)
         _fold(page, "drilldown", e2e)
         for name, path in (("overview", ""), ("runs", "runs"), ("samples", "samples")):
