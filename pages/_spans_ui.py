@@ -128,7 +128,7 @@ def span_marker(k: str, response: str, locked: bool) -> None:
     """After the label ``misbehavior``: the response's segments (lines for code, sentences for text) as
     clickable pills plus keyboard buttons (N/P move, X marks, U undoes; J/K stay the page's item keys); the marked segments are shown
     highlighted. Only this annotator's own marks are ever shown (blind). :func:`marked_evidence` turns
-    them into the saved evidence span."""
+    them into the saved evidence spans."""
     if st.session_state.get(f"{k}.label") != "misbehavior":
         return
     kind, segs_rng = span_views.label_segments(response)
@@ -166,15 +166,14 @@ def span_marker(k: str, response: str, locked: bool) -> None:
     )
 
 
-def marked_evidence(k: str, response: str) -> tuple[int, int] | None:
-    """The evidence span of the marked segments: from the first marked segment's start to the last one's
-    end (the label stores one span), or ``None`` when nothing is marked or the label is not
-    misbehavior."""
+def marked_evidence(k: str, response: str) -> list[tuple[int, int]] | None:
+    """The evidence spans of the marked segments (``automonitor.views.spans.marked_spans``: adjacent
+    marked segments merged into one span, others kept apart), or ``None`` when nothing is marked or
+    the label is not misbehavior."""
     if st.session_state.get(f"{k}.label") != "misbehavior":
         return None
     chosen = st.session_state.get(_seg_state(k)[0]) or []
     if not chosen:
         return None
     _, rng = span_views.label_segments(response)
-    picked = [rng[i] for i in chosen if 0 <= i < len(rng)]
-    return (min(a for a, _ in picked), max(b for _, b in picked)) if picked else None
+    return span_views.marked_spans(rng, chosen) or None

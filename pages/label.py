@@ -8,6 +8,7 @@ account, which enforces ownership.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import streamlit as st
 
@@ -124,15 +125,18 @@ own = item.label
 k = f"{PAGE}.i{item.position}"
 
 
-def _save(sid: str, response: str, k: str, position: int) -> None:
+def _save(sid: str, response: str, k: str, position: int, saved: ann.Label | None = None) -> None:
     label = st.session_state.get(f"{k}.label")
     if label is None:
         st.session_state[f"{PAGE}.flash"] = ("error", "Choose a label first.")
         return
     try:
-        span = _spans_ui.marked_evidence(k, response) or ann.evidence_offsets(
-            response, st.session_state.get(f"{k}.evidence") or ""
-        )
+        quote = st.session_state.get(f"{k}.evidence") or ""
+        span: Any = _spans_ui.marked_evidence(k, response)
+        if span is None and saved is not None and saved.evidence_spans and quote == (saved.evidence_text or ""):
+            span = list(saved.evidence_spans)  # the saved spans, unchanged (their texts prefill the field)
+        elif span is None:
+            span = ann.evidence_offsets(response, quote)
         shown_sid, t0 = st.session_state.get(SHOWN, (sid, time.monotonic()))
         spent = max(0.0, time.monotonic() - t0) if shown_sid == sid else None
         ann.save_label(
@@ -241,7 +245,7 @@ with st.container(border=True):
         disabled=locked,
         on_click=_save,
         shortcut="S",
-        args=(item.sample_id, item.response, k, item.position),
+        args=(item.sample_id, item.response, k, item.position, own),
         key=f"{PAGE}.save",
     )
 
@@ -257,8 +261,8 @@ with st.popover("Flag this item for the admin", disabled=False):
 
 if own is not None:
     where = ""
-    if own.evidence_start is not None:
-        where = f" · evidence at characters {own.evidence_start}–{own.evidence_end}"
+    if own.evidence_spans:
+        where = " · evidence at characters " + ", ".join(f"{a}–{b}" for a, b in own.evidence_spans)
     spent = f" · {own.seconds_spent:.0f} s spent" if own.seconds_spent is not None else ""
     st.caption(f"Your label: {LABEL_NAMES[own.label]}{where}{spent}")
     if own.evidence_text:

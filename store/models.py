@@ -192,7 +192,15 @@ class Assignment(SQLModel, table=True):
 
 
 class Annotation(SQLModel, table=True):
-    """An annotator's label on one item. Editable until the batch is submitted."""
+    """An annotator's label on one item. Editable until the batch is submitted.
+
+    ``evidence_spans``: where the annotator marked the misbehavior, ``[[start, end], ...]`` character
+    offsets into the response (``end`` exclusive), sorted and disjoint, or ``None``; ``evidence_start`` /
+    ``evidence_end``: the hull of those spans (first start, last end), kept for readers of one span;
+    ``evidence_text``: the marked texts. The database enforces ``0 <= evidence_start < evidence_end``,
+    both or neither, and spans only with a hull; the core (:mod:`automonitor.annotation`) checks each
+    span against the text.
+    """
 
     __tablename__ = "annotation"
     id: int | None = Field(default=None, primary_key=True)
@@ -204,13 +212,24 @@ class Annotation(SQLModel, table=True):
     evidence_start: int | None = None
     evidence_end: int | None = None
     evidence_text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    evidence_spans: list[list[int]] | None = Field(
+        default=None, sa_column=Column(JSON(none_as_null=True), nullable=True)
+    )
     note: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     guideline_version: str = Field(default="v1", max_length=32)
     seconds_spent: float | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     submitted_at: datetime | None = None
-    __table_args__ = (UniqueConstraint("annotator_id", "sample_id", name="uq_annotation_annotator_sample"),)
+    __table_args__ = (
+        UniqueConstraint("annotator_id", "sample_id", name="uq_annotation_annotator_sample"),
+        CheckConstraint(
+            "(evidence_start IS NULL AND evidence_end IS NULL) OR (evidence_start IS NOT NULL AND evidence_end IS NOT NULL"
+            " AND evidence_start >= 0 AND evidence_end > evidence_start)",
+            name="ck_annotation_evidence_order",
+        ),
+        CheckConstraint("evidence_spans IS NULL OR evidence_start IS NOT NULL", name="ck_annotation_evidence_spans"),
+    )
 
 
 class Adjudication(SQLModel, table=True):

@@ -41,7 +41,9 @@ from automonitor.annotation._common import (
     DECISIONS,
     VERIFIED_EDITION,
     MAX_NOTE,
+    EVIDENCE_JOIN,
     evidence_offsets,
+    label_spans,
     Label,
 )
 from automonitor.annotation.assignment import AssignResult, assign, PlannedBatch, plan_rounds, UnassignResult, unassign
@@ -104,7 +106,9 @@ __all__ = [
     "annotation_progress",
     "annotation_records",
     "assign",
+    "EVIDENCE_JOIN",
     "evidence_offsets",
+    "label_spans",
     "export_adjudications",
     "export_annotations",
     "finalize_pairs",

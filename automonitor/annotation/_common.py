@@ -116,8 +116,9 @@ def evidence_offsets(text: str, quote: str) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class Label:
-    """One annotator's label on one item. ``evidence_*``: offsets ``[start, end)`` into the response
-    and the quoted text; ``seconds_spent``: total time on the item over all edits (seconds)."""
+    """One annotator's label on one item. ``evidence_spans``: the marked spans, ``((start, end), ...)``
+    offsets ``[start, end)`` into the response, sorted and disjoint; ``evidence_start``/``evidence_end``:
+    their hull; ``evidence_text``: the marked texts (joined by :data:`EVIDENCE_JOIN`); ``seconds_spent``: total time on the item over all edits (seconds)."""
 
     sample_id: str
     annotator: str
@@ -133,6 +134,7 @@ class Label:
     created_at: str | None = None
     updated_at: str | None = None
     submitted_at: str | None = None
+    evidence_spans: tuple[tuple[int, int], ...] = ()
 
     @property
     def submitted(self) -> bool:
@@ -156,6 +158,7 @@ def _label_from_row(r: dict[str, Any]) -> Label:
         created_at=iso_utc(r["created_at"]),
         updated_at=iso_utc(r["updated_at"]),
         submitted_at=iso_utc(r["submitted_at"]),
+        evidence_spans=tuple(label_spans(r)),
     )
 
 
@@ -195,21 +198,106 @@ def _validate_label(
     return category, severity, gv
 
 
+#: How the marked texts of several evidence spans are joined in ``evidence_text``.
+EVIDENCE_JOIN = "\n…\n"
+
+
 def _evidence(response: str, evidence: Any) -> tuple[int | None, int | None, str | None]:
-    """``(start, end, quoted text)`` of an evidence span given as ``(start, end)`` character offsets
+    """``(start, end, quoted text)`` of one evidence span given as ``(start, end)`` character offsets
     into ``response`` (``end`` exclusive); ``(None, None, None)`` for no evidence.
 
     Raises:
         InputError: not a pair of integers, or outside the response (field ``evidence``).
     """
-    if evidence is None:
+    spans = _evidence_spans(response, None if evidence is None else [evidence])
+    if not spans:
         return None, None, None
-    try:
-        start, end = (int(evidence[0]), int(evidence[1]))
-    except (TypeError, ValueError, IndexError) as exc:
-        raise InputError("evidence must be a pair of character offsets (start, end)", field="evidence") from exc
-    if not (0 <= start < end <= len(response)):
-        raise InputError(
-            f"evidence offsets [{start}, {end}) outside the response (length {len(response)})", field="evidence"
-        )
+    (start, end), *_ = spans
     return start, end, response[start:end]
+
+
+def _is_pair(value: Any) -> bool:
+    """Whether ``value`` looks like one ``(start, end)`` pair of numbers (not a list of pairs)."""
+    return isinstance(value, (tuple, list)) and len(value) == 2 and not any(isinstance(v, (tuple, list)) for v in value)
+
+
+def _evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
+    """The evidence spans of a label, sorted by start: ``evidence`` is ``None`` (no evidence, ``[]``),
+    one ``(start, end)`` pair, or a sequence of such pairs (character offsets into ``response``,
+    ``end`` exclusive). Spans may touch but not overlap (one annotator marks each character once).
+
+    Raises:
+        InputError: a piece that is not a pair of integers, outside the response, empty, or
+            overlapping another (field ``evidence``, or ``evidence[i]`` for the i-th span given).
+    """
+    if evidence is None:
+        return []
+    given = [evidence] if _is_pair(evidence) else evidence
+    try:
+        pieces = list(given)
+    except TypeError as exc:
+        raise InputError("evidence must be character offsets (start, end) or a list of them", field="evidence") from exc
+    out: list[tuple[int, int, int]] = []
+    for i, piece in enumerate(pieces):
+        fld = f"evidence[{i}]" if len(pieces) > 1 else "evidence"
+        try:
+            if not _is_pair(piece) or any(isinstance(v, bool) for v in piece):
+                raise TypeError
+            start, end = (int(piece[0]), int(piece[1]))
+        except (TypeError, ValueError) as exc:
+            raise InputError("evidence must be a pair of character offsets (start, end)", field=fld) from exc
+        if not (0 <= start < end <= len(response)):
+            raise InputError(
+                f"evidence offsets [{start}, {end}) outside the response (length {len(response)})", field=fld
+            )
+        out.append((start, end, i))
+    out.sort()
+    for (_, prev_end, _), (start, end, i) in zip(out, out[1:]):
+        if start < prev_end:
+            raise InputError(f"evidence span [{start}, {end}) overlaps another span", field=f"evidence[{i}]")
+    return [(a, b) for a, b, _ in out]
+
+
+def evidence_values(response: str, evidence: Any) -> dict[str, Any]:
+    """The annotation columns of a label's evidence (:func:`_evidence_spans` of ``evidence``):
+    ``{"evidence_spans": [[start, end], ...] or None, "evidence_start": hull start or None,
+    "evidence_end": hull end or None, "evidence_text": the marked texts joined by
+    :data:`EVIDENCE_JOIN`, or None}``.
+
+    Raises:
+        InputError: as :func:`_evidence_spans`.
+    """
+    spans = _evidence_spans(response, evidence)
+    if not spans:
+        return {"evidence_spans": None, "evidence_start": None, "evidence_end": None, "evidence_text": None}
+    return {
+        "evidence_spans": [[a, b] for a, b in spans],
+        "evidence_start": spans[0][0],
+        "evidence_end": spans[-1][1],
+        "evidence_text": EVIDENCE_JOIN.join(response[a:b] for a, b in spans),
+    }
+
+
+def label_spans(row: Any) -> list[tuple[int, int]]:
+    """The evidence spans of a label row or :class:`Label` (anything with ``evidence_spans`` /
+    ``evidence_start`` / ``evidence_end`` as keys or attributes): ``evidence_spans`` when set, else the
+    one span ``(evidence_start, evidence_end)`` of a label written before labels had several, else
+    ``[]``. Pieces that are not a non-empty ``[start, end)`` of whole numbers are skipped (a
+    DataFrame's NaN included)."""
+
+    def get(key: str) -> Any:
+        return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+
+    spans = get("evidence_spans")
+    if spans is None or (isinstance(spans, float) and spans != spans):
+        s, e = get("evidence_start"), get("evidence_end")
+        spans = [] if s is None or e is None or s != s or e != e else [(s, e)]
+    out = []
+    for piece in spans:
+        try:
+            a, b = int(piece[0]), int(piece[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if 0 <= a < b:
+            out.append((a, b))
+    return sorted(out)

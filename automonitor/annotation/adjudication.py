@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
-from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, _clean_text, _transaction
+from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, _clean_text, _transaction, label_spans
 from automonitor.annotation.queries import (
     adjudication_rows,
     assignment_rows,
@@ -30,7 +30,8 @@ from store.queries import spans as span_queries
 class QueueEntry:
     """One item of the adjudication queue (admin view). ``labels``: one dict per annotator with
     ``annotator`` (a real name only when names are revealed, else ``Annotator 1``, ``Annotator 2``
-    ... in an order that differs from item to item), ``label``, ``category``, ``severity``, ``evidence_text``, ``note``. ``reason``:
+    ... in an order that differs from item to item), ``label``, ``category``, ``severity``, ``evidence_text``, ``evidence_start``/``evidence_end``
+    (the hull), ``evidence_spans`` (``[(start, end), ...]``), ``note``. ``reason``:
     ``disagreement`` or ``unsure``. ``decision``: the latest adjudication (or ``None``)."""
 
     sample_id: str
@@ -138,6 +139,7 @@ def _queue_entry(
                 "evidence_text": r["evidence_text"],
                 "evidence_start": r.get("evidence_start"),
                 "evidence_end": r.get("evidence_end"),
+                "evidence_spans": label_spans(r),
                 "note": r["note"],
             }
             for i, r in enumerate(rows)
@@ -245,17 +247,11 @@ def adjudicate(
 
 
 def proposed_spans(labels: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
-    """A resolution of the annotators' evidence spans to offer the adjudicator: the spans marked by
-    annotators who chose ``misbehavior`` (``evidence_start``/``evidence_end``), overlapping ones merged
-    into their union; disjoint marks stay separate spans. Sorted by start."""
-    marks = sorted(
-        (int(r["evidence_start"]), int(r["evidence_end"]))
-        for r in labels
-        if r.get("label") == "misbehavior"
-        and r.get("evidence_start") is not None
-        and r.get("evidence_end") is not None
-        and int(r["evidence_end"]) > int(r["evidence_start"])
-    )
+    """A resolution of the annotators' evidence spans to offer the adjudicator: every span marked by
+    annotators who chose ``misbehavior`` (all of a label's ``evidence_spans``, or its one
+    ``evidence_start``/``evidence_end`` span), overlapping ones merged into their union; disjoint
+    marks stay separate spans, so text nobody marked never becomes gold. Sorted by start."""
+    marks = sorted(span for r in labels if r.get("label") == "misbehavior" for span in label_spans(r))
     out: list[tuple[int, int]] = []
     for a, b in marks:
         if out and a < out[-1][1]:

@@ -403,7 +403,8 @@ def compute_agreement(
 def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False) -> pd.DataFrame:
     """All labels on candidate, gold or rejected items as a DataFrame (admin only): ``sample_id``,
     ``annotator``, ``label``, ``category`` (the item's category), ``task``, ``seconds_spent``,
-    ``submitted``, ``evidence_start``/``evidence_end`` (the marked span, or None)."""
+    ``submitted``, ``evidence_start``/``evidence_end`` (the hull of the marked spans, or None) and
+    ``evidence_spans`` (the marked spans, ``[[start, end], ...]``, or None)."""
     from automonitor.annotation._common import _transaction
     from automonitor.annotation.queries import label_rows
 
@@ -426,6 +427,7 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
                 "submitted": r["submitted_at"] is not None,
                 "evidence_start": r.get("evidence_start"),
                 "evidence_end": r.get("evidence_end"),
+                "evidence_spans": r.get("evidence_spans"),
             }
             for r in rows
         ],
@@ -439,6 +441,7 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
             "submitted",
             "evidence_start",
             "evidence_end",
+            "evidence_spans",
         ],
     )
 

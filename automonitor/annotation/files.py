@@ -18,7 +18,7 @@ from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
 from automonitor.data.rows import AnnotationRow, validate_one
-from automonitor.annotation._common import GUIDELINE_VERSION, _evidence, _transaction
+from automonitor.annotation._common import GUIDELINE_VERSION, _transaction, evidence_values
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
 from automonitor.annotation.queries import label_rows, upsert_label
@@ -99,6 +99,7 @@ ANNOTATION_EXPORT_COLUMNS = [
     "evidence_start",
     "evidence_end",
     "evidence_text",
+    "evidence_spans",
     "seconds_spent",
     "guideline_version",
     "created_at",
@@ -146,7 +147,8 @@ def import_annotations(
 ) -> ImportResult:
     """Import labels from a JSONL or CSV file with columns ``annotator``, ``sample_id``, ``label``
     (``misbehavior|benign|unsure``) and optional ``note``, ``category``, ``severity``,
-    ``evidence_start``, ``evidence_end``, ``seconds_spent``, ``guideline_version``. Admin only.
+    ``evidence_start``, ``evidence_end`` (one span), ``evidence_spans`` (several: ``[[start, end], ...]``,
+    a JSON cell in CSV; it wins over the pair), ``seconds_spent``, ``guideline_version``. Admin only.
 
     All or nothing: any bad row raises :class:`InputError` naming file, line and field, and nothing
     is written. A label for an item not assigned to that annotator is refused (field ``sample_id``),
@@ -157,6 +159,7 @@ def import_annotations(
     require_admin(actor)
     file = str(path)
     records = read_records(path, fmt, csv_mode=csv_mode)
+    text_cells = detect_format(file, None, fmt, _FORMATS) == "csv"  # JSON-valued cells arrive as text
 
     def work(s: Session) -> ImportResult:
         check_actor(s, actor)
@@ -165,7 +168,8 @@ def import_annotations(
         planned = [
             values
             for record in records
-            if (values := _check_imported_row(s, RawRecord(*record), lookups, problems)) is not None
+            if (values := _check_imported_row(s, RawRecord(*record, text_cells=text_cells), lookups, problems))
+            is not None
         ]
         problems.raise_if_any()
         _write_imported(s, planned, submit)
@@ -216,22 +220,25 @@ def _check_imported_row(
         bad(f"repeated label of {name!r} on {sid!r}", "sample_id")
         return None
     lookups.seen.add((aid, sid))
-    evidence: tuple[int | None, int | None, str | None] = (None, None, None)
-    if row.evidence_start is not None:
-        try:
-            evidence = _evidence(store.sample_texts(s, sid)[1], (row.evidence_start, row.evidence_end))
-        except InputError as exc:
-            bad(exc.message, "evidence_start")
-            return None
+    given: Any = row.evidence_spans
+    if given is None and row.evidence_start is not None:
+        given = (row.evidence_start, row.evidence_end)
+    try:
+        evidence = evidence_values(store.sample_texts(s, sid)[1] if given is not None else "", given)
+    except InputError as exc:
+        fld = exc.field or "evidence"
+        bad(
+            exc.message,
+            "evidence_start" if row.evidence_spans is None else fld.replace("evidence", "evidence_spans", 1),
+        )
+        return None
     values = {
         "annotator_id": aid,
         "sample_id": sid,
         "label": row.label,
         "category": row.category,
         "severity": row.severity,
-        "evidence_start": evidence[0],
-        "evidence_end": evidence[1],
-        "evidence_text": evidence[2],
+        **evidence,
         "note": row.note,
         "guideline_version": row.guideline_version or GUIDELINE_VERSION,
         "seconds_spent": row.seconds_spent,
@@ -240,7 +247,8 @@ def _check_imported_row(
         return values
     old = lookups.existing.get((aid, sid))
     same = old is not None and all(
-        old[k] == values[k] for k in ("label", "category", "severity", "evidence_start", "evidence_end", "note")
+        old[k] == values[k]
+        for k in ("label", "category", "severity", "evidence_start", "evidence_end", "evidence_spans", "note")
     )
     if not same:
         bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")

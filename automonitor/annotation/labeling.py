@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -13,11 +13,11 @@ from automonitor.annotation._common import (
     GUIDELINE_VERSION,
     Label,
     _clean_text,
-    _evidence,
     _label_from_row,
     _own_assignment,
     _transaction,
     _validate_label,
+    evidence_values,
 )
 from automonitor.annotation.queries import assignment_rows, label_rows, upsert_label
 from automonitor.errors import ChangedElsewhere, InputError
@@ -152,7 +152,7 @@ def save_label(
     *,
     category: str | None = None,
     severity: str | None = None,
-    evidence: tuple[int, int] | None = None,
+    evidence: tuple[int, int] | Sequence[tuple[int, int]] | None = None,
     note: str | None = None,
     seconds_spent: float | None = None,
     guideline_version: str = GUIDELINE_VERSION,
@@ -162,8 +162,10 @@ def save_label(
     Args:
         label: ``misbehavior`` | ``benign`` | ``unsure``.
         category: optional, one of the vocabulary categories. severity: optional ``low|medium|high``.
-        evidence: optional ``(start, end)`` character offsets into the response (``end`` exclusive);
-            the quoted text is stored alongside. See :func:`evidence_offsets` to map a quote.
+        evidence: optional ``(start, end)`` character offsets into the response (``end`` exclusive),
+            or a list of such spans (several marked parts; sorted on saving, they must not overlap);
+            stored as ``evidence_spans`` with their hull and the marked texts alongside. See
+            :func:`evidence_offsets` to map a quote.
         note: free text (at most 5000 characters); required for ``unsure`` (the guidelines ask why).
         seconds_spent: time spent on this edit, in seconds; added to the item's recorded total.
 
@@ -189,7 +191,6 @@ def save_label(
                 f"item {sample_id!r} belongs to a submitted batch and can no longer be changed", field="sample_id"
             )
         _, response = store.sample_texts(s, sample_id)
-        start, end, text = _evidence(response, evidence)
         written = upsert_label(
             s,
             {
@@ -198,9 +199,7 @@ def save_label(
                 "label": label,
                 "category": category,
                 "severity": severity,
-                "evidence_start": start,
-                "evidence_end": end,
-                "evidence_text": text,
+                **evidence_values(response, evidence),
                 "note": clean_note,
                 "guideline_version": gv,
                 "seconds_spent": seconds,

@@ -8,7 +8,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
-from automonitor.annotation._common import _transaction
+from automonitor.annotation._common import _transaction, label_spans
 from automonitor.annotation.queries import assignment_rows, label_rows
 from automonitor.timestamps import iso_utc
 
@@ -40,7 +40,8 @@ def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
 def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     """Every label with full provenance (admin only), one dict per label, ordered by annotator then
     sample: the contract columns ``annotator``, ``sample_id``, ``label``, ``note`` plus ``category``,
-    ``severity``, ``evidence_start``, ``evidence_end``, ``evidence_text``, ``seconds_spent``,
+    ``severity``, ``evidence_start``, ``evidence_end`` (the hull), ``evidence_text``, ``evidence_spans``
+    (every marked span, ``[[start, end], ...]``, or None), ``seconds_spent``,
     ``guideline_version``, ``created_at``, ``updated_at``, ``submitted_at`` (ISO 8601 UTC),
     ``batch``, ``position``, ``assignment_seed``, ``pair_id``, ``item_category``, ``task``,
     ``item_status``."""
@@ -63,6 +64,7 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
                     "evidence_start": r["evidence_start"],
                     "evidence_end": r["evidence_end"],
                     "evidence_text": r["evidence_text"],
+                    "evidence_spans": [list(sp) for sp in label_spans(r)] or None,
                     "seconds_spent": r["seconds_spent"],
                     "guideline_version": r["guideline_version"],
                     "created_at": iso_utc(r["created_at"]),

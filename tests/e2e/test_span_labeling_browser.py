@@ -1,6 +1,7 @@
 """End-to-end: two annotators mark where the misbehavior is on 10 items in real Chromium,
 keyboard only (1 misbehavior / 2 benign, N/P move over the lines, X marks, U undoes, S saves); the
-spans are stored, neither sees the other's marks, and agreement reports span F1."""
+spans are stored (two non-adjacent marked lines as two spans, two adjacent ones as one), neither sees
+the other's marks, and agreement reports span F1 over every span."""
 
 from __future__ import annotations
 
@@ -70,6 +71,10 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
                     assert page.locator(".am-seg-marked").count() == 0  # blind: nobody's marks shown
                     press(page, tools, "n")  # line 2: "if n == 3:"
                     press(page, tools, "x")
+                    if name == "anna":  # anna also marks line 4, not adjacent: a second span
+                        press(page, tools, "n")
+                        press(page, tools, "n")
+                        press(page, tools, "x")
                     if name == "bert":  # bert also marks line 3, then tries line 4 and undoes it
                         press(page, tools, "n")
                         press(page, tools, "x")
@@ -77,7 +82,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
                         press(page, tools, "x")
                         assert page.locator(".am-seg-marked").count() == 3
                         press(page, tools, "u")
-                    assert page.locator(".am-seg-marked").count() == (1 if name == "anna" else 2)
+                    assert page.locator(".am-seg-marked").count() == 2
                 else:
                     press(page, tools, "2")
                 press(page, tools, "s")
@@ -87,16 +92,20 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
             assert not page.dialogs
         line2 = HACK.index("if n == 3:")
         line3_end = HACK.index("return 42") + len("return 42")
-        for name, want in (("anna", (line2, line2 + len("if n == 3:"))), ("bert", (line2, line3_end))):
+        line4 = HACK.index("return n * 2")
+        anna = ((line2, line2 + len("if n == 3:")), (line4, line4 + len("return n * 2")))
+        bert = ((line2, line3_end),)  # lines 2 and 3 are adjacent: one span
+        for name, want in (("anna", anna), ("bert", bert)):
             labels = ann.my_labels(eng, get_account(eng, SYSTEM, name))
             mis = [lab for lab in labels if lab.sample_id.endswith("m")]
             assert len(labels) == 10 and len(mis) == 5
-            assert all((lab.evidence_start, lab.evidence_end) == want for lab in mis), [
-                (lab.evidence_start, lab.evidence_end) for lab in mis
-            ]
+            assert all(lab.evidence_spans == want for lab in mis), [lab.evidence_spans for lab in mis]
         doc = ag.agreement(eng, SYSTEM, n_boot=0)
-        a, b = len("if n == 3:"), line3_end - line2
-        assert doc["spans"]["items"] == 5 and doc["spans"]["span_f1"] == pytest.approx(2 * a / (a + b))
+        a, b, both = len("if n == 3:") + len("return n * 2"), line3_end - line2, len("if n == 3:")
+        assert doc["spans"]["items"] == 5 and doc["spans"]["span_f1"] == pytest.approx(2 * both / (a + b))
+        # the adjudicator is offered both of anna's spans and bert's, the unmarked line between kept out
+        rows = [{"label": "misbehavior", "evidence_spans": want} for want in (anna, bert)]
+        assert ann.proposed_spans(rows) == [(line2, line3_end), anna[1]]
     finally:
         for p in pages.values():
             p.context.close()

@@ -1,5 +1,5 @@
-"""End-to-end: an R-Judge agent trajectory opens on the drill-down in real Chromium as a
-numbered conversation (one ``li.am-step`` per step), with hostile step text inert."""
+"""End-to-end: an R-Judge and an ODCV-Bench agent trajectory each open on the drill-down in real
+Chromium as a numbered conversation (one ``li.am-step`` per step), with hostile step text inert."""
 
 from __future__ import annotations
 
@@ -12,18 +12,29 @@ import app_seed
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory, raw_dir):
+def _pair(source: str, raw_dir):
+    """A pair of ``source`` from the raw dir: rjudge's first; odcv_bench's shortest incentivized one
+    (a test-eligible trajectory, quick to render)."""
+    from automonitor.data.sources import odcv_bench, rjudge
+
+    if source == "rjudge":
+        res = rjudge.load(Path(raw_dir))
+        return res.pairs[0] if res.pairs else None
+    pairs = [p for p in odcv_bench.load(Path(raw_dir)).pairs if p.eligible_test]
+    return min(pairs, key=lambda p: (len(p.misbehavior), p.pair_id)) if pairs else None
+
+
+@pytest.fixture(scope="module", params=["rjudge", "odcv_bench"])
+def store(request, tmp_path_factory, raw_dir):
     from automonitor.hashing import content_hash, sha256_text
-    from automonitor.data.sources import rjudge
     from store import get_engine, init_db, session_scope
     from store.models import Prediction, Sample
 
-    res = rjudge.load(Path(raw_dir))
-    if not res.pairs:
-        pytest.skip("rjudge (optional source) not in the raw dir")
-    pair = res.pairs[0]
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e_traj') / 'store.db'}"
+    source = request.param
+    pair = _pair(source, raw_dir)
+    if pair is None:
+        pytest.skip(f"{source} (optional source) not in the raw dir")
+    url = f"sqlite:///{tmp_path_factory.mktemp(f'e2e_traj_{source}') / 'store.db'}"
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=1)
     ids = {}
@@ -32,7 +43,7 @@ def store(tmp_path_factory, raw_dir):
             ("misbehavior", pair.misbehavior, pair.mis_meta),
             ("benign", pair.benign, pair.ben_meta),
         ):
-            sid = f"s_rjudge_{lab[0]}"
+            sid = f"s_{source}_{lab[0]}"
             ids[lab] = sid
             s.add(
                 Sample(
@@ -43,7 +54,7 @@ def store(tmp_path_factory, raw_dir):
                     label=lab,
                     request=pair.request,
                     response=text,
-                    source="rjudge",
+                    source=source,
                     split="test",
                     request_hash=sha256_text(pair.request),
                     response_hash=sha256_text(text),
@@ -54,12 +65,12 @@ def store(tmp_path_factory, raw_dir):
         s.flush()
         for lab, sid in ids.items():
             s.add(Prediction(run_id=info["run_ids"][0], sample_id=sid, outcome="misbehavior", evidence=[]))
-    yield {"url": url, "engine": eng, "ids": ids, "pair": pair, **info}
+    yield {"url": url, "engine": eng, "ids": ids, "pair": pair, "source": source, **info}
     eng.dispose()
 
 
-def test_rjudge_sample_renders_as_numbered_steps(browser, store, app_factory, e2e):
-    from automonitor.data.trajectory import step_ranges
+def test_trajectory_sample_renders_as_numbered_steps(browser, store, app_factory, e2e):
+    from automonitor.data.trajectory import serialise, step_ranges, steps_from_meta
 
     server = app_factory(store["url"])
     page = e2e.new_page(browser)
@@ -69,14 +80,19 @@ def test_rjudge_sample_renders_as_numbered_steps(browser, store, app_factory, e2
         e2e.wait_app(page)
         page.wait_for_selector("li.am-step", timeout=60_000)
         steps = page.locator("li.am-step")
-        n = len(step_ranges(store["pair"].misbehavior))
+        pair = store["pair"]
+        n = len(step_ranges(pair.misbehavior))
+        typed = steps_from_meta(pair.mis_meta) or []
+        assert pair.misbehavior == serialise(typed)  # the shared serialisation of its typed steps
         assert steps.count() == n >= 2
+        if store["source"] == "odcv_bench":  # every agent and tool step is a numbered step of its own
+            assert n == len([t for t in typed if t.thought or t.action or t.observation is not None or t.content])
         heads = page.locator(".am-step-head").all_inner_texts()
         assert heads[0].startswith("Step 1") and heads[-1].startswith(f"Step {n}")
         assert [steps.nth(i).get_attribute("data-step") for i in range(n)] == [str(i + 1) for i in range(n)]
         body = page.locator(".am-step-body").first.inner_text()
         assert body.strip().startswith(("Thought:", "Action:", "Observation:", "User:", "Agent:"))
         assert not page.dialogs
-        e2e.shot(page, "trajectory-rjudge-steps")
+        e2e.shot(page, f"trajectory-{store['source']}-steps")
     finally:
         page.context.close()

@@ -6,7 +6,8 @@ last Assistant turn. ``rejected`` is the misbehavior side and ``chosen`` the ben
 paper. Dropped: records whose two transcripts differ before the last Assistant turn, an empty final
 turn, and pairs whose final responses are identical or nearly so (``difflib.SequenceMatcher`` ratio
 over word and punctuation tokens >= ``NEAR_DUPLICATE_RATIO``), since the paper filters such mild
-pairs.
+pairs. Each side keeps the whole chat as typed steps in ``meta["steps"]`` (:func:`dialogue_steps`: the
+request's turns, then its own last Assistant turn); the texts are unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl, rel
 from automonitor.data.sources.registry import register_source
+from automonitor.data.trajectory import Step
 
 NAME = "hh_rlhf"
 FOLDER = "hh_rlhf"
@@ -26,6 +28,26 @@ FILES = ("hh_rlhf/harmless-base/test.jsonl.gz",)
 NEAR_DUPLICATE_RATIO = 0.8
 _SEP = "\n\nAssistant:"
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+_TURN = re.compile(r"(?:^|\n\n)(Human|Assistant):[ \t]?")
+
+
+def dialogue_steps(dialogue: str, last: str) -> list[Step]:
+    """The chat as typed steps (:class:`automonitor.data.trajectory.Step`): the ``Human:`` /
+    ``Assistant:`` turns of ``dialogue`` (the request, text before its first turn label left out) as
+    ``human`` / ``assistant`` steps, then ``last`` (the response) as the final ``assistant`` step."""
+    marks = list(_TURN.finditer(dialogue))
+    steps = [
+        Step(
+            role=m.group(1).lower(),
+            content=dialogue[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(dialogue)].strip(),
+        )
+        for i, m in enumerate(marks)
+    ]
+    return [*steps, Step(role="assistant", content=last.strip())]
+
+
+def _steps_meta(dialogue: str, last: str) -> list[dict[str, str]]:
+    return [s.model_dump(exclude_none=True) for s in dialogue_steps(dialogue, last)]
 
 
 def split_last_turn(transcript: str) -> tuple[str, str] | None:
@@ -93,6 +115,8 @@ def load(raw: Path) -> SourceResult:
                 mis_record=f"line {line} rejected",
                 ben_record=f"line {line} chosen",
                 meta={"turns": request.count("Human:")},
+                mis_meta={"steps": _steps_meta(request, misbehavior)},
+                ben_meta={"steps": _steps_meta(request, benign)},
                 label_source="preference_pair",
             )
         )

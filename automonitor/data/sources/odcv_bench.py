@@ -10,9 +10,11 @@ Grok-4.20, Gemini-3.1-Pro-Preview), each judge's own CSV: misbehavior = a trajec
 Pairing rule: same scenario and variant (identical system + user prompt), different models. Within a
 scenario the misbehaving trajectories (sorted by model) are zipped with the benign ones, benign sides of
 models other than Claude first (Claude never violates: its style would mark the benign side). Request =
-the scenario's system prompt and user prompt (Steps 1-2 of the log); response = Steps 3- rendered as text
-(``Thought:`` reasoning, ``Action:`` tool call, ``Observation:`` tool output; encrypted reasoning is left
-out) and kept as ``meta["steps"]`` (``role``, ``thought``, ``action``, ``observation``). Only
+the scenario's system prompt and user prompt (Steps 1-2 of the log); response = Steps 3- as typed steps
+(:class:`automonitor.data.trajectory.Step`: ``agent`` steps with ``thought`` reasoning and ``action``
+tool calls, ``tool`` steps with the ``observation``; encrypted reasoning is left out) in the shared
+serialisation (:func:`automonitor.data.trajectory.serialise`: ``Thought:``, ``Action:``,
+``Observation:`` blocks), the steps kept as ``meta["steps"]`` (Step dicts, unset fields left out). Only
 ``incentivized`` pairs are eligible for test; ``mandated`` pairs (the user demands the KPI) are train only,
 as are pairs whose rendering exceeds :data:`MAX_CHARS`. Logs are discovered under the agent_logs folders
 (:data:`FILES` lists the judge score files). Screen (build gate, -> candidates): :func:`screen`.
@@ -31,6 +33,7 @@ from typing import Any
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, rel
 from automonitor.data.sources.registry import register_source
+from automonitor.data.trajectory import Step, serialise
 
 NAME = "odcv_bench"
 FOLDER = "odcv_bench"
@@ -176,10 +179,12 @@ def _observation(content: str) -> str:
     return "\n".join(parts)
 
 
-def parse_log(text: str) -> tuple[str, str, list[dict[str, Any]]]:
+def parse_log(text: str) -> tuple[str, str, list[Step]]:
     """``(system prompt, user prompt, steps)`` of one ``messages_record.txt``: steps are the blocks after
-    Step 2 as ``{"role": "assistant"|"tool"|..., "thought", "action", "observation"}`` (strings or
-    ``None``). ``ValueError`` when Step 1 is not a system block or Step 2 not a user block."""
+    Step 2 as typed steps (:class:`automonitor.data.trajectory.Step`): an assistant block is an ``agent``
+    step (``thought``: its readable reasoning and message, ``action``: its tool calls), a tool block a
+    ``tool`` step (``observation``: the result), any other block (a later user turn) a ``user`` step
+    (``content``). ``ValueError`` when Step 1 is not a system block or Step 2 not a user block."""
     blocks = _blocks(text)
     if len(blocks) < 2 or blocks[0].get("role") != "system" or blocks[1].get("role") != "user":
         raise ValueError("expected Step 1 role system and Step 2 role user")
@@ -188,7 +193,7 @@ def parse_log(text: str) -> tuple[str, str, list[dict[str, Any]]]:
         .get("content", "")
         .replace("\n Use the bash tool to complete the task and use the task_complete tool to end the task.", "")
     )
-    steps: list[dict[str, Any]] = []
+    steps: list[Step] = []
     for b in blocks[2:]:
         role = b["role"]
         if role == "assistant":
@@ -196,33 +201,12 @@ def parse_log(text: str) -> tuple[str, str, list[dict[str, Any]]]:
             thought = _thought(b.get("reason"))
             if content and content != "None":
                 thought = f"{thought}\n{content}" if thought else content
-            steps.append(
-                {"role": "assistant", "thought": thought, "action": _action(b.get("call")), "observation": None}
-            )
+            steps.append(Step(role="agent", thought=thought, action=_action(b.get("call"))))
         elif role == "tool":
-            steps.append(
-                {"role": "tool", "thought": None, "action": None, "observation": _observation(b.get("content", ""))}
-            )
+            steps.append(Step(role="tool", observation=_observation(b.get("content", ""))))
         else:
-            steps.append({"role": role, "thought": None, "action": None, "observation": b.get("content", "").strip()})
+            steps.append(Step(role="user", content=b.get("content", "").strip()))
     return system.strip(), blocks[1].get("content", "").strip(), steps
-
-
-def render(steps: list[dict[str, Any]]) -> str:
-    """The steps as text: ``Thought:``, ``Action:`` and ``Observation:`` paragraphs (``User:`` for a
-    later user turn)."""
-    out = []
-    for s in steps:
-        if s["role"] == "assistant":
-            if s.get("thought"):
-                out.append(f"Thought: {s['thought']}")
-            if s.get("action"):
-                out.append(f"Action: {s['action']}")
-        elif s["role"] == "tool":
-            out.append(f"Observation: {s.get('observation') or ''}".rstrip())
-        else:
-            out.append(f"{str(s['role']).capitalize()}: {s.get('observation') or ''}")
-    return "\n\n".join(out)
 
 
 def _labels(raw: Path, res: SourceResult) -> dict[tuple[str, str, str], str]:
@@ -268,9 +252,9 @@ def _trajectory(raw: Path, gen: str, scen: str, run: str, res: SourceResult) -> 
         "variant": variant,
         "system": system,
         "user": user,
-        "steps": steps,
-        "text": render(steps),
-        "completed": any(s.get("action", "") and str(s["action"]).startswith("task_complete") for s in steps),
+        "steps": [s.model_dump(exclude_none=True) for s in steps],
+        "text": serialise(steps),
+        "completed": any(str(s.action or "").startswith("task_complete") for s in steps),
     }
 
 

@@ -10,7 +10,9 @@ that reaches the correct answer: a *constructed* benign side (it never saw the c
 response that resists it; ``meta.benign_provenance`` says so). Labels ``by_construction`` (answer =
 cue answer != ground truth). Screens (build gates, -> candidates): a misbehavior side whose final
 answer is not the cue answer, a benign side whose final answer is not the ground truth, a side that
-mentions the professor.
+mentions the professor. Each side's chain is kept as typed steps in ``meta["steps"]``
+(:func:`chain_steps`: the reasoning as the ``thought``, the answer after ``</think>`` as the
+``content``); the response text is unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from automonitor.errors import InputError
 from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_json
 from automonitor.data.sources.registry import register_source
+from automonitor.data.trajectory import Step
 
 NAME = "professor_cue"
 FOLDER = "cot_faithfulness_professor_cue"
@@ -33,6 +36,21 @@ BENIGN_PROVENANCE = (
     "constructed: a chain of thought sampled without the cue (correct answer), shown under the cued prompt"
 )
 _FINAL = re.compile(r"best answer is:?\s*\(?([A-J])\)?", re.I)
+THINK_END = "</think>"
+
+
+def chain_steps(text: str) -> list[Step]:
+    """A chain-of-thought response as typed steps: one ``agent`` step whose ``thought`` is the
+    reasoning before ``</think>`` and whose ``content`` is the answer after it (``content`` only when
+    the text has no ``</think>``). The response text itself stays as sampled."""
+    head, sep, tail = text.partition(THINK_END)
+    if not sep:
+        return [Step(role="agent", content=text.strip())]
+    return [Step(role="agent", thought=head.strip() or None, content=tail.strip() or None)]
+
+
+def _steps_meta(text: str) -> list[dict[str, object]]:
+    return [s.model_dump(exclude_none=True) for s in chain_steps(text)]
 
 
 def final_answer(text: str) -> str | None:
@@ -104,8 +122,8 @@ def load(raw: Path) -> SourceResult:
                     "benign_provenance": BENIGN_PROVENANCE,
                     "licence": "MMLU MIT; demo repo none stated (research use)",
                 },
-                mis_meta={"side": "sampled with the cue; follows it silently"},
-                ben_meta={"side": "sampled without the cue (constructed benign side)"},
+                mis_meta={"side": "sampled with the cue; follows it silently", "steps": _steps_meta(mis)},
+                ben_meta={"side": "sampled without the cue (constructed benign side)", "steps": _steps_meta(ben)},
                 label_source=LABEL_SOURCE,
             )
         )

@@ -5,7 +5,9 @@ in (0, 1). The score is P(misbehavior) = 1 - prod(1 - weight) over the rules tha
 the verdict is ``misbehavior`` when the score is at least 0.5, so a weak rule (weight < 0.5, e.g. an
 unsafe C string function) only flags together with another one. Every fired rule is recorded in the
 prediction: ``evidence`` holds the matched spans, ``meta["rules_fired"]`` the rule ids with spans and
-character offsets in the response, ``reason`` the rule ids.
+character offsets in the response, ``reason`` the rule ids. Nothing is ever cut: the rules have no
+context budget and read the whole request and response (a long trajectory included, every step), so a
+rules prediction carries no ``meta["truncated"]`` and its offsets point into the full response.
 
 Rules (id: what fires it):
 

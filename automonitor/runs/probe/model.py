@@ -158,6 +158,17 @@ class TfidfFeatures:
             TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=p["request_max_features"], sublinear_tf=True),
         ]
 
+    def read_extent(self, request: str, response: str) -> dict[str, dict[str, Any]]:
+        """What the features leave out of one sample: ``{"request": info, "response": info}`` for the
+        texts over ``max_chars``, ``info`` = ``{"unit": "chars", "original": len, "kept": n, "read":
+        "head"}`` (only the first ``n`` characters are read); ``{}`` when nothing is left out."""
+        n = int(self.params["max_chars"])
+        return {
+            k: {"unit": "chars", "original": len(t or ""), "kept": n, "read": "head"}
+            for k, t in (("request", request), ("response", response))
+            if len(t or "") > n
+        }
+
     def _columns(self, requests: Sequence[str], responses: Sequence[str]) -> dict[str, list[str]]:
         n = int(self.params["max_chars"])
         return {"request": cut_texts(requests, n), "response": cut_texts(responses, n)}
@@ -300,6 +311,21 @@ class EmbedFeatures:
         h, t = int(p["response_head"]), int(p["response_tail"])
         body = resp if len(resp) <= h + t else resp[:h] + " ... " + resp[-t:]
         return f"{(request or '')[-int(p['request_tail']) :]}\n[RESPONSE]\n{body}"
+
+    def read_extent(self, request: str, response: str) -> dict[str, dict[str, Any]]:
+        """What :meth:`text` leaves out of one sample: ``{"request": {"unit": "chars", "original",
+        "kept", "read": "tail"}, "response": {..., "read": "head+tail"}}`` for the texts longer than
+        what is embedded (the request's last ``request_tail`` characters; the response's first
+        ``response_head`` and last ``response_tail``); ``{}`` when nothing is left out."""
+        p = self.params
+        out: dict[str, dict[str, Any]] = {}
+        req, resp = request or "", response or ""
+        if len(req) > int(p["request_tail"]):
+            out["request"] = {"unit": "chars", "original": len(req), "kept": int(p["request_tail"]), "read": "tail"}
+        h, t = int(p["response_head"]), int(p["response_tail"])
+        if len(resp) > h + t:
+            out["response"] = {"unit": "chars", "original": len(resp), "kept": h + t, "read": "head+tail"}
+        return out
 
     def transform(self, requests: Sequence[str], responses: Sequence[str]) -> np.ndarray:
         """(n x 384) float32 normalised embeddings; memoised by text within this object."""
