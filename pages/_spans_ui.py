@@ -124,10 +124,11 @@ def _clicked(k: str) -> None:
     st.session_state.setdefault(undo, []).append(list(st.session_state.get(f"{segs}.prev") or []))
 
 
-def span_marker(k: str, response: str, locked: bool) -> None:
+def span_marker(k: str, response: str, locked: bool, saved: Sequence[Sequence[int]] = ()) -> None:
     """After the label ``misbehavior``: the response's segments (lines for code, sentences for text) as
     clickable pills plus keyboard buttons (N/P move, X marks, U undoes; J/K stay the page's item keys); the marked segments are shown
-    highlighted. Only this annotator's own marks are ever shown (blind). :func:`marked_evidence` turns
+    highlighted; ``saved`` (the annotator's saved ``evidence_spans``) pre-marks the segments they cover when
+    the item is shown again. Only this annotator's own marks are ever shown (blind). :func:`marked_evidence` turns
     them into the saved evidence spans."""
     if st.session_state.get(f"{k}.label") != "misbehavior":
         return
@@ -136,6 +137,8 @@ def span_marker(k: str, response: str, locked: bool) -> None:
         return
     n = len(segs_rng)
     segs, cur, _ = _seg_state(k)
+    if segs not in st.session_state and saved:  # back on a saved item: its spans shown as marked segments
+        st.session_state[segs] = span_views.segments_within(segs_rng, saved)
     st.markdown(f"**Where is the misbehavior?** Mark the {kind}s that show it. {SPAN_KEYS_HELP}")
     cols = st.columns(4)
     cols[0].button(

@@ -222,7 +222,7 @@ with st.container(border=True):
         key=f"{k}.severity",
         disabled=locked,
     )
-    _spans_ui.span_marker(k, item.response, locked)  # mark lines / sentences
+    _spans_ui.span_marker(k, item.response, locked, own.evidence_spans if own else ())  # mark lines / sentences
     st.text_input(
         "Evidence (optional): paste the exact passage of the response that shows it",
         value=(own.evidence_text or "") if own else "",

