@@ -168,24 +168,12 @@ if _diff_rows:
         )
         st.dataframe(pd.DataFrame(_diff_rows), hide_index=True, key=f"{PAGE}.difficulty")
 
-# slices the audit flags (a trivial baseline separates the classes) are marked here too
-audit_edition = "paper" if edition == ALL else edition
-flags = views.audit_flags(ui.load_audit(url, ver, audit_edition) if len(scored) else None, cat, tsk)
+# slices the audit flags (a trivial baseline separates the classes) are marked here too, for the edition(s) shown
+audit_eds = views.audit_editions(None if edition == ALL else edition, scored["edition"] if len(scored) else ())
+flags = views.edition_audit_flags({e: ui.load_audit(url, ver, e) for e in audit_eds} if len(scored) else {}, cat, tsk)
 if flags:
-    badges = "".join(
-        '<span style="display:inline-block;margin:0 0.4rem 0.3rem 0;padding:0.15rem 0.55rem;border-radius:0.8rem;'
-        'border:1px solid #b3261e;color:#b3261e;font-size:0.85rem;font-weight:600">audit flag: '
-        + views.esc(f"{f['source']} · {f['category']} / {f['task']}")
-        + "</span>"
-        for f in flags[:6]
-    )
-    ui.show_html(f'<div data-testid="audit-flags">{badges}</div>')
-    st.caption(
-        f"Benchmark health (edition {views.md_escape(audit_edition)}): in {len(flags)} slice(s) of this view "
-        f"{views.md_escape(flags[0]['note'])}"
-        + (" (the strongest; others on the Benchmark health page)" if len(flags) > 1 else "")
-        + ", so MR/FAR here partly measure a shortcut, not monitoring."
-    )
+    ui.show_html(views.audit_badges_html(flags))
+    st.caption(views.md_escape(views.audit_flags_note(flags, audit_eds)))
 
 summary = workbench.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0

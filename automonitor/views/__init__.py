@@ -92,7 +92,11 @@ from automonitor.views.tradeoff import (
     CELL_TITLES,
     COST_COLUMNS,
     SLICE_RUNS_COLUMNS,
+    audit_badges_html,
+    audit_editions,
     audit_flags,
+    audit_flags_note,
+    edition_audit_flags,
     difficulty_rows,
     operating_point_row,
     slice_runs_table,
@@ -144,7 +148,11 @@ from automonitor.views.sample_sets import (
 )
 
 __all__ = [
+    "audit_badges_html",
+    "audit_editions",
     "audit_flags",
+    "audit_flags_note",
+    "edition_audit_flags",
     "cell",
     "cell_table",
     "CELL_TABLE_COLUMNS",
