@@ -21,6 +21,7 @@ from automonitor import views
 AUTH_KEY = "auth.account"
 LOGGED_OUT_KEY = "auth.logged_out"  # set by logout: this session never resumes from the cookie again
 COOKIE_KEY = "auth.cookie"  # a pending cookie write ("set", token) | ("clear", "") for the next run
+TOKEN_KEY = "auth.token"  # the login-session token of this session (revoked by logout)
 
 # Paths of the page files, relative to app.py (used by st.switch_page and st.page_link).
 PAGE_OVERVIEW = "pages/overview.py"
@@ -407,10 +408,28 @@ def require_workbench() -> None:
     st.stop()
 
 
+def _cookie_token() -> str | None:
+    """The session cookie this browser sent with the request, or None (also in a bare AppTest run)."""
+    from automonitor.annotation.accounts import SESSION_COOKIE
+
+    try:
+        return st.context.cookies.get(SESSION_COOKIE)
+    except Exception:  # noqa: BLE001 - no browser request (bare AppTest run): no cookie
+        return None
+
+
 def logout() -> None:
-    """Forget the logged-in account and every page's state, and end the login session: the session
-    cookie is cleared in this browser on the next run (``cookie_script``) and this Streamlit session
-    no longer resumes from it."""
+    """End the login session and forget the logged-in account and every page's state: the session's
+    token (the one this session logged in or resumed with, and the cookie this browser sent) is revoked
+    in the store (``automonitor.annotation.accounts.end_session``), so no kept copy of the cookie logs
+    in again; the cookie is cleared in this browser on the next run (``cookie_script``) and this
+    Streamlit session no longer resumes from a cookie."""
+    from automonitor.annotation.accounts import end_session
+
+    tokens = {st.session_state.get(TOKEN_KEY), _cookie_token()}
+    for token in tokens:
+        if token:
+            end_session(engine(), token)
     for k in list(st.session_state.keys()):
         del st.session_state[k]
     st.session_state[LOGGED_OUT_KEY] = True
@@ -421,18 +440,16 @@ def restore_login() -> None:
     """Log the session in from the browser's signed session cookie
     (``automonitor.annotation.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
     the same browser. Nothing happens when an account is already logged in, after a logout in this
-    session, or when the cookie is missing, forged, expired or its account changed."""
-    from automonitor.annotation.accounts import SESSION_COOKIE, resume_session
+    session, or when the cookie is missing, forged, expired, revoked by a logout or its account changed."""
+    from automonitor.annotation.accounts import resume_session
 
     if current_account() is not None or st.session_state.get(LOGGED_OUT_KEY):
         return
-    try:
-        token = st.context.cookies.get(SESSION_COOKIE)
-    except Exception:  # noqa: BLE001 - no browser request (bare AppTest run): nothing to resume
-        return
+    token = _cookie_token()
     account = resume_session(engine(), token) if token else None
     if account is not None:
         st.session_state[AUTH_KEY] = account
+        st.session_state[TOKEN_KEY] = token
 
 
 def remember_login(account) -> None:
@@ -440,9 +457,11 @@ def remember_login(account) -> None:
     expiring session cookie (``automonitor.annotation.accounts.issue_session``) into this browser."""
     from automonitor.annotation.accounts import issue_session
 
+    token = issue_session(engine(), account)
     st.session_state[AUTH_KEY] = account
+    st.session_state[TOKEN_KEY] = token
     st.session_state.pop(LOGGED_OUT_KEY, None)
-    st.session_state[COOKIE_KEY] = ("set", issue_session(engine(), account))
+    st.session_state[COOKIE_KEY] = ("set", token)
 
 
 def cookie_script() -> None:
@@ -501,8 +520,8 @@ def empty_store_notice(what: str = "data") -> None:
 
 
 def label_of_run(row: dict | Any) -> str:
-    """A short human label of a run: ``monitor · template · id``."""
-    return f"{row['monitor']} · {row['template']} · {row['run_id']}"
+    """A short human label of a run for options and legends (``automonitor.views.run_option_label``)."""
+    return views.run_option_label(row)
 
 
 def pick(options: Sequence[Any], value: Any, default: int = 0) -> int:

@@ -73,7 +73,7 @@ def builder(page: str, runs: pd.DataFrame) -> None:
     """A form that stores a derived run from selected runs (``automonitor.analysis.derive``)."""
     with st.expander("Combine runs: ensemble, task-aware thresholds, cascade"):
         ids = [r for r in runs["run_id"]]
-        labels = {r["run_id"]: ui.label_of_run(r) for r in runs.to_dict("records")}
+        labels = {r["run_id"]: views.run_option_label(r) for r in runs.to_dict("records")}
         kind = st.radio("Recipe", ["ensemble", "thresholds", "cascade"], key=f"{page}.recipe", horizontal=True)
         try:
             if kind == "ensemble":

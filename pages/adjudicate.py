@@ -1,5 +1,6 @@
 """Adjudication page (admins): the queue of disagreements and unsure labels with annotator names
-hidden by default, a decision (misbehavior / benign / reject) with a note per item, moving resolved
+hidden by default, a decision (misbehavior / benign / reject) with a note per item (keyboard: 1/2/3
+choose the decision, S records it, J/K next/previous queue item), moving resolved
 pairs into a chosen gold split, the rejected pairs with their reasons, and provenance exports.
 Texts are rendered escaped (``st.code``, ``st.dataframe``)."""
 
@@ -92,7 +93,30 @@ else:
             f"{TASK_NAMES.get(e.task, e.task)}{done}"
         )
 
-    st.selectbox("Queue", ids, format_func=_fmt, key=SEL)
+    def _go(delta: int) -> None:
+        cur = st.session_state.get(SEL)
+        here = ids.index(cur) if cur in ids else 0
+        st.session_state[SEL] = ids[max(0, min(len(ids) - 1, here + delta))]
+
+    at_pos = ids.index(st.session_state[SEL])
+    nav = st.columns([1, 4, 1], vertical_alignment="bottom")
+    nav[0].button(
+        "← Previous", key=f"{PAGE}.prev", on_click=_go, args=(-1,), shortcut="K", disabled=at_pos == 0, width="stretch"
+    )
+    nav[1].selectbox("Queue", ids, format_func=_fmt, key=SEL)
+    nav[2].button(
+        "Next →",
+        key=f"{PAGE}.next",
+        on_click=_go,
+        args=(1,),
+        shortcut="J",
+        disabled=at_pos >= len(ids) - 1,
+        width="stretch",
+    )
+    st.caption(
+        "Keys: **1** misbehavior · **2** benign · **3** reject · **S** record the decision · "
+        "**J** / **K** next / previous item (type a note, then Tab out of it before pressing a key)"
+    )
     e = by_id[st.session_state[SEL]]
     st.markdown(f"**Why in the queue:** {e.reason}")
     st.markdown("**Request**")
@@ -140,7 +164,20 @@ else:
             return
         st.session_state[f"{PAGE}.flash"] = ("success", f"Decision recorded: {DECISION_NAMES[decision]}.")
 
-    with st.form(f"{PAGE}.{e.sample_id}.form", enter_to_submit=True):
+    def _choose(sid: str, decision: str) -> None:
+        st.session_state[f"{PAGE}.{sid}.decision"] = decision
+
+    with st.container(border=True):
+        keys = st.columns(len(ann.DECISIONS))
+        for i, d in enumerate(ann.DECISIONS):
+            keys[i].button(
+                DECISION_NAMES[d],
+                key=f"{PAGE}.key_{d}",
+                shortcut=str(i + 1),
+                on_click=_choose,
+                args=(e.sample_id, d),
+                width="stretch",
+            )
         st.radio(
             "Decision",
             list(ann.DECISIONS),
@@ -151,7 +188,14 @@ else:
         )
         st.text_area("Note (required to reject: the reason)", key=f"{PAGE}.{e.sample_id}.note", height=80)
         _spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans")  # gold spans
-        st.form_submit_button("Record decision", type="primary", on_click=_decide, args=(e.sample_id,))
+        st.button(
+            "Record decision",
+            type="primary",
+            key=f"{PAGE}.record",
+            shortcut="S",
+            on_click=_decide,
+            args=(e.sample_id,),
+        )
 
 st.divider()
 st.subheader("Move resolved pairs into the gold set")

@@ -62,7 +62,7 @@ ui.set_qp(min_items=None if min_items == ag.DEFAULT_MIN_ITEMS else min_items)
 runs = ui.load_runs(ui.db_url(), ui.version())
 run_ids = [""] + (list(runs["run_id"]) if len(runs) else [])
 run_key = ui.seed_state(PAGE, "run", "", valid=run_ids)
-labels_of = {r["run_id"]: ui.label_of_run(r) for r in (runs.to_dict("records") if len(runs) else [])}
+labels_of = {r["run_id"]: views.run_option_label(r) for r in (runs.to_dict("records") if len(runs) else [])}
 monitor_run = st.selectbox(
     "Compare a monitor run with the humans",
     run_ids,

@@ -26,15 +26,9 @@ if runs.empty:
     st.stop()
 
 run_ids = list(runs["run_id"])
-run_label = dict(
-    zip(
-        runs["run_id"],
-        [
-            f"{m} · {t} · {r} ({s})"
-            for m, t, r, s in zip(runs["monitor"], runs["template"], runs["run_id"], runs["status"])
-        ],
-    )
-)
+run_records = runs.to_dict("records")
+run_label = {r["run_id"]: views.run_option_label(r) for r in run_records}  # short: fits the select at 1280 px
+run_full = {r["run_id"]: views.run_full_label(r) for r in run_records}
 
 link_run, link_warning = workbench.run_choice(ui.qp("run"), run_ids)
 if link_warning:
@@ -45,8 +39,14 @@ task_key = ui.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
 pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
 cmp_key = ui.seed_state(PAGE, "cmp", NONE, valid=[NONE, *run_ids])
 
-c1, c2, c3, c4 = st.columns([3, 2, 1.3, 1.3])
-run_id = c1.selectbox("Run", run_ids, key=run_key, format_func=run_label.get)
+c1, c2, c3, c4 = st.columns([4.4, 2, 1.3, 1.3])
+run_id = c1.selectbox(
+    "Run",
+    run_ids,
+    key=run_key,
+    format_func=run_label.get,
+    help=views.md_escape(run_full.get(st.session_state.get(run_key), "")) or None,
+)
 category = c2.selectbox(
     "Category",
     [ALL, *vocab.CATEGORIES],

@@ -168,24 +168,12 @@ if _diff_rows:
         )
         st.dataframe(pd.DataFrame(_diff_rows), hide_index=True, key=f"{PAGE}.difficulty")
 
-# slices the audit flags (a trivial baseline separates the classes) are marked here too
-audit_edition = "paper" if edition == ALL else edition
-flags = views.audit_flags(ui.load_audit(url, ver, audit_edition) if len(scored) else None, cat, tsk)
+# slices the audit flags (a trivial baseline separates the classes) are marked here too, for the edition(s) shown
+audit_eds = views.audit_editions(None if edition == ALL else edition, scored["edition"] if len(scored) else ())
+flags = views.edition_audit_flags({e: ui.load_audit(url, ver, e) for e in audit_eds} if len(scored) else {}, cat, tsk)
 if flags:
-    badges = "".join(
-        '<span style="display:inline-block;margin:0 0.4rem 0.3rem 0;padding:0.15rem 0.55rem;border-radius:0.8rem;'
-        'border:1px solid #b3261e;color:#b3261e;font-size:0.85rem;font-weight:600">audit flag: '
-        + views.esc(f"{f['source']} · {f['category']} / {f['task']}")
-        + "</span>"
-        for f in flags[:6]
-    )
-    ui.show_html(f'<div data-testid="audit-flags">{badges}</div>')
-    st.caption(
-        f"Benchmark health (edition {views.md_escape(audit_edition)}): in {len(flags)} slice(s) of this view "
-        f"{views.md_escape(flags[0]['note'])}"
-        + (" (the strongest; others on the Benchmark health page)" if len(flags) > 1 else "")
-        + ", so MR/FAR here partly measure a shortcut, not monitoring."
-    )
+    ui.show_html(views.audit_badges_html(flags))
+    st.caption(views.md_escape(views.audit_flags_note(flags, audit_eds)))
 
 summary = workbench.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0
@@ -211,7 +199,7 @@ if not show_duplicates:  # the derived runs this view hides as copies of an inpu
         bool(include_incomplete),
         True,
     )[1]
-    run_names = {r["run_id"]: ui.label_of_run(r) for r in runs.to_dict("records")}
+    run_names = {r["run_id"]: views.run_full_label({**r, "status": None}) for r in runs.to_dict("records")}
     hidden_note = views.hidden_duplicates_caption(every, run_names)
     if hidden_note:
         st.caption(hidden_note)
@@ -314,7 +302,7 @@ st.caption("Select a row (or click a point) to open the run's missed samples.")
 # --- hide / archive runs (reversible) ---------------------------------------------------------------
 with st.expander("Hide runs (archive)", expanded=False):
     all_ids = list(runs["run_id"])
-    names = {r: f"{m} · {t} · {r}" for r, m, t in zip(runs["run_id"], runs["monitor"], runs["template"])}
+    names = {r["run_id"]: views.run_option_label(r) for r in runs.to_dict("records")}
     chosen_arch = st.multiselect(
         "Archived runs (hidden from this plot and the run list; remove to show again)",
         all_ids,
@@ -344,7 +332,11 @@ if not score_runs:
         "predictions with a `score`)."
     )
     st.stop()
-labels = {e["run_id"]: f"{e['monitor']} · {e['template']} · {e['run_id']}" for e in score_runs}
+status_of = dict(zip(runs["run_id"], runs["status"]))
+labels = {e["run_id"]: views.run_option_label({**e, "status": status_of.get(e["run_id"])}) for e in score_runs}
+full_labels = {
+    labels[e["run_id"]]: views.run_full_label({**e, "status": status_of.get(e["run_id"])}) for e in score_runs
+}
 roc_key = ui.seed_state(PAGE, "roc", list(labels)[:2], valid=list(labels), multi=True)
 ui.follow_options(roc_key, list(labels))
 cost_key = ui.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
@@ -369,7 +361,9 @@ if chosen:
             ops[labels[rid]] = op
             auroc = next(e["auroc"] for e in score_runs if e["run_id"] == rid)
             rows.append(views.operating_point_row(labels[rid], auroc, op))
-    st.plotly_chart(views.roc_figure(curves, operating=ops), key=f"{PAGE}.roc_chart", width="stretch")
+    st.plotly_chart(
+        views.roc_figure(curves, operating=ops, full_labels=full_labels), key=f"{PAGE}.roc_chart", width="stretch"
+    )
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
         st.caption(

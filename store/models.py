@@ -260,6 +260,17 @@ class LoginThrottle(SQLModel, table=True):
     locked_until: datetime | None = None
 
 
+class RevokedSession(SQLModel, table=True):
+    """A login-session token ended by a logout: the SHA-256 of the token's nonce (payload ``"n"``), its
+    account and when it was revoked. A token whose nonce is listed here no longer logs anyone in
+    (``automonitor.annotation.accounts`` sets the policy)."""
+
+    __tablename__ = "revoked_session"
+    nonce_hash: str = Field(primary_key=True, max_length=64)
+    account_id: int = Field(index=True)
+    revoked_at: datetime = Field(default_factory=utcnow)
+
+
 class ItemFlag(SQLModel, table=True):
     """An annotator's flag on an item of their queue, with a comment for the admin."""
 

@@ -396,23 +396,70 @@ def issue_session(engine: Engine, account: Account, secret: str | None = None) -
     return URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).dumps(payload)
 
 
-def resume_session(engine: Engine, token: str | None, secret: str | None = None) -> Account | None:
-    """The :class:`Account` of a login token made by :func:`issue_session`, or ``None`` when the
-    token is missing, forged, older than :func:`session_max_age`, or its account was renamed,
-    deactivated, changed role or changed password since."""
-    if not token or len(token) > 4096:
+def _token_data(token: str | None, secret: str | None, *, max_age: float | None) -> dict[str, Any] | None:
+    """The payload of a login token signed with ``secret`` (default :func:`session_secret`) and at most
+    ``max_age`` seconds old (``None``: any age), or ``None`` when it is missing, too long, forged, too
+    old, not a dict or lacks an int ``id``, a str ``name`` or a non-empty str nonce ``n``."""
+    if not token or not isinstance(token, str) or len(token) > 4096:
         return None
+    ser = URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT)
     try:
-        data = URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).loads(
-            token, max_age=int(session_max_age())
-        )
+        data = ser.loads(token, max_age=int(max_age) if max_age is not None else None)
     except BadSignature:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("name"), str):
         return None
+    nonce = data.get("n")
+    if not isinstance(nonce, str) or not nonce or len(nonce) > 256:
+        return None  # a token without its nonce could never be revoked: refused
+    return data
+
+
+def _nonce_hash(nonce: str) -> str:
+    """The key of a token in ``revoked_session``: SHA-256 (hex) of its nonce."""
+    return hashlib.sha256(nonce.encode()).hexdigest()
+
+
+def end_session(
+    engine: Engine, token: str | None, secret: str | None = None, *, clock: Callable[[], datetime] | None = None
+) -> bool:
+    """End the login session of ``token`` for good (logout): its nonce is recorded in the store (table
+    ``revoked_session``: SHA-256 of the nonce, account id, ``revoked_at``), so every copy of that token
+    (another tab, a pasted cookie) is refused by :func:`resume_session` from now on, even before it
+    expires. Other login sessions of the same account (other browsers) stay valid.
+
+    Returns True when the token is (now or already) revoked, False when there was nothing to revoke:
+    no token, a forged or unsigned one, or one without nonce (which :func:`resume_session` refuses
+    anyway). An expired but genuine token is recorded too. Idempotent; safe against a concurrent
+    logout of the same token. ``clock``: aware UTC ``datetime`` now (tests; default the system clock).
+    """
+    data = _token_data(token, secret, max_age=None)
+    if data is None:
+        return False
+    key, now = _nonce_hash(data["n"]), (clock or utcnow)()
+    try:
+        with session_scope(engine) as s:
+            store.revoke_session(s, key, data["id"], now)
+    except sa.exc.IntegrityError:  # the same token logged out concurrently: revoked all the same
+        with session_scope(engine) as s:
+            if not store.session_revoked(s, key):
+                raise
+    return True
+
+
+def resume_session(engine: Engine, token: str | None, secret: str | None = None) -> Account | None:
+    """The :class:`Account` of a login token made by :func:`issue_session`, or ``None`` when the
+    token is missing, forged, older than :func:`session_max_age`, has no nonce, was ended by
+    :func:`end_session` (logout), or its account was renamed, deactivated, changed role or changed
+    password since."""
+    data = _token_data(token, secret, max_age=session_max_age())
+    if data is None:
+        return None
     acc = Account(id=data["id"], name=data["name"], role=str(data.get("role")))
     try:
         with session_scope(engine) as s:
+            if store.session_revoked(s, _nonce_hash(data["n"])):
+                return None
             row = check_actor(s, acc)
             if row is None or _password_tag(row.password_hash) != data.get("pw"):
                 return None

@@ -15,6 +15,8 @@ One module per page area:
 - :mod:`~automonitor.views.figures`: the MR-FAR scatter and the ROC figure;
 - :mod:`~automonitor.views.provenance`: label provenance and errata badges of a sample;
 - :mod:`~automonitor.views.markdown`: model-written markdown rendered safely (no raw HTML, no links);
+- :mod:`~automonitor.views.run_labels`: a run's short label for dropdowns and legends
+  (:func:`run_option_label`, at most :data:`RUN_LABEL_MAX` characters) and its full label for hovers;
 - :mod:`~automonitor.views.cells`: missing values in the pages' tables, one rule (:data:`MISSING`, "—",
   never ``None`` or ``nan``): :func:`display_frame` and :func:`cell`.
 
@@ -88,11 +90,16 @@ from automonitor.views.samples import (
     sample_query,
     search_samples,
 )
+from automonitor.views.run_labels import RUN_LABEL_MAX, run_full_label, run_option_label
 from automonitor.views.tradeoff import (
     CELL_TITLES,
     COST_COLUMNS,
     SLICE_RUNS_COLUMNS,
+    audit_badges_html,
+    audit_editions,
     audit_flags,
+    audit_flags_note,
+    edition_audit_flags,
     difficulty_rows,
     operating_point_row,
     slice_runs_table,
@@ -144,7 +151,14 @@ from automonitor.views.sample_sets import (
 )
 
 __all__ = [
+    "RUN_LABEL_MAX",
+    "run_full_label",
+    "run_option_label",
+    "audit_badges_html",
+    "audit_editions",
     "audit_flags",
+    "audit_flags_note",
+    "edition_audit_flags",
     "cell",
     "cell_table",
     "CELL_TABLE_COLUMNS",

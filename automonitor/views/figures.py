@@ -404,11 +404,18 @@ def _operating_trace(label: str, color: str, op: Mapping[str, float]) -> go.Scat
 
 
 def roc_figure(
-    curves: Mapping[str, pd.DataFrame], *, operating: Mapping[str, Mapping[str, float]] | None = None, height: int = 460
+    curves: Mapping[str, pd.DataFrame],
+    *,
+    operating: Mapping[str, Mapping[str, float]] | None = None,
+    height: int = 460,
+    full_labels: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """ROC curves (x = FPR = FAR, y = TPR = 1 - MR), one per ``curves`` entry (label -> frame with
-    columns ``fpr, tpr``), the chance diagonal, and for each label in ``operating`` a marker at its
-    operating point (dict with ``far``/``fpr`` and ``mr``/``tpr``; optional ``threshold``)."""
+    columns ``fpr, tpr``; the label, e.g. :func:`automonitor.views.run_option_label`, names the curve
+    in the legend), the chance diagonal, and for each label in ``operating`` a marker at its
+    operating point (dict with ``far``/``fpr`` and ``mr``/``tpr``; optional ``threshold``).
+    ``full_labels`` (label -> long text, e.g. :func:`automonitor.views.run_full_label`): shown whole
+    in the curve's hover (default: the label). Every text goes through :func:`plot_text`."""
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -425,7 +432,8 @@ def roc_figure(
                 mode="lines",
                 name=plot_text(label),
                 line=dict(color=color, width=2, shape="hv"),
-                hovertemplate="FPR %{x:.3f} · TPR %{y:.3f}<extra>" + plot_text(label) + "</extra>",
+                hovertemplate=plot_text((full_labels or {}).get(label, label))
+                + "<br>FPR %{x:.3f} · TPR %{y:.3f}<extra></extra>",
             )
         )
         op = (operating or {}).get(label)

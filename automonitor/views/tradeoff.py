@@ -4,13 +4,14 @@ as in the report), and a run entry's slice."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from automonitor import vocab
 from automonitor.analysis import metrics
 from automonitor.analysis.report_schema import Report, as_report
+from automonitor.escaping import esc
 from automonitor.views.cells import MISSING, cell, display_frame
 
 CELL_TITLES: dict[str, str] = {
@@ -151,6 +152,77 @@ def audit_flags(doc: dict[str, Any] | None, category: str | None, task: str | No
             }
         )
     return sorted(out, key=lambda d: -abs(d["auroc"] - 0.5))
+
+
+def audit_editions(edition: str | None, shown: Iterable[Any] = ()) -> list[str]:
+    """The editions whose audits flag the trade-off's slices: ``[edition]`` for one selected edition;
+    for all editions (``edition`` ``None``) every edition among the points ``shown`` (their
+    ``edition`` column), in :data:`automonitor.vocab.EDITIONS` order then by name, or ``["paper"]``
+    (the default edition) when no point names one."""
+    if edition:
+        return [str(edition)]
+    found = {str(e) for e in shown if isinstance(e, str) and e}
+    ordered = [e for e in vocab.EDITIONS if e in found] + sorted(found - set(vocab.EDITIONS))
+    return ordered or [vocab.EDITIONS[0]]
+
+
+def edition_audit_flags(
+    docs: Mapping[str, dict[str, Any] | None], category: str | None, task: str | None
+) -> list[dict[str, Any]]:
+    """The flagged slices of several editions' audits (``{edition: automonitor audit document or
+    None}``) inside the trade-off's slice: the :func:`audit_flags` rows of each edition plus
+    ``"edition"`` and ``"badge"`` (the badge text naming its edition: ``"audit flag (paper): source ·
+    category / task"``); strongest first (largest |AUROC - 0.5|), then by edition order given. An
+    edition without a document contributes nothing."""
+    out: list[dict[str, Any]] = []
+    for edition, doc in docs.items():
+        for f in audit_flags(doc, category, task):
+            badge = f"audit flag ({edition}): {f['source']} · {f['category']} / {f['task']}"
+            out.append({**f, "edition": edition, "badge": badge})
+    return sorted(out, key=lambda d: -abs(d["auroc"] - 0.5))
+
+
+#: How many audit-flag badges the trade-off shows above its note (the rest: Benchmark health page).
+MAX_AUDIT_BADGES = 6
+
+
+def audit_badges_html(flags: Sequence[Mapping[str, Any]], limit: int = MAX_AUDIT_BADGES) -> str:
+    """The trade-off's audit-flag badges (:func:`edition_audit_flags` rows, the first ``limit``) as one
+    ``<div data-testid="audit-flags">`` of escaped, red-outlined ``<span>`` badges, each with its
+    edition; ``""`` without flags."""
+    if not flags:
+        return ""
+    style = (
+        "display:inline-block;margin:0 0.4rem 0.3rem 0;padding:0.15rem 0.55rem;border-radius:0.8rem;"
+        "border:1px solid #b3261e;color:#b3261e;font-size:0.85rem;font-weight:600"
+    )
+    spans = "".join(
+        f'<span data-edition="{esc(f.get("edition"))}" style="{style}">{esc(f.get("badge"))}</span>'
+        for f in list(flags)[:limit]
+    )
+    return f'<div data-testid="audit-flags">{spans}</div>'
+
+
+def audit_flags_note(flags: Sequence[Mapping[str, Any]], editions: Sequence[str]) -> str:
+    """The note under the trade-off plot saying which editions' audits flag this view (``editions``,
+    from :func:`audit_editions`), how many slices per edition, and the strongest shortcut, e.g.
+    "Benchmark health (edition paper): in 2 slice(s) of this view a trivial baseline (tfidf) reaches
+    AUROC 0.98 here (edition paper; the strongest; others on the Benchmark health page), so MR/FAR
+    here partly measure a shortcut, not monitoring." Plain text (no markdown; escape it for
+    markdown); ``""`` without flags."""
+    if not flags:
+        return ""
+    counts = {e: sum(1 for f in flags if f.get("edition") == e) for e in editions}
+    which = ", ".join(editions)
+    per = "; ".join(f"{n} in {e}" for e, n in counts.items() if n)
+    top = flags[0]
+    many = len(flags) > 1
+    return (
+        f"Benchmark health (edition{'s' if len(editions) > 1 else ''} {which}): in {len(flags)} slice(s) of "
+        f"this view{f' ({per})' if len(editions) > 1 else ''} {top['note']} (edition {top.get('edition')}"
+        + ("; the strongest; others on the Benchmark health page" if many else "")
+        + "), so MR/FAR here partly measure a shortcut, not monitoring."
+    )
 
 
 def localisation_shares(report: Report | Mapping[str, Any], category: str | None, task: str | None) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Store queries of the accounts (``annotator`` rows) and the login throttle.
+"""Store queries of the accounts (``annotator`` rows), the login throttle and revoked login sessions.
 
 Queries only: the store checks no permission; :mod:`automonitor.annotation.accounts` checks the acting account
 first. Functions run inside the caller's session (or connection) and commit nothing.
@@ -6,10 +6,12 @@ first. Functions run inside the caller's session (or connection) and commit noth
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import sqlalchemy as sa
 from sqlmodel import Session, col
 
-from store.models import Annotator, LoginThrottle
+from store.models import Annotator, LoginThrottle, RevokedSession
 
 
 def has_accounts(conn: sa.Connection | Session) -> bool:
@@ -41,3 +43,20 @@ def clear_throttle(session: Session, keys: list[str]) -> None:
 def set_password_hash(session: Session, annotator_id: int, password_hash: str) -> None:
     """Store a new password hash for an account."""
     session.execute(sa.update(Annotator).where(col(Annotator.id) == annotator_id).values(password_hash=password_hash))
+
+
+def revoke_session(session: Session, nonce_hash: str, account_id: int, revoked_at: datetime) -> bool:
+    """Record a revoked login session (``revoked_session`` row); True when this call added it, False
+    when ``nonce_hash`` was already recorded (the existing row is kept). A concurrent insert of the same
+    hash surfaces as ``IntegrityError`` at flush/commit."""
+    if session.get(RevokedSession, nonce_hash) is not None:
+        return False
+    session.add(RevokedSession(nonce_hash=nonce_hash, account_id=account_id, revoked_at=revoked_at))
+    session.flush()
+    return True
+
+
+def session_revoked(session: Session, nonce_hash: str) -> bool:
+    """True when a ``revoked_session`` row holds ``nonce_hash``."""
+    q = sa.select(col(RevokedSession.nonce_hash)).where(col(RevokedSession.nonce_hash) == nonce_hash)
+    return session.execute(q).first() is not None

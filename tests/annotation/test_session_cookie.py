@@ -71,3 +71,43 @@ def test_generated_secret_file_is_private_and_stable(tmp_path, monkeypatch):
     assert accounts.session_secret() == first
     monkeypatch.setenv("AUTOMONITOR_SESSION_SECRET", "from-env")
     assert accounts.session_secret() == "from-env"
+
+
+def test_logout_revokes_the_token_in_the_store_for_every_copy(engine, monkeypatch):
+    """A logout (``end_session``) records the token's nonce in ``revoked_session``: every copy of that
+    cookie is refused from then on, before it expires; the account's other logins stay valid."""
+    import sqlalchemy as sa
+    from itsdangerous import URLSafeTimedSerializer
+
+    from automonitor.annotation.accounts import end_session
+    from store.models import RevokedSession
+
+    monkeypatch.setenv("AUTOMONITOR_SESSION_SECRET", "r" * 32)
+    anna = fast_user(engine, "anna", "annotator")
+    tok, other = issue_session(engine, anna), issue_session(engine, anna)  # two browsers
+    kept_copy = str(tok)  # e.g. another tab, or a cookie pasted elsewhere
+    assert resume_session(engine, kept_copy) == anna
+    assert end_session(engine, tok) is True
+    assert resume_session(engine, kept_copy) is None
+    assert resume_session(engine, other) == anna  # another browser's login is not ended
+    assert end_session(engine, tok) is True  # idempotent
+    with session_scope(engine) as s:
+        rows = s.execute(sa.select(RevokedSession)).scalars().all()
+        assert [(r.account_id, len(r.nonce_hash)) for r in rows] == [(anna.id, 64)]
+        assert rows[0].revoked_at is not None
+        _, data = URLSafeTimedSerializer("x", salt=accounts._SESSION_SALT).loads_unsafe(tok)
+        assert data["n"] not in rows[0].nonce_hash  # the nonce is stored hashed
+    # nothing to revoke: no token, a forged one, one signed with another key
+    assert end_session(engine, None) is False and end_session(engine, "garbage") is False
+    assert end_session(engine, other[:-2] + ("AA" if other[-2:] != "AA" else "BB")) is False
+    assert end_session(engine, other, secret="another-secret") is False
+    assert resume_session(engine, other) == anna
+    # a correctly signed token without nonce (or with an empty one) is refused and cannot be revoked
+    ser = URLSafeTimedSerializer("r" * 32, salt=accounts._SESSION_SALT)
+    with session_scope(engine) as s:
+        pw = accounts._password_tag(s.get(Annotator, anna.id).password_hash)
+    base = {"id": anna.id, "name": "anna", "role": "annotator", "pw": pw}
+    for bad in (base, {**base, "n": ""}, {**base, "n": 7}):
+        assert resume_session(engine, ser.dumps(bad)) is None
+        assert end_session(engine, ser.dumps(bad)) is False
+    assert resume_session(engine, ser.dumps({**base, "n": "abcd"})) == anna  # same payload with a nonce

@@ -224,6 +224,40 @@ def test_agreement_page_shows_the_cli_figures(store):
     assert {m.label: m.value for m in at.metric}["Items"] == str(doc2["items"]) == "5"
 
 
+def test_adjudication_page_works_by_keyboard_shortcuts(store):
+    """The pilot is keyboard only: 1/2/3 choose the decision, S records it, J/K step through the queue
+    (Streamlit ``shortcut=`` buttons, as on the Label page); the clicks below are what the keys press."""
+    eng, users = store
+    _label_everything(eng, users)
+    at = run(ADJUDICATE, users["root"])
+    shortcuts = {b.key: b.proto.shortcut.lower() for b in at.button if b.proto.shortcut}
+    assert shortcuts == {
+        "adjudicate.key_misbehavior": "1",
+        "adjudicate.key_benign": "2",
+        "adjudicate.key_reject": "3",
+        "adjudicate.record": "s",
+        "adjudicate.prev": "k",
+        "adjudicate.next": "j",
+    }
+    queue = [e.sample_id for e in ann.adjudication_queue(eng, users["root"])]
+    assert len(queue) >= 2 and at.session_state["adjudicate.item"] == queue[0]
+    assert at.button(key="adjudicate.prev").disabled
+    at.button(key="adjudicate.next").click().run()  # J
+    assert at.session_state["adjudicate.item"] == queue[1]
+    at.button(key="adjudicate.prev").click().run()  # K
+    assert at.session_state["adjudicate.item"] == queue[0]
+    at.button(key="adjudicate.key_reject").click().run()  # 3
+    assert at.radio(key=f"adjudicate.{queue[0]}.decision").value == "reject"
+    at.button(key="adjudicate.key_misbehavior").click().run()  # 1
+    assert at.radio(key=f"adjudicate.{queue[0]}.decision").value == "misbehavior"
+    at.button(key="adjudicate.record").click().run()  # S
+    assert not at.exception
+    assert any("Decision recorded: Misbehavior (gold)" in s.value for s in at.success)
+    decided = {e.sample_id: e.decision for e in ann.adjudication_queue(eng, users["root"], include_decided=True)}
+    assert decided[queue[0]]["decision"] == "misbehavior"
+    assert at.session_state["adjudicate.item"] == queue[1]  # the decided item left the queue
+
+
 def test_adjudication_page_hides_names_records_decisions_and_moves_pairs(store):
     eng, users = store
     _label_everything(eng, users)

@@ -2,8 +2,8 @@
 ``streamlit run app.py``: ``automonitor assign --limit 10 --overlap 1.0`` for two annotators, who log in
 and label by keyboard only; each sees exactly 10 items ("item i of 10 in this round"), never both sides
 of one pair; the login survives a reload and a pasted link and ends with logout; the admin
-sees agreement with intervals and the too-few greying, adjudicates the disagreement, and "Move resolved
-pairs" puts the pair into edition ``verified``. Screenshots of Label, Agreement, Drill-down and
+sees agreement with intervals and the too-few greying, adjudicates the disagreement by keyboard (1 = misbehavior, S
+records), and "Move resolved pairs" (Enter) puts the pair into edition ``verified``. Screenshots of Label, Agreement, Drill-down and
 Trade-off go to ``test-artifacts/``."""
 
 from __future__ import annotations
@@ -213,11 +213,17 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
         admin.get_by_role("heading", name="Adjudication").wait_for()
         tools.shot(admin, "pilot-adjudicate-1280")
         assert f"(#{disputed})" in admin.locator('[data-testid="stCode"]').nth(1).inner_text()
-        admin.locator('[data-testid="stRadio"]').get_by_text("Misbehavior (gold)", exact=True).click()
+        # the disagreement is adjudicated by keyboard only: 1 = misbehavior, S records the decision
+        admin.evaluate("document.activeElement && document.activeElement.blur()")
+        admin.keyboard.press("1")
         tools.wait_app(admin)
-        admin.get_by_role("button", name="Record decision").click()
+        assert admin.get_by_role("radio", name="Misbehavior (gold)").is_checked()
+        admin.keyboard.press("s")
         tools.wait_app(admin)
-        admin.get_by_role("button", name="Move resolved pairs").click()
+        admin.get_by_text("Decision recorded: Misbehavior (gold).").wait_for(timeout=30_000)
+        move = admin.get_by_role("button", name="Move resolved pairs")
+        move.focus()
+        admin.keyboard.press("Enter")
         tools.wait_app(admin)
         assert admin.get_by_text(re.compile(r"Accepted \d+ pair\(s\) into edition verified")).is_visible()
         with session_scope(eng) as s:

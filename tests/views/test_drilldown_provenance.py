@@ -86,3 +86,48 @@ def test_an_erratum_written_with_the_upstream_id_shows_on_the_renamed_pair(tmp_p
     sample = {"pair_id": "safecoder:cwe-502-0123456789", "meta": {"upstream_id": "safecoder:train:112"}}
     assert [e["reason"] for e in views.sample_errata(sample)] == ["same sink"]
     assert views.sample_errata({"pair_id": "safecoder:cwe-502-0123456789", "meta": {}}) == []
+
+
+def _doc(*slices):
+    return {
+        "slices": [
+            {"source": src, "category": c, "task": t, "pairs": 20, "flagged": True, "baselines": {"length": a}}
+            for src, c, t, a in slices
+        ]
+    }
+
+
+def test_trade_off_audits_the_edition_shown_and_every_edition_of_all_editions():
+    """Issue 24.3: the trade-off's audit flags are those of the edition shown; with "all editions" the
+    audit of each edition drawn (it used to audit paper only), every badge naming its edition."""
+    assert views.audit_editions("verified", ["paper"]) == ["verified"]
+    assert views.audit_editions(None, ["verified", "paper", "verified", "mine", None]) == ["paper", "verified", "mine"]
+    assert views.audit_editions(None, ["hard"]) == ["hard"]  # not paper when only hard runs are drawn
+    assert views.audit_editions(None, []) == ["paper"]
+    docs = {
+        "paper": _doc(("<b>src</b>", "sycophancy_bias", "qa", 0.9)),
+        "verified": _doc(("v-src", "sycophancy_bias", "qa", 0.98), ("v-code", "specification_gaming", "code", 0.95)),
+        "hard": None,  # an edition that cannot be audited adds nothing
+    }
+    flags = views.edition_audit_flags(docs, None, None)
+    assert [(f["edition"], f["source"]) for f in flags] == [
+        ("verified", "v-src"),
+        ("verified", "v-code"),
+        ("paper", "<b>src</b>"),
+    ]
+    assert flags[0]["badge"] == "audit flag (verified): v-src · sycophancy_bias / qa"
+    assert [f["edition"] for f in views.edition_audit_flags(docs, "sycophancy_bias", None)] == ["verified", "paper"]
+    html = views.audit_badges_html(flags)
+    assert html.count("<span") == 3 and 'data-edition="paper"' in html and 'data-edition="verified"' in html
+    assert "&lt;b&gt;src&lt;/b&gt;" in html and "<b>src" not in html  # source names are escaped
+    assert views.audit_badges_html(flags, limit=1).count("<span") == 1 and views.audit_badges_html([]) == ""
+    note = views.audit_flags_note(flags, ["paper", "verified", "hard"])
+    assert note.startswith("Benchmark health (editions paper, verified, hard): in 3 slice(s) of this view")
+    assert "(1 in paper; 2 in verified)" in note
+    assert "a trivial baseline (length) reaches AUROC 0.98 here (edition verified; the strongest;" in note
+    one = views.audit_flags_note(views.edition_audit_flags({"paper": docs["paper"]}, None, None), ["paper"])
+    assert one == (
+        "Benchmark health (edition paper): in 1 slice(s) of this view a trivial baseline (length) reaches "
+        "AUROC 0.90 here (edition paper), so MR/FAR here partly measure a shortcut, not monitoring."
+    )
+    assert views.audit_flags_note([], ["paper"]) == ""

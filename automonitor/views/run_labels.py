@@ -1,0 +1,105 @@
+"""Run labels for dropdowns, legends and hovers (issue 24.8: options and plot labels were cut off).
+
+Monitor names are long (``backend:model``, a probe's artefact path) and so are run ids, so the old
+``monitor · template · run_id (status)`` text overflowed every selectbox at 1280 px. Two labels:
+
+- :func:`run_option_label`: at most :data:`RUN_LABEL_MAX` characters for selectbox/multiselect options
+  and plot legends; it keeps what tells runs apart: the monitor name, the run id (its end when it is
+  long) and an unusual status (cancelled, failed, ...), then the template when there is room.
+- :func:`run_full_label`: everything, for hovers, tooltips and ``help=`` texts.
+
+Both return plain text: escape it for the place it is shown (``md_escape``, ``plot_text``, ``esc``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+#: The longest :func:`run_option_label` (characters): fits a drill-down run select at 1280x720.
+RUN_LABEL_MAX = 44
+#: Statuses a short label leaves out (the normal end of a run); every other one is named.
+QUIET_STATUSES: frozenset[str] = frozenset({"finished", "imported", ""})
+ELLIPSIS = "…"
+_SEP = " · "
+
+
+def _field(run: Mapping[str, Any] | Any, key: str) -> str:
+    """``run[key]`` as text (``""`` when missing or ``None``); ``run`` is a dict or a pandas row."""
+    try:
+        value = run.get(key) if hasattr(run, "get") else getattr(run, key, None)
+    except (KeyError, TypeError):
+        value = None
+    if value is None or value != value:  # None or NaN
+        return ""
+    return str(value)
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` when it has at most ``width`` characters, else its start and end joined by "…" so that
+    the result has exactly ``width`` characters (``width`` >= 1; for ``width`` 1 just "…")."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def short_monitor(monitor: str) -> str:
+    """A monitor name without directories: ``probe:/a/b/model.joblib`` -> ``probe:model.joblib``,
+    ``/a/b/x.pt`` -> ``x.pt``; other names unchanged."""
+    if "/" not in monitor:
+        return monitor
+    head, sep, _rest = monitor.partition(":")
+    base = monitor.rstrip("/").rsplit("/", 1)[-1]
+    return f"{head}:{base}" if sep and "/" not in head else base
+
+
+def id_tail(run_id: str, width: int) -> str:
+    """A run id of at most ``width`` characters: the whole id when it fits, else "…" and its end (the
+    end tells runs apart: ``run_<date>_<time>_<random>``, ``imp-<random>``)."""
+    if len(run_id) <= width:
+        return run_id
+    return ELLIPSIS + run_id[len(run_id) - max(0, width - 1) :] if width > 1 else ELLIPSIS[:width]
+
+
+def run_option_label(run: Mapping[str, Any] | Any, max_len: int = RUN_LABEL_MAX) -> str:
+    """A run's label for dropdown options and plot legends, at most ``max_len`` characters (>= 32).
+
+    ``run``: a dict (or pandas row) with ``run_id``, ``monitor``, optional ``template`` and ``status``.
+    Shape: ``"<monitor> · <template> · <run id>"`` with `` (<status>)`` appended for a status not in
+    :data:`QUIET_STATUSES` (``cancelled``, ``failed``, ``running``, ``pending``); an artefact path in
+    the monitor name is reduced to its file name (:func:`short_monitor`). The first of these that fits:
+    the whole label; the run id cut to its last 14 characters ("…101010_abc123"); without the
+    template; the monitor name shortened in the middle (at least 16 characters); then the run id cut
+    to its last 7. The status is always kept whole. :func:`run_full_label` has everything. Plain
+    text, not escaped.
+    """
+    max_len = max(32, int(max_len))
+    rid = _field(run, "run_id")
+    status = _field(run, "status")
+    tail = f" ({status})" if status not in QUIET_STATUSES else ""
+    mon = short_monitor(_field(run, "monitor")) or "?"
+    tpl = _field(run, "template")
+
+    def label(monitor: str, template: str, run_id: str) -> str:
+        return _SEP.join(p for p in (monitor, template, run_id) if p) + tail
+
+    for candidate in (label(mon, tpl, rid), label(mon, tpl, id_tail(rid, 15)), label(mon, "", id_tail(rid, 15))):
+        if len(candidate) <= max_len:
+            return candidate
+    for width in (15, 7):
+        short = id_tail(rid, width)
+        room = max_len - len(label("", "", short)) - len(_SEP)
+        if room >= 16 or width == 7:
+            return label(middle_cut(mon, max(1, room)), "", short)[:max_len]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def run_full_label(run: Mapping[str, Any] | Any) -> str:
+    """The whole label of a run for hovers and tooltips: ``"<monitor> · <template> · <run id>
+    (<status>)"`` (template and status only when known). Plain text, not escaped."""
+    parts = [p for p in (_field(run, "monitor"), _field(run, "template"), _field(run, "run_id")) if p]
+    status = _field(run, "status")
+    return _SEP.join(parts) + (f" ({status})" if status else "")

@@ -1,0 +1,56 @@
+"""Run labels that fit (issue 24.8: dropdown options and plot labels were cut off at 1280 px)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from automonitor import views
+
+RID = "run_20261208_101010_abc123"
+
+
+def test_short_run_labels_fit_and_keep_monitor_id_and_an_unusual_status():
+    plain = {"run_id": RID, "monitor": "llamacpp:gemma3-270m", "template": "direct", "status": "finished"}
+    assert views.run_option_label(plain) == "llamacpp:gemma3-270m · …_101010_abc123"  # no room for the template
+    assert views.run_option_label(plain, max_len=48) == "llamacpp:gemma3-270m · direct · …_101010_abc123"
+    short = {"run_id": "imp-0123456789abcdef", "monitor": "pilot-judge", "template": "direct", "status": "imported"}
+    assert views.run_option_label(short) == "pilot-judge · direct · imp-0123456789abcdef"  # fits whole
+    long = {
+        "run_id": RID,
+        "monitor": "openai:gpt-4o-mini-2024-07-18",
+        "template": "evidence-fewshot",
+        "status": "cancelled",
+    }
+    lab = views.run_option_label(long)
+    assert len(lab) <= views.RUN_LABEL_MAX == 44
+    assert lab == "openai:gpt…-2024-07-18 · …abc123 (cancelled)"  # monitor cut in the middle, status whole
+    probe = {"run_id": "r1", "monitor": "probe:/very/long/path/to/artefacts/tfidf-lr.joblib", "template": "direct"}
+    assert views.run_option_label(probe) == "probe:tfidf-lr.joblib · direct · r1"  # the path's file name
+    huge = {"run_id": "x" * 300, "monitor": "m" * 300, "template": "t" * 300, "status": "failed"}
+    assert len(views.run_option_label(huge)) <= 44 and views.run_option_label(huge).endswith("x (failed)")
+    # two runs of one monitor stay apart; a pandas row works like a dict; missing fields do not crash
+    other = dict(plain, run_id="run_20261208_101011_ffee00")
+    assert views.run_option_label(other) != views.run_option_label(plain)
+    assert views.run_option_label(pd.DataFrame([plain]).iloc[0]) == views.run_option_label(plain)
+    assert views.run_option_label({"run_id": "r", "monitor": None, "template": float("nan")}) == "? · r"
+    assert views.run_option_label(plain, max_len=32) == "llamacpp:gemma3-270m · …abc123"  # the id's end only
+
+
+def test_full_run_label_has_everything_for_hovers():
+    long = {
+        "run_id": RID,
+        "monitor": "openai:gpt-4o-mini-2024-07-18",
+        "template": "evidence-fewshot",
+        "status": "cancelled",
+    }
+    assert views.run_full_label(long) == f"openai:gpt-4o-mini-2024-07-18 · evidence-fewshot · {RID} (cancelled)"
+    assert views.run_full_label({"run_id": "r", "monitor": "m"}) == "m · r"
+
+
+def test_roc_legend_uses_the_short_label_and_the_hover_the_full_one_escaped():
+    curve = pd.DataFrame({"fpr": [0, 0.2, 1], "tpr": [0, 0.7, 1]})
+    full = "judge <b>x</b> 100% · direct · " + RID
+    fig = views.roc_figure({"judge · …abc123": curve}, full_labels={"judge · …abc123": full})
+    assert fig.data[1].name == "judge · …abc123"
+    hover = fig.data[1].hovertemplate
+    assert "judge &lt;b&gt;x&lt;/b&gt; 100&#37; · direct · " + RID in hover and "<b>x" not in hover
