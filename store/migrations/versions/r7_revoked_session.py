@@ -4,7 +4,7 @@ A logout used to clear the cookie in one browser only; a kept copy of the signed
 until it expired. The nonce of every logged-out token is now recorded and such a token is refused.
 
 Revision ID: r7_revoked_session
-Revises: r3_concurrency
+Revises: r7_evidence_spans
 Create Date: 2026-12-08 10:00:00
 """
 from alembic import op
@@ -13,7 +13,7 @@ import sqlmodel
 
 
 revision = 'r7_revoked_session'
-down_revision = 'r3_concurrency'
+down_revision = 'r7_evidence_spans'
 branch_labels = None
 depends_on = None
 
