@@ -4,6 +4,7 @@ session cookie kept from before the logout (another tab, a pasted cookie) no lon
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from automonitor.annotation.accounts import SESSION_COOKIE
 
@@ -44,7 +45,7 @@ def test_a_copied_cookie_does_not_log_in_after_logout(browser, app_factory, e2e,
         other.reload()
         e2e.wait_app(other)
         other.wait_for_selector('input[type="password"]', timeout=30_000)
-        assert other.get_by_role("heading", name="Log in").is_visible()
+        expect(other.get_by_role("heading", name="Log in")).to_be_visible()
         assert other.get_by_role("heading", name="Label").count() == 0
         assert other.get_by_role("link", name="Log out").count() == 0
     finally:

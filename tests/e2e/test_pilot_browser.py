@@ -12,6 +12,7 @@ import json
 import re
 
 import pytest
+from playwright.sync_api import expect
 import sqlalchemy as sa
 
 from automonitor.annotation import agreement as ag
@@ -108,17 +109,17 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
     try:
         for name, page in pages.items():
             keyboard_login(page, tools, name, f"pw-{name}", pilot.url)
-            assert page.get_by_role("heading", name="Label").is_visible()
+            expect(page.get_by_role("heading", name="Label")).to_be_visible()
         # 24.7: the login survives F5 and a pasted link in the same browser; another browser is not in
         anna = pages["anna"]
         anna.reload()
         tools.wait_app(anna)
-        assert anna.get_by_role("heading", name=ROUND).is_visible()
+        expect(anna.get_by_role("heading", name=ROUND)).to_be_visible()
         assert anna.locator('input[type="password"]').count() == 0
         pasted = anna.context.new_page()
         pasted.goto(f"{pilot.url}/label")
         tools.wait_app(pasted)
-        assert pasted.get_by_role("heading", name=ROUND).is_visible()
+        expect(pasted.get_by_role("heading", name=ROUND)).to_be_visible()
         pasted.close()
         stranger = tools.new_page(browser, 1280, 720)
         stranger.goto(f"{pilot.url}/label")
@@ -205,7 +206,7 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
         assert f"Cohen's kappa {doc['cohen_kappa']:.3f} 95 % CI [{ci[0]:.2f}, {ci[1]:.2f}]" in metrics, metrics
         small = [r for r in ag.flat_rows(doc) if r["too_few"]]
         assert small  # some category x task slices hold fewer than 10 items
-        assert admin.get_by_text(re.compile("Grey italic rows: too few items")).is_visible()
+        expect(admin.get_by_text(re.compile("Grey italic rows: too few items"))).to_be_visible()
         tools.shot(admin, "pilot-agreement-1280")
 
         admin.get_by_role("link", name="Adjudicate").click()
@@ -225,7 +226,7 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
         move.focus()
         admin.keyboard.press("Enter")
         tools.wait_app(admin)
-        assert admin.get_by_text(re.compile(r"Accepted \d+ pair\(s\) into edition verified")).is_visible()
+        expect(admin.get_by_text(re.compile(r"Accepted \d+ pair\(s\) into edition verified"))).to_be_visible()
         with session_scope(eng) as s:
             verified = set(
                 s.execute(
