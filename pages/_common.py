@@ -519,11 +519,6 @@ def empty_store_notice(what: str = "data") -> None:
     )
 
 
-def label_of_run(row: dict | Any) -> str:
-    """A short human label of a run for options and legends (``automonitor.views.run_option_label``)."""
-    return views.run_option_label(row)
-
-
 def pick(options: Sequence[Any], value: Any, default: int = 0) -> int:
     """Index of ``value`` in ``options`` (``default`` when absent) for ``index=`` arguments."""
     try:
