@@ -221,6 +221,21 @@ def _is_pair(value: Any) -> bool:
     return isinstance(value, (tuple, list)) and len(value) == 2 and not any(isinstance(v, (tuple, list)) for v in value)
 
 
+def _offset(value: Any) -> int:
+    """One character offset: an int, an integral float (``12.0``, as JSON or a spreadsheet may write
+    it) or a string of digits (a CSV cell). Raises TypeError / ValueError for anything else (a bool,
+    ``1.7``, NaN, ``"3a"``), so no offset is silently rounded."""
+    if isinstance(value, bool):
+        raise TypeError("a bool is not an offset")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    raise ValueError(f"{value!r} is not an integer offset")
+
+
 def _evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
     """The evidence spans of a label, sorted by start: ``evidence`` is ``None`` (no evidence, ``[]``),
     one ``(start, end)`` pair, or a sequence of such pairs (character offsets into ``response``,
@@ -241,9 +256,9 @@ def _evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
     for i, piece in enumerate(pieces):
         fld = f"evidence[{i}]" if len(pieces) > 1 else "evidence"
         try:
-            if not _is_pair(piece) or any(isinstance(v, bool) for v in piece):
+            if not _is_pair(piece):
                 raise TypeError
-            start, end = (int(piece[0]), int(piece[1]))
+            start, end = (_offset(piece[0]), _offset(piece[1]))
         except (TypeError, ValueError) as exc:
             raise InputError("evidence must be a pair of character offsets (start, end)", field=fld) from exc
         if not (0 <= start < end <= len(response)):
