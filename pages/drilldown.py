@@ -286,7 +286,7 @@ cols = st.columns(len(shown_runs))
 for col, rid in zip(cols, shown_runs):
     with col:
         p = preds.get(rid)
-        st.markdown(f"**{md(run_label.get(rid, rid))}**")
+        st.markdown(f"**{md(run_full.get(rid, rid))}**")  # a column header wraps: the whole label
         if p is None:
             st.caption("This run has no prediction on this sample.")
             ui.show_html(views.text_html(s["response"], max_height=420, css_class="am-text am-response"))
@@ -336,7 +336,7 @@ if other:
             po = views.sample_predictions(ui.engine(), other["id"], [rid]).get(rid)
             if po:
                 color, text = VERDICT.get(po["outcome"], ("gray", str(po["outcome"])))
-                st.markdown(f"{md(run_label.get(rid, rid))}: :{color}-badge[{md(text)}]")
+                st.markdown(f"{md(run_full.get(rid, rid))}: :{color}-badge[{md(text)}]")
         st.page_link(
             ui.PAGE_DRILLDOWN,
             label="Open the other side",

@@ -13,6 +13,7 @@ Both return plain text: escape it for the place it is shown (``md_escape``, ``pl
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 #: The longest :func:`run_option_label` (characters): fits a drill-down run select at 1280x720.
@@ -46,14 +47,22 @@ def middle_cut(text: str, width: int) -> str:
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
+_BACKEND = re.compile(r"^[A-Za-z0-9_.-]+:(?!//)")
+_PATHLIKE = re.compile(r"^(?:/|\./|\.\./|~/)\S*$|^\S+/\S*\.[A-Za-z][A-Za-z0-9]{0,7}$")
+
+
 def short_monitor(monitor: str) -> str:
-    """A monitor name without directories: ``probe:/a/b/model.joblib`` -> ``probe:model.joblib``,
-    ``/a/b/x.pt`` -> ``x.pt``; other names unchanged."""
-    if "/" not in monitor:
+    """A monitor name without directories when it names a file: ``probe:/a/b/model.joblib`` ->
+    ``probe:model.joblib``, ``/a/b/x.pt`` -> ``x.pt``, ``lora:runs/adapter.safetensors`` ->
+    ``lora:adapter.safetensors``. Anything else is unchanged: a model id (``openai:meta-llama/Llama-3-8B``),
+    a URL, a name with spaces or markup (a path is absolute, relative with ``./ ../ ~/``, or ends in a
+    file extension, and has no whitespace)."""
+    match = _BACKEND.match(monitor)
+    head = match.group(0) if match else ""
+    path = monitor[len(head) :]
+    if "/" not in path or "://" in path or not _PATHLIKE.match(path):
         return monitor
-    head, sep, _rest = monitor.partition(":")
-    base = monitor.rstrip("/").rsplit("/", 1)[-1]
-    return f"{head}:{base}" if sep and "/" not in head else base
+    return head + (path.rstrip("/").rsplit("/", 1)[-1] or path)
 
 
 def id_tail(run_id: str, width: int) -> str:

@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 import app_seed
+from automonitor import views
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -106,9 +107,10 @@ def test_markup_in_a_monitor_name_shows_as_literal_text_everywhere(browser, serv
         hover = page.locator(".js-plotly-plot").first.locator(".hoverlayer").text_content()
         assert NAME in hover, hover
         _no_live_markup(page)
-        # ROC legend (both runs have scores): the name is a literal legend entry
+        # ROC legend (both runs have scores): the short label (at most 44 characters) is a literal entry
         legend = " ".join(page.locator(".js-plotly-plot .legend").all_text_contents())
-        assert NAME in legend, legend
+        short = views.run_option_label({"run_id": "rhost", "monitor": NAME, "template": "direct"})
+        assert short in legend and short.startswith("<b>x</b> [link]"), (short, legend)
         tools.shot(page, "markup-tradeoff")
 
         # Drill-down header (the run's label) and the comparison column

@@ -54,3 +54,24 @@ def test_roc_legend_uses_the_short_label_and_the_hover_the_full_one_escaped():
     assert fig.data[1].name == "judge · …abc123"
     hover = fig.data[1].hovertemplate
     assert "judge &lt;b&gt;x&lt;/b&gt; 100&#37; · direct · " + RID in hover and "<b>x" not in hover
+
+
+def test_only_a_file_path_is_reduced_to_its_file_name():
+    """A name is shortened to its file name only when it names a file; a model id, a URL or a name with
+    spaces or markup keeps its text (a hostile name ``... https://evil.example`` once showed as
+    ``evil.example``)."""
+    assert views.short_monitor("probe:/a/b/model.joblib") == "probe:model.joblib"
+    assert views.short_monitor("/a/b/x.pt") == "x.pt"
+    assert views.short_monitor("lora:runs/adapter.safetensors") == "lora:adapter.safetensors"
+    assert views.short_monitor("probe:./artefacts/") == "probe:artefacts"
+    for keep in (
+        "openai:meta-llama/Llama-3-8B",
+        "https://evil.example/a.b",
+        "<b>x</b> [link](http://example.com) **bold** https://evil.example",
+        "judge a/b.txt",
+        "rules",
+    ):
+        assert views.short_monitor(keep) == keep, keep
+    hostile = {"run_id": "rhost", "monitor": "<b>x</b> [link](http://example.com) **bold** https://evil.example"}
+    lab = views.run_option_label(hostile)
+    assert lab.startswith("<b>x</b> [link]") and lab.endswith("evil.example · rhost") and len(lab) <= 44
