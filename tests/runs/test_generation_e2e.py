@@ -254,7 +254,7 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
     from servers.anthropic_replay import AnthropicReplayServer
 
     from automonitor.runs.monitors import TransientError
-    from automonitor.runs.generation.engine import _backend
+    from automonitor.runs.generation.engine import job_backend
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with AnthropicReplayServer() as srv:
@@ -262,7 +262,7 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
         calls = []
 
         async def go(text):
-            b = _backend(job)
+            b = job_backend(job)
             try:
                 return await b.generate(
                     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}],

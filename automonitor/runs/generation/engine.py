@@ -106,10 +106,6 @@ __all__ = [
     "screen_code",
 ]
 
-# Old private names, kept for callers and tests that used them.
-_job, _items, _backend, _empty_stats = build_job, job_items, job_backend, empty_stats
-_Caller, _insert_pair = GeneratorCaller, insert_pair
-_do_sycophancy, _do_gaming = answer_sycophancy, answer_gaming
 
 
 def _new_id() -> str:
