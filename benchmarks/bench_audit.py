@@ -82,7 +82,7 @@ def main() -> None:
             parts = _parts(df)
             audit.cached_audit(eng, edition)  # fill the cache
             t0 = time.perf_counter()
-            audit._memo.clear()
+            audit.memo.clear()
             audit.cached_audit(eng, edition)
             warm = time.perf_counter() - t0
             print(

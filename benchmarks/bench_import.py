@@ -229,9 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                 _cli_figures(r, src)
                 results.append(r)
             finally:
-                from store.engine import _engines
+                from store.engine import engines
 
-                for e in list(_engines.values()):
+                for e in list(engines.values()):
                     e.dispose()
                 with admin.connect() as c:
                     for n in names:

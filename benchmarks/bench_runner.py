@@ -65,10 +65,10 @@ def _fresh_pg_database(server_url: str):
         c.execute(sa.text(f'CREATE DATABASE "{name}"'))
 
     def drop() -> None:
-        from store.engine import _engines
+        from store.engine import engines
 
-        for key in [k for k in _engines if k.endswith("/" + name)]:
-            _engines.pop(key).dispose()
+        for key in [k for k in engines if k.endswith("/" + name)]:
+            engines.pop(key).dispose()
         with admin.connect() as c:
             c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 DEFAULT_URL = "sqlite:///automonitor.db"
 _MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-_engines: dict[str, Engine] = {}
+engines: dict[str, Engine] = {}
 _lock = threading.Lock()
 
 
@@ -56,15 +56,15 @@ def get_engine(url: str | None = None, *, fresh: bool = False) -> Engine:
     """
     url = db_url(url)
     with _lock:
-        if not fresh and url in _engines:
-            return _engines[url]
+        if not fresh and url in engines:
+            return engines[url]
         if url.startswith("sqlite"):
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
         if not fresh:
-            _engines[url] = engine
+            engines[url] = engine
         return engine
 
 

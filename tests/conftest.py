@@ -61,10 +61,10 @@ def _run_dir(config) -> Path:
 
 
 def _dispose(url: str, eng) -> None:
-    from store.engine import _engines
+    from store.engine import engines
 
     eng.dispose()
-    cached = _engines.pop(url, None)
+    cached = engines.pop(url, None)
     if cached is not None:
         cached.dispose()
 
@@ -185,7 +185,7 @@ def raw_dir() -> Path:
 def _pg_database(template: str | None = None):
     """A new PostgreSQL database (empty, or a copy of ``template``) as a URL; dropped on exit. A copy is
     retried while another worker's ``CREATE DATABASE`` briefly holds the template."""
-    from store.engine import _engines
+    from store.engine import engines
 
     name = f"am_t_{uuid.uuid4().hex[:12]}"
     create = f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
@@ -203,7 +203,7 @@ def _pg_database(template: str | None = None):
     try:
         yield url
     finally:
-        eng = _engines.pop(url, None)
+        eng = engines.pop(url, None)
         if eng is not None:
             eng.dispose()
         with admin.connect() as c:

@@ -14,11 +14,11 @@ import pandas as pd
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.localisation import run_localisation
-from automonitor.analysis.bootstrap import _bootstrap_runs, _pair_classes
-from automonitor.analysis.encoding import TP, _empty_preds, _encode, _Encoded, _sample_grid
-from automonitor.analysis.paired import _default_comparisons, _paired_comparisons
-from automonitor.analysis.roc_grounding import _add_grounding, _add_roc, _evidence_runs
-from automonitor.analysis.slices import _Slices, _slice_stats
+from automonitor.analysis.bootstrap import bootstrap_runs, pair_classes
+from automonitor.analysis.encoding import TP, empty_preds, encode, Encoded, sample_grid
+from automonitor.analysis.paired import default_comparisons, paired_comparisons
+from automonitor.analysis.roc_grounding import add_grounding, add_roc, evidence_run_ids
+from automonitor.analysis.slices import Slices, slice_stats
 from automonitor.analysis.options import AnalysisOptions, compare_list, resolve_options
 from automonitor.analysis.report_schema import Report
 
@@ -81,28 +81,28 @@ def analyze_model(
     compare = compare_list(opt)
     clock = _Clock(timings)
     runs = runs.reset_index(drop=True)
-    df = preds[preds["run_id"].isin(set(runs["run_id"]))] if len(preds) else _empty_preds()
-    enc = _encode(df, list(runs["run_id"]), invalid)
-    slices = _slice_stats(enc, invalid)
+    df = preds[preds["run_id"].isin(set(runs["run_id"]))] if len(preds) else empty_preds()
+    enc = encode(df, list(runs["run_id"]), invalid)
+    slices = slice_stats(enc, invalid)
     clock.lap("slices")
-    grid = _sample_grid(df, enc)
+    grid = sample_grid(df, enc)
     labelled = enc.labelled
-    boot = _bootstrap_runs(
+    boot = bootstrap_runs(
         enc.run[labelled], grid.row_pair[labelled], enc.cell[labelled], len(runs), grid.n_pairs, n_boot, seed
     )
-    pair_counts = _pair_classes(grid.cells, grid.sample_pair, grid.sample_label, grid.n_pairs)
+    pair_counts = pair_classes(grid.cells, grid.sample_pair, grid.sample_label, grid.n_pairs)
     clock.lap("bootstrap")
     entries = _run_entries(runs, enc, slices, boot, pair_counts)
-    _add_roc(entries, df, enc, opt.cost_ratio, opt.prevalence)
+    add_roc(entries, df, enc, opt.cost_ratio, opt.prevalence)
     clock.lap("roc")
     if texts is not None:
-        _add_grounding(entries, runs, df, enc, texts)
+        add_grounding(entries, runs, df, enc, texts)
     clock.lap("grounding")
     if texts is not None and gold_spans:
         _add_localisation(entries, runs, df, enc, texts, gold_spans)
     clock.lap("localisation")
-    pairs_to_compare = _default_comparisons(runs) if compare is None else list(compare)
-    paired = _paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
+    pairs_to_compare = default_comparisons(runs) if compare is None else list(compare)
+    paired = paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
     clock.lap("paired")
     rep = _across_runs(entries, paired, invalid, n_boot, seed)
     rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
@@ -114,7 +114,7 @@ def _add_localisation(
     entries: list[dict[str, Any]],
     runs: pd.DataFrame,
     df: pd.DataFrame,
-    enc: _Encoded,
+    enc: Encoded,
     texts: dict[str, tuple[str, str]],
     gold_spans: dict[str, list[dict[str, Any]]],
 ) -> None:
@@ -123,7 +123,7 @@ def _add_localisation(
     sids, cats, tasks, evs = (df[c].tolist() for c in ("sample_id", "category", "task", "evidence"))
     responses = {sid: rr[1] for sid, rr in texts.items()}
     cache: dict[tuple[str, str], tuple[int, int] | None] = {}
-    for run_id in _evidence_runs(runs, df):
+    for run_id in evidence_run_ids(runs, df):
         rows = np.flatnonzero((enc.run == enc.run_index[run_id]) & mis)
         loc = run_localisation(
             [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows],
@@ -160,8 +160,8 @@ def _across_runs(
 
 def _run_entries(
     runs: pd.DataFrame,
-    enc: _Encoded,
-    slices: _Slices,
+    enc: Encoded,
+    slices: Slices,
     boot: list[dict[str, Any]],
     pair_counts: list[dict[str, int]],
 ) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""Per-run pair statistics: pair-clustered bootstrap intervals of MR and FAR (:func:`_bootstrap_runs`,
-vectorised over runs) and per-pair outcome classes (:func:`_pair_classes`).
+"""Per-run pair statistics: pair-clustered bootstrap intervals of MR and FAR (:func:`bootstrap_runs`,
+vectorised over runs) and per-pair outcome classes (:func:`pair_classes`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import ABSENT, FN, FP, PEND, TN, TP, UNS
 
 
-def _bootstrap_runs(
+def bootstrap_runs(
     row_run: np.ndarray,
     row_pair: np.ndarray,
     row_cell: np.ndarray,
@@ -90,7 +90,7 @@ def _pair_sides(sample_pair: np.ndarray, sample_label: np.ndarray, n_pairs: int)
     return pos, neg
 
 
-def _pair_classes(
+def pair_classes(
     cells: np.ndarray, sample_pair: np.ndarray, sample_label: np.ndarray, n_pairs: int
 ) -> list[dict[str, int]]:
     """Per run, :func:`automonitor.analysis.metrics.pair_class_counts` over the pairs it judged a side of."""

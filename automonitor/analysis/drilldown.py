@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.encoding import CELLS, FN, FP, PEND, TN, TP, _codes
+from automonitor.analysis.encoding import CELLS, FN, FP, PEND, TN, TP, sample_codes
 from automonitor.analysis.from_store import predictions_frame, report, split_controls
 from automonitor.vocab import NEGATIVE, POSITIVE, UNSCORED
 
@@ -50,7 +50,7 @@ def cell_samples(
     if cell == "unscored":
         sel = df["outcome"].isin(UNSCORED).to_numpy()
     else:
-        _, _, code = _codes(df, invalid)
+        _, _, code = sample_codes(df, invalid)
         sel = code == {"tp": TP, "fn": FN, "fp": FP, "tn": TN, "pending": PEND}[cell]
     df = df[sel]
     texts = q.sample_frame(engine, df["sample_id"])[["sample_id", "request", "response"]]

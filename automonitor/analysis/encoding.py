@@ -1,6 +1,6 @@
 """Encoding of a prediction frame into index arrays: per prediction row (label, outcome, cell code after
-the unscored policy, run/category/task positions; :class:`_Encoded`) and per sample (the runs x samples
-cell matrix with each sample's pair and label; :class:`_SampleGrid`). Cell codes: :data:`TP`, :data:`FN`,
+the unscored policy, run/category/task positions; :class:`Encoded`) and per sample (the runs x samples
+cell matrix with each sample's pair and label; :class:`SampleGrid`). Cell codes: :data:`TP`, :data:`FN`,
 :data:`FP`, :data:`TN`, :data:`UNS` (unscored, kept apart under ``exclude``), :data:`PEND` (pending),
 :data:`ABSENT` (the run did not judge the sample).
 """
@@ -23,7 +23,7 @@ CELLS: tuple[str, ...] = ("tp", "fn", "fp", "tn", "unscored", "pending")
 TP, FN, FP, TN, UNS, PEND, ABSENT = 0, 1, 2, 3, 4, 5, -1
 
 
-def _empty_preds() -> pd.DataFrame:
+def empty_preds() -> pd.DataFrame:
     return pd.DataFrame(
         columns=["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
     )
@@ -38,7 +38,7 @@ def _map_codes(col: pd.Series, mapping: dict[Any, int], default: int) -> np.ndar
     return mapped
 
 
-def _codes(df: pd.DataFrame, policy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sample_codes(df: pd.DataFrame, policy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Label index (0 misbehavior, 1 benign, -1 unknown), outcome column index and per-sample cell code."""
     li = _map_codes(df["label"], mt.LABEL_INDEX, -1)
     oi = _map_codes(df["outcome"], {o: i for i, o in enumerate(OUTCOMES)}, mt.PENDING_COL)  # missing -> pending
@@ -64,7 +64,7 @@ def _codes(df: pd.DataFrame, policy: str) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 @dataclass
-class _Encoded:
+class Encoded:
     """The prediction frame as index arrays (one element per prediction row).
 
     ``label``: 0 misbehavior, 1 benign, -1 unknown; ``outcome``: column of ``metrics.OUTCOME_COLUMNS``;
@@ -85,7 +85,7 @@ class _Encoded:
 
 
 @dataclass
-class _SampleGrid:
+class SampleGrid:
     """Per-sample view shared by all runs: ``cells`` (n_runs, n_samples) cell code of each run on each
     sample (ABSENT when it did not judge it); ``sample_pair``/``sample_label`` (n_samples,) the pair
     index and label index of each sample; ``row_pair`` (n_rows,) the pair index of each prediction row."""
@@ -97,14 +97,14 @@ class _SampleGrid:
     n_pairs: int
 
 
-def _encode(df: pd.DataFrame, run_ids: list[str], policy: str) -> _Encoded:
-    """Index arrays of the prediction rows (see :class:`_Encoded`). Categories and tasks are the
+def encode(df: pd.DataFrame, run_ids: list[str], policy: str) -> Encoded:
+    """Index arrays of the prediction rows (see :class:`Encoded`). Categories and tasks are the
     vocabulary's, in order, then any others present in ``df`` sorted."""
     run_index = {r: i for i, r in enumerate(run_ids)}
     categories = list(CATEGORIES) + sorted(set(df["category"].dropna().unique().tolist()) - set(CATEGORIES))
     tasks = list(TASKS) + sorted(set(df["task"].dropna().unique().tolist()) - set(TASKS))
-    label, outcome, cell = _codes(df, policy)
-    return _Encoded(
+    label, outcome, cell = sample_codes(df, policy)
+    return Encoded(
         run_ids=run_ids,
         run_index=run_index,
         categories=categories,
@@ -119,8 +119,8 @@ def _encode(df: pd.DataFrame, run_ids: list[str], policy: str) -> _Encoded:
     )
 
 
-def _sample_grid(df: pd.DataFrame, enc: _Encoded) -> _SampleGrid:
-    """The per-sample cell matrix of all runs and each sample's pair and label (see :class:`_SampleGrid`)."""
+def sample_grid(df: pd.DataFrame, enc: Encoded) -> SampleGrid:
+    """The per-sample cell matrix of all runs and each sample's pair and label (see :class:`SampleGrid`)."""
     row_sample, samples = pd.factorize(df["sample_id"])
     row_pair, pairs = pd.factorize(df["pair_id"])
     sample_pair = np.full(len(samples), -1, dtype=np.int64)
@@ -129,4 +129,4 @@ def _sample_grid(df: pd.DataFrame, enc: _Encoded) -> _SampleGrid:
     sample_label[row_sample] = enc.label
     cells = np.full((len(enc.run_ids), len(samples)), ABSENT, dtype=np.int64)
     cells[enc.run, row_sample] = np.where(enc.labelled, enc.cell, ABSENT)
-    return _SampleGrid(cells, sample_pair, sample_label, row_pair, len(pairs))
+    return SampleGrid(cells, sample_pair, sample_label, row_pair, len(pairs))

@@ -13,8 +13,8 @@ from sqlalchemy.engine import Engine
 from automonitor.analysis.options import AnalysisOptions, ReportOptions, resolve_options
 from automonitor.analysis.assemble import analyze_model
 from automonitor.analysis.difficulty import add_difficulty
-from automonitor.analysis.encoding import _empty_preds
-from automonitor.analysis.roc_grounding import _evidence_runs
+from automonitor.analysis.encoding import empty_preds
+from automonitor.analysis.roc_grounding import evidence_run_ids
 from automonitor.analysis.report_schema import ControlsFar, Report, Stability
 from automonitor.vocab import EDITIONS
 
@@ -86,7 +86,7 @@ def report_model(
     editions = q.run_editions(engine, list(runs["run_id"]))
     if edition is not None:
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
-    preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else _empty_preds()
+    preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else empty_preds()
     all_preds = preds
     preds, controls = split_controls(preds)
     texts = _grounding_texts(engine, runs, preds) if opt.with_grounding and len(preds) else None
@@ -123,7 +123,7 @@ def split_controls(preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(edition predictions, controls predictions)``: rows whose pair_id starts with ``controls:`` are
     the benign-only controls slice, kept out of MR/FAR."""
     if not len(preds):
-        return preds, _empty_preds()
+        return preds, empty_preds()
     is_control = preds["pair_id"].astype(str).str.startswith("controls:")
     return preds[~is_control], preds[is_control]
 
@@ -132,7 +132,7 @@ def _grounding_texts(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) ->
     """``{sample_id: (request, response)}`` of the samples an evidence run gave evidence for."""
     from store.queries import analysis as q
 
-    evidence_runs = _evidence_runs(runs, preds)
+    evidence_runs = evidence_run_ids(runs, preds)
     need = preds.loc[preds["run_id"].isin(evidence_runs) & preds["evidence"].map(bool), "sample_id"]
     return q.load_sample_texts(engine, need.unique()) if len(need) else {}
 
@@ -142,7 +142,9 @@ def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict
     from store import session_scope
     from store.queries.spans import spans_by_sample
 
-    need = preds.loc[preds["run_id"].isin(_evidence_runs(runs, preds)) & (preds["label"] == "misbehavior"), "sample_id"]
+    need = preds.loc[
+        preds["run_id"].isin(evidence_run_ids(runs, preds)) & (preds["label"] == "misbehavior"), "sample_id"
+    ]
     if not len(need):
         return {}
     with session_scope(engine) as s:

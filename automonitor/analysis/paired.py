@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.encoding import ABSENT, FP, PEND, TN, TP, _Encoded, _SampleGrid
+from automonitor.analysis.encoding import ABSENT, FP, PEND, TN, TP, Encoded, SampleGrid
 
 
-def _default_comparisons(runs: pd.DataFrame) -> list[tuple[str, str]]:
+def default_comparisons(runs: pd.DataFrame) -> list[tuple[str, str]]:
     """Every two runs of the same monitor (report order); the two runs when there are exactly two."""
     run_ids = list(runs["run_id"])
     monitor = dict(zip(run_ids, runs["monitor"]))
@@ -24,8 +24,8 @@ def _default_comparisons(runs: pd.DataFrame) -> list[tuple[str, str]]:
     return pairs
 
 
-def _paired_comparisons(
-    pairs: Sequence[tuple[str, str]], enc: _Encoded, grid: _SampleGrid, n_boot: int, seed: int
+def paired_comparisons(
+    pairs: Sequence[tuple[str, str]], enc: Encoded, grid: SampleGrid, n_boot: int, seed: int
 ) -> list[dict[str, Any]]:
     """:func:`_compare` for each (A, B); ``NotFound`` when a run is not in the report."""
     out = []
@@ -40,7 +40,7 @@ def _paired_comparisons(
 
 
 def _compare(
-    grid: _SampleGrid,
+    grid: SampleGrid,
     a: int,
     b: int,
     a_id: str,

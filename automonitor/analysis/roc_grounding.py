@@ -12,21 +12,21 @@ import pandas as pd
 
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.encoding import _Encoded
+from automonitor.analysis.encoding import Encoded
 
 
 FAR_TARGETS: tuple[float, ...] = (0.01, 0.05)
 
 
-def _evidence_runs(runs: pd.DataFrame, preds: pd.DataFrame) -> set[str]:
+def evidence_run_ids(runs: pd.DataFrame, preds: pd.DataFrame) -> set[str]:
     ev = set(runs.loc[runs["template"].astype(str).str.startswith("evidence"), "run_id"])
     if len(preds):
         ev |= set(preds.loc[preds["evidence"].map(bool), "run_id"].unique())
     return ev
 
 
-def _add_roc(
-    entries: list[dict[str, Any]], df: pd.DataFrame, enc: _Encoded, cost_ratio: float, prevalence: float | None
+def add_roc(
+    entries: list[dict[str, Any]], df: pd.DataFrame, enc: Encoded, cost_ratio: float, prevalence: float | None
 ) -> None:
     """Set ``roc`` (:func:`roc_summary`) and ``auroc`` on the entries of runs with scores, in place."""
     if not (len(df) and df["score"].notna().any()):
@@ -39,16 +39,16 @@ def _add_roc(
         entry["auroc"] = roc["auroc"]
 
 
-def _add_grounding(
+def add_grounding(
     entries: list[dict[str, Any]],
     runs: pd.DataFrame,
     df: pd.DataFrame,
-    enc: _Encoded,
+    enc: Encoded,
     texts: dict[str, tuple[str, str]],
 ) -> None:
     """Set ``grounding`` on the entries of evidence runs, in place (spans grounded in ``texts``)."""
     sample_ids, evidence = df["sample_id"].tolist(), df["evidence"].tolist()
-    for run_id in _evidence_runs(runs, df):
+    for run_id in evidence_run_ids(runs, df):
         rows = np.flatnonzero(enc.run == enc.run_index[run_id])
         entries[enc.run_index[run_id]]["grounding"] = _grounding_summary(
             [sample_ids[i] for i in rows], [evidence[i] for i in rows], texts

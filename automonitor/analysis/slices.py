@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.encoding import _Encoded
+from automonitor.analysis.encoding import Encoded
 
 
 def _slice_dicts(table: np.ndarray, policy: str) -> np.ndarray:
@@ -18,7 +18,7 @@ def _slice_dicts(table: np.ndarray, policy: str) -> np.ndarray:
 
 
 @dataclass
-class _Slices:
+class Slices:
     """SLICE dicts as object arrays: ``overall`` (n_runs,), ``by_category`` (n_runs, n_categories),
     ``by_task`` (n_runs, n_tasks), ``by_category_task`` (n_runs, n_categories, n_tasks)."""
 
@@ -28,7 +28,7 @@ class _Slices:
     by_category_task: np.ndarray
 
 
-def _slice_stats(enc: _Encoded, policy: str) -> _Slices:
+def slice_stats(enc: Encoded, policy: str) -> Slices:
     """Count the labelled rows into one outcome table of shape (runs, categories, tasks, 2 labels,
     outcome columns) and turn its margins into SLICE dicts under ``policy``."""
     n_runs, n_cats, n_tasks = len(enc.run_ids), len(enc.categories), len(enc.tasks)
@@ -39,7 +39,7 @@ def _slice_stats(enc: _Encoded, policy: str) -> _Slices:
     table = np.bincount(flat, minlength=n_runs * n_cats * n_tasks * 2 * n_cols).reshape(
         n_runs, n_cats, n_tasks, 2, n_cols
     )
-    return _Slices(
+    return Slices(
         overall=_slice_dicts(table.sum((1, 2)), policy),
         by_category=_slice_dicts(table.sum(2), policy),
         by_task=_slice_dicts(table.sum(1), policy),

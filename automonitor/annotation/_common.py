@@ -52,7 +52,7 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
-def _transaction(engine: Engine, fn: Callable[[Session], T], *, write_lock: bool = False) -> T:
+def transaction(engine: Engine, fn: Callable[[Session], T], *, write_lock: bool = False) -> T:
     """Run ``fn(session)`` in one transaction, retrying the whole transaction on transient
     conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert).
 
@@ -75,7 +75,7 @@ def _transaction(engine: Engine, fn: Callable[[Session], T], *, write_lock: bool
     return attempt()
 
 
-def _clean_text(value: Any, fld: str, limit: int = MAX_NOTE) -> str | None:
+def clean_text(value: Any, fld: str, limit: int = MAX_NOTE) -> str | None:
     """Stripped text of a free-text field (``None`` when absent or blank).
 
     Raises:
@@ -141,7 +141,7 @@ class Label:
         return self.submitted_at is not None
 
 
-def _label_from_row(r: dict[str, Any]) -> Label:
+def label_from_row(r: dict[str, Any]) -> Label:
     """A :class:`Label` from a row of :func:`store.queries.annotation.label_rows` (datetimes as ISO text)."""
     return Label(
         sample_id=r["sample_id"],
@@ -162,7 +162,7 @@ def _label_from_row(r: dict[str, Any]) -> Label:
     )
 
 
-def _own_assignment(s: Session, actor: Account, sample_id: str, *, for_update: bool = False) -> Assignment:
+def own_assignment(s: Session, actor: Account, sample_id: str, *, for_update: bool = False) -> Assignment:
     """The actor's own assignment of ``sample_id`` (``for_update``: its row locked, PostgreSQL).
 
     Raises:
@@ -174,7 +174,7 @@ def _own_assignment(s: Session, actor: Account, sample_id: str, *, for_update: b
     return a
 
 
-def _validate_label(
+def validate_label(
     label: Any, category: Any, severity: Any, guideline_version: Any
 ) -> tuple[str | None, str | None, str]:
     """Check a label's vocabulary fields; returns ``(category, severity, guideline_version)`` with an
@@ -194,7 +194,7 @@ def _validate_label(
         severity = None
     if severity is not None and severity not in SEVERITIES:
         raise InputError(f"severity must be one of {', '.join(SEVERITIES)}, not {severity!r}", field="severity")
-    gv = _clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
+    gv = clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
     return category, severity, gv
 
 
@@ -209,7 +209,7 @@ def _evidence(response: str, evidence: Any) -> tuple[int | None, int | None, str
     Raises:
         InputError: not a pair of integers, or outside the response (field ``evidence``).
     """
-    spans = _evidence_spans(response, None if evidence is None else [evidence])
+    spans = parse_evidence_spans(response, None if evidence is None else [evidence])
     if not spans:
         return None, None, None
     (start, end), *_ = spans
@@ -236,7 +236,7 @@ def _offset(value: Any) -> int:
     raise ValueError(f"{value!r} is not an integer offset")
 
 
-def _evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
+def parse_evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
     """The evidence spans of a label, sorted by start: ``evidence`` is ``None`` (no evidence, ``[]``),
     one ``(start, end)`` pair, or a sequence of such pairs (character offsets into ``response``,
     ``end`` exclusive). Spans may touch but not overlap (one annotator marks each character once).
@@ -274,15 +274,15 @@ def _evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
 
 
 def evidence_values(response: str, evidence: Any) -> dict[str, Any]:
-    """The annotation columns of a label's evidence (:func:`_evidence_spans` of ``evidence``):
+    """The annotation columns of a label's evidence (:func:`parse_evidence_spans` of ``evidence``):
     ``{"evidence_spans": [[start, end], ...] or None, "evidence_start": hull start or None,
     "evidence_end": hull end or None, "evidence_text": the marked texts joined by
     :data:`EVIDENCE_JOIN`, or None}``.
 
     Raises:
-        InputError: as :func:`_evidence_spans`.
+        InputError: as :func:`parse_evidence_spans`.
     """
-    spans = _evidence_spans(response, evidence)
+    spans = parse_evidence_spans(response, evidence)
     if not spans:
         return {"evidence_spans": None, "evidence_start": None, "evidence_end": None, "evidence_text": None}
     return {

@@ -32,7 +32,7 @@ from store import session_scope
 from store.models import Annotator, LoginThrottle
 from store.queries import accounts as store
 
-_hasher = PasswordHasher()
+hasher = PasswordHasher()
 _dummy: list[str] = []
 MAX_NAME = 128
 
@@ -41,7 +41,7 @@ def _dummy_hash() -> str:
     """A hash verified against when the user name is unknown, so that a wrong name costs as much
     time as a wrong password (no user enumeration by timing). Made once, on first use."""
     if not _dummy:
-        _dummy.append(_hasher.hash("automonitor-dummy-password"))
+        _dummy.append(hasher.hash("automonitor-dummy-password"))
     return _dummy[0]
 
 
@@ -100,7 +100,7 @@ def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
         raise InputError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}", field="role")
     if not isinstance(password, str) or password == "":
         raise InputError("password must not be empty", field="password")
-    pw_hash = _hasher.hash(password)
+    pw_hash = hasher.hash(password)
     try:
         with session_scope(engine) as s:
             if store.name_taken(s, name):
@@ -227,7 +227,7 @@ def authenticate(
     row = _find_user(engine, clean) if clean is not None else None
     target = row.password_hash if (row is not None and row.active) else _dummy_hash()
     try:
-        ok = _hasher.verify(target, password)
+        ok = hasher.verify(target, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         ok = False
     if not ok or row is None or not row.active:
@@ -235,9 +235,9 @@ def authenticate(
         return None
     with session_scope(engine) as s:
         store.clear_throttle(s, [k for k, _, _ in keys])
-    if _hasher.check_needs_rehash(row.password_hash):
+    if hasher.check_needs_rehash(row.password_hash):
         with session_scope(engine) as s:
-            store.set_password_hash(s, _account(row).id, _hasher.hash(password))
+            store.set_password_hash(s, _account(row).id, hasher.hash(password))
     return _account(row)
 
 

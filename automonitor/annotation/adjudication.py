@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
-from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, _clean_text, _transaction, label_spans
+from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, clean_text, transaction, label_spans
 from automonitor.annotation.queries import (
     adjudication_rows,
     assignment_rows,
@@ -47,7 +47,7 @@ class QueueEntry:
     decision: dict[str, Any] | None = None
 
 
-def _resolution(labels: list[str], n_assigned: int, n_submitted: int) -> str | None:
+def resolution(labels: list[str], n_assigned: int, n_submitted: int) -> str | None:
     """Consensus label of an item: the common label when every assigned annotator has submitted and
     all agree on ``misbehavior`` or ``benign``; ``None`` otherwise."""
     if n_assigned == 0 or n_submitted < n_assigned or len(labels) < n_assigned:
@@ -89,7 +89,7 @@ def adjudication_queue(
             out.append(_queue_entry(samples[sid], rows, reason, reveal_names, _public_decision(decided.get(sid))))
         return out
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def _ordered_labels(sample_id: str, rows: list[dict[str, Any]], reveal_names: bool) -> list[dict[str, Any]]:
@@ -192,10 +192,10 @@ def adjudicate(
     require_admin(actor)
     if decision not in DECISIONS:
         raise InputError(f"decision must be one of {', '.join(DECISIONS)}", field="decision")
-    clean_note = _clean_text(note, "note")
+    clean_note = clean_text(note, "note")
     if decision == "reject" and not clean_note:
         raise InputError("a rejection needs a reason in the note", field="note")
-    gv = _clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
+    gv = clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
     gold = None
     if spans is not None:
         if decision != "misbehavior":
@@ -243,7 +243,7 @@ def adjudicate(
             "guideline_version": gv,
         }
 
-    return _transaction(engine, work, write_lock=True)
+    return transaction(engine, work, write_lock=True)
 
 
 def proposed_spans(labels: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
@@ -298,4 +298,4 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
             for r in rows
         ]
 
-    return _transaction(engine, work)
+    return transaction(engine, work)

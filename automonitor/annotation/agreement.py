@@ -405,7 +405,7 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
     ``annotator``, ``label``, ``category`` (the item's category), ``task``, ``seconds_spent``,
     ``submitted``, ``evidence_start``/``evidence_end`` (the hull of the marked spans, or None) and
     ``evidence_spans`` (the marked spans, ``[[start, end], ...]``, or None)."""
-    from automonitor.annotation._common import _transaction
+    from automonitor.annotation._common import transaction
     from automonitor.annotation.queries import label_rows
 
     require_admin(actor)
@@ -414,7 +414,7 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
         check_actor(s, actor)
         return label_rows(s, actor, submitted_only=submitted_only, with_sample=True)
 
-    rows = _transaction(engine, work)
+    rows = transaction(engine, work)
     return pd.DataFrame(
         [
             {
@@ -450,7 +450,7 @@ def label_fingerprint(engine: Engine, actor: Account) -> tuple[str, ...]:
     """A cheap fingerprint of the label table (admin only): ``(count, newest update, newest
     submission)`` as text; it changes whenever a label is saved or submitted (a cache key for
     :func:`agreement`)."""
-    from automonitor.annotation._common import _transaction
+    from automonitor.annotation._common import transaction
     from store.queries.annotation import label_fingerprint as stored_fingerprint
 
     require_admin(actor)
@@ -459,7 +459,7 @@ def label_fingerprint(engine: Engine, actor: Account) -> tuple[str, ...]:
         check_actor(s, actor)
         return tuple(str(x) for x in stored_fingerprint(s))
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def agreement(
@@ -562,7 +562,7 @@ def resolved_labels(engine: Engine, actor: Account, table: pd.DataFrame) -> dict
     """``{sample_id: misbehavior|benign}``: the resolution ``finalize`` uses for each labelled item:
     the latest adjudication when it accepted a gold label, else a unanimous ``misbehavior``/``benign``
     among at least two labels of ``table`` (:func:`label_table`). Admin only."""
-    from automonitor.annotation._common import _transaction
+    from automonitor.annotation._common import transaction
     from automonitor.annotation.queries import latest_adjudications
 
     require_admin(actor)
@@ -571,7 +571,7 @@ def resolved_labels(engine: Engine, actor: Account, table: pd.DataFrame) -> dict
         check_actor(s, actor)
         return latest_adjudications(s, actor)
 
-    decided = _transaction(engine, work)
+    decided = transaction(engine, work)
     out: dict[str, str] = {}
     for sid, g in table.groupby("sample_id"):
         labs = set(g["label"])

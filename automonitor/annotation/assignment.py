@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
-from automonitor.annotation._common import _transaction
+from automonitor.annotation._common import transaction
 from automonitor.annotation.queries import annotator_loads, assignment_rows, candidate_samples, label_rows
 from automonitor.errors import InputError
 from store.models import utcnow
@@ -147,7 +147,7 @@ def assign(
         return _assign_session(engine, actor, limit, seed, share, bool(stratify), bool(pair_spread))
     if batch_size is not None:
         return _assign_rounds(engine, actor, k, seed, batch_size, calibration)
-    return _transaction(engine, lambda s: _assign_batches(s, actor, k, seed))
+    return transaction(engine, lambda s: _assign_batches(s, actor, k, seed))
 
 
 def _assign_batches(s: Session, actor: Account, k: int, run_seed: int) -> AssignResult:
@@ -347,7 +347,7 @@ def _assign_rounds(
             rounds=rounds,
         )
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def _round_rows(
@@ -562,7 +562,7 @@ def _assign_session(
             },
         )
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def _cell_counts(items: list[dict[str, Any]]) -> dict[str, int]:
@@ -615,4 +615,4 @@ def unassign(
             by_name[r["annotator"]] = by_name.get(r["annotator"], 0) + 1
         return UnassignResult(removed=removed, kept=len(rows) - removed, by_annotator=by_name)
 
-    return _transaction(engine, work)
+    return transaction(engine, work)

@@ -18,7 +18,7 @@ from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
 from automonitor.data.rows import AnnotationRow, validate_one
-from automonitor.annotation._common import GUIDELINE_VERSION, _transaction, evidence_values
+from automonitor.annotation._common import GUIDELINE_VERSION, transaction, evidence_values
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
 from automonitor.annotation.queries import label_rows, upsert_label
@@ -175,7 +175,7 @@ def import_annotations(
         _write_imported(s, planned, submit)
         return ImportResult(written=len(planned), unchanged=len(records) - len(planned), submitted=submit)
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 @dataclass

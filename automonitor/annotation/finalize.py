@@ -9,8 +9,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
-from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, _transaction
-from automonitor.annotation.adjudication import _resolution
+from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, transaction
+from automonitor.annotation.adjudication import resolution
 from automonitor.annotation.queries import assignment_rows, label_rows, latest_adjudications
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash
@@ -82,7 +82,7 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
     if split not in SPLITS:
         raise InputError(f"split must be one of {', '.join(SPLITS)}", field="split")
 
-    return _transaction(engine, lambda s: _finalize(s, actor, split), write_lock=True)
+    return transaction(engine, lambda s: _finalize(s, actor, split), write_lock=True)
 
 
 def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
@@ -153,7 +153,7 @@ def _finalize_inputs(s: Session, actor: Account) -> _FinalizeInputs:
 def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Resolution] | None:
     """``{sample_id: (outcome, how, note)}`` for the items of one pair, or ``None`` while any item is
     unresolved. An item is resolved by its latest adjudication (outcome: the gold label or ``reject``;
-    note: the adjudicator's) or else by consensus of all its assigned annotators (:func:`_resolution`)."""
+    note: the adjudicator's) or else by consensus of all its assigned annotators (:func:`resolution`)."""
     res: dict[str, Resolution] = {}
     for c in items:
         adj = inputs.decided.get(c.id)
@@ -162,7 +162,7 @@ def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Res
             res[c.id] = (outcome, "adjudicated", adj["note"])
             continue
         rows = inputs.labels.get(c.id, [])
-        got = _resolution(
+        got = resolution(
             [r["label"] for r in rows],
             inputs.n_assigned.get(c.id, 0),
             sum(r["submitted_at"] is not None for r in rows),
@@ -275,4 +275,4 @@ def rejected_pairs(engine: Engine, actor: Account) -> list[dict[str, Any]]:
             )
         return out
 
-    return _transaction(engine, work)
+    return transaction(engine, work)

@@ -8,7 +8,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_account, require_admin
-from automonitor.annotation._common import _clean_text, _own_assignment, _transaction
+from automonitor.annotation._common import clean_text, own_assignment, transaction
 from automonitor.errors import InputError, NotFound
 from automonitor.timestamps import iso_utc
 from store.models import ItemFlag, utcnow
@@ -27,13 +27,13 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
         InputError: empty comment or longer than 2000 characters (field ``comment``).
     """
     require_account(actor)
-    text = _clean_text(comment, "comment", MAX_FLAG)
+    text = clean_text(comment, "comment", MAX_FLAG)
     if not text:
         raise InputError("a flag needs a comment for the admin", field="comment")
 
     def work(s: Session) -> dict[str, Any]:
         check_actor(s, actor)
-        _own_assignment(s, actor, sample_id)
+        own_assignment(s, actor, sample_id)
         row = ItemFlag(annotator_id=actor.id, sample_id=sample_id, comment=text)
         s.add(row)
         s.flush()
@@ -45,7 +45,7 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
             "created_at": iso_utc(row.created_at),
         }
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> list[dict[str, Any]]:
@@ -62,7 +62,7 @@ def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> lis
             r["resolved_at"] = iso_utc(r["resolved_at"])
         return rows
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def resolve_flag(engine: Engine, actor: Account, flag_id: int) -> None:
@@ -77,4 +77,4 @@ def resolve_flag(engine: Engine, actor: Account, flag_id: int) -> None:
         row.resolved_at = utcnow()
         s.add(row)
 
-    _transaction(engine, work)
+    transaction(engine, work)

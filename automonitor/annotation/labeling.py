@@ -12,11 +12,11 @@ from automonitor.annotation.accounts import Account, check_actor, require_accoun
 from automonitor.annotation._common import (
     GUIDELINE_VERSION,
     Label,
-    _clean_text,
-    _label_from_row,
-    _own_assignment,
-    _transaction,
-    _validate_label,
+    clean_text,
+    label_from_row,
+    own_assignment,
+    transaction,
+    validate_label,
     evidence_values,
 )
 from automonitor.annotation.queries import assignment_rows, label_rows, upsert_label
@@ -91,7 +91,7 @@ def my_queue(engine: Engine, actor: Account) -> list[QueueItem]:
             for i, r in enumerate(rows)
         ]
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
@@ -105,7 +105,7 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
 
     def work(s: Session) -> ItemView:
         check_actor(s, actor)
-        a = _own_assignment(s, actor, sample_id)
+        a = own_assignment(s, actor, sample_id)
         rows = assignment_rows(s, actor, actor.id)
         pos = next(i for i, r in enumerate(rows) if r["sample_id"] == sample_id) + 1
         req, resp = store.sample_texts(s, sample_id)
@@ -119,12 +119,12 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
             request=req,
             response=resp,
             submitted=a.submitted_at is not None,
-            label=_label_from_row(own[0]) if own else None,
+            label=label_from_row(own[0]) if own else None,
             round_position=in_round.index(sample_id) + 1,
             round_total=len(in_round),
         )
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def _check_seconds(seconds_spent: Any) -> float | None:
@@ -177,15 +177,15 @@ def save_label(
             tab); nothing was saved.
     """
     require_account(actor)
-    category, severity, gv = _validate_label(label, category, severity, guideline_version)
-    clean_note = _clean_text(note, "note")
+    category, severity, gv = validate_label(label, category, severity, guideline_version)
+    clean_note = clean_text(note, "note")
     if label == "unsure" and not clean_note:
         raise InputError("an unsure label needs a note saying why (guidelines)", field="note")
     seconds = _check_seconds(seconds_spent)
 
     def work(s: Session) -> Label:
         check_actor(s, actor)
-        a = _own_assignment(s, actor, sample_id, for_update=True)  # a concurrent submit waits, or we for it
+        a = own_assignment(s, actor, sample_id, for_update=True)  # a concurrent submit waits, or we for it
         if a.submitted_at is not None:  # perhaps meanwhile (an import, a submit in another tab)
             raise ChangedElsewhere(
                 f"item {sample_id!r} belongs to a submitted batch and can no longer be changed", field="sample_id"
@@ -205,7 +205,7 @@ def save_label(
                 "seconds_spent": seconds,
             },
         )
-        stored = _label_from_row(label_rows(s, actor, actor.id, sample_ids=[sample_id])[0])
+        stored = label_from_row(label_rows(s, actor, actor.id, sample_ids=[sample_id])[0])
         if not written:  # the stored label was submitted meanwhile (an import, a submit in another tab)
             raise ChangedElsewhere(
                 f"item {sample_id!r} was submitted meanwhile (changed elsewhere): your label was not "
@@ -214,7 +214,7 @@ def save_label(
             )
         return stored
 
-    return _transaction(engine, work, write_lock=True)
+    return transaction(engine, work, write_lock=True)
 
 
 def my_labels(engine: Engine, actor: Account) -> list[Label]:
@@ -223,9 +223,9 @@ def my_labels(engine: Engine, actor: Account) -> list[Label]:
 
     def work(s: Session) -> list[Label]:
         check_actor(s, actor)
-        return [_label_from_row(r) for r in label_rows(s, actor, actor.id)]
+        return [label_from_row(r) for r in label_rows(s, actor, actor.id)]
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def my_progress(engine: Engine, actor: Account) -> Progress:
@@ -267,4 +267,4 @@ def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> in
         store.mark_submitted(s, actor.id, ids, utcnow())
         return len(ids)
 
-    return _transaction(engine, work, write_lock=True)
+    return transaction(engine, work, write_lock=True)

@@ -8,7 +8,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
-from automonitor.annotation._common import _transaction, label_spans
+from automonitor.annotation._common import transaction, label_spans
 from automonitor.annotation.queries import assignment_rows, label_rows
 from automonitor.timestamps import iso_utc
 
@@ -34,7 +34,7 @@ def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
             d["unsure"] += r["label"] == "unsure"
         return [out[k] for k in sorted(out)]
 
-    return _transaction(engine, work)
+    return transaction(engine, work)
 
 
 def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
@@ -81,4 +81,4 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
             )
         return out
 
-    return _transaction(engine, work)
+    return transaction(engine, work)

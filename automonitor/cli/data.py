@@ -97,7 +97,7 @@ def _warn_shortfalls(shortfalls: list[dict[str, Any]]) -> None:
         err_console.print(f"shortfall: {shortfall_text(s)}", style="yellow", highlight=False)
 
 
-def _quota_cell(target: int | None, built: int) -> str:
+def quota_cell(target: int | None, built: int) -> str:
     """A ``paper-r2`` source quota as shown in the build table: ``-`` for none, ``N`` when the source filled it,
     else ``N (only M)`` (the honest view: a source with fewer usable pairs than its quota)."""
     if not target:
@@ -123,7 +123,7 @@ def _sources_table(report: dict[str, Any]) -> Table:
             str(s["test_pairs"]),
             str(s.get("paper_pairs", 0)),
             str(s.get("paper-r2_pairs", 0)),
-            _quota_cell(quota.get(name), s.get("paper-r2_pairs", s["test_pairs"])),
+            quota_cell(quota.get(name), s.get("paper-r2_pairs", s["test_pairs"])),
             str(s["candidate_pairs"]),
             str(s["train_pairs"]),
         )

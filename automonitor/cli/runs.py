@@ -131,7 +131,7 @@ def run_cmd(
         run_id = resume
     else:
         options = {"limit": limit, "sample_seed": sample_seed, "base_url": base_url, "concurrency": concurrency or 8}
-        run_id = _create(
+        run_id = new_run(
             engine, monitor, template, params, options | {"reuse": reuse, "edition": edition}, controls, repeat, batch
         )
         err_console.print(f"run {run_id}")
@@ -181,7 +181,7 @@ def _reset_errors(engine: Engine, run_id: str, retry: str | None = None) -> str:
     return run_id
 
 
-def _create(
+def new_run(
     engine: Engine,
     monitor: str | None,
     template: str | None,

@@ -71,12 +71,6 @@ def release(engine: Engine, run_id: str, *, status: str, error: str | None = Non
         s.add(run)
 
 
-# the names before the runner became a package
-_lease_held_by_other = lease_held_by_other
-_lock_run = lock_run
-_release = release
-
-
 def with_liveness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Run list rows (``store.queries.runs.list_runs``) with ``process_alive``: for a ``running`` run,
     whether a live process holds its lease (``False``: the process that ran it died or was killed, so

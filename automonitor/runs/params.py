@@ -55,4 +55,3 @@ def repeat_count(params: dict[str, Any]) -> int:
 
 
 # the names before the runner became a package
-_check_params = check_params

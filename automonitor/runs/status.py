@@ -141,6 +141,3 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
             if r["run_id"] == run_id:
                 return r
     raise NotFound(f"no run {run_id!r}")
-
-
-_finalize = finalize  # the name before the runner became a package

@@ -58,7 +58,7 @@ from automonitor.views.evidence import (
 )
 from automonitor.views.figures import (
     TEMPLATE_COLORS,
-    _label_positions,
+    label_positions,
     marker_sizes,
     pareto_staircase,
     roc_figure,
@@ -201,7 +201,7 @@ __all__ = [
     "honest_points",
     "identical_derived",
     "judged",
-    "_label_positions",
+    "label_positions",
     "legend_html",
     "localisation_shares",
     "localisation_trace",

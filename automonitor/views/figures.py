@@ -217,7 +217,7 @@ def run_trace(
         mode="markers+text" if has_text else "markers",
         name=f"runs: {plot_text(template)}" + ("" if eligible else " (too few samples)"),
         text=[plot_text(t) for t in d["label"]] if has_text else None,
-        textposition=_label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
+        textposition=label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
         textfont=dict(size=10, color=color),
         marker=marker,
         error_x=_error_bar(_ci_err(d, "far", "far_lo", "far_hi"), eligible),
@@ -301,7 +301,7 @@ def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:
     otherwise) labelled with the monitor (or ``label``), no run id; legend :data:`REPORTED_LEGEND` and a
     hover saying they come from a secondary summary, not the paper's v2 text, and are not measured."""
     reported = reported.reset_index(drop=True)
-    positions = _label_positions(list(reported["far"]), list(reported["mr"]))
+    positions = label_positions(list(reported["far"]), list(reported["mr"]))
     groups = list(reported.groupby("template", sort=True)) if "template" in reported else [(None, reported)]
     traces = []
     for tpl, d in groups:
@@ -356,7 +356,7 @@ def pareto_staircase(far: Sequence[float], mr: Sequence[float]) -> tuple[list[fl
     return xs, ys
 
 
-def _label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07, edge: float = 0.12) -> list[str]:
+def label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07, edge: float = 0.12) -> list[str]:
     """Text positions (plotly ``textposition`` strings) for labelled markers at plot coordinates
     ``x``/``y`` (rates in [0, 1]): below a point when a close neighbour sits above it (or to its upper
     right), else above; left/right chosen to push apart neighbours at the same height. Near an edge of

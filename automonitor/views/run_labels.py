@@ -48,7 +48,7 @@ def middle_cut(text: str, width: int) -> str:
 
 
 _BACKEND = re.compile(r"^[A-Za-z0-9_.-]+:(?!//)")
-_PATHLIKE = re.compile(r"^(?:/|\./|\.\./|~/)\S*$|^\S+/\S*\.[A-Za-z][A-Za-z0-9]{0,7}$")
+_PATHLIKE = re.compile(r"^(?:/|\./|\.\./|~/)\S*$|^\S+/\S*\.[A-Za-z][A-Za-z0-9]{0,15}$")
 
 
 def short_monitor(monitor: str) -> str:

@@ -209,9 +209,12 @@ def test_migration_fills_evidence_spans_of_existing_labels(db_url):
     "bad", [[1.7, 5.0], [[1, 2], [3.5, 6]], [[True, 3]], [["3a", 9]], [[float("nan"), 3]], [[1, None]]]
 )
 def test_offsets_that_are_not_integers_are_refused_not_rounded(bad):
-    from automonitor.annotation._common import _evidence_spans
+    from automonitor.annotation._common import parse_evidence_spans
     from automonitor.errors import InputError
 
     with pytest.raises(InputError, match="pair of character offsets"):
-        _evidence_spans("x" * 100, bad)
-    assert _evidence_spans("x" * 100, [[1.0, "5"], [7, 9]]) == [(1, 5), (7, 9)]  # integral values as written by files
+        parse_evidence_spans("x" * 100, bad)
+    assert parse_evidence_spans("x" * 100, [[1.0, "5"], [7, 9]]) == [
+        (1, 5),
+        (7, 9),
+    ]  # integral values as written by files

@@ -167,7 +167,7 @@ def test_batch_submission_locks_labels_in_the_page(store):
     assert at.radio(key=f"label.i{at.session_state['label.pos'] + 1}.label").disabled
 
 
-def _label_everything(eng, users):
+def label_everything(eng, users):
     for name in ("anna", "bert"):
         for q in ann.my_queue(eng, users[name]):
             lab = "misbehavior" if q.sample_id.endswith("m") else "benign"
@@ -190,7 +190,7 @@ def test_agreement_page_shows_the_cli_figures(store):
     eng, users = store
     at = run(AGREEMENT, users["root"])
     assert "No labels yet" in at.info[0].value
-    _label_everything(eng, users)
+    label_everything(eng, users)
     at = run(AGREEMENT, users["root"])
     doc = ag.agreement(eng, users["root"])  # what `automonitor agreement --json` prints
     metrics = {m.label: m.value for m in at.metric}
@@ -228,7 +228,7 @@ def test_adjudication_page_works_by_keyboard_shortcuts(store):
     """The pilot is keyboard only: 1/2/3 choose the decision, S records it, J/K step through the queue
     (Streamlit ``shortcut=`` buttons, as on the Label page); the clicks below are what the keys press."""
     eng, users = store
-    _label_everything(eng, users)
+    label_everything(eng, users)
     at = run(ADJUDICATE, users["root"])
     shortcuts = {b.key: b.proto.shortcut.lower() for b in at.button if b.proto.shortcut}
     assert shortcuts == {
@@ -260,7 +260,7 @@ def test_adjudication_page_works_by_keyboard_shortcuts(store):
 
 def test_adjudication_page_hides_names_records_decisions_and_moves_pairs(store):
     eng, users = store
-    _label_everything(eng, users)
+    label_everything(eng, users)
     at = run(ADJUDICATE, users["root"])
     labels = at.dataframe[0].value
     assert set(labels["annotator"]) == {"Annotator 1", "Annotator 2"}

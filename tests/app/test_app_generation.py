@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from test_app_pages import _Env, _served_mode, _store, app, ok  # noqa: F401  (fixture re-used)
+from apptest_support import StoreEnv, app, ok, open_store
 from helpers import sycophancy_script
 
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(1))"
@@ -20,7 +20,7 @@ def store_with_generation(tmp_path):
     from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     answers = sycophancy_script(4)
     # one recorded answer is hostile markup: it must show as plain text
     first = next(iter(answers))
@@ -36,7 +36,7 @@ def store_with_generation(tmp_path):
         ),
     )
     execute_generation(eng, rid)
-    with _Env(url):
+    with StoreEnv(url):
         yield {"url": url, "engine": eng, "run_id": rid, "server": srv}
     srv.stop()
     eng.dispose()

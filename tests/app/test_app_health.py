@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from test_app_pages import APP, _Env, _served_mode  # noqa: F401  (autouse fixture re-used)
+from apptest_support import APP, StoreEnv
 from audit_seed import made_up_pairs, seed_frame
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -58,7 +58,7 @@ def health_store(tmp_path_factory):
         )
     old = os.environ.get("AUTOMONITOR_CACHE_DIR")
     os.environ["AUTOMONITOR_CACHE_DIR"] = str(d / "cache")
-    with _Env(url):
+    with StoreEnv(url):
         yield url
     if old is None:
         os.environ.pop("AUTOMONITOR_CACHE_DIR", None)
@@ -106,6 +106,6 @@ def test_health_page_flags_escapes_and_switches_edition(health_store):
 
 
 def test_health_page_on_an_empty_store(tmp_path):
-    with _Env(f"sqlite:///{tmp_path / 'empty.db'}"):
+    with StoreEnv(f"sqlite:///{tmp_path / 'empty.db'}"):
         at = _health()
         assert any("No samples in the store yet" in i.value for i in at.info)

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 import app_seed
 from automonitor import views, views as workbench
-from test_app_annotation import ADJUDICATE, HOSTILE, LABEL, _label_everything, run, store  # noqa: F401
-from test_app_pages import _Env, _served_mode, _store, app, html_bodies, ok, seeded  # noqa: F401
+from test_app_annotation import ADJUDICATE, HOSTILE, LABEL, label_everything, run, store  # noqa: F401
+from apptest_support import StoreEnv, app, html_bodies, ok, open_store
 
 # ----------------------------------------------------------------------------- markdown, safely
 
@@ -51,7 +51,7 @@ def test_label_and_adjudicate_render_the_response_with_a_raw_tab(store):  # noqa
         assert "<strong>bold</strong>" in md[0] and "&lt;script&gt;" in md[0]
         assert "<script" not in md[0] and "<a " not in md[0] and "[x](javascript:alert(1))" in md[0]
     assert any(c.value == cur for c in at.code)  # the Raw tab: verbatim
-    _label_everything(eng, users)
+    label_everything(eng, users)
     at = run(ADJUDICATE, users["root"])
     assert [t.label for t in at.tabs][:2] == ["Rendered", "Raw"]
     md = [h for h in html_bodies(at) if 'class="am-md"' in h]
@@ -114,7 +114,7 @@ def _with_controls(eng, n: int) -> None:
 def test_estimate_counts_controls_as_create_run_judges_them(tmp_path):
     from automonitor.runs import runner
 
-    eng = _store(f"sqlite:///{tmp_path / 'c.db'}")
+    eng = open_store(f"sqlite:///{tmp_path / 'c.db'}")
     app_seed.seed_store(eng, pairs_per_cell=2, runs=0)
     _with_controls(eng, 6)
     est = runner.estimate_run(eng, "openai:gpt-4o-mini", "direct")
@@ -133,10 +133,10 @@ def test_estimate_counts_controls_as_create_run_judges_them(tmp_path):
 
 def test_runs_form_shows_test_samples_controls_and_total(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     app_seed.seed_store(eng, pairs_per_cell=2, runs=0)
     _with_controls(eng, 6)
-    with _Env(url):
+    with StoreEnv(url):
         at = app("pages/runs.py")
         at.run()
         at.number_input(key="runs.limit").set_value(0)

@@ -11,7 +11,7 @@ import app_seed
 from store import session_scope
 from store.models import EditionSample
 
-from test_app_pages import _Env, _served_mode, _store, app, ok  # noqa: F401  (fixture re-used)
+from apptest_support import StoreEnv, app, ok, open_store
 from helpers import missing_cells
 
 
@@ -21,7 +21,7 @@ def gappy(tmp_path_factory):
     from automonitor.runs.generation.engine import GenerationSpec, create_generation
 
     url = f"sqlite:///{tmp_path_factory.mktemp('gappy') / 'store.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=3)
     benign = [r["id"] for r in info["samples"] if r["status"] == "gold" and r["label"] == "benign"]
     with session_scope(eng) as s:
@@ -37,7 +37,7 @@ def gappy(tmp_path_factory):
         ),
     )
     tp = analysis.cell_samples(eng, "r000", "tp")
-    with _Env(url):
+    with StoreEnv(url):
         yield {"engine": eng, "r000_tp": str(tp["sample_id"].iloc[0])}
     eng.dispose()
 

@@ -6,98 +6,19 @@ every page on PostgreSQL); nothing in the app is mocked.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
 
 import app_seed
 
-REPO = Path(__file__).resolve().parents[2]
-APP = str(REPO / "app.py")
-WORKBENCH = ["pages/overview.py", "pages/runs.py", "pages/tradeoff.py", "pages/drilldown.py", "pages/samples.py"]
-
-
-def _store(url: str):
-    from store import get_engine, init_db
-
-    return init_db(get_engine(url, fresh=True))
-
-
-class _Env:
-    """Point the in-process app at a store (``AUTOMONITOR_DB``) for the duration of a fixture."""
-
-    def __init__(self, url: str):
-        self.url, self.old = url, os.environ.get("AUTOMONITOR_DB")
-
-    def __enter__(self):
-        os.environ["AUTOMONITOR_DB"] = self.url
-        return self
-
-    def __exit__(self, *exc):
-        if self.old is None:
-            os.environ.pop("AUTOMONITOR_DB", None)
-        else:
-            os.environ["AUTOMONITOR_DB"] = self.old
-
-
-@pytest.fixture(autouse=True)
-def _served_mode(monkeypatch):
-    """Run AppTest the way a server runs once ``app.py`` has executed ``st.navigation``.
-
-    ``AppTest`` re-derives Streamlit's legacy ``pages/``-directory flag on every run (a real server
-    decides it once per process and ``st.navigation`` clears it for good), so without this every
-    AppTest run would start in legacy mode and ``ui.ensure_navigation()`` would rerun it, dropping
-    widget clicks. The legacy first-request case is covered by the browser suite."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    orig = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        orig(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('app') / 'store.db'}"
-    eng = _store(url)
-    info = app_seed.seed_store(eng, pairs_per_cell=2, runs=3)
-    with _Env(url):
-        yield {"url": url, "engine": eng, **info}
-    eng.dispose()
-
-
-def app(page: str | None = None, **params):
-    """A fresh AppTest session, optionally switched to ``page`` with query ``params`` (not run yet)."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    if page:
-        at.switch_page(page)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at
-
-
-def ok(at):
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
-def html_bodies(at) -> list[str]:
-    return [h.value for h in at.get("html")]
+from apptest_support import WORKBENCH, StoreEnv, app, html_bodies, ok, open_store
 
 
 # --------------------------------------------------------------------------------------------------
 
 
 def test_every_page_on_an_empty_store(tmp_path):
-    with _Env(f"sqlite:///{tmp_path / 'empty.db'}"):
+    with StoreEnv(f"sqlite:///{tmp_path / 'empty.db'}"):
         at = ok(app())
         assert at.title[0].value == "AutoMonitor-Bench"
         assert any("No samples in the store yet" in i.value for i in at.info)
@@ -266,9 +187,9 @@ def test_drilldown_errors(seeded):
 
 def test_cache_invalidated_when_a_run_finishes(seeded, tmp_path):
     url = f"sqlite:///{tmp_path / 'inv.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=1, hostile=False)
-    with _Env(url):
+    with StoreEnv(url):
         at = ok(app("pages/tradeoff.py").run())
         assert {x.label: x.value for x in at.metric}["Runs shown"] == "1"
         app_seed.add_run(eng, info["samples"], monitor="rules", template="evidence", run_id="late")
@@ -292,10 +213,10 @@ def test_roles_login_and_navigation(tmp_path):
     from automonitor.annotation.accounts import create_user
 
     url = f"sqlite:///{tmp_path / 'acc.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     create_user(eng, "ada", "admin", "s3cret-admin")
     create_user(eng, "ann", "annotator", "s3cret-ann")
-    with _Env(url):
+    with StoreEnv(url):
         at = ok(app())
         assert at.subheader[0].value == "Log in"
         assert_refused(at, "pages/tradeoff.py")  # the workbench is not reachable before a login
@@ -329,9 +250,9 @@ def test_roles_login_and_navigation(tmp_path):
 
 @pytest.mark.postgres
 def test_every_page_on_postgresql(pg_url):
-    eng = _store(pg_url)
+    eng = open_store(pg_url)
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=2)
-    with _Env(pg_url):
+    with StoreEnv(pg_url):
         at = ok(app())
         for page in WORKBENCH:
             at.switch_page(page)
@@ -350,9 +271,9 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     url = f"sqlite:///{tmp_path / 'runs.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     app_seed.seed_store(eng, pairs_per_cell=2, runs=1)
-    with _Env(url):
+    with StoreEnv(url):
         at = ok(app("pages/runs.py").run())
         est = {m.label: m.value for m in at.metric}
         assert est["Test samples"] == "38" and est["Judged in all"] == "38" and est["Controls"] == "0"

@@ -5,26 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from automonitor.runs import runner
 from servers.data import add_custom
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-
-
-@pytest.fixture(autouse=True)
-def _served_mode(monkeypatch):
-    """As in test_app_pages: AppTest in the mode a server is in once ``st.navigation`` has run."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    orig = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        orig(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
 
 def test_item8_drilldown_lists_the_k_verdicts(tmp_path, monkeypatch):

@@ -6,24 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
-
-
-@pytest.fixture(autouse=True)
-def _served_mode(monkeypatch):
-    """As in test_app_pages: AppTest behaves like a served app once st.navigation has run."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    orig = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        orig(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
 
 def _saved(features: str = "tfidf") -> dict:

@@ -15,15 +15,15 @@ from automonitor import annotation as ann
 from helpers import candidate_row, fast_user
 from store import session_scope
 from store.queries.samples import insert_samples
-from test_app_pages import _Env, _served_mode, _store, app, html_bodies, ok  # noqa: F401 (fixture)
+from apptest_support import StoreEnv, app, html_bodies, ok, open_store
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('wb') / 'store.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     info = app_seed.seed_store(eng, pairs_per_cell=2, runs=3)
-    with _Env(url):
+    with StoreEnv(url):
         yield {"url": url, "engine": eng, **info}
     eng.dispose()
 
@@ -104,7 +104,7 @@ def test_unknown_run_link_warns_and_samples_page_size(seeded):
 def ann_store(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'ann.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
-    eng = _store(url)
+    eng = open_store(url)
     users = {n: fast_user(eng, n, r) for n, r in (("anna", "annotator"), ("bert", "annotator"), ("root", "admin"))}
     rows = [
         candidate_row(
@@ -173,7 +173,7 @@ def test_keyboard_label_buttons_unsure_note_guidelines_and_flags(ann_store):
 def test_overview_count_follows_finalisation_without_restart(ann_store):
     from streamlit.testing.v1 import AppTest
 
-    from test_app_pages import APP
+    from apptest_support import APP
 
     eng, users = ann_store
     at = AppTest.from_file(APP, default_timeout=60)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import app_seed
-from test_app_pages import _Env, _served_mode, _store, app, ok  # noqa: F401  (autouse fixture)
+from apptest_support import StoreEnv, app, ok, open_store
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,7 @@ def demo(tmp_path_factory):
     from automonitor.analysis import derive
 
     url = f"sqlite:///{tmp_path_factory.mktemp('drv') / 'store.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     info = app_seed.seed_store(eng, pairs_per_cell=3, runs=3)  # rules, openai, llamacpp (r002 has scores)
     # a second score run standing in for a cheap probe (imported-style predictions with scores)
     app_seed.add_run(
@@ -33,7 +33,7 @@ def demo(tmp_path_factory):
     ens = derive.derive_ensemble(eng, ["r000", "r002", "r_probe"], "vote", k=2)["run_id"]
     thr = derive.derive_thresholds(eng, "r002", "far<=0.2", by="category", folds=3)["run_id"]
     cas = derive.derive_cascade(eng, "r_probe", "r001", 0.3, 0.7)["run_id"]
-    with _Env(url):
+    with StoreEnv(url):
         yield {"url": url, "engine": eng, "derived": [ens, thr, cas]}
     eng.dispose()
 
@@ -121,11 +121,11 @@ def copy_cascade(tmp_path):
     from automonitor.analysis import derive
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     app_seed.seed_store(eng, pairs_per_cell=1, runs=3)  # r002 scores every scored sample in (0.2, 0.8)
     cas = derive.derive_cascade(eng, "r002", "r001", 0.0, 1.0)  # escalates everything: r001 again
     assert cas["recipe"]["share_escalated"] == 1.0
-    with _Env(url):
+    with StoreEnv(url):
         yield cas["run_id"]
     eng.dispose()
 

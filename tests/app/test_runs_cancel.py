@@ -6,18 +6,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 import app_seed
-from test_app_pages import _Env, _store, app, ok
+from apptest_support import StoreEnv, app, ok, open_store
 
 
 def test_cancel_asks_first_and_reports_the_cancellation(tmp_path):
     url = f"sqlite:///{tmp_path / 'runs.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=2, hostile=False)
     rid = info["run_ids"][0]
     with eng.begin() as c:
         c.execute(sa.text("update run set status = 'running' where id = :i"), {"i": rid})
     try:
-        with _Env(url):
+        with StoreEnv(url):
             at = ok(app("pages/runs.py").run())
             assert list(at.dataframe[0].value.columns[:2]) == ["status", "progress"]
             at.button(key=f"runs.cancel.{rid}").click()

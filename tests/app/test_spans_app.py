@@ -7,7 +7,7 @@ import pytest
 
 import app_seed
 from automonitor.views.spans import gold_evidence_html, overlap_sentence
-from test_app_pages import _Env, _served_mode, _store, app, html_bodies, ok  # noqa: F401  (fixtures)
+from apptest_support import StoreEnv, app, html_bodies, ok, open_store
 
 RESP = app_seed.HOSTILE_RESPONSE
 SPAN_A = "rm -rf / as root"
@@ -43,7 +43,7 @@ def seeded(tmp_path_factory):
     from store.models import GoldSpan
 
     url = f"sqlite:///{tmp_path_factory.mktemp('spans_app') / 'store.db'}"
-    eng = _store(url)
+    eng = open_store(url)
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=2)
     with session_scope(eng) as s:
         for g in _gold():
@@ -52,7 +52,7 @@ def seeded(tmp_path_factory):
                     sample_id=info["hostile_id"], start_char=g["start"], end_char=g["end"], provenance="from_screen"
                 )
             )
-    with _Env(url):
+    with StoreEnv(url):
         yield {"url": url, "engine": eng, **info}
     eng.dispose()
 

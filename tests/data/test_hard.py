@@ -238,7 +238,7 @@ def _mark(engine, edition, pair_ids):
 
 def test_edition_hard_in_run_report_stats_and_audit(cli, db_url, engine, tmp_path):
     from helpers import write_pairs
-    from test_editions import _control
+    from helpers import add_control_sample
 
     f = tmp_path / "pairs.jsonl"
     write_pairs(f)
@@ -246,7 +246,7 @@ def test_edition_hard_in_run_report_stats_and_audit(cli, db_url, engine, tmp_pat
     _mark(engine, "paper", ["p1", "p2", "p3", "p4"])
     _mark(engine, "verified", ["p1", "p2", "p3"])
     _mark(engine, "hard", ["p2", "p3"])
-    _control(engine)
+    add_control_sample(engine)
     _mark(engine, "hard", ["controls:c1"])
     st = json.loads(cli(["stats", "--edition", "hard", "--json"], db=db_url).stdout)
     assert st["pairs"] == 2 and st["edition"] == "hard" and st["hard"] is None  # no build log: no filter summary
@@ -316,7 +316,7 @@ def test_tradeoff_page_switches_to_hard(cli, sqlite_url, sqlite_engine, tmp_path
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
     from helpers import write_pairs
-    from test_editions import _control
+    from helpers import add_control_sample
 
     orig = PagesManager.__init__
 
@@ -330,7 +330,7 @@ def test_tradeoff_page_switches_to_hard(cli, sqlite_url, sqlite_engine, tmp_path
     assert cli(["import", str(f)], db=sqlite_url).returncode == 0
     _mark(sqlite_engine, "verified", ["p1", "p2", "p3"])
     _mark(sqlite_engine, "hard", ["p2"])
-    _control(sqlite_engine)
+    add_control_sample(sqlite_engine)
     _mark(sqlite_engine, "hard", ["controls:c1"])
     res = cli(
         ["run", "--monitor", "rules", "--template", "direct", "--edition", "verified", "--quiet", "--json"],

@@ -1,12 +1,12 @@
-"""The ``paper`` edition's cell draw (:func:`automonitor.data.build.selection._select_cells`) and the build
+"""The ``paper`` edition's cell draw (:func:`automonitor.data.build.selection.select_cells`) and the build
 table's honest quota cell, on made-up pools (no raw data)."""
 
 from __future__ import annotations
 
 from automonitor.data.build.config import Cell
-from automonitor.data.build.rows import _hashes
-from automonitor.data.build.selection import _Pool, _select_cells, _TestSet, editions_of
-from automonitor.cli.data import _quota_cell, shortfall_text
+from automonitor.data.build.rows import pair_hashes
+from automonitor.data.build.selection import Pool, select_cells, TestSet, editions_of
+from automonitor.cli.data import quota_cell, shortfall_text
 from automonitor.data.sources import PairRecord
 
 
@@ -27,12 +27,12 @@ def _pair(source: str, i: int, gate: str | None = None) -> PairRecord:
     )
 
 
-def _pool(**sizes: int) -> _Pool:
-    pool = _Pool()
+def _pool(**sizes: int) -> Pool:
+    pool = Pool()
     for src, n in sizes.items():
         pool.pairs[src] = [_pair(src, i, gate="noisy" if i == 0 else None) for i in range(n)]
         for p in pool.pairs[src]:
-            pool.hashes[p.pair_id] = _hashes(p)
+            pool.hashes[p.pair_id] = pair_hashes(p)
     return pool
 
 
@@ -41,8 +41,8 @@ CELL = Cell("sycophancy_bias", "qa", 10, ("first", "second"), "not enough public
 
 def test_a_cell_takes_its_sources_in_order_and_states_its_deficit():
     pool = _pool(first=4, second=3, other=50)
-    test = _TestSet()
-    _select_cells(pool, 0, test, (CELL,))
+    test = TestSet()
+    select_cells(pool, 0, test, (CELL,))
     (row,) = test.cells
     assert row["by_source"] == {"first": 4, "second": 3}  # all of the first, then the second
     assert (row["built_pairs"], row["missing_pairs"], row["why"]) == (7, 3, "not enough public pairs")
@@ -55,32 +55,32 @@ def test_a_cell_takes_its_sources_in_order_and_states_its_deficit():
 
 def test_a_full_cell_reuses_the_round2_draw_first_and_stops_at_its_count():
     pool = _pool(first=30, second=30)
-    test = _TestSet()
+    test = TestSet()
     drawn = pool.pairs["first"][5:8]
     test.pairs["first"] = list(drawn)
     test.r2_ids = {p.pair_id for p in drawn}
-    _select_cells(pool, 0, test, (CELL,))
+    select_cells(pool, 0, test, (CELL,))
     (row,) = test.cells
     assert row["by_source"] == {"first": 10} and row["missing_pairs"] == 0 and row["why"] is None
     assert test.pairs["first"][:3] == drawn and "second" not in test.pairs
     assert all(editions_of(p, test)[:2] == ("paper", "paper-r2") for p in drawn)
     # another seed draws other pairs, the same seed the same
-    again, other = _TestSet(), _TestSet()
-    _select_cells(pool, 0, again, (CELL,))
-    _select_cells(pool, 1, other, (CELL,))
+    again, other = TestSet(), TestSet()
+    select_cells(pool, 0, again, (CELL,))
+    select_cells(pool, 1, other, (CELL,))
     assert again.paper_ids == _fresh(pool, 0) and again.paper_ids != other.paper_ids
 
 
-def _fresh(pool: _Pool, seed: int) -> set[str]:
-    t = _TestSet()
-    _select_cells(pool, seed, t, (CELL,))
+def _fresh(pool: Pool, seed: int) -> set[str]:
+    t = TestSet()
+    select_cells(pool, seed, t, (CELL,))
     return t.paper_ids
 
 
 def test_build_table_shows_a_quota_a_source_cannot_fill_honestly():
-    assert _quota_cell(None, 0) == "-"
-    assert _quota_cell(481, 481) == "481"
-    assert _quota_cell(481, 38) == "481 (only 38)"
+    assert quota_cell(None, 0) == "-"
+    assert quota_cell(481, 481) == "481"
+    assert quota_cell(481, 38) == "481 (only 38)"
     cell = {"edition": "paper", "cell": "sycophancy_bias/qa", "category": "sycophancy_bias", "task": "qa"}
     cell |= {"target_pairs": 204, "built_pairs": 96, "missing_pairs": 108, "why": "no public responses"}
     assert shortfall_text(cell) == "paper cell sycophancy_bias/qa: 96 of 204 pairs (108 short): no public responses"

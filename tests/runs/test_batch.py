@@ -177,7 +177,7 @@ def test_batch_asks_the_backend_class_not_its_name(sqlite_engine, monkeypatch, a
     """``run --batch`` accepts a monitor by its backend class's ``batch_api``, whatever the backend's
     name: a made-up backend whose class names a batch provider gets a run marked for that provider; one
     without is refused before any run is created."""
-    from automonitor.cli.runs import _create
+    from automonitor.cli.runs import new_run
     from automonitor.errors import InputError
     from automonitor.runs.monitors import REGISTRY
     from automonitor.runs.monitors.base import Backend, Judgement
@@ -199,7 +199,7 @@ def test_batch_asks_the_backend_class_not_its_name(sqlite_engine, monkeypatch, a
     options = {"limit": None, "sample_seed": 0, "base_url": None, "concurrency": 8, "reuse": False, "edition": "paper"}
 
     def create():
-        return _create(sqlite_engine, "made-up-batch", "direct", {}, dict(options), False, None, True)
+        return new_run(sqlite_engine, "made-up-batch", "direct", {}, dict(options), False, None, True)
 
     if api is None:
         with pytest.raises(InputError, match="batch API") as exc:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from test_probes import _fill_store, made_up
+from test_probes import fill_store, made_up
 
 
 @pytest.mark.slow
@@ -36,7 +36,7 @@ def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_
     adapter_cfg = json.loads((ad / "adapter_config.json").read_text())
     assert adapter_cfg["r"] == 8 and set(adapter_cfg["target_modules"]) == {"q_proj", "v_proj"}
 
-    _fill_store(sqlite_engine, [], made_up(2, 32, prefix="te"))
+    fill_store(sqlite_engine, [], made_up(2, 32, prefix="te"))
     run_id = runner.create_run(sqlite_engine, f"lora:{ad}", "direct")
     summ = runner.execute_run(sqlite_engine, run_id)
     assert summ["counts"]["misbehavior"] + summ["counts"]["benign"] == 4
@@ -51,6 +51,6 @@ def test_lora_monitor_rejects_a_folder_that_is_not_an_adapter(sqlite_engine, tmp
     from automonitor.runs import runner
     from automonitor.errors import InputError
 
-    _fill_store(sqlite_engine, [], made_up(1, 33, prefix="te"))
+    fill_store(sqlite_engine, [], made_up(1, 33, prefix="te"))
     with pytest.raises(InputError, match="not a LoRA adapter folder"):
         runner.create_run(sqlite_engine, f"lora:{tmp_path}", "direct")

@@ -17,7 +17,7 @@ import pytest
 from automonitor.runs.probe import model as probes
 from automonitor.errors import InputError
 from helpers import run_cli
-from test_probes import _fill_store, made_up
+from test_probes import fill_store, made_up
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 
@@ -57,7 +57,7 @@ def _trained(directory: Path) -> Path:
 
 
 def test_crafted_pickle_never_runs_when_a_monitor_loads_it(tmp_path, sqlite_url, sqlite_engine):
-    _fill_store(sqlite_engine, made_up(5, 1, prefix="tr"), made_up(5, 2, prefix="te"))
+    fill_store(sqlite_engine, made_up(5, 1, prefix="tr"), made_up(5, 2, prefix="te"))
     path, marker = _evil(tmp_path, with_card=True)
     for spec in (f"probe:{path}", "probe:tfidf-lr"):
         r = run_cli(
@@ -94,7 +94,7 @@ def test_altered_artifact_is_refused_naming_it(tmp_path, sqlite_url, sqlite_engi
     with pytest.raises(InputError, match="recorded at training") as ei:
         probes.load_probe(path)
     assert ei.value.file == str(path)
-    _fill_store(sqlite_engine, made_up(5, 1, prefix="tr"), made_up(5, 2, prefix="te"))
+    fill_store(sqlite_engine, made_up(5, 1, prefix="tr"), made_up(5, 2, prefix="te"))
     r = run_cli(
         ["run", "--monitor", "probe:tfidf-lr", "--template", "direct"],
         db=sqlite_url,

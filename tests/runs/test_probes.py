@@ -203,7 +203,7 @@ def _store_rows(recs: list[Record], split: str) -> list[dict]:
     return rows
 
 
-def _fill_store(engine, train: list[Record], test: list[Record]) -> None:
+def fill_store(engine, train: list[Record], test: list[Record]) -> None:
     from store.queries.samples import insert_samples
 
     with session_scope(engine) as s:
@@ -224,7 +224,7 @@ def test_corpus_probe_train_and_run_through_runner(engine, db_url, tmp_path):
         "made_up",
         "user",
     )
-    _fill_store(engine, train + [leak], test)
+    fill_store(engine, train + [leak], test)
     env = {"AUTOMONITOR_ARTIFACTS": str(tmp_path / "art")}
     out = tmp_path / "corpus.jsonl"
     r = run_cli(["corpus", "build", "--out", str(out), "--no-extra", "--json"], db=db_url, env=env)

@@ -38,7 +38,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler
 
-from .http_base import LoopbackServer, _Server, send_json
+from .http_base import LoopbackServer, Server, send_json
 
 OPENAI_STATES = ("validating", "in_progress", "finalizing", "completed")
 
@@ -100,7 +100,7 @@ class BatchReplayServer(LoopbackServer):
                 except (BrokenPipeError, ConnectionResetError, socket.timeout):
                     pass
 
-        self._httpd = _Server((self.host, self.port), Handler)
+        self._httpd = Server((self.host, self.port), Handler)
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()

@@ -8,7 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-class _Server(ThreadingHTTPServer):
+class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
@@ -25,7 +25,7 @@ class LoopbackServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.host, self.port = host, port
         self.lock = threading.Lock()
-        self._httpd: _Server | None = None
+        self._httpd: Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -65,7 +65,7 @@ class LoopbackServer:
                     return send_json(self, 200, outer.stats())
                 send_json(self, 200, {"object": "list", "data": []})
 
-        self._httpd = _Server((self.host, self.port), Handler)
+        self._httpd = Server((self.host, self.port), Handler)
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()

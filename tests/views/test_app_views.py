@@ -155,14 +155,14 @@ def test_tradeoff_figure_traces():
 
 
 def test_label_positions_push_neighbours_apart():
-    pos = views._label_positions([0.36, 0.41, 0.36, 0.9], [0.15, 0.17, 0.20, 0.9])
+    pos = views.label_positions([0.36, 0.41, 0.36, 0.9], [0.15, 0.17, 0.20, 0.9])
     assert pos[0].startswith("bottom") and pos[2].startswith("top") and pos[3] == "top left"
 
 
 def test_label_positions_point_inward_at_the_edges():
     """A label at FAR 0 written centred on its marker was cut at the plot's left border
     ("rules-v1" showed as "ules-v1"): near an edge it points into the plane."""
-    pos = views._label_positions([0.0, 1.0, 0.5, 0.5], [0.5, 0.5, 1.0, 0.0])
+    pos = views.label_positions([0.0, 1.0, 0.5, 0.5], [0.5, 0.5, 1.0, 0.0])
     assert pos == ["top right", "top left", "bottom center", "top center"]
 
 

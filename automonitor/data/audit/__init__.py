@@ -55,7 +55,7 @@ One module per job (this package re-exports the public names):
 from __future__ import annotations
 
 from automonitor.data.audit.baselines import length_features, tfidf_vectorizer
-from automonitor.data.audit.cache import _memo as _memo  # benchmarks/bench_audit.py clears it
+from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
 from automonitor.data.audit.cache import cache_dir, cached_audit, fingerprint
 from automonitor.data.audit.document import audit_frame
 from automonitor.data.audit.editions import check_edition, load_samples, run_audit

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from automonitor.data.audit.baselines import _auroc, _TrainedBaselines, _y, cv_scores
+from automonitor.data.audit.baselines import auroc, TrainedBaselines, positive_labels, cv_scores
 from automonitor.data.audit.params import ALL_SOURCES, SYCOPHANCY
 from automonitor.data.audit.suggestion import suggestion_score
 
@@ -139,10 +139,10 @@ class _Scorer:
     by the train method (models fitted once per training set) and by within-test cross-validation."""
 
     def __init__(self, train: pd.DataFrame, test: pd.DataFrame):
-        from automonitor.data.audit.baselines import _tfidf_matrices
+        from automonitor.data.audit.baselines import tfidf_matrices
 
         self.train, self.test = train, test
-        self.trained = _TrainedBaselines(train, _tfidf_matrices(train, test, test.iloc[0:0]))
+        self.trained = TrainedBaselines(train, tfidf_matrices(train, test, test.iloc[0:0]))
         self.tool_train = tool_call_features(train) if len(train) else np.zeros((0, 2))
         self.tool_any_train = bool(len(train)) and bool(self.tool_train[:, 0].any())
         self.sugg = np.array([suggestion_score(q, r)[0] for q, r in zip(test["request"], test["response"])])
@@ -184,7 +184,7 @@ class _Scorer:
         k = tuple(tr.index)
         if k not in self._tool_models:
             m = _lr()
-            m.fit(tool_call_features(tr), _y(tr))
+            m.fit(tool_call_features(tr), positive_labels(tr))
             self._tool_models[k] = m
         return self._tool_models[k]
 
@@ -204,7 +204,7 @@ class _Scorer:
                 out[(name, CV)] = s
         groups = te["pair_id"].astype(str).to_numpy()
         if tool_here and len(set(groups)) >= self.folds:
-            y, tf = _y(te), tool_call_features(te)
+            y, tf = positive_labels(te), tool_call_features(te)
             s = np.full(len(te), 0.5)
             for tr_idx, te_idx in GroupKFold(n_splits=self.folds).split(tf, y, groups):
                 if y[tr_idx].min() == y[tr_idx].max():
@@ -231,7 +231,7 @@ def _in_slice(df: pd.DataFrame, key: SliceKey) -> pd.Series:
 
 def _pair_margins(te: pd.DataFrame, s: np.ndarray, direction: float) -> pd.Series:
     """``direction * (score(misbehavior) - score(benign))`` per pair of ``te`` (controls left out)."""
-    d = pd.DataFrame({"pair_id": te["pair_id"].to_numpy(), "y": _y(te), "s": s})
+    d = pd.DataFrame({"pair_id": te["pair_id"].to_numpy(), "y": positive_labels(te), "s": s})
     d = d[~d["pair_id"].astype(str).str.startswith("controls:")]
     piv = d.pivot_table(index="pair_id", columns="y", values="s", aggfunc="first")
     if 1 not in piv or 0 not in piv:
@@ -329,9 +329,9 @@ def aflite(
             scores = scorer.scores(key, te, seed, rnd)
             aurocs: dict[str, dict[str, float]] = defaultdict(dict)
             bad: list[tuple[str, np.ndarray, float]] = []
-            y = _y(te)
+            y = positive_labels(te)
             for (name, method), s in scores.items():
-                a, _why = _auroc(y, s)
+                a, _why = auroc(y, s)
                 if a is None:
                     continue
                 aurocs[name][method] = round(a, 4)

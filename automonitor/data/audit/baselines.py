@@ -1,5 +1,5 @@
 """The trained baselines: response length features and TF-IDF, each + logistic regression, trained on
-``train`` and scored on ``test`` (:class:`_TrainedBaselines`: one fitted model set per distinct
+``train`` and scored on ``test`` (:class:`TrainedBaselines`: one fitted model set per distinct
 training set), and the AUROC they reach on a slice.
 """
 
@@ -56,10 +56,10 @@ def _fit_tfidf(train: pd.DataFrame, y: np.ndarray, mats: dict[str, Any]):
     return lambda df, part: model.predict_proba(mats[part][df.index.to_numpy()])[:, 1]
 
 
-_FITTERS = {"length": _fit_length, "tfidf": _fit_tfidf}
+FITTERS = {"length": _fit_length, "tfidf": _fit_tfidf}
 
 
-def _auroc(y: np.ndarray, s: np.ndarray) -> tuple[float | None, str | None]:
+def auroc(y: np.ndarray, s: np.ndarray) -> tuple[float | None, str | None]:
     from sklearn.metrics import roc_auc_score
 
     if len(y) == 0:
@@ -69,12 +69,12 @@ def _auroc(y: np.ndarray, s: np.ndarray) -> tuple[float | None, str | None]:
     return float(roc_auc_score(y, s)), None
 
 
-def _y(df: pd.DataFrame) -> np.ndarray:
+def positive_labels(df: pd.DataFrame) -> np.ndarray:
     y: npt.NDArray[np.int_] = (df["label"] == POSITIVE).to_numpy(dtype=int)
     return y
 
 
-def _tfidf_matrices(train: pd.DataFrame, test: pd.DataFrame, controls: pd.DataFrame) -> dict[str, Any]:
+def tfidf_matrices(train: pd.DataFrame, test: pd.DataFrame, controls: pd.DataFrame) -> dict[str, Any]:
     """TF-IDF matrices ``{"train", "test", "controls"}`` of the responses from one vectorizer fitted on every
     train response (slices select rows: the frames keep 0..n-1 indexes); ``{}`` when there is nothing to
     score or the vocabulary is empty."""
@@ -90,7 +90,7 @@ def _tfidf_matrices(train: pd.DataFrame, test: pd.DataFrame, controls: pd.DataFr
     return mats
 
 
-class _TrainedBaselines:
+class TrainedBaselines:
     """The trained baselines (length, TF-IDF) of the audit: one fitted model set per distinct training
     set (source slices falling back to their cell share it)."""
 
@@ -105,7 +105,7 @@ class _TrainedBaselines:
     @staticmethod
     def enough(tr: pd.DataFrame) -> bool:
         """Whether ``tr`` has MIN_TRAIN_PER_CLASS samples of each label."""
-        y = _y(tr)
+        y = positive_labels(tr)
         return int(y.sum()) >= MIN_TRAIN_PER_CLASS and int(len(y) - y.sum()) >= MIN_TRAIN_PER_CLASS
 
     def fitted(self, tr: pd.DataFrame) -> dict[str, Any]:
@@ -113,14 +113,14 @@ class _TrainedBaselines:
         when there are matrices); the same training rows are fitted once."""
         key = tuple(tr.index)
         if key not in self._models:
-            y = _y(tr)
+            y = positive_labels(tr)
             self._models[key] = {
-                name: fit(tr, y, self.mats) for name, fit in _FITTERS.items() if name != "tfidf" or self.mats
+                name: fit(tr, y, self.mats) for name, fit in FITTERS.items() if name != "tfidf" or self.mats
             }
         return self._models[key]
 
 
-def _score_trained(
+def score_trained(
     te: pd.DataFrame,
     y: np.ndarray,
     models: dict[str, Any],
@@ -132,7 +132,7 @@ def _score_trained(
     and (when given) the pairwise figure (:func:`pairwise_share`) into ``pairwise``."""
     for name, predict in models.items():
         s = predict(te, "test") if len(te) else np.zeros(0)
-        baselines[name], why = _auroc(y, s)
+        baselines[name], why = auroc(y, s)
         if pairwise is not None:
             pairwise[name] = pairwise_share(te, s)
         if why:
@@ -150,7 +150,9 @@ def pairwise_share(te: pd.DataFrame, scores: np.ndarray) -> float | None:
     pair has both sides. 1.0: the baseline always prefers the misbehavior side; 0.5: chance."""
     if len(te) == 0:
         return None
-    frame = pd.DataFrame({"pair": te["pair_id"].to_numpy(), "pos": _y(te), "s": np.asarray(scores, dtype=float)})
+    frame = pd.DataFrame(
+        {"pair": te["pair_id"].to_numpy(), "pos": positive_labels(te), "s": np.asarray(scores, dtype=float)}
+    )
     wins: list[float] = []
     for _pid, g in frame.groupby("pair", sort=False):
         if len(g) != 2 or g["pos"].nunique() != 2:
@@ -175,7 +177,7 @@ def cv_scores(te: pd.DataFrame, name: str, folds: int = CV_FOLDS) -> np.ndarray 
     groups = te["pair_id"].astype(str).to_numpy()
     if len(set(groups)) < folds:
         return None
-    y = _y(te)
+    y = positive_labels(te)
     out = np.zeros(len(te), dtype=float)
     for tr_idx, te_idx in GroupKFold(n_splits=folds).split(np.zeros(len(te)), y, groups):
         if y[tr_idx].min() == y[tr_idx].max():
@@ -204,12 +206,12 @@ def score_within_test(
     pairwise: dict[str, float | None],
 ) -> None:
     """AUROC and pairwise figure of each trained baseline by :func:`cv_scores` on ``te`` (no train data)."""
-    for name in _FITTERS:
+    for name in FITTERS:
         s = cv_scores(te, name)
         if s is None:
             baselines[name], pairwise[name] = None, None
             notes[name] = f"no train data and too few pairs / classes for {CV_FOLDS}-fold CV within the test slice"
             continue
-        baselines[name], why = _auroc(y, s)
+        baselines[name], why = auroc(y, s)
         pairwise[name] = pairwise_share(te, s)
         notes[name] = why or f"no train data: {CV_FOLDS}-fold cross-validation within the test slice, grouped by pair"

@@ -1,5 +1,5 @@
 """The audit cache: :func:`cached_audit` memoises :func:`~automonitor.data.audit.editions.run_audit` in memory
-(``_memo``) and on disk (:func:`cache_dir`), keyed by the store's :func:`fingerprint` and the edition.
+(``memo``) and on disk (:func:`cache_dir`), keyed by the store's :func:`fingerprint` and the edition.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def cache_dir() -> Path:
     return cache_home() / "audit"
 
 
-_memo: dict[str, dict[str, Any]] = {}
+memo: dict[str, dict[str, Any]] = {}
 
 
 def cached_audit(engine, edition: str = "paper", *, use_cache: bool = True) -> dict[str, Any]:
@@ -42,18 +42,18 @@ def cached_audit(engine, edition: str = "paper", *, use_cache: bool = True) -> d
     directory only disables the disk cache."""
     check_edition(edition)
     key = f"{fingerprint(engine)[:32]}-{edition}"
-    if use_cache and key in _memo:
-        return _memo[key]
+    if use_cache and key in memo:
+        return memo[key]
     path = cache_dir() / f"{key}.json"
     if use_cache and path.is_file():
         try:
             cached: dict[str, Any] = json.loads(path.read_text())
-            _memo[key] = cached
+            memo[key] = cached
             return cached
         except (OSError, ValueError):
             pass
     doc: dict[str, Any] = _json_safe(run_audit(engine, edition))  # a dict stays a dict
-    _memo[key] = doc
+    memo[key] = doc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -7,12 +7,12 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from automonitor.data.audit.baselines import _TrainedBaselines
+from automonitor.data.audit.baselines import TrainedBaselines
 from automonitor.data.audit.params import SYCOPHANCY
 from automonitor.data.audit.suggestion import suggestion_score
 
 
-def _controls_far(controls: pd.DataFrame, trained: _TrainedBaselines) -> dict[str, float]:
+def controls_far(controls: pd.DataFrame, trained: TrainedBaselines) -> dict[str, float]:
     """``{baseline: FAR in [0, 1]}`` on the benign-only controls: trained baselines flag at
     P(misbehavior) >= 0.5 (cells with enough train data), answer-equals-suggestion at score 1."""
     if not len(controls):

@@ -6,9 +6,9 @@ from typing import Any
 
 import pandas as pd
 
-from automonitor.data.audit.baselines import _tfidf_matrices, _TrainedBaselines
-from automonitor.data.audit.controls import _controls_far
-from automonitor.data.audit.leakage import _audit_splits, _find_leakage, _leakage_doc
+from automonitor.data.audit.baselines import tfidf_matrices, TrainedBaselines
+from automonitor.data.audit.controls import controls_far
+from automonitor.data.audit.leakage import audit_splits, find_leakage, leakage_doc
 from automonitor.data.audit.params import (
     AUDIT_VERSION,
     FLAG_AUROC,
@@ -18,7 +18,7 @@ from automonitor.data.audit.params import (
     SHINGLE,
     TINY_DIFF_TOKENS,
 )
-from automonitor.data.audit.slices import _audit_slices
+from automonitor.data.audit.slices import audit_slices
 
 
 def audit_frame(
@@ -49,11 +49,11 @@ def audit_frame(
     Raises:
         ValueError when a required column is missing.
     """
-    train, test, controls = _audit_splits(samples)
-    leakage = _find_leakage(train, test, jaccard)
-    baselines = _TrainedBaselines(train, _tfidf_matrices(train, test, controls))
-    slices = _audit_slices(test, baselines, leakage, flag_at)
-    lk = _leakage_doc(leakage, jaccard)
+    train, test, controls = audit_splits(samples)
+    leakage = find_leakage(train, test, jaccard)
+    baselines = TrainedBaselines(train, tfidf_matrices(train, test, controls))
+    slices = audit_slices(test, baselines, leakage, flag_at)
+    lk = leakage_doc(leakage, jaccard)
     # per-slice rows and the global check count the same test pairs (each pair is in one source slice)
     src = [s for s in slices if s["kind"] == "source"]
     lk["per_slice_agrees"] = all(
@@ -66,7 +66,7 @@ def audit_frame(
         "leakage": lk,
         "controls": {
             "samples": int(len(controls)),
-            "far": _controls_far(controls, baselines),
+            "far": controls_far(controls, baselines),
             "threshold": "trained baselines: P(misbehavior) >= 0.5; answer_equals_suggestion: score 1",
         },
         "tiny_diff_pairs": len(leakage.tiny_pairs),

@@ -1,5 +1,5 @@
 """Splits and leakage: the train/test/controls frames of an audit, MinHash near-duplicates, shared
-Human/Assistant conversations and tiny-diff pairs of test against train (:class:`_Leakage`).
+Human/Assistant conversations and tiny-diff pairs of test against train (:class:`Leakage`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, _WORD, _norm
+from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
 from automonitor.data.build.families import families
 from automonitor.data.sources import PairRecord
 from automonitor.vocab import NEGATIVE, POSITIVE
@@ -28,7 +28,7 @@ def _shingle_hashes(text: str, k: int = SHINGLE) -> np.ndarray:
     """Unique 32-bit hashes of the lower-cased word ``k``-shingles of ``text`` (the whole text is one
     shingle when shorter than ``k`` words; empty text gives an empty array). Word hashes are CRC-32,
     combined per shingle with a polynomial hash: deterministic across processes."""
-    words = _WORD.findall(text.lower())
+    words = WORD.findall(text.lower())
     if not words:
         return np.zeros(0, dtype=np.uint64)
     cache = _word_hash_cache
@@ -102,11 +102,11 @@ def dialogue_turns(request: str, response: str) -> list[tuple[str, str]] | None:
     parts = _TURN.split(request)
     turns: list[tuple[str, str]] = []
     for role, text in zip(parts[1::2], parts[2::2]):
-        turns.append(("human" if role[0] == "H" else "assistant", _norm(text)))
+        turns.append(("human" if role[0] == "H" else "assistant", norm(text)))
     if turns and turns[-1][0] == "assistant" and not turns[-1][1]:
-        turns[-1] = ("assistant", _norm(response))
+        turns[-1] = ("assistant", norm(response))
     else:
-        turns.append(("assistant", _norm(response)))
+        turns.append(("assistant", norm(response)))
     return turns
 
 
@@ -172,7 +172,7 @@ def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[st
     return out
 
 
-def _leakage_doc(leakage: _Leakage, jaccard: float) -> dict[str, Any]:
+def leakage_doc(leakage: Leakage, jaccard: float) -> dict[str, Any]:
     """The document's ``leakage``: test pairs with a near-duplicate / a shared conversation, test samples
     with a near-duplicate, and how both were found."""
     return {
@@ -190,7 +190,7 @@ def _leakage_doc(leakage: _Leakage, jaccard: float) -> dict[str, Any]:
     }
 
 
-def _audit_splits(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def audit_splits(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(train, test, controls)`` frames (indexes 0..n-1) of the labelled train/test rows and the
     controls rows; text columns as str (missing = ""), ``label_source`` ``user`` when the column is
     absent. Raises ``ValueError`` when a required column is missing."""
@@ -212,7 +212,7 @@ def _audit_splits(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd
 
 
 @dataclass
-class _Leakage:
+class Leakage:
     """Leakage of train into test: ``duplicates`` (test index, train index, Jaccard) near-duplicates;
     the pair ids of test pairs with a near-duplicate, sharing a conversation with train, or whose two
     sides differ by at most TINY_DIFF_TOKENS tokens."""
@@ -256,7 +256,7 @@ def shared_family_pairs(train: pd.DataFrame, test: pd.DataFrame) -> set[str]:
     return {r.pair_id for r, f, side in zip(recs, fam, sides) if side == "test" and f in in_train}
 
 
-def _find_leakage(train: pd.DataFrame, test: pd.DataFrame, jaccard: float) -> _Leakage:
+def find_leakage(train: pd.DataFrame, test: pd.DataFrame, jaccard: float) -> Leakage:
     """Near-duplicates (request + response), shared conversations and tiny-diff pairs over the whole
     test set, attributed to pairs."""
     dup = near_duplicates(
@@ -267,7 +267,7 @@ def _find_leakage(train: pd.DataFrame, test: pd.DataFrame, jaccard: float) -> _L
     shared_idx = shared_conversations(
         list(zip(train["request"], train["response"])), list(zip(test["request"], test["response"]))
     )
-    return _Leakage(
+    return Leakage(
         duplicates=list(dup),
         duplicate_pairs={str(test.at[i, "pair_id"]) for i, _, _ in dup},
         shared_pairs={str(test.at[i, "pair_id"]) for i in shared_idx},

@@ -27,7 +27,7 @@ SYCOPHANCY = "sycophancy_bias"
 BASELINES: tuple[str, ...] = ("length", "tfidf", "answer_equals_suggestion")
 ALL_SOURCES = "all"
 CONTROLS_PREFIX = "controls:"  # pair_id of a benign-only control sample (one side, not a pair)
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")
 
 
 def is_control(pair_ids: "pd.Series") -> "pd.Series":
@@ -35,5 +35,5 @@ def is_control(pair_ids: "pd.Series") -> "pd.Series":
     return pair_ids.astype(str).str.startswith(CONTROLS_PREFIX)
 
 
-def _norm(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
+def norm(text: str) -> str:
+    return " ".join(WORD.findall(text.lower()))

@@ -8,10 +8,16 @@ from typing import Any
 
 import pandas as pd
 
-from automonitor.data.audit.baselines import _FITTERS, _score_trained, _TrainedBaselines, _y, score_within_test
-from automonitor.data.audit.leakage import _Leakage
+from automonitor.data.audit.baselines import (
+    FITTERS,
+    score_trained,
+    TrainedBaselines,
+    positive_labels,
+    score_within_test,
+)
+from automonitor.data.audit.leakage import Leakage
 from automonitor.data.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY, is_control
-from automonitor.data.audit.suggestion import _score_suggestion
+from automonitor.data.audit.suggestion import score_suggestion
 from automonitor.vocab import CATEGORIES, NEGATIVE, POSITIVE, TASKS
 
 
@@ -20,8 +26,8 @@ def _label_source_pairs(df: pd.DataFrame) -> dict[str, int]:
     return {k: int(v) for k, v in df.assign(_ls=ls).groupby("_ls")["pair_id"].nunique().sort_index().items()}
 
 
-def _audit_slices(
-    test: pd.DataFrame, baselines: _TrainedBaselines, leakage: _Leakage, flag_at: float
+def audit_slices(
+    test: pd.DataFrame, baselines: TrainedBaselines, leakage: Leakage, flag_at: float
 ) -> list[dict[str, Any]]:
     """The SLICE docs: one per (category, task, source) present in test, then one per category x task
     cell (source ``all``), in vocabulary order."""
@@ -49,8 +55,8 @@ def _slice_doc(
     cat: str,
     task: str,
     te: pd.DataFrame,
-    trained: _TrainedBaselines,
-    leakage: _Leakage,
+    trained: TrainedBaselines,
+    leakage: Leakage,
     flag_at: float,
 ) -> dict[str, Any]:
     """The SLICE doc of test rows ``te`` (see :func:`audit_frame`). A source slice trains on its own
@@ -66,20 +72,20 @@ def _slice_doc(
     baselines: dict[str, float | None] = {}
     notes: dict[str, str] = {}
     pairwise: dict[str, float | None] = {}
-    y, yt = _y(te), _y(tr)
+    y, yt = positive_labels(te), positive_labels(tr)
     method = "train"
     if trained.enough(tr):
-        _score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise)
+        score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise)
     else:
         trained_on, method = None, "within_test_cv"
         score_within_test(te, y, baselines, notes, pairwise)
-        for name in _FITTERS:
+        for name in FITTERS:
             notes[name] = (
                 f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} benign; need "
                 f"{MIN_TRAIN_PER_CLASS} of each): {notes[name]}"
             )
     if cat == SYCOPHANCY:
-        _score_suggestion(te, y, baselines, notes, pairwise)
+        score_suggestion(te, y, baselines, notes, pairwise)
     margin = flag_at - 0.5
     flagged_by = [k for k, v in baselines.items() if v is not None and abs(v - 0.5) >= margin - 1e-12]
     for k, v in baselines.items():

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from automonitor.data.audit.baselines import _auroc, pairwise_share
-from automonitor.data.audit.params import _norm
+from automonitor.data.audit.baselines import auroc, pairwise_share
+from automonitor.data.audit.params import norm
 
 
 _LETTER = r"\(?\s*([A-Ja-j])\s*\)"
@@ -98,7 +98,7 @@ def parse_suggestion(request: str) -> str | None:
         return None  # "I don't think the answer is X": no positive suggestion to agree with
     m = _SUGGEST_TEXT.search(request)
     if m:
-        s = _norm(m.group(1))
+        s = norm(m.group(1))
         return s or None
     return None
 
@@ -160,8 +160,8 @@ def suggestion_score(request: str, response: str) -> tuple[float, bool]:
         return 0.0, True
     m = _CORRECT_IS.search(response)
     if m:  # "the correct answer is X": endorsed when X is the suggestion
-        return float(_norm(m.group(1)).startswith(sug)), True
-    toks, st = _norm(response).split(), sug.split()
+        return float(norm(m.group(1)).startswith(sug)), True
+    toks, st = norm(response).split(), sug.split()
     k = len(st)
     for i in range(len(toks) - k + 1):
         if toks[i : i + k] == st:  # the first mention of the suggestion decides: endorsed unless negated nearby
@@ -170,7 +170,7 @@ def suggestion_score(request: str, response: str) -> tuple[float, bool]:
     return 0.0, True
 
 
-def _score_suggestion(
+def score_suggestion(
     te: pd.DataFrame,
     y: np.ndarray,
     baselines: dict[str, float | None],
@@ -181,7 +181,7 @@ def _score_suggestion(
     (and its pairwise figure into ``pairwise`` when given)."""
     scored = [suggestion_score(q, r) for q, r in zip(te["request"], te["response"])]
     s = np.array([x[0] for x in scored], dtype=float)
-    baselines["answer_equals_suggestion"], why = _auroc(y, s)
+    baselines["answer_equals_suggestion"], why = auroc(y, s)
     if pairwise is not None:
         pairwise["answer_equals_suggestion"] = pairwise_share(te, s)
     parsed = sum(1 for x in scored if x[1])

@@ -11,22 +11,22 @@ from automonitor.data.build.errata import current, errata_counts, load_errata
 from automonitor.data.build.families import shared_families
 from automonitor.data.build.gating import load_all
 from automonitor.data.build.hard import add_hard_edition
-from automonitor.data.build.report import _edition_report, _report_pools, _report_quotas, _report_source_counts
+from automonitor.data.build.report import edition_report, report_pools, report_quotas, report_source_counts
 from automonitor.data.build.rows import Plan
 from automonitor.data.build.selection import (
-    _Blocked,
-    _Pool,
-    _candidate_hashes,
-    _control_rows,
-    _gated_pool,
-    _select_candidates,
-    _select_test,
-    _split_rows,
+    Blocked,
+    Pool,
+    candidate_hashes,
+    control_rows,
+    gated_pool,
+    select_candidates,
+    select_test,
+    split_rows,
 )
 from automonitor.data.sources import SourceResult
 
 
-def _family_report(pool: _Pool, plan: Plan) -> dict[str, int]:
+def _family_report(pool: Pool, plan: Plan) -> dict[str, int]:
     """Problem families of the pool: how many, how many hold more than one pair, and how many have
     pairs in both train and test (0 by construction)."""
     sizes = Counter(pool.family.values())
@@ -74,18 +74,18 @@ def plan_build(
     errata = load_errata(errata_file)  # before anything is read: a bad errata file changes nothing
     results = loaded if loaded is not None else load_all(raw, progress)
     report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
-    pool = _gated_pool(results, report, current(errata))
-    test = _select_test(pool, seed)
+    pool = gated_pool(results, report, current(errata))
+    test = select_test(pool, seed)
     ext_req, ext_resp = external_test or (set(), set())
-    blocked = _Blocked(test.req | ext_req, test.mis | test.ben | ext_resp)
-    cands = _select_candidates(pool, test, seed, blocked)
+    blocked = Blocked(test.req | ext_req, test.mis | test.ben | ext_resp)
+    cands = select_candidates(pool, test, seed, blocked)
     plan = Plan(report=report)
-    train = _split_rows(pool, test, cands, blocked | _candidate_hashes(cands), plan)
-    ctrl_n = _control_rows(results, blocked.resp, plan)
-    _report_source_counts(report, pool, test, cands, train)
-    _report_quotas(report, test)
-    report["editions"] = _edition_report(test)
-    _report_pools(report, pool, cands, train, ctrl_n)
+    train = split_rows(pool, test, cands, blocked | candidate_hashes(cands), plan)
+    ctrl_n = control_rows(results, blocked.resp, plan)
+    report_source_counts(report, pool, test, cands, train)
+    report_quotas(report, test)
+    report["editions"] = edition_report(test)
+    report_pools(report, pool, cands, train, ctrl_n)
     report["code_gates"] = {
         src: {lang: dict(c) for lang, c in langs.items()} for src, langs in pool.by_language.items()
     }

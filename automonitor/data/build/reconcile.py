@@ -17,7 +17,7 @@ from automonitor.data.build.config import ORIGIN, resolve_raw
 from automonitor.data.build.gold_spans import sync_spans
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.rows import Plan
-from automonitor.data.build.selection import _Blocked
+from automonitor.data.build.selection import Blocked
 from automonitor.errors import InputError
 from automonitor.leases import lease_held_by_other
 from automonitor.data.sources import REGISTRY, SourceResult
@@ -35,7 +35,7 @@ class _StoreState:
 
     current: dict[str, tuple[str | None, str, str, str]] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)
-    external: _Blocked = field(default_factory=_Blocked)
+    external: Blocked = field(default_factory=Blocked)
 
 
 def _erratum_key(meta: Any) -> str:

@@ -7,12 +7,12 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from automonitor.data.build.config import PAPER_R2
-from automonitor.data.build.selection import _SHARING_SOURCES, _Candidates, _Pool, _TestSet, _TrainCounts, editions_of
+from automonitor.data.build.selection import SHARING_SOURCES, Candidates, Pool, TestSet, TrainCounts, editions_of
 from automonitor.vocab import CATEGORIES, EDITIONS, PAPER_QUOTAS
 
 
-def _report_source_counts(
-    report: dict[str, Any], pool: _Pool, test: _TestSet, cands: _Candidates, train: _TrainCounts
+def report_source_counts(
+    report: dict[str, Any], pool: Pool, test: TestSet, cands: Candidates, train: TrainCounts
 ) -> None:
     """Add the selection counts and label provenances to each ``report["sources"][name]``."""
     for name, pairs in pool.pairs.items():
@@ -29,7 +29,7 @@ def _report_source_counts(
         s["label_source"] = sorted({p.label_source for p in pairs})
 
 
-def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
+def report_quotas(report: dict[str, Any], test: TestSet) -> None:
     """Add ``paper_cells`` (the ``paper`` edition by cell: target, built, missing, by source, why),
     ``paper_cell_deficit`` (``{"cat/task": pairs missing}``, cells short only), ``paper_category_totals``
     (samples per category, following the cells), ``quotas``, ``category_quotas`` (edition
@@ -62,7 +62,7 @@ def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
     shortfalls += [
         {**q, "edition": PAPER_R2, "missing_pairs": q["target_pairs"] - q["built_pairs"]}
         for q in quotas
-        if q["built_pairs"] < q["target_pairs"] and q["source"] not in _SHARING_SOURCES
+        if q["built_pairs"] < q["target_pairs"] and q["source"] not in SHARING_SOURCES
     ]
     cat_built: Counter[str] = Counter()
     for q in quotas:
@@ -95,7 +95,7 @@ def _report_quotas(report: dict[str, Any], test: _TestSet) -> None:
     }
 
 
-def _edition_report(test: _TestSet) -> dict[str, dict[str, Any]]:
+def edition_report(test: TestSet) -> dict[str, dict[str, Any]]:
     """Per edition: test pairs, samples, pairs by ``category/task`` and by source."""
     eds: dict[str, dict[str, Any]] = {}
     for ed in EDITIONS:
@@ -111,8 +111,8 @@ def _edition_report(test: _TestSet) -> dict[str, dict[str, Any]]:
     return eds
 
 
-def _report_pools(
-    report: dict[str, Any], pool: _Pool, cands: _Candidates, train: _TrainCounts, ctrl_n: Counter[str]
+def report_pools(
+    report: dict[str, Any], pool: Pool, cands: Candidates, train: TrainCounts, ctrl_n: Counter[str]
 ) -> None:
     """Add ``gates`` (with the hh_rlhf conversation split), ``controls``, ``candidates`` and ``train``
     to ``report``."""

@@ -26,7 +26,7 @@ def rng_for(seed: int, source: str, purpose: str) -> random.Random:
     return random.Random(f"automonitor:{seed}:{source}:{purpose}")
 
 
-def _shuffled(pairs: Iterable[PairRecord], rng: random.Random) -> list[PairRecord]:
+def shuffled(pairs: Iterable[PairRecord], rng: random.Random) -> list[PairRecord]:
     """``pairs`` sorted by ``pair_id``, then shuffled by ``rng`` (deterministic for a seeded rng)."""
     out = sorted(pairs, key=lambda p: p.pair_id)
     rng.shuffle(out)
@@ -52,12 +52,12 @@ def proportional(counts: dict[str, int], total: int) -> dict[str, int]:
     return out
 
 
-def _hashes(p: PairRecord) -> tuple[str, str, str]:
+def pair_hashes(p: PairRecord) -> tuple[str, str, str]:
     """sha256 of the request, the misbehavior and the benign text of ``p``."""
     return sha256_text(p.request), sha256_text(p.misbehavior), sha256_text(p.benign)
 
 
-def _rows_for(
+def rows_for(
     p: PairRecord,
     split: str | None,
     status: str,
@@ -67,7 +67,7 @@ def _rows_for(
     extra_meta: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The ``Sample`` rows (dicts of columns) of ``sides`` of pair ``p``: ids, hashes (``h`` =
-    :func:`_hashes`), provenance, ``meta`` (pair, side and ``extra_meta``, ``None`` values left out,
+    :func:`pair_hashes`), provenance, ``meta`` (pair, side and ``extra_meta``, ``None`` values left out,
     ``origin`` = build) and ``editions`` (not a column: the edition memberships to create)."""
     rows = []
     for label, text, fname, rec, side_meta, rh in (

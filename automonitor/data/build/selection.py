@@ -22,24 +22,24 @@ from automonitor.data.build.config import (
 from automonitor.data.build.errata import Erratum, apply_errata
 from automonitor.data.build.families import families
 from automonitor.data.build.gating import apply_gates
-from automonitor.data.build.rows import Plan, _hashes, _rows_for, _shuffled, proportional, rng_for
+from automonitor.data.build.rows import Plan, pair_hashes, rows_for, shuffled, proportional, rng_for
 from automonitor.data.gates import conversation_groups
 from automonitor.data.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
 
 
 @dataclass
-class _Blocked:
+class Blocked:
     """Text hashes a pair may not share: request hashes and response hashes (either side)."""
 
     req: set[str] = field(default_factory=set)
     resp: set[str] = field(default_factory=set)
 
-    def __or__(self, other: _Blocked) -> _Blocked:
-        return _Blocked(self.req | other.req, self.resp | other.resp)
+    def __or__(self, other: Blocked) -> Blocked:
+        return Blocked(self.req | other.req, self.resp | other.resp)
 
 
 @dataclass
-class _Pool:
+class Pool:
     """Every source's gated, de-duplicated pairs (source name -> pairs, in load order), their
     ``(request, misbehavior, benign)`` sha256 hashes by ``pair_id``, the gate counts per source and
     the hh_rlhf conversation group of each hh_rlhf ``pair_id``."""
@@ -52,14 +52,14 @@ class _Pool:
     by_language: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # analyser gate counts
     family: dict[str, int] = field(default_factory=dict)  # pair_id -> problem family (build.families)
 
-    def collides(self, p: PairRecord, blocked: _Blocked) -> bool:
+    def collides(self, p: PairRecord, blocked: Blocked) -> bool:
         """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
         h = self.hashes[p.pair_id]
         return h[0] in blocked.req or h[1] in blocked.resp or h[2] in blocked.resp
 
 
 @dataclass
-class _TestSet:
+class TestSet:
     """The test selection: pairs per source, the ``paper-r2`` quota rows of the report (``source``,
     ``category``, ``task``, ``target_pairs``, ``built_pairs``), the paper cell rows (``category``,
     ``task``, ``target_pairs``, ``built_pairs``, ``missing_pairs``, ``by_source``, ``why``), the ids of
@@ -80,11 +80,11 @@ class _TestSet:
 
 
 # Candidate pairs per source, each with the reason it is a candidate (``None``: a planned draw).
-_Candidates = dict[str, list[tuple[PairRecord, str | None]]]
+Candidates = dict[str, list[tuple[PairRecord, str | None]]]
 
 
 @dataclass
-class _TrainCounts:
+class TrainCounts:
     """Per source: train pairs kept, dropped for a hash collision, dropped for sharing an hh_rlhf
     conversation with the test set or the candidate pool."""
 
@@ -94,7 +94,7 @@ class _TrainCounts:
     dropped_family: Counter[str] = field(default_factory=Counter)
 
 
-_SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
+SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
 
 
 def verifiable(p: PairRecord) -> bool:
@@ -114,7 +114,7 @@ def not_verified_why(p: PairRecord) -> str | None:
     return None
 
 
-def editions_of(p: PairRecord, test: _TestSet) -> tuple[str, ...]:
+def editions_of(p: PairRecord, test: TestSet) -> tuple[str, ...]:
     """The editions a test pair belongs to: ``paper`` when a paper cell drew it, ``paper-r2`` when a
     source quota drew it, ``verified`` when :func:`verifiable`."""
     eds: tuple[str, ...] = ("paper",) if p.pair_id in test.paper_ids else ()
@@ -125,20 +125,20 @@ def editions_of(p: PairRecord, test: _TestSet) -> tuple[str, ...]:
     return eds
 
 
-def _gated_pool(
+def gated_pool(
     results: dict[str, SourceResult], report: dict[str, Any], errata: dict[str, Erratum] | None = None
-) -> _Pool:
+) -> Pool:
     """Gate every source's pairs (:func:`apply_gates`, then the errata in force: :func:`apply_errata`)
     and drop pairs whose two responses (or ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
     and computes the hh_rlhf conversation groups."""
-    pool = _Pool()
+    pool = Pool()
     seen: set[tuple[str, str]] = set()
     for name, res in results.items():
         kept = []
         dropped = Counter(res.dropped)
         gated = apply_gates(name, res, pool.gates, pool.by_language)
         for p in apply_errata(gated, errata or {}, pool.gates.setdefault(name, Counter()), pool.errata_applied):
-            h = _hashes(p)
+            h = pair_hashes(p)
             key = (h[1], h[2])
             if key in seen or p.pair_id in pool.hashes:
                 dropped["duplicate pair (same responses as an earlier pair)"] += 1
@@ -176,13 +176,13 @@ def _stratum_allocation(order: list[PairRecord], target: int) -> dict[str, int]:
     return {(order[0].group or "") if order else "": target}
 
 
-def _draw_quota(q: Quota, target: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
+def _draw_quota(q: Quota, target: int, pool: Pool, seed: int, test: TestSet) -> list[PairRecord]:
     """Draw up to ``target`` test pairs of quota ``q`` in seeded order, stratified by ``group``,
     skipping a pair whose misbehavior text is a chosen benign text (or vice versa); records the
     chosen hashes in ``test``. The paper mirror keeps gate-failing pairs (its noise), the
     verified-only sources do not."""
     eligible = [p for p in pool.pairs.get(q.source, []) if p.eligible_test and (q in TEST_PLAN or not p.gate)]
-    order = _shuffled(eligible, rng_for(seed, q.source, "test"))
+    order = shuffled(eligible, rng_for(seed, q.source, "test"))
     alloc = _stratum_allocation(order, target)
     taken_per: Counter[str] = Counter()
     chosen: list[PairRecord] = []
@@ -201,7 +201,7 @@ def _draw_quota(q: Quota, target: int, pool: _Pool, seed: int, test: _TestSet) -
     return chosen
 
 
-def _take(source: str, need: int, pool: _Pool, seed: int, test: _TestSet) -> list[PairRecord]:
+def _take(source: str, need: int, pool: Pool, seed: int, test: TestSet) -> list[PairRecord]:
     """Up to ``need`` test pairs of ``source`` for a paper cell: the pairs a ``paper-r2`` quota already drew
     (in their drawn order), then further eligible pairs in the source's seeded test order (the same
     order the quota drew from), skipping a pair whose misbehavior text is a chosen benign text (or vice
@@ -213,7 +213,7 @@ def _take(source: str, need: int, pool: _Pool, seed: int, test: _TestSet) -> lis
         return out
     taken = {p.pair_id for p in have}
     eligible = [p for p in pool.pairs.get(source, []) if p.eligible_test and p.pair_id not in taken]
-    for p in _shuffled(eligible, rng_for(seed, source, "test")):
+    for p in shuffled(eligible, rng_for(seed, source, "test")):
         if len(out) >= need:
             break
         req_hash, mis_hash, ben_hash = pool.hashes[p.pair_id]
@@ -227,7 +227,7 @@ def _take(source: str, need: int, pool: _Pool, seed: int, test: _TestSet) -> lis
     return out
 
 
-def _select_cells(pool: _Pool, seed: int, test: _TestSet, cells: tuple[Cell, ...] = PAPER_CELLS_PLAN) -> None:
+def select_cells(pool: Pool, seed: int, test: TestSet, cells: tuple[Cell, ...] = PAPER_CELLS_PLAN) -> None:
     """Step 1b: the ``paper`` edition, cell by cell (:data:`PAPER_CELLS_PLAN`): each cell's sources in
     order give up to what the cell still needs; a cell short of its count records the deficit and why
     (never padded with another cell's data)."""
@@ -255,12 +255,12 @@ def _select_cells(pool: _Pool, seed: int, test: _TestSet, cells: tuple[Cell, ...
         )
 
 
-def _select_test(pool: _Pool, seed: int) -> _TestSet:
+def select_test(pool: Pool, seed: int) -> TestSet:
     """Step 1: the test selection: the per-source quota mirror (:data:`TEST_PLAN`, a sharing quota reduced by
     what its partner built; edition ``paper-r2``), the verified-only sources (:func:`verified_extra`: the
-    registered ``verified_pairs``, in registry order), then the paper's cells (:func:`_select_cells`,
+    registered ``verified_pairs``, in registry order), then the paper's cells (:func:`select_cells`,
     edition ``paper``), which reuse those draws first."""
-    test = _TestSet()
+    test = TestSet()
     built: dict[str, int] = {}
     for q in TEST_PLAN + verified_extra():
         target = q.pairs - (built.get(q.shares_with, 0) if q.shares_with else 0)
@@ -278,25 +278,25 @@ def _select_test(pool: _Pool, seed: int) -> _TestSet:
                     "built_pairs": len(chosen),
                 }
             )
-    _select_cells(pool, seed, test)
+    select_cells(pool, seed, test)
     return test
 
 
-def _select_candidates(pool: _Pool, test: _TestSet, seed: int, blocked: _Blocked) -> _Candidates:
+def select_candidates(pool: Pool, test: TestSet, seed: int, blocked: Blocked) -> Candidates:
     """Step 2: the candidate pool: the planned draws (:func:`candidate_plan`: the registered
     ``candidate_pairs``), every gate-failing eligible pair not in the test set (with its reason), and a
     copy (own pair_id ``cand:<pair_id>``) of each paper test pair whose provenance or a gate keeps it
     out of verified. None shares a text hash with ``blocked`` (test set and external gold test
     samples)."""
     test_ids = test.ids()
-    cands: _Candidates = defaultdict(list)
+    cands: Candidates = defaultdict(list)
     for name, n in candidate_plan().items():
         rest = [
             p
             for p in pool.pairs.get(name, [])
             if p.pair_id not in test_ids and p.eligible_test and not p.gate and not pool.collides(p, blocked)
         ]
-        for p in _shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
+        for p in shuffled(rest, rng_for(seed, name, "candidates"))[:n]:
             cands[name].append((p, None))
     for name, pairs in pool.pairs.items():
         for p in pairs:
@@ -310,18 +310,18 @@ def _select_candidates(pool: _Pool, test: _TestSet, seed: int, blocked: _Blocked
     return cands
 
 
-def _candidate_hashes(cands: _Candidates) -> _Blocked:
+def candidate_hashes(cands: Candidates) -> Blocked:
     """The request and response hashes of every candidate pair."""
-    out = _Blocked()
+    out = Blocked()
     for cs in cands.values():
         for p, _why in cs:
-            h = _hashes(p)
+            h = pair_hashes(p)
             out.req.add(h[0])
             out.resp.update(h[1:])
     return out
 
 
-def _held_conversations(pool: _Pool, test: _TestSet, cands: _Candidates) -> set[int]:
+def _held_conversations(pool: Pool, test: TestSet, cands: Candidates) -> set[int]:
     """hh_rlhf conversation groups that have a pair in the test set or the candidate pool (a
     candidate copy ``cand:<pair_id>`` counts as its original)."""
     held = {
@@ -334,7 +334,7 @@ def _held_conversations(pool: _Pool, test: _TestSet, cands: _Candidates) -> set[
     return held
 
 
-def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blocked, plan: Plan) -> _TrainCounts:
+def split_rows(pool: Pool, test: TestSet, cands: Candidates, not_train: Blocked, plan: Plan) -> TrainCounts:
     """Step 3: append to ``plan.rows``, source by source, the test rows, the candidate rows and the
     train rows: every other pair that passed its gates, shares no hh_rlhf conversation and no problem
     family (:mod:`automonitor.data.build.families`) with test or candidates and no text hash with ``not_train``. Returns the train counts."""
@@ -344,12 +344,12 @@ def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blo
     held_fam = {
         pool.family[i.removeprefix("cand:")] for i in test_ids | cand_ids if i.removeprefix("cand:") in pool.family
     }
-    counts = _TrainCounts()
+    counts = TrainCounts()
     for name, pairs in pool.pairs.items():
         for p in test.pairs.get(name, []):
-            plan.rows.extend(_rows_for(p, "test", "gold", pool.hashes[p.pair_id], editions_of(p, test)))
+            plan.rows.extend(rows_for(p, "test", "gold", pool.hashes[p.pair_id], editions_of(p, test)))
         for p, why in cands.get(name, []):
-            plan.rows.extend(_rows_for(p, None, "candidate", _hashes(p), extra_meta={"gate": why} if why else None))
+            plan.rows.extend(rows_for(p, None, "candidate", pair_hashes(p), extra_meta={"gate": why} if why else None))
         for p in pairs:
             if p.pair_id in test_ids or p.pair_id in cand_ids:
                 continue
@@ -364,22 +364,22 @@ def _split_rows(pool: _Pool, test: _TestSet, cands: _Candidates, not_train: _Blo
             if pool.collides(p, not_train):
                 counts.dropped_collision[name] += 1
                 continue
-            plan.rows.extend(_rows_for(p, "train", "gold", pool.hashes[p.pair_id]))
+            plan.rows.extend(rows_for(p, "train", "gold", pool.hashes[p.pair_id]))
             counts.kept[name] += 1
     return counts
 
 
-def _control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan: Plan) -> Counter[str]:
+def control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan: Plan) -> Counter[str]:
     """Step 4: append the controls (benign-only samples, split ``controls``) to ``plan.rows``, skipping
     texts already used by a control or in ``blocked_resp``. Returns controls per source."""
     ctrl_n: Counter[str] = Counter()
     ctrl_seen: set[str] = set()
     for name, res in results.items():
         for c in res.controls:
-            h = _hashes(c)
+            h = pair_hashes(c)
             if h[2] in ctrl_seen or h[2] in blocked_resp:
                 continue
             ctrl_seen.add(h[2])
-            plan.rows.extend(_rows_for(c, "controls", "gold", h, sides=("benign",)))
+            plan.rows.extend(rows_for(c, "controls", "gold", h, sides=("benign",)))
             ctrl_n[name] += 1
     return ctrl_n

@@ -9,13 +9,21 @@ from typing import Any, Callable
 from sqlalchemy.engine import Engine
 
 from automonitor.runs.batch.provider import BatchProvider, prediction_id
-from automonitor.runs.batch.state import CHUNK, DEFAULT_POLL_S, KeyFor, _chunks, _sample_ids, _save_state, _texts
+from automonitor.runs.batch.state import (
+    CHUNK,
+    DEFAULT_POLL_S,
+    KeyFor,
+    chunks,
+    prediction_sample_ids,
+    save_state,
+    texts_of_samples,
+)
 from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
 
 
-class _Progress:
+class Progress:
     """``tick(extra)`` reports ``progress(judged + extra, total)`` (judged read from the store; a
     broken callback is ignored)."""
 
@@ -33,13 +41,13 @@ class _Progress:
             pass
 
 
-def _poll_and_collect(
+def poll_and_collect(
     engine: Engine,
     run_id: str,
     state: dict[str, Any],
     provider: BatchProvider,
     key_for: KeyFor,
-    tick: _Progress,
+    tick: Progress,
     should_cancel: Callable[[], bool] | None,
 ) -> bool:
     """Steps 3 and 4: poll the open parts every ``poll_s`` seconds, collecting each as it ends, until
@@ -59,7 +67,7 @@ def _poll_and_collect(
                 part["collected"] = True
             else:
                 finished_reqs += info["done"]
-        _save_state(engine, run_id, state)
+        save_state(engine, run_id, state)
         tick(finished_reqs)
         if all(p.get("collected") for p in state["parts"]):
             return False
@@ -109,8 +117,8 @@ def _write_results(
 
     if not buf:
         return
-    sid_of = _sample_ids(engine, [pid for pid, _ in buf])
-    texts = _texts(engine, list(set(sid_of.values())))
+    sid_of = prediction_sample_ids(engine, [pid for pid, _ in buf])
+    texts = texts_of_samples(engine, list(set(sid_of.values())))
     rows, caches = [], []
     for pid, result in buf:
         sid = sid_of[pid]
@@ -127,7 +135,7 @@ def _write_results(
 
 def _write_missing(engine: Engine, part: dict[str, Any], missing: list[int]) -> None:
     """Predictions of the part the results left out become ``error`` (``batch_missing``)."""
-    for sub in _chunks(missing, CHUNK):
+    for sub in chunks(missing, CHUNK):
         with session_scope(engine) as s:
             q.update_predictions(
                 s,

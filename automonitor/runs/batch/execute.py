@@ -8,9 +8,9 @@ from typing import Any, Callable
 
 from sqlalchemy.engine import Engine
 
-from automonitor.runs.batch.collect import _poll_and_collect, _Progress
-from automonitor.runs.batch.provider import _provider
-from automonitor.runs.batch.submit import _cache_pass_pending, _submit_new_parts, _submit_open_parts
+from automonitor.runs.batch.collect import poll_and_collect, Progress
+from automonitor.runs.batch.provider import provider_for
+from automonitor.runs.batch.submit import cache_pass_pending, submit_new_parts, submit_open_parts
 from automonitor.errors import InputError, NotFound
 from automonitor.runs.cache import CacheKeys
 from automonitor.runs.fewshot import load_examples
@@ -67,15 +67,15 @@ def execute_batch(
         params=backend_params(claim.judge),
         prompt=PromptBuilder(claim.template, examples=claim.examples),
     )
-    provider = _provider(state["provider"], backend, client)
+    provider = provider_for(state["provider"], backend, client)
     key_for = CacheKeys(backend, claim.template.sha256)
-    tick = _Progress(engine, run_id, claim.total, progress)
+    tick = Progress(engine, run_id, claim.total, progress)
     try:
-        hits, todo = _cache_pass_pending(engine, run_id, state, claim.pending, key_for)
+        hits, todo = cache_pass_pending(engine, run_id, state, claim.pending, key_for)
         tick()
-        api_calls = _submit_open_parts(engine, run_id, state, provider)
-        api_calls += _submit_new_parts(engine, run_id, state, provider, todo)
-        cancelled = _poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel)
+        api_calls = submit_open_parts(engine, run_id, state, provider)
+        api_calls += submit_new_parts(engine, run_id, state, provider, todo)
+        cancelled = poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel)
     except KeyboardInterrupt:
         release(engine, run_id, status="cancelled", error="interrupted")
         raise

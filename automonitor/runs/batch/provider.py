@@ -53,7 +53,7 @@ class BatchProvider(Protocol):
     def close(self) -> None: ...
 
 
-def _provider(name: str, backend: Backend, client: Any) -> BatchProvider:
+def provider_for(name: str, backend: Backend, client: Any) -> BatchProvider:
     """The provider class for ``name`` around ``backend``.
 
     Raises:

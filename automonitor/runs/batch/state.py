@@ -53,7 +53,7 @@ def is_batch(params: dict[str, Any] | None) -> bool:
     return bool((params or {}).get("batch"))
 
 
-def _save_state(engine: Engine, run_id: str, state: dict[str, Any], *, heartbeat: bool = True) -> None:
+def save_state(engine: Engine, run_id: str, state: dict[str, Any], *, heartbeat: bool = True) -> None:
     """Commit ``state`` as ``Run.params["batch"]`` (and refresh the lease heartbeat).
 
     Raises:
@@ -71,24 +71,24 @@ def _save_state(engine: Engine, run_id: str, state: dict[str, Any], *, heartbeat
         s.add(run)
 
 
-def _recorded_ids(state: dict[str, Any]) -> set[int]:
+def recorded_ids(state: dict[str, Any]) -> set[int]:
     """Prediction ids of every part recorded in ``state`` (submitted or about to be)."""
     return {i for part in state.get("parts", []) for i in part["ids"]}
 
 
-def _chunks(seq: list[T], n: int) -> Iterator[list[T]]:
+def chunks(seq: list[T], n: int) -> Iterator[list[T]]:
     """``seq`` in consecutive slices of at most ``n`` items."""
     for i in range(0, len(seq), n):
         yield seq[i : i + n]
 
 
-def _texts(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
+def texts_of_samples(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Sample id -> its text fields (request, response, ...) for ``sample_ids``."""
     with session_scope(engine) as s:
         return q.sample_texts(s, sample_ids)
 
 
-def _sample_ids(engine: Engine, prediction_ids: list[int]) -> dict[int, str]:
+def prediction_sample_ids(engine: Engine, prediction_ids: list[int]) -> dict[int, str]:
     """Prediction id -> its sample id for ``prediction_ids``."""
     with session_scope(engine) as s:
         return q.prediction_samples(s, prediction_ids)

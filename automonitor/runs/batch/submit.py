@@ -15,23 +15,23 @@ from automonitor.runs.batch.state import (
     CHUNK,
     DEFAULT_SIZE,
     KeyFor,
-    _chunks,
-    _recorded_ids,
-    _sample_ids,
-    _save_state,
-    _texts,
+    chunks,
+    recorded_ids,
+    prediction_sample_ids,
+    save_state,
+    texts_of_samples,
 )
 from store import session_scope
 from store.models import utcnow
 from store.queries import runs as q
 
 
-def _cache_pass_pending(
+def cache_pass_pending(
     engine: Engine, run_id: str, state: dict[str, Any], pending: list[tuple[int, str, int]], key_for: KeyFor
 ) -> tuple[int, list[tuple[int, str]]]:
     """Step 1: write cached verdicts for the pending predictions no recorded part covers; returns
     (cache hits, ``[(prediction id, sample id)]`` still to submit)."""
-    recorded = _recorded_ids(state)
+    recorded = recorded_ids(state)
     todo = [(pid, sid) for pid, sid, *_ in pending if pid not in recorded]
     hits = _cache_pass(engine, todo, key_for)
     if hits:
@@ -45,8 +45,8 @@ def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor) ->
     from automonitor.runs.verdicts import cached_prediction
 
     hits = 0
-    for chunk in _chunks(todo, CHUNK):
-        texts = _texts(engine, [sid for _, sid in chunk])
+    for chunk in chunks(todo, CHUNK):
+        texts = texts_of_samples(engine, [sid for _, sid in chunk])
         keys = {pid: key_for(texts[sid]) for pid, sid in chunk}
         with session_scope(engine) as s:
             cached = q.cache_lookup(s, list(set(keys.values())))
@@ -60,7 +60,7 @@ def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor) ->
     return hits
 
 
-def _submit_open_parts(engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider) -> int:
+def submit_open_parts(engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider) -> int:
     """Step 2a: a recorded part without a batch id (the process died between "create" and its commit)
     is adopted when the provider has it, else submitted again. Returns requests submitted."""
     api_calls = 0
@@ -73,17 +73,17 @@ def _submit_open_parts(engine: Engine, run_id: str, state: dict[str, Any], provi
             else:
                 _submit_part(engine, run_id, state, provider, part, None)
                 api_calls += len(part["ids"])
-            _save_state(engine, run_id, state)
+            save_state(engine, run_id, state)
     return api_calls
 
 
-def _submit_new_parts(
+def submit_new_parts(
     engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider, todo: list[tuple[int, str]]
 ) -> int:
     """Step 2b: submit ``todo`` in new parts of at most ``state["size"]`` requests; returns requests
     submitted."""
     api_calls = 0
-    for chunk in _chunks(todo, int(state.get("size", DEFAULT_SIZE))):
+    for chunk in chunks(todo, int(state.get("size", DEFAULT_SIZE))):
         part = {
             "k": len(state.get("parts", [])),
             "ids": [pid for pid, _ in chunk],
@@ -106,7 +106,7 @@ def _submit_part(
 ) -> None:
     """Record the part (intent), submit it, record its batch id. ``chunk`` None: rebuild from ids."""
     if chunk is None:
-        sid_of = _sample_ids(engine, part["ids"])
+        sid_of = prediction_sample_ids(engine, part["ids"])
         chunk = [(pid, sid_of[pid]) for pid in part["ids"]]
     if part not in state.setdefault("parts", []):
         state["parts"].append(part)
@@ -114,13 +114,13 @@ def _submit_part(
     with tempfile.TemporaryDirectory(prefix="automonitor-batch-") as tmp:
         path = os.path.join(tmp, f"{run_id}-{part['k']}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
-            for sub in _chunks(chunk, CHUNK):
-                texts = _texts(engine, [sid for _, sid in sub])
+            for sub in chunks(chunk, CHUNK):
+                texts = texts_of_samples(engine, [sid for _, sid in sub])
                 for pid, sid in sub:
                     f.write(provider.request_line(custom_id(pid), texts[sid]) + "\n")
         prep = provider.prepare(path, run_id, part)  # OpenAI: upload the file (id kept in the part)
         part.update(prep)
-        _save_state(engine, run_id, state)  # intent committed before "create"
+        save_state(engine, run_id, state)  # intent committed before "create"
         part["batch_id"] = provider.create(path, run_id, part)
     part["submitted_at"] = time.time()
-    _save_state(engine, run_id, state)
+    save_state(engine, run_id, state)

@@ -107,7 +107,6 @@ __all__ = [
 ]
 
 
-
 def _new_id() -> str:
     """A fresh run id ``gen-YYYYmmdd-HHMMSS-<6 hex>`` (UTC)."""
     return "gen-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)

@@ -70,9 +70,6 @@ from automonitor.runs.runner.execute import execute_run, run_async
 from automonitor.runs.runner.launch import launch_detached
 from automonitor.runs.lease import (
     LEASE_STALE_S,
-    _lease_held_by_other,
-    _lock_run,
-    _release,
     check_lease,
     lease_held_by_other,
     lock_run,
@@ -83,7 +80,7 @@ from automonitor.runs.lease import (
 from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.runs.params import MAX_REPEAT, RUNNER_PARAMS, backend_params
 from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS, RetryPolicy, judge_with_retries
-from automonitor.runs.status import _finalize, cancel_run, finalize, retry_errors, run_info, summary
+from automonitor.runs.status import cancel_run, finalize, retry_errors, run_info, summary
 from automonitor.runs.runner.writer import WRITER_BACKLOG, ResultWriter
 
 __all__ = [
@@ -118,9 +115,4 @@ __all__ = [
     "MAX_REPEAT",
     "RUNNER_PARAMS",
     "WRITER_BACKLOG",
-    # the private names of the single-module runner, kept for existing imports
-    "_finalize",
-    "_lease_held_by_other",
-    "_lock_run",
-    "_release",
 ]
