@@ -211,7 +211,9 @@ def load_tradeoff(
     show_duplicates: bool = False,
 ):
     """Trade-off points (``automonitor.views.honest_points`` over the report's slice): ``(raw points,
-    drawn points, Pareto front ids, reported points or None)``, cached per store version and selection.
+    drawn points, Pareto front ids, reported points or None, hidden points)``, cached per store version and
+    selection; the hidden points are the derived runs this view leaves out as copies of an input (rows
+    with ``duplicate_of``; empty when ``show_duplicates``).
     (The figure itself is built per run: a cached plotly figure lost its click selection events.)"""
     from automonitor import views as workbench
 
@@ -221,22 +223,29 @@ def load_tradeoff(
         raw = raw[~raw["kind"].isin(["generation"])]
     runs = load_runs(url, ver)
     statuses = dict(zip(runs["run_id"], runs["status"])) if len(runs) and "status" in runs else {}
-    pts = workbench.honest_points(
-        raw,
-        load_sample_sets(url, ver),
-        min_n=min_n,
-        archived=archived,
-        show_archived=show_archived,
-        statuses=statuses,
-        include_incomplete=include_incomplete,
-        duplicates=load_identical_derived(url, ver),
-        show_duplicates=show_duplicates,
-    )
-    if edition:
-        pts = pts[pts["edition"] == edition].reset_index(drop=True)
+
+    def points(with_duplicates: bool):
+        pts = workbench.honest_points(
+            raw,
+            load_sample_sets(url, ver),
+            min_n=min_n,
+            archived=archived,
+            show_archived=show_archived,
+            statuses=statuses,
+            include_incomplete=include_incomplete,
+            duplicates=load_identical_derived(url, ver),
+            show_duplicates=with_duplicates,
+        )
+        return pts[pts["edition"] == edition].reset_index(drop=True) if edition else pts
+
+    pts = points(show_duplicates)
+    every = pts if show_duplicates else points(True)
+    hidden = every.iloc[0:0]
+    if not show_duplicates and len(every) and "duplicate_of" in every:
+        hidden = every[every["duplicate_of"].fillna("").astype(bool)]
     reported = views.reported_for(load_reported(), category, task, list(templates)) if show_paper else None
     front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
-    return raw, pts, front, reported
+    return raw, pts, front, reported, hidden
 
 
 # ---------------------------------------------------------------------------------------------------

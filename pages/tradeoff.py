@@ -122,7 +122,7 @@ ui.sync_qp(
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
-raw_pts, scored, front_ids, reported = ui.load_tradeoff(
+raw_pts, scored, front_ids, reported, hidden_pts = ui.load_tradeoff(
     url,
     ver,
     invalid,
@@ -184,23 +184,8 @@ note = (
 )
 st.caption(note)
 if not show_duplicates:  # the derived runs this view hides as copies of an input are named, not dropped silently
-    every = ui.load_tradeoff(
-        url,
-        ver,
-        invalid,
-        cat,
-        tsk,
-        tuple(templates),
-        int(min_n),
-        tuple(archived_ids),
-        bool(show_archived),
-        None if edition == ALL else edition,
-        False,
-        bool(include_incomplete),
-        True,
-    )[1]
     run_names = {r["run_id"]: views.run_full_label({**r, "status": None}) for r in runs.to_dict("records")}
-    hidden_note = views.hidden_duplicates_caption(every, run_names)
+    hidden_note = views.hidden_duplicates_caption(hidden_pts, run_names)
     if hidden_note:
         st.caption(hidden_note)
 if len(summary) > 1:
