@@ -374,6 +374,18 @@ def session_max_age() -> float:
     return max(60.0, hours * 3600.0)
 
 
+#: A revoked token is remembered at least this long (seconds), even when sessions are shorter.
+REVOKED_MIN_RETENTION_S = 7 * 24 * 3600.0
+
+
+def revoked_retention() -> timedelta:
+    """How long a logout is remembered in ``revoked_session``: the longer of :func:`session_max_age`
+    and :data:`REVOKED_MIN_RETENTION_S` (7 days). A token revoked longer ago than that is expired by
+    its own age; the 7-day floor keeps a logout in force if the session lifetime is raised later to
+    at most a week."""
+    return timedelta(seconds=max(session_max_age(), REVOKED_MIN_RETENTION_S))
+
+
 def _password_tag(password_hash: str) -> str:
     """A short digest of the stored argon2 hash: a token dies when the password changes (the
     password itself, or its hash, is never in a token)."""
@@ -432,6 +444,9 @@ def end_session(
     no token, a forged or unsigned one, or one without nonce (which :func:`resume_session` refuses
     anyway). An expired but genuine token is recorded too. Idempotent; safe against a concurrent
     logout of the same token. ``clock``: aware UTC ``datetime`` now (tests; default the system clock).
+
+    Each logout also prunes the rows revoked more than :func:`revoked_retention` ago: their tokens
+    are older than any login lifetime and refused by their age alone, so the table stays small.
     """
     data = _token_data(token, secret, max_age=None)
     if data is None:
@@ -440,6 +455,7 @@ def end_session(
     try:
         with session_scope(engine) as s:
             store.revoke_session(s, key, data["id"], now)
+            store.prune_revoked_sessions(s, now - revoked_retention())
     except sa.exc.IntegrityError:  # the same token logged out concurrently: revoked all the same
         with session_scope(engine) as s:
             if not store.session_revoked(s, key):

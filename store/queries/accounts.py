@@ -56,6 +56,12 @@ def revoke_session(session: Session, nonce_hash: str, account_id: int, revoked_a
     return True
 
 
+def prune_revoked_sessions(session: Session, before: datetime) -> int:
+    """Delete the ``revoked_session`` rows revoked before ``before``; returns how many went."""
+    res = session.execute(sa.delete(RevokedSession).where(col(RevokedSession.revoked_at) < before))
+    return int(getattr(res, "rowcount", 0) or 0)
+
+
 def session_revoked(session: Session, nonce_hash: str) -> bool:
     """True when a ``revoked_session`` row holds ``nonce_hash``."""
     q = sa.select(col(RevokedSession.nonce_hash)).where(col(RevokedSession.nonce_hash) == nonce_hash)

@@ -111,3 +111,31 @@ def test_logout_revokes_the_token_in_the_store_for_every_copy(engine, monkeypatc
         assert resume_session(engine, ser.dumps(bad)) is None
         assert end_session(engine, ser.dumps(bad)) is False
     assert resume_session(engine, ser.dumps({**base, "n": "abcd"})) == anna  # same payload with a nonce
+
+
+def test_a_logout_prunes_revocations_older_than_any_login(engine, monkeypatch):
+    """``revoked_session`` does not grow for ever: a logout deletes the rows revoked longer ago than
+    ``revoked_retention()`` (a token that old is refused by its age), and keeps the recent ones."""
+    from datetime import timedelta
+
+    import sqlalchemy as sa
+
+    from automonitor.annotation.accounts import end_session, revoked_retention
+    from automonitor.timestamps import as_utc, utcnow
+    from store.models import RevokedSession
+
+    monkeypatch.setenv("AUTOMONITOR_SESSION_SECRET", "p" * 32)
+    monkeypatch.setenv("AUTOMONITOR_SESSION_HOURS", "1")
+    assert revoked_retention() == timedelta(days=7)  # the floor: longer than a 1-hour session
+    anna = fast_user(engine, "anna", "annotator")
+    old, recent, now_tok = (issue_session(engine, anna) for _ in range(3))
+    t0 = utcnow()
+    assert end_session(engine, old, clock=lambda: t0 - timedelta(days=8))
+    assert end_session(engine, recent, clock=lambda: t0 - timedelta(days=6))
+    with session_scope(engine) as s:
+        assert s.execute(sa.select(sa.func.count()).select_from(RevokedSession)).scalar_one() == 2
+    assert end_session(engine, now_tok, clock=lambda: t0)
+    with session_scope(engine) as s:
+        left = sorted(r.revoked_at for r in s.execute(sa.select(RevokedSession)).scalars())
+    assert len(left) == 2 and all(t0 - as_utc(t) <= timedelta(days=6, seconds=1) for t in left)
+    assert resume_session(engine, recent) is None and resume_session(engine, now_tok) is None
