@@ -538,3 +538,34 @@ def pick(options: Sequence[Any], value: Any, default: int = 0) -> int:
 
 if __name__ == "__main__":  # opened as a page by Streamlit's legacy pages/ directory mode
     ensure_navigation()
+
+
+def queue_nav(page: str, key: str, options: Sequence[Any], format_func, label: str, *, collapsed: bool = False) -> None:
+    """The item navigation of a work queue (Label, Adjudicate): "← Previous" (shortcut K), a select of
+    ``options`` bound to session key ``key``, "Next →" (shortcut J); the buttons step through
+    ``options`` from the selected one and are disabled at the ends."""
+    opts = list(options)
+
+    def step(delta: int) -> None:
+        cur = st.session_state.get(key)
+        here = opts.index(cur) if cur in opts else 0
+        st.session_state[key] = opts[max(0, min(len(opts) - 1, here + delta))]
+
+    cur = st.session_state.get(key)
+    at = opts.index(cur) if cur in opts else 0
+    nav = st.columns([1, 4, 1], vertical_alignment="bottom")
+    nav[0].button(
+        "← Previous", key=f"{page}.prev", on_click=step, args=(-1,), shortcut="K", disabled=at == 0, width="stretch"
+    )
+    nav[1].selectbox(
+        label, opts, format_func=format_func, key=key, label_visibility="collapsed" if collapsed else "visible"
+    )
+    nav[2].button(
+        "Next →",
+        key=f"{page}.next",
+        on_click=step,
+        args=(1,),
+        shortcut="J",
+        disabled=at >= len(opts) - 1,
+        width="stretch",
+    )

@@ -93,26 +93,7 @@ else:
             f"{TASK_NAMES.get(e.task, e.task)}{done}"
         )
 
-    def _go(delta: int) -> None:
-        cur = st.session_state.get(SEL)
-        here = ids.index(cur) if cur in ids else 0
-        st.session_state[SEL] = ids[max(0, min(len(ids) - 1, here + delta))]
-
-    at_pos = ids.index(st.session_state[SEL])
-    nav = st.columns([1, 4, 1], vertical_alignment="bottom")
-    nav[0].button(
-        "← Previous", key=f"{PAGE}.prev", on_click=_go, args=(-1,), shortcut="K", disabled=at_pos == 0, width="stretch"
-    )
-    nav[1].selectbox("Queue", ids, format_func=_fmt, key=SEL)
-    nav[2].button(
-        "Next →",
-        key=f"{PAGE}.next",
-        on_click=_go,
-        args=(1,),
-        shortcut="J",
-        disabled=at_pos >= len(ids) - 1,
-        width="stretch",
-    )
+    ui.queue_nav(PAGE, SEL, ids, _fmt, "Queue")
     st.caption(
         "Keys: **1** misbehavior · **2** benign · **3** reject · **S** record the decision · "
         "**J** / **K** next / previous item (type a note, then Tab out of it before pressing a key)"

@@ -58,30 +58,7 @@ def _fmt(i: int) -> str:
     return f"Item {q.position} · {state}"
 
 
-def _step(delta: int) -> None:
-    st.session_state[POS] = max(0, min(len(queue) - 1, st.session_state[POS] + delta))
-
-
-nav = st.columns([1, 4, 1])
-nav[0].button(
-    "← Previous",
-    key=f"{PAGE}.prev",
-    on_click=_step,
-    args=(-1,),
-    shortcut="K",
-    disabled=st.session_state[POS] == 0,
-    width="stretch",
-)
-nav[1].selectbox("Item", list(range(len(queue))), format_func=_fmt, key=POS, label_visibility="collapsed")
-nav[2].button(
-    "Next →",
-    key=f"{PAGE}.next",
-    on_click=_step,
-    args=(1,),
-    shortcut="J",
-    disabled=st.session_state[POS] >= len(queue) - 1,
-    width="stretch",
-)
+ui.queue_nav(PAGE, POS, range(len(queue)), _fmt, "Item", collapsed=True)
 st.caption(
     "Keys: **1** misbehavior · **2** benign · **3** unsure · **S** save and go to the next open item · "
     "**J** / **K** next / previous item"
