@@ -39,7 +39,7 @@ def audit_cmd(
     if json_out and fmt:
         raise InputError("use either --json or --format", field="--format")
     engine = open_store()
-    doc = audit.cached_audit(engine, edition, use_cache=not no_cache)
+    doc = audit.cached_audit(engine, edition, use_cache=not no_cache, progress=lambda m: typer.echo(m, err=True))
     if json_out:
         emit_json(doc)
         return

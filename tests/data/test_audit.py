@@ -289,6 +289,9 @@ def test_cli_json_shape_editions_and_cache(engine, db_url, frame, cli, tmp_path)
         assert all(v is None or 0 <= v <= 1 for v in s["baselines"].values())
     assert _slice(doc, "hackgen")["flagged"] and not _slice(doc, "fair")["flagged"]
     assert list((tmp_path / "cache" / "audit").glob("*-paper.json"))
+    assert "audit of edition paper: computing" in res.stderr and "computed in" in res.stderr  # not silent
+    again = cli(["audit", "--json"], db=db_url, env=env)
+    assert again.stdout == res.stdout and "audit of edition paper: from the cache" in again.stderr
 
     # the verified edition is its edition_sample members only; empty without members
     res = cli(["audit", "--edition", "verified", "--json"], db=db_url, env=env)

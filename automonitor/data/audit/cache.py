@@ -8,8 +8,9 @@ import hashlib
 import json
 import math
 import os
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,23 +37,32 @@ def cache_dir() -> Path:
 memo: dict[str, dict[str, Any]] = {}
 
 
-def cached_audit(engine, edition: str = "paper", *, use_cache: bool = True) -> dict[str, Any]:
+def cached_audit(
+    engine, edition: str = "paper", *, use_cache: bool = True, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """:func:`run_audit`, memoised in memory and on disk (one JSON file per store fingerprint and edition,
     written atomically) so ``report`` stays fast; a changed store gets a fresh audit. An unwritable cache
-    directory only disables the disk cache."""
+    directory only disables the disk cache. ``progress``, when given, is called with one line saying
+    whether the audit comes from the cache or is being computed (and, then, how long it took)."""
+    say = progress or (lambda _msg: None)
     check_edition(edition)
     key = f"{fingerprint(engine)[:32]}-{edition}"
     if use_cache and key in memo:
+        say(f"audit of edition {edition}: from memory (store unchanged)")
         return memo[key]
     path = cache_dir() / f"{key}.json"
     if use_cache and path.is_file():
         try:
             cached: dict[str, Any] = json.loads(path.read_text())
             memo[key] = cached
+            say(f"audit of edition {edition}: from the cache {path} (store unchanged)")
             return cached
         except (OSError, ValueError):
             pass
+    say(f"audit of edition {edition}: computing (trivial baselines trained per slice, leakage, controls) ...")
+    t0 = time.perf_counter()
     doc: dict[str, Any] = _json_safe(run_audit(engine, edition))  # a dict stays a dict
+    say(f"audit of edition {edition}: computed in {time.perf_counter() - t0:.1f} s (cached until the store changes)")
     memo[key] = doc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
