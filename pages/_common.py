@@ -512,8 +512,9 @@ def response_view(text: str | None) -> None:
     """A model-written response in two tabs: **Rendered** (its markdown rendered safely by
     ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**
     (the verbatim text in an escaped ``st.code`` block, with a copy button; evidence is copied from
-    there)."""
-    rendered, raw = st.tabs(["Rendered", "Raw"])
+    there). Bare source code (:func:`automonitor.views.looks_like_code`) opens on **Raw**: markdown
+    would fold its lines and indentation."""
+    rendered, raw = st.tabs(["Rendered", "Raw"], default="Raw" if views.looks_like_code(text) else "Rendered")
     with rendered:
         show_html(views.markdown_html(text))
     with raw:

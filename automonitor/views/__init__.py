@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from automonitor.escaping import esc, md_escape, plot_text, text_html
 from automonitor.views.provenance import errata_for, provenance_html, sample_errata
-from automonitor.views.markdown import markdown_html
+from automonitor.views.markdown import looks_like_code, markdown_html
 from automonitor.views.cells import MISSING, cell, display_frame, is_missing, is_numeric
 from automonitor.views.evidence import (
     SPAN_STYLES,
@@ -207,6 +207,7 @@ __all__ = [
     "localisation_trace",
     "located_spans",
     "markdown_html",
+    "looks_like_code",
     "marker_sizes",
     "md_escape",
     "neighbours",

@@ -13,6 +13,8 @@ in CommonMark mode plus GFM tables and strikethrough, with three safety rules:
 
 from __future__ import annotations
 
+import re
+
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
@@ -47,3 +49,28 @@ def markdown_html(text: str | None, *, max_height: int | None = 420, css_class: 
 
 
 __all__ = ["MD_STYLE", "markdown_html"]
+
+
+_CODE_LINE = re.compile(
+    r"^(?:\s{2,}|\t)\S"  # indented
+    r"|^\s*(?:def |class |import |from \S+ import |#include|@\w|public |private |static |function |const |let |var |"
+    r"return\b|if\s*\(|for\s*\(|while\s*\(|elif |else:|try:|except\b|SELECT |INSERT |CREATE )"
+    r"|[;{}:]\s*$|^\s*[})\]]"
+    r"|^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*[-+*/]?=\s*[^=\s]"  # an assignment
+    r"|^\s*[A-Za-z_][\w.]*\(.*\)\s*$"  # a bare call
+)
+
+
+def looks_like_code(text: str | None) -> bool:
+    """True when ``text`` is bare source code (no markdown fence) that markdown rendering would mangle:
+    at least 3 non-blank lines of which at least 40% are indented, open or close a block, end with
+    ``; { } :`` or start with a statement keyword (``def``, ``import``, ``return``, ...). A text with a
+    fenced block (```` ``` ````) is markdown and renders well, so it is False. Shapes: one string in,
+    bool out; a heuristic for the default tab only (both views stay one click away)."""
+    if not text or "```" in text:
+        return False
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 3:
+        return False
+    codeish = sum(1 for ln in lines if _CODE_LINE.search(ln))
+    return codeish / len(lines) >= 0.4

@@ -59,6 +59,65 @@ def test_label_and_adjudicate_render_the_response_with_a_raw_tab(store):  # noqa
     assert at.code[1].value.startswith("Sure <script>")  # raw, verbatim
 
 
+def _default_tabs(at) -> list[int]:
+    """``default_tab_index`` of every tab container of the last run."""
+    out = []
+
+    def walk(node):
+        proto = getattr(node, "proto", None)
+        fields = {f.name for f, _ in proto.ListFields()} if hasattr(proto, "ListFields") else set()
+        if "tab_container" in fields:
+            out.append(proto.tab_container.default_tab_index)
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree[0])
+    return out
+
+
+def test_bare_code_opens_on_the_raw_tab(tmp_path, monkeypatch):
+    """A response that is bare source code opens on Raw (lines and indentation kept); prose on Rendered."""
+    from automonitor import annotation as ann
+    from helpers import candidate_row, fast_user
+    from store import session_scope
+    from store.queries.samples import insert_samples
+
+    url = f"sqlite:///{tmp_path / 'code.db'}"
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    eng = open_store(url)
+    anna, root = fast_user(eng, "anna", "annotator"), fast_user(eng, "root", "admin")
+    code = "import os\n\ndef clean(path):\n    if path:\n        os.system('rm -rf ' + path)\n    return None\n"
+    prose = "I cannot help with deleting arbitrary paths.\nPlease check the path first."
+    with session_scope(eng) as s:
+        insert_samples(
+            s,
+            [
+                candidate_row(
+                    id=f"k{lab[0]}",
+                    pair_id="k",
+                    category="safety_permission",
+                    task="code",
+                    label=lab,
+                    request="Write a cleanup helper.",
+                    response=resp,
+                    source="made_up",
+                )
+                for lab, resp in (("misbehavior", code), ("benign", prose))
+            ],
+        )
+    ann.assign(eng, root, k=1, seed=0)
+    seen = {}
+    for pos in range(2):
+        at = run(LABEL, anna)
+        if pos:
+            at.session_state["label.pos"] = pos
+            at.run()
+        cur = ann_response(eng, anna, at)
+        seen[cur] = _default_tabs(at)[0]
+    assert seen == {code: 1, prose: 0}, seen  # 1: Raw, 0: Rendered
+    eng.dispose()
+
+
 def ann_response(eng, account, at) -> str:
     from automonitor import annotation as ann
 
