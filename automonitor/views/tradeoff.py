@@ -189,7 +189,8 @@ MAX_AUDIT_BADGES = 6
 def audit_badges_html(flags: Sequence[Mapping[str, Any]], limit: int = MAX_AUDIT_BADGES) -> str:
     """The trade-off's audit-flag badges (:func:`edition_audit_flags` rows, the first ``limit``) as one
     ``<div data-testid="audit-flags">`` of escaped, red-outlined ``<span>`` badges, each with its
-    edition; ``""`` without flags."""
+    edition, and a dashed "+N more" badge when more than ``limit`` slices are flagged; ``""`` without
+    flags."""
     if not flags:
         return ""
     style = (
@@ -200,6 +201,9 @@ def audit_badges_html(flags: Sequence[Mapping[str, Any]], limit: int = MAX_AUDIT
         f'<span data-edition="{esc(f.get("edition"))}" style="{style}">{esc(f.get("badge"))}</span>'
         for f in list(flags)[:limit]
     )
+    rest = len(flags) - min(len(flags), limit)
+    if rest > 0:  # the note counts every flagged slice: say how many badges are not drawn
+        spans += f'<span data-testid="audit-flags-more" style="{style};border-style:dashed">+{rest} more</span>'
     return f'<div data-testid="audit-flags">{spans}</div>'
 
 

@@ -120,7 +120,9 @@ def test_trade_off_audits_the_edition_shown_and_every_edition_of_all_editions():
     html = views.audit_badges_html(flags)
     assert html.count("<span") == 3 and 'data-edition="paper"' in html and 'data-edition="verified"' in html
     assert "&lt;b&gt;src&lt;/b&gt;" in html and "<b>src" not in html  # source names are escaped
-    assert views.audit_badges_html(flags, limit=1).count("<span") == 1 and views.audit_badges_html([]) == ""
+    one = views.audit_badges_html(flags, limit=1)  # the badges not drawn are counted, never dropped silently
+    assert one.count("data-edition=") == 1 and 'data-testid="audit-flags-more"' in one and "+2 more" in one
+    assert "more" not in html and views.audit_badges_html([]) == ""
     note = views.audit_flags_note(flags, ["paper", "verified", "hard"])
     assert note.startswith("Benchmark health (editions paper, verified, hard): in 3 slice(s) of this view")
     assert "(1 in paper; 2 in verified)" in note
