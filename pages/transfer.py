@@ -1,5 +1,5 @@
 """Transfer: the cross-slice transfer matrix of trained probes (``automonitor probe transfer``) as a
-heatmap (AUROC, MR or FAR) beside the paper's full Figure 8 (MR and FAR, 7 training rows x 6 test
+heatmap (AUROC, MR or FAR) above the paper's full Figure 8 (MR and FAR, 7 training rows x 6 test
 slices), the trivial baselines on the same test slices, and the paper's cells beside the measured ones
 where the slices match. The cell train Safety code -> test Specification Gaming code (the paper's
 negative-transfer finding) is outlined in both."""
@@ -39,13 +39,11 @@ res = transfer.load_saved(features)
 paper_metric = metric if metric in ("mr", "far") else "mr"
 if res is None:
     st.info(f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`.")
-    right = st.container()
-else:
-    left, right = st.columns(2)
-    left.plotly_chart(transfer.heatmap(res, metric), width="stretch", key=f"{PAGE}.ours")
-right.plotly_chart(transfer.paper_heatmap(paper_metric), width="stretch", key=f"{PAGE}.paper")
+else:  # one above the other: side by side at 1280 px the cells were too narrow to read
+    st.plotly_chart(transfer.heatmap(res, metric), width="stretch", key=f"{PAGE}.ours")
+st.plotly_chart(transfer.paper_heatmap(paper_metric), width="stretch", key=f"{PAGE}.paper")
 st.caption(
-    "Right: the paper's Figure 8 (arXiv 2601.05752 v2, Appendix C), LoRA-tuned Qwen3-4B-Instruct-2507 judges "
+    "Below: the paper's Figure 8 (arXiv 2601.05752 v2, Appendix C), LoRA-tuned Qwen3-4B-Instruct-2507 judges "
     "on the paper's own data, reported, not measured here"
     + (" (the paper has no AUROC matrix: its MR is shown)" if metric == "auroc" else "")
     + ". Our probes are linear probes on our data: compare the pattern, not the numbers."

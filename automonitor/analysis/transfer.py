@@ -467,12 +467,14 @@ def heatmap(res: dict[str, Any], metric: str = "auroc") -> Figure:
             type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5, line={"color": "black", "width": 4}
         )
     fig.update_layout(
+        title=f"This probe: {metric.upper()} (measured here)",
         xaxis_title="tested on",
         yaxis_title="trained on",
-        height=120 + 60 * len(trs),
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        height=160 + 60 * len(trs),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
-    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(tickangle=-30, automargin=True)  # every test slice named, none dropped for room
+    fig.update_yaxes(autorange="reversed", automargin=True)
     return fig
 
 
@@ -540,13 +542,14 @@ def paper_heatmap(metric: str = "mr") -> Figure:
     x0, y0 = cols.index("SG Code"), rows.index("S&PV Code")
     fig.add_shape(type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5, line={"color": "black", "width": 4})
     fig.update_layout(
-        title=f"Paper Figure 8: {metric.upper()} (LoRA Qwen3-4B-Instruct-2507; reported, not measured here)",
+        title=f"Paper Figure 8: {metric.upper()} (reported: LoRA Qwen3-4B judges)",
         xaxis_title="tested on",
         yaxis_title="trained on",
-        height=120 + 60 * len(rows),
+        height=160 + 60 * len(rows),
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
-    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(tickangle=-30, automargin=True)
+    fig.update_yaxes(autorange="reversed", automargin=True)
     return fig
 
 
