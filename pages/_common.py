@@ -570,3 +570,12 @@ def queue_nav(page: str, key: str, options: Sequence[Any], format_func, label: s
         disabled=at >= len(opts) - 1,
         width="stretch",
     )
+
+
+def metric_columns(n: int, per_row: int = 3) -> list:
+    """``n`` columns for ``st.metric`` tiles, ``per_row`` to a row: at 1280 px five or six tiles in one
+    row cut their labels and interval chips ("95 % CI [-0.32, 0.…")."""
+    cols: list = []
+    while len(cols) < n:
+        cols.extend(st.columns(per_row))
+    return cols[:n]

@@ -159,7 +159,7 @@ if doc["too_few"]:
         f"Only {doc['items']} items: fewer than {doc['min_items']}, too few items for an interval. "
         "Treat every figure below as a rough indication."
     )
-cols = st.columns(len(shown) + 1)
+cols = ui.metric_columns(len(shown) + 1)
 cols[0].metric("Items", doc["items"])
 for col, m in zip(cols[1:], shown):
     ci = doc["ci"].get(m)

@@ -51,7 +51,7 @@ if not doc["slices"]:
 
 table = audit.slices_table(doc)
 flagged = int(table["flagged"].sum())
-c1, c2, c3, c4, c5 = st.columns(5)
+c1, c2, c3, c4, c5 = ui.metric_columns(5)
 c1.metric("Flagged slices", f"{flagged} of {len(table)}")
 c2.metric("Near-duplicate test pairs", f"{doc['leakage']['near_duplicate_pairs']:,}")
 c3.metric("Shared conversations", f"{doc['leakage']['shared_conversations']:,}")

@@ -58,7 +58,7 @@ adjudicated = (
     if not by_source_kind.empty
     else 0
 )
-c1, c2, c3, c4, c5 = st.columns(5)
+c1, c2, c3, c4, c5 = ui.metric_columns(5)
 c1.metric(
     f"Gold samples ({split})",
     f"{n_gold:,}",
