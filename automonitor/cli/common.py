@@ -67,6 +67,12 @@ def store_exists(url: str) -> bool:
     return sa.inspect(get_engine(url)).has_table("alembic_version")
 
 
+def forget_opened_stores() -> None:
+    """Forget the stores opened so far in this process (:func:`store_note` then names none): for a
+    caller that runs several commands in one process through :func:`automonitor.cli.main`."""
+    _OPENED.clear()
+
+
 def store_note() -> str:
     """`` (store: URL)`` naming the store this command opened, or ``""`` when none was opened."""
     return f" (store: {_OPENED[-1]})" if _OPENED else ""
