@@ -105,6 +105,11 @@ else:
             d = by_split.copy()
             d["split"] = d["split"].fillna("(none: candidate)")
             st.dataframe(views.display_frame(d), hide_index=True, width="stretch")
+            st.caption(
+                "Every sample in the store: test/gold holds the members of all editions (paper, paper-r2, "
+                "verified, hard), so it is larger than the edition tile above; a run's n also counts the "
+                "benign-only controls it judged (split controls)."
+            )
 
 st.subheader("Runs so far")
 if runs.empty:
