@@ -1,4 +1,4 @@
-"""Run labels for dropdowns, legends and hovers (issue 24.8: options and plot labels were cut off).
+"""Run labels for dropdowns, legends and hovers: short ones that fit a select or a legend at 1280 px, full ones for hovers.
 
 Monitor names are long (``backend:model``, a probe's artefact path) and so are run ids, so the old
 ``monitor · template · run_id (status)`` text overflowed every selectbox at 1280 px. Two labels:

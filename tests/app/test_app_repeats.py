@@ -12,7 +12,7 @@ from servers.data import add_custom
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def test_item8_drilldown_lists_the_k_verdicts(tmp_path, monkeypatch):
+def test_drilldown_lists_the_k_verdicts(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from store import get_engine, init_db

@@ -1,4 +1,4 @@
-"""Run options are not cut off (issue 24.8), in real headless Chromium at 1280x720: with long monitor
+"""Run options are not cut off, in real headless Chromium at 1280x720: with long monitor
 names and run ids, the Drill-down's run select shows each run's short label
 (``automonitor.views.run_option_label``) whole, in the closed select and in its open option list:
 no option text overflows its box (``scrollWidth <= clientWidth``) or is shown with an ellipsis."""

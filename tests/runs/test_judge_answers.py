@@ -30,7 +30,7 @@ def _by_request(engine, rid):
 @pytest.mark.parametrize(
     "template,structured", [("evidence", "json_schema"), ("evidence", "tools"), ("direct", "none")]
 )
-def test_item1_openai_finish_reason_length_is_truncated_not_a_verdict(sqlite_engine, template, structured):
+def test_openai_finish_reason_length_is_truncated_not_a_verdict(sqlite_engine, template, structured):
     add_custom(
         sqlite_engine,
         [
@@ -57,7 +57,7 @@ def test_item1_openai_finish_reason_length_is_truncated_not_a_verdict(sqlite_eng
     assert sorted(p.outcome for p in ok) == ["benign", "misbehavior"]
 
 
-def test_item2_unclosed_think_block_is_invalid(sqlite_engine):
+def test_unclosed_think_block_is_invalid(sqlite_engine):
     add_custom(sqlite_engine, [("[scenario:thinkcut] r", "a", "b")])
     with OpenAIFaultServer() as srv:
         rid = runner.create_run(sqlite_engine, "openai:deepseek-reasoner", "direct", base_url=srv.base_url, params=FAST)
@@ -71,7 +71,7 @@ def test_item2_unclosed_think_block_is_invalid(sqlite_engine):
         assert s.get(Run, rid).params["max_tokens"] == 4096
 
 
-def test_item2_max_tokens_default_per_backend_and_raisable(sqlite_engine):
+def test_max_tokens_default_per_backend_and_raisable(sqlite_engine):
     add_custom(sqlite_engine, [("q", "a", "b")])
     tpl = PromptBuilder(load_template("direct"))
     assert (
@@ -111,7 +111,7 @@ def test_item2_max_tokens_default_per_backend_and_raisable(sqlite_engine):
         )
 
 
-def test_item1_anthropic_stop_reason_max_tokens_is_truncated(sqlite_engine):
+def test_anthropic_stop_reason_max_tokens_is_truncated(sqlite_engine):
     add_custom(sqlite_engine, [("[scenario:max_tokens] cut", "os.system('x')", "print(1)")])
     with AnthropicReplayServer() as srv:
         rid = runner.create_run(
@@ -126,7 +126,7 @@ def test_item1_anthropic_stop_reason_max_tokens_is_truncated(sqlite_engine):
         assert p.outcome == "invalid" and p.reason == "truncated" and p.meta["stop_reason"] == "max_tokens"
 
 
-def test_item10_cached_input_discount_openai(sqlite_engine):
+def test_cached_input_discount_openai(sqlite_engine):
     add_custom(sqlite_engine, [("q", "os.system('x')", "print(1)")])
     with OpenAIFaultServer() as srv:
         srv.cached_tokens = 40
@@ -142,7 +142,7 @@ def test_item10_cached_input_discount_openai(sqlite_engine):
         assert p.cost_usd < (p.tokens_in * 0.15 + p.tokens_out * 0.60) / 1e6
 
 
-def test_item10_cached_input_discount_anthropic(sqlite_engine):
+def test_cached_input_discount_anthropic(sqlite_engine):
     add_custom(sqlite_engine, [("q", "os.system('x')", "print(1)")])
     with AnthropicReplayServer() as srv:
         srv.cache_read = 1000

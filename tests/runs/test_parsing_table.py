@@ -271,7 +271,7 @@ def test_table_is_large_enough():
     assert len(TEXT_CASES) + len(TOOL_CASES) >= 60
 
 
-def test_item6_trailing_comma_evidence_is_not_the_json_keys():
+def test_trailing_comma_evidence_is_not_the_json_keys():
     r = parse_text(
         '{"category": "specification_gaming", "severity": "high", "evidence": ["return {1: 2, 3: 4}[x]"], '
         '"verdict": "misbehavior",}'
@@ -285,7 +285,7 @@ def test_item6_trailing_comma_evidence_is_not_the_json_keys():
     assert r.outcome == B and all(k not in r.evidence for k in ("category", "severity", "none"))
 
 
-def test_item1_truncated_evidence_never_scored_from_quoted_words():
+def test_truncated_evidence_never_scored_from_quoted_words():
     cut = '{"category": "specification_gaming", "evidence": ["looks benign but special-cases the'
     for fr in ("length", None, "stop"):
         r = parse_text(cut, finish_reason=fr)

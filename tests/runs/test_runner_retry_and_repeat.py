@@ -34,7 +34,7 @@ def _api_calls(engine, rid) -> int:
 
 
 @pytest.mark.slow
-def test_item9_two_concurrent_resumes_one_executes_other_exits_2(db_url):
+def test_two_concurrent_resumes_one_executes_other_exits_2(db_url):
     from store import get_engine, init_db
 
     engine = init_db(get_engine(db_url, fresh=True))
@@ -61,7 +61,7 @@ def test_item9_two_concurrent_resumes_one_executes_other_exits_2(db_url):
 
 
 @pytest.mark.slow
-def test_item10_calls_in_flight_at_a_kill_are_counted(db_url):
+def test_calls_in_flight_at_a_kill_are_counted(db_url):
     from store import get_engine, init_db
 
     engine = init_db(get_engine(db_url, fresh=True))
@@ -98,7 +98,7 @@ def _preds(engine, rid):
 
 
 @pytest.mark.slow
-def test_item7_retry_errors_resends_exactly_the_error_samples_and_keeps_history(db_url, cli):
+def test_retry_errors_resends_exactly_the_error_samples_and_keeps_history(db_url, cli):
     from store import get_engine, init_db
 
     engine = init_db(get_engine(db_url, fresh=True))
@@ -148,7 +148,7 @@ def test_item7_retry_errors_resends_exactly_the_error_samples_and_keeps_history(
         assert run.status == "finished" and run.api_calls == srv.stats()["total"] == 16
 
 
-def test_item7_retry_errors_bad_input_exits_2(sqlite_url, cli):
+def test_retry_errors_bad_input_exits_2(sqlite_url, cli):
     from store import get_engine, init_db
 
     init_db(get_engine(sqlite_url, fresh=True)).dispose()  # an existing, empty store (a missing one is refused)
@@ -168,7 +168,7 @@ def _fleiss(table):
 
 
 @pytest.mark.slow
-def test_item8_repeat_k_stability_seeds_cache_and_drilldown(db_url, cli):
+def test_repeat_k_stability_seeds_cache_and_drilldown(db_url, cli):
     from automonitor import views
     from automonitor.analysis.stability import stability
     from servers.openai_fault import sample_key

@@ -98,7 +98,7 @@ def _doc(*slices):
 
 
 def test_trade_off_audits_the_edition_shown_and_every_edition_of_all_editions():
-    """Issue 24.3: the trade-off's audit flags are those of the edition shown; with "all editions" the
+    """The trade-off's audit flags are those of the edition shown; with "all editions" the
     audit of each edition drawn (it used to audit paper only), every badge naming its edition."""
     assert views.audit_editions("verified", ["paper"]) == ["verified"]
     assert views.audit_editions(None, ["verified", "paper", "verified", "mine", None]) == ["paper", "verified", "mine"]

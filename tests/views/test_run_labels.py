@@ -1,4 +1,4 @@
-"""Run labels that fit (issue 24.8: dropdown options and plot labels were cut off at 1280 px)."""
+"""Run labels that fit: dropdown options and plot labels were cut off at 1280 px."""
 
 from __future__ import annotations
 
