@@ -82,16 +82,18 @@ def test_core_runs_without_torch_and_llamacpp_names_the_extra(tmp_path):
     )
     assert res.returncode == 0, res.stderr[-2000:]
     from store import session_scope
+    from sqlmodel import select
+
     from store.models import Run
 
     with session_scope(eng) as s:
-        before = s.query(Run).count()
+        before = len(s.exec(select(Run)).all())
     # llamacpp without llama-cpp-python: exit 2 naming the extra, no run created
     res = _run_blocked(cli.format(args=["run", "--monitor", "llamacpp", "--template", "direct"]), url, tmp_path)
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
     assert "llama-cpp-python" in res.stderr and "pip install -e '.[local]'" in res.stderr
     with session_scope(eng) as s:
-        assert s.query(Run).count() == before
+        assert len(s.exec(select(Run)).all()) == before
 
 
 def test_run_progress_shows_count_rate_and_eta(tmp_path):

@@ -15,6 +15,8 @@ def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_
     from automonitor.runs.probe import lora
     from automonitor.runs import runner
     from store import session_scope
+    from sqlmodel import select
+
     from store.models import Prediction
 
     recs = made_up(4, 31)
@@ -41,7 +43,7 @@ def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_
     summ = runner.execute_run(sqlite_engine, run_id)
     assert summ["counts"]["misbehavior"] + summ["counts"]["benign"] == 4
     with session_scope(sqlite_engine) as s:
-        preds = s.query(Prediction).filter(Prediction.run_id == run_id).all()
+        preds = s.exec(select(Prediction).where(Prediction.run_id == run_id)).all()
         assert all(p.score is not None and 0.0 <= p.score <= 1.0 for p in preds)
         assert all("logit_yes" in p.meta for p in preds)
         assert len({round(p.score, 6) for p in preds}) > 1  # scores depend on the sample
