@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from automonitor.data.build.config import Cell
 from automonitor.data.build.rows import pair_hashes
-from automonitor.data.build.selection import Pool, select_cells, TestSet, editions_of
+from automonitor.data.build.selection import Pool, select_cells, editions_of
+from automonitor.data.build.selection import TestSet as SelectedTests  # not "Test*": pytest would collect it
 from automonitor.cli.data import quota_cell, shortfall_text
 from automonitor.data.sources import PairRecord
 
@@ -41,7 +42,7 @@ CELL = Cell("sycophancy_bias", "qa", 10, ("first", "second"), "not enough public
 
 def test_a_cell_takes_its_sources_in_order_and_states_its_deficit():
     pool = _pool(first=4, second=3, other=50)
-    test = TestSet()
+    test = SelectedTests()
     select_cells(pool, 0, test, (CELL,))
     (row,) = test.cells
     assert row["by_source"] == {"first": 4, "second": 3}  # all of the first, then the second
@@ -55,7 +56,7 @@ def test_a_cell_takes_its_sources_in_order_and_states_its_deficit():
 
 def test_a_full_cell_reuses_the_round2_draw_first_and_stops_at_its_count():
     pool = _pool(first=30, second=30)
-    test = TestSet()
+    test = SelectedTests()
     drawn = pool.pairs["first"][5:8]
     test.pairs["first"] = list(drawn)
     test.r2_ids = {p.pair_id for p in drawn}
@@ -65,14 +66,14 @@ def test_a_full_cell_reuses_the_round2_draw_first_and_stops_at_its_count():
     assert test.pairs["first"][:3] == drawn and "second" not in test.pairs
     assert all(editions_of(p, test)[:2] == ("paper", "paper-r2") for p in drawn)
     # another seed draws other pairs, the same seed the same
-    again, other = TestSet(), TestSet()
+    again, other = SelectedTests(), SelectedTests()
     select_cells(pool, 0, again, (CELL,))
     select_cells(pool, 1, other, (CELL,))
     assert again.paper_ids == _fresh(pool, 0) and again.paper_ids != other.paper_ids
 
 
 def _fresh(pool: Pool, seed: int) -> set[str]:
-    t = TestSet()
+    t = SelectedTests()
     select_cells(pool, seed, t, (CELL,))
     return t.paper_ids
 
