@@ -218,7 +218,7 @@ def run_trace(
         name=f"runs: {plot_text(template)}" + ("" if eligible else " (too few samples)"),
         text=[plot_text(t) for t in d["label"]] if has_text else None,
         textposition=label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
-        textfont=dict(size=10, color=color),
+        textfont=dict(size=10, color=color, shadow="auto"),  # a halo keeps labels legible over lines and markers
         marker=marker,
         error_x=_error_bar(_ci_err(d, "far", "far_lo", "far_hi"), eligible),
         error_y=_error_bar(_ci_err(d, "mr", "mr_lo", "mr_hi"), eligible),
@@ -285,7 +285,7 @@ def incomplete_trace(d: pd.DataFrame) -> go.Scatter:
         name="runs: cancelled / partial (not on the front)",
         text=[plot_text(t) for t in d["label"]] if "label" in d else None,
         textposition="top center",
-        textfont=dict(size=10, color="#6b7280"),
+        textfont=dict(size=10, color="#6b7280", shadow="auto"),
         marker=dict(size=12, symbol="x-thin-open", color="#6b7280", line=dict(width=2, color="#6b7280")),
         customdata=custom,
         hovertemplate=(
@@ -314,7 +314,7 @@ def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:
                 name=REPORTED_LEGEND + (f": {plot_text(tpl)}" if tpl else ""),
                 text=text,
                 textposition=[positions[i] for i in d.index],
-                textfont=dict(size=10, color="#374151"),
+                textfont=dict(size=10, color="#374151", shadow="auto"),
                 customdata=[plot_text(t) for t in d["label"]],
                 marker=dict(
                     symbol="diamond" if str(tpl).startswith("evidence") else "diamond-open",

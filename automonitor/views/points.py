@@ -12,6 +12,7 @@ import pandas as pd
 
 from automonitor.errors import InputError
 from automonitor.escaping import md_escape
+from automonitor.views.run_labels import BACKEND_PREFIX
 
 
 #: Run statuses whose MR/FAR rest on part of the samples only, with the word shown.
@@ -48,8 +49,10 @@ def template_independent_backends() -> frozenset[str]:
 
 def short_label(monitor: str, template: str, backend: str | None = None, max_len: int = 22) -> str:
     """A short text label for a measured point: ``"<model> <template>"`` where the model is the last
-    path/colon part of the monitor spec (``llamacpp:/m/gemma-3-270m.gguf`` -> ``gemma-3-270m``), cut to
-    ``max_len`` characters with an ellipsis; template-independent backends (``rules``) get no template."""
+    path part of the monitor spec after its backend prefix (``llamacpp:/m/gemma-3-270m.gguf`` ->
+    ``gemma-3-270m``) when the spec is a model id or a path (no whitespace, no URL); any other name (with
+    spaces, markup or a URL) keeps its text from the start. Cut to ``max_len`` characters with an
+    ellipsis; template-independent backends (``rules``) get no template."""
     backend = backend or str(monitor).split(":", 1)[0]
     name = str(monitor)
     if backend == "derived" or re.match(r"(ensemble|thresholds|cascade) ", name):
@@ -58,9 +61,11 @@ def short_label(monitor: str, template: str, backend: str | None = None, max_len
         if len(name) > max_len:
             name = name[: max_len - 1] + "…"
         return f"{name} {TEMPLATE_SHORT.get(template, template)}"
-    if ":" in name:
-        name = name.split(":", 1)[1] or name
-    name = re.split(r"[/\\]", name)[-1]
+    prefix = BACKEND_PREFIX.match(name)
+    if prefix:
+        name = name[prefix.end() :] or name
+    if not re.search(r"\s", name) and "://" not in name:  # a model id or a path: its last part
+        name = re.split(r"[/\\]", name)[-1] or name
     name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or str(monitor)
     if len(name) > max_len:
         name = name[: max_len - 1] + "…"

@@ -47,7 +47,8 @@ def middle_cut(text: str, width: int) -> str:
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
-_BACKEND = re.compile(r"^[A-Za-z0-9_.-]+:(?!//)")
+#: A backend prefix of a monitor spec (``openai:``, ``probe:``), not a URL scheme (``https://``).
+BACKEND_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+:(?!//)")
 _PATHLIKE = re.compile(r"^(?:/|\./|\.\./|~/)\S*$|^\S+/\S*\.[A-Za-z][A-Za-z0-9]{0,15}$")
 
 
@@ -57,7 +58,7 @@ def short_monitor(monitor: str) -> str:
     ``lora:adapter.safetensors``. Anything else is unchanged: a model id (``openai:meta-llama/Llama-3-8B``),
     a URL, a name with spaces or markup (a path is absolute, relative with ``./ ../ ~/``, or ends in a
     file extension, and has no whitespace)."""
-    match = _BACKEND.match(monitor)
+    match = BACKEND_PREFIX.match(monitor)
     head = match.group(0) if match else ""
     path = monitor[len(head) :]
     if "/" not in path or "://" in path or not _PATHLIKE.match(path):

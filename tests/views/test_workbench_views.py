@@ -182,3 +182,16 @@ def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inpu
     assert short_label("thresholds far<=0.2 by category (llamacpp:gemma@6a)", "direct", "derived").startswith(
         "thresholds far<=0.2"
     )
+
+
+def test_short_label_takes_the_last_path_part_only_of_a_model_id_or_a_path():
+    """A point's label keeps the text of a name with spaces, markup or a URL (a hostile name once showed
+    as "evil.example] LLLL…"); a model id or an artefact path gives its last part."""
+    from automonitor.views import short_label
+
+    assert short_label("llamacpp:/m/gemma-3-270m.gguf", "direct") == "gemma-3-270m direct"
+    assert short_label("openai:meta-llama/Llama-3-8B", "evidence") == "Llama-3-8B evid."
+    assert short_label("probe:/a/b/tfidf-lr.joblib", "direct") == "tfidf-lr.joblib direct"
+    hostile = "<b>x</b> [link](http://example.com) **bold** https://evil.example"
+    assert short_label(hostile, "direct") == "<b>x</b> [link](http:… direct"
+    assert short_label("my judge https://x.example/a/b", "direct").startswith("my judge http")
