@@ -513,8 +513,13 @@ def response_view(text: str | None) -> None:
     ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**
     (the verbatim text in an escaped ``st.code`` block, with a copy button; evidence is copied from
     there). Bare source code (:func:`automonitor.views.looks_like_code`) opens on **Raw**: markdown
-    would fold its lines and indentation."""
-    rendered, raw = st.tabs(["Rendered", "Raw"], default="Raw" if views.looks_like_code(text) else "Rendered")
+    would fold its lines and indentation. The tabs are keyed by the text, so each item opens on its own
+    default tab (unkeyed, the browser kept the previous item's tab)."""
+    import hashlib
+
+    key = "response_tabs." + hashlib.sha256((text or "").encode()).hexdigest()[:16]
+    default = "Raw" if views.looks_like_code(text) else "Rendered"
+    rendered, raw = st.tabs(["Rendered", "Raw"], default=default, key=key)
     with rendered:
         show_html(views.markdown_html(text))
     with raw:
