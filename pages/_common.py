@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Callable, Iterable, Sequence
 
 import streamlit as st
@@ -515,8 +516,6 @@ def response_view(text: str | None) -> None:
     there). Bare source code (:func:`automonitor.views.looks_like_code`) opens on **Raw**: markdown
     would fold its lines and indentation. The tabs are keyed by the text, so each item opens on its own
     default tab (unkeyed, the browser kept the previous item's tab)."""
-    import hashlib
-
     key = "response_tabs." + hashlib.sha256((text or "").encode()).hexdigest()[:16]
     default = "Raw" if views.looks_like_code(text) else "Rendered"
     rendered, raw = st.tabs(["Rendered", "Raw"], default=default, key=key)

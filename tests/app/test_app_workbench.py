@@ -10,22 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import app_seed
 from automonitor import annotation as ann
 from helpers import candidate_row, fast_user
 from store import session_scope
 from store.queries.samples import insert_samples
-from apptest_support import StoreEnv, app, html_bodies, ok, open_store
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('wb') / 'store.db'}"
-    eng = open_store(url)
-    info = app_seed.seed_store(eng, pairs_per_cell=2, runs=3)
-    with StoreEnv(url):
-        yield {"url": url, "engine": eng, **info}
-    eng.dispose()
+from apptest_support import app, html_bodies, ok, open_store
 
 
 def _run_traces(at):
