@@ -71,6 +71,8 @@ from automonitor.annotation.files import (
     export_adjudications,
 )
 from automonitor.annotation.adjudication import (
+    QUEUE_REASONS,
+    SPAN_F1_THRESHOLD,
     QueueEntry,
     adjudicate,
     adjudication_queue,
@@ -97,6 +99,8 @@ __all__ = [
     "PlannedBatch",
     "Progress",
     "QueueEntry",
+    "QUEUE_REASONS",
+    "SPAN_F1_THRESHOLD",
     "QueueItem",
     "SEVERITIES",
     "VERIFIED_EDITION",

@@ -11,6 +11,7 @@ from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, clean_text, transaction, label_spans
+from automonitor.annotation.span_agreement import lowest_pair_f1
 from automonitor.annotation.queries import (
     adjudication_rows,
     assignment_rows,
@@ -31,8 +32,11 @@ class QueueEntry:
     """One item of the adjudication queue (admin view). ``labels``: one dict per annotator with
     ``annotator`` (a real name only when names are revealed, else ``Annotator 1``, ``Annotator 2``
     ... in an order that differs from item to item), ``label``, ``category``, ``severity``, ``evidence_text``, ``evidence_start``/``evidence_end``
-    (the hull), ``evidence_spans`` (``[(start, end), ...]``), ``note``. ``reason``:
-    ``disagreement`` or ``unsure``. ``decision``: the latest adjudication (or ``None``)."""
+    (the hull), ``evidence_spans`` (``[(start, end), ...]``), ``note``. ``reason``: one of
+    :data:`QUEUE_REASONS` (``unsure``, ``disagreement`` or ``span_disagreement``). ``span_f1``: the
+    lowest pairwise span F1 of the annotators when all chose ``misbehavior`` and one marked a span
+    (:func:`automonitor.annotation.span_agreement.lowest_pair_f1`), else ``None``. ``decision``: the
+    latest adjudication (or ``None``)."""
 
     sample_id: str
     pair_id: str
@@ -45,6 +49,31 @@ class QueueEntry:
     reason: str
     labels: list[dict[str, Any]]
     decision: dict[str, Any] | None = None
+    span_f1: float | None = None
+
+
+#: Span F1 below which annotators who all chose ``misbehavior`` disagree on *where* it is: the item goes
+#: to the adjudication queue (reason ``span_disagreement``) and finalize waits for the adjudicator's
+#: spans. 0.5 = the marked characters overlap less than they differ: e.g. one annotator marks one line
+#: and the other that line plus a longer one, or their marks do not overlap at all (F1 0), or one marked
+#: nothing. At 0.5 or above the marks are taken as agreement and finalize stores their merge
+#: (:func:`proposed_spans`) as ``annotated`` gold spans.
+SPAN_F1_THRESHOLD = 0.5
+
+#: Why an item is in the adjudication queue, as shown on the Adjudicate page.
+QUEUE_REASONS: dict[str, str] = {
+    "unsure": "an annotator chose unsure",
+    "disagreement": "the annotators' labels differ",
+    "span_disagreement": f"all chose misbehavior but marked different spans (span F1 below {SPAN_F1_THRESHOLD})",
+}
+
+
+def span_disagreement(rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether an item's label rows (all its annotators') say ``misbehavior`` but disagree on where:
+    their lowest pairwise span F1 (:func:`automonitor.annotation.span_agreement.lowest_pair_f1`) is
+    below :data:`SPAN_F1_THRESHOLD`. ``False`` when a label is not misbehavior or nobody marked a span."""
+    f1 = lowest_pair_f1(rows)
+    return f1 is not None and f1 < SPAN_F1_THRESHOLD
 
 
 def resolution(labels: list[str], n_assigned: int, n_submitted: int) -> str | None:
@@ -60,8 +89,9 @@ def resolution(labels: list[str], n_assigned: int, n_submitted: int) -> str | No
 def adjudication_queue(
     engine: Engine, actor: Account, *, reveal_names: bool = False, include_decided: bool = False
 ) -> list[QueueEntry]:
-    """Candidate items whose assigned annotators have all submitted and that either disagree or
-    carry an ``unsure`` label (admin only). Already adjudicated items are left out unless
+    """Candidate items whose assigned annotators have all submitted and that disagree on the label,
+    carry an ``unsure`` label, or agree on ``misbehavior`` but not on where it is (span F1 below
+    :data:`SPAN_F1_THRESHOLD`) (admin only). Already adjudicated items are left out unless
     ``include_decided``. Annotator names are replaced by ``Annotator 1..k`` (in a stable order that
     differs from item to item, so an alias does not identify a person) unless ``reveal_names``. Ordered by pair then sample id."""
     require_admin(actor)
@@ -83,7 +113,7 @@ def adjudication_queue(
             rows = _ordered_labels(sid, by_item[sid], reveal_names)
             if len(rows) < n_assigned.get(sid, 0):
                 continue  # someone has not submitted yet
-            reason = _queue_reason([r["label"] for r in rows])
+            reason = _queue_reason(rows)
             if reason is None or (sid in decided and not include_decided):
                 continue
             out.append(_queue_entry(samples[sid], rows, reason, reveal_names, _public_decision(decided.get(sid))))
@@ -100,13 +130,17 @@ def _ordered_labels(sample_id: str, rows: list[dict[str, Any]], reveal_names: bo
     return sorted(rows, key=lambda r: hashlib.sha256(f"{sample_id}\x00{r['annotator']}".encode()).hexdigest())
 
 
-def _queue_reason(labels: list[str]) -> str | None:
-    """Why an item needs adjudication: ``unsure`` (a label is unsure), ``disagreement`` (labels
-    differ), or ``None`` (all agree)."""
+def _queue_reason(rows: list[dict[str, Any]]) -> str | None:
+    """Why an item needs adjudication, from its label rows: ``unsure`` (a label is unsure),
+    ``disagreement`` (labels differ), ``span_disagreement`` (all ``misbehavior``, spans apart:
+    :func:`span_disagreement`), or ``None`` (all agree)."""
+    labels = [r["label"] for r in rows]
     if "unsure" in labels:
         return "unsure"
     if len(set(labels)) > 1:
         return "disagreement"
+    if span_disagreement(rows):
+        return "span_disagreement"
     return None
 
 
@@ -145,6 +179,7 @@ def _queue_entry(
             for i, r in enumerate(rows)
         ],
         decision=decision,
+        span_f1=lowest_pair_f1(rows),
     )
 
 
@@ -180,7 +215,7 @@ def adjudicate(
 
     ``spans``: with ``misbehavior``, the ``(start, end)`` character offsets of where the
     misbehavior is, resolving the annotators' span disagreement (see :func:`proposed_spans`); they
-    replace the item's ``annotated`` gold spans. Any other decision removes its ``annotated`` spans.
+    replace the item's ``annotated`` gold spans (note: ``adjudicated by <admin>``). Any other decision removes its ``annotated`` spans.
 
     Returns ``{"sample_id", "decision", "note", "adjudicator", "created_at", "guideline_version"}``.
 
@@ -201,7 +236,10 @@ def adjudicate(
         if decision != "misbehavior":
             raise InputError("gold spans go with the decision misbehavior only", field="spans")
         try:
-            gold = [GoldSpan(start=int(a), end=int(b), provenance="annotated") for a, b in spans]
+            gold = [
+                GoldSpan(start=int(a), end=int(b), provenance="annotated", note=f"adjudicated by {actor.name}")
+                for a, b in spans
+            ]
         except (TypeError, ValueError) as exc:
             raise InputError(f"bad span: {exc}", field="spans") from None
 

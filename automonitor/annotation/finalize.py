@@ -10,7 +10,9 @@ from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, transaction
-from automonitor.annotation.adjudication import resolution
+from automonitor.annotation.adjudication import proposed_spans, resolution, span_disagreement
+from automonitor.annotation.span_agreement import lowest_pair_f1
+from automonitor.data.spans import GoldSpan, SpanError, validate_spans
 from automonitor.annotation.queries import assignment_rows, label_rows, latest_adjudications
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash
@@ -18,6 +20,7 @@ from automonitor.timestamps import iso_utc
 from automonitor.vocab import SPLITS, copied_from
 from store.models import Sample, utcnow
 from store.queries import annotation as store
+from store.queries import spans as span_queries
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,10 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
     """Move every resolved candidate pair out of the candidate pool (admin only).
 
     An item is resolved by its latest adjudication, or else by consensus (all assigned annotators
-    submitted the same ``misbehavior``/``benign`` label). A pair whose items are all resolved is:
+    submitted the same ``misbehavior``/``benign`` label; for ``misbehavior``, their evidence spans must
+    also agree: an item whose span F1 is below
+    :data:`~automonitor.annotation.adjudication.SPAN_F1_THRESHOLD` waits for the adjudicator). A pair
+    whose items are all resolved is:
 
     * rejected (``status = 'rejected'``) when an item was rejected (reason = the adjudicator's note),
       when the resolved labels are not one ``misbehavior`` and one ``benign``, or when a side
@@ -73,7 +79,11 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
       ``label_source = 'adjudicated'``. With ``split = 'test'`` (the default) the pair becomes a member
       of edition ``verified`` ONLY (an ``edition_sample`` row): it never joins the ``paper`` mirror
       (the paper mirror stays the public sources' draw: ``store.queries.samples`` leaves adjudicated
-      samples out of it).
+      samples out of it). A side resolved by consensus as ``misbehavior`` whose annotators marked
+      spans gets their merge (:func:`~automonitor.annotation.adjudication.proposed_spans`) as
+      ``annotated`` gold spans (they replace any ``annotated`` spans of the item; the note names the
+      annotators, the lowest pairwise span F1 and the finalizer; also in ``meta["annotation"]["gold_spans"]``).
+      An adjudicated side keeps the spans :func:`~automonitor.annotation.adjudication.adjudicate` stored.
 
     Provenance (who, when, how resolved, guideline version, reason) goes to ``meta["annotation"]``;
     the latest adjudication rows get the split. Raises :class:`InputError` for an unknown split.
@@ -153,7 +163,9 @@ def _finalize_inputs(s: Session, actor: Account) -> _FinalizeInputs:
 def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Resolution] | None:
     """``{sample_id: (outcome, how, note)}`` for the items of one pair, or ``None`` while any item is
     unresolved. An item is resolved by its latest adjudication (outcome: the gold label or ``reject``;
-    note: the adjudicator's) or else by consensus of all its assigned annotators (:func:`resolution`)."""
+    note: the adjudicator's) or else by consensus of all its assigned annotators (:func:`resolution`),
+    a ``misbehavior`` consensus only when their spans agree too (no
+    :func:`~automonitor.annotation.adjudication.span_disagreement`)."""
     res: dict[str, Resolution] = {}
     for c in items:
         adj = inputs.decided.get(c.id)
@@ -167,6 +179,8 @@ def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Res
             inputs.n_assigned.get(c.id, 0),
             sum(r["submitted_at"] is not None for r in rows),
         )
+        if got == "misbehavior" and span_disagreement(rows):
+            continue  # agreed on the label, not on where: the adjudicator resolves the spans
         if got is not None:
             res[c.id] = (got, "consensus", None)
     return res if len(res) == len(items) else None
@@ -242,6 +256,8 @@ def _apply_outcome(
             c.content_hash = content_hash(c.request, c.response, outcome)
             if split == "test":
                 verified.append(c.id)
+            if how == "consensus" and outcome == "misbehavior":
+                meta["annotation"].update(_store_agreed_spans(s, c, inputs.labels.get(c.id, []), provenance))
         else:
             c.status, c.split = "rejected", None
             meta["rejection_reason"] = reason
@@ -250,6 +266,32 @@ def _apply_outcome(
         if c.id in inputs.decided:
             store.set_adjudication_split(s, inputs.decided[c.id]["id"], split if reason is None else None)
     return verified
+
+
+def _store_agreed_spans(
+    s: Session, c: Sample, rows: list[dict[str, Any]], provenance: dict[str, Any]
+) -> dict[str, Any]:
+    """Store the merged evidence spans of annotators who agreed on ``misbehavior`` (and on where, see
+    :func:`_resolve_pair`) as the item's ``annotated`` gold spans, replacing any it had (so a rerun
+    writes the same rows). Returns what goes into ``meta["annotation"]``: ``{"gold_spans": [[start,
+    end], ...]}`` (empty when nobody marked a span), plus ``"gold_spans_error"`` when the marks do not fit
+    the response (then nothing is stored; cannot happen for labels saved through
+    :func:`~automonitor.annotation.labeling.save_label`, which checks them against the same text)."""
+    spans = proposed_spans(rows)
+    if not spans:
+        return {"gold_spans": []}
+    f1 = lowest_pair_f1(rows)
+    who = ", ".join(sorted(str(r["annotator"]) for r in rows))
+    agreed = "one annotator" if f1 is None else f"lowest pairwise span F1 {f1:.2f}"
+    note = f"agreed by {who} ({agreed}); finalized by {provenance['finalized_by']}"
+    gold = [GoldSpan(start=a, end=b, provenance="annotated", note=note) for a, b in spans]
+    try:
+        validate_spans(c.response, gold)
+    except SpanError as exc:
+        return {"gold_spans": [], "gold_spans_error": str(exc)}
+    span_queries.delete_spans(s, [c.id], ["annotated"])
+    span_queries.insert_spans(s, [(c.id, g.model_dump()) for g in gold])
+    return {"gold_spans": [list(p) for p in spans]}
 
 
 def rejected_pairs(engine: Engine, actor: Account) -> list[dict[str, Any]]:

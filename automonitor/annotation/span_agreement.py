@@ -70,6 +70,29 @@ def _overlap(x: tuple[tuple[int, int], ...], y: tuple[tuple[int, int], ...]) -> 
     return inter
 
 
+def span_f1(x: Iterable[tuple[int, int]], y: Iterable[tuple[int, int]]) -> float:
+    """Character-level F1 (Dice, 2 |A ∩ B| / (|A| + |B|)) of two annotators' span lists (``(start, end)``
+    character offsets, half-open; overlapping or touching spans count once). 1.0 when both are empty
+    (nothing to disagree on), 0.0 when exactly one is."""
+    a, b = _union(x), _union(y)
+    total = _length(a) + _length(b)
+    return 1.0 if total == 0 else 2 * _overlap(a, b) / total
+
+
+def lowest_pair_f1(rows: Iterable[Mapping[str, Any]]) -> float | None:
+    """The lowest pairwise :func:`span_f1` among an item's label rows when every row is
+    ``misbehavior`` and at least one marked a span (an annotator who marked nothing counts as an empty
+    span list, so F1 0 against one who did); ``None`` otherwise (fewer than two rows, another label, or
+    nobody marked anything: no span to compare)."""
+    rows = list(rows)
+    if len(rows) < 2 or any(r.get("label") != "misbehavior" for r in rows):
+        return None
+    marks = [_union(label_spans(dict(r))) for r in rows]
+    if not any(marks):
+        return None
+    return min(span_f1(x, y) for x, y in combinations(marks, 2))
+
+
 def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, str]) -> dict[str, Any]:
     """Span agreement of label rows (module doc).
 
@@ -98,7 +121,7 @@ def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, st
     units: list[list[float]] = []
     for sid, marks in sorted(items.items()):
         for (_, x), (_, y) in combinations(sorted(marks.items()), 2):
-            f1s.append(2 * _overlap(x, y) / (_length(x) + _length(y)))
+            f1s.append(span_f1(x, y))
             exact += int(x == y)
         for ts, te in _tokens(responses.get(sid, "")):
             row = [np.nan] * len(annotators)

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from automonitor import annotation as ann
 from automonitor.annotation.accounts import SYSTEM
 from store import session_scope
-from store.models import Adjudication, EditionSample, Sample
+from store.models import Adjudication, EditionSample, GoldSpan, Sample
 from store.queries.samples import insert_samples
 
 from helpers import REPO, candidate_row, fast_user
@@ -59,8 +59,9 @@ def _pairs(engine, prefix: str, n: int, *, pair_ids=None, status="candidate", te
     return pids
 
 
-def _labeled(engine, tmp_path, prefix: str, n: int, annotators, admin, **kw) -> list[str]:
-    """``n`` candidate pairs that both annotators labeled as intended and submitted (consensus)."""
+def _labeled(engine, tmp_path, prefix: str, n: int, annotators, admin, marked: bool = False, **kw) -> list[str]:
+    """``n`` candidate pairs that both annotators labeled as intended and submitted (consensus); with
+    ``marked``, both marked the same span ``[0, len(prefix))`` on each misbehavior side."""
     pids = _pairs(engine, prefix, n, **kw)
     ann.assign(engine, admin, k=2, seed=5)
     with engine.connect() as c:
@@ -68,7 +69,11 @@ def _labeled(engine, tmp_path, prefix: str, n: int, annotators, admin, **kw) -> 
     f = tmp_path / f"{prefix}.jsonl"
     f.write_text(
         "".join(
-            json.dumps({"annotator": a.name, "sample_id": i.id, "label": i.label}) + "\n"
+            json.dumps(
+                {"annotator": a.name, "sample_id": i.id, "label": i.label}
+                | ({"evidence_spans": [[0, len(prefix)]]} if marked and i.label == M else {})
+            )
+            + "\n"
             for i in items
             for a in annotators
         )
@@ -130,6 +135,21 @@ def test_two_finalizers_racing_decide_every_pair_once(team, tmp_path, db_url):
             )
         assert set(got.values()) == {"gold"} and set(got) <= members
         assert _edition_non_gold(engine) == []
+
+
+def test_two_finalizers_racing_store_agreed_spans_once(team, tmp_path, db_url):
+    engine, annotators, admin = team
+    pids = _labeled(engine, tmp_path, "sp", 20, annotators, admin, marked=True)
+    a, b = _race(db_url, ["finalize"], ["finalize"])
+    assert set(a["accepted_pairs"]) | set(b["accepted_pairs"]) == set(pids)
+    with engine.connect() as c:
+        rows = c.execute(
+            sa.select(GoldSpan.sample_id, GoldSpan.start_char, GoldSpan.end_char, GoldSpan.provenance, GoldSpan.note)
+        ).all()
+        mis = set(c.execute(sa.select(Sample.id).where(Sample.pair_id.in_(pids), Sample.label == M)).scalars())
+    assert sorted(r.sample_id for r in rows) == sorted(mis)  # one span per misbehavior side, none twice
+    assert {(r.start_char, r.end_char, r.provenance) for r in rows} == {(0, 2, "annotated")}
+    assert {r.note for r in rows} == {"agreed by ann1, ann2 (lowest pairwise span F1 1.00); finalized by system"}
 
 
 def test_a_reject_racing_a_finalize_is_counted_or_refused_never_lost(team, tmp_path, db_url):
