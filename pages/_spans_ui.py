@@ -73,21 +73,55 @@ def parse_spans(text: str | None) -> list[tuple[int, int]] | None:
     return out
 
 
-def adjudication_spans_input(entry: Any, key: str) -> None:
-    """Inside the adjudication form: the gold spans field ("START:END, ..." character offsets into the
-    response), prefilled with the annotators' marks merged (``automonitor.annotation.proposed_spans``),
-    with the marked text previewed. Used only with the decision misbehavior."""
+def adjudication_spans_input(entry: Any, key: str, decision_key: str) -> None:
+    """Inside the adjudication form, once the decision (session key ``decision_key``) is misbehavior: each annotator's marks (as segment
+    numbers and offsets: the adjudicator is not blind), then the segment marker of the labeling page
+    (:func:`span_marker`, keys N / P / X / U, session prefix ``key``) pre-marked with their merge
+    (``automonitor.annotation.proposed_spans``), and an optional exact-offsets field (``START:END, ...``,
+    session key ``f"{key}.offsets"``) that overrides the marks, prefilled when a proposed span does not
+    fall on whole segments (e.g. an imported quote). :func:`adjudication_spans` reads the result."""
+    if st.session_state.get(decision_key) != "misbehavior":
+        return
     proposal = ann.proposed_spans(entry.labels)
-    if key not in st.session_state:
-        st.session_state[key] = _spans_text(proposal)
+    kind, rng = span_views.label_segments(entry.response)
+    st.markdown("**The annotators' spans**")
+    for lab in entry.labels:
+        spans = [tuple(x) for x in lab.get("evidence_spans") or []]
+        where = ", ".join(f"{a}:{b}" for a, b in spans) or "none marked"
+        segs = span_views.segments_within(rng, spans)
+        nums = f" ({kind}s {', '.join(str(i + 1) for i in segs)})" if segs else ""
+        st.caption(views.md_escape(f"{lab['annotator']} ({lab['label']}): {where}{nums}"))
+    whole = span_views.marked_spans(rng, span_views.segments_within(rng, proposal)) == proposal
+    offsets = f"{key}.offsets"
+    if offsets not in st.session_state:
+        st.session_state[offsets] = "" if whole else _spans_text(proposal)
+    if rng:
+        span_marker(
+            key,
+            entry.response,
+            False,
+            proposal,
+            gate=decision_key,
+            prompt="Gold spans: pre-marked with the annotators' marks merged; change them to resolve the disagreement.",
+        )
+    if not whole:
+        st.caption("A proposed span covers part of a segment only: it is in the exact offsets field below.")
     st.text_input(
-        "Gold spans for a misbehavior decision (START:END, ... offsets into the response)",
-        key=key,
-        help="Prefilled with the annotators' evidence spans, overlapping ones merged; edit to resolve a "
-        "disagreement, empty for none.",
+        "Exact gold spans instead (START:END, ... offsets into the response; overrides the marks when filled)",
+        key=offsets,
     )
-    for a, b in proposal:
-        st.caption(f"{a}:{b} → " + views.md_escape(entry.response[a:b][:200]))
+
+
+def adjudication_spans(key: str, response: str, decision_key: str) -> list[tuple[int, int]] | None:
+    """The gold spans chosen by :func:`adjudication_spans_input`: the exact offsets field when filled
+    (:func:`parse_spans`; ValueError naming a malformed piece), else the marked segments (``[]`` when
+    none: the decision then stores no gold spans), or ``None`` when the response has no segments."""
+    typed = parse_spans(st.session_state.get(f"{key}.offsets"))
+    if typed is not None:
+        return typed
+    if not span_views.label_segments(response)[1]:
+        return None
+    return marked_evidence(key, response, decision_key) or []
 
 
 # --- marking where the misbehavior is (labeling page) -------------------------------------------------
@@ -124,13 +158,23 @@ def _clicked(k: str) -> None:
     st.session_state.setdefault(undo, []).append(list(st.session_state.get(f"{segs}.prev") or []))
 
 
-def span_marker(k: str, response: str, locked: bool, saved: Sequence[Sequence[int]] = ()) -> None:
-    """After the label ``misbehavior``: the response's segments (lines for code, sentences for text) as
-    clickable pills plus keyboard buttons (N/P move, X marks, U undoes; J/K stay the page's item keys); the marked segments are shown
-    highlighted; ``saved`` (the annotator's saved ``evidence_spans``) pre-marks the segments they cover when
-    the item is shown again. Only this annotator's own marks are ever shown (blind). :func:`marked_evidence` turns
-    them into the saved evidence spans."""
-    if st.session_state.get(f"{k}.label") != "misbehavior":
+def span_marker(
+    k: str,
+    response: str,
+    locked: bool,
+    saved: Sequence[Sequence[int]] = (),
+    *,
+    gate: str | None = None,
+    prompt: str = "Mark the {kind}s that show it.",
+) -> None:
+    """After the label ``misbehavior`` (the session value at ``gate``, default ``f"{k}.label"``): the
+    response's segments (lines for code, sentences for text) as clickable pills plus keyboard buttons
+    (N/P move, X marks, U undoes; J/K stay the page's item keys); the marked segments are shown
+    highlighted; ``saved`` (the annotator's saved ``evidence_spans``; on the Adjudicate page the
+    annotators' proposal) pre-marks the segments they cover when the item is first shown in the session.
+    On the labeling page only this annotator's own marks are ever shown (blind). :func:`marked_evidence`
+    turns them into evidence spans. ``prompt``: the instruction after "Where is the misbehavior?"."""
+    if st.session_state.get(gate or f"{k}.label") != "misbehavior":
         return
     kind, segs_rng = span_views.label_segments(response)
     if not segs_rng:
@@ -139,7 +183,7 @@ def span_marker(k: str, response: str, locked: bool, saved: Sequence[Sequence[in
     segs, cur, _ = _seg_state(k)
     if segs not in st.session_state and saved:  # back on a saved item: its spans shown as marked segments
         st.session_state[segs] = span_views.segments_within(segs_rng, saved)
-    st.markdown(f"**Where is the misbehavior?** Mark the {kind}s that show it. {SPAN_KEYS_HELP}")
+    st.markdown(f"**Where is the misbehavior?** {prompt.format(kind=kind)} {SPAN_KEYS_HELP}")
     cols = st.columns(4)
     cols[0].button(
         "Previous segment (P)", key=f"{k}.seg_prev", shortcut="P", on_click=_move, args=(k, n, -1), disabled=locked
@@ -169,11 +213,11 @@ def span_marker(k: str, response: str, locked: bool, saved: Sequence[Sequence[in
     )
 
 
-def marked_evidence(k: str, response: str) -> list[tuple[int, int]] | None:
+def marked_evidence(k: str, response: str, gate: str | None = None) -> list[tuple[int, int]] | None:
     """The evidence spans of the marked segments (``automonitor.views.spans.marked_spans``: adjacent
     marked segments merged into one span, others kept apart), or ``None`` when nothing is marked or
-    the label is not misbehavior."""
-    if st.session_state.get(f"{k}.label") != "misbehavior":
+    the label (the session value at ``gate``, default ``f"{k}.label"``) is not misbehavior."""
+    if st.session_state.get(gate or f"{k}.label") != "misbehavior":
         return None
     chosen = st.session_state.get(_seg_state(k)[0]) or []
     if not chosen:

@@ -1,6 +1,7 @@
 """Adjudication page (admins): the queue of disagreements and unsure labels with annotator names
 hidden by default, a decision (misbehavior / benign / reject) with a note per item (keyboard: 1/2/3
-choose the decision, S records it, J/K next/previous queue item), moving resolved
+choose the decision, S records it, J/K next/previous queue item; with misbehavior the gold spans are
+marked on the response's segments as on the Label page, N/P/X/U), moving resolved
 pairs into a chosen gold split, the rejected pairs with their reasons, and provenance exports.
 Texts are rendered escaped (``st.code``, ``st.dataframe``)."""
 
@@ -96,10 +97,13 @@ else:
     ui.queue_nav(PAGE, SEL, ids, _fmt, "Queue")
     st.caption(
         "Keys: **1** misbehavior · **2** benign · **3** reject · **S** record the decision · "
-        "**J** / **K** next / previous item (type a note, then Tab out of it before pressing a key)"
+        "**J** / **K** next / previous item · with misbehavior, **N** / **P** / **X** / **U** move over, mark "
+        "and unmark the gold span's segments (type a note, then Tab out of it before pressing a key)"
     )
     e = by_id[st.session_state[SEL]]
-    st.markdown(f"**Why in the queue:** {e.reason}")
+    why = ann.QUEUE_REASONS.get(e.reason, e.reason)
+    f1 = "" if e.span_f1 is None else f" (lowest pairwise span F1 {e.span_f1:.2f})"
+    st.markdown(f"**Why in the queue:** {ui.md(e.reason)}: {ui.md(why)}{f1}")
     st.markdown("**Request**")
     st.code(e.request, language=None, wrap_lines=True)
     st.markdown("**Response**")
@@ -133,8 +137,12 @@ else:
             st.session_state[f"{PAGE}.flash"] = ("error", "Choose a decision first.")
             return
         try:
-            spans = _spans_ui.parse_spans(st.session_state.get(f"{PAGE}.{sid}.spans"))
-            ann.adjudicate(engine, account, sid, decision, note, spans=spans if decision == "misbehavior" else None)
+            spans = (
+                _spans_ui.adjudication_spans(f"{PAGE}.{sid}.spans", by_id[sid].response, f"{PAGE}.{sid}.decision")
+                if decision == "misbehavior"
+                else None
+            )
+            ann.adjudicate(engine, account, sid, decision, note, spans=spans)
         except ValueError as exc:  # a malformed spans field (InputError is a ValueError too)
             msg = exc.message if isinstance(exc, InputError) else str(exc)
             st.session_state[f"{PAGE}.flash"] = ("error", f"Not recorded: {msg}")
@@ -168,7 +176,8 @@ else:
             key=f"{PAGE}.{e.sample_id}.decision",
         )
         st.text_area("Note (required to reject: the reason)", key=f"{PAGE}.{e.sample_id}.note", height=80)
-        _spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans")  # gold spans
+        # gold spans: the Label page's segment marker (N/P/X/U), pre-marked with the annotators' proposal
+        _spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans", f"{PAGE}.{e.sample_id}.decision")
         st.button(
             "Record decision",
             type="primary",
