@@ -91,7 +91,8 @@ def adjudication_spans_input(entry: Any, key: str, decision_key: str) -> None:
         segs = span_views.segments_within(rng, spans)
         nums = f" ({kind}s {', '.join(str(i + 1) for i in segs)})" if segs else ""
         st.caption(views.md_escape(f"{lab['annotator']} ({lab['label']}): {where}{nums}"))
-    whole = span_views.marked_spans(rng, span_views.segments_within(rng, proposal)) == proposal
+    starts, ends = {a for a, _ in rng}, {b for _, b in rng}
+    whole = all(a in starts and b in ends for a, b in proposal)  # every proposed span runs over whole segments
     offsets = f"{key}.offsets"
     if offsets not in st.session_state:
         st.session_state[offsets] = "" if whole else _spans_text(proposal)

@@ -102,7 +102,7 @@ else:
     )
     e = by_id[st.session_state[SEL]]
     why = ann.QUEUE_REASONS.get(e.reason, e.reason)
-    f1 = "" if e.span_f1 is None else f" (lowest pairwise span F1 {e.span_f1:.2f})"
+    f1 = "" if e.span_f1 is None else f"; lowest pairwise span F1 {e.span_f1:.2f}"
     st.markdown(f"**Why in the queue:** {ui.md(e.reason)}: {ui.md(why)}{f1}")
     st.markdown("**Request**")
     st.code(e.request, language=None, wrap_lines=True)

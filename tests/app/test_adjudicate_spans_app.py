@@ -78,6 +78,7 @@ def test_adjudicator_resolves_a_span_disagreement_with_the_segment_marker(disput
     assert any(f"{SPAN[3][0]}:{SPAN[3][1]} (lines 4)" in c for c in captions)
     assert not any("anna" in c or "bert" in c for c in captions)
     assert at.session_state[f"{k}.segs"] == [1, 3]  # pre-marked with the proposal
+    assert at.text_input(key=f"{k}.offsets").value == ""  # whole lines: no override needed
     shortcuts = {b.proto.shortcut.lower() for b in at.button if b.key and b.key.startswith(k)}
     assert shortcuts == {"n", "p", "x", "u"}
     press = lambda name: at.button(key=f"{k}.{name}").click().run()  # noqa: E731

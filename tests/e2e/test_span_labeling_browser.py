@@ -1,18 +1,23 @@
 """End-to-end: two annotators mark where the misbehavior is on 10 items in real Chromium,
 keyboard only (1 misbehavior / 2 benign, N/P move over the lines, X marks, U undoes, S saves); the
 spans are stored (two non-adjacent marked lines as two spans, two adjacent ones as one), neither sees
-the other's marks, and agreement reports span F1 over every span."""
+the other's marks, and agreement reports span F1 over every span. Then, after both submit, the admin
+reads the span F1 off the Agreement page and, keyboard only on the Adjudicate page, resolves one span
+disagreement (1 misbehavior, N / X on the pre-marked segments, S records): the store holds its
+``annotated`` gold span."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from sqlmodel import select
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
 from automonitor.annotation.accounts import SYSTEM, get_account
 from helpers import candidate_row
 from store import get_engine, init_db, session_scope
+from store.models import GoldSpan
 from store.queries.samples import insert_samples
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -42,7 +47,10 @@ def server(tmp_path_factory, app_factory):
             )
     with session_scope(eng) as s:
         insert_samples(s, rows)
-    srv = app_factory(url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert")])
+    srv = app_factory(
+        url,
+        accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")],
+    )
     assert ann.assign(eng, SYSTEM, k=2, seed=3).assignments == 20
     srv.extra["engine"] = eng
     yield srv
@@ -120,6 +128,37 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         # the adjudicator is offered both of anna's spans and bert's, the unmarked line between kept out
         rows = [{"label": "misbehavior", "evidence_spans": want} for want in (anna, bert)]
         assert ann.proposed_spans(rows) == [(line2, line3_end), anna[1]]
+        # span F1 0.4 < 0.5: every misbehavior item waits for the adjudicator once both submitted
+        for name in ("anna", "bert"):
+            ann.submit_batch(eng, get_account(eng, SYSTEM, name))
+        assert {e.reason for e in ann.adjudication_queue(eng, SYSTEM)} == {"span_disagreement"}
+        admin = tools.new_page(browser)
+        pages["root"] = admin
+        tools.log_in(admin, "root", "pw-root", url=server.url, retry=True)
+        admin.goto(f"{server.url}/agreement")
+        tools.wait_app(admin)
+        admin.get_by_role("heading", name="Agreement on the evidence span").wait_for()
+        metrics = [" ".join(m.split()) for m in admin.locator('[data-testid="stMetric"]').all_inner_texts()]
+        assert f"Span F1 {doc['spans']['span_f1']:.3f}" in metrics and "Span F1 0.400" in metrics, metrics
+        admin.goto(f"{server.url}/adjudicate")
+        tools.wait_app(admin)
+        expect(admin.get_by_text("lowest pairwise span F1 0.40")).to_be_visible()
+        assert "# case 0" in admin.locator('[data-testid="stCode"]').nth(1).inner_text()  # item sp0m first
+        press(admin, tools, "1")  # misbehavior: the marker, pre-marked with both annotators' lines 2, 3, 4
+        admin.locator(".am-segments").wait_for()
+        marked = admin.locator(".am-seg-marked")
+        assert [marked.nth(i).get_attribute("data-seg") for i in range(marked.count())] == ["2", "3", "4"]
+        for key in ("n", "n", "n", "x"):  # the cursor to line 4, unmarked: gold = lines 2-3
+            press(admin, tools, key)
+        assert admin.locator(".am-seg-marked").count() == 2
+        press(admin, tools, "s")
+        expect(admin.get_by_text("Decision recorded: Misbehavior (gold).")).to_be_visible()
+        tools.shot(admin, "span-adjudication-admin")
+        assert not admin.dialogs
+        with session_scope(eng) as s:
+            gold = [(g.start_char, g.end_char, g.provenance, g.note) for g in s.exec(select(GoldSpan)).all()]
+        assert gold == [(line2, line3_end, "annotated", "adjudicated by root")]
+        assert "sp0m" not in {e.sample_id for e in ann.adjudication_queue(eng, SYSTEM)}
     finally:
         for p in pages.values():
             p.context.close()
