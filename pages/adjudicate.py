@@ -191,7 +191,8 @@ st.divider()
 st.subheader("Move resolved pairs into the gold set")
 st.caption(
     "A pair is resolved when each side has a decision here or all its annotators submitted the "
-    "same misbehavior/benign label. Accepted pairs become gold samples of edition **verified** "
+    "same misbehavior/benign label (misbehavior: with evidence spans that agree, span F1 at least "
+    f"{ann.SPAN_F1_THRESHOLD}; their spans become gold spans). Accepted pairs become gold samples of edition **verified** "
     "(split test, label source adjudicated), never of the paper mirror; with split train they go "
     "to the train split. Rejected ones (a rejected side, or not one misbehavior and one benign "
     "side) are kept with their reason."
