@@ -115,14 +115,13 @@ def adjudication_spans_input(entry: Any, key: str, decision_key: str) -> None:
 
 def adjudication_spans(key: str, response: str, decision_key: str) -> list[tuple[int, int]] | None:
     """The gold spans chosen by :func:`adjudication_spans_input`: the exact offsets field when filled
-    (:func:`parse_spans`; ValueError naming a malformed piece), else the marked segments (``[]`` when
-    none: the decision then stores no gold spans), or ``None`` when the response has no segments."""
+    (:func:`parse_spans`; ValueError naming a malformed piece), else the marked segments; ``None`` when
+    nothing is marked or the response has no segments (the decision then leaves the item's gold spans
+    as they are)."""
     typed = parse_spans(st.session_state.get(f"{key}.offsets"))
     if typed is not None:
         return typed
-    if not span_views.label_segments(response)[1]:
-        return None
-    return marked_evidence(key, response, decision_key) or []
+    return marked_evidence(key, response, decision_key)
 
 
 # --- marking where the misbehavior is (labeling page) -------------------------------------------------
