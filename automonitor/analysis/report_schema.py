@@ -235,7 +235,7 @@ class RunReport(_Model):
     ``by_category_task`` ({category: {task: SLICE}}), ``bootstrap``, ``pairs``, ``on_front`` (on the
     overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding`` and, when
     judged samples have gold spans, ``localisation`` (:class:`Localisation`); from
-    :func:`automonitor.analysis.report` ``edition`` (paper | verified | paper-r2 | hard), ``controls``, ``difficulty``
+    :func:`automonitor.analysis.report` ``edition`` (one of :data:`automonitor.vocab.EDITIONS`), ``controls``, ``difficulty``
     (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
     runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``.
