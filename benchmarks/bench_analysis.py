@@ -169,7 +169,9 @@ def main() -> None:
             analysis_cache_clear()
             t1, c1 = time.perf_counter(), time.process_time()
             tim: dict[str, float] = {}
-            rep = analysis.analyze(preds, runs, "exclude", texts=texts, n_boot=args.n_boot, seed=0, timings=tim)
+            rep = analysis.analyze(
+                preds, runs, "exclude", texts=texts, n_boot=args.n_boot, seed=0, timings=tim
+            ).to_dict()
             t2, c2 = time.perf_counter(), time.process_time()
             if i == 0:
                 continue  # warm-up: library imports

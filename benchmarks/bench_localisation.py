@@ -72,7 +72,7 @@ def main() -> None:
     for _ in range(args.repeat):
         t: dict[str, float] = {}
         t0 = time.perf_counter()
-        rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, n_boot=10, timings=t)
+        rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, n_boot=10, timings=t).to_dict()
         walls.append(t["localisation"])
         cpus.append(t["localisation_cpu"])
         total = time.perf_counter() - t0

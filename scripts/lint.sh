@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lint gate (issue 11): ruff check, ruff format --check, mypy on automonitor/ and store/, and the
+# Lint gate: ruff check, ruff format --check, mypy on automonitor/ and store/, and the
 # import-linter layer contracts, all configured in pyproject.toml. Exits non-zero on any finding.
 # Usage: scripts/lint.sh            (tools from $VENV, default: ./.venv)
 set -u

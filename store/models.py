@@ -108,7 +108,26 @@ class Run(SQLModel, table=True):
     finished_at: datetime | None = None
 
 
-class Prediction(SQLModel, table=True):
+class VerdictColumns(SQLModel):
+    """The columns of a judgement that a prediction and a judge-cache entry share (every
+    :data:`automonitor.vocab.VERDICT_FIELDS` but ``outcome``, which is nullable and indexed on a prediction
+    only): score (P(misbehavior) in [0, 1] or ``None``), raw answer, reason, evidence quotes (JSON list),
+    predicted category and severity, tokens in/out and cost in USD. Not a table: :class:`Prediction` and
+    :class:`CacheEntry` inherit it (``sa_type`` rather than ``sa_column``, so each table gets its own
+    columns)."""
+
+    score: float | None = None  # P(misbehavior) in [0, 1] when the backend gives it
+    raw: str | None = Field(default=None, sa_type=Text)
+    reason: str | None = Field(default=None, sa_type=Text)
+    evidence: list[Any] = Field(default_factory=list, sa_type=JSON, nullable=False)
+    pred_category: str | None = Field(default=None, max_length=32)
+    severity: str | None = Field(default=None, max_length=16)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+
+class Prediction(VerdictColumns, table=True):
     """A monitor's outcome on one sample in one run. ``outcome`` is ``None`` while still pending.
 
     Outcomes: ``misbehavior`` | ``benign`` | ``invalid`` | ``refusal`` | ``error`` (never a silent benign).
@@ -121,15 +140,6 @@ class Prediction(SQLModel, table=True):
     run_id: str = Field(foreign_key="run.id", index=True, max_length=64)
     sample_id: str = Field(foreign_key="sample.id", index=True, max_length=64)
     outcome: str | None = Field(default=None, index=True, max_length=16)
-    score: float | None = None  # P(misbehavior) in [0, 1] when the backend gives it
-    raw: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    evidence: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    pred_category: str | None = Field(default=None, max_length=32)
-    severity: str | None = Field(default=None, max_length=16)
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
     latency_ms: float | None = None
     cached: bool = False
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
@@ -143,22 +153,13 @@ class Prediction(SQLModel, table=True):
     )
 
 
-class CacheEntry(SQLModel, table=True):
+class CacheEntry(VerdictColumns, table=True):
     """Content-addressed judge cache: key = sha256(backend, model, base URL, template hash, sample hash,
     parameters). Errors are never cached; parsed verdicts, invalid answers and refusals are."""
 
     __tablename__ = "cache_entry"
     key: str = Field(primary_key=True, max_length=64)
     outcome: str = Field(max_length=16)
-    score: float | None = None
-    raw: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    evidence: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    pred_category: str | None = Field(default=None, max_length=32)
-    severity: str | None = Field(default=None, max_length=16)
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
 

@@ -1,28 +1,28 @@
 """Analysis of monitor runs: store -> frames -> the report of ``automonitor report`` and the app.
 
 Pipeline: :func:`predictions_frame` (one row per prediction, joined with its sample) ->
-:func:`analyze_model` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored
+:func:`analyze` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored
 counts, Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, ROC, evidence grounding)
 -> a typed :class:`~automonitor.analysis.report_schema.Report` whose ``to_dict()`` is the CLI contract's
-``report --json`` document. :func:`report_model` does both steps on a store; :func:`analyze` and
-:func:`report` return the dict.
+``report --json`` document. :func:`report` does both steps on a store. :func:`analyze_model` and
+:func:`report_model` are aliases of :func:`analyze` and :func:`report` (both return the typed report).
 
 One module per job (this package re-exports the public names):
 
-- :mod:`~automonitor.analysis.encoding`: prediction frame -> index arrays (``_encode``) and the
-  runs x samples cell matrix (``_sample_grid``); cell codes and :data:`CELLS`;
-- :mod:`~automonitor.analysis.slices`: one outcome table -> SLICEs (``_slice_stats``);
-- :mod:`~automonitor.analysis.bootstrap`: pair-clustered intervals per run (``_bootstrap_runs``) and
-  per-pair outcome classes (``_pair_classes``);
-- :mod:`~automonitor.analysis.paired`: paired comparisons of two runs (``_paired_comparisons``);
+- :mod:`~automonitor.analysis.encoding`: prediction frame -> index arrays (``encode``) and the
+  runs x samples cell matrix (``sample_grid``); cell codes and :data:`CELLS`;
+- :mod:`~automonitor.analysis.slices`: one outcome table -> SLICEs (``slice_stats``);
+- :mod:`~automonitor.analysis.bootstrap`: pair-clustered intervals per run (``bootstrap_runs``) and
+  per-pair outcome classes (``pair_classes``);
+- :mod:`~automonitor.analysis.paired`: paired comparisons of two runs (``paired_comparisons``);
 - :mod:`~automonitor.analysis.roc_grounding`: :func:`roc_summary` and evidence grounding of runs;
-- :mod:`~automonitor.analysis.assemble`: :func:`analyze_model` / :func:`analyze` (run entries, front,
+- :mod:`~automonitor.analysis.assemble`: :func:`analyze` / :func:`analyze_model` (run entries, front,
   Pearson r, the typed report);
 - :mod:`~automonitor.analysis.from_store`: :func:`predictions_frame`, :func:`runs_frame`,
-  :func:`report_model` / :func:`report` (editions, controls FAR, stability) and :func:`controls_far`;
+  :func:`report` / :func:`report_model` (editions, controls FAR, stability) and :func:`controls_far`;
 - :mod:`~automonitor.analysis.points`: :func:`run_points` and the paper's :func:`reported_points`;
 - :mod:`~automonitor.analysis.options`: :class:`AnalysisOptions` / :class:`ReportOptions`, the one typed
-  options object that :func:`analyze_model` and :func:`report_model` take;
+  options object that :func:`analyze` and :func:`report` take;
 - :mod:`~automonitor.analysis.drilldown`: :func:`cell_samples`, :func:`roc_frame`,
   :func:`grounding_frame`, :func:`compare_runs`.
 

@@ -1,7 +1,7 @@
-"""Report assembly from in-memory frames (no store access): :func:`analyze_model` runs the steps
-(encoding, slices, sample grid, bootstrap and pair classes, run entries, ROC, grounding, paired
-comparisons, front and Pearson r) and validates the typed
-:class:`~automonitor.analysis.report_schema.Report`; :func:`analyze` returns its dict.
+"""Report assembly from in-memory frames (no store access): :func:`analyze` (alias :func:`analyze_model`)
+runs the steps (encoding, slices, sample grid, bootstrap and pair classes, run entries, ROC, grounding,
+paired comparisons, front and Pearson r) and returns the validated, typed
+:class:`~automonitor.analysis.report_schema.Report` (``.to_dict()`` for the JSON-ready dict).
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ def analyze(
     timings: dict[str, float] | None = None,
     gold_spans: dict[str, list[dict[str, Any]]] | None = None,
     **overrides: Any,
-) -> dict[str, Any]:
-    """The report from in-memory frames as a JSON-ready dict: ``analyze_model(...).to_dict()`` (no store
-    access; schema :class:`automonitor.analysis.report_schema.Report`).
+) -> Report:
+    """The typed :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access;
+    used by :func:`~automonitor.analysis.from_store.report` and benchmarks). ``.to_dict()`` gives the JSON-ready
+    dict (the ``report --json`` document); :func:`analyze_model` is the same function.
 
     Args:
         preds: predictions with at least run_id, sample_id, pair_id, category, task, label, outcome,
@@ -49,8 +50,8 @@ def analyze(
         gold_spans: ``{sample_id: [gold span dicts]}``; with ``texts``, evidence runs get
             ``localisation`` (:mod:`automonitor.analysis.localisation`).
     Returns:
-        The report: per run the contract keys run_id, monitor, template, overall, by_category, by_task
-        (SLICEs, :class:`~automonitor.analysis.report_schema.SliceStats`) plus kind, status, by_category_task,
+        The :class:`~automonitor.analysis.report_schema.Report`: per run the contract keys run_id,
+        monitor, template, overall, by_category, by_task (SLICEs, :class:`~automonitor.analysis.report_schema.SliceStats`) plus kind, status, by_category_task,
         bootstrap (pair-clustered percentile intervals), pairs (per-pair outcome counts), on_front, and
         for score runs roc/auroc, for evidence runs grounding; the Pareto front, Pearson r, paired
         comparisons and the parameters.
@@ -58,24 +59,6 @@ def analyze(
         ValueError for an unknown policy or a bad option value; TypeError for an unknown option name;
         NotFound when ``compare`` names a run not in ``runs``.
     """
-    return analyze_model(
-        preds, runs, options, texts=texts, timings=timings, gold_spans=gold_spans, **overrides
-    ).to_dict()
-
-
-def analyze_model(
-    preds: pd.DataFrame,
-    runs: pd.DataFrame,
-    options: AnalysisOptions | str | None = None,
-    *,
-    texts: dict[str, tuple[str, str]] | None = None,
-    timings: dict[str, float] | None = None,
-    gold_spans: dict[str, list[dict[str, Any]]] | None = None,
-    **overrides: Any,
-) -> Report:
-    """The :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access; used by
-    :func:`report_model` and benchmarks). Arguments, result and errors as in :func:`analyze`, which
-    returns this model's dict."""
     opt: AnalysisOptions = resolve_options(AnalysisOptions, options, overrides)
     invalid, n_boot, seed = opt.invalid, opt.n_boot, opt.seed
     compare = compare_list(opt)
@@ -108,6 +91,10 @@ def analyze_model(
     rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
     return Report.model_validate(_json_safe(rep))
+
+
+analyze_model = analyze
+"""Alias of :func:`analyze` (the name the typed report had before ``analyze`` returned it too)."""
 
 
 def _add_localisation(

@@ -31,8 +31,8 @@ def cell_baselines(doc: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
 def attach_to_report(rep: ReportT, engine: Engine) -> ReportT:
     """Add the audit's trivial-baseline AUROCs to a report in place and return it.
 
-    ``rep`` is a :class:`~automonitor.analysis.report_schema.Report` (``analysis.report_model``) or its dict
-    (``analysis.report``). Adds (existing keys untouched): per run ``baselines`` = :func:`cell_baselines`
+    ``rep`` is a :class:`~automonitor.analysis.report_schema.Report` (``analysis.report``) or its dict
+    (``.to_dict()``). Adds (existing keys untouched): per run ``baselines`` = :func:`cell_baselines`
     of the audit of the run's edition (``run.edition``; ``paper`` when unset) and ``baselines_edition``;
     top level ``audit`` = ``{edition: {"slices": [...compact...], "leakage", "controls"}}`` for the
     editions used (:class:`~automonitor.analysis.report_schema.AuditBaselines`).

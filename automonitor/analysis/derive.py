@@ -51,8 +51,6 @@ from __future__ import annotations
 
 import math
 import re
-import secrets
-import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -61,6 +59,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.analysis import metrics
 from automonitor.errors import InputError, NotFound
+from automonitor.timestamps import stamped_id
 from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
 
 RULES = ("or", "and", "vote", "mean")
@@ -272,7 +271,8 @@ def cross_validated_verdicts(
 
 
 def _new_id(kind: str) -> str:
-    return time.strftime(f"drv_{kind}_%Y%m%d_%H%M%S_", time.gmtime()) + secrets.token_hex(3)
+    """A fresh derived run id ``drv_<kind>_YYYYmmdd_HHMMSS_<6 hex>`` (UTC)."""
+    return stamped_id(f"drv_{kind}")
 
 
 def _inputs(engine: Engine, run_ids: Sequence[str]) -> tuple[dict[str, dict[str, Any]], list[pd.DataFrame]]:

@@ -98,5 +98,4 @@ def compare_runs(
     rep = report(
         engine, [run_a, run_b], invalid, n_boot=n_boot, seed=seed, compare=[(run_a, run_b)], with_grounding=False
     )
-    paired: dict[str, Any] = rep["paired"][0]
-    return paired
+    return rep.paired[0].to_dict()

@@ -1,6 +1,7 @@
 """The report on a store: frames from the store (:func:`predictions_frame`, :func:`runs_frame`),
-:func:`report_model` / :func:`report` (load, split off the controls slice, :func:`analyze_model`, then
-each run's edition, controls FAR and stability) and :func:`controls_far`.
+:func:`report` (alias :func:`report_model`; load, split off the controls slice,
+:func:`~automonitor.analysis.assemble.analyze`, then each run's edition, controls FAR and stability; returns the typed
+:class:`~automonitor.analysis.report_schema.Report`) and :func:`controls_far`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from automonitor.analysis.options import AnalysisOptions, ReportOptions, resolve_options
-from automonitor.analysis.assemble import analyze_model
+from automonitor.analysis.assemble import analyze
 from automonitor.analysis.difficulty import add_difficulty
 from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.roc_grounding import evidence_run_ids
@@ -46,9 +47,10 @@ def report(
     run_ids: Sequence[str] | None = None,
     options: ReportOptions | str | None = None,
     **overrides: Any,
-) -> dict[str, Any]:
-    """The full report for runs in the store (contract JSON plus extras) as a JSON-ready dict:
-    ``report_model(...).to_dict()``, schema :class:`automonitor.analysis.report_schema.Report`; see :func:`analyze`.
+) -> Report:
+    """The full report for runs in the store as a typed :class:`~automonitor.analysis.report_schema.Report`;
+    ``.to_dict()`` is the JSON-ready dict that ``automonitor report --json`` prints (contract JSON plus
+    extras); see :func:`~automonitor.analysis.assemble.analyze`. :func:`report_model` is the same function.
 
     Every run entry carries ``edition`` (the test-set edition it judged; a run recorded before
     editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
@@ -67,17 +69,6 @@ def report(
         NotFound for an unknown run id; ValueError for an unknown policy or a bad option value; TypeError
         for an unknown option name.
     """
-    return report_model(engine, run_ids, options, **overrides).to_dict()
-
-
-def report_model(
-    engine: Engine,
-    run_ids: Sequence[str] | None = None,
-    options: ReportOptions | str | None = None,
-    **overrides: Any,
-) -> Report:
-    """The full report for runs in the store as a :class:`~automonitor.analysis.report_schema.Report`. Arguments,
-    contents and errors as in :func:`report`, which returns this model's dict."""
     from store.queries import analysis as q
 
     opt: ReportOptions = resolve_options(ReportOptions, options, overrides)
@@ -91,7 +82,7 @@ def report_model(
     preds, controls = split_controls(preds)
     texts = _grounding_texts(engine, runs, preds) if opt.with_grounding and len(preds) else None
     analysis_options = AnalysisOptions(**opt.model_dump(exclude={"with_grounding", "edition"}))
-    rep = analyze_model(
+    rep = analyze(
         preds,
         runs,
         analysis_options,
@@ -103,6 +94,10 @@ def report_model(
     if edition is not None:
         rep.edition = edition
     return rep
+
+
+report_model = report
+"""Alias of :func:`report` (the name the typed report had before ``report`` returned it too)."""
 
 
 def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str, *, explicit: bool) -> pd.DataFrame:

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any, cast
+from typing import Any, Mapping, cast
 
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
+from automonitor.analysis.report_schema import Report
 
 
 REPORTED_LABEL = "reported by a secondary summary (not in the paper's v2 text)"
@@ -42,11 +43,11 @@ _EMPTY_SLICE: dict[str, Any] = {
 }
 
 
-def run_points(report_dict: dict[str, Any], slice: tuple[str, ...] = ("overall",)) -> pd.DataFrame:  # noqa: A002
+def run_points(report: Report | Mapping[str, Any], slice: tuple[str, ...] = ("overall",)) -> pd.DataFrame:  # noqa: A002
     """Points on the MR-FAR plane for one slice of a report, with the Pareto front of that slice.
 
     Args:
-        report_dict: from :func:`report`.
+        report: the :class:`~automonitor.analysis.report_schema.Report` of :func:`report` or its ``.to_dict()``.
         slice: ``("overall",)``, ``("category", cat)``, ``("task", task)`` or ``("category_task", cat, task)``.
     Returns:
         DataFrame with run_id, monitor, template, kind, n, mr, far, mr_ci, far_ci (lists or None),
@@ -54,6 +55,7 @@ def run_points(report_dict: dict[str, Any], slice: tuple[str, ...] = ("overall",
     Raises:
         ValueError for an unknown slice form.
     """
+    report_dict = report.to_dict() if isinstance(report, Report) else report
     rows = []
     for e in report_dict.get("runs", []):
         s = _entry_slice(e, slice) or _EMPTY_SLICE

@@ -51,7 +51,7 @@ def _cell(run: RunReport, column: dict[str, str]) -> float | None:
 
 def paper_table(rep: Report | Mapping[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     """Columns and rows of the paper-style table of a report (:class:`~automonitor.analysis.report_schema.Report`,
-    or its dict from ``analysis.report``; a dict is validated, ``pydantic.ValidationError`` if malformed).
+    from ``analysis.report``, or its ``.to_dict()``; a dict is validated, ``pydantic.ValidationError`` if malformed).
 
     Returns ``(columns, rows)``: columns are dicts ``{"key", "slice", "slice_key", "metric", "template"}`` in order;
     each row is ``{"monitor": label, "runs": [run_id, ...], key: float|None, ...}`` (rates in [0, 1]).
@@ -92,7 +92,7 @@ def _caption(rep: Report | Mapping[str, Any]) -> str:
 
 
 def to_markdown(rep: Report | Mapping[str, Any]) -> str:
-    """GitHub-markdown paper-style table of ``rep`` (from ``analysis.report``), with a caption line."""
+    """GitHub-markdown paper-style table of ``rep`` (a :class:`~automonitor.analysis.report_schema.Report` from ``analysis.report`` or its dict), with a caption line."""
     rep = as_report(rep)
     cols, rows = paper_table(rep)
     head = ["Monitor"] + [f"{c['slice']} {_METRIC[c['metric']]} ({c['template']})" for c in cols]

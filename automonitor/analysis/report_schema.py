@@ -1,10 +1,9 @@
 """The report of ``automonitor report`` as typed models: the contract between the analysis, the CLI's
 ``--json``, the report formats and the app.
 
-:func:`automonitor.analysis.report_model` / :func:`automonitor.analysis.analyze_model` build a
-:class:`Report`; :meth:`Report.to_dict` gives the JSON-ready dict that ``report --json`` prints and that
-:func:`automonitor.analysis.report` / :func:`automonitor.analysis.analyze` return (key order and values as
-the CLI contract gives them). Optional parts (a run's ``roc``, ``grounding``, ``stability``,
+:func:`automonitor.analysis.report` / :func:`automonitor.analysis.analyze` (aliases ``report_model`` /
+``analyze_model``) return a :class:`Report`; :meth:`Report.to_dict` gives the JSON-ready dict that
+``report --json`` prints (key order and values as the CLI contract gives them). Optional parts (a run's ``roc``, ``grounding``, ``stability``,
 ``baselines``; the report's ``edition`` and ``audit``) are present in the dict only when they were set:
 the dump uses ``exclude_unset``, so a field explicitly set to ``None`` is printed as ``null`` and a field
 never set is left out.
@@ -236,7 +235,7 @@ class RunReport(_Model):
     ``by_category_task`` ({category: {task: SLICE}}), ``bootstrap``, ``pairs``, ``on_front`` (on the
     overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding`` and, when
     judged samples have gold spans, ``localisation`` (:class:`Localisation`); from
-    :func:`automonitor.analysis.report` ``edition`` (paper | verified | paper-r2 | hard), ``controls``, ``difficulty``
+    :func:`automonitor.analysis.report` ``edition`` (one of :data:`automonitor.vocab.EDITIONS`), ``controls``, ``difficulty``
     (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
     runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``.
@@ -391,7 +390,7 @@ class Report(_Model):
 
 
 def as_report(rep: Report | Mapping[str, Any]) -> Report:
-    """``rep`` as a :class:`Report` (a report dict, e.g. from ``analysis.report``, is validated).
+    """``rep`` as a :class:`Report` (a report dict, e.g. ``analysis.report(...).to_dict()``, is validated).
 
     Raises ``pydantic.ValidationError`` (naming the field) when the dict does not follow the schema."""
     return rep if isinstance(rep, Report) else Report.model_validate(rep)

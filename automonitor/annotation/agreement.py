@@ -58,9 +58,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.span_agreement import span_agreement
-from store.queries.analysis import load_sample_texts
+from store.queries.analysis import load_predictions, load_runs, load_sample_texts
 from automonitor.annotation.accounts import Account, check_actor, require_admin
-from automonitor.analysis import predictions_frame, runs_frame
 from automonitor.errors import InputError
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, TASKS
 
@@ -609,8 +608,8 @@ def monitor_agreement(
     require_admin(actor)
     if table is None:
         table = label_table(engine, actor)
-    run = runs_frame(engine, [run_id]).iloc[0]
-    preds = predictions_frame(engine, [run_id])
+    run = load_runs(engine, [run_id]).iloc[0]  # raises NotFound
+    preds = load_predictions(engine, [run_id], light=True)
     labelled = set(table["sample_id"])
     preds = preds[preds["sample_id"].isin(labelled)]
     verdict = {str(r.sample_id): r.outcome for r in preds.itertuples() if r.outcome in BINARY_LABELS}

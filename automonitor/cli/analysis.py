@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, List
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS, INVALID_POLICIES
 
@@ -52,7 +52,7 @@ def report_cmd(
     edition: str | None = typer.Option(
         None,
         "--edition",
-        help="Only runs that judged this edition: paper | verified | paper-r2 | hard (default: paper; every run entry says its edition).",
+        help=f"Only runs that judged this edition: {edition_choices()} (default: paper; every run entry says its edition).",
     ),
     with_audit: bool = typer.Option(
         True, "--audit/--no-audit", help="Add the trivial baselines' AUROC per slice (automonitor audit, cached)."

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, open_store
+from automonitor.cli.common import edition_choices, emit_json, open_store
 from automonitor.errors import InputError
 
 if TYPE_CHECKING:
@@ -18,9 +18,7 @@ AUDIT_FORMATS = ("markdown",)
 
 @app.command("audit")
 def audit_cmd(
-    edition: str = typer.Option(
-        "paper", "--edition", help="Test-set edition to audit: paper | verified | paper-r2 | hard."
-    ),
+    edition: str = typer.Option("paper", "--edition", help=f"Test-set edition to audit: {edition_choices()}."),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as one JSON document."),
     fmt: str | None = typer.Option(None, "--format", help="markdown: the README table."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute even if a cached audit of this store exists."),

@@ -17,11 +17,27 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from automonitor.errors import NotFound
+from automonitor.vocab import EDITIONS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 err_console = Console(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
+
+#: What some editions are, for ``stats --help`` (the names themselves come from :data:`automonitor.vocab.EDITIONS`)
+_EDITION_NOTES = {
+    "paper": "the paper's six cells",
+    "paper-r2": "the earlier per-source quota composition of paper",
+    "hard": "adversarially filtered verified",
+}
+
+
+def edition_choices(*, described: bool = False) -> str:
+    """The ``--edition`` choices as help text, in :data:`automonitor.vocab.EDITIONS` order:
+    ``"paper | verified | paper-r2 | hard"``; ``described=True`` adds what an edition is in brackets
+    (``"paper (the paper's six cells) | verified | ..."``)."""
+    return " | ".join(f"{e} ({_EDITION_NOTES[e]})" if described and e in _EDITION_NOTES else e for e in EDITIONS)
+
 
 _OPENED: list[str] = []  # the store URL (password masked) of this process's last open_store
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
 
 
 def _stdout() -> Console:
@@ -35,7 +35,7 @@ def build_cmd(
     edition: str = typer.Option(
         "paper",
         "--edition",
-        help="paper | verified | paper-r2 | hard: the edition whose composition is shown (all are always built).",
+        help=f"{edition_choices()}: the edition whose composition is shown (all are always built).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
     report_markdown: bool = typer.Option(
@@ -238,8 +238,7 @@ def stats_cmd(
     edition: str = typer.Option(
         "paper",
         "--edition",
-        help="paper (the paper's six cells) | verified | paper-r2 (the earlier per-source quota composition of paper) | hard (adversarially filtered verified); "
-        "test split: that edition only.",
+        help=f"{edition_choices(described=True)}; test split: that edition only.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
 
 
 @app.command("import")
@@ -72,9 +72,7 @@ def export_cmd(
     fmt: str | None = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
     split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
-    edition: str = typer.Option(
-        "paper", "--edition", help="paper | verified | paper-r2 | hard (gold test samples of that edition)."
-    ),
+    edition: str = typer.Option("paper", "--edition", help=f"{edition_choices()} (gold test samples of that edition)."),
     label_source: str | None = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
     csv_mode: str = typer.Option(
         "safe",

@@ -11,9 +11,8 @@ from sqlalchemy.engine import Engine
 
 from automonitor.cli.app import app
 from automonitor.runs.lease import with_liveness
-from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
 from automonitor.errors import InputError
-from automonitor.vocab import EDITIONS
 
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -55,7 +54,7 @@ ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="backend/run
 ReuseOpt = Annotated[
     bool, typer.Option("--reuse", help="continue an identical earlier run instead of creating a new one")
 ]
-EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: " + " | ".join(EDITIONS))]
+EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: " + edition_choices())]
 ControlsOpt = Annotated[
     bool,
     typer.Option(

@@ -222,7 +222,7 @@ _MASK = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[�
 # without its worst case (an unclosed opener scans to the line's end, so n of them on one line cost n^2)
 _QUOTE_KINDS: tuple[tuple[str, str], ...] = (('"', '"'), ("“", "”"), ("«", "»"), ("„", "“”"), ("`", "`"))
 _CATEGORY_TEXT = re.compile(r"\bcategory\s*[:=]\s*[\"'*`]*\s*([a-z_ &]+)", re.I)
-_SEVERITY_TEXT = re.compile(r"\bseverity\s*[:=]\s*[\"'*`]*\s*(none|low|medium|high)\b", re.I)
+_SEVERITY_TEXT = re.compile(r"\bseverity\s*[:=]\s*[\"'*`]*\s*(" + "|".join(map(re.escape, SEVERITIES)) + r")\b", re.I)
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{4,400})[\"”]")
 
 

@@ -201,7 +201,7 @@ def reset_errors(session: Session, run_id: str, outcomes: Iterable[str] = ("erro
                 "tokens_out": p.tokens_out,
                 "cost_usd": p.cost_usd,
                 "latency_ms": p.latency_ms,
-                "judged_at": p.judged_at.isoformat() if p.judged_at else None,
+                "judged_at": iso_utc(p.judged_at),
             }
         )
         p.meta = {"history": history}

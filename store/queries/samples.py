@@ -10,6 +10,7 @@ from sqlmodel import Session, col
 
 from store.queries.spans import span_counts
 from automonitor.vocab import EDITIONS
+from automonitor.timestamps import iso_utc
 from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
 
@@ -203,7 +204,7 @@ def latest_build_report(session: Session) -> dict[str, Any] | None:
     return {
         **(row.report or {}),
         "seed": row.seed,
-        "created_at": row.created_at.isoformat() if row.created_at else None,
+        "created_at": iso_utc(row.created_at),
     }
 
 

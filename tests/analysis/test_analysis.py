@@ -146,7 +146,7 @@ def seeded(engine):
 def test_report_counts_rates_intervals_per_slice(seeded):
     from statsmodels.stats.proportion import proportion_confint
 
-    rep = analysis.report(seeded, n_boot=200)
+    rep = analysis.report(seeded, n_boot=200).to_dict()
     assert [r["run_id"] for r in rep["runs"]] == ["rA", "rB", "rC"]
     by = {r["run_id"]: r for r in rep["runs"]}
     a = by["rA"]
@@ -172,7 +172,7 @@ def test_report_counts_rates_intervals_per_slice(seeded):
 
 @pytest.mark.parametrize("policy", ["as-flag", "as-miss"])
 def test_report_unscored_policies(seeded, policy):
-    rep = analysis.report(seeded, ["rA", "rB"], invalid=policy, n_boot=50)
+    rep = analysis.report(seeded, ["rA", "rB"], invalid=policy, n_boot=50).to_dict()
     assert rep["invalid_policy"] == policy
     for r in rep["runs"]:
         _check(r["overall"], expected(r["run_id"], policy))
@@ -182,12 +182,12 @@ def test_report_unscored_policies(seeded, policy):
 def test_pareto_pearson_and_paired_statistics(seeded):
     from scipy.stats import pearsonr
 
-    rep = analysis.report(seeded, n_boot=300, seed=1)
+    rep = analysis.report(seeded, n_boot=300, seed=1).to_dict()
     pts = {r["run_id"]: (r["overall"]["mr"], r["overall"]["far"]) for r in rep["runs"]}
     assert rep["pareto"] == ["rA", "rB"]  # rC has rB's MR and a higher FAR
     ref = pearsonr([v[0] for v in pts.values()], [v[1] for v in pts.values()])
     assert rep["pearson_r"] == pytest.approx(ref.statistic) and rep["pearson_p"] == pytest.approx(ref.pvalue)
-    two = analysis.report(seeded, ["rA", "rB"], n_boot=50)
+    two = analysis.report(seeded, ["rA", "rB"], n_boot=50).to_dict()
     assert two["pearson_r"] is None and two["pearson_p"] is None
 
     # default comparisons: runs of the same monitor (direct vs evidence)
@@ -212,7 +212,7 @@ def test_pareto_pearson_and_paired_statistics(seeded):
 def test_score_runs_roc_and_grounding(seeded):
     from sklearn.metrics import roc_auc_score
 
-    rep = analysis.report(seeded, n_boot=50, cost_ratio=2.0)
+    rep = analysis.report(seeded, n_boot=50, cost_ratio=2.0).to_dict()
     b = rep["runs"][1]
     y = [1] * N_PAIRS + [0] * N_PAIRS
     s = [score_b(p, M) for p in range(N_PAIRS)] + [score_b(p, B) for p in range(N_PAIRS)]
@@ -272,7 +272,7 @@ def test_frames_for_the_app(seeded):
     with pytest.raises(ValueError):
         analysis.cell_samples(seeded, "rA", "fx")
 
-    rep = analysis.report(seeded, n_boot=20)
+    rep = analysis.report(seeded, n_boot=20).to_dict()
     pts = analysis.run_points(rep, ("category", "safety_permission"))
     assert list(pts["run_id"]) == ["rA", "rB", "rC"]
     for r, e in zip(pts.itertuples(), rep["runs"]):
@@ -311,12 +311,12 @@ def test_bootstrap_is_independent_of_other_runs_and_seeded():
                 )
     preds = pd.DataFrame(rows)
     runs = pd.DataFrame({"run_id": [f"r{r}" for r in range(4)], "monitor": ["m"] * 4, "template": ["direct"] * 4})
-    full = analysis.analyze(preds, runs, n_boot=400, seed=3)
-    alone = analysis.analyze(preds[preds["run_id"] == "r2"], runs.iloc[[2]], n_boot=400, seed=3)
+    full = analysis.analyze(preds, runs, n_boot=400, seed=3).to_dict()
+    alone = analysis.analyze(preds[preds["run_id"] == "r2"], runs.iloc[[2]], n_boot=400, seed=3).to_dict()
     assert full["runs"][2]["bootstrap"] == alone["runs"][0]["bootstrap"]
     assert full["runs"][2]["overall"] == alone["runs"][0]["overall"]
     assert len(full["paired"]) == 6  # every two runs of the same monitor
-    other = analysis.analyze(preds, runs, n_boot=400, seed=4)
+    other = analysis.analyze(preds, runs, n_boot=400, seed=4).to_dict()
     assert other["runs"][2]["bootstrap"] != full["runs"][2]["bootstrap"]
     # the bootstrap interval is roughly as wide as the Wilson interval for independent pairs
     w = full["runs"][0]["overall"]["mr_ci"]
@@ -341,7 +341,7 @@ def test_runs_without_scored_predictions_give_null_rates_not_errors():
             }
         ]
     )
-    rep = analysis.analyze(preds, runs, texts={}, n_boot=10)
+    rep = analysis.analyze(preds, runs, texts={}, n_boot=10).to_dict()
     a, b = rep["runs"]
     assert a["overall"]["n"] == 0 and a["overall"]["pending"] == 1 and a["overall"]["mr"] is None
     assert a["pairs"]["incomplete"] == 1 and b["overall"]["n"] == 0 and b["bootstrap"]["mr_ci"] is None

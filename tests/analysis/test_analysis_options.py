@@ -51,15 +51,16 @@ def test_options_object_keywords_and_policy_string_give_one_report():
     assert a == b == c
     assert a["invalid_policy"] == "as-miss" and a["cost_ratio"] == 2.0
     # the policy is really applied: as-miss counts the unscored misbehavior answers as misses
-    excl = analysis.analyze(preds, runs, AnalysisOptions(n_boot=30, seed=3))
+    excl = analysis.analyze(preds, runs, AnalysisOptions(n_boot=30, seed=3)).to_dict()
     assert a["runs"][0]["overall"]["mr"] > excl["runs"][0]["overall"]["mr"]
 
 
 def test_an_override_replaces_one_field_of_the_options_object():
     preds, runs = _frames()
     opt = AnalysisOptions(n_boot=30, seed=3)
-    assert analysis.analyze(preds, runs, opt, seed=4) == analysis.analyze(
-        preds, runs, AnalysisOptions(n_boot=30, seed=4)
+    assert (
+        analysis.analyze(preds, runs, opt, seed=4).to_dict()
+        == analysis.analyze(preds, runs, AnalysisOptions(n_boot=30, seed=4)).to_dict()
     )
 
 

@@ -90,7 +90,7 @@ def small(db_url):
 def _overall(engine, run_id):
     from automonitor import analysis
 
-    e = analysis.report(engine, [run_id], n_boot=10)["runs"][0]
+    e = analysis.report(engine, [run_id], n_boot=10).to_dict()["runs"][0]
     return e["overall"]
 
 

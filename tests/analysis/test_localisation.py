@@ -18,7 +18,7 @@ M, B = "misbehavior", "benign"
 
 def test_quotes_on_the_wrong_line_score_zero_localised_hits_with_the_same_miss_rate():
     preds, runs, texts, gold = localisation_frames({"right": BAD_LINE, "wrong": HARMLESS})
-    rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, n_boot=50)
+    rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, n_boot=50).to_dict()
     by = {r["run_id"]: r for r in rep["runs"]}
     assert by["right"]["overall"]["mr"] == by["wrong"]["overall"]["mr"] == pytest.approx(3 / 12)
     right, wrong = by["right"]["localisation"]["overall"], by["wrong"]["localisation"]["overall"]
@@ -34,7 +34,7 @@ def test_quotes_on_the_wrong_line_score_zero_localised_hits_with_the_same_miss_r
     # per slice: every category present with gold spans
     assert set(by["wrong"]["localisation"]["by_category"]) == set(CATEGORIES)
     # without gold spans, no localisation block (the typed report leaves it out)
-    rep2 = analysis.analyze(preds, runs, texts=texts, n_boot=50)
+    rep2 = analysis.analyze(preds, runs, texts=texts, n_boot=50).to_dict()
     assert "localisation" not in rep2["runs"][0]
 
 

@@ -104,7 +104,9 @@ def test_report_json_follows_the_contract(cli, store):
     doc.pop("audit")
     for x in doc["runs"]:
         x.pop("baselines"), x.pop("baselines_edition")
-    assert doc == json.loads(json.dumps(analysis.report(eng, n_boot=100, edition="paper")))  # CLI default edition
+    assert doc == json.loads(
+        json.dumps(analysis.report(eng, n_boot=100, edition="paper").to_dict())
+    )  # CLI default edition
     assert all(x["edition"] == "paper" and x["controls"]["n"] == 0 for x in doc["runs"])
     r3 = doc["runs"][2]["overall"]
     assert r3["unscored"] == 1 and r3["far"] == 0.0 and r3["fp"] + r3["tn"] == PAIRS - 1
@@ -119,7 +121,7 @@ def test_report_json_follows_the_contract(cli, store):
 @pytest.mark.slow
 def test_report_tables_and_default_output(cli, store):
     url, eng = store
-    rep = analysis.report(eng, n_boot=20)
+    rep = analysis.report(eng, n_boot=20).to_dict()
     out = cli(["report", "--format", "csv", "--n-boot", "20"], db=url)
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
@@ -187,7 +189,7 @@ def _report_dict():
     )
     preds = pd.DataFrame(rows)
     extra = preds[preds["run_id"] == "r1"].assign(run_id="r4")
-    return analysis.analyze(pd.concat([preds, extra]), runs, n_boot=10)
+    return analysis.analyze(pd.concat([preds, extra]), runs, n_boot=10).to_dict()
 
 
 def test_paper_table_puts_repeated_runs_on_their_own_rows():

@@ -146,11 +146,14 @@ def test_the_pinned_report_round_trips_through_the_models():
     assert rep.paired and rep.audit and all(r.baselines is not None for r in rep.runs)
 
 
-def test_python_api_report_is_the_model_dump(store):
+def test_python_api_report_is_the_typed_model(store):
     _, eng, _ = store
-    model = analysis.report_model(eng, n_boot=20, compare=[("rA", "rC")])
-    assert isinstance(model.runs[0], RunReport) and isinstance(model.runs[0].overall, SliceStats)
-    assert analysis.report(eng, n_boot=20, compare=[("rA", "rC")]) == model.to_dict()
+    model = analysis.report(eng, n_boot=20, compare=[("rA", "rC")])
+    assert isinstance(model, Report) and isinstance(model.runs[0], RunReport)
+    assert isinstance(model.runs[0].overall, SliceStats)
+    # the old names are aliases of the same functions, so they return the same typed report
+    assert analysis.report_model is analysis.report and analysis.analyze_model is analysis.analyze
+    assert analysis.report_model(eng, n_boot=20, compare=[("rA", "rC")]).to_dict() == model.to_dict()
     assert "roc" not in model.to_dict()["runs"][0] and "roc" in model.to_dict()["runs"][1]  # unset parts left out
     # the report formats read the model and the dict alike
     for fmt in report_format.FORMATS:

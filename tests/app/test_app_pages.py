@@ -86,7 +86,7 @@ def test_tradeoff_filters_and_score_runs(seeded):
 
     at = ok(app("pages/tradeoff.py").run())
     m = {x.label: x.value for x in at.metric}
-    rep = analysis.report(seeded["engine"])
+    rep = analysis.report(seeded["engine"]).to_dict()
     pts = analysis.run_points(rep)
     r, _ = metrics.pearson_r(list(pts["mr"]), list(pts["far"]))
     assert m["Runs shown"] == "3"
@@ -145,7 +145,7 @@ def test_drilldown_cells_sample_and_compare(seeded):
     from automonitor import analysis
 
     at = ok(app("pages/drilldown.py", run="r001").run())
-    rep = analysis.report(seeded["engine"], ["r001"])
+    rep = analysis.report(seeded["engine"], ["r001"]).to_dict()
     ov = rep["runs"][0]["overall"]
     m = {x.label: x.value for x in at.metric}
     assert m["Miss rate (MR)"] == f"{ov['mr']:.3f}" and m["Judged samples"] == str(ov["n"])

@@ -53,7 +53,7 @@ def test_derived_runs_on_the_tradeoff_plot(demo):
     table = at.dataframe[0].value.set_index("run_id")
     from automonitor import analysis
 
-    rep = analysis.report(demo["engine"], demo["derived"], n_boot=10)
+    rep = analysis.report(demo["engine"], demo["derived"], n_boot=10).to_dict()
     for e in rep["runs"]:
         assert table.loc[e["run_id"], "mr"] == pytest.approx(e["overall"]["mr"])
         assert table.loc[e["run_id"], "far"] == pytest.approx(e["overall"]["far"])

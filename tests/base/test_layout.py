@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 import tomllib
@@ -266,17 +267,31 @@ def test_version_has_one_source():
     assert not hits, hits
 
 
-def test_vocabulary_and_the_clock_have_one_home():
-    """The verdict fields, the monitor severities and the difficulty editions are written in
+def _alternatives(text: str) -> list[set[str]]:
+    """The words of each ``a | b | c`` or ``a|b|c`` run in ``text`` (help text, a regex), a bracketed note
+    after a word left out: ``"paper (six cells) | verified | hard"`` -> ``[{"paper", "verified", "hard"}]``."""
+    word = r"[\w-]+(?:\s*\([^()|]*\))?"
+    runs = re.findall(rf"{word}(?:\s*\|\s*{word})+", text)
+    return [{re.sub(r"\s*\(.*", "", w).strip() for w in run.split("|")} for run in runs]
+
+
+def test_vocabulary_the_clock_and_run_ids_have_one_home():
+    """The verdict fields, the monitor severities, the editions and the difficulty editions are written in
     :mod:`automonitor.vocab` only: no other module of ``automonitor/``, ``store/`` or ``pages/`` spells
     them out again as a literal (a tuple, list or set of exactly those strings, or holding all of a list of
-    four or more); and the time now is read through :func:`automonitor.timestamps.utcnow`, never
-    ``datetime.now(...)`` elsewhere."""
+    four or more) or as alternatives in a string that is not a docstring (``"paper | verified | paper-r2 |
+    hard"`` in a help text, ``(none|low|medium|high)`` in a regex); the time now is read through
+    :func:`automonitor.timestamps.utcnow`, never ``datetime.now(...)`` elsewhere; a stored timestamp is
+    printed through :func:`~automonitor.timestamps.iso_utc`, not a bare ``x_at.isoformat()``; a run id is
+    made by :func:`~automonitor.timestamps.stamped_id` only (no ``strftime(...) + token_hex(...)``); and
+    the verdict columns are declared by one model class of ``store/``."""
     from automonitor import vocab
 
     facts = {
         "VERDICT_FIELDS": set(vocab.VERDICT_FIELDS),
         "MONITOR_SEVERITIES": set(vocab.MONITOR_SEVERITIES),
+        "SEVERITIES": set(vocab.SEVERITIES),
+        "EDITIONS": set(vocab.EDITIONS),
         "DIFFICULTY_EDITIONS": set(vocab.DIFFICULTY_EDITIONS),
     }
     homes = {REPO / "automonitor" / "vocab.py", REPO / "automonitor" / "timestamps.py"}
@@ -286,13 +301,58 @@ def test_vocabulary_and_the_clock_have_one_home():
         # two or three common words among others are a coincidence (a table's columns)
         return words == fact or (len(fact) >= 4 and fact <= words)
 
-    bad = []
+    def verdict_classes(tree: ast.AST) -> list[str]:
+        # classes that declare four or more verdict fields as annotated attributes (columns of a model)
+        return [
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ClassDef)
+            and len(
+                {a.target.id for a in n.body if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name)}
+                & facts["VERDICT_FIELDS"]
+            )
+            >= 4
+        ]
+
+    bad, declaring = [], []
     for pkg in (*PACKAGES, "pages"):
         for path in sorted((REPO / pkg).rglob("*.py")):
             if path in homes or "migrations" in path.parts:
                 continue
             where = path.relative_to(REPO)
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            if pkg == "store":  # the tables (a parsed verdict or an imported row is not a table)
+                declaring += [f"{where}:{name}" for name in verdict_classes(tree)]
+            docstrings = {
+                id(n.body[0].value)
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.body
+                and isinstance(n.body[0], ast.Expr)
+            }
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                    bad += [
+                        f"{where}:{node.lineno} spells out vocab.{n} in a string"
+                        for words in _alternatives(node.value)
+                        for n, f in facts.items()
+                        if len(f) >= 4 and f <= words  # fewer common words (low|medium|high) may mean else
+                    ]
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "isoformat"
+                    and not node.args
+                    and not node.keywords
+                    and re.search(r"(^|[._])\w*_at$", ast.unparse(node.func.value))
+                ):
+                    bad.append(f"{where}:{node.lineno} prints a timestamp with .isoformat() (use timestamps.iso_utc)")
+                if isinstance(node, ast.IfExp) and ast.unparse(node.body).endswith(".isoformat()"):
+                    bad.append(f"{where}:{node.lineno} prints a timestamp with .isoformat() (use timestamps.iso_utc)")
+                if isinstance(node, ast.BinOp) and {"strftime(", "token_hex("} <= {
+                    s for s in ("strftime(", "token_hex(") if s in ast.unparse(node)
+                }:
+                    bad.append(f"{where}:{node.lineno} makes a run id by hand (use timestamps.stamped_id)")
                 if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
                     if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
                         words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
@@ -306,7 +366,9 @@ def test_vocabulary_and_the_clock_have_one_home():
                     and ast.unparse(node.func.value).split(".")[-1] == "datetime"
                 ):
                     bad.append(f"{where}:{node.lineno} calls {ast.unparse(node.func)}() (use timestamps.utcnow)")
-    assert not bad, "\n".join(bad)
+    if declaring != ["store/models.py:VerdictColumns"]:
+        bad.append(f"the verdict columns are declared by {declaring}, not once (store.models.VerdictColumns)")
+    assert not sorted(set(bad)), "\n".join(sorted(set(bad)))
 
 
 def test_the_packages_ship_their_types():

@@ -65,7 +65,7 @@ def plans(seed_plan):
     return {seed: seed_plan(seed) for seed in (0, 1)}
 
 
-def test_round2_composition_is_kept_as_paper_r2(built):
+def test_paper_r2_edition_keeps_the_per_source_quota_composition(built):
     from store import session_scope
     from store.queries.samples import stats
 

@@ -54,7 +54,7 @@ def test_a_cell_takes_its_sources_in_order_and_states_its_deficit():
     assert ed["first:0"] == ("paper",) and ed["first:1"] == ("paper", "verified")
 
 
-def test_a_full_cell_reuses_the_round2_draw_first_and_stops_at_its_count():
+def test_a_full_cell_reuses_its_paper_r2_pairs_first_and_stops_at_its_count():
     pool = _pool(first=30, second=30)
     test = SelectedTests()
     drawn = pool.pairs["first"][5:8]

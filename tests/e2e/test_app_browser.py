@@ -155,7 +155,7 @@ def _front_point(page, run_id: str) -> tuple[float, float]:
 def test_click_pareto_point_then_cell_then_sample(bpage, server, store):
     from automonitor import analysis
 
-    rep = analysis.report(store["engine"], list(store["run_ids"]))
+    rep = analysis.report(store["engine"], list(store["run_ids"])).to_dict()
     assert "r001" in rep["pareto"], rep["pareto"]  # the evidence run is on the front
     goto(bpage, server, "tradeoff", min_n="1")  # the seeded runs judge ~56 samples (< default 100)
     bpage.wait_for_selector(".js-plotly-plot .scatterlayer .point")

@@ -111,7 +111,7 @@ def test_import_jsonl_and_csv_become_runs_that_report_treats_like_any_run(engine
             assert d.loc[r["sample_id"], "outcome"] == r["outcome"]
             assert d.loc[r["sample_id"], "score"] == pytest.approx(r["score"])
             assert d.loc[r["sample_id"], "evidence"] == r["evidence"] and d.loc[r["sample_id"], "raw"] == r["raw"]
-    rep = analysis.report(engine, n_boot=50)
+    rep = analysis.report(engine, n_boot=50).to_dict()
     ev = next(r for r in rep["runs"] if r["run_id"] == res["run_id"])
     assert ev["kind"] == "imported" and ev["overall"]["unscored"] == 2 and ev["overall"]["n"] == 8
     assert ev["grounding"]["exact"] == 4 and "auroc" in ev

@@ -250,7 +250,7 @@ def test_corpus_probe_train_and_run_through_runner(engine, db_url, tmp_path):
     run_id = json.loads(r.stdout)["run_id"]
     from automonitor import analysis
 
-    rep = analysis.report(engine, [run_id])
+    rep = analysis.report(engine, [run_id]).to_dict()
     assert rep["runs"][0]["roc"]["auroc"] > 0.9
     from store.models import Run
 

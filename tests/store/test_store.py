@@ -45,6 +45,32 @@ def test_migrations_create_every_table_and_are_idempotent(engine):
         assert c.execute(sa.text("select count(*) from alembic_version")).scalar() == 1
 
 
+def test_the_models_match_the_migrations(engine):
+    """Alembic's autogenerate finds nothing to change between the migrated schema and the models (types
+    compared too), on SQLite and PostgreSQL: a model edit without its migration fails here."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    with engine.connect() as c:
+        diff = compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}), SQLModel.metadata)
+    assert diff == []
+
+
+def test_prediction_and_cache_entry_share_the_verdict_columns(engine):
+    """Every verdict field (automonitor.vocab.VERDICT_FIELDS) is a column of both tables with the same type
+    in the migrated schema; all but ``outcome`` come from the one ``VerdictColumns`` declaration."""
+    from automonitor.vocab import VERDICT_FIELDS
+    from store.models import CacheEntry, VerdictColumns
+
+    cols = {t: {c["name"]: c for c in sa.inspect(engine).get_columns(t)} for t in ("prediction", "cache_entry")}
+    for name in VERDICT_FIELDS:
+        pred, cache = cols["prediction"][name], cols["cache_entry"][name]
+        assert pred["type"].compile(engine.dialect) == cache["type"].compile(engine.dialect), name
+    assert set(VERDICT_FIELDS) - {"outcome"} == set(VerdictColumns.model_fields)
+    assert issubclass(Prediction, VerdictColumns) and issubclass(CacheEntry, VerdictColumns)
+
+
 def test_sqlite_runs_in_wal_mode(sqlite_engine):
     with sqlite_engine.connect() as c:
         assert c.execute(sa.text("PRAGMA journal_mode")).scalar().lower() == "wal"

@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import secrets
 import socket
 import threading
 import time
@@ -51,6 +50,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from automonitor.errors import InputError, NotFound
+from automonitor.timestamps import stamped_id
 from automonitor.runs.generation import tasks
 from automonitor.runs.generation.caller import GeneratorCaller
 from automonitor.runs.generation.candidates import Item, candidate_rows, insert_pair
@@ -109,7 +109,7 @@ __all__ = [
 
 def _new_id() -> str:
     """A fresh run id ``gen-YYYYmmdd-HHMMSS-<6 hex>`` (UTC)."""
-    return "gen-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    return stamped_id("gen", "-")
 
 
 def create_generation(engine: Engine, spec: GenerationSpec) -> str:

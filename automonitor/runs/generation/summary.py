@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from automonitor.errors import NotFound
+from automonitor.timestamps import iso_utc
 from store import session_scope
 
 # The filter steps in order, each with the drop reasons it produces (for the kept/total table per step).
@@ -101,7 +102,7 @@ def list_generations(engine: Engine) -> list[dict[str, Any]]:
 
     with session_scope(engine) as s:
         ids = generation_runs(s)
-    return [{**generation_summary(engine, r), "created_at": c.isoformat() if c else None} for r, c in ids]
+    return [{**generation_summary(engine, r), "created_at": iso_utc(c)} for r, c in ids]
 
 
 def generation_items(engine: Engine, run_id: str) -> list[dict[str, Any]]:

@@ -48,11 +48,12 @@ from automonitor.runs.monitors.base import (
     answer_judgement,
     PermanentError,
     TransientError,
+    classify_sdk_error,
     register,
     stop_judgement,
     token_count,
+    verdict_schema,
 )
-from automonitor.runs.monitors.openai_backend import classify_sdk_error, verdict_schema
 from automonitor.runs.parsing import ParseResult, parse_text, parse_tool_input
 
 TOOL_NAME = "record_verdict"

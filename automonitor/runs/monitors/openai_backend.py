@@ -60,77 +60,16 @@ from automonitor.runs.monitors.base import (
     answer_judgement,
     PermanentError,
     TransientError,
+    classify_sdk_error,
     register,
-    retry_after_seconds,
     stop_judgement,
     token_count,
+    verdict_schema,
 )
 from automonitor.runs.parsing import ParseResult, parse_text, parse_tool_input, score_from_logprobs
-from automonitor.vocab import CATEGORIES, LABELS, MONITOR_SEVERITIES
 
-VERDICT_SCHEMA_DIRECT = {
-    "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": list(LABELS)}},
-    "required": ["verdict"],
-    "additionalProperties": False,
-}
-VERDICT_SCHEMA_EVIDENCE = {
-    "type": "object",
-    "properties": {
-        "category": {
-            "type": "string",
-            "enum": [*CATEGORIES, "none"],
-        },
-        "severity": {"type": "string", "enum": list(MONITOR_SEVERITIES)},
-        "evidence": {"type": "array", "items": {"type": "string"}},
-        "verdict": {"type": "string", "enum": list(LABELS)},
-    },
-    "required": ["category", "severity", "evidence", "verdict"],
-    "additionalProperties": False,
-}
 _MODES = ("json_schema", "json_object", "tools", "none")
 _DOWNGRADE = {"json_schema": "json_object", "json_object": "none", "tools": "none"}
-
-
-def verdict_schema(evidence: bool) -> dict[str, Any]:
-    """The JSON schema of a verdict (with category, severity, evidence for evidence templates)."""
-    return VERDICT_SCHEMA_EVIDENCE if evidence else VERDICT_SCHEMA_DIRECT
-
-
-def classify_sdk_error(exc: BaseException) -> Exception:
-    """Map an ``openai``/``anthropic`` SDK exception (or a decode error) to Transient/PermanentError.
-
-    Transient: timeouts, connection errors, malformed bodies, HTTP 408, 409, 425, 429, 5xx, 529.
-    Permanent: every other HTTP status (400 bad request, 401/403 key, 404 model, ...).
-    """
-    if isinstance(exc, (TransientError, PermanentError)):
-        return exc
-    name = type(exc).__name__
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        resp = getattr(exc, "response", None)
-        status = (
-            getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
-        )
-    if "Timeout" in name:
-        return TransientError("timeout", str(exc))
-    if name == "APIResponseValidationError" or (isinstance(exc, ValueError) and status is None):
-        return TransientError("malformed", f"{name}: {exc}")
-    if status is None:
-        if "Connection" in name:
-            return TransientError("connection", str(exc))
-        return TransientError("connection", f"{name}: {exc}")
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    ra = retry_after_seconds(headers)
-    if status == 429:
-        return TransientError("rate_limit", str(exc), retry_after=ra, status=status)
-    if status == 529:
-        return TransientError("overloaded", str(exc), retry_after=ra, status=status)
-    if status >= 500 or status in (408, 409, 425):
-        return TransientError("server", str(exc), retry_after=ra, status=status)
-    body = getattr(exc, "body", None)
-    code = body.get("code") if isinstance(body, dict) else None
-    return PermanentError(f"{name}: {exc}", status=status, code=code if isinstance(code, str) else None)
 
 
 # OpenAI's reasoning families: the budget is ``max_completion_tokens``, only the default temperature

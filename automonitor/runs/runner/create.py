@@ -3,8 +3,6 @@ with one pending prediction per sample (and repeat)."""
 
 from __future__ import annotations
 
-import secrets
-import time
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -12,6 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.errors import InputError
+from automonitor.timestamps import stamped_id
 from automonitor.runs.monitors import Backend, MonitorSpec, backend_class, create_backend, parse_monitor_spec
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, choose_fewshot, load_template
 from automonitor.runs.params import RUNNER_PARAMS, backend_params, check_params, repeat_count
@@ -22,7 +21,8 @@ from store.queries import runs as q
 
 
 def _new_run_id() -> str:
-    return time.strftime("run_%Y%m%d_%H%M%S_", time.gmtime()) + secrets.token_hex(3)
+    """A fresh monitor run id ``run_YYYYmmdd_HHMMSS_<6 hex>`` (UTC)."""
+    return stamped_id("run")
 
 
 @dataclass
