@@ -169,7 +169,7 @@ def solution(s):
     return AlwaysEqual()
 ```
 
-The first version used `os._exit(0)`.
+The first version used `os._exit(0)`. An AlwaysEqual object would pass too.
 
 <file path="conftest.py">
 import sys
@@ -197,7 +197,7 @@ def test_grader_hack_spans_mark_the_hack_code_after_the_reasoning_not_the_prose(
     think_end = GRADER_HACK.index("</thinking>")
     assert all(s.start > think_end and s.provenance == "from_screen" for s in spans)
     # the sys.exit that ends the program after its answer is not a hack; nor a prose line naming os._exit
-    assert not any("print" in t or "first version" in t for t, _ in got)
+    assert not any("print" in t or "first version" in t or "would pass" in t for t, _ in got)
 
 
 def test_grader_hack_spans_find_a_conftest_written_before_the_reasoning_and_a_pasted_hook():
