@@ -99,7 +99,7 @@ def analyze_model(
         add_grounding(entries, runs, df, enc, texts)
     clock.lap("grounding")
     if texts is not None and gold_spans:
-        _add_localisation(entries, runs, df, enc, texts, gold_spans)
+        _add_localisation(entries, runs, df, enc, texts, gold_spans, n_boot=n_boot, seed=seed)
     clock.lap("localisation")
     pairs_to_compare = default_comparisons(runs) if compare is None else list(compare)
     paired = paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
@@ -117,8 +117,13 @@ def _add_localisation(
     enc: Encoded,
     texts: dict[str, tuple[str, str]],
     gold_spans: dict[str, list[dict[str, Any]]],
+    *,
+    n_boot: int,
+    seed: int,
 ) -> None:
-    """Set ``localisation`` on the entries of evidence runs whose judged samples have gold spans."""
+    """Set ``localisation`` on the entries of evidence runs whose judged samples have gold spans, its
+    character-level intervals from ``n_boot`` Poisson-bootstrap resamples drawn with ``seed`` (the
+    report's bootstrap options)."""
     mis = enc.label == 0
     sids, cats, tasks, evs = (df[c].tolist() for c in ("sample_id", "category", "task", "evidence"))
     responses = {sid: rr[1] for sid, rr in texts.items()}
@@ -129,6 +134,8 @@ def _add_localisation(
             [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows],
             responses,
             gold_spans,
+            n_boot=n_boot,
+            seed=seed,
             cache=cache,
         )
         if loc is not None:

@@ -30,7 +30,7 @@ import numpy as np
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 
-SLICE_KEYS = ("overall", "by_category", "by_task")
+SLICE_KEYS = ("overall", "by_category", "by_task", "by_category_task")
 
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -82,7 +82,7 @@ def evidence_intervals(
     return out
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)  # each (n_boot, n) float array: 1,000 x 1,500 samples = 12 MB
 def _poisson_weights(n_boot: int, n: int, seed: int) -> np.ndarray:
     """Poisson(1) bootstrap weights ``(n_boot, n)`` for ``seed`` (read-only; the same for every run over
     the same number of samples, so a run's intervals do not depend on the other runs)."""
@@ -226,11 +226,14 @@ def run_localisation(
         responses: ``{sample_id: response}`` (at least the TPs with evidence).
         gold: ``{sample_id: [gold span dicts]}``.
         cache: grounding memo shared by the runs of one report (:func:`evidence_intervals`).
+        n_boot, seed: bootstrap resamples and seed of the character-level intervals (the report's
+            ``n_boot`` / ``seed``).
     Returns:
-        ``{"overall": block, "by_category": {c: block}, "by_task": {t: block}}`` with blocks of
-        :func:`slice_localisation`, or ``None`` when no judged sample has gold spans.
+        ``{"overall": block, "by_category": {c: block}, "by_task": {t: block}, "by_category_task":
+        {c: {t: block}}}`` with blocks of :func:`slice_localisation`, or ``None`` when no judged sample
+        has gold spans.
     """
-    groups: dict[tuple[str, str], list[int]] = {}
+    groups: dict[tuple[str, Any], list[int]] = {}
     results: list[dict[str, Any] | None] = []
     keyed = 0
     for sid, cat, task, is_tp, ev in rows:
@@ -244,17 +247,21 @@ def run_localisation(
         groups.setdefault(("overall", ""), []).append(idx)
         groups.setdefault(("by_category", cat), []).append(idx)
         groups.setdefault(("by_task", task), []).append(idx)
+        groups.setdefault(("by_category_task", (cat, task)), []).append(idx)
     if not keyed:
         return None
-    out: dict[str, Any] = {"overall": None, "by_category": {}, "by_task": {}}
+    out: dict[str, Any] = {"overall": None, "by_category": {}, "by_task": {}, "by_category_task": {}}
     # one Poisson(1) weight per (resample, sample) for the whole run: slices reuse their samples' columns
     weights = _poisson_weights(n_boot, len(results), seed)
     for (kind, name), idxs in sorted(groups.items()):
         tp_idx = [i for i in idxs if results[i] is not None]
         tps = [results[i] for i in tp_idx]  # type: ignore[misc]
-        block = slice_localisation(len(idxs), tps, n_boot=n_boot, seed=seed, weights=weights[:, tp_idx])  # type: ignore[arg-type]
+        w = weights[:, tp_idx] if n_boot > 0 else None  # n_boot = 0: no intervals
+        block = slice_localisation(len(idxs), tps, n_boot=n_boot, seed=seed, weights=w)  # type: ignore[arg-type]
         if kind == "overall":
             out["overall"] = block
+        elif kind == "by_category_task":
+            out[kind].setdefault(name[0], {})[name[1]] = block
         else:
             out[kind][name] = block
     return out

@@ -64,3 +64,39 @@ def test_report_json_and_markdown_show_localisation_from_the_store(engine, db_ur
     md = run_cli(["report", "--n-boot", "20", "--format", "markdown"], db=db_url)
     assert md.returncode == 0, md.stderr
     assert "Localisation" in md.stdout and "wrong reason" in md.stdout
+
+
+def test_localisation_uses_the_reports_bootstrap_options_and_slices_category_by_task():
+    """``n_boot`` / ``seed`` of the report reach the localisation intervals (they were fixed at 200
+    resamples, seed 0); a category x task slice sits beside the category and task slices."""
+    from localisation_seed import N
+    from automonitor.analysis.report_schema import Localisation
+    from automonitor.vocab import TASKS
+
+    quote_of = {"right": BAD_LINE, "half": BAD_LINE[:8] + " starting"}  # 'half' is localised on a part
+
+    def loc(**opts):
+        preds, runs, texts, gold = localisation_frames(quote_of)
+        # a partial quote on every other sample, so the character-level metrics vary between resamples
+        odd = preds["sample_id"].str.endswith("m") & preds["pair_id"].map(lambda p: int(p[1:]) % 2 == 1)
+        preds.loc[odd & (preds["run_id"] == "half"), "evidence"] = preds.loc[
+            odd & (preds["run_id"] == "half"), "evidence"
+        ].map(lambda ev: [BAD_LINE[:6]] if ev else ev)
+        rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, **opts)
+        return {r["run_id"]: r["localisation"] for r in rep["runs"]}
+
+    a, b, c = loc(n_boot=300, seed=1)["half"], loc(n_boot=300, seed=1)["half"], loc(n_boot=300, seed=7)["half"]
+    assert a["overall"]["span_recall_ci"] == b["overall"]["span_recall_ci"]  # seeded: reproducible
+    assert a["overall"]["span_recall_ci"] != c["overall"]["span_recall_ci"]  # the seed is the report's
+    assert loc(n_boot=40, seed=1)["half"]["overall"]["span_recall_ci"] != a["overall"]["span_recall_ci"]
+    # category x task: the run's cells with gold spans, their counts adding up to the overall ones
+    ct = a["by_category_task"]
+    cells = [(cat, task) for cat in ct for task in ct[cat]]
+    assert sorted(cells) == sorted({(CATEGORIES[p % 3], TASKS[p % 3]) for p in range(N)})
+    assert sum(ct[c][t]["gold_samples"] for c, t in cells) == a["overall"]["gold_samples"] == N
+    assert sum(ct[c][t]["localised"] for c, t in cells) == a["overall"]["localised"]
+    cat, task = cells[0]
+    assert ct[cat][task]["gold_samples"] == a["by_category"][cat]["gold_samples"]  # one task per category here
+    # a report written before the slice existed still reads, and writes back without it
+    old = {k: v for k, v in a.items() if k != "by_category_task"}
+    assert "by_category_task" not in Localisation.model_validate(old).to_dict()
