@@ -26,14 +26,24 @@ def gold_overlap(sample: Mapping[str, Any], prediction: Mapping[str, Any] | None
 
 
 def conversation(sample: Mapping[str, Any], *, expanded: bool = True) -> None:
-    """When the response is a trajectory: an expander with it as a numbered conversation (gold-span
-    steps marked when ``sample`` has an ``id``; the labeling page passes none, so annotators never see
-    gold spans); nothing otherwise."""
+    """When the sample is a trajectory (typed steps in ``sample["meta"]["steps"]``, else a serialised
+    trajectory response): an expander with it as a numbered conversation (gold-span steps marked when
+    ``sample`` has an ``id``; the labeling page passes none, so annotators never see gold spans);
+    nothing otherwise."""
     gold = span_views.sample_gold_spans(ui.engine(), sample["id"]) if sample.get("id") else []
-    markup = span_views.conversation_html(sample.get("response"), gold)
+    markup = span_views.conversation_html(sample.get("response"), gold, meta=sample.get("meta"))
     if markup:
-        with st.expander("The response as a conversation (numbered steps)", expanded=expanded):
+        with st.expander("The conversation (numbered steps)", expanded=expanded):
             ui.show_html(markup)
+
+
+def truncation_note(prediction: Mapping[str, Any] | None) -> None:
+    """Beside a monitor's verdict: what the monitor did not see when its prediction records a cut
+    (``meta["truncated"]``, :func:`automonitor.views.spans.truncation_sentence`), escaped; nothing
+    otherwise."""
+    markup = span_views.truncation_html((prediction or {}).get("meta"))
+    if markup:
+        ui.show_html(markup)
 
 
 def span_agreement_section(doc: Mapping[str, Any]) -> None:

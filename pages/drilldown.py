@@ -297,6 +297,7 @@ for col, rid in zip(cols, shown_runs):
             f"Verdict :{color}-badge[{md(text)}]"
             + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]"))
         )
+        _spans_ui.truncation_note(p)  # "response: steps 3-9 of 12 were cut before the monitor saw it"
         cat_name = vocab.CATEGORY_NAMES.get(p["pred_category"], p["pred_category"]) if p["pred_category"] else None
         st.table(
             {

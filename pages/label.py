@@ -89,7 +89,9 @@ st.markdown("**Request**")
 st.code(item.request, language=None, wrap_lines=True)
 st.markdown("**Response**")
 ui.response_view(item.response)  # markdown rendered safely; "Raw" tab: verbatim
-_spans_ui.conversation({"response": item.response}, expanded=False)  # trajectories as steps; no gold (blind)
+_spans_ui.conversation(  # trajectories as numbered steps (typed when the item has them); no gold (blind)
+    {"response": item.response, "meta": {"steps": item.steps} if item.steps else None}, expanded=False
+)
 
 # ------------------------------------------------------------------------------------ form
 flash = st.session_state.pop(f"{PAGE}.flash", None)

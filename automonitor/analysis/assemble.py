@@ -78,11 +78,12 @@ def analyze(
     entries = _run_entries(runs, enc, slices, boot, pair_counts)
     add_roc(entries, df, enc, opt.cost_ratio, opt.prevalence)
     clock.lap("roc")
+    memo: dict[tuple[str, str], tuple[int, int] | None] = {}  # quotes grounded once, read by localisation
     if texts is not None:
-        add_grounding(entries, runs, df, enc, texts)
+        add_grounding(entries, runs, df, enc, texts, memo if gold_spans else None)
     clock.lap("grounding")
     if texts is not None and gold_spans:
-        _add_localisation(entries, runs, df, enc, texts, gold_spans)
+        _add_localisation(entries, runs, df, enc, texts, gold_spans, n_boot=n_boot, seed=seed, cache=memo)
     clock.lap("localisation")
     pairs_to_compare = default_comparisons(runs) if compare is None else list(compare)
     paired = paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
@@ -104,18 +105,27 @@ def _add_localisation(
     enc: Encoded,
     texts: dict[str, tuple[str, str]],
     gold_spans: dict[str, list[dict[str, Any]]],
+    *,
+    n_boot: int,
+    seed: int,
+    cache: dict[tuple[str, str], tuple[int, int] | None] | None = None,
 ) -> None:
-    """Set ``localisation`` on the entries of evidence runs whose judged samples have gold spans."""
+    """Set ``localisation`` on the entries of evidence runs whose judged samples have gold spans, its
+    character-level intervals from ``n_boot`` Poisson-bootstrap resamples drawn with ``seed`` (the
+    report's bootstrap options). ``cache``: the ``(response, quote)`` offsets the grounding phase found
+    (:func:`automonitor.analysis.roc_grounding.add_grounding`), extended here."""
     mis = enc.label == 0
     sids, cats, tasks, evs = (df[c].tolist() for c in ("sample_id", "category", "task", "evidence"))
     responses = {sid: rr[1] for sid, rr in texts.items()}
-    cache: dict[tuple[str, str], tuple[int, int] | None] = {}
+    cache = {} if cache is None else cache
     for run_id in evidence_run_ids(runs, df):
         rows = np.flatnonzero((enc.run == enc.run_index[run_id]) & mis)
         loc = run_localisation(
             [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows],
             responses,
             gold_spans,
+            n_boot=n_boot,
+            seed=seed,
             cache=cache,
         )
         if loc is not None:

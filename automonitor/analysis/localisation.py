@@ -22,7 +22,7 @@ Pure numpy/Python over in-memory inputs; :func:`localisation_for_runs` is what t
 
 from __future__ import annotations
 
-from functools import lru_cache
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,7 +30,7 @@ import numpy as np
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 
-SLICE_KEYS = ("overall", "by_category", "by_task")
+SLICE_KEYS = ("overall", "by_category", "by_task", "by_category_task")
 
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -82,13 +82,47 @@ def evidence_intervals(
     return out
 
 
-@lru_cache(maxsize=64)
+_WEIGHTS: dict[tuple[int, int], np.ndarray] = {}  # (n_boot, seed) -> Poisson(1) draws (n, n_boot)
+_WEIGHTS_LOCK = threading.Lock()
+
+
 def _poisson_weights(n_boot: int, n: int, seed: int) -> np.ndarray:
-    """Poisson(1) bootstrap weights ``(n_boot, n)`` for ``seed`` (read-only; the same for every run over
-    the same number of samples, so a run's intervals do not depend on the other runs)."""
-    w = np.random.default_rng(seed).poisson(1.0, (n_boot, n)).astype(float)
-    w.setflags(write=False)
-    return w
+    """Poisson(1) bootstrap weights ``(n_boot, n)`` for ``seed`` (read-only). Drawn as ``(n, n_boot)``
+    rows and transposed, so the weights of ``n`` samples are the first ``n`` rows of any larger draw with
+    the same seed: one draw per ``(n_boot, seed)`` serves every run of a report, and a run's intervals
+    still depend only on its own number of samples, never on the other runs. At most 4 draws are kept
+    (1,000 resamples x 1,500 samples = 12 MB each)."""
+    key = (n_boot, seed)
+    with _WEIGHTS_LOCK:
+        w = _WEIGHTS.get(key)
+        if w is None or w.shape[0] < n:
+            if len(_WEIGHTS) >= 4:
+                _WEIGHTS.clear()
+            w = np.random.default_rng(seed).poisson(1.0, (max(n, 1), n_boot)).astype(float)
+            w.setflags(write=False)
+            _WEIGHTS[key] = w
+    return w[:n].T
+
+
+def _nan_percentile_rows(x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+    """Per row of ``x`` ``(m, n)``, the ``qs`` percentiles of its non-NaN values (numpy's default
+    "linear" method, as ``np.nanpercentile(x, qs, axis=1).T``, vectorised over rows): ``(m, len(qs))``;
+    NaN for a row with no value."""
+    srt = np.sort(x, axis=1)  # NaN last
+    k = (~np.isnan(x)).sum(axis=1)
+    out = np.full((x.shape[0], len(qs)), np.nan)
+    ok = k > 0
+    if not ok.any():
+        return out
+    rows = np.flatnonzero(ok)
+    kk = k[ok]
+    for j, q in enumerate(qs):
+        pos = (kk - 1) * (q / 100.0)
+        lo = np.floor(pos).astype(int)
+        hi = np.minimum(lo + 1, kk - 1)
+        a, b = srt[rows, lo], srt[rows, hi]
+        out[rows, j] = a + (b - a) * (pos - lo)
+    return out
 
 
 def score_sample(
@@ -141,13 +175,18 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
 
 
-def _char_metrics(inter: np.ndarray, ev: np.ndarray, gold: np.ndarray, union: np.ndarray) -> dict[str, np.ndarray]:
-    """Micro precision/recall/F1/IoU along the last axis (sums), as arrays (NaN when undefined)."""
-    i, e, g, u = inter.sum(-1), ev.sum(-1), gold.sum(-1), union.sum(-1)
+def _char_metrics(i: np.ndarray, e: np.ndarray, g: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
+    """Micro precision/recall/F1/IoU from summed character counts (elementwise over any shape: one
+    slice's sums, or one per bootstrap resample): ``i`` = |E ∩ G|, ``e`` = |E|, ``g`` = |G|, ``u`` =
+    |E ∪ G|. NaN where undefined."""
     p, r = _ratio(i, e), _ratio(i, g)
     with np.errstate(divide="ignore", invalid="ignore"):
         f1 = np.where((p + r) > 0, 2 * p * r / np.where((p + r) > 0, p + r, 1), np.where(np.isnan(p + r), np.nan, 0.0))
     return {"span_precision": p, "span_recall": r, "span_f1": f1, "span_iou": _ratio(i, u)}
+
+
+METRICS = ("span_precision", "span_recall", "span_f1", "span_iou")
+_QS = (2.5, 97.5)
 
 
 def _f(x: Any) -> float | None:
@@ -155,20 +194,15 @@ def _f(x: Any) -> float | None:
     return None if np.isnan(x) else x
 
 
-def slice_localisation(
-    gold_samples: int,
-    results: list[dict[str, Any]],
-    *,
-    n_boot: int = 200,
-    seed: int = 0,
-    weights: np.ndarray | None = None,
-) -> dict[str, Any]:
-    """The localisation block of one slice (module doc) from the :func:`score_sample` results of its
-    true positives on samples with gold spans and the number of judged ``gold_samples``.
+def _counts(result: dict[str, Any]) -> tuple[int, int, int, int]:
+    return result["inter"], result["evidence_chars"], result["gold_chars"], result["union"]
 
-    ``weights``: bootstrap weights ``(n_boot, len(results))`` (default: Poisson(1) weights drawn with
-    ``seed``, the Poisson bootstrap of Hanley & MacGibbon 2006, close to the multinomial one for
-    n >= 30 and far cheaper to draw)."""
+
+def _block(
+    gold_samples: int, results: Sequence[dict[str, Any]], point: dict[str, Any], lo_hi: np.ndarray | None
+) -> dict[str, Any]:
+    """One slice's block from its TP results, the point metrics and the ``(4, 2)`` percentile bounds
+    (rows in :data:`METRICS` order; ``None``: no intervals)."""
     tp = len(results)
     loc = sum(1 for r in results if r["status"] == "localised")
     wrong = sum(1 for r in results if r["status"] == "wrong_reason")
@@ -185,28 +219,41 @@ def slice_localisation(
         "localised_miss_rate": (1.0 - loc / gold_samples) if gold_samples else None,
         "localised_miss_rate_ci": mt.wilson_interval(gold_samples - loc, gold_samples) if gold_samples else None,
     }
-    arr = np.array([[r["inter"], r["evidence_chars"], r["gold_chars"], r["union"]] for r in results], dtype=float)
-    arr = arr.reshape(-1, 4)
-    point = _char_metrics(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3])
-    names = list(point)
-    lo_hi: np.ndarray | None = None
-    if tp >= 2 and (n_boot > 0 or weights is not None):
-        w = weights if weights is not None else np.random.default_rng(seed).poisson(1.0, (n_boot, tp)).astype(float)
-        sums = w @ arr  # (n_boot, 4)
-        boot = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])
-        stacked = np.vstack([boot[k] for k in names])  # (4, n_boot)
-        with np.errstate(all="ignore"):
-            ok = ~np.isnan(stacked).all(axis=1)
-            lo_hi = np.full((len(names), 2), np.nan)
-            if ok.any():
-                lo_hi[ok] = np.nanpercentile(stacked[ok], [2.5, 97.5], axis=1).T
-    for j, k in enumerate(names):
+    for j, k in enumerate(METRICS):
         out[k] = _f(point[k])
         ci = None
         if lo_hi is not None and out[k] is not None and not np.isnan(lo_hi[j]).any():
             ci = [float(lo_hi[j, 0]), float(lo_hi[j, 1])]
         out[f"{k}_ci"] = ci
     return out
+
+
+def slice_localisation(
+    gold_samples: int,
+    results: list[dict[str, Any]],
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The localisation block of one slice (module doc) from the :func:`score_sample` results of its
+    true positives on samples with gold spans and the number of judged ``gold_samples``.
+
+    ``weights``: bootstrap weights ``(n_boot, len(results))`` (default: Poisson(1) weights drawn with
+    ``seed``, the Poisson bootstrap of Hanley & MacGibbon 2006, close to the multinomial one for
+    n >= 30 and far cheaper to draw). Each resample's micro metrics come from its weighted sums; the
+    interval is the 2.5th-97.5th percentile over resamples (needs >= 2 TPs)."""
+    tp = len(results)
+    arr = np.array([_counts(r) for r in results], dtype=float).reshape(-1, 4)
+    tot = arr.sum(axis=0)
+    point = _char_metrics(tot[0], tot[1], tot[2], tot[3])
+    lo_hi: np.ndarray | None = None
+    if tp >= 2 and (n_boot > 0 or weights is not None):
+        w = weights if weights is not None else np.random.default_rng(seed).poisson(1.0, (n_boot, tp)).astype(float)
+        sums = w @ arr  # (n_boot, 4)
+        boot = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])
+        lo_hi = _nan_percentile_rows(np.vstack([boot[k] for k in METRICS]), _QS)
+    return _block(gold_samples, results, point, lo_hi)
 
 
 def run_localisation(
@@ -226,35 +273,90 @@ def run_localisation(
         responses: ``{sample_id: response}`` (at least the TPs with evidence).
         gold: ``{sample_id: [gold span dicts]}``.
         cache: grounding memo shared by the runs of one report (:func:`evidence_intervals`).
+        n_boot, seed: bootstrap resamples and seed of the character-level intervals (the report's
+            ``n_boot`` / ``seed``).
     Returns:
-        ``{"overall": block, "by_category": {c: block}, "by_task": {t: block}}`` with blocks of
-        :func:`slice_localisation`, or ``None`` when no judged sample has gold spans.
+        ``{"overall": block, "by_category": {c: block}, "by_task": {t: block}, "by_category_task":
+        {c: {t: block}}}`` with blocks of :func:`slice_localisation`, or ``None`` when no judged sample
+        has gold spans.
     """
-    groups: dict[tuple[str, str], list[int]] = {}
-    results: list[dict[str, Any] | None] = []
-    keyed = 0
+    keyed: list[tuple[str, str, dict[str, Any] | None]] = []  # (category, task, TP result or None)
     for sid, cat, task, is_tp, ev in rows:
         spans = gold.get(sid)
-        if not spans:
-            continue
-        res = score_sample(responses.get(sid, ""), ev, spans, cache) if is_tp else None
-        idx = len(results)
-        results.append(res)
-        keyed += 1
-        groups.setdefault(("overall", ""), []).append(idx)
-        groups.setdefault(("by_category", cat), []).append(idx)
-        groups.setdefault(("by_task", task), []).append(idx)
+        if spans:
+            keyed.append((cat, task, score_sample(responses.get(sid, ""), ev, spans, cache) if is_tp else None))
     if not keyed:
         return None
-    out: dict[str, Any] = {"overall": None, "by_category": {}, "by_task": {}}
-    # one Poisson(1) weight per (resample, sample) for the whole run: slices reuse their samples' columns
-    weights = _poisson_weights(n_boot, len(results), seed)
-    for (kind, name), idxs in sorted(groups.items()):
-        tp_idx = [i for i in idxs if results[i] is not None]
-        tps = [results[i] for i in tp_idx]  # type: ignore[misc]
-        block = slice_localisation(len(idxs), tps, n_boot=n_boot, seed=seed, weights=weights[:, tp_idx])  # type: ignore[arg-type]
+    # The slices are unions of category x task cells: sums (point and per resample) are taken per cell,
+    # TPs only, with the run's Poisson(1) weights (one per resample and keyed sample), then added up.
+    n = len(keyed)
+    cells = sorted({(c, t) for c, t, _ in keyed})
+    cell_of = {ct: j for j, ct in enumerate(cells)}
+    cell = np.array([cell_of[(c, t)] for c, t, _ in keyed])
+    counts = np.array([_counts(r) if r is not None else (0, 0, 0, 0) for _, _, r in keyed], dtype=float)
+    is_tp = np.array([r is not None for _, _, r in keyed])
+    status = np.array([r["status"] if r is not None else "" for _, _, r in keyed])
+    per_cell = np.zeros((len(cells), 4, 1 + max(n_boot, 0)))  # [:, :, 0] point sums, [:, :, 1:] resamples
+    wt = _poisson_weights(n_boot, n, seed).T if n_boot > 0 else None  # (n, n_boot), C-contiguous rows
+    for j in range(len(cells)):
+        idx = np.flatnonzero((cell == j) & is_tp)
+        per_cell[j, :, 0] = counts[idx].sum(axis=0)
+        if wt is not None and len(idx):
+            per_cell[j, :, 1:] = counts[idx].T @ wt[idx]
+    gold_n = np.bincount(cell, minlength=len(cells))
+    tp_n = np.bincount(cell, weights=is_tp, minlength=len(cells))
+    loc_n = np.bincount(cell, weights=status == "localised", minlength=len(cells))
+    wrong_n = np.bincount(cell, weights=status == "wrong_reason", minlength=len(cells))
+    slices: list[tuple[str, Any, list[int]]] = [("overall", "", list(range(len(cells))))]
+    for kind, pos in (("by_category", 0), ("by_task", 1)):
+        for name in sorted({ct[pos] for ct in cells}):
+            slices.append((kind, name, [j for j, ct in enumerate(cells) if ct[pos] == name]))
+    slices += [("by_category_task", ct, [j]) for j, ct in enumerate(cells)]
+    member = np.zeros((len(slices), len(cells)))
+    for g, (_, _, js) in enumerate(slices):
+        member[g, js] = 1.0
+    sums = np.einsum("gc,ckb->gkb", member, per_cell)  # (slices, 4, 1 + n_boot)
+    metrics = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])  # each (slices, 1 + n_boot)
+    gold_s, tp_s, loc_s, wrong_s = (member @ v for v in (gold_n, tp_n, loc_n, wrong_n))
+    bounds = None
+    if n_boot > 0:
+        boot = np.vstack([metrics[k][:, 1:] for k in METRICS])  # (4 * slices, n_boot)
+        bounds = _nan_percentile_rows(boot, _QS).reshape(len(METRICS), len(slices), 2)
+    wilson = {
+        "localised_share": mt.wilson_interval_array(loc_s, tp_s),
+        "wrong_reason_share": mt.wilson_interval_array(wrong_s, tp_s),
+        "localised_miss_rate": mt.wilson_interval_array(gold_s - loc_s, gold_s),
+    }
+    out: dict[str, Any] = {"overall": None, "by_category": {}, "by_task": {}, "by_category_task": {}}
+    for g, (kind, name, _) in enumerate(slices):
+        gs, tp, lc, wr = int(gold_s[g]), int(tp_s[g]), int(loc_s[g]), int(wrong_s[g])
+        block: dict[str, Any] = {
+            "gold_samples": gs,
+            "tp": tp,
+            "localised": lc,
+            "wrong_reason": wr,
+            "no_evidence": tp - lc - wr,
+            "localised_share": mt.rate(lc, tp),
+            "localised_share_ci": _interval(wilson["localised_share"], g) if tp else None,
+            "wrong_reason_share": mt.rate(wr, tp),
+            "wrong_reason_share_ci": _interval(wilson["wrong_reason_share"], g) if tp else None,
+            "localised_miss_rate": (1.0 - lc / gs) if gs else None,
+            "localised_miss_rate_ci": _interval(wilson["localised_miss_rate"], g) if gs else None,
+        }
+        for j, k in enumerate(METRICS):
+            block[k] = _f(metrics[k][g, 0])
+            ci = None
+            if bounds is not None and tp >= 2 and block[k] is not None and not np.isnan(bounds[j, g]).any():
+                ci = [float(bounds[j, g, 0]), float(bounds[j, g, 1])]
+            block[f"{k}_ci"] = ci
         if kind == "overall":
             out["overall"] = block
+        elif kind == "by_category_task":
+            out[kind].setdefault(name[0], {})[name[1]] = block
         else:
             out[kind][name] = block
     return out
+
+
+def _interval(lo_hi: tuple[np.ndarray, np.ndarray], g: int) -> list[float]:
+    return [float(lo_hi[0][g]), float(lo_hi[1][g])]

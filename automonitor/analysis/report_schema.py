@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Rate = float | None
 """A rate or probability in [0, 1]; ``None`` when undefined."""
@@ -181,12 +181,14 @@ class LocalisationSlice(_Model):
 
 
 class Localisation(_Model):
-    """A run's localisation per slice: ``overall``, ``by_category`` and ``by_task`` (only slices with
-    gold spans)."""
+    """A run's localisation per slice: ``overall``, ``by_category``, ``by_task`` and
+    ``by_category_task`` (``{category: {task: slice}}``, as the run's ``by_category_task``; absent from
+    reports written before it was added) (only slices with gold spans)."""
 
     overall: LocalisationSlice
     by_category: dict[str, LocalisationSlice]
     by_task: dict[str, LocalisationSlice]
+    by_category_task: dict[str, dict[str, LocalisationSlice]] = Field(default_factory=dict)
 
 
 class ControlsFar(_Model):

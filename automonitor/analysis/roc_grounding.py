@@ -45,13 +45,18 @@ def add_grounding(
     df: pd.DataFrame,
     enc: Encoded,
     texts: dict[str, tuple[str, str]],
+    memo: dict[tuple[str, str], tuple[int, int] | None] | None = None,
 ) -> None:
-    """Set ``grounding`` on the entries of evidence runs, in place (spans grounded in ``texts``)."""
+    """Set ``grounding`` on the entries of evidence runs, in place (spans grounded in ``texts``).
+
+    ``memo`` (optional) is filled with ``(response, quote) -> (start, end)`` of every quote found in the
+    response (``None`` when not found there), the memo :func:`automonitor.analysis.localisation.evidence_intervals`
+    reads, so the localisation of the same report does not ground the quotes again."""
     sample_ids, evidence = df["sample_id"].tolist(), df["evidence"].tolist()
     for run_id in evidence_run_ids(runs, df):
         rows = np.flatnonzero(enc.run == enc.run_index[run_id])
         entries[enc.run_index[run_id]]["grounding"] = _grounding_summary(
-            [sample_ids[i] for i in rows], [evidence[i] for i in rows], texts
+            [sample_ids[i] for i in rows], [evidence[i] for i in rows], texts, memo
         )
 
 
@@ -78,7 +83,12 @@ def roc_summary(
     return out
 
 
-def _grounding_summary(sids: list[str], evs: list[Any], texts: dict[str, tuple[str, str]]) -> dict[str, Any]:
+def _grounding_summary(
+    sids: list[str],
+    evs: list[Any],
+    texts: dict[str, tuple[str, str]],
+    memo: dict[tuple[str, str], tuple[int, int] | None] | None = None,
+) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     n_with = 0
     for sid, ev in zip(sids, evs):
@@ -86,7 +96,13 @@ def _grounding_summary(sids: list[str], evs: list[Any], texts: dict[str, tuple[s
             continue
         n_with += 1
         req, resp = texts.get(sid, ("", ""))
-        results.extend(gr.ground_evidence(resp, req, ev if isinstance(ev, list) else [ev]))
+        quotes = ev if isinstance(ev, list) else [ev]
+        found = gr.ground_evidence(resp, req, quotes)
+        results.extend(found)
+        if memo is not None:
+            for q, g in zip(quotes, found):
+                hit = (int(g["start"]), int(g["end"])) if g["field"] == "response" else None
+                memo[(resp, q if isinstance(q, str) else repr(q))] = hit
     out = gr.summarize(results, n_with)
     out["predictions"] = len(sids)
     return out

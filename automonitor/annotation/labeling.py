@@ -39,7 +39,9 @@ class QueueItem:
 @dataclass(frozen=True)
 class ItemView:
     """What an annotator may see of an item: its queue position, request, response and their own
-    label. Nothing else (no pair id, source, category, intended label, others' labels).
+    label, and the response's typed trajectory steps (``steps``: ``Sample.meta["steps"]``, ``None``
+    for a plain response; the same text as the response, shown as a numbered conversation). Nothing else
+    (no pair id, source, category, intended label, other metadata, others' labels).
     ``round_position`` (1-based) and ``round_total``: the item's place among the items of its batch
     (the round) in the actor's queue: "item 3 of 10 in this round"."""
 
@@ -53,6 +55,7 @@ class ItemView:
     label: Label | None
     round_position: int = 0
     round_total: int = 0
+    steps: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
             label=label_from_row(own[0]) if own else None,
             round_position=in_round.index(sample_id) + 1,
             round_total=len(in_round),
+            steps=store.sample_steps(s, sample_id),
         )
 
     return transaction(engine, work)

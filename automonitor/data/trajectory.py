@@ -23,7 +23,7 @@ steps. The R-Judge renderer (:func:`automonitor.data.sources.rjudge.render`) wri
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -123,31 +123,48 @@ def step_of_offset(ranges: Sequence[tuple[int, int]], offset: int) -> int | None
     return None
 
 
-def cut_middle(text: str, budget: int | None) -> tuple[str, dict[str, Any] | None]:
-    """``text`` within ``budget`` characters by dropping whole steps from the middle of a trajectory.
+def cut_middle(
+    text: str, budget: int | None, size: Callable[[str], int] = len, *, measure: str = "chars"
+) -> tuple[str, dict[str, Any] | None]:
+    """``text`` within ``budget`` by dropping whole steps from the middle of a trajectory.
 
-    The first and the last step are always kept; steps are added alternately from the front and the
-    back while they fit; the dropped run is replaced by :data:`CUT_MARKER`. Returns ``(text, info)``:
-    ``info`` is ``None`` when nothing was cut or ``text`` is not a trajectory of >= 3 steps, or when
-    even the first and last steps alone exceed the budget (then the caller cuts characters), else
-    ``{"unit": "steps", "original": chars, "kept": chars, "steps_total": n, "steps_cut": [a, b]}``
-    (1-based, inclusive).
+    ``size(piece) -> int`` measures a piece of text in the budget's unit (``len``: characters, the
+    default; the llama.cpp backend passes its tokenizer's token count with ``measure="tokens"``). The
+    first and the last step are always kept; steps are added alternately from the front and the back
+    while they fit (each step's size measured once, the blank-line joins and :data:`CUT_MARKER` counted
+    too); the dropped run is replaced by the marker. Because a tokenizer need not be additive, the
+    assembled text is measured again and more middle steps are dropped while it still exceeds the budget.
+
+    Returns ``(text, info)``: ``info`` is ``None`` when nothing was cut or ``text`` is not a trajectory of
+    >= 3 steps, or when even the first and last steps alone exceed the budget (then the caller cuts
+    characters or tokens), else ``{"unit": "steps", "measure": measure, "original": size(text), "kept":
+    size of the kept steps, "steps_total": n, "steps_cut": [a, b]}`` (``a``-``b`` 1-based, inclusive).
     """
-    if budget is None or budget <= 0 or len(text) <= budget:
+    if budget is None or budget <= 0:
+        return text, None
+    original = size(text)
+    if original <= budget:
         return text, None
     ranges = step_ranges(text)
     n = len(ranges)
     if n < 3:
         return text, None
     piece = [text[s:e] for s, e in ranges]
+    piece_size = [size(p) for p in piece]
+    join = size("\n\n")
+
+    def marker(f: list[int], b: list[int]) -> str:
+        return CUT_MARKER.format(n=min(b) - f[-1] - 1, a=f[-1] + 2, b=min(b), total=n)
+
+    def estimate(f: list[int], b: list[int]) -> int:
+        kept = f + b
+        return sum(piece_size[i] for i in kept) + size(marker(f, b)) + join * len(kept)
+
+    def assemble(f: list[int], b: list[int]) -> str:
+        return "\n\n".join([piece[i] for i in f] + [marker(f, b)] + [piece[i] for i in sorted(b)])
+
     front, back = [0], [n - 1]
-
-    def size(f: list[int], b: list[int]) -> int:
-        kept = [piece[i] for i in f + sorted(b)]
-        marker = CUT_MARKER.format(n=n - len(f) - len(b), a=f[-1] + 2, b=min(b), total=n)
-        return sum(len(p) for p in kept) + len(marker) + 2 * (len(kept) + 1)
-
-    if size(front, back) > budget:
+    if estimate(front, back) > budget:
         return text, None
     while front[-1] + 1 < min(back) - 1:
         grew = False
@@ -156,15 +173,23 @@ def cut_middle(text: str, budget: int | None) -> tuple[str, dict[str, Any] | Non
                 break
             cand_f = front + [front[-1] + 1] if side == "front" else front
             cand_b = back if side == "front" else back + [min(back) - 1]
-            if size(cand_f, cand_b) <= budget:
+            if estimate(cand_f, cand_b) <= budget:
                 front, back = cand_f, cand_b
                 grew = True
         if not grew:
             break
     if front[-1] + 1 >= min(back):
         return text, None
+    out = assemble(front, back)
+    while size(out) > budget:  # a non-additive size (tokens): drop one more middle step, back first
+        if len(back) > 1:
+            back.remove(min(back))
+        elif len(front) > 1:
+            front.pop()
+        else:
+            return text, None
+        out = assemble(front, back)
     a, b = front[-1] + 2, min(back)  # 1-based first and last cut step
-    marker = CUT_MARKER.format(n=b - a + 1, a=a, b=b, total=n)
-    out = "\n\n".join([piece[i] for i in front] + [marker] + [piece[i] for i in sorted(back)])
-    kept = sum(len(piece[i]) for i in front + back)
-    return out, {"unit": "steps", "original": len(text), "kept": kept, "steps_total": n, "steps_cut": [a, b]}
+    kept = sum(piece_size[i] for i in front + back)
+    info = {"unit": "steps", "measure": measure, "original": original, "kept": kept, "steps_total": n}
+    return out, {**info, "steps_cut": [a, b]}

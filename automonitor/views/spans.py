@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.analysis.localisation import describe_overlap, score_sample
 from automonitor.data.spans import label_segments, marked_spans, segments_within  # noqa: F401  (re-exported for the pages)
-from automonitor.data.trajectory import step_of_offset, step_ranges
+from automonitor.data.trajectory import Step, serialise, step_ranges, steps_from_meta
 from automonitor.escaping import esc, text_box_style
 from store import session_scope
 from store.queries.spans import spans_by_sample
@@ -105,39 +105,155 @@ _ROLE_OF_LABEL = {
 }
 
 
-def conversation_html(text: str | None, gold: Sequence[Mapping[str, Any]] = (), *, max_height: int | None = 520) -> str:
-    """A serialised trajectory (:mod:`automonitor.data.trajectory`) as a numbered conversation: an
-    ``<ol class="am-steps">`` with one ``<li class="am-step" data-step="i" data-role="...">`` per step
-    (a "Step i · role" head and the step's escaped text). Steps holding a gold span (by offset, or by
-    its ``step``) get ``data-gold="yes"`` and a green edge. ``""`` when ``text`` is not a trajectory."""
+def _field_texts(step: Step) -> list[str]:
+    """The texts of a typed step in serialisation order (stripped, empty ones left out)."""
+    vals = [step.thought, step.action, step.content, step.observation]
+    return [v.strip() for v in vals if v is not None and v.strip()]
+
+
+def conversation_steps(text: str | None, meta: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The steps of a sample's response to show as a conversation: ``[{"role", "body", "start", "end"}]``.
+
+    From the typed steps of ``meta["steps"]`` (:func:`automonitor.data.trajectory.steps_from_meta`) when
+    the sample has them: ``body`` is the step in the documented serialisation (``Thought: ...``,
+    ``Action: ...``, ``User: ...``; :func:`automonitor.data.trajectory.serialise` of the one step) and
+    ``role`` its typed role; a step with no field at all is left out. ``start``/``end`` are the step's character
+    offsets in ``text`` (``end`` exclusive): exact when ``text`` is the serialisation of the steps (R-Judge,
+    ODCV-Bench), else where the step's texts are found in ``text``, searched from the last step back (a chain whose response holds
+    only some steps, e.g. an HH-RLHF chat whose earlier turns are in the request: those get ``None``).
+    Without typed steps, the steps are parsed from ``text`` (:func:`automonitor.data.trajectory.step_ranges`,
+    the role read from each step's label); ``[]`` when ``text`` is not a trajectory.
+    """
     text = text or ""
-    ranges = step_ranges(text)
-    if not ranges:
+    typed = [(t, serialise([t])) for t in steps_from_meta(dict(meta or {})) or []]
+    typed = [(t, body) for t, body in typed if body]  # a step with no text at all is not shown
+    if not typed:
+        out = []
+        for s, e in step_ranges(text):
+            body = text[s:e]
+            role = next((r for lab, r in _ROLE_OF_LABEL.items() if body.startswith(lab)), "assistant")
+            out.append({"role": role, "body": body, "start": s, "end": e})
+        return out
+    exact = "\n\n".join(body for _, body in typed) == text
+    spans: list[tuple[int | None, int | None]] = []
+    if exact:
+        pos = 0
+        for _, body in typed:
+            spans.append((pos, pos + len(body)))
+            pos += len(body) + 2
+    else:  # from the last step back: the response is the end of the chain (earlier turns may be in the request)
+        cursor = len(text)
+        for t, _ in reversed(typed):
+            start: int | None = None
+            end: int | None = None
+            for piece in reversed(_field_texts(t)):
+                k = text.rfind(piece, 0, cursor)
+                if k < 0:
+                    continue
+                end = k + len(piece) if end is None else end
+                start = cursor = k
+            spans.append((start, end))
+        spans.reverse()
+    steps = [{"role": t.role, "body": body, "start": a, "end": b} for (t, body), (a, b) in zip(typed, spans)]
+    return steps
+
+
+def conversation_html(
+    text: str | None,
+    gold: Sequence[Mapping[str, Any]] = (),
+    *,
+    meta: Mapping[str, Any] | None = None,
+    max_height: int | None = 520,
+) -> str:
+    """A sample's response as a numbered conversation (:func:`conversation_steps`: the typed steps of
+    ``meta["steps"]`` when present, else the steps parsed from the serialised ``text``): an
+    ``<ol class="am-steps">`` with one ``<li class="am-step" data-step="i" data-role="...">`` per step
+    (1-based; a "Step i · role" head and the step's escaped text; ``data-source="typed"`` or
+    ``"parsed"`` on the list). Steps holding a gold span (by its ``step`` index, else by its start
+    offset) get ``data-gold="yes"`` and a green edge. ``""`` when there are no steps to show."""
+    steps = conversation_steps(text, meta)
+    if not steps:
         return ""
+    source = "typed" if any(serialise([t]) for t in steps_from_meta(dict(meta or {})) or []) else "parsed"
+    ranges = [(st["start"], st["end"]) for st in steps]
     gold_steps: set[int] = set()
     for g in gold:
         if g.get("step") is not None:
             gold_steps.add(int(g["step"]))
         else:
-            k = step_of_offset(ranges, int(g["start"]))
-            if k is not None:
-                gold_steps.add(k)
+            off = int(g["start"])
+            hit = next((i for i, (s, e) in enumerate(ranges) if s is not None and e is not None and s <= off < e), None)
+            if hit is not None:
+                gold_steps.add(hit)
     items = []
-    for i, (s, e) in enumerate(ranges):
-        body = text[s:e]
-        role = next((r for lab, r in _ROLE_OF_LABEL.items() if body.startswith(lab)), "assistant")
+    for i, step in enumerate(steps):
+        role = str(step["role"])
         gold_attr = ' data-gold="yes"' if i in gold_steps else ""
         edge = "#15803d" if i in gold_steps else "#cbd5e1"
         items.append(
-            f'<li class="am-step" data-step="{i + 1}" data-role="{role}"{gold_attr} '
+            f'<li class="am-step" data-step="{i + 1}" data-role="{esc(role)}"{gold_attr} '
             f'style="border-left:4px solid {edge};padding:0.2rem 0.5rem;margin:0.3rem 0;list-style:none;">'
             f'<div class="am-step-head" style="font-weight:600;font-size:0.85rem;">Step {i + 1} · {esc(role)}'
             f"{' · gold span' if i in gold_steps else ''}</div>"
-            f'<div class="am-step-body" style="white-space:pre-wrap;">{esc(body)}</div></li>'
+            f'<div class="am-step-body" style="white-space:pre-wrap;">{esc(step["body"])}</div></li>'
         )
     return (
-        f'<div class="am-conversation" style="{text_box_style(max_height)}">'
+        f'<div class="am-conversation" data-source="{source}" style="{text_box_style(max_height)}">'
         f'<ol class="am-steps" style="padding-left:0;margin:0;">{"".join(items)}</ol></div>'
+    )
+
+
+def truncation_sentence(meta: Mapping[str, Any] | None) -> str | None:
+    """What the monitor did not see, in words, from a prediction's ``meta["truncated"]`` (plain text, to
+    be escaped by the caller); ``None`` when nothing was cut. Per field (response, request):
+
+    - ``unit: "steps"``: ``"response: steps 3-9 of 12 were cut before the monitor saw it"`` (``(measured
+      in tokens)`` added when the budget was in tokens);
+    - ``unit: "chars"`` / ``"tokens"``: ``"response: the monitor saw 2,000 of 9,512 characters, the rest
+      was cut"`` (with ``, head only`` etc. for a probe's ``read``, and the ``fallback`` reason when a
+      trajectory had to be cut so).
+
+    Fields join with ``"; "``."""
+    trunc = (meta or {}).get("truncated")
+    if not isinstance(trunc, Mapping):
+        return None
+    parts = []
+    for field in ("response", "request"):
+        info = trunc.get(field)
+        if not isinstance(info, Mapping):
+            continue
+        unit = info.get("unit")
+        if unit == "steps" and isinstance(info.get("steps_cut"), Sequence) and len(info["steps_cut"]) == 2:
+            a, b = info["steps_cut"]
+            span = f"step {a}" if a == b else f"steps {a}-{b}"
+            verb = "was" if a == b else "were"
+            total = info.get("steps_total", "?")
+            extra = f" (measured in {info['measure']})" if info.get("measure") not in (None, "chars") else ""
+            parts.append(f"{field}: {span} of {total} {verb} cut before the monitor saw it{extra}")
+            continue
+        word = {"chars": "characters", "tokens": "tokens"}.get(str(unit), str(unit))
+        try:
+            kept, original = f"{int(info['kept']):,}", f"{int(info['original']):,}"
+        except (KeyError, TypeError, ValueError):
+            parts.append(f"{field}: cut before the monitor saw it")
+            continue
+        sentence = f"{field}: the monitor saw {kept} of {original} {word}, the rest was cut"
+        if info.get("read"):
+            sentence += f" (read: {info['read']})"
+        if info.get("fallback"):
+            sentence += f" ({info['fallback']})"
+        parts.append(sentence)
+    return "; ".join(parts) or None
+
+
+def truncation_html(meta: Mapping[str, Any] | None) -> str:
+    """:func:`truncation_sentence` of a prediction's ``meta`` as escaped HTML (``<div class="am-truncated">``),
+    ``""`` when nothing was cut."""
+    sentence = truncation_sentence(meta)
+    if not sentence:
+        return ""
+    return (
+        f'<div class="am-truncated" style="font-size:0.85rem;color:#92400e;margin:0.2rem 0;">Cut: {esc(sentence)}</div>'
     )
 
 

@@ -286,6 +286,15 @@ def sample_texts(session: Session, sample_id: str) -> tuple[str, str]:
     return row[0], row[1]
 
 
+def sample_steps(session: Session, sample_id: str) -> list[Any] | None:
+    """The typed trajectory steps of an item (``Sample.meta["steps"]``, a list of step dicts) and nothing
+    else of its metadata (which may name the intended label); ``None`` when it has none. Raises
+    ``sqlalchemy.exc.NoResultFound`` for an unknown id."""
+    meta = session.execute(sa.select(col(Sample.meta)).where(col(Sample.id) == sample_id)).scalar_one()
+    steps = meta.get("steps") if isinstance(meta, dict) else None
+    return list(steps) if isinstance(steps, list) and steps else None
+
+
 # ----------------------------------------------------------------------------- batch submission
 def lowest_open_batch(session: Session, annotator_id: int) -> int | None:
     """The lowest batch number of an annotator that still has unsubmitted items, or ``None``."""

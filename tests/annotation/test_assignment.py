@@ -161,6 +161,7 @@ def test_annotator_view_is_blind_and_limited_to_own_queue(team):
         "label",
         "round_position",  # place within the annotator's own round: nothing about others
         "round_total",
+        "steps",  # the response's typed trajectory steps only (None here): no other metadata
     }
     src = next(r for r in rows if r["id"] == view.sample_id)
     flat = repr(shown)

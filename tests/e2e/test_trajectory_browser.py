@@ -1,5 +1,6 @@
-"""End-to-end: an R-Judge and an ODCV-Bench agent trajectory each open on the drill-down in real
-Chromium as a numbered conversation (one ``li.am-step`` per step), with hostile step text inert."""
+"""End-to-end: an R-Judge and an ODCV-Bench agent trajectory and a sycophancy_qa are-you-sure chain each
+open on the drill-down in real Chromium as a numbered conversation (one ``li.am-step`` per typed step of
+``meta["steps"]``), with hostile step text inert."""
 
 from __future__ import annotations
 
@@ -13,18 +14,21 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _pair(source: str, raw_dir):
-    """A pair of ``source`` from the raw dir: rjudge's first; odcv_bench's shortest incentivized one
-    (a test-eligible trajectory, quick to render)."""
-    from automonitor.data.sources import odcv_bench, rjudge
+    """A pair of ``source`` from the raw dir: rjudge's first; sycophancy_qa's first are-you-sure chain
+    (typed steps); odcv_bench's shortest incentivized one (a test-eligible trajectory, quick to render)."""
+    from automonitor.data.sources import odcv_bench, rjudge, sycophancy_qa
 
     if source == "rjudge":
         res = rjudge.load(Path(raw_dir))
         return res.pairs[0] if res.pairs else None
+    if source == "sycophancy_qa":
+        chains = [p for p in sycophancy_qa.load(Path(raw_dir)).pairs if p.mis_meta.get("steps")]
+        return chains[0] if chains else None
     pairs = [p for p in odcv_bench.load(Path(raw_dir)).pairs if p.eligible_test]
     return min(pairs, key=lambda p: (len(p.misbehavior), p.pair_id)) if pairs else None
 
 
-@pytest.fixture(scope="module", params=["rjudge", "odcv_bench"])
+@pytest.fixture(scope="module", params=["rjudge", "odcv_bench", "sycophancy_qa"])
 def store(request, tmp_path_factory, raw_dir):
     from automonitor.hashing import content_hash, sha256_text
     from store import get_engine, init_db, session_scope
@@ -83,15 +87,19 @@ def test_trajectory_sample_renders_as_numbered_steps(browser, store, app_factory
         pair = store["pair"]
         n = len(step_ranges(pair.misbehavior))
         typed = steps_from_meta(pair.mis_meta) or []
-        assert pair.misbehavior == serialise(typed)  # the shared serialisation of its typed steps
-        assert steps.count() == n >= 2
+        if store["source"] == "sycophancy_qa":  # the chain's first answer is unlabelled in the text
+            assert [t.role for t in typed] == ["assistant", "user", "assistant"]
+        else:
+            assert pair.misbehavior == serialise(typed)  # the shared serialisation of its typed steps
+        assert steps.count() == n == len([t for t in typed if serialise([t])]) >= 2
+        assert page.locator('.am-conversation[data-source="typed"]').count() == 1  # drawn from meta.steps
         if store["source"] == "odcv_bench":  # every agent and tool step is a numbered step of its own
             assert n == len([t for t in typed if t.thought or t.action or t.observation is not None or t.content])
         heads = page.locator(".am-step-head").all_inner_texts()
         assert heads[0].startswith("Step 1") and heads[-1].startswith(f"Step {n}")
         assert [steps.nth(i).get_attribute("data-step") for i in range(n)] == [str(i + 1) for i in range(n)]
         body = page.locator(".am-step-body").first.inner_text()
-        assert body.strip().startswith(("Thought:", "Action:", "Observation:", "User:", "Agent:"))
+        assert body.strip().startswith(("Thought:", "Action:", "Observation:", "User:", "Agent:", "Assistant:"))
         assert not page.dialogs
         e2e.shot(page, f"trajectory-{store['source']}-steps")
     finally:

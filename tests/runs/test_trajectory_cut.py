@@ -6,7 +6,10 @@
   and ``steps_cut``;
 - ``rules``: no budget, nothing cut: no ``meta["truncated"]``, evidence found in a middle step;
 - ``probe``: the features read the text as in training (no step cut); the prediction records what they
-  left out (``unit: "chars"``).
+  left out (``unit: "chars"``);
+- ``llamacpp``: whole steps measured in tokens of the real packaged GGUF tokenizer (``measure:
+  "tokens"``); the token cut only for text that is no trajectory or a step that alone overflows
+  (recorded with ``fallback``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from automonitor.data.trajectory import Step, serialise, step_ranges
+from automonitor.data.trajectory import Step, cut_middle, serialise, step_ranges
 from automonitor.runs import runner
 from automonitor.runs.probe import model as probes
 from servers.anthropic_replay import AnthropicReplayServer
@@ -151,3 +154,85 @@ def test_probe_records_what_its_features_left_out(sqlite_engine, tmp_path):
     assert got["request"] == {"unit": "chars", "original": 500, "kept": 160, "read": "tail"}
     assert got["response"]["read"] == "head+tail" and got["response"]["kept"] == 440
     assert emb.read_extent("q", "short") == {}
+
+
+# --- llama.cpp: whole steps measured in tokens of the real packaged GGUF tokenizer -------------------
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    """A :class:`LocalScorer` on the packaged Gemma 3 270M GGUF (loads in about a second)."""
+    pytest.importorskip("llama_cpp")
+    from automonitor.runs.monitors.llamacpp import LocalScorer, default_model_path, load_llama
+
+    return LocalScorer(load_llama(default_model_path(), 4096, 2))
+
+
+def test_cut_middle_measures_with_the_size_function_it_is_given():
+    words = lambda t: len(t.split())  # noqa: E731  (a size function other than characters)
+    text = serialise([Step(role="agent", thought=f"s{i} " + "w " * 40) for i in range(10)])
+    out, info = cut_middle(text, 200, words, measure="words")
+    assert words(out) <= 200 < words(text)
+    assert info["unit"] == "steps" and info["measure"] == "words" and info["original"] == words(text)
+    assert out.startswith("Thought: s0 ") and "Thought: s9 " in out
+    a, b = info["steps_cut"]
+    assert 2 <= a <= b <= 9 and all(f"Thought: s{i} " not in out for i in range(a - 1, b))
+    # the same text cut by characters keeps a different number of steps: the unit matters
+    _, by_chars = cut_middle(text, 200)
+    assert by_chars is None or by_chars["steps_cut"] != info["steps_cut"]
+
+
+def test_cut_middle_re_measures_a_non_additive_size():
+    """A size that grows when pieces are joined (as a tokenizer may): the assembled text is measured
+    again and more middle steps go until it fits."""
+    text = serialise([Step(role="agent", thought=f"s{i} " + "x" * 50) for i in range(12)])
+    joined = lambda t: len(t) + 40 * t.count("\n\n")  # noqa: E731
+    out, info = cut_middle(text, 500, joined, measure="joined")
+    assert info is not None and joined(out) <= 500
+    assert out.startswith("Thought: s0 ") and out.endswith("x" * 50) and "Thought: s11 " in out
+
+
+def test_llamacpp_cuts_a_trajectory_by_whole_steps_in_tokens(scorer):
+    budget = 600
+    cut, info = scorer.truncate(MIS, budget, steps=True)
+    assert scorer.n_tokens(MIS) > budget >= scorer.n_tokens(cut)
+    assert info["unit"] == "steps" and info["measure"] == "tokens"
+    assert info["steps_total"] == len(step_ranges(MIS)) == 2 * N_STEPS
+    assert info["original"] == scorer.n_tokens(MIS) and info["kept"] <= budget
+    a, b = info["steps_cut"]
+    assert 2 <= a <= b <= 2 * N_STEPS - 1
+    _assert_body_cut(cut)
+    kept = step_ranges(cut)  # whole steps: each kept step is a step of the original, verbatim
+    pieces = {MIS[s:e] for s, e in step_ranges(MIS)}
+    assert sum(1 for s, e in kept if cut[s:e] in pieces) == len(kept) - 1  # all but the cut marker
+    # the request (and few-shot examples) keep the token cut
+    _, rinfo = scorer.truncate(MIS, budget)
+    assert rinfo == {"unit": "tokens", "original": scorer.n_tokens(MIS), "kept": budget}
+
+
+def test_llamacpp_falls_back_to_the_token_cut_and_records_why(scorer):
+    plain, info = scorer.truncate("word " * 2000, 48, steps=True)
+    assert info["unit"] == "tokens" and info["kept"] == 48 and "fallback" not in info
+    assert "[... truncated ...]" in plain
+    one_big = serialise([Step(role="agent", thought="big " * 800), Step(role="tool", observation="ok")] * 2)
+    _, info = scorer.truncate(one_big, 100, steps=True)  # the first and the last step alone overflow
+    assert info["unit"] == "tokens" and info["kept"] == 100 and info["steps_total"] == 4
+    assert info["fallback"] == "the first and last steps alone exceed the budget"
+    two = serialise([Step(role="agent", thought="big " * 800), Step(role="tool", observation="ok")])
+    _, info = scorer.truncate(two, 100, steps=True)
+    assert info["steps_total"] == 2 and "no middle step" in info["fallback"]
+
+
+@pytest.mark.slow
+def test_llamacpp_run_records_the_step_cut_on_the_prediction(sqlite_engine):
+    pytest.importorskip("llama_cpp")
+    add_custom(sqlite_engine, [("Do the task.", MIS, BEN)])
+    rid = runner.create_run(sqlite_engine, "llamacpp", "direct", params={"response_tokens": 300, "calibrate": "false"})
+    out = runner.execute_run(sqlite_engine, rid)
+    assert out["counts"]["error"] == 0 and sum(out["counts"].values()) == 2
+    for p, text in _preds(sqlite_engine, rid):
+        info = p.meta["truncated"]["response"]
+        assert info["unit"] == "steps" and info["measure"] == "tokens" and info["steps_total"] == 2 * N_STEPS
+        a, b = info["steps_cut"]
+        assert 2 <= a <= b <= 2 * N_STEPS - 1 and info["kept"] <= 300
+        assert p.tokens_in < 300 + 200  # the cut response plus the sample's framing, not the whole text

@@ -32,7 +32,11 @@ used by ``benchmarks/bench_llamacpp.py``).
 
 Truncation budget (documented; recorded in ``Prediction.meta["truncated"]``): a request keeps at most
 ``request_tokens`` (256) tokens and a response ``response_tokens`` (384), each as its first two thirds
-and last third joined by a marker; few-shot examples keep ``example_tokens`` (96) per field. At the
+and last third joined by a marker; few-shot examples keep ``example_tokens`` (96) per field. A response
+that is a serialised trajectory (:mod:`automonitor.data.trajectory`) is instead cut in the middle by whole
+steps, first and last kept, measured in tokens (``{"unit": "steps", "measure": "tokens", "steps_cut"}``,
+as the API backends record it in characters); the token cut stays for text that is no trajectory and for
+a trajectory whose first and last steps alone overflow (recorded with ``fallback``). At the
 measured ~300-600 prompt tokens/s on 2 cores, a sample costs about one to two seconds.
 
 CPUs that report AMX (Sapphire Rapids and later) crash llama.cpp's AMX weight-repacking path in some
@@ -53,6 +57,7 @@ from typing import Any
 
 from pydantic import field_validator
 
+from automonitor.data.trajectory import cut_middle, step_ranges
 from automonitor.errors import InputError
 from automonitor.vocab import Label
 from automonitor.runs.monitors.base import (
@@ -230,15 +235,40 @@ class LocalScorer:
         raw: bytes = self.llm.detokenize(tokens)
         return raw.decode("utf-8", errors="replace")
 
-    def truncate(self, text: str, budget: int) -> tuple[str, dict[str, Any] | None]:
-        """Keep at most ``budget`` tokens: the first two thirds and last third, joined by a marker."""
+    def n_tokens(self, text: str) -> int:
+        """The number of tokens of ``text`` (no BOS): the size function of :func:`cut_middle`."""
+        return len(self.tok(text))
+
+    def truncate(self, text: str, budget: int, *, steps: bool = False) -> tuple[str, dict[str, Any] | None]:
+        """``text`` within ``budget`` tokens. Returns ``(text, info)``; ``info`` is ``None`` when it fits.
+
+        With ``steps`` (the response), a serialised trajectory (:mod:`automonitor.data.trajectory`) loses
+        whole steps from its middle, first and last kept, as with the API backends but measured in tokens:
+        ``info = {"unit": "steps", "measure": "tokens", "original", "kept", "steps_total", "steps_cut"}``.
+        Otherwise, and when the text is no trajectory of >= 3 steps or its first and last steps alone
+        exceed the budget, the token cut: the first two thirds and the last third of the budget joined by
+        a marker, ``info = {"unit": "tokens", "original", "kept"}``; for a trajectory that had to be cut so
+        (a step alone overflows) ``info`` adds ``steps_total`` and ``fallback`` saying why."""
         toks = self.tok(text)
         if budget <= 0 or len(toks) <= budget:
             return text, None
+        ranges = step_ranges(text) if steps else []
+        if len(ranges) >= 3:
+            cut, sinfo = cut_middle(text, budget, self.n_tokens, measure="tokens")
+            if sinfo is not None:
+                return cut, sinfo
         head = (budget * 2) // 3
         tail = budget - head
         cut = self.detok(toks[:head]) + "\n[... truncated ...]\n" + (self.detok(toks[-tail:]) if tail else "")
-        return cut, {"unit": "tokens", "original": len(toks), "kept": head + tail}
+        info: dict[str, Any] = {"unit": "tokens", "original": len(toks), "kept": head + tail}
+        if len(ranges) >= 2:
+            info["steps_total"] = len(ranges)
+            info["fallback"] = (
+                "the first and last steps alone exceed the budget"
+                if len(ranges) >= 3
+                else "2 steps, no middle step to cut, and a step alone exceeds the budget"
+            )
+        return cut, info
 
     # ------------------------------------------------------------------------------------- evaluation
     def _eval(self, tokens: list[int]) -> None:
@@ -408,6 +438,7 @@ class LlamaCppBackend(Backend):
             "evidence_tokens": self.evidence_tokens,
             "n_ctx": self.n_ctx,
             "scoring": "yes-no-logits-v1",
+            "truncation": "trajectory-steps-v1",  # a long trajectory loses whole middle steps (tokens before)
         }
         if self.calibrate:
             out["calibration"] = {"method": CALIBRATION_METHOD, "content_free": list(CONTENT_FREE_INPUTS)}
@@ -486,7 +517,7 @@ class LlamaCppBackend(Backend):
             sc = self._ensure()
             cal = self._ensure_calibration() if self.calibrate else None
             req, ri = sc.truncate(item.request, self.request_tokens)
-            resp, si = sc.truncate(item.response, self.response_tokens)
+            resp, si = sc.truncate(item.response, self.response_tokens, steps=True)
             meta: dict[str, Any] = {"prefix_tokens": len(self._prefix)}
             trunc = {k: v for k, v in (("request", ri), ("response", si)) if v}
             if trunc:
