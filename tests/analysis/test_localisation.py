@@ -83,7 +83,7 @@ def test_localisation_uses_the_reports_bootstrap_options_and_slices_category_by_
         # so the character-level metrics vary between resamples
         mine = (preds["run_id"] == "half") & (preds["label"] == M) & preds["evidence"].map(bool)
         preds.loc[mine, "evidence"] = preds.loc[mine, "pair_id"].map(lambda p: [BAD_LINE[: 4 + int(p[1:])]])
-        rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, **opts)
+        rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, **opts).to_dict()
         return {r["run_id"]: r["localisation"] for r in rep["runs"]}
 
     a, b, c = loc(n_boot=300, seed=1)["half"], loc(n_boot=300, seed=1)["half"], loc(n_boot=300, seed=7)["half"]
@@ -180,7 +180,7 @@ def test_report_localisation_reuses_the_grounding_phase_offsets_and_gives_the_sa
     from automonitor.analysis.localisation import run_localisation
 
     preds, runs, texts, gold = localisation_frames({"right": BAD_LINE, "wrong": HARMLESS.upper()})
-    rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, n_boot=60, seed=2)
+    rep = analysis.analyze(preds, runs, texts=texts, gold_spans=gold, n_boot=60, seed=2).to_dict()
     responses = {sid: rr[1] for sid, rr in texts.items()}
     for entry in rep["runs"]:
         mine = preds[(preds["run_id"] == entry["run_id"]) & (preds["label"] == M)]
