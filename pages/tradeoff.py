@@ -142,7 +142,15 @@ raw_pts, scored, front_ids, reported, hidden_pts = ui.load_tradeoff(
 )
 scored = derived_ui.add_costs(url, ver, scored)
 loc = ui.load_localisation(url, ver, invalid, cat, tsk) if colour_by == "localisation" else None
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col, localisation=loc)
+fig = views.tradeoff_figure(
+    scored,
+    reported=reported,
+    front=front_ids,
+    height=400,
+    size_col=size_col,
+    localisation=loc,
+    include_incomplete=bool(include_incomplete),
+)
 event = st.plotly_chart(
     fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
 )
