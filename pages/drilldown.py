@@ -352,7 +352,11 @@ else:
     st.caption("The other side of this pair is not in the store.")
 
 # --- report this label (an erratum: the next build takes the pair out of verified) ------------------
-with st.expander("Report this label", expanded=False):
+ERRATUM_FLASH = f"{PAGE}.erratum_flash"
+flash = st.session_state.pop(ERRATUM_FLASH, None)
+with st.expander("Report this label", expanded=bool(flash)):
+    if flash:
+        st.success(flash)
     st.caption(
         "Judged this pair's label wrong or doubtful? The erratum goes to the errata file "
         "(seeds/errata.jsonl); the next `automonitor build` moves the pair out of verified."
@@ -366,5 +370,9 @@ with st.expander("Report this label", expanded=False):
             e = add_erratum(s["pair_id"], verdict, reason, reader or "anonymous")
         except ValueError as exc:  # InputError: a field or the errata file is invalid
             st.error(md(str(exc)))
-        else:
-            st.success(f"Erratum recorded for pair {md(e.pair_id)} ({md(e.verdict)}); rebuild to apply it.")
+        else:  # rerun so the sample's badges above show the new erratum at once
+            st.session_state[ERRATUM_FLASH] = (
+                f"Erratum recorded for pair {md(e.pair_id)} ({md(e.verdict)}); its badge is shown above; rebuild "
+                "to apply it."
+            )
+            st.rerun()
