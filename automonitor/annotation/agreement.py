@@ -314,13 +314,14 @@ def _interval(
     is the same, the Wilson interval for raw agreement (``q`` categories mapped for PABAK) or none.
     ``(None, None)`` with no finite replicate or an undefined ``point``."""
     finite = values[np.isfinite(values)]
-    if not len(finite) or _num(point) is None:
+    value = _num(point)
+    if not len(finite) or value is None:
         return None, None
     lo, hi = np.percentile(finite, [2.5, 97.5])
     if float(np.ptp(finite)) > 0:
         return [float(lo), float(hi)], PERCENTILE
     if metric in ("percent_agreement", "pabak"):
-        pa = float(point) if metric == "percent_agreement" else (float(point) * (q - 1) + 1) / q
+        pa = value if metric == "percent_agreement" else (value * (q - 1) + 1) / q
         wl, wh = (round(float(x[0]), 12) for x in wilson_interval_array(np.array([pa * n_items]), np.array([n_items])))
         if metric == "pabak":
             wl, wh = (q * wl - 1) / (q - 1), (q * wh - 1) / (q - 1)
