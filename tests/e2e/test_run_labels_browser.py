@@ -204,3 +204,37 @@ def test_queue_selects_are_shown_whole_at_1280(browser, queue_server, e2e):
             _select_shows_whole(page, e2e, name, opts, shot)
         finally:
             page.context.close()
+
+
+@pytest.fixture(scope="module")
+def busy_server(tmp_path_factory, app_factory):
+    """A store whose one run is still running (status set so), for the Runs page's status line."""
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-busy') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    info = app_seed.seed_store(eng, pairs_per_cell=1, runs=0, hostile=False)
+    monitor, tpl, rid = LONG[0]
+    app_seed.add_run(eng, info["samples"], monitor=monitor, template=tpl, run_id=rid)
+    with eng.begin() as c:
+        c.execute(sa.text("update run set status = 'running' where id = :i"), {"i": rid})
+    yield app_factory(url)
+    eng.dispose()
+
+
+def test_the_active_run_is_named_in_the_first_screen_of_the_runs_page(browser, busy_server, e2e):
+    """At 1280x720 the line naming the running run is above the fold, above the expanded launch form."""
+    page = e2e.new_page(browser, 1280, 720)
+    try:
+        page.goto(f"{busy_server.url}/runs")
+        e2e.wait_app(page)
+        line = page.locator('[data-testid="stAlert"]').filter(has_text="1 run in progress:")
+        line.wait_for(timeout=30_000)
+        box = line.bounding_box()
+        form = page.locator('[data-testid="stExpander"]').filter(has_text="Launch a run").first.bounding_box()
+        assert box is not None and form is not None
+        assert box["y"] + box["height"] <= 720 and box["y"] < form["y"], (box, form)
+        assert LONG[0][2][-6:] in line.inner_text()  # the run (its id's end) is named
+        e2e.viewport_shot(page, "runs-active-line-1280")
+    finally:
+        page.context.close()
