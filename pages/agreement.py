@@ -138,11 +138,33 @@ def _fmt(v, ci=None) -> str:
 TOO_FEW = "too few items"
 
 
-def _cell(v, ci, too_few: bool) -> str:
-    """A table cell: value with its interval, or the value marked 'too few items' (no interval)."""
+ALL_AGREE = "all resamples agree"
+
+
+def _cell(v, ci, too_few: bool, how: str | None = None) -> str:
+    """A table cell: value with its interval, or the value marked 'too few items' (no interval), or
+    'all resamples agree' when the bootstrap cannot vary (``how``: the ``ci_method`` of the metric)."""
     if too_few:
         return "n/a" if v is None else f"{v:.3f} ({TOO_FEW})"
-    return _fmt(v, ci)
+    if ci is None and how == ag.NONE_ALL_AGREE:
+        return f"{_fmt(v)} ({ALL_AGREE}: no interval)"
+    return _fmt(v, ci) + (" (Wilson)" if how == ag.WILSON_ALL_AGREE else "")
+
+
+def _interval_help(ci, how: str | None) -> str:
+    """The help of a metric tile: how its interval was made (``how``: its ``ci_method``)."""
+    if how == ag.WILSON_ALL_AGREE:
+        return (
+            "Every bootstrap resample gives the same value (all items agree), so the percentile interval "
+            "would be a point: this is the Wilson (1927) score interval over the items instead"
+        )
+    if how == ag.NONE_ALL_AGREE:
+        return (
+            "Every bootstrap resample gives the same value (all items agree): the bootstrap cannot give an "
+            "interval, and a point such as [1.00, 1.00] would read as certainty. See raw agreement's "
+            "Wilson interval"
+        )
+    return "95 % bootstrap interval over items" if ci else "undefined or no bootstrap"
 
 
 st.caption(
@@ -163,6 +185,7 @@ cols = ui.metric_columns(len(shown) + 1)
 cols[0].metric("Items", doc["items"])
 for col, m in zip(cols[1:], shown):
     ci = doc["ci"].get(m)
+    how = doc.get("ci_method", {}).get(m)
     name = "Light's kappa" if (m == "cohen_kappa" and many) else METRIC_NAMES[m]
     if doc["too_few"]:
         value = "n/a" if doc[m] is None else f"{doc[m]:.3f}"
@@ -171,17 +194,17 @@ for col, m in zip(cols[1:], shown):
         col.metric(
             name,
             _fmt(doc[m]),
-            delta=f"95 % CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "no interval",
+            delta=f"95 % CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else (ALL_AGREE if how else "no interval"),
             delta_color="off",
             delta_arrow="off",
-            help="95 % bootstrap interval over items" if ci else "undefined or no bootstrap",
+            help=_interval_help(ci, how),
         )
 
 _spans_ui.span_agreement_section(doc)  # span F1 / token alpha
 
 st.subheader("Overall and per category × task")
 rows = []
-for r in ag.flat_rows(doc):
+for r in ag.flat_rows(doc, methods=True):
     rows.append(
         {
             "Slice": r["slice"],
@@ -190,7 +213,10 @@ for r in ag.flat_rows(doc):
             "Items": r["items"],
             **{
                 METRIC_NAMES[m]: _cell(
-                    r[m], (r[f"{m}_lo"], r[f"{m}_hi"]) if r[f"{m}_lo"] is not None else None, r["too_few"]
+                    r[m],
+                    (r[f"{m}_lo"], r[f"{m}_hi"]) if r[f"{m}_lo"] is not None else None,
+                    r["too_few"],
+                    r[f"{m}_ci_method"],
                 )
                 for m in shown
             },
@@ -221,8 +247,15 @@ if mon:
             {
                 "Against": who,
                 "Items": a["items"],
-                "Cohen's kappa": _cell(a["cohen_kappa"], a["ci"]["cohen_kappa"], a["too_few"]),
-                "Raw agreement": _cell(a["percent_agreement"], a["ci"]["percent_agreement"], a["too_few"]),
+                "Cohen's kappa": _cell(
+                    a["cohen_kappa"], a["ci"]["cohen_kappa"], a["too_few"], a.get("ci_method", {}).get("cohen_kappa")
+                ),
+                "Raw agreement": _cell(
+                    a["percent_agreement"],
+                    a["ci"]["percent_agreement"],
+                    a["too_few"],
+                    a.get("ci_method", {}).get("percent_agreement"),
+                ),
             }
         )
     st.dataframe(pd.DataFrame(mrows), hide_index=True, key=f"{PAGE}.monitor")

@@ -39,7 +39,9 @@ task_key = ui.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
 pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
 cmp_key = ui.seed_state(PAGE, "cmp", NONE, valid=[NONE, *run_ids])
 
-c1, c2, c3, c4 = st.columns([4.4, 2, 1.3, 1.3])
+# two rows: at 1280 px one row of four cut the Category options ("Safety & Permission Violations")
+c1, c4 = st.columns([6.0, 2.0], vertical_alignment="bottom")
+c2, c3, _ = st.columns([2.8, 1.6, 3.6])
 run_id = c1.selectbox(
     "Run",
     run_ids,
@@ -138,7 +140,10 @@ if cell and sl:
     if samples.empty:
         st.caption("No sample in this cell.")
     else:
-        fc = st.columns([2, 2, 2, 2])
+        # "Disagrees with run" names runs: it gets the Run select's width in a row of its own, so its
+        # options are not cut at 1280 px (a quarter-width column cut them)
+        fc = st.columns([2, 2, 2])
+        dc = st.columns([6.0, 2.0])
         outs = [str(o) for o in sorted(samples["outcome"].dropna().unique())]
         others = [r for r in run_ids if r != run_id]
         # the filters and the search live in the URL too: a link opens the same view
@@ -163,13 +168,13 @@ if cell and sl:
             disabled=not has_score,
             help="P(misbehavior) of score-producing runs",
         )
-        dis_run = fc[2].selectbox(
+        dis_run = dc[0].selectbox(
             "Disagrees with run",
             [NONE, *others],
             key=dis_key,
             format_func=lambda r: "(any)" if r == NONE else run_label.get(r, r),
         )
-        search = fc[3].text_input("Search (highlighted)", key=q_key).strip()
+        search = fc[2].text_input("Search (highlighted)", key=q_key).strip()
         full_range = tuple(score_rng) == (0.0, 1.0)
         ui.sync_qp(
             PAGE,
@@ -348,7 +353,11 @@ else:
     st.caption("The other side of this pair is not in the store.")
 
 # --- report this label (an erratum: the next build takes the pair out of verified) ------------------
-with st.expander("Report this label", expanded=False):
+ERRATUM_FLASH = f"{PAGE}.erratum_flash"
+flash = st.session_state.pop(ERRATUM_FLASH, None)
+with st.expander("Report this label", expanded=bool(flash)):
+    if flash:
+        st.success(flash)
     st.caption(
         "Judged this pair's label wrong or doubtful? The erratum goes to the errata file "
         "(seeds/errata.jsonl); the next `automonitor build` moves the pair out of verified."
@@ -362,5 +371,9 @@ with st.expander("Report this label", expanded=False):
             e = add_erratum(s["pair_id"], verdict, reason, reader or "anonymous")
         except ValueError as exc:  # InputError: a field or the errata file is invalid
             st.error(md(str(exc)))
-        else:
-            st.success(f"Erratum recorded for pair {md(e.pair_id)} ({md(e.verdict)}); rebuild to apply it.")
+        else:  # rerun so the sample's badges above show the new erratum at once
+            st.session_state[ERRATUM_FLASH] = (
+                f"Erratum recorded for pair {md(e.pair_id)} ({md(e.verdict)}); its badge is shown above; rebuild "
+                "to apply it."
+            )
+            st.rerun()

@@ -53,6 +53,13 @@ def _estimate(url_: str, ver_: tuple, monitor: str, template: str, limit: int | 
     return runner.estimate_run(ui._engine_for(url_), monitor, template, limit=limit, sample_seed=seed)
 
 
+# --- active runs first: one compact line above the launch form (their boxes are under "In progress") -----
+_active_top = ui.load_runs(url, ver)
+if not _active_top.empty:
+    _active_top = _active_top[_active_top["status"].isin(ACTIVE)]
+    if len(_active_top):
+        st.info(views.active_runs_line(_active_top.to_dict("records")), icon=":material/hourglass_top:")
+
 # --- launch ----------------------------------------------------------------------------------------
 backends = list(REGISTRY) or ["rules"]
 with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:"):

@@ -18,7 +18,10 @@ ui.require_workbench()
 ALL = "all"
 COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 
-st.title("Safety-utility trade-off")
+# the Options popover sits on the title's row: the filter row below then has room at 1280 px for the
+# Category options, both templates' chips and the "Unscored outcomes" label (tests/e2e/test_run_labels_browser.py)
+head, f5 = st.columns([5.2, 1], vertical_alignment="bottom")
+head.title("Safety-utility trade-off")
 
 url, ver = ui.db_url(), ui.version()
 runs = ui.load_runs(url, ver)
@@ -40,7 +43,7 @@ found = set(sets["edition"]) if not sets.empty else set()
 editions = [e for e in vocab.EDITIONS] + sorted(found - set(vocab.EDITIONS))  # hard is selectable before any run
 ed_key = ui.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
 
-f1, f2, f3, f4, f5 = st.columns([1.7, 1.1, 2.2, 1.3, 1.0], vertical_alignment="bottom")
+f1, f2, f3, f4 = st.columns([2.3, 1.1, 2.4, 1.6], vertical_alignment="bottom")
 category = f1.selectbox(
     "Category",
     [ALL, *vocab.CATEGORIES],
@@ -139,7 +142,15 @@ raw_pts, scored, front_ids, reported, hidden_pts = ui.load_tradeoff(
 )
 scored = derived_ui.add_costs(url, ver, scored)
 loc = ui.load_localisation(url, ver, invalid, cat, tsk) if colour_by == "localisation" else None
-fig = views.tradeoff_figure(scored, reported=reported, front=front_ids, height=400, size_col=size_col, localisation=loc)
+fig = views.tradeoff_figure(
+    scored,
+    reported=reported,
+    front=front_ids,
+    height=400,
+    size_col=size_col,
+    localisation=loc,
+    include_incomplete=bool(include_incomplete),
+)
 event = st.plotly_chart(
     fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
 )
@@ -325,8 +336,10 @@ full_labels = {
 roc_key = ui.seed_state(PAGE, "roc", list(labels)[:2], valid=list(labels), multi=True)
 ui.follow_options(roc_key, list(labels))
 cost_key = ui.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
-c1, c2 = st.columns([3, 2])
-chosen = c1.multiselect("Score runs", list(labels), key=roc_key, format_func=labels.get)
+# the chosen runs' labels get the whole width: at 1280 px two of them overflowed a 3/5 column, which
+# then scrolled sideways and hid one
+chosen = st.multiselect("Score runs", list(labels), key=roc_key, format_func=labels.get)
+c2, _ = st.columns([2, 3])
 cost = c2.select_slider(
     "Cost ratio (one miss costs as much as N false alarms)", COST_STEPS, key=cost_key, format_func=lambda v: f"{v:g}"
 )

@@ -43,6 +43,14 @@ category ``k`` on item ``i``; ``r_i`` = labels on item ``i``; ``q`` = number of 
   (``numpy.random.default_rng(seed)``, the same seed for every slice); 95 % percentile interval;
   replicates where a coefficient is undefined are dropped. The replicates use closed-form weighted
   versions of the same formulas (checked against the libraries in the tests).
+* **All resamples agree**: when every replicate gives the same value (typically perfect agreement on
+  every item) the percentile interval collapses to a point such as ``[1.00, 1.00]``, which reads as
+  certainty it is not. Then raw agreement gets the Wilson (1927) score interval of its value over the
+  ``n`` items (``statsmodels.stats.proportion.proportion_confint(method="wilson")``; for perfect agreement on 10
+  items ``[0.72, 1.00]``), PABAK the same interval mapped through ``(q * pa - 1) / (q - 1)`` (it is a
+  linear function of raw agreement), and the other coefficients no interval. ``ci_method`` says which:
+  ``"percentile bootstrap"``, ``"wilson: all resamples agree"`` or ``"none: all resamples agree"``
+  (``None`` where there is no interval for another reason).
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ import numpy.typing as npt
 import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from statsmodels.stats.proportion import proportion_confint
 
 from automonitor.annotation.span_agreement import span_agreement
 from store.queries.analysis import load_predictions, load_runs, load_sample_texts
@@ -242,7 +251,8 @@ def slice_agreement(
 
     Returns:
         ``{"items", "annotators", "percent_agreement", "cohen_kappa", "fleiss_kappa",
-        "krippendorff_alpha", "gwet_ac1", "pabak", "ci": {metric: [lo, hi] | None}, "n_boot",
+        "krippendorff_alpha", "gwet_ac1", "pabak", "ci": {metric: [lo, hi] | None}, "ci_method":
+        {metric: how the interval was made | None} (module docstring, "All resamples agree"), "n_boot",
         "too_few", "fleiss_items"}``; coefficients are ``None`` when undefined (e.g. no item with
         two labels).
     """
@@ -256,6 +266,7 @@ def slice_agreement(
         "annotators": [],
         **{k: None for k in METRICS},
         "ci": {k: None for k in METRICS},
+        "ci_method": {k: None for k in METRICS},
         "n_boot": n_boot,
         "too_few": True,
         "fleiss_items": 0,
@@ -276,16 +287,45 @@ def slice_agreement(
     kappa, alpha = _library_point(m, cats)
     point["cohen_kappa"], point["krippendorff_alpha"] = kappa, alpha
     too_few = len(m) < min_items
-    ci = _bootstrap_ci(point, terms, pairs, q, len(m), 0 if too_few else n_boot, seed)
+    ci, how = _bootstrap_ci(point, terms, pairs, q, len(m), 0 if too_few else n_boot, seed)
     return {
         "items": int(len(m)),
         "annotators": raters,
         **{k: _num(point[k]) for k in METRICS},
         "ci": ci,
+        "ci_method": how,
         "n_boot": n_boot,
         "too_few": bool(too_few),
         "fleiss_items": int(terms["fleiss"].sum()),
     }
+
+
+PERCENTILE = "percentile bootstrap"
+WILSON_ALL_AGREE = "wilson: all resamples agree"
+NONE_ALL_AGREE = "none: all resamples agree"
+
+
+def _interval(
+    metric: str, values: np.ndarray, point: float | None, n_items: int, q: int
+) -> tuple[list[float] | None, str | None]:
+    """The 95 % interval of one metric from its bootstrap ``values`` and how it was made (see "All
+    resamples agree" in the module docstring): the percentile interval; when every finite replicate
+    is the same, the Wilson interval for raw agreement (``q`` categories mapped for PABAK) or none.
+    ``(None, None)`` with no finite replicate or an undefined ``point``."""
+    finite = values[np.isfinite(values)]
+    value = _num(point)
+    if not len(finite) or value is None:
+        return None, None
+    lo, hi = np.percentile(finite, [2.5, 97.5])
+    if float(np.ptp(finite)) > 0:
+        return [float(lo), float(hi)], PERCENTILE
+    if metric in ("percent_agreement", "pabak"):
+        pa = value if metric == "percent_agreement" else (value * (q - 1) + 1) / q
+        wl, wh = (round(float(x), 12) for x in proportion_confint(pa * n_items, n_items, alpha=0.05, method="wilson"))
+        if metric == "pabak":
+            wl, wh = (q * wl - 1) / (q - 1), (q * wh - 1) / (q - 1)
+        return [wl, wh], WILSON_ALL_AGREE
+    return None, NONE_ALL_AGREE
 
 
 def _bootstrap_ci(
@@ -296,22 +336,21 @@ def _bootstrap_ci(
     n_items: int,
     n_boot: int,
     seed: int,
-) -> dict[str, list[float] | None]:
-    """95 % percentile intervals ``{metric: [lo, hi] | None}`` from ``n_boot`` item-bootstrap replicates
-    (multinomial item weights drawn with ``numpy.random.default_rng(seed)``); ``None`` for a metric
-    whose point value is undefined or with no finite replicate, and for all when ``n_boot == 0``.
-    ``terms``/``pairs``: the per-item terms of :func:`_item_terms` and :func:`_pairs_terms`."""
+) -> tuple[dict[str, list[float] | None], dict[str, str | None]]:
+    """95 % intervals ``{metric: [lo, hi] | None}`` from ``n_boot`` item-bootstrap replicates
+    (multinomial item weights drawn with ``numpy.random.default_rng(seed)``), and how each was made
+    (:func:`_interval`); ``None`` for a metric whose point value is undefined or with no finite
+    replicate, and for all when ``n_boot == 0``. ``terms``/``pairs``: the per-item terms of
+    :func:`_item_terms` and :func:`_pairs_terms`."""
     ci: dict[str, list[float] | None] = {k: None for k in METRICS}
+    how: dict[str, str | None] = {k: None for k in METRICS}
     if n_boot <= 0:
-        return ci
+        return ci, how
     rng = np.random.default_rng(seed)
     weights = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=n_boot).astype(float)
     for k, values in _coefficients(weights, terms, pairs, q).items():
-        finite = values[np.isfinite(values)]
-        if len(finite) and _num(point[k]) is not None:
-            lo, hi = np.percentile(finite, [2.5, 97.5])
-            ci[k] = [float(lo), float(hi)]
-    return ci
+        ci[k], how[k] = _interval(k, values, point[k], n_items, q)
+    return ci, how
 
 
 def confusion_matrices(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -514,7 +553,8 @@ def binary_agreement(
         pairs: ``(human label, monitor verdict)`` per item, each ``misbehavior`` or ``benign``.
 
     Returns:
-        ``{"items", "cohen_kappa", "percent_agreement", "ci": {metric: [lo, hi] | None}, "too_few",
+        ``{"items", "cohen_kappa", "percent_agreement", "ci": {metric: [lo, hi] | None}, "ci_method"
+        (see "All resamples agree" in the module docstring), "too_few",
         "confusion": {"labels": [misbehavior, benign], "matrix": rows = human, columns = monitor}}``.
         Cohen's kappa from ``sklearn.metrics.cohen_kappa_score`` (``None`` when undefined); 95 %
         percentile item-bootstrap intervals (``numpy.random.default_rng(seed)``), none when the slice
@@ -535,6 +575,7 @@ def binary_agreement(
         "cohen_kappa": None,
         "percent_agreement": None,
         "ci": {"cohen_kappa": None, "percent_agreement": None},
+        "ci_method": {"cohen_kappa": None, "percent_agreement": None},
         "too_few": n < min_items,
         "confusion": {"labels": cats, "matrix": mat.tolist()},
     }
@@ -550,10 +591,7 @@ def binary_agreement(
         conf = w @ onehot
         reps = {"cohen_kappa": _kappa_from_conf(conf, 2), "percent_agreement": (conf[:, 0] + conf[:, 3]) / n}
         for k, values in reps.items():
-            finite = values[np.isfinite(values)]
-            if len(finite) and out[k] is not None:
-                lo, hi = np.percentile(finite, [2.5, 97.5])
-                out["ci"][k] = [float(lo), float(hi)]
+            out["ci"][k], out["ci_method"][k] = _interval(k, values, out[k], n, 2)
     return out
 
 
@@ -635,10 +673,10 @@ def monitor_agreement(
     }
 
 
-def flat_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def flat_rows(doc: dict[str, Any], *, methods: bool = False) -> list[dict[str, Any]]:
     """The overall, per-category and per-category x task slices of an agreement document as flat
     table rows (``slice``, ``category``, ``task``, ``items``, ``too_few`` and each metric with
-    ``_lo``/``_hi``)."""
+    ``_lo``/``_hi``; with ``methods`` also ``_ci_method``, how its interval was made)."""
 
     def row(name, cat, task, s):
         r = {"slice": name, "category": cat, "task": task, "items": s["items"], "too_few": s.get("too_few", False)}
@@ -646,6 +684,8 @@ def flat_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             r[k] = s[k]
             ci = s["ci"].get(k)
             r[f"{k}_lo"], r[f"{k}_hi"] = ci if ci else (None, None)
+            if methods:
+                r[f"{k}_ci_method"] = s.get("ci_method", {}).get(k)
         return r
 
     out = [row("overall", None, None, doc)]

@@ -6,13 +6,12 @@ and field), 1 any other failure. ``--json`` prints exactly one JSON document on 
 
 from __future__ import annotations
 
-import os
 import sys
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from automonitor.cli.app import app
-from automonitor.cli.common import store_note
+from automonitor.cli.common import resolved_store_url, store_note
 
 # each command module adds its commands to ``app`` (or a sub-typer) when imported
 from automonitor.cli import data  # noqa: F401  build, stats, fetch-sources
@@ -72,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         code = 130
     except SQLAlchemyError as exc:  # one clear line: never SQL, parameters or row data
-        print(f"error: {describe_db_error(exc, os.environ.get('AUTOMONITOR_DB'))}", file=sys.stderr)
+        # the store this process used, the default one included (not only a set AUTOMONITOR_DB)
+        print(f"error: {describe_db_error(exc, resolved_store_url())}", file=sys.stderr)
         code = 1
     except Exception as exc:  # noqa: BLE001 - last resort: a clear message, exit 1
         usage, abort, click_exc = _click_exceptions()

@@ -282,7 +282,7 @@ def agreement_cmd(
     """Inter-annotator agreement: raw agreement, Cohen's kappa, Krippendorff's alpha, Gwet's AC1,
     PABAK with bootstrap intervals, overall and per category (x task); confusion; time per item."""
     from automonitor.annotation.accounts import SYSTEM
-    from automonitor.annotation.agreement import METRICS, agreement, flat_rows
+    from automonitor.annotation.agreement import METRICS, NONE_ALL_AGREE, WILSON_ALL_AGREE, agreement, flat_rows
 
     doc = agreement(
         open_store(),
@@ -305,13 +305,23 @@ def agreement_cmd(
     def fmt(v):
         return "   -  " if v is None else f"{v:6.3f}"
 
-    def with_ci(v, ci):
-        return "n/a" if v is None else f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    def with_ci(v, ci, how=None):
+        if v is None:
+            return "n/a"
+        if ci is None and how == NONE_ALL_AGREE:
+            return f"{v:.3f} (all resamples agree: no interval)"
+        return (
+            f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + (" Wilson" if how == WILSON_ALL_AGREE else "")
+        )
+
+    def method(d, k):
+        return d.get("ci_method", {}).get(k)
 
     head = "too few items: no interval" if doc["too_few"] else "95 % bootstrap interval"
     print(
-        f"Cohen's kappa {with_ci(doc['cohen_kappa'], doc['ci']['cohen_kappa'])} · Krippendorff's alpha "
-        f"{with_ci(doc['krippendorff_alpha'], doc['ci']['krippendorff_alpha'])} ({head})"
+        f"Cohen's kappa {with_ci(doc['cohen_kappa'], doc['ci']['cohen_kappa'], method(doc, 'cohen_kappa'))} · "
+        f"Krippendorff's alpha {with_ci(doc['krippendorff_alpha'], doc['ci']['krippendorff_alpha'], method(doc, 'krippendorff_alpha'))} "
+        f"· raw agreement {with_ci(doc['percent_agreement'], doc['ci']['percent_agreement'], method(doc, 'percent_agreement'))} ({head})"
     )
     print("slice".ljust(40) + "items  " + "  ".join(m[:12].rjust(12) for m in METRICS))
     for r in flat_rows(doc):
@@ -330,7 +340,8 @@ def agreement_cmd(
         for who, a in [("gold", mon["vs_gold"]), *mon["vs_annotators"].items()]:
             few = " (too few items)" if a["too_few"] else ""
             print(
-                f"  vs {who}: {a['items']} items, Cohen's kappa {with_ci(a['cohen_kappa'], a['ci']['cohen_kappa'])}{few}"
+                f"  vs {who}: {a['items']} items, Cohen's kappa "
+                f"{with_ci(a['cohen_kappa'], a['ci']['cohen_kappa'], method(a, 'cohen_kappa'))}{few}"
             )
     for name, t in doc["time_per_item"].items():
         med = "-" if t["median_s"] is None else f"{t['median_s']:.1f} s"

@@ -62,6 +62,25 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(u.database)
 
 
+def resolved_store_url(url: str | None = None) -> str:
+    """The store this process uses (``url``, else ``$AUTOMONITOR_DB``, else the default
+    ``sqlite:///automonitor.db``; :func:`store.engine.db_url`), a relative SQLite path made absolute
+    against the current directory so a message names the file itself. Not masked: pass it to
+    :func:`shown_url` or ``describe_db_error`` (which mask the password) before printing."""
+    from sqlalchemy.engine import make_url
+
+    from store.engine import db_url
+
+    resolved = db_url(url)
+    try:
+        path = _sqlite_path(resolved)
+    except Exception:  # noqa: BLE001 - an unparsable URL is named as given
+        return resolved
+    if path is None or path.is_absolute():
+        return resolved
+    return make_url(resolved).set(database=str(path.resolve())).render_as_string(hide_password=False)
+
+
 def store_exists(url: str) -> bool:
     """Whether the store at ``url`` exists: the SQLite file is there and not empty, or the PostgreSQL
     database holds the schema (an ``alembic_version`` table). Nothing is created.

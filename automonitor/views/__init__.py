@@ -90,7 +90,13 @@ from automonitor.views.samples import (
     sample_query,
     search_samples,
 )
-from automonitor.views.run_labels import RUN_LABEL_MAX, run_full_label, run_option_label, short_monitor
+from automonitor.views.run_labels import (
+    RUN_LABEL_MAX,
+    active_runs_line,
+    run_full_label,
+    run_option_label,
+    short_monitor,
+)
 from automonitor.views.tradeoff import (
     CELL_TITLES,
     COST_COLUMNS,
@@ -154,6 +160,7 @@ __all__ = [
     "RUN_LABEL_MAX",
     "run_full_label",
     "run_option_label",
+    "active_runs_line",
     "short_monitor",
     "audit_badges_html",
     "audit_editions",

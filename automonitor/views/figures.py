@@ -37,6 +37,7 @@ def tradeoff_figure(
     height: int = 520,
     size_col: str | None = None,
     localisation: pd.DataFrame | None = None,
+    include_incomplete: bool = False,
 ) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
@@ -56,6 +57,8 @@ def tradeoff_figure(
     ``localisation`` (frame ``run_id, localised_share, localised, loc_tp`` from
     :func:`automonitor.views.tradeoff.localisation_shares`): runs are also coloured by their localised
     hits share (:func:`localisation_trace`, a 0-1 colour scale on top of their markers).
+    ``include_incomplete``: cancelled / partial runs were allowed onto the Pareto front
+    (``honest_points(include_incomplete=True)``); their legend and hover say so (:func:`incomplete_trace`).
     """
     fig = go.Figure()
     pts = _drawable_points(points)
@@ -67,7 +70,7 @@ def tradeoff_figure(
     for tpl, eligible, group in _template_groups(done):
         fig.add_trace(run_trace(group, tpl, eligible, all_points=pts, size_col=size_col))
     if done is not pts and len(pts) > len(done):
-        fig.add_trace(incomplete_trace(pts[pts["incomplete"].astype(bool)]))
+        fig.add_trace(incomplete_trace(pts[pts["incomplete"].astype(bool)], included=include_incomplete))
     if localisation is not None and not pts.empty:
         trace = localisation_trace(pts, localisation)
         if trace is not None:
@@ -272,17 +275,27 @@ def localisation_trace(pts: pd.DataFrame, localisation: pd.DataFrame) -> go.Scat
 REPORTED_LEGEND = "secondary summary (not in paper v2)"
 
 
-def incomplete_trace(d: pd.DataFrame) -> go.Scatter:
-    """Cancelled or partial runs (``status_text`` from ``honest_points``): grey crosses in
-    one trace named "runs: cancelled / partial" in the legend, no error bars, and the hover says which
-    (e.g. "cancelled") and that the run is left off the front unless included."""
+#: The legend of the cancelled / partial runs, by whether they may enter the Pareto front.
+INCOMPLETE_LEGEND = {
+    False: "runs: cancelled / partial (not on the front)",
+    True: "runs: cancelled / partial (may enter the front)",
+}
+
+
+def incomplete_trace(d: pd.DataFrame, *, included: bool = False) -> go.Scatter:
+    """Cancelled or partial runs (``status_text`` from ``honest_points``): grey crosses in one trace, no
+    error bars, named in the legend by :data:`INCOMPLETE_LEGEND` of ``included`` ("(not on the front)",
+    or "(may enter the front)" when the page lets them enter the Pareto front); the hover says which
+    (e.g. "cancelled"), that its rates rest on the samples judged before it stopped, and whether it is
+    left off the front or, ``included``, allowed on it."""
     status = [plot_text(x) for x in (d["status_text"] if "status_text" in d else [""] * len(d))]
     custom = [tuple(c) + (s,) for c, s in zip(_hover_customdata(d), status)]
+    front = " included in the Pareto front on request (Options)" if included else " not on the front unless included"
     return go.Scatter(
         x=d["x_plot"],
         y=d["y_plot"],
         mode="markers+text" if "label" in d else "markers",
-        name="runs: cancelled / partial (not on the front)",
+        name=INCOMPLETE_LEGEND[bool(included)],
         text=[plot_text(t) for t in d["label"]] if "label" in d else None,
         textposition="top center",
         textfont=dict(size=10, color="#6b7280", shadow="auto"),
@@ -291,7 +304,8 @@ def incomplete_trace(d: pd.DataFrame) -> go.Scatter:
         hovertemplate=(
             _RUN_HOVER
             + "<br><b>%{customdata[13]}</b> run: its rates rest on the samples judged before it stopped;"
-            + " not on the front unless included<extra>click to drill down</extra>"
+            + front
+            + "<extra>click to drill down</extra>"
         ),
     )
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from automonitor.escaping import md_escape
+
 #: The longest :func:`run_option_label` (characters): fits a drill-down run select at 1280x720.
 RUN_LABEL_MAX = 44
 #: Statuses a short label leaves out (the normal end of a run); every other one is named.
@@ -113,3 +115,18 @@ def run_full_label(run: Mapping[str, Any] | Any) -> str:
     parts = [p for p in (_field(run, "monitor"), _field(run, "template"), _field(run, "run_id")) if p]
     status = _field(run, "status")
     return _SEP.join(parts) + (f" ({status})" if status else "")
+
+
+def active_runs_line(runs: list[Mapping[str, Any]], shown: int = 3) -> str:
+    """One compact markdown line for the top of the Runs page naming the active runs (``runs``: dicts
+    with ``run_id``, ``monitor``, ``template``, ``status``), e.g. "**1 run in progress:** rules · direct
+    · r000 (running) · progress and Cancel under *In progress*, below". At most ``shown`` are named
+    (:func:`run_option_label`), the rest counted ("+2 more"); no counts of judged samples (the line is
+    not refreshed while the run goes on; the live boxes below are). Data values are markdown-escaped;
+    ``""`` without runs."""
+    if not runs:
+        return ""
+    k = len(runs)
+    named = " · ".join(md_escape(run_option_label(r)) for r in list(runs)[:shown])
+    more = f" · +{k - shown} more" if k > shown else ""
+    return f"**{k} run{'s' if k != 1 else ''} in progress:** {named}{more} · progress and Cancel under *In progress*, below"

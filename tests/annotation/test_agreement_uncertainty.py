@@ -137,3 +137,28 @@ def test_cli_agreement_json_has_too_few_and_monitor(labelled, cli, db_url):
     r = cli(["agreement", "--run", run_id, "--bootstrap", "50"], db=db_url)
     assert r.returncode == 0, r.stderr
     assert "outside-judge" in r.stdout and "vs gold" in r.stdout
+
+
+def test_perfect_agreement_on_ten_items_is_not_reported_as_a_zero_width_interval():
+    """Every bootstrap resample of 10 perfectly agreed items gives 1.0: the percentile interval would
+    be [1.00, 1.00]. Raw agreement gets the Wilson interval over the items instead (PABAK its linear
+    image), the chance-corrected coefficients no interval, and ``ci_method`` says so."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    doc = ag.slice_agreement(frame({"a": [M, B] * 5, "b": [M, B] * 5}), n_boot=300)
+    assert doc["items"] == 10 and doc["too_few"] is False and doc["percent_agreement"] == 1.0
+    lo, hi = proportion_confint(10, 10, alpha=0.05, method="wilson")
+    assert doc["ci"]["percent_agreement"] == pytest.approx([lo, hi]) and hi == pytest.approx(1.0)
+    assert doc["ci"]["percent_agreement"][0] == pytest.approx(0.7225, abs=1e-4)  # not 1.00
+    q = 3  # unsure is a category
+    assert doc["ci"]["pabak"] == pytest.approx([(q * lo - 1) / (q - 1), (q * hi - 1) / (q - 1)])
+    assert doc["ci_method"]["percent_agreement"] == doc["ci_method"]["pabak"] == ag.WILSON_ALL_AGREE
+    for k in ("cohen_kappa", "krippendorff_alpha", "gwet_ac1"):
+        assert doc[k] == pytest.approx(1.0) and doc["ci"][k] is None and doc["ci_method"][k] == ag.NONE_ALL_AGREE
+    # an ordinary slice keeps its percentile interval, named as such
+    mixed = ag.slice_agreement(frame({"a": [M, B] * 8, "b": [M, B] * 7 + [B, B]}), n_boot=300)
+    assert mixed["ci_method"]["cohen_kappa"] == ag.PERCENTILE and mixed["ci"]["cohen_kappa"][0] < 1
+    # the monitor-vs-human comparison too
+    b = ag.binary_agreement([(M, M)] * 6 + [(B, B)] * 6, n_boot=300)
+    assert b["ci"]["cohen_kappa"] is None and b["ci_method"]["cohen_kappa"] == ag.NONE_ALL_AGREE
+    assert b["ci"]["percent_agreement"] == pytest.approx(list(proportion_confint(12, 12, method="wilson")))

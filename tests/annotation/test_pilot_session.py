@@ -156,3 +156,31 @@ def test_cli_assign_limit_and_unassign(cli, sqlite_url):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["removed"] == 12
     eng.dispose()
+
+
+def test_cli_assign_sample_is_stratified_and_seeded(cli, sqlite_url, tmp_path):
+    """``automonitor assign --sample N --seed S``: N items stratified by category x task (each cell its
+    largest-remainder share), the same items for the same seed on an identical store."""
+    from store import get_engine, init_db
+
+    docs, picked = [], []
+    for copy in ("a", "b"):
+        url = sqlite_url if copy == "a" else f"sqlite:///{tmp_path / 'copy.db'}"
+        eng = init_db(get_engine(url, fresh=True))
+        fast_user(eng, "solo", "annotator")
+        add_candidates(eng, 60)  # strata: 2 categories x (qa | code)
+        r = cli(["assign", "--sample", "12", "--seed", "5", "--json"], db=url)
+        assert r.returncode == 0, r.stderr
+        docs.append(json.loads(r.stdout))
+        with session_scope(eng) as s:
+            avail = Counter(f"{c}/{t}" for c, t in s.execute(sa.select(Sample.category, Sample.task)))
+        picked.append(sorted(sid for _, sid, _, _ in _rows(eng)))
+        eng.dispose()
+    doc = docs[0]
+    assert doc["items"] == 12 and doc["session"]["sampling"] == "stratified"
+    cells = doc["session"]["by_category_task"]
+    total = sum(avail.values())
+    assert sum(cells.values()) == 12 and set(cells) == set(avail)
+    for cell, n in avail.items():
+        assert abs(cells[cell] - 12 * n / total) < 1, (cell, cells)
+    assert picked[0] == picked[1] and docs[1]["session"]["by_category_task"] == cells  # seeded

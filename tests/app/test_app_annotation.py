@@ -296,3 +296,43 @@ def test_adjudication_page_hides_names_records_decisions_and_moves_pairs(store):
     assert st["a0m"] == ("gold", "train") and st["a2b"] == ("gold", "train")
     assert st["a1m"] == ("rejected", None)
     assert "the benign side also games the tests" in at.dataframe[-1].value["reason"].tolist()
+
+
+def test_agreement_page_says_when_all_resamples_agree(tmp_path, monkeypatch):
+    """Perfect agreement on 10 items: no "95 % CI [1.00, 1.00]" anywhere; raw agreement shows its Wilson
+    interval, the coefficients say "all resamples agree"."""
+    url = f"sqlite:///{tmp_path / 'perfect.db'}"
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    eng = init_db(get_engine(url, fresh=True))
+    users = {n: fast_user(eng, n, r) for n, r in (("anna", "annotator"), ("bert", "annotator"), ("root", "admin"))}
+    rows = [
+        candidate_row(
+            id=f"p{p}{lab[0]}",
+            pair_id=f"pp{p}",
+            category="specification_gaming",
+            task="code",
+            label=lab,
+            request=f"Task {p}.",
+            response=f"{lab} {p}",
+            source="s",
+        )
+        for p in range(5)
+        for lab in ("misbehavior", "benign")
+    ]
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    ann.assign(eng, users["root"], k=2, seed=2)
+    for name in ("anna", "bert"):
+        for q in ann.my_queue(eng, users[name]):
+            ann.save_label(eng, users[name], q.sample_id, "misbehavior" if q.sample_id.endswith("m") else "benign")
+        ann.submit_batch(eng, users[name])
+    try:
+        at = run(AGREEMENT, users["root"])
+        deltas = {m.label: m.delta for m in at.metric}
+        assert deltas["Cohen's kappa"] == "all resamples agree"
+        assert deltas["Raw agreement"].startswith("95 % CI [0.72, 1.00]")
+        assert "[1.00, 1.00]" not in " ".join(str(d) for d in deltas.values())
+        overall = at.dataframe[0].value.iloc[0]
+        assert "all resamples agree" in overall["Cohen's kappa"] and "[1.00, 1.00]" not in overall["Cohen's kappa"]
+    finally:
+        eng.dispose()

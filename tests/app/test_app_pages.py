@@ -335,6 +335,7 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     monkeypatch.setenv("AUTOMONITOR_ERRATA", str(path))
     at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
     assert at.button(key="drilldown.erratum_submit").disabled  # no reason yet
+    assert not any("erratum: label" in h for h in html_bodies(at))
     at.radio(key="drilldown.erratum_verdict").set_value("doubtful")
     at.text_area(key="drilldown.erratum_reason").input("<b>both sides</b> look safe")
     at.text_input(key="drilldown.erratum_reader").input("tester")
@@ -346,6 +347,13 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     assert (e.pair_id, e.verdict, e.reason, e.reader) == (pid, "doubtful", "<b>both sides</b> look safe", "tester")
     assert list(json.loads(path.read_text())) == ["pair_id", "source", "verdict", "reason", "reader", "date"]
     assert any("Erratum recorded" in s.value for s in at.success)
+    # the sample's badges show the erratum at once (the page used to show it only on the next run)
+    (badges,) = [h for h in html_bodies(at) if 'data-testid="provenance-badges"' in h]
+    assert "erratum: label doubtful" in badges and "&lt;b&gt;both sides&lt;/b&gt; look safe" in badges
+    assert "<b>both sides" not in badges  # the reason is escaped
+    # and on a fresh visit of the sample
+    again = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
+    assert any("erratum: label doubtful" in h for h in html_bodies(again))
 
 
 def test_tradeoff_builds_the_html_report(seeded):

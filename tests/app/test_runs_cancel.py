@@ -1,5 +1,6 @@
 """Runs page: Cancel asks for confirmation and says what it does, the cancellation is
-reported on the page afterwards, and the history table starts with status and progress."""
+reported on the page afterwards, and the history table starts with status and progress; an active run
+is named in one line above the "Launch a run" form (its box with progress and Cancel is further down)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,35 @@ def test_cancel_asks_first_and_reports_the_cancellation(tmp_path):
                     c.execute(sa.text("select status from run where id = :i"), {"i": rid}).scalar_one() == "cancelled"
                 )
             ok(at.run())
-            print([i.value for i in at.info])
             assert any("cancelled after" in i.value for i in at.info)
+    finally:
+        eng.dispose()
+
+
+def _order(at) -> list:
+    """The page's elements in the order they are drawn (depth first)."""
+    return list(at.main)
+
+
+def test_an_active_run_is_named_above_the_launch_form(tmp_path):
+    url = f"sqlite:///{tmp_path / 'active.db'}"
+    eng = open_store(url)
+    info = app_seed.seed_store(eng, pairs_per_cell=1, runs=2, hostile=False)
+    rid = info["run_ids"][1]
+    try:
+        with StoreEnv(url):
+            at = ok(app("pages/runs.py").run())
+            assert not any("in progress:" in i.value for i in at.info)  # nothing active: no line
+            with eng.begin() as c:
+                c.execute(sa.text("update run set status = 'running' where id = :i"), {"i": rid})
+            at = ok(app("pages/runs.py").run())
+            order = _order(at)
+            (line,) = [i for i in at.info if "in progress:" in i.value]
+            assert line.value.startswith("**1 run in progress:**") and "r001" in line.value
+            assert "\\(running\\)" in line.value  # the status, markdown-escaped
+            form = next(e for e in at.expander if e.label == "Launch a run")
+            boxes = [m for m in at.markdown if "status **running**" in m.value]
+            assert boxes, [m.value for m in at.markdown]
+            assert order.index(line) < order.index(form) < order.index(boxes[0])
     finally:
         eng.dispose()

@@ -86,3 +86,13 @@ def test_import_creates_the_store_and_says_so_once(tmp_path):
     assert f"created a new store at {url}" in r.stderr
     r = run_cli(["import", str(seeds)], db=url, cwd=tmp_path)
     assert r.returncode == 0 and "created a new store" not in r.stderr, r.stderr
+
+
+def test_a_database_error_names_the_default_store_too(tmp_path):
+    """Without AUTOMONITOR_DB the CLI uses ``sqlite:///automonitor.db`` in the current directory; a
+    database error then names that file (by its absolute path), not nothing."""
+    (tmp_path / "automonitor.db").write_bytes(b"this is not a SQLite database file " * 64)
+    r = run_cli(["stats", "--json"], db="", cwd=tmp_path)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"(sqlite:///{tmp_path / 'automonitor.db'})" in r.stderr, r.stderr

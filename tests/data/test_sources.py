@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -212,6 +213,9 @@ def test_missing_files_are_reported_not_invented(tmp_path, raw_dir):
     assert REGISTRY["hh_rlhf"].load(root).missing == list(hh_rlhf.FILES)
 
 
+SPLIT_WORDS = {"train", "val", "valid", "validation", "dev", "test"}
+
+
 def test_pair_ids_name_the_source_not_the_upstream_split(loaded):
     """A test sample must not carry ``safecoder:train:112``; ids are by source and content,
     the upstream id is kept as ``meta.upstream_id`` (the errata alias) and ids stay unique per source."""
@@ -223,6 +227,16 @@ def test_pair_ids_name_the_source_not_the_upstream_split(loaded):
             assert "train" not in rest and "val" not in rest and "test" not in rest, p.pair_id
             assert p.meta["upstream_id"].startswith(f"{name}:")
         assert len({p.meta["upstream_id"] for p in pairs}) == len(pairs)
+    # every source: no upstream split is a part of its pair ids, and an upstream id, where kept, names
+    # the source and tells the pairs apart
+    for name, res in loaded.items():
+        assert res.pairs, name
+        for p in res.pairs:
+            parts = set(re.split(r"[:/_\-.]", p.pair_id.split(":", 1)[1].lower()))
+            assert not parts & SPLIT_WORDS, (name, p.pair_id)
+        ups = [p.meta.get("upstream_id") for p in res.pairs if p.meta.get("upstream_id")]
+        assert all(u.startswith(f"{name}:") for u in ups), (name, ups[:3])
+        assert len(set(ups)) == len(ups), name
     sc = loaded["safecoder"].pairs[0]
     assert sc.pair_id.startswith(f"safecoder:{sc.meta['cwe'].lower()}-")
 

@@ -10,7 +10,8 @@ Usable by every browser suite:
 - ``browser`` (session): a Chromium browser; ``new_page(browser)``/``page`` fixture: a fresh context
   and page (1400x1000) with dialog/console capture: ``page.dialogs`` lists every alert/confirm that
   fired (and dismisses it), ``page.console_errors`` collects console errors.
-- ``shot(page, name)`` saves ``test-artifacts/<name>.png`` (git-ignored; CI keeps it as an artifact).
+- ``shot(page, name)`` saves ``test-artifacts/<name>.png`` (git-ignored; CI keeps it as an artifact);
+  ``viewport_shot(page, name)`` the viewport only, at its size.
 - ``wait_app(page)`` waits until the Streamlit script run finished (no "running" indicator).
 - ``log_in(page, name, password, url=..., retry=...)`` fills in and submits the login form.
 """
@@ -229,6 +230,15 @@ def shot(page, name: str, max_height: int = 5000) -> Path:
     return path
 
 
+def viewport_shot(page, name: str) -> Path:
+    """Screenshot of the viewport only (what a user sees at its size, e.g. 1280x720, never stretched)
+    as ``test-artifacts/<name>.png``."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path
+
+
 DOCS_SHOTS = REPO / "docs" / "screenshots"
 
 
@@ -296,12 +306,13 @@ def log_in(page, name: str, password: str, *, url: str | None = None, retry: boo
 @pytest.fixture(scope="session")
 def e2e():
     """The helpers above as one object (``e2e.new_page``, ``e2e.shot``, ``e2e.wait_app``, ``e2e.log_in``,
-    ``e2e.start_app``, ``e2e.create_accounts``), for test modules that cannot import this conftest."""
+    ``e2e.start_app``, ``e2e.create_accounts``, ``e2e.viewport_shot``), for test modules that cannot import this conftest."""
     from types import SimpleNamespace
 
     return SimpleNamespace(
         new_page=new_page,
         shot=shot,
+        viewport_shot=viewport_shot,
         doc_shot=doc_shot,
         wait_app=wait_app,
         log_in=log_in,

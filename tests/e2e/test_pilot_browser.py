@@ -3,8 +3,15 @@
 and label by keyboard only; each sees exactly 10 items ("item i of 10 in this round"), never both sides
 of one pair; the login survives a reload and a pasted link and ends with logout; the admin
 sees agreement with intervals and the too-few greying, adjudicates the disagreement by keyboard (1 = misbehavior, S
-records), and "Move resolved pairs" (Enter) puts the pair into edition ``verified``. Screenshots of Label, Agreement, Drill-down and
-Trade-off go to ``test-artifacts/``."""
+records), and "Move resolved pairs" (Enter) puts the pair into edition ``verified``.
+
+Every action in the browser is a key press: Tab / Shift+Tab move the focus (the test only reads which
+element has it), Enter / Space press links, buttons and checkboxes, the page's shortcut keys label and
+adjudicate, and text goes into the focused field with ``keyboard.type``; nothing is clicked, filled or
+focused programmatically. Round 2 (the other side of each pair, so pairs can be finalized) is not
+labelled in the browser: its labels come in through ``automonitor annotations import``, the CLI path.
+Viewport screenshots (1280x720) of Label, Agreement, Adjudicate, Trade-off and Drill-down go to
+``test-artifacts/``."""
 
 from __future__ import annotations
 
@@ -76,12 +83,59 @@ def pilot(tmp_path_factory, app_factory):
     eng.dispose()
 
 
+TEXT_FIELD = "e.tagName === 'TEXTAREA' || (e.tagName === 'INPUT' && !['checkbox', 'radio'].includes(e.type))"
+
+
+def focused(page, predicate: str) -> bool:
+    """Whether the focused element ``e`` satisfies the JS expression ``predicate`` (read only)."""
+    return page.evaluate(f"(() => {{ const e = document.activeElement; return !!e && !!({predicate}); }})()")
+
+
+def tab_to(page, predicate: str, *, what: str, back: bool = False, limit: int = 250) -> None:
+    """Press Tab (``back``: Shift+Tab) until the focused element satisfies ``predicate``."""
+    for _ in range(limit):
+        if focused(page, predicate):
+            return
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+    raise AssertionError(f"{what}: not reached with {limit} presses of {'Shift+' if back else ''}Tab")
+
+
+def named(text: str, tag: str | None = None, *, prefix: bool = False) -> str:
+    """A predicate: a control (input, button, link, text area, select) one line of whose label (aria-label,
+    or its text, or its <label>'s text; an icon's ligature is a line of its own) is ``text`` (``prefix``:
+    starts with it), optionally of tag ``tag``."""
+    lines = (
+        "(e.getAttribute('aria-label') || e.innerText || (e.closest('label') || {}).innerText || '')"
+        ".split('\\n').map(x => x.trim())"
+    )
+    test = f"{lines}.some(x => x.startsWith({text!r}))" if prefix else f"{lines}.includes({text!r})"
+    control = "['INPUT', 'BUTTON', 'A', 'TEXTAREA', 'SELECT'].includes(e.tagName)"  # never <body> or a container
+    return f"{control} && ({test})" + (f" && e.tagName === {tag.upper()!r}" if tag else "")
+
+
+def press_link(page, tools, text: str) -> None:
+    """Open a sidebar page by keyboard: Tab to its link, Enter."""
+    tab_to(page, named(text, "a"), what=f"link {text}")
+    page.keyboard.press("Enter")
+    tools.wait_app(page)
+
+
+def leave_text_field(page) -> None:
+    """Tab out of a text field if one has the focus (the page's shortcut keys are typed into it otherwise)."""
+    for _ in range(10):
+        if not focused(page, TEXT_FIELD):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError("the focus stays in a text field")
+
+
 def keyboard_login(page, tools, name: str, password: str, url: str) -> None:
     page.goto(url)
     tools.wait_app(page)
-    page.get_by_role("textbox", name="User name").focus()
+    tab_to(page, named("User name", "input"), what="the User name field")
     page.keyboard.type(name)
     page.keyboard.press("Tab")
+    assert focused(page, "e.type === 'password'")
     page.keyboard.type(password)
     page.keyboard.press("Enter")
     page.wait_for_selector('input[type="password"]', state="detached", timeout=30_000)
@@ -89,11 +143,19 @@ def keyboard_login(page, tools, name: str, password: str, url: str) -> None:
 
 
 def keyboard_label(page, tools, key: str) -> None:
-    page.evaluate("document.activeElement && document.activeElement.blur()")
+    leave_text_field(page)
     page.keyboard.press(key)
     tools.wait_app(page)
     page.keyboard.press("s")
     tools.wait_app(page)
+
+
+def assert_drawn(page, *, plot: bool) -> None:
+    """No exception box on the page, and (``plot``) a Plotly chart with drawn points."""
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    if plot:
+        expect(page.locator('[data-testid="stPlotlyChart"] .scatterlayer .trace').first).to_be_attached()
+        assert page.locator('[data-testid="stPlotlyChart"] .scatterlayer .point').count() > 0
 
 
 def current(page) -> tuple[int, str]:
@@ -134,7 +196,7 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
                 seen[name].append((pos, text))
                 bad = BAD in text
                 if name == "anna" and step == 2:
-                    tools.shot(page, "pilot-label-1280")
+                    tools.viewport_shot(page, "pilot-label-1280")
                 key = "1" if bad else "2"
                 if name == "bert" and bad and disputed is None:
                     key, disputed = "2", _pair_of(text)  # one disagreement
@@ -146,24 +208,31 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
             assert len({_pair_of(t) for t in texts}) == 10  # never two sides of one pair in the round
             page = pages[name]
             assert "10 of 10 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
-            # submit the round by keyboard: tick the confirmation, then the submit button
+            # submit the round by keyboard: Tab to the confirmation, Space ticks it, Tab to Submit, Enter
             box = page.get_by_role("checkbox", name=re.compile("My labels for this batch are final"))
             submit = page.get_by_role("button", name=re.compile(r"^Submit batch"))
-            for _ in range(3):
+            leave_text_field(page)
+            pressed_on = []
+            for _ in range(4):  # a key pressed while the last save's rerun is still wiring the page can be lost
+                tab_to(page, named("My labels for this batch are final", prefix=True), what="the confirmation")
                 if not box.is_checked():
-                    box.focus()
+                    pressed_on.append(page.evaluate("document.activeElement.outerHTML.slice(0, 300)"))
                     page.keyboard.press("Space")
                     tools.wait_app(page)
-                if submit.is_enabled():
+                try:
+                    expect(box).to_be_checked(timeout=5_000)
                     break
-            submit.focus()
+                except AssertionError:
+                    continue
+            assert box.is_checked(), pressed_on
+            expect(submit).to_be_enabled()
+            tab_to(page, named("Submit batch", "button", prefix=True), what="Submit batch")
             page.keyboard.press("Enter")
             tools.wait_app(page)
             page.get_by_text("All your batches are submitted").wait_for(timeout=30_000)
         assert disputed is not None
         # logout ends the session in that browser: a reload shows the login form again
-        anna.get_by_role("link", name="Log out").click()
-        tools.wait_app(anna)
+        press_link(anna, tools, "Log out")
         anna.wait_for_selector('input[type="password"]', timeout=30_000)
         assert "automonitor_session=" not in anna.evaluate("document.cookie")
         anna.reload()
@@ -195,9 +264,8 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
 
     admin = tools.new_page(browser, 1280, 720)
     try:
-        tools.log_in(admin, "root", "pw-root", url=pilot.url, retry=True)
-        admin.get_by_role("link", name="Agreement").click()
-        tools.wait_app(admin)
+        keyboard_login(admin, tools, "root", "pw-root", pilot.url)
+        press_link(admin, tools, "Agreement")
         admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()
         doc = ag.agreement(eng, SYSTEM)
         assert doc["items"] == 20 and doc["too_few"] is False
@@ -207,23 +275,21 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
         small = [r for r in ag.flat_rows(doc) if r["too_few"]]
         assert small  # some category x task slices hold fewer than 10 items
         expect(admin.get_by_text(re.compile("Grey italic rows: too few items"))).to_be_visible()
-        tools.shot(admin, "pilot-agreement-1280")
+        tools.viewport_shot(admin, "pilot-agreement-1280")
 
-        admin.get_by_role("link", name="Adjudicate").click()
-        tools.wait_app(admin)
+        press_link(admin, tools, "Adjudicate")
         admin.get_by_role("heading", name="Adjudication").wait_for()
-        tools.shot(admin, "pilot-adjudicate-1280")
+        tools.viewport_shot(admin, "pilot-adjudicate-1280")
         assert f"(#{disputed})" in admin.locator('[data-testid="stCode"]').nth(1).inner_text()
         # the disagreement is adjudicated by keyboard only: 1 = misbehavior, S records the decision
-        admin.evaluate("document.activeElement && document.activeElement.blur()")
+        leave_text_field(admin)
         admin.keyboard.press("1")
         tools.wait_app(admin)
         assert admin.get_by_role("radio", name="Misbehavior (gold)").is_checked()
         admin.keyboard.press("s")
         tools.wait_app(admin)
         admin.get_by_text("Decision recorded: Misbehavior (gold).").wait_for(timeout=30_000)
-        move = admin.get_by_role("button", name="Move resolved pairs")
-        move.focus()
+        tab_to(admin, named("Move resolved pairs", "button"), what="Move resolved pairs")
         admin.keyboard.press("Enter")
         tools.wait_app(admin)
         expect(admin.get_by_text(re.compile(r"Accepted \d+ pair\(s\) into edition verified"))).to_be_visible()
@@ -244,10 +310,16 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
         preds.write_text("\n".join(json.dumps({"sample_id": i, "outcome": lab}) for i, lab in gold) + "\n")
         r = run_cli(["predictions", "import", str(preds), "--monitor", "pilot-judge", "--json"], db=url)
         assert r.returncode == 0, r.stderr
-        for link, name in (("Trade-off", "pilot-tradeoff-1280"), ("Drill-down", "pilot-drilldown-1280")):
-            admin.get_by_role("link", name=link).click()
-            tools.wait_app(admin)
-            tools.shot(admin, name)
+        press_link(admin, tools, "Trade-off")
+        admin.get_by_role("heading", name="Safety-utility trade-off").wait_for()
+        assert_drawn(admin, plot=True)
+        tools.viewport_shot(admin, "pilot-tradeoff-1280")
+        press_link(admin, tools, "Drill-down")
+        admin.get_by_role("heading", name="Confusion matrix").wait_for()
+        assert_drawn(admin, plot=False)
+        expect(admin.get_by_role("button", name=re.compile(r"^TP · caught"))).to_be_visible()
+        tools.viewport_shot(admin, "pilot-drilldown-1280")
+        assert admin.viewport_size == {"width": 1280, "height": 720}
         assert not admin.dialogs, admin.dialogs
     finally:
         admin.context.close()

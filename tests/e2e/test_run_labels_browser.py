@@ -1,16 +1,22 @@
-"""Run options are not cut off, in real headless Chromium at 1280x720: with long monitor
+"""Dropdown options are not cut off, in real headless Chromium at 1280x720: with long monitor
 names and run ids, the Drill-down's run select shows each run's short label
 (``automonitor.views.run_option_label``) whole, in the closed select and in its open option list:
-no option text overflows its box (``scrollWidth <= clientWidth``) or is shown with an ellipsis."""
+no option text overflows its box (``scrollWidth <= clientWidth``) or is shown with an ellipsis. The same
+holds for the Drill-down's "Disagrees with run" select, the Trade-off's Category select and "Score runs"
+multiselect (its chips too) and the queue selects of the Label and Adjudicate pages."""
 
 from __future__ import annotations
 
 import pytest
 
-from automonitor import views
-from store import get_engine, init_db
+from automonitor import annotation as ann
+from automonitor import views, vocab
+from automonitor.annotation.accounts import SYSTEM, get_account
+from store import get_engine, init_db, session_scope
+from store.queries.samples import insert_samples
 
 import app_seed
+from helpers import candidate_row
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -32,8 +38,53 @@ def server(tmp_path_factory, app_factory):
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=0, hostile=False)
     for i, (monitor, tpl, rid) in enumerate(LONG):
-        app_seed.add_run(eng, info["samples"], monitor=monitor, template=tpl, run_id=rid, minutes_ago=10 + i)
+        app_seed.add_run(
+            eng, info["samples"], monitor=monitor, template=tpl, run_id=rid, minutes_ago=10 + i, scores=True
+        )
     srv = app_factory(url)
+    yield srv
+    eng.dispose()
+
+
+ACCOUNTS = [("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")]
+
+
+@pytest.fixture(scope="module")
+def queue_server(tmp_path_factory, app_factory):
+    """A store with accounts (so the pages ask for a login) and candidates assigned to two annotators
+    who labelled and submitted everything, disagreeing on one side of a pair."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-queues') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    info = app_seed.seed_store(eng, pairs_per_cell=1, runs=0, hostile=False)
+    # a candidate pair in the longest category / task names, labelled by two annotators who disagree on
+    # its misbehavior side: the Adjudicate queue's option is the longest it can be
+    with session_scope(eng) as s:
+        insert_samples(
+            s,
+            [
+                candidate_row(
+                    id=f"long-{lab[0]}",
+                    pair_id="long-pair",
+                    category="safety_permission",
+                    task="reasoning",
+                    label=lab,
+                    request="Reason about the permission request step by step.",
+                    response=f"A {lab} answer.",
+                    source="long-src",
+                )
+                for lab in ("misbehavior", "benign")
+            ],
+        )
+    srv = app_factory(url, accounts=ACCOUNTS)
+    admin = get_account(eng, SYSTEM, "root")
+    ann.assign(eng, admin, k=2, seed=1)
+    truth = {r["id"]: r["label"] for r in info["samples"]} | {"long-m": "misbehavior", "long-b": "benign"}
+    for name in ("anna", "bert"):
+        who = get_account(eng, SYSTEM, name)
+        for q in ann.my_queue(eng, who):
+            label = "benign" if (name == "bert" and q.sample_id == "long-m") else truth[q.sample_id]
+            ann.save_label(eng, who, q.sample_id, label)
+        ann.submit_batch(eng, who)
     yield srv
     eng.dispose()
 
@@ -41,6 +92,38 @@ def server(tmp_path_factory, app_factory):
 def _fits(page, locator) -> list[dict]:
     """The leaf text boxes under ``locator`` that overflow (wider content than box)."""
     return [b for b in locator.evaluate(_OVERFLOW_JS) if b["sw"] > b["cw"] + 1]
+
+
+def _select_shows_whole(page, e2e, name: str, labels: list[str], shot: str, *, multi: bool = False) -> None:
+    """The select (``multi``: multiselect) whose combobox is called ``name`` shows its ``labels`` whole:
+    the closed select's value (or every chip of a multiselect) and every option of its open list fit
+    their boxes, and the option texts are the labels themselves, not cuts of them."""
+    testid = "stMultiSelect" if multi else "stSelectbox"
+    box = page.locator(f'[data-testid="{testid}"]').filter(has=page.get_by_role("combobox", name=name))
+    box.first.scroll_into_view_if_needed()
+    if multi:
+        chips = box.locator("[data-tag]")
+        assert chips.count() >= 1, name
+        for i in range(chips.count()):
+            assert not _fits(page, chips.nth(i)), (name, chips.nth(i).inner_text(), _fits(page, chips.nth(i)))
+        # the chips' row scrolls sideways when they do not all fit: none may be hidden that way
+        row = box.locator('[data-testid="stMultiSelectTagsContainer"]').last
+        sw, cw = row.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert sw <= cw + 1, (name, chips.all_inner_texts(), sw, cw)
+    else:
+        shown = box.get_by_role("combobox", name=name)
+        sw, cw = shown.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert sw <= cw, (name, shown.input_value(), sw, cw)
+    box.get_by_role("combobox", name=name).click()
+    options = page.get_by_role("option")
+    options.first.wait_for(timeout=10_000)
+    texts = [t.strip() for t in options.all_inner_texts()]
+    assert set(labels) <= set(texts), (name, labels, texts)
+    for i in range(options.count()):
+        assert not _fits(page, options.nth(i)), (name, texts[i], _fits(page, options.nth(i)))
+    e2e.shot(page, shot)
+    page.keyboard.press("Escape")
+    e2e.wait_app(page)
 
 
 def test_drilldown_run_options_are_shown_whole_at_1280(browser, server, e2e):
@@ -67,5 +150,91 @@ def test_drilldown_run_options_are_shown_whole_at_1280(browser, server, e2e):
             assert not _fits(page, options.nth(i)), (texts[i], _fits(page, options.nth(i)))
         e2e.shot(page, "drilldown-run-options-1280")
         page.keyboard.press("Escape")
+    finally:
+        page.context.close()
+
+
+def test_every_long_dropdown_is_shown_whole_at_1280(browser, server, e2e):
+    """Drill-down "Disagrees with run" and Category, Trade-off Category and "Score runs": no option cut at
+    1280x720."""
+    labels = [
+        views.run_option_label({"run_id": r, "monitor": m, "template": t, "status": "finished"}) for m, t, r in LONG
+    ]
+    page = e2e.new_page(browser, 1280, 720)
+    try:
+        page.goto(f"{server.url}/drilldown?run={LONG[0][2]}&cell=tp")
+        e2e.wait_app(page)
+        _select_shows_whole(page, e2e, "Disagrees with run", ["(any)", labels[1]], "drilldown-disagree-options-1280")
+        _select_shows_whole(
+            page, e2e, "Category", list(vocab.CATEGORY_NAMES.values()), "drilldown-category-options-1280"
+        )
+        page.goto(f"{server.url}/tradeoff")
+        e2e.wait_app(page)
+        _select_shows_whole(
+            page, e2e, "Category", list(vocab.CATEGORY_NAMES.values()), "tradeoff-category-options-1280"
+        )
+        _select_shows_whole(page, e2e, "Task", list(vocab.TASK_NAMES.values()), "tradeoff-task-options-1280")
+        for label in ("Unscored outcomes", "Options"):  # the rest of the row: label and button whole
+            el = page.get_by_text(label, exact=True).first
+            sw, cw = el.evaluate("e => [e.scrollWidth, e.clientWidth]")
+            lines = el.evaluate(
+                "e => { const r = document.createRange(); r.selectNodeContents(e); return r.getClientRects().length; }"
+            )
+            assert sw <= cw + 1 and lines == 1, (label, sw, cw, lines)  # one line, not cut
+        _select_shows_whole(page, e2e, "Templates", [], "tradeoff-templates-1280", multi=True)
+        _select_shows_whole(page, e2e, "Score runs", [], "tradeoff-score-runs-1280", multi=True)
+        chips = [t.strip() for t in page.locator('[data-testid="stMultiSelect"] [data-tag]').all_inner_texts()]
+        assert set(labels) <= set(chips), chips  # both score runs chosen by default, each label whole
+    finally:
+        page.context.close()
+
+
+def test_queue_selects_are_shown_whole_at_1280(browser, queue_server, e2e):
+    """The Label and Adjudicate queue selects: no option cut at 1280x720 (the longest category / task
+    names in the Adjudicate queue's option)."""
+    server = queue_server
+    for who, path, name, shot in (
+        ("anna", "/label", "Item", "label-queue-options-1280"),
+        ("root", "/adjudicate", "Queue", "adjudicate-queue-options-1280"),
+    ):
+        page = e2e.new_page(browser, 1280, 720)
+        try:
+            e2e.log_in(page, who, f"pw-{who}", url=f"{server.url}{path}", retry=True)
+            opts = ["1. disagreement · Safety & Permission Violations / Reasoning"] if who == "root" else []
+            _select_shows_whole(page, e2e, name, opts, shot)
+        finally:
+            page.context.close()
+
+
+@pytest.fixture(scope="module")
+def busy_server(tmp_path_factory, app_factory):
+    """A store whose one run is still running (status set so), for the Runs page's status line."""
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-busy') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    info = app_seed.seed_store(eng, pairs_per_cell=1, runs=0, hostile=False)
+    monitor, tpl, rid = LONG[0]
+    app_seed.add_run(eng, info["samples"], monitor=monitor, template=tpl, run_id=rid)
+    with eng.begin() as c:
+        c.execute(sa.text("update run set status = 'running' where id = :i"), {"i": rid})
+    yield app_factory(url)
+    eng.dispose()
+
+
+def test_the_active_run_is_named_in_the_first_screen_of_the_runs_page(browser, busy_server, e2e):
+    """At 1280x720 the line naming the running run is above the fold, above the expanded launch form."""
+    page = e2e.new_page(browser, 1280, 720)
+    try:
+        page.goto(f"{busy_server.url}/runs")
+        e2e.wait_app(page)
+        line = page.locator('[data-testid="stAlert"]').filter(has_text="1 run in progress:")
+        line.wait_for(timeout=30_000)
+        box = line.bounding_box()
+        form = page.locator('[data-testid="stExpander"]').filter(has_text="Launch a run").first.bounding_box()
+        assert box is not None and form is not None
+        assert box["y"] + box["height"] <= 720 and box["y"] < form["y"], (box, form)
+        assert LONG[0][2][-6:] in line.inner_text()  # the run (its id's end) is named
+        e2e.viewport_shot(page, "runs-active-line-1280")
     finally:
         page.context.close()

@@ -75,3 +75,14 @@ def test_only_a_file_path_is_reduced_to_its_file_name():
     hostile = {"run_id": "rhost", "monitor": "<b>x</b> [link](http://example.com) **bold** https://evil.example"}
     lab = views.run_option_label(hostile)
     assert lab.startswith("<b>x</b> [link]") and lab.endswith("evil.example · rhost") and len(lab) <= 44
+
+
+def test_the_active_runs_line_names_three_runs_escaped_and_counts_the_rest():
+    runs = [
+        {"run_id": f"r{i}", "monitor": "openai:<b>m</b>", "template": "direct", "status": "running"} for i in range(5)
+    ]
+    line = views.active_runs_line(runs)
+    assert line.startswith("**5 runs in progress:** ") and line.count("\\(running\\)") == 3
+    assert "+2 more" in line and "<b>" not in line and "\\<b\\>" in line
+    assert views.active_runs_line(runs[:1]).startswith("**1 run in progress:** ")
+    assert views.active_runs_line([]) == ""

@@ -128,3 +128,20 @@ def test_hidden_identical_derived_runs_are_named_in_an_escaped_caption():
     many = pd.DataFrame({"run_id": [f"d{i}" for i in range(5)], "duplicate_of": ["good"] * 4 + [""]})
     text = views.hidden_duplicates_caption(many, limit=2)
     assert text.startswith("4 derived runs hidden: d0 gives") and "; and 2 more;" in text and text.endswith("them.")
+
+
+def test_the_legend_and_hover_of_cancelled_runs_follow_whether_they_may_enter_the_front():
+    """With "Cancelled / partial runs may enter the front" on, the grey crosses no longer say
+    "(not on the front)": legend and hover say they are included on request."""
+    st = {"good": "finished", "stopped": "cancelled", "copy": "finished"}
+    for included in (False, True):
+        p = workbench.honest_points(_points(), min_n=10, statuses=st, include_incomplete=included)
+        fig = views.tradeoff_figure(p, include_incomplete=included)
+        (tr,) = [t for t in fig.data if t.name.startswith("runs: cancelled")]
+        if included:
+            assert tr.name == "runs: cancelled / partial (may enter the front)"
+            assert "included in the Pareto front on request" in tr.hovertemplate
+            assert "not on the front" not in tr.name + tr.hovertemplate
+        else:
+            assert tr.name == "runs: cancelled / partial (not on the front)"
+            assert "not on the front unless included" in tr.hovertemplate
