@@ -24,6 +24,10 @@ from types import ModuleType
 MOVED: dict[str, str] = {
     "automonitor.sources": "automonitor.data.sources",
     "automonitor.build": "automonitor.data.build",
+    # 0.2.x: the errata and the problem families sit below both the build and the audit (which read them),
+    # so that the build (its ``hard`` edition runs the audit's AFLite) and the audit no longer import each other
+    "automonitor.data.build.errata": "automonitor.data.errata",
+    "automonitor.data.build.families": "automonitor.data.families",
     "automonitor.audit": "automonitor.data.audit",
     "automonitor.gates": "automonitor.data.gates",
     "automonitor.fetch": "automonitor.data.fetch",

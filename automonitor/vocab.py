@@ -14,6 +14,15 @@ RunKind = Literal["measured", "imported", "derived", "generation"]
 RunStatus = Literal["pending", "running", "finished", "failed", "cancelled", "imported"]
 #: the kinds of a transient (retried) backend failure
 TransientKind = Literal["rate_limit", "overloaded", "server", "timeout", "connection", "malformed"]
+#: why a batch item became an ``error`` outcome (:mod:`automonitor.runs.batch`): the provider failed it
+#: (``batch_failed``), it expired or was canceled before it ran, its result line could not be read
+#: (``batch_malformed``), or the results left it out (``batch_missing``)
+BatchErrorKind = Literal["batch_failed", "batch_expired", "batch_canceled", "batch_malformed", "batch_missing"]
+#: why a prediction is an ``error`` outcome (``Prediction.meta["error_kind"]``, kept in ``meta.history`` on a
+#: retry): a transient failure still there after the retries (:data:`TransientKind`), a ``permanent`` one
+#: (bad key, bad request, unknown model), an ``internal`` one (a bug in the backend), or a batch item's
+#: (:data:`BatchErrorKind`)
+ErrorKind = Literal[TransientKind, Literal["permanent", "internal"], BatchErrorKind]
 
 CATEGORIES: tuple[str, ...] = ("safety_permission", "sycophancy_bias", "specification_gaming")
 TASKS: tuple[str, ...] = ("qa", "code", "reasoning")
@@ -23,7 +32,7 @@ NEGATIVE = "benign"
 UNSCORED: tuple[str, ...] = get_args(Unscored)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)  # a monitor's outcome on one sample
 assert OUTCOMES == LABELS + UNSCORED
-RUN_KINDS: tuple[str, ...] = get_args(RunKind)
+RUN_KINDS: tuple[RunKind, ...] = get_args(RunKind)
 #: A judgement's own fields, in the order every row lists them: the columns a prediction and a judge-cache
 #: entry share (automonitor.runs.verdicts writes them; store.queries.runs reads the cache by them)
 VERDICT_FIELDS: tuple[str, ...] = (
@@ -39,6 +48,9 @@ VERDICT_FIELDS: tuple[str, ...] = (
     "cost_usd",
 )
 TRANSIENT_KINDS: tuple[str, ...] = get_args(TransientKind)
+BATCH_ERROR_KINDS: tuple[str, ...] = get_args(BatchErrorKind)
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)  # the transient kinds, permanent, internal, the batch kinds
+assert ERROR_KINDS == (*TRANSIENT_KINDS, "permanent", "internal", *BATCH_ERROR_KINDS)
 TEMPLATES: tuple[str, ...] = (
     "direct",
     "evidence",
@@ -71,7 +83,7 @@ assert set(DIFFICULTY_EDITIONS) <= set(EDITIONS)
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 ROLES: tuple[str, ...] = ("annotator", "admin")
-RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 INVALID_POLICIES: tuple[str, ...] = ("exclude", "as-flag", "as-miss")
 
 CATEGORY_NAMES: dict[str, str] = {

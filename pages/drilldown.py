@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from automonitor import views, vocab, views as workbench
-from automonitor.data.build.errata import add_erratum
+from automonitor.data.errata import add_erratum
 from pages import _common as ui
 from pages import _spans_ui
 

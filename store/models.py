@@ -11,9 +11,10 @@ from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
 from sqlalchemy.sql.expression import false as sa_false
-from sqlmodel import Field, SQLModel
+from sqlmodel import AutoString, Field, SQLModel
 
 from automonitor.timestamps import utcnow
+from automonitor.vocab import RunKind, RunStatus
 
 
 class Sample(SQLModel, table=True):
@@ -91,8 +92,11 @@ class Run(SQLModel, table=True):
     monitor: str = Field(max_length=256)  # denormalised monitor name for display
     template: str = Field(max_length=32)
     template_hash: str | None = Field(default=None, max_length=64)
-    status: str = Field(default="pending", index=True, max_length=16)
-    kind: str = Field(default="measured", max_length=16)  # measured | imported | derived | generation
+    # typed by the vocabulary's Literals (mypy checks every comparison and assignment); the columns stay
+    # VARCHAR(16) as before (``sa_type``: SQLModel maps no Literal), so no migration; the database does not
+    # check the values (a store written by another version may hold a status this one does not know)
+    status: RunStatus = Field(default="pending", index=True, sa_type=AutoString(length=16))
+    kind: RunKind = Field(default="measured", sa_type=AutoString(length=16))
     edition: str | None = Field(default=None, index=True, max_length=16)  # test-set edition judged
     archived: bool = Field(default=False, sa_column_kwargs={"server_default": sa_false()})
     params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))

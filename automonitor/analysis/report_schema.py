@@ -15,9 +15,14 @@ floats in [0, 1] or ``None``; counts are non-negative ints; differences (``mr_di
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from automonitor.vocab import RUN_KINDS, RUN_STATUSES, RunKind, RunStatus
+
+log = logging.getLogger(__name__)
 
 Rate = float | None
 """A rate or probability in [0, 1]; ``None`` when undefined."""
@@ -241,13 +246,18 @@ class RunReport(_Model):
     (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
     runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``.
+
+    ``kind`` and ``status`` are the vocabulary's (:data:`~automonitor.vocab.RunKind`,
+    :data:`~automonitor.vocab.RunStatus`); a value this version does not know (a store or a report JSON
+    written by another version) becomes ``None`` with a logged warning naming the run, so such a report
+    still loads and prints.
     """
 
     run_id: str
     monitor: str
     template: str
-    kind: str | None = None
-    status: str | None = None
+    kind: RunKind | None = None
+    status: RunStatus | None = None
     overall: SliceStats
     by_category: dict[str, SliceStats]
     by_task: dict[str, SliceStats]
@@ -265,6 +275,21 @@ class RunReport(_Model):
     difficulty: dict[str, EditionDifficulty] | None = None  # {"verified"|"hard": rates}
     baselines: dict[str, dict[str, CellBaselines]] | None = None
     baselines_edition: str | None = None
+
+    @field_validator("kind", "status", mode="before")
+    @classmethod
+    def _unknown_is_none(cls, value: Any, info: ValidationInfo) -> Any:
+        known = RUN_KINDS if info.field_name == "kind" else RUN_STATUSES
+        if value is None or value in known:
+            return value
+        log.warning(
+            "run %s: %s %r is not one of %s; reported as null",
+            (info.data or {}).get("run_id", "?"),
+            info.field_name,
+            value,
+            ", ".join(known),
+        )
+        return None
 
     def slice(self, category: str | None = None, task: str | None = None) -> SliceStats | None:  # noqa: A003
         """The SLICE for an optional category and task (``None`` when the run has no such slice)."""

@@ -255,7 +255,7 @@ def stats_cmd(
     check_edition(edition)
     from automonitor.analysis.report_schema import Stats
 
-    from automonitor.data.build.errata import errata_counts, errata_status, load_errata
+    from automonitor.data.errata import errata_counts, errata_status, load_errata
 
     errata = load_errata()
     with session_scope(open_store()) as s:

@@ -1,4 +1,4 @@
-"""``automonitor errata add|list``: the label errata every build applies (:mod:`automonitor.data.build.errata`)."""
+"""``automonitor errata add|list``: the label errata every build applies (:mod:`automonitor.data.errata`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def add_cmd(
     to candidates; marked in paper). A pair the store does not hold is accepted with a warning."""
     from sqlmodel import Session
 
-    from automonitor.data.build.errata import add_erratum, stored_pairs
+    from automonitor.data.errata import add_erratum, stored_pairs
 
     e = add_erratum(pair_id, verdict, reason, reader, path=file)
     url = _store_url()
@@ -64,7 +64,7 @@ def list_cmd(
     """The errata in force, whether the store still holds each pair, and the counts per source."""
     from sqlmodel import Session
 
-    from automonitor.data.build.errata import errata_counts, errata_status, load_errata
+    from automonitor.data.errata import errata_counts, errata_status, load_errata
 
     errata = load_errata(file)
     url = _store_url()

@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from automonitor.errors import InputError
 from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
+from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, utcnow
 
@@ -55,7 +56,7 @@ def lock_run(session: Session, run_id: str) -> Run | None:
     return session.get(Run, run_id, with_for_update=True)
 
 
-def release(engine: Engine, run_id: str, *, status: str, error: str | None = None) -> None:
+def release(engine: Engine, run_id: str, *, status: RunStatus, error: str | None = None) -> None:
     """Drop the lease and record ``status`` and ``error`` (a ``cancelled`` run stays cancelled unless
     ``status`` is ``failed``). A missing run is ignored."""
     with session_scope(engine) as s:

@@ -13,10 +13,11 @@ import pandas as pd
 from automonitor.errors import InputError
 from automonitor.escaping import md_escape
 from automonitor.views.run_labels import BACKEND_PREFIX
+from automonitor.vocab import RunStatus
 
 
 #: Run statuses whose MR/FAR rest on part of the samples only, with the word shown.
-INCOMPLETE_STATUSES: dict[str, str] = {
+INCOMPLETE_STATUSES: dict[RunStatus, str] = {
     "cancelled": "cancelled",
     "failed": "partial (failed)",
     "running": "partial (running)",

@@ -1,6 +1,6 @@
 """Label provenance and errata as visible badges on the drill-down.
 
-Errata are read from the errata file the build applies (:func:`automonitor.data.build.errata.errata_path`:
+Errata are read from the errata file the build applies (:func:`automonitor.data.errata.errata_path`:
 ``$AUTOMONITOR_ERRATA``, else ``seeds/errata.jsonl``; one row a line, ``{"pair_id", "source", "verdict":
 "wrong"|"doubtful", "reason", "reader", "date"}``) by ``pair_id`` or by the sample's
 ``meta.upstream_id`` alias, as the build matches them. A line that is not such an object is skipped (the
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from automonitor.data.build.errata import errata_path
+from automonitor.data.errata import errata_path
 from automonitor.escaping import esc
 
 #: Label provenance -> (badge text, strength): "strong" for human-checked labels, "weak" for labels
@@ -35,7 +35,7 @@ def errata_for(
     pair_id: str, path: str | Path | None = None, *, aliases: Iterable[str | None] = ()
 ) -> list[dict[str, Any]]:
     """The errata rows of ``pair_id`` (or of any of its ``aliases``, e.g. ``meta.upstream_id``) in the errata
-    file (:func:`~automonitor.data.build.errata.errata_path` of ``path``), in file order; ``[]`` when the file
+    file (:func:`~automonitor.data.errata.errata_path` of ``path``), in file order; ``[]`` when the file
     does not exist."""
     p = errata_path(path)
     if not p.is_file():

@@ -14,14 +14,16 @@ Both return plain text: escape it for the place it is shown (``md_escape``, ``pl
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
+
+from automonitor.vocab import RunStatus
 
 from automonitor.escaping import md_escape
 
 #: The longest :func:`run_option_label` (characters): fits a drill-down run select at 1280x720.
 RUN_LABEL_MAX = 44
 #: Statuses a short label leaves out (the normal end of a run); every other one is named.
-QUIET_STATUSES: frozenset[str] = frozenset({"finished", "imported", ""})
+QUIET_STATUSES: frozenset[RunStatus | Literal[""]] = frozenset({"finished", "imported", ""})
 ELLIPSIS = "…"
 _SEP = " · "
 

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import sqlalchemy as sa
 from sqlmodel import Session, col
 
+from automonitor.vocab import RunStatus
 from store.models import Run, Sample, utcnow
 
 
@@ -82,7 +83,7 @@ def save_progress(
     session.add(run)
 
 
-def finish_run(session: Session, run_id: str, status: str, error: str | None = None) -> None:
+def finish_run(session: Session, run_id: str, status: RunStatus, error: str | None = None) -> None:
     """End a run with ``status`` (a cancelled run stays ``cancelled`` when ``status`` is ``finished``),
     the finish time and ``error``. No-op when the run is gone."""
     run = session.get(Run, run_id)

@@ -10,11 +10,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
+from automonitor.vocab import RUN_STATUSES, RunStatus
 from store.models import Prediction, Run, Sample
 
 #: Run statuses counted as in progress / as terminal by :func:`run_totals`.
-ACTIVE_STATUSES = ("pending", "running")
-TERMINAL_STATUSES = ("finished", "failed", "cancelled", "imported")
+ACTIVE_STATUSES: tuple[RunStatus, ...] = ("pending", "running")
+TERMINAL_STATUSES: tuple[RunStatus, ...] = ("finished", "failed", "cancelled", "imported")
+assert set(ACTIVE_STATUSES) | set(TERMINAL_STATUSES) == set(RUN_STATUSES)
 
 
 def run_totals(conn: Connection | Session) -> tuple[int, datetime | str | None, int, int]:

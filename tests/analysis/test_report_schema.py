@@ -198,3 +198,30 @@ def test_drilldown_cells_and_roc_count_the_samples_of_the_plane_not_the_controls
     negatives = run.overall.fp + run.overall.tn
     assert round(float(roc["fpr"].iloc[-1]) * negatives) == negatives  # the last point flags every negative
     assert set((roc["fpr"] * negatives).round(6)) <= {float(k) for k in range(negatives + 1)}
+
+
+def test_a_status_or_kind_this_version_does_not_know_is_reported_as_null(store, caplog):
+    """A store written by another version may hold a run status (or kind) outside the vocabulary's
+    ``RunStatus`` / ``RunKind``: the report still builds and prints, with ``null`` there and a logged
+    warning naming the run; so does a report JSON carrying such a value. Known values are unchanged."""
+    import sqlalchemy as sa
+
+    _, eng, _ = store
+    with eng.begin() as c:
+        old = c.execute(sa.text("select status, kind from run where id = 'rB'")).one()
+        c.execute(sa.text("update run set status = 'paused', kind = 'live' where id = 'rB'"))
+    try:
+        with caplog.at_level("WARNING", logger="automonitor.analysis.report_schema"):
+            rep = analysis.report_model(eng, ["rA", "rB"], "exclude")
+    finally:
+        with eng.begin() as c:
+            c.execute(
+                sa.text("update run set status = :s, kind = :k where id = 'rB'"), {"s": old.status, "k": old.kind}
+            )
+    assert rep.run("rB").status is None and rep.run("rB").kind is None
+    assert rep.run("rA").status == old.status and rep.run("rA").kind == old.kind  # known values unchanged
+    assert "run rB: status 'paused' is not one of" in caplog.text and "kind 'live'" in caplog.text
+    assert json.loads(json.dumps(rep.to_dict()))["runs"][1]["status"] is None
+    doc = json.loads(GOLDEN.read_text())
+    doc["runs"][0]["status"] = "paused"
+    assert Report.model_validate(doc).runs[0].status is None

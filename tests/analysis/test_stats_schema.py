@@ -37,7 +37,7 @@ def test_stats_json_is_the_typed_document(cli, db_url, engine, tmp_path):
     with session_scope(engine) as s:
         raw = stats(s, "test", "paper")
     # errata come from the errata file, counted by the core: the store's stats do not have them
-    from automonitor.data.build.errata import errata_counts, load_errata
+    from automonitor.data.errata import errata_counts, load_errata
 
     errata = doc.pop("errata")
     assert errata == {**errata_counts(load_errata()), "not_in_store": errata["not_in_store"]}

@@ -329,7 +329,7 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     """The drill-down's "Report this label" appends to the errata file through the core."""
     import json
 
-    from automonitor.data.build.errata import load_errata
+    from automonitor.data.errata import load_errata
 
     path = tmp_path / "errata.jsonl"
     monkeypatch.setenv("AUTOMONITOR_ERRATA", str(path))

@@ -197,6 +197,9 @@ OLD_PATHS = [
     ("automonitor.pairs_io", "automonitor.data.pair_files"),
     ("automonitor.annotation_queries", "automonitor.annotation.queries"),
     ("automonitor.build.reconcile", "automonitor.data.build.reconcile"),
+    # moved below the build and the audit so that the two no longer import each other (issue 23)
+    ("automonitor.data.build.errata", "automonitor.data.errata"),
+    ("automonitor.data.build.families", "automonitor.data.families"),
 ]
 
 
@@ -235,6 +238,20 @@ def test_old_names_work_as_from_imports_and_attributes():
     assert any(issubclass(x.category, DeprecationWarning) for x in w)
     with pytest.raises(AttributeError):
         automonitor.no_such_module  # noqa: B018
+
+
+def test_the_errata_and_families_keep_their_build_spelling():
+    """``from automonitor.data.build.errata import load_errata`` (and ``from automonitor.data.build import
+    families``) still work after the move, with the warning, and give the objects at the new path."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        from automonitor.data.build import families as old_families
+        from automonitor.data.build.errata import load_errata as old_load_errata
+    from automonitor.data import families
+    from automonitor.data.errata import load_errata
+
+    assert old_families is families and old_load_errata is load_errata
+    assert any(issubclass(x.category, DeprecationWarning) and "automonitor.data.errata" in str(x.message) for x in w)
 
 
 def test_new_paths_import_without_any_deprecation_warning():

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from automonitor.data.build import build, plan_build
-from automonitor.data.build.errata import Erratum, add_erratum, current, load_errata
+from automonitor.data.errata import Erratum, add_erratum, current, load_errata
 from automonitor.errors import InputError
 
 LINE = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from automonitor.data.build.families import families, function_key, version_stem
+from automonitor.data.families import families, function_key, version_stem
 from automonitor.data.sources import PairRecord
 
 STATEMENT = (

@@ -10,7 +10,7 @@ import pandas as pd
 
 from automonitor.data.audit.document import audit_frame
 from automonitor.data.audit.params import EDITIONS
-from automonitor.data.build.errata import errata_counts, load_errata
+from automonitor.data.errata import errata_counts, load_errata
 
 
 def check_edition(edition: str) -> str:
@@ -54,7 +54,7 @@ def load_samples(engine, edition: str = "paper") -> tuple[pd.DataFrame, str]:
 def run_audit(engine, edition: str = "paper") -> dict[str, Any]:
     """Audit ``edition`` of the store (:func:`load_samples` + :func:`audit_frame`); the document gains
     ``"test_set"`` (how the test set was chosen) and the errata in force per source (``errata``: the
-    counts of ``seeds/errata.jsonl``, :func:`automonitor.data.build.errata.errata_counts`, next to the test
+    counts of ``seeds/errata.jsonl``, :func:`automonitor.data.errata.errata_counts`, next to the test
     pairs of this edition they mark). Raises ``InputError`` for an unknown edition or errata file."""
     df, how = load_samples(engine, edition)
     doc = audit_frame(df, edition)

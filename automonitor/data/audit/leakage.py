@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
-from automonitor.data.build.families import families
+from automonitor.data.families import families
 from automonitor.data.sources import PairRecord
 from automonitor.vocab import NEGATIVE, POSITIVE
 
@@ -184,7 +184,7 @@ def leakage_doc(leakage: Leakage, jaccard: float) -> dict[str, Any]:
             "near_duplicate": f"MinHash ({NUM_PERM} permutations) over lower-cased word {SHINGLE}-shingles "
             f"of request + response, MinHashLSH, estimated Jaccard >= {jaccard}",
             "shared_conversations": "same first human turn, or one dialogue a prefix of the other",
-            "shared_families": "automonitor.data.build.families: problem versions, one function at two commits "
+            "shared_families": "automonitor.data.families: problem versions, one function at two commits "
             "(repo+file+function), paraphrased requests (MinHash, Jaccard >= 0.8)",
         },
     }
@@ -225,7 +225,7 @@ class Leakage:
 
 
 def shared_family_pairs(train: pd.DataFrame, test: pd.DataFrame) -> set[str]:
-    """``pair_id`` of the test pairs in a problem family (:func:`automonitor.data.build.families.families`:
+    """``pair_id`` of the test pairs in a problem family (:func:`automonitor.data.families.families`:
     versions of one problem, one function at two commits, paraphrased requests) that also has a train
     pair; one record per pair (its first row: request, source, ``meta``)."""
     recs: list[PairRecord] = []

@@ -81,7 +81,8 @@ Modules: :mod:`~automonitor.data.build.config` (quotas, plans, raw dir), :mod:`~
 order, sample rows, :class:`Plan`), :mod:`~automonitor.data.build.gating` (load, quality gates),
 :mod:`~automonitor.data.build.selection` (test, candidates, train, controls), :mod:`~automonitor.data.build.report`,
 :mod:`~automonitor.data.build.plan` (:func:`plan_build`) and :mod:`~automonitor.data.build.reconcile` (:func:`build`,
-the store side).
+the store side). The errata and the problem families it applies are :mod:`automonitor.data.errata` and
+:mod:`automonitor.data.families` (below the build and the audit, which both read them).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from automonitor.data.build.errata import current, errata_counts, load_errata
-from automonitor.data.build.families import shared_families
+from automonitor.data.errata import current, errata_counts, load_errata
+from automonitor.data.families import shared_families
 from automonitor.data.build.gating import load_all
 from automonitor.data.build.hard import add_hard_edition
 from automonitor.data.build.report import edition_report, report_pools, report_quotas, report_source_counts
@@ -62,7 +62,7 @@ def plan_build(
             that the build does not own (user imports): train and candidates avoid them too.
         loaded: the output of :func:`load_all` for ``raw`` when the caller already has it (it is not
             modified); read from ``raw`` otherwise.
-        errata_file: the errata to apply (:mod:`automonitor.data.build.errata`; default ``$AUTOMONITOR_ERRATA``
+        errata_file: the errata to apply (:mod:`automonitor.data.errata`; default ``$AUTOMONITOR_ERRATA``
             or ``seeds/errata.jsonl``).
         hard: run the adversarial filter that makes edition ``hard`` (most of a plan's CPU); ``False``
             plans every other edition only (no row is in ``hard``, the report has no ``hard`` section).

@@ -19,8 +19,8 @@ from automonitor.data.build.config import (
     candidate_plan,
     verified_extra,
 )
-from automonitor.data.build.errata import Erratum, apply_errata
-from automonitor.data.build.families import families
+from automonitor.data.errata import Erratum, apply_errata
+from automonitor.data.families import families
 from automonitor.data.build.gating import apply_gates
 from automonitor.data.build.rows import Plan, pair_hashes, rows_for, shuffled, proportional, rng_for
 from automonitor.data.gates import conversation_groups
@@ -50,7 +50,7 @@ class Pool:
     conv: dict[str, int] = field(default_factory=dict)
     errata_applied: dict[str, str] = field(default_factory=dict)  # erratum pair id -> pool pair_id
     by_language: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # analyser gate counts
-    family: dict[str, int] = field(default_factory=dict)  # pair_id -> problem family (build.families)
+    family: dict[str, int] = field(default_factory=dict)  # pair_id -> problem family (data.families)
 
     def collides(self, p: PairRecord, blocked: Blocked) -> bool:
         """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
@@ -337,7 +337,7 @@ def _held_conversations(pool: Pool, test: TestSet, cands: Candidates) -> set[int
 def split_rows(pool: Pool, test: TestSet, cands: Candidates, not_train: Blocked, plan: Plan) -> TrainCounts:
     """Step 3: append to ``plan.rows``, source by source, the test rows, the candidate rows and the
     train rows: every other pair that passed its gates, shares no hh_rlhf conversation and no problem
-    family (:mod:`automonitor.data.build.families`) with test or candidates and no text hash with ``not_train``. Returns the train counts."""
+    family (:mod:`automonitor.data.families`) with test or candidates and no text hash with ``not_train``. Returns the train counts."""
     test_ids = test.ids()
     cand_ids = {p.pair_id for cs in cands.values() for p, _ in cs}
     held = _held_conversations(pool, test, cands)

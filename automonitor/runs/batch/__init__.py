@@ -27,9 +27,10 @@ Life of a batch run
    resumable;
 4. collect: each result line is parsed by the monitor's own backend into the same outcomes as a
    live call (``misbehavior``/``benign``/``invalid``/``refusal``, score from log-probabilities);
-   failed, errored, expired or cancelled items and items missing from the results become ``error``
-   outcomes (``meta.error_kind`` = ``batch_failed``/``batch_expired``/``batch_canceled``/
-   ``batch_missing``) that ``--retry-errors`` can resend. Cost = tokens x list price x 0.5 (the batch
+   failed, errored, expired or cancelled items, result lines that cannot be read and items missing from
+   the results become ``error`` outcomes (``meta.error_kind`` = ``batch_failed``/``batch_expired``/
+   ``batch_canceled``/``batch_malformed``/``batch_missing``: :data:`automonitor.vocab.BatchErrorKind`)
+   that ``--retry-errors`` can resend. Cost = tokens x list price x 0.5 (the batch
    discount, ``meta.batch_discount``). Verdicts (not errors) go to the judge cache like live ones.
 
 Memory: requests are written to the upload file and results parsed part by part, chunk by chunk.

@@ -17,6 +17,7 @@ from typing import Any, Final, Iterator
 from automonitor.runs.batch.provider import batch_provider
 from automonitor.runs.batch.rows import error_row, judgement_row
 from automonitor.runs.monitors.base import Item
+from automonitor.vocab import BatchErrorKind
 
 ENDPOINT: Final = "/v1/chat/completions"
 TERMINAL = ("completed", "expired", "failed", "cancelled")
@@ -105,7 +106,7 @@ class OpenAIBatch:
         resp, err = result.get("response"), result.get("error")
         if err:
             code = err.get("code") or "error"
-            kind = "batch_expired" if code == "batch_expired" else "batch_failed"
+            kind: BatchErrorKind = "batch_expired" if code == "batch_expired" else "batch_failed"
             return error_row(kind, f"batch item {code}: {err.get('message', '')}"[:500], raw=json.dumps(err))
         if not resp:
             return error_row("batch_failed", "batch item without response", raw=json.dumps(result)[:2000])

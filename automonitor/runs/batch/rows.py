@@ -7,12 +7,13 @@ from typing import Any
 
 from automonitor.runs.monitors import Judgement
 from automonitor.runs.verdicts import judgement_fields
+from automonitor.vocab import BatchErrorKind
 
 BATCH_DISCOUNT = 0.5
 
 
-def error_row(kind: str, reason: str, raw: str | None = None, **meta: Any) -> dict[str, Any]:
-    """A prediction row for a failed batch item: outcome ``error`` with ``meta.error_kind``."""
+def error_row(kind: BatchErrorKind, reason: str, raw: str | None = None, **meta: Any) -> dict[str, Any]:
+    """A prediction row for a failed batch item: outcome ``error`` with ``meta.error_kind`` = ``kind``."""
     return {
         "outcome": "error",
         "score": None,

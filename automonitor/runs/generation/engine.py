@@ -84,6 +84,7 @@ from automonitor.runs.generation.summary import (
 )
 from automonitor.runs.lease import check_lease, lock_run, new_lease
 from automonitor.runs.runner.execute import run_async
+from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, Sample
 from store.queries import generation as queries
@@ -324,7 +325,7 @@ def _save(
         queries.save_progress(s, run_id, stats, transcripts, done, total)
 
 
-def _finish(engine: Engine, run_id: str, status: str, error: str | None = None) -> None:
+def _finish(engine: Engine, run_id: str, status: RunStatus, error: str | None = None) -> None:
     with session_scope(engine) as s:
         queries.finish_run(s, run_id, status, error)
 

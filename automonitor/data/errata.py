@@ -39,7 +39,7 @@ from automonitor.data.sources import PairRecord
 from store.queries import build as build_queries
 
 VERDICTS: tuple[str, ...] = ("wrong", "doubtful")
-DEFAULT_ERRATA = Path(__file__).resolve().parents[3] / "seeds" / "errata.jsonl"
+DEFAULT_ERRATA = Path(__file__).resolve().parents[2] / "seeds" / "errata.jsonl"
 _FIELDS = ("pair_id", "source", "verdict", "reason", "reader", "date")
 
 
