@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from automonitor import analysis  # noqa: E402
-from automonitor.vocab import CATEGORIES, TASKS  # noqa: E402
+from bench_samples import sample_row  # noqa: E402
 
 N_PAIRS = 1505
 N_MONITORS = 15
@@ -52,25 +52,7 @@ def build_store(url: str, seed: int = 0) -> None:
             sid = f"s{p:05d}{lab[0]}"
             resp = " ".join(rng.choice(WORDS, 100)) + f" (case {p} {lab})"
             texts[sid] = resp
-            samples.append(
-                dict(
-                    id=sid,
-                    pair_id=f"p{p:05d}",
-                    category=CATEGORIES[p % 3],
-                    task=TASKS[(p // 3) % 3],
-                    label=lab,
-                    request=req,
-                    response=resp,
-                    source="bench",
-                    split="test",
-                    status="gold",
-                    request_hash="r",
-                    response_hash=sid,
-                    content_hash=sid,
-                    meta={},
-                    created_at=now,
-                )
-            )
+            samples.append(sample_row(p, lab, sid, req, resp, now))
     with session_scope(eng) as s:
         s.execute(sa.insert(Sample), samples)
         mons = [Monitor(name=f"judge-{m:02d}", backend="rules") for m in range(N_MONITORS)]

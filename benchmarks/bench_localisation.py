@@ -39,7 +39,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from automonitor import analysis  # noqa: E402
-from automonitor.vocab import CATEGORIES, TASKS  # noqa: E402
+from automonitor.vocab import CATEGORIES  # noqa: E402
+from bench_samples import sample_row  # noqa: E402
 
 N_PAIRS, N_RUNS, N_LINES = 1505, 30, 20
 WORDS = (
@@ -66,25 +67,7 @@ def build_store(url: str, seed: int = 0) -> dict[str, int]:
             lines = [" ".join(rng.choice(WORDS, 10)) + f" #{p}.{i}" for i in range(N_LINES)]
             resp = "\n".join(lines)
             lines_of[sid] = lines
-            samples.append(
-                dict(
-                    id=sid,
-                    pair_id=f"p{p:05d}",
-                    category=CATEGORIES[p % 3],
-                    task=TASKS[(p // 3) % 3],
-                    label=lab,
-                    request=req,
-                    response=resp,
-                    source="bench",
-                    split="test",
-                    status="gold",
-                    request_hash="r",
-                    response_hash=sid,
-                    content_hash=sid,
-                    meta={},
-                    created_at=now,
-                )
-            )
+            samples.append(sample_row(p, lab, sid, req, resp, now))
             if lab == "misbehavior":
                 chosen = sorted(int(i) for i in rng.choice(N_LINES, int(rng.integers(1, 4)), replace=False))
                 gold_lines[sid] = chosen
