@@ -41,9 +41,17 @@ T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------------------- helpers
+class StaleRead(Exception):
+    """A guarded write found its row changed since the transaction read it (e.g. a label upsert that
+    updates nothing because another writer submitted the item in between): :func:`transaction` retries
+    the whole transaction, whose checks then see the committed state."""
+
+
 def _is_transient(exc: BaseException) -> bool:
-    """Whether a failed transaction is worth retrying: a concurrent duplicate insert, or a lock/busy/
-    deadlock/serialization error of SQLite or PostgreSQL."""
+    """Whether a failed transaction is worth retrying: a :class:`StaleRead`, a concurrent duplicate
+    insert, or a lock/busy/deadlock/serialization error of SQLite or PostgreSQL."""
+    if isinstance(exc, StaleRead):
+        return True  # decided on rows another writer changed since: re-read and decide again
     if isinstance(exc, sa.exc.IntegrityError):
         return True  # a concurrent insert of the same key: re-read and retry
     if isinstance(exc, sa.exc.OperationalError):
@@ -54,7 +62,8 @@ def _is_transient(exc: BaseException) -> bool:
 
 def transaction(engine: Engine, fn: Callable[[Session], T], *, write_lock: bool = False) -> T:
     """Run ``fn(session)`` in one transaction, retrying the whole transaction on transient
-    conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert).
+    conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert, a
+    :class:`StaleRead` raised by ``fn``).
 
     ``write_lock``: the transaction is a writer from its first read (SQLite ``BEGIN IMMEDIATE``,
     :func:`store.queries.locks.begin_write`), for work that decides on what it reads; on PostgreSQL

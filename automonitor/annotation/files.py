@@ -18,7 +18,7 @@ from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
 from automonitor.data.rows import AnnotationRow, validate_one
-from automonitor.annotation._common import GUIDELINE_VERSION, transaction, evidence_values
+from automonitor.annotation._common import GUIDELINE_VERSION, StaleRead, transaction, evidence_values
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
 from automonitor.annotation.queries import label_rows, upsert_label
@@ -243,9 +243,9 @@ def _check_imported_row(
         "guideline_version": row.guideline_version or GUIDELINE_VERSION,
         "seconds_spent": row.seconds_spent,
     }
-    if lookups.assignments[(aid, sid)].submitted_at is None:
-        return values
     old = lookups.existing.get((aid, sid))
+    if lookups.assignments[(aid, sid)].submitted_at is None and (old is None or old["submitted_at"] is None):
+        return values  # open: neither the assignment nor the stored label is submitted
     same = old is not None and all(
         old[k] == values[k]
         for k in ("label", "category", "severity", "evidence_start", "evidence_end", "evidence_spans", "note")
@@ -269,12 +269,19 @@ def _import_lookups(
 
 def _write_imported(s: Session, planned: list[dict[str, Any]], submit: bool) -> None:
     """Upsert the checked label rows of an import (``planned``: ``upsert_label`` values); with
-    ``submit`` the labels and their assignments are marked submitted (locked) now."""
+    ``submit`` the labels and their assignments are marked submitted (locked) now.
+
+    Raises:
+        StaleRead: a label was submitted by another writer after the rows were checked (the upsert,
+            guarded by ``submitted_at IS NULL``, wrote nothing): the import's transaction is retried
+            and its checks then refuse a different locked label or count an identical one unchanged.
+    """
     now = utcnow()
     for values in planned:
         if submit:
             values["submitted_at"] = now
-        upsert_label(s, values)
+        if upsert_label(s, values) == 0:
+            raise StaleRead(f"label of annotator {values['annotator_id']} on {values['sample_id']!r} locked meanwhile")
         if submit:
             store.mark_submitted(s, values["annotator_id"], [values["sample_id"]], now, labels=False)
 

@@ -1,6 +1,7 @@
-"""A label save never silently changes nothing. A save racing a writer that submits the
+"""A label save or import never silently changes nothing. A save racing a writer that submits the
 item (``annotations import``, the annotator's own batch submit in another tab) raises
-:class:`ChangedElsewhere` and the stored label stays the other writer's; two REAL processes
+:class:`ChangedElsewhere` and the stored label stays the other writer's; an import caught the same
+way re-reads and refuses the locked labels (exit 2), never reports them written; two REAL processes
 (tests/race_worker.py), SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.errors import ChangedElsewhere
+from automonitor.annotation.accounts import SYSTEM, get_account
+from automonitor.errors import ChangedElsewhere, InputError
 from store import session_scope
 from store.models import Annotation
 from store.queries.samples import insert_samples
@@ -108,3 +110,43 @@ def test_save_on_a_submitted_batch_raises_changed_elsewhere(queue):
     ann.submit_batch(engine, a)
     with pytest.raises(ChangedElsewhere, match="submitted batch"):
         ann.save_label(engine, a, items[0], "benign")
+
+
+def _import_file(tmp_path, annotator, items, label):
+    path = tmp_path / f"labels-{label}.jsonl"
+    rows = [{"annotator": annotator, "sample_id": sid, "label": label, "note": "second file"} for sid in items]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_an_import_caught_behind_a_submitting_writer_is_refused_not_reported_written(queue, db_url, tmp_path):
+    """Two ``annotations import`` of different labels for the same locked items at once: the one that
+    read the items before the other committed must not report its labels written (they were not); it
+    re-reads and refuses them as locked, naming file, line and field."""
+    engine, a, items = queue
+    admin = get_account(engine, SYSTEM, "boss")
+    holder = _worker(db_url, "hold", str(a.id), "benign", "3", *items)
+    assert holder.stdout.readline().strip() == "held", holder.stderr.read()[-2000:]
+    path = _import_file(tmp_path, a.name, items, "misbehavior")
+    with pytest.raises(InputError, match="already submitted and locked") as err:
+        ann.import_annotations(engine, admin, path)
+    assert err.value.file == str(path) and err.value.line == 1 and err.value.field == "sample_id"
+    assert holder.communicate(timeout=60)[0]
+    assert holder.returncode == 0
+    assert _stored(engine, items) == {sid: ("benign", "import", True) for sid in items}
+
+
+def test_an_import_onto_a_label_submitted_elsewhere_is_refused(queue, tmp_path):
+    """A label submitted in another tab while its assignment still reads open is locked for an import
+    too (refused at once, not retried until the retries run out)."""
+    engine, a, items = queue
+    admin = get_account(engine, SYSTEM, "boss")
+    with session_scope(engine) as s:
+        s.execute(
+            sa.update(Annotation)
+            .where(Annotation.sample_id == items[0])
+            .values(label="benign", note="other tab", submitted_at=sa.func.current_timestamp())
+        )
+    with pytest.raises(InputError, match="already submitted and locked"):
+        ann.import_annotations(engine, admin, _import_file(tmp_path, a.name, items[:1], "misbehavior"))
+    assert _stored(engine, items[:1])[items[0]] == ("benign", "other tab", True)
