@@ -3,7 +3,8 @@ markdown, and the escaped, whitespace-preserving text block the pages show sampl
 
 Security rule: every piece of model- or user-written text that ends up in HTML goes through :func:`esc`
 (``html.escape`` with quotes); text for plotly goes through :func:`plot_text`, text for markdown through
-:func:`md_escape`.
+:func:`md_escape`. All of them show invisible bidirectional and zero-width characters as visible markers
+(:func:`reveal_invisible`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,34 @@ TEXT_STYLE = (
     "border-radius:0.4rem;background:rgba(128,128,128,0.06);"
 )
 
+#: Invisible characters that change how text reads without showing themselves: the bidirectional
+#: controls behind "Trojan Source" spoofing (CVE-2021-42574; Unicode UAX #9: embeddings, overrides,
+#: isolates, the LRM/RLM/ALM marks) and zero-width characters that hide text boundaries (zero-width space,
+#: word joiner, BOM, Mongolian vowel separator). Shown as visible ``⟨U+XXXX⟩`` markers wherever data is
+#: shown; ZWJ/ZWNJ stay (they are part of emoji and of Persian and Indic spelling).
+INVISIBLE_CHARS = frozenset(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u2060\ufeff\u180e"
+)
+_INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + "]")
+
+
+def reveal_invisible(text: str) -> str:
+    """``text`` with every :data:`INVISIBLE_CHARS` character replaced by a visible marker ``⟨U+202E⟩``, so
+    model- or user-written text cannot reorder what a reader sees (``evil\u202eexe.txt`` reads
+    ``evil⟨U+202E⟩exe.txt``, not ``eviltxt.exe``) or hide a boundary. Applied by :func:`esc`,
+    :func:`plot_text`, :func:`md_escape` and :func:`md_cell`; span offsets are computed on the stored
+    text before escaping, so they are not affected."""
+    return _INVISIBLE.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", text)
+
+
 _AUTOLINK_SCHEME = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=\\[:.])")
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>$~:&=\"'")
 
 
 def esc(text: Any) -> str:
-    """``html.escape(str(text), quote=True)``; ``None`` becomes the empty string."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """``html.escape(str(text), quote=True)`` after :func:`reveal_invisible`; ``None`` becomes the empty
+    string."""
+    return html.escape(reveal_invisible("" if text is None else str(text)), quote=True)
 
 
 def plot_text(text: Any) -> str:
@@ -34,7 +56,7 @@ def plot_text(text: Any) -> str:
     text): ``& < > " ' %`` become numeric/named entities, which plotly shows as the literal characters,
     so ``<b>``, ``<a href>``, ``<br>`` or ``%{x}`` in a data value (monitor name, run id, template,
     label) never format, link or substitute. ``None`` becomes the empty string."""
-    s = "" if text is None else str(text)
+    s = reveal_invisible("" if text is None else str(text))
     return (
         s.replace("&", "&amp;")
         .replace("<", "&lt;")
@@ -51,7 +73,7 @@ def md_escape(text: Any) -> str:
     is backslash-escaped and newlines become spaces, so data values (monitor names, sources, error
     messages) interpolated into markdown show literally. Bare URLs and e-mail addresses are kept from
     being autolinked by an invisible word joiner (U+2060) after the scheme or ``www`` and before ``@``."""
-    s = "" if text is None else str(text)
+    s = reveal_invisible("" if text is None else str(text))
     out = "".join("\\" + ch if ch in _MD_SPECIAL else (" " if ch in "\r\n" else ch) for ch in s)
     # GFM autolinks bare URLs and e-mail addresses in the final text (escapes do not stop it): an
     # invisible word joiner (U+2060) after the scheme / "www" and before "@" keeps them plain text
@@ -77,7 +99,7 @@ def md_cell(text: Any) -> str:
     """``text`` escaped for a cell of a markdown table in a file (GitHub-flavoured markdown): backslashes,
     pipes, backticks, angle brackets, emphasis and link brackets escaped, whitespace runs and newlines
     folded to one space. For Streamlit markdown use :func:`md_escape`."""
-    s = str(text)
+    s = reveal_invisible(str(text))
     for a, b in (
         ("\\", "\\\\"),
         ("|", "\\|"),
