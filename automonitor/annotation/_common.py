@@ -270,7 +270,9 @@ def parse_evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
             start, end = (_offset(piece[0]), _offset(piece[1]))
         except (TypeError, ValueError) as exc:
             raise InputError("evidence must be a pair of character offsets (start, end)", field=fld) from exc
-        if not (0 <= start < end <= len(response)):
+        if start >= end:
+            raise InputError(f"evidence offsets [{start}, {end}): the end must be after the start", field=fld)
+        if not (0 <= start and end <= len(response)):
             raise InputError(
                 f"evidence offsets [{start}, {end}) outside the response (length {len(response)})", field=fld
             )

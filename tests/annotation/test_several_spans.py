@@ -218,3 +218,16 @@ def test_offsets_that_are_not_integers_are_refused_not_rounded(bad):
         (1, 5),
         (7, 9),
     ]  # integral values as written by files
+
+
+@pytest.mark.parametrize(
+    "bad, says",
+    [([5, 2], "end must be after the start"), ([4, 4], "end must be after the start"), ([2, 500], "outside")],
+)
+def test_a_reversed_span_is_named_as_reversed_not_outside(bad, says):
+    """``[[5, 2]]`` is a reversed span, not one outside the response (the message said "outside")."""
+    from automonitor.annotation._common import parse_evidence_spans
+    from automonitor.errors import InputError
+
+    with pytest.raises(InputError, match=says):
+        parse_evidence_spans("x" * 100, [bad])
