@@ -58,9 +58,21 @@ def span_agreement_section(doc: Mapping[str, Any]) -> None:
     def fmt(v: Any) -> str:
         return "n/a" if v is None else f"{v:.3f}"
 
+    if sp.get("too_few"):
+        st.caption(
+            f":gray[**too few items**: {sp['items']} item(s) with spans from two annotators, fewer than "
+            f"{sp.get('min_items')}: no interval; read these figures as anecdotes]"
+        )
+    ci = sp.get("span_f1_ci")
     cols = st.columns(4)
     cols[0].metric("Items with 2+ spans", sp["items"])
-    cols[1].metric("Span F1", fmt(sp["span_f1"]), help="mean pairwise character-level F1 (Dice) of the spans")
+    cols[1].metric(
+        "Span F1",
+        fmt(sp["span_f1"]),
+        delta=None if not ci else f"95 % CI [{ci[0]:.2f}, {ci[1]:.2f}]",
+        delta_color="off",
+        help="mean pairwise character-level F1 (Dice) of the spans; percentile bootstrap over items",
+    )
     cols[2].metric("Token Krippendorff's alpha", fmt(sp["token_alpha"]), help="nominal, tokens inside / outside")
     cols[3].metric("Identical spans", fmt(sp["exact"]), help="share of annotator pairs with the same offsets")
 

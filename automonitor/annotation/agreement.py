@@ -534,7 +534,9 @@ def agreement(
     doc["submitted_only"] = submitted_only
     marked = table[table["evidence_start"].notna()] if len(table) else table
     texts = load_sample_texts(engine, marked["sample_id"].unique().tolist()) if len(marked) else {}
-    doc["spans"] = span_agreement(marked.to_dict("records"), {k: v[1] for k, v in texts.items()})
+    doc["spans"] = span_agreement(
+        marked.to_dict("records"), {k: v[1] for k, v in texts.items()}, min_items=min_items, n_boot=n_boot, seed=seed
+    )
     if run_id is not None:
         doc["monitor"] = monitor_agreement(engine, actor, run_id, table, n_boot=n_boot, seed=seed, min_items=min_items)
     return doc

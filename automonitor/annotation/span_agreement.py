@@ -93,18 +93,30 @@ def lowest_pair_f1(rows: Iterable[Mapping[str, Any]]) -> float | None:
     return min(span_f1(x, y) for x, y in combinations(marks, 2))
 
 
-def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, str]) -> dict[str, Any]:
+def span_agreement(
+    rows: Iterable[Mapping[str, Any]],
+    responses: Mapping[str, str],
+    *,
+    min_items: int = 10,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Span agreement of label rows (module doc).
 
     Args:
         rows: labels with ``sample_id``, ``annotator``, ``label`` and ``evidence_spans`` (a list of
             ``[start, end]``) or, for a label with one span, ``evidence_start``/``evidence_end``.
         responses: ``{sample_id: response}``.
+        min_items: with fewer compared items the result is ``too_few`` and gets no interval (the rule of
+            the label agreement: an interval over a handful of items reads as precise when it is not).
+        n_boot, seed: the percentile bootstrap of ``span_f1`` over items (each resample draws items with
+            replacement and averages the pairwise F1s of the items drawn; Efron & Tibshirani 1993, ch. 13).
     Returns:
         ``{"items": items with >= 2 marked spans, "pairs": annotator pairs compared, "span_f1": mean
-        pairwise character F1 in [0, 1] or None, "exact": share of identical pairs or None,
-        "token_alpha": Krippendorff's alpha over tokens or None (fewer than 2 values or no variation),
-        "tokens": units}``.
+        pairwise character F1 in [0, 1] or None, "span_f1_ci": [lo, hi] (95 % percentile bootstrap) or
+        None (too few items, no bootstrap, or every resample agrees), "exact": share of identical pairs
+        or None, "token_alpha": Krippendorff's alpha over tokens or None (fewer than 2 values or no
+        variation), "tokens": units, "too_few": fewer than ``min_items`` items, "min_items"}``.
     """
     by_item: dict[str, dict[str, tuple[tuple[int, int], ...]]] = {}
     for r in rows:
@@ -119,10 +131,12 @@ def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, st
     annotators = sorted({a for v in items.values() for a in v})
     col = {a: i for i, a in enumerate(annotators)}
     units: list[list[float]] = []
+    per_item: list[list[float]] = []
     for sid, marks in sorted(items.items()):
-        for (_, x), (_, y) in combinations(sorted(marks.items()), 2):
-            f1s.append(span_f1(x, y))
-            exact += int(x == y)
+        mine = [span_f1(x, y) for (_, x), (_, y) in combinations(sorted(marks.items()), 2)]
+        per_item.append(mine)
+        f1s.extend(mine)
+        exact += sum(int(x == y) for (_, x), (_, y) in combinations(sorted(marks.items()), 2))
         for ts, te in _tokens(responses.get(sid, "")):
             row = [np.nan] * len(annotators)
             for a, spans in marks.items():
@@ -134,11 +148,32 @@ def span_agreement(rows: Iterable[Mapping[str, Any]], responses: Mapping[str, st
         vals = data[~np.isnan(data)]
         if len(np.unique(vals)) > 1:
             alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    too_few = len(items) < min_items
     return {
         "items": len(items),
         "pairs": len(f1s),
         "span_f1": float(np.mean(f1s)) if f1s else None,
+        "span_f1_ci": None if too_few else _item_bootstrap(per_item, n_boot, seed),
+        "too_few": too_few,
+        "min_items": min_items,
         "exact": exact / len(f1s) if f1s else None,
         "token_alpha": alpha,
         "tokens": len(units),
     }
+
+
+def _item_bootstrap(per_item: list[list[float]], n_boot: int, seed: int) -> list[float] | None:
+    """95 % percentile bootstrap interval of the mean pairwise span F1, resampling items (each item's
+    pair F1s stay together); ``None`` without items or resamples, or when every resample gives the same
+    value (a point would read as certainty)."""
+    if not per_item or n_boot <= 0:
+        return None
+    sums = np.array([sum(v) for v in per_item], dtype=float)
+    counts = np.array([len(v) for v in per_item], dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(per_item), size=(n_boot, len(per_item)))
+    means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    if float(np.ptp(means)) == 0.0:
+        return None
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return [float(lo), float(hi)]

@@ -28,7 +28,34 @@ def test_span_f1_and_token_alpha_by_hand():
     want = krippendorff.alpha(reliability_data=np.array([a, b], dtype=float), level_of_measurement="nominal")
     assert got["token_alpha"] == pytest.approx(want) and got["tokens"] == 12
     empty = span_agreement([], {})
-    assert empty == {"items": 0, "pairs": 0, "span_f1": None, "exact": None, "token_alpha": None, "tokens": 0}
+    assert empty == {
+        "items": 0,
+        "pairs": 0,
+        "span_f1": None,
+        "span_f1_ci": None,
+        "too_few": True,
+        "min_items": 10,
+        "exact": None,
+        "token_alpha": None,
+        "tokens": 0,
+    }
+
+
+def test_span_agreement_on_too_few_items_has_no_interval_and_enough_items_get_one():
+    """The label agreement's rule holds for spans too: under ``min_items`` compared items the result is
+    ``too_few`` with no interval (the fresh-user trial saw span F1 0.000 on 1 item shown as if precise);
+    with enough items a percentile bootstrap over items brackets the mean pairwise F1."""
+    rows = [_row("x", "a", 0, 7), _row("x", "b", 4, 13)]
+    few = span_agreement(rows, {"x": TEXT})
+    assert few["too_few"] is True and few["span_f1_ci"] is None and few["items"] == 1
+    many_rows, texts = [], {}
+    for i in range(12):
+        texts[f"s{i}"] = TEXT
+        many_rows += [_row(f"s{i}", "a", 0, 7), _row(f"s{i}", "b", 4 if i % 2 else 0, 13 if i % 2 else 7)]
+    many = span_agreement(many_rows, texts, min_items=10, n_boot=500, seed=3)
+    lo, hi = many["span_f1_ci"]
+    assert many["too_few"] is False and lo < many["span_f1"] < hi and 0 <= lo and hi <= 1
+    assert span_agreement(many_rows, texts, min_items=13)["span_f1_ci"] is None  # 12 items < 13
 
 
 def test_agreement_document_and_page_show_span_agreement(tmp_path, monkeypatch):
@@ -73,6 +100,7 @@ def test_agreement_document_and_page_show_span_agreement(tmp_path, monkeypatch):
     assert not at.exception, [e.message for e in at.exception]
     m = {x.label: x.value for x in at.metric}
     assert m["Span F1"] == f"{6 / 16:.3f}" and m["Items with 2+ spans"] == "4"
+    assert any("too few items" in c.value for c in at.caption)  # 4 items < the default 10: greyed, no interval
     eng.dispose()
 
 
