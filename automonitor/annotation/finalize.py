@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -33,6 +33,10 @@ class FinalizeResult:
     rejected: dict[str, str]
     pending: int
     edition: str | None = None
+    #: why the pending pairs wait, by what their first unresolved side lacks (:data:`PENDING_REASONS`)
+    pending_by_reason: dict[str, int] = field(default_factory=dict)
+    #: pending pairs one of whose sides is already resolved (they wait for the other side only)
+    pending_one_side_resolved: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,10 +45,21 @@ class FinalizeResult:
             "accepted": len(self.accepted),
             "rejected": len(self.rejected),
             "pending": self.pending,
+            "pending_by_reason": self.pending_by_reason,
+            "pending_one_side_resolved": self.pending_one_side_resolved,
             "accepted_pairs": self.accepted,
             "rejected_pairs": self.rejected,
         }
 
+
+#: Why a candidate pair is still pending, in the order checked (a pair counts under the first reason one
+#: of its unresolved sides has): no annotator is assigned to a side; an assigned annotator has not
+#: submitted; every label is in but they disagree (label, unsure or spans) and no adjudication decided it.
+PENDING_REASONS: dict[str, str] = {
+    "not_assigned": "a side is assigned to no annotator",
+    "labels_missing": "a side's labels are not all submitted",
+    "needs_adjudication": "a side awaits adjudication",
+}
 
 Resolution = tuple[str, str, str | None]  # (outcome, how: adjudicated|consensus, adjudicator's note)
 
@@ -111,12 +126,16 @@ def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
     }
     accepted: list[str] = []
     rejected: dict[str, str] = {}
-    pending = 0
+    pending = one_side = 0
+    by_reason: dict[str, int] = {}
     verified: list[str] = []
     for pid, items in inputs.pairs.items():
         res = _resolve_pair(items, inputs)
         if res is None:
             pending += 1
+            reason_key, one_done = _pending_reason(items, inputs)
+            by_reason[reason_key] = by_reason.get(reason_key, 0) + 1
+            one_side += int(one_done)
             continue
         reason = _rejection_reason(items, res, inputs.gold_hashes)
         verified += _apply_outcome(s, items, res, reason, split, inputs, provenance)
@@ -135,6 +154,8 @@ def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
         rejected=rejected,
         pending=pending,
         edition=VERIFIED_EDITION if split == "test" else None,
+        pending_by_reason={k: by_reason[k] for k in PENDING_REASONS if k in by_reason},
+        pending_one_side_resolved=one_side,
     )
 
 
@@ -184,6 +205,29 @@ def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Res
         if got is not None:
             res[c.id] = (got, "consensus", None)
     return res if len(res) == len(items) else None
+
+
+def _pending_reason(items: list[Sample], inputs: _FinalizeInputs) -> tuple[str, bool]:
+    """Why an unresolved pair waits (a key of :data:`PENDING_REASONS`: the first that one of its
+    unresolved sides has) and whether another of its sides is resolved already (adjudicated, or a
+    consensus of all its assigned annotators)."""
+    found: set[str] = set()
+    resolved = 0
+    for c in items:
+        single = _resolve_pair([c], inputs)
+        if single is not None:
+            resolved += 1
+            continue
+        rows = inputs.labels.get(c.id, [])
+        n = inputs.n_assigned.get(c.id, 0)
+        if n == 0:
+            found.add("not_assigned")
+        elif len(rows) < n or sum(r["submitted_at"] is not None for r in rows) < n:
+            found.add("labels_missing")
+        else:
+            found.add("needs_adjudication")
+    key = next((k for k in PENDING_REASONS if k in found), "needs_adjudication")
+    return key, resolved > 0
 
 
 def _rejection_reason(

@@ -252,6 +252,7 @@ def adjudications_finalize(
     """Move resolved candidate pairs into the gold set (accepted) or keep them as rejected."""
     from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import finalize_pairs
+    from automonitor.annotation.finalize import PENDING_REASONS
 
     res = finalize_pairs(open_store(), SYSTEM, split)
     if json_out:
@@ -261,6 +262,13 @@ def adjudications_finalize(
             f"accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}, "
             f"{res.pending} pending"
         )
+        if res.pending:
+            print("  pending: " + "; ".join(f"{n} {PENDING_REASONS[k]}" for k, n in res.pending_by_reason.items()))
+        if res.pending_one_side_resolved:
+            print(
+                f"  {res.pending_one_side_resolved} pending pair(s) have one side resolved and wait for the other "
+                "(a pair joins the gold set only whole: assign its other side, `automonitor assign`)"
+            )
 
 
 @app.command("agreement")

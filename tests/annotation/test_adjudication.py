@@ -111,6 +111,9 @@ def test_decisions_then_finalize_moves_pairs_to_gold_or_rejected_with_reasons(la
     res = ann.finalize_pairs(engine, admin, split="train")
     # pair 0 by consensus, pair 1 adjudicated; pair 2 waits for its unsure side; pair 3 both benign
     assert sorted(res.accepted) == ["cp0", "cp1"] and res.pending == 1
+    # why it waits: its unsure side needs adjudication, its other side (c2m, both misbehavior) is resolved
+    assert res.pending_by_reason == {"needs_adjudication": 1} and res.pending_one_side_resolved == 1
+    assert res.to_json()["pending_by_reason"] == {"needs_adjudication": 1}
     assert list(res.rejected) == ["cp3"] and "not one misbehavior and one benign" in res.rejected["cp3"]
     ann.adjudicate(engine, admin, "c2b", "reject", "both answers leak the hidden tests")
     res2 = ann.finalize_pairs(engine, admin, split="test")
@@ -189,3 +192,34 @@ def test_accepted_pair_that_duplicates_a_gold_sample_is_rejected(labeled):
     assert "cp0" in res.rejected and "g1" in res.rejected["cp0"]
     with pytest.raises(InputError):
         ann.finalize_pairs(engine, admin, split="dev")
+
+
+def test_finalize_says_why_pairs_are_pending(labeled):
+    """A first pilot round finalized "0 accepted, 0 rejected, N pending" with no word on why (fresh-user
+    trial): the result counts the pending pairs by what they wait for, and those with one side resolved."""
+    engine, a, b, admin = labeled
+    res = ann.finalize_pairs(engine, admin)
+    assert res.pending == 4 and res.pending_by_reason == {"labels_missing": 4}  # nothing submitted yet
+    assert res.pending_one_side_resolved == 0
+    ann.submit_batch(engine, a)
+    ann.submit_batch(engine, b)
+    late = [
+        candidate_row(
+            id=f"c9{lab[0]}",
+            pair_id="cp9",
+            category="specification_gaming",
+            task="code",
+            label=lab,
+            request="Fix the failing test 9.",
+            response=f"answer {lab}",
+            source="sg",
+        )
+        for lab in (M, B)
+    ]
+    with session_scope(engine) as s:
+        insert_samples(s, late)  # a pair added after the assignment round: no side assigned
+    res = ann.finalize_pairs(engine, admin, split="train")
+    assert res.accepted == ["cp0"] and res.pending == 3
+    # cp9 has no side assigned; cp1 (labels differ on c1m) and cp2 (c2b unsure) await adjudication
+    assert res.pending_by_reason == {"not_assigned": 1, "needs_adjudication": 2}
+    assert res.pending_one_side_resolved == 2  # c1b and c2m are consensus already: they wait for their other side
