@@ -86,7 +86,7 @@ _WEIGHTS: dict[tuple[int, int], np.ndarray] = {}  # (n_boot, seed) -> Poisson(1)
 _WEIGHTS_LOCK = threading.Lock()
 
 
-def _poisson_weights(n_boot: int, n: int, seed: int) -> np.ndarray:
+def poisson_weights(n_boot: int, n: int, seed: int) -> np.ndarray:
     """Poisson(1) bootstrap weights ``(n_boot, n)`` for ``seed`` (read-only). Drawn as ``(n, n_boot)``
     rows and transposed, so the weights of ``n`` samples are the first ``n`` rows of any larger draw with
     the same seed: one draw per ``(n_boot, seed)`` serves every run of a report, and a run's intervals
@@ -104,7 +104,7 @@ def _poisson_weights(n_boot: int, n: int, seed: int) -> np.ndarray:
     return w[:n].T
 
 
-def _nan_percentile_rows(x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+def nan_percentile_rows(x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
     """Per row of ``x`` ``(m, n)``, the ``qs`` percentiles of its non-NaN values (numpy's default
     "linear" method, as ``np.nanpercentile(x, qs, axis=1).T``, vectorised over rows): ``(m, len(qs))``;
     NaN for a row with no value."""
@@ -252,7 +252,7 @@ def slice_localisation(
         w = weights if weights is not None else np.random.default_rng(seed).poisson(1.0, (n_boot, tp)).astype(float)
         sums = w @ arr  # (n_boot, 4)
         boot = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])
-        lo_hi = _nan_percentile_rows(np.vstack([boot[k] for k in METRICS]), _QS)
+        lo_hi = nan_percentile_rows(np.vstack([boot[k] for k in METRICS]), _QS)
     return _block(gold_samples, results, point, lo_hi)
 
 
@@ -297,7 +297,7 @@ def run_localisation(
     is_tp = np.array([r is not None for _, _, r in keyed])
     status = np.array([r["status"] if r is not None else "" for _, _, r in keyed])
     per_cell = np.zeros((len(cells), 4, 1 + max(n_boot, 0)))  # [:, :, 0] point sums, [:, :, 1:] resamples
-    wt = _poisson_weights(n_boot, n, seed).T if n_boot > 0 else None  # (n, n_boot), C-contiguous rows
+    wt = poisson_weights(n_boot, n, seed).T if n_boot > 0 else None  # (n, n_boot), C-contiguous rows
     for j in range(len(cells)):
         idx = np.flatnonzero((cell == j) & is_tp)
         per_cell[j, :, 0] = counts[idx].sum(axis=0)
@@ -321,7 +321,7 @@ def run_localisation(
     bounds = None
     if n_boot > 0:
         boot = np.vstack([metrics[k][:, 1:] for k in METRICS])  # (4 * slices, n_boot)
-        bounds = _nan_percentile_rows(boot, _QS).reshape(len(METRICS), len(slices), 2)
+        bounds = nan_percentile_rows(boot, _QS).reshape(len(METRICS), len(slices), 2)
     wilson = {
         "localised_share": mt.wilson_interval_array(loc_s, tp_s),
         "wrong_reason_share": mt.wilson_interval_array(wrong_s, tp_s),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from automonitor import analysis
-from automonitor.analysis.localisation import _nan_percentile_rows, describe_overlap, score_sample, slice_localisation
+from automonitor.analysis.localisation import nan_percentile_rows, describe_overlap, score_sample, slice_localisation
 from automonitor.vocab import CATEGORIES
 from helpers import run_cli
 from localisation_seed import BAD_LINE, HARMLESS, localisation_frames, seed_localisation
@@ -133,7 +133,7 @@ def test_span_metric_intervals_come_from_the_resamples():
     x = np.random.default_rng(1).normal(size=(6, 101))
     x[1, ::3] = np.nan
     x[2] = np.nan
-    got = _nan_percentile_rows(x, (2.5, 97.5))
+    got = nan_percentile_rows(x, (2.5, 97.5))
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.nanpercentile(x, [2.5, 97.5], axis=1).T
@@ -143,7 +143,7 @@ def test_span_metric_intervals_come_from_the_resamples():
 def test_run_localisation_slices_equal_slice_localisation_with_the_same_weights():
     """Every slice of a run computed at once (member matrix x counts) gives what
     :func:`slice_localisation` gives on that slice's TPs with the run's weight columns."""
-    from automonitor.analysis.localisation import _poisson_weights, run_localisation
+    from automonitor.analysis.localisation import poisson_weights, run_localisation
 
     preds, runs, texts, gold = localisation_frames({"r": BAD_LINE[:10] + " starting"})
     preds.loc[preds["sample_id"].isin(["s3m", "s5m", "s7m"]), "evidence"] = [[BAD_LINE], [HARMLESS], [BAD_LINE[:4]]]
@@ -152,7 +152,7 @@ def test_run_localisation_slices_equal_slice_localisation_with_the_same_weights(
     responses = {sid: rr[1] for sid, rr in texts.items()}
     out = run_localisation(rows, responses, gold, n_boot=300, seed=5)
     keyed = [r for r in rows if gold.get(r[0])]
-    w = _poisson_weights(300, len(keyed), 5)
+    w = poisson_weights(300, len(keyed), 5)
     tp_idx = [i for i, r in enumerate(keyed) if r[3]]
     tps = [score_sample(responses[keyed[i][0]], keyed[i][4], gold[keyed[i][0]]) for i in tp_idx]
     want = slice_localisation(len(keyed), tps, n_boot=300, seed=5, weights=w[:, tp_idx])
@@ -171,7 +171,7 @@ def test_run_localisation_slices_equal_slice_localisation_with_the_same_weights(
     for k, v in want_cat.items():
         assert out["by_category"][cat][k] == pytest.approx(v, rel=1e-9), k
     # a run's weights are the first rows of any larger draw: they do not depend on the other runs
-    assert np.array_equal(_poisson_weights(300, 7, 5), _poisson_weights(300, 50, 5)[:, :7])
+    assert np.array_equal(poisson_weights(300, 7, 5), poisson_weights(300, 50, 5)[:, :7])
 
 
 def test_report_localisation_reuses_the_grounding_phase_offsets_and_gives_the_same_numbers():

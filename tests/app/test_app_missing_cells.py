@@ -159,7 +159,7 @@ def test_health_and_transfer_tables_show_no_missing_value(gappy, tmp_path, monke
     the paper does not report): no table cell reads None / nan."""
     import json
 
-    from test_app_transfer import _saved
+    from test_app_transfer import saved_transfer
 
     monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("AUTOMONITOR_DB", gappy["url"])  # this module's other store may be the one set
@@ -171,7 +171,7 @@ def test_health_and_transfer_tables_show_no_missing_value(gappy, tmp_path, monke
     monkeypatch.setenv("AUTOMONITOR_ARTIFACTS", str(tmp_path / "art"))
     d = tmp_path / "art" / "probes"
     d.mkdir(parents=True)
-    (d / "transfer-tfidf.json").write_text(json.dumps(_saved()))
+    (d / "transfer-tfidf.json").write_text(json.dumps(saved_transfer()))
     at = ok(app("pages/transfer.py").run())
     frames = _frames(at)
     assert len(frames) == 2, len(frames)

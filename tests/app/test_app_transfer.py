@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
 
 
-def _saved(features: str = "tfidf") -> dict:
+def saved_transfer(features: str = "tfidf") -> dict:
     cells = []
     for tr in ("safety_permission/code", "all", "<img src=x onerror=alert(1)>"):
         for te in ("specification_gaming/code", "all"):
@@ -69,7 +69,7 @@ def test_transfer_page(tmp_path, monkeypatch):
 
     d = tmp_path / "art" / "probes"
     d.mkdir(parents=True)
-    (d / "transfer-tfidf.json").write_text(json.dumps(_saved()))
+    (d / "transfer-tfidf.json").write_text(json.dumps(saved_transfer()))
     at.run()
     assert not at.exception, at.exception
     charts = at.get("plotly_chart")

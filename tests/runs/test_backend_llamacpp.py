@@ -53,7 +53,9 @@ def test_prefix_cache_gives_identical_scores_and_reuses_the_prefix():
     nc = len(CONTENT_FREE_INPUTS)
     assert cached.calibration_evals == nc and plain.calibration_evals == 0
     assert [j.meta["prefix_reused"] for j in got_c] == [True, True, True]
-    assert cached._scorer.prefix_evals == 1 and cached._scorer.prefix_hits == 2 + nc
+    # the model is process-wide (one llama_cpp.Llama per path): an earlier test of this worker may have
+    # left the same prefix in its context, so the one prefix evaluation may already have happened
+    assert cached._scorer.prefix_evals <= 1 and cached._scorer.prefix_evals + cached._scorer.prefix_hits == 3 + nc
     assert plain._scorer.prefix_evals == 3 and plain._scorer.prefix_hits == 0
     # with the cache only the sample's own tokens are evaluated
     assert got_c[1].tokens_in < got_p[1].tokens_in - got_c[1].meta["prefix_tokens"] + 5
