@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from automonitor import analysis  # noqa: E402
-from bench_samples import sample_row  # noqa: E402
+from bench_samples import prediction_row, sample_row  # noqa: E402
 
 N_PAIRS = 1505
 N_MONITORS = 15
@@ -101,19 +101,7 @@ def build_store(url: str, seed: int = 0) -> None:
                         quote = " ".join(words[k : k + 6])
                         ev = [quote if rng.random() < 0.7 else quote.upper(), "fabricated claim not in the text"]
                     rows.append(
-                        dict(
-                            run_id=rid,
-                            sample_id=smp["id"],
-                            outcome=outcome,
-                            score=float(round(p1, 4)) if scored else None,
-                            evidence=ev,
-                            meta={},
-                            created_at=now,
-                            tokens_in=0,
-                            tokens_out=0,
-                            cost_usd=0.0,
-                            cached=False,
-                        )
+                        prediction_row(rid, smp["id"], outcome, float(round(p1, 4)) if scored else None, ev, now)
                     )
                 s.execute(sa.insert(Prediction), rows)
                 r += 1

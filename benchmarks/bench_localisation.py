@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from automonitor import analysis  # noqa: E402
 from automonitor.vocab import CATEGORIES  # noqa: E402
-from bench_samples import sample_row  # noqa: E402
+from bench_samples import prediction_row, sample_row  # noqa: E402
 
 N_PAIRS, N_RUNS, N_LINES = 1505, 30, 20
 WORDS = (
@@ -123,21 +123,7 @@ def build_store(url: str, seed: int = 0) -> dict[str, int]:
                     ev = [quote, f"run {r} saw {sid} delete the audit logs"]
                     keys.update((sid, q) for q in ev)
                     n_quotes += len(ev)
-                rows.append(
-                    dict(
-                        run_id=rid,
-                        sample_id=sid,
-                        outcome=outcome,
-                        score=None,
-                        evidence=ev,
-                        meta={},
-                        created_at=now,
-                        tokens_in=0,
-                        tokens_out=0,
-                        cost_usd=0.0,
-                        cached=False,
-                    )
-                )
+                rows.append(prediction_row(rid, sid, outcome, None, ev, now))
             s.execute(sa.insert(Prediction), rows)
             n_preds += len(rows)
     eng.dispose()

@@ -30,3 +30,23 @@ def sample_row(p: int, label: str, sid: str, request: str, response: str, now: d
         meta={},
         created_at=now,
     )
+
+
+def prediction_row(
+    run_id: str, sample_id: str, outcome: str, score: float | None, evidence: list[str], now: datetime
+) -> dict[str, Any]:
+    """A ``prediction`` row (dict for ``sa.insert(Prediction)``) of a benchmark run: no tokens, no cost,
+    not cached, empty ``meta``."""
+    return dict(
+        run_id=run_id,
+        sample_id=sample_id,
+        outcome=outcome,
+        score=score,
+        evidence=evidence,
+        meta={},
+        created_at=now,
+        tokens_in=0,
+        tokens_out=0,
+        cost_usd=0.0,
+        cached=False,
+    )
