@@ -28,6 +28,10 @@ _RUN_HOVER = (
 )
 
 
+#: The side text of a run's hover where clicking the point opens its drill-down (the app's pages).
+CLICK_HINT = "click to drill down"
+
+
 def tradeoff_figure(
     points: pd.DataFrame,
     *,
@@ -38,6 +42,7 @@ def tradeoff_figure(
     size_col: str | None = None,
     localisation: pd.DataFrame | None = None,
     include_incomplete: bool = False,
+    hover_action: str = CLICK_HINT,
 ) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
@@ -59,6 +64,8 @@ def tradeoff_figure(
     hits share (:func:`localisation_trace`, a 0-1 colour scale on top of their markers).
     ``include_incomplete``: cancelled / partial runs were allowed onto the Pareto front
     (``honest_points(include_incomplete=True)``); their legend and hover say so (:func:`incomplete_trace`).
+    ``hover_action``: the grey text at the side of each run's hover, :data:`CLICK_HINT` where a click opens
+    the drill-down (the app); ``""`` where nothing happens on a click (a static HTML report).
     """
     fig = go.Figure()
     pts = _drawable_points(points)
@@ -68,11 +75,12 @@ def tradeoff_figure(
         fig.add_traces(front_traces(pts, front))
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
     for tpl, eligible, group in _template_groups(done):
-        fig.add_trace(run_trace(group, tpl, eligible, all_points=pts, size_col=size_col))
+        fig.add_trace(run_trace(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action))
     if done is not pts and len(pts) > len(done):
-        fig.add_trace(incomplete_trace(pts[pts["incomplete"].astype(bool)], included=include_incomplete))
+        incomplete = pts[pts["incomplete"].astype(bool)]
+        fig.add_trace(incomplete_trace(incomplete, included=include_incomplete, hover_action=hover_action))
     if localisation is not None and not pts.empty:
-        trace = localisation_trace(pts, localisation)
+        trace = localisation_trace(pts, localisation, hover_action=hover_action)
         if trace is not None:
             fig.add_trace(trace)
     if reported is not None and not reported.empty:
@@ -202,7 +210,13 @@ def _hover_customdata(d: pd.DataFrame) -> list[tuple[Any, ...]]:
 
 
 def run_trace(
-    d: pd.DataFrame, template: str, eligible: bool, *, all_points: pd.DataFrame, size_col: str | None = None
+    d: pd.DataFrame,
+    template: str,
+    eligible: bool,
+    *,
+    all_points: pd.DataFrame,
+    size_col: str | None = None,
+    hover_action: str = CLICK_HINT,
 ) -> go.Scatter:
     """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
     "(too few samples)" in the name and hover) runs ``d``, at their drawn positions, with text labels
@@ -229,7 +243,7 @@ def run_trace(
         hovertemplate=(
             _RUN_HOVER
             + ("" if eligible else "<br><i>too few judged samples: not on the front</i>")
-            + "<extra>click to drill down</extra>"
+            + _extra(hover_action)
         ),
     )
 
@@ -237,7 +251,9 @@ def run_trace(
 LOCALISATION_LEGEND = "colour: localised hits share (runs with gold spans)"
 
 
-def localisation_trace(pts: pd.DataFrame, localisation: pd.DataFrame) -> go.Scatter | None:
+def localisation_trace(
+    pts: pd.DataFrame, localisation: pd.DataFrame, *, hover_action: str = CLICK_HINT
+) -> go.Scatter | None:
     """Runs coloured by the share of their true positives whose evidence overlaps a gold span (issue
     21.3): markers at the runs' drawn positions, colour = ``localised_share`` on a 0-1 scale (Viridis,
     colour bar "localised hits"), hover with localised / TP, ``customdata[0]`` the run id (a click opens
@@ -267,7 +283,7 @@ def localisation_trace(pts: pd.DataFrame, localisation: pd.DataFrame) -> go.Scat
         hovertemplate=(
             _RUN_HOVER
             + "<br>localised hits %{customdata[13]} of %{customdata[14]} TP (%{marker.color:.0%})"
-            + "<extra>click to drill down</extra>"
+            + _extra(hover_action)
         ),
     )
 
@@ -282,7 +298,7 @@ INCOMPLETE_LEGEND = {
 }
 
 
-def incomplete_trace(d: pd.DataFrame, *, included: bool = False) -> go.Scatter:
+def incomplete_trace(d: pd.DataFrame, *, included: bool = False, hover_action: str = CLICK_HINT) -> go.Scatter:
     """Cancelled or partial runs (``status_text`` from ``honest_points``): grey crosses in one trace, no
     error bars, named in the legend by :data:`INCOMPLETE_LEGEND` of ``included`` ("(not on the front)",
     or "(may enter the front)" when the page lets them enter the Pareto front); the hover says which
@@ -305,7 +321,7 @@ def incomplete_trace(d: pd.DataFrame, *, included: bool = False) -> go.Scatter:
             _RUN_HOVER
             + "<br><b>%{customdata[13]}</b> run: its rates rest on the samples judged before it stopped;"
             + front
-            + "<extra>click to drill down</extra>"
+            + _extra(hover_action)
         ),
     )
 
@@ -462,3 +478,8 @@ def roc_figure(
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0),
     )
     return fig
+
+
+def _extra(text: str) -> str:
+    """A hover's ``<extra>`` box holding ``text`` (escaped for plotly's hover markup); an empty box hides it."""
+    return f"<extra>{plot_text(text)}</extra>"

@@ -237,7 +237,8 @@ def plane_figure(rep: Report, prov: dict[str, dict[str, Any]]) -> go.Figure:
             + "), secondary summary of the paper (paper_reported.csv), not found in its v2 text"
         )
     front = [r for r in rep.pareto if r in set(pts["run_id"])]
-    return tradeoff_figure(pts, reported=reported, front=front or None, height=560)
+    # a static page: clicking a point opens nothing, so its hover promises nothing
+    return tradeoff_figure(pts, reported=reported, front=front or None, height=560, hover_action="")
 
 
 def _fmt(x: float | None) -> str:

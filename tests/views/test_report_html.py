@@ -46,6 +46,8 @@ def test_cli_writes_self_contained_escaped_file(store, tmp_path):
     # one provenance, said the same way everywhere: never "as printed in / reported in the paper"
     assert "not found in" in body and "printed in the paper" not in body and "reported in the paper" not in body
     assert '<mark class="am-ev am-ev-exact"' in body and "missed misbehavior (FN)" in body
+    # a static page: the plane's hovers promise no click-through
+    assert "hovertemplate" in body and "click to drill down" not in body
 
 
 def test_gallery_one_sample_per_slice_and_kind(store, tmp_path):

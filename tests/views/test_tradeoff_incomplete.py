@@ -145,3 +145,17 @@ def test_the_legend_and_hover_of_cancelled_runs_follow_whether_they_may_enter_th
         else:
             assert tr.name == "runs: cancelled / partial (not on the front)"
             assert "not on the front unless included" in tr.hovertemplate
+
+
+def test_run_hovers_promise_a_click_only_where_a_click_opens_the_drill_down():
+    """The app's plane says "click to drill down" on every run (done, cancelled); the static HTML report's
+    plane, where a click opens nothing, says nothing there (an empty ``<extra>`` box)."""
+    st = {"good": "finished", "stopped": "cancelled", "copy": "finished"}
+    p = workbench.honest_points(_points(), min_n=10, statuses=st)
+    app = views.tradeoff_figure(p)
+    static = views.tradeoff_figure(p, hover_action="")
+    runs = [t for t in app.data if t.name.startswith("runs:")]
+    assert len(runs) >= 2 and all("<extra>click to drill down</extra>" in t.hovertemplate for t in runs)
+    for t in static.data:
+        assert "click" not in (t.hovertemplate or "")
+    assert any("<extra></extra>" in (t.hovertemplate or "") for t in static.data if t.name.startswith("runs:"))
