@@ -93,7 +93,10 @@ def cost_text(cost: float | None, known: bool) -> str:
     return "unknown price" if cost is None or not known else f"${cost:,.4f}"
 
 
-def estimate_metrics(cells: Sequence[tuple[str, str, str | None]]) -> None:
-    """One row of ``st.metric`` cells, ``(label, value text, help or None)`` each."""
-    for col, (label, value, help_text) in zip(st.columns(len(cells)), cells):
-        col.metric(label, value, help=help_text)
+def estimate_metrics(cells: Sequence[tuple[str, str, str | None]], per_row: int = 3) -> None:
+    """Rows of ``st.metric`` cells, ``(label, value text, help or None)`` each, at most ``per_row`` to a row
+    (six in one row cut labels such as "Prompt tokens (est.)" at a 1280-pixel window)."""
+    for start in range(0, len(cells), per_row):
+        row = cells[start : start + per_row]
+        for col, (label, value, help_text) in zip(st.columns(per_row), row):
+            col.metric(label, value, help=help_text)
