@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,30 @@ def _module():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+#: a two-decimal figure (AUROC, pairwise share) in the tables
+_RATE = re.compile(r"\b[01]\.\d\d\b")
+
+
+def same_within_one_step(readme: str, built: str, step: float = 0.01) -> bool:
+    """``readme`` and ``built`` are the same table, but for two-decimal figures that may differ by one
+    rounding ``step``: a dependency release moves a cross-validated baseline's AUROC in its third decimal
+    (on 2026-12-04 a fresh install moved three TF-IDF cells by 0.01, ending on a different side of a
+    rounding edge). Counts, flags, labels and any figure off by more than one step must be equal."""
+    if _RATE.sub("#", readme) != _RATE.sub("#", built):
+        return False
+    a, b = _RATE.findall(readme), _RATE.findall(built)
+    return len(a) == len(b) and all(abs(float(x) - float(y)) <= step + 1e-9 for x, y in zip(a, b))
+
+
+def test_one_rounding_step_is_tolerated_and_nothing_else():
+    row = "| xstest | 128 | 0.94 / 0.87 | 0.86 / 0.86 | 0 | **FLAG** (length) |"
+    assert same_within_one_step(row, row.replace("0.86 / 0.86", "0.85 / 0.86"))
+    assert not same_within_one_step(row, row.replace("0.86 / 0.86", "0.84 / 0.86"))  # two steps
+    assert not same_within_one_step(row, row.replace("| 128 |", "| 129 |"))  # a count
+    assert not same_within_one_step(row, row.replace("**FLAG** (length)", "ok"))  # a flag
+    assert not same_within_one_step(row, row.replace("0.94 / 0.87", "0.94"))  # a cell lost
 
 
 def test_block_helpers_replace_only_between_markers():
@@ -41,4 +66,6 @@ def test_readme_tables_match_the_seed0_build(built_sqlite):
     finally:
         eng.dispose()
     for name in mod.BLOCKS:
-        assert current[name] == generated[name], f"README block {name} is stale: run python scripts/readme_tables.py"
+        assert same_within_one_step(current[name], generated[name]), (
+            f"README block {name} is stale: run python scripts/readme_tables.py"
+        )
