@@ -59,7 +59,11 @@ TEMPLATES: tuple[str, ...] = (
     "paper-direct",
     "paper-evidence",
 )
-SPLITS: tuple[str, ...] = ("test", "train")
+SPLITS: tuple[str, ...] = ("test", "train")  # the splits a user names (import, export, stats)
+#: the split of the benign-only control samples the build adds (pair_id ``controls:...``, one side each)
+CONTROLS_SPLIT = "controls"
+#: every split a stored sample may be in (candidates have none)
+STORE_SPLITS: tuple[str, ...] = (*SPLITS, CONTROLS_SPLIT)
 # Label provenance (field ``label_source``): how a pair's label is known
 LABEL_SOURCES: tuple[str, ...] = (
     "human_per_response",
@@ -82,6 +86,8 @@ DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
 assert set(DIFFICULTY_EDITIONS) <= set(EDITIONS)
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
+#: an adjudicator's decision on a candidate pair: its label becomes gold, or the pair is rejected
+ADJUDICATION_DECISIONS: tuple[str, ...] = ("accept", "reject")
 ROLES: tuple[str, ...] = ("annotator", "admin")
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 INVALID_POLICIES: tuple[str, ...] = ("exclude", "as-flag", "as-miss")

@@ -13,8 +13,22 @@ from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
 from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import AutoString, Field, SQLModel
 
+from automonitor import vocab
 from automonitor.timestamps import utcnow
 from automonitor.vocab import RunKind, RunStatus
+
+
+def one_of(column: str, values: tuple[str, ...], name: str, *, nullable: bool = False) -> CheckConstraint:
+    """A CHECK constraint that holds ``column`` to the vocabulary ``values`` (``nullable``: ``NULL`` too), so
+    a writer that bypasses the core (another process, an older or newer version, hand-written SQL) cannot
+    store a value no reader knows. The values are plain identifiers from :mod:`automonitor.vocab` and are
+    quoted here; raises ``ValueError`` for one that is not ``[a-z0-9_-]``."""
+    for v in values:
+        if not v or not all(c.isalnum() or c in "_-" for c in v):
+            raise ValueError(f"{name}: {v!r} is not a plain vocabulary value")
+    allowed = ", ".join(f"'{v}'" for v in values)
+    expr = f"{column} IN ({allowed})"
+    return CheckConstraint(f"{column} IS NULL OR {expr}" if nullable else expr, name=name)
 
 
 class Sample(SQLModel, table=True):
@@ -53,7 +67,15 @@ class Sample(SQLModel, table=True):
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
     # the pair invariant, enforced by the database: at most one misbehavior and one benign side a pair
-    __table_args__ = (UniqueConstraint("pair_id", "label", name="uq_sample_pair_label"),)
+    __table_args__ = (
+        UniqueConstraint("pair_id", "label", name="uq_sample_pair_label"),
+        one_of("label", vocab.LABELS, "ck_sample_label"),
+        one_of("status", vocab.STATUSES, "ck_sample_status"),
+        one_of("split", vocab.STORE_SPLITS, "ck_sample_split", nullable=True),
+        one_of("category", vocab.CATEGORIES, "ck_sample_category"),
+        one_of("task", vocab.TASKS, "ck_sample_task"),
+        one_of("label_source", vocab.LABEL_SOURCES, "ck_sample_label_source"),
+    )
 
 
 class EditionSample(SQLModel, table=True):
@@ -92,9 +114,8 @@ class Run(SQLModel, table=True):
     monitor: str = Field(max_length=256)  # denormalised monitor name for display
     template: str = Field(max_length=32)
     template_hash: str | None = Field(default=None, max_length=64)
-    # typed by the vocabulary's Literals (mypy checks every comparison and assignment); the columns stay
-    # VARCHAR(16) as before (``sa_type``: SQLModel maps no Literal), so no migration; the database does not
-    # check the values (a store written by another version may hold a status this one does not know)
+    # typed by the vocabulary's Literals (mypy checks every comparison and assignment); VARCHAR(16) columns
+    # (``sa_type``: SQLModel maps no Literal) that the database holds to the vocabulary (CHECK constraints)
     status: RunStatus = Field(default="pending", index=True, sa_type=AutoString(length=16))
     kind: RunKind = Field(default="measured", sa_type=AutoString(length=16))
     edition: str | None = Field(default=None, index=True, max_length=16)  # test-set edition judged
@@ -110,6 +131,10 @@ class Run(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    __table_args__ = (
+        one_of("status", vocab.RUN_STATUSES, "ck_run_status"),
+        one_of("kind", vocab.RUN_KINDS, "ck_run_kind"),
+    )
 
 
 class VerdictColumns(SQLModel):
@@ -154,6 +179,7 @@ class Prediction(VerdictColumns, table=True):
     __table_args__ = (
         UniqueConstraint("run_id", "sample_id", "repeat", name="uq_prediction_run_sample_repeat"),
         CheckConstraint('"repeat" >= 0', name="ck_prediction_repeat_nonneg"),
+        one_of("outcome", vocab.OUTCOMES, "ck_prediction_outcome", nullable=True),
     )
 
 
@@ -178,6 +204,7 @@ class Annotator(SQLModel, table=True):
     password_hash: str = Field(max_length=256)
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (one_of("role", vocab.ROLES, "ck_annotator_role"),)
 
 
 class Assignment(SQLModel, table=True):
@@ -234,6 +261,7 @@ class Annotation(SQLModel, table=True):
             name="ck_annotation_evidence_order",
         ),
         CheckConstraint("evidence_spans IS NULL OR evidence_start IS NOT NULL", name="ck_annotation_evidence_spans"),
+        one_of("label", vocab.ANNOTATION_LABELS, "ck_annotation_label"),
     )
 
 
@@ -252,6 +280,11 @@ class Adjudication(SQLModel, table=True):
     note: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     guideline_version: str = Field(default="v1", max_length=32)
     created_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (
+        one_of("decision", vocab.ADJUDICATION_DECISIONS, "ck_adjudication_decision"),
+        one_of("gold_label", vocab.LABELS, "ck_adjudication_gold_label", nullable=True),
+        one_of("split", vocab.SPLITS, "ck_adjudication_split", nullable=True),
+    )
 
 
 class LoginThrottle(SQLModel, table=True):

@@ -92,7 +92,7 @@ def seed_localisation(engine) -> None:
             m = Monitor(name=f"m{rid}", backend="rules")
             s.add(m)
             s.flush()
-            s.add(Run(id=rid, monitor_id=m.id, monitor=m.name, template="evidence", status="done"))
+            s.add(Run(id=rid, monitor_id=m.id, monitor=m.name, template="evidence", status="finished"))
             s.flush()
             for r in preds[preds["run_id"] == rid].to_dict("records"):
                 s.add(Prediction(run_id=rid, sample_id=r["sample_id"], outcome=r["outcome"], evidence=r["evidence"]))

@@ -275,15 +275,18 @@ def _apply_outcome(
     the latest adjudications get the split (``None`` when rejected). Returns the sample ids that join
     the verified edition (the accepted items when ``split == "test"``)."""
     built_as = {c.id: c.label for c in items}  # before any placeholder below
+    pair_of = {c.id: c.pair_id for c in items}
     if reason is None and any(c.label != res[c.id][0] for c in items):
-        # the resolved labels swap the intended ones: park them first, as the database holds
-        # at most one sample per (pair_id, label) at every statement
-        for i, c in enumerate(items):
-            c.label = f"~swap{i}"
+        # the resolved labels swap the intended ones: park each side under a pair id of its own first, as
+        # the database holds at most one sample per (pair_id, label) at every statement (and labels to the
+        # vocabulary, so no placeholder label); each side gets its pair id back with its new label below
+        for c in items:
+            c.pair_id = f"~swap:{c.id}"
             s.add(c)
         s.flush()
     verified: list[str] = []
     for c in items:
+        c.pair_id = pair_of[c.id]
         outcome, how, note = res[c.id]
         meta = dict(c.meta or {})
         meta["intended_label"] = meta.get("intended_label", built_as[c.id])

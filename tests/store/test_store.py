@@ -131,3 +131,108 @@ def test_the_models_and_the_migrations_describe_the_same_schema(engine):
         column = sa.inspect(engine).get_columns("run")
         col = next(c for c in column if c["name"] == name)
         assert isinstance(col["type"], sa.String) and col["type"].length == 16, col
+
+
+def _rows_for_vocabulary_checks(engine) -> None:
+    """One valid row in each table whose vocabulary columns the database holds."""
+    from store.models import Adjudication, Annotation, Annotator
+
+    with session_scope(engine) as s:
+        s.add(_sample(0))
+        m = Monitor(name="rules", backend="rules")
+        a = Annotator(name="ann", role="annotator", password_hash="x")
+        s.add_all([m, a])
+        s.flush()
+        s.add(Run(id="r1", monitor_id=m.id, monitor="rules", template="direct"))
+        s.flush()
+        s.add(Prediction(run_id="r1", sample_id="s0", outcome="benign"))
+        s.add(Annotation(annotator_id=a.id, sample_id="s0", label="unsure"))
+        s.add(Adjudication(sample_id="s0", pair_id="p0", adjudicator_id=a.id, decision="accept", gold_label="benign"))
+
+
+def test_the_database_holds_every_vocabulary_column_to_its_vocabulary(engine):
+    """Every vocabulary column (run status and kind, prediction outcome, sample label / status / split /
+    category / task / label source, annotation label, adjudication decision / gold label / split, account role) refuses
+    a value outside the vocabulary on UPDATE and on INSERT, by raw SQL that bypasses the core, on SQLite
+    (triggers) and PostgreSQL (CHECK constraints); the error names the constraint and the row is
+    unchanged. The nullable columns take NULL; the others refuse it."""
+    from store.migrations.versions.r8_vocabulary_checks import RULES
+
+    from automonitor import vocab
+
+    # the migration's lists are today's vocabulary (a new value needs a migration of its own)
+    current = {
+        "ck_sample_label": vocab.LABELS,
+        "ck_sample_status": vocab.STATUSES,
+        "ck_sample_split": vocab.STORE_SPLITS,
+        "ck_sample_category": vocab.CATEGORIES,
+        "ck_sample_task": vocab.TASKS,
+        "ck_sample_label_source": vocab.LABEL_SOURCES,
+        "ck_run_status": vocab.RUN_STATUSES,
+        "ck_run_kind": vocab.RUN_KINDS,
+        "ck_prediction_outcome": vocab.OUTCOMES,
+        "ck_annotation_label": vocab.ANNOTATION_LABELS,
+        "ck_adjudication_decision": vocab.ADJUDICATION_DECISIONS,
+        "ck_adjudication_gold_label": vocab.LABELS,
+        "ck_adjudication_split": vocab.SPLITS,
+        "ck_annotator_role": vocab.ROLES,
+    }
+    assert {name: tuple(values) for *_, values, _n, name in RULES} == current
+    _rows_for_vocabulary_checks(engine)
+    for table, column, values, nullable, name in RULES:
+        with engine.connect() as c:
+            before = c.execute(sa.text(f"SELECT {column} FROM {table}")).scalars().all()
+        for bad in ("bogus", "", values[0].upper()):
+            with pytest.raises(sa.exc.IntegrityError, match=name):
+                with engine.begin() as c:
+                    c.execute(sa.text(f"UPDATE {table} SET {column} = :v"), {"v": bad})
+        if nullable:
+            with engine.begin() as c:
+                c.execute(sa.text(f"UPDATE {table} SET {column} = NULL"))
+                c.execute(sa.text(f"UPDATE {table} SET {column} = :v"), {"v": before[0]})
+        else:
+            with pytest.raises(sa.exc.IntegrityError):
+                with engine.begin() as c:
+                    c.execute(sa.text(f"UPDATE {table} SET {column} = NULL"))
+        for good in values:  # every value of the vocabulary is taken
+            with engine.begin() as c:
+                c.execute(sa.text(f"UPDATE {table} SET {column} = :v"), {"v": good})
+                c.execute(sa.text(f"UPDATE {table} SET {column} = :v"), {"v": before[0]})
+        with engine.connect() as c:
+            assert c.execute(sa.text(f"SELECT {column} FROM {table}")).scalars().all() == before
+    # an INSERT too (the core's own path: the ORM)
+    with pytest.raises(sa.exc.IntegrityError, match="ck_prediction_outcome"):
+        with session_scope(engine) as s:
+            s.add(Prediction(run_id="r1", sample_id="s0", outcome="maybe", repeat=1))
+    with pytest.raises(sa.exc.IntegrityError, match="ck_run_status"):
+        with session_scope(engine) as s:
+            s.add(Run(id="r2", monitor_id=1, monitor="rules", template="direct", status="done"))
+
+
+def test_upgrading_a_store_that_holds_an_unknown_value_fails_and_changes_nothing(engine):
+    """A store at the revision before the vocabulary checks, holding a run status outside the vocabulary:
+    the upgrade to head fails naming the column's check, and leaves the store at its revision, without any
+    check, with the row as it was (SQLite and PostgreSQL)."""
+    from alembic import command
+
+    from store.engine import alembic_config
+
+    cfg = alembic_config(engine)
+    command.downgrade(cfg, "r7_revoked_session")
+    with session_scope(engine) as s:
+        m = Monitor(name="rules", backend="rules")
+        s.add(m)
+        s.flush()
+        s.add(Run(id="r1", monitor_id=m.id, monitor="rules", template="direct", status="paused"))  # type: ignore[arg-type]
+    with pytest.raises(Exception, match="ck_run_status"):
+        init_db(engine)
+    with engine.connect() as c:
+        assert c.execute(sa.text("select version_num from alembic_version")).scalar() == "r7_revoked_session"
+        assert c.execute(sa.text("select status from run")).scalar() == "paused"
+    with engine.begin() as c:  # no check was left behind: another unknown value is still taken
+        c.execute(sa.text("update run set kind = 'live'"))
+        c.execute(sa.text("update run set status = 'finished', kind = 'measured'"))
+    init_db(engine)  # once the row is fixed, the upgrade goes through
+    with pytest.raises(sa.exc.IntegrityError, match="ck_run_status"):
+        with engine.begin() as c:
+            c.execute(sa.text("update run set status = 'paused'"))

@@ -11,6 +11,7 @@ import pandas as pd
 from automonitor.data.audit.document import audit_frame
 from automonitor.data.audit.params import EDITIONS
 from automonitor.data.errata import errata_counts, load_errata
+from automonitor.vocab import CONTROLS_SPLIT
 
 
 def check_edition(edition: str) -> str:
@@ -36,7 +37,7 @@ def load_samples(engine, edition: str = "paper") -> tuple[pd.DataFrame, str]:
     check_edition(edition)
     with engine.connect() as c:
         members = q.edition_member_ids(c, edition)
-        base = q.gold_samples(c, ("train", "test", "controls"))
+        base = q.gold_samples(c, ("train", "test", CONTROLS_SPLIT))
         if members:
             test = q.samples_by_ids(c, members)
             test["split"] = "test"
@@ -47,7 +48,7 @@ def load_samples(engine, edition: str = "paper") -> tuple[pd.DataFrame, str]:
         else:
             test = base.iloc[0:0]
             how = "empty"
-    rest = base[base["split"].isin(["train", "controls"]) & ~base["id"].isin(set(test["id"]))]
+    rest = base[base["split"].isin(["train", CONTROLS_SPLIT]) & ~base["id"].isin(set(test["id"]))]
     return pd.concat([rest, test], ignore_index=True), how
 
 

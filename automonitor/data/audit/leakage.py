@@ -17,7 +17,7 @@ import pandas as pd
 from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
 from automonitor.data.families import families
 from automonitor.data.sources import PairRecord
-from automonitor.vocab import NEGATIVE, POSITIVE
+from automonitor.vocab import CONTROLS_SPLIT, NEGATIVE, POSITIVE
 
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -207,7 +207,7 @@ def audit_splits(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.
     labelled = df["label"].isin([POSITIVE, NEGATIVE])
     train = df[(df["split"] == "train") & labelled].reset_index(drop=True)
     test = df[(df["split"] == "test") & labelled].reset_index(drop=True)
-    controls = df[df["split"] == "controls"].reset_index(drop=True)
+    controls = df[df["split"] == CONTROLS_SPLIT].reset_index(drop=True)
     return train, test, controls
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from automonitor.data.audit.aflite import AfliteParams
 from automonitor.data.audit.aflite_cache import cached_aflite
 from automonitor.data.build.rows import Plan
+from automonitor.vocab import CONTROLS_SPLIT
 
 HARD = "hard"
 _COLS = ("id", "pair_id", "category", "task", "label", "request", "response", "source", "label_source", "split")
@@ -45,12 +46,12 @@ def add_hard_edition(plan: Plan, seed: int, params: AfliteParams = AfliteParams(
     t0 = time.perf_counter()
     verified = [r for r in plan.rows if r["split"] == "test" and "verified" in r.get("editions", ())]
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
-    controls = [r for r in plan.rows if r["split"] == "controls"]
+    controls = [r for r in plan.rows if r["split"] == CONTROLS_SPLIT]
     test = pd.concat([_frame(verified), _frame(controls)], ignore_index=True)
     res, cached = cached_aflite(test, _frame(train), seed, params)
     keep_ids = set(res.kept_controls)
     for r in plan.rows:
-        if (r in verified and r["pair_id"] in res.kept_pairs) or (r["split"] == "controls" and r["id"] in keep_ids):
+        if (r in verified and r["pair_id"] in res.kept_pairs) or (r["split"] == CONTROLS_SPLIT and r["id"] in keep_ids):
             r["editions"] = (*r.get("editions", ()), HARD)
     ver_src = Counter(r["source"] for r in verified if r["label"] == "misbehavior")
     hard_rows = [r for r in verified if r["pair_id"] in res.kept_pairs and r["label"] == "misbehavior"]

@@ -25,6 +25,7 @@ from automonitor.data.build.gating import apply_gates
 from automonitor.data.build.rows import Plan, pair_hashes, rows_for, shuffled, proportional, rng_for
 from automonitor.data.gates import conversation_groups
 from automonitor.data.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
+from automonitor.vocab import CONTROLS_SPLIT
 
 
 @dataclass
@@ -380,6 +381,6 @@ def control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan:
             if h[2] in ctrl_seen or h[2] in blocked_resp:
                 continue
             ctrl_seen.add(h[2])
-            plan.rows.extend(rows_for(c, "controls", "gold", h, sides=("benign",)))
+            plan.rows.extend(rows_for(c, CONTROLS_SPLIT, "gold", h, sides=("benign",)))
             ctrl_n[name] += 1
     return ctrl_n
