@@ -1,5 +1,5 @@
 """The LoRA path end to end on the packaged Gemma 3 270M (slow: de-quantising the GGUF the first time takes
-minutes; the converted model is cached in ~/.cache/automonitor/hf or $AUTOMONITOR_CACHE/hf)."""
+minutes; the converted model is cached in ~/.cache/automonitor/hf or $AUTOMONITOR_CACHE_DIR/hf)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,15 @@ def test_lora_monitor_rejects_a_folder_that_is_not_an_adapter(sqlite_engine, tmp
     fill_store(sqlite_engine, [], made_up(1, 33, prefix="te"))
     with pytest.raises(InputError, match="not a LoRA adapter folder"):
         runner.create_run(sqlite_engine, f"lora:{tmp_path}", "direct")
+
+
+def test_the_converted_base_lives_in_the_one_cache_home(monkeypatch, tmp_path):
+    """The de-quantised GGUF base goes where every other on-disk cache goes (``$AUTOMONITOR_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/automonitor``), not under a variable of its own."""
+    from automonitor.runs.probe import lora
+
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "c"))
+    assert lora.hf_cache_dir("gemma-3-270m-q4_k_m.gguf") == tmp_path / "c" / "hf" / "gemma-3-270m-q4_k_m"
+    monkeypatch.delenv("AUTOMONITOR_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert lora.hf_cache_dir("m.gguf") == tmp_path / "x" / "automonitor" / "hf" / "m"

