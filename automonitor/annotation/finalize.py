@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,9 +280,11 @@ def _apply_outcome(
     if reason is None and any(c.label != res[c.id][0] for c in items):
         # the resolved labels swap the intended ones: park each side under a pair id of its own first, as
         # the database holds at most one sample per (pair_id, label) at every statement (and labels to the
-        # vocabulary, so no placeholder label); each side gets its pair id back with its new label below
+        # vocabulary, so no placeholder label); each side gets its pair id back with its new label below.
+        # The parking id is random: no imported pair can hold it already (a guessable one could block
+        # every finalize)
         for c in items:
-            c.pair_id = f"~swap:{c.id}"
+            c.pair_id = f"~swap:{uuid.uuid4().hex}"
             s.add(c)
         s.flush()
     verified: list[str] = []

@@ -227,6 +227,24 @@ def test_finalize_with_swapped_labels_keeps_the_pair_constraint(engine):
             source="sg",
         ),
     ]
+    # pairs a user imported under the parking ids a guessable scheme would use (by sample id, by index):
+    # they must not block the swap
+    for j, squat in enumerate(("~swap:cm", "~swap:cb", "~swap0", "~swap1")):
+        for lab in (M, B):
+            rows.append(
+                candidate_row(
+                    id=f"q{j}{lab[0]}",
+                    pair_id=squat,
+                    category="specification_gaming",
+                    task="code",
+                    label=lab,
+                    request=f"squat {j}",
+                    response=f"{lab} {j}",
+                    source="user",
+                    status="gold",
+                    split="train",
+                )
+            )
     with session_scope(engine) as s:
         insert_samples(s, rows)
     ann.assign(engine, admin, k=1, seed=1)
