@@ -6,6 +6,7 @@ Free-form data goes to the JSON ``meta``/``params`` columns, so that most featur
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ def one_of(column: str, values: tuple[str, ...], name: str, *, nullable: bool = 
     store a value no reader knows. The values are plain identifiers from :mod:`automonitor.vocab` and are
     quoted here; raises ``ValueError`` for one that is not ``[a-z0-9_-]``."""
     for v in values:
-        if not v or not all(c.isalnum() or c in "_-" for c in v):
+        if not re.fullmatch(r"[a-z0-9_-]+", v):
             raise ValueError(f"{name}: {v!r} is not a plain vocabulary value")
     allowed = ", ".join(f"'{v}'" for v in values)
     expr = f"{column} IN ({allowed})"

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
 from store.queries.spans import span_counts
-from automonitor.vocab import EDITIONS
+from automonitor.vocab import CONTROLS_SPLIT, EDITIONS
 from automonitor.timestamps import iso_utc
 from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
@@ -101,7 +101,7 @@ def control_samples(session: Session) -> list[dict[str, Any]]:
             col(Sample.label),
             col(Sample.content_hash),
         )
-        .where(col(Sample.split) == "controls", col(Sample.status) == "gold")
+        .where(col(Sample.split) == CONTROLS_SPLIT, col(Sample.status) == "gold")
         .order_by(Sample.id)
     ).all()
     return [dict(r._mapping) for r in rows]

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
-from automonitor.vocab import RUN_STATUSES, RunStatus
+from automonitor.vocab import CONTROLS_SPLIT, RUN_STATUSES, RunStatus
 from store.models import Prediction, Run, Sample
 
 #: Run statuses counted as in progress / as terminal by :func:`run_totals`.
@@ -63,7 +63,7 @@ def judged_test_samples(conn: Connection, run_ids: Sequence[str] | None = None) 
     q = (
         sa.select(col(Prediction.run_id), col(Prediction.sample_id), col(Sample.label_source))
         .join(Sample, col(Sample.id) == col(Prediction.sample_id))
-        .where(sa.or_(col(Sample.split).is_(None), col(Sample.split) != "controls"))
+        .where(sa.or_(col(Sample.split).is_(None), col(Sample.split) != CONTROLS_SPLIT))
     )
     if run_ids is not None:
         q = q.where(col(Prediction.run_id).in_(list(run_ids)))

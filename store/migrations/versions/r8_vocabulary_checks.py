@@ -45,19 +45,24 @@ def _allowed(values) -> str:
 
 def create(bind, rules=RULES) -> None:
     """Add the checks of ``rules`` on the connection ``bind`` (what the upgrade does; a test that plays a
-    store written by another version drops and re-adds them)."""
-    if bind.dialect.name == "postgresql":  # transactional DDL: a refused constraint undoes the others
+    store written by another version drops and re-adds them). Every column is checked first: a row that
+    holds a value outside its list stops the upgrade with ``RuntimeError`` naming the check, table, column
+    and count, before any check is added."""
+    for table, column, values, nullable, name in rules:
+        null = "" if nullable else f" OR {column} IS NULL"
+        rows = bind.exec_driver_sql(f"SELECT count(*) FROM {table} WHERE {column} NOT IN ({_allowed(values)}){null}").scalar()
+        if rows:
+            raise RuntimeError(
+                f"{name}: {rows} row(s) of {table} hold a {column} outside ({', '.join(values)}); "
+                "the store was not upgraded: correct those rows, then open it again"
+            )
+    if bind.dialect.name == "postgresql":
         for table, column, values, nullable, name in rules:
             ok = f"{column} IN ({_allowed(values)})"
             ok = f"{column} IS NULL OR {ok}" if nullable else ok
             bind.exec_driver_sql(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({ok})")
         return
-    for table, column, values, nullable, name in rules:  # SQLite: every column checked before any trigger
-        null = "" if nullable else f" OR {column} IS NULL"
-        rows = bind.exec_driver_sql(f"SELECT count(*) FROM {table} WHERE {column} NOT IN ({_allowed(values)}){null}").scalar()
-        if rows:
-            raise RuntimeError(f"{name}: {rows} row(s) of {table} hold a {column} outside ({', '.join(values)})")
-    for table, column, values, nullable, name in rules:
+    for table, column, values, nullable, name in rules:  # SQLite: triggers (no CHECK without a table copy)
         when = f"NEW.{column} NOT IN ({_allowed(values)})"
         when = f"NEW.{column} IS NOT NULL AND {when}" if nullable else f"NEW.{column} IS NULL OR {when}"
         message = f"CHECK constraint failed: {name} ({table}.{column} must be one of {', '.join(values)})"
