@@ -58,7 +58,13 @@ def _store_note(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
     try:
-        app(args=expand_multi(sys.argv[1:] if argv is None else list(argv)), standalone_mode=False)
+        # the usage lines name the command as the README does, however it was started (console script,
+        # ``python -m automonitor``, or this function called from Python)
+        app(
+            args=expand_multi(sys.argv[1:] if argv is None else list(argv)),
+            prog_name="automonitor",
+            standalone_mode=False,
+        )
     except InputError as exc:
         print(f"error: {exc}{_store_note(exc)}", file=sys.stderr)
         code = 2
