@@ -19,6 +19,14 @@ RAW = Path(os.environ.get("AUTOMONITOR_RAW", REPO.parent / "shared" / "raw")).re
 PG_ADMIN_URL = os.environ.get("AUTOMONITOR_TEST_PG", "postgresql+psycopg://127.0.0.1:5432/test")
 
 
+#: Set to 1 to run every :func:`run_cli` call as a subprocess (the console script), e.g. to check that
+#: nothing depends on running in the test's process.
+CLI_SUBPROCESS_ENV = "AUTOMONITOR_TEST_CLI_SUBPROCESS"
+#: Command words whose runs keep process-wide state a fresh process would not have (a loaded local model,
+#: a trained probe held in memory): they always run as a subprocess.
+_OWN_PROCESS_WORDS = ("llamacpp", "lora")
+
+
 def run_cli(
     args: list[str],
     *,
@@ -27,8 +35,27 @@ def run_cli(
     input: str | None = None,
     cwd: Path | None = None,
     timeout: float = 600,
+    subprocess_only: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Run the real ``automonitor`` console script in a subprocess against store ``db``."""
+    """Run the ``automonitor`` command against store ``db``; returns a ``CompletedProcess`` (exit code,
+    stdout, stderr).
+
+    By default the command's entry point (:func:`automonitor.cli.main`, what the console script calls)
+    runs in this process (:func:`run_cli_in_process`): the same code, output and exit code, without the
+    1.5-2 s of a new interpreter importing the package. It runs as a real subprocess of the installed
+    console script when the call needs one: ``input`` (stdin) or ``cwd`` given, ``subprocess_only=True``
+    (the test is about the process: its environment at start, its exit, signals), an event loop running
+    in this thread (the browser tests' Playwright), a local model in the arguments
+    (:data:`_OWN_PROCESS_WORDS`), or :data:`CLI_SUBPROCESS_ENV` set."""
+    if (
+        input is None
+        and cwd is None
+        and not subprocess_only
+        and not os.environ.get(CLI_SUBPROCESS_ENV)
+        and not _loop_running()
+        and not any(w in a for a in args for w in _OWN_PROCESS_WORDS)
+    ):
+        return run_cli_in_process(args, db=db, env=env)
     full_env = {**os.environ, "AUTOMONITOR_DB": db, "AUTOMONITOR_RAW": str(RAW), **(env or {})}
     exe = Path(sys.executable).parent / "automonitor"
     return subprocess.run(
@@ -36,32 +63,59 @@ def run_cli(
     )
 
 
+def _loop_running() -> bool:
+    """Whether an asyncio event loop runs in this thread (then a command's own ``asyncio.run`` would fail)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def run_cli_in_process(args: list[str], *, db: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """The ``automonitor`` command's entry point (:func:`automonitor.cli.main`, what the console script
-    calls) run in this process against store ``db``, stdout and stderr captured: for tests that make
-    many calls whose subject is the command's own checks, not the process start (about 1.5 s each as a
-    subprocess). Not thread-safe (it swaps ``sys.stdout``/``sys.stderr`` and ``os.environ``). Returns a
-    ``CompletedProcess`` like :func:`run_cli`."""
+    calls) run in this process against store ``db``, stdout and stderr captured, as a fresh process would
+    see it: ``sys.argv[0]`` is ``automonitor`` (usage lines), the environment holds ``AUTOMONITOR_DB``,
+    ``AUTOMONITOR_RAW`` and ``env`` only for the call (a value ``None`` unsets it), the stores it opened
+    are forgotten before and the engines it created are disposed of after (no connection outlives the
+    call). Not thread-safe (it swaps ``sys.stdout``/``sys.stderr``, ``sys.argv`` and ``os.environ``).
+    Returns a ``CompletedProcess`` like :func:`run_cli`."""
     import contextlib
     import io
 
     from automonitor.cli import common, main
+    from store.engine import engines
 
     full_env = {"AUTOMONITOR_DB": db, "AUTOMONITOR_RAW": str(RAW), **(env or {})}
     saved = {k: os.environ.get(k) for k in full_env}
+    saved_argv0 = sys.argv[0] if sys.argv else None
+    before = set(engines)
     out, err = io.StringIO(), io.StringIO()
     common.forget_opened_stores()  # the store note names this call's store only, as in a fresh process
     try:
-        os.environ.update(full_env)
+        _set_env(full_env)
+        if sys.argv:
+            sys.argv[0] = "automonitor"
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(list(args))
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set_env(saved)
+        if saved_argv0 is not None:
+            sys.argv[0] = saved_argv0
+        for url in set(engines) - before:
+            engines.pop(url).dispose()
     return subprocess.CompletedProcess(["automonitor", *args], code, out.getvalue(), err.getvalue())
+
+
+def _set_env(values: dict[str, str | None]) -> None:
+    """Set (``None``: unset) the environment variables ``values``."""
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 _HASH: list[str] = []

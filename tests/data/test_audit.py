@@ -290,7 +290,7 @@ def test_cli_json_shape_editions_and_cache(engine, db_url, frame, cli, tmp_path)
     assert _slice(doc, "hackgen")["flagged"] and not _slice(doc, "fair")["flagged"]
     assert list((tmp_path / "cache" / "audit").glob("*-paper.json"))
     assert "audit of edition paper: computing" in res.stderr and "computed in" in res.stderr  # not silent
-    again = cli(["audit", "--json"], db=db_url, env=env)
+    again = cli(["audit", "--json"], db=db_url, env=env, subprocess_only=True)  # a new process: the disk cache
     assert again.stdout == res.stdout and "audit of edition paper: from the cache" in again.stderr
 
     # the verified edition is its edition_sample members only; empty without members
