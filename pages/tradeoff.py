@@ -189,9 +189,9 @@ if flags:
 summary = workbench.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0
 note = (
-    f"Lower-left is better: miss rate MR = FN/(TP+FN) against false alarm rate FAR = FP/(TN+FP); "
-    f"95% Wilson error bars. Hollow: fewer than {int(min_n)} judged samples in this slice ({small} "
-    "run(s)), not on the front. Click a point to open its missed samples (FN)."
+    "Lower-left is better: miss rate MR = FN/(TP+FN) against false alarm rate FAR = FP/(TN+FP); "
+    f"95% Wilson error bars. {views.small_runs_note(small, int(min_n))} "
+    "Click a point to open its missed samples (FN)."
 )
 st.caption(note)
 if not show_duplicates:  # the derived runs this view hides as copies of an input are named, not dropped silently

@@ -145,6 +145,7 @@ from automonitor.views.points import (
     pareto_mask,
     set_summary,
     short_label,
+    small_runs_note,
     spread_coincident,
     template_independent_backends,
 )
@@ -205,6 +206,7 @@ __all__ = [
     "highlight_html",
     "highlight_search_html",
     "hidden_duplicates_caption",
+    "small_runs_note",
     "honest_points",
     "identical_derived",
     "judged",

@@ -273,3 +273,14 @@ def hidden_duplicates_caption(
         + (f"; and {more} more" if more else "")
         + f"; turn on *{md_escape(SHOW_DUPLICATES_LABEL)}* (Options) to draw {'them' if n > 1 else 'it'}."
     )
+
+
+def small_runs_note(small: int, min_n: int) -> str:
+    """The trade-off caption's sentence on runs drawn hollow: ``small`` runs have fewer than ``min_n``
+    judged samples (TP+FN+FP+TN) in the slice shown and are left off the Pareto front. Says how many, with
+    singular and plural right ("1 judged sample", "2 runs"), or that none is below the minimum."""
+    need = f"{min_n} judged sample{'' if min_n == 1 else 's'}"
+    if small == 0:
+        return f"Every run shown has at least {need} in this slice (runs with fewer are drawn hollow, off the front)."
+    runs = "1 run has" if small == 1 else f"{small} runs have"
+    return f"Hollow: {runs} fewer than {need} in this slice, so not on the front."

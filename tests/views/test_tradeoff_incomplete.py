@@ -159,3 +159,14 @@ def test_run_hovers_promise_a_click_only_where_a_click_opens_the_drill_down():
     for t in static.data:
         assert "click" not in (t.hovertemplate or "")
     assert any("<extra></extra>" in (t.hovertemplate or "") for t in static.data if t.name.startswith("runs:"))
+
+
+def test_the_hollow_runs_sentence_counts_runs_and_samples_in_good_english():
+    assert views.small_runs_note(0, 1) == (
+        "Every run shown has at least 1 judged sample in this slice (runs with fewer are drawn hollow, off the front)."
+    )
+    assert (
+        views.small_runs_note(1, 10)
+        == "Hollow: 1 run has fewer than 10 judged samples in this slice, so not on the front."
+    )
+    assert views.small_runs_note(3, 1).startswith("Hollow: 3 runs have fewer than 1 judged sample in")
