@@ -74,8 +74,12 @@ def tradeoff_figure(
     if front:
         fig.add_traces(front_traces(pts, front))
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
+    labelled = _labelled_positions(done, reported)
     for tpl, eligible, group in _template_groups(done):
-        fig.add_trace(run_trace(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action))
+        others = [xy for xy in labelled if xy not in set(zip(group["x_plot"], group["y_plot"]))]
+        fig.add_trace(
+            run_trace(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action, others=others)
+        )
     if done is not pts and len(pts) > len(done):
         incomplete = pts[pts["incomplete"].astype(bool)]
         fig.add_trace(incomplete_trace(incomplete, included=include_incomplete, hover_action=hover_action))
@@ -84,7 +88,8 @@ def tradeoff_figure(
         if trace is not None:
             fig.add_trace(trace)
     if reported is not None and not reported.empty:
-        fig.add_traces(reported_traces(reported))
+        own = set(zip(reported["far"], reported["mr"]))
+        fig.add_traces(reported_traces(reported, others=[xy for xy in labelled if xy not in own]))
     fig.update_layout(
         title=title,
         height=height,
@@ -97,6 +102,17 @@ def tradeoff_figure(
         hovermode="closest",
     )
     return fig
+
+
+def _labelled_positions(done: pd.DataFrame, reported: pd.DataFrame | None) -> list[tuple[float, float]]:
+    """The drawn ``(x, y)`` of every point that carries a text label on the plane: the finished runs with
+    a ``label`` column (at ``x_plot``/``y_plot``) and the reported points (at ``far``/``mr``)."""
+    out: list[tuple[float, float]] = []
+    if not done.empty and "label" in done:
+        out += [(float(a), float(b)) for a, b in zip(done["x_plot"], done["y_plot"])]
+    if reported is not None and not reported.empty:
+        out += [(float(a), float(b)) for a, b in zip(reported["far"], reported["mr"])]
+    return out
 
 
 def _drawable_points(points: pd.DataFrame) -> pd.DataFrame:
@@ -217,6 +233,7 @@ def run_trace(
     all_points: pd.DataFrame,
     size_col: str | None = None,
     hover_action: str = CLICK_HINT,
+    others: Sequence[tuple[float, float]] = (),
 ) -> go.Scatter:
     """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
     "(too few samples)" in the name and hover) runs ``d``, at their drawn positions, with text labels
@@ -234,7 +251,7 @@ def run_trace(
         mode="markers+text" if has_text else "markers",
         name=f"runs: {plot_text(template)}" + ("" if eligible else " (too few samples)"),
         text=[plot_text(t) for t in d["label"]] if has_text else None,
-        textposition=label_positions(list(d["x_plot"]), list(d["y_plot"])) if has_text else None,
+        textposition=label_positions(list(d["x_plot"]), list(d["y_plot"]), others=others) if has_text else None,
         textfont=dict(size=10, color=color, shadow="auto"),  # a halo keeps labels legible over lines and markers
         marker=marker,
         error_x=_error_bar(_ci_err(d, "far", "far_lo", "far_hi"), eligible),
@@ -326,12 +343,12 @@ def incomplete_trace(d: pd.DataFrame, *, included: bool = False, hover_action: s
     )
 
 
-def reported_traces(reported: pd.DataFrame) -> list[go.Scatter]:
+def reported_traces(reported: pd.DataFrame, others: Sequence[tuple[float, float]] = ()) -> list[go.Scatter]:
     """The six reported points, one trace per template: black diamonds (filled for ``evidence*``, open
     otherwise) labelled with the monitor (or ``label``), no run id; legend :data:`REPORTED_LEGEND` and a
     hover saying they come from a secondary summary, not the paper's v2 text, and are not measured."""
     reported = reported.reset_index(drop=True)
-    positions = label_positions(list(reported["far"]), list(reported["mr"]))
+    positions = label_positions(list(reported["far"]), list(reported["mr"]), others=others)
     groups = list(reported.groupby("template", sort=True)) if "template" in reported else [(None, reported)]
     traces = []
     for tpl, d in groups:
@@ -386,19 +403,32 @@ def pareto_staircase(far: Sequence[float], mr: Sequence[float]) -> tuple[list[fl
     return xs, ys
 
 
-def label_positions(x: Sequence[float], y: Sequence[float], near: float = 0.07, edge: float = 0.12) -> list[str]:
+def label_positions(
+    x: Sequence[float],
+    y: Sequence[float],
+    near: float = 0.07,
+    edge: float = 0.12,
+    *,
+    others: Sequence[tuple[float, float]] = (),
+) -> list[str]:
     """Text positions (plotly ``textposition`` strings) for labelled markers at plot coordinates
     ``x``/``y`` (rates in [0, 1]): below a point when a close neighbour sits above it (or to its upper
-    right), else above; left/right chosen to push apart neighbours at the same height. Near an edge of
+    right), else above; left/right chosen to push apart neighbours at the same height. ``others``: the
+    ``(x, y)`` of the plane's other labelled points (other traces: the other template's runs, the reported
+    points), which count as neighbours too, so labels of different traces are pushed apart as well (a point
+    of ``others`` at exactly a point's own position is that point and is skipped). Near an edge of
     the plane (within ``edge`` of 0 or 1) the label always points inward, so a name such as
     ``rules-v1`` at FAR 0 is never cut off by the plot's border."""
+    own = list(zip(x, y))
     out = []
-    for i, (xi, yi) in enumerate(zip(x, y)):
+    for i, (xi, yi) in enumerate(own):
         vert, horiz = "top", "center"
-        for j, (xj, yj) in enumerate(zip(x, y)):
-            if i == j or abs(xi - xj) > near or abs(yi - yj) > near:
+        neighbours = [(xj, yj, (yj == yi and j < i)) for j, (xj, yj) in enumerate(own) if j != i]
+        neighbours += [(xj, yj, (yj == yi and xj < xi)) for xj, yj in others if (xj, yj) != (xi, yi)]
+        for xj, yj, tie_above in neighbours:
+            if abs(xi - xj) > near or abs(yi - yj) > near:
                 continue
-            if yj > yi or (yj == yi and j < i):
+            if yj > yi or tie_above:
                 vert = "bottom"
             horiz = "left" if xj > xi else ("right" if xj < xi else horiz)
         if xi < edge:

@@ -159,6 +159,29 @@ def test_label_positions_push_neighbours_apart():
     assert pos[0].startswith("bottom") and pos[2].startswith("top") and pos[3] == "top left"
 
 
+def test_labels_of_different_traces_are_pushed_apart_too():
+    """A run label and a reported point's label close together on the plane (different traces) were
+    placed each without seeing the other and overlapped at 1280x720: each now counts the other."""
+    alone = views.label_positions([0.40], [0.30])
+    assert alone == ["top center"]
+    run = views.label_positions([0.40], [0.30], others=[(0.42, 0.33)])  # a reported point above-right
+    paper = views.label_positions([0.42], [0.33], others=[(0.40, 0.30)])
+    assert run == ["bottom left"] and paper == ["top right"]
+    # the same height: one above, one below
+    a = views.label_positions([0.40], [0.30], others=[(0.43, 0.30)])
+    b = views.label_positions([0.43], [0.30], others=[(0.40, 0.30)])
+    assert {a[0].split()[0], b[0].split()[0]} == {"top", "bottom"}
+    # the whole figure: a run next to a reported point
+    pts = pd.DataFrame(
+        {"run_id": ["r1"], "monitor": ["m"], "template": ["direct"], "mr": [0.30], "far": [0.40], "label": ["m"]}
+    )
+    reported = pd.DataFrame({"label": ["GPT"], "monitor": ["GPT"], "template": ["direct"], "mr": [0.33], "far": [0.42]})
+    fig = views.tradeoff_figure(pts, reported=reported)
+    (run_trace,) = [t for t in fig.data if t.name == "runs: direct"]
+    (paper_trace,) = [t for t in fig.data if t.name.startswith("secondary summary")]
+    assert list(run_trace.textposition) == ["bottom left"] and list(paper_trace.textposition) == ["top right"]
+
+
 def test_label_positions_point_inward_at_the_edges():
     """A label at FAR 0 written centred on its marker was cut at the plot's left border
     ("rules-v1" showed as "ules-v1"): near an edge it points into the plane."""
