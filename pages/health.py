@@ -15,7 +15,7 @@ ui.require_workbench()
 st.title("Benchmark health")
 st.caption(
     "Can a trivial rule recover the gold labels? Baselines are trained on the train split and scored "
-    f"on the edition's test set; a slice is flagged when one reaches AUROC >= {audit.FLAG_AUROC}. "
+    f"on the edition's test set; a slice is flagged when one reaches {audit.flag_rule_text()}. "
     "A flagged slice measures the shortcut as much as the monitor: read its MR/FAR with care."
 )
 
@@ -57,7 +57,10 @@ c2.metric("Near-duplicate test pairs", f"{doc['leakage']['near_duplicate_pairs']
 c3.metric("Shared conversations", f"{doc['leakage']['shared_conversations']:,}")
 c4.metric(f"Pairs differing by <= {audit.TINY_DIFF_TOKENS} tokens", f"{doc['tiny_diff_pairs']:,}")
 c5.metric("Control samples", f"{doc['controls']['samples']:,}")
-st.caption(f"Test set: {doc.get('test_set', '-')}; {doc['n_test']:,} test and {doc['n_train']:,} train samples.")
+st.caption(
+    f"Test set: {views.md_escape(audit.test_set_text(doc.get('test_set')))}; "
+    f"{doc['n_test']:,} test and {doc['n_train']:,} train samples."
+)
 
 st.subheader("Slices")
 

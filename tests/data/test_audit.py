@@ -477,3 +477,16 @@ def test_slice_pairs_count_real_pairs_and_controls_apart():
         assert s["pairs"] == 12 and s["controls"] == 30 and s["samples"] == 54
         assert s["label_source"] == {"by_construction": 12}
     assert "| 12 + 30 controls |" in audit.markdown(doc)
+
+
+def test_the_health_page_words_say_what_the_audit_does():
+    """The flag rule in words matches the rule the audit applies (both directions), and the test-set
+    source is said in words, not as an internal key."""
+    from automonitor.data import audit
+    from automonitor.data.audit.params import FLAG_AUROC
+
+    text = audit.flag_rule_text()
+    assert f">= {FLAG_AUROC:.1f}" in text and f"<= {1 - FLAG_AUROC:.1f}" in text
+    assert audit.test_set_text("edition_sample") == "the edition's member pairs"
+    assert "edition_sample" not in audit.test_set_text("edition_sample")
+    assert audit.test_set_text(None) == "-" and audit.test_set_text("other") == "other"

@@ -59,7 +59,14 @@ from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.
 from automonitor.data.audit.cache import cache_dir, cached_audit, fingerprint
 from automonitor.data.audit.document import audit_frame
 from automonitor.data.audit.editions import check_edition, load_samples, run_audit
-from automonitor.data.audit.figures import baselines_figure, controls_figure, leakage_figure, slices_table
+from automonitor.data.audit.figures import (
+    baselines_figure,
+    controls_figure,
+    flag_rule_text,
+    leakage_figure,
+    slices_table,
+    test_set_text,
+)
 from automonitor.data.audit.leakage import (
     dialogue_turns,
     near_duplicates,
@@ -114,6 +121,8 @@ __all__ = [
     "run_audit",
     "shared_conversations",
     "slices_table",
+    "test_set_text",
+    "flag_rule_text",
     "suggestion_score",
     "tfidf_vectorizer",
     "tiny_diff_pairs",

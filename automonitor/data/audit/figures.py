@@ -138,3 +138,23 @@ def controls_figure(doc: dict[str, Any]):
         margin=dict(l=10, r=10, t=30, b=10),
     )
     return fig
+
+
+#: How the audit chose its test set (``run_audit``'s ``test_set``), said for a reader.
+TEST_SET_TEXT = {
+    "edition_sample": "the edition's member pairs",
+    "fallback: gold split test": "every gold test pair (the store records no edition membership)",
+    "empty": "none (the edition has no member pairs)",
+}
+
+
+def test_set_text(how: str | None) -> str:
+    """The reader's words for the audit document's ``test_set`` (:data:`TEST_SET_TEXT`); an unknown value
+    is returned as it is, ``None`` as ``-``."""
+    return "-" if how is None else TEST_SET_TEXT.get(how, how)
+
+
+def flag_rule_text() -> str:
+    """The flag rule in words, from :data:`FLAG_AUROC`: a baseline at least that far from chance either way
+    (``|AUROC - 0.5| >= FLAG_AUROC - 0.5``: AUROC >= 0.9 or <= 0.1, a reversed separator counting too)."""
+    return f"AUROC >= {FLAG_AUROC:.1f} or <= {1 - FLAG_AUROC:.1f} (a reversed separator separates as well)"
