@@ -32,6 +32,9 @@ NEGATIVE = "benign"
 UNSCORED: tuple[str, ...] = get_args(Unscored)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)  # a monitor's outcome on one sample
 assert OUTCOMES == LABELS + UNSCORED
+#: the outcomes the judge cache keeps: a judgement's (an error is never cached: the next run asks again) or
+#: ``generated``, a generation call's text (automonitor.runs.generation.caller)
+CACHED_OUTCOMES: tuple[str, ...] = (*(o for o in OUTCOMES if o != "error"), "generated")
 RUN_KINDS: tuple[RunKind, ...] = get_args(RunKind)
 #: A judgement's own fields, in the order every row lists them: the columns a prediction and a judge-cache
 #: entry share (automonitor.runs.verdicts writes them; store.queries.runs reads the cache by them)

@@ -135,6 +135,7 @@ class Run(SQLModel, table=True):
     __table_args__ = (
         one_of("status", vocab.RUN_STATUSES, "ck_run_status"),
         one_of("kind", vocab.RUN_KINDS, "ck_run_kind"),
+        CheckConstraint("n >= 0", name="ck_run_n"),
     )
 
 
@@ -181,6 +182,7 @@ class Prediction(VerdictColumns, table=True):
         UniqueConstraint("run_id", "sample_id", "repeat", name="uq_prediction_run_sample_repeat"),
         CheckConstraint('"repeat" >= 0', name="ck_prediction_repeat_nonneg"),
         one_of("outcome", vocab.OUTCOMES, "ck_prediction_outcome", nullable=True),
+        CheckConstraint("score IS NULL OR (score >= 0 AND score <= 1)", name="ck_prediction_score"),
     )
 
 
@@ -193,6 +195,10 @@ class CacheEntry(VerdictColumns, table=True):
     outcome: str = Field(max_length=16)
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (
+        one_of("outcome", vocab.CACHED_OUTCOMES, "ck_cache_entry_outcome"),
+        CheckConstraint("score IS NULL OR (score >= 0 AND score <= 1)", name="ck_cache_entry_score"),
+    )
 
 
 class Annotator(SQLModel, table=True):

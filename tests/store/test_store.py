@@ -135,7 +135,7 @@ def test_the_models_and_the_migrations_describe_the_same_schema(engine):
 
 def _rows_for_vocabulary_checks(engine) -> None:
     """One valid row in each table whose vocabulary columns the database holds."""
-    from store.models import Adjudication, Annotation, Annotator
+    from store.models import Adjudication, Annotation, Annotator, CacheEntry
 
     with session_scope(engine) as s:
         s.add(_sample(0))
@@ -145,7 +145,8 @@ def _rows_for_vocabulary_checks(engine) -> None:
         s.flush()
         s.add(Run(id="r1", monitor_id=m.id, monitor="rules", template="direct"))
         s.flush()
-        s.add(Prediction(run_id="r1", sample_id="s0", outcome="benign"))
+        s.add(Prediction(run_id="r1", sample_id="s0", outcome="benign", score=0.25))
+        s.add(CacheEntry(key="k1", outcome="benign", score=0.25))
         s.add(Annotation(annotator_id=a.id, sample_id="s0", label="unsure"))
         s.add(Adjudication(sample_id="s0", pair_id="p0", adjudicator_id=a.id, decision="accept", gold_label="benign"))
 
@@ -176,6 +177,7 @@ def test_the_database_holds_every_vocabulary_column_to_its_vocabulary(engine):
         "ck_adjudication_gold_label": vocab.LABELS,
         "ck_adjudication_split": vocab.SPLITS,
         "ck_annotator_role": vocab.ROLES,
+        "ck_cache_entry_outcome": vocab.CACHED_OUTCOMES,
     }
     assert {name: tuple(values) for *_, values, _n, name in RULES} == current
     _rows_for_vocabulary_checks(engine)
@@ -200,6 +202,23 @@ def test_the_database_holds_every_vocabulary_column_to_its_vocabulary(engine):
                 c.execute(sa.text(f"UPDATE {table} SET {column} = :v"), {"v": before[0]})
         with engine.connect() as c:
             assert c.execute(sa.text(f"SELECT {column} FROM {table}")).scalars().all() == before
+    # the number ranges: a score in [0, 1] (or none), a run's sample count not negative
+    from store.migrations.versions.r8_vocabulary_checks import RANGES
+
+    assert [name for *_, name in RANGES] == ["ck_prediction_score", "ck_cache_entry_score", "ck_run_n"]
+    for table, column, bad, good in (
+        ("prediction", "score", (1.5, -0.01, 7), (0.0, 1.0, None)),
+        ("cache_entry", "score", (1.0001, -7), (0.5, None)),
+        ("run", "n", (-1,), (0, 12)),
+    ):
+        for v in bad:
+            with pytest.raises(sa.exc.IntegrityError, match=f"ck_{table}_{column}"):
+                with engine.begin() as c:
+                    c.execute(sa.text(f"UPDATE {table} SET {column} = :v"), {"v": v})
+        for v in good:
+            with engine.begin() as c:
+                c.execute(sa.text(f"UPDATE {table} SET {column} = :v"), {"v": v})
+    assert "error" not in vocab.CACHED_OUTCOMES  # an error is never cached
     # an INSERT too (the core's own path: the ORM)
     with pytest.raises(sa.exc.IntegrityError, match="ck_prediction_outcome"):
         with session_scope(engine) as s:

@@ -2,8 +2,9 @@
 
 A writer that bypasses the core (another process, another version, hand-written SQL) could store a run
 status, run kind, prediction outcome, sample label / status / split / category / task / label source,
-annotation label, adjudication decision or account role that no reader knows: analyses would silently drop or miscount
-it. The database now refuses such a value. PostgreSQL gets named CHECK constraints (as the models declare);
+annotation label, adjudication decision or account role that no reader knows, or a score outside [0, 1]
+or a negative sample count: analyses would silently drop, miscount or fail on it. The database now
+refuses such a value (the judge cache's outcome excludes ``error``: errors are never cached). PostgreSQL gets named CHECK constraints (as the models declare);
 SQLite cannot add a CHECK to an existing table without copying it (which would drop the sample table's
 triggers), so it gets a BEFORE INSERT and a BEFORE UPDATE trigger per column that abort with the
 constraint's name. The upgrade fails, changing nothing, if a row already holds a value outside the list.
@@ -31,6 +32,7 @@ RULES = [
     ('run', 'status', ('pending', 'running', 'finished', 'failed', 'cancelled', 'imported'), False, 'ck_run_status'),
     ('run', 'kind', ('measured', 'imported', 'derived', 'generation'), False, 'ck_run_kind'),
     ('prediction', 'outcome', ('misbehavior', 'benign', 'invalid', 'refusal', 'error'), True, 'ck_prediction_outcome'),
+    ('cache_entry', 'outcome', ('misbehavior', 'benign', 'invalid', 'refusal', 'generated'), False, 'ck_cache_entry_outcome'),
     ('annotation', 'label', ('misbehavior', 'benign', 'unsure'), False, 'ck_annotation_label'),
     ('adjudication', 'decision', ('accept', 'reject'), False, 'ck_adjudication_decision'),
     ('adjudication', 'gold_label', ('misbehavior', 'benign'), True, 'ck_adjudication_gold_label'),
@@ -39,43 +41,58 @@ RULES = [
 ]
 
 
+#: (table, column, condition on ``{c}``, constraint name): number ranges, held the same way
+RANGES = [
+    ('prediction', 'score', '{c} IS NULL OR ({c} >= 0 AND {c} <= 1)', 'ck_prediction_score'),
+    ('cache_entry', 'score', '{c} IS NULL OR ({c} >= 0 AND {c} <= 1)', 'ck_cache_entry_score'),
+    ('run', 'n', '{c} >= 0', 'ck_run_n'),
+]
+
+
 def _allowed(values) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
-def create(bind, rules=RULES) -> None:
-    """Add the checks of ``rules`` on the connection ``bind`` (what the upgrade does; a test that plays a
-    store written by another version drops and re-adds them). Every column is checked first: a row that
-    holds a value outside its list stops the upgrade with ``RuntimeError`` naming the check, table, column
-    and count, before any check is added."""
-    for table, column, values, nullable, name in rules:
-        null = "" if nullable else f" OR {column} IS NULL"
-        rows = bind.exec_driver_sql(f"SELECT count(*) FROM {table} WHERE {column} NOT IN ({_allowed(values)}){null}").scalar()
+def create(bind, rules=RULES, ranges=RANGES) -> None:
+    """Add the checks of ``rules`` and ``ranges`` on the connection ``bind`` (what the upgrade does; a test
+    that plays a store written by another version drops and re-adds them). Every column is checked first:
+    a row that holds a value outside its list or range stops the upgrade with ``RuntimeError`` naming the
+    check, table, column and count, before any check is added."""
+    conditions = [
+        (table, column, _one_of("{c}", values, nullable), name, f"one of ({', '.join(values)})")
+        for table, column, values, nullable, name in rules
+    ] + [(table, column, cond, name, cond.format(c=column)) for table, column, cond, name in ranges]
+    for table, column, cond, name, said in conditions:
+        ok = cond.format(c=column)
+        rows = bind.exec_driver_sql(f"SELECT count(*) FROM {table} WHERE NOT ({ok}) OR ({ok}) IS NULL").scalar()
         if rows:
             raise RuntimeError(
-                f"{name}: {rows} row(s) of {table} hold a {column} outside ({', '.join(values)}); "
+                f"{name}: {rows} row(s) of {table} hold a {column} that is not {said}; "
                 "the store was not upgraded: correct those rows, then open it again"
             )
-    if bind.dialect.name == "postgresql":
-        for table, column, values, nullable, name in rules:
-            ok = f"{column} IN ({_allowed(values)})"
-            ok = f"{column} IS NULL OR {ok}" if nullable else ok
-            bind.exec_driver_sql(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({ok})")
-        return
-    for table, column, values, nullable, name in rules:  # SQLite: triggers (no CHECK without a table copy)
-        when = f"NEW.{column} NOT IN ({_allowed(values)})"
-        when = f"NEW.{column} IS NOT NULL AND {when}" if nullable else f"NEW.{column} IS NULL OR {when}"
-        message = f"CHECK constraint failed: {name} ({table}.{column} must be one of {', '.join(values)})"
+    for table, column, cond, name, said in conditions:
+        if bind.dialect.name == "postgresql":
+            bind.exec_driver_sql(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({cond.format(c=column)})")
+            continue
+        # SQLite: triggers (no CHECK without a table copy); "IS NOT 1" also refuses a NULL (unknown) result
+        new_ok = cond.format(c=f"NEW.{column}")
+        message = f"CHECK constraint failed: {name} ({table}.{column} must be {said})"
         for event, suffix in (("INSERT", "ins"), (f"UPDATE OF {column}", "upd")):
             bind.exec_driver_sql(
-                f"CREATE TRIGGER {name}_{suffix} BEFORE {event} ON {table} WHEN {when} "
+                f"CREATE TRIGGER {name}_{suffix} BEFORE {event} ON {table} WHEN ({new_ok}) IS NOT 1 "
                 f"BEGIN SELECT RAISE(ABORT, '{message}'); END"
             )
 
 
-def drop(bind, rules=RULES) -> None:
-    """Remove the checks of ``rules`` on the connection ``bind`` (what the downgrade does)."""
-    for table, _column, _values, _nullable, name in reversed(rules):
+def _one_of(column, values, nullable) -> str:
+    ok = f"{column} IN ({_allowed(values)})"
+    return f"{column} IS NULL OR {ok}" if nullable else ok
+
+
+def drop(bind, rules=RULES, ranges=RANGES) -> None:
+    """Remove the checks of ``rules`` and ``ranges`` on the connection ``bind`` (what the downgrade does)."""
+    names = [(r[0], r[-1]) for r in rules] + [(r[0], r[-1]) for r in ranges]
+    for table, name in reversed(names):
         if bind.dialect.name == "postgresql":
             bind.exec_driver_sql(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {name}")
         else:
