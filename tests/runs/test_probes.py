@@ -342,3 +342,17 @@ def test_paper_figure8_data_file_is_the_v2_matrices():
     assert "Figure 8" in transfer.FIGURE8_SOURCE and "v2" in transfer.FIGURE8_SOURCE
     fig = transfer.paper_heatmap("far")
     assert fig.data[0].z[3][1] == 0.93 and fig.layout.shapes
+
+
+def test_the_run_estimate_counts_no_llm_tokens_for_a_probe_and_no_answer_for_lora():
+    """The Runs page's estimate tiles: a probe reads no prompt and writes no answer (0, 0); a LoRA adapter
+    reads the prompt (as an HTTP judge's is counted) but writes no answer (its output budget is 0)."""
+    from automonitor.runs.monitors import backend_class
+    from automonitor.runs.prompts import PromptBuilder, load_template
+
+    texts = [{"request": "Fix the test." * 20, "response": "I special-cased it." * 30}] * 3
+    builder = lambda: PromptBuilder(load_template("direct"))  # noqa: E731
+    assert backend_class("probe").estimate_tokens("tfidf-lr", {}, builder(), texts) == (0, 0)
+    http_in, http_out = backend_class("openai").estimate_tokens("gpt-4o-mini", {}, builder(), texts)
+    lora_in, lora_out = backend_class("lora").estimate_tokens("adapter", {}, builder(), texts)
+    assert lora_in == http_in > 0 and http_out > 0 and lora_out == 0

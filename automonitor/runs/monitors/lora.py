@@ -49,6 +49,13 @@ class LoraBackend(Backend):
         self.threshold = self.settings.threshold
         self._lock = threading.Lock()
 
+    @classmethod
+    def estimate_tokens(cls, model, params, builder, texts) -> tuple[int, int]:
+        """(prompt tokens, 0): the adapter's model reads the rendered prompt (counted as
+        :meth:`Backend.estimate_tokens` counts it) and scores Yes/No; it writes no answer."""
+        prompt_tokens, _ = super().estimate_tokens(model, params, builder, texts)
+        return prompt_tokens, 0
+
     def cache_params(self) -> dict[str, Any]:
         weights = self.path / "adapter_model.safetensors"
         digest = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else None

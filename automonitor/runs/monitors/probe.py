@@ -51,6 +51,11 @@ class ProbeBackend(Backend):
         self.artifact_name = artifact.expanduser().name  # the loaded artefact's file name (probe.path.name)
         self._lock = threading.Lock()
 
+    @classmethod
+    def estimate_tokens(cls, model, params, builder, texts) -> tuple[int, int]:
+        """A probe reads features of the texts, not a prompt, and writes no answer: (0, 0)."""
+        return 0, 0
+
     def cache_params(self) -> dict[str, Any]:
         card = self.probe.card
         return {
