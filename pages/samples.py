@@ -84,7 +84,8 @@ ui.sync_qp(
     label_source=lsrcs,
 )
 
-head, sizer, pager, exp1, exp2 = st.columns([2.4, 1, 1, 1, 1], vertical_alignment="bottom")
+# the export buttons get the width their labels and icons need at 1280 px ("Export JSONL" was cut)
+head, sizer, pager, exp1, exp2 = st.columns([1.6, 0.9, 0.9, 1.2, 1.35], vertical_alignment="bottom")
 head.markdown(f"**{total:,}** matching samples")
 sizer.selectbox("Per page", list(workbench.PAGE_SIZES), key=size_key)
 page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
