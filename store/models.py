@@ -32,6 +32,11 @@ def one_of(column: str, values: tuple[str, ...], name: str, *, nullable: bool = 
     return CheckConstraint(f"{column} IS NULL OR {expr}" if nullable else expr, name=name)
 
 
+def unit_score(name: str) -> CheckConstraint:
+    """A CHECK constraint that holds a verdict's ``score`` (P(misbehavior)) to [0, 1], or ``NULL``."""
+    return CheckConstraint("score IS NULL OR (score >= 0 AND score <= 1)", name=name)
+
+
 class Sample(SQLModel, table=True):
     """One side of a pair: a request and one model response with its gold (or intended) label.
 
@@ -182,7 +187,7 @@ class Prediction(VerdictColumns, table=True):
         UniqueConstraint("run_id", "sample_id", "repeat", name="uq_prediction_run_sample_repeat"),
         CheckConstraint('"repeat" >= 0', name="ck_prediction_repeat_nonneg"),
         one_of("outcome", vocab.OUTCOMES, "ck_prediction_outcome", nullable=True),
-        CheckConstraint("score IS NULL OR (score >= 0 AND score <= 1)", name="ck_prediction_score"),
+        unit_score("ck_prediction_score"),
     )
 
 
@@ -197,7 +202,7 @@ class CacheEntry(VerdictColumns, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     __table_args__ = (
         one_of("outcome", vocab.CACHED_OUTCOMES, "ck_cache_entry_outcome"),
-        CheckConstraint("score IS NULL OR (score >= 0 AND score <= 1)", name="ck_cache_entry_score"),
+        unit_score("ck_cache_entry_score"),
     )
 
 

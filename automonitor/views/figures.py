@@ -76,7 +76,7 @@ def tradeoff_figure(
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
     labelled = _labelled_positions(done, reported)
     for tpl, eligible, group in _template_groups(done):
-        others = [xy for xy in labelled if xy not in set(zip(group["x_plot"], group["y_plot"]))]
+        others = _others(labelled, group["x_plot"], group["y_plot"])
         fig.add_trace(
             run_trace(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action, others=others)
         )
@@ -88,8 +88,7 @@ def tradeoff_figure(
         if trace is not None:
             fig.add_trace(trace)
     if reported is not None and not reported.empty:
-        own = set(zip(reported["far"], reported["mr"]))
-        fig.add_traces(reported_traces(reported, others=[xy for xy in labelled if xy not in own]))
+        fig.add_traces(reported_traces(reported, others=_others(labelled, reported["far"], reported["mr"])))
     fig.update_layout(
         title=title,
         height=height,
@@ -113,6 +112,12 @@ def _labelled_positions(done: pd.DataFrame, reported: pd.DataFrame | None) -> li
     if reported is not None and not reported.empty:
         out += [(float(a), float(b)) for a, b in zip(reported["far"], reported["mr"])]
     return out
+
+
+def _others(labelled: list[tuple[float, float]], xs: Sequence[float], ys: Sequence[float]) -> list[tuple[float, float]]:
+    """The labelled positions that are not one of the trace's own points ``zip(xs, ys)``."""
+    own = {(float(x), float(y)) for x, y in zip(xs, ys)}
+    return [xy for xy in labelled if xy not in own]
 
 
 def _drawable_points(points: pd.DataFrame) -> pd.DataFrame:
