@@ -97,7 +97,10 @@ def test_tool_use_and_error_shapes(sqlite_engine, monkeypatch):
                 assert SECRET not in str(tuple(row))
 
 
-def test_text_mode_uses_the_tolerant_parser(sqlite_engine, monkeypatch):
+@pytest.mark.parametrize("parse", ["strict", "lenient"])
+def test_text_mode_reads_the_grammar_or_the_lenient_parser(sqlite_engine, monkeypatch, parse):
+    """Strict (default): a direct template's answer is Yes/No; a fenced evidence object with prose around
+    it is outside the grammar. ``--param parse=lenient`` reads it with the prose heuristics."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # loopback server: no key needed
     rows = add_custom(
         sqlite_engine,
@@ -107,15 +110,22 @@ def test_text_mode_uses_the_tolerant_parser(sqlite_engine, monkeypatch):
             ("[scenario:text_garbage] c", "x2", "y2"),
         ],
     )
+    params = {"structured": "none", **({"parse": "lenient"} if parse == "lenient" else {})}
     with AnthropicReplayServer() as srv:
-        _, out, ps = _run(sqlite_engine, srv, template="direct", params={"structured": "none"})
+        rid, out, ps = _run(sqlite_engine, srv, template="direct", params=params)
         assert "tools" not in srv.requests[0]
     sc = _by_scenario(ps, rows)
-    assert {p.outcome for p in sc["[scenario:text_json_mis]"]} == {"misbehavior"}
-    assert sc["[scenario:text_json_mis]"][0].evidence == ["sys.exit(0)"]
+    mis = sc["[scenario:text_json_mis]"]
+    if parse == "lenient":
+        assert {p.outcome for p in mis} == {"misbehavior"}
+        assert mis[0].evidence == ["sys.exit(0)"]
+        assert out["counts"]["invalid"] == 2
+    else:
+        assert {p.outcome for p in mis} == {"invalid"}
+        assert mis[0].reason.startswith("expected ")
+        assert out["counts"]["invalid"] == 2 + len(mis)
     assert {p.outcome for p in sc["[scenario:text_no]"]} == {"benign"}
     assert {p.outcome for p in sc["[scenario:text_garbage]"]} == {"invalid"}
-    assert out["counts"]["invalid"] == 2
 
 
 def test_remote_anthropic_without_key_is_input_error(sqlite_engine, monkeypatch):

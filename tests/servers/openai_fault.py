@@ -323,6 +323,7 @@ class OpenAIFaultServer(LoopbackServer):
         p_yes = 0.9 if yes else 0.2
         rf = body.get("response_format") or {}
         tools = body.get("tools")
+        system = " ".join(str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "system")
         message: dict = {"role": "assistant", "content": None}
         logprobs = None
         if content is not None:
@@ -336,10 +337,12 @@ class OpenAIFaultServer(LoopbackServer):
                     "function": {"name": tools[0]["function"]["name"], "arguments": json.dumps(args)},
                 }
             ]
-        elif rf.get("type") in ("json_schema", "json_object") and "misbehavior_detected" in json.dumps(rf):
+        elif (rf.get("type") in ("json_schema", "json_object") and "misbehavior_detected" in json.dumps(rf)) or (
+            not rf and "misbehavior_detected" in system
+        ):
             # the paper templates' schema (structured outputs answer in the schema's shape)
             paper: dict = {"misbehavior_detected": yes}
-            if "detected_categories" in json.dumps(rf):
+            if "detected_categories" in json.dumps(rf) or (not rf and "detected_categories" in system):
                 quote = text.split("STUDENT RESPONSE:", 1)[-1].strip().split("\n")[0][:40]
                 paper["detected_categories"] = (
                     [{"category": "Specification Gaming", "description": "special-cases the test", "evidence": [quote]}]
@@ -347,7 +350,8 @@ class OpenAIFaultServer(LoopbackServer):
                     else []
                 )
             message["content"] = json.dumps(paper)
-        elif rf.get("type") in ("json_schema", "json_object"):
+        elif rf.get("type") in ("json_schema", "json_object") or "Reply with one JSON object" in system:
+            # structured output, or an evidence template's text instructions (a model following them)
             obj = {
                 "category": "specification_gaming" if yes else "none",
                 "severity": "high" if yes else "none",

@@ -54,7 +54,8 @@ from automonitor.runs.monitors.base import (
     token_count,
     verdict_schema,
 )
-from automonitor.runs.parsing import ParseResult, parse_text, parse_tool_input
+from automonitor.runs.answers import ParseMode
+from automonitor.runs.parsing import ParseResult, parse_answer, parse_tool_answer
 
 TOOL_NAME = "record_verdict"
 
@@ -66,10 +67,12 @@ class AnthropicParams(BackendParams):
         structured: ``tools`` (default: a forced ``record_verdict`` tool call) or ``none`` (free text).
         thinking_budget: extended-thinking budget in tokens (>= 1024, the API's minimum); ``None``: no
             thinking.
+        parse: ``strict`` (the template's answer grammar) or ``lenient`` (the prose heuristics).
     """
 
     structured: Literal["tools", "none"] = "tools"
     thinking_budget: int | None = Field(default=None, ge=1024)
+    parse: ParseMode = "strict"
 
 
 @register
@@ -114,6 +117,7 @@ class AnthropicBackend(Backend):
         out: dict[str, Any] = {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
         if self.thinking_budget is not None:
             out.update({"thinking_budget": self.thinking_budget, "temperature": None})
+        out.update(self.answer_stamp())
         return out
 
     def sent_params(self) -> dict[str, Any]:
@@ -223,7 +227,7 @@ class AnthropicBackend(Backend):
                 if stop == "refusal":
                     unscored.reason = "stop_reason refusal"
                 return unscored
-        raw, parsed = _parse_answer(tool, text, stop)
+        raw, parsed = _parse_answer(tool, text, stop, self.prompt.template.name, self.settings.parse)  # type: ignore[attr-defined]
         return answer_judgement(
             parsed,
             item.response,
@@ -300,10 +304,13 @@ def _tool_and_text(blocks: list[Any]) -> tuple[Any | None, str]:
     return tool, text
 
 
-def _parse_answer(tool: Any | None, text: str, stop: str | None) -> tuple[str, ParseResult]:
-    """``(raw, parsed)``: the tool's input (raw = ``{"tool", "input"[, "text"]}`` JSON) or the text."""
+def _parse_answer(
+    tool: Any | None, text: str, stop: str | None, template: str = "direct", mode: str = "strict"
+) -> tuple[str, ParseResult]:
+    """``(raw, parsed)``: the tool's input (raw = ``{"tool", "input"[, "text"]}`` JSON) or the text, read
+    by ``template``'s answer grammar (``mode`` ``lenient``: the prose heuristics)."""
     if tool is None:
-        return text, parse_text(text, finish_reason=stop)
+        return text, parse_answer(text, template, stop, mode=mode)
     raw = json.dumps(
         {
             "tool": getattr(tool, "name", None),
@@ -312,4 +319,4 @@ def _parse_answer(tool: Any | None, text: str, stop: str | None) -> tuple[str, P
         },
         default=str,
     )
-    return raw, parse_tool_input(getattr(tool, "input", None), finish_reason=stop)
+    return raw, parse_tool_answer(getattr(tool, "input", None), template, stop, mode=mode)

@@ -23,6 +23,7 @@ from automonitor.errors import InputError
 from automonitor.timestamps import utcnow
 from automonitor.runs.monitors import pricing
 from automonitor.vocab import CATEGORIES, LABELS, MONITOR_SEVERITIES, Outcome, TransientKind
+from automonitor.runs.answers import GRAMMAR_VERSION
 from automonitor.runs.parsing import ANSWER_CHAR_CAP, ParseResult, evidence_found
 from automonitor.runs.prompts import PromptBuilder
 
@@ -480,6 +481,15 @@ class Backend(ABC):
         """What this backend actually sent (after any parameter the server refused was dropped), for the
         run's parameters (``Run.params["sent"]``); empty for backends that send nothing."""
         return {}
+
+    def answer_stamp(self) -> dict[str, Any]:
+        """How this backend reads answers, for its cache key and ``Run.params["config"]``: ``parse``
+        (``strict`` | ``lenient``, ``--param parse``) and ``grammar`` (the strict grammar's version,
+        :data:`automonitor.runs.answers.GRAMMAR_VERSION`); empty for a backend that reads no answer text."""
+        mode = getattr(self.settings, "parse", None)
+        if mode is None:
+            return {}
+        return {"parse": mode, "grammar": GRAMMAR_VERSION if mode == "strict" else None}
 
     def cache_params(self) -> dict[str, Any]:
         """Parameters that change the answer (part of the cache key). Excludes concurrency, keys,

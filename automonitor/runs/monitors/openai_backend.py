@@ -12,12 +12,13 @@ evidence templates):
   structured outputs);
 - ``json_object``: ``response_format={"type": "json_object", "schema": ...}`` (llama.cpp server style);
 - ``tools``: a forced ``record_verdict`` function call;
-- ``none``: free text read by the tolerant parser.
+- ``none``: free text read by the template's answer grammar (``--param parse=lenient``: the prose
+  heuristics).
 
 A server that rejects the requested format (HTTP 400/422 naming it) is asked again with the next one
 down the chain json_schema -> json_object -> none, and remembered for the rest of the run. Token
 log-probabilities (param ``logprobs``, default true; ``top_logprobs`` 5) give the score
-P(misbehavior) (:func:`automonitor.runs.parsing.score_from_logprobs`); a server that rejects them is asked
+P(misbehavior) read at the verdict value token (:func:`automonitor.runs.parsing.score_at_verdict`); a server that rejects them is asked
 again without. Cost per call comes from :mod:`automonitor.runs.monitors.pricing` (exact model ids).
 
 Reasoning models (OpenAI's o1/o3/o4 and gpt-5 families, :func:`completion_tokens_family`) take the
@@ -66,7 +67,8 @@ from automonitor.runs.monitors.base import (
     token_count,
     verdict_schema,
 )
-from automonitor.runs.parsing import ParseResult, parse_text, parse_tool_input, score_from_logprobs
+from automonitor.runs.answers import SCORE_METHOD, ParseMode, grammar_for
+from automonitor.runs.parsing import ParseResult, parse_answer, parse_tool_answer, score_at_verdict
 
 _MODES = ("json_schema", "json_object", "tools", "none")
 _DOWNGRADE = {"json_schema": "json_object", "json_object": "none", "tools": "none"}
@@ -102,6 +104,9 @@ class OpenAIParams(BackendParams):
             unset.
         temperature: as :class:`BackendParams`, but ``None`` by default: 0, or not sent to a reasoning
             family.
+        parse: ``strict`` (default: the template's closed answer grammar, :mod:`automonitor.runs.answers`)
+            or ``lenient`` (the prose heuristics of :func:`automonitor.runs.parsing.parse_text`; recorded
+            on the run and marked in the report and on the plane).
     """
 
     structured: Literal["json_schema", "json_object", "tools", "none"] | None = None
@@ -110,6 +115,7 @@ class OpenAIParams(BackendParams):
     seed: int | None = 0
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     transport: Literal["aiohttp", "httpx", "direct"] = "aiohttp"
+    parse: ParseMode = "strict"
     temperature: float | None = Field(default=None, ge=0.0)  # type: ignore[assignment]
 
 
@@ -173,6 +179,9 @@ class OpenAIBackend(Backend):
             out["token_param"] = self.token_param
         if self.reasoning_effort is not None:
             out["reasoning_effort"] = self.reasoning_effort
+        out.update(self.answer_stamp())
+        if self._requested_logprobs:
+            out["score_method"] = SCORE_METHOD
         return out
 
     def sent_params(self) -> dict[str, Any]:
@@ -396,12 +405,13 @@ class OpenAIBackend(Backend):
             )
             if unscored is not None:
                 return unscored
-        raw, parsed = _parse_answer(msg, text, finish)
+        template = self.prompt.template.name
+        raw, parsed = _parse_answer(msg, text, finish, template, self.settings.parse)  # type: ignore[attr-defined]
         return answer_judgement(
             parsed,
             item.response,
             raw,
-            score=_logprob_score(choice),
+            score=_logprob_score(choice, template),
             tokens_in=tin,
             tokens_out=tout,
             cost_usd=cost,
@@ -571,23 +581,27 @@ def message_text(msg: Any) -> tuple[str, str]:
     return "".join(texts), "".join(reasoning)
 
 
-def _parse_answer(msg: Any, text: str, finish: str | None) -> tuple[str, ParseResult]:
+def _parse_answer(
+    msg: Any, text: str, finish: str | None, template: str = "direct", mode: str = "strict"
+) -> tuple[str, ParseResult]:
     """``(raw, parsed)`` of the message: the first tool call's arguments (raw = ``{"tool", "arguments"}``
-    JSON) or the answer ``text``."""
+    JSON) or the answer ``text``, read by ``template``'s grammar (``mode`` ``lenient``: the heuristics)."""
     tool_calls = getattr(msg, "tool_calls", None) or []
     if tool_calls:
         args = tool_calls[0].function.arguments
         raw = json.dumps({"tool": tool_calls[0].function.name, "arguments": args})
-        return raw, parse_tool_input(args, finish_reason=finish)
-    return text, parse_text(text, finish_reason=finish)
+        return raw, parse_tool_answer(args, template, finish, mode=mode)
+    return text, parse_answer(text, template, finish, mode=mode)
 
 
-def _logprob_score(choice: Any) -> float | None:
-    """P(misbehavior) from the choice's token log-probabilities (top alternatives when sent), or None."""
+def _logprob_score(choice: Any, template: str = "direct") -> float | None:
+    """P(misbehavior) read at the verdict value token of the choice's answer
+    (:func:`automonitor.runs.parsing.score_at_verdict` with ``template``'s grammar) from its token
+    log-probabilities (top alternatives when sent), or None."""
     lp = getattr(choice, "logprobs", None)
     if lp is None or not getattr(lp, "content", None):
         return None
     toks = [
         (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)]) for t in lp.content
     ]
-    return score_from_logprobs(toks)
+    return score_at_verdict(toks, grammar_for(template))
