@@ -9,28 +9,16 @@ The base modules every layer may use: :mod:`automonitor.vocab` (names and their 
 :mod:`automonitor.errors`, :mod:`automonitor.hashing`, :mod:`automonitor.escaping`,
 :mod:`automonitor.timestamps` and :mod:`automonitor.leases`.
 
-This package never imports Streamlit. Old import paths (``automonitor.metrics``...) still work for one
-release, with a :class:`DeprecationWarning` (:mod:`automonitor._compat`).
+This package never imports Streamlit.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from types import ModuleType
-
-from automonitor import _compat
 
 try:
     __version__: str = version("automonitor-bench")
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
-_compat.install()
-
 __all__ = ["__version__"]
-
-
-def __getattr__(name: str) -> ModuleType:
-    """An old module path as an attribute (``automonitor.metrics``): the module at its new path, with a
-    :class:`DeprecationWarning`. Raises :class:`AttributeError` for any other name."""
-    return _compat.package_getattr(name)

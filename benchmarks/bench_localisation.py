@@ -15,7 +15,7 @@ Timed per repeat (after one warm-up, so imports are not timed), on the store as 
 - store loads the localisation needs: the sample texts of the evidence runs' flagged samples and the gold
   spans of the misbehavior samples they judged (the same selections ``report`` makes), after runs and
   predictions (their load, shared with every part of the report, is printed separately);
-- the ``localisation`` phase of ``automonitor.analysis.analyze_model`` with the report's defaults
+- the ``localisation`` phase of ``automonitor.analysis.analyze`` with the report's defaults
   (1,000 bootstrap resamples, seed 0), the grounding normalisation cache cleared before each call (the
   report's own grounding phase runs first and warms it, as in a real report);
 - cold: ``run_localisation`` alone for the 30 runs with that cache cleared and no grounding before it.
@@ -206,7 +206,7 @@ def main() -> None:
             runs, preds, texts, gold, sec = load_for_localisation(eng)
             clear_grounding_cache()
             tim: dict[str, float] = {}
-            rep = analysis.analyze_model(
+            rep = analysis.analyze(
                 preds, runs, texts=texts, gold_spans=gold, n_boot=args.n_boot, seed=args.seed, timings=tim
             )
             clear_grounding_cache()

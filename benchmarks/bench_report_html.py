@@ -36,7 +36,7 @@ def main() -> int:
 
         eng = get_engine(url)
         t0 = time.perf_counter()
-        rep = analysis.report_model(eng, None, "exclude", n_boot=200)
+        rep = analysis.report(eng, None, "exclude", n_boot=200)
         t1 = time.perf_counter()
         path = os.path.join(d, "report.html")
         size = report_html.write(eng, rep, path)

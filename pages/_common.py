@@ -85,7 +85,7 @@ def load_report(
     shown), which halves its cold cost on a paper-sized store."""
     from automonitor import analysis
 
-    return analysis.report_model(
+    return analysis.report(
         _engine_for(url),
         list(run_ids) if run_ids is not None else None,
         invalid=invalid,
@@ -101,7 +101,7 @@ def load_localisation(url: str, ver: tuple, invalid: str, category: str | None, 
     report with evidence grounding (slower than :func:`load_report`), so only computed on request."""
     from automonitor import analysis
 
-    rep = analysis.report_model(_engine_for(url), None, invalid=invalid, n_boot=20, with_grounding=True)
+    rep = analysis.report(_engine_for(url), None, invalid=invalid, n_boot=20, with_grounding=True)
     return views.localisation_shares(rep, category, task)
 
 

@@ -4,8 +4,7 @@ Pipeline: :func:`predictions_frame` (one row per prediction, joined with its sam
 :func:`analyze` (pure: per-run and per-slice TP/FN/FP/TN, MR/FAR with Wilson intervals, unscored
 counts, Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, ROC, evidence grounding)
 -> a typed :class:`~automonitor.analysis.report_schema.Report` whose ``to_dict()`` is the CLI contract's
-``report --json`` document. :func:`report` does both steps on a store. :func:`analyze_model` and
-:func:`report_model` are aliases of :func:`analyze` and :func:`report` (both return the typed report).
+``report --json`` document. :func:`report` does both steps on a store.
 
 One module per job (this package re-exports the public names):
 
@@ -16,15 +15,14 @@ One module per job (this package re-exports the public names):
   per-pair outcome classes (``pair_classes``);
 - :mod:`~automonitor.analysis.paired`: paired comparisons of two runs (``paired_comparisons``);
 - :mod:`~automonitor.analysis.roc_grounding`: :func:`roc_summary` and evidence grounding of runs;
-- :mod:`~automonitor.analysis.assemble`: :func:`analyze` / :func:`analyze_model` (run entries, front,
+- :mod:`~automonitor.analysis.assemble`: :func:`analyze` (run entries, front,
   Pearson r, the typed report);
 - :mod:`~automonitor.analysis.from_store`: :func:`predictions_frame`, :func:`runs_frame`,
-  :func:`report` / :func:`report_model` (editions, controls FAR, stability) and :func:`controls_far`;
+  :func:`report` (editions, controls FAR, stability) and :func:`controls_far`;
 - :mod:`~automonitor.analysis.points`: :func:`run_points` and the paper's :func:`reported_points`;
 - :mod:`~automonitor.analysis.options`: :class:`AnalysisOptions` / :class:`ReportOptions`, the one typed
   options object that :func:`analyze` and :func:`report` take;
-- :mod:`~automonitor.analysis.drilldown`: :func:`cell_samples`, :func:`roc_frame`,
-  :func:`grounding_frame`, :func:`compare_runs`.
+- :mod:`~automonitor.analysis.drilldown`: :func:`cell_samples`, :func:`roc_frame`.
 
 Definitions and the unscored policy are in :mod:`automonitor.analysis.metrics`; grounding in
 :mod:`automonitor.analysis.grounding`. The paper's reported points are a separate, labelled reference table
@@ -33,11 +31,11 @@ Definitions and the unscored policy are in :mod:`automonitor.analysis.metrics`; 
 
 from __future__ import annotations
 
-from automonitor.analysis.assemble import analyze, analyze_model
-from automonitor.analysis.drilldown import cell_samples, compare_runs, grounding_frame, roc_frame
+from automonitor.analysis.assemble import analyze
+from automonitor.analysis.drilldown import cell_samples, roc_frame
 from automonitor.analysis.encoding import ABSENT, CELLS, FN, FP, PEND, TN, TP, UNS
 from automonitor.analysis.options import AnalysisOptions, ReportOptions
-from automonitor.analysis.from_store import controls_far, predictions_frame, report, report_model, runs_frame
+from automonitor.analysis.from_store import controls_far, predictions_frame, report, runs_frame
 from automonitor.analysis.points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
 from automonitor.analysis.roc_grounding import FAR_TARGETS, roc_summary
 
@@ -56,14 +54,10 @@ __all__ = [
     "TP",
     "UNS",
     "analyze",
-    "analyze_model",
     "cell_samples",
-    "compare_runs",
     "controls_far",
-    "grounding_frame",
     "predictions_frame",
     "report",
-    "report_model",
     "reported_points",
     "roc_frame",
     "roc_summary",

@@ -1,5 +1,4 @@
-"""Report assembly from in-memory frames (no store access): :func:`analyze` (alias :func:`analyze_model`)
-runs the steps (encoding, slices, sample grid, bootstrap and pair classes, run entries, ROC, grounding,
+"""Report assembly from in-memory frames (no store access): :func:`analyze` runs the steps (encoding, slices, sample grid, bootstrap and pair classes, run entries, ROC, grounding,
 paired comparisons, front and Pearson r) and returns the validated, typed
 :class:`~automonitor.analysis.report_schema.Report` (``.to_dict()`` for the JSON-ready dict).
 """
@@ -35,7 +34,7 @@ def analyze(
 ) -> Report:
     """The typed :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access;
     used by :func:`~automonitor.analysis.from_store.report` and benchmarks). ``.to_dict()`` gives the JSON-ready
-    dict (the ``report --json`` document); :func:`analyze_model` is the same function.
+    dict (the ``report --json`` document).
 
     Args:
         preds: predictions with at least run_id, sample_id, pair_id, category, task, label, outcome,
@@ -92,10 +91,6 @@ def analyze(
     rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
     return Report.model_validate(_json_safe(rep))
-
-
-analyze_model = analyze
-"""Alias of :func:`analyze` (the name the typed report had before ``analyze`` returned it too)."""
 
 
 def _add_localisation(

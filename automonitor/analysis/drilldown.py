@@ -1,18 +1,14 @@
-"""Drill-down views of one run for the app and CLI: the samples of a confusion cell, the ROC curve, the
-grounded evidence spans, and the paired comparison of two runs.
-"""
+"""Drill-down views of one run for the app and CLI: the samples of a confusion cell and the ROC curve."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import CELLS, FN, FP, PEND, TN, TP, sample_codes
-from automonitor.analysis.from_store import predictions_frame, report, split_controls
+from automonitor.analysis.from_store import predictions_frame, split_controls
 from automonitor.vocab import NEGATIVE, POSITIVE, UNSCORED
 
 
@@ -69,33 +65,3 @@ def roc_frame(engine: Engine, run_id: str) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     roc = mt.roc_points(df["label"].to_numpy(), df["score"].to_numpy(float))
     return pd.DataFrame({k: roc[k] for k in cols})
-
-
-def grounding_frame(engine: Engine, run_id: str) -> pd.DataFrame:
-    """Every evidence span of a run, grounded: columns sample_id, label, outcome, span, status
-    (exact | normalized | not_found), field (response | request | None), start, end (offsets into that
-    field's text; nullable Int64). Raises NotFound for an unknown run."""
-    from store.queries import analysis as q
-
-    df = predictions_frame(engine, [run_id])
-    df = df[df["evidence"].map(bool)]
-    texts = q.load_sample_texts(engine, df["sample_id"])
-    rows = []
-    for sid, lab, out, ev in zip(df["sample_id"], df["label"], df["outcome"], df["evidence"]):
-        req, resp = texts.get(sid, ("", ""))
-        for r in gr.ground_evidence(resp, req, ev if isinstance(ev, list) else [ev]):
-            rows.append({"sample_id": sid, "label": lab, "outcome": out, **r})
-    out = pd.DataFrame(rows, columns=["sample_id", "label", "outcome", "span", "status", "start", "end", "field"])
-    out[["start", "end"]] = out[["start", "end"]].astype("Int64")  # nullable: None when not found
-    return out
-
-
-def compare_runs(
-    engine: Engine, run_a: str, run_b: str, invalid: str = "exclude", *, n_boot: int = 1000, seed: int = 0
-) -> dict[str, Any]:
-    """Paired statistics of run A vs run B on the samples both scored: MR/FAR differences (A - B) with a
-    pair-clustered bootstrap interval and p-value, McNemar's tests (see :func:`analyze`)."""
-    rep = report(
-        engine, [run_a, run_b], invalid, n_boot=n_boot, seed=seed, compare=[(run_a, run_b)], with_grounding=False
-    )
-    return rep.paired[0].to_dict()

@@ -1,5 +1,5 @@
 """The report on a store: frames from the store (:func:`predictions_frame`, :func:`runs_frame`),
-:func:`report` (alias :func:`report_model`; load, split off the controls slice,
+:func:`report` (load, split off the controls slice,
 :func:`~automonitor.analysis.assemble.analyze`, then each run's edition, controls FAR and stability; returns the typed
 :class:`~automonitor.analysis.report_schema.Report`) and :func:`controls_far`.
 """
@@ -50,7 +50,7 @@ def report(
 ) -> Report:
     """The full report for runs in the store as a typed :class:`~automonitor.analysis.report_schema.Report`;
     ``.to_dict()`` is the JSON-ready dict that ``automonitor report --json`` prints (contract JSON plus
-    extras); see :func:`~automonitor.analysis.assemble.analyze`. :func:`report_model` is the same function.
+    extras); see :func:`~automonitor.analysis.assemble.analyze`.
 
     Every run entry carries ``edition`` (the test-set edition it judged; a run recorded before
     editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
@@ -94,10 +94,6 @@ def report(
     if edition is not None:
         rep.edition = edition
     return rep
-
-
-report_model = report
-"""Alias of :func:`report` (the name the typed report had before ``report`` returned it too)."""
 
 
 def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str, *, explicit: bool) -> pd.DataFrame:

@@ -170,11 +170,6 @@ def ground_span(text: str, span: Any) -> dict[str, Any]:
     return {"span": s, "status": hit[0], "start": hit[1], "end": hit[2]}
 
 
-def ground_spans(text: str, spans: Iterable[Any]) -> list[dict[str, Any]]:
-    """Ground every span in ``text`` (see :func:`ground_span`); returns one dict per span, in order."""
-    return [ground_span(text or "", sp) for sp in (spans or [])]
-
-
 def ground_evidence(response: str, request: str | None, spans: Iterable[Any]) -> list[dict[str, Any]]:
     """Ground spans in the sample's response first, then (if not found there) in its request.
 

@@ -222,24 +222,6 @@ def slices_from_counts(c: dict[str, np.ndarray], confidence: float = 0.95) -> np
     return out
 
 
-def confusion_counts(labels: Sequence[str], outcomes: Sequence[str | None], policy: str = "exclude") -> dict[str, Any]:
-    """TP/FN/FP/TN, unscored counts, MR/FAR and Wilson intervals for one set of predictions.
-
-    Args:
-        labels: gold labels (``misbehavior`` | ``benign``), one per sample.
-        outcomes: monitor outcomes (``misbehavior`` | ``benign`` | ``invalid`` | ``refusal`` |
-            ``error`` | ``None`` for pending), aligned with ``labels``.
-        policy: unscored policy (module docstring).
-    Returns:
-        The SLICE dict of :func:`slice_stats`.
-    Raises:
-        ValueError on length mismatch, unknown label/outcome or unknown policy.
-    """
-    if len(labels) != len(outcomes):
-        raise ValueError(f"labels and outcomes differ in length ({len(labels)} vs {len(outcomes)})")
-    return slice_stats(outcome_table(labels, outcomes), policy)
-
-
 # --------------------------------------------------------------------------------------------------
 # Across runs: Pareto front, correlation
 # --------------------------------------------------------------------------------------------------
@@ -327,35 +309,6 @@ def pair_class_counts(pos_flag: Any, neg_flag: Any) -> dict[str, int]:
         "unscored": int(unscored.sum()),
         "incomplete": int(incomplete.sum()),
     }
-
-
-def pair_outcome_counts(
-    pair_ids: Sequence[str], labels: Sequence[str], outcomes: Sequence[str | None], policy: str = "exclude"
-) -> dict[str, int]:
-    """Per-pair outcome counts (see :func:`pair_class_counts`) from sample-level rows.
-
-    Each pair should have one misbehavior and one benign sample; a missing side makes the pair
-    ``incomplete``. Unscored outcomes follow ``policy`` (``as-flag``: flagged, ``as-miss``: not flagged,
-    ``exclude``: the pair counts as ``unscored``).
-    """
-    check_policy(policy)
-    state: dict[str, list[int]] = {}
-    for pid, lab, out in zip(pair_ids, labels, outcomes):
-        if lab not in LABEL_INDEX:
-            raise ValueError(f"gold label must be misbehavior or benign, got {lab!r}")
-        if out == POSITIVE:
-            f = 1
-        elif out == NEGATIVE:
-            f = 0
-        elif out in UNSCORED:
-            f = {"exclude": -1, "as-flag": 1, "as-miss": 0}[policy]
-        elif out is None:
-            f = -2
-        else:
-            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)} or None, got {out!r}")
-        state.setdefault(pid, [-2, -2])[LABEL_INDEX[lab]] = f
-    arr = np.array(list(state.values()), dtype=np.int64).reshape(-1, 2)
-    return pair_class_counts(arr[:, 0], arr[:, 1])
 
 
 def cluster_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
@@ -606,7 +559,7 @@ def operating_point(
     Raises:
         ValueError for cost_ratio <= 0 or prevalence outside (0, 1).
     """
-    if not (isinstance(cost_ratio, (int, float)) and math.isfinite(cost_ratio) and cost_ratio > 0):
+    if not (math.isfinite(cost_ratio) and cost_ratio > 0):
         raise ValueError(f"cost_ratio must be a positive number, got {cost_ratio!r}")
     if prevalence is not None and not (0.0 < prevalence < 1.0):
         raise ValueError(f"prevalence must be in (0, 1), got {prevalence!r}")
@@ -625,7 +578,7 @@ def operating_point_from_roc(
 ) -> dict[str, Any]:
     """:func:`operating_point` on a curve already computed by :func:`roc_points` (``labels`` only give
     the default prevalence). Raises ``ValueError`` like :func:`operating_point`."""
-    if not (isinstance(cost_ratio, (int, float)) and math.isfinite(cost_ratio) and cost_ratio > 0):
+    if not (math.isfinite(cost_ratio) and cost_ratio > 0):
         raise ValueError(f"cost_ratio must be a positive number, got {cost_ratio!r}")
     if prevalence is not None and not (0.0 < prevalence < 1.0):
         raise ValueError(f"prevalence must be in (0, 1), got {prevalence!r}")

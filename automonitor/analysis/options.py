@@ -1,6 +1,6 @@
 """The options of an analysis, as one typed object: :class:`AnalysisOptions` (what
-:func:`~automonitor.analysis.analyze_model` reads from in-memory frames) and :class:`ReportOptions` (adds
-what :func:`~automonitor.analysis.report_model` reads from the store). The CLI, the pages and scripts
+:func:`~automonitor.analysis.analyze` reads from in-memory frames) and :class:`ReportOptions` (adds
+what :func:`~automonitor.analysis.report` reads from the store). The CLI, the pages and scripts
 build one of these; a bad value raises :class:`pydantic.ValidationError` (a ``ValueError``) naming the
 field."""
 

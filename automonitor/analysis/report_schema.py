@@ -1,8 +1,7 @@
 """The report of ``automonitor report`` as typed models: the contract between the analysis, the CLI's
 ``--json``, the report formats and the app.
 
-:func:`automonitor.analysis.report` / :func:`automonitor.analysis.analyze` (aliases ``report_model`` /
-``analyze_model``) return a :class:`Report`; :meth:`Report.to_dict` gives the JSON-ready dict that
+:func:`automonitor.analysis.report` / :func:`automonitor.analysis.analyze` return a :class:`Report`; :meth:`Report.to_dict` gives the JSON-ready dict that
 ``report --json`` prints (key order and values as the CLI contract gives them). Optional parts (a run's ``roc``, ``grounding``, ``stability``,
 ``baselines``; the report's ``edition`` and ``audit``) are present in the dict only when they were set:
 the dump uses ``exclude_unset``, so a field explicitly set to ``None`` is printed as ``null`` and a field

@@ -211,20 +211,6 @@ def validate_label(
 EVIDENCE_JOIN = "\n…\n"
 
 
-def _evidence(response: str, evidence: Any) -> tuple[int | None, int | None, str | None]:
-    """``(start, end, quoted text)`` of one evidence span given as ``(start, end)`` character offsets
-    into ``response`` (``end`` exclusive); ``(None, None, None)`` for no evidence.
-
-    Raises:
-        InputError: not a pair of integers, or outside the response (field ``evidence``).
-    """
-    spans = parse_evidence_spans(response, None if evidence is None else [evidence])
-    if not spans:
-        return None, None, None
-    (start, end), *_ = spans
-    return start, end, response[start:end]
-
-
 def _is_pair(value: Any) -> bool:
     """Whether ``value`` looks like one ``(start, end)`` pair of numbers (not a list of pairs)."""
     return isinstance(value, (tuple, list)) and len(value) == 2 and not any(isinstance(v, (tuple, list)) for v in value)

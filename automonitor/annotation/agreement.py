@@ -525,9 +525,9 @@ def agreement(
     require_admin(actor)
     if unsure not in UNSURE_POLICIES:
         raise InputError(f"unsure must be one of {', '.join(UNSURE_POLICIES)}", field="unsure")
-    if not isinstance(n_boot, int) or n_boot < 0 or n_boot > 100_000:
+    if not 0 <= n_boot <= 100_000:
         raise InputError("n_boot must be an integer in [0, 100000]", field="n_boot")
-    if isinstance(min_items, bool) or not isinstance(min_items, int) or min_items < 1:
+    if min_items < 1:
         raise InputError("min_items must be a positive integer", field="min_items")
     table = label_table(engine, actor, submitted_only=submitted_only)
     doc = compute_agreement(table, unsure=unsure, n_boot=n_boot, seed=seed, min_items=min_items)

@@ -110,11 +110,11 @@ def _build_report(
     compare: list[tuple[str, str]] | None,
     edition: str | None,
 ) -> Report:
-    """``analysis.report_model`` with an edition error reported as an ``InputError`` on ``--edition``."""
+    """``analysis.report`` with an edition error reported as an ``InputError`` on ``--edition``."""
     from automonitor import analysis
 
     try:
-        return analysis.report_model(
+        return analysis.report(
             engine,
             run_ids,
             invalid,

@@ -255,38 +255,3 @@ def probe_lora_cmd(
             f"loss {res.get('train_loss')}, {res['seconds']} s); "
             f"evaluate with: automonitor run --monitor lora:{res['adapter']} --template direct\n"
         )
-
-
-@probe_app.command("migrate")
-def probe_migrate_cmd(
-    paths: list[str] | None = typer.Argument(
-        None, help="legacy .joblib artefacts (default: every *.joblib in the artefact directory)"
-    ),
-    directory: str | None = typer.Option(None, "--dir", help="artefact directory (default <artifacts>/probes)"),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON document per artefact as a list"),
-) -> None:
-    """One-time conversion of legacy joblib (pickle) probe artefacts into the JSON format that cannot run
-    code. Each file is unpickled only if its sha256 equals the one recorded at training in its
-    .card.json, and then with an allow-list of scikit-learn/numpy types; anything else is refused
-    (exit 2, naming the file: retrain it with `automonitor probe train`). The old file is left in place."""
-    from automonitor.runs.probe.model import LEGACY_SUFFIX, artifact_dir, migrate_legacy
-
-    d = Path(directory) if directory else artifact_dir()
-    files = [Path(p) for p in paths] if paths else sorted(d.glob(f"*{LEGACY_SUFFIX}"))
-    done, refused = [], []
-    for f in files:
-        try:
-            done.append(migrate_legacy(f))
-        except InputError as exc:
-            refused.append({"legacy": str(f), "status": "refused", "error": str(exc)})
-    if as_json:
-        emit_json(done + refused)
-    else:
-        if not files:
-            sys.stdout.write(f"no legacy .joblib probe artefacts in {d}\n")
-        for r in done:
-            sys.stdout.write(f"{r['status']}: {r['legacy']} -> {r['artifact']}\n")
-    for r in refused[:-1]:
-        sys.stderr.write(f"refused: {r['error']}\n")
-    if refused:  # exit 2 with the last refusal as the error line
-        raise InputError(f"refused ({len(refused)} of {len(files)}): {refused[-1]['error']}")

@@ -187,13 +187,6 @@ def make_manifest(raw: Path) -> dict[str, Any]:
     }
 
 
-def write_manifest(raw: Path, out: Path = DEFAULT_MANIFEST) -> dict[str, Any]:
-    """Compute :func:`make_manifest` from ``raw`` and write it to ``out`` (pretty JSON)."""
-    doc = make_manifest(raw)
-    out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    return doc
-
-
 def load_manifest(path: Path | str | None = None) -> dict[str, Any]:
     """Read and check a manifest (default ``seeds/manifest.json``).
 

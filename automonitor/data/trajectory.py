@@ -115,14 +115,6 @@ def step_ranges(text: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def step_of_offset(ranges: Sequence[tuple[int, int]], offset: int) -> int | None:
-    """Index of the step holding character ``offset`` (``None`` when outside every step)."""
-    for i, (s, e) in enumerate(ranges):
-        if s <= offset < e:
-            return i
-    return None
-
-
 def cut_middle(
     text: str, budget: int | None, size: Callable[[str], int] = len, *, measure: str = "chars"
 ) -> tuple[str, dict[str, Any] | None]:

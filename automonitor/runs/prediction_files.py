@@ -47,21 +47,6 @@ from automonitor.vocab import OUTCOMES, TEMPLATES
 REQUIRED = PREDICTION_REQUIRED
 
 
-def validate_rows(
-    records: Iterable[RawRecord], known_samples: set[str], file: str, *, max_errors: int = 10
-) -> list[dict[str, Any]]:
-    """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
-    reason, pred_category, severity, meta), in file order.
-
-    Each record is validated by :class:`automonitor.data.rows.PredictionRow` (sample_id present and a string,
-    outcome in the vocabulary, score a finite number in [0, 1], evidence a list of strings, text fields
-    strings, extra fields within the meta limits; CSV cells converted), then its sample id must be new in
-    the file and one of ``known_samples``. Raises ``InputError`` (file, line, field) at the first problem,
-    listing up to ``max_errors``, or when there is no record at all.
-    """
-    return validate_stream(records, lambda ids: known_samples, file, max_errors=max_errors)
-
-
 CHUNK = 2000  # records validated (and looked up in the store) at a time by :func:`validate_stream`
 
 
@@ -73,11 +58,17 @@ def validate_stream(
     max_errors: int = 10,
     problems: Problems | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`validate_rows` over a stream of records, :data:`CHUNK` at a time: ``known(ids)`` returns
-    which of a chunk's sample ids are in the store. Only the valid rows and the sample ids seen (for the
-    duplicate check) are kept, plus a bounded problem list (``problems``, which may already hold the
-    reader's problems), so a file whose every row is bad costs flat memory. Raises ``InputError`` like
-    :func:`validate_rows`."""
+    """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
+    reason, pred_category, severity, meta), in file order.
+
+    Each record is validated by :class:`automonitor.data.rows.PredictionRow` (sample_id present and a string,
+    outcome in the vocabulary, score a finite number in [0, 1], evidence a list of strings, text fields
+    strings, extra fields within the meta limits; CSV cells converted), then its sample id must be new in
+    the file and known: ``known(ids)`` returns which of a chunk's sample ids are in the store (records are
+    looked up :data:`CHUNK` at a time). Only the valid rows and the sample ids seen (for the duplicate
+    check) are kept, plus a bounded problem list (``problems``, which may already hold the reader's
+    problems), so a file whose every row is bad costs flat memory. Raises ``InputError`` (file, line,
+    field) listing up to ``max_errors`` problems, or when there is no record at all."""
     problems = problems if problems is not None else Problems(file, max_errors)
     seen: dict[str, int] = {}
     rows: list[dict[str, Any]] = []

@@ -54,7 +54,6 @@ from automonitor.views.evidence import (
     highlight_html,
     legend_html,
     located_spans,
-    spans_for,
 )
 from automonitor.views.figures import (
     TEMPLATE_COLORS,
@@ -80,7 +79,6 @@ from automonitor.views.runs import (
     generation_stats_frame,
     generation_steps_frame,
     history_table,
-    run_progress,
     runs_frame,
 )
 from automonitor.views.samples import (
@@ -114,7 +112,6 @@ from automonitor.views.tradeoff import (
     pearson_r,
     reported_for,
     slice_key,
-    slice_of,
     tradeoff_points,
 )
 
@@ -233,7 +230,6 @@ __all__ = [
     "reported_for",
     "roc_figure",
     "run_choice",
-    "run_progress",
     "run_sample_sets",
     "runs_frame",
     "sample_detail",
@@ -248,9 +244,7 @@ __all__ = [
     "short_label",
     "SHOW_DUPLICATES_LABEL",
     "slice_key",
-    "slice_of",
     "SPAN_STYLES",
-    "spans_for",
     "spread_coincident",
     "store_version",
     "TEMPLATE_COLORS",

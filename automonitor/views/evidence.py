@@ -33,7 +33,7 @@ Located = tuple[int, int, str, str]
 def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str | None = None) -> list[Located]:
     """Non-overlapping ``(start, end, status, span)`` character ranges of located evidence, sorted.
 
-    ``grounded`` holds dicts as returned by ``automonitor.analysis.grounding.ground_spans`` (``span``,
+    ``grounded`` holds dicts as returned by ``automonitor.analysis.grounding.ground_span`` (``span``,
     ``status`` in ``exact|normalized|not_found``, ``start``, ``end``: 0-based, end exclusive, offsets
     into ``text``). Spans not found, or with offsets outside ``text``, are skipped; a span overlapping
     an earlier one is clipped to the part after it. With ``field``, only spans whose ``field`` key
@@ -165,9 +165,3 @@ def ground_evidence(response: str, request: str | None, spans: Sequence[Any] | N
     if not clean:
         return []
     return list(_ground(response or "", request, clean))
-
-
-def spans_for(grounded: Iterable[Mapping[str, Any]], field: str) -> list[Mapping[str, Any]]:
-    """The grounded spans located in ``field`` (``response`` or ``request``); spans without a
-    ``field`` key count as ``response``."""
-    return [g for g in grounded if g.get("status") != "not_found" and g.get("field", "response") == field]

@@ -155,7 +155,7 @@ def honest_points(
     Raises:
         InputError: ``min_n < 1`` (field ``min_n``).
     """
-    if not isinstance(min_n, int) or min_n < 1:
+    if min_n < 1:
         raise InputError("the minimum number of judged samples must be a positive integer", field="min_n")
     p = _shown_points(points, set(archived), show_archived)
     dup = dict(duplicates or {})

@@ -166,7 +166,7 @@ def build(
     per_slice: int = GALLERY_PER_SLICE,
     now: dt.datetime | None = None,
 ) -> str:
-    """The self-contained HTML document of ``rep`` (a typed report from ``analysis.report_model``,
+    """The self-contained HTML document of ``rep`` (a typed report from ``analysis.report``,
     optionally with ``audit_section.attach_to_report``) read against the store ``engine`` for provenance and
     the gallery texts. Returns the HTML text (UTF-8 when written). Raises nothing beyond the store's
     errors; an empty report gives a page saying there are no runs."""
@@ -197,12 +197,12 @@ def build_for(
     with_audit: bool = True,
     n_boot: int = 200,
 ) -> str:
-    """:func:`build` of a fresh report (``analysis.report_model`` over ``run_ids``, ``None`` = every run,
+    """:func:`build` of a fresh report (``analysis.report`` over ``run_ids``, ``None`` = every run,
     with the unscored policy ``invalid`` and optional ``edition``) with the audit's trivial baselines
     attached when ``with_audit`` (computed and cached on first use). Used by the Trade-off page's
     "Download report" button. Raises ``ValueError`` for a bad policy or edition, ``NotFound`` for an
     unknown run id."""
-    rep = analysis.report_model(
+    rep = analysis.report(
         engine, list(run_ids) if run_ids is not None else None, invalid, n_boot=n_boot, edition=edition
     )
     if with_audit and rep.runs:

@@ -109,37 +109,6 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
     return pd.DataFrame([history_row(r, now) for r in runs], columns=RUNS_FRAME_COLUMNS)
 
 
-def run_progress(engine: Engine, run_id: str) -> dict[str, Any]:
-    """Live progress of one run: ``{run_id, status, monitor, template, n, done, counts: {outcome: int},
-    error, fraction}`` where ``fraction`` is ``done / n`` in [0, 1] (0 when ``n`` is 0).
-
-    Raises ``automonitor.errors.NotFound`` for an unknown run id.
-    """
-    from automonitor.errors import NotFound
-    from store.queries.runs import outcome_counts
-    from store.queries.workbench import run_status
-
-    with Session(engine) as s:
-        run = run_status(s, run_id)
-        if run is None:
-            raise NotFound(f"run {run_id!r} not found")
-        counts = outcome_counts(s, run_id)
-    pending = counts.pop("pending")
-    done = sum(counts.values())
-    n = int(run["n"] or 0) or (done + pending)
-    return {
-        "run_id": run_id,
-        "status": run["status"],
-        "monitor": run["monitor"],
-        "template": run["template"],
-        "n": n,
-        "done": done,
-        "counts": counts,
-        "error": run["error"],
-        "fraction": (min(1.0, done / n) if n else 0.0),
-    }
-
-
 def format_duration(seconds: float | None) -> str:
     """``None`` (or NaN) -> :data:`~automonitor.views.cells.MISSING`; else ``"12.3 s"``, ``"4 min 05 s"``
     or ``"2 h 03 min"``."""

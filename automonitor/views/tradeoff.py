@@ -62,22 +62,6 @@ def slice_key(category: str | None, task: str | None) -> tuple[str, ...]:
     return ("overall",)
 
 
-def slice_of(run_entry: Mapping[str, Any], category: str | None, task: str | None) -> dict[str, Any] | None:
-    """The SLICE dict of one report run entry (a dict) for an optional category/task (``None`` if absent).
-
-    With a typed report use :meth:`automonitor.analysis.report_schema.RunReport.slice` instead."""
-    found: dict[str, Any] | None
-    if category and task:
-        found = (run_entry.get("by_category_task") or {}).get(category, {}).get(task)
-    elif category:
-        found = (run_entry.get("by_category") or {}).get(category)
-    elif task:
-        found = (run_entry.get("by_task") or {}).get(task)
-    else:
-        found = run_entry.get("overall")
-    return found
-
-
 def tradeoff_points(
     report: Report | Mapping[str, Any],
     category: str | None = None,

@@ -84,11 +84,6 @@ def edition_filter(session: Session, edition: str):
     return conds + [col(Sample.id).in_(members)]
 
 
-def edition_sample_ids(session: Session, edition: str) -> set[str]:
-    """Ids of the test samples of ``edition`` (see :func:`edition_filter`)."""
-    return set(session.execute(sa.select(col(Sample.id)).where(*edition_filter(session, edition))).scalars())
-
-
 def control_samples(session: Session) -> list[dict[str, Any]]:
     """The controls slice (gold, split ``controls``): dicts with id, pair_id, category, task, label,
     content_hash, id order."""

@@ -43,20 +43,6 @@ def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, li
     return out
 
 
-def all_spans(session: Session) -> dict[str, list[dict[str, Any]]]:
-    """Every gold span of the store, as :func:`spans_by_sample` returns them (one query)."""
-    t = GoldSpan.__table__  # type: ignore[attr-defined]
-    out: dict[str, list[dict[str, Any]]] = {}
-    rows = session.execute(
-        sa.select(t.c.sample_id, t.c.start_char, t.c.end_char, t.c.provenance, t.c.note, t.c.step).order_by(
-            t.c.sample_id, t.c.start_char
-        )
-    ).all()
-    for r in rows:
-        out.setdefault(r.sample_id, []).append(_as_dict(r))
-    return out
-
-
 def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, dict[str, Any]]]) -> int:
     """Insert ``(sample_id, span dict)`` rows in the caller's transaction; returns the number inserted."""
     if not sample_id_spans:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from automonitor import analysis
+from automonitor.analysis.grounding import ground_evidence
 from automonitor.vocab import CATEGORIES, TASKS
 
 M, B = "misbehavior", "benign"
@@ -229,12 +230,20 @@ def test_score_runs_roc_and_grounding(seeded):
     assert np.trapezoid(roc["tpr"], roc["fpr"]) == pytest.approx(b["auroc"])
     assert analysis.roc_frame(seeded, "rA").empty
 
-    gf = analysis.grounding_frame(seeded, "rB")
-    assert len(gf) == 36
+    # every evidence span of rB grounds to the offsets of its quote in the stored response
     texts = {f"s{p}{lab[0]}": _response(p, lab) for p in range(N_PAIRS) for lab in (M, B)}
-    for r in gf[gf["status"] != "not_found"].itertuples():
-        assert r.field == "response"
-        assert texts[r.sample_id][r.start : r.end].lower().split() == r.span.lower().split()
+    df = analysis.predictions_frame(seeded, ["rB"])
+    grounded = [
+        (sid, g)
+        for sid, ev in zip(df["sample_id"], df["evidence"])
+        if ev
+        for g in ground_evidence(texts[sid], "", ev if isinstance(ev, list) else [ev])
+    ]
+    assert len(grounded) == 36
+    for sid, g in grounded:
+        if g["status"] != "not_found":
+            assert g["field"] == "response"
+            assert texts[sid][g["start"] : g["end"]].lower().split() == g["span"].lower().split()
 
 
 def test_frames_for_the_app(seeded):

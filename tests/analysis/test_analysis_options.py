@@ -45,9 +45,9 @@ def _frames() -> tuple[pd.DataFrame, pd.DataFrame]:
 def test_options_object_keywords_and_policy_string_give_one_report():
     preds, runs = _frames()
     opt = AnalysisOptions(invalid="as-miss", n_boot=30, seed=3, cost_ratio=2.0)
-    a = analysis.analyze_model(preds, runs, opt).to_dict()
-    b = analysis.analyze_model(preds, runs, invalid="as-miss", n_boot=30, seed=3, cost_ratio=2.0).to_dict()
-    c = analysis.analyze_model(preds, runs, "as-miss", n_boot=30, seed=3, cost_ratio=2.0).to_dict()
+    a = analysis.analyze(preds, runs, opt).to_dict()
+    b = analysis.analyze(preds, runs, invalid="as-miss", n_boot=30, seed=3, cost_ratio=2.0).to_dict()
+    c = analysis.analyze(preds, runs, "as-miss", n_boot=30, seed=3, cost_ratio=2.0).to_dict()
     assert a == b == c
     assert a["invalid_policy"] == "as-miss" and a["cost_ratio"] == 2.0
     # the policy is really applied: as-miss counts the unscored misbehavior answers as misses
@@ -78,15 +78,15 @@ def test_bad_values_name_their_field(bad, field):
         ReportOptions(**bad)
     preds, runs = _frames()
     with pytest.raises(ValueError, match=field if field != "invalid" else "unscored policy"):
-        analysis.analyze_model(preds, runs, **bad)
+        analysis.analyze(preds, runs, **bad)
 
 
 def test_unknown_option_names_are_refused():
     preds, runs = _frames()
     with pytest.raises(TypeError, match="n_bootstrap"):
-        analysis.analyze_model(preds, runs, n_bootstrap=10)
+        analysis.analyze(preds, runs, n_bootstrap=10)
     with pytest.raises(TypeError, match="edition"):  # a report option, not an analysis option
-        analysis.analyze_model(preds, runs, edition="verified")
+        analysis.analyze(preds, runs, edition="verified")
 
 
 def test_options_are_frozen_and_compare_pairs_are_tuples():

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from automonitor.analysis.grounding import ground_evidence, ground_span, ground_spans, normalize_with_map, summarize
+from automonitor.analysis.grounding import ground_evidence, ground_span, normalize_with_map, summarize
+
+
+def ground_spans(text, spans):
+    return [ground_span(text, sp) for sp in spans]
+
 
 TEXT = "Sure!  Here is the\n\tscript:  It   DELETES all files.\nThe boss said “do it today” – fine."
 

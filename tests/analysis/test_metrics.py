@@ -8,8 +8,41 @@ import numpy as np
 import pytest
 
 from automonitor.analysis import metrics as mt
+from automonitor.vocab import OUTCOMES, UNSCORED
 
 M, B = "misbehavior", "benign"
+
+
+def confusion_counts(labels, outcomes, policy="exclude"):
+    """The SLICE of one set of predictions, as the analysis computes it (outcome table -> slice stats);
+    a length mismatch is a ``ValueError``."""
+    if len(labels) != len(outcomes):
+        raise ValueError(f"labels and outcomes differ in length ({len(labels)} vs {len(outcomes)})")
+    return mt.slice_stats(mt.outcome_table(labels, outcomes), policy)
+
+
+def pair_outcome_counts(pair_ids, labels, outcomes, policy="exclude"):
+    """Per-pair outcome counts (:func:`mt.pair_class_counts`) from sample-level rows, written out pair by
+    pair: an independent reading of the pairing rules (a missing side: ``incomplete``; an unscored side
+    follows ``policy``)."""
+    mt.check_policy(policy)
+    state = {}
+    for pid, lab, out in zip(pair_ids, labels, outcomes):
+        if lab not in mt.LABEL_INDEX:
+            raise ValueError(f"gold label must be misbehavior or benign, got {lab!r}")
+        if out == M:
+            f = 1
+        elif out == B:
+            f = 0
+        elif out in UNSCORED:
+            f = {"exclude": -1, "as-flag": 1, "as-miss": 0}[policy]
+        elif out is None:
+            f = -2
+        else:
+            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)} or None, got {out!r}")
+        state.setdefault(pid, [-2, -2])[mt.LABEL_INDEX[lab]] = f
+    arr = np.array(list(state.values()), dtype=np.int64).reshape(-1, 2)
+    return mt.pair_class_counts(arr[:, 0], arr[:, 1])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -21,7 +54,7 @@ OUTS = [M, M, B, "invalid", "error", M, B, B, B, "refusal", None, None]
 
 
 def test_confusion_counts_hand_computed_exclude():
-    s = mt.confusion_counts(LABELS, OUTS)
+    s = confusion_counts(LABELS, OUTS)
     assert (s["tp"], s["fn"], s["fp"], s["tn"]) == (2, 1, 1, 3)
     assert s["unscored"] == 3 and s["unscored_by_kind"] == {"invalid": 1, "refusal": 1, "error": 1}
     assert s["pending"] == 2 and s["n"] == 10  # pending is never counted in n
@@ -30,11 +63,11 @@ def test_confusion_counts_hand_computed_exclude():
 
 
 def test_confusion_counts_as_flag_and_as_miss():
-    f = mt.confusion_counts(LABELS, OUTS, "as-flag")
+    f = confusion_counts(LABELS, OUTS, "as-flag")
     # unscored on misbehavior -> TP (2 of them), on benign -> FP (1)
     assert (f["tp"], f["fn"], f["fp"], f["tn"]) == (4, 1, 2, 3)
     assert f["mr"] == pytest.approx(1 / 5) and f["far"] == pytest.approx(2 / 5)
-    m = mt.confusion_counts(LABELS, OUTS, "as-miss")
+    m = confusion_counts(LABELS, OUTS, "as-miss")
     # treated as the monitor saying benign: FN on misbehavior, TN on benign
     assert (m["tp"], m["fn"], m["fp"], m["tn"]) == (2, 3, 1, 4)
     assert m["mr"] == pytest.approx(3 / 5) and m["far"] == pytest.approx(1 / 5)
@@ -48,7 +81,7 @@ def test_confusion_counts_match_sklearn_confusion_matrix():
     rng = np.random.default_rng(7)
     labels = rng.choice([M, B], 500).tolist()
     outs = rng.choice([M, B], 500).tolist()
-    s = mt.confusion_counts(labels, outs)
+    s = confusion_counts(labels, outs)
     tn, fp, fn, tp = confusion_matrix(labels, outs, labels=[B, M]).ravel()
     assert (s["tp"], s["fn"], s["fp"], s["tn"]) == (tp, fn, fp, tn)
     from sklearn.metrics import recall_score
@@ -57,22 +90,22 @@ def test_confusion_counts_match_sklearn_confusion_matrix():
 
 
 def test_rates_are_none_without_denominator():
-    s = mt.confusion_counts([B, B], [B, "invalid"])
+    s = confusion_counts([B, B], [B, "invalid"])
     assert s["mr"] is None and s["mr_ci"] is None
     assert s["far"] == 0.0 and s["far_ci"][0] == 0.0
-    e = mt.confusion_counts([], [])
+    e = confusion_counts([], [])
     assert e["n"] == 0 and e["mr"] is None and e["far"] is None and e["unscored_rate"] is None
 
 
 def test_bad_vocabulary_and_policy_raise():
     with pytest.raises(ValueError):
-        mt.confusion_counts([M], ["maybe"])
+        confusion_counts([M], ["maybe"])
     with pytest.raises(ValueError):
-        mt.confusion_counts(["bad"], [M])
+        confusion_counts(["bad"], [M])
     with pytest.raises(ValueError):
-        mt.confusion_counts([M], [M], "as-benign")
+        confusion_counts([M], [M], "as-benign")
     with pytest.raises(ValueError):
-        mt.confusion_counts([M, B], [M])
+        confusion_counts([M, B], [M])
 
 
 def test_resolve_counts_is_vectorised_like_the_scalar_version():
@@ -111,7 +144,7 @@ def test_wilson_hand_value_and_edges():
     assert mt.wilson_interval(0, 0) is None
     with pytest.raises(ValueError):
         mt.wilson_interval(5, 3)
-    s = mt.confusion_counts([M] * 4, [B, B, M, M])
+    s = confusion_counts([M] * 4, [B, B, M, M])
     assert s["mr_ci"] == pytest.approx(list(mt.wilson_interval(2, 4)))
 
 
@@ -163,7 +196,7 @@ def test_pair_outcome_counts_hand_case():
     pairs = ["a", "a", "b", "b", "c", "c", "d", "d", "e", "e", "f", "f", "g"]
     labels = [M, B, M, B, M, B, M, B, M, B, M, B, M]
     outs = [M, B, M, M, B, B, B, M, "invalid", B, M, None, M]
-    c = mt.pair_outcome_counts(pairs, labels, outs)
+    c = pair_outcome_counts(pairs, labels, outs)
     assert c == {
         "pairs": 7,
         "both_right": 1,
@@ -173,9 +206,9 @@ def test_pair_outcome_counts_hand_case():
         "unscored": 1,
         "incomplete": 2,
     }
-    f = mt.pair_outcome_counts(pairs, labels, outs, "as-flag")
+    f = pair_outcome_counts(pairs, labels, outs, "as-flag")
     assert f["both_right"] == 2 and f["unscored"] == 0
-    m = mt.pair_outcome_counts(pairs, labels, outs, "as-miss")
+    m = pair_outcome_counts(pairs, labels, outs, "as-miss")
     assert m["missed_both"] == 2
 
 

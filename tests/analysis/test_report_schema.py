@@ -151,9 +151,8 @@ def test_python_api_report_is_the_typed_model(store):
     model = analysis.report(eng, n_boot=20, compare=[("rA", "rC")])
     assert isinstance(model, Report) and isinstance(model.runs[0], RunReport)
     assert isinstance(model.runs[0].overall, SliceStats)
-    # the old names are aliases of the same functions, so they return the same typed report
-    assert analysis.report_model is analysis.report and analysis.analyze_model is analysis.analyze
-    assert analysis.report_model(eng, n_boot=20, compare=[("rA", "rC")]).to_dict() == model.to_dict()
+    # the old aliases are gone (0.3)
+    assert not hasattr(analysis, "report_model") and not hasattr(analysis, "analyze_model")
     assert "roc" not in model.to_dict()["runs"][0] and "roc" in model.to_dict()["runs"][1]  # unset parts left out
     # the report formats read the model and the dict alike
     for fmt in report_format.FORMATS:
@@ -189,7 +188,7 @@ def test_drilldown_cells_and_roc_count_the_samples_of_the_plane_not_the_controls
     from automonitor import analysis
 
     _, eng, _ = store
-    rep = analysis.report_model(eng, ["rB"], "exclude")
+    rep = analysis.report(eng, ["rB"], "exclude")
     run = rep.run("rB")
     assert run.controls is not None and run.controls.fp == 1
     fp = analysis.cell_samples(eng, "rB", "fp")
@@ -217,7 +216,7 @@ def test_a_status_or_kind_this_version_does_not_know_is_reported_as_null(store, 
         c.execute(sa.text("update run set status = 'paused', kind = 'live' where id = 'rB'"))
     try:
         with caplog.at_level("WARNING", logger="automonitor.analysis.report_schema"):
-            rep = analysis.report_model(eng, ["rA", "rB"], "exclude")
+            rep = analysis.report(eng, ["rA", "rB"], "exclude")
     finally:
         with eng.begin() as c:
             c.execute(

@@ -251,7 +251,7 @@ def test_tradeoff_colours_runs_by_localised_hits_share(engine):
     from localisation_seed import seed_localisation
 
     seed_localisation(engine)
-    rep = analysis.report_model(engine, None, n_boot=20, with_grounding=True)
+    rep = analysis.report(engine, None, n_boot=20, with_grounding=True)
     loc = views.localisation_shares(rep, None, None).set_index("run_id")
     assert loc.loc["right", "localised_share"] == 1.0 and loc.loc["wrong", "localised_share"] == 0.0
     pts = views.tradeoff_points(rep, None, None)

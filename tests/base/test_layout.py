@@ -1,6 +1,6 @@
 """The layout by step holds: the top of ``automonitor/`` is only the base, no import inside a function
-dodges an import cycle, old import paths still work (with a warning), the version has one source, the
-package ships its type information, and a probe artefact written by the 0.1 layout still loads."""
+dodges an import cycle, the old import paths of 0.1 are gone, the version has one source, the package ships
+its type information, and a probe artefact written by the 0.1 layout still loads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import tomllib
-import warnings
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ def test_top_level_holds_only_the_base_and_the_steps():
     top = {p.name for p in (REPO / "automonitor").iterdir() if p.name != "__pycache__"}
     files = {n for n in top if n.endswith(".py")}
     dirs = {n for n in top if (REPO / "automonitor" / n).is_dir()}
-    assert files == BASE_MODULES | {"__init__.py", "__main__.py", "_compat.py"}, files
+    assert files == BASE_MODULES | {"__init__.py", "__main__.py"}, files
     assert dirs == STEPS, dirs
 
 
@@ -188,70 +187,20 @@ def test_every_package_declares_its_public_names():
 # ------------------------------------------------------------------------------- old import paths
 
 
-OLD_PATHS = [
-    ("automonitor.metrics", "automonitor.analysis.metrics"),
-    ("automonitor.runner", "automonitor.runs.runner"),
-    ("automonitor.runner.create", "automonitor.runs.runner.create"),
-    ("automonitor.runner.rows", "automonitor.runs.verdicts"),
-    ("automonitor.workbench", "automonitor.views"),
-    ("automonitor.pairs_io", "automonitor.data.pair_files"),
-    ("automonitor.annotation_queries", "automonitor.annotation.queries"),
-    ("automonitor.build.reconcile", "automonitor.data.build.reconcile"),
-    # moved below the build and the audit so that the two no longer import each other (issue 23)
-    ("automonitor.data.build.errata", "automonitor.data.errata"),
-    ("automonitor.data.build.families", "automonitor.data.families"),
-]
+OLD_PATHS = ["automonitor.metrics", "automonitor.runner", "automonitor.workbench", "automonitor.data.build.errata"]
 
 
-@pytest.mark.parametrize("old,new", OLD_PATHS)
-def test_old_import_path_warns_and_is_the_same_module(old, new):
-    """In a fresh interpreter (nothing imported yet): ``import OLD`` warns naming the new path and binds
-    the very module object at the new path."""
-    code = (
-        "import importlib, sys, warnings\n"
-        "warnings.simplefilter('always')\n"
-        "with warnings.catch_warnings(record=True) as w:\n"
-        f"    old = importlib.import_module({old!r})\n"
-        f"new = importlib.import_module({new!r})\n"
-        "assert old is new, (old, new)\n"
-        f"msgs = [str(x.message) for x in w if issubclass(x.category, DeprecationWarning) and {old!r} in str(x.message)]\n"
-        f"assert msgs and {new!r} in msgs[0], [str(x.message) for x in w]\n"
-        "print('ok')\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+@pytest.mark.parametrize("old", OLD_PATHS)
+def test_old_import_paths_are_gone(old):
+    """The 0.1 paths (kept for one release with a warning) are removed: importing one fails, and the
+    package has no attribute of that name."""
+    import automonitor
 
-
-def test_old_names_work_as_from_imports_and_attributes():
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        from automonitor import derive as old_derive  # noqa: F401  the 0.1 spelling
-        from automonitor.runner import create_run as old_create_run
-
-        import automonitor
-
-        metrics = automonitor.metrics
-    from automonitor.analysis import derive, metrics as new_metrics
-    from automonitor.runs.runner import create_run
-
-    assert old_derive is derive and old_create_run is create_run and metrics is new_metrics
-    assert any(issubclass(x.category, DeprecationWarning) for x in w)
-    with pytest.raises(AttributeError):
-        automonitor.no_such_module  # noqa: B018
-
-
-def test_the_errata_and_families_keep_their_build_spelling():
-    """``from automonitor.data.build.errata import load_errata`` (and ``from automonitor.data.build import
-    families``) still work after the move, with the warning, and give the objects at the new path."""
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        from automonitor.data.build import families as old_families
-        from automonitor.data.build.errata import load_errata as old_load_errata
-    from automonitor.data import families
-    from automonitor.data.errata import load_errata
-
-    assert old_families is families and old_load_errata is load_errata
-    assert any(issubclass(x.category, DeprecationWarning) and "automonitor.data.errata" in str(x.message) for x in w)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    if old.count(".") == 1:
+        with pytest.raises(AttributeError):
+            getattr(automonitor, old.split(".")[1])
 
 
 def test_new_paths_import_without_any_deprecation_warning():

@@ -161,7 +161,10 @@ def test_prediction_missing_and_wrong_fields_are_named():
 
 
 def test_prediction_file_checks_list_several_problems_at_the_first():
-    from automonitor.runs.prediction_files import validate_rows
+    from automonitor.runs.prediction_files import validate_stream
+
+    def validate_rows(records, known, file):
+        return validate_stream(records, lambda ids: known, file)
 
     records = [
         RawRecord(2, {"sample_id": "a", "outcome": "benign"}, text_cells=True),

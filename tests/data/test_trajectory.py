@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from automonitor.runs.prompts.prompts import PromptBuilder, load_template
-from automonitor.data.trajectory import Step, cut_middle, serialise, step_of_offset, step_ranges, steps_from_meta
+from automonitor.data.trajectory import Step, cut_middle, serialise, step_ranges, steps_from_meta
 from automonitor.views.spans import conversation_html
 
 STEPS = [
@@ -26,7 +26,8 @@ def test_serialise_and_find_steps_again():
     ranges = step_ranges(text)
     assert len(ranges) == len(STEPS)
     assert text[slice(*ranges[2])].startswith("Thought: Doing as") and "BankTransfer" in text[slice(*ranges[2])]
-    assert step_of_offset(ranges, text.index("BankTransfer")) == 2
+    at = text.index("BankTransfer")
+    assert [i for i, (s, e) in enumerate(ranges) if s <= at < e] == [2]
     assert step_ranges("plain answer\n\nwith paragraphs") == []
     assert steps_from_meta({"steps": [s.model_dump() for s in STEPS]}) == STEPS
     assert steps_from_meta({"steps": [{"role": "agent", "bogus": 1}]}) is None

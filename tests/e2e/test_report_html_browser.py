@@ -14,7 +14,7 @@ def test_report_renders_offline_and_escapes(tmp_path, page):
     from automonitor.views import report_html
 
     eng = seed_store(f"sqlite:///{tmp_path / 'store.db'}")
-    rep = analysis.report_model(eng, None, "exclude")
+    rep = analysis.report(eng, None, "exclude")
     path = tmp_path / "report.html"
     report_html.write(eng, rep, str(path))
 

@@ -10,7 +10,6 @@ from automonitor.runs.prompts import (
     PromptBuilder,
     choose_fewshot,
     fill,
-    list_templates,
     load_template,
     truncate_chars,
 )
@@ -19,7 +18,7 @@ from automonitor.vocab import TEMPLATES
 
 
 def test_every_contract_template_exists_with_version_and_file_hash():
-    listed = list_templates()
+    listed = [{"name": t.name, "version": t.version, "sha256": t.sha256} for t in (load_template(n) for n in TEMPLATES)]
     assert [t["name"] for t in listed] == list(TEMPLATES)
     for t in listed:
         raw = (TEMPLATE_DIR / f"{t['name']}.txt").read_bytes()

@@ -227,13 +227,6 @@ def test_store_queries(seeded):
     assert row["n"] == 38 and row["done"] == 38
     assert row["misbehavior"] + row["benign"] + row["unscored"] == 38
     assert row["duration_s"] > 0 and row["status"] == "finished"
-    prog = views.run_progress(eng, "r000")
-    assert prog["fraction"] == 1.0 and sum(prog["counts"].values()) == 38
-    from automonitor.errors import NotFound
-
-    with pytest.raises(NotFound):
-        views.run_progress(eng, "nope")
-
     # a new run changes the fingerprint (cache invalidation)
     app_seed.add_run(eng, info["samples"], monitor="rules", template="direct", run_id="r_new")
     assert views.store_version(eng) != v1

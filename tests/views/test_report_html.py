@@ -55,7 +55,7 @@ def test_gallery_one_sample_per_slice_and_kind(store, tmp_path):
     from automonitor.views import report_html
 
     _, eng = store
-    rep = analysis.report_model(eng, None, "exclude")
+    rep = analysis.report(eng, None, "exclude")
     items = report_html.gallery(eng, rep, per_slice=1)
     keys = [(i["category"], i["task"], i["cell"]) for i in items]
     assert len(keys) == len(set(keys)) and items
@@ -96,7 +96,7 @@ def test_harder_editions_stand_beside_each_run(store):
     from automonitor.views import report_html
 
     _, eng = store
-    rep = analysis.report_model(eng, None, "exclude")
+    rep = analysis.report(eng, None, "exclude")
     assert "Harder editions" not in report_html.build(eng, rep)
     r0 = rep.runs[0]
     hard = EditionDifficulty(members=40, judged=30, coverage=0.75, slice=r0.overall)

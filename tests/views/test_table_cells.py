@@ -74,7 +74,7 @@ def test_the_pages_tables_show_no_missing_cell(store):
     from automonitor.runs.generation.engine import list_generations
 
     eng = store
-    report = analysis.report_model(eng, None, invalid="exclude", n_boot=20, with_grounding=False)
+    report = analysis.report(eng, None, invalid="exclude", n_boot=20, with_grounding=False)
 
     # Trade-off: the Difficulty table (was None in every hard column)
     diff = views.difficulty_rows(report)

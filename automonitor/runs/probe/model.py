@@ -23,9 +23,7 @@ with the artefact's sha256; :func:`load_probe` hashes the file and compares it w
 *before* parsing, so an altered or foreign file (or one without a card) is refused with an error naming
 it (exit 2). The card holds the training slices, counts by slice and label, hyper-parameters, the sha256
 of the training data (sorted record keys + labels) and library versions. Legacy artefacts (joblib
-pickles ``...-v<N>.joblib`` written before the JSON format) are never loaded by a monitor:
-``automonitor probe migrate`` converts them once (:func:`migrate_legacy`: the recorded sha256 first,
-then an allow-listed unpickler), or retrain. ``probe:tfidf-lr`` / ``probe:embed-lr`` use the newest
+pickles ``...-v<N>.joblib`` written before the JSON format) are never loaded: retrain them. ``probe:tfidf-lr`` / ``probe:embed-lr`` use the newest
 artefact of that kind trained on ``all``; there is no training on first use (the monitor does not know
 which store or corpus to learn from): without an artefact, creating the run fails with exit 2 and the
 command to run (``automonitor probe train --features tfidf``). ``probe:PATH`` uses the artefact at PATH.
@@ -57,7 +55,7 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 FEATURES = ("tfidf", "embed")
-ARTIFACT_VERSION = 2  # 1: joblib pickles (legacy, see migrate_legacy); 2: JSON
+ARTIFACT_VERSION = 2  # 1: joblib pickles (legacy, never loaded); 2: JSON
 TFIDF_DEFAULTS = {
     "max_chars": 6000,
     "word_max_features": 50000,
@@ -635,15 +633,6 @@ def _write_artifact(probe: Probe, path: Path, extra_card: dict[str, Any] | None 
     os.replace(ctmp, card_path(path))
 
 
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def recorded_sha256(path: Path) -> str:
     """The sha256 that training recorded for ``path`` in its model card (:func:`card_path`).
 
@@ -704,8 +693,7 @@ def load_probe(path: str | Path) -> Probe:
     """Load an artefact written by :func:`save_probe`, after verifying its sha256 against the card.
 
     Nothing in the file is executed: it is JSON, parsed only after the sha256 check. A legacy ``.joblib``
-    artefact (a pickle, which runs code when loaded) is never loaded here: convert it once with
-    ``automonitor probe migrate`` (:func:`migrate_legacy`) or retrain.
+    artefact (a pickle, which runs code when loaded) is never loaded: retrain it.
 
     Raises:
         InputError: missing file, a legacy ``.joblib``, no card / no recorded sha256, an altered file, or a
@@ -715,8 +703,7 @@ def load_probe(path: str | Path) -> Probe:
     if p.name.endswith(LEGACY_SUFFIX):
         raise InputError(
             "a legacy joblib (pickle) probe artefact, which can run code when loaded, is not loaded; "
-            f"convert it once with `automonitor probe migrate {p}` (it checks the sha256 recorded at "
-            "training) or retrain with automonitor probe train",
+            "retrain it with automonitor probe train",
             file=str(p),
             field="monitor",
         )
@@ -749,144 +736,12 @@ def _features_from_json(doc: dict[str, Any]) -> TfidfFeatures | EmbedFeatures:
     raise ValueError(f"unknown features kind {doc.get('kind')!r}")
 
 
-# the only globals a legacy joblib artefact written by this project may name (what save_probe pickled:
-# the feature extractor -- under its 0.1 module path, automonitor.probes, whatever the layout is now --
-# scikit-learn's vectorizers, column transformer and regression, numpy arrays)
-_LEGACY_GLOBALS = {
-    ("automonitor.probes", "TfidfFeatures"),
-    ("automonitor.probes", "EmbedFeatures"),
-    ("builtins", "slice"),
-    ("joblib.numpy_pickle", "NumpyArrayWrapper"),
-    ("numpy", "dtype"),
-    ("numpy", "ndarray"),
-    ("numpy", "float64"),
-    ("numpy", "int64"),
-    ("numpy", "int32"),
-    ("numpy", "bool_"),
-    ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "scalar"),
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"),
-    ("sklearn.compose._column_transformer", "ColumnTransformer"),
-    ("sklearn.feature_extraction.text", "TfidfTransformer"),
-    ("sklearn.feature_extraction.text", "TfidfVectorizer"),
-    ("sklearn.linear_model._logistic", "LogisticRegression"),
-}
-
-
-def _load_legacy_pickle(path: Path) -> Any:
-    """Unpickle a legacy joblib artefact with an allow-list of globals (:data:`_LEGACY_GLOBALS`): a pickle
-    that names anything else (``os.system``, ``builtins.eval``, ...) is refused before that global is
-    even imported. Call only after the sha256 check.
-
-    Raises:
-        InputError: a global outside the allow-list, or an unreadable file.
-    """
-    from joblib import numpy_pickle
-
-    class _AllowListUnpickler(numpy_pickle.NumpyUnpickler):  # type: ignore[misc]
-        def find_class(self, module: str, name: str) -> Any:
-            if (module, name) not in _LEGACY_GLOBALS:
-                raise InputError(
-                    f"the pickle names {module}.{name}, which no probe artefact of this project holds: "
-                    "not loaded (retrain with automonitor probe train)",
-                    file=str(path),
-                    field="artifact",
-                )
-            if (module, name) == ("automonitor.probes", "TfidfFeatures"):
-                return _LegacyTfidf
-            if (module, name) == ("automonitor.probes", "EmbedFeatures"):
-                return _LegacyEmbed
-            return super().find_class(module, name)
-
-    try:
-        with open(path, "rb") as f:
-            with numpy_pickle._validate_fileobject_and_memmap(f, str(path), None) as (fobj, _):
-                return _AllowListUnpickler(str(path), fobj, "auto", mmap_mode=None).load()
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure: the file is not usable
-        raise InputError(
-            f"not a readable legacy probe artefact ({type(exc).__name__}); retrain with automonitor probe train",
-            file=str(path),
-            field="artifact",
-        ) from None
-
-
-class _LegacyTfidf:
-    """What a legacy pickled ``TfidfFeatures`` restores into: its params and fitted ColumnTransformer."""
-
-    def __setstate__(self, st: dict[str, Any]) -> None:
-        self.params, self.ct = dict(st["params"]), st["_ct"]
-
-
-class _LegacyEmbed:
-    """What a legacy pickled ``EmbedFeatures`` restores into: its params."""
-
-    def __setstate__(self, st: dict[str, Any]) -> None:
-        self.params = dict(st["params"])
-
-
-def migrate_legacy(path: str | Path) -> dict[str, Any]:
-    """Convert one legacy ``<stem>-v<N>.joblib`` artefact into ``<stem>-v<N>.probe.json`` (one time).
-
-    The file is unpickled only when its sha256 equals the one recorded at training in its card, and then
-    only with an allow-list of globals (:func:`_load_legacy_pickle`). The new card keeps the old file's
-    name and sha256 under ``migrated_from``; the old file is left in place (it is never loaded again).
-    A file already migrated (its sha256 is the new card's ``migrated_from``) is skipped.
-
-    Returns:
-        ``{"legacy", "artifact", "sha256", "status": "migrated" | "already migrated"}``.
-
-    Raises:
-        InputError: not a ``.joblib``, no card / sha256, a sha256 other than the recorded one, a pickle
-            naming a foreign global, or not a probe artefact; the message names the file.
-    """
-    p = Path(path).expanduser()
-    if not p.name.endswith(LEGACY_SUFFIX):
-        raise InputError("not a legacy .joblib probe artefact", file=str(p), field="artifact")
-    if not p.is_file():
-        raise InputError(f"probe artefact not found: {p}", file=str(p), field="artifact")
-    new = p.with_name(_stem(p) + ARTIFACT_SUFFIX)
-    actual = file_sha256(p)
-    cp = card_path(p)
-    if new.is_file() and cp.is_file():
-        try:
-            done = json.loads(cp.read_text(encoding="utf-8")).get("migrated_from", {}).get("sha256")
-        except (OSError, ValueError, AttributeError):
-            done = None
-        if done == actual:
-            return {"legacy": str(p), "artifact": str(new), "sha256": file_sha256(new), "status": "already migrated"}
-    _, _ = _verified_bytes(p)  # the recorded sha256 first: an altered or foreign pickle is never opened
-    obj = _load_legacy_pickle(p)
-    if not isinstance(obj, dict) or obj.get("format") != "automonitor-probe":
-        raise InputError("not a probe artefact", file=str(p), field="artifact")
-    legacy_feats, card = obj["features"], dict(obj["card"])
-    feats: TfidfFeatures | EmbedFeatures
-    if isinstance(legacy_feats, _LegacyTfidf):
-        feats = TfidfFeatures(**legacy_feats.params)
-        ct = legacy_feats.ct
-        feats._vecs = [ct.named_transformers_[name] for name, _ in TFIDF_BLOCKS]
-        if [(n, c) for n, _, c in ct.transformers_] != list(TFIDF_BLOCKS):
-            raise InputError("unexpected feature blocks in a legacy artefact", file=str(p), field="artifact")
-    elif isinstance(legacy_feats, _LegacyEmbed):
-        feats = EmbedFeatures(**legacy_feats.params)
-    else:
-        raise InputError("not a probe artefact (unknown features)", file=str(p), field="artifact")
-    probe = Probe(features=feats, clf=LinearHead.from_sklearn(obj["clf"]), card=card)
-    # round trip through JSON: the migrated file holds exactly what load_probe will read back
-    card.update(artifact=new.name, artifact_version=ARTIFACT_VERSION)
-    _write_artifact(probe, new, {"migrated_from": {"artifact": p.name, "sha256": actual}})
-    return {"legacy": str(p), "artifact": str(new), "sha256": probe.sha256, "status": "migrated"}
-
-
 def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
     """``tfidf-lr`` / ``embed-lr`` -> the newest artefact of that kind trained on ``all`` in
     :func:`artifact_dir`; anything else is a path.
 
     Raises:
-        InputError: no such artefact, with the command that makes one (field ``monitor``); only legacy
-            ``.joblib`` artefacts, with the migrate command.
+        InputError: no such artefact, with the command that makes one (field ``monitor``).
     """
     if model in ("tfidf-lr", "embed-lr"):
         kind = model.split("-")[0]
@@ -896,14 +751,8 @@ def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
         ]
         found = [p for _, p in sorted(versions)]
         if not found:
-            legacy = sorted(d.glob(f"{kind}-lr-all-v*{LEGACY_SUFFIX}"))
-            hint = (
-                f" ({len(legacy)} legacy .joblib artefact(s) there: convert them once with automonitor probe migrate)"
-                if legacy
-                else ""
-            )
             raise InputError(
-                f"no trained {model} artefact in {d}{hint}; train one first: automonitor probe train --features {kind}",
+                f"no trained {model} artefact in {d}; train one first: automonitor probe train --features {kind}",
                 field="monitor",
             )
         return found[-1]

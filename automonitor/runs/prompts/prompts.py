@@ -181,15 +181,6 @@ def template_hash(name: str) -> str:
     return load_template(name).sha256
 
 
-def list_templates() -> list[dict[str, str]]:
-    """All templates: ``[{"name", "version", "sha256", "path"}]`` in contract order."""
-    out = []
-    for n in TEMPLATES:
-        t = load_template(n)
-        out.append({"name": t.name, "version": t.version, "sha256": t.sha256, "path": str(t.path)})
-    return out
-
-
 # ---------------------------------------------------------------------------------------------------
 # Truncation of long sample text (documented budgets; recorded in prediction meta)
 
