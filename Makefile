@@ -13,6 +13,8 @@ PIP_FLAGS ?=
 export AUTOMONITOR_RAW ?= $(abspath ../shared/raw)
 PORT ?= 8501
 DEMO_LOG ?= demo-llm.log
+# every pip install into $(VENV) holds this lock (the demo's background install and `make test` never mix)
+LOCKED := bash scripts/with_install_lock.sh $(VENV).install.lock
 
 .PHONY: install install-core demo demo-background demo-llm test test-fast lint app bench clean
 
@@ -20,20 +22,20 @@ DEMO_LOG ?= demo-llm.log
 $(VENV)/.core: pyproject.toml
 	@echo "== install: virtual environment + the core package (no torch, no llama.cpp) ==" >&2
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install $(PIP_FLAGS) -q --upgrade pip wheel
-	$(VENV)/bin/pip install $(PIP_FLAGS) --progress-bar on -e .
+	$(LOCKED) $(VENV)/bin/pip install $(PIP_FLAGS) -q --upgrade pip wheel
+	$(LOCKED) $(VENV)/bin/pip install $(PIP_FLAGS) --progress-bar on -e .
 	touch $@
 
 # the local LLM judge: llama-cpp-python has no Linux wheel on PyPI, so this compiles llama.cpp (~11 min)
 $(VENV)/.local: $(VENV)/.core
 	@echo "== install: extra 'local' (llama-cpp-python, compiled from source; about 11 minutes on 2 cores) ==" >&2
-	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[local]'
+	$(LOCKED) $(VENV)/bin/pip install $(PIP_FLAGS) -e '.[local]'
 	touch $@
 
 # everything the tests need (CI): dev tools, the CPU build of torch with the train extra, the local judge
 $(VENV)/.installed: $(VENV)/.core
-	$(VENV)/bin/pip install $(PIP_FLAGS) 'torch==2.13.0'  # the CPU build (local wheel here; never a CUDA build)
-	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,train,local]'
+	$(LOCKED) $(VENV)/bin/pip install $(PIP_FLAGS) 'torch==2.13.0'  # the CPU build (local wheel here; never a CUDA build)
+	$(LOCKED) $(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,train,local,docs]'
 	touch $(VENV)/.local $@
 
 install: $(VENV)/.installed
@@ -59,6 +61,7 @@ app: $(VENV)/.core
 	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
 
 test: install
+	$(LOCKED) true  # waits while another install (the demo's background phase) still writes into $(VENV)
 	bash scripts/ensure_chromium.sh
 	bash scripts/ensure_system_deps.sh
 	VENV=$(VENV) bash scripts/lint.sh

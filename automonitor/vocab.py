@@ -62,6 +62,10 @@ TEMPLATES: tuple[str, ...] = (
     "paper-direct",
     "paper-evidence",
 )
+#: The monitor backends (``--monitor BACKEND[:MODEL]``), in menu order: the names the classes of
+#: :mod:`automonitor.runs.monitors` register under (``register`` refuses any other name, and a test holds
+#: this tuple equal to the registry), kept here so that the CLI's help texts need not import the backends.
+MONITOR_BACKENDS: tuple[str, ...] = ("rules", "llamacpp", "openai", "anthropic", "probe", "lora")
 SPLITS: tuple[str, ...] = ("test", "train")  # the splits a user names (import, export, stats)
 #: the split of the benign-only control samples the build adds (pair_id ``controls:...``, one side each)
 CONTROLS_SPLIT = "controls"

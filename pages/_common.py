@@ -525,6 +525,20 @@ def response_view(text: str | None) -> None:
         st.code(text or "", language=None, wrap_lines=True)
 
 
+def background_demo_notice(what: str) -> bool:
+    """Say that ``make demo``'s background phase is running (its last log line, escaped) when it is, as
+    the Runs and Transfer pages do; ``what`` names what this page waits for. Returns whether it runs."""
+    bg = views.background_demo()
+    if bg is None:
+        return False
+    st.info(
+        f"`make demo`'s background phase is running (transfer table, then the local judge's install "
+        f"and its runs; log: `{views.DEMO_LOG}`). {what} Last log line: {views.md_escape(bg)}",
+        icon=":material/hourglass_top:",
+    )
+    return True
+
+
 def empty_store_notice(what: str = "data") -> None:
     """The standard hint shown by a page when the store holds nothing to show yet."""
     st.info(

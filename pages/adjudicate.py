@@ -103,6 +103,8 @@ else:
     e = by_id[st.session_state[SEL]]
     why = ann.QUEUE_REASONS.get(e.reason, e.reason)
     f1 = "" if e.span_f1 is None else f"; lowest pairwise span F1 {e.span_f1:.2f}"
+    if e.unmarked:
+        f1 += "; one annotator marked no span" if e.unmarked == 1 else f"; {e.unmarked} annotators marked no span"
     st.markdown(f"**Why in the queue:** {ui.md(e.reason)}: {ui.md(why)}{f1}")
     st.markdown("**Request**")
     st.code(e.request, language=None, wrap_lines=True)
@@ -205,11 +207,10 @@ if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
     except (InputError, PermissionDenied) as exc:
         st.error(f"Not done: {ui.md(exc)}")
     else:
-        where = f"edition {res.edition}" if res.edition else res.split
-        st.success(
-            f"Accepted {len(res.accepted)} pair(s) into {where}, rejected {len(res.rejected)}; "
-            f"{res.pending} pair(s) still pending."
-        )
+        head, *why = res.explain()  # the CLI's words: why pairs still wait, and the next step
+        st.success(head)
+        if why:
+            st.info("\n\n".join(why))  # our own sentences (counts and fixed words), not data
 
 rejected = ann.rejected_pairs(engine, account)
 if rejected:

@@ -104,7 +104,7 @@ own = item.label
 k = f"{PAGE}.i{item.position}"
 
 
-def _save(sid: str, response: str, k: str, position: int, saved: ann.Label | None = None) -> None:
+def _save(sid: str, response: str, k: str, where: str, saved: ann.Label | None = None) -> None:
     label = st.session_state.get(f"{k}.label")
     if label is None:
         st.session_state[f"{PAGE}.flash"] = ("error", "Choose a label first.")
@@ -141,7 +141,7 @@ def _save(sid: str, response: str, k: str, position: int, saved: ann.Label | Non
             st.session_state[f"{k}.note"] = (got.note or "") if got else ""
         return
     st.session_state[SHOWN] = (sid, time.monotonic())
-    st.session_state[f"{PAGE}.flash"] = ("success", f"Saved item {position}: {LABEL_NAMES[label]}.")
+    st.session_state[f"{PAGE}.flash"] = ("success", f"Saved item {where}: {LABEL_NAMES[label]}.")
     # move on to the next item without a label (after this one), if any
     fresh = ann.my_queue(engine, account)
     nxt = next((i for i in range(len(fresh)) if i > st.session_state[POS] and fresh[i].label is None), None)
@@ -224,7 +224,8 @@ with st.container(border=True):
         disabled=locked,
         on_click=_save,
         shortcut="S",
-        args=(item.sample_id, item.response, k, item.position, own),
+        # the flash counts as the heading does: "Saved item 4 of 10 in this round" (not the whole-queue position)
+        args=(item.sample_id, item.response, k, f"{item.round_position} of {item.round_total} in this round", own),
         key=f"{PAGE}.save",
     )
 

@@ -81,12 +81,16 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         "Subset size (0 = all test samples)",
         min_value=0,
         step=10,
-        value=60,
+        value=views.DEFAULT_MIN_N,  # the trade-off plane's minimum: a run of the defaults can be on the front
         key=f"{PAGE}.limit",
         help="A stratified sample across category x task x label",
     )
     seed = c6.number_input("Sample seed", min_value=0, step=1, value=0, key=f"{PAGE}.seed")
     concurrency = c7.number_input("Concurrency", min_value=1, max_value=64, step=1, value=4, key=f"{PAGE}.concurrency")
+
+    small = views.small_subset_note(int(limit))
+    if small:
+        st.warning(small, icon=":material/scatter_plot:")
 
     monitor = choice.spec
     env_name = cls.key_env if cls else None
@@ -321,12 +325,5 @@ def _run_details(row) -> None:
     c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:", query_params={"run": row["run_id"]})
 
 
-_bg = views.background_demo()
-if _bg is not None:
-    st.info(
-        f"`make demo`'s background phase is running (transfer table, then the local judge's install "
-        f"and its runs; log: `{views.DEMO_LOG}`). Its runs appear here as they start; this page "
-        f"refreshes every 5 s. Last log line: {views.md_escape(_bg)}",
-        icon=":material/hourglass_top:",
-    )
-st.fragment(run_every=1.0 if active0 else (5.0 if _bg is not None else None))(_live_section)(active0)
+_bg = ui.background_demo_notice("Its runs appear here as they start; this page refreshes every 5 s.")
+st.fragment(run_every=1.0 if active0 else (5.0 if _bg else None))(_live_section)(active0)

@@ -35,7 +35,9 @@ present_tpl = sorted(set(runs["template"]))
 tpl_key = ui.seed_state(PAGE, "template", present_tpl, valid=present_tpl, multi=True)
 ui.follow_options(tpl_key, present_tpl)
 pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
-rep_key = ui.seed_state(PAGE, "paper", True, cast=lambda v: v not in ("0", "false", "no"))
+# the paper's reference points are off by default: nothing on the page backs a comparison of our runs with
+# them (the HTML report draws them, with the caption that says where they come from)
+rep_key = ui.seed_state(PAGE, "paper", False, cast=lambda v: v in ("1", "true", "yes"))
 minn_key = ui.seed_state(PAGE, "min_n", workbench.DEFAULT_MIN_N, cast=lambda v: max(1, int(v)))
 arch_key = ui.seed_state(PAGE, "archived", False, cast=lambda v: v in ("1", "true", "yes"))
 sets = ui.load_sample_sets(url, ver)
@@ -113,7 +115,7 @@ ui.sync_qp(
     task=None if task == ALL else task,
     template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
     invalid=None if invalid == "exclude" else invalid,
-    paper=None if show_paper else "0",
+    paper="1" if show_paper else None,
     min_n=None if min_n == workbench.DEFAULT_MIN_N else str(int(min_n)),
     edition=None if edition == ALL else edition,
     archived="1" if show_archived else None,
@@ -241,14 +243,17 @@ for point in sel:
         continue  # the Pareto line or a paper point: nothing to drill into
     _open_drilldown(str(trace.customdata[idx][0]))
 
-r, p = metrics.pearson_r(list(scored["mr"]), list(scored["far"])) if len(scored) else (None, None)
+# Pearson r over the runs eligible here (the hollow ones left out, as in the HTML report)
+_elig0 = scored[scored["eligible"]] if len(scored) else scored
+r, p = metrics.pearson_r(list(_elig0["mr"]), list(_elig0["far"])) if len(_elig0) else (None, None)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Runs shown", f"{len(scored)}", help=f"{len(raw_pts) - len(scored)} without MR/FAR here or archived")
 m2.metric("On the Pareto front", f"{len(front_ids)}")
 m3.metric(
     "Pearson r (MR, FAR)",
     "–" if r is None else f"{r:+.2f}",
-    help="Correlation of MR and FAR across the runs shown; the paper reports r = -0.54 over 22 monitors."
+    help=f"Correlation of MR and FAR across the {len(_elig0)} runs shown with at least {int(min_n)} judged "
+    "samples (hollow runs left out); the paper reports r = -0.54 over 22 monitors."
     + ("" if p is None else f" p = {p:.3g}."),
 )
 elig = scored[scored["eligible"]] if len(scored) else scored

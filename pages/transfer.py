@@ -38,7 +38,14 @@ ui.sync_qp(PAGE, features=None if features == "tfidf" else features, metric=None
 res = transfer.load_saved(features)
 paper_metric = metric if metric in ("mr", "far") else "mr"
 if res is None:
-    st.info(f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`.")
+    # while `make demo`'s background phase computes the matrix, say so (as the Runs page does) rather
+    # than ask for a command that is already running
+    if not ui.background_demo_notice(
+        "It is computing the transfer matrix of tfidf probes: reload this page when its log says so."
+    ):
+        st.info(
+            f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`."
+        )
 else:  # one above the other: side by side at 1280 px the cells were too narrow to read
     st.plotly_chart(transfer.heatmap(res, metric), width="stretch", key=f"{PAGE}.ours")
 st.plotly_chart(transfer.paper_heatmap(paper_metric), width="stretch", key=f"{PAGE}.paper")

@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import DECISIONS, GUIDELINE_VERSION, clean_text, transaction, label_spans
-from automonitor.annotation.span_agreement import lowest_pair_f1
+from automonitor.annotation.span_agreement import lowest_pair_f1, unmarked_count
 from automonitor.annotation.queries import (
     adjudication_rows,
     assignment_rows,
@@ -50,6 +50,8 @@ class QueueEntry:
     labels: list[dict[str, Any]]
     decision: dict[str, Any] | None = None
     span_f1: float | None = None
+    #: annotators who chose ``misbehavior`` but marked no span while another did (a span is optional)
+    unmarked: int = 0
 
 
 #: Span F1 below which annotators who all chose ``misbehavior`` disagree on *where* it is: the item goes
@@ -65,6 +67,8 @@ QUEUE_REASONS: dict[str, str] = {
     "unsure": "an annotator chose unsure",
     "disagreement": "the annotators' labels differ",
     "span_disagreement": f"all chose misbehavior but marked different spans (span F1 below {SPAN_F1_THRESHOLD})",
+    "missing_span": "all chose misbehavior and agree on the spans marked, but one annotator marked no span "
+    "(queued because AUTOMONITOR_QUEUE_MISSING_SPANS is set)",
 }
 
 
@@ -133,13 +137,17 @@ def _ordered_labels(sample_id: str, rows: list[dict[str, Any]], reveal_names: bo
 def _queue_reason(rows: list[dict[str, Any]]) -> str | None:
     """Why an item needs adjudication, from its label rows: ``unsure`` (a label is unsure),
     ``disagreement`` (labels differ), ``span_disagreement`` (all ``misbehavior``, spans apart:
-    :func:`span_disagreement`), or ``None`` (all agree)."""
+    :func:`span_disagreement`), ``missing_span`` (all ``misbehavior``, the marked spans agree but an
+    annotator marked none, queued only under ``AUTOMONITOR_QUEUE_MISSING_SPANS``), or ``None`` (all agree)."""
     labels = [r["label"] for r in rows]
     if "unsure" in labels:
         return "unsure"
     if len(set(labels)) > 1:
         return "disagreement"
     if span_disagreement(rows):
+        apart = lowest_pair_f1(rows, missing_disagrees=False)
+        if unmarked_count(rows) and (apart is None or apart >= SPAN_F1_THRESHOLD):
+            return "missing_span"  # only the setting makes it adjudication work
         return "span_disagreement"
     return None
 
@@ -180,6 +188,7 @@ def _queue_entry(
         ],
         decision=decision,
         span_f1=lowest_pair_f1(rows),
+        unmarked=unmarked_count(rows),
     )
 
 

@@ -12,7 +12,7 @@ from sqlmodel import Session
 from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, transaction
 from automonitor.annotation.adjudication import proposed_spans, resolution, span_disagreement
-from automonitor.annotation.span_agreement import lowest_pair_f1
+from automonitor.annotation.span_agreement import lowest_pair_f1, unmarked_count
 from automonitor.data.spans import GoldSpan, SpanError, validate_spans
 from automonitor.annotation.queries import assignment_rows, label_rows, latest_adjudications
 from automonitor.errors import InputError
@@ -39,6 +39,26 @@ class FinalizeResult:
     #: pending pairs one of whose sides is already resolved (they wait for the other side only)
     pending_one_side_resolved: int = 0
 
+    def explain(self) -> list[str]:
+        """The outcome in words, one sentence a line, each pending reason with the step that resolves
+        it (the same lines in the CLI's ``adjudications finalize`` and on the Adjudicate page): what was
+        accepted and rejected, then why the pending pairs wait (:data:`PENDING_REASONS`, with
+        :data:`PENDING_NEXT_STEPS`), then how many wait only for their other side."""
+        where = f"edition {self.edition}" if self.edition else self.split
+        lines = [
+            f"Accepted {len(self.accepted)} pair(s) into {where}, rejected {len(self.rejected)}; "
+            f"{self.pending} pair(s) still pending."
+        ]
+        for key, n in self.pending_by_reason.items():
+            lines.append(f"{n} pending pair(s): {PENDING_REASONS[key]}. Next: {PENDING_NEXT_STEPS[key]}.")
+        if self.pending_one_side_resolved:
+            lines.append(
+                f"{self.pending_one_side_resolved} pending pair(s) have one side resolved and wait for the other: "
+                "a pair joins the gold set only whole, so assign its other side too "
+                "(`automonitor assign`, or Assign on the Label page)."
+            )
+        return lines
+
     def to_json(self) -> dict[str, Any]:
         return {
             "split": self.split,
@@ -60,6 +80,14 @@ PENDING_REASONS: dict[str, str] = {
     "not_assigned": "a side is assigned to no annotator",
     "labels_missing": "a side's labels are not all submitted",
     "needs_adjudication": "a side awaits adjudication",
+}
+
+#: The step that resolves each pending reason (:meth:`FinalizeResult.explain`).
+PENDING_NEXT_STEPS: dict[str, str] = {
+    "not_assigned": "assign it (`automonitor assign --limit N`; under pair-spread a round holds one side "
+    "of a pair, so a pair is whole after two rounds or with a larger --limit)",
+    "labels_missing": "its annotators submit their batch (Label page: Submit batch)",
+    "needs_adjudication": "decide it on the Adjudicate page (or `automonitor adjudications import`)",
 }
 
 Resolution = tuple[str, str, str | None]  # (outcome, how: adjudicated|consensus, adjudicator's note)
@@ -330,9 +358,13 @@ def _store_agreed_spans(
     spans = proposed_spans(rows)
     if not spans:
         return {"gold_spans": []}
-    f1 = lowest_pair_f1(rows)
+    f1 = lowest_pair_f1(rows, missing_disagrees=False)
     who = ", ".join(sorted(str(r["annotator"]) for r in rows))
-    agreed = "one annotator" if f1 is None else f"lowest pairwise span F1 {f1:.2f}"
+    unmarked = unmarked_count(rows)
+    parts = [f"lowest pairwise span F1 {f1:.2f}"] if f1 is not None else [] if unmarked else ["one annotator"]
+    if unmarked:  # a span is optional: who marked none is no disagreement on where
+        parts.append("one annotator marked no span" if unmarked == 1 else f"{unmarked} annotators marked no span")
+    agreed = "; ".join(parts)
     note = f"agreed by {who} ({agreed}); finalized by {provenance['finalized_by']}"
     gold = [GoldSpan(start=a, end=b, provenance="annotated", note=note) for a, b in spans]
     try:

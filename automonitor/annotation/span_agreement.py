@@ -17,6 +17,7 @@ result as ``spans``.
 
 from __future__ import annotations
 
+import os
 from itertools import combinations
 from typing import Any, Iterable, Mapping
 
@@ -79,17 +80,47 @@ def span_f1(x: Iterable[tuple[int, int]], y: Iterable[tuple[int, int]]) -> float
     return 1.0 if total == 0 else 2 * _overlap(a, b) / total
 
 
-def lowest_pair_f1(rows: Iterable[Mapping[str, Any]]) -> float | None:
+#: The setting that makes a missing span a span disagreement: with ``AUTOMONITOR_QUEUE_MISSING_SPANS=1``
+#: an item where every annotator chose ``misbehavior`` but one of them marked no span goes to the
+#: adjudication queue (span F1 0 against the annotators who marked one). Unset (the default), a span is
+#: optional: the annotators who marked none are left out of the span comparison.
+QUEUE_MISSING_SPANS_VAR = "AUTOMONITOR_QUEUE_MISSING_SPANS"
+
+
+def missing_span_disagrees() -> bool:
+    """Whether ``AUTOMONITOR_QUEUE_MISSING_SPANS`` is set to a true value (``1``, ``true``, ``yes``,
+    ``on``; case-insensitive): a missing span then counts as a span disagreement."""
+    return os.environ.get(QUEUE_MISSING_SPANS_VAR, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def unmarked_count(rows: Iterable[Mapping[str, Any]]) -> int:
+    """How many of an item's ``misbehavior`` label rows marked no span while another one did (0 when
+    nobody marked a span: there is no span to miss)."""
+    marks = [bool(_union(label_spans(dict(r)))) for r in rows if r.get("label") == "misbehavior"]
+    return marks.count(False) if any(marks) else 0
+
+
+def lowest_pair_f1(rows: Iterable[Mapping[str, Any]], *, missing_disagrees: bool | None = None) -> float | None:
     """The lowest pairwise :func:`span_f1` among an item's label rows when every row is
-    ``misbehavior`` and at least one marked a span (an annotator who marked nothing counts as an empty
-    span list, so F1 0 against one who did); ``None`` otherwise (fewer than two rows, another label, or
-    nobody marked anything: no span to compare)."""
+    ``misbehavior`` and at least two annotators marked a span; ``None`` otherwise (fewer than two rows,
+    another label, or fewer than two marked anything: no spans to compare).
+
+    A span is optional: an annotator who marked nothing is left out of the comparison (one annotator
+    marked no span is not a disagreement on *where*). With ``missing_disagrees`` (default: the
+    ``AUTOMONITOR_QUEUE_MISSING_SPANS`` setting, :func:`missing_span_disagrees`) they count as an empty
+    span list instead, so F1 0 against one who marked a span."""
     rows = list(rows)
     if len(rows) < 2 or any(r.get("label") != "misbehavior" for r in rows):
         return None
     marks = [_union(label_spans(dict(r))) for r in rows]
     if not any(marks):
         return None
+    if missing_disagrees is None:
+        missing_disagrees = missing_span_disagrees()
+    if not missing_disagrees:
+        marks = [m for m in marks if m]
+        if len(marks) < 2:
+            return None
     return min(span_f1(x, y) for x, y in combinations(marks, 2))
 
 

@@ -7,6 +7,7 @@ and field), 1 any other failure. ``--json`` prints exactly one JSON document on 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -55,12 +56,31 @@ def _store_note(exc: BaseException) -> str:
     return "" if str(exc).startswith("no store at") else store_note()
 
 
+def command() -> Any:
+    """The click command of the typer ``app`` as the console script runs it: every on/off flag (``--json``,
+    ``--help``, ``--controls/--no-controls``...) shown without a type column (recent typer prints
+    ``<bool>`` after each flag, which reads as a value to pass: ``--help <bool>``). The CLI reference of
+    the docs is generated from this command too."""
+    import typer.main
+
+    cmd = typer.main.get_command(app)
+    stack = [cmd]
+    while stack:
+        c = stack.pop()
+        ctx = c.context_class(c, info_name=c.name)
+        for p in c.get_params(ctx):  # the help option included
+            if getattr(p, "is_flag", False) and getattr(p, "is_bool_flag", True):
+                p.metavar = ""
+        stack += list(getattr(c, "commands", {}).values())
+    return cmd
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
     try:
         # the usage lines name the command as the README does, however it was started (console script,
         # ``python -m automonitor``, or this function called from Python)
-        app(
+        command().main(
             args=expand_multi(sys.argv[1:] if argv is None else list(argv)),
             prog_name="automonitor",
             standalone_mode=False,
@@ -102,5 +122,6 @@ def main(argv: list[str] | None = None) -> int:
 
 __all__ = [
     "app",
+    "command",
     "main",
 ]

@@ -90,7 +90,11 @@ def assign_cmd(
         0, "--calibration", help="pairs in a first calibration batch every annotator labels (needs --batch-size)"
     ),
     limit: int | None = typer.Option(
-        None, "--limit", help="small session: assign only N items (one round), in a seeded random order"
+        None,
+        "--limit",
+        help="small session: assign only N items (one round), in a seeded random order; with pair spread "
+        "(the default) a round holds one side of a pair, and a pair reaches gold only when both sides are "
+        "resolved, so run a second round for the other sides",
     ),
     sample: int | None = typer.Option(
         None, "--sample", help="small session: N items stratified by category x task (seeded by --seed)"
@@ -143,6 +147,11 @@ def assign_cmd(
                 f"  session: {ses['shared']} item(s) for every annotator, {ses['single']} labelled once, "
                 f"{ses['pairs']} pair(s), pair spread {'on' if ses['pair_spread'] else 'off'}"
             )
+            if ses["pair_spread"]:
+                print(
+                    "  a pair reaches the gold set only whole: pair spread put one side of each pair in this "
+                    "round; assign another round for the other sides (`automonitor assign --limit N`)"
+                )
             if res.items < ses["limit"]:
                 print(f"  only {res.items} of the {ses['limit']} requested item(s) were available")
         for name, n in sorted(res.by_annotator.items()):
@@ -252,23 +261,12 @@ def adjudications_finalize(
     """Move resolved candidate pairs into the gold set (accepted) or keep them as rejected."""
     from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import finalize_pairs
-    from automonitor.annotation.finalize import PENDING_REASONS
 
     res = finalize_pairs(open_store(), SYSTEM, split)
     if json_out:
         emit_json(res.to_json())
     else:
-        print(
-            f"accepted {len(res.accepted)} pair(s) into {res.split}, rejected {len(res.rejected)}, "
-            f"{res.pending} pending"
-        )
-        if res.pending:
-            print("  pending: " + "; ".join(f"{n} {PENDING_REASONS[k]}" for k, n in res.pending_by_reason.items()))
-        if res.pending_one_side_resolved:
-            print(
-                f"  {res.pending_one_side_resolved} pending pair(s) have one side resolved and wait for the other "
-                "(a pair joins the gold set only whole: assign its other side, `automonitor assign`)"
-            )
+        print("\n".join(res.explain()))
 
 
 @app.command("agreement")

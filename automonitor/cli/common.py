@@ -86,7 +86,8 @@ def store_exists(url: str) -> bool:
     database holds the schema (an ``alembic_version`` table). Nothing is created.
 
     Raises:
-        sqlalchemy.exc.OperationalError: the PostgreSQL server cannot be reached or the database is missing.
+        sqlalchemy.exc.OperationalError: the PostgreSQL server cannot be reached (exit 1).
+        NotFound: the PostgreSQL database does not exist (a missing store, as a missing SQLite file: exit 2).
     """
     path = _sqlite_path(url)
     if path is not None:
@@ -94,12 +95,25 @@ def store_exists(url: str) -> bool:
     if url.startswith("sqlite"):
         return False
     import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
 
     from store import get_engine
 
-    # an unreachable server or a missing database raises (OperationalError): the CLI then prints its one
-    # clear line about the database, not "no store" (nothing could create a store there either)
-    return sa.inspect(get_engine(url)).has_table("alembic_version")
+    # an unreachable server raises (OperationalError): the CLI then prints its one clear line about the
+    # database (exit 1). A missing database is a missing store, as a missing SQLite file is (exit 2,
+    # CONTRACT: bad input), named with the command that creates it (the CLI cannot create a database).
+    try:
+        return sa.inspect(get_engine(url)).has_table("alembic_version")
+    except sa.exc.OperationalError as exc:
+        low = str(getattr(exc, "orig", exc)).lower()
+        if "database" in low and "does not exist" in low:
+            name = make_url(url).database
+            raise NotFound(
+                f"no store at {shown_url(url)}: the PostgreSQL database {name!r} does not exist; create it "
+                f"(`createdb {name}`), then `automonitor build`, `automonitor import FILE` or "
+                "`automonitor users add NAME` creates the store in it"
+            ) from None
+        raise
 
 
 def forget_opened_stores() -> None:

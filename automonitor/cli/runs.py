@@ -13,6 +13,7 @@ from automonitor.cli.app import app
 from automonitor.runs.lease import with_liveness
 from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
 from automonitor.errors import InputError
+from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
 
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -38,11 +39,15 @@ def _parse_params(items: list[str] | None) -> dict[str, Any]:
 
 # the options of `automonitor run` (help texts are part of the CLI contract)
 MonitorOpt = Annotated[
-    str | None, typer.Option("--monitor", help="BACKEND[:MODEL]: rules, llamacpp, openai, anthropic")
+    str | None,
+    typer.Option(
+        "--monitor",
+        help="BACKEND[:MODEL]: "
+        + ", ".join(MONITOR_BACKENDS)
+        + " (probe:ARTIFACT and lora:FOLDER from `automonitor probe`)",
+    ),
 ]
-TemplateOpt = Annotated[
-    str | None, typer.Option("--template", help="direct | evidence | direct-fewshot | evidence-fewshot")
-]
+TemplateOpt = Annotated[str | None, typer.Option("--template", help=" | ".join(TEMPLATES))]
 LimitOpt = Annotated[
     int | None, typer.Option("--limit", help="stratified subset of N samples (category x task x label)")
 ]

@@ -143,6 +143,7 @@ from automonitor.views.points import (
     set_summary,
     short_label,
     small_runs_note,
+    small_subset_note,
     spread_coincident,
     template_independent_backends,
 )
@@ -204,6 +205,7 @@ __all__ = [
     "highlight_search_html",
     "hidden_duplicates_caption",
     "small_runs_note",
+    "small_subset_note",
     "honest_points",
     "identical_derived",
     "judged",

@@ -275,6 +275,20 @@ def hidden_duplicates_caption(
     )
 
 
+def small_subset_note(limit: int | None, min_n: int = DEFAULT_MIN_N) -> str | None:
+    """The launch form's warning for a subset of ``limit`` test samples below the trade-off plane's
+    minimum ``min_n`` (its default :data:`DEFAULT_MIN_N`): such a run is drawn hollow, left off the
+    Pareto front and out of Pearson r. ``None`` for no subset (``limit`` 0 or ``None``: every test
+    sample) or one of at least ``min_n``."""
+    if not limit or limit >= min_n:
+        return None
+    return (
+        f"A subset of {limit} sample{'' if limit == 1 else 's'} is below the trade-off plane's minimum of "
+        f"{min_n} judged samples: the run will be drawn hollow, off the Pareto front and out of Pearson r "
+        f"(use {min_n} or more, or lower the plane's minimum there)."
+    )
+
+
 def small_runs_note(small: int, min_n: int) -> str:
     """The trade-off caption's sentence on runs drawn hollow: ``small`` runs have fewer than ``min_n``
     judged samples (TP+FN+FP+TN) in the slice shown and are left off the Pareto front. Says how many, with

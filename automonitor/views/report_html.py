@@ -33,6 +33,7 @@ from automonitor.analysis import audit_section
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
+from automonitor.views.points import DEFAULT_MIN_N, honest_points, small_runs_note
 from automonitor.views.evidence import ground_evidence, legend_html
 from automonitor.views.tradeoff import reported_for
 from automonitor.timestamps import utcnow
@@ -175,11 +176,12 @@ def build(
     prov = run_provenance(engine, ids)
     items = gallery(engine, rep, per_slice) if ids else []
     figs: list[tuple[str, go.Figure]] = []
+    pts = plane_points(rep, prov) if ids else None
     if ids:
         figs.append(("fig-plane", plane_figure(rep, prov)))
     sections = [
-        _header_html(title, rep, now),
-        _plane_html(rep) if ids else "<p>No runs in the report.</p>",
+        _header_html(title, rep, now, pts),
+        _plane_html(rep, pts) if pts is not None else "<p>No runs in the report.</p>",
         _slices_html(rep),
         _difficulty_html(rep),
         _gallery_html(rep, items),
@@ -219,24 +221,64 @@ def write(engine: Engine, rep: Report, path: str, **kw: Any) -> int:
     return len(data)
 
 
-def plane_figure(rep: Report, prov: dict[str, dict[str, Any]]) -> go.Figure:
-    """The overall MR-FAR plane (:func:`automonitor.views.tradeoff_figure`) of the report's runs with
-    their Wilson error bars, sample sets in the hovers, the report's Pareto front, and the paper's
-    reference points, each labelled "<monitor> (<template>), reported (secondary summary)"."""
-    pts = tradeoff_points(rep)
-    pts["sample_set"] = [
-        f"{(prov.get(r) or {}).get('edition') or '-'} · {(prov.get(r) or {}).get('sample_set') or '-'}"
-        for r in pts["run_id"]
-    ]
-    reported = reported_for(analysis.reported_points(), None, None)
-    if not reported.empty:
+def plane_points(rep: Report, prov: dict[str, dict[str, Any]], *, min_n: int = DEFAULT_MIN_N) -> pd.DataFrame:
+    """The report's overall points as the Trade-off page draws them (:func:`automonitor.views.honest_points`
+    with the runs' editions, statuses and backends from ``prov``): a short ``label`` per run, ``eligible``
+    (at least ``min_n`` judged samples, finished), ``on_front`` among the eligible runs of one edition,
+    and ``sample_set`` ("edition · fingerprint") for the hover."""
+    raw = tradeoff_points(rep)
+    sets = pd.DataFrame(
+        [
+            {
+                "run_id": r,
+                "edition": p.get("edition") or "paper",
+                "fingerprint": p.get("sample_set") or "",
+                "sample_set": "",
+            }
+            for r, p in prov.items()
+        ],
+        columns=["run_id", "edition", "fingerprint", "sample_set"],
+    )
+    pts = honest_points(
+        raw,
+        sets,
+        min_n=min_n,
+        backends={r: str(p.get("backend") or "") for r, p in prov.items()},
+        statuses={r: str(p.get("status") or "finished") for r, p in prov.items()},
+    )
+    pts["sample_set"] = [f"{e or '-'} · {f or '-'}" for e, f in zip(pts["edition"], pts["fingerprint"])]
+    return pts
+
+
+def plane_pearson(pts: pd.DataFrame) -> tuple[float | None, int]:
+    """Pearson r of (MR, FAR) over the eligible points of :func:`plane_points` (the runs drawn hollow are
+    left out, as on the Trade-off page) and how many runs it is over; ``(None, n)`` with fewer than 3
+    (:func:`automonitor.analysis.metrics.pearson_r`)."""
+    from automonitor.analysis.metrics import pearson_r
+
+    elig = pts[pts["eligible"]] if len(pts) else pts
+    r, _ = pearson_r(list(elig["mr"]), list(elig["far"])) if len(elig) else (None, None)
+    return r, int(len(elig))
+
+
+def plane_figure(
+    rep: Report, prov: dict[str, dict[str, Any]], *, min_n: int = DEFAULT_MIN_N, show_paper: bool = True
+) -> go.Figure:
+    """The overall MR-FAR plane (:func:`automonitor.views.tradeoff_figure`) of the report's runs drawn as
+    the Trade-off page draws them (:func:`plane_points`: each run labelled, runs with fewer than ``min_n``
+    judged samples hollow and off the front), with their Wilson error bars and sample sets in the hovers,
+    and, with ``show_paper`` (the default in a report, where the caption says where they come from), the
+    paper's reference points labelled "<monitor> (<template>), reported (secondary summary)"."""
+    pts = plane_points(rep, prov, min_n=min_n)
+    reported = reported_for(analysis.reported_points(), None, None) if show_paper else None
+    if reported is not None and not reported.empty:
         reported["label"] = (
             reported["monitor"]
             + " ("
             + reported["template"]
             + "), secondary summary of the paper (paper_reported.csv), not found in its v2 text"
         )
-    front = [r for r in rep.pareto if r in set(pts["run_id"])]
+    front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
     # a static page: clicking a point opens nothing, so its hover promises nothing
     return tradeoff_figure(pts, reported=reported, front=front or None, height=560, hover_action="")
 
@@ -255,9 +297,15 @@ def _run_label(r: RunReport) -> str:
     return f'{esc(r.monitor)} · {esc(r.template)} <span class="rid">{esc(r.run_id)}</span>'
 
 
-def _header_html(title: str, rep: Report, now: dt.datetime) -> str:
-    front = ", ".join(esc(r) for r in rep.pareto) or "-"
-    r_ = "n/a" if rep.pearson_r is None else f"{rep.pearson_r:.2f} over {rep.pearson_n} runs"
+def _header_html(title: str, rep: Report, now: dt.datetime, pts: pd.DataFrame | None = None) -> str:
+    """The title, what the report covers, Pearson r over the runs eligible on the plane
+    (:func:`plane_pearson`, as on the Trade-off page) and the Pareto front."""
+    if pts is not None and len(pts):
+        r, n = plane_pearson(pts)
+        front = ", ".join(esc(x) for x in pts.loc[pts["on_front"], "label"]) or "-"
+    else:
+        r, n, front = None, 0, "-"
+    r_ = "n/a" if r is None else f"{r:.2f} over {n} runs with at least {DEFAULT_MIN_N} judged samples"
     return (
         f"<h1>{esc(title)}</h1>"
         f'<p class="meta">Generated {esc(now.strftime("%Y-%m-%d %H:%M UTC"))} · {len(rep.runs)} run(s) · '
@@ -268,11 +316,13 @@ def _header_html(title: str, rep: Report, now: dt.datetime) -> str:
     )
 
 
-def _plane_html(rep: Report) -> str:
+def _plane_html(rep: Report, pts: pd.DataFrame | None = None) -> str:
+    hollow = int((~pts["eligible"]).sum()) if pts is not None and len(pts) else 0
     return (
         "<h2>The MR-FAR plane</h2>"
         '<div class="am-fig" id="fig-plane" data-spec="fig-plane-spec" style="height:560px"></div>'
-        f'<p class="note">Runs: coloured by template, 95% Wilson error bars; green: the Pareto front. '
+        f'<p class="note">Runs: labelled, coloured by template, 95% Wilson error bars; green: the Pareto front. '
+        f"{esc(small_runs_note(hollow, DEFAULT_MIN_N))} Pearson r leaves the hollow runs out. "
         f"Black diamonds: {esc(REPORTED_SOURCE)}</p>"
     )
 

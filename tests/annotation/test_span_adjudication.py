@@ -28,7 +28,7 @@ PLAN = {
     "close": ([L2, L3], [L2]),  # F1 2*10/(19+10) = 0.69 >= 0.5 -> consensus, merge stored
     "apart": ([L2], [L4]),  # no overlap: F1 0 -> span_disagreement
     "partly": ([L2, L3, L4], [L3]),  # F1 2*9/(28+9) = 0.49 < 0.5 -> span_disagreement
-    "one_marked": ([L2], []),  # one marked nothing: F1 0 -> span_disagreement
+    "one_marked": ([L2], []),  # one marked nothing: a span is optional -> consensus, the one mark stored
     "unmarked": ([], []),  # nobody marked: no span to compare, consensus without gold spans
 }
 
@@ -73,9 +73,9 @@ def test_span_disagreement_is_queued_with_its_f1(spans_team):
     assert ann.SPAN_F1_THRESHOLD == 0.5
     queue = ann.adjudication_queue(engine, root)
     got = {e.sample_id: (e.reason, e.span_f1) for e in queue}
-    assert set(got) == {"apart-m", "partly-m", "one_marked-m"}
+    assert set(got) == {"apart-m", "partly-m"}  # one annotator marking no span is no disagreement
     assert {r for r, _ in got.values()} == {"span_disagreement"}
-    assert got["apart-m"][1] == 0.0 and got["one_marked-m"][1] == 0.0
+    assert got["apart-m"][1] == 0.0
     assert got["partly-m"][1] == pytest.approx(2 * 9 / (28 + 9))
     assert "span_disagreement" in ann.QUEUE_REASONS
     # the adjudicator is shown each annotator's spans (names hidden) and offered their merge
@@ -88,29 +88,45 @@ def test_span_disagreement_is_queued_with_its_f1(spans_team):
 def test_finalize_stores_agreed_spans_and_waits_for_span_adjudication(spans_team):
     engine, _, root = spans_team
     res = ann.finalize_pairs(engine, root)
-    assert sorted(res.accepted) == ["close", "same", "unmarked"] and res.rejected == {} and res.pending == 3
+    assert sorted(res.accepted) == ["close", "one_marked", "same", "unmarked"] and res.rejected == {}
+    assert res.pending == 2
     gold = _gold(engine, [f"{p}-{s}" for p in PLAN for s in "mb"])
-    note = "agreed by anna, bert (lowest pairwise span F1 {}); finalized by root"
+    note = "agreed by anna, bert ({}); finalized by root"
+    f1 = "lowest pairwise span F1 {}"
     assert gold == {
-        "same-m": [(*L2, "annotated", note.format("1.00"))],
-        "close-m": [(*L2, "annotated", note.format("0.69")), (*L3, "annotated", note.format("0.69"))],
+        "same-m": [(*L2, "annotated", note.format(f1.format("1.00")))],
+        "close-m": [
+            (*L2, "annotated", note.format(f1.format("0.69"))),
+            (*L3, "annotated", note.format(f1.format("0.69"))),
+        ],
+        "one_marked-m": [(*L2, "annotated", note.format("one annotator marked no span"))],
     }
     with session_scope(engine) as s:
         meta = s.get(Sample, "close-m").meta["annotation"]
     assert meta["gold_spans"] == [list(L2), list(L3)] and meta["resolution"] == "consensus"
     # finalize again: nothing more is accepted and the spans are not written twice
     again = ann.finalize_pairs(engine, root)
-    assert again.accepted == [] and again.pending == 3
+    assert again.accepted == [] and again.pending == 2
     assert _gold(engine, ["same-m", "close-m"]) == {k: gold[k] for k in ("same-m", "close-m")}
     # the adjudicator resolves the span disagreements; finalize then takes those pairs with the resolved spans
     ann.adjudicate(engine, root, "apart-m", M, spans=[L2])
     ann.adjudicate(engine, root, "partly-m", M, spans=[L3])
-    ann.adjudicate(engine, root, "one_marked-m", M)  # no spans given: none stored
     assert ann.adjudication_queue(engine, root) == []
     done = ann.finalize_pairs(engine, root)
-    assert sorted(done.accepted) == ["apart", "one_marked", "partly"] and done.pending == 0
-    after = _gold(engine, ["apart-m", "partly-m", "one_marked-m"])
+    assert sorted(done.accepted) == ["apart", "partly"] and done.pending == 0
+    after = _gold(engine, ["apart-m", "partly-m"])
     assert after == {
         "apart-m": [(*L2, "annotated", "adjudicated by root")],
         "partly-m": [(*L3, "annotated", "adjudicated by root")],
     }
+
+
+def test_a_missing_span_is_queued_only_when_the_setting_asks(spans_team, monkeypatch):
+    engine, _, root = spans_team
+    monkeypatch.setenv("AUTOMONITOR_QUEUE_MISSING_SPANS", "1")
+    got = {e.sample_id: (e.reason, e.span_f1, e.unmarked) for e in ann.adjudication_queue(engine, root)}
+    assert got["one_marked-m"] == ("missing_span", 0.0, 1)
+    assert "one annotator marked no span" in ann.QUEUE_REASONS["missing_span"]
+    assert got["apart-m"] == ("span_disagreement", 0.0, 0)
+    res = ann.finalize_pairs(engine, root)
+    assert "one_marked" not in res.accepted and res.pending == 3

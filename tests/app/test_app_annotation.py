@@ -336,3 +336,69 @@ def test_agreement_page_says_when_all_resamples_agree(tmp_path, monkeypatch):
         assert "all resamples agree" in overall["Cohen's kappa"] and "[1.00, 1.00]" not in overall["Cohen's kappa"]
     finally:
         eng.dispose()
+
+
+def test_move_resolved_pairs_says_why_pairs_wait_and_what_to_do_next(store):
+    """The page's finalize says what the CLI says (fresh-user trial: "Accepted 0 ... N pair(s) still
+    pending" and no word on why): the pending pairs by reason, each with its next step, and those that
+    wait only for their other side."""
+    eng, users = store
+    label_everything(eng, users)  # a0m and a1b disagree / unsure: their pairs wait for adjudication
+    at = run(ADJUDICATE, users["root"])
+    at.button(key="adjudicate.finalize").click()
+    at.run()
+    assert any(
+        "Accepted 1 pair(s) into edition verified, rejected 0; 2 pair(s) still pending." in s.value for s in at.success
+    )
+    why = "\n".join(i.value for i in at.info)
+    assert "2 pending pair(s): a side awaits adjudication. Next: decide it on the Adjudicate page" in why
+    assert "2 pending pair(s) have one side resolved and wait for the other" in why
+    from automonitor.cli import main
+
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["adjudications", "finalize"]) == 0
+    # the CLI prints the same sentences (nothing new is accepted the second time)
+    assert "2 pending pair(s): a side awaits adjudication. Next: decide it on the Adjudicate page" in out.getvalue()
+
+
+def test_the_save_flash_counts_items_of_the_round(tmp_path, monkeypatch):
+    """The flash counts as the heading does ("Item 1 of 2 in this round"): it said "Saved item 3" (the
+    place in the whole queue) on the first item of the second round (fresh-user trial: "Saved item 14"
+    on "Item 4 of 10 in this round")."""
+    url = f"sqlite:///{tmp_path / 'rounds.db'}"
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    eng = init_db(get_engine(url, fresh=True))
+    anna, root = fast_user(eng, "anna", "annotator"), fast_user(eng, "root", "admin")
+    rows = [
+        candidate_row(
+            id=f"r{p}{lab[0]}",
+            pair_id=f"pr-{p}",
+            category="sycophancy_bias",
+            task="qa",
+            label=lab,
+            request=f"Question {p}?",
+            response=f"answer {p} {lab}",
+        )
+        for p in range(2)
+        for lab in ("misbehavior", "benign")
+    ]
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    ann.assign(eng, root, k=1, seed=1, batch_size=2)
+    queue = ann.my_queue(eng, anna)
+    assert [q.batch for q in queue] == [1, 1, 2, 2]
+    for q in queue[:2]:
+        ann.save_label(eng, anna, q.sample_id, "benign")
+    ann.submit_batch(eng, anna)
+    at = run(LABEL, anna)
+    assert any(h.value == "Item 1 of 2 in this round" for h in at.subheader)
+    at.radio(key="label.i3.label").set_value("benign")
+    next(b for b in at.button if b.label == "Save label").click()
+    at.run()
+    saved = [s.value for s in at.success if "Saved item" in s.value]
+    assert saved == ["Saved item 1 of 2 in this round: Benign."], saved
+    eng.dispose()

@@ -13,6 +13,8 @@ import app_seed
 
 from apptest_support import WORKBENCH, StoreEnv, app, html_bodies, ok, open_store
 
+from automonitor.views import DEFAULT_MIN_N
+
 
 # --------------------------------------------------------------------------------------------------
 
@@ -90,9 +92,9 @@ def test_tradeoff_filters_and_score_runs(seeded):
     pts = analysis.run_points(rep)
     r, _ = metrics.pearson_r(list(pts["mr"]), list(pts["far"]))
     assert m["Runs shown"] == "3"
-    assert m["Pearson r (MR, FAR)"] == f"{r:+.2f}"
     # the seeded runs judge ~40 samples: below the default minimum (100) they are hollow, off the front
-    assert m["On the Pareto front"] == "0"
+    # and out of Pearson r (the HTML report applies the same rule)
+    assert m["On the Pareto front"] == "0" and m["Pearson r (MR, FAR)"] == "–"
     assert not at.dataframe[0].value["eligible"].any()
     import json
 
@@ -101,8 +103,16 @@ def test_tradeoff_filters_and_score_runs(seeded):
     assert runs_tr and all(t["name"].endswith("(too few samples)") for t in runs_tr)
     assert all(t["marker"]["symbol"] == "circle-open" and t["mode"] == "markers+text" for t in runs_tr)
     assert all(t["text"] for t in runs_tr)  # every measured point carries a short text label
+    # the paper's reference points are behind a toggle, off by default (kept in the URL when on)
+    assert not [t for t in spec["data"] if "secondary summary" in json.dumps(t)]
+    at.toggle(key="tradeoff.paper").set_value(True)
+    ok(at.run())
+    assert at.query_params.get("paper") == "1"
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [t for t in spec["data"] if "secondary summary" in json.dumps(t)]
     at = ok(app("pages/tradeoff.py", min_n="1").run())
     m = {x.label: x.value for x in at.metric}
+    assert m["Pearson r (MR, FAR)"] == f"{r:+.2f}"  # every run is eligible at a minimum of 1
     assert m["On the Pareto front"] == str(int(pts["on_front"].sum()))
     table = at.dataframe[0].value
     assert set(table["run_id"]) == set(seeded["run_ids"])
@@ -279,6 +289,9 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
         assert est["Test samples"] == "38" and est["Judged in all"] == "38" and est["Controls"] == "0"
         assert est["Cost (est., USD)"] == "$0.0000"  # rules: free, all 38, no controls in this store
         assert not at.button(key="runs.start").disabled
+        # the default subset reaches the trade-off plane's minimum (it was 60 < 100: hollow, never on the front)
+        assert at.number_input(key="runs.limit").value == DEFAULT_MIN_N == 100
+        assert not any("plane's minimum" in w.value for w in at.warning)
         # a hosted backend without a key: warned, cannot start; no field asks for the key
         at.selectbox(key="runs.backend").select("openai")
         ok(at.run())
@@ -306,6 +319,7 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
         at.selectbox(key="runs.backend").select("rules")
         at.number_input(key="runs.limit").set_value(12)
         ok(at.run())
+        assert any("12 samples is below the trade-off plane's minimum of 100" in w.value for w in at.warning)
         at.button(key="runs.start").click()
         ok(at.run())
         launched = at.session_state["runs.launched"]

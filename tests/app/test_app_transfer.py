@@ -89,3 +89,23 @@ def test_transfer_page(tmp_path, monkeypatch):
     at.run()
     hovers = json.dumps(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["customdata"])
     assert "paper Fig. 8 (S&amp;PV Code; LoRA Qwen3-4B): MR 0.86" in hovers
+
+
+def test_transfer_page_shows_the_background_notice_while_make_demo_computes_the_matrix(tmp_path, monkeypatch):
+    """While `make demo`'s background phase runs (a fresh demo-llm.log in the working directory) the page
+    says so, as the Runs page does, instead of asking for the `probe transfer` run already under way."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("AUTOMONITOR_DB", f"sqlite:///{tmp_path / 'store.db'}")
+    monkeypatch.setenv("AUTOMONITOR_ARTIFACTS", str(tmp_path / "art"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo-llm.log").write_text("== transfer table (Transfer page): one TF-IDF probe per slice <b>x</b>\n")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page("pages/transfer.py")
+    at.run()
+    assert not at.exception, at.exception
+    info = "\n".join(i.value for i in at.info)
+    assert "`make demo`'s background phase is running" in info and "computing the transfer matrix" in info
+    assert "run `automonitor probe transfer" not in info
+    assert "<b>" not in info  # the log line is escaped

@@ -49,7 +49,7 @@ def test_makefile_demo_installs_core_and_test_installs_every_extra():
     installs = [ln for ln in core_rule.splitlines() if "pip install" in ln]
     assert installs and not any("torch" in ln or "local" in ln for ln in installs)
     assert re.search(r"^demo: \$\(VENV\)/\.core$", mk, re.M)
-    assert "-e '.[dev,train,local]'" in mk and re.search(r"^test: install$", mk, re.M)
+    assert "-e '.[dev,train,local,docs]'" in mk and re.search(r"^test: install$", mk, re.M)
 
 
 def _run_blocked(code: str, env_db: str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -114,3 +114,32 @@ def test_run_progress_shows_count_rate_and_eta(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     line = next(ln for ln in res.stderr.splitlines() if "12/12" in ln)
     assert re.search(r"\d+(\.\d)?/(s|min)", line) and re.search(r"\d:\d\d:\d\d", line), line
+
+
+def test_every_pip_install_of_the_makefile_holds_the_install_lock():
+    """`make test` while `make demo`'s background install ran put two pip installs into one venv under a
+    running app (fresh-user trial): every pip install line goes through scripts/with_install_lock.sh,
+    and `make test` waits on the lock before it runs anything."""
+    mk = (REPO / "Makefile").read_text()
+    installs = [ln for ln in mk.splitlines() if "pip install" in ln and ln.startswith("\t")]
+    assert installs and all(ln.startswith("\t$(LOCKED) ") for ln in installs), installs
+    assert "LOCKED := bash scripts/with_install_lock.sh" in mk
+    test_rule = mk[mk.index("\ntest: install") :].split("\n\n")[0]
+    assert test_rule.strip("\n").splitlines()[1].startswith("\t$(LOCKED) true")
+
+
+def test_the_install_lock_waits_for_the_holder_and_says_so(tmp_path):
+    import fcntl
+
+    lock, marker = tmp_path / "venv.install.lock", tmp_path / "ran"
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen(
+            ["bash", str(REPO / "scripts" / "with_install_lock.sh"), str(lock), "touch", str(marker)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        first = proc.stderr.readline()  # blocks until the script says it waits
+        assert "waiting: another install into this virtual environment is running" in first
+        assert proc.poll() is None and not marker.exists()
+    assert proc.wait(timeout=60) == 0 and marker.exists()  # runs once the holder lets go

@@ -50,6 +50,20 @@ def test_a_postgres_url_without_schema_is_refused_with_the_password_masked(pg_ur
     assert "s3cret-pw" not in r.stderr
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("args", [["stats", "--json"], ["build", "--json"]])
+def test_a_missing_postgres_database_exits_2_as_a_missing_sqlite_file_does(pg_url, args):
+    """CONTRACT: a missing store is bad input (exit 2); a missing PostgreSQL database exited 1 while a
+    missing SQLite file exited 2 (fresh-user trial). The message names the database and how to create it."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(pg_url).set(database="automonitor_no_such_db", password="s3cret-pw")
+    r = run_cli(args, db=u.render_as_string(hide_password=False))
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "the PostgreSQL database 'automonitor_no_such_db' does not exist" in r.stderr
+    assert "createdb automonitor_no_such_db" in r.stderr and "s3cret-pw" not in r.stderr
+
+
 def test_generate_refuses_a_missing_store_names_it_and_creates_no_file(tmp_path):
     """A generation writes candidates but is no way to start a store: with a mistyped AUTOMONITOR_DB it
     would spend generator calls filling a new empty file in the current directory. It refuses (exit 2)

@@ -157,12 +157,11 @@ def test_click_pareto_point_then_cell_then_sample(bpage, server, store):
 
     rep = analysis.report(store["engine"], list(store["run_ids"])).to_dict()
     assert "r001" in rep["pareto"], rep["pareto"]  # the evidence run is on the front
-    goto(bpage, server, "tradeoff", min_n="1")  # the seeded runs judge ~56 samples (< default 100)
+    goto(bpage, server, "tradeoff", min_n="1", paper="1")  # the seeded runs judge ~56 samples (< default 100)
     bpage.wait_for_selector(".js-plotly-plot .scatterlayer .point")
     text = bpage.locator("main").inner_text()
     assert "Pearson r" in text and "Pareto front" in text and "secondary summary" in text
     shot(bpage, "tradeoff")
-    e2e_tools.doc_shot(bpage, "tradeoff")  # the README's picture
     x, y = _front_point(bpage, "r001")
     bpage.mouse.move(x, y)
     bpage.wait_for_timeout(400)

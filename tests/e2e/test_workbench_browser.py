@@ -88,7 +88,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
                 e2e.wait_app(page)
                 page.keyboard.press("s")
                 e2e.wait_app(page)
-                page.get_by_text(f"Saved item {step + 1}:").wait_for(timeout=15_000)
+                page.get_by_text(f"Saved item {step + 1} of ").wait_for(timeout=15_000)
             if name == "anna":
                 _fold(page, "label", e2e)
             page.get_by_text("My labels for this batch are final").click()

@@ -107,3 +107,34 @@ def test_harder_editions_stand_beside_each_run(store):
     assert "hard edition" in sec and "verified edition" not in sec  # only editions some run has
     assert "judged 30 of 40 members" in sec and sec.count("<tr><th>") == 2  # the header, the one run with rates
     assert f"MR {r0.overall.mr:.2f}" in sec
+
+
+def test_the_plane_labels_runs_and_applies_the_apps_hollow_rule_and_pearson_r(store):
+    """The report's plane drew unlabelled dots, and a small run as a full point counted in Pearson r, where
+    the Trade-off page draws it hollow, off the front and out of r (fresh-user trial): the report draws the
+    page's points (labels, hollow below the minimum) and its header's r leaves the hollow runs out."""
+    import json
+
+    from automonitor import analysis
+    from automonitor.views import report_html
+
+    url, eng = store
+    rep = analysis.report_model(eng, None, "exclude", n_boot=20)
+    prov = report_html.run_provenance(eng, [r.run_id for r in rep.runs])
+    fig = json.loads(report_html.plane_figure(rep, prov).to_json())
+    runs = [t for t in fig["data"] if str(t.get("name", "")).startswith("runs:")]
+    assert runs and all(t["text"] and all(t["text"]) for t in runs)  # every run named on the plane
+    # 12 judged samples per run: below the minimum of 100, each run is hollow and off the front
+    assert all(t["marker"]["symbol"] == "circle-open" for t in runs)
+    assert any("rules" in x for t in runs for x in t["text"])
+    html = report_html.build(eng, rep)
+    body = _body(html)
+    assert "Pearson r(MR, FAR) n/a" in body and "Pareto front (overall): -." in body
+    assert "Hollow: 3 runs have fewer than 100 judged samples" in body
+    # at a minimum of 1 judged sample every run is full and counted, as on the page at min_n=1
+    pts = report_html.plane_points(rep, prov, min_n=1)
+    assert pts["eligible"].all()
+    r, n = report_html.plane_pearson(pts)
+    assert n == 3 and r is not None
+    # the paper's points are drawn in the report (its caption says where they come from)
+    assert [t for t in fig["data"] if "secondary summary" in json.dumps(t)]

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from automonitor.errors import InputError
 from automonitor.timestamps import utcnow
 from automonitor.runs.monitors import pricing
-from automonitor.vocab import CATEGORIES, LABELS, MONITOR_SEVERITIES, Outcome, TransientKind
+from automonitor.vocab import CATEGORIES, LABELS, MONITOR_BACKENDS, MONITOR_SEVERITIES, Outcome, TransientKind
 from automonitor.runs.answers import GRAMMAR_VERSION
 from automonitor.runs.parsing import ANSWER_CHAR_CAP, ParseResult, evidence_found
 from automonitor.runs.prompts import PromptBuilder
@@ -335,10 +335,13 @@ def register(cls: type["Backend"]) -> type["Backend"]:
     """Class decorator: add a :class:`Backend` subclass to :data:`REGISTRY` under its ``name``.
 
     Raises:
-        ValueError: the class has no ``name`` or another class already took it.
+        ValueError: the class has no ``name``, its name is not in
+            :data:`automonitor.vocab.MONITOR_BACKENDS`, or another class already took it.
     """
     if not cls.name:
         raise ValueError(f"{cls.__name__} needs a backend name")
+    if cls.name not in MONITOR_BACKENDS:  # the CLI's help and the docs list the backends from vocab
+        raise ValueError(f"backend name {cls.name!r} is not in automonitor.vocab.MONITOR_BACKENDS")
     other = REGISTRY.get(cls.name)
     if other is not None and other.__qualname__ != cls.__qualname__:
         raise ValueError(f"backend name {cls.name!r} is taken by {other.__qualname__}")

@@ -1,0 +1,34 @@
+"""The help texts a newcomer reads first: ``run --help`` lists every prompt template and every monitor
+backend from the registries (it listed 4 of 6 templates and no probe/lora), and no on/off flag is shown
+with a type to pass (``automonitor --help`` showed ``--help <bool>``)."""
+
+from __future__ import annotations
+
+import re
+
+from helpers import run_cli
+
+from automonitor.runs.monitors import REGISTRY
+from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
+
+
+def _help(args, tmp_path):
+    r = run_cli([*args, "--help"], db=f"sqlite:///{tmp_path / 'none.db'}", env={"COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    return re.sub(r"\s+", " ", r.stdout)
+
+
+def test_the_backend_list_is_the_registry():
+    assert tuple(REGISTRY) == MONITOR_BACKENDS
+
+
+def test_run_help_lists_every_template_and_backend(tmp_path):
+    text = _help(["run"], tmp_path)
+    for name in (*TEMPLATES, *REGISTRY):
+        assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), name
+
+
+def test_no_flag_is_shown_with_a_bool_type(tmp_path):
+    for args in ([], ["run"], ["report"], ["assign"]):
+        text = _help(args, tmp_path)
+        assert "--help" in text and "<bool>" not in text, args
