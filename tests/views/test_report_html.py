@@ -119,7 +119,7 @@ def test_the_plane_labels_runs_and_applies_the_apps_hollow_rule_and_pearson_r(st
     from automonitor.views import report_html
 
     url, eng = store
-    rep = analysis.report_model(eng, None, "exclude", n_boot=20)
+    rep = analysis.report(eng, None, "exclude", n_boot=20)
     prov = report_html.run_provenance(eng, [r.run_id for r in rep.runs])
     fig = json.loads(report_html.plane_figure(rep, prov).to_json())
     runs = [t for t in fig["data"] if str(t.get("name", "")).startswith("runs:")]
