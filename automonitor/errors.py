@@ -1,9 +1,23 @@
-"""Errors shared by the core. ``InputError`` is bad user input: the CLI maps it to exit code 2."""
+"""Errors of the product: every error it raises on purpose derives from :class:`AutomonitorError`, so a
+caller catches the product's errors with one ``except`` (and nothing else: a bug stays a bug). The CLI maps
+them to exit codes in one table (:data:`automonitor.cli.EXIT_CODES`): bad input, an unknown name and a
+refused permission exit 2, any other product error 1. No message may carry a secret: text from outside
+(a provider's error answer, which may quote the API key it was sent) goes through :func:`redact` before it
+is stored, printed or logged."""
 
 from __future__ import annotations
 
+import os
+import re
 
-class InputError(ValueError):
+
+class AutomonitorError(Exception):
+    """The root of the product's errors (bad input, missing things, refused permissions, judge transport
+    failures, stale reads...). Subclasses keep their standard-library bases (``ValueError``,
+    ``LookupError``, ``PermissionError``) so existing ``except`` clauses still catch them."""
+
+
+class InputError(AutomonitorError, ValueError):
     """Bad input, located as precisely as possible.
 
     Attributes:
@@ -36,9 +50,35 @@ class ChangedElsewhere(InputError):
     state wins; the caller should show it again."""
 
 
-class PermissionDenied(PermissionError):
+class PermissionDenied(AutomonitorError, PermissionError):
     """The acting user's role does not allow the operation (enforced in core/store, not only in the UI)."""
 
 
-class NotFound(LookupError):
+class NotFound(AutomonitorError, LookupError):
     """A named run, sample, user or item does not exist in the store."""
+
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@/\s]+@", re.IGNORECASE)
+_BEARER = re.compile(r"(?P<head>\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_KEY_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}")
+MASK = "***"
+
+
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    """The values (8 characters or more) of the environment variables whose name says they hold a secret
+    (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...), longest
+    first."""
+    env = os.environ if environ is None else environ
+    return sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True)
+
+
+def redact(text: str, environ: dict[str, str] | None = None) -> str:
+    """``text`` with every secret masked as ``***``: the values of :func:`secret_values`, the password
+    of a URL (``postgresql://user:***@host``), a bearer token and anything shaped like a provider key
+    (``sk-...``)."""
+    for value in secret_values(environ):
+        text = text.replace(value, MASK)
+    text = _URL_PASSWORD.sub(rf"\g<head>{MASK}@", text)
+    text = _BEARER.sub(rf"\g<head>{MASK}", text)
+    return _KEY_LIKE.sub(MASK, text)

@@ -7,6 +7,7 @@ The URL comes from ``AUTOMONITOR_DB`` (a SQLAlchemy URL); the default is a SQLit
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ DEFAULT_URL = "sqlite:///automonitor.db"
 _MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 engines: dict[str, Engine] = {}
 _lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def db_url(url: str | None = None) -> str:
@@ -89,6 +91,7 @@ def init_db(engine: Engine | None = None) -> Engine:
     engine = engine or get_engine()
     with named_lock(engine, "migrate"):
         command.upgrade(alembic_config(engine), "head")
+    log.debug("store %s: schema at the newest revision", engine.url.render_as_string(hide_password=True))
     return engine
 
 

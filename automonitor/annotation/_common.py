@@ -13,7 +13,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account
-from automonitor.errors import InputError, PermissionDenied
+from automonitor.errors import AutomonitorError, InputError, PermissionDenied
 from automonitor.timestamps import iso_utc
 from automonitor.vocab import MAX_NOTE, SEVERITIES, ANNOTATION_LABELS, CATEGORIES
 from store import session_scope
@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------------------- helpers
-class StaleRead(Exception):
+class StaleRead(AutomonitorError):
     """A guarded write found its row changed since the transaction read it (e.g. a label upsert that
     updates nothing because another writer submitted the item in between): :func:`transaction` retries
     the whole transaction, whose checks then see the committed state."""

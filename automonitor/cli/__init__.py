@@ -1,7 +1,8 @@
 """The ``automonitor`` command line (typer). Commands live in one module per area and register here.
 
 Exit codes (the CLI contract): 0 success, 2 bad usage or bad input (stderr names file, line
-and field), 1 any other failure. ``--json`` prints exactly one JSON document on stdout.
+and field), 1 any other failure. ``--json`` prints exactly one JSON document on stdout. The product's
+errors (:class:`automonitor.errors.AutomonitorError`) get theirs from one table, :data:`EXIT_CODES`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,19 @@ from automonitor.cli import derive  # noqa: F401  derive ensemble|thresholds|cas
 from automonitor.cli import generate  # noqa: F401  generate sycophancy|gaming|resume|list
 from automonitor.cli import errata  # noqa: F401  errata add|list
 from automonitor.cli.derive import expand_multi
-from automonitor.errors import InputError, NotFound, PermissionDenied
+from automonitor.errors import AutomonitorError, InputError, NotFound, PermissionDenied
 from store.engine import describe_db_error
+
+
+#: exit code of a product error, by class (the first base found in the error's MRO); any other
+#: :class:`AutomonitorError` exits 1. Bad input, an unknown name and a refused permission are the user's
+#: to fix (exit 2, CONTRACT: "2 on bad usage or bad input").
+EXIT_CODES: dict[type[AutomonitorError], int] = {InputError: 2, NotFound: 2, PermissionDenied: 2}
+
+
+def exit_code(exc: AutomonitorError) -> int:
+    """The exit code of product error ``exc`` (:data:`EXIT_CODES`, else 1)."""
+    return next((EXIT_CODES[c] for c in type(exc).__mro__ if c in EXIT_CODES), 1)
 
 
 def _click_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
@@ -85,12 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             prog_name="automonitor",
             standalone_mode=False,
         )
-    except InputError as exc:
-        print(f"error: {exc}{_store_note(exc)}", file=sys.stderr)
-        code = 2
-    except (NotFound, PermissionDenied) as exc:
-        print(f"error: {exc}{_store_note(exc)}", file=sys.stderr)
-        code = 2
+    except AutomonitorError as exc:
+        code = exit_code(exc)
+        # a user's error reads as a sentence; another product error (a judge transport failure...) says its kind
+        what = str(exc) if code == 2 else f"{type(exc).__name__}: {exc}"
+        print(f"error: {what}{_store_note(exc)}", file=sys.stderr)
     except SystemExit as exc:  # typer/click exit
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:

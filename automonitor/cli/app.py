@@ -1,13 +1,52 @@
 """The ``automonitor`` typer application that every command module of :mod:`automonitor.cli` adds its
-commands to (it sits below them, so a command module never imports the package that imports it)."""
+commands to (it sits below them, so a command module never imports the package that imports it).
+
+Every command takes ``--verbose`` (``-v``) and ``--quiet`` (``-q``), before or after its name: the root
+group takes them out of the arguments and configures logging (:mod:`automonitor.cli.logs`) before the
+command runs."""
 
 from __future__ import annotations
 
+import sys
+from typing import Any, Sequence
+
 import typer
+from typer.core import TyperGroup
+
+from automonitor.cli import logs
+
+
+def _own_options(group: Any, args: Sequence[str]) -> set[str]:
+    """The option names (``--quiet``...) of the command that ``args`` call below ``group``."""
+    cmd = group
+    for a in args:
+        sub = getattr(cmd, "commands", None)
+        if sub is None or a.startswith("-"):
+            continue
+        if a not in sub:
+            break
+        cmd = sub[a]
+    return {o for p in getattr(cmd, "params", []) for o in (*p.opts, *p.secondary_opts)}
+
+
+class _LoggingGroup(TyperGroup):
+    """The root group: takes the logging flags out of the arguments (:func:`logs.take_flags`) and
+    configures logging once per command."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **kw: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        argv, level = logs.take_flags(argv, _own_options(self, argv))
+        logs.configure(level)
+        return super().main(argv, *rest, **kw)
+
 
 app = typer.Typer(
     name="automonitor",
-    help="AutoMonitor-Bench: build the benchmark, run misbehavior monitors, analyse MR/FAR, annotate.",
+    cls=_LoggingGroup,
+    help=(
+        "AutoMonitor-Bench: build the benchmark, run misbehavior monitors, analyse MR/FAR, annotate. "
+        "Every command takes --verbose / -v (debug lines on stderr) and --quiet / -q (errors only)."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

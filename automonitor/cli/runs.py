@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from automonitor.cli.app import app
 from automonitor.runs.lease import with_liveness
 from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
+from automonitor.cli.logs import run_log
 from automonitor.errors import InputError
 from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
 
@@ -139,7 +140,8 @@ def run_cmd(
             engine, monitor, template, params, options | {"reuse": reuse, "edition": edition}, controls, repeat, batch
         )
         err_console.print(f"run {run_id}")
-    summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)
+    with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
+        summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)
     _report_run(engine, run_id, summary, as_json)
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator
 
-from automonitor.errors import InputError
+from automonitor.errors import AutomonitorError, InputError
 
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
 EXTENSIONS: dict[str, str] = {
@@ -180,7 +180,7 @@ MAX_META_BYTES = 65_536
 """Largest ``meta`` object, as compact UTF-8 JSON."""
 
 
-class JSONLimitError(ValueError):
+class JSONLimitError(AutomonitorError, ValueError):
     """A JSON text that is well-formed but outside the importers' limits: nested deeper than
     :data:`MAX_JSON_DEPTH`, or holding a non-finite number (``1e999``, ``NaN``, ``Infinity``).
     ``path`` names where (``meta.a.b``, ``score``, ``evidence[2]``), or is None at the top level."""

@@ -62,6 +62,7 @@ from typing import Any, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from automonitor.errors import AutomonitorError
 from automonitor.vocab import SPAN_PROVENANCES
 from automonitor.data.gates import BORING_INTS, CAVE, informative, sample_inputs, sample_outputs, strip_comments
 from automonitor.data.sources.aisi_olmo_rh import HACK_CODE
@@ -814,7 +815,7 @@ def derive_gold_spans(row: dict[str, Any], benign: str | None) -> list[GoldSpan]
     return spans
 
 
-class SpanError(ValueError):
+class SpanError(AutomonitorError, ValueError):
     """A span that does not fit its text: ``index`` (position in the list) and ``field`` name the fault."""
 
     def __init__(self, message: str, index: int, field: str) -> None:

@@ -3,6 +3,8 @@ it, release it. A lease is ``Run.params["lease"]`` (:mod:`automonitor.leases`)."
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -13,6 +15,8 @@ from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
 from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, utcnow
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "LEASE_STALE_S",
@@ -44,6 +48,7 @@ def mark_running(run: Run) -> None:
     run.status = "running"
     run.started_at = run.started_at or utcnow()
     run.finished_at = None
+    log.info("run %s: running in pid %d (monitor %s, template %s)", run.id, os.getpid(), run.monitor, run.template)
 
 
 def lock_run(session: Session, run_id: str) -> Run | None:
@@ -70,6 +75,7 @@ def release(engine: Engine, run_id: str, *, status: RunStatus, error: str | None
             run.status = status
         run.error = error
         s.add(run)
+    log.log(logging.WARNING if status == "failed" else logging.INFO, "run %s: %s (%s)", run_id, status, error)
 
 
 def with_liveness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

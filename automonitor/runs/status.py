@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -13,6 +14,7 @@ from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
 
+log = logging.getLogger(__name__)
 
 RETRYABLE = ("error", "invalid", "refusal")
 
@@ -132,6 +134,16 @@ def finalize(
             run.status = "failed"
             run.error = f"{counts['pending']} predictions still pending"
         s.add(run)
+        status, error = run.status, run.error
+    counted = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+    log.log(
+        logging.WARNING if status == "failed" else logging.INFO,
+        "run %s: %s (%s)%s",
+        run_id,
+        status,
+        counted or "empty",
+        f": {error}" if error else "",
+    )
 
 
 def run_info(engine: Engine, run_id: str) -> dict[str, Any]:

@@ -101,6 +101,7 @@ class OpenAIFaultServer(LoopbackServer):
         self.force: str | None = None
         self.reasoning = False
         self.trickle_s = 1.0
+        self.echo_key = False  # a 401 answer quotes the API key it was sent (as some proxies do)
 
     # ------------------------------------------------------------------ decisions
     def _decide(self, key: str, attempt: int, text: str) -> str:
@@ -231,7 +232,12 @@ class OpenAIFaultServer(LoopbackServer):
                     401,
                     {
                         "error": {
-                            "message": "Incorrect API key provided",
+                            "message": "Incorrect API key provided"
+                            + (
+                                f": {h.headers.get('authorization', '').removeprefix('Bearer ')}"
+                                if self.echo_key
+                                else ""
+                            ),
                             "type": "invalid_request_error",
                             "code": "invalid_api_key",
                         }

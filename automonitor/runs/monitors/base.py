@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from automonitor.errors import InputError
+from automonitor.errors import AutomonitorError, InputError, redact
 from automonitor.timestamps import utcnow
 from automonitor.runs.monitors import pricing
 from automonitor.vocab import CATEGORIES, LABELS, MONITOR_BACKENDS, MONITOR_SEVERITIES, Outcome, TransientKind
@@ -231,7 +231,7 @@ class Generation:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class TransientError(Exception):
+class TransientError(AutomonitorError):
     """A failure worth retrying.
 
     Attributes:
@@ -245,7 +245,7 @@ class TransientError(Exception):
         self, kind: TransientKind, message: str = "", *, retry_after: float | None = None, status: int | None = None
     ):
         self.kind, self.retry_after, self.status = kind, retry_after, status
-        super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}"[:500])
+        super().__init__(redact(f"{kind}{f' (HTTP {status})' if status else ''}: {message}")[:500])
 
     @property
     def rate_limited(self) -> bool:
@@ -253,7 +253,7 @@ class TransientError(Exception):
         return self.kind in ("rate_limit", "overloaded")
 
 
-class PermanentError(Exception):
+class PermanentError(AutomonitorError):
     """A failure that retrying cannot fix (bad key, bad request, unknown model).
 
     Attributes:
@@ -264,7 +264,7 @@ class PermanentError(Exception):
 
     def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
         self.status, self.code = status, code
-        super().__init__(message[:500])
+        super().__init__(redact(message)[:500])  # a provider's answer may quote the key it was sent
 
     @property
     def run_wide(self) -> bool:

@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from automonitor.errors import AutomonitorError
 from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors.base import (
     STOP_FILTERED,
@@ -472,7 +473,7 @@ class OpenAIBackend(Backend):
             await self._direct.close()
 
 
-class DirectStatusError(Exception):
+class DirectStatusError(AutomonitorError):
     """An HTTP error answer of :class:`DirectChat`, shaped like the SDK's ``APIStatusError`` for
     :func:`classify_sdk_error` and the downgrade rules: ``status_code``, ``body`` (the ``error``
     object), ``response.headers``."""

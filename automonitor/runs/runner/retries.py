@@ -4,14 +4,18 @@ honoured, every request counted when it is sent, and every failure turned into a
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
+from automonitor.errors import redact
 from automonitor.runs.monitors import Backend, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.runner.limiter import AIMDLimiter
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 6
 
@@ -78,6 +82,7 @@ class _Attempts:
                 j = await self.backend.judge(self.item, self.count_call)
         except TransientError as exc:
             self.kinds.append(exc.kind)
+            log.info("sample %s: transient %s (status %s): %s", self.item.sample_id, exc.kind, exc.status, exc)
             if exc.rate_limited:
                 self.limiter.on_rate_limit()
             raise
@@ -96,6 +101,7 @@ class _Attempts:
                 reason=f"failed after {len(self.kinds)} attempts: {exc}",
                 meta={"error_kind": exc.kind, "status": exc.status, "retried_after": self.kinds},
             ), self.calls
+        log.warning("sample %s: outcome error (%s: %s)", self.item.sample_id, type(exc).__name__, exc)
         if isinstance(exc, PermanentError):
             return Judgement(
                 "error",
@@ -111,7 +117,7 @@ class _Attempts:
             ), self.calls
         return Judgement(
             "error",
-            raw=f"{type(exc).__name__}: {exc}"[:2000],
+            raw=redact(f"{type(exc).__name__}: {exc}")[:2000],
             reason=f"unexpected {type(exc).__name__} in the backend",
             meta={"error_kind": "internal", "retried_after": self.kinds},
         ), self.calls
