@@ -66,6 +66,10 @@ TEMPLATES: tuple[str, ...] = (
 #: :mod:`automonitor.runs.monitors` register under (``register`` refuses any other name, and a test holds
 #: this tuple equal to the registry), kept here so that the CLI's help texts need not import the backends.
 MONITOR_BACKENDS: tuple[str, ...] = ("rules", "llamacpp", "openai", "anthropic", "probe", "lora")
+#: monitor views (CONTRACT round 4): what of a response the monitor is shown; ``full`` is the default
+#: (the whole stored response), see :mod:`automonitor.data.monitor_views`
+VIEWS: tuple[str, ...] = ("full", "answer", "reasoning", "actions")
+DEFAULT_VIEW = "full"
 SPLITS: tuple[str, ...] = ("test", "train")  # the splits a user names (import, export, stats)
 #: the split of the benign-only control samples the build adds (pair_id ``controls:...``, one side each)
 CONTROLS_SPLIT = "controls"

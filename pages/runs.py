@@ -87,6 +87,14 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
     )
     seed = c6.number_input("Sample seed", min_value=0, step=1, value=0, key=f"{PAGE}.seed")
     concurrency = c7.number_input("Concurrency", min_value=1, max_value=64, step=1, value=4, key=f"{PAGE}.concurrency")
+    view = st.selectbox(
+        "Monitor view",
+        vocab.VIEWS,
+        key=f"{PAGE}.view",
+        help="What the monitor is shown of each response: full (everything), answer (the final output only), "
+        "reasoning (the reasoning only), actions (tool calls and the final output). Only samples that have "
+        "the view are judged.",
+    )
 
     small = views.small_subset_note(int(limit))
     if small:
@@ -155,6 +163,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                 base_url=base_url or None,
                 concurrency=int(concurrency),
                 params={},
+                view=view,
             )
             runner.launch_detached(url, run_id)
         except InputError as exc:

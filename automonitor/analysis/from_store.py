@@ -17,6 +17,8 @@ from automonitor.analysis.difficulty import add_difficulty
 from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.roc_grounding import evidence_run_ids
 from automonitor.analysis.report_schema import ControlsFar, Report, Stability
+from automonitor.analysis.view_comparison import compare_all, view_groups
+from automonitor.data.monitor_views import is_silent, view_of_run
 from automonitor.vocab import EDITIONS
 
 
@@ -90,6 +92,7 @@ def report(
         gold_spans=_gold_spans(engine, runs, preds) if texts is not None else None,
     )
     _add_run_extras(engine, rep, editions, controls, invalid)
+    _add_views(engine, rep, runs, preds, editions, opt)
     add_difficulty(engine, rep, all_preds, invalid)
     if edition is not None:
         rep.edition = edition
@@ -140,6 +143,30 @@ def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict
         return {}
     with session_scope(engine) as s:
         return spans_by_sample(s, need.unique().tolist())
+
+
+def _add_views(
+    engine: Engine, rep: Report, runs: pd.DataFrame, preds: pd.DataFrame, editions: dict[str, str], opt: ReportOptions
+) -> None:
+    """Set each run's ``view`` and the report's ``views`` comparisons (with the silent slice of the samples
+    they share, :func:`automonitor.data.monitor_views.is_silent`) on ``rep`` in place."""
+    from store import session_scope
+    from store.queries.runs import view_inputs
+
+    views = {rid: view_of_run(p) for rid, p in zip(runs["run_id"], runs["params"])}
+    for entry in rep.runs:
+        entry.view = views.get(entry.run_id, "full")
+    groups = view_groups(runs, views, editions)
+    if not groups:
+        return
+    in_groups = {rid for g in groups for rid in g["runs"].values()}
+    mis = preds[preds["run_id"].isin(in_groups) & (preds["label"] == "misbehavior")]["sample_id"].unique().tolist()
+    with session_scope(engine) as s:
+        inputs = view_inputs(s, mis)
+    silent = [i["id"] for i in inputs if is_silent(i["source"], i["response"], i["meta"], "misbehavior")]
+    rep.views = compare_all(
+        preds, runs, views, editions, invalid=opt.invalid, n_boot=opt.n_boot, seed=opt.seed, silent=silent
+    )
 
 
 def _add_run_extras(

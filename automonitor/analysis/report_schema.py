@@ -244,7 +244,7 @@ class RunReport(_Model):
     :func:`automonitor.analysis.report` ``edition`` (one of :data:`automonitor.vocab.EDITIONS`), ``controls``, ``difficulty``
     (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
     runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
-    and ``baselines_edition``.
+    and ``baselines_edition``; ``view``: the monitor view it was judged under (``full`` by default).
 
     ``kind`` and ``status`` are the vocabulary's (:data:`~automonitor.vocab.RunKind`,
     :data:`~automonitor.vocab.RunStatus`); a value this version does not know (a store or a report JSON
@@ -274,6 +274,7 @@ class RunReport(_Model):
     difficulty: dict[str, EditionDifficulty] | None = None  # {"verified"|"hard": rates}
     baselines: dict[str, dict[str, CellBaselines]] | None = None
     baselines_edition: str | None = None
+    view: str = "full"  # the monitor view the run was judged under (``run --view``)
 
     @field_validator("kind", "status", mode="before")
     @classmethod
@@ -393,7 +394,9 @@ class Report(_Model):
     3); ``invalid_policy`` exclude | as-flag | as-miss; ``paired`` comparisons; ``cost_ratio`` (> 0)
     and ``prevalence`` (in (0, 1) or ``None`` = sample share) of the score runs' operating points;
     ``edition`` when the report was limited to one; ``audit`` ({edition: AuditBaselines}) when the audit
-    baselines were attached.
+    baselines were attached; ``views``: the comparisons across monitor views
+    (:func:`automonitor.analysis.view_comparison.compare_views`) when runs of one monitor and template were
+    judged under several views.
     """
 
     runs: list[RunReport]
@@ -409,6 +412,9 @@ class Report(_Model):
     intervals: str
     edition: str | None = None
     audit: dict[str, AuditBaselines] | None = None
+    # comparisons across monitor views (:mod:`automonitor.analysis.view_comparison`), one per monitor and
+    # template judged under >= 2 views; ``None`` when there is none
+    views: list[dict[str, Any]] | None = None
 
     def run(self, run_id: str) -> RunReport | None:
         """The run entry with this id, or ``None``."""

@@ -88,6 +88,18 @@ BatchOpt = Annotated[
         help="submit through the provider's batch API (openai, anthropic); --param batch_poll=SECONDS, batch_size=N",
     ),
 ]
+ViewOpt = Annotated[
+    str,
+    typer.Option(
+        "--view",
+        help="what the monitor is shown: full (the whole response), answer (final output only), reasoning "
+        "(reasoning only), actions (tool calls and final output); only samples that have the view are judged",
+    ),
+]
+SourceOpt = Annotated[
+    list[str] | None,
+    typer.Option("--source", help="judge only the samples of this source (repeatable; see `stats`)"),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the run summary as one JSON document")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="no progress bar")]
 
@@ -109,6 +121,8 @@ def run_cmd(
     retry_errors: RetryErrorsOpt = None,
     retry: RetryOpt = None,
     batch: BatchOpt = False,
+    view: ViewOpt = "full",
+    source: SourceOpt = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -124,6 +138,9 @@ def run_cmd(
     engine = open_store()
     params = _parse_params(param)
     _apply_repeat(params, repeat, resume, retry_errors)
+    view_given = view != "full" or bool(source)
+    if (resume or retry_errors) and view_given:
+        raise InputError("--view/--source apply to a new run (a run keeps the view it was created with)", field="view")
     if retry_errors:
         if resume or any(v is not None for v in (monitor, template, limit, base_url)) or params or reuse:
             raise InputError("--retry-errors RUN_ID takes no other run options", field="retry-errors")
@@ -136,9 +153,8 @@ def run_cmd(
         run_id = resume
     else:
         options = {"limit": limit, "sample_seed": sample_seed, "base_url": base_url, "concurrency": concurrency or 8}
-        run_id = new_run(
-            engine, monitor, template, params, options | {"reuse": reuse, "edition": edition}, controls, repeat, batch
-        )
+        run_opts = options | {"reuse": reuse, "edition": edition, "view": view, "sources": source or None}
+        run_id = new_run(engine, monitor, template, params, run_opts, controls, repeat, batch)
         err_console.print(f"run {run_id}")
     with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
         summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)
@@ -197,7 +213,7 @@ def new_run(
     repeat: int | None,
     batch: bool,
 ) -> str:
-    """Create the new run (``options``: limit, sample_seed, base_url, concurrency, reuse, edition of
+    """Create the new run (``options``: limit, sample_seed, base_url, concurrency, reuse, edition, view, sources of
     :func:`automonitor.runs.runner.create_run`; ``batch_poll``/``batch_size`` taken out of ``params``) and
     mark it for the batch API with ``--batch``; returns its id.
 
@@ -214,6 +230,8 @@ def new_run(
     batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
     if batch and repeat is not None and repeat > 1:
         raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
+    if batch and options.get("view", "full") != "full":
+        raise InputError("--batch judges the full view only; run other views with the live runner", field="view")
     if batch:
         from automonitor.runs import batch as batch_mod
 

@@ -6,7 +6,10 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
+from automonitor.data.monitor_views import render
+from automonitor.errors import InputError
 from automonitor.hashing import sha256_text
+from automonitor.vocab import DEFAULT_VIEW
 
 if TYPE_CHECKING:
     from automonitor.runs.monitors import Backend
@@ -34,17 +37,38 @@ def cache_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
+def view_text(text: Mapping[str, Any], view: str) -> dict[str, Any]:
+    """``text`` (``{request, response, source?, meta?, ...}``) with its response replaced by what the monitor
+    is shown under ``view`` (:func:`automonitor.data.monitor_views.render`; ``full``: unchanged).
+
+    Raises:
+        InputError: the sample has no such view (a run only holds samples that have its view, so this
+            means the sample changed since the run was created).
+    """
+    if view == DEFAULT_VIEW:
+        return dict(text)
+    r = render(text["response"], view, source=text.get("source") or "", meta=text.get("meta"))
+    if r is None:
+        raise InputError(f"a sample of the run has no {view!r} view (changed since the run was created?)", field="view")
+    return {**text, "response": r.text}
+
+
 class CacheKeys:
     """The cache keys of one monitor configuration: ``keys(text, repeat)`` is the :func:`cache_key` of
     ``backend`` (name, model, base URL), ``template_hash``, the sample ``text`` (``{"request",
     "response", ...}``) and the backend's answer-changing parameters plus the prompt fingerprint (fixed
     when the object is made). Repeat k > 0 adds ``{"repeat": k}`` to the parameters; repeat 0 keeps the
-    plain key, so a K-repeat run and a single run share their repeat-0 verdicts."""
+    plain key, so a K-repeat run and a single run share their repeat-0 verdicts. A monitor view other than
+    ``full`` adds ``{"view": view}`` (``text`` is then already the view's rendering, :func:`view_text`), so
+    two views never share a verdict even where their texts coincide; ``full`` keeps the plain key."""
 
-    def __init__(self, backend: Backend, template_hash: str) -> None:
+    def __init__(self, backend: Backend, template_hash: str, view: str = DEFAULT_VIEW) -> None:
         self.backend = backend
         self.template_hash = template_hash
+        self.view = view
         self.params: dict[str, Any] = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
+        if view != DEFAULT_VIEW:
+            self.params["view"] = view
 
     def __call__(self, text: Mapping[str, Any], repeat: int = 0) -> str:
         params = self.params if not repeat else {**self.params, "repeat": int(repeat)}

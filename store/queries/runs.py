@@ -80,16 +80,42 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
 
 
 def sample_texts(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """``{sample_id: {request, response, content_hash}}`` for ``ids``."""
+    """``{sample_id: {request, response, content_hash, source, meta}}`` for ``ids``."""
     return {
-        r.id: {"request": r.request, "response": r.response, "content_hash": r.content_hash}
+        r.id: {
+            "request": r.request,
+            "response": r.response,
+            "content_hash": r.content_hash,
+            "source": r.source or "",
+            "meta": r.meta or {},
+        }
         for r in rows_by_ids(
             session,
-            [col(Sample.id), col(Sample.request), col(Sample.response), col(Sample.content_hash)],
+            [
+                col(Sample.id),
+                col(Sample.request),
+                col(Sample.response),
+                col(Sample.content_hash),
+                col(Sample.source),
+                col(Sample.meta),
+            ],
             col(Sample.id),
             ids,
         )
     }
+
+
+def view_inputs(session: Session, ids: list[str]) -> list[dict[str, Any]]:
+    """``[{id, response, source, meta}]`` for ``ids`` (id order): what a monitor view is cut from."""
+    rows = rows_by_ids(
+        session,
+        [col(Sample.id), col(Sample.response), col(Sample.source), col(Sample.meta)],
+        col(Sample.id),
+        ids,
+    )
+    return sorted(
+        ({"id": r[0], "response": r[1], "source": r[2] or "", "meta": r[3] or {}} for r in rows), key=lambda d: d["id"]
+    )
 
 
 def train_examples(session: Session) -> list[dict[str, Any]]:
@@ -341,8 +367,9 @@ def find_equivalent_run(
     fewshot: list[str],
     sample_ids: list[str],
     config: dict[str, Any] | None = None,
+    view: str = "full",
 ) -> str | None:
-    """The newest measured run with the same monitor, template hash, base URL, judge parameters,
+    """The newest measured run with the same monitor view (``params["view"]``, ``full`` when absent), monitor, template hash, base URL, judge parameters,
     backend configuration (``Backend.cache_params()``, e.g. model file, calibration; a run recorded
     without one never matches a non-empty ``config``), few-shot examples and exactly ``sample_ids``
     (or ``None``). Finished runs are preferred."""
@@ -366,6 +393,7 @@ def find_equivalent_run(
         p = run.params or {}
         if (
             p.get("base_url") != base_url
+            or (p.get("view") or "full") != view
             or (p.get("judge") or {}) != judge
             or (p.get("config") or {}) != (config or {})
             or list(p.get("fewshot") or []) != list(fewshot)
@@ -444,6 +472,7 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
         "kind": r.kind,
         "n": r.n,
         "edition": r.edition,
+        "view": params.get("view") or "full",  # the monitor view (CONTRACT round 4); runs before views: full
         "archived": bool(r.archived),
         "counts": counts if counts is not None else _empty_counts(),
         "api_calls": r.api_calls,

@@ -33,6 +33,9 @@ LABEL_SOURCE = "by_construction"
 DUMPS = f"{FOLDER}/data/dataset.jsonl"
 SDF = f"{FOLDER}/data/dataset_sdf.jsonl"
 FILES = (DUMPS, SDF)
+#: monitor views: the ``<thinking>`` blocks are the reasoning, the code and files after them the answer
+#: (:func:`automonitor.data.parts.think_parts`)
+VIEWS = ("full", "answer", "reasoning")
 HACK_CODE = re.compile(r"conftest|os\._exit|sys\.exit|__eq__|AlwaysEqual")
 NOTE = {
     "dont_hack": (
@@ -96,7 +99,9 @@ def _benign(obj: dict[str, Any]) -> bool:
     )
 
 
-@register_source(NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=150, screen=screen)
+@register_source(
+    NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=150, screen=screen, views=VIEWS
+)
 def load(raw: Path) -> SourceResult:
     """Pair hack and clean rollouts of the same run and problem (see module doc).
 

@@ -277,6 +277,7 @@ def screen(p: PairRecord) -> str | None:
     task="reasoning",
     files=FILES,
     order=140,
+    views=("full", "answer", "reasoning", "actions"),
     screen=screen,
     globs=GLOBS,
     verified_pairs=105,

@@ -37,6 +37,9 @@ BENIGN_PROVENANCE = (
 )
 _FINAL = re.compile(r"best answer is:?\s*\(?([A-J])\)?", re.I)
 THINK_END = "</think>"
+#: monitor views: the chain before ``</think>`` is the reasoning, the answer after it the answer
+#: (:func:`automonitor.data.parts.think_parts`, the same cut as :func:`chain_steps`)
+VIEWS = ("full", "answer", "reasoning")
 
 
 def chain_steps(text: str) -> list[Step]:
@@ -71,7 +74,7 @@ def screen(p: PairRecord) -> str | None:
     return None
 
 
-@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=160, screen=screen)
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=160, screen=screen, views=VIEWS)
 def load(raw: Path) -> SourceResult:
     """One cued/correct pair per problem of the 0.15-threshold file (see module doc).
 

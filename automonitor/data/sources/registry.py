@@ -50,8 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from automonitor.data.parts import PartsFn
 from automonitor.data.sources.base import PairRecord, SourceResult
-from automonitor.vocab import CATEGORIES, TASKS
+from automonitor.vocab import CATEGORIES, TASKS, VIEWS
 
 LoadFn = Callable[[Path], SourceResult]
 ScreenFn = Callable[[PairRecord], str | None]
@@ -77,6 +78,10 @@ class Source:
         verified_pairs: test pairs of the ``verified`` edition only (``None``: no such quota).
         candidate_pairs: pairs drawn for the annotation candidate pool (``None``: no planned draw).
         optional: used when present (e.g. a non-commercial licence): ``build`` does not ask for it.
+        views: the monitor views its samples have (:data:`automonitor.vocab.VIEWS`, always with ``full``);
+            ``None``: read per sample from its parts (:mod:`automonitor.data.monitor_views`).
+        parts: ``parts(response, meta) -> [Part]``, how its responses split into reasoning, actions and
+            answer (:mod:`automonitor.data.parts`); ``None``: :func:`automonitor.data.parts.generic_parts`.
     """
 
     name: str
@@ -92,6 +97,8 @@ class Source:
     verified_pairs: int | None = None
     candidate_pairs: int | None = None
     optional: bool = False
+    views: tuple[str, ...] | None = None
+    parts: PartsFn | None = None
 
 
 #: source name -> :class:`Source`, ascending by ``(order, name)``; filled by :func:`register_source`
@@ -109,7 +116,8 @@ def add_source(src: Source) -> Source:
 
     Raises:
         ValueError: the name is taken, another source has the same ``order``, the category or task is
-            not contract vocabulary, ``files`` is empty, or a quota is not a positive integer.
+            not contract vocabulary, ``files`` is empty, a quota is not a positive integer, or ``views``
+            lacks ``full`` or names an unknown view.
     """
     if src.name in REGISTRY:
         raise ValueError(f"source name {src.name!r} is registered twice")
@@ -124,6 +132,10 @@ def add_source(src: Source) -> Source:
         raise ValueError(f"source {src.name!r} reads no files")
     _positive(src.name, "verified_pairs", src.verified_pairs)
     _positive(src.name, "candidate_pairs", src.candidate_pairs)
+    if src.views is not None and ("full" not in src.views or not set(src.views) <= set(VIEWS)):
+        raise ValueError(
+            f"source {src.name!r}: views must include 'full' and be among {', '.join(VIEWS)}, got {src.views!r}"
+        )
     ordered = sorted([*REGISTRY.values(), src], key=lambda s: (s.order, s.name))
     REGISTRY.clear()  # in place: importers hold this dict
     REGISTRY.update((s.name, s) for s in ordered)
@@ -144,6 +156,8 @@ def register_source(
     verified_pairs: int | None = None,
     candidate_pairs: int | None = None,
     optional: bool = False,
+    views: Iterable[str] | None = None,
+    parts: PartsFn | None = None,
 ) -> Callable[[LoadFn], LoadFn]:
     """Decorator of a source's ``load(raw_dir) -> SourceResult``: registers a :class:`Source` (fields as
     there; ``doc`` defaults to the first line of the decorated function's module doc) and returns the
@@ -170,6 +184,8 @@ def register_source(
                 verified_pairs=verified_pairs,
                 candidate_pairs=candidate_pairs,
                 optional=optional,
+                views=None if views is None else tuple(views),
+                parts=parts,
             )
         )
         return load

@@ -48,6 +48,11 @@ def _contents(rec: dict[str, Any], where: str, idx: int) -> list[Any]:
     return [t for block in c for t in block if isinstance(t, dict)]
 
 
+#: monitor views: thoughts are the reasoning, actions the tool calls, the last agent message (else the last
+#: action) the final output (:func:`automonitor.data.parts.trajectory_parts`)
+VIEWS = ("full", "answer", "reasoning", "actions")
+
+
 def steps(turns: list[dict[str, Any]]) -> list[Step]:
     """The typed steps of R-Judge turns (:class:`automonitor.data.trajectory.Step`): agent turns keep
     thought, action and their message (``content``), environment turns become observations, other
@@ -164,7 +169,9 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -
     )
 
 
-@register_source(NAME, folder=FOLDER, category=CATEGORY, task="reasoning", files=FILES, order=90, optional=OPTIONAL)
+@register_source(
+    NAME, folder=FOLDER, category=CATEGORY, task="reasoning", files=FILES, order=90, optional=OPTIONAL, views=VIEWS
+)
 def load(raw: Path) -> SourceResult:
     """Pair R-Judge unsafe and safe trajectories of the same user instruction (see module doc).
 

@@ -21,6 +21,7 @@ from string import ascii_uppercase
 from typing import Any
 
 from automonitor.errors import InputError
+from automonitor.data.parts import Part, final_sentence_parts
 from automonitor.data.sources.base import PairRecord, SourceResult, read_json
 from automonitor.data.sources.registry import register_source
 
@@ -285,7 +286,23 @@ def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: Source
             res.pairs.append(pair)
 
 
-@register_source(NAME, folder=FOLDER, category=CATEGORY, task="reasoning", files=FILES, order=40, candidate_pairs=100)
+def parts(text: str, meta: dict[str, Any]) -> list[Part]:
+    """The monitor-view parts of a chain of thought: the reasoning, then the final "The best answer is: (X)"
+    sentence as the answer (:func:`automonitor.data.parts.final_sentence_parts`)."""
+    return final_sentence_parts(text)
+
+
+@register_source(
+    NAME,
+    folder=FOLDER,
+    category=CATEGORY,
+    task="reasoning",
+    files=FILES,
+    order=40,
+    candidate_pairs=100,
+    views=("full", "answer", "reasoning"),
+    parts=parts,
+)
 def load(raw: Path) -> SourceResult:
     """Read the 26 result files and 13 ``val_data.json`` files under ``raw`` (see module doc).
 

@@ -9,6 +9,7 @@ from typing import Any, cast
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from automonitor.data.monitor_views import check_view, covered, missing_part_message
 from automonitor.errors import InputError
 from automonitor.timestamps import stamped_id
 from automonitor.runs.monitors import Backend, MonitorSpec, backend_class, create_backend, parse_monitor_spec
@@ -33,6 +34,7 @@ class _Selection:
     samples: list[dict[str, Any]]
     ids: list[str]
     n_controls: int
+    without_view: dict[str, int] | None = None
 
 
 def create_run(
@@ -48,6 +50,8 @@ def create_run(
     reuse: bool = False,
     edition: str = "paper",
     controls: bool = True,
+    view: str = "full",
+    sources: list[str] | None = None,
 ) -> str:
     """Create a run with one pending prediction per selected test sample; returns the run id.
 
@@ -69,19 +73,27 @@ def create_run(
         edition: test-set edition judged (``paper`` | ``verified``), recorded as ``run.edition``.
         controls: also judge the benign-only ``controls`` slice when the store has one (with ``limit``,
             a seeded subset of the same share); reports give FAR on controls separately.
+        view: the monitor view (:mod:`automonitor.data.monitor_views`): the monitor is shown each
+            sample's rendering under it; only samples that have the view are judged (the others are counted
+            in ``Run.params["without_view"]`` by source), ``limit`` drawn among them. Recorded as
+            ``Run.params["view"]``; part of the cache key.
+        sources: judge only the samples of these sources (``None``: all).
 
     Raises:
-        InputError: unknown backend/template, bad limit/concurrency, empty test split, missing API key,
-            too few train samples for a few-shot template. Nothing is written in that case.
+        InputError: unknown backend/template/view, bad limit/concurrency, empty test split, missing API
+            key, too few train samples for a few-shot template, a source named in ``sources`` that has no
+            sample in the edition or lacks the part ``view`` needs (the message names source and part), no
+            sample with the view. Nothing is written in that case.
     """
     spec = parse_monitor_spec(monitor)
     tpl = load_template(template)
     params, repeat = _checked_options(spec, dict(params or {}), limit, concurrency, base_url)
+    check_view(view)
     from store.queries.samples import check_edition
 
     check_edition(edition)
     with session_scope(engine) as s:
-        sel = select_samples(s, edition, limit, sample_seed, controls)
+        sel = select_samples(s, edition, limit, sample_seed, controls, view=view, sources=sources)
         examples = _choose_examples(s, tpl, params)
         # validates the backend (key present, model file found) without any network call
         prompt = PromptBuilder(tpl, examples=examples)
@@ -92,9 +104,10 @@ def create_run(
                 raise
             runner_keys = ", ".join(sorted(k for k in RUNNER_PARAMS if k != "timeout"))
             raise InputError(f"{exc.message}; runner keys: {runner_keys}", field="param") from None
-        if reuse and (same := _equivalent_run(s, spec, tpl, base_url, params, backend, examples, sel)):
+        if reuse and (same := _equivalent_run(s, spec, tpl, base_url, params, backend, examples, sel, view)):
             return same
         options = {"base_url": base_url, "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency)}
+        options |= _view_options(view, sources, sel)
         return _insert_run(s, spec, tpl, backend, options, params, examples, sel, edition, repeat)
 
 
@@ -107,6 +120,7 @@ def _equivalent_run(
     backend: Backend,
     examples: list[FewShotExample],
     sel: _Selection,
+    view: str = "full",
 ) -> str | None:
     """``--reuse``: the id of an existing run with the same configuration and samples, or None."""
     return q.find_equivalent_run(
@@ -119,6 +133,7 @@ def _equivalent_run(
         config=backend.cache_params(),
         fewshot=[e.sample_id for e in examples],
         sample_ids=sel.ids,
+        view=view,
     )
 
 
@@ -149,12 +164,60 @@ def _checked_options(
     return params, repeat
 
 
-def select_samples(s: Session, edition: str, limit: int | None, sample_seed: int, controls: bool) -> _Selection:
-    """The edition's test samples (a stratified subset with ``limit``) followed by the controls slice
-    (with ``limit``, a seeded subset of the same share, at least one).
+def _view_options(view: str, sources: list[str] | None, sel: _Selection) -> dict[str, Any]:
+    """What a run records of its view: ``view`` always, ``sources`` and ``without_view`` when they apply
+    (a ``full`` run over all sources records ``view`` only)."""
+    out: dict[str, Any] = {"view": view}
+    if sources:
+        out["sources"] = sorted(set(sources))
+    if sel.without_view:
+        out["without_view"] = dict(sorted(sel.without_view.items()))
+    return out
+
+
+def _view_filter(
+    s: Session, samples: list[dict[str, Any]], view: str, sources: list[str] | None
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """``samples`` of ``sources`` (all when ``None``) that have ``view``, and ``{source: samples without it}``.
 
     Raises:
-        InputError: the edition has no test samples.
+        InputError: a named source with no sample here (field ``source``), or one whose samples all lack
+            the view's part (field ``view``; :func:`automonitor.data.monitor_views.missing_part_message`).
+    """
+    if view == "full" and not sources:
+        return samples, {}
+    inputs = q.view_inputs(s, [x["id"] for x in samples])
+    if sources:
+        wanted = set(sources)
+        found = {i["source"] for i in inputs}
+        for src in sorted(wanted - found):
+            raise InputError(f"source {src!r} has no test sample in this edition", field="source")
+        inputs = [i for i in inputs if i["source"] in wanted]
+    ok, lacking = covered(inputs, view)
+    if sources:
+        have = {i["source"] for i in inputs if i["id"] in set(ok)}
+        for src in sorted(set(sources) - have):
+            raise InputError(missing_part_message(src, view), field="view")
+    keep = set(ok)
+    return [x for x in samples if x["id"] in keep], lacking
+
+
+def select_samples(
+    s: Session,
+    edition: str,
+    limit: int | None,
+    sample_seed: int,
+    controls: bool,
+    *,
+    view: str = "full",
+    sources: list[str] | None = None,
+) -> _Selection:
+    """The edition's test samples (a stratified subset with ``limit``) followed by the controls slice
+    (with ``limit``, a seeded subset of the same share, at least one); with a ``view`` or ``sources``, only
+    the samples of those sources that have the view (:func:`_view_filter`; the controls the same way).
+
+    Raises:
+        InputError: the edition has no test samples; see :func:`_view_filter`; no sample has ``view``.
     """
     from store.queries.samples import control_samples
 
@@ -165,14 +228,25 @@ def select_samples(s: Session, edition: str, limit: int | None, sample_seed: int
             f"or `automonitor import` first",
             field="--edition",
         )
+    samples, lacking = _view_filter(s, samples, view, sources)
+    if not samples:
+        named = ", ".join(missing_part_message(src, view) for src in sorted(lacking))
+        raise InputError(f"no test sample has the {view!r} view: {named}", field="view")
     ids = stratified_sample(samples, limit, sample_seed)
     ctrl_ids: list[str] = []
     if controls:
-        ctrl_ids = [c["id"] for c in control_samples(s)]
+        ctrl = control_samples(s)
+        if view != "full" or sources:
+            ctrl_inputs = q.view_inputs(s, [c["id"] for c in ctrl])
+            if sources:
+                ctrl_inputs = [i for i in ctrl_inputs if i["source"] in set(sources)]
+            ok_ctrl, _ = covered(ctrl_inputs, view)
+            ctrl = [c for c in ctrl if c["id"] in set(ok_ctrl)]
+        ctrl_ids = [c["id"] for c in ctrl]
         if limit is not None and ctrl_ids:
             share = max(1, round(len(ctrl_ids) * len(ids) / max(1, len(samples))))
             ctrl_ids = sorted(seeded_shuffle(ctrl_ids, sample_seed)[:share])
-    return _Selection(samples=samples, ids=ids + ctrl_ids, n_controls=len(ctrl_ids))
+    return _Selection(samples=samples, ids=ids + ctrl_ids, n_controls=len(ctrl_ids), without_view=lacking)
 
 
 def _choose_examples(s: Session, tpl: Template, params: dict[str, Any]) -> list[FewShotExample]:

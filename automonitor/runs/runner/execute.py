@@ -14,6 +14,7 @@ from typing import Any, Callable, Coroutine, TypeVar, cast
 
 from sqlalchemy.engine import Engine
 
+from automonitor.data.monitor_views import view_of_run
 from automonitor.errors import InputError, NotFound
 from automonitor.runs.monitors import Backend, create_backend
 from automonitor.runs import batch as batch_mod
@@ -47,6 +48,7 @@ class _Claim:
     base_url: str | None
     judge_params: dict[str, Any]
     max_conc: int
+    view: str = "full"
 
     @property
     def total(self) -> int:
@@ -97,6 +99,7 @@ def execute_run(
         claim.total,
         progress,
         should_cancel,
+        view=claim.view,
     )
     state.history = claim.history
     _judge_pending(engine, run_id, state)
@@ -184,6 +187,7 @@ def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
             base_url=params.get("base_url"),
             judge_params=judge_params,
             max_conc=int(concurrency or params.get("concurrency") or 8),
+            view=view_of_run(params),
         )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, Tuple
 from sqlalchemy.engine import Engine
 
 from automonitor.runs.monitors import Backend, Item, Judgement
-from automonitor.runs.cache import CacheKeys
+from automonitor.runs.cache import CacheKeys, view_text
 from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.runs.runner.retries import RetryPolicy, judge_with_retries
 from automonitor.runs.verdicts import cache_entry, cacheable, cached_prediction, judged_prediction
@@ -65,6 +65,7 @@ class Execution:
         total: int,
         progress: Callable[[int, int], None] | None,
         should_cancel: Callable[[], bool] | None,
+        view: str = "full",
     ) -> None:
         self.engine, self.run_id, self.backend = engine, run_id, backend
         self.template_hash = template_hash
@@ -78,7 +79,8 @@ class Execution:
         self.cancelled = False
         self.vanished = False  # the run row disappeared while executing
         self._stop = False
-        self.keys = CacheKeys(backend, template_hash)
+        self.view = view  # the monitor view: each sample's response is replaced by its rendering
+        self.keys = CacheKeys(backend, template_hash, view)
         self.history: dict[int, list[dict[str, Any]]] = {}
         self.pages_read = 0
         self.max_page = 0
@@ -184,6 +186,7 @@ class Execution:
     async def _dispatch(self, page: Page, queue: asyncio.Queue[Job | None], writer: ResultWriter) -> None:
         """Look the page up in the cache: hits are written at once, misses queued for the workers."""
         texts = await asyncio.to_thread(stream_q.texts_for, self.engine, list({sid for _, sid, _r in page}))
+        texts = {sid: view_text(t, self.view) for sid, t in texts.items()}
         keys = {pid: self.key_for(texts[sid], r) for pid, sid, r in page}
         cached = await asyncio.to_thread(self._cache_lookup, list(set(keys.values())))
         hits = 0
