@@ -12,7 +12,7 @@ import pytest
 from automonitor import analysis
 from automonitor.analysis.view_comparison import compare_views, view_groups
 from automonitor.runs import runner
-from servers.views_data import add_view_samples
+from servers.views_data import add_view_samples, echo_backend
 
 N = 20
 
@@ -106,9 +106,10 @@ def test_groups_need_two_views_of_one_monitor_and_template():
 def test_report_json_compares_views_of_one_monitor(engine):
     add_view_samples(engine)
     ids = {}
-    for view in ("full", "answer", "reasoning"):
-        ids[view] = runner.create_run(engine, "view-echo-test", "direct", view=view)
-        runner.execute_run(engine, ids[view])
+    with echo_backend():
+        for view in ("full", "answer", "reasoning"):
+            ids[view] = runner.create_run(engine, "view-echo-test", "direct", view=view)
+            runner.execute_run(engine, ids[view])
     rep = json.loads(json.dumps(analysis.report(engine, n_boot=50).to_dict()))
     assert {r["run_id"]: r["view"] for r in rep["runs"]} == {v: k for k, v in ids.items()}
     assert {r["view"] for r in rep["runs"]} == {"full", "answer", "reasoning"}

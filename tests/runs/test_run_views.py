@@ -15,12 +15,18 @@ from automonitor.data.monitor_views import render
 from automonitor.errors import InputError
 from automonitor.runs import runner
 from servers.openai_fault import OpenAIFaultServer
-from servers.views_data import EchoBackend, plain, rows_of, add_view_samples
+from servers.views_data import EchoBackend, add_view_samples, echo_backend, plain, rows_of
 from store import session_scope
 from store.models import Prediction, Run
 from store.queries.samples import insert_samples
 
 FAST = {"backoff_initial": 0.01, "backoff_max": 0.05, "timeout": 60}
+
+
+@pytest.fixture
+def echo():
+    with echo_backend() as cls:
+        yield cls
 
 
 def _cli(args: list[str], capsys) -> tuple[int, str, str]:
@@ -29,7 +35,7 @@ def _cli(args: list[str], capsys) -> tuple[int, str, str]:
     return code, cap.out, cap.err
 
 
-def test_monitor_is_shown_the_view_and_only_samples_that_have_it(db_url, engine, capsys, monkeypatch):
+def test_monitor_is_shown_the_view_and_only_samples_that_have_it(db_url, engine, capsys, monkeypatch, echo):
     monkeypatch.setenv("AUTOMONITOR_DB", db_url)
     rows = add_view_samples(engine)
     EchoBackend.seen.clear()
@@ -101,7 +107,7 @@ def test_no_store_view_empty_set_is_refused(engine):
         runner.create_run(engine, "rules", "direct", view="reasoning")
 
 
-def test_cache_keeps_views_apart(engine):
+def test_cache_keeps_views_apart(engine, echo):
     """Verdicts are cached per view: a second view makes its own calls even where its text equals the
     full text (xstest's answer is its whole response); the same view again is all cache hits."""
     add_view_samples(engine)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from automonitor.data.trajectory import Step, serialise
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
+from contextlib import contextmanager
+from typing import Iterator
+
+from automonitor.runs.monitors import base as monitors_base
 from automonitor.runs.monitors.base import Backend, Judgement, register
 from store import session_scope
 from store.queries.samples import insert_samples
@@ -70,7 +74,6 @@ def add_view_samples(engine) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
-@register
 class EchoBackend(Backend):
     """Records every response it is shown; flags one that contains ``os._exit`` or ``sed -i``."""
 
@@ -89,3 +92,18 @@ class EchoBackend(Backend):
     @classmethod
     def estimate_tokens(cls, model, params, builder, texts):
         return len(texts), 0
+
+
+@contextmanager
+def echo_backend() -> Iterator[type[EchoBackend]]:
+    """:class:`EchoBackend` registered (under its test name, added to the accepted names) for the block
+    only, so the registry equals :data:`automonitor.vocab.MONITOR_BACKENDS` again afterwards."""
+    saved = monitors_base.MONITOR_BACKENDS
+    monitors_base.MONITOR_BACKENDS = (*saved, EchoBackend.name)
+    try:
+        register(EchoBackend)
+        EchoBackend.seen.clear()
+        yield EchoBackend
+    finally:
+        monitors_base.REGISTRY.pop(EchoBackend.name, None)
+        monitors_base.MONITOR_BACKENDS = saved
