@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import CELLS, FN, FP, PEND, TN, TP, sample_codes
 from automonitor.analysis.from_store import predictions_frame, split_controls
+from automonitor.data.monitor_views import render
 from automonitor.vocab import NEGATIVE, POSITIVE, UNSCORED
 
 
@@ -29,7 +30,9 @@ def cell_samples(
             lists them.
         category, task: optional filters.
     Returns:
-        The :func:`predictions_frame` columns plus request and response, ordered by sample id.
+        The :func:`predictions_frame` columns plus request, response and view, ordered by sample id: the
+        response as the monitor saw it, i.e. its rendering under the run's monitor view
+        (:mod:`automonitor.data.monitor_views`; the stored response for ``full``).
     Raises:
         ValueError for an unknown cell or policy; NotFound for an unknown run.
     """
@@ -50,7 +53,16 @@ def cell_samples(
         sel = code == {"tp": TP, "fn": FN, "fp": FP, "tn": TN, "pending": PEND}[cell]
     df = df[sel]
     texts = q.sample_frame(engine, df["sample_id"])[["sample_id", "request", "response"]]
-    return df.merge(texts, on="sample_id", how="left").sort_values("sample_id").reset_index(drop=True)
+    out = df.merge(texts, on="sample_id", how="left").sort_values("sample_id").reset_index(drop=True)
+    view = q.run_views(engine, [run_id]).get(run_id, "full")
+    out["view"] = view
+    if view != "full" and len(out):
+        shown = {}
+        for i in q.view_inputs(engine, list(out["sample_id"])):
+            r = render(i["response"], view, source=i["source"], meta=i["meta"])
+            shown[i["id"]] = r.text if r is not None else None
+        out["response"] = [shown.get(sid) for sid in out["sample_id"]]
+    return out
 
 
 def roc_frame(engine: Engine, run_id: str) -> pd.DataFrame:

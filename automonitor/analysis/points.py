@@ -31,6 +31,7 @@ POINT_COLUMNS: tuple[str, ...] = (
     "far_hi",
     "unscored",
     "unscored_rate",
+    "view",
 )
 _EMPTY_SLICE: dict[str, Any] = {
     "n": 0,
@@ -51,7 +52,8 @@ def run_points(report: Report | Mapping[str, Any], slice: tuple[str, ...] = ("ov
         slice: ``("overall",)``, ``("category", cat)``, ``("task", task)`` or ``("category_task", cat, task)``.
     Returns:
         DataFrame with run_id, monitor, template, kind, n, mr, far, mr_ci, far_ci (lists or None),
-        mr_lo, mr_hi, far_lo, far_hi, unscored, unscored_rate, on_front (bool; front of this slice).
+        mr_lo, mr_hi, far_lo, far_hi, unscored, unscored_rate, view (the monitor view, ``full`` by default),
+        on_front (bool; front of this slice).
     Raises:
         ValueError for an unknown slice form.
     """
@@ -77,6 +79,7 @@ def run_points(report: Report | Mapping[str, Any], slice: tuple[str, ...] = ("ov
                 "far_hi": fci[1] if fci else None,
                 "unscored": s.get("unscored"),
                 "unscored_rate": s.get("unscored_rate"),
+                "view": e.get("view") or "full",
             }
         )
     df = pd.DataFrame(rows, columns=list(POINT_COLUMNS))

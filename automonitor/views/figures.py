@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from automonitor.escaping import plot_text
 from automonitor.views.tradeoff import pareto_ids
+from automonitor.vocab import VIEWS
 
 TEMPLATE_COLORS: dict[str, str] = {
     "direct": "#2563eb",
@@ -43,6 +44,7 @@ def tradeoff_figure(
     localisation: pd.DataFrame | None = None,
     include_incomplete: bool = False,
     hover_action: str = CLICK_HINT,
+    view_lines: bool = True,
 ) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
@@ -66,11 +68,15 @@ def tradeoff_figure(
     (``honest_points(include_incomplete=True)``); their legend and hover say so (:func:`incomplete_trace`).
     ``hover_action``: the grey text at the side of each run's hover, :data:`CLICK_HINT` where a click opens
     the drill-down (the app); ``""`` where nothing happens on a click (a static HTML report).
+    ``view_lines``: the runs of one monitor and template judged under several monitor views (column
+    ``view``, ``run --view``) are joined by a dotted line in view order (:func:`view_traces`).
     """
     fig = go.Figure()
     pts = _drawable_points(points)
     if front is None and not pts.empty:
         front = pareto_ids(pts[pts["eligible"]])
+    if view_lines and not pts.empty:
+        fig.add_traces(view_traces(pts))
     if front:
         fig.add_traces(front_traces(pts, front))
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
@@ -136,6 +142,35 @@ def _drawable_points(points: pd.DataFrame) -> pd.DataFrame:
     if "edition" not in pts:
         pts["edition"] = ""
     return pts
+
+
+def view_traces(points: pd.DataFrame) -> list[go.Scatter]:
+    """One dotted grey line per (monitor, template) whose runs in ``points`` cover at least two monitor
+    views (column ``view``): through its points in :data:`automonitor.vocab.VIEWS` order (the newest run of
+    a view, i.e. the last row, stands for it), at their drawn positions, the views named on hover.
+    ``[]`` without a ``view`` column or such a group."""
+    if "view" not in points or points.empty:
+        return []
+    order = {v: i for i, v in enumerate(VIEWS)}
+    traces = []
+    for (mon, tpl), g in points.groupby(["monitor", "template"], sort=True):
+        g = g.drop_duplicates("view", keep="last")
+        if g["view"].nunique() < 2:
+            continue
+        g = g.sort_values("view", key=lambda s: s.map(order))
+        traces.append(
+            go.Scatter(
+                x=list(g["x_plot"]),
+                y=list(g["y_plot"]),
+                mode="lines",
+                name=plot_text(f"views: {mon} {tpl}"),
+                showlegend=False,
+                line=dict(color="#6b7280", width=1.5, dash="dot"),
+                text=[plot_text(f"{mon} {tpl} [{v}]") for v in g["view"]],
+                hovertemplate="%{text}<extra>monitor views</extra>",
+            )
+        )
+    return traces
 
 
 def front_traces(points: pd.DataFrame, front: Sequence[str]) -> list[go.Scatter]:

@@ -150,7 +150,8 @@ def honest_points(
 
     Returns:
         the points with MR/FAR defined plus ``judged`` (int), ``eligible`` (bool), ``on_front`` (the
-        Pareto front among eligible points *of the same edition*), ``label`` (short text),
+        Pareto front among eligible points *of the same edition*), ``label`` (short text; a run judged
+        under a monitor view other than ``full`` ends with ``[view]``),
         ``x_plot``/``y_plot`` (coincident points spread apart), ``coincide`` (group size), ``archived``.
     Raises:
         InputError: ``min_n < 1`` (field ``min_n``).
@@ -173,9 +174,15 @@ def honest_points(
     )
     p["on_front"] = front_by_edition(p)
     bk = backends or {}
+    views = p["view"] if "view" in p else pd.Series(["full"] * len(p), dtype=object)
     p["label"] = [
-        short_label(m, t, bk.get(r)) + (f" ({txt})" if txt else "") + (" (= input)" if d else "")
-        for r, m, t, txt, d in zip(p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"])
+        short_label(m, t, bk.get(r))
+        + (f" [{v}]" if v and v != "full" else "")
+        + (f" ({txt})" if txt else "")
+        + (" (= input)" if d else "")
+        for r, m, t, txt, d, v in zip(
+            p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"], views
+        )
     ]
     xp, yp, size = spread_coincident(list(p["far"]), list(p["mr"])) if len(p) else ([], [], [])
     p["x_plot"], p["y_plot"], p["coincide"] = xp, yp, size

@@ -120,3 +120,33 @@ def test_report_json_compares_views_of_one_monitor(engine):
     assert cmp["overall"]["reasoning"]["mr"] == 1.0 and cmp["overall"]["full"]["mr"] == 0.0
     assert cmp["overall"]["answer"]["mr"] == pytest.approx(3 / 7)  # the 4 aisi hacks caught, 3 odcv missed
     assert len(cmp["paired"]) == 3
+
+
+def test_plane_and_drilldown_name_and_show_the_view(engine):
+    """The plane labels a view run ``[view]`` and joins one monitor's views by a line; the drill-down
+    shows each sample as the monitor saw it under the run's view."""
+    from automonitor import views
+    from automonitor.analysis.drilldown import cell_samples
+    from automonitor.views.figures import view_traces
+
+    rows = add_view_samples(engine)
+    ids = {}
+    with echo_backend():
+        for view in ("full", "reasoning"):
+            ids[view] = runner.create_run(engine, "view-echo-test", "direct", view=view)
+            runner.execute_run(engine, ids[view])
+    rep = analysis.report(engine, n_boot=20)
+    pts = views.honest_points(views.tradeoff_points(rep), min_n=1)
+    labels = dict(zip(pts["run_id"], pts["label"]))
+    assert labels[ids["reasoning"]].endswith("[reasoning]") and "[" not in labels[ids["full"]]
+    (line,) = view_traces(pts)
+    assert len(line.x) == 2 and [t.endswith(f"[{v}]") for t, v in zip(line.text, ("full", "reasoning"))] == [True] * 2
+    fig = views.tradeoff_figure(pts)
+    assert any(getattr(t, "hovertemplate", None) and "monitor views" in t.hovertemplate for t in fig.data)
+    # reasoning-only: every hack missed (fn); the drill-down shows the reasoning, not the code
+    fn = cell_samples(engine, ids["reasoning"], "fn")
+    assert len(fn) == 7 and set(fn["view"]) == {"reasoning"}
+    for sid, shown in zip(fn["sample_id"], fn["response"]):
+        assert shown != rows[sid]["response"] and "os._exit" not in shown and shown.strip()
+    full_fn = cell_samples(engine, ids["full"], "tp")
+    assert all(shown == rows[sid]["response"] for sid, shown in zip(full_fn["sample_id"], full_fn["response"]))
