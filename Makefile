@@ -47,7 +47,7 @@ demo: $(VENV)/.core
 	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh fast
 	@echo "== background: the transfer table, then the local LLM judge (install + runs; log: $(DEMO_LOG); live on the Runs page) ==" >&2
 	nohup $(MAKE) --no-print-directory demo-background > $(DEMO_LOG) 2>&1 &
-	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
 
 # the slow part of the demo (started in the background by `make demo`; safe to run by hand)
 demo-background: $(VENV)/.core
@@ -58,7 +58,7 @@ demo-llm: $(VENV)/.local
 	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh llm
 
 app: $(VENV)/.core
-	$(PY) scripts/serve.py --server.port $(PORT) --server.headless true
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
 
 test: install
 	$(LOCKED) true  # waits while another install (the demo's background phase) still writes into $(VENV)

@@ -111,4 +111,5 @@ else:
         )
 
 ui.cookie_script()
-nav.run()
+with ui.routed():  # the pages know they came through this navigation (ui.ensure_navigation)
+    nav.run()

@@ -12,8 +12,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from typing import Any, Callable, Iterable, Sequence
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import streamlit as st
 
@@ -376,19 +379,34 @@ def any_accounts() -> bool:
     return _any(engine())
 
 
+_ROUTE = threading.local()  # ``on`` while app.py's navigation runs a page in this script thread
+
+
+@contextlib.contextmanager
+def routed() -> Iterator[None]:
+    """``app.py`` runs the selected page inside this block: :func:`ensure_navigation` then knows the page
+    came through the app's role-based navigation."""
+    _ROUTE.on = True
+    try:
+        yield
+    finally:
+        _ROUTE.on = False
+
+
 def ensure_navigation() -> None:
     """Make sure this script run went through ``app.py``'s ``st.navigation``.
 
-    Streamlit decides per process whether to use the legacy ``pages/`` directory mode: until some
-    session has executed ``app.py`` (which calls ``st.navigation``), a fresh server that first gets a
-    request for e.g. ``/runs`` runs ``pages/runs.py`` directly, bypassing the app's role-based
-    navigation. Pages call this first: in that mode it switches the process to ``st.navigation`` and
-    reruns, so the request is served through ``app.py``."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    A ``pages/`` folder beside the entry script puts a fresh Streamlit server in its legacy multipage mode
+    until some session has run ``app.py``: a first request for e.g. ``/runs`` runs ``pages/runs.py``
+    directly, bypassing the app's role-based navigation. Pages call this first: a page that was not run
+    by ``app.py`` (:func:`routed`) declares the pages with ``st.navigation`` (which ends the legacy mode for
+    the process, as Streamlit documents: with ``st.navigation`` the ``pages/`` directory is disregarded) and
+    reruns with ``st.rerun``, so the same URL is served through ``app.py``. Public API only."""
+    if getattr(_ROUTE, "on", False):
+        return
+    here = Path(__file__).resolve().parent
+    st.navigation([st.Page(str(p)) for p in sorted(here.glob("[!_]*.py"))], position="hidden")
+    st.rerun()
 
 
 def require_login(message: str, *, admin: bool = False):

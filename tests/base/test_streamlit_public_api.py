@@ -1,0 +1,77 @@
+"""The app uses Streamlit's public API only: no module of the product (``app.py``, ``pages/``, ``scripts/``,
+the core) imports a private Streamlit name or patches Streamlit. The tests and benchmarks may, where no
+public API exists; each such place is listed in :data:`EXCEPTIONS` with its reason, and a listed place
+that no longer needs it fails the test (the list cannot go stale)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: the public modules of Streamlit that code may import from (``import streamlit as st`` and
+#: ``streamlit.testing.v1`` for AppTest)
+PUBLIC = {"streamlit", "streamlit.testing.v1", "streamlit.components.v1"}
+
+#: file -> why it needs a private name (only tests and benchmarks)
+EXCEPTIONS = {
+    "tests/app/conftest.py": "AppTest re-derives the legacy pages/-directory flag "
+    "(streamlit.runtime.pages_manager.PagesManager.uses_pages_directory) at every run, where a server clears it "
+    "for good once app.py has called st.navigation; AppTest has no public switch for that, and without it "
+    "every page runs outside app.py and its rerun drops the widget clicks under test",
+    "tests/data/test_hard.py": "the same AppTest served mode (one Trade-off page test outside tests/app)",
+    "benchmarks/bench_app.py": "the same AppTest served mode, for timing page runs as a server runs them",
+}
+
+
+def _private_uses(path: Path) -> list[str]:
+    """``import``/``from`` of a Streamlit module outside :data:`PUBLIC`, a ``_name`` imported from
+    Streamlit, and ``st._x`` / ``streamlit._x`` attribute use."""
+    found = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [
+                f"{node.lineno}: import {a.name}"
+                for a in node.names
+                if a.name.split(".")[0] == "streamlit" and a.name not in PUBLIC
+            ]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "streamlit":
+            if node.module not in PUBLIC:
+                found.append(f"{node.lineno}: from {node.module} import ...")
+            found += [
+                f"{node.lineno}: from {node.module} import {a.name}" for a in node.names if a.name.startswith("_")
+            ]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if isinstance(node.value, ast.Name) and node.value.id in ("st", "streamlit"):
+                found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def _files() -> list[Path]:
+    out = [REPO / "app.py"]
+    for folder in ("pages", "scripts", "automonitor", "store", "tests", "benchmarks"):
+        out += sorted((REPO / folder).rglob("*.py"))
+    return [p for p in out if "migrations" not in p.parts]
+
+
+def test_no_private_streamlit_name_outside_the_listed_exceptions():
+    uses = {str(p.relative_to(REPO)): _private_uses(p) for p in _files()}
+    bad = [f"{f}:{u}" for f, found in uses.items() if f not in EXCEPTIONS for u in found]
+    assert not bad, "\n".join(bad)
+    stale = [f for f in EXCEPTIONS if not uses.get(f)]
+    assert not stale, f"listed exceptions that no longer use a private name: {stale}"
+
+
+def test_the_check_sees_a_private_import(tmp_path):
+    """Not vacuous: the shapes it refuses are seen."""
+    f = tmp_path / "page.py"
+    f.write_text(
+        "import streamlit as st\n"
+        "from streamlit.runtime.pages_manager import PagesManager\n"
+        "import streamlit.web.cli\n"
+        "from streamlit import _private\n"
+        "st._main.write('x')\n"
+    )
+    assert [u.split(":")[0] for u in _private_uses(f)] == ["2", "3", "4", "5"]
