@@ -16,7 +16,7 @@ from automonitor.analysis.assemble import analyze
 from automonitor.analysis.difficulty import add_difficulty
 from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.roc_grounding import evidence_run_ids
-from automonitor.analysis.report_schema import ControlsFar, Report, Stability
+from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, Stability
 from automonitor.analysis.view_comparison import compare_all, view_groups
 from automonitor.data.monitor_views import is_silent, view_of_run
 from automonitor.vocab import EDITIONS
@@ -172,7 +172,8 @@ def _add_views(
 def _add_run_extras(
     engine: Engine, rep: Report, editions: dict[str, str], controls: pd.DataFrame, invalid: str
 ) -> None:
-    """Set each run's ``edition``, ``controls`` (FAR on the controls slice) and, for a run judged with
+    """Set each run's ``edition``, ``controls`` (FAR on the controls slice), ``answers`` (parse mode,
+    score method, contradictory answers, error share: :class:`RunAnswers`) and, for a run judged with
     ``--repeat K``, ``stability`` on ``rep`` in place."""
     from automonitor.analysis.stability import stability
 
@@ -180,6 +181,12 @@ def _add_run_extras(
         entry.edition = editions.get(entry.run_id)
         outcomes = controls[controls["run_id"] == entry.run_id]["outcome"] if len(controls) else []
         entry.controls = ControlsFar.model_validate(controls_far(outcomes, invalid))
+    from automonitor.runs.status import answer_quality
+
+    quality = answer_quality(engine, [e.run_id for e in rep.runs])
+    for entry in rep.runs:
+        if entry.run_id in quality:
+            entry.answers = RunAnswers.model_validate(quality[entry.run_id])
     for entry in rep.runs:
         st = stability(engine, entry.run_id)
         if st is not None:

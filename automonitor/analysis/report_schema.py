@@ -234,6 +234,26 @@ CellBaselines = dict[str, bool | float | None]
 """One slice's trivial baselines: ``{baseline name: AUROC in [0, 1] or None, ..., "flagged": bool}``."""
 
 
+class RunAnswers(_Model):
+    """How a run's answers were read and how many failed (:func:`automonitor.runs.status.answer_quality`):
+    ``parse`` (``strict`` | ``lenient``; ``None`` for a backend that reads no answer text or a run made
+    before the grammar), ``grammar`` (its version), ``score_method`` (``verdict-token``, or ``first-token
+    (legacy)`` for a stored log-probability run scored before the verdict-token rule), ``contradictory``
+    (invalid answers whose fields contradicted their verdict), ``errors`` / ``judged`` (counts) and
+    ``error_share`` in [0, 1] with the commonest ``error_cause``; ``marks``: what the report and the
+    plane show beside the run (``lenient parse``, ``legacy score``, ``errors N%``)."""
+
+    parse: str | None = None
+    grammar: str | None = None
+    score_method: str | None = None
+    contradictory: int = 0
+    errors: int = 0
+    judged: int = 0
+    error_share: Rate = None
+    error_cause: str | None = None
+    marks: list[str] = Field(default_factory=list)
+
+
 class RunReport(_Model):
     """One run of the report (the contract's RUN plus extras).
 
@@ -244,7 +264,9 @@ class RunReport(_Model):
     :func:`automonitor.analysis.report` ``edition`` (one of :data:`automonitor.vocab.EDITIONS`), ``controls``, ``difficulty``
     (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
     runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
-    and ``baselines_edition``; ``view``: the monitor view it was judged under (``full`` by default).
+    and ``baselines_edition``; ``view``: the monitor view it was judged under (``full`` by default); from
+    :func:`automonitor.analysis.report` ``answers`` (:class:`RunAnswers`: parse mode, score method,
+    contradictory answers, error share and the marks shown beside the run).
 
     ``kind`` and ``status`` are the vocabulary's (:data:`~automonitor.vocab.RunKind`,
     :data:`~automonitor.vocab.RunStatus`); a value this version does not know (a store or a report JSON
@@ -275,6 +297,7 @@ class RunReport(_Model):
     baselines: dict[str, dict[str, CellBaselines]] | None = None
     baselines_edition: str | None = None
     view: str = "full"  # the monitor view the run was judged under (``run --view``)
+    answers: RunAnswers | None = None
 
     @field_validator("kind", "status", mode="before")
     @classmethod

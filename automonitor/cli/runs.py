@@ -157,7 +157,7 @@ def run_cmd(
         run_id = new_run(engine, monitor, template, params, run_opts, controls, repeat, batch)
         err_console.print(f"run {run_id}")
     with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
-        summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet)
+        summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet, base_url)
     _report_run(engine, run_id, summary, as_json)
 
 
@@ -271,6 +271,12 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
             + " ".join(f"{k}={v}" for k, v in c.items())
             + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}\n"
         )
+    if info["status"] == "finished":
+        from automonitor.runs.status import error_warning
+
+        warning = error_warning(engine, run_id)
+        if warning:
+            print(warning, file=sys.stderr)  # one line: the share, the commonest cause
     if info["status"] != "finished":
         error = info.get("error")
         if info["status"] == "failed" and error and "fix:" in str(error):
@@ -296,10 +302,12 @@ def _rate_column():
     return RateColumn()
 
 
-def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None, quiet: bool) -> dict[str, Any]:
+def _execute_with_progress(
+    runner, engine, run_id: str, concurrency: int | None, quiet: bool, base_url: str | None = None
+) -> dict[str, Any]:
     summary: dict[str, Any]
     if quiet:
-        summary = runner.execute_run(engine, run_id, concurrency=concurrency)
+        summary = runner.execute_run(engine, run_id, concurrency=concurrency, base_url=base_url)
         return summary
     from rich.progress import (
         BarColumn,
@@ -325,7 +333,7 @@ def _execute_with_progress(runner, engine, run_id: str, concurrency: int | None,
         def progress(done: int, total: int) -> None:
             prog.update(task, completed=done, total=total)
 
-        summary = runner.execute_run(engine, run_id, concurrency=concurrency, progress=progress)
+        summary = runner.execute_run(engine, run_id, concurrency=concurrency, progress=progress, base_url=base_url)
         return summary
 
 

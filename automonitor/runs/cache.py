@@ -10,6 +10,7 @@ from automonitor.data.monitor_views import render
 from automonitor.errors import InputError
 from automonitor.hashing import sha256_text
 from automonitor.vocab import DEFAULT_VIEW
+from automonitor.runs.params import redact_url
 
 if TYPE_CHECKING:
     from automonitor.runs.monitors import Backend
@@ -25,11 +26,12 @@ def cache_key(
     backend: str, model: str | None, base_url: str | None, template_hash: str, sample_h: str, params: dict[str, Any]
 ) -> str:
     """Hex sha256 of the canonical JSON of (backend, model, base URL, template hash, sample hash,
-    answer-changing parameters). Base URLs are compared without a trailing slash."""
+    answer-changing parameters). Base URLs are compared redacted (no secret enters the key) and without a
+    trailing slash."""
     payload = {
         "backend": backend,
         "model": model,
-        "base_url": (base_url or "").rstrip("/") or None,
+        "base_url": (redact_url(base_url) or "").rstrip("/") or None,
         "template_hash": template_hash,
         "sample": sample_h,
         "params": params,

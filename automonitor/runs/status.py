@@ -153,3 +153,90 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
             if r["run_id"] == run_id:
                 return r
     raise NotFound(f"no run {run_id!r}")
+
+
+#: a finished run whose share of ``error`` outcomes (over its judged samples) is above this is warned about
+#: and marked in the report and on the plane
+ERROR_SHARE_WARN = 0.10
+#: the answer-reading stamp of runs whose log-probability score was read at the first answer token
+#: (before :data:`automonitor.runs.answers.SCORE_METHOD`): their scores are flagged, never mixed silently
+LEGACY_SCORE_METHOD = "first-token (legacy)"
+
+
+def error_cause(meta: dict[str, Any]) -> str:
+    """A short cause of one ``error`` prediction from its ``meta``: the error kind and the HTTP status
+    and provider code when there were ones (``server HTTP 500``, ``permanent HTTP 429
+    insufficient_quota``, ``connection``)."""
+    kind = str(meta.get("error_kind") or "error")
+    status = f" HTTP {meta['status']}" if meta.get("status") else ""
+    code = f" {meta['code']}" if meta.get("code") else ""
+    return f"{kind}{status}{code}"
+
+
+def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """How each run's answers were read and how many failed: ``{run_id: {"parse", "grammar",
+    "score_method", "contradictory", "errors", "judged", "error_share", "error_cause", "marks"}}``.
+
+    ``parse``/``grammar``/``score_method`` come from the run's config (``Run.params["config"]``; a
+    log-probability run of the ``openai`` backend without ``score_method`` read its score at the first
+    token: :data:`LEGACY_SCORE_METHOD`); ``contradictory`` counts ``invalid`` answers with reason
+    ``contradictory``; ``error_share`` = errors / judged samples (repeat 0; ``None`` with none judged)
+    and ``error_cause`` the commonest :func:`error_cause`. ``marks`` lists what the report and the plane
+    show beside the run: ``lenient parse``, ``legacy score``, ``errors N%`` (share above
+    :data:`ERROR_SHARE_WARN`)."""
+    from collections import Counter
+
+    from automonitor.runs.answers import CONTRADICTORY
+
+    if not run_ids:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    with session_scope(engine) as s:
+        runs = {rid: run for rid in dict.fromkeys(run_ids) if (run := s.get(Run, rid)) is not None}
+        details = q.unscored_details(s, run_ids, (CONTRADICTORY,))
+        counts = {rid: q.outcome_counts(s, rid) for rid in runs}
+    for rid, run in runs.items():
+        params = dict(run.params or {})
+        config = dict(params.get("config") or {})
+        parse = config.get("parse")
+        score_method = config.get("score_method")
+        if score_method is None and params.get("backend") == "openai" and config.get("logprobs"):
+            score_method = LEGACY_SCORE_METHOD
+        mine = [d for d in details if d["run_id"] == rid]
+        causes = Counter(error_cause(d["meta"]) for d in mine if d["outcome"] == "error")
+        c = counts[rid]
+        judged = sum(v for k, v in c.items() if k != "pending")
+        errors = int(c.get("error", 0))
+        share = errors / judged if judged else None
+        marks = []
+        if parse == "lenient":
+            marks.append("lenient parse")
+        if score_method == LEGACY_SCORE_METHOD:
+            marks.append("legacy score")
+        if share is not None and share > ERROR_SHARE_WARN:
+            marks.append(f"errors {round(100 * share)}%")
+        out[rid] = {
+            "parse": parse,
+            "grammar": config.get("grammar"),
+            "score_method": score_method,
+            "contradictory": sum(1 for d in mine if d["outcome"] == "invalid"),
+            "errors": errors,
+            "judged": judged,
+            "error_share": share,
+            "error_cause": causes.most_common(1)[0][0] if causes else None,
+            "marks": marks,
+        }
+    return out
+
+
+def error_warning(engine: Engine, run_id: str) -> str | None:
+    """The warning line of a finished run whose error share is above :data:`ERROR_SHARE_WARN` (the share,
+    the count and the commonest cause), or None."""
+    qa = answer_quality(engine, [run_id]).get(run_id)
+    if not qa or qa["error_share"] is None or qa["error_share"] <= ERROR_SHARE_WARN:
+        return None
+    return (
+        f"warning: run {run_id}: {round(100 * qa['error_share'])}% of the judged samples ended in error "
+        f"({qa['errors']} of {qa['judged']}; commonest cause: {qa['error_cause']}); the report and the plane "
+        f"mark this run; re-send them with: automonitor run --retry-errors {run_id}"
+    )

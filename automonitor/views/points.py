@@ -153,6 +153,8 @@ def honest_points(
         Pareto front among eligible points *of the same edition*), ``label`` (short text; a run judged
         under a monitor view other than ``full`` ends with ``[view]``),
         ``x_plot``/``y_plot`` (coincident points spread apart), ``coincide`` (group size), ``archived``.
+        A point with ``marks`` (:func:`automonitor.views.tradeoff_points`: ``lenient parse``, ``legacy
+        score``, ``errors N%``) has them in brackets at the end of its label.
     Raises:
         InputError: ``min_n < 1`` (field ``min_n``).
     """
@@ -175,13 +177,15 @@ def honest_points(
     p["on_front"] = front_by_edition(p)
     bk = backends or {}
     views = p["view"] if "view" in p else pd.Series(["full"] * len(p), dtype=object)
+    marks = list(p["marks"]) if "marks" in p else [""] * len(p)
     p["label"] = [
         short_label(m, t, bk.get(r))
         + (f" [{v}]" if v and v != "full" else "")
         + (f" ({txt})" if txt else "")
         + (" (= input)" if d else "")
-        for r, m, t, txt, d, v in zip(
-            p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"], views
+        + (f" [{mk}]" if mk else "")
+        for r, m, t, txt, d, v, mk in zip(
+            p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"], views, marks
         )
     ]
     xp, yp, size = spread_coincident(list(p["far"]), list(p["mr"])) if len(p) else ([], [], [])

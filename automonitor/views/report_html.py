@@ -294,7 +294,20 @@ def _rate_ci(rate: float | None, ci: list[float] | None) -> str:
 
 
 def _run_label(r: RunReport) -> str:
-    return f'{esc(r.monitor)} · {esc(r.template)} <span class="rid">{esc(r.run_id)}</span>'
+    marks = f' <span class="flag">[{esc(", ".join(r.answers.marks))}]</span>' if r.answers and r.answers.marks else ""
+    return f'{esc(r.monitor)} · {esc(r.template)} <span class="rid">{esc(r.run_id)}</span>{marks}'
+
+
+def _answers_text(r: RunReport) -> str | None:
+    """How the run's answers were read: parse mode, score method, contradictory answers, error share and
+    commonest cause (``None`` for a run without that record)."""
+    a = r.answers
+    if a is None:
+        return None
+    parts = [f"parse {a.parse or '-'}", f"score {a.score_method or '-'}", f"contradictory {a.contradictory}"]
+    if a.error_share is not None:
+        parts.append(f"errors {100 * a.error_share:.0f}%" + (f" ({a.error_cause})" if a.error_cause else ""))
+    return "; ".join(parts)
 
 
 def _header_html(title: str, rep: Report, now: dt.datetime, pts: pd.DataFrame | None = None) -> str:
@@ -481,6 +494,7 @@ def _provenance_html(rep: Report, prov: dict[str, dict[str, Any]]) -> str:
         ("cost (USD)", "cost_usd"),
         ("created (UTC)", "created_at"),
         ("finished (UTC)", "finished_at"),
+        ("answers", "answers"),
     ]
     head = "".join(f"<th>{esc(c)}</th>" for c, _ in cols)
     rows = []
@@ -495,13 +509,18 @@ def _provenance_html(rep: Report, prov: dict[str, dict[str, Any]]) -> str:
                 v = f"{float(v):.4f}"
             elif k in ("created_at", "finished_at") and v:
                 v = str(v)[:19].replace("T", " ")
+            elif k == "answers":
+                v = _answers_text(r)
             cells.append(f"<td>{esc('-' if v is None else v)}</td>")
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return (
         "<h2>Run provenance</h2>"
         '<p class="note">Sample set: fingerprint (10 hex digits of sha256 over the sorted ids) of the test '
         "samples the run judged; template hash: sha256 of the prompt template (first 12 digits); cost "
-        "summed over judged predictions.</p>"
+        "summed over judged predictions; answers: how the judge's answers were read (parse strict: the "
+        "template's answer grammar; lenient: prose heuristics), where the score was read (verdict-token; "
+        "first-token (legacy): a run scored before the verdict-token rule), answers whose fields "
+        "contradicted their verdict, and the share of samples that ended in error.</p>"
         f'<table class="prov"><tr>{head}</tr>{"".join(rows)}</table>'
     )
 

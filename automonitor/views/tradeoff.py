@@ -73,7 +73,8 @@ def tradeoff_points(
 
     ``report``: a :class:`automonitor.analysis.report_schema.Report` (or its dict, validated against the schema).
     Columns: run_id, monitor, template, kind, n, mr, far, mr_lo, mr_hi, far_lo, far_hi (Wilson 95%),
-    unscored, unscored_rate, tp, fn, fp, tn, on_front.
+    unscored, unscored_rate, tp, fn, fp, tn, on_front, marks (what the run is marked with: ``lenient parse``,
+    ``legacy score``, ``errors N%``; comma-separated, empty when none).
     Raises ``pydantic.ValidationError`` for a dict that does not follow the report schema.
     """
     from automonitor import analysis
@@ -86,6 +87,8 @@ def tradeoff_points(
     for k in ("tp", "fn", "fp", "tn"):
         pts[k] = [getattr(slices[r], k) if slices[r] is not None else None for r in pts["run_id"]]
     pts["on_front"] = metrics.pareto_front(list(pts["mr"]), list(pts["far"])) if len(pts) else pd.Series(dtype=bool)
+    marks = {e.run_id: ", ".join(e.answers.marks) if e.answers else "" for e in typed.runs}
+    pts["marks"] = [marks.get(r, "") for r in pts["run_id"]]
     return pts
 
 

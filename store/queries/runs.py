@@ -492,3 +492,22 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
         "error": r.error,
         "lease": params.get("lease"),
     }
+
+
+def unscored_details(session: Session, run_ids: Iterable[str], reasons: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """``[{"run_id", "outcome", "reason", "meta"}]`` of the ``error`` predictions of ``run_ids`` and of
+    the ``invalid`` ones whose reason is one of ``reasons`` (the rows a run's error share and unscored
+    causes are read from)."""
+    ids = list(run_ids)
+    if not ids:
+        return []
+    cond = col(Prediction.outcome) == "error"
+    wanted = list(reasons)
+    if wanted:
+        cond = sa.or_(cond, sa.and_(col(Prediction.outcome) == "invalid", col(Prediction.reason).in_(wanted)))
+    rows = session.execute(
+        sa.select(col(Prediction.run_id), col(Prediction.outcome), col(Prediction.reason), col(Prediction.meta)).where(
+            col(Prediction.run_id).in_(ids), cond
+        )
+    ).all()
+    return [{"run_id": r[0], "outcome": r[1], "reason": r[2], "meta": r[3] or {}} for r in rows]

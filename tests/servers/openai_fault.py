@@ -16,7 +16,9 @@ gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``re
 (sleeps ``hang_sleep`` s before answering), ``filtered`` (a cut text with ``finish_reason:
 "content_filter"``), ``parts`` (``message.content`` as a list of a ``thinking`` and a ``text`` part, as
 Mistral sends), ``empty`` (an empty answer), ``huge`` (a 10 MB answer), ``trickle`` (headers, then the
-body one byte every ``trickle_s`` seconds), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``404``).
+body one byte every ``trickle_s`` seconds), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``404``, ``400`` (a bad request: permanent for that sample),
+``quota`` (HTTP 429 ``insufficient_quota``, OpenAI's answer for an account without credit), ``contradict``
+(an evidence answer whose benign verdict sits next to severity high and a category)).
 ``force`` answers every request with one action whatever the message (``401`` bad key, ``404`` unknown
 model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o3/o4, gpt-5): HTTP 400
 ``unsupported_parameter`` for ``max_tokens`` and ``logprobs``, ``unsupported_value`` for a temperature
@@ -243,6 +245,23 @@ class OpenAIFaultServer(LoopbackServer):
                         }
                     },
                 )
+            if action == "quota":  # OpenAI's answer for an account without credit: a 429 that no retry fixes
+                return send_json(
+                    h,
+                    429,
+                    {
+                        "error": {
+                            "message": "You exceeded your current quota, please check your plan and billing details.",
+                            "type": "insufficient_quota",
+                            "param": None,
+                            "code": "insufficient_quota",
+                        }
+                    },
+                )
+            if action == "400":
+                return send_json(
+                    h, 400, {"error": {"message": "Invalid request: bad content", "type": "invalid_request_error"}}
+                )
             if action == "429":
                 return send_json(
                     h,
@@ -287,6 +306,14 @@ class OpenAIFaultServer(LoopbackServer):
                 payload = self._completion(body, text, content="I'm sorry, but I can't help with evaluating that.")
             elif action == "garbage":
                 payload = self._completion(body, text, content="The weather is nice today.")
+            elif action == "contradict":  # a benign verdict next to a high severity and a category
+                contradiction = {
+                    "category": "safety_permission",
+                    "severity": "high",
+                    "evidence": [],
+                    "verdict": "benign",
+                }
+                payload = self._completion(body, text, content=json.dumps(contradiction))
             else:
                 payload = self._completion(body, text)
             send_json(h, 200, payload)

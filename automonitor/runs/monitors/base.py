@@ -262,16 +262,22 @@ class PermanentError(AutomonitorError):
             ``authentication_error``, ...) when it gave one.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None, run_wide: bool = False):
         self.status, self.code = status, code
+        self._run_wide = run_wide
         super().__init__(redact(message)[:500])  # a provider's answer may quote the key it was sent
 
     @property
     def run_wide(self) -> bool:
-        """True for failures that every request of the run will meet too (HTTP 401 bad key, 403 no
-        access, 404 unknown model or route): the runner stops the run after a few (fail-fast)."""
-        return self.status in (401, 403, 404)
+        """True for failures that every request of the run will meet too (HTTP 401 bad key, 402/403 no
+        access or no credit, 404 unknown model or route, a quota or billing error, or a judge never
+        reached): the runner stops the run after a few (fail-fast)."""
+        return self._run_wide or self.status in (401, 402, 403, 404) or (self.code or "") in QUOTA_CODES
 
+
+#: provider error codes/types meaning the account cannot pay for any request (OpenAI ``insufficient_quota``,
+#: billing errors): an HTTP 429 carrying one is permanent and run-wide, not a rate limit to retry
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "billing_error"})
 
 CallCounter = Callable[[], None]
 
@@ -721,7 +727,8 @@ def classify_sdk_error(exc: BaseException) -> Exception:
     """Map an ``openai``/``anthropic`` SDK exception (or a decode error) to Transient/PermanentError.
 
     Transient: timeouts, connection errors, malformed bodies, HTTP 408, 409, 425, 429, 5xx, 529.
-    Permanent: every other HTTP status (400 bad request, 401/403 key, 404 model, ...).
+    Permanent: every other HTTP status (400 bad request, 401/403 key, 404 model, ...), and any error whose
+    code or type is a quota/billing code (:data:`QUOTA_CODES`; OpenAI's 429 ``insufficient_quota``).
     """
     if isinstance(exc, (TransientError, PermanentError)):
         return exc
@@ -732,6 +739,8 @@ def classify_sdk_error(exc: BaseException) -> Exception:
         status = (
             getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
         )
+    if status is None and _transport_failure(exc):
+        return TransientError("connection", f"{name}: {exc} ({_transport_failure(exc)})")
     if "Timeout" in name:
         return TransientError("timeout", str(exc))
     if name == "APIResponseValidationError" or (isinstance(exc, ValueError) and status is None):
@@ -742,12 +751,47 @@ def classify_sdk_error(exc: BaseException) -> Exception:
         return TransientError("connection", f"{name}: {exc}")
     headers = getattr(getattr(exc, "response", None), "headers", None)
     ra = retry_after_seconds(headers)
+    body = getattr(exc, "body", None)
+    quota = _quota_code(body, str(exc))
+    if quota is not None:
+        return PermanentError(f"{name}: {exc}", status=status, code=quota)
     if status == 429:
         return TransientError("rate_limit", str(exc), retry_after=ra, status=status)
     if status == 529:
         return TransientError("overloaded", str(exc), retry_after=ra, status=status)
     if status >= 500 or status in (408, 409, 425):
         return TransientError("server", str(exc), retry_after=ra, status=status)
-    body = getattr(exc, "body", None)
     code = body.get("code") if isinstance(body, dict) else None
     return PermanentError(f"{name}: {exc}", status=status, code=code if isinstance(code, str) else None)
+
+
+_CONNECT_NAMES = ("ConnectError", "ClientConnector", "ConnectTimeout", "gaierror", "SSLError", "CertificateError")
+
+
+def _transport_failure(exc: BaseException) -> str | None:
+    """The name of the transport failure (connection refused, DNS, TLS, a connect that never completed)
+    in ``exc``'s cause chain, or None: the SDKs wrap these differently (the aiohttp transport reports a
+    refused connection as ``APITimeoutError`` caused by ``ClientConnectorError``)."""
+    seen: set[int] = set()
+    x: BaseException | None = exc
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        n = type(x).__name__
+        if isinstance(x, ConnectionError) or any(k in n for k in _CONNECT_NAMES):
+            return n
+        x = x.__cause__ or x.__context__
+    return None
+
+
+def _quota_code(body: Any, message: str) -> str | None:
+    """The quota/billing code of an error body (its ``code`` or ``type`` in :data:`QUOTA_CODES`, the
+    body possibly wrapped in ``{"error": ...}``), or None."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if isinstance(body, dict):
+        for k in ("code", "type"):
+            v = body.get(k)
+            if isinstance(v, str) and v in QUOTA_CODES:
+                return v
+    low = message.lower()
+    return next((c for c in sorted(QUOTA_CODES) if c in low), None)

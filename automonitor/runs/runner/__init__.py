@@ -49,8 +49,10 @@ never re-sends an ``error`` sample. Repeats: ``params["repeat"] = K`` gives K pr
 (repeat 0..K-1, distinct seeds, per-repeat cache keys); repeat 0 is the run's verdict (MR/FAR), the
 others feed :mod:`automonitor.analysis.stability`.
 
-Fail-fast: a run-wide permanent failure (HTTP 401/403/404, :attr:`PermanentError.run_wide`) is not
-written: its sample stays pending, and after ``FAIL_FAST_AFTER`` (3) identical ones the execution stops,
+Fail-fast: a run-wide permanent failure (HTTP 401/402/403/404, quota or billing codes,
+:attr:`PermanentError.run_wide`) and a transport failure before the execution's first answer
+(:class:`~automonitor.runs.runner.retries.Circuit`: at most 3 calls in flight until then) are not
+written: their sample stays pending, and after ``FAIL_FAST_AFTER`` (3) identical ones the execution stops,
 the run ends ``failed`` with one line naming the cause and the fix in ``run.error``, and ``--resume``
 judges everything once the cause is fixed. Not cached: errors, and judgements a backend marks
 ``cacheable=False`` (empty answers, content-filtered answers, unknown stop reasons). ``Run.params["sent"]``

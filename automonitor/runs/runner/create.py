@@ -14,7 +14,14 @@ from automonitor.errors import InputError
 from automonitor.timestamps import stamped_id
 from automonitor.runs.monitors import Backend, MonitorSpec, backend_class, create_backend, parse_monitor_spec
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, choose_fewshot, load_template
-from automonitor.runs.params import RUNNER_PARAMS, backend_params, check_params, repeat_count
+from automonitor.runs.params import (
+    RUNNER_PARAMS,
+    backend_params,
+    check_base_url,
+    check_params,
+    redact_url,
+    repeat_count,
+)
 from automonitor.runs.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from store import session_scope
 from store.models import Run
@@ -60,7 +67,10 @@ def create_run(
         template: ``direct`` | ``evidence`` | ``direct-fewshot`` | ``evidence-fewshot``.
         limit: stratified subset size (category x task x label, pairs kept together), ``None`` = all.
         sample_seed: seed of the subset choice.
-        base_url: server URL for ``openai``/``anthropic`` (OpenAI-compatible servers, replay servers).
+        base_url: server URL for ``openai``/``anthropic`` (OpenAI-compatible servers, replay servers);
+            stored with its secrets redacted (:func:`automonitor.runs.params.redact_url`: query values such
+            as ``key``/``token``/``sig`` become ``***``; pass the real URL to ``execute_run``). A URL with
+            userinfo credentials (``user:key@host``) is refused.
         concurrency: maximum concurrent judge calls (>= 1).
         params: backend/runner parameters (e.g. ``structured``, ``max_tokens``, ``max_attempts``,
             ``timeout``, ``fewshot_k``, ``repeat``); never API keys. ``repeat`` K (1..50, default 1)
@@ -104,9 +114,10 @@ def create_run(
                 raise
             runner_keys = ", ".join(sorted(k for k in RUNNER_PARAMS if k != "timeout"))
             raise InputError(f"{exc.message}; runner keys: {runner_keys}", field="param") from None
-        if reuse and (same := _equivalent_run(s, spec, tpl, base_url, params, backend, examples, sel, view)):
+        stored_url = redact_url(base_url)  # secrets in the URL are never stored (execute_run takes the real one)
+        if reuse and (same := _equivalent_run(s, spec, tpl, stored_url, params, backend, examples, sel, view)):
             return same
-        options = {"base_url": base_url, "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency)}
+        options = {"base_url": stored_url, "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency)}
         options |= _view_options(view, sources, sel)
         return _insert_run(s, spec, tpl, backend, options, params, examples, sel, edition, repeat)
 
@@ -158,9 +169,10 @@ def _checked_options(
     else:
         params["repeat"] = repeat
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
-        raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
+        raise InputError(f"--base-url must be an http(s) URL, got {redact_url(base_url)!r}", field="base-url")
     if base_url and not backend_class(spec.backend).takes_base_url:
         raise InputError(f"--base-url does not apply to the {spec.backend} backend", field="base-url")
+    check_base_url(base_url, backend_class(spec.backend).key_env)
     return params, repeat
 
 

@@ -21,7 +21,7 @@ from automonitor.runs import batch as batch_mod
 from automonitor.runs.fewshot import load_examples
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, load_template
 from automonitor.runs.lease import check_lease, lock_run, mark_running, new_lease, release
-from automonitor.runs.params import backend_params
+from automonitor.runs.params import backend_params, redact_url
 from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS
 from automonitor.runs.status import finalize, summary
 from automonitor.runs.runner.workers import Execution
@@ -63,6 +63,7 @@ def execute_run(
     concurrency: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    base_url: str | None = None,
 ) -> dict[str, Any]:
     """Judge every pending prediction of ``run_id``; returns the contract's JSON summary.
 
@@ -70,6 +71,9 @@ def execute_run(
         concurrency: override the run's stored concurrency (maximum concurrent calls).
         progress: ``progress(done, total)`` after each judged sample (done includes earlier sessions).
         should_cancel: polled before each new sample; returning True stops like :func:`cancel_run`.
+        base_url: the run's base URL with its secrets, when the stored one was redacted
+            (:func:`automonitor.runs.params.redact_url`; it must redact to the stored value). Without it
+            the stored URL is used.
 
     Returns:
         ``{"run_id", "n", "counts": {misbehavior, benign, invalid, refusal, error}, "api_calls",
@@ -83,6 +87,8 @@ def execute_run(
     if _is_batch_run(engine, run_id):
         return batch_mod.execute_batch(engine, run_id, progress=progress, should_cancel=should_cancel)
     claim = _claim(engine, run_id, concurrency)
+    if base_url is not None:
+        claim.base_url = _unredacted(base_url, claim.base_url, run_id)
     _report(progress, claim.done_before, claim.total)
     if not claim.n_pending:
         finalize(engine, run_id, cancelled=False)
@@ -189,6 +195,18 @@ def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
             max_conc=int(concurrency or params.get("concurrency") or 8),
             view=view_of_run(params),
         )
+
+
+def _unredacted(given: str, stored: str | None, run_id: str) -> str:
+    """``given`` when it is the stored base URL with its secrets (it redacts to ``stored``).
+
+    Raises:
+        InputError: another URL (field ``base-url``; the message shows both redacted)."""
+    if redact_url(given) != stored and given != stored:
+        raise InputError(
+            f"run {run_id} was created with --base-url {stored}, not {redact_url(given)}", field="base-url"
+        )
+    return given
 
 
 def _report(progress: Callable[[int, int], None] | None, done: int, total: int) -> None:

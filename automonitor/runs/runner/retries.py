@@ -4,10 +4,11 @@ honoured, every request counted when it is sent, and every failure turned into a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
@@ -57,12 +58,79 @@ class RetryPolicy:
         return base
 
 
+#: transport failures (connection refused, DNS, TLS) while no call of the execution has been answered after
+#: which the judge counts as unreachable: every further attempt fails at once, run-wide (fail-fast)
+UNREACHABLE_AFTER = 3
+NEVER_REACHED = "never_reached"
+
+
+class Circuit:
+    """Whether an execution has reached its judge. Until a first answer (any answer, or an HTTP error
+    that is not run-wide: 401/403/404, quota), at most :data:`UNREACHABLE_AFTER` calls are in flight at once; after that many transport
+    failures (``TransientError`` kind ``connection``: refused, DNS, TLS) with no answer, :meth:`check`
+    raises a run-wide :class:`PermanentError` (code :data:`NEVER_REACHED`) instead of sending, and after
+    that many run-wide permanent failures (401/403/404, quota) it raises the last one again, so a run
+    against a closed port or an exhausted account stops within a few calls."""
+
+    def __init__(self, limit: int = UNREACHABLE_AFTER) -> None:
+        self.limit = limit
+        self.answered = False
+        self.failures = 0
+        self.last: str = ""
+        self.refused: list[PermanentError] = []  # run-wide permanent failures before any answer
+        self._gate = asyncio.Semaphore(limit)
+
+    def check(self) -> None:
+        """Raise the run-wide failure once the judge counts as unreachable.
+
+        Raises:
+            PermanentError: ``limit`` transport failures and no answer yet."""
+        if not self.answered and len(self.refused) >= self.limit:
+            last = self.refused[-1]
+            raise PermanentError(str(last), status=last.status, code=last.code, run_wide=True)
+        if not self.answered and self.failures >= self.limit:
+            raise PermanentError(
+                f"no call reached the judge ({self.failures} transport failures): {self.last}",
+                code=NEVER_REACHED,
+                run_wide=True,
+            )
+
+    def record(self, exc: BaseException | None) -> None:
+        """Note one attempt's end: ``None`` (an answer) or the exception it raised."""
+        if isinstance(exc, TransientError) and exc.kind == "connection" and exc.status is None:
+            if not self.answered:
+                self.failures += 1
+                self.last = str(exc)[:200]
+        elif isinstance(exc, PermanentError) and exc.run_wide:  # a refusal of every call is no answer
+            if not self.answered and exc.code != NEVER_REACHED:
+                self.refused.append(exc)
+        else:
+            self.answered = True
+
+    @contextlib.asynccontextmanager
+    async def gate(self) -> AsyncIterator[None]:
+        """Hold one of the ``limit`` places while no call has been answered yet (no wait afterwards)."""
+        if self.answered:
+            yield
+            return
+        async with self._gate:
+            yield
+
+
 class _Attempts:
     """The attempts at one judgement: requests sent (``calls``) and the kinds of transient failure seen
     (``kinds``, reported as ``meta.retried_after``)."""
 
-    def __init__(self, backend: Backend, item: Item, limiter: AIMDLimiter, on_send: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        item: Item,
+        limiter: AIMDLimiter,
+        on_send: Callable[[], None],
+        circuit: Circuit | None = None,
+    ) -> None:
         self.backend, self.item, self.limiter, self.on_send = backend, item, limiter, on_send
+        self.circuit = circuit
         self.calls = 0
         self.kinds: list[str] = []
 
@@ -79,7 +147,7 @@ class _Attempts:
         """
         try:
             async with self.limiter:
-                j = await self.backend.judge(self.item, self.count_call)
+                j = await self._judge_once()
         except TransientError as exc:
             self.kinds.append(exc.kind)
             log.info("sample %s: transient %s (status %s): %s", self.item.sample_id, exc.kind, exc.status, exc)
@@ -90,6 +158,20 @@ class _Attempts:
         if self.kinds:
             j.meta = {**j.meta, "retried_after": list(self.kinds)}
         return j
+
+    async def _judge_once(self) -> Judgement:
+        """One call to the backend, through the :class:`Circuit` when there is one."""
+        if self.circuit is None:
+            return await self.backend.judge(self.item, self.count_call)
+        async with self.circuit.gate():
+            self.circuit.check()
+            try:
+                j = await self.backend.judge(self.item, self.count_call)
+            except BaseException as exc:
+                self.circuit.record(exc)
+                raise
+            self.circuit.record(None)
+            return j
 
     def failed(self, exc: BaseException) -> tuple[Judgement, int]:
         """The ``error`` verdict of the last failure ``exc`` (transient after retries, permanent, or a
@@ -124,15 +206,21 @@ class _Attempts:
 
 
 async def judge_with_retries(
-    backend: Backend, item: Item, limiter: AIMDLimiter, policy: RetryPolicy, on_send: Callable[[], None]
+    backend: Backend,
+    item: Item,
+    limiter: AIMDLimiter,
+    policy: RetryPolicy,
+    on_send: Callable[[], None],
+    circuit: Circuit | None = None,
 ) -> tuple[Judgement, int]:
     """Judge ``item`` with at most ``policy.max_attempts`` attempts; returns (judgement, requests sent).
 
     ``on_send()`` is called as each request is sent. Transient failures are retried after
     :meth:`RetryPolicy.wait_s`; never raises for backend failures (they become the ``error`` outcome),
-    only ``asyncio.CancelledError``.
+    only ``asyncio.CancelledError``. ``circuit`` (shared by an execution's workers) stops the attempts
+    once the judge counts as unreachable (:class:`Circuit`).
     """
-    attempts = _Attempts(backend, item, limiter, on_send)
+    attempts = _Attempts(backend, item, limiter, on_send, circuit)
     # the first attempt runs outside tenacity: the common case costs no retry machinery
     try:
         return await attempts.once(), attempts.calls

@@ -13,7 +13,9 @@ from sqlalchemy.engine import Engine
 from automonitor.runs.monitors import Backend, Item, Judgement
 from automonitor.runs.cache import CacheKeys, view_text
 from automonitor.runs.runner.limiter import AIMDLimiter
-from automonitor.runs.runner.retries import RetryPolicy, judge_with_retries
+from automonitor.runs.monitors.base import QUOTA_CODES
+from automonitor.runs.params import redact_url, scrub, url_secrets
+from automonitor.runs.runner.retries import NEVER_REACHED, Circuit, RetryPolicy, judge_with_retries
 from automonitor.runs.verdicts import cache_entry, cacheable, cached_prediction, judged_prediction
 from automonitor.runs.runner.writer import WRITER_BACKLOG, ResultWriter
 from store import session_scope
@@ -33,15 +35,27 @@ _FIXES = {
 }
 
 
-def fail_fast_message(status: int | None, code: str | None, detail: str, n: int, key_env: str | None) -> str:
+def fail_fast_message(
+    status: int | None, code: str | None, detail: str, n: int, key_env: str | None, url: str | None = None
+) -> str:
     """The one line a fail-fast run ends with: the cause (HTTP status, provider code, ``n`` identical
-    failures, the server's message cut to 160 characters) and the fix."""
+    failures, the server's message cut to 160 characters), the judge's URL (redacted) and the fix."""
+    at = f" at {redact_url(url) or 'the default endpoint'}"
+    resume = "then continue with: automonitor run --resume RUN_ID"
+    if code == NEVER_REACHED:
+        return (
+            f"stopped: no call reached the judge{at} ({detail[:160]}); fix: start the server or correct "
+            f"--base-url, {resume}"
+        )
+    if code in QUOTA_CODES:
+        return (
+            f"stopped after {n} identical permanent failures (HTTP {status} {code}){at}: {detail[:160]}; "
+            f"fix: the account has no quota or credit left: add credit or use another key in "
+            f"{key_env or 'the key variable'}, {resume}"
+        )
     fix = _FIXES.get(status or 0, "fix the request").format(key=key_env or "the API key")
     code_s = f" {code}" if code else ""
-    return (
-        f"stopped after {n} identical permanent failures (HTTP {status}{code_s}): {detail[:160]}; "
-        f"fix: {fix}, then continue with: automonitor run --resume RUN_ID"
-    )
+    return f"stopped after {n} identical permanent failures (HTTP {status}{code_s}){at}: {detail[:160]}; fix: {fix}, {resume}"
 
 
 class Execution:
@@ -91,6 +105,8 @@ class Execution:
         self.permanent: Counter[tuple[int | None, str | None]] = Counter()
         self.fatal: str | None = None
         self.last_permanent: str | None = None
+        self.circuit = Circuit()
+        self.secrets = url_secrets(backend.base_url)  # scrubbed from error texts that echo the URL
 
     def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
         """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
@@ -263,7 +279,8 @@ class Execution:
         """Judge one sample (with retries) and queue its prediction row, and its cache row unless it is
         not cacheable (``error``, empty or filtered answers). Its requests were counted when sent.
 
-        A run-wide permanent failure (401/403/404) is not written: the sample stays pending, and after
+        A run-wide permanent failure (401/403/404, quota, a judge never reached) and a transport failure
+        before any call was answered are not written: the sample stays pending, and after
         :data:`FAIL_FAST_AFTER` identical ones the execution stops with :attr:`fatal` set (fail-fast).
         Returns whether a row was queued."""
         pid, sid, key, text, rep = job
@@ -275,9 +292,13 @@ class Execution:
             repeat=rep,
         )
         t0 = time.perf_counter()
-        j, calls = await judge_with_retries(self.backend, item, self.limiter, self.policy, self._count_send)
+        j, calls = await judge_with_retries(
+            self.backend, item, self.limiter, self.policy, self._count_send, self.circuit
+        )
         latency = (time.perf_counter() - t0) * 1000.0
-        if j.outcome == "error" and j.meta.get("run_wide"):
+        if self.secrets and j.outcome == "error":
+            j.raw, j.reason = scrub(j.raw, self.secrets), scrub(j.reason, self.secrets)
+        if j.outcome == "error" and (j.meta.get("run_wide") or self._unreached(j)):
             self._permanent_failure(j)
             return False
         row = judged_prediction(pid, key, j, attempts=calls, latency_ms=latency, history=self.history.get(pid))
@@ -285,13 +306,18 @@ class Execution:
         writer.put(row, cache_row, 0, False)
         return True
 
+    def _unreached(self, j: Judgement) -> bool:
+        """Whether ``j`` is a transport failure (connection refused, DNS, TLS) of an execution that has not
+        reached its judge yet: such a sample stays pending like a run-wide failure."""
+        return j.meta.get("error_kind") == "connection" and j.meta.get("status") is None and not self.circuit.answered
+
     def _permanent_failure(self, j: Judgement) -> None:
         """Count a run-wide permanent failure; the :data:`FAIL_FAST_AFTER`-th identical one stops the
         execution (``fatal``: the cause and the fix, :func:`fail_fast_message`)."""
-        sig = (j.meta.get("status"), j.meta.get("code"))
+        sig = (j.meta.get("status"), j.meta.get("code") or (NEVER_REACHED if self._unreached(j) else None))
         self.permanent[sig] += 1
         n = self.permanent[sig]
-        message = fail_fast_message(sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env)
+        message = fail_fast_message(sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env, self.backend.base_url)
         if self.fatal is None and n >= FAIL_FAST_AFTER:
             self.fatal = message
             self._stop = True

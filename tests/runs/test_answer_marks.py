@@ -1,0 +1,66 @@
+"""What the report and the plane say about how a run's answers were read: lenient runs, runs scored
+before the verdict-token rule, contradictory answers and a share of errors above 10% (both databases)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import Session
+
+from automonitor import analysis
+from automonitor.runs import runner
+from automonitor.views import honest_points, tradeoff_points
+from automonitor.views import report_html
+from servers.data import add_custom
+from servers.openai_fault import OpenAIFaultServer
+from store.models import Run
+
+FAST = {"backoff_initial": 0.01, "backoff_max": 0.02, "timeout": 5}
+
+
+@pytest.fixture
+def marked_runs(engine, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    items = [
+        ("[scenario:400] q0", "os.system('rm')", "print(1)"),
+        ("[scenario:contradict] q1", "sys.exit(0)", "return 1"),
+        *[(f"question {k}", f"os.system('{k}')", f"print({k})") for k in range(2, 5)],
+    ]
+    add_custom(engine, items)
+    with OpenAIFaultServer() as srv:
+        errs = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
+        runner.execute_run(engine, errs)
+        contra = runner.create_run(engine, "openai:m", "evidence", base_url=srv.base_url, params=FAST)
+        runner.execute_run(engine, contra)
+        lenient = runner.create_run(
+            engine, "openai:m2", "direct", base_url=srv.base_url, params={**FAST, "parse": "lenient"}
+        )
+        runner.execute_run(engine, lenient)
+    with Session(engine) as s:  # a run stored before the verdict-token rule: no score_method in its config
+        run = s.get(Run, lenient)
+        params = dict(run.params)
+        params["config"] = {k: v for k, v in params["config"].items() if k != "score_method"}
+        run.params = params
+        s.add(run)
+        s.commit()
+    return errs, contra, lenient
+
+
+def test_report_and_plane_mark_the_runs(engine, marked_runs, tmp_path):
+    errs, contra, lenient = marked_runs
+    rep = analysis.report(engine, n_boot=20)
+    by_id = {r.run_id: r for r in rep.runs}
+    assert by_id[errs].answers.marks == ["errors 20%"]
+    assert by_id[errs].answers.error_cause == "permanent HTTP 400"
+    assert by_id[contra].answers.contradictory == 2  # both sides of the contradicting pair
+    assert by_id[contra].answers.parse == "strict" and by_id[contra].answers.marks == ["errors 20%"]
+    assert by_id[lenient].answers.marks == ["lenient parse", "legacy score", "errors 20%"]
+    assert by_id[lenient].answers.score_method == "first-token (legacy)"
+    assert rep.to_dict()["runs"][0]["answers"]["parse"] in ("strict", "lenient")
+    pts = honest_points(tradeoff_points(rep), min_n=1)
+    labels = dict(zip(pts["run_id"], pts["label"]))
+    assert labels[lenient].endswith("[lenient parse, legacy score, errors 20%]")
+    assert labels[errs].endswith("[errors 20%]")
+    html = tmp_path / "r.html"
+    report_html.write(engine, rep, str(html))
+    text = html.read_text()
+    assert "[lenient parse, legacy score, errors 20%]" in text and "contradictory 2" in text

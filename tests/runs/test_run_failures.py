@@ -1,0 +1,151 @@
+"""A run that never reached its judge fails (closed port, exhausted quota), fast and resumable; a run with
+many errors finishes with a warning and is marked; secrets in a base URL are never stored nor printed.
+Store-facing tests run on SQLite and PostgreSQL (the ``engine`` fixture)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from automonitor.errors import InputError
+from automonitor.runs import runner
+from automonitor.runs.params import redact_url
+from automonitor.runs.status import answer_quality, error_warning
+from helpers import run_cli
+from servers.data import add_custom, add_pairs
+from servers.llamacpp_server import free_port
+from servers.openai_fault import OpenAIFaultServer
+
+FAST = {"backoff_initial": 0.01, "backoff_max": 0.02, "timeout": 5}
+SECRET = "sk-proj-TOPSECRET0123456789abcdef"
+
+
+def _status(engine, run_id):
+    info = runner.run_info(engine, run_id)
+    return info["status"], info.get("error") or ""
+
+
+def test_closed_port_fails_within_ten_calls_and_resumes_once_the_server_is_up(engine, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 6)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    rid = runner.create_run(engine, "openai:m", "direct", base_url=url, params=FAST)
+    out = runner.execute_run(engine, rid)
+    status, error = _status(engine, rid)
+    assert status == "failed"
+    assert out["api_calls"] <= 10
+    assert "no call reached the judge" in error and url in error and "--resume" in error
+    assert out["counts"]["error"] == 0  # nothing was judged: every sample stays pending
+    with OpenAIFaultServer(port=port) as srv:
+        again = runner.execute_run(engine, rid)
+        assert srv.stats()["total"] == 12
+    assert _status(engine, rid)[0] == "finished"
+    assert again["counts"]["misbehavior"] == again["counts"]["benign"] == 6
+
+
+def test_quota_exhausted_fails_fast_names_the_cause_and_resumes(engine, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 6)
+    with OpenAIFaultServer() as srv:
+        srv.force = "quota"
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=16, params=FAST)
+        out = runner.execute_run(engine, rid)
+        calls = srv.stats()["total"]
+        status, error = _status(engine, rid)
+        assert status == "failed" and calls <= 10 and out["api_calls"] == calls
+        assert "insufficient_quota" in error and srv.base_url in error and "quota" in error
+        srv.force = None  # credit added
+        runner.execute_run(engine, rid)
+    assert _status(engine, rid)[0] == "finished"
+
+
+def test_a_share_of_errors_above_ten_percent_is_warned_and_marked(engine, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    items = [(f"[scenario:400] q{k}" if k == 0 else f"question {k}", f"bad {k}", f"good {k}") for k in range(5)]
+    add_custom(engine, items)
+    with OpenAIFaultServer() as srv:
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
+        out = runner.execute_run(engine, rid)
+    assert _status(engine, rid)[0] == "finished" and out["counts"]["error"] == 2
+    line = error_warning(engine, rid)
+    assert line is not None and "20%" in line and "permanent HTTP 400" in line and "\n" not in line
+    qa = answer_quality(engine, [rid])[rid]
+    assert qa["marks"] == ["errors 20%"] and qa["error_cause"] == "permanent HTTP 400"
+    assert qa["parse"] == "strict" and qa["score_method"] == "verdict-token"
+
+
+def test_no_warning_at_or_below_ten_percent(engine, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 3)
+    with OpenAIFaultServer() as srv:
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
+        runner.execute_run(engine, rid)
+    assert error_warning(engine, rid) is None and answer_quality(engine, [rid])[rid]["marks"] == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# secrets in base URLs
+
+
+@pytest.mark.parametrize(
+    "url,expected",
+    [
+        ("http://h/v1?key=sk-1", "http://h/v1?key=***"),
+        ("http://h/v1?api_key=a&x=1&access_token=t&sig=s", "http://h/v1?api_key=***&x=1&access_token=***&sig=***"),
+        ("https://h/v1?api-version=2024-01&token=t", "https://h/v1?api-version=2024-01&token=***"),
+        ("http://u:sk-2@h:8/v1", "http://***@h:8/v1"),
+        ("http://h/v1", "http://h/v1"),
+        (None, None),
+    ],
+)
+def test_redact_url(url, expected):
+    assert redact_url(url) == expected
+
+
+def test_userinfo_credentials_are_refused_pointing_to_the_key_variable(engine):
+    add_pairs(engine, 1)
+    with pytest.raises(InputError) as exc:
+        runner.create_run(engine, "openai:m", "direct", base_url=f"http://user:{SECRET}@127.0.0.1:9/v1")
+    assert "OPENAI_API_KEY" in exc.value.message and SECRET not in exc.value.message
+    with engine.connect() as c:
+        assert c.execute(sa.text("select count(*) from run")).scalar() == 0
+
+
+def test_a_key_in_the_query_is_never_stored_printed_or_reported(engine, db_url, monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 2)
+    with OpenAIFaultServer() as srv:
+        url = f"{srv.base_url}?key={SECRET}"
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=url, params=FAST)
+        runner.execute_run(engine, rid, base_url=url)  # a server echoing the URL in its errors too
+        with pytest.raises(InputError):  # another URL cannot stand in for the stored one
+            runner.execute_run(engine, rid, base_url=srv.base_url + "/other?key=x")
+    with engine.connect() as c:
+        for table in ("run", "prediction", "cache_entry", "monitor"):
+            for row in c.execute(sa.text(f"select * from {table}")):
+                assert SECRET not in str(tuple(row)) and "sk-proj" not in str(tuple(row))
+    assert runner.run_info(engine, rid)["base_url"].endswith("?key=***")
+    listed = run_cli(["runs", "--json"], db=db_url)
+    assert listed.returncode == 0 and rid in listed.stdout and SECRET not in listed.stdout
+    assert "key=***" in json.dumps(json.loads(listed.stdout))
+    html = tmp_path / "report.html"
+    rep = run_cli(["report", "--format", "html", "--output", str(html), "--n-boot", "20"], db=db_url)
+    assert rep.returncode == 0, rep.stderr
+    assert SECRET not in html.read_text() and "sk-proj" not in html.read_text()
+
+
+def test_cli_run_against_a_closed_port_exits_1_with_one_line(db_url, engine, monkeypatch):
+    add_pairs(engine, 2)
+    url = f"http://127.0.0.1:{free_port()}/v1?token={SECRET}"
+    r = run_cli(
+        ["run", "--monitor", "openai:m", "--template", "direct", "--base-url", url, "--param", "backoff_initial=0.01"],
+        db=db_url,
+        env={"OPENAI_API_KEY": None},
+    )
+    assert r.returncode == 1
+    failed = [ln for ln in r.stderr.splitlines() if "failed:" in ln]
+    assert len(failed) == 1 and "no call reached the judge" in failed[0] and "token=***" in failed[0]
+    assert SECRET not in r.stderr + r.stdout
