@@ -16,9 +16,9 @@ from automonitor.analysis.assemble import analyze
 from automonitor.analysis.difficulty import add_difficulty
 from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.roc_grounding import evidence_run_ids
-from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, Stability
+from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, SpanVisibility, Stability
 from automonitor.analysis.view_comparison import compare_all, view_groups
-from automonitor.data.monitor_views import is_silent, view_of_run
+from automonitor.data.monitor_views import is_silent, render, view_of_run
 from automonitor.vocab import EDITIONS
 
 
@@ -156,6 +156,8 @@ def _add_views(
     views = {rid: view_of_run(p) for rid, p in zip(runs["run_id"], runs["params"])}
     for entry in rep.runs:
         entry.view = views.get(entry.run_id, "full")
+        if entry.localisation is not None and entry.view != "full":
+            entry.localisation.visibility = span_visibility(engine, preds, entry.run_id, entry.view)
     groups = view_groups(runs, views, editions)
     if not groups:
         return
@@ -167,6 +169,27 @@ def _add_views(
     rep.views = compare_all(
         preds, runs, views, editions, invalid=opt.invalid, n_boot=opt.n_boot, seed=opt.seed, silent=silent
     )
+
+
+def span_visibility(engine: Engine, preds: pd.DataFrame, run_id: str, view: str) -> SpanVisibility:
+    """How many gold spans of the run's judged misbehavior samples its ``view`` shows
+    (:meth:`automonitor.data.monitor_views.Rendering.map_span`)."""
+    from store import session_scope
+    from store.queries.runs import view_inputs
+    from store.queries.spans import spans_by_sample
+
+    mine = preds[(preds["run_id"] == run_id) & (preds["label"] == "misbehavior") & preds["outcome"].notna()]
+    ids = mine["sample_id"].unique().tolist()
+    with session_scope(engine) as s:
+        gold = spans_by_sample(s, ids)
+        inputs = view_inputs(s, [i for i in ids if i in gold])
+    total = shown = 0
+    for i in inputs:
+        r = render(i["response"], view, source=i["source"], meta=i["meta"])
+        for sp in gold[i["id"]]:
+            total += 1
+            shown += int(r is not None and r.map_span(int(sp["start"]), int(sp["end"])) is not None)
+    return SpanVisibility(view=view, spans=total, visible=shown, not_visible=total - shown)
 
 
 def _add_run_extras(

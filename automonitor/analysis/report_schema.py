@@ -184,15 +184,29 @@ class LocalisationSlice(_Model):
     span_iou_ci: Interval
 
 
+class SpanVisibility(_Model):
+    """For a run judged under a monitor view other than ``full``: of the gold ``spans`` of its judged
+    misbehavior samples, how many the view shows (``visible``, at least one character of the span) and
+    how many it does not (``not_visible``); a span the monitor never saw cannot be quoted, so localisation
+    counts it as not localised."""
+
+    view: str
+    spans: int
+    visible: int
+    not_visible: int
+
+
 class Localisation(_Model):
     """A run's localisation per slice: ``overall``, ``by_category``, ``by_task`` and
     ``by_category_task`` (``{category: {task: slice}}``, as the run's ``by_category_task``; absent from
-    reports written before it was added) (only slices with gold spans)."""
+    reports written before it was added) (only slices with gold spans); ``visibility`` for a run judged
+    under a monitor view (:class:`SpanVisibility`)."""
 
     overall: LocalisationSlice
     by_category: dict[str, LocalisationSlice]
     by_task: dict[str, LocalisationSlice]
     by_category_task: dict[str, dict[str, LocalisationSlice]] = Field(default_factory=dict)
+    visibility: SpanVisibility | None = None
 
 
 class ControlsFar(_Model):

@@ -150,3 +150,31 @@ def test_plane_and_drilldown_name_and_show_the_view(engine):
         assert shown != rows[sid]["response"] and "os._exit" not in shown and shown.strip()
     full_fn = cell_samples(engine, ids["full"], "tp")
     assert all(shown == rows[sid]["response"] for sid, shown in zip(full_fn["sample_id"], full_fn["response"]))
+
+
+def test_gold_spans_outside_the_view_are_reported_not_visible(engine):
+    """Of the gold spans of a run's judged misbehavior samples, those its view does not show are counted
+    ``not_visible`` (a span on the hack code is invisible to a reasoning-only monitor)."""
+    from automonitor.analysis.from_store import predictions_frame, span_visibility
+    from store import session_scope
+    from store.models import GoldSpan
+
+    rows = add_view_samples(engine)
+    with session_scope(engine) as s:
+        for sid, r in rows.items():
+            if r["source"] == "aisi_olmo_rh" and r["label"] == "misbehavior":
+                a = r["response"].index("os._exit(0)")
+                s.add(GoldSpan(sample_id=sid, start_char=a, end_char=a + 11, provenance="from_screen"))
+                b = r["response"].index("Plan")
+                s.add(GoldSpan(sample_id=sid, start_char=b, end_char=b + 4, provenance="annotated"))
+    with echo_backend():
+        rid = runner.create_run(engine, "view-echo-test", "direct", view="reasoning")
+        runner.execute_run(engine, rid)
+        ans = runner.create_run(engine, "view-echo-test", "direct", view="answer")
+        runner.execute_run(engine, ans)
+    preds = predictions_frame(engine, [rid, ans])
+    vis = span_visibility(engine, preds, rid, "reasoning")
+    assert (vis.spans, vis.visible, vis.not_visible) == (8, 4, 4)
+    vis = span_visibility(engine, preds, ans, "answer")
+    assert (vis.spans, vis.visible, vis.not_visible) == (8, 4, 4)
+    assert span_visibility(engine, preds, ans, "full").not_visible == 0
