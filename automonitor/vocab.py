@@ -91,6 +91,16 @@ LABEL_SOURCES: tuple[str, ...] = (
 # ``paper-r2`` the earlier per-source quota composition of ``paper`` (1,172 / 962 / 876 samples by
 # category), ``hard`` the verified pairs that survive adversarial filtering (automonitor.data.build.hard)
 EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
+#: What each edition promises (the docs' vocabulary page is generated from this).
+EDITION_PROMISES: dict[str, str] = {
+    "paper": "the paper's six category x task cells at its pair counts, drawn from the public sources; "
+    "a cell the sources cannot fill is reported as a deficit, never padded",
+    "verified": "every test pair that passed every quality gate, plus pairs adjudicated by annotators",
+    "paper-r2": "the earlier per-source quota composition of `paper` (kept so old runs stay comparable)",
+    "hard": "the verified pairs that trivial baselines (length, TF-IDF, tool calls, answer = suggestion) "
+    "cannot separate after adversarial filtering, plus sycophancy controls in proportion",
+}
+assert tuple(EDITION_PROMISES) == EDITIONS
 #: The editions whose members measure difficulty: each run's MR / FAR on ``verified`` and on ``hard`` side by
 #: side (automonitor.analysis.difficulty computes them; the report's table and the trade-off page show them)
 DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
@@ -150,3 +160,31 @@ SEVERITIES: tuple[str, ...] = ("low", "medium", "high")
 MONITOR_SEVERITIES: tuple[str, ...] = ("none", *SEVERITIES)
 #: The longest free-text note (label notes, flags, adjudication rationales), in characters.
 MAX_NOTE = 5000
+
+#: Every ``AUTOMONITOR_*`` environment variable the code reads, with what it sets and its default (the
+#: docs' configuration reference is generated from this table; a test holds it equal to the variables the
+#: code of ``automonitor/``, ``store/``, ``pages/`` and ``app.py`` names). API keys are not here: they are
+#: read from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` (environment or Streamlit secrets), never stored.
+CONFIG_VARS: dict[str, tuple[str, str]] = {
+    "AUTOMONITOR_DB": (
+        "SQLAlchemy URL of the store (SQLite or `postgresql+psycopg://...`)",
+        "`sqlite:///automonitor.db`",
+    ),
+    "AUTOMONITOR_RAW": ("directory of the public raw sources (one folder per source)", "`../shared/raw` in `make`"),
+    "AUTOMONITOR_ARTIFACTS": ("where trained probe artefacts live (`<dir>/probes`)", "`./artifacts`"),
+    "AUTOMONITOR_CACHE_DIR": (
+        "cache of the audit, the adversarial filter and the LoRA base conversion",
+        "`$XDG_CACHE_HOME/automonitor` or `~/.cache/automonitor`",
+    ),
+    "AUTOMONITOR_ERRATA": ("the errata file applied by every build", "`seeds/errata.jsonl`"),
+    "AUTOMONITOR_MAX_IMPORT_MB": ("largest import file accepted, in MB", "256"),
+    "AUTOMONITOR_QUEUE_MISSING_SPANS": (
+        "`1`: an agreed misbehavior where one annotator marked no span goes to adjudication",
+        "off (a span is optional)",
+    ),
+    "AUTOMONITOR_SESSION_HOURS": ("lifetime of a login session, in hours", "12"),
+    "AUTOMONITOR_SESSION_SECRET": ("the key that signs login-session cookies", "a generated file's content"),
+    "AUTOMONITOR_SECRET_FILE": ("the file holding the generated session key", "`~/.config/automonitor/session-secret`"),
+    "AUTOMONITOR_LLAMA_EXTRA_BUFTS": ("`1`: force llama.cpp's extra buffer types on", "on only without AMX"),
+    "AUTOMONITOR_TORCH_THREADS": ("torch threads of the LoRA probe", "2"),
+}

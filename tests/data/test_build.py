@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter, defaultdict
 
@@ -487,6 +488,12 @@ def test_build_cli_json_is_one_document_and_rebuild_is_a_no_op(cli, built, raw_d
     doc = json.loads(res.stdout)
     assert doc["unchanged"] is True and doc["inserted"] == 0 and doc["test"]["samples"] == 3010
     assert "hh_rlhf:" in res.stderr  # progress goes to stderr
+    # one line per build stage, with counts (`make demo` printed nothing for minutes during the build)
+    err = res.stderr
+    assert re.search(r"^gates: [\d,]+ pairs pass", err, re.M)
+    assert re.search(r"^selection: [\d,]+ test pairs, [\d,]+ sample rows", err, re.M)
+    assert re.search(r"^edition hard: [\d,]+ pairs kept", err, re.M)
+    assert re.search(r"^store: 0 inserted, 0 updated, 0 deleted", err, re.M)
 
 
 @pytest.mark.slow

@@ -3,6 +3,8 @@ touching any store."""
 
 from __future__ import annotations
 
+import time
+
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -72,9 +74,13 @@ def plan_build(
         InputError: see :func:`load_all`; an invalid errata line (file, line, field).
     """
     errata = load_errata(errata_file)  # before anything is read: a bad errata file changes nothing
+    say = progress or (lambda _msg: None)
     results = loaded if loaded is not None else load_all(raw, progress)
     report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}
+    t0 = time.perf_counter()
+    say(f"gates: checking {sum(len(r.pairs) for r in results.values()):,} pairs (static analysers on code pairs)")
     pool = gated_pool(results, report, current(errata))
+    say(f"gates: {sum(len(v) for v in pool.pairs.values()):,} pairs pass ({time.perf_counter() - t0:.1f} s)")
     test = select_test(pool, seed)
     ext_req, ext_resp = external_test or (set(), set())
     blocked = Blocked(test.req | ext_req, test.mis | test.ben | ext_resp)
@@ -92,6 +98,13 @@ def plan_build(
     report["families"] = _family_report(pool, plan)
     report["errata"] = errata_counts(errata, pool.errata_applied)
     report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
+    n_test = sum(len(v) for v in test.pairs.values())
+    say(f"selection: {n_test:,} test pairs, {len(plan.rows):,} sample rows (test, candidates, train, controls)")
     if hard:
-        add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
+        say(
+            "edition hard: adversarial filtering of the verified pairs (the longest step; cached after the first build)"
+        )
+        t0 = time.perf_counter()
+        section = add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
+        say(f"edition hard: {section.get('pairs', 0):,} pairs kept ({time.perf_counter() - t0:.1f} s)")
     return plan

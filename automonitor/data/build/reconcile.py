@@ -225,7 +225,19 @@ def build(
         )
         changes = _sample_changes(session, state, plan)
         dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)
+        if progress:
+            new = sum(1 for r in plan.rows if r["id"] not in state.current)
+            progress(
+                f"store: writing {new:,} new sample rows, {len(changes.to_update):,} updated, "
+                f"{len(changes.to_delete):,} deleted"
+            )
+        t1 = time.perf_counter()
         counts = _apply_changes(session, state, plan, changes)
+        if progress:
+            progress(
+                f"store: {counts['inserted']:,} inserted, {counts['updated']:,} updated, {counts['deleted']:,} deleted "
+                f"({time.perf_counter() - t1:.1f} s)"
+            )
         changed = any(counts.values())
         last = build_queries.latest_seed(session)
         report = dict(plan.report)
