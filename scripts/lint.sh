@@ -15,6 +15,7 @@ echo "== ruff format --check"; "$VENV/bin/ruff" format --check . || status=1
 echo "== mypy";       "$VENV/bin/mypy" || status=1
 echo "== lint-imports"; "$VENV/bin/lint-imports" --no-cache || status=1
 # the docs site (MkDocs + Material, extra `docs`): strict, so a broken link or a page left out of the nav fails
+echo "== docs reference = the code"; "$VENV/bin/python" scripts/gen_reference.py --check || status=1
 echo "== mkdocs build --strict"; site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet -d "$site" || status=1
 rm -rf "$site"
