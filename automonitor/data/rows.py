@@ -226,6 +226,19 @@ def _pair_meta_from_cell(cell: str) -> Any:
         raise problem(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}") from None
 
 
+def _json_list_cell(value: Any, info: ValidationInfo, what: str) -> list[Any] | None:
+    """A list-valued field: ``None`` for a missing or empty cell, a CSV/Parquet text cell parsed as JSON
+    (:func:`_pair_meta_from_cell`), else the value, which must be a list (``what`` it should hold, for the
+    message)."""
+    if value is None or value == "":
+        return None
+    if _text_cells(info) and isinstance(value, str):
+        value = _pair_meta_from_cell(value)
+    if not isinstance(value, list):
+        raise problem(f"must be a JSON array of {what}, got {_type_name(value)}")
+    return value
+
+
 class PairRow(RowModel):
     """One sample of a pair file (the CLI contract's generic pair file; columns :data:`PAIR_FIELDS`), text exactly as
     given. ``sample_id``, ``source`` and ``label_source`` are None when absent (the importer assigns them).
@@ -254,18 +267,7 @@ class PairRow(RowModel):
     def unknown_field_problem(cls, name: str) -> str:
         return f"unknown field '{name}' (fields: {', '.join(PAIR_FIELDS)}; put extra data in 'meta')"
 
-    @field_validator(
-        "sample_id",
-        "pair_id",
-        "category",
-        "task",
-        "request",
-        "response",
-        "label",
-        "source",
-        "label_source",
-        mode="plain",
-    )
+    @field_validator(*(f for f in PAIR_FIELDS if f not in ("meta", "spans")), mode="plain")
     @classmethod
     def _text(cls, value: Any, info: ValidationInfo) -> str | None:
         name = info.field_name or ""
@@ -306,12 +308,9 @@ class PairRow(RowModel):
     @field_validator("spans", mode="plain")
     @classmethod
     def _spans(cls, value: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
-        if value is None or value == "":
+        value = _json_list_cell(value, info, "spans")
+        if value is None:
             return None
-        if _text_cells(info) and isinstance(value, str):
-            value = _pair_meta_from_cell(value)
-        if not isinstance(value, list):
-            raise problem(f"must be a JSON array of spans, got {_type_name(value)}")
         out = []
         for i, sp in enumerate(value):
             if not isinstance(sp, dict):
@@ -559,12 +558,9 @@ class AnnotationRow(RowModel):
     @field_validator("evidence_spans", mode="plain")
     @classmethod
     def _evidence_spans(cls, value: Any, info: ValidationInfo) -> list[tuple[int, int]] | None:
-        if value is None or value == "":
+        value = _json_list_cell(value, info, "[start, end] pairs")
+        if value is None:
             return None
-        if _text_cells(info) and isinstance(value, str):
-            value = _pair_meta_from_cell(value)
-        if not isinstance(value, list):
-            raise problem(f"must be a JSON array of [start, end] pairs, got {_type_name(value)}")
         out = []
         for i, piece in enumerate(value):
             if (

@@ -9,6 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from store.models import Sample
+
 # SQLite allows 999 bound parameters per statement in older builds; stay below it everywhere.
 IN_CHUNK = 900
 
@@ -28,8 +30,21 @@ def rows_by_ids(conn: Connection | Session, columns: Sequence[Any], id_column: A
     return out
 
 
+#: the columns that place a sample in the benchmark (its pair, cell and gold label)
+SAMPLE_KEY = ("id", "pair_id", "category", "task", "label")
+
+
+def sample_columns(*names: str) -> list[Any]:
+    """The ``sample`` table's columns called ``names`` (``sample_columns(*SAMPLE_KEY, "content_hash")``), for
+    a ``SELECT`` whose rows become dicts with those keys."""
+    table = Sample.__table__  # type: ignore[attr-defined]
+    return [table.c[n] for n in names]
+
+
 __all__ = [
     "IN_CHUNK",
+    "SAMPLE_KEY",
     "chunks",
     "rows_by_ids",
+    "sample_columns",
 ]

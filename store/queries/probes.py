@@ -11,20 +11,13 @@ import sqlalchemy as sa
 from sqlmodel import Session, col
 
 from store.models import Sample
+from store.queries import SAMPLE_KEY, sample_columns
 
 
 def gold_test_texts(session: Session) -> list[dict[str, Any]]:
     """Every gold ``test`` sample as ``{id, pair_id, category, task, label, request, response}``, id order."""
     q = (
-        sa.select(
-            col(Sample.id),
-            col(Sample.pair_id),
-            col(Sample.category),
-            col(Sample.task),
-            col(Sample.label),
-            col(Sample.request),
-            col(Sample.response),
-        )
+        sa.select(*sample_columns(*SAMPLE_KEY, "request", "response"))
         .where(col(Sample.status) == "gold", col(Sample.split) == "test")
         .order_by(col(Sample.id))
     )

@@ -14,7 +14,7 @@ from sqlmodel import Session, SQLModel, col
 from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
 from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
-from store.queries import rows_by_ids
+from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns
 
 
 def _table(model: type[SQLModel]) -> sa.Table:
@@ -65,16 +65,7 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
             *((col(Sample.label_source) != "adjudicated",) if split == "test" else ()),
         ]  # paper mirror
     rows = session.execute(
-        sa.select(
-            col(Sample.id),
-            col(Sample.pair_id),
-            col(Sample.category),
-            col(Sample.task),
-            col(Sample.label),
-            col(Sample.content_hash),
-        )
-        .where(*conds)
-        .order_by(col(Sample.id))
+        sa.select(*sample_columns(*SAMPLE_KEY, "content_hash")).where(*conds).order_by(col(Sample.id))
     ).all()
     return [dict(r._mapping) for r in rows]
 

@@ -12,7 +12,7 @@ from store.queries.spans import span_counts
 from automonitor.vocab import CONTROLS_SPLIT, EDITIONS
 from automonitor.timestamps import iso_utc
 from store.models import EditionSample, Sample
-from store.queries import rows_by_ids
+from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns
 
 EDITION_CHOICES = EDITIONS  # automonitor.vocab: the one declared list
 
@@ -88,14 +88,7 @@ def control_samples(session: Session) -> list[dict[str, Any]]:
     """The controls slice (gold, split ``controls``): dicts with id, pair_id, category, task, label,
     content_hash, id order."""
     rows = session.execute(
-        sa.select(
-            col(Sample.id),
-            col(Sample.pair_id),
-            col(Sample.category),
-            col(Sample.task),
-            col(Sample.label),
-            col(Sample.content_hash),
-        )
+        sa.select(*sample_columns(*SAMPLE_KEY, "content_hash"))
         .where(col(Sample.split) == CONTROLS_SPLIT, col(Sample.status) == "gold")
         .order_by(Sample.id)
     ).all()
