@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence, cast
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapper
 from sqlmodel import Session, SQLModel, col
 
@@ -70,8 +71,8 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
     return [dict(r._mapping) for r in rows]
 
 
-def sample_texts(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """``{sample_id: {request, response, content_hash, source, meta}}`` for ``ids``."""
+def sample_texts(session: Session | Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``{sample_id: {request, response, content_hash, source, meta}}`` for ``ids`` (a session or a connection)."""
     return {
         r.id: {
             "request": r.request,

@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
-from store.models import Prediction, Sample
-from store.queries import rows_by_ids
+from store.models import Prediction
+from store.queries.runs import sample_texts
 
 PAGE = 1000
 
@@ -50,22 +50,7 @@ def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[lis
 
 
 def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """``{sample_id: {request, response, content_hash, source, meta}}`` for one page of samples."""
+    """``{sample_id: {request, response, content_hash, source, meta}}`` for one page of samples
+    (:func:`store.queries.runs.sample_texts` on a connection of its own)."""
     with engine.connect() as c:
-        rows = rows_by_ids(
-            c,
-            [
-                col(Sample.id),
-                col(Sample.request),
-                col(Sample.response),
-                col(Sample.content_hash),
-                col(Sample.source),
-                col(Sample.meta),
-            ],
-            col(Sample.id),
-            sample_ids,
-        )
-    return {
-        r[0]: {"request": r[1], "response": r[2], "content_hash": r[3], "source": r[4] or "", "meta": r[5] or {}}
-        for r in rows
-    }
+        return sample_texts(c, sample_ids)
