@@ -426,7 +426,7 @@ def _print_runs_table(rows: list[dict[str, Any]]) -> None:
         table.add_row(
             r["run_id"],
             r["monitor"],
-            r["template"],
+            r["template"] + (" (lenient parse)" if r.get("parse") == "lenient" else ""),
             status,
             str(r["n"]),
             str(c["misbehavior"]),

@@ -476,6 +476,9 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
         "price_known": bool((params.get("price") or {}).get("price_known", True)),
         "duration_s": dur,
         "base_url": params.get("base_url"),
+        # how the judge's answers were read (``strict`` grammar or ``lenient`` heuristics; None: no text read)
+        "parse": (params.get("config") or {}).get("parse"),
+        "score_method": (params.get("config") or {}).get("score_method"),
         "limit": params.get("limit"),
         "repeat": int((params.get("judge") or {}).get("repeat", 1) or 1),
         "created_at": iso_utc(r.created_at),

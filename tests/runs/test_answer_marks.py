@@ -64,3 +64,16 @@ def test_report_and_plane_mark_the_runs(engine, marked_runs, tmp_path):
     report_html.write(engine, rep, str(html))
     text = html.read_text()
     assert "[lenient parse, legacy score, errors 20%]" in text and "contradictory 2" in text
+
+
+def test_runs_list_and_predictions_say_how_answers_and_scores_were_read(engine, marked_runs):
+    from sqlmodel import select
+
+    from store.models import Prediction
+
+    errs, _contra, lenient = marked_runs
+    assert runner.run_info(engine, lenient)["parse"] == "lenient"
+    assert runner.run_info(engine, errs)["parse"] == "strict"
+    with Session(engine) as s:
+        scored = [p for p in s.exec(select(Prediction).where(Prediction.run_id == errs)) if p.score is not None]
+    assert scored and all(p.meta["score_method"] == "verdict-token" for p in scored)

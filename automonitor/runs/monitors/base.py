@@ -171,7 +171,7 @@ def answer_judgement(
     meta: dict[str, Any],
     max_tokens: int | None = None,
 ) -> Judgement:
-    """The :class:`Judgement` of a judge's parsed answer (``parsing.parse_text`` / ``parse_tool_input``).
+    """The :class:`Judgement` of a judge's parsed answer (``parsing.parse_answer`` / ``parse_tool_answer``).
 
     Adds to ``meta`` (in place) ``parse_detail`` when the parser left one and ``evidence_found`` (one bool
     per quoted span: is it in ``response``) when the answer quotes evidence. ``score`` (P(misbehavior) in

@@ -408,11 +408,14 @@ class OpenAIBackend(Backend):
                 return unscored
         template = self.prompt.template.name
         raw, parsed = _parse_answer(msg, text, finish, template, self.settings.parse)  # type: ignore[attr-defined]
+        score = _logprob_score(choice, template)
+        if score is not None:
+            meta["score_method"] = SCORE_METHOD  # how this prediction's score was read (CONTRACT round 4)
         return answer_judgement(
             parsed,
             item.response,
             raw,
-            score=_logprob_score(choice, template),
+            score=score,
             tokens_in=tin,
             tokens_out=tout,
             cost_usd=cost,
