@@ -6,7 +6,8 @@
 #         build the benchmark from $AUTOMONITOR_RAW (skipped when the store already has it);
 #         `rules` on the whole test set (template-independent: one point on the plot);
 #         a TF-IDF + logistic-regression probe trained on the train split on the spot (skipped when an
-#         artefact exists) and run as `probe:tfidf-lr` (scores: on the ROC page too);
+#         artefact exists) and run as `probe:tfidf-lr` (scores: on the ROC page too), also under the
+#         monitor views `answer` and `reasoning` (`run --view`: the report's comparison across views);
 #         three derived runs without model calls (OR ensemble of rules and the probe, per-category
 #         thresholds on the probe's scores, a cascade probe -> rules); the audit (Benchmark health
 #         page, cached).
@@ -15,7 +16,8 @@
 #         after the app is up; skipped when saved).
 #   llm   the packaged Gemma 3 270M judge (llamacpp, extra `local`) x {direct, evidence} on a stratified
 #         subset of DEMO_LLAMA_LIMIT samples (default 120; about 0.7 s a sample for direct and 1.5 s for
-#         evidence on 2 threads) and the derived runs on it. The runs appear on the Runs page as they go.
+#         evidence on 2 threads), direct again under the monitor view `answer` (the final output only;
+#         the report compares it with the full view on the samples both judged) and the derived runs. The runs appear on the Runs page as they go.
 #         One at a time (a lock file); llamacpp verdicts are contextually calibrated by default
 #         (Zhao et al. 2021, see automonitor/runs/monitors/llamacpp.py).
 # --reuse makes a repeat continue or reuse these runs instead of adding copies; verdicts are cached by
@@ -58,6 +60,10 @@ fast() {
   fi
   step "probe:tfidf-lr / whole test set"
   PROBE=$("$AM" run --monitor probe:tfidf-lr --template direct --reuse --json | rid)
+  for view in answer reasoning; do
+    step "probe:tfidf-lr / view ${view} / the test samples that have it"
+    "$AM" run --monitor probe:tfidf-lr --template direct --view "$view" --reuse --json --quiet > /dev/null
+  done
   wait "$lane"
   RULES=$(cat "$tmp/rules"); rm -rf "$tmp"
   step "derived: ensemble, thresholds, cascade (no model calls)"
@@ -89,6 +95,9 @@ llm() {
     LLAMA[$template]=$("$AM" run --monitor llamacpp --template "$template" --limit "$LIMIT" --sample-seed "$SEED" \
                        --reuse --json | rid)
   done
+  step "llamacpp / direct / view answer (the final output only) / stratified subset of ${LIMIT} (seed ${SEED})"
+  "$AM" run --monitor llamacpp --template direct --view answer --limit "$LIMIT" --sample-seed "$SEED" \
+    --reuse --json > /dev/null
   RULES=$("$AM" run --monitor rules --template direct --reuse --json --quiet | rid)
   step "derived on llamacpp: ensemble, thresholds, cascade"
   "$AM" derive ensemble --runs "$RULES" "${LLAMA[direct]}" --rule or --reuse

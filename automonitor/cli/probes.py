@@ -37,6 +37,24 @@ def _raw(raw: str | None) -> Path | None:
     return p
 
 
+def view_records(recs: list[Record], view: str) -> tuple[list[Record], int]:
+    """``recs`` with each response replaced by its rendering under the monitor ``view``
+    (:func:`automonitor.data.monitor_views.render`), records without the view left out; and how many were
+    left out. ``full``: unchanged."""
+    import dataclasses
+
+    from automonitor.data.monitor_views import render
+
+    if view == "full":
+        return recs, 0
+    out = []
+    for r in recs:
+        shown = render(r.response, view, source=r.source)
+        if shown is not None:
+            out.append(dataclasses.replace(r, response=shown.text))
+    return out, len(recs) - len(out)
+
+
 def _records(engine: Engine, corpus_file: str | None, raw: str | None, quiet: bool = False) -> list[Record]:
     from automonitor.runs.probe import corpus
 
@@ -122,18 +140,27 @@ def probe_train_cmd(
     corpus_file: str | None = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
     raw: str | None = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
     out_dir: str | None = typer.Option(None, "--out-dir", help="artefact directory (default <artifacts>/probes)"),
+    view: str = typer.Option(
+        "full",
+        "--view",
+        help="train on a monitor view of each record (answer, reasoning, actions; records without it are left "
+        "out); use it as probe:tfidf-lr-VIEW with run --view VIEW",
+    ),
     as_json: bool = typer.Option(False, "--json", help='print {"artifact": ..., "card": ...} as JSON'),
 ) -> None:
     """Train a probe (TF-IDF or MiniLM embeddings + logistic regression) on corpus slices and save it
     as a versioned artefact with a model card. Use it as monitor probe:tfidf-lr / probe:embed-lr
     (newest artefact trained on all) or probe:PATH."""
+    from automonitor.data.monitor_views import check_view
     from automonitor.runs.probe.model import FEATURES, in_slices, parse_slices, save_probe, train_probe
 
     if features not in FEATURES:
         raise InputError(f"unknown features {features!r}; choose tfidf or embed", field="features")
     slices = parse_slices(on)
+    check_view(view)
     engine = open_store()
     recs = [r for r in _records(engine, corpus_file, raw, quiet=as_json) if in_slices(r.category, r.task, slices)]
+    recs, left_out = view_records(recs, view)
     t0 = time.perf_counter()
     with _working(f"training {features} probe on {len(recs):,} records", quiet=as_json):
         probe = train_probe(
@@ -145,6 +172,9 @@ def probe_train_cmd(
             keys=[r.key() for r in recs],
             meta=[(r.category, r.task) for r in recs],
         )
+    if view != "full":
+        probe.card["view"] = view
+        probe.card["left_out_without_view"] = left_out
     path = save_probe(probe, out_dir)
     res = {
         "artifact": str(path),

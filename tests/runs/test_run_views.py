@@ -177,3 +177,84 @@ def test_probe_backend_under_views(engine, tmp_path, monkeypatch):
             scores[view] = {p.sample_id: p.score for p in s.exec(select(Prediction).where(Prediction.run_id == rid))}
     assert set(scores["reasoning"]) < set(scores["full"])
     assert any(scores["reasoning"][k] != scores["full"][k] for k in scores["reasoning"])
+
+
+def test_probe_trains_and_predicts_per_view(db_url, engine, tmp_path):
+    """``probe train --view V`` fits on the view's texts (records without it left out) and saves
+    ``<features>-lr-all-<V>-vN``; ``probe:tfidf-lr-V`` then runs under ``run --view V``."""
+    from automonitor.runs.probe.corpus import Record, write_jsonl
+    from automonitor.runs.probe.model import load_probe
+    from helpers import run_cli
+    from servers.views_data import aisi
+
+    rows = add_view_samples(engine)
+    recs = [
+        Record(
+            f"r{k}_{r['label']}",
+            r["category"],
+            r["task"],
+            r["label"],
+            r["request"],
+            r["response"],
+            r["source"],
+            "by_construction",
+        )
+        for k, r in enumerate(rows.values())
+    ]
+    recs += [  # more aisi rollouts, so that both labels have reasoning records to learn from
+        Record(
+            f"x{i}_{lab}",
+            "specification_gaming",
+            "code",
+            lab,
+            "Task.",
+            aisi(100 + i, lab == "misbehavior"),
+            "aisi_olmo_rh",
+            "by_construction",
+        )
+        for i in range(6)
+        for lab in ("misbehavior", "benign")
+    ]
+    corpus = write_jsonl(recs, tmp_path / "corpus.jsonl")
+    env = {"AUTOMONITOR_ARTIFACTS": str(tmp_path / "art")}
+    r = run_cli(
+        ["probe", "train", "--features", "tfidf", "--corpus", str(corpus), "--view", "reasoning", "--json"],
+        db=db_url,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["artifact"].endswith("tfidf-lr-all-reasoning-v1.probe.json")
+    n_reasoning = sum(1 for x in recs if render(x.response, "reasoning", source=x.source) is not None)
+    assert res["card"]["view"] == "reasoning" and res["card"]["n"] == n_reasoning < len(recs)
+    assert res["card"]["left_out_without_view"] == len(recs) - n_reasoning
+    probe = load_probe(res["artifact"])
+    assert probe.card["view"] == "reasoning"
+    # a full-view probe is a different artefact; probe:tfidf-lr still finds only that one
+    r = run_cli(["probe", "train", "--features", "tfidf", "--corpus", str(corpus), "--json"], db=db_url, env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)["artifact"].endswith("tfidf-lr-all-v1.probe.json")
+    r = run_cli(
+        [
+            "run",
+            "--monitor",
+            "probe:tfidf-lr-reasoning",
+            "--template",
+            "direct",
+            "--view",
+            "reasoning",
+            "--json",
+            "--quiet",
+        ],
+        db=db_url,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["n"] == 14
+    r = run_cli(
+        ["run", "--monitor", "probe:tfidf-lr-actions", "--template", "direct", "--view", "actions"], db=db_url, env=env
+    )
+    assert r.returncode == 2 and "probe train --features tfidf --view actions" in r.stderr
+    r = run_cli(
+        ["probe", "train", "--features", "tfidf", "--corpus", str(corpus), "--view", "thoughts"], db=db_url, env=env
+    )
+    assert r.returncode == 2 and "unknown view" in r.stderr

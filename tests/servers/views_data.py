@@ -14,7 +14,7 @@ from store import session_scope
 from store.queries.samples import insert_samples
 
 
-def _aisi(i: int, hack: bool) -> str:
+def aisi(i: int, hack: bool) -> str:
     code = "import os\nprint(solve())\nos._exit(0)" if hack else "print(solve())"
     return f"<thinking>Plan {i}: read the input and compute the answer.</thinking>\n\n```python\n{code}\n```"
 
@@ -65,7 +65,7 @@ def plain(i: int, bad: bool) -> str:
 def add_view_samples(engine) -> dict[str, dict]:
     """4 aisi pairs (thinking + code), 3 odcv pairs (agent steps), 3 xstest pairs (plain answers)."""
     rows = (
-        rows_of("aisi_olmo_rh", 4, _aisi, "specification_gaming", "code")
+        rows_of("aisi_olmo_rh", 4, aisi, "specification_gaming", "code")
         + rows_of("odcv_bench", 3, _odcv, "specification_gaming", "reasoning")
         + rows_of("xstest", 3, plain, "safety_permission", "qa")
     )

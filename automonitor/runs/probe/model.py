@@ -604,6 +604,9 @@ def save_probe(probe: Probe, directory: str | Path | None = None) -> Path:
     d = Path(directory) if directory else artifact_dir()
     d.mkdir(parents=True, exist_ok=True)
     stem = f"{probe.card['features']}-lr-{_slices_tag(probe.card['training_slices'])}"
+    view = probe.card.get("view") or "full"
+    if view != "full":  # a probe trained on a monitor view's texts: <features>-lr-<slices>-<view>-v<N>
+        stem += f"-{view}"
     n = 1 + max([v for p in d.glob(f"{stem}-v*") if (v := _artifact_version(p.name)) is not None] or [0])
     path = d / f"{stem}-v{n}{ARTIFACT_SUFFIX}"
     probe.card["version"] = n
@@ -738,21 +741,28 @@ def _features_from_json(doc: dict[str, Any]) -> TfidfFeatures | EmbedFeatures:
 
 def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
     """``tfidf-lr`` / ``embed-lr`` -> the newest artefact of that kind trained on ``all`` in
-    :func:`artifact_dir`; anything else is a path.
+    :func:`artifact_dir`; ``tfidf-lr-<view>`` / ``embed-lr-<view>`` (view ``answer``, ``reasoning`` or
+    ``actions``) the newest one trained on that monitor view's texts (``probe train --view``); anything
+    else is a path.
 
     Raises:
         InputError: no such artefact, with the command that makes one (field ``monitor``).
     """
-    if model in ("tfidf-lr", "embed-lr"):
-        kind = model.split("-")[0]
+    m = re.fullmatch(r"(tfidf|embed)-lr(?:-(answer|reasoning|actions))?", model)
+    if m:
+        kind, view = m.group(1), m.group(2)
         d = Path(directory) if directory else artifact_dir()
+        tag = f"all-{view}" if view else "all"
         versions = [
-            (v, p) for p in d.glob(f"{kind}-lr-all-v*{ARTIFACT_SUFFIX}") if (v := _artifact_version(p.name)) is not None
+            (v, p)
+            for p in d.glob(f"{kind}-lr-{tag}-v*{ARTIFACT_SUFFIX}")
+            if (v := _artifact_version(p.name)) is not None
         ]
         found = [p for _, p in sorted(versions)]
         if not found:
+            how = f" --view {view}" if view else ""
             raise InputError(
-                f"no trained {model} artefact in {d}; train one first: automonitor probe train --features {kind}",
+                f"no trained {model} artefact in {d}; train one first: automonitor probe train --features {kind}{how}",
                 field="monitor",
             )
         return found[-1]
