@@ -149,3 +149,13 @@ def test_cli_run_against_a_closed_port_exits_1_with_one_line(db_url, engine, mon
     failed = [ln for ln in r.stderr.splitlines() if "failed:" in ln]
     assert len(failed) == 1 and "no call reached the judge" in failed[0] and "token=***" in failed[0]
     assert SECRET not in r.stderr + r.stdout
+
+
+@pytest.mark.parametrize("url", [f"http://u:{SECRET}@127.0.0.1:9/v1", f"http://127.0.0.1:9/v1?api_key={SECRET}"])
+def test_a_generation_job_with_a_credential_in_its_url_is_refused(url):
+    from automonitor.runs.generation.job import GenerationSpec, build_job
+
+    spec = GenerationSpec(kind="sycophancy", generator="openai:m", source="bct_truthfulqa_cues", base_url=url)
+    with pytest.raises(InputError) as exc:
+        build_job(spec)
+    assert "OPENAI_API_KEY" in exc.value.message and SECRET not in exc.value.message

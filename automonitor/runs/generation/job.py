@@ -19,6 +19,7 @@ from automonitor.runs.generation.incentives import load_incentive
 from automonitor.runs.monitors import create_backend, parse_monitor_spec
 from automonitor.runs.monitors.pricing import resolve_price
 from automonitor.runs.monitors.base import Backend
+from automonitor.runs.params import redact_url
 
 KINDS = ("sycophancy", "gaming")
 DEFAULT_MAX_TOKENS = {"sycophancy": 512, "gaming": 768}
@@ -97,7 +98,7 @@ def build_job(spec: GenerationSpec) -> dict[str, Any]:
 
     Raises:
         InputError: unknown kind or backend, the ``rules`` backend, a bad base URL (or one for
-            ``llamacpp``), a count below 1, a gaming job without a fitting incentive and source. The
+            ``llamacpp``, or one carrying a credential: userinfo or a secret query value), a count below 1, a gaming job without a fitting incentive and source. The
             checks run in that order; the first failure is raised.
     """
     kind, source, cue, incentive, base_url = spec.kind, spec.source, spec.cue, spec.incentive, spec.base_url
@@ -108,7 +109,13 @@ def build_job(spec: GenerationSpec) -> dict[str, Any]:
     if mon.backend == "rules":
         raise InputError("the rules backend cannot generate text; use llamacpp, openai or anthropic", field="generator")
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
-        raise InputError(f"--base-url must be an http(s) URL, got {base_url!r}", field="base-url")
+        raise InputError(f"--base-url must be an http(s) URL, got {redact_url(base_url)!r}", field="base-url")
+    if base_url and redact_url(base_url) != base_url:  # a generation job is stored as given: no secret in it
+        raise InputError(
+            f"--base-url {redact_url(base_url)} carries a credential; keys come only from the environment "
+            "(OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic)",
+            field="base-url",
+        )
     if mon.backend == "llamacpp" and base_url:
         raise InputError("--base-url does not apply to the llamacpp backend", field="base-url")
     _check_numbers(limit, samples_per_prompt, max_tokens)
