@@ -159,3 +159,16 @@ def test_a_generation_job_with_a_credential_in_its_url_is_refused(url):
     with pytest.raises(InputError) as exc:
         build_job(spec)
     assert "OPENAI_API_KEY" in exc.value.message and SECRET not in exc.value.message
+
+
+def test_cli_run_with_twenty_percent_errors_finishes_with_one_warning_line(db_url, engine):
+    items = [(f"[scenario:400] q{k}" if k == 0 else f"question {k}", f"bad {k}", f"good {k}") for k in range(5)]
+    add_custom(engine, items)
+    with OpenAIFaultServer() as srv:
+        args = ["run", "--monitor", "openai:m", "--template", "direct", "--base-url", srv.base_url, "--quiet"]
+        r = run_cli(args + ["--param", "backoff_initial=0.01"], db=db_url, env={"OPENAI_API_KEY": None})
+    assert r.returncode == 0, r.stderr
+    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: run")]
+    assert len(warnings) == 1 and "20%" in warnings[0] and "permanent HTTP 400" in warnings[0]
+    listed = run_cli(["runs"], db=db_url)
+    assert "(lenient parse)" not in listed.stdout
