@@ -10,8 +10,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from automonitor.cli.app import app
 from automonitor.cli.common import resolved_store_url, store_note
 
@@ -28,7 +26,6 @@ from automonitor.cli import generate  # noqa: F401  generate sycophancy|gaming|r
 from automonitor.cli import errata  # noqa: F401  errata add|list
 from automonitor.cli.derive import expand_multi
 from automonitor.errors import AutomonitorError, InputError, NotFound, PermissionDenied
-from store.engine import describe_db_error
 
 
 #: exit code of a product error, by class (the first base found in the error's MRO); any other
@@ -87,6 +84,13 @@ def command() -> Any:
     return cmd
 
 
+def _is_db_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``sqlalchemy.exc.SQLAlchemyError``, without importing SQLAlchemy (a command
+    that raised one has imported it; ``--help`` and the commands that never open a store do not)."""
+    sa_exc = sys.modules.get("sqlalchemy.exc")
+    return sa_exc is not None and isinstance(exc, sa_exc.SQLAlchemyError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
     try:
@@ -107,13 +111,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130
-    except SQLAlchemyError as exc:  # one clear line: never SQL, parameters or row data
-        # the store this process used, the default one included (not only a set AUTOMONITOR_DB)
-        print(f"error: {describe_db_error(exc, resolved_store_url())}", file=sys.stderr)
-        code = 1
     except Exception as exc:  # noqa: BLE001 - last resort: a clear message, exit 1
         usage, abort, click_exc = _click_exceptions()
-        if isinstance(exc, usage):
+        if _is_db_error(exc):  # one clear line: never SQL, parameters or row data
+            from store.engine import describe_db_error
+
+            # the store this process used, the default one included (not only a set AUTOMONITOR_DB)
+            print(f"error: {describe_db_error(exc, resolved_store_url())}", file=sys.stderr)
+            code = 1
+        elif isinstance(exc, usage):
             exc.show()  # type: ignore[attr-defined]  # a click UsageError: usage line + message
             code = 2
         elif isinstance(exc, abort):

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from sqlalchemy.engine import Engine
 
 from automonitor.cli.app import app
-from automonitor.runs.lease import with_liveness
 from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
 from automonitor.cli.logs import run_log
 from automonitor.errors import InputError
 from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -352,6 +353,7 @@ def runs_cmd(
 ) -> None:
     """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration;
     --archive/--unarchive RUN_ID hide or show runs first (nothing else changes)."""
+    from automonitor.runs.lease import with_liveness
     from store import session_scope
     from store.queries.runs import list_runs
 
