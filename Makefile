@@ -65,7 +65,7 @@ test: install
 	bash scripts/ensure_chromium.sh
 	bash scripts/ensure_system_deps.sh
 	VENV=$(VENV) bash scripts/lint.sh
-	$(VENV)/bin/pytest -n 2 --dist loadfile --durations=30  # two workers (2 cores); a test file stays on one worker; the 30 slowest listed
+	$(VENV)/bin/pytest -n 2 --dist worksteal --durations=30 --durations-file tests/durations.txt  # two workers (2 cores) that take work from each other's queue; the 30 slowest tests listed, each file's seconds written to tests/durations.txt (kept in git)
 
 lint: install
 	VENV=$(VENV) bash scripts/lint.sh

@@ -6,6 +6,7 @@ brand-new database created from the ``test`` database and dropped afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -23,11 +24,16 @@ from helpers import PG_ADMIN_URL, RAW, REPO, run_cli  # noqa: F401  (shared with
 
 
 def pytest_configure(config):
-    """One cache directory per test run (``AUTOMONITOR_CACHE_DIR``), made by the controlling process
-    before any xdist worker starts, so the workers and every CLI subprocess share it: the first build of
+    """Cheap password hashes (``AUTOMONITOR_INSECURE_TEST_HASHES=1``, see
+    :func:`automonitor.annotation.accounts.make_hasher`) and one cache directory per test run
+    (``AUTOMONITOR_CACHE_DIR``), made by the controlling process before any xdist worker starts, so
+    the workers and every CLI subprocess share it: the first build of
     a run computes the adversarial filter and runs the static analysers for real, later builds of the
     same data read them back (as a user's second build does), and nothing depends on the developer's own
     ``~/.cache/automonitor``. Removed at the end of the run."""
+    # cheap argon2 for the suite's processes and every process they start (the app server, the CLI);
+    # production parameters: tests/annotation/test_accounts.py
+    os.environ["AUTOMONITOR_INSECURE_TEST_HASHES"] = "1"
     if not hasattr(config, "workerinput"):
         path = tempfile.mkdtemp(prefix="am-test-cache-")
         os.environ["AUTOMONITOR_CACHE_DIR"] = path
@@ -41,8 +47,7 @@ def pytest_unconfigure(config):
     path = getattr(config, "_am_cache_dir", None)
     if not path:
         return
-    marker = Path(path) / PG_MARKER
-    if marker.exists():
+    for marker in sorted(Path(path).glob("*.pg.json")):  # the PostgreSQL templates made in this run
         name = json.loads(marker.read_text())["name"]
         admin = _pg_admin()
         with admin.connect() as c:
@@ -211,30 +216,94 @@ def _pg_database(template: str | None = None):
         admin.dispose()
 
 
+# ------------------------------------------------------------ empty stores: migrated once, then copied
+
+EMPTY_PG_MARKER = "empty-head.pg.json"
+
+
+@pytest.fixture(scope="session")
+def empty_sqlite_template(request) -> Path:
+    """An empty SQLite store migrated to head by the real :func:`store.init_db`, ONCE per test run
+    (xdist workers share it through a file lock). Never opened for writing: ``sqlite_engine`` and
+    ``engine`` take backup-API copies, so a test's store costs a file copy, not ten migrations."""
+    from filelock import FileLock
+
+    from store import get_engine, init_db
+
+    run = _run_dir(request.config)
+    db = run / "empty-head.db"
+    with FileLock(str(run / "empty-head.lock")):
+        if not db.exists():
+            tmp = run / "empty-head.tmp.db"
+            url = f"sqlite:///{tmp}"
+            _dispose(url, init_db(get_engine(url, fresh=True)))
+            _sqlite_copy(tmp, db)
+            tmp.unlink()
+    return db
+
+
+@pytest.fixture(scope="session")
+def empty_pg_template(request) -> str:
+    """The name of an empty PostgreSQL database migrated to head, ONCE per test run (file lock), used
+    only as a ``CREATE DATABASE ... TEMPLATE`` source; dropped by the controlling process at the end."""
+    from filelock import FileLock
+
+    from store import get_engine, init_db
+
+    run = _run_dir(request.config)
+    marker = run / EMPTY_PG_MARKER
+    with FileLock(str(run / "empty-head-pg.lock")):
+        if not marker.exists():
+            name = f"am_tmpl_{uuid.uuid4().hex[:12]}"
+            admin = _pg_admin()
+            with admin.connect() as c:
+                c.execute(sa.text(f'CREATE DATABASE "{name}"'))
+            admin.dispose()
+            url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+            _dispose(url, init_db(get_engine(url, fresh=True)))
+            marker.write_text(json.dumps({"name": name}))
+    return json.loads(marker.read_text())["name"]
+
+
+# the fixtures whose store must already be migrated: a test (or a fixture it uses) that asks for one
+# of these gets its ``db_url``/``sqlite_url`` as a copy of the migrated template, not an empty store
+_MIGRATED = frozenset({"engine", "sqlite_engine"})
+
+
+def _wants_migrated(request) -> bool:
+    return not _MIGRATED.isdisjoint(request.fixturenames)
+
+
 @pytest.fixture
-def pg_url():
-    """A fresh, empty PostgreSQL database URL; dropped after the test."""
-    with _pg_database() as url:
+def pg_url(request):
+    """A fresh PostgreSQL database URL; dropped after the test. Empty, unless the test also uses
+    ``engine``: then a copy of the migrated template (the same database the engine opens)."""
+    template = request.getfixturevalue("empty_pg_template") if _wants_migrated(request) else None
+    with _pg_database(template=template) as url:
         yield url
 
 
 @pytest.fixture
-def sqlite_url(tmp_path) -> str:
-    """A fresh SQLite file URL."""
-    return f"sqlite:///{tmp_path / 'store.db'}"
+def sqlite_url(request, tmp_path) -> str:
+    """A fresh SQLite file URL. No file yet, unless the test also uses ``sqlite_engine`` or
+    ``engine``: then a backup-API copy of the migrated template (the store the engine opens)."""
+    path = tmp_path / "store.db"
+    if _wants_migrated(request):
+        _sqlite_copy(request.getfixturevalue("empty_sqlite_template"), path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def db_url(request, tmp_path) -> str:
-    """A fresh, empty store URL: the test runs once on SQLite and once on PostgreSQL."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    return request.getfixturevalue("pg_url")
+def db_url(request) -> str:
+    """A fresh store URL: the test runs once on SQLite (``sqlite_url``) and once on PostgreSQL
+    (``pg_url``). Empty, unless the test also uses ``engine``: then already migrated to head."""
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
 
 
 @pytest.fixture
 def engine(db_url):
-    """An engine on a fresh store migrated to head (SQLite and PostgreSQL)."""
+    """An engine on a fresh store migrated to head (SQLite and PostgreSQL): a copy of the run's
+    migrated template; ``init_db`` then finds the schema current (as a second command would)."""
     from store import get_engine, init_db
 
     eng = get_engine(db_url, fresh=True)
@@ -245,6 +314,7 @@ def engine(db_url):
 
 @pytest.fixture
 def sqlite_engine(sqlite_url):
+    """An engine on a fresh SQLite store migrated to head (a copy of the migrated template)."""
     from store import get_engine, init_db
 
     eng = get_engine(sqlite_url, fresh=True)
@@ -262,8 +332,70 @@ def cli():
 def pytest_collection_modifyitems(session, config, items):
     """Run the browser (e2e) tests last: Playwright's sync API keeps an event loop running in the main
     thread for as long as its session-scoped fixture lives, which breaks later tests that call
-    ``asyncio.run``."""
-    items.sort(key=lambda item: "/e2e/" in item.nodeid.replace("\\", "/"))
+    ``asyncio.run``. Under ``--dist worksteal`` a worker can still take other tests after browser tests
+    (stolen from the other worker's queue): ``_no_browser_loop`` covers that case."""
+    items.sort(key=lambda item: _is_e2e(item.nodeid))
+
+
+def _is_e2e(nodeid: str) -> bool:
+    return "/e2e/" in nodeid.replace("\\", "/")
+
+
+@pytest.fixture(autouse=True)
+def _no_browser_loop(request):
+    """Outside the browser tests, hide the event loop that a live Playwright session (see
+    ``pytest_collection_modifyitems``) leaves marked as running in this thread, and restore it after
+    the test, so that ``asyncio.run`` and async tests work in a worker that already ran browser tests."""
+    loop = asyncio.events._get_running_loop()
+    if loop is None or _is_e2e(request.node.nodeid):
+        yield
+        return
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(loop)
+
+
+# --------------------------------------------------------------------- per-file durations, kept in git
+
+_FILE_SECONDS: dict[str, list[float]] = {}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--durations-file",
+        default=None,
+        help="write each test file's seconds (set-up + call + tear-down of its tests, summed; on xdist the "
+        "controlling process sums every worker's reports) and test count to this file, one line per file",
+    )
+
+
+def pytest_runtest_logreport(report):
+    """Sum each test file's phases (every process sees its own reports; the xdist controller all)."""
+    entry = _FILE_SECONDS.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0])
+    entry[0] += report.duration
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        entry[1] += 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Write ``--durations-file`` (the controlling process only): sorted by path, so a review diff
+    shows the file whose time changed; the slowest files are also named in the header."""
+    path = session.config.getoption("--durations-file")
+    if not path or hasattr(session.config, "workerinput") or not _FILE_SECONDS:
+        return
+    total = sum(v[0] for v in _FILE_SECONDS.values())
+    slowest = sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1][0])[:5]
+    lines = [
+        "# test-seconds per test file (set-up + call + tear-down summed over its tests, all workers),",
+        "# written by `make test` (pytest --durations-file tests/durations.txt); commit it with the change",
+        f"# total {total:.0f} test-seconds, {sum(int(v[1]) for v in _FILE_SECONDS.values())} tests; slowest: "
+        + ", ".join(f"{k.rsplit('/', 1)[-1]} {v[0]:.0f}" for k, v in slowest),
+        "# seconds  tests  file",
+    ]
+    lines += [f"{v[0]:9.1f}  {int(v[1]):5d}  {k}" for k, v in sorted(_FILE_SECONDS.items())]
+    Path(path).write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 import sqlalchemy as sa
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy.engine import Engine
@@ -32,7 +32,24 @@ from store import session_scope
 from store.models import Annotator, LoginThrottle
 from store.queries import accounts as store
 
-hasher = PasswordHasher()
+#: the environment variable that makes password hashing cheap; set by the test suite only (tests/conftest.py)
+TEST_HASHES_ENV = "AUTOMONITOR_INSECURE_TEST_HASHES"
+
+
+def make_hasher() -> PasswordHasher:
+    """The argon2id hasher: RFC 9106's low-memory parameters (argon2-cffi's
+    ``profiles.RFC_9106_LOW_MEMORY``: 3 passes over 64 MiB, 4 lanes; about 0.1-2 s per hash depending
+    on the machine's load). Only when ``AUTOMONITOR_INSECURE_TEST_HASHES=1`` (the test suite sets it
+    for its own processes, so that the hundreds of accounts it creates do not cost a second each)
+    argon2-cffi's ``profiles.CHEAPEST`` (1 pass over 8 KiB): never set it for a real store. Hashes
+    made with either verify under both; a login upgrades a hash whose parameters differ
+    (``check_needs_rehash``)."""
+    if os.environ.get(TEST_HASHES_ENV) == "1":
+        return PasswordHasher.from_parameters(profiles.CHEAPEST)
+    return PasswordHasher.from_parameters(profiles.RFC_9106_LOW_MEMORY)
+
+
+hasher = make_hasher()
 _dummy: list[str] = []
 MAX_NAME = 128
 

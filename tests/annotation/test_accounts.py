@@ -36,6 +36,35 @@ def test_create_and_authenticate_store_only_an_argon2_hash(engine):
     assert authenticate(engine, "", "x") is None
 
 
+def test_production_hashes_use_rfc_9106_low_memory_and_the_suite_alone_the_cheapest(monkeypatch, engine):
+    # the suite's own processes hash cheaply (tests/conftest.py sets the variable) ...
+    assert accounts.hasher.time_cost == 1 and accounts.hasher.memory_cost == 8
+    # ... a real deployment never: unset, or set to anything but "1", gives RFC 9106's parameters
+    for value in (None, "", "0", "true", "yes"):
+        if value is None:
+            monkeypatch.delenv(accounts.TEST_HASHES_ENV, raising=False)
+        else:
+            monkeypatch.setenv(accounts.TEST_HASHES_ENV, value)
+        h = accounts.make_hasher()
+        assert (h.time_cost, h.memory_cost, h.parallelism) == (3, 65536, 4)
+    monkeypatch.setattr(accounts, "hasher", h)
+    acc = create_user(engine, "carol", "annotator", "s3cret pass")  # one hash at production cost
+    with session_scope(engine) as s:
+        stored = s.execute(sa.select(Annotator.password_hash)).scalar_one()
+    assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert authenticate(engine, "carol", "s3cret pass") == acc
+
+
+def test_a_login_upgrades_a_hash_made_with_other_parameters(monkeypatch, engine):
+    acc = create_user(engine, "dave", "annotator", "pw")  # the suite's cheap parameters
+    monkeypatch.setenv(accounts.TEST_HASHES_ENV, "0")
+    monkeypatch.setattr(accounts, "hasher", accounts.make_hasher())
+    assert authenticate(engine, "dave", "pw") == acc
+    with session_scope(engine) as s:
+        stored = s.execute(sa.select(Annotator.password_hash)).scalar_one()
+    assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+
+
 def test_create_user_rejects_bad_input_and_writes_nothing(engine):
     create_user(engine, "bob", "admin", "pw")
     for args, fld in (

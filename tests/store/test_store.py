@@ -45,6 +45,25 @@ def test_migrations_create_every_table_and_are_idempotent(engine):
         assert c.execute(sa.text("select count(*) from alembic_version")).scalar() == 1
 
 
+def test_init_db_on_a_store_at_head_runs_no_migration_and_one_behind_is_upgraded(db_url, monkeypatch):
+    from alembic import command
+
+    from store.engine import alembic_config, at_head, get_engine
+
+    eng = get_engine(db_url, fresh=True)
+    assert not at_head(eng)  # a new store: no alembic_version table yet
+    init_db(eng)
+    assert at_head(eng)
+    with monkeypatch.context() as m:  # at head, init_db neither migrates nor compiles the migration files
+        m.setattr(command, "upgrade", lambda *a, **k: pytest.fail("init_db migrated a store at head"))
+        assert init_db(eng) is eng
+    command.downgrade(alembic_config(eng), "-1")
+    assert not at_head(eng)
+    init_db(eng)
+    assert at_head(eng)
+    eng.dispose()
+
+
 def test_the_models_match_the_migrations(engine):
     """Alembic's autogenerate finds nothing to change between the migrated schema and the models (types
     compared too), on SQLite and PostgreSQL: a model edit without its migration fails here."""
