@@ -62,11 +62,13 @@ def _annotation_pages(admin: bool) -> list:
         spec += [
             ("pages/agreement.py", "Agreement", ":material/handshake:", "agreement"),
             ("pages/adjudicate.py", "Adjudicate", ":material/gavel:", "adjudicate"),
+            ("pages/accounts.py", "Accounts", ":material/manage_accounts:", "accounts"),
         ]
     return [_page(p, t, i, u, default=(not admin and u == "label")) for p, t, i, u in spec if (HERE / p).is_file()]
 
 
 ui.restore_login()  # a reload or pasted link in the same browser keeps the login (session cookie)
+ui.check_login()  # a logout in another tab (or an admin ending the sessions) ends this one too
 account = ui.current_account()
 has_accounts = ui.any_accounts()
 if account is not None and not has_accounts:

@@ -113,3 +113,25 @@ def md_cell(text: Any) -> str:
     ):
         s = s.replace(a, b)
     return " ".join(s.split())
+
+
+#: Characters that break or move lines, rewrite a terminal or vanish: C0 controls other than tab and
+#: newline, DEL, the C1 controls (U+0080..U+009F, with NEL U+0085) and the Unicode line and paragraph
+#: separators U+2028/U+2029. :func:`reveal_controls` marks them like :data:`INVISIBLE_CHARS`.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def reveal_controls(text: Any) -> str:
+    """``text`` with every invisible character (:func:`reveal_invisible`) and every control or line
+    separator character other than tab and newline (C0, DEL, C1 with U+0085 NEL, U+2028, U+2029) shown
+    as a visible ``⟨U+XXXX⟩`` marker; ``None`` becomes the empty string. For short, one-record texts
+    (an erratum's reason, a name) whose every character must be seen as it is, never split or hidden."""
+    s = reveal_invisible("" if text is None else str(text))
+    return _CONTROLS.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", s)
+
+
+def terminal_text(text: Any) -> str:
+    """``text`` safe to print on a terminal: :func:`reveal_controls` with the newline marked too, so an
+    escape sequence (ESC, CSI U+009B), a carriage return or a line separator in a data value can neither
+    drive the terminal nor fake another output line."""
+    return reveal_controls(text).replace("\n", "\u27e8U+000A\u27e9").replace("\t", "\u27e8U+0009\u27e9")

@@ -110,6 +110,20 @@ ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 #: an adjudicator's decision on a candidate pair: its label becomes gold, or the pair is rejected
 ADJUDICATION_DECISIONS: tuple[str, ...] = ("accept", "reject")
 ROLES: tuple[str, ...] = ("annotator", "admin")
+#: Recorded account actions (table ``account_event``).
+ACCOUNT_ACTIONS: tuple[str, ...] = (
+    "created",
+    "password_changed",
+    "deactivated",
+    "reactivated",
+    "sessions_ended",
+    "logout",
+    "reassigned",
+)
+#: An erratum's verdict on a pair's label.
+ERRATUM_VERDICTS: tuple[str, ...] = ("wrong", "doubtful")
+#: How an erratum entered the store: the app's "Report this label", ``errata add``, ``errata import``.
+ERRATUM_ORIGINS: tuple[str, ...] = ("app", "cli", "import")
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 INVALID_POLICIES: tuple[str, ...] = ("exclude", "as-flag", "as-miss")
 

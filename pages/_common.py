@@ -458,10 +458,28 @@ def logout() -> None:
     for token in tokens:
         if token:
             end_session(engine(), token)
+    forget_login()
+
+
+def forget_login() -> None:
+    """Forget the logged-in account and every page's state in this Streamlit session (no store write):
+    the cookie is cleared on the next run and this session no longer resumes from a cookie."""
     for k in list(st.session_state.keys()):
         del st.session_state[k]
     st.session_state[LOGGED_OUT_KEY] = True
     st.session_state[COOKIE_KEY] = ("clear", "")
+
+
+def check_login() -> None:
+    """Every rerun: drop the logged-in account when its sessions were ended meanwhile (a logout in
+    another tab, a password change, a deactivation, an admin's "end sessions"), so this tab shows the
+    login page at its next action (``automonitor.annotation.accounts.login_alive``). The core refuses
+    such a stale login's writes by itself too."""
+    from automonitor.annotation.accounts import login_alive
+
+    account = current_account()
+    if account is not None and not login_alive(engine(), account):
+        forget_login()
 
 
 def restore_login() -> None:
@@ -531,7 +549,7 @@ def response_view(text: str | None) -> None:
     """A model-written response in two tabs: **Rendered** (its markdown rendered safely by
     ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**
     (the verbatim text in an escaped ``st.code`` block, with a copy button; evidence is copied from
-    there). Bare source code (:func:`automonitor.views.looks_like_code`) opens on **Raw**: markdown
+    there; invisible bidirectional and zero-width characters marked, :func:`code_block`). Bare source code (:func:`automonitor.views.looks_like_code`) opens on **Raw**: markdown
     would fold its lines and indentation. The tabs are keyed by the text, so each item opens on its own
     default tab (unkeyed, the browser kept the previous item's tab)."""
     key = "response_tabs." + hashlib.sha256((text or "").encode()).hexdigest()[:16]
@@ -540,7 +558,17 @@ def response_view(text: str | None) -> None:
     with rendered:
         show_html(views.markdown_html(text))
     with raw:
-        st.code(text or "", language=None, wrap_lines=True)
+        code_block(text)
+
+
+def code_block(text: str | None) -> None:
+    """Model- or user-written text verbatim in an ``st.code`` block (escaped by Streamlit, with a copy
+    button), its invisible bidirectional and zero-width characters shown as ``⟨U+XXXX⟩`` markers by the
+    one escaper (``automonitor.escaping.reveal_invisible``), as every other view shows them: a
+    "Trojan Source" text cannot read differently here than it is."""
+    from automonitor.escaping import reveal_invisible
+
+    st.code(reveal_invisible(text or ""), language=None, wrap_lines=True)
 
 
 def background_demo_notice(what: str) -> bool:

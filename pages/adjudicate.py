@@ -107,7 +107,7 @@ else:
         f1 += "; one annotator marked no span" if e.unmarked == 1 else f"; {e.unmarked} annotators marked no span"
     st.markdown(f"**Why in the queue:** {ui.md(e.reason)}: {ui.md(why)}{f1}")
     st.markdown("**Request**")
-    st.code(e.request, language=None, wrap_lines=True)
+    ui.code_block(e.request)
     st.markdown("**Response**")
     ui.response_view(e.response)  # markdown rendered safely; "Raw" tab: verbatim
     st.markdown("**Annotators' labels**")

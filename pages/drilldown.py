@@ -7,7 +7,10 @@ from __future__ import annotations
 import streamlit as st
 
 from automonitor import views, vocab, views as workbench
+from sqlalchemy.exc import SQLAlchemyError
+
 from automonitor.data.errata import add_erratum
+from store.engine import describe_db_error
 from pages import _common as ui
 from pages import _spans_ui
 
@@ -241,7 +244,7 @@ st.caption(
     f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · source {md(s['source'] or '–')} · "
     f"split {md(s['split'] or '–')} · label provenance {md(s.get('label_source') or '–')}"
 )
-ui.show_html(views.provenance_html(s.get("label_source"), views.sample_errata(s)))
+ui.show_html(views.provenance_html(s.get("label_source"), views.sample_errata(s, ui.engine())))
 
 preds = views.sample_predictions(ui.engine(), sample_id)
 cmp_opts = [NONE, *[r for r in run_ids if r != run_id and r in preds]]
@@ -327,7 +330,7 @@ for col, rid in zip(cols, shown_runs):
             st.markdown("**Reason**")
             st.text(p["reason"])
         with st.expander("Raw monitor answer", expanded=False):
-            st.code(p["raw"] or "(none)", language=None, wrap_lines=True)
+            ui.code_block(p["raw"] or "(none)")
 
 if other:
     mis, ben = (s, other) if s["label"] == "misbehavior" else (other, s)
@@ -359,18 +362,29 @@ with st.expander("Report this label", expanded=bool(flash)):
     if flash:
         st.success(flash)
     st.caption(
-        "Judged this pair's label wrong or doubtful? The erratum goes to the errata file "
-        "(seeds/errata.jsonl); the next `automonitor build` moves the pair out of verified."
+        "Judged this pair's label wrong or doubtful? The erratum is recorded in the store (who, when); "
+        "the next `automonitor build` moves the pair out of verified (`automonitor errata export FILE` "
+        "writes the errata for review)."
     )
     verdict = st.radio("Verdict", ["wrong", "doubtful"], horizontal=True, key="drilldown.erratum_verdict")
-    reason = st.text_area("Reason", key="drilldown.erratum_reason", max_chars=2000)
+    reason = st.text_area("Reason", key="drilldown.erratum_reason", max_chars=2000, help="at most 4 KB")
     acct = ui.current_account()
     reader = st.text_input("Reader", value=getattr(acct, "name", "") or "", key="drilldown.erratum_reader")
     if st.button("Report this label", key="drilldown.erratum_submit", disabled=not (reason or "").strip()):
         try:
-            e = add_erratum(s["pair_id"], verdict, reason, reader or "anonymous")
-        except ValueError as exc:  # InputError: a field or the errata file is invalid
+            e = add_erratum(
+                ui.engine(),
+                s["pair_id"],
+                verdict,
+                reason,
+                reader or "anonymous",
+                origin="app",
+                entered_by=getattr(acct, "name", None),
+            )
+        except ValueError as exc:  # InputError: a field is invalid
             st.error(md(str(exc)))
+        except SQLAlchemyError as exc:  # e.g. a read-only store: one line, never a traceback
+            st.error(md(describe_db_error(exc)))
         else:  # rerun so the sample's badges above show the new erratum at once
             st.session_state[ERRATUM_FLASH] = (
                 f"Erratum recorded for pair {md(e.pair_id)} ({md(e.verdict)}); its badge is shown above; rebuild "

@@ -86,7 +86,7 @@ st.subheader(f"Item {item.round_position} of {item.round_total} in this round")
 if item.round_total != item.total:
     st.caption(f"Round (batch) {item.batch} · position {item.position} of {item.total} in your whole queue")
 st.markdown("**Request**")
-st.code(item.request, language=None, wrap_lines=True)
+ui.code_block(item.request)
 st.markdown("**Response**")
 ui.response_view(item.response)  # markdown rendered safely; "Raw" tab: verbatim
 _spans_ui.conversation(  # trajectories as numbered steps (typed when the item has them); no gold (blind)
@@ -246,7 +246,7 @@ if own is not None:
     spent = f" · {own.seconds_spent:.0f} s spent" if own.seconds_spent is not None else ""
     st.caption(f"Your label: {LABEL_NAMES[own.label]}{where}{spent}")
     if own.evidence_text:
-        st.code(own.evidence_text, language=None, wrap_lines=True)
+        ui.code_block(own.evidence_text)
 
 # ---------------------------------------------------------------------------- submit batch
 st.divider()

@@ -216,7 +216,50 @@ class Annotator(SQLModel, table=True):
     password_hash: str = Field(max_length=256)
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    # the login-session generation: a token or logged-in page made under an older value is refused
+    # (a logout, a password change, a deactivation or an admin's "end sessions" raises it)
+    session_epoch: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     __table_args__ = (one_of("role", vocab.ROLES, "ck_annotator_role"),)
+
+
+class AccountEvent(SQLModel, table=True):
+    """One recorded account action: who (``actor``, a user name or ``system`` for the command line) did
+    what (``action``, :data:`automonitor.vocab.ACCOUNT_ACTIONS`) to which account, and when."""
+
+    __tablename__ = "account_event"
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="annotator.id", index=True)
+    action: str = Field(max_length=32)
+    actor: str = Field(max_length=128)
+    detail: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (one_of("action", vocab.ACCOUNT_ACTIONS, "ck_account_event_action"),)
+
+
+class Erratum(SQLModel, table=True):
+    """One erratum entered into this store (a reader's verdict on a pair's label), append-only: the
+    newest row of a ``pair_id`` is in force. ``origin`` says how it was entered
+    (:data:`automonitor.vocab.ERRATUM_ORIGINS`), ``entered_by``/``entered_at`` who and when. The
+    project's own errata are not stored here: they ship with the package (``automonitor.data.errata``).
+    The database holds the verdict, the date shape and the reason to 1..4096 characters."""
+
+    __tablename__ = "erratum"
+    id: int | None = Field(default=None, primary_key=True)
+    pair_id: str = Field(index=True, max_length=256)
+    source: str = Field(max_length=128)
+    verdict: str = Field(max_length=16)
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    reader: str = Field(max_length=128)
+    date: str = Field(max_length=10)
+    origin: str = Field(max_length=16)
+    entered_by: str | None = Field(default=None, max_length=128)
+    entered_at: datetime = Field(default_factory=utcnow)
+    __table_args__ = (
+        one_of("verdict", vocab.ERRATUM_VERDICTS, "ck_erratum_verdict"),
+        one_of("origin", vocab.ERRATUM_ORIGINS, "ck_erratum_origin"),
+        CheckConstraint("length(reason) BETWEEN 1 AND 4096", name="ck_erratum_reason"),
+        CheckConstraint("length(date) = 10", name="ck_erratum_date"),
+    )
 
 
 class Assignment(SQLModel, table=True):

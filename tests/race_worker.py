@@ -9,6 +9,12 @@ the core API and prints one JSON document on stdout:
   ``{"ok": [ids], "refused": {id: message}}``;
 * ``save ANNOTATOR LABEL SAMPLE_ID...``: save LABEL on each item as ANNOTATOR ->
   ``{"ok": [ids], "refused": {id: message}}``;
+* ``errata-write N`` (START: go time): record N errata through the core, each with a long reason
+  holding U+2028 and U+0085 -> ``{"written": N}``;
+* ``errata-read SECONDS N``: print ``reading`` after a first read, then read the errata in force (shipped
+  none: ``$AUTOMONITOR_ERRATA`` names an empty file) again and again until N are there or SECONDS
+  passed -> ``{"reads": n, "counts": [n0, n1, ...] (distinct, in order), "bad": [message, ...]}``: a
+  read that fails or returns an erratum not written whole is ``bad``;
 * ``hold ANNOTATOR_ID LABEL SECONDS SAMPLE_ID...`` (START ignored): write what ``annotations import``
   writes (the annotator's submitted LABEL on each item, assignments marked submitted) in one
   transaction, print ``held`` once written, keep the transaction open SECONDS, then commit: a
@@ -47,6 +53,40 @@ def hold(eng, annotator_id: int, label: str, seconds: float, items: list[str]) -
     return {"committed": len(items)}
 
 
+ERRATUM_REASON = "line one\u2028line two\u0085and \x1b[31m red " * 20
+
+
+def errata_op(eng, op: str, args: list[str]) -> dict:
+    """The ``errata-write`` / ``errata-read`` operations (module doc)."""
+    from automonitor.data.errata import add_erratum, errata_in_force
+
+    if op == "errata-write":
+        n = int(args[0])
+        for i in range(n):
+            add_erratum(eng, f"race:{i:04d}", "wrong" if i % 2 else "doubtful", f"{i} {ERRATUM_REASON}", "racer")
+        return {"written": n}
+    end, want = time.time() + float(args[0]), int(args[1])
+    counts: list[int] = []
+    bad: list[str] = []
+    reads = 0
+    while time.time() < end and (not counts or counts[-1] < want):
+        try:
+            with session_scope(eng) as s:
+                errata = errata_in_force(s)
+        except Exception as exc:  # noqa: BLE001 - any failed read is reported
+            bad.append(f"{type(exc).__name__}: {exc}"[:300])
+            continue
+        reads += 1
+        for e in errata:
+            if not e.reason.endswith(ERRATUM_REASON.strip()) or e.pair_id != f"race:{int(e.reason.split()[0]):04d}":
+                bad.append(f"torn erratum {e.pair_id}")
+        if not counts or counts[-1] != len(errata):
+            counts.append(len(errata))
+        if reads == 1:
+            print("reading", flush=True)
+    return {"reads": reads, "counts": counts, "bad": bad[:5]}
+
+
 def main(argv: list[str]) -> int:
     op, url, start, args = argv[0], argv[1], float(argv[2]), argv[3:]
     eng = get_engine(url)
@@ -54,6 +94,11 @@ def main(argv: list[str]) -> int:
         pass
     if op == "hold":
         print(json.dumps(hold(eng, int(args[0]), args[1], float(args[2]), args[3:])))
+        return 0
+    if op.startswith("errata-"):
+        while time.time() < start:
+            time.sleep(0.0005)
+        print(json.dumps(errata_op(eng, op, args)))
         return 0
     actor = get_account(eng, SYSTEM, args[0]) if op in ("adjudicate", "save") else SYSTEM
     while time.time() < start:

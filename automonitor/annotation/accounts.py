@@ -13,7 +13,7 @@ import hashlib
 import os
 import secrets
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from datetime import datetime, timedelta
 from typing import Any, Callable
@@ -69,6 +69,10 @@ class Account:
     id: int
     name: str
     role: str
+    #: the account's session generation when this login was made (``annotator.session_epoch``); a
+    #: logged-in page whose epoch is older is refused by :func:`check_actor` (``None``: not a login,
+    #: e.g. the command line's :data:`SYSTEM`)
+    epoch: int | None = field(default=None, compare=False)
 
     @property
     def is_admin(self) -> bool:
@@ -93,6 +97,33 @@ def _clean_name(name: str) -> str:
     return name
 
 
+MIN_PASSWORD = 12
+"""Shortest password accepted (characters)."""
+MAX_PASSWORD = 1024
+"""Longest password accepted (characters; argon2 hashes any length, this bounds the work)."""
+
+
+def check_password(name: str, password: object) -> str:
+    """Return ``password`` when it meets the policy: a string of :data:`MIN_PASSWORD` to
+    :data:`MAX_PASSWORD` characters, not only whitespace, and not the user name (compared
+    case-insensitively, surrounding whitespace ignored).
+
+    Raises:
+        InputError: field ``password``, naming the rule broken (the password itself is never echoed).
+    """
+    if not isinstance(password, str) or password == "":
+        raise InputError("password must not be empty", field="password")
+    if not password.strip():
+        raise InputError("password must not be only blanks", field="password")
+    if len(password) < MIN_PASSWORD:
+        raise InputError(f"password must have at least {MIN_PASSWORD} characters", field="password")
+    if len(password) > MAX_PASSWORD:
+        raise InputError(f"password longer than {MAX_PASSWORD} characters", field="password")
+    if password.strip().casefold() == str(name).strip().casefold():
+        raise InputError("password must not be the user name", field="password")
+    return password
+
+
 def any_accounts(engine: Engine) -> bool:
     """True when at least one account (of any role) exists in the store (the app offers a first-admin
     set-up otherwise)."""
@@ -100,32 +131,38 @@ def any_accounts(engine: Engine) -> bool:
         return store.has_accounts(conn)
 
 
-def create_user(engine: Engine, name: str, role: str, password: str) -> Account:
-    """Create an account and return it.
+def create_user(engine: Engine, name: str, role: str, password: str, *, actor: Account | None = None) -> Account:
+    """Create an account and return it; the creation is recorded (``account_event``: who, when).
 
     Args:
         name: unique user name (NFC-normalised, surrounding whitespace stripped, at most 128 chars).
         role: ``annotator`` or ``admin``.
-        password: the clear-text password; only its argon2id hash is stored.
+        password: the clear-text password (:func:`check_password`); only its argon2id hash is stored.
+        actor: who creates it: an admin :class:`Account`, or ``None`` for the command line
+            (:data:`SYSTEM`).
 
     Raises:
         InputError: empty/too long/duplicate name (field ``name``), unknown role (field ``role``),
-            empty password (field ``password``). Nothing is written then.
+            a password the policy refuses (field ``password``). Nothing is written then.
+        PermissionDenied: ``actor`` is not an admin.
     """
+    actor = require_admin(actor if actor is not None else SYSTEM)
     name = _clean_name(name)
     if role not in ROLES:
         raise InputError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}", field="role")
-    if not isinstance(password, str) or password == "":
-        raise InputError("password must not be empty", field="password")
+    check_password(name, password)
     pw_hash = hasher.hash(password)
     try:
         with session_scope(engine) as s:
+            check_actor(s, actor)
             if store.name_taken(s, name):
                 raise InputError(f"user {name!r} already exists", field="name")
             row = Annotator(name=name, role=role, password_hash=pw_hash)
             s.add(row)
             s.flush()
-            return _account(row)
+            acc = _account(row)
+            store.record_event(s, acc.id, "created", actor.name, f"role {role}")
+            return acc
     except sa.exc.IntegrityError as exc:  # a concurrent create of the same name
         raise InputError(f"user {name!r} already exists", field="name") from exc
 
@@ -282,10 +319,10 @@ def _find_user(engine: Engine, name: str) -> Annotator | None:
 
 
 def _account(row: Annotator) -> Account:
-    """The :class:`Account` of a stored ``annotator`` row."""
+    """The :class:`Account` of a stored ``annotator`` row, as a login of its current session epoch."""
     if row.id is None:  # pragma: no cover - a stored (flushed) row always has its id
         raise RuntimeError(f"account {row.name!r} has no id")
-    return Account(id=row.id, name=row.name, role=row.role)
+    return Account(id=row.id, name=row.name, role=row.role, epoch=int(row.session_epoch or 0))
 
 
 def require_admin(account: Account | None) -> Account:
@@ -309,8 +346,13 @@ def check_actor(session: Session, account: Account | None) -> Annotator | None:
     role as stored (a stale or forged ``Account`` is refused). Returns the ``Annotator`` row, or
     ``None`` for the CLI's :data:`SYSTEM` admin.
 
+    A login (an ``Account`` with an ``epoch``) is also refused once its sessions were ended (logout in
+    any tab, password change, deactivation, an admin's :func:`end_sessions`): every core action of a
+    stale page fails here, even one run from a widget callback before the page checks its login.
+
     Raises:
-        PermissionDenied: not an ``Account``, unknown id, renamed, role changed, or deactivated.
+        PermissionDenied: not an ``Account``, unknown id, renamed, role changed, deactivated, or its
+            sessions were ended.
     """
     account = require_account(account)
     if account is SYSTEM:
@@ -318,6 +360,8 @@ def check_actor(session: Session, account: Account | None) -> Annotator | None:
     row = session.get(Annotator, account.id)
     if row is None or not row.active or row.name != account.name or row.role != account.role:
         raise PermissionDenied("unknown, changed or inactive account; log in again")
+    if account.epoch is not None and account.epoch != int(row.session_epoch or 0):
+        raise PermissionDenied("this login session was ended (logout or an admin); log in again")
     return row
 
 
@@ -411,17 +455,26 @@ def _password_tag(password_hash: str) -> str:
 
 def issue_session(engine: Engine, account: Account, secret: str | None = None) -> str:
     """A signed, timestamped login token for ``account`` (``itsdangerous.URLSafeTimedSerializer``,
-    HMAC-SHA1 over ``{"id", "name", "role", "pw": digest of the stored hash, "n": random nonce}``).
+    HMAC-SHA1 over ``{"id", "name", "role", "pw": digest of the stored hash, "g": the account's session
+    epoch, "n": random nonce}``).
 
     Raises:
-        PermissionDenied: ``account`` is not a stored, active account (e.g. :data:`SYSTEM`).
+        PermissionDenied: ``account`` is not a stored, active account (e.g. :data:`SYSTEM`), or its
+            sessions were ended since it logged in.
     """
     with session_scope(engine) as s:
         row = check_actor(s, account)
         if row is None:
             raise PermissionDenied("the command-line admin has no login session")
-        tag = _password_tag(row.password_hash)
-    payload = {"id": account.id, "name": account.name, "role": account.role, "pw": tag, "n": secrets.token_hex(8)}
+        tag, epoch = _password_tag(row.password_hash), int(row.session_epoch or 0)
+    payload = {
+        "id": account.id,
+        "name": account.name,
+        "role": account.role,
+        "pw": tag,
+        "g": epoch,
+        "n": secrets.token_hex(8),
+    }
     return URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT).dumps(payload)
 
 
@@ -452,15 +505,16 @@ def _nonce_hash(nonce: str) -> str:
 def end_session(
     engine: Engine, token: str | None, secret: str | None = None, *, clock: Callable[[], datetime] | None = None
 ) -> bool:
-    """End the login session of ``token`` for good (logout): its nonce is recorded in the store (table
-    ``revoked_session``: SHA-256 of the nonce, account id, ``revoked_at``), so every copy of that token
-    (another tab, a pasted cookie) is refused by :func:`resume_session` from now on, even before it
-    expires. Other login sessions of the same account (other browsers) stay valid.
+    """Log out: end *every* live login session of the token's account, server-side. The account's
+    session epoch is raised (so every token and every logged-in page of it, in any tab or browser, is
+    refused from now on: :func:`resume_session`, :func:`check_actor`) and the token's nonce is recorded
+    (table ``revoked_session``); the logout is recorded in ``account_event``.
 
-    Returns True when the token is (now or already) revoked, False when there was nothing to revoke:
-    no token, a forged or unsigned one, or one without nonce (which :func:`resume_session` refuses
-    anyway). An expired but genuine token is recorded too. Idempotent; safe against a concurrent
-    logout of the same token. ``clock``: aware UTC ``datetime`` now (tests; default the system clock).
+    Returns True when the token is (now or already) ended, False when there was nothing to end: no
+    token, a forged or unsigned one, or one without nonce (which :func:`resume_session` refuses
+    anyway). A token already outlived by an earlier logout ends nothing more (idempotent; safe against
+    a concurrent logout of the same token). ``clock``: aware UTC ``datetime`` now (tests; default the
+    system clock).
 
     Each logout also prunes the rows revoked more than :func:`revoked_retention` ago: their tokens
     are older than any login lifetime and refused by their age alone, so the table stays small.
@@ -471,7 +525,10 @@ def end_session(
     key, now = _nonce_hash(data["n"]), (clock or utcnow)()
     try:
         with session_scope(engine) as s:
-            store.revoke_session(s, key, data["id"], now)
+            if store.revoke_session(s, key, data["id"], now):
+                epoch = data.get("g", 0)
+                if store.end_sessions(s, data["id"], only_epoch=epoch if isinstance(epoch, int) else 0):
+                    store.record_event(s, data["id"], "logout", str(data["name"])[:128], None, at=now)
             store.prune_revoked_sessions(s, now - revoked_retention())
     except sa.exc.IntegrityError:  # the same token logged out concurrently: revoked all the same
         with session_scope(engine) as s:
@@ -483,12 +540,15 @@ def end_session(
 def resume_session(engine: Engine, token: str | None, secret: str | None = None) -> Account | None:
     """The :class:`Account` of a login token made by :func:`issue_session`, or ``None`` when the
     token is missing, forged, older than :func:`session_max_age`, has no nonce, was ended by
-    :func:`end_session` (logout), or its account was renamed, deactivated, changed role or changed
-    password since."""
+    :func:`end_session` (logout, in this or any other tab) or :func:`end_sessions`, or its account was
+    renamed, deactivated, changed role or changed password since."""
     data = _token_data(token, secret, max_age=session_max_age())
     if data is None:
         return None
-    acc = Account(id=data["id"], name=data["name"], role=str(data.get("role")))
+    epoch = data.get("g", 0)
+    if not isinstance(epoch, int):
+        return None
+    acc = Account(id=data["id"], name=data["name"], role=str(data.get("role")), epoch=epoch)
     try:
         with session_scope(engine) as s:
             if store.session_revoked(s, _nonce_hash(data["n"])):
@@ -499,3 +559,131 @@ def resume_session(engine: Engine, token: str | None, secret: str | None = None)
     except PermissionDenied:
         return None
     return acc
+
+
+def login_alive(engine: Engine, account: Account | None) -> bool:
+    """True while ``account`` (a page's logged-in account) may still act: stored, active, unchanged
+    and its sessions not ended since it logged in (:func:`check_actor`). Pages call it on every rerun,
+    so another tab lands on the login page at its next action after a logout."""
+    try:
+        with session_scope(engine) as s:
+            check_actor(s, account)
+    except PermissionDenied:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ account lifecycle (admin actions)
+def _target(s: Session, name: str) -> Annotator:
+    row = store.account_by_name(s, _clean_name(name))
+    if row is None:
+        raise NotFound(f"no user {name!r}")
+    return row
+
+
+def _self_or_admin(actor: Account, name: str) -> None:
+    if not actor.is_admin and _clean_name(name) != actor.name:
+        raise PermissionDenied("only an admin may change another user's account")
+
+
+def set_password(engine: Engine, actor: Account, name: str, password: str) -> None:
+    """Give ``name`` a new password (an admin for anyone, a user for themself). Every login session of
+    that account ends (its tokens carry the old hash's digest and its epoch is raised); recorded in
+    ``account_event``.
+
+    Raises:
+        InputError: the policy refuses the password (:func:`check_password`, field ``password``).
+        PermissionDenied: an annotator changing someone else's password; a stale ``actor``.
+        NotFound: no such user.
+    """
+    require_account(actor)
+    _self_or_admin(actor, name)
+    check_password(_clean_name(name), password)
+    pw_hash = hasher.hash(password)
+    with session_scope(engine) as s:
+        check_actor(s, actor)
+        row = _target(s, name)
+        store.set_password_hash(s, int(row.id or 0), pw_hash)
+        store.end_sessions(s, int(row.id or 0))
+        store.record_event(s, int(row.id or 0), "password_changed", actor.name)
+
+
+def end_sessions(engine: Engine, actor: Account, name: str) -> None:
+    """End every login session of ``name`` now (an admin for anyone, a user for themself): each open
+    page of that account lands on the login page at its next action and its writes are refused.
+    Recorded in ``account_event``.
+
+    Raises:
+        PermissionDenied / NotFound: as :func:`set_password`.
+    """
+    require_account(actor)
+    _self_or_admin(actor, name)
+    with session_scope(engine) as s:
+        check_actor(s, actor)
+        row = _target(s, name)
+        store.end_sessions(s, int(row.id or 0))
+        store.record_event(s, int(row.id or 0), "sessions_ended", actor.name)
+
+
+def set_active(engine: Engine, actor: Account, name: str, active: bool) -> None:
+    """Deactivate (``active=False``) or reactivate an account (admin only). A deactivated account
+    cannot log in, its sessions end at once, it gets no new assignments; its submitted labels stay
+    (with its name: provenance) and its open assignments can be moved to others
+    (:func:`automonitor.annotation.assignment.reassign_open`). Recorded in ``account_event``; a no-op
+    change is refused.
+
+    Raises:
+        InputError: the account is already in that state, or this would deactivate the last active
+            admin (field ``name``).
+        PermissionDenied: ``actor`` is not an admin. NotFound: no such user.
+    """
+    require_admin(actor)
+    with session_scope(engine) as s:
+        check_actor(s, actor)
+        row = _target(s, name)
+        if bool(row.active) == active:
+            raise InputError(f"user {row.name!r} is already {'active' if active else 'deactivated'}", field="name")
+        if not active and row.role == "admin" and store.active_admins(s) <= 1:
+            raise InputError("the last active admin cannot be deactivated", field="name")
+        store.set_active(s, int(row.id or 0), active)
+        store.end_sessions(s, int(row.id or 0))
+        store.record_event(s, int(row.id or 0), "reactivated" if active else "deactivated", actor.name)
+
+
+def account_table(engine: Engine, actor: Account, *, include_inactive: bool = True) -> list[dict[str, Any]]:
+    """Every account (admin only) as ``{"id", "name", "role", "active", "created_at", "last_event":
+    {"action", "actor", "at"} | None}``, ordered by name; ``include_inactive=False``: active ones only.
+
+    Raises:
+        PermissionDenied: ``actor`` is not an admin.
+    """
+    require_admin(actor)
+    with session_scope(engine) as s:
+        check_actor(s, actor)
+        last = store.last_events(s)
+        return [
+            {
+                "id": r.id,
+                "name": r.name,
+                "role": r.role,
+                "active": bool(r.active),
+                "created_at": as_utc(r.created_at),
+                "last_event": last.get(int(r.id or 0)),
+            }
+            for r in store.all_accounts(s)
+            if include_inactive or r.active
+        ]
+
+
+def account_events(engine: Engine, actor: Account, name: str | None = None) -> list[dict[str, Any]]:
+    """The recorded account actions (admin only), oldest first: ``{"account", "action", "actor",
+    "detail", "at"}``; ``name``: one account's only.
+
+    Raises:
+        PermissionDenied: ``actor`` is not an admin. NotFound: no such user.
+    """
+    require_admin(actor)
+    with session_scope(engine) as s:
+        check_actor(s, actor)
+        aid = int(_target(s, name).id or 0) if name is not None else None
+        return store.account_events(s, aid)

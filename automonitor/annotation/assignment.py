@@ -616,3 +616,66 @@ def unassign(
         return UnassignResult(removed=removed, kept=len(rows) - removed, by_annotator=by_name)
 
     return transaction(engine, work)
+
+
+def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = None) -> dict[str, Any]:
+    """Move the open (not submitted) assignments of the deactivated annotator ``name`` to active
+    annotators (admin only): each pair's open sides go together to ``to``, else to the least-loaded
+    active annotator who holds no side of that pair, at the end of their queue (batch kept). Their
+    unsubmitted drafts on those items are dropped (a draft is no label); their submitted labels stay,
+    under their name (provenance). Recorded in ``account_event`` (action ``reassigned``).
+
+    Returns:
+        ``{"moved": int, "by_annotator": {name: int}, "left": [sample_id, ...]}``: ``left`` are items
+        no eligible annotator could take (they stay with ``name``).
+    Raises:
+        InputError: ``name`` is still active, or ``to`` is not an active annotator (field ``to``).
+        PermissionDenied: ``actor`` is not an admin. NotFound: no such user.
+    """
+    from automonitor.annotation.accounts import _target
+    from store.queries import accounts as account_store
+
+    require_admin(actor)
+
+    def work(s: Session) -> dict[str, Any]:
+        check_actor(s, actor)
+        store.lock_assignments(s)
+        src = _target(s, name)
+        if src.active:
+            raise InputError(f"user {src.name!r} is active: deactivate them first", field="name")
+        src_id = int(src.id or 0)
+        loads = annotator_loads(s, actor)  # active annotator-role accounts only
+        names = store.annotator_names(s, loads)
+        if to is not None:
+            ids = [aid for aid, n in names.items() if n == to]
+            if not ids:
+                raise InputError(f"{to!r} is not an active annotator", field="to")
+            loads = {ids[0]: loads[ids[0]]}
+        open_rows = store.open_assignments(s, src_id)
+        held = store.pairs_held(s)
+        by_pair: dict[str, list[dict[str, Any]]] = {}
+        for r in open_rows:
+            by_pair.setdefault(r["pair_id"], []).append(r)
+        tails = store.last_positions(s)
+        moved: dict[str, int] = {}
+        left: list[str] = []
+        for pair_id, rows in by_pair.items():
+            fit = [aid for aid in loads if pair_id not in held.get(aid, set())]
+            if not fit:
+                left += [r["sample_id"] for r in rows]
+                continue
+            dest = min(fit, key=lambda a: (loads[a], a))
+            for r in rows:
+                tails[dest] = tails.get(dest, -1) + 1
+                store.move_assignment(s, r["id"], dest, tails[dest])
+                loads[dest] += 1
+                moved[names[dest]] = moved.get(names[dest], 0) + 1
+            held.setdefault(dest, set()).add(pair_id)
+            store.delete_drafts(s, src_id, [r["sample_id"] for r in rows])
+        total = sum(moved.values())
+        if total:
+            detail = ", ".join(f"{n}: {c}" for n, c in sorted(moved.items()))
+            account_store.record_event(s, src_id, "reassigned", actor.name, f"{total} open item(s) to {detail}")
+        return {"moved": total, "by_annotator": dict(sorted(moved.items())), "left": sorted(left)}
+
+    return transaction(engine, work, write_lock=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -65,16 +66,123 @@ def users_add(
 
 
 @users_app.command("list")
-def users_list(json_out: bool = typer.Option(False, "--json")) -> None:
-    """List the active accounts."""
-    from automonitor.annotation.accounts import SYSTEM, list_accounts
+def users_list(
+    all_accounts: bool = typer.Option(False, "--all", help="also the deactivated accounts"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """List the accounts (active ones; --all: every one) with role, state and their last recorded action."""
+    from automonitor.annotation.accounts import SYSTEM, account_table
 
-    accounts = list_accounts(open_store(), SYSTEM)
+    rows = account_table(open_store(), SYSTEM, include_inactive=all_accounts)
     if json_out:
-        emit_json([{"id": a.id, "name": a.name, "role": a.role} for a in accounts])
+        emit_json(
+            [
+                {
+                    "id": r["id"],
+                    "name": r["name"],
+                    "role": r["role"],
+                    "active": r["active"],
+                    "last_event": None
+                    if r["last_event"] is None
+                    else {**r["last_event"], "at": r["last_event"]["at"].isoformat()},
+                }
+                for r in rows
+            ]
+        )
+        return
+    from automonitor.escaping import terminal_text
+
+    for r in rows:
+        ev = r["last_event"]
+        last = f"{ev['action']} by {terminal_text(ev['actor'])} at {ev['at']:%Y-%m-%d %H:%M}" if ev else ""
+        print(f"{terminal_text(r['name'])}\t{r['role']}\t{'active' if r['active'] else 'deactivated'}\t{last}")
+
+
+@users_app.command("passwd")
+def users_passwd(
+    name: str = typer.Argument(..., help="the account"),
+    password_stdin: bool = typer.Option(
+        False, "--password-stdin", help="read the new password from the first line of stdin"
+    ),
+) -> None:
+    """Set a new password (at least 12 characters, not blank, not the user name); every login
+    session of the account ends."""
+    from automonitor.annotation.accounts import SYSTEM, set_password
+
+    password = _read_password(password_stdin)
+    set_password(open_store(), SYSTEM, name, password)
+    err_console.print(f"password changed for {name}; their sessions ended", markup=False, highlight=False)
+
+
+@users_app.command("deactivate")
+def users_deactivate(
+    name: str = typer.Argument(..., help="the account"),
+    reassign: bool = typer.Option(False, "--reassign", help="move their open assignments to other active annotators"),
+    to: str | None = typer.Option(None, "--to", help="with --reassign: the annotator who takes them"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Deactivate an account: no more logins, its sessions end at once, its submitted labels stay
+    (under its name). With --reassign its open assignments go to other annotators."""
+    from automonitor.annotation.accounts import SYSTEM, set_active
+    from automonitor.annotation.assignment import reassign_open
+
+    if to is not None and not reassign:
+        raise InputError("--to needs --reassign", field="--to")
+    eng = open_store()
+    set_active(eng, SYSTEM, name, False)
+    doc: dict[str, Any] = {"name": name, "active": False}
+    if reassign:
+        doc["reassigned"] = reassign_open(eng, SYSTEM, name, to)
+    if json_out:
+        emit_json(doc)
     else:
-        for a in accounts:
-            print(f"{a.name}\t{a.role}")
+        err_console.print(f"deactivated {name}", markup=False, highlight=False)
+        if reassign:
+            r = doc["reassigned"]
+            err_console.print(
+                f"moved {r['moved']} open item(s); {len(r['left'])} left with nobody eligible",
+                markup=False,
+                highlight=False,
+            )
+
+
+@users_app.command("reactivate")
+def users_reactivate(name: str = typer.Argument(..., help="the account")) -> None:
+    """Reactivate a deactivated account (it may log in again with its password)."""
+    from automonitor.annotation.accounts import SYSTEM, set_active
+
+    set_active(open_store(), SYSTEM, name, True)
+    err_console.print(f"reactivated {name}", markup=False, highlight=False)
+
+
+@users_app.command("end-sessions")
+def users_end_sessions(name: str = typer.Argument(..., help="the account")) -> None:
+    """End every login session of the account now (each open page lands on the login page)."""
+    from automonitor.annotation.accounts import SYSTEM, end_sessions
+
+    end_sessions(open_store(), SYSTEM, name)
+    err_console.print(f"ended every session of {name}", markup=False, highlight=False)
+
+
+@users_app.command("history")
+def users_history(
+    name: str | None = typer.Argument(None, help="one account (default: all)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """The recorded account actions (who did what to which account, and when), oldest first."""
+    from automonitor.annotation.accounts import SYSTEM, account_events
+
+    rows = account_events(open_store(), SYSTEM, name)
+    if json_out:
+        emit_json([{**r, "at": r["at"].isoformat()} for r in rows])
+        return
+    from automonitor.escaping import terminal_text
+
+    for r in rows:
+        print(
+            f"{r['at']:%Y-%m-%d %H:%M:%S}\t{terminal_text(r['account'])}\t{r['action']}\t"
+            f"{terminal_text(r['actor'])}\t{terminal_text(r['detail'] or '')}"
+        )
 
 
 @app.command("assign")

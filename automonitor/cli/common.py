@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from automonitor.errors import NotFound
+from automonitor.errors import InputError, NotFound
 from automonitor.vocab import EDITIONS
 
 if TYPE_CHECKING:
@@ -86,17 +86,23 @@ def store_exists(url: str) -> bool:
     database holds the schema (an ``alembic_version`` table). Nothing is created.
 
     Raises:
+        InputError: ``url`` is no usable SQLAlchemy URL (malformed, unknown dialect or driver; field
+            ``AUTOMONITOR_DB``: exit 2).
         sqlalchemy.exc.OperationalError: the PostgreSQL server cannot be reached (exit 1).
         NotFound: the PostgreSQL database does not exist (a missing store, as a missing SQLite file: exit 2).
     """
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    try:
+        make_url(url).get_dialect()
+    except (sa.exc.ArgumentError, ImportError) as exc:  # NoSuchModuleError is an ArgumentError
+        raise InputError(f"not a usable store URL: {exc}", field="AUTOMONITOR_DB") from None
     path = _sqlite_path(url)
     if path is not None:
         return path.is_file() and path.stat().st_size > 0
     if url.startswith("sqlite"):
         return False
-    import sqlalchemy as sa
-    from sqlalchemy.engine import make_url
-
     from store import get_engine
 
     # an unreachable server raises (OperationalError): the CLI then prints its one clear line about the

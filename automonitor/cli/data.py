@@ -255,10 +255,10 @@ def stats_cmd(
     check_edition(edition)
     from automonitor.analysis.report_schema import Stats
 
-    from automonitor.data.errata import errata_counts, errata_status, load_errata
+    from automonitor.data.errata import errata_counts, errata_in_force, errata_status
 
-    errata = load_errata()
     with session_scope(open_store()) as s:
+        errata = errata_in_force(s)
         doc0 = stats(s, split, edition)
         doc0["errata"] = {
             **errata_counts(errata),

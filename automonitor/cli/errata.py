@@ -1,4 +1,5 @@
-"""``automonitor errata add|list``: the label errata every build applies (:mod:`automonitor.data.errata`)."""
+"""``automonitor errata add|list|export|import``: the label errata every build applies
+(:mod:`automonitor.data.errata`): the ones shipped with the package and those entered into the store."""
 
 from __future__ import annotations
 
@@ -8,52 +9,67 @@ import typer
 from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store, shown_url, store_exists
 
-errata_app = typer.Typer(help="Label errata (seeds/errata.jsonl): every build applies them.", no_args_is_help=True)
+errata_app = typer.Typer(
+    help="Label errata (shipped with the package and entered into the store): every build applies them.",
+    no_args_is_help=True,
+)
 app.add_typer(errata_app, name="errata")
 
 
 def _store_url() -> str | None:
-    """The store's URL when it exists; else ``None`` with a warning (the errata file needs no store: a
-    reader may record an erratum before any build, and errata never create a store)."""
+    """The store's URL when it exists; else ``None`` with a warning (the shipped errata need no store:
+    reading them never creates one)."""
     from store.engine import db_url
 
     url = db_url(None)
     if store_exists(url):
         return url
-    err_console.print(f"warning: no store at {shown_url(url)}: pair ids are not checked", highlight=False)
+    err_console.print(
+        f"warning: no store at {shown_url(url)}: only the shipped errata; pair ids are not checked",
+        markup=False,
+        highlight=False,
+        emoji=False,
+    )
     return None
 
 
-_FILE_HELP = "Errata file (default: $AUTOMONITOR_ERRATA or seeds/errata.jsonl)."
+_FILE_HELP = "Shipped errata file to read (default: $AUTOMONITOR_ERRATA or the package's errata.jsonl)."
 
 
 @errata_app.command("add")
 def add_cmd(
     pair_id: str = typer.Argument(..., help="The pair judged (cand: prefix ignored)."),
     verdict: str = typer.Option(..., "--verdict", help="wrong | doubtful"),
-    reason: str = typer.Option(..., "--reason", help="What is wrong with the label, in plain words."),
+    reason: str = typer.Option(..., "--reason", help="What is wrong with the label, in plain words (at most 4 KB)."),
     reader: str = typer.Option("anonymous", "--reader", help="Who read the pair."),
-    file: str | None = typer.Option(None, "--file", help=_FILE_HELP),
-    json_out: bool = typer.Option(False, "--json", help="Print the erratum written as JSON."),
+    json_out: bool = typer.Option(False, "--json", help="Print the erratum recorded as JSON."),
 ) -> None:
-    """Append an erratum; the next `automonitor build` applies it (wrong or doubtful: out of verified,
-    to candidates; marked in paper). A pair the store does not hold is accepted with a warning."""
+    """Record an erratum in the store (created if missing, saying so); the next `automonitor build`
+    applies it (wrong or doubtful: out of verified, to candidates; marked in paper). A pair the store
+    does not hold is accepted with a warning."""
     from sqlmodel import Session
 
-    from automonitor.data.errata import add_erratum, stored_pairs
+    from automonitor.data.errata import add_erratum, make_erratum, stored_pairs
+    from automonitor.escaping import terminal_text
 
-    e = add_erratum(pair_id, verdict, reason, reader, path=file)
-    url = _store_url()
-    known = False
-    if url is not None:
-        with Session(open_store(url)) as s:
-            known = e.pair_id in stored_pairs(s)
+    make_erratum(pair_id, verdict, reason, reader)  # bad input: exit 2 before any store is opened
+    engine = open_store(create=True)
+    e = add_erratum(engine, pair_id, verdict, reason, reader, origin="cli")
+    with Session(engine) as s:
+        known = e.pair_id in stored_pairs(s)
     if not known:
-        err_console.print(f"warning: pair {e.pair_id} is not in the store (recorded anyway)", highlight=False)
+        err_console.print(
+            f"warning: pair {terminal_text(e.pair_id)} is not in the store (recorded anyway)",
+            markup=False,
+            highlight=False,
+            emoji=False,
+        )
     if json_out:
         emit_json(e.model_dump())
     else:
-        typer.echo(f"erratum recorded: {e.pair_id} {e.verdict} ({e.source}); rebuild to apply it")
+        typer.echo(
+            f"erratum recorded: {terminal_text(e.pair_id)} {e.verdict} ({terminal_text(e.source)}); rebuild to apply it"
+        )
 
 
 @errata_app.command("list")
@@ -61,17 +77,20 @@ def list_cmd(
     file: str | None = typer.Option(None, "--file", help=_FILE_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """The errata in force, whether the store still holds each pair, and the counts per source."""
+    """The errata in force (shipped and stored), whether the store still holds each pair, and the counts
+    per source. Every text is printed with its control characters marked (no terminal escape passes)."""
     from sqlmodel import Session
 
-    from automonitor.data.errata import errata_counts, errata_status, load_errata
+    from automonitor.data.errata import errata_counts, errata_in_force, errata_status
+    from automonitor.escaping import terminal_text
 
-    errata = load_errata(file)
     url = _store_url()
     if url is None:
+        errata = errata_in_force(None, file)
         rows = errata_status(None, errata)
     else:
         with Session(open_store(url)) as s:
+            errata = errata_in_force(s, file)
             rows = errata_status(s, errata)
     missing = [r["pair_id"] for r in rows if r["in_store"] is None]
     doc = {"errata": rows, "counts": errata_counts(errata), "not_in_store": missing}
@@ -85,9 +104,71 @@ def list_cmd(
     for c in ("pair_id", "source", "verdict", "reader", "date", "in store", "reason"):
         t.add_column(c)
     for r in rows:
+        reason = terminal_text(r["reason"])
         t.add_row(
-            r["pair_id"], r["source"], r["verdict"], r["reader"], r["date"], r["in_store"] or "no", r["reason"][:80]
+            *(terminal_text(r[k]) for k in ("pair_id", "source", "verdict", "reader", "date")),
+            terminal_text(r["in_store"] or "no"),
+            reason if len(reason) <= 80 else reason[:79] + "…",
         )
-    Console(markup=False, width=160).print(t)
+    Console(markup=False, highlight=False, emoji=False, width=160).print(t)
     for pid in missing:
-        err_console.print(f"warning: erratum on {pid}: no such pair in the store (reported, not applied)")
+        err_console.print(
+            f"warning: erratum on {terminal_text(pid)}: no such pair in the store (reported, not applied)",
+            markup=False,
+            highlight=False,
+            emoji=False,
+        )
+
+
+@errata_app.command("export")
+def export_cmd(
+    out: str = typer.Argument(
+        ..., help="The errata file to write (JSONL, the shipped format), e.g. seeds/errata.jsonl."
+    ),
+    file: str | None = typer.Option(None, "--file", help=_FILE_HELP),
+    json_out: bool = typer.Option(False, "--json", help='Print {"file", "errata"} as JSON.'),
+) -> None:
+    """Write every erratum in force (shipped, then those entered into the store) as the versioned errata
+    file, for review in git."""
+    from sqlmodel import Session
+
+    from automonitor.data.errata import export_errata
+
+    url = _store_url()
+    if url is None:
+        n = export_errata(None, out, file)
+    else:
+        with Session(open_store(url)) as s:
+            n = export_errata(s, out, file)
+    if json_out:
+        emit_json({"file": out, "errata": n})
+    else:
+        err_console.print(f"wrote {n} errata to {out}", markup=False, highlight=False, emoji=False)
+
+
+@errata_app.command("import")
+def import_cmd(
+    src: str = typer.Argument(..., help="A reviewed errata file (JSONL, the shipped format)."),
+    file: str | None = typer.Option(None, "--file", help=_FILE_HELP),
+    json_out: bool = typer.Option(False, "--json", help='Print {"read", "added", "already"} as JSON.'),
+) -> None:
+    """Add a reviewed errata file's errata to the store (all or nothing; lines already in force are
+    skipped); the next build applies them."""
+    from pathlib import Path
+
+    from automonitor.data.errata import import_errata, load_errata
+    from automonitor.errors import InputError
+
+    if not Path(src).is_file():
+        raise InputError(f"no such file: {src}", file=src)
+    load_errata(src)  # a bad file: exit 2 naming line and field, before any store is opened
+    doc = import_errata(open_store(create=True), src, path=file)
+    if json_out:
+        emit_json(doc)
+    else:
+        err_console.print(
+            f"read {doc['read']} errata: {doc['added']} added, {doc['already']} already in force",
+            markup=False,
+            highlight=False,
+            emoji=False,
+        )

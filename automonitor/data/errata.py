@@ -1,11 +1,23 @@
-"""Errata that last: a versioned file of label verdicts that every build applies.
+"""Errata that last: readers' verdicts on pair labels, kept in the store and shipped with the package.
 
-``seeds/errata.jsonl`` (``$AUTOMONITOR_ERRATA`` overrides it): one JSON object a line with exactly the
-fields of :class:`Erratum` (``pair_id``, ``source``, ``verdict`` = ``wrong`` | ``doubtful``, ``reason``,
-``reader``, ``date`` ``YYYY-MM-DD``, as the CLI contract names them). A later line for the same pair replaces
-an earlier one (a re-reading); lines are only ever appended.
+Two places hold errata, and every build applies both (:func:`errata_in_force`, after the quality gates):
 
-What a build does with an erratum (:func:`apply_errata`, after the quality gates):
+* the project's own readings ship as package data, ``automonitor/data/errata.jsonl`` (in the source
+  tree a link to the reviewed ``seeds/errata.jsonl``; ``$AUTOMONITOR_ERRATA`` names another file): one
+  JSON object a line with exactly the fields of :class:`Erratum` (``pair_id``, ``source``, ``verdict`` =
+  ``wrong`` | ``doubtful``, ``reason``, ``reader``, ``date`` ``YYYY-MM-DD``, as the CLI contract names
+  them); an installed wheel has them;
+* errata entered into a store (the app's "Report this label", ``errata add``, ``errata import``) are
+  rows of its ``erratum`` table (:func:`add_erratum`), written in one transaction each with their
+  provenance (``origin``, ``entered_by``, ``entered_at``). Nothing is ever written into the code checkout.
+
+A later erratum for the same pair replaces an earlier one (a re-reading): the shipped ones first, then the
+stored ones in the order they were entered. ``errata export`` writes them all as the file above for review
+in git (:func:`export_errata`); ``errata import`` adds a reviewed file's new lines to a store
+(:func:`import_errata`). A reason is at most :data:`MAX_REASON` bytes (UTF-8) and is shown escaped
+everywhere, its control and line-separator characters marked (:func:`automonitor.escaping.reveal_controls`).
+
+What a build does with an erratum:
 
 * ``wrong``: the pair leaves ``verified`` and goes to the candidate pool with the reason (its ``gate``
   is ``erratum (wrong): <reason>``); if the ``paper`` mirror draws it, it stays there marked: every row
@@ -21,38 +33,47 @@ pair of the build is reported (build report ``errata.unmatched``, ``errata list`
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import json
 import os
+import tempfile
 from collections import Counter
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.errors import InputError
 from automonitor.timestamps import utcnow
+from automonitor.vocab import ERRATUM_ORIGINS
 from automonitor.data.sources import PairRecord
+from store import session_scope
 from store.queries import build as build_queries
+from store.queries import errata as errata_queries
 
 VERDICTS: tuple[str, ...] = ("wrong", "doubtful")
-DEFAULT_ERRATA = Path(__file__).resolve().parents[2] / "seeds" / "errata.jsonl"
+#: The errata shipped with the package (package data; a link to ``seeds/errata.jsonl`` in the source tree).
+DEFAULT_ERRATA = Path(str(resources.files("automonitor.data").joinpath("errata.jsonl")))
 _FIELDS = ("pair_id", "source", "verdict", "reason", "reader", "date")
+MAX_REASON = 4096
+"""Longest reason, in UTF-8 bytes."""
+MAX_FIELD = 128
+"""Longest ``source`` and ``reader`` (characters); a ``pair_id`` may have 256."""
 
 
 class Erratum(BaseModel):
-    """One line of the errata file (fields in file order; unknown fields are an error)."""
+    """One erratum (a line of the errata file; fields in file order; unknown fields are an error)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pair_id: str = Field(min_length=1)
-    source: str = Field(min_length=1)
+    pair_id: str = Field(min_length=1, max_length=256)
+    source: str = Field(min_length=1, max_length=MAX_FIELD)
     verdict: Literal["wrong", "doubtful"]
     reason: str = Field(min_length=1)
-    reader: str = Field(min_length=1)
+    reader: str = Field(min_length=1, max_length=MAX_FIELD)
     date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
 
     @field_validator("pair_id", "source", "reason", "reader")
@@ -61,6 +82,13 @@ class Erratum(BaseModel):
         if not v.strip():
             raise ValueError("must not be blank")
         return v.strip()
+
+    @field_validator("reason")
+    @classmethod
+    def _bounded(cls, v: str) -> str:
+        if len(v.encode("utf-8", "surrogatepass")) > MAX_REASON:
+            raise ValueError(f"longer than {MAX_REASON} bytes")
+        return v
 
     @field_validator("date")
     @classmethod
@@ -74,41 +102,53 @@ class Erratum(BaseModel):
 
 
 def errata_path(path: str | Path | None = None) -> Path:
-    """``path``, else ``$AUTOMONITOR_ERRATA``, else the repository's ``seeds/errata.jsonl``."""
+    """The shipped errata file: ``path``, else ``$AUTOMONITOR_ERRATA``, else the package's
+    ``automonitor/data/errata.jsonl``."""
     return Path(path or os.environ.get("AUTOMONITOR_ERRATA") or DEFAULT_ERRATA)
 
 
+def _parse_lines(text: str, where: str) -> list[Erratum]:
+    """Every erratum of an errata file's ``text`` (split on ``\\n`` only: a reason may hold U+2028 or
+    U+0085, which JSON leaves unescaped). Raises :class:`InputError` naming ``where``, line and field."""
+    out: list[Erratum] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", file=where, line=n) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object", file=where, line=n)
+        try:
+            out.append(Erratum.model_validate(obj))
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            field = ".".join(str(x) for x in e["loc"]) or None
+            raise InputError(e["msg"], file=where, line=n, field=field) from None
+    return out
+
+
 def load_errata(path: str | Path | None = None) -> list[Erratum]:
-    """Every erratum of the file in file order (``[]`` when the file does not exist).
+    """Every erratum of an errata file (default: the shipped one, :func:`errata_path`) in file order
+    (``[]`` when the file does not exist).
 
     Raises:
-        InputError: a line that is not a JSON object or fails :class:`Erratum` (file, line and field named).
+        InputError: an unreadable file, or a line that is not a JSON object or fails :class:`Erratum`
+            (file, line and field named).
     """
     p = errata_path(path)
     if not p.exists():
         return []
-    out: list[Erratum] = []
-    with open(p, encoding="utf-8") as fh:
-        for n, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=n) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", file=str(p), line=n)
-            try:
-                out.append(Erratum.model_validate(obj))
-            except ValidationError as exc:
-                e = exc.errors()[0]
-                field = ".".join(str(x) for x in e["loc"]) or None
-                raise InputError(e["msg"], file=str(p), line=n, field=field) from None
-    return out
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the errata file: {exc}", file=str(p)) from None
+    return _parse_lines(text, str(p))
 
 
 def current(errata: Iterable[Erratum]) -> dict[str, Erratum]:
-    """The erratum in force per ``pair_id`` (a later line replaces an earlier one)."""
+    """The erratum in force per ``pair_id`` (a later one replaces an earlier one)."""
     return {e.pair_id.removeprefix("cand:"): e for e in errata}
 
 
@@ -117,30 +157,24 @@ def source_of(pair_id: str) -> str:
     return pair_id.removeprefix("cand:").split(":", 1)[0]
 
 
-def add_erratum(
+def make_erratum(
     pair_id: str,
     verdict: str,
     reason: str,
     reader: str = "anonymous",
     *,
     source: str | None = None,
-    path: str | Path | None = None,
     date: str | None = None,
 ) -> Erratum:
-    """Append one erratum to the errata file (created if missing) under an exclusive ``flock``, after
-    checking that the whole file is valid (so a bad file is never appended to). The next build applies it.
+    """A checked :class:`Erratum` (``cand:`` prefix dropped; ``source`` defaults to :func:`source_of`,
+    ``date`` to today, UTC).
 
-    Args:
-        pair_id: the pair (``cand:`` prefix dropped); ``source`` defaults to :func:`source_of`.
-        verdict: ``wrong`` | ``doubtful``. date: ``YYYY-MM-DD``, default today (UTC).
-    Returns:
-        The erratum written.
     Raises:
-        InputError: an invalid field (``field`` names the option) or an invalid errata file.
+        InputError: an invalid field (``field`` names the CLI option: ``--verdict``, ``--reason``, ...).
     """
-    pid = pair_id.strip().removeprefix("cand:")
+    pid = str(pair_id).strip().removeprefix("cand:")
     try:
-        e = Erratum(
+        return Erratum(
             pair_id=pid,
             source=source or source_of(pid),
             verdict=verdict,  # type: ignore[arg-type]
@@ -151,25 +185,116 @@ def add_erratum(
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(err["msg"], field=f"--{err['loc'][0]}" if err["loc"] else None) from None
-    p = errata_path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "a+", encoding="utf-8") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            load_errata(p)  # refuse to append to a broken file
-            fh.seek(0, os.SEEK_END)
-            if fh.tell() > 0:
-                fh.seek(fh.tell() - 1)
-                last = fh.read(1)
-                fh.seek(0, os.SEEK_END)
-                if last != "\n":
-                    fh.write("\n")
-            fh.write(e.line() + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _row_values(e: Erratum, origin: str, entered_by: str | None) -> dict[str, Any]:
+    if origin not in ERRATUM_ORIGINS:
+        raise InputError(f"unknown origin {origin!r}; expected one of {', '.join(ERRATUM_ORIGINS)}", field="origin")
+    return {**e.model_dump(), "origin": origin, "entered_by": (entered_by or None) and str(entered_by)[:MAX_FIELD]}
+
+
+def add_erratum(
+    engine: Engine,
+    pair_id: str,
+    verdict: str,
+    reason: str,
+    reader: str = "anonymous",
+    *,
+    origin: str = "cli",
+    entered_by: str | None = None,
+    source: str | None = None,
+    date: str | None = None,
+) -> Erratum:
+    """Record one erratum in the store (table ``erratum``, one transaction) with its provenance:
+    ``origin`` (``app`` | ``cli`` | ``import``) and ``entered_by`` (the logged-in account, if any). The
+    next build applies it. Fields as :func:`make_erratum`.
+
+    Returns:
+        The erratum recorded.
+    Raises:
+        InputError: an invalid field (``field`` names the option). Nothing is written then.
+    """
+    e = make_erratum(pair_id, verdict, reason, reader, source=source, date=date)
+    values = _row_values(e, origin, entered_by)
+    with session_scope(engine) as s:
+        errata_queries.add_rows(s, [values])
     return e
+
+
+def stored_errata(session: Session) -> list[Erratum]:
+    """The errata entered into this store, in the order they were entered."""
+    return [Erratum.model_validate({k: r[k] for k in _FIELDS}) for r in errata_queries.rows(session)]
+
+
+def stored_rows(session: Session) -> list[dict[str, Any]]:
+    """The store's ``erratum`` rows with their provenance (``origin``, ``entered_by``, ``entered_at``),
+    in the order they were entered."""
+    return errata_queries.rows(session)
+
+
+def errata_in_force(session: Session | None, path: str | Path | None = None) -> list[Erratum]:
+    """Every erratum a build applies, in order: the shipped file's (:func:`load_errata` of ``path``)
+    then the store's (``session`` ``None``: no store). Pass it to :func:`current` for the one in force
+    per pair.
+
+    Raises:
+        InputError: an invalid shipped file (file, line, field).
+    """
+    shipped = load_errata(path)
+    return shipped + (stored_errata(session) if session is not None else [])
+
+
+def export_errata(session: Session | None, out: str | Path, path: str | Path | None = None) -> int:
+    """Write every erratum in force (:func:`errata_in_force`, the shipped ones and those entered into the
+    store, a repeated identical line once) to ``out`` as the errata file, for review in git; the file is
+    replaced whole (written beside it, then renamed). Returns the number of lines written.
+
+    Raises:
+        InputError: ``out`` cannot be written (field ``FILE``); an invalid shipped file.
+    """
+    seen: set[str] = set()
+    lines = []
+    for e in errata_in_force(session, path):
+        line = e.line()
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+    target = Path(out)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".errata-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise InputError(f"cannot write {target}: {exc.strerror or exc}", file=str(target), field="FILE") from None
+    return len(lines)
+
+
+def import_errata(
+    engine: Engine, file: str | Path, *, entered_by: str | None = None, path: str | Path | None = None
+) -> dict[str, int]:
+    """Add the errata of a reviewed errata file to the store, all or nothing: the whole file is checked
+    first (file, line and field named), then its lines that are not already in force (an identical
+    erratum shipped or stored) are recorded with origin ``import``.
+
+    Returns:
+        ``{"read": int, "added": int, "already": int}``.
+    Raises:
+        InputError: a missing or invalid file. Nothing is written then.
+    """
+    p = Path(file)
+    if not p.is_file():
+        raise InputError(f"no such file: {p}", file=str(p))
+    incoming = load_errata(p)
+    with session_scope(engine) as s:
+        have = {e.line() for e in errata_in_force(s, path)}
+        new: list[Erratum] = []
+        for e in incoming:
+            if e.line() not in have:
+                have.add(e.line())
+                new.append(e)
+        errata_queries.add_rows(s, [_row_values(e, "import", entered_by) for e in new])
+    return {"read": len(incoming), "added": len(new), "already": len(incoming) - len(new)}
 
 
 def erratum_meta(e: Erratum) -> dict[str, str]:

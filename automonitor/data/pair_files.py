@@ -77,7 +77,7 @@ from automonitor.data.records import (
 )
 from automonitor.data.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate_one
 from automonitor.data.spans import GoldSpan, SpanError, validate_spans
-from automonitor.data.trajectory import step_ranges, steps_from_meta
+from automonitor.data.trajectory import step_ranges, steps_from_meta, steps_mismatch
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -370,11 +370,43 @@ def check_spans(records: Iterable[SampleRecord], problems: Problems) -> None:
             continue
         try:
             n_steps = len(step_ranges(r.response)) or len(steps_from_meta(r.meta) or []) or None
-            validate_spans(r.response, [GoldSpan.model_validate(sp) for sp in r.spans], n_steps)
+            spans = [GoldSpan.model_validate(sp) for sp in r.spans]
+            if n_steps is None:
+                stepped = next((i for i, sp in enumerate(spans) if sp.step is not None), None)
+                if stepped is not None:
+                    raise SpanError(
+                        f"span {stepped}: a step is given but the response is no trajectory (no steps in "
+                        "response or meta.steps)",
+                        stepped,
+                        "step",
+                    )
+            validate_spans(r.response, spans, n_steps)
         except SpanError as exc:
             problems.add(str(exc), line=r.line, field=f"spans[{exc.index}].{exc.field}")
         except ValueError as exc:
             problems.add(f"bad span: {exc}", line=r.line, field="spans")
+
+
+def check_steps(record: SampleRecord, problems: Problems) -> None:
+    """A record's typed trajectory (``meta.steps``) against its ``response``: the steps must be a
+    list of :class:`automonitor.data.trajectory.Step` objects and describe exactly the text the monitor
+    judges (:func:`automonitor.data.trajectory.steps_mismatch`), so annotators and the drill-down, which
+    show the steps, see what the monitor saw. A fault is added to ``problems`` at the record's line with
+    field ``meta.steps``; a record without ``meta.steps`` (or with an empty list) passes."""
+    raw = (record.meta or {}).get("steps")
+    if raw is None or raw == []:
+        return
+    steps = steps_from_meta(record.meta)
+    if steps is None:
+        problems.add(
+            "meta.steps must be a list of step objects (role, thought, action, observation, content)",
+            line=record.line,
+            field="meta.steps",
+        )
+        return
+    why = steps_mismatch(record.response, steps, record.request)
+    if why is not None:
+        problems.add(f"meta.steps do not match response: {why}", line=record.line, field="meta.steps")
 
 
 def validate_records(
@@ -406,6 +438,7 @@ def checked_records(
         if row is None:
             continue
         rec = sample_record(record.line, row, default_source)
+        check_steps(rec, problems)
         check_spans([rec], span_problems)
         yield rec
 

@@ -23,6 +23,7 @@ steps. The R-Judge renderer (:func:`automonitor.data.sources.rjudge.render`) wri
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -185,3 +186,57 @@ def cut_middle(
     kept = sum(piece_size[i] for i in front + back)
     info = {"unit": "steps", "measure": measure, "original": original, "kept": kept, "steps_total": n}
     return out, {**info, "steps_cut": [a, b]}
+
+
+#: Text a response may hold around the steps' own texts: the serialisation's block labels, whitespace and
+#: a reasoning model's ``<think>``/``</think>`` tags (the boundary between a step's thought and its answer).
+_FRAME = re.compile(r"(?:" + "|".join(re.escape(lab) for lab in LABELS) + r"|</?think>|\s)+")
+
+
+def step_texts(step: Step) -> list[str]:
+    """The non-blank texts of one step's fields (``thought``, ``action``, ``content``, ``observation``),
+    stripped, in that order."""
+    vals = [step.thought, step.action, step.content, step.observation]
+    return [v.strip() for v in vals if v is not None and v.strip()]
+
+
+def steps_mismatch(response: str, steps: Sequence[Step], request: str = "") -> str | None:
+    """Why typed ``steps`` do not describe ``response`` (the text the monitor judges), or ``None`` when
+    they do. They do when each step, in its serialisation (:func:`serialise`), else its texts
+    (:func:`step_texts`), is found in ``response`` in order, from the last step back (each before the
+    next one's), except that a first run of steps may be the
+    conversation before the response and then is in ``request``; and the response holds nothing else
+    than those texts, the serialisation's labels, whitespace and ``<think>`` tags. So what humans see
+    from the steps is what the monitor saw: no step text missing, no text of the response outside every
+    step.
+
+    Returns:
+        A one-line description of the first mismatch (with the step's index or the character offset),
+        or ``None``.
+    """
+    covered: list[tuple[int, int]] = []
+    cursor = len(response)
+    in_request = False
+    for i in range(len(steps) - 1, -1, -1):
+        block = "\n\n".join(_blocks(steps[i]))
+        k = -1 if in_request or not step_texts(steps[i]) else response.rfind(block, 0, cursor)
+        if k >= 0:  # the step in the documented serialisation, labels included
+            covered.append((k, k + len(block)))
+            cursor = k
+            continue
+        for piece in reversed(step_texts(steps[i])):
+            k = -1 if in_request else response.rfind(piece, 0, cursor)
+            if k < 0:
+                if covered and piece in request:
+                    in_request = True  # this step and the ones before it: the conversation so far
+                    continue
+                return f"the text of step {i} is not in the response (nor, as an earlier turn, in the request)"
+            covered.append((k, k + len(piece)))
+            cursor = k
+    pos = 0
+    for a, b in sorted(covered) + [(len(response), len(response))]:
+        gap = response[pos:a]
+        if gap and not _FRAME.fullmatch(gap):
+            return f"the response holds text outside every step at character {pos}"
+        pos = max(pos, b)
+    return None

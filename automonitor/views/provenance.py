@@ -1,10 +1,13 @@
 """Label provenance and errata as visible badges on the drill-down.
 
-Errata are read from the errata file the build applies (:func:`automonitor.data.errata.errata_path`:
-``$AUTOMONITOR_ERRATA``, else ``seeds/errata.jsonl``; one row a line, ``{"pair_id", "source", "verdict":
-"wrong"|"doubtful", "reason", "reader", "date"}``) by ``pair_id`` or by the sample's
-``meta.upstream_id`` alias, as the build matches them. A line that is not such an object is skipped (the
-errata command validates the file; this view only reads it). All text is escaped (:func:`esc`).
+Errata are those a build applies (:mod:`automonitor.data.errata`): the shipped file
+(:func:`automonitor.data.errata.errata_path`: ``$AUTOMONITOR_ERRATA``, else the package's ``errata.jsonl``;
+one row a line, ``{"pair_id", "source", "verdict": "wrong"|"doubtful", "reason", "reader", "date"}``) and
+those entered into the store, matched by ``pair_id`` or by the sample's ``meta.upstream_id`` alias, as the
+build matches them. A file line that is not such an object is skipped (the errata commands validate the
+file; this view only reads it); the file is split on ``\\n`` only, so a reason holding U+2028 or U+0085
+is shown whole. All text is escaped with its control and line-separator characters marked
+(:func:`automonitor.escaping.reveal_controls`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from automonitor.data.errata import errata_path
-from automonitor.escaping import esc
+from sqlalchemy.engine import Engine
+
+from automonitor.data.errata import errata_path, stored_rows
+from automonitor.escaping import esc, reveal_controls
+from store import session_scope
 
 #: Label provenance -> (badge text, strength): "strong" for human-checked labels, "weak" for labels
 #: that rest on a construction or a preference and may be noisy.
@@ -32,32 +38,43 @@ _COLOURS = {"strong": "#1b7f3b", "medium": "#1f5fae", "weak": "#a15c00", "wrong"
 
 
 def errata_for(
-    pair_id: str, path: str | Path | None = None, *, aliases: Iterable[str | None] = ()
+    pair_id: str,
+    path: str | Path | None = None,
+    *,
+    aliases: Iterable[str | None] = (),
+    engine: Engine | None = None,
 ) -> list[dict[str, Any]]:
-    """The errata rows of ``pair_id`` (or of any of its ``aliases``, e.g. ``meta.upstream_id``) in the errata
-    file (:func:`~automonitor.data.errata.errata_path` of ``path``), in file order; ``[]`` when the file
-    does not exist."""
-    p = errata_path(path)
-    if not p.is_file():
-        return []
+    """The errata rows of ``pair_id`` (or of any of its ``aliases``, e.g. ``meta.upstream_id``): those of
+    the shipped file (:func:`~automonitor.data.errata.errata_path` of ``path``; none when it does not
+    exist or cannot be read) in file order, then those entered into the store at ``engine`` (with their
+    ``origin`` and ``entered_by``) in the order entered."""
     ids = {pair_id, *(a for a in aliases if a)}
-    out = []
-    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+    out: list[dict[str, Any]] = []
+    p = errata_path(path)
+    try:
+        text = p.read_bytes().decode("utf-8", errors="replace") if p.is_file() else ""
+    except OSError:
+        text = ""
+    for line in text.split("\n"):
         try:
             row = json.loads(line)
         except ValueError:
             continue
         if isinstance(row, dict) and row.get("pair_id") in ids and row.get("verdict") in ("wrong", "doubtful"):
             out.append(row)
+    if engine is not None:
+        with session_scope(engine) as s:
+            out += [r for r in stored_rows(s) if r["pair_id"] in ids]
     return out
 
 
-def sample_errata(sample: dict[str, Any]) -> list[dict[str, Any]]:
+def sample_errata(sample: dict[str, Any], engine: Engine | None = None) -> list[dict[str, Any]]:
     """:func:`errata_for` a sample's row (``Sample`` columns): by its ``pair_id`` and its
-    ``meta.upstream_id`` (the id an erratum may have been written with before pair ids were renamed)."""
+    ``meta.upstream_id`` (the id an erratum may have been written with before pair ids were renamed);
+    with ``engine`` the store's errata too."""
     meta = sample.get("meta")
     upstream = meta.get("upstream_id") if isinstance(meta, dict) else None
-    return errata_for(str(sample["pair_id"]), aliases=[upstream])
+    return errata_for(str(sample["pair_id"]), aliases=[upstream], engine=engine)
 
 
 def _badge(text: str, colour: str, title: str = "") -> str:
@@ -80,10 +97,15 @@ def provenance_html(label_source: str | None, errata: list[dict[str, Any]]) -> s
         parts.append(f'<span style="font-size:0.85rem;color:{_COLOURS["weak"]}">{esc(text)}</span>')
     for e in errata:
         verdict = str(e.get("verdict"))
-        parts.append(_badge(f"erratum: label {verdict}", _COLOURS[verdict], str(e.get("reason") or "")))
-        who = " · ".join(esc(x) for x in (e.get("reader"), e.get("date")) if x)
+        reason = reveal_controls(e.get("reason") or "")
+        parts.append(_badge(f"erratum: label {verdict}", _COLOURS.get(verdict, "#a15c00"), reason))
+        entered = None
+        if e.get("origin"):
+            entered = f"entered via {e['origin']}" + (f" by {e['entered_by']}" if e.get("entered_by") else "")
+        facts = (e.get("reader"), e.get("date"), entered)
+        who = " · ".join(esc(reveal_controls(x)) for x in facts if x)
         parts.append(
-            f'<div style="font-size:0.85rem;margin:0 0 0.3rem 0">{esc(e.get("reason") or "")}'
+            f'<div style="font-size:0.85rem;margin:0 0 0.3rem 0">{esc(reason)}'
             + (f' <span style="color:#6b7280">({who})</span>' if who else "")
             + "</div>"
         )

@@ -7,11 +7,13 @@ first. Functions run inside the caller's session (or connection) and commit noth
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Session, col
 
-from store.models import Annotator, LoginThrottle, RevokedSession
+from automonitor.timestamps import as_utc, utcnow
+from store.models import AccountEvent, Annotator, LoginThrottle, RevokedSession
 
 
 def has_accounts(conn: sa.Connection | Session) -> bool:
@@ -66,3 +68,75 @@ def session_revoked(session: Session, nonce_hash: str) -> bool:
     """True when a ``revoked_session`` row holds ``nonce_hash``."""
     q = sa.select(col(RevokedSession.nonce_hash)).where(col(RevokedSession.nonce_hash) == nonce_hash)
     return session.execute(q).first() is not None
+
+
+def all_accounts(session: Session) -> list[Annotator]:
+    """Every account row (active or not), ordered by name."""
+    return list(session.execute(sa.select(Annotator).order_by(col(Annotator.name))).scalars().all())
+
+
+def active_admins(session: Session) -> int:
+    """How many active admin accounts there are."""
+    q = sa.select(sa.func.count()).where(col(Annotator.role) == "admin", col(Annotator.active).is_(True))
+    return int(session.execute(q).scalar_one())
+
+
+def set_active(session: Session, annotator_id: int, active: bool) -> None:
+    """Mark an account active or deactivated."""
+    session.execute(sa.update(Annotator).where(col(Annotator.id) == annotator_id).values(active=active))
+
+
+def end_sessions(session: Session, annotator_id: int, *, only_epoch: int | None = None) -> bool:
+    """Raise the account's ``session_epoch`` by one (in the database, so concurrent calls each count);
+    with ``only_epoch`` only while the epoch still is that value. True when a row changed."""
+    q = sa.update(Annotator).where(col(Annotator.id) == annotator_id)
+    if only_epoch is not None:
+        q = q.where(col(Annotator.session_epoch) == only_epoch)
+    res = session.execute(q.values(session_epoch=col(Annotator.session_epoch) + 1))
+    return bool(getattr(res, "rowcount", 0))
+
+
+def record_event(
+    session: Session,
+    account_id: int,
+    action: str,
+    actor: str,
+    detail: str | None = None,
+    *,
+    at: datetime | None = None,
+) -> None:
+    """Append an ``account_event`` row (``at`` default now)."""
+    session.add(AccountEvent(account_id=account_id, action=action, actor=actor, detail=detail, at=at or utcnow()))
+    session.flush()
+
+
+def _event_dict(r: Any) -> dict[str, Any]:
+    return {"account": r.name, "action": r.action, "actor": r.actor, "detail": r.detail, "at": as_utc(r.at)}
+
+
+def account_events(session: Session, account_id: int | None = None) -> list[dict[str, Any]]:
+    """The ``account_event`` rows (with the account's ``name``), oldest first; ``account_id``: one
+    account's only."""
+    q = (
+        sa.select(
+            col(Annotator.name),
+            col(AccountEvent.action),
+            col(AccountEvent.actor),
+            col(AccountEvent.detail),
+            col(AccountEvent.at),
+        )
+        .join(Annotator, col(Annotator.id) == col(AccountEvent.account_id))
+        .order_by(col(AccountEvent.at), col(AccountEvent.id))
+    )
+    if account_id is not None:
+        q = q.where(col(AccountEvent.account_id) == account_id)
+    return [_event_dict(r) for r in session.execute(q)]
+
+
+def last_events(session: Session) -> dict[int, dict[str, Any]]:
+    """``{account_id: {"action", "actor", "at"}}`` of each account's newest event."""
+    q = sa.select(AccountEvent).order_by(col(AccountEvent.at), col(AccountEvent.id))
+    out: dict[int, dict[str, Any]] = {}
+    for e in session.execute(q).scalars():
+        out[e.account_id] = {"action": e.action, "actor": e.actor, "at": as_utc(e.at)}
+    return out

@@ -490,3 +490,52 @@ def delete_open_assignments(session: Session, assignment_ids: Iterable[int]) -> 
         sa.delete(Assignment).where(col(Assignment.id).in_(ids), col(Assignment.submitted_at).is_(None), ~labeled)
     )
     return int(getattr(res, "rowcount", 0) or 0)
+
+
+def open_assignments(session: Session, annotator_id: int) -> list[dict[str, Any]]:
+    """The annotator's assignments not yet submitted: ``{"id", "sample_id", "pair_id", "batch",
+    "position"}``, in queue order."""
+    q = (
+        sa.select(
+            col(Assignment.id),
+            col(Assignment.sample_id),
+            col(Sample.pair_id),
+            col(Assignment.batch),
+            col(Assignment.position),
+        )
+        .join(Sample, col(Sample.id) == col(Assignment.sample_id))
+        .where(col(Assignment.annotator_id) == annotator_id, col(Assignment.submitted_at).is_(None))
+        .order_by(col(Assignment.position), col(Assignment.id))
+    )
+    return [dict(r._mapping) for r in session.execute(q)]
+
+
+def pairs_held(session: Session) -> dict[int, set[str]]:
+    """``{annotator_id: {pair_id, ...}}``: the pairs of which each annotator holds an assignment."""
+    q = sa.select(col(Assignment.annotator_id), col(Sample.pair_id)).join(
+        Sample, col(Sample.id) == col(Assignment.sample_id)
+    )
+    out: dict[int, set[str]] = {}
+    for aid, pid in session.execute(q):
+        out.setdefault(aid, set()).add(pid)
+    return out
+
+
+def move_assignment(session: Session, assignment_id: int, annotator_id: int, position: int) -> None:
+    """Give an assignment to another annotator at ``position`` of their queue."""
+    session.execute(
+        sa.update(Assignment)
+        .where(col(Assignment.id) == assignment_id)
+        .values(annotator_id=annotator_id, position=position)
+    )
+
+
+def delete_drafts(session: Session, annotator_id: int, sample_ids: Iterable[str]) -> int:
+    """Delete the annotator's label rows on ``sample_ids`` (their drafts of items moved away)."""
+    ids = list(sample_ids)
+    if not ids:
+        return 0
+    res = session.execute(
+        sa.delete(Annotation).where(col(Annotation.annotator_id) == annotator_id, col(Annotation.sample_id).in_(ids))
+    )
+    return int(getattr(res, "rowcount", 0) or 0)

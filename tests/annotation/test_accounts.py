@@ -20,19 +20,21 @@ from store.queries.samples import insert_samples
 
 from helpers import candidate_row
 
+PW = "a long enough password"
+
 
 def test_create_and_authenticate_store_only_an_argon2_hash(engine):
     assert accounts.any_accounts(engine) is False
-    acc = create_user(engine, "  alice ", "annotator", "s3cret pass")
+    acc = create_user(engine, "  alice ", "annotator", "s3cret passphrase")
     assert isinstance(acc, Account) and (acc.name, acc.role) == ("alice", "annotator")
     assert accounts.any_accounts(engine) is True
     with session_scope(engine) as s:
         stored = s.execute(sa.select(Annotator.password_hash)).scalar_one()
     assert stored.startswith("$argon2id$") and "s3cret" not in stored
-    assert authenticate(engine, "alice", "s3cret pass") == acc
-    assert authenticate(engine, "alice", "s3cret pass ") is None
+    assert authenticate(engine, "alice", "s3cret passphrase") == acc
+    assert authenticate(engine, "alice", "s3cret passphrase ") is None
     assert authenticate(engine, "alice", "") is None
-    assert authenticate(engine, "nobody", "s3cret pass") is None
+    assert authenticate(engine, "nobody", "s3cret passphrase") is None
     assert authenticate(engine, "", "x") is None
 
 
@@ -66,13 +68,13 @@ def test_a_login_upgrades_a_hash_made_with_other_parameters(monkeypatch, engine)
 
 
 def test_create_user_rejects_bad_input_and_writes_nothing(engine):
-    create_user(engine, "bob", "admin", "pw")
+    create_user(engine, "bob", "admin", PW)
     for args, fld in (
-        (("bob", "annotator", "pw"), "name"),
-        (("carol", "root", "pw"), "role"),
+        (("bob", "annotator", PW), "name"),
+        (("carol", "root", PW), "role"),
         (("carol", "admin", ""), "password"),
-        (("   ", "admin", "pw"), "name"),
-        (("a\x00b", "admin", "pw"), "name"),
+        (("   ", "admin", PW), "name"),
+        (("a\x00b", "admin", PW), "name"),
     ):
         with pytest.raises(InputError) as e:
             create_user(engine, *args)
@@ -83,8 +85,8 @@ def test_create_user_rejects_bad_input_and_writes_nothing(engine):
 
 def test_role_checks_refuse_annotators_and_stale_accounts(sqlite_engine):
     eng = sqlite_engine
-    admin = create_user(eng, "root", "admin", "pw")
-    ann = create_user(eng, "ann", "annotator", "pw")
+    admin = create_user(eng, "root", "admin", PW)
+    ann = create_user(eng, "ann", "annotator", PW)
     assert require_admin(admin) is admin
     for bad in (ann, None, "root", dataclasses.replace(ann, role="superuser")):
         with pytest.raises(PermissionDenied):
@@ -105,14 +107,14 @@ def test_role_checks_refuse_annotators_and_stale_accounts(sqlite_engine):
         s.execute(sa.update(Annotator).where(Annotator.id == admin.id).values(active=False))
     with pytest.raises(PermissionDenied):
         accounts.list_accounts(eng, admin)
-    assert authenticate(eng, "root", "pw") is None
+    assert authenticate(eng, "root", PW) is None
 
 
 # ------------------------------------------------------------------ annotator A cannot read B's labels
 def _store_with_two_annotators(engine):
-    a = create_user(engine, "anna", "annotator", "pw")
-    b = create_user(engine, "bert", "annotator", "pw")
-    admin = create_user(engine, "root", "admin", "pw")
+    a = create_user(engine, "anna", "annotator", PW)
+    b = create_user(engine, "bert", "annotator", PW)
+    admin = create_user(engine, "root", "admin", PW)
     rows = []
     for p in range(3):
         req = f"Req {p}"
@@ -185,6 +187,13 @@ def _calls(engine, a, b, rows, tmp_path, admin=None):
         (q, "latest_adjudications"): lambda: _in_session(engine, q.latest_adjudications, a),
         (q, "adjudication_rows"): lambda: _in_session(engine, q.adjudication_rows, a),
         (accounts, "check_actor"): lambda: None,  # verifies the actor itself; returns A's own row
+        (accounts, "login_alive"): lambda: accounts.login_alive(engine, a),  # A's own login: a bool
+        (accounts, "create_user"): lambda: accounts.create_user(engine, "mallory", "admin", PW, actor=a),
+        (accounts, "set_password"): lambda: accounts.set_password(engine, a, "bert", PW + "!"),
+        (accounts, "end_sessions"): lambda: accounts.end_sessions(engine, a, "bert"),
+        (accounts, "set_active"): lambda: accounts.set_active(engine, a, "bert", False),
+        (accounts, "account_table"): lambda: accounts.account_table(engine, a),
+        (accounts, "account_events"): lambda: accounts.account_events(engine, a, "bert"),
     }
 
 

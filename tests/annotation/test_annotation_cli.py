@@ -48,25 +48,29 @@ def store(sqlite_url):
     round trip runs on one backend)."""
     eng = init_db(get_engine(sqlite_url, fresh=True))
     for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("ann3", "annotator"), ("chief", "admin")):
-        create_user(eng, name, role, f"pw of {name}")
+        create_user(eng, name, role, f"password of {name}")
     _candidates(eng)
     yield eng, sqlite_url
     eng.dispose()
 
 
 def test_users_add_hashes_the_stdin_password_and_refuses_bad_input(cli, db_url):
-    r = cli(["users", "add", "ann1", "--role", "annotator", "--password-stdin", "--json"], db=db_url, input="x y z\n")
+    r = cli(
+        ["users", "add", "ann1", "--role", "annotator", "--password-stdin", "--json"],
+        db=db_url,
+        input="x y z and more\n",
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["role"] == "annotator" and "x y z" not in r.stdout + r.stderr
     eng = get_engine(db_url, fresh=True)
     try:
-        acc = authenticate(eng, "ann1", "x y z")  # the newline is not part of the password
+        acc = authenticate(eng, "ann1", "x y z and more")  # the newline is not part of the password
         assert acc is not None and acc.role == "annotator"
     finally:
         eng.dispose()
     for args, stdin, word in (
-        (["ann1", "--role", "admin"], "pw\n", "already exists"),
-        (["ann5", "--role", "owner"], "pw\n", "role"),
+        (["ann1", "--role", "admin"], "a long enough password\n", "already exists"),
+        (["ann5", "--role", "owner"], "a long enough password\n", "role"),
         (["ann6", "--role", "admin"], "\n", "password"),
     ):
         r = cli(["users", "add", *args, "--password-stdin"], db=db_url, input=stdin)

@@ -56,7 +56,7 @@ def test_the_token_never_holds_the_password_or_its_hash(engine, monkeypatch):
     tok = issue_session(engine, bob)
     valid, data = URLSafeTimedSerializer("wrong key", salt=accounts._SESSION_SALT).loads_unsafe(tok)
     assert valid is False  # readable by anyone (it is only signed), so it holds nothing secret
-    assert set(data) == {"id", "name", "role", "pw", "n"} and data["name"] == "bob"
+    assert set(data) == {"id", "name", "role", "pw", "g", "n"} and data["name"] == "bob"
     with session_scope(engine) as s:
         h = s.get(Annotator, bob.id).password_hash
     assert h not in tok and "pw" != data["pw"] and len(data["pw"]) == 16
@@ -75,7 +75,8 @@ def test_generated_secret_file_is_private_and_stable(tmp_path, monkeypatch):
 
 def test_logout_revokes_the_token_in_the_store_for_every_copy(engine, monkeypatch):
     """A logout (``end_session``) records the token's nonce in ``revoked_session``: every copy of that
-    cookie is refused from then on, before it expires; the account's other logins stay valid."""
+    cookie is refused from then on, before it expires, and so is every other login of that account (its
+    session epoch is raised: a logout ends every live session of the login, issue 37)."""
     import sqlalchemy as sa
     from itsdangerous import URLSafeTimedSerializer
 
@@ -89,7 +90,7 @@ def test_logout_revokes_the_token_in_the_store_for_every_copy(engine, monkeypatc
     assert resume_session(engine, kept_copy) == anna
     assert end_session(engine, tok) is True
     assert resume_session(engine, kept_copy) is None
-    assert resume_session(engine, other) == anna  # another browser's login is not ended
+    assert resume_session(engine, other) is None  # another browser's login of anna ends too
     assert end_session(engine, tok) is True  # idempotent
     with session_scope(engine) as s:
         rows = s.execute(sa.select(RevokedSession)).scalars().all()
@@ -101,12 +102,13 @@ def test_logout_revokes_the_token_in_the_store_for_every_copy(engine, monkeypatc
     assert end_session(engine, None) is False and end_session(engine, "garbage") is False
     assert end_session(engine, other[:-2] + ("AA" if other[-2:] != "AA" else "BB")) is False
     assert end_session(engine, other, secret="another-secret") is False
+    other = issue_session(engine, accounts.get_account(engine, accounts.SYSTEM, "anna"))  # a new login
     assert resume_session(engine, other) == anna
     # a correctly signed token without nonce (or with an empty one) is refused and cannot be revoked
     ser = URLSafeTimedSerializer("r" * 32, salt=accounts._SESSION_SALT)
     with session_scope(engine) as s:
         pw = accounts._password_tag(s.get(Annotator, anna.id).password_hash)
-    base = {"id": anna.id, "name": "anna", "role": "annotator", "pw": pw}
+    base = {"id": anna.id, "name": "anna", "role": "annotator", "pw": pw, "g": 1}
     for bad in (base, {**base, "n": ""}, {**base, "n": 7}):
         assert resume_session(engine, ser.dumps(bad)) is None
         assert end_session(engine, ser.dumps(bad)) is False

@@ -225,7 +225,7 @@ def test_roles_login_and_navigation(tmp_path):
     url = f"sqlite:///{tmp_path / 'acc.db'}"
     eng = open_store(url)
     create_user(eng, "ada", "admin", "s3cret-admin")
-    create_user(eng, "ann", "annotator", "s3cret-ann")
+    create_user(eng, "ann", "annotator", "s3cret-annotator")
     with StoreEnv(url):
         at = ok(app())
         assert at.subheader[0].value == "Log in"
@@ -238,12 +238,12 @@ def test_roles_login_and_navigation(tmp_path):
         assert "auth.account" not in at.session_state
 
         at.text_input(key="login.name").input("ann")
-        at.text_input(key="login.password").input("s3cret-ann")
+        at.text_input(key="login.password").input("s3cret-annotator")
         at.button[0].click()
         ok(at.run())
         assert at.session_state["auth.account"].role == "annotator"
         # the password does not stay in the session
-        assert all(at.session_state[k] != "s3cret-ann" for k in at.session_state)
+        assert all(at.session_state[k] != "s3cret-annotator" for k in at.session_state)
         assert_refused(at, "pages/runs.py")  # an annotator never reaches the workbench
 
         at = ok(app())
@@ -340,13 +340,12 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
 
 
 def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeypatch):
-    """The drill-down's "Report this label" appends to the errata file through the core."""
-    import json
+    """The drill-down's "Report this label" records an erratum in the store through the core (never in a
+    file of the checkout), with its provenance."""
+    from automonitor.data.errata import stored_rows
+    from store import get_engine, session_scope
 
-    from automonitor.data.errata import load_errata
-
-    path = tmp_path / "errata.jsonl"
-    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(path))
+    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(tmp_path / "no-shipped.jsonl"))
     at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
     assert at.button(key="drilldown.erratum_submit").disabled  # no reason yet
     assert not any("erratum: label" in h for h in html_bodies(at))
@@ -356,10 +355,17 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     ok(at.run())
     at.button(key="drilldown.erratum_submit").click()
     ok(at.run())
-    (e,) = load_errata(path)
+    eng = get_engine(seeded["url"])
+    with session_scope(eng) as s:
+        (e,) = stored_rows(s)
     pid = next(r["pair_id"] for r in seeded["samples"] if r["id"] == seeded["hostile_id"])
-    assert (e.pair_id, e.verdict, e.reason, e.reader) == (pid, "doubtful", "<b>both sides</b> look safe", "tester")
-    assert list(json.loads(path.read_text())) == ["pair_id", "source", "verdict", "reason", "reader", "date"]
+    assert (e["pair_id"], e["verdict"], e["reason"], e["reader"]) == (
+        pid,
+        "doubtful",
+        "<b>both sides</b> look safe",
+        "tester",
+    )
+    assert e["origin"] == "app" and not (tmp_path / "no-shipped.jsonl").exists()
     assert any("Erratum recorded" in s.value for s in at.success)
     # the sample's badges show the erratum at once (the page used to show it only on the next run)
     (badges,) = [h for h in html_bodies(at) if 'data-testid="provenance-badges"' in h]

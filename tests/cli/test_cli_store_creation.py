@@ -32,10 +32,10 @@ def test_reading_commands_refuse_a_missing_store_and_name_it(tmp_path, args):
 
 def test_users_add_creates_the_store_and_says_so_then_errors_name_it(tmp_path):
     url = f"sqlite:///{tmp_path / 'team.db'}"
-    r = run_cli(["users", "add", "alice", "--password-stdin"], db=url, input="pw-alice\n", cwd=tmp_path)
+    r = run_cli(["users", "add", "alice", "--password-stdin"], db=url, input="password-of-alice\n", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"created a new store at {url}" in r.stderr
-    r = run_cli(["users", "add", "bob", "--password-stdin"], db=url, input="pw-bob\n", cwd=tmp_path)
+    r = run_cli(["users", "add", "bob", "--password-stdin"], db=url, input="password-of-bob\n", cwd=tmp_path)
     assert r.returncode == 0 and "created a new store" not in r.stderr
     r = run_cli(["unassign", "--annotator", "carol"], db=url, cwd=tmp_path)
     assert r.returncode == 2 and "no account named 'carol'" in r.stderr and f"(store: {url})" in r.stderr

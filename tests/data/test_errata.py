@@ -1,5 +1,5 @@
-"""Errata that last: the file format, ``errata add|list``, and every build applying them
-(across a rebuild with another seed), on the real raw data."""
+"""Errata that last: the shipped file format, errata in the store (``errata add|list|export|import``), and
+every build applying them (across a rebuild with another seed), on the real raw data."""
 
 from __future__ import annotations
 
@@ -9,8 +9,16 @@ import threading
 import pytest
 
 from automonitor.data.build import build, plan_build
-from automonitor.data.errata import Erratum, add_erratum, current, load_errata
+from automonitor.data.errata import (
+    add_erratum,
+    current,
+    errata_in_force,
+    import_errata,
+    load_errata,
+    make_erratum,
+)
 from automonitor.errors import InputError
+from store import session_scope
 
 LINE = {
     "pair_id": "xstest:v2-1",
@@ -52,68 +60,80 @@ def test_bad_line_names_file_line_and_field(tmp_path, patch, field):
     with pytest.raises(InputError) as ei:
         load_errata(p)
     assert ei.value.line == 2 and ei.value.field == field and ei.value.file == str(p)
-    with pytest.raises(InputError):  # nothing is appended to a broken file
-        add_erratum("xstest:v2-2", "wrong", "r", path=p)
-    assert len(p.read_text().splitlines()) == 2
 
 
-def test_add_appends_exact_fields_under_a_lock_and_later_lines_win(tmp_path):
-    p = tmp_path / "e.jsonl"
+def test_bad_file_imports_nothing(engine, tmp_path):
+    p = tmp_path / "errata.jsonl"
+    p.write_text(json.dumps(LINE) + "\n" + json.dumps({**LINE, "verdict": "maybe"}) + "\n")
+    with pytest.raises(InputError) as ei:
+        import_errata(engine, p, path=tmp_path / "none.jsonl")
+    assert ei.value.line == 2
+    with session_scope(engine) as s:
+        assert errata_in_force(s, tmp_path / "none.jsonl") == []
+
+
+def test_add_records_exact_fields_in_the_store_and_later_entries_win(engine, tmp_path):
+    none = tmp_path / "none.jsonl"
     threads = [
-        threading.Thread(
-            target=add_erratum, args=(f"cand:sven:cwe-089-{i:04d}", "doubtful", f"r{i}", "t"), kwargs={"path": p}
-        )
+        threading.Thread(target=add_erratum, args=(engine, f"cand:sven:cwe-089-{i:04d}", "doubtful", f"r{i}", "t"))
         for i in range(20)
     ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    rows = [json.loads(x) for x in p.read_text().splitlines()]
-    assert len(rows) == 20 and all(list(r) == list(LINE) for r in rows)
-    assert {r["source"] for r in rows} == {"sven"} and all(not r["pair_id"].startswith("cand:") for r in rows)
-    add_erratum("sven:cwe-089-0003", "wrong", "re-read", "t", path=p)
-    cur = current(load_errata(p))
+    with session_scope(engine) as s:
+        rows = errata_in_force(s, none)
+    assert len(rows) == 20 and all(list(json.loads(e.line())) == list(LINE) for e in rows)
+    assert {e.source for e in rows} == {"sven"} and all(not e.pair_id.startswith("cand:") for e in rows)
+    add_erratum(engine, "sven:cwe-089-0003", "wrong", "re-read", "t")
+    with session_scope(engine) as s:
+        cur = current(errata_in_force(s, none))
     assert len(cur) == 20 and cur["sven:cwe-089-0003"].verdict == "wrong"
     with pytest.raises(InputError) as ei:
-        add_erratum("x:1", "nope", "r", path=p)
+        add_erratum(engine, "x:1", "nope", "r")
     assert ei.value.field == "--verdict"
 
 
-def test_cli_add_list_and_bad_file_exit_2(cli, tmp_path, sqlite_url, sqlite_engine):
-    # sqlite_engine: the store exists (reading commands refuse a missing store, naming it)
-    p = tmp_path / "e.jsonl"
+def _append(p, pair_id: str, verdict: str, reason: str) -> None:
+    """Append one erratum line to a shipped-format errata file ``p``."""
+    with open(p, "a", encoding="utf-8") as fh:
+        fh.write(make_erratum(pair_id, verdict, reason, "t").line() + "\n")
+
+
+def test_cli_add_list_export_import_and_bad_file_exit_2(cli, tmp_path, sqlite_url, sqlite_engine, monkeypatch):
+    shipped = tmp_path / "shipped.jsonl"
+    shipped.write_text(json.dumps(LINE) + "\n")
+    env = {"AUTOMONITOR_ERRATA": str(shipped)}
     r = cli(
-        [
-            "errata",
-            "add",
-            "xstest:v2-9",
-            "--verdict",
-            "wrong",
-            "--reason",
-            "safe reply",
-            "--reader",
-            "me",
-            "--file",
-            str(p),
-        ],
+        ["errata", "add", "xstest:v2-9", "--verdict", "wrong", "--reason", "safe reply", "--reader", "me"],
         db=sqlite_url,
+        env=env,
     )
     assert r.returncode == 0, r.stderr
     assert "not in the store" in r.stderr
-    r = cli(["errata", "list", "--json", "--file", str(p)], db=sqlite_url)
+    r = cli(["errata", "list", "--json"], db=sqlite_url, env=env)
     doc = json.loads(r.stdout)
-    assert doc["not_in_store"] == ["xstest:v2-9"] and doc["counts"]["by_source"] == {
-        "xstest": {"wrong": 1, "doubtful": 0}
+    assert doc["not_in_store"] == ["xstest:v2-1", "xstest:v2-9"] and doc["counts"]["by_source"] == {
+        "xstest": {"wrong": 2, "doubtful": 0}
     }
-    p.write_text('{"pair_id": "x"}\n')
-    r = cli(["errata", "list", "--file", str(p)], db=sqlite_url)
+    out = tmp_path / "reviewed.jsonl"
+    r = cli(["errata", "export", str(out)], db=sqlite_url, env=env)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x)["pair_id"] for x in out.read_text().splitlines()] == ["xstest:v2-1", "xstest:v2-9"]
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    r = cli(["errata", "import", str(out), "--json"], db=other, env=env)
+    assert r.returncode == 0 and json.loads(r.stdout) == {"read": 2, "added": 1, "already": 1}, r.stderr
+    r = cli(["errata", "import", str(out), "--json"], db=other, env=env)
+    assert json.loads(r.stdout)["added"] == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"pair_id": "x"}\n')
+    r = cli(["errata", "list", "--file", str(bad)], db=sqlite_url)
     assert r.returncode == 2 and "line 1" in r.stderr and "field 'source'" in r.stderr
-    r = cli(
-        ["errata", "add", "x:1", "--verdict", "bad", "--reason", "r", "--file", str(tmp_path / "n.jsonl")],
-        db=sqlite_url,
-    )
-    assert r.returncode == 2 and not (tmp_path / "n.jsonl").exists()
+    r = cli(["errata", "import", str(bad)], db=f"sqlite:///{tmp_path / 'never.db'}")
+    assert r.returncode == 2 and not (tmp_path / "never.db").exists()
+    r = cli(["errata", "add", "x:1", "--verdict", "bad", "--reason", "r"], db=f"sqlite:///{tmp_path / 'n.db'}")
+    assert r.returncode == 2 and not (tmp_path / "n.db").exists()
 
 
 @pytest.fixture(scope="module")
@@ -141,10 +161,10 @@ def test_errata_leave_verified_across_reseed_and_mark_paper(tmp_path, raw_dir, l
     # an alias: the upstream id of a content-named pair (safecoder:train:N style)
     alias_row = next(r for r in base.rows if r["pair_id"] in ver and r["meta"].get("upstream_id"))
     p = tmp_path / "errata.jsonl"
-    add_erratum(wrong, "wrong", "label reads wrong", "t", path=p)
-    add_erratum(doubtful, "doubtful", "unclear", "t", path=p)
-    add_erratum(alias_row["meta"]["upstream_id"], "wrong", "by alias", "t", path=p)
-    add_erratum("xstest:v2-99999", "wrong", "gone", "t", path=p)
+    _append(p, wrong, "wrong", "label reads wrong")
+    _append(p, doubtful, "doubtful", "unclear")
+    _append(p, alias_row["meta"]["upstream_id"], "wrong", "by alias")
+    _append(p, "xstest:v2-99999", "wrong", "gone")
     for seed in (0, 1):
         plan = plan_build(raw_dir, seed, loaded=loaded, errata_file=p, hard=False)
         v = _verified(plan)
@@ -175,7 +195,7 @@ def test_erratum_added_after_a_build_applies_on_rebuild(tmp_path, raw_dir, loade
         before = stats(s, "test", "verified")["pairs"]
     plan = plan_build(raw_dir, 0, loaded=loaded, errata_file=p, hard=False)
     pid = next(r["pair_id"] for r in plan.rows if {"paper", "verified"} <= set(r.get("editions", ())))
-    add_erratum(pid, "wrong", "read wrong", "t", path=p)
+    add_erratum(eng, pid, "wrong", "read wrong", "t")  # into the store: the next build applies it
     rep = build(eng, raw_dir, 0, loaded=loaded, errata_file=p, hard=False)
     assert rep["updated"] >= 2 and not rep["unchanged"]
     with session_scope(eng) as s:
@@ -189,4 +209,4 @@ def test_erratum_added_after_a_build_applies_on_rebuild(tmp_path, raw_dir, loade
     assert len(metas) == 2 and all(m["erratum"]["reason"] == "read wrong" for m in metas)
     assert build(eng, raw_dir, 0, loaded=loaded, errata_file=p, hard=False)["unchanged"]
     eng.dispose()
-    assert isinstance(Erratum.model_validate(json.loads(p.read_text().splitlines()[0])), Erratum)
+    assert not p.exists()  # nothing is written into a file

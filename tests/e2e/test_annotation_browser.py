@@ -52,7 +52,12 @@ def server(tmp_path_factory, app_factory):
     with session_scope(eng) as s:
         insert_samples(s, rows)
     srv = app_factory(
-        url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")]
+        url,
+        accounts=[
+            ("anna", "annotator", "password-for-anna"),
+            ("bert", "annotator", "password-for-bert"),
+            ("root", "admin", "password-for-root"),
+        ],
     )
     res = ann.assign(eng, SYSTEM, k=2, seed=5)
     assert res.assignments == 8
@@ -90,7 +95,7 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
     pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
     try:
         for name, page in pages.items():
-            tools.log_in(page, name, f"pw-{name}", url=server.url)
+            tools.log_in(page, name, f"password-for-{name}", url=server.url)
             nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
             assert "Label" in nav and "Agreement" not in nav and "Adjudicate" not in nav
             expect(page.get_by_role("heading", name="Label")).to_be_visible()
@@ -126,7 +131,7 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
 
         admin = tools.new_page(browser)
         try:
-            tools.log_in(admin, "root", "pw-root", url=server.url)
+            tools.log_in(admin, "root", "password-for-root", url=server.url)
             admin.get_by_role("link", name="Agreement").click()
             tools.wait_app(admin)
             admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()

@@ -259,7 +259,9 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
     eng = init_db(get_engine(url, fresh=True))
     app_seed.seed_store(eng, pairs_per_cell=1, runs=1, hostile=False)
     eng.dispose()
-    srv = app_factory(url, accounts=[("ada", "admin", "pw-admin-1"), ("ann", "annotator", "pw-ann-1")])
+    srv = app_factory(
+        url, accounts=[("ada", "admin", "password-for-admin-1"), ("ann", "annotator", "password-for-ann-1")]
+    )
     page = new_page(browser)
     try:
         page.goto(f"{srv.url}/runs")
@@ -269,14 +271,14 @@ def test_login_gates_the_workbench(browser, tmp_path, app_factory):
 
         log_in(page, "ann", "wrong")
         expect(page.get_by_text("Unknown user or wrong password.")).to_be_visible()
-        log_in(page, "ann", "pw-ann-1")
+        log_in(page, "ann", "password-for-ann-1")
         shot(page, "login-annotator")
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Trade-off" not in nav and "Runs" not in nav and "Log out" in nav
         page.get_by_role("link", name="Log out").click()
         wait_app(page)
         expect(page.get_by_role("heading", name="Log in")).to_be_visible()
-        log_in(page, "ada", "pw-admin-1")
+        log_in(page, "ada", "password-for-admin-1")
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Trade-off" in nav and "Runs" in nav
         page.get_by_role("link", name="Runs").click()

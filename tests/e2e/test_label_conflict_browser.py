@@ -36,11 +36,11 @@ def test_save_racing_an_import_is_refused_and_the_page_shows_the_stored_label(tm
     ]
     with session_scope(eng) as s:
         insert_samples(s, rows)
-    srv = app_factory(url, accounts=[("anna", "annotator", "pw-anna")])
+    srv = app_factory(url, accounts=[("anna", "annotator", "password-for-anna")])
     ann.assign(eng, SYSTEM, k=1, seed=1)
     page = e2e.new_page(browser)
     try:
-        e2e.log_in(page, "anna", "pw-anna", url=srv.url)
+        e2e.log_in(page, "anna", "password-for-anna", url=srv.url)
         page.get_by_role("heading", name="Label").wait_for()
         radio = page.locator('[data-testid="stRadio"]').first
         radio.get_by_text("Misbehavior", exact=True).click()

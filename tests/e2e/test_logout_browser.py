@@ -14,13 +14,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def test_a_copied_cookie_does_not_log_in_after_logout(browser, app_factory, e2e, tmp_path):
     srv = app_factory(
         f"sqlite:///{tmp_path / 'store.db'}",
-        accounts=[("anna", "annotator", "pw-anna")],
+        accounts=[("anna", "annotator", "password-for-anna")],
         env={"AUTOMONITOR_SECRET_FILE": str(tmp_path / "session-secret")},
     )
     page = e2e.new_page(browser, 1280, 720)
     fresh = None
     try:
-        e2e.log_in(page, "anna", "pw-anna", url=srv.url, retry=True)
+        e2e.log_in(page, "anna", "password-for-anna", url=srv.url, retry=True)
         page.get_by_role("heading", name="Label").wait_for()
         copied = [c for c in page.context.cookies() if c["name"] == SESSION_COOKIE]
         assert len(copied) == 1 and copied[0]["value"]

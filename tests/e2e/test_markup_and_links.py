@@ -20,7 +20,7 @@ from automonitor import views
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NAME = "<b>x</b> [link](http://example.com) **bold** https://evil.example"
-ADMIN = ("ada", "admin", "pw-ada-1")
+ADMIN = ("ada", "admin", "password-for-ada-1")
 
 
 @pytest.fixture(scope="module")

@@ -71,7 +71,11 @@ def pilot(tmp_path_factory, app_factory):
         insert_samples(s, rows)
     srv = app_factory(
         url,
-        accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")],
+        accounts=[
+            ("anna", "annotator", "password-for-anna"),
+            ("bert", "annotator", "password-for-bert"),
+            ("root", "admin", "password-for-root"),
+        ],
         env={"AUTOMONITOR_SECRET_FILE": str(d / "session-secret")},
     )
     r = run_cli(["assign", "--limit", "10", "--overlap", "1.0", "--seed", "3", "--json"], db=url)
@@ -170,7 +174,7 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
     disputed: int | None = None
     try:
         for name, page in pages.items():
-            keyboard_login(page, tools, name, f"pw-{name}", pilot.url)
+            keyboard_login(page, tools, name, f"password-for-{name}", pilot.url)
             expect(page.get_by_role("heading", name="Label")).to_be_visible()
         # 24.7: the login survives F5 and a pasted link in the same browser; another browser is not in
         anna = pages["anna"]
@@ -264,7 +268,7 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
 
     admin = tools.new_page(browser, 1280, 720)
     try:
-        keyboard_login(admin, tools, "root", "pw-root", pilot.url)
+        keyboard_login(admin, tools, "root", "password-for-root", pilot.url)
         press_link(admin, tools, "Agreement")
         admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()
         doc = ag.agreement(eng, SYSTEM)

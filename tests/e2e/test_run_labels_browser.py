@@ -46,7 +46,11 @@ def server(tmp_path_factory, app_factory):
     eng.dispose()
 
 
-ACCOUNTS = [("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")]
+ACCOUNTS = [
+    ("anna", "annotator", "password-for-anna"),
+    ("bert", "annotator", "password-for-bert"),
+    ("root", "admin", "password-for-root"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +203,7 @@ def test_queue_selects_are_shown_whole_at_1280(browser, queue_server, e2e):
     ):
         page = e2e.new_page(browser, 1280, 720)
         try:
-            e2e.log_in(page, who, f"pw-{who}", url=f"{server.url}{path}", retry=True)
+            e2e.log_in(page, who, f"password-for-{who}", url=f"{server.url}{path}", retry=True)
             opts = ["1. disagreement · Safety & Permission Violations / Reasoning"] if who == "root" else []
             _select_shows_whole(page, e2e, name, opts, shot)
         finally:

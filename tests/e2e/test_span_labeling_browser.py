@@ -49,7 +49,11 @@ def server(tmp_path_factory, app_factory):
         insert_samples(s, rows)
     srv = app_factory(
         url,
-        accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")],
+        accounts=[
+            ("anna", "annotator", "password-for-anna"),
+            ("bert", "annotator", "password-for-bert"),
+            ("root", "admin", "password-for-root"),
+        ],
     )
     assert ann.assign(eng, SYSTEM, k=2, seed=3).assignments == 20
     srv.extra["engine"] = eng
@@ -69,7 +73,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
     pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
     try:
         for name, page in pages.items():
-            tools.log_in(page, name, f"pw-{name}", url=server.url)
+            tools.log_in(page, name, f"password-for-{name}", url=server.url)
         for step in range(10):
             for name, page in pages.items():
                 text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
@@ -134,7 +138,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         assert {e.reason for e in ann.adjudication_queue(eng, SYSTEM)} == {"span_disagreement"}
         admin = tools.new_page(browser)
         pages["root"] = admin
-        tools.log_in(admin, "root", "pw-root", url=server.url, retry=True)
+        tools.log_in(admin, "root", "password-for-root", url=server.url, retry=True)
         admin.goto(f"{server.url}/agreement")
         tools.wait_app(admin)
         admin.get_by_role("heading", name="Agreement on the evidence span").wait_for()

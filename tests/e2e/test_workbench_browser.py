@@ -63,7 +63,12 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
     with session_scope(eng) as s:
         insert_samples(s, rows)
     srv = app_factory(
-        url, accounts=[("anna", "annotator", "pw-anna"), ("bert", "annotator", "pw-bert"), ("root", "admin", "pw-root")]
+        url,
+        accounts=[
+            ("anna", "annotator", "password-for-anna"),
+            ("bert", "annotator", "password-for-bert"),
+            ("root", "admin", "password-for-root"),
+        ],
     )
     res = ann.assign(eng, SYSTEM, k=2, seed=11, batch_size=10)
     assert res.rounds[0]["items"] == 10 and res.rounds[0]["annotators"] == ["anna", "bert"]
@@ -74,7 +79,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
         for name in ("anna", "bert"):
             page = e2e.new_page(browser, W, H)
             pages[name] = page
-            e2e.log_in(page, name, f"pw-{name}", url=srv.url)
+            e2e.log_in(page, name, f"password-for-{name}", url=srv.url)
             page.get_by_role("heading", name="Label").wait_for()
             e2e.wait_app(page)
             assert "Keys:" in page.locator("main").inner_text()
@@ -103,7 +108,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
             assert not page.dialogs
         admin = e2e.new_page(browser, W, H)
         pages["root"] = admin
-        e2e.log_in(admin, "root", "pw-root", url=srv.url)
+        e2e.log_in(admin, "root", "password-for-root", url=srv.url)
         admin.get_by_role("link", name="Overview").click()  # the Overview before finalising
         e2e.wait_app(admin)
         admin.locator('[data-testid="stMetric"]').first.wait_for()

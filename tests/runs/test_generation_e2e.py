@@ -125,7 +125,7 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_engine,
     doc = _gen(db, scripted.base_url)
     assert doc["candidates_added"] == 3
     for name, role in (("alice", "annotator"), ("bob", "annotator"), ("carol", "admin")):
-        r = run_cli(["users", "add", name, "--role", role, "--password-stdin"], db=db, input="pw-123456\n")
+        r = run_cli(["users", "add", name, "--role", role, "--password-stdin"], db=db, input="password-123456\n")
         assert r.returncode == 0, r.stderr
     r = run_cli(["assign", "--k", "2", "--seed", "7", "--json"], db=db)
     assert r.returncode == 0 and json.loads(r.stdout)["assignments"] == 12, r.stderr
@@ -149,7 +149,11 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_engine,
     for s in cands:
         if s.pair_id == disputed:
             adjudicate(
-                eng, authenticate(eng, "carol", "pw-123456"), s.id, s.label, "construction confirmed by the adjudicator"
+                eng,
+                authenticate(eng, "carol", "password-123456"),
+                s.id,
+                s.label,
+                "construction confirmed by the adjudicator",
             )
     r = run_cli(["adjudications", "finalize", "--json"], db=db)
     fin = json.loads(r.stdout)

@@ -16,7 +16,7 @@ gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``re
 (sleeps ``hang_sleep`` s before answering), ``filtered`` (a cut text with ``finish_reason:
 "content_filter"``), ``parts`` (``message.content`` as a list of a ``thinking`` and a ``text`` part, as
 Mistral sends), ``empty`` (an empty answer), ``huge`` (a 10 MB answer), ``trickle`` (headers, then the
-body one byte every ``trickle_s`` seconds), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``404``, ``400`` (a bad request: permanent for that sample),
+body one byte every ``trickle_s`` seconds), ``html`` (a valid completion served as ``text/html``), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``404``, ``400`` (a bad request: permanent for that sample),
 ``quota`` (HTTP 429 ``insufficient_quota``, OpenAI's answer for an account without credit), ``contradict``
 (an evidence answer whose benign verdict sits next to severity high and a category)).
 ``force`` answers every request with one action whatever the message (``401`` bad key, ``404`` unknown
@@ -211,6 +211,14 @@ class OpenAIFaultServer(LoopbackServer):
                 return send_json(h, 200, payload)
             if action == "empty":
                 return send_json(h, 200, self._completion(body, text, content=""))
+            if action == "html":  # a valid completion body served as a web page (a proxy's or portal's page)
+                data = json.dumps(self._completion(body, text)).encode()
+                h.send_response(200)
+                h.send_header("content-type", "text/html; charset=utf-8")
+                h.send_header("content-length", str(len(data)))
+                h.end_headers()
+                h.wfile.write(data)
+                return
             if action == "huge":
                 return send_json(h, 200, self._completion(body, text, content="Yes " * 2_500_000))
             if action == "negtokens":

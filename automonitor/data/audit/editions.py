@@ -10,7 +10,8 @@ import pandas as pd
 
 from automonitor.data.audit.document import audit_frame
 from automonitor.data.audit.params import EDITIONS
-from automonitor.data.errata import errata_counts, load_errata
+from automonitor.data.errata import errata_counts, errata_in_force
+from store import session_scope
 from automonitor.vocab import CONTROLS_SPLIT
 
 
@@ -55,10 +56,12 @@ def load_samples(engine, edition: str = "paper") -> tuple[pd.DataFrame, str]:
 def run_audit(engine, edition: str = "paper") -> dict[str, Any]:
     """Audit ``edition`` of the store (:func:`load_samples` + :func:`audit_frame`); the document gains
     ``"test_set"`` (how the test set was chosen) and the errata in force per source (``errata``: the
-    counts of ``seeds/errata.jsonl``, :func:`automonitor.data.errata.errata_counts`, next to the test
+    counts of the errata in force, shipped and stored, :func:`automonitor.data.errata.errata_counts`, next to the test
     pairs of this edition they mark). Raises ``InputError`` for an unknown edition or errata file."""
     df, how = load_samples(engine, edition)
     doc = audit_frame(df, edition)
     doc["test_set"] = how
-    doc["errata"] = {**errata_counts(load_errata()), **doc["errata"]}
+    with session_scope(engine) as s:
+        errata = errata_in_force(s)
+    doc["errata"] = {**errata_counts(errata), **doc["errata"]}
     return doc

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from automonitor.data.errata import current, errata_counts, load_errata
+from automonitor.data.errata import Erratum, current, errata_counts, load_errata
 from automonitor.data.families import shared_families
 from automonitor.data.build.gating import load_all
 from automonitor.data.build.hard import add_hard_edition
@@ -54,6 +54,7 @@ def plan_build(
     loaded: dict[str, SourceResult] | None = None,
     errata_file: str | Path | None = None,
     hard: bool = True,
+    errata: list[Erratum] | None = None,
 ) -> Plan:
     """Decide, without touching any store, which pairs go to test, candidates and train.
 
@@ -64,8 +65,10 @@ def plan_build(
             that the build does not own (user imports): train and candidates avoid them too.
         loaded: the output of :func:`load_all` for ``raw`` when the caller already has it (it is not
             modified); read from ``raw`` otherwise.
-        errata_file: the errata to apply (:mod:`automonitor.data.errata`; default ``$AUTOMONITOR_ERRATA``
-            or ``seeds/errata.jsonl``).
+        errata_file: the shipped errata file to apply (:mod:`automonitor.data.errata`; default
+            ``$AUTOMONITOR_ERRATA`` or the package's ``errata.jsonl``).
+        errata: the errata to apply instead, in order (:func:`automonitor.data.errata.errata_in_force`:
+            the shipped ones and a store's); ``errata_file`` is not read then.
         hard: run the adversarial filter that makes edition ``hard`` (most of a plan's CPU); ``False``
             plans every other edition only (no row is in ``hard``, the report has no ``hard`` section).
     Returns:
@@ -73,7 +76,8 @@ def plan_build(
     Raises:
         InputError: see :func:`load_all`; an invalid errata line (file, line, field).
     """
-    errata = load_errata(errata_file)  # before anything is read: a bad errata file changes nothing
+    if errata is None:
+        errata = load_errata(errata_file)  # before anything is read: a bad errata file changes nothing
     say = progress or (lambda _msg: None)
     results = loaded if loaded is not None else load_all(raw, progress)
     report: dict[str, Any] = {"seed": seed, "raw_dir": str(raw), "sources": {}}

@@ -18,6 +18,7 @@ from automonitor.data.build.gold_spans import sync_spans
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.rows import Plan
 from automonitor.data.build.selection import Blocked
+from automonitor.data.errata import errata_in_force
 from automonitor.errors import InputError
 from automonitor.leases import lease_held_by_other
 from automonitor.data.sources import REGISTRY, SourceResult
@@ -204,7 +205,8 @@ def build(
     transaction (see the module doc for composition and rebuild policy), under the store-wide build lock
     (:func:`_serialised`).
 
-    ``loaded``, ``errata_file``, ``hard``: see :func:`plan_build` (every build applies the errata in force;
+    ``loaded``, ``errata_file``, ``hard``: see :func:`plan_build` (every build applies the errata in force:
+    the shipped ones, ``errata_file`` or the package's, and those entered into this store;
     ``hard=False`` leaves edition ``hard`` empty in the store).
 
     Returns:
@@ -220,8 +222,9 @@ def build(
     with session_scope(engine) as session:
         state = _store_state(session)
         external = (state.external.req, state.external.resp)
+        errata = errata_in_force(session, errata_file)
         plan = plan_build(
-            raw_path, seed, external_test=external, progress=progress, loaded=loaded, errata_file=errata_file, hard=hard
+            raw_path, seed, external_test=external, progress=progress, loaded=loaded, errata=errata, hard=hard
         )
         changes = _sample_changes(session, state, plan)
         dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)

@@ -344,18 +344,32 @@ class OpenAIBackend(Backend):
         return await self._sdk_post(client, body, item)
 
     async def _sdk_post(self, client, body: dict[str, Any], item: Item):
-        """``POST /chat/completions`` through the SDK client's own ``post`` (same transport, errors and
-        ``ChatCompletion`` parsing as ``chat.completions.create``). The body is already plain JSON, so the
+        """``POST /chat/completions`` through the SDK client's own ``post`` (same transport and errors as
+        ``chat.completions.create``; the body is read as a ``ChatCompletion`` only when it is served as
+        JSON, else :class:`TransientError` ``malformed``). The body is already plain JSON, so the
         SDK's per-request TypedDict transform is skipped, and the idempotency key is derived from the
         sample instead of a fresh uuid4: both matter at hundreds of requests per second."""
+        import httpx
         from openai.types.chat import ChatCompletion
 
-        return await client.post(
+        raw = await client.post(
             "/chat/completions",
             body=body,
-            cast_to=ChatCompletion,
+            cast_to=httpx.Response,
             options={"idempotency_key": f"automonitor-{item.sample_id}-{item.repeat}-{id(body):x}"},
         )
+        # the SDK parses any body as JSON whatever its content type; a page served as text/html that
+        # happens to parse is no answer of the judge and is never scored
+        ctype = str(raw.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json" and not ctype.endswith("+json"):
+            raise TransientError("malformed", f"the answer is served as {ctype or 'no content type'}, not JSON")
+        try:
+            data = raw.json()
+        except ValueError as exc:
+            raise TransientError("malformed", f"the body is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise TransientError("malformed", "the body is not a JSON object")
+        return ChatCompletion.construct(**data)
 
     def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
         """The judgement of a Chat Completions response: a refusal (``message.refusal``), an unscored
@@ -537,6 +551,10 @@ class DirectChat:
             raise TransientError("malformed", f"the body is not JSON: {exc}") from exc
         if status != 200:
             raise DirectStatusError(status, data.get("error", data) if isinstance(data, dict) else data, headers)
+        ctype = str(headers.get("content-type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json" and not ctype.endswith("+json"):
+            # a proxy's or portal's page that happens to parse is no answer of the judge: never scored
+            raise TransientError("malformed", f"the answer is served as {ctype or 'no content type'}, not JSON")
         if not isinstance(data, SimpleNamespace):
             raise TransientError("malformed", "the body is not a JSON object")
         return data
