@@ -574,7 +574,13 @@ def login_alive(engine: Engine, account: Account | None) -> bool:
 
 
 # ------------------------------------------------------------------ account lifecycle (admin actions)
-def _target(s: Session, name: str) -> Annotator:
+def account_row(s: Session, name: str) -> Annotator:
+    """The stored account row called ``name`` inside session ``s`` (no permission check: callers check
+    the actor first).
+
+    Raises:
+        NotFound: no such user. InputError: an invalid name.
+    """
     row = store.account_by_name(s, _clean_name(name))
     if row is None:
         raise NotFound(f"no user {name!r}")
@@ -602,7 +608,7 @@ def set_password(engine: Engine, actor: Account, name: str, password: str) -> No
     pw_hash = hasher.hash(password)
     with session_scope(engine) as s:
         check_actor(s, actor)
-        row = _target(s, name)
+        row = account_row(s, name)
         store.set_password_hash(s, int(row.id or 0), pw_hash)
         store.end_sessions(s, int(row.id or 0))
         store.record_event(s, int(row.id or 0), "password_changed", actor.name)
@@ -620,7 +626,7 @@ def end_sessions(engine: Engine, actor: Account, name: str) -> None:
     _self_or_admin(actor, name)
     with session_scope(engine) as s:
         check_actor(s, actor)
-        row = _target(s, name)
+        row = account_row(s, name)
         store.end_sessions(s, int(row.id or 0))
         store.record_event(s, int(row.id or 0), "sessions_ended", actor.name)
 
@@ -640,7 +646,7 @@ def set_active(engine: Engine, actor: Account, name: str, active: bool) -> None:
     require_admin(actor)
     with session_scope(engine) as s:
         check_actor(s, actor)
-        row = _target(s, name)
+        row = account_row(s, name)
         if bool(row.active) == active:
             raise InputError(f"user {row.name!r} is already {'active' if active else 'deactivated'}", field="name")
         if not active and row.role == "admin" and store.active_admins(s) <= 1:
@@ -685,5 +691,5 @@ def account_events(engine: Engine, actor: Account, name: str | None = None) -> l
     require_admin(actor)
     with session_scope(engine) as s:
         check_actor(s, actor)
-        aid = int(_target(s, name).id or 0) if name is not None else None
+        aid = int(account_row(s, name).id or 0) if name is not None else None
         return store.account_events(s, aid)

@@ -632,7 +632,7 @@ def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = No
         InputError: ``name`` is still active, or ``to`` is not an active annotator (field ``to``).
         PermissionDenied: ``actor`` is not an admin. NotFound: no such user.
     """
-    from automonitor.annotation.accounts import _target
+    from automonitor.annotation.accounts import account_row
     from store.queries import accounts as account_store
 
     require_admin(actor)
@@ -640,7 +640,7 @@ def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = No
     def work(s: Session) -> dict[str, Any]:
         check_actor(s, actor)
         store.lock_assignments(s)
-        src = _target(s, name)
+        src = account_row(s, name)
         if src.active:
             raise InputError(f"user {src.name!r} is active: deactivate them first", field="name")
         src_id = int(src.id or 0)
