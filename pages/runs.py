@@ -49,8 +49,10 @@ def key_source(env_name: str) -> str | None:
 
 
 @st.cache_data(show_spinner="Estimating tokens and cost…", max_entries=64, ttl=600)
-def _estimate(url_: str, ver_: tuple, monitor: str, template: str, limit: int | None, seed: int) -> dict:
-    return runner.estimate_run(ui._engine_for(url_), monitor, template, limit=limit, sample_seed=seed)
+def _estimate(
+    url_: str, ver_: tuple, monitor: str, template: str, limit: int | None, seed: int, view: str = "full"
+) -> dict:
+    return runner.estimate_run(ui._engine_for(url_), monitor, template, limit=limit, sample_seed=seed, view=view)
 
 
 # --- active runs first: one compact line above the launch form (their boxes are under "In progress") -----
@@ -122,7 +124,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
 
     est, est_error = None, None
     if runner is not None:
-        est, est_error = try_estimate(_estimate, url, ver, monitor, template, int(limit) or None, int(seed))
+        est, est_error = try_estimate(_estimate, url, ver, monitor, template, int(limit) or None, int(seed), view)
     if est_error:
         st.error(f"Cannot start this run: {views.md_escape(est_error)}")
     elif est:

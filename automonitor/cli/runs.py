@@ -428,7 +428,9 @@ def _print_runs_table(rows: list[dict[str, Any]]) -> None:
         table.add_row(
             r["run_id"],
             r["monitor"],
-            r["template"] + (" (lenient parse)" if r.get("parse") == "lenient" else ""),
+            r["template"]
+            + (" (lenient parse)" if r.get("parse") == "lenient" else "")
+            + (f" [view {r['view']}]" if r.get("view", "full") != "full" else ""),
             status,
             str(r["n"]),
             str(c["misbehavior"]),

@@ -75,6 +75,8 @@ def test_monitor_is_shown_the_view_and_only_samples_that_have_it(db_url, engine,
     code, out, err = _cli(["runs", "--json"], capsys)
     views = {r["run_id"]: r["view"] for r in json.loads(out)["runs"]}
     assert views[summary["run_id"]] == "reasoning" and views[ans["run_id"]] == "answer"
+    code, out, err = _cli(["runs"], capsys)
+    assert code == 0 and "[view reasoning]" in out and "[view answer]" in out
 
 
 def test_refusals_name_source_and_part_and_exit_2(db_url, engine, capsys, monkeypatch):
@@ -258,3 +260,11 @@ def test_probe_trains_and_predicts_per_view(db_url, engine, tmp_path):
         ["probe", "train", "--features", "tfidf", "--corpus", str(corpus), "--view", "thoughts"], db=db_url, env=env
     )
     assert r.returncode == 2 and "unknown view" in r.stderr
+
+
+def test_estimate_counts_the_view_samples_and_texts(engine):
+    add_view_samples(engine)
+    full = runner.estimate_run(engine, "openai:gpt-4o-mini", "direct")
+    reasoning = runner.estimate_run(engine, "openai:gpt-4o-mini", "direct", view="reasoning")
+    assert (full["n"], reasoning["n"]) == (20, 14)
+    assert reasoning["prompt_tokens"] < full["prompt_tokens"]

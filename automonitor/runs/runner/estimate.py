@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from automonitor.runs.cache import view_text
 from automonitor.runs.monitors import backend_class, parse_monitor_spec
 from automonitor.runs.monitors.pricing import resolve_price
 from automonitor.runs.prompts import PromptBuilder, choose_fewshot, load_template
@@ -26,13 +27,14 @@ def estimate_run(
     params: dict[str, Any] | None = None,
     edition: str = "paper",
     controls: bool = True,
+    view: str = "full",
 ) -> dict[str, Any]:
     """Estimate a run before starting it (no network, nothing written).
 
     The samples are those :func:`~automonitor.runs.runner.create.create_run` would judge with the same
     ``limit``, ``sample_seed``, ``edition`` and ``controls``: the stratified test subset followed by the
     benign-only controls slice (a seeded share of it with ``limit``), so tokens and cost include the
-    controls.
+    controls; under a monitor ``view``, the samples that have it, their prompts made of the view's text.
 
     Returns ``{"n", "n_test", "n_controls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
     "price_known"}``. Token counts come from the backend class's
@@ -50,9 +52,9 @@ def estimate_run(
     tpl = load_template(template)
     check_edition(edition)
     with session_scope(engine) as s:
-        sel = select_samples(s, edition, limit, sample_seed, controls)
+        sel = select_samples(s, edition, limit, sample_seed, controls, view=view)
         ids = sel.ids
-        texts = q.sample_texts(s, ids)
+        texts = {sid: view_text(t, view) for sid, t in q.sample_texts(s, ids).items()}
         examples = choose_fewshot(q.train_examples(s)) if tpl.fewshot else []
     builder = PromptBuilder(tpl, examples=examples)
     cls = backend_class(spec.backend)
