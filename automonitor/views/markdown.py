@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-from automonitor.escaping import esc
+from automonitor.escaping import esc, reveal_invisible
 
 #: Inline style of the rendered block (same frame as the text blocks, proportional font).
 MD_STYLE = (
@@ -41,9 +41,10 @@ def markdown_html(text: str | None, *, max_height: int | None = 420, css_class: 
 
     Raw HTML is escaped (markdown-it ``html=False``), links, images and autolinks stay literal text
     (rules disabled), fenced code becomes ``<pre><code>`` with its content escaped. ``max_height``
-    (pixels) adds a vertical scroll bar. Returns an HTML string for ``st.html``; ``None`` gives an empty
-    block."""
-    body = _renderer().render(text or "")
+    (pixels) adds a vertical scroll bar. Invisible bidirectional and zero-width characters are shown as
+    ``⟨U+XXXX⟩`` markers (:func:`automonitor.escaping.reveal_invisible`, as every other view shows
+    them). Returns an HTML string for ``st.html``; ``None`` gives an empty block."""
+    body = _renderer().render(reveal_invisible(text or ""))
     style = MD_STYLE + (f"max-height:{int(max_height)}px;overflow-y:auto;" if max_height else "")
     return f'<div class="{esc(css_class)}" style="{style}">{body}</div>'
 
