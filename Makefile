@@ -3,7 +3,7 @@
 #               ../shared/raw, run the fast monitors (rules, a TF-IDF probe trained on the spot, derived
 #               runs, the audit) and serve the app on :8501 at once; the transfer table, then the local
 #               LLM judge (extra `local`, compiled) are made in the background, live in the app
-#   make test   install everything the tests need (dev, train, local extras; Debian chromium and
+#   make test   install everything the tests need (dev, train, local, docs extras; Debian chromium and
 #               bubblewrap), lint, and run the whole test suite
 SHELL := /bin/bash
 VENV ?= .venv

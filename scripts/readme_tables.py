@@ -1,14 +1,15 @@
-"""Regenerate (or check) the README's generated tables from the seed-0 build, so they never drift from the code.
+"""Regenerate (or check) the docs' generated tables from the seed-0 build, so they never drift from the code.
 
-The blocks between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` in README.md are exactly what the
-commands print on a store built with ``automonitor build --seed 0``:
+The blocks between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` in the docs pages of :data:`FILES`
+(they lived in README.md before the docs site) are exactly what the commands print on a store built with
+``automonitor build --seed 0``:
 
 - ``gate-table``: ``automonitor build --report-markdown``;
 - ``audit-table:verified`` / ``audit-table:paper``: ``automonitor audit --edition E --format markdown``.
 
 Usage: ``python scripts/readme_tables.py [--check]`` (``AUTOMONITOR_RAW`` must point at the raw data;
 the build goes to a temporary SQLite store). ``tests/data/test_readme_tables.py`` runs :func:`generated` and
-fails when the README differs.
+fails when a page differs.
 """
 
 from __future__ import annotations
@@ -19,8 +20,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = ("gate-table", "audit-table:verified", "audit-table:paper")
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+#: where each generated block lives
+FILES = {
+    "gate-table": DOCS / "explanation" / "editions.md",
+    "audit-table:verified": DOCS / "explanation" / "audit.md",
+    "audit-table:paper": DOCS / "explanation" / "audit.md",
+}
+BLOCKS = tuple(FILES)
+
+
+def current_blocks() -> dict[str, str]:
+    """The current content of every generated block, read from its page (a missing block is absent)."""
+    out: dict[str, str] = {}
+    for path in sorted(set(FILES.values())):
+        out |= {k: v for k, v in readme_blocks(path.read_text(encoding="utf-8")).items() if FILES[k] == path}
+    return out
 
 
 def generated(raw: str | Path | None = None, built: tuple[Any, dict[str, Any]] | None = None) -> dict[str, str]:
@@ -52,7 +67,7 @@ def _pattern(name: str) -> re.Pattern[str]:
 
 
 def readme_blocks(text: str) -> dict[str, str]:
-    """The current content of each generated block of ``text`` (README); a missing block is absent."""
+    """The current content of each generated block of ``text`` (a docs page); a missing block is absent."""
     out = {}
     for name in BLOCKS:
         m = _pattern(name).search(text)
@@ -70,13 +85,14 @@ def replace_blocks(text: str, blocks: dict[str, str]) -> str:
 
 def main(argv: list[str]) -> int:
     gen = generated()
-    text = README.read_text(encoding="utf-8")
     if "--check" in argv:
-        stale = [k for k, v in gen.items() if readme_blocks(text).get(k) != v]
-        print("README tables up to date" if not stale else f"stale README blocks: {', '.join(stale)}")
+        stale = [k for k, v in gen.items() if current_blocks().get(k) != v]
+        print("docs tables up to date" if not stale else f"stale docs blocks: {', '.join(stale)}")
         return 1 if stale else 0
-    README.write_text(replace_blocks(text, gen), encoding="utf-8")
-    print(f"wrote {', '.join(gen)} into {README}")
+    for path in sorted(set(FILES.values())):
+        mine = {k: v for k, v in gen.items() if FILES[k] == path}
+        path.write_text(replace_blocks(path.read_text(encoding="utf-8"), mine), encoding="utf-8")
+    print(f"wrote {', '.join(gen)} into {', '.join(str(p) for p in sorted(set(FILES.values())))}")
     return 0
 
 

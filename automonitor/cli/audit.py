@@ -20,7 +20,7 @@ AUDIT_FORMATS = ("markdown",)
 def audit_cmd(
     edition: str = typer.Option("paper", "--edition", help=f"Test-set edition to audit: {edition_choices()}."),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as one JSON document."),
-    fmt: str | None = typer.Option(None, "--format", help="markdown: the README table."),
+    fmt: str | None = typer.Option(None, "--format", help="markdown: the table of docs/explanation/audit.md."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute even if a cached audit of this store exists."),
 ) -> None:
     """Per source and category x task slice of the edition's test set: pairs, label provenance, AUROC of

@@ -3,7 +3,7 @@ code pairs, hh_rlhf conversation grouping, and a static screen of "honest" code 
 sample outputs.
 
 Pure functions over strings; :mod:`automonitor.data.build` applies them and counts what each removes
-(build report ``gates``, README "Quality gates").
+(build report ``gates``, docs/explanation/editions.md).
 """
 
 from __future__ import annotations

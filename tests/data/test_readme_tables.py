@@ -1,4 +1,4 @@
-"""The README's generated tables (gate counts, audits of both editions) equal what the seed-0 build prints:
+"""The docs' generated tables (gate counts, audits of both editions) equal what the seed-0 build prints:
 ``python scripts/readme_tables.py`` regenerates them."""
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def test_readme_tables_match_the_seed0_build(built_sqlite):
     from store import get_engine
 
     mod = _module()
-    current = mod.readme_blocks(mod.README.read_text(encoding="utf-8"))
-    assert set(current) == set(mod.BLOCKS), "README lost a generated block's markers"
+    current = mod.current_blocks()
+    assert set(current) == set(mod.BLOCKS), "a docs page lost a generated block's markers"
     eng = get_engine(f"sqlite:///{built_sqlite[0]}", fresh=True)
     try:
         generated = mod.generated(built=(eng, built_sqlite[1]))
@@ -67,5 +67,5 @@ def test_readme_tables_match_the_seed0_build(built_sqlite):
         eng.dispose()
     for name in mod.BLOCKS:
         assert same_within_one_step(current[name], generated[name]), (
-            f"README block {name} is stale: run python scripts/readme_tables.py"
+            f"docs block {name} is stale: run python scripts/readme_tables.py"
         )

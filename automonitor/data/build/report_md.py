@@ -1,4 +1,4 @@
-"""Markdown of the build's gate counts (``automonitor build --report-markdown``): the README's gate tables
+"""Markdown of the build's gate counts (``automonitor build --report-markdown``): the gate tables of docs/explanation/editions.md
 are this output, pasted between marker comments and checked by a test (``tests/data/test_readme_tables.py``).
 
 Three parts, from a build report (:func:`automonitor.data.build.build` / :func:`plan_build`):

@@ -19,7 +19,7 @@ The adapter folder holds peft's ``adapter_config.json`` / ``adapter_model.safete
 ``automonitor_lora.json`` (base model, hyper-parameters, training slices and counts, data hash, loss,
 duration). ``lora:FOLDER`` is then a monitor (:mod:`automonitor.runs.monitors.lora`).
 
-GPU recipe (the paper's setting, README "Trained monitors"): Qwen3-4B-Instruct-2507 in bf16, r = 16,
+GPU recipe (the paper's setting, docs/how-to/probes-transfer.md): Qwen3-4B-Instruct-2507 in bf16, r = 16,
 alpha = 32 on q,k,v,o,gate,up,down projections, batch 16 (4 x 4 accumulation), lr 2e-4, max_length 1024,
 one epoch over the corpus.
 """
