@@ -196,6 +196,7 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
         "`1`: an agreed misbehavior where one annotator marked no span goes to adjudication",
         "off (a span is optional)",
     ),
+    "AUTOMONITOR_LOG_DIR": ("where detached runs write their logs (`RUN_ID.log`)", "`$TMPDIR/automonitor-runs`"),
     "AUTOMONITOR_SESSION_HOURS": ("lifetime of a login session, in hours", "12"),
     "AUTOMONITOR_SESSION_SECRET": ("the key that signs login-session cookies", "a generated file's content"),
     "AUTOMONITOR_SECRET_FILE": ("the file holding the generated session key", "`~/.config/automonitor/session-secret`"),

@@ -65,7 +65,17 @@ def main(argv: list[str]) -> int:
             subprocess.run(["bash", str(REPO / "scripts" / "demo_runs.sh"), "fast"], cwd=REPO, env=env, check=True)
         port = _free_port()
         app = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.port",
+                str(port),
+                "--server.headless",
+                "true",
+            ],
             cwd=REPO,
             env={**env, "PYTHONPATH": env["PYTHONPATH"]},
             stdout=subprocess.DEVNULL,

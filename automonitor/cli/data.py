@@ -39,7 +39,9 @@ def build_cmd(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
     report_markdown: bool = typer.Option(
-        False, "--report-markdown", help="Print the gate tables as markdown on stdout (the docs' copy: docs/explanation/editions.md)."
+        False,
+        "--report-markdown",
+        help="Print the gate tables as markdown on stdout (the docs' copy: docs/explanation/editions.md).",
     ),
 ) -> None:
     """Build the paired test set, a disjoint train split and the annotation candidate pool.
