@@ -200,6 +200,10 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
     "AUTOMONITOR_SESSION_HOURS": ("lifetime of a login session, in hours", "12"),
     "AUTOMONITOR_SESSION_SECRET": ("the key that signs login-session cookies", "a generated file's content"),
     "AUTOMONITOR_SECRET_FILE": ("the file holding the generated session key", "`~/.config/automonitor/session-secret`"),
+    "AUTOMONITOR_INSECURE_TEST_HASHES": (
+        "`1`: cheap password hashes, set by the test suite only; never for a real store",
+        "off (argon2id, RFC 9106 low-memory)",
+    ),
     "AUTOMONITOR_LLAMA_EXTRA_BUFTS": ("`1`: force llama.cpp's extra buffer types on", "on only without AMX"),
     "AUTOMONITOR_TORCH_THREADS": ("torch threads of the LoRA probe", "2"),
 }
