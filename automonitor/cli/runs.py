@@ -373,13 +373,13 @@ def _apply_archive(engine: Engine, changes: list[tuple[str, bool]]) -> None:
     Raises:
         InputError: an unknown run id (field --archive or --unarchive).
     """
+    if not changes:
+        return
     from automonitor.errors import NotFound
-    from automonitor.views import set_archived
+    from automonitor.views import set_archived  # the views bring pandas and plotly: only when archiving
     from store import session_scope
     from store.models import Run
 
-    if not changes:
-        return
     with session_scope(engine) as s:  # all ids checked before anything changes
         missing = [r for r, _ in changes if s.get(Run, r) is None]
     if missing:

@@ -37,10 +37,10 @@ HEAVY = {
 MODULE_BUDGET = 520
 
 
-def imported_modules(*args: str) -> list[str]:
-    """The modules a new interpreter imports to run ``automonitor ARGS`` (``-X importtime``); asserts
-    that the command exits 0 with a usage text."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def imported_modules(*args: str, db: str | None = None) -> list[str]:
+    """The modules a new interpreter imports to run ``automonitor ARGS`` (``-X importtime``) on the store
+    ``db`` (none: ``--help``); asserts that the command exits 0 (with a usage text when no store)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **({"AUTOMONITOR_DB": db} if db else {})}
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "automonitor", *args],
         capture_output=True,
@@ -50,7 +50,7 @@ def imported_modules(*args: str) -> list[str]:
         timeout=120,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "Usage" in out.stdout
+    assert db or "Usage" in out.stdout
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("import time:")]
     return [ln.rsplit("|", 1)[1].strip() for ln in lines[1:]]  # the first line is the header
 
@@ -62,3 +62,11 @@ def test_help_imports_no_heavy_library_and_stays_under_the_module_budget(args):
     heavy = sorted({m for m in mods if m.split(".")[0] in HEAVY})
     assert not heavy, f"automonitor {' '.join(args)} imports {heavy[:12]}"
     assert len(mods) <= MODULE_BUDGET, f"{len(mods)} modules imported (budget {MODULE_BUDGET})"
+
+
+def test_listing_runs_imports_no_data_plotting_or_migration_library(sqlite_engine, sqlite_url):
+    """A read of a store at head: SQLAlchemy and the store, but neither the analysis stack nor Alembic."""
+    mods = imported_modules("runs", "--json", db=sqlite_url)
+    assert "store.models" in mods
+    heavy = sorted({m for m in mods if m.split(".")[0] in HEAVY - {"sqlalchemy", "sqlmodel", "store"}})
+    assert not heavy, f"automonitor runs --json imports {heavy[:12]}"

@@ -64,6 +64,22 @@ def test_init_db_on_a_store_at_head_runs_no_migration_and_one_behind_is_upgraded
     eng.dispose()
 
 
+def test_the_head_read_from_the_migration_files_is_alembics(tmp_path, monkeypatch):
+    from store import engine as store_engine
+
+    assert store_engine._heads_from_literals() == store_engine._heads_from_alembic() != ()
+    # a branch (two revisions on one parent) has two heads; a file not declaring plainly falls back
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "a.py").write_text("revision = 'a'\ndown_revision = None\n")
+    (versions / "b.py").write_text("revision = 'b'\ndown_revision = 'a'\n")
+    (versions / "c.py").write_text("revision: str = 'c'\ndown_revision = ('a',)\n")
+    monkeypatch.setattr(store_engine, "_MIGRATIONS", tmp_path)
+    assert store_engine._heads_from_literals() == ("b", "c")
+    (versions / "d.py").write_text("revision = make_id()\ndown_revision = 'c'\n")
+    assert store_engine._heads_from_literals() is None
+
+
 def test_the_models_match_the_migrations(engine):
     """Alembic's autogenerate finds nothing to change between the migrated schema and the models (types
     compared too), on SQLite and PostgreSQL: a model edit without its migration fails here."""
