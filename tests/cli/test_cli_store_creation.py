@@ -110,3 +110,14 @@ def test_a_database_error_names_the_default_store_too(tmp_path):
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f"(sqlite:///{tmp_path / 'automonitor.db'})" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("url", ["not a url", "foo://bar/store", "postgresql+nodriver://h/db"])
+def test_a_malformed_store_url_exits_2_in_one_line_and_creates_nothing(tmp_path, url):
+    """A malformed AUTOMONITOR_DB (unparsable, unknown dialect or driver) is bad input: exit 2 with one
+    line naming AUTOMONITOR_DB (it exited 1 as a database error; issue 37)."""
+    r = run_cli(["stats", "--json"], db=url, cwd=tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "AUTOMONITOR_DB" in lines[0] and r.stdout == "", r.stderr
+    assert list(tmp_path.iterdir()) == []
