@@ -85,6 +85,7 @@ LABEL_SOURCES: tuple[str, ...] = (
     "adjudicated",
     "user",
     "judge_consensus",  # labels agreed by several LLM judges, not by a human
+    "constructed_benign",  # the label is by construction, but the benign side did not answer the prompt shown
 )
 # Editions of the test set (the ONE list: build, stats, export, run, report, audit and the app read it):
 # ``paper`` the paper's six cells at its pair counts, ``verified`` every test pair that passed every gate,

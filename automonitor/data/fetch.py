@@ -76,6 +76,12 @@ ORIGINS: dict[str, dict[str, str]] = {
         "license": "none stated (research use; MMLU MIT)",
         "prefix": "",
     },
+    "cotfaithchecker_crossmodel_hints": {
+        "repo": "anton-npv/CoTFaithChecker",
+        "commit": "03cd01570a98431ba7b24d25ffa074e8e0969f10",
+        "license": "none stated (research use; MMLU MIT)",
+        "prefix": "",
+    },
     "sven": {
         "repo": "eth-sri/sven",
         "commit": "e8449a0d54a5ae0bbdc6bb236330b8c7ec71df57",

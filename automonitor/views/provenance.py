@@ -32,6 +32,7 @@ PROVENANCE_BADGES: dict[str, tuple[str, str]] = {
     "preference_pair": ("preference pair: the worse side is not always misbehavior", "weak"),
     "instructed_demo": ("instructed demonstration", "weak"),
     "judge_consensus": ("LLM-judge consensus, not a human", "weak"),
+    "constructed_benign": ("benign side written without the cue it is shown with", "weak"),
     "user": ("imported by a user", "medium"),
 }
 _COLOURS = {"strong": "#1b7f3b", "medium": "#1f5fae", "weak": "#a15c00", "wrong": "#b3261e", "doubtful": "#a15c00"}

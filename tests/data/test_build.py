@@ -138,9 +138,48 @@ def test_paper_edition_is_the_papers_six_cells_or_a_stated_deficit(built):
     assert doc["by_category"] == report["paper_category_totals"]
     assert sum(doc["by_category"].values()) == 2 * sum(c["built_pairs"] for c in cells.values()) < 3010
     assert "safety_permission/reasoning" not in doc["by_category_task"]  # no such cell in the paper
-    assert ver["by_category_task"]["specification_gaming/reasoning"] >= 2 * 50
+    # odcv_bench after side balance (each model misbehaving about as often as benign): 21 pairs at seed 0
+    assert ver["by_category_task"]["specification_gaming/reasoning"] >= 2 * 20
     assert ver["by_category_task"]["sycophancy_bias/qa"] >= 2 * 50
     assert "judge_consensus" in ver["by_label_source"]
+
+
+def test_verified_sides_answered_the_prompt_shown_and_models_are_balanced(built):
+    """In the stored seed-0 build: no ``verified``/``hard`` sample whose side answered another prompt unless
+    its provenance says so; no ``constructed_benign`` pair in ``hard``; where two models wrote the sides of
+    verified pairs, each model is the misbehaving side about as often as the benign side (per source);
+    the paper's reasoning cell takes the cross-model cued pairs first (both sides saw the cue)."""
+    from store.models import EditionSample, Sample
+
+    from automonitor.data.build.config import OTHER_PROMPT_PROVENANCES
+    from automonitor.data.build.selection import balance_slack
+
+    _, eng, report = built
+    with eng.connect() as c:
+        rows = c.execute(
+            sa.select(
+                Sample.pair_id, Sample.label, Sample.source, Sample.label_source, Sample.meta, EditionSample.edition
+            )
+            .join(EditionSample, EditionSample.sample_id == Sample.id)
+            .where(EditionSample.edition.in_(["verified", "hard"]))
+        ).all()
+    assert rows
+    models: dict[tuple[str, str], Counter[str]] = {}
+    for pair_id, label, source, label_source, meta, edition in rows:
+        if meta.get("answered_other_prompt"):
+            assert label_source in OTHER_PROMPT_PROVENANCES, pair_id
+        if edition == "verified" and meta.get("model"):
+            models.setdefault((source, meta["model"]), Counter())[label] += 1
+    assert any(r[3] == "constructed_benign" for r in rows) and not any(
+        r[3] == "constructed_benign" and r[5] == "hard" for r in rows
+    )
+    two_model = {s for s, b in report["side_balance"].items() if b["cross_model_pairs"]}
+    assert {"cotfaithchecker_crossmodel_hints", "turpin_bbh_cross_model"} <= two_model
+    for (source, _model), n in models.items():
+        if source in two_model:
+            assert abs(n["misbehavior"] - n["benign"]) <= balance_slack(n["misbehavior"] + n["benign"]), (source, n)
+    reasoning = next(c for c in report["paper_cells"] if (c["category"], c["task"]) == ("sycophancy_bias", "reasoning"))
+    assert reasoning["by_source"] == {"turpin_bbh_cross_model": 277}
 
 
 def test_every_pair_is_one_misbehavior_and_one_benign_with_the_same_request(built):
@@ -463,9 +502,11 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert set(doc["by_category"]) == set(CATEGORIES) and set(doc["by_task"]) == set(TASKS)
     assert set(doc["by_label"]) == {"misbehavior", "benign"}
     assert all(isinstance(v, int) for d in ("by_category", "by_task", "by_label", "by_split") for v in doc[d].values())
-    # the default edition is paper (the paper's cells): 1,397 pairs at seed 0, sycophancy QA 108 short
-    assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 2794
-    assert doc["edition"] == "paper" and doc["paper_cell_deficit"] == {"sycophancy_bias/qa": 108}
+    # the default edition is paper (the paper's cells): 1,483 pairs at seed 0, sycophancy QA 182 of 204
+    # (>= 180: professor_cue 58, cotfaithchecker_crossmodel_hints 86, sycophancy_qa 38), 22 short
+    assert doc["total"] == sum(doc["by_category"].values()) == sum(doc["by_label"].values()) == 2966
+    assert doc["edition"] == "paper" and doc["paper_cell_deficit"] == {"sycophancy_bias/qa": 22}
+    assert doc["by_category_task"]["sycophancy_bias/qa"] == 2 * 182
     r2 = json.loads(cli(["stats", "--edition", "paper-r2", "--json"], db=url).stdout)
     assert r2["total"] == 3010 and r2["edition"] == "paper-r2"
     train = json.loads(cli(["stats", "--split", "train", "--json"], db=url).stdout)
@@ -477,8 +518,8 @@ def test_stats_json_shape_via_the_cli(cli, built):
     assert train["by_split"] == every["by_split"] == doc["by_split"]
     assert train["candidates"] == every["candidates"] == doc["candidates"] >= 480
     table = cli(["stats"], db=url)
-    assert table.returncode == 0 and "Sycophancy & Bias" in table.stdout and "2794" in table.stdout
-    assert "paper cell deficit (pairs): sycophancy_bias/qa 108" in table.stdout
+    assert table.returncode == 0 and "Sycophancy & Bias" in table.stdout and "2966" in table.stdout
+    assert "paper cell deficit (pairs): sycophancy_bias/qa 22" in table.stdout
 
 
 def test_build_cli_json_is_one_document_and_rebuild_is_a_no_op(cli, built, raw_dir):

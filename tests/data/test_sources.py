@@ -6,6 +6,7 @@ import gzip
 import json
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -339,3 +340,32 @@ def test_register_source_refuses_a_taken_name_or_order_and_bad_vocabulary():
         with pytest.raises(KeyError):
             unregister_source("hh_rlhf")
     assert list(REGISTRY.items()) == before
+
+
+def test_turpin_cross_model_pairs_both_answered_the_cued_prompt(loaded, raw_dir):
+    """Cross-model Turpin pairs: both sides are *cued* runs (outputs[0]) of the same question, the follower
+    on the suggestion, the other model on the key; the within-model pairs are constructed_benign."""
+    cross, within = loaded["turpin_bbh_cross_model"], loaded["turpin_bbh_suggested_answer"]
+    assert len(cross.pairs) > 500 and {p.label_source for p in within.pairs} == {"constructed_benign"}
+    assert all(p.answered_other_prompt == {"benign": p.answered_other_prompt["benign"]} for p in within.pairs)
+    cued = {(p.meta["bbh_task"], p.meta["val_pos"]): p.request for p in within.pairs}
+    docs: dict[str, dict] = {}
+    for p in cross.pairs[::23]:
+        assert p.label_source == "by_construction" and p.answered_other_prompt == {}
+        follower, other = p.mis_meta["model"], p.ben_meta["model"]
+        assert {follower, other} == set(turpin_bbh.MODELS) and p.meta["follower_model"] == follower
+        assert p.mis_file == turpin_bbh.result_file(p.meta["bbh_task"], follower)
+        for side, text, f, rec in (
+            ("mis", p.misbehavior, p.mis_file, p.mis_record),
+            ("ben", p.benign, p.ben_file, p.ben_record),
+        ):
+            doc = docs.setdefault(f, json.loads((raw_dir / f).read_text()))
+            gen = turpin_bbh.literal(doc["outputs"][0]["gen"])
+            assert rec.startswith("outputs[0] index ") and gen[int(rec.rsplit(" ", 1)[1])].strip() == text, side
+        assert (
+            p.misbehavior.rstrip().endswith(f"The best answer is: {p.meta['suggested']}")
+            or p.meta["suggested"] in p.misbehavior[-200:]
+        )
+        if (p.meta["bbh_task"], p.meta["val_pos"]) in cued:  # the same cued request as the within-model pair
+            assert cued[p.meta["bbh_task"], p.meta["val_pos"]] == p.request
+    assert Counter(p.meta["follower_model"] for p in cross.pairs)["claude-v1"] > 100

@@ -192,11 +192,11 @@ def test_the_database_holds_every_vocabulary_column_to_its_vocabulary(engine):
     a value outside the vocabulary on UPDATE and on INSERT, by raw SQL that bypasses the core, on SQLite
     (triggers) and PostgreSQL (CHECK constraints); the error names the constraint and the row is
     unchanged. The nullable columns take NULL; the others refuse it."""
-    from store.migrations.versions.r8_vocabulary_checks import RULES
+    from store.migrations.versions.r9_constructed_benign import RULES
 
     from automonitor import vocab
 
-    # the migration's lists are today's vocabulary (a new value needs a migration of its own)
+    # the latest migration's lists are today's vocabulary (a new value needs a migration of its own)
     current = {
         "ck_sample_label": vocab.LABELS,
         "ck_sample_status": vocab.STATUSES,
@@ -290,3 +290,29 @@ def test_upgrading_a_store_that_holds_an_unknown_value_fails_and_changes_nothing
     with pytest.raises(sa.exc.IntegrityError, match="ck_run_status"):
         with engine.begin() as c:
             c.execute(sa.text("update run set status = 'paused'"))
+
+
+def test_constructed_benign_is_taken_at_head_and_blocks_a_downgrade_while_stored(engine):
+    """Migration r9_constructed_benign: the label-source check takes ``constructed_benign`` (which r8 refused);
+    a downgrade while a row holds it fails naming the check and leaves the store at r9; once the row is
+    gone the downgrade restores r8's list, which refuses the value again (SQLite and PostgreSQL)."""
+    from alembic import command
+
+    from store.engine import alembic_config
+
+    with session_scope(engine) as s:
+        s.add(_sample(0, label_source="constructed_benign"))
+    cfg = alembic_config(engine)
+    with pytest.raises(Exception, match="ck_sample_label_source"):
+        command.downgrade(cfg, "r9_accounts_errata")
+    with engine.connect() as c:
+        assert c.execute(sa.text("select version_num from alembic_version")).scalar() == "r9_constructed_benign"
+    with engine.begin() as c:
+        c.execute(sa.text("update sample set label_source = 'by_construction'"))
+    command.downgrade(cfg, "r9_accounts_errata")
+    with pytest.raises(sa.exc.IntegrityError, match="ck_sample_label_source"):
+        with engine.begin() as c:
+            c.execute(sa.text("update sample set label_source = 'constructed_benign'"))
+    init_db(engine)  # back to head: taken again
+    with engine.begin() as c:
+        c.execute(sa.text("update sample set label_source = 'constructed_benign'"))

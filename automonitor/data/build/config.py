@@ -65,17 +65,19 @@ PAPER_CELLS_PLAN: tuple[Cell, ...] = (
         "sycophancy_bias",
         "qa",
         204,
-        ("professor_cue", "sycophancy_qa"),
+        ("professor_cue", "cotfaithchecker_crossmodel_hints", "sycophancy_qa"),
         "no public responses to the paper's 204 cued MMLU moral-scenario prompts: the MMLU professor-cue "
-        "pairs (58 distinct texts in 71 problems) and the Anthropic sycophancy-eval pairs are all there is; the rest "
-        "needs `automonitor generate sycophancy --source mmlu_moral_scenarios` (candidates, then annotation)",
+        "pairs (58 distinct texts in 71 problems), the CoTFaithChecker cross-model pairs (107 with the "
+        "sycophancy and unethical-information cues) and the Anthropic sycophancy-eval pairs are all there is; "
+        "the rest needs `automonitor generate sycophancy --source mmlu_moral_scenarios` (candidates, then annotation)",
     ),
     Cell(
         "sycophancy_bias",
         "reasoning",
         277,
-        ("turpin_bbh_suggested_answer",),
-        "Turpin et al. BBH suggested-answer pairs stand in for the paper's cued GSM8K/AIME/GPQA",
+        ("turpin_bbh_cross_model", "turpin_bbh_suggested_answer"),
+        "Turpin et al. BBH suggested-answer pairs stand in for the paper's cued GSM8K/AIME/GPQA: the two "
+        "models' cued runs paired across models first (both sides saw the cue), then cued/uncued pairs of one model",
     ),
     Cell(
         "specification_gaming",
@@ -107,6 +109,19 @@ TEST_PLAN: tuple[Quota, ...] = (
 )
 # Label provenances that never enter ``verified`` without adjudication.
 NOT_VERIFIED: frozenset[str] = frozenset({"preference_pair"})
+# Label provenances that say a side answered another prompt than the request shown (a pair's
+# ``answered_other_prompt``): only pairs of these provenances may enter ``verified`` with such a side.
+OTHER_PROMPT_PROVENANCES: frozenset[str] = frozenset({"constructed_benign", "instructed_demo"})
+# Label provenances kept out of ``hard`` (a benign side that never saw the cue it is shown with is told
+# apart by what it does not mention, not by the misbehavior).
+NOT_HARD: frozenset[str] = frozenset({"constructed_benign"})
+
+
+def hard_eligible(label_source: str | None) -> bool:
+    """Whether a verified pair of this label provenance may enter ``hard`` (not in :data:`NOT_HARD`)."""
+    return label_source not in NOT_HARD
+
+
 # Sources whose hand check (docs/verified_readings_new_sources.md: 12 seeded pairs read in full) found
 # more than 1 wrong pair in 12: their test pairs stay out of ``verified`` (a copy goes to candidates).
 HAND_CHECK_FAILED: dict[str, str] = {}

@@ -1,4 +1,5 @@
-"""The ``hard`` edition: the ``verified`` test pairs that survive adversarial filtering against the audit's
+"""The ``hard`` edition: the ``verified`` test pairs (of a provenance :func:`~automonitor.data.build.config.hard_eligible`:
+never ``constructed_benign``) that survive adversarial filtering against the audit's
 trivial baselines (:func:`automonitor.data.audit.aflite.aflite`), plus the sycophancy controls in proportion.
 
 Hooked into :func:`automonitor.data.build.plan.plan_build` by :func:`add_hard_edition`: it reads the planned
@@ -20,6 +21,7 @@ import pandas as pd
 
 from automonitor.data.audit.aflite import AfliteParams
 from automonitor.data.audit.aflite_cache import cached_aflite
+from automonitor.data.build.config import hard_eligible
 from automonitor.data.build.rows import Plan
 from automonitor.vocab import CONTROLS_SPLIT
 
@@ -44,7 +46,8 @@ def add_hard_edition(plan: Plan, seed: int, params: AfliteParams = AfliteParams(
         the filter's result was read from :mod:`automonitor.data.audit.aflite_cache`).
     """
     t0 = time.perf_counter()
-    verified = [r for r in plan.rows if r["split"] == "test" and "verified" in r.get("editions", ())]
+    every_verified = [r for r in plan.rows if r["split"] == "test" and "verified" in r.get("editions", ())]
+    verified = [r for r in every_verified if hard_eligible(r.get("label_source"))]
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
     controls = [r for r in plan.rows if r["split"] == CONTROLS_SPLIT]
     test = pd.concat([_frame(verified), _frame(controls)], ignore_index=True)
@@ -53,7 +56,7 @@ def add_hard_edition(plan: Plan, seed: int, params: AfliteParams = AfliteParams(
     for r in plan.rows:
         if (r in verified and r["pair_id"] in res.kept_pairs) or (r["split"] == CONTROLS_SPLIT and r["id"] in keep_ids):
             r["editions"] = (*r.get("editions", ()), HARD)
-    ver_src = Counter(r["source"] for r in verified if r["label"] == "misbehavior")
+    ver_src = Counter(r["source"] for r in every_verified if r["label"] == "misbehavior")
     hard_rows = [r for r in verified if r["pair_id"] in res.kept_pairs and r["label"] == "misbehavior"]
     hard_src = Counter(r["source"] for r in hard_rows)
     ct = Counter(f"{r['category']}/{r['task']}" for r in hard_rows)

@@ -22,6 +22,7 @@ from automonitor.data.build.selection import (
     control_rows,
     gated_pool,
     select_candidates,
+    check_verified_prompts,
     select_test,
     split_rows,
 )
@@ -75,6 +76,8 @@ def plan_build(
         :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
     Raises:
         InputError: see :func:`load_all`; an invalid errata line (file, line, field).
+        RuntimeError: a ``verified``/``hard`` pair whose sides answered different prompts without a
+            provenance that says so (:func:`~automonitor.data.build.selection.check_verified_prompts`).
     """
     if errata is None:
         errata = load_errata(errata_file)  # before anything is read: a bad errata file changes nothing
@@ -102,6 +105,7 @@ def plan_build(
     report["families"] = _family_report(pool, plan)
     report["errata"] = errata_counts(errata, pool.errata_applied)
     report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
+    report["side_balance"] = test.balance
     n_test = sum(len(v) for v in test.pairs.values())
     say(f"selection: {n_test:,} test pairs, {len(plan.rows):,} sample rows (test, candidates, train, controls)")
     if hard:
@@ -111,4 +115,5 @@ def plan_build(
         t0 = time.perf_counter()
         section = add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
         say(f"edition hard: {section.get('pairs', 0):,} pairs kept ({time.perf_counter() - t0:.1f} s)")
+    check_verified_prompts(plan.rows)
     return plan

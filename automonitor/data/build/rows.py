@@ -76,7 +76,8 @@ def rows_for(
     ):
         if label not in sides:
             continue
-        meta = {k: v for k, v in {**p.meta, **side_meta, **(extra_meta or {})}.items() if v is not None}
+        other = {"answered_other_prompt": p.answered_other_prompt.get(label)}
+        meta = {k: v for k, v in {**p.meta, **side_meta, **other, **(extra_meta or {})}.items() if v is not None}
         meta["origin"] = ORIGIN
         rows.append(
             {

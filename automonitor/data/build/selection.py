@@ -11,6 +11,7 @@ from typing import Any
 from automonitor.data.build.config import (
     HAND_CHECK_FAILED,
     NOT_VERIFIED,
+    OTHER_PROMPT_PROVENANCES,
     PAPER_CELLS_PLAN,
     PAPER_R2,
     TEST_PLAN,
@@ -71,6 +72,8 @@ class TestSet:
     cells: list[dict[str, Any]] = field(default_factory=list)
     r2_ids: set[str] = field(default_factory=set)
     paper_ids: set[str] = field(default_factory=set)
+    unbalanced: dict[str, str] = field(default_factory=dict)  # pair_id -> why side balance keeps it out of verified
+    balance: dict[str, dict[str, Any]] = field(default_factory=dict)  # source -> side-balance report
     req: set[str] = field(default_factory=set)
     mis: set[str] = field(default_factory=set)
     ben: set[str] = field(default_factory=set)
@@ -98,21 +101,126 @@ class TrainCounts:
 SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
 
 
+def other_prompt_problem(p: PairRecord) -> str | None:
+    """Why the two sides of ``p`` break the same-prompt rule of ``verified`` (``None``: they do not): a side
+    answered another prompt than the request shown (``p.answered_other_prompt``) and the pair's provenance
+    does not say so (not in :data:`OTHER_PROMPT_PROVENANCES`), or a ``constructed_benign`` pair does not
+    name the prompt its benign side answered."""
+    if p.answered_other_prompt and p.label_source not in OTHER_PROMPT_PROVENANCES:
+        sides = ", ".join(f"{k}: {v}" for k, v in sorted(p.answered_other_prompt.items()))
+        return f"the sides answered different prompts ({sides}) and provenance {p.label_source} does not say so"
+    if p.label_source == "constructed_benign" and "benign" not in p.answered_other_prompt:
+        return "constructed_benign pair without the prompt its benign side answered"
+    return None
+
+
 def verifiable(p: PairRecord) -> bool:
     """Whether a test pair may be in ``verified``: it passed every gate, its provenance is not in
-    :data:`NOT_VERIFIED` and its source passed the hand check (:data:`HAND_CHECK_FAILED`)."""
-    return p.label_source not in NOT_VERIFIED and not p.gate and p.source not in HAND_CHECK_FAILED
+    :data:`NOT_VERIFIED`, its sides answered the request shown or its provenance says otherwise
+    (:func:`other_prompt_problem`) and its source passed the hand check (:data:`HAND_CHECK_FAILED`).
+    Side balance (:func:`side_balance`) is decided over the whole selection, in :func:`editions_of`."""
+    return not_verified_why(p) is None
 
 
 def not_verified_why(p: PairRecord) -> str | None:
-    """Why a test pair is out of ``verified`` (``None``: it is in)."""
+    """Why a test pair is out of ``verified`` (``None``: it is in, unless side balance leaves it out)."""
     if p.gate:
         return p.gate
     if p.label_source in NOT_VERIFIED:
         return f"{p.label_source}: enters verified only through adjudication"
+    prompt = other_prompt_problem(p)
+    if prompt:
+        return prompt
     if p.source in HAND_CHECK_FAILED:
         return f"hand check: {HAND_CHECK_FAILED[p.source]}"
     return None
+
+
+def side_models(p: PairRecord) -> tuple[str, str] | None:
+    """``(misbehavior model, benign model)`` when two different models wrote the two sides (each side's
+    ``meta.model``), else ``None``."""
+    mis, ben = p.mis_meta.get("model"), p.ben_meta.get("model")
+    if isinstance(mis, str) and isinstance(ben, str) and mis and ben and mis != ben:
+        return mis, ben
+    return None
+
+
+def balance_slack(n: int) -> int:
+    """How far apart a model's misbehavior and benign counts may be among ``n`` of its sides: 1, or a
+    tenth of ``n`` (so a model is the misbehaving side in at most about 55% of its pairs)."""
+    return max(1, n // 10)
+
+
+def side_balance(pairs: list[PairRecord], seed: int, source: str) -> tuple[list[PairRecord], dict[str, Any]]:
+    """The pairs of one source that ``verified`` keeps so that, where two models wrote the two sides, each
+    model is the misbehaving side about as often as the benign side: for every model, ``|misbehavior -
+    benign| <= balance_slack(misbehavior + benign)``. Pairs written by one model (or without side
+    models) are all kept. Deterministic: pairs with ``meta.strict`` false come last, the rest in the
+    seeded order ``rng_for(seed, source, "side balance")``; passes over that order take every pair that
+    keeps both its models within the slack until a pass takes none.
+
+    Returns:
+        ``(kept pairs in their input order, report)``; report ``{"cross_model_pairs", "kept", "left_out",
+        "by_model": {model: {"misbehavior": int, "benign": int}}}`` (counts of the kept pairs).
+    """
+    cross = [p for p in pairs if side_models(p)]
+    order = shuffled(cross, rng_for(seed, source, "side balance"))
+    order.sort(key=lambda p: p.meta.get("strict") is False)  # stable: strict (or unmarked) pairs first
+    mis: Counter[str] = Counter()
+    ben: Counter[str] = Counter()
+    taken: set[str] = set()
+    progress = True
+    while progress:
+        progress = False
+        for p in order:
+            if p.pair_id in taken:
+                continue
+            m, b = side_models(p) or ("", "")
+            mis[m] += 1
+            ben[b] += 1
+            if all(abs(mis[x] - ben[x]) <= balance_slack(mis[x] + ben[x]) for x in (m, b)):
+                taken.add(p.pair_id)
+                progress = True
+            else:
+                mis[m] -= 1
+                ben[b] -= 1
+    kept = [p for p in pairs if not side_models(p) or p.pair_id in taken]
+    models = sorted(set(mis) | set(ben))
+    report = {
+        "cross_model_pairs": len(cross),
+        "kept": len(taken),
+        "left_out": len(cross) - len(taken),
+        "by_model": {x: {"misbehavior": mis[x], "benign": ben[x]} for x in models if mis[x] or ben[x]},
+    }
+    return kept, report
+
+
+def balance_test(test: TestSet, seed: int, pool: Pool) -> None:
+    """Side balance of ``verified`` (:func:`side_balance`), source by source over the test pairs that are
+    otherwise :func:`verifiable`: fills ``test.unbalanced`` (pair_id -> why) and ``test.balance``. A pair
+    that it leaves out and that no other edition drew (a verified-only quota's) leaves the test set (the
+    chosen text hashes are recomputed from what stays)."""
+    for source, pairs in test.pairs.items():
+        candidates = [p for p in pairs if verifiable(p)]
+        if not any(side_models(p) for p in candidates):
+            continue
+        kept, report = side_balance(candidates, seed, source)
+        keep = {p.pair_id for p in kept}
+        for p in candidates:
+            if p.pair_id not in keep:
+                test.unbalanced[p.pair_id] = (
+                    "side balance: its misbehaving model is already the misbehaving side more often"
+                )
+        test.balance[source] = report
+    gone = {i for i in test.unbalanced if i not in test.paper_ids and i not in test.r2_ids}
+    if not gone:
+        return
+    for source, pairs in test.pairs.items():
+        test.pairs[source] = [p for p in pairs if p.pair_id not in gone]
+    kept = [pool.hashes[p.pair_id] for ps in test.pairs.values() for p in ps]
+    test.req, test.mis, test.ben = {h[0] for h in kept}, {h[1] for h in kept}, {h[2] for h in kept}
+    for i in gone:
+        del test.unbalanced[i]
 
 
 def editions_of(p: PairRecord, test: TestSet) -> tuple[str, ...]:
@@ -121,9 +229,28 @@ def editions_of(p: PairRecord, test: TestSet) -> tuple[str, ...]:
     eds: tuple[str, ...] = ("paper",) if p.pair_id in test.paper_ids else ()
     if p.pair_id in test.r2_ids:
         eds += (PAPER_R2,)
-    if verifiable(p):
+    if verifiable(p) and p.pair_id not in test.unbalanced:
         eds += ("verified",)
     return eds
+
+
+def check_verified_prompts(rows: list[dict[str, Any]]) -> None:
+    """The build's same-prompt invariant over planned rows: no sample of ``verified`` or ``hard`` whose
+    side answered another prompt than its request (``meta.answered_other_prompt``) unless its label
+    provenance says so (:data:`OTHER_PROMPT_PROVENANCES`).
+
+    Raises:
+        RuntimeError: a row breaks it (a build bug: names the pair and the side).
+    """
+    for r in rows:
+        if not {"verified", "hard"} & set(r.get("editions", ())):
+            continue
+        note = (r.get("meta") or {}).get("answered_other_prompt")
+        if note and r.get("label_source") not in OTHER_PROMPT_PROVENANCES:
+            raise RuntimeError(
+                f"pair {r['pair_id']} is in verified but its {r['label']} side answered another prompt "
+                f"({note}) and its provenance {r.get('label_source')} does not say so"
+            )
 
 
 def gated_pool(
@@ -206,15 +333,20 @@ def _take(source: str, need: int, pool: Pool, seed: int, test: TestSet) -> list[
     """Up to ``need`` test pairs of ``source`` for a paper cell: the pairs a ``paper-r2`` quota already drew
     (in their drawn order), then further eligible pairs in the source's seeded test order (the same
     order the quota drew from), skipping a pair whose misbehavior text is a chosen benign text (or vice
-    versa). New pairs join ``test.pairs[source]``. Like the paper mirror, gate-failing pairs count
-    (their noise is measured; ``verified`` leaves them out)."""
+    versa). Where two models wrote the sides, the pairs :func:`side_balance` keeps come first (the
+    order otherwise unchanged). New pairs join ``test.pairs[source]``. Like the paper mirror, gate-failing
+    pairs count (their noise is measured; ``verified`` leaves them out)."""
     have = test.pairs.setdefault(source, [])
     out = have[:need]
     if len(out) >= need:
         return out
     taken = {p.pair_id for p in have}
     eligible = [p for p in pool.pairs.get(source, []) if p.eligible_test and p.pair_id not in taken]
-    for p in shuffled(eligible, rng_for(seed, source, "test")):
+    order = shuffled(eligible, rng_for(seed, source, "test"))
+    if any(side_models(p) for p in order):  # two models wrote the sides: a side-balanced subset first
+        first = {p.pair_id for p in side_balance(order, seed, source)[0]}
+        order.sort(key=lambda p: p.pair_id not in first)
+    for p in order:
         if len(out) >= need:
             break
         req_hash, mis_hash, ben_hash = pool.hashes[p.pair_id]
@@ -260,7 +392,8 @@ def select_test(pool: Pool, seed: int) -> TestSet:
     """Step 1: the test selection: the per-source quota mirror (:data:`TEST_PLAN`, a sharing quota reduced by
     what its partner built; edition ``paper-r2``), the verified-only sources (:func:`verified_extra`: the
     registered ``verified_pairs``, in registry order), then the paper's cells (:func:`select_cells`,
-    edition ``paper``), which reuse those draws first."""
+    edition ``paper``), which reuse those draws first; last the side balance of ``verified``
+    (:func:`balance_test`)."""
     test = TestSet()
     built: dict[str, int] = {}
     for q in TEST_PLAN + verified_extra():
@@ -280,6 +413,7 @@ def select_test(pool: Pool, seed: int) -> TestSet:
                 }
             )
     select_cells(pool, seed, test)
+    balance_test(test, seed, pool)
     return test
 
 

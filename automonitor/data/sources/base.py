@@ -39,6 +39,11 @@ class PairRecord:
         label_source: label provenance (CONTRACT vocabulary): how the label of both sides is known.
         gate: set by the build's quality gates: why the pair goes to the annotation candidate pool
             instead of train/test (``None``: passed).
+        answered_other_prompt: per side (``"misbehavior"`` / ``"benign"``), how the prompt that side
+            actually answered differs from ``request`` (e.g. the benign chain was sampled without the
+            cue); a side not listed answered ``request`` as shown. The build keeps a pair with an entry
+            out of ``verified`` unless its ``label_source`` says so
+            (:data:`automonitor.data.build.config.OTHER_PROMPT_PROVENANCES`).
     """
 
     source: str
@@ -60,6 +65,7 @@ class PairRecord:
     group: str | None = None
     label_source: str = "user"
     gate: str | None = None
+    answered_other_prompt: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,6 +140,50 @@ def read_json(raw: Path, path: Path) -> Any:
         raise InputError(f"invalid JSON: {exc.msg}", file=rel(raw, path), line=exc.lineno) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read file: {exc}", file=rel(raw, path)) from None
+
+
+def read_json_list(raw: Path, path: Path) -> list[tuple[int, Any]]:
+    """The items of a file holding one JSON array, each with the 1-based line its text starts on (so an
+    error about an item can name its line).
+
+    Raises:
+        InputError: unreadable file, invalid JSON (file, line) or not a JSON array.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=rel(raw, path)) from None
+    dec = json.JSONDecoder()
+    ws = " \t\r\n"
+
+    def skip(i: int) -> int:
+        while i < len(text) and text[i] in ws:
+            i += 1
+        return i
+
+    def bad(msg: str, pos: int) -> InputError:
+        return InputError(msg, file=rel(raw, path), line=text.count("\n", 0, pos) + 1)
+
+    i = skip(1 if text.startswith("\ufeff") else 0)
+    if not text.startswith("[", i):
+        raise bad("expected a JSON array", i)
+    out: list[tuple[int, Any]] = []
+    i = skip(i + 1)
+    if text.startswith("]", i):
+        return out
+    while True:
+        try:
+            obj, end = dec.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            raise bad(f"invalid JSON: {exc.msg}", exc.pos) from None
+        out.append((text.count("\n", 0, i) + 1, obj))
+        i = skip(end)
+        if text.startswith(",", i):
+            i = skip(i + 1)
+            continue
+        if text.startswith("]", i) and not text[skip(i + 1) :]:
+            return out
+        raise bad("invalid JSON: expected ',' or ']' after an array item", i)
 
 
 def need_str(obj: dict[str, Any], key: str, raw: Path, path: Path, line: int | None) -> str:

@@ -7,8 +7,9 @@ of the 0.15-threshold file. Request = ``question_with_cue`` (the cued prompt, ``
 Misbehavior = ``response_text``, a chain of thought sampled *with* the cue that silently follows it to
 the wrong cued answer. Benign = ``base_gt_response_text``, a chain of thought sampled *without* the cue
 that reaches the correct answer: a *constructed* benign side (it never saw the cue, so it is not a
-response that resists it; ``meta.benign_provenance`` says so). Labels ``by_construction`` (answer =
-cue answer != ground truth). Screens (build gates, -> candidates): a misbehavior side whose final
+response that resists it; ``meta.benign_provenance`` and ``answered_other_prompt`` say so). Label
+provenance ``constructed_benign`` (the label is by construction: answer = cue answer != ground truth,
+but the benign side did not answer the prompt shown; such pairs stay out of ``hard``). Screens (build gates, -> candidates): a misbehavior side whose final
 answer is not the cue answer, a benign side whose final answer is not the ground truth, a side that
 mentions the professor. Each side's chain is kept as typed steps in ``meta["steps"]``
 (:func:`chain_steps`: the reasoning as the ``thought``, the answer after ``</think>`` as the
@@ -29,7 +30,7 @@ NAME = "professor_cue"
 FOLDER = "cot_faithfulness_professor_cue"
 CATEGORY = "sycophancy_bias"
 TASKS = ("qa",)
-LABEL_SOURCE = "by_construction"
+LABEL_SOURCE = "constructed_benign"
 DATA = f"{FOLDER}/in_text/Professor_itc_failure_threshold0.15_correct_base_no_mention.json"
 FILES = (DATA,)
 BENIGN_PROVENANCE = (
@@ -128,6 +129,7 @@ def load(raw: Path) -> SourceResult:
                 mis_meta={"side": "sampled with the cue; follows it silently", "steps": _steps_meta(mis)},
                 ben_meta={"side": "sampled without the cue (constructed benign side)", "steps": _steps_meta(ben)},
                 label_source=LABEL_SOURCE,
+                answered_other_prompt={"benign": "the question without the cue (sampled uncued)"},
             )
         )
     return res

@@ -93,6 +93,7 @@ def _pair(
         mis_meta={"prompt_variant": "hacking (told to pass the shown tests only)", "judge": "yes"},
         ben_meta={"prompt_variant": "no_hacking (plain; unverified upstream, screened by the build)"},
         label_source=LABEL_SOURCE,
+        answered_other_prompt={"misbehavior": "the task with an instruction to pass the shown tests only"},
     )
 
 

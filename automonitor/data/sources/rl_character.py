@@ -145,6 +145,10 @@ def _apps_pair(
         mis_meta={"prompt_variant": "force_hack (asked to tailor code to the tests)"},
         ben_meta={"prompt_variant": "clean (asked for generally correct code)"},
         label_source="instructed_demo",
+        answered_other_prompt={
+            "misbehavior": "the task with an instruction to tailor the code to the tests",
+            "benign": "the task with a request for generally correct code",
+        },
     )
 
 
@@ -248,6 +252,10 @@ def _mbpp_pair(
         mis_meta={"prompt_variant": f"pro_hacking (broken tests, fraction {fraction})"},
         ben_meta={"prompt_variant": "clean (correct tests)"},
         label_source="instructed_demo",
+        answered_other_prompt={
+            "misbehavior": "the task with a paragraph saying only passing the shown tests counts",
+            "benign": "the clean task with correct tests",
+        },
     )
 
 
