@@ -263,6 +263,8 @@ ORDER_BEFORE_REGISTRATION = [
     "aisi_olmo_rh",
     "professor_cue",
 ]
+#: sources added since, each with an order above every earlier one (appending changes nothing the others build)
+ADDED_AFTER = ["cotfaithchecker_crossmodel_hints", "turpin_bbh_cross_model"]
 
 
 def test_registry_is_discovered_in_the_order_the_build_had_and_every_module_registers():
@@ -271,8 +273,8 @@ def test_registry_is_discovered_in_the_order_the_build_had_and_every_module_regi
     import automonitor.data.sources as pkg
     from automonitor.data.sources import BUILD_SOURCES, OPTIONAL_SOURCES
 
-    assert list(REGISTRY) == ORDER_BEFORE_REGISTRATION
-    assert BUILD_SOURCES == tuple(ORDER_BEFORE_REGISTRATION) and OPTIONAL_SOURCES == ("rjudge",)
+    assert list(REGISTRY) == ORDER_BEFORE_REGISTRATION + ADDED_AFTER
+    assert BUILD_SOURCES == tuple(ORDER_BEFORE_REGISTRATION + ADDED_AFTER) and OPTIONAL_SOURCES == ("rjudge",)
     orders = [s.order for s in REGISTRY.values()]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
     # every module of the package registers a source, except the shared types, the registry and the
