@@ -283,10 +283,15 @@ def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_di
     assert len(paper(plans[0])) == len(paper(plans[1])) and paper(plans[0]) != paper(plans[1])
     # the hard edition (adversarial filter) is deterministic for a seed too
     hard = lambda plan: {r["id"] for r in plan.rows if "hard" in r.get("editions", ())}  # noqa: E731
-    assert hard(again) == hard(plans[0]) and len(hard(plans[0])) > 600
+    # (constructed_benign pairs, e.g. Turpin's cued/uncued ones, and their controls never enter hard)
+    assert hard(again) == hard(plans[0]) and len(hard(plans[0])) > 200
     assert again.report["hard"]["steps"] == plans[0].report["hard"]["steps"]
-    # same pool, different draw: every seed's test set has the same composition
-    comp = lambda plan: Counter((r["category"], r["task"], r["label"]) for r in plan.rows if r["split"] == "test")  # noqa: E731
+    # same pool, different draw: every seed's paper and paper-r2 editions have the same composition (the
+    # verified-only draws may differ by a few pairs: side balance keeps what each seed's order allows)
+    eds = {"paper", "paper-r2"}
+    comp = lambda plan: Counter(  # noqa: E731
+        (r["category"], r["task"], r["label"]) for r in plan.rows if r["split"] == "test" and eds & set(r["editions"])
+    )
     assert comp(plans[0]) == comp(plans[1])
     # mbpp has exactly its quota available, so both seeds take all of it
     mbpp = lambda plan: {r["id"] for r in plan.rows if r["source"] == "rl_character_mbpp"}  # noqa: E731
