@@ -77,6 +77,9 @@ def configure(level: str = "default") -> None:
         root.setLevel(logging.WARNING)  # libraries (httpx, openai...) say only what matters
     for name in PRODUCT_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if level == "verbose" else logging.INFO)
+    # the database driver's own warnings on a lost connection ("error ignored terminating <Pipeline>")
+    # repeat the one error line the CLI prints about the database (issue 37): shown with --verbose only
+    logging.getLogger("psycopg").setLevel(logging.DEBUG if level == "verbose" else logging.ERROR)
 
 
 def take_flags(args: Sequence[str], own_options: set[str]) -> tuple[list[str], str]:
