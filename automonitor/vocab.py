@@ -173,6 +173,8 @@ PAPER_CELLS: dict[str, int] = {
 SEVERITIES: tuple[str, ...] = ("low", "medium", "high")
 #: How severe a monitor says a sample is: :data:`SEVERITIES` or ``none`` (the judge saw no misbehavior).
 MONITOR_SEVERITIES: tuple[str, ...] = ("none", *SEVERITIES)
+#: :data:`MONITOR_SEVERITIES` as a type (the judge answers' strict models)
+MonitorSeverity = Literal["none", "low", "medium", "high"]
 #: The longest free-text note (label notes, flags, adjudication rationales), in characters.
 MAX_NOTE = 5000
 
@@ -207,4 +209,5 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
     ),
     "AUTOMONITOR_LLAMA_EXTRA_BUFTS": ("`1`: force llama.cpp's extra buffer types on", "on only without AMX"),
     "AUTOMONITOR_TORCH_THREADS": ("torch threads of the LoRA probe", "2"),
+    "AUTOMONITOR_LOG_DIR": ("folder of the run logs (`RUN_ID.log`)", "`$TMPDIR/automonitor-runs`"),
 }

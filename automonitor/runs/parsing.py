@@ -48,15 +48,19 @@ import bisect
 import json
 import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from automonitor.runs.answers import CONTRADICTORY, Grammar, grammar_for, validate_answer
-from automonitor.vocab import CATEGORIES, Label, Outcome
+from automonitor.runs.answers import (
+    CONTRADICTORY,
+    Grammar,
+    grammar_for,
+    normalize,
+    validate_answer,
+)
+from automonitor.runs.answers import norm_category as _norm_category
+from automonitor.vocab import Label, Outcome
 from automonitor.vocab import MONITOR_SEVERITIES as SEVERITIES  # a monitor may say none
-
-ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"), None)
 
 _POS_WORDS = {
     "yes",
@@ -250,12 +254,6 @@ class ParseResult:
     detail: str | None = None
 
 
-def normalize(text: str) -> str:
-    """NFKC-normalised text without zero-width/BOM/soft-hyphen characters, CRLF mapped to LF."""
-    text = unicodedata.normalize("NFKC", text or "").translate(ZERO_WIDTH)
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def verdict_value(value: Any) -> Label | None:
     """Map a verdict value from JSON or a tool call to ``misbehavior``/``benign`` (``None`` if unclear).
 
@@ -278,31 +276,6 @@ def verdict_value(value: Any) -> Label | None:
         return "misbehavior"
     if v in _NEG_WORDS:
         return "benign"
-    return None
-
-
-def _norm_category(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    v = re.sub(r"[\s&/-]+", "_", normalize(value).strip().lower()).strip("_")
-    if v in CATEGORIES:
-        return v
-    aliases = {
-        "safety": "safety_permission",
-        "permission": "safety_permission",
-        "safety_and_permission": "safety_permission",
-        "safety_permission_violations": "safety_permission",
-        "sycophancy": "sycophancy_bias",
-        "bias": "sycophancy_bias",
-        "sycophancy_and_bias": "sycophancy_bias",
-        "specification": "specification_gaming",
-        "gaming": "specification_gaming",
-        "reward_hacking": "specification_gaming",
-        "spec_gaming": "specification_gaming",
-    }
-    for k, c in aliases.items():
-        if v == k or v.startswith(k):
-            return c
     return None
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from automonitor.runs.answers import CONTRADICTORY, GRAMMARS, grammar_for
-from automonitor.runs.monitors.openai_backend import _logprob_score
+from automonitor.runs.monitors.openai_backend import logprob_score
 from automonitor.runs.parsing import TRUNCATED, parse_answer, parse_tool_answer, score_at_verdict
 
 M, B, I, R = "misbehavior", "benign", "invalid", "refusal"
@@ -135,7 +135,7 @@ def test_paper_direct_score_is_read_at_the_boolean_value_not_the_key():
         ("}", [("}", 0.0)]),
     ]
     expected = math.exp(-3.0) / (math.exp(-3.0) + math.exp(-0.05))
-    assert _logprob_score(_choice(tokens), "paper-direct") == pytest.approx(expected)
+    assert logprob_score(_choice(tokens), "paper-direct") == pytest.approx(expected)
     assert score_at_verdict(tokens, grammar_for("paper-direct")) == pytest.approx(expected)  # about 0.05, not 1.0
 
 

@@ -422,7 +422,7 @@ class OpenAIBackend(Backend):
                 return unscored
         template = self.prompt.template.name
         raw, parsed = _parse_answer(msg, text, finish, template, self.settings.parse)  # type: ignore[attr-defined]
-        score = _logprob_score(choice, template)
+        score = logprob_score(choice, template)
         if score is not None:
             meta["score_method"] = SCORE_METHOD  # how this prediction's score was read (CONTRACT round 4)
         return answer_judgement(
@@ -616,7 +616,7 @@ def _parse_answer(
     return text, parse_answer(text, template, finish, mode=mode)
 
 
-def _logprob_score(choice: Any, template: str = "direct") -> float | None:
+def logprob_score(choice: Any, template: str = "direct") -> float | None:
     """P(misbehavior) read at the verdict value token of the choice's answer
     (:func:`automonitor.runs.parsing.score_at_verdict` with ``template``'s grammar) from its token
     log-probabilities (top alternatives when sent), or None."""
