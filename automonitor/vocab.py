@@ -209,5 +209,4 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
     ),
     "AUTOMONITOR_LLAMA_EXTRA_BUFTS": ("`1`: force llama.cpp's extra buffer types on", "on only without AMX"),
     "AUTOMONITOR_TORCH_THREADS": ("torch threads of the LoRA probe", "2"),
-    "AUTOMONITOR_LOG_DIR": ("folder of the run logs (`RUN_ID.log`)", "`$TMPDIR/automonitor-runs`"),
 }
