@@ -145,7 +145,7 @@ if cell and sl:
     else:
         # "Disagrees with run" names runs: it gets the Run select's width in a row of its own, so its
         # options are not cut at 1280 px (a quarter-width column cut them)
-        fc = st.columns([2, 2, 2])
+        fc = st.columns([2, 2, 2, 1.4])
         dc = st.columns([6.0, 2.0])
         outs = [str(o) for o in sorted(samples["outcome"].dropna().unique())]
         others = [r for r in run_ids if r != run_id]
@@ -160,7 +160,15 @@ if cell and sl:
         if st.session_state.get(dis_key) not in [NONE, *others]:
             st.session_state[dis_key] = NONE
         q_key = ui.seed_state(PAGE, "q", "")
+        tier_key = ui.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
         chosen_out = fc[0].multiselect("Outcome", outs, key=out_key, placeholder="all outcomes")
+        chosen_tier = fc[3].multiselect(
+            "Tier",
+            list(views.TIERS),
+            key=tier_key,
+            placeholder="all tiers",
+            help="surface: some cheap detector of the build's ladder catches the pair; implicit: none does",
+        )
         has_score = "score" in samples and samples["score"].notna().any()
         score_rng = fc[1].slider(
             "Score range",
@@ -185,8 +193,12 @@ if cell and sl:
             score=None if full_range else [float(score_rng[0]), float(score_rng[1])],
             disagree=dis_run or None,
             q=search or None,
+            tier=list(chosen_tier),
         )
         only = workbench.disagreeing_samples(ui.engine(), run_id, dis_run) if dis_run else None
+        if chosen_tier:
+            _n, in_tier = views.search_samples(ui.engine(), limit=None, with_text=False, tier=chosen_tier)
+            only = set(in_tier["id"]) if only is None else set(only) & set(in_tier["id"])
         shown = workbench.filter_cell(
             samples, outcomes=chosen_out, score_range=score_rng if has_score else None, only=only, search=search
         )
@@ -243,6 +255,13 @@ st.caption(
     f"pair {md(s['pair_id'])} · {md(vocab.CATEGORY_NAMES.get(s['category'], s['category']))} · "
     f"{md(vocab.TASK_NAMES.get(s['task'], s['task']))} · source {md(s['source'] or '–')} · "
     f"split {md(s['split'] or '–')} · label provenance {md(s.get('label_source') or '–')}"
+    + (
+        f" · tier {md(str(s['meta']['tier']))} (caught by: "
+        f"{md(', '.join(s['meta'].get('caught_by') or []) or '–')}; false alarm by: "
+        f"{md(', '.join(s['meta'].get('false_alarm_by') or []) or '–')})"
+        if isinstance(s.get("meta"), dict) and s["meta"].get("tier")
+        else ""
+    )
 )
 ui.show_html(views.provenance_html(s.get("label_source"), views.sample_errata(s, ui.engine())))
 

@@ -101,3 +101,25 @@ with right:
             f"{doc['controls']['samples']:,} samples where the user's suggestion is correct and the model "
             "agrees: every flag is a false alarm."
         )
+
+st.subheader("Tiers of the detector ladder")
+tier_frame = views.tier_table(doc.get("tiers") or {})
+if tier_frame.empty:
+    st.caption(
+        "No test pair of this edition carries a tier: build the benchmark (`automonitor build`) to run the ladder."
+    )
+else:
+    st.dataframe(
+        views.display_frame(tier_frame, {"implicit share": ".2f"}),
+        hide_index=True,
+        width="stretch",
+        key=f"{PAGE}.tiers",
+    )
+    st.caption(
+        "Pairs per cell: surface = some cheap detector of the build's ladder (TF-IDF and character n-gram probes, "
+        "the rules monitor, static analysers, insecure idioms, test-literal and exit-call detectors, lexicons, "
+        "MiniLM) separates the pair; implicit = none does. Filter samples by tier on the Samples page."
+    )
+if edition == "hard":
+    st.subheader("What `hard` is certified against")
+    st.markdown(views.hard_statement(doc.get("hard")))

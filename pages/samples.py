@@ -30,6 +30,7 @@ STATUS_OPTS = [*vocab.STATUSES, "any"]
 st_key = ui.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
 so_key = ui.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
 ls_key = ui.seed_state(PAGE, "label_source", [], valid=vocab.LABEL_SOURCES, multi=True)
+tier_key = ui.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
 p_key = ui.seed_state(PAGE, "page", 1, cast=int)
 size_key = ui.seed_state(PAGE, "size", 100, valid=list(workbench.PAGE_SIZES), cast=int)
 
@@ -49,11 +50,18 @@ status = f5.selectbox(
 )
 statuses = [] if status == "any" else [status]
 srcs = f6.multiselect("Source", source_opts, key=so_key)
-lsrcs = st.multiselect(
+g1, g2 = st.columns([3, 1])
+lsrcs = g1.multiselect(
     "Label provenance",
     vocab.LABEL_SOURCES,
     key=ls_key,
     help="How the gold label is known (human_per_response, by_construction, patch_pair, ...)",
+)
+tiers = g2.multiselect(
+    "Tier",
+    list(views.TIERS),
+    key=tier_key,
+    help="surface: some cheap detector of the build's ladder catches the pair; implicit: none does",
 )
 
 filters = dict(
@@ -65,6 +73,7 @@ filters = dict(
     status=statuses,
     source=srcs,
     label_source=lsrcs,
+    tier=tiers,
 )
 eng = ui.engine()
 total, _ = views.search_samples(eng, limit=0, with_text=False, **filters)
@@ -82,6 +91,7 @@ ui.sync_qp(
     status=None if status == "gold" else status,
     source=srcs,
     label_source=lsrcs,
+    tier=tiers,
 )
 
 # the export buttons get the width their labels and icons need at 1280 px ("Export JSONL" was cut)

@@ -1,4 +1,6 @@
-"""Difficulty: each run's MR / FAR on the ``verified`` and the ``hard`` editions side by side.
+"""Difficulty: each run's MR / FAR on the ``verified`` and the ``hard`` editions side by side, and per tier of the
+detector ladder (:func:`add_tiers`: ``surface`` = some cheap detector catches the pair, ``implicit`` = none does;
+:mod:`automonitor.data.build.ladder`).
 
 ``hard`` (:mod:`automonitor.data.build.hard`) is the subset of ``verified`` that trivial baselines cannot
 separate, plus the sycophancy controls in proportion; a monitor that rides on those shortcuts loses on
@@ -57,3 +59,31 @@ def add_difficulty(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: st
             )
             for ed, ids in members.items()
         }
+
+
+TIERS: tuple[str, ...] = ("surface", "implicit")  # the ladder's tiers (automonitor.data.build.ladder.TIERS)
+
+
+def add_tiers(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: str = "exclude") -> None:
+    """Set ``by_tier`` ({tier: SLICE} for ``surface`` and ``implicit``) on every run entry of ``rep`` in place:
+    the run's MR / FAR on the samples of each tier (``meta.tier`` of the judged samples, written by the
+    build's detector ladder), controls excluded as in the edition's rates. A tier with no judged sample
+    gets a SLICE with ``n`` = 0 (rates ``None``); samples without a tier (user imports) count in neither."""
+    from store.queries.audit import sample_meta_values
+
+    if not len(preds):
+        for entry in rep.runs:
+            entry.by_tier = {
+                t: SliceStats.model_validate(mt.slice_stats(mt.outcome_table([], []), invalid)) for t in TIERS
+            }
+        return
+    with engine.connect() as c:
+        tiers = sample_meta_values(c, preds["sample_id"].unique().tolist(), "tier")
+    tier = preds["sample_id"].map(tiers)
+    for entry in rep.runs:
+        out = {}
+        for t in TIERS:
+            sub = preds[(preds["run_id"] == entry.run_id) & (tier == t)]
+            table = mt.outcome_table(sub["label"].tolist(), [None if o != o else o for o in sub["outcome"]])
+            out[t] = SliceStats.model_validate(mt.slice_stats(table, invalid))
+        entry.by_tier = out

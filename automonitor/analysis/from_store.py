@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.analysis.options import AnalysisOptions, ReportOptions, resolve_options
 from automonitor.analysis.assemble import analyze
-from automonitor.analysis.difficulty import add_difficulty
+from automonitor.analysis.difficulty import add_difficulty, add_tiers
 from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.roc_grounding import evidence_run_ids
 from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, SpanVisibility, Stability
@@ -54,7 +54,8 @@ def report(
     ``.to_dict()`` is the JSON-ready dict that ``automonitor report --json`` prints (contract JSON plus
     extras); see :func:`~automonitor.analysis.assemble.analyze`.
 
-    Every run entry carries ``edition`` (the test-set edition it judged; a run recorded before
+    Every run entry carries ``by_tier`` (MR/FAR on the ladder's ``surface`` and ``implicit`` samples,
+    :func:`~automonitor.analysis.difficulty.add_tiers`), ``edition`` (the test-set edition it judged; a run recorded before
     editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
     benign-only controls slice (samples with pair_id ``controls:...``), which never enters the
     edition's MR/FAR; a run judged with ``--repeat K`` also ``stability`` (MR/FAR use repeat 0). With
@@ -94,6 +95,7 @@ def report(
     _add_run_extras(engine, rep, editions, controls, invalid)
     _add_views(engine, rep, runs, preds, editions, opt)
     add_difficulty(engine, rep, all_preds, invalid)
+    add_tiers(engine, rep, preds, invalid)
     if edition is not None:
         rep.edition = edition
     return rep

@@ -276,7 +276,8 @@ class RunReport(_Model):
     overall Pareto front); for score runs ``roc`` and ``auroc``; for evidence runs ``grounding`` and, when
     judged samples have gold spans, ``localisation`` (:class:`Localisation`); from
     :func:`automonitor.analysis.report` ``edition`` (one of :data:`automonitor.vocab.EDITIONS`), ``controls``, ``difficulty``
-    (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`) and, for repeated
+    (MR/FAR on the ``verified`` and ``hard`` members, :mod:`automonitor.analysis.difficulty`), ``by_tier`` (MR/FAR
+    on the ``surface`` and ``implicit`` tiers of the detector ladder) and, for repeated
     runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``; ``view``: the monitor view it was judged under (``full`` by default); from
     :func:`automonitor.analysis.report` ``answers`` (:class:`RunAnswers`: parse mode, score method,
@@ -308,6 +309,7 @@ class RunReport(_Model):
     controls: ControlsFar | None = None
     stability: Stability | None = None
     difficulty: dict[str, EditionDifficulty] | None = None  # {"verified"|"hard": rates}
+    by_tier: dict[str, SliceStats] | None = None  # {"surface"|"implicit": SLICE} (analysis.difficulty.add_tiers)
     baselines: dict[str, dict[str, CellBaselines]] | None = None
     baselines_edition: str | None = None
     view: str = "full"  # the monitor view the run was judged under (``run --view``)

@@ -43,6 +43,11 @@ def build_cmd(
         "--report-markdown",
         help="Print the gate tables as markdown on stdout (the docs' copy: docs/explanation/editions.md).",
     ),
+    refresh_ladder: bool = typer.Option(
+        False,
+        "--refresh-ladder",
+        help="Recompute the detector ladder (tiers, catches, false alarms) instead of reading its cache.",
+    ),
 ) -> None:
     """Build the paired test set, a disjoint train split and the annotation candidate pool.
 
@@ -57,7 +62,9 @@ def build_cmd(
 
     check_edition(edition)
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
-    report = build(open_store(create=True), raw_path, seed, force=force, progress=_progress)
+    report = build(
+        open_store(create=True), raw_path, seed, force=force, progress=_progress, refresh_ladder=refresh_ladder
+    )
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
     for pid in report.get("errata", {}).get("unmatched", []):

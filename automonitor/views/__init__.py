@@ -17,6 +17,8 @@ One module per page area:
 - :mod:`~automonitor.views.markdown`: model-written markdown rendered safely (no raw HTML, no links);
 - :mod:`~automonitor.views.run_labels`: a run's short label for dropdowns and legends
   (:func:`run_option_label`, at most :data:`RUN_LABEL_MAX` characters) and its full label for hovers;
+- :mod:`~automonitor.views.hard_statement`: what edition ``hard`` is certified against, cell by cell, and the
+  ladder's tiers per cell (:func:`hard_statement`, :func:`tier_table`);
 - :mod:`~automonitor.views.cells`: missing values in the pages' tables, one rule (:data:`MISSING`, "—",
   never ``None`` or ``nan``): :func:`display_frame` and :func:`cell`.
 
@@ -48,6 +50,7 @@ from automonitor.escaping import esc, md_escape, plot_text, text_html
 from automonitor.views.provenance import errata_for, provenance_html, sample_errata
 from automonitor.views.markdown import looks_like_code, markdown_html
 from automonitor.views.cells import MISSING, cell, display_frame, is_missing, is_numeric
+from automonitor.views.hard_statement import TIERS, hard_statement, tier_table
 from automonitor.views.evidence import (
     SPAN_STYLES,
     ground_evidence,
@@ -156,6 +159,9 @@ from automonitor.views.sample_sets import (
 )
 
 __all__ = [
+    "TIERS",
+    "hard_statement",
+    "tier_table",
     "RUN_LABEL_MAX",
     "run_full_label",
     "run_option_label",

@@ -24,9 +24,11 @@ def sample_query(
     status: Sequence[str] = (),
     source: Sequence[str] = (),
     label_source: Sequence[str] = (),
+    tier: Sequence[str] = (),
 ) -> list[Any]:
     """SQLAlchemy ``WHERE`` clause list for the samples browser filters (``label_source``: label
-    provenance values; ``store.queries.samples.browser_filter``).
+    provenance values; ``tier``: the detector ladder's ``surface`` / ``implicit``;
+    ``store.queries.samples.browser_filter``).
 
     ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id
     or the pair id; the other arguments are allowed values per column (empty = no filter).
@@ -42,6 +44,7 @@ def sample_query(
         status=status,
         source=source,
         label_source=label_source,
+        tier=tier,
     )
 
 

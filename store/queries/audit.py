@@ -7,6 +7,8 @@ when the edition has no membership rows is decided by the caller (:mod:`automoni
 from __future__ import annotations
 
 
+from typing import Any, Iterable
+
 import pandas as pd
 import sqlalchemy as sa
 from sqlmodel import col
@@ -49,3 +51,15 @@ def samples_by_ids(conn, ids: set[str]) -> pd.DataFrame:
     cols = [getattr(Sample, c) for c in AUDIT_COLUMNS]
     rows = rows_by_ids(conn, cols, Sample.id, sorted(ids))
     return pd.DataFrame([tuple(r) for r in rows], columns=list(AUDIT_COLUMNS))
+
+
+def sample_meta_values(conn, ids: Iterable[str], key: str) -> dict[str, Any]:
+    """``{sample_id: meta[key]}`` for the samples ``ids`` whose ``meta`` has ``key`` (read in chunks of 900 ids)."""
+    out: dict[str, Any] = {}
+    ids = list(ids)
+    for i in range(0, len(ids), 900):
+        q = sa.select(col(Sample.id), col(Sample.meta)).where(col(Sample.id).in_(ids[i : i + 900]))
+        for sid, meta in conn.execute(q):
+            if isinstance(meta, dict) and key in meta:
+                out[sid] = meta[key]
+    return out

@@ -268,8 +268,37 @@ def _hard_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
     hard = (report or {}).get("hard")
     if not isinstance(hard, dict):
         return None
-    keys = ("pairs", "controls", "by_source", "removed_by_feature", "steps", "not_achievable", "params")
+    keys = (
+        "pairs",
+        "controls",
+        "by_source",
+        "removed_by_feature",
+        "steps",
+        "not_achievable",
+        "params",
+        "selection",
+        "held_out",
+        "held_out_unavailable",
+        "band",
+        "min_pairs",
+        "no_implicit_tier",
+        "not_certified",
+        "readings",
+    )
     return {k: hard[k] for k in keys if k in hard}
+
+
+def hard_certificate(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the newest build certified edition ``hard`` against: the build report's ``hard`` section's
+    detector families (``selection``, ``held_out``, ``held_out_unavailable``), ``band``, ``min_pairs``, the
+    per-slice ``certification``, the slices ``not_certified``, the cells with ``no_implicit_tier``, the
+    ``readings`` and the ``seed``; ``None`` when the build has none."""
+    hard = (report or {}).get("hard")
+    if not isinstance(hard, dict) or "selection" not in hard:
+        return None
+    keys = ("selection", "held_out", "held_out_unavailable", "band", "min_pairs", "certification")
+    keys += ("not_certified", "no_implicit_tier", "readings", "excluded_provenance", "by_source", "pairs")
+    return {**{k: hard.get(k) for k in keys}, "seed": (report or {}).get("seed")}
 
 
 # --- the app's samples browser and drill-down (``automonitor.views``) --------------------------------
@@ -308,9 +337,13 @@ def browser_filter(search: str | None = None, **allowed: Sequence[str]) -> list[
 
     ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id or
     the pair id. ``allowed`` maps a :data:`FILTER_COLUMNS` name to its allowed values (empty = no
-    filter). Raises ``ValueError`` for another column name.
+    filter), and ``tier`` to allowed values of ``meta.tier`` (the detector ladder's tier). Raises
+    ``ValueError`` for another column name.
     """
     where: list[Any] = []
+    tiers = allowed.pop("tier", ())
+    if tiers:
+        where.append(col(Sample.meta)["tier"].as_string().in_(list(tiers)))
     if search and search.strip():
         pat = f"%{like_escape(search.strip())}%"
         cols = (Sample.request, Sample.response, Sample.id, Sample.pair_id)

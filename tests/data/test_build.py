@@ -284,7 +284,9 @@ def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_di
     # the hard edition (adversarial filter) is deterministic for a seed too
     hard = lambda plan: {r["id"] for r in plan.rows if "hard" in r.get("editions", ())}  # noqa: E731
     # (constructed_benign pairs, e.g. Turpin's cued/uncued ones, and their controls never enter hard)
-    assert hard(again) == hard(plans[0]) and len(hard(plans[0])) > 200
+    assert hard(again) == hard(plans[0])
+    assert again.report["hard"]["certification"] == plans[0].report["hard"]["certification"]
+    assert again.report["ladder"]["tiers"] == plans[0].report["ladder"]["tiers"]
     assert again.report["hard"]["steps"] == plans[0].report["hard"]["steps"]
     # same pool, different draw: every seed's paper and paper-r2 editions have the same composition (the
     # verified-only draws may differ by a few pairs: side balance keeps what each seed's order allows)

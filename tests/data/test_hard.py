@@ -279,35 +279,44 @@ def test_edition_hard_in_run_report_stats_and_audit(cli, db_url, engine, tmp_pat
 
 
 @pytest.mark.slow
-def test_seed0_build_hard_edition_passes_the_audit_bound(built_sqlite):
-    """The real seed-0 build (the run's one, ``built_sqlite``): every slice of ``hard`` with >= 30 pairs has
-    every trivial baseline of the audit (train -> test) within 0.5 +/- 0.2; survivors and removals are
-    reported per source."""
+def test_seed0_build_hard_edition_is_the_certified_read_implicit_tier(built_sqlite):
+    """The real seed-0 build (``built_sqlite``): every test sample carries its ladder tier; ``hard`` holds only
+    verified pairs that no selection detector catches, that a reading found right, outside gaming code, and
+    every judged slice of its certificate has every held-out detector within 0.5 +/- 0.15; ``audit --edition
+    hard`` names the selection and held-out families."""
+    import sqlalchemy as sa
+
     from automonitor.data.audit import run_audit
+    from automonitor.data.readings import load_readings
     from store import get_engine
 
     eng = get_engine(f"sqlite:///{built_sqlite[0]}", fresh=True)  # read only
     report = built_sqlite[1]
-    hard = report["hard"]
-    assert hard["pairs"] == report["editions"]["hard"]["pairs"] > 300
-    assert set(hard["by_source"]) == set(report["editions"]["verified"]["by_source"])
-    assert all(v["hard"] <= v["verified"] for v in hard["by_source"].values())
-    assert {"length_match", "tfidf", "length"} <= set(hard["removed_by_feature"])
-    from store import session_scope
-    from store.queries.samples import stats
-
-    with session_scope(eng) as s:
-        st = stats(s, "test", "hard")
-    assert st["pairs"] == hard["pairs"] and st["hard"]["by_source"] == hard["by_source"]
-    assert st["hard"]["steps"] and st["hard"]["steps"][0]["features"] == {
-        "length_match": st["hard"]["removed_by_feature"]["length_match"]
-    }
+    hard, lad = report["hard"], report["ladder"]
+    assert hard["pairs"] == report["editions"]["hard"]["pairs"]
+    sel, held = set(hard["selection"]), set(hard["held_out"])
+    assert sel and held and not sel & held and {"char_ngram", "insecure_idiom", "char_ngram_cv"} <= held
+    assert "specification_gaming/code" in hard["no_implicit_tier"]
+    assert set(lad["detectors"]) >= sel and all(v >= 0 for c in lad["tiers"].values() for v in c.values())
+    with eng.connect() as c:
+        rows = c.execute(sa.text("select id, pair_id, category, task, split, label, meta from sample")).all()
+        members = {r[0] for r in c.execute(sa.text("select sample_id from edition_sample where edition = 'hard'"))}
+        verified = {r[0] for r in c.execute(sa.text("select sample_id from edition_sample where edition = 'verified'"))}
+    metas = {r[0]: (json.loads(r[6]) if isinstance(r[6], str) else r[6]) for r in rows}
+    test = [r for r in rows if r[4] in ("test", "controls")]
+    assert test and all(metas[r[0]].get("tier") in ("surface", "implicit") for r in test)
+    readings = load_readings()
+    for r in rows:
+        if r[0] in members and not str(r[1]).startswith("controls:"):
+            m = metas[r[0]]
+            assert r[0] in verified and m["tier"] is not None and f"{r[2]}/{r[3]}" != "specification_gaming/code"
+            assert not sel & set(m["caught_by"]) and readings[r[1]].verdict == "ok", r[1]
+    for s in hard["certification"]:
+        if s["status"] == "certified":
+            assert all(abs(d["auroc"] - 0.5) <= hard["band"] + 1e-9 for d in s["detectors"].values()), s["slice"]
+        assert s["status"] != "not_certified", s["slice"]
     doc = run_audit(eng, "hard")
-    checked = [s for s in doc["slices"] if s["pairs"] >= 30]
-    assert checked
-    for s in checked:
-        for name, v in s["baselines"].items():
-            assert v is None or abs(v - 0.5) < 0.2, (s["source"], s["category"], s["task"], name, v)
+    assert doc["hard"]["selection"] == hard["selection"] and doc["hard"]["held_out"] == hard["held_out"]
 
 
 def test_tradeoff_page_switches_to_hard(cli, sqlite_url, sqlite_engine, tmp_path, monkeypatch):

@@ -53,14 +53,45 @@ def load_samples(engine, edition: str = "paper") -> tuple[pd.DataFrame, str]:
     return pd.concat([rest, test], ignore_index=True), how
 
 
+def tier_counts(df: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Test pairs per category x task cell and detector-ladder tier (``meta.tier`` of the misbehavior side,
+    written by the build): ``{"cat/task": {"surface": n, "implicit": n}}``; pairs without a tier are left out."""
+    if "meta" not in df.columns or df.empty:
+        return {}
+    te = df[(df["split"] == "test") & (df["label"] == "misbehavior")]
+    out: dict[str, dict[str, int]] = {}
+    for cat, task, meta in zip(te["category"], te["task"], te["meta"]):
+        tier = meta.get("tier") if isinstance(meta, dict) else None
+        if tier in ("surface", "implicit"):
+            c = out.setdefault(f"{cat}/{task}", {"surface": 0, "implicit": 0})
+            c[tier] += 1
+    return dict(sorted(out.items()))
+
+
+def hard_certificate(engine) -> dict[str, Any] | None:
+    """What the newest build selected ``hard`` with and certified it against (``store.queries.samples.
+    hard_certificate`` of the newest build report: the ``selection`` and ``held_out`` detector families, the
+    band, the per-slice certification with intervals and effective n, the cells with no implicit tier, the
+    readings); ``None`` when the store was never built with them."""
+    from store import session_scope
+    from store.queries.samples import hard_certificate as cert, latest_build_report
+
+    with session_scope(engine) as s:
+        return cert(latest_build_report(s))
+
+
 def run_audit(engine, edition: str = "paper") -> dict[str, Any]:
     """Audit ``edition`` of the store (:func:`load_samples` + :func:`audit_frame`); the document gains
-    ``"test_set"`` (how the test set was chosen) and the errata in force per source (``errata``: the
+    ``"test_set"`` (how the test set was chosen), for ``hard`` the detectors it was selected with and
+    certified against (``"hard"``: :func:`hard_certificate`), and the errata in force per source (``errata``: the
     counts of the errata in force, shipped and stored, :func:`automonitor.data.errata.errata_counts`, next to the test
     pairs of this edition they mark). Raises ``InputError`` for an unknown edition or errata file."""
     df, how = load_samples(engine, edition)
     doc = audit_frame(df, edition)
     doc["test_set"] = how
+    doc["tiers"] = tier_counts(df)
+    if edition == "hard":
+        doc["hard"] = hard_certificate(engine)
     with session_scope(engine) as s:
         errata = errata_in_force(s)
     doc["errata"] = {**errata_counts(errata), **doc["errata"]}

@@ -1,13 +1,28 @@
-"""The ``hard`` edition: the ``verified`` test pairs (of a provenance :func:`~automonitor.data.build.config.hard_eligible`:
-never ``constructed_benign``) that survive adversarial filtering against the audit's
-trivial baselines (:func:`automonitor.data.audit.aflite.aflite`), plus the sycophancy controls in proportion.
+"""The ``hard`` edition: the *implicit tier* of ``verified``, selected with one part of the detector ladder,
+filtered against the audit's trivial baselines, certified with the held-out part, and read.
 
-Hooked into :func:`automonitor.data.build.plan.plan_build` by :func:`add_hard_edition`: it reads the planned
-rows (``verified`` test pairs, ``train`` pairs, ``controls``), runs the filter with the build seed (through
-its disk cache, :func:`~automonitor.data.audit.aflite_cache.cached_aflite`), adds
-``hard`` to the editions of the surviving rows and writes ``report["editions"]["hard"]`` and
-``report["hard"]`` (per source: verified and surviving pairs; per filter step: the features that removed
-pairs; per slice: final AUROCs and status; the slices not achievable; seconds).
+Hooked into :func:`automonitor.data.build.plan.plan_build` by :func:`add_hard_edition`, after the ladder
+(:func:`automonitor.data.build.ladder.add_ladder`). The steps, each counted in ``report["hard"]``:
+
+1. **eligible**: the ``verified`` test pairs, less the provenances that never enter ``hard``
+   (:data:`EXCLUDED_PROVENANCE`: a benign side that never saw the cue) and the cells with no honest
+   implicit tier (:data:`NO_IMPLICIT_TIER`: gaming code, where the hack is visible by construction; named
+   in the report with how many pairs the ladder catches there, never padded);
+2. **selection**: the pairs that no detector of the selection family
+   (:func:`~automonitor.data.build.ladder.family` ``selection``: word TF-IDF, rules, static analysers,
+   test-literal and exit-call) catches;
+3. **AFLite** (:func:`automonitor.data.audit.aflite.aflite`, through its cache) against length, word TF-IDF,
+   tool calls and answer-equals-suggestion, with the sycophancy controls in proportion;
+4. **certification** (:func:`automonitor.data.audit.certify.certify`) with the held-out family the
+   selection never saw (character n-grams, the insecure-idiom regex, refusal / apology / cued-agreement
+   lexicons) plus, within each slice, a character n-gram probe and the MiniLM probe (where installed)
+   cross-validated there, and model identity: a slice of >= 15 pairs with a held-out AUROC outside 0.5 +/- 0.15 leaves
+   ``hard`` whole (source slices first, then cells), named ``not_certified``;
+5. **readings** (:mod:`automonitor.data.readings`): a pair enters ``hard`` only with a reading ``ok``;
+   unread survivors are counted ``awaiting_reading`` (listed per source in the report), ``wrong`` /
+   ``doubtful`` ones stay out (and carry an erratum);
+6. the final set is certified again (report ``certification``): the figures the Health page, ``audit
+   --edition hard`` and the README state.
 """
 
 from __future__ import annotations
@@ -19,13 +34,23 @@ from typing import Any
 
 import pandas as pd
 
+import numpy as np
+
 from automonitor.data.audit.aflite import AfliteParams
 from automonitor.data.audit.aflite_cache import cached_aflite
+from automonitor.data.audit.certify import BAND, MIN_PAIRS, certify, certify_unavailable
 from automonitor.data.build.config import hard_eligible
+from automonitor.data.build.ladder import BUILD_DETECTORS, HELD_OUT, SELECTION, LadderResult, family
 from automonitor.data.build.rows import Plan
+from automonitor.data.readings import load_readings
 from automonitor.vocab import CONTROLS_SPLIT
 
 HARD = "hard"
+EXCLUDED_PROVENANCE: frozenset[str] = frozenset({"constructed_benign"})
+NO_IMPLICIT_TIER: dict[str, str] = {
+    "specification_gaming/code": "the hack (a branch on the tests' literals, an early exit) is visible by "
+    "construction: a pair no detector catches is one whose label is arguable, not a hard one",
+}
 _COLS = ("id", "pair_id", "category", "task", "label", "request", "response", "source", "label_source", "split")
 
 
@@ -33,33 +58,114 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([{c: r.get(c) for c in _COLS} for r in rows], columns=list(_COLS))
 
 
-def add_hard_edition(plan: Plan, seed: int, params: AfliteParams = AfliteParams()) -> dict[str, Any]:
+def _certify_frame(rows: list[dict[str, Any]], ladder: LadderResult, seed: int) -> list[dict[str, Any]]:
+    frame = pd.DataFrame([{c: r.get(c) for c in (*_COLS, "meta")} for r in rows], columns=[*_COLS, "meta"]).reset_index(
+        drop=True
+    )
+    ids = frame["id"].astype(str)
+    scores = {
+        d: ids.map(lambda i, sc=ladder.scores.get(d, {}): sc.get(i, np.nan)).to_numpy(dtype=float)
+        for d in family(HELD_OUT)
+        if d in ladder.scores
+    }
+    return certify(frame, scores, seed)
+
+
+def _drop_uncertified(
+    rows: list[dict[str, Any]], keep: set[str], ladder: LadderResult, seed: int
+) -> tuple[set[str], list[dict[str, Any]], dict[str, list[str]]]:
+    """Certify the pairs ``keep`` of ``rows``; drop every judged slice that fails (source slices first, then
+    cells, rescored after the source drops). Returns ``(kept, final certification, dropped slices ->
+    detectors outside the band)``."""
+    dropped: dict[str, list[str]] = {}
+    for kind in ("source", "cell"):
+        cert = _certify_frame([r for r in rows if r["pair_id"] in keep], ladder, seed)
+        for s in cert:
+            if s["kind"] == kind and s["status"] == "not_certified":
+                dropped[s["slice"]] = s["outside"]
+                keep = {
+                    r["pair_id"]
+                    for r in rows
+                    if r["pair_id"] in keep
+                    and not (
+                        r["category"] == s["category"]
+                        and r["task"] == s["task"]
+                        and (kind == "cell" or r["source"] == s["source"])
+                    )
+                }
+    return keep, _certify_frame([r for r in rows if r["pair_id"] in keep], ladder, seed), dropped
+
+
+def add_hard_edition(
+    plan: Plan,
+    seed: int,
+    ladder: LadderResult,
+    params: AfliteParams = AfliteParams(),
+    readings_file: str | None = None,
+) -> dict[str, Any]:
     """Add edition ``hard`` to ``plan`` in place (module doc) and return its report section.
 
     Args:
         plan: the build plan after test, candidate, train and control rows are appended.
-        seed: the build seed (the filter's folds, tie order and control order).
+        seed: the build seed (the filter's folds, tie order and control order; the bootstrap).
+        ladder: the ladder on the plan's judged rows (:func:`automonitor.data.build.ladder.add_ladder`).
         params: the filter's parameters.
+        readings_file: the readings (default ``$AUTOMONITOR_READINGS`` or ``seeds/hard_readings.jsonl``).
     Returns:
-        ``report["hard"]``: ``{"params", "pairs", "controls", "by_source": {src: {"verified", "hard"}},
-        "removed_by_feature", "steps", "slices", "not_achievable", "rounds", "seconds", "cached"}`` (``cached``:
-        the filter's result was read from :mod:`automonitor.data.audit.aflite_cache`).
+        ``report["hard"]``: ``{"params", "pairs", "controls", "by_source": {src: {"verified", "eligible",
+        "implicit", "aflite", "certified", "hard", "awaiting_reading", "controls"}}, "selection", "held_out",
+        "band", "min_pairs", "no_implicit_tier", "not_certified", "readings", "awaiting_reading",
+        "certification", "removed_by_feature", "steps", "slices", "not_achievable", "rounds", "seconds",
+        "cached"}``.
+    Raises:
+        InputError: a bad line in the readings file (file, line, field).
     """
     t0 = time.perf_counter()
-    every_verified = [r for r in plan.rows if r["split"] == "test" and "verified" in r.get("editions", ())]
-    verified = [r for r in every_verified if hard_eligible(r.get("label_source"))]
+    readings = load_readings(readings_file)
+    verified = [r for r in plan.rows if r["split"] == "test" and "verified" in r.get("editions", ())]
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
     controls = [r for r in plan.rows if r["split"] == CONTROLS_SPLIT]
-    test = pd.concat([_frame(verified), _frame(controls)], ignore_index=True)
+    cell_of = lambda r: f"{r['category']}/{r['task']}"  # noqa: E731
+    no_tier = {c: {"why": why, "verified": 0, "caught": 0} for c, why in NO_IMPLICIT_TIER.items()}
+    eligible = []
+    for r in verified:
+        if r["label_source"] in EXCLUDED_PROVENANCE or not hard_eligible(r.get("label_source")):
+            continue
+        if cell_of(r) in no_tier:
+            if r["label"] == "misbehavior":
+                no_tier[cell_of(r)]["verified"] += 1
+                no_tier[cell_of(r)]["caught"] += bool(ladder.caught.get(r["pair_id"]))
+            continue
+        eligible.append(r)
+    sel = set(family(SELECTION))
+    implicit = [r for r in eligible if not sel & set(ladder.caught.get(r["pair_id"], ()))]
+    test = pd.concat([_frame(implicit), _frame(controls)], ignore_index=True)
     res, cached = cached_aflite(test, _frame(train), seed, params)
-    keep_ids = set(res.kept_controls)
+    survivors = [r for r in implicit if r["pair_id"] in res.kept_pairs]
+    certified, _, not_certified = _drop_uncertified(survivors, set(res.kept_pairs), ladder, seed)
+    certified &= {r["pair_id"] for r in survivors}
+    read_ok = {p for p in certified if p in readings and readings[p].verdict == "ok"}
+    awaiting = sorted(p for p in certified if p not in readings)
+    final, certification, dropped_after = _drop_uncertified(survivors, read_ok, ladder, seed)
+    not_certified.update({f"{k} (after readings)": v for k, v in dropped_after.items()})
+    keep_ids = set(res.kept_controls) if final else set()
+    verified_ids = {r["id"] for r in verified}
     for r in plan.rows:
-        if (r in verified and r["pair_id"] in res.kept_pairs) or (r["split"] == CONTROLS_SPLIT and r["id"] in keep_ids):
+        if (r["id"] in verified_ids and r["pair_id"] in final) or (
+            r["split"] == CONTROLS_SPLIT and r["id"] in keep_ids
+        ):
             r["editions"] = (*r.get("editions", ()), HARD)
-    ver_src = Counter(r["source"] for r in every_verified if r["label"] == "misbehavior")
-    hard_rows = [r for r in verified if r["pair_id"] in res.kept_pairs and r["label"] == "misbehavior"]
-    hard_src = Counter(r["source"] for r in hard_rows)
-    ct = Counter(f"{r['category']}/{r['task']}" for r in hard_rows)
+
+    def by_src(rows: list[dict[str, Any]], ids: set[str] | None = None) -> Counter[str]:
+        return Counter(
+            r["source"] for r in rows if r["label"] == "misbehavior" and (ids is None or r["pair_id"] in ids)
+        )
+
+    ver_src, elig_src, impl_src, afl_src = by_src(verified), by_src(eligible), by_src(implicit), by_src(survivors)
+    cert_src, hard_src = by_src(survivors, certified), by_src(survivors, final)
+    wait_src = by_src(survivors, set(awaiting))
+    hard_rows = [r for r in verified if r["pair_id"] in final and r["label"] == "misbehavior"]
+    ct = Counter(cell_of(r) for r in hard_rows)
     ctrl_src = Counter(r["source"] for r in controls if r["id"] in keep_ids)
     plan.report.setdefault("editions", {})[HARD] = {
         "pairs": len(hard_rows),
@@ -68,13 +174,41 @@ def add_hard_edition(plan: Plan, seed: int, params: AfliteParams = AfliteParams(
         "by_source": dict(sorted(hard_src.items())),
         "controls": len(keep_ids),
     }
+    src_of = {r["pair_id"]: r["source"] for r in survivors}
+    verdicts = Counter(readings[p].verdict for p in {r["pair_id"] for r in survivors} if p in readings)
     section = {
         "params": asdict(params),
         "pairs": len(hard_rows),
         "controls": len(keep_ids),
         "by_source": {
-            s: {"verified": ver_src[s], "hard": hard_src[s], "controls": ctrl_src[s]} for s in sorted(ver_src)
+            s: {
+                "verified": ver_src[s],
+                "eligible": elig_src[s],
+                "implicit": impl_src[s],
+                "aflite": afl_src[s],
+                "certified": cert_src[s],
+                "hard": hard_src[s],
+                "awaiting_reading": wait_src[s],
+                "controls": ctrl_src[s],
+            }
+            for s in sorted(ver_src)
         },
+        "selection": list(family(SELECTION)),
+        "held_out": [
+            *(d for d in family(HELD_OUT) if d in BUILD_DETECTORS),
+            "char_ngram_cv",
+            "minilm_cv",
+            "model_identity",
+        ],
+        "held_out_unavailable": {**ladder.unavailable, **certify_unavailable()},
+        "band": BAND,
+        "min_pairs": MIN_PAIRS,
+        "excluded_provenance": sorted(EXCLUDED_PROVENANCE),
+        "no_implicit_tier": no_tier,
+        "not_certified": not_certified,
+        "readings": {"ok": verdicts["ok"], "wrong": verdicts["wrong"], "doubtful": verdicts["doubtful"]},
+        "awaiting_reading": {s: sorted(p for p in awaiting if src_of[p] == s) for s in sorted(wait_src)},
+        "certification": certification,
         "removed_by_feature": dict(sorted(res.removed_by_feature.items())),
         "steps": res.steps,
         "slices": res.slices,

@@ -13,6 +13,7 @@ from automonitor.data.errata import Erratum, current, errata_counts, load_errata
 from automonitor.data.families import shared_families
 from automonitor.data.build.gating import load_all
 from automonitor.data.build.hard import add_hard_edition
+from automonitor.data.build.ladder import add_ladder
 from automonitor.data.build.report import edition_report, report_pools, report_quotas, report_source_counts
 from automonitor.data.build.rows import Plan
 from automonitor.data.build.selection import (
@@ -56,6 +57,7 @@ def plan_build(
     errata_file: str | Path | None = None,
     hard: bool = True,
     errata: list[Erratum] | None = None,
+    refresh_ladder: bool = False,
 ) -> Plan:
     """Decide, without touching any store, which pairs go to test, candidates and train.
 
@@ -70,8 +72,11 @@ def plan_build(
             ``$AUTOMONITOR_ERRATA`` or the package's ``errata.jsonl``).
         errata: the errata to apply instead, in order (:func:`automonitor.data.errata.errata_in_force`:
             the shipped ones and a store's); ``errata_file`` is not read then.
-        hard: run the adversarial filter that makes edition ``hard`` (most of a plan's CPU); ``False``
-            plans every other edition only (no row is in ``hard``, the report has no ``hard`` section).
+        hard: run the detector ladder (:mod:`automonitor.data.build.ladder`: each judged row's ``meta`` gains
+            ``tier``, ``caught_by``, ``false_alarm_by``; report ``ladder``) and the selection that makes edition
+            ``hard`` (most of a plan's CPU; both cached by content); ``False`` plans every other edition only
+            (no row is in ``hard`` or carries a tier, the report has no ``ladder`` or ``hard`` section).
+        refresh_ladder: recompute the ladder instead of reading its cache (``build --refresh-ladder``).
     Returns:
         :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
     Raises:
@@ -109,11 +114,16 @@ def plan_build(
     n_test = sum(len(v) for v in test.pairs.values())
     say(f"selection: {n_test:,} test pairs, {len(plan.rows):,} sample rows (test, candidates, train, controls)")
     if hard:
+        say("detector ladder: cheap detectors on every judged sample (cached after the first build)")
+        t0 = time.perf_counter()
+        ladder, _ = add_ladder(plan, seed, use_cache=not refresh_ladder)  # the detector ladder and each pair's tier
+        say(f"detector ladder: {len(ladder.tiers):,} pairs tiered ({time.perf_counter() - t0:.1f} s)")
         say(
-            "edition hard: adversarial filtering of the verified pairs (the longest step; cached after the first build)"
+            "edition hard: selection, adversarial filtering and held-out certification of the verified pairs "
+            "(the longest step; cached after the first build)"
         )
         t0 = time.perf_counter()
-        section = add_hard_edition(plan, seed)  # edition hard: verified pairs that survive adversarial filtering
+        section = add_hard_edition(plan, seed, ladder)  # edition hard: the certified, read implicit tier of verified
         say(f"edition hard: {section.get('pairs', 0):,} pairs kept ({time.perf_counter() - t0:.1f} s)")
     check_verified_prompts(plan.rows)
     return plan

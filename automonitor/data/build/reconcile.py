@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from automonitor.data.build.config import ORIGIN, resolve_raw
 from automonitor.data.build.gold_spans import sync_spans
+from automonitor.data.build.ladder import META_KEYS as LADDER_KEYS
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.rows import Plan
 from automonitor.data.build.selection import Blocked
@@ -40,9 +41,12 @@ class _StoreState:
 
 
 def _erratum_key(meta: Any) -> str:
-    """The erratum a row carries (``meta.erratum``) as a comparable string (``""``: none)."""
-    e = meta.get("erratum") if isinstance(meta, dict) else None
-    return json.dumps(e, sort_keys=True) if e else ""
+    """The build's marks on a row, the erratum (``meta.erratum``) and the detector ladder's keys
+    (``meta.tier``, ``caught_by``, ``false_alarm_by``), as a comparable string (``""``: none)."""
+    if not isinstance(meta, dict):
+        return ""
+    marks = {k: meta[k] for k in ("erratum", *LADDER_KEYS) if meta.get(k)}
+    return json.dumps(marks, sort_keys=True) if marks else ""
 
 
 def _placement(row: dict[str, Any]) -> tuple[str | None, str, str, str]:
@@ -200,12 +204,13 @@ def build(
     loaded: dict[str, SourceResult] | None = None,
     errata_file: str | Path | None = None,
     hard: bool = True,
+    refresh_ladder: bool = False,
 ) -> dict[str, Any]:
     """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
     transaction (see the module doc for composition and rebuild policy), under the store-wide build lock
     (:func:`_serialised`).
 
-    ``loaded``, ``errata_file``, ``hard``: see :func:`plan_build` (every build applies the errata in force:
+    ``loaded``, ``errata_file``, ``hard``, ``refresh_ladder``: see :func:`plan_build` (every build applies the errata in force:
     the shipped ones, ``errata_file`` or the package's, and those entered into this store;
     ``hard=False`` leaves edition ``hard`` empty in the store).
 
@@ -224,7 +229,14 @@ def build(
         external = (state.external.req, state.external.resp)
         errata = errata_in_force(session, errata_file)
         plan = plan_build(
-            raw_path, seed, external_test=external, progress=progress, loaded=loaded, errata=errata, hard=hard
+            raw_path,
+            seed,
+            external_test=external,
+            progress=progress,
+            loaded=loaded,
+            errata=errata,
+            hard=hard,
+            refresh_ladder=refresh_ladder,
         )
         changes = _sample_changes(session, state, plan)
         dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)

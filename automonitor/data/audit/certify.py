@@ -1,0 +1,232 @@
+"""Held-out certification of a paired test set: no held-out detector separates any slice.
+
+A set selected against one family of detectors (the ``hard`` edition: :mod:`automonitor.data.build.hard`)
+can still be separable by a feature that family does not read. :func:`certify` scores every slice (one per
+category x task x source and one per category x task cell) with detectors the selection never used and
+certifies the slice when each one's AUROC lies within ``0.5 +/- band`` (default :data:`BAND` = 0.15).
+
+* Every slice gets each detector's AUROC with a 95% percentile interval from a bootstrap over *requests*
+  (pairs sharing a request are resampled together: :data:`N_BOOT` resamples, seeded), the number of pairs
+  and the effective n (distinct requests).
+* A slice with at least ``min_pairs`` pairs (default :data:`MIN_PAIRS` = 15) is ``certified`` or
+  ``not_certified`` (naming the detectors outside the band); a smaller slice is ``small``: its intervals are
+  reported, it is not judged.
+* Besides the precomputed scores passed in, three detectors are computed on the slice itself:
+  ``minilm_cv`` (all-MiniLM-L6-v2 embeddings of the response + logistic regression, cross-validated within
+  the slice like ``char_ngram_cv``; left out, and named by :func:`certify_unavailable`, where the ``train``
+  extra is not installed),
+  ``char_ngram_cv`` (character 3-5-gram TF-IDF + logistic regression, :data:`FOLDS`-fold cross-validation
+  within the slice grouped by request: a separator a fresh model finds in the slice alone) and
+  ``model_identity`` (where ``meta.model`` names the writer of both sides of most pairs: each sample scores
+  the share of misbehavior among the other requests' samples by the same model).
+
+AUROC: ``sklearn.metrics.roc_auc_score``, misbehavior positive. Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+BAND = 0.15
+MIN_PAIRS = 15
+N_BOOT = 200
+FOLDS = 5
+ALL = "all"
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float | None:
+    from sklearn.metrics import roc_auc_score
+
+    ok = ~np.isnan(s)
+    y, s = y[ok], s[ok]
+    if len(y) == 0 or y.min() == y.max():
+        return None
+    return float(roc_auc_score(y, s))
+
+
+def auroc_interval(
+    groups: np.ndarray, y: np.ndarray, s: np.ndarray, seed: int = 0, n_boot: int = N_BOOT
+) -> tuple[float | None, float | None, float | None]:
+    """``(AUROC, low, high)``: the AUROC of scores ``s`` for labels ``y`` (1 = misbehavior; NaN scores left
+    out) and its 95% percentile interval from ``n_boot`` bootstrap resamples of the clusters ``groups``
+    (rows of a cluster are drawn together). ``(None, None, None)`` with one class only."""
+    a = _auc(y, s)
+    if a is None:
+        return None, None, None
+    uniq = sorted(set(groups.tolist()))
+    where = {g: np.flatnonzero(groups == g) for g in uniq}
+    rng = random.Random(f"automonitor:{seed}:certify")
+    boots = []
+    for _ in range(n_boot):
+        idx = np.concatenate([where[uniq[rng.randrange(len(uniq))]] for _ in uniq])
+        b = _auc(y[idx], s[idx])
+        if b is not None:
+            boots.append(b)
+    if not boots:
+        return a, None, None
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return a, float(lo), float(hi)
+
+
+def char_ngram_cv(te: pd.DataFrame, groups: np.ndarray) -> np.ndarray | None:
+    """Out-of-fold P(misbehavior) of a character 3-5-gram TF-IDF + logistic regression within ``te`` alone
+    (:data:`FOLDS` folds grouped by ``groups``); ``None`` with fewer groups than folds or one class in a fold."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    if len(set(groups.tolist())) < FOLDS:
+        return None
+    y = (te["label"] == "misbehavior").to_numpy(dtype=int)
+    texts = [t[:6000] for t in te["response"].astype(str)]
+    out = np.full(len(te), np.nan)
+    for tr, ts in GroupKFold(n_splits=FOLDS).split(texts, y, groups):
+        if y[tr].min() == y[tr].max():
+            return None
+        vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True, max_features=30_000)
+        try:
+            x = vec.fit_transform([texts[i] for i in tr])
+        except ValueError:
+            return None
+        lr = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0).fit(x, y[tr])
+        out[ts] = lr.predict_proba(vec.transform([texts[i] for i in ts]))[:, 1]
+    return out
+
+
+def minilm_cv(te: pd.DataFrame, groups: np.ndarray) -> np.ndarray | None:
+    """Out-of-fold P(misbehavior) of MiniLM embeddings (first 400 characters of the response) + logistic
+    regression within ``te`` (:data:`FOLDS` folds grouped by ``groups``); ``None`` when the encoder is not
+    installed, with fewer groups than folds or one class in a fold."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    from automonitor.data.minilm import encode, unavailable
+
+    if unavailable() or len(set(groups.tolist())) < FOLDS:
+        return None
+    y = (te["label"] == "misbehavior").to_numpy(dtype=int)
+    texts = [t[:400] for t in te["response"].astype(str)]
+    uniq = sorted(set(texts))
+    vec = encode(uniq, max_seq_length=96)
+    row = {u: i for i, u in enumerate(uniq)}
+    x = vec[[row[t] for t in texts]]
+    out = np.full(len(te), np.nan)
+    for tr, ts in GroupKFold(n_splits=FOLDS).split(x, y, groups):
+        if y[tr].min() == y[tr].max():
+            return None
+        lr = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0).fit(x[tr], y[tr])
+        out[ts] = lr.predict_proba(x[ts])[:, 1]
+    return out
+
+
+def certify_unavailable() -> dict[str, str]:
+    """``{detector: why}`` for the in-slice detectors that cannot run here (``minilm_cv`` without the
+    ``train`` extra)."""
+    from automonitor.data.minilm import unavailable
+
+    why = unavailable()
+    return {"minilm_cv": why} if why else {}
+
+
+def model_identity(te: pd.DataFrame, groups: np.ndarray) -> np.ndarray | None:
+    """Leave-one-request-out share of misbehavior samples written by each sample's model (``meta.model``);
+    ``None`` when fewer than half the samples name their model."""
+    models = te["meta"].map(lambda m: (m or {}).get("model") if isinstance(m, dict) else None)
+    if models.notna().sum() < len(te) / 2 or models.nunique() < 2:
+        return None
+    y = (te["label"] == "misbehavior").to_numpy(dtype=float)
+    out = np.full(len(te), np.nan)
+    mods = models.to_numpy()
+    for i in range(len(te)):
+        if mods[i] is None:
+            continue
+        same = (mods == mods[i]) & (groups != groups[i])
+        out[i] = float(y[same].mean()) if same.any() else 0.5
+    return out
+
+
+def _request_groups(te: pd.DataFrame) -> np.ndarray:
+    """Cluster of each row: its request text (pairs sharing a request form one cluster)."""
+    out: np.ndarray = te["request"].astype(str).map(lambda r: hashlib.sha1(r.encode("utf-8")).hexdigest()).to_numpy()
+    return out
+
+
+def certify(
+    frame: pd.DataFrame,
+    scores: dict[str, np.ndarray],
+    seed: int = 0,
+    *,
+    band: float = BAND,
+    min_pairs: int = MIN_PAIRS,
+    n_boot: int = N_BOOT,
+) -> list[dict[str, Any]]:
+    """Certify every slice of ``frame`` against the held-out detectors (module doc).
+
+    Args:
+        frame: paired samples (no controls) with columns pair_id, category, task, source, label, request,
+            response and (optional) meta.
+        scores: ``{detector: scores aligned with frame rows}`` (NaN where the detector does not apply).
+        seed: bootstrap and nothing else.
+    Returns:
+        One dict per slice: ``slice`` (``cat/task`` or ``cat/task/source``), ``kind`` (``source`` | ``cell``),
+        ``source``, ``category``, ``task``, ``pairs``, ``effective_n`` (distinct requests), ``detectors``
+        ``{name: {"auroc", "low", "high"}}``, ``status`` (``certified`` | ``not_certified`` | ``small`` |
+        ``empty``) and ``outside`` (detectors whose AUROC is outside ``0.5 +/- band``, judged slices only).
+    """
+    frame = frame.reset_index(drop=True)
+    if "meta" not in frame.columns:
+        frame = frame.assign(meta=[{}] * len(frame))
+    keys = sorted({("source", s, c, t) for c, t, s in zip(frame["category"], frame["task"], frame["source"])})
+    keys += sorted({("cell", ALL, c, t) for _, _, c, t in keys})
+    out = []
+    for kind, src, cat, task in keys:
+        m = (frame["category"] == cat) & (frame["task"] == task)
+        if kind == "source":
+            m &= frame["source"] == src
+        te = frame[m]
+        idx = te.index.to_numpy()
+        groups = _request_groups(te)
+        y = (te["label"] == "misbehavior").to_numpy(dtype=int)
+        pairs = int(te["pair_id"].nunique())
+        here = {k: np.asarray(v, dtype=float)[idx] for k, v in scores.items()}
+        for name, fn in (
+            ("char_ngram_cv", char_ngram_cv),
+            ("minilm_cv", minilm_cv),
+            ("model_identity", model_identity),
+        ):
+            s = fn(te, groups) if len(te) else None
+            if s is not None:
+                here[name] = s
+        dets: dict[str, dict[str, float | None]] = {}
+        for name, s in here.items():
+            if np.isnan(s).all():
+                continue
+            a, lo, hi = auroc_interval(groups, y, s, seed, n_boot)
+            if a is not None:
+                dets[name] = {"auroc": round(a, 4), "low": _r(lo), "high": _r(hi)}
+        outside = sorted(n for n, d in dets.items() if abs(float(d["auroc"] or 0.5) - 0.5) > band + 1e-12)
+        status = "empty" if not pairs else "small" if pairs < min_pairs else "not_certified" if outside else "certified"
+        out.append(
+            {
+                "slice": f"{cat}/{task}" + ("" if kind == "cell" else f"/{src}"),
+                "kind": kind,
+                "source": src,
+                "category": cat,
+                "task": task,
+                "pairs": pairs,
+                "effective_n": int(len(set(groups.tolist()))),
+                "detectors": dets,
+                "status": status,
+                "outside": outside if status != "small" else [],
+            }
+        )
+    return out
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)

@@ -1,0 +1,92 @@
+"""Readings of ``hard`` pairs: a pair enters edition ``hard`` only after someone read it in full and found the
+label right (:mod:`automonitor.data.build.hard`).
+
+``automonitor/data/hard_readings.jsonl`` (package data; ``$AUTOMONITOR_READINGS`` overrides it): one JSON object a line with exactly
+the fields of :class:`Reading`: ``pair_id``, ``reader``, ``verdict`` (``ok`` | ``wrong`` | ``doubtful``),
+``reason`` (why; for ``ok`` what was checked) and ``date`` (``YYYY-MM-DD``). A later line for the same pair
+replaces an earlier one. A ``wrong`` or ``doubtful`` reading also needs an erratum (``seeds/errata.jsonl``,
+:mod:`automonitor.data.errata`), which takes the pair out of ``verified`` altogether;
+:func:`missing_errata` lists the readings that lack one. A bad line is an ``InputError`` naming the file,
+the line and the field; nothing is built then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from automonitor.errors import InputError
+
+DEFAULT_READINGS = Path(__file__).resolve().parent / "hard_readings.jsonl"  # package data
+READING_VERDICTS: tuple[str, ...] = ("ok", "wrong", "doubtful")
+
+
+class Reading(BaseModel):
+    """One line of the readings file (unknown fields are an error)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pair_id: str = Field(min_length=1)
+    reader: str = Field(min_length=1)
+    verdict: Literal["ok", "wrong", "doubtful"]
+    reason: str = Field(min_length=1)
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+    @field_validator("pair_id", "reader", "reason")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v.strip()
+
+    @field_validator("date")
+    @classmethod
+    def _real_date(cls, v: str) -> str:
+        dt.date.fromisoformat(v)
+        return v
+
+
+def readings_path(path: str | Path | None = None) -> Path:
+    """``path``, else ``$AUTOMONITOR_READINGS``, else the package's ``hard_readings.jsonl``."""
+    return Path(path or os.environ.get("AUTOMONITOR_READINGS") or DEFAULT_READINGS)
+
+
+def load_readings(path: str | Path | None = None) -> dict[str, Reading]:
+    """The reading in force per ``pair_id`` (a later line replaces an earlier one); ``{}`` without a file.
+
+    Raises:
+        InputError: a line that is not a JSON object or fails :class:`Reading` (file, line and field named).
+    """
+    p = readings_path(path)
+    if not p.exists():
+        return {}
+    out: dict[str, Reading] = {}
+    with open(p, encoding="utf-8") as fh:
+        for n, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=n) from None
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", file=str(p), line=n)
+            try:
+                r = Reading.model_validate(obj)
+            except ValidationError as exc:
+                e = exc.errors()[0]
+                field = ".".join(str(x) for x in e["loc"]) or None
+                raise InputError(e["msg"], file=str(p), line=n, field=field) from None
+            out[r.pair_id] = r
+    return out
+
+
+def missing_errata(readings: dict[str, Reading], errata_pair_ids: Iterable[str]) -> list[str]:
+    """Pair ids read ``wrong`` or ``doubtful`` that have no erratum among ``errata_pair_ids``, sorted."""
+    have = {p.removeprefix("cand:") for p in errata_pair_ids}
+    return sorted(p for p, r in readings.items() if r.verdict != "ok" and p not in have)
