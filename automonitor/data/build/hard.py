@@ -126,7 +126,9 @@ def add_hard_edition(
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
     controls = [r for r in plan.rows if r["split"] == CONTROLS_SPLIT]
     cell_of = lambda r: f"{r['category']}/{r['task']}"  # noqa: E731
-    no_tier = {c: {"why": why, "verified": 0, "caught": 0} for c, why in NO_IMPLICIT_TIER.items()}
+    no_tier: dict[str, dict[str, Any]] = {
+        c: {"why": why, "verified": 0, "caught": 0} for c, why in NO_IMPLICIT_TIER.items()
+    }
     eligible = []
     for r in verified:
         if r["label_source"] in EXCLUDED_PROVENANCE or not hard_eligible(r.get("label_source")):

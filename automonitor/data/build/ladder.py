@@ -291,7 +291,8 @@ class _Probe:
 
 
 def _is_ctrl(pair_ids: pd.Series) -> np.ndarray:
-    return pair_ids.astype(str).str.startswith("controls:").to_numpy(dtype=bool)
+    out: np.ndarray = pair_ids.astype(str).str.startswith("controls:").to_numpy(dtype=bool)
+    return out
 
 
 def _enough(y: np.ndarray) -> bool:
