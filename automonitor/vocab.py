@@ -190,10 +190,14 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
     "AUTOMONITOR_RAW": ("directory of the public raw sources (one folder per source)", "`../shared/raw` in `make`"),
     "AUTOMONITOR_ARTIFACTS": ("where trained probe artefacts live (`<dir>/probes`)", "`./artifacts`"),
     "AUTOMONITOR_CACHE_DIR": (
-        "cache of the audit, the adversarial filter and the LoRA base conversion",
+        "cache of the audit, the adversarial filter, the detector ladder and the LoRA base conversion",
         "`$XDG_CACHE_HOME/automonitor` or `~/.cache/automonitor`",
     ),
     "AUTOMONITOR_ERRATA": ("the errata file applied by every build", "`seeds/errata.jsonl`"),
+    "AUTOMONITOR_READINGS": (
+        "the readings of `hard` pairs (a pair enters `hard` only with an `ok` reading)",
+        "`automonitor/data/hard_readings.jsonl`",
+    ),
     "AUTOMONITOR_MAX_IMPORT_MB": ("largest import file accepted, in MB", "256"),
     "AUTOMONITOR_QUEUE_MISSING_SPANS": (
         "`1`: an agreed misbehavior where one annotator marked no span goes to adjudication",

@@ -67,18 +67,17 @@ TIERS: tuple[str, ...] = ("surface", "implicit")  # the ladder's tiers (automoni
 def add_tiers(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: str = "exclude") -> None:
     """Set ``by_tier`` ({tier: SLICE} for ``surface`` and ``implicit``) on every run entry of ``rep`` in place:
     the run's MR / FAR on the samples of each tier (``meta.tier`` of the judged samples, written by the
-    build's detector ladder), controls excluded as in the edition's rates. A tier with no judged sample
-    gets a SLICE with ``n`` = 0 (rates ``None``); samples without a tier (user imports) count in neither."""
+    build's detector ladder), controls excluded as in the edition's rates. A tier with no judged sample of a
+    run gets a SLICE with ``n`` = 0 (rates ``None``); samples without a tier (user imports) count in neither,
+    and when no judged sample has a tier ``by_tier`` stays unset (absent from the JSON)."""
     from store.queries.audit import sample_meta_values
 
     if not len(preds):
-        for entry in rep.runs:
-            entry.by_tier = {
-                t: SliceStats.model_validate(mt.slice_stats(mt.outcome_table([], []), invalid)) for t in TIERS
-            }
         return
     with engine.connect() as c:
         tiers = sample_meta_values(c, preds["sample_id"].unique().tolist(), "tier")
+    if not tiers:
+        return
     tier = preds["sample_id"].map(tiers)
     for entry in rep.runs:
         out = {}

