@@ -75,16 +75,28 @@ def load_encoder(max_seq_length: int = 128, threads: int | None = None) -> Sente
         return encoder
 
 
+_MEMO: dict[tuple[int, str], np.ndarray] = {}  # (max_seq_length, text) -> embedding, for this process
+_MEMO_MAX = 200_000
+
+
 def encode(texts: list[str], max_seq_length: int = 128, batch_size: int = 64) -> np.ndarray:
-    """``(len(texts), 384)`` float32 normalised embeddings of ``texts``.
+    """``(len(texts), 384)`` float32 normalised embeddings of ``texts``; each distinct text is encoded once per
+    process (memoised).
 
     Raises:
         InputError: the package is not installed (install the ``train`` extra).
     """
     if not texts:
         return np.zeros((0, 384), np.float32)
-    enc = load_encoder(max_seq_length)
-    vecs = enc.encode(
-        texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
-    )
-    return np.asarray(vecs, dtype=np.float32)
+    todo = sorted({t for t in texts if (max_seq_length, t) not in _MEMO})
+    if len(_MEMO) + len(todo) > _MEMO_MAX:  # bounded memory: start over, encoding every text asked for
+        _MEMO.clear()
+        todo = sorted(set(texts))
+    if todo:
+        enc = load_encoder(max_seq_length)
+        vecs = enc.encode(
+            todo, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+        )
+        for t, v in zip(todo, vecs):
+            _MEMO[(max_seq_length, t)] = np.asarray(v, dtype=np.float32)
+    return np.vstack([_MEMO[(max_seq_length, t)] for t in texts])

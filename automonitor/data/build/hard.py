@@ -96,6 +96,25 @@ def _drop_uncertified(
     return keep, _certify_frame([r for r in rows if r["pair_id"] in keep], ladder, seed), dropped
 
 
+def _controls_in_proportion(
+    controls: list[dict[str, Any]], kept: list[str], survivors: list[dict[str, Any]], final: set[str]
+) -> set[str]:
+    """The controls the filter kept (``kept``, ids), cut to the share of each source's filter survivors
+    that end in ``hard``: a source with ``c`` kept controls and ``a`` surviving pairs of which ``h`` are in
+    ``hard`` keeps the first ``round(c * h / a)`` of its kept controls (in id order)."""
+    src = {r["id"]: r["source"] for r in controls}
+    afl = Counter(r["source"] for r in survivors if r["label"] == "misbehavior")
+    fin = Counter(r["source"] for r in survivors if r["label"] == "misbehavior" and r["pair_id"] in final)
+    by_src: dict[str, list[str]] = {}
+    for i in sorted(kept):
+        by_src.setdefault(src.get(i, ""), []).append(i)
+    out: set[str] = set()
+    for s, ids in by_src.items():
+        if afl[s]:
+            out.update(ids[: round(len(ids) * fin[s] / afl[s])])
+    return out
+
+
 def add_hard_edition(
     plan: Plan,
     seed: int,
@@ -150,7 +169,7 @@ def add_hard_edition(
     awaiting = sorted(p for p in certified if p not in readings)
     final, certification, dropped_after = _drop_uncertified(survivors, read_ok, ladder, seed)
     not_certified.update({f"{k} (after readings)": v for k, v in dropped_after.items()})
-    keep_ids = set(res.kept_controls) if final else set()
+    keep_ids = _controls_in_proportion(controls, res.kept_controls, survivors, final)
     verified_ids = {r["id"] for r in verified}
     for r in plan.rows:
         if (r["id"] in verified_ids and r["pair_id"] in final) or (
