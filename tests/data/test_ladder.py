@@ -318,7 +318,9 @@ def test_the_hard_statement_is_generated_cell_by_cell_from_the_certificate():
                 "detectors": {},
             },
         ],
-        "no_implicit_tier": {"specification_gaming/code": {"why": "visible by construction", "verified": 9, "caught": 8}},
+        "no_implicit_tier": {
+            "specification_gaming/code": {"why": "visible by construction", "verified": 9, "caught": 8}
+        },
         "not_certified": {"safety_permission/qa": ["refusal_lexicon"]},
         "readings": {"ok": 40, "wrong": 1, "doubtful": 2},
         "by_source": {"a": {"awaiting_reading": 5}, "b": {"awaiting_reading": 2}},
