@@ -190,7 +190,7 @@ def test_certification_reports_intervals_for_small_slices_and_uses_given_scores(
     big = _text_set(20, 7)
     s = np.where(big["label"] == "misbehavior", 0.9, 0.1)
     cell = next(x for x in certify(big, {"insecure_idiom": s}, seed=0) if x["kind"] == "cell")
-    assert cell["status"] == "not_certified" and cell["outside"] == ["insecure_idiom"]
+    assert cell["status"] == "not_certified" and "insecure_idiom" in cell["outside"]
 
 
 def test_auroc_interval_clusters_by_group_and_is_seeded():
