@@ -40,11 +40,21 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 from automonitor.vocab import CATEGORIES, MONITOR_SEVERITIES, MonitorSeverity
 
 ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"), None)
+#: every Unicode format character (general category ``Cf``: zero-width, bidi marks/embeddings/overrides/
+#: isolates, invisible operators, tag characters, ...), as of the Unicode version of ``unicodedata``; they
+#: are invisible, so they never change what an answer says (tests check this class against
+#: ``unicodedata.category``)
+FORMAT_CHARS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 def normalize(text: str) -> str:
-    """NFKC-normalised text without zero-width/BOM/soft-hyphen characters, CRLF mapped to LF."""
-    text = unicodedata.normalize("NFKC", text or "").translate(ZERO_WIDTH)
+    """NFKC-normalised text without format characters (:data:`FORMAT_CHARS`: zero-width, BOM, soft hyphen,
+    bidi controls, tags), CRLF mapped to LF."""
+    text = FORMAT_CHARS.sub("", unicodedata.normalize("NFKC", text or "").translate(ZERO_WIDTH))
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import SplitResult
 
 from automonitor.errors import InputError
 
@@ -71,34 +73,73 @@ def _secret_query_name(name: str) -> bool:
     return n in SECRET_QUERY_PARAMS or any(p in n for p in _SECRET_QUERY_PARTS)
 
 
+#: a value shaped like a credential whatever its parameter is called: 24 or more URL-safe characters
+#: with at least one letter and one digit (API keys, bearer tokens, signatures; not words, dates,
+#: versions such as ``2024-02-15-preview`` or model names such as ``gpt-4o-2024-08-06``)
+_TOKEN_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])[A-Za-z0-9._~+/=%-]{24,}")
+
+
+def _secret_value(name: str | None, value: str, *, shape: bool = True) -> bool:
+    """Whether ``value`` (of a ``name=value`` item; ``name`` None for a bare item) is a secret: its
+    name is a secret name (:func:`_secret_query_name`), or (``shape``) the value is shaped like a token."""
+    from urllib.parse import unquote_plus
+
+    if not value:
+        return False
+    if name is not None and _secret_query_name(unquote_plus(name)):
+        return True
+    return shape and bool(_TOKEN_LIKE.fullmatch(unquote_plus(value)) or _TOKEN_LIKE.fullmatch(value))
+
+
+def _url_items(url: str) -> tuple[SplitResult, list[tuple[str | None, str, bool]]]:
+    """``(parts, items)``: the split URL and its ``(name, value, shape)`` items that may hold a secret
+    (:func:`_secret_value`): path segments and path parameters of the form ``name=value`` (``/key=v``,
+    ``;key=v``: by name only, so model and deployment names stay), every query item (``name=value`` or
+    bare, by name and shape). The fragment (never sent to a server) is redacted whole by the callers."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    items: list[tuple[str | None, str, bool]] = []
+    for seg in re.split(r"[/;]", parts.path):
+        name, eq, value = seg.partition("=")
+        if eq:
+            items.append((name, value, False))
+    for pair in parts.query.split("&") if parts.query else []:
+        name, eq, value = pair.partition("=")
+        items.append((name if eq else None, value if eq else pair, True))
+    return parts, items
+
+
 def redact_url(url: str | None) -> str | None:
-    """``url`` with its credentials replaced by ``***``: the userinfo (``user:pass@`` -> ``***@``) and the
-    values of secret query parameters (``key``, ``api_key``, ``token``, ``sig``, ``access_token``, ...:
-    :data:`SECRET_QUERY_PARAMS` and any name containing key/token/secret/password/sig/auth). Everything
-    else is kept as written; ``None`` stays ``None``. A value that cannot be parsed as a URL is returned
-    with every query value redacted."""
+    """``url`` with its credentials replaced by ``***``: the userinfo (``user:pass@`` -> ``***@``); in the
+    query and the path (segments or ``;`` parameters of the form ``name=value``), every value whose name
+    is a secret name (``key``, ``api_key``, ``token``, ``sig``, ``access_token``, ...:
+    :data:`SECRET_QUERY_PARAMS` and any name containing key/token/secret/password/sig/auth/credential,
+    any case, percent-decoded); in the query, every value or bare item shaped like a token (16+ URL-safe
+    characters mixing letters and digits, whatever its name); the whole fragment (never sent to a server). Everything else is kept as written; ``None`` stays
+    ``None``. A value that cannot be parsed as a URL is returned with every query value redacted."""
     if url is None:
         return None
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import urlunsplit
 
     try:
-        parts = urlsplit(url)
+        parts, _items = _url_items(url)
         netloc = parts.netloc
     except ValueError:
         head, _, query = str(url).partition("?")
         return head + ("?" + "&".join(f"{p.split('=', 1)[0]}={REDACTED}" for p in query.split("&")) if query else "")
     if "@" in netloc:
         netloc = REDACTED + "@" + netloc.rsplit("@", 1)[1]
+    path = re.sub(r"[^/;]+", lambda m: _redact_pair(m.group(0), shape=False), parts.path)
     query = "&".join(_redact_pair(p) for p in parts.query.split("&")) if parts.query else ""
-    fragment = "&".join(_redact_pair(p) for p in parts.fragment.split("&")) if "=" in parts.fragment else parts.fragment
-    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+    return urlunsplit((parts.scheme, netloc, path, query, REDACTED if parts.fragment else ""))
 
 
-def _redact_pair(pair: str) -> str:
-    from urllib.parse import unquote_plus
-
-    name, eq, _value = pair.partition("=")
-    return f"{name}={REDACTED}" if eq and _secret_query_name(unquote_plus(name)) else pair
+def _redact_pair(pair: str, *, shape: bool = True) -> str:
+    name, eq, value = pair.partition("=")
+    if not eq:
+        return REDACTED if _secret_value(None, pair, shape=shape) else pair
+    return f"{name}={REDACTED}" if _secret_value(name, value, shape=shape) else pair
 
 
 def url_credentials(url: str | None) -> bool:
@@ -130,7 +171,7 @@ def check_base_url(url: str | None, key_env: str | None) -> None:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The secret values a base URL carries (userinfo, values of secret query parameters), raw and
+    """The secret values a base URL carries (userinfo, the items :func:`redact_url` redacts), raw and
     percent-decoded, longest first: what :func:`scrub` removes from error texts that echo the URL."""
     if not url:
         return []
@@ -144,10 +185,11 @@ def url_secrets(url: str | None) -> list[str]:
     if "@" in parts.netloc:
         found.append(parts.netloc.rsplit("@", 1)[0])
         found += parts.netloc.rsplit("@", 1)[0].split(":")
-    for pair in (parts.query + "&" + parts.fragment).split("&"):
-        name, eq, value = pair.partition("=")
-        if eq and value and _secret_query_name(unquote_plus(name)):
+    for name, value, shape in _url_items(url)[1]:
+        if _secret_value(name, value, shape=shape):
             found += [value, unquote_plus(value)]
+    if parts.fragment:
+        found += [parts.fragment, unquote_plus(parts.fragment)]
     return sorted({s for s in found if len(s) >= 3}, key=len, reverse=True)
 
 

@@ -53,6 +53,7 @@ from typing import Any, Iterable, Mapping
 
 from automonitor.runs.answers import (
     CONTRADICTORY,
+    FORMAT_CHARS,
     Grammar,
     grammar_for,
     normalize,
@@ -816,20 +817,58 @@ def score_from_logprobs(tokens: list[tuple[str, list[tuple[str, float]]]]) -> fl
 # heuristics above are used only with ``--param parse=lenient``.
 
 _WORD_FIRST = re.compile(
-    r"\A(?:[^\S\n]|[>*_`#\"'\[(])*(?P<w>[a-z]+)(?:[*_`\"'\])])*(?:[^\S\n]*(?:[.,;:!—–-])|[^\S\n]*(?:\n|\Z))",
+    r"\A(?:[^\S\n]|[>*_`#\"'\[(])*(?P<w>[a-z]+)(?:[*_`\"'\])])*(?:[^\S\n]*(?:[.,;:!—–-])(?!\w)|[^\S\n]*(?:\n|\Z))",
     re.I,
 )
+# a word said on its own (followed by punctuation, the end of its line or of the answer), not as the
+# determiner or adverb of a phrase ("No. Yes." and "Yes... but actually No" say a word; "no doubt" does not)
+_WORD_SAID = re.compile(r"(?<![\w-])(?P<w>[a-z]+)(?=[*_`\"'\])]*[^\S\n]*(?:[.,;:!?…—–]|\n|\Z))", re.I)
 _VERDICT_LINE = re.compile(
     r"^(?:[^\S\n]|[>*_#-])*verdict(?:[^\S\n]|[*_])*:(?:[^\S\n]|[*_`\"'])*(?P<w>[a-z]+)(?:[^\S\n]|[*_`\"'.!])*$",
     re.I | re.M,
 )
 
 
+class _NotStrictJson(ValueError):
+    """A text that Python's decoder accepts but RFC 8259 JSON does not allow in an answer."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing an object that names a key twice (RFC 8259 4: names SHOULD be
+    unique; a decoder keeps one of them silently, so ``{"verdict": "benign", "verdict": "misbehavior"}``
+    would say whichever the decoder picks)."""
+    seen: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in seen:
+            raise _NotStrictJson(f"duplicate key {k!r}")
+        seen[k] = v
+    return seen
+
+
+def _no_constant(name: str) -> Any:
+    """``parse_constant`` refusing ``NaN``/``Infinity``/``-Infinity`` (not JSON, RFC 8259 6)."""
+    raise _NotStrictJson(f"{name} is not a JSON value")
+
+
+def strict_json_loads(text: str) -> Any:
+    """``json.loads`` restricted to RFC 8259 JSON: no duplicate keys in any object, no ``NaN`` or
+    ``Infinity``.
+
+    Raises:
+        ValueError: malformed JSON, a duplicate key or a non-JSON constant (the message names it).
+        RecursionError: nesting too deep for the decoder.
+    """
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+
+
 def _strict_json(t: str, grammar: Grammar, source: str, what: str) -> ParseResult:
     """The result of a text ``t`` that must be one JSON object of ``grammar`` (``what`` names it in
-    reasons: ``the answer`` or ``tool arguments``)."""
+    reasons: ``the answer`` or ``tool arguments``); duplicate keys and NaN/Infinity are not JSON
+    (:func:`strict_json_loads`)."""
     try:
-        obj = json.loads(t)
+        obj = strict_json_loads(t)
+    except _NotStrictJson as exc:
+        return ParseResult("invalid", f"expected {grammar.json_expected}; {what} is not strict JSON: {exc}")
     except (ValueError, RecursionError) as exc:
         if t.lstrip().startswith("{") and _object_end(t, t.index("{")) is None:
             return ParseResult("invalid", TRUNCATED, detail=f"{what} end inside the JSON object")
@@ -872,6 +911,14 @@ def _word_verdict(t: str, grammar: Grammar) -> ParseResult | None:
         found.append((f"final line {lines[-1].strip()[:60]!r}", grammar.words[last.group("w").lower()]))
     if not found:
         return None
+    # the answer must say one thing: every 'Verdict:' line and every verdict word said on its own
+    # (anywhere, quoted or not) must give the same verdict as the form that was read
+    others = [(f"line {x.group(0).strip()[:60]!r}", x.group("w")) for x in _VERDICT_LINE.finditer(t)]
+    others += [(f"{x.group('w')!r} at char {x.start()}", x.group("w")) for x in _WORD_SAID.finditer(t)]
+    for why, w in others:
+        if w.lower() in grammar.words and grammar.words[w.lower()] != found[0][1]:
+            found.append((why, grammar.words[w.lower()]))
+            break
     if len({v for _r, v in found}) > 1:
         return ParseResult("invalid", CONTRADICTORY, detail=" vs ".join(r for r, _v in found))
     return ParseResult(found[-1][1], found[-1][0], source="word")
@@ -950,8 +997,10 @@ def verdict_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tupl
     closes = list(_THINK_CLOSE.finditer(text))
     base = closes[-1].end() if closes else 0
     body = text[base:]
-    lead = len(body) - len(body.lstrip())
-    stripped = body.strip()
+    lead = 0  # blanks and invisible format characters before the answer
+    while lead < len(body) and (body[lead].isspace() or FORMAT_CHARS.match(body[lead])):
+        lead += 1
+    stripped = body[lead:].rstrip()
     if stripped.startswith(("{", "```")):
         pos = _top_level_value(text, text.find("{", base), grammar.key)
         return (pos, grammar.value_words) if pos is not None else None
@@ -1004,7 +1053,7 @@ def _top_level_value(text: str, start: int, key: str) -> int | None:
 
 def _word_side(alt: str, words: dict[Label, tuple[str, ...]]) -> Label | None:
     """The verdict whose word the token ``alt`` spells or begins (``" fal"`` -> ``false``), or None."""
-    w = normalize(alt).strip().strip("\"'*`:{[_").lower()
+    w = normalize(alt).strip(" \t\r\n\"'*`:{[_,").lower()  # a token may hold the key's end: '": false'
     if not w:
         return None
     for verdict, ws in words.items():

@@ -17,7 +17,8 @@ gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``re
 "content_filter"``), ``parts`` (``message.content`` as a list of a ``thinking`` and a ``text`` part, as
 Mistral sends), ``empty`` (an empty answer), ``huge`` (a 10 MB answer), ``trickle`` (headers, then the
 body one byte every ``trickle_s`` seconds), ``html`` (a valid completion served as ``text/html``), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``404``, ``400`` (a bad request: permanent for that sample),
-``quota`` (HTTP 429 ``insufficient_quota``, OpenAI's answer for an account without credit), ``contradict``
+``quota`` (HTTP 429 ``insufficient_quota``, OpenAI's answer for an account without credit), ``reset``
+(the request read, then the connection reset), ``html502`` (a proxy's HTML 502 page), ``contradict``
 (an evidence answer whose benign verdict sits next to severity high and a category)).
 ``force`` answers every request with one action whatever the message (``401`` bad key, ``404`` unknown
 model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o3/o4, gpt-5): HTTP 400
@@ -253,6 +254,23 @@ class OpenAIFaultServer(LoopbackServer):
                         }
                     },
                 )
+            if action == "reset":  # the connection accepted, the request read, then reset (TCP RST)
+                import socket
+                import struct
+
+                h.close_connection = True
+                h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                h.connection.close()
+                return
+            if action == "html502":  # a proxy's HTML error page in front of the judge
+                page = b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+                h.send_response(502)
+                h.send_header("content-type", "text/html")
+                h.send_header("content-length", str(len(page)))
+                h.end_headers()
+                h.wfile.write(page)
+                h.wfile.flush()
+                return
             if action == "quota":  # OpenAI's answer for an account without credit: a 429 that no retry fixes
                 return send_json(
                     h,
