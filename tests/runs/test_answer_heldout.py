@@ -4,7 +4,8 @@ words inside evidence, look-alikes, invisible format characters, duplicate JSON 
 reasoning blocks, two verdicts that disagree), read through the real parse path (``parse_answer`` /
 ``parse_tool_answer``, as a run reads them). Properties: nothing outside the grammar is scored, nothing is
 scored as the label it negates, a conforming answer gets its meant verdict, the score is read at the
-verdict value token; secrets in a base URL never survive redaction; a judge that resets every connection
+verdict value token (checked against the real llama.cpp server, paper-evidence with its key after
+``detected_categories``); secrets in a base URL never survive redaction; a judge that resets every connection
 fails the run, a 429 without a quota code is retried as a rate limit."""
 
 from __future__ import annotations
@@ -252,6 +253,18 @@ def test_paper_score_is_read_at_the_boolean(template, value_tokens):
     assert score is not None and score == pytest.approx(1 / (1 + 2.718281828459045**2.95), rel=1e-6)
 
 
+def test_json_score_counts_only_alternatives_the_grammar_accepts():
+    """Seen on the real llama.cpp server (Gemma 3 270M, paper-evidence): the value token's alternatives
+    include `` True``/`` False``, which are not JSON booleans; they count for neither side. Word answers
+    stay case-insensitive (``YES`` is a verdict)."""
+    alts = [(" true", -1.337), (" false", -1.633), (" True", -1.662), (" False", -2.412)]
+    toks = [*_key_tokens("misbehavior_detected"), ('":', []), (" true", alts), ("}", [])]
+    want = 1 / (1 + 2.718281828459045 ** (-1.633 + 1.337))
+    assert score_at_verdict(toks, grammar_for("paper-evidence")) == pytest.approx(want, rel=1e-6)
+    word = [("Yes", [("Yes", -0.5), ("YES", -0.5), ("No", -0.5)])]
+    assert score_at_verdict(word, grammar_for("direct")) == pytest.approx(2 / 3, rel=1e-6)
+
+
 def test_paper_evidence_score_with_the_key_after_other_keys_and_nested_lookalikes():
     toks = [
         ('{"detected_categories": [{"category": "x", "misbehavior_detected": true}], "', []),
@@ -348,3 +361,19 @@ def test_a_429_without_a_quota_code_is_a_rate_limit_and_retried(engine, monkeypa
         # every judgement tried max_attempts times: never cut short as a quota failure
         assert srv.stats()["total"] == out["api_calls"] == 6 * out["counts"]["error"] > 0
         assert "quota" not in (info.get("error") or "")
+
+
+def test_a_judge_behind_a_proxy_answering_html_502_is_warned_and_marked(engine, monkeypatch):
+    """5xx pages are transient (retried), not 'never reached': the run finishes, warned and marked."""
+    from automonitor.runs.status import answer_quality, error_warning
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 2)
+    with OpenAIFaultServer() as srv:
+        srv.force = "html502"
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
+        out = runner.execute_run(engine, rid)
+    assert out["counts"]["error"] > 0 and out["counts"]["misbehavior"] == out["counts"]["benign"] == 0
+    line = error_warning(engine, rid)
+    assert line is not None and "100%" in line and "\n" not in line
+    assert answer_quality(engine, [rid])[rid]["marks"] == ["errors 100%"]
