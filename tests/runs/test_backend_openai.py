@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 from automonitor.runs import runner
 from servers.data import add_pairs
 from servers.openai_fault import OpenAIFaultServer
-from store.models import Prediction, Sample
+from store.models import Prediction, Run, Sample
 
 FAST = {"backoff_initial": 0.01, "backoff_max": 0.05, "timeout": 10}
 
@@ -78,6 +78,26 @@ def test_rejected_features_are_downgraded_once(sqlite_engine, reject, template, 
     assert {p.meta["structured"] for p in ps} == {expected_mode}
     if reject == ("logprobs",):
         assert all(p.score is None for p in ps)
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx", "direct"])
+def test_base_url_query_string_is_sent_as_query(sqlite_engine, transport):
+    """A base URL with a query string (``?api-version=...``, a key in ``?api_key=``) reaches
+    ``/v1/chat/completions`` with that query; the path was once glued after the query
+    (``/v1?api_key=...chat/completions``: HTTP 404 on llama.cpp's server). The key is never stored."""
+    add_pairs(sqlite_engine, 1)
+    with OpenAIFaultServer() as srv:
+        url = srv.base_url + "?api-version=2024-06-01&api_key=SECRETqk0123456789abc"
+        params = {**FAST, "transport": transport}
+        rid = runner.create_run(sqlite_engine, "openai:m", "direct", base_url=url, concurrency=1, params=params)
+        out = runner.execute_run(sqlite_engine, rid, base_url=url)
+        paths = list(srv.paths)
+    assert out["counts"]["misbehavior"] == out["counts"]["benign"] == 1
+    assert paths and all(p.split("?")[0] == "/v1/chat/completions" for p in paths), paths
+    assert all("api-version=2024-06-01" in p and "api_key=SECRETqk0123456789abc" in p for p in paths), paths
+    with Session(sqlite_engine) as s:
+        run = s.get(Run, rid)
+        assert run is not None and "SECRETqk" not in str(run.model_dump())
 
 
 # ------------------------------------------------------------------ real llama.cpp OpenAI-compatible server

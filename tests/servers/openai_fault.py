@@ -96,6 +96,7 @@ class OpenAIFaultServer(LoopbackServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.requests: list[dict] = []
+        self.paths: list[str] = []  # each request's path with its query string, as sent
         self.keep_requests = True
         self.reject = reject  # request features answered with HTTP 400: "json_schema", "logprobs", "tools"
         self.log: list[tuple[str, int, str, float]] = []  # (sample key, attempt, action, arrival time)
@@ -141,7 +142,9 @@ class OpenAIFaultServer(LoopbackServer):
 
     # ------------------------------------------------------------------ handler
     def handle(self, h, path, body):
-        if not path.rstrip("/").endswith("/chat/completions"):
+        with self.lock:
+            self.paths.append(path)
+        if not path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
             return send_json(h, 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
         if body is None:
             return send_json(h, 400, {"error": {"message": "invalid JSON", "type": "invalid_request_error"}})

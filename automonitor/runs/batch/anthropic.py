@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from automonitor.runs.batch.provider import batch_provider
 from automonitor.runs.batch.rows import error_row, judgement_row
-from automonitor.runs.monitors.base import Item
+from automonitor.runs.monitors.base import Item, split_base_url
 
 
 @batch_provider("anthropic")
@@ -25,8 +25,13 @@ class AnthropicBatch:
         if client is None:
             import anthropic
 
+            base, query = split_base_url(backend.base_url)
             client = anthropic.Anthropic(
-                api_key=backend._key, base_url=backend.base_url, max_retries=3, timeout=max(60.0, backend.timeout)
+                api_key=backend._key,
+                base_url=base,
+                default_query=query or None,
+                max_retries=3,
+                timeout=max(60.0, backend.timeout),
             )
         self.client = client
 

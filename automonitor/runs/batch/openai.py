@@ -16,7 +16,7 @@ from typing import Any, Final, Iterator
 
 from automonitor.runs.batch.provider import batch_provider
 from automonitor.runs.batch.rows import error_row, judgement_row
-from automonitor.runs.monitors.base import Item
+from automonitor.runs.monitors.base import Item, split_base_url
 from automonitor.vocab import BatchErrorKind
 
 ENDPOINT: Final = "/v1/chat/completions"
@@ -32,8 +32,13 @@ class OpenAIBatch:
         if client is None:
             import openai
 
+            base, query = split_base_url(backend.base_url)
             client = openai.OpenAI(
-                api_key=backend._key, base_url=backend.base_url, max_retries=3, timeout=max(60.0, backend.timeout)
+                api_key=backend._key,
+                base_url=base,
+                default_query=query or None,
+                max_retries=3,
+                timeout=max(60.0, backend.timeout),
             )
         self.client = client
 

@@ -36,6 +36,7 @@ from pydantic import Field
 
 from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors.base import (
+    split_base_url,
     STOP_NORMAL,
     STOP_REFUSAL,
     STOP_TRUNCATED,
@@ -134,8 +135,9 @@ class AnthropicBackend(Backend):
         if self._client is None:
             import anthropic
 
+            base, query = split_base_url(self.base_url)
             self._client = anthropic.AsyncAnthropic(
-                api_key=self._key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+                api_key=self._key, base_url=base, default_query=query or None, max_retries=0, timeout=self.timeout
             )
         return self._client
 

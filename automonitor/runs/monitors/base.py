@@ -28,6 +28,25 @@ from automonitor.runs.parsing import ANSWER_CHAR_CAP, ParseResult, evidence_foun
 from automonitor.runs.prompts import PromptBuilder
 
 
+def split_base_url(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """``(base, query)``: a base URL without its query string and fragment, and the query items as a
+    dict (blank values kept; the last of a repeated name wins). Clients append the endpoint path
+    (``/chat/completions``) to ``base`` and send ``query`` with every request, so a base URL such as
+    ``https://host/openai/v1?api-version=2024-06-01`` reaches ``/openai/v1/chat/completions?api-version=...``
+    instead of a path glued after the query. ``None`` gives ``(None, {})``.
+
+    Raises:
+        ValueError: ``url`` cannot be parsed (``urllib.parse.urlsplit``).
+    """
+    if url is None:
+        return None, {}
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return base, dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
 @dataclass(frozen=True)
 class Item:
     """What a judge sees of one sample. ``content_hash`` is the sample's hash (for caching/logging);

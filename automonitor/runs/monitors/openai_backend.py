@@ -50,6 +50,7 @@ from pydantic import Field
 from automonitor.errors import AutomonitorError
 from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors.base import (
+    split_base_url,
     STOP_FILTERED,
     STOP_NORMAL,
     STOP_TRUNCATED,
@@ -203,9 +204,11 @@ class OpenAIBackend(Backend):
         if self._client is None:
             import openai
 
+            base, query = split_base_url(self.base_url)
             self._client = openai.AsyncOpenAI(
                 api_key=self._key,
-                base_url=self.base_url,
+                base_url=base,
+                default_query=query or None,
                 max_retries=0,
                 timeout=self.timeout,
                 http_client=self._http_client(openai),
@@ -517,7 +520,8 @@ class DirectChat:
     (benchmarks/bench_scale.py); the SDK stays the default and the path of batch and generation."""
 
     def __init__(self, base_url: str | None, key: str, timeout: float) -> None:
-        self.url = (base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        base, self.query = split_base_url(base_url or "https://api.openai.com/v1")
+        self.url = str(base).rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
         self.timeout = timeout
         self._session: Any = None
@@ -536,7 +540,9 @@ class DirectChat:
                 timeout=aiohttp.ClientTimeout(total=None, sock_read=self.timeout, sock_connect=self.timeout),
             )
         try:
-            async with self._session.post(self.url, data=json.dumps(body), headers=self.headers) as r:
+            async with self._session.post(
+                self.url, params=self.query or None, data=json.dumps(body), headers=self.headers
+            ) as r:
                 raw, status, headers = await r.read(), r.status, r.headers
         except (aiohttp.ServerTimeoutError, asyncio.TimeoutError) as exc:
             raise TransientError("timeout", f"{type(exc).__name__}: {exc}") from exc
