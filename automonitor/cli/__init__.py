@@ -91,6 +91,16 @@ def _is_db_error(exc: BaseException) -> bool:
     return sa_exc is not None and isinstance(exc, sa_exc.SQLAlchemyError)
 
 
+def _shown(message: str) -> str:
+    """An error message as printed on the terminal: its lines kept, and in each every control or
+    invisible character of the data it quotes (an escape sequence, BEL, a carriage return) shown as a
+    visible marker (:func:`automonitor.escaping.terminal_text`), so a file's value cannot drive the
+    terminal or fake an output line."""
+    from automonitor.escaping import terminal_text
+
+    return "\n".join(terminal_text(line) for line in message.split("\n"))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
     try:
@@ -105,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_code(exc)
         # a user's error reads as a sentence; another product error (a judge transport failure...) says its kind
         what = str(exc) if code == 2 else f"{type(exc).__name__}: {exc}"
-        print(f"error: {what}{_store_note(exc)}", file=sys.stderr)
+        print(f"error: {_shown(what)}{_store_note(exc)}", file=sys.stderr)
     except SystemExit as exc:  # typer/click exit
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
@@ -128,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()  # type: ignore[attr-defined]  # a click ClickException
             code = exc.exit_code  # type: ignore[attr-defined]
         else:
-            print(f"error: {type(exc).__name__}: {exc}{_store_note(exc)}", file=sys.stderr)
+            print(f"error: {type(exc).__name__}: {_shown(str(exc))}{_store_note(exc)}", file=sys.stderr)
             code = 1
     else:
         code = 0

@@ -61,3 +61,18 @@ def test_rich_markup_in_names_prints_literally_and_breaks_nothing(sqlite_url, tm
         ["users", "add", "[/x]bob", "--role", "annotator", "--password-stdin"], db=sqlite_url, input="a-long-password\n"
     )
     assert acc.returncode == 0 and "[/x]bob" in acc.stderr, acc.stderr
+
+
+def test_error_message_never_sends_a_files_control_characters_to_the_terminal(sqlite_url, tmp_path):
+    """An import error quotes the bad value; an escape sequence in it (colour, OSC window title, BEL, a
+    carriage return faking a line) is printed as visible ``⟨U+XXXX⟩`` markers, never raw (found by a
+    fresh-user run: ``automonitor import`` echoed ESC ] 0 ; ... BEL from a category)."""
+    bad = "safety_permission\x1b[31mRED\x1b]0;PWNED\x07\rfake\x9b2J"
+    row = {"pair_id": "p1", "category": bad, "task": "qa", "request": "r", "response": "x", "label": "benign"}
+    p = tmp_path / "esc.jsonl"
+    p.write_text(json.dumps(row) + "\n")
+    r = run_cli(["import", str(p)], db=sqlite_url)
+    assert r.returncode == 2, r.stderr
+    assert "field 'category'" in r.stderr
+    assert not any(c in r.stderr for c in "\x1b\x07\r\x9b"), repr(r.stderr)
+    assert "⟨U+001B⟩[31mRED⟨U+001B⟩]0;PWNED⟨U+0007⟩⟨U+000D⟩fake⟨U+009B⟩2J" in r.stderr
