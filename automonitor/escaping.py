@@ -24,12 +24,15 @@ TEXT_STYLE = (
 #: Invisible characters that change how text reads without showing themselves: the bidirectional
 #: controls behind "Trojan Source" spoofing (CVE-2021-42574; Unicode UAX #9: embeddings, overrides,
 #: isolates, the LRM/RLM/ALM marks) and zero-width characters that hide text boundaries (zero-width space,
-#: word joiner, BOM, Mongolian vowel separator). Shown as visible ``⟨U+XXXX⟩`` markers wherever data is
-#: shown; ZWJ/ZWNJ stay (they are part of emoji and of Persian and Indic spelling).
+#: word joiner, BOM, Mongolian vowel separator), and the control characters (C0 but tab, newline and
+#: carriage return; DEL; C1). Shown as visible ``⟨U+XXXX⟩`` markers wherever data is shown; ZWJ/ZWNJ stay (they are part of emoji and of Persian and Indic spelling).
 INVISIBLE_CHARS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u2060\ufeff\u180e"
+    # C0 controls other than tab, newline and carriage return, DEL and the C1 controls: ESC starts the
+    # terminal sequences a copied text would replay, and none of them shows itself on a page
+    + "".join(map(chr, (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0))))
 )
-_INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + "]")
+_INVISIBLE = re.compile("[" + re.escape("".join(sorted(INVISIBLE_CHARS))) + "]")
 
 
 def reveal_invisible(text: str) -> str:

@@ -38,3 +38,16 @@ def test_span_highlighting_keeps_offsets_on_the_stored_text():
     html = gold_evidence_html(text, [{"start": start, "end": start + len("bad\u202e line"), "provenance": "annotated"}])
     assert "\u202e" not in html and "U+202E" in html and "ok line" in html
     assert "am-gold" in html and "bad" in html.split("am-gold", 1)[1]
+
+
+def test_control_characters_are_marked_by_every_display_escaper():
+    """An ESC sequence in a response (``\\x1b[31m``), a NUL, a bell or a C1 control shows as a marker on
+    the pages, the hovers and the markdown, never as an invisible character (fresh-user trial: the Samples
+    page showed ESC invisibly while it marked bidi controls); tab, newline and carriage return stay."""
+    text = "a\x1b[31mred\x00\x07\x9bz\tx\ny\rw"
+    for fn in (esc, plot_text, md_escape, md_cell):
+        out = fn(text)
+        for ch in "\x1b\x00\x07\x9b":
+            assert ch not in out, (fn.__name__, ch)
+            assert f"{ord(ch):04X}\u27e9" in out, (fn.__name__, ch)  # markdown escapes the marker's '+'
+    assert esc("a\tb\nc\rd") == "a\tb\nc\rd"
