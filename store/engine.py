@@ -89,6 +89,7 @@ def init_db(engine: Engine | None = None) -> Engine:
     (:func:`store.queries.locks.named_lock`), so the second waits and then finds the schema current."""
     engine = engine or get_engine()
     if at_head(engine):  # the usual case: no lock, no Alembic import, no migration file compiled
+        log.debug("store %s: schema at the newest revision", engine.url.render_as_string(hide_password=True))
         return engine
     from alembic import command
 

@@ -60,6 +60,7 @@ from automonitor.runs.answers import (
     validate_answer,
 )
 from automonitor.runs.answers import norm_category as _norm_category
+from automonitor.errors import AutomonitorError
 from automonitor.vocab import Label, Outcome
 from automonitor.vocab import MONITOR_SEVERITIES as SEVERITIES  # a monitor may say none
 
@@ -829,7 +830,7 @@ _VERDICT_LINE = re.compile(
 )
 
 
-class _NotStrictJson(ValueError):
+class _NotStrictJson(ValueError, AutomonitorError):
     """A text that Python's decoder accepts but RFC 8259 JSON does not allow in an answer."""
 
 

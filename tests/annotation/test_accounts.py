@@ -50,18 +50,18 @@ def test_production_hashes_use_rfc_9106_low_memory_and_the_suite_alone_the_cheap
         h = accounts.make_hasher()
         assert (h.time_cost, h.memory_cost, h.parallelism) == (3, 65536, 4)
     monkeypatch.setattr(accounts, "hasher", h)
-    acc = create_user(engine, "carol", "annotator", "s3cret pass")  # one hash at production cost
+    acc = create_user(engine, "carol", "annotator", "s3cret passphrase")  # one hash at production cost
     with session_scope(engine) as s:
         stored = s.execute(sa.select(Annotator.password_hash)).scalar_one()
     assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
-    assert authenticate(engine, "carol", "s3cret pass") == acc
+    assert authenticate(engine, "carol", "s3cret passphrase") == acc
 
 
 def test_a_login_upgrades_a_hash_made_with_other_parameters(monkeypatch, engine):
-    acc = create_user(engine, "dave", "annotator", "pw")  # the suite's cheap parameters
+    acc = create_user(engine, "dave", "annotator", "pw-long-enough-1")  # the suite's cheap parameters
     monkeypatch.setenv(accounts.TEST_HASHES_ENV, "0")
     monkeypatch.setattr(accounts, "hasher", accounts.make_hasher())
-    assert authenticate(engine, "dave", "pw") == acc
+    assert authenticate(engine, "dave", "pw-long-enough-1") == acc
     with session_scope(engine) as s:
         stored = s.execute(sa.select(Annotator.password_hash)).scalar_one()
     assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")

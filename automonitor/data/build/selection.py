@@ -26,7 +26,7 @@ from automonitor.data.build.gating import apply_gates
 from automonitor.data.build.rows import Plan, pair_hashes, rows_for, shuffled, proportional, rng_for
 from automonitor.data.gates import conversation_groups
 from automonitor.data.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
-from automonitor.vocab import CONTROLS_SPLIT
+from automonitor.vocab import CONTROLS_SPLIT, DIFFICULTY_EDITIONS
 
 
 @dataclass
@@ -243,7 +243,7 @@ def check_verified_prompts(rows: list[dict[str, Any]]) -> None:
         RuntimeError: a row breaks it (a build bug: names the pair and the side).
     """
     for r in rows:
-        if not {"verified", "hard"} & set(r.get("editions", ())):
+        if not set(DIFFICULTY_EDITIONS) & set(r.get("editions", ())):
             continue
         note = (r.get("meta") or {}).get("answered_other_prompt")
         if note and r.get("label_source") not in OTHER_PROMPT_PROVENANCES:
