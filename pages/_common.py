@@ -379,6 +379,7 @@ def any_accounts() -> bool:
     return _any(engine())
 
 
+_NAV_DECLARED = "_am_navigation_declared"  # session key: ensure_navigation reran once
 _ROUTE = threading.local()  # ``on`` while app.py's navigation runs a page in this script thread
 
 
@@ -406,6 +407,11 @@ def ensure_navigation() -> None:
         return
     here = Path(__file__).resolve().parent
     st.navigation([st.Page(str(p)) for p in sorted(here.glob("[!_]*.py"))], position="hidden")
+    # once per session: the rerun goes through app.py on a server; a script run that is still not routed
+    # after it (an AppTest of one page file) renders the page as it is, instead of rerunning forever
+    if st.session_state.get(_NAV_DECLARED):
+        return
+    st.session_state[_NAV_DECLARED] = True
     st.rerun()
 
 
