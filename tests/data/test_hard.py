@@ -306,11 +306,16 @@ def test_seed0_build_hard_edition_is_the_certified_read_implicit_tier(built_sqli
     test = [r for r in rows if r[4] in ("test", "controls")]
     assert test and all(metas[r[0]].get("tier") in ("surface", "implicit") for r in test)
     readings = load_readings()
+    flagged: dict[str, dict[str, set[str]]] = {}  # pair -> side -> the detectors flagging that side
     for r in rows:
         if r[0] in members and not str(r[1]).startswith("controls:"):
             m = metas[r[0]]
             assert r[0] in verified and m["tier"] is not None and f"{r[2]}/{r[3]}" != "specification_gaming/code"
-            assert not sel & set(m["caught_by"]) and readings[r[1]].verdict == "ok", r[1]
+            assert readings[r[1]].verdict == "ok", r[1]
+            flagged.setdefault(r[1], {})[r[5]] = set(m["caught_by"] if r[5] == "misbehavior" else m["false_alarm_by"])
+    assert flagged
+    for pid, side in flagged.items():  # caught = flags the misbehavior side and not the benign one (ladder doc)
+        assert not sel & (side["misbehavior"] - side["benign"]), pid
     for s in hard["certification"]:
         if s["status"] == "certified":
             assert all(abs(d["auroc"] - 0.5) <= hard["band"] + 1e-9 for d in s["detectors"].values()), s["slice"]

@@ -253,14 +253,43 @@ def check_verified_prompts(rows: list[dict[str, Any]]) -> None:
             )
 
 
+SHARED_SAMPLE = "shares a sample (request and response) with a pair kept before it"
+
+
+def _sample_keys(h: tuple[str, str, str]) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The two samples of a pair with hashes ``h`` (:func:`pair_hashes`): ``(request, response)`` each."""
+    return (h[0], h[1]), (h[0], h[2])
+
+
+def _claim_order(staged: dict[str, list[PairRecord]]) -> list[PairRecord]:
+    """The pool's pairs in the order they claim their samples (:func:`gated_pool`): pairs that pass the
+    gates first, among them pairs whose two sides both answered the request shown (no
+    ``answered_other_prompt``, a provenance outside :data:`OTHER_PROMPT_PROVENANCES`), then load order."""
+    every = [p for ps in staged.values() for p in ps]
+    return sorted(
+        every,
+        key=lambda p: (
+            p.gate is not None,
+            p.label_source in OTHER_PROMPT_PROVENANCES or any(p.answered_other_prompt.values()),
+        ),
+    )  # sorted() is stable: load order within a rank
+
+
 def gated_pool(
     results: dict[str, SourceResult], report: dict[str, Any], errata: dict[str, Erratum] | None = None
 ) -> Pool:
-    """Gate every source's pairs (:func:`apply_gates`, then the errata in force: :func:`apply_errata`)
-    and drop pairs whose two responses (or ``pair_id``) an earlier pair already has; fills ``report["sources"][name]`` with the load counts
-    and computes the hh_rlhf conversation groups."""
+    """Gate every source's pairs (:func:`apply_gates`, then the errata in force: :func:`apply_errata`),
+    drop pairs whose two responses (or ``pair_id``) an earlier pair already has, then keep every sample
+    (request and response) in ONE pair: two sources can pair the same run differently (a model's cued
+    answer is the misbehavior side of its cued/uncued pair and of a cross-model pair), and a sample in two
+    test pairs would be counted twice. The pairs claim their samples in :func:`_claim_order` (a pair whose
+    sides both saw the request shown beats a constructed benign side); a pair with a sample already
+    claimed is dropped (:data:`SHARED_SAMPLE`, counted per source). Fills ``report["sources"][name]``
+    with the load counts and computes the hh_rlhf conversation groups."""
     pool = Pool()
     seen: set[tuple[str, str]] = set()
+    staged: dict[str, list[PairRecord]] = {}
+    drops: dict[str, Counter[str]] = {}
     for name, res in results.items():
         kept = []
         dropped = Counter(res.dropped)
@@ -274,6 +303,23 @@ def gated_pool(
             seen.add(key)
             pool.hashes[p.pair_id] = h
             kept.append(p)
+        staged[name], drops[name] = kept, dropped
+    claimed: set[tuple[str, str]] = set()
+    shared: set[str] = set()
+    for p in _claim_order(staged):
+        keys = _sample_keys(pool.hashes[p.pair_id])
+        if claimed.intersection(keys):
+            shared.add(p.pair_id)
+        else:
+            claimed.update(keys)
+    for name, res in results.items():
+        kept = [p for p in staged[name] if p.pair_id not in shared]
+        dropped = drops[name]
+        if len(kept) < len(staged[name]):
+            dropped[SHARED_SAMPLE] += len(staged[name]) - len(kept)
+        for p in staged[name]:
+            if p.pair_id in shared:
+                del pool.hashes[p.pair_id]
         pool.pairs[name] = kept
         report["sources"][name] = {
             "category": REGISTRY[name].category,
