@@ -80,7 +80,7 @@ def test_rejected_features_are_downgraded_once(sqlite_engine, reject, template, 
         assert all(p.score is None for p in ps)
 
 
-@pytest.mark.parametrize("transport", ["aiohttp", "httpx", "direct"])
+@pytest.mark.parametrize("transport", ["direct", "sdk", "httpx"])
 def test_base_url_query_string_is_sent_as_query(sqlite_engine, transport):
     """A base URL with a query string (``?api-version=...``, a key in ``?api_key=``) reaches
     ``/v1/chat/completions`` with that query; the path was once glued after the query

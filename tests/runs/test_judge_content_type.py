@@ -1,6 +1,6 @@
 """A judge answer served as ``text/html`` is no verdict (issue 37, finding 7): a valid Chat Completions
 body behind a web page's content type (a proxy's or portal's page) is never scored, on every transport
-(the SDK's aiohttp and httpx clients and the direct path). A real loopback OpenAI-compatible server."""
+(the lean default path and the SDK on its aiohttp and httpx clients). A real loopback OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from store.models import Prediction, Sample
 FAST = {"backoff_initial": 0.01, "backoff_max": 0.05, "timeout": 10, "max_attempts": 2}
 
 
-@pytest.mark.parametrize("transport", ["aiohttp", "httpx", "direct"])
+@pytest.mark.parametrize("transport", ["direct", "sdk", "httpx"])
 def test_a_completion_served_as_html_is_not_scored(sqlite_engine, transport):
     add_custom(
         sqlite_engine,

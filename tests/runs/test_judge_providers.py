@@ -402,7 +402,7 @@ def test_anthropic_negative_tokens_clamped(sqlite_engine):
 
 
 def test_direct_transport_gives_the_sdk_outcomes(sqlite_engine):
-    """``--param transport=direct`` (bare aiohttp) classifies answers and failures as the SDK path does."""
+    """The lean default (``transport=direct``, bare aiohttp) classifies answers and failures as ``transport=sdk`` does."""
     items = [
         ("[scenario:429,ok] a", "os.system('x')", "y"),
         ("[scenario:500] b", "x", "y"),
@@ -414,7 +414,7 @@ def test_direct_transport_gives_the_sdk_outcomes(sqlite_engine):
     ]
     add_custom(sqlite_engine, items)
     outcomes = {}
-    for transport in ("aiohttp", "direct"):
+    for transport in ("sdk", "direct"):
         with Session(sqlite_engine) as s:  # each transport really asks
             for c in s.exec(select(CacheEntry)):
                 s.delete(c)
@@ -431,6 +431,6 @@ def test_direct_transport_gives_the_sdk_outcomes(sqlite_engine):
         outcomes[transport] = [
             (p.sample_id, p.outcome, p.score, p.meta.get("error_kind")) for p in _preds(sqlite_engine, rid)
         ]
-    assert outcomes["direct"] == outcomes["aiohttp"]
+    assert outcomes["direct"] == outcomes["sdk"]
     kinds = {o for _s, o, _sc, _k in outcomes["direct"]}
     assert {"misbehavior", "benign", "error", "refusal", "invalid"} <= kinds

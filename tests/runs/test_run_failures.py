@@ -27,12 +27,16 @@ def _status(engine, run_id):
     return info["status"], info.get("error") or ""
 
 
-def test_closed_port_fails_within_ten_calls_and_resumes_once_the_server_is_up(engine, monkeypatch):
+TRANSPORTS = ("direct", "sdk")  # the lean default and the official SDK fail the same way
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_closed_port_fails_within_ten_calls_and_resumes_once_the_server_is_up(engine, monkeypatch, transport):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     add_pairs(engine, 6)
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    rid = runner.create_run(engine, "openai:m", "direct", base_url=url, params=FAST)
+    rid = runner.create_run(engine, "openai:m", "direct", base_url=url, params={**FAST, "transport": transport})
     out = runner.execute_run(engine, rid)
     status, error = _status(engine, rid)
     assert status == "failed"
@@ -46,18 +50,25 @@ def test_closed_port_fails_within_ten_calls_and_resumes_once_the_server_is_up(en
     assert again["counts"]["misbehavior"] == again["counts"]["benign"] == 6
 
 
-def test_quota_exhausted_fails_fast_names_the_cause_and_resumes(engine, monkeypatch):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("force", ["quota", "401", "403", "404"])
+def test_permanent_failures_fail_fast_name_the_cause_and_resume(engine, monkeypatch, transport, force):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     add_pairs(engine, 6)
     with OpenAIFaultServer() as srv:
-        srv.force = "quota"
-        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=16, params=FAST)
+        srv.force = force
+        params = {**FAST, "transport": transport}
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=16, params=params)
         out = runner.execute_run(engine, rid)
         calls = srv.stats()["total"]
         status, error = _status(engine, rid)
         assert status == "failed" and calls <= 10 and out["api_calls"] == calls
-        assert "insufficient_quota" in error and srv.base_url in error and "quota" in error
-        srv.force = None  # credit added
+        assert srv.base_url in error
+        if force == "quota":
+            assert "insufficient_quota" in error and "quota" in error
+        else:
+            assert f"HTTP {force}" in error, error
+        srv.force = None  # credit added, key or model fixed
         runner.execute_run(engine, rid)
     assert _status(engine, rid)[0] == "finished"
 

@@ -24,8 +24,12 @@ def server_key(request: str, response: str, template: str = "direct") -> str:
     return hashlib.sha256(b.user_text(request, response)[0].encode()).hexdigest()[:16]
 
 
+TRANSPORTS = ("direct", "sdk")  # the lean default and the official SDK: the same faults, the same handling
+
+
 @pytest.mark.slow
-def test_thirty_percent_faults_every_sample_one_outcome_no_repeat_after_success(engine):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_thirty_percent_faults_every_sample_one_outcome_no_repeat_after_success(engine, transport):
     rows = add_pairs(engine, 30)  # 60 samples
     with OpenAIFaultServer(fault_rate=0.3, seed=7, timeout_sleep=1.2, retry_after=0.25) as srv:
         rid = runner.create_run(
@@ -34,7 +38,13 @@ def test_thirty_percent_faults_every_sample_one_outcome_no_repeat_after_success(
             "direct",
             base_url=srv.base_url,
             concurrency=8,
-            params={"timeout": 0.6, "backoff_initial": 0.02, "backoff_max": 0.3, "max_attempts": 6},
+            params={
+                "timeout": 0.6,
+                "backoff_initial": 0.02,
+                "backoff_max": 0.3,
+                "max_attempts": 6,
+                "transport": transport,
+            },
         )
         out = runner.execute_run(engine, rid)
         st = srv.stats()
@@ -76,7 +86,8 @@ def test_thirty_percent_faults_every_sample_one_outcome_no_repeat_after_success(
     assert gaps and min(gaps) >= 0.25 * 0.95
 
 
-def test_rate_limits_shrink_concurrency_and_persistent_failures_are_errors(sqlite_engine):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_rate_limits_shrink_concurrency_and_persistent_failures_are_errors(sqlite_engine, transport):
     engine = sqlite_engine
     items = [(f"[scenario:429,429,ok] q{i}", f"bad {i}", f"good {i}") for i in range(8)]
     items += [
@@ -94,7 +105,13 @@ def test_rate_limits_shrink_concurrency_and_persistent_failures_are_errors(sqlit
             "direct",
             base_url=srv.base_url,
             concurrency=8,
-            params={"backoff_initial": 0.01, "backoff_max": 0.05, "max_attempts": 3, "timeout": 5},
+            params={
+                "backoff_initial": 0.01,
+                "backoff_max": 0.05,
+                "max_attempts": 3,
+                "timeout": 5,
+                "transport": transport,
+            },
         )
         out = runner.execute_run(engine, rid)
         st = srv.stats()

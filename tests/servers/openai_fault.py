@@ -16,7 +16,7 @@ gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``re
 (sleeps ``hang_sleep`` s before answering), ``filtered`` (a cut text with ``finish_reason:
 "content_filter"``), ``parts`` (``message.content`` as a list of a ``thinking`` and a ``text`` part, as
 Mistral sends), ``empty`` (an empty answer), ``huge`` (a 10 MB answer), ``trickle`` (headers, then the
-body one byte every ``trickle_s`` seconds), ``html`` (a valid completion served as ``text/html``), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``404``, ``400`` (a bad request: permanent for that sample),
+body one byte every ``trickle_s`` seconds), ``html`` (a valid completion served as ``text/html``), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``403``, ``404``, ``400`` (a bad request: permanent for that sample),
 ``quota`` (HTTP 429 ``insufficient_quota``, OpenAI's answer for an account without credit), ``reset``
 (the request read, then the connection reset), ``html502`` (a proxy's HTML 502 page), ``contradict``
 (an evidence answer whose benign verdict sits next to severity high and a category)).
@@ -254,6 +254,19 @@ class OpenAIFaultServer(LoopbackServer):
                             ),
                             "type": "invalid_request_error",
                             "code": "invalid_api_key",
+                        }
+                    },
+                )
+            if action == "403":  # a key without access to the project, model or region (permanent)
+                return send_json(
+                    h,
+                    403,
+                    {
+                        "error": {
+                            "message": "You are not allowed to sample from this model",
+                            "type": "invalid_request_error",
+                            "param": None,
+                            "code": "model_not_allowed",
                         }
                     },
                 )

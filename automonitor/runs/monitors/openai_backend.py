@@ -1,9 +1,14 @@
-"""``openai``: the official ``openai`` SDK (Chat Completions) against OpenAI or any compatible server.
+"""``openai``: Chat Completions against OpenAI or any compatible server.
+
+Live judge calls go by default through the lean HTTP path (:class:`DirectChat`: a bare ``aiohttp``
+session, OpenAI's documented request and response shapes, no ``openai`` import); ``--param
+transport=sdk`` sends them through the official ``openai`` SDK instead, which stays the path of batch
+jobs and generation.
 
 ``--base-url`` points it at vLLM, the llama.cpp server, Ollama, DeepSeek, Gemini's compatible
 endpoint, ... The key comes from ``OPENAI_API_KEY``; a loopback base URL needs none (a dummy is
-sent). Requests use temperature 0 and ``seed`` (param, default 0). SDK retries are off
-(``max_retries=0``): the runner retries, so every request is counted.
+sent). Requests use temperature 0 and ``seed`` (param, default 0). Neither path retries on its own
+(the SDK's ``max_retries=0``): the runner retries, so every request is counted.
 
 Answer format (param ``structured``; default ``none`` for direct templates, ``json_schema`` for
 evidence templates):
@@ -92,11 +97,15 @@ class OpenAIParams(BackendParams):
     """Typed ``--param`` settings of :class:`OpenAIBackend`.
 
     Attributes:
-        transport: the SDK's HTTP transport: ``aiohttp`` (default, the SDK's own
-            ``DefaultAioHttpClient``; ``httpx`` when ``httpx-aiohttp`` is not installed) or ``httpx``.
-            ``direct`` sends the judge's requests with a bare ``aiohttp`` session (:class:`DirectChat`:
-            same bodies, same error classification, no SDK per-request work; measured in
-            benchmarks/bench_scale.py). Not part of the cache key (it changes no answer).
+        transport: ``direct`` (default): the lean HTTP path, :class:`DirectChat` (a bare ``aiohttp``
+            session sending the provider's documented request body and reading its documented answer;
+            the ``openai`` SDK is neither imported nor instantiated; errors mapped as the SDK's are).
+            ``sdk``: the official SDK's ``client.post`` on its aiohttp transport
+            (``openai.DefaultAioHttpClient``; its default httpx transport when ``httpx-aiohttp`` is not
+            installed); ``aiohttp`` is accepted as another name of ``sdk`` and ``httpx`` is the SDK on
+            its default httpx transport (both kept for older commands). Both paths send the same bodies
+            and read the same answers (tests/runs/test_transport_parity.py); measured in
+            benchmarks/bench_scale.py. Not part of the cache key (it changes no answer).
         structured: answer format (``json_schema`` | ``json_object`` | ``tools`` | ``none``; default
             ``none`` for direct templates, ``json_schema`` for evidence templates).
         logprobs / top_logprobs: ask for token log-probabilities (score); default on except for the
@@ -116,7 +125,7 @@ class OpenAIParams(BackendParams):
     top_logprobs: int = Field(default=5, ge=0, le=20)
     seed: int | None = 0
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
-    transport: Literal["aiohttp", "httpx", "direct"] = "aiohttp"
+    transport: Literal["direct", "sdk", "aiohttp", "httpx"] = "direct"
     parse: ParseMode = "strict"
     temperature: float | None = Field(default=None, ge=0.0)  # type: ignore[assignment]
 
@@ -219,10 +228,11 @@ class OpenAIBackend(Backend):
         """The SDK's aiohttp-backed client (``openai.DefaultAioHttpClient``, the SDK's documented
         ``openai[aiohttp]`` option: same SDK types, errors and request building, a faster HTTP
         transport; see benchmarks/bench_scale.py), or None (the SDK's default httpx client) with
-        ``--param transport=httpx`` or when ``httpx-aiohttp`` is not installed."""
+        ``--param transport=httpx`` or when ``httpx-aiohttp`` is not installed (``transport=sdk`` or
+        ``aiohttp``; the lean default ``direct`` makes no SDK client)."""
         st = self.settings
         assert isinstance(st, OpenAIParams)
-        if st.transport != "aiohttp":
+        if st.transport == "httpx":
             return None
         try:
             return openai.DefaultAioHttpClient(timeout=self.timeout)
@@ -313,7 +323,7 @@ class OpenAIBackend(Backend):
 
     async def judge(self, item: Item, count_call: CallCounter) -> Judgement:
         system, user, meta = self.prompt.chat_messages(item.request, item.response)
-        client = self._get_client()
+        client = self._get_client() if self._direct is None else None  # the lean path makes no SDK client
         for _ in range(7):  # at most three format downgrades and three dropped parameters
             count_call()
             t0 = time.perf_counter()
@@ -512,12 +522,16 @@ def _namespace(obj: dict[str, Any]) -> SimpleNamespace:
 
 
 class DirectChat:
-    """``POST {base_url}/chat/completions`` with a bare ``aiohttp`` session (``--param
-    transport=direct``): the request body the SDK path sends, the key as a bearer token, errors mapped
-    as the SDK maps them (HTTP status -> :class:`DirectStatusError`; connection failures and a body that
-    is not JSON -> :class:`TransientError`). It skips the SDK's per-request work (header and option
-    building, response model construction), which costs about 5x the CPU of the HTTP exchange itself
-    (benchmarks/bench_scale.py); the SDK stays the default and the path of batch and generation."""
+    """``POST {base_url}/chat/completions`` with a bare ``aiohttp`` session: the judge's default path
+    (``--param transport=direct``). The request body the SDK path sends (OpenAI's documented Chat
+    Completions shape), the key as a bearer token, errors mapped as the SDK maps them (HTTP status ->
+    :class:`DirectStatusError`; connection, DNS and TLS failures -> :class:`TransientError`
+    ``connection``; a read timeout -> ``timeout``; a body that is not a JSON object served as JSON ->
+    ``malformed``). The answer is decoded straight into attribute-readable objects and read by the same
+    code and the same strict answer models (:mod:`automonitor.runs.answers`) as the SDK's. It skips the
+    SDK's per-request work (header and option building, response model construction), which costs
+    several times the CPU of the HTTP exchange itself (benchmarks/bench_scale.py), and never imports
+    the SDK; the SDK stays the path of batch jobs, generation and ``--param transport=sdk``."""
 
     def __init__(self, base_url: str | None, key: str, timeout: float) -> None:
         base, self.query = split_base_url(base_url or "https://api.openai.com/v1")
@@ -586,6 +600,12 @@ def _usage(resp: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
 _REASONING_PARTS = ("thinking", "reasoning", "redacted_thinking")
 
 
+def _jsonable(obj: Any) -> Any:
+    """``json.dumps`` default: a lean-path object (:class:`SimpleNamespace`) as the JSON object it was
+    decoded from, anything else as its ``str``: both paths record the same reasoning text."""
+    return vars(obj) if isinstance(obj, SimpleNamespace) else str(obj)
+
+
 def message_text(msg: Any) -> tuple[str, str]:
     """``(answer text, reasoning text)`` of a Chat Completions message. ``content`` may be a string or
     a list of parts (``{"type": "text", "text": ...}``, ``{"type": "thinking", "thinking": [...]}``,
@@ -605,7 +625,8 @@ def message_text(msg: Any) -> tuple[str, str]:
                 value = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
                 texts.append(value if isinstance(value, str) else "")
             elif kind in _REASONING_PARTS:
-                reasoning.append(json.dumps(part, default=str) if isinstance(part, dict) else str(part))
+                plain = isinstance(part, (dict, SimpleNamespace))  # SimpleNamespace: the lean path's JSON object
+                reasoning.append(json.dumps(part, default=_jsonable) if plain else str(part))
     return "".join(texts), "".join(reasoning)
 
 

@@ -1,0 +1,271 @@
+"""The lean HTTP path (``--param transport=direct``, the default) and the official SDK path
+(``transport=sdk``, its aiohttp transport; ``httpx``, its default one) against the real loopback
+OpenAI-compatible servers of tests/servers: every failure mode maps to the same error (closed port, DNS,
+TLS, 401/403/404, 429 ``insufficient_quota``, 429 with Retry-After, 5xx, a read timeout, a reset, a
+truncated or non-JSON body), every answer reads the same, and the lean path never imports the SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from automonitor.runs.monitors import create_backend
+from automonitor.runs.monitors.base import Item, PermanentError, TransientError, classify_sdk_error
+from automonitor.runs.prompts import PromptBuilder, load_template
+from servers.llamacpp_server import free_port
+from servers.openai_fault import OpenAIFaultServer
+
+TRANSPORTS = ("direct", "sdk", "httpx")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _outcome(base_url: str, transport: str, scenario: str, *, timeout: float = 5.0, template: str = "direct"):
+    """One judge call of a fresh backend: ``("answer", fields)`` or ``("error", fields)`` with the mapped
+    error's class, kind, HTTP status, code, Retry-After and run-wide flag."""
+    b = create_backend(
+        "openai:gpt-4o-mini",
+        base_url=base_url,
+        params={"transport": transport, "timeout": timeout},
+        prompt=PromptBuilder(load_template(template)),
+    )
+    item = Item(
+        sample_id="s1",
+        request=f"[scenario:{scenario}] Is this fine?",
+        response="os.system('rm -rf /tmp/x')",
+        content_hash="h",
+        repeat=0,
+    )
+
+    async def go():
+        try:
+            return await b.judge(item, lambda: None)
+        finally:
+            await b.aclose()
+
+    try:
+        j = asyncio.run(go())
+    except Exception as exc:  # noqa: BLE001
+        e = classify_sdk_error(exc)
+        assert isinstance(e, (TransientError, PermanentError)), repr(e)
+        return (
+            "error",
+            {
+                "class": type(e).__name__,
+                "kind": getattr(e, "kind", None),
+                "status": getattr(e, "status", None),
+                "code": getattr(e, "code", None),
+                "retry_after": getattr(e, "retry_after", None),
+                "run_wide": getattr(e, "run_wide", None),
+            },
+        )
+    meta = {k: v for k, v in j.meta.items() if k != "latency_s"}
+    return (
+        "answer",
+        {
+            "outcome": j.outcome,
+            "score": j.score,
+            "raw": j.raw,
+            "reason": j.reason,
+            "evidence": j.evidence,
+            "tokens": (j.tokens_in, j.tokens_out),
+            "cost": j.cost_usd,
+            "meta": meta,
+            "cacheable": j.cacheable,
+        },
+    )
+
+
+# (scenario, expected mapping on every transport)
+HTTP_FAILURES = [
+    ("401", ("PermanentError", None, 401, "invalid_api_key")),
+    ("403", ("PermanentError", None, 403, "model_not_allowed")),
+    ("404", ("PermanentError", None, 404, "model_not_found")),
+    ("quota", ("PermanentError", None, 429, "insufficient_quota")),
+    ("400", ("PermanentError", None, 400, None)),
+    ("429", ("TransientError", "rate_limit", 429, None)),
+    ("500", ("TransientError", "server", 500, None)),
+    ("529", ("TransientError", "overloaded", 529, None)),
+    ("html502", ("TransientError", "server", 502, None)),
+    ("truncated", ("TransientError", "malformed", None, None)),
+    ("garbage", None),
+    ("html", ("TransientError", "malformed", None, None)),
+    ("reset", ("TransientError", "connection", None, None)),
+]
+
+
+@pytest.mark.parametrize("scenario,expected", HTTP_FAILURES, ids=[s for s, _e in HTTP_FAILURES])
+def test_every_http_failure_maps_the_same_on_every_transport(scenario, expected):
+    with OpenAIFaultServer(retry_after=0.25) as srv:
+        got = {t: _outcome(srv.base_url, t, scenario) for t in TRANSPORTS}
+    assert got["direct"] == got["sdk"] == got["httpx"], got
+    kind, fields = got["direct"]
+    if expected is None:  # whatever the SDK makes of it, the lean path makes the same (checked above)
+        return
+    assert kind == "error"
+    assert (fields["class"], fields["kind"] if fields["class"] == "TransientError" else None) == expected[:2]
+    assert fields["status"] == expected[2]
+    if expected[3] is not None:
+        assert fields["code"] == expected[3]
+    if scenario == "429":
+        assert fields["retry_after"] == pytest.approx(0.25)
+
+
+def test_a_read_timeout_maps_the_same_on_every_transport():
+    with OpenAIFaultServer(timeout_sleep=1.5) as srv:
+        got = {t: _outcome(srv.base_url, t, "timeout", timeout=0.4) for t in TRANSPORTS}
+    assert got["direct"] == got["sdk"] == got["httpx"], got
+    assert got["direct"][0] == "error" and got["direct"][1]["kind"] == "timeout"
+
+
+def test_closed_port_dns_and_tls_failures_are_connection_errors_on_every_transport(monkeypatch):
+    """A closed port, a name that does not resolve (RFC 2606 ``.invalid``) and TLS spoken to a plain
+    HTTP server: a ``connection`` failure without an HTTP status on every transport (the runner's
+    "no call reached the judge" rule reads exactly that)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")  # a remote host needs a key to be tried
+    with OpenAIFaultServer() as srv:
+        urls = {
+            "closed port": f"http://127.0.0.1:{free_port()}/v1",
+            "dns": "http://automonitor-no-such-host.invalid/v1",
+            "tls": f"https://127.0.0.1:{srv.port}/v1",
+        }
+        for what, url in urls.items():
+            got = {t: _outcome(url, t, "ok", timeout=5) for t in TRANSPORTS}
+            for t, (kind, fields) in got.items():
+                assert kind == "error", (what, t, fields)
+                assert (fields["class"], fields["kind"], fields["status"]) == ("TransientError", "connection", None), (
+                    what,
+                    t,
+                    fields,
+                )
+        assert srv.stats()["total"] == 0  # the TLS handshake never became a request
+
+
+@pytest.mark.parametrize(
+    "scenario,template",
+    [
+        ("ok", "direct"),
+        ("ok", "evidence"),
+        ("ok", "paper-direct"),
+        ("parts", "direct"),
+        ("filtered", "direct"),
+        ("length", "direct"),
+        ("length", "evidence"),
+        ("thinkcut", "direct"),
+        ("empty", "direct"),
+        ("negtokens", "direct"),
+        ("refuse", "direct"),
+        ("contradict", "evidence"),
+    ],
+)
+def test_every_answer_reads_the_same_on_every_transport(scenario, template):
+    """Stop reasons (stop, length, content_filter), list-shaped content with a thinking part, usage
+    (clamped negative counts), log-probability scores, refusals and JSON answers: one judgement."""
+    with OpenAIFaultServer() as srv:
+        got = {t: _outcome(srv.base_url, t, scenario, template=template) for t in TRANSPORTS}
+        bodies = [json.dumps(b, sort_keys=True) for b in srv.requests]
+    assert got["direct"] == got["sdk"] == got["httpx"], got
+    assert got["direct"][0] == "answer"
+    assert len(set(bodies)) == 1 and len(bodies) == len(TRANSPORTS)  # the same request on every path
+
+
+def test_tool_calls_and_reasoning_models_send_and_read_the_same():
+    """A forced ``record_verdict`` tool call, and a reasoning model (``max_completion_tokens``, no
+    temperature, no logprobs; OpenAI's 400s for the rest): the same bodies, the same judgements."""
+
+    def one(transport: str, model: str, structured: str | None, reasoning: bool):
+        with OpenAIFaultServer() as srv:
+            srv.reasoning = reasoning
+            params = {"transport": transport, "timeout": 5, **({"structured": structured} if structured else {})}
+            b = create_backend(
+                f"openai:{model}", base_url=srv.base_url, params=params, prompt=PromptBuilder(load_template("evidence"))
+            )
+            item = Item(sample_id="s", request="Fix it", response="os.system('x')", content_hash="h", repeat=0)
+
+            async def go():
+                try:
+                    return await b.judge(item, lambda: None)
+                finally:
+                    await b.aclose()
+
+            j = asyncio.run(go())
+            return (j.outcome, j.score, j.raw, j.evidence, {k: v for k, v in j.meta.items() if k != "latency_s"}), [
+                json.dumps(x, sort_keys=True) for x in srv.requests
+            ]
+
+    for model, structured, reasoning in (("gpt-4o-mini", "tools", False), ("o4-mini", None, True)):
+        got = {t: one(t, model, structured, reasoning) for t in TRANSPORTS}
+        assert got["direct"] == got["sdk"] == got["httpx"], got
+        (outcome, _score, raw, _ev, meta), bodies = got["direct"]
+        assert outcome == "misbehavior"
+        if structured == "tools":
+            assert '"tool": "record_verdict"' in raw and all('"tool_choice"' in b for b in bodies)
+        else:
+            assert all('"max_completion_tokens"' in b and '"temperature"' not in b for b in bodies)
+
+
+_JOB = textwrap.dedent(
+    """
+    import json, sys, tempfile
+    from automonitor.runs import runner
+    from servers.data import add_pairs
+    from servers.openai_fault import OpenAIFaultServer
+    from store import get_engine, init_db
+
+    transport = sys.argv[1]
+    engine = init_db(get_engine(f"sqlite:///{tempfile.mkdtemp()}/lean.db", fresh=True))
+    add_pairs(engine, 3)
+    params = {"backoff_initial": 0.01, "timeout": 10}
+    if transport != "default":
+        params["transport"] = transport
+    with OpenAIFaultServer() as srv:
+        rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url=srv.base_url, params=params)
+        out = runner.execute_run(engine, rid)
+        calls = srv.stats()["total"]
+    print(json.dumps({"counts": out["counts"], "calls": calls,
+                      "modules": sorted(m for m in ("openai", "httpx", "httpx_aiohttp") if m in sys.modules)}))
+    """
+)
+
+
+def _job(transport: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'tests'}", "OPENAI_API_KEY": ""}
+    p = subprocess.run(
+        [sys.executable, "-c", _JOB, transport], capture_output=True, text=True, env=env, timeout=120, cwd=REPO
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_a_judge_job_on_the_lean_default_never_imports_the_sdk():
+    lean = _job("default")
+    assert lean["counts"]["misbehavior"] == lean["counts"]["benign"] == 3 and lean["calls"] == 6
+    assert lean["modules"] == [], lean  # no openai, no httpx: no SDK client was made
+    sdk = _job("sdk")  # the control: the SDK path does import it (so the check above can fail)
+    assert sdk["counts"] == lean["counts"] and "openai" in sdk["modules"]
+
+
+@pytest.mark.parametrize("transport", ["sdk", "aiohttp", "httpx", "direct"])
+def test_transport_names_are_accepted_and_an_unknown_one_is_refused(transport):
+    from automonitor.errors import InputError
+
+    b = create_backend(
+        "openai:m",
+        base_url="http://127.0.0.1:9/v1",
+        params={"transport": transport},
+        prompt=PromptBuilder(load_template("direct")),
+    )
+    assert (b._direct is not None) == (transport == "direct")
+    with pytest.raises(InputError):
+        create_backend(
+            "openai:m",
+            base_url="http://127.0.0.1:9/v1",
+            params={"transport": "curl"},
+            prompt=PromptBuilder(load_template("direct")),
+        )
