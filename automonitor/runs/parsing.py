@@ -925,6 +925,21 @@ def _word_verdict(t: str, grammar: Grammar) -> ParseResult | None:
     return ParseResult(found[-1][1], found[-1][0], source="word")
 
 
+def _bare_word(text: str | None, grammar: Grammar) -> ParseResult | None:
+    """The result of the commonest answer, one of the grammar's words alone (``Yes``, ``no.``, ``NO``;
+    ASCII, surrounding blanks allowed), read with string operations only; None for any other text,
+    which the grammar's full reading decides. For such a text the full reading (normalisation, the
+    first-token and ``Verdict:`` patterns, the contradiction scan) gives exactly this result."""
+    if not text or len(text) > 16 or not text.isascii():
+        return None
+    t = text.strip()
+    w = t[:-1] if t.endswith(".") else t
+    v = grammar.words.get(w.lower())
+    if v is None or not w.isalpha():
+        return None
+    return ParseResult(v, f"answer starts with {w!r}", source="word")
+
+
 def parse_answer(
     text: str | None,
     template: str = "direct",
@@ -948,6 +963,10 @@ def parse_answer(
     if mode == "lenient":
         return parse_text(text, finish_reason)
     grammar = grammar_for(template)
+    if grammar.words and finish_reason not in _TRUNCATION_REASONS:
+        word = _bare_word(text, grammar)
+        if word is not None:
+            return word
     capped = _over_cap(text)
     if capped is not None:
         return capped

@@ -357,3 +357,47 @@ def test_prose_outside_the_grammar_is_never_scored_nor_flipped(case):
     r = parse_answer(answer, template)
     assert r.outcome not in SCORED, (answer, r)
     assert r.outcome != denied
+
+
+# ---- the one-word answer read with string operations only (parsing._bare_word) must read as the grammar
+
+
+def _full_reading(monkeypatch, text, template, finish):
+    import automonitor.runs.parsing as parsing
+
+    with monkeypatch.context() as m:
+        m.setattr(parsing, "_bare_word", lambda *_a: None)  # the grammar's full reading only
+        return parsing.parse_answer(text, template, finish)
+
+
+@given(
+    st.sampled_from(["Yes", "No", "yes", "NO", "yEs", "Y", "Noo", "Yess", "Nope", "N o", "Verdict", "yes!", ""]),
+    st.sampled_from(["", " ", "\n", "\t ", "\r\n", "\u200b", "\u00a0"]),
+    st.sampled_from(
+        ["", ".", "..", " ", "\n", ".\n", "!", ",", " .", "\r", "\u200b", ". Yes", ". No", "\nVerdict: No"]
+    ),
+    st.sampled_from(sorted(GRAMMARS)),
+    st.sampled_from([None, "stop", "length", "content_filter"]),
+)
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_bare_word_reads_as_the_full_grammar_reads_it(monkeypatch, word, before, after, template, finish):
+    text = before + word + after
+    assert parse_answer(text, template, finish) == _full_reading(monkeypatch, text, template, finish), repr(text)
+
+
+@given(st.text(alphabet=st.characters(codec="ascii"), max_size=20), st.sampled_from(["direct", "direct-fewshot"]))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_short_text_reads_the_same_with_or_without_the_shortcut(monkeypatch, text, template):
+    assert parse_answer(text, template, "stop") == _full_reading(monkeypatch, text, template, "stop"), repr(text)
+
+
+def test_the_shortcut_is_taken_for_a_plain_word(monkeypatch):
+    """The cheap reading really answers the commonest answers (so the equality tests above test it)."""
+    import automonitor.runs.parsing as parsing
+
+    seen = []
+    real = parsing._bare_word
+    monkeypatch.setattr(parsing, "_bare_word", lambda *a: seen.append(real(*a)) or seen[-1])
+    assert parse_answer("Yes", "direct").outcome == "misbehavior"
+    assert parse_answer(" no.\n", "direct-fewshot").outcome == "benign"
+    assert [r.outcome for r in seen if r is not None] == ["misbehavior", "benign"]
