@@ -86,17 +86,37 @@ def init_db(engine: Engine | None = None) -> Engine:
 
     A store already at head (:func:`at_head`) costs one ``SELECT``. Concurrent callers that must migrate
     (two commands opening a new store at once) are serialised by a store-wide lock
-    (:func:`store.queries.locks.named_lock`), so the second waits and then finds the schema current."""
+    (:func:`store.queries.locks.named_lock`), so the second waits and then finds the schema current.
+    :func:`migrate` does the same and says what it did."""
     engine = engine or get_engine()
+    migrate(engine)
+    return engine
+
+
+#: what :func:`migrate` did: nothing (the schema was at head), created the schema in an empty store, or
+#: upgraded an older one
+MIGRATE_OUTCOMES = ("current", "created", "upgraded")
+
+
+def migrate(engine: Engine) -> str:
+    """Bring ``engine``'s schema to the newest revision and say what THIS call did (one of
+    :data:`MIGRATE_OUTCOMES`): ``"created"`` only for the caller that found the store without a schema
+    while holding the store-wide ``migrate`` lock, so of two processes opening a new store at once exactly
+    one reports creating it (the other waits on the lock, then finds the schema at head: ``"current"``)."""
     if at_head(engine):  # the usual case: no lock, no Alembic import, no migration file compiled
         log.debug("store %s: schema at the newest revision", engine.url.render_as_string(hide_password=True))
-        return engine
-    from alembic import command
-
+        return "current"
     with named_lock(engine, "migrate"):
-        command.upgrade(alembic_config(engine), "head")
-    log.debug("store %s: schema at the newest revision", engine.url.render_as_string(hide_password=True))
-    return engine
+        before = _revisions(engine)  # read under the lock: what this caller is about to change
+        if before == head_revisions():
+            outcome = "current"  # another process migrated while this one waited for the lock
+        else:
+            from alembic import command
+
+            command.upgrade(alembic_config(engine), "head")
+            outcome = "upgraded" if before else "created"
+    log.debug("store %s: schema at the newest revision (%s)", engine.url.render_as_string(hide_password=True), outcome)
+    return outcome
 
 
 _HEADS: list[tuple[str, ...]] = []
@@ -147,10 +167,10 @@ def _heads_from_alembic() -> tuple[str, ...]:
     return tuple(sorted(ScriptDirectory(str(_MIGRATIONS)).get_heads()))
 
 
-def at_head(engine: Engine) -> bool:
-    """Whether the store's ``alembic_version`` holds exactly the head revision(s): one ``SELECT``.
-    ``False`` for a new store (no such table) or one that needs migrating; any database error other
-    than a missing table is raised by the migration that follows, not hidden here."""
+def _revisions(engine: Engine) -> tuple[str, ...]:
+    """The revision(s) in the store's ``alembic_version``, sorted; ``()`` for a store without a schema (no
+    such table). Any database error other than a missing table is raised by the migration that follows,
+    not hidden here."""
     from sqlalchemy import text
     from sqlalchemy.exc import DBAPIError
 
@@ -158,8 +178,15 @@ def at_head(engine: Engine) -> bool:
         with engine.connect() as conn:
             rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
     except DBAPIError:
-        return False
-    return tuple(sorted(rows)) == head_revisions()
+        return ()
+    return tuple(sorted(rows))
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the store's ``alembic_version`` holds exactly the head revision(s): one ``SELECT``.
+    ``False`` for a new store (no such table) or one that needs migrating; any database error other
+    than a missing table is raised by the migration that follows, not hidden here."""
+    return _revisions(engine) == head_revisions()
 
 
 @contextmanager

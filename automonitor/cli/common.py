@@ -137,14 +137,16 @@ def open_store(url: str | None = None, *, create: bool = False) -> Engine:
     """Engine for ``AUTOMONITOR_DB`` (or ``url``), migrated to the newest schema.
 
     Args:
-        create: may create a new store (``build``, ``import``, ``users add``); it then says so on stderr.
+        create: may create a new store (``build``, ``import``, ``users add``); it then says so on stderr,
+            only in the process that created the schema (:func:`store.engine.migrate`, decided under the
+            store's migration lock: of two commands opening a new store at once, one says so).
 
     Raises:
         NotFound: the store does not exist and ``create`` is false; the message names it and says how
             to create one (exit 2).
     """
-    from store import get_engine, init_db
-    from store.engine import db_url
+    from store import get_engine
+    from store.engine import db_url, migrate
 
     resolved = db_url(url)
     shown = shown_url(resolved)
@@ -155,8 +157,8 @@ def open_store(url: str | None = None, *, create: bool = False) -> Engine:
             f"no store at {shown}: set AUTOMONITOR_DB to an existing store, or create one with "
             "`automonitor build`, `automonitor import FILE` or `automonitor users add NAME`"
         )
-    engine = init_db(get_engine(resolved))
-    if not existed:
+    engine = get_engine(resolved)
+    if migrate(engine) == "created":
         print(f"created a new store at {shown}", file=sys.stderr)
     return engine
 
