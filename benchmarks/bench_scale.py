@@ -1,22 +1,27 @@
-"""Scale: a 100,000-sample run against the 200 ms loopback server at concurrency 256.
+"""Scale: judge jobs against the 200 ms loopback server, each transport as a fraction of the network floor.
 
-Each size runs in its own child process (fresh store: SQLite file by default, or a fresh PostgreSQL
-database with --db): generated pairs are inserted in chunks, a run is created and executed through
-the real ``openai`` SDK backend against tests/servers/openai_fast.py (its own process, fixed latency).
-Reported per size: wall time of execute_run, achieved vs ideal throughput (ideal = concurrency /
-latency; goal >= 0.85), and memory: resident set size before execute_run and its peak during it
-(sampled every 20 ms from /proc/self/status), so "memory flat in N" is the peak growth compared across
-sizes.
+Each case ``N:C`` (N samples at concurrency C; default ``3010:64`` and ``20000:256``, the figures of
+issue 38) runs in its own child process against tests/servers/openai_fast.py (its own process, fixed
+latency). The child fills a store once (SQLite file by default, or a fresh PostgreSQL database with
+--db), then, for ``--rounds`` rounds, runs interleaved:
 
-The floor (what the transport alone achieves, the bound on the runner's throughput) is measured in the
-same child, against the same server, before the run: the same N chat requests sent by a bare
-``aiohttp`` loop (a semaphore of ``concurrency``, JSON decoded, nothing else), and by a bare loop over
-the official SDK's ``client.post`` with its default httpx transport and with its
-``DefaultAioHttpClient``. Reported: runner throughput / aiohttp floor (goal >= 0.8) and runner / bare
-SDK.
+- the **floor**: the same N chat requests sent by a bare ``aiohttp`` loop (a semaphore of C, JSON
+  decoded, nothing else): what the network and the machine allow;
+- a full judge job (``runner.create_run`` + ``execute_run``: prompts, parsing, scoring, the store) with
+  each ``--transports`` value of ``--param transport`` (default ``direct``, the lean default path, and
+  ``sdk``, the official SDK), each on a fresh copy of the store (no cache hits); the order of the
+  transports alternates from round to round.
 
-Usage: python benchmarks/bench_scale.py [--sizes 10000 100000] [--concurrency 256] [--latency 0.2]
-       [--db postgresql+psycopg://127.0.0.1:5432/test] [--no-floor] [--transport aiohttp|httpx|direct]
+Reported per case and path: median wall time, **fraction of the floor** (the floor's wall time / the
+path's, paired within each round, then the median), CPU per request (the child's CPU time / N; the
+server runs in another process), resident-memory growth during the job (peak sampled every 20 ms minus
+the size before it: "memory flat" when it stays about equal across N), and the machine's 1-minute load
+average before and after the case (the machine is shared: only these side-by-side ratios are compared).
+Goals (issue 38): the default path >= 0.9 of the floor at concurrency 64 and >= 0.85 at 256.
+
+Usage: python benchmarks/bench_scale.py [--cases 3010:64 20000:256 | --sizes N ... --concurrency C]
+       [--rounds 3] [--latency 0.2] [--transports direct sdk] [--db postgresql+psycopg://127.0.0.1:5432/test]
+       [--json]
 """
 
 from __future__ import annotations
@@ -92,58 +97,74 @@ def bare_aiohttp(base: str, bodies: list[dict], concurrency: int) -> tuple[float
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def bare_sdk(base: str, bodies: list[dict], concurrency: int, aio: bool) -> tuple[float, float]:
-    """``bodies`` through the official SDK's ``client.post`` (ChatCompletion parsing) in a bare loop,
-    with its default httpx transport or its ``DefaultAioHttpClient`` (``aio``); (wall s, CPU s)."""
-    import asyncio
+def _job(engine, base: str, concurrency: int, transport: str) -> dict:
+    """One full judge job on ``engine`` with ``--param transport=transport``: wall s, CPU s, RSS growth."""
+    import gc
 
-    import openai
-    from openai.types.chat import ChatCompletion
-
-    async def go() -> None:
-        client = openai.AsyncOpenAI(
-            api_key="sk-local",
-            base_url=base,
-            max_retries=0,
-            http_client=openai.DefaultAioHttpClient() if aio else None,
-        )
-        sem = asyncio.Semaphore(concurrency)
-
-        async def one(i: int, body: dict) -> None:
-            async with sem:
-                await client.post(
-                    "/chat/completions", body=body, cast_to=ChatCompletion, options={"idempotency_key": f"b-{i}"}
-                )
-
-        await asyncio.gather(*(one(i, b) for i, b in enumerate(bodies)))
-        await client.close()
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    asyncio.run(go())
-    return time.perf_counter() - t0, time.process_time() - c0
-
-
-def child(
-    n: int, concurrency: int, latency: float, db: str | None, floor: bool = True, transport: str = "aiohttp"
-) -> dict:
     from automonitor.runs import runner
+
+    rid = runner.create_run(
+        engine,
+        "openai:bench-model",
+        "direct",
+        base_url=base,
+        concurrency=concurrency,
+        params={"timeout": 60, "transport": transport},
+    )
+    gc.collect()
+    before = rss_mb()
+    peak = [before]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_mb())
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = runner.execute_run(engine, rid)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    stop.set()
+    t.join()
+    return {
+        "seconds": dt,
+        "cpu_s": cpu,
+        "judged": sum(out["counts"].values()) - out["counts"]["error"],
+        "api_calls": out["api_calls"],
+        "rss_growth_mb": peak[0] - before,
+    }
+
+
+def child(n: int, concurrency: int, latency: float, db: str | None, rounds: int, transports: list[str]) -> dict:
+    """Fill a store with ``n`` samples, then ``rounds`` interleaved rounds of the floor and one judge
+    job per transport (each on a fresh copy of the store); the per-round figures and their medians."""
+    import shutil
+    import statistics
+
     from servers.data import pair_rows
     from store import get_engine, init_db, session_scope
     from store.queries.samples import insert_samples
 
     tmp = tempfile.mkdtemp(prefix="bench_scale_")
-    url, drop = f"sqlite:///{tmp}/scale.db", None
+    template, drop = f"{tmp}/template.db", None
+    url = f"sqlite:///{template}"
     if db:
         from bench_runner import _fresh_pg_database
 
         url, drop = _fresh_pg_database(db)
     engine = init_db(get_engine(url, fresh=True))
+    server = None
+    load_before = os.getloadavg()
     try:
         pairs = (n + 1) // 2
         for off in range(0, pairs, 5000):
             rows = pair_rows(min(5000, pairs - off), "test", offset=off, prefix="scale")
             with session_scope(engine) as s:
                 insert_samples(s, rows)
+        if not db:
+            engine.dispose()
         server = subprocess.Popen(
             [sys.executable, "-m", "servers.openai_fast", "--latency", str(latency)],
             cwd=str(REPO / "tests"),
@@ -151,137 +172,144 @@ def child(
             text=True,
             env={**os.environ, "PYTHONPATH": str(REPO / "tests")},
         )
-        try:
-            base = server.stdout.readline().strip()
-            floors: dict[str, tuple[float, float]] = {}
-            if floor:
-                bodies = _bodies(n)
-                floors["aiohttp"] = bare_aiohttp(base, bodies, concurrency)
-                floors["sdk_httpx"] = bare_sdk(base, bodies, concurrency, aio=False)
-                floors["sdk_aiohttp"] = bare_sdk(base, bodies, concurrency, aio=True)
-                del bodies
-            rid = runner.create_run(
-                engine,
-                "openai:bench-model",
-                "direct",
-                base_url=base,
-                concurrency=concurrency,
-                params={"timeout": 60, "transport": transport},
-            )
-            import gc
+        assert server.stdout is not None
+        base = server.stdout.readline().strip()
+        bodies = _bodies(n)
+        per_round: list[dict] = []
+        for k in range(rounds):
+            order = transports if k % 2 == 0 else list(reversed(transports))
+            fw, fc = bare_aiohttp(base, bodies, concurrency)
+            r: dict = {"floor": {"seconds": fw, "cpu_s": fc}, "load_1m": os.getloadavg()[0]}
+            for tr in order:
+                if db:  # PostgreSQL: the same database, its cache emptied (no job reads another's answers)
+                    import sqlalchemy as sa
 
-            gc.collect()
-            before = rss_mb()
-            peak = [before]
-            stop = threading.Event()
-
-            def sample() -> None:
-                while not stop.is_set():
-                    peak[0] = max(peak[0], rss_mb())
-                    time.sleep(0.02)
-
-            t = threading.Thread(target=sample, daemon=True)
-            t.start()
-            t0, c0 = time.perf_counter(), time.process_time()
-            out = runner.execute_run(engine, rid)
-            dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-            stop.set()
-            t.join()
-        finally:
+                    with engine.begin() as c:
+                        c.execute(sa.text("DELETE FROM cache_entry"))
+                    eng = engine
+                else:  # SQLite: a fresh copy of the filled store
+                    path = f"{tmp}/{tr}-{k}.db"
+                    shutil.copyfile(template, path)
+                    eng = init_db(get_engine(f"sqlite:///{path}", fresh=True))
+                try:
+                    r[tr] = _job(eng, base, concurrency, tr)
+                finally:
+                    if not db:
+                        eng.dispose()
+                        os.unlink(path)
+            per_round.append(r)
+        del bodies
+    finally:
+        if server is not None:
             server.kill()
             server.wait()
-        ideal = concurrency / latency
-        floor_out = {
-            k: {"seconds": round(w, 2), "cpu_s": round(c, 1), "runner_ratio": round(w / dt, 3)}
-            for k, (w, c) in floors.items()
-        }
-        return {
-            "transport": transport,
-            "floors": floor_out,
-            "n": n,
-            "store": engine.url.get_backend_name(),
-            "seconds": round(dt, 2),
-            "load_avg_1m": os.getloadavg()[0],
-            "judged": sum(out["counts"].values()),
-            "api_calls": out["api_calls"],
-            "achieved_per_s": round(n / dt, 1),
-            "ideal_per_s": ideal,
-            "ratio": round(n / dt / ideal, 3),
-            "cpu_s": round(cpu, 1),
-            "rss_before_mb": round(before, 1),
-            "rss_peak_mb": round(peak[0], 1),
-            "rss_growth_mb": round(peak[0] - before, 1),
-        }
-    finally:
         engine.dispose()
         if drop:
             drop()
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
+    med = statistics.median
+    paths: dict[str, dict] = {
+        "floor (bare aiohttp)": {
+            "seconds": round(med(r["floor"]["seconds"] for r in per_round), 2),
+            "fraction_of_floor": 1.0,
+            "cpu_ms_per_request": round(1000 * med(r["floor"]["cpu_s"] for r in per_round) / n, 3),
+            "rss_growth_mb": None,
+        }
+    }
+    for tr in transports:
+        paths[tr] = {
+            "seconds": round(med(r[tr]["seconds"] for r in per_round), 2),
+            "fraction_of_floor": round(med(r["floor"]["seconds"] / r[tr]["seconds"] for r in per_round), 3),
+            "cpu_ms_per_request": round(1000 * med(r[tr]["cpu_s"] for r in per_round) / n, 3),
+            "rss_growth_mb": round(max(r[tr]["rss_growth_mb"] for r in per_round), 1),
+            "judged": min(r[tr]["judged"] for r in per_round),
+            "api_calls": max(r[tr]["api_calls"] for r in per_round),
+        }
+    return {
+        "n": n,
+        "concurrency": concurrency,
+        "latency_s": latency,
+        "ideal_s": round(n * latency / concurrency, 2),
+        "store": "postgresql" if db else "sqlite",
+        "rounds": rounds,
+        "load_avg_before": [round(x, 2) for x in load_before],
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+        "paths": paths,
+        "per_round": per_round,
+    }
+
+
+def _case(text: str) -> tuple[int, int]:
+    n, _, c = text.partition(":")
+    return int(n), int(c or 256)
 
 
 def main() -> int:
+    """Run every case in its own child process and print one table per case (``--json``: one JSON
+    document with every case)."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    ap.add_argument("--concurrency", type=int, default=256)
+    ap.add_argument("--cases", nargs="+", default=["3010:64", "20000:256"], help="N:CONCURRENCY (default: issue 38's)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=None, help="sizes N run at --concurrency (older form)")
+    ap.add_argument("--concurrency", type=int, default=256, help="with --sizes")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--db", default=None)
-    ap.add_argument("--no-floor", action="store_true", help="skip the bare aiohttp / SDK floors")
     ap.add_argument(
-        "--transport", default="aiohttp", choices=["aiohttp", "httpx", "direct"], help="the runner's SDK transport"
+        "--transports",
+        nargs="+",
+        default=["direct", "sdk"],
+        choices=["direct", "sdk", "aiohttp", "httpx"],
+        help="values of --param transport measured (default: the lean default and the SDK)",
     )
-    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:
-        print(
-            json.dumps(child(a.child, a.concurrency, a.latency, a.db, floor=not a.no_floor, transport=a.transport)),
-            flush=True,
-        )
+        n, c = _case(a.child)
+        print(json.dumps(child(n, c, a.latency, a.db, a.rounds, a.transports)), flush=True)
         return 0
     results = []
-    for n in a.sizes:
-        cmd = (
-            [
-                sys.executable,
-                __file__,
-                "--child",
-                str(n),
-                "--concurrency",
-                str(a.concurrency),
-                "--latency",
-                str(a.latency),
-                "--transport",
-                a.transport,
-            ]
-            + (["--db", a.db] if a.db else [])
-            + (["--no-floor"] if a.no_floor else [])
-        )
+    cases = [f"{n}:{a.concurrency}" for n in a.sizes] if a.sizes else a.cases
+    for case in cases:
+        n, c = _case(case)
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            f"{n}:{c}",
+            "--rounds",
+            str(a.rounds),
+            "--latency",
+            str(a.latency),
+            "--transports",
+            *a.transports,
+        ] + (["--db", a.db] if a.db else [])
         p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
         if p.returncode != 0:
             print(p.stderr, file=sys.stderr)
             return 1
         r = json.loads(p.stdout.strip().splitlines()[-1])
         results.append(r)
+        if a.json:
+            continue
+        lb, la = r["load_avg_before"], r["load_avg_after"]
         print(
-            f"{r['store']} n={r['n']:>7}: {r['seconds']:.1f} s, {r['achieved_per_s']:.0f}/s vs ideal "
-            f"{r['ideal_per_s']:.0f}/s -> ratio {r['ratio']:.3f} (goal >= 0.85); CPU {r['cpu_s']} s; "
-            f"RSS {r['rss_before_mb']:.0f} MB before, peak {r['rss_peak_mb']:.0f} MB "
-            f"(growth {r['rss_growth_mb']:.0f} MB); api_calls {r['api_calls']}; machine load {r['load_avg_1m']:.1f}",
+            f"{r['store']} n={n} concurrency={c} latency={a.latency}s (ideal {r['ideal_s']} s), "
+            f"{r['rounds']} interleaved rounds, medians; load average {lb[0]}/{lb[1]}/{lb[2]} before, "
+            f"{la[0]}/{la[1]}/{la[2]} after",
             flush=True,
         )
-        for k, f in r["floors"].items():
+        print("| path | wall s | fraction of the floor | CPU ms / request | RSS growth MB |")
+        print("|---|---:|---:|---:|---:|")
+        for name, f in r["paths"].items():
+            label = f"`transport={name}`" + (" (default)" if name == "direct" else "") if name in a.transports else name
+            growth = "-" if f["rss_growth_mb"] is None else f"{f['rss_growth_mb']:.0f}"
             print(
-                f"  floor {k}: {f['seconds']:.1f} s (CPU {f['cpu_s']} s); runner ({r['transport']}) throughput / "
-                f"{k} = {f['runner_ratio']:.3f}" + (" (goal >= 0.8)" if k == "aiohttp" else ""),
+                f"| {label} | {f['seconds']:.2f} | {f['fraction_of_floor']:.3f} | {f['cpu_ms_per_request']:.3f} | {growth} |",
                 flush=True,
             )
-    if len(results) > 1:
-        g = [r["rss_growth_mb"] for r in results]
-        print(
-            f"memory growth during execution across sizes {[r['n'] for r in results]}: {g} MB "
-            f"(flat in N when these are about equal)"
-        )
+    if a.json:
+        print(json.dumps(results, indent=1))
     return 0
 
 
