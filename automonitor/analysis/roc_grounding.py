@@ -13,6 +13,7 @@ import pandas as pd
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import Encoded
+from automonitor.ranks import roc_curve
 
 
 FAR_TARGETS: tuple[float, ...] = (0.01, 0.05)
@@ -74,8 +75,6 @@ def roc_summary(
         out[f"mr_at_far_{int(round(t * 100))}pct"] = None if roc is None else mt.mr_at_far_from_roc(roc, t)
     out["operating_point"] = None if roc is None else mt.operating_point_from_roc(roc, labels, cost_ratio, prevalence)
     if out["auroc"] is not None:
-        from sklearn.metrics import roc_curve
-
         fpr, tpr, thr = roc_curve(labels, scores, drop_intermediate=True)
         out["curve"] = {"far": fpr.tolist(), "mr": (1.0 - tpr).tolist(), "threshold": thr.tolist()}
     else:

@@ -14,7 +14,6 @@ import re
 import tokenize
 from typing import Sequence
 
-from scipy.cluster.hierarchy import DisjointSet
 
 _WS = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -211,6 +210,8 @@ def conversation_groups(dialogues: Sequence[str]) -> list[int]:
     Returns:
         One group index per dialogue (0..k-1, numbered by first appearance).
     """
+    from scipy.cluster.hierarchy import DisjointSet  # here, not at import: scipy.cluster costs ~0.5 s to import
+
     norm = [" ".join(d.split()) for d in dialogues]
     sets = DisjointSet(range(len(norm)))  # union-find (scipy)
     union = sets.merge

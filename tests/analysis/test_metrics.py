@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from automonitor.analysis import metrics as mt
 from automonitor.vocab import OUTCOMES, UNSCORED
@@ -267,6 +269,24 @@ def test_mcnemar_matches_statsmodels():
     assert r2["p_value"] == pytest.approx(ref2.pvalue)
     assert mt.mcnemar_test([True, False], [True, False])["p_value"] == 1.0
     assert mt.mcnemar_test([], [])["p_value"] is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60), st.integers(0, 60))
+def test_mcnemar_is_statsmodels_float_for_float(both, x_only, y_only, neither):
+    """The report's McNemar (computed without importing statsmodels) gives statsmodels' very floats."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    x = np.array([1] * both + [1] * x_only + [0] * y_only + [0] * neither, dtype=bool)
+    y = np.array([1] * both + [0] * x_only + [1] * y_only + [0] * neither, dtype=bool)
+    r = mt.mcnemar_test(x, y)
+    if x.size == 0:
+        assert r["p_value"] is None
+        return
+    exact = x_only + y_only < 25
+    ref = mcnemar(np.array([[both, x_only], [y_only, neither]]), exact=exact, correction=True)
+    assert r["method"] == ("exact" if exact else "chi2")
+    assert r["statistic"] == mt._f(ref.statistic) and r["p_value"] == (mt._f(ref.pvalue) if x_only + y_only else 1.0)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The certificate's AUROC (:func:`automonitor.data.audit.certify._auc`, the rank form used inside the
+"""The certificate's AUROC (:func:`automonitor.ranks.auc_by_ranks`, the rank form used inside the
 bootstrap) equals ``sklearn.metrics.roc_auc_score`` on generated labels and scores: ties, constant scores,
 NaN scores left out, one class -> ``None``."""
 
@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from automonitor.data.audit.certify import _auc, auroc_interval
+from automonitor.data.audit.certify import auroc_interval
+from automonitor.ranks import auc_by_ranks as _auc
 
 scores = st.one_of(st.sampled_from([0.0, 0.5, 1.0, float("nan")]), st.floats(-1e6, 1e6, allow_nan=False))
 

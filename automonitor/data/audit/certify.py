@@ -33,29 +33,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from automonitor.ranks import auc_by_ranks
+
 BAND = 0.15
 MIN_PAIRS = 15
 N_BOOT = 200
 FOLDS = 5
 ALL = "all"
-
-
-def _auc(y: np.ndarray, s: np.ndarray) -> float | None:
-    """AUROC of scores ``s`` for 0/1 labels ``y`` (NaN scores left out), ``None`` with one class: the
-    Mann-Whitney U of the positives over ``n1 * n0`` with average ranks for ties (Hanley & McNeil 1982),
-    the value ``sklearn.metrics.roc_auc_score`` returns (tests/data/test_certify_auc.py) at a fraction
-    of its cost: the bootstrap of :func:`auroc_interval` calls it ``n_boot`` times per slice and detector,
-    and sklearn's input validation made those calls ~90% of a build's time."""
-    from scipy.stats import rankdata
-
-    ok = ~np.isnan(s)
-    y, s = y[ok], s[ok]
-    n1 = int(np.count_nonzero(y))
-    n0 = len(y) - n1
-    if n1 == 0 or n0 == 0:
-        return None
-    ranks = rankdata(s)
-    return float((ranks[y != 0].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 def auroc_interval(
@@ -64,7 +48,7 @@ def auroc_interval(
     """``(AUROC, low, high)``: the AUROC of scores ``s`` for labels ``y`` (1 = misbehavior; NaN scores left
     out) and its 95% percentile interval from ``n_boot`` bootstrap resamples of the clusters ``groups``
     (rows of a cluster are drawn together). ``(None, None, None)`` with one class only."""
-    a = _auc(y, s)
+    a = auc_by_ranks(y, s)
     if a is None:
         return None, None, None
     uniq = sorted(set(groups.tolist()))
@@ -73,7 +57,7 @@ def auroc_interval(
     boots = []
     for _ in range(n_boot):
         idx = np.concatenate([where[uniq[rng.randrange(len(uniq))]] for _ in uniq])
-        b = _auc(y[idx], s[idx])
+        b = auc_by_ranks(y[idx], s[idx])
         if b is not None:
             boots.append(b)
     if not boots:
