@@ -7,6 +7,8 @@ latency). The child fills a store once (SQLite file by default, or a fresh Postg
 
 - the **floor**: the same N chat requests sent by a bare ``aiohttp`` loop (a semaphore of C, JSON
   decoded, nothing else): what the network and the machine allow;
+- the lean path alone: the same requests sent by ``DirectChat`` (the default transport's client) in a
+  bare loop, no runner and no store: its distance to the floor is the transport's own cost;
 - a full judge job (``runner.create_run`` + ``execute_run``: prompts, parsing, scoring, the store) with
   each ``--transports`` value of ``--param transport`` (default ``direct``, the lean default path, and
   ``sdk``, the official SDK), each on a fresh copy of the store (no cache hits); the order of the
@@ -97,6 +99,32 @@ def bare_aiohttp(base: str, bodies: list[dict], concurrency: int) -> tuple[float
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def bare_direct(base: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
+    """The lean path alone: ``bodies`` sent by :class:`DirectChat` (the default transport's client, answers
+    decoded into objects) in a bare loop, no runner, no store; (wall s, CPU s). Its distance to the
+    floor is the transport's own cost; the rest of a job's is the runner's."""
+    import asyncio
+
+    from automonitor.runs.monitors.openai_backend import DirectChat
+
+    async def go() -> None:
+        chat = DirectChat(base, "sk-local", 60.0)
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(body: dict) -> None:
+            async with sem:
+                await chat.post(body)
+
+        try:
+            await asyncio.gather(*(one(b) for b in bodies))
+        finally:
+            await chat.close()
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    asyncio.run(go())
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def _job(engine, base: str, concurrency: int, transport: str) -> dict:
     """One full judge job on ``engine`` with ``--param transport=transport``: wall s, CPU s, RSS growth."""
     import gc
@@ -180,6 +208,8 @@ def child(n: int, concurrency: int, latency: float, db: str | None, rounds: int,
             order = transports if k % 2 == 0 else list(reversed(transports))
             fw, fc = bare_aiohttp(base, bodies, concurrency)
             r: dict = {"floor": {"seconds": fw, "cpu_s": fc}, "load_1m": os.getloadavg()[0]}
+            dw, dc = bare_direct(base, bodies, concurrency)
+            r["lean_loop"] = {"seconds": dw, "cpu_s": dc}
             for tr in order:
                 if db:  # PostgreSQL: the same database, its cache emptied (no job reads another's answers)
                     import sqlalchemy as sa
@@ -209,12 +239,18 @@ def child(n: int, concurrency: int, latency: float, db: str | None, rounds: int,
         shutil.rmtree(tmp, ignore_errors=True)
     med = statistics.median
     paths: dict[str, dict] = {
-        "floor (bare aiohttp)": {
+        "floor: bare aiohttp loop": {
             "seconds": round(med(r["floor"]["seconds"] for r in per_round), 2),
             "fraction_of_floor": 1.0,
             "cpu_ms_per_request": round(1000 * med(r["floor"]["cpu_s"] for r in per_round) / n, 3),
             "rss_growth_mb": None,
         }
+    }
+    paths["DirectChat loop (lean path alone, no runner)"] = {
+        "seconds": round(med(r["lean_loop"]["seconds"] for r in per_round), 2),
+        "fraction_of_floor": round(med(r["floor"]["seconds"] / r["lean_loop"]["seconds"] for r in per_round), 3),
+        "cpu_ms_per_request": round(1000 * med(r["lean_loop"]["cpu_s"] for r in per_round) / n, 3),
+        "rss_growth_mb": None,
     }
     for tr in transports:
         paths[tr] = {
@@ -302,7 +338,11 @@ def main() -> int:
         print("| path | wall s | fraction of the floor | CPU ms / request | RSS growth MB |")
         print("|---|---:|---:|---:|---:|")
         for name, f in r["paths"].items():
-            label = f"`transport={name}`" + (" (default)" if name == "direct" else "") if name in a.transports else name
+            label = (
+                (f"job, `transport={name}`" + (" (default)" if name == "direct" else ""))
+                if name in a.transports
+                else name
+            )
             growth = "-" if f["rss_growth_mb"] is None else f"{f['rss_growth_mb']:.0f}"
             print(
                 f"| {label} | {f['seconds']:.2f} | {f['fraction_of_floor']:.3f} | {f['cpu_ms_per_request']:.3f} | {growth} |",

@@ -521,6 +521,10 @@ def _namespace(obj: dict[str, Any]) -> SimpleNamespace:
     return SimpleNamespace(**obj)
 
 
+#: one decoder for every answer (``json.loads`` with an object hook builds a new decoder per call)
+_NAMESPACE_DECODER = json.JSONDecoder(object_hook=_namespace)
+
+
 class DirectChat:
     """``POST {base_url}/chat/completions`` with a bare ``aiohttp`` session: the judge's default path
     (``--param transport=direct``). The request body the SDK path sends (OpenAI's documented Chat
@@ -564,7 +568,11 @@ class DirectChat:
             raise TransientError("connection", f"{type(exc).__name__}: {exc}") from exc
         try:
             # a success is decoded straight into namespaces (the C decoder's object hook: no second walk)
-            data = json.loads(raw) if status != 200 else json.loads(raw, object_hook=_namespace)
+            data = (
+                json.loads(raw)
+                if status != 200
+                else _NAMESPACE_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+            )
         except ValueError as exc:
             if status != 200:
                 raise DirectStatusError(status, raw[:500].decode("utf-8", "replace"), headers) from None
