@@ -9,7 +9,7 @@ import streamlit as st
 from automonitor import views, vocab, views as workbench
 from sqlalchemy.exc import SQLAlchemyError
 
-from automonitor.data.errata import add_erratum
+from automonitor.data.errata import add_erratum, conflict_warning, erratum_conflicts
 from store.engine import describe_db_error
 from pages import _common as ui
 from pages import _spans_ui
@@ -376,10 +376,14 @@ else:
 
 # --- report this label (an erratum: the next build takes the pair out of verified) ------------------
 ERRATUM_FLASH = f"{PAGE}.erratum_flash"
+ERRATUM_CONFLICT = f"{PAGE}.erratum_conflict"
 flash = st.session_state.pop(ERRATUM_FLASH, None)
+conflict = st.session_state.pop(ERRATUM_CONFLICT, None)
 with st.expander("Report this label", expanded=bool(flash)):
     if flash:
         st.success(flash)
+    if conflict:
+        st.warning(conflict)
     st.caption(
         "Judged this pair's label wrong or doubtful? The erratum is recorded in the store (who, when); "
         "the next `automonitor build` moves the pair out of verified (`automonitor errata export FILE` "
@@ -409,4 +413,10 @@ with st.expander("Report this label", expanded=bool(flash)):
                 f"Erratum recorded for pair {md(e.pair_id)} ({md(e.verdict)}); its badge is shown above; rebuild "
                 "to apply it."
             )
+            try:  # another reader's differing verdict on the pair: shown, never silent
+                others, in_force = erratum_conflicts(ui.engine(), e)
+            except SQLAlchemyError:
+                others, in_force = [], e
+            if others:
+                st.session_state[ERRATUM_CONFLICT] = md(conflict_warning(e, others, in_force))
             st.rerun()

@@ -46,10 +46,12 @@ def add_cmd(
 ) -> None:
     """Record an erratum in the store (created if missing, saying so); the next `automonitor build`
     applies it (wrong or doubtful: out of verified, to candidates; marked in paper). A pair the store
-    does not hold is accepted with a warning."""
+    does not hold is accepted with a warning. A reader's new erratum replaces their earlier one for the
+    pair; when another reader's verdict differs, a warning names it (both are kept; the strictest
+    verdict, wrong over doubtful, is in force)."""
     from sqlmodel import Session
 
-    from automonitor.data.errata import add_erratum, make_erratum, stored_pairs
+    from automonitor.data.errata import add_erratum, conflict_warning, erratum_conflicts, make_erratum, stored_pairs
     from automonitor.escaping import terminal_text
 
     make_erratum(pair_id, verdict, reason, reader)  # bad input: exit 2 before any store is opened
@@ -57,6 +59,15 @@ def add_cmd(
     e = add_erratum(engine, pair_id, verdict, reason, reader, origin="cli")
     with Session(engine) as s:
         known = e.pair_id in stored_pairs(s)
+    others, in_force = erratum_conflicts(engine, e)
+    if others:  # another reader disagrees: say so (both kept; the strictest verdict is in force)
+        err_console.print(
+            "warning: " + terminal_text(conflict_warning(e, others, in_force)),
+            markup=False,
+            highlight=False,
+            emoji=False,
+            soft_wrap=True,
+        )
     if not known:
         err_console.print(
             f"warning: pair {terminal_text(e.pair_id)} is not in the store (recorded anyway)",
@@ -78,7 +89,8 @@ def list_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """The errata in force (shipped and stored), whether the store still holds each pair, and the counts
-    per source. Every text is printed with its control characters marked (no terminal escape passes)."""
+    per source; a pair whose readers disagree shows the other readers' verdicts (JSON: "conflicts") and a
+    warning. Every text is printed with its control characters marked (no terminal escape passes)."""
     from sqlmodel import Session
 
     from automonitor.data.errata import errata_counts, errata_in_force, errata_status
@@ -101,7 +113,7 @@ def list_cmd(
     from rich.table import Table
 
     t = Table(title=f"{len(rows)} errata in force")
-    for c in ("pair_id", "source", "verdict", "reader", "date", "in store", "reason"):
+    for c in ("pair_id", "source", "verdict", "reader", "date", "in store", "reason", "other readers"):
         t.add_column(c)
     for r in rows:
         reason = terminal_text(r["reason"])
@@ -109,8 +121,23 @@ def list_cmd(
             *(terminal_text(r[k]) for k in ("pair_id", "source", "verdict", "reader", "date")),
             terminal_text(r["in_store"] or "no"),
             reason if len(reason) <= 80 else reason[:79] + "…",
+            ", ".join(terminal_text(f"{c['reader']}: {c['verdict']}") for c in r["conflicts"]),
         )
-    Console(markup=False, highlight=False, emoji=False, width=160).print(t)
+    Console(markup=False, highlight=False, emoji=False, width=180).print(t)
+    for r in rows:
+        if r["conflicts"]:
+            said = "; ".join(f"{c['reader']} said {c['verdict']}" for c in r["conflicts"])
+            err_console.print(
+                "warning: "
+                + terminal_text(
+                    f"conflicting errata on pair {r['pair_id']}: in force {r['verdict']} ({r['reader']}); {said} "
+                    "(between readers the strictest verdict wins)"
+                ),
+                markup=False,
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,
+            )
     for pid in missing:
         err_console.print(
             f"warning: erratum on {terminal_text(pid)}: no such pair in the store (reported, not applied)",

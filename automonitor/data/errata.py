@@ -11,8 +11,16 @@ Two places hold errata, and every build applies both (:func:`errata_in_force`, a
   rows of its ``erratum`` table (:func:`add_erratum`), written in one transaction each with their
   provenance (``origin``, ``entered_by``, ``entered_at``). Nothing is ever written into the code checkout.
 
-A later erratum for the same pair replaces an earlier one (a re-reading): the shipped ones first, then the
-stored ones in the order they were entered. ``errata export`` writes them all as the file above for review
+Which erratum is in force for a pair (:func:`current`; the build, ``stats`` and ``errata list`` all use it),
+over the shipped ones first, then the stored ones in the order they were entered:
+
+* a reader's later erratum for a pair replaces that reader's earlier one (a re-reading);
+* readers who disagree (one says ``wrong``, another ``doubtful``) are a conflict: the STRICTEST verdict is in
+  force (``wrong`` over ``doubtful``), the latest erratum with that verdict supplying reason, reader and date.
+  So no reader's ``wrong`` is quietly softened by another's later ``doubtful``, and two readers reporting
+  at once get the same result whichever commits first. Both readings are kept; a conflict is shown, never
+  silent: ``errata add`` and the app's "Report this label" warn naming the other reader's verdict and the
+  pair, ``errata list`` lists each pair's other readings (:func:`conflicts`). ``errata export`` writes them all as the file above for review
 in git (:func:`export_errata`); ``errata import`` adds a reviewed file's new lines to a store
 (:func:`import_errata`). A reason is at most :data:`MAX_REASON` bytes (UTF-8) and is shown escaped
 everywhere, its control and line-separator characters marked (:func:`automonitor.escaping.reveal_controls`).
@@ -147,9 +155,73 @@ def load_errata(path: str | Path | None = None) -> list[Erratum]:
     return _parse_lines(text, str(p))
 
 
+#: how strict a verdict is: between readers who disagree, the strictest is in force (:func:`current`)
+STRICTNESS: dict[str, int] = {"doubtful": 1, "wrong": 2}
+
+
+def _readings(errata: Iterable[Erratum]) -> dict[str, dict[str, tuple[int, Erratum]]]:
+    """Per pair (``cand:`` dropped), each reader's latest erratum with its position in ``errata``."""
+    out: dict[str, dict[str, tuple[int, Erratum]]] = {}
+    for i, e in enumerate(errata):
+        out.setdefault(e.pair_id.removeprefix("cand:"), {})[e.reader] = (i, e)
+    return out
+
+
+def _in_force(readings: dict[str, tuple[int, Erratum]]) -> Erratum:
+    return max(readings.values(), key=lambda t: (STRICTNESS[t[1].verdict], t[0]))[1]
+
+
 def current(errata: Iterable[Erratum]) -> dict[str, Erratum]:
-    """The erratum in force per ``pair_id`` (a later one replaces an earlier one)."""
-    return {e.pair_id.removeprefix("cand:"): e for e in errata}
+    """The erratum in force per ``pair_id`` (module doc): each reader's latest erratum counts; between
+    readers the strictest verdict wins (``wrong`` over ``doubtful``), the latest of that verdict shown."""
+    return {pid: _in_force(rs) for pid, rs in _readings(errata).items()}
+
+
+def conflicts(errata: Iterable[Erratum]) -> dict[str, list[Erratum]]:
+    """The pairs whose readers disagree: pair id -> the other readers' latest errata whose verdict differs
+    from the one in force (:func:`current`), oldest first. A pair whose readers agree is not listed."""
+    out: dict[str, list[Erratum]] = {}
+    for pid, rs in _readings(errata).items():
+        force = _in_force(rs)
+        others = [e for _, e in sorted(rs.values(), key=lambda t: t[0]) if e.verdict != force.verdict]
+        if others:
+            out[pid] = others
+    return out
+
+
+def other_readings(errata: Iterable[Erratum], pair_id: str, reader: str) -> list[Erratum]:
+    """The latest errata of readers other than ``reader`` for ``pair_id`` (``cand:`` ignored) whose verdict
+    differs from ``reader``'s latest one: what a new report by ``reader`` conflicts with, oldest first."""
+    rs = _readings(errata).get(pair_id.strip().removeprefix("cand:"), {})
+    mine = rs.get(reader.strip())
+    if mine is None:
+        return []
+    return [
+        e
+        for _, e in sorted(rs.values(), key=lambda t: t[0])
+        if e.reader != mine[1].reader and e.verdict != mine[1].verdict
+    ]
+
+
+def erratum_conflicts(engine: Engine, e: Erratum, path: str | Path | None = None) -> tuple[list[Erratum], Erratum]:
+    """What erratum ``e`` (just recorded in ``engine``'s store) conflicts with, read after the write (so a
+    report another reader entered meanwhile is seen): the other readers' differing verdicts on its pair
+    (:func:`other_readings`; ``[]`` when none) and the erratum now in force for the pair (:func:`current`).
+    ``path``: the shipped errata file (:func:`errata_path`)."""
+    with Session(engine) as s:
+        errata = errata_in_force(s, path)
+    pid = e.pair_id.removeprefix("cand:")
+    return other_readings(errata, pid, e.reader), current(errata).get(pid, e)
+
+
+def conflict_warning(e: Erratum, others: list[Erratum], in_force: Erratum) -> str:
+    """One line (no newline) saying that erratum ``e`` conflicts with ``others`` (other readers' verdicts on
+    the same pair) and which verdict is in force. Texts are raw: escape them for the place they are shown."""
+    said = "; ".join(f"{o.reader} said {o.verdict} ({o.date})" for o in others)
+    return (
+        f"conflicting errata on pair {e.pair_id}: {e.reader} says {e.verdict}, {said}; in force: {in_force.verdict} "
+        "(between readers the strictest verdict wins)"
+    )
 
 
 def source_of(pair_id: str) -> str:
@@ -360,6 +432,19 @@ def stored_pairs(session: Session) -> dict[str, str]:
 def errata_status(session: Session | None, errata: Iterable[Erratum]) -> list[dict[str, Any]]:
     """The errata in force, each as its fields plus ``in_store``: the stored pair id it matches (by
     ``pair_id`` or the ``meta.upstream_id`` alias), ``None`` when the pair no longer exists (reported,
-    not an error). ``session`` ``None``: there is no store yet, so no pair is in it."""
+    not an error), and ``conflicts``: the other readers' differing verdicts on the pair (:func:`conflicts`;
+    ``[]`` when they agree), each ``{"reader", "verdict", "date", "reason"}``. ``session`` ``None``: there is no store yet, so no pair is in it."""
+    errata = list(errata)
     by_id = stored_pairs(session) if session is not None else {}
-    return [{**e.model_dump(), "in_store": by_id.get(e.pair_id)} for e in current(errata).values()]
+    others = conflicts(errata)
+    return [
+        {
+            **e.model_dump(),
+            "in_store": by_id.get(e.pair_id),
+            "conflicts": [
+                {"reader": o.reader, "verdict": o.verdict, "date": o.date, "reason": o.reason}
+                for o in others.get(pid, [])
+            ],
+        }
+        for pid, e in current(errata).items()
+    ]

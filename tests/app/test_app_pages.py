@@ -376,6 +376,37 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     assert any("erratum: label doubtful" in h for h in html_bodies(again))
 
 
+def test_drilldown_report_warns_when_another_reader_disagrees(seeded, tmp_path, monkeypatch):
+    """A report that another reader's verdict contradicts is recorded and the page says so (issue 37): a
+    warning names the pair, the other reader's verdict and the verdict in force (the strictest)."""
+    import sqlalchemy as sa
+
+    from automonitor.data.errata import add_erratum
+    from automonitor.views import md_escape
+    from store import get_engine, session_scope
+    from store.models import Erratum as ErratumRow
+
+    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(tmp_path / "no-shipped.jsonl"))
+    pid = next(r["pair_id"] for r in seeded["samples"] if r["id"] == seeded["hostile_id"])
+    eng = get_engine(seeded["url"])
+    add_erratum(eng, pid, "wrong", "the <b>benign</b> side is unsafe", "alice-r")
+    try:
+        at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
+        at.radio(key="drilldown.erratum_verdict").set_value("doubtful")
+        at.text_area(key="drilldown.erratum_reason").input("looks fine to me")
+        at.text_input(key="drilldown.erratum_reader").input("bob-r")
+        ok(at.run())
+        at.button(key="drilldown.erratum_submit").click()
+        ok(at.run())
+        assert any("Erratum recorded" in s.value for s in at.success)
+        (warning,) = [w.value for w in at.warning if "conflicting errata" in w.value]
+        assert md_escape(pid) in warning and "alice\\-r said wrong" in warning
+        assert "in force\\: wrong" in warning and "bob\\-r says doubtful" in warning
+    finally:
+        with session_scope(eng) as s:
+            s.execute(sa.delete(ErratumRow).where(ErratumRow.reader.in_(["alice-r", "bob-r"])))  # type: ignore[attr-defined]
+
+
 def test_tradeoff_builds_the_html_report(seeded):
     """The Trade-off page's "Build HTML report" puts the self-contained report of the runs shown in the
     session, offered by a "Download report" button (``automonitor.views.report_html``)."""
