@@ -96,7 +96,10 @@ def test_two_first_commands_on_a_new_postgres_store_one_says_created(pg_url, tmp
         procs = [_start(pg_url, n, tmp_path) for n in ("alice", "bob")]
 
         def waiting() -> bool:
-            row = holder.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()
+            row = holder.execute(  # this database's waiters only: other tests share the server
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            ).fetchone()
             return bool(row and row[0] == 2)
 
         try:
