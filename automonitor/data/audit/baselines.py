@@ -150,17 +150,26 @@ def pairwise_share(te: pd.DataFrame, scores: np.ndarray) -> float | None:
     pair has both sides. 1.0: the baseline always prefers the misbehavior side; 0.5: chance."""
     if len(te) == 0:
         return None
-    frame = pd.DataFrame(
-        {"pair": te["pair_id"].to_numpy(), "pos": positive_labels(te), "s": np.asarray(scores, dtype=float)}
-    )
-    wins: list[float] = []
-    for _pid, g in frame.groupby("pair", sort=False):
-        if len(g) != 2 or g["pos"].nunique() != 2:
-            continue
-        mis = float(g.loc[g["pos"] == 1, "s"].iloc[0])
-        ben = float(g.loc[g["pos"] == 0, "s"].iloc[0])
-        wins.append(1.0 if mis > ben else 0.5 if mis == ben else 0.0)
-    return float(np.mean(wins)) if wins else None
+    # vectorised (one bincount per quantity instead of a pandas group per pair: this loop was a third of a
+    # cold audit); pairs in order of first appearance, as groupby(sort=False) gave them, so the mean is the
+    # same float (tests/data/test_audit.py compares it with the per-pair loop)
+    codes, uniques = pd.factorize(te["pair_id"].to_numpy())
+    pos = positive_labels(te).astype(bool)
+    s = np.asarray(scores, dtype=float)
+    keep = codes >= 0  # a missing pair id is in no pair
+    codes, pos, s = codes[keep], pos[keep], s[keep]
+    n = np.bincount(codes, minlength=len(uniques))
+    n_pos = np.bincount(codes[pos], minlength=len(uniques))
+    both = (n == 2) & (n_pos == 1)
+    if not both.any():
+        return None
+    mis = np.full(len(uniques), np.nan)
+    ben = np.full(len(uniques), np.nan)
+    mis[codes[pos]] = s[pos]
+    ben[codes[~pos]] = s[~pos]
+    mis, ben = mis[both], ben[both]
+    wins = np.where(mis > ben, 1.0, np.where(mis == ben, 0.5, 0.0))
+    return float(np.mean(wins))
 
 
 def cv_scores(te: pd.DataFrame, name: str, folds: int = CV_FOLDS) -> np.ndarray | None:
