@@ -31,13 +31,44 @@ Definitions and the unscored policy are in :mod:`automonitor.analysis.metrics`; 
 
 from __future__ import annotations
 
-from automonitor.analysis.assemble import analyze
-from automonitor.analysis.drilldown import cell_samples, roc_frame
-from automonitor.analysis.encoding import ABSENT, CELLS, FN, FP, PEND, TN, TP, UNS
-from automonitor.analysis.options import AnalysisOptions, ReportOptions
-from automonitor.analysis.from_store import controls_far, predictions_frame, report, runs_frame
-from automonitor.analysis.points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
-from automonitor.analysis.roc_grounding import FAR_TARGETS, roc_summary
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from automonitor.analysis.assemble import analyze
+    from automonitor.analysis.drilldown import cell_samples, roc_frame
+    from automonitor.analysis.encoding import ABSENT, CELLS, FN, FP, PEND, TN, TP, UNS
+    from automonitor.analysis.options import AnalysisOptions, ReportOptions
+    from automonitor.analysis.from_store import controls_far, predictions_frame, report, runs_frame
+    from automonitor.analysis.points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
+    from automonitor.analysis.roc_grounding import FAR_TARGETS, roc_summary
+
+#: Where each public name lives; imported on first use (PEP 562), so that importing one light submodule
+#: (``report_format``, ``report_schema``, ``report_cache``) does not import pandas, SciPy and the rest.
+_HOME = {
+    "analyze": "assemble",
+    "cell_samples": "drilldown",
+    "roc_frame": "drilldown",
+    **{name: "encoding" for name in ("ABSENT", "CELLS", "FN", "FP", "PEND", "TN", "TP", "UNS")},
+    "AnalysisOptions": "options",
+    "ReportOptions": "options",
+    **{name: "from_store" for name in ("controls_far", "predictions_frame", "report", "runs_frame")},
+    **{name: "points" for name in ("POINT_COLUMNS", "REPORTED_LABEL", "reported_points", "run_points")},
+    "FAR_TARGETS": "roc_grounding",
+    "roc_summary": "roc_grounding",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name`` from its submodule (imported now); ``AttributeError`` for another name."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ABSENT",

@@ -28,8 +28,6 @@ import zlib
 from collections import Counter
 from typing import Sequence
 
-from scipy.cluster.hierarchy import DisjointSet
-
 from automonitor.data.sources import PairRecord
 
 VERSION_JACCARD = 0.5
@@ -114,6 +112,8 @@ def families(pairs: Sequence[PairRecord]) -> list[int]:
     Returns:
         One family index per pair, in the order of ``pairs``.
     """
+    from scipy.cluster.hierarchy import DisjointSet  # here, not at import: scipy.cluster costs ~0.5 s
+
     sets = DisjointSet(range(len(pairs)))  # union-find (scipy)
     union = sets.merge
 

@@ -54,41 +54,99 @@ One module per job (this package re-exports the public names):
 
 from __future__ import annotations
 
-from automonitor.data.audit.baselines import length_features, tfidf_vectorizer
-from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
-from automonitor.data.audit.cache import cache_dir, cached_audit, fingerprint
-from automonitor.data.audit.document import audit_frame
-from automonitor.data.audit.editions import check_edition, load_samples, run_audit
-from automonitor.data.audit.figures import (
-    baselines_figure,
-    controls_figure,
-    flag_rule_text,
-    leakage_figure,
-    slices_table,
-    test_set_text,
-)
-from automonitor.data.audit.leakage import (
-    dialogue_turns,
-    near_duplicates,
-    shared_conversations,
-    tiny_diff_pairs,
-    token_diff,
-)
-from automonitor.data.audit.params import (
-    ALL_SOURCES,
-    AUDIT_VERSION,
-    BASELINES,
-    EDITIONS,
-    FLAG_AUROC,
-    JACCARD,
-    MIN_TRAIN_PER_CLASS,
-    NUM_PERM,
-    SHINGLE,
-    SYCOPHANCY,
-    TINY_DIFF_TOKENS,
-)
-from automonitor.data.audit.report_md import iter_flagged, markdown
-from automonitor.data.audit.suggestion import parse_final_letter, parse_suggestion, suggestion_score
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from automonitor.data.audit.baselines import length_features, tfidf_vectorizer
+    from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
+    from automonitor.data.audit.cache import cache_dir, cached_audit, fingerprint
+    from automonitor.data.audit.document import audit_frame
+    from automonitor.data.audit.editions import check_edition, load_samples, run_audit
+    from automonitor.data.audit.figures import (
+        baselines_figure,
+        controls_figure,
+        flag_rule_text,
+        leakage_figure,
+        slices_table,
+        test_set_text,
+    )
+    from automonitor.data.audit.leakage import (
+        dialogue_turns,
+        near_duplicates,
+        shared_conversations,
+        tiny_diff_pairs,
+        token_diff,
+    )
+    from automonitor.data.audit.params import (
+        ALL_SOURCES,
+        AUDIT_VERSION,
+        BASELINES,
+        EDITIONS,
+        FLAG_AUROC,
+        JACCARD,
+        MIN_TRAIN_PER_CLASS,
+        NUM_PERM,
+        SHINGLE,
+        SYCOPHANCY,
+        TINY_DIFF_TOKENS,
+    )
+    from automonitor.data.audit.report_md import iter_flagged, markdown
+    from automonitor.data.audit.suggestion import parse_final_letter, parse_suggestion, suggestion_score
+
+#: Where each public name lives; imported on first use (PEP 562): reading a cached audit
+#: (:func:`cached_audit`) then imports neither scikit-learn nor the leakage checks.
+_HOME = {
+    "ALL_SOURCES": "params",
+    "AUDIT_VERSION": "params",
+    "BASELINES": "params",
+    "EDITIONS": "params",
+    "FLAG_AUROC": "params",
+    "JACCARD": "params",
+    "MIN_TRAIN_PER_CLASS": "params",
+    "NUM_PERM": "params",
+    "SHINGLE": "params",
+    "SYCOPHANCY": "params",
+    "TINY_DIFF_TOKENS": "params",
+    "audit_frame": "document",
+    "baselines_figure": "figures",
+    "cache_dir": "cache",
+    "cached_audit": "cache",
+    "check_edition": "editions",
+    "controls_figure": "figures",
+    "dialogue_turns": "leakage",
+    "fingerprint": "cache",
+    "flag_rule_text": "figures",
+    "iter_flagged": "report_md",
+    "leakage_figure": "figures",
+    "length_features": "baselines",
+    "load_samples": "editions",
+    "markdown": "report_md",
+    "memo": "cache",
+    "near_duplicates": "leakage",
+    "parse_final_letter": "suggestion",
+    "parse_suggestion": "suggestion",
+    "run_audit": "editions",
+    "shared_conversations": "leakage",
+    "slices_table": "figures",
+    "suggestion_score": "suggestion",
+    "test_set_text": "figures",
+    "tfidf_vectorizer": "baselines",
+    "tiny_diff_pairs": "leakage",
+    "token_diff": "leakage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name`` from its submodule (imported now); ``AttributeError`` for another name."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ALL_SOURCES",

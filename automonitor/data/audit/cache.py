@@ -14,10 +14,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from automonitor.data.audit.editions import check_edition, run_audit
 from automonitor.data.cache_home import cache_home
 from store.queries.fingerprints import sample_state
-from automonitor.data.audit.params import AUDIT_VERSION
+from automonitor.data.audit.params import AUDIT_VERSION, check_edition
 
 
 def fingerprint(engine) -> str:
@@ -59,6 +58,8 @@ def cached_audit(
             return cached
         except (OSError, ValueError):
             pass
+    from automonitor.data.audit.editions import run_audit  # here: reading a cached audit needs none of it
+
     say(f"audit of edition {edition}: computing (trivial baselines trained per slice, leakage, controls) ...")
     t0 = time.perf_counter()
     doc: dict[str, Any] = _json_safe(run_audit(engine, edition))  # a dict stays a dict

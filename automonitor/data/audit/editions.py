@@ -9,19 +9,10 @@ from typing import Any
 import pandas as pd
 
 from automonitor.data.audit.document import audit_frame
-from automonitor.data.audit.params import EDITIONS
+from automonitor.data.audit.params import check_edition
 from automonitor.data.errata import errata_counts, errata_in_force
 from store import session_scope
 from automonitor.vocab import CONTROLS_SPLIT
-
-
-def check_edition(edition: str) -> str:
-    """``edition`` if it is one of :data:`EDITIONS`, else ``InputError`` naming ``--edition``."""
-    if edition not in EDITIONS:
-        from automonitor.errors import InputError
-
-        raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
-    return edition
 
 
 def load_samples(engine, edition: str = "paper") -> tuple[pd.DataFrame, str]:

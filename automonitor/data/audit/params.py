@@ -37,3 +37,12 @@ def is_control(pair_ids: "pd.Series") -> "pd.Series":
 
 def norm(text: str) -> str:
     return " ".join(WORD.findall(text.lower()))
+
+
+def check_edition(edition: str) -> str:
+    """``edition`` if it is one of :data:`EDITIONS`, else ``InputError`` naming ``--edition``."""
+    if edition not in EDITIONS:
+        from automonitor.errors import InputError
+
+        raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
+    return edition
