@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List
+from typing import TYPE_CHECKING, Any, List
 
 import typer
 
@@ -111,20 +111,25 @@ def _build_report(
     edition: str | None,
 ) -> Report:
     """``analysis.report`` with an edition error reported as an ``InputError`` on ``--edition``."""
-    from automonitor import analysis
+    from automonitor.analysis.report_cache import cached_report
+
+    options: dict[str, Any] = dict(
+        invalid=invalid,
+        n_boot=n_boot,
+        seed=seed,
+        cost_ratio=cost_ratio,
+        prevalence=prevalence,
+        compare=compare,
+        edition=edition,
+    )
+
+    def compute() -> Report:
+        from automonitor import analysis
+
+        return analysis.report(engine, run_ids, **options)
 
     try:
-        return analysis.report(
-            engine,
-            run_ids,
-            invalid,
-            n_boot=n_boot,
-            seed=seed,
-            cost_ratio=cost_ratio,
-            prevalence=prevalence,
-            compare=compare,
-            edition=edition,
-        )
+        return cached_report(engine, run_ids, options, compute)  # an unchanged store: read back
     except ValueError as exc:
         if "edition" in str(exc):
             raise InputError(str(exc), field="--edition") from None

@@ -1,0 +1,129 @@
+"""The report cache: :func:`cached_report` keeps the document of
+:func:`automonitor.analysis.from_store.report` on disk, keyed by a fingerprint of the store file and of
+the code, so that ``automonitor report`` run again on an unchanged store reads it back instead of
+loading 90,000 predictions and computing the analysis again.
+
+The fingerprint (:func:`store_stamp`) is the size and modification time (nanoseconds) of a SQLite store's
+file and of its write-ahead log (when not empty): every committed write changes one of them. A store written less than
+:data:`SETTLE_S` seconds ago is not cached (file times advance in clock ticks of a few milliseconds, so
+two writes in one tick could share a time); other databases (PostgreSQL) have no such fingerprint and
+are not cached. The code's fingerprint (:func:`code_stamp`) covers the source files of ``automonitor``
+and ``store``: an edited or upgraded analysis never reads an old document. Imports nothing heavy, so a
+cached read starts fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sqlalchemy.engine import Engine
+
+from automonitor.analysis.report_schema import Report
+from automonitor.data.cache_home import cache_home
+
+#: A store written this recently (seconds) is not cached (see the module doc).
+SETTLE_S = 2.0
+#: Documents kept in the cache directory (the oldest are removed beyond this).
+KEEP = 16
+_FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """``$AUTOMONITOR_CACHE_DIR/reports`` (or ``~/.cache/automonitor/reports``)."""
+    return cache_home() / "reports"
+
+
+def store_stamp(engine: Engine) -> str | None:
+    """``"path:size:mtime_ns|wal size:mtime_ns"`` of a SQLite store file, ``None`` for another database,
+    an in-memory store, a missing file, or a store written in the last :data:`SETTLE_S` seconds."""
+    url = engine.url
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    path = Path(url.database).resolve()
+    parts, newest = [str(path)], 0
+    for p in (path, Path(f"{path}-wal")):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            if p == path:
+                return None
+            parts.append("0")  # no log, as an empty one: nothing written since the last checkpoint
+            continue
+        if p != path and st.st_size == 0:  # an empty log (made when a connection opens) holds no write
+            parts.append("0")
+            continue
+        parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+        newest = max(newest, st.st_mtime_ns)
+    if time.time_ns() - newest < SETTLE_S * 1e9:
+        return None
+    return "|".join(parts)
+
+
+def code_stamp() -> str:
+    """A digest of the names, sizes and modification times of the ``.py`` files of ``automonitor`` and
+    ``store`` (a changed analysis gets fresh documents)."""
+    import store
+
+    roots = [Path(__file__).resolve().parents[1], Path(store.__file__).resolve().parent]
+    h = hashlib.sha256()
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, name))
+                    h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def cached_report(
+    engine: Engine,
+    run_ids: Sequence[str] | None,
+    options: dict[str, Any],
+    compute: Callable[[], Report],
+) -> Report:
+    """``compute()`` (a :class:`Report` of ``run_ids`` with ``options`` on ``engine``), read from the
+    cache when the store, the code, the runs and the options are those of a cached document; otherwise
+    computed and, when the store has a fingerprint (:func:`store_stamp`) that did not change while it
+    was computed, written to the cache (atomically; an unwritable directory only disables the cache)."""
+    stamp = store_stamp(engine)
+    if stamp is None:
+        return compute()
+    key = _key(stamp, run_ids, options)
+    path = cache_dir() / f"{key}.json"
+    try:
+        return Report.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        pass
+    rep = compute()
+    if store_stamp(engine) != stamp:  # written meanwhile: the document may mix two states
+        return rep
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(rep.to_dict()))
+        os.replace(tmp, path)
+        _prune(path.parent)
+    except OSError:
+        pass
+    return rep
+
+
+def _key(stamp: str, run_ids: Sequence[str] | None, options: dict[str, Any]) -> str:
+    doc = [_FORMAT, code_stamp(), stamp, None if run_ids is None else list(run_ids), options]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:40]
+
+
+def _prune(folder: Path) -> None:
+    """Remove the oldest documents beyond :data:`KEEP`."""
+    files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in files[KEEP:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass

@@ -1,0 +1,132 @@
+"""The report cache (:mod:`automonitor.analysis.report_cache`) on generated SQLite stores: a document read
+back equals the report computed afresh (the same JSON, byte for byte), a write to the store is never
+answered from the cache, and stores without a file fingerprint (PostgreSQL, just written) are not cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from automonitor import analysis
+from automonitor.analysis import report_cache
+from automonitor.vocab import CATEGORIES, TASKS
+
+M, B = "misbehavior", "benign"
+OPTIONS = {"invalid": "exclude", "n_boot": 50, "seed": 0, "edition": "paper"}
+
+
+def generate(engine, seed: int, pairs: int = 12, runs: int = 3) -> None:
+    """A store of ``pairs`` pairs judged by ``runs`` runs with random outcomes, scores and quotes."""
+    from store import session_scope
+    from store.models import Monitor, Prediction, Run, Sample
+
+    rng = np.random.default_rng(seed)
+    with session_scope(engine) as s:
+        for p in range(pairs):
+            for lab in (M, B):
+                s.add(
+                    Sample(
+                        id=f"s{p}{lab[0]}",
+                        pair_id=f"p{p}",
+                        category=CATEGORIES[p % 3],
+                        task=TASKS[p % len(TASKS)],
+                        label=lab,
+                        request=f"request {p}",
+                        response=f"the response {p} {lab} skips the tests",
+                        split="test",
+                        request_hash=f"q{p}",
+                        response_hash=f"{p}{lab}",
+                        content_hash=f"{p}{lab}",
+                    )
+                )
+        mon = Monitor(name="judge", backend="rules")
+        s.add(mon)
+        s.flush()
+        for r in range(runs):
+            rid = f"run{r}"
+            tpl = "evidence" if r % 2 else "direct"
+            s.add(Run(id=rid, monitor_id=mon.id, monitor="judge", template=tpl, status="finished"))
+            s.flush()
+            for p in range(pairs):
+                for lab in (M, B):
+                    u = rng.random()
+                    outcome = "error" if u < 0.05 else M if rng.random() < (0.7 if lab == M else 0.3) else B
+                    ev = ["skips the tests", "made up"] if tpl == "evidence" and outcome == M else []
+                    score = None if r == 0 else float(round(rng.random(), 2))
+                    s.add(Prediction(run_id=rid, sample_id=f"s{p}{lab[0]}", outcome=outcome, score=score, evidence=ev))
+
+
+def settle(engine) -> None:
+    """Close the connections (the write-ahead log is checkpointed) and date the store file 10 s back, as
+    a store last written a while ago."""
+    engine.dispose()
+    path = engine.url.database
+    old = time.time() - 10
+    for p in (path, f"{path}-wal"):
+        if os.path.exists(p):
+            os.utime(p, (old, old))
+
+
+def compute_for(engine, options=OPTIONS):
+    calls: list[int] = []
+
+    def compute():
+        calls.append(1)
+        return analysis.report(engine, None, **options)
+
+    return compute, calls
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_cached_report_is_the_computed_one(sqlite_engine, seed):
+    generate(sqlite_engine, seed)
+    settle(sqlite_engine)
+    assert report_cache.store_stamp(sqlite_engine) is not None
+    compute, calls = compute_for(sqlite_engine)
+    first = report_cache.cached_report(sqlite_engine, None, OPTIONS, compute)
+    again = report_cache.cached_report(sqlite_engine, None, OPTIONS, compute)
+    assert calls == [1]  # the second came from the cache
+    fresh = analysis.report(sqlite_engine, None, **OPTIONS)
+    assert json.dumps(again.to_dict()) == json.dumps(first.to_dict()) == json.dumps(fresh.to_dict())
+    other_options = {**OPTIONS, "n_boot": 60}
+    compute60, calls60 = compute_for(sqlite_engine, other_options)
+    other = report_cache.cached_report(sqlite_engine, None, other_options, compute60)
+    assert calls60 == [1] and other.bootstrap.n_boot == 60  # other options, another document
+
+
+def test_a_write_is_never_answered_from_the_cache(sqlite_engine):
+    generate(sqlite_engine, 3)
+    settle(sqlite_engine)
+    compute, calls = compute_for(sqlite_engine)
+    before = report_cache.cached_report(sqlite_engine, None, OPTIONS, compute)
+    from store.models import Prediction
+
+    with sqlite_engine.begin() as c:  # one verdict changes; the row count and sizes may not
+        c.execute(
+            sa.update(Prediction)
+            .where(Prediction.run_id == "run0", Prediction.sample_id == "s0m")
+            .values(outcome=B if before.runs[0].overall.tp else M)
+        )
+    just_written = report_cache.cached_report(sqlite_engine, None, OPTIONS, compute)
+    assert calls == [1, 1]  # computed again (a store written this instant is not cached)
+    settle(sqlite_engine)
+    later = report_cache.cached_report(sqlite_engine, None, OPTIONS, compute)
+    assert calls == [1, 1, 1]  # the dated store has a new fingerprint: computed, then cached
+    fresh = analysis.report(sqlite_engine, None, **OPTIONS).to_dict()
+    assert just_written.to_dict() == later.to_dict() == fresh != before.to_dict()
+    assert report_cache.cached_report(sqlite_engine, None, OPTIONS, compute).to_dict() == fresh and len(calls) == 3
+
+
+def test_stores_without_a_file_fingerprint_are_not_cached(sqlite_engine):
+    pg = sa.create_engine("postgresql+psycopg://u@127.0.0.1:5432/test")
+    assert report_cache.store_stamp(pg) is None
+    assert report_cache.store_stamp(sa.create_engine("sqlite://")) is None
+    generate(sqlite_engine, 4)  # just written
+    assert report_cache.store_stamp(sqlite_engine) is None
+    settle(sqlite_engine)
+    assert report_cache.store_stamp(sqlite_engine) is not None
