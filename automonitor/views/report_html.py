@@ -120,7 +120,7 @@ def gallery(engine: Engine, rep: Report, per_slice: int = GALLERY_PER_SLICE) -> 
     ids = [r.run_id for r in rep.runs]
     if not ids:
         return []
-    df = analysis.predictions_frame(engine, ids)
+    df = q.load_predictions(engine, ids, light=True)  # the columns used here (not raw, reason, ...)
     df = df[df["outcome"].isin(["misbehavior", "benign"]) & df["label"].isin(["misbehavior", "benign"])]
     if df.empty:
         return []
