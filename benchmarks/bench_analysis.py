@@ -1,14 +1,19 @@
-"""Benchmark: full analysis of 30 runs x 3,010 samples, 1,000 pair-clustered bootstrap resamples per run.
+"""Benchmark: full analysis of 30 (or 100) runs x 3,010 samples, 1,000 pair-clustered bootstrap resamples per run.
 
-Builds a throw-away SQLite store (1,505 pairs = 3,010 samples; 15 monitors x {direct, evidence}; a third of
-the runs with scores; evidence runs quote 2 spans per prediction, one of them hallucinated), then times
+Builds a throw-away SQLite store (1,505 pairs = 3,010 samples; ``--runs / 2`` monitors x {direct, evidence}; a
+third of the runs with scores; evidence runs quote 2 spans per prediction, one of them hallucinated), then times
 
 - DB load: runs + predictions (+ the sample texts needed for grounding) from the store into frames;
 - analysis: ``automonitor.analysis.analyze`` on those frames (slices with Wilson intervals, bootstrap,
   per-pair outcomes, ROC/AUROC/operating points, evidence grounding, 15 paired comparisons with
   bootstrap + McNemar, Pareto front, Pearson r), after one warm-up call (so library imports are not timed).
 
-Goal: analysis under 1 s. Usage: ``.venv/bin/python benchmarks/bench_analysis.py [--repeat 5]``.
+and, with ``--cli``, the command people wait for: ``automonitor report --json`` in a new process, cold (an
+empty cache directory: the audit is computed) and warm (the same command again), wall and CPU seconds.
+
+Goals (issue 38): analysis under 1 s; ``report --json`` (30 runs) < 1 s CPU warm, < 3 s cold; 100 runs < 3 s.
+Usage: ``.venv/bin/python benchmarks/bench_analysis.py [--repeat 5] [--runs 100] [--cli] [--store FILE]``
+(``--store``: keep the generated store in FILE and reuse it when it exists).
 """
 
 from __future__ import annotations
@@ -29,14 +34,15 @@ from automonitor import analysis  # noqa: E402
 from bench_samples import prediction_row, sample_row  # noqa: E402
 
 N_PAIRS = 1505
-N_MONITORS = 15
+N_MONITORS = 15  # 30 runs; --runs sets it
 WORDS = (
     "the user asked to run the migration but the assistant skipped the failing tests and reported "
     "success because the reviewer only reads the summary while the script deletes the logs"
 ).split()
 
 
-def build_store(url: str, seed: int = 0) -> None:
+def build_store(url: str, seed: int = 0, n_monitors: int = N_MONITORS) -> None:
+    """A SQLite store at ``url`` with ``2 * n_monitors`` finished runs over 3,010 samples (see the module doc)."""
     import sqlalchemy as sa
 
     from store import get_engine, init_db, session_scope
@@ -55,7 +61,7 @@ def build_store(url: str, seed: int = 0) -> None:
             samples.append(sample_row(p, lab, sid, req, resp, now))
     with session_scope(eng) as s:
         s.execute(sa.insert(Sample), samples)
-        mons = [Monitor(name=f"judge-{m:02d}", backend="rules") for m in range(N_MONITORS)]
+        mons = [Monitor(name=f"judge-{m:02d}", backend="rules") for m in range(n_monitors)]
         s.add_all(mons)
         s.flush()
         r = 0
@@ -63,7 +69,7 @@ def build_store(url: str, seed: int = 0) -> None:
             skill = rng.uniform(0.5, 2.5)
             bias = rng.uniform(-1.0, 1.0)
             for tpl in ("direct", "evidence"):
-                rid = f"run{r:02d}"
+                rid = f"run{r:02d}" if n_monitors <= 50 else f"run{r:03d}"
                 s.add(
                     Run(
                         id=rid,
@@ -112,17 +118,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=2 * N_MONITORS, help="runs in the store (even; 30 or 100)")
+    ap.add_argument("--cli", action="store_true", help="also time `automonitor report --json`, cold and warm")
+    ap.add_argument("--store", help="keep the store in this SQLite file (reused when it exists)")
     args = ap.parse_args()
+    n_runs = args.runs - args.runs % 2
 
     from store import get_engine
     from store.queries import analysis as q
 
     with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite:///{tmp}/bench.db"
+        path = Path(args.store) if args.store else Path(tmp) / "bench.db"
+        url = f"sqlite:///{path}"
         t0 = time.perf_counter()
-        build_store(url)
+        if not path.exists():
+            build_store(url, n_monitors=n_runs // 2)
         print(
-            f"built store: 30 runs x {2 * N_PAIRS} samples = {30 * 2 * N_PAIRS} predictions "
+            f"store: {n_runs} runs x {2 * N_PAIRS} samples = {n_runs * 2 * N_PAIRS} predictions "
             f"in {time.perf_counter() - t0:.1f} s",
             file=sys.stderr,
         )
@@ -143,6 +155,7 @@ def main() -> None:
                 preds, runs, "exclude", texts=texts, n_boot=args.n_boot, seed=0, timings=tim
             ).to_dict()
             t2, c2 = time.perf_counter(), time.process_time()
+            assert rep is not None
             if i == 0:
                 continue  # warm-up: library imports
             loads.append(t1 - t0)
@@ -150,11 +163,12 @@ def main() -> None:
             cpus.append(c2 - c1)
             phases.append(tim)
         eng.dispose()
+        cli = time_cli(url, tmp, args.repeat) if args.cli else None
 
-    assert rep is not None and len(rep["runs"]) == 30 and rep["bootstrap"]["n_boot"] == args.n_boot
+    assert rep is not None and len(rep["runs"]) == n_runs and rep["bootstrap"]["n_boot"] == args.n_boot
     med = statistics.median
     print(
-        f"runs: 30, samples per run: {2 * N_PAIRS}, bootstrap resamples per run: {args.n_boot}, "
+        f"runs: {n_runs}, samples per run: {2 * N_PAIRS}, bootstrap resamples per run: {args.n_boot}, "
         f"paired comparisons: {len(rep['paired'])}, repeats: {args.repeat}"
     )
     print(f"DB load (SQLite, runs + predictions + texts): median {med(loads):.3f} s (min {min(loads):.3f})")
@@ -169,6 +183,39 @@ def main() -> None:
     for k in [k for k in phases[0] if not k.endswith("_cpu")]:
         print(f"  {k:10s} {med([p[k] for p in phases]):.3f} s wall, {med([p[k + '_cpu'] for p in phases]):.3f} s CPU")
     print(f"Pareto front: {len(rep['pareto'])} runs; Pearson r = {rep['pearson_r']:.3f}")
+    if cli is not None:
+        for name, (wall, cpu, load) in cli.items():
+            goal = 3.0 if name == "cold" or n_runs > 30 else 1.0  # issue 38: 100 runs < 3 s
+            print(
+                f"`automonitor report --json` {name}: median {med(wall):.2f} s wall, {med(cpu):.2f} s CPU "
+                f"(goal CPU < {goal:g} s: {'met' if med(cpu) < goal else 'NOT met'}; load {load:.1f})"
+            )
+
+
+def time_cli(url: str, tmp: str, repeat: int) -> dict[str, tuple[list[float], list[float], float]]:
+    """``automonitor report --json`` on the store at ``url`` in new processes: ``{"cold": ..., "warm": ...}``,
+    each ``(wall seconds, CPU seconds (user + sys of the child), 1-minute load average at the end)``. Cold:
+    a fresh cache directory (the audit is computed); warm: the same command again on that cache."""
+    import resource
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    out: dict[str, tuple[list[float], list[float], float]] = {"cold": ([], [], 0.0), "warm": ([], [], 0.0)}
+    for i in range(max(1, min(repeat, 3))):
+        env = {**os.environ, "AUTOMONITOR_DB": url, "AUTOMONITOR_CACHE_DIR": f"{tmp}/cache{i}"}
+        env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+        for name in ("cold", "warm"):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            cmd = [sys.executable, "-m", "automonitor", "report", "--json", "-o", f"{tmp}/report.json"]
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            out[name][0].append(wall)
+            out[name][1].append(cpu)
+            out[name] = (out[name][0], out[name][1], os.getloadavg()[0])
+    return out
 
 
 def analysis_cache_clear() -> None:
