@@ -33,7 +33,7 @@ import pandas as pd
 from automonitor.data.audit.aflite import AfliteParams, AfliteResult, aflite
 from automonitor.data.cache_home import cache_home
 
-__all__ = ["cached_aflite", "aflite_key", "aflite_cache_dir"]
+__all__ = ["cached_aflite", "aflite_key", "aflite_cache_dir", "cached_certify", "certify_key", "certify_cache_dir"]
 
 _COLUMNS = ("id", "pair_id", "category", "task", "label", "request", "response", "source", "label_source", "split")
 
@@ -140,3 +140,54 @@ def cached_aflite(
     except OSError:
         pass
     return _from_doc(doc), False
+
+
+# ------------------------------------------------------------------------------------------- certificates
+
+
+def certify_cache_dir() -> Path:
+    """``<cache home>/certify`` (not created here)."""
+    return cache_home() / "certify"
+
+
+def certify_key(frame: pd.DataFrame, scores: dict[str, Any], seed: int) -> str:
+    """The cache key (hex SHA-256) of one :func:`~automonitor.data.audit.certify.certify` call: the frame's
+    columns (:data:`_COLUMNS` and ``meta``, which model identity reads), every precomputed score array by
+    name, the seed, the audit package's code and library versions, and which in-slice detectors cannot run
+    here (the MiniLM probe without the ``train`` extra)."""
+    from automonitor.data.audit.certify import certify_unavailable
+
+    h = hashlib.sha256(_frame_digest(frame).encode())
+    if "meta" in frame.columns:
+        meta = frame["meta"].map(lambda m: json.dumps(m, sort_keys=True, default=str))
+        h.update(pd.util.hash_pandas_object(meta, index=False).to_numpy().tobytes())
+    for name in sorted(scores):
+        h.update(name.encode() + b"\0" + np.ascontiguousarray(scores[name], dtype=float).tobytes())
+    doc = ["certify", _code_digest(), h.hexdigest(), int(seed), certify_unavailable()]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def cached_certify(frame: pd.DataFrame, scores: dict[str, Any], seed: int = 0) -> list[dict[str, Any]]:
+    """:func:`~automonitor.data.audit.certify.certify` (default band and sizes) through the disk cache: a
+    rebuild of the same data reads the slices back instead of refitting the in-slice probes (a third of a
+    warm build). Same shapes on a hit and a miss (JSON round trip); a corrupt entry is recomputed, an
+    unwritable directory only disables the cache."""
+    from automonitor.data.audit.certify import certify
+
+    path = certify_cache_dir() / f"{certify_key(frame, scores, seed)}.json"
+    if path.is_file():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(doc, list):
+                return doc
+        except (OSError, ValueError):
+            pass
+    out: list[dict[str, Any]] = json.loads(json.dumps(_plain(certify(frame, scores, seed))))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(out), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return out

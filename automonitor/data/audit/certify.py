@@ -47,21 +47,38 @@ def auroc_interval(
 ) -> tuple[float | None, float | None, float | None]:
     """``(AUROC, low, high)``: the AUROC of scores ``s`` for labels ``y`` (1 = misbehavior; NaN scores left
     out) and its 95% percentile interval from ``n_boot`` bootstrap resamples of the clusters ``groups``
-    (rows of a cluster are drawn together). ``(None, None, None)`` with one class only."""
+    (rows of a cluster are drawn together). ``(None, None, None)`` with one class only.
+
+    A resample is a vector of cluster multiplicities, so every resample's AUROC is the weighted
+    Mann-Whitney statistic over the distinct scores, computed for all resamples at once: the same values as
+    concatenating the drawn rows and ranking them (``tests/data/test_certify_auc.py`` keeps that loop as
+    the reference), the same seeded draws."""
     a = auc_by_ranks(y, s)
     if a is None:
         return None, None, None
     uniq = sorted(set(groups.tolist()))
-    where = {g: np.flatnonzero(groups == g) for g in uniq}
+    pos = {g: i for i, g in enumerate(uniq)}
     rng = random.Random(f"automonitor:{seed}:certify")
-    boots = []
-    for _ in range(n_boot):
-        idx = np.concatenate([where[uniq[rng.randrange(len(uniq))]] for _ in uniq])
-        b = auc_by_ranks(y[idx], s[idx])
-        if b is not None:
-            boots.append(b)
-    if not boots:
+    draws = np.array([[rng.randrange(len(uniq)) for _ in uniq] for _ in range(n_boot)], dtype=np.int64)
+    counts = np.zeros((n_boot, len(uniq)))
+    np.add.at(counts, (np.arange(n_boot)[:, None], draws), 1.0)
+    ok = ~np.isnan(s)
+    cluster = np.array([pos[g] for g in groups.tolist()], dtype=np.int64)[ok]
+    yy, ss = np.asarray(y)[ok] != 0, s[ok]
+    w = counts[:, cluster]  # (n_boot, rows): each row's weight in each resample
+    _, inv = np.unique(ss, return_inverse=True)
+    n_u = int(inv.max()) + 1
+    pw = np.zeros((n_u, n_boot))
+    nw = np.zeros((n_u, n_boot))
+    np.add.at(pw, inv[yy], w[:, yy].T)
+    np.add.at(nw, inv[~yy], w[:, ~yy].T)
+    below = np.cumsum(nw, axis=0) - nw  # negative weight strictly below each distinct score
+    num = (pw * (below + 0.5 * nw)).sum(axis=0)
+    w1, w0 = pw.sum(axis=0), nw.sum(axis=0)
+    valid = (w1 > 0) & (w0 > 0)
+    if not valid.any():
         return a, None, None
+    boots = num[valid] / (w1[valid] * w0[valid])
     lo, hi = np.percentile(boots, [2.5, 97.5])
     return a, float(lo), float(hi)
 

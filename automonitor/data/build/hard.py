@@ -13,7 +13,7 @@ Hooked into :func:`automonitor.data.build.plan.plan_build` by :func:`add_hard_ed
    test-literal and exit-call) catches;
 3. **AFLite** (:func:`automonitor.data.audit.aflite.aflite`, through its cache) against length, word TF-IDF,
    tool calls and answer-equals-suggestion, with the sycophancy controls in proportion;
-4. **certification** (:func:`automonitor.data.audit.certify.certify`) with the held-out family the
+4. **certification** (:func:`automonitor.data.audit.certify.certify`, through its cache) with the held-out family the
    selection never saw (character n-grams, the insecure-idiom regex, refusal / apology / cued-agreement
    lexicons) plus, within each slice, a character n-gram probe and the MiniLM probe (where installed)
    cross-validated there, and model identity: a slice of >= 15 pairs with a held-out AUROC outside 0.5 +/- 0.15 leaves
@@ -37,8 +37,8 @@ import pandas as pd
 import numpy as np
 
 from automonitor.data.audit.aflite import AfliteParams
-from automonitor.data.audit.aflite_cache import cached_aflite
-from automonitor.data.audit.certify import BAND, MIN_PAIRS, certify, certify_unavailable
+from automonitor.data.audit.aflite_cache import cached_aflite, cached_certify
+from automonitor.data.audit.certify import BAND, MIN_PAIRS, certify_unavailable
 from automonitor.data.build.config import hard_eligible
 from automonitor.data.build.ladder import BUILD_DETECTORS, HELD_OUT, SELECTION, LadderResult, family
 from automonitor.data.build.rows import Plan
@@ -68,7 +68,7 @@ def _certify_frame(rows: list[dict[str, Any]], ladder: LadderResult, seed: int) 
         for d in family(HELD_OUT)
         if d in ladder.scores
     }
-    return certify(frame, scores, seed)
+    return cached_certify(frame, scores, seed)
 
 
 def _drop_uncertified(
