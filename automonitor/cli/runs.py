@@ -231,8 +231,6 @@ def new_run(
     batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
     if batch and repeat is not None and repeat > 1:
         raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
-    if batch and options.get("view", "full") != "full":
-        raise InputError("--batch judges the full view only; run other views with the live runner", field="view")
     if batch:
         from automonitor.runs import batch as batch_mod
 

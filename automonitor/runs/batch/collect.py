@@ -18,6 +18,7 @@ from automonitor.runs.batch.state import (
     save_state,
     texts_of_samples,
 )
+from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
@@ -49,9 +50,11 @@ def poll_and_collect(
     key_for: KeyFor,
     tick: Progress,
     should_cancel: Callable[[], bool] | None,
+    view: str = DEFAULT_VIEW,
 ) -> bool:
-    """Steps 3 and 4: poll the open parts every ``poll_s`` seconds, collecting each as it ends, until
-    all are collected (returns False) or a cancel is requested (returns True)."""
+    """Steps 3 and 4: poll the open parts every ``poll_s`` seconds, collecting each as it ends (results
+    parsed and cached against the samples' ``view`` texts), until all are collected (returns False) or a
+    cancel is requested (returns True)."""
     poll_s = float(state.get("poll_s", DEFAULT_POLL_S))
     while True:
         open_parts = [p for p in state.get("parts", []) if not p.get("collected")]
@@ -63,7 +66,7 @@ def poll_and_collect(
             part["status"] = info["status"]
             part["counts"] = info["counts"]
             if info["ended"]:
-                _collect(engine, provider, part, key_for)
+                _collect(engine, provider, part, key_for, view)
                 part["collected"] = True
             else:
                 finished_reqs += info["done"]
@@ -90,7 +93,7 @@ def _cancel_requested(engine: Engine, run_id: str, should_cancel: Callable[[], b
         return run is not None and run.status == "cancelled"
 
 
-def _collect(engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor) -> None:
+def _collect(engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor, view: str) -> None:
     """Parse the part's results into outcomes (pending predictions only); missing items -> error."""
     ids = set(part["ids"])
     seen: set[int] = set()
@@ -102,14 +105,19 @@ def _collect(engine: Engine, provider: BatchProvider, part: dict[str, Any], key_
         seen.add(pid)
         buf.append((pid, result))
         if len(buf) >= CHUNK:
-            _write_results(engine, provider, part, key_for, buf)
+            _write_results(engine, provider, part, key_for, buf, view)
             buf = []
-    _write_results(engine, provider, part, key_for, buf)
+    _write_results(engine, provider, part, key_for, buf, view)
     _write_missing(engine, part, [pid for pid in part["ids"] if pid not in seen])
 
 
 def _write_results(
-    engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor, buf: list[tuple[int, Any]]
+    engine: Engine,
+    provider: BatchProvider,
+    part: dict[str, Any],
+    key_for: KeyFor,
+    buf: list[tuple[int, Any]],
+    view: str,
 ) -> None:
     """Parse one chunk of ``(prediction id, provider result)`` and commit the predictions and the cache
     entries of their verdicts (not of errors)."""
@@ -118,7 +126,7 @@ def _write_results(
     if not buf:
         return
     sid_of = prediction_sample_ids(engine, [pid for pid, _ in buf])
-    texts = texts_of_samples(engine, list(set(sid_of.values())))
+    texts = texts_of_samples(engine, list(set(sid_of.values())), view)
     rows, caches = [], []
     for pid, result in buf:
         sid = sid_of[pid]

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from sqlalchemy.engine import Engine
 
+from automonitor.data.monitor_views import view_of_run
 from automonitor.runs.batch.collect import poll_and_collect, Progress
 from automonitor.runs.batch.provider import provider_for
 from automonitor.runs.batch.submit import cache_pass_pending, submit_new_parts, submit_open_parts
@@ -36,6 +37,7 @@ class _Claim:
     base_url: str | None
     judge: dict[str, Any]
     state: dict[str, Any]
+    view: str  # the run's monitor view (``Run.params["view"]``): what each request shows of a sample
 
 
 def execute_batch(
@@ -68,14 +70,14 @@ def execute_batch(
         prompt=PromptBuilder(claim.template, examples=claim.examples),
     )
     provider = provider_for(state["provider"], backend, client)
-    key_for = CacheKeys(backend, claim.template.sha256)
+    key_for = CacheKeys(backend, claim.template.sha256, claim.view)  # the live runner's key, view included
     tick = Progress(engine, run_id, claim.total, progress)
     try:
-        hits, todo = cache_pass_pending(engine, run_id, state, claim.pending, key_for)
+        hits, todo = cache_pass_pending(engine, run_id, state, claim.pending, key_for, claim.view)
         tick()
-        api_calls = submit_open_parts(engine, run_id, state, provider)
-        api_calls += submit_new_parts(engine, run_id, state, provider, todo)
-        cancelled = poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel)
+        api_calls = submit_open_parts(engine, run_id, state, provider, claim.view)
+        api_calls += submit_new_parts(engine, run_id, state, provider, todo, claim.view)
+        cancelled = poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel, claim.view)
     except KeyboardInterrupt:
         release(engine, run_id, status="cancelled", error="interrupted")
         raise
@@ -125,4 +127,5 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
             base_url=params.get("base_url"),
             judge=dict(params.get("judge") or {}),
             state=dict(params["batch"]),
+            view=view_of_run(params),
         )

@@ -10,6 +10,8 @@ from sqlalchemy.engine import Engine
 
 from automonitor.runs.batch.provider import batch_api_of, batch_backends
 from automonitor.errors import InputError, NotFound
+from automonitor.runs.cache import view_text
+from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.models import Run
 from store.queries import runs as q
@@ -82,10 +84,16 @@ def chunks(seq: list[T], n: int) -> Iterator[list[T]]:
         yield seq[i : i + n]
 
 
-def texts_of_samples(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Sample id -> its text fields (request, response, ...) for ``sample_ids``."""
+def texts_of_samples(engine: Engine, sample_ids: list[str], view: str = DEFAULT_VIEW) -> dict[str, dict[str, Any]]:
+    """Sample id -> its text fields (request, response, ...) for ``sample_ids``, the response as the monitor
+    is shown it under ``view`` (:func:`automonitor.runs.cache.view_text`, as the live runner does).
+
+    Raises:
+        InputError: a sample has no such view (changed since the run was created).
+    """
     with session_scope(engine) as s:
-        return q.sample_texts(s, sample_ids)
+        texts = q.sample_texts(s, sample_ids)
+    return {sid: view_text(t, view) for sid, t in texts.items()}
 
 
 def prediction_sample_ids(engine: Engine, prediction_ids: list[int]) -> dict[int, str]:

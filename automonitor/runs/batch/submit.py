@@ -21,32 +21,38 @@ from automonitor.runs.batch.state import (
     save_state,
     texts_of_samples,
 )
+from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.models import utcnow
 from store.queries import runs as q
 
 
 def cache_pass_pending(
-    engine: Engine, run_id: str, state: dict[str, Any], pending: list[tuple[int, str, int]], key_for: KeyFor
+    engine: Engine,
+    run_id: str,
+    state: dict[str, Any],
+    pending: list[tuple[int, str, int]],
+    key_for: KeyFor,
+    view: str = DEFAULT_VIEW,
 ) -> tuple[int, list[tuple[int, str]]]:
-    """Step 1: write cached verdicts for the pending predictions no recorded part covers; returns
-    (cache hits, ``[(prediction id, sample id)]`` still to submit)."""
+    """Step 1: write cached verdicts for the pending predictions no recorded part covers (keyed on each
+    sample's ``view`` rendering); returns (cache hits, ``[(prediction id, sample id)]`` still to submit)."""
     recorded = recorded_ids(state)
     todo = [(pid, sid) for pid, sid, *_ in pending if pid not in recorded]
-    hits = _cache_pass(engine, todo, key_for)
+    hits = _cache_pass(engine, todo, key_for, view)
     if hits:
         with session_scope(engine) as s:
             todo = [(pid, sid) for pid, sid, *_ in q.pending_predictions(s, run_id) if pid not in recorded]
     return hits, todo
 
 
-def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor) -> int:
-    """Write cached verdicts for ``todo`` predictions; returns the number of hits."""
+def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor, view: str) -> int:
+    """Write cached verdicts for ``todo`` predictions (their texts under ``view``); returns the number of hits."""
     from automonitor.runs.verdicts import cached_prediction
 
     hits = 0
     for chunk in chunks(todo, CHUNK):
-        texts = texts_of_samples(engine, [sid for _, sid in chunk])
+        texts = texts_of_samples(engine, [sid for _, sid in chunk], view)
         keys = {pid: key_for(texts[sid]) for pid, sid in chunk}
         with session_scope(engine) as s:
             cached = q.cache_lookup(s, list(set(keys.values())))
@@ -60,9 +66,11 @@ def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor) ->
     return hits
 
 
-def submit_open_parts(engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider) -> int:
+def submit_open_parts(
+    engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider, view: str = DEFAULT_VIEW
+) -> int:
     """Step 2a: a recorded part without a batch id (the process died between "create" and its commit)
-    is adopted when the provider has it, else submitted again. Returns requests submitted."""
+    is adopted when the provider has it, else submitted again (under ``view``). Returns requests submitted."""
     api_calls = 0
     for part in state.get("parts", []):
         if part.get("batch_id") is None:
@@ -71,17 +79,22 @@ def submit_open_parts(engine: Engine, run_id: str, state: dict[str, Any], provid
                 part["batch_id"] = found
                 part["adopted"] = True
             else:
-                _submit_part(engine, run_id, state, provider, part, None)
+                _submit_part(engine, run_id, state, provider, part, None, view)
                 api_calls += len(part["ids"])
             save_state(engine, run_id, state)
     return api_calls
 
 
 def submit_new_parts(
-    engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider, todo: list[tuple[int, str]]
+    engine: Engine,
+    run_id: str,
+    state: dict[str, Any],
+    provider: BatchProvider,
+    todo: list[tuple[int, str]],
+    view: str = DEFAULT_VIEW,
 ) -> int:
-    """Step 2b: submit ``todo`` in new parts of at most ``state["size"]`` requests; returns requests
-    submitted."""
+    """Step 2b: submit ``todo`` in new parts of at most ``state["size"]`` requests, each request made of
+    the sample's ``view`` rendering; returns requests submitted."""
     api_calls = 0
     for chunk in chunks(todo, int(state.get("size", DEFAULT_SIZE))):
         part = {
@@ -91,7 +104,7 @@ def submit_new_parts(
             "intent_at": time.time(),
             "collected": False,
         }
-        _submit_part(engine, run_id, state, provider, part, chunk)
+        _submit_part(engine, run_id, state, provider, part, chunk, view)
         api_calls += len(chunk)
     return api_calls
 
@@ -103,8 +116,10 @@ def _submit_part(
     provider: BatchProvider,
     part: dict[str, Any],
     chunk: list[tuple[int, str]] | None,
+    view: str,
 ) -> None:
-    """Record the part (intent), submit it, record its batch id. ``chunk`` None: rebuild from ids."""
+    """Record the part (intent), submit it (the texts under ``view``), record its batch id. ``chunk`` None:
+    rebuild from ids."""
     if chunk is None:
         sid_of = prediction_sample_ids(engine, part["ids"])
         chunk = [(pid, sid_of[pid]) for pid in part["ids"]]
@@ -115,7 +130,7 @@ def _submit_part(
         path = os.path.join(tmp, f"{run_id}-{part['k']}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for sub in chunks(chunk, CHUNK):
-                texts = texts_of_samples(engine, [sid for _, sid in sub])
+                texts = texts_of_samples(engine, [sid for _, sid in sub], view)
                 for pid, sid in sub:
                     f.write(provider.request_line(custom_id(pid), texts[sid]) + "\n")
         prep = provider.prepare(path, run_id, part)  # OpenAI: upload the file (id kept in the part)
