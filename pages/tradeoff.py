@@ -144,6 +144,17 @@ raw_pts, scored, front_ids, reported, hidden_pts = ui.load_tradeoff(
 )
 scored = derived_ui.add_costs(url, ver, scored)
 loc = ui.load_localisation(url, ver, invalid, cat, tsk) if colour_by == "localisation" else None
+# runs of one monitor and template under several monitor views (run --view): their dotted line can be hidden
+vl_key = ui.seed_state(PAGE, "view_lines", True, valid=[False], cast=lambda v: v.lower() not in ("0", "false", "no"))
+show_view_lines = bool(st.session_state.get(vl_key, True))
+if views.view_line_count(scored):
+    show_view_lines = st.toggle(
+        views.VIEW_LINES_LABEL,
+        key=vl_key,
+        help="A dotted line joins the points of one monitor and template judged under several monitor views "
+        "(full, answer, reasoning, actions: `automonitor run --view`).",
+    )
+ui.sync_qp(PAGE, view_lines=None if show_view_lines else False)  # synced as the value seed_state reads back
 fig = views.tradeoff_figure(
     scored,
     reported=reported,
@@ -152,6 +163,7 @@ fig = views.tradeoff_figure(
     size_col=size_col,
     localisation=loc,
     include_incomplete=bool(include_incomplete),
+    view_lines=show_view_lines,
 )
 event = st.plotly_chart(
     fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}

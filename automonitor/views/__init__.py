@@ -60,12 +60,14 @@ from automonitor.views.evidence import (
 )
 from automonitor.views.figures import (
     TEMPLATE_COLORS,
+    VIEW_LINES_LABEL,
     label_positions,
     marker_sizes,
     pareto_staircase,
     roc_figure,
     localisation_trace,
     tradeoff_figure,
+    view_line_count,
 )
 from automonitor.views.overview import (
     composition_figure,
@@ -261,4 +263,6 @@ __all__ = [
     "text_html",
     "tradeoff_figure",
     "tradeoff_points",
+    "VIEW_LINES_LABEL",
+    "view_line_count",
 ]

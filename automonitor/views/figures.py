@@ -32,6 +32,10 @@ _RUN_HOVER = (
 #: The side text of a run's hover where clicking the point opens its drill-down (the app's pages).
 CLICK_HINT = "click to drill down"
 
+#: The Trade-off page's toggle that draws or hides the dotted lines joining one monitor's runs under several
+#: monitor views (``tradeoff_figure(view_lines=...)``, :func:`view_traces`).
+VIEW_LINES_LABEL = "Join each monitor's views"
+
 
 def tradeoff_figure(
     points: pd.DataFrame,
@@ -171,6 +175,14 @@ def view_traces(points: pd.DataFrame) -> list[go.Scatter]:
             )
         )
     return traces
+
+
+def view_line_count(points: pd.DataFrame) -> int:
+    """How many view lines :func:`tradeoff_figure` draws for ``points`` with ``view_lines=True`` (one per
+    monitor and template judged under at least two views; :func:`view_traces`): the Trade-off page offers
+    its :data:`VIEW_LINES_LABEL` toggle only where this is above 0."""
+    pts = _drawable_points(points)
+    return len(view_traces(pts)) if not pts.empty else 0
 
 
 def front_traces(points: pd.DataFrame, front: Sequence[str]) -> list[go.Scatter]:
