@@ -287,21 +287,30 @@ def _cache_insert_stmt(dialect: str):
         if dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-            _STMT_CACHE[key] = pg_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
+            _STMT_CACHE[key] = pg_insert(_table(CacheEntry)).on_conflict_do_nothing(index_elements=["key"])
         else:
             from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-            _STMT_CACHE[key] = sqlite_insert(CacheEntry).on_conflict_do_nothing(index_elements=["key"])
+            _STMT_CACHE[key] = sqlite_insert(_table(CacheEntry)).on_conflict_do_nothing(index_elements=["key"])
     return _STMT_CACHE[key]
 
 
 def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Insert cache entries, ignoring keys that already exist (concurrent runs may race)."""
+    """Insert cache entries, ignoring keys that already exist (concurrent runs may race).
+
+    One Core ``INSERT ... ON CONFLICT DO NOTHING`` executemany per set of columns on the session's
+    connection (not the ORM's bulk insert, which costs about as much again per row; the same columns,
+    types and values are written)."""
     if not rows:
         return
     dialect = session.get_bind().dialect.name
     if dialect in ("postgresql", "sqlite"):
-        session.execute(_cache_insert_stmt(dialect), rows)
+        conn = session.connection()
+        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for r in rows:
+            groups.setdefault(tuple(r), []).append(r)
+        for part in groups.values():
+            conn.execute(_cache_insert_stmt(dialect), part)
         return
     have = set(cache_lookup(session, [r["key"] for r in rows]))  # pragma: no cover - other dialects
     rows = [r for r in rows if r["key"] not in have]
