@@ -39,6 +39,10 @@ def cache_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
+#: stands for the sample hash in a :class:`CacheKeys` frame (never a hex digest)
+_MARK = "\u2063sample-hash\u2063"
+
+
 def view_text(text: Mapping[str, Any], view: str) -> dict[str, Any]:
     """``text`` (``{request, response, source?, meta?, ...}``) with its response replaced by what the monitor
     is shown under ``view`` (:func:`automonitor.data.monitor_views.render`; ``full``: unchanged).
@@ -71,14 +75,41 @@ class CacheKeys:
         self.params: dict[str, Any] = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
         if view != DEFAULT_VIEW:
             self.params["view"] = view
+        self._frames: dict[tuple[Any, ...], tuple[bytes, bytes] | None] = {}
+
+    def _frame(self, repeat: int) -> tuple[bytes, bytes] | None:
+        """The canonical JSON of :func:`cache_key`'s payload for ``repeat`` cut around the sample hash
+        (rendered once per repeat value and backend identity, not per sample); None when the cut is not
+        unique (then every key is rendered in full)."""
+        b = self.backend
+        at = (repeat, b.name, b.model, b.base_url)
+        if at not in self._frames:
+            params = self.params if not repeat else {**self.params, "repeat": int(repeat)}
+            payload = {
+                "backend": self.backend.name,
+                "model": self.backend.model,
+                "base_url": (redact_url(self.backend.base_url) or "").rstrip("/") or None,
+                "template_hash": self.template_hash,
+                "sample": _MARK,
+                "params": params,
+            }
+            text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+            quoted = json.dumps(_MARK)
+            frame = None
+            if text.count(quoted) == 1:
+                head, tail = text.split(quoted)
+                frame = (head.encode(), tail.encode())
+            self._frames[at] = frame
+        return self._frames[at]
 
     def __call__(self, text: Mapping[str, Any], repeat: int = 0) -> str:
-        params = self.params if not repeat else {**self.params, "repeat": int(repeat)}
-        return cache_key(
-            self.backend.name,
-            self.backend.model,
-            self.backend.base_url,
-            self.template_hash,
-            sample_hash(text["request"], text["response"]),
-            params,
-        )
+        repeat = int(repeat)
+        sample_h = sample_hash(text["request"], text["response"])
+        frame = self._frame(repeat)
+        if frame is None:  # pragma: no cover - a parameter holding the mark itself
+            params = self.params if not repeat else {**self.params, "repeat": repeat}
+            return cache_key(
+                self.backend.name, self.backend.model, self.backend.base_url, self.template_hash, sample_h, params
+            )
+        # sample_h is hex: its JSON form is itself in quotes
+        return hashlib.sha256(b'%s"%s"%s' % (frame[0], sample_h.encode(), frame[1])).hexdigest()

@@ -372,3 +372,39 @@ def test_reuse_skips_a_run_made_with_another_backend_configuration(sqlite_engine
     assert again != first
     with session_scope(sqlite_engine) as s:
         assert s.get(Run, again).params["config"] != {"scoring": "an-older-version"}
+
+
+@pytest.mark.parametrize("view", ["full", "answer"])
+def test_cache_keys_equal_cache_key_for_every_repeat_and_view(view, monkeypatch):
+    """``CacheKeys`` renders the constant part of a key once per run; its keys are :func:`cache_key`'s
+    (secrets redacted, trailing slash dropped, repeat and view in the parameters)."""
+    from automonitor.runs.cache import CacheKeys
+    from automonitor.runs.monitors import create_backend
+    from automonitor.runs.prompts import PromptBuilder
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    b = create_backend(
+        "openai:gpt-4o-mini",
+        base_url="http://u:secret@h/v1/?key=k2",
+        params={"temperature": 0},
+        prompt=PromptBuilder(load_template("direct")),
+    )
+    keys = CacheKeys(b, "t-hash", view)
+    params = {**b.cache_params(), "prompt": b.prompt.fingerprint(), **({} if view == "full" else {"view": view})}
+    texts = [{"request": "q", "response": "r"}, {"request": 'a "quote" \u2063 \\', "response": "é\n"}]
+    for text in texts:
+        for rep in (0, 1, 3, 0):
+            want = runner.cache_key(
+                "openai",
+                b.model,
+                b.base_url,
+                "t-hash",
+                runner.sample_hash(text["request"], text["response"]),
+                params if not rep else {**params, "repeat": rep},
+            )
+            assert keys(text, rep) == want
+    assert len({keys(texts[0], r) for r in (0, 1, 3)}) == 3
+    b.model = "gpt-4o"  # a changed backend identity is never served a stale frame
+    assert keys(texts[0]) == runner.cache_key(
+        "openai", "gpt-4o", b.base_url, "t-hash", runner.sample_hash("q", "r"), params
+    )
