@@ -66,7 +66,10 @@ class CacheKeys:
     when the object is made). Repeat k > 0 adds ``{"repeat": k}`` to the parameters; repeat 0 keeps the
     plain key, so a K-repeat run and a single run share their repeat-0 verdicts. A monitor view other than
     ``full`` adds ``{"view": view}`` (``text`` is then already the view's rendering, :func:`view_text`), so
-    two views never share a verdict even where their texts coincide; ``full`` keeps the plain key."""
+    two views never share a verdict even where their texts coincide; ``full`` keeps the plain key. With
+    few-shot examples under a view, ``{"examples_view": view}`` too: the examples are then shown under the
+    view as well (:mod:`automonitor.runs.fewshot`), so no verdict of a prompt with full-text examples is
+    reused."""
 
     def __init__(self, backend: Backend, template_hash: str, view: str = DEFAULT_VIEW) -> None:
         self.backend = backend
@@ -75,6 +78,8 @@ class CacheKeys:
         self.params: dict[str, Any] = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
         if view != DEFAULT_VIEW:
             self.params["view"] = view
+            if backend.prompt.examples:  # few-shot examples are shown under the view too (runs.fewshot)
+                self.params["examples_view"] = view
         self._frames: dict[tuple[Any, ...], tuple[bytes, bytes] | None] = {}
 
     def _frame(self, repeat: int) -> tuple[bytes, bytes] | None:

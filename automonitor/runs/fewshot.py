@@ -1,22 +1,46 @@
 """The few-shot examples a run was created with, read back from the store by sample id (the runner and the
-batch path both build their prompts from them)."""
+batch path both build their prompts from them), and the train candidates of a run under a monitor view.
+
+Under a view other than ``full`` a few-shot example is shown as the monitor sees the sample it judges: its
+response is the example's rendering under that view (:func:`automonitor.runs.cache.view_text`), and a train
+sample without the view is no candidate, so an ``answer`` run's prompt holds no reasoning anywhere."""
 
 from __future__ import annotations
 
 from sqlmodel import Session
 
+from typing import Any, Iterable, Mapping
+
+from automonitor.data.monitor_views import render
 from automonitor.errors import InputError
+from automonitor.runs.cache import view_text
 from automonitor.runs.prompts import FewShotExample
+from automonitor.vocab import DEFAULT_VIEW
 from store.queries import runs as q
 
-__all__ = ["load_examples"]
+__all__ = ["load_examples", "view_candidates"]
 
 
-def load_examples(session: Session, ids: list[str]) -> list[FewShotExample]:
-    """The few-shot examples recorded for a run (sample ids, in their order).
+def view_candidates(rows: Iterable[Mapping[str, Any]], view: str = DEFAULT_VIEW) -> list[dict[str, Any]]:
+    """Few-shot candidates (train rows with id, request, response, label, category, source, meta) as shown
+    under ``view``: each response replaced by its rendering; rows without the view left out (``full``: all,
+    unchanged)."""
+    if view == DEFAULT_VIEW:
+        return [dict(r) for r in rows]
+    out = []
+    for r in rows:
+        shown = render(r["response"], view, source=r.get("source") or "", meta=r.get("meta"))
+        if shown is not None:
+            out.append({**r, "response": shown.text})
+    return out
+
+
+def load_examples(session: Session, ids: list[str], view: str = DEFAULT_VIEW) -> list[FewShotExample]:
+    """The few-shot examples recorded for a run (sample ids, in their order), their responses as shown under
+    the run's ``view``.
 
     Raises:
-        InputError: a sample missing from the store.
+        InputError: a sample missing from the store, or without the view (changed since the run was created).
     """
     if not ids:
         return []
@@ -28,7 +52,7 @@ def load_examples(session: Session, ids: list[str]) -> list[FewShotExample]:
         FewShotExample(
             sample_id=i,
             request=rows[i]["request"],
-            response=rows[i]["response"],
+            response=view_text(rows[i], view)["response"],
             label=rows[i]["label"],
             category=rows[i]["category"],
         )

@@ -111,19 +111,34 @@ def view_inputs(session: Session, ids: list[str]) -> list[dict[str, Any]]:
 
 
 def train_examples(session: Session) -> list[dict[str, Any]]:
-    """Gold train-split samples (id, request, response, label, category) for few-shot prompts."""
+    """Gold train-split samples (id, request, response, label, category, source, meta) for few-shot prompts
+    (source and meta: to render an example under a monitor view)."""
     rows = session.execute(
         sa.select(
-            col(Sample.id), col(Sample.request), col(Sample.response), col(Sample.label), col(Sample.category)
+            col(Sample.id),
+            col(Sample.request),
+            col(Sample.response),
+            col(Sample.label),
+            col(Sample.category),
+            col(Sample.source),
+            col(Sample.meta),
         ).where(col(Sample.split) == "train", col(Sample.status) == "gold")
     ).all()
     return [dict(r._mapping) for r in rows]
 
 
 def fewshot_samples(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """``{sample_id: {request, response, label, category}}`` of those of ``ids`` that are in the store
-    (a run's recorded few-shot examples); missing ids are simply absent."""
-    cols = [col(Sample.id), col(Sample.request), col(Sample.response), col(Sample.label), col(Sample.category)]
+    """``{sample_id: {request, response, label, category, source, meta}}`` of those of ``ids`` that are in the
+    store (a run's recorded few-shot examples); missing ids are simply absent."""
+    cols = [
+        col(Sample.id),
+        col(Sample.request),
+        col(Sample.response),
+        col(Sample.label),
+        col(Sample.category),
+        col(Sample.source),
+        col(Sample.meta),
+    ]
     return {r.id: dict(r._mapping) for r in rows_by_ids(session, cols, col(Sample.id), ids)}
 
 

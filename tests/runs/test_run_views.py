@@ -13,6 +13,7 @@ from sqlmodel import Session, select
 from automonitor.cli import main
 from automonitor.data.monitor_views import render
 from automonitor.errors import InputError
+from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from automonitor.runs import runner
 from servers.openai_fault import OpenAIFaultServer
 from servers.views_data import EchoBackend, add_view_samples, echo_backend, plain, rows_of
@@ -268,3 +269,46 @@ def test_estimate_counts_the_view_samples_and_texts(engine):
     reasoning = runner.estimate_run(engine, "openai:gpt-4o-mini", "direct", view="reasoning")
     assert (full["n"], reasoning["n"]) == (20, 14)
     assert reasoning["prompt_tokens"] < full["prompt_tokens"]
+
+
+def _train_rows() -> list[dict]:
+    """The view samples' three sources again, as a train split (few-shot candidates)."""
+    from servers.views_data import aisi
+
+    rows = rows_of("aisi_olmo_rh", 3, aisi, "specification_gaming", "code") + rows_of(
+        "xstest", 3, plain, "safety_permission", "qa"
+    )
+    for r in rows:
+        r["split"], r["pair_id"], r["request"] = "train", "train-" + r["pair_id"], "Train: " + r["request"]
+        r["id"] = make_sample_id(r["pair_id"], r["label"], r["request"], r["response"])
+        r["request_hash"] = sha256_text(r["request"])
+        r["content_hash"] = content_hash(r["request"], r["response"], r["label"])
+    return rows
+
+
+@pytest.mark.parametrize("template", ["direct-fewshot", "evidence-fewshot"])
+def test_fewshot_examples_are_shown_under_the_view(sqlite_engine, monkeypatch, template):
+    """Under ``answer`` the few-shot examples are the train samples that have the view, shown as their answer
+    rendering: no thinking anywhere in the prompt; ``full`` still draws from every train sample."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    add_view_samples(sqlite_engine)
+    train = _train_rows()
+    with session_scope(sqlite_engine) as s:
+        insert_samples(s, train)
+    with OpenAIFaultServer() as srv:
+        rid = runner.create_run(
+            sqlite_engine, "openai:gpt-4o-mini", template, base_url=srv.base_url, params=FAST, view="answer"
+        )
+        res = runner.execute_run(sqlite_engine, rid)
+        prompts = ["\n".join(m["content"] for m in b["messages"]) for b in srv.requests]
+    assert res["n"] == 20 and res["counts"]["error"] == 0 and len(prompts) == 20
+    with Session(sqlite_engine) as s:
+        fewshot = s.get(Run, rid).params["fewshot"]
+    shown = {r["id"]: render(r["response"], "answer", source=r["source"]) for r in train}
+    assert len(fewshot) == 4 and all(shown[i] is not None for i in fewshot)
+    for text in prompts:
+        assert "<thinking>" not in text and "Plan " not in text and "Thought:" not in text
+        assert all(shown[i].text in text for i in fewshot)  # type: ignore[union-attr]
+    full = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", template, base_url="http://127.0.0.1:9/v1")
+    with Session(sqlite_engine) as s:
+        assert any(r["source"] == "aisi_olmo_rh" for r in train if r["id"] in s.get(Run, full).params["fewshot"])

@@ -111,7 +111,7 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
         tpl = load_template(run.template)
         if run.template_hash and tpl.sha256 != run.template_hash:
             raise InputError(f"template {run.template!r} changed since run {run_id} was created", field="template")
-        examples = load_examples(s, list(params.get("fewshot") or []))
+        examples = load_examples(s, list(params.get("fewshot") or []), view_of_run(params))
         pending = q.pending_predictions(s, run_id)
         params["lease"] = new_lease()
         run.params = params

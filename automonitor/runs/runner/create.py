@@ -12,6 +12,7 @@ from sqlmodel import Session
 from automonitor.data.monitor_views import check_view, covered, missing_part_message
 from automonitor.errors import InputError
 from automonitor.timestamps import stamped_id
+from automonitor.runs.fewshot import view_candidates
 from automonitor.runs.monitors import Backend, MonitorSpec, backend_class, create_backend, parse_monitor_spec
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, choose_fewshot, load_template
 from automonitor.runs.params import (
@@ -104,7 +105,7 @@ def create_run(
     check_edition(edition)
     with session_scope(engine) as s:
         sel = select_samples(s, edition, limit, sample_seed, controls, view=view, sources=sources)
-        examples = _choose_examples(s, tpl, params)
+        examples = _choose_examples(s, tpl, params, view)
         # validates the backend (key present, model file found) without any network call
         prompt = PromptBuilder(tpl, examples=examples)
         try:
@@ -261,13 +262,16 @@ def select_samples(
     return _Selection(samples=samples, ids=ids + ctrl_ids, n_controls=len(ctrl_ids), without_view=lacking)
 
 
-def _choose_examples(s: Session, tpl: Template, params: dict[str, Any]) -> list[FewShotExample]:
+def _choose_examples(s: Session, tpl: Template, params: dict[str, Any], view: str) -> list[FewShotExample]:
     """Few-shot examples from the train split for a few-shot template (``fewshot_k``, default 4, with
-    ``fewshot_seed``, default 0); none otherwise."""
+    ``fewshot_seed``, default 0), among the train samples that have ``view``, shown under it
+    (:func:`automonitor.runs.fewshot.view_candidates`); none otherwise."""
     if not tpl.fewshot:
         return []
     return choose_fewshot(
-        q.train_examples(s), k=int(params.get("fewshot_k", 4)), seed=int(params.get("fewshot_seed", 0))
+        view_candidates(q.train_examples(s), view),
+        k=int(params.get("fewshot_k", 4)),
+        seed=int(params.get("fewshot_seed", 0)),
     )
 
 

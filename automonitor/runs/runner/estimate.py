@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from automonitor.runs.cache import view_text
+from automonitor.runs.fewshot import view_candidates
 from automonitor.runs.monitors import backend_class, parse_monitor_spec
 from automonitor.runs.monitors.pricing import resolve_price
 from automonitor.runs.prompts import PromptBuilder, choose_fewshot, load_template
@@ -55,7 +56,7 @@ def estimate_run(
         sel = select_samples(s, edition, limit, sample_seed, controls, view=view)
         ids = sel.ids
         texts = {sid: view_text(t, view) for sid, t in q.sample_texts(s, ids).items()}
-        examples = choose_fewshot(q.train_examples(s)) if tpl.fewshot else []
+        examples = choose_fewshot(view_candidates(q.train_examples(s), view)) if tpl.fewshot else []
     builder = PromptBuilder(tpl, examples=examples)
     cls = backend_class(spec.backend)
     local = cls.is_local

@@ -173,7 +173,7 @@ def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
         run = _check_executable(lock_run(s, run_id), run_id)
         params = dict(run.params or {})
         tpl = _check_template(run, run_id)
-        examples = load_examples(s, list(params.get("fewshot") or []))
+        examples = load_examples(s, list(params.get("fewshot") or []), view_of_run(params))
         n_pending = stream_q.count_pending(s, run_id)
         history = q.pending_history(s, run_id)
         judge_params = dict(params.get("judge") or {})
