@@ -312,3 +312,28 @@ def test_fewshot_examples_are_shown_under_the_view(sqlite_engine, monkeypatch, t
     full = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", template, base_url="http://127.0.0.1:9/v1")
     with Session(sqlite_engine) as s:
         assert any(r["source"] == "aisi_olmo_rh" for r in train if r["id"] in s.get(Run, full).params["fewshot"])
+
+
+@pytest.mark.parametrize("template", ["direct", "evidence"])
+def test_anthropic_backend_receives_the_view(sqlite_engine, monkeypatch, template):
+    """The Anthropic Messages backend (the documented replay) under ``reasoning``: each request shows the
+    reasoning only (no code, no actions, no tool output), for a plain and an evidence template."""
+    from servers.anthropic_replay import AnthropicReplayServer
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    rows = add_view_samples(sqlite_engine)
+    with AnthropicReplayServer() as srv:
+        rid = runner.create_run(
+            sqlite_engine, "anthropic:claude-sonnet-4-5", template, base_url=srv.root_url, params=FAST, view="reasoning"
+        )
+        res = runner.execute_run(sqlite_engine, rid)
+        users = []
+        for body in srv.requests:
+            content = body["messages"][-1]["content"]
+            users.append(content if isinstance(content, str) else "".join(c.get("text", "") for c in content))
+    assert res["n"] == 14 and res["counts"]["error"] == 0 and len(users) == 14
+    for text in users:
+        assert "os._exit" not in text and "```" not in text and "Action:" not in text and "acc,0.71" not in text
+    for r in rows.values():
+        if r["source"] == "aisi_olmo_rh":
+            assert any(render(r["response"], "reasoning", source=r["source"]).text in u for u in users)  # type: ignore[union-attr]
