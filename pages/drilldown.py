@@ -280,6 +280,7 @@ ui.sync_qp(PAGE, cmp=cmp_run or None)
 gold_color = "red" if s["label"] == "misbehavior" else "green"
 st.markdown(f"Gold label: :{gold_color}-badge[{md(s['label'])}]")
 shown_runs = [r for r in (run_id, cmp_run) if r]
+shown = views.shown_responses(ui.engine(), s, shown_runs)  # each run's response under its monitor view
 grounded = {
     r: views.ground_evidence(s["response"], s["request"], (preds.get(r) or {}).get("evidence")) for r in shown_runs
 }
@@ -342,8 +343,19 @@ for col, rid in zip(cols, shown_runs):
                     "verdict": [str(o) if o else "pending" for o in p["repeats"]],
                 }
             )
-        st.markdown("**Response** (evidence highlighted)")
-        ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
+        view, seen = shown.get(rid, ("full", s["response"]))
+        if view == "full":
+            st.markdown("**Response** (evidence highlighted)")
+            ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
+        else:  # a monitor view (run --view): the response as the monitor saw it, then the whole stored one
+            st.markdown(f"**Response as the monitor saw it** (view `{md(view)}`; evidence highlighted)")
+            if seen is None:
+                st.caption(f"This sample has no {md(view)} view.")
+            else:
+                in_view = views.ground_evidence(seen, s["request"], p.get("evidence"))
+                ui.show_html(views.highlight_html(seen, in_view, max_height=420, search=search or None))
+            with st.expander("The whole stored response", expanded=False):
+                ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
         _spans_ui.gold_overlap(s, p, grounded[rid])  # gold spans vs the evidence
         if p.get("reason"):
             st.markdown("**Reason**")

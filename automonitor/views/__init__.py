@@ -90,6 +90,7 @@ from automonitor.views.samples import (
     export_samples,
     sample_detail,
     sample_predictions,
+    shown_responses,
     sample_query,
     search_samples,
 )
@@ -245,6 +246,7 @@ __all__ = [
     "sample_detail",
     "sample_errata",
     "sample_predictions",
+    "shown_responses",
     "sample_query",
     "sample_set_row",
     "search_samples",

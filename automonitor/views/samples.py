@@ -116,6 +116,26 @@ def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
     return {"sample": found[0], "other": found[1]}
 
 
+def shown_responses(
+    engine: Engine, sample: dict[str, Any], run_ids: Sequence[str]
+) -> dict[str, tuple[str, str | None]]:
+    """``{run_id: (monitor view, the response as the monitor saw it)}`` for ``sample`` (a
+    :func:`sample_detail` sample: response, source, meta) under each run's view (``Run.params["view"]``,
+    :func:`automonitor.data.monitor_views.render`); ``full`` gives the stored response, a sample without
+    the run's view ``None``."""
+    from automonitor.data.monitor_views import render
+    from store.queries.analysis import run_views
+
+    out: dict[str, tuple[str, str | None]] = {}
+    for rid, view in run_views(engine, list(run_ids)).items():
+        if view == "full":
+            out[rid] = (view, sample["response"])
+            continue
+        r = render(sample["response"], view, source=sample.get("source") or "", meta=sample.get("meta"))
+        out[rid] = (view, None if r is None else r.text)
+    return out
+
+
 def sample_predictions(
     engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None
 ) -> dict[str, dict[str, Any]]:

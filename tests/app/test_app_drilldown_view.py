@@ -1,0 +1,33 @@
+"""AppTest: the drill-down of a run judged under a monitor view shows the sample as the monitor saw it (the
+view's rendering, named), with the whole stored response kept in an expander; a ``full`` run shows the
+stored response as before."""
+
+from __future__ import annotations
+
+from apptest_support import StoreEnv, app, html_bodies, ok, open_store
+from automonitor.runs import runner
+from servers.views_data import add_view_samples
+
+
+def test_drilldown_shows_the_response_under_the_runs_view(tmp_path):
+    url = f"sqlite:///{tmp_path / 'drill.db'}"
+    eng = open_store(url)
+    rows = add_view_samples(eng)
+    hack = next(sid for sid, r in rows.items() if r["source"] == "aisi_olmo_rh" and r["label"] == "misbehavior")
+    try:
+        ids = {}
+        for view in ("full", "answer"):
+            ids[view] = runner.create_run(eng, "rules", "direct", view=view)
+            runner.execute_run(eng, ids[view])
+        with StoreEnv(url):
+            at = ok(app("pages/drilldown.py", run=ids["answer"], cell="fn", sample=hack).run())
+            assert any("as the monitor saw it" in m.value and "answer" in m.value for m in at.markdown)
+            bodies = [b for b in html_bodies(at) if "am-response" in b and "import os" in b]
+            # the answer rendering (code, no thinking) and, in the expander, the whole stored response
+            assert len(bodies) == 2 and "Plan " not in bodies[0] and "Plan 0" in bodies[1]
+            assert [e.label for e in at.expander if e.label == "The whole stored response"]
+            full = ok(app("pages/drilldown.py", run=ids["full"], cell="fn", sample=hack).run())
+            assert not any("as the monitor saw it" in m.value for m in full.markdown)
+            assert not [e for e in full.expander if e.label == "The whole stored response"]
+    finally:
+        eng.dispose()
