@@ -129,31 +129,31 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
         if n not in ("evidence", "score"):
             df[n] = df[n].astype(object)
     df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
-    df["evidence"] = _decode_lists(df["evidence"].tolist())
+    df["evidence"] = decode_lists(df["evidence"].tolist())
     return df
 
 
-def _decode_lists(values: list[Any]) -> list[list[Any]]:
-    """:func:`_decode_list` of every value, the non-empty JSON texts parsed in one ``json.loads`` call (a
+def decode_lists(values: list[Any]) -> list[list[Any]]:
+    """:func:`decode_list` of every value, the non-empty JSON texts parsed in one ``json.loads`` call (a
     report reads ~30,000 evidence lists; one call per list was a fifth of loading the predictions). Falls
     back to one call per value when a text is not valid JSON on its own."""
     out: list[list[Any]] = [[] for _ in values]
     todo = [i for i, v in enumerate(values) if not (v is None or v == "[]" or v == "")]
     texts = [values[i] for i in todo]
     if not all(isinstance(v, str) for v in texts):
-        return [_decode_list(v) for v in values]
+        return [decode_list(v) for v in values]
     try:
         parsed = json.loads("[" + ",".join(texts) + "]") if texts else []
     except ValueError:
-        return [_decode_list(v) for v in values]
+        return [decode_list(v) for v in values]
     if len(parsed) != len(texts):  # e.g. a text "1, 2" would split in two: decode one by one
-        return [_decode_list(v) for v in values]
+        return [decode_list(v) for v in values]
     for i, v in zip(todo, parsed):
         out[i] = v if isinstance(v, list) else [v]
     return out
 
 
-def _decode_list(v: Any) -> list[Any]:
+def decode_list(v: Any) -> list[Any]:
     if v is None or v == "[]" or v == "":
         return []
     if isinstance(v, list):

@@ -46,10 +46,10 @@ def begin_serialised_write(session: Session, name: str) -> None:
     if session.connection().dialect.name == "sqlite":
         begin_write(session)
         return
-    session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _key(name)})
+    session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key(name)})
 
 
-def _key(name: str) -> int:
+def advisory_key(name: str) -> int:
     """A signed 64-bit advisory-lock key for ``name`` (first 8 bytes of its sha256)."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
@@ -80,7 +80,7 @@ def try_named_lock(engine: Engine, name: str) -> NamedLock | None:
     PostgreSQL when its connection closes, and by the kernel when its process ends (SQLite)."""
     if engine.dialect.name == "postgresql":
         conn = engine.connect()
-        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _key(name)}).scalar()
+        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": advisory_key(name)}).scalar()
         conn.commit()
         if not got:
             conn.close()
@@ -104,7 +104,7 @@ def release_named_lock(lock: NamedLock) -> None:
     """Release a lock from :func:`try_named_lock` (idempotent)."""
     if lock.conn is not None:
         try:
-            lock.conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _key(lock.name)})
+            lock.conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": advisory_key(lock.name)})
             lock.conn.commit()
         finally:
             lock.conn.close()
@@ -125,12 +125,12 @@ def named_lock(engine: Engine, name: str) -> Iterator[None]:
     if engine.dialect.name == "postgresql":
         conn = engine.connect()
         try:
-            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _key(name)})
+            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": advisory_key(name)})
             conn.commit()
             yield
         finally:
             try:
-                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _key(name)})
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": advisory_key(name)})
                 conn.commit()
             finally:
                 conn.close()

@@ -153,7 +153,7 @@ def test_postgresql_stopped_under_a_waiting_write_gives_one_line(cluster, tmp_pa
     holds): the lost connection is one line, not the driver's warning and the CLI's error."""
     import psycopg
 
-    from store.queries.locks import _key
+    from store.queries.locks import advisory_key
 
     assert (
         _cli(
@@ -164,7 +164,7 @@ def test_postgresql_stopped_under_a_waiting_write_gives_one_line(cluster, tmp_pa
     pairs = tmp_path / "pairs.jsonl"
     write_pairs(pairs)
     holder = psycopg.connect(host="127.0.0.1", port=cluster.port, user="am", dbname="store")
-    holder.execute("SELECT pg_advisory_lock(%s)", (_key("pair-import"),))
+    holder.execute("SELECT pg_advisory_lock(%s)", (advisory_key("pair-import"),))
     env = {**os.environ, "AUTOMONITOR_DB": cluster.url}
     exe = Path(sys.executable).parent / "automonitor"
     proc = subprocess.Popen(

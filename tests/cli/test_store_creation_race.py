@@ -88,11 +88,11 @@ def test_two_first_commands_on_a_new_sqlite_store_one_says_created(tmp_path):
 def test_two_first_commands_on_a_new_postgres_store_one_says_created(pg_url, tmp_path):
     import psycopg
 
-    from store.queries.locks import _key
+    from store.queries.locks import advisory_key
 
     conninfo = make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(conninfo, autocommit=True) as holder:  # advisory locks are per database: this one
-        holder.execute("SELECT pg_advisory_lock(%s)", (_key("migrate"),))
+        holder.execute("SELECT pg_advisory_lock(%s)", (advisory_key("migrate"),))
         procs = [_start(pg_url, n, tmp_path) for n in ("alice", "bob")]
 
         def waiting() -> bool:
@@ -105,6 +105,6 @@ def test_two_first_commands_on_a_new_postgres_store_one_says_created(pg_url, tmp
         try:
             _wait_until(waiting, procs, "both commands wait on the migration lock")
         finally:
-            holder.execute("SELECT pg_advisory_unlock(%s)", (_key("migrate"),))
+            holder.execute("SELECT pg_advisory_unlock(%s)", (advisory_key("migrate"),))
         results = _finish(procs)
     _check(results)
