@@ -17,7 +17,7 @@ from automonitor.runs.monitors.base import Item
 from automonitor.runs.monitors.llamacpp import CONTENT_FREE_INPUTS, LlamaCppBackend, calibrated, default_model_path
 from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.data import add_pairs
-from store.models import Prediction
+from store.models import Prediction, Run
 
 pytestmark = pytest.mark.slow
 
@@ -162,3 +162,27 @@ def test_llamacpp_run_and_cached_rerun(sqlite_engine):
         sqlite_engine, runner.create_run(sqlite_engine, "llamacpp", "direct-fewshot", params={"calibrate": "false"})
     )
     assert (raw["api_calls"], raw["cache_hits"]) == (4, 0)
+
+
+def test_llamacpp_backend_under_a_view(sqlite_engine):
+    """The local judge (issue 40: every backend) under ``--view answer``: it reads the answer-only text (fewer
+    prompt tokens than under ``full`` on every sample with reasoning or agent steps, the same on plain
+    answers), records the view, and keeps its own cache entries apart from ``full``'s."""
+    from servers.views_data import add_view_samples
+
+    rows = add_view_samples(sqlite_engine)
+    tokens: dict[str, dict[str, int]] = {}
+    for view in ("full", "answer"):
+        rid = runner.create_run(sqlite_engine, "llamacpp", "direct", view=view, params={"calibrate": "false"})
+        out = runner.execute_run(sqlite_engine, rid)
+        assert out["counts"]["error"] == 0 and out["api_calls"] == out["n"] == len(rows)  # no hits across views
+        with Session(sqlite_engine) as s:
+            ps = list(s.exec(select(Prediction).where(Prediction.run_id == rid)))
+            assert s.get(Run, rid).params.get("view", "full") == view
+        tokens[view] = {p.sample_id: p.tokens_in for p in ps}
+    assert tokens["full"].keys() == tokens["answer"].keys() == rows.keys()
+    for sid, r in rows.items():
+        if r["source"] == "xstest":  # a plain answer: the answer view is the whole response
+            assert tokens["answer"][sid] == tokens["full"][sid], sid
+        else:  # thinking or agent steps left out
+            assert tokens["answer"][sid] < tokens["full"][sid], sid
