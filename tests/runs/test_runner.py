@@ -359,6 +359,40 @@ def test_reuse_returns_an_identical_run_and_only_that(sqlite_engine):
     assert runner.create_run(sqlite_engine, "rules", "direct", limit=6, sample_seed=1) != first  # no reuse asked
 
 
+def test_two_reuse_creates_at_once_make_one_run(engine, monkeypatch):
+    """Two ``run --reuse`` of a new configuration started together: the second waits for the first's
+    run and reuses it (the look-up and the insert are one serialised step), not a duplicate run that
+    judges every sample again. The look-up is slowed so that both look before either inserts."""
+    from store.queries import runs as run_queries
+
+    add_pairs(engine, 6)
+    find = run_queries.find_equivalent_run
+
+    def slow_find(*a, **kw):
+        found = find(*a, **kw)
+        time.sleep(0.5)
+        return found
+
+    monkeypatch.setattr(run_queries, "find_equivalent_run", slow_find)
+    ids: list[str] = []
+    errors: list[BaseException] = []
+
+    def create():
+        try:
+            ids.append(runner.create_run(engine, "rules", "direct", limit=6, sample_seed=3, reuse=True))
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=create) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(ids) == 2 and ids[0] == ids[1]
+    assert n_runs(engine)[0] == 1
+
+
 def test_reuse_skips_a_run_made_with_another_backend_configuration(sqlite_engine):
     """A run recorded with other answer-changing backend settings (e.g. before the local model was
     calibrated) is not reused, even when monitor, template, parameters and samples are the same."""

@@ -27,6 +27,7 @@ from automonitor.runs.sampling import seeded_shuffle, stratified_sample, stratum
 from store import session_scope
 from store.models import Run
 from store.queries import runs as q
+from store.queries.locks import begin_serialised_write
 
 
 def _new_run_id() -> str:
@@ -80,7 +81,9 @@ def create_run(
             key, so a K-repeat run reuses a single run's verdicts and vice versa).
         reuse: return the id of an existing run with the same monitor, template (same hash), base URL,
             parameters, few-shot examples and exactly the same samples, if there is one (any status:
-            an unfinished one is then resumed by ``execute_run``), instead of creating a new run.
+            an unfinished one is then resumed by ``execute_run``), instead of creating a new run. The
+            look-up and the insert are one serialised write (:func:`store.queries.locks.begin_serialised_write`),
+            so two ``reuse`` creations started together make one run.
         edition: test-set edition judged (``paper`` | ``verified``), recorded as ``run.edition``.
         controls: also judge the benign-only ``controls`` slice when the store has one (with ``limit``,
             a seeded subset of the same share); reports give FAR on controls separately.
@@ -104,6 +107,8 @@ def create_run(
 
     check_edition(edition)
     with session_scope(engine) as s:
+        if reuse:  # look-up and insert as one step: two `--reuse` at once make one run, not two
+            begin_serialised_write(s, "create-run-reuse")
         sel = select_samples(s, edition, limit, sample_seed, controls, view=view, sources=sources)
         examples = _choose_examples(s, tpl, params, view)
         # validates the backend (key present, model file found) without any network call
