@@ -22,6 +22,53 @@ def _progress(msg: str) -> None:
     err_console.print(msg, style="dim", markup=False, highlight=False)
 
 
+class _BuildBar:
+    """The build's progress on a terminal: the same stage lines as :func:`_progress`, and a rich progress
+    bar on stderr while a long stage runs (:class:`automonitor.data.build.steps.StageProgress`: the sources
+    read, the detector ladder, the ``hard`` edition, the store write). A bar is gone once its stage is over:
+    the stage's line with its counts stays."""
+
+    def __init__(self) -> None:
+        self._live: Any = None  # the rich Progress of the stage running, if any
+
+    def __call__(self, msg: str) -> None:
+        _progress(msg)  # printed above a running bar
+
+    def begin_stage(self, name: str, total: int | None) -> Any:
+        """Start a bar for stage ``name`` of ``total`` steps (``None``: a pulse); return its ``step``."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.end_stage(name)
+        prog = Progress(
+            TextColumn("{task.description}", style="bold", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[what]}", markup=False),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
+        task = prog.add_task(name, total=total, what="")
+        prog.start()
+        self._live = (prog, task)
+
+        def step(what: str) -> None:
+            prog.update(task, advance=1, what=what)
+
+        return step
+
+    def end_stage(self, name: str) -> None:
+        """Fill and remove the running bar (a stage read from a cache takes no step)."""
+        if self._live is None:
+            return
+        prog, task = self._live
+        self._live = None
+        total = prog.tasks[0].total
+        if total is not None:
+            prog.update(task, completed=total)
+        prog.stop()
+
+
 @app.command("build")
 def build_cmd(
     raw: str | None = typer.Option(None, "--raw", help="Raw sources directory (default: $AUTOMONITOR_RAW)."),
@@ -48,12 +95,18 @@ def build_cmd(
         "--refresh-ladder",
         help="Recompute the detector ladder (tiers, catches, false alarms) instead of reading its cache.",
     ),
+    quiet: bool = typer.Option(
+        False, "--quiet", help="No progress bar on a terminal (the stage lines with counts stay on stderr)."
+    ),
 ) -> None:
     """Build the paired test set, a disjoint train split and the annotation candidate pool.
 
     Deterministic for a seed; rebuilding with the same seed changes nothing. A different seed replaces
     the build-derived samples (refused, exit 2, if runs or annotations reference them, unless --force).
     Samples imported by users are never touched.
+
+    Progress goes to stderr: one line per stage with its counts, and on a terminal a progress bar while a
+    long stage runs (reading the sources, the detector ladder, the hard edition, the store write).
     """
     from automonitor.data.build import build, resolve_raw
     from automonitor.errors import InputError
@@ -62,8 +115,9 @@ def build_cmd(
 
     check_edition(edition)
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
+    progress = _BuildBar() if err_console.is_terminal and not quiet else _progress
     report = build(
-        open_store(create=True), raw_path, seed, force=force, progress=_progress, refresh_ladder=refresh_ladder
+        open_store(create=True), raw_path, seed, force=force, progress=progress, refresh_ladder=refresh_ladder
     )
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])

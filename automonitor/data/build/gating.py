@@ -11,6 +11,7 @@ from typing import Callable
 
 from automonitor.data.build.analysers import ANALYSER_OF, analyse, pair_verdict
 from automonitor.data.build.config import CODE_SOURCES_PY_DEFAULT, HACK_SOURCES, NO_RAW_HINT
+from automonitor.data.build.steps import stage
 from automonitor.errors import InputError
 from automonitor.data.gates import (
     FEW_TOKENS,
@@ -165,21 +166,24 @@ def apply_gates(
 
 
 def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[str, SourceResult]:
-    """Run every registered importer on ``raw``.
+    """Run every registered importer on ``raw``: one ``progress`` line per source, and one step of stage
+    ``sources`` per source when ``progress`` is a :class:`~automonitor.data.build.steps.StageProgress`.
 
     Raises:
         InputError: a malformed file, or none of the sources' files exist under ``raw``.
     """
     results: dict[str, SourceResult] = {}
-    for name, src in REGISTRY.items():
-        t0 = time.perf_counter()
-        results[name] = src.load(raw)
-        if progress:
-            r = results[name]
-            miss = f", {len(r.missing)} file(s) missing" if r.missing else ""
-            progress(
-                f"{name}: {len(r.pairs)} pairs from {len(r.files)} file(s){miss} ({time.perf_counter() - t0:.2f} s)"
-            )
+    with stage(progress, "sources", len(REGISTRY)) as step:
+        for name, src in REGISTRY.items():
+            t0 = time.perf_counter()
+            results[name] = src.load(raw)
+            if progress:
+                r = results[name]
+                miss = f", {len(r.missing)} file(s) missing" if r.missing else ""
+                progress(
+                    f"{name}: {len(r.pairs)} pairs from {len(r.files)} file(s){miss} ({time.perf_counter() - t0:.2f} s)"
+                )
+            step(name)
     if not any(r.files for r in results.values()):
         raise InputError(f"no public source files found under {raw}; {NO_RAW_HINT}", file=str(raw), field="--raw")
     return results

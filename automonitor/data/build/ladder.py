@@ -68,6 +68,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from automonitor.data.build.steps import stage
 from automonitor.data.cache_home import cache_home
 
 LADDER_VERSION = 1
@@ -405,7 +406,14 @@ def _orient(name: str, cat: str, task: str, train: pd.DataFrame) -> str:
     return d.get(cat, d["*"])
 
 
-def ladder(judged: pd.DataFrame, train: pd.DataFrame, seed: int = 0, only: Sequence[str] | None = None) -> LadderResult:
+def ladder(
+    judged: pd.DataFrame,
+    train: pd.DataFrame,
+    seed: int = 0,
+    only: Sequence[str] | None = None,
+    *,
+    step: Callable[[str], None] | None = None,
+) -> LadderResult:
     """Run the battery (module doc) on ``judged`` and tier its pairs.
 
     Args:
@@ -414,6 +422,7 @@ def ladder(judged: pd.DataFrame, train: pd.DataFrame, seed: int = 0, only: Seque
         train: the ``train`` split (same columns), for the trained detectors and the lexicons' orientation.
         seed: the seed of the train subsample.
         only: detector names to run (default: all of :data:`DETECTORS`); an unknown name raises ValueError.
+        step: called with each detector's name once it is done (run, unavailable or applying to nothing).
     Returns:
         :class:`LadderResult`; tiers use the detectors that ran.
     """
@@ -429,14 +438,17 @@ def ladder(judged: pd.DataFrame, train: pd.DataFrame, seed: int = 0, only: Seque
     train = train.reset_index(drop=True)
     res = LadderResult()
     ids = judged["id"].astype(str).to_numpy()
+    done = step or (lambda _name: None)
     for name in names:
         t0 = time.process_time()
         det = BY_NAME[name]
         if name == "minilm" and (why := minilm_available()):
             res.unavailable[name] = why
+            done(name)
             continue
         mask = np.array([det.applies(c, t) for c, t in zip(judged["category"], judged["task"])], dtype=bool)
         if not mask.any():
+            done(name)
             continue
         sub = judged[mask]
         if det.trained:
@@ -455,6 +467,7 @@ def ladder(judged: pd.DataFrame, train: pd.DataFrame, seed: int = 0, only: Seque
             str(i): round(float(v), 6) for i, v in zip(ids[mask], s) if not (isinstance(v, float) and np.isnan(v))
         }
         res.seconds[name] = round(time.process_time() - t0, 2)
+        done(name)
     _tier(judged, res)
     return res
 
@@ -588,15 +601,26 @@ def judged_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["split"] in ("test", "controls") or r["status"] == "candidate"]
 
 
-def add_ladder(plan: Any, seed: int, *, use_cache: bool = True) -> tuple[LadderResult, dict[str, Any]]:
+def add_ladder(
+    plan: Any, seed: int, *, use_cache: bool = True, progress: Callable[[str], None] | None = None
+) -> tuple[LadderResult, dict[str, Any]]:
     """Run the ladder on the judged rows of ``plan`` (:func:`judged_rows`; trained on its gold ``train``
     rows; :data:`BUILD_DETECTORS`), write the ladder's keys into each judged row's ``meta`` (:func:`sample_record`) and return the result and
     ``report["ladder"]``: ``{"detectors": {name: {"family", "scope", "samples", "catches", "false_alarms",
     "pairs_caught", "fitted", "unavailable"}}, "tiers": {category/task: {surface, implicit}}, "cached",
-    "version"}``."""
+    "version"}``. ``progress``: one step of stage ``detector ladder`` per detector
+    (:func:`automonitor.data.build.steps.stage`; none on a cache hit)."""
     judged = judged_rows(plan.rows)
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
-    res, hit = cached_ladder(_rows_frame(judged), _rows_frame(train), seed, use_cache=use_cache, only=BUILD_DETECTORS)
+    with stage(progress, "detector ladder", len(BUILD_DETECTORS)) as step:
+        res, hit = cached_ladder(
+            _rows_frame(judged),
+            _rows_frame(train),
+            seed,
+            use_cache=use_cache,
+            only=BUILD_DETECTORS,
+            compute=functools.partial(ladder, step=step),
+        )
     for r in judged:
         r["meta"] = {**r["meta"], **sample_record(res, r["id"], r["pair_id"], r["label"])}
     label = {r["id"]: r["label"] for r in judged}

@@ -16,6 +16,7 @@ from automonitor.data.build.hard import add_hard_edition
 from automonitor.data.build.ladder import add_ladder
 from automonitor.data.build.report import edition_report, report_pools, report_quotas, report_source_counts
 from automonitor.data.build.rows import Plan
+from automonitor.data.build.steps import stage
 from automonitor.data.build.selection import (
     Blocked,
     Pool,
@@ -116,14 +117,19 @@ def plan_build(
     if hard:
         say("detector ladder: cheap detectors on every judged sample (cached after the first build)")
         t0 = time.perf_counter()
-        ladder, _ = add_ladder(plan, seed, use_cache=not refresh_ladder)  # the detector ladder and each pair's tier
+        ladder, _ = add_ladder(
+            plan, seed, use_cache=not refresh_ladder, progress=progress
+        )  # the detector ladder and each pair's tier
         say(f"detector ladder: {len(ladder.tiers):,} pairs tiered ({time.perf_counter() - t0:.1f} s)")
         say(
             "edition hard: selection, adversarial filtering and held-out certification of the verified pairs "
             "(the longest step; cached after the first build)"
         )
         t0 = time.perf_counter()
-        section = add_hard_edition(plan, seed, ladder)  # edition hard: the certified, read implicit tier of verified
+        with stage(progress, "edition hard", None):  # no counted steps: a bar that shows it is working
+            section = add_hard_edition(
+                plan, seed, ladder
+            )  # edition hard: the certified, read implicit tier of verified
         say(f"edition hard: {section.get('pairs', 0):,} pairs kept ({time.perf_counter() - t0:.1f} s)")
     check_verified_prompts(plan.rows)
     return plan

@@ -19,6 +19,7 @@ from automonitor.data.build.ladder import META_KEYS as LADDER_KEYS
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.rows import Plan
 from automonitor.data.build.selection import Blocked
+from automonitor.data.build.steps import stage
 from automonitor.data.errata import errata_in_force
 from automonitor.errors import InputError
 from automonitor.leases import lease_held_by_other
@@ -145,18 +146,36 @@ def _edition_changes(
     return drop, sorted(want - have)
 
 
-def _apply_changes(session: Session, state: _StoreState, plan: Plan, changes: _Changes) -> dict[str, int]:
+#: The phases of the store write (:func:`_apply_changes`), one step each of stage ``store``.
+STORE_PHASES = ("editions dropped", "deleted", "updated", "meta", "inserted", "editions added", "gold spans")
+
+
+def _apply_changes(
+    session: Session,
+    state: _StoreState,
+    plan: Plan,
+    changes: _Changes,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, int]:
     """Write the reconciliation: edition memberships dropped, samples deleted and updated, new rows
-    inserted, memberships added. Returns ``inserted``, ``updated``, ``deleted``, ``editions``
-    (memberships dropped + added)."""
-    drop_ed, add_ed = _edition_changes(session, state, plan, changes)
-    build_queries.drop_edition_memberships(session, drop_ed)
-    build_queries.delete_samples(session, changes.to_delete)
-    build_queries.update_sample_placement(session, [changes.planned[i] for i in changes.to_update])
-    build_queries.update_sample_meta(session, [(i, changes.planned[i]["meta"]) for i in changes.to_mark])
-    inserted = insert_samples(session, [r for r in plan.rows if r["id"] not in state.current])
-    build_queries.add_edition_memberships(session, add_ed)
-    spans = sync_spans(session, plan.rows, changes.kept)
+    inserted, memberships added (one step of stage ``store`` per phase of :data:`STORE_PHASES` on
+    ``progress``). Returns ``inserted``, ``updated``, ``deleted``, ``editions`` (memberships dropped + added)."""
+    with stage(progress, "store", len(STORE_PHASES)) as step:
+        drop_ed, add_ed = _edition_changes(session, state, plan, changes)
+        build_queries.drop_edition_memberships(session, drop_ed)
+        step(STORE_PHASES[0])
+        build_queries.delete_samples(session, changes.to_delete)
+        step(STORE_PHASES[1])
+        build_queries.update_sample_placement(session, [changes.planned[i] for i in changes.to_update])
+        step(STORE_PHASES[2])
+        build_queries.update_sample_meta(session, [(i, changes.planned[i]["meta"]) for i in changes.to_mark])
+        step(STORE_PHASES[3])
+        inserted = insert_samples(session, [r for r in plan.rows if r["id"] not in state.current])
+        step(STORE_PHASES[4])
+        build_queries.add_edition_memberships(session, add_ed)
+        step(STORE_PHASES[5])
+        spans = sync_spans(session, plan.rows, changes.kept)
+        step(STORE_PHASES[6])
     return {
         "gold_spans": spans["inserted"] + spans["deleted"],
         "inserted": inserted,
@@ -247,7 +266,7 @@ def build(
                 f"{len(changes.to_delete):,} deleted"
             )
         t1 = time.perf_counter()
-        counts = _apply_changes(session, state, plan, changes)
+        counts = _apply_changes(session, state, plan, changes, progress)
         if progress:
             progress(
                 f"store: {counts['inserted']:,} inserted, {counts['updated']:,} updated, {counts['deleted']:,} deleted "
