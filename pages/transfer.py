@@ -41,7 +41,7 @@ if res is None:
     # while `make demo`'s background phase computes the matrix, say so (as the Runs page does) rather
     # than ask for a command that is already running
     if not ui.background_demo_notice(
-        "It is computing the transfer matrix of tfidf probes: reload this page when its log says so."
+        "It is computing the transfer matrix of tfidf probes: reload this page when its log says 'transfer phase done'."
     ):
         st.info(
             f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`."

@@ -52,3 +52,30 @@ def test_demo_fast_phase_fills_the_plane_and_a_second_call_reuses_it(cli, built_
     assert second.returncode == 0, second.stderr[-3000:]
     assert "artefact found" in second.stderr and "probe: training" not in second.stderr
     assert sorted(r["run_id"] for r in _runs(cli, built_db_url)) == sorted(r["run_id"] for r in runs)
+
+
+def test_demo_transfer_phase_ends_with_a_done_line(tmp_path):
+    """The Transfer page asks the user to reload it "when its log says so": the background log must say
+    when the transfer phase is over (here on a saved matrix: the phase reuses it, no training)."""
+    art = tmp_path / "artifacts"
+    (art / "probes").mkdir(parents=True)
+    (art / "probes" / "transfer-tfidf.json").write_text("{}")
+    env = {
+        **os.environ,
+        "AUTOMONITOR_DB": f"sqlite:///{tmp_path / 'unused.db'}",
+        "AUTOMONITOR_ARTIFACTS": str(art),
+        "AM": str(Path(sys.executable).parent / "automonitor"),
+        "PY": sys.executable,
+        "PYTHONPATH": str(REPO),
+    }
+    res = subprocess.run(
+        ["bash", str(REPO / "scripts" / "demo_runs.sh"), "transfer"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("== [")]
+    assert "transfer table: found (reused)" in lines[0]
+    assert lines[-1].endswith("transfer phase done (the Transfer page shows the matrix on reload)"), lines
