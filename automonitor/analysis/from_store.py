@@ -167,7 +167,9 @@ def _add_views(
     mis = preds[preds["run_id"].isin(in_groups) & (preds["label"] == "misbehavior")]["sample_id"].unique().tolist()
     with session_scope(engine) as s:
         inputs = view_inputs(s, mis)
-    silent = [i["id"] for i in inputs if is_silent(i["source"], i["response"], i["meta"], "misbehavior")]
+    silent = [
+        i["id"] for i in inputs if is_silent(i["source"], i["response"], i["meta"], "misbehavior", i.get("request"))
+    ]
     rep.views = compare_all(
         preds, runs, views, editions, invalid=opt.invalid, n_boot=opt.n_boot, seed=opt.seed, silent=silent
     )

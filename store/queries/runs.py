@@ -98,15 +98,17 @@ def sample_texts(session: Session | Connection, ids: list[str]) -> dict[str, dic
 
 
 def view_inputs(session: Session, ids: list[str]) -> list[dict[str, Any]]:
-    """``[{id, response, source, meta}]`` for ``ids`` (id order): what a monitor view is cut from."""
+    """``[{id, response, source, meta, request}]`` for ``ids`` (id order): what a monitor view is cut from
+    (the request: which words are the question's, for the silent rule)."""
     rows = rows_by_ids(
         session,
-        [col(Sample.id), col(Sample.response), col(Sample.source), col(Sample.meta)],
+        [col(Sample.id), col(Sample.response), col(Sample.source), col(Sample.meta), col(Sample.request)],
         col(Sample.id),
         ids,
     )
     return sorted(
-        ({"id": r[0], "response": r[1], "source": r[2] or "", "meta": r[3] or {}} for r in rows), key=lambda d: d["id"]
+        ({"id": r[0], "response": r[1], "source": r[2] or "", "meta": r[3] or {}, "request": r[4]} for r in rows),
+        key=lambda d: d["id"],
     )
 
 
