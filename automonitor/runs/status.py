@@ -136,8 +136,7 @@ def finalize(
         s.add(run)
         status, error = run.status, run.error
     counted = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
-    log.log(
-        logging.WARNING if status == "failed" else logging.INFO,
+    log.info(  # INFO even when failed: the caller says it once (the CLI's failed line, the app's notice)
         "run %s: %s (%s)%s",
         run_id,
         status,
