@@ -266,7 +266,8 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
     else:
         c = summary["counts"]
         sys.stdout.write(
-            f"run {run_id}: {info['status']}, n={summary['n']} "
+            f"run {run_id}: {info['status']}, n={summary['n']}"
+            + (f" ({summary['n'] - info['controls']} + {info['controls']} controls) " if info.get("controls") else " ")
             + " ".join(f"{k}={v}" for k, v in c.items())
             + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}\n"
         )

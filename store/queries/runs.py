@@ -506,6 +506,7 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
         "parse": (params.get("config") or {}).get("parse"),
         "score_method": (params.get("config") or {}).get("score_method"),
         "limit": params.get("limit"),
+        "controls": int(params.get("controls") or 0),  # benign-only control samples among the n judged
         "repeat": int((params.get("judge") or {}).get("repeat", 1) or 1),
         "created_at": iso_utc(r.created_at),
         "started_at": iso_utc(r.started_at),
