@@ -7,10 +7,12 @@ are keyed by their inputs and the code that computes them, so deleting the direc
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["cache_home"]
+__all__ = ["cache_home", "write_entry"]
 
 
 def cache_home() -> Path:
@@ -19,3 +21,15 @@ def cache_home() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "automonitor"
     )
     return Path(base)
+
+
+def write_entry(path: Path, doc: Any) -> None:
+    """Write one cache entry: ``doc`` as JSON to ``path``, atomically (a temporary file per process, then
+    ``os.replace``), its directory created; an unwritable directory only disables the cache (no error)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass

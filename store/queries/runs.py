@@ -116,15 +116,7 @@ def train_examples(session: Session) -> list[dict[str, Any]]:
     """Gold train-split samples (id, request, response, label, category, source, meta) for few-shot prompts
     (source and meta: to render an example under a monitor view)."""
     rows = session.execute(
-        sa.select(
-            col(Sample.id),
-            col(Sample.request),
-            col(Sample.response),
-            col(Sample.label),
-            col(Sample.category),
-            col(Sample.source),
-            col(Sample.meta),
-        ).where(col(Sample.split) == "train", col(Sample.status) == "gold")
+        sa.select(*_example_columns()).where(col(Sample.split) == "train", col(Sample.status) == "gold")
     ).all()
     return [dict(r._mapping) for r in rows]
 
@@ -132,7 +124,12 @@ def train_examples(session: Session) -> list[dict[str, Any]]:
 def fewshot_samples(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
     """``{sample_id: {request, response, label, category, source, meta}}`` of those of ``ids`` that are in the
     store (a run's recorded few-shot examples); missing ids are simply absent."""
-    cols = [
+    return {r.id: dict(r._mapping) for r in rows_by_ids(session, _example_columns(), col(Sample.id), ids)}
+
+
+def _example_columns() -> list[Any]:
+    """The sample columns of a few-shot example (:func:`train_examples`, :func:`fewshot_samples`)."""
+    return [
         col(Sample.id),
         col(Sample.request),
         col(Sample.response),
@@ -141,7 +138,6 @@ def fewshot_samples(session: Session, ids: list[str]) -> dict[str, dict[str, Any
         col(Sample.source),
         col(Sample.meta),
     ]
-    return {r.id: dict(r._mapping) for r in rows_by_ids(session, cols, col(Sample.id), ids)}
 
 
 def prediction_samples(session: Session, prediction_ids: Iterable[int]) -> dict[int, str]:

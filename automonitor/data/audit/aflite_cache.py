@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from collections import Counter
 from dataclasses import asdict
 from importlib.metadata import version
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from automonitor.data.audit.aflite import AfliteParams, AfliteResult, aflite
-from automonitor.data.cache_home import cache_home
+from automonitor.data.cache_home import cache_home, write_entry
 
 __all__ = ["cached_aflite", "aflite_key", "aflite_cache_dir", "cached_certify", "certify_key", "certify_cache_dir"]
 
@@ -132,13 +131,7 @@ def cached_aflite(
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a corrupt entry is recomputed and overwritten
     doc = json.loads(json.dumps(_to_doc(aflite(test, train, seed, params))))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_entry(path, doc)
     return _from_doc(doc), False
 
 
@@ -183,11 +176,5 @@ def cached_certify(frame: pd.DataFrame, scores: dict[str, Any], seed: int = 0) -
         except (OSError, ValueError):
             pass
     out: list[dict[str, Any]] = json.loads(json.dumps(_plain(certify(frame, scores, seed))))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(out), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_entry(path, out)
     return out

@@ -7,14 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from automonitor.data.cache_home import cache_home
+from automonitor.data.cache_home import cache_home, write_entry
 from store.queries.fingerprints import sample_state
 from automonitor.data.audit.params import AUDIT_VERSION, check_edition
 
@@ -65,13 +64,7 @@ def cached_audit(
     doc: dict[str, Any] = _json_safe(run_audit(engine, edition))  # a dict stays a dict
     say(f"audit of edition {edition}: computed in {time.perf_counter() - t0:.1f} s (cached until the store changes)")
     memo[key] = doc
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_entry(path, doc)
     return doc
 
 

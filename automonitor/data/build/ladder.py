@@ -56,7 +56,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import random
 import re
 import time
@@ -69,7 +68,7 @@ import numpy as np
 import pandas as pd
 
 from automonitor.data.build.steps import stage
-from automonitor.data.cache_home import cache_home
+from automonitor.data.cache_home import cache_home, write_entry
 
 LADDER_VERSION = 1
 SELECTION, HELD_OUT = "selection", "held_out"
@@ -578,13 +577,7 @@ def cached_ladder(
             pass
     res = compute(judged, train, seed, only)
     doc = {k: getattr(res, k) for k in ("scores", "tiers", "caught", "unavailable", "fitted", "orientation", "seconds")}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_entry(path, doc)
     return LadderResult(**json.loads(json.dumps(doc))), False
 
 
