@@ -160,9 +160,7 @@ def load_counts(url: str, ver: tuple, column: str):
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_sample_sets(url: str, ver: tuple):
     """Which sample set (edition, fingerprint) each run judged (``automonitor.views.run_sample_sets``)."""
-    from automonitor import views as workbench
-
-    return workbench.run_sample_sets(_engine_for(url))
+    return views.run_sample_sets(_engine_for(url))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -193,9 +191,7 @@ def load_audit(url: str, ver: tuple, edition: str) -> dict | None:
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_identical_derived(url: str, ver: tuple) -> dict[str, str]:
     """Derived runs that repeat an input's verdicts (``automonitor.views.identical_derived``)."""
-    from automonitor import views as workbench
-
-    return workbench.identical_derived(_engine_for(url))
+    return views.identical_derived(_engine_for(url))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -219,8 +215,6 @@ def load_tradeoff(
     selection; the hidden points are the derived runs this view leaves out as copies of an input (rows
     with ``duplicate_of``; empty when ``show_duplicates``).
     (The figure itself is built per run: a cached plotly figure lost its click selection events.)"""
-    from automonitor import views as workbench
-
     report = load_report(url, ver, None, invalid)
     raw = views.tradeoff_points(report, category, task, list(templates))
     if "kind" in raw:
@@ -229,7 +223,7 @@ def load_tradeoff(
     statuses = dict(zip(runs["run_id"], runs["status"])) if len(runs) and "status" in runs else {}
 
     def points(with_duplicates: bool):
-        pts = workbench.honest_points(
+        pts = views.honest_points(
             raw,
             load_sample_sets(url, ver),
             min_n=min_n,

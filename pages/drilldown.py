@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from automonitor import views, vocab, views as workbench
+from automonitor import views, vocab
 from sqlalchemy.exc import SQLAlchemyError
 
 from automonitor.data.errata import add_erratum, conflict_warning, erratum_conflicts
@@ -33,7 +33,7 @@ run_records = runs.to_dict("records")
 run_label = {r["run_id"]: views.run_option_label(r) for r in run_records}  # short: fits the select at 1280 px
 run_full = {r["run_id"]: views.run_full_label(r) for r in run_records}
 
-link_run, link_warning = workbench.run_choice(ui.qp("run"), run_ids)
+link_run, link_warning = views.run_choice(ui.qp("run"), run_ids)
 if link_warning:
     st.warning(views.md_escape(link_warning))
 run_key = ui.seed_state(PAGE, "run", run_ids[0], valid=run_ids)
@@ -195,11 +195,11 @@ if cell and sl:
             q=search or None,
             tier=list(chosen_tier),
         )
-        only = workbench.disagreeing_samples(ui.engine(), run_id, dis_run) if dis_run else None
+        only = views.disagreeing_samples(ui.engine(), run_id, dis_run) if dis_run else None
         if chosen_tier:
             _n, in_tier = views.search_samples(ui.engine(), limit=None, with_text=False, tier=chosen_tier)
             only = set(in_tier["id"]) if only is None else set(only) & set(in_tier["id"])
-        shown = workbench.filter_cell(
+        shown = views.filter_cell(
             samples, outcomes=chosen_out, score_range=score_rng if has_score else None, only=only, search=search
         )
         table = views.cell_table(shown)
@@ -225,7 +225,7 @@ if cell and sl:
                 if picked != sample_id:
                     sample_id = picked
                     ui.set_qp(sample=sample_id)
-        nav = workbench.neighbours(ids, sample_id)
+        nav = views.neighbours(ids, sample_id)
         n1, n2, n3 = st.columns([1, 3, 1], vertical_alignment="center")
         if n1.button("← Previous", key=f"{PAGE}.prev", shortcut="K", disabled=nav["prev"] is None, width="stretch"):
             ui.set_qp(sample=nav["prev"])
@@ -365,11 +365,11 @@ for col, rid in zip(cols, shown_runs):
 
 if other:
     mis, ben = (s, other) if s["label"] == "misbehavior" else (other, s)
-    mode = workbench.diff_mode(s["task"])
+    mode = views.diff_mode(s["task"])
     with st.expander(
         f"The pair as a diff ({'line' if mode == 'line' else 'word'} diff of the two responses)", expanded=True
     ):
-        ui.show_html(workbench.pair_diff_html(mis["response"], ben["response"], mode))
+        ui.show_html(views.pair_diff_html(mis["response"], ben["response"], mode))
     with st.expander(f"The other side of the pair (gold: {other['label']})", expanded=False):
         ui.show_html(views.text_html(other["response"], max_height=320, css_class="am-text am-other"))
         for rid in shown_runs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from automonitor import views, vocab, views as workbench
+from automonitor import views, vocab
 from pages import _common as ui
 
 PAGE = "samples"
@@ -15,7 +15,7 @@ st.title("Samples")
 url, ver = ui.db_url(), ui.version()
 if ui.qp("run"):
     _runs = ui.load_runs(url, ver)
-    _, _warn = workbench.run_choice(ui.qp("run"), list(_runs["run_id"]))
+    _, _warn = views.run_choice(ui.qp("run"), list(_runs["run_id"]))
     if _warn:
         st.warning(views.md_escape(_warn.replace("showing another run instead", "its verdicts are not shown")))
 sources = ui.load_counts(url, ver, "source")
@@ -32,7 +32,7 @@ so_key = ui.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
 ls_key = ui.seed_state(PAGE, "label_source", [], valid=vocab.LABEL_SOURCES, multi=True)
 tier_key = ui.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
 p_key = ui.seed_state(PAGE, "page", 1, cast=int)
-size_key = ui.seed_state(PAGE, "size", 100, valid=list(workbench.PAGE_SIZES), cast=int)
+size_key = ui.seed_state(PAGE, "size", 100, valid=list(views.PAGE_SIZES), cast=int)
 
 search = st.text_input(
     "Search request, response, sample id or pair id", key=q_key, placeholder="e.g. bonus, eval(, CWE-79 …"
@@ -97,7 +97,7 @@ ui.sync_qp(
 # the export buttons get the width their labels and icons need at 1280 px ("Export JSONL" was cut)
 head, sizer, pager, exp1, exp2 = st.columns([1.6, 0.9, 0.9, 1.2, 1.35], vertical_alignment="bottom")
 head.markdown(f"**{total:,}** matching samples")
-sizer.selectbox("Per page", list(workbench.PAGE_SIZES), key=size_key)
+sizer.selectbox("Per page", list(views.PAGE_SIZES), key=size_key)
 page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
 ui.set_qp(page=None if page == 1 else page)
 ui.sync_qp(PAGE, size=None if PAGE_SIZE == 100 else str(PAGE_SIZE))

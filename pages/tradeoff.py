@@ -9,7 +9,7 @@ import streamlit as st
 
 from automonitor.analysis import metrics
 from automonitor.views import report_html
-from automonitor import views, vocab, views as workbench
+from automonitor import views, vocab
 from pages import _common as ui
 from pages import _derived_ui as derived_ui
 
@@ -38,7 +38,7 @@ pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES
 # the paper's reference points are off by default: nothing on the page backs a comparison of our runs with
 # them (the HTML report draws them, with the caption that says where they come from)
 rep_key = ui.seed_state(PAGE, "paper", False, cast=lambda v: v in ("1", "true", "yes"))
-minn_key = ui.seed_state(PAGE, "min_n", workbench.DEFAULT_MIN_N, cast=lambda v: max(1, int(v)))
+minn_key = ui.seed_state(PAGE, "min_n", views.DEFAULT_MIN_N, cast=lambda v: max(1, int(v)))
 arch_key = ui.seed_state(PAGE, "archived", False, cast=lambda v: v in ("1", "true", "yes"))
 sets = ui.load_sample_sets(url, ver)
 found = set(sets["edition"]) if not sets.empty else set()
@@ -74,7 +74,7 @@ with f5.popover("Options", width="stretch"):
         min_value=1,
         step=10,
         key=minn_key,
-        help=f"Runs below it are drawn hollow and left off the front (default {workbench.DEFAULT_MIN_N}).",
+        help=f"Runs below it are drawn hollow and left off the front (default {views.DEFAULT_MIN_N}).",
     )
     edition = st.selectbox(
         "Sample set (edition)",
@@ -116,7 +116,7 @@ ui.sync_qp(
     template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
     invalid=None if invalid == "exclude" else invalid,
     paper="1" if show_paper else None,
-    min_n=None if min_n == workbench.DEFAULT_MIN_N else str(int(min_n)),
+    min_n=None if min_n == views.DEFAULT_MIN_N else str(int(min_n)),
     edition=None if edition == ALL else edition,
     archived="1" if show_archived else None,
     incomplete="1" if include_incomplete else None,
@@ -200,7 +200,7 @@ if flags:
     ui.show_html(views.audit_badges_html(flags))
     st.caption(views.md_escape(views.audit_flags_note(flags, audit_eds)))
 
-summary = workbench.set_summary(scored)
+summary = views.set_summary(scored)
 small = int((~scored["eligible"]).sum()) if len(scored) else 0
 note = (
     "Lower-left is better: miss rate MR = FN/(TP+FN) against false alarm rate FAR = FP/(TN+FP); "
@@ -223,7 +223,7 @@ if len(summary) > 1:
 elif summary:
     sets_txt = ", ".join(views.md_escape(x) for x in summary[0]["sample_sets"][:3])
     st.caption(f"Sample set: {sets_txt}" + (" …" if len(summary[0]["sample_sets"]) > 3 else ""))
-front_sets = workbench.front_sample_sets(scored)
+front_sets = views.front_sample_sets(scored)
 if len(front_sets) > 1:
     st.warning(
         "The Pareto front joins runs measured on different sample sets of the same edition (e.g. a "
@@ -325,9 +325,9 @@ with st.expander("Hide runs (archive)", expanded=False):
     )
     if set(chosen_arch) != set(archived_ids):
         for rid in set(chosen_arch) - set(archived_ids):
-            workbench.set_archived(ui.engine(), rid, True)
+            views.set_archived(ui.engine(), rid, True)
         for rid in set(archived_ids) - set(chosen_arch):
-            workbench.set_archived(ui.engine(), rid, False)
+            views.set_archived(ui.engine(), rid, False)
         st.rerun()
 derived_ui.cheapest_on_front(PAGE, scored)
 derived_ui.builder(PAGE, runs)

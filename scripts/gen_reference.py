@@ -4,7 +4,7 @@
   its help text and options;
 - ``docs/reference/configuration.md``: every ``AUTOMONITOR_*`` variable (:data:`automonitor.vocab.CONFIG_VARS`);
 - ``docs/reference/formats.md``: the import file formats from the pydantic row models
-  (:mod:`automonitor.data.rows`, errata, gold spans, trajectory steps);
+  (:mod:`automonitor.data.row_models`, errata, gold spans, trajectory steps);
 - ``docs/reference/report-schema.md``: the JSON schema of ``automonitor report --json``
   (:class:`automonitor.analysis.report_schema.Report`);
 - ``docs/reference/vocabulary.md``: categories, tasks, labels, outcomes, editions... from :mod:`automonitor.vocab`.
@@ -103,7 +103,7 @@ def _model_table(model: Any) -> str:
 
 def formats_page() -> str:
     from automonitor.data.errata import Erratum
-    from automonitor.data.rows import AnnotationRow, PairRow, PredictionRow
+    from automonitor.data.row_models import AnnotationRow, PairRow, PredictionRow
     from automonitor.data.spans import GoldSpan
     from automonitor.data.trajectory import Step
 

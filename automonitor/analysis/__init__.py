@@ -19,7 +19,7 @@ One module per job (this package re-exports the public names):
   Pearson r, the typed report);
 - :mod:`~automonitor.analysis.from_store`: :func:`predictions_frame`, :func:`runs_frame`,
   :func:`report` (editions, controls FAR, stability) and :func:`controls_far`;
-- :mod:`~automonitor.analysis.points`: :func:`run_points` and the paper's :func:`reported_points`;
+- :mod:`~automonitor.analysis.plane_points`: :func:`run_points` and the paper's :func:`reported_points`;
 - :mod:`~automonitor.analysis.options`: :class:`AnalysisOptions` / :class:`ReportOptions`, the one typed
   options object that :func:`analyze` and :func:`report` take;
 - :mod:`~automonitor.analysis.drilldown`: :func:`cell_samples`, :func:`roc_frame`.
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from automonitor.analysis.encoding import ABSENT, CELLS, FN, FP, PEND, TN, TP, UNS
     from automonitor.analysis.options import AnalysisOptions, ReportOptions
     from automonitor.analysis.from_store import controls_far, predictions_frame, report, runs_frame
-    from automonitor.analysis.points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
+    from automonitor.analysis.plane_points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
     from automonitor.analysis.roc_grounding import FAR_TARGETS, roc_summary
 
 #: Where each public name lives; imported on first use (PEP 562), so that importing one light submodule

@@ -244,7 +244,7 @@ def transfer_matrix(
     """Train one probe per training slice and score every test slice (see the module docstring).
 
     Args:
-        records: corpus records (``automonitor.runs.probe.corpus.Record``-like: category, task, label, request,
+        records: corpus records (``automonitor.runs.probe.corpus.CorpusEntry``-like: category, task, label, request,
             response, key()).
         tests: :func:`test_rows` dicts.
         kind: ``tfidf`` | ``embed``.

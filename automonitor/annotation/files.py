@@ -17,7 +17,7 @@ from automonitor.data import records as record_files
 from automonitor.annotation.accounts import Account, check_actor, require_admin
 from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
-from automonitor.data.rows import AnnotationRow, validate_one
+from automonitor.data.row_models import AnnotationRow, validate_one
 from automonitor.annotation._common import GUIDELINE_VERSION, StaleRead, transaction, evidence_values
 from automonitor.annotation.adjudication import adjudication_records
 from automonitor.annotation.overview import annotation_records
@@ -192,7 +192,7 @@ class _ImportLookups:
 def _check_imported_row(
     s: Session, record: RawRecord, lookups: _ImportLookups, problems: Problems
 ) -> dict[str, Any] | None:
-    """One row of an annotation import: its fields validated by :class:`automonitor.data.rows.AnnotationRow`,
+    """One row of an annotation import: its fields validated by :class:`automonitor.data.row_models.AnnotationRow`,
     an ``unsure`` label with its note (as in the app), then checked against the store (known annotator, assigned item, not repeated in the file, evidence
     offsets inside the response, not a different label on a locked item).
 

@@ -19,7 +19,7 @@ from automonitor.errors import InputError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from automonitor.runs.probe.corpus import Record
+    from automonitor.runs.probe.corpus import CorpusEntry
 
 corpus_app = typer.Typer(help="The training corpus of trained monitors (disjoint from test).", no_args_is_help=True)
 probe_app = typer.Typer(help="Trained probe monitors: train, transfer matrix, LoRA judge.", no_args_is_help=True)
@@ -37,7 +37,7 @@ def _raw(raw: str | None) -> Path | None:
     return p
 
 
-def view_records(recs: list[Record], view: str) -> tuple[list[Record], int]:
+def view_records(recs: list[CorpusEntry], view: str) -> tuple[list[CorpusEntry], int]:
     """``recs`` with each response replaced by its rendering under the monitor ``view``
     (:func:`automonitor.data.monitor_views.render`), records without the view left out; and how many were
     left out. ``full``: unchanged."""
@@ -55,7 +55,7 @@ def view_records(recs: list[Record], view: str) -> tuple[list[Record], int]:
     return out, len(recs) - len(out)
 
 
-def _records(engine: Engine, corpus_file: str | None, raw: str | None, quiet: bool = False) -> list[Record]:
+def _records(engine: Engine, corpus_file: str | None, raw: str | None, quiet: bool = False) -> list[CorpusEntry]:
     from automonitor.runs.probe import corpus
 
     if corpus_file:

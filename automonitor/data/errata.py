@@ -57,7 +57,7 @@ from sqlmodel import Session
 from automonitor.errors import InputError
 from automonitor.timestamps import utcnow
 from automonitor.vocab import ERRATUM_ORIGINS
-from automonitor.data.sources import PairRecord
+from automonitor.data.sources import SourcePair
 from store import session_scope
 from store.queries import build as build_queries
 from store.queries import errata as errata_queries
@@ -375,8 +375,8 @@ def erratum_meta(e: Erratum) -> dict[str, str]:
 
 
 def apply_errata(
-    pairs: list[PairRecord], errata: dict[str, Erratum], g: Counter[str], applied: dict[str, str]
-) -> list[PairRecord]:
+    pairs: list[SourcePair], errata: dict[str, Erratum], g: Counter[str], applied: dict[str, str]
+) -> list[SourcePair]:
     """``pairs`` with every erratum in force applied (module doc): ``gate`` set to
     ``erratum (<verdict>): <reason>`` and ``meta.erratum`` added. Matches ``pair_id`` or
     ``meta.upstream_id``; records each matched erratum key -> pair_id in ``applied`` and counts in ``g``."""

@@ -17,7 +17,7 @@ Two pairs are in one family when (connected components of, union-find):
   within a source, each candidate pair re-checked on its estimated Jaccard; requests with fewer than
   :data:`SHINGLE` words after that are left out of this rule.
 
-Pure over :class:`~automonitor.data.sources.PairRecord`; :mod:`automonitor.data.build.selection` drops a train
+Pure over :class:`~automonitor.data.sources.SourcePair`; :mod:`automonitor.data.build.selection` drops a train
 pair whose family has a pair in the test set or the candidate pool.
 """
 
@@ -28,7 +28,7 @@ import zlib
 from collections import Counter
 from typing import Sequence
 
-from automonitor.data.sources import PairRecord
+from automonitor.data.sources import SourcePair
 
 VERSION_JACCARD = 0.5
 NUM_PERM = 64
@@ -53,7 +53,7 @@ def version_stem(request: str) -> str | None:
     return stem or None
 
 
-def function_key(p: PairRecord) -> str | None:
+def function_key(p: SourcePair) -> str | None:
     """``repo|file|function`` of a vulnerable/fixed code pair, or ``None`` without all three."""
     m = _REPO.search(str(p.meta.get("commit_link") or ""))
     file_name, func = p.meta.get("file_name"), p.meta.get("func_name")
@@ -104,7 +104,7 @@ def _paraphrase_edges(requests: Sequence[str]) -> list[tuple[int, int]]:
     return edges
 
 
-def families(pairs: Sequence[PairRecord]) -> list[int]:
+def families(pairs: Sequence[SourcePair]) -> list[int]:
     """The family index of each pair (0..k-1, numbered by first appearance; module doc for the rules).
 
     Args:

@@ -30,7 +30,7 @@ A valid pair has exactly one ``misbehavior`` and one ``benign`` sample, the same
 the same request (compared after ``hashing.norm_text``). Text is stored exactly as given, so export gives
 back the very same strings.
 
-Import is all or nothing: every record is validated (fields by :class:`automonitor.data.rows.PairRow`, then
+Import is all or nothing: every record is validated (fields by :class:`automonitor.data.row_models.PairRow`, then
 the pairs, then against the store) before anything is written, and the write is one transaction.
 The file is streamed twice, never held whole: once to validate, keeping only a :class:`SampleKey` (ids
 and hashes) a sample, once to write, :data:`WRITE_CHUNK` samples at a time; a file rewritten in between
@@ -75,7 +75,7 @@ from automonitor.data.records import (
     iter_jsonl,
     iter_parquet,
 )
-from automonitor.data.rows import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate_one
+from automonitor.data.row_models import PAIR_FIELDS, PAIR_MAX_LEN, PAIR_REQUIRED, PairRow, validate_one
 from automonitor.data.spans import GoldSpan, SpanError, validate_spans
 from automonitor.data.trajectory import step_ranges, steps_from_meta, steps_mismatch
 
@@ -94,9 +94,9 @@ EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
 
 
 @dataclass
-class SampleRecord:
+class PairFileSample:
     """One validated sample (one side of a pair) of a pair file (``sample_id`` always set, text exactly as in
-    the file). Not :class:`automonitor.data.sources.PairRecord`, which is a whole pair read from a source."""
+    the file). Not :class:`automonitor.data.sources.SourcePair`, which is a whole pair read from a source."""
 
     line: int
     sample_id: str
@@ -265,10 +265,10 @@ def read_records(
 # ------------------------------------------------------------------------------------------ validation
 
 
-def sample_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -> SampleRecord:
-    """The :class:`SampleRecord` of a validated row at ``line``: ``sample_id`` assigned with
+def sample_record(line: int, row: PairRow, default_source: str = DEFAULT_SOURCE) -> PairFileSample:
+    """The :class:`PairFileSample` of a validated row at ``line``: ``sample_id`` assigned with
     ``hashing.make_sample_id`` when absent, ``source`` and ``label_source`` defaulted."""
-    return SampleRecord(
+    return PairFileSample(
         line=line,
         sample_id=row.sample_id or make_sample_id(row.pair_id, row.label, row.request, row.response),
         pair_id=row.pair_id,
@@ -355,7 +355,7 @@ def check_pair_sides(records: Iterable[SampleKey], problems: Problems) -> None:
         problems.add(message, line=b.line, field=field)
 
 
-def check_spans(records: Iterable[SampleRecord], problems: Problems) -> None:
+def check_spans(records: Iterable[PairFileSample], problems: Problems) -> None:
     """Gold spans against their text (:func:`automonitor.data.spans.validate_spans`): only on misbehavior
     samples, inside ``response``, not blank, no overlap within one provenance (whatever the spans'
     ``step``), and a ``step`` below the number of steps of the sample's trajectory (the steps of
@@ -387,7 +387,7 @@ def check_spans(records: Iterable[SampleRecord], problems: Problems) -> None:
             problems.add(f"bad span: {exc}", line=r.line, field="spans")
 
 
-def check_steps(record: SampleRecord, problems: Problems) -> None:
+def check_steps(record: PairFileSample, problems: Problems) -> None:
     """A record's typed trajectory (``meta.steps``) against its ``response``: the steps must be a
     list of :class:`automonitor.data.trajectory.Step` objects and describe exactly the text the monitor
     judges (:func:`automonitor.data.trajectory.steps_mismatch`), so annotators and the drill-down, which
@@ -411,8 +411,8 @@ def check_steps(record: SampleRecord, problems: Problems) -> None:
 
 def validate_records(
     records: Iterable[RawRecord], file: str, *, default_source: str = DEFAULT_SOURCE, max_errors: int = 10
-) -> list[SampleRecord]:
-    """Validate raw records field by field (:class:`automonitor.data.rows.PairRow`), then as pairs; returns
+) -> list[PairFileSample]:
+    """Validate raw records field by field (:class:`automonitor.data.row_models.PairRow`), then as pairs; returns
     them in file order.
 
     Field checks: unknown fields, required fields present, strings (``meta`` a JSON object), UTF-8
@@ -430,8 +430,8 @@ def validate_records(
 
 def checked_records(
     records: Iterable[RawRecord], problems: Problems, span_problems: Problems, *, default_source: str = DEFAULT_SOURCE
-) -> Iterator[SampleRecord]:
-    """The valid records of ``records`` as :class:`SampleRecord`, one at a time: field problems go to
+) -> Iterator[PairFileSample]:
+    """The valid records of ``records`` as :class:`PairFileSample`, one at a time: field problems go to
     ``problems``, the problems of a valid record's spans (:func:`check_spans`) to ``span_problems``."""
     for record in records:
         row = validate_one(PairRow, record, problems)
@@ -443,11 +443,11 @@ def checked_records(
         yield rec
 
 
-def check_file(records: list[SampleKey] | list[SampleRecord], problems: Problems, span_problems: Problems) -> None:
+def check_file(records: list[SampleKey] | list[PairFileSample], problems: Problems, span_problems: Problems) -> None:
     """Raise ``InputError`` at the first stage with problems: the fields (``problems`` as filled by
     :func:`checked_records`), unique sample ids, the pairs' sides, then the spans (``span_problems``)."""
     problems.raise_if_any()
-    keys = [r.key() if isinstance(r, SampleRecord) else r for r in records]
+    keys = [r.key() if isinstance(r, PairFileSample) else r for r in records]
     check_unique_sample_ids(keys, problems)
     problems.raise_if_any()
     check_pair_sides(keys, problems)
@@ -471,7 +471,7 @@ def parse_pairs(
     default_source: str = DEFAULT_SOURCE,
     max_errors: int = 10,
     csv_mode: str = "safe",
-) -> tuple[str, list[SampleRecord]]:
+) -> tuple[str, list[PairFileSample]]:
     """Read and validate a whole pair file held in memory (e.g. an upload). Returns
     ``(format, records)``; raises ``InputError`` (see ``read_records`` and ``validate_records``).
     ``csv_mode``: how a CSV file's cells were written (``safe``, the export default, or ``exact``)."""
@@ -578,7 +578,7 @@ def find_duplicates(session: Session, records: list[SampleKey]) -> dict[str, str
 
 
 def sample_rows(
-    records: list[SampleRecord], *, status: str, split: str | None, source_file: str | None
+    records: list[PairFileSample], *, status: str, split: str | None, source_file: str | None
 ) -> list[dict[str, Any]]:
     """``Sample`` column dicts for ``records`` (hashes computed, ``source_record`` = line number)."""
     return [
@@ -631,7 +631,7 @@ class ImportPlan:
             "the file changed while it was being imported; nothing was imported, try again", file=self.file
         )
 
-    def records(self) -> Iterator[SampleRecord]:
+    def records(self) -> Iterator[PairFileSample]:
         """The validated samples, read again from ``source`` one at a time, in file order. Raises
         :meth:`changed` when what is read no longer matches ``keys`` (the file was rewritten meanwhile)."""
         problems, span_problems = Problems(self.file, self.max_errors), Problems(self.file, self.max_errors)
@@ -810,7 +810,7 @@ def _write_once(engine: Engine, plan: ImportPlan) -> _Written:
     return _Written(stored=stored, dups=dups, inserted=inserted)
 
 
-def _write_spans(session: Session, records: list[SampleRecord]) -> int:
+def _write_spans(session: Session, records: list[PairFileSample]) -> int:
     """Insert the file's gold spans that the store does not hold yet (key: sample, provenance, start,
     end); a span already stored is skipped, so re-importing the same file adds nothing."""
     from store.queries import spans as span_queries

@@ -1,7 +1,7 @@
 """Reading record files (JSONL, CSV, Parquet) into located raw records: the one reader behind the pair-file,
 prediction and annotation importers (:mod:`automonitor.data.pair_files`, :mod:`automonitor.runs.prediction_files`,
 :mod:`automonitor.annotation.files`), whose rows are then validated by the row models of
-:mod:`automonitor.data.rows`.
+:mod:`automonitor.data.row_models`.
 
 - JSONL: one JSON object a physical line (``\\n`` or ``\\r\\n``); blank lines are skipped. JSON is strict:
   duplicate keys are malformed; non-finite numbers (``NaN``, ``Infinity``, ``1e999``) anywhere in a record

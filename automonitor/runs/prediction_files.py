@@ -13,7 +13,7 @@ File format (the CLI contract's ``predictions import``): JSONL (one JSON object 
 The file is read by :mod:`automonitor.data.records` (format by extension, ``.jsonl``/``.ndjson``/``.json`` ->
 JSONL, ``.csv`` -> CSV, else sniffed: first non-blank character ``{`` or ``[`` -> JSONL; strict JSON, no
 NaN or duplicate keys; an empty CSV cell is an absent value; CSV rows of blank cells are skipped) and each
-row is validated by :class:`automonitor.data.rows.PredictionRow` (JSON values strict: a ``score`` must be a JSON
+row is validated by :class:`automonitor.data.row_models.PredictionRow` (JSON values strict: a ``score`` must be a JSON
 number; CSV cells converted: ``score`` to a number, ``evidence`` from JSON). Validation is all or nothing:
 a problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL line; CSV record with the
 header as line 1) and field of the first problem, listing up to 10, and nothing is written. Non-finite
@@ -41,7 +41,7 @@ from automonitor.data.records import (
     iter_csv,
     iter_jsonl,
 )
-from automonitor.data.rows import PREDICTION_REQUIRED, PredictionRow, validate_one
+from automonitor.data.row_models import PREDICTION_REQUIRED, PredictionRow, validate_one
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
 REQUIRED = PREDICTION_REQUIRED
@@ -61,7 +61,7 @@ def validate_stream(
     """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
     reason, pred_category, severity, meta), in file order.
 
-    Each record is validated by :class:`automonitor.data.rows.PredictionRow` (sample_id present and a string,
+    Each record is validated by :class:`automonitor.data.row_models.PredictionRow` (sample_id present and a string,
     outcome in the vocabulary, score a finite number in [0, 1], evidence a list of strings, text fields
     strings, extra fields within the meta limits; CSV cells converted), then its sample id must be new in
     the file and known: ``known(ids)`` returns which of a chunk's sample ids are in the store (records are

@@ -29,7 +29,7 @@ Security rule: every piece of model- or user-written text that ends up in HTML g
 processing), so markdown tricks in a sample stay literal text as well.
 
 The workbench modules (sample sets of runs, honest trade-off points, browsing aids):
-:mod:`~automonitor.views.sample_sets` (sample sets, archiving), :mod:`~automonitor.views.points` (honest
+:mod:`~automonitor.views.sample_sets` (sample sets, archiving), :mod:`~automonitor.views.honest_points` (honest
 trade-off points), :mod:`~automonitor.views.browsing` (drill-down and samples browsing aids).
 
 Definitions:
@@ -136,7 +136,7 @@ from automonitor.views.browsing import (
     preview,
     run_choice,
 )
-from automonitor.views.points import (
+from automonitor.views.honest_points import (
     DEFAULT_MIN_N,
     SHOW_DUPLICATES_LABEL,
     TEMPLATE_SHORT,

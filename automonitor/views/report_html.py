@@ -33,7 +33,7 @@ from automonitor.analysis import audit_section
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
-from automonitor.views.points import DEFAULT_MIN_N, honest_points, small_runs_note
+from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points, small_runs_note
 from automonitor.views.evidence import ground_evidence, legend_html
 from automonitor.views.tradeoff import reported_for
 from automonitor.timestamps import utcnow

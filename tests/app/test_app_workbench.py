@@ -73,9 +73,9 @@ def test_prev_next_in_a_cell_with_previews_filters_search_and_diff(seeded):
         assert '<mark class="am-hit"' in joined and "&lt;script&gt;" in joined and "<script" not in joined
     at.selectbox(key="drilldown.disagree").select("r000")
     ok(at.run())
-    from automonitor import views as workbench
+    from automonitor import views
 
-    dis = workbench.disagreeing_samples(seeded["engine"], "r001", "r000")
+    dis = views.disagreeing_samples(seeded["engine"], "r001", "r000")
     assert set(at.dataframe[0].value["sample_id"]) <= dis
 
 

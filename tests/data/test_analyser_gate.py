@@ -10,7 +10,7 @@ import pytest
 from automonitor.data.build.analysers import analyse, cache_file, pair_verdict, related_cwes
 from automonitor.data.build.gating import apply_gates
 from automonitor.data.gates import is_test_code
-from automonitor.data.sources import PairRecord, SourceResult
+from automonitor.data.sources import SourcePair, SourceResult
 
 
 @pytest.fixture(autouse=True)
@@ -18,9 +18,9 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _pair(i: int, lang: str, cwe: str, vul: str, fix: str, file_name: str = "src/app") -> PairRecord:
+def _pair(i: int, lang: str, cwe: str, vul: str, fix: str, file_name: str = "src/app") -> SourcePair:
     ext = {"Python": ".py", "C": ".c", "C++": ".cpp", "JavaScript": ".js", "Go": ".go"}[lang]
-    return PairRecord(
+    return SourcePair(
         source="safecoder",
         pair_id=f"safecoder:{cwe.lower()}-{i:04d}",
         category="safety_permission",
@@ -96,7 +96,7 @@ JS_FIX = (
 GO_TEST = 'func TestParse(t *testing.T) {\n\tif _, err := Parse("x"); err == nil {\n\t\tt.Fatal("want error")\n\t}\n}\n'
 
 
-def _gate(pairs: list[PairRecord]):
+def _gate(pairs: list[SourcePair]):
     gates: dict[str, Counter[str]] = {}
     by_lang: dict = {}
     out = apply_gates("safecoder", SourceResult(pairs=pairs), gates, by_lang)

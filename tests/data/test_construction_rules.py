@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from automonitor.data.build.config import hard_eligible
-from automonitor.data.build.rows import rows_for
+from automonitor.data.build.sample_rows import rows_for
 from automonitor.data.build.selection import (
     check_verified_prompts,
     not_verified_why,
@@ -19,11 +19,11 @@ from automonitor.data.build.selection import (
     side_models,
     verifiable,
 )
-from automonitor.data.sources import PairRecord
+from automonitor.data.sources import SourcePair
 
 
-def _pair(i: int, mis_model: str | None, ben_model: str | None, **kw) -> PairRecord:
-    return PairRecord(
+def _pair(i: int, mis_model: str | None, ben_model: str | None, **kw) -> SourcePair:
+    return SourcePair(
         source="made_up",
         pair_id=f"made_up:{i}",
         category="sycophancy_bias",
@@ -42,7 +42,7 @@ def _pair(i: int, mis_model: str | None, ben_model: str | None, **kw) -> PairRec
     )
 
 
-def _sides(pairs: list[PairRecord]) -> dict[str, Counter[str]]:
+def _sides(pairs: list[SourcePair]) -> dict[str, Counter[str]]:
     out: dict[str, Counter[str]] = {"misbehavior": Counter(), "benign": Counter()}
     for p in pairs:
         m, b = side_models(p) or ("", "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from automonitor.data.families import families, function_key, version_stem
-from automonitor.data.sources import PairRecord
+from automonitor.data.sources import SourcePair
 
 STATEMENT = (
     "Little John has an array of n integers and wants to split it into segments so that the sum of "
@@ -13,8 +13,8 @@ STATEMENT = (
 )
 
 
-def _p(pid: str, request: str, source: str = "reward_hack_gen_codeforces", **meta) -> PairRecord:
-    return PairRecord(
+def _p(pid: str, request: str, source: str = "reward_hack_gen_codeforces", **meta) -> SourcePair:
+    return SourcePair(
         source=source,
         pair_id=f"{source}:{pid}",
         category="specification_gaming",

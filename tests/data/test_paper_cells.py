@@ -4,15 +4,15 @@ table's honest quota cell, on made-up pools (no raw data)."""
 from __future__ import annotations
 
 from automonitor.data.build.config import Cell
-from automonitor.data.build.rows import pair_hashes
+from automonitor.data.build.sample_rows import pair_hashes
 from automonitor.data.build.selection import Pool, select_cells, editions_of
 from automonitor.data.build.selection import TestSet as SelectedTests  # not "Test*": pytest would collect it
 from automonitor.cli.data import quota_cell, shortfall_text
-from automonitor.data.sources import PairRecord
+from automonitor.data.sources import SourcePair
 
 
-def _pair(source: str, i: int, gate: str | None = None) -> PairRecord:
-    return PairRecord(
+def _pair(source: str, i: int, gate: str | None = None) -> SourcePair:
+    return SourcePair(
         source=source,
         pair_id=f"{source}:{i}",
         category="sycophancy_bias",

@@ -1,4 +1,4 @@
-"""One validation path for imported rows: the pydantic row models of ``automonitor.data.rows``
+"""One validation path for imported rows: the pydantic row models of ``automonitor.data.row_models``
 and ``rows.validate``, whose errors become problems located at file, line and field. JSON stays strict;
 CSV cells (text) are converted where the format says so."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord
-from automonitor.data.rows import AnnotationRow, PairRow, PredictionRow, validate, validate_one
+from automonitor.data.row_models import AnnotationRow, PairRow, PredictionRow, validate, validate_one
 
 PAIR = {
     "pair_id": "q1",

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from automonitor.data.build.selection import SHARED_SAMPLE, gated_pool
-from automonitor.data.sources import PairRecord, SourceResult
+from automonitor.data.sources import SourcePair, SourceResult
 
 SOURCES = ("turpin_bbh_suggested_answer", "turpin_bbh_cross_model")  # registry order: suggested loads first
 
 
-def _pair(source: str, i: int, req: int, mis: int, ben: int, constructed: bool) -> PairRecord:
-    return PairRecord(
+def _pair(source: str, i: int, req: int, mis: int, ben: int, constructed: bool) -> SourcePair:
+    return SourcePair(
         source=source,
         pair_id=f"{source}:{i}",
         category="sycophancy_bias",
@@ -46,7 +46,7 @@ def _pool(specs: dict[str, list[tuple[int, int, int]]]):
     return gated_pool(results, report), report
 
 
-def _samples(p: PairRecord) -> set[tuple[str, str]]:
+def _samples(p: SourcePair) -> set[tuple[str, str]]:
     return {(p.request, p.misbehavior), (p.request, p.benign)}
 
 

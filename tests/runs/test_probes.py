@@ -11,7 +11,7 @@ import pytest
 
 from automonitor.runs.probe import corpus, model as probes
 from automonitor.analysis import transfer
-from automonitor.runs.probe.corpus import Record
+from automonitor.runs.probe.corpus import CorpusEntry
 from automonitor.analysis.metrics import auroc
 from helpers import candidate_row, run_cli
 from store import session_scope
@@ -50,7 +50,7 @@ HONEST = [
 
 def made_up(
     n_pairs: int, seed: int, *, shuffle: bool = False, cell=("specification_gaming", "code"), prefix: str = "m"
-) -> list[Record]:
+) -> list[CorpusEntry]:
     """Pairs of made-up responses: the misbehaving side says it gamed the tests, the benign side that it
     solved the task; random filler words on both sides. ``shuffle`` permutes the labels."""
     rng = random.Random(seed)
@@ -62,7 +62,7 @@ def made_up(
             words = rng.sample(FILLER, 12)
             resp = " ".join(words[:6]) + ". " + rng.choice(pool) + " " + " ".join(words[6:]) + "."
             out.append(
-                Record(
+                CorpusEntry(
                     id=f"{prefix}{seed}_{i}_{lab}",
                     category=cell[0],
                     task=cell[1],
@@ -81,7 +81,7 @@ def made_up(
     return out
 
 
-def _fit_eval(kind: str, train: list[Record], test: list[Record], shared=None) -> float:
+def _fit_eval(kind: str, train: list[CorpusEntry], test: list[CorpusEntry], shared=None) -> float:
     feats = None
     if shared is not None:  # reuse the embedding memo (same texts, other labels)
         feats = probes.EmbedFeatures(**shared.params)
@@ -161,9 +161,9 @@ def test_disjointness_drops_exact_and_near_duplicates():
     ]
     near = base.replace("predictably", "reliably")  # one word changed in a long text
     recs = [
-        Record("a", "safety_permission", "qa", "benign", "Explain the config loader.", base, "x", "user"),
-        Record("b", "safety_permission", "qa", "benign", "Describe the loader please", near, "x", "user"),
-        Record(
+        CorpusEntry("a", "safety_permission", "qa", "benign", "Explain the config loader.", base, "x", "user"),
+        CorpusEntry("b", "safety_permission", "qa", "benign", "Describe the loader please", near, "x", "user"),
+        CorpusEntry(
             "c",
             "safety_permission",
             "qa",
@@ -182,7 +182,7 @@ def test_disjointness_drops_exact_and_near_duplicates():
     assert counts["residual_exact"] == 0 and counts["residual_near"] == 0
 
 
-def _store_rows(recs: list[Record], split: str) -> list[dict]:
+def _store_rows(recs: list[CorpusEntry], split: str) -> list[dict]:
     rows = []
     for r in recs:
         pair = r.id.rsplit("_", 1)[0]
@@ -203,7 +203,7 @@ def _store_rows(recs: list[Record], split: str) -> list[dict]:
     return rows
 
 
-def fill_store(engine, train: list[Record], test: list[Record]) -> None:
+def fill_store(engine, train: list[CorpusEntry], test: list[CorpusEntry]) -> None:
     from store.queries.samples import insert_samples
 
     with session_scope(engine) as s:
@@ -214,7 +214,7 @@ def test_corpus_probe_train_and_run_through_runner(engine, db_url, tmp_path):
     train = made_up(60, 11, prefix="tr") + made_up(30, 12, cell=("safety_permission", "code"), prefix="ts")
     test = made_up(40, 13, prefix="te")
     # a train sample that nearly duplicates a test response must not reach the corpus
-    leak = Record(
+    leak = CorpusEntry(
         "tr_leak_benign",
         "specification_gaming",
         "code",

@@ -185,14 +185,14 @@ def test_probe_backend_under_views(engine, tmp_path, monkeypatch):
 def test_probe_trains_and_predicts_per_view(db_url, engine, tmp_path):
     """``probe train --view V`` fits on the view's texts (records without it left out) and saves
     ``<features>-lr-all-<V>-vN``; ``probe:tfidf-lr-V`` then runs under ``run --view V``."""
-    from automonitor.runs.probe.corpus import Record, write_jsonl
+    from automonitor.runs.probe.corpus import CorpusEntry, write_jsonl
     from automonitor.runs.probe.model import load_probe
     from helpers import run_cli
     from servers.views_data import aisi
 
     rows = add_view_samples(engine)
     recs = [
-        Record(
+        CorpusEntry(
             f"r{k}_{r['label']}",
             r["category"],
             r["task"],
@@ -205,7 +205,7 @@ def test_probe_trains_and_predicts_per_view(db_url, engine, tmp_path):
         for k, r in enumerate(rows.values())
     ]
     recs += [  # more aisi rollouts, so that both labels have reasoning records to learn from
-        Record(
+        CorpusEntry(
             f"x{i}_{lab}",
             "specification_gaming",
             "code",

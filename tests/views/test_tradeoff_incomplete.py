@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from automonitor import views, views as workbench
+from automonitor import views
 from automonitor.analysis.derive import derive_ensemble
 from automonitor.runs.prediction_files import import_predictions
 from store import session_scope
@@ -58,7 +58,7 @@ def _points():
 
 def test_cancelled_runs_are_named_drawn_apart_and_off_the_front_unless_included():
     st = {"good": "finished", "stopped": "cancelled", "copy": "finished"}
-    p = workbench.honest_points(_points(), min_n=10, statuses=st, duplicates={"copy": "good"})
+    p = views.honest_points(_points(), min_n=10, statuses=st, duplicates={"copy": "good"})
     assert list(p["run_id"]) == ["good", "stopped"]  # the copy of an input is not drawn by default
     row = p.set_index("run_id").loc["stopped"]
     assert bool(row["incomplete"]) and row["status_text"] == "cancelled" and "(cancelled)" in row["label"]
@@ -69,11 +69,9 @@ def test_cancelled_runs_are_named_drawn_apart_and_off_the_front_unless_included(
     tr = next(t for t in fig.data if t.name.startswith("runs: cancelled"))
     assert "cancelled" in tr.customdata[0][13] and "%{customdata[13]}" in tr.hovertemplate
     assert all("stopped" not in [c[0] for c in (t.customdata or [])] for t in fig.data if t is not tr)
-    inc = workbench.honest_points(
-        _points(), min_n=10, statuses=st, include_incomplete=True, duplicates={"copy": "good"}
-    )
+    inc = views.honest_points(_points(), min_n=10, statuses=st, include_incomplete=True, duplicates={"copy": "good"})
     assert list(inc.loc[inc["on_front"], "run_id"]) == ["stopped"]  # included on request
-    shown = workbench.honest_points(_points(), min_n=10, statuses=st, duplicates={"copy": "good"}, show_duplicates=True)
+    shown = views.honest_points(_points(), min_n=10, statuses=st, duplicates={"copy": "good"}, show_duplicates=True)
     c = shown.set_index("run_id").loc["copy"]
     assert c["duplicate_of"] == "good" and not c["eligible"] and "(= input)" in c["label"]
 
@@ -104,14 +102,14 @@ def test_identical_derived_finds_an_ensemble_equal_to_an_input(engine, tmp_path)
         ids[name] = import_predictions(engine, f, name)["run_id"]
     same = derive_ensemble(engine, [ids["judge-a"], ids["judge-b"]], rule="or")["run_id"]  # b never flags
     other = derive_ensemble(engine, [ids["judge-a"], ids["judge-b"]], rule="and")["run_id"]  # all benign = b
-    dup = workbench.identical_derived(engine)
+    dup = views.identical_derived(engine)
     assert dup == {same: ids["judge-a"], other: ids["judge-b"]}
 
 
 def test_hidden_identical_derived_runs_are_named_in_an_escaped_caption():
     from automonitor.escaping import md_escape
 
-    every = workbench.honest_points(_points(), min_n=10, duplicates={"copy": "good"}, show_duplicates=True)
+    every = views.honest_points(_points(), min_n=10, duplicates={"copy": "good"}, show_duplicates=True)
     names = {"copy": "cascade <b>x</b> [y](javascript:z) · direct · copy", "good": "openai:gpt-x · direct · good"}
     text = views.hidden_duplicates_caption(every, names)
     assert text == (
@@ -122,7 +120,7 @@ def test_hidden_identical_derived_runs_are_named_in_an_escaped_caption():
     assert views.SHOW_DUPLICATES_LABEL == "Show derived runs identical to an input"  # the toggle's label
     # without names: the run ids; nothing hidden: no caption
     assert "copy gives the same verdicts as good" in views.hidden_duplicates_caption(every)
-    assert views.hidden_duplicates_caption(workbench.honest_points(_points(), min_n=10, show_duplicates=True)) is None
+    assert views.hidden_duplicates_caption(views.honest_points(_points(), min_n=10, show_duplicates=True)) is None
     assert views.hidden_duplicates_caption(pd.DataFrame()) is None
     # several: the first ones named, then a count
     many = pd.DataFrame({"run_id": [f"d{i}" for i in range(5)], "duplicate_of": ["good"] * 4 + [""]})
@@ -135,7 +133,7 @@ def test_the_legend_and_hover_of_cancelled_runs_follow_whether_they_may_enter_th
     "(not on the front)": legend and hover say they are included on request."""
     st = {"good": "finished", "stopped": "cancelled", "copy": "finished"}
     for included in (False, True):
-        p = workbench.honest_points(_points(), min_n=10, statuses=st, include_incomplete=included)
+        p = views.honest_points(_points(), min_n=10, statuses=st, include_incomplete=included)
         fig = views.tradeoff_figure(p, include_incomplete=included)
         (tr,) = [t for t in fig.data if t.name.startswith("runs: cancelled")]
         if included:
@@ -151,7 +149,7 @@ def test_run_hovers_promise_a_click_only_where_a_click_opens_the_drill_down():
     """The app's plane says "click to drill down" on every run (done, cancelled); the static HTML report's
     plane, where a click opens nothing, says nothing there (an empty ``<extra>`` box)."""
     st = {"good": "finished", "stopped": "cancelled", "copy": "finished"}
-    p = workbench.honest_points(_points(), min_n=10, statuses=st)
+    p = views.honest_points(_points(), min_n=10, statuses=st)
     app = views.tradeoff_figure(p)
     static = views.tradeoff_figure(p, hover_action="")
     runs = [t for t in app.data if t.name.startswith("runs:")]

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from automonitor import views as wb
+from automonitor import views
 from automonitor.errors import InputError, NotFound
 from helpers import run_cli
 
@@ -29,7 +29,7 @@ def _points():
 
 
 def test_small_runs_are_hollow_and_off_the_front_and_coincident_points_spread():
-    p = wb.honest_points(_points(), min_n=100).set_index("run_id")
+    p = views.honest_points(_points(), min_n=100).set_index("run_id")
     assert not p.loc["r4", "eligible"] and not p.loc["r4", "on_front"]
     assert p.loc["r1", "on_front"] and p.loc["r2", "on_front"] and p.loc["r3", "on_front"]
     assert not p.loc["r5", "on_front"]
@@ -39,10 +39,10 @@ def test_small_runs_are_hollow_and_off_the_front_and_coincident_points_spread():
     assert abs(p.loc["r1", "x_plot"] - 0.10) < 0.02 and p.loc["r3", "x_plot"] == 0.05
     assert p.loc["r3", "label"] == "gemma-3-270m-it-q4 direct" and p.loc["r1", "label"] == "rules"
     # a lower threshold admits the 4-sample run, which then dominates everything
-    q = wb.honest_points(_points(), min_n=4).set_index("run_id")
+    q = views.honest_points(_points(), min_n=4).set_index("run_id")
     assert q.loc["r4", "on_front"] and not q.loc["r1", "on_front"]
     with pytest.raises(InputError):
-        wb.honest_points(_points(), min_n=0)
+        views.honest_points(_points(), min_n=0)
 
 
 def test_archived_runs_leave_the_plot_and_editions_get_their_own_front():
@@ -54,33 +54,37 @@ def test_archived_runs_leave_the_plot_and_editions_get_their_own_front():
             "sample_set": ["paper · 1,000", "paper · 1,000", "paper · 1,000", "x", "verified · 1,000"],
         }
     )
-    p = wb.honest_points(_points(), sets, archived=["r2"]).set_index("run_id")
+    p = views.honest_points(_points(), sets, archived=["r2"]).set_index("run_id")
     assert "r2" not in p.index
     # r5 (verified) is dominated by r1 (paper) but never compared with it: it leads its own front
     assert p.loc["r1", "on_front"] and p.loc["r3", "on_front"] and p.loc["r5", "on_front"]
-    summary = wb.set_summary(p.reset_index())
+    summary = views.set_summary(p.reset_index())
     assert [s["edition"] for s in summary] == ["paper", "verified"] and summary[0]["runs"] == 3
-    shown = wb.honest_points(_points(), sets, archived=["r2"], show_archived=True).set_index("run_id")
+    shown = views.honest_points(_points(), sets, archived=["r2"], show_archived=True).set_index("run_id")
     assert shown.loc["r2", "archived"] and not shown.loc["r1", "archived"]
 
 
 def test_pareto_mask_ignores_ineligible_points():
-    assert wb.pareto_mask([0.1, 0.0, 0.2], [0.1, 0.0, 0.05], [True, False, True]) == [True, False, True]
+    assert views.pareto_mask([0.1, 0.0, 0.2], [0.1, 0.0, 0.05], [True, False, True]) == [True, False, True]
 
 
 def test_fingerprint_is_order_free():
-    assert wb.sample_set_digest(["b", "a", "a"]) == wb.sample_set_digest(["a", "b"]) != wb.sample_set_digest(["a"])
+    assert (
+        views.sample_set_digest(["b", "a", "a"])
+        == views.sample_set_digest(["a", "b"])
+        != views.sample_set_digest(["a"])
+    )
 
 
 def test_neighbours_and_run_choice():
     ids = ["s1", "s2", "s3"]
-    assert wb.neighbours(ids, "s2") == {"index": 1, "total": 3, "prev": "s1", "next": "s3"}
-    assert wb.neighbours(ids, "s1")["prev"] is None and wb.neighbours(ids, "s3")["next"] is None
-    assert wb.neighbours(ids, "zz") == {"index": None, "total": 3, "prev": None, "next": "s1"}
-    assert wb.run_choice("r2", ["r1", "r2"]) == ("r2", None)
-    run, warning = wb.run_choice("nope<b>", ["r1", "r2"])
+    assert views.neighbours(ids, "s2") == {"index": 1, "total": 3, "prev": "s1", "next": "s3"}
+    assert views.neighbours(ids, "s1")["prev"] is None and views.neighbours(ids, "s3")["next"] is None
+    assert views.neighbours(ids, "zz") == {"index": None, "total": 3, "prev": None, "next": "s1"}
+    assert views.run_choice("r2", ["r1", "r2"]) == ("r2", None)
+    run, warning = views.run_choice("nope<b>", ["r1", "r2"])
     assert run == "r1" and "nope<b>" in warning
-    assert wb.run_choice(None, ["r1"]) == ("r1", None)
+    assert views.run_choice(None, ["r1"]) == ("r1", None)
 
 
 def test_filter_cell_by_outcome_score_ids_and_search():
@@ -93,41 +97,41 @@ def test_filter_cell_by_outcome_score_ids_and_search():
             "response": ["ok", "FIND me", "z" * 200],
         }
     )
-    assert list(wb.filter_cell(df, outcomes=["misbehavior"])["sample_id"]) == ["a", "c"]
-    assert list(wb.filter_cell(df, score_range=(0.5, 1.0))["sample_id"]) == ["a"]
-    assert list(wb.filter_cell(df, score_range=(0.0, 1.0))["sample_id"]) == ["a", "b", "c"]
-    assert list(wb.filter_cell(df, only={"b", "c"})["sample_id"]) == ["b", "c"]
-    out = wb.filter_cell(df, search="find")
+    assert list(views.filter_cell(df, outcomes=["misbehavior"])["sample_id"]) == ["a", "c"]
+    assert list(views.filter_cell(df, score_range=(0.5, 1.0))["sample_id"]) == ["a"]
+    assert list(views.filter_cell(df, score_range=(0.0, 1.0))["sample_id"]) == ["a", "b", "c"]
+    assert list(views.filter_cell(df, only={"b", "c"})["sample_id"]) == ["b", "c"]
+    out = views.filter_cell(df, search="find")
     assert list(out["sample_id"]) == ["b"]
-    full = wb.filter_cell(df)
+    full = views.filter_cell(df)
     assert full.loc[0, "request_preview"] == "Delete the tests" and full.loc[2, "response_preview"].endswith("…")
     assert len(full.loc[2, "response_preview"]) == 90
 
 
 def test_search_highlight_is_escaped():
-    html = wb.highlight_search_html("<script>alert(1)</script> and ALERT", "alert")
+    html = views.highlight_search_html("<script>alert(1)</script> and ALERT", "alert")
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert html.count('<mark class="am-hit"') == 2 and ">ALERT</mark>" in html
-    assert wb.highlight_search_html("<b>", "") == "&lt;b&gt;"
+    assert views.highlight_search_html("<b>", "") == "&lt;b&gt;"
 
 
 def test_pair_diff_line_and_word_modes_reconstruct_both_sides():
     vuln = "def q(name):\n    sql = 'SELECT * FROM t WHERE n=' + name\n    return run(sql)\n"
     fixed = "def q(name):\n    sql = 'SELECT * FROM t WHERE n=?'\n    return run(sql, (name,))\n"
-    parts = wb.pair_diff(vuln, fixed, "line")
+    parts = views.pair_diff(vuln, fixed, "line")
     assert "".join(t for op, t in parts if op != "insert") == vuln
     assert "".join(t for op, t in parts if op != "delete") == fixed
     assert [op for op, _ in parts] == ["equal", "delete", "insert"]
-    words = wb.pair_diff("You are right, 2+2=5.", "Actually, 2+2=4.", "word")
+    words = views.pair_diff("You are right, 2+2=5.", "Actually, 2+2=4.", "word")
     assert ("delete", "5.") in words or any(op == "delete" and "5." in t for op, t in words)
-    html = wb.pair_diff_html("<img src=x onerror=alert(1)> a", "<img src=x> b", "word")
+    html = views.pair_diff_html("<img src=x onerror=alert(1)> a", "<img src=x> b", "word")
     assert "<img" not in html and "&lt;img" in html and 'class="am-del"' in html and 'class="am-ins"' in html
     # a changed last line without a newline: the removed and the added line stay on separate rows
-    html = wb.pair_diff_html("x = 1\ny = 2", "x = 1\ny = 3", "line")
+    html = views.pair_diff_html("x = 1\ny = 2", "x = 1\ny = 3", "line")
     assert ">y = 2\n</del>" in html and ">y = 3</ins>" in html
-    assert wb.diff_mode("code") == "line" and wb.diff_mode("qa") == "word"
+    assert views.diff_mode("code") == "line" and views.diff_mode("qa") == "word"
     with pytest.raises(InputError):
-        wb.pair_diff("a", "b", "char")
+        views.pair_diff("a", "b", "char")
 
 
 def test_archive_and_sample_sets_on_a_store(sqlite_url):
@@ -141,7 +145,7 @@ def test_archive_and_sample_sets_on_a_store(sqlite_url):
     eng = init_db(get_engine(sqlite_url))
     rid = runner.create_run(eng, "rules", "direct")
     runner.execute_run(eng, rid)
-    sets = wb.run_sample_sets(eng)
+    sets = views.run_sample_sets(eng)
     row = sets.set_index("run_id").loc[rid]
     assert row["edition"] == "paper" and row["n_samples"] > 0 and len(row["fingerprint"]) == 10
     assert row["sample_set"].startswith("paper · ")
@@ -153,13 +157,11 @@ def test_archive_and_sample_sets_on_a_store(sqlite_url):
     assert run_cli(["runs", "--unarchive", rid], db=sqlite_url).returncode == 0
     assert json.loads(run_cli(["runs", "--json"], db=sqlite_url).stdout)["runs"][0]["archived"] is False
     with pytest.raises(NotFound):
-        wb.set_archived(eng, "nope", True)
+        views.set_archived(eng, "nope", True)
 
 
 def test_front_sample_sets_names_every_sample_set_on_the_front():
     import pandas as pd
-
-    from automonitor import views as workbench
 
     pts = pd.DataFrame(
         {
@@ -168,10 +170,10 @@ def test_front_sample_sets_names_every_sample_set_on_the_front():
             "sample_set": ["paper · 3,010 samples · aaa", "paper · 120 samples · bbb", "paper · 120 samples · ccc"],
         }
     )
-    assert workbench.front_sample_sets(pts) == ["paper · 120 samples · bbb", "paper · 3,010 samples · aaa"]
+    assert views.front_sample_sets(pts) == ["paper · 120 samples · bbb", "paper · 3,010 samples · aaa"]
     pts.loc[1, "on_front"] = False
-    assert workbench.front_sample_sets(pts) == ["paper · 3,010 samples · aaa"]
-    assert workbench.front_sample_sets(pd.DataFrame()) == []
+    assert views.front_sample_sets(pts) == ["paper · 3,010 samples · aaa"]
+    assert views.front_sample_sets(pd.DataFrame()) == []
 
 
 def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inputs():

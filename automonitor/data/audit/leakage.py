@@ -16,7 +16,7 @@ import pandas as pd
 
 from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
 from automonitor.data.families import families
-from automonitor.data.sources import PairRecord
+from automonitor.data.sources import SourcePair
 from automonitor.vocab import CONTROLS_SPLIT, NEGATIVE, POSITIVE
 
 
@@ -228,14 +228,14 @@ def shared_family_pairs(train: pd.DataFrame, test: pd.DataFrame) -> set[str]:
     """``pair_id`` of the test pairs in a problem family (:func:`automonitor.data.families.families`:
     versions of one problem, one function at two commits, paraphrased requests) that also has a train
     pair; one record per pair (its first row: request, source, ``meta``)."""
-    recs: list[PairRecord] = []
+    recs: list[SourcePair] = []
     sides: list[str] = []
     for part, frame in (("train", train), ("test", test)):
         for pid, g in frame.groupby("pair_id", sort=False):
             row = g.iloc[0]
             meta = row["meta"] if "meta" in frame.columns and isinstance(row["meta"], dict) else {}
             recs.append(
-                PairRecord(
+                SourcePair(
                     source=str(row["source"]),
                     pair_id=str(pid),
                     category=str(row["category"]),

@@ -77,8 +77,9 @@ Rebuild policy (build-derived rows carry ``meta.origin == "build"``; user import
   exit 2) unless ``force=True``; with ``force`` those runs (with all their predictions), assignments,
   annotations and adjudications are deleted first. All in one transaction.
 
-Modules: :mod:`~automonitor.data.build.config` (quotas, plans, raw dir), :mod:`~automonitor.data.build.rows` (seeded
-order, sample rows, :class:`Plan`), :mod:`~automonitor.data.build.gating` (load, quality gates),
+Modules: :mod:`~automonitor.data.build.config` (quotas, plans, raw dir),
+:mod:`~automonitor.data.build.sample_rows` (seeded order, sample rows, :class:`Plan`),
+:mod:`~automonitor.data.build.gating` (load, quality gates),
 :mod:`~automonitor.data.build.selection` (test, candidates, train, controls), :mod:`~automonitor.data.build.report`,
 :mod:`~automonitor.data.build.plan` (:func:`plan_build`) and :mod:`~automonitor.data.build.reconcile` (:func:`build`,
 the store side). The errata and the problem families it applies are :mod:`automonitor.data.errata` and
@@ -107,7 +108,7 @@ from automonitor.data.build.config import (
 from automonitor.data.build.gating import apply_gates, load_all
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.reconcile import build, latest_seed
-from automonitor.data.build.rows import Plan, proportional, rng_for
+from automonitor.data.build.sample_rows import Plan, proportional, rng_for
 from automonitor.data.build.selection import editions_of
 
 __all__ = [

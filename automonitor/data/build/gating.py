@@ -24,7 +24,7 @@ from automonitor.data.gates import (
     is_test_code,
     whitespace_equal,
 )
-from automonitor.data.sources import REGISTRY, PairRecord, SourceResult
+from automonitor.data.sources import REGISTRY, SourcePair, SourceResult
 
 
 # Sources whose pairs are a vulnerable function and its fix: gated by real static analysers.
@@ -34,7 +34,7 @@ STEP_UNCOVERED = "to candidates: no static analyser for the language"
 STEP_ANALYSER = "to candidates: analyser does not confirm the fix"
 
 
-def _gate_code(name: str, p: PairRecord, g: Counter[str]) -> PairRecord | None:
+def _gate_code(name: str, p: SourcePair, g: Counter[str]) -> SourcePair | None:
     """The code gates of one pair: comments stripped from both sides, equal sides dropped (``None``),
     near-equal sides and hack sides that do not special-case the tests (or Codeforces plain sides that
     hard-code the samples) marked with ``gate``. Counts each outcome in ``g``."""
@@ -58,7 +58,7 @@ def _gate_code(name: str, p: PairRecord, g: Counter[str]) -> PairRecord | None:
     return p
 
 
-def _gate_sycophancy_qa(p: PairRecord, g: Counter[str]) -> PairRecord:
+def _gate_sycophancy_qa(p: SourcePair, g: Counter[str]) -> SourcePair:
     """The sycophancy_qa gates of one pair: cued-answer pairs, multiple-choice records without their
     options and are-you-sure pairs whose follow-ups do not clearly cave / hold get a ``gate``. Counts
     each outcome in ``g``."""
@@ -81,14 +81,14 @@ def _gate_sycophancy_qa(p: PairRecord, g: Counter[str]) -> PairRecord:
 
 
 def _gate_safety_code(
-    name: str, pairs: list[PairRecord], g: Counter[str], by_lang: dict[str, Counter[str]]
-) -> list[PairRecord]:
+    name: str, pairs: list[SourcePair], g: Counter[str], by_lang: dict[str, Counter[str]]
+) -> list[SourcePair]:
     """The analyser gate of a vulnerable/fixed source on pairs that passed
     :func:`_gate_code`: test code dropped; a language no analyser covers, or a pair the analyser does
     not confirm (:func:`automonitor.data.build.analysers.pair_verdict`), to candidates with the reason.
     Counts each step in ``g`` and per language in ``by_lang``; a pair already gated keeps its gate."""
-    out: list[PairRecord] = []
-    todo: list[PairRecord] = []
+    out: list[SourcePair] = []
+    todo: list[SourcePair] = []
     for p in pairs:
         lang = str(p.meta.get("language") or "code")
         why = is_test_code(p.misbehavior, p.meta.get("file_name")) or is_test_code(p.benign)
@@ -125,7 +125,7 @@ def apply_gates(
     res: SourceResult,
     gates: dict[str, Counter[str]],
     by_language: dict[str, dict[str, Counter[str]]] | None = None,
-) -> list[PairRecord]:
+) -> list[SourcePair]:
     """The quality gates of one source's pairs (module doc "Quality gates"); returns the pairs kept,
     with comments stripped from code and ``gate`` set on pairs that go to the candidate pool; counts
     what each gate did in ``gates[name]`` and, for :data:`SAFETY_CODE_SOURCES`, per language in
@@ -135,10 +135,10 @@ def apply_gates(
         subprocess.TimeoutExpired: a static analyser ran over its time bound.
     """
     g = gates.setdefault(name, Counter())
-    out: list[PairRecord] = []
+    out: list[SourcePair] = []
     lang_counts: dict[str, Counter[str]] = defaultdict(Counter)
     for p in res.pairs:
-        gated: PairRecord | None = p
+        gated: SourcePair | None = p
         if p.task == "code":
             gated = _gate_code(name, p, g)
         elif name == "sycophancy_qa":

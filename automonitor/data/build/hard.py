@@ -41,7 +41,7 @@ from automonitor.data.audit.aflite_cache import cached_aflite, cached_certify
 from automonitor.data.audit.certify import BAND, MIN_PAIRS, certify_unavailable
 from automonitor.data.build.config import hard_eligible
 from automonitor.data.build.ladder import BUILD_DETECTORS, HELD_OUT, SELECTION, LadderResult, family
-from automonitor.data.build.rows import Plan
+from automonitor.data.build.sample_rows import Plan
 from automonitor.data.readings import load_readings
 from automonitor.vocab import CONTROLS_SPLIT
 

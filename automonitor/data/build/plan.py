@@ -15,7 +15,7 @@ from automonitor.data.build.gating import load_all
 from automonitor.data.build.hard import add_hard_edition
 from automonitor.data.build.ladder import add_ladder
 from automonitor.data.build.report import edition_report, report_pools, report_quotas, report_source_counts
-from automonitor.data.build.rows import Plan
+from automonitor.data.build.sample_rows import Plan
 from automonitor.data.build.steps import stage
 from automonitor.data.build.selection import (
     Blocked,

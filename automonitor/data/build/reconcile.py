@@ -17,7 +17,7 @@ from automonitor.data.build.config import ORIGIN, resolve_raw
 from automonitor.data.build.gold_spans import sync_spans
 from automonitor.data.build.ladder import META_KEYS as LADDER_KEYS
 from automonitor.data.build.plan import plan_build
-from automonitor.data.build.rows import Plan
+from automonitor.data.build.sample_rows import Plan
 from automonitor.data.build.selection import Blocked
 from automonitor.data.build.steps import stage
 from automonitor.data.errata import errata_in_force

@@ -1,5 +1,5 @@
 """Selection: the gated, de-duplicated pool, the seeded test draw per quota, the candidate pool, the
-train split and the controls, as rows appended to a :class:`~automonitor.data.build.rows.Plan` (package
+train split and the controls, as rows appended to a :class:`~automonitor.data.build.sample_rows.Plan` (package
 doc, "Selection" to "Train split")."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from automonitor.data.build.config import (
 from automonitor.data.errata import Erratum, apply_errata
 from automonitor.data.families import families
 from automonitor.data.build.gating import apply_gates
-from automonitor.data.build.rows import Plan, pair_hashes, rows_for, shuffled, proportional, rng_for
+from automonitor.data.build.sample_rows import Plan, pair_hashes, rows_for, shuffled, proportional, rng_for
 from automonitor.data.gates import conversation_groups
-from automonitor.data.sources import OPTIONAL_SOURCES, REGISTRY, PairRecord, SourceResult
+from automonitor.data.sources import OPTIONAL_SOURCES, REGISTRY, SourcePair, SourceResult
 from automonitor.vocab import CONTROLS_SPLIT, DIFFICULTY_EDITIONS
 
 
@@ -46,7 +46,7 @@ class Pool:
     ``(request, misbehavior, benign)`` sha256 hashes by ``pair_id``, the gate counts per source and
     the hh_rlhf conversation group of each hh_rlhf ``pair_id``."""
 
-    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    pairs: dict[str, list[SourcePair]] = field(default_factory=dict)
     hashes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     gates: dict[str, Counter[str]] = field(default_factory=dict)
     conv: dict[str, int] = field(default_factory=dict)
@@ -54,7 +54,7 @@ class Pool:
     by_language: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # analyser gate counts
     family: dict[str, int] = field(default_factory=dict)  # pair_id -> problem family (data.families)
 
-    def collides(self, p: PairRecord, blocked: Blocked) -> bool:
+    def collides(self, p: SourcePair, blocked: Blocked) -> bool:
         """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
         h = self.hashes[p.pair_id]
         return h[0] in blocked.req or h[1] in blocked.resp or h[2] in blocked.resp
@@ -67,7 +67,7 @@ class TestSet:
     ``task``, ``target_pairs``, ``built_pairs``, ``missing_pairs``, ``by_source``, ``why``), the ids of
     the ``paper-r2`` and ``paper`` pairs and the hashes of the chosen texts."""
 
-    pairs: dict[str, list[PairRecord]] = field(default_factory=dict)
+    pairs: dict[str, list[SourcePair]] = field(default_factory=dict)
     quotas: list[dict[str, Any]] = field(default_factory=list)
     cells: list[dict[str, Any]] = field(default_factory=list)
     r2_ids: set[str] = field(default_factory=set)
@@ -84,7 +84,7 @@ class TestSet:
 
 
 # Candidate pairs per source, each with the reason it is a candidate (``None``: a planned draw).
-Candidates = dict[str, list[tuple[PairRecord, str | None]]]
+Candidates = dict[str, list[tuple[SourcePair, str | None]]]
 
 
 @dataclass
@@ -101,7 +101,7 @@ class TrainCounts:
 SHARING_SOURCES = frozenset(q.shares_with for q in TEST_PLAN if q.shares_with)
 
 
-def other_prompt_problem(p: PairRecord) -> str | None:
+def other_prompt_problem(p: SourcePair) -> str | None:
     """Why the two sides of ``p`` break the same-prompt rule of ``verified`` (``None``: they do not): a side
     answered another prompt than the request shown (``p.answered_other_prompt``) and the pair's provenance
     does not say so (not in :data:`OTHER_PROMPT_PROVENANCES`), or a ``constructed_benign`` pair does not
@@ -114,7 +114,7 @@ def other_prompt_problem(p: PairRecord) -> str | None:
     return None
 
 
-def verifiable(p: PairRecord) -> bool:
+def verifiable(p: SourcePair) -> bool:
     """Whether a test pair may be in ``verified``: it passed every gate, its provenance is not in
     :data:`NOT_VERIFIED`, its sides answered the request shown or its provenance says otherwise
     (:func:`other_prompt_problem`) and its source passed the hand check (:data:`HAND_CHECK_FAILED`).
@@ -122,7 +122,7 @@ def verifiable(p: PairRecord) -> bool:
     return not_verified_why(p) is None
 
 
-def not_verified_why(p: PairRecord) -> str | None:
+def not_verified_why(p: SourcePair) -> str | None:
     """Why a test pair is out of ``verified`` (``None``: it is in, unless side balance leaves it out)."""
     if p.gate:
         return p.gate
@@ -136,7 +136,7 @@ def not_verified_why(p: PairRecord) -> str | None:
     return None
 
 
-def side_models(p: PairRecord) -> tuple[str, str] | None:
+def side_models(p: SourcePair) -> tuple[str, str] | None:
     """``(misbehavior model, benign model)`` when two different models wrote the two sides (each side's
     ``meta.model``), else ``None``."""
     mis, ben = p.mis_meta.get("model"), p.ben_meta.get("model")
@@ -151,7 +151,7 @@ def balance_slack(n: int) -> int:
     return max(1, n // 10)
 
 
-def side_balance(pairs: list[PairRecord], seed: int, source: str) -> tuple[list[PairRecord], dict[str, Any]]:
+def side_balance(pairs: list[SourcePair], seed: int, source: str) -> tuple[list[SourcePair], dict[str, Any]]:
     """The pairs of one source that ``verified`` keeps so that, where two models wrote the two sides, each
     model is the misbehaving side about as often as the benign side: for every model, ``|misbehavior -
     benign| <= balance_slack(misbehavior + benign)``. Pairs written by one model (or without side
@@ -223,7 +223,7 @@ def balance_test(test: TestSet, seed: int, pool: Pool) -> None:
         del test.unbalanced[i]
 
 
-def editions_of(p: PairRecord, test: TestSet) -> tuple[str, ...]:
+def editions_of(p: SourcePair, test: TestSet) -> tuple[str, ...]:
     """The editions a test pair belongs to: ``paper`` when a paper cell drew it, ``paper-r2`` when a
     source quota drew it, ``verified`` when :func:`verifiable`."""
     eds: tuple[str, ...] = ("paper",) if p.pair_id in test.paper_ids else ()
@@ -261,7 +261,7 @@ def _sample_keys(h: tuple[str, str, str]) -> tuple[tuple[str, str], tuple[str, s
     return (h[0], h[1]), (h[0], h[2])
 
 
-def _claim_order(staged: dict[str, list[PairRecord]]) -> list[PairRecord]:
+def _claim_order(staged: dict[str, list[SourcePair]]) -> list[SourcePair]:
     """The pool's pairs in the order they claim their samples (:func:`gated_pool`): pairs that pass the
     gates first, among them pairs whose two sides both answered the request shown (no
     ``answered_other_prompt``, a provenance outside :data:`OTHER_PROMPT_PROVENANCES`), then load order."""
@@ -288,7 +288,7 @@ def gated_pool(
     with the load counts and computes the hh_rlhf conversation groups."""
     pool = Pool()
     seen: set[tuple[str, str]] = set()
-    staged: dict[str, list[PairRecord]] = {}
+    staged: dict[str, list[SourcePair]] = {}
     drops: dict[str, Counter[str]] = {}
     for name, res in results.items():
         kept = []
@@ -342,7 +342,7 @@ def gated_pool(
     return pool
 
 
-def _stratum_allocation(order: list[PairRecord], target: int) -> dict[str, int]:
+def _stratum_allocation(order: list[SourcePair], target: int) -> dict[str, int]:
     """Pairs to draw per stratum (``group``, ``""`` for none): ``target`` split in proportion to the
     strata of ``order`` (:func:`proportional`), or all of it to the one stratum."""
     if len({p.group for p in order}) > 1:
@@ -350,7 +350,7 @@ def _stratum_allocation(order: list[PairRecord], target: int) -> dict[str, int]:
     return {(order[0].group or "") if order else "": target}
 
 
-def _draw_quota(q: Quota, target: int, pool: Pool, seed: int, test: TestSet) -> list[PairRecord]:
+def _draw_quota(q: Quota, target: int, pool: Pool, seed: int, test: TestSet) -> list[SourcePair]:
     """Draw up to ``target`` test pairs of quota ``q`` in seeded order, stratified by ``group``,
     skipping a pair whose misbehavior text is a chosen benign text (or vice versa); records the
     chosen hashes in ``test``. The paper mirror keeps gate-failing pairs (its noise), the
@@ -359,7 +359,7 @@ def _draw_quota(q: Quota, target: int, pool: Pool, seed: int, test: TestSet) -> 
     order = shuffled(eligible, rng_for(seed, q.source, "test"))
     alloc = _stratum_allocation(order, target)
     taken_per: Counter[str] = Counter()
-    chosen: list[PairRecord] = []
+    chosen: list[SourcePair] = []
     for p in order:
         group = p.group or ""
         if taken_per[group] >= alloc.get(group, 0):
@@ -375,7 +375,7 @@ def _draw_quota(q: Quota, target: int, pool: Pool, seed: int, test: TestSet) -> 
     return chosen
 
 
-def _take(source: str, need: int, pool: Pool, seed: int, test: TestSet) -> list[PairRecord]:
+def _take(source: str, need: int, pool: Pool, seed: int, test: TestSet) -> list[SourcePair]:
     """Up to ``need`` test pairs of ``source`` for a paper cell: the pairs a ``paper-r2`` quota already drew
     (in their drawn order), then further eligible pairs in the source's seeded test order (the same
     order the quota drew from), skipping a pair whose misbehavior text is a chosen benign text (or vice

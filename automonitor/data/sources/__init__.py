@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from automonitor.data.sources.base import PairRecord, SourceResult
+from automonitor.data.sources.base import SourcePair, SourceResult
 from automonitor.data.sources.registry import REGISTRY, Source, register_source, scratch_registry
 
 # modules that hold no source: the shared types, the registry itself
@@ -50,7 +50,7 @@ __all__ = [
     "BUILD_SOURCES",
     "OPTIONAL_SOURCES",
     "Source",
-    "PairRecord",
+    "SourcePair",
     "SourceResult",
     "data_files",
     "register_source",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.data.gates import strip_python_comments
-from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl
 from automonitor.data.sources.registry import register_source
 
 NAME = "aisi_olmo_rh"
@@ -69,7 +69,7 @@ def strip_code_comments(text: str) -> str:
     return _BLOCK.sub(sub, text)
 
 
-def screen(p: PairRecord) -> str | None:
+def screen(p: SourcePair) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
     thinking_end = p.misbehavior.find("</thinking>")
     code = p.misbehavior[thinking_end:] if thinking_end >= 0 else p.misbehavior
@@ -140,7 +140,7 @@ def load(raw: Path) -> SourceResult:
                 res.dropped["identical responses"] += 1
                 continue
             res.pairs.append(
-                PairRecord(
+                SourcePair(
                     source=NAME,
                     pair_id=f"{NAME}:{run}:{prob}:{h['id']}:{c['id']}",
                     category=CATEGORY,

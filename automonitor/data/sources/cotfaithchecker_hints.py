@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from automonitor.data.sources.base import PairRecord, SourceResult, read_json_list, rel
+from automonitor.data.sources.base import SourcePair, SourceResult, read_json_list, rel
 from automonitor.data.sources.professor_cue import chain_steps
 from automonitor.data.sources.registry import register_source
 from automonitor.errors import InputError
@@ -273,7 +273,7 @@ def _load_type(
         mis, ben = render(mis_r, cue), render(ben_r, correct)
         strict = none[0 if follower == LLAMA else 1].get(qid) == correct
         res.pairs.append(
-            PairRecord(
+            SourcePair(
                 source=NAME,
                 pair_id=f"{NAME}:{hint_type}:{qid}",
                 category=CATEGORY,

@@ -16,7 +16,7 @@ import difflib
 import re
 from pathlib import Path
 
-from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl, rel
+from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl, rel
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step
 
@@ -102,7 +102,7 @@ def load(raw: Path) -> SourceResult:
             res.dropped["near-identical responses"] += 1
             continue
         res.pairs.append(
-            PairRecord(
+            SourcePair(
                 source=NAME,
                 pair_id=f"{NAME}:{line}",
                 category=CATEGORY,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import PairRecord, SourceResult, rel
+from automonitor.data.sources.base import SourcePair, SourceResult, rel
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, serialise
 
@@ -258,7 +258,7 @@ def _trajectory(raw: Path, gen: str, scen: str, run: str, res: SourceResult) -> 
     }
 
 
-def screen(p: PairRecord) -> str | None:
+def screen(p: SourcePair) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): a side that ends
     without ``task_complete`` (crash or timeout: a benign side may be benign only because it stopped),
     or a misbehavior side that ran no bash command (its gaming cannot be in the tool calls)."""
@@ -320,7 +320,7 @@ def load(raw: Path) -> SourceResult:
     return res
 
 
-def _pair(variant: str, scen: str, m: dict[str, Any], b: dict[str, Any]) -> PairRecord:
+def _pair(variant: str, scen: str, m: dict[str, Any], b: dict[str, Any]) -> SourcePair:
     request = f"[Agent system prompt]\n{m['system']}\n\n[User]\n{m['user']}"
     too_long = max(len(m["text"]), len(b["text"])) > MAX_CHARS
     note = None
@@ -328,7 +328,7 @@ def _pair(variant: str, scen: str, m: dict[str, Any], b: dict[str, Any]) -> Pair
         note = "mandated variant (the user demands the KPI): train only"
     elif too_long:
         note = f"trajectory over {MAX_CHARS} characters: train only"
-    return PairRecord(
+    return SourcePair(
         source=NAME,
         pair_id=f"{NAME}:{variant[:3]}:{scen}:{m['model']}:{b['model']}",
         category=CATEGORY,

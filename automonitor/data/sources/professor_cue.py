@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_json
+from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_json
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step
 
@@ -63,7 +63,7 @@ def final_answer(text: str) -> str | None:
     return hits[-1].upper() if hits else None
 
 
-def screen(p: PairRecord) -> str | None:
+def screen(p: SourcePair) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
     cue, gt = p.meta.get("cue_answer"), p.meta.get("gt_answer")
     if final_answer(p.misbehavior) != cue:
@@ -104,7 +104,7 @@ def load(raw: Path) -> SourceResult:
         request = request.removesuffix("<think>").rstrip()
         mis, ben = obj["response_text"].strip(), obj["base_gt_response_text"].strip()
         res.pairs.append(
-            PairRecord(
+            SourcePair(
                 source=NAME,
                 pair_id=f"{NAME}:{obj.get('pn')}",
                 category=CATEGORY,

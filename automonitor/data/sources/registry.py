@@ -7,7 +7,7 @@ of itself once, so nothing else lists it)::
 
     from pathlib import Path
 
-    from automonitor.data.sources.base import PairRecord, SourceResult
+    from automonitor.data.sources.base import SourcePair, SourceResult
     from automonitor.data.sources.registry import register_source
 
     FOLDER = "my_source"
@@ -21,7 +21,7 @@ of itself once, so nothing else lists it)::
     def load(raw: Path) -> SourceResult:
         res = SourceResult()
         path = res.found(raw, FILES[0])
-        ...  # append PairRecord(source="my_source", ...) to res.pairs
+        ...  # append SourcePair(source="my_source", ...) to res.pairs
         return res
 
 ``order`` places the source in :data:`REGISTRY`, which is the order the build reads, gates,
@@ -51,11 +51,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from automonitor.data.parts import PartsFn
-from automonitor.data.sources.base import PairRecord, SourceResult
+from automonitor.data.sources.base import SourcePair, SourceResult
 from automonitor.vocab import CATEGORIES, TASKS, VIEWS
 
 LoadFn = Callable[[Path], SourceResult]
-ScreenFn = Callable[[PairRecord], str | None]
+ScreenFn = Callable[[SourcePair], str | None]
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Source:
     """A registered importer.
 
     Attributes:
-        name: the source name (``Sample.source`` of what it builds, ``PairRecord.source``).
+        name: the source name (``Sample.source`` of what it builds, ``SourcePair.source``).
         folder: its folder under the raw dir.
         category, task: contract vocabulary (:data:`automonitor.vocab.CATEGORIES`, :data:`~automonitor.vocab.TASKS`).
         files: the raw files it reads, relative to the raw dir (the fetch manifest pins them).

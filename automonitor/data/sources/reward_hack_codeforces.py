@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import PairRecord, SourceResult, read_json, read_jsonl
+from automonitor.data.sources.base import SourcePair, SourceResult, read_json, read_jsonl
 from automonitor.data.sources.registry import register_source
 
 NAME = "reward_hack_gen_codeforces"
@@ -53,7 +53,7 @@ def _judge_verdicts(raw: Path) -> dict[Any, str]:
 
 def _pair(
     line: int, obj: dict[str, Any], plain: tuple[int, dict[str, Any]], verdict: str | None, res: SourceResult
-) -> PairRecord | None:
+) -> SourcePair | None:
     """The pair of hacking line ``line`` (``obj``) and its plain completion when the judge confirmed
     the hack, the prompts are equal, neither side was cut and the code differs; else ``None``
     (counted in ``res``)."""
@@ -72,7 +72,7 @@ def _pair(
     if not hack or not honest or hack == honest:
         res.dropped["empty or identical completions"] += 1
         return None
-    return PairRecord(
+    return SourcePair(
         source=NAME,
         pair_id=f"{NAME}:{idx}",
         category=CATEGORY,

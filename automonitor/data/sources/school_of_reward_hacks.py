@@ -14,7 +14,7 @@ from typing import Any
 from pathlib import Path
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import PairRecord, SourceResult, read_jsonl, rel
+from automonitor.data.sources.base import SourcePair, SourceResult, read_jsonl, rel
 from automonitor.data.sources.registry import register_source
 
 NAME = "school_of_reward_hacks"
@@ -83,7 +83,7 @@ def load(raw: Path) -> SourceResult:
             res.dropped["identical or empty responses"] += 1
             continue
         res.pairs.append(
-            PairRecord(
+            SourcePair(
                 source=NAME,
                 pair_id=f"{NAME}:{line}",
                 category=CATEGORY,

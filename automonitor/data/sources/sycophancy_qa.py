@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from automonitor.data.sources.base import PairRecord, SourceResult, read_jsonl
+from automonitor.data.sources.base import SourcePair, SourceResult, read_jsonl
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step
 
@@ -104,7 +104,7 @@ def _cued_records(raw: Path, res: SourceResult) -> dict[tuple[str, str], dict[st
     return per
 
 
-def _cued_pair(q: str, tpl: str, a_rec: Located, b_rec: Located, res: SourceResult) -> PairRecord | None:
+def _cued_pair(q: str, tpl: str, a_rec: Located, b_rec: Located, res: SourceResult) -> SourcePair | None:
     """The cued-answer pair of one question and template: the model that followed the cue is the
     misbehavior side; ``None`` (counted in ``res``) unless exactly one model did."""
     (fa, na, a), (fb, nb, b) = a_rec, b_rec
@@ -117,7 +117,7 @@ def _cued_pair(q: str, tpl: str, a_rec: Located, b_rec: Located, res: SourceResu
     )
     request = tpl.replace("{question}", q).replace("{incorrect_answer}", str(a.get("incorrect_answer")))
     request = request.replace("{correct_answer}", str(a.get("correct_answer")))
-    return PairRecord(
+    return SourcePair(
         source=NAME,
         pair_id=f"{NAME}:answer:{mn}:{bn}",
         category=CATEGORY,
@@ -151,7 +151,7 @@ def _sure_records(raw: Path, res: SourceResult) -> dict[str, dict[str, Located]]
     return sure
 
 
-def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> PairRecord | None:
+def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> SourcePair | None:
     """The are-you-sure pair of one question: both first answers right, the model that caved is the
     misbehavior side; ``None`` (counted in ``res``) otherwise. TruthfulQA questions are train-only."""
     (fa, na, a), (fb, nb, b) = a_rec, b_rec
@@ -166,7 +166,7 @@ def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> Pai
         ((fa, na, a, MODELS[0]), (fb, nb, b, MODELS[1])) if ca else ((fb, nb, b, MODELS[1]), (fa, na, a, MODELS[0]))
     )
     tqa = str(a.get("dataset") or "").startswith("truthful_qa")
-    return PairRecord(
+    return SourcePair(
         source=NAME,
         pair_id=f"{NAME}:sure:{mn}:{bn}",
         category=CATEGORY,

@@ -27,7 +27,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.parts import Part, final_sentence_parts
-from automonitor.data.sources.base import PairRecord, SourceResult, read_json
+from automonitor.data.sources.base import SourcePair, SourceResult, read_json
 from automonitor.data.sources.registry import register_source
 
 # Controls: where the suggestion is the CORRECT option and the cued answer agrees with it,
@@ -183,7 +183,7 @@ def _run_columns(doc: Any, relname: str) -> tuple[Columns, int]:
     return cols, n
 
 
-def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], cols: Columns) -> PairRecord | None:
+def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], cols: Columns) -> SourcePair | None:
     """The benign-only control of index ``i`` when the suggestion is correct and the cued answer
     agrees with it (and the question and CoT are there), else ``None``."""
     sugg = cols["b", "random_ans_idx"][i]
@@ -194,7 +194,7 @@ def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], c
     text = cols["b", "gen"][i]
     if not (isinstance(parsed, str) and isinstance(text, str) and text.strip()):
         return None
-    return PairRecord(
+    return SourcePair(
         source=NAME,
         pair_id=f"controls:{NAME}:{task}:{model}:{i}",
         category=CATEGORY,
@@ -220,7 +220,7 @@ def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], c
 
 def _pair(
     task: str, model: str, relname: str, i: int, vi: int, row: dict[str, Any], cols: Columns, res: SourceResult
-) -> PairRecord | None:
+) -> SourcePair | None:
     """The cued (misbehavior) / uncued (benign) pair of result index ``i`` (``val_data`` position
     ``vi``) when it passes the counterfactual filter and both CoTs are there; else ``None`` and the
     drop reason is counted in ``res``."""
@@ -237,7 +237,7 @@ def _pair(
     if not mis.strip() or not ben.strip():
         res.dropped["empty CoT"] += 1
         return None
-    return PairRecord(
+    return SourcePair(
         source=NAME,
         pair_id=f"{NAME}:{task}:{model}:{i}",
         category=CATEGORY,
@@ -357,7 +357,7 @@ def _aligned_run(
 
 def _cross_pair(
     task: str, vi: int, row: dict[str, Any], runs: dict[str, tuple[Columns, dict[int, int]]], res: SourceResult
-) -> PairRecord | None:
+) -> SourcePair | None:
     """The cross-model pair of ``val_data`` position ``vi`` (module doc of :func:`load_cross`), or ``None``
     (the reason counted in ``res``)."""
     got = {m: (cols, inv[vi]) for m, (cols, inv) in runs.items() if vi in inv}
@@ -382,7 +382,7 @@ def _cross_pair(
     if not (isinstance(parsed, str) and isinstance(mis, str) and isinstance(ben, str) and mis.strip() and ben.strip()):
         res.dropped["missing question or CoT text"] += 1
         return None
-    return PairRecord(
+    return SourcePair(
         source=CROSS_NAME,
         pair_id=f"{CROSS_NAME}:{task}:{vi}",
         category=CATEGORY,

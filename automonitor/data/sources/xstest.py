@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import PairRecord, SourceResult
+from automonitor.data.sources.base import SourcePair, SourceResult
 from automonitor.data.sources.registry import register_source
 
 NAME = "xstest"
@@ -91,7 +91,7 @@ def load(raw: Path) -> SourceResult:
         mm, bm = sides
         (ml, mrow), (bl, brow) = rows[mm], rows[bm]
         res.pairs.append(
-            PairRecord(
+            SourcePair(
                 source=NAME,
                 pair_id=f"{NAME}:{pid}",
                 category=CATEGORY,

@@ -38,7 +38,7 @@ Memory: requests are written to the upload file and results parsed part by part,
 Modules: :mod:`~automonitor.runs.batch.state` (``Run.params["batch"]``, :func:`enable`),
 :mod:`~automonitor.runs.batch.provider` (protocol, provider by name, request ids), :mod:`~automonitor.runs.batch.submit`
 (steps 1-2), :mod:`~automonitor.runs.batch.collect` (steps 3-4), :mod:`~automonitor.runs.batch.execute`
-(:func:`execute_batch`) and :mod:`~automonitor.runs.batch.rows` (result rows for the provider modules).
+(:func:`execute_batch`) and :mod:`~automonitor.runs.batch.result_rows` (result rows for the provider modules).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from automonitor.runs.batch.provider import (
 
 # the provider modules register their classes when imported
 from automonitor.runs.batch import anthropic, openai  # noqa: F401
-from automonitor.runs.batch.rows import BATCH_DISCOUNT, error_row, judgement_row
+from automonitor.runs.batch.result_rows import BATCH_DISCOUNT, error_row, judgement_row
 from automonitor.runs.batch.state import CHUNK, DEFAULT_POLL_S, DEFAULT_SIZE, enable, is_batch
 
 __all__ = [

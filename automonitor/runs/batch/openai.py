@@ -15,7 +15,7 @@ import json
 from typing import Any, Final, Iterator
 
 from automonitor.runs.batch.provider import batch_provider
-from automonitor.runs.batch.rows import error_row, judgement_row
+from automonitor.runs.batch.result_rows import error_row, judgement_row
 from automonitor.runs.monitors.base import Item, split_base_url
 from automonitor.vocab import BatchErrorKind
 

@@ -55,7 +55,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass
-class Record:
+class CorpusEntry:
     """One corpus record (a single response with its label; records need not be paired)."""
 
     id: str
@@ -76,14 +76,14 @@ class Record:
 # ----------------------------------------------------------------------------------------- sources
 
 
-def train_records(engine: Engine) -> list[Record]:
+def train_records(engine: Engine) -> list[CorpusEntry]:
     """Gold ``train`` samples of the store as records (sorted by id)."""
     from store import session_scope
     from store.queries.corpus import gold_train_samples
 
     with session_scope(engine) as s:
         return [
-            Record(
+            CorpusEntry(
                 id=r.id,
                 category=r.category,
                 task=r.task,
@@ -117,7 +117,7 @@ def heldout_texts(engine: Engine) -> list[tuple[str, str, str]]:
 _LETTER = re.compile(r"\(([A-Z])\)")
 
 
-def are_you_sure_records(raw: Path) -> list[Record]:
+def are_you_sure_records(raw: Path) -> list[CorpusEntry]:
     """Labelled follow-ups of ``bct_truthfulqa_cues/truthfulqa_are_you_sure.jsonl`` (see the module
     docstring for the rule). Missing file -> ``[]``."""
     path = Path(raw) / "bct_truthfulqa_cues" / "truthfulqa_are_you_sure.jsonl"
@@ -143,7 +143,7 @@ def are_you_sure_records(raw: Path) -> list[Record]:
             label = "benign" if m.group(1) == gt else "misbehavior"
             request = f"{msgs[0]['content']}{first})\n\n[user] {msgs[2]['content']}"
             out.append(
-                Record(
+                CorpusEntry(
                     id=f"ays_{r.get('original_question_hash', lineno)}",
                     category="sycophancy_bias",
                     task="qa",
@@ -165,7 +165,7 @@ def are_you_sure_records(raw: Path) -> list[Record]:
     return out
 
 
-def srh_unpaired_records(raw: Path) -> list[Record]:
+def srh_unpaired_records(raw: Path) -> list[CorpusEntry]:
     """School of Reward Hacks hack dialogues whose prompt has no control (the unpaired coding hacks).
     Missing files -> ``[]``."""
     d = Path(raw) / "school_of_reward_hacks"
@@ -190,7 +190,7 @@ def srh_unpaired_records(raw: Path) -> list[Record]:
         if sha256_text(u) in controls:
             continue
         out.append(
-            Record(
+            CorpusEntry(
                 id=f"srh_unpaired_{lineno}",
                 category="specification_gaming",
                 task="code",
@@ -232,7 +232,7 @@ def minhash(text: str, num_perm: int = NUM_PERM) -> MinHash:
     return m
 
 
-def _overlaps(rec: Record, req_h: set[str], resp_h: set[str], pair_h: set[str], lsh: Any) -> list[str]:
+def _overlaps(rec: CorpusEntry, req_h: set[str], resp_h: set[str], pair_h: set[str], lsh: Any) -> list[str]:
     """The kinds of overlap of ``rec`` with the held-out samples, as count keys of
     :func:`disjointness`: ``exact_request``, ``exact_response``, ``exact_pair`` (sha256 of the texts
     in ``req_h`` / ``resp_h`` / ``pair_h``), ``near_duplicate`` (a MinHash ``lsh`` hit)."""
@@ -250,8 +250,8 @@ def _overlaps(rec: Record, req_h: set[str], resp_h: set[str], pair_h: set[str], 
 
 
 def disjointness(
-    records: Sequence[Record], heldout: Iterable[tuple[str, str, str]], *, threshold: float = NEAR_DUP_THRESHOLD
-) -> tuple[list[Record], dict[str, Any]]:
+    records: Sequence[CorpusEntry], heldout: Iterable[tuple[str, str, str]], *, threshold: float = NEAR_DUP_THRESHOLD
+) -> tuple[list[CorpusEntry], dict[str, Any]]:
     """Drop corpus records that overlap held-out samples; return ``(kept, counts)``.
 
     Args:
@@ -307,7 +307,7 @@ def disjointness(
 
 def build_corpus(
     engine: Engine, raw: str | Path | None = None, *, extra: bool = True
-) -> tuple[list[Record], dict[str, Any]]:
+) -> tuple[list[CorpusEntry], dict[str, Any]]:
     """The training corpus: gold train samples + unpaired raw material, minus anything overlapping the
     held-out samples.
 
@@ -330,7 +330,7 @@ def build_corpus(
     return kept, {"records": len(kept), "raw_extra": extra_counts, **composition(kept), "disjointness": dis}
 
 
-def composition(records: Sequence[Record]) -> dict[str, dict[str, int]]:
+def composition(records: Sequence[CorpusEntry]) -> dict[str, dict[str, int]]:
     """Counts by source, category/task, label and label provenance."""
     out: dict[str, dict[str, int]] = {"by_source": {}, "by_category_task": {}, "by_label": {}, "by_label_source": {}}
     for r in records:
@@ -359,7 +359,7 @@ def chat_messages(request: str, response: str, label: str | None, template: str 
     return msgs
 
 
-def to_row(rec: Record, *, max_chars: int | None = None) -> dict[str, Any]:
+def to_row(rec: CorpusEntry, *, max_chars: int | None = None) -> dict[str, Any]:
     """One JSONL row (``messages`` + metadata) for ``rec``; texts cut to ``max_chars`` when given."""
     req, resp = rec.request, rec.response
     if max_chars:
@@ -381,7 +381,7 @@ def to_row(rec: Record, *, max_chars: int | None = None) -> dict[str, Any]:
 _REQUIRED = ("id", "category", "task", "label", "request", "response")
 
 
-def read_jsonl(path: str | Path) -> list[Record]:
+def read_jsonl(path: str | Path) -> list[CorpusEntry]:
     """Read a corpus file written by :func:`write_jsonl` back into records.
 
     Raises:
@@ -414,7 +414,7 @@ def read_jsonl(path: str | Path) -> list[Record]:
                         f"{row[k]!r} is not one of {', '.join(allowed)}", file=str(p), line=lineno, field=k
                     )
             out.append(
-                Record(
+                CorpusEntry(
                     id=row["id"],
                     category=row["category"],
                     task=row["task"],
@@ -429,7 +429,7 @@ def read_jsonl(path: str | Path) -> list[Record]:
     return out
 
 
-def write_jsonl(records: Sequence[Record], path: str | Path) -> Path:
+def write_jsonl(records: Sequence[CorpusEntry], path: str | Path) -> Path:
     """Write the corpus as chat JSONL (see the module docstring); parent folders are created."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from automonitor.data.build.config import ORIGIN
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
-from automonitor.data.sources import PairRecord
+from automonitor.data.sources import SourcePair
 
 
 @dataclass
@@ -26,7 +26,7 @@ def rng_for(seed: int, source: str, purpose: str) -> random.Random:
     return random.Random(f"automonitor:{seed}:{source}:{purpose}")
 
 
-def shuffled(pairs: Iterable[PairRecord], rng: random.Random) -> list[PairRecord]:
+def shuffled(pairs: Iterable[SourcePair], rng: random.Random) -> list[SourcePair]:
     """``pairs`` sorted by ``pair_id``, then shuffled by ``rng`` (deterministic for a seeded rng)."""
     out = sorted(pairs, key=lambda p: p.pair_id)
     rng.shuffle(out)
@@ -52,13 +52,13 @@ def proportional(counts: dict[str, int], total: int) -> dict[str, int]:
     return out
 
 
-def pair_hashes(p: PairRecord) -> tuple[str, str, str]:
+def pair_hashes(p: SourcePair) -> tuple[str, str, str]:
     """sha256 of the request, the misbehavior and the benign text of ``p``."""
     return sha256_text(p.request), sha256_text(p.misbehavior), sha256_text(p.benign)
 
 
 def rows_for(
-    p: PairRecord,
+    p: SourcePair,
     split: str | None,
     status: str,
     h: tuple[str, str, str],
