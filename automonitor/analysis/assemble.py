@@ -14,12 +14,13 @@ import pandas as pd
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.localisation import run_localisation
 from automonitor.analysis.bootstrap import bootstrap_runs, pair_classes
-from automonitor.analysis.encoding import TP, empty_preds, encode, Encoded, sample_grid
+from automonitor.analysis.encoding import CELLS, TP, empty_preds, encode, Encoded, sample_grid
 from automonitor.analysis.paired import default_comparisons, paired_comparisons
 from automonitor.analysis.roc_grounding import add_grounding, add_roc, evidence_run_ids
 from automonitor.analysis.slices import Slices, slice_stats
 from automonitor.analysis.options import AnalysisOptions, compare_list, resolve_options
 from automonitor.analysis.report_schema import Report
+from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunFrame
 
 
 def analyze(
@@ -75,6 +76,7 @@ def analyze(
     pair_counts = pair_classes(grid.cells, grid.sample_pair, grid.sample_label, grid.n_pairs)
     clock.lap("bootstrap")
     entries = _run_entries(runs, enc, slices, boot, pair_counts)
+    _add_metrics(entries, df, enc, invalid)
     add_roc(entries, df, enc, opt.cost_ratio, opt.prevalence)
     clock.lap("roc")
     memo: dict[tuple[str, str], tuple[int, int] | None] = {}  # quotes grounded once, read by localisation
@@ -91,6 +93,21 @@ def analyze(
     rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
     return Report.model_validate(_json_safe(rep))
+
+
+def _add_metrics(entries: list[dict[str, Any]], df: pd.DataFrame, enc: Encoded, invalid: str) -> None:
+    """Set ``metrics`` ({name: JSON value}) on every entry from the registered run metrics
+    (:mod:`automonitor.analysis.run_metrics`); nothing when none is registered (the report is as before)."""
+    if not METRICS:
+        return
+    cells = np.array(CELLS, dtype=object)
+    frame = df.reset_index(drop=True).assign(cell=cells[np.clip(enc.cell, 0, len(CELLS) - 1)])
+    for i, entry in enumerate(entries):
+        mine = frame[enc.run == i].reset_index(drop=True)
+        n = mine["cell"].value_counts()
+        tp, fn, fp, tn, uns = (int(n.get(c, 0)) for c in CELLS[:5])
+        rf = RunFrame(entry["run_id"], invalid, mine, tp, fn, fp, tn, uns)
+        entry["metrics"] = {name: m.compute_json(rf) for name, m in METRICS.items()}
 
 
 def _add_localisation(

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 from sqlalchemy.engine import Engine
 
 from automonitor.analysis.report_schema import Report
+from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.data.cache_home import cache_home
 
 #: A store written this recently (seconds) is not cached (see the module doc).
@@ -116,6 +117,8 @@ def cached_report(
 
 def _key(stamp: str, run_ids: Sequence[str] | None, options: dict[str, Any]) -> str:
     doc = [_FORMAT, code_stamp(), stamp, None if run_ids is None else list(run_ids), options]
+    if METRICS:  # a metric registered from outside the package: its code is part of the document
+        doc.append([m.stamp for m in METRICS.values()])
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:40]
 
 

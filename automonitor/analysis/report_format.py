@@ -17,6 +17,7 @@ from typing import Any, Mapping, cast
 
 from automonitor.escaping import md_escape  # names are data: no markup, links or HTML in the table
 from automonitor.analysis.report_schema import Report, RunReport, as_report
+from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, DIFFICULTY_EDITIONS, TEMPLATES
 
 FORMATS = ("markdown", "latex", "csv")
@@ -101,7 +102,43 @@ def to_markdown(rep: Report | Mapping[str, Any]) -> str:
     for r in rows:
         name = md_escape(r["monitor"])
         lines.append("| " + " | ".join([name] + [_v(r[c["key"]]) for c in cols]) + " |")
-    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + localisation_markdown(rep) + difficulty_markdown(rep)
+    return (
+        "\n".join(lines)
+        + "\n\n"
+        + _caption(rep)
+        + "\n"
+        + localisation_markdown(rep)
+        + difficulty_markdown(rep)
+        + metrics_markdown(rep)
+    )
+
+
+def run_metric_table(rep: Report | Mapping[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
+    """The registered run metrics (:mod:`automonitor.analysis.run_metrics`) of the runs that have them:
+    ``(labels, rows)``, each row ``{"run": run_id, "monitor", "template", label: display text, ...}``
+    (``-`` where undefined); ``([], [])`` when no run has a registered metric."""
+    runs = [r for r in as_report(rep).runs if r.metrics]
+    names = [n for n in METRICS if any(n in (r.metrics or {}) for r in runs)]
+    labels = [METRICS[n].label for n in names]
+    rows = [
+        {"run": r.run_id, "monitor": r.monitor, "template": r.template}
+        | {METRICS[n].label: METRICS[n].show((r.metrics or {}).get(n)) for n in names}
+        for r in runs
+    ]
+    return (labels, rows) if names else ([], [])
+
+
+def metrics_markdown(rep: Report | Mapping[str, Any]) -> str:
+    """The registered run metrics of ``rep`` as a markdown table (:func:`run_metric_table`); ``""`` when
+    no run has one."""
+    labels, rows = run_metric_table(rep)
+    if not labels:
+        return ""
+    head = ["Run", "Monitor", "Template"] + labels
+    lines = ["", "| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(md_escape(r[k]) for k in ["run", "monitor", "template"] + labels) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:

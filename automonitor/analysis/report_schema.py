@@ -15,13 +15,16 @@ floats in [0, 1] or ``None``; counts are non-negative ints; differences (``mr_di
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunMetric
+from automonitor.jsontypes import JSONValue
 from automonitor.vocab import RUN_KINDS, RUN_STATUSES, RunKind, RunStatus
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Rate = float | None
 """A rate or probability in [0, 1]; ``None`` when undefined."""
@@ -314,6 +317,22 @@ class RunReport(_Model):
     baselines_edition: str | None = None
     view: str = "full"  # the monitor view the run was judged under (``run --view``)
     answers: RunAnswers | None = None
+    # the registered run metrics (:mod:`automonitor.analysis.run_metrics`), {name: value in its JSON form};
+    # absent when no metric is registered
+    metrics: dict[str, JSONValue] | None = None
+
+    @field_validator("metrics")
+    @classmethod
+    def _registered_types(cls, value: dict[str, JSONValue] | None) -> dict[str, JSONValue] | None:
+        """Each value of a registered metric is checked against its declared type (a metric this process
+        has not registered, from a report written elsewhere, is kept as it is)."""
+        if value is None:
+            return None
+        return {k: METRICS[k].validate_json(v) if k in METRICS else v for k, v in value.items()}
+
+    def metric(self, metric: RunMetric[T]) -> T | None:
+        """The value of a registered run metric as its declared type (``None`` when the run has none)."""
+        return metric.read((self.metrics or {}).get(metric.name))
 
     @field_validator("kind", "status", mode="before")
     @classmethod

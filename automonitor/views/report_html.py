@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor import analysis
 from automonitor.analysis import audit_section
+from automonitor.analysis.report_format import run_metric_table
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
@@ -184,6 +185,7 @@ def build(
         _plane_html(rep, pts) if pts is not None else "<p>No runs in the report.</p>",
         _slices_html(rep),
         _difficulty_html(rep),
+        _metrics_html(rep),
         _gallery_html(rep, items),
         _provenance_html(rep, prov),
     ]
@@ -417,6 +419,22 @@ def _difficulty_html(rep: Report) -> str:
         f'<table class="grid"><tr><th>run</th><th>{esc(_rep_edition(rep))} (as reported)</th>{head}</tr>'
         f"{''.join(rows)}</table>"
     )
+
+
+def _metrics_html(rep: Report) -> str:
+    """The registered run metrics (:func:`automonitor.analysis.report_format.run_metric_table`), one row
+    per run; empty when no run has one."""
+    labels, rows = run_metric_table(rep)
+    if not labels:
+        return ""
+    head = "".join(f"<th>{esc(lab)}</th>" for lab in labels)
+    body = "".join(
+        f'<tr><th>{esc(r["monitor"])} · {esc(r["template"])} <span class="rid">{esc(r["run"])}</span></th>'
+        + "".join(f"<td>{esc(r[lab])}</td>" for lab in labels)
+        + "</tr>"
+        for r in rows
+    )
+    return f'<h2>Run metrics</h2><table class="grid"><tr><th>run</th>{head}</tr>{body}</table>'
 
 
 def _rep_edition(rep: Report) -> str:

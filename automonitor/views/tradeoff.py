@@ -11,6 +11,7 @@ import pandas as pd
 from automonitor import vocab
 from automonitor.analysis import metrics
 from automonitor.analysis.report_schema import Report, as_report
+from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.escaping import esc
 from automonitor.views.cells import MISSING, cell, display_frame
 
@@ -74,7 +75,9 @@ def tradeoff_points(
     ``report``: a :class:`automonitor.analysis.report_schema.Report` (or its dict, validated against the schema).
     Columns: run_id, monitor, template, kind, n, mr, far, mr_lo, mr_hi, far_lo, far_hi (Wilson 95%),
     unscored, unscored_rate, tp, fn, fp, tn, on_front, marks (what the run is marked with: ``lenient parse``,
-    ``legacy score``, ``errors N%``; comma-separated, empty when none).
+    ``legacy score``, ``errors N%``; comma-separated, empty when none); on the overall slice, one column per
+    registered run metric (:mod:`automonitor.analysis.run_metrics`) under its label (a number as it is,
+    another value as its display text; runs without it missing).
     Raises ``pydantic.ValidationError`` for a dict that does not follow the report schema.
     """
     from automonitor import analysis
@@ -89,6 +92,12 @@ def tradeoff_points(
     pts["on_front"] = metrics.pareto_front(list(pts["mr"]), list(pts["far"])) if len(pts) else pd.Series(dtype=bool)
     marks = {e.run_id: ", ".join(e.answers.marks) if e.answers else "" for e in typed.runs}
     pts["marks"] = [marks.get(r, "") for r in pts["run_id"]]
+    if category is None and task is None:  # a registered metric is over all of a run's samples
+        for name, m in METRICS.items():
+            vals = {e.run_id: (e.metrics or {}).get(name) for e in typed.runs if name in (e.metrics or {})}
+            if vals:
+                shown = {r: v if isinstance(v, (int, float)) or v is None else m.show(v) for r, v in vals.items()}
+                pts[m.label] = [shown.get(r) for r in pts["run_id"]]
     return pts
 
 
@@ -268,11 +277,12 @@ COST_COLUMNS: tuple[str, ...] = ("usd_per_1k", "s_per_1k")
 def slice_runs_table(points: pd.DataFrame) -> pd.DataFrame:
     """The Trade-off page's "Runs in this slice" table from the drawn points (:func:`honest_points`
     output, with the cost columns where known): :data:`SLICE_RUNS_COLUMNS` plus the present
-    :data:`COST_COLUMNS`, no missing cell: a cost column with a run without costs is text
+    :data:`COST_COLUMNS` and the registered run metrics' columns (:func:`tradeoff_points`), no missing cell: a cost column with a run without costs is text
     (:data:`MISSING` there, 4 significant digits elsewhere), else it stays numeric like the rates.
     Rows keep the points' order."""
-    cols = SLICE_RUNS_COLUMNS + [c for c in COST_COLUMNS if c in points]
-    return display_frame(points.reindex(columns=cols), {c: ".4g" for c in COST_COLUMNS})
+    metric_cols = {m.label: m.fmt for m in METRICS.values() if m.label in points}
+    cols = SLICE_RUNS_COLUMNS + [c for c in COST_COLUMNS if c in points] + list(metric_cols)
+    return display_frame(points.reindex(columns=cols), {c: ".4g" for c in COST_COLUMNS} | metric_cols)
 
 
 def difficulty_rows(report: Report | Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -16,7 +16,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("automonitor", "store")
-BASE_MODULES = {"vocab.py", "errors.py", "hashing.py", "escaping.py", "leases.py", "timestamps.py", "ranks.py"}
+BASE_MODULES = {
+    "vocab.py",
+    "errors.py",
+    "hashing.py",
+    "escaping.py",
+    "leases.py",
+    "timestamps.py",
+    "ranks.py",
+    "jsontypes.py",
+}
 STEPS = {"data", "runs", "analysis", "annotation", "views", "cli"}
 
 
