@@ -25,6 +25,7 @@ BASE_MODULES = {
     "timestamps.py",
     "ranks.py",
     "jsontypes.py",
+    "lazy.py",
 }
 STEPS = {"data", "runs", "analysis", "annotation", "views", "cli"}
 

@@ -54,7 +54,9 @@ One module per job (this package re-exports the public names):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from automonitor.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from automonitor.data.audit.baselines import length_features, tfidf_vectorizer
@@ -136,16 +138,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The public name ``name`` from its submodule (imported now); ``AttributeError`` for another name."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOME)
 
 
 __all__ = [

@@ -1,0 +1,31 @@
+"""Lazy re-exports of a package's public names (PEP 562), shared by the packages whose ``__init__`` would
+otherwise import heavy libraries (pandas, SciPy, scikit-learn) for a caller that needs one light module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any, Callable, Mapping
+
+
+def lazy_getattr(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package``: a public name is imported from its submodule on first use
+    and kept in the package's namespace.
+
+    Args:
+        package: the package's ``__name__``.
+        homes: public name -> the submodule (relative to ``package``) that defines it.
+    Returns:
+        The function to bind to the package's ``__getattr__``; it raises ``AttributeError`` for a name
+        not in ``homes``.
+    """
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__
