@@ -54,7 +54,7 @@ _HOME = {
     "AnalysisOptions": "options",
     "ReportOptions": "options",
     **{name: "from_store" for name in ("controls_far", "predictions_frame", "report", "runs_frame")},
-    **{name: "points" for name in ("POINT_COLUMNS", "REPORTED_LABEL", "reported_points", "run_points")},
+    **{name: "plane_points" for name in ("POINT_COLUMNS", "REPORTED_LABEL", "reported_points", "run_points")},
     "FAR_TARGETS": "roc_grounding",
     "roc_summary": "roc_grounding",
 }
