@@ -8,7 +8,7 @@ cell matrix with each sample's pair and label; :class:`SampleGrid`). Cell codes:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Mapping, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,10 @@ def empty_preds() -> pd.DataFrame:
     )
 
 
-def _map_codes(col: pd.Series, mapping: dict[Any, int], default: int) -> np.ndarray:
+K = TypeVar("K")
+
+
+def _map_codes(col: pd.Series, mapping: Mapping[K, int], default: int) -> np.ndarray:
     """``mapping[value]`` per element (``default`` for unknown values and missing), via factorize: fast on
     Arrow-backed string columns."""
     codes, uniques = pd.factorize(col, use_na_sentinel=True)

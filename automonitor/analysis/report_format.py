@@ -113,11 +113,11 @@ def to_markdown(rep: Report | Mapping[str, Any]) -> str:
     )
 
 
-def run_metric_table(rep: Report | Mapping[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
+def run_metric_table(rep: Report) -> tuple[list[str], list[dict[str, str]]]:
     """The registered run metrics (:mod:`automonitor.analysis.run_metrics`) of the runs that have them:
     ``(labels, rows)``, each row ``{"run": run_id, "monitor", "template", label: display text, ...}``
     (``-`` where undefined); ``([], [])`` when no run has a registered metric."""
-    runs = [r for r in as_report(rep).runs if r.metrics]
+    runs = [r for r in rep.runs if r.metrics]
     names = [n for n in METRICS if any(n in (r.metrics or {}) for r in runs)]
     labels = [METRICS[n].label for n in names]
     rows = [
@@ -128,7 +128,7 @@ def run_metric_table(rep: Report | Mapping[str, Any]) -> tuple[list[str], list[d
     return (labels, rows) if names else ([], [])
 
 
-def metrics_markdown(rep: Report | Mapping[str, Any]) -> str:
+def metrics_markdown(rep: Report) -> str:
     """The registered run metrics of ``rep`` as a markdown table (:func:`run_metric_table`); ``""`` when
     no run has one."""
     labels, rows = run_metric_table(rep)
