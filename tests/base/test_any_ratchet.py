@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: Explicit ``Any`` per package at the last count (1,273 in all when the ratchet was set, issue 39).
 RATCHET: dict[str, int] = {
     "app.py": 0,
-    "automonitor (base modules)": 8,
+    "automonitor (base modules)": 10,  # lazy.py: a module __getattr__ returns Any (PEP 562)
     "automonitor/analysis": 203,
     "automonitor/annotation": 123,
     "automonitor/cli": 30,
