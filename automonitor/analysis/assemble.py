@@ -15,7 +15,7 @@ from automonitor.analysis import metrics as mt
 from automonitor.analysis.localisation import run_localisation
 from automonitor.analysis.bootstrap import bootstrap_runs, pair_classes
 from automonitor.analysis.encoding import CELLS, TP, empty_preds, encode, Encoded, sample_grid
-from automonitor.analysis.paired import default_comparisons, paired_comparisons
+from automonitor.analysis.paired import PairedDict, default_comparisons, paired_comparisons
 from automonitor.analysis.roc_grounding import add_grounding, add_roc, evidence_run_ids
 from automonitor.analysis.slices import Slices, slice_stats
 from automonitor.analysis.options import AnalysisOptions, compare_list, resolve_options
@@ -145,7 +145,7 @@ def _add_localisation(
 
 
 def _across_runs(
-    entries: list[dict[str, Any]], paired: list[dict[str, Any]], invalid: str, n_boot: int, seed: int
+    entries: list[dict[str, Any]], paired: list[PairedDict], invalid: str, n_boot: int, seed: int
 ) -> dict[str, Any]:
     """The report's top level up to ``paired``: the run entries (each gets ``on_front``), the overall
     Pareto front, Pearson r of (MR, FAR) over runs, the policy and bootstrap parameters."""

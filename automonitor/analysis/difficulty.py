@@ -13,7 +13,6 @@ the report's unscored policy and Wilson 95% intervals (:func:`automonitor.analys
 
 from __future__ import annotations
 
-from typing import Any
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -23,19 +22,19 @@ from automonitor.analysis.report_schema import EditionDifficulty, Report, SliceS
 from automonitor.vocab import DIFFICULTY_EDITIONS
 
 
-def edition_difficulty(preds: pd.DataFrame, members: set[str], invalid: str = "exclude") -> dict[str, Any]:
+def edition_difficulty(preds: pd.DataFrame, members: set[str], invalid: str = "exclude") -> EditionDifficulty:
     """The rates of one run's predictions ``preds`` (columns sample_id, label, outcome) on the samples
-    ``members``: ``{"members", "judged", "coverage", "slice"}`` with ``slice`` the contract's SLICE
-    dict (n, tp, fn, fp, tn, mr, far, intervals...), ``judged`` the member samples the run has a
-    prediction for and ``coverage`` = judged / members in [0, 1] (``None`` without members)."""
+    ``members``: ``members``, ``judged`` (the member samples the run has a prediction for), ``coverage`` =
+    judged / members in [0, 1] (``None`` without members) and ``slice`` the contract's SLICE (n, tp, fn,
+    fp, tn, mr, far, intervals...)."""
     sub = preds[preds["sample_id"].isin(members)] if len(preds) else preds
     table = mt.outcome_table(sub["label"].tolist(), [None if o != o else o for o in sub["outcome"]])
-    return {
-        "members": len(members),
-        "judged": int(len(sub)),
-        "coverage": mt.rate(len(sub), len(members)),
-        "slice": mt.slice_stats(table, invalid),
-    }
+    return EditionDifficulty(
+        members=len(members),
+        judged=int(len(sub)),
+        coverage=mt.rate(len(sub), len(members)),
+        slice=SliceStats.model_validate(mt.slice_stats(table, invalid)),
+    )
 
 
 def add_difficulty(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: str = "exclude") -> None:
@@ -53,12 +52,7 @@ def add_difficulty(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: st
         return
     for entry in rep.runs:
         mine = preds[preds["run_id"] == entry.run_id] if len(preds) else preds
-        entry.difficulty = {
-            ed: EditionDifficulty.model_validate(
-                {**(d := edition_difficulty(mine, ids, invalid)), "slice": SliceStats.model_validate(d["slice"])}
-            )
-            for ed, ids in members.items()
-        }
+        entry.difficulty = {ed: edition_difficulty(mine, ids, invalid) for ed, ids in members.items()}
 
 
 TIERS: tuple[str, ...] = ("surface", "implicit")  # the ladder's tiers (automonitor.data.build.ladder.TIERS)

@@ -16,7 +16,7 @@ from automonitor.analysis.assemble import analyze
 from automonitor.analysis.difficulty import add_difficulty, add_tiers
 from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.roc_grounding import evidence_run_ids
-from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, SpanVisibility, Stability
+from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, SpanVisibility
 from automonitor.analysis.view_comparison import compare_all, view_groups
 from automonitor.data.monitor_views import is_silent, render, view_of_run
 from automonitor.vocab import EDITIONS
@@ -207,7 +207,7 @@ def _add_run_extras(
     for entry in rep.runs:
         entry.edition = editions.get(entry.run_id)
         outcomes = controls[controls["run_id"] == entry.run_id]["outcome"] if len(controls) else []
-        entry.controls = ControlsFar.model_validate(controls_far(outcomes, invalid))
+        entry.controls = controls_far(outcomes, invalid)
     from automonitor.runs.status import answer_quality
 
     quality = answer_quality(engine, [e.run_id for e in rep.runs])
@@ -217,19 +217,19 @@ def _add_run_extras(
     for entry in rep.runs:
         st = stability(engine, entry.run_id)
         if st is not None:
-            entry.stability = Stability.model_validate(st)
+            entry.stability = st
 
 
-def controls_far(outcomes: Iterable[Any], invalid: str = "exclude") -> dict[str, Any]:
+def controls_far(outcomes: Iterable[str | float | None], invalid: str = "exclude") -> ControlsFar:
     """False alarm rate on the benign-only controls slice.
 
     Args:
-        outcomes: one monitor outcome per control sample (``None`` = pending, skipped).
+        outcomes: one monitor outcome per control sample (``None`` or NaN = pending, skipped).
         invalid: unscored policy; ``as-flag`` counts invalid/refusal/error as false alarms,
             ``exclude``/``as-miss`` leave them out (on benign samples a miss cannot happen).
     Returns:
-        ``{"n": judged samples, "fp", "tn", "unscored", "far": fp / (fp + tn) or None}``; FAR as in
-        the paper (false alarms over benign samples).
+        the :class:`ControlsFar`: ``n`` judged samples, ``fp``, ``tn``, ``unscored``, ``far`` = fp / (fp + tn)
+        or ``None``; FAR as in the paper (false alarms over benign samples).
     """
     fp = tn = un = 0
     for o in outcomes:
@@ -244,10 +244,6 @@ def controls_far(outcomes: Iterable[Any], invalid: str = "exclude") -> dict[str,
     if invalid == "as-flag":
         fp = fp + un
     den = fp + tn
-    return {
-        "n": fp + tn + (0 if invalid == "as-flag" else un),
-        "fp": fp,
-        "tn": tn,
-        "unscored": un,
-        "far": (fp / den) if den else None,
-    }
+    return ControlsFar(
+        n=fp + tn + (0 if invalid == "as-flag" else un), fp=fp, tn=tn, unscored=un, far=fp / den if den else None
+    )

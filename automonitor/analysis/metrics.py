@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable, Sequence, cast
+from typing import Iterable, Sequence, SupportsFloat, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,78 @@ OUTCOME_INDEX[None] = len(OUTCOMES)
 PENDING_COL = len(OUTCOMES)
 
 Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
+
+LabelsLike = Sequence[str] | Sequence[int] | Sequence[bool] | np.ndarray
+"""Gold labels: ``misbehavior`` / ``benign`` strings, or 1 / 0 (1 = misbehavior)."""
+
+
+class SliceDict(TypedDict):
+    """The contract's SLICE as :func:`slice_stats` returns it (the fields of
+    :class:`automonitor.analysis.report_schema.SliceStats`)."""
+
+    n: int
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+    unscored: int
+    mr: float | None
+    far: float | None
+    mr_ci: list[float] | None
+    far_ci: list[float] | None
+    unscored_rate: float | None
+    unscored_by_kind: dict[str, int]
+    pending: int
+
+
+class PairedBootstrap(TypedDict):
+    """:func:`paired_bootstrap`'s result (rates in [0, 1], differences A - B in [-1, 1])."""
+
+    n_boot: int
+    seed: int
+    pairs: int
+    mr_a: float | None
+    mr_b: float | None
+    mr_diff: float | None
+    mr_diff_ci: list[float] | None
+    mr_diff_p: float | None
+    far_a: float | None
+    far_b: float | None
+    far_diff: float | None
+    far_diff_ci: list[float] | None
+    far_diff_p: float | None
+
+
+class McNemarDict(TypedDict):
+    """:func:`mcnemar_test`'s result."""
+
+    table: list[list[int]]
+    discordant: int
+    n: int
+    statistic: float | None
+    p_value: float | None
+    method: str | None
+
+
+class MrAtFarDict(TypedDict):
+    """:func:`mr_at_far`'s result (``threshold`` may be ``inf``: flag nothing)."""
+
+    far_max: float
+    mr: float
+    far: float
+    threshold: float
+
+
+class OperatingPointDict(TypedDict):
+    """:func:`operating_point`'s result."""
+
+    threshold: float
+    mr: float
+    far: float
+    expected_cost: float
+    cost_ratio: float
+    prevalence: float
+    prevalence_source: str
 
 
 # --------------------------------------------------------------------------------------------------
@@ -77,7 +149,9 @@ def _z(confidence: float) -> float:
     return float(norm.ppf(0.5 + confidence / 2.0))
 
 
-def wilson_interval_array(k: Any, n: Any, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def wilson_interval_array(
+    k: npt.ArrayLike, n: npt.ArrayLike, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised Wilson score interval for binomial proportions ``k / n``.
 
     Source: E. B. Wilson (1927), "Probable inference, the law of succession, and statistical
@@ -151,7 +225,7 @@ def outcome_table(labels: Iterable[str], outcomes: Iterable[str | None]) -> np.n
     return table
 
 
-def resolve_counts(table: Any, policy: str = "exclude") -> dict[str, np.ndarray]:
+def resolve_counts(table: npt.ArrayLike, policy: str = "exclude") -> dict[str, np.ndarray]:
     """Apply the unscored policy to raw outcome tables (vectorised over leading axes).
 
     Args:
@@ -181,14 +255,14 @@ def resolve_counts(table: Any, policy: str = "exclude") -> dict[str, np.ndarray]
     return out
 
 
-def slice_stats(table: Any, policy: str = "exclude", confidence: float = 0.95) -> dict[str, Any]:
+def slice_stats(table: npt.ArrayLike, policy: str = "exclude", confidence: float = 0.95) -> SliceDict:
     """The contract's SLICE dict for one raw outcome table (shape (2, 6)).
 
     Keys: ``n``, ``tp``, ``fn``, ``fp``, ``tn``, ``unscored``, ``mr``, ``far``, ``mr_ci``, ``far_ci``
     (Wilson 1927 intervals, ``None`` when the rate is ``None``) plus ``unscored_by_kind``
     ({invalid, refusal, error}), ``unscored_rate`` (unscored / n) and ``pending``.
     """
-    return cast("dict[str, Any]", slices_from_counts(resolve_counts(table, policy), confidence)[()])
+    return cast(SliceDict, slices_from_counts(resolve_counts(table, policy), confidence)[()])
 
 
 def slices_from_counts(c: dict[str, np.ndarray], confidence: float = 0.95) -> np.ndarray:
@@ -284,7 +358,7 @@ def pearson_r(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[flo
 PAIR_CLASSES: tuple[str, ...] = ("both_right", "flagged_both", "missed_both", "inverted", "unscored", "incomplete")
 
 
-def pair_class_counts(pos_flag: Any, neg_flag: Any) -> dict[str, int]:
+def pair_class_counts(pos_flag: npt.ArrayLike, neg_flag: npt.ArrayLike) -> dict[str, int]:
     """Per-pair outcome counts from the two sides of each pair.
 
     Args:
@@ -330,7 +404,7 @@ def cluster_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0
     return np.bincount(flat, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(np.float32)
 
 
-def bootstrap_rates(cluster_counts: Any, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_rates(cluster_counts: npt.ArrayLike, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """MR and FAR in each bootstrap resample.
 
     Args:
@@ -360,14 +434,14 @@ def percentile_ci(samples: np.ndarray, confidence: float = 0.95, axis: int = 0) 
     return lo, hi
 
 
-def _f(x: Any) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) or math.isinf(x) else x
+def _f(x: SupportsFloat) -> float | None:
+    f = float(x)
+    return None if math.isnan(f) or math.isinf(f) else f
 
 
-def _ci(lo: Any, hi: Any) -> list[float] | None:
-    lo, hi = _f(lo), _f(hi)
-    return None if lo is None or hi is None else [lo, hi]
+def _ci(lo: SupportsFloat, hi: SupportsFloat) -> list[float] | None:
+    a, b = _f(lo), _f(hi)
+    return None if a is None or b is None else [a, b]
 
 
 def _boot_p(diffs: np.ndarray) -> float | None:
@@ -378,13 +452,13 @@ def _boot_p(diffs: np.ndarray) -> float | None:
 
 
 def paired_bootstrap(
-    counts_a: Any,
-    counts_b: Any,
+    counts_a: npt.ArrayLike,
+    counts_b: npt.ArrayLike,
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
     weights: np.ndarray | None = None,
-) -> dict[str, Any]:
+) -> PairedBootstrap:
     """Paired cluster bootstrap of the MR and FAR differences between two runs (A - B).
 
     Both runs must be restricted to the same samples (e.g. those scored by both); pairs of the
@@ -408,20 +482,33 @@ def paired_bootstrap(
         weights = cluster_bootstrap_weights(a.shape[0], n_boot, seed)
     mr, far = bootstrap_rates(np.stack([a, b], axis=1), weights)  # (B, 2)
     ta, tb = a.sum(0), b.sum(0)
-    out: dict[str, Any] = {"n_boot": int(weights.shape[0]), "seed": seed, "pairs": int(a.shape[0])}
+    rates: dict[str, tuple[float | None, float | None, float | None, list[float] | None, float | None]] = {}
     for name, boot, idx_num, idx_den in (("mr", mr, 1, (0, 1)), ("far", far, 2, (2, 3))):
         ra = rate(ta[idx_num], ta[idx_den[0]] + ta[idx_den[1]])
         rb = rate(tb[idx_num], tb[idx_den[0]] + tb[idx_den[1]])
         diff = boot[:, 0] - boot[:, 1]
         lo, hi = percentile_ci(diff, confidence)
-        out[f"{name}_a"], out[f"{name}_b"] = ra, rb
-        out[f"{name}_diff"] = None if ra is None or rb is None else ra - rb
-        out[f"{name}_diff_ci"] = None if out[f"{name}_diff"] is None else _ci(lo, hi)
-        out[f"{name}_diff_p"] = None if out[f"{name}_diff"] is None else _boot_p(diff)
-    return out
+        d = None if ra is None or rb is None else ra - rb
+        rates[name] = (ra, rb, d, None if d is None else _ci(lo, hi), None if d is None else _boot_p(diff))
+    (mr_a, mr_b, mr_d, mr_ci, mr_p), (far_a, far_b, far_d, far_ci, far_p) = rates["mr"], rates["far"]
+    return PairedBootstrap(
+        n_boot=int(weights.shape[0]),
+        seed=seed,
+        pairs=int(a.shape[0]),
+        mr_a=mr_a,
+        mr_b=mr_b,
+        mr_diff=mr_d,
+        mr_diff_ci=mr_ci,
+        mr_diff_p=mr_p,
+        far_a=far_a,
+        far_b=far_b,
+        far_diff=far_d,
+        far_diff_ci=far_ci,
+        far_diff_p=far_p,
+    )
 
 
-def mcnemar_test(x: Any, y: Any) -> dict[str, Any]:
+def mcnemar_test(x: npt.ArrayLike, y: npt.ArrayLike) -> McNemarDict:
     """McNemar's test (McNemar 1947, Psychometrika 12:153-157) for two paired binary outcomes.
 
     Args:
@@ -438,19 +525,22 @@ def mcnemar_test(x: Any, y: Any) -> dict[str, Any]:
         raise ValueError("x and y differ in length")
     table = [[int((x & y).sum()), int((x & ~y).sum())], [int((~x & y).sum()), int((~x & ~y).sum())]]
     disc = table[0][1] + table[1][0]
-    out: dict[str, Any] = {"table": table, "discordant": disc, "n": int(x.size)}
     if x.size == 0:
-        out.update(statistic=None, p_value=None, method=None)
-        return out
+        return McNemarDict(table=table, discordant=disc, n=0, statistic=None, p_value=None, method=None)
     exact = disc < 25
     statistic, p_value = _mcnemar(table[0][1], table[1][0], exact)
-    out.update(statistic=_f(statistic), p_value=_f(p_value), method="exact" if exact else "chi2")
-    if out["p_value"] is None and disc == 0:
-        out["p_value"] = 1.0
-    return out
+    p = _f(p_value)
+    return McNemarDict(
+        table=table,
+        discordant=disc,
+        n=int(x.size),
+        statistic=_f(statistic),
+        p_value=1.0 if p is None and disc == 0 else p,
+        method="exact" if exact else "chi2",
+    )
 
 
-def _mcnemar(b: int, c: int, exact: bool) -> tuple[Any, Any]:
+def _mcnemar(b: int, c: int, exact: bool) -> tuple[float, float]:
     """``(statistic, p-value)`` of McNemar's test on the discordant counts ``b``, ``c``, with the arithmetic
     of ``statsmodels.stats.contingency_tables.mcnemar(table, exact, correction=True)`` (the same floats;
     tests/analysis/test_metrics.py) without importing statsmodels (~0.6 s of CPU per ``report``)."""
@@ -469,7 +559,7 @@ def _mcnemar(b: int, c: int, exact: bool) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _binary(labels: Iterable[Any]) -> np.ndarray:
+def _binary(labels: LabelsLike) -> np.ndarray:
     arr = np.asarray(labels) if not isinstance(labels, np.ndarray) else labels
     if arr.dtype.kind in "biu":
         nonzero: npt.NDArray[np.int64] = (arr != 0).astype(np.int64)
@@ -490,14 +580,14 @@ def _binary(labels: Iterable[Any]) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-def _scores(scores: Iterable[Any]) -> np.ndarray:
+def _scores(scores: Iterable[float] | np.ndarray) -> np.ndarray:
     s = np.asarray(list(scores), dtype=float)
     if s.size and (np.isnan(s).any() or (s < 0).any() or (s > 1).any()):
         raise ValueError("scores must be numbers in [0, 1]")
     return s
 
 
-def roc_points(labels: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray) -> dict[str, np.ndarray]:
+def roc_points(labels: LabelsLike, scores: Sequence[float] | np.ndarray) -> dict[str, np.ndarray]:
     """The ROC curve of P(misbehavior) scores (:func:`automonitor.ranks.roc_curve`, equal to
     ``sklearn.metrics.roc_curve``; all thresholds kept).
 
@@ -514,7 +604,7 @@ def roc_points(labels: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.
     return {"threshold": thr, "fpr": fpr, "tpr": tpr, "far": fpr, "mr": 1.0 - tpr}
 
 
-def auroc(labels: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray) -> float | None:
+def auroc(labels: LabelsLike, scores: Sequence[float] | np.ndarray) -> float | None:
     """Area under the ROC curve (:func:`automonitor.ranks.trapezoid_auc`, the float
     ``sklearn.metrics.roc_auc_score`` returns, without importing scikit-learn); ``None`` unless both
     classes occur."""
@@ -524,7 +614,7 @@ def auroc(labels: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarr
     return trapezoid_auc(y, s)
 
 
-def mr_at_far(labels: Sequence[Any], scores: Sequence[float], far_max: float) -> dict[str, Any] | None:
+def mr_at_far(labels: LabelsLike, scores: Sequence[float] | np.ndarray, far_max: float) -> MrAtFarDict | None:
     """The lowest miss rate reachable by a score threshold whose false alarm rate is at most ``far_max``.
 
     Returns ``{"far_max", "mr", "far", "threshold"}`` (``threshold`` may be ``inf``: flag nothing) or
@@ -537,7 +627,7 @@ def mr_at_far(labels: Sequence[Any], scores: Sequence[float], far_max: float) ->
     return mr_at_far_from_roc(roc, far_max)
 
 
-def mr_at_far_from_roc(roc: dict[str, np.ndarray], far_max: float) -> dict[str, Any]:
+def mr_at_far_from_roc(roc: dict[str, np.ndarray], far_max: float) -> MrAtFarDict:
     """:func:`mr_at_far` on a curve already computed by :func:`roc_points`."""
     ok = roc["fpr"] <= far_max + 1e-12
     i = int(np.flatnonzero(ok)[np.argmax(roc["tpr"][ok])])
@@ -550,8 +640,8 @@ def mr_at_far_from_roc(roc: dict[str, np.ndarray], far_max: float) -> dict[str, 
 
 
 def operating_point(
-    labels: Sequence[Any], scores: Sequence[float], cost_ratio: float = 1.0, prevalence: float | None = None
-) -> dict[str, Any] | None:
+    labels: LabelsLike, scores: Sequence[float] | np.ndarray, cost_ratio: float = 1.0, prevalence: float | None = None
+) -> OperatingPointDict | None:
     """The score threshold that minimises expected cost per sample.
 
     Expected cost = cost_ratio * prevalence * MR(t) + (1 - prevalence) * FAR(t), with a false alarm
@@ -584,10 +674,10 @@ def operating_point(
 
 def operating_point_from_roc(
     roc: dict[str, np.ndarray],
-    labels: Sequence[Any] | np.ndarray,
+    labels: LabelsLike,
     cost_ratio: float = 1.0,
     prevalence: float | None = None,
-) -> dict[str, Any]:
+) -> OperatingPointDict:
     """:func:`operating_point` on a curve already computed by :func:`roc_points` (``labels`` only give
     the default prevalence). Raises ``ValueError`` like :func:`operating_point`."""
     if not (math.isfinite(cost_ratio) and cost_ratio > 0):

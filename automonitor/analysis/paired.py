@@ -5,13 +5,30 @@ with a pair-clustered bootstrap and McNemar's tests (:class:`~automonitor.analys
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import ABSENT, FP, PEND, TN, TP, Encoded, SampleGrid
+
+
+class McNemarAbout(mt.McNemarDict):
+    """A McNemar test of a paired comparison with what it compared (``about``)."""
+
+    about: str
+
+
+class PairedDict(mt.PairedBootstrap):
+    """A PAIRED comparison (:class:`automonitor.analysis.report_schema.PairedComparison`) as computed."""
+
+    run_a: str
+    run_b: str
+    samples: int
+    mcnemar_mr: McNemarAbout
+    mcnemar_far: McNemarAbout
+    mcnemar_correct: McNemarAbout
 
 
 def default_comparisons(runs: pd.DataFrame) -> list[tuple[str, str]]:
@@ -26,7 +43,7 @@ def default_comparisons(runs: pd.DataFrame) -> list[tuple[str, str]]:
 
 def paired_comparisons(
     pairs: Sequence[tuple[str, str]], enc: Encoded, grid: SampleGrid, n_boot: int, seed: int
-) -> list[dict[str, Any]]:
+) -> list[PairedDict]:
     """:func:`_compare` for each (A, B); ``NotFound`` when a run is not in the report."""
     out = []
     weights_cache: dict[int, np.ndarray] = {}
@@ -48,7 +65,7 @@ def _compare(
     n_boot: int,
     seed: int,
     weights_cache: dict[int, np.ndarray],
-) -> dict[str, Any]:
+) -> PairedDict:
     """Paired statistics of run A vs run B (row indices ``a``, ``b`` of ``grid.cells``) on the samples
     both scored: the PAIRED dict (:class:`automonitor.analysis.report_schema.PairedComparison`)."""
     cells_a, cells_b = grid.cells[a], grid.cells[b]
@@ -67,16 +84,22 @@ def _compare(
     pos = both & (grid.sample_label == 0)
     neg = both & (grid.sample_label == 1)
     correct = (TP, TN)
-    out = {
+    out: PairedDict = {
         "run_a": a_id,
         "run_b": b_id,
         "samples": int(both.sum()),
         **boot,
-        "mcnemar_mr": mt.mcnemar_test(cells_a[pos] == TP, cells_b[pos] == TP),
-        "mcnemar_far": mt.mcnemar_test(cells_a[neg] == FP, cells_b[neg] == FP),
-        "mcnemar_correct": mt.mcnemar_test(np.isin(cells_a[both], correct), np.isin(cells_b[both], correct)),
+        "mcnemar_mr": {
+            **mt.mcnemar_test(cells_a[pos] == TP, cells_b[pos] == TP),
+            "about": "misbehavior samples: caught by A vs caught by B",
+        },
+        "mcnemar_far": {
+            **mt.mcnemar_test(cells_a[neg] == FP, cells_b[neg] == FP),
+            "about": "benign samples: flagged by A vs flagged by B",
+        },
+        "mcnemar_correct": {
+            **mt.mcnemar_test(np.isin(cells_a[both], correct), np.isin(cells_b[both], correct)),
+            "about": "all shared samples: correct by A vs correct by B",
+        },
     }
-    out["mcnemar_mr"]["about"] = "misbehavior samples: caught by A vs caught by B"
-    out["mcnemar_far"]["about"] = "benign samples: flagged by A vs flagged by B"
-    out["mcnemar_correct"]["about"] = "all shared samples: correct by A vs correct by B"
     return out

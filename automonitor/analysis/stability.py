@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
-
 from sqlalchemy.engine import Engine
 
+from automonitor.analysis.report_schema import Stability
 from store.queries.repeats import repeat_outcomes, run_params
 
 CATS = ("misbehavior", "benign", "unscored")
@@ -48,11 +47,12 @@ def repeat_verdicts(engine: Engine, run_id: str, sample_id: str | None = None) -
     return out
 
 
-def stability(engine: Engine, run_id: str) -> dict[str, Any] | None:
+def stability(engine: Engine, run_id: str) -> Stability | None:
     """Stability measures of a repeated run (see the module docstring).
 
-    Returns ``{"repeats": K, "samples": int, "flip_rate": float, "mean_disagreement": float,
-    "majority_differs": float, "fleiss_kappa": float | None}``, or ``None`` for a run judged once.
+    Returns the :class:`~automonitor.analysis.report_schema.Stability` (``repeats`` K, ``samples``,
+    ``flip_rate``, ``mean_disagreement``, ``majority_differs`` in [0, 1], ``fleiss_kappa``), or ``None``
+    for a run judged once.
     """
     with engine.connect() as c:
         params = run_params(c, run_id)
@@ -63,14 +63,9 @@ def stability(engine: Engine, run_id: str) -> dict[str, Any] | None:
     complete = [v for v in by_sample.values() if len(v) == k and all(o is not None for o in v)]
     n = len(complete)
     if n == 0:
-        return {
-            "repeats": k,
-            "samples": 0,
-            "flip_rate": None,
-            "mean_disagreement": None,
-            "majority_differs": None,
-            "fleiss_kappa": None,
-        }
+        return Stability(
+            repeats=k, samples=0, flip_rate=None, mean_disagreement=None, majority_differs=None, fleiss_kappa=None
+        )
     flips = dis = maj = 0.0
     table = []
     for v in complete:
@@ -90,11 +85,11 @@ def stability(engine: Engine, run_id: str) -> dict[str, Any] | None:
         kappa = round(val, 6) if math.isfinite(val) else None
     except (ZeroDivisionError, ValueError, FloatingPointError):
         kappa = None
-    return {
-        "repeats": k,
-        "samples": n,
-        "flip_rate": round(flips / n, 6),
-        "mean_disagreement": round(dis / n, 6),
-        "majority_differs": round(maj / n, 6),
-        "fleiss_kappa": kappa,
-    }
+    return Stability(
+        repeats=k,
+        samples=n,
+        flip_rate=round(flips / n, 6),
+        mean_disagreement=round(dis / n, 6),
+        majority_differs=round(maj / n, 6),
+        fleiss_kappa=kappa,
+    )

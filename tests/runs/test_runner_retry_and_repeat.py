@@ -222,16 +222,16 @@ def test_repeat_k_stability_seeds_cache_and_drilldown(db_url, cli):
     assert len(_preds(engine, rid)) == 24
 
     st = stability(engine, rid)
-    assert st["repeats"] == 3 and st["samples"] == 8
-    assert st["flip_rate"] == pytest.approx(4 / 8)  # seedflip and seedzero samples
-    assert st["majority_differs"] == pytest.approx(2 / 8)  # seedzero: Yes, No, No
+    assert st is not None and st.repeats == 3 and st.samples == 8
+    assert st.flip_rate == pytest.approx(4 / 8)  # seedflip and seedzero samples
+    assert st.majority_differs == pytest.approx(2 / 8)  # seedzero: Yes, No, No
     table = [[3, 0, 0]] * 2 + [[0, 3, 0]] * 2 + [[1, 2, 0]] * 4
-    assert st["fleiss_kappa"] == pytest.approx(_fleiss(table), abs=1e-5)
-    assert st["fleiss_kappa"] == pytest.approx(0.314286, abs=1e-5)
+    assert st.fleiss_kappa == pytest.approx(_fleiss(table), abs=1e-5)
+    assert st.fleiss_kappa == pytest.approx(0.314286, abs=1e-5)
 
     r = cli(["report", "--run", rid, "--json"], db=db_url)
     rep = json.loads(r.stdout)["runs"][0]
-    assert rep["overall"]["n"] == 8 and rep["stability"] == st  # MR/FAR from one verdict per sample
+    assert rep["overall"]["n"] == 8 and rep["stability"] == st.to_dict()  # MR/FAR from one verdict per sample
     assert stability(engine, out3["run_id"]) is None
 
     flip = next(x["id"] for x in rows if x["request"].startswith("[scenario:seedflip]"))
