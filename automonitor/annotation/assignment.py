@@ -212,17 +212,18 @@ def _spread_pairs(
 
 
 def _append_batch(
-    s: Session, annotator_id: int, items: list[tuple[str, str]], seed: int, now: datetime
+    s: Session, annotator_id: int, items: list[tuple[str, str]], seed: int, now: datetime, batch: int | None = None
 ) -> list[dict[str, Any]]:
-    """The assignment rows that append ``items`` ((sample_id, pair_id)) to an annotator's queue as one
-    new batch (their highest batch + 1), ordered by :func:`_arrange` with
+    """The assignment rows that append ``items`` ((sample_id, pair_id)) to an annotator's queue as batch
+    ``batch`` (default: a new one, their highest batch + 1), ordered by :func:`_arrange` with
     ``random.Random(f"{seed}:{annotator_id}")`` so no two sides of a pair are adjacent, also not at the
     junction with the queue's last item. Nothing is written here."""
     tail = store.queue_tail(s, annotator_id)
     prev_pair = tail[1] if tail is not None else None
     order = _arrange(items, prev_pair, random.Random(f"{seed}:{annotator_id}"))
     start = (tail[0] + 1) if tail is not None else 0
-    batch = store.max_batch(s, annotator_id) + 1
+    if batch is None:
+        batch = store.max_batch(s, annotator_id) + 1
     return [
         {
             "annotator_id": annotator_id,
@@ -518,26 +519,8 @@ def _assign_session(
         now = utcnow()
         rows: list[dict[str, Any]] = []
         for a in annotators:
-            if not per[a]:
-                continue
-            tail = store.queue_tail(s, a)
-            order = _arrange(
-                [(it["id"], it["pair_id"]) for it in per[a]],
-                tail[1] if tail else None,
-                random.Random(f"{seed}:{a}"),
-            )
-            start = tail[0] + 1 if tail else 0
-            rows += [
-                {
-                    "annotator_id": a,
-                    "sample_id": sid,
-                    "position": start + i,
-                    "seed": seed,
-                    "batch": batch,
-                    "created_at": now,
-                }
-                for i, sid in enumerate(order)
-            ]
+            if per[a]:
+                rows += _append_batch(s, a, [(it["id"], it["pair_id"]) for it in per[a]], seed, now, batch)
         store.insert_assignments(s, rows)
         by_name = {names[a]: len(per[a]) for a in annotators if per[a]}
         return AssignResult(
