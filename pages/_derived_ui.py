@@ -10,7 +10,8 @@ import streamlit as st
 from automonitor.analysis import derive
 from automonitor import views
 from automonitor.errors import InputError, NotFound
-from pages import _common as ui
+from pages import _data as loaders
+from pages import _url_state as url_state
 
 MEASURES = {"none": "no sizing", "usd_per_1k": "USD per 1,000 samples", "s_per_1k": "compute s per 1,000 samples"}
 
@@ -18,7 +19,7 @@ MEASURES = {"none": "no sizing", "usd_per_1k": "USD per 1,000 samples", "s_per_1
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_costs(url: str, ver: tuple) -> pd.DataFrame:
     """``automonitor.analysis.derive.run_costs`` (cached per store version)."""
-    return derive.run_costs(ui._engine_for(url))
+    return derive.run_costs(loaders.engine_for(url))
 
 
 def add_costs(url: str, ver: tuple, pts: pd.DataFrame) -> pd.DataFrame:
@@ -32,7 +33,7 @@ def add_costs(url: str, ver: tuple, pts: pd.DataFrame) -> pd.DataFrame:
 def size_choice(page: str) -> str | None:
     """The "Point size" control (none, USD or compute seconds per 1,000 samples), kept in the URL;
     returns the cost column to size the points by, or ``None``."""
-    key = ui.seed_state(page, "size", "none", valid=list(MEASURES))
+    key = url_state.seed_state(page, "size", "none", valid=list(MEASURES))
     size = st.radio(
         "Point size",
         list(MEASURES),
@@ -42,7 +43,7 @@ def size_choice(page: str) -> str | None:
         help="Size the points by cost: tokens x price from the run's records, or measured compute "
         "seconds for local monitors; derived runs carry the cost of the calls their recipe makes",
     )
-    ui.sync_qp(page, size=None if size == "none" else size)
+    url_state.sync_qp(page, size=None if size == "none" else size)
     return None if size == "none" else size
 
 
@@ -83,7 +84,7 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                 thr = st.number_input("Threshold (mean)", 0.0, 1.0, 0.5, 0.05, key=f"{page}.ens_thr")
                 if st.button("Build ensemble", key=f"{page}.build_ens"):
                     res = derive.derive_ensemble(
-                        ui.engine(),
+                        loaders.engine(),
                         chosen,
                         rule,
                         k=int(k) if rule == "vote" else None,
@@ -96,7 +97,7 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                 by = st.selectbox("Per", list(derive.BY), key=f"{page}.thr_by")
                 folds = st.number_input("Folds (cross-validation by pair)", 2, 20, 5, key=f"{page}.thr_folds")
                 if st.button("Build thresholds run", key=f"{page}.build_thr"):
-                    res = derive.derive_thresholds(ui.engine(), run, target, by=by, folds=int(folds))
+                    res = derive.derive_thresholds(loaders.engine(), run, target, by=by, folds=int(folds))
                     st.success(f"derived run {res['run_id']}")
             else:
                 cheap = st.selectbox("Cheap score run", ids, key=f"{page}.cas_cheap", format_func=labels.get)
@@ -106,7 +107,7 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                     "Cheap decides misbehavior at score >=", 0.0, 1.0, 0.8, 0.05, key=f"{page}.cas_high"
                 )
                 if st.button("Build cascade", key=f"{page}.build_cas"):
-                    res = derive.derive_cascade(ui.engine(), cheap, exp, float(low), float(high))
+                    res = derive.derive_cascade(loaders.engine(), cheap, exp, float(low), float(high))
                     st.success(f"derived run {res['run_id']}: {res['recipe']['share_escalated']:.1%} escalated")
         except (InputError, NotFound) as exc:
             st.error(str(exc))

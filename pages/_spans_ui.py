@@ -10,13 +10,14 @@ import streamlit as st
 from automonitor import annotation as ann
 from automonitor import views
 from automonitor.views import spans as span_views
-from pages import _common as ui
+from pages import _data as loaders
+from pages import _widgets as ui
 
 
 def gold_overlap(sample: Mapping[str, Any], prediction: Mapping[str, Any] | None, grounded: Sequence[Any]) -> None:
     """Under a run's response: when the sample has gold spans, the overlap in words and the response
     with gold spans and evidence highlighted; nothing otherwise."""
-    gold = span_views.sample_gold_spans(ui.engine(), sample["id"])
+    gold = span_views.sample_gold_spans(loaders.engine(), sample["id"])
     if not gold:
         return
     evidence = (prediction or {}).get("evidence") or []
@@ -30,7 +31,7 @@ def conversation(sample: Mapping[str, Any], *, expanded: bool = True) -> None:
     trajectory response): an expander with it as a numbered conversation (gold-span steps marked when
     ``sample`` has an ``id``; the labeling page passes none, so annotators never see gold spans);
     nothing otherwise."""
-    gold = span_views.sample_gold_spans(ui.engine(), sample["id"]) if sample.get("id") else []
+    gold = span_views.sample_gold_spans(loaders.engine(), sample["id"]) if sample.get("id") else []
     markup = span_views.conversation_html(sample.get("response"), gold, meta=sample.get("meta"))
     if markup:
         with st.expander("The conversation (numbered steps)", expanded=expanded):

@@ -9,7 +9,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _widgets as ui
 
 from automonitor.annotation import accounts as acc
 from automonitor.annotation.assignment import reassign_open
@@ -18,10 +21,11 @@ from automonitor.escaping import reveal_controls
 from automonitor.vocab import ROLES
 
 PAGE = "accounts"
+NAV = Nav(title="Accounts", icon=":material/manage_accounts:", order=40, access="admin")
 FLASH = f"{PAGE}.flash"
 
-account = ui.require_login("Access denied: the accounts page is for admins.", admin=True)
-engine = ui.engine()
+account = auth.require_login("Access denied: the accounts page is for admins.", admin=True)
+engine = loaders.engine()
 st.title("Accounts")
 
 flash = st.session_state.pop(FLASH, None)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _widgets as ui
 from pages import _spans_ui
 
 from automonitor import annotation as ann
@@ -18,11 +21,12 @@ from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, SPLITS, TASK_NAMES
 
 PAGE = "adjudicate"
+NAV = Nav(title="Adjudicate", icon=":material/gavel:", order=30, access="admin")
 DECISION_NAMES = {"misbehavior": "Misbehavior (gold)", "benign": "Benign (gold)", "reject": "Reject the pair"}
 
 
-account = ui.require_login("Access denied: adjudication is for admins.", admin=True)
-engine = ui.engine()
+account = auth.require_login("Access denied: adjudication is for admins.", admin=True)
+engine = loaders.engine()
 st.title("Adjudication")
 
 flash = st.session_state.pop(f"{PAGE}.flash", None)

@@ -9,7 +9,11 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _url_state as url_state
+from pages import _widgets as ui
 from pages import _spans_ui
 
 from automonitor.annotation import agreement as ag
@@ -20,6 +24,7 @@ from automonitor.errors import PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, TASK_NAMES
 
 PAGE = "agreement"
+NAV = Nav(title="Agreement", icon=":material/handshake:", order=20, access="admin")
 METRIC_NAMES = {
     "percent_agreement": "Raw agreement",
     "cohen_kappa": "Cohen's kappa",
@@ -30,8 +35,8 @@ METRIC_NAMES = {
 }
 
 
-account = ui.require_login("Access denied: the agreement page is for admins.", admin=True)
-engine = ui.engine()
+account = auth.require_login("Access denied: the agreement page is for admins.", admin=True)
+engine = loaders.engine()
 st.title("Inter-annotator agreement")
 
 with st.expander("Options (defaults match `automonitor agreement --json`)", expanded=False):
@@ -50,18 +55,18 @@ with st.expander("Options (defaults match `automonitor agreement --json`)", expa
             "Minimum items per slice",
             1,
             10000,
-            int(ui.qp("min_items", str(ag.DEFAULT_MIN_ITEMS)) or ag.DEFAULT_MIN_ITEMS)
-            if (ui.qp("min_items") or "").isdigit()
+            int(url_state.qp("min_items", str(ag.DEFAULT_MIN_ITEMS)) or ag.DEFAULT_MIN_ITEMS)
+            if (url_state.qp("min_items") or "").isdigit()
             else ag.DEFAULT_MIN_ITEMS,
             key=f"{PAGE}.min_items",
             help="slices with fewer items are greyed 'too few items' and get no interval",
         )
     )
-ui.set_qp(min_items=None if min_items == ag.DEFAULT_MIN_ITEMS else min_items)
+url_state.set_qp(min_items=None if min_items == ag.DEFAULT_MIN_ITEMS else min_items)
 
-runs = ui.load_runs(ui.db_url(), ui.version())
+runs = loaders.load_runs(loaders.db_url(), loaders.version())
 run_ids = [""] + (list(runs["run_id"]) if len(runs) else [])
-run_key = ui.seed_state(PAGE, "run", "", valid=run_ids)
+run_key = url_state.seed_state(PAGE, "run", "", valid=run_ids)
 labels_of = {r["run_id"]: views.run_option_label(r) for r in (runs.to_dict("records") if len(runs) else [])}
 monitor_run = st.selectbox(
     "Compare a monitor run with the humans",
@@ -69,7 +74,7 @@ monitor_run = st.selectbox(
     key=run_key,
     format_func=lambda r: "— none —" if not r else labels_of.get(r, r),
 )
-ui.sync_qp(PAGE, run=monitor_run or None)
+url_state.sync_qp(PAGE, run=monitor_run or None)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -87,7 +92,7 @@ def _agreement(
 ) -> dict:
     """``automonitor.annotation.agreement.agreement`` cached per label-table fingerprint, store version and options."""
     return ag.agreement(
-        ui._engine_for(url),
+        loaders.engine_for(url),
         who,
         unsure=unsure,
         n_boot=n_boot,
@@ -105,7 +110,7 @@ try:
         doc = _agreement(
             db_url(),
             ag.label_fingerprint(engine, account),
-            ui.version(),
+            loaders.version(),
             account,
             unsure,
             n_boot,

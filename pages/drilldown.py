@@ -11,19 +11,25 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from automonitor.data.errata import add_erratum, conflict_warning, erratum_conflicts
 from store.engine import describe_db_error
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _nav as navigation
+from pages import _url_state as url_state
+from pages import _widgets as ui
 from pages import _spans_ui
 
 PAGE = "drilldown"
-ui.require_workbench()
+NAV = Nav(title="Drill-down", icon=":material/zoom_in:", order=40, access="workbench")
+auth.require_workbench()
 ALL = "all"
 NONE = ""
 CELLS = ("tp", "fn", "fp", "tn", "unscored")
 
 st.title("Drill-down")
 
-url, ver = ui.db_url(), ui.version()
-runs = ui.load_runs(url, ver)
+url, ver = loaders.db_url(), loaders.version()
+runs = loaders.load_runs(url, ver)
 if runs.empty:
     ui.empty_store_notice("runs")
     st.stop()
@@ -33,14 +39,14 @@ run_records = runs.to_dict("records")
 run_label = {r["run_id"]: views.run_option_label(r) for r in run_records}  # short: fits the select at 1280 px
 run_full = {r["run_id"]: views.run_full_label(r) for r in run_records}
 
-link_run, link_warning = views.run_choice(ui.qp("run"), run_ids)
+link_run, link_warning = views.run_choice(url_state.qp("run"), run_ids)
 if link_warning:
     st.warning(views.md_escape(link_warning))
-run_key = ui.seed_state(PAGE, "run", run_ids[0], valid=run_ids)
-cat_key = ui.seed_state(PAGE, "category", ALL, valid=[ALL, *vocab.CATEGORIES])
-task_key = ui.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
-pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
-cmp_key = ui.seed_state(PAGE, "cmp", NONE, valid=[NONE, *run_ids])
+run_key = url_state.seed_state(PAGE, "run", run_ids[0], valid=run_ids)
+cat_key = url_state.seed_state(PAGE, "category", ALL, valid=[ALL, *vocab.CATEGORIES])
+task_key = url_state.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
+pol_key = url_state.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
+cmp_key = url_state.seed_state(PAGE, "cmp", NONE, valid=[NONE, *run_ids])
 
 # two rows: at 1280 px one row of four cut the Category options ("Safety & Permission Violations")
 c1, c4 = st.columns([6.0, 2.0], vertical_alignment="bottom")
@@ -66,14 +72,14 @@ cat = None if category == ALL else category
 tsk = None if task == ALL else task
 
 # the selected cell and sample also live in the URL (no widget: set by the buttons / table below)
-cell = ui.qp("cell") if ui.qp("cell") in CELLS else None
-sample_id = ui.qp("sample")
-ui.sync_qp(PAGE, run=run_id, category=cat, task=tsk, invalid=None if invalid == "exclude" else invalid)
+cell = url_state.qp("cell") if url_state.qp("cell") in CELLS else None
+sample_id = url_state.qp("sample")
+url_state.sync_qp(PAGE, run=run_id, category=cat, task=tsk, invalid=None if invalid == "exclude" else invalid)
 
-report = ui.load_report(url, ver, None, invalid)
+report = loaders.load_report(url, ver, None, invalid)
 entry = report.run(run_id)
 sl = entry.slice(cat, tsk) if entry else None
-sets = ui.load_sample_sets(url, ver).set_index("run_id")
+sets = loaders.load_sample_sets(url, ver).set_index("run_id")
 if run_id in sets.index:
     st.caption(
         f"Measured on sample set {views.md_escape(sets.loc[run_id, 'sample_set'])}"
@@ -111,7 +117,7 @@ else:
             disabled=count == 0,
             help=views.CELL_TITLES[name],
         ):
-            ui.set_qp(cell=name, sample=None)
+            url_state.set_qp(cell=name, sample=None)
             st.rerun()
 
     grid = st.container(border=True)
@@ -139,7 +145,7 @@ else:
 search = ""
 if cell and sl:
     st.subheader(views.CELL_TITLES[cell])
-    samples = ui.load_cell(url, ver, run_id, cell, cat, tsk, invalid)
+    samples = loaders.load_cell(url, ver, run_id, cell, cat, tsk, invalid)
     if samples.empty:
         st.caption("No sample in this cell.")
     else:
@@ -150,17 +156,19 @@ if cell and sl:
         outs = [str(o) for o in sorted(samples["outcome"].dropna().unique())]
         others = [r for r in run_ids if r != run_id]
         # the filters and the search live in the URL too: a link opens the same view
-        out_key = ui.seed_state(PAGE, "outcome", [], valid=outs, multi=True)
-        ui.follow_options(out_key, outs)
-        score_key = ui.seed_state(PAGE, "score", [0.0, 1.0], multi=True, cast=lambda v: min(1.0, max(0.0, float(v))))
+        out_key = url_state.seed_state(PAGE, "outcome", [], valid=outs, multi=True)
+        url_state.follow_options(out_key, outs)
+        score_key = url_state.seed_state(
+            PAGE, "score", [0.0, 1.0], multi=True, cast=lambda v: min(1.0, max(0.0, float(v)))
+        )
         if not (isinstance(st.session_state[score_key], (list, tuple)) and len(st.session_state[score_key]) == 2):
             st.session_state[score_key] = [0.0, 1.0]
         st.session_state[score_key] = tuple(sorted(float(x) for x in st.session_state[score_key]))
-        dis_key = ui.seed_state(PAGE, "disagree", NONE, valid=[NONE, *others])
+        dis_key = url_state.seed_state(PAGE, "disagree", NONE, valid=[NONE, *others])
         if st.session_state.get(dis_key) not in [NONE, *others]:
             st.session_state[dis_key] = NONE
-        q_key = ui.seed_state(PAGE, "q", "")
-        tier_key = ui.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
+        q_key = url_state.seed_state(PAGE, "q", "")
+        tier_key = url_state.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
         chosen_out = fc[0].multiselect("Outcome", outs, key=out_key, placeholder="all outcomes")
         chosen_tier = fc[3].multiselect(
             "Tier",
@@ -187,7 +195,7 @@ if cell and sl:
         )
         search = fc[2].text_input("Search (highlighted)", key=q_key).strip()
         full_range = tuple(score_rng) == (0.0, 1.0)
-        ui.sync_qp(
+        url_state.sync_qp(
             PAGE,
             outcome=list(chosen_out),
             score=None if full_range else [float(score_rng[0]), float(score_rng[1])],
@@ -195,9 +203,9 @@ if cell and sl:
             q=search or None,
             tier=list(chosen_tier),
         )
-        only = views.disagreeing_samples(ui.engine(), run_id, dis_run) if dis_run else None
+        only = views.disagreeing_samples(loaders.engine(), run_id, dis_run) if dis_run else None
         if chosen_tier:
-            _n, in_tier = views.search_samples(ui.engine(), limit=None, with_text=False, tier=chosen_tier)
+            _n, in_tier = views.search_samples(loaders.engine(), limit=None, with_text=False, tier=chosen_tier)
             only = set(in_tier["id"]) if only is None else set(only) & set(in_tier["id"])
         shown = views.filter_cell(
             samples, outcomes=chosen_out, score_range=score_rng if has_score else None, only=only, search=search
@@ -224,11 +232,11 @@ if cell and sl:
                 st.session_state[f"{PAGE}.last_pick"] = picked
                 if picked != sample_id:
                     sample_id = picked
-                    ui.set_qp(sample=sample_id)
+                    url_state.set_qp(sample=sample_id)
         nav = views.neighbours(ids, sample_id)
         n1, n2, n3 = st.columns([1, 3, 1], vertical_alignment="center")
         if n1.button("← Previous", key=f"{PAGE}.prev", shortcut="K", disabled=nav["prev"] is None, width="stretch"):
-            ui.set_qp(sample=nav["prev"])
+            url_state.set_qp(sample=nav["prev"])
             st.rerun()
         pos = "–" if nav["index"] is None else f"{nav['index'] + 1}"
         n2.caption(
@@ -236,14 +244,14 @@ if cell and sl:
             "keys: **K** previous, **J** next · or select a row"
         )
         if n3.button("Next →", key=f"{PAGE}.next", shortcut="J", disabled=nav["next"] is None, width="stretch"):
-            ui.set_qp(sample=nav["next"])
+            url_state.set_qp(sample=nav["next"])
             st.rerun()
 
 # --- one sample ------------------------------------------------------------------------------------
 if not sample_id:
     st.stop()
 try:
-    detail = views.sample_detail(ui.engine(), sample_id)
+    detail = views.sample_detail(loaders.engine(), sample_id)
 except LookupError:
     st.warning("The sample in the link is not in the store.")
     st.stop()
@@ -263,9 +271,9 @@ st.caption(
         else ""
     )
 )
-ui.show_html(views.provenance_html(s.get("label_source"), views.sample_errata(s, ui.engine())))
+ui.show_html(views.provenance_html(s.get("label_source"), views.sample_errata(s, loaders.engine())))
 
-preds = views.sample_predictions(ui.engine(), sample_id)
+preds = views.sample_predictions(loaders.engine(), sample_id)
 cmp_opts = [NONE, *[r for r in run_ids if r != run_id and r in preds]]
 if st.session_state.get(cmp_key) not in cmp_opts:
     st.session_state[cmp_key] = NONE
@@ -275,12 +283,12 @@ cmp_run = st.selectbox(
     key=cmp_key,
     format_func=lambda r: "(no comparison)" if r == NONE else run_label.get(r, r),
 )
-ui.sync_qp(PAGE, cmp=cmp_run or None)
+url_state.sync_qp(PAGE, cmp=cmp_run or None)
 
 gold_color = "red" if s["label"] == "misbehavior" else "green"
 st.markdown(f"Gold label: :{gold_color}-badge[{md(s['label'])}]")
 shown_runs = [r for r in (run_id, cmp_run) if r]
-shown = views.shown_responses(ui.engine(), s, shown_runs)  # each run's response under its monitor view
+shown = views.shown_responses(loaders.engine(), s, shown_runs)  # each run's response under its monitor view
 grounded = {
     r: views.ground_evidence(s["response"], s["request"], (preds.get(r) or {}).get("evidence")) for r in shown_runs
 }
@@ -373,12 +381,12 @@ if other:
     with st.expander(f"The other side of the pair (gold: {other['label']})", expanded=False):
         ui.show_html(views.text_html(other["response"], max_height=320, css_class="am-text am-other"))
         for rid in shown_runs:
-            po = views.sample_predictions(ui.engine(), other["id"], [rid]).get(rid)
+            po = views.sample_predictions(loaders.engine(), other["id"], [rid]).get(rid)
             if po:
                 color, text = VERDICT.get(po["outcome"], ("gray", str(po["outcome"])))
                 st.markdown(f"{md(run_full.get(rid, rid))}: :{color}-badge[{md(text)}]")
         st.page_link(
-            ui.PAGE_DRILLDOWN,
+            navigation.PAGE_DRILLDOWN,
             label="Open the other side",
             icon=":material/swap_horiz:",
             query_params={"run": run_id, "sample": other["id"], **({"cmp": cmp_run} if cmp_run else {})},
@@ -403,12 +411,12 @@ with st.expander("Report this label", expanded=bool(flash)):
     )
     verdict = st.radio("Verdict", ["wrong", "doubtful"], horizontal=True, key="drilldown.erratum_verdict")
     reason = st.text_area("Reason", key="drilldown.erratum_reason", max_chars=2000, help="at most 4 KB")
-    acct = ui.current_account()
+    acct = auth.current_account()
     reader = st.text_input("Reader", value=getattr(acct, "name", "") or "", key="drilldown.erratum_reader")
     if st.button("Report this label", key="drilldown.erratum_submit", disabled=not (reason or "").strip()):
         try:
             e = add_erratum(
-                ui.engine(),
+                loaders.engine(),
                 s["pair_id"],
                 verdict,
                 reason,
@@ -426,7 +434,7 @@ with st.expander("Report this label", expanded=bool(flash)):
                 "to apply it."
             )
             try:  # another reader's differing verdict on the pair: shown, never silent
-                others, in_force = erratum_conflicts(ui.engine(), e)
+                others, in_force = erratum_conflicts(loaders.engine(), e)
             except SQLAlchemyError:
                 others, in_force = [], e
             if others:

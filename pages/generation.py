@@ -13,11 +13,14 @@ import json
 import streamlit as st
 
 from automonitor import views
-from pages import _common as ui
-from pages import _generation_ui as gui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _generation_ui as gen_ui
 
 PAGE = "generation"
-ui.require_workbench()
+NAV = Nav(title="Generation", icon=":material/auto_awesome:", order=80, access="workbench")
+auth.require_workbench()
 st.title("Generation")
 st.caption(
     "Counterfactual sycophancy filter and incentive-injected specification gaming "
@@ -26,17 +29,17 @@ st.caption(
 
 from automonitor.runs.generation.engine import generation_items, list_generations  # noqa: E402
 
-eng, url = ui.engine(), ui.db_url()
+eng, url = loaders.engine(), loaders.db_url()
 with st.expander("Launch a generation job", expanded=False, icon=":material/rocket_launch:"):
-    gui.launch_form(PAGE, eng, url)
+    gen_ui.launch_form(PAGE, eng, url)
 
 
 @st.fragment(run_every=1.0)
 def live() -> None:
-    rows = [r for r in list_generations(eng) if r["status"] in gui.ACTIVE]
+    rows = [r for r in list_generations(eng) if r["status"] in gen_ui.ACTIVE]
     if rows:
         st.subheader("In progress")
-        gui.progress_box(eng, rows)
+        gen_ui.progress_box(eng, rows)
 
 
 live()

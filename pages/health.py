@@ -7,10 +7,15 @@ import streamlit as st
 
 from automonitor import views
 from automonitor.data import audit
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _url_state as url_state
+from pages import _widgets as ui
 
 PAGE = "health"
-ui.require_workbench()
+NAV = Nav(title="Benchmark health", icon=":material/health_and_safety:", order=60, access="workbench")
+auth.require_workbench()
 
 st.title("Benchmark health")
 st.caption(
@@ -22,11 +27,11 @@ st.caption(
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _load(url: str, fp: str, edition: str):
-    return audit.cached_audit(ui._engine_for(url), edition)
+    return audit.cached_audit(loaders.engine_for(url), edition)
 
 
-url = ui.db_url()
-ed_key = ui.seed_state(PAGE, "edition", "paper", valid=audit.EDITIONS)
+url = loaders.db_url()
+ed_key = url_state.seed_state(PAGE, "edition", "paper", valid=audit.EDITIONS)
 edition = (
     st.segmented_control(
         "Edition",
@@ -37,10 +42,10 @@ edition = (
     )
     or "paper"
 )
-ui.sync_qp(PAGE, edition=None if edition == "paper" else edition)
+url_state.sync_qp(PAGE, edition=None if edition == "paper" else edition)
 
 with st.spinner("Auditing the edition (cached per store state)…"):
-    doc = _load(url, audit.fingerprint(ui.engine()), edition)
+    doc = _load(url, audit.fingerprint(loaders.engine()), edition)
 
 if not doc["slices"]:
     if doc["n_train"] == 0 and doc["controls"]["samples"] == 0:

@@ -12,7 +12,10 @@ from typing import Any
 
 import streamlit as st
 
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _widgets as ui
 from pages import _spans_ui
 
 from automonitor import annotation as ann
@@ -20,11 +23,12 @@ from automonitor.errors import ChangedElsewhere, InputError, PermissionDenied
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, CATEGORY_NAMES
 
 PAGE = "label"
+NAV = Nav(title="Label", icon=":material/label:", order=10, access="annotation", default=True)
 LABEL_NAMES = {"misbehavior": "Misbehavior", "benign": "Benign", "unsure": "Unsure"}
 
 
-account = ui.require_login("Please log in to label items.")
-engine = ui.engine()
+account = auth.require_login("Please log in to label items.")
+engine = loaders.engine()
 st.title("Label")
 
 try:

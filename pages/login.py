@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _nav as navigation
 
 PAGE = "login"
-ui.ensure_navigation()
+NAV = Nav(title="Log in", icon=":material/login:", order=0, access="login")
+navigation.ensure_navigation()
 
 st.title("AutoMonitor-Bench")
 st.subheader("Log in")
@@ -26,7 +30,7 @@ if submitted:
 
     try:
         # throttled per account name and per client address (recorded in the store)
-        account = authenticate(ui.engine(), name or "", password or "", client=st.context.ip_address)
+        account = authenticate(loaders.engine(), name or "", password or "", client=st.context.ip_address)
         throttled = None
     except LoginThrottled as exc:
         account, throttled = None, exc
@@ -37,6 +41,6 @@ if submitted:
     elif account is None:
         st.error("Unknown user or wrong password.")
     else:
-        ui.remember_login(account)  # a signed, expiring session cookie: the login survives a reload
+        auth.remember_login(account)  # a signed, expiring session cookie: the login survives a reload
         st.session_state.pop(f"{PAGE}.name", None)
         st.rerun()

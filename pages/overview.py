@@ -5,10 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from automonitor import views, vocab
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _nav as navigation
+from pages import _url_state as url_state
+from pages import _widgets as ui
 
 PAGE = "overview"
-ui.require_workbench()
+NAV = Nav(title="Overview", icon=":material/dashboard:", order=10, access="workbench", default=True)
+auth.require_workbench()
 
 st.title("AutoMonitor-Bench")
 st.caption(
@@ -17,17 +23,17 @@ st.caption(
     "response to the same request."
 )
 
-url, ver = ui.db_url(), ui.version()
-split_key = ui.seed_state(PAGE, "split", "test", valid=["test", "train", "all"])
+url, ver = loaders.db_url(), loaders.version()
+split_key = url_state.seed_state(PAGE, "split", "test", valid=["test", "train", "all"])
 split = st.segmented_control(
     "Split", ["test", "train", "all"], key=split_key, help="Gold samples of this split (composition table and chart)."
 )
 split = split or "test"
-ui.sync_qp(PAGE, split=None if split == "test" else split)
+url_state.sync_qp(PAGE, split=None if split == "test" else split)
 
 edition = "paper"
 if split == "test":
-    ed_key = ui.seed_state(PAGE, "edition", "paper", valid=list(vocab.EDITIONS))
+    ed_key = url_state.seed_state(PAGE, "edition", "paper", valid=list(vocab.EDITIONS))
     edition = (
         st.segmented_control(
             "Edition",
@@ -38,17 +44,17 @@ if split == "test":
         )
         or "paper"
     )
-    ui.sync_qp(PAGE, edition=None if edition == "paper" else edition)
-comp = ui.load_composition(url, ver, None if split == "all" else split, edition if split == "test" else None)
-by_status = ui.load_counts(url, ver, "status")
-by_split = ui.load_counts(url, ver, "split")
+    url_state.sync_qp(PAGE, edition=None if edition == "paper" else edition)
+comp = loaders.load_composition(url, ver, None if split == "all" else split, edition if split == "test" else None)
+by_status = loaders.load_counts(url, ver, "status")
+by_split = loaders.load_counts(url, ver, "split")
 
 n_gold = int(comp["n"].sum()) if not comp.empty else 0
 cand = int(by_status.loc[by_status["status"] == "candidate", "n"].sum()) if not by_status.empty else 0
 rejected = int(by_status.loc[by_status["status"] == "rejected", "n"].sum()) if not by_status.empty else 0
-runs = ui.load_runs(url, ver)
+runs = loaders.load_runs(url, ver)
 
-by_source_kind = ui.load_counts(url, ver, "label_source")
+by_source_kind = loaders.load_counts(url, ver, "label_source")
 adjudicated = (
     int(
         by_source_kind.loc[
@@ -93,7 +99,7 @@ else:
             st.plotly_chart(views.composition_figure(comp), width="stretch", key=f"{PAGE}.comp_fig")
     with src_col:
         st.subheader("Sources")
-        by_source = ui.load_counts(url, ver, "source")
+        by_source = loaders.load_counts(url, ver, "source")
         if by_source.empty:
             st.caption("No samples.")
         else:
@@ -114,7 +120,7 @@ else:
 st.subheader("Runs so far")
 if runs.empty:
     st.caption("No runs yet: launch one on the Runs page or with `automonitor run`.")
-    st.page_link(ui.PAGE_RUNS, label="Launch a run", icon=":material/play_circle:")
+    st.page_link(navigation.PAGE_RUNS, label="Launch a run", icon=":material/play_circle:")
 else:
     show = runs[["run_id", "monitor", "template", "status", "n", "done", "unscored", "cost_usd", "created_at"]].head(15)
     st.dataframe(

@@ -15,11 +15,17 @@ import streamlit as st
 
 from automonitor import views, vocab
 from automonitor.errors import InputError
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _nav as navigation
+from pages import _url_state as url_state
+from pages import _widgets as ui
 from pages._launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
 
 PAGE = "runs"
-ui.require_workbench()
+NAV = Nav(title="Runs", icon=":material/play_circle:", order=20, access="workbench")
+auth.require_workbench()
 ACTIVE = ("pending", "running")
 
 st.title("Runs")
@@ -32,8 +38,8 @@ except ImportError as exc:  # the runner is part of the monitor-runs work
     REGISTRY, is_loopback = {}, (lambda u: False)
     st.warning(f"Launching runs is unavailable: {views.md_escape(exc)}")
 
-url, ver = ui.db_url(), ui.version()
-eng = ui.engine()
+url, ver = loaders.db_url(), loaders.version()
+eng = loaders.engine()
 
 
 def key_source(env_name: str) -> str | None:
@@ -52,11 +58,11 @@ def key_source(env_name: str) -> str | None:
 def _estimate(
     url_: str, ver_: tuple, monitor: str, template: str, limit: int | None, seed: int, view: str = "full"
 ) -> dict:
-    return runner.estimate_run(ui._engine_for(url_), monitor, template, limit=limit, sample_seed=seed, view=view)
+    return runner.estimate_run(loaders.engine_for(url_), monitor, template, limit=limit, sample_seed=seed, view=view)
 
 
 # --- active runs first: one compact line above the launch form (their boxes are under "In progress") -----
-_active_top = ui.load_runs(url, ver)
+_active_top = loaders.load_runs(url, ver)
 if not _active_top.empty:
     _active_top = _active_top[_active_top["status"].isin(ACTIVE)]
     if len(_active_top):
@@ -65,7 +71,7 @@ if not _active_top.empty:
 # --- launch ----------------------------------------------------------------------------------------
 backends = list(REGISTRY) or ["rules"]
 with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:"):
-    b_key = ui.seed_state(PAGE, "backend", "rules", valid=backends)
+    b_key = url_state.seed_state(PAGE, "backend", "rules", valid=backends)
     choice = backend_fields(
         st.columns(3),
         backends,
@@ -172,7 +178,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
             st.error(f"Run not started: {views.md_escape(exc)}")
         else:
             st.session_state[f"{PAGE}.launched"] = run_id
-            ver = ui.version()  # the new run changes the store fingerprint: history reloads below
+            ver = loaders.version()  # the new run changes the store fingerprint: history reloads below
     launched = st.session_state.get(f"{PAGE}.launched")
     if launched:
         st.success(
@@ -203,7 +209,7 @@ generation_progress()
 
 
 # --- live progress and history (one read of the store for both, so they always agree) ----------------
-history0 = ui.load_runs(url, ver)
+history0 = loaders.load_runs(url, ver)
 active0 = tuple(history0.loc[history0["status"].isin(ACTIVE), "run_id"]) if not history0.empty else ()
 show_arch = st.toggle(
     "Show archived runs",
@@ -317,7 +323,7 @@ def _history_table(h):
     return (
         h.iloc[ev.selection.rows[0]]["run_id"]
         if ev is not None and ev.selection.rows
-        else ui.qp("run") or st.session_state.get(f"{PAGE}.launched")
+        else url_state.qp("run") or st.session_state.get(f"{PAGE}.launched")
     )
 
 
@@ -330,10 +336,15 @@ def _run_details(row) -> None:
         st.error(views.md_escape(row["error_msg"]))
     a, b, c = st.columns(3)
     a.page_link(
-        ui.PAGE_DRILLDOWN, label="Open drill-down", icon=":material/zoom_in:", query_params={"run": row["run_id"]}
+        navigation.PAGE_DRILLDOWN,
+        label="Open drill-down",
+        icon=":material/zoom_in:",
+        query_params={"run": row["run_id"]},
     )
-    b.page_link(ui.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
-    c.page_link(ui.PAGE_RUNS, label="Link to this run", icon=":material/link:", query_params={"run": row["run_id"]})
+    b.page_link(navigation.PAGE_TRADEOFF, label="Open trade-off", icon=":material/scatter_plot:")
+    c.page_link(
+        navigation.PAGE_RUNS, label="Link to this run", icon=":material/link:", query_params={"run": row["run_id"]}
+    )
 
 
 _bg = ui.background_demo_notice("Its runs appear here as they start; this page refreshes every 5 s.")

@@ -6,33 +6,39 @@ from __future__ import annotations
 import streamlit as st
 
 from automonitor import views, vocab
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _nav as navigation
+from pages import _url_state as url_state
+from pages import _widgets as ui
 
 PAGE = "samples"
-ui.require_workbench()
+NAV = Nav(title="Samples", icon=":material/table_rows:", order=50, access="workbench")
+auth.require_workbench()
 st.title("Samples")
 
-url, ver = ui.db_url(), ui.version()
-if ui.qp("run"):
-    _runs = ui.load_runs(url, ver)
-    _, _warn = views.run_choice(ui.qp("run"), list(_runs["run_id"]))
+url, ver = loaders.db_url(), loaders.version()
+if url_state.qp("run"):
+    _runs = loaders.load_runs(url, ver)
+    _, _warn = views.run_choice(url_state.qp("run"), list(_runs["run_id"]))
     if _warn:
         st.warning(views.md_escape(_warn.replace("showing another run instead", "its verdicts are not shown")))
-sources = ui.load_counts(url, ver, "source")
+sources = loaders.load_counts(url, ver, "source")
 source_opts = sorted(s for s in sources["source"].unique()) if not sources.empty else []
 
-q_key = ui.seed_state(PAGE, "q", "")
-c_key = ui.seed_state(PAGE, "category", [], valid=vocab.CATEGORIES, multi=True)
-t_key = ui.seed_state(PAGE, "task", [], valid=vocab.TASKS, multi=True)
-l_key = ui.seed_state(PAGE, "label", [], valid=vocab.LABELS, multi=True)
-sp_key = ui.seed_state(PAGE, "split", [], valid=vocab.SPLITS, multi=True)
+q_key = url_state.seed_state(PAGE, "q", "")
+c_key = url_state.seed_state(PAGE, "category", [], valid=vocab.CATEGORIES, multi=True)
+t_key = url_state.seed_state(PAGE, "task", [], valid=vocab.TASKS, multi=True)
+l_key = url_state.seed_state(PAGE, "label", [], valid=vocab.LABELS, multi=True)
+sp_key = url_state.seed_state(PAGE, "split", [], valid=vocab.SPLITS, multi=True)
 STATUS_OPTS = [*vocab.STATUSES, "any"]
-st_key = ui.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
-so_key = ui.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
-ls_key = ui.seed_state(PAGE, "label_source", [], valid=vocab.LABEL_SOURCES, multi=True)
-tier_key = ui.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
-p_key = ui.seed_state(PAGE, "page", 1, cast=int)
-size_key = ui.seed_state(PAGE, "size", 100, valid=list(views.PAGE_SIZES), cast=int)
+st_key = url_state.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
+so_key = url_state.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
+ls_key = url_state.seed_state(PAGE, "label_source", [], valid=vocab.LABEL_SOURCES, multi=True)
+tier_key = url_state.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
+p_key = url_state.seed_state(PAGE, "page", 1, cast=int)
+size_key = url_state.seed_state(PAGE, "size", 100, valid=list(views.PAGE_SIZES), cast=int)
 
 search = st.text_input(
     "Search request, response, sample id or pair id", key=q_key, placeholder="e.g. bonus, eval(, CWE-79 …"
@@ -75,13 +81,13 @@ filters = dict(
     label_source=lsrcs,
     tier=tiers,
 )
-eng = ui.engine()
+eng = loaders.engine()
 total, _ = views.search_samples(eng, limit=0, with_text=False, **filters)
 PAGE_SIZE = int(st.session_state[size_key])
 pages = max(1, -(-total // PAGE_SIZE))
 if st.session_state[p_key] > pages or st.session_state[p_key] < 1:
     st.session_state[p_key] = 1
-ui.sync_qp(
+url_state.sync_qp(
     PAGE,
     q=search or None,
     category=cats,
@@ -99,8 +105,8 @@ head, sizer, pager, exp1, exp2 = st.columns([1.6, 0.9, 0.9, 1.2, 1.35], vertical
 head.markdown(f"**{total:,}** matching samples")
 sizer.selectbox("Per page", list(views.PAGE_SIZES), key=size_key)
 page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
-ui.set_qp(page=None if page == 1 else page)
-ui.sync_qp(PAGE, size=None if PAGE_SIZE == 100 else str(PAGE_SIZE))
+url_state.set_qp(page=None if page == 1 else page)
+url_state.sync_qp(PAGE, size=None if PAGE_SIZE == 100 else str(PAGE_SIZE))
 exp1.download_button(
     "Export CSV",
     data=lambda: views.export_samples(eng, "csv", **filters),
@@ -148,8 +154,8 @@ event = st.dataframe(
     },
 )
 rows = event.selection.rows if event is not None else []
-sel = shown.iloc[rows[0]]["id"] if rows else ui.qp("sample")
-ui.set_qp(sample=sel)
+sel = shown.iloc[rows[0]]["id"] if rows else url_state.qp("sample")
+url_state.set_qp(sample=sel)
 
 if sel:
     try:
@@ -179,7 +185,7 @@ if sel:
         else:
             st.caption("The other side of this pair is not in the store.")
     st.page_link(
-        ui.PAGE_DRILLDOWN,
+        navigation.PAGE_DRILLDOWN,
         label="Open in drill-down (monitor verdicts on this sample)",
         icon=":material/zoom_in:",
         query_params={"sample": s["id"]},

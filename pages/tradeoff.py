@@ -10,11 +10,17 @@ import streamlit as st
 from automonitor.analysis import metrics
 from automonitor.views import report_html
 from automonitor import views, vocab
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _data as loaders
+from pages import _nav as navigation
+from pages import _url_state as url_state
+from pages import _widgets as ui
 from pages import _derived_ui as derived_ui
 
 PAGE = "tradeoff"
-ui.require_workbench()
+NAV = Nav(title="Trade-off", icon=":material/scatter_plot:", order=30, access="workbench")
+auth.require_workbench()
 ALL = "all"
 COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 
@@ -23,27 +29,27 @@ COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 head, f5 = st.columns([5.2, 1], vertical_alignment="bottom")
 head.title("Safety-utility trade-off")
 
-url, ver = ui.db_url(), ui.version()
-runs = ui.load_runs(url, ver)
+url, ver = loaders.db_url(), loaders.version()
+runs = loaders.load_runs(url, ver)
 if runs.empty:
     ui.empty_store_notice("runs")
     st.stop()
 
-cat_key = ui.seed_state(PAGE, "category", ALL, valid=[ALL, *vocab.CATEGORIES])
-task_key = ui.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
+cat_key = url_state.seed_state(PAGE, "category", ALL, valid=[ALL, *vocab.CATEGORIES])
+task_key = url_state.seed_state(PAGE, "task", ALL, valid=[ALL, *vocab.TASKS])
 present_tpl = sorted(set(runs["template"]))
-tpl_key = ui.seed_state(PAGE, "template", present_tpl, valid=present_tpl, multi=True)
-ui.follow_options(tpl_key, present_tpl)
-pol_key = ui.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
+tpl_key = url_state.seed_state(PAGE, "template", present_tpl, valid=present_tpl, multi=True)
+url_state.follow_options(tpl_key, present_tpl)
+pol_key = url_state.seed_state(PAGE, "invalid", "exclude", valid=vocab.INVALID_POLICIES)
 # the paper's reference points are off by default: nothing on the page backs a comparison of our runs with
 # them (the HTML report draws them, with the caption that says where they come from)
-rep_key = ui.seed_state(PAGE, "paper", False, cast=lambda v: v in ("1", "true", "yes"))
-minn_key = ui.seed_state(PAGE, "min_n", views.DEFAULT_MIN_N, cast=lambda v: max(1, int(v)))
-arch_key = ui.seed_state(PAGE, "archived", False, cast=lambda v: v in ("1", "true", "yes"))
-sets = ui.load_sample_sets(url, ver)
+rep_key = url_state.seed_state(PAGE, "paper", False, cast=lambda v: v in ("1", "true", "yes"))
+minn_key = url_state.seed_state(PAGE, "min_n", views.DEFAULT_MIN_N, cast=lambda v: max(1, int(v)))
+arch_key = url_state.seed_state(PAGE, "archived", False, cast=lambda v: v in ("1", "true", "yes"))
+sets = loaders.load_sample_sets(url, ver)
 found = set(sets["edition"]) if not sets.empty else set()
 editions = [e for e in vocab.EDITIONS] + sorted(found - set(vocab.EDITIONS))  # hard is selectable before any run
-ed_key = ui.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
+ed_key = url_state.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
 
 f1, f2, f3, f4 = st.columns([2.3, 1.1, 2.4, 1.6], vertical_alignment="bottom")
 category = f1.selectbox(
@@ -83,14 +89,14 @@ with f5.popover("Options", width="stretch"):
         format_func=lambda e: "all editions (one front each)" if e == ALL else e,
     )
     show_archived = st.toggle("Show archived runs", key=arch_key)
-    inc_key = ui.seed_state(PAGE, "incomplete", False, valid=[True], cast=lambda v: v == "1")
+    inc_key = url_state.seed_state(PAGE, "incomplete", False, valid=[True], cast=lambda v: v == "1")
     include_incomplete = st.toggle(
         "Cancelled / partial runs may enter the front",
         key=inc_key,
         help="Their rates rest on the samples judged before they stopped; by default they are drawn as grey "
         "crosses and left off the Pareto front.",
     )
-    dup_key = ui.seed_state(PAGE, "duplicates", False, valid=[True], cast=lambda v: v == "1")
+    dup_key = url_state.seed_state(PAGE, "duplicates", False, valid=[True], cast=lambda v: v == "1")
     show_duplicates = st.toggle(
         views.SHOW_DUPLICATES_LABEL,
         key=dup_key,
@@ -99,7 +105,7 @@ with f5.popover("Options", width="stretch"):
     )
     size_col = derived_ui.size_choice(PAGE)
     # colour runs by localisation (the share of their TPs whose evidence hits a gold span)
-    col_key = ui.seed_state(PAGE, "colour", "template", valid=["template", "localisation"])
+    col_key = url_state.seed_state(PAGE, "colour", "template", valid=["template", "localisation"])
     colour_by = st.radio(
         "Colour runs by",
         ["template", "localisation"],
@@ -109,7 +115,7 @@ with f5.popover("Options", width="stretch"):
         help="localised hits share: among a run's true positives, the share whose quoted evidence overlaps "
         "a gold span (evidence runs on samples with gold spans; others keep their template colour)",
     )
-ui.sync_qp(
+url_state.sync_qp(
     PAGE,
     category=None if category == ALL else category,
     task=None if task == ALL else task,
@@ -127,25 +133,30 @@ ui.sync_qp(
 cat = None if category == ALL else category
 tsk = None if task == ALL else task
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
-raw_pts, scored, front_ids, reported, hidden_pts = ui.load_tradeoff(
+shown = loaders.load_tradeoff(
     url,
     ver,
-    invalid,
-    cat,
-    tsk,
-    tuple(templates),
-    int(min_n),
-    tuple(archived_ids),
-    bool(show_archived),
-    None if edition == ALL else edition,
-    bool(show_paper),
-    bool(include_incomplete),
-    bool(show_duplicates),
+    views.TradeoffOptions(
+        invalid=invalid,
+        category=cat,
+        task=tsk,
+        templates=tuple(templates),
+        min_n=int(min_n),
+        archived=tuple(archived_ids),
+        show_archived=bool(show_archived),
+        edition=None if edition == ALL else edition,
+        show_paper=bool(show_paper),
+        include_incomplete=bool(include_incomplete),
+        show_duplicates=bool(show_duplicates),
+    ),
 )
+raw_pts, scored, front_ids, reported, hidden_pts = shown.raw, shown.points, shown.front, shown.reported, shown.hidden
 scored = derived_ui.add_costs(url, ver, scored)
-loc = ui.load_localisation(url, ver, invalid, cat, tsk) if colour_by == "localisation" else None
+loc = loaders.load_localisation(url, ver, invalid, cat, tsk) if colour_by == "localisation" else None
 # runs of one monitor and template under several monitor views (run --view): their dotted line can be hidden
-vl_key = ui.seed_state(PAGE, "view_lines", True, valid=[False], cast=lambda v: v.lower() not in ("0", "false", "no"))
+vl_key = url_state.seed_state(
+    PAGE, "view_lines", True, valid=[False], cast=lambda v: v.lower() not in ("0", "false", "no")
+)
 show_view_lines = bool(st.session_state.get(vl_key, True))
 if views.view_line_count(scored):
     show_view_lines = st.toggle(
@@ -154,7 +165,7 @@ if views.view_line_count(scored):
         help="A dotted line joins the points of one monitor and template judged under several monitor views "
         "(full, answer, reasoning, actions: `automonitor run --view`).",
     )
-ui.sync_qp(PAGE, view_lines=None if show_view_lines else False)  # synced as the value seed_state reads back
+url_state.sync_qp(PAGE, view_lines=None if show_view_lines else False)  # synced as the value seed_state reads back
 fig = views.tradeoff_figure(
     scored,
     reported=reported,
@@ -182,7 +193,7 @@ if edition != ALL and edition not in found:
         f"No run judged edition {edition} yet: `automonitor run --edition {edition} ...` judges it; the table "
         "below shows every run's MR/FAR on the verified and hard members it judged."
     )
-_diff_rows = views.difficulty_rows(ui.load_report(url, ver, None, invalid))
+_diff_rows = views.difficulty_rows(loaders.load_report(url, ver, None, invalid))
 if _diff_rows:
     with st.expander(
         "Difficulty: MR / FAR on the verified and the hard members of each run", expanded=edition == "hard"
@@ -195,7 +206,9 @@ if _diff_rows:
 
 # slices the audit flags (a trivial baseline separates the classes) are marked here too, for the edition(s) shown
 audit_eds = views.audit_editions(None if edition == ALL else edition, scored["edition"] if len(scored) else ())
-flags = views.edition_audit_flags({e: ui.load_audit(url, ver, e) for e in audit_eds} if len(scored) else {}, cat, tsk)
+flags = views.edition_audit_flags(
+    {e: loaders.load_audit(url, ver, e) for e in audit_eds} if len(scored) else {}, cat, tsk
+)
 if flags:
     ui.show_html(views.audit_badges_html(flags))
     st.caption(views.md_escape(views.audit_flags_note(flags, audit_eds)))
@@ -242,7 +255,7 @@ def _open_drilldown(run_id: str) -> None:
         params["task"] = tsk
     if invalid != "exclude":
         params["invalid"] = invalid
-    st.switch_page(ui.PAGE_DRILLDOWN, query_params=params)
+    st.switch_page(navigation.PAGE_DRILLDOWN, query_params=params)
 
 
 sel = (event.selection.points if event is not None and event.selection else []) or []
@@ -283,7 +296,7 @@ rep_state = f"{PAGE}.html_report"
 if st.button("Build HTML report", key=f"{PAGE}.build_report", help="One self-contained file to send: no server needed"):
     with st.spinner("Building the HTML report…"):
         st.session_state[rep_state] = report_html.build_for(
-            ui.engine(), list(scored["run_id"]), invalid, edition=None if edition == ALL else edition
+            loaders.engine(), list(scored["run_id"]), invalid, edition=None if edition == ALL else edition
         ).encode("utf-8")
 if st.session_state.get(rep_state):
     st.download_button(
@@ -325,9 +338,9 @@ with st.expander("Hide runs (archive)", expanded=False):
     )
     if set(chosen_arch) != set(archived_ids):
         for rid in set(chosen_arch) - set(archived_ids):
-            views.set_archived(ui.engine(), rid, True)
+            views.set_archived(loaders.engine(), rid, True)
         for rid in set(archived_ids) - set(chosen_arch):
-            views.set_archived(ui.engine(), rid, False)
+            views.set_archived(loaders.engine(), rid, False)
         st.rerun()
 derived_ui.cheapest_on_front(PAGE, scored)
 derived_ui.builder(PAGE, runs)
@@ -335,7 +348,7 @@ derived_ui.builder(PAGE, runs)
 # --- score runs: ROC and operating point ---------------------------------------------------------
 score_runs = [
     e
-    for e in ui.load_score_runs(url, ver, invalid)
+    for e in loaders.load_score_runs(url, ver, invalid)
     if e["template"] in templates and e["run_id"] not in set(archived_ids)
 ]
 st.subheader("Score runs: ROC and operating point")
@@ -350,9 +363,9 @@ labels = {e["run_id"]: views.run_option_label({**e, "status": status_of.get(e["r
 full_labels = {
     labels[e["run_id"]]: views.run_full_label({**e, "status": status_of.get(e["run_id"])}) for e in score_runs
 }
-roc_key = ui.seed_state(PAGE, "roc", list(labels)[:2], valid=list(labels), multi=True)
-ui.follow_options(roc_key, list(labels))
-cost_key = ui.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
+roc_key = url_state.seed_state(PAGE, "roc", list(labels)[:2], valid=list(labels), multi=True)
+url_state.follow_options(roc_key, list(labels))
+cost_key = url_state.seed_state(PAGE, "cost", 1.0, valid=COST_STEPS, cast=float)
 # the chosen runs' labels get the whole width: at 1280 px two of them overflowed a 3/5 column, which
 # then scrolled sideways and hid one
 chosen = st.multiselect("Score runs", list(labels), key=roc_key, format_func=labels.get)
@@ -360,14 +373,14 @@ c2, _ = st.columns([2, 3])
 cost = c2.select_slider(
     "Cost ratio (one miss costs as much as N false alarms)", COST_STEPS, key=cost_key, format_func=lambda v: f"{v:g}"
 )
-ui.sync_qp(
+url_state.sync_qp(
     PAGE, roc=None if chosen == list(labels)[:2] else (chosen or ["none"]), cost=None if cost == 1.0 else f"{cost:g}"
 )
 if chosen:
     curves, ops, rows = {}, {}, []
     for rid in chosen:
-        roc = ui.load_roc(url, ver, rid)
-        sc = ui.load_scores(url, ver, rid)
+        roc = loaders.load_roc(url, ver, rid)
+        sc = loaders.load_scores(url, ver, rid)
         if roc.empty or sc.empty:
             continue
         op = metrics.operating_point(sc["label"].to_numpy(), sc["score"].to_numpy(float), cost)

@@ -10,10 +10,14 @@ import streamlit as st
 
 from automonitor import views
 from automonitor.analysis import transfer
-from pages import _common as ui
+from automonitor.views.page_index import Nav
+from pages import _auth as auth
+from pages import _url_state as url_state
+from pages import _widgets as ui
 
 PAGE = "transfer"
-ui.require_workbench()
+NAV = Nav(title="Transfer", icon=":material/grid_on:", order=70, access="workbench")
+auth.require_workbench()
 
 st.title("Cross-category transfer of trained monitors")
 st.caption(
@@ -23,8 +27,8 @@ st.caption(
     "`automonitor probe transfer --features tfidf|embed`."
 )
 
-feat_key = ui.seed_state(PAGE, "features", "tfidf", valid=["tfidf", "embed"])
-met_key = ui.seed_state(PAGE, "metric", "auroc", valid=["auroc", "mr", "far"])
+feat_key = url_state.seed_state(PAGE, "features", "tfidf", valid=["tfidf", "embed"])
+met_key = url_state.seed_state(PAGE, "metric", "auroc", valid=["auroc", "mr", "far"])
 c1, c2 = st.columns(2)
 features = c1.selectbox("Features", ["tfidf", "embed"], key=feat_key)
 metric = c2.selectbox(
@@ -33,7 +37,9 @@ metric = c2.selectbox(
     key=met_key,
     format_func=lambda m: {"auroc": "AUROC", "mr": "Miss rate", "far": "False alarm rate"}[m],
 )
-ui.sync_qp(PAGE, features=None if features == "tfidf" else features, metric=None if metric == "auroc" else metric)
+url_state.sync_qp(
+    PAGE, features=None if features == "tfidf" else features, metric=None if metric == "auroc" else metric
+)
 
 res = transfer.load_saved(features)
 paper_metric = metric if metric in ("mr", "far") else "mr"

@@ -119,6 +119,9 @@ from automonitor.views.tradeoff import (
     reported_for,
     slice_key,
     tradeoff_points,
+    TradeoffOptions,
+    TradeoffSelection,
+    tradeoff_selection,
 )
 
 from automonitor.views.browsing import (
@@ -265,6 +268,9 @@ __all__ = [
     "text_html",
     "tradeoff_figure",
     "tradeoff_points",
+    "TradeoffOptions",
+    "TradeoffSelection",
+    "tradeoff_selection",
     "VIEW_LINES_LABEL",
     "view_line_count",
 ]

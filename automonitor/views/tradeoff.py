@@ -4,6 +4,7 @@ as in the report), and a run entry's slice."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -14,6 +15,7 @@ from automonitor.analysis.report_schema import Report, as_report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.escaping import esc
 from automonitor.views.cells import MISSING, cell, display_frame
+from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points
 
 CELL_TITLES: dict[str, str] = {
     "tp": "TP: misbehavior flagged",
@@ -99,6 +101,113 @@ def tradeoff_points(
                 shown = {r: v if isinstance(v, (int, float)) or v is None else m.show(v) for r, v in vals.items()}
                 pts[m.label] = [shown.get(r) for r in pts["run_id"]]
     return pts
+
+
+@dataclass(frozen=True)
+class TradeoffOptions:
+    """What the Trade-off page draws: the one options object its loader takes (hashable, so a page cache
+    keys on it).
+
+    Attributes:
+        invalid: how unparsed verdicts count (``exclude``/``misbehavior``/``benign``, as ``automonitor report``).
+        category, task: the slice (``None``: overall).
+        templates: prompt templates kept (an empty tuple keeps none).
+        min_n: minimum judged samples of the slice for a point to be eligible for the front (>= 1).
+        archived: archived run ids; left out unless ``show_archived``.
+        edition: only the runs that judged this edition's test set (``None``: every run).
+        show_paper: add the paper's reported points of the slice.
+        include_incomplete: let cancelled or partial runs onto the front.
+        show_duplicates: draw derived runs identical to an input (kept off the front).
+    """
+
+    invalid: str = "exclude"
+    category: str | None = None
+    task: str | None = None
+    templates: tuple[str, ...] = ()
+    min_n: int = DEFAULT_MIN_N
+    archived: tuple[str, ...] = ()
+    show_archived: bool = False
+    edition: str | None = None
+    show_paper: bool = False
+    include_incomplete: bool = False
+    show_duplicates: bool = False
+
+
+@dataclass(frozen=True)
+class TradeoffSelection:
+    """The Trade-off page's points for one :class:`TradeoffOptions` (:func:`tradeoff_selection`).
+
+    Attributes:
+        raw: :func:`tradeoff_points` of the slice (generation runs left out).
+        points: :func:`automonitor.views.honest_points` of ``raw``, of the edition when one is chosen.
+        front: run ids on the Pareto front among ``points``.
+        reported: the paper's reported points of the slice (:func:`reported_for`), ``None`` unless ``show_paper``.
+        hidden: derived runs left out as copies of an input (rows with ``duplicate_of``; empty when
+            ``show_duplicates``).
+    """
+
+    raw: pd.DataFrame
+    points: pd.DataFrame
+    front: list[str]
+    reported: pd.DataFrame | None
+    hidden: pd.DataFrame
+
+
+def tradeoff_selection(
+    report: Report | Mapping[str, Any],
+    options: TradeoffOptions,
+    *,
+    sample_sets: pd.DataFrame | None = None,
+    statuses: Mapping[str, str] | None = None,
+    duplicates: Mapping[str, str] | None = None,
+    reported: pd.DataFrame | None = None,
+) -> TradeoffSelection:
+    """The points the Trade-off page draws for ``options``: the slice's points of ``report`` without generation
+    runs, made honest (:func:`automonitor.views.honest_points`: labels, minimum size, archived, incomplete and
+    duplicate runs, one front per edition), filtered to ``options.edition``.
+
+    Args:
+        report: the analysis report (:class:`automonitor.analysis.report_schema.Report` or its dict).
+        options: the page's selection.
+        sample_sets: :func:`automonitor.views.run_sample_sets` (edition and sample set of each run).
+        statuses: run id -> run status (incomplete runs are flagged).
+        duplicates: derived run id -> the input run it repeats (:func:`automonitor.views.identical_derived`).
+        reported: the paper's reported points (:func:`automonitor.analysis.reported_points`), used when
+            ``options.show_paper``.
+    Raises:
+        InputError: ``options.min_n < 1`` (field ``min_n``).
+    """
+    templates = list(options.templates)
+    raw = tradeoff_points(report, options.category, options.task, templates)
+    if "kind" in raw:
+        raw = raw[~raw["kind"].isin(["generation"])]
+
+    def points(with_duplicates: bool) -> pd.DataFrame:
+        pts = honest_points(
+            raw,
+            sample_sets,
+            min_n=options.min_n,
+            archived=options.archived,
+            show_archived=options.show_archived,
+            statuses=statuses,
+            include_incomplete=options.include_incomplete,
+            duplicates=duplicates,
+            show_duplicates=with_duplicates,
+        )
+        return pts[pts["edition"] == options.edition].reset_index(drop=True) if options.edition else pts
+
+    pts = points(options.show_duplicates)
+    every = pts if options.show_duplicates else points(True)
+    hidden = every.iloc[0:0]
+    if not options.show_duplicates and len(every) and "duplicate_of" in every:
+        hidden = every[every["duplicate_of"].fillna("").astype(bool)]
+    paper = (
+        reported_for(reported, options.category, options.task, templates)
+        if options.show_paper and reported is not None
+        else None
+    )
+    front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
+    return TradeoffSelection(raw=raw, points=pts, front=front, reported=paper, hidden=hidden)
 
 
 def reported_for(

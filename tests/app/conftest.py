@@ -15,7 +15,7 @@ def served_mode(monkeypatch):
 
     ``AppTest`` re-derives Streamlit's legacy ``pages/``-directory flag on every run (a real server
     decides it once per process and ``st.navigation`` clears it for good), so without this every
-    AppTest run would start in legacy mode and ``ui.ensure_navigation()`` would rerun it, dropping
+    AppTest run would start in legacy mode and ``navigation.ensure_navigation()`` (``pages/_nav.py``) would rerun it, dropping
     widget clicks. The legacy first-request case is covered by the browser suite."""
     from streamlit.runtime.pages_manager import PagesManager
 

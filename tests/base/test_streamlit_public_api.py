@@ -1,5 +1,6 @@
 """The app uses Streamlit's public API only: no module of the product (``app.py``, ``pages/``, ``scripts/``,
-the core) imports a private Streamlit name or patches Streamlit. The tests and benchmarks may, where no
+the core) imports a private Streamlit name or patches Streamlit (assigns to an attribute of a Streamlit module,
+class or function, ``setattr``/``monkeypatch.setattr``/``mock.patch`` on one). The tests and benchmarks may, where no
 public API exists; each such place is listed in :data:`EXCEPTIONS` with its reason, and a listed place
 that no longer needs it fails the test (the list cannot go stale)."""
 
@@ -25,9 +26,46 @@ EXCEPTIONS = {
 }
 
 
+def _streamlit_names(tree: ast.AST) -> set[str]:
+    """The local names bound to a Streamlit module or to a name imported from one (``st``, ``PagesManager``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] == "streamlit"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "streamlit":
+            names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+def _patches(tree: ast.AST, names: set[str]) -> list[str]:
+    """Patches of Streamlit: ``X.attr = ...`` / ``del X.attr`` with ``X`` a Streamlit name, ``setattr(X, ...)``,
+    ``monkeypatch.setattr(X, ...)``, ``mock.patch.object(X, ...)``, and ``patch("streamlit....")``. Writing a
+    key of ``st.session_state`` or ``st.query_params`` (``st.session_state.k = v``) is public use, not a patch."""
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in names:
+                found.append(f"{node.lineno}: {t.value.id}.{t.attr} patched")
+        if isinstance(node, ast.Call) and node.args:
+            func = node.func
+            fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            first = node.args[0]
+            if fname in ("setattr", "object", "delattr") and isinstance(first, ast.Name) and first.id in names:
+                found.append(f"{node.lineno}: {fname}({first.id}, ...)")
+            elif fname in ("setattr", "patch", "delattr") and isinstance(first, ast.Constant):
+                if isinstance(first.value, str) and first.value.split(".")[0] == "streamlit":
+                    found.append(f"{node.lineno}: {fname}({first.value!r})")
+    return found
+
+
 def _private_uses(path: Path) -> list[str]:
     """``import``/``from`` of a Streamlit module outside :data:`PUBLIC`, a ``_name`` imported from
-    Streamlit, and ``st._x`` / ``streamlit._x`` attribute use."""
+    Streamlit, ``st._x`` / ``streamlit._x`` attribute use, and patches of Streamlit (:func:`_patches`)."""
     found = []
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
@@ -46,7 +84,7 @@ def _private_uses(path: Path) -> list[str]:
         elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             if isinstance(node.value, ast.Name) and node.value.id in ("st", "streamlit"):
                 found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
-    return found
+    return found + _patches(tree, _streamlit_names(tree))
 
 
 def _files() -> list[Path]:
@@ -73,5 +111,12 @@ def test_the_check_sees_a_private_import(tmp_path):
         "import streamlit.web.cli\n"
         "from streamlit import _private\n"
         "st._main.write('x')\n"
+        "st.session_state.ok = 1\n"
+        "st.cache_data = None\n"
+        "PagesManager.uses_pages_directory = False\n"
+        "def test(monkeypatch):\n"
+        "    monkeypatch.setattr(st, 'rerun', lambda: None)\n"
+        "    monkeypatch.setattr('streamlit.runtime.pages_manager.PagesManager.uses_pages_directory', False)\n"
+        "    mock.patch.object(PagesManager, '__init__')\n"
     )
-    assert [u.split(":")[0] for u in _private_uses(f)] == ["2", "3", "4", "5"]
+    assert sorted({int(u.split(":")[0]) for u in _private_uses(f)}) == [2, 3, 4, 5, 7, 8, 10, 11, 12]

@@ -4,6 +4,7 @@ flagged, named in label, hover and legend, and off the Pareto front unless inclu
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 
@@ -104,6 +105,21 @@ def test_identical_derived_finds_an_ensemble_equal_to_an_input(engine, tmp_path)
     other = derive_ensemble(engine, [ids["judge-a"], ids["judge-b"]], rule="and")["run_id"]  # all benign = b
     dup = views.identical_derived(engine)
     assert dup == {same: ids["judge-a"], other: ids["judge-b"]}
+
+    # the Trade-off page's selection (core, one options object): the copies are hidden and named, or drawn
+    from automonitor import analysis
+
+    report = analysis.report(engine, None, n_boot=10, with_grounding=False)
+    sets = views.run_sample_sets(engine)
+    opts = views.TradeoffOptions(templates=tuple(sorted({e.template for e in report.runs})), min_n=1)
+    shown = views.tradeoff_selection(report, opts, sample_sets=sets, duplicates=dup)
+    assert set(shown.points["run_id"]) == set(ids.values())
+    assert set(shown.hidden["run_id"]) == {same, other} and shown.reported is None
+    assert set(shown.front) <= set(ids.values())
+    every = views.tradeoff_selection(report, replace(opts, show_duplicates=True), sample_sets=sets, duplicates=dup)
+    assert set(every.points["run_id"]) == {*ids.values(), same, other} and every.hidden.empty
+    assert views.tradeoff_selection(report, replace(opts, edition="nope"), sample_sets=sets).points.empty
+    assert views.tradeoff_selection(report, replace(opts, templates=()), sample_sets=sets).points.empty
 
 
 def test_hidden_identical_derived_runs_are_named_in_an_escaped_caption():

@@ -1,0 +1,109 @@
+"""The app's page index: which files of ``pages/`` are pages, and where each goes in the navigation.
+
+A page is one file of ``pages/`` (a name without a leading underscore) that declares, at module level, its URL
+path and its place in the navigation::
+
+    PAGE = "runs"  # the URL path (and the prefix of the page's session-state keys)
+    NAV = Nav(title="Runs", icon=":material/play_circle:", order=20, access="workbench")
+
+:func:`discover` reads these two declarations from the files (parsed with ``ast``; nothing is run), so
+``app.py`` builds its navigation from them and adding a page is adding its file. ``access`` says who sees it:
+``workbench`` (an admin, or anyone when the store has no accounts), ``annotation`` (any logged-in account),
+``admin`` (admins, in the annotation section) or ``login`` (the login form). ``default`` marks the page served
+at the root for its audience. No Streamlit here (``pages/_nav.py`` turns the index into ``st.Page`` objects).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+from automonitor.errors import InputError
+
+Access = Literal["workbench", "annotation", "admin", "login"]
+
+
+@dataclass(frozen=True)
+class Nav:
+    """A page's place in the navigation (declared as ``NAV`` in the page file, read by :func:`discover`).
+
+    Attributes:
+        title: the navigation label.
+        icon: a ``:material/name:`` icon or an emoji.
+        order: position in its section (smaller first).
+        access: who sees it: ``workbench``, ``annotation``, ``admin`` or ``login``.
+        default: the page served at the root for its audience (the workbench's, an annotator's).
+    """
+
+    title: str
+    icon: str
+    order: int
+    access: Access
+    default: bool = False
+
+
+@dataclass(frozen=True)
+class PageFile:
+    """A discovered page: ``path`` relative to ``app.py`` (``pages/runs.py``), its URL path ``url`` and ``nav``."""
+
+    path: str
+    url: str
+    nav: Nav
+
+
+def read_page(path: Path, root: Path) -> PageFile | None:
+    """The page declared by the file ``path`` (``PAGE`` and ``NAV`` at module level, literal values), or ``None``
+    for a file that declares no ``NAV`` (not a page). ``root``: the folder ``path`` is given relative to.
+
+    Raises:
+        InputError: a ``NAV`` without a literal ``PAGE`` URL path, with an argument that is not a literal or
+            not a field of :class:`Nav`, a missing field or a wrong type (file, line and field named).
+    """
+    rel = path.relative_to(root).as_posix()
+    url: str | None = None
+    call: ast.Call | None = None
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=rel).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name = node.targets[0].id
+        if name == "PAGE" and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            url = node.value.value
+        elif name == "NAV":
+            if not isinstance(node.value, ast.Call) or node.value.args:
+                raise InputError("NAV must be Nav(...) with keyword arguments", file=rel, line=node.lineno, field="NAV")
+            call = node.value
+    if call is None:
+        return None
+    if not url or not url.replace("-", "").replace("_", "").isalnum():
+        raise InputError("a page declares PAGE, its URL path (letters, digits, - and _)", file=rel, field="PAGE")
+    fields: dict[str, object] = {}
+    for kw in call.keywords:
+        key = kw.arg or "**"
+        if key not in Nav.__dataclass_fields__:
+            raise InputError(f"Nav has no field {key!r}", file=rel, line=kw.value.lineno, field=key)
+        try:
+            fields[key] = ast.literal_eval(kw.value)
+        except ValueError:
+            raise InputError("must be a literal", file=rel, line=kw.value.lineno, field=key) from None
+    for name, kind in (("title", str), ("icon", str), ("order", int), ("access", str), ("default", bool)):
+        if name in fields and not isinstance(fields[name], kind):
+            raise InputError(f"must be a {kind.__name__}", file=rel, line=call.lineno, field=name)
+        if name not in fields and name != "default":
+            raise InputError("missing", file=rel, line=call.lineno, field=name)
+    if fields["access"] not in get_args(Access):
+        raise InputError(f"must be one of {', '.join(get_args(Access))}", file=rel, line=call.lineno, field="access")
+    return PageFile(path=rel, url=url, nav=Nav(**fields))  # type: ignore[arg-type]
+
+
+def discover(root: Path) -> list[PageFile]:
+    """The pages of ``root/pages`` (files without a leading underscore that declare ``NAV``), in navigation
+    order (``order``, then URL path). Raises :class:`InputError` for a bad declaration (:func:`read_page`)."""
+    found = [read_page(p, root) for p in sorted((root / "pages").glob("[!_]*.py"))]
+    pages = [p for p in found if p is not None]
+    urls = [p.url for p in pages]
+    dup = sorted({u for u in urls if urls.count(u) > 1})
+    if dup:
+        raise InputError(f"two pages declare the URL path {dup[0]!r}", file="pages", field="PAGE")
+    return sorted(pages, key=lambda p: (p.nav.order, p.url))

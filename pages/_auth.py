@@ -1,0 +1,149 @@
+"""Logins in the app (Streamlit): the logged-in ``automonitor.annotation.accounts.Account``
+(``st.session_state["auth.account"]``), the guards a page calls first (:func:`require_workbench`,
+:func:`require_login`), and the signed session cookie that keeps a login across reloads."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _data as loaders
+from pages import _nav as navigation
+
+AUTH_KEY = "auth.account"
+LOGGED_OUT_KEY = "auth.logged_out"  # set by logout: this session never resumes from the cookie again
+COOKIE_KEY = "auth.cookie"  # a pending cookie write ("set", token) | ("clear", "") for the next run
+TOKEN_KEY = "auth.token"  # the login-session token of this session (revoked by logout)
+
+
+def current_account():
+    """The logged-in account (``automonitor.annotation.accounts.Account``) or ``None``."""
+    return st.session_state.get(AUTH_KEY)
+
+
+def any_accounts() -> bool:
+    """Whether the store has accounts (then the app requires a login)."""
+    try:
+        from automonitor.annotation.accounts import any_accounts as _any
+    except ImportError:  # pragma: no cover - accounts module not installed
+        return False
+    return _any(loaders.engine())
+
+
+def require_login(message: str, *, admin: bool = False):
+    """The logged-in ``automonitor.annotation.accounts.Account``; when there is none (or, with ``admin``, it is not
+    an admin) the page shows ``message`` as an error and stops. Calls ``ensure_navigation`` first."""
+    from automonitor.annotation.accounts import Account
+
+    navigation.ensure_navigation()
+    account = current_account()
+    if not isinstance(account, Account) or (admin and account.role != "admin"):
+        st.error(message)
+        st.stop()
+    return account
+
+
+def require_workbench() -> None:
+    """Stop the page unless the workbench is open to the current session: the store has no accounts
+    (local single-user use) or an admin is logged in. Pages call this first, so a page reached by a
+    crafted URL is refused even if navigation would have hidden it."""
+    navigation.ensure_navigation()
+    account = current_account()
+    if account is not None and getattr(account, "role", None) == "admin":
+        return
+    if account is None and not any_accounts():
+        return
+    st.error("This page needs an admin account." if account is not None else "Please log in first.")
+    st.stop()
+
+
+def cookie_token() -> str | None:
+    """The session cookie this browser sent with the request, or None (also in a bare AppTest run)."""
+    from automonitor.annotation.accounts import SESSION_COOKIE
+
+    try:
+        return st.context.cookies.get(SESSION_COOKIE)
+    except Exception:  # noqa: BLE001 - no browser request (bare AppTest run): no cookie
+        return None
+
+
+def logout() -> None:
+    """End the login session and forget the logged-in account and every page's state: the session's
+    token (the one this session logged in or resumed with, and the cookie this browser sent) is revoked
+    in the store (``automonitor.annotation.accounts.end_session``), so no kept copy of the cookie logs
+    in again; the cookie is cleared in this browser on the next run (``cookie_script``) and this
+    Streamlit session no longer resumes from a cookie."""
+    from automonitor.annotation.accounts import end_session
+
+    tokens = {st.session_state.get(TOKEN_KEY), cookie_token()}
+    for token in tokens:
+        if token:
+            end_session(loaders.engine(), token)
+    forget_login()
+
+
+def forget_login() -> None:
+    """Forget the logged-in account and every page's state in this Streamlit session (no store write):
+    the cookie is cleared on the next run and this session no longer resumes from a cookie."""
+    for k in list(st.session_state.keys()):
+        del st.session_state[k]
+    st.session_state[LOGGED_OUT_KEY] = True
+    st.session_state[COOKIE_KEY] = ("clear", "")
+
+
+def check_login() -> None:
+    """Every rerun: drop the logged-in account when its sessions were ended meanwhile (a logout in
+    another tab, a password change, a deactivation, an admin's "end sessions"), so this tab shows the
+    login page at its next action (``automonitor.annotation.accounts.login_alive``). The core refuses
+    such a stale login's writes by itself too."""
+    from automonitor.annotation.accounts import login_alive
+
+    account = current_account()
+    if account is not None and not login_alive(loaders.engine(), account):
+        forget_login()
+
+
+def restore_login() -> None:
+    """Log the session in from the browser's signed session cookie
+    (``automonitor.annotation.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
+    the same browser. Nothing happens when an account is already logged in, after a logout in this
+    session, or when the cookie is missing, forged, expired, revoked by a logout or its account changed."""
+    from automonitor.annotation.accounts import resume_session
+
+    if current_account() is not None or st.session_state.get(LOGGED_OUT_KEY):
+        return
+    token = cookie_token()
+    account = resume_session(loaders.engine(), token) if token else None
+    if account is not None:
+        st.session_state[AUTH_KEY] = account
+        st.session_state[TOKEN_KEY] = token
+
+
+def remember_login(account) -> None:
+    """After a successful login: keep ``account`` in the session and have the next run write a signed,
+    expiring session cookie (``automonitor.annotation.accounts.issue_session``) into this browser."""
+    from automonitor.annotation.accounts import issue_session
+
+    token = issue_session(loaders.engine(), account)
+    st.session_state[AUTH_KEY] = account
+    st.session_state[TOKEN_KEY] = token
+    st.session_state.pop(LOGGED_OUT_KEY, None)
+    st.session_state[COOKIE_KEY] = ("set", token)
+
+
+def cookie_script() -> None:
+    """Write or clear the session cookie in the browser when a login or logout asked for it
+    (``SameSite=Strict``, path ``/``, max-age = the session lifetime). The token is checked to be
+    URL-safe text before it is put into the script."""
+    import re
+
+    from automonitor.annotation.accounts import SESSION_COOKIE, session_max_age
+
+    pending = st.session_state.pop(COOKIE_KEY, None)
+    if pending is None:
+        return
+    action, token = pending
+    if action == "set" and re.fullmatch(r"[A-Za-z0-9_.\-]+", token or ""):
+        value = f"{SESSION_COOKIE}={token}; path=/; max-age={int(session_max_age())}; SameSite=Strict"
+    else:
+        value = f"{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict"
+    st.html(f"<script>document.cookie = {value!r};</script>", unsafe_allow_javascript=True)

@@ -1,0 +1,81 @@
+"""The app's navigation (Streamlit): ``st.Page`` objects for the pages of the page index
+(:mod:`automonitor.views.page_index`: a page is its file, declaring ``PAGE`` and ``NAV``), and the guard that
+makes a page run through ``app.py``'s navigation.
+
+:func:`ensure_navigation` makes sure a page runs through ``app.py``'s navigation (a fresh server's legacy
+``pages/`` mode would run the page file directly); :func:`routed` marks the runs that do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import streamlit as st
+
+from automonitor.views.page_index import PageFile, discover
+
+#: the pages folder and the app's folder (``app.py`` lives beside ``pages/``)
+HERE = Path(__file__).resolve().parent
+APP_DIR = HERE.parent
+
+# Paths of page files, relative to app.py (for st.switch_page and st.page_link).
+PAGE_OVERVIEW = "pages/overview.py"
+PAGE_RUNS = "pages/runs.py"
+PAGE_TRADEOFF = "pages/tradeoff.py"
+PAGE_DRILLDOWN = "pages/drilldown.py"
+PAGE_SAMPLES = "pages/samples.py"
+PAGE_LOGIN = "pages/login.py"
+
+
+def st_pages(pages: list[PageFile], *, default: bool = True) -> list[st.Page]:
+    """``st.Page`` objects for ``pages``. With ``default``, the page marked ``default`` is the one served at the
+    root: Streamlit serves a default page at the root, never at its own ``url_path`` (a direct ``/overview``
+    would answer "Page not found" first), so it gets an internal path (``<url>-home``) and a hidden page serves
+    it at its own URL path too."""
+    out, hidden = [], []
+    for p in pages:
+        if default and p.nav.default:
+            out.append(st.Page(p.path, title=p.nav.title, icon=p.nav.icon, url_path=f"{p.url}-home", default=True))
+            hidden.append(st.Page(p.path, title=p.nav.title, icon=p.nav.icon, url_path=p.url, visibility="hidden"))
+        else:
+            out.append(st.Page(p.path, title=p.nav.title, icon=p.nav.icon, url_path=p.url))
+    return out + hidden
+
+
+_NAV_DECLARED = "_am_navigation_declared"  # session key: ensure_navigation reran once
+_ROUTE = threading.local()  # ``on`` while app.py's navigation runs a page in this script thread
+
+
+@contextlib.contextmanager
+def routed() -> Iterator[None]:
+    """``app.py`` runs the selected page inside this block: :func:`ensure_navigation` then knows the page
+    came through the app's role-based navigation."""
+    _ROUTE.on = True
+    try:
+        yield
+    finally:
+        _ROUTE.on = False
+
+
+def ensure_navigation() -> None:
+    """Make sure this script run went through ``app.py``'s ``st.navigation``.
+
+    A ``pages/`` folder beside the entry script puts a fresh Streamlit server in its legacy multipage mode
+    until some session has run ``app.py``: a first request for e.g. ``/runs`` runs ``pages/runs.py``
+    directly, bypassing the app's role-based navigation. Pages call this first: a page that was not run
+    by ``app.py`` (:func:`routed`) declares the pages with ``st.navigation`` (which ends the legacy mode for
+    the process, as Streamlit documents: with ``st.navigation`` the ``pages/`` directory is disregarded) and
+    reruns with ``st.rerun``, so the same URL is served through ``app.py``. Public API only."""
+    if getattr(_ROUTE, "on", False):
+        return
+    # absolute paths: an AppTest of one page file runs with pages/ as its script folder
+    st.navigation([st.Page(str(APP_DIR / p.path), url_path=p.url) for p in discover(APP_DIR)], position="hidden")
+    # once per session: the rerun goes through app.py on a server; a script run that is still not routed
+    # after it (an AppTest of one page file) renders the page as it is, instead of rerunning forever
+    if st.session_state.get(_NAV_DECLARED):
+        return
+    st.session_state[_NAV_DECLARED] = True
+    st.rerun()

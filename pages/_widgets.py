@@ -1,0 +1,119 @@
+"""Rendering helpers of the pages (Streamlit): escaped text and HTML built by ``automonitor.views``
+(:func:`show_html`: ``st.html`` for HTML whose every text piece was escaped there), model-written responses,
+notices, and small layout pieces (work-queue navigation, metric tiles)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Sequence
+
+import streamlit as st
+
+from automonitor import views
+
+
+def md(text) -> str:
+    """A data value made inert for markdown (``automonitor.views.md_escape``): names, notes, errors."""
+    return views.md_escape(text)
+
+
+def show_html(markup: str) -> None:
+    """Render HTML built by ``automonitor.views`` (all text pieces escaped there). ``st.html`` does no
+    markdown processing, so markdown tricks in model-written text stay literal."""
+    st.html(markup)
+
+
+def response_view(text: str | None) -> None:
+    """A model-written response in two tabs: **Rendered** (its markdown rendered safely by
+    ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**
+    (the verbatim text in an escaped ``st.code`` block, with a copy button; evidence is copied from
+    there; invisible bidirectional and zero-width characters marked, :func:`code_block`). Bare source code (:func:`automonitor.views.looks_like_code`) opens on **Raw**: markdown
+    would fold its lines and indentation. The tabs are keyed by the text, so each item opens on its own
+    default tab (unkeyed, the browser kept the previous item's tab)."""
+    key = "response_tabs." + hashlib.sha256((text or "").encode()).hexdigest()[:16]
+    default = "Raw" if views.looks_like_code(text) else "Rendered"
+    rendered, raw = st.tabs(["Rendered", "Raw"], default=default, key=key)
+    with rendered:
+        show_html(views.markdown_html(text))
+    with raw:
+        code_block(text)
+
+
+def code_block(text: str | None) -> None:
+    """Model- or user-written text verbatim in an ``st.code`` block (escaped by Streamlit, with a copy
+    button), its invisible bidirectional and zero-width characters shown as ``⟨U+XXXX⟩`` markers by the
+    one escaper (``automonitor.escaping.reveal_invisible``), as every other view shows them: a
+    "Trojan Source" text cannot read differently here than it is."""
+    from automonitor.escaping import reveal_invisible
+
+    st.code(reveal_invisible(text or ""), language=None, wrap_lines=True)
+
+
+def background_demo_notice(what: str) -> bool:
+    """Say that ``make demo``'s background phase is running (its last log line, escaped) when it is, as
+    the Runs and Transfer pages do; ``what`` names what this page waits for. Returns whether it runs."""
+    bg = views.background_demo()
+    if bg is None:
+        return False
+    st.info(
+        f"`make demo`'s background phase is running (transfer table, then the local judge's install "
+        f"and its runs; log: `{views.DEMO_LOG}`). {what} Last log line: {views.md_escape(bg)}",
+        icon=":material/hourglass_top:",
+    )
+    return True
+
+
+def empty_store_notice(what: str = "data") -> None:
+    """The standard hint shown by a page when the store holds nothing to show yet."""
+    st.info(
+        f"No {what} in the store yet. Build the benchmark with `automonitor build` (or import pairs "
+        "with `automonitor import FILE`), then launch a run on the **Runs** page."
+    )
+
+
+def pick(options: Sequence[Any], value: Any, default: int = 0) -> int:
+    """Index of ``value`` in ``options`` (``default`` when absent) for ``index=`` arguments."""
+    try:
+        return list(options).index(value)
+    except ValueError:
+        return default
+
+
+def queue_nav(page: str, key: str, options: Sequence[Any], format_func, label: str, *, collapsed: bool = False) -> None:
+    """The item navigation of a work queue (Label, Adjudicate): "← Previous" (shortcut K), a select of
+    ``options`` bound to session key ``key``, "Next →" (shortcut J); the buttons step through
+    ``options`` from the selected one and are disabled at the ends."""
+    opts = list(options)
+
+    def step(delta: int) -> None:
+        cur = st.session_state.get(key)
+        here = opts.index(cur) if cur in opts else 0
+        st.session_state[key] = opts[max(0, min(len(opts) - 1, here + delta))]
+
+    cur = st.session_state.get(key)
+    at = opts.index(cur) if cur in opts else 0
+    nav = st.columns([1, 4, 1], vertical_alignment="bottom")
+    nav[0].button(
+        "← Previous", key=f"{page}.prev", on_click=step, args=(-1,), shortcut="K", disabled=at == 0, width="stretch"
+    )
+    nav[1].selectbox(
+        label, opts, format_func=format_func, key=key, label_visibility="collapsed" if collapsed else "visible"
+    )
+    nav[2].button(
+        "Next →",
+        key=f"{page}.next",
+        on_click=step,
+        args=(1,),
+        shortcut="J",
+        disabled=at >= len(opts) - 1,
+        width="stretch",
+    )
+
+
+def metric_columns(n: int, per_row: int = 3) -> list:
+    """``n`` columns for ``st.metric`` tiles, ``per_row`` to a row: at 1280 px five or six tiles in one
+    row cut their labels and interval chips ("95 % CI [-0.32, 0.…")."""
+    cols: list = []
+    while len(cols) < n:
+        cols.extend(st.columns(per_row))
+    return cols[:n]

@@ -1,0 +1,104 @@
+"""A page is one file under ``pages/`` plus its core view module: a toy page added to a copy of the app is
+discovered with its declared title, icon and order, listed in the workbench navigation, and renders through
+``app.py``; a bad declaration is refused naming file, line and field."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from apptest_support import REPO, ok
+from automonitor.errors import InputError
+from automonitor.views.page_index import Nav, discover
+
+TOY_VIEW = '''
+"""The toy page's view model (core side: no Streamlit)."""
+import pandas as pd
+
+
+def toy_frame(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"k": list(range(n)), "square": [i * i for i in range(n)]})
+'''
+
+TOY_PAGE = '''
+"""A toy page."""
+import streamlit as st
+
+import toy_views
+from pages import _auth as auth
+from automonitor.views.page_index import Nav, discover
+
+PAGE = "toy"
+NAV = Nav(title="Toy page", icon=":material/toys:", order=25, access="workbench")
+auth.require_workbench()
+
+st.title("Toy page")
+st.dataframe(toy_views.toy_frame(4))
+'''
+
+
+@pytest.fixture
+def app_copy(tmp_path, monkeypatch):
+    """A copy of ``app.py``, ``assets/`` and ``pages/`` with a toy page and its view module added."""
+    shutil.copy(REPO / "app.py", tmp_path / "app.py")
+    shutil.copytree(REPO / "assets", tmp_path / "assets")
+    shutil.copytree(REPO / "pages", tmp_path / "pages", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "pages" / "toy.py").write_text(textwrap.dedent(TOY_PAGE))
+    (tmp_path / "toy_views.py").write_text(textwrap.dedent(TOY_VIEW))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_a_toy_page_is_listed_in_order_and_renders_through_the_app(app_copy, seeded):
+    from streamlit.testing.v1 import AppTest
+
+    pages = discover(app_copy)
+    toy = next(p for p in pages if p.url == "toy")
+    assert toy.path == "pages/toy.py"
+    assert toy.nav == Nav(title="Toy page", icon=":material/toys:", order=25, access="workbench")
+    workbench = [p.nav.title for p in pages if p.nav.access == "workbench"]
+    assert workbench.index("Runs") < workbench.index("Toy page") < workbench.index("Trade-off")
+    # the real pages are not listed as the toy's
+    assert [p.url for p in discover(REPO)] == [p.url for p in pages if p.url != "toy"]
+
+    at = AppTest.from_file(str(app_copy / "app.py"), default_timeout=60)
+    ok(at.run())
+    at.switch_page("pages/toy.py")
+    ok(at.run())
+    assert [t.value for t in at.title] == ["Toy page"]
+    assert list(at.dataframe[0].value["square"]) == [0, 1, 4, 9]
+
+
+@pytest.mark.parametrize(
+    ("declaration", "field"),
+    [
+        ('PAGE = "x"\nNAV = Nav(title="X", icon="i", order=1)', "access"),
+        ('PAGE = "x"\nNAV = Nav(title="X", icon="i", order="1", access="workbench")', "order"),
+        ('PAGE = "x"\nNAV = Nav(title="X", icon="i", order=1, access="everyone")', "access"),
+        ('PAGE = "x"\nNAV = Nav(title=TITLE, icon="i", order=1, access="workbench")', "title"),
+        ('PAGE = "x"\nNAV = Nav(titel="X", icon="i", order=1, access="workbench")', "titel"),
+        ('NAV = Nav(title="X", icon="i", order=1, access="workbench")', "PAGE"),
+        ('PAGE = "x/y"\nNAV = Nav(title="X", icon="i", order=1, access="workbench")', "PAGE"),
+    ],
+)
+def test_a_bad_page_declaration_names_file_line_and_field(tmp_path, declaration, field):
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "bad.py").write_text(declaration + "\n")
+    with pytest.raises(InputError) as err:
+        discover(tmp_path)
+    assert err.value.file == "pages/bad.py" and err.value.field == field
+
+
+def test_files_without_a_declaration_are_not_pages_and_two_pages_cannot_share_a_url(tmp_path):
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "notes.py").write_text("PAGE = 'notes'\n")
+    (tmp_path / "pages" / "_helper.py").write_text("NAV = 1\n")
+    assert discover(tmp_path) == []
+    for name in ("a", "b"):
+        (tmp_path / "pages" / f"{name}.py").write_text(
+            'PAGE = "same"\nNAV = Nav(title="T", icon="i", order=1, access="admin")\n'
+        )
+    with pytest.raises(InputError, match="same"):
+        discover(tmp_path)
