@@ -154,7 +154,7 @@ class TradeoffSelection:
 
 
 def tradeoff_selection(
-    report: Report | Mapping[str, Any],
+    report: Report,
     options: TradeoffOptions,
     *,
     sample_sets: pd.DataFrame | None = None,
@@ -167,7 +167,7 @@ def tradeoff_selection(
     duplicate runs, one front per edition), filtered to ``options.edition``.
 
     Args:
-        report: the analysis report (:class:`automonitor.analysis.report_schema.Report` or its dict).
+        report: the analysis report (:class:`automonitor.analysis.report_schema.Report`).
         options: the page's selection.
         sample_sets: :func:`automonitor.views.run_sample_sets` (edition and sample set of each run).
         statuses: run id -> run status (incomplete runs are flagged).
