@@ -30,7 +30,7 @@ PAGES = discover(HERE)
 
 
 def _pages(*access: str, default: bool = True) -> list:
-    return navigation.st_pages([p for p in PAGES if p.nav.access in access], default=default)
+    return navigation.st_pages([p for p in PAGES if p.nav.access in access], HERE, default=default)
 
 
 def _logout_page():
@@ -54,9 +54,9 @@ if has_accounts and account is None:
     # keeps its path and query; after the login the rerun lands on that very page with its selections.
     login = [p for p in PAGES if p.nav.access == "login"]
     router = st.navigation(
-        [st.Page(p.path, title=p.nav.title, icon=p.nav.icon, url_path=p.url, default=True) for p in login]
+        [st.Page(str(HERE / p.path), title=p.nav.title, icon=p.nav.icon, url_path=p.url, default=True) for p in login]
         + [
-            st.Page(q.path, title=q.nav.title, icon=q.nav.icon, url_path=p.url)
+            st.Page(str(HERE / q.path), title=q.nav.title, icon=q.nav.icon, url_path=p.url)
             for p in PAGES
             if p.nav.access != "login"
             for q in login

@@ -137,27 +137,14 @@ def add_verified(eng, n_runs: int, pairs: int = 250) -> list[str]:
     return ids
 
 
-def _served_mode() -> None:
-    # AppTest re-derives Streamlit's legacy pages/-directory flag on every run; a server clears it
-    # for good once app.py has called st.navigation (see tests/app/test_app_pages.py).
-    from streamlit.runtime.pages_manager import PagesManager
-
-    orig = PagesManager.__init__
-
-    def init(self, *a, **k):
-        orig(self, *a, **k)
-        PagesManager.uses_pages_directory = False
-
-    PagesManager.__init__ = init
-
-
 def time_page(page: str, params: dict, warm_runs: int = 7) -> tuple[float, float, list[float]]:
     """(cold seconds, warm median seconds, warm samples) of one page's full script run."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
+    # app.py run as a server runs it, from AppTest's folder without pages/ (tests/app/apptest_support.app_test)
+    at = AppTest.from_string(f"import runpy\nrunpy.run_path({str(REPO / 'app.py')!r})\n", default_timeout=600)
     at.run()
-    at.switch_page(page)
+    at.switch_page(str(REPO / page))
     for k, v in params.items():
         at.query_params[k] = v
     t = time.perf_counter()
@@ -246,7 +233,6 @@ def main() -> None:
     if args.verified_runs:
         add_verified(info["engine"], args.verified_runs)
     os.environ["AUTOMONITOR_DB"] = url
-    _served_mode()
 
     print(
         f"App render benchmark: {len(info['samples']):,} samples, {args.runs} runs + {args.verified_runs} "

@@ -21,27 +21,29 @@ from automonitor.views.page_index import PageFile, discover
 HERE = Path(__file__).resolve().parent
 APP_DIR = HERE.parent
 
-# Paths of page files, relative to app.py (for st.switch_page and st.page_link).
-PAGE_OVERVIEW = "pages/overview.py"
-PAGE_RUNS = "pages/runs.py"
-PAGE_TRADEOFF = "pages/tradeoff.py"
-PAGE_DRILLDOWN = "pages/drilldown.py"
-PAGE_SAMPLES = "pages/samples.py"
-PAGE_LOGIN = "pages/login.py"
+# Absolute paths of page files (for st.switch_page and st.page_link), as the navigation registers them.
+PAGE_OVERVIEW = str(HERE / "overview.py")
+PAGE_RUNS = str(HERE / "runs.py")
+PAGE_TRADEOFF = str(HERE / "tradeoff.py")
+PAGE_DRILLDOWN = str(HERE / "drilldown.py")
+PAGE_SAMPLES = str(HERE / "samples.py")
+PAGE_LOGIN = str(HERE / "login.py")
 
 
-def st_pages(pages: list[PageFile], *, default: bool = True) -> list[st.Page]:
-    """``st.Page`` objects for ``pages``. With ``default``, the page marked ``default`` is the one served at the
-    root: Streamlit serves a default page at the root, never at its own ``url_path`` (a direct ``/overview``
-    would answer "Page not found" first), so it gets an internal path (``<url>-home``) and a hidden page serves
-    it at its own URL path too."""
+def st_pages(pages: list[PageFile], root: Path = APP_DIR, *, default: bool = True) -> list[st.Page]:
+    """``st.Page`` objects for ``pages`` (their files under ``root``, by absolute path: the navigation works
+    whatever folder the entry script runs from). With ``default``, the page marked ``default`` is the one served
+    at the root: Streamlit serves a default page at the root, never at its own ``url_path`` (a direct
+    ``/overview`` would answer "Page not found" first), so it gets an internal path (``<url>-home``) and a hidden
+    page serves it at its own URL path too."""
     out, hidden = [], []
     for p in pages:
+        path, title, icon = str(root / p.path), p.nav.title, p.nav.icon
         if default and p.nav.default:
-            out.append(st.Page(p.path, title=p.nav.title, icon=p.nav.icon, url_path=f"{p.url}-home", default=True))
-            hidden.append(st.Page(p.path, title=p.nav.title, icon=p.nav.icon, url_path=p.url, visibility="hidden"))
+            out.append(st.Page(path, title=title, icon=icon, url_path=f"{p.url}-home", default=True))
+            hidden.append(st.Page(path, title=title, icon=icon, url_path=p.url, visibility="hidden"))
         else:
-            out.append(st.Page(p.path, title=p.nav.title, icon=p.nav.icon, url_path=p.url))
+            out.append(st.Page(path, title=title, icon=icon, url_path=p.url))
     return out + hidden
 
 
@@ -71,8 +73,7 @@ def ensure_navigation() -> None:
     reruns with ``st.rerun``, so the same URL is served through ``app.py``. Public API only."""
     if getattr(_ROUTE, "on", False):
         return
-    # absolute paths: an AppTest of one page file runs with pages/ as its script folder
-    st.navigation([st.Page(str(APP_DIR / p.path), url_path=p.url) for p in discover(APP_DIR)], position="hidden")
+    st.navigation(st_pages(discover(APP_DIR), default=False), position="hidden")
     # once per session: the rerun goes through app.py on a server; a script run that is still not routed
     # after it (an AppTest of one page file) renders the page as it is, instead of rerunning forever
     if st.session_state.get(_NAV_DECLARED):

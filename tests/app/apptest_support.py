@@ -1,6 +1,6 @@
 """Helpers for the in-process Streamlit ``AppTest`` tests of the pages (``tests/app``): the app's entry
 file, a store opened fresh, the store the app reads for the length of a block, a fresh session on a page.
-The fixtures (served mode, the seeded store) are in ``tests/app/conftest.py``."""
+The seeded store fixture is in ``tests/app/conftest.py``."""
 
 from __future__ import annotations
 
@@ -36,15 +36,32 @@ class StoreEnv:
             os.environ["AUTOMONITOR_DB"] = self.old
 
 
-def app(page: str | None = None, **params):
-    """A fresh AppTest session, optionally switched to ``page`` with query ``params`` (not run yet)."""
+def app_test(timeout: float = 60, entry: str = APP):
+    """A fresh AppTest of ``entry`` (``app.py``) as a server runs it: the entry is run (``runpy``) from
+    AppTest's own script folder, which has no ``pages/`` beside it, so Streamlit never enters its legacy
+    ``pages/``-directory mode (which ``AppTest.from_file`` would re-derive at every run, where a server leaves
+    it for good once ``app.py`` called ``st.navigation``). Public API only; switch pages with
+    :func:`page_path`."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(APP, default_timeout=60)
+    return AppTest.from_string(
+        f"import runpy\nrunpy.run_path({entry!r}, run_name='__main__')\n", default_timeout=timeout
+    )
+
+
+def page_path(page: str, root: Path = REPO) -> str:
+    """``AppTest.switch_page``'s argument for ``page`` (``pages/runs.py``): its absolute path, as the app's
+    navigation registers it (:func:`app_test` runs from another folder)."""
+    return str(root / page)
+
+
+def app(page: str | None = None, **params):
+    """A fresh AppTest session, optionally switched to ``page`` with query ``params`` (not run yet)."""
+    at = app_test()
     at.run()
     assert not at.exception, at.exception
     if page:
-        at.switch_page(page)
+        at.switch_page(page_path(page))
     for k, v in params.items():
         at.query_params[k] = v
     return at

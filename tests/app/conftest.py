@@ -1,5 +1,5 @@
-"""Fixtures of the in-process ``AppTest`` tests: every test here runs in served mode; ``seeded`` is a
-small seeded SQLite store per module that the app reads."""
+"""Fixtures of the in-process ``AppTest`` tests: ``seeded`` is a small seeded SQLite store per module that the
+app reads (``apptest_support.app_test`` runs ``app.py`` as a server does, with Streamlit's public API only)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,6 @@ import pytest
 
 import app_seed
 from apptest_support import StoreEnv, open_store
-
-
-@pytest.fixture(autouse=True)
-def served_mode(monkeypatch):
-    """Run AppTest the way a server runs once ``app.py`` has executed ``st.navigation``.
-
-    ``AppTest`` re-derives Streamlit's legacy ``pages/``-directory flag on every run (a real server
-    decides it once per process and ``st.navigation`` clears it for good), so without this every
-    AppTest run would start in legacy mode and ``navigation.ensure_navigation()`` (``pages/_nav.py``) would rerun it, dropping
-    widget clicks. The legacy first-request case is covered by the browser suite."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    orig = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        orig(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
 
 @pytest.fixture(scope="module")

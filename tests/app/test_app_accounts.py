@@ -5,7 +5,6 @@ lands on the login page), every action in the history."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,7 @@ from automonitor.annotation import accounts
 from store import get_engine, init_db
 
 from helpers import fast_user
-
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+from apptest_support import app_test, page_path
 
 
 @pytest.fixture
@@ -27,12 +25,11 @@ def store(tmp_path, monkeypatch):
 
 
 def _run(account):
-    from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app_test(120)
     at.session_state["auth.account"] = account
     at.run()
-    at.switch_page("pages/accounts.py")
+    at.switch_page(page_path("pages/accounts.py"))
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     return at
@@ -64,9 +61,8 @@ def test_admin_creates_deactivates_and_sees_the_history_annotator_is_refused(sto
     history = at.dataframe[1].value
     assert ("cleo", "created", "root") in set(zip(history["account"], history["action"], history["by"]))
     # anna's open page, deactivated meanwhile, is logged out at its next run: only the login page is left
-    from streamlit.testing.v1 import AppTest
 
-    gone = AppTest.from_file(APP, default_timeout=120)
+    gone = app_test(120)
     gone.session_state["auth.account"] = anna
     gone.run()
     assert not gone.exception and "auth.account" not in gone.session_state

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apptest_support import APP, StoreEnv
+from apptest_support import StoreEnv, app_test, page_path
 from audit_seed import made_up_pairs, seed_frame
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -68,11 +68,10 @@ def health_store(tmp_path_factory):
 
 
 def _health(**params):
-    from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app_test(120)
     at.run()
-    at.switch_page("pages/health.py")
+    at.switch_page(page_path("pages/health.py"))
     for k, v in params.items():
         at.query_params[k] = v
     at.run()

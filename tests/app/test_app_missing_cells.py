@@ -11,7 +11,7 @@ import app_seed
 from store import session_scope
 from store.models import EditionSample
 
-from apptest_support import StoreEnv, app, ok, open_store
+from apptest_support import StoreEnv, app, ok, open_store, app_test, page_path
 from helpers import missing_cells
 
 
@@ -130,14 +130,11 @@ def annotated(tmp_path_factory):
 
 
 def _as(account, page: str):
-    from streamlit.testing.v1 import AppTest
 
-    from apptest_support import APP
-
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app_test(120)
     at.session_state["auth.account"] = account
     at.run()
-    at.switch_page(page)
+    at.switch_page(page_path(page))
     return ok(at.run())
 
 

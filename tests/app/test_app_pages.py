@@ -11,7 +11,7 @@ import pytest
 
 import app_seed
 
-from apptest_support import WORKBENCH, StoreEnv, app, html_bodies, ok, open_store
+from apptest_support import WORKBENCH, StoreEnv, app, html_bodies, ok, open_store, page_path
 
 from automonitor.views import DEFAULT_MIN_N
 
@@ -27,7 +27,7 @@ def test_every_page_on_an_empty_store(tmp_path):
         # the local-workbench notice on how to enable accounts
         assert any("users add" in c.value for c in at.sidebar.caption)
         for page in WORKBENCH:
-            at.switch_page(page)
+            at.switch_page(page_path(page))
             ok(at.run())
             text = " ".join([i.value for i in at.info] + [c.value for c in at.caption])
             assert "No " in text, (page, text)
@@ -211,7 +211,7 @@ def test_cache_invalidated_when_a_run_finishes(seeded, tmp_path):
 def assert_refused(at, page: str) -> None:
     """``page`` is either not registered in the navigation or refuses to render for this session."""
     try:
-        at.switch_page(page)
+        at.switch_page(page_path(page))
     except ValueError:
         return  # not in this session's navigation
     ok(at.run())
@@ -253,7 +253,7 @@ def test_roles_login_and_navigation(tmp_path):
         ok(at.run())
         assert at.session_state["auth.account"].name == "ada"
         for page in WORKBENCH:
-            at.switch_page(page)
+            at.switch_page(page_path(page))
             ok(at.run())
     eng.dispose()
 
@@ -265,7 +265,7 @@ def test_every_page_on_postgresql(pg_url):
     with StoreEnv(pg_url):
         at = ok(app())
         for page in WORKBENCH:
-            at.switch_page(page)
+            at.switch_page(page_path(page))
             ok(at.run())
         at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=info["hostile_id"]).run())
         assert any("am-ev-exact" in b for b in html_bodies(at))

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 from automonitor.runs import runner
 from servers.data import add_custom
-
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+from apptest_support import app_test, page_path
 
 
 def test_drilldown_lists_the_k_verdicts(tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
 
     from store import get_engine, init_db
     from store.models import Prediction
@@ -40,9 +36,9 @@ def test_drilldown_lists_the_k_verdicts(tmp_path, monkeypatch):
         s.add(p)
         s.commit()
     monkeypatch.setenv("AUTOMONITOR_DB", url)
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test(60)
     at.run()
-    at.switch_page("pages/drilldown.py")
+    at.switch_page(page_path("pages/drilldown.py"))
     at.query_params["run"] = rid
     at.query_params["sample"] = sid
     at.run()

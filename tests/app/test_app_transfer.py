@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from apptest_support import app_test, page_path
 
 
 REPO = Path(__file__).resolve().parents[2]
-APP = str(REPO / "app.py")
 
 
 def saved_transfer(features: str = "tfidf") -> dict:
@@ -51,13 +51,12 @@ def saved_transfer(features: str = "tfidf") -> dict:
 
 
 def test_transfer_page(tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("AUTOMONITOR_DB", f"sqlite:///{tmp_path / 'store.db'}")
     monkeypatch.setenv("AUTOMONITOR_ARTIFACTS", str(tmp_path / "art"))
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test(60)
     at.run()
-    at.switch_page("pages/transfer.py")
+    at.switch_page(page_path("pages/transfer.py"))
     at.run()
     assert not at.exception, at.exception
     assert any("probe transfer --features tfidf" in i.value for i in at.info)
@@ -94,15 +93,14 @@ def test_transfer_page(tmp_path, monkeypatch):
 def test_transfer_page_shows_the_background_notice_while_make_demo_computes_the_matrix(tmp_path, monkeypatch):
     """While `make demo`'s background phase runs (a fresh demo-llm.log in the working directory) the page
     says so, as the Runs page does, instead of asking for the `probe transfer` run already under way."""
-    from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("AUTOMONITOR_DB", f"sqlite:///{tmp_path / 'store.db'}")
     monkeypatch.setenv("AUTOMONITOR_ARTIFACTS", str(tmp_path / "art"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "demo-llm.log").write_text("== transfer table (Transfer page): one TF-IDF probe per slice <b>x</b>\n")
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test(60)
     at.run()
-    at.switch_page("pages/transfer.py")
+    at.switch_page(page_path("pages/transfer.py"))
     at.run()
     assert not at.exception, at.exception
     info = "\n".join(i.value for i in at.info)

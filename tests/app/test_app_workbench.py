@@ -14,7 +14,7 @@ from automonitor import annotation as ann
 from helpers import candidate_row, fast_user
 from store import session_scope
 from store.queries.samples import insert_samples
-from apptest_support import app, html_bodies, ok, open_store
+from apptest_support import app, html_bodies, ok, open_store, app_test, page_path
 
 
 def _run_traces(at):
@@ -160,15 +160,12 @@ def test_keyboard_label_buttons_unsure_note_guidelines_and_flags(ann_store):
 
 
 def test_overview_count_follows_finalisation_without_restart(ann_store):
-    from streamlit.testing.v1 import AppTest
-
-    from apptest_support import APP
 
     eng, users = ann_store
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test(60)
     at.session_state["auth.account"] = users["root"]
     ok(at.run())
-    at.switch_page("pages/overview.py")
+    at.switch_page(page_path("pages/overview.py"))
     ok(at.run())
     m = {x.label: x.value for x in at.metric}
     assert m["Adjudicated (verified)"] == "0" and m["Gold samples (test)"] == "0"

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from apptest_support import REPO, ok
+from apptest_support import REPO, app_test, ok, page_path
 from automonitor.errors import InputError
 from automonitor.views.page_index import Nav, discover
 
@@ -27,8 +27,8 @@ TOY_PAGE = '''
 import streamlit as st
 
 import toy_views
+from automonitor.views.page_index import Nav
 from pages import _auth as auth
-from automonitor.views.page_index import Nav, discover
 
 PAGE = "toy"
 NAV = Nav(title="Toy page", icon=":material/toys:", order=25, access="workbench")
@@ -52,8 +52,6 @@ def app_copy(tmp_path, monkeypatch):
 
 
 def test_a_toy_page_is_listed_in_order_and_renders_through_the_app(app_copy, seeded):
-    from streamlit.testing.v1 import AppTest
-
     pages = discover(app_copy)
     toy = next(p for p in pages if p.url == "toy")
     assert toy.path == "pages/toy.py"
@@ -63,9 +61,9 @@ def test_a_toy_page_is_listed_in_order_and_renders_through_the_app(app_copy, see
     # the real pages are not listed as the toy's
     assert [p.url for p in discover(REPO)] == [p.url for p in pages if p.url != "toy"]
 
-    at = AppTest.from_file(str(app_copy / "app.py"), default_timeout=60)
+    at = app_test(entry=str(app_copy / "app.py"))
     ok(at.run())
-    at.switch_page("pages/toy.py")
+    at.switch_page(page_path("pages/toy.py", app_copy))
     ok(at.run())
     assert [t.value for t in at.title] == ["Toy page"]
     assert list(at.dataframe[0].value["square"]) == [0, 1, 4, 9]

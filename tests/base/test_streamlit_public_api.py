@@ -1,8 +1,8 @@
 """The app uses Streamlit's public API only: no module of the product (``app.py``, ``pages/``, ``scripts/``,
 the core) imports a private Streamlit name or patches Streamlit (assigns to an attribute of a Streamlit module,
-class or function, ``setattr``/``monkeypatch.setattr``/``mock.patch`` on one). The tests and benchmarks may, where no
-public API exists; each such place is listed in :data:`EXCEPTIONS` with its reason, and a listed place
-that no longer needs it fails the test (the list cannot go stale)."""
+class or function, ``setattr``/``monkeypatch.setattr``/``mock.patch`` on one). Neither do the tests and benchmarks; a place
+that one day needs it, where no public API exists, is listed in :data:`EXCEPTIONS` with its reason, and a
+listed place that no longer needs it fails the test (the list cannot go stale)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: ``streamlit.testing.v1`` for AppTest)
 PUBLIC = {"streamlit", "streamlit.testing.v1", "streamlit.components.v1"}
 
-#: file -> why it needs a private name (only tests and benchmarks)
-EXCEPTIONS = {
-    "tests/app/conftest.py": "AppTest re-derives the legacy pages/-directory flag "
-    "(streamlit.runtime.pages_manager.PagesManager.uses_pages_directory) at every run, where a server clears it "
-    "for good once app.py has called st.navigation; AppTest has no public switch for that, and without it "
-    "every page runs outside app.py and its rerun drops the widget clicks under test",
-    "tests/data/test_hard.py": "the same AppTest served mode (one Trade-off page test outside tests/app)",
-    "benchmarks/bench_app.py": "the same AppTest served mode, for timing page runs as a server runs them",
-}
+#: file -> why it needs a private name or a patch (none: AppTest runs app.py from its own folder, without the
+#: pages/ beside it that put Streamlit in its legacy mode, tests/app/apptest_support.app_test)
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _streamlit_names(tree: ast.AST) -> set[str]:

@@ -327,18 +327,10 @@ def test_seed0_build_hard_edition_is_the_certified_read_implicit_tier(built_sqli
 def test_tradeoff_page_switches_to_hard(cli, sqlite_url, sqlite_engine, tmp_path, monkeypatch):
     """The Trade-off page offers edition hard before any run judged it, and shows each run's MR/FAR on
     the verified and hard members (the report's difficulty)."""
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
     from helpers import write_pairs
     from helpers import add_control_sample
 
-    orig = PagesManager.__init__
-
-    def init(self, *args, **kwargs):  # served mode, as in test_app_pages
-        orig(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     f = tmp_path / "pairs.jsonl"
     write_pairs(f)
     assert cli(["import", str(f)], db=sqlite_url).returncode == 0
@@ -352,9 +344,11 @@ def test_tradeoff_page_switches_to_hard(cli, sqlite_url, sqlite_engine, tmp_path
     )
     assert res.returncode == 0, res.stderr
     monkeypatch.setenv("AUTOMONITOR_DB", sqlite_url)
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=60)
+    repo = Path(__file__).resolve().parents[2]
+    # app.py run as a server runs it, from a folder without pages/ (tests/app/apptest_support.app_test)
+    at = AppTest.from_string(f"import runpy\nrunpy.run_path({str(repo / 'app.py')!r})\n", default_timeout=60)
     at.run()
-    at.switch_page("pages/tradeoff.py")
+    at.switch_page(str(repo / "pages" / "tradeoff.py"))
     at.query_params["edition"] = "hard"
     at.run()
     assert not at.exception, [e.message for e in at.exception]
