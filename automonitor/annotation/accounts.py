@@ -85,8 +85,6 @@ SYSTEM = Account(id=0, name="system", role="admin")
 
 
 def _clean_name(name: str) -> str:
-    if not isinstance(name, str):
-        raise InputError("user name must be a string", field="name")
     name = unicodedata.normalize("NFC", name).strip()
     if not name:
         raise InputError("user name must not be empty", field="name")
@@ -199,7 +197,7 @@ def lock_seconds(failures: int, free: int) -> float:
 def _throttle_keys(name: str | None, raw_name: str, client: str | None) -> list[tuple[str, str, int]]:
     """The throttle keys of a login attempt as ``(key, scope, free failures)``: the account name (the
     cleaned one, else the raw text; at most 180 characters) and, when known, the client address."""
-    acct = (name if name is not None else str(raw_name or ""))[:180]
+    acct = (name if name is not None else raw_name)[:180]
     keys = [(f"account:{acct}", "account", ACCOUNT_FREE_FAILURES)]
     if client:
         keys.append((f"client:{str(client)[:180]}", "client", CLIENT_FREE_FAILURES))
@@ -268,15 +266,12 @@ def authenticate(
     (injectable for tests; default the system clock).
     """
     now = (clock or utcnow)()
-    raw_name = name
     clean: str | None
     try:
         clean = _clean_name(name)
     except InputError:
         clean = None
-    if not isinstance(password, str):
-        password = ""
-    keys = _throttle_keys(clean, raw_name if isinstance(raw_name, str) else "", client)
+    keys = _throttle_keys(clean, name, client)
     _check_throttle(engine, keys, now)
     row = _find_user(engine, clean) if clean is not None else None
     target = row.password_hash if (row is not None and row.active) else _dummy_hash()
@@ -482,7 +477,7 @@ def _token_data(token: str | None, secret: str | None, *, max_age: float | None)
     """The payload of a login token signed with ``secret`` (default :func:`session_secret`) and at most
     ``max_age`` seconds old (``None``: any age), or ``None`` when it is missing, too long, forged, too
     old, not a dict or lacks an int ``id``, a str ``name`` or a non-empty str nonce ``n``."""
-    if not token or not isinstance(token, str) or len(token) > 4096:
+    if not token or len(token) > 4096:
         return None
     ser = URLSafeTimedSerializer(secret or session_secret(), salt=_SESSION_SALT)
     try:

@@ -80,15 +80,15 @@ def _check_assign_args(k: int, seed: int | None, batch_size: int | None, calibra
     Raises:
         InputError: see :func:`assign` (fields ``k``, ``seed``, ``batch_size``, ``calibration``).
     """
-    if not isinstance(k, int) or k < 1:
+    if k < 1:
         raise InputError("k must be a positive integer", field="k")
     if seed is None:
         seed = secrets.randbelow(2**31)
-    if not isinstance(seed, int) or seed < 0:
+    if seed < 0:
         raise InputError("seed must be a non-negative integer", field="seed")
-    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 2):
+    if batch_size is not None and batch_size < 2:
         raise InputError("batch size must be an integer >= 2 (a batch holds whole pairs)", field="batch_size")
-    if not isinstance(calibration, int) or calibration < 0:
+    if calibration < 0:
         raise InputError("calibration must be a non-negative number of pairs", field="calibration")
     if calibration and batch_size is None:
         raise InputError("a calibration round needs --batch-size (rounds)", field="calibration")
@@ -397,12 +397,9 @@ def _check_session_args(limit: int, overlap: float, batch_size: int | None, cali
         InputError: ``limit < 1`` (field ``limit``), ``overlap`` outside ``[0, 1]`` (field ``overlap``),
             a session combined with ``batch_size``/``calibration`` (field ``limit``).
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    if limit < 1:
         raise InputError("limit must be a positive number of items", field="limit")
-    try:
-        share = float(overlap)
-    except (TypeError, ValueError):
-        raise InputError("overlap must be a number in [0, 1]", field="overlap") from None
+    share = float(overlap)
     if not 0.0 <= share <= 1.0:
         raise InputError("overlap must be a number in [0, 1] (share of items every annotator labels)", field="overlap")
     if batch_size is not None or calibration:
@@ -578,7 +575,7 @@ def unassign(
     require_admin(actor)
     if annotator is None and batch is None and not everything:
         raise InputError("say what to unassign: --annotator NAME, --batch N or --all", field="annotator")
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 0):
+    if batch is not None and batch < 0:
         raise InputError("batch must be a non-negative integer", field="batch")
 
     def work(s: Session) -> UnassignResult:

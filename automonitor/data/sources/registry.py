@@ -107,7 +107,7 @@ REGISTRY: dict[str, Source] = {}
 
 
 def _positive(name: str, field: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+    if value is not None and value < 1:
         raise ValueError(f"source {name!r}: {field} must be a positive integer or None, got {value!r}")
 
 
