@@ -271,3 +271,27 @@ def add_control_sample(engine) -> None:
                 }
             ],
         )
+
+
+def missing_errata(readings, errata_pair_ids) -> list[str]:
+    """Pair ids read ``wrong`` or ``doubtful`` (:mod:`automonitor.data.readings`) that have no erratum among
+    ``errata_pair_ids`` (a ``cand:`` prefix ignored), sorted."""
+    have = {p.removeprefix("cand:") for p in errata_pair_ids}
+    return sorted(p for p, r in readings.items() if r.verdict != "ok" and p not in have)
+
+
+def throttle_state(engine, key: str) -> dict[str, Any] | None:
+    """The recorded login-throttle row of ``key`` (``account:<name>``/``client:<address>``) as
+    ``{"failures", "last_failure_at", "locked_until"}``, or None."""
+    from automonitor.timestamps import as_utc
+    from store.models import LoginThrottle
+
+    with session_scope(engine) as s:
+        row = s.get(LoginThrottle, key)
+        if row is None:
+            return None
+        return {
+            "failures": row.failures,
+            "last_failure_at": as_utc(row.last_failure_at),
+            "locked_until": as_utc(row.locked_until),
+        }

@@ -204,22 +204,6 @@ def _throttle_keys(name: str | None, raw_name: str, client: str | None) -> list[
     return keys
 
 
-def throttle_state(engine: Engine, key: str) -> dict[str, Any] | None:
-    """The recorded row of a throttle key (``account:<name>``/``client:<address>``) as ``{"failures",
-    "last_failure_at", "locked_until"}``, or None."""
-    with session_scope(engine) as s:
-        row = s.get(LoginThrottle, key)
-        return (
-            None
-            if row is None
-            else {
-                "failures": row.failures,
-                "last_failure_at": as_utc(row.last_failure_at),
-                "locked_until": as_utc(row.locked_until),
-            }
-        )
-
-
 def _record_failure(engine: Engine, keys: list[tuple[str, str, int]], now: datetime) -> None:
     """Count one failed login on every throttle key (``(key, scope, free failures)``) and lock the
     keys past their free failures (:func:`lock_seconds`); retried on a concurrent first failure."""

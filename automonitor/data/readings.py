@@ -5,8 +5,8 @@ label right (:mod:`automonitor.data.build.hard`).
 the fields of :class:`Reading`: ``pair_id``, ``reader``, ``verdict`` (``ok`` | ``wrong`` | ``doubtful``),
 ``reason`` (why; for ``ok`` what was checked) and ``date`` (``YYYY-MM-DD``). A later line for the same pair
 replaces an earlier one. A ``wrong`` or ``doubtful`` reading also needs an erratum (``seeds/errata.jsonl``,
-:mod:`automonitor.data.errata`), which takes the pair out of ``verified`` altogether;
-:func:`missing_errata` lists the readings that lack one. A bad line is an ``InputError`` naming the file,
+:mod:`automonitor.data.errata`), which takes the pair out of ``verified`` altogether (a test checks that
+every such reading has one). A bad line is an ``InputError`` naming the file,
 the line and the field; nothing is built then.
 """
 
@@ -16,14 +16,13 @@ import datetime as dt
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from automonitor.errors import InputError
 
 DEFAULT_READINGS = Path(__file__).resolve().parent / "hard_readings.jsonl"  # package data
-READING_VERDICTS: tuple[str, ...] = ("ok", "wrong", "doubtful")
 
 
 class Reading(BaseModel):
@@ -84,9 +83,3 @@ def load_readings(path: str | Path | None = None) -> dict[str, Reading]:
                 raise InputError(e["msg"], file=str(p), line=n, field=field) from None
             out[r.pair_id] = r
     return out
-
-
-def missing_errata(readings: dict[str, Reading], errata_pair_ids: Iterable[str]) -> list[str]:
-    """Pair ids read ``wrong`` or ``doubtful`` that have no erratum among ``errata_pair_ids``, sorted."""
-    have = {p.removeprefix("cand:") for p in errata_pair_ids}
-    return sorted(p for p, r in readings.items() if r.verdict != "ok" and p not in have)

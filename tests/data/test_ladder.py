@@ -217,7 +217,8 @@ def test_model_identity_is_a_held_out_detector():
 
 
 def test_readings_file_is_validated_with_file_line_and_field(tmp_path):
-    from automonitor.data.readings import load_readings, missing_errata
+    from automonitor.data.readings import load_readings
+    from helpers import missing_errata
 
     f = tmp_path / "r.jsonl"
     good = {"pair_id": "a:1", "reader": "agent-v36b", "verdict": "ok", "reason": "read in full", "date": "2026-12-05"}
@@ -242,7 +243,8 @@ def test_readings_file_is_validated_with_file_line_and_field(tmp_path):
 
 def test_the_shipped_readings_are_valid_and_each_wrong_reading_has_an_erratum():
     from automonitor.data.errata import load_errata
-    from automonitor.data.readings import load_readings, missing_errata
+    from automonitor.data.readings import load_readings
+    from helpers import missing_errata
 
     readings = load_readings()
     assert missing_errata(readings, [e.pair_id for e in load_errata()]) == []
