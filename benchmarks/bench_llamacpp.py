@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 def load_items(limit: int):
     """``(items, few-shot examples, origin)``."""
-    from automonitor.runs.monitors.base import Item
+    from automonitor.runs.monitors.judgement import Item
     from automonitor.runs.prompts import choose_fewshot
 
     if os.environ.get("AUTOMONITOR_DB"):

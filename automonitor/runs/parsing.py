@@ -170,7 +170,7 @@ _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
 NEGATED_OR_HEDGED = "negated or hedged prose verdict"
 #: The longest answer (characters) that is read at all: a longer one is ``invalid`` "answer over budget"
 #: before any parsing, so a hostile or broken server cannot stall the runner in the parser (a 10 MB
-#: answer took minutes in the prose scan). ``automonitor.runs.monitors.base`` checks the same cap.
+#: answer took minutes in the prose scan). ``automonitor.runs.monitors.judgement`` checks the same cap.
 ANSWER_CHAR_CAP = 256_000
 OVER_BUDGET = "answer over budget"
 

@@ -105,7 +105,7 @@ def finalize(
     ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the cause and the fix), else
     ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
     ``last_execution`` (calls, cache hits, AIMD limiter stats) and ``sent`` (what the backend actually
-    sent, :meth:`~automonitor.runs.monitors.base.Backend.sent_params`) are kept in ``Run.params``. A missing
+    sent, :meth:`~automonitor.runs.monitors.backend.Backend.sent_params`) are kept in ``Run.params``. A missing
     run is ignored."""
     with session_scope(engine) as s:
         run = s.get(Run, run_id)

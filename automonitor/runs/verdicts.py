@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from automonitor.runs.monitors import Judgement
-from automonitor.runs.monitors.base import bounded_raw, token_count
+from automonitor.runs.monitors.judgement import bounded_raw, token_count
 from automonitor.vocab import VERDICT_FIELDS
 from store.models import utcnow
 

@@ -19,7 +19,7 @@ RATCHET: dict[str, int] = {
     "automonitor/annotation": 123,
     "automonitor/cli": 30,
     "automonitor/data": 270,
-    "automonitor/runs": 390,
+    "automonitor/runs": 385,
     "automonitor/views": 85,
     "pages": 27,
     "store": 136,

@@ -33,3 +33,12 @@ def test_no_flag_is_shown_with_a_bool_type(tmp_path):
     for args in ([], ["run"], ["report"], ["assign"]):
         text = _help(args, tmp_path)
         assert "--help" in text and "<bool>" not in text, args
+
+
+def test_the_template_list_is_the_prompt_folder():
+    """vocab lists every template file of the package (the registry of templates `load_template` reads), so
+    `run --help`, which lists vocab's, names each template that exists."""
+    from importlib import resources
+
+    folder = resources.files("automonitor.runs") / "prompts"
+    assert {p.name.removesuffix(".txt") for p in folder.iterdir() if p.name.endswith(".txt")} == set(TEMPLATES)

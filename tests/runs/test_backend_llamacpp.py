@@ -13,7 +13,7 @@ import pytest
 from sqlmodel import Session, select
 
 from automonitor.runs import runner
-from automonitor.runs.monitors.base import Item
+from automonitor.runs.monitors.judgement import Item
 from automonitor.runs.monitors.llamacpp import CONTENT_FREE_INPUTS, LlamaCppBackend, calibrated, default_model_path
 from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.data import add_pairs

@@ -13,7 +13,8 @@ from automonitor.runs import runner
 from automonitor.cli import main
 from automonitor.errors import InputError
 from automonitor.runs.monitors import REGISTRY, BackendParams, parse_monitor_spec
-from automonitor.runs.monitors.base import Backend, Judgement, register
+from automonitor.runs.monitors.backend import Backend, register
+from automonitor.runs.monitors.judgement import Judgement
 from servers.data import add_pairs
 from store.models import Prediction
 

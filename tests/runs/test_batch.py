@@ -180,7 +180,8 @@ def test_batch_asks_the_backend_class_not_its_name(sqlite_engine, monkeypatch, a
     from automonitor.cli.runs import new_run
     from automonitor.errors import InputError
     from automonitor.runs.monitors import REGISTRY
-    from automonitor.runs.monitors.base import Backend, Judgement
+    from automonitor.runs.monitors.backend import Backend
+    from automonitor.runs.monitors.judgement import Judgement
     from servers.data import add_pairs
     from store.models import Run
 

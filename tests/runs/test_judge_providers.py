@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 
 from automonitor.runs import runner
 from automonitor.errors import InputError
-from automonitor.runs.monitors.base import RAW_STORE_CHARS
+from automonitor.runs.monitors.judgement import RAW_STORE_CHARS
 from servers.anthropic_replay import AnthropicReplayServer
 from servers.data import add_custom, add_pairs
 from servers.openai_fault import OpenAIFaultServer
@@ -231,10 +231,10 @@ def test_anthropic_context_window_exceeded_is_truncated(sqlite_engine):
 
 def test_unknown_stop_reason_is_unscored():
     from automonitor.runs.monitors.anthropic_backend import AnthropicBackend
-    from automonitor.runs.monitors.base import stop_judgement
+    from automonitor.runs.monitors.judgement import Billed, stop_judgement
 
     kind = AnthropicBackend.stop_reasons.get("pause_turn")
-    j = stop_judgement(kind, "pause_turn", "Yes", tokens_in=1, tokens_out=1, cost_usd=0.0, meta={})
+    j = stop_judgement(kind, "pause_turn", "Yes", Billed(1, 1, 0.0), {})
     assert j is not None and j.outcome == "invalid" and not j.cacheable
 
 
@@ -350,7 +350,8 @@ def test_huge_answer_is_invalid_and_stored_bounded(engine):
 def test_an_answer_far_over_its_token_budget_is_not_a_verdict():
     """The per-token rule (a 2 KB answer for max_tokens 16), below the byte cap: no tokenizer writes 32
     characters a token, so the answer was not produced under the budget the request set."""
-    from automonitor.runs.monitors.base import ANSWER_CHAR_CAP, CHARS_PER_TOKEN_MAX, over_budget
+    from automonitor.runs.monitors.judgement import CHARS_PER_TOKEN_MAX, over_budget
+    from automonitor.runs.parsing import ANSWER_CHAR_CAP
 
     assert over_budget("Yes. " * 400, 16) == "answer over budget: 2000 characters for max_tokens 16"
     assert over_budget("x" * (16 * CHARS_PER_TOKEN_MAX + 200), 16) is None  # at the limit: still a verdict

@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 
 from automonitor.runs import runner
 from automonitor.errors import InputError
-from automonitor.runs.monitors import base, create_backend, pricing
+from automonitor.runs.monitors import create_backend, pricing
 from automonitor.runs.prompts import PromptBuilder, load_template
 from helpers import run_cli
 from servers.data import add_pairs
@@ -38,9 +38,8 @@ FAST = {"backoff_initial": 0.01, "backoff_max": 0.05, "timeout": 10}
     ],
 )
 def test_ids_that_only_share_a_prefix_are_unknown(model):
-    assert not base.price_known(model)
-    assert base.price_for(model) == (0.0, 0.0)
-    assert pricing.lookup(model).source == "unknown"
+    pr = pricing.lookup(model)
+    assert not pr.known and (pr.input, pr.output) == (0.0, 0.0) and pr.source == "unknown"
 
 
 @pytest.mark.parametrize(
@@ -87,7 +86,8 @@ def test_backend_price_param_is_typed():
         params={"price_in": "2.5", "price_out": "20"},
         prompt=prompt,
     )
-    assert b.price() == (2.5, 20.0) and b.price_info().source == "param"
+    pr = b.price_info()
+    assert (pr.input, pr.output) == (2.5, 20.0) and pr.source == "param"
     with pytest.raises(InputError, match="price_in"):
         create_backend(
             "openai:gpt-5-pro", base_url="http://127.0.0.1:9/v1", params={"price_in": "cheap"}, prompt=prompt

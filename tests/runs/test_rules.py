@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from automonitor.runs.monitors.base import Item
+from automonitor.runs.monitors.judgement import Item
 from automonitor.runs.monitors.rules import RULE_IDS, RulesBackend, apply_rules, judge_rules, score_hits
 from automonitor.runs.prompts import PromptBuilder, load_template
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from automonitor.runs.monitors import create_backend
-from automonitor.runs.monitors.base import Item, PermanentError, TransientError, classify_sdk_error
+from automonitor.runs.monitors.http_api import classify_sdk_error
+from automonitor.runs.monitors.judgement import Item, PermanentError, TransientError
 from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.llamacpp_server import free_port
 from servers.openai_fault import OpenAIFaultServer

@@ -8,8 +8,9 @@ from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from contextlib import contextmanager
 from typing import Iterator
 
-from automonitor.runs.monitors import base as monitors_base
-from automonitor.runs.monitors.base import Backend, Judgement, register
+from automonitor.runs.monitors import backend as monitors_backend
+from automonitor.runs.monitors.backend import Backend, register
+from automonitor.runs.monitors.judgement import Judgement
 from store import session_scope
 from store.queries.samples import insert_samples
 
@@ -98,12 +99,12 @@ class EchoBackend(Backend):
 def echo_backend() -> Iterator[type[EchoBackend]]:
     """:class:`EchoBackend` registered (under its test name, added to the accepted names) for the block
     only, so the registry equals :data:`automonitor.vocab.MONITOR_BACKENDS` again afterwards."""
-    saved = monitors_base.MONITOR_BACKENDS
-    monitors_base.MONITOR_BACKENDS = (*saved, EchoBackend.name)
+    saved = monitors_backend.MONITOR_BACKENDS
+    monitors_backend.MONITOR_BACKENDS = (*saved, EchoBackend.name)
     try:
         register(EchoBackend)
         EchoBackend.seen.clear()
         yield EchoBackend
     finally:
-        monitors_base.REGISTRY.pop(EchoBackend.name, None)
-        monitors_base.MONITOR_BACKENDS = saved
+        monitors_backend.REGISTRY.pop(EchoBackend.name, None)
+        monitors_backend.MONITOR_BACKENDS = saved

@@ -9,31 +9,26 @@ call>}])``; ``messages.batches.retrieve`` until ``processing_status == "ended"``
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from automonitor.runs.batch.provider import batch_provider
+from automonitor.runs.batch.provider import SdkBatch, batch_provider
 from automonitor.runs.batch.result_rows import error_row, judgement_row
-from automonitor.runs.monitors.base import Item, split_base_url
+from automonitor.runs.monitors.http_api import SdkOptions
+
+if TYPE_CHECKING:
+    import anthropic
 
 
 @batch_provider("anthropic")
-class AnthropicBatch:
+class AnthropicBatch(SdkBatch):
     """Batch provider around an :class:`automonitor.runs.monitors.anthropic_backend.AnthropicBackend`."""
 
-    def __init__(self, backend: Any, client: Any = None) -> None:
-        self.backend = backend
-        if client is None:
-            import anthropic
+    client: anthropic.Anthropic
 
-            base, query = split_base_url(backend.base_url)
-            client = anthropic.Anthropic(
-                api_key=backend._key,
-                base_url=base,
-                default_query=query or None,
-                max_retries=3,
-                timeout=max(60.0, backend.timeout),
-            )
-        self.client = client
+    def make_client(self, options: SdkOptions) -> anthropic.Anthropic:
+        import anthropic
+
+        return anthropic.Anthropic(**options)
 
     def _params(self, text: dict[str, Any]) -> dict[str, Any]:
         system, user, _ = self.backend.prompt.chat_messages(text["request"], text["response"])
@@ -91,14 +86,7 @@ class AnthropicBatch:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
             try:
-                item = Item(
-                    sample_id=sample_id,
-                    request=text["request"],
-                    response=text["response"],
-                    content_hash=text.get("content_hash", ""),
-                )
-                _, _, meta = self.backend.prompt.chat_messages(text["request"], text["response"])
-                return judgement_row(self.backend._read(result.message, item, meta))
+                return judgement_row(self.read(result.message, sample_id, text))
             except Exception as exc:  # noqa: BLE001
                 return error_row("batch_malformed", f"unreadable batch result: {type(exc).__name__}: {exc}"[:500])
         if kind == "errored":
@@ -110,9 +98,3 @@ class AnthropicBatch:
         if kind == "canceled":
             return error_row("batch_canceled", "batch item canceled")
         return error_row("batch_failed", f"unknown batch result type {kind!r}")
-
-    def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # noqa: BLE001
-            pass

@@ -12,35 +12,30 @@ until ``completed`` / ``expired`` / ``failed`` / ``cancelled``; ``files.content`
 from __future__ import annotations
 
 import json
-from typing import Any, Final, Iterator
+from typing import TYPE_CHECKING, Any, Final, Iterator
 
-from automonitor.runs.batch.provider import batch_provider
+from automonitor.runs.batch.provider import SdkBatch, batch_provider
 from automonitor.runs.batch.result_rows import error_row, judgement_row
-from automonitor.runs.monitors.base import Item, split_base_url
+from automonitor.runs.monitors.http_api import SdkOptions
 from automonitor.vocab import BatchErrorKind
+
+if TYPE_CHECKING:
+    import openai
 
 ENDPOINT: Final = "/v1/chat/completions"
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 
 
 @batch_provider("openai")
-class OpenAIBatch:
+class OpenAIBatch(SdkBatch):
     """Batch provider around an :class:`automonitor.runs.monitors.openai_backend.OpenAIBackend`."""
 
-    def __init__(self, backend: Any, client: Any = None) -> None:
-        self.backend = backend
-        if client is None:
-            import openai
+    client: openai.OpenAI
 
-            base, query = split_base_url(backend.base_url)
-            client = openai.OpenAI(
-                api_key=backend._key,
-                base_url=base,
-                default_query=query or None,
-                max_retries=3,
-                timeout=max(60.0, backend.timeout),
-            )
-        self.client = client
+    def make_client(self, options: SdkOptions) -> openai.OpenAI:
+        import openai
+
+        return openai.OpenAI(**options)
 
     def request_line(self, cid: str, text: dict[str, Any]) -> str:
         system, user, _meta = self.backend.prompt.chat_messages(text["request"], text["response"])
@@ -128,15 +123,7 @@ class OpenAIBatch:
         from openai.types.chat import ChatCompletion
 
         try:
-            completion = ChatCompletion.model_validate(body)
-            item = Item(
-                sample_id=sample_id,
-                request=text["request"],
-                response=text["response"],
-                content_hash=text.get("content_hash", ""),
-            )
-            _, _, meta = self.backend.prompt.chat_messages(text["request"], text["response"])
-            j = self.backend._read(completion, item, meta)
+            j = self.read(ChatCompletion.model_validate(body), sample_id, text)
         except Exception as exc:  # noqa: BLE001 - a malformed line is that item's error, not the run's
             return error_row(
                 "batch_malformed",
@@ -144,9 +131,3 @@ class OpenAIBatch:
                 raw=json.dumps(body)[:2000],
             )
         return judgement_row(j)
-
-    def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # noqa: BLE001
-            pass

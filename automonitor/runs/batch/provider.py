@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Protocol, TypeVar
 
 from automonitor.errors import InputError
-from automonitor.runs.monitors import REGISTRY, Backend, backend_class
+from automonitor.runs.monitors import REGISTRY, Backend, Item, Judgement, backend_class
+from automonitor.runs.monitors.http_api import SdkOptions, sdk_options
 
 #: batch provider name -> its class (filled by :func:`batch_provider` when its module is imported)
 PROVIDER_CLASSES: dict[str, type] = {}
@@ -51,6 +52,43 @@ class BatchProvider(Protocol):
     def results(self, part: dict[str, Any]) -> Iterator[tuple[str, Any]]: ...
     def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> dict[str, Any]: ...
     def close(self) -> None: ...
+
+
+class SdkBatch:
+    """What the provider classes share: the monitor's backend (an HTTP judge, whose ``_request`` builds a
+    request body and ``_read`` reads an answer, as in a live call), the provider SDK's sync client (made
+    by :meth:`make_client` unless given, e.g. a test's), reading one result and closing."""
+
+    def __init__(self, backend: Any, client: Any = None) -> None:
+        self.backend = backend
+        if client is None:
+            client = self.make_client(
+                sdk_options(backend._key, backend.base_url, timeout=max(60.0, backend.timeout), max_retries=3)
+            )
+        self.client = client
+
+    def make_client(self, options: SdkOptions) -> Any:
+        """The provider SDK's sync client built with ``options`` (:func:`.http_api.sdk_options`)."""
+        raise NotImplementedError
+
+    def read(self, answer: Any, sample_id: str, text: dict[str, str]) -> Judgement:
+        """The backend's judgement of one result's answer (its live ``_read``) on the sample ``text``
+        (``{"request", "response"[, "content_hash"]}``).
+
+        Raises:
+            Exception: whatever the backend raises on an unreadable answer (the caller records it).
+        """
+        item = Item(sample_id, text["request"], text["response"], content_hash=text.get("content_hash", ""))
+        _, _, meta = self.backend.prompt.chat_messages(text["request"], text["response"])
+        judgement: Judgement = self.backend._read(answer, item, meta)
+        return judgement
+
+    def close(self) -> None:
+        """Close the client (errors on close are ignored: the results are already written)."""
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def provider_for(name: str, backend: Backend, client: Any) -> BatchProvider:

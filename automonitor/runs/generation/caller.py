@@ -23,7 +23,8 @@ from sqlalchemy.engine import Engine
 
 from automonitor.runs.generation.job import PROMPT_VERSION
 from automonitor.runs.monitors import PermanentError, TransientError
-from automonitor.runs.monitors.base import Backend, Generation
+from automonitor.runs.monitors.backend import Backend
+from automonitor.runs.monitors.judgement import Generation
 from store import session_scope
 from store.models import utcnow
 

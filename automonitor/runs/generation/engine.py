@@ -3,7 +3,7 @@
 Life of a generation run (``automonitor generate sycophancy|gaming``, or the app's Runs page):
 
 :func:`create_generation` validates the generator (``BACKEND[:MODEL]`` of the monitor backends, which
-implement :meth:`automonitor.runs.monitors.base.Backend.generate`), the source, cue or incentive, loads the
+implement :meth:`automonitor.runs.monitors.backend.Backend.generate`), the source, cue or incentive, loads the
 items and inserts a ``Run`` with ``kind='generation'``, ``template='gen-sycophancy'|'gen-gaming'``,
 status ``pending``, ``n`` = items, the job in ``params['job']``. :func:`execute_generation` answers each
 item (the calls go through the judge cache ``CacheEntry`` keyed by backend, model, base URL, messages and

@@ -18,7 +18,7 @@ from automonitor.runs.generation import tasks
 from automonitor.runs.generation.incentives import load_incentive
 from automonitor.runs.monitors import create_backend, parse_monitor_spec
 from automonitor.runs.monitors.pricing import resolve_price
-from automonitor.runs.monitors.base import Backend
+from automonitor.runs.monitors.backend import Backend
 from automonitor.runs.params import redact_url
 
 KINDS = ("sycophancy", "gaming")

@@ -1,19 +1,22 @@
 """Judge backends behind a small registry, selected as ``BACKEND[:MODEL]`` (``--monitor``).
 
-Each backend is one module here with a class decorated by :func:`register`; its facts (default
-model, key variable, base URL, local or not, typed parameters, token estimate) are attributes and
-methods of the class (:class:`automonitor.runs.monitors.base.Backend`).
+Each backend is one module here with a class decorated by :func:`register`; its facts (default model,
+key variable, base URL, local or not, typed parameters, answer budgets, reasoning models, prompt-cache
+prices, token estimate) are attributes and methods of the class (:class:`.backend.Backend`). The other
+modules serve them: :mod:`.judgement` (what a backend takes, returns and raises), :mod:`.backend` (the
+base class and the registry), :mod:`.http_api` (what the HTTP judges and their batch adapters share) and
+:mod:`.pricing` (list prices by exact model id).
 
-=========== =================================================================== ==================
-backend     what it is                                                          default model
-=========== =================================================================== ==================
-rules       transparent pattern baseline (no model, no network)                 rules-v1
-llamacpp    local GGUF model in-process via llama-cpp-python (offline default)  gemma3-270m
-openai      official ``openai`` SDK, any OpenAI-compatible server (--base-url)  gpt-4o-mini
-anthropic   official ``anthropic`` SDK, Messages API                            claude-3-5-haiku-latest
-probe       trained probe artefact (TF-IDF or MiniLM embeddings + LR), no model  tfidf-lr
-lora        LoRA adapter on a causal LM (transformers + peft), Yes/No logits     (adapter folder)
-=========== =================================================================== ==================
+=========== ===================================================================
+backend     what it is
+=========== ===================================================================
+rules       transparent pattern baseline (no model, no network)
+llamacpp    local GGUF model in-process via llama-cpp-python (offline default)
+openai      Chat Completions, any OpenAI-compatible server (--base-url)
+anthropic   official ``anthropic`` SDK, Messages API
+probe       trained probe artefact (TF-IDF or MiniLM embeddings + LR), no model
+lora        LoRA adapter on a causal LM (transformers + peft), Yes/No logits
+=========== ===================================================================
 """
 
 from __future__ import annotations
@@ -24,18 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.runs.monitors.base import (
-    REGISTRY,
-    Backend,
-    BackendParams,
-    Item,
-    Judgement,
-    PermanentError,
-    TransientError,
-    is_loopback,
-    price_for,
-    register,
-)
+from automonitor.runs.monitors.backend import REGISTRY, Backend, BackendParams, register
+from automonitor.runs.monitors.http_api import is_loopback
+from automonitor.runs.monitors.judgement import Item, Judgement, PermanentError, TransientError
+from automonitor.runs.prompts import PromptBuilder
 
 
 def _discover() -> None:
@@ -43,7 +38,7 @@ def _discover() -> None:
     :data:`REGISTRY`; then order the registry by ``menu_order`` (the order of the backend lists).
     Backend SDKs are imported inside the backends, so this loads no SDK."""
     for mod in pkgutil.iter_modules(__path__):
-        if mod.name != "base" and not mod.name.startswith("_"):
+        if not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
     ordered = sorted(REGISTRY.items(), key=lambda kv: kv[1].menu_order)
     REGISTRY.clear()
@@ -91,7 +86,9 @@ def backend_class(backend: str) -> type[Backend]:
     return REGISTRY[backend]
 
 
-def create_backend(spec: str | MonitorSpec, *, base_url: str | None, params: dict[str, Any] | None, prompt) -> Backend:
+def create_backend(
+    spec: str | MonitorSpec, *, base_url: str | None, params: dict[str, Any] | None, prompt: PromptBuilder
+) -> Backend:
     """Instantiate the backend for ``spec`` with the run's base URL, parameters and prompt builder.
 
     Raises:
@@ -116,6 +113,5 @@ __all__ = [
     "create_backend",
     "is_loopback",
     "parse_monitor_spec",
-    "price_for",
     "register",
 ]

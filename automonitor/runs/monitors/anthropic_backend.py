@@ -35,26 +35,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from automonitor.runs.prompts import PromptBuilder, output_schema
-from automonitor.runs.monitors.base import (
-    split_base_url,
-    STOP_NORMAL,
-    STOP_REFUSAL,
-    STOP_TRUNCATED,
-    Backend,
-    BackendParams,
-    CallCounter,
-    Generation,
-    Item,
-    Judgement,
-    answer_judgement,
-    PermanentError,
-    TransientError,
-    classify_sdk_error,
-    register,
-    stop_judgement,
-    token_count,
-    verdict_schema,
-)
+from automonitor.runs.monitors.backend import Backend, BackendParams, register
+from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, verdict_schema
+from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
+from automonitor.runs.monitors.judgement import answer_judgement, stop_judgement, token_count
 from automonitor.runs.answers import ParseMode
 from automonitor.runs.parsing import ParseResult, parse_answer, parse_tool_answer
 
@@ -92,26 +76,29 @@ class AnthropicBackend(Backend):
     description = "Messages API"
 
     Params = AnthropicParams
+    settings: AnthropicParams
+    #: Claude's prompt caching: cache reads 0.1 x, 5-minute cache writes 1.25 x the input price
+    cached_input = {"claude": (0.1, 1.25)}
+    #: the thinking variant's id as some servers name it (``--param thinking_budget`` thinks with any model)
+    reasoning_models = ("claude-3-7-sonnet-thinking",)
     stop_reasons = {
-        "end_turn": STOP_NORMAL,
-        "stop_sequence": STOP_NORMAL,
-        "tool_use": STOP_NORMAL,
-        "max_tokens": STOP_TRUNCATED,
-        "model_context_window_exceeded": STOP_TRUNCATED,
-        "refusal": STOP_REFUSAL,
+        "end_turn": "normal",
+        "stop_sequence": "normal",
+        "tool_use": "normal",
+        "max_tokens": "truncated",
+        "model_context_window_exceeded": "truncated",
+        "refusal": "refusal",
     }
 
     def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         st = self.settings
-        assert isinstance(st, AnthropicParams)
-        evidence = prompt.template.evidence
         self.mode = st.structured
         self.thinking_budget = st.thinking_budget
-        answer = self.max_tokens_for(self.params, evidence)
+        answer = self.answer_budget(self.model, st.max_tokens, prompt.template.evidence)
         # the thinking budget counts against max_tokens, which must exceed it
         self.max_tokens = answer + (self.thinking_budget or 0)
-        self._api_settings(self.key_env)
+        self._api_settings()
         self.send_temperature = self.thinking_budget is None
 
     def cache_params(self) -> dict[str, Any]:
@@ -135,10 +122,8 @@ class AnthropicBackend(Backend):
         if self._client is None:
             import anthropic
 
-            base, query = split_base_url(self.base_url)
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self._key, base_url=base, default_query=query or None, max_retries=0, timeout=self.timeout
-            )
+            options = sdk_options(self._key, self.base_url, timeout=self.timeout, max_retries=0)
+            self._client = anthropic.AsyncAnthropic(**options)
         return self._client
 
     def _request(self, system: str, user: str) -> dict[str, Any]:
@@ -204,7 +189,7 @@ class AnthropicBackend(Backend):
         except (AttributeError, TypeError) as exc:
             raise TransientError("malformed", f"not a Messages API response: {exc}") from exc
         tin, tout, cache_read, cache_write = _usage(msg, meta)
-        cost = self.cost(tin, tout, cache_read, cache_write)
+        billed = self.billed(tin, tout, cache_read, cache_write)
         meta.update(
             {
                 "structured": self.mode,
@@ -222,25 +207,13 @@ class AnthropicBackend(Backend):
         if thinking:
             meta["reasoning_chars"] = thinking
         if stop is not None:
-            unscored = stop_judgement(
-                self.stop_reasons.get(stop), stop, text, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
-            )
+            unscored = stop_judgement(self.stop_reasons.get(stop), stop, text, billed, meta)
             if unscored is not None:
                 if stop == "refusal":
                     unscored.reason = "stop_reason refusal"
                 return unscored
-        raw, parsed = _parse_answer(tool, text, stop, self.prompt.template.name, self.settings.parse)  # type: ignore[attr-defined]
-        return answer_judgement(
-            parsed,
-            item.response,
-            raw,
-            score=None,
-            tokens_in=tin,
-            tokens_out=tout,
-            cost_usd=cost,
-            meta=meta,
-            max_tokens=self.max_tokens,
-        )
+        raw, parsed = _parse_answer(tool, text, stop, self.prompt.template.name, self.settings.parse)
+        return answer_judgement(parsed, item.response, raw, billed, meta, score=None, max_tokens=self.max_tokens)
 
     async def generate(
         self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
@@ -275,10 +248,8 @@ class AnthropicBackend(Backend):
         return Generation(
             text,
             finish_reason=getattr(msg, "stop_reason", None),
-            tokens_in=tin,
-            tokens_out=tout,
-            cost_usd=self.cost(tin, tout),
             meta=meta,
+            **vars(self.billed(tin, tout)),
         )
 
     async def aclose(self) -> None:

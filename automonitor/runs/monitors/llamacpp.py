@@ -60,16 +60,8 @@ from pydantic import field_validator
 from automonitor.data.trajectory import cut_middle, step_ranges
 from automonitor.errors import InputError
 from automonitor.vocab import Label
-from automonitor.runs.monitors.base import (
-    Backend,
-    BackendParams,
-    CallCounter,
-    Generation,
-    Item,
-    Judgement,
-    PermanentError,
-    register,
-)
+from automonitor.runs.monitors.backend import Backend, BackendParams, register
+from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError
 from automonitor.runs.local_model import INSTALL_EXTRA, default_model_path
 from automonitor.runs.parsing import evidence_found
 from automonitor.runs.prompts import PromptBuilder, fill
@@ -184,11 +176,6 @@ def load_llama(path: Path, n_ctx: int, n_threads: int):
                 seed=0,
             )
         return _MODELS[key]
-
-
-def _flag(value: Any) -> bool:
-    """A boolean ``--param`` value: false for ``0``/``false``/``no``/``off`` (any case), else true."""
-    return str(value).strip().lower() not in ("0", "false", "no", "off")
 
 
 def calibrated(logit_diff: float, cf_yes: float) -> float:
@@ -379,15 +366,15 @@ class LlamaCppBackend(Backend):
     menu_order = 1
     description = "local GGUF model"
     Params = LlamaCppParams
+    settings: LlamaCppParams
 
     def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
-        p, st = self.params, self.settings
-        assert isinstance(st, LlamaCppParams)
+        st = self.settings
         self.n_ctx = st.n_ctx
         self.n_threads = st.n_threads
-        self.prefix_cache = _flag(p.get("prefix_cache", True))
-        self.calibrate = _flag(p.get("calibrate", True))
+        self.prefix_cache = st.prefix_cache
+        self.calibrate = st.calibrate
         self.threshold = st.threshold
         self.request_tokens = st.request_tokens
         self.response_tokens = st.response_tokens

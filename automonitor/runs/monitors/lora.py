@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from automonitor.vocab import Label
-from automonitor.runs.monitors.base import Backend, CallCounter, Item, Judgement, register
+from automonitor.runs.monitors.backend import Backend, register
+from automonitor.runs.monitors.judgement import CallCounter, Item, Judgement
 
 if TYPE_CHECKING:
     from automonitor.runs.probe.lora import LoraScorer

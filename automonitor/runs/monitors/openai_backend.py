@@ -26,8 +26,8 @@ log-probabilities (param ``logprobs``, default true; ``top_logprobs`` 5) give th
 P(misbehavior) read at the verdict value token (:func:`automonitor.runs.parsing.score_at_verdict`); a server that rejects them is asked
 again without. Cost per call comes from :mod:`automonitor.runs.monitors.pricing` (exact model ids).
 
-Reasoning models (OpenAI's o1/o3/o4 and gpt-5 families, :func:`completion_tokens_family`) take the
-answer budget as ``max_completion_tokens`` and only their default temperature, and give no
+Reasoning models (OpenAI's o1/o3/o4 and gpt-5 families, :meth:`OpenAIBackend.completion_tokens_family`) take
+the answer budget as ``max_completion_tokens`` and only their default temperature, and give no
 log-probabilities: they are sent ``max_completion_tokens``, no ``temperature`` (unless ``--param
 temperature`` is given) and no ``logprobs``. Any other model whose server answers 400 naming
 ``max_tokens`` (use ``max_completion_tokens``), ``temperature`` or ``seed`` is asked again once with
@@ -54,43 +54,15 @@ from pydantic import Field
 
 from automonitor.errors import AutomonitorError
 from automonitor.runs.prompts import PromptBuilder, output_schema
-from automonitor.runs.monitors.base import (
-    split_base_url,
-    STOP_FILTERED,
-    STOP_NORMAL,
-    STOP_TRUNCATED,
-    Backend,
-    BackendParams,
-    CallCounter,
-    Generation,
-    Item,
-    Judgement,
-    answer_judgement,
-    PermanentError,
-    TransientError,
-    classify_sdk_error,
-    register,
-    stop_judgement,
-    token_count,
-    verdict_schema,
-)
+from automonitor.runs.monitors import pricing
+from automonitor.runs.monitors.backend import Backend, BackendParams, register
+from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, split_base_url, verdict_schema
+from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
+from automonitor.runs.monitors.judgement import answer_judgement, stop_judgement, token_count
 from automonitor.runs.answers import SCORE_METHOD, ParseMode, grammar_for
 from automonitor.runs.parsing import ParseResult, parse_answer, parse_tool_answer, score_at_verdict
 
-_MODES = ("json_schema", "json_object", "tools", "none")
 _DOWNGRADE = {"json_schema": "json_object", "json_object": "none", "tools": "none"}
-
-
-# OpenAI's reasoning families: the budget is ``max_completion_tokens``, only the default temperature
-_COMPLETION_TOKENS_FAMILY = re.compile(r"^(o\d|gpt-5)")
-
-
-def completion_tokens_family(model: str | None) -> bool:
-    """Whether ``model`` (``provider/`` prefix dropped, case-insensitive) is one of OpenAI's reasoning
-    families (o1, o3, o4, gpt-5 and their variants), which take ``max_completion_tokens`` instead of
-    ``max_tokens``, only the default temperature and no log-probabilities (OpenAI API reference,
-    "Reasoning models")."""
-    return bool(model) and bool(_COMPLETION_TOKENS_FAMILY.match(str(model).lower().rsplit("/", 1)[-1]))
 
 
 class OpenAIParams(BackendParams):
@@ -145,28 +117,62 @@ class OpenAIBackend(Backend):
     description = "any OpenAI-compatible server"
 
     Params = OpenAIParams
+    settings: OpenAIParams
+    #: OpenAI's reasoning families (o1, o3, o4, gpt-5 and their variants): they take ``max_completion_tokens``
+    #: instead of ``max_tokens``, only the default temperature and no log-probabilities (OpenAI API
+    #: reference, "Reasoning models"; :meth:`completion_tokens_family`)
+    completion_tokens_models = re.compile(r"^(o\d|gpt-5)")
+    #: reasoning models any OpenAI-compatible server may serve (OpenAI, DeepSeek, Qwen, Gemini's compatible
+    #: endpoint, Mistral, proxies): the reasoning answer budget
+    reasoning_models = (
+        "o1",
+        "o3",
+        "o4",
+        "gpt-5",
+        "deepseek-reasoner",
+        "deepseek-r1",
+        "r1",
+        "qwq",
+        "qwen3",
+        "gemini-2.5",
+        "claude-3-7-sonnet-thinking",
+        "magistral",
+        "phi-4-reasoning",
+    )
+    #: cached input ("cached input" on the providers' pricing pages, mid-2025; Claude through Anthropic's
+    #: OpenAI-compatible endpoint)
+    cached_input = {
+        "gpt-4o": (0.5, 1.0),
+        "o1": (0.5, 1.0),
+        "o3": (0.25, 1.0),
+        "o4-mini": (0.25, 1.0),
+        "gpt-4.1": (0.25, 1.0),
+        "gpt-5": (0.1, 1.0),
+        "deepseek": (0.26, 1.0),
+        "gemini-2.5": (0.25, 1.0),
+        "claude": (0.1, 1.25),
+    }
     stop_reasons = {
-        "stop": STOP_NORMAL,
-        "tool_calls": STOP_NORMAL,
-        "function_call": STOP_NORMAL,
-        "eos": STOP_NORMAL,  # some compatible servers
-        "length": STOP_TRUNCATED,
-        "content_filter": STOP_FILTERED,
+        "stop": "normal",
+        "tool_calls": "normal",
+        "function_call": "normal",
+        "eos": "normal",  # some compatible servers
+        "length": "truncated",
+        "content_filter": "filtered",
     }
 
     def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         st = self.settings
-        assert isinstance(st, OpenAIParams)
         evidence = prompt.template.evidence
-        self.reasoning_family = completion_tokens_family(self.model)
+        self.reasoning_family = self.completion_tokens_family(self.model)
         self.mode: str = st.structured or ("json_schema" if evidence else "none")
         self.logprobs = st.logprobs if st.logprobs is not None else not self.reasoning_family
         self.top_logprobs = st.top_logprobs
-        self.max_tokens = self.max_tokens_for(self.params, evidence)
+        self.max_tokens = self.answer_budget(self.model, st.max_tokens, evidence)
         self.seed = st.seed
         self.reasoning_effort = st.reasoning_effort
-        self._api_settings(self.key_env)
+        self._api_settings()
         # a reasoning family takes only its default temperature: none is sent unless asked for
         self.temperature = st.temperature if st.temperature is not None else (None if self.reasoning_family else 0.0)
         self.token_param = "max_completion_tokens" if self.reasoning_family else "max_tokens"
@@ -176,6 +182,12 @@ class OpenAIBackend(Backend):
         self._requested_mode = self.mode
         self._requested_logprobs = self.logprobs
         self._direct = DirectChat(self.base_url, self._key, self.timeout) if st.transport == "direct" else None
+
+    @classmethod
+    def completion_tokens_family(cls, model: str | None) -> bool:
+        """Whether ``model`` (``provider/`` prefix dropped, case-insensitive) is one of
+        :attr:`completion_tokens_models`."""
+        return bool(model) and bool(cls.completion_tokens_models.match(pricing.model_key(model)))
 
     def cache_params(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -213,15 +225,8 @@ class OpenAIBackend(Backend):
         if self._client is None:
             import openai
 
-            base, query = split_base_url(self.base_url)
-            self._client = openai.AsyncOpenAI(
-                api_key=self._key,
-                base_url=base,
-                default_query=query or None,
-                max_retries=0,
-                timeout=self.timeout,
-                http_client=self._http_client(openai),
-            )
+            options = sdk_options(self._key, self.base_url, timeout=self.timeout, max_retries=0)
+            self._client = openai.AsyncOpenAI(**options, http_client=self._http_client(openai))
         return self._client
 
     def _http_client(self, openai: Any) -> Any:
@@ -230,9 +235,7 @@ class OpenAIBackend(Backend):
         transport; see benchmarks/bench_scale.py), or None (the SDK's default httpx client) with
         ``--param transport=httpx`` or when ``httpx-aiohttp`` is not installed (``transport=sdk`` or
         ``aiohttp``; the lean default ``direct`` makes no SDK client)."""
-        st = self.settings
-        assert isinstance(st, OpenAIParams)
-        if st.transport == "httpx":
+        if self.settings.transport == "httpx":
             return None
         try:
             return openai.DefaultAioHttpClient(timeout=self.timeout)
@@ -248,7 +251,7 @@ class OpenAIBackend(Backend):
         if self.send_temperature:
             kw["temperature"] = self.temperature
         if self.send_seed:
-            kw["seed"] = int(self.seed or 0)
+            kw["seed"] = self.seed
         if self.reasoning_effort is not None:
             kw["reasoning_effort"] = self.reasoning_effort
         schema = output_schema(self.prompt.template) or verdict_schema(self.prompt.template.evidence)
@@ -329,7 +332,7 @@ class OpenAIBackend(Backend):
             t0 = time.perf_counter()
             body = self._request(system, user)
             if item.repeat and "seed" in body:
-                body["seed"] = int(body["seed"]) + int(item.repeat)  # distinct seed per repeat
+                body["seed"] += item.repeat  # distinct seed per repeat
                 meta["seed"] = body["seed"]
             sent_state = self._request_state()
             try:
@@ -412,43 +415,24 @@ class OpenAIBackend(Backend):
         )
         if cached_in:
             meta["cached_tokens_in"] = cached_in
-        cost = self.cost(tin, tout, cached_in)
+        billed = self.billed(tin, tout, cached_in)
         text, reasoning = message_text(msg)
         if reasoning:
             meta["reasoning_chars"] = len(reasoning)
         refusal = getattr(msg, "refusal", None)
         if refusal:
-            return Judgement(
-                "refusal",
-                raw=str(refusal),
-                reason="the model refused (message.refusal)",
-                tokens_in=tin,
-                tokens_out=tout,
-                cost_usd=cost,
-                meta=meta,
-            )
+            reason = "the model refused (message.refusal)"
+            return Judgement("refusal", raw=str(refusal), reason=reason, meta=meta, **vars(billed))
         if finish is not None:
-            unscored = stop_judgement(
-                self.stop_reasons.get(finish), finish, text, tokens_in=tin, tokens_out=tout, cost_usd=cost, meta=meta
-            )
+            unscored = stop_judgement(self.stop_reasons.get(finish), finish, text, billed, meta)
             if unscored is not None:
                 return unscored
         template = self.prompt.template.name
-        raw, parsed = _parse_answer(msg, text, finish, template, self.settings.parse)  # type: ignore[attr-defined]
+        raw, parsed = _parse_answer(msg, text, finish, template, self.settings.parse)
         score = logprob_score(choice, template)
         if score is not None:
             meta["score_method"] = SCORE_METHOD  # how this prediction's score was read (CONTRACT round 4)
-        return answer_judgement(
-            parsed,
-            item.response,
-            raw,
-            score=score,
-            tokens_in=tin,
-            tokens_out=tout,
-            cost_usd=cost,
-            meta=meta,
-            max_tokens=self.max_tokens,
-        )
+        return answer_judgement(parsed, item.response, raw, billed, meta, score=score, max_tokens=self.max_tokens)
 
     async def generate(
         self, messages, count_call: CallCounter, *, max_tokens: int, temperature: float = 0.0, seed: int | None = 0
@@ -489,10 +473,8 @@ class OpenAIBackend(Backend):
         return Generation(
             text or str(getattr(choice.message, "refusal", None) or ""),
             finish_reason=getattr(choice, "finish_reason", None),
-            tokens_in=tin,
-            tokens_out=tout,
-            cost_usd=self.cost(tin, tout),
             meta=meta,
+            **vars(self.billed(tin, tout)),
         )
 
     async def aclose(self) -> None:

@@ -71,14 +71,16 @@ def price_table() -> dict[str, Any]:
     return {**doc, "models": models, "snapshots": snaps}
 
 
-def _model_key(model: str | None) -> str:
+def model_key(model: str | None) -> str:
+    """``model`` as the tables key it: stripped, lower case, a ``provider/`` prefix dropped (``""`` for
+    ``None``)."""
     return (model or "").strip().lower().rsplit("/", 1)[-1]
 
 
 def lookup(model: str | None) -> Price:
     """The table price of exactly ``model`` (or of the id its snapshot entry names); :data:`UNKNOWN`
     when the id is not listed."""
-    key = _model_key(model)
+    key = model_key(model)
     table = price_table()
     target = key if key in table["models"] else table["snapshots"].get(key)
     if not target:

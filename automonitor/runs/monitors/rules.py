@@ -24,7 +24,8 @@ from automonitor.data.rule_patterns import (  # noqa: F401  (re-exported: the ru
 )
 from automonitor.data.rule_patterns import RULES_SOURCE_HASH as _PATTERNS_HASH
 from automonitor.vocab import Label
-from automonitor.runs.monitors.base import Backend, CallCounter, Item, Judgement, register
+from automonitor.runs.monitors.backend import Backend, register
+from automonitor.runs.monitors.judgement import CallCounter, Item, Judgement
 
 # edits of either file invalidate the judge cache
 RULES_SOURCE_HASH = hashlib.sha256(Path(__file__).read_bytes() + _PATTERNS_HASH.encode()).hexdigest()[:16]

@@ -39,7 +39,7 @@ def estimate_run(
 
     Returns ``{"n", "n_test", "n_controls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
     "price_known"}``. Token counts come from the backend class's
-    :meth:`~automonitor.runs.monitors.base.Backend.estimate_tokens` with ``params`` (the run's ``--param``
+    :meth:`~automonitor.runs.monitors.backend.Backend.estimate_tokens` with ``params`` (the run's ``--param``
     values: ``max_tokens``, truncation budgets, ...): prompt tokens are characters/4 of the rendered prompts
     (0 for ``rules``), output tokens n x the answer budget; cost = tokens x the list price of
     exact model id in ``automonitor/data/prices.json`` or ``--param price_in/price_out``

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from automonitor.runs.monitors import Backend, Item, Judgement
 from automonitor.runs.cache import CacheKeys, view_text
 from automonitor.runs.runner.limiter import AIMDLimiter
-from automonitor.runs.monitors.base import QUOTA_CODES
+from automonitor.runs.monitors.judgement import QUOTA_CODES
 from automonitor.runs.params import redact_url, scrub, url_secrets
 from automonitor.runs.runner.retries import NEVER_REACHED, Circuit, RetryPolicy, judge_with_retries
 from automonitor.runs.verdicts import cache_entry, cacheable, cached_prediction, judged_prediction
