@@ -13,7 +13,7 @@ import pandas as pd
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.localisation import run_localisation
-from automonitor.analysis.bootstrap import bootstrap_runs, pair_classes
+from automonitor.analysis.bootstrap import RunBootstrapDict, bootstrap_runs, pair_classes
 from automonitor.analysis.encoding import CELLS, TP, empty_preds, encode, Encoded, sample_grid
 from automonitor.analysis.paired import PairedDict, default_comparisons, paired_comparisons
 from automonitor.analysis.roc_grounding import add_grounding, add_roc, evidence_run_ids
@@ -31,7 +31,7 @@ def analyze(
     texts: dict[str, tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
     gold_spans: dict[str, list[dict[str, Any]]] | None = None,
-    **overrides: Any,
+    **overrides: object,
 ) -> Report:
     """The typed :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access;
     used by :func:`~automonitor.analysis.from_store.report` and benchmarks). ``.to_dict()`` gives the JSON-ready
@@ -171,7 +171,7 @@ def _run_entries(
     runs: pd.DataFrame,
     enc: Encoded,
     slices: Slices,
-    boot: list[dict[str, Any]],
+    boot: list[RunBootstrapDict],
     pair_counts: list[dict[str, int]],
 ) -> list[dict[str, Any]]:
     """One RUN dict per row of ``runs`` (report order) with its slices, bootstrap and pair counts."""
@@ -214,7 +214,7 @@ class _Clock:
             self.t, self.c = t, c
 
 
-def _json_safe(obj: Any) -> Any:
+def _json_safe(obj: object) -> object:
     if isinstance(obj, dict):
         return {str(k): _json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

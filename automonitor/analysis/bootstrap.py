@@ -4,12 +4,21 @@ vectorised over runs) and per-pair outcome classes (:func:`pair_classes`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import ABSENT, FN, FP, PEND, TN, TP, UNS
+
+
+class RunBootstrapDict(TypedDict):
+    """A run's pair-clustered percentile 95% intervals of MR and FAR over ``pairs`` clusters
+    (:class:`automonitor.analysis.report_schema.RunBootstrap`)."""
+
+    mr_ci: list[float] | None
+    far_ci: list[float] | None
+    pairs: int
 
 
 def bootstrap_runs(
@@ -20,7 +29,7 @@ def bootstrap_runs(
     n_pairs: int,
     n_boot: int,
     seed: int,
-) -> list[dict[str, Any]]:
+) -> list[RunBootstrapDict]:
     """Pair-clustered percentile intervals of MR and FAR per run (vectorised over runs).
 
     Args:
@@ -42,7 +51,7 @@ def bootstrap_runs(
     present = np.zeros((n_runs, n_pairs), dtype=bool)
     judged = row_cell != PEND
     present[row_run[judged], row_pair[judged]] = True
-    out: list[dict[str, Any]] = [{"mr_ci": None, "far_ci": None, "pairs": 0} for _ in range(n_runs)]
+    out = [RunBootstrapDict(mr_ci=None, far_ci=None, pairs=0) for _ in range(n_runs)]
     groups: dict[bytes, list[int]] = {}
     for r in range(n_runs):
         groups.setdefault(np.packbits(present[r]).tobytes(), []).append(r)

@@ -48,7 +48,7 @@ def report(
     engine: Engine,
     run_ids: Sequence[str] | None = None,
     options: ReportOptions | str | None = None,
-    **overrides: Any,
+    **overrides: object,
 ) -> Report:
     """The full report for runs in the store as a typed :class:`~automonitor.analysis.report_schema.Report`;
     ``.to_dict()`` is the JSON-ready dict that ``automonitor report --json`` prints (contract JSON plus

@@ -6,7 +6,7 @@ field."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Iterable, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -50,7 +50,7 @@ class AnalysisOptions(BaseModel):
 
     @field_validator("compare", mode="before")
     @classmethod
-    def _pairs(cls, v: Any) -> Any:
+    def _pairs(cls, v: Iterable[Iterable[str]] | None) -> tuple[tuple[str, ...], ...] | None:
         return None if v is None else tuple(tuple(p) for p in v)
 
 
@@ -67,14 +67,15 @@ class ReportOptions(AnalysisOptions):
     edition: str | None = None
 
 
-def resolve_options(
-    cls: type[AnalysisOptions], options: AnalysisOptions | str | None, overrides: dict[str, Any]
-) -> Any:
+O = TypeVar("O", bound=AnalysisOptions)
+
+
+def resolve_options(cls: type[O], options: AnalysisOptions | str | None, overrides: Mapping[str, object]) -> O:
     """``options`` (or the defaults) with ``overrides`` applied, as a ``cls``. A string ``options`` is the
     unscored policy (the positional ``invalid`` of earlier releases). ``overrides`` are field names of
     ``cls`` (keyword arguments such as ``n_boot=40``). Raises :class:`TypeError` for a name that is not a
     field and ``ValueError`` (pydantic's) for a bad value."""
-    base: dict[str, Any] = {}
+    base: dict[str, object] = {}
     if isinstance(options, str):
         base["invalid"] = options
     elif options is not None:
@@ -82,7 +83,7 @@ def resolve_options(
     unknown = set(overrides) - set(cls.model_fields)
     if unknown:
         raise TypeError(f"unknown analysis option(s): {', '.join(sorted(unknown))}")
-    return cls(**{**base, **overrides})
+    return cls.model_validate({**base, **overrides})
 
 
 def compare_list(options: AnalysisOptions) -> Sequence[tuple[str, str]] | None:

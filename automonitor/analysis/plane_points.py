@@ -6,12 +6,10 @@
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any, Mapping, cast
-
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.report_schema import Report
+from automonitor.analysis.report_schema import ReportLike, as_report
 
 
 REPORTED_LABEL = "reported by a secondary summary (not in the paper's v2 text)"
@@ -33,72 +31,54 @@ POINT_COLUMNS: tuple[str, ...] = (
     "unscored_rate",
     "view",
 )
-_EMPTY_SLICE: dict[str, Any] = {
-    "n": 0,
-    "mr": None,
-    "far": None,
-    "mr_ci": None,
-    "far_ci": None,
-    "unscored": 0,
-    "unscored_rate": None,
-}
+_SLICE_FORMS = {"overall": 1, "category": 2, "task": 2, "category_task": 3}
 
 
-def run_points(report: Report | Mapping[str, Any], slice: tuple[str, ...] = ("overall",)) -> pd.DataFrame:  # noqa: A002
+def run_points(report: ReportLike, slice: tuple[str, ...] = ("overall",)) -> pd.DataFrame:  # noqa: A002
     """Points on the MR-FAR plane for one slice of a report, with the Pareto front of that slice.
 
     Args:
-        report: the :class:`~automonitor.analysis.report_schema.Report` of :func:`report` or its ``.to_dict()``.
+        report: the :class:`~automonitor.analysis.report_schema.Report` of :func:`report` or its ``.to_dict()``
+            (validated).
         slice: ``("overall",)``, ``("category", cat)``, ``("task", task)`` or ``("category_task", cat, task)``.
     Returns:
         DataFrame with run_id, monitor, template, kind, n, mr, far, mr_ci, far_ci (lists or None),
         mr_lo, mr_hi, far_lo, far_hi, unscored, unscored_rate, view (the monitor view, ``full`` by default),
-        on_front (bool; front of this slice).
+        on_front (bool; front of this slice). A run without the slice has n = 0, unscored = 0 and no rates.
     Raises:
         ValueError for an unknown slice form.
     """
-    report_dict = report.to_dict() if isinstance(report, Report) else report
+    if not slice or _SLICE_FORMS.get(slice[0]) != len(slice):
+        raise ValueError(f"unknown slice {slice!r}")
+    cat = slice[1] if slice[0] in ("category", "category_task") else None
+    task = slice[-1] if slice[0] in ("task", "category_task") else None
     rows = []
-    for e in report_dict.get("runs", []):
-        s = _entry_slice(e, slice) or _EMPTY_SLICE
-        mci, fci = s.get("mr_ci"), s.get("far_ci")
+    for e in as_report(report).runs:
+        s = e.slice(cat, task)
+        mci, fci = (s.mr_ci, s.far_ci) if s else (None, None)
         rows.append(
             {
-                "run_id": e["run_id"],
-                "monitor": e["monitor"],
-                "template": e["template"],
-                "kind": e.get("kind"),
-                "n": s["n"],
-                "mr": s["mr"],
-                "far": s["far"],
+                "run_id": e.run_id,
+                "monitor": e.monitor,
+                "template": e.template,
+                "kind": e.kind,
+                "n": s.n if s else 0,
+                "mr": s.mr if s else None,
+                "far": s.far if s else None,
                 "mr_ci": mci,
                 "far_ci": fci,
                 "mr_lo": mci[0] if mci else None,
                 "mr_hi": mci[1] if mci else None,
                 "far_lo": fci[0] if fci else None,
                 "far_hi": fci[1] if fci else None,
-                "unscored": s.get("unscored"),
-                "unscored_rate": s.get("unscored_rate"),
-                "view": e.get("view") or "full",
+                "unscored": s.unscored if s else 0,
+                "unscored_rate": s.unscored_rate if s else None,
+                "view": e.view or "full",
             }
         )
     df = pd.DataFrame(rows, columns=list(POINT_COLUMNS))
     df["on_front"] = mt.pareto_front(list(df["mr"]), list(df["far"])) if len(df) else pd.Series(dtype=bool)
     return df
-
-
-def _entry_slice(entry: dict[str, Any], slice: tuple[str, ...]) -> dict[str, Any] | None:  # noqa: A002
-    """The SLICE dict of one run entry for a :func:`run_points` slice form (``None`` when absent);
-    ``ValueError`` for an unknown form."""
-    if slice[0] == "overall":
-        return cast("dict[str, Any]", entry["overall"])
-    if slice[0] == "category" and len(slice) == 2:
-        return cast("dict[str, Any] | None", entry.get("by_category", {}).get(slice[1]))
-    if slice[0] == "task" and len(slice) == 2:
-        return cast("dict[str, Any] | None", entry.get("by_task", {}).get(slice[1]))
-    if slice[0] == "category_task" and len(slice) == 3:
-        return cast("dict[str, Any] | None", entry.get("by_category_task", {}).get(slice[1], {}).get(slice[2]))
-    raise ValueError(f"unknown slice {slice!r}")
 
 
 def reported_points() -> pd.DataFrame:

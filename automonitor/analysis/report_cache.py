@@ -19,7 +19,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from sqlalchemy.engine import Engine
 
@@ -85,7 +85,7 @@ def code_stamp() -> str:
 def cached_report(
     engine: Engine,
     run_ids: Sequence[str] | None,
-    options: dict[str, Any],
+    options: Mapping[str, object],
     compute: Callable[[], Report],
 ) -> Report:
     """``compute()`` (a :class:`Report` of ``run_ids`` with ``options`` on ``engine``), read from the
@@ -115,7 +115,7 @@ def cached_report(
     return rep
 
 
-def _key(stamp: str, run_ids: Sequence[str] | None, options: dict[str, Any]) -> str:
+def _key(stamp: str, run_ids: Sequence[str] | None, options: Mapping[str, object]) -> str:
     doc = [_FORMAT, code_stamp(), stamp, None if run_ids is None else list(run_ids), options]
     if METRICS:  # a metric registered from outside the package: its code is part of the document
         doc.append([m.stamp for m in METRICS.values()])

@@ -13,14 +13,33 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Mapping, cast
+from typing import TypedDict, cast
 
 from automonitor.escaping import md_escape  # names are data: no markup, links or HTML in the table
-from automonitor.analysis.report_schema import Report, RunReport, as_report
+from automonitor.analysis.report_schema import Report, ReportLike, RunReport, as_report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, DIFFICULTY_EDITIONS, TEMPLATES
 
 FORMATS = ("markdown", "latex", "csv")
+
+
+class PaperColumn(TypedDict):
+    """A column of the paper-style table: ``key`` (``<slice>_<metric>_<template>``), the slice's name and
+    key, the metric (``mr`` | ``far`` | ``unscored_rate``) and the template."""
+
+    key: str
+    slice: str
+    slice_key: str
+    metric: str
+    template: str
+
+
+class PaperRow(TypedDict):
+    """A row of the paper-style table: the monitor's label, its runs, and the rate of each column key."""
+
+    monitor: str
+    runs: list[str]
+    rates: dict[str, float | None]
 
 
 def _templates(runs: list[RunReport]) -> list[str]:
@@ -28,13 +47,13 @@ def _templates(runs: list[RunReport]) -> list[str]:
     return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
 
 
-def _slice_columns(runs: list[RunReport], temps: list[str]) -> list[dict[str, str]]:
+def _slice_columns(runs: list[RunReport], temps: list[str]) -> list[PaperColumn]:
     """The table's columns in order: overall (MR, FAR, unscored rate) then each category (MR, FAR), every
     metric once per template."""
     slices = [("overall", "Overall")] + [(c, CATEGORY_NAMES.get(c, c)) for c in CATEGORIES]
     extra_cats = sorted({c for r in runs for c in r.by_category} - set(CATEGORIES))
     slices += [(c, c) for c in extra_cats]
-    columns: list[dict[str, str]] = []
+    columns: list[PaperColumn] = []
     for key, name in slices:
         metrics = ("mr", "far", "unscored_rate") if key == "overall" else ("mr", "far")
         for m in metrics:
@@ -43,19 +62,19 @@ def _slice_columns(runs: list[RunReport], temps: list[str]) -> list[dict[str, st
     return columns
 
 
-def _cell(run: RunReport, column: dict[str, str]) -> float | None:
+def _cell(run: RunReport, column: PaperColumn) -> float | None:
     """The rate of ``column`` (slice and metric) for one run; ``None`` when the run lacks the slice."""
     key = column["slice_key"]
     s = run.overall if key == "overall" else run.by_category.get(key)
     return None if s is None else cast("float | None", getattr(s, column["metric"]))
 
 
-def paper_table(rep: Report | Mapping[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+def paper_table(rep: ReportLike) -> tuple[list[PaperColumn], list[PaperRow]]:
     """Columns and rows of the paper-style table of a report (:class:`~automonitor.analysis.report_schema.Report`,
     from ``analysis.report``, or its ``.to_dict()``; a dict is validated, ``pydantic.ValidationError`` if malformed).
 
-    Returns ``(columns, rows)``: columns are dicts ``{"key", "slice", "slice_key", "metric", "template"}`` in order;
-    each row is ``{"monitor": label, "runs": [run_id, ...], key: float|None, ...}`` (rates in [0, 1]).
+    Returns ``(columns, rows)``: columns are :class:`PaperColumn` dicts in order; each row a :class:`PaperRow`
+    ``{"monitor": label, "runs": [run_id, ...], "rates": {column key: float|None}}`` (rates in [0, 1]).
     """
     runs = as_report(rep).runs
     columns = _slice_columns(runs, _templates(runs))
@@ -63,36 +82,34 @@ def paper_table(rep: Report | Mapping[str, Any]) -> tuple[list[dict[str, str]], 
     groups: dict[str, dict[str, list[RunReport]]] = {}
     for r in runs:
         groups.setdefault(r.monitor, {}).setdefault(r.template, []).append(r)
-    rows: list[dict[str, Any]] = []
+    rows: list[PaperRow] = []
     for mon, by_t in groups.items():
         depth = max(len(v) for v in by_t.values())
         for i in range(depth):
-            row: dict[str, Any] = {"monitor": mon if depth == 1 else f"{mon} #{i + 1}", "runs": []}
-            for lst in by_t.values():
-                if i < len(lst):
-                    row["runs"].append(lst[i].run_id)
+            rates = {}
             for col in columns:
                 lst = by_t.get(col["template"], [])
-                row[col["key"]] = _cell(lst[i], col) if i < len(lst) else None
-            rows.append(row)
+                rates[col["key"]] = _cell(lst[i], col) if i < len(lst) else None
+            runs_i = [lst[i].run_id for lst in by_t.values() if i < len(lst)]
+            rows.append(PaperRow(monitor=mon if depth == 1 else f"{mon} #{i + 1}", runs=runs_i, rates=rates))
     return columns, rows
 
 
-def _v(x: Any) -> str:
+def _v(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
 _METRIC = {"mr": "MR", "far": "FAR", "unscored_rate": "Unscored"}
 
 
-def _caption(rep: Report | Mapping[str, Any]) -> str:
+def _caption(rep: ReportLike) -> str:
     return (
         f"Unscored policy: {as_report(rep).invalid_policy}. MR = FN/(TP+FN), FAR = FP/(TN+FP); "
         "measured in this store, not the paper's numbers."
     )
 
 
-def to_markdown(rep: Report | Mapping[str, Any]) -> str:
+def to_markdown(rep: ReportLike) -> str:
     """GitHub-markdown paper-style table of ``rep`` (a :class:`~automonitor.analysis.report_schema.Report` from ``analysis.report`` or its dict), with a caption line."""
     rep = as_report(rep)
     cols, rows = paper_table(rep)
@@ -101,7 +118,7 @@ def to_markdown(rep: Report | Mapping[str, Any]) -> str:
 
     for r in rows:
         name = md_escape(r["monitor"])
-        lines.append("| " + " | ".join([name] + [_v(r[c["key"]]) for c in cols]) + " |")
+        lines.append("| " + " | ".join([name] + [_v(r["rates"][c["key"]]) for c in cols]) + " |")
     return (
         "\n".join(lines)
         + "\n\n"
@@ -141,7 +158,7 @@ def metrics_markdown(rep: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:
+def localisation_markdown(rep: ReportLike) -> str:
     """The localisation table of ``rep``: per evidence run with gold spans and per slice
     (overall, then categories and tasks), gold samples, TP, localised hits and wrong-reason hits (count
     and share of TP), localised miss rate and character-level span F1 / IoU; ``""`` when no run has
@@ -174,7 +191,7 @@ def localisation_markdown(rep: Report | Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def difficulty_markdown(rep: Report | Mapping[str, Any]) -> str:
+def difficulty_markdown(rep: ReportLike) -> str:
     """The markdown table "Difficulty": per run, MR and FAR on the ``verified`` and the ``hard`` members
     with the samples judged of each (``""`` when no run has difficulty rates)."""
 
@@ -219,7 +236,7 @@ def latex_escape(s: str) -> str:
     return "".join(_LATEX_ESC.get(ch, ch) for ch in s)
 
 
-def to_latex(rep: Report | Mapping[str, Any]) -> str:
+def to_latex(rep: ReportLike) -> str:
     """A booktabs LaTeX ``table`` with two header rows (slice x metric, then template)."""
     rep = as_report(rep)
     cols, rows = paper_table(rep)
@@ -242,12 +259,12 @@ def to_latex(rep: Report | Mapping[str, Any]) -> str:
     out.append(" & ".join([""] + [latex_escape(c["template"]) for c in cols]) + " \\\\")
     out.append("\\midrule")
     for r in rows:
-        out.append(" & ".join([latex_escape(r["monitor"])] + [_v(r[c["key"]]) for c in cols]) + " \\\\")
+        out.append(" & ".join([latex_escape(r["monitor"])] + [_v(r["rates"][c["key"]]) for c in cols]) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(_caption(rep))}}}", "\\end{table}"]
     return "\n".join(out) + "\n"
 
 
-def to_csv(rep: Report | Mapping[str, Any]) -> str:
+def to_csv(rep: ReportLike) -> str:
     """CSV of the paper-style table: header ``monitor,runs,<slice>_<metric>_<template>...``; rates with
     full precision, empty when missing; ``runs`` lists the run ids of the row separated by spaces."""
     rep = as_report(rep)
@@ -258,12 +275,12 @@ def to_csv(rep: Report | Mapping[str, Any]) -> str:
     for r in rows:
         w.writerow(
             [r["monitor"], " ".join(r["runs"])]
-            + ["" if r[c["key"]] is None else repr(float(r[c["key"]])) for c in cols]
+            + ["" if (v := r["rates"][c["key"]]) is None else repr(float(v)) for c in cols]
         )
     return buf.getvalue()
 
 
-def render(rep: Report | Mapping[str, Any], fmt: str) -> str:
+def render(rep: ReportLike, fmt: str) -> str:
     """The table of ``rep`` in ``fmt`` (markdown | latex | csv); ``ValueError`` for another format."""
     rep = as_report(rep)
     if fmt == "markdown":

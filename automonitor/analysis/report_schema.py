@@ -15,12 +15,12 @@ floats in [0, 1] or ``None``; counts are non-negative ints; differences (``mr_di
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, TypeVar
+from typing import Mapping, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunMetric
-from automonitor.jsontypes import JSONValue
+from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import RUN_KINDS, RUN_STATUSES, RunKind, RunStatus
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class _Model(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The JSON-ready dict (fields in contract order; parts never set are left out)."""
         return self.model_dump(mode="python", exclude_unset=True)
 
@@ -336,7 +336,7 @@ class RunReport(_Model):
 
     @field_validator("kind", "status", mode="before")
     @classmethod
-    def _unknown_is_none(cls, value: Any, info: ValidationInfo) -> Any:
+    def _unknown_is_none(cls, value: object, info: ValidationInfo[None]) -> object:
         known = RUN_KINDS if info.field_name == "kind" else RUN_STATUSES
         if value is None or value in known:
             return value
@@ -472,14 +472,18 @@ class Report(_Model):
     audit: dict[str, AuditBaselines] | None = None
     # comparisons across monitor views (:mod:`automonitor.analysis.view_comparison`), one per monitor and
     # template judged under >= 2 views; ``None`` when there is none
-    views: list[dict[str, Any]] | None = None
+    views: list[JSONObject] | None = None
 
     def run(self, run_id: str) -> RunReport | None:
         """The run entry with this id, or ``None``."""
         return next((r for r in self.runs if r.run_id == run_id), None)
 
 
-def as_report(rep: Report | Mapping[str, Any]) -> Report:
+ReportLike = Union[Report, Mapping[str, JSONValue]]
+"""A :class:`Report`, or its JSON document (``Report.to_dict()``, ``report --json``), validated where used."""
+
+
+def as_report(rep: ReportLike) -> Report:
     """``rep`` as a :class:`Report` (a report dict, e.g. ``analysis.report(...).to_dict()``, is validated).
 
     Raises ``pydantic.ValidationError`` (naming the field) when the dict does not follow the schema."""
@@ -535,10 +539,10 @@ class Stats(_Model):
     controls: int
     by_source: dict[str, int]
     candidates_by_source: dict[str, int]
-    shortfalls: list[dict[str, Any]]
+    shortfalls: list[JSONObject]
     build_seed: int | None
     gold_spans: GoldSpanCounts | None = None
     errata: ErrataCounts | None = None
     paper_cell_deficit: dict[str, int] = {}
-    paper_cells: list[dict[str, Any]] = []
-    hard: dict[str, Any] | None = None  # with --edition hard the build's filter summary, else None
+    paper_cells: list[JSONObject] = []
+    hard: JSONObject | None = None  # with --edition hard the build's filter summary, else None

@@ -85,7 +85,7 @@ def tradeoff_points(
     from automonitor import analysis
 
     typed = as_report(report)
-    pts = analysis.run_points(typed.to_dict(), slice_key(category, task))
+    pts = analysis.run_points(typed, slice_key(category, task))
     if templates is not None:
         pts = pts[pts["template"].isin(list(templates))].reset_index(drop=True)
     slices = {e.run_id: e.slice(category, task) for e in typed.runs}
