@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
+
+if TYPE_CHECKING:
+    from automonitor.runs.generation.job import GenerationSpec
 
 generate_app = typer.Typer(
     help="Construct candidate pairs with a generator model (the paper's recipes).", no_args_is_help=True
@@ -26,36 +29,9 @@ def _print(doc: dict[str, Any]) -> None:
         err_console.print(f"  dropped {reason}: {n}")
 
 
-def _run(
-    kind: str,
-    generator: str,
-    *,
-    source: str,
-    cue: str | None,
-    incentive: str | None,
-    limit: int | None,
-    samples: int,
-    base_url: str | None,
-    max_tokens: int | None,
-    raw: str | None,
-    concurrency: int,
-    json_out: bool,
-) -> None:
-    from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
+def _run(spec: GenerationSpec, json_out: bool) -> None:
+    from automonitor.runs.generation.engine import create_generation, execute_generation
 
-    spec = GenerationSpec(
-        kind=kind,
-        generator=generator,
-        source=source,
-        cue=cue,
-        incentive=incentive,
-        limit=limit,
-        samples_per_prompt=samples,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        raw=raw,
-        concurrency=concurrency,
-    )
     # a generation needs an existing store (refused, exit 2, before any generator call): with a mistyped
     # AUTOMONITOR_DB it would otherwise pay for calls whose candidates land in a new empty file
     eng = open_store()
@@ -79,19 +55,22 @@ def generate_sycophancy(
 ) -> None:
     """Counterfactual sycophancy filter: keep Q when the answer to Q is right and the answer to Q' = Q +
     cue is wrong and equals the cue; kept questions become candidate pairs."""
+    from automonitor.runs.generation.job import GenerationSpec
+
     _run(
-        "sycophancy",
-        generator,
-        source=source,
-        cue=cue,
-        incentive=None,
-        limit=limit,
-        samples=samples,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        raw=raw,
-        concurrency=concurrency,
-        json_out=json_out,
+        GenerationSpec(
+            kind="sycophancy",
+            generator=generator,
+            source=source,
+            cue=cue,
+            limit=limit,
+            samples_per_prompt=samples,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            raw=raw,
+            concurrency=concurrency,
+        ),
+        json_out,
     )
 
 
@@ -110,19 +89,21 @@ def generate_gaming(
     """Incentive-injected specification gaming: answer each task with and without the incentive; keep
     it when only the incentivised answer shows the invited misbehavior (code: static screen plus
     visible/held-out tests in the bubblewrap sandbox)."""
+    from automonitor.runs.generation.job import GenerationSpec
+
     _run(
-        "gaming",
-        generator,
-        source=source,
-        cue=None,
-        incentive=incentive,
-        limit=limit,
-        samples=1,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        raw=raw,
-        concurrency=concurrency,
-        json_out=json_out,
+        GenerationSpec(
+            kind="gaming",
+            generator=generator,
+            source=source,
+            incentive=incentive,
+            limit=limit,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            raw=raw,
+            concurrency=concurrency,
+        ),
+        json_out,
     )
 
 

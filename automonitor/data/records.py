@@ -395,36 +395,6 @@ def _check_header(
             problems.add(f"missing required column '{f}'", line=1, field=f)
 
 
-def read_csv(
-    data: bytes,
-    problems: Problems,
-    *,
-    columns: Collection[str] | None = None,
-    required: Collection[str] = (),
-    undecodable: str = "raise",
-    skip_blank_rows: bool = False,
-    csv_mode: str = "safe",
-) -> list[RawRecord]:
-    """Records of CSV bytes (no BOM) with a header row; problems go to ``problems``. ``csv_mode``:
-    ``safe`` (cells as :func:`csv_cell_out` wrote them: the neutralising ``'`` removed) or ``exact``.
-
-    ``columns``: the allowed column names (None = any); ``required``: columns the header must have (their
-    empty cells are kept as ``""``). ``skip_blank_rows``: also skip rows whose cells are all blank.
-    """
-    text = data.decode("utf-8", "surrogateescape")
-    return list(
-        iter_csv(
-            io.StringIO(text, newline=""),
-            problems,
-            columns=columns,
-            required=required,
-            undecodable=undecodable,
-            skip_blank_rows=skip_blank_rows,
-            csv_mode=csv_mode,
-        )
-    )
-
-
 def iter_csv(
     stream: Iterable[str],
     problems: Problems,
@@ -435,7 +405,10 @@ def iter_csv(
     skip_blank_rows: bool = False,
     csv_mode: str = "safe",
 ) -> Iterator[RawRecord]:
-    """Like :func:`read_csv`, one record at a time from a text stream opened with ``newline=""`` (for a
+    """Records of a CSV with a header row (``columns``: the allowed column names, None = any;
+    ``required``: columns the header must have, their empty cells kept as ``""``; ``skip_blank_rows``:
+    also skip rows whose cells are all blank; ``csv_mode``: ``safe``, cells as :func:`csv_cell_out` wrote
+    them, the neutralising ``'`` removed, or ``exact``), one at a time from a text stream opened with ``newline=""`` (for a
     file: ``open(path, encoding="utf-8-sig", errors="surrogateescape", newline="")``), so a large file
     is never held whole: memory stays flat in file size. After a header problem or a malformed row it
     stops (the problem is in ``problems``)."""
@@ -569,14 +542,17 @@ def read_records(
     if fmt == "jsonl":
         records = read_jsonl(body, problems, undecodable=undecodable)
     elif fmt == "csv":
-        records = read_csv(
-            body,
-            problems,
-            columns=columns,
-            required=required,
-            undecodable=undecodable,
-            skip_blank_rows=skip_blank_rows,
-            csv_mode=csv_mode,
+        stream = io.StringIO(body.decode("utf-8", "surrogateescape"), newline="")
+        records = list(
+            iter_csv(
+                stream,
+                problems,
+                columns=columns,
+                required=required,
+                undecodable=undecodable,
+                skip_blank_rows=skip_blank_rows,
+                csv_mode=csv_mode,
+            )
         )
     else:
         records = read_parquet(data, problems, columns=columns, required=required)
