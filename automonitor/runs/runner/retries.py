@@ -79,6 +79,7 @@ class Circuit:
         self.last: str = ""
         self.refused: list[PermanentError] = []  # run-wide permanent failures before any answer
         self._gate = asyncio.Semaphore(limit)
+        self._waiting = 0  # calls waiting for a place at the gate
 
     def check(self) -> None:
         """Raise the run-wide failure once the judge counts as unreachable.
@@ -104,17 +105,29 @@ class Circuit:
         elif isinstance(exc, PermanentError) and exc.run_wide:  # a refusal of every call is no answer
             if not self.answered and exc.code != NEVER_REACHED:
                 self.refused.append(exc)
-        else:
+        elif not self.answered:
             self.answered = True
+            # open the gate at once for every call waiting there (they would otherwise pass
+            # ``limit`` at a time, one round trip each: seconds of a run's start at concurrency 64)
+            for _ in range(self._waiting):
+                self._gate.release()
 
     @contextlib.asynccontextmanager
     async def gate(self) -> AsyncIterator[None]:
-        """Hold one of the ``limit`` places while no call has been answered yet (no wait afterwards)."""
+        """Hold one of the ``limit`` places while no call has been answered yet (no wait afterwards:
+        the first answer lets every waiting call through)."""
         if self.answered:
             yield
             return
-        async with self._gate:
+        self._waiting += 1
+        try:
+            await self._gate.acquire()
+        finally:
+            self._waiting -= 1
+        try:
             yield
+        finally:
+            self._gate.release()
 
 
 class _Attempts:
@@ -161,7 +174,7 @@ class _Attempts:
 
     async def _judge_once(self) -> Judgement:
         """One call to the backend, through the :class:`Circuit` when there is one."""
-        if self.circuit is None:
+        if self.circuit is None or self.circuit.answered:  # once answered, the gate holds nothing back
             return await self.backend.judge(self.item, self.count_call)
         async with self.circuit.gate():
             self.circuit.check()

@@ -4,6 +4,7 @@ writer), ``concurrency`` judge workers fed through a bounded queue, and a cancel
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import Counter
 from typing import Any, Callable, Iterable, Iterator, Tuple
@@ -107,6 +108,10 @@ class Execution:
         self.last_permanent: str | None = None
         self.circuit = Circuit()
         self.secrets = url_secrets(backend.base_url)  # scrubbed from error texts that echo the URL
+        # requests counted in this turn of the event loop, not yet queued for the writer (_count_send)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._unqueued_calls = 0
 
     def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
         """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
@@ -133,6 +138,7 @@ class Execution:
         writer = ResultWriter(self.engine, self.run_id)
         writer.start()
         self.writer = writer
+        self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         n_workers = self.limiter.max_limit
         queue: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=max(2 * n_workers, 512))
         self.queue_max = queue.maxsize
@@ -160,6 +166,7 @@ class Execution:
             await self.backend.aclose()
         except Exception:  # noqa: BLE001
             pass
+        self._queue_calls()  # calls counted in this turn of the loop
         await asyncio.to_thread(writer.close)
 
     # -- producer -----------------------------------------------------------------------------------
@@ -272,8 +279,21 @@ class Execution:
                 self._tick()
 
     def _count_send(self) -> None:
+        """Count one request as it is sent. Requests sent in one turn of the event loop reach the
+        writer as one entry at the end of that turn (committed at once, before any of their answers can
+        be read), not one entry and one writer wake-up each; a call from another thread goes at once."""
         self.api_calls += 1
-        self.writer.put_calls(1)
+        if self._loop is None or threading.get_ident() != self._loop_thread:
+            self.writer.put_calls(1)
+            return
+        self._unqueued_calls += 1
+        if self._unqueued_calls == 1:
+            self._loop.call_soon(self._queue_calls)
+
+    def _queue_calls(self) -> None:
+        n, self._unqueued_calls = self._unqueued_calls, 0
+        if n:
+            self.writer.put_calls(n)
 
     async def _judge(self, job: Job, writer: ResultWriter) -> bool:
         """Judge one sample (with retries) and queue its prediction row, and its cache row unless it is
@@ -303,6 +323,8 @@ class Execution:
             return False
         row = judged_prediction(pid, key, j, attempts=calls, latency_ms=latency, history=self.history.get(pid))
         cache_row = cache_entry(key, row, j.meta) if cacheable(row) else None
+        if self._unqueued_calls:  # requests sent earlier in this turn go first (never a verdict before its call)
+            self._queue_calls()
         writer.put(row, cache_row, 0, False)
         return True
 
