@@ -325,6 +325,19 @@ def assignments_export(
         err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}", highlight=False, markup=False)
 
 
+def _export(what: str, file: Path, fmt: str | None, csv_mode: str, json_out: bool) -> None:
+    """``annotations export`` (``what="labels"``) or ``adjudications export`` (``"adjudications"``)."""
+    from automonitor.annotation.accounts import SYSTEM
+    from automonitor.annotation import export_adjudications, export_annotations
+
+    export = export_annotations if what == "labels" else export_adjudications
+    n = export(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
+    if json_out:
+        emit_json({"file": str(file), what: n})
+    else:
+        err_console.print(f"wrote {n} {what.removesuffix('s')}(s) to {file}")
+
+
 @annotations_app.command("export")
 def annotations_export(
     file: Path = typer.Argument(..., help="output .jsonl or .csv"),
@@ -333,14 +346,7 @@ def annotations_export(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export every label with provenance (who, when, guideline version, batch, time spent)."""
-    from automonitor.annotation.accounts import SYSTEM
-    from automonitor.annotation import export_annotations
-
-    n = export_annotations(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
-    if json_out:
-        emit_json({"file": str(file), "labels": n})
-    else:
-        err_console.print(f"wrote {n} label(s) to {file}")
+    _export("labels", file, fmt, csv_mode, json_out)
 
 
 @adjudications_app.command("export")
@@ -351,14 +357,7 @@ def adjudications_export(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export every adjudication (history included) with provenance and the annotators' labels."""
-    from automonitor.annotation.accounts import SYSTEM
-    from automonitor.annotation import export_adjudications
-
-    n = export_adjudications(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
-    if json_out:
-        emit_json({"file": str(file), "adjudications": n})
-    else:
-        err_console.print(f"wrote {n} adjudication(s) to {file}")
+    _export("adjudications", file, fmt, csv_mode, json_out)
 
 
 @adjudications_app.command("finalize")
