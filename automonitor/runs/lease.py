@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -26,6 +27,7 @@ __all__ = [
     "mark_running",
     "new_lease",
     "release",
+    "released_on_failure",
     "with_liveness",
 ]
 
@@ -76,6 +78,20 @@ def release(engine: Engine, run_id: str, *, status: RunStatus, error: str | None
         run.error = error
         s.add(run)
     log.log(logging.WARNING if status == "failed" else logging.INFO, "run %s: %s (%s)", run_id, status, error)
+
+
+@contextmanager
+def released_on_failure(engine: Engine, run_id: str) -> Iterator[None]:
+    """Run the block; on Ctrl-C :func:`release` the run ``cancelled`` (error ``interrupted``), on any other
+    exception ``failed`` with the exception as its error (first 2,000 characters), and re-raise."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        release(engine, run_id, status="cancelled", error="interrupted")
+        raise
+    except BaseException as exc:
+        release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
 
 
 def with_liveness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from automonitor.runs.batch.submit import cache_pass_pending, submit_new_parts, 
 from automonitor.errors import InputError, NotFound
 from automonitor.runs.cache import CacheKeys
 from automonitor.runs.fewshot import load_examples
-from automonitor.runs.lease import check_lease, mark_running, new_lease, release
+from automonitor.runs.lease import check_lease, mark_running, new_lease, released_on_failure
 from automonitor.runs.monitors import create_backend
 from automonitor.runs.params import backend_params
 from automonitor.runs.status import finalize, summary
@@ -73,17 +73,12 @@ def execute_batch(
     key_for = CacheKeys(backend, claim.template.sha256, claim.view)  # the live runner's key, view included
     tick = Progress(engine, run_id, claim.total, progress)
     try:
-        hits, todo = cache_pass_pending(engine, run_id, state, claim.pending, key_for, claim.view)
-        tick()
-        api_calls = submit_open_parts(engine, run_id, state, provider, claim.view)
-        api_calls += submit_new_parts(engine, run_id, state, provider, todo, claim.view)
-        cancelled = poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel, claim.view)
-    except KeyboardInterrupt:
-        release(engine, run_id, status="cancelled", error="interrupted")
-        raise
-    except BaseException as exc:
-        release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
-        raise
+        with released_on_failure(engine, run_id):
+            hits, todo = cache_pass_pending(engine, run_id, state, claim.pending, key_for, claim.view)
+            tick()
+            api_calls = submit_open_parts(engine, run_id, state, provider, claim.view)
+            api_calls += submit_new_parts(engine, run_id, state, provider, todo, claim.view)
+            cancelled = poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel, claim.view)
     finally:
         provider.close()
     with session_scope(engine) as s:

@@ -20,7 +20,7 @@ from automonitor.runs.monitors import Backend, create_backend
 from automonitor.runs import batch as batch_mod
 from automonitor.runs.fewshot import load_examples
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, load_template
-from automonitor.runs.lease import check_lease, lock_run, mark_running, new_lease, release
+from automonitor.runs.lease import check_lease, lock_run, mark_running, new_lease, release, released_on_failure
 from automonitor.runs.params import backend_params, redact_url
 from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS
 from automonitor.runs.status import finalize, summary
@@ -108,7 +108,8 @@ def execute_run(
         view=claim.view,
     )
     state.history = claim.history
-    _judge_pending(engine, run_id, state)
+    with released_on_failure(engine, run_id):  # Ctrl-C: cancelled; any other error: failed
+        run_async(state.run(stream_q.pending_pages(engine, run_id)))
     if state.vanished:
         raise NotFound(f"run {run_id} was deleted while it executed; stopped sending requests")
     failure = state.fatal or state.last_permanent  # samples left pending by run-wide permanent failures
@@ -227,19 +228,6 @@ def _build_backend(engine: Engine, run_id: str, claim: _Claim) -> Backend:
         )
     except Exception:
         release(engine, run_id, status="failed", error="could not build the backend")
-        raise
-
-
-def _judge_pending(engine: Engine, run_id: str, state: Execution) -> None:
-    """Run ``state`` over the pending pages; Ctrl-C releases the run ``cancelled``, any other error
-    ``failed`` (with the error), and re-raises."""
-    try:
-        run_async(state.run(stream_q.pending_pages(engine, run_id)))
-    except KeyboardInterrupt:
-        release(engine, run_id, status="cancelled", error="interrupted")
-        raise
-    except BaseException as exc:
-        release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
         raise
 
 
