@@ -62,9 +62,7 @@ class AnthropicParams(BackendParams):
 
 @register
 class AnthropicBackend(Backend):
-    """Anthropic Messages judge. Params: ``structured`` (tools|none), ``max_tokens`` (64 direct / 800
-    evidence), ``temperature`` (0), ``timeout`` (60 s), ``request_chars`` (12000),
-    ``response_chars`` (16000)."""
+    """Anthropic Messages judge; its ``--param`` values and defaults are :class:`AnthropicParams`."""
 
     name = "anthropic"
     batch_api = "anthropic"

@@ -326,7 +326,14 @@ class LocalScorer:
 
 
 class LlamaCppParams(BackendParams):
-    """Typed ``--param`` settings of :class:`LlamaCppBackend` (token budgets are model tokens)."""
+    """Typed ``--param`` settings of :class:`LlamaCppBackend` (token budgets are model tokens).
+
+    Attributes:
+        n_ctx / n_threads: the model's context size and CPU threads.
+        request_tokens / response_tokens / example_tokens: truncation budgets of the judged request, the
+            response and each few-shot field; evidence_tokens: the quote an evidence template writes.
+        calibrate: contextual calibration (module docstring); prefix_cache: reuse the evaluated prefix.
+    """
 
     n_ctx: int = 4096
     n_threads: int = 2
@@ -352,12 +359,8 @@ class LlamaCppParams(BackendParams):
 
 @register
 class LlamaCppBackend(Backend):
-    """Local GGUF model scored by next-token probabilities; see the module docstring.
-
-    Params (``--param key=value``): ``n_ctx`` (4096), ``n_threads`` (2), ``prefix_cache`` (true),
-    ``calibrate`` (true: contextual calibration), ``threshold`` (0.5), ``request_tokens`` (256), ``response_tokens`` (384), ``example_tokens`` (96),
-    ``evidence_tokens`` (24).
-    """
+    """Local GGUF model scored by next-token probabilities (see the module docstring); its ``--param``
+    values and defaults are :class:`LlamaCppParams`."""
 
     name = "llamacpp"
     default_model = DEFAULT_MODEL

@@ -104,9 +104,7 @@ class OpenAIParams(BackendParams):
 
 @register
 class OpenAIBackend(Backend):
-    """OpenAI Chat Completions judge. Params: ``structured``, ``logprobs`` (true), ``top_logprobs`` (5),
-    ``max_tokens`` (16 direct / 600 evidence / 4096 for a reasoning model), ``seed`` (0), ``temperature`` (0), ``timeout`` (60 s),
-    ``request_chars`` (12000), ``response_chars`` (16000)."""
+    """OpenAI Chat Completions judge; its ``--param`` values and defaults are :class:`OpenAIParams`."""
 
     name = "openai"
     batch_api = "openai"
