@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
 
 #: The style of a text block (inline so the HTML is self-contained).
 TEXT_STYLE = (
@@ -48,13 +47,13 @@ _AUTOLINK_SCHEME = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=\\[:.])")
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>$~:&=\"'")
 
 
-def esc(text: Any) -> str:
+def esc(text: object) -> str:
     """``html.escape(str(text), quote=True)`` after :func:`reveal_invisible`; ``None`` becomes the empty
     string."""
     return html.escape(reveal_invisible("" if text is None else str(text)), quote=True)
 
 
-def plot_text(text: Any) -> str:
+def plot_text(text: object) -> str:
     """``text`` made inert for plotly's pseudo-HTML text (hover labels, legend entries, axis and marker
     text): ``& < > " ' %`` become numeric/named entities, which plotly shows as the literal characters,
     so ``<b>``, ``<a href>``, ``<br>`` or ``%{x}`` in a data value (monitor name, run id, template,
@@ -70,7 +69,7 @@ def plot_text(text: Any) -> str:
     )
 
 
-def md_escape(text: Any) -> str:
+def md_escape(text: object) -> str:
     """``text`` made inert for Streamlit markdown (``st.markdown``, ``st.caption``, ``st.error``,
     widget ``help``): every markdown/HTML/LaTeX/directive character (``\\`*_{}[]()#+-.!|<>$~:&=\"'``)
     is backslash-escaped and newlines become spaces, so data values (monitor names, sources, error
@@ -98,7 +97,7 @@ def text_html(text: str | None, *, max_height: int | None = 320, css_class: str 
     return f'<div class="{esc(css_class)}" style="{text_box_style(max_height)}">{esc(text)}</div>'
 
 
-def md_cell(text: Any) -> str:
+def md_cell(text: object) -> str:
     """``text`` escaped for a cell of a markdown table in a file (GitHub-flavoured markdown): backslashes,
     pipes, backticks, angle brackets, emphasis and link brackets escaped, whitespace runs and newlines
     folded to one space. For Streamlit markdown use :func:`md_escape`."""
@@ -124,7 +123,7 @@ def md_cell(text: Any) -> str:
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
-def reveal_controls(text: Any) -> str:
+def reveal_controls(text: object) -> str:
     """``text`` with every invisible character (:func:`reveal_invisible`) and every control or line
     separator character other than tab and newline (C0, DEL, C1 with U+0085 NEL, U+2028, U+2029) shown
     as a visible ``⟨U+XXXX⟩`` marker; ``None`` becomes the empty string. For short, one-record texts
@@ -133,7 +132,7 @@ def reveal_controls(text: Any) -> str:
     return _CONTROLS.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", s)
 
 
-def terminal_text(text: Any) -> str:
+def terminal_text(text: object) -> str:
     """``text`` safe to print on a terminal: :func:`reveal_controls` with the newline marked too, so an
     escape sequence (ESC, CSI U+009B), a carriage return or a line separator in a data value can neither
     drive the terminal nor fake another output line."""

@@ -11,11 +11,22 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any
+from typing import Mapping, TypedDict
 
-__all__ = ["LEASE_STALE_S", "lease_held_by_other", "new_lease", "pid_alive"]
+from automonitor.jsontypes import JSONValue
+
+__all__ = ["LEASE_STALE_S", "Lease", "lease_held_by_other", "new_lease", "pid_alive"]
 
 LEASE_STALE_S = 30.0
+
+
+class Lease(TypedDict):
+    """A process's lease as stored (a JSON object in the record it holds): its ``pid`` on ``host`` and its
+    last ``heartbeat`` (Unix seconds)."""
+
+    pid: int
+    host: str
+    heartbeat: float
 
 
 def pid_alive(pid: int) -> bool:
@@ -34,20 +45,22 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def lease_held_by_other(lease: dict[str, Any] | None) -> bool:
-    """Whether ``lease`` belongs to another live process (this process's own lease is not "other"; a
-    dead local pid or a stale heartbeat is free to take over)."""
+def lease_held_by_other(lease: Mapping[str, JSONValue] | Lease | None) -> bool:
+    """Whether ``lease`` (as read from its JSON column: a :class:`Lease`) belongs to another live process
+    (this process's own lease is not "other"; a dead local pid, a stale or missing heartbeat is free to
+    take over)."""
     if not lease:
         return False
-    if lease.get("host") == socket.gethostname() and lease.get("pid") == os.getpid():
+    host, pid, heartbeat = lease.get("host"), lease.get("pid"), lease.get("heartbeat")
+    if host == socket.gethostname() and pid == os.getpid():
         return False
-    if time.time() - float(lease.get("heartbeat", 0)) > LEASE_STALE_S:
+    if not isinstance(heartbeat, (int, float)) or time.time() - heartbeat > LEASE_STALE_S:
         return False
-    if lease.get("host") == socket.gethostname():
-        return pid_alive(int(lease.get("pid", 0)))
+    if host == socket.gethostname():
+        return pid_alive(pid if isinstance(pid, int) else 0)
     return True
 
 
-def new_lease() -> dict[str, Any]:
+def new_lease() -> Lease:
     """This process's lease: ``{"pid", "host", "heartbeat": now}``."""
     return {"pid": os.getpid(), "host": socket.gethostname(), "heartbeat": time.time()}

@@ -16,55 +16,56 @@ A base module: NumPy only, no imports from the rest of the package.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["auc_by_ranks", "average_ranks", "roc_curve", "trapezoid_auc"]
 
 
-def average_ranks(s: np.ndarray) -> np.ndarray:
+def average_ranks(s: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """1-based ranks of ``s`` with ties given their average rank (``scipy.stats.rankdata``'s default,
     computed the way SciPy computes it)."""
-    s = np.asarray(s)
-    order = np.argsort(s, kind="mergesort")
-    ranked = s[order]
+    a = np.asarray(s)
+    order = np.argsort(a, kind="mergesort")
+    ranked = a[order]
     first = np.r_[True, ranked[1:] != ranked[:-1]]
     dense = np.cumsum(first)
     count = np.r_[np.flatnonzero(first), len(ranked)]
-    out = np.empty(len(s), dtype=float)
+    out = np.empty(len(a), dtype=np.float64)
     out[order] = 0.5 * (count[dense] + count[dense - 1] + 1)
     return out
 
 
-def auc_by_ranks(y: np.ndarray, s: np.ndarray) -> float | None:
+def auc_by_ranks(y: npt.ArrayLike, s: npt.ArrayLike) -> float | None:
     """AUROC of scores ``s`` for 0/1 labels ``y`` (NaN scores left out), ``None`` with one class: the
     Mann-Whitney U of the positives over ``n1 * n0`` with average ranks for ties (Hanley & McNeil 1982),
     the value ``sklearn.metrics.roc_auc_score`` returns (to within rounding) at a fraction of its cost."""
-    y, s = np.asarray(y), np.asarray(s, dtype=float)
-    ok = ~np.isnan(s)
-    y, s = y[ok], s[ok]
-    n1 = int(np.count_nonzero(y))
-    n0 = len(y) - n1
+    ya, sa = np.asarray(y), np.asarray(s, dtype=float)
+    ok = ~np.isnan(sa)
+    ya, sa = ya[ok], sa[ok]
+    n1 = int(np.count_nonzero(ya))
+    n0 = len(ya) - n1
     if n1 == 0 or n0 == 0:
         return None
-    ranks = average_ranks(s)
-    return float((ranks[y != 0].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    ranks = average_ranks(sa)
+    return float((ranks[ya != 0].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 def roc_curve(
-    y: np.ndarray, s: np.ndarray, *, drop_intermediate: bool = True
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    y: npt.ArrayLike, s: npt.ArrayLike, *, drop_intermediate: bool = True
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """``(fpr, tpr, thresholds)`` of scores ``s`` for 0/1 labels ``y`` (both classes present, no NaN),
     as ``sklearn.metrics.roc_curve(y, s, drop_intermediate=...)`` returns them: thresholds are the
     distinct scores, highest first, after a leading ``inf`` (flag nothing); a sample is flagged when its
     score is ``>=`` the threshold; ``drop_intermediate`` drops points collinear with their neighbours."""
-    y = np.asarray(y) == 1
-    s = np.asarray(s, dtype=float)
-    desc = np.argsort(s, kind="mergesort")[::-1]
-    s, y = s[desc], y[desc]
-    distinct = np.where(np.diff(s))[0]
-    idx = np.r_[distinct, y.size - 1]
-    tps = np.cumsum(y, dtype=np.float64)[idx]
+    yb = np.asarray(y) == 1
+    sa = np.asarray(s, dtype=np.float64)
+    desc = np.argsort(sa, kind="mergesort")[::-1]
+    sa, yb = sa[desc], yb[desc]
+    distinct = np.where(np.diff(sa))[0]
+    idx = np.r_[distinct, yb.size - 1]
+    tps = np.cumsum(yb, dtype=np.float64)[idx]
     fps = 1 + idx - tps
-    thr = s[idx]
+    thr = sa[idx]
     if drop_intermediate and len(fps) > 2:
         keep = np.where(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])[0]
         fps, tps, thr = fps[keep], tps[keep], thr[keep]
@@ -73,7 +74,7 @@ def roc_curve(
     return fps / fps[-1], tps / tps[-1], thr
 
 
-def trapezoid_auc(y: np.ndarray, s: np.ndarray) -> float:
+def trapezoid_auc(y: npt.ArrayLike, s: npt.ArrayLike) -> float:
     """``sklearn.metrics.roc_auc_score(y, s)`` for 0/1 labels with both classes present: the trapezoid
     area under :func:`roc_curve` (the same arithmetic, so the same float)."""
     fpr, tpr, _ = roc_curve(y, s, drop_intermediate=True)

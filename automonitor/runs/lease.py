@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Iterator, Mapping, MutableMapping, TypeVar
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.errors import InputError
+from automonitor.jsontypes import JSONValue
 from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
 from automonitor.vocab import RunStatus
 from store import session_scope
@@ -32,14 +33,14 @@ __all__ = [
 ]
 
 
-def check_lease(run_id: str, params: dict[str, Any], *, field: str) -> None:
+def check_lease(run_id: str, params: Mapping[str, JSONValue], *, field: str) -> None:
     """Raise when another live process holds the lease in the run's ``params``.
 
     Raises:
         InputError: ``run RUN_ID is being executed by pid PID on HOST`` (``field`` names the CLI option).
     """
     lease = params.get("lease")
-    if lease and lease_held_by_other(lease):
+    if isinstance(lease, dict) and lease_held_by_other(lease):
         raise InputError(
             f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field=field
         )
@@ -94,11 +95,15 @@ def released_on_failure(engine: Engine, run_id: str) -> Iterator[None]:
         raise
 
 
-def with_liveness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+R = TypeVar("R", bound=MutableMapping[str, object])
+
+
+def with_liveness(rows: list[R]) -> list[R]:
     """Run list rows (``store.queries.runs.list_runs``) with ``process_alive``: for a ``running`` run,
     whether a live process holds its lease (``False``: the process that ran it died or was killed, so
     the run is only marked running; ``execute`` or ``run --resume`` takes it over), else ``None``."""
     for row in rows:
         lease = row.get("lease")
-        row["process_alive"] = lease_held_by_other(lease) if row.get("status") == "running" and lease else None
+        running = row.get("status") == "running"
+        row["process_alive"] = lease_held_by_other(lease) if running and isinstance(lease, dict) and lease else None
     return rows

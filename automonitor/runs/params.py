@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Mapping, TypeVar
 from urllib.parse import SplitResult
 
 from automonitor.errors import InputError
@@ -23,7 +23,11 @@ RUNNER_PARAMS = (
 MAX_REPEAT = 50
 
 
-def check_params(params: dict[str, Any]) -> dict[str, Any]:
+P = TypeVar("P", bound=Mapping[str, object])
+V = TypeVar("V")
+
+
+def check_params(params: P) -> P:
     """Return ``params`` unchanged after checking that no key names a secret.
 
     Raises:
@@ -36,20 +40,21 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def backend_params(params: dict[str, Any]) -> dict[str, Any]:
+def backend_params(params: Mapping[str, V]) -> dict[str, V]:
     """The parameters a backend sees (runner-only ones removed; ``timeout`` is shared)."""
     return {k: v for k, v in params.items() if k not in RUNNER_PARAMS or k == "timeout"}
 
 
-def repeat_count(params: dict[str, Any]) -> int:
+def repeat_count(params: Mapping[str, object]) -> int:
     """The run's ``repeat`` K (judgements per sample, 1..:data:`MAX_REPEAT`, default 1).
 
     Raises:
         InputError: not an integer in 1..MAX_REPEAT.
     """
+    given = params.get("repeat", 1)
     try:
-        repeat = int(params.get("repeat", 1))
-    except (TypeError, ValueError):
+        repeat = int(given) if isinstance(given, (int, float, str)) else 0
+    except ValueError:
         repeat = 0
     if not 1 <= repeat <= MAX_REPEAT:
         raise InputError(f"--repeat must be between 1 and {MAX_REPEAT}, got {params.get('repeat')!r}", field="repeat")

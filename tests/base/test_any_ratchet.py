@@ -14,12 +14,12 @@ REPO = Path(__file__).resolve().parents[2]
 #: Explicit ``Any`` per package at the last count (1,273 in all when the ratchet was set, issue 39).
 RATCHET: dict[str, int] = {
     "app.py": 0,
-    "automonitor (base modules)": 10,  # lazy.py: a module __getattr__ returns Any (PEP 562)
+    "automonitor (base modules)": 2,  # lazy.py: a module __getattr__ returns Any (PEP 562)
     "automonitor/analysis": 120,
-    "automonitor/annotation": 123,
+    "automonitor/annotation": 122,
     "automonitor/cli": 30,
-    "automonitor/data": 270,
-    "automonitor/runs": 385,
+    "automonitor/data": 269,
+    "automonitor/runs": 377,
     "automonitor/views": 85,
     "pages": 27,
     "store": 136,

@@ -26,9 +26,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable, TypedDict
 
 from automonitor.data.cache_home import cache_home
 
@@ -128,6 +128,20 @@ def _flawfinder(files: dict[str, Path]) -> dict[str, list[Finding] | None]:
     return res
 
 
+class FindingJSON(TypedDict):
+    """A :class:`Finding` as the analyser cache file holds it (``cwes`` a list)."""
+
+    rule: str
+    cwes: list[int]
+    severity: str
+    line: int
+    text: str
+
+
+def _as_json(f: Finding) -> FindingJSON:
+    return FindingJSON(rule=f.rule, cwes=list(f.cwes), severity=f.severity, line=f.line, text=f.text)
+
+
 _SUFFIX = {"bandit": ".py", "flawfinder": ".c"}
 _RUNNER = {"bandit": _bandit, "flawfinder": _flawfinder}
 
@@ -144,7 +158,7 @@ def analyse(snippets: Iterable[tuple[str, str]], use_cache: bool = True) -> dict
     Raises:
         subprocess.TimeoutExpired: an analyser ran over :data:`TIMEOUT_S`.
     """
-    cache: dict[str, list[dict[str, Any]] | None] = {}
+    cache: dict[str, list[FindingJSON] | None] = {}
     cpath = cache_file()
     if use_cache and cpath.exists():
         try:
@@ -172,7 +186,7 @@ def analyse(snippets: Iterable[tuple[str, str]], use_cache: bool = True) -> dict
                     p.write_text(_prepare(lang, code), encoding="utf-8")
                     files[k] = p
                 for k, found in _RUNNER[tool](files).items():
-                    cache[k] = None if found is None else [asdict(f) for f in found]
+                    cache[k] = None if found is None else [_as_json(f) for f in found]
         if use_cache:
             try:
                 cpath.parent.mkdir(parents=True, exist_ok=True)
