@@ -55,6 +55,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.errors import InputError
+from automonitor.data.records import model_lines
 from automonitor.timestamps import utcnow
 from automonitor.vocab import ERRATUM_ORIGINS
 from automonitor.data.sources import SourcePair
@@ -115,28 +116,6 @@ def errata_path(path: str | Path | None = None) -> Path:
     return Path(path or os.environ.get("AUTOMONITOR_ERRATA") or DEFAULT_ERRATA)
 
 
-def _parse_lines(text: str, where: str) -> list[Erratum]:
-    """Every erratum of an errata file's ``text`` (split on ``\\n`` only: a reason may hold U+2028 or
-    U+0085, which JSON leaves unescaped). Raises :class:`InputError` naming ``where``, line and field."""
-    out: list[Erratum] = []
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", file=where, line=n) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object", file=where, line=n)
-        try:
-            out.append(Erratum.model_validate(obj))
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            field = ".".join(str(x) for x in e["loc"]) or None
-            raise InputError(e["msg"], file=where, line=n, field=field) from None
-    return out
-
-
 def load_errata(path: str | Path | None = None) -> list[Erratum]:
     """Every erratum of an errata file (default: the shipped one, :func:`errata_path`) in file order
     (``[]`` when the file does not exist).
@@ -148,11 +127,7 @@ def load_errata(path: str | Path | None = None) -> list[Erratum]:
     p = errata_path(path)
     if not p.exists():
         return []
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the errata file: {exc}", file=str(p)) from None
-    return _parse_lines(text, str(p))
+    return model_lines(p, Erratum, "errata")
 
 
 #: how strict a verdict is: between readers who disagree, the strictest is in force (:func:`current`)

@@ -13,14 +13,13 @@ the line and the field; nothing is built then.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from automonitor.errors import InputError
+from automonitor.data.records import model_lines
 
 DEFAULT_READINGS = Path(__file__).resolve().parent / "hard_readings.jsonl"  # package data
 
@@ -64,22 +63,4 @@ def load_readings(path: str | Path | None = None) -> dict[str, Reading]:
     p = readings_path(path)
     if not p.exists():
         return {}
-    out: dict[str, Reading] = {}
-    with open(p, encoding="utf-8") as fh:
-        for n, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=n) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", file=str(p), line=n)
-            try:
-                r = Reading.model_validate(obj)
-            except ValidationError as exc:
-                e = exc.errors()[0]
-                field = ".".join(str(x) for x in e["loc"]) or None
-                raise InputError(e["msg"], file=str(p), line=n, field=field) from None
-            out[r.pair_id] = r
-    return out
+    return {r.pair_id: r for r in model_lines(p, Reading, "readings")}

@@ -31,7 +31,9 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from automonitor.errors import AutomonitorError, InputError
 
@@ -601,3 +603,38 @@ def check_import_file(path: str | os.PathLike[str]) -> Path:
             file=str(path),
         )
     return p
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def model_lines(path: Path, model: type[_Model], what: str) -> list[_Model]:
+    """The non-blank lines of the JSONL file ``path`` (UTF-8), each validated as ``model``, in order (split
+    on ``\\n`` only: a text field may hold U+2028 or U+0085, which JSON leaves unescaped).
+
+    Raises:
+        InputError: an unreadable file ("cannot read the ``what`` file"), or a line that is not JSON, not
+            an object, or fails ``model``, naming the file, the 1-based line and the field.
+    """
+    where = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the {what} file: {exc}", file=where) from None
+    out: list[_Model] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", file=where, line=n) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object", file=where, line=n)
+        try:
+            out.append(model.model_validate(obj))
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            field = ".".join(str(x) for x in e["loc"]) or None
+            raise InputError(e["msg"], file=where, line=n, field=field) from None
+    return out
