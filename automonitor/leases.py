@@ -13,8 +13,6 @@ import socket
 import time
 from typing import Mapping, TypedDict
 
-from automonitor.jsontypes import JSONValue
-
 __all__ = ["LEASE_STALE_S", "Lease", "lease_held_by_other", "new_lease", "pid_alive"]
 
 LEASE_STALE_S = 30.0
@@ -45,7 +43,7 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def lease_held_by_other(lease: Mapping[str, JSONValue] | Lease | None) -> bool:
+def lease_held_by_other(lease: Mapping[str, object] | None) -> bool:
     """Whether ``lease`` (as read from its JSON column: a :class:`Lease`) belongs to another live process
     (this process's own lease is not "other"; a dead local pid, a stale or missing heartbeat is free to
     take over)."""
