@@ -9,7 +9,7 @@ from typing import TypedDict
 import numpy as np
 
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.encoding import ABSENT, FN, FP, PEND, TN, TP, UNS
+from automonitor.analysis.encoding import ABSENT, FN, FP, PEND, TN, TP, UNS, IntArray
 
 
 class RunBootstrapDict(TypedDict):
@@ -22,9 +22,9 @@ class RunBootstrapDict(TypedDict):
 
 
 def bootstrap_runs(
-    row_run: np.ndarray,
-    row_pair: np.ndarray,
-    row_cell: np.ndarray,
+    row_run: IntArray,
+    row_pair: IntArray,
+    row_cell: IntArray,
     n_runs: int,
     n_pairs: int,
     n_boot: int,
@@ -55,7 +55,7 @@ def bootstrap_runs(
     groups: dict[bytes, list[int]] = {}
     for r in range(n_runs):
         groups.setdefault(np.packbits(present[r]).tobytes(), []).append(r)
-    weights_cache: dict[int, np.ndarray] = {}
+    weights_cache: dict[int, mt.Weights] = {}
     for members in groups.values():
         cols = np.flatnonzero(present[members[0]])
         if cols.size == 0:
@@ -76,7 +76,7 @@ def bootstrap_runs(
     return out
 
 
-def _side_flags(cells: np.ndarray, pair_side: np.ndarray, flagged: int, passed: int) -> np.ndarray:
+def _side_flags(cells: IntArray, pair_side: IntArray, flagged: int, passed: int) -> IntArray:
     """Per run and pair, the state of one side (sample index ``pair_side``, -1 = none): 1 when its cell
     is ``flagged``, 0 when ``passed``, -1 unscored, -2 pending or absent. Shape (n_runs, n_pairs)."""
     side_cells = np.where(pair_side[None, :] >= 0, cells[:, np.maximum(pair_side, 0)], ABSENT)
@@ -87,7 +87,7 @@ def _side_flags(cells: np.ndarray, pair_side: np.ndarray, flagged: int, passed: 
     return flags
 
 
-def _pair_sides(sample_pair: np.ndarray, sample_label: np.ndarray, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+def _pair_sides(sample_pair: IntArray, sample_label: IntArray, n_pairs: int) -> tuple[IntArray, IntArray]:
     """``(misbehavior sample, benign sample)`` index per pair (-1 when the pair lacks that side)."""
     pos = np.full(n_pairs, -1, dtype=np.int64)
     neg = np.full(n_pairs, -1, dtype=np.int64)
@@ -99,9 +99,7 @@ def _pair_sides(sample_pair: np.ndarray, sample_label: np.ndarray, n_pairs: int)
     return pos, neg
 
 
-def pair_classes(
-    cells: np.ndarray, sample_pair: np.ndarray, sample_label: np.ndarray, n_pairs: int
-) -> list[dict[str, int]]:
+def pair_classes(cells: IntArray, sample_pair: IntArray, sample_label: IntArray, n_pairs: int) -> list[dict[str, int]]:
     """Per run, :func:`automonitor.analysis.metrics.pair_class_counts` over the pairs it judged a side of."""
     pos, neg = _pair_sides(sample_pair, sample_label, n_pairs)
     pos_flags = _side_flags(cells, pos, TP, FN)

@@ -18,6 +18,10 @@ from automonitor.analysis import metrics as mt
 from automonitor.vocab import CATEGORIES, OUTCOMES, TASKS
 
 
+IntArray = npt.NDArray[np.int64]
+"""Codes and indices (labels, outcomes, cells, runs, pairs...)."""
+BoolArray = npt.NDArray[np.bool_]
+
 CELLS: tuple[str, ...] = ("tp", "fn", "fp", "tn", "unscored", "pending")
 # per-sample cell codes after the unscored policy
 TP, FN, FP, TN, UNS, PEND, ABSENT = 0, 1, 2, 3, 4, 5, -1
@@ -32,7 +36,7 @@ def empty_preds() -> pd.DataFrame:
 K = TypeVar("K")
 
 
-def _map_codes(col: pd.Series, mapping: Mapping[K, int], default: int) -> np.ndarray:
+def _map_codes(col: pd.Series, mapping: Mapping[K, int], default: int) -> IntArray:
     """``mapping[value]`` per element (``default`` for unknown values and missing), via factorize: fast on
     Arrow-backed string columns."""
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
@@ -41,7 +45,7 @@ def _map_codes(col: pd.Series, mapping: Mapping[K, int], default: int) -> np.nda
     return mapped
 
 
-def sample_codes(df: pd.DataFrame, policy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sample_codes(df: pd.DataFrame, policy: str) -> tuple[IntArray, IntArray, IntArray]:
     """Label index (0 misbehavior, 1 benign, -1 unknown), outcome column index and per-sample cell code."""
     li = _map_codes(df["label"], mt.LABEL_INDEX, -1)
     oi = _map_codes(df["outcome"], {o: i for i, o in enumerate(OUTCOMES)}, mt.PENDING_COL)  # missing -> pending
@@ -78,13 +82,13 @@ class Encoded:
     run_index: dict[str, int]
     categories: list[str]
     tasks: list[str]
-    label: np.ndarray
-    outcome: np.ndarray
-    cell: np.ndarray
-    labelled: np.ndarray
-    run: np.ndarray
-    category: np.ndarray
-    task: np.ndarray
+    label: IntArray
+    outcome: IntArray
+    cell: IntArray
+    labelled: BoolArray
+    run: IntArray
+    category: IntArray
+    task: IntArray
 
 
 @dataclass
@@ -93,10 +97,10 @@ class SampleGrid:
     sample (ABSENT when it did not judge it); ``sample_pair``/``sample_label`` (n_samples,) the pair
     index and label index of each sample; ``row_pair`` (n_rows,) the pair index of each prediction row."""
 
-    cells: np.ndarray
-    sample_pair: np.ndarray
-    sample_label: np.ndarray
-    row_pair: np.ndarray
+    cells: IntArray
+    sample_pair: IntArray
+    sample_label: IntArray
+    row_pair: IntArray
     n_pairs: int
 
 

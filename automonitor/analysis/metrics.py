@@ -46,6 +46,9 @@ PENDING_COL = len(OUTCOMES)
 
 Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 
+Weights = npt.NDArray[np.float32]
+"""Cluster-bootstrap resampling weights (:func:`cluster_bootstrap_weights`)."""
+
 LabelsLike = Sequence[str] | Sequence[int] | Sequence[bool] | np.ndarray
 """Gold labels: ``misbehavior`` / ``benign`` strings, or 1 / 0 (1 = misbehavior)."""
 
@@ -386,7 +389,7 @@ def pair_class_counts(pos_flag: npt.ArrayLike, neg_flag: npt.ArrayLike) -> dict[
     }
 
 
-def cluster_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+def cluster_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0) -> Weights:
     """Resampling weights for a cluster (pair) bootstrap (Efron & Tibshirani 1993, ch. 6; clusters
     resampled with replacement, Davison & Hinkley 1997, sec. 3.8).
 
@@ -397,7 +400,7 @@ def cluster_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0
         raise ValueError("need n_clusters >= 0 and n_boot >= 1")
     rng = np.random.default_rng(seed)
     if n_clusters == 0:
-        return np.zeros((n_boot, 0))
+        return np.zeros((n_boot, 0), dtype=np.float32)
     idx = rng.integers(0, n_clusters, size=(n_boot, n_clusters))
     flat = (np.arange(n_boot)[:, None] * n_clusters + idx).ravel()
     # float32 holds the integer counts exactly (< 2**24) and halves the matrix-product time

@@ -46,7 +46,7 @@ def paired_comparisons(
 ) -> list[PairedDict]:
     """:func:`_compare` for each (A, B); ``NotFound`` when a run is not in the report."""
     out = []
-    weights_cache: dict[int, np.ndarray] = {}
+    weights_cache: dict[int, mt.Weights] = {}
     for a, b in pairs:
         if a not in enc.run_index or b not in enc.run_index:
             from automonitor.errors import NotFound
@@ -64,7 +64,7 @@ def _compare(
     b_id: str,
     n_boot: int,
     seed: int,
-    weights_cache: dict[int, np.ndarray],
+    weights_cache: dict[int, mt.Weights],
 ) -> PairedDict:
     """Paired statistics of run A vs run B (row indices ``a``, ``b`` of ``grid.cells``) on the samples
     both scored: the PAIRED dict (:class:`automonitor.analysis.report_schema.PairedComparison`)."""

@@ -8,12 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.encoding import Encoded
+from automonitor.analysis.encoding import Encoded, IntArray
+
+ObjectArray = npt.NDArray[np.object_]
+"""SLICE dicts (:class:`automonitor.analysis.metrics.SliceDict`), one per element."""
 
 
-def _slice_dicts(table: np.ndarray, policy: str) -> np.ndarray:
+def _slice_dicts(table: IntArray, policy: str) -> ObjectArray:
     return mt.slices_from_counts(mt.resolve_counts(table, policy))
 
 
@@ -22,10 +26,10 @@ class Slices:
     """SLICE dicts as object arrays: ``overall`` (n_runs,), ``by_category`` (n_runs, n_categories),
     ``by_task`` (n_runs, n_tasks), ``by_category_task`` (n_runs, n_categories, n_tasks)."""
 
-    overall: np.ndarray
-    by_category: np.ndarray
-    by_task: np.ndarray
-    by_category_task: np.ndarray
+    overall: ObjectArray
+    by_category: ObjectArray
+    by_task: ObjectArray
+    by_category_task: ObjectArray
 
 
 def slice_stats(enc: Encoded, policy: str) -> Slices:
