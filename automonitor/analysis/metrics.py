@@ -347,11 +347,29 @@ def pearson_r(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[flo
         ys.append(float(b))
     if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
         return None, None
-    from scipy.stats import pearsonr
-
-    res = pearsonr(xs, ys)
-    r, p = float(res.statistic), float(res.pvalue)
+    r, p = _pearsonr(np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64))
     return (None if math.isnan(r) else r), (None if math.isnan(p) else p)
+
+
+def _pearsonr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``(r, two-sided p)`` of two float64 vectors (length >= 3, neither constant) with the arithmetic of
+    ``scipy.stats.pearsonr`` (SciPy 1.17: scaled norms, ``vecdot``, r clipped to [-1, 1], p from the beta
+    distribution on (-1, 1) with a = b = n/2 - 1; the same floats, tests/analysis/test_metrics.py)
+    without importing ``scipy.stats`` (about a second of a cold ``report``)."""
+    from scipy import special
+
+    n = np.asarray(x.shape[-1], dtype=np.float64)
+    xm = x - np.mean(x, axis=-1, keepdims=True)
+    ym = y - np.mean(y, axis=-1, keepdims=True)
+    xmax = np.max(np.abs(xm), axis=-1, keepdims=True)
+    ymax = np.max(np.abs(ym), axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normxm = xmax * np.linalg.norm(xm / xmax, ord=2, axis=-1, keepdims=True)
+        normym = ymax * np.linalg.norm(ym / ymax, ord=2, axis=-1, keepdims=True)
+        r = np.clip(np.vecdot(xm / normxm, ym / normym), -1.0, 1.0)  # the last axis
+    ab = np.asarray(n / 2 - 1, dtype=np.float64)
+    p = 2 * special.betaincc(ab, ab, (np.abs(r) - (-1)) / 2)
+    return float(r), float(p)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -546,15 +564,19 @@ def mcnemar_test(x: npt.ArrayLike, y: npt.ArrayLike) -> McNemarDict:
 def _mcnemar(b: int, c: int, exact: bool) -> tuple[float, float]:
     """``(statistic, p-value)`` of McNemar's test on the discordant counts ``b``, ``c``, with the arithmetic
     of ``statsmodels.stats.contingency_tables.mcnemar(table, exact, correction=True)`` (the same floats;
-    tests/analysis/test_metrics.py) without importing statsmodels (~0.6 s of CPU per ``report``)."""
-    from scipy import stats
+    tests/analysis/test_metrics.py) without importing statsmodels (~0.6 s of CPU per ``report``) or
+    ``scipy.stats`` (about a second more): ``binom.cdf`` and ``chi2.sf`` are the ``scipy.special``
+    functions those distributions evaluate (``_binom_cdf``, ``chdtrc``), at the same arguments."""
+    from scipy.special import _ufuncs, chdtrc
 
     n1, n2 = np.float64(b), np.float64(c)
     if exact:
         statistic = np.minimum(n1, n2)
-        return statistic, np.minimum(stats.binom.cdf(statistic, int(n1 + n2), 0.5) * 2, 1)
+        if b + c == 0:  # binom.cdf at the end of the support (n = 0) is 1
+            return statistic, np.float64(1.0)
+        return statistic, np.minimum(np.clip(_ufuncs._binom_cdf(np.floor(statistic), int(n1 + n2), 0.5), 0, 1) * 2, 1)
     statistic = (np.abs(n1 - n2) - 1) ** 2 / (1.0 * (n1 + n2))
-    return statistic, stats.chi2.sf(statistic, 1)
+    return statistic, np.float64(1.0) if statistic <= 0 else chdtrc(1, statistic)
 
 
 # --------------------------------------------------------------------------------------------------

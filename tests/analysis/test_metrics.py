@@ -189,6 +189,46 @@ def test_pearson_matches_scipy_and_is_null_when_undefined():
     assert mt.pearson_r([0.1, None, 0.3, 0.2], [0.2, 0.3, None, 0.5]) == (None, None)  # 2 complete pairs
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0, 1, allow_nan=False, allow_subnormal=False),
+            st.floats(0, 1, allow_nan=False, allow_subnormal=False),
+        ),
+        min_size=3,
+        max_size=120,
+    )
+)
+def test_pearson_is_scipy_float_for_float(points):
+    """The report's Pearson r and p (computed without importing scipy.stats) are scipy's very floats."""
+    import warnings
+
+    from scipy.stats import pearsonr
+
+    x, y = [a for a, _ in points], [b for _, b in points]
+    r, p = mt.pearson_r(x, y)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        assert (r, p) == (None, None)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nearly constant inputs
+        ref = pearsonr(x, y)
+    assert r == mt._f(ref.statistic) and p == mt._f(ref.pvalue)
+
+
+def test_mcnemar_exact_branch_is_scipy_for_every_discordant_split():
+    """Every table of the exact branch (fewer than 25 discordant pairs): scipy's ``binom.cdf`` floats."""
+    from scipy import stats
+
+    for n in range(1, 25):
+        for b in range(n + 1):
+            r = mt.mcnemar_test([True] * b + [False] * (n - b), [False] * b + [True] * (n - b))
+            k = min(b, n - b)
+            expect = float(np.minimum(stats.binom.cdf(np.float64(k), n, 0.5) * 2, 1))
+            assert r["method"] == "exact" and r["p_value"] == expect, (n, b)
+
+
 # --------------------------------------------------------------------------------------------------
 # pairing
 # --------------------------------------------------------------------------------------------------

@@ -130,3 +130,21 @@ def test_stores_without_a_file_fingerprint_are_not_cached(sqlite_engine):
     assert report_cache.store_stamp(sqlite_engine) is None
     settle(sqlite_engine)
     assert report_cache.store_stamp(sqlite_engine) is not None
+
+
+def test_gc_paused_pauses_the_collector_and_restores_it_also_on_error():
+    import gc
+
+    from automonitor.analysis.report_cache import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():  # nested (the CLI's computation calls report()): the outer block enables it
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError):
+        with gc_paused():
+            raise ValueError("boom")
+    assert gc.isenabled()
