@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from automonitor.data.pair_files import apply_import, export_pairs, prepare_import  # noqa: E402
+from automonitor.data.pairfiles.export import export_pairs  # noqa: E402
+from automonitor.data.pairfiles.importing import apply_import, prepare_import  # noqa: E402
 from store import get_engine, init_db  # noqa: E402
 
 SEED = REPO / "seeds" / "examples.jsonl"

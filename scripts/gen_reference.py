@@ -132,9 +132,9 @@ def formats_page() -> str:
                 "### The predictions file in detail\n\n" + (prediction_files.__doc__ or "").split("\n\n", 1)[1] + "\n"
             )
         if model is PairRow:
-            from automonitor.data import pair_files
+            from automonitor.data import pairfiles
 
-            doc = (pair_files.__doc__ or "").strip().split("\n\n", 1)[1]
+            doc = (pairfiles.__doc__ or "").strip().split("\n\n", 1)[1]
             parts.append("### The pair file in detail\n\n```text\n" + doc + "\n```\n\n")
     return "".join(parts).rstrip() + "\n"
 

@@ -295,3 +295,20 @@ def throttle_state(engine, key: str) -> dict[str, Any] | None:
             "last_failure_at": as_utc(row.last_failure_at),
             "locked_until": as_utc(row.locked_until),
         }
+
+
+def parse_pairs(data: bytes, file: str, fmt: str | None = None, **kwargs: Any) -> tuple[str, list[Any]]:
+    """Read and validate a pair file held in memory as ``automonitor import`` does (``prepare_import``, no
+    store): ``(format, [PairFileSample, ...])``; ``InputError`` on bad input."""
+    from automonitor.data.pairfiles.importing import prepare_import
+
+    plan = prepare_import(data=data, name=file, fmt=fmt, **kwargs)
+    return plan.format, list(plan.records())
+
+
+def import_pairs(engine, path, **kwargs: Any) -> dict[str, Any]:
+    """Import the pair file ``path`` into ``engine``'s store (``prepare_import`` then ``apply_import``);
+    returns the import summary."""
+    from automonitor.data.pairfiles.importing import apply_import, prepare_import
+
+    return dict(apply_import(engine, prepare_import(path, **kwargs)))

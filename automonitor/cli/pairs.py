@@ -1,6 +1,6 @@
 """``automonitor import`` and ``automonitor export``: the generic pair file (JSONL, CSV, Parquet).
 
-See ``automonitor.data.pair_files`` for the format, the validation rules and the line numbering of errors.
+See ``automonitor.data.pairfiles`` for the format, the validation rules and the line numbering of errors.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def import_cmd(
     label_source (label provenance; default user).
     Bad input exits 2 naming the file, line and field, and leaves the store unchanged.
     """
-    from automonitor.data.pair_files import apply_import, prepare_import
+    from automonitor.data.pairfiles.importing import apply_import, prepare_import
 
     plan = prepare_import(
         file,
@@ -83,7 +83,7 @@ def export_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip)."""
-    from automonitor.data.pair_files import check_export_options, export_pairs
+    from automonitor.data.pairfiles.export import check_export_options, export_pairs
 
     from automonitor.vocab import LABEL_SOURCES
     from store.queries.samples import check_edition

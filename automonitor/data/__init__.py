@@ -8,7 +8,7 @@
   families), which the build applies and the audit reports;
 - :mod:`~automonitor.data.audit`: trivial baselines and AFLite per slice (is a slice separable without a
   monitor?);
-- :mod:`~automonitor.data.records`, :mod:`~automonitor.data.row_models`, :mod:`~automonitor.data.pair_files`:
+- :mod:`~automonitor.data.records`, :mod:`~automonitor.data.row_models`, :mod:`~automonitor.data.pairfiles`:
   reading and validating pair files (JSONL/CSV) with file, line and field in every error;
 - :mod:`~automonitor.data.spans`: gold spans (from patches, screens, annotators);
   :mod:`~automonitor.data.trajectory`: agent trajectories as samples; :mod:`~automonitor.data.fetch`:

@@ -1,5 +1,5 @@
 """Reading record files (JSONL, CSV, Parquet) into located raw records: the one reader behind the pair-file,
-prediction and annotation importers (:mod:`automonitor.data.pair_files`, :mod:`automonitor.runs.prediction_files`,
+prediction and annotation importers (:mod:`automonitor.data.pairfiles`, :mod:`automonitor.runs.prediction_files`,
 :mod:`automonitor.annotation.files`), whose rows are then validated by the row models of
 :mod:`automonitor.data.row_models`.
 

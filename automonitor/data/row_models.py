@@ -6,7 +6,7 @@ against a row model and turns every pydantic error into a problem located at (fi
 :class:`~automonitor.data.records.Problems`, which the importer raises as one
 :class:`automonitor.errors.InputError`. The models:
 
-- :class:`PairRow`: one sample of a pair file (``automonitor import``; :mod:`automonitor.data.pair_files`);
+- :class:`PairRow`: one sample of a pair file (``automonitor import``; :mod:`automonitor.data.pairfiles`);
 - :class:`PredictionRow`: one verdict of an outside system (``automonitor predictions import``;
   :mod:`automonitor.runs.prediction_files`);
 - :class:`AnnotationRow`: one annotator's label (``automonitor annotations import``).

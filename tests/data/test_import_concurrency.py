@@ -20,7 +20,7 @@ from store import session_scope
 from store.models import Sample
 from store.queries.samples import insert_samples
 
-from helpers import RAW, candidate_row, fast_user
+from helpers import RAW, candidate_row, fast_user, import_pairs
 
 M, B = "misbehavior", "benign"
 
@@ -166,7 +166,7 @@ def test_two_processes_import_same_pair_id_different_content_one_conflicts(engin
             assert "pair_id 'shared-1'" in se and ("a.jsonl" in se or "b.jsonl" in se), se
     assert _pair_sizes(engine) == {"shared-1": 2}
     # the store still passes its own export and re-import
-    from automonitor.data.pair_files import export_pairs, import_pairs
+    from automonitor.data.pairfiles.export import export_pairs
 
     export_pairs(engine, tmp_path / "out.jsonl")
     assert import_pairs(engine, tmp_path / "out.jsonl")["inserted"] == 0

@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor.errors import InputError
-from automonitor.data.pair_files import import_pairs
 from automonitor.runs.prediction_files import import_predictions
 from automonitor.data.records import MAX_META_BYTES, MAX_META_DEPTH
+from helpers import import_pairs
 
 M, B = "misbehavior", "benign"
 DEEP = '{"a": ' * 1000 + "1" + "}" * 1000

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from automonitor.data.pair_files import parse_pairs
 from automonitor.data.trajectory import Step, serialise, steps_from_meta, steps_mismatch
 from automonitor.errors import InputError
+from helpers import parse_pairs
 
 STEPS = [
     Step(role="agent", thought="I should read the mail.", action="GmailRead{'id': 1}"),

@@ -18,8 +18,9 @@ import sqlalchemy as sa
 
 from automonitor.errors import InputError
 from automonitor.hashing import make_sample_id
-from automonitor.data.pair_files import FIELDS, detect_format, parse_pairs
-from helpers import PG_ADMIN_URL, run_cli, run_cli_in_process
+from automonitor.data.records import detect_format
+from automonitor.data.row_models import PAIR_FIELDS as FIELDS
+from helpers import PG_ADMIN_URL, import_pairs, parse_pairs, run_cli, run_cli_in_process
 
 REQ = "Write a function that reads a user's file by name."
 
@@ -410,7 +411,6 @@ def test_cli_rejects_every_bad_input_and_leaves_store_unchanged(loaded):
 
 
 def test_cli_rejects_bad_options(sqlite_url, tmp_path):
-    from automonitor.data.pair_files import import_pairs
     from store import get_engine, init_db
 
     base = tmp_path / "base.jsonl"
@@ -510,7 +510,7 @@ def _read_export(path: Path) -> list[dict]:
 
 @pytest.mark.slow  # several console-script runs
 def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
-    from automonitor.data.pair_files import export_pairs, import_pairs
+    from automonitor.data.pairfiles.export import export_pairs
     from store import get_engine, init_db
 
     src = tmp_path / "tricky.jsonl"
@@ -563,7 +563,7 @@ def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
 
 @pytest.mark.slow  # several console-script runs
 def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path):
-    from automonitor.data.pair_files import fetch_pair_rows
+    from automonitor.data.pairfiles.export import fetch_pair_rows
     from store import get_engine, session_scope
 
     cand, gold_train = tmp_path / "cand.jsonl", tmp_path / "train.csv"

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from automonitor.data.pairfiles.read import sample_content
 from automonitor.hashing import norm_text, sha256_text
 
 if TYPE_CHECKING:
@@ -85,12 +86,8 @@ def train_records(engine: Engine) -> list[CorpusEntry]:
         return [
             CorpusEntry(
                 id=r.id,
-                category=r.category,
-                task=r.task,
-                label=r.label,
-                request=r.request,
-                response=r.response,
-                source=r.source or "",
+                **sample_content(r),
+                source=r.source,
                 label_source=r.label_source or "user",
                 provenance={
                     "from": "store",
