@@ -18,7 +18,7 @@ RATCHET: dict[str, int] = {
     "automonitor/analysis": 120,
     "automonitor/annotation": 122,
     "automonitor/cli": 30,
-    "automonitor/data": 269,
+    "automonitor/data": 256,
     "automonitor/runs": 377,
     "automonitor/views": 85,
     "pages": 27,

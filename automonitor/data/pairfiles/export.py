@@ -9,13 +9,14 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from automonitor import vocab
 from automonitor.data.pairfiles.read import SampleContent, sample_content
 from automonitor.data.records import check_csv_mode, csv_cell_out, detect_format
 from automonitor.data.row_models import PAIR_FIELDS
 from automonitor.errors import InputError
+from automonitor.jsontypes import JSONObject
 from store import session_scope
 from store.queries.pair_files import export_samples
 from store.queries.spans import spans_by_sample
@@ -31,7 +32,7 @@ EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
 
 
 class _GoldSpans(TypedDict, total=False):
-    spans: list[dict[str, Any]]  # only on a sample with gold spans
+    spans: list[JSONObject]  # only on a sample with gold spans
 
 
 class PairFileRow(SampleContent, _GoldSpans):
@@ -40,7 +41,7 @@ class PairFileRow(SampleContent, _GoldSpans):
     sample_id: str
     pair_id: str
     source: str
-    meta: dict[str, Any]
+    meta: JSONObject
     label_source: str
 
 
@@ -117,7 +118,7 @@ def fetch_pair_rows(
     return rows
 
 
-def _cell(row: PairFileRow, key: str) -> Any:
+def _cell(row: PairFileRow, key: str) -> object:
     """A CSV/Parquet cell: ``meta`` and ``spans`` as JSON text (``spans`` empty when absent)."""
     if key == "meta":
         return json.dumps(row["meta"], ensure_ascii=False)
