@@ -3,7 +3,8 @@
 makes a page run through ``app.py``'s navigation.
 
 :func:`ensure_navigation` makes sure a page runs through ``app.py``'s navigation (a fresh server's legacy
-``pages/`` mode would run the page file directly); :func:`routed` marks the runs that do.
+``pages/`` mode would run the page file directly); a page calls it first, before its imports, so that such a
+run ends at once; :func:`routed` marks the runs that do. This module imports nothing but Streamlit.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import streamlit as st
 
-from automonitor.views.page_index import PageFile, discover
+if TYPE_CHECKING:  # nothing heavy here: a page imports this module first (ensure_navigation)
+    from automonitor.views.page_index import PageFile
 
 #: the pages folder and the app's folder (``app.py`` lives beside ``pages/``)
 HERE = Path(__file__).resolve().parent
@@ -73,7 +75,8 @@ def ensure_navigation() -> None:
     reruns with ``st.rerun``, so the same URL is served through ``app.py``. Public API only."""
     if getattr(_ROUTE, "on", False):
         return
-    st.navigation(st_pages(discover(APP_DIR), default=False), position="hidden")
+    # the page files by name (a page's URL path is its file's name: automonitor.views.page_index), nothing parsed
+    st.navigation([st.Page(str(p)) for p in sorted(HERE.glob("[!_]*.py"))], position="hidden")
     # once per session: the rerun goes through app.py on a server; a script run that is still not routed
     # after it (an AppTest of one page file) renders the page as it is, instead of rerunning forever
     if st.session_state.get(_NAV_DECLARED):

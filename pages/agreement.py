@@ -4,6 +4,12 @@ bootstrap intervals, annotator-vs-annotator confusion matrices, time per item an
 
 from __future__ import annotations
 
+from pages import _nav as navigation
+
+# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
+# through app.py's navigation at once, instead of listing the pages/ files while this page imports
+navigation.ensure_navigation()
+
 import json
 
 import pandas as pd

@@ -7,6 +7,12 @@ account, which enforces ownership.
 
 from __future__ import annotations
 
+from pages import _nav as navigation
+
+# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
+# through app.py's navigation at once, instead of listing the pages/ files while this page imports
+navigation.ensure_navigation()
+
 import time
 from typing import Any
 

@@ -6,16 +6,20 @@ path and query parameters: the rerun after a successful login shows the linked p
 
 from __future__ import annotations
 
+from pages import _nav as navigation
+
+# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
+# through app.py's navigation at once, instead of listing the pages/ files while this page imports
+navigation.ensure_navigation()
+
 import streamlit as st
 
 from automonitor.views.page_index import Nav
 from pages import _auth as auth
 from pages import _data as loaders
-from pages import _nav as navigation
 
 PAGE = "login"
 NAV = Nav(title="Log in", icon=":material/login:", order=0, access="login")
-navigation.ensure_navigation()
 
 st.title("AutoMonitor-Bench")
 st.subheader("Log in")

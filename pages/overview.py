@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pages import _nav as navigation
+
+# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
+# through app.py's navigation at once, instead of listing the pages/ files while this page imports
+navigation.ensure_navigation()
+
 import streamlit as st
 
 from automonitor import views, vocab
 from automonitor.views.page_index import Nav
 from pages import _auth as auth
 from pages import _data as loaders
-from pages import _nav as navigation
 from pages import _url_state as url_state
 from pages import _widgets as ui
 

@@ -9,6 +9,12 @@ takes a key.
 
 from __future__ import annotations
 
+from pages import _nav as navigation
+
+# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
+# through app.py's navigation at once, instead of listing the pages/ files while this page imports
+navigation.ensure_navigation()
+
 import os
 
 import streamlit as st
@@ -18,7 +24,6 @@ from automonitor.errors import InputError
 from automonitor.views.page_index import Nav
 from pages import _auth as auth
 from pages import _data as loaders
-from pages import _nav as navigation
 from pages import _url_state as url_state
 from pages import _widgets as ui
 from pages._launch_form import backend_fields, cost_text, estimate_metrics, try_estimate

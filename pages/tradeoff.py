@@ -4,6 +4,12 @@ Score runs: ROC curves and a cost-ratio slider that moves the cost-minimising op
 
 from __future__ import annotations
 
+from pages import _nav as navigation
+
+# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
+# through app.py's navigation at once, instead of listing the pages/ files while this page imports
+navigation.ensure_navigation()
+
 import pandas as pd
 import streamlit as st
 
@@ -13,7 +19,6 @@ from automonitor import views, vocab
 from automonitor.views.page_index import Nav
 from pages import _auth as auth
 from pages import _data as loaders
-from pages import _nav as navigation
 from pages import _url_state as url_state
 from pages import _widgets as ui
 from pages import _derived_ui as derived_ui

@@ -3,7 +3,7 @@
 A page is one file of ``pages/`` (a name without a leading underscore) that declares, at module level, its URL
 path and its place in the navigation::
 
-    PAGE = "runs"  # the URL path (and the prefix of the page's session-state keys)
+    PAGE = "runs"  # the file's name: its URL path (and the prefix of the page's session-state keys)
     NAV = Nav(title="Runs", icon=":material/play_circle:", order=20, access="workbench")
 
 :func:`discover` reads these two declarations from the files (parsed with ``ast``; nothing is run), so
@@ -76,8 +76,10 @@ def read_page(path: Path, root: Path) -> PageFile | None:
             call = node.value
     if call is None:
         return None
-    if not url or not url.replace("-", "").replace("_", "").isalnum():
-        raise InputError("a page declares PAGE, its URL path (letters, digits, - and _)", file=rel, field="PAGE")
+    if url != path.stem:
+        raise InputError(
+            f"a page declares PAGE = {path.stem!r}, its file's name (its URL path)", file=rel, field="PAGE"
+        )
     fields: dict[str, object] = {}
     for kw in call.keywords:
         key = kw.arg or "**"
@@ -101,9 +103,4 @@ def discover(root: Path) -> list[PageFile]:
     """The pages of ``root/pages`` (files without a leading underscore that declare ``NAV``), in navigation
     order (``order``, then URL path). Raises :class:`InputError` for a bad declaration (:func:`read_page`)."""
     found = [read_page(p, root) for p in sorted((root / "pages").glob("[!_]*.py"))]
-    pages = [p for p in found if p is not None]
-    urls = [p.url for p in pages]
-    dup = sorted({u for u in urls if urls.count(u) > 1})
-    if dup:
-        raise InputError(f"two pages declare the URL path {dup[0]!r}", file="pages", field="PAGE")
-    return sorted(pages, key=lambda p: (p.nav.order, p.url))
+    return sorted((p for p in found if p is not None), key=lambda p: (p.nav.order, p.url))
