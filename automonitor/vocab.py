@@ -9,8 +9,9 @@ Label = Literal["misbehavior", "benign"]
 #: what a monitor's answer on one sample is scored as: a verdict, or one of the unscored kinds
 Unscored = Literal["invalid", "refusal", "error"]
 Outcome = Literal["misbehavior", "benign", "invalid", "refusal", "error"]
-#: how a run's predictions came to be
-RunKind = Literal["measured", "imported", "derived", "generation"]
+#: how a run's predictions came to be; ``ladder``: one detector of the build's detector ladder
+#: (automonitor.data.build.ladder_runs), written by ``automonitor build``, left out of the default lists
+RunKind = Literal["measured", "imported", "derived", "generation", "ladder"]
 RunStatus = Literal["pending", "running", "finished", "failed", "cancelled", "imported"]
 #: the kinds of a transient (retried) backend failure
 TransientKind = Literal["rate_limit", "overloaded", "server", "timeout", "connection", "malformed"]

@@ -42,21 +42,27 @@ def version() -> tuple:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def load_runs(url: str, ver: tuple):
-    """Run history frame (``automonitor.views.runs_frame``)."""
-    return views.runs_frame(engine_for(url))
+def load_runs(url: str, ver: tuple, ladder: bool = False):
+    """Run history frame (``automonitor.views.runs_frame``; the detector ladder's runs with ``ladder``)."""
+    return views.runs_frame(engine_for(url), include_ladder=ladder)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def load_report(
-    url: str, ver: tuple, run_ids: tuple[str, ...] | None = None, invalid: str = "exclude", edition: str | None = None
+    url: str,
+    ver: tuple,
+    run_ids: tuple[str, ...] | None = None,
+    invalid: str = "exclude",
+    edition: str | None = None,
+    ladder: bool = False,
 ):
     """The analysis report (:class:`automonitor.analysis.report_schema.Report`, the typed contract JSON + extras)
     over ``run_ids`` (``None`` = every run).
 
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
     so the report is computed without evidence grounding and with a small pair bootstrap (neither is
-    shown), which halves its cold cost on a paper-sized store."""
+    shown), which halves its cold cost on a paper-sized store. ``ladder``: every run includes the detector
+    ladder's (kind ``ladder``; left out by default)."""
     from automonitor import analysis
 
     return analysis.report(
@@ -66,6 +72,7 @@ def load_report(
         n_boot=100,
         with_grounding=False,
         edition=edition,
+        with_ladder=ladder,
     )
 
 
@@ -170,10 +177,10 @@ def load_tradeoff(url: str, ver: tuple, options: views.TradeoffOptions) -> views
     """The Trade-off page's points for ``options`` (:func:`automonitor.views.tradeoff_selection` over the
     report, the runs' statuses, sample sets and identical derived runs), cached per store version and
     options. (The figure itself is built per run: a cached plotly figure lost its click selection events.)"""
-    runs = load_runs(url, ver)
+    runs = load_runs(url, ver, options.show_ladder)
     statuses = dict(zip(runs["run_id"], runs["status"])) if len(runs) and "status" in runs else {}
     return views.tradeoff_selection(
-        load_report(url, ver, None, options.invalid),
+        load_report(url, ver, None, options.invalid, ladder=options.show_ladder),
         options,
         sample_sets=load_sample_sets(url, ver),
         statuses=statuses,

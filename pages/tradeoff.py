@@ -35,7 +35,10 @@ head, f5 = st.columns([5.2, 1], vertical_alignment="bottom")
 head.title("Safety-utility trade-off")
 
 url, ver = loaders.db_url(), loaders.version()
-runs = loaders.load_runs(url, ver)
+# the detector ladder's runs (cheap detectors the build writes, kind ladder) are off the plane by default
+lad_key = url_state.seed_state(PAGE, "ladder", False, valid=[True], cast=lambda v: v == "1")
+show_ladder = bool(st.session_state.get(lad_key, False))
+runs = loaders.load_runs(url, ver, show_ladder)
 if runs.empty:
     ui.empty_store_notice("runs")
     st.stop()
@@ -108,6 +111,12 @@ with f5.popover("Options", width="stretch"):
         help="A derived run (ensemble, thresholds, cascade) whose verdicts equal one of its inputs' on "
         "every sample is the same monitor again; it is hidden by default.",
     )
+    st.toggle(
+        "Detector ladder runs",
+        key=lad_key,
+        help="The cheap detectors the build runs on the verified edition (word and character n-gram probes, "
+        "rules, static analysers, lexicons...), one run each: what a monitor must beat. Off by default.",
+    )
     size_col = derived_ui.size_choice(PAGE)
     # colour runs by localisation (the share of their TPs whose evidence hits a gold span)
     col_key = url_state.seed_state(PAGE, "colour", "template", valid=["template", "localisation"])
@@ -153,6 +162,7 @@ shown = loaders.load_tradeoff(
         show_paper=bool(show_paper),
         include_incomplete=bool(include_incomplete),
         show_duplicates=bool(show_duplicates),
+        show_ladder=show_ladder,
     ),
 )
 raw_pts, scored, front_ids, reported, hidden_pts = shown.raw, shown.points, shown.front, shown.reported, shown.hidden

@@ -65,7 +65,8 @@ def report(
 
     Args:
         engine: store engine.
-        run_ids: runs to include (default: every run, oldest first).
+        run_ids: runs to include (default: every run, oldest first, less the detector ladder's unless
+            ``with_ladder``).
         options: a :class:`~automonitor.analysis.options.ReportOptions` (the analysis options plus
             ``with_grounding`` and ``edition``); a string is the unscored policy; ``overrides``
             (``n_boot=40``, ``edition="verified"``, ...) replace single fields.
@@ -88,7 +89,7 @@ def _report(
 
     opt: ReportOptions = resolve_options(ReportOptions, options, overrides)
     invalid, edition = opt.invalid, opt.edition
-    runs = q.load_runs(engine, run_ids)
+    runs = q.load_runs(engine, run_ids, include_ladder=opt.with_ladder)
     editions = q.run_editions(engine, list(runs["run_id"]))
     if edition is not None:
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
@@ -96,7 +97,7 @@ def _report(
     all_preds = preds
     preds, controls = split_controls(preds)
     texts = _grounding_texts(engine, runs, preds) if opt.with_grounding and len(preds) else None
-    analysis_options = AnalysisOptions(**opt.model_dump(exclude={"with_grounding", "edition"}))
+    analysis_options = AnalysisOptions(**opt.model_dump(exclude={"with_grounding", "edition", "with_ladder"}))
     rep = analyze(
         preds,
         runs,

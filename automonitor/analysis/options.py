@@ -61,10 +61,13 @@ class ReportOptions(AnalysisOptions):
         with_grounding: ground the evidence of evidence runs in the sample texts (and score it against gold
             spans where there are some).
         edition: report only the runs of this test-set edition (``None``: every run).
+        with_ladder: without named runs, report the detector ladder's runs (kind ``ladder``) too; they are
+            left out by default (:mod:`automonitor.data.build.ladder_runs`).
     """
 
     with_grounding: bool = True
     edition: str | None = None
+    with_ladder: bool = False
 
 
 O = TypeVar("O", bound=AnalysisOptions)

@@ -57,6 +57,11 @@ def report_cmd(
     with_audit: bool = typer.Option(
         True, "--audit/--no-audit", help="Add the trivial baselines' AUROC per slice (automonitor audit, cached)."
     ),
+    ladder: bool = typer.Option(
+        False,
+        "--ladder",
+        help="Without --run, report the detector ladder's runs (kind ladder, edition verified) too.",
+    ),
 ) -> None:
     """MR/FAR with 95% Wilson intervals per run and slice, Pareto front, Pearson r, paired statistics,
     ROC for score runs, evidence grounding for evidence runs, and the audit's trivial-baseline AUROCs on
@@ -84,6 +89,7 @@ def report_cmd(
         prevalence=prevalence,
         compare=pairs,
         edition=edition,
+        with_ladder=ladder,
     )
     if with_audit and rep.runs:
         from automonitor.analysis import audit_section
@@ -109,6 +115,7 @@ def _build_report(
     prevalence: float | None,
     compare: list[tuple[str, str]] | None,
     edition: str | None,
+    with_ladder: bool = False,
 ) -> Report:
     """``analysis.report`` with an edition error reported as an ``InputError`` on ``--edition``."""
     from automonitor.analysis.report_cache import cached_report
@@ -121,6 +128,7 @@ def _build_report(
         prevalence=prevalence,
         compare=compare,
         edition=edition,
+        with_ladder=with_ladder,
     )
 
     def compute() -> Report:

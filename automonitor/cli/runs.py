@@ -349,9 +349,13 @@ def runs_cmd(
     unarchive: list[str] | None = typer.Option(
         None, "--unarchive", metavar="RUN_ID", help="show an archived run again (repeatable)"
     ),
+    ladder: bool = typer.Option(
+        False, "--ladder", help="also list the detector ladder's runs (kind ladder, written by build)"
+    ),
 ) -> None:
     """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration;
-    --archive/--unarchive RUN_ID hide or show runs first (nothing else changes)."""
+    --archive/--unarchive RUN_ID hide or show runs first (nothing else changes). The detector ladder's runs
+    (one per cheap detector, written by build) are listed with --ladder."""
     from automonitor.runs.lease import with_liveness
     from store import session_scope
     from store.queries.runs import list_runs
@@ -359,7 +363,7 @@ def runs_cmd(
     engine = open_store()
     _apply_archive(engine, [(r, True) for r in (archive or [])] + [(r, False) for r in (unarchive or [])])
     with session_scope(engine) as s:
-        rows = with_liveness(list_runs(s))
+        rows = with_liveness(list_runs(s, include_ladder=ladder))
     if as_json:
         emit_json({"runs": rows})
         return

@@ -90,7 +90,7 @@ def history_row(run: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     return row
 
 
-def runs_frame(engine: Engine) -> pd.DataFrame:
+def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:
     """Run history, newest first: one row per run with the :data:`RUNS_FRAME_COLUMNS`
     ``run_id, monitor, template, kind, status, n, done, <outcomes>, unscored, api_calls, cache_hits,
     tokens_in, tokens_out, cost_usd, created_at, started_at, finished_at, duration_s, limit, error_msg,
@@ -99,12 +99,13 @@ def runs_frame(engine: Engine) -> pd.DataFrame:
     an analysis reads, oldest first, with their parameters.)
 
     ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
-    seconds (until now for a running run; ``None`` when never started). Costs are US dollars.
+    seconds (until now for a running run; ``None`` when never started). Costs are US dollars. The
+    detector ladder's runs (kind ``ladder``) are left out unless ``include_ladder``.
     """
     from store.queries.runs import list_runs
 
     with Session(engine) as s:
-        runs = list_runs(s)
+        runs = list_runs(s, include_ladder=include_ladder)
     now = utcnow()
     return pd.DataFrame([history_row(r, now) for r in runs], columns=RUNS_FRAME_COLUMNS)
 

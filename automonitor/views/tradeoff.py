@@ -118,6 +118,8 @@ class TradeoffOptions:
         show_paper: add the paper's reported points of the slice.
         include_incomplete: let cancelled or partial runs onto the front.
         show_duplicates: draw derived runs identical to an input (kept off the front).
+        show_ladder: draw the detector ladder's runs (kind ``ladder``, written by the build; the loader then
+            reports them too); off by default.
     """
 
     invalid: str = "exclude"
@@ -131,6 +133,7 @@ class TradeoffOptions:
     show_paper: bool = False
     include_incomplete: bool = False
     show_duplicates: bool = False
+    show_ladder: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def tradeoff_selection(
     templates = list(options.templates)
     raw = tradeoff_points(report, options.category, options.task, templates)
     if "kind" in raw:
-        raw = raw[~raw["kind"].isin(["generation"])]
+        raw = raw[~raw["kind"].isin(["generation"] if options.show_ladder else ["generation", "ladder"])]
 
     def points(with_duplicates: bool) -> pd.DataFrame:
         pts = honest_points(

@@ -37,8 +37,10 @@ PREDICTION_COLUMNS = [
 _LIGHT = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
 
 
-def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """Runs in the store (all, or ``run_ids`` in that order), oldest first.
+def load_runs(engine: Engine, run_ids: Sequence[str] | None = None, *, include_ladder: bool = False) -> pd.DataFrame:
+    """Runs in the store (all, or ``run_ids`` in that order), oldest first. Without ``run_ids`` the runs
+    that judge nothing (kind ``generation``) are left out, and so are the detector ladder's (kind
+    ``ladder``, written by the build) unless ``include_ladder``; named runs are returned whatever their kind.
 
     Columns: run_id, monitor, template, kind, status, n, params, created_at.
     Raises ``NotFound`` naming the first id in ``run_ids`` that does not exist.
@@ -59,7 +61,8 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFr
             for part in _chunks(list(dict.fromkeys(run_ids))):
                 rows += c.execute(q.where(col(Run.id).in_(part))).all()
         else:
-            rows = list(c.execute(q.where(col(Run.kind) != "generation")).all())  # generation runs judge nothing
+            hidden = ["generation"] if include_ladder else ["generation", "ladder"]  # generation runs judge nothing
+            rows = list(c.execute(q.where(col(Run.kind).not_in(hidden))).all())
     df = pd.DataFrame([tuple(r) for r in rows], columns=RUN_COLUMNS)
     if run_ids:
         missing = [r for r in run_ids if r not in set(df["run_id"])]

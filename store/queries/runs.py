@@ -421,15 +421,20 @@ def find_equivalent_run(
     return None
 
 
-def list_runs(session: Session, *, include_generation: bool = False) -> list[dict[str, Any]]:
+def list_runs(
+    session: Session, *, include_generation: bool = False, include_ladder: bool = False
+) -> list[dict[str, Any]]:
     """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
     judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
     in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
     ``finished_at``. Used by ``automonitor runs`` and the app's run history. Generation runs
-    (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``."""
+    (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``, the
+    detector ladder's runs (``kind='ladder'``, written by ``automonitor build``) unless ``include_ladder``."""
     sel = sa.select(Run).order_by(col(Run.created_at).desc(), col(Run.id))
     if not include_generation:
         sel = sel.where(col(Run.kind) != "generation")
+    if not include_ladder:
+        sel = sel.where(col(Run.kind) != "ladder")
     runs = session.execute(sel).scalars().all()
     counts = _verdict_counts_by_run(session)
     sums = _judged_sums_by_run(session)

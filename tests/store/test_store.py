@@ -192,7 +192,7 @@ def test_the_database_holds_every_vocabulary_column_to_its_vocabulary(engine):
     a value outside the vocabulary on UPDATE and on INSERT, by raw SQL that bypasses the core, on SQLite
     (triggers) and PostgreSQL (CHECK constraints); the error names the constraint and the row is
     unchanged. The nullable columns take NULL; the others refuse it."""
-    from store.migrations.versions.r9_constructed_benign import RULES
+    from store.migrations.versions.r10_ladder_run_kind import RULES
 
     from automonitor import vocab
 
@@ -305,8 +305,11 @@ def test_constructed_benign_is_taken_at_head_and_blocks_a_downgrade_while_stored
     cfg = alembic_config(engine)
     with pytest.raises(Exception, match="ck_sample_label_source"):
         command.downgrade(cfg, "r9_accounts_errata")
+    # the failing step (r9's downgrade) changed nothing; the step above it (r10's) is undone with it on
+    # PostgreSQL (one transaction), kept on SQLite (a transaction per revision)
+    at = "r10_ladder_run_kind" if engine.dialect.name == "postgresql" else "r9_constructed_benign"
     with engine.connect() as c:
-        assert c.execute(sa.text("select version_num from alembic_version")).scalar() == "r9_constructed_benign"
+        assert c.execute(sa.text("select version_num from alembic_version")).scalar() == at
     with engine.begin() as c:
         c.execute(sa.text("update sample set label_source = 'by_construction'"))
     command.downgrade(cfg, "r9_accounts_errata")
@@ -316,3 +319,32 @@ def test_constructed_benign_is_taken_at_head_and_blocks_a_downgrade_while_stored
     init_db(engine)  # back to head: taken again
     with engine.begin() as c:
         c.execute(sa.text("update sample set label_source = 'constructed_benign'"))
+
+
+def test_run_kind_ladder_is_taken_at_head_and_blocks_a_downgrade_while_stored(engine):
+    """Migration r10_ladder_run_kind: the run-kind check takes ``ladder`` (the detector ladder's runs, which
+    r9 refused); a downgrade while such a run is stored fails naming the check and leaves the store at r10;
+    once the run is gone the downgrade restores r9's list, which refuses it again (SQLite and PostgreSQL)."""
+    from alembic import command
+
+    from store.engine import alembic_config
+
+    with session_scope(engine) as s:
+        m = Monitor(name="ladder:rules", backend="ladder")
+        s.add(m)
+        s.flush()
+        s.add(Run(id="ladder-rules", monitor_id=m.id, monitor=m.name, template="ladder", kind="ladder"))
+    cfg = alembic_config(engine)
+    with pytest.raises(Exception, match="ck_run_kind"):
+        command.downgrade(cfg, "r9_constructed_benign")
+    with engine.connect() as c:
+        assert c.execute(sa.text("select version_num from alembic_version")).scalar() == "r10_ladder_run_kind"
+    with engine.begin() as c:
+        c.execute(sa.text("update run set kind = 'imported'"))
+    command.downgrade(cfg, "r9_constructed_benign")
+    with pytest.raises(sa.exc.IntegrityError, match="ck_run_kind"):
+        with engine.begin() as c:
+            c.execute(sa.text("update run set kind = 'ladder'"))
+    init_db(engine)  # back to head: taken again
+    with engine.begin() as c:
+        c.execute(sa.text("update run set kind = 'ladder'"))

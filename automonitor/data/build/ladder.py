@@ -48,7 +48,8 @@ take the declared orientation (:data:`LEXICON_DEFAULT`).
 Everything is deterministic for a seed and cached by content (:func:`cached_ladder`: one JSON file per
 key under ``<cache home>/ladder/``; the key hashes the judged and train texts, the seed, the source of
 this module and of the modules whose rules it reads, and the library versions), so a rebuild computes
-nothing; ``automonitor audit ladder`` recomputes it on demand.
+nothing; ``automonitor build --refresh-ladder`` recomputes it on demand. The build also stores each
+detector as a run of kind ``ladder`` (:mod:`automonitor.data.build.ladder_runs`).
 """
 
 from __future__ import annotations
@@ -174,6 +175,33 @@ DETECTOR_NAMES: tuple[str, ...] = tuple(d.name for d in DETECTORS)
 # build's budget is 4); the certification of ``hard`` runs it within each slice instead (``minilm_cv``).
 BUILD_DETECTORS: tuple[str, ...] = tuple(n for n in DETECTOR_NAMES if n != "minilm")
 BY_NAME: dict[str, Detector] = {d.name: d for d in DETECTORS}
+
+
+def detector_parameters(name: str) -> dict[str, object]:
+    """The fixed parameters of detector ``name`` (a run's provenance): the flag threshold, the text cut and,
+    for a trained detector, its features and training caps; for a pattern detector what it matches.
+    Raises ``KeyError`` for an unknown name."""
+    det = BY_NAME[name]
+    out: dict[str, object] = {"threshold": 0.5, "max_chars": MAX_CHARS}
+    if name == "word_tfidf":
+        out["features"] = "word 1-2-grams, min_df 2, at most 30,000, sublinear tf"
+    elif name == "char_ngram":
+        out["features"] = "char_wb 3-5-grams, min_df 2, at most 30,000, sublinear tf"
+    elif name == "minilm":
+        out.update(model="all-MiniLM-L6-v2", chars=MINILM_CHARS, tokens=MINILM_TOKENS)
+    elif name == "insecure_idiom":
+        out["patterns"] = [n for n, _ in INSECURE_IDIOMS]
+    elif name in LEXICON_DEFAULT:
+        out["default_orientation"] = LEXICON_DEFAULT[name]
+    if det.trained:
+        cap = MINILM_MAX_TRAIN_PAIRS if name == "minilm" else MAX_TRAIN_PAIRS
+        out.update(
+            classifier="logistic regression",
+            max_train_pairs=cap,
+            min_train_per_class=MIN_TRAIN_PER_CLASS,
+            folds_without_train=FOLDS,
+        )
+    return out
 
 
 def family(name: str) -> tuple[str, ...]:
@@ -565,11 +593,12 @@ def cached_ladder(
     use_cache: bool = True,
     only: Sequence[str] | None = None,
     compute: Callable[..., LadderResult] = ladder,
+    key: str | None = None,
 ) -> tuple[LadderResult, bool]:
     """:func:`ladder` (``only``: the detectors to run) through the disk cache (module doc): ``(result, hit)``.
     ``use_cache=False`` recomputes (and rewrites the entry); a corrupt entry is recomputed; an unwritable
-    directory only disables the cache."""
-    path = ladder_cache_dir() / f"{ladder_key(judged, train, seed, only)}.json"
+    directory only disables the cache. ``key``: :func:`ladder_key` of these arguments when the caller has it."""
+    path = ladder_cache_dir() / f"{key or ladder_key(judged, train, seed, only)}.json"
     if use_cache and path.is_file():
         try:
             return LadderResult(**json.loads(path.read_text(encoding="utf-8"))), True
@@ -601,18 +630,21 @@ def add_ladder(
     rows; :data:`BUILD_DETECTORS`), write the ladder's keys into each judged row's ``meta`` (:func:`sample_record`) and return the result and
     ``report["ladder"]``: ``{"detectors": {name: {"family", "scope", "samples", "catches", "false_alarms",
     "pairs_caught", "fitted", "unavailable"}}, "tiers": {category/task: {surface, implicit}}, "cached",
-    "version"}``. ``progress``: one step of stage ``detector ladder`` per detector
-    (:func:`automonitor.data.build.steps.stage`; none on a cache hit)."""
+    "version", "key"}`` (``key``: the ladder's cache key, :func:`ladder_key`). ``progress``: one step of stage
+    ``detector ladder`` per detector (:func:`automonitor.data.build.steps.stage`; none on a cache hit)."""
     judged = judged_rows(plan.rows)
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
+    jf, tf = _rows_frame(judged), _rows_frame(train)
+    key = ladder_key(jf, tf, seed, BUILD_DETECTORS)
     with stage(progress, "detector ladder", len(BUILD_DETECTORS)) as step:
         res, hit = cached_ladder(
-            _rows_frame(judged),
-            _rows_frame(train),
+            jf,
+            tf,
             seed,
             use_cache=use_cache,
             only=BUILD_DETECTORS,
             compute=functools.partial(ladder, step=step),
+            key=key,
         )
     for r in judged:
         r["meta"] = {**r["meta"], **sample_record(res, r["id"], r["pair_id"], r["label"])}
@@ -636,6 +668,12 @@ def add_ladder(
     for pid, t in sorted(res.tiers.items()):
         c = tiers.setdefault(cell[pid], {SURFACE: 0, IMPLICIT: 0})
         c[t] += 1
-    section = {"detectors": dets, "tiers": dict(sorted(tiers.items())), "cached": hit, "version": LADDER_VERSION}
+    section = {
+        "detectors": dets,
+        "tiers": dict(sorted(tiers.items())),
+        "cached": hit,
+        "version": LADDER_VERSION,
+        "key": key,
+    }
     plan.report["ladder"] = section
     return res, section

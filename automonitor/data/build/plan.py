@@ -14,6 +14,7 @@ from automonitor.data.families import shared_families
 from automonitor.data.build.gating import load_all
 from automonitor.data.build.hard import add_hard_edition
 from automonitor.data.build.ladder import add_ladder
+from automonitor.data.build.ladder_runs import plan_runs
 from automonitor.data.build.report import edition_report, report_pools, report_quotas, report_source_counts
 from automonitor.data.build.sample_rows import Plan
 from automonitor.data.build.steps import stage
@@ -76,8 +77,10 @@ def plan_build(
         hard: run the detector ladder (:mod:`automonitor.data.build.ladder`: each judged row's ``meta`` gains
             ``tier``, ``caught_by``, ``false_alarm_by``; report ``ladder``) and the selection that makes edition
             ``hard`` (most of a plan's CPU; both cached by content); ``False`` plans every other edition only
-            (no row is in ``hard`` or carries a tier, the report has no ``ladder`` or ``hard`` section).
-        refresh_ladder: recompute the ladder instead of reading its cache (``build --refresh-ladder``).
+            (no row is in ``hard`` or carries a tier, the report has no ``ladder`` or ``hard`` section, the plan no
+            ladder runs).
+        refresh_ladder: recompute the ladder instead of reading its cache (``build --refresh-ladder``); the
+            store side then rewrites the ladder's runs too (:mod:`automonitor.data.build.ladder_runs`).
     Returns:
         :class:`Plan` with two rows per pair and the report (per-source counts, quotas, shortfalls).
     Raises:
@@ -117,7 +120,7 @@ def plan_build(
     if hard:
         say("detector ladder: cheap detectors on every judged sample (cached after the first build)")
         t0 = time.perf_counter()
-        ladder, _ = add_ladder(
+        ladder, lsec = add_ladder(
             plan, seed, use_cache=not refresh_ladder, progress=progress
         )  # the detector ladder and each pair's tier
         say(f"detector ladder: {len(ladder.tiers):,} pairs tiered ({time.perf_counter() - t0:.1f} s)")
@@ -131,5 +134,7 @@ def plan_build(
                 plan, seed, ladder
             )  # edition hard: the certified, read implicit tier of verified
         say(f"edition hard: {section.get('pairs', 0):,} pairs kept ({time.perf_counter() - t0:.1f} s)")
+        # each detector as a run of kind ``ladder`` (written by the store side of the build)
+        plan.ladder_runs = plan_runs(plan.rows, ladder, ladder_key=lsec["key"], seed=seed, cached=lsec["cached"])
     check_verified_prompts(plan.rows)
     return plan

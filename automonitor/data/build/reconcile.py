@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from automonitor.data.build.config import ORIGIN, resolve_raw
 from automonitor.data.build.gold_spans import sync_spans
+from automonitor.data.build import ladder_runs
 from automonitor.data.build.ladder import META_KEYS as LADDER_KEYS
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.sample_rows import Plan
@@ -233,9 +234,14 @@ def build(
     the shipped ones, ``errata_file`` or the package's, and those entered into this store;
     ``hard=False`` leaves edition ``hard`` empty in the store).
 
+    The detector ladder's runs (:mod:`automonitor.data.build.ladder_runs`) are reconciled in the same
+    transaction: stale ones deleted before the samples change, new ones written after (all of them with
+    ``refresh_ladder``).
+
     Returns:
         The plan report plus ``inserted``, ``updated``, ``deleted`` (sample rows), ``unchanged``
-        (bool), ``dependents_deleted`` (with ``force``) and ``seconds`` (wall time).
+        (bool), ``dependents_deleted`` (with ``force``), ``ladder_runs`` (``{"runs": {detector: run_id},
+        "written", "deleted"}``) and ``seconds`` (wall time).
     Raises:
         InputError: raw dir missing or malformed, a reseed would change samples that predictions or
             annotations reference and ``force`` is false, or another build is running on this store
@@ -258,7 +264,10 @@ def build(
             refresh_ladder=refresh_ladder,
         )
         changes = _sample_changes(session, state, plan)
-        dependents = _clear_references(session, changes.to_delete + changes.to_update, seed, force)
+        affected = changes.to_delete + changes.to_update
+        # the build's own runs (the ladder's) go first: they never block a reseed, they are replaced with it
+        to_write, retired = ladder_runs.retire_stale(session, plan.ladder_runs, affected, refresh=refresh_ladder)
+        dependents = _clear_references(session, affected, seed, force)
         if progress:
             new = sum(1 for r in plan.rows if r["id"] not in state.current)
             progress(
@@ -272,7 +281,8 @@ def build(
                 f"store: {counts['inserted']:,} inserted, {counts['updated']:,} updated, {counts['deleted']:,} deleted "
                 f"({time.perf_counter() - t1:.1f} s)"
             )
-        changed = any(counts.values())
+        written = ladder_runs.write_runs(session, to_write)
+        changed = any(counts.values()) or bool(written or retired)
         last = build_queries.latest_seed(session)
         report = dict(plan.report)
         report.update(
@@ -284,6 +294,11 @@ def build(
                 "dependents_deleted": dependents,
                 "kept_adjudicated": len([i for i in state.current if i in changes.kept]),
                 "gold_spans_changed": counts["gold_spans"],
+                "ladder_runs": {
+                    "runs": {r.detector: r.run_id for r in plan.ladder_runs},
+                    "written": written,
+                    "deleted": retired,  # rewritten runs count here and in written
+                },
             }
         )
         if changed or last != seed:

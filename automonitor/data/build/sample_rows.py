@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from automonitor.data.build.config import ORIGIN
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from automonitor.data.sources import SourcePair
 
+if TYPE_CHECKING:
+    from automonitor.data.build.ladder_runs import LadderRun
+
 
 @dataclass
 class Plan:
-    """The outcome of :func:`plan_build`: sample rows (dicts with ``Sample`` columns) and a report."""
+    """The outcome of :func:`plan_build`: sample rows (dicts with ``Sample`` columns), a report and the
+    detector ladder's runs to store (:class:`automonitor.data.build.ladder_runs.LadderRun`; empty without
+    the ladder)."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
+    ladder_runs: list[LadderRun] = field(default_factory=list)
 
 
 def rng_for(seed: int, source: str, purpose: str) -> random.Random:

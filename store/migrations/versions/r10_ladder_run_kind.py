@@ -1,0 +1,40 @@
+"""run kind ladder: the database's run-kind check takes the new value
+
+The build writes each detector of the detector ladder (:mod:`automonitor.data.build.ladder`) as a run of its
+own, of kind ``ladder`` (:mod:`automonitor.data.build.ladder_runs`), so that the analyses read it like any
+run and the lists leave it out by default. The check ``ck_run_kind`` of :mod:`r8_vocabulary_checks` is
+replaced by one that also takes it (a CHECK constraint on PostgreSQL, the two triggers on SQLite). The
+downgrade restores the old list and fails, changing nothing, while a run of kind ``ladder`` is stored.
+
+Revision ID: r10_ladder_run_kind
+Revises: r9_constructed_benign
+Create Date: 2026-12-05 10:00:00
+"""
+
+from alembic import op
+
+from store.migrations.versions import r8_vocabulary_checks as r8
+from store.migrations.versions import r9_constructed_benign as r9
+
+revision = "r10_ladder_run_kind"
+down_revision = "r9_constructed_benign"
+branch_labels = None
+depends_on = None
+
+_OLD = next(r for r in r9.RULES if r[-1] == "ck_run_kind")
+_NEW = (*_OLD[:2], (*_OLD[2], "ladder"), *_OLD[3:])
+#: the vocabulary rules as of this revision (r9's, with the run-kind list grown)
+RULES = [_NEW if r is _OLD else r for r in r9.RULES]
+RANGES = r9.RANGES
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    r8.drop(bind, rules=[_OLD], ranges=[])
+    r8.create(bind, rules=[_NEW], ranges=[])
+
+
+def downgrade() -> None:
+    bind = op.get_bind()
+    r8.drop(bind, rules=[_NEW], ranges=[])
+    r8.create(bind, rules=[_OLD], ranges=[])

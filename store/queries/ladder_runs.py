@@ -1,0 +1,93 @@
+"""Queries for the detector ladder's runs (``Run.kind == 'ladder'``): which are stored with which fingerprint,
+deleting them, and writing one. Every function runs inside the caller's transaction and commits nothing;
+the rule of what to write is the build's (:mod:`automonitor.data.build.ladder_runs`)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import sqlalchemy as sa
+from sqlmodel import Session, col
+
+from automonitor.vocab import RunKind
+from store.models import Prediction, Run, utcnow
+from store.queries import chunks
+from store.queries.runs import get_or_create_monitor
+
+KIND: RunKind = "ladder"
+
+
+def stored_fingerprints(session: Session) -> dict[str, str | None]:
+    """``{run_id: params["ladder"]["fingerprint"]}`` of every ladder run (``None`` where it has none)."""
+    rows = session.execute(sa.select(col(Run.id), col(Run.params)).where(col(Run.kind) == KIND)).all()
+    return {rid: ((params or {}).get("ladder") or {}).get("fingerprint") for rid, params in rows}
+
+
+def delete_runs(session: Session, run_ids: Iterable[str]) -> int:
+    """Delete the ladder runs ``run_ids`` with their predictions (a run of another kind is left alone);
+    returns how many runs were deleted."""
+    ids = sorted(set(run_ids))
+    gone = 0
+    for part in chunks(ids):
+        mine = list(
+            session.execute(sa.select(col(Run.id)).where(col(Run.id).in_(part), col(Run.kind) == KIND)).scalars()
+        )
+        if mine:
+            session.execute(sa.delete(Prediction).where(col(Prediction.run_id).in_(mine)))
+            session.execute(sa.delete(Run).where(col(Run.id).in_(mine)))
+            gone += len(mine)
+    return gone
+
+
+def insert_run(
+    session: Session,
+    *,
+    run_id: str,
+    monitor: str,
+    edition: str,
+    params: dict[str, object],
+    scores: list[tuple[str, float]],
+) -> Run:
+    """Insert a finished ladder run ``run_id`` of monitor ``monitor`` (backend ``ladder``) on ``edition`` with one
+    prediction per ``(sample_id, score)``: outcome ``misbehavior`` when ``score >= 0.5`` (the ladder's flag),
+    else ``benign``; ``score`` is P(misbehavior) in [0, 1]. The samples must exist (foreign key)."""
+    mon = get_or_create_monitor(session, monitor, KIND, monitor.split(":", 1)[-1], None, match_backend=True)
+    if mon.id is None:  # pragma: no cover - get_or_create_monitor flushes
+        raise ValueError("the monitor row has no id")
+    now = utcnow()
+    run = Run(
+        id=run_id,
+        monitor_id=mon.id,
+        monitor=mon.name,
+        template="ladder",
+        kind=KIND,
+        status="finished",
+        edition=edition,
+        params=params,
+        n=len(scores),
+        created_at=now,
+        started_at=now,
+        finished_at=now,
+    )
+    session.add(run)
+    session.flush()
+    payload: list[dict[str, object]] = [
+        {
+            "run_id": run_id,
+            "sample_id": sid,
+            "outcome": "misbehavior" if s >= 0.5 else "benign",
+            "score": s,
+            "evidence": [],
+            "meta": {},
+            "created_at": now,
+            "judged_at": now,
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "cost_usd": 0.0,
+            "cached": False,
+        }
+        for sid, s in scores
+    ]
+    for part in chunks(payload, 2000):
+        session.execute(sa.insert(Prediction), list(part))
+    return run
