@@ -490,3 +490,47 @@ def test_the_health_page_words_say_what_the_audit_does():
     assert audit.test_set_text("edition_sample") == "the edition's member pairs"
     assert "edition_sample" not in audit.test_set_text("edition_sample")
     assert audit.test_set_text(None) == "-" and audit.test_set_text("other") == "other"
+
+
+def test_every_slice_is_scored_and_a_small_one_carries_intervals(frame):
+    """Issue 36: the audit checks every slice; one under the certificate's 15 pairs is scored too and
+    reported with each baseline's 95% AUROC interval (bootstrap over requests), a larger one is not marked
+    small. On 6 fair pairs the interval is wide: it says how little 6 pairs hold."""
+    rng = np.random.default_rng(11)
+    tiny = made_up_pairs(
+        rng, n=6, split="test", source="tiny", category="specification_gaming", task="qa", shortcut=False, prefix="ti"
+    )
+    doc = audit.audit_frame(pd.concat([frame, pd.DataFrame(tiny)], ignore_index=True), "paper")
+    small = _slice(doc, "tiny")
+    assert small["pairs"] == 6 and small["small"] is True
+    assert set(small["intervals"]) == {k for k, v in small["baselines"].items() if v is not None}
+    lo, hi = small["intervals"]["length"]
+    assert lo is not None and hi is not None and lo <= small["baselines"]["length"] <= hi and hi - lo > 0.2
+    big = _slice(doc, "hackgen")
+    assert big["pairs"] == 20 and big["small"] is False and big["intervals"] == {}
+
+
+def test_aflite_filters_every_slice_of_15_pairs_and_reports_smaller_ones_with_intervals():
+    """AFLite's bar is the certificate's (15 pairs): an 18-pair length shortcut is filtered (30 would have
+    skipped it); a 6-pair slice is not filtered but reported with AUROCs and intervals, not skipped."""
+    from automonitor.data.audit.aflite import AfliteParams, aflite
+    from automonitor.data.audit.certify import MIN_PAIRS
+
+    assert AfliteParams().min_pairs == MIN_PAIRS == 15
+    rng = np.random.default_rng(5)
+    rows = made_up_pairs(
+        rng, n=18, split="test", source="mid", category="specification_gaming", task="qa", shortcut=True, prefix="mid"
+    )
+    rows += made_up_pairs(
+        rng, n=6, split="test", source="tiny", category="safety_permission", task="qa", shortcut=True, prefix="ti"
+    )
+    test = pd.DataFrame(rows)
+    res = aflite(test, test.iloc[0:0], 0, AfliteParams(length_ratio_max=100.0))
+    by = {s["slice"]: s for s in res.slices}
+    assert by["specification_gaming/qa/mid"]["status"] in ("pass", "not_achievable")
+    assert res.removed_by_feature  # the 18-pair slice was filtered
+    tiny = by["safety_permission/qa/tiny"]
+    assert tiny["status"] == "not_checked" and tiny["pairs"] == 6
+    assert "length" in tiny["aurocs"] and set(tiny["intervals"]) == set(tiny["aurocs"])
+    ((method, (lo, hi)),) = tiny["intervals"]["length"].items()
+    assert lo is not None and lo <= tiny["aurocs"]["length"][method] <= hi

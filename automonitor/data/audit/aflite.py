@@ -32,6 +32,12 @@ The unit removed is a whole pair (never one side). The rule, per round:
    ``min_pairs`` while still failing is *not achievable*: its remaining pairs are removed too and it is
    reported as such.
 
+``min_pairs`` is 15, the certificate's bar (:data:`automonitor.data.audit.certify.MIN_PAIRS`): every slice
+of 15 pairs or more is filtered. A smaller slice is not filtered (status ``not_checked``) but not skipped
+either: once the filter is done it is scored on what is left, and reported with each baseline's AUROC and
+a 95% interval (``intervals``: a bootstrap over requests, so pairs sharing a request count once;
+:func:`automonitor.data.audit.certify.auroc_interval`).
+
 Benign-only controls (sycophancy: the suggestion is right and the model agrees) are part of the scored
 slices "in proportion": a source with ``C`` controls and ``P`` pairs at the start keeps the first
 ``round(C * p / P)`` controls of a seeded order when ``p`` pairs are left, so agreeing with the user is
@@ -73,7 +79,7 @@ class AfliteParams:
     """Parameters of :func:`aflite` (see the module doc)."""
 
     bound: float = 0.2
-    min_pairs: int = 30
+    min_pairs: int = 15  # the certificate's bar (certify.MIN_PAIRS): every slice of >= 15 pairs is filtered
     step: float = 0.08
     folds: int = 5
     max_rounds: int = 80
@@ -88,7 +94,8 @@ class AfliteResult:
     one dict per removal (``round``, ``slice``, ``features`` {baseline: pairs credited}, ``removed_pairs``,
     ``by_source``); ``slices``: the final score of each slice (``slice``, ``kind``, ``source``,
     ``category``, ``task``, ``pairs``, ``controls``, ``aurocs`` {baseline: {method: AUROC}}, ``status``
-    ``pass`` | ``not_checked`` (under ``min_pairs``) | ``not_achievable``); ``removed_by_feature``
+    ``pass`` | ``not_checked`` (under ``min_pairs``: scored on the final set, not filtered, with
+    ``intervals`` {baseline: {method: [low, high]}}) | ``not_achievable``); ``removed_by_feature``
     {baseline or ``length_match``: pairs}; ``rounds``."""
 
     kept_pairs: set[str] = field(default_factory=set)
@@ -369,16 +376,49 @@ def aflite(
     counts = Counter(pair_source[p] for p in alive)
     res.kept_pairs = set(alive)
     res.kept_controls = sorted(str(test.at[i, "id"]) for i in controls_for(counts))
+    frame = test.loc[sorted(pairs_df.index[pairs_df["pair_id"].isin(alive)]) + controls_for(counts)]
     for key in keys:
         doc = final.get(key, {"pairs": 0, "controls": 0, "aurocs": {}, "status": "not_checked"})
         if doc["status"] == "fail":
             doc["status"] = "not_achievable"  # max_rounds reached
+        if doc["status"] == "not_checked":
+            doc.update(_small_slice(scorer, key, frame[_in_slice(frame, key)], seed, res.rounds))
         res.slices.append(
             {"slice": _slice_name(key), "kind": key[0], "source": key[1], "category": key[2], "task": key[3], **doc}
         )
         if doc["status"] == "not_achievable":
             res.not_achievable.append(res.slices[-1])
     return res
+
+
+def _small_slice(scorer: _Scorer, key: SliceKey, te: pd.DataFrame, seed: int, rnd: int) -> dict[str, object]:
+    """A slice under ``min_pairs`` on the final set: ``pairs``, ``controls``, ``aurocs`` {baseline: {method:
+    AUROC}} and ``intervals`` {baseline: {method: [low, high]}} (95%, bootstrap over requests; ``None``
+    bounds when a resample lacks a class), reported, not judged."""
+    from automonitor.data.audit.certify import auroc_interval
+
+    ctrl = te["pair_id"].astype(str).str.startswith("controls:")
+    pairs = int(te.loc[~ctrl, "pair_id"].nunique())
+    doc: dict[str, object] = {
+        "pairs": pairs,
+        "controls": int(ctrl.sum()),
+        "aurocs": {},
+        "intervals": {},
+    }
+    if not pairs:
+        return doc
+    y = positive_labels(te)
+    groups = te["request"].astype(str).to_numpy()
+    aurocs: dict[str, dict[str, float]] = defaultdict(dict)
+    intervals: dict[str, dict[str, list[float | None]]] = defaultdict(dict)
+    for (name, method), s in scorer.scores(key, te, seed, rnd).items():
+        a, lo, hi = auroc_interval(groups, y, np.asarray(s, dtype=float), seed)
+        if a is None:
+            continue
+        aurocs[name][method] = round(a, 4)
+        intervals[name][method] = [None if lo is None else round(lo, 4), None if hi is None else round(hi, 4)]
+    doc.update(aurocs=dict(aurocs), intervals=dict(intervals))
+    return doc
 
 
 def _shuffled(items: list[str], rng: random.Random) -> list[str]:

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # 2: |AUROC - 0.5| flag, within-test CV, pairwise, shared families; 3: controls apart, attributed cues;
-# 4: the ladder's tiers per cell and (edition hard) the certificate
-AUDIT_VERSION = 4
+# 4: the ladder's tiers per cell and (edition hard) the certificate; 5: small slices' AUROC intervals
+AUDIT_VERSION = 5
 EDITIONS: tuple[str, ...] = vocab.EDITIONS  # the one declared list
 FLAG_AUROC = 0.9
 JACCARD = 0.8

@@ -1,11 +1,16 @@
 """The audit's slices: one SLICE doc per (category, task, source) of the test set and one per category x
 task cell, with label provenance, baseline AUROCs, the flag and the slice's leakage counts.
+
+Every slice is scored, whatever its size. A slice under :data:`~automonitor.data.audit.certify.MIN_PAIRS`
+(15) pairs is ``small``: its flag rests on a few pairs, so it also carries each baseline's 95% AUROC
+interval (``intervals``, :func:`small_intervals`) to read it by.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from automonitor.data.audit.baselines import (
@@ -15,6 +20,7 @@ from automonitor.data.audit.baselines import (
     positive_labels,
     score_within_test,
 )
+from automonitor.data.audit.certify import MIN_PAIRS
 from automonitor.data.audit.leakage import Leakage
 from automonitor.data.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY, is_control
 from automonitor.data.audit.suggestion import score_suggestion
@@ -72,20 +78,21 @@ def _slice_doc(
     baselines: dict[str, float | None] = {}
     notes: dict[str, str] = {}
     pairwise: dict[str, float | None] = {}
+    scores: dict[str, np.ndarray] = {}
     y, yt = positive_labels(te), positive_labels(tr)
     method = "train"
     if trained.enough(tr):
-        score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise)
+        score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise, scores)
     else:
         trained_on, method = None, "within_test_cv"
-        score_within_test(te, y, baselines, notes, pairwise)
+        score_within_test(te, y, baselines, notes, pairwise, scores)
         for name in FITTERS:
             notes[name] = (
                 f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} benign; need "
                 f"{MIN_TRAIN_PER_CLASS} of each): {notes[name]}"
             )
     if cat == SYCOPHANCY:
-        score_suggestion(te, y, baselines, notes, pairwise)
+        score_suggestion(te, y, baselines, notes, pairwise, scores)
     margin = flag_at - 0.5
     flagged_by = [k for k, v in baselines.items() if v is not None and abs(v - 0.5) >= margin - 1e-12]
     for k, v in baselines.items():
@@ -96,12 +103,13 @@ def _slice_doc(
             )
     pids = set(te["pair_id"].astype(str))
     ctrl = is_control(te["pair_id"]).to_numpy(dtype=bool)
+    n_pairs = int(te.loc[~ctrl, "pair_id"].nunique())
     return {
         "source": source,
         "category": cat,
         "task": task,
         "kind": kind,
-        "pairs": int(te.loc[~ctrl, "pair_id"].nunique()),
+        "pairs": n_pairs,
         "controls": int(ctrl.sum()),
         "samples": int(len(te)),
         "label_source": _label_source_pairs(te[~ctrl]),
@@ -113,12 +121,30 @@ def _slice_doc(
         "trained_on": trained_on,
         "flagged": bool(flagged_by),
         "flagged_by": flagged_by,
+        "small": n_pairs < MIN_PAIRS,
+        "intervals": small_intervals(te, y, scores) if n_pairs < MIN_PAIRS else {},
         "near_duplicate_pairs": len(pids & leakage.duplicate_pairs),
         "shared_conversations": len(pids & leakage.shared_pairs),
         "tiny_diff_pairs": len(pids & leakage.tiny_pairs),
         "shared_family_pairs": len(pids & leakage.family_pairs),
         "errata_pairs": errata_pairs(te),
     }
+
+
+def small_intervals(te: pd.DataFrame, y: np.ndarray, scores: dict[str, np.ndarray]) -> dict[str, list[float | None]]:
+    """``{baseline: [low, high]}``: the 95% interval of each baseline's AUROC on a slice under
+    :data:`MIN_PAIRS` pairs (:func:`automonitor.data.audit.certify.auroc_interval`: a bootstrap over
+    requests, so pairs sharing a request count once; seed 0), where one AUROC rests on a few pairs and a
+    flag is as likely chance as a shortcut. ``None`` bounds when the resamples lack a class."""
+    from automonitor.data.audit.certify import auroc_interval
+
+    groups = te["request"].astype(str).to_numpy()
+    out: dict[str, list[float | None]] = {}
+    for name, s in scores.items():
+        a, lo, hi = auroc_interval(groups, y, np.asarray(s, dtype=float))
+        if a is not None:
+            out[name] = [None if lo is None else round(lo, 4), None if hi is None else round(hi, 4)]
+    return out
 
 
 def errata_pairs(te: pd.DataFrame) -> int:

@@ -176,11 +176,14 @@ def score_suggestion(
     baselines: dict[str, float | None],
     notes: dict[str, str],
     pairwise: dict[str, float | None] | None = None,
+    collect: dict[str, np.ndarray] | None = None,
 ) -> None:
     """AUROC of the untrained answer-equals-suggestion baseline (sycophancy slices) into ``baselines``
-    (and its pairwise figure into ``pairwise`` when given)."""
+    (and its pairwise figure into ``pairwise``, its scores into ``collect`` when given)."""
     scored = [suggestion_score(q, r) for q, r in zip(te["request"], te["response"])]
     s = np.array([x[0] for x in scored], dtype=float)
+    if collect is not None:
+        collect["answer_equals_suggestion"] = s
     baselines["answer_equals_suggestion"], why = auroc(y, s)
     if pairwise is not None:
         pairwise["answer_equals_suggestion"] = pairwise_share(te, s)
