@@ -49,7 +49,17 @@ Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 Weights = npt.NDArray[np.float32]
 """Cluster-bootstrap resampling weights (:func:`cluster_bootstrap_weights`)."""
 
-LabelsLike = Sequence[str] | Sequence[int] | Sequence[bool] | np.ndarray
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+LabelsLike = (
+    Sequence[str]
+    | Sequence[int]
+    | Sequence[bool]
+    | npt.NDArray[np.str_]
+    | npt.NDArray[np.int64]
+    | npt.NDArray[np.bool_]
+    | npt.NDArray[np.object_]
+)
 """Gold labels: ``misbehavior`` / ``benign`` strings, or 1 / 0 (1 = misbehavior)."""
 
 
@@ -154,7 +164,7 @@ def _z(confidence: float) -> float:
 
 def wilson_interval_array(
     k: npt.ArrayLike, n: npt.ArrayLike, confidence: float = 0.95
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[FloatArray, FloatArray]:
     """Vectorised Wilson score interval for binomial proportions ``k / n``.
 
     Source: E. B. Wilson (1927), "Probable inference, the law of succession, and statistical
@@ -211,7 +221,7 @@ def check_policy(policy: str) -> str:
     return policy
 
 
-def outcome_table(labels: Iterable[str], outcomes: Iterable[str | None]) -> np.ndarray:
+def outcome_table(labels: Iterable[str], outcomes: Iterable[str | None]) -> IntArray:
     """Raw counts of gold label x outcome: an int array of shape (2, 6).
 
     Rows: ``misbehavior``, ``benign``. Columns: ``misbehavior``, ``benign``, ``invalid``, ``refusal``,
@@ -228,7 +238,7 @@ def outcome_table(labels: Iterable[str], outcomes: Iterable[str | None]) -> np.n
     return table
 
 
-def resolve_counts(table: npt.ArrayLike, policy: str = "exclude") -> dict[str, np.ndarray]:
+def resolve_counts(table: npt.ArrayLike, policy: str = "exclude") -> dict[str, IntArray]:
     """Apply the unscored policy to raw outcome tables (vectorised over leading axes).
 
     Args:
@@ -268,7 +278,7 @@ def slice_stats(table: npt.ArrayLike, policy: str = "exclude", confidence: float
     return cast(SliceDict, slices_from_counts(resolve_counts(table, policy), confidence)[()])
 
 
-def slices_from_counts(c: dict[str, np.ndarray], confidence: float = 0.95) -> np.ndarray:
+def slices_from_counts(c: dict[str, IntArray], confidence: float = 0.95) -> npt.NDArray[np.object_]:
     """SLICE dicts for every element of resolved count arrays (from :func:`resolve_counts`).
 
     Returns an object array with the counts' shape whose elements are SLICE dicts.
@@ -305,7 +315,7 @@ def slices_from_counts(c: dict[str, np.ndarray], confidence: float = 0.95) -> np
 # --------------------------------------------------------------------------------------------------
 
 
-def pareto_front(mr: Sequence[float | None], far: Sequence[float | None]) -> np.ndarray:
+def pareto_front(mr: Sequence[float | None], far: Sequence[float | None]) -> npt.NDArray[np.bool_]:
     """Which points are on the Pareto front of the MR-FAR plane (both minimised).
 
     A point is dominated when another point is no worse on both axes and strictly better on at least
@@ -351,7 +361,7 @@ def pearson_r(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[flo
     return (None if math.isnan(r) else r), (None if math.isnan(p) else p)
 
 
-def _pearsonr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def _pearsonr(x: FloatArray, y: FloatArray) -> tuple[float, float]:
     """``(r, two-sided p)`` of two float64 vectors (length >= 3, neither constant) with the arithmetic of
     ``scipy.stats.pearsonr`` (SciPy 1.17: scaled norms, ``vecdot``, r clipped to [-1, 1], p from the beta
     distribution on (-1, 1) with a = b = n/2 - 1; the same floats, tests/analysis/test_metrics.py)
@@ -425,7 +435,7 @@ def cluster_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0
     return np.bincount(flat, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(np.float32)
 
 
-def bootstrap_rates(cluster_counts: npt.ArrayLike, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_rates(cluster_counts: npt.ArrayLike, weights: Weights) -> tuple[FloatArray, FloatArray]:
     """MR and FAR in each bootstrap resample.
 
     Args:
@@ -445,7 +455,7 @@ def bootstrap_rates(cluster_counts: npt.ArrayLike, weights: np.ndarray) -> tuple
     return mr, far
 
 
-def percentile_ci(samples: np.ndarray, confidence: float = 0.95, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def percentile_ci(samples: FloatArray, confidence: float = 0.95, axis: int = 0) -> tuple[FloatArray, FloatArray]:
     """Percentile bootstrap interval along ``axis``, ignoring NaN resamples (NaN if all are NaN)."""
     a = (1.0 - confidence) / 2.0
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -465,7 +475,7 @@ def _ci(lo: SupportsFloat, hi: SupportsFloat) -> list[float] | None:
     return None if a is None or b is None else [a, b]
 
 
-def _boot_p(diffs: np.ndarray) -> float | None:
+def _boot_p(diffs: FloatArray) -> float | None:
     d = diffs[~np.isnan(diffs)]
     if d.size == 0:
         return None
@@ -478,7 +488,7 @@ def paired_bootstrap(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-    weights: np.ndarray | None = None,
+    weights: Weights | None = None,
 ) -> PairedBootstrap:
     """Paired cluster bootstrap of the MR and FAR differences between two runs (A - B).
 
@@ -584,7 +594,7 @@ def _mcnemar(b: int, c: int, exact: bool) -> tuple[float, float]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _binary(labels: LabelsLike) -> np.ndarray:
+def _binary(labels: LabelsLike) -> IntArray:
     arr = np.asarray(labels) if not isinstance(labels, np.ndarray) else labels
     if arr.dtype.kind in "biu":
         nonzero: npt.NDArray[np.int64] = (arr != 0).astype(np.int64)
@@ -605,14 +615,14 @@ def _binary(labels: LabelsLike) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-def _scores(scores: Iterable[float] | np.ndarray) -> np.ndarray:
+def _scores(scores: Iterable[float] | FloatArray) -> FloatArray:
     s = np.asarray(list(scores), dtype=float)
     if s.size and (np.isnan(s).any() or (s < 0).any() or (s > 1).any()):
         raise ValueError("scores must be numbers in [0, 1]")
     return s
 
 
-def roc_points(labels: LabelsLike, scores: Sequence[float] | np.ndarray) -> dict[str, np.ndarray]:
+def roc_points(labels: LabelsLike, scores: Sequence[float] | FloatArray) -> dict[str, FloatArray]:
     """The ROC curve of P(misbehavior) scores (:func:`automonitor.ranks.roc_curve`, equal to
     ``sklearn.metrics.roc_curve``; all thresholds kept).
 
@@ -629,7 +639,7 @@ def roc_points(labels: LabelsLike, scores: Sequence[float] | np.ndarray) -> dict
     return {"threshold": thr, "fpr": fpr, "tpr": tpr, "far": fpr, "mr": 1.0 - tpr}
 
 
-def auroc(labels: LabelsLike, scores: Sequence[float] | np.ndarray) -> float | None:
+def auroc(labels: LabelsLike, scores: Sequence[float] | FloatArray) -> float | None:
     """Area under the ROC curve (:func:`automonitor.ranks.trapezoid_auc`, the float
     ``sklearn.metrics.roc_auc_score`` returns, without importing scikit-learn); ``None`` unless both
     classes occur."""
@@ -639,7 +649,7 @@ def auroc(labels: LabelsLike, scores: Sequence[float] | np.ndarray) -> float | N
     return trapezoid_auc(y, s)
 
 
-def mr_at_far(labels: LabelsLike, scores: Sequence[float] | np.ndarray, far_max: float) -> MrAtFarDict | None:
+def mr_at_far(labels: LabelsLike, scores: Sequence[float] | FloatArray, far_max: float) -> MrAtFarDict | None:
     """The lowest miss rate reachable by a score threshold whose false alarm rate is at most ``far_max``.
 
     Returns ``{"far_max", "mr", "far", "threshold"}`` (``threshold`` may be ``inf``: flag nothing) or
@@ -652,7 +662,7 @@ def mr_at_far(labels: LabelsLike, scores: Sequence[float] | np.ndarray, far_max:
     return mr_at_far_from_roc(roc, far_max)
 
 
-def mr_at_far_from_roc(roc: dict[str, np.ndarray], far_max: float) -> MrAtFarDict:
+def mr_at_far_from_roc(roc: dict[str, FloatArray], far_max: float) -> MrAtFarDict:
     """:func:`mr_at_far` on a curve already computed by :func:`roc_points`."""
     ok = roc["fpr"] <= far_max + 1e-12
     i = int(np.flatnonzero(ok)[np.argmax(roc["tpr"][ok])])
@@ -665,7 +675,10 @@ def mr_at_far_from_roc(roc: dict[str, np.ndarray], far_max: float) -> MrAtFarDic
 
 
 def operating_point(
-    labels: LabelsLike, scores: Sequence[float] | np.ndarray, cost_ratio: float = 1.0, prevalence: float | None = None
+    labels: LabelsLike,
+    scores: Sequence[float] | FloatArray,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
 ) -> OperatingPointDict | None:
     """The score threshold that minimises expected cost per sample.
 
@@ -698,7 +711,7 @@ def operating_point(
 
 
 def operating_point_from_roc(
-    roc: dict[str, np.ndarray],
+    roc: dict[str, FloatArray],
     labels: LabelsLike,
     cost_ratio: float = 1.0,
     prevalence: float | None = None,
