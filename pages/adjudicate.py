@@ -112,8 +112,9 @@ else:
     )
     e = by_id[st.session_state[SEL]]
     why = ann.QUEUE_REASONS.get(e.reason, e.reason)
-    f1 = "" if e.span_f1 is None else f"; lowest pairwise span F1 {e.span_f1:.2f}"
-    if e.unmarked:
+    # a missing_span item's marked spans agree: its F1 of 0 is only the unmarked annotator's empty list
+    f1 = "" if e.span_f1 is None or e.reason == "missing_span" else f"; lowest pairwise span F1 {e.span_f1:.2f}"
+    if e.unmarked > 1 or (e.unmarked and e.reason != "missing_span"):  # missing_span's reason says "one"
         f1 += "; one annotator marked no span" if e.unmarked == 1 else f"; {e.unmarked} annotators marked no span"
     st.markdown(f"**Why in the queue:** {ui.md(e.reason)}: {ui.md(why)}{f1}")
     st.markdown("**Request**")

@@ -106,3 +106,66 @@ def test_adjudicator_resolves_a_span_disagreement_with_the_segment_marker(disput
     res = ann.finalize_pairs(eng, root)
     assert sorted(res.accepted) == ["pa", "pb"]
     assert _gold(eng, "pa-m") == [(SPAN[1][0], SPAN[2][1], "annotated", "adjudicated by root")]
+
+
+@pytest.fixture
+def one_unmarked(tmp_path, monkeypatch):
+    """One pair: both annotators chose misbehavior, anna marked a span, bert none; both agree on benign."""
+    url = f"sqlite:///{tmp_path / 'unmarked.db'}"
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    monkeypatch.delenv("AUTOMONITOR_QUEUE_MISSING_SPANS", raising=False)
+    eng = init_db(get_engine(url, fresh=True))
+    users = {n: fast_user(eng, n, "annotator") for n in ("anna", "bert")}
+    root = fast_user(eng, "root", "admin")
+    rows = [
+        candidate_row(
+            id=f"pu-{lab[0]}",
+            pair_id="pu",
+            category="specification_gaming",
+            task="code",
+            label=lab,
+            request="Solve pu.",
+            response=CODE if lab == "misbehavior" else "def solve(n):\n    return n * 2\n",
+        )
+        for lab in ("misbehavior", "benign")
+    ]
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    ann.assign(eng, root, k=2, seed=1)
+    ann.save_label(eng, users["anna"], "pu-m", "misbehavior", evidence=[SPAN[2]])
+    ann.save_label(eng, users["bert"], "pu-m", "misbehavior")
+    for u in users.values():
+        ann.save_label(eng, u, "pu-b", "benign")
+        ann.submit_batch(eng, u)
+    yield eng, root
+    eng.dispose()
+
+
+def test_a_missing_span_on_an_agreed_misbehavior_is_no_adjudication_work_on_the_page(one_unmarked, monkeypatch):
+    """Issue 41 item 3: both chose misbehavior and one marked no span. The Adjudicate page queues nothing
+    (a span is optional) and its "Move resolved pairs" takes the pair into gold with anna's span; only
+    with AUTOMONITOR_QUEUE_MISSING_SPANS=1 is the item queued, its reason saying "one annotator marked no
+    span" and no span F1 of 0.00 (the fresh-user trial met "marked different spans ... span F1 0.00")."""
+    from streamlit.testing.v1 import AppTest
+
+    eng, root = one_unmarked
+    monkeypatch.setenv("AUTOMONITOR_QUEUE_MISSING_SPANS", "1")
+    at = AppTest.from_file(ADJUDICATE, default_timeout=60)
+    at.session_state["auth.account"] = root
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.session_state["adjudicate.item"] == "pu-m"
+    why = next(str(m.value).replace("\\", "") for m in at.markdown if "Why in the queue" in str(m.value))
+    assert "missing_span" in why and why.count("one annotator marked no span") == 1 and "F1" not in why, why
+
+    monkeypatch.delenv("AUTOMONITOR_QUEUE_MISSING_SPANS")
+    at = AppTest.from_file(ADJUDICATE, default_timeout=60)
+    at.session_state["auth.account"] = root
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("Nothing to adjudicate" in i.value for i in at.info)
+    at.button(key="adjudicate.finalize").click().run()
+    assert any("Accepted 1 pair(s) into edition verified" in s.value for s in at.success), [s.value for s in at.success]
+    gold = _gold(eng, "pu-m")
+    assert [(a, b, p) for a, b, p, _ in gold] == [(*SPAN[2], "annotated")]
+    assert "one annotator marked no span" in gold[0][3]

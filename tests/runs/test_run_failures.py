@@ -186,3 +186,20 @@ def test_cli_run_with_twenty_percent_errors_finishes_with_one_warning_line(db_ur
     assert len(warnings) == 1 and "20%" in warnings[0] and "permanent HTTP 400" in warnings[0]
     listed = run_cli(["runs"], db=db_url)
     assert "(lenient parse)" not in listed.stdout
+
+
+@pytest.mark.parametrize("force", ["quota", "401"])
+def test_a_run_too_small_to_be_stopped_does_not_claim_it_was(engine, monkeypatch, force):
+    """One pair (2 samples) meets 2 identical permanent failures and ends: nothing stopped it (the
+    fail-fast needs 3), so the failure line says how many samples were left pending, not "stopped after 2
+    identical permanent failures" (fresh-user trial)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 1)
+    with OpenAIFaultServer() as srv:
+        srv.force = force
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1, params=FAST)
+        runner.execute_run(engine, rid)
+        assert srv.stats()["total"] == 2
+    status, error = _status(engine, rid)
+    assert status == "failed" and "stopped" not in error, error
+    assert error.startswith("2 sample(s) left pending by permanent failures (HTTP ") and f"--resume {rid}" in error

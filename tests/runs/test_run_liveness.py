@@ -57,3 +57,36 @@ def test_a_killed_run_is_listed_as_running_without_a_live_process(cli, sqlite_ur
     dead_line = next(line for line in table.stdout.splitlines() if "r-dead" in line)
     live_line = next(line for line in table.stdout.splitlines() if "r-live" in line)
     assert "no live process" in dead_line and "no live process" not in live_line
+
+
+def test_a_run_waiting_on_a_slow_judge_keeps_its_lease_fresh(sqlite_engine, monkeypatch):
+    """The lease heartbeat was refreshed only with a commit of results: a run whose judge took longer than
+    the stale limit to answer (a small local server under load, fresh-user trial) was listed as "(no live
+    process)" while it ran, and `run --resume` could take it over. The writer now beats on its own."""
+    import threading
+
+    from automonitor import leases
+    from automonitor.runs import runner
+    from automonitor.runs.runner import writer
+    from servers.data import add_pairs
+    from servers.openai_fault import OpenAIFaultServer
+    from store import session_scope
+    from store.models import Run
+
+    monkeypatch.setattr(writer, "HEARTBEAT_S", 0.2)
+    monkeypatch.setattr(leases, "LEASE_STALE_S", 1.0)
+    add_pairs(sqlite_engine, 1)
+    with OpenAIFaultServer(latency=3.0) as srv:
+        rid = runner.create_run(sqlite_engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1)
+        t = threading.Thread(target=runner.execute_run, args=(sqlite_engine, rid))
+        t.start()
+        try:
+            time.sleep(2.0)  # the first answer is a second away: nothing was committed but the calls
+            with session_scope(sqlite_engine) as s:
+                run = s.get(Run, rid)
+                lease, status = dict(run.params["lease"]), run.status
+            assert status == "running" and srv.stats()["total"] == 1
+            assert time.time() - lease["heartbeat"] < leases.LEASE_STALE_S, lease
+        finally:
+            t.join()
+    assert runner.run_info(sqlite_engine, rid)["status"] == "finished"

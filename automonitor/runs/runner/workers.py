@@ -37,26 +37,39 @@ _FIXES = {
 
 
 def fail_fast_message(
-    status: int | None, code: str | None, detail: str, n: int, key_env: str | None, url: str | None = None
+    status: int | None,
+    code: str | None,
+    detail: str,
+    n: int,
+    key_env: str | None,
+    url: str | None = None,
+    stopped: bool = True,
 ) -> str:
     """The one line a fail-fast run ends with: the cause (HTTP status, provider code, ``n`` identical
-    failures, the server's message cut to 160 characters), the judge's URL (redacted) and the fix."""
+    failures, the server's message cut to 160 characters), the judge's URL (redacted) and the fix.
+    ``stopped=False``: the run ran out of samples before :data:`FAIL_FAST_AFTER` identical failures
+    stopped it, so the line says how many samples those failures left pending instead."""
     at = f" at {redact_url(url) or 'the default endpoint'}"
+    lead = (
+        f"stopped after {n} identical permanent failures"
+        if stopped
+        else f"{n} sample(s) left pending by permanent failures"
+    )
     resume = "then continue with: automonitor run --resume RUN_ID"
     if code == NEVER_REACHED:
         return (
-            f"stopped: no call reached the judge{at} ({detail[:160]}); fix: start the server or correct "
+            f"{'stopped: ' if stopped else ''}no call reached the judge{at} ({detail[:160]}); fix: start the server or correct "
             f"--base-url, {resume}"
         )
     if code in QUOTA_CODES:
         return (
-            f"stopped after {n} identical permanent failures (HTTP {status} {code}){at}: {detail[:160]}; "
+            f"{lead} (HTTP {status} {code}){at}: {detail[:160]}; "
             f"fix: the account has no quota or credit left: add credit or use another key in "
             f"{key_env or 'the key variable'}, {resume}"
         )
     fix = _FIXES.get(status or 0, "fix the request").format(key=key_env or "the API key")
     code_s = f" {code}" if code else ""
-    return f"stopped after {n} identical permanent failures (HTTP {status}{code_s}){at}: {detail[:160]}; fix: {fix}, {resume}"
+    return f"{lead} (HTTP {status}{code_s}){at}: {detail[:160]}; fix: {fix}, {resume}"
 
 
 class Execution:
@@ -339,8 +352,11 @@ class Execution:
         sig = (j.meta.get("status"), j.meta.get("code") or (NEVER_REACHED if self._unreached(j) else None))
         self.permanent[sig] += 1
         n = self.permanent[sig]
-        message = fail_fast_message(sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env, self.backend.base_url)
-        if self.fatal is None and n >= FAIL_FAST_AFTER:
+        stops = self.fatal is None and n >= FAIL_FAST_AFTER
+        message = fail_fast_message(
+            sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env, self.backend.base_url, stopped=stops
+        )
+        if stops:
             self.fatal = message
             self._stop = True
         self.last_permanent = message

@@ -15,7 +15,9 @@ from store.models import Run
 from store.queries import runs as q
 
 WRITER_BACKLOG = 4000  # results queued for the store writer before the page reader waits
-HEARTBEAT_S = 5.0  # the lease heartbeat is refreshed with the first commit after this many seconds
+#: the lease heartbeat is refreshed with the first commit after this many seconds, and by a commit of its
+#: own when no result came for that long (a slow judge: the lease must not look stale while the run lives)
+HEARTBEAT_S = 5.0
 MAX_GROUP = 2000  # queued items committed in one transaction at most
 #: the least time between two commits of results: a result is committed at most this plus one commit after
 #: it arrives (all a kill can lose); each commit costs about 1 ms of the writer's CPU whatever its size
@@ -65,7 +67,16 @@ class ResultWriter(threading.Thread):
         stop = False
         last = 0.0
         while not stop:
-            item = self.q.get()
+            try:
+                item = self.q.get(timeout=HEARTBEAT_S)
+            except queue_mod.Empty:  # nothing to commit for a while: keep the lease alive
+                try:
+                    with session_scope(self.engine) as s:
+                        self._heartbeat(s)
+                except BaseException as exc:  # noqa: BLE001
+                    self.error = exc
+                    return
+                continue
             wait = self.min_interval - (time.monotonic() - last)
             if wait > 0 and item is not None and item[0] is not None:
                 time.sleep(wait)
