@@ -55,7 +55,8 @@ class FinalizeResult:
             lines.append(
                 f"{self.pending_one_side_resolved} pending pair(s) have one side resolved and wait for the other: "
                 "a pair joins the gold set only whole, so assign its other side too "
-                "(`automonitor assign`, or Assign on the Label page)."
+                "(`automonitor assign --limit N`: the next round takes the other sides; the Adjudicate page's "
+                '"Assign candidate items in rounds" assigns the whole pool).'
             )
         return lines
 
@@ -74,20 +75,23 @@ class FinalizeResult:
 
 
 #: Why a candidate pair is still pending, in the order checked (a pair counts under the first reason one
-#: of its unresolved sides has): no annotator is assigned to a side; an assigned annotator has not
-#: submitted; every label is in but they disagree (label, unsure or spans) and no adjudication decided it.
+#: of its unresolved sides has): an assigned annotator has not submitted; every label is in but they
+#: disagree (label, unsure or spans) and no adjudication decided it; no annotator is assigned to a side.
+#: A pair in a round counts under what its round still lacks before the side nobody was assigned (pair
+#: spread leaves the other side out): a pilot of 10 pairs reads "10 ... labels are not all submitted",
+#: apart from the untouched pool.
 PENDING_REASONS: dict[str, str] = {
-    "not_assigned": "a side is assigned to no annotator",
     "labels_missing": "a side's labels are not all submitted",
     "needs_adjudication": "a side awaits adjudication",
+    "not_assigned": "a side is assigned to no annotator",
 }
 
 #: The step that resolves each pending reason (:meth:`FinalizeResult.explain`).
 PENDING_NEXT_STEPS: dict[str, str] = {
-    "not_assigned": "assign it (`automonitor assign --limit N`; under pair-spread a round holds one side "
-    "of a pair, so a pair is whole after two rounds or with a larger --limit)",
     "labels_missing": "its annotators submit their batch (Label page: Submit batch)",
     "needs_adjudication": "decide it on the Adjudicate page (or `automonitor adjudications import`)",
+    "not_assigned": "assign it (`automonitor assign --limit N`; under pair-spread a round holds one side "
+    "of a pair, so a pair is whole after two rounds or with a larger --limit)",
 }
 
 Resolution = tuple[str, str, str | None]  # (outcome, how: adjudicated|consensus, adjudicator's note)

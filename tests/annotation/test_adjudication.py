@@ -223,3 +223,41 @@ def test_finalize_says_why_pairs_are_pending(labeled):
     # cp9 has no side assigned; cp1 (labels differ on c1m) and cp2 (c2b unsure) await adjudication
     assert res.pending_by_reason == {"not_assigned": 1, "needs_adjudication": 2}
     assert res.pending_one_side_resolved == 2  # c1b and c2m are consensus already: they wait for their other side
+
+
+def test_a_pilot_rounds_pairs_are_told_apart_from_the_untouched_pool(engine):
+    """A 10-item pilot's finalize said "N pending pair(s): a side is assigned to no annotator" for the whole
+    pool, its own pairs among them (fresh-user trial): a pair in a round counts under what the round still
+    lacks (labels, then adjudication) before the other side that pair spread left unassigned."""
+    a, b = fast_user(engine, "alice", "annotator"), fast_user(engine, "bob", "annotator")
+    admin = fast_user(engine, "judge", "admin")
+    rows = [
+        candidate_row(
+            id=f"q{p}{lab[0]}",
+            pair_id=f"qp{p}",
+            category="sycophancy_bias",
+            task="qa",
+            label=lab,
+            request=f"Q {p}?",
+            response=f"{lab} {p}",
+        )
+        for p in range(5)
+        for lab in (M, B)
+    ]
+    with session_scope(engine) as s:
+        insert_samples(s, rows)
+    ann.assign(engine, admin, k=2, seed=3, limit=2)
+    from store.models import Assignment
+
+    with session_scope(engine) as s:
+        in_round = sorted(set(s.exec(sa.select(Assignment.sample_id)).scalars()))
+    assert len(in_round) == 2 and len({sid[:2] for sid in in_round}) == 2  # one side of two pairs
+    res = ann.finalize_pairs(engine, admin)
+    assert res.pending_by_reason == {"labels_missing": 2, "not_assigned": 3}
+    assert res.explain()[1].startswith("2 pending pair(s): a side's labels are not all submitted. Next:")
+    for u in (a, b):
+        for sid in in_round:
+            ann.save_label(engine, u, sid, M if sid.endswith("m") else B)
+        ann.submit_batch(engine, u)
+    res = ann.finalize_pairs(engine, admin)
+    assert res.pending_by_reason == {"not_assigned": 5} and res.pending_one_side_resolved == 2

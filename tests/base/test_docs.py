@@ -135,6 +135,8 @@ def test_the_pilot_tutorial_reaches_gold(tmp_path, tutorial_env):
     res = _run_all(cmds, tmp_path, tutorial_env)
     outs = [r.stdout for r in res]
     first_finalize = outs[cmds.index("automonitor adjudications finalize")]
-    assert "2 pair(s) still pending" in first_finalize and "Next: assign it" in first_finalize
+    # round 1 is labelled in the app in the tutorial, not here: its two pairs wait for those labels first
+    assert "2 pair(s) still pending" in first_finalize
+    assert "2 pending pair(s): a side's labels are not all submitted. Next:" in first_finalize
     assert "Accepted 2 pair(s) into edition verified" in outs[-2]
     assert "4 samples in 2 pairs" in outs[-1]
