@@ -303,7 +303,11 @@ def run_trace(
         mode="markers+text" if has_text else "markers",
         name=f"runs: {plot_text(template)}" + ("" if eligible else " (too few samples)"),
         text=[plot_text(t) for t in d["label"]] if has_text else None,
-        textposition=label_positions(list(d["x_plot"]), list(d["y_plot"]), others=others) if has_text else None,
+        textposition=label_positions(
+            list(d["x_plot"]), list(d["y_plot"]), others=others, centers=list(zip(d["far"], d["mr"]))
+        )
+        if has_text
+        else None,
         textfont=dict(size=10, color=color, shadow="auto"),  # a halo keeps labels legible over lines and markers
         marker=marker,
         error_x=_error_bar(_ci_err(d, "far", "far_lo", "far_hi"), eligible),
@@ -462,6 +466,7 @@ def label_positions(
     edge: float = 0.12,
     *,
     others: Sequence[tuple[float, float]] = (),
+    centers: Sequence[tuple[float, float]] | None = None,
 ) -> list[str]:
     """Text positions (plotly ``textposition`` strings) for labelled markers at plot coordinates
     ``x``/``y`` (rates in [0, 1]): below a point when a close neighbour sits above it (or to its upper
@@ -470,7 +475,10 @@ def label_positions(
     points), which count as neighbours too, so labels of different traces are pushed apart as well (a point
     of ``others`` at exactly a point's own position is that point and is skipped). Near an edge of
     the plane (within ``edge`` of 0 or 1) the label always points inward, so a name such as
-    ``rules-v1`` at FAR 0 is never cut off by the plot's border."""
+    ``rules-v1`` at FAR 0 is never cut off by the plot's border. ``centers``: each point's true position
+    when coincident points were spread on a small circle (:func:`automonitor.views.spread_coincident`);
+    a spread point's label then points away from the centre, into its own quadrant, so up to four
+    coincident runs get four labels that do not overlap."""
     own = list(zip(x, y))
     out = []
     for i, (xi, yi) in enumerate(own):
@@ -483,6 +491,9 @@ def label_positions(
             if yj > yi or tie_above:
                 vert = "bottom"
             horiz = "left" if xj > xi else ("right" if xj < xi else horiz)
+        if centers is not None and (xi, yi) != tuple(centers[i]):  # spread apart from coincident runs
+            vert = "top" if yi > centers[i][1] else "bottom"
+            horiz = "right" if xi > centers[i][0] else "left"
         if xi < edge:
             horiz = "right"
         elif xi > 1 - edge:

@@ -285,3 +285,17 @@ def test_md_escape_makes_markdown_inert():
         assert tok in out
     # unescaping the backslashes gives the text back (newline -> space)
     assert out.replace("\\", "") == s.replace("\n", " ").replace("\\", "")
+
+
+def test_the_labels_of_coincident_runs_point_into_their_own_quadrants():
+    """Four runs at one (FAR, MR) are spread on a small circle; their labels overlapped (two 'bottom left'
+    of points 0.017 apart, fresh-user trial's leftover): each label now points away from the true position,
+    into its own quadrant, so four coincident runs get four different text positions."""
+    xp, yp, size = views.spread_coincident([0.4] * 4, [0.3] * 4)
+    assert size == [4, 4, 4, 4]
+    pos = views.label_positions(xp, yp, centers=[(0.4, 0.3)] * 4)
+    assert sorted(pos) == ["bottom left", "bottom right", "top left", "top right"]
+    # three coincident: three different positions; a lone point keeps the neighbour rule
+    xp, yp, _ = views.spread_coincident([0.4] * 3 + [0.7], [0.3] * 3 + [0.5])
+    pos = views.label_positions(xp, yp, centers=[(0.4, 0.3)] * 3 + [(0.7, 0.5)])
+    assert len(set(pos[:3])) == 3 and pos[3] == "top center"
