@@ -15,7 +15,7 @@ def test_readme_first_screen_has_the_two_commands_and_a_current_screenshot():
     assert "make demo" in first and "make test" in first
     (target,) = re.findall(r"!\[[^\]]*\]\((docs/screenshots/[^)]+\.png)\)", first)
     path = REPO / target
-    assert path.is_file(), f"{target} is missing: run tests/e2e/test_app_browser.py"
+    assert path.is_file(), f"{target} is missing: run python scripts/screenshot.py"
     with Image.open(path) as im:
         assert im.format == "PNG" and im.size[0] >= 1280 and im.size[1] >= 700
 
