@@ -157,6 +157,9 @@ def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
 #: a finished run whose share of ``error`` outcomes (over its judged samples) is above this is warned about
 #: and marked in the report and on the plane
 ERROR_SHARE_WARN = 0.10
+#: a finished run whose share of ``invalid`` outcomes (answers outside the template's grammar) is above this is
+#: warned about on the command line (the verdicts it has are few, whatever its MR/FAR say)
+INVALID_SHARE_WARN = 0.5
 #: the answer-reading stamp of runs whose log-probability score was read at the first answer token
 #: (before :data:`automonitor.runs.answers.SCORE_METHOD`): their scores are flagged, never mixed silently
 LEGACY_SCORE_METHOD = "first-token (legacy)"
@@ -229,13 +232,25 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, dict[str, An
 
 
 def error_warning(engine: Engine, run_id: str) -> str | None:
-    """The warning line of a finished run whose error share is above :data:`ERROR_SHARE_WARN` (the share,
-    the count and the commonest cause), or None."""
+    """The warning line of a finished run, or None: its error share is above :data:`ERROR_SHARE_WARN` (the
+    share, the count and the commonest cause), else its share of ``invalid`` answers (no verdict the
+    template's grammar allows: a cut-off answer, another format) is above :data:`INVALID_SHARE_WARN`."""
     qa = answer_quality(engine, [run_id]).get(run_id)
-    if not qa or qa["error_share"] is None or qa["error_share"] <= ERROR_SHARE_WARN:
+    if not qa or qa["error_share"] is None:
+        return None
+    if qa["error_share"] > ERROR_SHARE_WARN:
+        return (
+            f"warning: run {run_id}: {round(100 * qa['error_share'])}% of the judged samples ended in error "
+            f"({qa['errors']} of {qa['judged']}; commonest cause: {qa['error_cause']}); the report and the plane "
+            f"mark this run; re-send them with: automonitor run --retry-errors {run_id}"
+        )
+    with session_scope(engine) as s:
+        invalid = int(q.outcome_counts(s, run_id).get("invalid", 0))
+    if invalid / qa["judged"] <= INVALID_SHARE_WARN:
         return None
     return (
-        f"warning: run {run_id}: {round(100 * qa['error_share'])}% of the judged samples ended in error "
-        f"({qa['errors']} of {qa['judged']}; commonest cause: {qa['error_cause']}); the report and the plane "
-        f"mark this run; re-send them with: automonitor run --retry-errors {run_id}"
+        f"warning: run {run_id}: {round(100 * invalid / qa['judged'])}% of the judged samples gave no verdict "
+        f"the template allows (invalid: {invalid} of {qa['judged']}); read a few answers (cut off by a token "
+        f"limit? another format?) on the Drill-down page, then re-ask them with: "
+        f"automonitor run --retry-errors {run_id} --retry invalid"
     )

@@ -88,6 +88,26 @@ def test_a_share_of_errors_above_ten_percent_is_warned_and_marked(engine, monkey
     assert qa["parse"] == "strict" and qa["score_method"] == "verdict-token"
 
 
+def test_a_run_of_cut_off_answers_is_warned_once_and_its_invalid_share_named(engine, monkeypatch):
+    """Every answer cut off at the token limit (finish_reason length): the run finishes with every sample
+    ``invalid`` (never a verdict it did not give) and the command line says so in one warning line with the
+    way to re-ask them; a run with a few invalid answers gets no such line."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 3)
+    with OpenAIFaultServer() as srv:
+        srv.force = "length"
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
+        out = runner.execute_run(engine, rid)
+        assert _status(engine, rid)[0] == "finished" and out["counts"]["invalid"] == out["n"] > 0
+        line = error_warning(engine, rid)
+        assert line is not None and "100%" in line and "invalid" in line and "\n" not in line
+        assert f"--retry-errors {rid} --retry invalid" in line
+        srv.force = None
+        rid2 = runner.create_run(engine, "openai:m2", "direct", base_url=srv.base_url, params=FAST)
+        runner.execute_run(engine, rid2)
+    assert error_warning(engine, rid2) is None
+
+
 def test_no_warning_at_or_below_ten_percent(engine, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     add_pairs(engine, 3)
