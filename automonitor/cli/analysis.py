@@ -101,7 +101,7 @@ def report_cmd(
         size = report_html.write(engine, rep, str(output))
         err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
         return
-    _emit_report(rep, json_out, fmt, with_audit, output)
+    _emit_report(rep, json_out, fmt, with_audit, output, engine)
 
 
 def _build_report(
@@ -178,7 +178,14 @@ def _parse_compare(compare: list[str] | None) -> list[tuple[str, str]] | None:
     return pairs
 
 
-def _emit_report(rep: Report, json_out: bool, fmt: str | None, with_audit: bool, output: str | None = None) -> None:
+def _emit_report(
+    rep: Report,
+    json_out: bool,
+    fmt: str | None,
+    with_audit: bool,
+    output: str | None = None,
+    engine: Engine | None = None,
+) -> None:
     """Print the report (or write it to ``output``): one JSON document, a paper-style table (+ the audit
     section in markdown), or rich tables (stdout only)."""
     import json
@@ -205,12 +212,25 @@ def _emit_report(rep: Report, json_out: bool, fmt: str | None, with_audit: bool,
                 fh.write(out)
             err_console.print(f"wrote {output}")
         return
-    _print_rich(rep)
+    _print_rich(rep, engine)
 
 
-def _print_rich(rep: Report) -> None:
+def _plane_front(rep: Report, engine: Engine) -> tuple[set[str], set[str]]:
+    """The runs on the plane's Pareto front and the runs drawn hollow, by the Trade-off page's and the HTML
+    report's rule (:func:`automonitor.views.report_html.plane_points`: a run with fewer judged samples than
+    the plane's minimum, or unfinished, is hollow and off the front)."""
+    from automonitor.views import report_html
+
+    pts = report_html.plane_points(rep, report_html.run_provenance(engine, [r.run_id for r in rep.runs]))
+    if not len(pts):
+        return set(), set()
+    return set(pts.loc[pts["on_front"].astype(bool), "run_id"]), set(pts.loc[~pts["eligible"], "run_id"])
+
+
+def _print_rich(rep: Report, engine: Engine | None = None) -> None:
     """The report as rich tables: runs, Pareto front and Pearson r, stability, paired comparisons and
-    trivial baselines (each table only when it has rows)."""
+    trivial baselines (each table only when it has rows). With ``engine``, the front column and line follow
+    the plane's rule (:func:`_plane_front`): a small or unfinished run is marked ``hollow``, never ``*``."""
     import sys
 
     from rich.console import Console
@@ -219,9 +239,17 @@ def _print_rich(rep: Report) -> None:
     if not rep.runs:
         con.print("No runs in the store. Start one with `automonitor run` or `automonitor predictions import`.")
         return
-    con.print(_runs_table(rep))
+    front, hollow = _plane_front(rep, engine) if engine is not None else (set(rep.pareto), set())
+    con.print(_runs_table(rep, front, hollow))
     r_, p_ = rep.pearson_r, rep.pearson_p
-    con.print(f"Pareto front: {', '.join(rep.pareto) or '-'}")
+    con.print(f"Pareto front: {', '.join(r.run_id for r in rep.runs if r.run_id in front) or '-'}")
+    if hollow:
+        from automonitor.views.honest_points import DEFAULT_MIN_N
+
+        con.print(
+            f"hollow: {len(hollow)} run(s) unfinished or with fewer than {DEFAULT_MIN_N} judged samples, drawn hollow"
+            " on the plane and left off the front and Pearson r there (the JSON report's on_front counts every run)"
+        )
     con.print(
         "Pearson r(MR, FAR): "
         + (
@@ -235,7 +263,7 @@ def _print_rich(rep: Report) -> None:
             con.print(table)
 
 
-def _runs_table(rep: Report) -> Table:
+def _runs_table(rep: Report, front: set[str], hollow: set[str]) -> Table:
     """MR / FAR per run with intervals, unscored, pending, AUROC, grounding, front, edition, controls."""
     from rich.table import Table
 
@@ -272,7 +300,7 @@ def _runs_table(rep: Report) -> Table:
             str(o.pending),
             _pct(r.auroc),
             grounded,
-            "*" if r.on_front else "",
+            "*" if r.run_id in front else ("hollow" if r.run_id in hollow else ""),
             str(r.edition or ""),
             "-" if not (ctl and ctl.n) else f"{_pct(ctl.far)} of {ctl.n}",
         )

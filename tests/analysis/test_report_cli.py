@@ -148,6 +148,17 @@ def test_report_tables_and_default_output(cli, store):
 
     plain = cli(["report", "--n-boot", "20"], db=url)
     assert plain.returncode == 0 and "r1" in plain.stdout and "Pareto front" in plain.stdout
+    # the text table follows the plane's rule, as the app and the HTML report do: these runs judged fewer than
+    # the plane's minimum, so none is '*' on the front though the JSON's on_front (every run) puts some there
+    assert any(r["on_front"] for r in rep["runs"])
+    rows: dict[str, str] = {}  # the first table (MR / FAR per run) holds each run's first row
+    for ln in plain.stdout.splitlines():
+        if ln.count("│") > 5:
+            rows.setdefault(ln.split("│")[1].strip(), ln)
+    assert {"r1", "r2", "r3"} <= set(rows) and all(
+        "hollow" in rows[r] and "*" not in rows[r] for r in ("r1", "r2", "r3")
+    )
+    assert "Pareto front: -" in plain.stdout and "hollow: 3 run(s)" in plain.stdout
 
 
 @pytest.mark.slow
