@@ -253,3 +253,20 @@ def test_brackets_inside_strings_do_not_count_as_nesting(engine, tmp_path):
         tmp_path / "code.jsonl", _pair(resp_m=code + " # special-cases the test", resp_b=code, meta={"k": "[" * 200})
     )
     assert import_pairs(engine, f)["inserted"] == 2
+
+
+def test_a_response_longer_than_a_judge_window_is_imported_with_a_warning_naming_it(engine, tmp_path, cli):
+    """A 6 MB response is valid data (stored whole) but over every judge's context window: the import names
+    the sample, its line and its length in a warning (CLI: one ``warning:`` line on stderr); a normal-length
+    pair gets none."""
+    from automonitor.data.pairfiles.importing import LONG_SAMPLE_CHARS
+
+    f = _jsonl(tmp_path / "long.jsonl", [*_pair(resp_m="x" * 6_000_000), *_pair("p2")])
+    out = import_pairs(engine, f)
+    assert out["inserted"] == 4 and _count(engine) == 4
+    long = [w for w in out["warnings"] if f"longer than {LONG_SAMPLE_CHARS:,}" in w]
+    assert len(long) == 1 and "1 sample(s)" in long[0] and "line 1," in long[0] and "6,000,0" in long[0]
+    assert not import_pairs(engine, _jsonl(tmp_path / "ok.jsonl", _pair("p3", req="Another request?")))["warnings"]
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    r = cli(["import", str(f)], db=db)
+    assert r.returncode == 0 and r.stderr.count(f"longer than {LONG_SAMPLE_CHARS:,}") == 1, r.stderr

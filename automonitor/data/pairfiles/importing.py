@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
     from sqlmodel import Session
 
+#: a sample whose request + response is longer than this (characters; ~100k tokens at ~4 characters a token) is
+#: named in an import's warnings: it is over most judges' context windows, so a run will end it in error
+LONG_SAMPLE_CHARS = 400_000
 WRITE_CHUNK = 500  # samples read, converted and inserted at a time by an import's write
 _WRITE_ATTEMPTS = 6
 
@@ -280,7 +283,8 @@ def _write_with_retries(engine: Engine, plan: ImportPlan) -> _Written:
 
 
 def _import_warnings(plan: ImportPlan, written: _Written) -> list[str]:
-    """The warnings of an import: duplicate pairs skipped, samples stored with another status or split."""
+    """The warnings of an import: duplicate pairs skipped, samples stored with another status or split,
+    samples longer than :data:`LONG_SAMPLE_CHARS`."""
     warnings = []
     dups = written.dups
     if dups:
@@ -293,6 +297,14 @@ def _import_warnings(plan: ImportPlan, written: _Written) -> list[str]:
     if other:
         warnings.append(
             f"{other} sample(s) were already in the store with another status or split and were left as they are"
+        )
+    long = [k for k in plan.keys if k.chars > LONG_SAMPLE_CHARS]
+    if long:
+        shown = ", ".join(f"'{k.sample_id}' (line {k.line}, {k.chars:,} characters)" for k in long[:5])
+        warnings.append(
+            f"{len(long)} sample(s) longer than {LONG_SAMPLE_CHARS:,} characters (request + response, about "
+            f"{LONG_SAMPLE_CHARS // 4000}k tokens), over most judges' context windows, so a run will likely end them "
+            f"in error: {shown}{' ...' if len(long) > 5 else ''}"
         )
     return warnings
 

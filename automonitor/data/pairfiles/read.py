@@ -63,6 +63,7 @@ class PairFileSample(PairRow):
             label=sys.intern(self.label),
             request_digest=bytes.fromhex(sha256_text(self.request)),
             response_digest=bytes.fromhex(sha256_text(self.response)),
+            chars=len(self.request) + len(self.response),
         )
 
 
@@ -80,6 +81,7 @@ class SampleKey:
     label: str
     request_digest: bytes
     response_digest: bytes
+    chars: int = 0  # characters of request + response (what a monitor is shown of the sample)
 
     @property
     def request_hash(self) -> str:
