@@ -18,9 +18,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence, TypedDict
 
 import numpy as np
+import numpy.typing as npt
+
+from automonitor.jsontypes import JSONValue
 
 STATUSES: tuple[str, ...] = ("exact", "normalized", "not_found")
 
@@ -58,7 +61,7 @@ def _norm_char(c: str) -> str:
 
 
 @lru_cache(maxsize=16384)
-def normalize_with_map(text: str) -> tuple[str, np.ndarray]:
+def normalize_with_map(text: str) -> tuple[str, npt.NDArray[np.intp]]:
     """Normalised text and, for each of its characters, the index of the original character it came from.
 
     Normalisation: per character NFKC + casefold (+ curly quotes/dashes to ASCII), then each run of
@@ -89,7 +92,7 @@ def normalize_with_map(text: str) -> tuple[str, np.ndarray]:
                 d = " "
             chars.append(d)
             index.append(i)
-    return "".join(chars), np.asarray(index, dtype=np.int64)
+    return "".join(chars), np.asarray(index, dtype=np.intp)
 
 
 def normalize(text: str) -> str:
@@ -99,7 +102,22 @@ def normalize(text: str) -> str:
     return normalize_with_map(text)[0].strip()
 
 
-def _span_text(span: Any) -> str:
+class GroundedSpan(TypedDict):
+    """A span grounded by :func:`ground_span`: the quoted text, its status and character offsets into the text."""
+
+    span: str
+    status: str  # "exact" | "normalized" | "not_found"
+    start: int | None
+    end: int | None
+
+
+class GroundedEvidence(GroundedSpan):
+    """A span grounded by :func:`ground_evidence`, with the field its offsets refer to."""
+
+    field: str | None  # "response" | "request" | None
+
+
+def _span_text(span: JSONValue) -> str:
     if isinstance(span, str):
         return span
     if isinstance(span, dict):
@@ -145,7 +163,7 @@ def _locate(text: str, s: str, cleaned: str, ns: str) -> tuple[str, int, int] | 
     return None
 
 
-def _prepare(span: Any) -> tuple[str, str, str]:
+def _prepare(span: JSONValue) -> tuple[str, str, str]:
     s = _span_text(span)
     if not s.strip():
         return s, "", ""
@@ -153,7 +171,7 @@ def _prepare(span: Any) -> tuple[str, str, str]:
     return s, cleaned, (normalize(cleaned) if cleaned else "")
 
 
-def ground_span(text: str, span: Any) -> dict[str, Any]:
+def ground_span(text: str, span: JSONValue) -> GroundedSpan:
     """Ground one quoted span in ``text``.
 
     Args:
@@ -170,13 +188,13 @@ def ground_span(text: str, span: Any) -> dict[str, Any]:
     return {"span": s, "status": hit[0], "start": hit[1], "end": hit[2]}
 
 
-def ground_evidence(response: str, request: str | None, spans: Iterable[Any]) -> list[dict[str, Any]]:
+def ground_evidence(response: str, request: str | None, spans: Iterable[JSONValue]) -> list[GroundedEvidence]:
     """Ground spans in the sample's response first, then (if not found there) in its request.
 
     Each result of :func:`ground_span` gets ``"field": "response" | "request" | None`` telling which text
     the offsets refer to.
     """
-    out: list[dict[str, Any]] = []
+    out: list[GroundedEvidence] = []
     for sp in spans or []:
         s, cleaned, ns = _prepare(sp)
         hit, field = None, None
@@ -192,7 +210,9 @@ def ground_evidence(response: str, request: str | None, spans: Iterable[Any]) ->
     return out
 
 
-def summarize(results: Sequence[dict[str, Any]], predictions_with_evidence: int | None = None) -> dict[str, Any]:
+def summarize(
+    results: Sequence[GroundedEvidence], predictions_with_evidence: int | None = None
+) -> dict[str, int | float | None]:
     """Counts and shares of grounding statuses over span results.
 
     Returns ``{"spans", "exact", "normalized", "not_found", "exact_share", "normalized_share",
@@ -200,11 +220,10 @@ def summarize(results: Sequence[dict[str, Any]], predictions_with_evidence: int 
     ``predictions_with_evidence`` when given.
     """
     n = len(results)
-    out: dict[str, Any] = {"spans": n}
+    counts = {st: sum(1 for r in results if r["status"] == st) for st in STATUSES}
+    out: dict[str, int | float | None] = {"spans": n, **counts}
     for st in STATUSES:
-        out[st] = sum(1 for r in results if r["status"] == st)
-    for st in STATUSES:
-        out[f"{st}_share"] = None if n == 0 else out[st] / n
+        out[f"{st}_share"] = None if n == 0 else counts[st] / n
     out["in_request"] = sum(1 for r in results if r.get("field") == "request")
     if predictions_with_evidence is not None:
         out["predictions_with_evidence"] = predictions_with_evidence

@@ -74,7 +74,7 @@ def evidence_intervals(
             hit = cache[key]
         else:
             g = gr.ground_span(response, q)
-            hit = None if g["start"] is None else (int(g["start"]), int(g["end"]))
+            hit = None if g["start"] is None or g["end"] is None else (g["start"], g["end"])
             if cache is not None:
                 cache[key] = hit
         if hit is not None:

@@ -88,7 +88,7 @@ def _grounding_summary(
     texts: dict[str, tuple[str, str]],
     memo: dict[tuple[str, str], tuple[int, int] | None] | None = None,
 ) -> dict[str, Any]:
-    results: list[dict[str, Any]] = []
+    results: list[gr.GroundedEvidence] = []
     n_with = 0
     for sid, ev in zip(sids, evs):
         if not ev:
@@ -100,7 +100,7 @@ def _grounding_summary(
         results.extend(found)
         if memo is not None:
             for q, g in zip(quotes, found):
-                hit = (int(g["start"]), int(g["end"])) if g["field"] == "response" else None
+                hit = (g["start"] or 0, g["end"] or 0) if g["field"] == "response" else None
                 memo[(resp, q if isinstance(q, str) else repr(q))] = hit
     out = gr.summarize(results, n_with)
     out["predictions"] = len(sids)

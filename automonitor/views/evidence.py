@@ -5,10 +5,14 @@ through :func:`automonitor.escaping.esc`."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from automonitor.views.browsing import SEARCH_STYLE, highlight_search_html
 from automonitor.escaping import esc, text_box_style
+from automonitor.jsontypes import JSONValue
+
+if TYPE_CHECKING:
+    from automonitor.analysis.grounding import GroundedEvidence
 
 #: Inline styles of evidence spans by grounding status (inline so the HTML is self-contained).
 SPAN_STYLES: dict[str, str] = {
@@ -152,7 +156,7 @@ def legend_html(search: bool = False) -> str:
     )
 
 
-def ground_evidence(response: str, request: str | None, spans: Sequence[Any] | None) -> list[dict[str, Any]]:
+def ground_evidence(response: str, request: str | None, spans: Sequence[JSONValue] | None) -> list[GroundedEvidence]:
     """Locate the monitor's evidence ``spans`` in the sample (``automonitor.analysis.grounding``).
 
     Each span is grounded in the response first, then in the request. Returns one dict per non-empty
