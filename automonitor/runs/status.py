@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
+from automonitor.jsontypes import JSONObject
 from automonitor.runs.lease import check_lease, lock_run
 from automonitor.vocab import OUTCOMES
 from store import session_scope
@@ -70,7 +71,7 @@ def cancel_run(engine: Engine, run_id: str) -> None:
             s.add(run)
 
 
-def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> dict[str, Any]:
+def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> JSONObject:
     """The contract's JSON for a run: ``{"run_id", "n", "counts": {outcome: int}, "api_calls",
     "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation; counts are the
     run's verdicts, i.e. repeat 0), plus ``"repeat": K`` for a run judged with ``--repeat K`` (K > 1)."""
@@ -79,7 +80,7 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         counts = q.outcome_counts(s, run_id)
-        out: dict[str, Any] = {
+        out: JSONObject = {
             "run_id": run_id,
             "n": run.n,
             "counts": {o: counts[o] for o in OUTCOMES},
@@ -97,9 +98,9 @@ def finalize(
     run_id: str,
     *,
     cancelled: bool,
-    last_execution: dict[str, Any] | None = None,
+    last_execution: JSONObject | None = None,
     failure: str | None = None,
-    sent: dict[str, Any] | None = None,
+    sent: JSONObject | None = None,
 ) -> None:
     """Set totals, drop the lease, and set the final status: ``finished`` when nothing is pending, else
     ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the cause and the fix), else
@@ -165,7 +166,7 @@ INVALID_SHARE_WARN = 0.5
 LEGACY_SCORE_METHOD = "first-token (legacy)"
 
 
-def error_cause(meta: dict[str, Any]) -> str:
+def error_cause(meta: JSONObject) -> str:
     """A short cause of one ``error`` prediction from its ``meta``: the error kind and the HTTP status
     and provider code when there were ones (``server HTTP 500``, ``permanent HTTP 429
     insufficient_quota``, ``connection``)."""
@@ -175,7 +176,21 @@ def error_cause(meta: dict[str, Any]) -> str:
     return f"{kind}{status}{code}"
 
 
-def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+class AnswerQuality(TypedDict):
+    """How one run's answers were read and how many failed (:func:`answer_quality`; the report's ``answers``)."""
+
+    parse: str | None
+    grammar: str | None
+    score_method: str | None
+    contradictory: int
+    errors: int
+    judged: int
+    error_share: float | None
+    error_cause: str | None
+    marks: list[str]
+
+
+def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQuality]:
     """How each run's answers were read and how many failed: ``{run_id: {"parse", "grammar",
     "score_method", "contradictory", "errors", "judged", "error_share", "error_cause", "marks"}}``.
 
@@ -192,7 +207,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, dict[str, An
 
     if not run_ids:
         return {}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, AnswerQuality] = {}
     with session_scope(engine) as s:
         runs = {rid: run for rid in dict.fromkeys(run_ids) if (run := s.get(Run, rid)) is not None}
         details = q.unscored_details(s, run_ids, (CONTRADICTORY,))
