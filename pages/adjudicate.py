@@ -39,27 +39,75 @@ flash = st.session_state.pop(f"{PAGE}.flash", None)
 if flash:
     (st.error if flash[0] == "error" else st.success)(flash[1])
 
+ASSIGN_MODES = {
+    "round": "A round of N items (a pilot; `automonitor assign --limit N`)",
+    "pool": "Every unassigned item, in shared batches (`automonitor assign --batch-size N`)",
+}
+
+
+def _show_assigned(res: ann.AssignResult) -> None:
+    """The CLI's words for an assignment (:meth:`AssignResult.explain`): the count first, then the rest."""
+    head, *more = res.explain()
+    st.success(head)
+    if more:
+        st.info("\n\n".join(more))  # our own sentences (counts and fixed words), not data
+
+
 with st.expander("Assign candidate items in rounds", expanded=False):
-    ac = st.columns(4)
-    k_ = ac[0].number_input("Annotators per item (k)", 1, 20, 2, key=f"{PAGE}.assign_k")
-    bs = ac[1].number_input(
-        "Batch size (items)",
-        2,
-        1000,
-        20,
-        step=2,
-        key=f"{PAGE}.assign_batch",
-        help="Annotators who share a batch see its items in the same order",
+    mode = st.radio(
+        "What to assign", list(ASSIGN_MODES), format_func=ASSIGN_MODES.get, horizontal=True, key=f"{PAGE}.assign_mode"
     )
-    cal = ac[2].number_input("Calibration pairs (everyone)", 0, 100, 0, key=f"{PAGE}.assign_cal")
-    sd = ac[3].number_input("Seed", 0, 2**31 - 1, 0, key=f"{PAGE}.assign_seed")
-    if st.button("Assign unassigned candidates", key=f"{PAGE}.assign"):
-        try:
-            res = ann.assign(engine, account, k=int(k_), seed=int(sd), batch_size=int(bs), calibration=int(cal))
-        except (InputError, PermissionDenied) as exc:
-            st.error(f"Not assigned: {exc.message if isinstance(exc, InputError) else exc}")
+    try:
+        if mode == "round":
+            rc = st.columns(4)
+            limit = rc[0].number_input("Items in this round", 1, 100_000, 10, key=f"{PAGE}.assign_limit")
+            overlap = rc[1].number_input(
+                "Overlap",
+                0.0,
+                1.0,
+                1.0,
+                step=0.1,
+                key=f"{PAGE}.assign_overlap",
+                help="Share of the round's items every annotator labels; the rest is labelled once",
+            )
+            sd = rc[2].number_input("Seed", 0, 2**31 - 1, 0, key=f"{PAGE}.assign_round_seed")
+            stratify = rc[3].toggle(
+                "Stratify", False, key=f"{PAGE}.assign_stratify", help="Draw the items by category x task shares"
+            )
+            spread = st.toggle("Pair spread: at most one side of a pair per round", True, key=f"{PAGE}.assign_spread")
+            if spread:
+                st.caption(ann.PAIR_RULE)  # our own words, not data
+            if st.button("Assign this round", key=f"{PAGE}.assign_round"):
+                _show_assigned(
+                    ann.assign(
+                        engine,
+                        account,
+                        seed=int(sd),
+                        limit=int(limit),
+                        overlap=float(overlap),
+                        stratify=stratify,
+                        pair_spread=spread,
+                    )
+                )
         else:
-            st.success(f"{res.items} items in {len(res.rounds)} batch(es), {res.assignments} assignments.")
+            ac = st.columns(4)
+            k_ = ac[0].number_input("Annotators per item (k)", 1, 20, 2, key=f"{PAGE}.assign_k")
+            bs = ac[1].number_input(
+                "Batch size (items)",
+                2,
+                1000,
+                20,
+                step=2,
+                key=f"{PAGE}.assign_batch",
+                help="Annotators who share a batch see its items in the same order",
+            )
+            cal = ac[2].number_input("Calibration pairs (everyone)", 0, 100, 0, key=f"{PAGE}.assign_cal")
+            sd = ac[3].number_input("Seed", 0, 2**31 - 1, 0, key=f"{PAGE}.assign_seed")
+            if st.button("Assign unassigned candidates", key=f"{PAGE}.assign"):
+                res = ann.assign(engine, account, k=int(k_), seed=int(sd), batch_size=int(bs), calibration=int(cal))
+                st.success(f"{res.items} items in {len(res.rounds)} batch(es), {res.assignments} assignments.")
+    except (InputError, PermissionDenied) as exc:
+        st.error(f"Not assigned: {ui.md(exc.message if isinstance(exc, InputError) else exc)}")
 
 flags = ann.item_flags(engine, account)
 if flags:

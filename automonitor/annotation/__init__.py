@@ -46,7 +46,15 @@ from automonitor.annotation._common import (
     label_spans,
     Label,
 )
-from automonitor.annotation.assignment import AssignResult, assign, PlannedBatch, plan_rounds, UnassignResult, unassign
+from automonitor.annotation.assignment import (
+    AssignResult,
+    assign,
+    PAIR_RULE,
+    PlannedBatch,
+    plan_rounds,
+    UnassignResult,
+    unassign,
+)
 from automonitor.annotation.labeling import (
     QueueItem,
     ItemView,
@@ -99,6 +107,7 @@ __all__ = [
     "PlannedBatch",
     "Progress",
     "QueueEntry",
+    "PAIR_RULE",
     "QUEUE_REASONS",
     "SPAN_F1_THRESHOLD",
     "QueueItem",

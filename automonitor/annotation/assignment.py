@@ -21,6 +21,14 @@ from store.queries import annotation as store
 
 _SHUFFLE_ATTEMPTS = 500  # orders drawn by _arrange before it settles for the fewest adjacencies
 
+#: How a pair reaches the gold set under pair spread, in the words the CLI's ``assign --limit`` and the
+#: Adjudicate page's round form both show next to the limit.
+PAIR_RULE = (
+    "A pair reaches the gold set only whole: both sides resolved, one misbehavior and one benign. With pair "
+    "spread (the default) a round holds one side of each pair, so a pilot takes two rounds: the next round "
+    "takes the other sides."
+)
+
 
 @dataclass(frozen=True)
 class AssignResult:
@@ -35,6 +43,29 @@ class AssignResult:
     batch: dict[str, int] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
     session: dict[str, Any] | None = None
+
+    def explain(self) -> list[str]:
+        """The outcome in words, one sentence a line (the same lines in the CLI's ``assign`` and on the
+        Adjudicate page): the first counts the items and assignments (for a small session: the
+        round's items and its batch number), then, for a small session, how its items were shared,
+        the pair rule under pair spread (:data:`PAIR_RULE`) and a shortfall against the limit."""
+        if self.session is None:
+            return [f"{self.items} items, {self.assignments} assignments (k={self.k}, seed={self.seed})"]
+        ses = self.session
+        batch = f" (batch {self.rounds[0]['batch']})" if self.rounds else ""
+        lines = [
+            f"Assigned a round of {self.items} item(s){batch}: {self.assignments} assignments (seed={self.seed})",
+            f"session: {ses['shared']} item(s) for every annotator, {ses['single']} labelled once, "
+            f"{ses['pairs']} pair(s), pair spread {'on' if ses['pair_spread'] else 'off'}",
+        ]
+        if ses["pair_spread"] and self.items:
+            lines.append(
+                "a pair reaches the gold set only whole: this round holds at most one side of each pair; its "
+                "other side comes in another round (`automonitor assign --limit N`, or the Adjudicate page's round)"
+            )
+        if self.items < ses["limit"]:
+            lines.append(f"only {self.items} of the {ses['limit']} requested item(s) were available")
+        return lines
 
     def to_json(self) -> dict[str, Any]:
         """The contract's ``assign --json`` document (plus ``seed``, ``k``, ``batch`` and, in rounds,

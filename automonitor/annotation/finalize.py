@@ -55,8 +55,8 @@ class FinalizeResult:
             lines.append(
                 f"{self.pending_one_side_resolved} pending pair(s) have one side resolved and wait for the other: "
                 "a pair joins the gold set only whole, so assign its other side too "
-                "(`automonitor assign --limit N`: the next round takes the other sides; the Adjudicate page's "
-                '"Assign candidate items in rounds" assigns the whole pool).'
+                "(`automonitor assign --limit N`, or a round of N items in the Adjudicate page's "
+                '"Assign candidate items in rounds": the next round takes the other sides).'
             )
         return lines
 

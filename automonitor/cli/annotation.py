@@ -248,20 +248,10 @@ def assign_cmd(
     if json_out:
         emit_json(res.to_json())
     else:
-        print(f"{res.items} items, {res.assignments} assignments (k={res.k}, seed={res.seed})")
-        if res.session is not None:
-            ses = res.session
-            print(
-                f"  session: {ses['shared']} item(s) for every annotator, {ses['single']} labelled once, "
-                f"{ses['pairs']} pair(s), pair spread {'on' if ses['pair_spread'] else 'off'}"
-            )
-            if ses["pair_spread"]:
-                print(
-                    "  a pair reaches the gold set only whole: pair spread put one side of each pair in this "
-                    "round; assign another round for the other sides (`automonitor assign --limit N`)"
-                )
-            if res.items < ses["limit"]:
-                print(f"  only {res.items} of the {ses['limit']} requested item(s) were available")
+        head, *more = res.explain()  # the Adjudicate page's round form shows the same lines
+        print(head)
+        for line in more:
+            print(f"  {line}")
         for name, n in sorted(res.by_annotator.items()):
             print(f"  {name}\t{n}")
         for r in res.rounds:

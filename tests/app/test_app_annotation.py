@@ -402,3 +402,84 @@ def test_the_save_flash_counts_items_of_the_round(tmp_path, monkeypatch):
     saved = [s.value for s in at.success if "Saved item" in s.value]
     assert saved == ["Saved item 1 of 2 in this round: Benign."], saved
     eng.dispose()
+
+
+def _pool_store(path, monkeypatch=None):
+    """A store of 2 annotators, an admin and 6 unassigned candidate pairs (12 items)."""
+    url = f"sqlite:///{path}"
+    eng = init_db(get_engine(url, fresh=True))
+    users = {n: fast_user(eng, n, r) for n, r in (("anna", "annotator"), ("bert", "annotator"), ("root", "admin"))}
+    rows = [
+        candidate_row(
+            id=f"q{p}{lab[0]}",
+            pair_id=f"pq-{p}",
+            category="specification_gaming",
+            task="code",
+            label=lab,
+            request=f"Task {p}.",
+            response=f"{lab} {p}",
+        )
+        for p in range(6)
+        for lab in ("misbehavior", "benign")
+    ]
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    return url, eng, users
+
+
+def test_adjudicate_page_assigns_a_pilot_round_like_assign_limit(tmp_path, monkeypatch):
+    """The page's round form is ``automonitor assign --limit N --overlap X --seed S`` (fresh-user trial:
+    the form assigned the whole pool, so no pilot round could be assigned in the app): the same items
+    as the CLI on an identical store, the pair rule next to the limit, a flash that counts the round's
+    items, and a second round that completes the pairs the first one started."""
+    url, eng, users = _pool_store(tmp_path / "page.db")
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    at = run(ADJUDICATE, users["root"])
+    at.number_input(key="adjudicate.assign_limit").set_value(4)
+    at.number_input(key="adjudicate.assign_overlap").set_value(1.0)
+    at.number_input(key="adjudicate.assign_round_seed").set_value(3)
+    assert ann.PAIR_RULE in [c.value for c in at.caption]  # the pair rule beside the limit
+    at.button(key="adjudicate.assign_round").click()
+    at.run()
+    assert not at.exception
+    assert [s.value for s in at.success] == ["Assigned a round of 4 item(s) (batch 1): 8 assignments (seed=3)"]
+    assert "this round holds at most one side of each pair" in "\n".join(i.value for i in at.info)
+    with session_scope(eng) as s:
+        page_rows = sorted((r["annotator"], r["sample_id"]) for r in ann.queries.assignment_rows(s, users["root"]))
+    assert len(page_rows) == 8 and len({sid[:2] for _, sid in page_rows}) == 4  # 4 pairs, one side each
+
+    cli_url, cli_eng, _ = _pool_store(tmp_path / "cli.db")
+    monkeypatch.setenv("AUTOMONITOR_DB", cli_url)
+    from automonitor.cli import main
+
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["assign", "--limit", "4", "--overlap", "1.0", "--seed", "3"]) == 0
+    assert out.getvalue().splitlines()[0] == "Assigned a round of 4 item(s) (batch 1): 8 assignments (seed=3)"
+    with session_scope(cli_eng) as s:
+        cli_rows = sorted((r["annotator"], r["sample_id"]) for r in ann.queries.assignment_rows(s, users["root"]))
+    assert cli_rows == page_rows  # the same core call: the same items to the same annotators
+
+    # round 2 in the app: the other sides of the started pairs come first
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    at.run()
+    at.button(key="adjudicate.assign_round").click()
+    at.run()
+    assert [s.value for s in at.success] == ["Assigned a round of 4 item(s) (batch 2): 8 assignments (seed=3)"]
+    with session_scope(eng) as s:
+        ids = {r["sample_id"] for r in ann.queries.assignment_rows(s, users["root"])}
+    assert len(ids) == 8 and {i[:2] for i in ids} == {sid[:2] for _, sid in page_rows}  # 4 whole pairs
+    at.toggle(key="adjudicate.assign_spread").set_value(False)
+    at.run()
+    assert ann.PAIR_RULE not in [c.value for c in at.caption]  # the rule is said under pair spread
+    # the whole pool stays one choice away: the 4 items left, in shared batches to both annotators
+    at.radio(key="adjudicate.assign_mode").set_value("pool")
+    at.run()
+    at.button(key="adjudicate.assign").click()
+    at.run()
+    assert [s.value for s in at.success] == ["4 items in 1 batch(es), 8 assignments."]
+    eng.dispose()
+    cli_eng.dispose()
