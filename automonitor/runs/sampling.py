@@ -19,7 +19,7 @@ import hashlib
 import math
 import random
 from collections import defaultdict
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from automonitor.errors import InputError
 
@@ -28,14 +28,15 @@ def _key(seed: int, s: str) -> str:
     return hashlib.sha256(f"{seed}:{s}".encode()).hexdigest()
 
 
-Unit = list[Mapping[str, Any]]  # one drawing unit: a complete pair (misbehavior first) or a lone sample
+Row = Mapping[str, str]  # a sample's id, pair_id, category, task and label (more string columns may come along)
+Unit = list[Row]  # one drawing unit: a complete pair (misbehavior first) or a lone sample
 Cell = tuple[str, str]  # (category, task)
 
 
-def _units_by_cell(rows: list[Mapping[str, Any]]) -> dict[Cell, list[Unit]]:
+def _units_by_cell(rows: list[Row]) -> dict[Cell, list[Unit]]:
     """Group samples into drawing units per category x task cell: a complete pair (two sides with
     both labels in the same cell, misbehavior first) is one unit, any other sample a unit of one."""
-    by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    by_pair: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         by_pair[r["pair_id"]].append(r)
     cells: dict[Cell, list[Unit]] = defaultdict(list)
@@ -108,7 +109,7 @@ def _pick(units: list[Unit], quota: int, seed: int, flip: int) -> tuple[list[str
     single sides of pairs that did not fit, alternating labels (``flip`` counts single sides taken so
     far over all cells). Returns ``(sample ids, new flip)``."""
     picked: list[str] = []
-    leftovers: list[Mapping[str, Any]] = []
+    leftovers: list[Row] = []
     for unit in units:
         if len(picked) + len(unit) <= quota:
             picked.extend(m["id"] for m in unit)
@@ -126,7 +127,7 @@ def _pick(units: list[Unit], quota: int, seed: int, flip: int) -> tuple[list[str
     return picked, flip
 
 
-def stratified_sample(samples: Iterable[Mapping[str, Any]], limit: int | None, seed: int = 0) -> list[str]:
+def stratified_sample(samples: Iterable[Row], limit: int | None, seed: int = 0) -> list[str]:
     """Choose at most ``limit`` sample ids, stratified by category x task x label, pairs kept together.
 
     Args:
@@ -165,7 +166,7 @@ def stratified_sample(samples: Iterable[Mapping[str, Any]], limit: int | None, s
     return sorted(chosen)
 
 
-def stratum_counts(samples: Iterable[Mapping[str, Any]], ids: Iterable[str]) -> dict[str, int]:
+def stratum_counts(samples: Iterable[Row], ids: Iterable[str]) -> dict[str, int]:
     """Counts of the chosen ``ids`` per ``category/task/label`` (for reports and tests)."""
     want = set(ids)
     out: dict[str, int] = defaultdict(int)

@@ -19,7 +19,7 @@ RATCHET: dict[str, int] = {
     "automonitor/annotation": 122,
     "automonitor/cli": 30,
     "automonitor/data": 256,
-    "automonitor/runs": 370,
+    "automonitor/runs": 364,
     "automonitor/views": 83,
     "pages": 27,
     "store": 136,
