@@ -7,11 +7,15 @@ errors (:class:`automonitor.errors.AutomonitorError`) get theirs from one table,
 
 from __future__ import annotations
 
+import signal
 import sys
-from typing import Any
+import threading
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, Iterator
 
 from automonitor.cli.app import app
-from automonitor.cli.common import resolved_store_url, store_note
+from automonitor.cli.common import INTERRUPTED_EXIT, resolved_store_url, store_note
 
 # each command module adds its commands to ``app`` (or a sub-typer) when imported
 from automonitor.cli import data  # noqa: F401  build, stats, fetch-sources
@@ -101,16 +105,56 @@ def _shown(message: str) -> str:
     return "\n".join(terminal_text(line) for line in message.split("\n"))
 
 
+def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM handler: stop as Ctrl-C does. The current SIGINT handler is called when it is a Python
+    one (inside ``asyncio.run`` that handler cancels the main task, which then ends in
+    ``KeyboardInterrupt``), else ``KeyboardInterrupt`` is raised here (also when SIGINT is ignored, as
+    in a shell's background job).
+
+    Raises:
+        KeyboardInterrupt: unless asyncio's handler takes the signal.
+    """
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not signal.default_int_handler:
+        handler(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block (in the main thread), SIGTERM stops the process as Ctrl-C does: a run records
+    itself ``cancelled`` (error ``interrupted``), releases its lease and prints the ``--resume`` hint,
+    where the default SIGTERM would end the process with the run left ``running``. Elsewhere (a thread,
+    a platform without SIGTERM) the block runs unchanged; the previous handler is restored after."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code."""
+    """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code:
+    :data:`EXIT_CODES` for the product's errors, 130 (:data:`INTERRUPTED_EXIT`) for a command stopped by
+    Ctrl-C or SIGTERM (:func:`sigterm_as_interrupt`)."""
     try:
         # the usage lines name the command as the README does, however it was started (console script,
         # ``python -m automonitor``, or this function called from Python)
-        command().main(
-            args=expand_multi(sys.argv[1:] if argv is None else list(argv)),
-            prog_name="automonitor",
-            standalone_mode=False,
-        )
+        with sigterm_as_interrupt():
+            rv = command().main(
+                args=expand_multi(sys.argv[1:] if argv is None else list(argv)),
+                prog_name="automonitor",
+                standalone_mode=False,
+            )
+        # typer returns an Exit's code instead of raising it (standalone_mode=False): Ctrl-C in a command is
+        # typer's Exit(130), which exited 0 without a word; the commands themselves return None
+        code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+        if code == INTERRUPTED_EXIT:
+            print("interrupted", file=sys.stderr)
     except AutomonitorError as exc:
         code = exit_code(exc)
         # a user's error reads as a sentence; another product error (a judge transport failure...) says its kind
@@ -120,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        code = 130
+        code = INTERRUPTED_EXIT
     except Exception as exc:  # noqa: BLE001 - last resort: a clear message, exit 1
         usage, abort, click_exc = _click_exceptions()
         if _is_db_error(exc):  # one clear line: never SQL, parameters or row data
@@ -140,8 +184,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"error: {type(exc).__name__}: {_shown(str(exc))}{_store_note(exc)}", file=sys.stderr)
             code = 1
-    else:
-        code = 0
     if argv is None:
         sys.exit(code)
     return code

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 err_console = Console(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
 
+#: exit code of a command stopped by Ctrl-C (SIGINT) or SIGTERM: 128 + SIGINT, as shells report Ctrl-C
+INTERRUPTED_EXIT = 130
+
 #: What some editions are, for ``stats --help`` (the names themselves come from :data:`automonitor.vocab.EDITIONS`)
 _EDITION_NOTES = {
     "paper": "the paper's six cells",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
+from automonitor.cli.common import INTERRUPTED_EXIT, edition_choices, emit_json, err_console, open_store
 from automonitor.cli.logs import run_log
 from automonitor.errors import InputError
 from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
@@ -157,9 +157,29 @@ def run_cmd(
         run_opts = options | {"reuse": reuse, "edition": edition, "view": view, "sources": source or None}
         run_id = new_run(engine, monitor, template, params, run_opts, controls, repeat, batch)
         err_console.print(f"run {run_id}")
-    with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
-        summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet, base_url)
+    try:
+        with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
+            summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet, base_url)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.sigterm_as_interrupt): the run released itself
+        _report_interrupted(engine, run_id)
     _report_run(engine, run_id, summary, as_json)
+
+
+def _report_interrupted(engine: Engine, run_id: str) -> None:
+    """Say that ``run_id`` stopped on Ctrl-C or SIGTERM, with its status, what is pending and the
+    ``--resume`` command, on one line of stderr.
+
+    Raises:
+        SystemExit: code :data:`~automonitor.cli.common.INTERRUPTED_EXIT` (130), always.
+    """
+    from automonitor.runs import runner
+
+    info = runner.run_info(engine, run_id)
+    err_console.print(
+        f"run {run_id} stopped ({info['status']}, {info.get('error') or 'interrupted'}) with "
+        f"{info['counts']['pending']} pending; continue with: automonitor run --resume {run_id}"
+    )
+    raise SystemExit(INTERRUPTED_EXIT)
 
 
 def _apply_repeat(params: dict[str, Any], repeat: int | None, resume: str | None, retry_errors: str | None) -> None:

@@ -1,0 +1,90 @@
+"""A run stopped by SIGTERM ends as one stopped by Ctrl-C (SIGINT): status ``cancelled`` (error
+``interrupted``), lease released, exit 130 with one stderr line naming the pending samples and the
+``--resume`` command, and the resumed run judges only what was pending. Before, SIGTERM (what
+``kill``, systemd and container runtimes send) left the run ``running`` with a live-looking lease, and
+Ctrl-C exited 0 without a word.
+
+A real ``automonitor run`` subprocess against a slow loopback OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from automonitor.runs import runner
+from servers.data import add_pairs
+from servers.openai_fault import OpenAIFaultServer
+from store.models import Prediction, Run
+
+
+def _judged(engine, rid) -> dict[str, str]:
+    with Session(engine) as s:
+        rows = s.exec(select(Prediction).where(Prediction.run_id == rid))
+        return {p.sample_id: p.outcome for p in rows if p.outcome is not None}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "sig, db",
+    [
+        (signal.SIGTERM, "sqlite"),
+        pytest.param(signal.SIGTERM, "postgresql", marks=pytest.mark.postgres),
+        (signal.SIGINT, "sqlite"),
+    ],
+)
+def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, db, request):
+    from store import get_engine, init_db
+
+    url = request.getfixturevalue("sqlite_url" if db == "sqlite" else "pg_url")
+    engine = init_db(get_engine(url, fresh=True))
+    add_pairs(engine, 10)  # 20 samples
+    exe = Path(sys.executable).parent / "automonitor"
+    env = {**os.environ, "AUTOMONITOR_DB": url}
+    with OpenAIFaultServer(latency=0.3) as srv:
+        rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=2)
+        proc = subprocess.Popen(
+            [str(exe), "run", "--resume", rid, "--quiet"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.time() + 60
+        while time.time() < deadline and len(_judged(engine, rid)) < 4:
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        judged = _judged(engine, rid)
+        assert 4 <= len(judged) < 20
+        with Session(engine) as s:
+            run = s.get(Run, rid)
+            assert (run.status, run.error) == ("cancelled", "interrupted")
+            assert "lease" not in (run.params or {})  # released: a resume need not wait for it to go stale
+        pending = 20 - len(judged)
+        hint = f"run {rid} stopped (cancelled, interrupted) with {pending} pending; continue with: automonitor run --resume {rid}"
+        assert hint in " ".join(err.split()), err
+
+        r = subprocess.run(
+            [str(exe), "run", "--resume", rid, "--json", "--quiet"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+    assert out["n"] == 20 and out["api_calls"] == pending
+    assert runner.run_info(engine, rid)["status"] == "finished"
+    final = _judged(engine, rid)
+    assert all(final[sid] == outcome for sid, outcome in judged.items())
+    engine.dispose()
