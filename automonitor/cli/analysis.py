@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, List
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
+from automonitor.cli.common import CliConsole, edition_choices, emit_json, err_console, open_store
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS, INVALID_POLICIES
 
@@ -233,9 +233,8 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
     the plane's rule (:func:`_plane_front`): a small or unfinished run is marked ``hollow``, never ``*``."""
     import sys
 
-    from rich.console import Console
-
-    con = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # names are data, not markup
+    # names are data, not markup; off a terminal the tables are 200 wide and the lines of text unwrapped
+    con = CliConsole(width=None if sys.stdout.isatty() else 200, markup=False)
     if not rep.runs:
         con.print("No runs in the store. Start one with `automonitor run` or `automonitor predictions import`.")
         return

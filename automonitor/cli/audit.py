@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import edition_choices, emit_json, open_store
+from automonitor.cli.common import CliConsole, edition_choices, emit_json, open_store
 from automonitor.errors import InputError
 
 if TYPE_CHECKING:
@@ -51,10 +51,9 @@ def _print_rich(doc: dict[str, Any]) -> None:
     """The audit document as a rich table of slices, then the leakage and controls lines."""
     import sys
 
-    from rich.console import Console
-
     escape = str  # the console prints with markup=False: data needs no escaping
-    con = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # data values, not markup
+    # data values, not markup; off a terminal the table is 200 wide and the lines of text unwrapped
+    con = CliConsole(width=None if sys.stdout.isatty() else 200, markup=False)
     if not doc["slices"]:
         con.print(
             f"No test samples in edition {escape(doc['edition'])!s} (test set: {escape(str(doc.get('test_set')))})."

@@ -22,7 +22,24 @@ from automonitor.vocab import EDITIONS
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-err_console = Console(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
+
+class CliConsole(Console):
+    """The CLI's rich console. Off a terminal (output redirected to a file or a pipe) a message (every
+    object printed a ``str``) is printed unwrapped, one line per line of text: rich would otherwise wrap it
+    mid-sentence at its default 80 columns. Renderables (tables, progress bars) keep the console's width
+    (``width=``; 80 when none is given and there is no terminal). On a terminal everything is as rich
+    prints it, word-wrapped at the terminal's width. Build it with ``markup=False`` where the messages
+    carry data."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """:meth:`rich.console.Console.print`, with ``soft_wrap=True`` for messages off a terminal
+        (unless the call sets ``soft_wrap``)."""
+        if "soft_wrap" not in kwargs and not self.is_terminal and all(isinstance(o, str) for o in objects):
+            kwargs["soft_wrap"] = True
+        super().print(*objects, **kwargs)
+
+
+err_console = CliConsole(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
 
 #: exit code of a command stopped by Ctrl-C (SIGINT) or SIGTERM: 128 + SIGINT, as shells report Ctrl-C
 INTERRUPTED_EXIT = 130

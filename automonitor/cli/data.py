@@ -5,17 +5,16 @@ from __future__ import annotations
 from typing import Any, List
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from automonitor.cli.app import app
-from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
+from automonitor.cli.common import CliConsole, edition_choices, emit_json, err_console, open_store
 
 
-def _stdout() -> Console:
+def _stdout() -> CliConsole:
     """A console on stdout, wide enough for the tables when output is not a terminal."""
-    c = Console(markup=False)  # data values (sources, names) are never rich markup
-    return c if c.is_terminal else Console(width=120, markup=False)
+    c = CliConsole(markup=False)  # data values (sources, names) are never rich markup
+    return c if c.is_terminal else CliConsole(width=120, markup=False)  # messages stay unwrapped
 
 
 def _progress(msg: str) -> None:

@@ -66,3 +66,32 @@ def test_import_into_a_store_without_editions_does_not_warn(cli, sqlite_url, sql
     r = cli(["import", str(_pairs_file(tmp_path)), "--json"], db=sqlite_url)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["warnings"] == []
+
+
+def test_a_long_warning_through_a_pipe_is_one_line(cli, sqlite_url, sqlite_engine, tmp_path, monkeypatch):
+    """Output redirected to a pipe was wrapped at rich's default 80 columns mid-sentence (fresh-user
+    trial): a message is one line whatever its length; a real process, stderr a pipe, no COLUMNS."""
+    _one_built_edition(sqlite_engine)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    r = cli(["import", str(_pairs_file(tmp_path))], db=sqlite_url, subprocess_only=True)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("warning: "))
+    assert len(line) > 200 and line.endswith("import them into a store without a build to measure them alone"), r.stderr
+
+
+def test_off_a_terminal_messages_are_unwrapped_and_tables_keep_their_width():
+    import io
+
+    from rich.table import Table
+
+    from automonitor.cli.common import CliConsole
+
+    buf = io.StringIO()  # not a terminal
+    con = CliConsole(file=buf, width=60, markup=False)
+    con.print("word " * 40)
+    table = Table("name", "note")
+    table.add_row("x", "a long cell " * 10)
+    con.print(table)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].rstrip() == ("word " * 40).rstrip()
+    assert all(len(ln) <= 60 for ln in lines[1:]) and len(lines) > 5  # the table wraps its cells at 60

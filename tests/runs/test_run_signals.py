@@ -72,7 +72,7 @@ def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, d
             assert "lease" not in (run.params or {})  # released: a resume need not wait for it to go stale
         pending = 20 - len(judged)
         hint = f"run {rid} stopped (cancelled, interrupted) with {pending} pending; continue with: automonitor run --resume {rid}"
-        assert hint in " ".join(err.split()), err
+        assert hint in err.splitlines(), err  # one line, through a pipe too
 
         r = subprocess.run(
             [str(exe), "run", "--resume", rid, "--json", "--quiet"],
