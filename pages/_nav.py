@@ -24,12 +24,9 @@ HERE = Path(__file__).resolve().parent
 APP_DIR = HERE.parent
 
 # Absolute paths of page files (for st.switch_page and st.page_link), as the navigation registers them.
-PAGE_OVERVIEW = str(HERE / "overview.py")
 PAGE_RUNS = str(HERE / "runs.py")
 PAGE_TRADEOFF = str(HERE / "tradeoff.py")
 PAGE_DRILLDOWN = str(HERE / "drilldown.py")
-PAGE_SAMPLES = str(HERE / "samples.py")
-PAGE_LOGIN = str(HERE / "login.py")
 
 
 def st_pages(pages: list[PageFile], root: Path = APP_DIR, *, default: bool = True) -> list[st.Page]:

@@ -30,8 +30,6 @@ import numpy as np
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 
-SLICE_KEYS = ("overall", "by_category", "by_task", "by_category_task")
-
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []

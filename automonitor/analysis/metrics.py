@@ -386,8 +386,6 @@ def _pearsonr(x: FloatArray, y: FloatArray) -> tuple[float, float]:
 # Pairing: per-pair outcomes, cluster bootstrap, McNemar
 # --------------------------------------------------------------------------------------------------
 
-PAIR_CLASSES: tuple[str, ...] = ("both_right", "flagged_both", "missed_both", "inverted", "unscored", "incomplete")
-
 
 def pair_class_counts(pos_flag: npt.ArrayLike, neg_flag: npt.ArrayLike) -> dict[str, int]:
     """Per-pair outcome counts from the two sides of each pair.

@@ -25,8 +25,6 @@ import pandas as pd
 from automonitor.analysis import metrics as mt
 from automonitor.vocab import NEGATIVE, POSITIVE, VIEWS
 
-_SCORED = (POSITIVE, NEGATIVE)
-
 
 def _flag(outcome: Any, invalid: str) -> bool | None:
     """The monitor's flag for one outcome under the unscored policy (``None``: left out)."""

@@ -92,8 +92,6 @@ SCORE_METHOD = "verdict-token"
 #: the reason of an answer whose fields contradict its verdict
 CONTRADICTORY = "contradictory"
 #: parse modes: ``strict`` (the grammar) or ``lenient`` (the prose heuristics, opt-in)
-PARSE_MODES = ("strict", "lenient")
-
 ParseMode = Literal["strict", "lenient"]
 Verdict = Literal["misbehavior", "benign"]
 Severity = MonitorSeverity

@@ -92,7 +92,7 @@ if TYPE_CHECKING:
         SYCOPHANCY,
         TINY_DIFF_TOKENS,
     )
-    from automonitor.data.audit.report_md import iter_flagged, markdown
+    from automonitor.data.audit.report_md import markdown
     from automonitor.data.audit.suggestion import parse_final_letter, parse_suggestion, suggestion_score
 
 #: Where each public name lives; imported on first use (PEP 562): reading a cached audit
@@ -118,7 +118,6 @@ _HOME = {
     "dialogue_turns": "leakage",
     "fingerprint": "cache",
     "flag_rule_text": "figures",
-    "iter_flagged": "report_md",
     "leakage_figure": "figures",
     "length_features": "baselines",
     "load_samples": "editions",
@@ -161,7 +160,6 @@ __all__ = [
     "controls_figure",
     "dialogue_turns",
     "fingerprint",
-    "iter_flagged",
     "leakage_figure",
     "length_features",
     "load_samples",

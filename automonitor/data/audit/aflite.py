@@ -63,7 +63,6 @@ from automonitor.data.audit.baselines import auroc, TrainedBaselines, positive_l
 from automonitor.data.audit.params import ALL_SOURCES, SYCOPHANCY
 from automonitor.data.audit.suggestion import suggestion_score
 
-HARD_BASELINES: tuple[str, ...] = ("length", "tfidf", "tool_calls", "answer_equals_suggestion")
 TRAIN, CV = "train", "within_test_cv"
 LENGTH_MATCH = "length_match"
 # A tool call in a transcript: OpenAI / Anthropic / Hermes / ReAct styles and shell blocks.
@@ -252,8 +251,8 @@ def aflite(
     seed: int = 0,
     params: AfliteParams = AfliteParams(),
 ) -> AfliteResult:
-    """Filter the pairs of ``test`` until no baseline of :data:`HARD_BASELINES` reaches
-    ``|AUROC - 0.5| >= params.bound`` on any slice with ``>= params.min_pairs`` pairs (module doc).
+    """Filter the pairs of ``test`` until no baseline (length, tfidf, tool_calls, answer_equals_suggestion)
+    reaches ``|AUROC - 0.5| >= params.bound`` on any slice with ``>= params.min_pairs`` pairs (module doc).
 
     Args:
         test: the candidate test samples, columns ``pair_id``, ``category``, ``task``, ``label``

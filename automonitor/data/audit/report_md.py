@@ -4,7 +4,7 @@ report's trivial-baselines section (:func:`report_markdown`); every value escape
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from automonitor.escaping import md_cell
 
@@ -91,8 +91,3 @@ def _errata_line(doc: dict[str, Any]) -> list[str]:
         f"Errata in force: {e['wrong']} wrong, {e['doubtful']} doubtful ({per or 'none'}); test pairs of this "
         f"edition they mark: {marked or 'none'}."
     ]
-
-
-def iter_flagged(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
-    """The flagged slices of an audit document."""
-    return (s for s in doc.get("slices", []) if s.get("flagged"))

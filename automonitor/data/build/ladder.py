@@ -82,7 +82,6 @@ FOLDS = 5
 MINILM_MAX_TRAIN_PAIRS = 200
 MINILM_CHARS = 400
 MINILM_TOKENS = 96
-_CODE_CATS = ("safety_permission", "specification_gaming")
 
 # An insecure idiom in code: 21 patterns of well-known weaknesses (string-built SQL, disabled escaping,
 # shell strings, temp files by name, unsafe deserialisation, weak hashes, unbounded C string calls...).

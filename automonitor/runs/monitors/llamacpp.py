@@ -209,7 +209,6 @@ class LocalScorer:
         self.prefix_hits = 0
         self.prefix_evals = 0
         self.tokens_evaluated = 0
-        self._bos = llm.token_bos()
         self._eos = llm.token_eos()
 
     # --------------------------------------------------------------------------------------- tokens

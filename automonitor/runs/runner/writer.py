@@ -141,6 +141,3 @@ class ResultWriter(threading.Thread):
         self.join()
         if self.error is not None:
             raise RuntimeError(f"result writer failed: {self.error}") from self.error
-
-
-_Writer = ResultWriter  # the name before the runner became a package
