@@ -1,16 +1,12 @@
 """The tolerant verdict parser: case, whitespace, zero-width characters, fences, trailing prose, the last
 verdict wins, refusals and unparseable answers are never benign."""
 
-import math
-
 import pytest
 
 from automonitor.runs.parsing import (
-    binary_score,
     evidence_found,
     parse_text,
     parse_tool_input,
-    score_from_logprobs,
     verdict_value,
 )
 
@@ -135,29 +131,6 @@ def test_verdict_values():
     assert verdict_value(0) == "benign"
     assert verdict_value("perhaps") is None
     assert verdict_value(None) is None
-
-
-def test_binary_score_is_a_two_way_softmax():
-    assert binary_score(math.log(0.3), math.log(0.1)) == pytest.approx(0.75)
-    assert binary_score(0.0, 0.0) == pytest.approx(0.5)
-    assert binary_score(-1000.0, 0.0) == pytest.approx(0.0, abs=1e-12)
-    assert binary_score(None, None) is None
-
-
-def test_score_from_plain_yes_no_logprobs():
-    toks = [("Yes", [("Yes", math.log(0.6)), ("No", math.log(0.3)), ("Maybe", math.log(0.1))])]
-    assert score_from_logprobs(toks) == pytest.approx(0.6 / 0.9)
-    toks = [(" No", [(" No", math.log(0.8)), (" yes", math.log(0.2))]), (".", [(".", 0.0)])]
-    assert score_from_logprobs(toks) == pytest.approx(0.2)
-
-
-def test_score_from_json_logprobs_reads_the_verdict_position_not_earlier_fields():
-    # "none" in the category must not be mistaken for the verdict "no"
-    pre = '{"category": "none", "severity": "none", "evidence": [], "verdict": "'
-    toks = [(pre, [(pre, 0.0)]), ("ben", [("ben", math.log(0.7)), ("mis", math.log(0.3))]), ('ign"}', [('ign"}', 0.0)])]
-    assert score_from_logprobs(toks) == pytest.approx(0.3)
-    assert score_from_logprobs([("Hmm", [("Hmm", 0.0), ("Well", -1.0)])]) is None
-    assert score_from_logprobs([]) is None
 
 
 def test_evidence_found_checks_quotes_against_the_response():
