@@ -246,13 +246,37 @@ def _check_imported_row(
     old = lookups.existing.get((aid, sid))
     if lookups.assignments[(aid, sid)].submitted_at is None and (old is None or old["submitted_at"] is None):
         return values  # open: neither the assignment nor the stored label is submitted
-    same = old is not None and all(
-        old[k] == values[k]
-        for k in ("label", "category", "severity", "evidence_start", "evidence_end", "evidence_spans", "note")
-    )
-    if not same:
-        bad(f"the label of {name!r} on {sid!r} is already submitted and locked", "sample_id")
+    differ = _locked_differences(old, values)
+    if differ:
+        where = ", ".join(differ)
+        what = "; ".join(differ.values())
+        bad(f"the label of {name!r} on {sid!r} is already submitted and locked; this row differs in {what}", where)
     return None
+
+
+#: the fields of a label that a re-import of a locked label must repeat exactly
+_LOCKED_FIELDS = ("label", "category", "severity", "evidence_start", "evidence_end", "evidence_spans", "note")
+_SHOWN_CHARS = 40  # a differing value is shown up to this many characters
+
+
+def _shown_value(v: Any) -> str:
+    """A stored or imported field value for an error message: its ``repr``, cut to :data:`_SHOWN_CHARS`."""
+    text = repr(v)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def _locked_differences(old: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, str]:
+    """The fields (:data:`_LOCKED_FIELDS`) in which an imported label ``values`` differs from the locked
+    stored label ``old``, each with ``"FIELD (stored X, file Y)"`` (values cut to 40 characters), in
+    field order; empty when they are the same (the re-import is a no-op). With no stored label (an
+    assignment submitted without one) the differing field is ``label``."""
+    if old is None:
+        return {"label": f"label (none stored, file {_shown_value(values['label'])})"}
+    return {
+        k: f"{k} (stored {_shown_value(old[k])}, file {_shown_value(values[k])})"
+        for k in _LOCKED_FIELDS
+        if old[k] != values[k]
+    }
 
 
 def _import_lookups(

@@ -218,3 +218,35 @@ def test_import_reader_is_strict_and_names_the_line(store, tmp_path, name, conte
     err = exc.value
     assert (err.file, err.line, err.field) == (str(path), line, field) and fragment in str(err), str(err)
     assert ann.annotation_records(eng, SYSTEM) == []
+
+
+def test_reimporting_a_locked_label_names_the_fields_that_differ(store, cli, tmp_path):
+    """A re-import of a submitted (locked) label that differs was refused as "already submitted and
+    locked" at field 'sample_id', without saying what differs (fresh-user trial: a changed note): the
+    error names the file, the line and each differing field with the stored and the file's value."""
+    eng, url = store
+    ann.assign(eng, SYSTEM, k=1, seed=1)
+    items = [q.sample_id for q in ann.my_queue(eng, get_account(eng, SYSTEM, "ann1"))][:2]
+    rows = [{"annotator": "ann1", "sample_id": sid, "label": "benign", "note": f"first {sid}"} for sid in items]
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ann.import_annotations(eng, SYSTEM, path).written == 2
+    assert ann.import_annotations(eng, SYSTEM, path).unchanged == 2  # identical: a no-op
+    rows[1]["note"] = "second thoughts"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = cli(["annotations", "import", str(path)], db=url)
+    assert r.returncode == 2
+    assert (
+        f"{path}, line 2, field 'note': the label of 'ann1' on '{items[1]}' is already submitted and locked; "
+        f"this row differs in note (stored 'first {items[1]}', file 'second thoughts')"
+    ) in r.stderr, r.stderr
+    rows[0].update(label="misbehavior", note="x" * 100)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError) as err:
+        ann.import_annotations(eng, SYSTEM, path)
+    assert (err.value.line, err.value.field) == (1, "label, note")
+    assert "label (stored 'benign', file 'misbehavior'); note (stored " in err.value.message
+    assert "file '" + "x" * 36 + "...)" in err.value.message  # a long value is cut
+    assert {(r["sample_id"], r["note"]) for r in ann.annotation_records(eng, SYSTEM)} == {
+        (sid, f"first {sid}") for sid in items
+    }  # nothing written

@@ -130,7 +130,7 @@ def test_an_import_caught_behind_a_submitting_writer_is_refused_not_reported_wri
     path = _import_file(tmp_path, a.name, items, "misbehavior")
     with pytest.raises(InputError, match="already submitted and locked") as err:
         ann.import_annotations(engine, admin, path)
-    assert err.value.file == str(path) and err.value.line == 1 and err.value.field == "sample_id"
+    assert err.value.file == str(path) and err.value.line == 1 and err.value.field == "label, note"
     assert holder.communicate(timeout=60)[0]
     assert holder.returncode == 0
     assert _stored(engine, items) == {sid: ("benign", "import", True) for sid in items}
