@@ -4,7 +4,7 @@
 #               runs, the audit) and serve the app on :8501 at once; the transfer table, then the local
 #               LLM judge (extra `local`, compiled) are made in the background, live in the app
 #   make test   install everything the tests need (dev, train, local, docs extras; Debian chromium and
-#               bubblewrap), lint, and run the whole test suite
+#               bubblewrap), lint, run the whole test suite, then tests/app on the lowest allowed Streamlit
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -16,7 +16,7 @@ DEMO_LOG ?= demo-llm.log
 # every pip install into $(VENV) holds this lock (the demo's background install and `make test` never mix)
 LOCKED := bash scripts/with_install_lock.sh $(VENV).install.lock
 
-.PHONY: install install-core demo demo-background demo-llm test test-fast lint app bench clean
+.PHONY: install install-core demo demo-background demo-llm test test-fast test-streamlit-min lint app bench clean
 
 # the core package (what `make demo` needs first): no torch, no llama-cpp-python
 $(VENV)/.core: pyproject.toml
@@ -66,6 +66,23 @@ test: install
 	bash scripts/ensure_system_deps.sh
 	VENV=$(VENV) bash scripts/lint.sh
 	$(VENV)/bin/pytest -n 2 --dist worksteal --durations=30 --durations-file tests/durations.txt  # two workers (2 cores) that take work from each other's queue; the 30 slowest tests listed, each file's seconds written to tests/durations.txt (kept in git)
+	$(MAKE) --no-print-directory test-streamlit-min  # tests/app again on the lowest allowed Streamlit (~2-4 min on 2 cores)
+
+# the app tests on the lowest Streamlit the project allows (tests/app/streamlit-min.txt, pyproject's floor):
+# that release and the older pins it needs go into a folder of their own under the venv (kept between runs,
+# remade when the pins or the venv change), put first on PYTHONPATH. The folder's path must hold
+# "site-packages": Streamlit turns on its development mode when it is imported from elsewhere, and the
+# app tests then fail for that reason alone. The newest allowed Streamlit is the venv's (`make test`).
+ST_MIN := $(VENV)/streamlit-min/site-packages
+$(ST_MIN)/.installed: tests/app/streamlit-min.txt $(VENV)/.installed
+	rm -rf $(ST_MIN)
+	$(LOCKED) $(VENV)/bin/pip install $(PIP_FLAGS) -q --no-deps --target $(ST_MIN) -r tests/app/streamlit-min.txt
+	PYTHONPATH=$(abspath $(ST_MIN)) $(PY) -m pip check  # the overlay + the venv satisfy that Streamlit's requirements
+	touch $@
+
+test-streamlit-min: $(ST_MIN)/.installed
+	bash scripts/ensure_system_deps.sh
+	PYTHONPATH=$(abspath $(ST_MIN)) $(VENV)/bin/pytest -n 2 --dist worksteal tests/app
 
 lint: install
 	VENV=$(VENV) bash scripts/lint.sh

@@ -143,3 +143,24 @@ def test_the_install_lock_waits_for_the_holder_and_says_so(tmp_path):
         assert "waiting: another install into this virtual environment is running" in first
         assert proc.poll() is None and not marker.exists()
     assert proc.wait(timeout=60) == 0 and marker.exists()  # runs once the holder lets go
+
+
+def test_streamlit_floor_is_the_release_the_app_tests_run_on():
+    """pyproject's `streamlit>=X` is the release `make test-streamlit-min` overlays (tests/app/streamlit-min.txt
+    pins `streamlit==X`), and `make test` runs that target: the lowest allowed Streamlit is the one tested."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    proj = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    (declared,) = [Requirement(r) for r in proj["dependencies"] if _name(r) == "streamlit"]
+    (floor,) = [s for s in declared.specifier if s.operator == ">="]
+    pins = (REPO / "tests" / "app" / "streamlit-min.txt").read_text().splitlines()
+    (pinned,) = [Requirement(ln.split("#")[0]) for ln in pins if _name(ln.split("#")[0].strip()) == "streamlit"]
+    (pin,) = pinned.specifier
+    assert pin.operator == "==" and Version(pin.version) == Version(floor.version), (str(declared), str(pinned))
+    mk = (REPO / "Makefile").read_text()
+    test_rule = mk[mk.index("\ntest: install") :].split("\n\n")[0]
+    assert "test-streamlit-min" in test_rule
+    min_rule = mk[mk.index("\ntest-streamlit-min:") :].split("\n\n")[0]
+    assert "tests/app" in min_rule and "PYTHONPATH=" in min_rule
+    assert "site-packages" in mk[mk.index("ST_MIN :=") :].splitlines()[0]  # else Streamlit's development mode
