@@ -312,3 +312,24 @@ def import_pairs(engine, path, **kwargs: Any) -> dict[str, Any]:
     from automonitor.data.pairfiles.importing import apply_import, prepare_import
 
     return dict(apply_import(engine, prepare_import(path, **kwargs)))
+
+
+def account_named(engine, name: str):
+    """The ``Account`` of the stored user ``name`` (active or not), a login of its current session epoch."""
+    import sqlalchemy as sa
+
+    from automonitor.annotation.accounts import Account
+    from store.models import Annotator
+
+    with session_scope(engine) as s:
+        row = s.execute(sa.select(Annotator).where(Annotator.name == name)).scalar_one()
+        return Account(id=row.id, name=row.name, role=row.role, epoch=int(row.session_epoch or 0))
+
+
+def my_labels(engine, actor) -> list[Any]:
+    """``actor``'s own labels (``annotation.Label``), ordered by sample id."""
+    from automonitor.annotation._common import label_from_row
+    from automonitor.annotation.queries import label_rows
+
+    with session_scope(engine) as s:
+        return [label_from_row(r) for r in label_rows(s, actor, actor.id)]

@@ -28,12 +28,13 @@ import sys
 import time
 
 from automonitor import annotation as ann
-from automonitor.annotation.accounts import SYSTEM, get_account
+from automonitor.annotation.accounts import SYSTEM
 from automonitor.errors import InputError
 from store import get_engine, session_scope
 from store.models import utcnow
 from store.queries import annotation as store
 from store.queries.locks import begin_write
+from helpers import account_named
 
 
 def hold(eng, annotator_id: int, label: str, seconds: float, items: list[str]) -> dict:
@@ -100,7 +101,7 @@ def main(argv: list[str]) -> int:
             time.sleep(0.0005)
         print(json.dumps(errata_op(eng, op, args)))
         return 0
-    actor = get_account(eng, SYSTEM, args[0]) if op in ("adjudicate", "save") else SYSTEM
+    actor = account_named(eng, args[0]) if op in ("adjudicate", "save") else SYSTEM
     while time.time() < start:
         time.sleep(0.0005)
     if op == "finalize":

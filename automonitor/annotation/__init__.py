@@ -62,7 +62,6 @@ from automonitor.annotation.labeling import (
     my_queue,
     get_item,
     save_label,
-    my_labels,
     my_progress,
     submit_batch,
 )
@@ -129,7 +128,6 @@ __all__ = [
     "get_item",
     "import_annotations",
     "item_flags",
-    "my_labels",
     "my_progress",
     "my_queue",
     "plan_rounds",

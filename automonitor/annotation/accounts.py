@@ -344,36 +344,6 @@ def check_actor(session: Session, account: Account | None) -> Annotator | None:
     return row
 
 
-def list_accounts(engine: Engine, actor: Account) -> list[Account]:
-    """All active accounts, ordered by name (admin only).
-
-    Raises:
-        PermissionDenied: ``actor`` is not an admin.
-    """
-    require_admin(actor)
-    with session_scope(engine) as s:
-        check_actor(s, actor)
-        return [_account(r) for r in store.active_accounts(s)]
-
-
-def get_account(engine: Engine, actor: Account, name: str) -> Account:
-    """The account called ``name`` (admin only; an annotator may look up only themself).
-
-    Raises:
-        PermissionDenied: an annotator asking for someone else.
-        NotFound: no such user.
-    """
-    require_account(actor)
-    if not actor.is_admin and name != actor.name:
-        raise PermissionDenied("annotators can only look up their own account")
-    with session_scope(engine) as s:
-        check_actor(s, actor)
-        row = store.account_by_name(s, name)
-        if row is None:
-            raise NotFound(f"no user {name!r}")
-        return _account(row)
-
-
 # ------------------------------------------------------------------ login sessions (survive a reload)
 #: Name of the browser cookie that keeps a login across reloads.
 SESSION_COOKIE = "automonitor_session"

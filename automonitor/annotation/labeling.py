@@ -221,17 +221,6 @@ def save_label(
     return transaction(engine, work, write_lock=True)
 
 
-def my_labels(engine: Engine, actor: Account) -> list[Label]:
-    """The actor's own labels (never anybody else's), ordered by sample id."""
-    require_account(actor)
-
-    def work(s: Session) -> list[Label]:
-        check_actor(s, actor)
-        return [label_from_row(r) for r in label_rows(s, actor, actor.id)]
-
-    return transaction(engine, work)
-
-
 def my_progress(engine: Engine, actor: Account) -> Progress:
     """The actor's own progress (counts only of their own queue)."""
     queue = my_queue(engine, actor)

@@ -31,12 +31,6 @@ def account_by_name(session: Session, name: str) -> Annotator | None:
     return session.execute(sa.select(Annotator).where(col(Annotator.name) == name)).scalars().first()
 
 
-def active_accounts(session: Session) -> list[Annotator]:
-    """The active account rows, ordered by name."""
-    q = sa.select(Annotator).where(col(Annotator.active).is_(True)).order_by(col(Annotator.name))
-    return list(session.execute(q).scalars().all())
-
-
 def clear_throttle(session: Session, keys: list[str]) -> None:
     """Delete the login-throttle rows of ``keys``."""
     session.execute(sa.delete(LoginThrottle).where(col(LoginThrottle.key).in_(keys)))

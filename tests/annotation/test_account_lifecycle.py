@@ -116,7 +116,7 @@ def test_passwd_deactivate_reassign_reactivate_are_recorded(engine):
     assert res["moved"] == len(bert_items) and res["left"] == []
     with session_scope(engine) as s:
         holders = dict(s.execute(sa.select(Assignment.sample_id, Assignment.annotator_id)).all())
-        bert_id = accounts.get_account(engine, admin, "bert").id
+        bert_id = next(r["id"] for r in accounts.account_table(engine, admin) if r["name"] == "bert")
         assert bert_id not in holders.values()
     # anna's submitted labels are kept, under her name; anna stays a holder of her submitted items
     accounts.set_active(engine, admin, "anna", False)

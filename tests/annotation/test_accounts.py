@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from automonitor.annotation import accounts, agreement
 from automonitor import annotation
 from automonitor.annotation.accounts import Account, authenticate, create_user, require_admin
-from automonitor.errors import InputError, NotFound, PermissionDenied
+from automonitor.errors import InputError, PermissionDenied
 from store import session_scope
 from store.models import Annotator
 from automonitor.annotation import queries as q
@@ -92,21 +92,16 @@ def test_role_checks_refuse_annotators_and_stale_accounts(sqlite_engine):
         with pytest.raises(PermissionDenied):
             require_admin(bad)
     with pytest.raises(PermissionDenied):
-        accounts.list_accounts(eng, ann)
-    assert [a.name for a in accounts.list_accounts(eng, admin)] == ["ann", "root"]
-    assert accounts.get_account(eng, ann, "ann") == ann
-    with pytest.raises(PermissionDenied):
-        accounts.get_account(eng, ann, "root")
-    with pytest.raises(NotFound):
-        accounts.get_account(eng, admin, "ghost")
+        accounts.account_table(eng, ann)
+    assert [a["name"] for a in accounts.account_table(eng, admin)] == ["ann", "root"]
     # an Account whose role was forged, or whose user was demoted/deactivated, is refused by the core
     forged = Account(id=ann.id, name="ann", role="admin")
     with pytest.raises(PermissionDenied):
-        accounts.list_accounts(eng, forged)
+        accounts.account_table(eng, forged)
     with session_scope(eng) as s:
         s.execute(sa.update(Annotator).where(Annotator.id == admin.id).values(active=False))
     with pytest.raises(PermissionDenied):
-        accounts.list_accounts(eng, admin)
+        accounts.account_table(eng, admin)
     assert authenticate(eng, "root", PW) is None
 
 
@@ -150,7 +145,6 @@ def _calls(engine, a, b, rows, tmp_path, admin=None):
         (annotation, "my_queue"): lambda: annotation.my_queue(engine, a),
         (annotation, "get_item"): lambda: annotation.get_item(engine, a, sid),
         (annotation, "save_label"): lambda: annotation.save_label(engine, a, sid, "benign"),
-        (annotation, "my_labels"): lambda: annotation.my_labels(engine, a),
         (annotation, "my_progress"): lambda: annotation.my_progress(engine, a),
         (annotation, "submit_batch"): lambda: annotation.submit_batch(engine, a),
         (annotation, "annotation_progress"): lambda: annotation.annotation_progress(engine, a),
@@ -174,8 +168,6 @@ def _calls(engine, a, b, rows, tmp_path, admin=None):
             engine, a, agreement.label_table(engine, admin)
         ),
         (annotation, "unassign"): lambda: annotation.unassign(engine, a, everything=True),
-        (accounts, "list_accounts"): lambda: accounts.list_accounts(engine, a),
-        (accounts, "get_account"): lambda: accounts.get_account(engine, a, "bert"),
         (accounts, "issue_session"): lambda: accounts.issue_session(engine, a, secret="test-secret"),  # A's own
         (q, "assignment_rows"): lambda: _in_session(engine, q.assignment_rows, a),
         (q, "assignment_rows#b"): lambda: _in_session(engine, q.assignment_rows, a, b.id),

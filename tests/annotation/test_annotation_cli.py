@@ -10,12 +10,12 @@ import pytest
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
-from automonitor.annotation.accounts import SYSTEM, authenticate, create_user, get_account
+from automonitor.annotation.accounts import SYSTEM, authenticate, create_user
 from automonitor.errors import InputError
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
 
-from helpers import candidate_row
+from helpers import account_named, candidate_row
 
 
 def _candidates(engine, n_pairs=6):
@@ -88,7 +88,7 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
 
     assigned = {}
     for name in ("ann1", "ann2", "ann3"):
-        acc = get_account(eng, SYSTEM, name)
+        acc = account_named(eng, name)
         assigned[name] = [q.sample_id for q in ann.my_queue(eng, acc)]
     lines = []
     for name, items in assigned.items():
@@ -226,7 +226,7 @@ def test_reimporting_a_locked_label_names_the_fields_that_differ(store, cli, tmp
     error names the file, the line and each differing field with the stored and the file's value."""
     eng, url = store
     ann.assign(eng, SYSTEM, k=1, seed=1)
-    items = [q.sample_id for q in ann.my_queue(eng, get_account(eng, SYSTEM, "ann1"))][:2]
+    items = [q.sample_id for q in ann.my_queue(eng, account_named(eng, "ann1"))][:2]
     rows = [{"annotator": "ann1", "sample_id": sid, "label": "benign", "note": f"first {sid}"} for sid in items]
     path = tmp_path / "labels.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

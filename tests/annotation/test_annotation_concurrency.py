@@ -14,7 +14,7 @@ from store import session_scope
 from store.models import Annotation
 from store.queries.samples import insert_samples
 
-from helpers import candidate_row, fast_user
+from helpers import candidate_row, fast_user, my_labels
 
 LABELS = ("misbehavior", "benign", "unsure")
 
@@ -84,6 +84,6 @@ def test_eight_concurrent_annotators_lose_nothing_and_duplicate_nothing(engine):
 
     # and each annotator still reads exactly their own labels
     for acc in annotators:
-        mine = ann.my_labels(engine, acc)
+        mine = my_labels(engine, acc)
         assert sorted(x.sample_id for x in mine) == sorted(queues[acc.name])
         assert {x.annotator for x in mine} == {acc.name}

@@ -16,7 +16,7 @@ from store import session_scope
 from store.models import Assignment, Sample
 from store.queries.samples import insert_samples
 
-from helpers import candidate_row, fast_user
+from helpers import candidate_row, fast_user, my_labels
 
 CATS = ["sycophancy_bias", "specification_gaming"]
 
@@ -205,7 +205,7 @@ def test_labels_are_upserted_with_evidence_time_and_locked_on_submit(team):
     assert (lab.label, lab.evidence_text, lab.seconds_spent) == ("misbehavior", quote, 12.5)
     lab = ann.save_label(engine, a, sid, "unsure", note="cannot tell", seconds_spent=3.0)
     assert lab.label == "unsure" and lab.seconds_spent == 15.5 and lab.evidence_text is None
-    assert [x.sample_id for x in ann.my_labels(engine, a)] == [sid]
+    assert [x.sample_id for x in my_labels(engine, a)] == [sid]
     for bad, fld in (
         (dict(label="maybe"), "label"),
         (dict(label="benign", category="x"), "category"),
@@ -229,4 +229,4 @@ def test_labels_are_upserted_with_evidence_time_and_locked_on_submit(team):
     assert ann.get_item(engine, a, sid).label.label == "unsure"
     prog = ann.my_progress(engine, a)
     assert (prog.submitted, prog.batch, prog.remaining) == (len(queue), None, 0)
-    assert all(x.submitted for x in ann.my_labels(engine, a))
+    assert all(x.submitted for x in my_labels(engine, a))

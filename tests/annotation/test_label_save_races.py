@@ -17,13 +17,12 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import annotation as ann
-from automonitor.annotation.accounts import SYSTEM, get_account
 from automonitor.errors import ChangedElsewhere, InputError
 from store import session_scope
 from store.models import Annotation
 from store.queries.samples import insert_samples
 
-from helpers import REPO, candidate_row, fast_user
+from helpers import REPO, account_named, candidate_row, fast_user
 
 WORKER = Path(__file__).resolve().parents[1] / "race_worker.py"
 
@@ -124,7 +123,7 @@ def test_an_import_caught_behind_a_submitting_writer_is_refused_not_reported_wri
     read the items before the other committed must not report its labels written (they were not); it
     re-reads and refuses them as locked, naming file, line and field."""
     engine, a, items = queue
-    admin = get_account(engine, SYSTEM, "boss")
+    admin = account_named(engine, "boss")
     holder = _worker(db_url, "hold", str(a.id), "benign", "3", *items)
     assert holder.stdout.readline().strip() == "held", holder.stderr.read()[-2000:]
     path = _import_file(tmp_path, a.name, items, "misbehavior")
@@ -140,7 +139,7 @@ def test_an_import_onto_a_label_submitted_elsewhere_is_refused(queue, tmp_path):
     """A label submitted in another tab while its assignment still reads open is locked for an import
     too (refused at once, not retried until the retries run out)."""
     engine, a, items = queue
-    admin = get_account(engine, SYSTEM, "boss")
+    admin = account_named(engine, "boss")
     with session_scope(engine) as s:
         s.execute(
             sa.update(Annotation)

@@ -13,7 +13,7 @@ from automonitor.errors import PermissionDenied
 from store import session_scope
 from store.models import Annotator
 
-from helpers import fast_user
+from helpers import account_named, fast_user
 
 
 def test_token_resumes_the_account_and_dies_when_forged_expired_or_changed(engine, monkeypatch):
@@ -102,7 +102,7 @@ def test_logout_revokes_the_token_in_the_store_for_every_copy(engine, monkeypatc
     assert end_session(engine, None) is False and end_session(engine, "garbage") is False
     assert end_session(engine, other[:-2] + ("AA" if other[-2:] != "AA" else "BB")) is False
     assert end_session(engine, other, secret="another-secret") is False
-    other = issue_session(engine, accounts.get_account(engine, accounts.SYSTEM, "anna"))  # a new login
+    other = issue_session(engine, account_named(engine, "anna"))  # a new login
     assert resume_session(engine, other) == anna
     # a correctly signed token without nonce (or with an empty one) is refused and cannot be revoked
     ser = URLSafeTimedSerializer("r" * 32, salt=accounts._SESSION_SALT)

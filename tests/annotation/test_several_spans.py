@@ -15,7 +15,7 @@ from automonitor.annotation import agreement as ag
 from automonitor.annotation.span_agreement import span_agreement
 from automonitor.data.spans import label_segments, marked_spans
 from automonitor.errors import InputError
-from helpers import candidate_row, fast_user
+from helpers import candidate_row, fast_user, my_labels
 from store import get_engine, session_scope
 from store.engine import alembic_config
 from store.queries.samples import insert_samples
@@ -66,7 +66,7 @@ def test_save_label_stores_several_spans_with_hull_and_texts(engine):
     assert got.evidence_spans == (L2, L5)
     assert (got.evidence_start, got.evidence_end) == (L2[0], L5[1])
     assert got.evidence_text == "if n == 3:" + ann.EVIDENCE_JOIN + "if n == 7:"
-    assert ann.my_labels(engine, users["anna"])[0].evidence_spans == (L2, L5)
+    assert my_labels(engine, users["anna"])[0].evidence_spans == (L2, L5)
     one = ann.save_label(engine, users["bert"], "mm", "misbehavior", evidence=L2)  # one pair as before
     assert one.evidence_spans == (L2,) and (one.evidence_start, one.evidence_end) == L2
     for bad, field in (
@@ -77,7 +77,7 @@ def test_save_label_stores_several_spans_with_hull_and_texts(engine):
         with pytest.raises(InputError) as exc:
             ann.save_label(engine, users["anna"], "mm", "misbehavior", evidence=bad)
         assert exc.value.field == field
-    assert ann.my_labels(engine, users["anna"])[0].evidence_spans == (L2, L5)  # nothing changed
+    assert my_labels(engine, users["anna"])[0].evidence_spans == (L2, L5)  # nothing changed
     cleared = ann.save_label(engine, users["anna"], "mm", "benign")
     assert cleared.evidence_spans == () and cleared.evidence_start is None and cleared.evidence_text is None
 
@@ -98,7 +98,7 @@ def test_database_refuses_bad_evidence_offsets(engine):
                     sa.text("UPDATE annotation SET " + ", ".join(f"{k} = :{k}" for k in values)),
                     {k: json.dumps(v) if isinstance(v, list) else v for k, v in values.items()},
                 )
-    assert ann.my_labels(engine, users["anna"])[0].evidence_spans == (L2, L5)
+    assert my_labels(engine, users["anna"])[0].evidence_spans == (L2, L5)
 
 
 def test_agreement_proposal_and_adjudication_use_every_span(engine):
@@ -112,7 +112,7 @@ def test_agreement_proposal_and_adjudication_use_every_span(engine):
     assert doc["spans"]["exact"] == 0.0
     rows = [
         {"label": lab.label, "evidence_spans": lab.evidence_spans}
-        for lab in (ann.my_labels(engine, users[n])[0] for n in ("anna", "bert"))
+        for lab in (my_labels(engine, users[n])[0] for n in ("anna", "bert"))
     ]
     proposal = ann.proposed_spans(rows)
     assert proposal == [L2, L5]  # the unmarked lines between them are not proposed as gold
@@ -151,7 +151,7 @@ def test_annotation_export_import_round_trip_keeps_every_span(engine, tmp_path, 
     back.write_text(text.replace("anna", "bert"))
     res = ann.import_annotations(engine, root, back)
     assert res.written == 1
-    assert ann.my_labels(engine, users["bert"])[0].evidence_spans == (L2, L5)
+    assert my_labels(engine, users["bert"])[0].evidence_spans == (L2, L5)
 
 
 def test_import_refuses_bad_evidence_spans_naming_line_and_field(engine, tmp_path):
@@ -168,7 +168,7 @@ def test_import_refuses_bad_evidence_spans_naming_line_and_field(engine, tmp_pat
         with pytest.raises(InputError) as exc:
             ann.import_annotations(engine, root, f)
         assert exc.value.field == field and exc.value.line == 1, (spans, exc.value.field, exc.value.line)
-    assert ann.my_labels(engine, users["anna"]) == []
+    assert my_labels(engine, users["anna"]) == []
 
 
 def test_migration_fills_evidence_spans_of_existing_labels(db_url):

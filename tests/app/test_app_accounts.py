@@ -45,7 +45,7 @@ def test_admin_creates_deactivates_and_sees_the_history_annotator_is_refused(sto
     at.button[0].click()  # the form's submit button
     at.run()
     assert any("password" in e.value for e in at.error)
-    assert [a.name for a in accounts.list_accounts(eng, accounts.SYSTEM)] == ["anna", "root"]
+    assert [a["name"] for a in accounts.account_table(eng, accounts.SYSTEM)] == ["anna", "root"]
     at.text_input(key="accounts.new_name").input("cleo")
     at.text_input(key="accounts.new_password").input("a long enough passphrase")
     at.button[0].click()

@@ -14,7 +14,7 @@ from store import get_engine, init_db, session_scope
 from store.models import Annotation, Sample
 from store.queries.samples import insert_samples
 
-from helpers import candidate_row, fast_user
+from helpers import candidate_row, fast_user, my_labels
 
 REPO = Path(__file__).resolve().parents[2]
 LABEL, AGREEMENT, ADJUDICATE = (str(REPO / "pages" / f) for f in ("label.py", "agreement.py", "adjudicate.py"))
@@ -114,7 +114,7 @@ def test_labeling_page_is_blind_escaped_and_saves_labels_with_evidence_and_time(
     at.run()
     assert not at.exception
     assert any("Saved item 1" in s.value for s in at.success)
-    (lab,) = ann.my_labels(eng, users["anna"])
+    (lab,) = my_labels(eng, users["anna"])
     assert (lab.sample_id, lab.label, lab.category, lab.severity, lab.note) == (
         first.sample_id,
         "misbehavior",
@@ -135,7 +135,7 @@ def test_labeling_page_is_blind_escaped_and_saves_labels_with_evidence_and_time(
     next(b for b in at.button if b.label == "Save label").click()
     at.run()
     assert any("Not saved" in e.value for e in at.error)
-    assert len(ann.my_labels(eng, users["anna"])) == 1
+    assert len(my_labels(eng, users["anna"])) == 1
 
     # going back shows the own label; it can be edited until the batch is submitted
     at.selectbox(key="label.pos").set_value(0)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from automonitor import annotation as ann
-from helpers import candidate_row, fast_user
+from helpers import candidate_row, fast_user, my_labels
 from store import session_scope
 from store.queries.samples import insert_samples
 from apptest_support import app, html_bodies, ok, open_store, app_test, page_path
@@ -137,7 +137,7 @@ def test_keyboard_label_buttons_unsure_note_guidelines_and_flags(ann_store):
     ok(at.run())
     at.button(key="label.save").click()  # key S
     ok(at.run())
-    (lab,) = ann.my_labels(eng, users["anna"])
+    (lab,) = my_labels(eng, users["anna"])
     assert lab.label == "misbehavior"
     assert not at.expander[0].proto.expanded  # folded after the first item
     # unsure without a note is refused, with a note it is saved
@@ -145,12 +145,12 @@ def test_keyboard_label_buttons_unsure_note_guidelines_and_flags(ann_store):
     ok(at.run())
     at.button(key="label.save").click()
     ok(at.run())
-    assert any("note" in e.value for e in at.error) and len(ann.my_labels(eng, users["anna"])) == 1
+    assert any("note" in e.value for e in at.error) and len(my_labels(eng, users["anna"])) == 1
     k = f"label.i{at.session_state['label.pos'] + 1}"
     at.text_area(key=f"{k}.note").set_value("both answers look wrong")
     at.button(key="label.save").click()
     ok(at.run())
-    assert sorted(x.label for x in ann.my_labels(eng, users["anna"])) == ["misbehavior", "unsure"]
+    assert sorted(x.label for x in my_labels(eng, users["anna"])) == ["misbehavior", "unsure"]
     # a flag with a comment reaches the admin
     k = f"label.i{at.session_state['label.pos'] + 1}"
     at.text_area(key=f"{k}.flag").set_value("The reply is cut off")

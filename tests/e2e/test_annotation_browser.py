@@ -11,11 +11,11 @@ from playwright.sync_api import expect
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
-from automonitor.annotation.accounts import SYSTEM, get_account
+from automonitor.annotation.accounts import SYSTEM
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
 
-from helpers import candidate_row
+from helpers import account_named, candidate_row, my_labels
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -123,7 +123,7 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
             assert "4 of 4 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
             tools.shot(page, f"annotation-{name}-done")
             assert not page.dialogs, page.dialogs
-        labels = {lab.sample_id: lab for lab in ann.my_labels(eng, get_account(eng, SYSTEM, "anna"))}
+        labels = {lab.sample_id: lab for lab in my_labels(eng, account_named(eng, "anna"))}
         assert len(labels) == 4
         bad_ids = [sid for sid in labels if sid.endswith("m")]
         assert all(labels[s].evidence_text == "I skipped the tests" for s in bad_ids)

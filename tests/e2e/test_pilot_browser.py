@@ -28,7 +28,7 @@ from store import get_engine, init_db, session_scope
 from store.models import EditionSample, Sample
 from store.queries.samples import insert_samples
 
-from helpers import candidate_row, run_cli
+from helpers import account_named, candidate_row, run_cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -253,11 +253,10 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
     with session_scope(eng) as s:
         truth = dict(s.execute(sa.select(Sample.id, Sample.label)).all())
     from automonitor import annotation as ann
-    from automonitor.annotation.accounts import get_account
 
     lines = []
     for name in ("anna", "bert"):
-        for q in ann.my_queue(eng, get_account(eng, SYSTEM, name)):
+        for q in ann.my_queue(eng, account_named(eng, name)):
             if q.label is None:
                 lines.append({"annotator": name, "sample_id": q.sample_id, "label": truth[q.sample_id]})
     assert len(lines) == 20

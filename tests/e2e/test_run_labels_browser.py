@@ -11,12 +11,11 @@ import pytest
 
 from automonitor import annotation as ann
 from automonitor import views, vocab
-from automonitor.annotation.accounts import SYSTEM, get_account
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
 
 import app_seed
-from helpers import candidate_row
+from helpers import account_named, candidate_row
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -80,11 +79,11 @@ def queue_server(tmp_path_factory, app_factory):
             ],
         )
     srv = app_factory(url, accounts=ACCOUNTS)
-    admin = get_account(eng, SYSTEM, "root")
+    admin = account_named(eng, "root")
     ann.assign(eng, admin, k=2, seed=1)
     truth = {r["id"]: r["label"] for r in info["samples"]} | {"long-m": "misbehavior", "long-b": "benign"}
     for name in ("anna", "bert"):
-        who = get_account(eng, SYSTEM, name)
+        who = account_named(eng, name)
         for q in ann.my_queue(eng, who):
             label = "benign" if (name == "bert" and q.sample_id == "long-m") else truth[q.sample_id]
             ann.save_label(eng, who, q.sample_id, label)

@@ -14,8 +14,8 @@ from sqlmodel import select
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
-from automonitor.annotation.accounts import SYSTEM, get_account
-from helpers import candidate_row
+from automonitor.annotation.accounts import SYSTEM
+from helpers import account_named, candidate_row, my_labels
 from store import get_engine, init_db, session_scope
 from store.models import GoldSpan
 from store.queries.samples import insert_samples
@@ -122,7 +122,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         anna = ((line2, line2 + len("if n == 3:")), (line4, line4 + len("return n * 2")))
         bert = ((line2, line3_end),)  # lines 2 and 3 are adjacent: one span
         for name, want in (("anna", anna), ("bert", bert)):
-            labels = ann.my_labels(eng, get_account(eng, SYSTEM, name))
+            labels = my_labels(eng, account_named(eng, name))
             mis = [lab for lab in labels if lab.sample_id.endswith("m")]
             assert len(labels) == 10 and len(mis) == 5
             assert all(lab.evidence_spans == want for lab in mis), [lab.evidence_spans for lab in mis]
@@ -134,7 +134,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         assert ann.proposed_spans(rows) == [(line2, line3_end), anna[1]]
         # span F1 0.4 < 0.5: every misbehavior item waits for the adjudicator once both submitted
         for name in ("anna", "bert"):
-            ann.submit_batch(eng, get_account(eng, SYSTEM, name))
+            ann.submit_batch(eng, account_named(eng, name))
         assert {e.reason for e in ann.adjudication_queue(eng, SYSTEM)} == {"span_disagreement"}
         admin = tools.new_page(browser)
         pages["root"] = admin

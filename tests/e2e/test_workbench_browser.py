@@ -17,8 +17,8 @@ from playwright.sync_api import expect
 
 import app_seed
 from automonitor import annotation as ann
-from automonitor.annotation.accounts import SYSTEM, get_account
-from helpers import candidate_row
+from automonitor.annotation.accounts import SYSTEM
+from helpers import account_named, candidate_row, my_labels
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples, stats
 
@@ -136,7 +136,7 @@ def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, ap
         assert f"Gold samples (test) {paper_before}" in flat  # the paper mirror did not grow
         with session_scope(eng) as s:
             assert stats(s)["total"] == paper_before
-        assert len(ann.my_labels(eng, get_account(eng, SYSTEM, "bert"))) == 10
+        assert len(my_labels(eng, account_named(eng, "bert"))) == 10
     finally:
         for p in pages.values():
             p.context.close()
