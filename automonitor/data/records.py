@@ -319,15 +319,11 @@ def bad_byte_note(text: str) -> str:
     return ""
 
 
-def read_jsonl(data: bytes, problems: Problems, *, undecodable: str = "raise") -> list[RawRecord]:
-    """Records of JSONL bytes (no BOM), one per non-blank physical line; problems go to ``problems``."""
-    return list(iter_jsonl(data.split(b"\n"), problems, undecodable=undecodable))
-
-
 def iter_jsonl(lines: Iterable[bytes], problems: Problems, *, undecodable: str = "raise") -> Iterator[RawRecord]:
-    """Like :func:`read_jsonl`, one record at a time from physical lines (an open binary file, or
-    ``data.split(b"\\n")``; a trailing ``\\n``/``\\r\\n`` and a UTF-8 BOM on the first line are removed), so
-    a large file is never held whole: memory stays flat in file size."""
+    """Records of JSONL (problems go to ``problems``), one per non-blank physical line, one at a time from
+    ``lines`` (an open binary file, or ``data.split(b"\\n")``; a trailing ``\\n``/``\\r\\n``
+    and a UTF-8 BOM on the first line are removed), so a large file is never held whole: memory stays flat in
+    file size."""
     for lineno, raw in enumerate(lines, 1):
         if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[3:]
@@ -477,21 +473,14 @@ def _csv_cells(
     return cells
 
 
-def read_parquet(
-    data: bytes, problems: Problems, *, columns: Collection[str] | None = None, required: Collection[str] = ()
-) -> list[RawRecord]:
-    """Records of a Parquet file's bytes (pyarrow); problems go to ``problems``."""
-    return list(iter_parquet(io.BytesIO(data), problems, columns=columns, required=required))
-
-
 PARQUET_BATCH_ROWS = 512  # rows decoded at a time by :func:`iter_parquet`
 
 
 def iter_parquet(
     source: Any, problems: Problems, *, columns: Collection[str] | None = None, required: Collection[str] = ()
 ) -> Iterator[RawRecord]:
-    """Like :func:`read_parquet`, from a path or a binary file object, :data:`PARQUET_BATCH_ROWS` rows at a
-    time (pyarrow's ``ParquetFile.iter_batches``), so only one batch is decoded at once. A file pyarrow
+    """Records of a Parquet file (pyarrow; problems go to ``problems``), from a path or a binary file object,
+    :data:`PARQUET_BATCH_ROWS` rows at a time (pyarrow's ``ParquetFile.iter_batches``), so only one batch is decoded at once. A file pyarrow
     cannot read, or a header with unknown, duplicate or missing columns, adds one problem and yields
     nothing."""
     import pyarrow.parquet as pq
@@ -522,42 +511,26 @@ def read_records(
     fmt: str | None = None,
     *,
     formats: Collection[str] = FORMATS,
-    columns: Collection[str] | None = None,
-    required: Collection[str] = (),
-    undecodable: str = "raise",
-    skip_blank_rows: bool = False,
-    max_errors: int = 10,
     csv_mode: str = "safe",
 ) -> tuple[str, list[RawRecord]]:
     """Parse a record file's bytes (format: :func:`detect_format`) into raw records, no field validation.
 
     Returns ``(format, records)``; ``records`` may be empty (the caller decides whether that is an error).
     Raises ``InputError`` for malformed JSON or CSV (see the module doc), a JSONL line that is not an
-    object, a CSV/Parquet header with unknown (outside ``columns``), duplicate or missing (``required``)
-    columns, a CSV row with the wrong field count, or undecodable bytes (per ``undecodable``).
+    object, a CSV header with duplicate columns, a CSV row with the wrong field count, or undecodable bytes.
     ``csv_mode``: how CSV cells were written (:data:`CSV_MODES`; see :func:`csv_cell_in`).
     """
     check_csv_mode(csv_mode)
     fmt = detect_format(file, data, fmt, formats)
     body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
-    problems = Problems(file, max_errors)
+    problems = Problems(file)
     if fmt == "jsonl":
-        records = read_jsonl(body, problems, undecodable=undecodable)
+        records = list(iter_jsonl(body.split(b"\n"), problems))
     elif fmt == "csv":
         stream = io.StringIO(body.decode("utf-8", "surrogateescape"), newline="")
-        records = list(
-            iter_csv(
-                stream,
-                problems,
-                columns=columns,
-                required=required,
-                undecodable=undecodable,
-                skip_blank_rows=skip_blank_rows,
-                csv_mode=csv_mode,
-            )
-        )
+        records = list(iter_csv(stream, problems, csv_mode=csv_mode))
     else:
-        records = read_parquet(data, problems, columns=columns, required=required)
+        records = list(iter_parquet(io.BytesIO(data), problems))
     problems.raise_if_any()
     return fmt, records
 

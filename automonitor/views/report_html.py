@@ -192,24 +192,13 @@ def build(
     return _document(title, "\n".join(sections), figs)
 
 
-def build_for(
-    engine: Engine,
-    run_ids: Sequence[str] | None = None,
-    invalid: str = "exclude",
-    *,
-    edition: str | None = None,
-    with_audit: bool = True,
-    n_boot: int = 200,
-) -> str:
-    """:func:`build` of a fresh report (``analysis.report`` over ``run_ids``, ``None`` = every run,
-    with the unscored policy ``invalid`` and optional ``edition``) with the audit's trivial baselines
-    attached when ``with_audit`` (computed and cached on first use). Used by the Trade-off page's
-    "Download report" button. Raises ``ValueError`` for a bad policy or edition, ``NotFound`` for an
-    unknown run id."""
-    rep = analysis.report(
-        engine, list(run_ids) if run_ids is not None else None, invalid, n_boot=n_boot, edition=edition
-    )
-    if with_audit and rep.runs:
+def build_for(engine: Engine, run_ids: Sequence[str], invalid: str, *, edition: str | None) -> str:
+    """:func:`build` of a fresh report (``analysis.report`` over ``run_ids`` with the unscored policy
+    ``invalid`` and optional ``edition``) with the audit's trivial baselines attached (computed and cached
+    on first use). Used by the Trade-off page's "Download report" button. Raises ``ValueError`` for a bad
+    policy or edition, ``NotFound`` for an unknown run id."""
+    rep = analysis.report(engine, list(run_ids), invalid, n_boot=200, edition=edition)
+    if rep.runs:
         audit_section.attach_to_report(rep, engine)
     return build(engine, rep)
 

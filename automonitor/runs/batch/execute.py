@@ -46,7 +46,6 @@ def execute_batch(
     *,
     progress: Callable[[int, int], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
-    client: Any = None,
 ) -> dict[str, Any]:
     """Submit (or resume polling) the run's batch parts and collect their results.
 
@@ -54,7 +53,6 @@ def execute_batch(
         progress: ``progress(done, total)`` after the cache pass, each poll and each collected part
             (done = predictions with an outcome + requests the provider reports finished).
         should_cancel: polled between polls; True stops (the provider's batches keep running).
-        client: an SDK client to use instead of building one (tests).
     Returns:
         The contract's run summary (``automonitor.runs.runner.summary``): ``api_calls`` = requests submitted
         by this invocation.
@@ -69,7 +67,7 @@ def execute_batch(
         params=backend_params(claim.judge),
         prompt=PromptBuilder(claim.template, examples=claim.examples),
     )
-    provider = provider_for(state["provider"], backend, client)
+    provider = provider_for(state["provider"], backend)
     key_for = CacheKeys(backend, claim.template.sha256, claim.view)  # the live runner's key, view included
     tick = Progress(engine, run_id, claim.total, progress)
     try:

@@ -57,15 +57,13 @@ class BatchProvider(Protocol):
 class SdkBatch:
     """What the provider classes share: the monitor's backend (an HTTP judge, whose ``_request`` builds a
     request body and ``_read`` reads an answer, as in a live call), the provider SDK's sync client (made
-    by :meth:`make_client` unless given, e.g. a test's), reading one result and closing."""
+    by :meth:`make_client`), reading one result and closing."""
 
-    def __init__(self, backend: Any, client: Any = None) -> None:
+    def __init__(self, backend: Any) -> None:
         self.backend = backend
-        if client is None:
-            client = self.make_client(
-                sdk_options(backend._key, backend.base_url, timeout=max(60.0, backend.timeout), max_retries=3)
-            )
-        self.client = client
+        self.client = self.make_client(
+            sdk_options(backend._key, backend.base_url, timeout=max(60.0, backend.timeout), max_retries=3)
+        )
 
     def make_client(self, options: SdkOptions) -> Any:
         """The provider SDK's sync client built with ``options`` (:func:`.http_api.sdk_options`)."""
@@ -91,7 +89,7 @@ class SdkBatch:
             pass
 
 
-def provider_for(name: str, backend: Backend, client: Any) -> BatchProvider:
+def provider_for(name: str, backend: Backend) -> BatchProvider:
     """The provider class for ``name`` around ``backend``.
 
     Raises:
@@ -100,7 +98,7 @@ def provider_for(name: str, backend: Backend, client: Any) -> BatchProvider:
     cls = PROVIDER_CLASSES.get(name)
     if cls is None:
         raise InputError(f"unknown batch provider {name!r}", field="batch")
-    provider: BatchProvider = cls(backend, client)
+    provider: BatchProvider = cls(backend)
     return provider
 
 
