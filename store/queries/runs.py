@@ -5,7 +5,8 @@ Every function works inside the caller's session/transaction and on both SQLite 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, cast
+import functools
+from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -294,36 +295,77 @@ def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[st
 _STMT_CACHE: dict[tuple[str | tuple[str, ...], ...], Any] = {}
 
 
-def _cache_insert_stmt(dialect: str):
-    key = ("cache_insert", dialect)
+def _driver_statement(
+    session: Session, name: str, build: Callable[[], Any], binds: dict[str, tuple[str, sa.Column[Any]]]
+) -> tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[Any]]]:
+    """The statement ``build()`` compiled once per dialect and column set for :func:`_run_many`: its SQL
+    text and a function turning rows (dicts of column -> Python value; a missing column is ``None``)
+    into the driver's parameters (a tuple per row for a positional paramstyle such as SQLite's ``?``, else a
+    dict), each value passed through its column type's bind processor (JSON serialised, SQLite datetimes
+    and booleans formatted): what SQLAlchemy would send for the same statement, without its per-row work.
+    ``binds`` maps each bind name of the statement to (the row's key, its column)."""
+    dialect = session.get_bind().dialect
+    key = ("driver", name, dialect.name, tuple(binds))
     if key not in _STMT_CACHE:
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
+        compiled = build().compile(dialect=dialect)
+        order = list(compiled.positiontup) if compiled.positional else list(binds)
+        plan = [(b, binds[b][0], binds[b][1].type.dialect_impl(dialect).bind_processor(dialect)) for b in order]
+        names = [b for b, _, _ in plan]
 
-            _STMT_CACHE[key] = pg_insert(_table(CacheEntry)).on_conflict_do_nothing(index_elements=["key"])
-        else:
-            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+        def params(rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+            columns = []
+            for _, k, proc in plan:  # column by column: one pass of each bind processor over the rows
+                values = [r.get(k) for r in rows]
+                columns.append(values if proc is None else list(map(proc, values)))
+            if compiled.positional:
+                return list(zip(*columns))
+            return [dict(zip(names, vals)) for vals in zip(*columns)]
 
-            _STMT_CACHE[key] = sqlite_insert(_table(CacheEntry)).on_conflict_do_nothing(index_elements=["key"])
-    return _STMT_CACHE[key]
+        _STMT_CACHE[key] = (compiled.string, params)
+    return cast(tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[Any]]], _STMT_CACHE[key])
+
+
+def _run_many(session: Session, sql: str, params: list[Any]) -> None:
+    """One driver-level ``executemany`` of ``sql`` over ``params`` on the session's connection (inside its
+    transaction): no per-row SQLAlchemy parameter handling, the rows already in the driver's form."""
+    session.connection().exec_driver_sql(sql, params if len(params) > 1 else params[0])
+
+
+def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> Any:
+    """``INSERT INTO cache_entry (columns) ... ON CONFLICT (key) DO NOTHING`` for ``dialect``, one bind per column."""
+    t = _table(CacheEntry)
+    values: dict[str, Any] = {c: sa.bindparam(c) for c in columns}
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(t).values(values).on_conflict_do_nothing(index_elements=["key"])
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(t).values(values).on_conflict_do_nothing(index_elements=["key"])
 
 
 def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert cache entries, ignoring keys that already exist (concurrent runs may race).
 
-    One Core ``INSERT ... ON CONFLICT DO NOTHING`` executemany per set of columns on the session's
-    connection (not the ORM's bulk insert, which costs about as much again per row; the same columns,
-    types and values are written)."""
+    One driver-level ``INSERT ... ON CONFLICT DO NOTHING`` executemany per set of columns on the session's
+    connection, its parameters prepared as tuples by the columns' own bind processors (the same columns,
+    types and stored values as a Core insert, without its per-row work; :func:`_driver_statement`)."""
     if not rows:
         return
     dialect = session.get_bind().dialect.name
     if dialect in ("postgresql", "sqlite"):
-        conn = session.connection()
+        t = _table(CacheEntry)
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for r in rows:
             groups.setdefault(tuple(r), []).append(r)
-        for part in groups.values():
-            conn.execute(_cache_insert_stmt(dialect), part)
+        for cols, part in groups.items():
+            sql, params = _driver_statement(
+                session,
+                "cache_insert",
+                functools.partial(_cache_insert_stmt, dialect, cols),
+                {c: (c, t.c[c]) for c in cols},
+            )
+            _run_many(session, sql, params(part))
         return
     have = set(cache_lookup(session, [r["key"] for r in rows]))  # pragma: no cover - other dialects
     rows = [r for r in rows if r["key"] not in have]
@@ -331,27 +373,27 @@ def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
         session.execute(sa.insert(CacheEntry), rows)
 
 
-def _update_stmt(keys: tuple[str, ...]):
-    key = ("update_predictions", keys)
-    if key not in _STMT_CACHE:
-        t = _table(Prediction)
-        _STMT_CACHE[key] = (
-            sa.update(t)
-            .where(t.c.id == sa.bindparam("_id"), t.c.outcome.is_(None))
-            .values({k: sa.bindparam(f"_{k}") for k in keys})
-        )
-    return _STMT_CACHE[key]
-
-
 def update_predictions(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Bulk UPDATE of predictions by primary key (``rows`` are dicts with ``id`` and columns). Only
-    rows still pending are changed, so a result can never overwrite an earlier one. Statements are
-    built once per column set and reused (the writer calls this many times per second)."""
+    """Bulk UPDATE of predictions by primary key (``rows`` are dicts with ``id`` and columns; a column
+    that one row names and another lacks is set to ``None`` in the other). Only rows still pending are
+    changed, so a result can never overwrite an earlier one. One driver-level executemany, the statement
+    compiled once per column set and the parameters prepared as tuples (:func:`_driver_statement`; the
+    writer calls this many times per second)."""
     if not rows:
         return
     keys = tuple(sorted({k for r in rows for k in r if k != "id"}))
-    payload = [{"_id": r["id"], **{f"_{k}": r.get(k) for k in keys}} for r in rows]
-    session.connection().execute(_update_stmt(keys), payload)
+    t = _table(Prediction)
+
+    def build() -> Any:
+        return (
+            sa.update(t)
+            .where(t.c.id == sa.bindparam("id"), t.c.outcome.is_(None))
+            .values({k: sa.bindparam(f"v_{k}") for k in keys})
+        )
+
+    binds = {"id": ("id", t.c.id), **{f"v_{k}": (k, t.c[k]) for k in keys}}
+    sql, params = _driver_statement(session, "update_predictions", build, binds)
+    _run_many(session, sql, params(rows))
 
 
 def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> None:

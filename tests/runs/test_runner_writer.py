@@ -9,6 +9,7 @@ as queued (SQLite and PostgreSQL).
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -102,3 +103,56 @@ def test_writer_groups_commits_with_bounded_latency_and_stores_rows_as_queued(en
             c.execute(sa.text("select outcome from cache_entry where key = :k"), {"k": rows[0][1]["key"]}).scalar()
             == "benign"
         )
+
+
+def test_driver_level_writes_store_exactly_what_a_core_statement_stores(engine):
+    """``update_predictions`` / ``cache_insert`` bind tuples at the driver level: the stored text of every
+    column (JSON, datetimes, booleans, floats) equals a Core statement's for the same rows, and a column
+    one row lacks is written as NULL in it."""
+    from store.queries import runs as q
+
+    add_pairs(engine, 3)  # 6 samples
+    rids = [runner.create_run(engine, "rules", "direct") for _ in range(2)]
+    assert rids[0] != rids[1]
+    with Session(engine) as s:
+        pids = [sorted(p.id for p in s.exec(select(Prediction).where(Prediction.run_id == rid))) for rid in rids]
+    rows = []
+    for pid0, pid1 in zip(pids[0], pids[1]):
+        a, ca = _rows([pid0])[0]
+        a["meta"]["history"] = [{"outcome": "error", "note": '\u00e9\n"x"'}]
+        b, cb = copy.deepcopy(a), copy.deepcopy(ca)
+        b["id"], cb["key"] = pid1, "b" + ca["key"][1:]
+        rows.append((a, ca, b, cb))
+    del rows[-1][0]["reason"], rows[-1][2]["reason"]  # a row lacking a column: NULL there
+    t, ct = q._table(Prediction), q._table(CacheEntry)
+    with Session(engine) as s:
+        q.update_predictions(s, [r[0] for r in rows])
+        q.cache_insert(s, [r[1] for r in rows])
+        keys = sorted({k for r in rows for k in r[2] if k != "id"})
+        s.connection().execute(
+            sa.update(t).where(t.c.id == sa.bindparam("_id")).values({k: sa.bindparam("_" + k) for k in keys}),
+            [{"_id": r[2]["id"], **{"_" + k: r[2].get(k) for k in keys}} for r in rows],
+        )
+        s.connection().execute(sa.insert(ct), [r[3] for r in rows])
+        s.commit()
+    cols = "outcome, score, raw, reason, CAST(evidence AS TEXT), tokens_in, cost_usd, latency_ms, cached, CAST(meta AS TEXT)"
+    with engine.connect() as c:
+        got = [
+            c.execute(
+                sa.text(f"SELECT {cols}, CAST(judged_at AS TEXT) FROM prediction WHERE run_id = :r ORDER BY sample_id"),
+                {"r": rid},
+            ).all()
+            for rid in rids
+        ]
+        cache = [
+            c.execute(
+                sa.text(
+                    f"SELECT {cols.replace('latency_ms, cached, ', '')}, CAST(created_at AS TEXT) FROM cache_entry WHERE key LIKE :p ORDER BY key"
+                ),
+                {"p": p + "%"},
+            ).all()
+            for p in ("0", "b")
+        ]
+    assert got[0] == got[1] and len(got[0]) == 6
+    assert got[0][-1][3] is None and got[0][0][3] == "parsed"
+    assert cache[0] == cache[1] and len(cache[0]) == 6
