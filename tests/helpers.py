@@ -4,6 +4,7 @@ the import path, as for ``app_seed`` and ``servers``). Test modules import from 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -333,3 +334,15 @@ def my_labels(engine, actor) -> list[Any]:
 
     with session_scope(engine) as s:
         return [label_from_row(r) for r in label_rows(s, actor, actor.id)]
+
+
+@contextlib.contextmanager
+def scratch(registry: dict):
+    """A ``with`` block after which ``registry`` (the sources' or the metrics' ``REGISTRY``) holds exactly
+    what it held before, in the same order: how a test registers a toy source or metric. Yields it."""
+    saved = dict(registry)
+    try:
+        yield registry
+    finally:
+        registry.clear()
+        registry.update(saved)

@@ -19,7 +19,9 @@ from automonitor import analysis
 from automonitor.analysis.report_format import to_markdown
 from automonitor.analysis.report_schema import Report
 from automonitor.escaping import md_escape
-from automonitor.analysis.run_metrics import REGISTRY, RunMetric, register_metric, scratch_metrics
+from automonitor.analysis.run_metrics import REGISTRY, RunMetric, register_metric
+
+from helpers import scratch
 
 TOY_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "toy_metric.py"
 
@@ -41,7 +43,7 @@ def engine(tmp_path_factory):
 def toy():
     """The toy metric registered for one test; the registry is as before afterwards."""
     before = dict(REGISTRY)
-    with scratch_metrics():
+    with scratch(REGISTRY):
         yield _import_toy()
     assert REGISTRY == before and "youden_j" not in REGISTRY
 

@@ -11,11 +11,13 @@ from hypothesis import strategies as st
 import automonitor.data.sources  # noqa: F401  (registers every source)
 from automonitor.data import monitor_views as mv
 from automonitor.data.parts import generic_parts
-from automonitor.data.sources.registry import Source, add_source, scratch_registry
+from automonitor.data.sources.registry import REGISTRY, Source, add_source
 from automonitor.data.sources.base import SourceResult
 from automonitor.data.sources.rjudge import render as rjudge_render
 from automonitor.data.trajectory import Step, serialise
 from automonitor.errors import InputError
+
+from helpers import scratch
 
 AISI = (
     "<thinking>The tests compare output; I will write a clean solution.</thinking>\n\n"
@@ -121,7 +123,7 @@ def test_a_declared_source_without_the_part_has_no_view():
 def test_unknown_view_and_bad_declarations_are_refused():
     with pytest.raises(InputError, match="unknown view 'thoughts'"):
         mv.render(PLAIN, "thoughts")
-    with scratch_registry():
+    with scratch(REGISTRY):
         with pytest.raises(ValueError, match="views must include 'full'"):
             add_source(
                 Source(

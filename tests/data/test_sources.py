@@ -16,6 +16,8 @@ from automonitor.data.sources import REGISTRY, data_files
 from automonitor.data.sources import hh_rlhf, rl_character, sven, turpin_bbh
 from automonitor.vocab import CATEGORIES, TASKS
 
+from helpers import scratch
+
 
 @pytest.fixture(scope="module")
 def loaded(raw_dir):
@@ -315,14 +317,14 @@ def test_verified_only_quotas_and_candidate_draws_come_from_the_registered_sourc
 
 
 def test_register_source_refuses_a_taken_name_or_order_and_bad_vocabulary():
-    from automonitor.data.sources.registry import register_source, scratch_registry, unregister_source
+    from automonitor.data.sources.registry import register_source
 
     def load(raw: Path):
         raise AssertionError("never loaded")
 
     base = dict(folder="t", category="specification_gaming", task="qa", files=("t/a.jsonl",))
     before = list(REGISTRY.items())
-    with scratch_registry():
+    with scratch(REGISTRY):
         with pytest.raises(ValueError, match="'hh_rlhf' is registered twice"):
             register_source("hh_rlhf", order=9999, **base)(load)
         with pytest.raises(ValueError, match="order 10 is taken by 'hh_rlhf'"):
@@ -338,9 +340,9 @@ def test_register_source_refuses_a_taken_name_or_order_and_bad_vocabulary():
         assert list(REGISTRY.items()) == before  # a refused registration changes nothing
         assert register_source("t0", order=5, doc="first", **base)(load) is load
         assert list(REGISTRY)[0] == "t0" and REGISTRY["t0"].doc == "first"
-        unregister_source("hh_rlhf")
+        REGISTRY.pop("hh_rlhf")
         with pytest.raises(KeyError):
-            unregister_source("hh_rlhf")
+            REGISTRY.pop("hh_rlhf")
     assert list(REGISTRY.items()) == before
 
 

@@ -19,8 +19,9 @@ import sqlalchemy as sa
 from automonitor.cli import main
 from automonitor.data.build import VERIFIED_EXTRA, verified_extra
 from automonitor.data.sources import REGISTRY, data_files
-from automonitor.data.sources.registry import scratch_registry
 from store.models import EditionSample, Sample
+
+from helpers import scratch
 
 TOY_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "toy_source.py"
 
@@ -38,7 +39,7 @@ def _import_toy() -> ModuleType:
 def toy():
     """The toy source registered for one test; the registry is as before afterwards."""
     before = list(REGISTRY)
-    with scratch_registry():
+    with scratch(REGISTRY):
         yield _import_toy()
     assert list(REGISTRY) == before and "toy_metric_gaming" not in REGISTRY
 

@@ -16,13 +16,12 @@ read one back typed with :meth:`RunMetric.read` (or ``RunReport.metric(m)``).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import os
 import pkgutil
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Generic, Iterator, Protocol, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -33,7 +32,7 @@ if TYPE_CHECKING:  # pandas is not imported by the report's light readers (repor
 
 T = TypeVar("T")
 
-__all__ = ["REGISTRY", "ErasedMetric", "RunFrame", "RunMetric", "register_metric", "scratch_metrics"]
+__all__ = ["REGISTRY", "ErasedMetric", "RunFrame", "RunMetric", "register_metric"]
 
 
 @dataclass(frozen=True)
@@ -141,17 +140,6 @@ def register_metric(metric: RunMetric[T]) -> RunMetric[T]:
             raise ValueError(f"a metric named {other.name!r} ({other.label!r}) is already registered")
     REGISTRY[metric.name] = metric
     return metric
-
-
-@contextlib.contextmanager
-def scratch_metrics() -> Iterator[dict[str, ErasedMetric]]:
-    """Within the block, metrics registered are dropped again on exit (tests, a one-off analysis)."""
-    before = dict(REGISTRY)
-    try:
-        yield REGISTRY
-    finally:
-        REGISTRY.clear()
-        REGISTRY.update(before)
 
 
 # A metric the product ships is one module of this package: each is imported (and so registered) here.

@@ -19,7 +19,7 @@ import importlib
 import pkgutil
 
 from automonitor.data.sources.base import SourcePair, SourceResult
-from automonitor.data.sources.registry import REGISTRY, Source, register_source, scratch_registry
+from automonitor.data.sources.registry import REGISTRY, Source, register_source
 
 # modules that hold no source: the shared types, the registry itself
 _NOT_SOURCES = frozenset({"base", "registry"})
@@ -54,5 +54,4 @@ __all__ = [
     "SourceResult",
     "data_files",
     "register_source",
-    "scratch_registry",
 ]

@@ -39,16 +39,14 @@ nothing else; ``fetch-sources`` downloads a folder only once its upstream origin
 licence) is in :data:`automonitor.data.fetch.ORIGINS` and ``seeds/manifest.json`` is rewritten
 (``make_manifest`` raises ``KeyError`` for a registered folder without an origin).
 
-This module imports nothing of the build; :func:`scratch_registry` lets a test register a source for
-the length of a ``with`` block.
+This module imports nothing of the build.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 from automonitor.data.parts import PartsFn
 from automonitor.data.sources.base import SourcePair, SourceResult
@@ -193,25 +191,4 @@ def register_source(
     return deco
 
 
-def unregister_source(name: str) -> Source:
-    """Remove source ``name`` from :data:`REGISTRY` and return it.
-
-    Raises:
-        KeyError: no source of that name is registered.
-    """
-    return REGISTRY.pop(name)
-
-
-@contextmanager
-def scratch_registry() -> Iterator[dict[str, Source]]:
-    """A ``with`` block after which :data:`REGISTRY` is exactly as before (what was registered inside
-    is gone, what was removed is back): how a test registers a toy source. Yields the registry."""
-    saved = list(REGISTRY.items())
-    try:
-        yield REGISTRY
-    finally:
-        REGISTRY.clear()
-        REGISTRY.update(saved)
-
-
-__all__ = ["REGISTRY", "Source", "add_source", "register_source", "scratch_registry", "unregister_source"]
+__all__ = ["REGISTRY", "Source", "add_source", "register_source"]
