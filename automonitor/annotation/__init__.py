@@ -39,26 +39,18 @@ from automonitor.annotation._common import (
     GUIDELINES,
     SEVERITIES,
     DECISIONS,
-    VERIFIED_EDITION,
-    MAX_NOTE,
     EVIDENCE_JOIN,
     evidence_offsets,
-    label_spans,
     Label,
 )
 from automonitor.annotation.assignment import (
     AssignResult,
     assign,
     PAIR_RULE,
-    PlannedBatch,
     plan_rounds,
-    UnassignResult,
     unassign,
 )
 from automonitor.annotation.labeling import (
-    QueueItem,
-    ItemView,
-    Progress,
     my_queue,
     get_item,
     save_label,
@@ -67,12 +59,9 @@ from automonitor.annotation.labeling import (
 )
 from automonitor.annotation.overview import annotation_progress, annotation_records
 from automonitor.annotation.files import (
-    read_records,
     records_to_text,
-    write_records,
     ANNOTATION_EXPORT_COLUMNS,
     export_annotations,
-    ImportResult,
     import_annotations,
     ADJUDICATION_EXPORT_COLUMNS,
     export_adjudications,
@@ -80,14 +69,13 @@ from automonitor.annotation.files import (
 from automonitor.annotation.adjudication import (
     QUEUE_REASONS,
     SPAN_F1_THRESHOLD,
-    QueueEntry,
     adjudicate,
     adjudication_queue,
     adjudication_records,
     proposed_spans,
 )
-from automonitor.annotation.finalize import FinalizeResult, finalize_pairs, rejected_pairs
-from automonitor.annotation.flags import MAX_FLAG, flag_item, item_flags, resolve_flag
+from automonitor.annotation.finalize import finalize_pairs, rejected_pairs
+from automonitor.annotation.flags import flag_item, item_flags, resolve_flag
 
 __all__ = [
     "ADJUDICATION_EXPORT_COLUMNS",
@@ -95,23 +83,13 @@ __all__ = [
     "AssignResult",
     "proposed_spans",
     "DECISIONS",
-    "FinalizeResult",
     "GUIDELINES",
     "GUIDELINE_VERSION",
-    "ImportResult",
-    "ItemView",
     "Label",
-    "MAX_FLAG",
-    "MAX_NOTE",
-    "PlannedBatch",
-    "Progress",
-    "QueueEntry",
     "PAIR_RULE",
     "QUEUE_REASONS",
     "SPAN_F1_THRESHOLD",
-    "QueueItem",
     "SEVERITIES",
-    "VERIFIED_EDITION",
     "adjudicate",
     "adjudication_queue",
     "adjudication_records",
@@ -120,7 +98,6 @@ __all__ = [
     "assign",
     "EVIDENCE_JOIN",
     "evidence_offsets",
-    "label_spans",
     "export_adjudications",
     "export_annotations",
     "finalize_pairs",
@@ -131,13 +108,10 @@ __all__ = [
     "my_progress",
     "my_queue",
     "plan_rounds",
-    "read_records",
     "records_to_text",
     "rejected_pairs",
     "resolve_flag",
     "save_label",
     "submit_batch",
-    "UnassignResult",
     "unassign",
-    "write_records",
 ]

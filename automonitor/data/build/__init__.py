@@ -90,50 +90,24 @@ from __future__ import annotations
 
 from automonitor.data.build.config import (
     CANDIDATE_PLAN,
-    CODE_SOURCES_PY_DEFAULT,
-    EDITIONS,
-    PAPER_CELLS_PLAN,
-    PAPER_R2,
-    HACK_SOURCES,
-    NO_RAW_HINT,
-    NOT_VERIFIED,
-    ORIGIN,
-    TEST_PLAN,
     VERIFIED_EXTRA,
-    Quota,
-    candidate_plan,
     resolve_raw,
     verified_extra,
 )
-from automonitor.data.build.gating import apply_gates, load_all
+from automonitor.data.build.gating import load_all
 from automonitor.data.build.plan import plan_build
-from automonitor.data.build.reconcile import build, latest_seed
-from automonitor.data.build.sample_rows import Plan, proportional, rng_for
+from automonitor.data.build.reconcile import build
+from automonitor.data.build.sample_rows import Plan
 from automonitor.data.build.selection import editions_of
 
 __all__ = [
     "CANDIDATE_PLAN",
-    "CODE_SOURCES_PY_DEFAULT",
-    "EDITIONS",
-    "PAPER_CELLS_PLAN",
-    "PAPER_R2",
-    "HACK_SOURCES",
-    "NOT_VERIFIED",
-    "NO_RAW_HINT",
-    "ORIGIN",
-    "TEST_PLAN",
     "VERIFIED_EXTRA",
     "Plan",
-    "Quota",
-    "apply_gates",
     "build",
-    "candidate_plan",
     "editions_of",
-    "latest_seed",
     "load_all",
     "plan_build",
-    "proportional",
     "resolve_raw",
-    "rng_for",
     "verified_extra",
 ]

@@ -45,35 +45,24 @@ from __future__ import annotations
 
 from automonitor.runs.batch.execute import execute_batch
 from automonitor.runs.batch.provider import (
-    PROVIDER_CLASSES,
-    BatchProvider,
     batch_api_of,
     batch_backends,
-    batch_provider,
     custom_id,
-    prediction_id,
 )
 
 # the provider modules register their classes when imported
 from automonitor.runs.batch import anthropic, openai  # noqa: F401
-from automonitor.runs.batch.result_rows import BATCH_DISCOUNT, error_row, judgement_row
-from automonitor.runs.batch.state import CHUNK, DEFAULT_POLL_S, DEFAULT_SIZE, enable, is_batch
+from automonitor.runs.batch.result_rows import judgement_row
+from automonitor.runs.batch.state import DEFAULT_POLL_S, DEFAULT_SIZE, enable, is_batch
 
 __all__ = [
     "enable",
     "is_batch",
     "execute_batch",
     "custom_id",
-    "prediction_id",
-    "PROVIDER_CLASSES",
-    "batch_provider",
     "batch_api_of",
     "batch_backends",
-    "BatchProvider",
-    "BATCH_DISCOUNT",
-    "CHUNK",
     "DEFAULT_POLL_S",
     "DEFAULT_SIZE",
-    "error_row",
     "judgement_row",
 ]

@@ -2,7 +2,6 @@
 
 from automonitor.runs.prompts.prompts import (
     PAPER_SCHEMA_DIRECT,
-    PAPER_SCHEMA_EVIDENCE,
     FewShotExample,
     PromptBuilder,
     Template,
@@ -10,13 +9,11 @@ from automonitor.runs.prompts.prompts import (
     fill,
     load_template,
     output_schema,
-    template_hash,
     truncate_chars,
 )
 
 __all__ = [
     "PAPER_SCHEMA_DIRECT",
-    "PAPER_SCHEMA_EVIDENCE",
     "FewShotExample",
     "PromptBuilder",
     "Template",
@@ -24,6 +21,5 @@ __all__ = [
     "fill",
     "load_template",
     "output_schema",
-    "template_hash",
     "truncate_chars",
 ]

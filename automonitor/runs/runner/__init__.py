@@ -81,9 +81,9 @@ from automonitor.runs.lease import (
 )
 from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.runs.params import MAX_REPEAT, RUNNER_PARAMS, backend_params
-from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS, RetryPolicy, judge_with_retries
+from automonitor.runs.runner.retries import judge_with_retries
 from automonitor.runs.status import cancel_run, finalize, retry_errors, run_info, summary
-from automonitor.runs.runner.writer import WRITER_BACKLOG, ResultWriter
+from automonitor.runs.runner.writer import ResultWriter
 
 __all__ = [
     "create_run",
@@ -99,7 +99,6 @@ __all__ = [
     "run_info",
     # the pieces `automonitor.runs.batch` and `automonitor.runs.generation` share
     "CacheKeys",
-    "RetryPolicy",
     "ResultWriter",
     "judge_with_retries",
     "backend_params",
@@ -112,9 +111,7 @@ __all__ = [
     "finalize",
     "load_examples",
     "run_async",
-    "DEFAULT_MAX_ATTEMPTS",
     "LEASE_STALE_S",
     "MAX_REPEAT",
     "RUNNER_PARAMS",
-    "WRITER_BACKLOG",
 ]
