@@ -238,7 +238,6 @@ def transfer_matrix(
     kind: str,
     *,
     threshold: float = 0.5,
-    save_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Train one probe per training slice and score every test slice (see the module docstring).
@@ -248,7 +247,6 @@ def transfer_matrix(
             response, key()).
         tests: :func:`test_rows` dicts.
         kind: ``tfidf`` | ``embed``.
-        save_dir: when given, each probe is saved there as a versioned artefact.
         progress: optional ``progress(message)`` callback.
     Returns:
         the transfer JSON (module docstring).
@@ -256,7 +254,7 @@ def transfer_matrix(
         InputError: no test samples or no trainable slice.
     """
     from automonitor.errors import InputError
-    from automonitor.runs.probe.model import make_features, save_probe
+    from automonitor.runs.probe.model import make_features
 
     if not tests:
         raise InputError("the store has no test samples; run `automonitor build` first")
@@ -271,8 +269,6 @@ def transfer_matrix(
         if progress:
             progress(f"train {kind} probe on {ts} ({len(recs)} records)")
         probe = _slice_probe(kind, ts, recs, shared)
-        if save_dir is not None:
-            save_probe(probe, save_dir)
         cards.append(probe.card)
         scores = probe.predict_proba([t["request"] for t in tests], [t["response"] for t in tests])
         cells += _score_row(ts, test_slices, y_test, test_cell, scores, threshold)

@@ -55,7 +55,7 @@ def is_batch(params: dict[str, Any] | None) -> bool:
     return bool((params or {}).get("batch"))
 
 
-def save_state(engine: Engine, run_id: str, state: dict[str, Any], *, heartbeat: bool = True) -> None:
+def save_state(engine: Engine, run_id: str, state: dict[str, Any]) -> None:
     """Commit ``state`` as ``Run.params["batch"]`` (and refresh the lease heartbeat).
 
     Raises:
@@ -67,7 +67,7 @@ def save_state(engine: Engine, run_id: str, state: dict[str, Any], *, heartbeat:
             raise NotFound(f"no run {run_id!r}")
         p = dict(run.params or {})
         p["batch"] = state
-        if heartbeat and p.get("lease"):
+        if p.get("lease"):
             p["lease"] = {**p["lease"], "heartbeat": time.time()}
         run.params = p
         s.add(run)
