@@ -5,6 +5,12 @@ the TF-IDF probe trained on the spot, the three derived runs: every point on the
 was really run; nothing is seeded or named after a model that was not called), serves the app on a free
 port, opens the Trade-off page in headless Chromium at 1280x720 and saves the viewport.
 
+Beside the picture it writes its provenance, ``<out>.provenance.json`` (:func:`provenance`): the picture's
+SHA-256 and every run of the store it was drawn from (monitor, template, kind, status, samples judged, API
+calls, the label the plane gives it). ``tests/base/test_readme.py`` checks, without a browser, that the
+README's picture is the one described and that every run in it is one `scripts/demo_runs.sh` makes, judged
+for real.
+
 Usage: ``python scripts/screenshot.py [--db URL] [--out PATH]``; ``--db`` shoots an existing store made by
 ``make demo`` instead of building one (minutes: the build and the probe's training).
 """
@@ -12,6 +18,8 @@ Usage: ``python scripts/screenshot.py [--db URL] [--out PATH]``; ``--db`` shoots
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -42,6 +50,45 @@ def _wait_http(url: str, proc: subprocess.Popen, limit_s: float = 120) -> None:
         except OSError:
             time.sleep(0.5)
     raise SystemExit(f"the app did not answer at {url}")
+
+
+def provenance(png: Path, env: dict[str, str], store: str) -> dict[str, object]:
+    """What the picture ``png`` was drawn from: ``{"picture", "png_sha256", "drawn_by", "store", "runs"}``
+    with ``runs`` every run of the store at ``env["AUTOMONITOR_DB"]`` (``automonitor runs --json``, the
+    detector ladder and generation runs left out as the app leaves them out): ``run_id``, ``monitor``,
+    ``template``, ``kind``, ``view``, ``status``, ``archived``, ``judged`` (samples with an outcome),
+    ``api_calls`` and ``label`` (the plane's text, ``views.honest_points.short_label``)."""
+    from automonitor.views.honest_points import short_label
+
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "automonitor"), "runs", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    runs = [
+        {
+            "run_id": r["run_id"],
+            "monitor": r["monitor"],
+            "template": r["template"],
+            "kind": r["kind"],
+            "view": r["view"],
+            "status": r["status"],
+            "archived": r["archived"],
+            "judged": sum(n for k, n in r["counts"].items() if k != "pending"),
+            "api_calls": r["api_calls"],
+            "label": short_label(r["monitor"], r["template"]),
+        }
+        for r in json.loads(out)["runs"]
+    ]
+    return {
+        "picture": png.name,
+        "png_sha256": hashlib.sha256(png.read_bytes()).hexdigest(),
+        "drawn_by": "scripts/screenshot.py",
+        "store": store,
+        "runs": sorted(runs, key=lambda r: (r["kind"], r["monitor"], r["template"], r["view"])),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -98,7 +145,11 @@ def main(argv: list[str]) -> int:
         finally:
             app.terminate()
             app.wait(timeout=30)
-    print(f"wrote {args.out}", file=sys.stderr)
+        made = "an existing store (--db)" if args.db else "a fresh store made by `scripts/demo_runs.sh fast`"
+        doc = provenance(Path(args.out), env, made)
+        side = Path(f"{Path(args.out).with_suffix('')}.provenance.json")
+        side.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} and {side}", file=sys.stderr)
     return 0
 
 
