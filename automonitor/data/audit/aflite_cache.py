@@ -112,12 +112,10 @@ def cached_aflite(
     train: pd.DataFrame,
     seed: int = 0,
     params: AfliteParams = AfliteParams(),
-    *,
-    use_cache: bool = True,
 ) -> tuple[AfliteResult, bool]:
     """:func:`~automonitor.data.audit.aflite.aflite` through the disk cache (module doc).
 
-    Args: as :func:`aflite`; ``use_cache=False`` recomputes and does not read the cache (it still writes).
+    Args: as :func:`aflite`.
     Returns:
         ``(result, hit)``: the :class:`AfliteResult` and whether it came from the cache.
     Raises:
@@ -125,7 +123,7 @@ def cached_aflite(
     """
     key = aflite_key(test, train, seed, params)
     path = aflite_cache_dir() / f"{key}.json"
-    if use_cache and path.is_file():
+    if path.is_file():
         try:
             return _from_doc(json.loads(path.read_text(encoding="utf-8"))), True
         except (OSError, ValueError, KeyError, TypeError):
