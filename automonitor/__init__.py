@@ -14,11 +14,20 @@ This package never imports Streamlit.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__: str = version("automonitor-bench")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
-
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> str:
+    """``__version__``: the installed package's version (``0+unknown`` in a source tree that was never
+    installed), read from its metadata on first use, not at import: ``importlib.metadata`` costs every
+    command tens of milliseconds of start-up."""
+    if name != "__version__":
+        raise AttributeError(f"module 'automonitor' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("automonitor-bench")
+    except PackageNotFoundError:  # a source tree that was never installed
+        value = "0+unknown"
+    globals()["__version__"] = value
+    return value

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from automonitor.data.parts import Part, generic_parts
-from automonitor.data.sources.registry import REGISTRY
 from automonitor.errors import InputError
 from automonitor.vocab import DEFAULT_VIEW, VIEWS
 
@@ -80,15 +79,23 @@ def check_view(view: str) -> str:
     return view
 
 
+def _source(name: str) -> Any:
+    """The registered source ``name`` (or ``None``). The registry (which imports every source module) is
+    imported on first use, not with this module: a report whose runs all judged the full view never needs it."""
+    from automonitor.data.sources.registry import REGISTRY
+
+    return REGISTRY.get(name)
+
+
 def source_views(source: str) -> tuple[str, ...] | None:
     """The views source ``source`` declares (``None``: not declared, read per sample)."""
-    src = REGISTRY.get(source)
+    src = _source(source)
     return None if src is None else src.views
 
 
 def parts_of(source: str, response: str, meta: Mapping[str, Any] | None = None) -> list[Part]:
     """The parts of one response of ``source`` (its own splitter, else the generic one)."""
-    src = REGISTRY.get(source)
+    src = _source(source)
     fn = src.parts if src is not None and src.parts is not None else generic_parts
     return fn(response, dict(meta or {}))
 
@@ -219,7 +226,7 @@ def is_silent(
         return False
     if "silent_hack" in m:
         return bool(m["silent_hack"]) and HACK_MENTION.search(r.text) is None
-    src = REGISTRY.get(source)
+    src = _source(source)
     if src is None or src.category != "sycophancy_bias":
         return False
     if CUE_MENTION.search(r.text) is not None:
