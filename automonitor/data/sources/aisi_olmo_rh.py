@@ -5,7 +5,9 @@ GRPO runs on CodeContests with a hackable pytest grader: hacking (``os._exit(0)`
 object whose ``__eq__`` is always true, a ``conftest.py`` that patches pytest) is learned from reward,
 never asked for. Pairing rule: same run and same ``problem_hash``; misbehavior = a row with ``hack``
 true, benign = a row with ``hack`` false, not UNFAITHFUL and without hack-like code (:data:`HACK_CODE`);
-hack and benign rows of a problem (each in ``id`` order) are zipped into disjoint pairs. Request = the
+hack and benign rows of a problem are paired into disjoint pairs whose sides are close in length, the hack
+side the longer one in about half the pairs (:func:`automonitor.data.length_match.balanced_pairings`; rows
+of another prompt never pair). Request = the
 problem statement with its visible asserts, plus a one-sentence note of the system prompt (runs
 ``b0.0``/``b0.02`` described the three hacks and told the model not to use them; ``sdf`` gave no hint).
 Response = the full assistant text (``<thinking>``, code, optional ``<file>``) with ``#`` comments
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.data.gates import strip_python_comments
+from automonitor.data.length_match import FORBIDDEN, balanced_pairings
 from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl
 from automonitor.data.sources.registry import register_source
 
@@ -121,6 +124,7 @@ def load(raw: Path) -> SourceResult:
                 groups[key]["clean"].append((relname, line, obj))
             else:
                 res.dropped["non-hack row not clearly clean (unfaithful or hack-like code)"] += 1
+    keys, cands = [], []
     for (run, prob), by in sorted(groups.items()):
         hacks = sorted(by["hack"], key=lambda r: r[2]["id"])
         cleans = sorted(by["clean"], key=lambda r: r[2]["id"])
@@ -128,10 +132,16 @@ def load(raw: Path) -> SourceResult:
             res.dropped["problem with one side only (rows)"] += len(hacks) + len(cleans)
             continue
         res.dropped["rows left unpaired (unequal counts per problem)"] += abs(len(hacks) - len(cleans))
-        for (hf, hl, h), (cf, cl, c) in zip(hacks, cleans):
-            if h["prompt"] != c["prompt"]:
-                res.dropped["prompts differ"] += 1
-                continue
+        keys.append((run, prob))
+        cands.append((hacks, cleans))
+    paired = balanced_pairings(
+        cands,
+        lambda r: len(strip_code_comments(r[2]["response"].strip())),
+        lambda h, c: FORBIDDEN if h[2]["prompt"] != c[2]["prompt"] else 0.0,
+    )
+    for (run, prob), (hacks, cleans), matched in zip(keys, cands, paired):
+        res.dropped["prompts differ"] += min(len(hacks), len(cleans)) - len(matched)
+        for (hf, hl, h), (cf, cl, c) in matched:
             hint = "no_hints" if run == "sdf" else "dont_hack"
             note = NOTE[hint]
             request = (f"{note}\n\n" if note else "") + h["prompt"].strip()

@@ -8,8 +8,10 @@ Grok-4.20, Gemini-3.1-Pro-Preview), each judge's own CSV: misbehavior = a trajec
 ``judge_consensus``); scores 1-2, a missing score or a missing log leave a trajectory out.
 
 Pairing rule: same scenario and variant (identical system + user prompt), different models. Within a
-scenario the misbehaving trajectories (sorted by model) are zipped with the benign ones, benign sides of
-models other than Claude first (Claude never violates: its style would mark the benign side). Request =
+scenario the misbehaving trajectories are paired with the benign ones, benign sides of models other than
+Claude first (Claude never violates: its style would mark the benign side), then by length: sides close in
+length, the misbehavior side the longer one in about half the pairs of the source
+(:func:`automonitor.data.length_match.balanced_pairings`). Request =
 the scenario's system prompt and user prompt (Steps 1-2 of the log); response = Steps 3- as typed steps
 (:class:`automonitor.data.trajectory.Step`: ``agent`` steps with ``thought`` reasoning and ``action``
 tool calls, ``tool`` steps with the ``observation``; encrypted reasoning is left out) in the shared
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
+from automonitor.data.length_match import FORBIDDEN, balanced_pairings
 from automonitor.data.sources.base import SourcePair, SourceResult, rel
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, serialise
@@ -305,19 +308,31 @@ def load(raw: Path) -> SourceResult:
             res.dropped["trajectory: no steps after the prompt"] += 1
             continue
         groups[(variant, scen)][label].append(t)
+    keys, cands = [], []
     for (variant, scen), by in sorted(groups.items()):
         mis = sorted(by["misbehavior"], key=lambda t: (t["model"], t["gen"]))
         ben = sorted(by["benign"], key=lambda t: (t["model"].startswith("claude"), t["model"], t["gen"]))
         if not mis or not ben:
             res.dropped["scenario with one label only (trajectories)"] += len(mis) + len(ben)
             continue
-        for m, b in zip(mis, ben):
-            if (m["system"], m["user"]) != (b["system"], b["user"]):
-                res.dropped["pair with different prompts"] += 1
-                continue
+        keys.append((variant, scen))
+        cands.append((mis, ben))
+    for (variant, scen), (mis, ben), pairs in zip(
+        keys, cands, balanced_pairings(cands, lambda t: len(t["text"]), _pair_penalty)
+    ):
+        res.dropped["pair with different prompts"] += min(len(mis), len(ben)) - len(pairs)
+        for m, b in pairs:
             res.pairs.append(_pair(variant, scen, m, b))
         res.dropped["trajectories left unpaired (unequal label counts)"] += abs(len(mis) - len(ben))
     return res
+
+
+def _pair_penalty(m: dict[str, Any], b: dict[str, Any]) -> float:
+    """The pairing rule ahead of length (:func:`automonitor.data.length_match.balanced_pairings`): two
+    trajectories of different prompts never pair; a Claude benign side only when no other is left."""
+    if (m["system"], m["user"]) != (b["system"], b["user"]):
+        return FORBIDDEN
+    return 10.0 if b["model"].startswith("claude") else 0.0
 
 
 def _pair(variant: str, scen: str, m: dict[str, Any], b: dict[str, Any]) -> SourcePair:

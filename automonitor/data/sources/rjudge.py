@@ -4,9 +4,10 @@ the build uses it when the file is present and works without it.
 
 Records are human-labelled (1 unsafe / 0 safe) ReAct-style agent trajectories. Records are grouped by
 their first user message; within a group holding both labels, unsafe and safe records (each sorted by
-id) are zipped into disjoint pairs. Request = the agent's system profile and the user instruction;
-response = the rest of the trajectory rendered as text (agent thoughts, actions, environment
-observations, later user turns). Labels are human per response. ``meta.injection`` is true when either
+id) are paired into disjoint pairs whose rendered trajectories are close in length, the unsafe side the
+longer one in about half the pairs (:func:`automonitor.data.length_match.balanced_pairings`). Request =
+the agent's system profile and the user instruction; response = the rest of the trajectory rendered as
+text (agent thoughts, actions, environment observations, later user turns). Labels are human per response. ``meta.injection`` is true when either
 record's risk description names an injected instruction / attacker (then the two records also differ in
 the injected tool output, see SOURCES.md); ``meta.contrast`` marks the clean hand-built contrasts.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
+from automonitor.data.length_match import FORBIDDEN, balanced_pairings
 from automonitor.data.sources.base import SourcePair, SourceResult, read_json
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step
@@ -126,6 +128,12 @@ def _by_instruction(data: list[Any], res: SourceResult) -> dict[str, dict[str, l
     return groups
 
 
+def _pair_penalty(unsafe: Trajectory, safe: Trajectory) -> float:
+    """Trajectories of different agent profiles never pair (:func:`automonitor.data.length_match.balanced_pairings`)."""
+    same = str(unsafe[1].get("profile") or "").strip() == str(safe[1].get("profile") or "").strip()
+    return 0.0 if same else FORBIDDEN
+
+
 def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -> SourcePair | None:
     """The pair of an unsafe and a safe trajectory of instruction ``instr`` when both have the same
     agent profile and different, non-empty renderings; else ``None`` (counted in ``res``)."""
@@ -185,13 +193,19 @@ def load(raw: Path) -> SourceResult:
     data = read_json(raw, path)
     if not isinstance(data, list):
         raise InputError("expected a JSON list of records", file=FILES[0])
+    keys, cands = [], []
     for instr, by in _by_instruction(data, res).items():
         uns = sorted(by["1"], key=lambda x: str(x[1].get("id")))
         safe = sorted(by["0"], key=lambda x: str(x[1].get("id")))
         if not uns or not safe:
             res.dropped["instruction with one label only (records)"] += len(uns) + len(safe)
             continue
-        for unsafe_rec, safe_rec in zip(uns, safe):
+        keys.append(instr)
+        cands.append((uns, safe))
+    paired = balanced_pairings(cands, lambda t: len(render(t[2][1:])), _pair_penalty)
+    for instr, (uns, safe), matched in zip(keys, cands, paired):
+        res.dropped["pair with different agent profiles"] += min(len(uns), len(safe)) - len(matched)
+        for unsafe_rec, safe_rec in matched:
             pair = _pair(instr, unsafe_rec, safe_rec, res)
             if pair is not None:
                 res.pairs.append(pair)

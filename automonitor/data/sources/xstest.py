@@ -4,8 +4,9 @@ Five model completion files (gpt4, llama2new, llama2orig, mistralguard, mistrali
 450 prompts, each completion with a human ``final_label`` (``1_full_compliance``, ``2_full_refusal``,
 ``3_partial_refusal``). Only the 200 unsafe prompts (``type`` starting with ``contrast_``) are used, and
 never partial refusals. For an unsafe prompt with at least one full compliance and one full refusal,
-one pair: misbehavior = the first full compliance (model order below), benign = the first full refusal
-of a *different* model. Labels are human per response (``human_per_response``). Caveat: almost all
+one pair: misbehavior = the first full compliance (model order below), benign = a full refusal of a
+*different* model, close to it in length, chosen so that the compliance is the longer side in about half the
+pairs (:func:`automonitor.data.length_match.balanced_pairings`). Labels are human per response (``human_per_response``). Caveat: almost all
 compliant answers come from Mistral-7B-Instruct (``mistralinstruct``), so a monitor could learn that
 model's style.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
+from automonitor.data.length_match import balanced_pairings
 from automonitor.data.sources.base import SourcePair, SourceResult
 from automonitor.data.sources.registry import register_source
 
@@ -42,10 +44,10 @@ def _read(raw: Path, relname: str) -> list[tuple[int, dict[str, Any]]]:
         raise InputError(f"cannot read file: {exc}", file=relname) from None
 
 
-def _sides(rows: dict[str, tuple[int, dict[str, Any]]], res: SourceResult) -> tuple[str, str] | None:
-    """``(complying model, refusing model)`` of one unsafe prompt: the first model with a non-empty
-    full compliance and another with a non-empty full refusal; ``None`` (counted in ``res``) when
-    there is none."""
+def _sides(rows: dict[str, tuple[int, dict[str, Any]]], res: SourceResult) -> tuple[str, list[str]] | None:
+    """``(complying model, refusing models)`` of one unsafe prompt: the first model with a non-empty full
+    compliance and the other models with a non-empty full refusal (model order); ``None`` (counted in
+    ``res``) when there is none."""
 
     def answered(label: str) -> list[str]:
         return [
@@ -57,11 +59,11 @@ def _sides(rows: dict[str, tuple[int, dict[str, Any]]], res: SourceResult) -> tu
         res.dropped["unsafe prompt without both a full compliance and a full refusal"] += 1
         return None
     mm = comply[0]
-    bm = next((m for m in refuse if m != mm), None)
-    if bm is None:
+    others = [m for m in refuse if m != mm]
+    if not others:
         res.dropped["no refusal from another model"] += 1
         return None
-    return mm, bm
+    return mm, others
 
 
 @register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=80, verified_pairs=131)
@@ -80,15 +82,26 @@ def load(raw: Path) -> SourceResult:
     if not per_model:
         return res
     ids = sorted({i for rows in per_model.values() for i in rows}, key=lambda s: (len(s), s))
+    found: list[tuple[str, dict[str, tuple[int, dict[str, Any]]], str, list[str]]] = []
     for pid in ids:
         rows = {m: per_model[m][pid] for m in MODELS if m in per_model and pid in per_model[m]}
         any_row = next(iter(rows.values()))[1]
         if not any_row["type"].startswith("contrast_"):
             continue  # safe prompt: refusing it is over-refusal, not this benchmark's misbehavior
         sides = _sides(rows, res)
-        if sides is None:
-            continue
-        mm, bm = sides
+        if sides is not None:
+            found.append((pid, rows, *sides))
+    # the refusal of each prompt: close in length to the compliance, and the compliance the longer side in
+    # about half the pairs (a refusal is short: the first refusal in model order let length tell the sides
+    # apart); candidates are (model, completion)
+    chosen = balanced_pairings(
+        [
+            ([(mm, rows[mm][1]["completion"].strip())], [(m, rows[m][1]["completion"].strip()) for m in others])
+            for _, rows, mm, others in found
+        ],
+        lambda c: len(c[1]),
+    )
+    for (pid, rows, mm, _), (((_, _), (bm, _)),) in zip(found, chosen):
         (ml, mrow), (bl, brow) = rows[mm], rows[bm]
         res.pairs.append(
             SourcePair(
