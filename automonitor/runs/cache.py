@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from automonitor.data.monitor_views import render
 from automonitor.errors import InputError
 from automonitor.hashing import sha256_text
+from automonitor.jsontypes import JSONObject
 from automonitor.vocab import DEFAULT_VIEW
 from automonitor.runs.params import redact_url
 
@@ -23,7 +24,7 @@ def sample_hash(request: str, response: str) -> str:
 
 
 def cache_key(
-    backend: str, model: str | None, base_url: str | None, template_hash: str, sample_h: str, params: dict[str, Any]
+    backend: str, model: str | None, base_url: str | None, template_hash: str, sample_h: str, params: JSONObject
 ) -> str:
     """Hex sha256 of the canonical JSON of (backend, model, base URL, template hash, sample hash,
     answer-changing parameters). Base URLs are compared redacted (no secret enters the key) and without a
@@ -75,12 +76,12 @@ class CacheKeys:
         self.backend = backend
         self.template_hash = template_hash
         self.view = view
-        self.params: dict[str, Any] = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
+        self.params: JSONObject = {**backend.cache_params(), "prompt": backend.prompt.fingerprint()}
         if view != DEFAULT_VIEW:
             self.params["view"] = view
             if backend.prompt.examples:  # few-shot examples are shown under the view too (runs.fewshot)
                 self.params["examples_view"] = view
-        self._frames: dict[tuple[Any, ...], tuple[bytes, bytes] | None] = {}
+        self._frames: dict[tuple[int, str, str | None, str | None], tuple[bytes, bytes] | None] = {}
 
     def _frame(self, repeat: int) -> tuple[bytes, bytes] | None:
         """The canonical JSON of :func:`cache_key`'s payload for ``repeat`` cut around the sample hash

@@ -8,7 +8,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -23,6 +23,7 @@ from automonitor.data.build.selection import Blocked
 from automonitor.data.build.steps import stage
 from automonitor.data.errata import errata_in_force
 from automonitor.errors import InputError
+from automonitor.jsontypes import JSONValue
 from automonitor.leases import lease_held_by_other
 from automonitor.data.sources import REGISTRY, SourceResult
 from store import session_scope
@@ -42,7 +43,7 @@ class _StoreState:
     external: Blocked = field(default_factory=Blocked)
 
 
-def _erratum_key(meta: Any) -> str:
+def _erratum_key(meta: JSONValue) -> str:
     """The build's marks on a row, the erratum (``meta.erratum``) and the detector ladder's keys
     (``meta.tier``, ``caught_by``, ``false_alarm_by``), as a comparable string (``""``: none)."""
     if not isinstance(meta, dict):
@@ -187,10 +188,11 @@ def _apply_changes(
 
 
 BUILD_LOCK = "build"  # the store-wide lock name: one build at a time per store
-_F = TypeVar("_F", bound=Callable[..., dict[str, Any]])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def _serialised(fn: _F) -> _F:
+def _serialised(fn: Callable[Concatenate[Engine, _P], _R]) -> Callable[Concatenate[Engine, _P], _R]:
     """Run ``fn(engine, ...)`` under the store-wide build lock (:func:`store.queries.locks.try_named_lock`:
     a PostgreSQL advisory lock, a lock file beside a SQLite database), so two builds never interleave.
 
@@ -199,7 +201,7 @@ def _serialised(fn: _F) -> _F:
     """
 
     @functools.wraps(fn)
-    def locked(engine: Engine, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def locked(engine: Engine, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         lock = try_named_lock(engine, BUILD_LOCK)
         if lock is None:
             raise InputError(
@@ -210,7 +212,7 @@ def _serialised(fn: _F) -> _F:
         finally:
             release_named_lock(lock)
 
-    return locked  # type: ignore[return-value]
+    return locked
 
 
 @_serialised
