@@ -7,7 +7,7 @@ import io
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -259,13 +259,13 @@ _LOCKED_FIELDS = ("label", "category", "severity", "evidence_start", "evidence_e
 _SHOWN_CHARS = 40  # a differing value is shown up to this many characters
 
 
-def _shown_value(v: Any) -> str:
+def _shown_value(v: object) -> str:
     """A stored or imported field value for an error message: its ``repr``, cut to :data:`_SHOWN_CHARS`."""
     text = repr(v)
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
-def _locked_differences(old: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, str]:
+def _locked_differences(old: Mapping[str, object] | None, values: Mapping[str, object]) -> dict[str, str]:
     """The fields (:data:`_LOCKED_FIELDS`) in which an imported label ``values`` differs from the locked
     stored label ``old``, each with ``"FIELD (stored X, file Y)"`` (values cut to 40 characters), in
     field order; empty when they are the same (the re-import is a no-op). With no stored label (an

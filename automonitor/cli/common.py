@@ -31,7 +31,7 @@ class CliConsole(Console):
     prints it, word-wrapped at the terminal's width. Build it with ``markup=False`` where the messages
     carry data."""
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:
+    def print(self, *objects: object, **kwargs: Any) -> None:
         """:meth:`rich.console.Console.print`, with ``soft_wrap=True`` for messages off a terminal
         (unless the call sets ``soft_wrap``)."""
         if "soft_wrap" not in kwargs and not self.is_terminal and all(isinstance(o, str) for o in objects):
@@ -183,7 +183,7 @@ def open_store(url: str | None = None, *, create: bool = False) -> Engine:
     return engine
 
 
-def emit_json(obj: Any) -> None:
+def emit_json(obj: object) -> None:
     """Print one JSON document on stdout (and nothing else there)."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()

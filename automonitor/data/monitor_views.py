@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from automonitor.data.parts import Part, generic_parts
 from automonitor.errors import InputError
 from automonitor.vocab import DEFAULT_VIEW, VIEWS
+
+if TYPE_CHECKING:
+    from automonitor.data.sources.registry import Source
 
 #: the part kinds each view shows (``full``: the whole response)
 VIEW_KINDS: dict[str, tuple[str, ...]] = {
@@ -79,7 +82,7 @@ def check_view(view: str) -> str:
     return view
 
 
-def _source(name: str) -> Any:
+def _source(name: str) -> Source | None:
     """The registered source ``name`` (or ``None``). The registry (which imports every source module) is
     imported on first use, not with this module: a report whose runs all judged the full view never needs it."""
     from automonitor.data.sources.registry import REGISTRY

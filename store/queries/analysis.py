@@ -136,13 +136,15 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     return df
 
 
-def _fetch_tuples(conn: Connection, stmt: sa.Select[Any]) -> list[tuple[Any, ...]]:
+def _fetch_tuples(conn: Connection, stmt: sa.Select[tuple[object, ...]]) -> list[tuple[object, ...]]:
     """Every row of ``stmt`` as the driver's tuples, executed and fetched on the DBAPI cursor of ``conn``
     (no SQLAlchemy ``Row`` per row: a report reads ~90,000 rows). Only for statements whose columns
     need no result processing (strings, numbers, JSON cast to text): the values are the driver's own."""
     compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.params
-    args: Any = tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+    args: tuple[object, ...] | dict[str, object] = (
+        tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+    )
     cursor = conn.connection.cursor()
     try:
         cursor.execute(compiled.string, args)

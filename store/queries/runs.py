@@ -11,6 +11,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapper
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement, Executable
 from sqlmodel import Session, SQLModel, col
 
 from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
@@ -291,13 +293,15 @@ def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[st
     return out
 
 
+#: rows (column -> Python value) -> the driver's parameters for them (tuples or dicts)
+DriverParams = Callable[[Sequence[Mapping[str, object]]], list[object]]
 #: (statement name, its parameters: dialect or column names) -> the statement, built once
-_STMT_CACHE: dict[tuple[str | tuple[str, ...], ...], Any] = {}
+_STMT_CACHE: dict[tuple[str | tuple[str, ...], ...], object] = {}
 
 
 def _driver_statement(
-    session: Session, name: str, build: Callable[[], Any], binds: dict[str, tuple[str, sa.Column[Any]]]
-) -> tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[Any]]]:
+    session: Session, name: str, build: Callable[[], ClauseElement], binds: dict[str, tuple[str, sa.Column[object]]]
+) -> tuple[str, DriverParams]:
     """The statement ``build()`` compiled once per dialect and column set for :func:`_run_many`: its SQL
     text and a function turning rows (dicts of column -> Python value; a missing column is ``None``)
     into the driver's parameters (a tuple per row for a positional paramstyle such as SQLite's ``?``, else a
@@ -307,12 +311,12 @@ def _driver_statement(
     dialect = session.get_bind().dialect
     key = ("driver", name, dialect.name, tuple(binds))
     if key not in _STMT_CACHE:
-        compiled = build().compile(dialect=dialect)
-        order = list(compiled.positiontup) if compiled.positional else list(binds)
+        compiled = cast(SQLCompiler, build().compile(dialect=dialect))
+        order = list(compiled.positiontup or ()) if compiled.positional else list(binds)
         plan = [(b, binds[b][0], binds[b][1].type.dialect_impl(dialect).bind_processor(dialect)) for b in order]
         names = [b for b, _, _ in plan]
 
-        def params(rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+        def params(rows: Sequence[Mapping[str, object]]) -> list[object]:
             columns = []
             for _, k, proc in plan:  # column by column: one pass of each bind processor over the rows
                 values = [r.get(k) for r in rows]
@@ -322,19 +326,20 @@ def _driver_statement(
             return [dict(zip(names, vals)) for vals in zip(*columns)]
 
         _STMT_CACHE[key] = (compiled.string, params)
-    return cast(tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[Any]]], _STMT_CACHE[key])
+    return cast(tuple[str, DriverParams], _STMT_CACHE[key])
 
 
-def _run_many(session: Session, sql: str, params: list[Any]) -> None:
+def _run_many(session: Session, sql: str, params: list[object]) -> None:
     """One driver-level ``executemany`` of ``sql`` over ``params`` on the session's connection (inside its
     transaction): no per-row SQLAlchemy parameter handling, the rows already in the driver's form."""
-    session.connection().exec_driver_sql(sql, params if len(params) > 1 else params[0])
+    one = cast("Sequence[object] | Mapping[str, object]", params[0])
+    session.connection().exec_driver_sql(sql, params if len(params) > 1 else one)
 
 
-def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> Any:
+def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> ClauseElement:
     """``INSERT INTO cache_entry (columns) ... ON CONFLICT (key) DO NOTHING`` for ``dialect``, one bind per column."""
     t = _table(CacheEntry)
-    values: dict[str, Any] = {c: sa.bindparam(c) for c in columns}
+    values: dict[str, sa.BindParameter[object]] = {c: sa.bindparam(c) for c in columns}
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -384,7 +389,7 @@ def update_predictions(session: Session, rows: list[dict[str, Any]]) -> None:
     keys = tuple(sorted({k for r in rows for k in r if k != "id"}))
     t = _table(Prediction)
 
-    def build() -> Any:
+    def build() -> ClauseElement:
         return (
             sa.update(t)
             .where(t.c.id == sa.bindparam("id"), t.c.outcome.is_(None))
@@ -409,7 +414,9 @@ def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache
                     api_calls=t.c.api_calls + sa.bindparam("_calls"), cache_hits=t.c.cache_hits + sa.bindparam("_hits")
                 )
             )
-        session.connection().execute(_STMT_CACHE[key], {"_rid": run_id, "_calls": api_calls, "_hits": cache_hits})
+        session.connection().execute(
+            cast(Executable, _STMT_CACHE[key]), {"_rid": run_id, "_calls": api_calls, "_hits": cache_hits}
+        )
 
 
 def find_equivalent_run(

@@ -30,7 +30,7 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from automonitor.errors import InputError
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
@@ -327,7 +327,7 @@ def load(raw: Path) -> SourceResult:
     return res
 
 
-def _pair_penalty(m: dict[str, Any], b: dict[str, Any]) -> float:
+def _pair_penalty(m: Mapping[str, str], b: Mapping[str, str]) -> float:
     """The pairing rule ahead of length (:func:`automonitor.data.length_match.balanced_pairings`): two
     trajectories of different prompts never pair; a Claude benign side only when no other is left."""
     if (m["system"], m["user"]) != (b["system"], b["user"]):

@@ -44,7 +44,11 @@ def _read(raw: Path, relname: str) -> list[tuple[int, dict[str, Any]]]:
         raise InputError(f"cannot read file: {exc}", file=relname) from None
 
 
-def _sides(rows: dict[str, tuple[int, dict[str, Any]]], res: SourceResult) -> tuple[str, list[str]] | None:
+#: one prompt's rows by model: (line in the file, the row)
+_Rows = dict[str, tuple[int, dict[str, Any]]]
+
+
+def _sides(rows: _Rows, res: SourceResult) -> tuple[str, list[str]] | None:
     """``(complying model, refusing models)`` of one unsafe prompt: the first model with a non-empty full
     compliance and the other models with a non-empty full refusal (model order); ``None`` (counted in
     ``res``) when there is none."""
@@ -74,7 +78,7 @@ def load(raw: Path) -> SourceResult:
         InputError: a file without the needed columns or unreadable (file, line, field named).
     """
     res = SourceResult()
-    per_model: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {}
+    per_model: dict[str, _Rows] = {}
     for m, relname in zip(MODELS, FILES):
         if res.found(raw, relname) is None:
             continue
@@ -82,7 +86,7 @@ def load(raw: Path) -> SourceResult:
     if not per_model:
         return res
     ids = sorted({i for rows in per_model.values() for i in rows}, key=lambda s: (len(s), s))
-    found: list[tuple[str, dict[str, tuple[int, dict[str, Any]]], str, list[str]]] = []
+    found: list[tuple[str, _Rows, str, list[str]]] = []
     for pid in ids:
         rows = {m: per_model[m][pid] for m in MODELS if m in per_model and pid in per_model[m]}
         any_row = next(iter(rows.values()))[1]
