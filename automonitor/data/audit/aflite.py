@@ -29,8 +29,11 @@ The unit removed is a whole pair (never one side). The rule, per round:
    - score(benign))`` of the failing baselines (margins rank-normalised, the largest over baselines
    counts; the pair is credited to that baseline); ties broken by a seeded order;
 4. stop when no slice fails, or after :attr:`AfliteParams.max_rounds`. A slice that falls below
-   ``min_pairs`` while still failing is *not achievable*: its remaining pairs are removed too and it is
-   reported as such.
+   its floor while still failing is *not achievable*: its remaining pairs are removed too and it is
+   reported as such. The floor is ``min_pairs``, or :attr:`AfliteParams.shrink_floor` (30) for a slice
+   that starts with at least that many pairs: the filter keeps the pairs its own noisy estimate passes,
+   so letting a large slice shrink to 15 lets chance certify it (a slice whose every misbehavior side
+   carries the same token passed at 20 pairs; ``tests/data/test_hard.py``).
 
 ``min_pairs`` is 15, the certificate's bar (:data:`automonitor.data.audit.certify.MIN_PAIRS`): every slice
 of 15 pairs or more is filtered. A smaller slice is not filtered (status ``not_checked``) but not skipped
@@ -79,6 +82,7 @@ class AfliteParams:
 
     bound: float = 0.2
     min_pairs: int = 15  # the certificate's bar (certify.MIN_PAIRS): every slice of >= 15 pairs is filtered
+    shrink_floor: int = 30  # a slice that starts with >= 30 pairs is never filtered below 30 (module doc)
     step: float = 0.08
     folds: int = 5
     max_rounds: int = 80
@@ -305,6 +309,7 @@ def aflite(
     dead: set[SliceKey] = set()
     final: dict[SliceKey, dict[str, Any]] = {}
     passed: set[tuple[SliceKey, tuple[int, ...]]] = set()  # (slice, rows) already scored as passing
+    floor: dict[SliceKey, int] = {}  # per slice: below this many pairs while failing = not achievable
     for rnd in range(1, params.max_rounds + 1):
         res.rounds = rnd
         counts = Counter(pair_source[p] for p in alive)
@@ -319,9 +324,10 @@ def aflite(
                 "pairs": n_pairs,
                 "controls": int(te["pair_id"].astype(str).str.startswith("controls:").sum()),
             }
-            if n_pairs < params.min_pairs or key in dead:
+            low = floor.setdefault(key, params.shrink_floor if n_pairs >= params.shrink_floor else params.min_pairs)
+            if n_pairs < low or key in dead:
                 doc.update(status="not_achievable" if key in dead else "not_checked", aurocs={})
-                if n_pairs < params.min_pairs and key not in dead and key in final and final[key]["status"] == "fail":
+                if n_pairs < low and key not in dead and key in final and final[key]["status"] == "fail":
                     dead.add(key)  # fell below min_pairs while failing
                     doc["status"] = "not_achievable"
                     doc["last_aurocs"] = final[key].get("aurocs", {})
