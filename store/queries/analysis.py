@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
+
+from automonitor.vocab import RunKind, RunStatus
 
 import pandas as pd
 import sqlalchemy as sa
@@ -265,6 +267,37 @@ def insert_imported_run(
 
     ``rows`` are dicts with Prediction column names (sample_id, outcome, score, evidence, raw, ...).
     """
+    return insert_finished_run(
+        session,
+        run_id=run_id,
+        monitor=monitor,
+        template=template,
+        kind="imported",
+        status="imported",
+        params=params,
+        rows=rows,
+    )
+
+
+def insert_finished_run(
+    session: Session,
+    *,
+    run_id: str,
+    monitor: Monitor,
+    template: str,
+    kind: RunKind,
+    status: RunStatus,
+    params: Mapping[str, object],
+    rows: Sequence[Mapping[str, object]],
+    edition: str | None = None,
+) -> Run:
+    """Insert a run that is over when written (imported predictions, the build's ladder runs: ``kind`` and
+    ``status`` given) and its predictions, in chunks, inside the caller's transaction. ``rows`` are dicts with
+    Prediction column names (sample_id, outcome, score, evidence, raw, ...); unset columns are empty, cost 0.
+
+    Raises:
+        ValueError: ``monitor`` was not flushed (no id).
+    """
     if monitor.id is None:
         raise ValueError("the monitor row must be flushed (have an id) before its run is inserted")
     now = utcnow()
@@ -273,38 +306,39 @@ def insert_imported_run(
         monitor_id=monitor.id,
         monitor=monitor.name,
         template=template,
-        status="imported",
-        kind="imported",
-        params=params,
+        status=status,
+        kind=kind,
+        params=dict(params),
         n=len(rows),
         created_at=now,
         started_at=now,
         finished_at=now,
     )
+    if edition is not None:
+        run.edition = edition
     session.add(run)
     session.flush()
-    payload = []
-    for r in rows:
-        payload.append(
-            {
-                "run_id": run_id,
-                "sample_id": r["sample_id"],
-                "outcome": r["outcome"],
-                "score": r.get("score"),
-                "raw": r.get("raw"),
-                "reason": r.get("reason"),
-                "evidence": r.get("evidence") or [],
-                "pred_category": r.get("pred_category"),
-                "severity": r.get("severity"),
-                "meta": r.get("meta") or {},
-                "created_at": now,
-                "judged_at": now,
-                "tokens_in": 0,
-                "tokens_out": 0,
-                "cost_usd": 0.0,
-                "cached": False,
-            }
-        )
+    payload = [
+        {
+            "run_id": run_id,
+            "sample_id": r["sample_id"],
+            "outcome": r["outcome"],
+            "score": r.get("score"),
+            "raw": r.get("raw"),
+            "reason": r.get("reason"),
+            "evidence": r.get("evidence") or [],
+            "pred_category": r.get("pred_category"),
+            "severity": r.get("severity"),
+            "meta": r.get("meta") or {},
+            "created_at": now,
+            "judged_at": now,
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "cost_usd": 0.0,
+            "cached": False,
+        }
+        for r in rows
+    ]
     for part in _chunks(payload, 2000):
         session.execute(sa.insert(Prediction), list(part))
     return run

@@ -10,8 +10,9 @@ import sqlalchemy as sa
 from sqlmodel import Session, col
 
 from automonitor.vocab import RunKind
-from store.models import Prediction, Run, utcnow
+from store.models import Prediction, Run
 from store.queries import chunks
+from store.queries.analysis import insert_finished_run
 from store.queries.runs import get_or_create_monitor
 
 KIND: RunKind = "ladder"
@@ -52,42 +53,17 @@ def insert_run(
     prediction per ``(sample_id, score)``: outcome ``misbehavior`` when ``score >= 0.5`` (the ladder's flag),
     else ``benign``; ``score`` is P(misbehavior) in [0, 1]. The samples must exist (foreign key)."""
     mon = get_or_create_monitor(session, monitor, KIND, monitor.split(":", 1)[-1], None, match_backend=True)
-    if mon.id is None:  # pragma: no cover - get_or_create_monitor flushes
-        raise ValueError("the monitor row has no id")
-    now = utcnow()
-    run = Run(
-        id=run_id,
-        monitor_id=mon.id,
-        monitor=mon.name,
+    rows: list[dict[str, object]] = [
+        {"sample_id": sid, "outcome": "misbehavior" if s >= 0.5 else "benign", "score": s} for sid, s in scores
+    ]
+    return insert_finished_run(
+        session,
+        run_id=run_id,
+        monitor=mon,
         template="ladder",
         kind=KIND,
         status="finished",
-        edition=edition,
         params=params,
-        n=len(scores),
-        created_at=now,
-        started_at=now,
-        finished_at=now,
+        rows=rows,
+        edition=edition,
     )
-    session.add(run)
-    session.flush()
-    payload: list[dict[str, object]] = [
-        {
-            "run_id": run_id,
-            "sample_id": sid,
-            "outcome": "misbehavior" if s >= 0.5 else "benign",
-            "score": s,
-            "evidence": [],
-            "meta": {},
-            "created_at": now,
-            "judged_at": now,
-            "tokens_in": 0,
-            "tokens_out": 0,
-            "cost_usd": 0.0,
-            "cached": False,
-        }
-        for sid, s in scores
-    ]
-    for part in chunks(payload, 2000):
-        session.execute(sa.insert(Prediction), list(part))
-    return run
