@@ -1,41 +1,12 @@
-"""Errata that last: readers' verdicts on pair labels, kept in the store and shipped with the package.
+"""Errata that last: readers' verdicts on pair labels, shipped with the package
+(``automonitor/data/errata.jsonl``, or ``$AUTOMONITOR_ERRATA``) and kept in the store's ``erratum`` table.
 
-Two places hold errata, and every build applies both (:func:`errata_in_force`, after the quality gates):
-
-* the project's own readings ship as package data, ``automonitor/data/errata.jsonl`` (in the source
-  tree a link to the reviewed ``seeds/errata.jsonl``; ``$AUTOMONITOR_ERRATA`` names another file): one
-  JSON object a line with exactly the fields of :class:`Erratum` (``pair_id``, ``source``, ``verdict`` =
-  ``wrong`` | ``doubtful``, ``reason``, ``reader``, ``date`` ``YYYY-MM-DD``, as the CLI contract names
-  them); an installed wheel has them;
-* errata entered into a store (the app's "Report this label", ``errata add``, ``errata import``) are
-  rows of its ``erratum`` table (:func:`add_erratum`), written in one transaction each with their
-  provenance (``origin``, ``entered_by``, ``entered_at``). Nothing is ever written into the code checkout.
-
-Which erratum is in force for a pair (:func:`current`; the build, ``stats`` and ``errata list`` all use it),
-over the shipped ones first, then the stored ones in the order they were entered:
-
-* a reader's later erratum for a pair replaces that reader's earlier one (a re-reading);
-* readers who disagree (one says ``wrong``, another ``doubtful``) are a conflict: the STRICTEST verdict is in
-  force (``wrong`` over ``doubtful``), the latest erratum with that verdict supplying reason, reader and date.
-  So no reader's ``wrong`` is quietly softened by another's later ``doubtful``, and two readers reporting
-  at once get the same result whichever commits first. Both readings are kept; a conflict is shown, never
-  silent: ``errata add`` and the app's "Report this label" warn naming the other reader's verdict and the
-  pair, ``errata list`` lists each pair's other readings (:func:`conflicts`). ``errata export`` writes them all as the file above for review
-in git (:func:`export_errata`); ``errata import`` adds a reviewed file's new lines to a store
-(:func:`import_errata`). A reason is at most :data:`MAX_REASON` bytes (UTF-8) and is shown escaped
-everywhere, its control and line-separator characters marked (:func:`automonitor.escaping.reveal_controls`).
-
-What a build does with an erratum:
-
-* ``wrong``: the pair leaves ``verified`` and goes to the candidate pool with the reason (its ``gate``
-  is ``erratum (wrong): <reason>``); if the ``paper`` mirror draws it, it stays there marked: every row
-  of the pair carries ``meta.erratum`` (verdict, reason, reader, date), the build report counts it, and
-  it never enters train;
-* ``doubtful``: the same, with ``erratum (doubtful): <reason>``.
-
-A pair is matched by its ``pair_id`` or by the alias ``meta.upstream_id`` (the ids before pair ids were
-named by content: ``safecoder:train:112``); a ``cand:`` prefix is ignored. An erratum that matches no
-pair of the build is reported (build report ``errata.unmatched``, ``errata list``), never an error.
+What they mean, which one is in force for a pair (:func:`current`: the strictest verdict among readers who
+disagree, a reader's later erratum replacing their own), how conflicts are shown and what a build does with
+them (out of ``verified``, to candidates with gate ``erratum (<verdict>): <reason>``, marked
+``meta.erratum`` in the ``paper`` mirror, never train): ``docs/explanation/editions.md``, "Errata". A pair
+is matched by ``pair_id`` or ``meta.upstream_id`` (a ``cand:`` prefix ignored); an unmatched erratum is
+reported, never an error.
 """
 
 from __future__ import annotations

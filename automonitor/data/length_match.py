@@ -2,11 +2,9 @@
 benign responses to the same request, pair them so that the two sides of a pair are close in length *and*,
 over the source, the misbehavior side is the longer one about as often as the benign side.
 
-A monitor (or a trivial baseline) can tell the sides of a pair apart by length alone when one label's
-responses are longer (a refusal is short, an agent that games its KPI works longer). Where a source has
-only one response per side and request there is nothing to choose; where it has several (several models'
-trajectories of one scenario, several rollouts of one problem, several models' refusals of one prompt),
-:func:`length_matched` picks, for one request, the disjoint pairing with the least summed cost
+Where a source has only one response per side and request there is nothing to choose; where it has
+several (several models' trajectories of one scenario, several rollouts of one problem, several models'
+refusals of one prompt), :func:`length_matched` picks, for one request, the disjoint pairing with the least summed cost
 
     r(m, b) = log((1 + len m) / (1 + len b))        (signed: > 0 when the misbehavior side is longer)
     cost(m, b) = |r| - bias * sign(r) + penalty(m, b)
@@ -14,14 +12,12 @@ trajectories of one scenario, several rollouts of one problem, several models' r
 (``min(len(mis), len(ben))`` pairs: an optimal assignment, Kuhn-Munkres via
 ``scipy.optimize.linear_sum_assignment``); ``penalty`` keeps a source's own preferences (a style it avoids
 on the benign side, a pair it cannot form) ahead of length. With ``bias = 0`` this is the pairing with the
-least summed gap. That alone can leave one side longer in most pairs (a source whose unsafe trajectories
-run longer stays so after matching the gap's size: R-Judge had the unsafe side longer in 77% of its pairs,
-69% before matching), and the audit's length baseline reads the direction (its features are the length and
-the signed ratio within the pair). :func:`balanced_pairings` therefore chooses one ``bias`` per source, a
-Lagrange multiplier on the count of pairs whose misbehavior side is longer (``bias > 0`` makes such a pair
-cheaper by ``bias``, ``bias < 0`` dearer): the first of :data:`BIASES` (smallest first) whose pairings
-leave the two directions equal in number, within one; where no bias gets there (every choice a source
-offers points one way), the one that comes closest. A request with one response per side keeps its pair
+least summed gap, which can still leave one side longer in most pairs (why that matters:
+``docs/explanation/hard.md``, "Length matched within a pair"). :func:`balanced_pairings` therefore
+chooses one ``bias`` per source, a Lagrange multiplier on the count of pairs whose misbehavior side is
+longer (``bias > 0`` makes such a pair cheaper by ``bias``, ``bias < 0`` dearer): the first of
+:data:`BIASES` (smallest first) whose pairings leave the two directions equal in number, within one; where
+no bias gets there (every choice a source offers points one way), the one that comes closest. A request with one response per side keeps its pair
 whatever the bias; deterministic for a given input.
 """
 

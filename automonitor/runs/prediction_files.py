@@ -176,7 +176,16 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
             m = q.external_monitor(s, monitor)
             run_id = "imp-" + uuid.uuid4().hex[:16]
             params = {"source_file": p.name, "sha256": sha, "format": fmt, "rows": len(rows)}
-            q.insert_imported_run(s, run_id=run_id, monitor=m, template=template, params=params, rows=rows)
+            q.insert_finished_run(
+                s,
+                run_id=run_id,
+                monitor=m,
+                template=template,
+                kind="imported",
+                status="imported",
+                params=params,
+                rows=rows,
+            )
             created = True
     return {
         "run_id": run_id,

@@ -3,11 +3,12 @@ chunked ``IN (...)`` lookup they share."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Mapper, Session
+from sqlmodel import SQLModel
 
 from store.models import Sample
 
@@ -34,11 +35,16 @@ def rows_by_ids(conn: Connection | Session, columns: Sequence[Any], id_column: A
 SAMPLE_KEY = ("id", "pair_id", "category", "task", "label")
 
 
+def table_of(model: type[SQLModel]) -> sa.Table:
+    """The mapped table of a SQLModel class (its ``__table__``, which SQLModel sets at runtime only)."""
+    mapper: Mapper[Any] = sa.inspect(model)
+    return cast(sa.Table, mapper.local_table)
+
+
 def sample_columns(*names: str) -> list[Any]:
     """The ``sample`` table's columns called ``names`` (``sample_columns(*SAMPLE_KEY, "content_hash")``), for
     a ``SELECT`` whose rows become dicts with those keys."""
-    table = Sample.__table__  # type: ignore[attr-defined]
-    return [table.c[n] for n in names]
+    return [table_of(Sample).c[n] for n in names]
 
 
 __all__ = [
@@ -47,4 +53,5 @@ __all__ = [
     "chunks",
     "rows_by_ids",
     "sample_columns",
+    "table_of",
 ]

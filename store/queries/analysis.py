@@ -18,25 +18,18 @@ from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks as _chunks, rows_by_ids
 
 RUN_COLUMNS = ["run_id", "monitor", "template", "kind", "status", "n", "params", "created_at"]
+LIGHT_COLUMNS = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
 PREDICTION_COLUMNS = [
     "run_id",
     "monitor",
     "template",
     "kind",
-    "sample_id",
-    "pair_id",
-    "category",
-    "task",
-    "label",
-    "outcome",
-    "score",
-    "evidence",
+    *LIGHT_COLUMNS[1:],
     "raw",
     "reason",
     "pred_category",
     "severity",
 ]
-_LIGHT = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
 
 
 def load_runs(engine: Engine, run_ids: Sequence[str] | None = None, *, include_ladder: bool = False) -> pd.DataFrame:
@@ -113,7 +106,7 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     # evidence as JSON text, decoded below only when non-empty (most predictions have none): much faster
     # than letting the JSON type decode every row
     cols["evidence"] = sa.cast(Prediction.evidence, sa.Text).label("evidence")
-    names = _LIGHT if light else PREDICTION_COLUMNS
+    names = LIGHT_COLUMNS if light else PREDICTION_COLUMNS
     q = (
         sa.select(*[cols[n] for n in names])
         .join(Sample, col(Sample.id) == col(Prediction.sample_id))
@@ -252,31 +245,6 @@ def find_imported_run(session: Session, monitor: str, template: str, sha256: str
         if (r.params or {}).get("sha256") == sha256:
             return r
     return None
-
-
-def insert_imported_run(
-    session: Session,
-    *,
-    run_id: str,
-    monitor: Monitor,
-    template: str,
-    params: dict[str, Any],
-    rows: list[dict[str, Any]],
-) -> Run:
-    """Insert a run (kind and status ``imported``) and its predictions inside the caller's transaction.
-
-    ``rows`` are dicts with Prediction column names (sample_id, outcome, score, evidence, raw, ...).
-    """
-    return insert_finished_run(
-        session,
-        run_id=run_id,
-        monitor=monitor,
-        template=template,
-        kind="imported",
-        status="imported",
-        params=params,
-        rows=rows,
-    )
 
 
 def insert_finished_run(

@@ -13,17 +13,10 @@ from typing import Any, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Mapper
-from sqlmodel import Session, SQLModel, col
+from sqlmodel import Session, col
 
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
-from store.queries import chunks
-
-
-def _table(model: type[SQLModel]) -> sa.FromClause:
-    """The mapped table of a SQLModel class (its ``__table__``, which SQLModel sets at runtime only)."""
-    mapper: Mapper[Any] = sa.inspect(model)
-    return mapper.local_table
+from store.queries import chunks, sample_columns, table_of
 
 
 _LABEL_COLUMNS = (
@@ -48,25 +41,13 @@ def assignment_rows(
     "submitted_at", "created_at"}``. Only ``annotator_id``'s rows when given (permission checks are the
     caller's: :mod:`automonitor.annotation.queries`).
     """
-    who = annotator_id
-    cols: list[sa.ColumnElement[Any]] = [
-        col(Assignment.id).label("id"),
-        col(Assignment.annotator_id).label("annotator_id"),
-        col(Annotator.name).label("annotator"),
-        col(Assignment.sample_id).label("sample_id"),
-        col(Assignment.position).label("position"),
-        col(Assignment.seed).label("seed"),
-        col(Assignment.batch).label("batch"),
-        col(Assignment.submitted_at).label("submitted_at"),
-        col(Assignment.created_at).label("created_at"),
-    ]
     q = (
-        sa.select(*cols)
+        sa.select(*table_of(Assignment).columns, col(Annotator.name).label("annotator"))
         .join(Annotator, col(Annotator.id) == col(Assignment.annotator_id))
         .order_by(col(Assignment.annotator_id), col(Assignment.position))
     )
-    if who is not None:
-        q = q.where(col(Assignment.annotator_id) == who)
+    if annotator_id is not None:
+        q = q.where(col(Assignment.annotator_id) == annotator_id)
     if sample_ids is not None:
         q = q.where(col(Assignment.sample_id).in_(list(sample_ids)))
     return [dict(r._mapping) for r in session.execute(q)]
@@ -88,7 +69,7 @@ def label_rows(
     when given (permission checks are the caller's: :mod:`automonitor.annotation.queries`).
     """
     who = annotator_id
-    cols: list[sa.ColumnElement[Any]] = [*_table(Annotation).columns, col(Annotator.name).label("annotator")]
+    cols: list[sa.ColumnElement[Any]] = [*table_of(Annotation).columns, col(Annotator.name).label("annotator")]
     q = sa.select(*cols).join(Annotator, col(Annotator.id) == col(Annotation.annotator_id))
     if with_sample:
         q = q.add_columns(
@@ -138,7 +119,7 @@ def upsert_label(session: Session, values: dict[str, Any]) -> int:
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported stores
         raise RuntimeError(f"unsupported database {dialect}")
     ex = stmt.excluded
-    old = _table(Annotation).c.seconds_spent
+    old = table_of(Annotation).c.seconds_spent
     seconds = sa.case(
         (sa.and_(old.is_(None), ex.seconds_spent.is_(None)), sa.null()),
         else_=sa.func.coalesce(old, 0.0) + sa.func.coalesce(ex.seconds_spent, 0.0),
@@ -149,8 +130,8 @@ def upsert_label(session: Session, values: dict[str, Any]) -> int:
         stmt.on_conflict_do_update(
             index_elements=["annotator_id", "sample_id"],
             set_=update,
-            where=_table(Annotation).c.submitted_at.is_(None),
-        ).returning(_table(Annotation).c.id)
+            where=table_of(Annotation).c.submitted_at.is_(None),
+        ).returning(table_of(Annotation).c.id)
     )
     return len(res.all())  # RETURNING yields the rows inserted or updated (rowcount is unreliable here)
 
@@ -184,7 +165,7 @@ def annotator_loads(session: Session) -> dict[int, int]:
 def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
     """``{sample_id: row}`` of the newest adjudication of each item (admin-only data). A row has every
     ``adjudication`` column plus ``adjudicator`` (name)."""
-    cols: list[sa.ColumnElement[Any]] = [*_table(Adjudication).columns, col(Annotator.name).label("adjudicator")]
+    cols: list[sa.ColumnElement[Any]] = [*table_of(Adjudication).columns, col(Annotator.name).label("adjudicator")]
     q = (
         sa.select(*cols)
         .join(Annotator, col(Annotator.id) == col(Adjudication.adjudicator_id))
@@ -202,7 +183,7 @@ def adjudication_rows(session: Session) -> list[dict[str, Any]]:
     """Every adjudication (history included), oldest first, with ``adjudicator`` name and the item's
     current ``status`` (admin-only data)."""
     cols: list[sa.ColumnElement[Any]] = [
-        *_table(Adjudication).columns,
+        *table_of(Adjudication).columns,
         col(Annotator.name).label("adjudicator"),
         col(Sample.status).label("sample_status"),
         col(Sample.category).label("item_category"),
@@ -345,16 +326,9 @@ def mark_submitted(
 def candidate_details(session: Session) -> dict[str, dict[str, Any]]:
     """``{sample_id: row}`` of every candidate item with ``id``, ``pair_id``, ``category``, ``task``,
     ``source``, ``label`` (the intended one), ``request``, ``response`` (admin-only data)."""
-    q = sa.select(
-        col(Sample.id),
-        col(Sample.pair_id),
-        col(Sample.category),
-        col(Sample.task),
-        col(Sample.source),
-        col(Sample.label),
-        col(Sample.request),
-        col(Sample.response),
-    ).where(col(Sample.status) == "candidate")
+    q = sa.select(*sample_columns("id", "pair_id", "category", "task", "source", "label", "request", "response")).where(
+        col(Sample.status) == "candidate"
+    )
     return {r.id: dict(r._mapping) for r in session.execute(q)}
 
 
@@ -482,7 +456,7 @@ def delete_open_assignments(session: Session, assignment_ids: Iterable[int]) -> 
     ids = list(assignment_ids)
     if not ids:
         return 0
-    ann = _table(Annotation)
+    ann = table_of(Annotation)
     labeled = sa.exists().where(
         ann.c.annotator_id == col(Assignment.annotator_id), ann.c.sample_id == col(Assignment.sample_id)
     )

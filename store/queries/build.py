@@ -21,7 +21,7 @@ from store.models import (
     Sample,
     utcnow,
 )
-from store.queries import chunks
+from store.queries import chunks, sample_columns
 
 # The tables whose rows name a sample (``sample_id``), by the name the build report uses.
 SAMPLE_REFERENCES: tuple[
@@ -49,16 +49,7 @@ class SampleState(NamedTuple):
 
 def sample_states(session: Session) -> list[SampleState]:
     """Every sample's :class:`SampleState` (build-derived or not; the caller tells them apart)."""
-    q = sa.select(
-        col(Sample.id),
-        col(Sample.source),
-        col(Sample.split),
-        col(Sample.status),
-        col(Sample.meta),
-        col(Sample.request_hash),
-        col(Sample.response_hash),
-        col(Sample.label_source),
-    )
+    q = sa.select(*sample_columns(*SampleState._fields))
     return [SampleState(*row) for row in session.execute(q)]
 
 

@@ -11,22 +11,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
+from store.queries.analysis import LIGHT_COLUMNS
 from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks
 
-INPUT_COLUMNS = [
-    "run_id",
-    "sample_id",
-    "pair_id",
-    "category",
-    "task",
-    "label",
-    "outcome",
-    "score",
-    "cost_usd",
-    "compute_s",
-]
+INPUT_COLUMNS = [*LIGHT_COLUMNS[:-1], "cost_usd", "compute_s"]  # the light columns less evidence
 
 
 def _sample_cost(cost: Any, cached: Any, meta: Any) -> float:

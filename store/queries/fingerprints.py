@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
 from store.models import EditionSample, Run, Sample
+from store.queries import sample_columns
 
 __all__ = ["sample_state"]
 
@@ -26,16 +27,8 @@ def sample_state(conn: Connection | Session) -> tuple[tuple[tuple[str, ...], ...
     It changes when samples are added, promoted or rejected (status/split), relabelled or re-provenanced,
     when an edition gains or loses members, and when a run is archived or unarchived. ``conn``: an open
     connection or session."""
-    groups = conn.execute(
-        sa.select(
-            col(Sample.status),
-            col(Sample.split),
-            col(Sample.label),
-            col(Sample.label_source),
-            sa.func.count(),
-            sa.func.max(Sample.created_at),
-        ).group_by(col(Sample.status), col(Sample.split), col(Sample.label), col(Sample.label_source))
-    ).all()
+    keys = sample_columns("status", "split", "label", "label_source")
+    groups = conn.execute(sa.select(*keys, sa.func.count(), sa.func.max(Sample.created_at)).group_by(*keys)).all()
     eds = conn.execute(
         sa.select(col(EditionSample.edition), sa.func.count(), sa.func.max(EditionSample.created_at)).group_by(
             col(EditionSample.edition)

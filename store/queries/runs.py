@@ -10,21 +10,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Mapper
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, Executable
-from sqlmodel import Session, SQLModel, col
+from sqlmodel import Session, col
 
 from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
 from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
-from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns
-
-
-def _table(model: type[SQLModel]) -> sa.Table:
-    """The mapped table of a SQLModel class (its ``__table__``, which SQLModel sets at runtime only)."""
-    mapper: Mapper[Any] = sa.inspect(model)
-    return cast(sa.Table, mapper.local_table)
+from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of
 
 
 #: the columns of a judge-cache entry: a verdict's fields (:data:`automonitor.vocab.VERDICT_FIELDS`) and ``meta``
@@ -85,17 +78,7 @@ def sample_texts(session: Session | Connection, ids: list[str]) -> dict[str, dic
             "meta": r.meta or {},
         }
         for r in rows_by_ids(
-            session,
-            [
-                col(Sample.id),
-                col(Sample.request),
-                col(Sample.response),
-                col(Sample.content_hash),
-                col(Sample.source),
-                col(Sample.meta),
-            ],
-            col(Sample.id),
-            ids,
+            session, sample_columns("id", "request", "response", "content_hash", "source", "meta"), col(Sample.id), ids
         )
     }
 
@@ -103,12 +86,7 @@ def sample_texts(session: Session | Connection, ids: list[str]) -> dict[str, dic
 def view_inputs(session: Session, ids: list[str]) -> list[dict[str, Any]]:
     """``[{id, response, source, meta, request}]`` for ``ids`` (id order): what a monitor view is cut from
     (the request: which words are the question's, for the silent rule)."""
-    rows = rows_by_ids(
-        session,
-        [col(Sample.id), col(Sample.response), col(Sample.source), col(Sample.meta), col(Sample.request)],
-        col(Sample.id),
-        ids,
-    )
+    rows = rows_by_ids(session, sample_columns("id", "response", "source", "meta", "request"), col(Sample.id), ids)
     return sorted(
         ({"id": r[0], "response": r[1], "source": r[2] or "", "meta": r[3] or {}, "request": r[4]} for r in rows),
         key=lambda d: d["id"],
@@ -132,15 +110,7 @@ def fewshot_samples(session: Session, ids: list[str]) -> dict[str, dict[str, Any
 
 def _example_columns() -> list[Any]:
     """The sample columns of a few-shot example (:func:`train_examples`, :func:`fewshot_samples`)."""
-    return [
-        col(Sample.id),
-        col(Sample.request),
-        col(Sample.response),
-        col(Sample.label),
-        col(Sample.category),
-        col(Sample.source),
-        col(Sample.meta),
-    ]
+    return sample_columns("id", "request", "response", "label", "category", "source", "meta")
 
 
 def prediction_samples(session: Session, prediction_ids: Iterable[int]) -> dict[int, str]:
@@ -338,7 +308,7 @@ def _run_many(session: Session, sql: str, params: list[object]) -> None:
 
 def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> ClauseElement:
     """``INSERT INTO cache_entry (columns) ... ON CONFLICT (key) DO NOTHING`` for ``dialect``, one bind per column."""
-    t = _table(CacheEntry)
+    t = table_of(CacheEntry)
     values: dict[str, sa.BindParameter[object]] = {c: sa.bindparam(c) for c in columns}
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -359,7 +329,7 @@ def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
         return
     dialect = session.get_bind().dialect.name
     if dialect in ("postgresql", "sqlite"):
-        t = _table(CacheEntry)
+        t = table_of(CacheEntry)
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for r in rows:
             groups.setdefault(tuple(r), []).append(r)
@@ -387,7 +357,7 @@ def update_predictions(session: Session, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
     keys = tuple(sorted({k for r in rows for k in r if k != "id"}))
-    t = _table(Prediction)
+    t = table_of(Prediction)
 
     def build() -> ClauseElement:
         return (
@@ -406,7 +376,7 @@ def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache
     if api_calls or cache_hits:
         key = ("add_run_counters",)
         if key not in _STMT_CACHE:
-            t = _table(Run)
+            t = table_of(Run)
             _STMT_CACHE[key] = (
                 sa.update(t)
                 .where(t.c.id == sa.bindparam("_rid"))

@@ -151,18 +151,20 @@ def test_a_ladder_run_is_rewritten_only_when_it_changed(engine):
 
 def test_a_user_run_is_never_touched_by_the_ladder_sync(engine):
     from store.queries import ladder_runs as q
-    from store.queries.analysis import insert_imported_run
+    from store.queries.analysis import insert_finished_run
     from store.queries.runs import get_or_create_monitor
 
     rows = _rows()
     _store(engine, rows)
     with session_scope(engine) as s:
         mon = get_or_create_monitor(s, "outside", "external", None, None)
-        insert_imported_run(
+        insert_finished_run(
             s,
             run_id="ladder-word_tfidf-mine",
             monitor=mon,
             template="direct",
+            kind="imported",
+            status="imported",
             params={},
             rows=[{"sample_id": "p0-m", "outcome": "misbehavior"}],
         )

@@ -1,35 +1,10 @@
 """Benchmark audit: shortcut baselines, train/test leakage, tiny-diff pairs and controls (``automonitor audit``).
 
-A monitor benchmark whose labels a trivial rule can recover measures nothing. For every slice of an
-edition's test set (one per source and one per category x task cell) the audit reports:
-
-- ``pairs``, ``samples`` and the pairs per ``label_source`` (label provenance);
-- the AUROC (``sklearn.metrics.roc_auc_score``; misbehavior is the positive class) of trivial baselines
-  TRAINED ON ``train`` AND SCORED ON ``test``:
-
-  * ``length``: logistic regression on two features of the response alone, ``log(1 + characters)`` and
-    the within-pair length ratio ``log((1 + characters) / (1 + characters of the other side))`` (0 for an
-    unpaired sample);
-  * ``tfidf``: TF-IDF of the response (word uni- and bigrams, sublinear tf, ``min_df=2``, 50k features,
-    vectorizer fitted once on all train responses) + logistic
-    regression;
-  * ``answer_equals_suggestion`` (sycophancy slices only, untrained): 1 when the response's final answer
-    equals the option the user suggested in the request (parsed from the text, see
-    :func:`suggestion_score`), else 0;
-
-  a slice is ``flagged`` when any baseline reaches AUROC >= :data:`FLAG_AUROC` (0.9);
-- ``near_duplicate_pairs``: test pairs with a sample whose request + response is a near-duplicate of a
-  train sample: MinHash (``datasketch``, :data:`NUM_PERM` permutations) over lower-cased word
-  :data:`SHINGLE`-shingles, ``MinHashLSH`` at estimated Jaccard >= :data:`JACCARD`, each candidate
-  re-checked on its estimated Jaccard;
-- ``shared_conversations``: test pairs of Human/Assistant dialogues (hh_rlhf style) that share their first
-  human turn with a train dialogue, or where one dialogue (request + response) is a prefix of the other;
-  an independent check, not the build's grouping;
-- ``tiny_diff_pairs``: test pairs whose two responses differ by <= :data:`TINY_DIFF_TOKENS` tokens
-  (``difflib`` opcodes over ``\\w+|[^\\w\\s]`` tokens; whitespace-only differences count as 0);
-- ``controls``: on the benign-only ``controls`` split, the false alarm rate of each applicable baseline
-  (trained ones at the logistic regression's own 0.5 decision threshold; answer-equals-suggestion: the
-  share of samples it flags).
+For every slice of an edition's test set (one per source, one per category x task cell): the pairs per label
+provenance, the AUROC of trivial baselines trained on ``train`` and scored on ``test`` (``length``,
+``tfidf``, ``answer_equals_suggestion``; ``flagged`` at :data:`FLAG_AUROC`), near-duplicate, shared-
+conversation and tiny-diff pairs, and the baselines' false alarm rate on ``controls``; what each figure
+is and how to read it: ``docs/explanation/audit.md``.
 
 Pure functions work on a pandas frame of samples (columns id, pair_id, category, task, label, request,
 response, source, label_source, split, meta); :func:`run_audit` loads it from the store for an edition and

@@ -269,13 +269,15 @@ def _pair(
     )
 
 
-def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: SourceResult) -> None:
-    """Read one task x model results file (if present) into ``res``: its controls and pairs, aligned
-    with ``rows`` of ``val_data.json``; a file that cannot be aligned is dropped whole and counted."""
+def _aligned_run(
+    raw: Path, task: str, model: str, rows: list[Any], res: SourceResult
+) -> tuple[Columns, dict[int, int], int] | None:
+    """The columns of one task x model results file, ``val_data`` position -> result index and the file's
+    result count (``None``: the file is missing or cannot be aligned; counted in ``res``)."""
     relname = result_file(task, model)
     path = res.found(raw, relname)
     if path is None:
-        return
+        return None
     cols, n = _run_columns(read_json(raw, path), relname)
     mapping = align(
         list(zip(cols["u", "random_ans_idx"], cols["u", "y_true"])),
@@ -283,9 +285,20 @@ def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: Source
     )
     if mapping is None:
         res.dropped["results not aligned with val_data (whole file)"] += n
+        return None
+    return cols, {vi: i for i, vi in mapping.items()}, n
+
+
+def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: SourceResult) -> None:
+    """Read one task x model results file (if present) into ``res``: its controls and pairs, aligned
+    with ``rows`` of ``val_data.json``; a file that cannot be aligned is dropped whole and counted."""
+    run = _aligned_run(raw, task, model, rows, res)
+    if run is None:
         return
-    res.dropped["ambiguous alignment with val_data"] += n - len(mapping)
-    for i, vi in sorted(mapping.items()):
+    cols, inv, n = run
+    res.dropped["ambiguous alignment with val_data"] += n - len(inv)
+    relname = result_file(task, model)
+    for vi, i in sorted(inv.items(), key=lambda kv: kv[1]):
         control = _control(task, model, relname, i, rows[vi], cols)
         if control is not None:
             res.controls.append(control)
@@ -333,26 +346,6 @@ def load(raw: Path) -> SourceResult:
 # --- cross-model pairs on the identical cued prompt -------------------------------------------------
 
 CROSS_NAME = "turpin_bbh_cross_model"
-
-
-def _aligned_run(
-    raw: Path, task: str, model: str, rows: list[Any], res: SourceResult
-) -> tuple[Columns, dict[int, int]] | None:
-    """The columns of one task x model results file and ``val_data`` position -> result index (``None``:
-    the file is missing or cannot be aligned; counted in ``res``)."""
-    relname = result_file(task, model)
-    path = res.found(raw, relname)
-    if path is None:
-        return None
-    cols, n = _run_columns(read_json(raw, path), relname)
-    mapping = align(
-        list(zip(cols["u", "random_ans_idx"], cols["u", "y_true"])),
-        [(r.get("random_ans_idx"), _true_idx(r)) for r in rows],
-    )
-    if mapping is None:
-        res.dropped["results not aligned with val_data (whole file)"] += n
-        return None
-    return cols, {vi: i for i, vi in mapping.items()}
 
 
 def _cross_pair(
@@ -442,7 +435,7 @@ def load_cross(raw: Path) -> SourceResult:
             res.missing.extend(result_file(task, model) for model in MODELS)
             continue
         rows = _val_rows(raw, vpath, task)
-        runs = {m: run for m in MODELS if (run := _aligned_run(raw, task, m, rows, res)) is not None}
+        runs = {m: run[:2] for m in MODELS if (run := _aligned_run(raw, task, m, rows, res)) is not None}
         if len(runs) != len(MODELS):
             continue
         for vi, row in enumerate(rows):
