@@ -47,7 +47,6 @@ def load_runs(url: str, ver: tuple, ladder: bool = False):
     return views.runs_frame(engine_for(url), include_ladder=ladder)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def load_report(
     url: str,
     ver: tuple,
@@ -55,6 +54,16 @@ def load_report(
     invalid: str = "exclude",
     edition: str | None = None,
     ladder: bool = False,
+):
+    """:func:`_load_report` with every argument passed by position: Streamlit keys its cache on the
+    arguments as passed, so ``load_report(u, v, None, p)`` and ``load_report(u, v, None, p, ladder=False)``
+    were two entries and a cold Trade-off page computed the same report twice."""
+    return _load_report(url, ver, run_ids, invalid, edition, ladder)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _load_report(
+    url: str, ver: tuple, run_ids: tuple[str, ...] | None, invalid: str, edition: str | None, ladder: bool
 ):
     """The analysis report (:class:`automonitor.analysis.report_schema.Report`, the typed contract JSON + extras)
     over ``run_ids`` (``None`` = every run).
