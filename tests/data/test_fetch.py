@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -13,8 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from automonitor.data.fetch import DEFAULT_MANIFEST, ORIGINS, load_manifest
+from automonitor.data.fetch import DEFAULT_MANIFEST, load_manifest
 from automonitor.data.sources import data_files
+
+MAKE_MANIFEST = Path(__file__).resolve().parents[2] / "scripts" / "make_manifest.py"
+
+
+def _origins() -> dict[str, dict[str, str]]:
+    """``ORIGINS`` of ``scripts/make_manifest.py`` (the maintainer's tool that writes the manifest)."""
+    spec = importlib.util.spec_from_file_location("make_manifest", MAKE_MANIFEST)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.ORIGINS
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -48,9 +60,10 @@ def test_manifest_pins_every_file_the_build_reads(raw_dir):
     doc = load_manifest()
     files = {f["path"]: (s, f) for s in doc["sources"] for f in s["files"]}
     assert set(data_files()) <= set(files)
+    origins = _origins()
     for path, (src, f) in files.items():
         folder = path.split("/", 1)[0]
-        o = ORIGINS[folder]
+        o = origins[folder]
         assert src["folder"] == folder and src["commit"] == o["commit"] and src["license"]
         assert src["repo"] == f"https://github.com/{o['repo']}"
         assert f["url"] == f"https://raw.githubusercontent.com/{o['repo']}/{o['commit']}/{f['upstream_path']}"

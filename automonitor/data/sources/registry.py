@@ -36,8 +36,8 @@ decorates two load functions.
 ``screen`` (the source's own gate), ``globs`` (files discovered at load time) and ``optional`` (used
 when present) are the other fields of :class:`Source`. The build, the audit and the reports need
 nothing else; ``fetch-sources`` downloads a folder only once its upstream origin (repository, commit,
-licence) is in :data:`automonitor.data.fetch.ORIGINS` and ``seeds/manifest.json`` is rewritten
-(``make_manifest`` raises ``KeyError`` for a registered folder without an origin).
+licence) is in ``ORIGINS`` of ``scripts/make_manifest.py`` and that script has rewritten
+``seeds/manifest.json`` (it raises ``KeyError`` for a registered folder without an origin).
 
 This module imports nothing of the build.
 """
