@@ -338,8 +338,11 @@ def pareto_front(mr: Sequence[float | None], far: Sequence[float | None]) -> npt
     return front
 
 
-def pearson_r(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[float | None, float | None]:
-    """Pearson correlation r and its two-sided p-value (``scipy.stats.pearsonr``).
+def pearson_r(
+    x: Sequence[float | None], y: Sequence[float | None], *, p_value: bool = True
+) -> tuple[float | None, float | None]:
+    """Pearson correlation r and its two-sided p-value (``scipy.stats.pearsonr``; ``p_value=False``: p is
+    ``None``, and SciPy is not imported).
 
     Pairs with a missing value are dropped. Returns ``(None, None)`` with fewer than 3 complete pairs or
     when either variable has zero variance (r undefined).
@@ -357,17 +360,15 @@ def pearson_r(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[flo
         ys.append(float(b))
     if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
         return None, None
-    r, p = _pearsonr(np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64))
+    r, p = _pearsonr(np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64), p_value)
     return (None if math.isnan(r) else r), (None if math.isnan(p) else p)
 
 
-def _pearsonr(x: FloatArray, y: FloatArray) -> tuple[float, float]:
+def _pearsonr(x: FloatArray, y: FloatArray, p_value: bool = True) -> tuple[float, float]:
     """``(r, two-sided p)`` of two float64 vectors (length >= 3, neither constant) with the arithmetic of
     ``scipy.stats.pearsonr`` (SciPy 1.17: scaled norms, ``vecdot``, r clipped to [-1, 1], p from the beta
     distribution on (-1, 1) with a = b = n/2 - 1; the same floats, tests/analysis/test_metrics.py)
-    without importing ``scipy.stats`` (about a second of a cold ``report``)."""
-    from scipy import special
-
+    without importing ``scipy.stats`` (about a second of a cold ``report``); p is NaN without ``p_value``."""
     n = np.asarray(x.shape[-1], dtype=np.float64)
     xm = x - np.mean(x, axis=-1, keepdims=True)
     ym = y - np.mean(y, axis=-1, keepdims=True)
@@ -377,6 +378,10 @@ def _pearsonr(x: FloatArray, y: FloatArray) -> tuple[float, float]:
         normxm = xmax * np.linalg.norm(xm / xmax, ord=2, axis=-1, keepdims=True)
         normym = ymax * np.linalg.norm(ym / ymax, ord=2, axis=-1, keepdims=True)
         r = np.clip(np.vecdot(xm / normxm, ym / normym), -1.0, 1.0)  # the last axis
+    if not p_value:
+        return float(r), math.nan
+    from scipy import special
+
     ab = np.asarray(n / 2 - 1, dtype=np.float64)
     p = 2 * special.betaincc(ab, ab, (np.abs(r) - (-1)) / 2)
     return float(r), float(p)

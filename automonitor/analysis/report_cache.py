@@ -21,7 +21,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
 from sqlalchemy.engine import Engine
 
@@ -32,8 +32,9 @@ from automonitor.data.cache_home import cache_home
 #: A store written this recently (seconds) is not cached (see the module doc).
 SETTLE_S = 2.0
 #: Documents kept in the cache directory (the oldest are removed beyond this).
-KEEP = 16
+KEEP = 48
 _FORMAT = 1
+T = TypeVar("T")
 
 
 def cache_dir() -> Path:
@@ -110,33 +111,47 @@ def cached_report(
     cache when the store, the code, the runs and the options are those of a cached document; otherwise
     computed and, when the store has a fingerprint (:func:`store_stamp`) that did not change while it
     was computed, written to the cache (atomically; an unwritable directory only disables the cache)."""
+    return cached_json(
+        engine, [None if run_ids is None else list(run_ids), options], compute, Report.to_dict, Report.model_validate
+    )
+
+
+def cached_json(
+    engine: Engine,
+    key: object,
+    compute: Callable[[], T],
+    dump: Callable[[T], object] = lambda x: x,
+    load: Callable[[object], T] = lambda x: x,  # type: ignore[assignment,return-value]
+) -> T:
+    """``compute()`` of the store ``engine`` for ``key`` (JSON-able: what the value depends on besides the
+    store and the code), cached as :func:`cached_report`'s documents are; ``dump`` / ``load`` turn the value
+    into JSON data and back (the identity for plain dicts and lists of strings and numbers)."""
     stamp = store_stamp(engine)
     if stamp is None:
         with gc_paused():
             return compute()
-    key = _key(stamp, run_ids, options)
-    path = cache_dir() / f"{key}.json"
+    path = cache_dir() / f"{_key(stamp, key)}.json"
     try:
-        return Report.model_validate(json.loads(path.read_text()))
+        return load(json.loads(path.read_text()))
     except (OSError, ValueError):
         pass
     with gc_paused():  # the imports and the computation (see gc_paused)
-        rep = compute()
+        value = compute()
     if store_stamp(engine) != stamp:  # written meanwhile: the document may mix two states
-        return rep
+        return value
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(rep.to_dict()))
+        tmp.write_text(json.dumps(dump(value)))
         os.replace(tmp, path)
         _prune(path.parent)
     except OSError:
         pass
-    return rep
+    return value
 
 
-def _key(stamp: str, run_ids: Sequence[str] | None, options: Mapping[str, object]) -> str:
-    doc = [_FORMAT, code_stamp(), stamp, None if run_ids is None else list(run_ids), options]
+def _key(stamp: str, key: object) -> str:
+    doc = [_FORMAT, code_stamp(), stamp, key]
     if METRICS:  # a metric registered from outside the package: its code is part of the document
         doc.append([m.stamp for m in METRICS.values()])
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:40]

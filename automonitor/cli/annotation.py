@@ -16,7 +16,6 @@ import typer
 from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.errors import InputError
-from automonitor.data.records import check_csv_mode
 
 CSV_MODE_HELP = (
     "CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; import removes it) "
@@ -290,6 +289,7 @@ def annotations_import(
     """Import labels, all or nothing; refuses a label for an item not assigned to that annotator."""
     from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation import import_annotations
+    from automonitor.data.records import check_csv_mode  # pydantic: not at --help
 
     res = import_annotations(open_store(), SYSTEM, file, fmt, submit=not draft, csv_mode=check_csv_mode(csv_mode))
     if json_out:
@@ -321,6 +321,8 @@ def _export(what: str, file: Path, fmt: str | None, csv_mode: str, json_out: boo
     from automonitor.annotation import export_adjudications, export_annotations
 
     export = export_annotations if what == "labels" else export_adjudications
+    from automonitor.data.records import check_csv_mode  # pydantic: not at --help
+
     n = export(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
     if json_out:
         emit_json({"file": str(file), what: n})

@@ -19,9 +19,11 @@ so no value can close its ``<script>`` element.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import functools
 import gzip
+import os
 from typing import Any, Sequence
 
 import pandas as pd
@@ -62,10 +64,24 @@ REPORTED_SOURCE = (
 @functools.lru_cache(maxsize=1)
 def plotly_js_gzip_b64() -> str:
     """The installed plotly.js bundle, gzip-compressed (level 9, mtime 0: the same bytes every time)
-    and base64-encoded (ASCII, about 1.9 MB for plotly.js 3.x)."""
+    and base64-encoded (ASCII, about 1.9 MB for plotly.js 3.x); kept in the cache directory per plotly
+    version (compressing it took about 0.4 s of every HTML report)."""
+    import plotly
     from plotly.offline import get_plotlyjs
 
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode("ascii")
+    from automonitor.data.cache_home import cache_home
+
+    path = cache_home() / f"plotly-{plotly.__version__}.js.gz.b64"
+    try:
+        return path.read_text(encoding="ascii")
+    except OSError:
+        text = base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode("ascii")
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="ascii")
+        os.replace(tmp, path)
+    return text
 
 
 def run_provenance(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -172,10 +188,13 @@ def build(
     optionally with ``audit_section.attach_to_report``) read against the store ``engine`` for provenance and
     the gallery texts. Returns the HTML text (UTF-8 when written). Raises nothing beyond the store's
     errors; an empty report gives a page saying there are no runs."""
+    from automonitor.analysis.report_cache import cached_json
+
     now = now or utcnow()
     ids = [r.run_id for r in rep.runs]
-    prov = run_provenance(engine, ids)
-    items = gallery(engine, rep, per_slice) if ids else []
+    # read back per store version (the report cache's fingerprint): both read every prediction of the runs
+    prov = cached_json(engine, ["provenance", ids], lambda: run_provenance(engine, ids))
+    items = cached_json(engine, ["gallery", ids, per_slice], lambda: gallery(engine, rep, per_slice)) if ids else []
     figs: list[tuple[str, go.Figure]] = []
     pts = plane_points(rep, prov) if ids else None
     if ids:
@@ -248,7 +267,7 @@ def plane_pearson(pts: pd.DataFrame) -> tuple[float | None, int]:
     from automonitor.analysis.metrics import pearson_r
 
     elig = pts[pts["eligible"]] if len(pts) else pts
-    r, _ = pearson_r(list(elig["mr"]), list(elig["far"])) if len(elig) else (None, None)
+    r, _ = pearson_r(list(elig["mr"]), list(elig["far"]), p_value=False) if len(elig) else (None, None)
     return r, int(len(elig))
 
 

@@ -215,6 +215,7 @@ def test_pearson_is_scipy_float_for_float(points):
         warnings.simplefilter("ignore")  # nearly constant inputs
         ref = pearsonr(x, y)
     assert r == mt._f(ref.statistic) and p == mt._f(ref.pvalue)
+    assert mt.pearson_r(x, y, p_value=False) == (r, None)  # the same r without SciPy
 
 
 def test_mcnemar_exact_branch_is_scipy_for_every_discordant_split():

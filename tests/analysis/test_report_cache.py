@@ -132,6 +132,30 @@ def test_stores_without_a_file_fingerprint_are_not_cached(sqlite_engine):
     assert report_cache.store_stamp(sqlite_engine) is not None
 
 
+def test_the_html_reports_gallery_and_provenance_are_read_back_as_computed(sqlite_engine):
+    """report_html.build reads them through cached_json: the JSON read back equals the computed value."""
+    from automonitor.views import report_html
+
+    generate(sqlite_engine, 5)
+    settle(sqlite_engine)
+    rep = analysis.report(sqlite_engine, None, **OPTIONS)
+    ids = [r.run_id for r in rep.runs]
+    calls: list[int] = []
+
+    def gallery():
+        calls.append(1)
+        return report_html.gallery(sqlite_engine, rep)
+
+    first = report_cache.cached_json(sqlite_engine, ["gallery", ids], gallery)
+    again = report_cache.cached_json(sqlite_engine, ["gallery", ids], gallery)
+    assert calls == [1] and any(it["grounded"] for it in first)  # read back; quotes grounded
+    assert again == first == report_html.gallery(sqlite_engine, rep)
+    prov = report_html.run_provenance(sqlite_engine, ids)
+    assert report_cache.cached_json(sqlite_engine, ["provenance", ids], lambda: prov) == prov
+    assert report_cache.cached_json(sqlite_engine, ["provenance", ids], dict) == prov  # not computed again
+    assert report_cache.cached_json(sqlite_engine, ["provenance", ids[:1]], dict) == {}  # another key
+
+
 def test_gc_paused_pauses_the_collector_and_restores_it_also_on_error():
     import gc
 
