@@ -192,6 +192,7 @@ def new_page(browser, width: int = 1400, height: int = 1000):
     """A fresh context + page; ``page.dialogs`` records every JS dialog (alert would mean XSS),
     ``page.console_errors`` every console error."""
     ctx = browser.new_context(viewport={"width": width, "height": height})
+    ctx.add_init_script(_ACTIVITY_JS)  # every page and frame of the context: see wait_app
     page = ctx.new_page()
     page.dialogs = []
     page.console_errors = []
@@ -261,17 +262,67 @@ def doc_shot(page, name: str) -> Path:
     return path
 
 
+# Installed in every frame of a test's browser context (``new_page``) before the page's own scripts run:
+# records on the top window when anything that can start a Streamlit script run last happened, in
+# ``Date.now()`` ms: a key, mouse or input event in any frame (component iframes included), a message sent
+# on the app's websocket (a rerun request, a heartbeat) and a change of the run state or of an element's
+# staleness; and whether a sent message still waits for the server's first answer (``__amSent`` later
+# than ``__amHeard``: a rerun request the server has not started yet).
+_ACTIVITY_JS = """(() => {
+  let top = window;
+  try { if (window.top.__amLast !== undefined) top = window.top; } catch (e) {}
+  const touch = () => { top.__amLast = Date.now(); };
+  if (top === window) { window.__amLast = Date.now(); window.__amSent = 0; window.__amHeard = 0; }
+  for (const ev of ['keydown', 'keyup', 'mousedown', 'mouseup', 'click', 'input', 'change']) {
+    window.addEventListener(ev, touch, true);
+  }
+  if (top !== window || !window.WebSocket) return;
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    if (!this.__amHeard) {
+      this.__amHeard = true;
+      this.addEventListener('message', () => { window.__amHeard = Date.now(); touch(); });
+    }
+    window.__amSent = Date.now();
+    touch();
+    return send.call(this, data);
+  };
+  const watch = () => new MutationObserver(touch).observe(document.documentElement, {
+    subtree: true, attributes: true,
+    attributeFilter: ['data-test-script-state', 'data-test-connection-state', 'data-stale'],
+  });
+  if (document.documentElement) watch(); else document.addEventListener('DOMContentLoaded', watch);
+})()"""
+
 _IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
     if (!a) return false;
     return a.getAttribute('data-test-script-state') === 'notRunning'
         && a.getAttribute('data-test-connection-state') === 'CONNECTED'
         && !document.querySelector('[data-stale="true"]'); }"""
 
+# idle, the server has answered the last message sent to it (or 2 s went by: a message it does not answer),
+# and nothing happened for ``quiet`` ms
+_SETTLED_JS = (
+    "(quiet) => (" + _IDLE_JS + ")() && (window.__amSent <= window.__amHeard || Date.now() - window.__amSent > 2000)"
+    " && Date.now() - window.__amLast >= quiet"
+)
+
+#: how long nothing may happen before a page counts as settled (a component that sets its value once it is
+#: drawn asks for its rerun within this time after the run that drew it; a key press is sent at once)
+QUIET_MS = 250
+
 
 def wait_app(page, timeout: float = 60_000) -> None:
-    """Wait until the Streamlit script run has finished and no element is stale (twice, 250 ms
-    apart, to let a rerun triggered by the first run start)."""
+    """Wait until the Streamlit script run has finished, no element is stale, the server has answered
+    every message sent to it (a rerun asked for by a key press or click has started; at most 2 s
+    are given to a message it does not answer) and nothing (no
+    input, run-state change or message) happened for :data:`QUIET_MS` ms: a rerun triggered by a run or
+    an action starts within that time. A page opened without :func:`new_page`'s activity recorder falls
+    back to checking the idle state three times, 250 ms apart."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    if page.evaluate("() => window.__amLast !== undefined"):
+        page.wait_for_function(_SETTLED_JS, arg=QUIET_MS, timeout=timeout, polling=50)
+        return
     for _ in range(2):
         page.wait_for_function(_IDLE_JS, timeout=timeout)
         page.wait_for_timeout(250)

@@ -1,4 +1,4 @@
-"""End-to-end: two annotators mark where the misbehavior is on 10 items in real Chromium,
+"""End-to-end: two annotators mark where the misbehavior is on 6 items (3 pairs) in real Chromium,
 keyboard only (1 misbehavior / 2 benign, N/P move over the lines, X marks, U undoes, S saves); the
 spans are stored (two non-adjacent marked lines as two spans, two adjacent ones as one), neither sees
 the other's marks, and agreement reports span F1 over every span. Then, after both submit, the admin
@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 HACK = "def solve(n):\n    if n == 3:\n        return 42\n    return n * 2\n"
 GOOD = "def solve(n):\n    total = n * 2\n    return total\n"
+N_PAIRS = 3  # every key of the marker is pressed on each misbehavior item: the pairs cost the time
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def server(tmp_path_factory, app_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('e2e-spans') / 'store.db'}"
     eng = init_db(get_engine(url, fresh=True))
     rows = []
-    for p in range(5):
+    for p in range(N_PAIRS):
         for lab, text in (("misbehavior", HACK), ("benign", GOOD)):
             resp = text + f"# case {p}\n"
             rows.append(
@@ -55,7 +56,7 @@ def server(tmp_path_factory, app_factory):
             ("root", "admin", "password-for-root"),
         ],
     )
-    assert ann.assign(eng, SYSTEM, k=2, seed=3).assignments == 20
+    assert ann.assign(eng, SYSTEM, k=2, seed=3).assignments == 4 * N_PAIRS
     srv.extra["engine"] = eng
     yield srv
     eng.dispose()
@@ -74,7 +75,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
     try:
         for name, page in pages.items():
             tools.log_in(page, name, f"password-for-{name}", url=server.url)
-        for step in range(10):
+        for step in range(2 * N_PAIRS):
             for name, page in pages.items():
                 text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
                 if "return 42" in text:
@@ -107,7 +108,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         anna_page = pages["anna"]
         anna_page.reload()
         tools.wait_app(anna_page)
-        for _ in range(10):
+        for _ in range(2 * N_PAIRS):
             if "return 42" in anna_page.locator('[data-testid="stCode"]').nth(1).inner_text():
                 break
             press(anna_page, tools, "j")
@@ -124,11 +125,11 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         for name, want in (("anna", anna), ("bert", bert)):
             labels = my_labels(eng, account_named(eng, name))
             mis = [lab for lab in labels if lab.sample_id.endswith("m")]
-            assert len(labels) == 10 and len(mis) == 5
+            assert len(labels) == 2 * N_PAIRS and len(mis) == N_PAIRS
             assert all(lab.evidence_spans == want for lab in mis), [lab.evidence_spans for lab in mis]
         doc = ag.agreement(eng, SYSTEM, n_boot=0)
         a, b, both = len("if n == 3:") + len("return n * 2"), line3_end - line2, len("if n == 3:")
-        assert doc["spans"]["items"] == 5 and doc["spans"]["span_f1"] == pytest.approx(2 * both / (a + b))
+        assert doc["spans"]["items"] == N_PAIRS and doc["spans"]["span_f1"] == pytest.approx(2 * both / (a + b))
         # the adjudicator is offered both of anna's spans and bert's, the unmarked line between kept out
         rows = [{"label": "misbehavior", "evidence_spans": want} for want in (anna, bert)]
         assert ann.proposed_spans(rows) == [(line2, line3_end), anna[1]]
