@@ -50,12 +50,6 @@ def length_ratio(a: str | int, b: str | int) -> float:
     return math.log((1 + la) / (1 + lb))
 
 
-def length_gap(a: str | int, b: str | int) -> float:
-    """``|log((1 + len a) / (1 + len b))|`` (a text or a length in characters): 0 for equal lengths,
-    log 2 = 0.69 when one side is twice as long."""
-    return abs(length_ratio(a, b))
-
-
 def length_matched(
     mis: Sequence[T],
     ben: Sequence[T],

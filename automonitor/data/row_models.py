@@ -26,7 +26,7 @@ all), then field by field in the model's order, then the checks across fields.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -47,7 +47,6 @@ __all__ = [
     "AnnotationRow",
     "problem",
     "validate_one",
-    "validate",
 ]
 
 _NO_FIELD = object()
@@ -148,17 +147,6 @@ def validate_one(model: type[M], record: RawRecord, problems: Problems) -> M | N
             problems.add(message, line=record.line, field=field)
         return None
     return None if bad_name else row
-
-
-def validate(model: type[M], records: Iterable[RawRecord], problems: Problems) -> list[tuple[int, M]]:
-    """``(line, row)`` of every record that is a valid ``model`` row, in file order; the problems of the
-    others go to ``problems`` (:func:`validate_one`). The caller raises them (``problems.raise_if_any()``)."""
-    out: list[tuple[int, M]] = []
-    for record in records:
-        row = validate_one(model, record, problems)
-        if row is not None:
-            out.append((record.line, row))
-    return out
 
 
 # ------------------------------------------------------------------------------------------- pair file

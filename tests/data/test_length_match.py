@@ -18,8 +18,13 @@ import numpy as np
 import pandas as pd
 
 from automonitor.data.audit.baselines import auroc, cv_scores, positive_labels
-from automonitor.data.length_match import FORBIDDEN, balanced_pairings, length_gap, length_matched, length_ratio
+from automonitor.data.length_match import FORBIDDEN, balanced_pairings, length_matched, length_ratio
 from automonitor.data.sources import xstest
+
+
+def length_gap(a: str | int, b: str | int) -> float:
+    """``|log((1 + len a) / (1 + len b))|``: the unsigned :func:`length_ratio`."""
+    return abs(length_ratio(a, b))
 
 
 def _cost(pairs) -> float:

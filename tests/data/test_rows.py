@@ -1,5 +1,5 @@
 """One validation path for imported rows: the pydantic row models of ``automonitor.data.row_models``
-and ``rows.validate``, whose errors become problems located at file, line and field. JSON stays strict;
+and ``validate_one``, whose errors become problems located at file, line and field. JSON stays strict;
 CSV cells (text) are converted where the format says so."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord
-from automonitor.data.row_models import AnnotationRow, PairRow, PredictionRow, validate, validate_one
+from automonitor.data.row_models import AnnotationRow, PairRow, PredictionRow, validate_one
 
 PAIR = {
     "pair_id": "q1",
@@ -36,7 +36,7 @@ def test_validate_returns_lines_and_raises_one_located_error_listing_the_problem
         RawRecord(4, dict(PAIR, label="meh", response=7)),
     ]
     problems = Problems("pairs.jsonl", limit=10)
-    ok = validate(PairRow, records, problems)
+    ok = [(r.line, row) for r in records if (row := validate_one(PairRow, r, problems)) is not None]
     assert [(line, row.pair_id) for line, row in ok] == [(1, "q1")]
     with pytest.raises(InputError) as ei:
         problems.raise_if_any()
