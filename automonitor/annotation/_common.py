@@ -12,7 +12,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_
 
 from sqlmodel import Session
 
-from automonitor.annotation.accounts import Account
+from automonitor.annotation.accounts import Account, check_actor
 from automonitor.errors import AutomonitorError, InputError, PermissionDenied
 from automonitor.timestamps import iso_utc
 from automonitor.vocab import MAX_NOTE, SEVERITIES, ANNOTATION_LABELS, CATEGORIES
@@ -60,14 +60,21 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
-def transaction(engine: Engine, fn: Callable[[Session], T], *, write_lock: bool = False) -> T:
+_UNCHECKED: Any = object()
+
+
+def transaction(
+    engine: Engine, fn: Callable[[Session], T], *, write_lock: bool = False, actor: Account | None = _UNCHECKED
+) -> T:
     """Run ``fn(session)`` in one transaction, retrying the whole transaction on transient
     conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert, a
     :class:`StaleRead` raised by ``fn``).
 
     ``write_lock``: the transaction is a writer from its first read (SQLite ``BEGIN IMMEDIATE``,
     :func:`store.queries.locks.begin_write`), for work that decides on what it reads; on PostgreSQL
-    ``fn`` locks the rows it decides on itself (``FOR UPDATE``)."""
+    ``fn`` locks the rows it decides on itself (``FOR UPDATE``). ``actor`` (when given, ``None``
+    included): :func:`~automonitor.annotation.accounts.check_actor` runs first in the transaction,
+    so a stale or forged account is refused (``PermissionDenied``) before ``fn`` reads anything."""
 
     @retry(
         retry=retry_if_exception(_is_transient),
@@ -79,6 +86,8 @@ def transaction(engine: Engine, fn: Callable[[Session], T], *, write_lock: bool 
         with session_scope(engine) as s:
             if write_lock:
                 begin_write(s)
+            if actor is not _UNCHECKED:
+                check_actor(s, actor)
             return fn(s)
 
     return attempt()

@@ -101,7 +101,6 @@ def adjudication_queue(
     require_admin(actor)
 
     def work(s: Session) -> list[QueueEntry]:
-        check_actor(s, actor)
         samples = store.candidate_details(s)
         n_assigned: dict[str, int] = {}
         for r in assignment_rows(s, actor):
@@ -123,7 +122,7 @@ def adjudication_queue(
             out.append(_queue_entry(samples[sid], rows, reason, reveal_names, _public_decision(decided.get(sid))))
         return out
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def _ordered_labels(sample_id: str, rows: list[dict[str, Any]], reveal_names: bool) -> list[dict[str, Any]]:
@@ -317,7 +316,6 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
     require_admin(actor)
 
     def work(s: Session) -> list[dict[str, Any]]:
-        check_actor(s, actor)
         rows = adjudication_rows(s, actor)
         labels: dict[str, list[dict[str, Any]]] = {}
         for r in label_rows(s, actor, sample_ids={r["sample_id"] for r in rows}):
@@ -345,4 +343,4 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
             for r in rows
         ]
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)

@@ -63,12 +63,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 from statsmodels.stats.proportion import proportion_confint
 
 from automonitor.annotation.span_agreement import span_agreement
 from store.queries.analysis import load_predictions, load_runs, load_sample_texts
-from automonitor.annotation.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, require_admin
 from automonitor.errors import InputError
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, TASKS
 
@@ -448,11 +447,9 @@ def label_table(engine: Engine, actor: Account, *, submitted_only: bool = False)
 
     require_admin(actor)
 
-    def work(s: Session) -> list[dict[str, Any]]:
-        check_actor(s, actor)
-        return label_rows(s, actor, submitted_only=submitted_only, with_sample=True)
-
-    rows = transaction(engine, work)
+    rows = transaction(
+        engine, lambda s: label_rows(s, actor, submitted_only=submitted_only, with_sample=True), actor=actor
+    )
     return pd.DataFrame(
         [
             {
@@ -493,11 +490,7 @@ def label_fingerprint(engine: Engine, actor: Account) -> tuple[str, ...]:
 
     require_admin(actor)
 
-    def work(s: Session) -> tuple[str, ...]:
-        check_actor(s, actor)
-        return tuple(str(x) for x in stored_fingerprint(s))
-
-    return transaction(engine, work)
+    return transaction(engine, lambda s: tuple(str(x) for x in stored_fingerprint(s)), actor=actor)
 
 
 def agreement(
@@ -606,11 +599,7 @@ def resolved_labels(engine: Engine, actor: Account, table: pd.DataFrame) -> dict
 
     require_admin(actor)
 
-    def work(s: Session) -> dict[str, dict[str, Any]]:
-        check_actor(s, actor)
-        return latest_adjudications(s, actor)
-
-    decided = transaction(engine, work)
+    decided = transaction(engine, lambda s: latest_adjudications(s, actor), actor=actor)
     out: dict[str, str] = {}
     for sid, g in table.groupby("sample_id"):
         labs = set(g["label"])

@@ -519,7 +519,6 @@ def _assign_session(
     """:func:`assign` as a small session (``limit`` given): one round, written in one transaction."""
 
     def work(s: Session) -> AssignResult:
-        check_actor(s, actor)
         store.lock_assignments(s)
         loads = annotator_loads(s, actor)
         if not loads:
@@ -573,7 +572,7 @@ def _assign_session(
             },
         )
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def _cell_counts(items: list[dict[str, Any]]) -> dict[str, int]:
@@ -610,7 +609,6 @@ def unassign(
         raise InputError("batch must be a non-negative integer", field="batch")
 
     def work(s: Session) -> UnassignResult:
-        check_actor(s, actor)
         store.lock_assignments(s)
         who = None
         if annotator is not None:
@@ -626,7 +624,7 @@ def unassign(
             by_name[r["annotator"]] = by_name.get(r["annotator"], 0) + 1
         return UnassignResult(removed=removed, kept=len(rows) - removed, by_annotator=by_name)
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = None) -> dict[str, Any]:
@@ -649,7 +647,6 @@ def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = No
     require_admin(actor)
 
     def work(s: Session) -> dict[str, Any]:
-        check_actor(s, actor)
         store.lock_assignments(s)
         src = account_row(s, name)
         if src.active:
@@ -689,4 +686,4 @@ def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = No
             account_store.record_event(s, src_id, "reassigned", actor.name, f"{total} open item(s) to {detail}")
         return {"moved": total, "by_annotator": dict(sorted(moved.items())), "left": sorted(left)}
 
-    return transaction(engine, work, write_lock=True)
+    return transaction(engine, work, actor=actor, write_lock=True)

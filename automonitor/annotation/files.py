@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.data import records as record_files
-from automonitor.annotation.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, require_admin
 from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
 from automonitor.data.row_models import AnnotationRow, validate_one
@@ -162,7 +162,6 @@ def import_annotations(
     text_cells = detect_format(file, None, fmt, _FORMATS) == "csv"  # JSON-valued cells arrive as text
 
     def work(s: Session) -> ImportResult:
-        check_actor(s, actor)
         lookups = _ImportLookups(*_import_lookups(s, actor))
         problems = Problems(file)
         planned = [
@@ -175,7 +174,7 @@ def import_annotations(
         _write_imported(s, planned, submit)
         return ImportResult(written=len(planned), unchanged=len(records) - len(planned), submitted=submit)
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.annotation.accounts import Account, check_actor, require_account, require_admin
+from automonitor.annotation.accounts import Account, require_account, require_admin
 from automonitor.annotation._common import clean_text, own_assignment, transaction
 from automonitor.errors import InputError, NotFound
 from automonitor.timestamps import iso_utc
@@ -32,7 +32,6 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
         raise InputError("a flag needs a comment for the admin", field="comment")
 
     def work(s: Session) -> dict[str, Any]:
-        check_actor(s, actor)
         own_assignment(s, actor, sample_id)
         row = ItemFlag(annotator_id=actor.id, sample_id=sample_id, comment=text)
         s.add(row)
@@ -45,7 +44,7 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
             "created_at": iso_utc(row.created_at),
         }
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> list[dict[str, Any]]:
@@ -55,14 +54,13 @@ def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> lis
     require_admin(actor)
 
     def work(s: Session) -> list[dict[str, Any]]:
-        check_actor(s, actor)
         rows = store.flag_rows(s, open_only=open_only)
         for r in rows:
             r["created_at"] = iso_utc(r["created_at"])
             r["resolved_at"] = iso_utc(r["resolved_at"])
         return rows
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def resolve_flag(engine: Engine, actor: Account, flag_id: int) -> None:
@@ -70,11 +68,10 @@ def resolve_flag(engine: Engine, actor: Account, flag_id: int) -> None:
     require_admin(actor)
 
     def work(s: Session) -> None:
-        check_actor(s, actor)
         row = s.get(ItemFlag, flag_id)
         if row is None:
             raise NotFound(f"no flag {flag_id}")
         row.resolved_at = utcnow()
         s.add(row)
 
-    transaction(engine, work)
+    transaction(engine, work, actor=actor)

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.annotation.accounts import Account, check_actor, require_account
+from automonitor.annotation.accounts import Account, require_account
 from automonitor.annotation._common import (
     GUIDELINE_VERSION,
     Label,
@@ -80,7 +80,6 @@ def my_queue(engine: Engine, actor: Account) -> list[QueueItem]:
     require_account(actor)
 
     def work(s: Session) -> list[QueueItem]:
-        check_actor(s, actor)
         rows = assignment_rows(s, actor, actor.id)
         labels = {r["sample_id"]: r["label"] for r in label_rows(s, actor, actor.id)}
         return [
@@ -94,7 +93,7 @@ def my_queue(engine: Engine, actor: Account) -> list[QueueItem]:
             for i, r in enumerate(rows)
         ]
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
@@ -107,7 +106,6 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
     require_account(actor)
 
     def work(s: Session) -> ItemView:
-        check_actor(s, actor)
         a = own_assignment(s, actor, sample_id)
         rows = assignment_rows(s, actor, actor.id)
         pos = next(i for i, r in enumerate(rows) if r["sample_id"] == sample_id) + 1
@@ -128,7 +126,7 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
             steps=store.sample_steps(s, sample_id),
         )
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def _check_seconds(seconds_spent: Any) -> float | None:
@@ -188,7 +186,6 @@ def save_label(
     seconds = _check_seconds(seconds_spent)
 
     def work(s: Session) -> Label:
-        check_actor(s, actor)
         a = own_assignment(s, actor, sample_id, for_update=True)  # a concurrent submit waits, or we for it
         if a.submitted_at is not None:  # perhaps meanwhile (an import, a submit in another tab)
             raise ChangedElsewhere(
@@ -218,7 +215,7 @@ def save_label(
             )
         return stored
 
-    return transaction(engine, work, write_lock=True)
+    return transaction(engine, work, actor=actor, write_lock=True)
 
 
 def my_progress(engine: Engine, actor: Account) -> Progress:
@@ -247,7 +244,6 @@ def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> in
     require_account(actor)
 
     def work(s: Session) -> int:
-        check_actor(s, actor)
         number = batch if batch is not None else store.lowest_open_batch(s, actor.id)
         if number is None:
             raise InputError("no open batch to submit", field="batch")
@@ -260,4 +256,4 @@ def submit_batch(engine: Engine, actor: Account, batch: int | None = None) -> in
         store.mark_submitted(s, actor.id, ids, utcnow())
         return len(ids)
 
-    return transaction(engine, work, write_lock=True)
+    return transaction(engine, work, actor=actor, write_lock=True)

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.annotation.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, require_admin
 from automonitor.annotation._common import transaction, label_spans
 from automonitor.annotation.queries import assignment_rows, label_rows
 from automonitor.timestamps import iso_utc
@@ -18,7 +18,6 @@ def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     require_admin(actor)
 
     def work(s: Session) -> list[dict[str, Any]]:
-        check_actor(s, actor)
         out: dict[str, dict[str, Any]] = {}
         for r in assignment_rows(s, actor):
             d = out.setdefault(
@@ -34,7 +33,7 @@ def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
             d["unsure"] += r["label"] == "unsure"
         return [out[k] for k in sorted(out)]
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
@@ -48,7 +47,6 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     require_admin(actor)
 
     def work(s: Session) -> list[dict[str, Any]]:
-        check_actor(s, actor)
         asg = {(r["annotator"], r["sample_id"]): r for r in assignment_rows(s, actor)}
         out: list[dict[str, Any]] = []
         for r in label_rows(s, actor, with_sample=True):
@@ -81,4 +79,4 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
             )
         return out
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
