@@ -11,7 +11,6 @@ reported, never an error.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import tempfile
@@ -26,7 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.errors import InputError
-from automonitor.data.records import model_lines
+from automonitor.data.records import LineDate, LineText, model_lines
 from automonitor.timestamps import utcnow
 from automonitor.vocab import ERRATUM_ORIGINS
 from automonitor.data.sources import SourcePair
@@ -49,31 +48,18 @@ class Erratum(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pair_id: str = Field(min_length=1, max_length=256)
-    source: str = Field(min_length=1, max_length=MAX_FIELD)
+    pair_id: LineText = Field(min_length=1, max_length=256)
+    source: LineText = Field(min_length=1, max_length=MAX_FIELD)
     verdict: Literal["wrong", "doubtful"]
-    reason: str = Field(min_length=1)
-    reader: str = Field(min_length=1, max_length=MAX_FIELD)
-    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
-
-    @field_validator("pair_id", "source", "reason", "reader")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("must not be blank")
-        return v.strip()
+    reason: LineText = Field(min_length=1)
+    reader: LineText = Field(min_length=1, max_length=MAX_FIELD)
+    date: LineDate
 
     @field_validator("reason")
     @classmethod
     def _bounded(cls, v: str) -> str:
         if len(v.encode("utf-8", "surrogatepass")) > MAX_REASON:
             raise ValueError(f"longer than {MAX_REASON} bytes")
-        return v
-
-    @field_validator("date")
-    @classmethod
-    def _real_date(cls, v: str) -> str:
-        dt.date.fromisoformat(v)  # ValueError on 2026-02-30
         return v
 
     def line(self) -> str:

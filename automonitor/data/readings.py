@@ -12,14 +12,13 @@ the line and the field; nothing is built then.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from automonitor.data.records import model_lines
+from automonitor.data.records import LineDate, LineText, model_lines
 
 DEFAULT_READINGS = Path(__file__).resolve().parent / "hard_readings.jsonl"  # package data
 
@@ -29,24 +28,11 @@ class Reading(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pair_id: str = Field(min_length=1)
-    reader: str = Field(min_length=1)
+    pair_id: LineText = Field(min_length=1)
+    reader: LineText = Field(min_length=1)
     verdict: Literal["ok", "wrong", "doubtful"]
-    reason: str = Field(min_length=1)
-    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
-
-    @field_validator("pair_id", "reader", "reason")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("must not be blank")
-        return v.strip()
-
-    @field_validator("date")
-    @classmethod
-    def _real_date(cls, v: str) -> str:
-        dt.date.fromisoformat(v)
-        return v
+    reason: LineText = Field(min_length=1)
+    date: LineDate
 
 
 def readings_path(path: str | Path | None = None) -> Path:

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import codecs
 import csv
+import datetime as dt
 import io
 import json
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Iterable, Iterator, TypeVar
+from typing import Annotated, Any, Collection, Iterable, Iterator, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from automonitor.errors import AutomonitorError, InputError
 
@@ -611,3 +612,20 @@ def model_lines(path: Path, model: type[_Model], what: str) -> list[_Model]:
             field = ".".join(str(x) for x in e["loc"]) or None
             raise InputError(e["msg"], file=where, line=n, field=field) from None
     return out
+
+
+def _not_blank(v: str) -> str:
+    if not v.strip():
+        raise ValueError("must not be blank")
+    return v.strip()
+
+
+def _real_date(v: str) -> str:
+    dt.date.fromisoformat(v)  # ValueError on 2026-02-30
+    return v
+
+
+#: a text field of a reviewed JSONL file (:func:`model_lines`: errata, readings): stripped, never blank
+LineText = Annotated[str, AfterValidator(_not_blank)]
+#: a date ``YYYY-MM-DD`` of such a file that exists in the calendar
+LineDate = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$"), AfterValidator(_real_date)]
