@@ -1,5 +1,5 @@
 """Errata that last: the shipped file format, errata in the store (``errata add|list|export|import``), and
-every build applying them (across a rebuild with another seed), on the real raw data."""
+every build applying them (across a rebuild with another seed), on real raw sources (two of them)."""
 
 from __future__ import annotations
 
@@ -136,9 +136,28 @@ def test_cli_add_list_export_import_and_bad_file_exit_2(cli, tmp_path, sqlite_ur
     assert r.returncode == 2 and not (tmp_path / "n.db").exists()
 
 
+#: the sources the build tests below read: SafeCoder (paper and verified pairs, content-named pairs with
+#: their upstream id as an alias) and School of Reward Hacks (a draw that changes with the seed); the
+#: errata rules, not the data, are under test, and a plan of these two takes seconds, not a full build's
+ERRATA_SOURCES = ("safecoder", "school_of_reward_hacks")
+
+
 @pytest.fixture(scope="module")
-def loaded(raw_loaded):
-    return raw_loaded
+def errata_raw(tmp_path_factory, raw_dir):
+    """A raw dir holding only :data:`ERRATA_SOURCES` (copied from the run's raw dir)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("errata-raw")
+    for name in ERRATA_SOURCES:
+        shutil.copytree(raw_dir / name, root / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def loaded(errata_raw):
+    from automonitor.data.build import load_all
+
+    return load_all(errata_raw)
 
 
 # The errata act before the adversarial filter (edition ``hard`` is made from ``verified`` afterwards, so an
@@ -151,7 +170,8 @@ def _verified(plan):
 
 
 @pytest.mark.slow
-def test_errata_leave_verified_across_reseed_and_mark_paper(tmp_path, raw_dir, loaded):
+def test_errata_leave_verified_across_reseed_and_mark_paper(tmp_path, errata_raw, loaded):
+    raw_dir = errata_raw
     empty = tmp_path / "none.jsonl"
     base = plan_build(raw_dir, 0, loaded=loaded, errata_file=empty, hard=False)
     assert "hard" not in base.report and not any("hard" in r.get("editions", ()) for r in base.rows)
@@ -190,7 +210,8 @@ def test_errata_leave_verified_across_reseed_and_mark_paper(tmp_path, raw_dir, l
 
 
 @pytest.mark.slow
-def test_erratum_added_after_a_build_applies_on_rebuild(tmp_path, raw_dir, loaded):
+def test_erratum_added_after_a_build_applies_on_rebuild(tmp_path, errata_raw, loaded):
+    raw_dir = errata_raw
     from store import get_engine, init_db, session_scope
     from store.queries.samples import stats
 
