@@ -54,6 +54,8 @@ FORMAT_CHARS = re.compile(
 def normalize(text: str) -> str:
     """NFKC-normalised text without format characters (:data:`FORMAT_CHARS`: zero-width, BOM, soft hyphen,
     bidi controls, tags), CRLF mapped to LF."""
+    if text and text.isascii():  # ASCII is NFKC-stable and holds no format character: the commonest answer
+        return text.replace("\r\n", "\n").replace("\r", "\n")
     text = FORMAT_CHARS.sub("", unicodedata.normalize("NFKC", text or "").translate(ZERO_WIDTH))
     return text.replace("\r\n", "\n").replace("\r", "\n")
 

@@ -325,10 +325,13 @@ class Backend(ABC):
         tokens written to it (Anthropic: 1.25 x). Source: the providers' pricing pages (OpenAI "cached
         input", Anthropic "prompt caching": cache reads 0.1 x, 5-minute cache writes 1.25 x).
         """
-        pr = self.price_info()
+        rates = self.__dict__.get("_rates")
+        if rates is None or rates[0] != self.model:  # looked up once per model (a call per judgement)
+            pr = self.price_info()
+            rates = self._rates = (self.model, pr, *self.cached_input_factor(self.model))
+        _, pr, f_read, f_write = rates
         cached_in = max(0, min(cached_in, tokens_in))
         cache_write_in = max(0, min(cache_write_in, tokens_in - cached_in))
         plain = tokens_in - cached_in - cache_write_in
-        f_read, f_write = self.cached_input_factor(self.model)
         cost = plain * pr.input + cached_in * pr.input * f_read + cache_write_in * pr.input * f_write
         return Billed(tokens_in, tokens_out, (cost + tokens_out * pr.output) / 1_000_000)

@@ -334,7 +334,10 @@ class OpenAIBackend(Backend):
                 meta["seed"] = body["seed"]
             sent_state = self._request_state()
             try:
-                resp = await self.within_deadline(self._post(client, body, item))
+                if self._direct is not None:  # the lean path keeps the deadline itself (DirectChat)
+                    resp = await self._direct.post(body)
+                else:
+                    resp = await self.within_deadline(self._sdk_post(client, body, item))
             except Exception as exc:  # noqa: BLE001
                 if self._request_state() != sent_state and getattr(exc, "status_code", None) in (400, 422, 500):
                     continue  # a concurrent request already fixed the request: ask again as it is now
@@ -351,11 +354,6 @@ class OpenAIBackend(Backend):
             meta["latency_s"] = round(time.perf_counter() - t0, 4)
             return self._read(resp, item, meta)
         raise PermanentError("the server rejected every answer format")
-
-    async def _post(self, client, body: dict[str, Any], item: Item):
-        if self._direct is not None:
-            return await self._direct.post(body)
-        return await self._sdk_post(client, body, item)
 
     async def _sdk_post(self, client, body: dict[str, Any], item: Item):
         """``POST /chat/completions`` through the SDK client's own ``post`` (same transport and errors as
@@ -510,7 +508,7 @@ class DirectChat:
     (``--param transport=direct``). The request body the SDK path sends (OpenAI's documented Chat
     Completions shape), the key as a bearer token, errors mapped as the SDK maps them (HTTP status ->
     :class:`DirectStatusError`; connection, DNS and TLS failures -> :class:`TransientError`
-    ``connection``; a read timeout -> ``timeout``; a body that is not a JSON object served as JSON ->
+    ``connection``; no complete answer within ``timeout`` seconds, a read stalled or trickling, -> ``timeout``; a body that is not a JSON object served as JSON ->
     ``malformed``). The answer is decoded straight into attribute-readable objects and read by the same
     code and the same strict answer models (:mod:`automonitor.runs.answers`) as the SDK's. It skips the
     SDK's per-request work (header and option building, response model construction), which costs
@@ -523,27 +521,40 @@ class DirectChat:
         self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
         self.timeout = timeout
         self._session: Any = None
+        self._aiohttp: Any = None
+
+    def _open(self) -> Any:
+        """The session, made on first use: no connection limit (the runner bounds concurrency), one total
+        deadline per request of ``timeout`` seconds (connection, sending, the answer's head and body: the
+        deadline :meth:`Backend.within_deadline` keeps on the SDK path, here kept by aiohttp's own timer
+        instead of a second one; a server trickling bytes trips it too), the URL parsed once."""
+        import aiohttp
+        import yarl
+
+        self._aiohttp = aiohttp
+        self._url = yarl.URL(self.url).with_query(self.query) if self.query else yarl.URL(self.url)
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            timeout=aiohttp.ClientTimeout(total=self.timeout, sock_connect=self.timeout),
+        )
+        return self._session
 
     async def post(self, body: dict[str, Any]) -> Any:
         """The parsed answer (attribute-readable) of one request.
 
         Raises:
-            DirectStatusError: an HTTP error status. TransientError: ``connection`` or ``malformed``.
+            DirectStatusError: an HTTP error status. TransientError: ``timeout`` (no complete answer within
+            the deadline), ``connection`` or ``malformed``.
         """
-        import aiohttp
-
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0),
-                timeout=aiohttp.ClientTimeout(total=None, sock_read=self.timeout, sock_connect=self.timeout),
-            )
+        session = self._session or self._open()
+        aiohttp = self._aiohttp
         try:
-            async with self._session.post(
-                self.url, params=self.query or None, data=json.dumps(body), headers=self.headers
-            ) as r:
+            async with session.post(self._url, data=json.dumps(body), headers=self.headers) as r:
                 raw, status, headers = await r.read(), r.status, r.headers
-        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError) as exc:
+        except aiohttp.ServerTimeoutError as exc:  # the connection was not made in time
             raise TransientError("timeout", f"{type(exc).__name__}: {exc}") from exc
+        except asyncio.TimeoutError as exc:  # the total deadline
+            raise TransientError("timeout", f"no complete answer within the {self.timeout:g} s deadline") from exc
         except aiohttp.ClientError as exc:
             raise TransientError("connection", f"{type(exc).__name__}: {exc}") from exc
         try:

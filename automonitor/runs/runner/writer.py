@@ -40,7 +40,8 @@ class ResultWriter(threading.Thread):
     def __init__(self, engine: Engine, run_id: str, min_interval: float = MIN_INTERVAL_S):
         super().__init__(daemon=True, name=f"writer-{run_id}")
         self.engine, self.run_id = engine, run_id
-        self.q: queue_mod.Queue[Entry | None] = queue_mod.Queue()  # None: stop
+        # None: stop. A SimpleQueue (C): a put costs the event loop no Python-level lock and condition
+        self.q: queue_mod.SimpleQueue[Entry | None] = queue_mod.SimpleQueue()
         self.error: BaseException | None = None
         self.committed = 0
         self.commits = 0
