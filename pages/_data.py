@@ -108,7 +108,7 @@ def load_scores(url: str, ver: tuple, run_id: str):
     """Gold labels and P(misbehavior) scores of one run's scored predictions: frame ``label, score``."""
     from automonitor import analysis
 
-    df = analysis.predictions_frame(engine_for(url), [run_id])
+    df = analysis.predictions_frame(engine_for(url), [run_id], light=True)
     df = df[df["score"].notna() & df["label"].isin(["misbehavior", "benign"])]
     return df[["label", "score"]].reset_index(drop=True)
 

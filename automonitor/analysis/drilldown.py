@@ -70,7 +70,7 @@ def roc_frame(engine: Engine, run_id: str) -> pd.DataFrame:
     out, as in the report): columns threshold, far, mr, fpr, tpr (all thresholds; first row
     ``inf`` = flag nothing). Empty frame (same columns) when the run has no scores or only one class
     has scores. Raises NotFound for an unknown run."""
-    df = split_controls(predictions_frame(engine, [run_id]))[0]  # as the report's AUROC: no controls
+    df = split_controls(predictions_frame(engine, [run_id], light=True))[0]  # as the report's AUROC: no controls
     df = df[df["score"].notna() & df["label"].isin([POSITIVE, NEGATIVE])]
     cols = ["threshold", "far", "mr", "fpr", "tpr"]
     if df.empty or df["label"].nunique() < 2:

@@ -23,18 +23,19 @@ from automonitor.data.monitor_views import is_silent, render, view_of_run
 from automonitor.vocab import EDITIONS
 
 
-def predictions_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+def predictions_frame(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
     """One row per prediction joined with its sample and run.
 
     Columns: run_id, monitor, template, kind, sample_id, pair_id, category, task, label, outcome
     (``None`` = pending), score (float, NaN when absent), evidence (list), raw, reason, pred_category,
-    severity. ``run_ids=None`` means every run. Raises ``NotFound`` for an unknown run id.
+    severity; ``light``: run_id, sample_id, pair_id, category, task, label, outcome, score, evidence.
+    ``run_ids=None`` means every run. Raises ``NotFound`` for an unknown run id.
     """
     from store.queries import analysis as q
 
     if run_ids:
         q.load_runs(engine, run_ids)  # raises NotFound
-    return q.load_predictions(engine, run_ids)
+    return q.load_predictions(engine, run_ids, light=light)
 
 
 def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
