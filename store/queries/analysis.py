@@ -107,10 +107,13 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     # than letting the JSON type decode every row
     cols["evidence"] = sa.cast(Prediction.evidence, sa.Text).label("evidence")
     names = LIGHT_COLUMNS if light else PREDICTION_COLUMNS
+    # the prediction rows alone, their samples' and runs' columns added from one row per sample and run (as
+    # the inner joins would: an id without its sample or run drops the row): SQLite's per-row join lookups
+    # were about half of the query's CPU
+    joined = {"monitor": 0, "template": 1, "kind": 2, "pair_id": 0, "category": 1, "task": 2, "label": 3}
+    own = [n for n in names if n not in joined]  # run_id and sample_id first
     q = (
-        sa.select(*[cols[n] for n in names])
-        .join(Sample, col(Sample.id) == col(Prediction.sample_id))
-        .join(Run, col(Run.id) == col(Prediction.run_id))
+        sa.select(*[cols[n] for n in own])
         .where(col(Prediction.repeat) == 0)  # one verdict per sample: repeat 0 (run --repeat K)
         .order_by(col(Prediction.run_id), col(Prediction.sample_id))
     )
@@ -121,8 +124,29 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
                 rows += _fetch_tuples(c, q.where(col(Prediction.run_id).in_(part)))
         else:
             rows = _fetch_tuples(c, q)
-    data: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in names]
-    df = pd.DataFrame({n: pd.Series(list(v), dtype=object) for n, v in zip(names, data)})
+        run_of = {
+            r[0]: r[1:]
+            for r in rows_by_ids(c, (Run.id, Run.monitor, Run.template, Run.kind), Run.id, (r[0] for r in rows))
+        }
+        sample_of = {
+            r[0]: r[1:]
+            for r in rows_by_ids(
+                c,
+                (Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label),
+                Sample.id,
+                {r[1]: 0 for r in rows},
+            )
+        }
+    if len(run_of) < len({r[0] for r in rows}) or len(sample_of) < len({r[1] for r in rows}):
+        rows = [r for r in rows if r[0] in run_of and r[1] in sample_of]
+    data: dict[str, Sequence[Any]] = dict(zip(own, zip(*rows))) if rows else {n: [] for n in own}
+    for n, k in joined.items():
+        if n in names:
+            of, key = (
+                (run_of, data["run_id"]) if n in ("monitor", "template", "kind") else (sample_of, data["sample_id"])
+            )
+            data[n] = [of[i][k] for i in key]
+    df = pd.DataFrame({n: pd.Series(list(data[n]), dtype=object) for n in names})
     for n in names:
         if n not in ("evidence", "score"):
             df[n] = df[n].astype(object)
