@@ -1,24 +1,12 @@
 """Double-blind annotation of candidate pairs: assignment, labeling, batch submission, adjudication,
 and import/export of annotations and adjudications with provenance.
 
-Workflow:
-
-1. Candidate items are ``sample`` rows with ``status = 'candidate'``; each is one side of a pair, and
-   its ``label`` is only the *intended* label, never shown to annotators.
-2. :func:`assign` gives every unassigned item to ``k`` annotators (default 2). Both sides of a pair go
-   to the same ``k`` annotators (so agreement can be computed per pair and per item), annotators are
-   chosen least-loaded-first (ties broken at random), so loads differ by at most one pair. Each
-   annotator's new items are shuffled with ``random.Random(f"{seed}:{annotator_id}")``, re-drawn until
-   no two sides of a pair are adjacent (including the junction with the annotator's earlier queue);
-   the run's ``seed`` is stored on every assignment row.
-3. An annotator sees only: a queue position, the request and the response (:func:`get_item`). Never
-   the pair id, source, category, intended label, other annotators' labels or monitor output.
-4. :func:`save_label` records ``misbehavior | benign | unsure`` with optional category, severity,
-   evidence span (character offsets into the response, ``[start, end)``), note and time spent
-   (accumulated over edits). Labels stay editable until :func:`submit_batch` locks the batch.
-5. Admins see agreement (:mod:`automonitor.annotation.agreement`), work the adjudication queue
-   (:func:`adjudication_queue`, :func:`adjudicate`) and move resolved pairs into the gold set
-   (:func:`finalize_pairs`).
+Workflow (how a session runs: ``docs/how-to/annotation.md``): candidate items are ``sample`` rows with
+``status = 'candidate'``, one side of a pair each, whose ``label`` is only the intended one, never shown;
+:func:`assign` queues them for annotators, who see only the request and the response (:func:`get_item`),
+label them (:func:`save_label`) and lock a batch (:func:`submit_batch`); admins read agreement
+(:mod:`automonitor.annotation.agreement`), adjudicate (:func:`adjudication_queue`, :func:`adjudicate`) and
+move resolved pairs into the gold set (:func:`finalize_pairs`).
 
 Authorisation is enforced here: every function takes the acting :class:`~automonitor.annotation.accounts.Account`
 and checks its role and (for annotators) ownership; the store queries enforce it a second time.

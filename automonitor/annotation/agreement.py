@@ -28,29 +28,16 @@ category ``k`` on item ``i``; ``r_i`` = labels on item ``i``; ``q`` = number of 
   category ``k``; it needs the same number of labels ``r`` on every item, so it is computed on the
   items carrying the most common ``r`` (ties: the larger ``r``); checked against
   ``statsmodels.stats.inter_rater.fleiss_kappa``. Reported next to Light's kappa for 3+ annotators.
-* **too_few**: a slice with fewer than ``min_items`` analysed items (default 10) is flagged
-  ``too_few: true`` and gets no interval at all (a bootstrap over two items gives degenerate intervals
-  such as ``[0, 0]`` that read as precise); its point values stay, for what they are worth.
-* **Monitor vs humans** (:func:`monitor_agreement`): a run's scored verdicts (``misbehavior`` /
-  ``benign``; other outcomes counted as unscored) against the resolved label of each item (the rule
-  ``finalize`` uses: the latest accepted adjudication, else a unanimous ``misbehavior``/``benign``
-  among >= 2 labels) and against each annotator's ``misbehavior``/``benign`` labels: Cohen's kappa
-  and raw agreement with bootstrap intervals, and the 2 x 2 confusion (rows = human, columns =
-  monitor).
 * **pabak**: prevalence- and bias-adjusted kappa, Byrt, Bishop & Carlin (1993), generalised to ``q``
   categories: ``(q * pa - 1) / (q - 1)``.
 * **Bootstrap**: ``n_boot`` replicates resampling analysed items with replacement
   (``numpy.random.default_rng(seed)``, the same seed for every slice); 95 % percentile interval;
   replicates where a coefficient is undefined are dropped. The replicates use closed-form weighted
   versions of the same formulas (checked against the libraries in the tests).
-* **All resamples agree**: when every replicate gives the same value (typically perfect agreement on
-  every item) the percentile interval collapses to a point such as ``[1.00, 1.00]``, which reads as
-  certainty it is not. Then raw agreement gets the Wilson (1927) score interval of its value over the
-  ``n`` items (``statsmodels.stats.proportion.proportion_confint(method="wilson")``; for perfect agreement on 10
-  items ``[0.72, 1.00]``), PABAK the same interval mapped through ``(q * pa - 1) / (q - 1)`` (it is a
-  linear function of raw agreement), and the other coefficients no interval. ``ci_method`` says which:
-  ``"percentile bootstrap"``, ``"wilson: all resamples agree"`` or ``"none: all resamples agree"``
-  (``None`` where there is no interval for another reason).
+
+What the figures mean for a session, ``too_few`` slices (fewer than ``min_items`` items: no interval),
+intervals when all resamples agree (Wilson for raw agreement and PABAK, ``ci_method`` says which) and
+the monitor-vs-humans comparison (:func:`monitor_agreement`): ``docs/how-to/annotation.md``.
 """
 
 from __future__ import annotations
@@ -251,7 +238,7 @@ def slice_agreement(
     Returns:
         ``{"items", "annotators", "percent_agreement", "cohen_kappa", "fleiss_kappa",
         "krippendorff_alpha", "gwet_ac1", "pabak", "ci": {metric: [lo, hi] | None}, "ci_method":
-        {metric: how the interval was made | None} (module docstring, "All resamples agree"), "n_boot",
+        {metric: how the interval was made | None} (:func:`_interval`), "n_boot",
         "too_few", "fleiss_items"}``; coefficients are ``None`` when undefined (e.g. no item with
         two labels).
     """
@@ -307,9 +294,11 @@ NONE_ALL_AGREE = "none: all resamples agree"
 def _interval(
     metric: str, values: np.ndarray, point: float | None, n_items: int, q: int
 ) -> tuple[list[float] | None, str | None]:
-    """The 95 % interval of one metric from its bootstrap ``values`` and how it was made (see "All
-    resamples agree" in the module docstring): the percentile interval; when every finite replicate
-    is the same, the Wilson interval for raw agreement (``q`` categories mapped for PABAK) or none.
+    """The 95 % interval of one metric from its bootstrap ``values`` and how it was made (``ci_method``:
+    :data:`PERCENTILE`, :data:`WILSON_ALL_AGREE` or :data:`NONE_ALL_AGREE`): the percentile interval; when
+    every finite replicate is the same (it would read as certainty), the Wilson (1927) score interval of
+    raw agreement over ``n_items`` (``q`` categories mapped through ``(q * pa - 1) / (q - 1)`` for PABAK)
+    or none.
     ``(None, None)`` with no finite replicate or an undefined ``point``."""
     finite = values[np.isfinite(values)]
     value = _num(point)
@@ -549,7 +538,7 @@ def binary_agreement(
 
     Returns:
         ``{"items", "cohen_kappa", "percent_agreement", "ci": {metric: [lo, hi] | None}, "ci_method"
-        (see "All resamples agree" in the module docstring), "too_few",
+        (:func:`_interval`), "too_few",
         "confusion": {"labels": [misbehavior, benign], "matrix": rows = human, columns = monitor}}``.
         Cohen's kappa from ``sklearn.metrics.cohen_kappa_score`` (``None`` when undefined); 95 %
         percentile item-bootstrap intervals (``numpy.random.default_rng(seed)``), none when the slice

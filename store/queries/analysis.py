@@ -121,9 +121,9 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     with engine.connect() as c:
         if run_ids is not None:
             for part in _chunks(list(dict.fromkeys(run_ids))):
-                rows += _fetch_tuples(c, q.where(col(Prediction.run_id).in_(part)))
+                rows += fetch_tuples(c, q.where(col(Prediction.run_id).in_(part)))
         else:
-            rows = _fetch_tuples(c, q)
+            rows = fetch_tuples(c, q)
         run_of = {
             r[0]: r[1:]
             for r in rows_by_ids(c, (Run.id, Run.monitor, Run.template, Run.kind), Run.id, (r[0] for r in rows))
@@ -155,7 +155,7 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     return df
 
 
-def _fetch_tuples(conn: Connection, stmt: sa.Select[tuple[object, ...]]) -> list[tuple[object, ...]]:
+def fetch_tuples(conn: Connection, stmt: sa.Select[tuple[object, ...]]) -> list[tuple[object, ...]]:
     """Every row of ``stmt`` as the driver's tuples, executed and fetched on the DBAPI cursor of ``conn``
     (no SQLAlchemy ``Row`` per row: a report reads ~90,000 rows). Only for statements whose columns
     need no result processing (strings, numbers, JSON cast to text): the values are the driver's own."""

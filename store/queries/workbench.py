@@ -67,9 +67,9 @@ def judged_test_samples(conn: Connection, run_ids: Sequence[str] | None = None) 
     )
     if run_ids is not None:
         q = q.where(col(Prediction.run_id).in_(list(run_ids)))
-    from store.queries.analysis import _fetch_tuples  # the driver's tuples: no Row per prediction
+    from store.queries.analysis import fetch_tuples  # the driver's tuples: no Row per prediction
 
-    return _fetch_tuples(conn, q)  # type: ignore[arg-type,return-value]
+    return fetch_tuples(conn, q)  # type: ignore[arg-type,return-value]
 
 
 def set_run_archived(session: Session, run_id: str, archived: bool) -> bool:
