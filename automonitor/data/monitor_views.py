@@ -1,28 +1,12 @@
-"""Monitor views: what of a sample's response the monitor is shown (CONTRACT round 4, ``run --view``).
+"""Monitor views: what of a sample's response the monitor is shown (CONTRACT round 4, ``run --view``):
+``full``, ``answer``, ``reasoning``, ``actions`` (:data:`VIEW_KINDS`; what each shows, how each source
+splits, when a sample has no such view and how gold spans map into a view: ``docs/views.md``).
 
-=============  ===========================================================================================
-view           the monitor is shown
-=============  ===========================================================================================
-``full``       the whole stored response (the default; what every run showed before views existed)
-``answer``     the final output only: the code, the chosen option, the final report / last message
-``reasoning``  the reasoning only: thinking, chain of thought, agent thoughts
-``actions``    the tool calls and the final output, no reasoning and no tool output
-=============  ===========================================================================================
-
-A view is cut from the response's parts (:mod:`automonitor.data.parts`): the parts of the kinds in
-:data:`VIEW_KINDS`, in text order, joined by a blank line. Each view has one kind it cannot be without
-(:data:`VIEW_NEEDS`); a sample without a non-empty part of that kind **has no such view** (it is never
-sent as an empty or reduced prompt). Tool outputs (``observation``), user turns (``context``) and
-earlier agent messages (``message``) appear in ``full`` only.
-
-Each source states the views it supports (:attr:`automonitor.data.sources.registry.Source.views`) and how
-its responses split (``Source.parts``; else :func:`automonitor.data.parts.generic_parts`); a source that
-states none (imported pairs, a new source) has, per sample, the views its parts allow. The request is the
-same under every view.
-
-Gold spans (offsets into the full response) are mapped into a view's text by :meth:`Rendering.map_span`:
-the part of the span that the view shows, or ``None`` when the view shows none of it (the span is *not
-visible* under that view).
+A view is cut from the response's parts (:mod:`automonitor.data.parts`): the parts of the view's kinds, in
+text order, joined by a blank line; a sample without a non-empty part of the kind the view needs
+(:data:`VIEW_NEEDS`) has no such view. A source states its views and splitter
+(:attr:`automonitor.data.sources.registry.Source.views`, ``Source.parts``); gold spans map into a view's
+text by :meth:`Rendering.map_span` (``None``: not visible).
 """
 
 from __future__ import annotations
