@@ -295,10 +295,7 @@ def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     deep, key = _depth_exceeded(text, max_depth)
     if deep:
         raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key)
-    try:
-        obj = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=_no_duplicate_keys)
-    except RecursionError:  # not reachable after the scan; kept as a last guard
-        raise JSONLimitError(f"nested more than {max_depth} levels deep", None) from None
+    obj = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=_no_duplicate_keys)
     bad = nonfinite_path(obj)
     if bad is not None:
         raise JSONLimitError(
