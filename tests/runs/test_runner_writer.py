@@ -23,6 +23,7 @@ from automonitor.runs.verdicts import cache_entry, judged_prediction
 from automonitor.vocab import VERDICT_FIELDS
 from servers.data import add_pairs
 from store.models import CacheEntry, Prediction, Run
+from store.queries import table_of
 
 
 def _rows(pids: list[int], outcome: str = "benign") -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -124,7 +125,7 @@ def test_driver_level_writes_store_exactly_what_a_core_statement_stores(engine):
         b["id"], cb["key"] = pid1, "b" + ca["key"][1:]
         rows.append((a, ca, b, cb))
     del rows[-1][0]["reason"], rows[-1][2]["reason"]  # a row lacking a column: NULL there
-    t, ct = q._table(Prediction), q._table(CacheEntry)
+    t, ct = table_of(Prediction), table_of(CacheEntry)
     with Session(engine) as s:
         q.update_predictions(s, [r[0] for r in rows])
         q.cache_insert(s, [r[1] for r in rows])
