@@ -78,7 +78,7 @@ def test_max_tokens_default_per_backend_and_raisable(sqlite_engine):
         create_backend(
             parse_monitor_spec("openai:gpt-4o-mini"), base_url="http://127.0.0.1:1", params={}, prompt=tpl
         ).max_tokens
-        == 16
+        == 64
     )
     assert (
         create_backend(

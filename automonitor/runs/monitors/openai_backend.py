@@ -109,6 +109,9 @@ class OpenAIBackend(Backend):
     name = "openai"
     batch_api = "openai"
     default_model = "gpt-4o-mini"
+    #: a direct answer's budget leaves room for the sentence a small chat model adds after its Yes/No
+    #: (cut at 16 tokens it was ``invalid`` truncated; a model that stops after the word uses 1-2 tokens)
+    default_max_tokens = {"direct": 64, "evidence": 600}
     key_env = "OPENAI_API_KEY"
     takes_base_url = True
     menu_order = 2
