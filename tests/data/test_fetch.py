@@ -76,7 +76,7 @@ def test_manifest_pins_every_file_the_build_reads(raw_dir):
     assert files["hh_rlhf/harmless-base/test.jsonl.gz"][1]["upstream_path"] == "harmless-base/test.jsonl.gz"
 
 
-def test_fetch_from_mirror_verifies_skips_and_feeds_the_build(cli, serve, raw_dir, tmp_path):
+def test_fetch_from_mirror_verifies_skips_and_feeds_the_build(cli, serve, raw_dir, raw_loaded, tmp_path):
     from automonitor.data.build import load_all
 
     url = serve(raw_dir)
@@ -96,7 +96,7 @@ def test_fetch_from_mirror_verifies_skips_and_feeds_the_build(cli, serve, raw_di
     again = json.loads(cli(["fetch-sources", "--dest", str(dest), "--mirror", url, "--json"], db=db).stdout)
     assert again["downloaded"] == [] and sorted(again["skipped"]) == sorted(paths)
     # the fetched dir holds every file the build reads: same pairs as from the original raw dir
-    got, ref = load_all(dest), load_all(raw_dir)
+    got, ref = load_all(dest), raw_loaded  # the original raw dir as the worker read it once (load_all)
     assert {k: [p.pair_id for p in v.pairs] for k, v in got.items()} == {
         k: [p.pair_id for p in v.pairs] for k, v in ref.items()
     }
