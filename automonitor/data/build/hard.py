@@ -2,27 +2,12 @@
 filtered against the audit's trivial baselines, certified with the held-out part, and read.
 
 Hooked into :func:`automonitor.data.build.plan.plan_build` by :func:`add_hard_edition`, after the ladder
-(:func:`automonitor.data.build.ladder.add_ladder`). The steps, each counted in ``report["hard"]``:
-
-1. **eligible**: the ``verified`` test pairs, less the provenances that never enter ``hard``
-   (:data:`EXCLUDED_PROVENANCE`: a benign side that never saw the cue) and the cells with no honest
-   implicit tier (:data:`NO_IMPLICIT_TIER`: gaming code, where the hack is visible by construction; named
-   in the report with how many pairs the ladder catches there, never padded);
-2. **selection**: the pairs that no detector of the selection family
-   (:func:`~automonitor.data.build.ladder.family` ``selection``: word TF-IDF, rules, static analysers,
-   test-literal and exit-call) catches;
-3. **AFLite** (:func:`automonitor.data.audit.aflite.aflite`, through its cache) against length, word TF-IDF,
-   tool calls and answer-equals-suggestion, with the sycophancy controls in proportion;
-4. **certification** (:func:`automonitor.data.audit.certify.certify`, through its cache) with the held-out family the
-   selection never saw (character n-grams, the insecure-idiom regex, refusal / apology / cued-agreement
-   lexicons) plus, within each slice, a character n-gram probe and the MiniLM probe (where installed)
-   cross-validated there, and model identity: a slice of >= 15 pairs with a held-out AUROC outside 0.5 +/- 0.15 leaves
-   ``hard`` whole (source slices first, then cells), named ``not_certified``;
-5. **readings** (:mod:`automonitor.data.readings`): a pair enters ``hard`` only with a reading ``ok``;
-   unread survivors are counted ``awaiting_reading`` (listed per source in the report), ``wrong`` /
-   ``doubtful`` ones stay out (and carry an erratum);
-6. the final set is certified again (report ``certification``): the figures the Health page, ``audit
-   --edition hard`` and the README state.
+(:func:`automonitor.data.build.ladder.add_ladder`). Its steps, each counted in ``report["hard"]``
+(what each keeps and why: ``docs/explanation/hard.md``, "How it is built"): eligible (less
+:data:`EXCLUDED_PROVENANCE` and :data:`NO_IMPLICIT_TIER`), selection (detectors of
+:func:`~automonitor.data.build.ladder.family` ``selection``), AFLite (:func:`automonitor.data.audit.aflite.aflite`),
+certification (:func:`automonitor.data.audit.certify.certify`), readings (:mod:`automonitor.data.readings`)
+and a final certification of the set.
 """
 
 from __future__ import annotations

@@ -1,32 +1,11 @@
-"""The detector ladder as runs in the store: one run of kind ``ladder`` per detector the build ran.
-
-The build (:func:`automonitor.data.build.reconcile.build`) writes each detector of
-:data:`~automonitor.data.build.ladder.BUILD_DETECTORS` that scored something as a finished run
-``ladder-<detector>`` (monitor ``ladder:<detector>``, template ``ladder``, edition :data:`EDITION`) from the
-ladder's result, cached or not: nothing is recomputed to write it. Its predictions are the detector's
-scores on the members of :data:`EDITION` (both sides of each pair) and on the benign-only controls it
-applies to: ``score`` the detector's score (P(misbehavior) for a probe, 0/1 for a pattern, a lexicon
-oriented per cell), outcome ``misbehavior`` when the score is >= 0.5 (the ladder's flag) else ``benign``.
-So a detector reads like any monitor: ``report --run ladder-char_ngram --json`` gives its MR/FAR per slice,
-per tier and on ``hard``; ``derive`` combines detectors.
-
-Provenance, in the run's ``params["ladder"]``: ``detector``, ``family`` (``selection`` or ``held_out``: which
-part of the battery the ``hard`` edition selects with or keeps to certify), ``scope``, ``trained``, ``doc``,
-``parameters`` (:func:`~automonitor.data.build.ladder.detector_parameters`), ``version`` (the ladder's),
-``runs_version`` (:data:`RUNS_VERSION`), ``seed``, ``ladder_key`` (the ladder's cache key: it hashes the
-judged and train texts, the seed, the code and the library versions), ``fingerprint`` (:func:`fingerprint`),
-``fitted`` / ``orientation`` (how the detector was fitted or oriented per cell), ``cpu_seconds`` of the run
-that computed it and ``computed`` (``cache`` or ``fresh``).
-
-A rebuild rewrites a ladder run only when its fingerprint changed (another seed, other texts, other
-code), when it judged a sample the build moves, or with ``build --refresh-ladder`` (which also recomputes
-the ladder): a warm build writes nothing. A build with the ladder off (``hard=False``) deletes them. The
-build owns these runs: they never block a reseed (they are replaced with the samples), and a user's run
-is never touched.
-
-Ladder runs are left out of the default lists (``runs``, ``report`` without ``--run``, the app's run
-history and Trade-off plane) so that ten cheap detectors do not crowd the monitors a user ran; ``runs
---ladder``, ``report --ladder`` and the plane's *Detector ladder* switch show them.
+"""The detector ladder as runs in the store: one finished run ``ladder-<detector>`` (kind ``ladder``, monitor
+``ladder:<detector>``, template ``ladder``, edition :data:`EDITION`) per detector of
+:data:`~automonitor.data.build.ladder.BUILD_DETECTORS` that scored something, written by the build from the
+ladder's result, cached or not; a prediction per sample it applies to (``score``; outcome ``misbehavior``
+when the score is >= 0.5). Its provenance (``params["ladder"]``: ``runs_version`` :data:`RUNS_VERSION`,
+``fingerprint`` :func:`fingerprint`, ...), when a rebuild rewrites it (fingerprint changed, a judged sample
+moved, ``--refresh-ladder``; ``hard=False`` deletes them) and where the lists show it:
+``docs/explanation/hard.md``, "The ladder as runs". A user's run is never touched.
 """
 
 from __future__ import annotations
