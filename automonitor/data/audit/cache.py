@@ -7,11 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
-
-import numpy as np
 
 from automonitor.data.cache_home import cache_home, write_entry
 from store.queries.fingerprints import sample_state
@@ -75,6 +74,7 @@ def _json_safe(obj: Any) -> Any:
         return [_json_safe(v) for v in obj]
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
-    if isinstance(obj, np.generic):
+    np = sys.modules.get("numpy")  # not imported to read a cached audit: then no value is a NumPy scalar
+    if np is not None and isinstance(obj, np.generic):
         return _json_safe(obj.item())
     return obj
