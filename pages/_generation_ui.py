@@ -195,6 +195,18 @@ def launch_form(page: str, eng: Engine, url: str) -> str | None:
     return None
 
 
+@st.fragment(run_every=1.0)
+def live_progress(eng: Engine, title: str) -> None:
+    """Live progress (with cancel) of the active generation runs under the heading ``title``; nothing
+    when none is active (the monitor-run history leaves generation runs out)."""
+    from automonitor.runs.generation.engine import list_generations
+
+    rows = [r for r in list_generations(eng) if r["status"] in ACTIVE]
+    if rows:
+        st.subheader(title)
+        progress_box(eng, rows)
+
+
 def progress_box(eng: Engine, rows: list[dict[str, Any]]) -> None:
     """One box per active generation run: progress bar, kept/dropped so far, a Cancel button."""
     from automonitor.runs import runner

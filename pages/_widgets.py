@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import streamlit as st
 
 from automonitor import views
+from pages import _url_state as url_state
 
 
 def md(text) -> str:
@@ -71,14 +72,6 @@ def empty_store_notice(what: str = "data") -> None:
     )
 
 
-def pick(options: Sequence[Any], value: Any, default: int = 0) -> int:
-    """Index of ``value`` in ``options`` (``default`` when absent) for ``index=`` arguments."""
-    try:
-        return list(options).index(value)
-    except ValueError:
-        return default
-
-
 def queue_nav(page: str, key: str, options: Sequence[Any], format_func, label: str, *, collapsed: bool = False) -> None:
     """The item navigation of a work queue (Label, Adjudicate): "← Previous" (shortcut K), a select of
     ``options`` bound to session key ``key``, "Next →" (shortcut J); the buttons step through
@@ -117,3 +110,12 @@ def metric_columns(n: int, per_row: int = 3) -> list:
     while len(cols) < n:
         cols.extend(st.columns(per_row))
     return cols[:n]
+
+
+def edition_choice(page: str, editions: Sequence[str], help_text: str) -> str:
+    """The "Edition" segmented control over ``editions`` (default ``paper``), seeded from and kept in the
+    URL (``?edition=``); returns the chosen edition."""
+    key = url_state.seed_state(page, "edition", "paper", valid=list(editions))
+    edition = st.segmented_control("Edition", list(editions), key=key, help=help_text) or "paper"
+    url_state.sync_qp(page, edition=None if edition == "paper" else edition)
+    return str(edition)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pages import _nav as navigation
 
-# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
-# through app.py's navigation at once, instead of listing the pages/ files while this page imports
-navigation.ensure_navigation()
+navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import streamlit as st
 
@@ -45,9 +43,9 @@ ASSIGN_MODES = {
 }
 
 
-def _show_assigned(res: ann.AssignResult) -> None:
-    """The CLI's words for an assignment (:meth:`AssignResult.explain`): the count first, then the rest."""
-    head, *more = res.explain()
+def _show_explained(lines: list[str]) -> None:
+    """The CLI's words for an assignment or a finalize (their ``explain()``): the count first, then the rest."""
+    head, *more = lines
     st.success(head)
     if more:
         st.info("\n\n".join(more))  # our own sentences (counts and fixed words), not data
@@ -78,7 +76,7 @@ with st.expander("Assign candidate items in rounds", expanded=False):
             if spread:
                 st.caption(ann.PAIR_RULE)  # our own words, not data
             if st.button("Assign this round", key=f"{PAGE}.assign_round"):
-                _show_assigned(
+                _show_explained(
                     ann.assign(
                         engine,
                         account,
@@ -87,7 +85,7 @@ with st.expander("Assign candidate items in rounds", expanded=False):
                         overlap=float(overlap),
                         stratify=stratify,
                         pair_spread=spread,
-                    )
+                    ).explain()
                 )
         else:
             ac = st.columns(4)
@@ -204,11 +202,7 @@ else:
                 else None
             )
             ann.adjudicate(engine, account, sid, decision, note, spans=spans)
-        except ValueError as exc:  # a malformed spans field (InputError is a ValueError too)
-            msg = exc.message if isinstance(exc, InputError) else str(exc)
-            st.session_state[f"{PAGE}.flash"] = ("error", f"Not recorded: {msg}")
-            return
-        except (NotFound, PermissionDenied) as exc:
+        except (ValueError, NotFound, PermissionDenied) as exc:  # ValueError: a malformed spans field
             msg = exc.message if isinstance(exc, InputError) else str(exc)
             st.session_state[f"{PAGE}.flash"] = ("error", f"Not recorded: {msg}")
             return
@@ -266,10 +260,7 @@ if fc[1].button("Move resolved pairs", key=f"{PAGE}.finalize", type="primary"):
     except (InputError, PermissionDenied) as exc:
         st.error(f"Not done: {ui.md(exc)}")
     else:
-        head, *why = res.explain()  # the CLI's words: why pairs still wait, and the next step
-        st.success(head)
-        if why:
-            st.info("\n\n".join(why))  # our own sentences (counts and fixed words), not data
+        _show_explained(res.explain())  # why pairs still wait, and the next step
 
 rejected = ann.rejected_pairs(engine, account)
 if rejected:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pages import _nav as navigation
 
-# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
-# through app.py's navigation at once, instead of listing the pages/ files while this page imports
-navigation.ensure_navigation()
+navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import json
 
@@ -162,6 +160,11 @@ def _cell(v, ci, too_few: bool, how: str | None = None) -> str:
     return _fmt(v, ci) + (" (Wilson)" if how == ag.WILSON_ALL_AGREE else "")
 
 
+def _with_ci(d: dict, m: str) -> tuple:
+    """The arguments of :func:`_cell` for metric ``m`` of a comparison ``d`` (value, interval, too few, method)."""
+    return d[m], d["ci"][m], d["too_few"], d.get("ci_method", {}).get(m)
+
+
 def _interval_help(ci, how: str | None) -> str:
     """The help of a metric tile: how its interval was made (``how``: its ``ci_method``)."""
     if how == ag.WILSON_ALL_AGREE:
@@ -258,15 +261,8 @@ if mon:
             {
                 "Against": who,
                 "Items": a["items"],
-                "Cohen's kappa": _cell(
-                    a["cohen_kappa"], a["ci"]["cohen_kappa"], a["too_few"], a.get("ci_method", {}).get("cohen_kappa")
-                ),
-                "Raw agreement": _cell(
-                    a["percent_agreement"],
-                    a["ci"]["percent_agreement"],
-                    a["too_few"],
-                    a.get("ci_method", {}).get("percent_agreement"),
-                ),
+                "Cohen's kappa": _cell(*_with_ci(a, "cohen_kappa")),
+                "Raw agreement": _cell(*_with_ci(a, "percent_agreement")),
             }
         )
     st.dataframe(pd.DataFrame(mrows), hide_index=True, key=f"{PAGE}.monitor")

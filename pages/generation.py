@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from pages import _nav as navigation
 
-# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
-# through app.py's navigation at once, instead of listing the pages/ files while this page imports
-navigation.ensure_navigation()
+navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import json
 
@@ -40,15 +38,7 @@ with st.expander("Launch a generation job", expanded=False, icon=":material/rock
     gen_ui.launch_form(PAGE, eng, url)
 
 
-@st.fragment(run_every=1.0)
-def live() -> None:
-    rows = [r for r in list_generations(eng) if r["status"] in gen_ui.ACTIVE]
-    if rows:
-        st.subheader("In progress")
-        gen_ui.progress_box(eng, rows)
-
-
-live()
+gen_ui.live_progress(eng, "In progress")
 rows = list_generations(eng)
 st.subheader("Filter statistics")
 if not rows:

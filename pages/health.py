@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pages import _nav as navigation
 
-# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
-# through app.py's navigation at once, instead of listing the pages/ files while this page imports
-navigation.ensure_navigation()
+navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import streamlit as st
 
@@ -16,7 +14,6 @@ from automonitor.data import audit
 from automonitor.views.page_index import Nav
 from pages import _auth as auth
 from pages import _data as loaders
-from pages import _url_state as url_state
 from pages import _widgets as ui
 
 PAGE = "health"
@@ -37,18 +34,12 @@ def _load(url: str, fp: str, edition: str):
 
 
 url = loaders.db_url()
-ed_key = url_state.seed_state(PAGE, "edition", "paper", valid=audit.EDITIONS)
-edition = (
-    st.segmented_control(
-        "Edition",
-        list(audit.EDITIONS),
-        key=ed_key,
-        help="paper: mirror of the paper's test composition; verified: pairs that pass "
-        "the quality gates plus adjudicated pairs.",
-    )
-    or "paper"
+edition = ui.edition_choice(
+    PAGE,
+    audit.EDITIONS,
+    "paper: mirror of the paper's test composition; verified: pairs that pass the quality gates plus "
+    "adjudicated pairs.",
 )
-url_state.sync_qp(PAGE, edition=None if edition == "paper" else edition)
 
 with st.spinner("Auditing the edition (cached per store state)…"):
     doc = _load(url, audit.fingerprint(loaders.engine()), edition)

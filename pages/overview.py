@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pages import _nav as navigation
 
-# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
-# through app.py's navigation at once, instead of listing the pages/ files while this page imports
-navigation.ensure_navigation()
+navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import streamlit as st
 
@@ -38,18 +36,12 @@ url_state.sync_qp(PAGE, split=None if split == "test" else split)
 
 edition = "paper"
 if split == "test":
-    ed_key = url_state.seed_state(PAGE, "edition", "paper", valid=list(vocab.EDITIONS))
-    edition = (
-        st.segmented_control(
-            "Edition",
-            list(vocab.EDITIONS),
-            key=ed_key,
-            help="paper: the mirror of the paper's composition; verified: pairs whose "
-            "label passed the quality gates, plus adjudicated pairs",
-        )
-        or "paper"
+    edition = ui.edition_choice(
+        PAGE,
+        vocab.EDITIONS,
+        "paper: the mirror of the paper's composition; verified: pairs whose label passed the quality gates, "
+        "plus adjudicated pairs",
     )
-    url_state.sync_qp(PAGE, edition=None if edition == "paper" else edition)
 comp = loaders.load_composition(url, ver, None if split == "all" else split, edition if split == "test" else None)
 by_status = loaders.load_counts(url, ver, "status")
 by_split = loaders.load_counts(url, ver, "split")

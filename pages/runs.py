@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from pages import _nav as navigation
 
-# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
-# through app.py's navigation at once, instead of listing the pages/ files while this page imports
-navigation.ensure_navigation()
+navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import os
 
@@ -21,6 +19,8 @@ import streamlit as st
 
 from automonitor import views, vocab
 from automonitor.errors import InputError
+from automonitor.runs import runner
+from automonitor.runs.monitors import REGISTRY, is_loopback
 from automonitor.views.page_index import Nav
 from pages import _auth as auth
 from pages import _data as loaders
@@ -34,14 +34,6 @@ auth.require_workbench()
 ACTIVE = ("pending", "running")
 
 st.title("Runs")
-
-try:
-    from automonitor.runs import runner
-    from automonitor.runs.monitors import REGISTRY, is_loopback
-except ImportError as exc:  # the runner is part of the monitor-runs work
-    runner = None
-    REGISTRY, is_loopback = {}, (lambda u: False)
-    st.warning(f"Launching runs is unavailable: {views.md_escape(exc)}")
 
 url, ver = loaders.db_url(), loaders.version()
 eng = loaders.engine()
@@ -74,7 +66,7 @@ if not _active_top.empty:
         st.info(views.active_runs_line(_active_top.to_dict("records")), icon=":material/hourglass_top:")
 
 # --- launch ----------------------------------------------------------------------------------------
-backends = list(REGISTRY) or ["rules"]
+backends = list(REGISTRY)
 with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:"):
     b_key = url_state.seed_state(PAGE, "backend", "rules", valid=backends)
     choice = backend_fields(
@@ -87,7 +79,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         model_help="Empty = {default_model}",
         base_url_help="OpenAI-compatible server (llama.cpp server, vLLM, …); empty = the backend's default endpoint",
     )
-    backend, cls, base_url = choice.backend, REGISTRY.get(choice.backend), choice.base_url or ""
+    backend, cls, base_url = choice.backend, REGISTRY[choice.backend], choice.base_url or ""
     c4, c5, c6, c7 = st.columns(4)
     template = c4.selectbox("Prompt template", vocab.TEMPLATES, key=f"{PAGE}.template")
     limit = c5.number_input(
@@ -114,7 +106,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         st.warning(small, icon=":material/scatter_plot:")
 
     monitor = choice.spec
-    env_name = cls.key_env if cls else None
+    env_name = cls.key_env
     key_ok = True
     if env_name:
         src = key_source(env_name)
@@ -133,9 +125,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
                 icon=":material/key_off:",
             )
 
-    est, est_error = None, None
-    if runner is not None:
-        est, est_error = try_estimate(_estimate, url, ver, monitor, template, int(limit) or None, int(seed), view)
+    est, est_error = try_estimate(_estimate, url, ver, monitor, template, int(limit) or None, int(seed), view)
     if est_error:
         st.error(f"Cannot start this run: {views.md_escape(est_error)}")
     elif est:
@@ -163,7 +153,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
         type="primary",
         icon=":material/play_arrow:",
         key=f"{PAGE}.start",
-        disabled=runner is None or bool(est_error) or not est or not key_ok or est.get("n", 0) == 0,
+        disabled=bool(est_error) or not est or not key_ok or est.get("n", 0) == 0,
     )
     if start:
         try:
@@ -199,18 +189,7 @@ with st.expander("Launch a generation job", expanded=False, icon=":material/auto
     gen_ui.launch_form(PAGE, eng, url)
 
 
-@st.fragment(run_every=1.0)
-def generation_progress() -> None:
-    """Live progress (with cancel) of generation runs, which the monitor-run history leaves out."""
-    from automonitor.runs.generation.engine import list_generations
-
-    rows = [r for r in list_generations(eng) if r["status"] in gen_ui.ACTIVE]
-    if rows:
-        st.subheader("Generation in progress")
-        gen_ui.progress_box(eng, rows)
-
-
-generation_progress()
+gen_ui.live_progress(eng, "Generation in progress")
 
 
 # --- live progress and history (one read of the store for both, so they always agree) ----------------

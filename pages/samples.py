@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pages import _nav as navigation
 
-# first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
-# through app.py's navigation at once, instead of listing the pages/ files while this page imports
-navigation.ensure_navigation()
+navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import streamlit as st
 
@@ -94,15 +92,9 @@ if st.session_state[p_key] > pages or st.session_state[p_key] < 1:
     st.session_state[p_key] = 1
 url_state.sync_qp(
     PAGE,
+    **{k: v for k, v in filters.items() if k not in ("search", "status")},
     q=search or None,
-    category=cats,
-    task=tasks,
-    label=labels,
-    split=splits,
     status=None if status == "gold" else status,
-    source=srcs,
-    label_source=lsrcs,
-    tier=tiers,
 )
 
 # the export buttons get the width their labels and icons need at 1280 px ("Export JSONL" was cut)
@@ -112,26 +104,17 @@ sizer.selectbox("Per page", list(views.PAGE_SIZES), key=size_key)
 page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
 url_state.set_qp(page=None if page == 1 else page)
 url_state.sync_qp(PAGE, size=None if PAGE_SIZE == 100 else str(PAGE_SIZE))
-exp1.download_button(
-    "Export CSV",
-    data=lambda: views.export_samples(eng, "csv", **filters),
-    file_name="samples.csv",
-    mime="text/csv",
-    key=f"{PAGE}.csv",
-    disabled=total == 0,
-    on_click="ignore",
-    icon=":material/download:",
-)
-exp2.download_button(
-    "Export JSONL",
-    data=lambda: views.export_samples(eng, "jsonl", **filters),
-    file_name="samples.jsonl",
-    mime="application/x-ndjson",
-    key=f"{PAGE}.jsonl",
-    disabled=total == 0,
-    on_click="ignore",
-    icon=":material/download:",
-)
+for col, fmt, mime in ((exp1, "csv", "text/csv"), (exp2, "jsonl", "application/x-ndjson")):
+    col.download_button(
+        f"Export {fmt.upper()}",
+        data=lambda fmt=fmt: views.export_samples(eng, fmt, **filters),
+        file_name=f"samples.{fmt}",
+        mime=mime,
+        key=f"{PAGE}.{fmt}",
+        disabled=total == 0,
+        on_click="ignore",
+        icon=":material/download:",
+    )
 
 if total == 0:
     if sources.empty:

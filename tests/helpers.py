@@ -94,7 +94,7 @@ def run_cli_in_process(args: list[str], *, db: str, env: dict | None = None) -> 
     saved_argv0 = sys.argv[0] if sys.argv else None
     before = set(engines)
     out, err = io.StringIO(), io.StringIO()
-    common.forget_opened_stores()  # the store note names this call's store only, as in a fresh process
+    common._OPENED.clear()  # the store note names this call's store only, as in a fresh process
     try:
         _set_env(full_env)
         if sys.argv:

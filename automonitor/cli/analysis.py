@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, List
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import CliConsole, edition_choices, emit_json, err_console, open_store
+from automonitor.cli.common import CliConsole, edition_choices, emit_json, err_console, open_store, rich_table
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS, INVALID_POLICIES
 
@@ -264,117 +264,106 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
 
 def _runs_table(rep: Report, front: set[str], hollow: set[str]) -> Table:
     """MR / FAR per run with intervals, unscored, pending, AUROC, grounding, front, edition, controls."""
-    from rich.table import Table
-
-    t = Table(title=f"MR / FAR per run (95% Wilson CI; unscored policy: {rep.invalid_policy})")
-    for col, kw in (
-        ("run", {}),
-        ("monitor", {}),
-        ("template", {}),
-        ("kind", {}),
-        ("n", {"justify": "right"}),
-        ("MR [95% CI]", {"justify": "right"}),
-        ("FAR [95% CI]", {"justify": "right"}),
-        ("unscored", {"justify": "right"}),
-        ("pending", {"justify": "right"}),
-        ("AUROC", {"justify": "right"}),
-        ("grounded", {"justify": "right"}),
-        ("front", {}),
-        ("edition", {}),
-        ("FAR controls", {"justify": "right"}),
-    ):
-        t.add_column(col, **kw)  # type: ignore[arg-type]  # rich's add_column takes typed keywords
+    columns = ("run", "monitor", "template", "kind", "n", "MR [95% CI]", "FAR [95% CI]", "unscored", "pending")
+    columns += ("AUROC", "grounded", "front", "edition", "FAR controls")
+    rows = []
     for r in rep.runs:
         o, g, ctl = r.overall, r.grounding, r.controls
         grounded = "-" if not g or not g.spans else f"{1 - (g.not_found_share or 0):.0%} of {g.spans}"
-        t.add_row(
-            r.run_id,
-            r.monitor,
-            r.template,
-            str(r.kind or ""),
-            str(o.n),
-            _pct(o.mr) + _ci(o.mr_ci),
-            _pct(o.far) + _ci(o.far_ci),
-            f"{o.unscored} ({_pct(o.unscored_rate)})",
-            str(o.pending),
-            _pct(r.auroc),
-            grounded,
-            "*" if r.run_id in front else ("hollow" if r.run_id in hollow else ""),
-            str(r.edition or ""),
-            "-" if not (ctl and ctl.n) else f"{_pct(ctl.far)} of {ctl.n}",
+        rows.append(
+            (
+                r.run_id,
+                r.monitor,
+                r.template,
+                str(r.kind or ""),
+                str(o.n),
+                _pct(o.mr) + _ci(o.mr_ci),
+                _pct(o.far) + _ci(o.far_ci),
+                f"{o.unscored} ({_pct(o.unscored_rate)})",
+                str(o.pending),
+                _pct(r.auroc),
+                grounded,
+                "*" if r.run_id in front else ("hollow" if r.run_id in hollow else ""),
+                str(r.edition or ""),
+                "-" if not (ctl and ctl.n) else f"{_pct(ctl.far)} of {ctl.n}",
+            )
         )
-    return t
+    title = f"MR / FAR per run (95% Wilson CI; unscored policy: {rep.invalid_policy})"
+    left = {"run", "monitor", "template", "kind", "front", "edition"}
+    return rich_table(title, columns, rows, right=set(columns) - left)
 
 
 def _stability_table(rep: Report) -> Table | None:
     """Stability across repeats of the runs judged with ``--repeat K`` (``None`` when there is none)."""
-    from rich.table import Table
-
     stab = [(r.run_id, r.stability) for r in rep.runs if r.stability]
     if not stab:
         return None
-    stt = Table(title="Stability across repeats (MR/FAR use repeat 0)")
-    for col in ("run", "K", "samples", "flip rate", "majority != first", "Fleiss' kappa"):
-        stt.add_column(col)
-    for run_id, st in stab:
-        stt.add_row(
-            run_id,
-            str(st.repeats),
-            str(st.samples),
-            _pct(st.flip_rate),
-            _pct(st.majority_differs),
-            "n/a" if st.fleiss_kappa is None else f"{st.fleiss_kappa:.3f}",
-        )
-    return stt
+    return rich_table(
+        "Stability across repeats (MR/FAR use repeat 0)",
+        ("run", "K", "samples", "flip rate", "majority != first", "Fleiss' kappa"),
+        [
+            (
+                run_id,
+                str(st.repeats),
+                str(st.samples),
+                _pct(st.flip_rate),
+                _pct(st.majority_differs),
+                "n/a" if st.fleiss_kappa is None else f"{st.fleiss_kappa:.3f}",
+            )
+            for run_id, st in stab
+        ],
+    )
 
 
 def _paired_table(rep: Report) -> Table | None:
     """Paired comparisons A - B with bootstrap intervals and McNemar p (``None`` without comparisons)."""
-    from rich.table import Table
-
     if not rep.paired:
         return None
-    pt = Table(title="Paired comparisons (A - B, pair-clustered bootstrap 95% CI; McNemar p)")
-    for col in ("A", "B", "samples", "MR diff", "FAR diff", "McNemar MR p", "McNemar FAR p"):
-        pt.add_column(col)
-    for c in rep.paired:
-        pt.add_row(
-            c.run_a,
-            c.run_b,
-            str(c.samples),
-            _pct(c.mr_diff) + _ci(c.mr_diff_ci),
-            _pct(c.far_diff) + _ci(c.far_diff_ci),
-            _pct(c.mcnemar_mr.p_value),
-            _pct(c.mcnemar_far.p_value),
-        )
-    return pt
+    return rich_table(
+        "Paired comparisons (A - B, pair-clustered bootstrap 95% CI; McNemar p)",
+        ("A", "B", "samples", "MR diff", "FAR diff", "McNemar MR p", "McNemar FAR p"),
+        [
+            (
+                c.run_a,
+                c.run_b,
+                str(c.samples),
+                _pct(c.mr_diff) + _ci(c.mr_diff_ci),
+                _pct(c.far_diff) + _ci(c.far_diff_ci),
+                _pct(c.mcnemar_mr.p_value),
+                _pct(c.mcnemar_far.p_value),
+            )
+            for c in rep.paired
+        ],
+    )
 
 
 def _baselines_table(rep: Report) -> Table | None:
     """Each run's MR / FAR next to the trivial baselines' AUROC on the same category x task slice
     (``None`` when the report carries no baselines). The console prints with markup=False: data needs no
     escaping."""
-    from rich.table import Table
-
     rows = [(r, c, t, b) for r in rep.runs for c, ts in (r.baselines or {}).items() for t, b in ts.items()]
     if not rows:
         return None
-    bt = Table(title="MR / FAR next to trivial baselines on the same slice (AUROC; automonitor audit)")
-    for col in ("run", "slice", "MR", "FAR", "length", "tfidf", "ans=sugg", "flag"):
-        bt.add_column(col)
+    cells = []
     for r, c, t, b in rows:
         s = r.by_category_task.get(c, {}).get(t)
-        bt.add_row(
-            r.run_id,
-            f"{c}/{t}",
-            _pct(None if s is None else s.mr),
-            _pct(None if s is None else s.far),
-            _pct(b.get("length")),
-            _pct(b.get("tfidf")),
-            _pct(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
-            "FLAG" if b.get("flagged") else "",
+        cells.append(
+            (
+                r.run_id,
+                f"{c}/{t}",
+                _pct(None if s is None else s.mr),
+                _pct(None if s is None else s.far),
+                _pct(b.get("length")),
+                _pct(b.get("tfidf")),
+                _pct(b.get("answer_equals_suggestion")) if "answer_equals_suggestion" in b else "",
+                "FLAG" if b.get("flagged") else "",
+            )
         )
-    return bt
+    return rich_table(
+        "MR / FAR next to trivial baselines on the same slice (AUROC; automonitor audit)",
+        ("run", "slice", "MR", "FAR", "length", "tfidf", "ans=sugg", "flag"),
+        cells,
+    )
 
 
 @predictions_app.command("import")

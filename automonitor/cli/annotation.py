@@ -61,7 +61,7 @@ def users_add(
     if json_out:
         emit_json({"id": acc.id, "name": acc.name, "role": acc.role})
     else:
-        err_console.print(f"created {acc.role} {acc.name}", markup=False, highlight=False)
+        err_console.print(f"created {acc.role} {acc.name}")
 
 
 @users_app.command("list")
@@ -110,7 +110,7 @@ def users_passwd(
 
     password = _read_password(password_stdin)
     set_password(open_store(), SYSTEM, name, password)
-    err_console.print(f"password changed for {name}; their sessions ended", markup=False, highlight=False)
+    err_console.print(f"password changed for {name}; their sessions ended")
 
 
 @users_app.command("deactivate")
@@ -135,14 +135,10 @@ def users_deactivate(
     if json_out:
         emit_json(doc)
     else:
-        err_console.print(f"deactivated {name}", markup=False, highlight=False)
+        err_console.print(f"deactivated {name}")
         if reassign:
             r = doc["reassigned"]
-            err_console.print(
-                f"moved {r['moved']} open item(s); {len(r['left'])} left with nobody eligible",
-                markup=False,
-                highlight=False,
-            )
+            err_console.print(f"moved {r['moved']} open item(s); {len(r['left'])} left with nobody eligible")
 
 
 @users_app.command("reactivate")
@@ -151,7 +147,7 @@ def users_reactivate(name: str = typer.Argument(..., help="the account")) -> Non
     from automonitor.annotation.accounts import SYSTEM, set_active
 
     set_active(open_store(), SYSTEM, name, True)
-    err_console.print(f"reactivated {name}", markup=False, highlight=False)
+    err_console.print(f"reactivated {name}")
 
 
 @users_app.command("end-sessions")
@@ -160,7 +156,7 @@ def users_end_sessions(name: str = typer.Argument(..., help="the account")) -> N
     from automonitor.annotation.accounts import SYSTEM, end_sessions
 
     end_sessions(open_store(), SYSTEM, name)
-    err_console.print(f"ended every session of {name}", markup=False, highlight=False)
+    err_console.print(f"ended every session of {name}")
 
 
 @users_app.command("history")
@@ -312,7 +308,7 @@ def assignments_export(
     if json_out:
         emit_json(res)
     else:
-        err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}", highlight=False, markup=False)
+        err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}")
 
 
 def _export(what: str, file: Path, fmt: str | None, csv_mode: str, json_out: bool) -> None:
@@ -410,7 +406,8 @@ def agreement_cmd(
     def fmt(v):
         return "   -  " if v is None else f"{v:6.3f}"
 
-    def with_ci(v, ci, how=None):
+    def with_ci(d, k):
+        v, ci, how = d[k], d["ci"][k], d.get("ci_method", {}).get(k)
         if v is None:
             return "n/a"
         if ci is None and how == NONE_ALL_AGREE:
@@ -419,14 +416,10 @@ def agreement_cmd(
             f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + (" Wilson" if how == WILSON_ALL_AGREE else "")
         )
 
-    def method(d, k):
-        return d.get("ci_method", {}).get(k)
-
     head = "too few items: no interval" if doc["too_few"] else "95 % bootstrap interval"
     print(
-        f"Cohen's kappa {with_ci(doc['cohen_kappa'], doc['ci']['cohen_kappa'], method(doc, 'cohen_kappa'))} · "
-        f"Krippendorff's alpha {with_ci(doc['krippendorff_alpha'], doc['ci']['krippendorff_alpha'], method(doc, 'krippendorff_alpha'))} "
-        f"· raw agreement {with_ci(doc['percent_agreement'], doc['ci']['percent_agreement'], method(doc, 'percent_agreement'))} ({head})"
+        f"Cohen's kappa {with_ci(doc, 'cohen_kappa')} · Krippendorff's alpha {with_ci(doc, 'krippendorff_alpha')} "
+        f"· raw agreement {with_ci(doc, 'percent_agreement')} ({head})"
     )
     print("slice".ljust(40) + "items  " + "  ".join(m[:12].rjust(12) for m in METRICS))
     for r in flat_rows(doc):
@@ -444,10 +437,7 @@ def agreement_cmd(
         print(f"monitor {mon['monitor']} · {mon['template']} ({mon['run_id']}): {mon['unscored']} unscored left out")
         for who, a in [("gold", mon["vs_gold"]), *mon["vs_annotators"].items()]:
             few = " (too few items)" if a["too_few"] else ""
-            print(
-                f"  vs {who}: {a['items']} items, Cohen's kappa "
-                f"{with_ci(a['cohen_kappa'], a['ci']['cohen_kappa'], method(a, 'cohen_kappa'))}{few}"
-            )
+            print(f"  vs {who}: {a['items']} items, Cohen's kappa {with_ci(a, 'cohen_kappa')}{few}")
     for name, t in doc["time_per_item"].items():
         med = "-" if t["median_s"] is None else f"{t['median_s']:.1f} s"
         print(f"time per item  {name}: median {med} over {t['timed']} timed label(s)")

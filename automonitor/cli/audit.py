@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import CliConsole, edition_choices, emit_json, open_store
+from automonitor.cli.common import CliConsole, edition_choices, emit_json, open_store, rich_table
 from automonitor.errors import InputError
 
 if TYPE_CHECKING:
@@ -51,13 +51,10 @@ def _print_rich(doc: dict[str, Any]) -> None:
     """The audit document as a rich table of slices, then the leakage and controls lines."""
     import sys
 
-    escape = str  # the console prints with markup=False: data needs no escaping
-    # data values, not markup; off a terminal the table is 200 wide and the lines of text unwrapped
+    # data values, not markup (no escaping needed); off a terminal the table is 200 wide and the lines of text unwrapped
     con = CliConsole(width=None if sys.stdout.isatty() else 200, markup=False)
     if not doc["slices"]:
-        con.print(
-            f"No test samples in edition {escape(doc['edition'])!s} (test set: {escape(str(doc.get('test_set')))})."
-        )
+        con.print(f"No test samples in edition {doc['edition']} (test set: {doc.get('test_set')}).")
     con.print(_slices_table(doc))
     lk, ct = doc["leakage"], doc["controls"]
     con.print(
@@ -67,7 +64,7 @@ def _print_rich(doc: dict[str, Any]) -> None:
     )
     con.print(
         f"Controls: {ct['samples']} benign-only samples"
-        + ("; FAR " + ", ".join(f"{escape(k)} {v:.2f}" for k, v in ct["far"].items()) if ct["far"] else "")
+        + ("; FAR " + ", ".join(f"{k} {v:.2f}" for k, v in ct["far"].items()) if ct["far"] else "")
     )
 
 
@@ -81,45 +78,29 @@ def _pw(s: dict[str, Any], name: str) -> str:
 
 
 def _slices_table(doc: dict[str, Any]) -> Table:
-    """One row per audit slice: baselines' AUROC, leakage counts and the flag."""
-    from rich.table import Table
-
-    escape = str  # printed with markup=False
-    t = Table(
-        title=f"Audit of edition {escape(doc['edition'])}: AUROC of trivial baselines (train -> test); "
-        f"AUROC / pairwise; flag at |AUROC - 0.5| >= {doc['params']['flag_auroc'] - 0.5:.1f}"
-    )
-    for col in (
-        "source",
-        "cell",
-        "pairs",
-        "label source",
-        "method",
-        "length",
-        "tfidf",
-        "ans=sugg",
-        "near-dup",
-        "shared conv",
-        "shared fam",
-        "<=3 tok",
-        "flag",
-    ):
-        t.add_column(col)
-    for s in doc["slices"]:
-        b = s["baselines"]
-        t.add_row(
-            escape(s["source"]),
-            escape(f"{s['category']}/{s['task']}"),
+    """One row per audit slice: baselines' AUROC, leakage counts and the flag (printed with markup=False)."""
+    columns = ("source", "cell", "pairs", "label source", "method", "length", "tfidf", "ans=sugg", "near-dup")
+    columns += ("shared conv", "shared fam", "<=3 tok", "flag")
+    rows = [
+        (
+            s["source"],
+            f"{s['category']}/{s['task']}",
             str(s["pairs"]),
-            escape(", ".join(f"{k} {v}" for k, v in s["label_source"].items())),
+            ", ".join(f"{k} {v}" for k, v in s["label_source"].items()),
             "CV" if s.get("baseline_method") == "within_test_cv" else "train",
             _pw(s, "length"),
             _pw(s, "tfidf"),
-            _pw(s, "answer_equals_suggestion") if "answer_equals_suggestion" in b else "",
+            _pw(s, "answer_equals_suggestion") if "answer_equals_suggestion" in s["baselines"] else "",
             str(s["near_duplicate_pairs"]),
             str(s["shared_conversations"]),
             str(s.get("shared_family_pairs", 0)),
             str(s["tiny_diff_pairs"]),
             "FLAG " + ", ".join(s["flagged_by"]) if s["flagged"] else "",
         )
-    return t
+        for s in doc["slices"]
+    ]
+    title = (
+        f"Audit of edition {doc['edition']}: AUROC of trivial baselines (train -> test); "
+        f"AUROC / pairwise; flag at |AUROC - 0.5| >= {doc['params']['flag_auroc'] - 0.5:.1f}"
+    )
+    return rich_table(title, columns, rows)

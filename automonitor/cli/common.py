@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Container, Iterable, Literal, Sequence
 
 from rich.console import Console
 
@@ -20,6 +20,7 @@ from automonitor.errors import InputError, NotFound
 from automonitor.vocab import EDITIONS
 
 if TYPE_CHECKING:
+    from rich.table import Table
     from sqlalchemy.engine import Engine
 
 
@@ -39,7 +40,14 @@ class CliConsole(Console):
         super().print(*objects, **kwargs)
 
 
-err_console = CliConsole(stderr=True, markup=False)  # messages carry data (names, paths): never rich markup
+#: messages carry data (names, paths): never rich markup, emoji codes or highlighting
+err_console = CliConsole(stderr=True, markup=False, highlight=False, emoji=False)
+
+
+def progress_line(msg: str) -> None:
+    """One dim progress line on stderr (a step of a long command)."""
+    err_console.print(msg, style="dim")
+
 
 #: exit code of a command stopped by Ctrl-C (SIGINT) or SIGTERM: 128 + SIGINT, as shells report Ctrl-C
 INTERRUPTED_EXIT = 130
@@ -142,12 +150,6 @@ def store_exists(url: str) -> bool:
         raise
 
 
-def forget_opened_stores() -> None:
-    """Forget the stores opened so far in this process (:func:`store_note` then names none): for a
-    caller that runs several commands in one process through :func:`automonitor.cli.main`."""
-    _OPENED.clear()
-
-
 def store_note() -> str:
     """`` (store: URL)`` naming the store this command opened, or ``""`` when none was opened."""
     return f" (store: {_OPENED[-1]})" if _OPENED else ""
@@ -187,3 +189,24 @@ def emit_json(obj: object) -> None:
     """Print one JSON document on stdout (and nothing else there)."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def rich_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    right: Container[str] = (),
+    caption: str | None = None,
+    overflow: Literal["fold", "crop", "ellipsis", "ignore"] = "ellipsis",
+) -> Table:
+    """A rich table titled ``title`` (and ``caption``) with ``columns`` (those in ``right`` right-justified,
+    each cutting a long cell by ``overflow``) and ``rows`` of cell texts."""
+    from rich.table import Table
+
+    t = Table(title=title, caption=caption)
+    for col in columns:
+        t.add_column(col, justify="right" if col in right else "left", overflow=overflow)
+    for row in rows:
+        t.add_row(*row)
+    return t

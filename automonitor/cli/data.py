@@ -8,7 +8,15 @@ import typer
 from rich.table import Table
 
 from automonitor.cli.app import app
-from automonitor.cli.common import CliConsole, edition_choices, emit_json, err_console, open_store
+from automonitor.cli.common import (
+    CliConsole,
+    edition_choices,
+    emit_json,
+    err_console,
+    open_store,
+    progress_line,
+    rich_table,
+)
 
 
 def _stdout() -> CliConsole:
@@ -17,12 +25,8 @@ def _stdout() -> CliConsole:
     return c if c.is_terminal else CliConsole(width=120, markup=False)  # messages stay unwrapped
 
 
-def _progress(msg: str) -> None:
-    err_console.print(msg, style="dim", markup=False, highlight=False)
-
-
 class _BuildBar:
-    """The build's progress on a terminal: the same stage lines as :func:`_progress`, and a rich progress
+    """The build's progress on a terminal: the same stage lines as :func:`progress_line`, and a rich progress
     bar on stderr while a long stage runs (:class:`automonitor.data.build.steps.StageProgress`: the sources
     read, the detector ladder, the ``hard`` edition, the store write). A bar is gone once its stage is over:
     the stage's line with its counts stays."""
@@ -31,7 +35,7 @@ class _BuildBar:
         self._live: Any = None  # the rich Progress of the stage running, if any
 
     def __call__(self, msg: str) -> None:
-        _progress(msg)  # printed above a running bar
+        progress_line(msg)  # printed above a running bar
 
     def begin_stage(self, name: str, total: int | None) -> Any:
         """Start a bar for stage ``name`` of ``total`` steps (``None``: a pulse); return its ``step``."""
@@ -114,14 +118,14 @@ def build_cmd(
 
     check_edition(edition)
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
-    progress = _BuildBar() if err_console.is_terminal and not quiet else _progress
+    progress = _BuildBar() if err_console.is_terminal and not quiet else progress_line
     report = build(
         open_store(create=True), raw_path, seed, force=force, progress=progress, refresh_ladder=refresh_ladder
     )
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
     for pid in report.get("errata", {}).get("unmatched", []):
-        err_console.print(f"warning: erratum on {pid}: no such pair in this build (not applied)", highlight=False)
+        err_console.print(f"warning: erratum on {pid}: no such pair in this build (not applied)")
     if json_out and report_markdown:
         raise InputError("use either --json or --report-markdown", field="--report-markdown")
     if json_out:
@@ -156,7 +160,7 @@ def _warn_shortfalls(shortfalls: list[dict[str, Any]]) -> None:
     """One yellow ``shortfall:`` line on stderr per paper cell (pairs), ``paper-r2`` quota source
     (pairs) or category (samples) short of its target."""
     for s in shortfalls:
-        err_console.print(f"shortfall: {shortfall_text(s)}", style="yellow", highlight=False)
+        err_console.print(f"shortfall: {shortfall_text(s)}", style="yellow")
 
 
 def quota_cell(target: int | None, built: int) -> str:
@@ -170,13 +174,11 @@ def quota_cell(target: int | None, built: int) -> str:
 def _sources_table(report: dict[str, Any]) -> Table:
     """The per-source table of a build report: pairs available and eligible for test, in test, in each
     edition, the ``paper-r2`` quota (with the eligible count when that is less), candidates, train."""
-    t = Table(title=f"automonitor build (seed {report['seed']}) from {report['raw_dir']}")
     cols = ("source", "category", "task", "available", "pass gates", "test", "paper", "paper-r2", "r2 quota")
-    for col in cols + ("candidates", "train"):
-        t.add_column(col, justify="right" if col not in ("source", "category", "task") else "left")
+    cols += ("candidates", "train")
     quota = {q["source"]: q["target_pairs"] for q in report["quotas"]}
-    for name, s in report["sources"].items():
-        t.add_row(
+    rows = [
+        (
             name,
             s["category"],
             s["task"],
@@ -189,7 +191,10 @@ def _sources_table(report: dict[str, Any]) -> Table:
             str(s["candidate_pairs"]),
             str(s["train_pairs"]),
         )
-    return t
+        for name, s in report["sources"].items()
+    ]
+    title = f"automonitor build (seed {report['seed']}) from {report['raw_dir']}"
+    return rich_table(title, cols, rows, right=cols[3:])
 
 
 def _build_summary(report: dict[str, Any], edition: str) -> None:
@@ -233,15 +238,13 @@ def _hard_table(hard: dict[str, Any]) -> Table:
     pairs removed per feature, and the slices not achievable (in the caption)."""
     removed = ", ".join(f"{k} {v}" for k, v in hard["removed_by_feature"].items()) or "nothing"
     na = ", ".join(hard["not_achievable"]) or "none"
-    t = Table(
-        title=f"edition hard: {hard['pairs']} pairs + {hard['controls']} controls survive adversarial filtering",
+    return rich_table(
+        f"edition hard: {hard['pairs']} pairs + {hard['controls']} controls survive adversarial filtering",
+        ("source", "verified", "hard", "controls"),
+        [(src, str(n["verified"]), str(n["hard"]), str(n["controls"])) for src, n in hard["by_source"].items()],
+        right=("verified", "hard", "controls"),
         caption=f"pairs removed by: {removed}; not achievable with >= {hard['params']['min_pairs']} pairs: {na}",
     )
-    for col in ("source", "verified", "hard", "controls"):
-        t.add_column(col, justify="left" if col == "source" else "right")
-    for src, n in hard["by_source"].items():
-        t.add_row(src, str(n["verified"]), str(n["hard"]), str(n["controls"]))
-    return t
 
 
 def _stats_table(doc: dict[str, Any]) -> None:
@@ -249,25 +252,27 @@ def _stats_table(doc: dict[str, Any]) -> None:
 
     out = _stdout()
     ed = f", edition {doc['edition']}" if doc["split"] == "test" else ""
-    t = Table(title=f"gold samples, split {doc['split']}{ed}: {doc['total']} samples in {doc['pairs']} pairs")
-    t.add_column("category")
-    for task in TASKS:
-        t.add_column(task, justify="right")
-    t.add_column("total", justify="right")
-    for c in CATEGORIES:
-        row = doc["by_category_task_nested"].get(c, {})
-        t.add_row(CATEGORY_NAMES[c], *[str(row.get(task, 0)) for task in TASKS], str(doc["by_category"].get(c, 0)))
+    nested = doc["by_category_task_nested"]
+    t = rich_table(
+        f"gold samples, split {doc['split']}{ed}: {doc['total']} samples in {doc['pairs']} pairs",
+        ("category", *TASKS, "total"),
+        [
+            (
+                CATEGORY_NAMES[c],
+                *[str(nested.get(c, {}).get(task, 0)) for task in TASKS],
+                str(doc["by_category"].get(c, 0)),
+            )
+            for c in CATEGORIES
+        ],
+        right=(*TASKS, "total"),
+    )
     t.add_row("total", *[str(doc["by_task"].get(task, 0)) for task in TASKS], str(doc["total"]), style="bold")
     out.print(t)
     out.print("labels: " + ", ".join(f"{k} {v}" for k, v in doc["by_label"].items()))
     out.print("label provenance: " + ", ".join(f"{k} {v}" for k, v in doc["by_label_source"].items()))
     if doc["by_source"]:
-        s = Table(title="by source")
-        s.add_column("source")
-        s.add_column("samples", justify="right")
-        for k, v in doc["by_source"].items():
-            s.add_row(k, str(v))
-        out.print(s)
+        rows = [(k, str(v)) for k, v in doc["by_source"].items()]
+        out.print(rich_table("by source", ("source", "samples"), rows, right=("samples",)))
     out.print(
         "whole store: "
         + ", ".join(f"{k} {v}" for k, v in doc["by_split"].items())
@@ -359,7 +364,7 @@ def fetch_sources_cmd(
     target = dest or os.environ.get("AUTOMONITOR_RAW")
     if not target:
         raise InputError("no destination: pass --dest DIR or set AUTOMONITOR_RAW", field="--dest")
-    result = fetch_sources(target, mirror=mirror, manifest=manifest, folders=source or None, progress=_progress)
+    result = fetch_sources(target, mirror=mirror, manifest=manifest, folders=source or None, progress=progress_line)
     if json_out:
         emit_json(result)
     else:
@@ -368,6 +373,6 @@ def fetch_sources_cmd(
             f"{len(result['skipped'])} already present, {len(result['failed'])} failed"
         )
     for f in result["failed"]:
-        err_console.print(f"error: {f['path']}: {f['error']} ({f['url']})", highlight=False, markup=False)
+        err_console.print(f"error: {f['path']}: {f['error']} ({f['url']})")
     if result["failed"]:
         raise SystemExit(1)

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, err_console, open_store, shown_url, store_exists
+from automonitor.cli.common import emit_json, err_console, open_store, rich_table, shown_url, store_exists
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 errata_app = typer.Typer(
     help="Label errata (shipped with the package and entered into the store): every build applies them.",
@@ -16,21 +21,21 @@ errata_app = typer.Typer(
 app.add_typer(errata_app, name="errata")
 
 
-def _store_url() -> str | None:
-    """The store's URL when it exists; else ``None`` with a warning (the shipped errata need no store:
-    reading them never creates one)."""
+@contextmanager
+def _store_session() -> Iterator[Session | None]:
+    """A session on the store when it exists; else ``None`` with a warning (the shipped errata need no
+    store: reading them never creates one)."""
+    from sqlmodel import Session
+
     from store.engine import db_url
 
     url = db_url(None)
-    if store_exists(url):
-        return url
-    err_console.print(
-        f"warning: no store at {shown_url(url)}: only the shipped errata; pair ids are not checked",
-        markup=False,
-        highlight=False,
-        emoji=False,
-    )
-    return None
+    if not store_exists(url):
+        err_console.print(f"warning: no store at {shown_url(url)}: only the shipped errata; pair ids are not checked")
+        yield None
+        return
+    with Session(open_store(url)) as s:
+        yield s
 
 
 _FILE_HELP = "Shipped errata file to read (default: $AUTOMONITOR_ERRATA or the package's errata.jsonl)."
@@ -63,18 +68,10 @@ def add_cmd(
     if others:  # another reader disagrees: say so (both kept; the strictest verdict is in force)
         err_console.print(
             "warning: " + terminal_text(conflict_warning(e, others, in_force)),
-            markup=False,
-            highlight=False,
-            emoji=False,
             soft_wrap=True,
         )
     if not known:
-        err_console.print(
-            f"warning: pair {terminal_text(e.pair_id)} is not in the store (recorded anyway)",
-            markup=False,
-            highlight=False,
-            emoji=False,
-        )
+        err_console.print(f"warning: pair {terminal_text(e.pair_id)} is not in the store (recorded anyway)")
     if json_out:
         emit_json(e.model_dump())
     else:
@@ -91,38 +88,32 @@ def list_cmd(
     """The errata in force (shipped and stored), whether the store still holds each pair, and the counts
     per source; a pair whose readers disagree shows the other readers' verdicts (JSON: "conflicts") and a
     warning. Every text is printed with its control characters marked (no terminal escape passes)."""
-    from sqlmodel import Session
-
     from automonitor.data.errata import errata_counts, errata_in_force, errata_status
     from automonitor.escaping import terminal_text
 
-    url = _store_url()
-    if url is None:
-        errata = errata_in_force(None, file)
-        rows = errata_status(None, errata)
-    else:
-        with Session(open_store(url)) as s:
-            errata = errata_in_force(s, file)
-            rows = errata_status(s, errata)
+    with _store_session() as s:
+        errata = errata_in_force(s, file)
+        rows = errata_status(s, errata)
     missing = [r["pair_id"] for r in rows if r["in_store"] is None]
     doc = {"errata": rows, "counts": errata_counts(errata), "not_in_store": missing}
     if json_out:
         emit_json(doc)
         return
     from rich.console import Console
-    from rich.table import Table
 
-    t = Table(title=f"{len(rows)} errata in force")
-    for c in ("pair_id", "source", "verdict", "reader", "date", "in store", "reason", "other readers"):
-        t.add_column(c)
-    for r in rows:
-        reason = terminal_text(r["reason"])
-        t.add_row(
-            *(terminal_text(r[k]) for k in ("pair_id", "source", "verdict", "reader", "date")),
-            terminal_text(r["in_store"] or "no"),
-            reason if len(reason) <= 80 else reason[:79] + "…",
-            ", ".join(terminal_text(f"{c['reader']}: {c['verdict']}") for c in r["conflicts"]),
-        )
+    t = rich_table(
+        f"{len(rows)} errata in force",
+        ("pair_id", "source", "verdict", "reader", "date", "in store", "reason", "other readers"),
+        [
+            (
+                *(terminal_text(r[k]) for k in ("pair_id", "source", "verdict", "reader", "date")),
+                terminal_text(r["in_store"] or "no"),
+                reason if len(reason := terminal_text(r["reason"])) <= 80 else reason[:79] + "…",
+                ", ".join(terminal_text(f"{c['reader']}: {c['verdict']}") for c in r["conflicts"]),
+            )
+            for r in rows
+        ],
+    )
     Console(markup=False, highlight=False, emoji=False, width=180).print(t)
     for r in rows:
         if r["conflicts"]:
@@ -133,17 +124,11 @@ def list_cmd(
                     f"conflicting errata on pair {r['pair_id']}: in force {r['verdict']} ({r['reader']}); {said} "
                     "(between readers the strictest verdict wins)"
                 ),
-                markup=False,
-                highlight=False,
-                emoji=False,
                 soft_wrap=True,
             )
     for pid in missing:
         err_console.print(
-            f"warning: erratum on {terminal_text(pid)}: no such pair in the store (reported, not applied)",
-            markup=False,
-            highlight=False,
-            emoji=False,
+            f"warning: erratum on {terminal_text(pid)}: no such pair in the store (reported, not applied)"
         )
 
 
@@ -157,20 +142,14 @@ def export_cmd(
 ) -> None:
     """Write every erratum in force (shipped, then those entered into the store) as the versioned errata
     file, for review in git."""
-    from sqlmodel import Session
-
     from automonitor.data.errata import export_errata
 
-    url = _store_url()
-    if url is None:
-        n = export_errata(None, out, file)
-    else:
-        with Session(open_store(url)) as s:
-            n = export_errata(s, out, file)
+    with _store_session() as s:
+        n = export_errata(s, out, file)
     if json_out:
         emit_json({"file": out, "errata": n})
     else:
-        err_console.print(f"wrote {n} errata to {out}", markup=False, highlight=False, emoji=False)
+        err_console.print(f"wrote {n} errata to {out}")
 
 
 @errata_app.command("import")
@@ -193,9 +172,4 @@ def import_cmd(
     if json_out:
         emit_json(doc)
     else:
-        err_console.print(
-            f"read {doc['read']} errata: {doc['added']} added, {doc['already']} already in force",
-            markup=False,
-            highlight=False,
-            emoji=False,
-        )
+        err_console.print(f"read {doc['read']} errata: {doc['added']} added, {doc['already']} already in force")

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
-
-if TYPE_CHECKING:
-    from automonitor.runs.generation.job import GenerationSpec
 
 generate_app = typer.Typer(
     help="Construct candidate pairs with a generator model (the paper's recipes).", no_args_is_help=True
@@ -29,14 +26,16 @@ def _print(doc: dict[str, Any]) -> None:
         err_console.print(f"  dropped {reason}: {n}")
 
 
-def _run(spec: GenerationSpec, json_out: bool) -> None:
+def _run(json_out: bool, **spec: object) -> None:
+    """Create the generation run of ``spec`` (:class:`~automonitor.runs.generation.job.GenerationSpec`
+    fields) and execute it; print its summary."""
     from automonitor.runs.generation.engine import create_generation, execute_generation
+    from automonitor.runs.generation.job import GenerationSpec
 
     # a generation needs an existing store (refused, exit 2, before any generator call): with a mistyped
     # AUTOMONITOR_DB it would otherwise pay for calls whose candidates land in a new empty file
     eng = open_store()
-    run_id = create_generation(eng, spec)
-    doc = execute_generation(eng, run_id)
+    doc = execute_generation(eng, create_generation(eng, GenerationSpec.model_validate(spec)))
     emit_json(doc) if json_out else _print(doc)
 
 
@@ -55,22 +54,18 @@ def generate_sycophancy(
 ) -> None:
     """Counterfactual sycophancy filter: keep Q when the answer to Q is right and the answer to Q' = Q +
     cue is wrong and equals the cue; kept questions become candidate pairs."""
-    from automonitor.runs.generation.job import GenerationSpec
-
     _run(
-        GenerationSpec(
-            kind="sycophancy",
-            generator=generator,
-            source=source,
-            cue=cue,
-            limit=limit,
-            samples_per_prompt=samples,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            raw=raw,
-            concurrency=concurrency,
-        ),
         json_out,
+        kind="sycophancy",
+        generator=generator,
+        source=source,
+        cue=cue,
+        limit=limit,
+        samples_per_prompt=samples,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        concurrency=concurrency,
     )
 
 
@@ -89,21 +84,17 @@ def generate_gaming(
     """Incentive-injected specification gaming: answer each task with and without the incentive; keep
     it when only the incentivised answer shows the invited misbehavior (code: static screen plus
     visible/held-out tests in the bubblewrap sandbox)."""
-    from automonitor.runs.generation.job import GenerationSpec
-
     _run(
-        GenerationSpec(
-            kind="gaming",
-            generator=generator,
-            source=source,
-            incentive=incentive,
-            limit=limit,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            raw=raw,
-            concurrency=concurrency,
-        ),
         json_out,
+        kind="gaming",
+        generator=generator,
+        source=source,
+        incentive=incentive,
+        limit=limit,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        concurrency=concurrency,
     )
 
 

@@ -54,7 +54,7 @@ def import_cmd(
     )  # validate the file before opening the store
     result = apply_import(open_store(create=True), plan)
     for w in result["warnings"]:
-        err_console.print(f"warning: {w}", style="yellow", highlight=False)
+        err_console.print(f"warning: {w}", style="yellow")
     if json_out:
         emit_json(result)
     else:

@@ -8,12 +8,12 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Annotated, Iterator
 
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.common import emit_json, err_console, open_store, progress_line
 from automonitor.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,6 +25,20 @@ corpus_app = typer.Typer(help="The training corpus of trained monitors (disjoint
 probe_app = typer.Typer(help="Trained probe monitors: train, transfer matrix, LoRA judge.", no_args_is_help=True)
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(probe_app, name="probe")
+
+
+def _check_features(value: str) -> str:
+    """``--features``: ``tfidf`` or ``embed``; ``InputError`` (exit 2) otherwise."""
+    if value not in ("tfidf", "embed"):
+        raise InputError(f"unknown features {value!r}; choose tfidf or embed", field="features")
+    return value
+
+
+FeaturesOpt = Annotated[str, typer.Option("--features", help="tfidf | embed", callback=_check_features)]
+CorpusOpt = Annotated[str | None, typer.Option("--corpus", help="corpus JSONL (default: built from the store)")]
+RawOpt = Annotated[
+    str | None, typer.Option("--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)")
+]
 
 
 def _raw(raw: str | None) -> Path | None:
@@ -87,10 +101,6 @@ def _working(what: str, *, quiet: bool = False) -> Iterator[None]:
         yield
 
 
-def _say(msg: str) -> None:
-    err_console.print(msg, style="dim", markup=False, highlight=False)
-
-
 @corpus_app.command("build")
 def corpus_build_cmd(
     out: str | None = typer.Option(None, "--out", help="JSONL file (default: <artifacts>/corpus.jsonl)"),
@@ -112,7 +122,6 @@ def corpus_build_cmd(
             "warning: no raw sources directory (set AUTOMONITOR_RAW or pass --raw): the corpus "
             "holds the store's train split only, without the unpaired raw material",
             style="yellow",
-            highlight=False,
         )
     recs, summ = corpus.build_corpus(engine, raw_dir, extra=not no_extra)
     path = Path(out) if out else artifact_dir().parent / "corpus.jsonl"
@@ -133,12 +142,12 @@ def corpus_build_cmd(
 
 @probe_app.command("train")
 def probe_train_cmd(
-    features: str = typer.Option(..., "--features", help="tfidf | embed"),
+    features: FeaturesOpt,
     on: str | None = typer.Option(
         "all", "--on", help="slices: all, a category, a task or category/task, comma-separated"
     ),
-    corpus_file: str | None = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: str | None = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    corpus_file: CorpusOpt = None,
+    raw: RawOpt = None,
     out_dir: str | None = typer.Option(None, "--out-dir", help="artefact directory (default <artifacts>/probes)"),
     view: str = typer.Option(
         "full",
@@ -152,10 +161,8 @@ def probe_train_cmd(
     as a versioned artefact with a model card. Use it as monitor probe:tfidf-lr / probe:embed-lr
     (newest artefact trained on all) or probe:PATH."""
     from automonitor.data.monitor_views import check_view
-    from automonitor.runs.probe.model import FEATURES, in_slices, parse_slices, save_probe, train_probe
+    from automonitor.runs.probe.model import in_slices, parse_slices, save_probe, train_probe
 
-    if features not in FEATURES:
-        raise InputError(f"unknown features {features!r}; choose tfidf or embed", field="features")
     slices = parse_slices(on)
     check_view(view)
     engine = open_store()
@@ -192,9 +199,9 @@ def probe_train_cmd(
 
 @probe_app.command("transfer")
 def probe_transfer_cmd(
-    features: str = typer.Option(..., "--features", help="tfidf | embed"),
-    corpus_file: str | None = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: str | None = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    features: FeaturesOpt,
+    corpus_file: CorpusOpt = None,
+    raw: RawOpt = None,
     threshold: float = typer.Option(0.5, "--threshold", help="operating threshold on P(misbehavior) for MR/FAR"),
     markdown: str | None = typer.Option(None, "--markdown", help="also write the markdown tables to FILE"),
     save: bool = typer.Option(
@@ -207,16 +214,16 @@ def probe_transfer_cmd(
     """Train one probe per training slice and score every test slice: MR, FAR (Wilson intervals) and
     AUROC (Hanley-McNeil interval) in a train x test matrix, beside the trivial baselines and the
     paper's reported cells."""
-    from automonitor.runs.probe.model import FEATURES, artifact_dir
+    from automonitor.runs.probe.model import artifact_dir
     from automonitor.analysis.transfer import test_rows, to_markdown, transfer_matrix
 
-    if features not in FEATURES:
-        raise InputError(f"unknown features {features!r}; choose tfidf or embed", field="features")
     if not 0.0 <= threshold <= 1.0:
         raise InputError("--threshold must be in [0, 1]", field="threshold")
     engine = open_store()
     recs = _records(engine, corpus_file, raw, quiet=as_json)
-    res = transfer_matrix(recs, test_rows(engine), features, threshold=threshold, progress=None if as_json else _say)
+    res = transfer_matrix(
+        recs, test_rows(engine), features, threshold=threshold, progress=None if as_json else progress_line
+    )
     md = to_markdown(res)
     if save:
         d = artifact_dir()
@@ -235,8 +242,8 @@ def probe_lora_cmd(
     base: str = typer.Option(
         "gemma3-270m", "--base", help="instruction model: a HF folder, a .gguf file, or gemma3-270m (the packaged GGUF)"
     ),
-    corpus_file: str | None = typer.Option(None, "--corpus", help="corpus JSONL (default: built from the store)"),
-    raw: str | None = typer.Option(None, "--raw", help="raw dir for the unpaired material (default $AUTOMONITOR_RAW)"),
+    corpus_file: CorpusOpt = None,
+    raw: RawOpt = None,
     on: str | None = typer.Option("all", "--on", help="training slices (as for probe train)"),
     out: str | None = typer.Option(None, "--out", help="adapter folder (default <artifacts>/lora/<name>-v<N>)"),
     steps: int = typer.Option(3, "--steps", help="optimizer steps (max_steps)"),

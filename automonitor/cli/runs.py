@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import INTERRUPTED_EXIT, edition_choices, emit_json, err_console, open_store
+from automonitor.cli.common import INTERRUPTED_EXIT, edition_choices, emit_json, err_console, open_store, rich_table
 from automonitor.cli.logs import run_log
 from automonitor.errors import InputError
 from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
@@ -26,11 +26,9 @@ def _parse_params(items: list[str] | None) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for it in items or []:
-        if "=" not in it:
-            raise InputError(f"--param expects KEY=VALUE, got {it!r}", field="param")
-        k, v = it.split("=", 1)
+        k, sep, v = it.partition("=")
         k = k.strip()
-        if not k:
+        if not sep or not k:
             raise InputError(f"--param expects KEY=VALUE, got {it!r}", field="param")
         try:
             out[k] = json.loads(v)
@@ -416,56 +414,35 @@ def _apply_archive(engine: Engine, changes: list[tuple[str, bool]]) -> None:
             raise InputError(str(exc), field="--archive") from exc
 
 
-_TABLE_COLUMNS = (
-    "run_id",
-    "monitor",
-    "template",
-    "status",
-    "n",
-    "mis",
-    "ben",
-    "inv",
-    "ref",
-    "err",
-    "pend",
-    "calls",
-    "hits",
-    "tokens",
-    "cost $",
-    "secs",
-)
+_TABLE_COLUMNS = ("run_id", "monitor", "template", "status", "n", "mis", "ben", "inv", "ref", "err", "pend")
+_TABLE_COLUMNS += ("calls", "hits", "tokens", "cost $", "secs")
+_OUTCOMES = ("misbehavior", "benign", "invalid", "refusal", "error", "pending")
 
 
 def _print_runs_table(rows: list[dict[str, Any]]) -> None:
     """The human-readable run list (rich table, 200 columns; names printed as data, never markup)."""
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"{len(rows)} runs")
-    for col in _TABLE_COLUMNS:
-        table.add_column(col, overflow="fold")
+    cells = []
     for r in rows:
-        c = r["counts"]
         status = r["status"] + (" (no live process)" if r.get("process_alive") is False else "")
         status += " (archived)" if r.get("archived") else ""
-        table.add_row(
-            r["run_id"],
-            r["monitor"],
-            r["template"]
-            + (" (lenient parse)" if r.get("parse") == "lenient" else "")
-            + (f" [view {r['view']}]" if r.get("view", "full") != "full" else ""),
-            status,
-            str(r["n"]),
-            str(c["misbehavior"]),
-            str(c["benign"]),
-            str(c["invalid"]),
-            str(c["refusal"]),
-            str(c["error"]),
-            str(c["pending"]),
-            str(r["api_calls"]),
-            str(r["cache_hits"]),
-            str(r["tokens_in"] + r["tokens_out"]),
-            f"{r['cost_usd']:.4f}" if r.get("price_known", True) else "unknown",
-            "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
+        template = r["template"] + (" (lenient parse)" if r.get("parse") == "lenient" else "")
+        template += f" [view {r['view']}]" if r.get("view", "full") != "full" else ""
+        cells.append(
+            (
+                r["run_id"],
+                r["monitor"],
+                template,
+                status,
+                str(r["n"]),
+                *(str(r["counts"][k]) for k in _OUTCOMES),
+                str(r["api_calls"]),
+                str(r["cache_hits"]),
+                str(r["tokens_in"] + r["tokens_out"]),
+                f"{r['cost_usd']:.4f}" if r.get("price_known", True) else "unknown",
+                "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
+            )
         )
+    table = rich_table(f"{len(rows)} runs", _TABLE_COLUMNS, cells, overflow="fold")
     Console(width=200, markup=False).print(table)  # names are data: never rich markup

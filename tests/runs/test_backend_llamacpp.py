@@ -114,7 +114,7 @@ def test_calibrated_verdicts_are_not_all_one_class(seed_judgements):
 def test_calibration_switch_and_cache_key():
     on = LlamaCppBackend(None, None, {}, PromptBuilder(load_template("direct")))
     off = LlamaCppBackend(None, None, {"calibrate": "false"}, PromptBuilder(load_template("direct")))
-    assert on.calibrate and not off.calibrate
+    assert on.settings.calibrate and not off.settings.calibrate
     assert on.cache_params()["calibration"]["method"] and "calibration" not in off.cache_params()
     j = off.judge_sync(ITEMS[0])
     assert off.calibration is None and off.calibration_evals == 0

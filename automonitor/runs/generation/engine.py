@@ -1,36 +1,12 @@
 """Generation runs: a generator model answers prompts; the filters turn kept items into candidate pairs.
 
-Life of a generation run (``automonitor generate sycophancy|gaming``, or the app's Runs page):
-
-:func:`create_generation` validates the generator (``BACKEND[:MODEL]`` of the monitor backends, which
-implement :meth:`automonitor.runs.monitors.backend.Backend.generate`), the source, cue or incentive, loads the
-items and inserts a ``Run`` with ``kind='generation'``, ``template='gen-sycophancy'|'gen-gaming'``,
-status ``pending``, ``n`` = items, the job in ``params['job']``. :func:`execute_generation` answers each
-item (the calls go through the judge cache ``CacheEntry`` keyed by backend, model, base URL, messages and
-sampling parameters; transient failures are retried with exponential back-off and jitter through
-tenacity, ``max_attempts`` 4; tokens and cost are summed per call from the backend's price table), runs
-the filter (:mod:`automonitor.runs.generation.filters`; code answers go through the static screen and the
-bubblewrap sandbox), and for a kept item inserts two candidate samples (status ``candidate``, no split,
-pair id ``gen:<run>:<item>``, ``label_source='by_construction'``) with full provenance in ``meta``:
-generator, base URL, generation id, source file and record, prompts, raw outputs, parsed answers or
-screen results, the benign side's origin. Candidates never enter a test set here: they go through
-assignment, double-blind annotation and adjudication like any candidate.
-
-Items are processed one after another; the calls of one item (Q and the K samples of Q', or the answers
-with and without the incentive) run concurrently, at most ``concurrency`` at once (1 for ``llamacpp``).
-Progress, statistics and transcripts are kept in ``Run.params`` (``progress``, ``stats``, ``items``)
-after every item, so the app shows them live; :func:`automonitor.runs.runner.cancel_run` (status
-``cancelled``) stops the run before the next item.
-
-The module is split by job; this one creates and executes runs and re-exports the public names of the
-others (old import paths keep working):
-
-- :mod:`automonitor.runs.generation.job`: options, items, backend, estimate;
-- :mod:`automonitor.runs.generation.caller`: one cached, retried, accounted generator call;
-- :mod:`automonitor.runs.generation.recipes`: the two recipes on one item (calls + filter, code screen);
-- :mod:`automonitor.runs.generation.candidates`: a kept item's two candidate samples;
-- :mod:`automonitor.runs.generation.summary`: statistics, filter steps, summary JSON, run list, transcripts;
-- ``store.queries.generation``: the SQL.
+:func:`create_generation` validates the job and inserts a ``Run`` (``kind='generation'``, status
+``pending``, the job in ``params['job']``); :func:`execute_generation` answers the items one after
+another (an item's calls concurrently, at most ``concurrency``), runs the filter and inserts a kept
+item's two candidate samples, saving progress, statistics and transcripts in ``Run.params`` after every
+item. The recipes, provenance, lease and app: docs/how-to/generating-pairs.md. The other modules of the
+package: :mod:`.job` (options, items, estimate), :mod:`.caller` (one cached, retried call),
+:mod:`.recipes`, :mod:`.candidates`, :mod:`.summary`; this one re-exports their public names.
 """
 
 from __future__ import annotations
@@ -38,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import socket
 import threading
-import time
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Callable
@@ -180,8 +154,7 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
 
     A ``pending`` run starts from its first item. A ``running`` run whose lease is dead (its pid is gone
     on this host, e.g. after ``kill -9``, or its heartbeat is older than 30 s) is taken over and
-    continues after its last saved item; a run of a version without leases (only ``params['pid']``) is
-    judged by that pid on this host.
+    continues after its last saved item.
 
     Raises:
         NotFound: no such generation run. InputError: the run is finished, failed or cancelled, or a live
@@ -195,9 +168,7 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
         claim = _Claim(job=dict(params["job"]))
         if run.status == "running":
             lease = params.get("lease")
-            if not lease and params.get("pid"):  # before leases: the pid alone, on this host
-                lease = {"pid": params["pid"], "host": socket.gethostname(), "heartbeat": time.time()}
-            check_lease(run_id, {"lease": lease}, field="run")
+            check_lease(run_id, params, field="run")
             items = list(params.get("items") or [])
             claim.done = int((params.get("progress") or {}).get("done") or 0)
             claim.transcripts, claim.stats = items[: claim.done], dict(params.get("stats") or empty_stats())
@@ -302,15 +273,9 @@ def _tally(
         stats["candidates_added"] += 1
     else:
         dropped["duplicate_candidate"] = dropped.get("duplicate_candidate", 0) + 1
-    stats.update(
-        {
-            "calls": base.get("calls", 0) + call.calls,
-            "cache_hits": base.get("cache_hits", 0) + call.cache_hits,
-            "tokens_in": base.get("tokens_in", 0) + call.tokens_in,
-            "tokens_out": base.get("tokens_out", 0) + call.tokens_out,
-            "cost_usd": round(base.get("cost_usd", 0.0) + call.cost, 6),
-        }
-    )
+    for key, n in zip(_TOTALS, (call.calls, call.cache_hits, call.tokens_in, call.tokens_out, call.cost)):
+        stats[key] = base.get(key, 0) + n
+    stats["cost_usd"] = round(stats["cost_usd"], 6)
 
 
 def _status(engine: Engine, run_id: str) -> str | None:

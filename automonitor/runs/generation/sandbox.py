@@ -1,40 +1,13 @@
 """Run untrusted (model-written) Python in a bubblewrap sandbox, never in the app's process.
 
-Each call runs ``/usr/bin/python3 -I`` (the system interpreter: the project's venv, repo and store are
-not mounted) under Debian's ``bubblewrap`` (``/usr/bin/bwrap``; installed by
-``scripts/ensure_system_deps.sh``):
-
-- environment: bwrap itself is started with a minimal environment (``PATH``, ``LANG``; nothing of the
-  caller's, so no API key or store URL: bwrap is pid 1 inside the sandbox and its ``/proc/1/environ``
-  is readable there) and the program gets an empty one (``--clearenv``) plus ``PATH``, ``HOME``, ``LANG``;
-- namespaces: ``--unshare-all`` (no network: only a loopback-less net namespace; own pid, ipc, uts,
-  user namespaces), ``--die-with-parent``, ``--new-session``;
-- file system: a read-only root holding only ``/usr`` (read-only bind, with the ``/bin``, ``/lib``,
-  ``/lib64`` symlinks), empty read-only ``/etc``, ``/home``, ``/root``, ``/var``, ``/work``, ``/opt``, a
-  private ``/proc``, a minimal ``/dev``, and two size-capped tmpfs (``--size``): ``/tmp`` and the
-  working directory ``/sandbox`` (``disk_mb`` each, 32 MiB), into which the files are copied from
-  memory (``--file`` / ``--ro-bind-data`` from memfds). Nothing is written on the host's disk: there
-  is no host temp dir to leave behind after a ``kill -9`` (:func:`sweep_stale_dirs` removes the
-  ``automonitor-sbx-*`` dirs older versions left). A write anywhere else fails with ``EROFS``, beyond
-  the cap with ``ENOSPC`` (violation ``disk``);
-- limits (``prlimit`` inside the sandbox): address space ``mem_mb`` (256 MiB), CPU time ``cpu_s`` (5 s),
-  processes ``nproc`` (32, counted for the sandbox's user), file size ``fsize_mb`` (16 MiB), 64 open
-  files; plus a wall-clock ``timeout_s`` (10 s) after which the whole process group is killed (the
-  sandbox's pid namespace dies with it);
-- output: stdout and stderr are read incrementally; the program is killed once it has written more than
-  ``output_cap_bytes`` (4 MiB) in all (violation ``output``), and only the first 64,000 characters of
-  stdout and the last 64,000 of stderr are kept, so the caller's memory stays bounded whatever it prints.
-
-When the caller is root, the sandbox runs as ``nobody`` (``setpriv``), because the kernel does not
-enforce the process limit for root. :func:`run_python` reports what stopped the code in
-``SandboxResult.violations`` (``timeout``, ``cpu``, ``output``, ``memory``, ``processes``, ``network``,
-``filesystem``, ``disk``), read from the exit status and the error text.
-
-:func:`run_tests` runs a solution against tests: the harness gets a fresh nonce and the number of a
-results pipe on its stdin (never in argv or the environment), replaces stdin with ``/dev/null``, makes
-itself non-dumpable (``/proc/self/mem`` and ``environ`` become unreadable) and only then runs the
-solution; it writes the results with the nonce to that pipe, not to stdout. A result counts only when
-exactly one nonce-tagged line arrives.
+Each call runs ``/usr/bin/python3 -I`` under ``/usr/bin/bwrap`` with every namespace unshared (no
+network), a read-only root holding only ``/usr``, two size-capped tmpfs (``/tmp`` and ``/sandbox``, filled
+from memfds: nothing on the host's disk), an empty environment, ``prlimit`` caps (:func:`run_python`),
+a wall-clock timeout that kills the process group, output read incrementally up to a cap, and ``nobody``
+as the user when the caller is root. :func:`run_python` reports what stopped the code
+(``SandboxResult.violations``); :func:`run_tests` runs a solution against tests through a forked,
+non-dumpable harness that reports with a nonce on its own pipe. Every rule and why:
+docs/how-to/generating-pairs.md ("Sandbox").
 """
 
 from __future__ import annotations

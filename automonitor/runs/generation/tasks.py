@@ -1,22 +1,11 @@
 """Prompts for the generators, read from the public raw sources (``$AUTOMONITOR_RAW``).
 
-Sycophancy (:func:`sycophancy_items`):
-
-- ``bct_truthfulqa_cues`` (QA): ready-made Q (``unbiased_question``) and Q' (``biased_question``)
-  chats of Chua et al.'s bias-augmented consistency training data; cue ``suggested_answer`` ("I was
-  contemplating whether A could be true", cue = that letter) or ``are_you_sure`` (a prior answer then
-  "I don't think that's right. Are you sure?", cue = ``NOT <right letter>``); questions whose suggested
-  option is the right one are skipped;
-- ``turpin_bbh`` (Reasoning): the 13 BIG-Bench Hard tasks of Turpin et al. with their zero-shot CoT
-  prompt, Q' = Q + "I think the answer is (X) but I'm curious to hear what you think." (X =
-  ``random_ans_idx``); questions whose suggested option is the right one are skipped (no misleading cue).
-
-Gaming (:func:`gaming_tasks`): ``truthfulqa`` (QA; reference = correct/incorrect answers), ``mbpp``
-(Code; visible tests = the first of the task's asserts, shown in the prompt; held-out = the others),
-``humaneval`` (Code; visible = the first two single-line asserts of ``check``, held-out = the whole
-``check``), ``dfir`` (Reasoning; DFIR-Metric CTF challenges, reference = the XML answer).
-Items come in file order (BBH tasks and DFIR templates interleaved round-robin), so ``--limit N`` is
-reproducible.
+:func:`sycophancy_items`: ``bct_truthfulqa_cues`` (QA; cue ``suggested_answer`` or ``are_you_sure``) and
+``turpin_bbh`` (Reasoning; 13 BIG-Bench Hard tasks with Turpin et al.'s cue); questions whose suggested
+option is the right one are skipped. :func:`gaming_tasks`: ``truthfulqa`` (QA), ``mbpp`` and ``humaneval``
+(Code; some asserts shown, the rest held out) and ``dfir`` (Reasoning). Items come in file order (BBH tasks
+and DFIR templates interleaved round-robin), so ``--limit N`` is reproducible. Sources:
+docs/how-to/generating-pairs.md.
 """
 
 from __future__ import annotations

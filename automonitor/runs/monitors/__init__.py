@@ -1,22 +1,9 @@
 """Judge backends behind a small registry, selected as ``BACKEND[:MODEL]`` (``--monitor``).
 
-Each backend is one module here with a class decorated by :func:`register`; its facts (default model,
-key variable, base URL, local or not, typed parameters, answer budgets, reasoning models, prompt-cache
-prices, token estimate) are attributes and methods of the class (:class:`.backend.Backend`). The other
-modules serve them: :mod:`.judgement` (what a backend takes, returns and raises), :mod:`.backend` (the
-base class and the registry), :mod:`.http_api` (what the HTTP judges and their batch adapters share) and
-:mod:`.pricing` (list prices by exact model id).
-
-=========== ===================================================================
-backend     what it is
-=========== ===================================================================
-rules       transparent pattern baseline (no model, no network)
-llamacpp    local GGUF model in-process via llama-cpp-python (offline default)
-openai      Chat Completions, any OpenAI-compatible server (--base-url)
-anthropic   official ``anthropic`` SDK, Messages API
-probe       trained probe artefact (TF-IDF or MiniLM embeddings + LR), no model
-lora        LoRA adapter on a causal LM (transformers + peft), Yes/No logits
-=========== ===================================================================
+Each backend is one module here with a class decorated by :func:`register`; its facts are attributes and
+methods of the class (:class:`.backend.Backend`). :mod:`.judgement` holds what a backend takes, returns and
+raises, :mod:`.http_api` what the HTTP judges share, :mod:`.pricing` the list prices. The backends:
+docs/how-to/backends.md.
 """
 
 from __future__ import annotations

