@@ -2,7 +2,8 @@
 
 It imports everything and opens its store connection first, waits until the wall-clock time START
 (seconds since the epoch) so that two workers really start together, then runs one operation through
-the core API and prints one JSON document on stdout:
+the core API and prints one JSON document on stdout. START ``-``: print ``ready`` once imported and
+connected, then read START from a line on stdin (the caller sends it when every worker is ready):
 
 * ``finalize``: :func:`automonitor.annotation.finalize_pairs` as the CLI's admin -> its ``to_json()``;
 * ``adjudicate ADMIN SAMPLE_ID...``: ``reject`` each item as account ADMIN ->
@@ -89,10 +90,15 @@ def errata_op(eng, op: str, args: list[str]) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    op, url, start, args = argv[0], argv[1], float(argv[2]), argv[3:]
+    op, url, args = argv[0], argv[1], argv[3:]
     eng = get_engine(url)
     with eng.connect():
         pass
+    if argv[2] == "-":  # START from stdin: say "ready" (imported, connected), then read it
+        print("ready", flush=True)
+        start = float(sys.stdin.readline())
+    else:
+        start = float(argv[2])
     if op == "hold":
         print(json.dumps(hold(eng, int(args[0]), args[1], float(args[2]), args[3:])))
         return 0

@@ -83,14 +83,15 @@ def _labeled(engine, tmp_path, prefix: str, n: int, annotators, admin, marked: b
 
 
 def _race(db_url: str, *commands: list[str]) -> list[dict]:
-    """Start one worker process per command, all released at the same instant; their JSON outputs."""
-    start = time.time() + 4.0  # time to import and connect first
+    """Start one worker process per command, all released at the same instant once every one has imported
+    and connected (each says ``ready``, then reads the start time); their JSON outputs."""
     env = {"PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
     import os
 
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), cmd[0], db_url, str(start), *cmd[1:]],
+            [sys.executable, str(WORKER), cmd[0], db_url, "-", *cmd[1:]],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -98,6 +99,14 @@ def _race(db_url: str, *commands: list[str]) -> list[dict]:
         )
         for cmd in commands
     ]
+    for p in procs:
+        if p.stdout.readline() != "ready\n":  # it died before it was ready
+            p.wait(30)
+            raise AssertionError(p.stderr.read()[-3000:])
+    start = time.time() + 0.05
+    for p in procs:
+        p.stdin.write(f"{start}\n")
+        p.stdin.flush()
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=300)
