@@ -398,9 +398,10 @@ def pytest_sessionfinish(session, exitstatus):
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def llama_server():
-    """Base URL of a real llama.cpp OpenAI-compatible server on the packaged model (one per test module)."""
+    """Base URL of a real llama.cpp OpenAI-compatible server on the packaged model (one per worker, shared
+    by every test module that asks for it: its start loads the model)."""
     from automonitor.runs.monitors.llamacpp import default_model_path
     from servers.llamacpp_server import start_llamacpp_server
 
