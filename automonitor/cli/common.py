@@ -30,7 +30,12 @@ class CliConsole(Console):
     mid-sentence at its default 80 columns. Renderables (tables, progress bars) keep the console's width
     (``width=``; 80 when none is given and there is no terminal). On a terminal everything is as rich
     prints it, word-wrapped at the terminal's width. Build it with ``markup=False`` where the messages
-    carry data."""
+    carry data. Emoji codes are off: a data value such as the pair id ``safecoder:train:112`` prints
+    as written, not as ``safecoder🚋112``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def print(self, *objects: object, **kwargs: Any) -> None:
         """:meth:`rich.console.Console.print`, with ``soft_wrap=True`` for messages off a terminal

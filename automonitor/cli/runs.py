@@ -445,4 +445,4 @@ def _print_runs_table(rows: list[dict[str, Any]]) -> None:
             )
         )
     table = rich_table(f"{len(rows)} runs", _TABLE_COLUMNS, cells, overflow="fold")
-    Console(width=200, markup=False).print(table)  # names are data: never rich markup
+    Console(width=200, markup=False, emoji=False).print(table)  # names are data: never rich markup

@@ -8,7 +8,7 @@ import json
 
 from helpers import run_cli
 
-HOSTILE = "[/bold]x [l](http://e.com) [red]r"
+HOSTILE = "[/bold]x [l](http://e.com) [red]r :fire:"
 
 
 def _pair_file(tmp_path):
@@ -20,7 +20,7 @@ def _pair_file(tmp_path):
             "request": "How [bold]do I?",
             "response": "Sure [/red] here.",
             "label": "misbehavior",
-            "source": "[/red]src",
+            "source": "[/red]src:train:",
         },
         {
             "pair_id": "m1",
@@ -29,7 +29,7 @@ def _pair_file(tmp_path):
             "request": "How [bold]do I?",
             "response": "No.",
             "label": "benign",
-            "source": "[/red]src",
+            "source": "[/red]src:train:",
         },
     ]
     p = tmp_path / "pairs.jsonl"
@@ -40,7 +40,8 @@ def _pair_file(tmp_path):
 def test_rich_markup_in_names_prints_literally_and_breaks_nothing(sqlite_url, tmp_path):
     assert run_cli(["import", str(_pair_file(tmp_path))], db=sqlite_url).returncode == 0
     st = run_cli(["stats"], db=sqlite_url)
-    assert st.returncode == 0 and "[/red]src" in st.stdout, st.stderr
+    # emoji codes are data too (a fresh-user run: the erratum pair id safecoder:train:112 printed as safecoder🚋112)
+    assert st.returncode == 0 and "[/red]src:train:" in st.stdout, st.stderr
     exp = tmp_path / "x.jsonl"
     assert run_cli(["export", str(exp)], db=sqlite_url).returncode == 0
     preds = tmp_path / "p.jsonl"
@@ -54,7 +55,7 @@ def test_rich_markup_in_names_prints_literally_and_breaks_nothing(sqlite_url, tm
     assert imp.returncode == 0, imp.stderr
     assert "[/bold]x" in imp.stderr.replace("\n", "")
     runs = run_cli(["runs"], db=sqlite_url)
-    assert runs.returncode == 0 and "[/bold]x" in runs.stdout, runs.stderr
+    assert runs.returncode == 0 and ":fire:" in runs.stdout.replace("\n", ""), runs.stderr
     rep = run_cli(["report", "--no-audit"], db=sqlite_url)
     assert rep.returncode == 0 and "[l](http://e.com)" in rep.stdout.replace("\n", ""), rep.stderr
     acc = run_cli(
