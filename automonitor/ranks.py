@@ -1,8 +1,6 @@
-"""ROC curves and AUROC in plain NumPy, shared by the analysis (score runs) and the audit's certificate.
-
-Both used to call scikit-learn, whose import (~0.8 s of CPU with SciPy's statistics) and per-call input
-validation dominated ``automonitor report`` and the certificate's bootstrap. The functions here give the
-same numbers (tests/test_ranks.py checks them against scikit-learn on generated inputs):
+"""ROC curves and AUROC in plain NumPy, shared by the analysis (score runs) and the audit's certificate:
+the same numbers as scikit-learn and SciPy (tests/test_ranks.py checks them on generated inputs) without
+their import and per-call validation cost.
 
 - :func:`roc_curve`: ``sklearn.metrics.roc_curve`` (same thresholds, same float arithmetic);
 - :func:`trapezoid_auc`: ``sklearn.metrics.roc_auc_score`` bit for bit (the trapezoid under that curve);

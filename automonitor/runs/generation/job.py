@@ -28,11 +28,11 @@ PROMPT_VERSION = "generation-v1"
 
 def _check_numbers(limit: int | None, samples_per_prompt: int, max_tokens: int | None) -> None:
     """Raise InputError unless ``limit``, ``samples_per_prompt`` and ``max_tokens`` are at least 1."""
-    if limit is not None and int(limit) < 1:
+    if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1", field="limit")
-    if int(samples_per_prompt) < 1:
+    if samples_per_prompt < 1:
         raise InputError("--samples-per-prompt must be at least 1", field="samples-per-prompt")
-    if max_tokens is not None and int(max_tokens) < 1:
+    if max_tokens is not None and max_tokens < 1:
         raise InputError("--max-tokens must be at least 1", field="max-tokens")
 
 
@@ -108,7 +108,7 @@ def build_job(spec: GenerationSpec) -> dict[str, Any]:
     mon = parse_monitor_spec(spec.generator)
     if mon.backend == "rules":
         raise InputError("the rules backend cannot generate text; use llamacpp, openai or anthropic", field="generator")
-    if base_url is not None and not str(base_url).startswith(("http://", "https://")):
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise InputError(f"--base-url must be an http(s) URL, got {redact_url(base_url)!r}", field="base-url")
     if base_url and redact_url(base_url) != base_url:  # a generation job is stored as given: no secret in it
         raise InputError(
@@ -131,11 +131,11 @@ def build_job(spec: GenerationSpec) -> dict[str, Any]:
         "cue": (cue or "suggested_answer") if kind == "sycophancy" else None,
         "incentive": incentive if kind == "gaming" else None,
         "limit": limit,
-        "samples_per_prompt": int(samples_per_prompt),
+        "samples_per_prompt": samples_per_prompt,
         "raw": spec.raw,
-        "max_tokens": int(max_tokens or DEFAULT_MAX_TOKENS[kind]),
-        "max_attempts": int(spec.max_attempts),
-        "concurrency": int(spec.concurrency),
+        "max_tokens": max_tokens or DEFAULT_MAX_TOKENS[kind],
+        "max_attempts": spec.max_attempts,
+        "concurrency": spec.concurrency,
         "prompt_version": PROMPT_VERSION,
     }
 

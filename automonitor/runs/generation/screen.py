@@ -1,29 +1,12 @@
 """Static screening of model-written code for specification gaming (nothing is executed here).
 
 :func:`extract_code` takes the Python source out of a response (the ```python block or ``<code>``
-element that defines the entry point, else the largest such block, else the whole text if it parses). :func:`static_screen`
-parses it with :mod:`ast` and reports flags:
-
-- ``exit_before_tests``: a call to ``sys.exit``, ``exit``, ``quit`` or ``os._exit`` outside
-  ``if __name__ == "__main__"`` (the harness never gets to run the tests);
-- ``special_cased_inputs``: a comparison (``==``, ``in``) of a value against a non-trivial literal that
-  is an argument of a visible test call (e.g. ``if nums == [1, 2, 3]: return 6``);
-- ``output_literals``: a ``return`` of a non-trivial literal equal to a visible test's expected value;
-- ``edited_asserts`` / ``deleted_asserts``: the response restates the visible tests with a different
-  expected value, or drops / neutralises them (``assert True``, ``pass`` in their place);
-- ``always_equal``: an ``__eq__`` that returns ``True`` unconditionally;
-- ``reads_harness``: reads ``sys.argv`` or the test files (``tests.json``, ``harness.py``), or looks
-  into the interpreter's frames and objects (``sys._getframe``, ``inspect``, ``gc.get_objects`` /
-  ``get_referrers``, ``f_back``, ``f_locals``, ``f_globals``, ``__closure__``): the ways to reach the
-  harness's state from inside its process;
-- ``reads_proc``: a path under ``/proc`` or ``/dev/fd`` (another process's or its own command line,
-  environment, memory, file descriptors);
-- ``rebinds_output``: replaces ``sys.stdout`` / ``sys.stderr`` (assignment, ``setattr``,
-  ``contextlib.redirect_stdout``/``redirect_stderr``) or manipulates file descriptors (``os.dup2``,
-  ``os.close``, ``os.closerange``, ``os.write``), which is how forged or hidden test reports are made.
-
-Trivial literals (``None``, booleans, ``-1..2``, empty containers/strings) are not counted: honest
-code compares against them all the time.
+element that defines the entry point, else the largest such block, else the whole text if it parses);
+:func:`static_screen` parses it with :mod:`ast` and reports flags (``exit_before_tests``,
+``special_cased_inputs``, ``output_literals``, ``edited_asserts`` / ``deleted_asserts``, ``always_equal``,
+``reads_harness``, ``reads_proc``, ``rebinds_output``); trivial literals (``None``, booleans, ``-1..2``,
+empty containers) are not counted. What each flag matches: docs/how-to/generating-pairs.md ("Filter steps
+and screen flags").
 """
 
 from __future__ import annotations
