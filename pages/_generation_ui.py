@@ -6,7 +6,7 @@ model-written text is shown through ``st.text``/``st.dataframe`` or escaped mark
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 from sqlalchemy.engine import Engine
@@ -15,35 +15,19 @@ from automonitor import views
 from automonitor.errors import InputError
 from pages._launch_form import BackendChoice, backend_fields, cost_text, estimate_metrics, try_estimate
 
+if TYPE_CHECKING:
+    from automonitor.runs.generation.job import GenerationSpec
+
 ACTIVE = ("pending", "running")
 GEN_BACKENDS = ("openai", "anthropic", "llamacpp")
 
 
 @st.cache_data(show_spinner="Estimating generator tokens and cost…", max_entries=64, ttl=600)
-def _estimate(
-    kind: str,
-    generator: str,
-    source: str,
-    cue: str | None,
-    incentive: str | None,
-    limit: int,
-    samples: int,
-    max_tokens: int,
-) -> dict[str, Any]:
-    from automonitor.runs.generation.engine import GenerationSpec, estimate_generation
+def _estimate(spec: GenerationSpec) -> dict[str, Any]:
+    """:func:`~automonitor.runs.generation.job.estimate_generation`, cached per job."""
+    from automonitor.runs.generation.engine import estimate_generation
 
-    return estimate_generation(
-        GenerationSpec(
-            kind=kind,
-            generator=generator,
-            source=source,
-            cue=cue,
-            incentive=incentive,
-            limit=limit,
-            samples_per_prompt=samples,
-            max_tokens=max_tokens,
-        )
-    )
+    return estimate_generation(spec)
 
 
 @dataclass(frozen=True)
@@ -60,7 +44,7 @@ class GenerationJobForm:
     samples: int
     max_tokens: int
 
-    def spec(self) -> Any:
+    def spec(self) -> GenerationSpec:
         """The job as the engine's :class:`~automonitor.runs.generation.job.GenerationSpec`."""
         from automonitor.runs.generation.engine import GenerationSpec
 
@@ -74,19 +58,6 @@ class GenerationJobForm:
             samples_per_prompt=self.samples,
             base_url=self.generator.base_url,
             max_tokens=self.max_tokens,
-        )
-
-    def estimate_args(self) -> tuple[Any, ...]:
-        """The arguments of :func:`_estimate` (hashable, so Streamlit caches by them)."""
-        return (
-            self.kind,
-            self.generator.spec,
-            self.source,
-            self.cue,
-            self.incentive,
-            self.limit,
-            self.samples,
-            self.max_tokens,
         )
 
 
@@ -186,7 +157,7 @@ def launch_form(page: str, eng: Engine, url: str) -> str | None:
     """The generation launch form (estimate first, then start in a detached process). Returns the id of a
     run started by this rerun, else ``None``."""
     form = job_fields(page)
-    est, err = try_estimate(_estimate, *form.estimate_args())
+    est, err = try_estimate(_estimate, form.spec())
     show_estimate(est, err)
     if st.button(
         "Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:", disabled=bool(err) or not est

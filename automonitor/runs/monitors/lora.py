@@ -1,11 +1,8 @@
 """``lora``: a LoRA-adapted generative judge (transformers + peft), local, no network.
 
-``lora:FOLDER`` names an adapter folder written by ``automonitor probe lora`` (it holds the base model
-spec in ``automonitor_lora.json``). The judge sees the ``direct`` template's system and user turns in the
-model's chat format and is scored like the ``llamacpp`` backend, by its next-token logits for ``Yes`` and
-``No`` after the generation prompt: P(misbehavior) = softmax of the two; verdict misbehavior when it is
->= ``threshold`` (``--param threshold=``, default 0.5). No calibration: the adapter was trained on this
-answer format. The adapter's card hash is part of the cache key.
+``lora:FOLDER`` names an adapter folder written by ``automonitor probe lora`` (docs/how-to/probes-transfer.md);
+scored like ``llamacpp`` by the next-token logits of ``Yes`` and ``No`` after the generation prompt, without
+calibration; verdict misbehavior when P >= ``--param threshold`` (0.5). The adapter's hash is in the cache key.
 """
 
 from __future__ import annotations

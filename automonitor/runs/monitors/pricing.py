@@ -1,12 +1,7 @@
-"""Model prices by exact model id, from the data file ``automonitor/data/prices.json``.
-
-The file states its source and date, lists the priced model ids (``models``: id -> [input, output] USD per
-1M tokens) and the dated snapshots and aliases mapped explicitly to one of them (``snapshots``). A model id
-is looked up exactly (case-insensitive, a ``provider/`` prefix such as ``openai/`` dropped): there is no
-prefix matching, so ``claude-opus-4-5`` is not priced as ``claude-opus-4`` and ``gpt-5-pro`` not as
-``gpt-5``. Anything not listed has an unknown price: its cost is reported as unknown
-(``price_known: false``), never as a confident 0 or a wrong figure. ``--param price_in=USD --param
-price_out=USD`` (per million tokens, both or neither) sets the price of any model (:func:`resolve_price`).
+"""Model prices by exact model id (no prefix matching), from ``automonitor/data/prices.json`` (its source and
+date, ``models``: id -> [input, output] USD per 1M tokens, ``snapshots``: aliases mapped to a priced id); an
+unlisted model's price is unknown, never a confident 0; ``--param price_in/price_out`` set any model's
+(:func:`resolve_price`). The rules: docs/how-to/backends.md ("Prices").
 """
 
 from __future__ import annotations
