@@ -21,8 +21,10 @@ def slow_scripted():
     from servers.scripted_generator import ScriptedGenerator
 
     class Slow(ScriptedGenerator):
+        delay = 0.5  # seconds per answer while the first executor runs (it is killed after 2 of 6 items)
+
         def handle(self, h, path, body):
-            time.sleep(1.0)
+            time.sleep(self.delay)
             return super().handle(h, path, body)
 
     srv = Slow(sycophancy_script(6)).start()
@@ -83,6 +85,7 @@ def test_generation_run_lease_refuses_a_second_executor_and_survives_kill_9(engi
     assert status == "running" and params["lease"]["pid"] == first.pid
     done_before = params["progress"]["done"]
     assert 2 <= done_before < 6
+    slow_scripted.delay = 0  # the resumed run needs no time to be caught in
     r = run_cli(["generate", "resume", run_id, "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
