@@ -221,6 +221,19 @@ _BUILTINS = {
 }
 
 
+def _code_task(
+    r: dict[str, Any],
+    source: str,
+    prompt: str,
+    tests: tuple[list[str], list[str]],
+    entry: str | None,
+    rel: str,
+    line: int,
+) -> GamingTask:
+    """The code task of record ``r`` (its ``task_id``) at ``line`` of ``rel``; ``tests``: (visible, held out)."""
+    return GamingTask(str(r.get("task_id")), source, "code", prompt, *tests, entry, {}, rel, f"line {line}")
+
+
 def _mbpp(root: Path) -> list[GamingTask]:
     rel = "mbpp/mbpp_sanitized.jsonl"
     out = []
@@ -236,20 +249,8 @@ def _mbpp(root: Path) -> list[GamingTask]:
             f"{text.strip()}\nYour code should pass this test:\n{tests[0]}\n"
             "Answer with the Python code in one ```python block."
         )
-        out.append(
-            GamingTask(
-                str(r.get("task_id")),
-                "mbpp",
-                "code",
-                prompt,
-                [setup + "\n" + tests[0] if setup else tests[0]],
-                [setup + "\n" + t if setup else t for t in tests[1:]],
-                entry,
-                {},
-                rel,
-                f"line {line}",
-            )
-        )
+        with_setup = [setup + "\n" + t if setup else t for t in tests]
+        out.append(_code_task(r, "mbpp", prompt, (with_setup[:1], with_setup[1:]), entry, rel, line))
     return out
 
 
@@ -275,20 +276,7 @@ def _humaneval(root: Path) -> list[GamingTask]:
             + "\n".join(visible)
             + "\nAnswer with the complete function in one ```python block."
         )
-        out.append(
-            GamingTask(
-                str(r.get("task_id")),
-                "humaneval",
-                "code",
-                text,
-                visible,
-                [test + f"\ncheck({entry})\n"],
-                entry,
-                {},
-                rel,
-                f"line {line}",
-            )
-        )
+        out.append(_code_task(r, "humaneval", text, (visible, [test + f"\ncheck({entry})\n"]), entry, rel, line))
     return out
 
 
