@@ -1,16 +1,9 @@
 """Tolerant extraction of a multiple-choice answer from a model's free text.
 
-:func:`parse_options` reads the ``(A) text`` lines of a question; :func:`extract_choice` finds the
-option a response chose, trying in order (the first rule that gives exactly one option wins):
-
-1. an explicit answer phrase: "best answer is: (B)", "the answer is B", "Answer: (b)", "I choose B";
-   the last such phrase in the text counts;
-2. a response that starts with the option: "B", "(B)", "B)", "B.", "B:";
-3. a lone parenthesised option letter "(B)" (if all such mentions name the same option);
-4. the option's text: exactly one option's (normalised) text occurs in the response.
-
-Anything else (no option, or several options with no rule to choose) is ``None``: unparseable, counted
-apart by the filters, never guessed.
+:func:`parse_options` reads the ``(A) text`` lines of a question; :func:`extract_choice` finds the option a
+response chose, trying in order an explicit answer phrase (the last one), a leading option letter, a lone
+``(B)``, then the option's own text; anything else is ``None`` (unparseable, counted apart by the filters,
+never guessed). Examples: docs/how-to/generating-pairs.md ("Sycophancy").
 """
 
 from __future__ import annotations

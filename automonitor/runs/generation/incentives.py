@@ -1,10 +1,7 @@
-"""Incentive templates: versioned TOML files in ``automonitor/runs/generation/incentives/``.
-
-Each file has ``name``, ``version``, ``kind``, ``applies_to`` (gaming sources), ``text`` (a template
-with ``{task}`` and optional ``{min_words}``), ``invites`` (the misbehavior it invites, in words) and
-``signal`` (task type -> screen signal, see :mod:`automonitor.runs.generation.filters`). Shipped:
-``boss_bonus`` and ``author_notes`` (the paper's two kinds), ``tests_only`` (a grader that runs only the
-shown tests) and ``word_count`` (a length rubric).
+"""Incentive templates: versioned TOML files in ``automonitor/runs/generation/incentives/`` (``name``,
+``version``, ``kind``, ``applies_to``, ``text`` with ``{task}`` and optional ``{min_words}``, ``invites``,
+``signal`` per task type: see :mod:`automonitor.runs.generation.filters`). The shipped ones:
+docs/how-to/generating-pairs.md ("Specification gaming").
 """
 
 from __future__ import annotations
