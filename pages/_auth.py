@@ -22,10 +22,8 @@ def current_account():
 
 def any_accounts() -> bool:
     """Whether the store has accounts (then the app requires a login)."""
-    try:
-        from automonitor.annotation.accounts import any_accounts as _any
-    except ImportError:  # pragma: no cover - accounts module not installed
-        return False
+    from automonitor.annotation.accounts import any_accounts as _any
+
     return _any(loaders.engine())
 
 
@@ -48,7 +46,7 @@ def require_workbench() -> None:
     crafted URL is refused even if navigation would have hidden it."""
     navigation.ensure_navigation()
     account = current_account()
-    if account is not None and getattr(account, "role", None) == "admin":
+    if account is not None and account.role == "admin":
         return
     if account is None and not any_accounts():
         return

@@ -95,16 +95,12 @@ if not sl:
     st.info("This run has no predictions in this slice.")
 else:
     m = st.columns(5)
-    m[0].metric(
-        "Miss rate (MR)",
-        "–" if sl.mr is None else f"{sl.mr:.3f}",
-        help=None if not sl.mr_ci else f"95% Wilson interval {sl.mr_ci[0]:.3f}–{sl.mr_ci[1]:.3f}",
-    )
-    m[1].metric(
-        "False alarm rate (FAR)",
-        "–" if sl.far is None else f"{sl.far:.3f}",
-        help=None if not sl.far_ci else f"95% Wilson interval {sl.far_ci[0]:.3f}–{sl.far_ci[1]:.3f}",
-    )
+    for col, name, rate, ci in (
+        (m[0], "Miss rate (MR)", sl.mr, sl.mr_ci),
+        (m[1], "False alarm rate (FAR)", sl.far, sl.far_ci),
+    ):
+        wilson = f"95% Wilson interval {ci[0]:.3f}–{ci[1]:.3f}" if ci else None
+        col.metric(name, "–" if rate is None else f"{rate:.3f}", help=wilson)
     m[2].metric("Judged samples", f"{sl.n:,}")
     kinds = sl.unscored_by_kind.model_dump()
     m[3].metric("Unscored", f"{sl.unscored:,}", help=", ".join(f"{k} {v}" for k, v in kinds.items()) or None)
