@@ -123,6 +123,78 @@ def built_sqlite(request, raw_dir):
     return db, json.loads(rep.read_text())
 
 
+#: the two sources of the small raw dir (``small_raw_dir``): together about 700 pairs, enough for every
+#: split (test, candidates, train), a draw that changes with the seed, and a build that takes seconds
+SMALL_SOURCES = ("hh_rlhf", "school_of_reward_hacks")
+
+
+@pytest.fixture(scope="session")
+def small_raw_dir(request, raw_dir) -> Path:
+    """A raw dir holding only :data:`SMALL_SOURCES` (copied from ``raw_dir`` once per test run, file lock):
+    for the tests of a build property (serialisation, reseed refusal, the store rule, the demo script's
+    phases) that a build of two small sources shows as well as the full one. Read-only: a test that edits
+    raw files copies it."""
+    from filelock import FileLock
+
+    run = _run_dir(request.config)
+    dst = run / "small-raw"
+    with FileLock(str(run / "small-raw.lock")):
+        if not dst.exists():
+            tmp = run / "small-raw.tmp"
+            for name in SMALL_SOURCES:
+                shutil.copytree(raw_dir / name, tmp / name)
+            tmp.rename(dst)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def small_built_sqlite(request, small_raw_dir):
+    """``(path, report)``: a SQLite store built by the real :func:`automonitor.data.build.build` from
+    ``small_raw_dir`` with seed 0, once per test run (file lock), and its report. Read-only: tests that
+    write take a copy (``small_built_url``)."""
+    from filelock import FileLock
+
+    from automonitor.data.build import build
+    from store import get_engine, init_db
+
+    run = _run_dir(request.config)
+    db, rep = run / "small-seed0.db", run / "small-seed0.json"
+    with FileLock(str(run / "small-seed0.lock")):
+        if not rep.exists():
+            tmp = run / "small-seed0.tmp.db"
+            url = f"sqlite:///{tmp}"
+            eng = init_db(get_engine(url, fresh=True))
+            report = build(eng, small_raw_dir, 0)
+            _dispose(url, eng)
+            _sqlite_copy(tmp, db)
+            tmp.unlink()
+            rep.write_text(json.dumps(report, default=str))
+    return db, json.loads(rep.read_text())
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def small_built_url(request, tmp_path):
+    """A writable store holding the seed-0 build of ``small_raw_dir``: on SQLite a backup-API copy of
+    ``small_built_sqlite``, on PostgreSQL a fresh database the test run's build writes into (seconds:
+    two small sources, the caches warm), dropped after the test. The test runs once on each database."""
+    if request.param == "sqlite":
+        src, _ = request.getfixturevalue("small_built_sqlite")
+        dst = tmp_path / "small.db"
+        _sqlite_copy(src, dst)
+        yield f"sqlite:///{dst}"
+        return
+    from automonitor.data.build import build
+    from store import get_engine, init_db
+
+    request.getfixturevalue("small_built_sqlite")  # the caches (analysers, ladder, filter) filled once
+    small = request.getfixturevalue("small_raw_dir")
+    with _pg_database(template=request.getfixturevalue("empty_pg_template")) as url:
+        eng = init_db(get_engine(url, fresh=True))
+        build(eng, small, 0)
+        _dispose(url, eng)
+        yield url
+
+
 def _sqlite_copy(src: Path, dst: Path) -> None:
     """A consistent copy of a SQLite store (the backup API: WAL contents included)."""
     with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
