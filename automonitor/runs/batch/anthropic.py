@@ -64,13 +64,7 @@ class AnthropicBatch(SdkBatch):
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         b = self.client.messages.batches.retrieve(batch_id)
         rc = b.request_counts
-        counts = {
-            "processing": rc.processing,
-            "succeeded": rc.succeeded,
-            "errored": rc.errored,
-            "canceled": rc.canceled,
-            "expired": rc.expired,
-        }
+        counts = rc.model_dump(include={"processing", "succeeded", "errored", "canceled", "expired"})
         return {
             "status": b.processing_status,
             "counts": counts,

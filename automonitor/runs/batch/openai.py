@@ -71,16 +71,7 @@ class OpenAIBatch(SdkBatch):
 
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         b = self.client.batches.retrieve(batch_id)
-        rc = b.request_counts
-        counts = (
-            {
-                "total": getattr(rc, "total", 0),
-                "completed": getattr(rc, "completed", 0),
-                "failed": getattr(rc, "failed", 0),
-            }
-            if rc
-            else {}
-        )
+        counts = b.request_counts.model_dump(include={"total", "completed", "failed"}) if b.request_counts else {}
         self._last = b
         return {
             "status": b.status,
