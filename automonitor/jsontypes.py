@@ -9,6 +9,8 @@ or ``TypedDict``s.
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Union
 
 from typing_extensions import TypeAliasType
@@ -19,3 +21,21 @@ JSONValue = TypeAliasType("JSONValue", "Union[JSONScalar, list[JSONValue], dict[
 """Any JSON value (recursive)."""
 JSONObject = dict[str, JSONValue]
 """A JSON object (``json.loads`` of ``{...}``)."""
+
+
+def json_safe(obj: object) -> object:
+    """A JSON-ready copy of ``obj``: dict keys as ``str``, tuples as lists, NumPy scalars and arrays as
+    Python values, NaN and infinities as ``None``; any other value as it is. NumPy is not imported: when it
+    is not loaded, no value is a NumPy one."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        if obj and all(type(v) is float for v in obj):  # fast path for curves
+            return [v if math.isfinite(v) else None for v in obj]
+        return [json_safe(v) for v in obj]
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, (np.generic, np.ndarray)):
+        return json_safe(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

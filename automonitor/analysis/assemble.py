@@ -5,7 +5,6 @@ paired comparisons, front and Pearson r) and returns the validated, typed
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from automonitor.analysis.slices import Slices, slice_stats
 from automonitor.analysis.options import AnalysisOptions, compare_list, resolve_options
 from automonitor.analysis.report_schema import Report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunFrame
+from automonitor.jsontypes import json_safe
 
 
 def analyze(
@@ -92,7 +92,7 @@ def analyze(
     rep = _across_runs(entries, paired, invalid, n_boot, seed)
     rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
-    return Report.model_validate(_json_safe(rep))
+    return Report.model_validate(json_safe(rep))
 
 
 def _add_metrics(entries: list[dict[str, Any]], df: pd.DataFrame, enc: Encoded, invalid: str) -> None:
@@ -212,22 +212,3 @@ class _Clock:
             self.sink[name] = self.sink.get(name, 0.0) + t - self.t
             self.sink[name + "_cpu"] = self.sink.get(name + "_cpu", 0.0) + c - self.c
             self.t, self.c = t, c
-
-
-def _json_safe(obj: object) -> object:
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        if obj and all(type(v) is float for v in obj):  # fast path for curves
-            return [v if math.isfinite(v) else None for v in obj]
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        f = float(obj)
-        return None if math.isnan(f) or math.isinf(f) else f
-    if isinstance(obj, np.ndarray):
-        return _json_safe(obj.tolist())
-    return obj

@@ -4,47 +4,13 @@ A derived run is stored like any run (``Run.kind = 'derived'``, status ``finishe
 per sample) so that ``runs``, ``report`` and the trade-off plot show it with no special case. Its
 recipe (the rule, its parameters and the input run ids) is in ``Run.params['recipe']``.
 
-Recipes
--------
-- **ensemble** (``or`` | ``and`` | ``vote`` with ``k`` | ``mean`` with ``threshold``) over n >= 2 runs.
-- **thresholds**: for one score-producing run, a score threshold per category (or category x task)
-  chosen to meet a target: ``far<=X`` (the lowest miss rate whose false alarm rate is at most X on the
-  calibration samples, :func:`automonitor.analysis.metrics.mr_at_far`) or ``cost:R`` (the minimum expected cost
-  R x prevalence x MR + (1 - prevalence) x FAR, Metz 1978, :func:`automonitor.analysis.metrics.operating_point`).
-  K-fold cross-validation by pair: the pairs are shuffled (seed) and dealt into K folds; the thresholds
-  applied to fold f are picked on the other K-1 folds only, so every stored verdict (hence the
-  reported MR/FAR) is on samples not used to pick its threshold. A group whose calibration samples
-  lack one class uses the threshold picked on all calibration samples of that fold. The recipe keeps
-  the thresholds of every fold and the ones picked on all samples (for deployment).
-- **cascade**: a cheap score run decides alone when its score is ``<= low`` (benign) or ``>= high``
-  (misbehavior); the rest is escalated to the expensive run's verdict. The recipe records the share
-  escalated.
-
-Samples: a derived run covers the samples present in every input run (the intersection); an input
-sample still pending counts as unscored.
-
-Unscored outcomes in inputs (the documented rule)
-------------------------------------------------
-Three-valued logic: an unscored input (``invalid``, ``refusal``, ``error``, pending) is *unknown*.
-- ``or``: misbehavior if any scored input flags; benign if every input is benign; otherwise unknown.
-- ``and``: benign if any scored input passes; misbehavior if every input flags; otherwise unknown.
-- ``vote`` (k of n): misbehavior if at least k inputs flag; benign if even counting every unknown
-  input as a flag fewer than k would flag; otherwise unknown.
-- ``mean``: the mean of the inputs' scores (an input without a score contributes 1.0 for a
-  misbehavior verdict and 0.0 for benign); unknown if any input is unscored.
-- ``thresholds``: an unscored input sample keeps its outcome; a scored one without a score is
-  ``invalid`` (reason "no score").
-- ``cascade``: a cheap sample without a score (or unscored) is escalated; an unscored expensive
-  verdict stays unscored.
-An unknown derived verdict takes the outcome of the first unscored input in input order (so an
-``error`` stays an ``error``), ``invalid`` when there is none. Report policies (``--invalid``) then
-apply to derived runs as to any run.
-
-Cost (see :func:`run_costs`)
-----------------------------
-Each derived prediction carries the cost of the calls its recipe makes for that sample: the sum of
-the inputs' costs for an ensemble, the input's for thresholds, cheap + (expensive if escalated) for a
-cascade; in USD (``cost_usd``) and in measured compute seconds (``latency_ms``).
+Recipes (ensemble ``or`` | ``and`` | ``vote`` | ``mean``; ``thresholds`` per category with K-fold
+cross-validation by pair; ``cascade``), the samples a derived run covers, the three-valued rule for unscored
+inputs and the cost of a derived prediction: docs/how-to/combined-and-batch.md. Threshold targets: ``far<=X``
+(:func:`automonitor.analysis.metrics.mr_at_far`) or ``cost:R``, the minimum expected cost
+R x prevalence x MR + (1 - prevalence) x FAR (Metz 1978, :func:`automonitor.analysis.metrics.operating_point`).
+``vote`` (k of n) is benign when even counting every unknown input as a flag fewer than k would flag.
+Costs: :func:`run_costs`.
 """
 
 from __future__ import annotations

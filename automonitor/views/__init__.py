@@ -28,20 +28,10 @@ Security rule: every piece of model- or user-written text that ends up in HTML g
 :func:`esc` (``html.escape`` with quotes). The HTML built here is meant for ``st.html`` (no markdown
 processing), so markdown tricks in a sample stay literal text as well.
 
-The workbench modules (sample sets of runs, honest trade-off points, browsing aids):
-:mod:`~automonitor.views.sample_sets` (sample sets, archiving), :mod:`~automonitor.views.honest_points` (honest
-trade-off points), :mod:`~automonitor.views.browsing` (drill-down and samples browsing aids).
-
-Definitions:
-
-* **Sample set** of a run: the set of sample ids it judged. Its *fingerprint* is the first 10 hex digits
-  of ``sha256("\n".join(sorted(ids)))``; its *edition* is ``run.edition`` when recorded, else inferred
-  (``verified`` when any judged sample is adjudicated (``label_source = 'adjudicated'``), else
-  ``paper``). Runs are only compared on one Pareto front within one edition; a plot with several
-  editions draws one front per edition and says so.
-* **Minimum sample size**: a run whose slice has fewer than ``min_n`` judged samples (TP+FN+FP+TN; default
-  :data:`DEFAULT_MIN_N` = 100) is *ineligible*: drawn hollow and left off the Pareto front, so a
-  4-sample run cannot look better than a measured or reported frontier model.
+The workbench modules: :mod:`~automonitor.views.sample_sets` (sample sets, archiving),
+:mod:`~automonitor.views.honest_points` (honest trade-off points), :mod:`~automonitor.views.browsing`
+(drill-down and samples browsing aids). Their definitions (a run's sample set, edition and fingerprint; the
+minimum sample size :data:`DEFAULT_MIN_N`) are in docs/explanation/app.md, "Workbench sessions and honest plots".
 """
 
 from __future__ import annotations

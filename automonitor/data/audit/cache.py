@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
+from automonitor.jsontypes import json_safe
 from automonitor.data.cache_home import cache_home, write_entry
 from store.queries.fingerprints import sample_state
 from automonitor.data.audit.params import AUDIT_VERSION, check_edition
@@ -60,21 +59,8 @@ def cached_audit(
 
     say(f"audit of edition {edition}: computing (trivial baselines trained per slice, leakage, controls) ...")
     t0 = time.perf_counter()
-    doc: dict[str, Any] = _json_safe(run_audit(engine, edition))  # a dict stays a dict
+    doc = cast("dict[str, Any]", json_safe(run_audit(engine, edition)))  # a dict stays a dict
     say(f"audit of edition {edition}: computed in {time.perf_counter() - t0:.1f} s (cached until the store changes)")
     memo[key] = doc
     write_entry(path, doc)
     return doc
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    np = sys.modules.get("numpy")  # not imported to read a cached audit: then no value is a NumPy scalar
-    if np is not None and isinstance(obj, np.generic):
-        return _json_safe(obj.item())
-    return obj
