@@ -75,14 +75,18 @@ def _loop_running() -> bool:
     return True
 
 
-def run_cli_in_process(args: list[str], *, db: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_cli_in_process(
+    args: list[str], *, db: str, env: dict | None = None, input: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """The ``automonitor`` command's entry point (:func:`automonitor.cli.main`, what the console script
     calls) run in this process against store ``db``, stdout and stderr captured, as a fresh process would
     see it: ``sys.argv[0]`` is ``automonitor`` (usage lines), the environment holds ``AUTOMONITOR_DB``,
-    ``AUTOMONITOR_RAW`` and ``env`` only for the call (a value ``None`` unsets it), the stores it opened
-    are forgotten before and the engines it created are disposed of after (no connection outlives the
-    call). Not thread-safe (it swaps ``sys.stdout``/``sys.stderr``, ``sys.argv`` and ``os.environ``).
-    Returns a ``CompletedProcess`` like :func:`run_cli`."""
+    ``AUTOMONITOR_RAW`` and ``env`` only for the call (a value ``None`` unsets it), ``sys.stdin`` reads
+    ``input`` (when given) and the working directory is ``cwd`` (when given) for the call only,
+    the stores it opened are forgotten before and the engines it created are disposed of after (no
+    connection outlives the call). Not thread-safe (it swaps ``sys.stdin``/``sys.stdout``/``sys.stderr``,
+    ``sys.argv``, ``os.environ`` and the working directory). Returns a ``CompletedProcess`` like
+    :func:`run_cli`; :func:`run_cli` itself runs a call with ``input`` or ``cwd`` as a subprocess."""
     import contextlib
     import io
 
@@ -95,13 +99,20 @@ def run_cli_in_process(args: list[str], *, db: str, env: dict | None = None) -> 
     before = set(engines)
     out, err = io.StringIO(), io.StringIO()
     common._OPENED.clear()  # the store note names this call's store only, as in a fresh process
+    saved_stdin, saved_cwd = sys.stdin, os.getcwd()
     try:
         _set_env(full_env)
         if sys.argv:
             sys.argv[0] = "automonitor"
+        if input is not None:
+            sys.stdin = io.StringIO(input)
+        if cwd is not None:
+            os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(list(args))
     finally:
+        sys.stdin = saved_stdin
+        os.chdir(saved_cwd)
         _set_env(saved)
         if saved_argv0 is not None:
             sys.argv[0] = saved_argv0

@@ -3,11 +3,17 @@ naming it, every error names the store used, and only build / import / users add
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from helpers import RAW, REPO, run_cli, sycophancy_script
+from helpers import REPO, run_cli, run_cli_in_process, sycophancy_script
+
+
+def _cli(args, *, db, cwd, input=None):
+    """The command run in this process with ``cwd`` as its working directory (:func:`run_cli_in_process`):
+    the store rule, not the process, is under test here; ``test_a_database_error_names_the_default_store_too``
+    runs a real process in its folder."""
+    return run_cli_in_process(args, db=db, cwd=cwd, input=input)
 
 
 @pytest.mark.parametrize(
@@ -24,7 +30,7 @@ from helpers import RAW, REPO, run_cli, sycophancy_script
 )
 def test_reading_commands_refuse_a_missing_store_and_name_it(tmp_path, args):
     store = tmp_path / "nowhere.db"
-    r = run_cli(args, db=f"sqlite:///{store}", cwd=tmp_path)
+    r = _cli(args, db=f"sqlite:///{store}", cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert f"no store at sqlite:///{store}" in r.stderr and "automonitor build" in r.stderr
     assert not store.exists() and list(tmp_path.iterdir()) == []  # nothing created anywhere
@@ -32,12 +38,12 @@ def test_reading_commands_refuse_a_missing_store_and_name_it(tmp_path, args):
 
 def test_users_add_creates_the_store_and_says_so_then_errors_name_it(tmp_path):
     url = f"sqlite:///{tmp_path / 'team.db'}"
-    r = run_cli(["users", "add", "alice", "--password-stdin"], db=url, input="password-of-alice\n", cwd=tmp_path)
+    r = _cli(["users", "add", "alice", "--password-stdin"], db=url, input="password-of-alice\n", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"created a new store at {url}" in r.stderr
-    r = run_cli(["users", "add", "bob", "--password-stdin"], db=url, input="password-of-bob\n", cwd=tmp_path)
+    r = _cli(["users", "add", "bob", "--password-stdin"], db=url, input="password-of-bob\n", cwd=tmp_path)
     assert r.returncode == 0 and "created a new store" not in r.stderr
-    r = run_cli(["unassign", "--annotator", "carol"], db=url, cwd=tmp_path)
+    r = _cli(["unassign", "--annotator", "carol"], db=url, cwd=tmp_path)
     assert r.returncode == 2 and "no account named 'carol'" in r.stderr and f"(store: {url})" in r.stderr
 
 
@@ -73,7 +79,7 @@ def test_generate_refuses_a_missing_store_names_it_and_creates_no_file(tmp_path)
     store = tmp_path / "nowhere.db"
     with ScriptedGenerator(sycophancy_script(2)) as srv:
         args = ["generate", "sycophancy", "--generator", "openai:scripted-gen", "--base-url", srv.base_url]
-        r = run_cli([*args, "--source", "bct_truthfulqa_cues", "--limit", "2"], db=f"sqlite:///{store}", cwd=tmp_path)
+        r = _cli([*args, "--source", "bct_truthfulqa_cues", "--limit", "2"], db=f"sqlite:///{store}", cwd=tmp_path)
         calls = srv.total
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert f"no store at sqlite:///{store}" in r.stderr and "automonitor build" in r.stderr
@@ -81,24 +87,23 @@ def test_generate_refuses_a_missing_store_names_it_and_creates_no_file(tmp_path)
     assert not store.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_build_creates_the_store_and_says_so_once(tmp_path):
-    raw = tmp_path / "raw"  # one small source: the store rule, not the build, is under test (~5 s)
-    shutil.copytree(RAW / "school_of_reward_hacks", raw / "school_of_reward_hacks")
+def test_build_creates_the_store_and_says_so_once(tmp_path, small_raw_dir):
+    raw = small_raw_dir  # two small sources: the store rule, not the build, is under test
     url = f"sqlite:///{tmp_path / 'built.db'}"
-    r = run_cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
+    r = _cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"created a new store at {url}" in r.stderr
-    r = run_cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
+    r = _cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
     assert r.returncode == 0 and "created a new store" not in r.stderr, r.stderr
 
 
 def test_import_creates_the_store_and_says_so_once(tmp_path):
     url = f"sqlite:///{tmp_path / 'imported.db'}"
     seeds = REPO / "seeds" / "examples.jsonl"
-    r = run_cli(["import", str(seeds)], db=url, cwd=tmp_path)
+    r = _cli(["import", str(seeds)], db=url, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"created a new store at {url}" in r.stderr
-    r = run_cli(["import", str(seeds)], db=url, cwd=tmp_path)
+    r = _cli(["import", str(seeds)], db=url, cwd=tmp_path)
     assert r.returncode == 0 and "created a new store" not in r.stderr, r.stderr
 
 
@@ -116,7 +121,7 @@ def test_a_database_error_names_the_default_store_too(tmp_path):
 def test_a_malformed_store_url_exits_2_in_one_line_and_creates_nothing(tmp_path, url):
     """A malformed AUTOMONITOR_DB (unparsable, unknown dialect or driver) is bad input: exit 2 with one
     line naming AUTOMONITOR_DB (it exited 1 as a database error; issue 37)."""
-    r = run_cli(["stats", "--json"], db=url, cwd=tmp_path)
+    r = _cli(["stats", "--json"], db=url, cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "AUTOMONITOR_DB" in lines[0] and r.stdout == "", r.stderr
