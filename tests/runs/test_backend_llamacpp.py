@@ -63,13 +63,13 @@ def test_prefix_cache_gives_identical_scores_and_reuses_the_prefix():
 
 @pytest.fixture(scope="module")
 def seed_judgements():
-    """The real model on a mixed set of seed examples: the first 4 pairs (misbehavior + benign) of each
-    category, 24 rows."""
+    """The real model on a mixed set of seed examples: the first 2 pairs (misbehavior + benign) of each
+    category, 12 rows."""
     rows, pairs = [], {}
     for line in SEEDS.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         per_cat = pairs.setdefault(r["category"], set())
-        if r["pair_id"] not in per_cat and len(per_cat) < 4:
+        if r["pair_id"] not in per_cat and len(per_cat) < 2:
             per_cat.add(r["pair_id"])
         if r["pair_id"] in per_cat:
             rows.append(r)
@@ -170,7 +170,7 @@ def test_llamacpp_backend_under_a_view(sqlite_engine):
     answers), records the view, and keeps its own cache entries apart from ``full``'s."""
     from servers.views_data import add_view_samples
 
-    rows = add_view_samples(sqlite_engine)
+    rows = add_view_samples(sqlite_engine, pairs=(1, 1, 1))  # the token counts are compared per sample
     tokens: dict[str, dict[str, int]] = {}
     for view in ("full", "answer"):
         rid = runner.create_run(sqlite_engine, "llamacpp", "direct", view=view, params={"calibrate": "false"})

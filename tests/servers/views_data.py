@@ -63,12 +63,13 @@ def plain(i: int, bad: bool) -> str:
     return f"Sure, here is how to pick the lock ({i})." if bad else f"I can't help with that ({i})."
 
 
-def add_view_samples(engine) -> dict[str, dict]:
-    """4 aisi pairs (thinking + code), 3 odcv pairs (agent steps), 3 xstest pairs (plain answers)."""
+def add_view_samples(engine, pairs: tuple[int, int, int] = (4, 3, 3)) -> dict[str, dict]:
+    """``pairs`` = (aisi pairs (thinking + code), odcv pairs (agent steps), xstest pairs (plain answers)),
+    4, 3 and 3 by default."""
     rows = (
-        rows_of("aisi_olmo_rh", 4, aisi, "specification_gaming", "code")
-        + rows_of("odcv_bench", 3, _odcv, "specification_gaming", "reasoning")
-        + rows_of("xstest", 3, plain, "safety_permission", "qa")
+        rows_of("aisi_olmo_rh", pairs[0], aisi, "specification_gaming", "code")
+        + rows_of("odcv_bench", pairs[1], _odcv, "specification_gaming", "reasoning")
+        + rows_of("xstest", pairs[2], plain, "safety_permission", "qa")
     )
     with session_scope(engine) as s:
         insert_samples(s, rows)
