@@ -3,8 +3,12 @@ and ``app/test_app_markdown_search_and_url_filters.py`` (``from localisation_see
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
+from automonitor.analysis.localisation import _QS, METRICS, _block, _char_metrics, _counts, nan_percentile_rows
 from automonitor.vocab import CATEGORIES, TASKS
 
 M, B = "misbehavior", "benign"
@@ -96,3 +100,32 @@ def seed_localisation(engine) -> None:
             s.flush()
             for r in preds[preds["run_id"] == rid].to_dict("records"):
                 s.add(Prediction(run_id=rid, sample_id=r["sample_id"], outcome=r["outcome"], evidence=r["evidence"]))
+
+
+def slice_localisation(
+    gold_samples: int,
+    results: list[dict[str, Any]],
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The localisation block of one slice (module doc of :mod:`automonitor.analysis.localisation`; the
+    reference that :func:`run_localisation` is tested against) from the :func:`score_sample` results of its
+    true positives on samples with gold spans and the number of judged ``gold_samples``.
+
+    ``weights``: bootstrap weights ``(n_boot, len(results))`` (default: Poisson(1) weights drawn with
+    ``seed``, the Poisson bootstrap of Hanley & MacGibbon 2006, close to the multinomial one for
+    n >= 30 and far cheaper to draw). Each resample's micro metrics come from its weighted sums; the
+    interval is the 2.5th-97.5th percentile over resamples (needs >= 2 TPs)."""
+    tp = len(results)
+    arr = np.array([_counts(r) for r in results], dtype=float).reshape(-1, 4)
+    tot = arr.sum(axis=0)
+    point = _char_metrics(tot[0], tot[1], tot[2], tot[3])
+    lo_hi: np.ndarray | None = None
+    if tp >= 2 and (n_boot > 0 or weights is not None):
+        w = weights if weights is not None else np.random.default_rng(seed).poisson(1.0, (n_boot, tp)).astype(float)
+        sums = w @ arr  # (n_boot, 4)
+        boot = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])
+        lo_hi = nan_percentile_rows(np.vstack([boot[k] for k in METRICS]), _QS)
+    return _block(gold_samples, results, point, lo_hi)

@@ -226,34 +226,6 @@ def _block(
     return out
 
 
-def slice_localisation(
-    gold_samples: int,
-    results: list[dict[str, Any]],
-    *,
-    n_boot: int = 200,
-    seed: int = 0,
-    weights: np.ndarray | None = None,
-) -> dict[str, Any]:
-    """The localisation block of one slice (module doc) from the :func:`score_sample` results of its
-    true positives on samples with gold spans and the number of judged ``gold_samples``.
-
-    ``weights``: bootstrap weights ``(n_boot, len(results))`` (default: Poisson(1) weights drawn with
-    ``seed``, the Poisson bootstrap of Hanley & MacGibbon 2006, close to the multinomial one for
-    n >= 30 and far cheaper to draw). Each resample's micro metrics come from its weighted sums; the
-    interval is the 2.5th-97.5th percentile over resamples (needs >= 2 TPs)."""
-    tp = len(results)
-    arr = np.array([_counts(r) for r in results], dtype=float).reshape(-1, 4)
-    tot = arr.sum(axis=0)
-    point = _char_metrics(tot[0], tot[1], tot[2], tot[3])
-    lo_hi: np.ndarray | None = None
-    if tp >= 2 and (n_boot > 0 or weights is not None):
-        w = weights if weights is not None else np.random.default_rng(seed).poisson(1.0, (n_boot, tp)).astype(float)
-        sums = w @ arr  # (n_boot, 4)
-        boot = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])
-        lo_hi = nan_percentile_rows(np.vstack([boot[k] for k in METRICS]), _QS)
-    return _block(gold_samples, results, point, lo_hi)
-
-
 def run_localisation(
     rows: Sequence[tuple[str, str, str, bool, Sequence[Any]]],
     responses: dict[str, str],
@@ -275,8 +247,8 @@ def run_localisation(
             ``n_boot`` / ``seed``).
     Returns:
         ``{"overall": block, "by_category": {c: block}, "by_task": {t: block}, "by_category_task":
-        {c: {t: block}}}`` with blocks of :func:`slice_localisation`, or ``None`` when no judged sample
-        has gold spans.
+        {c: {t: block}}}`` (each block as in the module doc), or ``None`` when no judged sample has gold
+        spans.
     """
     keyed: list[tuple[str, str, dict[str, Any] | None]] = []  # (category, task, TP result or None)
     for sid, cat, task, is_tp, ev in rows:

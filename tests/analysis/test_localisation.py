@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from automonitor import analysis
-from automonitor.analysis.localisation import nan_percentile_rows, describe_overlap, score_sample, slice_localisation
+from automonitor.analysis.localisation import nan_percentile_rows, describe_overlap, score_sample
 from automonitor.vocab import CATEGORIES
 from helpers import run_cli
-from localisation_seed import BAD_LINE, HARMLESS, localisation_frames, seed_localisation
+from localisation_seed import BAD_LINE, HARMLESS, localisation_frames, seed_localisation, slice_localisation
 
 M, B = "misbehavior", "benign"
 
