@@ -368,15 +368,11 @@ class LlamaCppBackend(Backend):
     def cache_params(self) -> dict[str, Any]:
         """Answer-changing parameters (cache key). ``calibration`` is present only when calibrating, so
         uncalibrated keys are those of earlier versions, which did not calibrate."""
+        budgets = {"threshold", "request_tokens", "response_tokens", "example_tokens", "evidence_tokens", "n_ctx"}
         out = {
             "model_file": self.path.name,
             "model_size": self.path.stat().st_size,
-            "threshold": self.settings.threshold,
-            "request_tokens": self.settings.request_tokens,
-            "response_tokens": self.settings.response_tokens,
-            "example_tokens": self.settings.example_tokens,
-            "evidence_tokens": self.settings.evidence_tokens,
-            "n_ctx": self.settings.n_ctx,
+            **self.settings.model_dump(include=budgets),
             "scoring": "yes-no-logits-v1",
             "truncation": "trajectory-steps-v1",  # a long trajectory loses whole middle steps (tokens before)
         }
