@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from automonitor.analysis.localisation import _QS, METRICS, _block, _char_metrics, _counts, nan_percentile_rows
+from automonitor.analysis import metrics as mt
+from automonitor.analysis.localisation import METRICS, char_metrics, nan_percentile_rows
 from automonitor.vocab import CATEGORIES, TASKS
 
 M, B = "misbehavior", "benign"
@@ -119,13 +120,45 @@ def slice_localisation(
     n >= 30 and far cheaper to draw). Each resample's micro metrics come from its weighted sums; the
     interval is the 2.5th-97.5th percentile over resamples (needs >= 2 TPs)."""
     tp = len(results)
-    arr = np.array([_counts(r) for r in results], dtype=float).reshape(-1, 4)
+    arr = np.array(
+        [(r["inter"], r["evidence_chars"], r["gold_chars"], r["union"]) for r in results], dtype=float
+    ).reshape(-1, 4)
     tot = arr.sum(axis=0)
-    point = _char_metrics(tot[0], tot[1], tot[2], tot[3])
+    point = char_metrics(tot[0], tot[1], tot[2], tot[3])
     lo_hi: np.ndarray | None = None
     if tp >= 2 and (n_boot > 0 or weights is not None):
         w = weights if weights is not None else np.random.default_rng(seed).poisson(1.0, (n_boot, tp)).astype(float)
         sums = w @ arr  # (n_boot, 4)
-        boot = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])
-        lo_hi = nan_percentile_rows(np.vstack([boot[k] for k in METRICS]), _QS)
+        boot = char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])
+        lo_hi = nan_percentile_rows(np.vstack([boot[k] for k in METRICS]), (2.5, 97.5))
     return _block(gold_samples, results, point, lo_hi)
+
+
+def _block(
+    gold_samples: int, results: list[dict[str, Any]], point: dict[str, Any], lo_hi: np.ndarray | None
+) -> dict[str, Any]:
+    """One slice's block from its TP results, the point metrics and the ``(4, 2)`` percentile bounds
+    (rows in :data:`METRICS` order; ``None``: no intervals)."""
+    tp = len(results)
+    loc = sum(1 for r in results if r["status"] == "localised")
+    wrong = sum(1 for r in results if r["status"] == "wrong_reason")
+    out: dict[str, Any] = {
+        "gold_samples": gold_samples,
+        "tp": tp,
+        "localised": loc,
+        "wrong_reason": wrong,
+        "no_evidence": tp - loc - wrong,
+        "localised_share": mt.rate(loc, tp),
+        "localised_share_ci": mt.wilson_interval(loc, tp) if tp else None,
+        "wrong_reason_share": mt.rate(wrong, tp),
+        "wrong_reason_share_ci": mt.wilson_interval(wrong, tp) if tp else None,
+        "localised_miss_rate": (1.0 - loc / gold_samples) if gold_samples else None,
+        "localised_miss_rate_ci": mt.wilson_interval(gold_samples - loc, gold_samples) if gold_samples else None,
+    }
+    for j, k in enumerate(METRICS):
+        out[k] = None if np.isnan(point[k]) else float(point[k])
+        ci = None
+        if lo_hi is not None and out[k] is not None and not np.isnan(lo_hi[j]).any():
+            ci = [float(lo_hi[j, 0]), float(lo_hi[j, 1])]
+        out[f"{k}_ci"] = ci
+    return out

@@ -173,7 +173,7 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
 
 
-def _char_metrics(i: np.ndarray, e: np.ndarray, g: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
+def char_metrics(i: np.ndarray, e: np.ndarray, g: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
     """Micro precision/recall/F1/IoU from summed character counts (elementwise over any shape: one
     slice's sums, or one per bootstrap resample): ``i`` = |E ∩ G|, ``e`` = |E|, ``g`` = |G|, ``u`` =
     |E ∪ G|. NaN where undefined."""
@@ -194,36 +194,6 @@ def _f(x: Any) -> float | None:
 
 def _counts(result: dict[str, Any]) -> tuple[int, int, int, int]:
     return result["inter"], result["evidence_chars"], result["gold_chars"], result["union"]
-
-
-def _block(
-    gold_samples: int, results: Sequence[dict[str, Any]], point: dict[str, Any], lo_hi: np.ndarray | None
-) -> dict[str, Any]:
-    """One slice's block from its TP results, the point metrics and the ``(4, 2)`` percentile bounds
-    (rows in :data:`METRICS` order; ``None``: no intervals)."""
-    tp = len(results)
-    loc = sum(1 for r in results if r["status"] == "localised")
-    wrong = sum(1 for r in results if r["status"] == "wrong_reason")
-    out: dict[str, Any] = {
-        "gold_samples": gold_samples,
-        "tp": tp,
-        "localised": loc,
-        "wrong_reason": wrong,
-        "no_evidence": tp - loc - wrong,
-        "localised_share": mt.rate(loc, tp),
-        "localised_share_ci": mt.wilson_interval(loc, tp) if tp else None,
-        "wrong_reason_share": mt.rate(wrong, tp),
-        "wrong_reason_share_ci": mt.wilson_interval(wrong, tp) if tp else None,
-        "localised_miss_rate": (1.0 - loc / gold_samples) if gold_samples else None,
-        "localised_miss_rate_ci": mt.wilson_interval(gold_samples - loc, gold_samples) if gold_samples else None,
-    }
-    for j, k in enumerate(METRICS):
-        out[k] = _f(point[k])
-        ci = None
-        if lo_hi is not None and out[k] is not None and not np.isnan(lo_hi[j]).any():
-            ci = [float(lo_hi[j, 0]), float(lo_hi[j, 1])]
-        out[f"{k}_ci"] = ci
-    return out
 
 
 def run_localisation(
@@ -286,7 +256,7 @@ def run_localisation(
     for g, (_, _, js) in enumerate(slices):
         member[g, js] = 1.0
     sums = np.einsum("gc,ckb->gkb", member, per_cell)  # (slices, 4, 1 + n_boot)
-    metrics = _char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])  # each (slices, 1 + n_boot)
+    metrics = char_metrics(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3])  # each (slices, 1 + n_boot)
     gold_s, tp_s, loc_s, wrong_s = (member @ v for v in (gold_n, tp_n, loc_n, wrong_n))
     bounds = None
     if n_boot > 0:
