@@ -3,7 +3,6 @@ otherwise import heavy libraries (pandas, SciPy, scikit-learn) for a caller that
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any, Callable, Mapping
 
@@ -24,7 +23,8 @@ def lazy_getattr(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        __import__(f"{package}.{home}")  # not importlib.import_module: ``-X importtime`` sees this import
+        value = getattr(sys.modules[f"{package}.{home}"], name)
         setattr(sys.modules[package], name, value)
         return value
 

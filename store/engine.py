@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
-from sqlmodel import Session, create_engine
+from sqlalchemy.engine import Engine, create_engine, make_url
 
 from store.queries.locks import named_lock
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlmodel import Session
 
 DEFAULT_URL = "sqlite:///automonitor.db"
 _MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -192,6 +192,8 @@ def at_head(engine: Engine) -> bool:
 @contextmanager
 def session_scope(engine: Engine | None = None) -> Iterator[Session]:
     """A session that commits on success and rolls back on any exception (all-or-nothing writes)."""
+    from sqlmodel import Session  # the ORM only for a command that writes or reads through a session
+
     session = Session(engine or get_engine(), expire_on_commit=False)
     try:
         yield session

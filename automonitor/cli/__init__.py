@@ -12,24 +12,41 @@ import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
-from automonitor.cli.app import app
+from automonitor.cli.app import app, expand_multi
 from automonitor.cli.common import INTERRUPTED_EXIT, resolved_store_url, store_note
-
-# each command module adds its commands to ``app`` (or a sub-typer) when imported
-from automonitor.cli import data  # noqa: F401  build, stats, fetch-sources
-from automonitor.cli import pairs  # noqa: F401  import, export
-from automonitor.cli import runs  # noqa: F401  run, runs
-from automonitor.cli import analysis  # noqa: F401  report, predictions import
-from automonitor.cli import annotation  # noqa: F401  users add, assign, annotations, agreement
-from automonitor.cli import audit  # noqa: F401  audit
-from automonitor.cli import probes  # noqa: F401  corpus build, probe train|transfer|lora
-from automonitor.cli import derive  # noqa: F401  derive ensemble|thresholds|cascade
-from automonitor.cli import generate  # noqa: F401  generate sycophancy|gaming|resume|list
-from automonitor.cli import errata  # noqa: F401  errata add|list
-from automonitor.cli.derive import expand_multi
 from automonitor.errors import AutomonitorError, InputError, NotFound, PermissionDenied
+
+
+#: the module of :mod:`automonitor.cli` that adds each top-level command or group to ``app`` when imported,
+#: in the order ``automonitor --help`` lists them (``tests/cli/test_cli_startup.py`` checks it against the
+#: modules). A command imports its own module only (:func:`load_commands`): its start skips the others'.
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(("build", "stats", "fetch-sources"), "data"),
+    **dict.fromkeys(("import", "export"), "pairs"),
+    **dict.fromkeys(("run", "runs"), "runs"),
+    "report": "analysis",
+    **dict.fromkeys(("assign", "unassign", "agreement"), "annotation"),
+    "audit": "audit",
+    "predictions": "analysis",
+    **dict.fromkeys(("users", "annotations", "adjudications", "assignments"), "annotation"),
+    **dict.fromkeys(("corpus", "probe"), "probes"),
+    "derive": "derive",
+    "generate": "generate",
+    "errata": "errata",
+}
+
+
+def load_commands(args: Sequence[str] | None = None) -> None:
+    """Import the command modules that add to ``app`` what ``automonitor ARGS`` runs: the module of the
+    command that ``args`` name (their first word that is not an option; the root group's options are
+    flags), else (``None``, no command, ``--help``, an unknown name) every module, in
+    :data:`COMMAND_MODULES` order."""
+    name = next((a for a in args or () if not a.startswith("-")), None) if args is not None else None
+    mods = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else list(dict.fromkeys(COMMAND_MODULES.values()))
+    for mod in mods:
+        __import__(f"automonitor.cli.{mod}")  # not importlib: ``-X importtime`` (the tests' budgets) sees this
 
 
 #: exit code of a product error, by class (the first base found in the error's MRO); any other
@@ -69,14 +86,19 @@ def _store_note(exc: BaseException) -> str:
     return "" if str(exc).startswith("no store at") else store_note()
 
 
-def command() -> Any:
-    """The click command of the typer ``app`` as the console script runs it: every on/off flag (``--json``,
+def command(args: Sequence[str] | None = None) -> Any:
+    """The click command of the typer ``app`` as the console script runs it with ``args`` (``None``: every
+    command; else the command they name, :func:`load_commands`), its commands in ``--help``'s order: every on/off flag (``--json``,
     ``--help``, ``--controls/--no-controls``...) shown without a type column (recent typer prints
     ``<bool>`` after each flag, which reads as a value to pass: ``--help <bool>``). The CLI reference of
     the docs is generated from this command too."""
     import typer.main
 
-    cmd = typer.main.get_command(app)
+    load_commands(args)
+    # always the group (typer's get_command makes a lone command, as ``audit`` alone is, the whole program)
+    cmd = typer.main.get_group(app)
+    order = {n: i for i, n in enumerate(COMMAND_MODULES)}  # modules imported in another order (tests)
+    cmd.commands = dict(sorted(cmd.commands.items(), key=lambda kv: order.get(kv[0], len(order))))
     stack = [cmd]
     while stack:
         c = stack.pop()
@@ -145,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         # the usage lines name the command as the README does, however it was started (console script,
         # ``python -m automonitor``, or this function called from Python)
         with sigterm_as_interrupt():
-            rv = command().main(
-                args=expand_multi(sys.argv[1:] if argv is None else list(argv)),
+            args = expand_multi(sys.argv[1:] if argv is None else list(argv))
+            rv = command(args).main(
+                args=args,
                 prog_name="automonitor",
                 standalone_mode=False,
             )

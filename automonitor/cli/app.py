@@ -52,4 +52,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-__all__ = ["app"]
+
+def expand_multi(args: list[str], options: tuple[str, ...] = ("--runs",)) -> list[str]:
+    """Let ``--runs A B C`` (the contract's form) reach click as ``--runs A --runs B --runs C``: the
+    tokens after ``--runs`` up to the next option are each given their own ``--runs``."""
+    out: list[str] = []
+    cur: str | None = None
+    for a in args:
+        if a.startswith("-"):
+            cur = a if a in options else None
+            out.append(a)
+        elif cur is not None and out and out[-1] != cur:
+            out += [cur, a]
+        else:
+            out.append(a)
+    return out
+
+
+__all__ = ["app", "expand_multi"]

@@ -3,14 +3,14 @@ chunked ``IN (...)`` lookup they share."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, cast
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Mapper, Session
-from sqlmodel import SQLModel
 
-from store.models import Sample
+if TYPE_CHECKING:  # the ORM and the tables load with the first query that uses them, not with ``store``
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Mapper, Session
+    from sqlmodel import SQLModel
 
 # SQLite allows 999 bound parameters per statement in older builds; stay below it everywhere.
 IN_CHUNK = 900
@@ -44,6 +44,8 @@ def table_of(model: type[SQLModel]) -> sa.Table:
 def sample_columns(*names: str) -> list[Any]:
     """The ``sample`` table's columns called ``names`` (``sample_columns(*SAMPLE_KEY, "content_hash")``), for
     a ``SELECT`` whose rows become dicts with those keys."""
+    from store.models import Sample
+
     return [table_of(Sample).c[n] for n in names]
 
 

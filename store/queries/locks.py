@@ -19,11 +19,13 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import Session
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 
 def begin_write(session: Session) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -33,15 +34,24 @@ HEAVY = {
     "store",
 }
 # modules of any kind (stdlib included) imported for --help: typer, click and rich make most of them
-# (348 for --help, 445 for a command's --help, which adds typer's pydantic adapters; 2026-12-05)
-MODULE_BUDGET = 370  # automonitor --help
-COMMAND_HELP_BUDGET = 470  # automonitor COMMAND --help
+# (348 for --help, which imports every command module to list them; 436 for a command's --help, which
+# imports its own module only and adds typer's pydantic adapters, 445 when it imported all; 2026-12-05)
+MODULE_BUDGET = 360  # automonitor --help
+COMMAND_HELP_BUDGET = 455  # automonitor COMMAND --help
+# a read of a store: SQLAlchemy's core (about 130 modules, asyncio included) for every read; the ORM, SQLModel
+# and the tables (about 50 more) for ``runs --json``, but not for a report read back from its cache
+# (2026-12-05: 513 for ``runs --json``, 466 for a cached ``report --json``; 526 and 533 before)
+RUNS_BUDGET = 530  # automonitor runs --json
+CACHED_REPORT_BUDGET = 480  # automonitor report --json, read back from the report cache
+# what a cached report read must not import: the analysis stack, the ORM and the tables
+NOT_FOR_A_CACHED_READ = ("pandas", "numpy", "scipy", "pyarrow", "sqlmodel", "sqlalchemy.orm", "store.models")
 
 
-def imported_modules(*args: str, db: str | None = None) -> list[str]:
+def imported_modules(*args: str, db: str | None = None, env: dict[str, str] | None = None) -> list[str]:
     """The modules a new interpreter imports to run ``automonitor ARGS`` (``-X importtime``) on the store
-    ``db`` (none: ``--help``); asserts that the command exits 0 (with a usage text when no store)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), **({"AUTOMONITOR_DB": db} if db else {})}
+    ``db`` (none: ``--help``), with the variables ``env`` added; asserts that the command exits 0 (with a
+    usage text when no store)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **({"AUTOMONITOR_DB": db} if db else {}), **(env or {})}
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "automonitor", *args],
         capture_output=True,
@@ -72,3 +82,58 @@ def test_listing_runs_imports_no_data_plotting_or_migration_library(sqlite_engin
     assert "store.models" in mods
     heavy = sorted({m for m in mods if m.split(".")[0] in HEAVY - {"sqlalchemy", "sqlmodel", "store"}})
     assert not heavy, f"automonitor runs --json imports {heavy[:12]}"
+    # only the command's own module of automonitor.cli (automonitor.cli.COMMAND_MODULES)
+    others = sorted(m for m in mods if m.startswith("automonitor.cli.") and m.split(".")[2] in _COMMAND_MODULES)
+    assert others == ["automonitor.cli.runs"], others
+    assert len(mods) <= RUNS_BUDGET, f"{len(mods)} modules imported (budget {RUNS_BUDGET})"
+
+
+def test_a_cached_report_read_imports_neither_the_analysis_stack_nor_the_orm(sqlite_engine, sqlite_url, tmp_path):
+    """``report --json`` on an unchanged store reads its document back (automonitor.analysis.report_cache):
+    the first run computes it (pandas, the ORM), the second imports none of them, under a module budget."""
+    path = sqlite_url.removeprefix("sqlite:///")
+    sqlite_engine.dispose()
+    past = time.time() - 60  # a store written a minute ago is settled: its fingerprint may be cached
+    for p in (path, f"{path}-wal"):
+        if os.path.exists(p):
+            os.utime(p, (past, past))
+    env = {"AUTOMONITOR_CACHE_DIR": str(tmp_path / "cache")}
+    first = imported_modules("report", "--json", db=sqlite_url, env=env)
+    assert "pandas" in first and "store.models" in first  # computed: the measure below is of a real read-back
+    mods = imported_modules("report", "--json", db=sqlite_url, env=env)
+    assert "automonitor.analysis.report_cache" in mods
+    heavy = sorted(m for m in mods if any(m == h or m.startswith(f"{h}.") for h in NOT_FOR_A_CACHED_READ))
+    assert not heavy, f"a cached automonitor report --json imports {heavy[:12]}"
+    assert len(mods) <= CACHED_REPORT_BUDGET, f"{len(mods)} modules imported (budget {CACHED_REPORT_BUDGET})"
+
+
+_COMMAND_MODULES = {
+    "data",
+    "pairs",
+    "runs",
+    "analysis",
+    "annotation",
+    "audit",
+    "probes",
+    "derive",
+    "generate",
+    "errata",
+}
+
+
+def test_the_command_table_names_the_module_of_every_command_in_help_order():
+    """``automonitor.cli.COMMAND_MODULES`` (what a command imports) against the typer registry with every
+    module imported: the same names, each the module that adds it, in the order ``--help`` lists them."""
+    from automonitor.cli import COMMAND_MODULES, command
+    from automonitor.cli.app import app
+
+    cmd = command()
+    owners = {c.name: c.callback.__module__ for c in app.registered_commands}
+    owners |= {g.name: g.typer_instance.registered_commands[0].callback.__module__ for g in app.registered_groups}
+    assert {n: f"automonitor.cli.{m}" for n, m in COMMAND_MODULES.items()} == owners
+    assert list(cmd.list_commands(None)) == list(COMMAND_MODULES)
+    assert set(COMMAND_MODULES.values()) == _COMMAND_MODULES
+    # a command run loads its own module's commands; an unknown name every command (click's suggestions)
+    assert "runs" in command(["-q", "runs", "--json"]).commands
+    assert "audit" in command(["audit", "--help"]).commands  # a module that adds one command: still the group
+    assert len(command(["no-such-command"]).commands) == len(COMMAND_MODULES)
