@@ -19,7 +19,6 @@ JSON (the CLI contract's ``probe transfer --json``): ``{"slices": [name...], "ce
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -28,6 +27,7 @@ import numpy as np
 
 from automonitor.analysis.metrics import auroc as _auroc
 from automonitor.analysis.metrics import wilson_interval
+from automonitor.escaping import plot_text
 from automonitor.runs.probe.model import cut_texts
 
 if TYPE_CHECKING:
@@ -382,25 +382,21 @@ def load_saved(features: str) -> dict[str, Any] | None:
     return res if isinstance(res, dict) and isinstance(res.get("cells"), list) else None
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value))
-
-
 def _hover(tr: str, te: str, metric: str, cell: dict[str, Any], papers: list[dict[str, Any]]) -> str:
     """Hover text of one heatmap cell: slices, the value with its 95% interval, n, and the paper's
     Figure 8 value of every paper cell with the same slices (labels HTML-escaped)."""
     v, ci = cell.get(metric), cell.get(f"{metric}_ci")
     h = (
-        f"train {_esc(tr)}<br>test {_esc(te)}<br>{metric.upper()} "
+        f"train {plot_text(tr)}<br>test {plot_text(te)}<br>{metric.upper()} "
         f"{'-' if v is None else f'{float(v):.3f}'}"
         + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "")
-        + f"<br>n {_esc(cell.get('n', 0))}"
+        + f"<br>n {plot_text(cell.get('n', 0))}"
     )
     for p in papers:
         pv = p.get(metric)
         if pv is None:
             continue
-        row = _esc(p.get("paper_train", tr))
+        row = plot_text(p.get("paper_train", tr))
         h += f"<br>paper Fig. 8 ({row}; LoRA Qwen3-4B): {metric.upper()} {float(pv):.2f}"
     return h
 
@@ -444,8 +440,8 @@ def heatmap(res: dict[str, Any], metric: str = "auroc") -> Figure:
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[_esc(t) for t in tes],
-            y=[_esc(t) for t in trs],
+            x=[plot_text(t) for t in tes],
+            y=[plot_text(t) for t in trs],
             text=text,
             texttemplate="%{text}",
             customdata=hover,
@@ -515,7 +511,7 @@ def paper_heatmap(metric: str = "mr") -> Figure:
     z = [[by[(r, c)][metric] for c in cols] for r in rows]
     hover = [
         [
-            f"paper: trained on {_esc(r)}<br>tested on {_esc(c)}<br>{metric.upper()} {by[(r, c)][metric]:.2f}"
+            f"paper: trained on {plot_text(r)}<br>tested on {plot_text(c)}<br>{metric.upper()} {by[(r, c)][metric]:.2f}"
             for c in cols
         ]
         for r in rows
@@ -523,12 +519,12 @@ def paper_heatmap(metric: str = "mr") -> Figure:
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[_esc(c) for c in cols],
-            y=[_esc(r) for r in rows],
+            x=[plot_text(c) for c in cols],
+            y=[plot_text(r) for r in rows],
             text=[[f"{v:.2f}" for v in zr] for zr in z],
             texttemplate="%{text}",
             customdata=hover,
-            hovertemplate="%{customdata}<extra>" + _esc("paper Figure 8 (v2), reported") + "</extra>",
+            hovertemplate="%{customdata}<extra>" + plot_text("paper Figure 8 (v2), reported") + "</extra>",
             colorscale="RdYlGn_r",
             zmin=0,
             zmax=1,

@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from automonitor.escaping import plot_text
 from automonitor.data.audit.params import BASELINES, FLAG_AUROC, TINY_DIFF_TOKENS
 
 
@@ -56,12 +57,6 @@ def slices_table(doc: dict[str, Any]) -> pd.DataFrame:
     return df
 
 
-def _esc(x: Any) -> str:
-    import html
-
-    return html.escape(str(x))
-
-
 def baselines_figure(doc: dict[str, Any]):
     """Grouped bar chart (plotly): AUROC of each baseline per slice, with the flag line at
     :data:`FLAG_AUROC` and the chance line at 0.5. Slice names are HTML-escaped (plotly renders HTML in
@@ -69,7 +64,7 @@ def baselines_figure(doc: dict[str, Any]):
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    names = [_esc(f"{s['source']} · {s['category']}/{s['task']}") for s in doc.get("slices", [])]
+    names = [plot_text(f"{s['source']} · {s['category']}/{s['task']}") for s in doc.get("slices", [])]
     for base in BASELINES:
         ys = [s["baselines"].get(base) for s in doc.get("slices", [])]
         if all(y is None for y in ys):
@@ -99,7 +94,7 @@ def leakage_figure(doc: dict[str, Any]):
     import plotly.graph_objects as go
 
     src = [s for s in doc.get("slices", []) if s["kind"] == "source"]
-    names = [_esc(s["source"]) for s in src]
+    names = [plot_text(s["source"]) for s in src]
     fig = go.Figure()
     for key, label in (
         ("near_duplicate_pairs", "near-duplicate pairs"),
@@ -107,10 +102,10 @@ def leakage_figure(doc: dict[str, Any]):
         ("tiny_diff_pairs", f"<={TINY_DIFF_TOKENS}-token pairs"),
     ):
         fig.add_bar(
-            name=_esc(label),
+            name=plot_text(label),
             x=names,
             y=[s[key] for s in src],
-            hovertemplate="%{x}<br>" + _esc(label) + ": %{y}<extra></extra>",
+            hovertemplate="%{x}<br>" + plot_text(label) + ": %{y}<extra></extra>",
         )
     fig.update_layout(barmode="group", yaxis_title="test pairs", height=360, margin=dict(l=10, r=10, t=30, b=10))
     return fig
@@ -126,7 +121,7 @@ def controls_figure(doc: dict[str, Any]):
         return None
     fig = go.Figure(
         go.Bar(
-            x=[_esc(k) for k in far],
+            x=[plot_text(k) for k in far],
             y=list(far.values()),
             hovertemplate="%{x}<br>false alarm rate %{y:.3f}<extra></extra>",
         )
