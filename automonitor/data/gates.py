@@ -36,11 +36,14 @@ def code_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def token_diff(a: str, b: str) -> int:
+def token_diff(a: str, b: str, limit: int | None = None) -> int:
     """Number of tokens changed between ``a`` and ``b``: for the ``difflib`` opcodes of the two token
     lists, the sum over non-equal blocks of ``max(len(a block), len(b block))`` (a replaced, inserted
-    or deleted token counts once). 0 means the token sequences are equal."""
+    or deleted token counts once). 0 means the token sequences are equal. With ``limit``, returns
+    ``limit + 1`` early when the token counts already differ by more than ``limit``."""
     ta, tb = code_tokens(a), code_tokens(b)
+    if limit is not None and abs(len(ta) - len(tb)) > limit:
+        return limit + 1
     return _diff(ta, tb)
 
 

@@ -5,7 +5,6 @@ Human/Assistant conversations and tiny-diff pairs of test against train (:class:
 from __future__ import annotations
 
 import bisect
-import difflib
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -16,11 +15,11 @@ import pandas as pd
 
 from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
 from automonitor.data.families import families
+from automonitor.data.gates import token_diff
 from automonitor.data.sources import SourcePair
 from automonitor.vocab import CONTROLS_SPLIT, NEGATIVE, POSITIVE
 
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 _word_hash_cache: dict[str, int] = {}
 
 
@@ -144,19 +143,6 @@ def shared_conversations(train: list[tuple[str, str]], test: list[tuple[str, str
         if any(flat(t[:n]) in full_set for n in range(1, len(t))):  # this one continues a train dialogue
             out.append(i)
     return out
-
-
-def token_diff(a: str, b: str, limit: int | None = None) -> int:
-    """Number of tokens (``\\w+|[^\\w\\s]``) to change to turn ``a`` into ``b``: the sum over
-    ``difflib.SequenceMatcher`` non-equal opcodes of the longer side. Whitespace is ignored. With
-    ``limit``, returns ``limit + 1`` early when the token counts already differ by more than ``limit``."""
-    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
-    if limit is not None and abs(len(ta) - len(tb)) > limit:
-        return limit + 1
-    if ta == tb:
-        return 0
-    sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    return sum(max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal")
 
 
 def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[str]:
