@@ -1,16 +1,10 @@
 """The app's page index: which files of ``pages/`` are pages, and where each goes in the navigation.
 
-A page is one file of ``pages/`` (a name without a leading underscore) that declares, at module level, its URL
-path and its place in the navigation::
-
-    PAGE = "runs"  # the file's name: its URL path (and the prefix of the page's session-state keys)
-    NAV = Nav(title="Runs", icon=":material/play_circle:", order=20, access="workbench")
-
-:func:`discover` reads these two declarations from the files (parsed with ``ast``; nothing is run), so
-``app.py`` builds its navigation from them and adding a page is adding its file. ``access`` says who sees it:
-``workbench`` (an admin, or anyone when the store has no accounts), ``annotation`` (any logged-in account),
-``admin`` (admins, in the annotation section) or ``login`` (the login form). ``default`` marks the page served
-at the root for its audience. No Streamlit here (``pages/_nav.py`` turns the index into ``st.Page`` objects).
+A page is one file of ``pages/`` (a name without a leading underscore) that declares ``PAGE`` (its URL path)
+and ``NAV = Nav(...)`` (title, icon, order, ``access``, ``default``) at module level: CONTRIBUTING.md, "Add
+a page", shows one and says who each ``access`` lets in. :func:`discover` reads the two declarations (parsed
+with ``ast``; nothing is run), so ``app.py`` builds its navigation from them. No Streamlit here
+(``pages/_nav.py`` turns the index into ``st.Page`` objects).
 """
 
 from __future__ import annotations

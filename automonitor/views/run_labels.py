@@ -1,11 +1,7 @@
-"""Run labels for dropdowns, legends and hovers: short ones that fit a select or a legend at 1280 px, full ones for hovers.
-
-Monitor names are long (``backend:model``, a probe's artefact path) and so are run ids, so the old
-``monitor · template · run_id (status)`` text overflowed every selectbox at 1280 px. Two labels:
+"""Run labels for dropdowns, legends and hovers (docs/explanation/app.md, "Runs in every dropdown"):
 
 - :func:`run_option_label`: at most :data:`RUN_LABEL_MAX` characters for selectbox/multiselect options
-  and plot legends; it keeps what tells runs apart: the monitor name, the run id (its end when it is
-  long) and an unusual status (cancelled, failed, ...), then the template when there is room.
+  and plot legends (monitor name, run id or its end, an unusual status, then the template when there is room);
 - :func:`run_full_label`: everything, for hovers, tooltips and ``help=`` texts.
 
 Both return plain text: escape it for the place it is shown (``md_escape``, ``plot_text``, ``esc``).
