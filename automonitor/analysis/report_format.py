@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+from itertools import groupby
 from typing import TypedDict, cast
 
 from automonitor.escaping import md_escape  # names are data: no markup, links or HTML in the table
@@ -240,13 +241,7 @@ def to_latex(rep: ReportLike) -> str:
     """A booktabs LaTeX ``table`` with two header rows (slice x metric, then template)."""
     rep = as_report(rep)
     cols, rows = paper_table(rep)
-    groups: list[tuple[str, int]] = []
-    for c in cols:
-        label = f"{c['slice']} {_METRIC[c['metric']]}"
-        if groups and groups[-1][0] == label:
-            groups[-1] = (label, groups[-1][1] + 1)
-        else:
-            groups.append((label, 1))
+    groups = [(g, len(list(run))) for g, run in groupby(f"{c['slice']} {_METRIC[c['metric']]}" for c in cols)]
     out = ["\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{l" + "r" * len(cols) + "}", "\\toprule"]
     out.append(
         " & ".join(["Monitor"] + [f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}" for g, n in groups]) + " \\\\"
