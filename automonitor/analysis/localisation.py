@@ -29,34 +29,7 @@ import numpy as np
 
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
-
-
-def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def _length(iv: list[tuple[int, int]]) -> int:
-    return sum(e - s for s, e in iv)
-
-
-def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
-    """Total overlap of two sorted disjoint interval lists (two-pointer sweep)."""
-    i = j = tot = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            tot += hi - lo
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tot
+from automonitor.data import intervals
 
 
 def evidence_intervals(
@@ -143,11 +116,11 @@ def score_sample(
     """
     ev = evidence_intervals(response, evidence, cache)
     gold_iv = [(int(g["start"]), int(g["end"])) for g in gold]
-    ev_u, gold_u = _union(ev), _union(gold_iv)
-    inter = _intersection(ev_u, gold_u)
+    ev_u, gold_u = intervals.union(ev), intervals.union(gold_iv)
+    inter = intervals.overlap(ev_u, gold_u)
     hits = sum(1 for gs, ge in gold_iv if any(s < ge and gs < e for s, e in ev))
     status = "no_evidence" if not ev else ("localised" if hits else "wrong_reason")
-    le, lg = _length(ev_u), _length(gold_u)
+    le, lg = intervals.length(ev_u), intervals.length(gold_u)
     return {
         "grounded": len(ev),
         "hit_spans": hits,

@@ -25,6 +25,7 @@ import krippendorff
 import numpy as np
 
 from automonitor.annotation._common import label_spans
+from automonitor.data.intervals import length, overlap, union
 
 
 def _tokens(text: str) -> list[tuple[int, int]]:
@@ -42,42 +43,13 @@ def _tokens(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _union(spans: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """Non-empty ``(start, end)`` spans merged where they overlap or touch, sorted."""
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if b <= a:
-            continue
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return tuple(out)
-
-
-def _length(spans: tuple[tuple[int, int], ...]) -> int:
-    return sum(b - a for a, b in spans)
-
-
-def _overlap(x: tuple[tuple[int, int], ...], y: tuple[tuple[int, int], ...]) -> int:
-    """Characters in both of two merged span lists (two-pointer walk)."""
-    i = j = inter = 0
-    while i < len(x) and j < len(y):
-        inter += max(0, min(x[i][1], y[j][1]) - max(x[i][0], y[j][0]))
-        if x[i][1] <= y[j][1]:
-            i += 1
-        else:
-            j += 1
-    return inter
-
-
 def span_f1(x: Iterable[tuple[int, int]], y: Iterable[tuple[int, int]]) -> float:
     """Character-level F1 (Dice, 2 |A ∩ B| / (|A| + |B|)) of two annotators' span lists (``(start, end)``
     character offsets, half-open; overlapping or touching spans count once). 1.0 when both are empty
     (nothing to disagree on), 0.0 when exactly one is."""
-    a, b = _union(x), _union(y)
-    total = _length(a) + _length(b)
-    return 1.0 if total == 0 else 2 * _overlap(a, b) / total
+    a, b = union(x), union(y)
+    total = length(a) + length(b)
+    return 1.0 if total == 0 else 2 * overlap(a, b) / total
 
 
 #: The setting that makes a missing span a span disagreement: with ``AUTOMONITOR_QUEUE_MISSING_SPANS=1``
@@ -96,7 +68,7 @@ def missing_span_disagrees() -> bool:
 def unmarked_count(rows: Iterable[Mapping[str, Any]]) -> int:
     """How many of an item's ``misbehavior`` label rows marked no span while another one did (0 when
     nobody marked a span: there is no span to miss)."""
-    marks = [bool(_union(label_spans(dict(r)))) for r in rows if r.get("label") == "misbehavior"]
+    marks = [bool(union(label_spans(dict(r)))) for r in rows if r.get("label") == "misbehavior"]
     return marks.count(False) if any(marks) else 0
 
 
@@ -112,7 +84,7 @@ def lowest_pair_f1(rows: Iterable[Mapping[str, Any]], *, missing_disagrees: bool
     rows = list(rows)
     if len(rows) < 2 or any(r.get("label") != "misbehavior" for r in rows):
         return None
-    marks = [_union(label_spans(dict(r))) for r in rows]
+    marks = [union(label_spans(dict(r))) for r in rows]
     if not any(marks):
         return None
     if missing_disagrees is None:
@@ -153,7 +125,7 @@ def span_agreement(
     for r in rows:
         if r.get("label") != "misbehavior":
             continue
-        spans = _union(label_spans(dict(r)))
+        spans = union(label_spans(dict(r)))
         if spans:
             by_item.setdefault(str(r["sample_id"]), {})[str(r["annotator"])] = spans
     items = {k: v for k, v in by_item.items() if len(v) >= 2}
