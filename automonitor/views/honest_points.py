@@ -39,13 +39,18 @@ TEMPLATE_SHORT = {
 }
 
 
-def template_independent_backends() -> frozenset[str]:
-    """Names of the registered backends whose class says ``template_independent = True``: their verdicts
-    do not depend on the prompt template (``rules`` reads no prompt), so one run stands for every
-    template, their runs are labelled without a template, and ``scripts/demo_runs.sh`` runs them once."""
-    from automonitor.runs.monitors import REGISTRY
+#: The backends whose class says ``template_independent = True`` (their verdicts do not depend on the prompt
+#: template: ``rules`` reads no prompt), written out so that labelling a point imports no backend (the
+#: registry imports every backend module and the pricing table); ``tests/views/test_run_labels.py`` checks
+#: it against :data:`automonitor.runs.monitors.REGISTRY`.
+TEMPLATE_INDEPENDENT_BACKENDS: frozenset[str] = frozenset({"rules"})
 
-    return frozenset(n for n, cls in REGISTRY.items() if getattr(cls, "template_independent", False))
+
+def template_independent_backends() -> frozenset[str]:
+    """Names of the backends whose verdicts do not depend on the prompt template
+    (:data:`TEMPLATE_INDEPENDENT_BACKENDS`): one run stands for every template, their runs are labelled
+    without a template, and ``scripts/demo_runs.sh`` runs them once."""
+    return TEMPLATE_INDEPENDENT_BACKENDS
 
 
 def short_label(monitor: str, template: str, backend: str | None = None, max_len: int = 22) -> str:

@@ -86,3 +86,16 @@ def test_the_active_runs_line_names_three_runs_escaped_and_counts_the_rest():
     assert "+2 more" in line and "<b>" not in line and "\\<b\\>" in line
     assert views.active_runs_line(runs[:1]).startswith("**1 run in progress:** ")
     assert views.active_runs_line([]) == ""
+
+
+def test_the_template_independent_backends_written_out_are_the_registry_s():
+    """The labels' static table (no backend import) against the backends' own ``template_independent``."""
+    from automonitor.runs.monitors import REGISTRY
+    from automonitor.views.honest_points import TEMPLATE_INDEPENDENT_BACKENDS, short_label
+
+    assert TEMPLATE_INDEPENDENT_BACKENDS == {
+        n for n, c in REGISTRY.items() if getattr(c, "template_independent", False)
+    }
+    assert TEMPLATE_INDEPENDENT_BACKENDS  # rules reads no prompt
+    assert short_label("rules", "evidence") == "rules"
+    assert short_label("llamacpp:/m/gemma.gguf", "evidence") == "gemma evid."
