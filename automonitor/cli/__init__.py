@@ -12,11 +12,14 @@ import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from automonitor.cli.app import app, expand_multi
 from automonitor.cli.common import INTERRUPTED_EXIT, resolved_store_url, store_note
 from automonitor.errors import AutomonitorError, InputError, NotFound, PermissionDenied
+
+if TYPE_CHECKING:
+    from typer.core import TyperGroup
 
 
 #: the module of :mod:`automonitor.cli` that adds each top-level command or group to ``app`` when imported,
@@ -86,7 +89,7 @@ def _store_note(exc: BaseException) -> str:
     return "" if str(exc).startswith("no store at") else store_note()
 
 
-def command(args: Sequence[str] | None = None) -> Any:
+def command(args: Sequence[str] | None = None) -> TyperGroup:
     """The click command of the typer ``app`` as the console script runs it with ``args`` (``None``: every
     command; else the command they name, :func:`load_commands`), its commands in ``--help``'s order: every on/off flag (``--json``,
     ``--help``, ``--controls/--no-controls``...) shown without a type column (recent typer prints

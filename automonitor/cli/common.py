@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Container, Iterable, Literal, Sequence
+from typing import IO, TYPE_CHECKING, Any, Container, Iterable, Literal, Sequence
 
 from rich.console import Console
 
@@ -33,9 +33,17 @@ class CliConsole(Console):
     carry data. Emoji codes are off: a data value such as the pair id ``safecoder:train:112`` prints
     as written, not as ``safecoder🚋112``."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("emoji", False)
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        *,
+        file: IO[str] | None = None,
+        width: int | None = None,
+        stderr: bool = False,
+        markup: bool = True,
+        highlight: bool = True,
+        emoji: bool = False,
+    ) -> None:
+        super().__init__(file=file, width=width, stderr=stderr, markup=markup, highlight=highlight, emoji=emoji)
 
     def print(self, *objects: object, **kwargs: Any) -> None:
         """:meth:`rich.console.Console.print`, with ``soft_wrap=True`` for messages off a terminal

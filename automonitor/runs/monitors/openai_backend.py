@@ -48,7 +48,8 @@ import json
 import re
 import time
 from types import SimpleNamespace
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import Field
 
@@ -61,6 +62,9 @@ from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, J
 from automonitor.runs.monitors.judgement import answer_judgement, stop_judgement, token_count
 from automonitor.runs.answers import SCORE_METHOD, ParseMode, grammar_for
 from automonitor.runs.parsing import ParseResult, parse_answer, parse_tool_answer, score_at_verdict
+
+if TYPE_CHECKING:
+    import aiohttp
 
 _DOWNGRADE = {"json_schema": "json_object", "json_object": "none", "tools": "none"}
 
@@ -523,10 +527,10 @@ class DirectChat:
         self.url = str(base).rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
         self.timeout = timeout
-        self._session: Any = None
-        self._aiohttp: Any = None
+        self._session: aiohttp.ClientSession | None = None
+        self._aiohttp: ModuleType | None = None
 
-    def _open(self) -> Any:
+    def _open(self) -> aiohttp.ClientSession:
         """The session, made on first use: no connection limit (the runner bounds concurrency), one total
         deadline per request of ``timeout`` seconds (connection, sending, the answer's head and body: the
         deadline :meth:`Backend.within_deadline` keeps on the SDK path, here kept by aiohttp's own timer
@@ -550,7 +554,7 @@ class DirectChat:
             the deadline), ``connection`` or ``malformed``.
         """
         session = self._session or self._open()
-        aiohttp = self._aiohttp
+        aiohttp = cast(ModuleType, self._aiohttp)  # set by _open
         try:
             async with session.post(self._url, data=json.dumps(body), headers=self.headers) as r:
                 raw, status, headers = await r.read(), r.status, r.headers
