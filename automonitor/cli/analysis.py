@@ -215,16 +215,25 @@ def _emit_report(
     _print_rich(rep, engine)
 
 
-def _plane_front(rep: Report, engine: Engine) -> tuple[set[str], set[str]]:
-    """The runs on the plane's Pareto front and the runs drawn hollow, by the Trade-off page's and the HTML
-    report's rule (:func:`automonitor.views.report_html.plane_points`: a run with fewer judged samples than
-    the plane's minimum, or unfinished, is hollow and off the front)."""
+def _plane_front(rep: Report, engine: Engine) -> tuple[set[str], set[str], tuple[float | None, float | None, int]]:
+    """The runs on the plane's Pareto front, the runs drawn hollow, and Pearson ``(r, p, n runs)`` of (MR, FAR)
+    over the runs that are not hollow, by the Trade-off page's and the HTML report's rule
+    (:func:`automonitor.views.report_html.plane_points`: a run with fewer judged samples than the plane's
+    minimum, or unfinished, is hollow, off the front and out of Pearson r;
+    :func:`automonitor.analysis.metrics.pearson_r`)."""
+    from automonitor.analysis.metrics import pearson_r
     from automonitor.views import report_html
 
     pts = report_html.plane_points(rep, report_html.run_provenance(engine, [r.run_id for r in rep.runs]))
     if not len(pts):
-        return set(), set()
-    return set(pts.loc[pts["on_front"].astype(bool), "run_id"]), set(pts.loc[~pts["eligible"], "run_id"])
+        return set(), set(), (None, None, 0)
+    elig = pts[pts["eligible"].astype(bool)]
+    r_, p_ = pearson_r(list(elig["mr"]), list(elig["far"])) if len(elig) else (None, None)
+    return (
+        set(pts.loc[pts["on_front"].astype(bool), "run_id"]),
+        set(pts.loc[~pts["eligible"], "run_id"]),
+        (r_, p_, int(len(elig))),
+    )
 
 
 def _print_rich(rep: Report, engine: Engine | None = None) -> None:
@@ -238,9 +247,12 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
     if not rep.runs:
         con.print("No runs in the store. Start one with `automonitor run` or `automonitor predictions import`.")
         return
-    front, hollow = _plane_front(rep, engine) if engine is not None else (set(rep.pareto), set())
+    front, hollow, (r_, p_, n_r) = (
+        _plane_front(rep, engine)
+        if engine is not None
+        else (set(rep.pareto), set(), (rep.pearson_r, rep.pearson_p, rep.pearson_n))
+    )
     con.print(_runs_table(rep, front, hollow))
-    r_, p_ = rep.pearson_r, rep.pearson_p
     con.print(f"Pareto front: {', '.join(r.run_id for r in rep.runs if r.run_id in front) or '-'}")
     if hollow:
         from automonitor.views.honest_points import DEFAULT_MIN_N
@@ -254,7 +266,7 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
         + (
             "n/a (needs 3+ runs with both rates and non-zero variance)"
             if r_ is None
-            else f"{r_:.3f} (p = {p_:.3g}, {rep.pearson_n} runs)"
+            else f"{r_:.3f} (p = {p_:.3g}, {n_r} runs)"
         )
     )
     for table in (_stability_table(rep), _paired_table(rep), _baselines_table(rep)):

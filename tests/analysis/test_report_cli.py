@@ -159,6 +159,8 @@ def test_report_tables_and_default_output(cli, store):
         "hollow" in rows[r] and "*" not in rows[r] for r in ("r1", "r2", "r3")
     )
     assert "Pareto front: -" in plain.stdout and "hollow: 3 run(s)" in plain.stdout
+    # and Pearson r leaves them out there too (the JSON's pearson_r is over every run)
+    assert rep["pearson_r"] is not None and "Pearson r(MR, FAR): n/a" in plain.stdout
 
 
 @pytest.mark.slow
