@@ -309,21 +309,6 @@ def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_di
     assert mbpp(plans[0]) == mbpp(plans[1])
 
 
-def test_rebuild_with_same_seed_adds_and_changes_nothing(built, raw_dir, loaded):
-    from store.models import BuildLog
-
-    _, eng, first = built
-    assert first["inserted"] == len(_rows(eng)) and not first["unchanged"]
-    before = _snapshot(eng)
-    with eng.connect() as c:
-        logs = c.execute(sa.select(sa.func.count()).select_from(BuildLog)).scalar()
-    again = build(eng, raw_dir, 0, loaded=loaded)
-    assert (again["inserted"], again["updated"], again["deleted"], again["unchanged"]) == (0, 0, 0, True)
-    assert _snapshot(eng) == before
-    with eng.connect() as c:
-        assert c.execute(sa.select(sa.func.count()).select_from(BuildLog)).scalar() == logs
-
-
 def _add_run_on(eng, sample_id):
     from store import session_scope
     from store.models import Monitor, Prediction, Run
@@ -563,11 +548,23 @@ def test_stats_json_shape_via_the_cli(cli, built):
 
 
 def test_build_cli_json_is_one_document_and_rebuild_is_a_no_op(cli, built, raw_dir):
-    url, _, _ = built
+    """Rebuilding the full seed-0 build with the same seed (the CLI, ``--json``) inserts, updates and deletes
+    nothing, logs nothing, and prints one JSON document on stdout and one line per stage on stderr."""
+    from store.models import BuildLog
+
+    url, eng, first = built
+    assert first["inserted"] == len(_rows(eng)) and not first["unchanged"]
+    before = _snapshot(eng)
+    with eng.connect() as c:
+        logs = c.execute(sa.select(sa.func.count()).select_from(BuildLog)).scalar()
     res = cli(["build", "--raw", str(raw_dir), "--json"], db=url)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
-    assert doc["unchanged"] is True and doc["inserted"] == 0 and doc["test"]["samples"] == 3010
+    assert (doc["inserted"], doc["updated"], doc["deleted"], doc["unchanged"]) == (0, 0, 0, True)
+    assert doc["test"]["samples"] == 3010
+    assert _snapshot(eng) == before
+    with eng.connect() as c:
+        assert c.execute(sa.select(sa.func.count()).select_from(BuildLog)).scalar() == logs
     assert "hh_rlhf:" in res.stderr  # progress goes to stderr
     # one line per build stage, with counts (`make demo` printed nothing for minutes during the build)
     err = res.stderr
