@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import unicodedata
 import uuid
 from itertools import islice
 from pathlib import Path
@@ -103,13 +104,17 @@ def validate_stream(
 
 def _check_options(monitor: str, template: str | None) -> tuple[str, str]:
     """``(monitor, template)`` stripped and defaulted (template ``direct``); ``InputError`` (field
-    ``monitor`` or ``template``) for a blank or over-long monitor name or a template outside the vocabulary."""
+    ``monitor`` or ``template``) for a blank or over-long monitor name, one with control or format
+    characters, or a template outside the vocabulary."""
     template = template or "direct"
     if not monitor or not monitor.strip():
         raise InputError("--monitor must name the outside system", field="monitor")
     monitor = monitor.strip()
     if len(monitor) > 256:
         raise InputError("--monitor is longer than 256 characters", field="monitor")
+    if any(unicodedata.category(ch).startswith("C") for ch in monitor):
+        # a name is printed by `runs`, `report` and the app: an escape sequence in it must not reach a terminal
+        raise InputError("--monitor contains control characters", field="monitor")
     if template not in TEMPLATES:
         raise InputError(f"--template must be one of {', '.join(TEMPLATES)}, got {template!r}", field="template")
     return monitor, template

@@ -265,6 +265,11 @@ def test_bad_options(sqlite_engine, tmp_path):
     assert exc.value.field == "template"
     with pytest.raises(InputError):
         import_predictions(sqlite_engine, path, "  ")
+    # a name holding a terminal escape (issue 41 trial: `runs` printed ESC ] 0 ; ... BEL from a monitor name raw)
+    for name in ("t9\x1b[31m", "t10\x1b]0;PWN\x07", "a\rb", "x\u202ey"):
+        with pytest.raises(InputError, match="control characters") as exc:
+            import_predictions(sqlite_engine, path, name)
+        assert exc.value.field == "monitor"
     with pytest.raises(InputError) as exc:
         import_predictions(sqlite_engine, tmp_path / "missing.jsonl", "Vendor")
     assert exc.value.file.endswith("missing.jsonl")
