@@ -110,3 +110,15 @@ def test_llamacpp_flags_are_true_or_false_never_guessed():
     assert LlamaCppBackend.parse_params({}).calibrate is True
     with pytest.raises(InputError, match="--param calibrate: expected true or false"):
         LlamaCppBackend.parse_params({"calibrate": "maybe"})
+
+
+def test_a_monitor_spec_with_a_terminal_escape_is_refused():
+    """Issue 41 trial: `run --monitor $'openai:x\\x1b]0;PWN\\x07'` stored the escape in the monitor's
+    name and `runs` printed it raw to every later user's terminal."""
+    from automonitor.errors import InputError
+
+    for spec in ("openai:x\x1b]0;PWN\x07", "openai:x\x1b[31m", "toy-test:a\rb", "openai:x\u202ey"):
+        with pytest.raises(InputError, match="control characters") as exc:
+            parse_monitor_spec(spec)
+        assert exc.value.field == "monitor"
+    assert parse_monitor_spec("openai:my-model/v1:latest").model == "my-model/v1:latest"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,11 +50,14 @@ def parse_monitor_spec(spec: str) -> MonitorSpec:
     """Parse ``BACKEND[:MODEL]`` (the model may itself contain ``:`` or ``/``).
 
     Raises:
-        InputError: empty spec or unknown backend (field ``monitor``).
+        InputError: empty spec, control or format characters (the name is printed by ``runs`` and
+            ``report``: no terminal escape may be stored in it) or unknown backend (field ``monitor``).
     """
     spec = (spec or "").strip()
     if not spec:
         raise InputError("empty monitor; use BACKEND[:MODEL]", field="monitor")
+    if any(unicodedata.category(ch).startswith("C") for ch in spec):
+        raise InputError("the monitor contains control characters", field="monitor")
     backend, _, model = spec.partition(":")
     backend = backend.strip().lower()
     if backend not in REGISTRY:
