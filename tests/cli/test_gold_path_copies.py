@@ -1,6 +1,6 @@
 """Candidate copies ``cand:<pair_id>`` of paper pairs can become gold.
 
-End to end on REAL built candidates, through the real CLI processes: a copy of the store built from the
+End to end on REAL built candidates, through the CLI (its entry point, in this process): a copy of the store built from the
 raw sources with seed 0 (``built_db_url``, the run's one real build), two annotators, assign, both label
 (import), finalize; ``stats --edition verified`` grows by the accepted copies (hh_rlhf included), while a
 candidate whose texts duplicate a gold pair it was NOT copied from is still rejected. SQLite and
@@ -18,6 +18,8 @@ import sqlalchemy as sa
 from store import get_engine
 from store.models import Sample
 
+from helpers import run_cli_in_process
+
 PASSWORD = "correct horse battery staple\n"
 
 
@@ -33,8 +35,9 @@ def _stats(cli, db):
 @pytest.mark.slow
 def test_candidate_copies_of_paper_pairs_become_gold_end_to_end(cli, built_db_url, tmp_path, raw_dir):
     db_url = built_db_url
-    for name in ("ann1", "ann2"):
-        _ok(cli(["users", "add", name, "--role", "annotator", "--password-stdin"], db=db_url, input=PASSWORD))
+    for name in ("ann1", "ann2"):  # in this process, the password on its stdin (no interpreter start each)
+        args = ["users", "add", name, "--role", "annotator", "--password-stdin"]
+        _ok(run_cli_in_process(args, db=db_url, input=PASSWORD))
     _ok(cli(["assign", "--k", "2", "--seed", "3", "--json"], db=db_url))
 
     eng = get_engine(db_url, fresh=True)
