@@ -80,9 +80,16 @@ def export_cmd(
         help="CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; "
         "import removes it) | exact (verbatim, for other tools).",
     ),
+    blind: bool = typer.Option(
+        False,
+        "--blind",
+        help="Only sample_id, category, task, request and response, in sample-id order: the file to give "
+        "the system under test (no label, label source, pair id, source, spans or meta).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip)."""
+    """Export stored samples as a pair file, always with sample_id, source and meta (lossless round trip);
+    with --blind, only what a system under test may see."""
     from automonitor.data.pairfiles.export import check_export_options, export_pairs
 
     from automonitor.vocab import LABEL_SOURCES
@@ -108,6 +115,7 @@ def export_cmd(
         edition=edition,
         label_source=label_source,
         csv_mode=csv_mode,
+        blind=blind,
     )
     if json_out:
         emit_json(result)

@@ -594,3 +594,34 @@ def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path):
     assert pairs(split="train") == ["g1"]
     assert pairs(status="all", split="all") == ["c1", "c2", "g1"]
     eng.dispose()
+
+
+def test_blind_export_holds_only_what_a_system_under_test_may_see(sqlite_url, tmp_path):
+    """`export --blind`: the samples to give the system under test (the README's "Evaluate your monitor"),
+    with no label, label provenance, pair id, source, spans or meta, in sample-id order, in every format; the
+    predictions import reads its sample ids back."""
+    src = tmp_path / "tricky.jsonl"
+    src.write_bytes(jl(*TRICKY))
+    assert run_cli_in_process(["import", str(src)], db=sqlite_url).returncode == 0
+    full = _expected_rows(TRICKY)
+    for ext in ("jsonl", "csv", "parquet"):
+        out = tmp_path / f"blind.{ext}"
+        r = run_cli_in_process(["export", str(out), "--blind", "--json"], db=sqlite_url)
+        assert r.returncode == 0, r.stderr
+        if ext == "jsonl":
+            rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        elif ext == "csv":
+            rows = list(csv.DictReader(io.StringIO(out.read_bytes().decode("utf-8"), newline="")))
+        else:
+            import pandas as pd
+
+            rows = pd.read_parquet(out).to_dict("records")
+        assert [list(r) for r in rows] == [["sample_id", "category", "task", "request", "response"]] * len(full), ext
+        assert [r["sample_id"] for r in rows] == sorted(x["sample_id"] for x in full), ext
+        by_id = {x["sample_id"]: x for x in full}
+        for r in rows:  # the content is the full export's, cell for cell (CSV: the safe mode's quote removed)
+            want = by_id[r["sample_id"]]
+            got = r if ext != "csv" else {k: v[1:] if v != want[k] and v[1:] == want[k] else v for k, v in r.items()}
+            assert {k: got[k] for k in ("category", "task", "request", "response")} == {
+                k: want[k] for k in ("category", "task", "request", "response")
+            }, ext

@@ -127,15 +127,26 @@ def _cell(row: PairFileRow, key: str) -> object:
     return row.get(key)
 
 
-def _write_rows(rows: list[PairFileRow], path: Path, fmt: str, csv_mode: str) -> None:
-    """Write pair-file rows to ``path`` in ``fmt`` (options checked), atomically: temp file, then rename."""
-    fields = PAIR_FIELDS if any(r.get("spans") for r in rows) else tuple(k for k in PAIR_FIELDS if k != "spans")
+#: the columns of a blind export (``export --blind``): what a system under test may see of a sample
+BLIND_FIELDS = ("sample_id", "category", "task", "request", "response")
+
+
+def _write_rows(rows: list[PairFileRow], path: Path, fmt: str, csv_mode: str, blind: bool = False) -> None:
+    """Write pair-file rows to ``path`` in ``fmt`` (options checked), atomically: temp file, then rename;
+    ``blind``: only the :data:`BLIND_FIELDS` columns."""
+    fields = (
+        BLIND_FIELDS
+        if blind
+        else PAIR_FIELDS
+        if any(r.get("spans") for r in rows)
+        else tuple(k for k in PAIR_FIELDS if k != "spans")
+    )
     fd, tmp = tempfile.mkstemp(prefix=".export-", dir=str(path.parent))
     try:
         if fmt == "jsonl":
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 for r in rows:
-                    keys = [k for k in PAIR_FIELDS if k != "spans" or r.get("spans")]
+                    keys = fields if blind else [k for k in PAIR_FIELDS if k != "spans" or r.get("spans")]
                     fh.write(json.dumps({k: r.get(k) for k in keys}, ensure_ascii=False) + "\n")
         elif fmt == "csv":
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
@@ -179,6 +190,7 @@ def export_pairs(
     edition: str | None = None,
     label_source: str | None = None,
     csv_mode: str = "safe",
+    blind: bool = False,
 ) -> ExportSummary:
     """Export stored samples to a pair file (atomically: temp file, then rename); see ``fetch_pair_rows``
     for the filters. Returns an :class:`ExportSummary`.
@@ -187,12 +199,17 @@ def export_pairs(
     ``meta`` as a JSON string; ``csv_mode`` ``safe`` (default: a cell that would start a spreadsheet formula
     gets a leading ``'``, :func:`automonitor.data.records.csv_cell_out`, removed again on import) or
     ``exact``. Parquet (pyarrow): string columns, ``meta`` as a JSON string. ``spans`` is written only
-    when a sample has gold spans. Raises ``InputError`` for an unknown option or a missing directory.
+    when a sample has gold spans. ``blind``: the file to give a system under test, only
+    :data:`BLIND_FIELDS` (no label, label provenance, pair id, source, spans or meta), rows in sample-id
+    order (the built ids are hashes, so neither the order nor an id tells a side's label). Raises
+    ``InputError`` for an unknown option or a missing directory.
     """
     fmt = check_export_options(path, fmt=fmt, split=split, status=status)  # fail before touching the store
     with session_scope(engine) as session:
         rows = fetch_pair_rows(session, split=split, status=status, edition=edition, label_source=label_source)
-    _write_rows(rows, Path(path), fmt, check_csv_mode(csv_mode))
+    if blind:
+        rows = sorted(rows, key=lambda r: r["sample_id"])
+    _write_rows(rows, Path(path), fmt, check_csv_mode(csv_mode), blind)
     return ExportSummary(
         file=str(path),
         format=fmt,
