@@ -337,7 +337,15 @@ _SPAN_PROVENANCES = vocab.SPAN_PROVENANCES
 # -------------------------------------------------------------------------------------- predictions file
 
 PREDICTION_REQUIRED: tuple[str, ...] = ("sample_id", "outcome")
-PREDICTION_MAX_LEN: dict[str, int] = {"pred_category": 32, "severity": 16}
+#: at most this many characters in an imported ``raw`` or ``reason``: the cap a judge's own answer has
+#: (:data:`automonitor.runs.parsing.ANSWER_CHAR_CAP`; a test holds them equal)
+PREDICTION_TEXT_CAP = 256_000
+PREDICTION_MAX_LEN: dict[str, int] = {
+    "pred_category": 32,
+    "severity": 16,
+    "raw": PREDICTION_TEXT_CAP,
+    "reason": PREDICTION_TEXT_CAP,
+}
 
 
 class PredictionRow(RowModel):
@@ -345,8 +353,8 @@ class PredictionRow(RowModel):
 
     ``sample_id``: a non-blank string (stripped); ``outcome``: one of :data:`automonitor.vocab.OUTCOMES`
     (stripped); ``score``: None or a finite number in [0, 1] (CSV: the cell's number); ``evidence``: a list
-    of strings (CSV: a JSON array); ``raw``, ``reason``, ``pred_category`` (at most 32 characters),
-    ``severity`` (at most 16): None or strings. Other fields are kept (``model_extra``) and must obey the
+    of strings (CSV: a JSON array); ``raw``, ``reason`` (each at most :data:`PREDICTION_TEXT_CAP` characters),
+    ``pred_category`` (at most 32), ``severity`` (at most 16): None or strings. Other fields are kept (``model_extra``) and must obey the
     ``meta`` limits of :func:`automonitor.data.records.meta_problem`.
     """
 

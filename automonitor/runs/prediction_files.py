@@ -7,8 +7,9 @@ File format (the CLI contract's ``predictions import``): JSONL (one JSON object 
 - ``score`` (optional): P(misbehavior), a number in [0, 1] (CSV: empty cell = none);
 - ``evidence`` (optional): list of quoted strings (CSV: a JSON array in the cell, empty = none);
 - ``raw`` (optional): the system's raw output, a string;
-- also accepted: ``reason`` (str), ``pred_category`` (str), ``severity`` (str). Other columns are kept in
-  the prediction's ``meta["extra"]``.
+- also accepted: ``reason`` (str), ``pred_category`` (str), ``severity`` (str); ``raw`` and ``reason``
+  hold at most 256,000 characters each (a judge answer's cap). Other columns are kept in the
+  prediction's ``meta["extra"]``.
 
 The file is read by :mod:`automonitor.data.records` (format by extension, ``.jsonl``/``.ndjson``/``.json`` ->
 JSONL, ``.csv`` -> CSV, else sniffed: first non-blank character ``{`` or ``[`` -> JSONL; strict JSON, no

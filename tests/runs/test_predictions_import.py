@@ -178,6 +178,20 @@ BAD_CASES = [
         2,
         "evidence",
     ),
+    (  # an outside system's text is capped as a judge's answer is (the trial stored a 30 MB reason)
+        "reason over the cap",
+        lambda ids: [{"sample_id": ids[0], "outcome": M}, {"sample_id": ids[1], "outcome": M, "reason": "r" * 256_001}],
+        ".jsonl",
+        2,
+        "reason",
+    ),
+    (
+        "csv raw over the cap",
+        lambda ids: f"sample_id,outcome,raw\n{ids[0]},misbehavior,{'x' * 256_001}\n".encode(),
+        ".csv",
+        2,
+        "raw",
+    ),
     ("csv missing column", lambda ids: f"sample_id,score\n{ids[0]},0.1\n".encode(), ".csv", 1, "outcome"),
     ("csv header only", lambda ids: b"sample_id,outcome\n", ".csv", None, None),
 ]
@@ -308,3 +322,14 @@ def test_a_missing_outcome_is_called_missing(sqlite_engine, tmp_path):
     with pytest.raises(InputError) as exc:
         import_predictions(sqlite_engine, path, "Vendor")
     assert exc.value.field == "outcome" and "missing outcome" in str(exc.value) and "None" not in str(exc.value)
+
+
+def test_imported_text_has_the_cap_of_a_judges_answer(sqlite_engine, tmp_path):
+    from automonitor.data.row_models import PREDICTION_TEXT_CAP
+    from automonitor.runs.parsing import ANSWER_CHAR_CAP
+
+    assert PREDICTION_TEXT_CAP == ANSWER_CHAR_CAP
+    ids = seed_samples(sqlite_engine)
+    path = tmp_path / "at_cap.jsonl"
+    write_jsonl(path, [{"sample_id": ids[0], "outcome": M, "reason": "r" * PREDICTION_TEXT_CAP}])
+    assert import_predictions(sqlite_engine, path, "Vendor")["n"] == 1  # the cap itself is allowed
