@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from automonitor.cli.app import app
+from automonitor.escaping import terminal_text
 from automonitor.cli.common import (
     CliConsole,
     edition_choices,
@@ -17,6 +18,10 @@ from automonitor.cli.common import (
     progress_line,
     rich_table,
 )
+
+
+#: errata on pairs missing from the store that `stats` names one by one before it counts the rest
+SHOWN_MISSING = 3
 
 
 def _stdout() -> CliConsole:
@@ -295,8 +300,16 @@ def _stats_table(doc: dict[str, Any]) -> None:
         e = doc["errata"]
         per = ", ".join(f"{k} {v['wrong']}+{v['doubtful']}" for k, v in e["by_source"].items())
         out.print(f"errata: {e['wrong']} wrong, {e['doubtful']} doubtful ({per or 'none'})", highlight=False)
-        for pid in e.get("not_in_store", []):
-            out.print(f"erratum on {pid}: no such pair in the store", style="yellow", highlight=False)
+        missing = e.get("not_in_store", [])
+        for pid in missing[:SHOWN_MISSING]:
+            out.print(f"erratum on {terminal_text(pid)}: no such pair in the store", style="yellow", highlight=False)
+        if len(missing) > SHOWN_MISSING:  # a store of imported pairs holds none of the shipped readings' pairs
+            out.print(
+                f"... and {len(missing) - SHOWN_MISSING} more errata on pairs this store does not hold (a store not "
+                "built from the raw sources, or built with another seed); `automonitor errata list` lists them all",
+                style="yellow",
+                highlight=False,
+            )
 
 
 @app.command("stats")
