@@ -20,10 +20,14 @@ def test_error_kinds_have_one_home():
     assert set(vocab.TRANSIENT_KINDS) < set(vocab.ERROR_KINDS)
     assert set(get_args(vocab.BatchErrorKind)) == set(vocab.BATCH_ERROR_KINDS) < set(vocab.ERROR_KINDS)
     assert {"permanent", "internal", "batch_malformed", "batch_missing"} <= set(vocab.ERROR_KINDS)
-    # the batch package's docstring lists every batch kind (it once left out batch_malformed)
+    # the batch how-to lists every batch kind (the package docstring, which once left out batch_malformed,
+    # now points there)
     import automonitor.runs.batch as batch
+    from pathlib import Path
 
-    assert all(f"``{k}``" in (batch.__doc__ or "") for k in vocab.BATCH_ERROR_KINDS)
+    howto = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "combined-and-batch.md"
+    assert "docs/how-to/combined-and-batch.md" in (batch.__doc__ or "")
+    assert all(f"`{k}`" in howto.read_text(encoding="utf-8") for k in vocab.BATCH_ERROR_KINDS)
 
 
 def test_mypy_rejects_a_kind_status_or_error_kind_outside_the_vocabulary(tmp_path):
