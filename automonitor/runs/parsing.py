@@ -554,7 +554,11 @@ def _strip_reasoning(t: str) -> tuple[str, str | None]:
 
 def _readable_text(text: str | None, finish_reason: str | None) -> ParseResult | str:
     """The answer text made ready for reading (normalised, reasoning blocks removed, fences
-    unwrapped), or the ``invalid`` result when it is empty, cut by the provider or only reasoning."""
+    unwrapped), or the ``invalid`` result when it is over :data:`ANSWER_CHAR_CAP` (not parsed), empty,
+    cut by the provider or only reasoning."""
+    capped = _over_cap(text)
+    if capped is not None:
+        return capped
     if text is None or not normalize(text).strip():
         if finish_reason in _TRUNCATION_REASONS:
             return ParseResult("invalid", TRUNCATED, detail=f"finish_reason {finish_reason}")
@@ -661,9 +665,6 @@ def parse_text(text: str | None, finish_reason: str | None = None) -> ParseResul
     Never returns ``error``; returns ``invalid`` with a reason when no verdict can be read, and
     ``invalid`` "answer over budget" without parsing for a text over :data:`ANSWER_CHAR_CAP` characters.
     """
-    capped = _over_cap(text)
-    if capped is not None:
-        return capped
     ready = _readable_text(text, finish_reason)
     if isinstance(ready, ParseResult):
         return ready
@@ -935,9 +936,6 @@ def parse_answer(
         word = _bare_word(text, grammar)
         if word is not None:
             return word
-    capped = _over_cap(text)
-    if capped is not None:
-        return capped
     ready = _readable_text(text, finish_reason)
     if isinstance(ready, ParseResult):
         return ready

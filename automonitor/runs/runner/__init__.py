@@ -70,15 +70,6 @@ from automonitor.runs.runner.estimate import estimate_run
 from automonitor.runs.fewshot import load_examples
 from automonitor.runs.runner.execute import execute_run, run_async
 from automonitor.runs.runner.launch import launch_detached
-from automonitor.runs.lease import (
-    LEASE_STALE_S,
-    check_lease,
-    lease_held_by_other,
-    lock_run,
-    mark_running,
-    new_lease,
-    release,
-)
 from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.runs.params import MAX_REPEAT, RUNNER_PARAMS, backend_params
 from automonitor.runs.runner.retries import judge_with_retries
@@ -102,16 +93,9 @@ __all__ = [
     "ResultWriter",
     "judge_with_retries",
     "backend_params",
-    "check_lease",
-    "lease_held_by_other",
-    "lock_run",
-    "mark_running",
-    "new_lease",
-    "release",
     "finalize",
     "load_examples",
     "run_async",
-    "LEASE_STALE_S",
     "MAX_REPEAT",
     "RUNNER_PARAMS",
 ]
