@@ -34,6 +34,7 @@ from typing import Iterable, Sequence, SupportsFloat, TypedDict, cast
 import numpy as np
 import numpy.typing as npt
 
+from automonitor.jsontypes import JSONObject
 from automonitor.ranks import roc_curve, trapezoid_auc
 from automonitor.vocab import INVALID_POLICIES, NEGATIVE, OUTCOMES, POSITIVE, UNSCORED
 
@@ -61,25 +62,6 @@ LabelsLike = (
     | npt.NDArray[np.object_]
 )
 """Gold labels: ``misbehavior`` / ``benign`` strings, or 1 / 0 (1 = misbehavior)."""
-
-
-class SliceDict(TypedDict):
-    """The contract's SLICE as :func:`slice_stats` returns it (the fields of
-    :class:`automonitor.analysis.report_schema.SliceStats`)."""
-
-    n: int
-    tp: int
-    fn: int
-    fp: int
-    tn: int
-    unscored: int
-    mr: float | None
-    far: float | None
-    mr_ci: list[float] | None
-    far_ci: list[float] | None
-    unscored_rate: float | None
-    unscored_by_kind: dict[str, int]
-    pending: int
 
 
 class PairedBootstrap(TypedDict):
@@ -268,14 +250,11 @@ def resolve_counts(table: npt.ArrayLike, policy: str = "exclude") -> dict[str, I
     return out
 
 
-def slice_stats(table: npt.ArrayLike, policy: str = "exclude", confidence: float = 0.95) -> SliceDict:
-    """The contract's SLICE dict for one raw outcome table (shape (2, 6)).
-
-    Keys: ``n``, ``tp``, ``fn``, ``fp``, ``tn``, ``unscored``, ``mr``, ``far``, ``mr_ci``, ``far_ci``
-    (Wilson 1927 intervals, ``None`` when the rate is ``None``) plus ``unscored_by_kind``
-    ({invalid, refusal, error}), ``unscored_rate`` (unscored / n) and ``pending``.
-    """
-    return cast(SliceDict, slices_from_counts(resolve_counts(table, policy), confidence)[()])
+def slice_stats(table: npt.ArrayLike, policy: str = "exclude", confidence: float = 0.95) -> JSONObject:
+    """The contract's SLICE dict for one raw outcome table (shape (2, 6)): the fields of
+    :class:`automonitor.analysis.report_schema.SliceStats`, where they are defined (``mr_ci``/``far_ci``
+    are Wilson 1927 intervals, ``None`` when the rate is ``None``)."""
+    return cast(JSONObject, slices_from_counts(resolve_counts(table, policy), confidence)[()])
 
 
 def slices_from_counts(c: dict[str, IntArray], confidence: float = 0.95) -> npt.NDArray[np.object_]:

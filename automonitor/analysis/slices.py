@@ -14,7 +14,7 @@ from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import Encoded, IntArray
 
 ObjectArray = npt.NDArray[np.object_]
-"""SLICE dicts (:class:`automonitor.analysis.metrics.SliceDict`), one per element."""
+"""SLICE dicts (:class:`automonitor.analysis.report_schema.SliceStats` fields), one per element."""
 
 
 def _slice_dicts(table: IntArray, policy: str) -> ObjectArray:
