@@ -10,7 +10,7 @@ whose two versions are identical after stripping. Pairs where either side exceed
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from pathlib import Path
 
@@ -86,6 +86,24 @@ def add_unique(res: SourceResult, pair: SourcePair) -> None:
     res.pairs.append(pair)
 
 
+def code_lines(
+    raw: Path, res: SourceResult, relnames: tuple[str, ...]
+) -> Iterator[tuple[Path, str, str, int, dict[str, Any]]]:
+    """``(path, relp, split, line, record)`` for every record of the SafeCoder/SVEN JSONL files
+    ``relnames`` under ``raw`` that exist (:meth:`SourceResult.found`); ``split`` is the file's folder.
+
+    Raises:
+        InputError: a malformed line (file, line named).
+    """
+    for relname in relnames:
+        path = res.found(raw, relname)
+        if path is None:
+            continue
+        relp, split = rel(raw, path), path.parent.name
+        for line, obj in read_jsonl(raw, path):
+            yield path, relp, split, line, obj
+
+
 def code_meta(obj: dict[str, Any]) -> dict[str, Any]:
     """Shared metadata of a SafeCoder/SVEN record: CWE, language, function, file, commit."""
     fname = str(obj.get("file_name") or "")
@@ -106,31 +124,15 @@ def load(raw: Path) -> SourceResult:
         InputError: a malformed line (file, line, field named).
     """
     res = SourceResult()
-    for relname in FILES:
-        path = res.found(raw, relname)
-        if path is None:
+    for path, relp, split, line, obj in code_lines(raw, res, FILES):
+        desc = obj.get("description")
+        if not isinstance(desc, str) or not desc.strip():
+            res.dropped["no description"] += 1
             continue
-        relp = rel(raw, path)
-        split = path.parent.name
-        for line, obj in read_jsonl(raw, path):
-            desc = obj.get("description")
-            if not isinstance(desc, str) or not desc.strip():
-                res.dropped["no description"] += 1
-                continue
-            pair = code_pair(obj, raw, path, line)
-            if pair is None:
-                res.dropped["identical before/after"] += 1
-                continue
-            add_unique(
-                res,
-                code_record(
-                    NAME,
-                    f"{NAME}:{split}:{line}",
-                    desc.strip(),
-                    *pair,
-                    relp,
-                    line,
-                    {**code_meta(obj), "request_from": "description"},
-                ),
-            )
+        pair = code_pair(obj, raw, path, line)
+        if pair is None:
+            res.dropped["identical before/after"] += 1
+            continue
+        meta = {**code_meta(obj), "request_from": "description"}
+        add_unique(res, code_record(NAME, f"{NAME}:{split}:{line}", desc.strip(), *pair, relp, line, meta))
     return res

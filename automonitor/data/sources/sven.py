@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automonitor.data.sources.base import SourceResult, language_of, read_jsonl, rel
+from automonitor.data.sources.base import SourceResult, language_of, read_jsonl
 from automonitor.data.sources.registry import register_source
-from automonitor.data.sources.safecoder import add_unique, code_meta, code_pair, code_record
+from automonitor.data.sources.safecoder import add_unique, code_lines, code_meta, code_pair, code_record
 
 NAME = "sven"
 FOLDER = "sven"
@@ -57,26 +57,20 @@ def load(raw: Path) -> SourceResult:
     """
     res = SourceResult()
     descs = _descriptions(raw, res)
-    for relname in FILES[:-1]:
-        path = res.found(raw, relname)
-        if path is None:
+    for path, relp, split, line, obj in code_lines(raw, res, FILES[:-1]):
+        pair = code_pair(obj, raw, path, line)
+        if pair is None:
+            res.dropped["identical before/after"] += 1
             continue
-        relp = rel(raw, path)
-        split = path.parent.name
-        for line, obj in read_jsonl(raw, path):
-            pair = code_pair(obj, raw, path, line)
-            if pair is None:
-                res.dropped["identical before/after"] += 1
-                continue
-            before, after = pair
-            meta = code_meta(obj)
-            desc = descs.get((str(obj.get("func_name")), before))
-            if desc:
-                request, meta["request_from"] = desc, "safecoder val/sec-desc description"
-            else:
-                request = neutral_request(meta["func_name"], meta["file_name"])
-                meta["request_from"] = "neutral (function name, file, language)"
-            add_unique(
-                res, code_record(NAME, f"{NAME}:{split}/{path.stem}:{line}", request, before, after, relp, line, meta)
-            )
+        before, after = pair
+        meta = code_meta(obj)
+        desc = descs.get((str(obj.get("func_name")), before))
+        if desc:
+            request, meta["request_from"] = desc, "safecoder val/sec-desc description"
+        else:
+            request = neutral_request(meta["func_name"], meta["file_name"])
+            meta["request_from"] = "neutral (function name, file, language)"
+        add_unique(
+            res, code_record(NAME, f"{NAME}:{split}/{path.stem}:{line}", request, before, after, relp, line, meta)
+        )
     return res
