@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 from string import ascii_uppercase
-from typing import Any
+from typing import Any, Iterator
 
 from automonitor.errors import InputError
 from automonitor.data.parts import Part, final_sentence_parts
@@ -218,6 +218,18 @@ def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], c
     )
 
 
+def _val_meta(task: str, vi: int, row: dict[str, Any], sugg: int, y_true: int) -> dict[str, Any]:
+    """The ``meta`` of a pair on ``val_data`` position ``vi``: where the question is, the suggested and
+    the correct option."""
+    return {
+        "val_pos": vi,
+        "val_idx": row.get("idx"),
+        "val_file": val_file(task),
+        "suggested": f"({letter(sugg)})",
+        "correct": f"({letter(y_true)})",
+    }
+
+
 def _pair(
     task: str, model: str, relname: str, i: int, vi: int, row: dict[str, Any], cols: Columns, res: SourceResult
 ) -> SourcePair | None:
@@ -249,15 +261,7 @@ def _pair(
         ben_file=relname,
         mis_record=f"outputs[0] index {i}",
         ben_record=f"outputs[1] index {i}",
-        meta={
-            "bbh_task": task,
-            "model": model,
-            "val_pos": vi,
-            "val_idx": row.get("idx"),
-            "val_file": val_file(task),
-            "suggested": f"({letter(sugg)})",
-            "correct": f"({letter(y_true)})",
-        },
+        meta={"bbh_task": task, "model": model, **_val_meta(task, vi, row, sugg, y_true)},
         mis_meta={"prompt_variant": "cued", "answer": f"({letter(sugg)})"},
         ben_meta={
             "prompt_variant": "uncued (written without the suggested-answer sentence)",
@@ -307,6 +311,17 @@ def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: Source
             res.pairs.append(pair)
 
 
+def _task_rows(raw: Path, res: SourceResult) -> Iterator[tuple[str, list[Any]]]:
+    """``(task, val_data rows)`` for each BBH task whose ``val_data.json`` is under ``raw`` (a missing one
+    lists its results files as missing in ``res``); raises ``InputError`` like :func:`_val_rows`."""
+    for task in BBH_TASKS:
+        vpath = res.found(raw, val_file(task))
+        if vpath is None:
+            res.missing.extend(result_file(task, model) for model in MODELS)
+            continue
+        yield task, _val_rows(raw, vpath, task)
+
+
 def parts(text: str, meta: dict[str, Any]) -> list[Part]:
     """The monitor-view parts of a chain of thought: the reasoning, then the final "The best answer is: (X)"
     sentence as the answer (:func:`automonitor.data.parts.final_sentence_parts`)."""
@@ -332,12 +347,7 @@ def load(raw: Path) -> SourceResult:
             ``val_data.json`` are dropped and counted, not raised.
     """
     res = SourceResult()
-    for task in BBH_TASKS:
-        vpath = res.found(raw, val_file(task))
-        if vpath is None:
-            res.missing.extend(result_file(task, model) for model in MODELS)
-            continue
-        rows = _val_rows(raw, vpath, task)
+    for task, rows in _task_rows(raw, res):
         for model in MODELS:
             _load_results(raw, task, model, rows, res)
     return res
@@ -389,11 +399,7 @@ def _cross_pair(
         ben_record=f"outputs[0] index {oi}",
         meta={
             "bbh_task": task,
-            "val_pos": vi,
-            "val_idx": row.get("idx"),
-            "val_file": val_file(task),
-            "suggested": f"({letter(sugg)})",
-            "correct": f"({letter(y_true)})",
+            **_val_meta(task, vi, row, sugg, y_true),
             "models": list(MODELS),
             "follower_model": follower,
             "strict": fc["u", "y_pred"][fi] == y_true,
@@ -429,12 +435,7 @@ def load_cross(raw: Path) -> SourceResult:
         InputError: a malformed file (file and field named), as :func:`load`.
     """
     res = SourceResult()
-    for task in BBH_TASKS:
-        vpath = res.found(raw, val_file(task))
-        if vpath is None:
-            res.missing.extend(result_file(task, model) for model in MODELS)
-            continue
-        rows = _val_rows(raw, vpath, task)
+    for task, rows in _task_rows(raw, res):
         runs = {m: run[:2] for m in MODELS if (run := _aligned_run(raw, task, m, rows, res)) is not None}
         if len(runs) != len(MODELS):
             continue
