@@ -119,12 +119,3 @@ def edition_choice(page: str, editions: Sequence[str], help_text: str) -> str:
     edition = st.segmented_control("Edition", list(editions), key=key, help=help_text) or "paper"
     url_state.sync_qp(page, edition=None if edition == "paper" else edition)
     return str(edition)
-
-
-def picked_row(frame, key: str, **kwargs: Any) -> int | None:
-    """Show ``frame`` as a full-width ``st.dataframe`` (no index) with single-row selection under widget
-    ``key`` (``kwargs``: height, column_config, ...); returns the selected row's position, or None."""
-    ev = st.dataframe(
-        frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key=key, **kwargs
-    )
-    return ev.selection.rows[0] if ev is not None and ev.selection.rows else None

@@ -290,9 +290,13 @@ def _history_table(h):
     """The history table (``views.history_table`` rows, single-row selection); returns the picked run
     id: the selected row, else the ``run`` query parameter, else the run launched in this session (may
     be None)."""
-    row = ui.picked_row(
+    ev = st.dataframe(
         h,
-        f"{PAGE}.history",
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key=f"{PAGE}.history",
         column_config={
             "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
             "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0, format="percent"),
@@ -300,7 +304,11 @@ def _history_table(h):
         },
     )
     st.caption("unscored = invalid + refusal + error (never counted as benign). Select a row for details.")
-    return h.iloc[row]["run_id"] if row is not None else url_state.qp("run") or st.session_state.get(f"{PAGE}.launched")
+    return (
+        h.iloc[ev.selection.rows[0]]["run_id"]
+        if ev is not None and ev.selection.rows
+        else url_state.qp("run") or st.session_state.get(f"{PAGE}.launched")
+    )
 
 
 def _run_details(row) -> None:

@@ -324,16 +324,20 @@ if st.session_state.get(rep_state):
 
 st.subheader("Runs in this slice")
 table = views.slice_runs_table(scored)
-trow = ui.picked_row(
+tev = st.dataframe(
     table,
-    f"{PAGE}.table",
+    hide_index=True,
+    width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"{PAGE}.table",
     column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")
     }
     | {c: st.column_config.NumberColumn(format="%.4g") for c in views.COST_COLUMNS if views.is_numeric(table, c)},
 )
-if trow is not None:
-    _open_drilldown(str(table.iloc[trow]["run_id"]))
+if tev is not None and tev.selection.rows:
+    _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
 st.caption("Select a row (or click a point) to open the run's missed samples.")
 
 # --- hide / archive runs (reversible) ---------------------------------------------------------------
