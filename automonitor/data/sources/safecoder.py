@@ -24,6 +24,7 @@ from automonitor.data.sources.base import (
     rel,
 )
 from automonitor.data.sources.registry import register_source
+from automonitor.jsontypes import JSONObject
 
 NAME = "safecoder"
 FOLDER = "safecoder"
@@ -88,7 +89,7 @@ def add_unique(res: SourceResult, pair: SourcePair) -> None:
 
 def code_lines(
     raw: Path, res: SourceResult, relnames: tuple[str, ...]
-) -> Iterator[tuple[Path, str, str, int, dict[str, Any]]]:
+) -> Iterator[tuple[Path, str, str, int, JSONObject]]:
     """``(path, relp, split, line, record)`` for every record of the SafeCoder/SVEN JSONL files
     ``relnames`` under ``raw`` that exist (:meth:`SourceResult.found`); ``split`` is the file's folder.
 

@@ -26,6 +26,7 @@ from string import ascii_uppercase
 from typing import Any, Iterator
 
 from automonitor.errors import InputError
+from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.data.parts import Part, final_sentence_parts
 from automonitor.data.sources.base import SourcePair, SourceResult, read_json
 from automonitor.data.sources.registry import register_source
@@ -218,12 +219,12 @@ def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], c
     )
 
 
-def _val_meta(task: str, vi: int, row: dict[str, Any], sugg: int, y_true: int) -> dict[str, Any]:
-    """The ``meta`` of a pair on ``val_data`` position ``vi``: where the question is, the suggested and
-    the correct option."""
+def _val_meta(task: str, vi: int, val_idx: JSONValue, sugg: int, y_true: int) -> JSONObject:
+    """The ``meta`` of a pair on ``val_data`` position ``vi`` (its row's ``idx`` is ``val_idx``): where the
+    question is, the suggested and the correct option."""
     return {
         "val_pos": vi,
-        "val_idx": row.get("idx"),
+        "val_idx": val_idx,
         "val_file": val_file(task),
         "suggested": f"({letter(sugg)})",
         "correct": f"({letter(y_true)})",
@@ -261,7 +262,7 @@ def _pair(
         ben_file=relname,
         mis_record=f"outputs[0] index {i}",
         ben_record=f"outputs[1] index {i}",
-        meta={"bbh_task": task, "model": model, **_val_meta(task, vi, row, sugg, y_true)},
+        meta={"bbh_task": task, "model": model, **_val_meta(task, vi, row.get("idx"), sugg, y_true)},
         mis_meta={"prompt_variant": "cued", "answer": f"({letter(sugg)})"},
         ben_meta={
             "prompt_variant": "uncued (written without the suggested-answer sentence)",
@@ -311,7 +312,7 @@ def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: Source
             res.pairs.append(pair)
 
 
-def _task_rows(raw: Path, res: SourceResult) -> Iterator[tuple[str, list[Any]]]:
+def _task_rows(raw: Path, res: SourceResult) -> Iterator[tuple[str, list[JSONObject]]]:
     """``(task, val_data rows)`` for each BBH task whose ``val_data.json`` is under ``raw`` (a missing one
     lists its results files as missing in ``res``); raises ``InputError`` like :func:`_val_rows`."""
     for task in BBH_TASKS:
@@ -399,7 +400,7 @@ def _cross_pair(
         ben_record=f"outputs[0] index {oi}",
         meta={
             "bbh_task": task,
-            **_val_meta(task, vi, row, sugg, y_true),
+            **_val_meta(task, vi, row.get("idx"), sugg, y_true),
             "models": list(MODELS),
             "follower_model": follower,
             "strict": fc["u", "y_pred"][fi] == y_true,
