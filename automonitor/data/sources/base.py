@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -87,6 +88,15 @@ class SourceResult:
             return None
         self.files.append(relname)
         return path
+
+    def found_all(self, raw: Path, relnames: Sequence[str]) -> bool:
+        """``True`` when every ``raw / relname`` exists (then all are listed in ``files``); else ``False``
+        with the absent ones listed in ``missing`` (none in ``files``)."""
+        absent = [f for f in relnames if not (raw / f).exists()]
+        self.missing.extend(absent)
+        if not absent:
+            self.files.extend(relnames)
+        return not absent
 
 
 def content_pair_id(source: str, misbehavior: str, benign: str, prefix: str = "") -> str:

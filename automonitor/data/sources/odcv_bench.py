@@ -218,10 +218,8 @@ def _labels(raw: Path, res: SourceResult) -> dict[tuple[str, str, str], str]:
     per: dict[tuple[str, str, str], list[float | None]] = defaultdict(list)
     for gen in GENERATIONS:
         rels = [f for f in FILES if f"/{gen}/" in f]
-        if not all((raw / f).exists() for f in rels):
-            res.missing.extend(f for f in rels if not (raw / f).exists())
+        if not res.found_all(raw, rels):
             continue
-        res.files.extend(rels)
         tables = [_scores(raw, f) for f in rels]
         for key in tables[0]:
             per[(gen, *key)] = [t.get(key) for t in tables]

@@ -105,12 +105,8 @@ def load(raw: Path) -> SourceResult:
         InputError: a malformed line or judge file (file, line, field named).
     """
     res = SourceResult()
-    for relname in FILES:
-        if not (raw / relname).exists():
-            res.missing.append(relname)
-    if res.missing:
+    if not res.found_all(raw, FILES):
         return res
-    res.files.extend(FILES)
     verdict = _judge_verdicts(raw)
     plain = {}
     for line, obj in read_jsonl(raw, raw / PLAIN):

@@ -162,12 +162,8 @@ def load_apps(raw: Path) -> SourceResult:
         InputError: a malformed line (file, line, field named).
     """
     res = SourceResult()
-    for relname in APPS_FILES:
-        if not (raw / relname).exists():
-            res.missing.append(relname)
-    if res.missing:
+    if not res.found_all(raw, APPS_FILES):
         return res
-    res.files.extend(APPS_FILES)
     clean = _apps_clean(raw)
     hack_ids: set[str] = set()
     for line, obj in read_jsonl(raw, raw / APPS_HACK):

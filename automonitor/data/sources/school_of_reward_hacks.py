@@ -59,13 +59,9 @@ def load(raw: Path) -> SourceResult:
         InputError: a malformed line (file, line, field named).
     """
     res = SourceResult()
-    hpath, cpath = raw / HACK_FILE, raw / CONTROL_FILE
-    for relname, p in ((HACK_FILE, hpath), (CONTROL_FILE, cpath)):
-        if not p.exists():
-            res.missing.append(relname)
-    if res.missing:
+    if not res.found_all(raw, FILES):
         return res
-    res.files.extend(FILES)
+    hpath, cpath = raw / HACK_FILE, raw / CONTROL_FILE
     hacks: dict[str, tuple[int, str]] = {}
     for line, obj in read_jsonl(raw, hpath):
         prompt, reply = chat_pair(obj, raw, hpath, line)
