@@ -432,40 +432,74 @@ def heatmap(res: dict[str, Any], metric: str = "auroc") -> Figure:
     test slice, cell text = value, hover = value with its 95% interval and n; the highlighted cell
     (train Safety code -> test Specification Gaming code) is outlined, and a paper-reported value for
     the cell, where there is one, is shown in the hover. Every label is HTML-escaped."""
-    import plotly.graph_objects as go
-
     trs, tes = [str(x) for x in res["train_slices"]], [str(x) for x in res["test_slices"]]
     z, text, hover = _heatmap_grid(res, metric, trs, tes)
-    scale = "RdYlGn" if metric == "auroc" else "RdYlGn_r"
+    hl = res.get("highlight") or HIGHLIGHT
+    shown = hl.get("train") in trs and hl.get("test") in tes
+    outline = (tes.index(hl["test"]), trs.index(hl["train"])) if shown else None
+    return _matrix_figure(
+        z,
+        cols=tes,
+        rows=trs,
+        text=text,
+        hover=hover,
+        hover_extra="",
+        scale="RdYlGn" if metric == "auroc" else "RdYlGn_r",
+        metric=metric,
+        outline=outline,
+        title=f"This probe: {metric.upper()} (measured here)",
+        top=40,
+    )
+
+
+def _matrix_figure(
+    z: Sequence[Sequence[float | None]],
+    *,
+    cols: list[str],
+    rows: list[str],
+    text: list[list[str]],
+    hover: list[list[str]],
+    hover_extra: str,
+    scale: str,
+    metric: str,
+    outline: tuple[int, int] | None,
+    title: str,
+    top: int,
+) -> Figure:
+    """The train x test heatmap both :func:`heatmap` and :func:`paper_heatmap` draw: ``z`` (rows x cols,
+    values in [0, 1]) with cell ``text``, per-cell ``hover`` (already escaped) and ``hover_extra`` (escaped)
+    beside it, column and row names HTML-escaped, the cell ``outline`` = ``(col, row)`` outlined, every test
+    column named (none dropped for room) and the first row on top; ``top`` is the top margin in pixels."""
+    import plotly.graph_objects as go
+
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[plot_text(t) for t in tes],
-            y=[plot_text(t) for t in trs],
+            x=[plot_text(c) for c in cols],
+            y=[plot_text(r) for r in rows],
             text=text,
             texttemplate="%{text}",
             customdata=hover,
-            hovertemplate="%{customdata}<extra></extra>",
+            hovertemplate="%{customdata}<extra>" + hover_extra + "</extra>",
             colorscale=scale,
             zmin=0,
             zmax=1,
             colorbar={"title": metric.upper()},
         )
     )
-    hl = res.get("highlight") or HIGHLIGHT
-    if hl.get("train") in trs and hl.get("test") in tes:
-        x0, y0 = tes.index(hl["test"]), trs.index(hl["train"])
+    if outline is not None:
+        x0, y0 = outline
         fig.add_shape(
             type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5, line={"color": "black", "width": 4}
         )
     fig.update_layout(
-        title=f"This probe: {metric.upper()} (measured here)",
+        title=title,
         xaxis_title="tested on",
         yaxis_title="trained on",
-        height=160 + 60 * len(trs),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        height=160 + 60 * len(rows),
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
     )
-    fig.update_xaxes(tickangle=-30, automargin=True)  # every test slice named, none dropped for room
+    fig.update_xaxes(tickangle=-30, automargin=True)
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig
 
@@ -500,8 +534,6 @@ def paper_heatmap(metric: str = "mr") -> Figure:
     """The paper's Figure 8 matrix of ``metric`` (``mr`` or ``far``) as a plotly heatmap: rows = the
     paper's 7 training rows, columns = its 6 test slices, value in each cell, hover naming the source;
     the paper's negative-transfer cell (S&PV Code -> SG Code) outlined."""
-    import plotly.graph_objects as go
-
     if metric not in ("mr", "far"):
         raise ValueError(f"Figure 8 has mr and far, not {metric!r}")
     cells = paper_cells()
@@ -516,33 +548,19 @@ def paper_heatmap(metric: str = "mr") -> Figure:
         ]
         for r in rows
     ]
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=[plot_text(c) for c in cols],
-            y=[plot_text(r) for r in rows],
-            text=[[f"{v:.2f}" for v in zr] for zr in z],
-            texttemplate="%{text}",
-            customdata=hover,
-            hovertemplate="%{customdata}<extra>" + plot_text("paper Figure 8 (v2), reported") + "</extra>",
-            colorscale="RdYlGn_r",
-            zmin=0,
-            zmax=1,
-            colorbar={"title": metric.upper()},
-        )
-    )
-    x0, y0 = cols.index("SG Code"), rows.index("S&PV Code")
-    fig.add_shape(type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5, line={"color": "black", "width": 4})
-    fig.update_layout(
+    return _matrix_figure(
+        z,
+        cols=cols,
+        rows=rows,
+        text=[[f"{v:.2f}" for v in zr] for zr in z],
+        hover=hover,
+        hover_extra=plot_text("paper Figure 8 (v2), reported"),
+        scale="RdYlGn_r",
+        metric=metric,
+        outline=(cols.index("SG Code"), rows.index("S&PV Code")),
         title=f"Paper Figure 8: {metric.upper()} (reported: LoRA Qwen3-4B judges)",
-        xaxis_title="tested on",
-        yaxis_title="trained on",
-        height=160 + 60 * len(rows),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        top=50,
     )
-    fig.update_xaxes(tickangle=-30, automargin=True)
-    fig.update_yaxes(autorange="reversed", automargin=True)
-    return fig
 
 
 def trivial_baselines(
