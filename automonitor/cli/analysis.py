@@ -221,18 +221,15 @@ def _plane_front(rep: Report, engine: Engine) -> tuple[set[str], set[str], tuple
     (:func:`automonitor.views.report_html.plane_points`: a run with fewer judged samples than the plane's
     minimum, or unfinished, is hollow, off the front and out of Pearson r;
     :func:`automonitor.analysis.metrics.pearson_r`)."""
-    from automonitor.analysis.metrics import pearson_r
     from automonitor.views import report_html
 
     pts = report_html.plane_points(rep, report_html.run_provenance(engine, [r.run_id for r in rep.runs]))
     if not len(pts):
         return set(), set(), (None, None, 0)
-    elig = pts[pts["eligible"].astype(bool)]
-    r_, p_ = pearson_r(list(elig["mr"]), list(elig["far"])) if len(elig) else (None, None)
     return (
         set(pts.loc[pts["on_front"].astype(bool), "run_id"]),
         set(pts.loc[~pts["eligible"], "run_id"]),
-        (r_, p_, int(len(elig))),
+        report_html.plane_pearson(pts, p_value=True),
     )
 
 

@@ -260,15 +260,16 @@ def plane_points(rep: Report, prov: dict[str, dict[str, Any]], *, min_n: int = D
     return pts
 
 
-def plane_pearson(pts: pd.DataFrame) -> tuple[float | None, int]:
-    """Pearson r of (MR, FAR) over the eligible points of :func:`plane_points` (the runs drawn hollow are
-    left out, as on the Trade-off page) and how many runs it is over; ``(None, n)`` with fewer than 3
+def plane_pearson(pts: pd.DataFrame, *, p_value: bool = False) -> tuple[float | None, float | None, int]:
+    """``(r, p, n)``: Pearson r of (MR, FAR) over the eligible points of :func:`plane_points` (the runs drawn
+    hollow are left out, as on the Trade-off page), its two-sided p-value (``None`` unless ``p_value``: SciPy
+    is then not imported) and how many runs it is over; ``(None, None, n)`` with fewer than 3
     (:func:`automonitor.analysis.metrics.pearson_r`)."""
     from automonitor.analysis.metrics import pearson_r
 
-    elig = pts[pts["eligible"]] if len(pts) else pts
-    r, _ = pearson_r(list(elig["mr"]), list(elig["far"]), p_value=False) if len(elig) else (None, None)
-    return r, int(len(elig))
+    elig = pts[pts["eligible"].astype(bool)] if len(pts) else pts
+    r, p = pearson_r(list(elig["mr"]), list(elig["far"]), p_value=p_value) if len(elig) else (None, None)
+    return r, p, int(len(elig))
 
 
 def plane_figure(
@@ -324,7 +325,7 @@ def _header_html(title: str, rep: Report, now: dt.datetime, pts: pd.DataFrame | 
     """The title, what the report covers, Pearson r over the runs eligible on the plane
     (:func:`plane_pearson`, as on the Trade-off page) and the Pareto front."""
     if pts is not None and len(pts):
-        r, n = plane_pearson(pts)
+        r, _, n = plane_pearson(pts)
         front = ", ".join(esc(x) for x in pts.loc[pts["on_front"], "label"]) or "-"
     else:
         r, n, front = None, 0, "-"

@@ -134,7 +134,8 @@ def test_the_plane_labels_runs_and_applies_the_apps_hollow_rule_and_pearson_r(st
     # at a minimum of 1 judged sample every run is full and counted, as on the page at min_n=1
     pts = report_html.plane_points(rep, prov, min_n=1)
     assert pts["eligible"].all()
-    r, n = report_html.plane_pearson(pts)
-    assert n == 3 and r is not None
+    r, p, n = report_html.plane_pearson(pts)
+    assert n == 3 and r is not None and p is None  # no p-value unless asked
+    assert report_html.plane_pearson(pts, p_value=True)[1] is not None
     # the paper's points are drawn in the report (its caption says where they come from)
     assert [t for t in fig["data"] if "secondary summary" in json.dumps(t)]
