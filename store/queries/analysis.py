@@ -283,9 +283,10 @@ def insert_finished_run(
     rows: Sequence[Mapping[str, object]],
     edition: str | None = None,
 ) -> Run:
-    """Insert a run that is over when written (imported predictions, the build's ladder runs: ``kind`` and
-    ``status`` given) and its predictions, in chunks, inside the caller's transaction. ``rows`` are dicts with
-    Prediction column names (sample_id, outcome, score, evidence, raw, ...); unset columns are empty, cost 0.
+    """Insert a run that is over when written (imported predictions, the build's ladder runs, derived runs:
+    ``kind`` and ``status`` given) and its predictions, in chunks, inside the caller's transaction. ``rows``
+    are dicts with Prediction column names (sample_id, outcome, score, evidence, raw, cost_usd, latency_ms,
+    ...); unset columns are empty, cost 0, no tokens, never cached. The run's cost is the sum of its rows'.
 
     Raises:
         ValueError: ``monitor`` was not flushed (no id).
@@ -293,6 +294,7 @@ def insert_finished_run(
     if monitor.id is None:
         raise ValueError("the monitor row must be flushed (have an id) before its run is inserted")
     now = utcnow()
+    costs = [float(c) if isinstance(c := r.get("cost_usd"), (int, float)) else 0.0 for r in rows]
     run = Run(
         id=run_id,
         monitor_id=monitor.id,
@@ -302,6 +304,7 @@ def insert_finished_run(
         kind=kind,
         params=dict(params),
         n=len(rows),
+        cost_usd=float(sum(costs)),
         created_at=now,
         started_at=now,
         finished_at=now,
@@ -326,10 +329,11 @@ def insert_finished_run(
             "judged_at": now,
             "tokens_in": 0,
             "tokens_out": 0,
-            "cost_usd": 0.0,
+            "cost_usd": cost,
+            "latency_ms": r.get("latency_ms"),
             "cached": False,
         }
-        for r in rows
+        for r, cost in zip(rows, costs)
     ]
     for part in _chunks(payload, 2000):
         session.execute(sa.insert(Prediction), list(part))

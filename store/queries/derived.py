@@ -11,9 +11,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from store.queries.analysis import LIGHT_COLUMNS
+from store.queries.analysis import LIGHT_COLUMNS, insert_finished_run
 from store.queries.runs import get_or_create_monitor
-from store.models import Monitor, Prediction, Run, Sample, utcnow
+from store.models import Monitor, Prediction, Run, Sample
 from store.queries import chunks
 
 INPUT_COLUMNS = [*LIGHT_COLUMNS[:-1], "cost_usd", "compute_s"]  # the light columns less evidence
@@ -122,65 +122,25 @@ def insert_derived_run(
     params: dict[str, Any],
     rows: list[dict[str, Any]],
 ) -> None:
-    """Insert a finished run of kind ``derived`` and its predictions in one transaction.
+    """Insert a finished run of kind ``derived`` and its predictions in one transaction
+    (:func:`store.queries.analysis.insert_finished_run`).
 
     ``rows``: dicts with ``sample_id, outcome, score, reason, cost_usd, latency_ms, meta``.
     """
     from store import session_scope
 
-    now = utcnow()
     with session_scope(engine) as s:
-        mon = derived_monitor(s, monitor)
-        if mon.id is None:  # derived_monitor flushes a new row, so it has an id
-            raise RuntimeError(f"monitor {monitor!r} has no id after flush")
-        s.add(
-            Run(
-                id=run_id,
-                monitor_id=mon.id,
-                monitor=monitor,
-                template=template,
-                status="finished",
-                kind="derived",
-                edition=edition,
-                params=params,
-                n=len(rows),
-                api_calls=0,
-                cache_hits=0,
-                tokens_in=0,
-                tokens_out=0,
-                cost_usd=float(sum(r["cost_usd"] for r in rows)),
-                created_at=now,
-                started_at=now,
-                finished_at=now,
-            )
+        insert_finished_run(
+            s,
+            run_id=run_id,
+            monitor=derived_monitor(s, monitor),
+            template=template,
+            kind="derived",
+            status="finished",
+            params=params,
+            rows=rows,
+            edition=edition,
         )
-        s.flush()
-        payload = [_prediction_row(run_id, r, now) for r in rows]
-        for part in chunks(payload, 2000):
-            s.execute(sa.insert(Prediction), list(part))
-
-
-def _prediction_row(run_id: str, r: dict[str, Any], now: Any) -> dict[str, Any]:
-    """The Prediction column values of one derived prediction ``r`` (no tokens, never cached)."""
-    return {
-        "run_id": run_id,
-        "sample_id": r["sample_id"],
-        "outcome": r["outcome"],
-        "score": r.get("score"),
-        "raw": None,
-        "reason": r.get("reason"),
-        "evidence": [],
-        "pred_category": None,
-        "severity": None,
-        "tokens_in": 0,
-        "tokens_out": 0,
-        "cost_usd": float(r["cost_usd"]),
-        "latency_ms": float(r["latency_ms"]),
-        "cached": False,
-        "meta": r.get("meta") or {},
-        "created_at": now,
-        "judged_at": now,
-    }
 
 
 def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
