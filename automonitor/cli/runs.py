@@ -69,6 +69,17 @@ ControlsOpt = Annotated[
 RepeatOpt = Annotated[
     int | None, typer.Option("--repeat", help="judge each sample K times (distinct seeds) to measure stability")
 ]
+#: retries after a failed request when ``--retries`` is not given (``runner.DEFAULT_MAX_ATTEMPTS`` - 1; a
+#: test keeps the two equal: the runner is imported lazily, not for the help text)
+DEFAULT_RETRIES = 5
+RetriesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--retries",
+        help="retries of a request that failed transiently (429, 5xx, timeout, connection), with back-off; "
+        f"0 sends each request once (default {DEFAULT_RETRIES}; the same as --param max_attempts=N+1)",
+    ),
+]
 RetryErrorsOpt = Annotated[
     str | None,
     typer.Option("--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
@@ -117,6 +128,7 @@ def run_cmd(
     edition: EditionOpt = "paper",
     controls: ControlsOpt = True,
     repeat: RepeatOpt = None,
+    retries: RetriesOpt = None,
     retry_errors: RetryErrorsOpt = None,
     retry: RetryOpt = None,
     batch: BatchOpt = False,
@@ -137,6 +149,7 @@ def run_cmd(
     engine = open_store()
     params = _parse_params(param)
     _apply_repeat(params, repeat, resume, retry_errors)
+    _apply_retries(params, retries, resume, retry_errors)
     view_given = view != "full" or bool(source)
     if (resume or retry_errors) and view_given:
         raise InputError("--view/--source apply to a new run (a run keeps the view it was created with)", field="view")
@@ -193,6 +206,28 @@ def _apply_repeat(params: dict[str, Any], repeat: int | None, resume: str | None
     if repeat < 1:
         raise InputError("--repeat must be at least 1", field="repeat")
     params["repeat"] = repeat
+
+
+def _apply_retries(params: dict[str, Any], retries: int | None, resume: str | None, retry_errors: str | None) -> None:
+    """Put ``--retries N`` into ``params`` as ``max_attempts`` N + 1 (a new run only).
+
+    Raises:
+        InputError: with --resume/--retry-errors (a run keeps its parameters), N < 0, or a
+            ``--param max_attempts`` that says otherwise.
+    """
+    if retries is None:
+        return
+    if resume or retry_errors:
+        raise InputError("--retries applies to a new run, not to --resume/--retry-errors", field="retries")
+    if retries < 0:
+        raise InputError("--retries must be 0 or more", field="retries")
+    if "max_attempts" in params and params["max_attempts"] != retries + 1:
+        raise InputError(
+            f"--retries {retries} and --param max_attempts={params['max_attempts']} disagree "
+            f"(--retries N means max_attempts=N+1)",
+            field="retries",
+        )
+    params["max_attempts"] = retries + 1
 
 
 def _check_resume_matches(engine: Engine, resume: str, monitor: str | None, template: str | None) -> None:
