@@ -84,10 +84,7 @@ entry = report.run(run_id)
 sl = entry.slice(cat, tsk) if entry else None
 sets = loaders.load_sample_sets(url, ver).set_index("run_id")
 if run_id in sets.index:
-    st.caption(
-        f"Measured on sample set {views.md_escape(sets.loc[run_id, 'sample_set'])}"
-        + ("" if sets.loc[run_id, "edition_recorded"] else " (edition inferred)")
-    )
+    st.caption(views.md_escape(views.sample_set_caption(sets.loc[run_id])))
 
 # --- confusion matrix ------------------------------------------------------------------------------
 st.subheader("Confusion matrix")

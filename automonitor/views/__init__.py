@@ -134,6 +134,7 @@ from automonitor.views.honest_points import (
     spread_coincident,
 )
 from automonitor.views.sample_sets import (
+    sample_set_caption,
     sample_set_digest,
     run_sample_sets,
     identical_derived,
@@ -213,6 +214,7 @@ __all__ = [
     "roc_figure",
     "run_choice",
     "run_sample_sets",
+    "sample_set_caption",
     "runs_frame",
     "sample_detail",
     "sample_errata",

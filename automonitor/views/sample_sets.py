@@ -4,11 +4,12 @@ cache key, and run archiving. The SQL is in ``store.queries.workbench``."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from automonitor import vocab
 from automonitor.analysis import predictions_frame, runs_frame
 
 
@@ -19,44 +20,86 @@ def sample_set_digest(sample_ids: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:10]
 
 
-def sample_set_row(run_id: str, recorded_edition: str | None, ids: list[str], adjudicated: bool) -> dict[str, Any]:
-    """One :func:`run_sample_sets` row from a run's recorded edition, the ids of the samples it judged and
-    whether one of them is adjudicated: the edition (recorded, else ``verified`` when a judged sample is
-    adjudicated, else ``paper``), the distinct sample count and the :func:`sample_set_digest` of the ids."""
+#: what a run's sample set is called when its samples belong to no edition (a store of imported pairs)
+NO_EDITION = "no edition (imported pairs)"
+
+
+def sample_set_row(
+    run_id: str, recorded_edition: str | None, ids: list[str], adjudicated: bool, in_edition: bool = True
+) -> dict[str, Any]:
+    """One :func:`run_sample_sets` row from a run's recorded edition, the ids of the samples it judged,
+    whether one of them is adjudicated and whether the run's samples belong to a built edition
+    (``in_edition``): the edition (recorded, else ``verified`` when a judged sample is adjudicated, else
+    ``paper``: what the analysis reads such a run as), whether it was recorded or inferred, the distinct
+    sample count, the :func:`sample_set_digest` of the ids and the ``sample_set`` text, which names
+    :data:`NO_EDITION` instead of an inferred ``paper`` when the samples are in no edition (imported pairs
+    that no build made members of one; nothing is inferred then)."""
     edition = recorded_edition or ("verified" if adjudicated else "paper")
+    named = recorded_edition is not None or adjudicated or in_edition
     fp = sample_set_digest(ids)
     n = len(set(ids))
     return {
         "run_id": run_id,
         "edition": edition,
         "edition_recorded": recorded_edition is not None,
+        "edition_inferred": recorded_edition is None and named,
         "n_samples": n,
         "fingerprint": fp,
-        "sample_set": f"{edition} · {n:,} samples · {fp}",
+        "sample_set": f"{edition if named else NO_EDITION} · {n:,} samples · {fp}",
     }
+
+
+def sample_set_caption(row: Mapping[str, object]) -> str:
+    """The line that names a run's sample set (a :func:`run_sample_sets` row): ``"Measured on sample set
+    <sample_set>"``, plus ``" (edition inferred)"`` when the edition was not recorded but inferred. Plain
+    text (the caller escapes it for Markdown)."""
+    return f"Measured on sample set {row['sample_set']}" + (" (edition inferred)" if row["edition_inferred"] else "")
 
 
 def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """Which sample set every run judged (its test samples; the controls slice is left out): one row per
-    run with ``run_id, edition, edition_recorded (bool), n_samples, fingerprint, sample_set``
-    (``"<edition> · <n> samples · <fingerprint>"``; :func:`sample_set_row`).
+    run with ``run_id, edition, edition_recorded (bool), edition_inferred (bool), n_samples, fingerprint,
+    sample_set`` (``"<edition> · <n> samples · <fingerprint>"``; :func:`sample_set_row`).
 
-    ``edition`` is ``run.edition`` when recorded, else inferred (see the module docstring). Runs without
-    predictions get ``n_samples`` 0 and the fingerprint of the empty set.
+    ``edition`` is ``run.edition`` when recorded, else inferred: ``verified`` when a judged sample is
+    adjudicated, else ``paper``. The ``sample_set`` text of an unrecorded run none of whose judged samples
+    is a member of an edition (a store of imported pairs) names :data:`NO_EDITION` instead
+    (``edition_inferred`` False); a run that judged nothing in a built store stays ``paper``.
+    Runs without predictions get ``n_samples`` 0 and the fingerprint of the empty set.
     """
+    from store.queries import audit as qa
     from store.queries import workbench as q
 
     ids: dict[str, list[str]] = {}
     adjudicated: set[str] = set()
     with engine.connect() as c:  # grouped in plain Python: ~90,000 rows for 30 runs of a paper-sized set
         runs = q.run_editions(c, run_ids)
+        members = set().union(*(qa.edition_member_ids(c, e) for e in vocab.EDITIONS))
         for rid, sid, source in q.judged_test_samples(c, run_ids):
             ids.setdefault(rid, []).append(sid)
             if source == "adjudicated":
                 adjudicated.add(rid)
-    rows = [sample_set_row(rid, edition, ids.get(rid, []), rid in adjudicated) for rid, edition in runs]
+    rows = [
+        sample_set_row(
+            rid,
+            edition,
+            ids.get(rid, []),
+            rid in adjudicated,
+            in_edition=bool(members) and (rid not in ids or not members.isdisjoint(ids[rid])),
+        )
+        for rid, edition in runs
+    ]
     return pd.DataFrame(
-        rows, columns=["run_id", "edition", "edition_recorded", "n_samples", "fingerprint", "sample_set"]
+        rows,
+        columns=[
+            "run_id",
+            "edition",
+            "edition_recorded",
+            "edition_inferred",
+            "n_samples",
+            "fingerprint",
+            "sample_set",
+        ],
     )
 
 

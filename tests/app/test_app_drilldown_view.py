@@ -31,3 +31,22 @@ def test_drilldown_shows_the_response_under_the_runs_view(tmp_path):
             assert not [e for e in full.expander if e.label == "The whole stored response"]
     finally:
         eng.dispose()
+
+
+def test_drilldown_names_no_edition_for_a_store_of_imported_pairs(tmp_path):
+    """Issue 41 (fresh-user trial): a store holding only imported pairs (no built edition) was captioned
+    "paper (edition inferred)"; the drill-down now says the samples belong to no edition."""
+    import app_seed
+
+    url = f"sqlite:///{tmp_path / 'imported.db'}"
+    eng = open_store(url)
+    try:
+        rid = app_seed.seed_store(eng, pairs_per_cell=2, runs=1, hostile=False)["run_ids"][0]
+        with StoreEnv(url):
+            at = ok(app("pages/drilldown.py", run=rid).run())
+            captions = [c.value for c in at.caption if "Measured on sample set" in c.value]
+            assert len(captions) == 1, [c.value for c in at.caption]
+            assert "no edition" in captions[0] and "imported pairs" in captions[0]
+            assert "paper" not in captions[0] and "inferred" not in captions[0]
+    finally:
+        eng.dispose()

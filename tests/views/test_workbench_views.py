@@ -197,3 +197,33 @@ def test_short_label_takes_the_last_path_part_only_of_a_model_id_or_a_path():
     hostile = "<b>x</b> [link](http://example.com) **bold** https://evil.example"
     assert short_label(hostile, "direct") == "<b>x</b> [link](http:… direct"
     assert short_label("my judge https://x.example/a/b", "direct").startswith("my judge http")
+
+
+def test_a_store_of_imported_pairs_names_no_edition_and_a_built_one_keeps_paper(tmp_path):
+    """Issue 41 (fresh-user trial): a run without a recorded edition on a store that holds only imported
+    pairs (no ``edition_sample`` row) was shown as ``paper (edition inferred)``; its samples belong to no
+    edition, and its sample set now says so. Once a build made them members, the same run reads
+    ``paper``, inferred, as before."""
+    from datetime import datetime, timezone
+
+    import app_seed
+    from store import get_engine, init_db, session_scope
+    from store.queries.annotation import add_to_edition
+
+    eng = init_db(get_engine(f"sqlite:///{tmp_path / 'imp.db'}"))
+    info = app_seed.seed_store(eng, pairs_per_cell=2, runs=1, hostile=False)
+    rid = info["run_ids"][0]
+    row = views.run_sample_sets(eng).set_index("run_id").loc[rid]
+    assert not row["edition_recorded"] and not row["edition_inferred"]
+    assert row["edition"] == "paper"  # what the analysis reads it as (every gold test sample of such a store)
+    assert row["sample_set"].startswith(views.sample_sets.NO_EDITION + " · ")
+    caption = views.sample_set_caption(row)
+    assert "no edition (imported pairs)" in caption and "inferred" not in caption and "paper" not in caption
+    with session_scope(eng) as s:
+        test_ids = [r["id"] for r in info["samples"] if r["split"] == "test"]
+        add_to_edition(s, "paper", test_ids, datetime.now(timezone.utc))
+    built = views.run_sample_sets(eng).set_index("run_id").loc[rid]
+    assert built["edition"] == "paper" and built["edition_inferred"]
+    assert built["sample_set"].startswith("paper · ")
+    assert views.sample_set_caption(built).endswith(" (edition inferred)")
+    eng.dispose()
