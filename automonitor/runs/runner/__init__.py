@@ -1,11 +1,13 @@
 """Monitor runs: create, execute (asyncio, bounded and adaptive concurrency, retries), resume, cancel.
 
-Modules (one job each): :mod:`.cache` (cache key), :mod:`.limiter` (AIMD limiter), :mod:`.params`
-(runner vs backend parameters), :mod:`.lease` (lock, lease, release), :mod:`.create`, :mod:`.estimate`,
+Modules (one job each): :mod:`.limiter` (AIMD limiter), :mod:`.create`, :mod:`.estimate`,
 :mod:`.launch` (detached process), :mod:`.execute` (claim, build, judge, finalise), :mod:`.workers`
-(producer, judge workers, cancel watcher), :mod:`.retries` (back-off), :mod:`.rows` (prediction and
-cache rows), :mod:`.writer` (group-commit writer thread), :mod:`.status` (summary, cancel, retry
-errors, finalize).
+(producer, judge workers, cancel watcher), :mod:`.retries` (back-off), :mod:`.writer` (group-commit writer
+thread). Beside the package in :mod:`automonitor.runs`: :mod:`~automonitor.runs.cache` (cache key),
+:mod:`~automonitor.runs.params` (runner vs backend parameters), :mod:`~automonitor.runs.lease` (lock the
+run row, take and release its lease; the lease itself, ``{pid, host, heartbeat}``, is
+:mod:`automonitor.leases`), :mod:`~automonitor.runs.verdicts` (prediction and cache rows),
+:mod:`~automonitor.runs.status` (summary, cancel, retry errors, finalize).
 
 Life of a run
 -------------
