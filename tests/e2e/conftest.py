@@ -240,28 +240,6 @@ def viewport_shot(page, name: str) -> Path:
     return path
 
 
-DOCS_SHOTS = REPO / "docs" / "screenshots"
-
-
-def doc_shot(page, name: str) -> Path:
-    """The viewport (what a user sees first) as ``docs/screenshots/<name>.png``, the picture the README
-    shows: written by the browser test that opens the page, so it follows the page. The file is only
-    rewritten when its pixels change, so an unchanged page leaves the working tree clean."""
-    from io import BytesIO
-
-    from PIL import Image, ImageChops
-
-    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
-    path = DOCS_SHOTS / f"{name}.png"
-    png = page.screenshot(full_page=False)
-    if path.exists():
-        with Image.open(path) as old, Image.open(BytesIO(png)) as new:
-            if old.size == new.size and ImageChops.difference(old.convert("RGB"), new.convert("RGB")).getbbox() is None:
-                return path
-    path.write_bytes(png)
-    return path
-
-
 # Installed in every frame of a test's browser context (``new_page``) before the page's own scripts run:
 # records on the top window when anything that can start a Streamlit script run last happened, in
 # ``Date.now()`` ms: a key, mouse or input event in any frame (component iframes included), a message sent
@@ -364,7 +342,6 @@ def e2e():
         new_page=new_page,
         shot=shot,
         viewport_shot=viewport_shot,
-        doc_shot=doc_shot,
         wait_app=wait_app,
         log_in=log_in,
         start_app=start_app,
