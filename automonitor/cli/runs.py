@@ -208,7 +208,9 @@ def _apply_repeat(params: dict[str, Any], repeat: int | None, resume: str | None
     params["repeat"] = repeat
 
 
-def _apply_retries(params: dict[str, Any], retries: int | None, resume: str | None, retry_errors: str | None) -> None:
+def _apply_retries(
+    params: dict[str, object], retries: int | None, resume: str | None, retry_errors: str | None
+) -> None:
     """Put ``--retries N`` into ``params`` as ``max_attempts`` N + 1 (a new run only).
 
     Raises:
