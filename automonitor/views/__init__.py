@@ -50,6 +50,7 @@ from automonitor.views.evidence import (
 )
 from automonitor.views.figures import (
     VIEW_LINES_LABEL,
+    label_layout,
     label_positions,
     roc_figure,
     tradeoff_figure,
@@ -195,6 +196,7 @@ __all__ = [
     "honest_points",
     "identical_derived",
     "judged",
+    "label_layout",
     "label_positions",
     "legend_html",
     "localisation_shares",

@@ -83,6 +83,7 @@ def tradeoff_figure(
         fig.add_traces(view_traces(pts))
     if front:
         fig.add_traces(front_traces(pts, front))
+    pts, reported_pos = _with_label_layout(pts, reported, front)
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
     labelled = _labelled_positions(done, reported)
     for tpl, eligible, group in _template_groups(done):
@@ -98,7 +99,8 @@ def tradeoff_figure(
         if trace is not None:
             fig.add_trace(trace)
     if reported is not None and not reported.empty:
-        fig.add_traces(reported_traces(reported, others=_others(labelled, reported["far"], reported["mr"])))
+        others = _others(labelled, reported["far"], reported["mr"])
+        fig.add_traces(reported_traces(reported, others=others, positions=reported_pos))
     fig.update_layout(
         title=title,
         height=height,
@@ -111,6 +113,54 @@ def tradeoff_figure(
         hovermode="closest",
     )
     return fig
+
+
+def _with_label_layout(
+    pts: pd.DataFrame, reported: pd.DataFrame | None, front: Sequence[str] | None
+) -> tuple[pd.DataFrame, list[str | None] | None]:
+    """The runs ``pts`` with a ``label_pos`` column (:func:`label_layout` over every labelled point of the
+    plane: the runs, then the ``reported`` points; the Pareto ``front`` placed first, then the other
+    eligible runs, the reported points, the rest) and the reported points' positions (``None`` when there
+    are none). ``pts`` without a ``label`` column is returned as is."""
+    has_runs = not pts.empty and "label" in pts
+    has_rep = reported is not None and not reported.empty
+    if not (has_runs or has_rep):
+        return pts, None
+    xs: list[float] = []
+    ys: list[float] = []
+    texts: list[str] = []
+    centers: list[tuple[float, float]] = []
+    rank: list[int] = []
+    if has_runs:
+        on_front = set(front or ())
+        xs += [float(v) for v in pts["x_plot"]]
+        ys += [float(v) for v in pts["y_plot"]]
+        texts += [str(t) for t in pts["label"]]
+        centers += [(float(a), float(b)) for a, b in zip(pts["far"], pts["mr"])]
+        rank += [0 if r in on_front else 1 if bool(e) else 3 for r, e in zip(pts["run_id"], pts["eligible"])]
+    if reported is not None and has_rep:
+        rx = [float(v) for v in reported["far"]]
+        ry = [float(v) for v in reported["mr"]]
+        xs += rx
+        ys += ry
+        texts += [str(t) for t in (reported["monitor"] if "monitor" in reported else reported["label"])]
+        centers += list(zip(rx, ry))
+        rank += [2] * len(rx)
+    pos = label_layout(xs, ys, texts, order=sorted(range(len(xs)), key=lambda i: (rank[i], i)), centers=centers)
+    n = len(pts) if has_runs else 0
+    if has_runs:
+        pts = pts.copy()
+        pts["label_pos"] = pos[:n]
+    return pts, (pos[n:] if has_rep else None)
+
+
+def _text_and_positions(d: pd.DataFrame, fallback: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The escaped label texts of ``d`` and their positions: ``label_pos`` where :func:`label_layout` placed
+    them (a label it found no room for is left out: empty text, the hover names the run), else ``fallback``."""
+    if "label_pos" not in d:
+        return [plot_text(t) for t in d["label"]], list(fallback)
+    pos = [p if isinstance(p, str) else None for p in d["label_pos"]]  # pandas may hold None as NaN
+    return [plot_text(t) if p else "" for t, p in zip(d["label"], pos)], [p or "top center" for p in pos]
 
 
 def _labelled_positions(done: pd.DataFrame, reported: pd.DataFrame | None) -> list[tuple[float, float]]:
@@ -297,17 +347,23 @@ def run_trace(
         marker = dict(size=size, color=color, line=dict(width=1, color="white"))
     else:
         marker = dict(size=size, symbol="circle-open", color=color, line=dict(width=2, color=color))
+    text, textposition = (
+        _text_and_positions(
+            d,
+            label_positions(list(d["x_plot"]), list(d["y_plot"]), others=others, centers=list(zip(d["far"], d["mr"])))
+            if "label_pos" not in d
+            else [],
+        )
+        if has_text
+        else (None, None)
+    )
     return go.Scatter(
         x=d["x_plot"],
         y=d["y_plot"],
         mode="markers+text" if has_text else "markers",
         name=f"runs: {plot_text(template)}" + ("" if eligible else " (too few samples)"),
-        text=[plot_text(t) for t in d["label"]] if has_text else None,
-        textposition=label_positions(
-            list(d["x_plot"]), list(d["y_plot"]), others=others, centers=list(zip(d["far"], d["mr"]))
-        )
-        if has_text
-        else None,
+        text=text,
+        textposition=textposition,
         textfont=dict(size=10, color=color, shadow="auto"),  # a halo keeps labels legible over lines and markers
         marker=marker,
         error_x=_error_bar(_ci_err(d, "far", "far_lo", "far_hi"), eligible),
@@ -380,13 +436,14 @@ def incomplete_trace(d: pd.DataFrame, *, included: bool = False, hover_action: s
     status = [plot_text(x) for x in (d["status_text"] if "status_text" in d else [""] * len(d))]
     custom = [tuple(c) + (s,) for c, s in zip(_hover_customdata(d), status)]
     front = " included in the Pareto front on request (Options)" if included else " not on the front unless included"
+    text, textposition = _text_and_positions(d, ["top center"] * len(d)) if "label" in d else (None, None)
     return go.Scatter(
         x=d["x_plot"],
         y=d["y_plot"],
         mode="markers+text" if "label" in d else "markers",
         name=INCOMPLETE_LEGEND[bool(included)],
-        text=[plot_text(t) for t in d["label"]] if "label" in d else None,
-        textposition="top center",
+        text=text,
+        textposition=textposition,
         textfont=dict(size=10, color="#6b7280", shadow="auto"),
         marker=dict(size=12, symbol="x-thin-open", color="#6b7280", line=dict(width=2, color="#6b7280")),
         customdata=custom,
@@ -399,16 +456,27 @@ def incomplete_trace(d: pd.DataFrame, *, included: bool = False, hover_action: s
     )
 
 
-def reported_traces(reported: pd.DataFrame, others: Sequence[tuple[float, float]] = ()) -> list[go.Scatter]:
+def reported_traces(
+    reported: pd.DataFrame,
+    others: Sequence[tuple[float, float]] = (),
+    positions: Sequence[str | None] | None = None,
+) -> list[go.Scatter]:
     """The six reported points, one trace per template: black diamonds (filled for ``evidence*``, open
     otherwise) labelled with the monitor (or ``label``), no run id; legend :data:`REPORTED_LEGEND` and a
-    hover saying they come from a secondary summary, not the paper's v2 text, and are not measured."""
+    hover saying they come from a secondary summary, not the paper's v2 text, and are not measured.
+    ``positions``: each point's label position from :func:`label_layout` (``None``: no room, no label),
+    else :func:`label_positions` among ``others``."""
     reported = reported.reset_index(drop=True)
-    positions = label_positions(list(reported["far"]), list(reported["mr"]), others=others)
+    placed: Sequence[str | None] = (
+        positions
+        if positions is not None
+        else label_positions(list(reported["far"]), list(reported["mr"]), others=others)
+    )
     groups = list(reported.groupby("template", sort=True)) if "template" in reported else [(None, reported)]
     traces = []
     for tpl, d in groups:
-        text = [plot_text(t) for t in (d["monitor"] if "monitor" in d else d["label"])]
+        names = d["monitor"] if "monitor" in d else d["label"]
+        text = [plot_text(t) if placed[i] else "" for i, t in zip(d.index, names)]
         traces.append(
             go.Scatter(
                 x=d["far"],
@@ -416,7 +484,7 @@ def reported_traces(reported: pd.DataFrame, others: Sequence[tuple[float, float]
                 mode="markers+text",
                 name=REPORTED_LEGEND + (f": {plot_text(tpl)}" if tpl else ""),
                 text=text,
-                textposition=[positions[i] for i in d.index],
+                textposition=[placed[i] or "top center" for i in d.index],
                 textfont=dict(size=10, color="#374151", shadow="auto"),
                 customdata=[plot_text(t) for t in d["label"]],
                 marker=dict(
@@ -503,6 +571,89 @@ def label_positions(
         elif yi < edge / 2:
             vert = "top"
         out.append(f"{vert} {horiz}")
+    return out
+
+
+#: The label layout's idea of the plane (:func:`label_layout`): the plot area in pixels at the Trade-off page's
+#: 1280x720 (narrower than the real one, so a label's estimated box is never smaller than its drawn one),
+#: the axis span (``range=[-0.03, 1.03]``), the text's size (font 10 px: at most ~6 px a character, 13 px a
+#: line) and a marker's half width (px).
+LABEL_PLOT_PX = (640.0, 420.0)
+LABEL_AXIS_SPAN = 1.06
+LABEL_CHAR_PX = 6.2
+LABEL_LINE_PX = 13.0
+LABEL_MARKER_PX = 6.0
+_VERTS = ("top", "bottom", "middle")
+_HORIZS = ("center", "right", "left")
+
+
+def _label_box(pos: str, cx: float, cy: float, width: float) -> tuple[float, float, float, float]:
+    """The pixel box ``(x0, y0, x1, y1)`` (y up) of a label of ``width`` px at plotly ``textposition``
+    ``pos`` next to a marker at ``(cx, cy)`` px."""
+    vert, horiz = pos.split()
+    r, h = LABEL_MARKER_PX, LABEL_LINE_PX
+    side = 0.7 * r if vert != "middle" else r  # a corner position sits off the marker's diagonal
+    x0 = {"center": cx - width / 2, "right": cx + side, "left": cx - side - width}[horiz]
+    y0 = {"top": cy + r, "bottom": cy - r - h, "middle": cy - h / 2}[vert]
+    return x0, y0, x0 + width, y0 + h
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def label_layout(
+    x: Sequence[float],
+    y: Sequence[float],
+    texts: Sequence[str],
+    *,
+    order: Sequence[int] | None = None,
+    centers: Sequence[tuple[float, float]] | None = None,
+    edge: float = 0.12,
+) -> list[str | None]:
+    """Where each point's text label goes so that no two labels are drawn over each other: a plotly
+    ``textposition`` per point, or ``None`` where no side of the point has room (that label is left out;
+    the point's hover still names it).
+
+    Points at plot coordinates ``x``/``y`` (rates in [0, 1]) with label ``texts`` are placed in ``order``
+    (indices, first placed first: the caller puts the Pareto front first; default: as given). Each point
+    first tries the position :func:`label_positions` prefers (below a close neighbour above it, inward near
+    the plane's edges, away from the centre of coincident points spread by ``centers``), then the other
+    corners, then beside it, keeping the edge rule; it takes the first whose estimated box (the text's
+    width at :data:`LABEL_CHAR_PX` a character in the plot area :data:`LABEL_PLOT_PX`) overlaps no label
+    placed before it and no other point's marker. Returns one entry per point, in input order."""
+    n = len(x)
+    preferred = label_positions(x, y, centers=centers, edge=edge)
+    sx = LABEL_PLOT_PX[0] / LABEL_AXIS_SPAN
+    sy = LABEL_PLOT_PX[1] / LABEL_AXIS_SPAN
+    px = [(float(a) * sx, float(b) * sy) for a, b in zip(x, y)]
+    m = LABEL_MARKER_PX
+    markers = [(cx - m, cy - m, cx + m, cy + m) for cx, cy in px]
+    # the markers a label must keep off: not those touching its own (coincident points spread apart)
+    apart = [
+        [j for j, (cx, cy) in enumerate(px) if j != i and max(abs(cx - px[i][0]), abs(cy - px[i][1])) > 2 * m]
+        for i in range(n)
+    ]
+    placed: list[tuple[float, float, float, float]] = []
+    out: list[str | None] = [None] * n
+    for i in order if order is not None else range(n):
+        text = str(texts[i])
+        if not text:
+            continue
+        width = LABEL_CHAR_PX * len(text)
+        cands = [preferred[i]] + [f"{v} {h}" for v in _VERTS for h in _HORIZS if (v, h) != ("middle", "center")]
+        for pos in dict.fromkeys(cands):  # preferred first, no repeats
+            v, h = pos.split()
+            if (x[i] < edge and h != "right") or (x[i] > 1 - edge and h != "left"):
+                continue
+            if (y[i] > 1 - edge / 2 and v == "top") or (y[i] < edge / 2 and v == "bottom"):
+                continue
+            box = _label_box(pos, *px[i], width)
+            if any(_overlap(box, b) for b in placed) or any(_overlap(box, markers[j]) for j in apart[i]):
+                continue
+            out[i] = pos
+            placed.append(box)
+            break
     return out
 
 

@@ -241,3 +241,59 @@ def test_the_active_run_is_named_in_the_first_screen_of_the_runs_page(browser, b
         e2e.viewport_shot(page, "runs-active-line-1280")
     finally:
         page.context.close()
+
+
+_LABEL_BOXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot .scatterlayer .textpoint text')]
+  .filter(e => e.textContent.trim())
+  .map(e => { const r = e.getBoundingClientRect();
+              return {text: e.textContent, x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; })"""
+
+CLUSTER = [  # monitor, template: runs of alike skill, so their points crowd one corner of the plane
+    ("rules", "direct"),
+    ("openai:gpt-4o-mini", "evidence"),
+    ("openai:gpt-4o-mini", "direct"),
+    ("anthropic:claude-3-5-haiku", "evidence"),
+    ("llamacpp:gemma-3-270m-it", "direct"),
+    ("openai:qwen3-14b", "evidence"),
+    ("anthropic:claude-3-5-haiku", "direct"),
+    ("openai:gpt-4o", "evidence"),
+]
+
+
+def test_tradeoff_labels_of_nearby_runs_do_not_overlap_at_1280(browser, tmp_path, app_factory, e2e):
+    """Fresh-user trial (issue 41): the labels of runs close together on the MR-FAR plane were drawn over
+    each other. In Chromium at 1280x720, no two drawn labels of the Trade-off plane overlap
+    (``views.label_layout``; the unit tests check which labels are kept and that hovers name every run)."""
+    url = f"sqlite:///{tmp_path / 'cluster.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    info = app_seed.seed_store(eng, pairs_per_cell=12, runs=0, hostile=False)
+    for i, (monitor, tpl) in enumerate(CLUSTER):
+        app_seed.add_run(
+            eng,
+            info["samples"],
+            monitor=monitor,
+            template=tpl,
+            run_id=f"c{i}",
+            skill=0.8,
+            flag_bias=0.4,
+            minutes_ago=5 + i,
+        )
+    srv = app_factory(url)
+    page = e2e.new_page(browser, 1280, 720)
+    try:
+        page.goto(f"{srv.url}/tradeoff")
+        e2e.wait_app(page)
+        page.wait_for_function(f"({_LABEL_BOXES_JS})().length > 0", timeout=30_000)
+        boxes = page.evaluate(_LABEL_BOXES_JS)
+        e2e.shot(page, "tradeoff-cluster-labels-1280")
+        assert len(boxes) >= 3, boxes
+        clash = [
+            (a["text"], b["text"])
+            for i, a in enumerate(boxes)
+            for b in boxes[i + 1 :]
+            if a["x0"] < b["x1"] - 1 and b["x0"] < a["x1"] - 1 and a["y0"] < b["y1"] - 1 and b["y0"] < a["y1"] - 1
+        ]
+        assert not clash, (clash, boxes)
+    finally:
+        page.context.close()
+        eng.dispose()

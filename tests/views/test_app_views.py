@@ -182,6 +182,61 @@ def test_labels_of_different_traces_are_pushed_apart_too():
     assert list(run_trace.textposition) == ["bottom left"] and list(paper_trace.textposition) == ["top right"]
 
 
+def _drawn_label_boxes(fig):
+    """The estimated pixel box of every label the figure draws (``views.figures._label_box`` at the
+    layout's scale), with its text."""
+    from automonitor.views import figures as f
+
+    sx, sy = (p / f.LABEL_AXIS_SPAN for p in f.LABEL_PLOT_PX)
+    out = []
+    for t in fig.data:
+        if not t.mode or "text" not in t.mode:
+            continue
+        for x, y, text, pos in zip(t.x, t.y, t.text, t.textposition):
+            if text:
+                out.append((text, f._label_box(pos, x * sx, y * sy, f.LABEL_CHAR_PX * len(text))))
+    return out
+
+
+def test_labels_of_a_crowded_plane_never_overlap_and_the_front_keeps_its_labels():
+    """Fresh-user trial (issue 41): labels of nearby runs were drawn over each other (each point chose a
+    side from its neighbours alone, blind to the labels' widths). ``label_layout`` places the Pareto front's
+    labels first and gives every label a side where its box meets no other label; a label with no room on
+    any side is left out and the run is still named in its hover. Untrusted names stay escaped."""
+    rng = __import__("random").Random(1)
+    n = 12
+    pts = pd.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(n)],
+            "monitor": [f"openai:<b>model-{i}</b>" if i == 3 else f"openai:monitor-model-{i}" for i in range(n)],
+            "template": ["direct", "evidence"] * (n // 2),
+            "mr": [0.30 + rng.uniform(-0.06, 0.06) for _ in range(n)],
+            "far": [0.20 + rng.uniform(-0.06, 0.06) for _ in range(n)],
+            "tp": [100] * n,
+            "fn": [50] * n,
+            "fp": [30] * n,
+            "tn": [120] * n,
+        }
+    )
+    p = views.honest_points(pts, min_n=100)
+    reported = pd.DataFrame(
+        {"label": ["GPT"], "monitor": ["GPT-4o"], "template": ["direct"], "mr": [0.31], "far": [0.21]}
+    )
+    fig = views.tradeoff_figure(p, reported=reported)
+    boxes = _drawn_label_boxes(fig)
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1 :]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (ta, tb)
+    drawn = {text for text, _ in boxes}
+    front = p[p["on_front"]]
+    assert len(front) >= 2 and all(views.plot_text(x) in drawn for x in front["label"])
+    assert len(drawn) < n + 1  # some labels of this crowd are left to the hover
+    runs = [t for t in fig.data if t.name and t.name.startswith("runs:")]
+    named = {c[12]: c[1] for t in runs for c in t.customdata}  # hover: run id -> monitor
+    assert set(named) == set(p["run_id"])
+    assert all("<b>" not in str(t) for tr in runs for t in tr.text) and all("<b>" not in m for m in named.values())
+
+
 def test_label_positions_point_inward_at_the_edges():
     """A label at FAR 0 written centred on its marker was cut at the plot's left border
     ("rules-v1" showed as "ules-v1"): near an edge it points into the plane."""
