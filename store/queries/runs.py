@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 import sqlalchemy as sa
@@ -271,27 +273,39 @@ _STMT_CACHE: dict[tuple[str | tuple[str, ...], ...], object] = {}
 
 
 def _driver_statement(
-    session: Session, name: str, build: Callable[[], ClauseElement], binds: dict[str, tuple[str, sa.Column[object]]]
+    session: Session,
+    name: str,
+    build: Callable[[], ClauseElement],
+    binds: Callable[[], dict[str, tuple[str, sa.Column[object]]]],
+    columns: tuple[str, ...],
 ) -> tuple[str, DriverParams]:
     """The statement ``build()`` compiled once per dialect and column set for :func:`_run_many`: its SQL
     text and a function turning rows (dicts of column -> Python value; a missing column is ``None``)
     into the driver's parameters (a tuple per row for a positional paramstyle such as SQLite's ``?``, else a
     dict), each value passed through its column type's bind processor (JSON serialised, SQLite datetimes
     and booleans formatted): what SQLAlchemy would send for the same statement, without its per-row work.
-    ``binds`` maps each bind name of the statement to (the row's key, its column)."""
+    ``binds()`` maps each bind name of the statement to (the row's key, its column); ``columns`` names the
+    row keys the statement binds (with ``name``, what it is cached under: both are built once)."""
     dialect = session.get_bind().dialect
-    key = ("driver", name, dialect.name, tuple(binds))
+    key = ("driver", name, dialect.name, columns)
     if key not in _STMT_CACHE:
         compiled = cast(SQLCompiler, build().compile(dialect=dialect))
-        order = list(compiled.positiontup or ()) if compiled.positional else list(binds)
-        plan = [(b, binds[b][0], _bind_processor(binds[b][1], dialect)) for b in order]
+        bound = binds()
+        order = list(compiled.positiontup or ()) if compiled.positional else list(bound)
+        plan = [(b, bound[b][0], _bind_processor(bound[b][1], dialect)) for b in order]
         names = [b for b, _, _ in plan]
+        width = len({k for _, k, _ in plan})
+        # a row holding every key (the writer's rows do) is read in one C call; itemgetter of one key
+        # returns the value itself, not a 1-tuple, so a one-key plan reads row by row
+        whole = operator.itemgetter(*[k for _, k, _ in plan]) if width == len(plan) > 1 else None
 
         def params(rows: Sequence[Mapping[str, object]]) -> list[object]:
-            columns = []
-            for _, k, proc in plan:  # column by column: one pass of each bind processor over the rows
-                values = [r.get(k) for r in rows]
-                columns.append(values if proc is None else list(map(proc, values)))
+            if whole is not None and all(len(r) == width for r in rows):
+                read: list[Sequence[object]] = list(zip(*map(whole, rows)))
+            else:  # a missing key is None
+                read = [[r.get(k) for r in rows] for _, k, _ in plan]
+            # column by column: one pass of each bind processor over the rows
+            columns = [values if proc is None else list(map(proc, values)) for (_, _, proc), values in zip(plan, read)]
             if compiled.positional:
                 return list(zip(*columns))
             return [dict(zip(names, vals)) for vals in zip(*columns)]
@@ -311,10 +325,50 @@ _JSON_ENCODER = (
 )
 
 
+#: datetimes a SQLite datetime processor is checked on before :func:`_sqlite_utc_processor` stands in for it
+_UTC_PROBES = (
+    datetime(2026, 12, 5, 16, 20, 1, 123456, tzinfo=timezone.utc),
+    datetime(2026, 1, 2, 3, 4, 5, 0, tzinfo=timezone.utc),
+    datetime(1, 1, 1, 0, 0, 0, 1, tzinfo=timezone.utc),
+    datetime(999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc),
+    datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc),
+)
+
+
+def _utc_text(value: datetime) -> str:
+    """``value`` (aware, UTC) as SQLite's default DATETIME storage text, ``YYYY-MM-DD HH:MM:SS.ffffff``."""
+    return value.isoformat(" ", "microseconds")[:26]
+
+
+def _formats_utc_like(proc: Callable[[object], object]) -> bool:
+    """Whether the bind processor ``proc`` turns every probe UTC datetime into :func:`_utc_text`'s text
+    (an aware-UTC datetime column on SQLite with the default storage format); False if it raises."""
+    try:
+        return all(proc(v) == _utc_text(v) for v in _UTC_PROBES)
+    except Exception:  # noqa: BLE001 - not a datetime column
+        return False
+
+
+def _sqlite_utc_processor(proc: Callable[[object], object]) -> Callable[[object], object]:
+    """``proc`` (checked by :func:`_formats_utc_like`) with its commonest input, a datetime in
+    ``timezone.utc`` (:func:`store.models.utcnow`), formatted by one ``isoformat`` call instead of the
+    type decorator's conversion and the dialect's ``%`` formatting: the same text; any other value
+    (``None``, another time zone, a naive datetime, which the column refuses) goes to ``proc``."""
+    utc = timezone.utc
+
+    def process(value: object) -> object:
+        if type(value) is datetime and value.tzinfo is utc:
+            return value.isoformat(" ", "microseconds")[:26]
+        return proc(value)
+
+    return process
+
+
 def _bind_processor(column: sa.Column[object], dialect: sa.Dialect) -> Callable[[Any], Any] | None:
     """``column``'s bind processor on ``dialect``; for a JSON column on SQLite with the default serializer,
     one that serialises dicts and lists with :data:`_JSON_ENCODER` (the same text as ``json.dumps``, the
-    writer's commonest per-row work) and leaves every other value (``None``, SQL NULL) to SQLAlchemy's."""
+    writer's commonest per-row work) and leaves every other value (``None``, SQL NULL) to SQLAlchemy's; for
+    an aware-UTC datetime column on SQLite, :func:`_sqlite_utc_processor` (the same text)."""
     impl = column.type.dialect_impl(dialect)
     proc = impl.bind_processor(dialect)
     plain = (
@@ -323,6 +377,8 @@ def _bind_processor(column: sa.Column[object], dialect: sa.Dialect) -> Callable[
         and getattr(dialect, "_json_serializer", None) is None
         and impl._str_impl.bind_processor(dialect) is None
     )
+    if proc is not None and dialect.name == "sqlite" and _formats_utc_like(proc):
+        return _sqlite_utc_processor(proc)
     if proc is None or _JSON_ENCODER is None or not plain:
         return proc
     encode, sqla = _JSON_ENCODER, proc
@@ -355,6 +411,11 @@ def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> ClauseElement:
     return sqlite_insert(t).values(values).on_conflict_do_nothing(index_elements=["key"])
 
 
+def _same_named_binds(t: sa.Table, cols: tuple[str, ...]) -> dict[str, tuple[str, sa.Column[object]]]:
+    """``{column: (column, t's column)}``: binds named as the row keys and the columns they fill."""
+    return {c: (c, t.c[c]) for c in cols}
+
+
 def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert cache entries, ignoring keys that already exist (concurrent runs may race).
 
@@ -374,7 +435,8 @@ def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
                 session,
                 "cache_insert",
                 functools.partial(_cache_insert_stmt, dialect, cols),
-                {c: (c, t.c[c]) for c in cols},
+                functools.partial(_same_named_binds, t, cols),
+                cols,
             )
             _run_many(session, sql, params(part))
         return
@@ -402,8 +464,10 @@ def update_predictions(session: Session, rows: list[dict[str, Any]]) -> None:
             .values({k: sa.bindparam(f"v_{k}") for k in keys})
         )
 
-    binds = {"id": ("id", t.c.id), **{f"v_{k}": (k, t.c[k]) for k in keys}}
-    sql, params = _driver_statement(session, "update_predictions", build, binds)
+    def binds() -> dict[str, tuple[str, sa.Column[object]]]:
+        return {"id": ("id", t.c.id), **{f"v_{k}": (k, t.c[k]) for k in keys}}
+
+    sql, params = _driver_statement(session, "update_predictions", build, binds, keys)
     _run_many(session, sql, params(rows))
 
 

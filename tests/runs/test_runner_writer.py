@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import copy
 import time
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlmodel import Session, select
 
 from automonitor.runs import runner
@@ -157,3 +160,28 @@ def test_driver_level_writes_store_exactly_what_a_core_statement_stores(engine):
     assert got[0] == got[1] and len(got[0]) == 6
     assert got[0][-1][3] is None and got[0][0][3] == "parsed"
     assert cache[0] == cache[1] and len(cache[0]) == 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.sampled_from([timezone.utc])
+    )
+)
+def test_sqlite_datetime_fast_path_formats_as_sqlalchemy(value):
+    """The writer's SQLite datetime bind (one ``isoformat`` for an aware UTC value) gives the text of the
+    column type's own processor (sqlmodel's UTC check and conversion, then SQLite's storage format) for any
+    UTC datetime, and other values (another zone, ``None``) still go through the type's processor."""
+    from sqlalchemy.dialects import sqlite
+
+    from store.queries import runs as q
+
+    dialect = sqlite.dialect()
+    column = table_of(Prediction).c.judged_at
+    own = column.type.dialect_impl(dialect).bind_processor(dialect)
+    fast = q._bind_processor(column, dialect)
+    assert fast is not own and own is not None
+    assert fast(value) == own(value)
+    east = value.astimezone(timezone(timedelta(hours=5, minutes=30)))
+    assert fast(east) == own(east) == own(value)
+    assert fast(None) is None

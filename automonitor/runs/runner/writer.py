@@ -5,12 +5,12 @@ from __future__ import annotations
 import queue as queue_mod
 import threading
 import time
-from typing import Any, Tuple
+from contextlib import contextmanager
+from typing import Any, Iterator, Tuple
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
-from store import session_scope
 from store.models import Run
 from store.queries import runs as q
 
@@ -47,6 +47,30 @@ class ResultWriter(threading.Thread):
         self.commits = 0
         self.min_interval = min_interval
         self._last_heartbeat = time.time()
+        self._conn: Connection | None = None  # the writer's own connection, opened on its first write
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Session]:
+        """One transaction on the writer's own connection (opened once and kept until :meth:`run` ends:
+        no pool checkout, reset and return per commit): committed on success, rolled back on any
+        exception."""
+        if self._conn is None:
+            self._conn = self.engine.connect()
+        s = Session(bind=self._conn, expire_on_commit=False)
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+    def _release(self) -> None:
+        """Return the writer's connection to the engine's pool (if one was opened)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def put(self, pred: dict[str, Any], cache_row: dict[str, Any] | None, calls: int, hit: bool) -> None:
         """Queue one prediction row (with its cache row, requests not yet counted, cache hit or not).
@@ -65,6 +89,16 @@ class ResultWriter(threading.Thread):
 
     def run(self) -> None:
         """Commit groups of queued entries until :meth:`close`; the first failure is kept in ``error``."""
+        try:
+            self._loop()
+        finally:
+            try:
+                self._release()
+            except Exception:  # noqa: BLE001 - the results are committed; a close failure loses nothing
+                pass
+
+    def _loop(self) -> None:
+        """The writer's loop (see :meth:`run`)."""
         stop = False
         last = 0.0
         while not stop:
@@ -72,7 +106,7 @@ class ResultWriter(threading.Thread):
                 item = self.q.get(timeout=HEARTBEAT_S)
             except queue_mod.Empty:  # nothing to commit for a while: keep the lease alive
                 try:
-                    with session_scope(self.engine) as s:
+                    with self._transaction() as s:
                         self._heartbeat(s)
                 except BaseException as exc:  # noqa: BLE001
                     self.error = exc
@@ -112,7 +146,7 @@ class ResultWriter(threading.Thread):
         caches = [cache_row for _, cache_row, _, _ in batch if cache_row is not None]
         calls = sum(n for _, _, n, _ in batch)
         hits = sum(1 for _, _, _, hit in batch if hit)
-        with session_scope(self.engine) as s:
+        with self._transaction() as s:
             if preds:
                 q.update_predictions(s, preds)
             q.cache_insert(s, caches)
