@@ -5,7 +5,7 @@ training set), and the AUROC they reach on a slice.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -19,10 +19,21 @@ def length_features(df: pd.DataFrame) -> np.ndarray:
     """``(n, 2)`` float array: ``log1p(len(response))`` (characters) and the within-pair log length ratio
     ``log((1 + len) / (1 + len of the other sample of the same pair_id in df))``, 0 when the sample has no
     partner in ``df``."""
-    n = df["response"].map(len).to_numpy(dtype=float)
-    tot = pd.Series(n, index=df.index).groupby(df["pair_id"].to_numpy()).transform("sum").to_numpy()
-    cnt = df.groupby("pair_id")["pair_id"].transform("size").to_numpy()
-    other = np.where(cnt == 2, tot - n, np.nan)
+    n = np.fromiter((len(r) for r in df["response"]), dtype=float, count=len(df))
+    return _length_features(n, pd.factorize(df["pair_id"].to_numpy())[0])
+
+
+def _length_features(n: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """:func:`length_features` from the response lengths ``n`` (float) and the pair codes (``pd.factorize``;
+    -1 for a missing pair id, in no pair). Sums of whole numbers in float64, so the same floats as the
+    pandas group sums this replaces (a third of a cold audit's length baseline was the groupby)."""
+    has = codes >= 0
+    k = int(codes.max()) + 1 if has.any() else 0
+    tot = np.bincount(codes[has], weights=n[has], minlength=k)
+    size = np.bincount(codes[has], minlength=k)
+    cnt = np.where(has, size[np.where(has, codes, 0)] if k else 0, 0)
+    tot_row = np.where(has, tot[np.where(has, codes, 0)] if k else 0.0, np.nan)
+    other = np.where(cnt == 2, tot_row - n, np.nan)
     ratio = np.where(cnt == 2, np.log1p(n) - np.log1p(np.nan_to_num(other)), 0.0)
     return np.column_stack([np.log1p(n), ratio])
 
@@ -38,10 +49,13 @@ def _fit_length(train: pd.DataFrame, y: np.ndarray, mats: dict[str, Any]):
     return lambda df, part: model.predict_proba(length_features(df))[:, 1]
 
 
-def tfidf_vectorizer():
-    """The TF-IDF of the ``tfidf`` baseline: word uni- and bigrams, sublinear tf, ``min_df=2``, float32."""
+def tfidf_vectorizer(analyzer: Callable[[str], list[str]] | None = None):
+    """The TF-IDF of the ``tfidf`` baseline: word uni- and bigrams, sublinear tf, ``min_df=2``, float32.
+    ``analyzer``: a callable giving the same n-grams (a memo of this vectorizer's own ``build_analyzer()``)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
+    if analyzer is not None:
+        return TfidfVectorizer(analyzer=analyzer, min_df=2, max_features=50_000, sublinear_tf=True, dtype=np.float32)
     return TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=50_000, sublinear_tf=True, dtype=np.float32)
 
 
@@ -60,13 +74,16 @@ FITTERS = {"length": _fit_length, "tfidf": _fit_tfidf}
 
 
 def auroc(y: np.ndarray, s: np.ndarray) -> tuple[float | None, str | None]:
-    from sklearn.metrics import roc_auc_score
+    """``(AUROC of scores s against 0/1 labels y, None)``, or ``(None, why)`` for an empty or one-class ``y``.
+    :func:`automonitor.ranks.trapezoid_auc`: scikit-learn's ``roc_auc_score`` float, without its input checks
+    (a tenth of a cold audit)."""
+    from automonitor.ranks import trapezoid_auc
 
     if len(y) == 0:
         return None, "no test samples"
     if y.min() == y.max():
         return None, "test slice has one class only"
-    return float(roc_auc_score(y, s)), None
+    return trapezoid_auc(y, s), None
 
 
 def positive_labels(df: pd.DataFrame) -> np.ndarray:
@@ -97,6 +114,17 @@ class TrainedBaselines:
     def __init__(self, train: pd.DataFrame, mats: dict[str, Any]):
         self.train, self.mats = train, mats
         self._models: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._cv: dict[tuple[object, ...], np.ndarray | None] = {}
+        self._features: dict[str, list[str]] = {}
+
+    def cv_scores(self, te: pd.DataFrame, name: str) -> np.ndarray | None:
+        """:func:`cv_scores` of ``te`` (rows of the audit's test frame, by index), once per rows and baseline;
+        the responses' n-grams shared across slices."""
+        key = (name, *te.index)
+        if key not in self._cv:
+            self._cv[key] = cv_scores(te, name, features=self._features)
+        got = self._cv[key]
+        return None if got is None else got.copy()
 
     def cell_train(self, cat: str, task: str) -> pd.DataFrame:
         """The train rows of one category x task cell."""
@@ -176,12 +204,18 @@ def pairwise_share(te: pd.DataFrame, scores: np.ndarray) -> float | None:
     return float(np.mean(wins))
 
 
-def cv_scores(te: pd.DataFrame, name: str, folds: int = CV_FOLDS) -> np.ndarray | None:
+def cv_scores(
+    te: pd.DataFrame, name: str, folds: int = CV_FOLDS, *, features: dict[str, list[str]] | None = None
+) -> np.ndarray | None:
     """Out-of-fold P(misbehavior) of baseline ``name`` (``length`` | ``tfidf``) on ``te`` alone: a
     ``GroupKFold`` of ``folds`` folds grouped by ``pair_id`` (both sides of a pair in the same fold), a
     fresh model (and, for TF-IDF, a fresh :func:`tfidf_vectorizer`) fitted on the other folds. For slices
     without train data. ``None`` when ``te`` has fewer pairs than folds or a training fold lacks a class
-    or (TF-IDF) a vocabulary."""
+    or (TF-IDF) a vocabulary.
+
+    ``features``: a dict (response -> its TF-IDF n-grams) filled and reused across calls, so each response
+    is tokenised once instead of once per fold and slice; the vectorizer counts the same n-grams, so the
+    scores are the same floats."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
     from sklearn.pipeline import make_pipeline
@@ -192,23 +226,47 @@ def cv_scores(te: pd.DataFrame, name: str, folds: int = CV_FOLDS) -> np.ndarray 
         return None
     y = positive_labels(te)
     out = np.zeros(len(te), dtype=float)
+    texts = te["response"].tolist()
+    if name == "length":
+        lengths = np.fromiter((len(r) for r in texts), dtype=float, count=len(texts))
+        codes = pd.factorize(te["pair_id"].to_numpy())[0]
+    else:
+        analyzer = _cached_analyzer({} if features is None else features)
     for tr_idx, te_idx in GroupKFold(n_splits=folds).split(np.zeros(len(te)), y, groups):
         if y[tr_idx].min() == y[tr_idx].max():
             return None
-        tr_f, te_f = te.iloc[tr_idx], te.iloc[te_idx]
         if name == "length":
             model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-            model.fit(length_features(tr_f), y[tr_idx])
-            out[te_idx] = model.predict_proba(length_features(te_f))[:, 1]
+            model.fit(_fold_length(lengths, codes, tr_idx), y[tr_idx])
+            out[te_idx] = model.predict_proba(_fold_length(lengths, codes, te_idx))[:, 1]
         else:
-            vec = tfidf_vectorizer()
+            vec = tfidf_vectorizer(analyzer)
             try:
-                xtr = vec.fit_transform(tr_f["response"].tolist())
+                xtr = vec.fit_transform([texts[i] for i in tr_idx])
             except ValueError:  # empty vocabulary
                 return None
             lr = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0).fit(xtr, y[tr_idx])
-            out[te_idx] = lr.predict_proba(vec.transform(te_f["response"].tolist()))[:, 1]
+            out[te_idx] = lr.predict_proba(vec.transform([texts[i] for i in te_idx]))[:, 1]
     return out
+
+
+def _fold_length(lengths: np.ndarray, codes: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """:func:`length_features` of the rows ``idx`` (a pair's partner counts only when it is among them)."""
+    return _length_features(lengths[idx], pd.factorize(codes[idx])[0])
+
+
+def _cached_analyzer(features: dict[str, list[str]]):
+    """The TF-IDF baseline's own analyzer (:func:`tfidf_vectorizer`'s lower-cased word uni- and bigrams),
+    memoised in ``features`` by response text."""
+    analyze = tfidf_vectorizer().build_analyzer()
+
+    def cached(doc: str) -> list[str]:
+        got = features.get(doc)
+        if got is None:
+            got = features[doc] = analyze(doc)
+        return got
+
+    return cached
 
 
 def score_within_test(
@@ -218,11 +276,14 @@ def score_within_test(
     notes: dict[str, str],
     pairwise: dict[str, float | None],
     collect: dict[str, np.ndarray] | None = None,
+    trained: TrainedBaselines | None = None,
 ) -> None:
     """AUROC and pairwise figure of each trained baseline by :func:`cv_scores` on ``te`` (no train data);
-    each baseline's scores into ``collect`` when given."""
+    each baseline's scores into ``collect`` when given. With ``trained`` (the audit's
+    :class:`TrainedBaselines`), the scores of the same test rows are computed once per audit (a category x
+    task cell holding one source is the same rows as that source's slice) and each response tokenised once."""
     for name in FITTERS:
-        s = cv_scores(te, name)
+        s = trained.cv_scores(te, name) if trained is not None else cv_scores(te, name)
         if s is None:
             baselines[name], pairwise[name] = None, None
             notes[name] = f"no train data and too few pairs / classes for {CV_FOLDS}-fold CV within the test slice"

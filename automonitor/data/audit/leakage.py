@@ -5,6 +5,7 @@ Human/Assistant conversations and tiny-diff pairs of test against train (:class:
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ import pandas as pd
 
 from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
 from automonitor.data.families import families
-from automonitor.data.gates import token_diff
+from automonitor.data.gates import code_tokens, token_diff
 from automonitor.data.sources import SourcePair
 from automonitor.vocab import CONTROLS_SPLIT, NEGATIVE, POSITIVE
 
@@ -146,13 +147,27 @@ def shared_conversations(train: list[tuple[str, str]], test: list[tuple[str, str
 
 
 def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[str]:
-    """``pair_id`` of the test pairs whose misbehavior and benign responses differ by <= ``limit`` tokens."""
+    """``pair_id`` of the test pairs whose misbehavior and benign responses differ by <= ``limit`` tokens.
+
+    ``difflib`` (:func:`automonitor.data.gates.token_diff`) runs only on the pairs that can be that close:
+    its count is at least ``max(len(a), len(b))`` minus the tokens the two sides share as multisets (each
+    equal block matches equal tokens one to one; a non-equal block counts its longer side), so a pair above
+    ``limit`` by that bound is above it by the diff too (the diff was 60% of a cold audit's leakage checks)."""
     out: set[str] = set()
     sides = test[test["label"].isin([POSITIVE, NEGATIVE])]
-    for pid, g in sides.groupby("pair_id", sort=False):
-        if len(g) != 2 or g["label"].nunique() != 2:
+    by_pair: dict[object, list[tuple[object, str]]] = {}
+    for pid, label, response in zip(sides["pair_id"], sides["label"], sides["response"]):
+        if not pd.isna(pid):
+            by_pair.setdefault(pid, []).append((label, response))
+    for pid, rows in by_pair.items():
+        if len(rows) != 2 or rows[0][0] == rows[1][0]:
             continue
-        a, b = g["response"].tolist()
+        a, b = rows[0][1], rows[1][1]
+        ta, tb = code_tokens(a), code_tokens(b)
+        if abs(len(ta) - len(tb)) > limit:
+            continue
+        if max(len(ta), len(tb)) - sum((Counter(ta) & Counter(tb)).values()) > limit:
+            continue
         if token_diff(a, b, limit) <= limit:
             out.add(str(pid))
     return out
@@ -214,26 +229,30 @@ def shared_family_pairs(train: pd.DataFrame, test: pd.DataFrame) -> set[str]:
     """``pair_id`` of the test pairs in a problem family (:func:`automonitor.data.families.families`:
     versions of one problem, one function at two commits, paraphrased requests) that also has a train
     pair; one record per pair (its first row: request, source, ``meta``)."""
+    if train.empty or test.empty:  # no family can hold a train pair and a test pair
+        return set()
     recs: list[SourcePair] = []
     sides: list[str] = []
     for part, frame in (("train", train), ("test", test)):
-        for pid, g in frame.groupby("pair_id", sort=False):
-            row = g.iloc[0]
-            meta = row["meta"] if "meta" in frame.columns and isinstance(row["meta"], dict) else {}
+        firsts = frame[frame["pair_id"].notna()].drop_duplicates("pair_id")  # groupby's first row, in its order
+        metas = firsts["meta"].tolist() if "meta" in frame.columns else [None] * len(firsts)
+        for pid, src, cat, task, req, meta in zip(
+            firsts["pair_id"], firsts["source"], firsts["category"], firsts["task"], firsts["request"], metas
+        ):
             recs.append(
                 SourcePair(
-                    source=str(row["source"]),
+                    source=str(src),
                     pair_id=str(pid),
-                    category=str(row["category"]),
-                    task=str(row["task"]),
-                    request=str(row["request"]),
+                    category=str(cat),
+                    task=str(task),
+                    request=str(req),
                     misbehavior="",
                     benign="",
                     mis_file="",
                     ben_file="",
                     mis_record="",
                     ben_record="",
-                    meta=meta,
+                    meta=meta if isinstance(meta, dict) else {},
                 )
             )
             sides.append(part)

@@ -85,7 +85,7 @@ def _slice_doc(
         score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise, scores)
     else:
         trained_on, method = None, "within_test_cv"
-        score_within_test(te, y, baselines, notes, pairwise, scores)
+        score_within_test(te, y, baselines, notes, pairwise, scores, trained)
         for name in FITTERS:
             notes[name] = (
                 f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} benign; need "
