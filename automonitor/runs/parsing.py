@@ -1004,6 +1004,30 @@ def verdict_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tupl
     return None
 
 
+#: ``id(grammar) -> (grammar, {verdict: its words})``: :func:`verdict_position`'s words of a word
+#: grammar, built once per grammar for :func:`_bare_word_position`
+_VERDICT_WORDS: dict[int, tuple[Grammar, dict[Label, tuple[str, ...]]]] = {}
+
+
+def _bare_word_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tuple[str, ...]]] | None:
+    """:func:`verdict_position` of the commonest answer, one of the grammar's words alone (the answers
+    :func:`_bare_word` reads: ASCII, at most 16 characters, blanks around it, one final ``.``): the
+    index of its first non-blank character, found without the reasoning-tag and pattern scans; None
+    for any other text (then :func:`verdict_position` decides). For such a text the full reading
+    finds the same index: no reasoning tag, the word its first token."""
+    if _bare_word(text, grammar) is None:
+        return None
+    hit = _VERDICT_WORDS.get(id(grammar))
+    if hit is None or hit[0] is not grammar:
+        words: dict[Label, tuple[str, ...]] = {}
+        for w, v in grammar.words.items():
+            words[v] = (*words.get(v, ()), w)
+        if len(_VERDICT_WORDS) >= 64:  # grammars are module constants; a test's own ones stay few
+            _VERDICT_WORDS.clear()
+        hit = _VERDICT_WORDS[id(grammar)] = (grammar, words)
+    return len(text) - len(text.lstrip()), hit[1]
+
+
 def _top_level_value(text: str, start: int, key: str) -> int | None:
     """Index of the value of ``key`` in the object opened at ``text[start]`` (depth 1 only; the
     character after the opening quote of a string value), or None."""
@@ -1067,17 +1091,18 @@ def score_at_verdict(tokens: list[tuple[str, list[tuple[str, float]]]], grammar:
     if not tokens:
         return None
     text = "".join(t for t, _ in tokens)
-    found = verdict_position(text, grammar)
+    found = _bare_word_position(text, grammar) or verdict_position(text, grammar)
     if found is None:
         return None
     pos, words = found
+    fold = words != grammar.value_words
     start = 0
     for tok, alts in tokens:
         end = start + len(tok)
         if end > pos:
             pw = nw = 0.0
             for alt, lp in alts or [(tok, 0.0)]:
-                side = _word_side(alt, words, fold=words != grammar.value_words)
+                side = _word_side(alt, words, fold=fold)
                 if side == "misbehavior":
                     pw += math.exp(lp)
                 elif side == "benign":
