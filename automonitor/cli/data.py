@@ -340,11 +340,11 @@ def stats_cmd(
     with session_scope(open_store()) as s:
         errata = errata_in_force(s)
         doc0 = stats(s, split, edition)
-        doc0["errata"] = {
+        errata_doc = {
             **errata_counts(errata),
             "not_in_store": sorted(r["pair_id"] for r in errata_status(s, errata) if r["in_store"] is None),
         }
-        typed = Stats.model_validate(doc0)
+        typed = Stats.model_validate({**doc0, "errata": errata_doc})
     doc = typed.to_dict()
     if json_out:
         emit_json(doc)

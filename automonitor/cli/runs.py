@@ -17,6 +17,8 @@ from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from store.queries.rowtypes import RunRow
+
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
     """``--param KEY=VALUE`` items as a dict (values parsed as JSON when they are, else strings).
@@ -456,7 +458,7 @@ _TABLE_COLUMNS += ("calls", "hits", "tokens", "cost $", "secs")
 _OUTCOMES = ("misbehavior", "benign", "invalid", "refusal", "error", "pending")
 
 
-def _print_runs_table(rows: list[dict[str, Any]]) -> None:
+def _print_runs_table(rows: list[RunRow]) -> None:
     """The human-readable run list (rich table, 200 columns; names printed as data, never markup)."""
     from rich.console import Console
 

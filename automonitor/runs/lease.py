@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import contextmanager
-from typing import Iterator, Mapping, MutableMapping, TypeVar
+from typing import Iterator, Mapping
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -17,6 +17,7 @@ from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
 from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, utcnow
+from store.queries.rowtypes import RunRow
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,7 @@ def released_on_failure(engine: Engine, run_id: str) -> Iterator[None]:
         raise
 
 
-R = TypeVar("R", bound=MutableMapping[str, object])
-
-
-def with_liveness(rows: list[R]) -> list[R]:
+def with_liveness(rows: list[RunRow]) -> list[RunRow]:
     """Run list rows (``store.queries.runs.list_runs``) with ``process_alive``: for a ``running`` run,
     whether a live process holds its lease (``False``: the process that ran it died or was killed, so
     the run is only marked running; ``execute`` or ``run --resume`` takes it over), else ``None``."""

@@ -19,7 +19,7 @@ import hashlib
 import math
 import random
 from collections import defaultdict
-from typing import Iterable, Mapping
+from typing import Iterable, TypedDict
 
 from automonitor.errors import InputError
 
@@ -28,7 +28,17 @@ def _key(seed: int, s: str) -> str:
     return hashlib.sha256(f"{seed}:{s}".encode()).hexdigest()
 
 
-Row = Mapping[str, str]  # a sample's id, pair_id, category, task and label (more string columns may come along)
+class Row(TypedDict):
+    """A sample's id, pair, cell and label (a row with more columns, such as
+    ``store.queries.rowtypes.SampleKey``, is one too)."""
+
+    id: str
+    pair_id: str
+    category: str
+    task: str
+    label: str
+
+
 Unit = list[Row]  # one drawing unit: a complete pair (misbehavior first) or a lone sample
 Cell = tuple[str, str]  # (category, task)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from sqlalchemy.engine import Engine
 
@@ -14,6 +14,7 @@ from automonitor.vocab import OUTCOMES
 from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
+from store.queries.rowtypes import RunRow
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ def finalize(
     )
 
 
-def run_info(engine: Engine, run_id: str) -> dict[str, Any]:
+def run_info(engine: Engine, run_id: str) -> RunRow:
     """One run as in ``automonitor runs --json`` (status, counts, tokens, cost, duration)."""
     with session_scope(engine) as s:
         for r in q.list_runs(s):

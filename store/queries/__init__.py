@@ -3,7 +3,7 @@ chunked ``IN (...)`` lookup they share."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -16,7 +16,10 @@ if TYPE_CHECKING:  # the ORM and the tables load with the first query that uses 
 IN_CHUNK = 900
 
 
-def chunks(seq: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
+T = TypeVar("T")
+
+
+def chunks(seq: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:
     """Consecutive slices of ``seq`` of at most ``size`` items."""
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
@@ -37,11 +40,11 @@ SAMPLE_KEY = ("id", "pair_id", "category", "task", "label")
 
 def table_of(model: type[SQLModel]) -> sa.Table:
     """The mapped table of a SQLModel class (its ``__table__``, which SQLModel sets at runtime only)."""
-    mapper: Mapper[Any] = sa.inspect(model)
+    mapper: Mapper[SQLModel] = sa.inspect(model)
     return cast(sa.Table, mapper.local_table)
 
 
-def sample_columns(*names: str) -> list[Any]:
+def sample_columns(*names: str) -> list[sa.Column[object]]:
     """The ``sample`` table's columns called ``names`` (``sample_columns(*SAMPLE_KEY, "content_hash")``), for
     a ``SELECT`` whose rows become dicts with those keys."""
     from store.models import Sample

@@ -21,6 +21,18 @@ from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
 from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
 from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of
+from store.queries.rowtypes import (
+    CachedVerdict,
+    Example,
+    RunRow,
+    RunTotals,
+    SampleKey,
+    SampleText,
+    UnscoredRow,
+    ViewInput,
+    sample_key,
+)
+from automonitor.jsontypes import JSONObject, JSONValue
 
 
 #: the columns of a judge-cache entry: a verdict's fields (:data:`automonitor.vocab.VERDICT_FIELDS`) and ``meta``
@@ -33,7 +45,7 @@ def get_or_create_monitor(
     backend: str,
     model: str | None,
     base_url: str | None,
-    meta: dict[str, Any] | None = None,
+    meta: Mapping[str, JSONValue] | None = None,
     *,
     match_backend: bool = False,
 ) -> Monitor:
@@ -45,13 +57,13 @@ def get_or_create_monitor(
     q = q.where(col(Monitor.base_url).is_(None)) if base_url is None else q.where(col(Monitor.base_url) == base_url)
     mon = session.execute(q).scalars().first()
     if mon is None:
-        mon = Monitor(name=name, backend=backend, model=model, base_url=base_url, meta=meta or {})
+        mon = Monitor(name=name, backend=backend, model=model, base_url=base_url, meta=dict(meta or {}))
         session.add(mon)
         session.flush()
     return mon
 
 
-def test_samples(session: Session, split: str = "test", edition: str | None = None) -> list[dict[str, Any]]:
+def test_samples(session: Session, split: str = "test", edition: str | None = None) -> list[SampleKey]:
     """Gold samples of ``split`` as dicts (id, pair_id, category, task, label, content_hash), id order;
     with ``edition`` (split ``test``) only that edition's members (``store.queries.samples.edition_filter``)."""
     if edition is not None and split == "test":
@@ -67,53 +79,66 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
     rows = session.execute(
         sa.select(*sample_columns(*SAMPLE_KEY, "content_hash")).where(*conds).order_by(col(Sample.id))
     ).all()
-    return [dict(r._mapping) for r in rows]
+    return [sample_key(r) for r in rows]
 
 
-def sample_texts(session: Session | Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+def sample_texts(session: Session | Connection, ids: list[str]) -> dict[str, SampleText]:
     """``{sample_id: {request, response, content_hash, source, meta}}`` for ``ids`` (a session or a connection)."""
     return {
-        r.id: {
-            "request": r.request,
-            "response": r.response,
-            "content_hash": r.content_hash,
-            "source": r.source or "",
-            "meta": r.meta or {},
-        }
+        r.id: SampleText(
+            request=r.request,
+            response=r.response,
+            content_hash=r.content_hash,
+            source=r.source or "",
+            meta=r.meta or {},
+        )
         for r in rows_by_ids(
             session, sample_columns("id", "request", "response", "content_hash", "source", "meta"), col(Sample.id), ids
         )
     }
 
 
-def view_inputs(session: Session, ids: list[str]) -> list[dict[str, Any]]:
+def view_inputs(session: Session, ids: list[str]) -> list[ViewInput]:
     """``[{id, response, source, meta, request}]`` for ``ids`` (id order): what a monitor view is cut from
     (the request: which words are the question's, for the silent rule)."""
     rows = rows_by_ids(session, sample_columns("id", "response", "source", "meta", "request"), col(Sample.id), ids)
     return sorted(
-        ({"id": r[0], "response": r[1], "source": r[2] or "", "meta": r[3] or {}, "request": r[4]} for r in rows),
+        (ViewInput(id=r[0], response=r[1], source=r[2] or "", meta=r[3] or {}, request=r[4]) for r in rows),
         key=lambda d: d["id"],
     )
 
 
-def train_examples(session: Session) -> list[dict[str, Any]]:
+def train_examples(session: Session) -> list[Example]:
     """Gold train-split samples (id, request, response, label, category, source, meta) for few-shot prompts
     (source and meta: to render an example under a monitor view)."""
     rows = session.execute(
         sa.select(*_example_columns()).where(col(Sample.split) == "train", col(Sample.status) == "gold")
     ).all()
-    return [dict(r._mapping) for r in rows]
+    return [_example(r) for r in rows]
 
 
-def fewshot_samples(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
+def fewshot_samples(session: Session, ids: list[str]) -> dict[str, Example]:
     """``{sample_id: {request, response, label, category, source, meta}}`` of those of ``ids`` that are in the
     store (a run's recorded few-shot examples); missing ids are simply absent."""
-    return {r.id: dict(r._mapping) for r in rows_by_ids(session, _example_columns(), col(Sample.id), ids)}
+    return {r.id: _example(r) for r in rows_by_ids(session, _example_columns(), col(Sample.id), ids)}
 
 
-def _example_columns() -> list[Any]:
+def _example_columns() -> list[sa.Column[object]]:
     """The sample columns of a few-shot example (:func:`train_examples`, :func:`fewshot_samples`)."""
     return sample_columns("id", "request", "response", "label", "category", "source", "meta")
+
+
+def _example(r: sa.Row[tuple[str, str, str, str, str, str, JSONObject]]) -> Example:
+    """A row of :func:`_example_columns` as an :class:`Example`."""
+    return Example(
+        id=r.id,
+        request=r.request,
+        response=r.response,
+        label=r.label,
+        category=r.category,
+        source=r.source,
+        meta=r.meta,
+    )
 
 
 def prediction_samples(session: Session, prediction_ids: Iterable[int]) -> dict[int, str]:
@@ -130,7 +155,7 @@ def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str], rep
     """``repeats`` pending predictions (outcome NULL; repeat 0..repeats-1) per sample. Returns the
     number inserted."""
     now = utcnow()
-    rows: list[dict[str, Any]] = [
+    rows: list[dict[str, object]] = [
         {
             "run_id": run_id,
             "sample_id": sid,
@@ -162,10 +187,10 @@ def pending_predictions(session: Session, run_id: str) -> list[tuple[int, str, i
     return [(r.id, r.sample_id, int(r.repeat or 0)) for r in rows]
 
 
-def pending_history(session: Session, run_id: str) -> dict[int, list[dict[str, Any]]]:
+def pending_history(session: Session, run_id: str) -> dict[int, list[JSONObject]]:
     """``{prediction_id: meta["history"]}`` of pending predictions that hold earlier attempts
     (``run --retry-errors``); the new verdict keeps them."""
-    out = {}
+    out: dict[int, list[JSONObject]] = {}
     for pid, meta in session.execute(
         sa.select(col(Prediction.id), col(Prediction.meta)).where(
             col(Prediction.run_id) == run_id, col(Prediction.outcome).is_(None)
@@ -242,7 +267,7 @@ def outcome_counts(session: Session, run_id: str) -> dict[str, int]:
     return counts
 
 
-def run_totals(session: Session, run_id: str) -> dict[str, Any]:
+def run_totals(session: Session, run_id: str) -> RunTotals:
     """Sums over the run's judged predictions: tokens_in, tokens_out, cost_usd, n_cached."""
     r = session.execute(
         sa.select(
@@ -251,18 +276,30 @@ def run_totals(session: Session, run_id: str) -> dict[str, Any]:
             sa.func.coalesce(sa.func.sum(col(Prediction.cost_usd)), 0.0),
         ).where(col(Prediction.run_id) == run_id, col(Prediction.outcome).is_not(None))
     ).one()
-    return {"tokens_in": int(r[0]), "tokens_out": int(r[1]), "cost_usd": float(r[2])}
+    return RunTotals(tokens_in=int(r[0]), tokens_out=int(r[1]), cost_usd=float(r[2]))
 
 
-def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[str, dict[str, Any]]:
+def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[str, CachedVerdict]:
     """``{key: cached verdict fields}`` for the keys present in the cache."""
-    out: dict[str, dict[str, Any]] = {}
-    cols = [col(CacheEntry.key)] + [getattr(CacheEntry, f) for f in CACHE_FIELDS]
+    out: dict[str, CachedVerdict] = {}
+    t = table_of(CacheEntry)
+    cols = [t.c.key, *(t.c[f] for f in CACHE_FIELDS)]
     for i in range(0, len(keys), chunk):
         part = keys[i : i + chunk]
-        for r in session.execute(sa.select(*cols).where(col(CacheEntry.key).in_(part))).all():
-            m = dict(r._mapping)
-            out[m.pop("key")] = m
+        for r in session.execute(sa.select(*cols).where(t.c.key.in_(part))).all():
+            out[r.key] = CachedVerdict(
+                outcome=r.outcome,
+                score=r.score,
+                raw=r.raw,
+                reason=r.reason,
+                evidence=r.evidence,
+                pred_category=r.pred_category,
+                severity=r.severity,
+                tokens_in=r.tokens_in,
+                tokens_out=r.tokens_out,
+                cost_usd=r.cost_usd,
+                meta=r.meta,
+            )
     return out
 
 
@@ -496,10 +533,10 @@ def find_equivalent_run(
     template: str,
     template_hash: str,
     base_url: str | None,
-    judge: dict[str, Any],
+    judge: Mapping[str, object],
     fewshot: list[str],
     sample_ids: list[str],
-    config: dict[str, Any] | None = None,
+    config: Mapping[str, object] | None = None,
     view: str = "full",
 ) -> str | None:
     """The newest measured run with the same monitor view (``params["view"]``, ``full`` when absent), monitor, template hash, base URL, judge parameters,
@@ -540,9 +577,7 @@ def find_equivalent_run(
     return None
 
 
-def list_runs(
-    session: Session, *, include_generation: bool = False, include_ladder: bool = False
-) -> list[dict[str, Any]]:
+def list_runs(session: Session, *, include_generation: bool = False, include_ladder: bool = False) -> list[RunRow]:
     """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
     judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
     in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
@@ -594,14 +629,14 @@ def _judged_sums_by_run(session: Session) -> dict[str, tuple[int, int, float]]:
     }
 
 
-def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float] | None) -> dict[str, Any]:
+def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float] | None) -> RunRow:
     """One row of :func:`list_runs`; ``sums`` None (nothing judged yet) falls back to the run's totals."""
     tin, tout, cost = sums if sums is not None else (r.tokens_in, r.tokens_out, r.cost_usd or 0.0)
     dur = None
     if r.started_at and r.finished_at:
         dur = round((as_utc(r.finished_at) - as_utc(r.started_at)).total_seconds(), 3)
     params = r.params or {}
-    return {
+    return {  # a RunRow
         "run_id": r.id,
         "monitor": r.monitor,
         "template": r.template,
@@ -636,7 +671,7 @@ def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float]
     }
 
 
-def unscored_details(session: Session, run_ids: Iterable[str], reasons: Iterable[str] = ()) -> list[dict[str, Any]]:
+def unscored_details(session: Session, run_ids: Iterable[str], reasons: Iterable[str] = ()) -> list[UnscoredRow]:
     """``[{"run_id", "outcome", "reason", "meta"}]`` of the ``error`` predictions of ``run_ids`` and of
     the ``invalid`` ones whose reason is one of ``reasons`` (the rows a run's error share and unscored
     causes are read from)."""
@@ -652,4 +687,4 @@ def unscored_details(session: Session, run_ids: Iterable[str], reasons: Iterable
             col(Prediction.run_id).in_(ids), cond
         )
     ).all()
-    return [{"run_id": r[0], "outcome": r[1], "reason": r[2], "meta": r[3] or {}} for r in rows]
+    return [UnscoredRow(run_id=r[0], outcome=r[1], reason=r[2], meta=r[3] or {}) for r in rows]

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
-from store.queries.spans import span_counts
+from store.queries.spans import SpanCounts, span_counts
+from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import CONTROLS_SPLIT, EDITIONS
 from automonitor.timestamps import iso_utc
 from store.models import EditionSample, Sample
 from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns
+from store.queries.rowtypes import SampleKey, sample_key
 
 EDITION_CHOICES = EDITIONS  # automonitor.vocab: the one declared list
 
@@ -24,7 +26,7 @@ def existing_ids(session: Session, ids: Iterable[str]) -> set[str]:
     return {r[0] for r in rows_by_ids(session, [Sample.id], Sample.id, ids)}
 
 
-def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
+def insert_samples(session: Session, rows: Sequence[Mapping[str, object]]) -> int:
     """Bulk-insert sample rows (dicts with ``Sample`` column names) that are not present yet.
 
     Rows whose ``id`` already exists are skipped (idempotent re-import). Runs inside the caller's
@@ -32,14 +34,14 @@ def insert_samples(session: Session, rows: list[dict[str, Any]]) -> int:
     """
     if not rows:
         return 0
-    have = existing_ids(session, [r["id"] for r in rows])
+    have = existing_ids(session, [str(r["id"]) for r in rows])
     new = [r for r in rows if r["id"] not in have]
     if not new:
         return 0
     from store.models import utcnow
 
     now = utcnow()
-    payload = []
+    payload: list[dict[str, object]] = []
     for r in new:
         d = {k: r.get(k) for k in _COLUMNS if k in r}
         d.setdefault("meta", {})
@@ -84,7 +86,7 @@ def edition_filter(session: Session, edition: str):
     return conds + [col(Sample.id).in_(members)]
 
 
-def control_samples(session: Session) -> list[dict[str, Any]]:
+def control_samples(session: Session) -> list[SampleKey]:
     """The controls slice (gold, split ``controls``): dicts with id, pair_id, category, task, label,
     content_hash, id order."""
     rows = session.execute(
@@ -92,7 +94,7 @@ def control_samples(session: Session) -> list[dict[str, Any]]:
         .where(col(Sample.split) == CONTROLS_SPLIT, col(Sample.status) == "gold")
         .order_by(Sample.id)
     ).all()
-    return [dict(r._mapping) for r in rows]
+    return [sample_key(r) for r in rows]
 
 
 # --- composition queries (``automonitor stats``, the app's Overview page) ---------------------------
@@ -126,7 +128,16 @@ def not_adjudicated():
     return Sample.label_source != "adjudicated"
 
 
-def composition(session: Session, split: str = "test", edition: str | None = None) -> list[dict[str, Any]]:
+class CompositionRow(TypedDict):
+    """Gold samples of one category x task x label (:func:`composition`)."""
+
+    category: str
+    task: str
+    label: str
+    n: int
+
+
+def composition(session: Session, split: str = "test", edition: str | None = None) -> list[CompositionRow]:
     """Counts of gold samples of ``split`` by category x task x label.
 
     Returns rows ``{"category", "task", "label", "n"}`` sorted by category, task, label; only
@@ -138,7 +149,7 @@ def composition(session: Session, split: str = "test", edition: str | None = Non
         .group_by(Sample.category, Sample.task, Sample.label)
         .order_by(Sample.category, Sample.task, Sample.label)
     )
-    return [{"category": c, "task": t, "label": lab, "n": int(n)} for c, t, lab, n in session.execute(q)]
+    return [CompositionRow(category=c, task=t, label=lab, n=int(n)) for c, t, lab, n in session.execute(q)]
 
 
 def count_by(session: Session, column: str, split: str = "test", edition: str | None = None) -> dict[str, int]:
@@ -182,7 +193,7 @@ def candidates_by_source(session: Session) -> dict[str, int]:
     return {str(s): int(n) for s, n in session.execute(q)}
 
 
-def latest_build_report(session: Session) -> dict[str, Any] | None:
+def latest_build_report(session: Session) -> JSONObject | None:
     """The report of the newest ``BuildLog`` row (with its ``seed`` and ``created_at``), or ``None``."""
     from store.models import BuildLog
 
@@ -196,7 +207,33 @@ def latest_build_report(session: Session) -> dict[str, Any] | None:
     }
 
 
-def stats(session: Session, split: str = "test", edition: str = "paper") -> dict[str, Any]:
+class StatsDoc(TypedDict):
+    """The document :func:`stats` returns (validated as ``automonitor.analysis.report_schema.Stats``)."""
+
+    total: int
+    pairs: int
+    by_category: dict[str, int]
+    by_task: dict[str, int]
+    by_label: dict[str, int]
+    by_split: dict[str, int]
+    candidates: int
+    split: str
+    edition: str
+    by_category_task: dict[str, int]
+    by_category_task_nested: dict[str, dict[str, int]]
+    by_label_source: dict[str, int]
+    controls: int
+    by_source: dict[str, int]
+    candidates_by_source: dict[str, int]
+    shortfalls: JSONValue
+    build_seed: JSONValue
+    gold_spans: SpanCounts
+    paper_cell_deficit: JSONValue
+    paper_cells: JSONValue
+    hard: JSONObject | None
+
+
+def stats(session: Session, split: str = "test", edition: str = "paper") -> StatsDoc:
     """The ``automonitor stats`` document of the CLI contract plus extra keys.
 
     Contract keys: ``total``, ``pairs``, ``by_category``, ``by_task``, ``by_label`` (gold samples of
@@ -235,7 +272,7 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         by_ct.setdefault(r["category"], {}).setdefault(r["task"], 0)
         by_ct[r["category"]][r["task"]] += r["n"]
     report = latest_build_report(session)
-    doc: dict[str, Any] = {
+    doc: StatsDoc = {
         "total": sum(r["n"] for r in comp),
         "pairs": count_pairs(session, split, edition),
         "by_category": by_cat,
@@ -256,12 +293,12 @@ def stats(session: Session, split: str = "test", edition: str = "paper") -> dict
         "gold_spans": span_counts(session, None if split == "all" else split),
         "paper_cell_deficit": (report or {}).get("paper_cell_deficit", {}),
         "paper_cells": (report or {}).get("paper_cells", []),
+        "hard": _hard_summary(report) if edition == "hard" and split == "test" else None,
     }
-    doc["hard"] = _hard_summary(report) if edition == "hard" and split == "test" else None
     return doc
 
 
-def _hard_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
+def _hard_summary(report: JSONObject | None) -> JSONObject | None:
     """The ``hard`` section of the newest build report without its per-slice detail: pairs per source
     (verified, hard, controls), pairs removed per feature, the filter steps and the slices not
     achievable; ``None`` when the build has none."""
@@ -288,7 +325,7 @@ def _hard_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: hard[k] for k in keys if k in hard}
 
 
-def hard_certificate(report: dict[str, Any] | None) -> dict[str, Any] | None:
+def hard_certificate(report: JSONObject | None) -> JSONObject | None:
     """What the newest build certified edition ``hard`` against: the build report's ``hard`` section's
     detector families (``selection``, ``held_out``, ``held_out_unavailable``), ``band``, ``min_pairs``, the
     per-slice ``certification``, the slices ``not_certified``, the cells with ``no_implicit_tier``, the
@@ -332,7 +369,7 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def browser_filter(search: str | None = None, **allowed: Sequence[str]) -> list[Any]:
+def browser_filter(search: str | None = None, **allowed: Sequence[str]) -> list[sa.ColumnElement[bool]]:
     """SQL conditions of the samples browser.
 
     ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id or
@@ -340,7 +377,7 @@ def browser_filter(search: str | None = None, **allowed: Sequence[str]) -> list[
     filter), and ``tier`` to allowed values of ``meta.tier`` (the detector ladder's tier). Raises
     ``ValueError`` for another column name.
     """
-    where: list[Any] = []
+    where: list[sa.ColumnElement[bool]] = []
     tiers = allowed.pop("tier", ())
     if tiers:
         where.append(col(Sample.meta)["tier"].as_string().in_(list(tiers)))
@@ -357,14 +394,19 @@ def browser_filter(search: str | None = None, **allowed: Sequence[str]) -> list[
     return where
 
 
-def count_matching(conn: Connection, where: Sequence[Any]) -> int:
+def count_matching(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> int:
     """Number of samples meeting the ``where`` conditions (:func:`browser_filter`)."""
     return int(conn.execute(sa.select(sa.func.count(col(Sample.id))).where(*where)).scalar_one())
 
 
 def browser_rows(
-    conn: Connection, where: Sequence[Any], columns: Sequence[str], *, limit: int | None = None, offset: int = 0
-) -> list[Any]:
+    conn: Connection,
+    where: Sequence[sa.ColumnElement[bool]],
+    columns: Sequence[str],
+    *,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[sa.Row[tuple[object, ...]]]:
     """Rows (tuples of ``columns``, ``Sample`` column names) of the samples meeting ``where``, ordered by
     category, task, pair id, label, id; ``limit=None`` returns every match."""
     q = sa.select(*[getattr(Sample, c) for c in columns]).where(*where).order_by(*_BROWSER_ORDER)
@@ -373,7 +415,7 @@ def browser_rows(
     return list(conn.execute(q).all())
 
 
-def sample_with_pair(conn: Connection, sample_id: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+def sample_with_pair(conn: Connection, sample_id: str) -> tuple[dict[str, object], dict[str, object] | None] | None:
     """One sample and the other side of its pair (the first by label), as dicts of ``Sample`` columns;
     ``None`` for an unknown id."""
     table = sa.inspect(Sample).local_table
@@ -410,7 +452,7 @@ def predictions_on_sample(
     return [dict(r) for r in conn.execute(q).mappings().all()]
 
 
-def counts_by_status(conn: Connection, column: str, status: str | None = None) -> list[tuple[Any, ...]]:
+def counts_by_status(conn: Connection, column: str, status: str | None = None) -> list[tuple[object, ...]]:
     """Sample counts grouped by ``column`` (one of :data:`GROUP_COLUMNS`) and ``status``: rows
     ``(value, status, n)``, or ``(status, n)`` for ``column="status"``; ``status`` restricts to one
     status. Raises ``ValueError`` for another column."""

@@ -3,7 +3,7 @@ sample. No domain rule here: :mod:`automonitor.data.spans` decides what a span i
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, TypedDict
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -88,7 +88,16 @@ def delete_span_rows(session: Session, rows: Sequence[tuple[str, int, int, str]]
     return n
 
 
-def span_counts(session: Session, split: str | None = None) -> dict[str, Any]:
+class SpanCounts(TypedDict):
+    """Gold spans for ``stats`` (:func:`span_counts`): spans per source and provenance, samples with spans
+    and misbehavior samples per source."""
+
+    by_source: dict[str, dict[str, int]]
+    samples_with_spans: dict[str, int]
+    misbehavior_samples: dict[str, int]
+
+
+def span_counts(session: Session, split: str | None = None) -> SpanCounts:
     """Counts for ``stats``: ``{"by_source": {source: {provenance: spans}}, "samples_with_spans":
     {source: n}, "misbehavior_samples": {source: n}}`` over gold samples (of ``split`` when given)."""
     t = GoldSpan.__table__  # type: ignore[attr-defined]

@@ -3,13 +3,14 @@ the prediction id), so a run of 100,000 samples never holds all its samples in m
 
 from __future__ import annotations
 
-from typing import Any, Iterator, cast
+from typing import Iterator, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from store.models import Prediction
+from store.queries.rowtypes import SampleText
 from store.queries.runs import sample_texts
 
 PAGE = 1000
@@ -49,7 +50,7 @@ def pending_pages(engine: Engine, run_id: str, page: int = PAGE) -> Iterator[lis
             return
 
 
-def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, dict[str, Any]]:
+def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, SampleText]:
     """``{sample_id: {request, response, content_hash, source, meta}}`` for one page of samples
     (:func:`store.queries.runs.sample_texts` on a connection of its own)."""
     with engine.connect() as c:

@@ -31,6 +31,8 @@ from store.models import utcnow
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
+    from store.queries.rowtypes import CachedVerdict
+
 MAX_BACKOFF_S = 30.0
 MAX_RETRY_AFTER_S = 60.0
 
@@ -57,7 +59,7 @@ def failed_outcome(error: str) -> dict[str, Any]:
     }
 
 
-def cached_outcome(hit: dict[str, Any]) -> dict[str, Any]:
+def cached_outcome(hit: CachedVerdict) -> dict[str, Any]:
     """The outcome of a cache hit (a ``cache_lookup`` row): its text and tokens, no cost."""
     return {
         "text": hit["raw"],
@@ -121,7 +123,7 @@ class GeneratorCaller:
     def _count(self) -> None:
         self.calls += 1
 
-    def _lookup(self, key: str) -> dict[str, Any] | None:
+    def _lookup(self, key: str) -> CachedVerdict | None:
         """The cache row of ``key`` or ``None``."""
         from store.queries.runs import cache_lookup
 

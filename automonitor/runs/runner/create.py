@@ -26,6 +26,7 @@ from automonitor.runs.params import (
 from automonitor.runs.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from store import session_scope
 from store.models import Run
+from store.queries.rowtypes import SampleKey
 from store.queries import runs as q
 from store.queries.locks import begin_serialised_write
 
@@ -40,7 +41,7 @@ class _Selection:
     """The samples a new run judges: the split's gold samples (for the strata), the chosen ids
     (test subset then controls) and how many of them are controls."""
 
-    samples: list[dict[str, Any]]
+    samples: list[SampleKey]
     ids: list[str]
     n_controls: int
     without_view: dict[str, int] | None = None
@@ -194,8 +195,8 @@ def _view_options(view: str, sources: list[str] | None, sel: _Selection) -> dict
 
 
 def _view_filter(
-    s: Session, samples: list[dict[str, Any]], view: str, sources: list[str] | None
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    s: Session, samples: list[SampleKey], view: str, sources: list[str] | None
+) -> tuple[list[SampleKey], dict[str, int]]:
     """``samples`` of ``sources`` (all when ``None``) that have ``view``, and ``{source: samples without it}``.
 
     Raises:

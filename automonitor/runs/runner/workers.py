@@ -23,6 +23,7 @@ from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
 from store.queries import stream as stream_q
+from store.queries.rowtypes import CachedVerdict
 
 Page = list[Tuple[int, str, int]]  # [(prediction id, sample id, repeat)]
 # a miss handed to a worker: (prediction id, sample id, cache key, sample text, repeat)
@@ -239,7 +240,7 @@ class Execution:
             self.cache_hits += hits
             self._tick(hits)
 
-    def _cache_lookup(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+    def _cache_lookup(self, keys: list[str]) -> dict[str, CachedVerdict]:
         with session_scope(self.engine) as s:
             return q.cache_lookup(s, keys)
 

@@ -1,0 +1,134 @@
+"""The rows the store's queries return, as ``TypedDict``s (issue 39, typed seams): what each function's dicts
+hold, key by key, so that the core reads them typed. JSON columns (``meta``, ``params``) are
+:data:`automonitor.jsontypes.JSONObject`; values read out of them are :data:`automonitor.jsontypes.JSONValue`."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from typing_extensions import NotRequired
+
+import sqlalchemy as sa
+
+from automonitor.jsontypes import JSONObject, JSONValue
+from automonitor.vocab import RunKind, RunStatus
+
+
+class SampleKey(TypedDict):
+    """A gold sample's place in the benchmark and its hash: the columns :data:`SAMPLE_KEY` plus ``content_hash``
+    (``store.queries.runs.test_samples``, ``store.queries.samples.control_samples``)."""
+
+    id: str
+    pair_id: str
+    category: str
+    task: str
+    label: str
+    content_hash: str
+
+
+def sample_key(r: sa.Row[tuple[str, str, str, str, str, str]]) -> SampleKey:
+    """A row of ``sample_columns(*SAMPLE_KEY, "content_hash")`` as a :class:`SampleKey`."""
+    return SampleKey(
+        id=r.id, pair_id=r.pair_id, category=r.category, task=r.task, label=r.label, content_hash=r.content_hash
+    )
+
+
+class SampleText(TypedDict):
+    """What a monitor reads of a sample (:func:`sample_texts`); ``source`` ``""`` and ``meta`` ``{}`` when unset."""
+
+    request: str
+    response: str
+    content_hash: str
+    source: str
+    meta: JSONObject
+
+
+class ViewInput(TypedDict):
+    """What a monitor view is cut from (:func:`view_inputs`)."""
+
+    id: str
+    response: str
+    source: str
+    meta: JSONObject
+    request: str
+
+
+class Example(TypedDict):
+    """A gold train-split sample as a few-shot example (:func:`train_examples`, :func:`fewshot_samples`)."""
+
+    id: str
+    request: str
+    response: str
+    label: str
+    category: str
+    source: str
+    meta: JSONObject
+
+
+class RunTotals(TypedDict):
+    """Sums over a run's judged predictions (:func:`run_totals`)."""
+
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+
+
+class CachedVerdict(TypedDict):
+    """A judge-cache entry's verdict fields (:data:`CACHE_FIELDS`; :func:`cache_lookup`)."""
+
+    outcome: str
+    score: float | None
+    raw: str | None
+    reason: str | None
+    evidence: list[JSONValue]
+    pred_category: str | None
+    severity: str | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    meta: JSONObject
+
+
+class RunRow(TypedDict):
+    """One run as :func:`list_runs` lists it (``automonitor runs --json``, the app's run history)."""
+
+    run_id: str
+    monitor: str
+    template: str
+    template_hash: str | None
+    status: RunStatus
+    kind: RunKind
+    n: int
+    edition: str | None
+    view: str
+    archived: bool
+    counts: dict[str, int]
+    api_calls: int
+    cache_hits: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    price_known: bool
+    duration_s: float | None
+    base_url: JSONValue
+    parse: JSONValue
+    score_method: JSONValue
+    limit: JSONValue
+    controls: int
+    repeat: int
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+    lease: JSONValue
+    #: added by ``automonitor.runs.lease.with_liveness``: whether a live process holds a running run's lease
+    process_alive: NotRequired[bool | None]
+
+
+class UnscoredRow(TypedDict):
+    """An ``error`` or unscored ``invalid`` prediction (:func:`unscored_details`)."""
+
+    run_id: str
+    outcome: str
+    reason: str | None
+    meta: JSONObject
