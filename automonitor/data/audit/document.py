@@ -48,7 +48,19 @@ def audit_frame(
         ``leakage.per_slice_agrees``: the source slices' leakage counts sum to the global ones.
     Raises:
         ValueError when a required column is missing.
+
+    Computed with BLAS on one thread (``threadpoolctl``): the baselines' BLAS calls are small (a logistic
+    regression on two length features, 45 fits of a cold audit), and OpenBLAS's worker threads waiting
+    for a turn on a shared machine cost four times the work itself; the same floats.
     """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _audit_frame(samples, edition, flag_at, jaccard)
+
+
+def _audit_frame(samples: pd.DataFrame, edition: str, flag_at: float, jaccard: float) -> dict[str, Any]:
+    """:func:`audit_frame`'s work."""
     train, test, controls = audit_splits(samples)
     leakage = find_leakage(train, test, jaccard)
     baselines = TrainedBaselines(train, tfidf_matrices(train, test, controls))
