@@ -8,7 +8,6 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
-from automonitor.data.audit.cache import cached_audit
 from automonitor.data.audit.params import EDITIONS, FLAG_AUROC
 from automonitor.data.audit.report_md import fmt2
 from automonitor.escaping import md_cell
@@ -57,10 +56,21 @@ def attach_to_report(rep: ReportT, engine: Engine) -> ReportT:
 
 
 def _report_audits(engine: Engine, run_editions: list[str | None]) -> dict[str, dict[str, Any]]:
-    """``{edition: cached audit document}`` for the editions of a report's runs (``None`` = paper;
-    ``paper`` when there is no run); editions without an audit are left out."""
-    editions = sorted({(e or "paper") for e in run_editions} or {"paper"})
-    return {e: cached_audit(engine, e) for e in editions if e in EDITIONS}
+    """``{edition: compact audit document}`` (:func:`_compact_audit` of the cached audit) for the editions of
+    a report's runs (``None`` = paper; ``paper`` when there is no run); editions without an audit are
+    left out. Kept per store version (:func:`automonitor.analysis.report_cache.cached_json`: the store
+    file's and the code's fingerprint), so a report read back from its cache does not fingerprint the
+    samples again (that query and ``store.models`` were a third of a cached report's start)."""
+    from automonitor.analysis.report_cache import cached_json
+
+    editions = [e for e in sorted({(e or "paper") for e in run_editions} or {"paper"}) if e in EDITIONS]
+
+    def compute() -> dict[str, dict[str, Any]]:
+        from automonitor.data.audit.cache import cached_audit  # here: a cached read needs none of it
+
+        return {e: _compact_audit(cached_audit(engine, e)) for e in editions}
+
+    return cached_json(engine, ["report audits", editions], compute)
 
 
 def _compact_audit(doc: dict[str, Any]) -> dict[str, Any]:
