@@ -204,6 +204,9 @@ def test_click_pareto_point_then_cell_then_sample(bpage, server, store):
 
 def _check_hostile_sample(page) -> None:
     """The hostile sample's texts are visible literally, nothing ran, evidence is highlighted."""
+    # st.html loads its renderer lazily: until then its elements are skeletons with no text, and a read
+    # right after the script run finished raced it (the request and responses were missing from the text)
+    page.wait_for_function("() => !document.querySelector('main [data-testid=\"stSkeleton\"]')", timeout=30_000)
     assert not page.dialogs, page.dialogs
     injected = page.evaluate("""() => ({
         scripts: [...document.querySelectorAll('script')].filter(s => /xss/.test(s.textContent)).length,
