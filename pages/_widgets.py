@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import streamlit as st
 
-from automonitor import views
+from automonitor import views, vocab
 from pages import _url_state as url_state
 
 
@@ -119,3 +119,23 @@ def edition_choice(page: str, editions: Sequence[str], help_text: str) -> str:
     edition = st.segmented_control("Edition", list(editions), key=key, help=help_text) or "paper"
     url_state.sync_qp(page, edition=None if edition == "paper" else edition)
     return str(edition)
+
+
+def slice_selects(cat_col, task_col, cat_key: str, task_key: str, all_value: str) -> tuple[str | None, str | None]:
+    """The "Category" and "Task" selects of a page that reads one category x task slice, in the columns
+    ``cat_col`` / ``task_col``, under the (URL-seeded) widget keys ``cat_key`` / ``task_key``, each with a
+    first choice ``all_value`` ("All categories", "All tasks"). Returns ``(category, task)``, ``None`` for
+    all."""
+    category = cat_col.selectbox(
+        "Category",
+        [all_value, *vocab.CATEGORIES],
+        key=cat_key,
+        format_func=lambda c: "All categories" if c == all_value else vocab.CATEGORY_NAMES[c],
+    )
+    task = task_col.selectbox(
+        "Task",
+        [all_value, *vocab.TASKS],
+        key=task_key,
+        format_func=lambda t: "All tasks" if t == all_value else vocab.TASK_NAMES[t],
+    )
+    return (None if category == all_value else category), (None if task == all_value else task)

@@ -61,18 +61,8 @@ run_id = c1.selectbox(
     format_func=run_label.get,
     help=views.md_escape(run_full.get(st.session_state.get(run_key), "")) or None,
 )
-category = c2.selectbox(
-    "Category",
-    [ALL, *vocab.CATEGORIES],
-    key=cat_key,
-    format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c],
-)
-task = c3.selectbox(
-    "Task", [ALL, *vocab.TASKS], key=task_key, format_func=lambda t: "All tasks" if t == ALL else vocab.TASK_NAMES[t]
-)
+cat, tsk = ui.slice_selects(c2, c3, cat_key, task_key, ALL)
 invalid = c4.selectbox("Unscored outcomes", vocab.INVALID_POLICIES, key=pol_key)
-cat = None if category == ALL else category
-tsk = None if task == ALL else task
 
 # the selected cell and sample also live in the URL (no widget: set by the buttons / table below)
 cell = url_state.qp("cell") if url_state.qp("cell") in CELLS else None

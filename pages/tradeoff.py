@@ -60,15 +60,7 @@ editions = [e for e in vocab.EDITIONS] + sorted(found - set(vocab.EDITIONS))  # 
 ed_key = url_state.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
 
 f1, f2, f3, f4 = st.columns([2.3, 1.1, 2.4, 1.6], vertical_alignment="bottom")
-category = f1.selectbox(
-    "Category",
-    [ALL, *vocab.CATEGORIES],
-    key=cat_key,
-    format_func=lambda c: "All categories" if c == ALL else vocab.CATEGORY_NAMES[c],
-)
-task = f2.selectbox(
-    "Task", [ALL, *vocab.TASKS], key=task_key, format_func=lambda t: "All tasks" if t == ALL else vocab.TASK_NAMES[t]
-)
+cat, tsk = ui.slice_selects(f1, f2, cat_key, task_key, ALL)
 templates = f3.multiselect("Templates", present_tpl, key=tpl_key)
 invalid = f4.selectbox(
     "Unscored outcomes",
@@ -131,8 +123,8 @@ with f5.popover("Options", width="stretch"):
     )
 url_state.sync_qp(
     PAGE,
-    category=None if category == ALL else category,
-    task=None if task == ALL else task,
+    category=cat,
+    task=tsk,
     template=None if set(templates) == set(present_tpl) else (templates or ["none"]),
     invalid=None if invalid == "exclude" else invalid,
     paper="1" if show_paper else None,
@@ -144,8 +136,6 @@ url_state.sync_qp(
     colour=None if colour_by == "template" else colour_by,
 )
 
-cat = None if category == ALL else category
-tsk = None if task == ALL else task
 archived_ids = list(runs.loc[runs["archived"].fillna(False).astype(bool), "run_id"])
 shown = loaders.load_tradeoff(
     url,
