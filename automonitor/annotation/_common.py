@@ -3,8 +3,20 @@ helper, text/label/evidence validation, the own-assignment check and the :class:
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import (
+    Callable,
+    Iterable,
+    Protocol,
+    SupportsIndex,
+    SupportsInt,
+    TypedDict,
+    TypeVar,
+    runtime_checkable,
+)
+
+from typing_extensions import TypeGuard
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -20,6 +32,7 @@ from store import session_scope
 from store.models import Assignment
 from store.queries import annotation as store
 from store.queries.locks import begin_write
+from store.queries.rowtypes import LabelRow
 
 GUIDELINE_VERSION = "v1"
 GUIDELINES = """\
@@ -60,11 +73,21 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
-_UNCHECKED: Any = object()
+class _Unchecked(enum.Enum):
+    """The default of :func:`transaction`'s ``actor``: no account check (``None`` is an account to check)."""
+
+    UNCHECKED = enum.auto()
+
+
+_UNCHECKED = _Unchecked.UNCHECKED
 
 
 def transaction(
-    engine: Engine, fn: Callable[[Session], T], *, write_lock: bool = False, actor: Account | None = _UNCHECKED
+    engine: Engine,
+    fn: Callable[[Session], T],
+    *,
+    write_lock: bool = False,
+    actor: Account | None | _Unchecked = _UNCHECKED,
 ) -> T:
     """Run ``fn(session)`` in one transaction, retrying the whole transaction on transient
     conflicts (SQLite busy snapshot, PostgreSQL deadlock, concurrent duplicate insert, a
@@ -86,14 +109,14 @@ def transaction(
         with session_scope(engine) as s:
             if write_lock:
                 begin_write(s)
-            if actor is not _UNCHECKED:
+            if not isinstance(actor, _Unchecked):
                 check_actor(s, actor)
             return fn(s)
 
     return attempt()
 
 
-def clean_text(value: Any, fld: str, limit: int = MAX_NOTE) -> str | None:
+def clean_text(value: object, fld: str, limit: int = MAX_NOTE) -> str | None:
     """Stripped text of a free-text field (``None`` when absent or blank).
 
     Raises:
@@ -159,7 +182,7 @@ class Label:
         return self.submitted_at is not None
 
 
-def label_from_row(r: dict[str, Any]) -> Label:
+def label_from_row(r: LabelRow) -> Label:
     """A :class:`Label` from a row of :func:`store.queries.annotation.label_rows` (datetimes as ISO text)."""
     return Label(
         sample_id=r["sample_id"],
@@ -193,7 +216,7 @@ def own_assignment(s: Session, actor: Account, sample_id: str, *, for_update: bo
 
 
 def validate_label(
-    label: Any, category: Any, severity: Any, guideline_version: Any
+    label: object, category: object, severity: object, guideline_version: object
 ) -> tuple[str | None, str | None, str]:
     """Check a label's vocabulary fields; returns ``(category, severity, guideline_version)`` with an
     empty category/severity as ``None`` and the default guideline version for none given.
@@ -204,28 +227,26 @@ def validate_label(
     """
     if label not in ANNOTATION_LABELS:
         raise InputError(f"label must be one of {', '.join(ANNOTATION_LABELS)}, not {label!r}", field="label")
-    if category in ("",):
-        category = None
-    if category is not None and category not in CATEGORIES:
-        raise InputError(f"category must be one of {', '.join(CATEGORIES)}, not {category!r}", field="category")
-    if severity in ("",):
-        severity = None
-    if severity is not None and severity not in SEVERITIES:
-        raise InputError(f"severity must be one of {', '.join(SEVERITIES)}, not {severity!r}", field="severity")
+    cat = None if category in ("",) else category
+    if cat is not None and (not isinstance(cat, str) or cat not in CATEGORIES):
+        raise InputError(f"category must be one of {', '.join(CATEGORIES)}, not {cat!r}", field="category")
+    sev = None if severity in ("",) else severity
+    if sev is not None and (not isinstance(sev, str) or sev not in SEVERITIES):
+        raise InputError(f"severity must be one of {', '.join(SEVERITIES)}, not {sev!r}", field="severity")
     gv = clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
-    return category, severity, gv
+    return cat, sev, gv
 
 
 #: How the marked texts of several evidence spans are joined in ``evidence_text``.
 EVIDENCE_JOIN = "\n…\n"
 
 
-def _is_pair(value: Any) -> bool:
+def _is_pair(value: object) -> TypeGuard[tuple[object, ...] | list[object]]:
     """Whether ``value`` looks like one ``(start, end)`` pair of numbers (not a list of pairs)."""
     return isinstance(value, (tuple, list)) and len(value) == 2 and not any(isinstance(v, (tuple, list)) for v in value)
 
 
-def _offset(value: Any) -> int:
+def _offset(value: object) -> int:
     """One character offset: an int, an integral float (``12.0``, as JSON or a spreadsheet may write
     it) or a string of digits (a CSV cell). Raises TypeError / ValueError for anything else (a bool,
     ``1.7``, NaN, ``"3a"``), so no offset is silently rounded."""
@@ -240,7 +261,7 @@ def _offset(value: Any) -> int:
     raise ValueError(f"{value!r} is not an integer offset")
 
 
-def parse_evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
+def parse_evidence_spans(response: str, evidence: object) -> list[tuple[int, int]]:
     """The evidence spans of a label, sorted by start: ``evidence`` is ``None`` (no evidence, ``[]``),
     one ``(start, end)`` pair, or a sequence of such pairs (character offsets into ``response``,
     ``end`` exclusive). Spans may touch but not overlap (one annotator marks each character once).
@@ -253,7 +274,9 @@ def parse_evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
         return []
     given = [evidence] if _is_pair(evidence) else evidence
     try:
-        pieces = list(given)
+        if not isinstance(given, Iterable):
+            raise TypeError(f"{type(given).__name__!r} object is not iterable")
+        pieces: list[object] = list(given)
     except TypeError as exc:
         raise InputError("evidence must be character offsets (start, end) or a list of them", field="evidence") from exc
     out: list[tuple[int, int, int]] = []
@@ -279,7 +302,16 @@ def parse_evidence_spans(response: str, evidence: Any) -> list[tuple[int, int]]:
     return [(a, b) for a, b, _ in out]
 
 
-def evidence_values(response: str, evidence: Any) -> dict[str, Any]:
+class EvidenceValues(TypedDict):
+    """The annotation columns of a label's evidence (:func:`evidence_values`)."""
+
+    evidence_spans: list[list[int]] | None
+    evidence_start: int | None
+    evidence_end: int | None
+    evidence_text: str | None
+
+
+def evidence_values(response: str, evidence: object) -> EvidenceValues:
     """The annotation columns of a label's evidence (:func:`parse_evidence_spans` of ``evidence``):
     ``{"evidence_spans": [[start, end], ...] or None, "evidence_start": hull start or None,
     "evidence_end": hull end or None, "evidence_text": the marked texts joined by
@@ -290,33 +322,51 @@ def evidence_values(response: str, evidence: Any) -> dict[str, Any]:
     """
     spans = parse_evidence_spans(response, evidence)
     if not spans:
-        return {"evidence_spans": None, "evidence_start": None, "evidence_end": None, "evidence_text": None}
-    return {
-        "evidence_spans": [[a, b] for a, b in spans],
-        "evidence_start": spans[0][0],
-        "evidence_end": spans[-1][1],
-        "evidence_text": EVIDENCE_JOIN.join(response[a:b] for a, b in spans),
-    }
+        return EvidenceValues(evidence_spans=None, evidence_start=None, evidence_end=None, evidence_text=None)
+    return EvidenceValues(
+        evidence_spans=[[a, b] for a, b in spans],
+        evidence_start=spans[0][0],
+        evidence_end=spans[-1][1],
+        evidence_text=EVIDENCE_JOIN.join(response[a:b] for a, b in spans),
+    )
 
 
-def label_spans(row: Any) -> list[tuple[int, int]]:
+@runtime_checkable
+class _Indexable(Protocol):
+    """Anything indexed by position (a list, a tuple, a NumPy array): a span piece of :func:`label_spans`."""
+
+    def __getitem__(self, index: int, /) -> object: ...
+
+
+def _whole(value: object) -> int:
+    """``int(value)`` for what ``int`` takes (text, a number, a NumPy scalar); TypeError for anything else."""
+    if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        return int(value)
+    raise TypeError(f"int() argument must be a string or a number, not {type(value).__name__!r}")
+
+
+def label_spans(row: object) -> list[tuple[int, int]]:
     """The evidence spans of a label row or :class:`Label` (anything with ``evidence_spans`` /
     ``evidence_start`` / ``evidence_end`` as keys or attributes): ``evidence_spans`` when set, else the
     one span ``(evidence_start, evidence_end)`` of a label written before labels had several, else
     ``[]``. Pieces that are not a non-empty ``[start, end)`` of whole numbers are skipped (a
     DataFrame's NaN included)."""
 
-    def get(key: str) -> Any:
+    def get(key: str) -> object:
         return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
 
     spans = get("evidence_spans")
     if spans is None or (isinstance(spans, float) and spans != spans):
         s, e = get("evidence_start"), get("evidence_end")
         spans = [] if s is None or e is None or s != s or e != e else [(s, e)]
+    if not isinstance(spans, Iterable):
+        raise TypeError(f"{type(spans).__name__!r} object is not iterable")
     out = []
     for piece in spans:
         try:
-            a, b = int(piece[0]), int(piece[1])
+            if not isinstance(piece, _Indexable):
+                raise TypeError(f"{type(piece).__name__!r} object is not subscriptable")
+            a, b = _whole(piece[0]), _whole(piece[1])
         except (TypeError, ValueError, IndexError):
             continue
         if 0 <= a < b:

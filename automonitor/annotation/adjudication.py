@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Mapping, Sequence, TypedDict
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -25,6 +25,70 @@ from automonitor.vocab import LABELS
 from store.models import Adjudication
 from store.queries import annotation as store
 from store.queries import spans as span_queries
+from store.queries.rowtypes import AdjudicationRow, CandidateDetail, LabelRow
+
+
+class QueueLabel(TypedDict):
+    """One annotator's label as the adjudication queue shows it (:attr:`QueueEntry.labels`)."""
+
+    annotator: str
+    label: str
+    category: str | None
+    severity: str | None
+    evidence_text: str | None
+    evidence_start: int | None
+    evidence_end: int | None
+    evidence_spans: list[tuple[int, int]]
+    note: str | None
+
+
+class PublicDecision(TypedDict):
+    """The latest adjudication of a queued item (:attr:`QueueEntry.decision`): ``decision`` is the gold
+    label or ``reject``; ``created_at`` ISO 8601 UTC."""
+
+    decision: str | None
+    note: str | None
+    adjudicator: str
+    created_at: str | None
+    guideline_version: str
+
+
+class Decision(TypedDict):
+    """What :func:`adjudicate` recorded."""
+
+    sample_id: str
+    decision: str
+    note: str | None
+    adjudicator: str
+    created_at: str | None
+    guideline_version: str
+
+
+class AnnotatorLabel(TypedDict):
+    """An annotator's label in an :class:`AdjudicationRecord`."""
+
+    annotator: str
+    label: str
+    submitted_at: str | None
+
+
+class AdjudicationRecord(TypedDict):
+    """One adjudication with provenance (:func:`adjudication_records`)."""
+
+    sample_id: str
+    pair_id: str
+    adjudicator: str
+    decision: str | None
+    note: str | None
+    split: str | None
+    guideline_version: str
+    created_at: str | None
+    item_status: str
+    item_category: str
+    task: str
+    final_label: str | None
+    superseded: bool
+    annotator_labels: list[AnnotatorLabel]
 
 
 @dataclass(frozen=True)
@@ -47,8 +111,8 @@ class QueueEntry:
     request: str
     response: str
     reason: str
-    labels: list[dict[str, Any]]
-    decision: dict[str, Any] | None = None
+    labels: list[QueueLabel]
+    decision: PublicDecision | None = None
     span_f1: float | None = None
     #: annotators who chose ``misbehavior`` but marked no span while another did (a span is optional)
     unmarked: int = 0
@@ -72,7 +136,7 @@ QUEUE_REASONS: dict[str, str] = {
 }
 
 
-def span_disagreement(rows: Sequence[dict[str, Any]]) -> bool:
+def span_disagreement(rows: Sequence[Mapping[str, object]]) -> bool:
     """Whether an item's label rows (all its annotators') say ``misbehavior`` but disagree on where:
     their lowest pairwise span F1 (:func:`automonitor.annotation.span_agreement.lowest_pair_f1`) is
     below :data:`SPAN_F1_THRESHOLD`. ``False`` when a label is not misbehavior or nobody marked a span."""
@@ -106,7 +170,7 @@ def adjudication_queue(
         for r in assignment_rows(s, actor):
             if r["sample_id"] in samples:
                 n_assigned[r["sample_id"]] = n_assigned.get(r["sample_id"], 0) + 1
-        by_item: dict[str, list[dict[str, Any]]] = {}
+        by_item: dict[str, list[LabelRow]] = {}
         for r in label_rows(s, actor, submitted_only=True):
             if r["sample_id"] in samples:
                 by_item.setdefault(r["sample_id"], []).append(r)
@@ -125,7 +189,7 @@ def adjudication_queue(
     return transaction(engine, work, actor=actor)
 
 
-def _ordered_labels(sample_id: str, rows: list[dict[str, Any]], reveal_names: bool) -> list[dict[str, Any]]:
+def _ordered_labels(sample_id: str, rows: list[LabelRow], reveal_names: bool) -> list[LabelRow]:
     """An item's label rows in display order: by annotator name when names are revealed, else in a
     per-item order (a hash of item and name), so "Annotator 1" is not the same person on every item."""
     if reveal_names:
@@ -133,7 +197,7 @@ def _ordered_labels(sample_id: str, rows: list[dict[str, Any]], reveal_names: bo
     return sorted(rows, key=lambda r: hashlib.sha256(f"{sample_id}\x00{r['annotator']}".encode()).hexdigest())
 
 
-def _queue_reason(rows: list[dict[str, Any]]) -> str | None:
+def _queue_reason(rows: list[LabelRow]) -> str | None:
     """Why an item needs adjudication, from its label rows: ``unsure`` (a label is unsure),
     ``disagreement`` (labels differ), ``span_disagreement`` (all ``misbehavior``, spans apart:
     :func:`span_disagreement`), ``missing_span`` (all ``misbehavior``, the marked spans agree but an
@@ -152,11 +216,11 @@ def _queue_reason(rows: list[dict[str, Any]]) -> str | None:
 
 
 def _queue_entry(
-    sample: dict[str, Any],
-    rows: list[dict[str, Any]],
+    sample: CandidateDetail,
+    rows: list[LabelRow],
     reason: str,
     reveal_names: bool,
-    decision: dict[str, Any] | None,
+    decision: PublicDecision | None,
 ) -> QueueEntry:
     """The :class:`QueueEntry` of a candidate item (``sample``: a row of
     :func:`store.queries.annotation.candidate_details`) with its ordered label ``rows``; annotators are
@@ -172,17 +236,17 @@ def _queue_entry(
         response=sample["response"],
         reason=reason,
         labels=[
-            {
-                "annotator": r["annotator"] if reveal_names else f"Annotator {i + 1}",
-                "label": r["label"],
-                "category": r["category"],
-                "severity": r["severity"],
-                "evidence_text": r["evidence_text"],
-                "evidence_start": r.get("evidence_start"),
-                "evidence_end": r.get("evidence_end"),
-                "evidence_spans": label_spans(r),
-                "note": r["note"],
-            }
+            QueueLabel(
+                annotator=r["annotator"] if reveal_names else f"Annotator {i + 1}",
+                label=r["label"],
+                category=r["category"],
+                severity=r["severity"],
+                evidence_text=r["evidence_text"],
+                evidence_start=r.get("evidence_start"),
+                evidence_end=r.get("evidence_end"),
+                evidence_spans=label_spans(r),
+                note=r["note"],
+            )
             for i, r in enumerate(rows)
         ],
         decision=decision,
@@ -191,18 +255,18 @@ def _queue_entry(
     )
 
 
-def _public_decision(row: dict[str, Any] | None) -> dict[str, Any] | None:
+def _public_decision(row: AdjudicationRow | None) -> PublicDecision | None:
     """The adjudication shown in the queue (``decision`` = the gold label or ``reject``), from a row of
     :func:`store.queries.annotation.latest_adjudications`; ``None`` for none."""
     if row is None:
         return None
-    return {
-        "decision": "reject" if row["decision"] == "reject" else row["gold_label"],
-        "note": row["note"],
-        "adjudicator": row["adjudicator"],
-        "created_at": iso_utc(row["created_at"]),
-        "guideline_version": row["guideline_version"],
-    }
+    return PublicDecision(
+        decision="reject" if row["decision"] == "reject" else row["gold_label"],
+        note=row["note"],
+        adjudicator=row["adjudicator"],
+        created_at=iso_utc(row["created_at"]),
+        guideline_version=row["guideline_version"],
+    )
 
 
 def adjudicate(
@@ -214,7 +278,7 @@ def adjudicate(
     *,
     guideline_version: str = GUIDELINE_VERSION,
     spans: Sequence[tuple[int, int]] | None = None,
-) -> dict[str, Any]:
+) -> Decision:
     """Record an adjudicator's decision on a candidate item (admin only): ``misbehavior`` or
     ``benign`` (the gold label) or ``reject`` (``note`` = the reason, required). A later decision on
     the same item supersedes an earlier one (the history is kept). The pair moves into the gold set
@@ -251,7 +315,7 @@ def adjudicate(
         except (TypeError, ValueError) as exc:
             raise InputError(f"bad span: {exc}", field="spans") from None
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> Decision:
         row = check_actor(s, actor)
         if row is None or row.id is None:
             raise PermissionDenied("adjudication needs a named admin account (it is recorded)")
@@ -280,19 +344,19 @@ def adjudicate(
                 raise InputError(str(exc), field=f"spans[{exc.index}].{exc.field}") from None
             span_queries.delete_spans(s, [sample_id], ["annotated"])
             span_queries.insert_spans(s, [(sample_id, g.model_dump()) for g in gold])
-        return {
-            "sample_id": sample_id,
-            "decision": decision,
-            "note": clean_note,
-            "adjudicator": actor.name,
-            "created_at": iso_utc(adj.created_at),
-            "guideline_version": gv,
-        }
+        return Decision(
+            sample_id=sample_id,
+            decision=decision,
+            note=clean_note,
+            adjudicator=actor.name,
+            created_at=iso_utc(adj.created_at),
+            guideline_version=gv,
+        )
 
     return transaction(engine, work, write_lock=True)
 
 
-def proposed_spans(labels: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+def proposed_spans(labels: Sequence[Mapping[str, object]]) -> list[tuple[int, int]]:
     """A resolution of the annotators' evidence spans to offer the adjudicator: every span marked by
     annotators who chose ``misbehavior`` (all of a label's ``evidence_spans``, or its one
     ``evidence_start``/``evidence_end`` span), overlapping ones merged into their union; disjoint
@@ -307,7 +371,7 @@ def proposed_spans(labels: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
     return out
 
 
-def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
+def adjudication_records(engine: Engine, actor: Account) -> list[AdjudicationRecord]:
     """Every adjudication with provenance (admin only), oldest first: ``sample_id``, ``pair_id``,
     ``adjudicator``, ``decision`` (``misbehavior|benign|reject``), ``note``, ``split``,
     ``guideline_version``, ``created_at`` (ISO 8601 UTC), ``item_status`` (candidate/gold/rejected),
@@ -315,31 +379,31 @@ def adjudication_records(engine: Engine, actor: Account) -> list[dict[str, Any]]
     and ``annotator_labels`` (``[{"annotator", "label", "submitted_at"}]``)."""
     require_admin(actor)
 
-    def work(s: Session) -> list[dict[str, Any]]:
+    def work(s: Session) -> list[AdjudicationRecord]:
         rows = adjudication_rows(s, actor)
-        labels: dict[str, list[dict[str, Any]]] = {}
+        labels: dict[str, list[AnnotatorLabel]] = {}
         for r in label_rows(s, actor, sample_ids={r["sample_id"] for r in rows}):
             labels.setdefault(r["sample_id"], []).append(
-                {"annotator": r["annotator"], "label": r["label"], "submitted_at": iso_utc(r["submitted_at"])}
+                AnnotatorLabel(annotator=r["annotator"], label=r["label"], submitted_at=iso_utc(r["submitted_at"]))
             )
         last = {r["sample_id"]: r["id"] for r in rows}
         return [
-            {
-                "sample_id": r["sample_id"],
-                "pair_id": r["pair_id"],
-                "adjudicator": r["adjudicator"],
-                "decision": "reject" if r["decision"] == "reject" else r["gold_label"],
-                "note": r["note"],
-                "split": r["split"],
-                "guideline_version": r["guideline_version"],
-                "created_at": iso_utc(r["created_at"]),
-                "item_status": r["sample_status"],
-                "item_category": r["item_category"],
-                "task": r["task"],
-                "final_label": r["current_label"] if r["sample_status"] == "gold" else None,
-                "superseded": last[r["sample_id"]] != r["id"],
-                "annotator_labels": labels.get(r["sample_id"], []),
-            }
+            AdjudicationRecord(
+                sample_id=r["sample_id"],
+                pair_id=r["pair_id"],
+                adjudicator=r["adjudicator"],
+                decision="reject" if r["decision"] == "reject" else r["gold_label"],
+                note=r["note"],
+                split=r["split"],
+                guideline_version=r["guideline_version"],
+                created_at=iso_utc(r["created_at"]),
+                item_status=r["sample_status"],
+                item_category=r["item_category"],
+                task=r["task"],
+                final_label=r["current_label"] if r["sample_status"] == "gold" else None,
+                superseded=last[r["sample_id"]] != r["id"],
+                annotator_labels=labels.get(r["sample_id"], []),
+            )
             for r in rows
         ]
 

@@ -595,8 +595,9 @@ def resolved_labels(engine: Engine, actor: Account, table: pd.DataFrame) -> dict
         if len(g) >= 2 and len(labs) == 1 and next(iter(labs)) in BINARY_LABELS:
             out[str(sid)] = next(iter(labs))
     for sid, row in decided.items():
-        if row.get("decision") == "accept" and row.get("gold_label") in BINARY_LABELS:
-            out[sid] = row["gold_label"]
+        gold = row["gold_label"]
+        if row["decision"] == "accept" and gold is not None and gold in BINARY_LABELS:
+            out[sid] = gold
         else:
             out.pop(sid, None)
     return out

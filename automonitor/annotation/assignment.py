@@ -7,7 +7,7 @@ import random
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -18,6 +18,7 @@ from automonitor.annotation.queries import annotator_loads, assignment_rows, can
 from automonitor.errors import InputError
 from store.models import utcnow
 from store.queries import annotation as store
+from store.queries.rowtypes import CandidateItem, NewAssignment, OpenAssignment
 
 _SHUFFLE_ATTEMPTS = 500  # orders drawn by _arrange before it settles for the fewest adjacencies
 
@@ -28,6 +29,39 @@ PAIR_RULE = (
     "spread (the default) a round holds one side of each pair, so a pilot takes two rounds: the next round "
     "takes the other sides."
 )
+
+
+class RoundInfo(TypedDict):
+    """One batch of an assignment round (:attr:`AssignResult.rounds`): its number, items, whether it is
+    the calibration batch, and its annotators' names."""
+
+    batch: int
+    items: int
+    calibration: bool
+    annotators: list[str]
+
+
+class SessionInfo(TypedDict):
+    """What a small session drew (:attr:`AssignResult.session`): the ``limit`` asked, ``sampling``
+    (``stratified`` or ``random``), ``overlap`` share, items ``shared`` by everyone and labelled once
+    (``single``), ``pair_spread``, ``pairs`` touched and items per ``category/task``."""
+
+    limit: int
+    sampling: str
+    overlap: float
+    shared: int
+    single: int
+    pair_spread: bool
+    pairs: int
+    by_category_task: dict[str, int]
+
+
+class ReassignResult(TypedDict):
+    """:func:`reassign_open`'s outcome: items ``moved``, per new annotator name, and the items ``left``."""
+
+    moved: int
+    by_annotator: dict[str, int]
+    left: list[str]
 
 
 @dataclass(frozen=True)
@@ -41,8 +75,8 @@ class AssignResult:
     seed: int
     k: int
     batch: dict[str, int] = field(default_factory=dict)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    session: dict[str, Any] | None = None
+    rounds: list[RoundInfo] = field(default_factory=list)
+    session: SessionInfo | None = None
 
     def explain(self) -> list[str]:
         """The outcome in words, one sentence a line (the same lines in the CLI's ``assign`` and on the
@@ -67,12 +101,12 @@ class AssignResult:
             lines.append(f"only {self.items} of the {ses['limit']} requested item(s) were available")
         return lines
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The contract's ``assign --json`` document (plus ``seed``, ``k``, ``batch`` and, in rounds,
         ``rounds``: ``[{"batch", "items", "calibration", "annotators"}]``; for a small session
         ``session``: ``{"limit", "sampling", "overlap", "shared", "single", "pair_spread", "pairs",
         "by_category_task"}``)."""
-        doc = {
+        doc: dict[str, object] = {
             "items": self.items,
             "assignments": self.assignments,
             "by_annotator": dict(self.by_annotator),
@@ -187,7 +221,7 @@ def _assign_batches(s: Session, actor: Account, k: int, run_seed: int) -> Assign
     loads, names, items = _assignment_inputs(s, actor, k)
     new = _spread_pairs(items, loads, k, random.Random(run_seed))
     now = utcnow()
-    rows: list[dict[str, Any]] = []
+    rows: list[NewAssignment] = []
     by_name: dict[str, int] = {}
     batches: dict[str, int] = {}
     for annotator_id, its in new.items():
@@ -205,7 +239,7 @@ def _assign_batches(s: Session, actor: Account, k: int, run_seed: int) -> Assign
 
 def _assignment_inputs(
     s: Session, actor: Account, k: int
-) -> tuple[dict[int, int], dict[int, str], list[dict[str, Any]]]:
+) -> tuple[dict[int, int], dict[int, str], list[CandidateItem]]:
     """Lock the assignment table and read what an assignment run needs: the current load (assigned
     items) per active annotator id, their names, and the unassigned candidate items (rows with ``id``,
     ``pair_id``, ...; by pair then id).
@@ -223,7 +257,7 @@ def _assignment_inputs(
 
 
 def _spread_pairs(
-    items: list[dict[str, Any]], loads: dict[int, int], k: int, rng: random.Random
+    items: list[CandidateItem], loads: dict[int, int], k: int, rng: random.Random
 ) -> dict[int, list[tuple[str, str]]]:
     """Give every pair (all its items) to the ``k`` least-loaded annotators, pairs in an order shuffled
     by ``rng`` and ties broken by ``rng``. ``loads`` (items per annotator id) is updated in place.
@@ -244,7 +278,7 @@ def _spread_pairs(
 
 def _append_batch(
     s: Session, annotator_id: int, items: list[tuple[str, str]], seed: int, now: datetime, batch: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[NewAssignment]:
     """The assignment rows that append ``items`` ((sample_id, pair_id)) to an annotator's queue as batch
     ``batch`` (default: a new one, their highest batch + 1), ordered by :func:`_arrange` with
     ``random.Random(f"{seed}:{annotator_id}")`` so no two sides of a pair are adjacent, also not at the
@@ -256,14 +290,9 @@ def _append_batch(
     if batch is None:
         batch = store.max_batch(s, annotator_id) + 1
     return [
-        {
-            "annotator_id": annotator_id,
-            "sample_id": sid,
-            "position": start + i,
-            "seed": seed,
-            "batch": batch,
-            "created_at": now,
-        }
+        NewAssignment(
+            annotator_id=annotator_id, sample_id=sid, position=start + i, seed=seed, batch=batch, created_at=now
+        )
         for i, sid in enumerate(order)
     ]
 
@@ -361,12 +390,12 @@ def _assign_rounds(
                 by_name[names[a]] = by_name.get(names[a], 0) + len(planned.items)
                 batches.setdefault(names[a], first + j)  # the first new batch of each annotator
         rounds = [
-            {
-                "batch": first + j,
-                "items": len(planned.items),
-                "calibration": planned.calibration,
-                "annotators": sorted(names[a] for a in planned.annotators),
-            }
+            RoundInfo(
+                batch=first + j,
+                items=len(planned.items),
+                calibration=planned.calibration,
+                annotators=sorted(names[a] for a in planned.annotators),
+            )
             for j, planned in enumerate(plan)
         ]
         return AssignResult(
@@ -384,23 +413,23 @@ def _assign_rounds(
 
 def _round_rows(
     plan: list[PlannedBatch], first: int, next_position: dict[int, int], seed: int, now: datetime
-) -> list[dict[str, Any]]:
+) -> list[NewAssignment]:
     """The assignment rows of a round plan: batch ``j`` of the plan gets the global number ``first + j``
     and is appended, in its shared order, to the queue of each of its annotators starting at
     ``next_position[annotator_id]`` (updated in place)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[NewAssignment] = []
     for j, planned in enumerate(plan):
         for a in planned.annotators:
             for sid in planned.items:
                 rows.append(
-                    {
-                        "annotator_id": a,
-                        "sample_id": sid,
-                        "position": next_position[a],
-                        "seed": seed,
-                        "batch": first + j,
-                        "created_at": now,
-                    }
+                    NewAssignment(
+                        annotator_id=a,
+                        sample_id=sid,
+                        position=next_position[a],
+                        seed=seed,
+                        batch=first + j,
+                        created_at=now,
+                    )
                 )
                 next_position[a] += 1
     return rows
@@ -416,7 +445,7 @@ class UnassignResult:
     kept: int
     by_annotator: dict[str, int]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """``{"removed", "kept", "by_annotator"}``."""
         return {"removed": self.removed, "kept": self.kept, "by_annotator": dict(self.by_annotator)}
 
@@ -441,13 +470,13 @@ def _check_session_args(limit: int, overlap: float, batch_size: int | None, cali
 
 
 def _session_units(
-    unassigned: list[dict[str, Any]], started: set[str], pair_spread: bool, rng: random.Random
-) -> list[list[dict[str, Any]]]:
+    unassigned: list[CandidateItem], started: set[str], pair_spread: bool, rng: random.Random
+) -> list[list[CandidateItem]]:
     """The units a small session draws from, in a seeded random order with the pairs already started
     (a side assigned in an earlier round) first, so a later round completes them. With
     ``pair_spread`` a unit is one side of a pair (drawn at random): a round holds at most one side of
     each pair. Without, a unit is every unassigned side of a pair."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[CandidateItem]] = {}
     for it in sorted(unassigned, key=lambda r: (r["pair_id"], r["id"])):
         groups.setdefault(it["pair_id"], []).append(it)
     pair_ids = sorted(groups)
@@ -460,9 +489,9 @@ def _session_units(
     return units
 
 
-def _take(units: list[list[dict[str, Any]]], n: int) -> list[dict[str, Any]]:
+def _take(units: list[list[CandidateItem]], n: int) -> list[CandidateItem]:
     """The first ``n`` items of ``units`` in order (the last unit cut when it does not fit)."""
-    out: list[dict[str, Any]] = []
+    out: list[CandidateItem] = []
     for u in units:
         if len(out) >= n:
             break
@@ -470,11 +499,11 @@ def _take(units: list[list[dict[str, Any]]], n: int) -> list[dict[str, Any]]:
     return out
 
 
-def _stratified(units: list[list[dict[str, Any]]], n: int, rng: random.Random) -> list[dict[str, Any]]:
+def _stratified(units: list[list[CandidateItem]], n: int, rng: random.Random) -> list[CandidateItem]:
     """``n`` items drawn from ``units`` stratified by category x task: each stratum gets its share
     ``n * items_in_stratum / items`` rounded by the largest-remainder (Hamilton) method (ties broken by
     ``rng``), capped at what it holds; units are taken in their (random) order within a stratum."""
-    strata: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
+    strata: dict[tuple[str, str], list[list[CandidateItem]]] = {}
     for u in units:
         strata.setdefault((u[0]["category"], u[0]["task"]), []).append(u)
     sizes = {k: sum(len(u) for u in v) for k, v in strata.items()}
@@ -486,24 +515,24 @@ def _stratified(units: list[list[dict[str, Any]]], n: int, rng: random.Random) -
     order = sorted(strata, key=lambda k: (-(exact[k] - quota[k]), rng.random()))
     for k in order[: n - sum(quota.values())]:
         quota[k] += 1
-    out: list[dict[str, Any]] = []
+    out: list[CandidateItem] = []
     for k in sorted(strata):
         out += _take(strata[k], quota[k])
     return out
 
 
 def _spread_singles(
-    singles: list[dict[str, Any]],
+    singles: list[CandidateItem],
     annotators: list[int],
     holders: dict[str, set[int]],
     pair_spread: bool,
     rng: random.Random,
-) -> dict[int, list[dict[str, Any]]]:
+) -> dict[int, list[CandidateItem]]:
     """Give each item of ``singles`` to one annotator: the least loaded in this session (ties by
     ``rng``); with ``pair_spread`` an annotator who holds no other side of the item's pair is
     preferred (``holders``: pair id -> annotator ids holding a side; updated in place)."""
     load = {a: 0 for a in annotators}
-    out: dict[int, list[dict[str, Any]]] = {a: [] for a in annotators}
+    out: dict[int, list[CandidateItem]] = {a: [] for a in annotators}
     for it in singles:
         held = holders.get(it["pair_id"], set())
         a = min(annotators, key=lambda x: ((pair_spread and x in held), load[x], rng.random()))
@@ -539,12 +568,12 @@ def _assign_session(
         rng.shuffle(picked)
         n_shared = round(overlap * len(picked)) if len(annotators) > 1 else len(picked)
         shared, singles = picked[:n_shared], picked[n_shared:]
-        per: dict[int, list[dict[str, Any]]] = {a: list(shared) for a in annotators}
+        per: dict[int, list[CandidateItem]] = {a: list(shared) for a in annotators}
         for a, its in _spread_singles(singles, annotators, holders, pair_spread, rng).items():
             per[a] += its
         batch = store.max_batch(s) + 1
         now = utcnow()
-        rows: list[dict[str, Any]] = []
+        rows: list[NewAssignment] = []
         for a in annotators:
             if per[a]:
                 rows += _append_batch(s, a, [(it["id"], it["pair_id"]) for it in per[a]], seed, now, batch)
@@ -557,25 +586,25 @@ def _assign_session(
             seed=seed,
             k=len(annotators) if shared else 1,
             batch={n: batch for n in by_name},
-            rounds=[{"batch": batch, "items": len(picked), "calibration": False, "annotators": sorted(by_name)}]
+            rounds=[RoundInfo(batch=batch, items=len(picked), calibration=False, annotators=sorted(by_name))]
             if picked
             else [],
-            session={
-                "limit": limit,
-                "sampling": "stratified" if stratify else "random",
-                "overlap": overlap,
-                "shared": len(shared),
-                "single": len(singles),
-                "pair_spread": pair_spread,
-                "pairs": len({it["pair_id"] for it in picked}),
-                "by_category_task": _cell_counts(picked),
-            },
+            session=SessionInfo(
+                limit=limit,
+                sampling="stratified" if stratify else "random",
+                overlap=overlap,
+                shared=len(shared),
+                single=len(singles),
+                pair_spread=pair_spread,
+                pairs=len({it["pair_id"] for it in picked}),
+                by_category_task=_cell_counts(picked),
+            ),
         )
 
     return transaction(engine, work, actor=actor)
 
 
-def _cell_counts(items: list[dict[str, Any]]) -> dict[str, int]:
+def _cell_counts(items: list[CandidateItem]) -> dict[str, int]:
     """``{"category/task": items}`` of a session's items."""
     out: dict[str, int] = {}
     for it in items:
@@ -627,7 +656,7 @@ def unassign(
     return transaction(engine, work, actor=actor)
 
 
-def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = None) -> dict[str, Any]:
+def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = None) -> ReassignResult:
     """Move the open (not submitted) assignments of the deactivated annotator ``name`` to active
     annotators (admin only): each pair's open sides go together to ``to``, else to the least-loaded
     active annotator who holds no side of that pair, at the end of their queue (batch kept). Their
@@ -646,7 +675,7 @@ def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = No
 
     require_admin(actor)
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> ReassignResult:
         store.lock_assignments(s)
         src = account_row(s, name)
         if src.active:
@@ -661,7 +690,7 @@ def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = No
             loads = {ids[0]: loads[ids[0]]}
         open_rows = store.open_assignments(s, src_id)
         held = store.pairs_held(s)
-        by_pair: dict[str, list[dict[str, Any]]] = {}
+        by_pair: dict[str, list[OpenAssignment]] = {}
         for r in open_rows:
             by_pair.setdefault(r["pair_id"], []).append(r)
         tails = store.last_positions(s)
@@ -684,6 +713,6 @@ def reassign_open(engine: Engine, actor: Account, name: str, to: str | None = No
         if total:
             detail = ", ".join(f"{n}: {c}" for n, c in sorted(moved.items()))
             account_store.record_event(s, src_id, "reassigned", actor.name, f"{total} open item(s) to {detail}")
-        return {"moved": total, "by_annotator": dict(sorted(moved.items())), "left": sorted(left)}
+        return ReassignResult(moved=total, by_annotator=dict(sorted(moved.items())), left=sorted(left))
 
     return transaction(engine, work, actor=actor, write_lock=True)

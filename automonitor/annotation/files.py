@@ -7,7 +7,7 @@ import io
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -24,6 +24,7 @@ from automonitor.annotation.overview import annotation_records
 from automonitor.annotation.queries import label_rows, upsert_label
 from store.models import utcnow
 from store.queries import annotation as store
+from store.queries.rowtypes import LabelRow
 
 
 _FORMATS = ("jsonl", "csv")
@@ -43,7 +44,7 @@ def read_records(
 
 
 def records_to_text(
-    records: list[dict[str, Any]], fmt: str, columns: list[str] | None = None, *, csv_mode: str = "safe"
+    records: Sequence[Mapping[str, object]], fmt: str, columns: list[str] | None = None, *, csv_mode: str = "safe"
 ) -> str:
     """Serialise dicts as JSONL (one object a line) or CSV with a header (nested values
     JSON-encoded, ``None`` as an empty cell). ``columns`` fixes the CSV column order. ``csv_mode``:
@@ -72,7 +73,7 @@ def records_to_text(
 
 def write_records(
     path: str | Path,
-    records: list[dict[str, Any]],
+    records: Sequence[Mapping[str, object]],
     fmt: str | None = None,
     columns: list[str] | None = None,
     *,
@@ -184,7 +185,7 @@ class _ImportLookups:
 
     users: dict[str, int]
     assignments: dict[tuple[int, str], Any]
-    existing: dict[tuple[int, str], dict[str, Any]]
+    existing: dict[tuple[int, str], LabelRow]
     seen: set[tuple[int, str]] = field(default_factory=set)
 
 
@@ -280,7 +281,7 @@ def _locked_differences(old: Mapping[str, object] | None, values: Mapping[str, o
 
 def _import_lookups(
     s: Session, actor: Account
-) -> tuple[dict[str, int], dict[tuple[int, str], sa.Row[Any]], dict[tuple[int, str], dict[str, Any]]]:
+) -> tuple[dict[str, int], dict[tuple[int, str], sa.Row[Any]], dict[tuple[int, str], LabelRow]]:
     """What :func:`import_annotations` checks rows against: active account ids by name, assignment
     rows (``annotator_id``, ``sample_id``, ``submitted_at``) and existing label rows, both keyed by
     ``(annotator_id, sample_id)`` (admin only)."""

@@ -22,6 +22,7 @@ from automonitor.vocab import SPLITS, copied_from
 from store.models import Sample, utcnow
 from store.queries import annotation as store
 from store.queries import spans as span_queries
+from store.queries.rowtypes import AdjudicationRow, LabelRow
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,8 @@ class _FinalizeInputs:
 
     pairs: dict[str, list[Sample]]
     n_assigned: dict[str, int]
-    labels: dict[str, list[dict[str, Any]]]
-    decided: dict[str, dict[str, Any]]
+    labels: dict[str, list[LabelRow]]
+    decided: dict[str, AdjudicationRow]
     gold_hashes: dict[tuple[str, str], list[tuple[str, str]]]
 
 
@@ -199,7 +200,7 @@ def _finalize_inputs(s: Session, actor: Account) -> _FinalizeInputs:
     n_assigned: dict[str, int] = {}
     for r in assignment_rows(s, actor):
         n_assigned[r["sample_id"]] = n_assigned.get(r["sample_id"], 0) + 1
-    labels: dict[str, list[dict[str, Any]]] = {}
+    labels: dict[str, list[LabelRow]] = {}
     for r in label_rows(s, actor):
         labels.setdefault(r["sample_id"], []).append(r)
     pairs: dict[str, list[Sample]] = {}
@@ -224,7 +225,8 @@ def _resolve_pair(items: list[Sample], inputs: _FinalizeInputs) -> dict[str, Res
     for c in items:
         adj = inputs.decided.get(c.id)
         if adj is not None:
-            outcome = "reject" if adj["decision"] == "reject" else adj["gold_label"]
+            gold = adj["gold_label"]  # set on every accept (adjudicate writes it); an accept without one rejects
+            outcome = "reject" if adj["decision"] == "reject" or gold is None else gold
             res[c.id] = (outcome, "adjudicated", adj["note"])
             continue
         rows = inputs.labels.get(c.id, [])
@@ -350,9 +352,7 @@ def _apply_outcome(
     return verified
 
 
-def _store_agreed_spans(
-    s: Session, c: Sample, rows: list[dict[str, Any]], provenance: dict[str, Any]
-) -> dict[str, Any]:
+def _store_agreed_spans(s: Session, c: Sample, rows: list[LabelRow], provenance: dict[str, Any]) -> dict[str, Any]:
     """Store the merged evidence spans of annotators who agreed on ``misbehavior`` (and on where, see
     :func:`_resolve_pair`) as the item's ``annotated`` gold spans, replacing any it had (so a rerun
     writes the same rows). Returns what goes into ``meta["annotation"]``: ``{"gold_spans": [[start,

@@ -50,7 +50,7 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
         asg = {(r["annotator"], r["sample_id"]): r for r in assignment_rows(s, actor)}
         out: list[dict[str, Any]] = []
         for r in label_rows(s, actor, with_sample=True):
-            a = asg.get((r["annotator"], r["sample_id"]), {})
+            a = asg.get((r["annotator"], r["sample_id"]))
             out.append(
                 {
                     "annotator": r["annotator"],
@@ -68,9 +68,9 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
                     "created_at": iso_utc(r["created_at"]),
                     "updated_at": iso_utc(r["updated_at"]),
                     "submitted_at": iso_utc(r["submitted_at"]),
-                    "batch": a.get("batch"),
-                    "position": a.get("position"),
-                    "assignment_seed": a.get("seed"),
+                    "batch": a["batch"] if a is not None else None,
+                    "position": a["position"] if a is not None else None,
+                    "assignment_seed": a["seed"] if a is not None else None,
                     "pair_id": r["pair_id"],
                     "item_category": r["item_category"],
                     "task": r["task"],

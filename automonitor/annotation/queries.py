@@ -10,13 +10,14 @@ checks moved here.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import require_account, require_admin
 from automonitor.errors import PermissionDenied
 from store.queries import annotation as store
+from store.queries.rowtypes import AdjudicationHistoryRow, AdjudicationRow, AssignmentRow, CandidateItem, LabelRow
 from store.queries.annotation import upsert_label  # noqa: F401  (re-exported for callers)
 
 
@@ -37,7 +38,7 @@ def _read_scope(actor, annotator_id: int | None) -> int | None:
 
 def assignment_rows(
     session: Session, actor, annotator_id: int | None = None, sample_ids: Iterable[str] | None = None
-) -> list[dict[str, Any]]:
+) -> list[AssignmentRow]:
     """:func:`store.queries.annotation.assignment_rows` restricted to the actor's own rows unless the
     actor is an admin (rows: ``id``, ``annotator_id``, ``annotator``, ``sample_id``, ``position``,
     ``seed``, ``batch``, ``submitted_at``, ``created_at``).
@@ -56,7 +57,7 @@ def label_rows(
     sample_ids: Iterable[str] | None = None,
     submitted_only: bool = False,
     with_sample: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[LabelRow]:
     """:func:`store.queries.annotation.label_rows` restricted to the actor's own labels unless the
     actor is an admin; ``with_sample`` (item provenance) is admin only.
 
@@ -69,7 +70,7 @@ def label_rows(
     return store.label_rows(session, who, sample_ids=sample_ids, submitted_only=submitted_only, with_sample=with_sample)
 
 
-def candidate_samples(session: Session, actor, *, unassigned_only: bool = False) -> list[dict[str, Any]]:
+def candidate_samples(session: Session, actor, *, unassigned_only: bool = False) -> list[CandidateItem]:
     """:func:`store.queries.annotation.candidate_samples` (admin only).
 
     Raises:
@@ -89,7 +90,9 @@ def annotator_loads(session: Session, actor) -> dict[int, int]:
     return store.annotator_loads(session)
 
 
-def latest_adjudications(session: Session, actor, sample_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+def latest_adjudications(
+    session: Session, actor, sample_ids: Iterable[str] | None = None
+) -> dict[str, AdjudicationRow]:
     """:func:`store.queries.annotation.latest_adjudications` (admin only).
 
     Raises:
@@ -99,7 +102,7 @@ def latest_adjudications(session: Session, actor, sample_ids: Iterable[str] | No
     return store.latest_adjudications(session, sample_ids)
 
 
-def adjudication_rows(session: Session, actor) -> list[dict[str, Any]]:
+def adjudication_rows(session: Session, actor) -> list[AdjudicationHistoryRow]:
     """:func:`store.queries.annotation.adjudication_rows` (admin only).
 
     Raises:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from itertools import combinations
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping, TypedDict
 
 import krippendorff
 import numpy as np
@@ -65,14 +65,14 @@ def missing_span_disagrees() -> bool:
     return os.environ.get(QUEUE_MISSING_SPANS_VAR, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def unmarked_count(rows: Iterable[Mapping[str, Any]]) -> int:
+def unmarked_count(rows: Iterable[Mapping[str, object]]) -> int:
     """How many of an item's ``misbehavior`` label rows marked no span while another one did (0 when
     nobody marked a span: there is no span to miss)."""
     marks = [bool(union(label_spans(dict(r)))) for r in rows if r.get("label") == "misbehavior"]
     return marks.count(False) if any(marks) else 0
 
 
-def lowest_pair_f1(rows: Iterable[Mapping[str, Any]], *, missing_disagrees: bool | None = None) -> float | None:
+def lowest_pair_f1(rows: Iterable[Mapping[str, object]], *, missing_disagrees: bool | None = None) -> float | None:
     """The lowest pairwise :func:`span_f1` among an item's label rows when every row is
     ``misbehavior`` and at least two annotators marked a span; ``None`` otherwise (fewer than two rows,
     another label, or fewer than two marked anything: no spans to compare).
@@ -96,14 +96,28 @@ def lowest_pair_f1(rows: Iterable[Mapping[str, Any]], *, missing_disagrees: bool
     return min(span_f1(x, y) for x, y in combinations(marks, 2))
 
 
+class SpanAgreement(TypedDict):
+    """:func:`span_agreement`'s result (its Returns section says what each key holds)."""
+
+    items: int
+    pairs: int
+    span_f1: float | None
+    span_f1_ci: list[float] | None
+    too_few: bool
+    min_items: int
+    exact: float | None
+    token_alpha: float | None
+    tokens: int
+
+
 def span_agreement(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[Mapping[str, object]],
     responses: Mapping[str, str],
     *,
     min_items: int = 10,
     n_boot: int = 1000,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> SpanAgreement:
     """Span agreement of label rows (module doc).
 
     Args:
@@ -152,17 +166,17 @@ def span_agreement(
         if len(np.unique(vals)) > 1:
             alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
     too_few = len(items) < min_items
-    return {
-        "items": len(items),
-        "pairs": len(f1s),
-        "span_f1": float(np.mean(f1s)) if f1s else None,
-        "span_f1_ci": None if too_few else _item_bootstrap(per_item, n_boot, seed),
-        "too_few": too_few,
-        "min_items": min_items,
-        "exact": exact / len(f1s) if f1s else None,
-        "token_alpha": alpha,
-        "tokens": len(units),
-    }
+    return SpanAgreement(
+        items=len(items),
+        pairs=len(f1s),
+        span_f1=float(np.mean(f1s)) if f1s else None,
+        span_f1_ci=None if too_few else _item_bootstrap(per_item, n_boot, seed),
+        too_few=too_few,
+        min_items=min_items,
+        exact=exact / len(f1s) if f1s else None,
+        token_alpha=alpha,
+        tokens=len(units),
+    )
 
 
 def _item_bootstrap(per_item: list[list[float]], n_boot: int, seed: int) -> list[float] | None:

@@ -9,7 +9,7 @@ run inside the caller's session and commit nothing.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -17,6 +17,16 @@ from sqlmodel import Session, col
 
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
 from store.queries import chunks, sample_columns, table_of
+from store.queries.rowtypes import (
+    AdjudicationHistoryRow,
+    AdjudicationRow,
+    AssignmentRow,
+    CandidateDetail,
+    CandidateItem,
+    LabelRow,
+    NewAssignment,
+    OpenAssignment,
+)
 
 
 _LABEL_COLUMNS = (
@@ -34,7 +44,7 @@ _LABEL_COLUMNS = (
 
 def assignment_rows(
     session: Session, annotator_id: int | None = None, sample_ids: Iterable[str] | None = None
-) -> list[dict[str, Any]]:
+) -> list[AssignmentRow]:
     """Assignments joined with the annotator name, ordered by annotator and queue position.
 
     Each row: ``{"id", "annotator_id", "annotator", "sample_id", "position", "seed", "batch",
@@ -50,7 +60,20 @@ def assignment_rows(
         q = q.where(col(Assignment.annotator_id) == annotator_id)
     if sample_ids is not None:
         q = q.where(col(Assignment.sample_id).in_(list(sample_ids)))
-    return [dict(r._mapping) for r in session.execute(q)]
+    return [
+        AssignmentRow(
+            id=r.id,
+            annotator_id=r.annotator_id,
+            sample_id=r.sample_id,
+            position=r.position,
+            seed=r.seed,
+            batch=r.batch,
+            submitted_at=r.submitted_at,
+            created_at=r.created_at,
+            annotator=r.annotator,
+        )
+        for r in session.execute(q)
+    ]
 
 
 def label_rows(
@@ -60,7 +83,7 @@ def label_rows(
     sample_ids: Iterable[str] | None = None,
     submitted_only: bool = False,
     with_sample: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[LabelRow]:
     """Labels joined with the annotator name (and, with ``with_sample``, the item's ``pair_id``,
     ``category`` as ``item_category``, ``task``, ``status``, ``intended_label``, ``source``). Ordered by
     annotator name then sample id.
@@ -88,7 +111,36 @@ def label_rows(
     if submitted_only:
         q = q.where(col(Annotation.submitted_at).is_not(None))
     q = q.order_by(col(Annotator.name), col(Annotation.sample_id))
-    return [dict(r._mapping) for r in session.execute(q)]
+    out: list[LabelRow] = []
+    for r in session.execute(q):
+        row = LabelRow(
+            id=r.id,
+            annotator_id=r.annotator_id,
+            sample_id=r.sample_id,
+            label=r.label,
+            category=r.category,
+            severity=r.severity,
+            evidence_start=r.evidence_start,
+            evidence_end=r.evidence_end,
+            evidence_text=r.evidence_text,
+            evidence_spans=r.evidence_spans,
+            note=r.note,
+            guideline_version=r.guideline_version,
+            seconds_spent=r.seconds_spent,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            submitted_at=r.submitted_at,
+            annotator=r.annotator,
+        )
+        if with_sample:
+            row["pair_id"] = r.pair_id
+            row["item_category"] = r.item_category
+            row["task"] = r.task
+            row["status"] = r.status
+            row["intended_label"] = r.intended_label
+            row["source"] = r.source
+        out.append(row)
+    return out
 
 
 def upsert_label(session: Session, values: dict[str, Any]) -> int:
@@ -136,7 +188,7 @@ def upsert_label(session: Session, values: dict[str, Any]) -> int:
     return len(res.all())  # RETURNING yields the rows inserted or updated (rowcount is unreliable here)
 
 
-def candidate_samples(session: Session, *, unassigned_only: bool = False) -> list[dict[str, Any]]:
+def candidate_samples(session: Session, *, unassigned_only: bool = False) -> list[CandidateItem]:
     """Candidate items (``status = 'candidate'``) with ``id``, ``pair_id``, ``category``, ``task``,
     ordered by pair then id (admin-only data: pair structure and provenance are hidden from annotators).
     With ``unassigned_only`` only items that have no assignment yet."""
@@ -147,7 +199,7 @@ def candidate_samples(session: Session, *, unassigned_only: bool = False) -> lis
     )
     if unassigned_only:
         q = q.where(~sa.exists().where(col(Assignment.sample_id) == col(Sample.id)))
-    return [dict(r._mapping) for r in session.execute(q)]
+    return [CandidateItem(id=r.id, pair_id=r.pair_id, category=r.category, task=r.task) for r in session.execute(q)]
 
 
 def annotator_loads(session: Session) -> dict[int, int]:
@@ -162,7 +214,7 @@ def annotator_loads(session: Session) -> dict[int, int]:
     return {aid: n for aid, n in session.execute(q)}
 
 
-def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = None) -> dict[str, AdjudicationRow]:
     """``{sample_id: row}`` of the newest adjudication of each item (admin-only data). A row has every
     ``adjudication`` column plus ``adjudicator`` (name)."""
     cols: list[sa.ColumnElement[Any]] = [*table_of(Adjudication).columns, col(Annotator.name).label("adjudicator")]
@@ -173,13 +225,25 @@ def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = No
     )
     if sample_ids is not None:
         q = q.where(col(Adjudication.sample_id).in_(list(sample_ids)))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, AdjudicationRow] = {}
     for r in session.execute(q):
-        out[r.sample_id] = dict(r._mapping)  # later rows win
+        out[r.sample_id] = AdjudicationRow(  # later rows win
+            id=r.id,
+            sample_id=r.sample_id,
+            pair_id=r.pair_id,
+            adjudicator_id=r.adjudicator_id,
+            decision=r.decision,
+            gold_label=r.gold_label,
+            split=r.split,
+            note=r.note,
+            guideline_version=r.guideline_version,
+            created_at=r.created_at,
+            adjudicator=r.adjudicator,
+        )
     return out
 
 
-def adjudication_rows(session: Session) -> list[dict[str, Any]]:
+def adjudication_rows(session: Session) -> list[AdjudicationHistoryRow]:
     """Every adjudication (history included), oldest first, with ``adjudicator`` name and the item's
     current ``status`` (admin-only data)."""
     cols: list[sa.ColumnElement[Any]] = [
@@ -196,7 +260,26 @@ def adjudication_rows(session: Session) -> list[dict[str, Any]]:
         .join(Sample, col(Sample.id) == col(Adjudication.sample_id))
         .order_by(col(Adjudication.created_at), col(Adjudication.id))
     )
-    return [dict(r._mapping) for r in session.execute(q)]
+    return [
+        AdjudicationHistoryRow(
+            id=r.id,
+            sample_id=r.sample_id,
+            pair_id=r.pair_id,
+            adjudicator_id=r.adjudicator_id,
+            decision=r.decision,
+            gold_label=r.gold_label,
+            split=r.split,
+            note=r.note,
+            guideline_version=r.guideline_version,
+            created_at=r.created_at,
+            adjudicator=r.adjudicator,
+            sample_status=r.sample_status,
+            item_category=r.item_category,
+            task=r.task,
+            current_label=r.current_label,
+        )
+        for r in session.execute(q)
+    ]
 
 
 # ------------------------------------------------------------------ assignment (writes: admin's core)
@@ -242,7 +325,7 @@ def last_positions(session: Session) -> dict[int, int]:
     return {aid: pos for aid, pos in session.execute(q) if pos is not None}
 
 
-def insert_assignments(session: Session, rows: list[dict[str, Any]]) -> None:
+def insert_assignments(session: Session, rows: Sequence[NewAssignment]) -> None:
     """Insert assignment rows (dicts of ``assignment`` columns) in one statement; nothing for no rows."""
     if rows:
         session.execute(sa.insert(Assignment), rows)
@@ -323,13 +406,25 @@ def mark_submitted(
 
 
 # ------------------------------------------------------------------------ adjudication, finalising
-def candidate_details(session: Session) -> dict[str, dict[str, Any]]:
+def candidate_details(session: Session) -> dict[str, CandidateDetail]:
     """``{sample_id: row}`` of every candidate item with ``id``, ``pair_id``, ``category``, ``task``,
     ``source``, ``label`` (the intended one), ``request``, ``response`` (admin-only data)."""
     q = sa.select(*sample_columns("id", "pair_id", "category", "task", "source", "label", "request", "response")).where(
         col(Sample.status) == "candidate"
     )
-    return {r.id: dict(r._mapping) for r in session.execute(q)}
+    return {
+        r.id: CandidateDetail(
+            id=r.id,
+            pair_id=r.pair_id,
+            category=r.category,
+            task=r.task,
+            source=r.source,
+            label=r.label,
+            request=r.request,
+            response=r.response,
+        )
+        for r in session.execute(q)
+    }
 
 
 def samples_with_status(session: Session, status: str, *, for_update: bool = False) -> list[Sample]:
@@ -466,7 +561,7 @@ def delete_open_assignments(session: Session, assignment_ids: Iterable[int]) -> 
     return int(getattr(res, "rowcount", 0) or 0)
 
 
-def open_assignments(session: Session, annotator_id: int) -> list[dict[str, Any]]:
+def open_assignments(session: Session, annotator_id: int) -> list[OpenAssignment]:
     """The annotator's assignments not yet submitted: ``{"id", "sample_id", "pair_id", "batch",
     "position"}``, in queue order."""
     q = (
@@ -481,7 +576,10 @@ def open_assignments(session: Session, annotator_id: int) -> list[dict[str, Any]
         .where(col(Assignment.annotator_id) == annotator_id, col(Assignment.submitted_at).is_(None))
         .order_by(col(Assignment.position), col(Assignment.id))
     )
-    return [dict(r._mapping) for r in session.execute(q)]
+    return [
+        OpenAssignment(id=r.id, sample_id=r.sample_id, pair_id=r.pair_id, batch=r.batch, position=r.position)
+        for r in session.execute(q)
+    ]
 
 
 def pairs_held(session: Session) -> dict[int, set[str]]:

@@ -4,6 +4,7 @@ hold, key by key, so that the core reads them typed. JSON columns (``meta``, ``p
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TypedDict
 
 from typing_extensions import NotRequired
@@ -132,3 +133,117 @@ class UnscoredRow(TypedDict):
     outcome: str
     reason: str | None
     meta: JSONObject
+
+
+class CandidateItem(TypedDict):
+    """A candidate item for annotation (``store.queries.annotation.candidate_samples``)."""
+
+    id: str
+    pair_id: str
+    category: str
+    task: str
+
+
+class NewAssignment(TypedDict):
+    """An assignment row to insert (``store.queries.annotation.insert_assignments``)."""
+
+    annotator_id: int
+    sample_id: str
+    position: int
+    seed: int
+    batch: int
+    created_at: datetime
+
+
+class AssignmentRow(TypedDict):
+    """An ``assignment`` row with its annotator's name (``store.queries.annotation.assignment_rows``)."""
+
+    id: int
+    annotator_id: int
+    sample_id: str
+    position: int
+    seed: int
+    batch: int
+    submitted_at: datetime | None
+    created_at: datetime
+    annotator: str
+
+
+class OpenAssignment(TypedDict):
+    """An annotator's assignment not yet submitted (``store.queries.annotation.open_assignments``)."""
+
+    id: int
+    sample_id: str
+    pair_id: str
+    batch: int
+    position: int
+
+
+class LabelRow(TypedDict):
+    """An ``annotation`` row with its annotator's name (``store.queries.annotation.label_rows``); with
+    ``with_sample`` also the item's ``pair_id``, ``item_category``, ``task``, ``status``, ``intended_label``
+    and ``source``."""
+
+    id: int
+    annotator_id: int
+    sample_id: str
+    label: str
+    category: str | None
+    severity: str | None
+    evidence_start: int | None
+    evidence_end: int | None
+    evidence_text: str | None
+    evidence_spans: list[list[int]] | None
+    note: str | None
+    guideline_version: str
+    seconds_spent: float | None
+    created_at: datetime
+    updated_at: datetime
+    submitted_at: datetime | None
+    annotator: str
+    pair_id: NotRequired[str]
+    item_category: NotRequired[str]
+    task: NotRequired[str]
+    status: NotRequired[str]
+    intended_label: NotRequired[str]
+    source: NotRequired[str]
+
+
+class CandidateDetail(TypedDict):
+    """A candidate item with its texts (``store.queries.annotation.candidate_details``); ``label`` is the
+    intended one."""
+
+    id: str
+    pair_id: str
+    category: str
+    task: str
+    source: str
+    label: str
+    request: str
+    response: str
+
+
+class AdjudicationRow(TypedDict):
+    """An ``adjudication`` row with its adjudicator's name (``store.queries.annotation.latest_adjudications``)."""
+
+    id: int
+    sample_id: str
+    pair_id: str
+    adjudicator_id: int
+    decision: str
+    gold_label: str | None
+    split: str | None
+    note: str | None
+    guideline_version: str
+    created_at: datetime
+    adjudicator: str
+
+
+class AdjudicationHistoryRow(AdjudicationRow):
+    """An :class:`AdjudicationRow` with its item's current ``sample_status``, ``item_category``, ``task`` and
+    ``current_label`` (``store.queries.annotation.adjudication_rows``)."""
+
+    sample_status: str
+    item_category: str
+    task: str
+    current_label: str
