@@ -62,15 +62,14 @@ def _report_audits(engine: Engine, run_editions: list[str | None]) -> dict[str, 
     file's and the code's fingerprint), so a report read back from its cache does not fingerprint the
     samples again (that query and ``store.models`` were a third of a cached report's start)."""
     from automonitor.analysis.report_cache import cached_json
+    from automonitor.data import audit  # its names load on first use: a cached read imports none of them
 
     editions = [e for e in sorted({(e or "paper") for e in run_editions} or {"paper"}) if e in EDITIONS]
-
-    def compute() -> dict[str, dict[str, Any]]:
-        from automonitor.data.audit.cache import cached_audit  # here: a cached read needs none of it
-
-        return {e: _compact_audit(cached_audit(engine, e)) for e in editions}
-
-    return cached_json(engine, ["report audits", editions], compute)
+    return cached_json(
+        engine,
+        ["report audits", editions],
+        lambda: {e: _compact_audit(audit.cached_audit(engine, e)) for e in editions},
+    )
 
 
 def _compact_audit(doc: dict[str, Any]) -> dict[str, Any]:

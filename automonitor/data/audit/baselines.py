@@ -5,7 +5,8 @@ training set), and the AUROC they reach on a slice.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +14,9 @@ import pandas as pd
 
 from automonitor.data.audit.params import MIN_TRAIN_PER_CLASS
 from automonitor.vocab import POSITIVE
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def length_features(df: pd.DataFrame) -> np.ndarray:
@@ -116,13 +120,14 @@ class TrainedBaselines:
         self._models: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._cv: dict[tuple[object, ...], np.ndarray | None] = {}
         self._features: dict[str, list[str]] = {}
+        self._terms: dict[str, int] = {}
 
     def cv_scores(self, te: pd.DataFrame, name: str) -> np.ndarray | None:
         """:func:`cv_scores` of ``te`` (rows of the audit's test frame, by index), once per rows and baseline;
         the responses' n-grams shared across slices."""
         key = (name, *te.index)
         if key not in self._cv:
-            self._cv[key] = cv_scores(te, name, features=self._features)
+            self._cv[key] = cv_scores(te, name, features=self._features, terms=self._terms)
         got = self._cv[key]
         return None if got is None else got.copy()
 
@@ -205,7 +210,12 @@ def pairwise_share(te: pd.DataFrame, scores: np.ndarray) -> float | None:
 
 
 def cv_scores(
-    te: pd.DataFrame, name: str, folds: int = CV_FOLDS, *, features: dict[str, list[str]] | None = None
+    te: pd.DataFrame,
+    name: str,
+    folds: int = CV_FOLDS,
+    *,
+    features: dict[str, list[str]] | None = None,
+    terms: dict[str, int] | None = None,
 ) -> np.ndarray | None:
     """Out-of-fold P(misbehavior) of baseline ``name`` (``length`` | ``tfidf``) on ``te`` alone: a
     ``GroupKFold`` of ``folds`` folds grouped by ``pair_id`` (both sides of a pair in the same fold), a
@@ -214,8 +224,9 @@ def cv_scores(
     or (TF-IDF) a vocabulary.
 
     ``features``: a dict (response -> its TF-IDF n-grams) filled and reused across calls, so each response
-    is tokenised once instead of once per fold and slice; the vectorizer counts the same n-grams, so the
-    scores are the same floats."""
+    is tokenised once instead of once per fold and slice; ``terms``: a dict (term -> id) shared the same
+    way. The folds' TF-IDF matrices are assembled by :class:`FoldCounts` (the vectorizer's arrays, entry
+    for entry), so the scores are the same floats."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
     from sklearn.pipeline import make_pipeline
@@ -231,7 +242,8 @@ def cv_scores(
         lengths = np.fromiter((len(r) for r in texts), dtype=float, count=len(texts))
         codes = pd.factorize(te["pair_id"].to_numpy())[0]
     else:
-        analyzer = _cached_analyzer({} if features is None else features)
+        analyzer = cached_analyzer({} if features is None else features)
+        counts = FoldCounts(texts, analyzer, {} if terms is None else terms)
     for tr_idx, te_idx in GroupKFold(n_splits=folds).split(np.zeros(len(te)), y, groups):
         if y[tr_idx].min() == y[tr_idx].max():
             return None
@@ -240,13 +252,19 @@ def cv_scores(
             model.fit(_fold_length(lengths, codes, tr_idx), y[tr_idx])
             out[te_idx] = model.predict_proba(_fold_length(lengths, codes, te_idx))[:, 1]
         else:
-            vec = tfidf_vectorizer(analyzer)
             try:
-                xtr = vec.fit_transform([texts[i] for i in tr_idx])
-            except ValueError:  # empty vocabulary
+                mats = counts.matrices(tr_idx, te_idx)
+            except ValueError:  # more terms than max_features: the vectorizer picks them
+                vec = tfidf_vectorizer(analyzer)
+                try:
+                    xtr = vec.fit_transform([texts[i] for i in tr_idx])
+                except ValueError:  # empty vocabulary
+                    return None
+                mats = xtr, vec.transform([texts[i] for i in te_idx])
+            if mats is None:  # empty vocabulary
                 return None
-            lr = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0).fit(xtr, y[tr_idx])
-            out[te_idx] = lr.predict_proba(vec.transform([texts[i] for i in te_idx]))[:, 1]
+            lr = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0).fit(mats[0], y[tr_idx])
+            out[te_idx] = lr.predict_proba(mats[1])[:, 1]
     return out
 
 
@@ -255,7 +273,97 @@ def _fold_length(lengths: np.ndarray, codes: np.ndarray, idx: np.ndarray) -> np.
     return _length_features(lengths[idx], pd.factorize(codes[idx])[0])
 
 
-def _cached_analyzer(features: dict[str, list[str]]):
+class FoldCounts:
+    """The TF-IDF baseline's fold matrices without tokenising or counting per fold: the term counts of each
+    response of a slice are taken once, and each fold's train and test matrices are assembled from them as
+    :func:`tfidf_vectorizer`'s ``fit_transform`` / ``transform`` build theirs, entry for entry: the fold's
+    vocabulary is every term of its train responses (``min_df=2`` documents kept), numbered alphabetically;
+    a train row lists its terms in the order the vectorizer first met them in the fold (its count matrix is
+    sorted by that order before being renumbered), a test row in vocabulary order; then the same
+    ``TfidfTransformer`` (sublinear tf, smooth idf, l2 rows). The same arrays, so the same floats
+    (``tests/data/test_audit_folds.py`` compares them with scikit-learn's on every fold).
+
+    ``texts``: the slice's responses; ``analyzer``: :func:`cached_analyzer`; ``terms``: a dict (term -> id)
+    shared across slices."""
+
+    def __init__(self, texts: list[str], analyzer: Callable[[str], list[str]], terms: dict[str, int]):
+        self.ids: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+        for text in texts:
+            c = Counter(analyzer(text))  # in first-appearance order, as the vectorizer's per-document counter
+            got = [terms.get(term) for term in c]
+            for k, term in enumerate(c):
+                if got[k] is None:
+                    got[k] = terms[term] = len(terms)
+            self.ids.append(np.array(got, dtype=np.int64))
+            self.counts.append(np.fromiter(c.values(), dtype=np.int64, count=len(c)))
+        slice_ids = np.unique(np.concatenate(self.ids)) if self.ids else np.zeros(0, dtype=np.int64)
+        wanted = set(slice_ids.tolist())
+        names: dict[int, str] = {g: term for term, g in terms.items() if g in wanted}
+        # alphabetical rank of each term of the slice (Python's str order, as the vectorizer's sorted())
+        alpha = sorted(slice_ids.tolist(), key=names.__getitem__)
+        self.rank = np.zeros(int(slice_ids.max()) + 1 if len(slice_ids) else 0, dtype=np.int64)
+        self.rank[np.asarray(alpha, dtype=np.int64)] = np.arange(len(alpha))
+
+    def matrices(self, tr_idx: np.ndarray, te_idx: np.ndarray) -> tuple[sp.csr_matrix, sp.csr_matrix] | None:
+        """``(train matrix, test matrix)`` of one fold (TF-IDF, float32 CSR); ``None`` when the vectorizer
+        would raise (no term in two train responses); ``ValueError`` beyond ``max_features`` terms (not
+        assembled here: the caller fits the vectorizer instead)."""
+        from sklearn.feature_extraction.text import TfidfTransformer
+
+        ids = [self.ids[i] for i in tr_idx]
+        lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        if not lens.sum():
+            return None
+        cat = np.concatenate(ids)
+        cnt = np.concatenate([self.counts[i] for i in tr_idx])
+        uniq, first, pos = np.unique(cat, return_index=True, return_inverse=True)
+        inserted = np.empty(len(uniq), dtype=np.int64)
+        inserted[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+        df = np.bincount(pos, minlength=len(uniq))
+        keep = df >= 2
+        n_keep = int(keep.sum())
+        if n_keep == 0:
+            return None
+        if n_keep > 50_000:
+            raise ValueError("more terms than max_features")
+        kept = uniq[keep]
+        new_id = np.full(len(uniq), -1, dtype=np.int64)
+        new_id[np.flatnonzero(keep)[np.argsort(self.rank[kept], kind="stable")]] = np.arange(n_keep)
+        rows = np.repeat(np.arange(len(ids)), lens)
+        order = np.lexsort((inserted[pos], rows))  # per row, in the order the vectorizer met the terms
+        cols, vals, rows = new_id[pos][order], cnt[order], rows[order]
+        ok = cols >= 0
+        xtr = _csr(rows[ok], cols[ok], vals[ok], len(ids), n_keep)
+        # test rows: their terms in the fold vocabulary, in vocabulary order
+        lut = np.full(len(self.rank), -1, dtype=np.int64)
+        lut[uniq] = new_id
+        t_lens = np.fromiter((len(self.ids[i]) for i in te_idx), dtype=np.int64, count=len(te_idx))
+        if t_lens.sum():
+            t_cols = lut[np.concatenate([self.ids[i] for i in te_idx])]
+            t_vals = np.concatenate([self.counts[i] for i in te_idx])
+        else:
+            t_cols = t_vals = np.zeros(0, dtype=np.int64)
+        t_rows = np.repeat(np.arange(len(te_idx)), t_lens)
+        ok = t_cols >= 0
+        order = np.lexsort((t_cols[ok], t_rows[ok]))  # a row's terms are distinct: one order
+        xte = _csr(t_rows[ok][order], t_cols[ok][order], t_vals[ok][order], len(te_idx), n_keep)
+        tf = TfidfTransformer(sublinear_tf=True).fit(xtr)
+        return tf.transform(xtr, copy=False), tf.transform(xte, copy=False)
+
+
+def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int, n_cols: int) -> sp.csr_matrix:
+    """A float32 CSR matrix with int32 indices holding the entries in the given order (rows ascending)."""
+    import scipy.sparse as sp
+
+    indptr = np.zeros(n_rows + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    return sp.csr_matrix(
+        (vals.astype(np.float32), cols.astype(np.int32), indptr), shape=(n_rows, n_cols), dtype=np.float32
+    )
+
+
+def cached_analyzer(features: dict[str, list[str]]):
     """The TF-IDF baseline's own analyzer (:func:`tfidf_vectorizer`'s lower-cased word uni- and bigrams),
     memoised in ``features`` by response text."""
     analyze = tfidf_vectorizer().build_analyzer()

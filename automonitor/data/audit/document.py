@@ -56,41 +56,37 @@ def audit_frame(
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return _audit_frame(samples, edition, flag_at, jaccard)
-
-
-def _audit_frame(samples: pd.DataFrame, edition: str, flag_at: float, jaccard: float) -> dict[str, Any]:
-    """:func:`audit_frame`'s work."""
-    train, test, controls = audit_splits(samples)
-    leakage = find_leakage(train, test, jaccard)
-    baselines = TrainedBaselines(train, tfidf_matrices(train, test, controls))
-    slices = audit_slices(test, baselines, leakage, flag_at)
-    lk = leakage_doc(leakage, jaccard)
-    # per-slice rows and the global check count the same test pairs (each pair is in one source slice)
-    src = [s for s in slices if s["kind"] == "source"]
-    lk["per_slice_agrees"] = all(
-        sum(s[k] for s in src) == lk[k] for k in ("near_duplicate_pairs", "shared_conversations", "shared_family_pairs")
-    )
-    return {
-        "edition": edition,
-        "slices": slices,
-        "errata": {"marked_test_pairs": {s["source"]: s["errata_pairs"] for s in src if s["errata_pairs"]}},
-        "leakage": lk,
-        "controls": {
-            "samples": int(len(controls)),
-            "far": controls_far(controls, baselines),
-            "threshold": "trained baselines: P(misbehavior) >= 0.5; answer_equals_suggestion: score 1",
-        },
-        "tiny_diff_pairs": len(leakage.tiny_pairs),
-        "n_train": int(len(train)),
-        "n_test": int(len(test)),
-        "params": {
-            "flag_auroc": flag_at,
-            "jaccard": jaccard,
-            "num_perm": NUM_PERM,
-            "shingle_words": SHINGLE,
-            "tiny_diff_tokens": TINY_DIFF_TOKENS,
-            "min_train_per_class": MIN_TRAIN_PER_CLASS,
-            "audit_version": AUDIT_VERSION,
-        },
-    }
+        train, test, controls = audit_splits(samples)
+        leakage = find_leakage(train, test, jaccard)
+        baselines = TrainedBaselines(train, tfidf_matrices(train, test, controls))
+        slices = audit_slices(test, baselines, leakage, flag_at)
+        lk = leakage_doc(leakage, jaccard)
+        # per-slice rows and the global check count the same test pairs (each pair is in one source slice)
+        src = [s for s in slices if s["kind"] == "source"]
+        lk["per_slice_agrees"] = all(
+            sum(s[k] for s in src) == lk[k]
+            for k in ("near_duplicate_pairs", "shared_conversations", "shared_family_pairs")
+        )
+        return {
+            "edition": edition,
+            "slices": slices,
+            "errata": {"marked_test_pairs": {s["source"]: s["errata_pairs"] for s in src if s["errata_pairs"]}},
+            "leakage": lk,
+            "controls": {
+                "samples": int(len(controls)),
+                "far": controls_far(controls, baselines),
+                "threshold": "trained baselines: P(misbehavior) >= 0.5; answer_equals_suggestion: score 1",
+            },
+            "tiny_diff_pairs": len(leakage.tiny_pairs),
+            "n_train": int(len(train)),
+            "n_test": int(len(test)),
+            "params": {
+                "flag_auroc": flag_at,
+                "jaccard": jaccard,
+                "num_perm": NUM_PERM,
+                "shingle_words": SHINGLE,
+                "tiny_diff_tokens": TINY_DIFF_TOKENS,
+                "min_train_per_class": MIN_TRAIN_PER_CLASS,
+                "audit_version": AUDIT_VERSION,
+            },
+        }
