@@ -32,11 +32,12 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Collection, Iterable, Iterator, TypeVar
+from typing import IO, Annotated, Collection, Iterable, Iterator, TypeVar
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from automonitor.errors import AutomonitorError, InputError
+from automonitor.jsontypes import JSONObject, JSONValue
 
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
 EXTENSIONS: dict[str, str] = {
@@ -59,7 +60,7 @@ FORMULA_START: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
 CSV_MODES: tuple[str, ...] = ("safe", "exact")
 
 
-def csv_cell_out(value: Any, mode: str = "safe") -> Any:
+def csv_cell_out(value: object, mode: str = "safe") -> object:
     """A CSV cell as written in ``mode`` (``safe``: neutralised with a leading ``'`` when it would start
     a formula; ``exact``: as is). Non-text values are returned unchanged."""
     if mode == "safe" and isinstance(value, str) and value:
@@ -89,7 +90,7 @@ class RawRecord:
     ``text_cells`` is True for CSV/Parquet, whose JSON-valued fields arrive as JSON strings."""
 
     line: int
-    data: dict[str, Any]
+    data: dict[str, object]
     text_cells: bool = False
 
 
@@ -230,16 +231,16 @@ def _depth_exceeded(text: str, limit: int) -> tuple[bool, str | None]:
     return False, None
 
 
-def _path(parent: str | None, key: Any) -> str:
+def _path(parent: str | None, key: object) -> str:
     if isinstance(key, int):
         return f"{parent or ''}[{key}]"
     return f"{parent}.{key}" if parent else str(key)
 
 
-def nonfinite_path(value: Any, root: str | None = None) -> str | None:
+def nonfinite_path(value: object, root: str | None = None) -> str | None:
     """Where the first non-finite float (inf, -inf, NaN) inside ``value`` is (``meta.x``,
     ``evidence[1]``; ``root`` when ``value`` itself is one), else None. Iterative (no recursion)."""
-    stack: list[tuple[Any, str | None]] = [(value, root)]
+    stack: list[tuple[object, str | None]] = [(value, root)]
     while stack:
         v, p = stack.pop()
         if isinstance(v, float) and not math.isfinite(v):
@@ -251,7 +252,7 @@ def nonfinite_path(value: Any, root: str | None = None) -> str | None:
     return None
 
 
-def json_depth(value: Any) -> int:
+def json_depth(value: object) -> int:
     """Nesting depth of a JSON value: a scalar 0, ``{}``/``[]`` 1, ``{"a": {}}`` 2. Iterative."""
     best, stack = 0, [(value, 0)]
     while stack:
@@ -263,7 +264,7 @@ def json_depth(value: Any) -> int:
     return best
 
 
-def meta_problem(meta: Any, field: str = "meta") -> str:
+def meta_problem(meta: object, field: str = "meta") -> str:
     """'' when ``meta`` (a decoded JSON object) is within the limits, else what is wrong: nested deeper
     than :data:`MAX_META_DEPTH`, larger than :data:`MAX_META_BYTES` as compact JSON, or holding a
     non-finite number. The message names the path (e.g. ``meta.x``)."""
@@ -279,8 +280,8 @@ def meta_problem(meta: Any, field: str = "meta") -> str:
     return ""
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _no_duplicate_keys(pairs: list[tuple[str, JSONValue]]) -> JSONObject:
+    out: JSONObject = {}
     for k, v in pairs:
         if k in out:
             raise ValueError(f"duplicate key '{k}'")
@@ -288,14 +289,14 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> JSONValue:
     """Strict ``json.loads``: duplicate object keys raise ``ValueError``; nesting deeper than ``max_depth``
     and non-finite numbers (``NaN``, ``Infinity``, ``1e999``) raise :class:`JSONLimitError` (a
     ``ValueError``) naming the path; never a ``RecursionError``."""
     deep, key = _depth_exceeded(text, max_depth)
     if deep:
         raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key)
-    obj = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=_no_duplicate_keys)
+    obj: JSONValue = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=_no_duplicate_keys)
     bad = nonfinite_path(obj)
     if bad is not None:
         raise JSONLimitError(
@@ -341,7 +342,7 @@ def iter_jsonl(lines: Iterable[bytes], problems: Problems, *, undecodable: str =
             problems.add(f"not UTF-8 text: {bad}", line=lineno)
             continue
         try:
-            obj = loads(text)
+            obj: object = loads(text)
         except JSONLimitError as exc:
             problems.add(exc.msg if exc.path else f"the record is {exc.msg}", line=lineno, field=exc.path)
             continue
@@ -457,10 +458,10 @@ def _csv_cells(
     required: Collection[str],
     undecodable: str,
     csv_mode: str = "safe",
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """``{column: cell}`` of one CSV row (an empty cell of a column not in ``required`` left out), or None
     after adding a problem when a cell is not UTF-8 text and ``undecodable`` is ``"raise"``."""
-    cells: dict[str, Any] = {}
+    cells: dict[str, object] = {}
     for column, value in zip(header, values):
         if undecodable == "raise" and bad_byte_note(value):
             problems.add(f"not UTF-8 text: {bad_byte_note(value)}", line=line, field=column)
@@ -475,7 +476,11 @@ PARQUET_BATCH_ROWS = 512  # rows decoded at a time by :func:`iter_parquet`
 
 
 def iter_parquet(
-    source: Any, problems: Problems, *, columns: Collection[str] | None = None, required: Collection[str] = ()
+    source: str | os.PathLike[str] | IO[bytes],
+    problems: Problems,
+    *,
+    columns: Collection[str] | None = None,
+    required: Collection[str] = (),
 ) -> Iterator[RawRecord]:
     """Records of a Parquet file (pyarrow; problems go to ``problems``), from a path or a binary file object,
     :data:`PARQUET_BATCH_ROWS` rows at a time (pyarrow's ``ParquetFile.iter_batches``), so only one batch is decoded at once. A file pyarrow

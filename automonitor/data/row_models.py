@@ -26,13 +26,16 @@ all), then field by field in the model's order, then the checks across fields.
 from __future__ import annotations
 
 import math
-from typing import Any, TypeVar
+from typing import SupportsFloat, SupportsIndex, SupportsInt, TypeAlias, TypedDict, TypeVar
+
+from typing_extensions import TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from automonitor import vocab
 from automonitor.hashing import is_blank
+from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import MAX_NOTE, SEVERITIES
 from automonitor.data.records import JSONLimitError, Problems, RawRecord, bad_byte_note, loads, meta_problem
 
@@ -51,23 +54,26 @@ __all__ = [
 
 _NO_FIELD = object()
 
+#: what the row validators get from pydantic: the context :func:`validate_one` passes (``{"text_cells": bool}``)
+TextCellsInfo: TypeAlias = "ValidationInfo[dict[str, bool] | None]"
+
 
 def _clean(text: str) -> str:
     """``text`` with undecodable bytes (lone surrogates) shown as escapes, safe to hand to pydantic-core."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def problem(message: str, field: Any = _NO_FIELD) -> PydanticCustomError:
+def problem(message: str, field: object = _NO_FIELD) -> PydanticCustomError:
     """The error a row validator raises: ``message`` is shown as it is (no pydantic prefix); ``field``
     (a name, or None for no field) overrides the field the error is located at, which is otherwise the
     field being validated (needed by checks across fields, which pydantic locates at the row)."""
-    ctx: dict[str, Any] = {"message": _clean(message)}
+    ctx: dict[str, object] = {"message": _clean(message)}
     if field is not _NO_FIELD:
         ctx["field"] = field
     return PydanticCustomError("row", "{message}", ctx)
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     return {
         bool: "a boolean",
         int: "a number",
@@ -78,7 +84,26 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _text_cells(info: ValidationInfo) -> bool:
+def _str_list(value: object) -> TypeGuard[list[str]]:
+    """Whether ``value`` is a list of strings."""
+    return isinstance(value, list) and all(isinstance(e, str) for e in value)
+
+
+def _as_int(value: object) -> int:
+    """``int(value)`` for what ``int`` converts (text, bytes, a number); TypeError for anything else."""
+    if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        return int(value)
+    raise TypeError(f"int() argument must be a string, a bytes-like object or a number, not {type(value).__name__!r}")
+
+
+def _as_float(value: object) -> float:
+    """``float(value)`` for what ``float`` converts (text, bytes, a number); TypeError for anything else."""
+    if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not {type(value).__name__!r}")
+
+
+def _text_cells(info: TextCellsInfo) -> bool:
     """Whether the row came from CSV or Parquet (cells are text; see :func:`validate_one`)."""
     return bool(info.context and info.context.get("text_cells"))
 
@@ -131,7 +156,7 @@ def validate_one(model: type[M], record: RawRecord, problems: Problems) -> M | N
     (field names that are not UTF-8 text, then the model's errors translated by the module doc's rules).
     The model's validators see ``info.context["text_cells"]`` (True for CSV and Parquet records).
     """
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     bad_name = False
     for key, value in record.data.items():
         note = bad_byte_note(str(key))
@@ -177,7 +202,7 @@ _PAIR_VOCAB: dict[str, tuple[str, ...]] = {
 _PAIR_OPTIONAL_TEXT = ("sample_id", "source", "label_source")  # an empty string is an absent value
 
 
-def _unclean_text_in(value: Any, path: str = "meta") -> str:
+def _unclean_text_in(value: object, path: str = "meta") -> str:
     """'' when every string (keys too) in the JSON tree ``value`` is clean text, else what is wrong and
     where (``meta.a[1]: contains a NUL character``). Recursive: the tree is at most 16 levels deep
     (``records.meta_problem`` is checked first)."""
@@ -201,7 +226,7 @@ def _unclean_text_in(value: Any, path: str = "meta") -> str:
     return ""
 
 
-def _pair_meta_from_cell(cell: str) -> Any:
+def _pair_meta_from_cell(cell: str) -> JSONValue:
     """The JSON value of a CSV/Parquet ``meta`` cell (strict JSON, :func:`automonitor.data.records.loads`)."""
     note = bad_byte_note(cell)
     if note:
@@ -214,7 +239,7 @@ def _pair_meta_from_cell(cell: str) -> Any:
         raise problem(f"is not valid JSON: {getattr(exc, 'msg', None) or exc}") from None
 
 
-def _json_list_cell(value: Any, info: ValidationInfo, what: str) -> list[Any] | None:
+def _json_list_cell(value: object, info: TextCellsInfo, what: str) -> list[object] | None:
     """A list-valued field: ``None`` for a missing or empty cell, a CSV/Parquet text cell parsed as JSON
     (:func:`_pair_meta_from_cell`), else the value, which must be a list (``what`` it should hold, for the
     message)."""
@@ -248,8 +273,8 @@ class PairRow(RowModel):
     label: str
     source: str | None = None
     label_source: str | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)
-    spans: list[dict[str, Any]] | None = None
+    meta: JSONObject = Field(default_factory=dict)
+    spans: list[JSONObject] | None = None
 
     @classmethod
     def unknown_field_problem(cls, name: str) -> str:
@@ -257,7 +282,7 @@ class PairRow(RowModel):
 
     @field_validator(*(f for f in PAIR_FIELDS if f not in ("meta", "spans")), mode="plain")
     @classmethod
-    def _text(cls, value: Any, info: ValidationInfo) -> str | None:
+    def _text(cls, value: object, info: TextCellsInfo) -> str | None:
         name = info.field_name or ""
         if value == "" and name in _PAIR_OPTIONAL_TEXT:
             return None
@@ -280,7 +305,7 @@ class PairRow(RowModel):
 
     @field_validator("meta", mode="plain")
     @classmethod
-    def _meta(cls, value: Any, info: ValidationInfo) -> dict[str, Any]:
+    def _meta(cls, value: object, info: TextCellsInfo) -> JSONObject:
         if _text_cells(info) and isinstance(value, str):
             value = _pair_meta_from_cell(value)
         if not isinstance(value, dict):
@@ -295,12 +320,12 @@ class PairRow(RowModel):
 
     @field_validator("spans", mode="plain")
     @classmethod
-    def _spans(cls, value: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
-        value = _json_list_cell(value, info, "spans")
-        if value is None:
+    def _spans(cls, value: object, info: TextCellsInfo) -> list[JSONObject] | None:
+        items = _json_list_cell(value, info, "spans")
+        if items is None:
             return None
-        out = []
-        for i, sp in enumerate(value):
+        out: list[JSONObject] = []
+        for i, sp in enumerate(items):
             if not isinstance(sp, dict):
                 raise problem(f"spans[{i}] must be an object, got {_type_name(sp)}", field=f"spans[{i}]")
             extra = sorted(set(sp) - set(_SPAN_KEYS))
@@ -371,7 +396,7 @@ class PredictionRow(RowModel):
 
     @field_validator("sample_id", mode="plain")
     @classmethod
-    def _sample_id(cls, value: Any) -> str:
+    def _sample_id(cls, value: object) -> str:
         if value is None or (isinstance(value, str) and not value.strip()):
             raise problem("sample_id is missing")
         if not isinstance(value, str):
@@ -380,7 +405,7 @@ class PredictionRow(RowModel):
 
     @field_validator("outcome", mode="plain")
     @classmethod
-    def _outcome(cls, value: Any) -> str:
+    def _outcome(cls, value: object) -> str:
         if value is None:
             raise problem(f"missing outcome (one of {', '.join(vocab.OUTCOMES)})")
         if not isinstance(value, str) or value.strip() not in vocab.OUTCOMES:
@@ -389,7 +414,7 @@ class PredictionRow(RowModel):
 
     @field_validator("score", mode="plain")
     @classmethod
-    def _score(cls, value: Any, info: ValidationInfo) -> float:
+    def _score(cls, value: object, info: TextCellsInfo) -> float:
         if _text_cells(info) and isinstance(value, str):
             try:
                 value = float(value.strip())
@@ -403,7 +428,7 @@ class PredictionRow(RowModel):
 
     @field_validator("evidence", mode="plain")
     @classmethod
-    def _evidence(cls, value: Any, info: ValidationInfo) -> list[str]:
+    def _evidence(cls, value: object, info: TextCellsInfo) -> list[str]:
         if _text_cells(info) and isinstance(value, str):
             try:
                 value = loads(value)
@@ -413,13 +438,13 @@ class PredictionRow(RowModel):
                 raise problem(f"evidence must be a JSON array of strings: {getattr(exc, 'msg', exc)}") from None
             if value is None:
                 return []
-        if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
+        if not _str_list(value):
             raise problem("evidence must be a list of strings")
         return value
 
     @field_validator("raw", "reason", "pred_category", "severity", mode="plain")
     @classmethod
-    def _text(cls, value: Any, info: ValidationInfo) -> str:
+    def _text(cls, value: object, info: TextCellsInfo) -> str:
         name = info.field_name or ""
         if not isinstance(value, str):
             raise problem(f"{name} must be a string")
@@ -441,22 +466,36 @@ class PredictionRow(RowModel):
                 raise problem(found, field=next(iter(extra)))
         return self
 
-    def prediction_values(self) -> dict[str, Any]:
+    def prediction_values(self) -> PredictionValues:
         """The ``Prediction`` column values: ``sample_id``, ``outcome``, ``score``, ``evidence``, ``raw``,
         ``reason``, ``pred_category``, ``severity``, ``meta`` (``{"extra": {field: value}}`` holding the
         fields the model does not know, or ``{}``)."""
         extra = dict(self.model_extra or {})
-        return {
-            "sample_id": self.sample_id,
-            "outcome": self.outcome,
-            "score": self.score,
-            "evidence": self.evidence,
-            "raw": self.raw,
-            "reason": self.reason,
-            "pred_category": self.pred_category,
-            "severity": self.severity,
-            "meta": {"extra": extra} if extra else {},
-        }
+        return PredictionValues(
+            sample_id=self.sample_id,
+            outcome=self.outcome,
+            score=self.score,
+            evidence=self.evidence,
+            raw=self.raw,
+            reason=self.reason,
+            pred_category=self.pred_category,
+            severity=self.severity,
+            meta={"extra": extra} if extra else {},
+        )
+
+
+class PredictionValues(TypedDict):
+    """The ``Prediction`` column values of a :class:`PredictionRow` (:meth:`PredictionRow.prediction_values`)."""
+
+    sample_id: str
+    outcome: str
+    score: float | None
+    evidence: list[str]
+    raw: str | None
+    reason: str | None
+    pred_category: str | None
+    severity: str | None
+    meta: JSONObject
 
 
 # --------------------------------------------------------------------------------------- annotation file
@@ -497,41 +536,40 @@ class AnnotationRow(RowModel):
 
     @field_validator("annotator", mode="plain")
     @classmethod
-    def _annotator(cls, value: Any) -> str:
+    def _annotator(cls, value: object) -> str:
         if not isinstance(value, str) or not value.strip():
             raise problem("missing annotator")
         return value
 
     @field_validator("sample_id", mode="plain")
     @classmethod
-    def _sample_id(cls, value: Any) -> str:
+    def _sample_id(cls, value: object) -> str:
         if not isinstance(value, str) or not value.strip():
             raise problem("missing sample_id")
         return value.strip()
 
     @field_validator("label", mode="plain")
     @classmethod
-    def _label(cls, value: Any) -> str:
+    def _label(cls, value: object) -> str:
         value = value.strip() if isinstance(value, str) else value
-        if value not in vocab.ANNOTATION_LABELS:
+        if not isinstance(value, str) or value not in vocab.ANNOTATION_LABELS:
             raise problem(f"label must be one of {', '.join(vocab.ANNOTATION_LABELS)}, not {value!r}")
         return value
 
     @field_validator("category", "severity", mode="plain")
     @classmethod
-    def _choice(cls, value: Any, info: ValidationInfo) -> str | None:
+    def _choice(cls, value: object, info: TextCellsInfo) -> str | None:
         name = info.field_name or ""
         allowed = vocab.CATEGORIES if name == "category" else _annotation_vocab()[0]
         if value == "":
             return None
-        if value not in allowed:
+        if not isinstance(value, str) or value not in allowed:  # allowed: all str
             raise problem(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
-        choice: str = value  # one of ``allowed``, all str
-        return choice
+        return value
 
     @field_validator("guideline_version", "note", mode="plain")
     @classmethod
-    def _note(cls, value: Any, info: ValidationInfo) -> str | None:
+    def _note(cls, value: object, info: TextCellsInfo) -> str | None:
         name = info.field_name or ""
         limit = 32 if name == "guideline_version" else _annotation_vocab()[1]
         if not isinstance(value, str):
@@ -543,22 +581,22 @@ class AnnotationRow(RowModel):
 
     @field_validator("evidence_start", "evidence_end", mode="plain")
     @classmethod
-    def _offset(cls, value: Any, info: ValidationInfo) -> int | None:
+    def _offset(cls, value: object, info: TextCellsInfo) -> int | None:
         if value == "":
             return None
         try:
-            return int(value)
+            return _as_int(value)
         except (TypeError, ValueError):
             raise problem(f"{info.field_name} must be an integer") from None
 
     @field_validator("evidence_spans", mode="plain")
     @classmethod
-    def _evidence_spans(cls, value: Any, info: ValidationInfo) -> list[tuple[int, int]] | None:
-        value = _json_list_cell(value, info, "[start, end] pairs")
-        if value is None:
+    def _evidence_spans(cls, value: object, info: TextCellsInfo) -> list[tuple[int, int]] | None:
+        items = _json_list_cell(value, info, "[start, end] pairs")
+        if items is None:
             return None
         out = []
-        for i, piece in enumerate(value):
+        for i, piece in enumerate(items):
             if (
                 not isinstance(piece, list)
                 or len(piece) != 2
@@ -573,11 +611,11 @@ class AnnotationRow(RowModel):
 
     @field_validator("seconds_spent", mode="plain")
     @classmethod
-    def _seconds(cls, value: Any) -> float | None:
+    def _seconds(cls, value: object) -> float | None:
         if value == "":
             return None
         try:
-            seconds = float(value)
+            seconds = _as_float(value)
         except (TypeError, ValueError):
             seconds = -1.0
         if not seconds >= 0 or seconds == float("inf"):

@@ -43,7 +43,7 @@ from automonitor.data.records import (
     iter_csv,
     iter_jsonl,
 )
-from automonitor.data.row_models import PREDICTION_REQUIRED, PredictionRow, validate_one
+from automonitor.data.row_models import PREDICTION_REQUIRED, PredictionRow, PredictionValues, validate_one
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
 REQUIRED = PREDICTION_REQUIRED
@@ -59,7 +59,7 @@ def validate_stream(
     *,
     max_errors: int = 10,
     problems: Problems | None = None,
-) -> list[dict[str, Any]]:
+) -> list[PredictionValues]:
     """Check every record and return Prediction-ready dicts (sample_id, outcome, score, evidence, raw,
     reason, pred_category, severity, meta), in file order.
 
@@ -73,7 +73,7 @@ def validate_stream(
     field) listing up to ``max_errors`` problems, or when there is no record at all."""
     problems = problems if problems is not None else Problems(file, max_errors)
     seen: dict[str, int] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[PredictionValues] = []
     n = 0
     it = iter(records)
     while True:
@@ -81,7 +81,7 @@ def validate_stream(
         if not chunk:
             break
         n += len(chunk)
-        ids = [r.data["sample_id"].strip() for r in chunk if isinstance(r.data.get("sample_id"), str)]
+        ids = [given.strip() for r in chunk if isinstance(given := r.data.get("sample_id"), str)]
         have = set(known(ids)) if ids else set()
         for record in chunk:  # row by row, so that the first problem is the first in the file
             row = validate_one(PredictionRow, record, problems)
