@@ -101,6 +101,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+@contextlib.contextmanager
+def blas_one_thread() -> Iterator[None]:
+    """BLAS (NumPy's OpenBLAS) on one thread for the block (``threadpoolctl``; NumPy must be imported
+    already). A report's BLAS calls are small, and on a machine whose cores are shared the idle pool
+    threads spinning for work cost more CPU than they save; results do not depend on the thread count
+    here (the same report bytes)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 def cached_report(
     engine: Engine,
     run_ids: Sequence[str] | None,
