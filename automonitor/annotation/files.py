@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -32,7 +33,7 @@ _FORMATS = ("jsonl", "csv")
 
 def read_records(
     path: str | Path, fmt: str | None = None, *, csv_mode: str = "safe"
-) -> list[tuple[int, dict[str, Any]]]:
+) -> list[tuple[int, dict[str, object]]]:
     """``(line, record)`` pairs of a JSONL file (one object a line; blank lines skipped) or a CSV file
     with a header (records counted with the header as line 1; an empty cell is an absent value), read by
     :func:`automonitor.data.records.read_records` (strict JSON: no NaN, no duplicate keys). The format comes
@@ -133,7 +134,7 @@ class ImportResult:
     unchanged: int
     submitted: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -184,7 +185,7 @@ class _ImportLookups:
     ``(annotator_id, sample_id)`` keys already seen in the file."""
 
     users: dict[str, int]
-    assignments: dict[tuple[int, str], Any]
+    assignments: dict[tuple[int, str], sa.Row[tuple[int, str, datetime | None]]]
     existing: dict[tuple[int, str], LabelRow]
     seen: set[tuple[int, str]] = field(default_factory=set)
 
@@ -220,7 +221,7 @@ def _check_imported_row(
         bad(f"repeated label of {name!r} on {sid!r}", "sample_id")
         return None
     lookups.seen.add((aid, sid))
-    given: Any = row.evidence_spans
+    given: object = row.evidence_spans
     if given is None and row.evidence_start is not None:
         given = (row.evidence_start, row.evidence_end)
     try:
@@ -281,7 +282,9 @@ def _locked_differences(old: Mapping[str, object] | None, values: Mapping[str, o
 
 def _import_lookups(
     s: Session, actor: Account
-) -> tuple[dict[str, int], dict[tuple[int, str], sa.Row[Any]], dict[tuple[int, str], LabelRow]]:
+) -> tuple[
+    dict[str, int], dict[tuple[int, str], sa.Row[tuple[int, str, datetime | None]]], dict[tuple[int, str], LabelRow]
+]:
     """What :func:`import_annotations` checks rows against: active account ids by name, assignment
     rows (``annotator_id``, ``sample_id``, ``submitted_at``) and existing label rows, both keyed by
     ``(annotator_id, sample_id)`` (admin only)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -18,7 +18,29 @@ from store.queries import annotation as store
 MAX_FLAG = 2000
 
 
-def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | None) -> dict[str, Any]:
+class NewFlag(TypedDict):
+    """A flag just raised (:func:`flag_item`); ``created_at`` ISO 8601 UTC."""
+
+    id: int | None
+    sample_id: str
+    annotator: str
+    comment: str
+    created_at: str | None
+
+
+class Flag(TypedDict):
+    """A flag as the admin lists it (:func:`item_flags`); datetimes ISO 8601 UTC."""
+
+    id: int
+    sample_id: str
+    pair_id: str
+    annotator: str
+    comment: str
+    created_at: str | None
+    resolved_at: str | None
+
+
+def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | None) -> NewFlag:
     """Flag an item of the actor's own queue for the admin with a comment (any state, also after
     submission). Returns ``{"id", "sample_id", "annotator", "comment", "created_at"}``.
 
@@ -31,34 +53,37 @@ def flag_item(engine: Engine, actor: Account, sample_id: str, comment: str | Non
     if not text:
         raise InputError("a flag needs a comment for the admin", field="comment")
 
-    def work(s: Session) -> dict[str, Any]:
+    def work(s: Session) -> NewFlag:
         own_assignment(s, actor, sample_id)
         row = ItemFlag(annotator_id=actor.id, sample_id=sample_id, comment=text)
         s.add(row)
         s.flush()
-        return {
-            "id": row.id,
-            "sample_id": sample_id,
-            "annotator": actor.name,
-            "comment": text,
-            "created_at": iso_utc(row.created_at),
-        }
+        return NewFlag(
+            id=row.id, sample_id=sample_id, annotator=actor.name, comment=text, created_at=iso_utc(row.created_at)
+        )
 
     return transaction(engine, work, actor=actor)
 
 
-def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> list[dict[str, Any]]:
+def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> list[Flag]:
     """Flags raised by annotators (admin only), oldest first: ``{"id", "sample_id", "pair_id",
     "annotator", "comment", "created_at", "resolved_at"}``; only unresolved ones unless ``open_only`` is
     false."""
     require_admin(actor)
 
-    def work(s: Session) -> list[dict[str, Any]]:
-        rows = store.flag_rows(s, open_only=open_only)
-        for r in rows:
-            r["created_at"] = iso_utc(r["created_at"])
-            r["resolved_at"] = iso_utc(r["resolved_at"])
-        return rows
+    def work(s: Session) -> list[Flag]:
+        return [
+            Flag(
+                id=r["id"],
+                sample_id=r["sample_id"],
+                pair_id=r["pair_id"],
+                annotator=r["annotator"],
+                comment=r["comment"],
+                created_at=iso_utc(r["created_at"]),
+                resolved_at=iso_utc(r["resolved_at"]),
+            )
+            for r in store.flag_rows(s, open_only=open_only)
+        ]
 
     return transaction(engine, work, actor=actor)
 

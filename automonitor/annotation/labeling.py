@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence, SupportsFloat, SupportsIndex
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, require_account
+from automonitor.jsontypes import JSONValue
 from automonitor.annotation._common import (
     GUIDELINE_VERSION,
     Label,
@@ -55,7 +56,7 @@ class ItemView:
     label: Label | None
     round_position: int = 0
     round_total: int = 0
-    steps: list[dict[str, Any]] | None = None
+    steps: list[JSONValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
     return transaction(engine, work, actor=actor)
 
 
-def _check_seconds(seconds_spent: Any) -> float | None:
+def _check_seconds(seconds_spent: object) -> float | None:
     """``seconds_spent`` as a float (``None`` stays ``None``).
 
     Raises:
@@ -138,6 +139,8 @@ def _check_seconds(seconds_spent: Any) -> float | None:
     if seconds_spent is None:
         return None
     try:
+        if not isinstance(seconds_spent, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
+            raise TypeError(f"float() argument must be a string or a real number, not {type(seconds_spent).__name__!r}")
         seconds = float(seconds_spent)
     except (TypeError, ValueError) as exc:
         raise InputError("seconds_spent must be a number", field="seconds_spent") from exc

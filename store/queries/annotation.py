@@ -9,12 +9,13 @@ run inside the caller's session and commit nothing.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
+from automonitor.jsontypes import JSONValue
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
 from store.queries import chunks, sample_columns, table_of
 from store.queries.rowtypes import (
@@ -23,6 +24,7 @@ from store.queries.rowtypes import (
     AssignmentRow,
     CandidateDetail,
     CandidateItem,
+    FlagRow,
     LabelRow,
     NewAssignment,
     OpenAssignment,
@@ -92,7 +94,7 @@ def label_rows(
     when given (permission checks are the caller's: :mod:`automonitor.annotation.queries`).
     """
     who = annotator_id
-    cols: list[sa.ColumnElement[Any]] = [*table_of(Annotation).columns, col(Annotator.name).label("annotator")]
+    cols: list[sa.ColumnElement[object]] = [*table_of(Annotation).columns, col(Annotator.name).label("annotator")]
     q = sa.select(*cols).join(Annotator, col(Annotator.id) == col(Annotation.annotator_id))
     if with_sample:
         q = q.add_columns(
@@ -143,7 +145,7 @@ def label_rows(
     return out
 
 
-def upsert_label(session: Session, values: dict[str, Any]) -> int:
+def upsert_label(session: Session, values: Mapping[str, object]) -> int:
     """Insert or update the (annotator, sample) label in one statement (``INSERT .. ON CONFLICT DO
     UPDATE`` on both SQLite and PostgreSQL), so concurrent writers never create a duplicate.
 
@@ -217,7 +219,7 @@ def annotator_loads(session: Session) -> dict[int, int]:
 def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = None) -> dict[str, AdjudicationRow]:
     """``{sample_id: row}`` of the newest adjudication of each item (admin-only data). A row has every
     ``adjudication`` column plus ``adjudicator`` (name)."""
-    cols: list[sa.ColumnElement[Any]] = [*table_of(Adjudication).columns, col(Annotator.name).label("adjudicator")]
+    cols: list[sa.ColumnElement[object]] = [*table_of(Adjudication).columns, col(Annotator.name).label("adjudicator")]
     q = (
         sa.select(*cols)
         .join(Annotator, col(Annotator.id) == col(Adjudication.adjudicator_id))
@@ -246,7 +248,7 @@ def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = No
 def adjudication_rows(session: Session) -> list[AdjudicationHistoryRow]:
     """Every adjudication (history included), oldest first, with ``adjudicator`` name and the item's
     current ``status`` (admin-only data)."""
-    cols: list[sa.ColumnElement[Any]] = [
+    cols: list[sa.ColumnElement[object]] = [
         *table_of(Adjudication).columns,
         col(Annotator.name).label("adjudicator"),
         col(Sample.status).label("sample_status"),
@@ -350,7 +352,7 @@ def sample_texts(session: Session, sample_id: str) -> tuple[str, str]:
     return row[0], row[1]
 
 
-def sample_steps(session: Session, sample_id: str) -> list[Any] | None:
+def sample_steps(session: Session, sample_id: str) -> list[JSONValue] | None:
     """The typed trajectory steps of an item (``Sample.meta["steps"]``, a list of step dicts) and nothing
     else of its metadata (which may name the intended label); ``None`` when it has none. Raises
     ``sqlalchemy.exc.NoResultFound`` for an unknown id."""
@@ -480,10 +482,10 @@ def add_to_edition(session: Session, edition: str, sample_ids: list[str], now: d
 
 
 # ---------------------------------------------------------------------------------------- flags
-def flag_rows(session: Session, *, open_only: bool = True) -> list[dict[str, Any]]:
+def flag_rows(session: Session, *, open_only: bool = True) -> list[FlagRow]:
     """Item flags, oldest first: ``{"id", "sample_id", "pair_id", "annotator", "comment", "created_at",
     "resolved_at"}`` (datetimes as stored); only unresolved ones with ``open_only``."""
-    cols: list[sa.ColumnElement[Any]] = [
+    cols: list[sa.ColumnElement[object]] = [
         col(ItemFlag.id).label("id"),
         col(ItemFlag.sample_id).label("sample_id"),
         col(Sample.pair_id).label("pair_id"),
@@ -500,7 +502,18 @@ def flag_rows(session: Session, *, open_only: bool = True) -> list[dict[str, Any
     )
     if open_only:
         q = q.where(col(ItemFlag.resolved_at).is_(None))
-    return [dict(r._mapping) for r in session.execute(q)]
+    return [
+        FlagRow(
+            id=r.id,
+            sample_id=r.sample_id,
+            pair_id=r.pair_id,
+            annotator=r.annotator,
+            comment=r.comment,
+            created_at=r.created_at,
+            resolved_at=r.resolved_at,
+        )
+        for r in session.execute(q)
+    ]
 
 
 def label_fingerprint(session: Session) -> tuple[int, datetime | None, datetime | None]:
@@ -537,7 +550,7 @@ def active_annotator_ids(session: Session) -> dict[str, int]:
     return {name: aid for aid, name in session.execute(q) if aid is not None}
 
 
-def assignment_states(session: Session) -> dict[tuple[int, str], sa.Row[Any]]:
+def assignment_states(session: Session) -> dict[tuple[int, str], sa.Row[tuple[int, str, datetime | None]]]:
     """Every assignment as a row with ``annotator_id``, ``sample_id`` and ``submitted_at``, keyed by
     ``(annotator_id, sample_id)``."""
     q = sa.select(col(Assignment.annotator_id), col(Assignment.sample_id), col(Assignment.submitted_at))

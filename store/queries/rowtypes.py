@@ -247,3 +247,16 @@ class AdjudicationHistoryRow(AdjudicationRow):
     item_category: str
     task: str
     current_label: str
+
+
+class FlagRow(TypedDict):
+    """An item flag with its item's pair and its annotator's name (``store.queries.annotation.flag_rows``;
+    datetimes as stored)."""
+
+    id: int
+    sample_id: str
+    pair_id: str
+    annotator: str
+    comment: str
+    created_at: datetime
+    resolved_at: datetime | None
