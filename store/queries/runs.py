@@ -9,7 +9,7 @@ import functools
 import json
 import operator
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence, cast
+from typing import Callable, Iterable, Mapping, Sequence, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -401,7 +401,7 @@ def _sqlite_utc_processor(proc: Callable[[object], object]) -> Callable[[object]
     return process
 
 
-def _bind_processor(column: sa.Column[object], dialect: sa.Dialect) -> Callable[[Any], Any] | None:
+def _bind_processor(column: sa.Column[object], dialect: sa.Dialect) -> Callable[[object], object] | None:
     """``column``'s bind processor on ``dialect``; for a JSON column on SQLite with the default serializer,
     one that serialises dicts and lists with :data:`_JSON_ENCODER` (the same text as ``json.dumps``, the
     writer's commonest per-row work) and leaves every other value (``None``, SQL NULL) to SQLAlchemy's; for
@@ -420,7 +420,7 @@ def _bind_processor(column: sa.Column[object], dialect: sa.Dialect) -> Callable[
         return proc
     encode, sqla = _JSON_ENCODER, proc
 
-    def process(value: Any) -> Any:
+    def process(value: object) -> object:
         if type(value) is dict or type(value) is list:
             return "".join(encode(value, 0))
         return sqla(value)
@@ -448,12 +448,14 @@ def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> ClauseElement:
     return sqlite_insert(t).values(values).on_conflict_do_nothing(index_elements=["key"])
 
 
-def _same_named_binds(t: sa.Table, cols: tuple[str, ...]) -> dict[str, tuple[str, sa.Column[object]]]:
-    """``{column: (column, t's column)}``: binds named as the row keys and the columns they fill."""
+def _cache_entry_binds(cols: tuple[str, ...]) -> dict[str, tuple[str, sa.Column[object]]]:
+    """``{column: (column, the cache_entry table's column)}``: binds named as the row keys and the columns
+    they fill."""
+    t = table_of(CacheEntry)
     return {c: (c, t.c[c]) for c in cols}
 
 
-def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
+def cache_insert(session: Session, rows: Sequence[Mapping[str, object]]) -> None:
     """Insert cache entries, ignoring keys that already exist (concurrent runs may race).
 
     One driver-level ``INSERT ... ON CONFLICT DO NOTHING`` executemany per set of columns on the session's
@@ -463,8 +465,7 @@ def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
         return
     dialect = session.get_bind().dialect.name
     if dialect in ("postgresql", "sqlite"):
-        t = table_of(CacheEntry)
-        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        groups: dict[tuple[str, ...], list[Mapping[str, object]]] = {}
         for r in rows:
             groups.setdefault(tuple(r), []).append(r)
         for cols, part in groups.items():
@@ -472,18 +473,18 @@ def cache_insert(session: Session, rows: list[dict[str, Any]]) -> None:
                 session,
                 "cache_insert",
                 functools.partial(_cache_insert_stmt, dialect, cols),
-                functools.partial(_same_named_binds, t, cols),
+                functools.partial(_cache_entry_binds, cols),
                 cols,
             )
             _run_many(session, sql, params(part))
         return
-    have = set(cache_lookup(session, [r["key"] for r in rows]))  # pragma: no cover - other dialects
+    have = set(cache_lookup(session, [str(r["key"]) for r in rows]))  # pragma: no cover - other dialects
     rows = [r for r in rows if r["key"] not in have]
     if rows:
         session.execute(sa.insert(CacheEntry), rows)
 
 
-def update_predictions(session: Session, rows: list[dict[str, Any]]) -> None:
+def update_predictions(session: Session, rows: Sequence[Mapping[str, object]]) -> None:
     """Bulk UPDATE of predictions by primary key (``rows`` are dicts with ``id`` and columns; a column
     that one row names and another lacks is set to ``None`` in the other). Only rows still pending are
     changed, so a result can never overwrite an earlier one. One driver-level executemany, the statement

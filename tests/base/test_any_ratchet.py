@@ -22,7 +22,7 @@ RATCHET: dict[str, int] = {
     "automonitor/runs": 347,
     "automonitor/views": 83,
     "pages": 23,
-    "store": 75,
+    "store": 68,
 }
 
 
