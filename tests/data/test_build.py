@@ -62,8 +62,12 @@ def loaded(raw_loaded):
 
 
 @pytest.fixture(scope="module")
-def plans(seed_plan):
-    return {seed: seed_plan(seed) for seed in (0, 1)}
+def plans(seed_plan, raw_dir, raw_loaded):
+    """The plans of the raw sources for seeds 0 (``seed_plan(0)``, shared with the run) and 1. Seed 1 is
+    planned without the ``hard`` edition (``hard=False``: no detector ladder, no adversarial filter, most of
+    a plan's CPU): its only use is the comparison of the other editions' draws across seeds, and the hard
+    step only adds edition ``hard`` to rows the selection already made."""
+    return {0: seed_plan(0), 1: plan_build(raw_dir, 1, loaded=raw_loaded, hard=False)}
 
 
 def test_paper_r2_edition_keeps_the_per_source_quota_composition(built):
@@ -269,10 +273,12 @@ def test_apps_test_requests_are_neutral_and_turpin_requests_carry_the_cue(built)
     assert len({(r["meta"]["bbh_task"], r["meta"]["model"]) for r in turpin}) == 26
 
 
-def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_dir, tmp_path, monkeypatch):
+def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_dir, raw_loaded, tmp_path, monkeypatch):
     # the detector ladder and the filter recomputed, not read back; the static analysers' findings on the
     # code pairs (external tools, their own cache file) are read back from the run's cache, which ``plans``
-    # filled: the selection's determinism, not bandit's, is under test
+    # filled: the selection's determinism, not bandit's, is under test; the raw sources are the ones read
+    # once per worker (``raw_loaded``): that reading them again gives the same build is shown by the CLI
+    # rebuild (test_build_cli_json_is_one_document_and_rebuild_is_a_no_op)
     from automonitor.data.build.analysers import cache_file
 
     cold = tmp_path / "cold"
@@ -280,7 +286,7 @@ def test_selection_is_deterministic_for_a_seed_and_changes_with_it(plans, raw_di
     shutil.copyfile(cache_file(), cold / "analysers.json")
     monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(cold))
     assert cache_file() == cold / "analysers.json"
-    again = plan_build(raw_dir, 0)
+    again = plan_build(raw_dir, 0, loaded=raw_loaded)
     assert again.report["hard"]["cached"] is False
     ids = lambda plan, split: sorted(r["id"] for r in plan.rows if r["split"] == split)  # noqa: E731
     assert ids(again, "test") == ids(plans[0], "test")
