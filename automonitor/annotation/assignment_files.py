@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy.engine import Engine
 
@@ -25,7 +25,25 @@ from store.queries import annotation as store
 EXPORT_FIELDS: tuple[str, ...] = ("annotator", "sample_id", "request", "response", "batch")
 
 
-def assignment_rows(engine: Engine, actor: Account, annotator: str | None = None) -> list[dict[str, Any]]:
+class ExportRow(TypedDict):
+    """One row of an assignments file (the CLI contract's row; module doc)."""
+
+    annotator: str
+    sample_id: str
+    request: str
+    response: str
+    batch: int
+
+
+class ExportResult(TypedDict):
+    """What :func:`export_assignments` wrote: the ``file``, its ``rows`` and the rows per annotator."""
+
+    file: str
+    rows: int
+    annotators: dict[str, int]
+
+
+def assignment_rows(engine: Engine, actor: Account, annotator: str | None = None) -> list[ExportRow]:
     """The assigned items as export rows (``EXPORT_FIELDS`` keys only), queue order.
 
     ``annotator``: one account's queue (by name), or every annotator's when None. An annotator may only
@@ -42,20 +60,20 @@ def assignment_rows(engine: Engine, actor: Account, annotator: str | None = None
         texts = store.request_response(s, list(dict.fromkeys(r["sample_id"] for r in rows)))
     rows.sort(key=lambda r: (r["annotator"], r["position"]))
     return [
-        {
-            "annotator": r["annotator"],
-            "sample_id": r["sample_id"],
-            "request": texts[r["sample_id"]][0],
-            "response": texts[r["sample_id"]][1],
-            "batch": int(r["batch"]),
-        }
+        ExportRow(
+            annotator=r["annotator"],
+            sample_id=r["sample_id"],
+            request=texts[r["sample_id"]][0],
+            response=texts[r["sample_id"]][1],
+            batch=int(r["batch"]),
+        )
         for r in rows
     ]
 
 
 def export_assignments(
     engine: Engine, actor: Account, path: str | os.PathLike[str], annotator: str | None = None
-) -> dict[str, Any]:
+) -> ExportResult:
     """Write :func:`assignment_rows` to ``path`` as JSONL (UTF-8, atomically: temp file then rename).
 
     Returns ``{"file": str, "rows": int, "annotators": {name: int}}``. Raises ``InputError`` for an
@@ -78,4 +96,4 @@ def export_assignments(
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["annotator"]] = counts.get(r["annotator"], 0) + 1
-    return {"file": str(path), "rows": len(rows), "annotators": counts}
+    return ExportResult(file=str(path), rows=len(rows), annotators=counts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -61,7 +61,7 @@ class FinalizeResult:
             )
         return lines
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "split": self.split,
             "edition": self.edition,
@@ -94,6 +94,16 @@ PENDING_NEXT_STEPS: dict[str, str] = {
     "not_assigned": "assign it (`automonitor assign --limit N`; under pair-spread a round holds one side "
     "of a pair, so a pair is whole after two rounds or with a larger --limit)",
 }
+
+
+class Provenance(TypedDict):
+    """Who finalized, when (ISO 8601 UTC) and under which guideline version: each finalized item's
+    ``meta["annotation"]`` starts with it."""
+
+    finalized_by: str
+    finalized_at: str | None
+    guideline_version: str
+
 
 Resolution = tuple[str, str, str | None]  # (outcome, how: adjudicated|consensus, adjudicator's note)
 
@@ -153,11 +163,7 @@ def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
     check_actor(s, actor)
     inputs = _finalize_inputs(s, actor)
     now = utcnow()
-    provenance = {
-        "finalized_by": actor.name,
-        "finalized_at": iso_utc(now),
-        "guideline_version": GUIDELINE_VERSION,
-    }
+    provenance = Provenance(finalized_by=actor.name, finalized_at=iso_utc(now), guideline_version=GUIDELINE_VERSION)
     accepted: list[str] = []
     rejected: dict[str, str] = {}
     pending = one_side = 0
@@ -303,7 +309,7 @@ def _apply_outcome(
     reason: str | None,
     split: str,
     inputs: _FinalizeInputs,
-    provenance: dict[str, Any],
+    provenance: Provenance,
 ) -> list[str]:
     """Write one resolved pair: accepted (``reason is None``) into the gold ``split`` with the resolved
     labels, else ``rejected`` with ``meta["rejection_reason"]``; provenance to ``meta["annotation"]``;
@@ -352,7 +358,7 @@ def _apply_outcome(
     return verified
 
 
-def _store_agreed_spans(s: Session, c: Sample, rows: list[LabelRow], provenance: dict[str, Any]) -> dict[str, Any]:
+def _store_agreed_spans(s: Session, c: Sample, rows: list[LabelRow], provenance: Provenance) -> dict[str, object]:
     """Store the merged evidence spans of annotators who agreed on ``misbehavior`` (and on where, see
     :func:`_resolve_pair`) as the item's ``annotated`` gold spans, replacing any it had (so a rerun
     writes the same rows). Returns what goes into ``meta["annotation"]``: ``{"gold_spans": [[start,
@@ -380,25 +386,37 @@ def _store_agreed_spans(s: Session, c: Sample, rows: list[LabelRow], provenance:
     return {"gold_spans": [list(p) for p in spans]}
 
 
-def rejected_pairs(engine: Engine, actor: Account) -> list[dict[str, Any]]:
+class RejectedPair(TypedDict):
+    """A rejected item with its reason (:func:`rejected_pairs`)."""
+
+    sample_id: str
+    pair_id: str
+    category: str
+    task: str
+    reason: str | None
+    finalized_by: str | None
+    finalized_at: str | None
+
+
+def rejected_pairs(engine: Engine, actor: Account) -> list[RejectedPair]:
     """Rejected items with their reason (admin only): ``{"sample_id", "pair_id", "category", "task",
     "reason", "finalized_by", "finalized_at"}``."""
     require_admin(actor)
 
-    def work(s: Session) -> list[dict[str, Any]]:
-        out = []
+    def work(s: Session) -> list[RejectedPair]:
+        out: list[RejectedPair] = []
         for c in store.samples_with_status(s, "rejected"):
             ann = (c.meta or {}).get("annotation", {})
             out.append(
-                {
-                    "sample_id": c.id,
-                    "pair_id": c.pair_id,
-                    "category": c.category,
-                    "task": c.task,
-                    "reason": (c.meta or {}).get("rejection_reason"),
-                    "finalized_by": ann.get("finalized_by"),
-                    "finalized_at": ann.get("finalized_at"),
-                }
+                RejectedPair(
+                    sample_id=c.id,
+                    pair_id=c.pair_id,
+                    category=c.category,
+                    task=c.task,
+                    reason=(c.meta or {}).get("rejection_reason"),
+                    finalized_by=ann.get("finalized_by"),
+                    finalized_at=ann.get("finalized_at"),
+                )
             )
         return out
 

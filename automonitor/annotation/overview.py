@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -13,20 +13,57 @@ from automonitor.annotation.queries import assignment_rows, label_rows
 from automonitor.timestamps import iso_utc
 
 
-def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
+class Progress(TypedDict):
+    """One annotator's progress (:func:`annotation_progress`): items assigned, labeled, submitted, unsure."""
+
+    annotator: str
+    assigned: int
+    labeled: int
+    submitted: int
+    unsure: int
+
+
+class AnnotationRecord(TypedDict):
+    """One label with its provenance (:func:`annotation_records`; datetimes ISO 8601 UTC)."""
+
+    annotator: str
+    sample_id: str
+    label: str
+    note: str | None
+    category: str | None
+    severity: str | None
+    evidence_start: int | None
+    evidence_end: int | None
+    evidence_text: str | None
+    evidence_spans: list[list[int]] | None
+    seconds_spent: float | None
+    guideline_version: str
+    created_at: str | None
+    updated_at: str | None
+    submitted_at: str | None
+    batch: int | None
+    position: int | None
+    assignment_seed: int | None
+    pair_id: str
+    item_category: str
+    task: str
+    item_status: str
+
+
+def annotation_progress(engine: Engine, actor: Account) -> list[Progress]:
     """Per annotator (admin only): ``{"annotator", "assigned", "labeled", "submitted", "unsure"}``."""
     require_admin(actor)
 
-    def work(s: Session) -> list[dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+    def work(s: Session) -> list[Progress]:
+        out: dict[str, Progress] = {}
         for r in assignment_rows(s, actor):
             d = out.setdefault(
-                r["annotator"], {"annotator": r["annotator"], "assigned": 0, "labeled": 0, "submitted": 0, "unsure": 0}
+                r["annotator"], Progress(annotator=r["annotator"], assigned=0, labeled=0, submitted=0, unsure=0)
             )
             d["assigned"] += 1
         for r in label_rows(s, actor):
             d = out.setdefault(
-                r["annotator"], {"annotator": r["annotator"], "assigned": 0, "labeled": 0, "submitted": 0, "unsure": 0}
+                r["annotator"], Progress(annotator=r["annotator"], assigned=0, labeled=0, submitted=0, unsure=0)
             )
             d["labeled"] += 1
             d["submitted"] += r["submitted_at"] is not None
@@ -36,7 +73,7 @@ def annotation_progress(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     return transaction(engine, work, actor=actor)
 
 
-def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
+def annotation_records(engine: Engine, actor: Account) -> list[AnnotationRecord]:
     """Every label with full provenance (admin only), one dict per label, ordered by annotator then
     sample: the contract columns ``annotator``, ``sample_id``, ``label``, ``note`` plus ``category``,
     ``severity``, ``evidence_start``, ``evidence_end`` (the hull), ``evidence_text``, ``evidence_spans``
@@ -46,36 +83,36 @@ def annotation_records(engine: Engine, actor: Account) -> list[dict[str, Any]]:
     ``item_status``."""
     require_admin(actor)
 
-    def work(s: Session) -> list[dict[str, Any]]:
+    def work(s: Session) -> list[AnnotationRecord]:
         asg = {(r["annotator"], r["sample_id"]): r for r in assignment_rows(s, actor)}
-        out: list[dict[str, Any]] = []
+        out: list[AnnotationRecord] = []
         for r in label_rows(s, actor, with_sample=True):
             a = asg.get((r["annotator"], r["sample_id"]))
             out.append(
-                {
-                    "annotator": r["annotator"],
-                    "sample_id": r["sample_id"],
-                    "label": r["label"],
-                    "note": r["note"],
-                    "category": r["category"],
-                    "severity": r["severity"],
-                    "evidence_start": r["evidence_start"],
-                    "evidence_end": r["evidence_end"],
-                    "evidence_text": r["evidence_text"],
-                    "evidence_spans": [list(sp) for sp in label_spans(r)] or None,
-                    "seconds_spent": r["seconds_spent"],
-                    "guideline_version": r["guideline_version"],
-                    "created_at": iso_utc(r["created_at"]),
-                    "updated_at": iso_utc(r["updated_at"]),
-                    "submitted_at": iso_utc(r["submitted_at"]),
-                    "batch": a["batch"] if a is not None else None,
-                    "position": a["position"] if a is not None else None,
-                    "assignment_seed": a["seed"] if a is not None else None,
-                    "pair_id": r["pair_id"],
-                    "item_category": r["item_category"],
-                    "task": r["task"],
-                    "item_status": r["status"],
-                }
+                AnnotationRecord(
+                    annotator=r["annotator"],
+                    sample_id=r["sample_id"],
+                    label=r["label"],
+                    note=r["note"],
+                    category=r["category"],
+                    severity=r["severity"],
+                    evidence_start=r["evidence_start"],
+                    evidence_end=r["evidence_end"],
+                    evidence_text=r["evidence_text"],
+                    evidence_spans=[list(sp) for sp in label_spans(r)] or None,
+                    seconds_spent=r["seconds_spent"],
+                    guideline_version=r["guideline_version"],
+                    created_at=iso_utc(r["created_at"]),
+                    updated_at=iso_utc(r["updated_at"]),
+                    submitted_at=iso_utc(r["submitted_at"]),
+                    batch=a["batch"] if a is not None else None,
+                    position=a["position"] if a is not None else None,
+                    assignment_seed=a["seed"] if a is not None else None,
+                    pair_id=r["pair_id"],
+                    item_category=r["item_category"],
+                    task=r["task"],
+                    item_status=r["status"],
+                )
             )
         return out
 
