@@ -16,7 +16,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher, profiles
@@ -31,6 +31,7 @@ from automonitor.vocab import ROLES
 from store import session_scope
 from store.models import Annotator, LoginThrottle
 from store.queries import accounts as store
+from store.queries.rowtypes import AccountEventRow, LastEvent
 
 #: the environment variable that makes password hashing cheap; set by the test suite only (tests/conftest.py)
 TEST_HASHES_ENV = "AUTOMONITOR_INSECURE_TEST_HASHES"
@@ -605,7 +606,18 @@ def set_active(engine: Engine, actor: Account, name: str, active: bool) -> None:
         store.record_event(s, int(row.id or 0), "reactivated" if active else "deactivated", actor.name)
 
 
-def account_table(engine: Engine, actor: Account, *, include_inactive: bool = True) -> list[dict[str, Any]]:
+class AccountInfo(TypedDict):
+    """One account as :func:`account_table` lists it."""
+
+    id: int | None
+    name: str
+    role: str
+    active: bool
+    created_at: datetime
+    last_event: LastEvent | None
+
+
+def account_table(engine: Engine, actor: Account, *, include_inactive: bool = True) -> list[AccountInfo]:
     """Every account (admin only) as ``{"id", "name", "role", "active", "created_at", "last_event":
     {"action", "actor", "at"} | None}``, ordered by name; ``include_inactive=False``: active ones only.
 
@@ -617,20 +629,20 @@ def account_table(engine: Engine, actor: Account, *, include_inactive: bool = Tr
         check_actor(s, actor)
         last = store.last_events(s)
         return [
-            {
-                "id": r.id,
-                "name": r.name,
-                "role": r.role,
-                "active": bool(r.active),
-                "created_at": as_utc(r.created_at),
-                "last_event": last.get(int(r.id or 0)),
-            }
+            AccountInfo(
+                id=r.id,
+                name=r.name,
+                role=r.role,
+                active=bool(r.active),
+                created_at=as_utc(r.created_at),
+                last_event=last.get(int(r.id or 0)),
+            )
             for r in store.all_accounts(s)
             if include_inactive or r.active
         ]
 
 
-def account_events(engine: Engine, actor: Account, name: str | None = None) -> list[dict[str, Any]]:
+def account_events(engine: Engine, actor: Account, name: str | None = None) -> list[AccountEventRow]:
     """The recorded account actions (admin only), oldest first: ``{"account", "action", "actor",
     "detail", "at"}``; ``name``: one account's only.
 

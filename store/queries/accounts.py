@@ -7,13 +7,13 @@ first. Functions run inside the caller's session (or connection) and commit noth
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Session, col
 
 from automonitor.timestamps import as_utc, utcnow
 from store.models import AccountEvent, Annotator, LoginThrottle, RevokedSession
+from store.queries.rowtypes import AccountEventRow, LastEvent
 
 
 def has_accounts(conn: sa.Connection | Session) -> bool:
@@ -104,11 +104,11 @@ def record_event(
     session.flush()
 
 
-def _event_dict(r: Any) -> dict[str, Any]:
-    return {"account": r.name, "action": r.action, "actor": r.actor, "detail": r.detail, "at": as_utc(r.at)}
+def _event_dict(r: sa.Row[tuple[str, str, str, str | None, datetime]]) -> AccountEventRow:
+    return AccountEventRow(account=r.name, action=r.action, actor=r.actor, detail=r.detail, at=as_utc(r.at))
 
 
-def account_events(session: Session, account_id: int | None = None) -> list[dict[str, Any]]:
+def account_events(session: Session, account_id: int | None = None) -> list[AccountEventRow]:
     """The ``account_event`` rows (with the account's ``name``), oldest first; ``account_id``: one
     account's only."""
     q = (
@@ -127,10 +127,10 @@ def account_events(session: Session, account_id: int | None = None) -> list[dict
     return [_event_dict(r) for r in session.execute(q)]
 
 
-def last_events(session: Session) -> dict[int, dict[str, Any]]:
+def last_events(session: Session) -> dict[int, LastEvent]:
     """``{account_id: {"action", "actor", "at"}}`` of each account's newest event."""
     q = sa.select(AccountEvent).order_by(col(AccountEvent.at), col(AccountEvent.id))
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, LastEvent] = {}
     for e in session.execute(q).scalars():
-        out[e.account_id] = {"action": e.action, "actor": e.actor, "at": as_utc(e.at)}
+        out[e.account_id] = LastEvent(action=e.action, actor=e.actor, at=as_utc(e.at))
     return out

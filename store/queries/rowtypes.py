@@ -260,3 +260,21 @@ class FlagRow(TypedDict):
     comment: str
     created_at: datetime
     resolved_at: datetime | None
+
+
+class AccountEventRow(TypedDict):
+    """A recorded account action with the account's name (``store.queries.accounts.account_events``)."""
+
+    account: str
+    action: str
+    actor: str
+    detail: str | None
+    at: datetime
+
+
+class LastEvent(TypedDict):
+    """An account's newest recorded action (``store.queries.accounts.last_events``)."""
+
+    action: str
+    actor: str
+    at: datetime
