@@ -40,9 +40,8 @@ def _shingle_hashes(text: str, k: int = SHINGLE) -> np.ndarray:
     if len(wh) < k:
         k = len(wh)
     h = np.zeros(len(wh) - k + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(k):
-            h = h * np.uint64(1_000_003) + wh[j : len(wh) - k + 1 + j]
+    for j in range(k):  # wraps modulo 2**64: NumPy checks no overflow on arrays (an errstate here cost more)
+        h = h * np.uint64(1_000_003) + wh[j : len(wh) - k + 1 + j]
     return np.unique(h & np.uint64(0xFFFFFFFF))
 
 
