@@ -8,7 +8,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence, TypedDict
+
+from typing_extensions import NotRequired
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -190,9 +192,28 @@ class _ImportLookups:
     seen: set[tuple[int, str]] = field(default_factory=set)
 
 
+class ImportedLabel(TypedDict):
+    """The ``upsert_label`` values of one checked import row (:func:`_check_imported_row`); ``submitted_at``
+    is set when the import locks its labels."""
+
+    annotator_id: int
+    sample_id: str
+    label: str
+    category: str | None
+    severity: str | None
+    evidence_spans: list[list[int]] | None
+    evidence_start: int | None
+    evidence_end: int | None
+    evidence_text: str | None
+    note: str | None
+    guideline_version: str
+    seconds_spent: float | None
+    submitted_at: NotRequired[datetime]
+
+
 def _check_imported_row(
     s: Session, record: RawRecord, lookups: _ImportLookups, problems: Problems
-) -> dict[str, Any] | None:
+) -> ImportedLabel | None:
     """One row of an annotation import: its fields validated by :class:`automonitor.data.row_models.AnnotationRow`,
     an ``unsure`` label with its note (as in the app), then checked against the store (known annotator, assigned item, not repeated in the file, evidence
     offsets inside the response, not a different label on a locked item).
@@ -233,17 +254,20 @@ def _check_imported_row(
             "evidence_start" if row.evidence_spans is None else fld.replace("evidence", "evidence_spans", 1),
         )
         return None
-    values = {
-        "annotator_id": aid,
-        "sample_id": sid,
-        "label": row.label,
-        "category": row.category,
-        "severity": row.severity,
-        **evidence,
-        "note": row.note,
-        "guideline_version": row.guideline_version or GUIDELINE_VERSION,
-        "seconds_spent": row.seconds_spent,
-    }
+    values = ImportedLabel(
+        annotator_id=aid,
+        sample_id=sid,
+        label=row.label,
+        category=row.category,
+        severity=row.severity,
+        evidence_spans=evidence["evidence_spans"],
+        evidence_start=evidence["evidence_start"],
+        evidence_end=evidence["evidence_end"],
+        evidence_text=evidence["evidence_text"],
+        note=row.note,
+        guideline_version=row.guideline_version or GUIDELINE_VERSION,
+        seconds_spent=row.seconds_spent,
+    )
     old = lookups.existing.get((aid, sid))
     if lookups.assignments[(aid, sid)].submitted_at is None and (old is None or old["submitted_at"] is None):
         return values  # open: neither the assignment nor the stored label is submitted
@@ -294,7 +318,7 @@ def _import_lookups(
     return users, asg, existing
 
 
-def _write_imported(s: Session, planned: list[dict[str, Any]], submit: bool) -> None:
+def _write_imported(s: Session, planned: list[ImportedLabel], submit: bool) -> None:
     """Upsert the checked label rows of an import (``planned``: ``upsert_label`` values); with
     ``submit`` the labels and their assignments are marked submitted (locked) now.
 
