@@ -894,7 +894,7 @@ def _word_verdict(t: str, grammar: Grammar) -> ParseResult | None:
     return ParseResult(found[-1][1], found[-1][0], source="word")
 
 
-def _bare_word(text: str | None, grammar: Grammar) -> ParseResult | None:
+def bare_word(text: str | None, grammar: Grammar) -> ParseResult | None:
     """The result of the commonest answer, one of the grammar's words alone (``Yes``, ``no.``, ``NO``;
     ASCII, surrounding blanks allowed), read with string operations only; None for any other text,
     which the grammar's full reading decides. For such a text the full reading (normalisation, the
@@ -933,7 +933,7 @@ def parse_answer(
         return parse_text(text, finish_reason)
     grammar = grammar_for(template)
     if grammar.words and finish_reason not in _TRUNCATION_REASONS:
-        word = _bare_word(text, grammar)
+        word = bare_word(text, grammar)
         if word is not None:
             return word
     ready = _readable_text(text, finish_reason)
@@ -1005,17 +1005,17 @@ def verdict_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tupl
 
 
 #: ``id(grammar) -> (grammar, {verdict: its words})``: :func:`verdict_position`'s words of a word
-#: grammar, built once per grammar for :func:`_bare_word_position`
+#: grammar, built once per grammar for :func:`bare_word_position`
 _VERDICT_WORDS: dict[int, tuple[Grammar, dict[Label, tuple[str, ...]]]] = {}
 
 
-def _bare_word_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tuple[str, ...]]] | None:
+def bare_word_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tuple[str, ...]]] | None:
     """:func:`verdict_position` of the commonest answer, one of the grammar's words alone (the answers
-    :func:`_bare_word` reads: ASCII, at most 16 characters, blanks around it, one final ``.``): the
+    :func:`bare_word` reads: ASCII, at most 16 characters, blanks around it, one final ``.``): the
     index of its first non-blank character, found without the reasoning-tag and pattern scans; None
     for any other text (then :func:`verdict_position` decides). For such a text the full reading
     finds the same index: no reasoning tag, the word its first token."""
-    if _bare_word(text, grammar) is None:
+    if bare_word(text, grammar) is None:
         return None
     hit = _VERDICT_WORDS.get(id(grammar))
     if hit is None or hit[0] is not grammar:
@@ -1091,7 +1091,7 @@ def score_at_verdict(tokens: list[tuple[str, list[tuple[str, float]]]], grammar:
     if not tokens:
         return None
     text = "".join(t for t, _ in tokens)
-    found = _bare_word_position(text, grammar) or verdict_position(text, grammar)
+    found = bare_word_position(text, grammar) or verdict_position(text, grammar)
     if found is None:
         return None
     pos, words = found

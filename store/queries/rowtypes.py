@@ -74,20 +74,10 @@ class RunTotals(TypedDict):
     cost_usd: float
 
 
-class CachedVerdict(TypedDict):
-    """A judge-cache entry's verdict fields (:data:`CACHE_FIELDS`; :func:`cache_lookup`)."""
-
-    outcome: str
-    score: float | None
-    raw: str | None
-    reason: str | None
-    evidence: list[JSONValue]
-    pred_category: str | None
-    severity: str | None
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
-    meta: JSONObject
+#: A judge-cache entry's verdict fields by column name (:data:`store.queries.runs.CACHE_FIELDS`: the
+#: columns of :class:`store.models.VerdictColumns`, ``outcome`` and ``meta``; :func:`cache_lookup`). A
+#: JSON object rather than a TypedDict: the verdict columns are declared once, by ``VerdictColumns``.
+CachedVerdict = JSONObject
 
 
 class RunRow(TypedDict):

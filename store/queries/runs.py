@@ -287,19 +287,7 @@ def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[st
     for i in range(0, len(keys), chunk):
         part = keys[i : i + chunk]
         for r in session.execute(sa.select(*cols).where(t.c.key.in_(part))).all():
-            out[r.key] = CachedVerdict(
-                outcome=r.outcome,
-                score=r.score,
-                raw=r.raw,
-                reason=r.reason,
-                evidence=r.evidence,
-                pred_category=r.pred_category,
-                severity=r.severity,
-                tokens_in=r.tokens_in,
-                tokens_out=r.tokens_out,
-                cost_usd=r.cost_usd,
-                meta=r.meta,
-            )
+            out[r.key] = dict(zip(CACHE_FIELDS, r[1:]))
     return out
 
 

@@ -366,14 +366,14 @@ def test_prose_outside_the_grammar_is_never_scored_nor_flipped(case):
     assert r.outcome != denied
 
 
-# ---- the one-word answer read with string operations only (parsing._bare_word) must read as the grammar
+# ---- the one-word answer read with string operations only (parsing.bare_word) must read as the grammar
 
 
 def _full_reading(monkeypatch, text, template, finish):
     import automonitor.runs.parsing as parsing
 
     with monkeypatch.context() as m:
-        m.setattr(parsing, "_bare_word", lambda *_a: None)  # the grammar's full reading only
+        m.setattr(parsing, "bare_word", lambda *_a: None)  # the grammar's full reading only
         return parsing.parse_answer(text, template, finish)
 
 
@@ -403,8 +403,8 @@ def test_the_shortcut_is_taken_for_a_plain_word(monkeypatch):
     import automonitor.runs.parsing as parsing
 
     seen = []
-    real = parsing._bare_word
-    monkeypatch.setattr(parsing, "_bare_word", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = parsing.bare_word
+    monkeypatch.setattr(parsing, "bare_word", lambda *a: seen.append(real(*a)) or seen[-1])
     assert parse_answer("Yes", "direct").outcome == "misbehavior"
     assert parse_answer(" no.\n", "direct-fewshot").outcome == "benign"
     assert [r.outcome for r in seen if r is not None] == ["misbehavior", "benign"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from automonitor.runs.answers import GRAMMARS
-from automonitor.runs.parsing import _bare_word, _bare_word_position, score_at_verdict, verdict_position
+from automonitor.runs.parsing import bare_word, bare_word_position, score_at_verdict, verdict_position
 
 _WORD_GRAMMARS = [g for g in GRAMMARS.values() if g.words]
 _BLANKS = st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0", max_size=4)
@@ -37,8 +37,8 @@ def _word_answers(draw: st.DrawFn) -> str:
 )
 def test_bare_word_position_is_verdict_position(text: str, gi: int) -> None:
     g = _WORD_GRAMMARS[gi]
-    fast = _bare_word_position(text, g)
-    if _bare_word(text, g) is None:
+    fast = bare_word_position(text, g)
+    if bare_word(text, g) is None:
         assert fast is None  # left to the full reading
     else:
         assert fast is not None and fast == verdict_position(text, g)
@@ -50,7 +50,7 @@ def test_one_word_score_reads_the_word_alternatives(text: str, p: float) -> None
     """The score of a one-token word answer is P(Yes) / (P(Yes) + P(No)) over its alternatives, whatever
     the word's case, blanks or final '.'; an alternative that is no verdict word counts for neither."""
     g = GRAMMARS["direct"]
-    if _bare_word(text, g) is None:  # a word of another grammar
+    if bare_word(text, g) is None:  # a word of another grammar
         return
     tokens = [(text, [("Yes", math.log(p)), (" no", math.log(1 - p)), ("maybe", math.log(0.001))])]
     assert score_at_verdict(tokens, g) == pytest.approx(p)

@@ -61,9 +61,10 @@ def failed_outcome(error: str) -> dict[str, Any]:
 
 def cached_outcome(hit: CachedVerdict) -> dict[str, Any]:
     """The outcome of a cache hit (a ``cache_lookup`` row): its text and tokens, no cost."""
+    meta = hit.get("meta")
     return {
         "text": hit["raw"],
-        "finish_reason": (hit.get("meta") or {}).get("finish_reason"),
+        "finish_reason": meta.get("finish_reason") if isinstance(meta, dict) else None,
         "tokens_in": hit["tokens_in"],
         "tokens_out": hit["tokens_out"],
         "cost_usd": 0.0,
