@@ -173,6 +173,10 @@ def run_cmd(
     try:
         with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
             summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet, base_url)
+    except InputError as exc:
+        if exc.field == "resume" and not resume:  # the runner names --resume; this run came from --reuse
+            raise InputError(exc.message, file=exc.file, line=exc.line, field="reuse" if reuse else None) from exc
+        raise
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.sigterm_as_interrupt): the run released itself
         _report_interrupted(engine, run_id)
     _report_run(engine, run_id, summary, as_json)
