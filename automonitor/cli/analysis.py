@@ -272,7 +272,8 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
 
 
 def _runs_table(rep: Report, front: set[str], hollow: set[str]) -> Table:
-    """MR / FAR per run with intervals, unscored, pending, AUROC, grounding, front, edition, controls."""
+    """MR / FAR per run with intervals, unscored, pending (with the run's status when it is not finished:
+    ``8 (failed)``), AUROC, grounding, front, edition, controls."""
     columns = ("run", "monitor", "template", "kind", "n", "MR [95% CI]", "FAR [95% CI]", "unscored", "pending")
     columns += ("AUROC", "grounded", "front", "edition", "FAR controls")
     rows = []
@@ -289,7 +290,7 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str]) -> Table:
                 _pct(o.mr) + _ci(o.mr_ci),
                 _pct(o.far) + _ci(o.far_ci),
                 f"{o.unscored} ({_pct(o.unscored_rate)})",
-                str(o.pending),
+                str(o.pending) + (f" ({r.status})" if r.status not in (None, "finished") else ""),
                 _pct(r.auroc),
                 grounded,
                 "*" if r.run_id in front else ("hollow" if r.run_id in hollow else ""),

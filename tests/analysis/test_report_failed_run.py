@@ -1,0 +1,39 @@
+"""A run that never reached its judge shows as such in the text report (fresh-user trial, fifth sitting: a
+failed run was listed as ``measured`` with ``n 0`` and ``pending 8``, nothing saying it failed): its pending
+count carries the run's status; a finished run's does not."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from helpers import run_cli
+
+PAIRS = Path(__file__).resolve().parents[2] / "docs" / "examples" / "pairs.jsonl"
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # released: nothing listens there
+
+
+def test_a_failed_run_says_failed_in_the_text_report(sqlite_url):
+    assert run_cli(["import", str(PAIRS)], db=sqlite_url).returncode == 0
+    ok = run_cli(["run", "--monitor", "rules", "--template", "direct", "--quiet", "--json"], db=sqlite_url)
+    assert ok.returncode == 0, ok.stderr
+    down = run_cli(
+        ["run", "--monitor", "openai:down", "--template", "direct", "--retries", "0", "--quiet", "--json"]
+        + ["--base-url", f"http://127.0.0.1:{_dead_port()}/v1"],
+        db=sqlite_url,
+    )
+    assert down.returncode == 1, down.stderr
+    failed_id, ok_id = json.loads(down.stdout)["run_id"], json.loads(ok.stdout)["run_id"]
+    plain = run_cli(["report", "--n-boot", "20"], db=sqlite_url)
+    assert plain.returncode == 0, plain.stderr
+    rows: dict[str, str] = {}  # the first table (MR / FAR per run) holds each run's first row
+    for ln in plain.stdout.splitlines():
+        if ln.count("│") > 5:
+            rows.setdefault(ln.split("│")[1].strip(), ln)
+    assert "(failed)" in rows[failed_id] and "(failed)" not in rows[ok_id] and "(finished)" not in rows[ok_id]
