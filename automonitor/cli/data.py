@@ -257,6 +257,9 @@ def _stats_table(doc: dict[str, Any]) -> None:
 
     out = _stdout()
     ed = f", edition {doc['edition']}" if doc["split"] == "test" else ""
+    if ed and doc["edition"] == "paper" and doc.get("build_seed") is None:
+        # never built (a store of imported pairs): 'paper' reads every gold test sample (edition_filter)
+        ed += " (no build: every gold test sample)"
     nested = doc["by_category_task_nested"]
     t = rich_table(
         f"gold samples, split {doc['split']}{ed}: {doc['total']} samples in {doc['pairs']} pairs",

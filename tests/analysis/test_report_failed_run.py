@@ -37,3 +37,15 @@ def test_a_failed_run_says_failed_in_the_text_report(sqlite_url):
         if ln.count("│") > 5:
             rows.setdefault(ln.split("│")[1].strip(), ln)
     assert "(failed)" in rows[failed_id] and "(failed)" not in rows[ok_id] and "(finished)" not in rows[ok_id]
+
+
+def test_stats_of_a_store_never_built_says_paper_is_every_gold_test_sample(sqlite_url):
+    """``stats`` of a store of imported pairs only (fresh-user trial, fifth sitting: it printed ``edition
+    paper`` as if a paper edition had been built, while the app says "no edition (imported pairs)")."""
+    assert run_cli(["import", str(PAIRS)], db=sqlite_url).returncode == 0
+    out = run_cli(["stats"], db=sqlite_url, env={"COLUMNS": "400"})
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())  # the table's title wraps at the table's width
+    assert "edition paper (no build: every gold test sample): 8 samples in 4 pairs" in text, out.stdout
+    doc = run_cli(["stats", "--json"], db=sqlite_url)
+    assert json.loads(doc.stdout)["edition"] == "paper"  # the JSON keeps the contract's value
