@@ -186,7 +186,8 @@ def pair_diff_html(a: str, b: str, mode: str = "word", *, a_name: str = "misbeha
     """:func:`pair_diff` as escaped HTML for ``st.html``: removed parts (only in ``a``) struck through in
     red (``<del class="am-del">``), added parts (only in ``b``) in green (``<ins class="am-ins">``), a
     one-line legend naming both sides. In line mode a removed last line without a newline is shown with
-    one, so it never runs into the added line. Every text piece is escaped."""
+    one, so it never runs into the added line; in word mode a removed part keeps a right margin, so it never
+    runs into the word that replaces it. Every text piece is escaped."""
     parts = []
     for op, t in pair_diff(a, b, mode):
         if op == "equal":
@@ -194,7 +195,10 @@ def pair_diff_html(a: str, b: str, mode: str = "word", *, a_name: str = "misbeha
         elif op == "delete":
             # a last line without its newline must not run into the inserted line after it
             t = t + "\n" if mode == "line" and not t.endswith("\n") else t
-            parts.append(f'<del class="am-del" style="{_DEL}">{_esc(t)}</del>')
+            # a word removed right before the word that replaces it keeps a gap (a margin, not a character:
+            # copying the text gives each side's words unchanged), so "given" + "made" never reads "givenmade"
+            gap = "margin-right:0.3em;" if mode == "word" else ""
+            parts.append(f'<del class="am-del" style="{_DEL}{gap}">{_esc(t)}</del>')
         else:
             parts.append(f'<ins class="am-ins" style="{_INS}">{_esc(t)}</ins>')
     legend = (

@@ -4,6 +4,8 @@ navigation and filters, escaped search highlights and pair diffs, run archiving 
 
 from __future__ import annotations
 
+import re
+
 import json
 
 import pandas as pd
@@ -126,6 +128,9 @@ def test_pair_diff_line_and_word_modes_reconstruct_both_sides():
     assert ("delete", "5.") in words or any(op == "delete" and "5." in t for op, t in words)
     html = views.pair_diff_html("<img src=x onerror=alert(1)> a", "<img src=x> b", "word")
     assert "<img" not in html and "&lt;img" in html and 'class="am-del"' in html and 'class="am-ins"' in html
+    # a replaced word keeps a gap before its replacement (fresh-user trial: "givenmade"), as a margin, not text
+    html = views.pair_diff_html("it was given", "it was made", "word")
+    assert re.search(r'<del class="am-del" style="[^"]*margin-right:[^"]*">given</del><ins', html), html
     # a changed last line without a newline: the removed and the added line stay on separate rows
     html = views.pair_diff_html("x = 1\ny = 2", "x = 1\ny = 3", "line")
     assert ">y = 2\n</del>" in html and ">y = 3</ins>" in html
