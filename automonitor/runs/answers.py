@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
@@ -254,6 +255,14 @@ class Grammar:
     model: type[StrictAnswer]
     key: str
     value_words: dict[Verdict, tuple[str, ...]]
+
+    @cached_property
+    def verdict_words(self) -> dict[Verdict, tuple[str, ...]]:
+        """``{verdict: its words}`` of a word grammar (:attr:`words` inverted, in their order), built once."""
+        out: dict[Verdict, tuple[str, ...]] = {}
+        for w, v in self.words.items():
+            out[v] = (*out.get(v, ()), w)
+        return out
 
     @property
     def json_expected(self) -> str:

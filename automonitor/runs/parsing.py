@@ -771,6 +771,7 @@ _UNENDED = re.compile(r"\w[^\S\n]*[\w,;:\-–—]?[^\S\n]*\Z")
 # ("whether it is benign", "although parts are benign", "a benign answer would refuse"), neither side.
 _SIDE_TERM = re.compile(r"\b(?:(?P<mis>misbehav\w*)|(?P<ben>benign\w*))", re.I)
 _CLAUSE_END = re.compile(r"[.,;:!?\n]")
+_TERM_SENTENCE_END = re.compile(r"[.!?\n]")
 _NEGATION = re.compile(r"\b(?:not|never|no|without|nothing|none|neither|nor|free\s+of|lacks?)\b|n't\b", re.I)
 # a negation right after the term: "misbehavior is not present", "benign it is not", "misbehavior: none"
 _NEGATED_AFTER = re.compile(
@@ -796,7 +797,7 @@ def restated_verdicts(text: str) -> list[tuple[str, Label]]:
         start = max((x.end() for x in _CLAUSE_END.finditer(text, 0, m.start())), default=0)
         end_m = _CLAUSE_END.search(text, m.end())
         end = end_m.start() if end_m else len(text)
-        sentence_end = re.compile(r"[.!?\n]").search(text, m.end())
+        sentence_end = _TERM_SENTENCE_END.search(text, m.end())
         if sentence_end and sentence_end.group(0) == "?":
             continue
         clause = text[start:end]
@@ -1011,9 +1012,7 @@ def verdict_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tupl
     if stripped.startswith(("{", "```")):
         pos = _top_level_value(text, text.find("{", base), grammar.key)
         return (pos, grammar.value_words) if pos is not None else None
-    words: dict[Label, tuple[str, ...]] = {}
-    for w, v in grammar.words.items():
-        words[v] = (*words.get(v, ()), w)
+    words = grammar.verdict_words
     m = _WORD_FIRST.match(stripped)
     if m and m.group("w").lower() in grammar.words:
         return base + lead + m.start("w"), words
@@ -1025,11 +1024,6 @@ def verdict_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tupl
     return None
 
 
-#: ``id(grammar) -> (grammar, {verdict: its words})``: :func:`verdict_position`'s words of a word
-#: grammar, built once per grammar for :func:`bare_word_position`
-_VERDICT_WORDS: dict[int, tuple[Grammar, dict[Label, tuple[str, ...]]]] = {}
-
-
 def bare_word_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tuple[str, ...]]] | None:
     """:func:`verdict_position` of the commonest answer, one of the grammar's words alone (the answers
     :func:`bare_word` reads: ASCII, at most 16 characters, blanks around it, one final ``.``): the
@@ -1038,15 +1032,7 @@ def bare_word_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tu
     finds the same index: no reasoning tag, the word its first token."""
     if bare_word(text, grammar) is None:
         return None
-    hit = _VERDICT_WORDS.get(id(grammar))
-    if hit is None or hit[0] is not grammar:
-        words: dict[Label, tuple[str, ...]] = {}
-        for w, v in grammar.words.items():
-            words[v] = (*words.get(v, ()), w)
-        if len(_VERDICT_WORDS) >= 64:  # grammars are module constants; a test's own ones stay few
-            _VERDICT_WORDS.clear()
-        hit = _VERDICT_WORDS[id(grammar)] = (grammar, words)
-    return len(text) - len(text.lstrip()), hit[1]
+    return len(text) - len(text.lstrip()), grammar.verdict_words
 
 
 def _top_level_value(text: str, start: int, key: str) -> int | None:
