@@ -8,6 +8,7 @@ it can open the store directly); the web app always acts as the logged-in accoun
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -311,41 +312,40 @@ def assignments_export(
         err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}")
 
 
-def _export(what: str, file: Path, fmt: str | None, csv_mode: str, json_out: bool) -> None:
-    """``annotations export`` (``what="labels"``) or ``adjudications export`` (``"adjudications"``)."""
-    from automonitor.annotation.accounts import SYSTEM
-    from automonitor.annotation import export_adjudications, export_annotations
+def _export_command(what: str, doc: str) -> Callable[..., None]:
+    """The ``annotations export`` (``what="labels"``) or ``adjudications export`` (``"adjudications"``)
+    command, with help text ``doc``."""
 
-    export = export_annotations if what == "labels" else export_adjudications
-    from automonitor.data.records import check_csv_mode  # pydantic: not at --help
+    def export_cmd(
+        file: Path = typer.Argument(..., help="output .jsonl or .csv"),
+        fmt: str | None = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
+        csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
+        json_out: bool = typer.Option(False, "--json"),
+    ) -> None:
+        from automonitor.annotation.accounts import SYSTEM
+        from automonitor.annotation import export_adjudications, export_annotations
 
-    n = export(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
-    if json_out:
-        emit_json({"file": str(file), what: n})
-    else:
-        err_console.print(f"wrote {n} {what.removesuffix('s')}(s) to {file}")
+        export = export_annotations if what == "labels" else export_adjudications
+        from automonitor.data.records import check_csv_mode  # pydantic: not at --help
+
+        n = export(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
+        if json_out:
+            emit_json({"file": str(file), what: n})
+        else:
+            err_console.print(f"wrote {n} {what.removesuffix('s')}(s) to {file}")
+
+    export_cmd.__doc__ = doc
+    return export_cmd
 
 
-@annotations_app.command("export")
-def annotations_export(
-    file: Path = typer.Argument(..., help="output .jsonl or .csv"),
-    fmt: str | None = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
-    csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
-    json_out: bool = typer.Option(False, "--json"),
-) -> None:
-    """Export every label with provenance (who, when, guideline version, batch, time spent)."""
-    _export("labels", file, fmt, csv_mode, json_out)
-
-
-@adjudications_app.command("export")
-def adjudications_export(
-    file: Path = typer.Argument(..., help="output .jsonl or .csv"),
-    fmt: str | None = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
-    csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
-    json_out: bool = typer.Option(False, "--json"),
-) -> None:
-    """Export every adjudication (history included) with provenance and the annotators' labels."""
-    _export("adjudications", file, fmt, csv_mode, json_out)
+annotations_app.command("export")(
+    _export_command("labels", "Export every label with provenance (who, when, guideline version, batch, time spent).")
+)
+adjudications_app.command("export")(
+    _export_command(
+        "adjudications", "Export every adjudication (history included) with provenance and the annotators' labels."
+    )
+)
 
 
 @adjudications_app.command("finalize")
