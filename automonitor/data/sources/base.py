@@ -181,12 +181,15 @@ def read_json_list(raw: Path, path: Path) -> list[tuple[int, Any]]:
     i = skip(i + 1)
     if text.startswith("]", i):
         return out
+    line, counted = 1, 0  # the line of position ``counted``: newlines counted once each, not from 0 per item
     while True:
         try:
             obj, end = dec.raw_decode(text, i)
         except json.JSONDecodeError as exc:
             raise bad(f"invalid JSON: {exc.msg}", exc.pos) from None
-        out.append((text.count("\n", 0, i) + 1, obj))
+        line += text.count("\n", counted, i)
+        counted = i
+        out.append((line, obj))
         i = skip(end)
         if text.startswith(",", i):
             i = skip(i + 1)
