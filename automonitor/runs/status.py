@@ -64,9 +64,7 @@ def cancel_run(engine: Engine, run_id: str) -> None:
         NotFound: no such run.
     """
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id!r}")
+        run = q.get_run(s, run_id)
         if run.status not in ("finished", "imported"):
             run.status = "cancelled"
             s.add(run)
@@ -77,9 +75,7 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
     "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation; counts are the
     run's verdicts, i.e. repeat 0), plus ``"repeat": K`` for a run judged with ``--repeat K`` (K > 1)."""
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id!r}")
+        run = q.get_run(s, run_id)
         counts = q.outcome_counts(s, run_id)
         out: JSONObject = {
             "run_id": run_id,

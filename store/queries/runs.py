@@ -17,6 +17,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, Executable
 from sqlmodel import Session, col
 
+from automonitor.errors import NotFound
 from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
 from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
@@ -33,6 +34,18 @@ from store.queries.rowtypes import (
     sample_key,
 )
 from automonitor.jsontypes import JSONObject, JSONValue
+
+
+def get_run(session: Session, run_id: str) -> Run:
+    """The run ``run_id`` (in the caller's session).
+
+    Raises:
+        NotFound: no such run.
+    """
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id!r}")
+    return run
 
 
 #: the columns of a judge-cache entry: a verdict's fields (:data:`automonitor.vocab.VERDICT_FIELDS`) and ``meta``

@@ -12,7 +12,7 @@ from automonitor.data.monitor_views import view_of_run
 from automonitor.runs.batch.collect import poll_and_collect, Progress
 from automonitor.runs.batch.provider import provider_for
 from automonitor.runs.batch.submit import cache_pass_pending, submit_new_parts, submit_open_parts
-from automonitor.errors import InputError, NotFound
+from automonitor.errors import InputError
 from automonitor.runs.cache import CacheKeys
 from automonitor.runs.fewshot import load_examples
 from automonitor.runs.lease import check_lease, mark_running, new_lease, released_on_failure
@@ -21,7 +21,6 @@ from automonitor.runs.params import backend_params
 from automonitor.runs.status import finalize, summary
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, load_template
 from store import session_scope
-from store.models import Run
 from store.queries import runs as q
 
 
@@ -96,9 +95,7 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
             missing few-shot samples.
     """
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id!r}")
+        run = q.get_run(s, run_id)
         params = dict(run.params or {})
         check_lease(run_id, params, field="resume")
         tpl = load_template(run.template)

@@ -9,11 +9,10 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 from sqlalchemy.engine import Engine
 
 from automonitor.runs.batch.provider import batch_api_of, batch_backends
-from automonitor.errors import InputError, NotFound
+from automonitor.errors import InputError
 from automonitor.runs.cache import view_text
 from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
-from store.models import Run
 from store.queries import runs as q
 
 T = TypeVar("T")
@@ -34,9 +33,7 @@ def enable(engine: Engine, run_id: str, *, poll_s: float = DEFAULT_POLL_S, size:
     if not (poll_s >= 0) or int(size) < 1:
         raise InputError("batch_poll must be >= 0 and batch_size >= 1", field="batch")
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id!r}")
+        run = q.get_run(s, run_id)
         backend = (run.params or {}).get("backend") or run.monitor.split(":", 1)[0]
         provider = batch_api_of(backend)
         if provider is None:
@@ -62,9 +59,7 @@ def save_state(engine: Engine, run_id: str, state: dict[str, Any]) -> None:
         NotFound: the run was deleted meanwhile.
     """
     with session_scope(engine) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id!r}")
+        run = q.get_run(s, run_id)
         p = dict(run.params or {})
         p["batch"] = state
         if p.get("lease"):
