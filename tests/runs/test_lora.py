@@ -1,17 +1,66 @@
 """The LoRA path end to end on the packaged Gemma 3 270M (slow: de-quantising the GGUF the first time takes
-minutes; the converted model is cached in ~/.cache/automonitor/hf or $AUTOMONITOR_CACHE_DIR/hf)."""
+minutes; the converted model is cached in ~/.cache/automonitor/hf or $AUTOMONITOR_CACHE_DIR/hf).
+
+The suite's cache home is new for every run (``tests/conftest.py``), so the conversion is kept once per
+machine as well (:func:`converted_base`): keyed by the GGUF's SHA-256, the converter's source and the
+transformers/gguf/torch versions, made by :func:`automonitor.runs.probe.lora._convert_gguf` itself the first
+time and linked into the run's cache home after that."""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
+import os
+from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
 from test_probes import fill_store, made_up
 
 
+def _conversion_key(gguf: Path) -> str:
+    """Hex digest naming one conversion: the GGUF's bytes, the converter's source and the versions of the
+    packages that de-quantise and save it (a change to any of them converts again)."""
+    from automonitor.runs.probe import lora
+
+    h = hashlib.sha256()
+    with gguf.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    h.update(inspect.getsource(lora._convert_gguf).encode())
+    for dist in ("transformers", "gguf", "torch", "safetensors"):
+        h.update(f"{dist}={version(dist)};".encode())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def converted_base() -> Path:
+    """The packaged GGUF de-quantised into a HF folder once per machine (``$XDG_CACHE_HOME`` or
+    ``~/.cache``, ``automonitor-tests/hf/<stem>-<key>``) by the project's own converter, and linked to where
+    :func:`automonitor.runs.probe.lora.load_base` looks for it in this run's cache home."""
+    from automonitor.runs.probe import lora
+
+    folder, gguf = lora.resolve_base("gemma3-270m")
+    assert gguf is not None
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    kept = home / "automonitor-tests" / "hf" / f"{Path(gguf).stem}-{_conversion_key(folder / gguf)[:16]}"
+    if not (kept / "config.json").is_file():
+        lora._convert_gguf(folder, gguf, kept)
+    target = lora.hf_cache_dir(gguf)
+    if not (target / "config.json").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.symlink_to(kept, target_is_directory=True)
+        except FileExistsError:  # another worker linked it first
+            pass
+    assert (target / "config.json").is_file()
+    return kept
+
+
 @pytest.mark.slow
-def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_path):
+def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_path, converted_base):
     from automonitor.runs.probe import lora
     from automonitor.runs import runner
     from store import session_scope
