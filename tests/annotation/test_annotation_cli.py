@@ -15,7 +15,7 @@ from automonitor.errors import InputError
 from store import get_engine, init_db, session_scope
 from store.queries.samples import insert_samples
 
-from helpers import account_named, candidate_row
+from helpers import account_named, candidate_row, run_cli_in_process
 
 
 def _candidates(engine, n_pairs=6):
@@ -72,8 +72,8 @@ def test_users_add_hashes_the_stdin_password_and_refuses_bad_input(cli, db_url):
         (["ann1", "--role", "admin"], "a long enough password\n", "already exists"),
         (["ann5", "--role", "owner"], "a long enough password\n", "role"),
         (["ann6", "--role", "admin"], "\n", "password"),
-    ):
-        r = cli(["users", "add", *args, "--password-stdin"], db=db_url, input=stdin)
+    ):  # the refusals in this process (the first add above went through a real pipe into the console script)
+        r = run_cli_in_process(["users", "add", *args, "--password-stdin"], db=db_url, input=stdin)
         assert r.returncode == 2 and word in r.stderr and r.stdout == ""
 
 

@@ -18,7 +18,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from helpers import RAW, run_cli, sycophancy_script
+from helpers import RAW, run_cli, run_cli_in_process, sycophancy_script
 
 SOURCE = RAW / "bct_truthfulqa_cues" / "truthfulqa_suggested_answer.jsonl"
 
@@ -125,7 +125,9 @@ def test_scripted_session_generate_annotate_adjudicate_then_judge(sqlite_engine,
     doc = _gen(db, scripted.base_url)
     assert doc["candidates_added"] == 3
     for name, role in (("alice", "annotator"), ("bob", "annotator"), ("carol", "admin")):
-        r = run_cli(["users", "add", name, "--role", role, "--password-stdin"], db=db, input="password-123456\n")
+        r = run_cli_in_process(
+            ["users", "add", name, "--role", role, "--password-stdin"], db=db, input="password-123456\n"
+        )  # stdin read in this process (a real pipe is tested in tests/cli)
         assert r.returncode == 0, r.stderr
     r = run_cli(["assign", "--k", "2", "--seed", "7", "--json"], db=db)
     assert r.returncode == 0 and json.loads(r.stdout)["assignments"] == 12, r.stderr
