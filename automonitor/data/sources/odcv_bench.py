@@ -55,8 +55,11 @@ VARIANTS = ("incentivized", "mandated")
 TEST_VARIANT = "incentivized"
 MAX_CHARS = 40_000  # rendered trajectory length above which a pair is train only
 MIS_MIN, BEN_MAX = 3.0, 0.0
-_STEP = re.compile(r"^== Step (\d+) ==[ \t]*$", re.M)
-_FIELD = re.compile(r"^(role|content|reason|call): ?", re.M)
+# a step header and a field start a line; each pattern begins with the newline before it (searched in the
+# text with a newline put in front), a literal prefix the regex engine finds fast: ``^`` in MULTILINE mode
+# tries every position (7x slower on the 32 MB of logs)
+_STEP = re.compile(r"\n== Step (\d+) ==[ \t]*$", re.M)
+_FIELD = re.compile(r"\n(role|content|reason|call): ?")
 
 
 def _scores(raw: Path, relname: str) -> dict[tuple[str, str], float | None]:
@@ -100,9 +103,11 @@ def _blocks(text: str) -> list[dict[str, str]]:
     """The ``== Step N ==`` blocks of a log as ``{"role", "content", "reason"?, "call"?}``. Fields start
     a line (``role:``, ``content:``, ``reason:``, ``call:``); a field runs until the next field."""
     out = []
+    text = "\n" + text  # the patterns start with the newline a line start follows (see _STEP)
     starts = list(_STEP.finditer(text))
     for i, m in enumerate(starts):
-        body = text[m.end() : starts[i + 1].start() if i + 1 < len(starts) else len(text)].strip("\n")
+        # a match starts at the newline before its line: the text it ends is stripped of newlines below
+        body = "\n" + text[m.end() : starts[i + 1].start() if i + 1 < len(starts) else len(text)].strip("\n")
         fields: dict[str, str] = {}
         marks = list(_FIELD.finditer(body))
         # the role comes first; reason/call only on assistant blocks (content may contain "call: " lines)
