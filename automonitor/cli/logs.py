@@ -82,6 +82,13 @@ def configure(level: str = "default") -> None:
     logging.getLogger("psycopg").setLevel(logging.DEBUG if level == "verbose" else logging.ERROR)
 
 
+def is_quiet() -> bool:
+    """Whether this command was given ``--quiet``/``-q`` (:func:`configure` installed the stderr handler at
+    the ``quiet`` level: errors only). A command prints its own informational lines (``run <id>``) only
+    when this is false."""
+    return any(h.level >= LEVELS["quiet"] for h in _STDERR)
+
+
 def take_flags(args: Sequence[str], own_options: set[str]) -> tuple[list[str], str]:
     """``args`` without the logging flags, and the level they ask for.
 
@@ -154,6 +161,7 @@ __all__ = [
     "PRODUCT_LOGGERS",
     "RedactingFormatter",
     "configure",
+    "is_quiet",
     "run_log",
     "run_log_path",
     "take_flags",

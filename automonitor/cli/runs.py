@@ -10,7 +10,7 @@ import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import INTERRUPTED_EXIT, edition_choices, emit_json, err_console, open_store, rich_table
-from automonitor.cli.logs import run_log
+from automonitor.cli.logs import is_quiet, run_log
 from automonitor.errors import InputError
 from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
 
@@ -148,6 +148,7 @@ def run_cmd(
 
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency must be at least 1", field="concurrency")
+    quiet = quiet or is_quiet()  # -q (taken by the root group) means --quiet here too: errors only on stderr
     engine = open_store()
     params = _parse_params(param)
     _apply_repeat(params, repeat, resume, retry_errors)
@@ -169,7 +170,8 @@ def run_cmd(
         options = {"limit": limit, "sample_seed": sample_seed, "base_url": base_url, "concurrency": concurrency or 8}
         run_opts = options | {"reuse": reuse, "edition": edition, "view": view, "sources": source or None}
         run_id = new_run(engine, monitor, template, params, run_opts, controls, repeat, batch)
-        err_console.print(f"run {run_id}")
+        if not quiet:
+            err_console.print(f"run {run_id}")
     try:
         with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
             summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet, base_url)
