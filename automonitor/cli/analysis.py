@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Any, List
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import CliConsole, edition_choices, emit_json, err_console, open_store, rich_table
+from automonitor.cli.common import (
+    CliConsole,
+    edition_choices,
+    edition_text,
+    emit_json,
+    err_console,
+    open_store,
+    rich_table,
+)
 from automonitor.errors import InputError
 from automonitor.vocab import EDITIONS, INVALID_POLICIES
 
@@ -249,7 +257,13 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
         if engine is not None
         else (set(rep.pareto), set(), (rep.pearson_r, rep.pearson_p, rep.pearson_n))
     )
-    con.print(_runs_table(rep, front, hollow))
+    built = engine is None or _store_built(engine)
+    con.print(_runs_table(rep, front, hollow, built))
+    if not built and any(r.edition == "paper" for r in rep.runs):
+        con.print(
+            f"edition {edition_text('paper', built)}: this store was never built (`automonitor build`), so the "
+            "paper edition is every gold test sample, as `stats` says"
+        )
     con.print(f"Pareto front: {', '.join(r.run_id for r in rep.runs if r.run_id in front) or '-'}")
     if hollow:
         from automonitor.views.honest_points import DEFAULT_MIN_N
@@ -271,9 +285,20 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
             con.print(table)
 
 
-def _runs_table(rep: Report, front: set[str], hollow: set[str]) -> Table:
+def _store_built(engine: Engine) -> bool:
+    """Whether the store holds a build (a build log row); without one the ``paper`` edition is every gold
+    test sample (:data:`~automonitor.cli.common.NO_BUILD_NOTE`)."""
+    from store import session_scope
+    from store.queries.samples import latest_build_report
+
+    with session_scope(engine) as s:
+        return latest_build_report(s) is not None
+
+
+def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = True) -> Table:
     """MR / FAR per run with intervals, unscored, pending (with the run's status when it is not finished:
-    ``8 (failed)``), AUROC, grounding, front, edition, controls."""
+    ``8 (failed)``), AUROC, grounding, front, edition (``paper (no build)`` on a store never built, ``built``
+    false), controls."""
     columns = ("run", "monitor", "template", "kind", "n", "MR [95% CI]", "FAR [95% CI]", "unscored", "pending")
     columns += ("AUROC", "grounded", "front", "edition", "FAR controls")
     rows = []
@@ -294,7 +319,7 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str]) -> Table:
                 _pct(r.auroc),
                 grounded,
                 "*" if r.run_id in front else ("hollow" if r.run_id in hollow else ""),
-                str(r.edition or ""),
+                "paper (no build)" if r.edition == "paper" and not built else str(r.edition or ""),
                 "-" if not (ctl and ctl.n) else f"{_pct(ctl.far)} of {ctl.n}",
             )
         )

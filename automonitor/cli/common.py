@@ -73,6 +73,20 @@ _EDITION_NOTES = {
 }
 
 
+#: What ``paper`` is on a store never built (no build log: the edition filter reads every gold test sample),
+#: as ``stats`` and ``report`` say it
+NO_BUILD_NOTE = "no build: every gold test sample"
+
+
+def edition_text(edition: str | None, built: bool) -> str:
+    """An edition as the text commands show it: ``"paper (no build: every gold test sample)"`` for
+    ``paper`` on a store never built (``built`` false; :data:`NO_BUILD_NOTE`), else the name (``""`` for
+    ``None``). The JSON documents keep the bare name."""
+    if edition == "paper" and not built:
+        return f"paper ({NO_BUILD_NOTE})"
+    return edition or ""
+
+
 def edition_choices(*, described: bool = False) -> str:
     """The ``--edition`` choices as help text, in :data:`automonitor.vocab.EDITIONS` order:
     ``"paper | verified | paper-r2 | hard"``; ``described=True`` adds what an edition is in brackets

@@ -12,6 +12,7 @@ from automonitor.escaping import terminal_text
 from automonitor.cli.common import (
     CliConsole,
     edition_choices,
+    edition_text,
     emit_json,
     err_console,
     open_store,
@@ -256,10 +257,9 @@ def _stats_table(doc: dict[str, Any]) -> None:
     from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TASKS
 
     out = _stdout()
-    ed = f", edition {doc['edition']}" if doc["split"] == "test" else ""
-    if ed and doc["edition"] == "paper" and doc.get("build_seed") is None:
-        # never built (a store of imported pairs): 'paper' reads every gold test sample (edition_filter)
-        ed += " (no build: every gold test sample)"
+    # never built (a store of imported pairs): 'paper' reads every gold test sample (edition_filter)
+    built = doc.get("build_seed") is not None
+    ed = f", edition {edition_text(doc['edition'], built)}" if doc["split"] == "test" else ""
     nested = doc["by_category_task_nested"]
     t = rich_table(
         f"gold samples, split {doc['split']}{ed}: {doc['total']} samples in {doc['pairs']} pairs",
