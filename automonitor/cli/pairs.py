@@ -23,7 +23,9 @@ def import_cmd(
         None, "--format", help="jsonl | csv | parquet (default: from the extension, else sniffed)."
     ),
     source: str = typer.Option("import", "--source", help="Source name for rows without a 'source'."),
-    max_errors: int = typer.Option(10, "--max-errors", min=1, help="How many problems to list."),
+    max_errors: int = typer.Option(
+        20, "--max-errors", min=1, help="How many problems to list (every malformed line and field is counted)."
+    ),
     strict: bool = typer.Option(
         False,
         "--strict",

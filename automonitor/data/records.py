@@ -121,6 +121,14 @@ class Problems:
     def __bool__(self) -> bool:
         return bool(self.items)
 
+    def absorb(self, other: Problems) -> None:
+        """Take in the problems of ``other`` (another stage's, of the same file): every problem kept in
+        line order (a problem without a line first; the same line keeps this collector's first), the
+        totals added, at most :data:`KEPT_PROBLEMS` kept with their text."""
+        merged = sorted(self.items + other.items, key=lambda p: p.line or 0)
+        self.items = merged[: max(self.limit, KEPT_PROBLEMS)]
+        self.total += other.total
+
     def raise_if_any(self) -> None:
         """Raise ``InputError`` at the first problem, if there is any: "first N problems, M more"."""
         if not self.items:

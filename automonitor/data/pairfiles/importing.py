@@ -17,6 +17,7 @@ from automonitor import vocab
 from automonitor.data.pairfiles.compare import StoredSamples, check_store, find_duplicates
 from automonitor.data.pairfiles.read import (
     DEFAULT_SOURCE,
+    MAX_LISTED,
     PairSource,
     SampleKey,
     PairFileSample,
@@ -99,7 +100,7 @@ class ImportPlan:
     status: str
     split: str | None
     source: PairSource
-    max_errors: int = 10
+    max_errors: int = MAX_LISTED
     strict: bool = False
     default_source: str = DEFAULT_SOURCE
     csv_mode: str = "safe"
@@ -145,7 +146,7 @@ def prepare_import(
     as_candidates: bool = False,
     split: str | None = None,
     default_source: str = DEFAULT_SOURCE,
-    max_errors: int = 10,
+    max_errors: int = MAX_LISTED,
     strict: bool = False,
     csv_mode: str = "safe",
 ) -> ImportPlan:

@@ -25,6 +25,8 @@ from automonitor.errors import InputError
 from automonitor.hashing import make_sample_id, sha256_text
 
 DEFAULT_SOURCE = "import"
+#: How many problems of a bad pair file the error lists by default (``import --max-errors``); all are counted
+MAX_LISTED = 20
 DEFAULT_LABEL_SOURCE = "user"
 
 
@@ -325,7 +327,7 @@ def scan_pairs(
     fmt: str | None = None,
     *,
     default_source: str = DEFAULT_SOURCE,
-    max_errors: int = 10,
+    max_errors: int = MAX_LISTED,
     csv_mode: str = "safe",
 ) -> tuple[str, list[SampleKey], str]:
     """Read and validate a pair file streaming, keeping one :class:`SampleKey` a sample. Returns
@@ -334,7 +336,8 @@ def scan_pairs(
     Raises ``InputError`` (see the package doc) at the first stage that has problems: an empty file,
     read problems (malformed JSON or CSV, a JSONL line that is not an object, bytes that are not UTF-8
     where no field can be named, a CSV/Parquet header with missing, unknown or duplicate columns, a CSV
-    row with the wrong field count), a file without samples, then :func:`checked_records` and
+    row with the wrong field count) listed in line order together with the field problems of the lines
+    that could be read (the first ``max_errors`` named, all counted), a file without samples, then :func:`checked_records` and
     :func:`check_file`. ``csv_mode``: how a CSV file's cells were written (``safe``, the export default,
     or ``exact``)."""
     head = source.head()
@@ -346,7 +349,9 @@ def scan_pairs(
     problems, span_problems = Problems(source.file, max_errors), Problems(source.file, max_errors)
     raw = iter_raw(source, fmt, read_problems, csv_mode=csv_mode)
     keys = [rec.key() for rec in checked_records(raw, problems, span_problems, default_source=default_source)]
-    read_problems.raise_if_any()
+    if read_problems:  # the records' field problems too: every bad line of the file in one list
+        read_problems.absorb(problems)
+        read_problems.raise_if_any()
     if not keys and not problems:  # every record read is either a key or a problem
         raise InputError("the file has no samples", file=source.file, line=1 if fmt != "csv" else 2)
     check_file(keys, problems, span_problems)
