@@ -510,8 +510,9 @@ def derive_cascade(
     """Store a cascade: ``cheap`` decides when its score is <= low or >= high, ``expensive`` the rest.
 
     Returns ``{"run_id", "recipe": {"kind": "cascade", "inputs": [cheap, expensive], "cheap",
-    "expensive", "low", "high", "n", "escalated", "share_escalated", "cost_usd", "compute_s"}}``
-    (cost = cheap on every sample + expensive on the escalated ones).
+    "expensive", "low", "high", "n", "escalated", "share_escalated", "cost_usd", "compute_s"}, "warnings":
+    [text]}`` (cost = cheap on every sample + expensive on the escalated ones; ``warnings``: one line when
+    the cascade escalates every sample or none, :func:`cascade_warning`, else empty).
     Raises InputError for low > high, bounds outside [0, 1], the same run twice, or a cheap run
     without scores. ``reuse=True`` (all recipes) returns an existing derived run with the same recipe
     instead of storing a copy.
@@ -559,8 +560,35 @@ def derive_cascade(
         "cost_rule": "cheap on every sample + expensive on the escalated share",
     }
     monitor = f"cascade ({_short(rows, cheap)} then {_short(rows, expensive)}; {low:g}/{high:g})"
-    return _save(
+    res = _save(
         engine, "cas", monitor, rows[expensive]["template"], _edition(rows, [cheap, expensive]), recipe, preds, reuse
+    )
+    warning = cascade_warning(res["recipe"])
+    return {**res, "warnings": [warning] if warning else []}
+
+
+def cascade_warning(recipe: dict[str, Any]) -> str | None:
+    """What is wrong with a cascade that escalates every sample or none, from its recipe (``n``,
+    ``escalated``, ``cheap``, ``expensive``, ``low``, ``high``), or ``None`` for one that escalates some:
+
+    - every sample: the cheap run's scores never reach ``<= low`` or ``>= high`` (or it has none), so the
+      cascade's verdicts are the expensive run's and it costs more than that run alone;
+    - none: the expensive run is never consulted, the verdicts are the cheap run's scores cut at
+      ``low``/``high``.
+    """
+    n, esc = int(recipe.get("n") or 0), int(recipe.get("escalated") or 0)
+    if n == 0 or 0 < esc < n:
+        return None
+    lo, hi = recipe.get("low"), recipe.get("high")
+    if esc == n:
+        return (
+            f"the cascade escalates every sample ({esc} of {n}, 100%): no score of the cheap run "
+            f"{recipe.get('cheap')} is <= {lo:g} or >= {hi:g}, so its verdicts are those of {recipe.get('expensive')} "
+            "(the same point on the plane, at a higher cost); widen --low/--high or choose another cheap run"
+        )
+    return (
+        f"the cascade escalates no sample (0 of {n}): every score of the cheap run {recipe.get('cheap')} is "
+        f"<= {lo:g} or >= {hi:g}, so {recipe.get('expensive')} is never consulted; narrow --low/--high"
     )
 
 
@@ -621,6 +649,7 @@ __all__ = [
     "derive_ensemble",
     "derive_thresholds",
     "derive_cascade",
+    "cascade_warning",
     "run_costs",
     "cheapest_meeting",
     "RULES",

@@ -8,7 +8,8 @@ from typing import Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, open_store
+from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.logs import is_quiet
 
 derive_app = typer.Typer(
     help="Combine existing runs into a derived run (ensembles, task-aware thresholds, "
@@ -19,11 +20,16 @@ app.add_typer(derive_app, name="derive")
 
 
 def _out(res: dict[str, Any], as_json: bool) -> None:
+    """Print a derived run (JSON, or one line with a cascade's escalated share: ``12.5% escalated (15 of
+    120)``); its warnings (a cascade escalating every sample or none) go to stderr unless ``--quiet``."""
+    if not is_quiet():
+        for w in res.get("warnings") or []:
+            err_console.print(f"warning: {w}")
     if as_json:
         emit_json(res)
         return
     r = res["recipe"]
-    extra = f", {r['share_escalated']:.1%} escalated" if r["kind"] == "cascade" else ""
+    extra = f", {r['share_escalated']:.1%} escalated ({r['escalated']} of {r['n']})" if r["kind"] == "cascade" else ""
     sys.stdout.write(f"derived run {res['run_id']}: {r['kind']} of {', '.join(r['inputs'])}, n={r['n']}{extra}\n")
 
 

@@ -139,6 +139,30 @@ def test_a_cascade_that_escalates_every_sample_is_flagged_identical_to_its_stron
     assert part not in views.identical_derived(small["engine"])
 
 
+def test_a_cascade_that_escalates_every_sample_or_none_says_so(small):
+    """Fresh-user trial: the demo's cascade on gemma escalated 100% of its samples (it is then the run it
+    escalates to) and nothing said so. Creation states the escalated share and warns at 100% and at 0%."""
+    from automonitor.analysis import derive
+
+    url = small["url"]
+    every = derive.derive_cascade(small["engine"], "rA", "rC", 0.0, 1.0)
+    (w,) = every["warnings"]
+    assert "escalates every sample (8 of 8, 100%)" in w and "rC" in w and "rA" in w
+    assert derive.derive_cascade(small["engine"], "rA", "rC", 0.25, 0.75)["warnings"] == []  # 5 of 8
+    # every score of rB is <= 0.5 or >= 0.5: the expensive run is never consulted
+    (w0,) = derive.derive_cascade(small["engine"], "rB", "rC", 0.5, 0.5)["warnings"]
+    assert "escalates no sample (0 of 8)" in w0
+    args = ["derive", "cascade", "--cheap", "rA", "--expensive", "rC", "--low", "0", "--high", "1", "--reuse"]
+    text = run_cli(args, db=url)  # the demo's call: reused, still warned
+    assert text.returncode == 0, text.stderr
+    assert every["run_id"] in text.stdout and "100.0% escalated (8 of 8)" in text.stdout
+    assert "warning: the cascade escalates every sample" in text.stderr
+    as_json = run_cli([*args, "--json"], db=url)
+    assert json.loads(as_json.stdout)["warnings"] == [w] and "warning:" in as_json.stderr
+    quiet = run_cli([*args, "--quiet"], db=url)
+    assert quiet.returncode == 0 and quiet.stderr.strip() == "", quiet.stderr
+
+
 def test_cascade_hand_computed_with_cost(small):
     from automonitor.analysis import derive
 
