@@ -205,6 +205,10 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
         "off (a span is optional)",
     ),
     "AUTOMONITOR_LOG_DIR": ("where detached runs write their logs (`RUN_ID.log`)", "`$TMPDIR/automonitor-runs`"),
+    "AUTOMONITOR_PROGRESS_EVERY_S": (
+        "seconds between two progress lines of `automonitor run` when stderr is not a terminal (a log, a pipe)",
+        "20",
+    ),
     "AUTOMONITOR_SESSION_HOURS": ("lifetime of a login session, in hours", "12"),
     "AUTOMONITOR_SESSION_SECRET": ("the key that signs login-session cookies", "a generated file's content"),
     "AUTOMONITOR_SECRET_FILE": ("the file holding the generated session key", "`~/.config/automonitor/session-secret`"),

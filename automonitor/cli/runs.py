@@ -368,9 +368,19 @@ def _rate_column():
 def _execute_with_progress(
     runner, engine, run_id: str, concurrency: int | None, quiet: bool, base_url: str | None = None
 ) -> dict[str, Any]:
+    """Execute the run with its progress on stderr: nothing with ``--quiet``, plain lines off a terminal
+    (:class:`~automonitor.cli.progress.ProgressLines`: a log file or a pipe gets a line every
+    ``$AUTOMONITOR_PROGRESS_EVERY_S`` seconds, where a progress bar would draw nothing until the end), else
+    a rich progress bar. Returns the runner's summary."""
     summary: dict[str, Any]
     if quiet:
         summary = runner.execute_run(engine, run_id, concurrency=concurrency, base_url=base_url)
+        return summary
+    if not err_console.is_terminal:
+        from automonitor.cli.progress import ProgressLines, progress_every_s
+
+        lines = ProgressLines(run_id, err_console.print, every_s=progress_every_s())
+        summary = runner.execute_run(engine, run_id, concurrency=concurrency, progress=lines, base_url=base_url)
         return summary
     from rich.progress import (
         BarColumn,
