@@ -412,3 +412,16 @@ class BuildLog(SQLModel, table=True):
     seed: int = 0
     report: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class DerivedDocument(SQLModel, table=True):
+    """A JSON document computed from the store's content and kept in it, so that a reader need not compute
+    it again: ``doc`` (JSON text) under ``key`` (what it is, named by the core), with the ``fingerprint``
+    of the content it was computed from. One row per key; the store neither reads nor checks the
+    document, and the core decides when a fingerprint still matches (``automonitor.data.audit.cache``)."""
+
+    __tablename__ = "derived_document"
+    key: str = Field(primary_key=True, max_length=64)
+    fingerprint: str = Field(max_length=64)
+    doc: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)

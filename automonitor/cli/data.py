@@ -117,6 +117,7 @@ def build_cmd(
     Progress goes to stderr: one line per stage with its counts, and on a terminal a progress bar while a
     long stage runs (reading the sources, the detector ladder, the hard edition, the store write).
     """
+    from automonitor.data.audit.cache import keep_audits
     from automonitor.data.build import build, resolve_raw
     from automonitor.errors import InputError
 
@@ -125,9 +126,9 @@ def build_cmd(
     check_edition(edition)
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
     progress = _BuildBar() if err_console.is_terminal and not quiet else progress_line
-    report = build(
-        open_store(create=True), raw_path, seed, force=force, progress=progress, refresh_ladder=refresh_ladder
-    )
+    engine = open_store(create=True)
+    report = build(engine, raw_path, seed, force=force, progress=progress, refresh_ladder=refresh_ladder)
+    keep_audits(engine, progress=progress_line)  # the first report and audit read it instead of computing it
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
     for pid in report.get("errata", {}).get("unmatched", []):

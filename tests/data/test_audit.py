@@ -323,6 +323,74 @@ def test_cache_follows_the_store(sqlite_engine, frame, tmp_path, monkeypatch):
     assert {s["source"] for s in b["slices"]} == {"fair", "hackgen", "all"}
 
 
+def _kept(engine) -> tuple[str, str] | None:
+    """``(fingerprint, JSON text)`` of the paper audit the store keeps, read with plain SQL."""
+    import sqlalchemy as sa
+
+    with engine.connect() as c:
+        row = c.execute(
+            sa.text("SELECT fingerprint, doc FROM derived_document WHERE key = 'audit:paper'")
+        ).one_or_none()
+    return None if row is None else (row[0], row[1])
+
+
+def test_a_kept_audit_is_read_from_the_store_and_a_changed_sample_set_gets_a_new_one(
+    engine, frame, tmp_path, monkeypatch
+):
+    """What the build does (``keep_audits``) makes a cold reader (no memory, a new cache
+    directory) read the store's copy instead of computing; new samples make that copy stale: computed again
+    and kept in its place. SQLite and PostgreSQL."""
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "c1"))
+    audit.memo.clear()
+    seed_frame(engine, frame[frame["source"] == "fair"])
+    assert _kept(engine) is None
+    lines: list[str] = []
+    assert audit.keep_audits(engine, ("paper",), progress=lines.append) == {"paper": "kept"}
+    assert any("computing" in m for m in lines)
+    assert audit.keep_audits(engine, ("paper",)) == {"paper": "kept already"}
+    kept = _kept(engine)
+    assert kept is not None and len(kept[0]) == 64
+    computed = audit.cached_audit(engine, "paper")
+    assert json.loads(kept[1]) == computed
+
+    # a cold reader: the store's copy, not a computation. Mark the copy so that only a read can return it.
+    from store import session_scope
+    from store.queries.documents import write_document
+
+    with session_scope(engine) as s:
+        write_document(s, "audit:paper", kept[0], json.dumps({**computed, "marker": "from the store"}))
+    audit.memo.clear()
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "c2"))
+    lines = []
+    got = audit.cached_audit(engine, "paper", progress=lines.append)
+    assert got == {**computed, "marker": "from the store"}
+    assert lines == ["audit of edition paper: from the store (kept for these samples)"]
+
+    # another sample set: the kept copy is not reused; the new audit replaces it in the store
+    seed_frame(engine, frame[frame["source"] == "hackgen"])
+    lines = []
+    fresh = audit.cached_audit(engine, "paper", progress=lines.append)
+    assert "marker" not in fresh and {s["source"] for s in fresh["slices"]} == {"fair", "hackgen", "all"}
+    assert lines[0].startswith("audit of edition paper: computing")
+    now = _kept(engine)
+    assert now is not None and now[0] != kept[0] and json.loads(now[1]) == fresh
+    assert audit.keep_audits(engine, ("paper",)) == {"paper": "kept already"}
+
+
+@pytest.mark.slow
+def test_audit_json_from_the_store_is_byte_identical_to_the_computed_one(engine, db_url, frame, cli, tmp_path):
+    """``automonitor audit --json``: computed (and kept), then in a new process with a new cache directory
+    read from the store: the same bytes."""
+    seed_frame(engine, frame)
+    first = cli(["audit", "--json"], db=db_url, env={"AUTOMONITOR_CACHE_DIR": str(tmp_path / "a")})
+    assert first.returncode == 0, first.stderr
+    assert "computing" in first.stderr and _kept(engine) is not None
+    cold = cli(["audit", "--json"], db=db_url, env={"AUTOMONITOR_CACHE_DIR": str(tmp_path / "b")}, subprocess_only=True)
+    assert cold.returncode == 0, cold.stderr
+    assert "from the store" in cold.stderr and "computing" not in cold.stderr
+    assert cold.stdout == first.stdout
+
+
 @pytest.mark.slow
 def test_report_includes_baselines(engine, db_url, frame, cli, tmp_path):
     from store import session_scope

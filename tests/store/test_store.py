@@ -298,16 +298,16 @@ def test_constructed_benign_is_taken_at_head_and_blocks_a_downgrade_while_stored
     gone the downgrade restores r8's list, which refuses the value again (SQLite and PostgreSQL)."""
     from alembic import command
 
-    from store.engine import alembic_config
+    from store.engine import alembic_config, head_revisions
 
     with session_scope(engine) as s:
         s.add(_sample(0, label_source="constructed_benign"))
     cfg = alembic_config(engine)
     with pytest.raises(Exception, match="ck_sample_label_source"):
         command.downgrade(cfg, "r9_accounts_errata")
-    # the failing step (r9's downgrade) changed nothing; the step above it (r10's) is undone with it on
-    # PostgreSQL (one transaction), kept on SQLite (a transaction per revision)
-    at = "r10_ladder_run_kind" if engine.dialect.name == "postgresql" else "r9_constructed_benign"
+    # the failing step (r9's downgrade) changed nothing; the steps above it (from the head down to r10's) are
+    # undone with it on PostgreSQL (one transaction), kept on SQLite (a transaction per revision)
+    at = head_revisions()[0] if engine.dialect.name == "postgresql" else "r9_constructed_benign"
     with engine.connect() as c:
         assert c.execute(sa.text("select version_num from alembic_version")).scalar() == at
     with engine.begin() as c:
@@ -327,7 +327,7 @@ def test_run_kind_ladder_is_taken_at_head_and_blocks_a_downgrade_while_stored(en
     once the run is gone the downgrade restores r9's list, which refuses it again (SQLite and PostgreSQL)."""
     from alembic import command
 
-    from store.engine import alembic_config
+    from store.engine import alembic_config, head_revisions
 
     with session_scope(engine) as s:
         m = Monitor(name="ladder:rules", backend="ladder")
@@ -337,8 +337,10 @@ def test_run_kind_ladder_is_taken_at_head_and_blocks_a_downgrade_while_stored(en
     cfg = alembic_config(engine)
     with pytest.raises(Exception, match="ck_run_kind"):
         command.downgrade(cfg, "r9_constructed_benign")
+    # the steps above r10 are undone with the failing one on PostgreSQL (one transaction), kept on SQLite
+    at = head_revisions()[0] if engine.dialect.name == "postgresql" else "r10_ladder_run_kind"
     with engine.connect() as c:
-        assert c.execute(sa.text("select version_num from alembic_version")).scalar() == "r10_ladder_run_kind"
+        assert c.execute(sa.text("select version_num from alembic_version")).scalar() == at
     with engine.begin() as c:
         c.execute(sa.text("update run set kind = 'imported'"))
     command.downgrade(cfg, "r9_constructed_benign")

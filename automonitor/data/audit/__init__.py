@@ -8,7 +8,7 @@ is and how to read it: ``docs/explanation/audit.md``.
 
 Pure functions work on a pandas frame of samples (columns id, pair_id, category, task, label, request,
 response, source, label_source, split, meta); :func:`run_audit` loads it from the store for an edition and
-:func:`cached_audit` memoises the result on disk keyed by a fingerprint of the samples.
+:func:`cached_audit` memoises the result on disk and in the store, keyed by a fingerprint of the samples.
 
 One module per job (this package re-exports the public names):
 
@@ -21,7 +21,8 @@ One module per job (this package re-exports the public names):
 - :mod:`~automonitor.data.audit.controls`: baseline false alarm rates on the controls;
 - :mod:`~automonitor.data.audit.document`: :func:`audit_frame`, the whole document;
 - :mod:`~automonitor.data.audit.editions`: :func:`load_samples` / :func:`run_audit` on a store;
-- :mod:`~automonitor.data.audit.cache`: :func:`cached_audit` (memory + disk, by store fingerprint);
+- :mod:`~automonitor.data.audit.cache`: :func:`cached_audit` (memory + disk + the store's copy, by the
+  samples' fingerprint) and :func:`keep_audits` (the build's copy in the store);
 - :mod:`~automonitor.data.audit.report_md`: :func:`markdown` (the audit document); the report's
   baselines section is :mod:`automonitor.analysis.audit_section`;
 - :mod:`~automonitor.data.audit.figures`: the app's table and plotly figures.
@@ -36,7 +37,7 @@ from automonitor.lazy import lazy_getattr
 if TYPE_CHECKING:
     from automonitor.data.audit.baselines import length_features, tfidf_vectorizer
     from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
-    from automonitor.data.audit.cache import cache_dir, cached_audit, fingerprint
+    from automonitor.data.audit.cache import cache_dir, cached_audit, content_fingerprint, fingerprint, keep_audits
     from automonitor.data.audit.document import audit_frame
     from automonitor.data.audit.editions import check_edition, load_samples, run_audit
     from automonitor.data.audit.figures import (
@@ -88,10 +89,12 @@ _HOME = {
     "baselines_figure": "figures",
     "cache_dir": "cache",
     "cached_audit": "cache",
+    "content_fingerprint": "cache",
     "check_edition": "editions",
     "controls_figure": "figures",
     "dialogue_turns": "leakage",
     "fingerprint": "cache",
+    "keep_audits": "cache",
     "flag_rule_text": "figures",
     "leakage_figure": "figures",
     "length_features": "baselines",
@@ -131,10 +134,12 @@ __all__ = [
     "baselines_figure",
     "cache_dir",
     "cached_audit",
+    "content_fingerprint",
     "check_edition",
     "controls_figure",
     "dialogue_turns",
     "fingerprint",
+    "keep_audits",
     "leakage_figure",
     "length_features",
     "load_samples",

@@ -1,5 +1,13 @@
 """The audit cache: :func:`cached_audit` memoises :func:`~automonitor.data.audit.editions.run_audit` in memory
-(``memo``) and on disk (:func:`cache_dir`), keyed by the store's :func:`fingerprint` and the edition.
+(``memo``), on disk (:func:`cache_dir`) and in the store itself (:func:`keep_audits`, which ``automonitor
+build`` calls, and every computation), each keyed by the samples' fingerprint and the edition.
+
+The copy in the store is what a cold reader (a new cache directory, another machine, a copied store)
+reads instead of computing the audit (5-10 s CPU for 3,010 samples): the build keeps it, and so does the
+first computation after the samples change (an import, a promotion), so that only one reader pays. The
+store keeps the document's JSON text under ``audit:<edition>`` with :func:`content_fingerprint`
+(:data:`AUDIT_VERSION`, the edition and :func:`store.queries.fingerprints.sample_state`, not the store's
+URL: a copy of a store holds the same samples); this module decides whether it still matches.
 """
 
 from __future__ import annotations
@@ -10,19 +18,41 @@ import time
 from pathlib import Path
 from typing import Any, Callable, cast
 
+from sqlalchemy.engine import Engine
+
 from automonitor.jsontypes import json_safe
 from automonitor.data.cache_home import cache_home, write_entry
 from store.queries.fingerprints import sample_state
-from automonitor.data.audit.params import AUDIT_VERSION, check_edition
+from automonitor.data.audit.params import AUDIT_VERSION, EDITIONS, check_edition
+
+#: the store key of an edition's audit (:func:`store.queries.documents.read_document`)
+STORE_KEY = "audit:{edition}"
+_State = tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...], str]
+#: an audit document (:func:`~automonitor.data.audit.document.audit_frame`, JSON-safe)
+AuditDoc = dict[str, Any]
 
 
-def fingerprint(engine) -> str:
-    """Hex digest identifying the audited content of a store (:func:`store.queries.fingerprints.sample_state`)
-    plus the store URL (password hidden) and :data:`AUDIT_VERSION`."""
+def _state(engine: Engine) -> _State:
     with engine.connect() as c:
-        fp = sample_state(c)
+        return sample_state(c)
+
+
+def _disk_fingerprint(engine: Engine, state: _State) -> str:
     url = engine.url.render_as_string(hide_password=True)
-    return hashlib.sha256(json.dumps([AUDIT_VERSION, url, fp], default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([AUDIT_VERSION, url, state], default=str).encode()).hexdigest()
+
+
+def fingerprint(engine: Engine) -> str:
+    """Hex digest identifying the audited content of a store (:func:`store.queries.fingerprints.sample_state`)
+    plus the store URL (password hidden) and :data:`AUDIT_VERSION`: the disk cache's key."""
+    return _disk_fingerprint(engine, _state(engine))
+
+
+def content_fingerprint(state: _State, edition: str) -> str:
+    """Hex digest (64 characters) of :data:`AUDIT_VERSION`, ``edition`` and a store's ``state``
+    (:func:`store.queries.fingerprints.sample_state`): the key under which the store keeps an audit. Unlike
+    :func:`fingerprint` it leaves out the URL, so a copy of a store reads the audit its source kept."""
+    return hashlib.sha256(json.dumps([AUDIT_VERSION, edition, state], default=str).encode()).hexdigest()
 
 
 def cache_dir() -> Path:
@@ -30,37 +60,114 @@ def cache_dir() -> Path:
     return cache_home() / "audit"
 
 
-memo: dict[str, dict[str, Any]] = {}
+memo: dict[str, AuditDoc] = {}
+
+
+def _read_kept(engine: Engine, edition: str, content_fp: str) -> AuditDoc | None:
+    """The audit of ``edition`` the store keeps for ``content_fp``; ``None`` when it keeps none (or an
+    unreadable one) for that content."""
+    from store.queries.documents import read_document
+
+    with engine.connect() as c:
+        text = read_document(c, STORE_KEY.format(edition=edition), content_fp)
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _keep(engine: Engine, edition: str, content_fp: str, doc: AuditDoc) -> str | None:
+    """Keep ``doc`` in the store as the audit of ``edition`` for ``content_fp``, unless the samples changed
+    since ``content_fp`` was taken (the document could then mix two states). Returns ``None`` when kept,
+    else why not (the samples changed, or the database refused the write: a read-only store)."""
+    import sqlalchemy.exc
+
+    from store import session_scope
+    from store.queries.documents import write_document
+
+    if content_fingerprint(_state(engine), edition) != content_fp:
+        return "the samples changed while it was computed"
+    try:
+        with session_scope(engine) as s:
+            write_document(s, STORE_KEY.format(edition=edition), content_fp, json.dumps(doc))
+    except sqlalchemy.exc.SQLAlchemyError as e:
+        return f"the store refused the write ({type(e.__cause__ or e).__name__})"
+    return None
 
 
 def cached_audit(
-    engine, edition: str = "paper", *, use_cache: bool = True, progress: Callable[[str], None] | None = None
-) -> dict[str, Any]:
-    """:func:`run_audit`, memoised in memory and on disk (one JSON file per store fingerprint and edition,
-    written atomically) so ``report`` stays fast; a changed store gets a fresh audit. An unwritable cache
-    directory only disables the disk cache. ``progress``, when given, is called with one line saying
-    whether the audit comes from the cache or is being computed (and, then, how long it took)."""
+    engine: Engine,
+    edition: str = "paper",
+    *,
+    use_cache: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> AuditDoc:
+    """:func:`run_audit` of ``edition``, read from memory, else from the disk cache (one JSON file per store
+    fingerprint and edition, written atomically), else from the store (the copy :func:`keep_audits` or an
+    earlier computation kept there for the same samples), else computed, then memoised, written to the
+    disk cache and kept in the store (when the store takes the write: a read-only store only loses that
+    copy). A changed store (other samples, memberships or archived runs) gets a fresh audit; an unwritable
+    cache directory only disables the disk cache. ``use_cache=False`` recomputes (and refreshes the three
+    copies). ``progress``, when given, is called with one line saying where the audit comes from (and, when
+    computed, how long it took). Raises ``InputError`` for an unknown edition."""
     say = progress or (lambda _msg: None)
     check_edition(edition)
-    key = f"{fingerprint(engine)[:32]}-{edition}"
+    state = _state(engine)
+    key = f"{_disk_fingerprint(engine, state)[:32]}-{edition}"
     if use_cache and key in memo:
         say(f"audit of edition {edition}: from memory (store unchanged)")
         return memo[key]
     path = cache_dir() / f"{key}.json"
     if use_cache and path.is_file():
         try:
-            cached: dict[str, Any] = json.loads(path.read_text())
+            cached: AuditDoc = json.loads(path.read_text())
             memo[key] = cached
             say(f"audit of edition {edition}: from the cache {path} (store unchanged)")
             return cached
         except (OSError, ValueError):
             pass
+    content_fp = content_fingerprint(state, edition)
+    if use_cache and (kept := _read_kept(engine, edition, content_fp)) is not None:
+        memo[key] = kept
+        write_entry(path, kept)
+        say(f"audit of edition {edition}: from the store (kept for these samples)")
+        return kept
     from automonitor.data.audit.editions import run_audit  # here: reading a cached audit needs none of it
 
     say(f"audit of edition {edition}: computing (trivial baselines trained per slice, leakage, controls) ...")
     t0 = time.perf_counter()
-    doc = cast("dict[str, Any]", json_safe(run_audit(engine, edition)))  # a dict stays a dict
+    doc = cast(AuditDoc, json_safe(run_audit(engine, edition)))  # a dict stays a dict
     say(f"audit of edition {edition}: computed in {time.perf_counter() - t0:.1f} s (cached until the store changes)")
     memo[key] = doc
     write_entry(path, doc)
+    why = _keep(engine, edition, content_fp, doc)
+    if why is not None:
+        say(f"audit of edition {edition}: not kept in the store: {why}")
     return doc
+
+
+def keep_audits(
+    engine: Engine, editions: tuple[str, ...] = EDITIONS, *, progress: Callable[[str], None] | None = None
+) -> dict[str, str]:
+    """Make the store keep the audit of each of ``editions`` for its current samples (what ``automonitor
+    build`` calls once it has written), so that a report, the audit command and the app read it
+    instead of computing it. An audit the store already keeps for these samples is left as it is; one in
+    memory or in the disk cache is copied; any other is computed (:func:`cached_audit`).
+
+    Returns ``{edition: how}``, ``how`` one of ``"kept already"``, ``"kept"``, or ``"not kept: <why>"``
+    (the samples changed meanwhile, or the store refused the write). Raises ``InputError`` for an unknown
+    edition."""
+    out: dict[str, str] = {}
+    for edition in editions:
+        check_edition(edition)
+        content_fp = content_fingerprint(_state(engine), edition)
+        if _read_kept(engine, edition, content_fp) is not None:
+            out[edition] = "kept already"
+            continue
+        doc = cached_audit(engine, edition, progress=progress)
+        why = _keep(engine, edition, content_fp, doc)
+        out[edition] = "kept" if why is None else f"not kept: {why}"
+    return out
