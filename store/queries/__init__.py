@@ -3,12 +3,25 @@ chunked ``IN (...)`` lookup they share."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, TypeVar, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Iterable,
+    Iterator,
+    Protocol,
+    Sequence,
+    TypeVar,
+    cast,
+    get_origin,
+    get_type_hints,
+)
+
+from typing_extensions import NotRequired
 
 import sqlalchemy as sa
 
 if TYPE_CHECKING:  # the ORM and the tables load with the first query that uses them, not with ``store``
-    from sqlalchemy.engine import Connection
+    from sqlalchemy.engine import Connection, RowMapping
     from sqlalchemy.orm import Mapper, Session
     from sqlmodel import SQLModel
 
@@ -52,6 +65,44 @@ def sample_columns(*names: str) -> list[sa.Column[object]]:
     return [table_of(Sample).c[n] for n in names]
 
 
+class _Row(Protocol):
+    """A result row with its columns by name (``sqlalchemy.Row``)."""
+
+    @property
+    def _mapping(self) -> RowMapping: ...
+
+
+_ROW_KEYS: dict[object, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _row_keys(kind: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The required and the ``NotRequired`` keys of the ``TypedDict`` ``kind``, each in declaration order
+    (``get_type_hints``: the class's ``__required_keys__`` miss ``NotRequired`` under postponed annotations)."""
+    if kind not in _ROW_KEYS:
+        hints = get_type_hints(kind, include_extras=True)
+        optional = tuple(k for k, t in hints.items() if get_origin(t) is NotRequired)
+        _ROW_KEYS[kind] = tuple(k for k in hints if k not in optional), optional
+    return _ROW_KEYS[kind]
+
+
+def typed_rows(rows: Iterable[_Row], kind: type[T]) -> list[T]:
+    """Each of ``rows`` as a ``kind`` (a ``TypedDict`` of row types, :mod:`store.queries.rowtypes`): its keys in
+    ``kind``'s declaration order, each the row's column of that name (a ``NotRequired`` key only where the row
+    has that column). The keys come from ``kind`` itself, so a query's dicts cannot miss or misname one.
+
+    Raises:
+        KeyError: a required key of ``kind`` is not a column of the row (the ``SELECT`` lacks it).
+    """
+    required, optional = _row_keys(kind)
+    out: list[T] = []
+    for r in rows:
+        m = r._mapping
+        d = {k: m[k] for k in required}
+        d.update((k, m[k]) for k in optional if k in m)
+        out.append(cast(T, d))
+    return out
+
+
 __all__ = [
     "IN_CHUNK",
     "SAMPLE_KEY",
@@ -59,4 +110,5 @@ __all__ = [
     "rows_by_ids",
     "sample_columns",
     "table_of",
+    "typed_rows",
 ]

@@ -17,7 +17,7 @@ from sqlmodel import Session, col
 
 from automonitor.jsontypes import JSONValue
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
-from store.queries import chunks, sample_columns, table_of
+from store.queries import chunks, sample_columns, table_of, typed_rows
 from store.queries.rowtypes import (
     AdjudicationHistoryRow,
     AdjudicationRow,
@@ -62,20 +62,7 @@ def assignment_rows(
         q = q.where(col(Assignment.annotator_id) == annotator_id)
     if sample_ids is not None:
         q = q.where(col(Assignment.sample_id).in_(list(sample_ids)))
-    return [
-        AssignmentRow(
-            id=r.id,
-            annotator_id=r.annotator_id,
-            sample_id=r.sample_id,
-            position=r.position,
-            seed=r.seed,
-            batch=r.batch,
-            submitted_at=r.submitted_at,
-            created_at=r.created_at,
-            annotator=r.annotator,
-        )
-        for r in session.execute(q)
-    ]
+    return typed_rows(session.execute(q), AssignmentRow)
 
 
 def label_rows(
@@ -113,36 +100,7 @@ def label_rows(
     if submitted_only:
         q = q.where(col(Annotation.submitted_at).is_not(None))
     q = q.order_by(col(Annotator.name), col(Annotation.sample_id))
-    out: list[LabelRow] = []
-    for r in session.execute(q):
-        row = LabelRow(
-            id=r.id,
-            annotator_id=r.annotator_id,
-            sample_id=r.sample_id,
-            label=r.label,
-            category=r.category,
-            severity=r.severity,
-            evidence_start=r.evidence_start,
-            evidence_end=r.evidence_end,
-            evidence_text=r.evidence_text,
-            evidence_spans=r.evidence_spans,
-            note=r.note,
-            guideline_version=r.guideline_version,
-            seconds_spent=r.seconds_spent,
-            created_at=r.created_at,
-            updated_at=r.updated_at,
-            submitted_at=r.submitted_at,
-            annotator=r.annotator,
-        )
-        if with_sample:
-            row["pair_id"] = r.pair_id
-            row["item_category"] = r.item_category
-            row["task"] = r.task
-            row["status"] = r.status
-            row["intended_label"] = r.intended_label
-            row["source"] = r.source
-        out.append(row)
-    return out
+    return typed_rows(session.execute(q), LabelRow)
 
 
 def upsert_label(session: Session, values: Mapping[str, object]) -> int:
@@ -201,7 +159,7 @@ def candidate_samples(session: Session, *, unassigned_only: bool = False) -> lis
     )
     if unassigned_only:
         q = q.where(~sa.exists().where(col(Assignment.sample_id) == col(Sample.id)))
-    return [CandidateItem(id=r.id, pair_id=r.pair_id, category=r.category, task=r.task) for r in session.execute(q)]
+    return typed_rows(session.execute(q), CandidateItem)
 
 
 def annotator_loads(session: Session) -> dict[int, int]:
@@ -227,22 +185,7 @@ def latest_adjudications(session: Session, sample_ids: Iterable[str] | None = No
     )
     if sample_ids is not None:
         q = q.where(col(Adjudication.sample_id).in_(list(sample_ids)))
-    out: dict[str, AdjudicationRow] = {}
-    for r in session.execute(q):
-        out[r.sample_id] = AdjudicationRow(  # later rows win
-            id=r.id,
-            sample_id=r.sample_id,
-            pair_id=r.pair_id,
-            adjudicator_id=r.adjudicator_id,
-            decision=r.decision,
-            gold_label=r.gold_label,
-            split=r.split,
-            note=r.note,
-            guideline_version=r.guideline_version,
-            created_at=r.created_at,
-            adjudicator=r.adjudicator,
-        )
-    return out
+    return {r["sample_id"]: r for r in typed_rows(session.execute(q), AdjudicationRow)}  # later rows win
 
 
 def adjudication_rows(session: Session) -> list[AdjudicationHistoryRow]:
@@ -262,26 +205,7 @@ def adjudication_rows(session: Session) -> list[AdjudicationHistoryRow]:
         .join(Sample, col(Sample.id) == col(Adjudication.sample_id))
         .order_by(col(Adjudication.created_at), col(Adjudication.id))
     )
-    return [
-        AdjudicationHistoryRow(
-            id=r.id,
-            sample_id=r.sample_id,
-            pair_id=r.pair_id,
-            adjudicator_id=r.adjudicator_id,
-            decision=r.decision,
-            gold_label=r.gold_label,
-            split=r.split,
-            note=r.note,
-            guideline_version=r.guideline_version,
-            created_at=r.created_at,
-            adjudicator=r.adjudicator,
-            sample_status=r.sample_status,
-            item_category=r.item_category,
-            task=r.task,
-            current_label=r.current_label,
-        )
-        for r in session.execute(q)
-    ]
+    return typed_rows(session.execute(q), AdjudicationHistoryRow)
 
 
 # ------------------------------------------------------------------ assignment (writes: admin's core)
@@ -414,19 +338,7 @@ def candidate_details(session: Session) -> dict[str, CandidateDetail]:
     q = sa.select(*sample_columns("id", "pair_id", "category", "task", "source", "label", "request", "response")).where(
         col(Sample.status) == "candidate"
     )
-    return {
-        r.id: CandidateDetail(
-            id=r.id,
-            pair_id=r.pair_id,
-            category=r.category,
-            task=r.task,
-            source=r.source,
-            label=r.label,
-            request=r.request,
-            response=r.response,
-        )
-        for r in session.execute(q)
-    }
+    return {r["id"]: r for r in typed_rows(session.execute(q), CandidateDetail)}
 
 
 def samples_with_status(session: Session, status: str, *, for_update: bool = False) -> list[Sample]:
@@ -502,18 +414,7 @@ def flag_rows(session: Session, *, open_only: bool = True) -> list[FlagRow]:
     )
     if open_only:
         q = q.where(col(ItemFlag.resolved_at).is_(None))
-    return [
-        FlagRow(
-            id=r.id,
-            sample_id=r.sample_id,
-            pair_id=r.pair_id,
-            annotator=r.annotator,
-            comment=r.comment,
-            created_at=r.created_at,
-            resolved_at=r.resolved_at,
-        )
-        for r in session.execute(q)
-    ]
+    return typed_rows(session.execute(q), FlagRow)
 
 
 def label_fingerprint(session: Session) -> tuple[int, datetime | None, datetime | None]:
@@ -589,10 +490,7 @@ def open_assignments(session: Session, annotator_id: int) -> list[OpenAssignment
         .where(col(Assignment.annotator_id) == annotator_id, col(Assignment.submitted_at).is_(None))
         .order_by(col(Assignment.position), col(Assignment.id))
     )
-    return [
-        OpenAssignment(id=r.id, sample_id=r.sample_id, pair_id=r.pair_id, batch=r.batch, position=r.position)
-        for r in session.execute(q)
-    ]
+    return typed_rows(session.execute(q), OpenAssignment)
 
 
 def pairs_held(session: Session) -> dict[int, set[str]]:

@@ -21,7 +21,7 @@ from automonitor.errors import NotFound
 from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
 from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
-from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of
+from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of, typed_rows
 from store.queries.rowtypes import (
     CachedVerdict,
     Example,
@@ -127,31 +127,18 @@ def train_examples(session: Session) -> list[Example]:
     rows = session.execute(
         sa.select(*_example_columns()).where(col(Sample.split) == "train", col(Sample.status) == "gold")
     ).all()
-    return [_example(r) for r in rows]
+    return typed_rows(rows, Example)
 
 
 def fewshot_samples(session: Session, ids: list[str]) -> dict[str, Example]:
     """``{sample_id: {request, response, label, category, source, meta}}`` of those of ``ids`` that are in the
     store (a run's recorded few-shot examples); missing ids are simply absent."""
-    return {r.id: _example(r) for r in rows_by_ids(session, _example_columns(), col(Sample.id), ids)}
+    return {r["id"]: r for r in typed_rows(rows_by_ids(session, _example_columns(), col(Sample.id), ids), Example)}
 
 
 def _example_columns() -> list[sa.Column[object]]:
     """The sample columns of a few-shot example (:func:`train_examples`, :func:`fewshot_samples`)."""
     return sample_columns("id", "request", "response", "label", "category", "source", "meta")
-
-
-def _example(r: sa.Row[tuple[str, str, str, str, str, str, JSONObject]]) -> Example:
-    """A row of :func:`_example_columns` as an :class:`Example`."""
-    return Example(
-        id=r.id,
-        request=r.request,
-        response=r.response,
-        label=r.label,
-        category=r.category,
-        source=r.source,
-        meta=r.meta,
-    )
 
 
 def prediction_samples(session: Session, prediction_ids: Iterable[int]) -> dict[int, str]:
