@@ -7,6 +7,9 @@ Usable by every browser suite:
   ``app_factory``) migrates the store, creates the accounts (``automonitor.annotation.accounts.create_user``),
   starts the server and returns an :class:`AppServer` (``.url``, ``.port``, ``.log()``); every server
   started is stopped at the end of the session.
+- ``migrated_sqlite(path)`` (session fixture) -> URL: a SQLite store at ``path`` that is a backup-API copy
+  of the run's empty store migrated to head (``empty_sqlite_template``), so a suite's ``init_db`` on it
+  finds the schema current instead of migrating a new file.
 - ``browser`` (session): a Chromium browser; ``new_page(browser)``/``page`` fixture: a fresh context
   and page (1400x1000) with dialog/console capture: ``page.dialogs`` lists every alert/confirm that
   fired (and dismisses it), ``page.console_errors`` collects console errors.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -150,6 +154,24 @@ def start_app(
         time.sleep(0.3)
     server.stop()
     raise RuntimeError(f"streamlit did not become healthy in {timeout}s:\n{server.log()}")
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(empty_sqlite_template):
+    """``migrated_sqlite(path)`` -> ``sqlite:///<path>``: ``path`` (a new file) becomes a copy of the run's
+    empty store migrated to head by the real ``store.init_db`` (SQLite's backup API); ``init_db`` on it
+    then finds the schema current, as a second command would. Raises ``FileExistsError`` if ``path`` exists."""
+
+    def make(path: Path) -> str:
+        if path.exists():
+            raise FileExistsError(path)
+        with sqlite3.connect(empty_sqlite_template) as src, sqlite3.connect(path) as dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
+        return f"sqlite:///{path}"
+
+    return make
 
 
 @pytest.fixture(scope="session")

@@ -29,8 +29,8 @@ def tools(e2e):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, app_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-ann') / 'store.db'}"
+def server(migrated_sqlite, tmp_path_factory, app_factory):
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e-ann") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     rows = []
     for p in range(2):

@@ -25,10 +25,10 @@ PAGES = {"samples": "samples", "overview": "", "runs": "runs", "tradeoff": "trad
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(migrated_sqlite, tmp_path_factory):
     from store import get_engine, init_db
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'store.db'}"
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=3, runs=3)
     yield {"url": url, "engine": eng, **info}
@@ -255,10 +255,10 @@ def test_hostile_text_inert_everywhere(bpage, server, store):
     assert "onerror" in data and data.count("\n") >= 2
 
 
-def test_login_gates_the_workbench(browser, tmp_path, app_factory):
+def test_login_gates_the_workbench(migrated_sqlite, browser, tmp_path, app_factory):
     from store import get_engine, init_db
 
-    url = f"sqlite:///{tmp_path / 'acc.db'}"
+    url = migrated_sqlite(tmp_path / "acc.db")
     eng = init_db(get_engine(url, fresh=True))
     app_seed.seed_store(eng, pairs_per_cell=1, runs=1, hostile=False)
     eng.dispose()

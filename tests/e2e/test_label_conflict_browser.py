@@ -19,8 +19,10 @@ from helpers import candidate_row
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_save_racing_an_import_is_refused_and_the_page_shows_the_stored_label(tmp_path, app_factory, browser, e2e):
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+def test_save_racing_an_import_is_refused_and_the_page_shows_the_stored_label(
+    migrated_sqlite, tmp_path, app_factory, browser, e2e
+):
+    url = migrated_sqlite(tmp_path / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     rows = [
         candidate_row(

@@ -29,10 +29,10 @@ def tools(e2e):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, app_factory):
+def server(migrated_sqlite, tmp_path_factory, app_factory):
     from store import get_engine, init_db
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-markup') / 'store.db'}"
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e-markup") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     rows = app_seed.make_samples(2, hostile=False)
     app_seed.insert_samples(eng, rows)

@@ -16,8 +16,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, app_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-state') / 'store.db'}"
+def server(migrated_sqlite, tmp_path_factory, app_factory):
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e-state") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=2, hostile=False)
     srv = app_factory(url)

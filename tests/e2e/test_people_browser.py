@@ -22,8 +22,10 @@ PW = "password-for-anna"
 BIDI = "\u202e"
 
 
-def test_logout_in_one_tab_ends_the_other_and_bidi_is_marked_on_the_label_page(tmp_path, app_factory, browser, e2e):
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+def test_logout_in_one_tab_ends_the_other_and_bidi_is_marked_on_the_label_page(
+    migrated_sqlite, tmp_path, app_factory, browser, e2e
+):
+    url = migrated_sqlite(tmp_path / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     rows = [
         candidate_row(

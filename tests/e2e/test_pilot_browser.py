@@ -47,9 +47,9 @@ def tools(e2e):
 
 
 @pytest.fixture(scope="module")
-def pilot(tmp_path_factory, app_factory):
+def pilot(migrated_sqlite, tmp_path_factory, app_factory):
     d = tmp_path_factory.mktemp("pilot")
-    url = f"sqlite:///{d / 'store.db'}"
+    url = migrated_sqlite(d / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     rows = []
     for p in range(N_PAIRS):

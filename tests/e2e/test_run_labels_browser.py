@@ -32,8 +32,8 @@ _OVERFLOW_JS = """(el) => {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, app_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-labels') / 'store.db'}"
+def server(migrated_sqlite, tmp_path_factory, app_factory):
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e-labels") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=0, hostile=False)
     for i, (monitor, tpl, rid) in enumerate(LONG):
@@ -53,10 +53,10 @@ ACCOUNTS = [
 
 
 @pytest.fixture(scope="module")
-def queue_server(tmp_path_factory, app_factory):
+def queue_server(migrated_sqlite, tmp_path_factory, app_factory):
     """A store with accounts (so the pages ask for a login) and candidates assigned to two annotators
     who labelled and submitted everything, disagreeing on one side of a pair."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-queues') / 'store.db'}"
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e-queues") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=0, hostile=False)
     # a candidate pair in the longest category / task names, labelled by two annotators who disagree on
@@ -210,11 +210,11 @@ def test_queue_selects_are_shown_whole_at_1280(browser, queue_server, e2e):
 
 
 @pytest.fixture(scope="module")
-def busy_server(tmp_path_factory, app_factory):
+def busy_server(migrated_sqlite, tmp_path_factory, app_factory):
     """A store whose one run is still running (status set so), for the Runs page's status line."""
     import sqlalchemy as sa
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-busy') / 'store.db'}"
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e-busy") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=0, hostile=False)
     monitor, tpl, rid = LONG[0]
@@ -260,11 +260,11 @@ CLUSTER = [  # monitor, template: runs of alike skill, so their points crowd one
 ]
 
 
-def test_tradeoff_labels_of_nearby_runs_do_not_overlap_at_1280(browser, tmp_path, app_factory, e2e):
+def test_tradeoff_labels_of_nearby_runs_do_not_overlap_at_1280(migrated_sqlite, browser, tmp_path, app_factory, e2e):
     """Fresh-user trial (issue 41): the labels of runs close together on the MR-FAR plane were drawn over
     each other. In Chromium at 1280x720, no two drawn labels of the Trade-off plane overlap
     (``views.label_layout``; the unit tests check which labels are kept and that hovers name every run)."""
-    url = f"sqlite:///{tmp_path / 'cluster.db'}"
+    url = migrated_sqlite(tmp_path / "cluster.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=12, runs=0, hostile=False)
     for i, (monitor, tpl) in enumerate(CLUSTER):

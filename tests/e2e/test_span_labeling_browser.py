@@ -28,8 +28,8 @@ N_PAIRS = 3  # every key of the marker is pressed on each misbehavior item: the 
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, app_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e-spans') / 'store.db'}"
+def server(migrated_sqlite, tmp_path_factory, app_factory):
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e-spans") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     rows = []
     for p in range(N_PAIRS):

@@ -32,14 +32,14 @@ SOURCES = ("rjudge", "odcv_bench", "sycophancy_qa")
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, raw_dir, app_factory):
+def store(migrated_sqlite, tmp_path_factory, raw_dir, app_factory):
     """One store (and one app server) holding a pair of each source in :data:`SOURCES` that the raw dir has,
     each with a prediction of the store's first run."""
     from automonitor.hashing import content_hash, sha256_text
     from store import get_engine, init_db, session_scope
     from store.models import Prediction, Sample
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e_traj') / 'store.db'}"
+    url = migrated_sqlite(tmp_path_factory.mktemp("e2e_traj") / "store.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=1, runs=1)
     pairs, ids = {}, {}

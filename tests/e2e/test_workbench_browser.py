@@ -42,8 +42,8 @@ def _no_exception(page) -> None:
     assert exc.count() == 0, exc.first.inner_text()
 
 
-def test_small_session_agreement_adjudication_and_finalise(browser, tmp_path, app_factory, e2e):
-    url = f"sqlite:///{tmp_path / 'session.db'}"
+def test_small_session_agreement_adjudication_and_finalise(migrated_sqlite, browser, tmp_path, app_factory, e2e):
+    url = migrated_sqlite(tmp_path / "session.db")
     eng = init_db(get_engine(url, fresh=True))
     app_seed.insert_samples(eng, app_seed.make_samples(pairs_per_cell=1, hostile=False, candidates=0))
     rows = [
@@ -160,8 +160,8 @@ def _point_xy(page, run_id: str):
     return page.evaluate(js, run_id)
 
 
-def test_tradeoff_labels_hollow_click_keys_diff_and_page_shots(browser, tmp_path, app_factory, e2e):
-    url = f"sqlite:///{tmp_path / 'wb.db'}"
+def test_tradeoff_labels_hollow_click_keys_diff_and_page_shots(migrated_sqlite, browser, tmp_path, app_factory, e2e):
+    url = migrated_sqlite(tmp_path / "wb.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=6, runs=3)
     small = [r for r in info["samples"] if r["status"] == "gold"][:4]
