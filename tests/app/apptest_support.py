@@ -5,6 +5,8 @@ The seeded store fixture is in ``tests/app/conftest.py``."""
 from __future__ import annotations
 
 import os
+import sqlite3
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -12,10 +14,32 @@ APP = str(REPO / "app.py")
 WORKBENCH = ["pages/overview.py", "pages/runs.py", "pages/tradeoff.py", "pages/drilldown.py", "pages/samples.py"]
 
 
+_MIGRATED: list[Path] = []  # this process's empty store migrated to head, made at the first open_store
+
+
+def _migrated_template() -> Path:
+    """An empty SQLite store migrated to head by the real ``store.init_db``, once per process (kept in a
+    temporary folder for the process's life; only ever read)."""
+    if not _MIGRATED:
+        from store import get_engine, init_db
+
+        path = Path(tempfile.mkdtemp(prefix="am-apptest-")) / "head.db"
+        init_db(get_engine(f"sqlite:///{path}", fresh=True)).dispose()
+        _MIGRATED.append(path)
+    return _MIGRATED[0]
+
+
 def open_store(url: str):
-    """A fresh engine on ``url`` with the schema created (``store.init_db``)."""
+    """A fresh engine on ``url`` with the schema created (``store.init_db``). A SQLite file that does not
+    exist yet is first made a backup-API copy of :func:`_migrated_template` (one migration per process, not
+    per store); ``init_db`` then finds the schema current, as a second command would."""
     from store import get_engine, init_db
 
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        with sqlite3.connect(_migrated_template()) as src, sqlite3.connect(url.removeprefix("sqlite:///")) as dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
     return init_db(get_engine(url, fresh=True))
 
 

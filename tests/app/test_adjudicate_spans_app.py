@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from automonitor import annotation as ann
+from apptest_support import open_store
 from helpers import REPO, candidate_row, fast_user
-from store import get_engine, init_db, session_scope
+from store import session_scope
 from store.queries.samples import insert_samples
 from store.queries.spans import spans_by_sample
 
@@ -23,7 +24,7 @@ SPAN = {i: (CODE.index(t), CODE.index(t) + len(t)) for i, t in enumerate(LINES)}
 def disputed(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'adj.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     users = {n: fast_user(eng, n, "annotator") for n in ("anna", "bert")}
     root = fast_user(eng, "root", "admin")
     rows = [
@@ -114,7 +115,7 @@ def one_unmarked(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'unmarked.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
     monkeypatch.delenv("AUTOMONITOR_QUEUE_MISSING_SPANS", raising=False)
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     users = {n: fast_user(eng, n, "annotator") for n in ("anna", "bert")}
     root = fast_user(eng, "root", "admin")
     rows = [

@@ -9,17 +9,16 @@ from __future__ import annotations
 import pytest
 
 from automonitor.annotation import accounts
-from store import get_engine, init_db
 
 from helpers import fast_user
-from apptest_support import app_test, page_path
+from apptest_support import app_test, open_store, page_path
 
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'app.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     yield eng, fast_user(eng, "root", "admin"), fast_user(eng, "anna", "annotator")
     eng.dispose()
 

@@ -10,10 +10,11 @@ import sqlalchemy as sa
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
-from store import get_engine, init_db, session_scope
+from store import session_scope
 from store.models import Annotation, Sample
 from store.queries.samples import insert_samples
 
+from apptest_support import open_store
 from helpers import candidate_row, fast_user, my_labels
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ SECRET_SOURCE, SECRET_PAIR = "secret-source-name", "secret-pair-id"
 def store(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'app.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     users = {
         "anna": fast_user(eng, "anna", "annotator"),
         "bert": fast_user(eng, "bert", "annotator"),
@@ -303,7 +304,7 @@ def test_agreement_page_says_when_all_resamples_agree(tmp_path, monkeypatch):
     interval, the coefficients say "all resamples agree"."""
     url = f"sqlite:///{tmp_path / 'perfect.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     users = {n: fast_user(eng, n, r) for n, r in (("anna", "annotator"), ("bert", "annotator"), ("root", "admin"))}
     rows = [
         candidate_row(
@@ -371,7 +372,7 @@ def test_the_save_flash_counts_items_of_the_round(tmp_path, monkeypatch):
     on "Item 4 of 10 in this round")."""
     url = f"sqlite:///{tmp_path / 'rounds.db'}"
     monkeypatch.setenv("AUTOMONITOR_DB", url)
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     anna, root = fast_user(eng, "anna", "annotator"), fast_user(eng, "root", "admin")
     rows = [
         candidate_row(
@@ -407,7 +408,7 @@ def test_the_save_flash_counts_items_of_the_round(tmp_path, monkeypatch):
 def _pool_store(path, monkeypatch=None):
     """A store of 2 annotators, an admin and 6 unassigned candidate pairs (12 items)."""
     url = f"sqlite:///{path}"
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     users = {n: fast_user(eng, n, r) for n, r in (("anna", "annotator"), ("bert", "annotator"), ("root", "admin"))}
     rows = [
         candidate_row(

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apptest_support import StoreEnv, app_test, page_path
+from apptest_support import StoreEnv, app_test, open_store, page_path
 from audit_seed import made_up_pairs, seed_frame
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -18,7 +18,7 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 @pytest.fixture(scope="module")
 def health_store(tmp_path_factory):
-    from store import get_engine, init_db, session_scope
+    from store import session_scope
     from store.models import EditionSample
 
     rng = np.random.default_rng(11)
@@ -47,7 +47,7 @@ def health_store(tmp_path_factory):
     frame = pd.DataFrame(rows)
     d = tmp_path_factory.mktemp("health")
     url = f"sqlite:///{d / 'store.db'}"
-    eng = init_db(get_engine(url, fresh=True))
+    eng = open_store(url)
     seed_frame(eng, frame)
     with session_scope(eng) as s:  # the verified edition: only the fair test pairs
         s.add_all(

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from automonitor.runs import runner
 from servers.data import add_custom
-from apptest_support import app_test, page_path
+from apptest_support import app_test, open_store, page_path
 
 
 def test_drilldown_lists_the_k_verdicts(tmp_path, monkeypatch):
 
-    from store import get_engine, init_db
     from store.models import Prediction
     from sqlmodel import Session, select
 
     url = f"sqlite:///{tmp_path / 's.db'}"
-    engine = init_db(get_engine(url, fresh=True))
+    engine = open_store(url)
     rows = add_custom(engine, [("q", "import os\nos.system('rm -rf ' + path)", "print('hello')")])
     rid = runner.create_run(engine, "rules", "direct", params={"repeat": 3})
     runner.execute_run(engine, rid)
