@@ -4,7 +4,7 @@ over the source, the misbehavior side is the longer one about as often as the be
 
 Where a source has only one response per side and request there is nothing to choose; where it has
 several (several models' trajectories of one scenario, several rollouts of one problem, several models'
-refusals of one prompt), :func:`length_matched` picks, for one request, the disjoint pairing with the least summed cost
+refusals of one prompt), :meth:`_Group.pairs` picks, for one request, the disjoint pairing with the least summed cost
 
     r(m, b) = log((1 + len m) / (1 + len b))        (signed: > 0 when the misbehavior side is longer)
     cost(m, b) = |r| - bias * sign(r) + penalty(m, b)
@@ -28,7 +28,7 @@ from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
 
-#: a penalty at least this large means "never pair these two" (:func:`length_matched` leaves such a pair out)
+#: a penalty at least this large means "never pair these two" (the pairing leaves such a pair out)
 FORBIDDEN = 1e6
 #: the biases :func:`balanced_pairings` tries, in this order (0 first, then by size, + before -), in units
 #: of ``|log length ratio|`` (0.01: a 1% longer side; 5: a side 150 times as long)
@@ -48,27 +48,6 @@ def length_ratio(a: str | int, b: str | int) -> float:
     la = a if isinstance(a, int) else len(a)
     lb = b if isinstance(b, int) else len(b)
     return math.log((1 + la) / (1 + lb))
-
-
-def length_matched(
-    mis: Sequence[T],
-    ben: Sequence[T],
-    length: Callable[[T], int],
-    penalty: Callable[[T, T], float] | None = None,
-    bias: float = 0.0,
-) -> list[tuple[T, T]]:
-    """Disjoint ``(misbehavior, benign)`` pairs of ``mis`` x ``ben`` minimising the summed cost (module doc),
-    in the order of ``mis``; a pair whose ``penalty`` is >= :data:`FORBIDDEN` is left out.
-
-    Args:
-        mis, ben: the candidate responses of each label for one request (any objects).
-        length: an object's length in characters.
-        penalty: an extra cost of pairing ``m`` with ``b`` (default none).
-        bias: > 0 favours pairs whose misbehavior side is longer, < 0 those whose benign side is longer.
-    Returns:
-        ``min(len(mis), len(ben))`` pairs at most; ``[]`` when either side is empty.
-    """
-    return _Group(mis, ben, length, penalty).pairs(bias)
 
 
 class _Group(Generic[T]):
@@ -128,7 +107,7 @@ def balanced_pairings(
     order), the count of pairs whose misbehavior side is longer brought as close as the choices allow to the
     count whose benign side is longer, over the whole source, at the least added gap found:
 
-    1. every request with a choice is paired by :func:`length_matched` at one common bias, the first of
+    1. every request with a choice is paired (:meth:`_Group.pairs`) at one common bias, the first of
        :data:`BIASES` (0 first: the least-gap pairing) that balances the directions within one, else the one
        that comes closest;
     2. where that leaves more than one pair of difference (requests alike in their lengths switch together
@@ -141,9 +120,9 @@ def balanced_pairings(
     Args:
         groups: per request, the candidate responses of each label (any objects).
         length: an object's length in characters.
-        penalty: an extra cost of pairing ``m`` with ``b``, as in :func:`length_matched`.
+        penalty: an extra cost of pairing ``m`` with ``b``, as in :meth:`_Group.pairs`.
     Returns:
-        one list of pairs per group, in the order of ``groups`` (see :func:`length_matched`).
+        one list of pairs per group, in the order of ``groups`` (see :meth:`_Group.pairs`).
     """
     built = [_Group(m, b, length, penalty) for m, b in groups]
     plan = [g.assignment(0.0) for g in built]
