@@ -45,14 +45,29 @@ url_state.sync_qp(
     PAGE, features=None if features == "tfidf" else features, metric=None if metric == "auroc" else metric
 )
 
+#: Seconds between two looks for the matrix while `make demo`'s background phase computes it
+WAIT_EVERY_S = 5.0
+
+
+def _wait_for_matrix(features: str) -> None:
+    """Run every :data:`WAIT_EVERY_S` seconds (a fragment) while the background phase works: rerun the whole
+    page once the matrix of ``features`` is saved, or once the phase has ended without it (the page then
+    says how to compute it), so nobody has to reload."""
+    if transfer.load_saved(features) is not None or views.background_demo() is None:
+        st.rerun()
+
+
 res = transfer.load_saved(features)
 paper_metric = metric if metric in ("mr", "far") else "mr"
 if res is None:
     # while `make demo`'s background phase computes the matrix, say so (as the Runs page does) rather
-    # than ask for a command that is already running
-    if not ui.background_demo_notice(
-        "It is computing the transfer matrix of tfidf probes: reload this page when its log says 'transfer phase done'."
+    # than ask for a command that is already running, and show the matrix as soon as it is saved
+    if ui.background_demo_notice(
+        "It is computing the transfer matrix of tfidf probes: this page shows it as soon as it is saved "
+        f"(it looks every {WAIT_EVERY_S:.0f} s)."
     ):
+        st.fragment(run_every=WAIT_EVERY_S)(_wait_for_matrix)(features)
+    else:
         st.info(
             f"No transfer matrix for {features} probes yet: run `automonitor probe transfer --features {features}`."
         )

@@ -81,7 +81,7 @@ transfer() {
     step "transfer table (Transfer page): one TF-IDF probe per training slice x every test slice"
     "$AM" probe transfer --features tfidf > /dev/null
   fi
-  step "transfer phase done (the Transfer page shows the matrix on reload)"
+  step "transfer phase done (the Transfer page shows the matrix by itself)"
 }
 
 llm() {

@@ -114,4 +114,4 @@ def test_demo_transfer_phase_ends_with_a_done_line(tmp_path):
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("== [")]
     assert "transfer table: found (reused)" in lines[0]
-    assert lines[-1].endswith("transfer phase done (the Transfer page shows the matrix on reload)"), lines
+    assert lines[-1].endswith("transfer phase done (the Transfer page shows the matrix by itself)"), lines

@@ -103,11 +103,13 @@ def start_app(
     env: dict | None = None,
     log_dir: Path | None = None,
     timeout: float = 90,
+    cwd: Path | None = None,
 ) -> AppServer:
     """Start the app on a free port against the store ``db_url`` and wait until it is healthy.
 
     ``accounts`` are created first; ``env`` adds environment variables to the server process (keys
-    would come from there, never from a form). Raises ``RuntimeError`` with the server log when the
+    would come from there, never from a form); ``cwd``: the server's working directory (default the
+    repository; where the app looks for ``make demo``'s ``demo-llm.log``). Raises ``RuntimeError`` with the server log when the
     server does not come up within ``timeout`` seconds.
     """
     from store import get_engine, init_db
@@ -139,7 +141,7 @@ def start_app(
         "false",
     ]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=cwd or REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     server = AppServer(port=port, db_url=db_url, proc=proc, log_path=log_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
