@@ -12,7 +12,11 @@ latency). The child fills a store once (SQLite file by default, or a fresh Postg
 - a full judge job (``runner.create_run`` + ``execute_run``: prompts, parsing, scoring, the store) with
   each ``--transports`` value of ``--param transport`` (default ``direct``, the lean default path, and
   ``sdk``, the official SDK), each on a fresh copy of the store (no cache hits); the order of the
-  transports alternates from round to round.
+  transports alternates from round to round;
+- with ``--loops asyncio uvloop``: each job once on asyncio's own event loop and once on uvloop (its
+  event loop policy set around the job: ``asyncio.run`` in the runner then makes a uvloop loop),
+  alternating, and the floor on uvloop too: the same code and store, only the loop differs (uvloop must
+  be importable; it is no dependency of the product).
 
 Reported per case and path: median wall time, **fraction of the floor** (the floor's wall time / the
 path's, paired within each round, then the median), CPU per request (the child's CPU time / N; the
@@ -22,8 +26,8 @@ average before and after the case (the machine is shared: only these side-by-sid
 Goals (issue 38): the default path >= 0.9 of the floor at concurrency 64 and >= 0.85 at 256.
 
 Usage: python benchmarks/bench_scale.py [--cases 3010:64 20000:256 | --sizes N ... --concurrency C]
-       [--rounds 3] [--latency 0.2] [--transports direct sdk] [--db postgresql+psycopg://127.0.0.1:5432/test]
-       [--json]
+       [--rounds 3] [--latency 0.2] [--transports direct sdk] [--loops asyncio uvloop]
+       [--db postgresql+psycopg://127.0.0.1:5432/test] [--json]
 """
 
 from __future__ import annotations
@@ -76,8 +80,22 @@ def _bodies(n: int) -> list[dict]:
     return out
 
 
-def bare_aiohttp(base: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
-    """The floor: ``bodies`` POSTed by a bare aiohttp loop (semaphore, JSON decode); (wall s, CPU s)."""
+def _run_on(coro, loop: str | None) -> None:
+    """Run ``coro`` on asyncio's own loop (``loop`` None or ``asyncio``) or on uvloop (``uvloop``)."""
+    import asyncio
+
+    if loop == "uvloop":
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as r:
+            r.run(coro)
+    else:
+        asyncio.run(coro)
+
+
+def bare_aiohttp(base: str, bodies: list[dict], concurrency: int, loop: str | None = None) -> tuple[float, float]:
+    """The floor: ``bodies`` POSTed by a bare aiohttp loop (semaphore, JSON decode) on asyncio's loop or
+    ``loop="uvloop"``; (wall s, CPU s)."""
     import asyncio
 
     import aiohttp
@@ -95,7 +113,7 @@ def bare_aiohttp(base: str, bodies: list[dict], concurrency: int) -> tuple[float
             await asyncio.gather(*(one(b) for b in bodies))
 
     t0, c0 = time.perf_counter(), time.process_time()
-    asyncio.run(go())
+    _run_on(go(), loop)
     return time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -125,8 +143,10 @@ def bare_direct(base: str, bodies: list[dict], concurrency: int) -> tuple[float,
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _job(engine, base: str, concurrency: int, transport: str) -> dict:
-    """One full judge job on ``engine`` with ``--param transport=transport``: wall s, CPU s, RSS growth."""
+def _job(engine, base: str, concurrency: int, transport: str, loop: str | None = None) -> dict:
+    """One full judge job on ``engine`` with ``--param transport=transport`` (on uvloop with
+    ``loop="uvloop"``): wall s, CPU s, RSS growth."""
+    import asyncio
     import gc
 
     from automonitor.runs import runner
@@ -151,8 +171,15 @@ def _job(engine, base: str, concurrency: int, transport: str) -> dict:
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
+    if loop == "uvloop":
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     t0, c0 = time.perf_counter(), time.process_time()
-    out = runner.execute_run(engine, rid)
+    try:
+        out = runner.execute_run(engine, rid)
+    finally:
+        asyncio.set_event_loop_policy(None)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     stop.set()
     t.join()
@@ -165,9 +192,18 @@ def _job(engine, base: str, concurrency: int, transport: str) -> dict:
     }
 
 
-def child(n: int, concurrency: int, latency: float, db: str | None, rounds: int, transports: list[str]) -> dict:
+def child(
+    n: int,
+    concurrency: int,
+    latency: float,
+    db: str | None,
+    rounds: int,
+    transports: list[str],
+    loops: list[str] | None = None,
+) -> dict:
     """Fill a store with ``n`` samples, then ``rounds`` interleaved rounds of the floor and one judge
-    job per transport (each on a fresh copy of the store); the per-round figures and their medians."""
+    job per transport (and per event loop of ``loops``, each on a fresh copy of the store); the
+    per-round figures and their medians."""
     import shutil
     import statistics
 
@@ -204,13 +240,18 @@ def child(n: int, concurrency: int, latency: float, db: str | None, rounds: int,
         base = server.stdout.readline().strip()
         bodies = _bodies(n)
         per_round: list[dict] = []
+        jobs = [(tr, lp) for tr in transports for lp in (loops or [None])]
         for k in range(rounds):
-            order = transports if k % 2 == 0 else list(reversed(transports))
+            order = jobs if k % 2 == 0 else list(reversed(jobs))
             fw, fc = bare_aiohttp(base, bodies, concurrency)
             r: dict = {"floor": {"seconds": fw, "cpu_s": fc}, "load_1m": os.getloadavg()[0]}
+            if loops and "uvloop" in loops:
+                uw, uc = bare_aiohttp(base, bodies, concurrency, "uvloop")
+                r["floor_uvloop"] = {"seconds": uw, "cpu_s": uc}
             dw, dc = bare_direct(base, bodies, concurrency)
             r["lean_loop"] = {"seconds": dw, "cpu_s": dc}
-            for tr in order:
+            for tr, lp in order:
+                name = tr if lp is None else f"{tr} on {lp}"
                 if db:  # PostgreSQL: the same database, its cache emptied (no job reads another's answers)
                     import sqlalchemy as sa
 
@@ -218,11 +259,11 @@ def child(n: int, concurrency: int, latency: float, db: str | None, rounds: int,
                         c.execute(sa.text("DELETE FROM cache_entry"))
                     eng = engine
                 else:  # SQLite: a fresh copy of the filled store
-                    path = f"{tmp}/{tr}-{k}.db"
+                    path = f"{tmp}/{tr}-{lp}-{k}.db"
                     shutil.copyfile(template, path)
                     eng = init_db(get_engine(f"sqlite:///{path}", fresh=True))
                 try:
-                    r[tr] = _job(eng, base, concurrency, tr)
+                    r[name] = _job(eng, base, concurrency, tr, lp)
                 finally:
                     if not db:
                         eng.dispose()
@@ -246,20 +287,29 @@ def child(n: int, concurrency: int, latency: float, db: str | None, rounds: int,
             "rss_growth_mb": None,
         }
     }
+    if loops and "uvloop" in loops:
+        paths["floor on uvloop"] = {
+            "seconds": round(med(r["floor_uvloop"]["seconds"] for r in per_round), 2),
+            "fraction_of_floor": round(med(r["floor"]["seconds"] / r["floor_uvloop"]["seconds"] for r in per_round), 3),
+            "cpu_ms_per_request": round(1000 * med(r["floor_uvloop"]["cpu_s"] for r in per_round) / n, 3),
+            "rss_growth_mb": None,
+        }
     paths["DirectChat loop (lean path alone, no runner)"] = {
         "seconds": round(med(r["lean_loop"]["seconds"] for r in per_round), 2),
         "fraction_of_floor": round(med(r["floor"]["seconds"] / r["lean_loop"]["seconds"] for r in per_round), 3),
         "cpu_ms_per_request": round(1000 * med(r["lean_loop"]["cpu_s"] for r in per_round) / n, 3),
         "rss_growth_mb": None,
     }
-    for tr in transports:
-        paths[tr] = {
-            "seconds": round(med(r[tr]["seconds"] for r in per_round), 2),
-            "fraction_of_floor": round(med(r["floor"]["seconds"] / r[tr]["seconds"] for r in per_round), 3),
-            "cpu_ms_per_request": round(1000 * med(r[tr]["cpu_s"] for r in per_round) / n, 3),
-            "rss_growth_mb": round(max(r[tr]["rss_growth_mb"] for r in per_round), 1),
-            "judged": min(r[tr]["judged"] for r in per_round),
-            "api_calls": max(r[tr]["api_calls"] for r in per_round),
+    for tr, lp in jobs:
+        name = tr if lp is None else f"{tr} on {lp}"
+        paths[name] = {
+            "seconds": round(med(r[name]["seconds"] for r in per_round), 2),
+            "fraction_of_floor": round(med(r["floor"]["seconds"] / r[name]["seconds"] for r in per_round), 3),
+            "cpu_ms_per_request": round(1000 * med(r[name]["cpu_s"] for r in per_round) / n, 3),
+            "cpu_ms_per_request_rounds": [round(1000 * r[name]["cpu_s"] / n, 3) for r in per_round],
+            "rss_growth_mb": round(max(r[name]["rss_growth_mb"] for r in per_round), 1),
+            "judged": min(r[name]["judged"] for r in per_round),
+            "api_calls": max(r[name]["api_calls"] for r in per_round),
         }
     return {
         "n": n,
@@ -297,30 +347,43 @@ def main() -> int:
         choices=["direct", "sdk", "aiohttp", "httpx"],
         help="values of --param transport measured (default: the lean default and the SDK)",
     )
+    ap.add_argument(
+        "--loops",
+        nargs="+",
+        default=None,
+        choices=["asyncio", "uvloop"],
+        help="run each job on these event loops, interleaved (default: the runner's own choice, once)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:
         n, c = _case(a.child)
-        print(json.dumps(child(n, c, a.latency, a.db, a.rounds, a.transports)), flush=True)
+        print(json.dumps(child(n, c, a.latency, a.db, a.rounds, a.transports, a.loops)), flush=True)
         return 0
     results = []
     cases = [f"{n}:{a.concurrency}" for n in a.sizes] if a.sizes else a.cases
     for case in cases:
         n, c = _case(case)
-        cmd = [
-            sys.executable,
-            __file__,
-            "--child",
-            f"{n}:{c}",
-            "--rounds",
-            str(a.rounds),
-            "--latency",
-            str(a.latency),
-            "--transports",
-            *a.transports,
-        ] + (["--db", a.db] if a.db else [])
-        p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        cmd = (
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                f"{n}:{c}",
+                "--rounds",
+                str(a.rounds),
+                "--latency",
+                str(a.latency),
+                "--transports",
+                *a.transports,
+            ]
+            + (["--db", a.db] if a.db else [])
+            + (["--loops", *a.loops] if a.loops else [])
+        )
+        # the repository first, then whatever PYTHONPATH adds (e.g. a directory holding uvloop)
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path})
         if p.returncode != 0:
             print(p.stderr, file=sys.stderr)
             return 1
@@ -338,9 +401,10 @@ def main() -> int:
         print("| path | wall s | fraction of the floor | CPU ms / request | RSS growth MB |")
         print("|---|---:|---:|---:|---:|")
         for name, f in r["paths"].items():
+            tr, _, lp = name.partition(" on ")
             label = (
-                (f"job, `transport={name}`" + (" (default)" if name == "direct" else ""))
-                if name in a.transports
+                (f"job, `transport={tr}`" + (" (default)" if tr == "direct" else "") + (f" on {lp}" if lp else ""))
+                if tr in a.transports
                 else name
             )
             growth = "-" if f["rss_growth_mb"] is None else f"{f['rss_growth_mb']:.0f}"
