@@ -12,7 +12,7 @@ from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
 from automonitor.annotation.accounts import SYSTEM, authenticate, create_user
 from automonitor.errors import InputError
-from store import get_engine, init_db, session_scope
+from store import get_engine, session_scope
 from store.queries.samples import insert_samples
 
 from helpers import account_named, candidate_row, run_cli_in_process
@@ -42,11 +42,11 @@ def _candidates(engine, n_pairs=6):
 
 
 @pytest.fixture
-def store(sqlite_url):
+def store(sqlite_url, sqlite_engine):
     """A SQLite store with three annotators and an admin and 6 candidate pairs (the core these
     commands call is tested on PostgreSQL too; a CLI start costs a couple of seconds, so the CLI
     round trip runs on one backend)."""
-    eng = init_db(get_engine(sqlite_url, fresh=True))
+    eng = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("ann3", "annotator"), ("chief", "admin")):
         create_user(eng, name, role, f"password of {name}")
     _candidates(eng)
@@ -163,10 +163,9 @@ def test_assign_import_agreement_export_round_trip(store, cli, tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["adjudications"] == 0
 
 
-def test_assign_needs_enough_annotators(cli, sqlite_url):
-    from store import get_engine, init_db
+def test_assign_needs_enough_annotators(cli, sqlite_url, sqlite_engine):
 
-    init_db(get_engine(sqlite_url, fresh=True)).dispose()  # an existing, empty store (a missing one is refused)
+    # sqlite_engine: an existing, empty store migrated to head (a missing one is refused)
     r = cli(["assign", "--k", "2", "--json"], db=sqlite_url)
     assert r.returncode == 2 and "k=2" in r.stderr and r.stdout == ""
 

@@ -139,10 +139,9 @@ def test_unassign_returns_open_items_and_keeps_labeled_ones(pilot):
     assert again.items == 4
 
 
-def test_cli_assign_limit_and_unassign(cli, sqlite_url):
-    from store import get_engine, init_db
+def test_cli_assign_limit_and_unassign(cli, sqlite_url, sqlite_engine):
 
-    eng = init_db(get_engine(sqlite_url, fresh=True))
+    eng = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     for i in range(2):
         fast_user(eng, f"ann{i}", "annotator")
     add_candidates(eng, 8)

@@ -192,10 +192,9 @@ def test_finalize_goes_to_verified_never_to_the_paper_mirror(engine):
     assert views.store_version(engine) != v0  # the app's cache key follows status/split changes
 
 
-def test_cli_assign_batch_size_and_json(sqlite_url):
-    from store import get_engine, init_db
+def test_cli_assign_batch_size_and_json(sqlite_url, sqlite_engine):
 
-    eng = init_db(get_engine(sqlite_url))
+    eng = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     fast_user(eng, "anna", "annotator")
     fast_user(eng, "bert", "annotator")
     _candidates(eng, 6)

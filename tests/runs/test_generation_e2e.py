@@ -288,7 +288,7 @@ def test_anthropic_generate_mode_against_the_documented_replay(monkeypatch):
         assert ei.value.rate_limited and len(calls) == 2
 
 
-def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted):
+def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, sqlite_engine, scripted):
     from automonitor.runs import runner
     from automonitor.runs.generation.engine import (
         GenerationSpec,
@@ -296,9 +296,8 @@ def test_cancel_stops_a_generation_run_before_the_next_item(sqlite_url, scripted
         estimate_generation,
         execute_generation,
     )
-    from store import get_engine, init_db
 
-    eng = init_db(get_engine(sqlite_url))
+    eng = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     est = estimate_generation(
         GenerationSpec(
             kind="sycophancy",
@@ -349,12 +348,11 @@ def test_in_process_llamacpp_generator(sqlite_engine, sqlite_url):
     assert doc["prompts"] == 1 and doc["kept"] + sum(doc["dropped"].values()) == 1 and doc["cost_usd"] == 0.0
 
 
-def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_url):
+def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_url, sqlite_engine):
     from servers.scripted_generator import ScriptedGenerator
 
     from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
     from automonitor.runs.generation.tasks import sycophancy_items
-    from store import get_engine, init_db
 
     items = sycophancy_items("bct_truthfulqa_cues", "suggested_answer", RAW, 2)
     answers = {}
@@ -362,7 +360,7 @@ def test_a_resampled_answer_that_resists_the_cue_becomes_the_benign_side(sqlite_
         answers[it.uncued[-1]["content"]] = it.truth
         answers[it.cued[-1]["content"]] = it.cue
     resampled = {items[0].cued[-1]["content"]: items[0].truth}
-    eng = init_db(get_engine(sqlite_url))
+    eng = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     with ScriptedGenerator(answers, resampled=resampled) as srv:
         rid = create_generation(
             eng,

@@ -291,12 +291,11 @@ def test_bad_options(sqlite_engine, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_import_json_and_exit_2(cli, sqlite_url, tmp_path):
+def test_cli_import_json_and_exit_2(cli, sqlite_url, sqlite_engine, tmp_path):
     """The real console script (SQLite; the import itself is tested on both databases above)."""
-    from store import get_engine, init_db
 
     db_url = sqlite_url
-    eng = init_db(get_engine(db_url, fresh=True))
+    eng = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     ids = seed_samples(eng)
     ok = write_jsonl(tmp_path / "ok.jsonl", good_rows(ids))
     r = cli(["predictions", "import", str(ok), "--monitor", "Guard", "--template", "evidence", "--json"], db=db_url)

@@ -258,10 +258,9 @@ def test_corpus_probe_train_and_run_through_runner(engine, db_url, tmp_path):
         assert s.get(Run, run_id).params["config"]["artifact"] == "tfidf-lr-all-v1.probe.json"
 
 
-def test_probe_train_bad_corpus_line_exit_2(tmp_path, sqlite_url):
-    from store import get_engine, init_db
+def test_probe_train_bad_corpus_line_exit_2(tmp_path, sqlite_url, sqlite_engine):
 
-    init_db(get_engine(sqlite_url, fresh=True)).dispose()  # an existing, empty store (a missing one is refused)
+    # sqlite_engine: an existing, empty store migrated to head (a missing one is refused)
     bad = tmp_path / "bad.jsonl"
     good = corpus.to_row(made_up(1, 0)[0])
     bad.write_text(json.dumps(good) + "\n" + json.dumps({**good, "label": "maybe"}) + "\n")

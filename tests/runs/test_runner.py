@@ -250,10 +250,9 @@ def test_estimate_run(sqlite_engine):
     assert n_runs(sqlite_engine) == (0, 0)
 
 
-def test_launch_detached_finishes_the_run(sqlite_url):
-    from store import get_engine, init_db
+def test_launch_detached_finishes_the_run(sqlite_url, sqlite_engine):
 
-    engine = init_db(get_engine(sqlite_url, fresh=True))
+    engine = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     add_pairs(engine, 3)
     rid = runner.create_run(engine, "rules", "direct")
     pid = runner.launch_detached(sqlite_url, rid)
@@ -306,11 +305,10 @@ def test_aimd_limiter_halves_and_recovers():
 # ------------------------------------------------------------------------------------------- CLI
 
 
-def test_cli_run_runs_and_bad_input(cli, sqlite_url):
+def test_cli_run_runs_and_bad_input(cli, sqlite_url, sqlite_engine):
     db_url = sqlite_url
-    from store import get_engine, init_db
 
-    engine = init_db(get_engine(db_url, fresh=True))
+    engine = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)
     add_pairs(engine, 3)
     engine.dispose()
     r = cli(["run", "--monitor", "rules", "--template", "direct", "--json"], db=db_url)

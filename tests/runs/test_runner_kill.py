@@ -42,10 +42,9 @@ def _judged(engine, rid) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_run_then_resume(db_url):
-    from store import get_engine, init_db
+def test_sigkill_mid_run_then_resume(db_url, engine):
 
-    engine = init_db(get_engine(db_url, fresh=True))
+    # engine: the store, migrated to head (a copy of the run's migrated template)
     rows = add_pairs(engine, 20)  # 40 samples
     keys = {r["id"]: _key(r["request"], r["response"]) for r in rows}
     exe = Path(sys.executable).parent / "automonitor"

@@ -34,10 +34,9 @@ def _api_calls(engine, rid) -> int:
 
 
 @pytest.mark.slow
-def test_two_concurrent_resumes_one_executes_other_exits_2(db_url):
-    from store import get_engine, init_db
+def test_two_concurrent_resumes_one_executes_other_exits_2(db_url, engine):
 
-    engine = init_db(get_engine(db_url, fresh=True))
+    # engine: the store, migrated to head (a copy of the run's migrated template)
     add_pairs(engine, 6)  # 12 samples
     with OpenAIFaultServer(latency=0.4) as srv:
         rid = runner.create_run(
@@ -61,10 +60,9 @@ def test_two_concurrent_resumes_one_executes_other_exits_2(db_url):
 
 
 @pytest.mark.slow
-def test_calls_in_flight_at_a_kill_are_counted(db_url):
-    from store import get_engine, init_db
+def test_calls_in_flight_at_a_kill_are_counted(db_url, engine):
 
-    engine = init_db(get_engine(db_url, fresh=True))
+    # engine: the store, migrated to head (a copy of the run's migrated template)
     add_custom(engine, [(f"[scenario:hang] q{i}", f"bad {i}", f"good {i}") for i in range(4)])
     with OpenAIFaultServer() as srv:
         srv.hang_sleep = 5.0
@@ -98,10 +96,9 @@ def _preds(engine, rid):
 
 
 @pytest.mark.slow
-def test_retry_errors_resends_exactly_the_error_samples_and_keeps_history(db_url, cli):
-    from store import get_engine, init_db
+def test_retry_errors_resends_exactly_the_error_samples_and_keeps_history(db_url, engine, cli):
 
-    engine = init_db(get_engine(db_url, fresh=True))
+    # engine: the store, migrated to head (a copy of the run's migrated template)
     rows = add_custom(
         engine,
         [
@@ -148,10 +145,9 @@ def test_retry_errors_resends_exactly_the_error_samples_and_keeps_history(db_url
         assert run.status == "finished" and run.api_calls == srv.stats()["total"] == 16
 
 
-def test_retry_errors_bad_input_exits_2(sqlite_url, cli):
-    from store import get_engine, init_db
+def test_retry_errors_bad_input_exits_2(sqlite_url, sqlite_engine, cli):
 
-    init_db(get_engine(sqlite_url, fresh=True)).dispose()  # an existing, empty store (a missing one is refused)
+    # sqlite_engine: an existing, empty store migrated to head (a missing one is refused)
     r = cli(["run", "--retry-errors", "run_nope", "--monitor", "rules"], db=sqlite_url)
     assert r.returncode == 2 and "retry-errors" in r.stderr
 
@@ -168,14 +164,12 @@ def _fleiss(table):
 
 
 @pytest.mark.slow
-def test_repeat_k_stability_seeds_cache_and_drilldown(db_url, cli):
+def test_repeat_k_stability_seeds_cache_and_drilldown(db_url, engine, cli):
     from automonitor import views
     from automonitor.analysis.stability import stability
     from servers.openai_fault import sample_key
 
-    from store import get_engine, init_db
-
-    engine = init_db(get_engine(db_url, fresh=True))
+    # engine: the store, migrated to head (a copy of the run's migrated template)
     rows = add_custom(
         engine,
         [
