@@ -9,7 +9,6 @@ from typing import TypedDict
 
 from typing_extensions import NotRequired
 
-import sqlalchemy as sa
 
 from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import RunKind, RunStatus
@@ -25,13 +24,6 @@ class SampleKey(TypedDict):
     task: str
     label: str
     content_hash: str
-
-
-def sample_key(r: sa.Row[tuple[str, str, str, str, str, str]]) -> SampleKey:
-    """A row of ``sample_columns(*SAMPLE_KEY, "content_hash")`` as a :class:`SampleKey`."""
-    return SampleKey(
-        id=r.id, pair_id=r.pair_id, category=r.category, task=r.task, label=r.label, content_hash=r.content_hash
-    )
 
 
 class SampleText(TypedDict):

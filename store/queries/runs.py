@@ -31,7 +31,6 @@ from store.queries.rowtypes import (
     SampleText,
     UnscoredRow,
     ViewInput,
-    sample_key,
 )
 from automonitor.jsontypes import JSONObject, JSONValue
 
@@ -92,7 +91,7 @@ def test_samples(session: Session, split: str = "test", edition: str | None = No
     rows = session.execute(
         sa.select(*sample_columns(*SAMPLE_KEY, "content_hash")).where(*conds).order_by(col(Sample.id))
     ).all()
-    return [sample_key(r) for r in rows]
+    return typed_rows(rows, SampleKey)
 
 
 def sample_texts(session: Session | Connection, ids: list[str]) -> dict[str, SampleText]:

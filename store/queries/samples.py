@@ -13,8 +13,8 @@ from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import CONTROLS_SPLIT, EDITIONS
 from automonitor.timestamps import iso_utc
 from store.models import EditionSample, Sample
-from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns
-from store.queries.rowtypes import SampleKey, sample_key
+from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, typed_rows
+from store.queries.rowtypes import SampleKey
 
 EDITION_CHOICES = EDITIONS  # automonitor.vocab: the one declared list
 
@@ -94,7 +94,7 @@ def control_samples(session: Session) -> list[SampleKey]:
         .where(col(Sample.split) == CONTROLS_SPLIT, col(Sample.status) == "gold")
         .order_by(Sample.id)
     ).all()
-    return [sample_key(r) for r in rows]
+    return typed_rows(rows, SampleKey)
 
 
 # --- composition queries (``automonitor stats``, the app's Overview page) ---------------------------
