@@ -24,13 +24,15 @@ EXPIRE = range(5, 10)  # benign sides carry [batch:expire]
 
 
 def _store(url):
+    """An engine on ``url`` after ``init_db`` (a no-op on the migrated copies the tests ask for with
+    ``engine``/``sqlite_engine``)."""
     from store import get_engine, init_db
 
     return init_db(get_engine(url, fresh=True))
 
 
 @pytest.fixture
-def store_1000(db_url):
+def store_1000(db_url, engine):  # engine: db_url is a copy of the run's migrated store
     eng = _store(db_url)
     rows = []
     cats = ["safety_permission", "sycophancy_bias", "specification_gaming"]
@@ -216,7 +218,7 @@ def test_batch_asks_the_backend_class_not_its_name(sqlite_engine, monkeypatch, a
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_crash_between_create_and_commit_adopts_the_batch(sqlite_url, provider, monkeypatch):
+def test_crash_between_create_and_commit_adopts_the_batch(sqlite_url, sqlite_engine, provider, monkeypatch):
     """The process dies right after the provider accepted the batch, before its id was committed:
     resume finds that batch (OpenAI: metadata; Anthropic: created after the intent, same size) and
     polls it instead of submitting the requests again."""

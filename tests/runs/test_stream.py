@@ -13,6 +13,8 @@ N_PAIRS = 2500  # 5,000 samples: five pages
 
 
 def _store(url):
+    """An engine on ``url`` after ``init_db`` (a no-op on the migrated copies the tests ask for with
+    ``engine``)."""
     from store import get_engine, init_db
 
     return init_db(get_engine(url, fresh=True))
@@ -48,7 +50,7 @@ def _samples(n):
 
 
 @pytest.mark.slow
-def test_run_streams_pages_not_the_whole_run(db_url, monkeypatch):
+def test_run_streams_pages_not_the_whole_run(db_url, engine, monkeypatch):  # engine: db_url migrated
     from automonitor.runs import runner
     from store.models import Prediction, Run
     from store.queries import runs as q, stream
@@ -89,7 +91,7 @@ def test_run_streams_pages_not_the_whole_run(db_url, monkeypatch):
     eng.dispose()
 
 
-def test_pending_pages_keyset_survives_updates(db_url):
+def test_pending_pages_keyset_survives_updates(db_url, engine):  # engine: db_url migrated
     """Pages are disjoint, cover every pending prediction once, and judging earlier rows while paging
     (as the runner does) neither skips nor repeats any."""
     from automonitor.runs import runner
