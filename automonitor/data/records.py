@@ -317,6 +317,13 @@ def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> JSONValue:
 def bad_byte_note(text: str) -> str:
     """'' when ``text`` is clean Unicode, else where its first undecodable byte (a lone surrogate left
     by ``surrogateescape``) or lone surrogate is, e.g. ``"byte 0xff at character 3 is not valid UTF-8"``."""
+    if text.isascii():  # the common case, checked in C: no surrogate (nor any non-ASCII character) at all
+        return ""
+    try:
+        text.encode("utf-8")  # strict UTF-8 encodes every code point but the surrogates U+D800-U+DFFF
+        return ""
+    except UnicodeEncodeError:
+        pass
     for i, ch in enumerate(text):
         o = ord(ch)
         if 0xDC80 <= o <= 0xDCFF:
