@@ -72,10 +72,12 @@ print(json.dumps({"peak": tracemalloc.get_traced_memory()[1], "first": code}))
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_a_large_all_bad_predictions_file_is_validated_in_flat_memory(tmp_path, fmt):
+def test_a_large_all_bad_predictions_file_is_validated_in_flat_memory(tmp_path, fmt, empty_sqlite_template):
     """Streaming validation, JSONL and CSV: a 12 MB predictions file whose every row is bad keeps only the
     sample ids (duplicate check) and a bounded problem list: measured 38.5 MB traced peak for JSONL
-    (148 MB before streaming); CSV was read whole before (the file's text plus every record)."""
+    (148 MB before streaming); CSV was read whole before (the file's text plus every record). The store is a
+    copy of the run's migrated empty store (``init_db`` in the process only checks it; tracing starts after)."""
+    import shutil
     import subprocess
     import sys
 
@@ -90,6 +92,7 @@ def test_a_large_all_bad_predictions_file_is_validated_in_flat_memory(tmp_path, 
             else:
                 fh.write(f"s{i},perhaps,{'x' * 40}\r\n")
             i += 1
+    shutil.copyfile(empty_sqlite_template, tmp_path / "store.db")  # migrated: no migrations in the process
     url = f"sqlite:///{tmp_path / 'store.db'}"
     res = subprocess.run([sys.executable, "-c", _TRACE, url, str(f)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -136,15 +139,18 @@ def _write_pair_file(f, fmt: str, target_bytes: float) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_a_large_pair_file_is_imported_in_memory_under_its_size(tmp_path, fmt):
+def test_a_large_pair_file_is_imported_in_memory_under_its_size(tmp_path, fmt, empty_sqlite_template):
     """Pair files stream: validated once keeping ids and hashes only, written in chunks from a second read.
     A 12 MB file's import peaks under the file's size in traced Python memory (measured 7.5 MB, most of it
-    one write chunk); read whole, as before, it peaked at 38.7 MB (the bytes, then every record)."""
+    one write chunk); read whole, as before, it peaked at 38.7 MB (the bytes, then every record). The store
+    is a copy of the run's migrated empty store (``init_db`` in the process only checks it)."""
+    import shutil
     import subprocess
     import sys
 
     f = tmp_path / f"pairs.{fmt}"
     n = _write_pair_file(f, fmt, 12e6)
+    shutil.copyfile(empty_sqlite_template, tmp_path / "store.db")  # migrated: no migrations in the process
     url = f"sqlite:///{tmp_path / 'store.db'}"
     res = subprocess.run([sys.executable, "-c", _TRACE_PAIRS, url, str(f)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
