@@ -128,7 +128,9 @@ def build_cmd(
     progress = _BuildBar() if err_console.is_terminal and not quiet else progress_line
     engine = open_store(create=True)
     report = build(engine, raw_path, seed, force=force, progress=progress, refresh_ladder=refresh_ladder)
-    keep_audits(engine, progress=progress_line)  # the first report and audit read it instead of computing it
+    # the first report, audit and Health page read it instead of computing it: the default edition and the one
+    # asked for (each of the others is kept by its first reader: on a full build each costs 15-30 s of CPU)
+    keep_audits(engine, tuple(dict.fromkeys(("paper", edition))), progress=progress_line)
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
     for pid in report.get("errata", {}).get("unmatched", []):

@@ -3,6 +3,8 @@ naming it, every error names the store used, and only build / import / users add
 
 from __future__ import annotations
 
+import sqlite3
+
 
 import pytest
 
@@ -93,8 +95,12 @@ def test_build_creates_the_store_and_says_so_once(tmp_path, small_raw_dir):
     r = _cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"created a new store at {url}" in r.stderr
+    assert "audit of edition paper: computing" in r.stderr  # kept in the store for the first report
+    with sqlite3.connect(tmp_path / "built.db") as c:
+        assert c.execute("SELECT key FROM derived_document").fetchall() == [("audit:paper",)]
     r = _cli(["build", "--raw", str(raw), "--json"], db=url, cwd=tmp_path)
     assert r.returncode == 0 and "created a new store" not in r.stderr, r.stderr
+    assert "audit of edition" not in r.stderr  # the same samples: the kept audit stands
 
 
 def test_import_creates_the_store_and_says_so_once(tmp_path):

@@ -3,8 +3,9 @@
 build`` calls, and every computation), each keyed by the samples' fingerprint and the edition.
 
 The copy in the store is what a cold reader (a new cache directory, another machine, a copied store)
-reads instead of computing the audit (5-10 s CPU for 3,010 samples): the build keeps it, and so does the
-first computation after the samples change (an import, a promotion), so that only one reader pays. The
+reads instead of computing the audit (5-10 s CPU for 3,010 samples, 15-30 s per edition of a full build):
+the build keeps the default edition's (and the one it shows), and the first computation of any edition
+after the samples change (an import, a promotion) keeps that one, so that only one reader pays. The
 store keeps the document's JSON text under ``audit:<edition>`` with :func:`content_fingerprint`
 (:data:`AUDIT_VERSION`, the edition and :func:`store.queries.fingerprints.sample_state`, not the store's
 URL: a copy of a store holds the same samples); this module decides whether it still matches.
@@ -153,7 +154,7 @@ def keep_audits(
     engine: Engine, editions: tuple[str, ...] = EDITIONS, *, progress: Callable[[str], None] | None = None
 ) -> dict[str, str]:
     """Make the store keep the audit of each of ``editions`` for its current samples (what ``automonitor
-    build`` calls once it has written), so that a report, the audit command and the app read it
+    build`` calls for ``paper`` and its ``--edition`` once it has written), so that a report, the audit command and the app read it
     instead of computing it. An audit the store already keeps for these samples is left as it is; one in
     memory or in the disk cache is copied; any other is computed (:func:`cached_audit`).
 
