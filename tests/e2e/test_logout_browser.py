@@ -11,9 +11,9 @@ from automonitor.annotation.accounts import SESSION_COOKIE
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_a_copied_cookie_does_not_log_in_after_logout(browser, app_factory, e2e, tmp_path):
+def test_a_copied_cookie_does_not_log_in_after_logout(browser, app_factory, e2e, tmp_path, migrated_sqlite):
     srv = app_factory(
-        f"sqlite:///{tmp_path / 'store.db'}",
+        migrated_sqlite(tmp_path / "store.db"),
         accounts=[("anna", "annotator", "password-for-anna")],
         env={"AUTOMONITOR_SECRET_FILE": str(tmp_path / "session-secret")},
     )

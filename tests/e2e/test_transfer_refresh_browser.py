@@ -34,11 +34,13 @@ def _matrix() -> dict:
     }
 
 
-def test_the_matrix_appears_without_a_reload_when_the_background_phase_saves_it(tmp_path, app_factory, browser, e2e):
+def test_the_matrix_appears_without_a_reload_when_the_background_phase_saves_it(
+    tmp_path, app_factory, browser, e2e, migrated_sqlite
+):
     art = tmp_path / "art"
     log = tmp_path / "demo-llm.log"
     log.write_text("== [3 s] transfer table (Transfer page): one TF-IDF probe per training slice x every test slice\n")
-    server = app_factory(f"sqlite:///{tmp_path / 'store.db'}", env={"AUTOMONITOR_ARTIFACTS": str(art)}, cwd=tmp_path)
+    server = app_factory(migrated_sqlite(tmp_path / "store.db"), env={"AUTOMONITOR_ARTIFACTS": str(art)}, cwd=tmp_path)
     page = e2e.new_page(browser, 1280, 900)
     try:
         page.goto(f"{server.url}/transfer")
