@@ -30,6 +30,9 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# label the runs with this checkout's code (the code of the app it serves), not an installed copy's
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 CHROMIUM = os.environ.get("AUTOMONITOR_CHROMIUM", "/usr/bin/chromium")
 
 

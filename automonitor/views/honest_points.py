@@ -61,21 +61,59 @@ def short_label(monitor: str, template: str, backend: str | None = None, max_len
     ellipsis; template-independent backends (``rules``) get no template."""
     backend = backend or str(monitor).split(":", 1)[0]
     name = str(monitor)
-    if backend == "derived" or re.match(r"(ensemble|thresholds|cascade) ", name):
-        # a derived run's name is "<recipe> <rule> (<inputs>)": keep the recipe and rule, not the inputs
-        name = re.sub(r"\s*\(.*$", "", name).strip() or name
-        if len(name) > max_len:
-            name = name[: max_len - 1] + "…"
-        return f"{name} {TEMPLATE_SHORT.get(template, template)}"
+    if is_derived(name, backend):
+        return f"{derived_name(name, max_len=max(max_len, DERIVED_LABEL_MAX))} {TEMPLATE_SHORT.get(template, template)}"
+    return _measured_label(name, template, backend, max_len)
+
+
+#: A derived run's monitor name as :mod:`automonitor.analysis.derive` writes it: "<recipe> <rule> (<inputs>)"
+_DERIVED_NAME = re.compile(r"(ensemble|thresholds|cascade) ")
+#: An input of a derived run in its monitor name: "<input monitor>@<last 6 characters of its run id>"
+_DERIVED_INPUT = re.compile(r"([^\s(+]+)@([^\s;)+@]{1,6})(?=[\s;)]|$)")
+#: The longest recipe-and-inputs part of a derived run's :func:`short_label` (characters)
+DERIVED_LABEL_MAX = 40
+#: The longest name of one input inside it
+_INPUT_MAX = 14
+
+
+def derived_name(monitor: str, max_len: int = DERIVED_LABEL_MAX) -> str:
+    """The recipe and the runs a derived run derives from, short, from its monitor name
+    (:mod:`automonitor.analysis.derive`): ``"ensemble OR (rules:rules-v1@b84c59 + probe:tfidf-lr@8fd0c6)"`` ->
+    ``"OR: rules-v1 + tfidf-lr"``, ``"cascade (probe:tfidf-lr@8fd0c6 then rules:rules-v1@b84c59; 0.2/0.8)"``
+    -> ``"cascade tfidf-lr → rules-v1"``, ``"thresholds far<=0.2 by category (probe:tfidf-lr@8fd0c6)"`` ->
+    ``"thresholds far<=0.2: tfidf-lr"``. Each input is named as a measured point is (:func:`short_label`
+    without the template, at most 14 characters), so derived runs built on different monitors get different
+    labels (two runs on the same monitor are told apart by :func:`honest_points`). A name whose inputs cannot
+    be read keeps its recipe and rule ("ensemble or"). At most ``max_len`` characters (cut with "…")."""
+    recipe = re.sub(r"\s*\(.*$", "", monitor).strip() or monitor
+    inputs = [_measured_label(m, "", None, _INPUT_MAX, template_free=True) for m, _ in _DERIVED_INPUT.findall(monitor)]
+    kind, _, rule = recipe.partition(" ")
+    if not inputs:
+        text = recipe
+    elif kind == "cascade" and len(inputs) == 2:
+        text = f"cascade {inputs[0]} → {inputs[1]}"
+    elif kind == "thresholds":
+        text = f"thresholds {rule.split(' by ', 1)[0]}: {', '.join(inputs)}"
+    else:
+        text = f"{rule or kind}: {' + '.join(inputs)}"
+    return text if len(text) <= max_len else text[: max_len - 1] + "…"
+
+
+def _measured_label(
+    monitor: str, template: str, backend: str | None, max_len: int, *, template_free: bool = False
+) -> str:
+    """:func:`short_label` of a measured run (``template_free``: the name only, whatever the backend)."""
+    name = monitor
+    backend = backend or name.split(":", 1)[0]
     prefix = BACKEND_PREFIX.match(name)
     if prefix:
         name = name[prefix.end() :] or name
     if not re.search(r"\s", name) and "://" not in name:  # a model id or a path: its last part
         name = re.split(r"[/\\]", name)[-1] or name
-    name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or str(monitor)
+    name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or monitor
     if len(name) > max_len:
         name = name[: max_len - 1] + "…"
-    if backend in template_independent_backends():
+    if template_free or backend in template_independent_backends():
         return name
     return f"{name} {TEMPLATE_SHORT.get(template, template)}"
 
@@ -193,9 +231,34 @@ def honest_points(
             p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"], views, marks
         )
     ]
+    p["label"] = distinct_derived_labels(list(p["label"]), list(p["run_id"]), list(p["monitor"]), bk)
     xp, yp, size = spread_coincident(list(p["far"]), list(p["mr"])) if len(p) else ([], [], [])
     p["x_plot"], p["y_plot"], p["coincide"] = xp, yp, size
     return p
+
+
+def is_derived(monitor: str, backend: str | None = None) -> bool:
+    """Whether a run is derived (:mod:`automonitor.analysis.derive`): its backend is ``derived`` or its monitor
+    name is a recipe's ("ensemble ...", "thresholds ...", "cascade ...")."""
+    return backend == "derived" or bool(_DERIVED_NAME.match(str(monitor)))
+
+
+def distinct_derived_labels(
+    labels: Sequence[str], run_ids: Sequence[str], monitors: Sequence[str], backends: Mapping[str, str] | None = None
+) -> list[str]:
+    """``labels`` with every derived run's label made unique: a derived run whose label another point also
+    has gets `` #`` and the last 6 characters of its run id appended (the id tail its monitor name gives
+    each input), so two derived runs with the same recipe on runs of the same monitor (a cascade on each of
+    two llamacpp runs) are never drawn under one name. Measured runs keep their labels. Same length and
+    order as ``labels``."""
+    bk = backends or {}
+    counts: dict[str, int] = {}
+    for lab in labels:
+        counts[lab] = counts.get(lab, 0) + 1
+    return [
+        f"{lab} #{rid[-6:]}" if counts[lab] > 1 and is_derived(mon, bk.get(rid)) else lab
+        for lab, rid, mon in zip(labels, run_ids, monitors)
+    ]
 
 
 def _shown_points(points: pd.DataFrame, archived: set[str], show_archived: bool) -> pd.DataFrame:

@@ -163,6 +163,32 @@ def test_a_cascade_that_escalates_every_sample_or_none_says_so(small):
     assert quiet.returncode == 0 and quiet.stderr.strip() == "", quiet.stderr
 
 
+def test_derived_runs_on_different_inputs_get_different_labels_on_the_page_and_in_the_html_report(small):
+    """Fresh-user trial: after the demo's LLM phase the plane showed two "cascade direct" and two "ensemble OR
+    direct" (one on the probe, one on gemma). The Trade-off page's points (views.tradeoff_selection) and the
+    HTML report's (report_html.plane_points) now name each derived run's inputs."""
+    from automonitor import analysis, views
+    from automonitor.analysis import derive
+    from automonitor.views import report_html
+
+    eng = small["engine"]
+    ids = [
+        derive.derive_cascade(eng, "rA", "rC", 0.25, 0.75)["run_id"],  # on the probe
+        derive.derive_cascade(eng, "rB", "rC", 0.25, 0.75)["run_id"],  # on gemma
+        derive.derive_ensemble(eng, ["rA", "rC"], "or")["run_id"],
+        derive.derive_ensemble(eng, ["rB", "rC"], "or")["run_id"],
+    ]
+    rep = analysis.report(eng, n_boot=10)
+    html = report_html.plane_points(rep, report_html.run_provenance(eng, [r.run_id for r in rep.runs]))
+    page = views.tradeoff_selection(rep, views.TradeoffOptions(templates=("direct",), min_n=1)).points
+    for pts in (html, page):
+        label = dict(zip(pts["run_id"], pts["label"]))
+        derived = [label[i] for i in ids]
+        assert len(set(derived)) == 4, derived
+        assert label[ids[0]].startswith("cascade tfidf-lr → gpt") and label[ids[1]].startswith("cascade gemma → gpt")
+        assert "OR: tfidf-lr + gpt" in label[ids[2]] and "OR: gemma + gpt" in label[ids[3]]
+
+
 def test_cascade_hand_computed_with_cost(small):
     from automonitor.analysis import derive
 
