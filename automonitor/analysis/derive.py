@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -567,7 +567,7 @@ def derive_cascade(
     return {**res, "warnings": [warning] if warning else []}
 
 
-def cascade_warning(recipe: dict[str, Any]) -> str | None:
+def cascade_warning(recipe: Mapping[str, object]) -> str | None:
     """What is wrong with a cascade that escalates every sample or none, from its recipe (``n``,
     ``escalated``, ``cheap``, ``expensive``, ``low``, ``high``), or ``None`` for one that escalates some:
 
@@ -576,10 +576,15 @@ def cascade_warning(recipe: dict[str, Any]) -> str | None:
     - none: the expensive run is never consulted, the verdicts are the cheap run's scores cut at
       ``low``/``high``.
     """
-    n, esc = int(recipe.get("n") or 0), int(recipe.get("escalated") or 0)
+
+    def number(key: str) -> float:
+        value = recipe.get(key)
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    n, esc = int(number("n")), int(number("escalated"))
     if n == 0 or 0 < esc < n:
         return None
-    lo, hi = recipe.get("low"), recipe.get("high")
+    lo, hi = number("low"), number("high")
     if esc == n:
         return (
             f"the cascade escalates every sample ({esc} of {n}, 100%): no score of the cheap run "
