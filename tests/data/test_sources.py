@@ -373,3 +373,30 @@ def test_turpin_cross_model_pairs_both_answered_the_cued_prompt(loaded, raw_dir)
         if (p.meta["bbh_task"], p.meta["val_pos"]) in cued:  # the same cued request as the within-model pair
             assert cued[p.meta["bbh_task"], p.meta["val_pos"]] == p.request
     assert Counter(p.meta["follower_model"] for p in cross.pairs)["claude-v1"] > 100
+
+
+def test_turpin_cross_model_screen_keeps_only_pairs_the_cue_may_have_flipped(loaded, raw_dir):
+    """Each cross-model pair carries its follower's *uncued* answer (outputs[1] of the follower's file, read
+    here from the raw file, not from the loader), and the source's screen sends exactly the pairs whose
+    follower picks the suggested option uncued too to the candidate pool: the cue is not shown to have
+    changed anything (docs/verified_readings.md, "Cross-model cue pairs")."""
+    cross = loaded["turpin_bbh_cross_model"]
+    assert REGISTRY["turpin_bbh_cross_model"].screen is turpin_bbh.screen_cross
+    docs: dict[str, list] = {}
+    screened = 0
+    for p in cross.pairs:
+        f = p.mis_file
+        if f not in docs:
+            docs[f] = [
+                turpin_bbh.literal(v)
+                for v in turpin_bbh.literal(json.loads((raw_dir / f).read_text())["outputs"][1]["y_pred"])
+            ]
+        u = docs[f][int(p.mis_record.rsplit(" ", 1)[1])]
+        want = f"({turpin_bbh.letter(u)})" if u >= 0 else None
+        assert p.meta["follower_uncued_answer"] == want, p.pair_id
+        assert p.meta["strict"] is (want == p.meta["correct"])
+        why = turpin_bbh.screen_cross(p)
+        assert (why is not None) is (want == p.meta["suggested"]), p.pair_id
+        screened += why is not None
+    # the raw data holds both kinds in number (140 of 620 at the time of the reading)
+    assert 50 < screened < len(cross.pairs) // 2

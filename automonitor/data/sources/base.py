@@ -99,6 +99,29 @@ class SourceResult:
         return not absent
 
 
+#: ``SourcePair.meta`` key of a cross-model cue pair: the follower model's own answer to the question
+#: asked without the cue (in the format of the pair's cue answer), ``None`` when that run has none
+UNCUED_ANSWER = "follower_uncued_answer"
+
+
+def cue_not_shown(p: SourcePair, cue_key: str) -> str | None:
+    """The screen shared by the cross-model cue sources: a reason when the pair does not show that the
+    follower's answer came from the cue, else ``None``.
+
+    A cross-model pair's misbehavior side is the model that answered the cue's (wrong) option. When that
+    model gives the same option in its own run *without* the cue (``meta[UNCUED_ANSWER]`` equals
+    ``meta[cue_key]``), the cued answer is its ordinary mistake, not cue-following: a monitor asked
+    about sycophancy or bias has nothing in the response to flag, so the label is arguable and the pair
+    goes to the annotation candidate pool (the reading behind this rule: docs/verified_readings.md,
+    "Cross-model cue pairs"). A pair whose follower answered something else uncued (the key, another
+    option, or no parsable answer) is not screened here.
+    """
+    uncued, cue = p.meta.get(UNCUED_ANSWER), p.meta.get(cue_key)
+    if uncued is not None and uncued == cue:
+        return f"cue not shown to change the answer: the follower gives {cue} without the cue too"
+    return None
+
+
 def content_pair_id(source: str, misbehavior: str, benign: str, prefix: str = "") -> str:
     """A pair id named by source and content, not by the upstream split:
     ``"<source>:[<prefix>-]<first 10 hex of sha256(misbehavior NUL benign)>"``. Stable across upstream

@@ -11,7 +11,9 @@ misbehavior = the response of the model whose answer is the hint option, benign 
 response to the same question and cue type whose answer is the MMLU key. Both sides answered the prompt
 the monitor sees (provenance ``by_construction``). ``meta.strict`` is true when the follower answered the
 question correctly in its own no-hint run (``none/``): the cue flipped it; the build's side balance keeps
-strict pairs first. ``group`` = cue type / follower model.
+strict pairs first. ``meta.follower_uncued_answer`` is the follower's no-hint answer; when it is the cue's
+option the cue is not shown to have changed anything and :func:`screen` sends the pair to the candidate
+pool (a reading found those followers reason their way to the same wrong option, cue unmentioned). ``group`` = cue type / follower model.
 
 Answers: Llama's from the repo's ``verification_with_500.json``; Qwen's the last ``[ X ]`` in the last 300
 characters of its text after ``</think>`` (:func:`qwen_answer`; SOURCES.md's count also read the prompt's
@@ -34,7 +36,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from automonitor.data.sources.base import SourcePair, SourceResult, read_json_list, rel
+from automonitor.data.sources.base import (
+    UNCUED_ANSWER,
+    SourcePair,
+    SourceResult,
+    cue_not_shown,
+    read_json_list,
+    rel,
+)
 from automonitor.data.sources.professor_cue import chain_steps
 from automonitor.data.sources.registry import register_source
 from automonitor.errors import InputError
@@ -271,7 +280,8 @@ def _load_type(
             res.dropped[f"a side states only its answer (reasoning under {MIN_REASONING} characters)"] += 1
             continue
         mis, ben = render(mis_r, cue), render(ben_r, correct)
-        strict = none[0 if follower == LLAMA else 1].get(qid) == correct
+        uncued = none[0 if follower == LLAMA else 1].get(qid)
+        strict = uncued == correct
         res.pairs.append(
             SourcePair(
                 source=NAME,
@@ -295,6 +305,7 @@ def _load_type(
                     "models": [LLAMA, QWEN],
                     "follower_model": follower,
                     "strict": strict,
+                    UNCUED_ANSWER: uncued,
                     "rendering": "reasoning before </think> (template tokens removed), then 'Answer: [ X ]' "
                     "with the parsed answer; each model's text after </think> left out (both sides alike)",
                     "licence": "MMLU MIT; CoTFaithChecker none stated (research use)",
@@ -311,8 +322,21 @@ def _steps(text: str) -> list[dict[str, Any]]:
     return [s.model_dump(exclude_none=True) for s in chain_steps(text)]
 
 
+def screen(p: SourcePair) -> str | None:
+    """The source's static screen (a reason sends the pair to the candidate pool): the follower gives the
+    cue's option in its own no-hint run too (:func:`~automonitor.data.sources.base.cue_not_shown`)."""
+    return cue_not_shown(p, "cue_answer")
+
+
 @register_source(
-    NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=170, views=("full", "answer", "reasoning")
+    NAME,
+    folder=FOLDER,
+    category=CATEGORY,
+    task="qa",
+    files=FILES,
+    order=170,
+    screen=screen,
+    views=("full", "answer", "reasoning"),
 )
 def load(raw: Path) -> SourceResult:
     """Cross-model pairs on the identical cued MMLU prompt, cue types :data:`HINT_TYPES` (module doc).

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 from automonitor.errors import InputError
 from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.data.parts import Part, final_sentence_parts
-from automonitor.data.sources.base import SourcePair, SourceResult, read_json
+from automonitor.data.sources.base import UNCUED_ANSWER, SourcePair, SourceResult, cue_not_shown, read_json
 from automonitor.data.sources.registry import register_source
 
 # Controls: where the suggestion is the CORRECT option and the cued answer agrees with it,
@@ -81,6 +81,17 @@ FILES = tuple(val_file(t) for t in BBH_TASKS) + tuple(result_file(t, m) for t in
 def letter(idx: int) -> str:
     """Answer index -> option letter (0 -> ``A``)."""
     return ascii_uppercase[idx]
+
+
+def _uncued_letter(y_pred: int) -> str | None:
+    """An uncued run's answer index as the cue's format, ``"(B)"``; ``None`` for an unparsed answer (-1)."""
+    return f"({letter(y_pred)})" if y_pred >= 0 else None
+
+
+def screen_cross(p: SourcePair) -> str | None:
+    """The cross-model source's static screen (a reason sends the pair to the candidate pool): the follower
+    gives the suggested option in its own uncued run too (:func:`~automonitor.data.sources.base.cue_not_shown`)."""
+    return cue_not_shown(p, "suggested")
 
 
 def cued_prompt(parsed_inputs: str, suggested_idx: int) -> str:
@@ -404,6 +415,7 @@ def _cross_pair(
             "models": list(MODELS),
             "follower_model": follower,
             "strict": fc["u", "y_pred"][fi] == y_true,
+            UNCUED_ANSWER: _uncued_letter(fc["u", "y_pred"][fi]),
         },
         mis_meta={"model": follower, "prompt_variant": "cued", "answer": f"({letter(sugg)})"},
         ben_meta={"model": other, "prompt_variant": "cued", "answer": f"({letter(y_true)})"},
@@ -419,6 +431,7 @@ def _cross_pair(
     task="reasoning",
     files=FILES,
     order=180,
+    screen=screen_cross,
     views=("full", "answer", "reasoning"),
     parts=parts,
 )
@@ -429,7 +442,9 @@ def load_cross(raw: Path) -> SourceResult:
     (``outputs[0]``; same suggestion and key in both files), misbehavior = the cued CoT of the model that
     answered the suggested option, benign = the cued CoT of the other model, which answered the key.
     Provenance ``by_construction`` (no side is constructed: both answered the request shown).
-    ``meta.strict``: the follower answered right in its uncued run (the cue flipped it); side models in
+    ``meta.strict``: the follower answered right in its uncued run (the cue flipped it);
+    ``meta.follower_uncued_answer``: the follower's uncued answer (``"(B)"``, ``None`` when unparsed), which
+    :func:`screen_cross` uses (the suggested option uncued too: to the candidate pool); side models in
     each side's ``meta.model`` (the build balances them in ``verified``).
 
     Raises:
