@@ -4,7 +4,7 @@ over the source, the misbehavior side is the longer one about as often as the be
 
 Where a source has only one response per side and request there is nothing to choose; where it has
 several (several models' trajectories of one scenario, several rollouts of one problem, several models'
-refusals of one prompt), :meth:`_Group.pairs` picks, for one request, the disjoint pairing with the least summed cost
+refusals of one prompt), :meth:`RequestGroup.pairs` picks, for one request, the disjoint pairing with the least summed cost
 
     r(m, b) = log((1 + len m) / (1 + len b))        (signed: > 0 when the misbehavior side is longer)
     cost(m, b) = |r| - bias * sign(r) + penalty(m, b)
@@ -50,7 +50,7 @@ def length_ratio(a: str | int, b: str | int) -> float:
     return math.log((1 + la) / (1 + lb))
 
 
-class _Group(Generic[T]):
+class RequestGroup(Generic[T]):
     """One request's candidates with their signed ratio and penalty matrices, for pairing at several biases."""
 
     def __init__(
@@ -107,7 +107,7 @@ def balanced_pairings(
     order), the count of pairs whose misbehavior side is longer brought as close as the choices allow to the
     count whose benign side is longer, over the whole source, at the least added gap found:
 
-    1. every request with a choice is paired (:meth:`_Group.pairs`) at one common bias, the first of
+    1. every request with a choice is paired (:meth:`RequestGroup.pairs`) at one common bias, the first of
        :data:`BIASES` (0 first: the least-gap pairing) that balances the directions within one, else the one
        that comes closest;
     2. where that leaves more than one pair of difference (requests alike in their lengths switch together
@@ -120,11 +120,11 @@ def balanced_pairings(
     Args:
         groups: per request, the candidate responses of each label (any objects).
         length: an object's length in characters.
-        penalty: an extra cost of pairing ``m`` with ``b``, as in :meth:`_Group.pairs`.
+        penalty: an extra cost of pairing ``m`` with ``b``, as in :meth:`RequestGroup.pairs`.
     Returns:
-        one list of pairs per group, in the order of ``groups`` (see :meth:`_Group.pairs`).
+        one list of pairs per group, in the order of ``groups`` (see :meth:`RequestGroup.pairs`).
     """
-    built = [_Group(m, b, length, penalty) for m, b in groups]
+    built = [RequestGroup(m, b, length, penalty) for m, b in groups]
     plan = [g.assignment(0.0) for g in built]
     free = [k for k, g in enumerate(built) if not g.fixed]
 

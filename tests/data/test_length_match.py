@@ -18,14 +18,14 @@ import numpy as np
 import pandas as pd
 
 from automonitor.data.audit.baselines import auroc, cv_scores, positive_labels
-from automonitor.data.length_match import FORBIDDEN, _Group, balanced_pairings, length_ratio
+from automonitor.data.length_match import FORBIDDEN, RequestGroup, balanced_pairings, length_ratio
 from automonitor.data.sources import xstest
 
 
 def length_matched(mis, ben, length, penalty=None, bias: float = 0.0):
     """One request's least-cost disjoint ``(misbehavior, benign)`` pairing at ``bias`` (the module doc's cost;
     a pair at :data:`FORBIDDEN` left out): the step :func:`balanced_pairings` runs per request."""
-    return _Group(mis, ben, length, penalty).pairs(bias)
+    return RequestGroup(mis, ben, length, penalty).pairs(bias)
 
 
 def length_gap(a: str | int, b: str | int) -> float:
