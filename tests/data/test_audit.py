@@ -377,6 +377,31 @@ def test_a_kept_audit_is_read_from_the_store_and_a_changed_sample_set_gets_a_new
     assert audit.keep_audits(engine, ("paper",)) == {"paper": "kept already"}
 
 
+def test_an_erratum_makes_the_kept_audit_stale(sqlite_engine, frame, tmp_path, monkeypatch):
+    """The audit counts the errata in force, so an erratum entered into the store (``errata add``) must not
+    leave the memory, disk or store copy in use: the next read computes, with the erratum counted, and keeps
+    that copy instead."""
+    from automonitor.data.errata import add_erratum
+
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "c"))
+    audit.memo.clear()
+    seed_frame(sqlite_engine, frame[frame["source"] == "fair"])
+    before = audit.cached_audit(sqlite_engine, "paper")
+    assert audit.cached_audit(sqlite_engine, "paper") is before  # unchanged store: the memo
+    kept = _kept(sqlite_engine)
+    assert kept is not None
+    pair = str(frame[(frame["source"] == "fair") & (frame["split"] == "test")]["pair_id"].iloc[0])
+    add_erratum(sqlite_engine, pair, "wrong", "a reading found the label wrong", reader="tester")
+    lines: list[str] = []
+    after = audit.cached_audit(sqlite_engine, "paper", progress=lines.append)
+    assert lines[0].startswith("audit of edition paper: computing")
+    assert after["errata"]["wrong"] == before["errata"]["wrong"] + 1
+    src = pair.split(":")[0]
+    assert after["errata"]["by_source"][src]["wrong"] == before["errata"]["by_source"].get(src, {}).get("wrong", 0) + 1
+    now = _kept(sqlite_engine)
+    assert now is not None and now[0] != kept[0] and json.loads(now[1]) == after
+
+
 @pytest.mark.slow
 def test_audit_json_from_the_store_is_byte_identical_to_the_computed_one(engine, db_url, frame, cli, tmp_path):
     """``automonitor audit --json``: computed (and kept), then in a new process with a new cache directory

@@ -7,8 +7,8 @@ reads instead of computing the audit (5-10 s CPU for 3,010 samples, 15-30 s per 
 the build keeps the default edition's (and the one it shows), and the first computation of any edition
 after the samples change (an import, a promotion) keeps that one, so that only one reader pays. The
 store keeps the document's JSON text under ``audit:<edition>`` with :func:`content_fingerprint`
-(:data:`AUDIT_VERSION`, the edition and :func:`store.queries.fingerprints.sample_state`, not the store's
-URL: a copy of a store holds the same samples); this module decides whether it still matches.
+(:data:`AUDIT_VERSION`, the edition, :func:`store.queries.fingerprints.sample_state` and a digest of the errata in
+force, not the store's URL: a copy of a store holds the same samples); this module decides whether it still matches.
 """
 
 from __future__ import annotations
@@ -28,14 +28,24 @@ from automonitor.data.audit.params import AUDIT_VERSION, EDITIONS, check_edition
 
 #: the store key of an edition's audit (:func:`store.queries.documents.read_document`)
 STORE_KEY = "audit:{edition}"
-_State = tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...], str]
+_State = tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...], str, str]
 #: an audit document (:func:`~automonitor.data.audit.document.audit_frame`, JSON-safe)
 AuditDoc = dict[str, Any]
 
 
 def _state(engine: Engine) -> _State:
+    """:func:`store.queries.fingerprints.sample_state` plus a digest of the errata in force (the shipped file's
+    and the store's, :func:`automonitor.data.errata.errata_in_force`): the audit counts errata and marks the
+    test pairs they name, so an ``errata add`` (or a new shipped errata file) makes every kept copy stale."""
+    from automonitor.data.errata import errata_in_force
+    from store import session_scope
+
     with engine.connect() as c:
-        return sample_state(c)
+        samples, editions, archived = sample_state(c)
+    with session_scope(engine) as s:
+        errata = errata_in_force(s)
+    digest = hashlib.sha256("\n".join(e.line() for e in errata).encode()).hexdigest()[:12]
+    return samples, editions, archived, digest
 
 
 def _disk_fingerprint(engine: Engine, state: _State) -> str:
