@@ -223,3 +223,85 @@ def test_a_run_too_small_to_be_stopped_does_not_claim_it_was(engine, monkeypatch
     status, error = _status(engine, rid)
     assert status == "failed" and "stopped" not in error, error
     assert error.startswith("2 sample(s) left pending by permanent failures (HTTP ") and f"--resume {rid}" in error
+
+
+def test_a_judge_that_dies_mid_run_stops_the_run_failed_with_the_rest_pending(engine, monkeypatch, tmp_path):
+    """The judge server answers, then dies (killed: every socket closed, as a crashed server). Before, each
+    remaining sample was retried against the dead port and the run ended ``finished`` with exit 0 and
+    most samples ``error`` (fresh-user trial, sixth sitting). Now, once :data:`retries.LOST_AFTER` calls in a
+    row fail to connect with no answer between them, no more calls are sent: the run ends ``failed`` naming
+    the cause, the samples not judged stay pending (not ``error``), and ``--resume`` on a live server judges
+    exactly those. SQLite and PostgreSQL."""
+    import subprocess
+    import sys
+    import threading
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    from automonitor.runs.runner import retries
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 40)  # 80 test samples
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    tests_dir = Path(__file__).resolve().parents[1]
+
+    def serve() -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "servers.openai_fault", "--port", str(port), "--latency", "0.05"],
+            cwd=tests_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdout is not None and "http" in proc.stdout.readline().decode()
+        return proc
+
+    def answered() -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as r:
+            return int(json.loads(r.read())["total"])
+
+    srv = serve()
+    rid = runner.create_run(engine, "openai:m", "direct", base_url=url, concurrency=4, params=FAST)
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(runner.execute_run(engine, rid)))
+    try:
+        t.start()
+        deadline = time.monotonic() + 120
+        while answered() < 10:
+            assert time.monotonic() < deadline, "the judge never answered 10 calls"
+            time.sleep(0.02)
+        srv.kill()  # a crash: the listening socket and every kept-alive connection close at once
+        srv.wait(10)
+        t.join(120)
+        assert not t.is_alive(), "the run kept going against a dead judge"
+    finally:
+        srv.kill()
+    status, error = _status(engine, rid)
+    assert status == "failed"
+    assert "the judge stopped answering" in error and url in error and "--resume" in error
+    counts = out["counts"]
+    judged = counts["misbehavior"] + counts["benign"] + counts.get("invalid", 0)
+    # the server had received 10 calls; up to 4 (the concurrency) were cut in flight by the kill
+    assert 10 - 4 <= judged < 80 and counts["error"] == 0  # the rest is pending, not error
+    # calls after the death are bounded: the streak that marks the judge lost, not retries of every sample
+    assert out["api_calls"] <= answered_before_kill_bound(judged)
+    srv = serve()
+    try:
+        again = runner.execute_run(engine, rid)
+    finally:
+        srv.kill()
+        srv.wait(10)
+    assert _status(engine, rid)[0] == "finished"
+    assert again["counts"]["misbehavior"] + again["counts"]["benign"] + again["counts"].get("invalid", 0) == 80
+    assert again["counts"]["error"] == 0 and retries.LOST_AFTER >= 3
+
+
+def answered_before_kill_bound(judged: int) -> int:
+    """At most: every judged sample's call with a retry each, then the samples in flight at the death (the
+    concurrency, 4) each retrying to its last attempt (6: the default 5 retries) while the streak that marks
+    the judge lost builds up, and the streak itself (:data:`~automonitor.runs.runner.retries.LOST_AFTER`).
+    Before, every remaining sample was tried 6 times: 6 x 70 and more."""
+    from automonitor.runs.runner.retries import LOST_AFTER
+
+    return 2 * judged + 4 * 6 + LOST_AFTER

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import logging
 import random
 from dataclasses import dataclass
@@ -62,6 +63,16 @@ class RetryPolicy:
 #: which the judge counts as unreachable: every further attempt fails at once, run-wide (fail-fast)
 UNREACHABLE_AFTER = 3
 NEVER_REACHED = "never_reached"
+#: the run-wide code of a judge that answered, then stopped: :data:`LOST_AFTER` transport failures in a row
+#: (connection refused, reset, DNS, TLS: no HTTP status) with no answer between them
+JUDGE_LOST = "judge_lost"
+#: consecutive attempts ending in a transport failure, with no answer between them, after which a judge that
+#: had answered counts as lost (a server that died mid-run): new calls are not sent, the run stops ``failed``.
+#: The execution raises it to 3 x its concurrency (every call in flight failing three times over).
+LOST_AFTER = 12
+#: ... and the streak must also have lasted this long (seconds): a burst of dropped connections on a live
+#: server is answered again within it
+LOST_SECONDS = 5.0
 
 
 class Circuit:
@@ -70,14 +81,20 @@ class Circuit:
     failures (``TransientError`` kind ``connection``: refused, DNS, TLS) with no answer, :meth:`check`
     raises a run-wide :class:`PermanentError` (code :data:`NEVER_REACHED`) instead of sending, and after
     that many run-wide permanent failures (401/403/404, quota) it raises the last one again, so a run
-    against a closed port or an exhausted account stops within a few calls."""
+    against a closed port or an exhausted account stops within a few calls. After the first answer,
+    :attr:`lost_after` transport failures in a row with no answer between them, over :data:`LOST_SECONDS`
+    (a server that died mid-run: :meth:`is_lost`) make :meth:`check` raise a run-wide :class:`PermanentError` (code :data:`JUDGE_LOST`): the run stops
+    ``failed`` with its remaining samples pending, instead of retrying each of them against a dead port."""
 
-    def __init__(self, limit: int = UNREACHABLE_AFTER) -> None:
+    def __init__(self, limit: int = UNREACHABLE_AFTER, lost_after: int = LOST_AFTER) -> None:
         self.limit = limit
+        self.lost_after = max(lost_after, LOST_AFTER)
+        self.lost_since = 0.0  # time.monotonic() of the streak's first transport failure
         self.answered = False
         self.failures = 0
         self.last: str = ""
         self.refused: list[PermanentError] = []  # run-wide permanent failures before any answer
+        self.lost = 0  # transport failures in a row since the last answer (after the first one)
         self._gate = asyncio.Semaphore(limit)
         self._waiting = 0  # calls waiting for a place at the gate
 
@@ -95,17 +112,39 @@ class Circuit:
                 code=NEVER_REACHED,
                 run_wide=True,
             )
+        if self.is_lost():
+            raise PermanentError(
+                f"the judge stopped answering ({self.lost} transport failures in a row since its last answer): "
+                f"{self.last}",
+                code=JUDGE_LOST,
+                run_wide=True,
+            )
+
+    def is_lost(self) -> bool:
+        """Whether a judge that had answered counts as lost: :attr:`lost_after` transport failures in a row
+        with no answer between them, over at least :data:`LOST_SECONDS`."""
+        return self.answered and self.lost >= self.lost_after and time.monotonic() - self.lost_since >= LOST_SECONDS
 
     def record(self, exc: BaseException | None) -> None:
         """Note one attempt's end: ``None`` (an answer) or the exception it raised."""
-        if isinstance(exc, TransientError) and exc.kind == "connection" and exc.status is None:
-            if not self.answered:
+        transport = isinstance(exc, TransientError) and exc.kind == "connection" and exc.status is None
+        if transport:
+            if self.answered:
+                if self.lost == 0:
+                    self.lost_since = time.monotonic()
+                self.lost += 1
+            else:
                 self.failures += 1
-                self.last = str(exc)[:200]
+            self.last = str(exc)[:200]
         elif isinstance(exc, PermanentError) and exc.run_wide:  # a refusal of every call is no answer
             if not self.answered and exc.code != NEVER_REACHED:
                 self.refused.append(exc)
-        elif not self.answered:
+        else:  # an answer, or an HTTP error: the server is there
+            self.lost = 0
+            self._first_answer()
+
+    def _first_answer(self) -> None:
+        if not self.answered:
             self.answered = True
             # open the gate at once for every call waiting there (they would otherwise pass
             # ``limit`` at a time, one round trip each: seconds of a run's start at concurrency 64)
@@ -174,16 +213,26 @@ class _Attempts:
 
     async def _judge_once(self) -> Judgement:
         """One call to the backend, through the :class:`Circuit` when there is one."""
-        if self.circuit is None or self.circuit.answered:  # once answered, the gate holds nothing back
+        circuit = self.circuit
+        if circuit is None:
             return await self.backend.judge(self.item, self.count_call)
-        async with self.circuit.gate():
-            self.circuit.check()
+        if circuit.answered:  # once answered, the gate holds nothing back; a judge lost mid-run still stops calls
+            circuit.check()
             try:
                 j = await self.backend.judge(self.item, self.count_call)
             except BaseException as exc:
-                self.circuit.record(exc)
+                circuit.record(exc)
                 raise
-            self.circuit.record(None)
+            circuit.lost = 0
+            return j
+        async with circuit.gate():
+            circuit.check()
+            try:
+                j = await self.backend.judge(self.item, self.count_call)
+            except BaseException as exc:
+                circuit.record(exc)
+                raise
+            circuit.record(None)
             return j
 
     def failed(self, exc: BaseException) -> tuple[Judgement, int]:

@@ -16,7 +16,13 @@ from automonitor.runs.cache import CacheKeys, view_text
 from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.runs.monitors.judgement import QUOTA_CODES
 from automonitor.runs.params import redact_url, scrub, url_secrets
-from automonitor.runs.runner.retries import NEVER_REACHED, Circuit, RetryPolicy, judge_with_retries
+from automonitor.runs.runner.retries import (
+    JUDGE_LOST,
+    NEVER_REACHED,
+    Circuit,
+    RetryPolicy,
+    judge_with_retries,
+)
 from automonitor.runs.verdicts import cache_entry, cacheable, cached_prediction, judged_prediction
 from automonitor.runs.runner.writer import WRITER_BACKLOG, ResultWriter
 from store import session_scope
@@ -61,6 +67,11 @@ def fail_fast_message(
         return (
             f"{'stopped: ' if stopped else ''}no call reached the judge{at} ({detail[:160]}); fix: start the server or correct "
             f"--base-url, {resume}"
+        )
+    if code == JUDGE_LOST:
+        return (
+            f"{'stopped: ' if stopped else ''}the judge stopped answering{at} ({detail[:160]}); the samples not "
+            f"judged stay pending; fix: restart the server, {resume}"
         )
     if code in QUOTA_CODES:
         return (
@@ -120,7 +131,7 @@ class Execution:
         self.permanent: Counter[tuple[int | None, str | None]] = Counter()
         self.fatal: str | None = None
         self.last_permanent: str | None = None
-        self.circuit = Circuit()
+        self.circuit = Circuit(lost_after=3 * self.limiter.max_limit)  # every call in flight failing 3 times
         self.secrets = url_secrets(backend.base_url)  # scrubbed from error texts that echo the URL
         # requests counted in this turn of the event loop, not yet queued for the writer (_count_send)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -325,15 +336,16 @@ class Execution:
             content_hash=text["content_hash"],
             repeat=rep,
         )
-        t0 = time.perf_counter()
+        t0, started = time.perf_counter(), time.monotonic()
         j, calls = await judge_with_retries(
             self.backend, item, self.limiter, self.policy, self._count_send, self.circuit
         )
         latency = (time.perf_counter() - t0) * 1000.0
         if self.secrets and j.outcome == "error":
             j.raw, j.reason = scrub(j.raw, self.secrets), scrub(j.reason, self.secrets)
-        if j.outcome == "error" and (j.meta.get("run_wide") or self._unreached(j)):
-            self._permanent_failure(j)
+        unreached = j.outcome == "error" and self._unreached(j, started)
+        if j.outcome == "error" and (j.meta.get("run_wide") or unreached):
+            self._permanent_failure(j, unreached)
             return False
         row = judged_prediction(pid, key, j, attempts=calls, latency_ms=latency, history=self.history.get(pid))
         cache_row = cache_entry(key, row, j.meta) if cacheable(row) else None
@@ -342,15 +354,22 @@ class Execution:
         writer.put(row, cache_row, 0, False)
         return True
 
-    def _unreached(self, j: Judgement) -> bool:
-        """Whether ``j`` is a transport failure (connection refused, DNS, TLS) of an execution that has not
-        reached its judge yet: such a sample stays pending like a run-wide failure."""
-        return j.meta.get("error_kind") == "connection" and j.meta.get("status") is None and not self.circuit.answered
+    def _unreached(self, j: Judgement, started: float) -> bool:
+        """Whether ``j`` is a transport failure (connection refused, reset, DNS, TLS: no HTTP status) while the
+        judge was unreachable: no call of the execution answered yet, or none since before the sample's first
+        attempt (``started``, :func:`time.monotonic`), or :attr:`Circuit.lost_after` calls in a row failed to
+        connect (the judge stopped answering mid-run; a sample in flight at that moment retries into it). Such
+        a sample stays pending like a run-wide failure, not ``error``."""
+        if j.meta.get("error_kind") != "connection" or j.meta.get("status") is not None:
+            return False
+        c = self.circuit
+        return not c.answered or c.lost >= c.lost_after or (c.lost > 0 and c.lost_since <= started)
 
-    def _permanent_failure(self, j: Judgement) -> None:
+    def _permanent_failure(self, j: Judgement, unreached: bool = False) -> None:
         """Count a run-wide permanent failure; the :data:`FAIL_FAST_AFTER`-th identical one stops the
         execution (``fatal``: the cause and the fix, :func:`fail_fast_message`)."""
-        sig = (j.meta.get("status"), j.meta.get("code") or (NEVER_REACHED if self._unreached(j) else None))
+        unreached_code = (JUDGE_LOST if self.circuit.answered else NEVER_REACHED) if unreached else None
+        sig = (j.meta.get("status"), j.meta.get("code") or unreached_code)
         self.permanent[sig] += 1
         n = self.permanent[sig]
         stops = self.fatal is None and n >= FAIL_FAST_AFTER
