@@ -40,9 +40,8 @@ def _state(engine: Engine) -> _State:
     from automonitor.data.errata import errata_in_force
     from store import session_scope
 
-    with engine.connect() as c:
-        samples, editions, archived = sample_state(c)
     with session_scope(engine) as s:
+        samples, editions, archived = sample_state(s)
         errata = errata_in_force(s)
     digest = hashlib.sha256("\n".join(e.line() for e in errata).encode()).hexdigest()[:12]
     return samples, editions, archived, digest

@@ -212,28 +212,26 @@ class _Attempts:
         return j
 
     async def _judge_once(self) -> Judgement:
-        """One call to the backend, through the :class:`Circuit` when there is one."""
+        """One call to the backend, through the :class:`Circuit` when there is one (its gate only until the
+        first answer; its check and record on every call, so a judge lost mid-run stops the calls)."""
         circuit = self.circuit
         if circuit is None:
             return await self.backend.judge(self.item, self.count_call)
-        if circuit.answered:  # once answered, the gate holds nothing back; a judge lost mid-run still stops calls
-            circuit.check()
-            try:
-                j = await self.backend.judge(self.item, self.count_call)
-            except BaseException as exc:
-                circuit.record(exc)
-                raise
-            circuit.lost = 0
-            return j
+        if circuit.answered:
+            return await self._recorded(circuit)
         async with circuit.gate():
-            circuit.check()
-            try:
-                j = await self.backend.judge(self.item, self.count_call)
-            except BaseException as exc:
-                circuit.record(exc)
-                raise
-            circuit.record(None)
-            return j
+            return await self._recorded(circuit)
+
+    async def _recorded(self, circuit: Circuit) -> Judgement:
+        """One backend call after :meth:`Circuit.check`, its end noted with :meth:`Circuit.record`."""
+        circuit.check()
+        try:
+            j = await self.backend.judge(self.item, self.count_call)
+        except BaseException as exc:
+            circuit.record(exc)
+            raise
+        circuit.record(None)
+        return j
 
     def failed(self, exc: BaseException) -> tuple[Judgement, int]:
         """The ``error`` verdict of the last failure ``exc`` (transient after retries, permanent, or a
