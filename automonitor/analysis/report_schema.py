@@ -500,13 +500,16 @@ class GoldSpanCounts(_Model):
 
 
 class ErrataCounts(_Model):
-    """Errata in force (``seeds/errata.jsonl``): counts per verdict and per source, and the pair ids
-    the store no longer holds (reported, not an error)."""
+    """Errata in force (``seeds/errata.jsonl``): counts per verdict and per source, the pair ids
+    the store does not hold (reported, not an error) and why, per pair id
+    (:func:`automonitor.data.errata.why_not_in_store`: e.g. the build dropped the pair because another pair
+    holds one of its samples)."""
 
     wrong: int
     doubtful: int
     by_source: dict[str, dict[str, int]]
     not_in_store: list[str] = []
+    not_in_store_why: dict[str, str] = {}
 
 
 class Stats(_Model):

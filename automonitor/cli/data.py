@@ -135,6 +135,8 @@ def build_cmd(
     _warn_shortfalls(report["shortfalls"])
     for pid in report.get("errata", {}).get("unmatched", []):
         err_console.print(f"warning: erratum on {pid}: no such pair in this build (not applied)")
+    for pid, why in report.get("errata", {}).get("not_stored", {}).items():
+        err_console.print(f"note: erratum on {terminal_text(pid)}: {terminal_text(why)}", highlight=False)
     if json_out and report_markdown:
         raise InputError("use either --json or --report-markdown", field="--report-markdown")
     if json_out:
@@ -307,12 +309,14 @@ def _stats_table(doc: dict[str, Any]) -> None:
         per = ", ".join(f"{k} {v['wrong']}+{v['doubtful']}" for k, v in e["by_source"].items())
         out.print(f"errata: {e['wrong']} wrong, {e['doubtful']} doubtful ({per or 'none'})", highlight=False)
         missing = e.get("not_in_store", [])
+        why = e.get("not_in_store_why", {})
         for pid in missing[:SHOWN_MISSING]:
-            out.print(f"erratum on {terminal_text(pid)}: no such pair in the store", style="yellow", highlight=False)
+            reason = why.get(pid, "no such pair in the store")
+            out.print(f"erratum on {terminal_text(pid)}: {terminal_text(reason)}", style="yellow", highlight=False)
         if len(missing) > SHOWN_MISSING:  # a store of imported pairs holds none of the shipped readings' pairs
             out.print(
-                f"... and {len(missing) - SHOWN_MISSING} more errata on pairs this store does not hold (a store not "
-                "built from the raw sources, or built with another seed); `automonitor errata list` lists them all",
+                f"... and {len(missing) - SHOWN_MISSING} more errata on pairs this store does not hold; "
+                "`automonitor errata list` lists them all with the reason for each",
                 style="yellow",
                 highlight=False,
             )
@@ -346,10 +350,8 @@ def stats_cmd(
     with session_scope(open_store()) as s:
         errata = errata_in_force(s)
         doc0 = stats(s, split, edition)
-        errata_doc = {
-            **errata_counts(errata),
-            "not_in_store": sorted(r["pair_id"] for r in errata_status(s, errata) if r["in_store"] is None),
-        }
+        absent = {r["pair_id"]: r["why_not_in_store"] for r in errata_status(s, errata) if r["in_store"] is None}
+        errata_doc = {**errata_counts(errata), "not_in_store": sorted(absent), "not_in_store_why": absent}
         typed = Stats.model_validate({**doc0, "errata": errata_doc})
     doc = typed.to_dict()
     if json_out:

@@ -126,10 +126,11 @@ def list_cmd(
                 ),
                 soft_wrap=True,
             )
-    for pid in missing:
-        err_console.print(
-            f"warning: erratum on {terminal_text(pid)}: no such pair in the store (reported, not applied)"
-        )
+    for r in rows:
+        if r["in_store"] is None:
+            err_console.print(
+                f"warning: erratum on {terminal_text(r['pair_id'])}: {terminal_text(r['why_not_in_store'])}"
+            )
 
 
 @errata_app.command("export")

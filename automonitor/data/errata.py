@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.engine import Engine
@@ -32,6 +32,7 @@ from automonitor.data.sources import SourcePair
 from store import session_scope
 from store.queries import build as build_queries
 from store.queries import errata as errata_queries
+from store.queries.samples import latest_build_report
 
 VERDICTS: tuple[str, ...] = ("wrong", "doubtful")
 #: The errata shipped with the package (package data; a link to ``seeds/errata.jsonl`` in the source tree).
@@ -361,18 +362,47 @@ def stored_pairs(session: Session) -> dict[str, str]:
     return by_id
 
 
+def why_not_in_store(build_report: Mapping[str, Any] | None, pair_id: str) -> str:
+    """One line saying why the store holds no pair for the erratum on ``pair_id``, from the report of the
+    store's last build (``build_report``, :func:`store.queries.samples.latest_build_report`; ``None``: never
+    built): the reason the build dropped the pair it matched (its ``errata.not_stored``: a sample held by
+    another pair, or a request shared with the test set), no pair of that build having the id (``unmatched``),
+    or an erratum the last build did not have (the next build applies it)."""
+    if build_report is None:
+        return "no such pair in the store: it was never built from the raw sources (`automonitor build`)"
+    errata = build_report.get("errata")
+    errata = errata if isinstance(errata, Mapping) else {}
+    dropped = errata.get("not_stored")
+    seed = build_report.get("seed")
+    if isinstance(dropped, Mapping) and isinstance(dropped.get(pair_id), str):
+        return f"not in the store: {dropped[pair_id]}"
+    unmatched = errata.get("unmatched")
+    if isinstance(unmatched, list) and pair_id in unmatched:
+        return f"no such pair in the store: no pair of the raw sources has this id (build seed {seed})"
+    if not isinstance(dropped, Mapping):  # a build from before builds recorded the pairs they drop
+        return (
+            f"no such pair in the store: its last build (seed {seed}) did not keep it; that build does not record "
+            "why (a build with another seed or errata records it)"
+        )
+    return f"no such pair in the store: not in its last build (seed {seed}); the next build applies it"
+
+
 def errata_status(session: Session | None, errata: Iterable[Erratum]) -> list[dict[str, Any]]:
     """The errata in force, each as its fields plus ``in_store``: the stored pair id it matches (by
-    ``pair_id`` or the ``meta.upstream_id`` alias), ``None`` when the pair no longer exists (reported,
-    not an error), and ``conflicts``: the other readers' differing verdicts on the pair (:func:`conflicts`;
-    ``[]`` when they agree), each ``{"reader", "verdict", "date", "reason"}``. ``session`` ``None``: there is no store yet, so no pair is in it."""
+    ``pair_id`` or the ``meta.upstream_id`` alias), ``None`` when the store holds no such pair (reported,
+    not an error), ``why_not_in_store``: then one line saying why (:func:`why_not_in_store`; ``None`` when
+    the pair is in the store), and ``conflicts``: the other readers' differing verdicts on the pair
+    (:func:`conflicts`; ``[]`` when they agree), each ``{"reader", "verdict", "date", "reason"}``.
+    ``session`` ``None``: there is no store yet, so no pair is in it."""
     errata = list(errata)
     by_id = stored_pairs(session) if session is not None else {}
+    build_report = latest_build_report(session) if session is not None else None
     others = conflicts(errata)
     return [
         {
             **e.model_dump(),
             "in_store": by_id.get(e.pair_id),
+            "why_not_in_store": None if e.pair_id in by_id else why_not_in_store(build_report, e.pair_id),
             "conflicts": [
                 {"reader": o.reader, "verdict": o.verdict, "date": o.date, "reason": o.reason}
                 for o in others.get(pid, [])

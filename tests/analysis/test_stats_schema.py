@@ -40,8 +40,10 @@ def test_stats_json_is_the_typed_document(cli, db_url, engine, tmp_path):
     from automonitor.data.errata import errata_counts, load_errata
 
     errata = doc.pop("errata")
-    assert errata == {**errata_counts(load_errata()), "not_in_store": errata["not_in_store"]}
+    why = errata["not_in_store_why"]
+    assert errata == {**errata_counts(load_errata()), "not_in_store": errata["not_in_store"], "not_in_store_why": why}
     assert set(errata["not_in_store"]) == {e.pair_id for e in load_errata()}  # this store holds none
+    assert set(why) == set(errata["not_in_store"]) and all("never built" in w for w in why.values())  # and says why
     # the text names the first few and counts the rest, instead of a line for each of the ~50 shipped readings
     text = cli(["stats"], db=db_url)
     assert text.returncode == 0, text.stderr

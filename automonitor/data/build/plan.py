@@ -23,6 +23,7 @@ from automonitor.data.build.selection import (
     Pool,
     candidate_hashes,
     control_rows,
+    errata_not_stored,
     gated_pool,
     select_candidates,
     check_verified_prompts,
@@ -113,6 +114,7 @@ def plan_build(
     }
     report["families"] = _family_report(pool, plan)
     report["errata"] = errata_counts(errata, pool.errata_applied)
+    report["errata"]["not_stored"] = errata_not_stored(pool, blocked, plan.rows)
     report["errata"]["in_paper_test"] = sum(1 for ps in test.pairs.values() for p in ps if "erratum" in p.meta)
     report["side_balance"] = test.balance
     n_test = sum(len(v) for v in test.pairs.values())

@@ -74,7 +74,9 @@ def gates_markdown(report: dict[str, Any]) -> str:
             "",
             f"Errata applied (`seeds/errata.jsonl`): {errata.get('applied', 0)} of {errata['wrong'] + errata['doubtful']} "
             f"({per or 'none'}); {errata.get('in_paper_test', 0)} marked in the paper test set; "
-            f"{len(errata.get('unmatched', []))} on pairs the build no longer has.",
+            f"{len(errata.get('unmatched', []))} on pairs the build no longer has; "
+            f"{len(errata.get('not_stored', {}))} on pairs the build drops (a sample held by another pair, or a "
+            "request shared with the test set; `automonitor stats` says which).",
         ]
     fam = report.get("families")
     if fam:

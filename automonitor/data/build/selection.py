@@ -53,6 +53,8 @@ class Pool:
     errata_applied: dict[str, str] = field(default_factory=dict)  # erratum pair id -> pool pair_id
     by_language: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # analyser gate counts
     family: dict[str, int] = field(default_factory=dict)  # pair_id -> problem family (data.families)
+    #: pair_id -> why :func:`gated_pool` dropped it: ``(reason, pair_id of the pair kept instead)``
+    dropped_for: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def collides(self, p: SourcePair, blocked: Blocked) -> bool:
         """Whether pool pair ``p`` shares its request or a response with ``blocked``."""
@@ -287,7 +289,7 @@ def gated_pool(
     claimed is dropped (:data:`SHARED_SAMPLE`, counted per source). Fills ``report["sources"][name]``
     with the load counts and computes the hh_rlhf conversation groups."""
     pool = Pool()
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], str] = {}
     staged: dict[str, list[SourcePair]] = {}
     drops: dict[str, Counter[str]] = {}
     for name, res in results.items():
@@ -299,19 +301,23 @@ def gated_pool(
             key = (h[1], h[2])
             if key in seen or p.pair_id in pool.hashes:
                 dropped["duplicate pair (same responses as an earlier pair)"] += 1
+                pool.dropped_for[p.pair_id] = ("the same two responses as", seen.get(key, p.pair_id))
                 continue
-            seen.add(key)
+            seen[key] = p.pair_id
             pool.hashes[p.pair_id] = h
             kept.append(p)
         staged[name], drops[name] = kept, dropped
-    claimed: set[tuple[str, str]] = set()
+    claimed: dict[tuple[str, str], str] = {}
     shared: set[str] = set()
     for p in _claim_order(staged):
         keys = _sample_keys(pool.hashes[p.pair_id])
-        if claimed.intersection(keys):
+        taken = [(side, claimed[k]) for side, k in zip(("misbehavior", "benign"), keys) if k in claimed]
+        if taken:
             shared.add(p.pair_id)
+            side, owner = taken[0]
+            pool.dropped_for[p.pair_id] = (f"its {side} sample (request and response) is in", owner)
         else:
-            claimed.update(keys)
+            claimed.update((k, p.pair_id) for k in keys)
     for name, res in results.items():
         kept = [p for p in staged[name] if p.pair_id not in shared]
         dropped = drops[name]
@@ -548,6 +554,34 @@ def split_rows(pool: Pool, test: TestSet, cands: Candidates, not_train: Blocked,
             plan.rows.extend(rows_for(p, "train", "gold", pool.hashes[p.pair_id]))
             counts.kept[name] += 1
     return counts
+
+
+def errata_not_stored(pool: Pool, blocked: Blocked, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Why each erratum that matched a pair (``pool.errata_applied``) has no row in ``rows`` (the plan's
+    sample rows): erratum pair id -> one line naming the pair kept instead and where it is (``test``,
+    ``train``, ``candidates``). An erratum gates its pair, so the pair claims its samples last
+    (:func:`gated_pool`) and is dropped when another pair holds one of them; a gate-failing pair that shares
+    its request or a response with the test set is not offered as a candidate (:func:`select_candidates`)."""
+    where: dict[str, str] = {}
+    for r in rows:
+        pid = str(r["pair_id"]).removeprefix("cand:")
+        where.setdefault(pid, str(r["split"]) if r.get("split") else "candidates")
+    by_id = {p.pair_id: p for ps in pool.pairs.values() for p in ps}
+    out: dict[str, str] = {}
+    for eid, pid in sorted(pool.errata_applied.items()):
+        if pid in where:
+            continue
+        why = "the build drops this pair: "
+        if pid in pool.dropped_for:
+            reason, owner = pool.dropped_for[pid]
+            loc = where.get(owner.removeprefix("cand:"), "not stored")
+            why += f"{reason} pair {owner} ({loc}), and a sample is in one pair only"
+        elif pid in pool.hashes and pool.collides(by_id[pid], blocked):
+            why += "it shares its request or a response with a test pair, so it is not offered as a candidate"
+        else:
+            why += "it is not eligible for the test set, so it is not offered as a candidate"
+        out[eid] = why
+    return out
 
 
 def control_rows(results: dict[str, SourceResult], blocked_resp: set[str], plan: Plan) -> Counter[str]:
