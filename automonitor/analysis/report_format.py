@@ -19,6 +19,7 @@ from typing import TypedDict, cast
 from automonitor.escaping import md_escape  # names are data: no markup, links or HTML in the table
 from automonitor.analysis.report_schema import Report, ReportLike, RunReport, as_report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
+from automonitor.data.audit.report_md import fmt2
 from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, DIFFICULTY_EDITIONS, TEMPLATES
 
 FORMATS = ("markdown", "latex", "csv")
@@ -96,10 +97,6 @@ def paper_table(rep: ReportLike) -> tuple[list[PaperColumn], list[PaperRow]]:
     return columns, rows
 
 
-def _v(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
-
-
 _METRIC = {"mr": "MR", "far": "FAR", "unscored_rate": "Unscored"}
 
 
@@ -119,7 +116,7 @@ def to_markdown(rep: ReportLike) -> str:
 
     for r in rows:
         name = md_escape(r["monitor"])
-        lines.append("| " + " | ".join([name] + [_v(r["rates"][c["key"]]) for c in cols]) + " |")
+        lines.append("| " + " | ".join([name] + [fmt2(r["rates"][c["key"]]) for c in cols]) + " |")
     return (
         "\n".join(lines)
         + "\n\n"
@@ -181,8 +178,8 @@ def localisation_markdown(rep: ReportLike) -> str:
         for name, b in slices:
             lines.append(
                 f"| {md_escape(r.monitor)} | {md_escape(r.template)} | {md_escape(name)} | {b.gold_samples} | {b.tp} | "
-                f"{b.localised} ({_v(b.localised_share)}) | {b.wrong_reason} ({_v(b.wrong_reason_share)}) | "
-                f"{_v(b.localised_miss_rate)} | {_v(b.span_f1)} | {_v(b.span_iou)} |"
+                f"{b.localised} ({fmt2(b.localised_share)}) | {b.wrong_reason} ({fmt2(b.wrong_reason_share)}) | "
+                f"{fmt2(b.localised_miss_rate)} | {fmt2(b.span_f1)} | {fmt2(b.span_iou)} |"
             )
     lines.append("")
     lines.append(
@@ -213,7 +210,7 @@ def difficulty_markdown(rep: ReportLike) -> str:
         cells = [md_escape(r.run_id), md_escape(r.monitor), md_escape(r.template)]
         for e in eds:
             d = (r.difficulty or {}).get(e)
-            cells += ["-", "-", "0"] if d is None else [_v(d.slice.mr), _v(d.slice.far), f"{d.judged}/{d.members}"]
+            cells += ["-", "-", "0"] if d is None else [fmt2(d.slice.mr), fmt2(d.slice.far), f"{d.judged}/{d.members}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -254,7 +251,7 @@ def to_latex(rep: ReportLike) -> str:
     out.append(" & ".join([""] + [latex_escape(c["template"]) for c in cols]) + " \\\\")
     out.append("\\midrule")
     for r in rows:
-        out.append(" & ".join([latex_escape(r["monitor"])] + [_v(r["rates"][c["key"]]) for c in cols]) + " \\\\")
+        out.append(" & ".join([latex_escape(r["monitor"])] + [fmt2(r["rates"][c["key"]]) for c in cols]) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(_caption(rep))}}}", "\\end{table}"]
     return "\n".join(out) + "\n"
 

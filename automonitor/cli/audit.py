@@ -8,6 +8,7 @@ import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import CliConsole, edition_choices, emit_json, open_store, rich_table
+from automonitor.data.audit.report_md import fmt2
 from automonitor.errors import InputError
 
 if TYPE_CHECKING:
@@ -68,13 +69,9 @@ def _print_rich(doc: dict[str, Any]) -> None:
     )
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
-
-
 def _pw(s: dict[str, Any], name: str) -> str:
     """``AUROC / pairwise`` of one baseline of a slice."""
-    return f"{_fmt(s['baselines'].get(name))} / {_fmt((s.get('pairwise') or {}).get(name))}"
+    return f"{fmt2(s['baselines'].get(name))} / {fmt2((s.get('pairwise') or {}).get(name))}"
 
 
 def _slices_table(doc: dict[str, Any]) -> Table:

@@ -35,6 +35,7 @@ from automonitor.analysis import audit_section
 from automonitor.analysis.report_format import run_metric_table
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
+from automonitor.data.audit.report_md import fmt2
 from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
 from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points, small_runs_note
 from automonitor.views.evidence import ground_evidence, legend_html
@@ -294,14 +295,10 @@ def plane_figure(
     return tradeoff_figure(pts, reported=reported, front=front or None, height=560, hover_action="")
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
-
-
 def _rate_ci(rate: float | None, ci: list[float] | None) -> str:
     if rate is None:
         return "-"
-    return _fmt(rate) + (f' <span class="ci">[{ci[0]:.2f}, {ci[1]:.2f}]</span>' if ci else "")
+    return fmt2(rate) + (f' <span class="ci">[{ci[0]:.2f}, {ci[1]:.2f}]</span>' if ci else "")
 
 
 def _run_label(r: RunReport) -> str:
@@ -379,7 +376,7 @@ def _slices_html(rep: Report) -> str:
                     continue
                 base = ""
                 if b:
-                    parts = [f"{esc(k)} {_fmt(v)}" for k, v in b.items() if k != "flagged" and not isinstance(v, bool)]
+                    parts = [f"{esc(k)} {fmt2(v)}" for k, v in b.items() if k != "flagged" and not isinstance(v, bool)]
                     flag = ' <b class="flag">FLAG</b>' if b.get("flagged") else ""
                     base = f'<div class="base">baselines: {", ".join(parts)}{flag}</div>'
                 cells.append(
