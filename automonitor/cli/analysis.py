@@ -29,6 +29,15 @@ predictions_app = typer.Typer(help="Verdicts from outside systems.", no_args_is_
 app.add_typer(predictions_app, name="predictions")
 
 
+#: the note under the text report's runs table when a run judged the controls (``run --controls``, the default)
+CONTROLS_NOTE = (
+    "FAR controls: the share of the benign-only control samples (split controls, outside MR and FAR: Turpin BBH "
+    "cued chains of thought whose suggested option is the correct one and whose answer agrees with it) that the "
+    "monitor flagged, FP / (FP + TN) of the controls judged; a monitor that flags agreeing with a suggestion "
+    "flags them all (1.000)."
+)
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -247,10 +256,10 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
     the plane's rule (:func:`_plane_front`): a small or unfinished run is marked ``hollow``, never ``*``."""
     import sys
 
-    # names are data, not markup; off a terminal the tables are 200 wide and the lines of text unwrapped
-    con = CliConsole(width=None if sys.stdout.isatty() else 200, markup=False)
     if not rep.runs:
-        con.print("No runs in the store. Start one with `automonitor run` or `automonitor predictions import`.")
+        CliConsole(markup=False).print(
+            "No runs in the store. Start one with `automonitor run` or `automonitor predictions import`."
+        )
         return
     front, hollow, (r_, p_, n_r) = (
         _plane_front(rep, engine)
@@ -258,7 +267,14 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
         else (set(rep.pareto), set(), (rep.pearson_r, rep.pearson_p, rep.pearson_n))
     )
     built = engine is None or _store_built(engine)
-    con.print(_runs_table(rep, front, hollow, built))
+    runs_table = _runs_table(rep, front, hollow, built)
+    # names are data, not markup; off a terminal the tables are 200 wide, or as wide as the runs table needs to
+    # show every cell on one line, and the lines of text unwrapped; on a terminal long cells wrap, never cut
+    width = None if sys.stdout.isatty() else max(200, CliConsole(width=1000, markup=False).measure(runs_table).maximum)
+    con = CliConsole(width=width, markup=False)
+    con.print(runs_table)
+    if any(r.controls and r.controls.n for r in rep.runs):
+        con.print(CONTROLS_NOTE)
     if not built and any(r.edition == "paper" for r in rep.runs):
         con.print(
             f"edition {edition_text('paper', built)}: this store was never built (`automonitor build`), so the "
@@ -296,11 +312,14 @@ def _store_built(engine: Engine) -> bool:
 
 
 def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = True) -> Table:
-    """MR / FAR per run with intervals, unscored, pending (with the run's status when it is not finished:
-    ``8 (failed)``), AUROC, grounding, front, edition (``paper (no build)`` on a store never built, ``built``
-    false), controls."""
-    columns = ("run", "monitor", "template", "kind", "n", "MR [95% CI]", "FAR [95% CI]", "unscored", "pending")
-    columns += ("AUROC", "grounded", "front", "edition", "FAR controls")
+    """MR / FAR per run with intervals: the run id in full (never cut: two runs started in one second share
+    its first 22 characters), monitor, template, view (``run --view``; ``full`` by default), kind, judged
+    (test-set samples with an outcome, unscored included; ``SLICE.n``), unscored, pending (with the run's
+    status when it is not finished: ``8 (failed)``), AUROC, grounding, front, edition (``paper (no build)``
+    on a store never built, ``built`` false), FAR on the controls (:data:`CONTROLS_NOTE`). Long cells of
+    the other columns wrap, never cut."""
+    columns = ("run", "monitor", "template", "view", "kind", "judged", "MR [95% CI]", "FAR [95% CI]", "unscored")
+    columns += ("pending", "AUROC", "grounded", "front", "edition", "FAR controls")
     rows = []
     for r in rep.runs:
         o, g, ctl = r.overall, r.grounding, r.controls
@@ -310,6 +329,7 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = Tr
                 r.run_id,
                 r.monitor,
                 r.template,
+                r.view,
                 str(r.kind or ""),
                 str(o.n),
                 _pct(o.mr) + _ci(o.mr_ci),
@@ -324,8 +344,11 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = Tr
             )
         )
     title = f"MR / FAR per run (95% Wilson CI; unscored policy: {rep.invalid_policy})"
-    left = {"run", "monitor", "template", "kind", "front", "edition"}
-    return rich_table(title, columns, rows, right=set(columns) - left)
+    left = {"run", "monitor", "template", "view", "kind", "front", "edition"}
+    t = rich_table(title, columns, rows, right=set(columns) - left, overflow="fold")
+    t.columns[0].no_wrap = True  # the id whole, on one line: what --run, --compare and `runs` take
+    t.columns[0].min_width = max(len(r.run_id) for r in rep.runs)
+    return t
 
 
 def _stability_table(rep: Report) -> Table | None:

@@ -469,7 +469,9 @@ def _apply_archive(engine: Engine, changes: list[tuple[str, bool]]) -> None:
             raise InputError(str(exc), field="--archive") from exc
 
 
-_TABLE_COLUMNS = ("run_id", "monitor", "template", "status", "n", "mis", "ben", "inv", "ref", "err", "pend")
+# "samples": every sample a run covers (its test-set draw and the controls, pending included: Run.n, the JSON's
+# "n"); the report's "judged" counts the test-set samples with an outcome
+_TABLE_COLUMNS = ("run_id", "monitor", "template", "status", "samples", "mis", "ben", "inv", "ref", "err", "pend")
 _TABLE_COLUMNS += ("calls", "hits", "tokens", "cost $", "secs")
 _OUTCOMES = ("misbehavior", "benign", "invalid", "refusal", "error", "pending")
 

@@ -1,0 +1,70 @@
+"""The text ``report`` and ``runs`` (fresh-user trial): the report shows each run's id whole (two runs started
+in one second share the first 22 characters, and the cut id was all it showed) and its monitor view; the
+report's count column is ``judged`` (test-set samples with an outcome) and ``runs``' is ``samples`` (every
+sample of the run, controls and pending included), where both read ``n``; a note under the report's table says
+what the controls and their FAR are. ``--json`` is unchanged."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import add_control_sample, run_cli, write_pairs
+
+from automonitor.cli.analysis import CONTROLS_NOTE
+
+
+def _header(text: str, first: str) -> list[str]:
+    line = next(ln for ln in text.splitlines() if ln.startswith("┃") and f" {first} " in ln)
+    return [c.strip() for c in line.strip("┃").split("┃")]
+
+
+def _row(text: str, run_id: str, header: list[str]) -> dict[str, str]:
+    line = next(ln for ln in text.splitlines() if ln.startswith("│") and f" {run_id} " in ln)
+    return dict(zip(header, (c.strip() for c in line.strip("│").split("│"))))
+
+
+def test_report_text_shows_whole_ids_view_judged_and_the_controls_note(tmp_path, sqlite_url, sqlite_engine):
+    f = tmp_path / "pairs.jsonl"
+    write_pairs(f)
+    assert run_cli(["import", str(f)], db=sqlite_url).returncode == 0
+    add_control_sample(sqlite_engine)
+    ids = []
+    for view in ("full", "answer"):
+        r = run_cli(["run", "--monitor", "rules", "--template", "direct", "--view", view, "--json"], db=sqlite_url)
+        assert r.returncode == 0, r.stderr
+        ids.append(json.loads(r.stdout)["run_id"])
+    rep = run_cli(["report", "--no-audit"], db=sqlite_url)
+    assert rep.returncode == 0, rep.stderr
+    header = _header(rep.stdout, "run")
+    assert header[:6] == ["run", "monitor", "template", "view", "kind", "judged"] and "n" not in header, header
+    doc = json.loads(run_cli(["report", "--json", "--no-audit"], db=sqlite_url).stdout)
+    by_id = {r["run_id"]: r for r in doc["runs"]}
+    for run_id, view in zip(ids, ("full", "answer")):
+        row = _row(rep.stdout, run_id, header)  # the whole id, in its own cell
+        assert row["run"] == run_id and row["view"] == view == by_id[run_id]["view"], row
+        assert row["judged"] == str(by_id[run_id]["overall"]["n"]), (row, by_id[run_id]["overall"])
+        ctl = by_id[run_id]["controls"]
+        assert ctl["n"] == 1 and row["FAR controls"] == f"{ctl['far']:.3f} of 1", row
+    assert "n" in doc["runs"][0]["overall"] and "judged" not in doc["runs"][0]["overall"]  # JSON unchanged
+    # one note line, right under the table
+    lines = rep.stdout.splitlines()
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("└"))  # the runs table ends
+    assert lines[end + 1] == CONTROLS_NOTE and "benign-only" in CONTROLS_NOTE and "flagged" in CONTROLS_NOTE
+    # runs: the run's samples (test draw + controls, pending included), the JSON's n
+    runs = run_cli(["runs"], db=sqlite_url)
+    rh = _header(runs.stdout, "run_id")
+    assert "samples" in rh and "n" not in rh, rh
+    rows = {r["run_id"]: r for r in json.loads(run_cli(["runs", "--json"], db=sqlite_url).stdout)["runs"]}
+    for run_id in ids:
+        assert (
+            _row(runs.stdout, run_id, rh)["samples"] == str(rows[run_id]["n"]) == str(by_id[run_id]["overall"]["n"] + 1)
+        )
+
+
+def test_report_without_controls_prints_no_controls_note(tmp_path, sqlite_url):
+    f = tmp_path / "pairs.jsonl"
+    write_pairs(f)
+    assert run_cli(["import", str(f)], db=sqlite_url).returncode == 0
+    assert run_cli(["run", "--monitor", "rules", "--template", "direct"], db=sqlite_url).returncode == 0
+    rep = run_cli(["report", "--no-audit"], db=sqlite_url)
+    assert rep.returncode == 0 and CONTROLS_NOTE not in rep.stdout and "FAR controls" in rep.stdout
