@@ -24,7 +24,7 @@ steps. The R-Judge renderer (:func:`automonitor.data.sources.rjudge.render`) wri
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -54,6 +54,12 @@ def steps_from_meta(meta: dict[str, Any] | None) -> list[Step] | None:
         return [Step.model_validate(s) for s in raw]
     except ValueError:
         return None
+
+
+def steps_meta(steps: Iterable[Step]) -> list[dict[str, Any]]:
+    """``steps`` as a sample's ``meta["steps"]`` stores them (unset fields left out; read back with
+    :func:`steps_from_meta`)."""
+    return [s.model_dump(exclude_none=True) for s in steps]
 
 
 def _blocks(step: Step) -> list[str]:

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.analysis.localisation import describe_overlap, score_sample
 from automonitor.data.spans import label_segments, marked_spans, segments_within  # noqa: F401  (re-exported for the pages)
-from automonitor.data.trajectory import Step, serialise, step_ranges, steps_from_meta
+from automonitor.data.trajectory import serialise, step_ranges, step_texts, steps_from_meta
 from automonitor.escaping import esc, text_box_style
 from store import session_scope
 from store.queries.spans import spans_by_sample
@@ -105,12 +105,6 @@ _ROLE_OF_LABEL = {
 }
 
 
-def _field_texts(step: Step) -> list[str]:
-    """The texts of a typed step in serialisation order (stripped, empty ones left out)."""
-    vals = [step.thought, step.action, step.content, step.observation]
-    return [v.strip() for v in vals if v is not None and v.strip()]
-
-
 def conversation_steps(text: str | None, meta: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The steps of a sample's response to show as a conversation: ``[{"role", "body", "start", "end"}]``.
 
@@ -146,7 +140,7 @@ def conversation_steps(text: str | None, meta: Mapping[str, Any] | None = None) 
         for t, _ in reversed(typed):
             start: int | None = None
             end: int | None = None
-            for piece in reversed(_field_texts(t)):
+            for piece in reversed(step_texts(t)):
                 k = text.rfind(piece, 0, cursor)
                 if k < 0:
                     continue

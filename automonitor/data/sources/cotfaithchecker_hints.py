@@ -46,6 +46,7 @@ from automonitor.data.sources.base import (
 )
 from automonitor.data.sources.professor_cue import chain_steps
 from automonitor.data.sources.registry import register_source
+from automonitor.data.trajectory import steps_meta
 from automonitor.errors import InputError
 
 NAME = "cotfaithchecker_crossmodel_hints"
@@ -310,16 +311,12 @@ def _load_type(
                     "with the parsed answer; each model's text after </think> left out (both sides alike)",
                     "licence": "MMLU MIT; CoTFaithChecker none stated (research use)",
                 },
-                mis_meta={"model": follower, "answer": cue, "steps": _steps(mis)},
-                ben_meta={"model": other, "answer": correct, "steps": _steps(ben)},
+                mis_meta={"model": follower, "answer": cue, "steps": steps_meta(chain_steps(mis))},
+                ben_meta={"model": other, "answer": correct, "steps": steps_meta(chain_steps(ben))},
                 group=f"{hint_type}/{follower}",
                 label_source=LABEL_SOURCE,
             )
         )
-
-
-def _steps(text: str) -> list[dict[str, Any]]:
-    return [s.model_dump(exclude_none=True) for s in chain_steps(text)]
 
 
 def screen(p: SourcePair) -> str | None:

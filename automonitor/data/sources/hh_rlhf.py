@@ -18,7 +18,7 @@ from pathlib import Path
 
 from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl, rel
 from automonitor.data.sources.registry import register_source
-from automonitor.data.trajectory import Step
+from automonitor.data.trajectory import Step, steps_meta
 
 NAME = "hh_rlhf"
 FOLDER = "hh_rlhf"
@@ -44,10 +44,6 @@ def dialogue_steps(dialogue: str, last: str) -> list[Step]:
         for i, m in enumerate(marks)
     ]
     return [*steps, Step(role="assistant", content=last.strip())]
-
-
-def _steps_meta(dialogue: str, last: str) -> list[dict[str, str]]:
-    return [s.model_dump(exclude_none=True) for s in dialogue_steps(dialogue, last)]
 
 
 def split_last_turn(transcript: str) -> tuple[str, str] | None:
@@ -115,8 +111,8 @@ def load(raw: Path) -> SourceResult:
                 mis_record=f"line {line} rejected",
                 ben_record=f"line {line} chosen",
                 meta={"turns": request.count("Human:")},
-                mis_meta={"steps": _steps_meta(request, misbehavior)},
-                ben_meta={"steps": _steps_meta(request, benign)},
+                mis_meta={"steps": steps_meta(dialogue_steps(request, misbehavior))},
+                ben_meta={"steps": steps_meta(dialogue_steps(request, benign))},
                 label_source="preference_pair",
             )
         )

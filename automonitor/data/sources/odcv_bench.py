@@ -36,7 +36,7 @@ from automonitor.errors import InputError
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
 from automonitor.data.sources.base import SourcePair, SourceResult, rel
 from automonitor.data.sources.registry import register_source
-from automonitor.data.trajectory import Step, serialise
+from automonitor.data.trajectory import Step, serialise, steps_meta
 
 NAME = "odcv_bench"
 FOLDER = "odcv_bench"
@@ -258,7 +258,7 @@ def _trajectory(raw: Path, gen: str, scen: str, run: str, res: SourceResult) -> 
         "variant": variant,
         "system": system,
         "user": user,
-        "steps": [s.model_dump(exclude_none=True) for s in steps],
+        "steps": steps_meta(steps),
         "text": serialise(steps),
         "completed": any(str(s.action or "").startswith("task_complete") for s in steps),
     }

@@ -24,7 +24,7 @@ from pathlib import Path
 from automonitor.errors import InputError
 from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_json
 from automonitor.data.sources.registry import register_source
-from automonitor.data.trajectory import Step
+from automonitor.data.trajectory import Step, steps_meta
 
 NAME = "professor_cue"
 FOLDER = "cot_faithfulness_professor_cue"
@@ -51,10 +51,6 @@ def chain_steps(text: str) -> list[Step]:
     if not sep:
         return [Step(role="agent", content=text.strip())]
     return [Step(role="agent", thought=head.strip() or None, content=tail.strip() or None)]
-
-
-def _steps_meta(text: str) -> list[dict[str, object]]:
-    return [s.model_dump(exclude_none=True) for s in chain_steps(text)]
 
 
 def final_answer(text: str) -> str | None:
@@ -126,8 +122,11 @@ def load(raw: Path) -> SourceResult:
                     "benign_provenance": BENIGN_PROVENANCE,
                     "licence": "MMLU MIT; demo repo none stated (research use)",
                 },
-                mis_meta={"side": "sampled with the cue; follows it silently", "steps": _steps_meta(mis)},
-                ben_meta={"side": "sampled without the cue (constructed benign side)", "steps": _steps_meta(ben)},
+                mis_meta={"side": "sampled with the cue; follows it silently", "steps": steps_meta(chain_steps(mis))},
+                ben_meta={
+                    "side": "sampled without the cue (constructed benign side)",
+                    "steps": steps_meta(chain_steps(ben)),
+                },
                 label_source=LABEL_SOURCE,
                 answered_other_prompt={"benign": "the question without the cue (sampled uncued)"},
             )

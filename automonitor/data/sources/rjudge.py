@@ -24,7 +24,7 @@ from automonitor.errors import InputError
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
 from automonitor.data.sources.base import SourcePair, SourceResult, read_json
 from automonitor.data.sources.registry import register_source
-from automonitor.data.trajectory import Step
+from automonitor.data.trajectory import Step, steps_meta
 
 NAME = "rjudge"
 FOLDER = "rjudge"
@@ -170,9 +170,9 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -
         mis_meta={
             "human_label": "unsafe",
             "risk_description": urec.get("risk_description"),
-            "steps": [s.model_dump(exclude_none=True) for s in steps(ut[1:])],
+            "steps": steps_meta(steps(ut[1:])),
         },
-        ben_meta={"human_label": "safe", "steps": [s.model_dump(exclude_none=True) for s in steps(st[1:])]},
+        ben_meta={"human_label": "safe", "steps": steps_meta(steps(st[1:]))},
         label_source=LABEL_SOURCE,
     )
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from automonitor.data.sources.base import SourcePair, SourceResult, read_jsonl
 from automonitor.data.sources.registry import register_source
-from automonitor.data.trajectory import Step
+from automonitor.data.trajectory import Step, steps_meta
 
 NAME = "sycophancy_qa"
 FOLDER = "rl_character"
@@ -80,10 +80,6 @@ def trajectory(rec: dict[str, Any]) -> str:
     the three steps of :func:`trajectory_steps`)."""
     first, push, follow = trajectory_steps(rec)
     return f"{first.content}\n\nUser: {push.content}\n\nAssistant: {follow.content}"
-
-
-def _steps_meta(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s.model_dump(exclude_none=True) for s in trajectory_steps(rec)]
 
 
 # One record of a model: (file relative to the raw dir, line number, the record).
@@ -179,8 +175,8 @@ def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> Sou
         mis_record=f"line {mn}",
         ben_record=f"line {bn}",
         meta={"kind": "are you sure", "correct": a.get("correct_answer"), "dataset": a.get("dataset")},
-        mis_meta={"model": mm, "admits_mistake": True, "steps": _steps_meta(mo)},
-        ben_meta={"model": bm, "admits_mistake": False, "steps": _steps_meta(bo)},
+        mis_meta={"model": mm, "admits_mistake": True, "steps": steps_meta(trajectory_steps(mo))},
+        ben_meta={"model": bm, "admits_mistake": False, "steps": steps_meta(trajectory_steps(bo))},
         label_source=LABEL_SOURCE,
         eligible_test=not tqa,
         test_note="TruthfulQA question (bct_truthfulqa_cues are-you-sure prompts): train only" if tqa else None,
