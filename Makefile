@@ -13,6 +13,8 @@ PIP_FLAGS ?=
 export AUTOMONITOR_RAW ?= $(abspath ../shared/raw)
 PORT ?= 8501
 DEMO_LOG ?= demo-llm.log
+# the background phase's pid (the Runs page says the phase runs only while it is alive)
+DEMO_PID ?= demo-llm.pid
 # every pip install into $(VENV) holds this lock (the demo's background install and `make test` never mix)
 LOCKED := bash scripts/with_install_lock.sh $(VENV).install.lock
 
@@ -46,7 +48,7 @@ demo: $(VENV)/.core
 	bash scripts/ensure_system_deps.sh
 	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh fast
 	@echo "== background: the transfer table, then the local LLM judge (install + runs; log: $(DEMO_LOG); live on the Runs page) ==" >&2
-	nohup $(MAKE) --no-print-directory demo-background > $(DEMO_LOG) 2>&1 &
+	nohup $(MAKE) --no-print-directory demo-background > $(DEMO_LOG) 2>&1 & echo $$! > $(DEMO_PID)
 	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
 
 # the slow part of the demo (started in the background by `make demo`; safe to run by hand)
@@ -95,4 +97,4 @@ bench: install
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) automonitor.db automonitor.db-wal automonitor.db-shm test-artifacts $(DEMO_LOG)
+	rm -rf $(VENV) automonitor.db automonitor.db-wal automonitor.db-shm test-artifacts $(DEMO_LOG) $(DEMO_PID)

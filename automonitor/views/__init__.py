@@ -65,6 +65,7 @@ from automonitor.views.overview import (
 )
 from automonitor.views.runs import (
     DEMO_LOG,
+    DEMO_PID,
     HISTORY_COLUMNS,
     background_demo,
     format_duration,
@@ -184,6 +185,7 @@ __all__ = [
     "filter_cell",
     "sample_set_digest",
     "DEMO_LOG",
+    "DEMO_PID",
     "background_demo",
     "format_duration",
     "front_sample_sets",

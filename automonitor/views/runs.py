@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor import vocab
+from automonitor.leases import pid_alive
 from automonitor.timestamps import utcnow
 from automonitor.views.cells import MISSING, display_frame
 
@@ -210,19 +211,35 @@ def generation_steps_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
 
 #: The log ``make demo`` writes its background phase to (transfer table, ``local`` install, LLM runs).
 DEMO_LOG = "demo-llm.log"
+#: The pid of that background phase (the ``make demo-background`` process), written by ``make demo`` beside it.
+DEMO_PID = "demo-llm.pid"
 #: A background log written to within this many seconds counts as a phase still running.
 DEMO_LOG_FRESH_S = 180.0
 
 
+def _demo_process_gone(root: Path) -> bool:
+    """Whether :data:`DEMO_PID` under ``root`` names a process that is no longer alive on this host (killed,
+    or ended without its end line); ``False`` when there is no readable pid file (a demo started before
+    ``make demo`` wrote one: the log's freshness alone decides)."""
+    try:
+        pid = int((root / DEMO_PID).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return False
+    return pid <= 0 or not pid_alive(pid)
+
+
 def background_demo(root: str | Path = ".", *, now: float | None = None) -> str | None:
     """The last line of ``make demo``'s background log (``root/demo-llm.log``) when it was written to in
-    the last :data:`DEMO_LOG_FRESH_S` seconds and its tail holds no end line of the phase ("llm phase
-    done"), else ``None``: the Runs page then says so and refreshes, so the LLM runs the phase starts
-    appear as they go. Untrusted text: the caller escapes it. Reads at most the log's last 16 KiB."""
+    the last :data:`DEMO_LOG_FRESH_S` seconds, its tail holds no end line of the phase ("llm phase
+    done") and its process (:data:`DEMO_PID`, when the file is there) is alive, else ``None``: the Runs
+    page then says so and refreshes, so the LLM runs the phase starts appear as they go. Untrusted text:
+    the caller escapes it. Reads at most the log's last 16 KiB."""
     log = Path(root) / DEMO_LOG
     try:
         st = log.stat()
         if (now if now is not None else time.time()) - st.st_mtime > DEMO_LOG_FRESH_S:
+            return None
+        if _demo_process_gone(Path(root)):  # killed: a fresh log is no sign that it still runs
             return None
         with log.open("rb") as fh:
             fh.seek(max(0, st.st_size - 16384))

@@ -140,3 +140,25 @@ def test_background_demo_is_seen_while_its_log_is_fresh_and_not_done(tmp_path):
     assert background_demo(tmp_path) is None  # nothing written for 10 minutes: not running
     log.write_text("== [900 s] llm phase done\n" + "| run table line |\n" * 20)  # `automonitor runs` after it
     assert background_demo(tmp_path) is None
+
+
+def test_background_demo_is_not_running_once_its_process_is_killed(tmp_path):
+    """Fresh-user trial: the Runs page said the background phase was running after its process was killed
+    (the log was still fresh). With the pid file ``make demo`` writes, a dead pid means not running; a live
+    one keeps the notice. A real process, killed."""
+    import subprocess
+    import sys
+
+    from automonitor.views import DEMO_LOG, DEMO_PID, background_demo
+
+    (tmp_path / DEMO_LOG).write_text("== [3 s] llamacpp / direct / stratified subset of 60 (seed 0)\n")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / DEMO_PID).write_text(f"{proc.pid}\n")
+        assert background_demo(tmp_path) == "== [3 s] llamacpp / direct / stratified subset of 60 (seed 0)"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert background_demo(tmp_path) is None  # killed: the fresh log no longer counts
+    (tmp_path / DEMO_PID).write_text("not a pid\n")  # unreadable: the log's freshness decides, as before
+    assert background_demo(tmp_path) is not None
