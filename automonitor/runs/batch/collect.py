@@ -13,13 +13,13 @@ from automonitor.runs.batch.state import (
     CHUNK,
     DEFAULT_POLL_S,
     KeyFor,
-    chunks,
     prediction_sample_ids,
     save_state,
     texts_of_samples,
 )
 from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
+from store.queries import chunks
 from store.models import Run, utcnow
 from store.queries import runs as q
 

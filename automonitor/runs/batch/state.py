@@ -4,7 +4,7 @@ parts), marking a run for batch execution, and the chunked store reads the steps
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Mapping
 
 from sqlalchemy.engine import Engine
 
@@ -14,8 +14,6 @@ from automonitor.runs.cache import view_text
 from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.queries import runs as q
-
-T = TypeVar("T")
 
 DEFAULT_POLL_S = 30.0
 DEFAULT_SIZE = 10_000
@@ -71,12 +69,6 @@ def save_state(engine: Engine, run_id: str, state: dict[str, Any]) -> None:
 def recorded_ids(state: dict[str, Any]) -> set[int]:
     """Prediction ids of every part recorded in ``state`` (submitted or about to be)."""
     return {i for part in state.get("parts", []) for i in part["ids"]}
-
-
-def chunks(seq: list[T], n: int) -> Iterator[list[T]]:
-    """``seq`` in consecutive slices of at most ``n`` items."""
-    for i in range(0, len(seq), n):
-        yield seq[i : i + n]
 
 
 def texts_of_samples(engine: Engine, sample_ids: list[str], view: str = DEFAULT_VIEW) -> dict[str, dict[str, Any]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from sqlalchemy.engine import Engine
 
@@ -15,7 +15,6 @@ from automonitor.runs.batch.state import (
     CHUNK,
     DEFAULT_SIZE,
     KeyFor,
-    chunks,
     recorded_ids,
     prediction_sample_ids,
     save_state,
@@ -23,6 +22,7 @@ from automonitor.runs.batch.state import (
 )
 from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
+from store.queries import chunks
 from store.models import utcnow
 from store.queries import runs as q
 
@@ -115,7 +115,7 @@ def _submit_part(
     state: dict[str, Any],
     provider: BatchProvider,
     part: dict[str, Any],
-    chunk: list[tuple[int, str]] | None,
+    chunk: Sequence[tuple[int, str]] | None,
     view: str,
 ) -> None:
     """Record the part (intent), submit it (the texts under ``view``), record its batch id. ``chunk`` None:
