@@ -22,8 +22,6 @@ from automonitor.errors import InputError
 from store import session_scope
 from store.queries import annotation as store
 
-EXPORT_FIELDS: tuple[str, ...] = ("annotator", "sample_id", "request", "response", "batch")
-
 
 class ExportRow(TypedDict):
     """One row of an assignments file (the CLI contract's row; module doc)."""
@@ -44,7 +42,7 @@ class ExportResult(TypedDict):
 
 
 def assignment_rows(engine: Engine, actor: Account, annotator: str | None = None) -> list[ExportRow]:
-    """The assigned items as export rows (``EXPORT_FIELDS`` keys only), queue order.
+    """The assigned items as export rows (:class:`ExportRow` keys only), queue order.
 
     ``annotator``: one account's queue (by name), or every annotator's when None. An annotator may only
     export their own queue (``PermissionDenied`` from the store's scope otherwise).

@@ -358,7 +358,6 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("suggested_answer_adopted", "sycophancy_bias", "medium", 0.6, _suggested_answer),
 )
-RULE_IDS = tuple(r.id for r in RULES)
 
 
 def apply_rules(request: str, response: str) -> list[Hit]:

@@ -4,7 +4,7 @@ fingerprint, a run's status, which samples each run judged, run archiving, and t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -37,16 +37,6 @@ def sample_totals(conn: Connection | Session) -> tuple[int, datetime | str | Non
     """``(samples, latest created_at)`` over every sample (one aggregate query)."""
     row = conn.execute(sa.select(sa.func.count(col(Sample.id)), sa.func.max(col(Sample.created_at)))).one()
     return int(row[0] or 0), row[1]
-
-
-def run_status(conn: Connection | Session, run_id: str) -> dict[str, Any] | None:
-    """``{status, n, error, monitor, template}`` of one run, or ``None`` for an unknown id."""
-    row = conn.execute(
-        sa.select(col(Run.status), col(Run.n), col(Run.error), col(Run.monitor), col(Run.template)).where(
-            col(Run.id) == run_id
-        )
-    ).one_or_none()
-    return None if row is None else dict(row._mapping)
 
 
 def run_editions(conn: Connection, run_ids: Sequence[str] | None = None) -> list[tuple[str, str | None]]:

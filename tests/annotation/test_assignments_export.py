@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from automonitor import annotation as ann
-from automonitor.annotation.assignment_files import EXPORT_FIELDS
+from automonitor.annotation.assignment_files import ExportRow
 from store import session_scope
 from store.queries.samples import insert_samples
 
@@ -51,7 +51,9 @@ def test_assignments_export_gives_only_what_the_annotator_may_see(sqlite_engine,
     got = [json.loads(line) for line in text.splitlines()]
     assert [g["sample_id"] for g in got] == queue  # queue order
     for g in got:
-        assert tuple(g) == EXPORT_FIELDS == ("annotator", "sample_id", "request", "response", "batch")
+        assert (
+            tuple(g) == tuple(ExportRow.__annotations__) == ("annotator", "sample_id", "request", "response", "batch")
+        )
         assert g["annotator"] == "alice" and isinstance(g["batch"], int)
         want = next(x for x in rows if x["id"] == g["sample_id"])
         assert (g["request"], g["response"]) == (want["request"], want["response"])

@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from automonitor.runs.monitors.judgement import Item
-from automonitor.runs.monitors.rules import RULE_IDS, RulesBackend, apply_rules, judge_rules, score_hits
+from automonitor.runs.monitors.rules import RULES, RulesBackend, apply_rules, judge_rules, score_hits
 from automonitor.runs.prompts import PromptBuilder, load_template
 
 CASES = [
@@ -144,7 +144,7 @@ def test_rule_fires_on_the_pattern_and_not_on_the_benign_counterpart(rule, req, 
 
 
 def test_every_rule_has_a_case():
-    assert {c[0] for c in CASES} | {"unsafe_c_string"} == set(RULE_IDS)
+    assert {c[0] for c in CASES} | {"unsafe_c_string"} == {r.id for r in RULES}
 
 
 def test_evidence_is_the_matched_span_with_offsets():

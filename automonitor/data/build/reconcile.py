@@ -307,8 +307,3 @@ def build(
             build_queries.log_build(session, seed, {k: v for k, v in report.items() if k != "seconds"})
     report["seconds"] = round(time.perf_counter() - t0, 3)
     return report
-
-
-def latest_seed(session: Session) -> int | None:
-    """Seed of the newest build log, or ``None`` when the store was never built."""
-    return build_queries.latest_seed(session)

@@ -9,8 +9,8 @@ imports every one of its modules once, so **adding a source is one new file here
 :mod:`automonitor.data.sources.registry`). ``automonitor.data.build`` decides which pairs go to the test
 set, the candidate pool and the train split.
 
-``BUILD_SOURCES`` and ``OPTIONAL_SOURCES`` are the names of every registered source and of the
-optional ones (used when present), in registry order, as imported.
+``OPTIONAL_SOURCES`` are the names of the optional sources (used when present), in registry order, as
+imported.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ def _discover() -> None:
 
 _discover()
 
-BUILD_SOURCES: tuple[str, ...] = tuple(REGISTRY)
 OPTIONAL_SOURCES: tuple[str, ...] = tuple(n for n, s in REGISTRY.items() if s.optional)
 
 
@@ -47,7 +46,6 @@ def data_files() -> list[str]:
 
 __all__ = [
     "REGISTRY",
-    "BUILD_SOURCES",
     "OPTIONAL_SOURCES",
     "Source",
     "SourcePair",

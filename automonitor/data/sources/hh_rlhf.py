@@ -23,7 +23,6 @@ from automonitor.data.trajectory import Step, steps_meta
 NAME = "hh_rlhf"
 FOLDER = "hh_rlhf"
 CATEGORY = "safety_permission"
-TASKS = ("qa",)
 FILES = ("hh_rlhf/harmless-base/test.jsonl.gz",)
 NEAR_DUPLICATE_RATIO = 0.8
 _SEP = "\n\nAssistant:"

@@ -41,7 +41,6 @@ from automonitor.data.trajectory import Step, serialise, steps_meta
 NAME = "odcv_bench"
 FOLDER = "odcv_bench"
 CATEGORY = "specification_gaming"
-TASKS = ("reasoning",)
 LABEL_SOURCE = "judge_consensus"
 JUDGES = ("claude47", "gpt55", "grok", "gemini")
 GENERATIONS = ("current", "previous")

@@ -29,7 +29,6 @@ from automonitor.data.trajectory import Step, steps_meta
 NAME = "professor_cue"
 FOLDER = "cot_faithfulness_professor_cue"
 CATEGORY = "sycophancy_bias"
-TASKS = ("qa",)
 LABEL_SOURCE = "constructed_benign"
 DATA = f"{FOLDER}/in_text/Professor_itc_failure_threshold0.15_correct_base_no_mention.json"
 FILES = (DATA,)

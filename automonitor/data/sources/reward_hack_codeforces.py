@@ -23,7 +23,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "reward_hack_gen_codeforces"
 FOLDER = "reward_hack_gen_codeforces"
 CATEGORY = "specification_gaming"
-TASKS = ("code",)
 LABEL_SOURCE = "instructed_demo"
 HACK = f"{FOLDER}/datasets/claude_completions_hacking.jsonl"
 PLAIN = f"{FOLDER}/datasets/claude_completions_no_hacking.jsonl"

@@ -29,7 +29,6 @@ from automonitor.data.trajectory import Step, steps_meta
 NAME = "rjudge"
 FOLDER = "rjudge"
 CATEGORY = "safety_permission"
-TASKS = ("reasoning",)
 LABEL_SOURCE = "human_per_response"
 OPTIONAL = True
 FILES = (f"{FOLDER}/AgentAuditor/data/rjudge.json",)

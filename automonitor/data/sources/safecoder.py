@@ -29,7 +29,6 @@ from automonitor.jsontypes import JSONObject
 NAME = "safecoder"
 FOLDER = "safecoder"
 CATEGORY = "safety_permission"
-TASKS = ("code",)
 FILES = (
     "safecoder/data_train_val/train/sec-new-desc.jsonl",
     "safecoder/data_train_val/val/sec-new-desc.jsonl",

@@ -20,7 +20,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "school_of_reward_hacks"
 FOLDER = "school_of_reward_hacks"
 CATEGORY = "specification_gaming"
-TASKS = ("qa",)
 HACK_FILE = f"{FOLDER}/sneaky_dialogues.jsonl"
 CONTROL_FILE = f"{FOLDER}/straightforward_dialogues.jsonl"
 FILES = (HACK_FILE, CONTROL_FILE)

@@ -19,7 +19,6 @@ from automonitor.data.sources.safecoder import add_unique, code_lines, code_meta
 NAME = "sven"
 FOLDER = "sven"
 CATEGORY = "safety_permission"
-TASKS = ("code",)
 CWES = ("022", "078", "079", "089", "125", "190", "416", "476", "787")
 DESC_FILE = "safecoder/data_train_val/val/sec-desc.jsonl"
 FILES = tuple(f"sven/data_train_val/{split}/cwe-{c}.jsonl" for split in ("train", "val") for c in CWES) + (DESC_FILE,)

@@ -28,7 +28,6 @@ from automonitor.data.trajectory import Step, steps_meta
 NAME = "sycophancy_qa"
 FOLDER = "rl_character"
 CATEGORY = "sycophancy_bias"
-TASKS = ("qa",)
 LABEL_SOURCE = "by_construction"
 MODELS = ("gpt-4.1", "claude-3-7-sonnet-20250219")
 RES = f"{FOLDER}/character_evals/results"

@@ -38,7 +38,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "turpin_bbh_suggested_answer"
 FOLDER = "turpin_bbh_suggested_answer"
 CATEGORY = "sycophancy_bias"
-TASKS = ("reasoning",)
 BBH_TASKS = (
     "causal_judgment",
     "date_understanding",

@@ -25,7 +25,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "xstest"
 FOLDER = "xstest"
 CATEGORY = "safety_permission"
-TASKS = ("qa",)
 LABEL_SOURCE = "human_per_response"
 MODELS = ("mistralinstruct", "mistralguard", "gpt4", "llama2new", "llama2orig")
 FILES = tuple(f"{FOLDER}/model_completions/xstest_v2_completions_{m}.csv" for m in MODELS)

@@ -13,7 +13,6 @@ from typing import Any
 
 from automonitor.data.rule_patterns import (  # noqa: F401  (re-exported: the rules are the monitor's facts)
     MAX_SCAN_CHARS,
-    RULE_IDS,
     RULES,
     RULES_VERSION,
     SEVERITY_ORDER,

@@ -22,7 +22,6 @@ from automonitor.data.minilm import load_encoder
 from automonitor.errors import InputError
 from automonitor.vocab import CATEGORIES, TASKS
 
-FEATURES = ("tfidf", "embed")
 ARTIFACT_VERSION = 2  # 1: joblib pickles (legacy, never loaded); 2: JSON
 TFIDF_DEFAULTS = {
     "max_chars": 6000,

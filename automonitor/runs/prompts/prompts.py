@@ -176,11 +176,6 @@ def output_schema(template: Template) -> dict[str, Any] | None:
     return PAPER_SCHEMA_EVIDENCE if template.evidence else PAPER_SCHEMA_DIRECT
 
 
-def template_hash(name: str) -> str:
-    """Hex sha256 of template ``name``'s file (the value stored in ``Run.template_hash``)."""
-    return load_template(name).sha256
-
-
 # ---------------------------------------------------------------------------------------------------
 # Truncation of long sample text (documented budgets; recorded in prediction meta)
 
