@@ -78,8 +78,22 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     key=f"{PAGE}.slices",
+    # what decides a flag first: at 1280 px only about seven columns fit (views.health)
+    column_order=views.slice_column_order(shown.columns),
+    column_config={
+        "source": st.column_config.TextColumn(pinned=True),
+        "answer = suggestion": st.column_config.Column(
+            "ans = sugg", help="AUROC of the answer-equals-suggestion baseline", width="small"
+        ),
+        "length": st.column_config.Column(help="AUROC of the length baseline", width="small"),
+        "tfidf": st.column_config.Column(help="AUROC of the TF-IDF baseline", width="small"),
+        "flagged by": st.column_config.Column(help="the baselines whose AUROC flags the slice", width="medium"),
+    },
 )
-st.caption("Source `all` = the whole category x task cell. Empty AUROC: not applicable or not computable (see notes).")
+st.caption(
+    "Source `all` = the whole category x task cell. A flagged row is highlighted; `flagged by` names its "
+    "baselines. Empty AUROC: not applicable or not computable (see notes)."
+)
 st.plotly_chart(audit.baselines_figure(doc), width="stretch", key=f"{PAGE}.baselines_fig")
 
 left, right = st.columns(2)

@@ -19,6 +19,8 @@ One module per page area:
   (:func:`run_option_label`, at most :data:`RUN_LABEL_MAX` characters) and its full label for hovers;
 - :mod:`~automonitor.views.hard_statement`: what edition ``hard`` is certified against, cell by cell, and the
   ladder's tiers per cell (:func:`hard_statement`, :func:`tier_table`);
+- :mod:`~automonitor.views.health`: the Benchmark health page's Slices table, what decides a flag first
+  (:func:`slice_column_order`);
 - :mod:`~automonitor.views.cells`: missing values in the pages' tables, one rule (:data:`MISSING`, "—",
   never ``None`` or ``nan``): :func:`display_frame` and :func:`cell`.
 
@@ -41,6 +43,7 @@ from automonitor.views.provenance import errata_for, provenance_html, sample_err
 from automonitor.views.markdown import looks_like_code, markdown_html
 from automonitor.views.cells import MISSING, cell, display_frame, is_missing, is_numeric
 from automonitor.views.hard_statement import TIERS, hard_statement, tier_table
+from automonitor.views.health import SLICE_COLUMN_ORDER, slice_column_order
 from automonitor.views.evidence import (
     SPAN_STYLES,
     ground_evidence,
@@ -147,6 +150,8 @@ __all__ = [
     "TIERS",
     "hard_statement",
     "tier_table",
+    "SLICE_COLUMN_ORDER",
+    "slice_column_order",
     "RUN_LABEL_MAX",
     "run_full_label",
     "run_option_label",

@@ -88,6 +88,10 @@ def test_health_page_flags_escapes_and_switches_edition(health_store):
     table = table.data if hasattr(table, "data") else table  # a Styler carries the frame in .data
     flagged = table.loc[table["flagged"], "source"].tolist()
     assert HOSTILE in flagged and "fair" not in flagged
+    # what decides a flag comes first (fresh-user trial: at 1280 px the AUROCs and the flag were off screen)
+    shown = list(at.dataframe[0].proto.column_order)
+    assert shown[:7] == ["source", "category", "task", "length", "tfidf", "answer = suggestion", "flagged by"]
+    assert shown[-2:] == ["label source", "notes"] and "flagged" not in shown
     # the hostile name is plain text in the table and escaped inside the plotly figures
     figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     blob = json.dumps(figs)
