@@ -24,6 +24,17 @@ def show_html(markup: str) -> None:
     st.html(markup)
 
 
+def picked_row(data: Any, key: str, **kwargs: Any) -> int | None:
+    """Show ``data`` as a full-width table without its index in which one row can be selected (``kwargs``:
+    more ``st.dataframe`` arguments, e.g. ``column_config``, ``height``); returns the selected row's
+    position, or ``None`` when none is."""
+    ev = st.dataframe(
+        data, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key=key, **kwargs
+    )
+    rows = ev.selection.rows if ev is not None else []
+    return rows[0] if rows else None
+
+
 def response_view(text: str | None) -> None:
     """A model-written response in two tabs: **Rendered** (its markdown rendered safely by
     ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**

@@ -197,13 +197,9 @@ if cell and sl:
             samples, outcomes=chosen_out, score_range=score_rng if has_score else None, only=only, search=search
         )
         table = views.cell_table(shown)
-        ev = st.dataframe(
+        row = ui.picked_row(
             table,
-            hide_index=True,
-            width="stretch",
-            on_select="rerun",
-            selection_mode="single-row",
-            key=f"{PAGE}.cell_table.{run_id}.{cell}.{cat}.{tsk}",
+            f"{PAGE}.cell_table.{run_id}.{cell}.{cat}.{tsk}",
             height=min(300, 38 + 35 * max(1, len(shown))),
             column_config={
                 "request_preview": st.column_config.TextColumn("request", width="medium"),
@@ -212,8 +208,8 @@ if cell and sl:
             | ({"score": st.column_config.NumberColumn(format="%.3f")} if views.is_numeric(table, "score") else {}),
         )
         ids = list(shown["sample_id"])
-        if ev is not None and ev.selection.rows and ev.selection.rows[0] < len(ids):
-            picked = ids[ev.selection.rows[0]]
+        if row is not None and row < len(ids):
+            picked = ids[row]
             if picked != st.session_state.get(f"{PAGE}.last_pick"):
                 st.session_state[f"{PAGE}.last_pick"] = picked
                 if picked != sample_id:

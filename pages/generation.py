@@ -21,6 +21,7 @@ from automonitor.views.page_index import Nav
 from pages import _auth as auth
 from pages import _data as loaders
 from pages import _generation_ui as gen_ui
+from pages import _widgets as ui
 
 PAGE = "generation"
 NAV = Nav(title="Generation", icon=":material/auto_awesome:", order=80, access="workbench")
@@ -45,13 +46,9 @@ if not rows:
     st.caption("No generation runs yet.")
     st.stop()
 df = views.generation_stats_frame(rows)
-ev = st.dataframe(
+row = ui.picked_row(
     df,
-    hide_index=True,
-    width="stretch",
-    on_select="rerun",
-    selection_mode="single-row",
-    key=f"{PAGE}.table",
+    f"{PAGE}.table",
     column_config={
         "kept_rate": (
             st.column_config.NumberColumn("kept / prompts", format="percent")
@@ -61,9 +58,7 @@ ev = st.dataframe(
         "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
     },
 )
-picked = (
-    df.iloc[ev.selection.rows[0]]["generation_id"] if ev is not None and ev.selection.rows else rows[0]["generation_id"]
-)
+picked = df.iloc[row]["generation_id"] if row is not None else rows[0]["generation_id"]
 sel = next(r for r in rows if r["generation_id"] == picked)
 st.subheader(f"Filter steps of {views.md_escape(picked)}")
 steps = views.generation_steps_frame(sel)

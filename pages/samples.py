@@ -128,21 +128,16 @@ shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame[
 shown = views.display_frame(
     shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
 )
-event = st.dataframe(
+row = ui.picked_row(
     shown,
-    hide_index=True,
-    width="stretch",
-    on_select="rerun",
-    selection_mode="single-row",
-    key=f"{PAGE}.table",
+    f"{PAGE}.table",
     height=min(600, 38 + 35 * len(shown)),
     column_config={
         "request": st.column_config.TextColumn(width="large"),
         "response": st.column_config.TextColumn(width="large"),
     },
 )
-rows = event.selection.rows if event is not None else []
-sel = shown.iloc[rows[0]]["id"] if rows else url_state.qp("sample")
+sel = shown.iloc[row]["id"] if row is not None else url_state.qp("sample")
 url_state.set_qp(sample=sel)
 
 if sel:

@@ -314,20 +314,16 @@ if st.session_state.get(rep_state):
 
 st.subheader("Runs in this slice")
 table = views.slice_runs_table(scored)
-tev = st.dataframe(
+row = ui.picked_row(
     table,
-    hide_index=True,
-    width="stretch",
-    on_select="rerun",
-    selection_mode="single-row",
-    key=f"{PAGE}.table",
+    f"{PAGE}.table",
     column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("mr", "mr_lo", "mr_hi", "far", "far_lo", "far_hi")
     }
     | {c: st.column_config.NumberColumn(format="%.4g") for c in views.COST_COLUMNS if views.is_numeric(table, c)},
 )
-if tev is not None and tev.selection.rows:
-    _open_drilldown(str(table.iloc[tev.selection.rows[0]]["run_id"]))
+if row is not None:
+    _open_drilldown(str(table.iloc[row]["run_id"]))
 st.caption("Select a row (or click a point) to open the run's missed samples.")
 
 # --- hide / archive runs (reversible) ---------------------------------------------------------------
