@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Sequence
 
+import pandas as pd
 import streamlit as st
 
 from automonitor import views, vocab
@@ -24,7 +25,7 @@ def show_html(markup: str) -> None:
     st.html(markup)
 
 
-def picked_row(data: Any, key: str, **kwargs: Any) -> int | None:
+def picked_row(data: pd.DataFrame, key: str, **kwargs: object) -> int | None:
     """Show ``data`` as a full-width table without its index in which one row can be selected (``kwargs``:
     more ``st.dataframe`` arguments, e.g. ``column_config``, ``height``); returns the selected row's
     position, or ``None`` when none is."""

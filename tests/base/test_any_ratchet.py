@@ -18,11 +18,11 @@ RATCHET: dict[str, int] = {
     "automonitor/analysis": 102,
     "automonitor/annotation": 14,
     "automonitor/cli": 28,
-    "automonitor/data": 200,
+    "automonitor/data": 197,
     "automonitor/runs": 347,
     "automonitor/views": 83,
     "pages": 23,
-    "store": 63,
+    "store": 62,
 }
 
 
