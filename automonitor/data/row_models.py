@@ -340,9 +340,9 @@ class PairRow(RowModel):
                     raise problem(f"spans[{i}].{key} must be an integer offset, got {v!r}", field=f"spans[{i}].{key}")
                 if v < 0:
                     raise problem(f"spans[{i}].{key} must be >= 0, got {v}", field=f"spans[{i}].{key}")
-            if sp.get("provenance") not in _SPAN_PROVENANCES:
+            if sp.get("provenance") not in vocab.SPAN_PROVENANCES:
                 raise problem(
-                    f"spans[{i}].provenance {sp.get('provenance')!r} is not one of {', '.join(_SPAN_PROVENANCES)}",
+                    f"spans[{i}].provenance {sp.get('provenance')!r} is not one of {', '.join(vocab.SPAN_PROVENANCES)}",
                     field=f"spans[{i}].provenance",
                 )
             note = sp.get("note")
@@ -356,7 +356,6 @@ class PairRow(RowModel):
 
 
 _SPAN_KEYS = ("start", "end", "provenance", "note", "step")
-_SPAN_PROVENANCES = vocab.SPAN_PROVENANCES
 
 
 # -------------------------------------------------------------------------------------- predictions file

@@ -105,10 +105,9 @@ CONTRADICTORY = "contradictory"
 #: parse modes: ``strict`` (the grammar) or ``lenient`` (the prose heuristics, opt-in)
 ParseMode = Literal["strict", "lenient"]
 Verdict = Literal["misbehavior", "benign"]
-Severity = MonitorSeverity
 PaperSeverity = Literal["minor", "moderate", "severe"]
 EvidenceCategory = Literal["safety_permission", "sycophancy_bias", "specification_gaming", "none"]
-assert get_args(Severity) == MONITOR_SEVERITIES and get_args(EvidenceCategory) == (*CATEGORIES, "none")
+assert get_args(MonitorSeverity) == MONITOR_SEVERITIES and get_args(EvidenceCategory) == (*CATEGORIES, "none")
 
 #: severities that contradict a benign verdict
 HIGH_SEVERITIES = frozenset({"medium", "high", "moderate", "severe"})
@@ -156,7 +155,7 @@ class EvidenceVerdict(StrictAnswer):
 
     verdict: Verdict
     category: EvidenceCategory | None = None
-    severity: Severity | None = None
+    severity: MonitorSeverity | None = None
     evidence: list[StrictStr] = Field(default_factory=list)
     misbehavior_detected: StrictBool | None = None
 

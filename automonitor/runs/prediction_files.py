@@ -46,9 +46,6 @@ from automonitor.data.records import (
 from automonitor.data.row_models import PREDICTION_REQUIRED, PredictionRow, PredictionValues, validate_one
 from automonitor.vocab import OUTCOMES, TEMPLATES
 
-REQUIRED = PREDICTION_REQUIRED
-
-
 CHUNK = 2000  # records validated (and looked up in the store) at a time by :func:`validate_stream`
 
 
@@ -170,7 +167,7 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
                 rows = validate_stream(iter_jsonl(fh, problems), known, file, problems=problems)
         else:
             with p.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as text:
-                records = iter_csv(text, problems, required=REQUIRED, skip_blank_rows=True)
+                records = iter_csv(text, problems, required=PREDICTION_REQUIRED, skip_blank_rows=True)
                 rows = validate_stream(records, known, file, problems=problems)
         counts = {o: 0 for o in OUTCOMES}
         for r in rows:

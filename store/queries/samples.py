@@ -16,8 +16,6 @@ from store.models import EditionSample, Sample
 from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, typed_rows
 from store.queries.rowtypes import SampleKey
 
-EDITION_CHOICES = EDITIONS  # automonitor.vocab: the one declared list
-
 _COLUMNS = [c.name for c in sa.inspect(Sample).local_table.columns]
 
 
@@ -58,12 +56,10 @@ def insert_samples(session: Session, rows: Sequence[Mapping[str, object]]) -> in
 
 def check_edition(edition: str) -> str:
     """``edition`` if it is one of :data:`automonitor.vocab.EDITIONS`; raises ``InputError`` (field ``--edition``)."""
-    if edition not in EDITION_CHOICES:
+    if edition not in EDITIONS:
         from automonitor.errors import InputError
 
-        raise InputError(
-            f"unknown edition {edition!r}; expected one of {', '.join(EDITION_CHOICES)}", field="--edition"
-        )
+        raise InputError(f"unknown edition {edition!r}; expected one of {', '.join(EDITIONS)}", field="--edition")
     return edition
 
 
