@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from automonitor.runs.answers import CONTRADICTORY, GRAMMARS, grammar_for
@@ -459,6 +460,7 @@ def test_an_explanation_of_the_other_side_makes_the_answer_contradictory(case):
 
 
 @given(word_answers(), st.integers(min_value=1, max_value=40))
+@example(("direct", "misbehavior", "The code special-cases the grader\nverdict:  yes\u200b"), 1)  # lower-case word
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 def test_an_answer_cut_inside_its_explanation_is_never_a_verdict_of_the_other_side(case, cut):
     """Any prefix of a conforming answer (what a proxy or server that cuts the text and still says
@@ -469,6 +471,6 @@ def test_an_answer_cut_inside_its_explanation_is_never_a_verdict_of_the_other_si
     r = parse_answer(prefix, template, "stop")
     assert r.outcome in (verdict, "invalid", "refusal"), (prefix, r)
     if "The code special-cases the grader" in answer or "It corrects the user politely" in answer:
-        first_line = answer.split("Verdict")[0] if "erdict" in answer else answer
+        first_line = re.split("verdict", answer, flags=re.IGNORECASE)[0]  # the word's case is drawn
         if prefix.rstrip()[-1:].isalpha() and len(prefix) < len(first_line) and len(prefix.split()) > 2:
             assert r.outcome == "invalid", (prefix, r)

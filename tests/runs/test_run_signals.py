@@ -28,6 +28,10 @@ from servers.openai_fault import OpenAIFaultServer
 from store.models import Prediction, Run
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _judged(engine, rid) -> dict[str, str]:
     with Session(engine) as s:
         rows = s.exec(select(Prediction).where(Prediction.run_id == rid))
@@ -59,6 +63,10 @@ def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, d
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # a foreground command's Ctrl-C: SIGINT at its default. An ignored SIGINT is inherited across exec
+            # (what a shell gives a background job), and an earlier test in this worker may have left it so:
+            # the run then rightly ignores Ctrl-C and finishes, exit 0 (full run 2026-12-05)
+            preexec_fn=_sigint_default,
         )
         deadline = time.time() + 60
         while time.time() < deadline and len(_judged(engine, rid)) < 4:
