@@ -57,8 +57,13 @@ def cell_samples(
     view = q.run_views(engine, [run_id]).get(run_id, "full")
     out["view"] = view
     if view != "full" and len(out):
+        from store import session_scope
+        from store.queries.runs import view_inputs
+
+        with session_scope(engine) as s:
+            inputs = view_inputs(s, list(out["sample_id"]))
         shown = {}
-        for i in q.view_inputs(engine, list(out["sample_id"])):
+        for i in inputs:
             r = render(i["response"], view, source=i["source"], meta=i["meta"])
             shown[i["id"]] = r.text if r is not None else None
         out["response"] = [shown.get(sid) for sid in out["sample_id"]]

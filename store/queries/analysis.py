@@ -208,13 +208,6 @@ def run_views(engine: Engine, run_ids: Sequence[str]) -> dict[str, str]:
     return {rid: str((params or {}).get("view") or "full") for rid, params in rows}
 
 
-def view_inputs(engine: Engine, sample_ids: Iterable[str]) -> list[dict[str, Any]]:
-    """``[{id, response, source, meta}]`` of the given samples: what a monitor view is cut from."""
-    with engine.connect() as c:
-        rows = rows_by_ids(c, (Sample.id, Sample.response, Sample.source, Sample.meta), Sample.id, sample_ids)
-    return [{"id": r[0], "response": r[1], "source": r[2] or "", "meta": r[3] or {}} for r in rows]
-
-
 def load_sample_texts(engine: Engine, sample_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
     """``{sample_id: (request, response)}`` for the given ids (missing ids are left out)."""
     with engine.connect() as c:
