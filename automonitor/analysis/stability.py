@@ -34,12 +34,11 @@ def _cat(outcome: str | None) -> str:
     return outcome if outcome in ("misbehavior", "benign") else "unscored"
 
 
-def repeat_verdicts(engine: Engine, run_id: str, sample_id: str | None = None) -> dict[str, list[str | None]]:
-    """``{sample_id: [outcome of repeat 0, 1, ..., K-1]}`` (``None`` for a pending repeat) of a run, or
-    of one sample of it."""
+def repeat_verdicts(engine: Engine, run_id: str) -> dict[str, list[str | None]]:
+    """``{sample_id: [outcome of repeat 0, 1, ..., K-1]}`` (``None`` for a pending repeat) of a run."""
     out: dict[str, list[str | None]] = {}
     with engine.connect() as c:
-        for sid, rep, outcome in repeat_outcomes(c, run_id, sample_id):
+        for sid, rep, outcome in repeat_outcomes(c, run_id):
             lst = out.setdefault(sid, [])
             while len(lst) <= int(rep):
                 lst.append(None)

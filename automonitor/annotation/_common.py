@@ -139,7 +139,7 @@ def evidence_offsets(text: str, quote: str) -> tuple[int, int] | None:
     Returns ``None`` for an empty quote. Raises :class:`InputError` (field ``evidence``) when the
     passage does not occur in the text.
     """
-    if quote is None or not quote.strip():
+    if not quote.strip():
         return None
     q = quote.strip()
     start = text.find(q)

@@ -36,9 +36,7 @@ def _read_scope(actor, annotator_id: int | None) -> int | None:
     return actor.id
 
 
-def assignment_rows(
-    session: Session, actor, annotator_id: int | None = None, sample_ids: Iterable[str] | None = None
-) -> list[AssignmentRow]:
+def assignment_rows(session: Session, actor, annotator_id: int | None = None) -> list[AssignmentRow]:
     """:func:`store.queries.annotation.assignment_rows` restricted to the actor's own rows unless the
     actor is an admin (rows: ``id``, ``annotator_id``, ``annotator``, ``sample_id``, ``position``,
     ``seed``, ``batch``, ``submitted_at``, ``created_at``).
@@ -46,7 +44,7 @@ def assignment_rows(
     Raises:
         PermissionDenied: see :func:`_read_scope`.
     """
-    return store.assignment_rows(session, _read_scope(actor, annotator_id), sample_ids)
+    return store.assignment_rows(session, _read_scope(actor, annotator_id))
 
 
 def label_rows(

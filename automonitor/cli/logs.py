@@ -125,14 +125,12 @@ def _same_file(a: object, path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def run_log(run_id: str, *, verbose: bool | None = None) -> Iterator[Path]:
-    """Append the product's log lines (info, or debug when ``verbose``; by default when ``--verbose``
-    was given) to :func:`run_log_path` while the block runs; yields the path. A run started from the app already sends its stderr to that file:
+def run_log(run_id: str) -> Iterator[Path]:
+    """Append the product's log lines (info, or debug when ``--verbose`` was given) to :func:`run_log_path` while the block runs; yields the path. A run started from the app already sends its stderr to that file:
     then the stderr handler takes the info lines instead (nothing is written twice)."""
     path = run_log_path(run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if verbose is None:
-        verbose = logging.getLogger(PRODUCT_LOGGERS[0]).getEffectiveLevel() <= logging.DEBUG
+    verbose = logging.getLogger(PRODUCT_LOGGERS[0]).getEffectiveLevel() <= logging.DEBUG
     level = logging.DEBUG if verbose else logging.INFO
     root = logging.getLogger()
     if _same_file(sys.stderr, path):

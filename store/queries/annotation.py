@@ -44,9 +44,7 @@ _LABEL_COLUMNS = (
 )
 
 
-def assignment_rows(
-    session: Session, annotator_id: int | None = None, sample_ids: Iterable[str] | None = None
-) -> list[AssignmentRow]:
+def assignment_rows(session: Session, annotator_id: int | None = None) -> list[AssignmentRow]:
     """Assignments joined with the annotator name, ordered by annotator and queue position.
 
     Each row: ``{"id", "annotator_id", "annotator", "sample_id", "position", "seed", "batch",
@@ -60,8 +58,6 @@ def assignment_rows(
     )
     if annotator_id is not None:
         q = q.where(col(Assignment.annotator_id) == annotator_id)
-    if sample_ids is not None:
-        q = q.where(col(Assignment.sample_id).in_(list(sample_ids)))
     return typed_rows(session.execute(q), AssignmentRow)
 
 

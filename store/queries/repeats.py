@@ -20,14 +20,11 @@ def run_params(conn: Connection, run_id: str) -> dict[str, Any]:
     return params or {}
 
 
-def repeat_outcomes(conn: Connection, run_id: str, sample_id: str | None = None) -> list[tuple[str, int, str | None]]:
-    """``(sample_id, repeat, outcome)`` of every prediction of a run (or of one sample of it), sorted
-    by sample id and repeat."""
+def repeat_outcomes(conn: Connection, run_id: str) -> list[tuple[str, int, str | None]]:
+    """``(sample_id, repeat, outcome)`` of every prediction of a run, sorted by sample id and repeat."""
     q = (
         sa.select(col(Prediction.sample_id), col(Prediction.repeat), col(Prediction.outcome))
         .where(col(Prediction.run_id) == run_id)
         .order_by(col(Prediction.sample_id), col(Prediction.repeat))
     )
-    if sample_id is not None:
-        q = q.where(col(Prediction.sample_id) == sample_id)
     return [(sid, rep, outcome) for sid, rep, outcome in conn.execute(q).all()]
