@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlmodel import col
 
 from store.models import EditionSample, Sample
+from store.queries import chunks, rows_by_ids
 
 AUDIT_COLUMNS = (
     "id",
@@ -46,8 +47,6 @@ def gold_samples(conn, splits: tuple[str, ...]) -> pd.DataFrame:
 
 def samples_by_ids(conn, ids: set[str]) -> pd.DataFrame:
     """Samples with the given ids (any status), columns :data:`AUDIT_COLUMNS`."""
-    from store.queries import rows_by_ids
-
     cols = [getattr(Sample, c) for c in AUDIT_COLUMNS]
     rows = rows_by_ids(conn, cols, Sample.id, sorted(ids))
     return pd.DataFrame([tuple(r) for r in rows], columns=list(AUDIT_COLUMNS))
@@ -56,9 +55,8 @@ def samples_by_ids(conn, ids: set[str]) -> pd.DataFrame:
 def sample_meta_values(conn, ids: Iterable[str], key: str) -> dict[str, Any]:
     """``{sample_id: meta[key]}`` for the samples ``ids`` whose ``meta`` has ``key`` (read in chunks of 900 ids)."""
     out: dict[str, Any] = {}
-    ids = list(ids)
-    for i in range(0, len(ids), 900):
-        q = sa.select(col(Sample.id), col(Sample.meta)).where(col(Sample.id).in_(ids[i : i + 900]))
+    for part in chunks(list(ids)):
+        q = sa.select(col(Sample.id), col(Sample.meta)).where(col(Sample.id).in_(part))
         for sid, meta in conn.execute(q):
             if isinstance(meta, dict) and key in meta:
                 out[sid] = meta[key]

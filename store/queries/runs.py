@@ -21,7 +21,7 @@ from automonitor.errors import NotFound
 from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
 from automonitor.timestamps import as_utc, iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
-from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of, typed_rows
+from store.queries import SAMPLE_KEY, chunks, rows_by_ids, sample_columns, table_of, typed_rows
 from store.queries.rowtypes import (
     CachedVerdict,
     Example,
@@ -171,8 +171,8 @@ def insert_pending(session: Session, run_id: str, sample_ids: Iterable[str], rep
         for k in range(max(1, int(repeats)))
         for sid in sample_ids
     ]
-    for i in range(0, len(rows), 2000):
-        session.execute(sa.insert(Prediction), rows[i : i + 2000])
+    for part in chunks(rows, 2000):
+        session.execute(sa.insert(Prediction), list(part))
     return len(rows)
 
 
@@ -214,8 +214,8 @@ def reset_errors(session: Session, run_id: str, outcomes: Iterable[str] = ("erro
         .all()
     )
     stale = sorted({str(k) for p in rows if p.outcome != "error" and (k := (p.meta or {}).get("cache_key"))})
-    for i in range(0, len(stale), 500):
-        session.execute(sa.delete(CacheEntry).where(col(CacheEntry.key).in_(stale[i : i + 500])))
+    for part in chunks(stale, 500):
+        session.execute(sa.delete(CacheEntry).where(col(CacheEntry.key).in_(part)))
     for p in rows:
         meta = dict(p.meta or {})
         history = list(meta.pop("history", []) or [])
@@ -278,13 +278,12 @@ def run_totals(session: Session, run_id: str) -> RunTotals:
     return RunTotals(tokens_in=int(r[0]), tokens_out=int(r[1]), cost_usd=float(r[2]))
 
 
-def cache_lookup(session: Session, keys: list[str], chunk: int = 900) -> dict[str, CachedVerdict]:
+def cache_lookup(session: Session, keys: list[str]) -> dict[str, CachedVerdict]:
     """``{key: cached verdict fields}`` for the keys present in the cache."""
     out: dict[str, CachedVerdict] = {}
     t = table_of(CacheEntry)
     cols = [t.c.key, *(t.c[f] for f in CACHE_FIELDS)]
-    for i in range(0, len(keys), chunk):
-        part = keys[i : i + chunk]
+    for part in chunks(keys):
         for r in session.execute(sa.select(*cols).where(t.c.key.in_(part))).all():
             out[r.key] = dict(zip(CACHE_FIELDS, r[1:]))
     return out
