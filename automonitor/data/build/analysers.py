@@ -21,7 +21,6 @@ import functools
 import hashlib
 import io
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, TypedDict
 
-from automonitor.data.cache_home import cache_home
+from automonitor.data.cache_home import cache_home, write_entry
 
 ANALYSER_OF: dict[str, str] = {"Python": "bandit", "C": "flawfinder", "C++": "flawfinder"}
 TIMEOUT_S = 300  # per analyser process (all snippets of one build)
@@ -146,7 +145,7 @@ _SUFFIX = {"bandit": ".py", "flawfinder": ".c"}
 _RUNNER = {"bandit": _bandit, "flawfinder": _flawfinder}
 
 
-def analyse(snippets: Iterable[tuple[str, str]], use_cache: bool = True) -> dict[tuple[str, str], list[Finding] | None]:
+def analyse(snippets: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[Finding] | None]:
     """Findings of every ``(language, code)`` snippet whose language an analyser covers
     (:data:`ANALYSER_OF`); others are left out of the result.
 
@@ -160,7 +159,7 @@ def analyse(snippets: Iterable[tuple[str, str]], use_cache: bool = True) -> dict
     """
     cache: dict[str, list[FindingJSON] | None] = {}
     cpath = cache_file()
-    if use_cache and cpath.exists():
+    if cpath.exists():
         try:
             cache = json.loads(cpath.read_text())
         except (OSError, ValueError):
@@ -187,14 +186,7 @@ def analyse(snippets: Iterable[tuple[str, str]], use_cache: bool = True) -> dict
                     files[k] = p
                 for k, found in _RUNNER[tool](files).items():
                     cache[k] = None if found is None else [_as_json(f) for f in found]
-        if use_cache:
-            try:
-                cpath.parent.mkdir(parents=True, exist_ok=True)
-                tmpf = cpath.with_suffix(f".{os.getpid()}.tmp")
-                tmpf.write_text(json.dumps(cache))
-                os.replace(tmpf, cpath)
-            except OSError:
-                pass
+        write_entry(cpath, cache)
     out: dict[tuple[str, str], list[Finding] | None] = {}
     for sk, k in keys.items():
         v = cache.get(k)

@@ -100,21 +100,13 @@ def _controls_in_proportion(
     return out
 
 
-def add_hard_edition(
-    plan: Plan,
-    seed: int,
-    ladder: LadderResult,
-    params: AfliteParams = AfliteParams(),
-    readings_file: str | None = None,
-) -> dict[str, Any]:
+def add_hard_edition(plan: Plan, seed: int, ladder: LadderResult) -> dict[str, Any]:
     """Add edition ``hard`` to ``plan`` in place (module doc) and return its report section.
 
     Args:
         plan: the build plan after test, candidate, train and control rows are appended.
         seed: the build seed (the filter's folds, tie order and control order; the bootstrap).
         ladder: the ladder on the plan's judged rows (:func:`automonitor.data.build.ladder.add_ladder`).
-        params: the filter's parameters.
-        readings_file: the readings (default ``$AUTOMONITOR_READINGS`` or ``seeds/hard_readings.jsonl``).
     Returns:
         ``report["hard"]``: ``{"params", "pairs", "controls", "by_source": {src: {"verified", "eligible",
         "implicit", "aflite", "certified", "hard", "awaiting_reading", "controls"}}, "selection", "held_out",
@@ -125,7 +117,8 @@ def add_hard_edition(
         InputError: a bad line in the readings file (file, line, field).
     """
     t0 = time.perf_counter()
-    readings = load_readings(readings_file)
+    readings = load_readings()  # $AUTOMONITOR_READINGS or seeds/hard_readings.jsonl
+    params = AfliteParams()  # the filter's parameters
     verified = [r for r in plan.rows if r["split"] == "test" and "verified" in r.get("editions", ())]
     train = [r for r in plan.rows if r["split"] == "train" and r["status"] == "gold"]
     controls = [r for r in plan.rows if r["split"] == CONTROLS_SPLIT]
