@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.analysis.report_schema import Report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
-from automonitor.data.cache_home import cache_home
+from automonitor.data.cache_home import cache_home, write_entry
 
 #: A store written this recently (seconds) is not cached (see the module doc).
 SETTLE_S = 2.0
@@ -151,14 +151,9 @@ def cached_json(
         value = compute()
     if store_stamp(engine) != stamp:  # written meanwhile: the document may mix two states
         return value
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(dump(value)))
-        os.replace(tmp, path)
+    write_entry(path, dump(value))
+    with contextlib.suppress(OSError):
         _prune(path.parent)
-    except OSError:
-        pass
     return value
 
 
