@@ -10,7 +10,7 @@ One module per page area:
 - :mod:`~automonitor.views.overview`: the store fingerprint the app caches on, composition, counts;
 - :mod:`~automonitor.views.runs`: the run history frame, a run's progress, durations;
 - :mod:`~automonitor.views.samples`: the samples browser, export, one sample and its predictions;
-- :mod:`~automonitor.views.tradeoff`: report -> MR-FAR points, Pareto front and Pearson r (computed by
+- :mod:`~automonitor.views.tradeoff`: report -> MR-FAR points and Pareto front (computed by
   :mod:`automonitor.analysis.metrics` / :mod:`automonitor.analysis`, as in the report), a run's slice;
 - :mod:`~automonitor.views.figures`: the MR-FAR scatter and the ROC figure;
 - :mod:`~automonitor.views.provenance`: label provenance and errata badges of a sample;
@@ -104,7 +104,6 @@ from automonitor.views.tradeoff import (
     slice_runs_table,
     localisation_shares,
     pareto_ids,
-    pearson_r,
     tradeoff_points,
     TradeoffOptions,
     TradeoffSelection,
@@ -217,7 +216,6 @@ __all__ = [
     "pair_diff_html",
     "pareto_ids",
     "pareto_mask",
-    "pearson_r",
     "plot_text",
     "provenance_html",
     "roc_figure",

@@ -1,6 +1,6 @@
 """Report -> frames for the Trade-off and Drill-down pages: the MR-FAR points of a slice, the paper's
-reported points for it, the Pareto front as run ids and Pearson r (both from :mod:`automonitor.analysis.metrics`,
-as in the report), and a run entry's slice."""
+reported points for it, the Pareto front as run ids (from :mod:`automonitor.analysis.metrics`, as in the
+report), and a run entry's slice."""
 
 from __future__ import annotations
 
@@ -43,15 +43,6 @@ def pareto_ids(points: pd.DataFrame) -> list[str]:
             front.append(run_id)
             seen.add((mr, far))
     return front
-
-
-def pearson_r(points: pd.DataFrame) -> float | None:
-    """Pearson correlation of MR and FAR over the points (:func:`automonitor.analysis.metrics.pearson_r`;
-    ``None`` for fewer than 3 points or a constant coordinate). Source: the paper reports r = -0.54
-    over 22 monitors."""
-    complete = points.dropna(subset=["mr", "far"])
-    r, _p = metrics.pearson_r(list(complete["far"].astype(float)), list(complete["mr"].astype(float)), p_value=False)
-    return r
 
 
 def slice_key(category: str | None, task: str | None) -> tuple[str, ...]:

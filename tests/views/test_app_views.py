@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from automonitor import views
+from automonitor.analysis import metrics
 import app_seed
 
 ALLOWED_TAGS = {"div", "mark", "span", "ul", "li"}
@@ -94,10 +95,10 @@ def test_highlight_by_field_and_text_html():
 def test_pareto_and_pearson():
     pts = pd.DataFrame({"run_id": list("abcde"), "mr": [0.1, 0.2, 0.3, 0.25, None], "far": [0.6, 0.3, 0.1, 0.35, 0.0]})
     assert views.pareto_ids(pts) == ["c", "b", "a"]
-    assert views.pearson_r(pts) == pytest.approx(
-        pd.Series([0.1, 0.2, 0.3, 0.25]).corr(pd.Series([0.6, 0.3, 0.1, 0.35]))
-    )
-    assert views.pearson_r(pts.head(2)) is None
+    # the page's Pearson r is analysis.metrics.pearson_r over the points (a point without MR left out)
+    r, _p = metrics.pearson_r(list(pts["far"]), list(pts["mr"]), p_value=False)
+    assert r == pytest.approx(pd.Series([0.1, 0.2, 0.3, 0.25]).corr(pd.Series([0.6, 0.3, 0.1, 0.35])))
+    assert metrics.pearson_r(list(pts.head(2)["far"]), list(pts.head(2)["mr"]), p_value=False) == (None, None)
 
 
 def test_tradeoff_figure_traces():
