@@ -315,7 +315,8 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = Tr
     """MR / FAR per run with intervals: the run id in full (never cut: two runs started in one second share
     its first 22 characters), monitor, template, view (``run --view``; ``full`` by default), kind, judged
     (test-set samples with an outcome, unscored included; ``SLICE.n``), unscored, pending (with the run's
-    status when it is not finished: ``8 (failed)``), AUROC, grounding, front, edition (``paper (no build)``
+    status when it is not finished: ``8 (failed)``), AUROC (with the scored count when not every judged sample
+    has a score: :func:`_auroc_cell`), grounding, front, edition (``paper (no build)``
     on a store never built, ``built`` false), FAR on the controls (:data:`CONTROLS_NOTE`). Long cells of
     the other columns wrap, never cut."""
     columns = ("run", "monitor", "template", "view", "kind", "judged", "MR [95% CI]", "FAR [95% CI]", "unscored")
@@ -336,7 +337,7 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = Tr
                 _pct(o.far) + _ci(o.far_ci),
                 f"{o.unscored} ({_pct(o.unscored_rate)})",
                 str(o.pending) + (f" ({r.status})" if r.status not in (None, "finished") else ""),
-                _pct(r.auroc),
+                _auroc_cell(r.auroc, r.roc.n_scored if r.roc else None, o.n),
                 grounded,
                 "*" if r.run_id in front else ("hollow" if r.run_id in hollow else ""),
                 "paper (no build)" if r.edition == "paper" and not built else str(r.edition or ""),
@@ -349,6 +350,15 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = Tr
     t.columns[0].no_wrap = True  # the id whole, on one line: what --run, --compare and `runs` take
     t.columns[0].min_width = max(len(r.run_id) for r in rep.runs)
     return t
+
+
+def _auroc_cell(auroc: float | None, n_scored: int | None, judged: int) -> str:
+    """The text report's AUROC cell: the value, and how many of the ``judged`` samples it rests on when a
+    score was read for fewer of them (``0.500 (4 of 100 scored)``: a judge that gave a score for a few answers
+    only must not read as a ranking of the whole run); ``-`` without an AUROC."""
+    if auroc is None or n_scored is None or n_scored >= judged:
+        return _pct(auroc)
+    return f"{_pct(auroc)} ({n_scored} of {judged} scored)"
 
 
 def _stability_table(rep: Report) -> Table | None:

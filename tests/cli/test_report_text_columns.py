@@ -68,3 +68,40 @@ def test_report_without_controls_prints_no_controls_note(tmp_path, sqlite_url):
     assert run_cli(["run", "--monitor", "rules", "--template", "direct"], db=sqlite_url).returncode == 0
     rep = run_cli(["report", "--no-audit"], db=sqlite_url)
     assert rep.returncode == 0 and CONTROLS_NOTE not in rep.stdout and "FAR controls" in rep.stdout
+
+
+def test_an_auroc_from_a_few_scores_says_how_few(tmp_path, sqlite_url):
+    """A run whose judge gave a score for 4 of its answers (a fresh-user trial: ``AUROC 0.500`` from 4 scores of
+    100 verdicts, read as a ranking of the run) shows how many the AUROC rests on; a fully scored run does not."""
+    f = tmp_path / "pairs.jsonl"
+    write_pairs(f)
+    assert run_cli(["import", str(f)], db=sqlite_url).returncode == 0
+    exp = tmp_path / "x.jsonl"
+    assert run_cli(["export", str(exp), "--blind"], db=sqlite_url).returncode == 0
+    sids = [json.loads(line)["sample_id"] for line in exp.read_text().splitlines()]
+    assert len(sids) > 4
+    labels = {}
+    full = tmp_path / "full.jsonl"
+    assert run_cli(["export", str(full)], db=sqlite_url).returncode == 0
+    for line in full.read_text().splitlines():
+        rec = json.loads(line)
+        labels[rec["sample_id"]] = rec["label"]
+    few, every = tmp_path / "few.jsonl", tmp_path / "every.jsonl"
+    scored = sorted(sids, key=lambda s: labels[s])[:2] + sorted(sids, key=lambda s: labels[s])[-2:]  # both classes
+    with open(few, "w") as a, open(every, "w") as b:
+        for i, sid in enumerate(sids):
+            rec = {"sample_id": sid, "outcome": labels[sid]}
+            score = {"score": 0.9 if labels[sid] == "misbehavior" else 0.1}
+            a.write(json.dumps(rec | (score if sid in scored else {})) + "\n")
+            b.write(json.dumps(rec | score) + "\n")
+    for path, name in ((few, "few-scores"), (every, "all-scores")):
+        imp = run_cli(["predictions", "import", str(path), "--monitor", name], db=sqlite_url)
+        assert imp.returncode == 0, imp.stderr
+    rep = run_cli(["report", "--no-audit"], db=sqlite_url)
+    assert rep.returncode == 0, rep.stderr
+    header = _header(rep.stdout, "run")
+    doc = json.loads(run_cli(["report", "--json", "--no-audit"], db=sqlite_url).stdout)
+    cells = {r["monitor"]: _row(rep.stdout, r["run_id"], header)["AUROC"] for r in doc["runs"]}
+    judged = {r["monitor"]: r["overall"]["n"] for r in doc["runs"]}
+    assert cells["few-scores"] == f"1.000 (4 of {judged['few-scores']} scored)", cells
+    assert cells["all-scores"] == "1.000", cells
