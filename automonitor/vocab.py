@@ -188,7 +188,10 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
         "SQLAlchemy URL of the store (SQLite or `postgresql+psycopg://...`)",
         "`sqlite:///automonitor.db`",
     ),
-    "AUTOMONITOR_RAW": ("directory of the public raw sources (one folder per source)", "`../shared/raw` in `make`"),
+    "AUTOMONITOR_RAW": (
+        "directory of the public raw sources (one folder per source)",
+        "`../shared/raw` (from the working directory) when it exists",
+    ),
     "AUTOMONITOR_ARTIFACTS": ("where trained probe artefacts live (`<dir>/probes`)", "`./artifacts`"),
     "AUTOMONITOR_CACHE_DIR": (
         "cache of the audit, the adversarial filter, the detector ladder and the LoRA base conversion",

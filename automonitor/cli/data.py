@@ -80,7 +80,9 @@ class _BuildBar:
 
 @app.command("build")
 def build_cmd(
-    raw: str | None = typer.Option(None, "--raw", help="Raw sources directory (default: $AUTOMONITOR_RAW)."),
+    raw: str | None = typer.Option(
+        None, "--raw", help="Raw sources directory (default: $AUTOMONITOR_RAW, else ../shared/raw when it exists)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Selection seed; the same seed always gives the same set."),
     force: bool = typer.Option(
         False,
@@ -363,7 +365,9 @@ def stats_cmd(
 @app.command("fetch-sources")
 def fetch_sources_cmd(
     dest: str | None = typer.Option(
-        None, "--dest", help="Target directory in the raw layout (default: $AUTOMONITOR_RAW)."
+        None,
+        "--dest",
+        help="Target directory in the raw layout (default: $AUTOMONITOR_RAW, else ../shared/raw when it exists).",
     ),
     mirror: str | None = typer.Option(
         None, "--mirror", help="Base URL of a mirror serving the raw layout: each file is fetched from MIRROR/<path>."
@@ -382,9 +386,22 @@ def fetch_sources_cmd(
     from automonitor.errors import InputError
     from automonitor.data.fetch import fetch_sources
 
+    from automonitor.data.build import default_raw
+
     target = dest or os.environ.get("AUTOMONITOR_RAW")
     if not target:
-        raise InputError("no destination: pass --dest DIR or set AUTOMONITOR_RAW", field="--dest")
+        fallback = default_raw()
+        if fallback is None:
+            raise InputError(
+                "no destination: pass --dest DIR or set AUTOMONITOR_RAW=DIR (default ../shared/raw when it exists)",
+                field="--dest",
+            )
+        target = str(fallback)
+        err_console.print(
+            f"destination: {fallback} (the default ../shared/raw; --dest or AUTOMONITOR_RAW to choose)",
+            markup=False,
+            highlight=False,
+        )
     result = fetch_sources(target, mirror=mirror, manifest=manifest, folders=source or None, progress=progress_line)
     if json_out:
         emit_json(result)

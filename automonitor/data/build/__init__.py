@@ -20,6 +20,7 @@ from __future__ import annotations
 from automonitor.data.build.config import (
     CANDIDATE_PLAN,
     VERIFIED_EXTRA,
+    default_raw,
     resolve_raw,
     verified_extra,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "VERIFIED_EXTRA",
     "Plan",
     "build",
+    "default_raw",
     "editions_of",
     "load_all",
     "plan_build",

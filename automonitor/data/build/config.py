@@ -14,6 +14,8 @@ against :data:`automonitor.vocab.PAPER_CELLS`.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,8 +154,12 @@ CODE_SOURCES_PY_DEFAULT = "Python"
 # Sources whose misbehavior side is an instructed test-fitting hack: it must visibly special-case the tests.
 HACK_SOURCES: frozenset[str] = frozenset({"rl_character_apps", "rl_character_mbpp", "reward_hack_gen_codeforces"})
 
+# Where the raw sources are when neither ``--raw`` nor ``$AUTOMONITOR_RAW`` names them (relative to the
+# working directory: the layout of a checkout beside ``shared/``, as the Makefile and the README assume).
+DEFAULT_RAW = Path("..") / "shared" / "raw"
+
 NO_RAW_HINT = (
-    "set AUTOMONITOR_RAW or pass --raw DIR (the layout of ../shared/raw; `automonitor "
+    "pass --raw DIR or set AUTOMONITOR_RAW=DIR (default ../shared/raw when it exists; `automonitor "
     "fetch-sources --dest DIR` downloads it), or load your own pairs with "
     "`automonitor import seeds/examples.jsonl`"
 )
@@ -179,16 +185,33 @@ _check_plan()
 _check_cells()
 
 
-def resolve_raw(raw: str | Path | None) -> Path:
-    """The raw dir: ``raw`` if given, else ``$AUTOMONITOR_RAW``.
+def default_raw() -> Path | None:
+    """``../shared/raw`` relative to the working directory (absolute) if that directory exists, else ``None``."""
+    return DEFAULT_RAW.resolve() if DEFAULT_RAW.is_dir() else None
+
+
+def _stderr_note(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def resolve_raw(raw: str | Path | None, *, note: Callable[[str], None] = _stderr_note) -> Path:
+    """The raw dir: ``raw`` if given, else ``$AUTOMONITOR_RAW``, else ``../shared/raw`` (relative to the
+    working directory) when it exists; that last fallback is reported by one line to ``note`` (stderr).
+
+    Returns:
+        the absolute path of an existing directory.
 
     Raises:
-        InputError: neither is set, or the directory does not exist (message names it and says how
-            to get the sources or import own pairs).
+        InputError: none of the three is there, or the given directory does not exist (message names it,
+            both options, and how to get the sources or import own pairs).
     """
     value = raw if raw not in (None, "") else os.environ.get("AUTOMONITOR_RAW")
     if not value:
-        raise InputError(f"no raw sources directory given: {NO_RAW_HINT}", field="--raw")
+        fallback = default_raw()
+        if fallback is None:
+            raise InputError(f"no raw sources directory given: {NO_RAW_HINT}", field="--raw")
+        note(f"raw sources: {fallback} (the default ../shared/raw; --raw or AUTOMONITOR_RAW to choose)")
+        return fallback
     path = Path(value).expanduser()
     if not path.is_dir():
         raise InputError(f"raw sources directory not found: {path}; {NO_RAW_HINT}", file=str(path), field="--raw")
