@@ -90,7 +90,7 @@ PENDING_REASONS: dict[str, str] = {
 #: The step that resolves each pending reason (:meth:`FinalizeResult.explain`).
 PENDING_NEXT_STEPS: dict[str, str] = {
     "labels_missing": "its annotators submit their batch (Label page: Submit batch)",
-    "needs_adjudication": "decide it on the Adjudicate page (or `automonitor adjudications import`)",
+    "needs_adjudication": "decide it on the Adjudicate page (an admin; the CLI has no adjudication command)",
     "not_assigned": "assign it (`automonitor assign --limit N`; under pair-spread a round holds one side "
     "of a pair, so a pair is whole after two rounds or with a larger --limit)",
 }

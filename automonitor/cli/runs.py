@@ -425,15 +425,23 @@ def runs_cmd(
     ladder: bool = typer.Option(
         False, "--ladder", help="also list the detector ladder's runs (kind ladder, written by build)"
     ),
+    cancel: list[str] | None = typer.Option(
+        None,
+        "--cancel",
+        metavar="RUN_ID",
+        help="cancel a run: its executing runner stops within about a second; pending samples stay pending "
+        "(run --resume continues); a finished run is left as is (repeatable)",
+    ),
 ) -> None:
     """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration;
-    --archive/--unarchive RUN_ID hide or show runs first (nothing else changes). The detector ladder's runs
-    (one per cheap detector, written by build) are listed with --ladder."""
+    --archive/--unarchive RUN_ID hide or show runs first and --cancel RUN_ID cancels runs first (nothing else
+    changes). The detector ladder's runs (one per cheap detector, written by build) are listed with --ladder."""
     from automonitor.runs.lease import with_liveness
     from store import session_scope
     from store.queries.runs import list_runs
 
     engine = open_store()
+    _apply_cancel(engine, cancel or [])
     _apply_archive(engine, [(r, True) for r in (archive or [])] + [(r, False) for r in (unarchive or [])])
     with session_scope(engine) as s:
         rows = with_liveness(list_runs(s, include_ladder=ladder))
@@ -441,6 +449,36 @@ def runs_cmd(
         emit_json({"runs": rows})
         return
     _print_runs_table(rows)
+
+
+def _apply_cancel(engine: Engine, run_ids: list[str]) -> None:
+    """Cancel each run of ``run_ids`` (:func:`automonitor.runs.runner.cancel_run`) after checking every id
+    exists (nothing changes else); one stderr line per run says what happened.
+
+    Raises:
+        InputError: an unknown run id (field --cancel).
+    """
+    if not run_ids:
+        return
+    from automonitor.runs.runner import cancel_run
+    from store import session_scope
+    from store.models import Run
+
+    with session_scope(engine) as s:  # all ids checked before anything changes
+        missing = [r for r in run_ids if s.get(Run, r) is None]
+    if missing:
+        raise InputError(f"unknown run id {missing[0]!r}", field="--cancel")
+    for rid in dict.fromkeys(run_ids):
+        cancel_run(engine, rid)
+        with session_scope(engine) as s:
+            run = s.get(Run, rid)
+            status = run.status if run is not None else "deleted"
+        if status == "cancelled":
+            err_console.print(
+                f"{rid}: cancelled (pending samples stay pending; `automonitor run --resume {rid}` continues)"
+            )
+        else:
+            err_console.print(f"{rid}: {status}, left as is")
 
 
 def _apply_archive(engine: Engine, changes: list[tuple[str, bool]]) -> None:

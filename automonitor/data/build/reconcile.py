@@ -128,7 +128,8 @@ def _clear_references(session: Session, affected: list[str], seed: int, force: b
         who = ", ".join(f"{r.id} (pid {r.params['lease'].get('pid')} on {r.params['lease'].get('host')})" for r in live)
         raise InputError(
             f"build --force would delete run(s) that are executing now: {who}; cancel them "
-            f"(automonitor cancel RUN) or wait for them to finish, then build again",
+            f"(`automonitor runs --cancel RUN`, or Cancel on the Runs page) or wait for them to finish, "
+            f"then build again",
             field="--force",
         )
     return build_queries.delete_dependents(session, doomed)
