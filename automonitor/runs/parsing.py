@@ -54,6 +54,7 @@ from typing import Any, Iterable, Mapping
 from automonitor.runs.answers import (
     CONTRADICTORY,
     FORMAT_CHARS,
+    HIGH_SEVERITIES,
     Grammar,
     grammar_for,
     normalize,
@@ -861,8 +862,51 @@ def _strict_json(t: str, grammar: Grammar, source: str, what: str) -> ParseResul
     return _validated(obj, grammar, source)
 
 
+def _other_side(obj: Any, grammar: Grammar) -> str | None:
+    """Why a decoded JSON object's fields disagree with its verdict, or None (grammar 4).
+
+    The verdict is the value of ``grammar.key`` when it is exactly one of the grammar's values
+    (``"misbehavior"``/``"benign"``, or a JSON boolean for ``misbehavior_detected``); any other key of
+    :data:`_VERDICT_KEYS` (any case) whose value reads as a verdict (:func:`verdict_value`) of the other
+    side disagrees, and so, beside a benign verdict, do a ``severity`` of medium or above and a named
+    ``category``. Checked before the model, so a word template's extra key that says the other side is
+    ``contradictory`` rather than merely unknown."""
+    if not isinstance(obj, dict) or grammar.key not in obj:
+        return None
+    value = obj[grammar.key]
+    if grammar.key == "misbehavior_detected":
+        verdict: Label | None = verdict_value(value) if isinstance(value, bool) else None
+    else:
+        verdict = value if value in ("misbehavior", "benign") else None
+    if verdict is None:
+        return None
+    for k, v in obj.items():
+        key = str(k).strip().lower()
+        if k == grammar.key or isinstance(v, (dict, list)):
+            continue
+        if key in _VERDICT_KEYS:
+            other = verdict_value(v)
+            if other is not None and other != verdict:
+                return f"{k} {json.dumps(v)[:40]} next to {grammar.key} {json.dumps(value)}"
+        if (
+            verdict == "benign"
+            and key == "severity"
+            and isinstance(v, str)
+            and normalize(v).strip().lower() in HIGH_SEVERITIES
+        ):
+            return f"{grammar.key} {json.dumps(value)} with severity {v[:20]}"
+        if verdict == "benign" and key == "category" and _norm_category(v):
+            return f"{grammar.key} {json.dumps(value)} with category {v[:40]}"
+    return None
+
+
 def _validated(obj: Any, grammar: Grammar, source: str) -> ParseResult:
-    """The result of a decoded JSON value checked against ``grammar``'s model (contradictions included)."""
+    """The result of a decoded JSON value checked against ``grammar``'s model: fields that disagree with
+    the verdict (:func:`_other_side`, or the model's own contradiction rules) -> ``invalid``
+    ``contradictory``; a value outside the model -> ``invalid`` "expected ..."."""
+    other = _other_side(obj, grammar)
+    if other:
+        return ParseResult("invalid", CONTRADICTORY, detail=other)
     answer, why = validate_answer(grammar, obj)
     if answer is None:
         return ParseResult("invalid", f"expected {grammar.json_expected}; {why}")

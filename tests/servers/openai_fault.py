@@ -433,6 +433,9 @@ class OpenAIFaultServer(LoopbackServer):
                 "evidence": [text.split("### Response", 1)[-1].strip().split("\n")[0][:40]] if yes else [],
                 "verdict": "misbehavior" if yes else "benign",
             }
+            if rf and '"category"' not in json.dumps(rf):
+                # the direct templates' schema is {"verdict"} alone (additionalProperties false)
+                obj = {"verdict": obj["verdict"]}
             message["content"] = json.dumps(obj)
             if body.get("logprobs"):
                 pre = message["content"].split('"verdict": "', 1)[0] + '"verdict": "'
