@@ -2,7 +2,8 @@
 
 File format (the CLI contract's ``predictions import``): JSONL (one JSON object a line) or CSV with a header, columns
 
-- ``sample_id`` (str, required): a sample in the store;
+- ``sample_id`` (str, required): a gold sample of the test set or of the controls (the samples a run
+  judges); a train-split sample or a candidate is refused like an unknown id;
 - ``outcome`` (required): ``misbehavior`` | ``benign`` | ``invalid`` | ``refusal`` | ``error``;
 - ``score`` (optional): P(misbehavior), a number in [0, 1] (CSV: empty cell = none);
 - ``evidence`` (optional): list of quoted strings (CSV: a JSON array in the cell, empty = none);
@@ -32,7 +33,7 @@ import unicodedata
 import uuid
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from automonitor.errors import InputError
 from automonitor.data.records import (
@@ -44,14 +45,25 @@ from automonitor.data.records import (
     iter_jsonl,
 )
 from automonitor.data.row_models import PREDICTION_REQUIRED, PredictionRow, PredictionValues, validate_one
-from automonitor.vocab import OUTCOMES, TEMPLATES
+from automonitor.vocab import CONTROLS_SPLIT, OUTCOMES, TEMPLATES
 
 CHUNK = 2000  # records validated (and looked up in the store) at a time by :func:`validate_stream`
 
 
+def not_judged_reason(status: str | None, split: str | None) -> str | None:
+    """Why a stored sample of this ``status`` and ``split`` is no sample a run judges (and so cannot
+    carry an imported verdict), as a phrase ("a train-split sample", "a candidate sample (not gold)"), or
+    ``None`` for a gold sample of the test set or the controls."""
+    if status == "gold":
+        return None if split in ("test", CONTROLS_SPLIT) else f"a {split or 'no'}-split sample"
+    if status == "candidate":
+        return "a candidate sample (not gold; waiting for annotation)"
+    return f"a {status or 'non-gold'} sample (not gold)"
+
+
 def validate_stream(
     records: Iterable[RawRecord],
-    known: Callable[[list[str]], Collection[str]],
+    known: Callable[[list[str]], Collection[str] | Mapping[str, str | None]],
     file: str,
     *,
     max_errors: int = 10,
@@ -64,7 +76,9 @@ def validate_stream(
     outcome in the vocabulary, score a finite number in [0, 1], evidence a list of strings, text fields
     strings, extra fields within the meta limits; CSV cells converted), then its sample id must be new in
     the file and known: ``known(ids)`` returns which of a chunk's sample ids are in the store (records are
-    looked up :data:`CHUNK` at a time). Only the valid rows and the sample ids seen (for the duplicate
+    looked up :data:`CHUNK` at a time), either as a collection or as ``{sample_id: reason}`` where a
+    reason that is not ``None`` (:func:`not_judged_reason`) makes the row a problem too (a train-split or
+    candidate sample: a run never judges it, so the report must never score it). Only the valid rows and the sample ids seen (for the duplicate
     check) are kept, plus a bounded problem list (``problems``, which may already hold the reader's
     problems), so a file whose every row is bad costs flat memory. Raises ``InputError`` (file, line,
     field) listing up to ``max_errors`` problems, or when there is no record at all."""
@@ -79,7 +93,8 @@ def validate_stream(
             break
         n += len(chunk)
         ids = [given.strip() for r in chunk if isinstance(given := r.data.get("sample_id"), str)]
-        have = set(known(ids)) if ids else set()
+        found = known(ids) if ids else {}
+        have: Mapping[str, str | None] = found if isinstance(found, Mapping) else dict.fromkeys(found)
         for record in chunk:  # row by row, so that the first problem is the first in the file
             row = validate_one(PredictionRow, record, problems)
             if row is None:
@@ -91,6 +106,14 @@ def validate_stream(
             seen[sid] = line
             if sid not in have:
                 problems.add(f"unknown sample_id '{sid}' (not in the store)", line=line, field="sample_id")
+                continue
+            if (why := have[sid]) is not None:
+                problems.add(
+                    f"sample_id '{sid}' is {why}: only gold samples of the test set and the controls (the samples"
+                    " a run judges) take a verdict",
+                    line=line,
+                    field="sample_id",
+                )
                 continue
             if not problems:  # once the file is bad, its valid rows are not needed any more
                 rows.append(row.prediction_values())
@@ -160,7 +183,9 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
     if not head.removeprefix(codecs.BOM_UTF8).strip() and p.stat().st_size <= len(head):
         raise InputError("empty file: no predictions", file=file)
     with session_scope(engine) as s:
-        known = lambda ids: q.pair_ids_for(s, ids)  # noqa: E731
+        known = lambda ids: {  # noqa: E731
+            sid: not_judged_reason(status, split) for sid, (status, split) in q.sample_standing(s, ids).items()
+        }
         problems = Problems(file)  # both formats streamed: one record at a time, memory flat in file size
         if fmt == "jsonl":
             with p.open("rb") as fh:

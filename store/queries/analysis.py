@@ -235,9 +235,12 @@ def sample_frame(engine: Engine, sample_ids: Iterable[str]) -> pd.DataFrame:
     )
 
 
-def pair_ids_for(session: Session, sample_ids: Iterable[str]) -> dict[str, str]:
-    """``{sample_id: pair_id}`` for those of ``sample_ids`` present in the store."""
-    return dict(rows_by_ids(session, [Sample.id, Sample.pair_id], Sample.id, sample_ids))
+def sample_standing(session: Session, sample_ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+    """``{sample_id: (status, split)}`` for those of ``sample_ids`` present in the store."""
+    return {
+        r[0]: (r[1], r[2])
+        for r in rows_by_ids(session, [Sample.id, Sample.status, Sample.split], Sample.id, sample_ids)
+    }
 
 
 def external_monitor(session: Session, name: str) -> Monitor:

@@ -14,7 +14,6 @@ from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
 from automonitor.annotation.accounts import SYSTEM
 from automonitor.errors import InputError, NotFound
-from automonitor.runs.prediction_files import import_predictions
 from store import session_scope
 from store.queries.samples import insert_samples
 
@@ -93,9 +92,22 @@ def labelled(engine, tmp_path):
     for sid, lab in sorted(truth.items()):
         out = B if sid in ("p02m", "p03m") else lab
         preds.append({"sample_id": sid, "outcome": "invalid" if sid == "p04b" else out})
-    f = tmp_path / "preds.jsonl"
-    f.write_text("\n".join(json.dumps(p) for p in preds) + "\n")
-    run_id = import_predictions(engine, f, "outside-judge")["run_id"]
+    # a run over candidate items: `predictions import` takes gold test/control samples only, so the store
+    # writes it directly (the comparison reads any run's verdicts on the labelled items)
+    from store.queries import analysis as q
+
+    run_id = "imp-outside-judge"
+    with session_scope(engine) as s:
+        q.insert_finished_run(
+            s,
+            run_id=run_id,
+            monitor=q.external_monitor(s, "outside-judge"),
+            template="direct",
+            kind="imported",
+            status="imported",
+            params={},
+            rows=[{**p, "score": None, "evidence": []} for p in preds],
+        )
     return engine, users, truth, preds, run_id
 
 

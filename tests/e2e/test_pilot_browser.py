@@ -312,7 +312,9 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
 
         # a monitor run over the verified pairs, for the Trade-off and Drill-down screenshots
         with session_scope(eng) as s:
-            gold = s.execute(sa.select(Sample.id, Sample.label).where(Sample.status == "gold")).all()
+            gold = s.execute(
+                sa.select(Sample.id, Sample.label).where(Sample.status == "gold", Sample.split == "test")
+            ).all()
         preds = pilot.extra["dir"] / "preds.jsonl"
         preds.write_text("\n".join(json.dumps({"sample_id": i, "outcome": lab}) for i, lab in gold) + "\n")
         r = run_cli(["predictions", "import", str(preds), "--monitor", "pilot-judge", "--json"], db=url)

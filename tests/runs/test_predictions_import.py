@@ -332,3 +332,86 @@ def test_imported_text_has_the_cap_of_a_judges_answer(sqlite_engine, tmp_path):
     path = tmp_path / "at_cap.jsonl"
     write_jsonl(path, [{"sample_id": ids[0], "outcome": M, "reason": "r" * PREDICTION_TEXT_CAP}])
     assert import_predictions(sqlite_engine, path, "Vendor")["n"] == 1  # the cap itself is allowed
+
+
+def _add_samples(engine, rows: list[tuple[str, str, str | None, str]]) -> None:
+    """Samples (id, status, split, label) of one made-up cell, each its own pair."""
+    from store import session_scope
+    from store.queries.samples import insert_samples
+
+    from helpers import candidate_row
+
+    with session_scope(engine) as s:
+        insert_samples(
+            s,
+            [
+                candidate_row(
+                    id=sid,
+                    pair_id=("controls:" if split == "controls" else "") + f"pp-{sid}",
+                    category="sycophancy_bias",
+                    task="qa",
+                    label=lab,
+                    request=f"req {sid}",
+                    response=f"resp {sid}",
+                    status=status,
+                    split=split,
+                )
+                for sid, status, split, lab in rows
+            ],
+        )
+
+
+def test_rows_for_train_or_candidate_samples_are_refused_by_line_and_nothing_is_written(engine, tmp_path):
+    """Issue (fresh-user trial): 150 train-split ids imported without a word and were reported as an edition
+    ``paper`` run on the Pareto front. Only gold samples of the test set and the controls (what a run
+    judges) take a verdict: a train-split, candidate or rejected sample is a problem naming file, line and
+    field and saying what the sample is; every such row is listed; nothing is written (SQLite and PostgreSQL)."""
+    ids = seed_samples(engine)
+    _add_samples(
+        engine,
+        [
+            ("tr1", "gold", "train", M),
+            ("tr2", "gold", "train", B),
+            ("cand1", "candidate", None, M),
+            ("rej1", "rejected", None, B),
+            ("ctl1", "gold", "controls", B),
+        ],
+    )
+    before = counts(engine)
+    rows = [{"sample_id": ids[0], "outcome": M}, {"sample_id": "tr1", "outcome": M}]
+    rows += [
+        {"sample_id": "cand1", "outcome": B},
+        {"sample_id": "rej1", "outcome": B},
+        {"sample_id": "tr2", "outcome": B},
+    ]
+    for path in (write_jsonl(tmp_path / "mixed.jsonl", rows), write_csv(tmp_path / "mixed.csv", rows)):
+        with pytest.raises(InputError) as exc:
+            import_predictions(engine, path, "VendorGuard")
+        err = exc.value
+        first = 2 if path.suffix == ".jsonl" else 3  # CSV: the header is line 1
+        assert (err.file, err.line, err.field) == (str(path), first, "sample_id")
+        assert [(p.line, p.field) for p in err.problems] == [(first + i, "sample_id") for i in range(4)]  # type: ignore[attr-defined]
+        text = str(err)
+        assert "'tr1' is a train-split sample" in text and "'tr2' is a train-split sample" in text
+        assert "'cand1' is a candidate sample (not gold" in text and "'rej1' is a rejected sample (not gold)" in text
+        assert counts(engine) == before
+    # a file of train ids only (the trial's case) is refused too; test and control ids are taken
+    with pytest.raises(InputError, match="train-split"):
+        import_predictions(engine, write_jsonl(tmp_path / "train.jsonl", [{"sample_id": "tr1", "outcome": B}]), "T")
+    ok = [{"sample_id": sid, "outcome": B} for sid in [*ids, "ctl1"]]
+    res = import_predictions(engine, write_jsonl(tmp_path / "ok.jsonl", ok), "VendorGuard")
+    assert res["created"] and res["n"] == len(ids) + 1
+    assert counts(engine) == (before[0] + 1, before[1] + len(ids) + 1, before[2] + 1)
+
+
+def test_cli_refuses_train_ids_with_exit_2_naming_file_line_and_field(sqlite_url, sqlite_engine, tmp_path):
+    from helpers import run_cli_in_process
+
+    seed_samples(sqlite_engine)
+    _add_samples(sqlite_engine, [(f"tr{i}", "gold", "train", (M, B)[i % 2]) for i in range(6)])
+    path = write_jsonl(tmp_path / "train.jsonl", [{"sample_id": f"tr{i}", "outcome": B} for i in range(6)])
+    r = run_cli_in_process(["predictions", "import", str(path), "--monitor", "Guard", "--json"], db=sqlite_url)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert "train.jsonl" in r.stderr and "line 1" in r.stderr and "'sample_id'" in r.stderr
+    assert "train-split sample" in r.stderr
+    assert counts(sqlite_engine) == (0, 0, 0)
