@@ -53,17 +53,27 @@ def template_independent_backends() -> frozenset[str]:
     return TEMPLATE_INDEPENDENT_BACKENDS
 
 
-def short_label(monitor: str, template: str, backend: str | None = None, max_len: int = 22) -> str:
+def short_label(
+    monitor: str, template: str, backend: str | None = None, max_len: int = 22, *, whole_path: bool = False
+) -> str:
     """A short text label for a measured point: ``"<model> <template>"`` where the model is the last
     path part of the monitor spec after its backend prefix (``llamacpp:/m/gemma-3-270m.gguf`` ->
-    ``gemma-3-270m``) when the spec is a model id or a path (no whitespace, no URL); any other name (with
-    spaces, markup or a URL) keeps its text from the start. Cut to ``max_len`` characters with an
-    ellipsis; template-independent backends (``rules``) get no template."""
+    ``gemma-3-270m``, ``openai:acme/guard-v1`` -> ``guard-v1``) when the spec is a model path
+    (:data:`MODEL_PATH`: segments of letters, digits and ``._-`` between slashes); any other name (with
+    spaces, markup such as ``<b>x</b>`` or ``[red]x[/red]``, or a URL) keeps its text from the start.
+    ``whole_path``: the model path is kept whole (``acme/guard-v1``), as :func:`honest_points` labels
+    runs whose last parts collide. Cut to ``max_len`` characters with an ellipsis; template-independent
+    backends (``rules``) get no template. Plain text: escape it where it is shown (``plot_text``)."""
     backend = backend or str(monitor).split(":", 1)[0]
     name = str(monitor)
     if is_derived(name, backend):
         return f"{derived_name(name, max_len=max(max_len, DERIVED_LABEL_MAX))} {TEMPLATE_SHORT.get(template, template)}"
-    return _measured_label(name, template, backend, max_len)
+    return _measured_label(name, template, backend, max_len, whole_path=whole_path)
+
+
+#: A model path as a monitor spec names one (after its backend prefix): ``org/model``, ``/m/x.gguf``,
+#: ``./models/x.gguf``, ``C:\\m\\x.gguf`` (either separator); each segment letters, digits and ``._-``.
+MODEL_PATH = re.compile(r"^(?:[A-Za-z]:)?[/\\]?(?:[A-Za-z0-9._-]+[/\\])+[A-Za-z0-9._-]+$")
 
 
 #: A derived run's monitor name as :mod:`automonitor.analysis.derive` writes it: "<recipe> <rule> (<inputs>)"
@@ -100,7 +110,13 @@ def derived_name(monitor: str, max_len: int = DERIVED_LABEL_MAX) -> str:
 
 
 def _measured_label(
-    monitor: str, template: str, backend: str | None, max_len: int, *, template_free: bool = False
+    monitor: str,
+    template: str,
+    backend: str | None,
+    max_len: int,
+    *,
+    template_free: bool = False,
+    whole_path: bool = False,
 ) -> str:
     """:func:`short_label` of a measured run (``template_free``: the name only, whatever the backend)."""
     name = monitor
@@ -108,9 +124,12 @@ def _measured_label(
     prefix = BACKEND_PREFIX.match(name)
     if prefix:
         name = name[prefix.end() :] or name
-    if not re.search(r"\s", name) and "://" not in name:  # a model id or a path: its last part
-        name = re.split(r"[/\\]", name)[-1] or name
-    name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or monitor
+    if MODEL_PATH.match(name):  # a model id or a file path: its last part (or the whole path)
+        if not whole_path:
+            name = re.split(r"[/\\]", name)[-1] or name
+        name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or name
+    elif not re.search(r"[\s/\\]", name):
+        name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or name
     if len(name) > max_len:
         name = name[: max_len - 1] + "…"
     if template_free or backend in template_independent_backends():
@@ -221,17 +240,15 @@ def honest_points(
     bk = backends or {}
     views = p["view"] if "view" in p else pd.Series(["full"] * len(p), dtype=object)
     marks = list(p["marks"]) if "marks" in p else [""] * len(p)
-    p["label"] = [
-        short_label(m, t, bk.get(r))
-        + (f" [{v}]" if v and v != "full" else "")
+    suffixes = [
+        (f" [{v}]" if v and v != "full" else "")
         + (f" ({txt})" if txt else "")
         + (" (= input)" if d else "")
         + (f" [{mk}]" if mk else "")
-        for r, m, t, txt, d, v, mk in zip(
-            p["run_id"], p["monitor"], p["template"], p["status_text"], p["duplicate_of"], views, marks
-        )
+        for txt, d, v, mk in zip(p["status_text"], p["duplicate_of"], views, marks)
     ]
-    p["label"] = distinct_derived_labels(list(p["label"]), list(p["run_id"]), list(p["monitor"]), bk)
+    labels = distinct_measured_labels(list(p["run_id"]), list(p["monitor"]), list(p["template"]), suffixes, bk)
+    p["label"] = distinct_derived_labels(labels, list(p["run_id"]), list(p["monitor"]), bk)
     xp, yp, size = spread_coincident(list(p["far"]), list(p["mr"])) if len(p) else ([], [], [])
     p["x_plot"], p["y_plot"], p["coincide"] = xp, yp, size
     return p
@@ -241,6 +258,46 @@ def is_derived(monitor: str, backend: str | None = None) -> bool:
     """Whether a run is derived (:mod:`automonitor.analysis.derive`): its backend is ``derived`` or its monitor
     name is a recipe's ("ensemble ...", "thresholds ...", "cascade ...")."""
     return backend == "derived" or bool(_DERIVED_NAME.match(str(monitor)))
+
+
+def distinct_measured_labels(
+    run_ids: Sequence[str],
+    monitors: Sequence[str],
+    templates: Sequence[str],
+    suffixes: Sequence[str] | None = None,
+    backends: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The labels of points (:func:`short_label` plus each point's ``suffixes``: view, status, marks) with
+    no two measured runs under one label: where measured runs of different monitors collide, they are
+    labelled with their whole model path (``acme/guard-v1 direct``, ``other/guard-v1 direct``); runs still
+    sharing a label get `` #`` and the last 6 characters of their run id appended (the whole id where
+    those collide too). Derived runs keep :func:`short_label` (:func:`distinct_derived_labels` handles
+    them). Same length and order as ``run_ids``."""
+    bk = backends or {}
+    sfx = list(suffixes) if suffixes is not None else [""] * len(run_ids)
+    measured = [not is_derived(m, bk.get(r)) for r, m in zip(run_ids, monitors)]
+
+    def label(i: int, whole_path: bool = False) -> str:
+        return short_label(monitors[i], templates[i], bk.get(run_ids[i]), whole_path=whole_path) + sfx[i]
+
+    labels = [label(i) for i in range(len(run_ids))]
+    for group in _measured_collisions(labels, measured):
+        if len({monitors[i] for i in group}) > 1:
+            for i in group:
+                labels[i] = label(i, whole_path=True)
+    for tail in (lambda rid: rid[-6:], lambda rid: rid):
+        for group in _measured_collisions(labels, measured):
+            for i in group:
+                labels[i] = f"{label(i, whole_path=True)} #{tail(str(run_ids[i]))}"
+    return labels
+
+
+def _measured_collisions(labels: Sequence[str], measured: Sequence[bool]) -> list[list[int]]:
+    """Index groups of measured points sharing a label with another point (measured or derived)."""
+    groups: dict[str, list[int]] = {}
+    for i, lab in enumerate(labels):
+        groups.setdefault(lab, []).append(i)
+    return [[i for i in g if measured[i]] for g in groups.values() if len(g) > 1 and any(measured[i] for i in g)]
 
 
 def distinct_derived_labels(

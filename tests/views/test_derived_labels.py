@@ -65,4 +65,5 @@ def test_the_plane_never_draws_two_derived_runs_under_one_label():
     assert by_id["drv_cas_2_bbbbbb"] == "cascade gemma3-270m → rules-v1 direct #bbbbbb"
     assert by_id["drv_cas_3_123456"] == "cascade gemma3-270m → rules-v1 direct #123456"
     assert by_id["drv_cas_1_aaaaaa"] == "cascade tfidf-lr → rules-v1 direct"  # unique: no id
-    assert by_id["run_a"] == by_id["run_b"] == "gemma3-270m direct"  # measured runs keep their labels
+    # two measured runs of one monitor are told apart by their run ids too
+    assert (by_id["run_a"], by_id["run_b"]) == ("gemma3-270m direct #run_a", "gemma3-270m direct #run_b")

@@ -39,7 +39,8 @@ def test_small_runs_are_hollow_and_off_the_front_and_coincident_points_spread():
     assert p.loc["r1", "coincide"] == 2 and p.loc["r3", "coincide"] == 1
     assert (p.loc["r1", "x_plot"], p.loc["r1", "y_plot"]) != (p.loc["r2", "x_plot"], p.loc["r2", "y_plot"])
     assert abs(p.loc["r1", "x_plot"] - 0.10) < 0.02 and p.loc["r3", "x_plot"] == 0.05
-    assert p.loc["r3", "label"] == "gemma-3-270m-it-q4 direct" and p.loc["r1", "label"] == "rules"
+    assert p.loc["r3", "label"] == "gemma-3-270m-it-q4 direct"
+    assert (p.loc["r1", "label"], p.loc["r2", "label"]) == ("rules #r1", "rules #r2")  # one name, two runs
     # a lower threshold admits the 4-sample run, which then dominates everything
     q = views.honest_points(_points(), min_n=4).set_index("run_id")
     assert q.loc["r4", "on_front"] and not q.loc["r1", "on_front"]
