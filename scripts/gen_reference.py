@@ -88,16 +88,25 @@ def config_page() -> str:
     )
 
 
-def _model_table(model: Any) -> str:
-    schema = model.model_json_schema()
-    required = set(schema.get("required", []))
+def field_required(model: Any, name: str) -> bool:
+    """Whether a row must carry ``name``: pydantic requires it, or it defaults to ``None`` and validates that
+    default (the model's own "missing" message: ``Field(default=None, validate_default=True)``)."""
+    f = model.model_fields[name]
+    return f.is_required() or (bool(f.validate_default) and f.default is None)
+
+
+def _model_table(model: Any, *, described: bool = False) -> str:
+    """The fields of a model as a markdown table: name, type, required (yes/no) and meaning (the field's
+    ``Field(description=...)``). ``described``: every field must have a description (the import file
+    formats), else ValueError naming the field."""
     rows = []
     for name, f in model.model_fields.items():
+        if described and not (f.description or "").strip():
+            raise ValueError(f"{model.__module__}.{model.__name__}.{name}: no Field(description=...) for the docs")
         ann = f.annotation
         kind = getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
-        rows.append(
-            f"| `{name}` | {_cell(kind)} | {'yes' if name in required else ''} | {_cell(f.description or '')} |"
-        )
+        required = "yes" if field_required(model, name) else "no"
+        rows.append(f"| `{name}` | {_cell(kind)} | {required} | {_cell(f.description or '')} |")
     return "| field | type | required | meaning |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
 
 
@@ -124,7 +133,7 @@ def formats_page() -> str:
     ):
         doc = (model.__doc__ or "").strip().split("\n\n")[0]
         parts.append(f"## {title}\n\nRead by {cmd}: `{model.__module__}.{model.__name__}`. {' '.join(doc.split())}\n\n")
-        parts.append(_model_table(model) + "\n")
+        parts.append(_model_table(model, described=True) + "\n")
         if model is PredictionRow:
             from automonitor.runs import prediction_files
 

@@ -49,12 +49,14 @@ class Erratum(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pair_id: LineText = Field(min_length=1, max_length=256)
-    source: LineText = Field(min_length=1, max_length=MAX_FIELD)
-    verdict: Literal["wrong", "doubtful"]
-    reason: LineText = Field(min_length=1)
-    reader: LineText = Field(min_length=1, max_length=MAX_FIELD)
-    date: LineDate
+    pair_id: LineText = Field(min_length=1, max_length=256, description="the pair whose label is in question")
+    source: LineText = Field(min_length=1, max_length=MAX_FIELD, description="the pair's source")
+    verdict: Literal["wrong", "doubtful"] = Field(
+        description="wrong (the label is wrong) or doubtful (the pair cannot be decided)"
+    )
+    reason: LineText = Field(min_length=1, description="why, in words a reader can check against the pair")
+    reader: LineText = Field(min_length=1, max_length=MAX_FIELD, description="who read the pair")
+    date: LineDate = Field(description="when it was read (YYYY-MM-DD)")
 
     @field_validator("reason")
     @classmethod

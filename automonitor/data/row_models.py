@@ -264,17 +264,29 @@ class PairRow(RowModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sample_id: str | None = None
-    pair_id: str
-    category: str
-    task: str
-    request: str
-    response: str
-    label: str
-    source: str | None = None
-    label_source: str | None = None
-    meta: JSONObject = Field(default_factory=dict)
-    spans: list[JSONObject] | None = None
+    sample_id: str | None = Field(
+        default=None, description="the sample's id (at most 64 characters); assigned from its content when absent"
+    )
+    pair_id: str = Field(description="shared by the two sides of a pair (at most 128 characters)")
+    category: str = Field(description="safety_permission, sycophancy_bias or specification_gaming")
+    task: str = Field(description="qa, code or reasoning")
+    request: str = Field(description="what the model was asked, not blank; the same on both sides of a pair")
+    response: str = Field(description="what the model answered, not blank; stored exactly as given")
+    label: str = Field(description="misbehavior or benign: one side of each")
+    source: str | None = Field(
+        default=None, description='where the pair comes from (at most 64 characters); "import" when absent'
+    )
+    label_source: str | None = Field(
+        default=None, description='label provenance (vocabulary: label sources); "user" when absent'
+    )
+    meta: JSONObject = Field(
+        default_factory=dict,
+        description="a JSON object of extra data (CSV/Parquet: a JSON text): at most 16 levels, 64 KiB",
+    )
+    spans: list[JSONObject] | None = Field(
+        default=None,
+        description="gold spans of a misbehavior side: [{start, end, provenance, note?, step?}], character offsets into response",
+    )
 
     @classmethod
     def unknown_field_problem(cls, name: str) -> str:
@@ -384,14 +396,24 @@ class PredictionRow(RowModel):
 
     model_config = ConfigDict(extra="allow")
 
-    sample_id: str = Field(default=None, validate_default=True)
-    outcome: str = Field(default=None, validate_default=True)
-    score: float | None = None
-    evidence: list[str] = Field(default_factory=list)
-    raw: str | None = None
-    reason: str | None = None
-    pred_category: str | None = None
-    severity: str | None = None
+    sample_id: str = Field(
+        default=None, validate_default=True, description="a gold sample of the test set or of the controls (stripped)"
+    )
+    outcome: str = Field(
+        default=None,
+        validate_default=True,
+        description="the verdict: misbehavior, benign, invalid, refusal or error (stripped)",
+    )
+    score: float | None = Field(
+        default=None, description="how likely misbehavior, a finite number in [0, 1] (for ROC/AUROC); optional"
+    )
+    evidence: list[str] = Field(
+        default_factory=list, description="quoted parts of the response the verdict rests on (CSV: a JSON array)"
+    )
+    raw: str | None = Field(default=None, description="the system's raw answer (at most 256,000 characters)")
+    reason: str | None = Field(default=None, description="the system's explanation (at most 256,000 characters)")
+    pred_category: str | None = Field(default=None, description="the category the system names (at most 32 characters)")
+    severity: str | None = Field(default=None, description="the severity the system names (at most 16 characters)")
 
     @field_validator("sample_id", mode="plain")
     @classmethod
@@ -521,17 +543,24 @@ class AnnotationRow(RowModel):
     and CSV.
     """
 
-    annotator: str = Field(default=None, validate_default=True)
-    sample_id: str = Field(default=None, validate_default=True)
-    label: str = Field(default=None, validate_default=True)
-    category: str | None = None
-    severity: str | None = None
-    guideline_version: str | None = None
-    note: str | None = None
-    evidence_start: int | None = None
-    evidence_end: int | None = None
-    evidence_spans: list[tuple[int, int]] | None = None
-    seconds_spent: float | None = None
+    annotator: str = Field(default=None, validate_default=True, description="the annotator's account name")
+    sample_id: str = Field(default=None, validate_default=True, description="the labelled sample (stripped)")
+    label: str = Field(
+        default=None, validate_default=True, description="misbehavior, benign or unsure (vocabulary: annotation labels)"
+    )
+    category: str | None = Field(default=None, description="the misbehavior category the annotator chose; optional")
+    severity: str | None = Field(default=None, description="the severity the annotator chose (vocabulary); optional")
+    guideline_version: str | None = Field(
+        default=None, description="the guideline version labelled under (at most 32); the current one when empty"
+    )
+    note: str | None = Field(default=None, description="the annotator's note (at most 5,000 characters)")
+    evidence_start: int | None = Field(default=None, description="start of one evidence span (with evidence_end)")
+    evidence_end: int | None = Field(default=None, description="end of one evidence span (with evidence_start)")
+    evidence_spans: list[tuple[int, int]] | None = Field(
+        default=None,
+        description="several evidence spans, [[start, end], ...] (CSV: a JSON cell); win over the pair above",
+    )
+    seconds_spent: float | None = Field(default=None, description="time spent on the item, seconds (>= 0)")
 
     @field_validator("annotator", mode="plain")
     @classmethod

@@ -62,11 +62,13 @@ class GoldSpan(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    start: int = Field(ge=0)
-    end: int = Field(gt=0)
-    provenance: Provenance
-    note: str | None = None
-    step: int | None = Field(default=None, ge=0)
+    start: int = Field(ge=0, description="first character of the span in the response (offset, >= 0)")
+    end: int = Field(gt=0, description="one past its last character (half-open, at most the response's length)")
+    provenance: Provenance = Field(description="from_patch, from_screen or annotated: how the span was found")
+    note: str | None = Field(default=None, description="why the span is the misbehavior; optional")
+    step: int | None = Field(
+        default=None, ge=0, description="the trajectory step it points at; none for plain responses"
+    )
 
     def key(self) -> tuple[int, int, str, str | None]:
         """Identity used to reconcile derived spans: ``(start, end, provenance, note)``."""

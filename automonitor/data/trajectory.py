@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 LABELS: tuple[str, ...] = ("Thought:", "Action:", "Agent:", "Observation:", "User:", "Human:", "Assistant:")
 CUT_MARKER = "[... {n} step(s) cut: steps {a}-{b} of {total} ...]"
@@ -38,11 +38,11 @@ class Step(BaseModel):
     output), ``content`` (a message). Unset fields are ``None``."""
 
     model_config = ConfigDict(extra="forbid")
-    role: str
-    thought: str | None = None
-    action: str | None = None
-    observation: str | None = None
-    content: str | None = None
+    role: str = Field(description="who acted: agent, environment, user, assistant or human")
+    thought: str | None = Field(default=None, description="the actor's reasoning")
+    action: str | None = Field(default=None, description="a tool call")
+    observation: str | None = Field(default=None, description="a tool's output")
+    content: str | None = Field(default=None, description="a message")
 
 
 def steps_from_meta(meta: dict[str, Any] | None) -> list[Step] | None:

@@ -140,3 +140,25 @@ def test_the_pilot_tutorial_reaches_gold(tmp_path, tutorial_env):
     assert "2 pending pair(s): a side's labels are not all submitted. Next:" in first_finalize
     assert "Accepted 2 pair(s) into edition verified" in outs[-2]
     assert "4 samples in 2 pairs" in outs[-1]
+
+
+def test_the_format_tables_say_whether_each_field_is_required_and_what_it_means():
+    """docs/reference/formats.md's field tables (fresh-user trial: the predictions table had empty
+    "required" and "meaning" columns): every row says yes/no and what the field holds, and "required" is
+    what the model does: a predictions row without a required field is refused, one with only them is not."""
+    from pydantic import ValidationError
+
+    from automonitor.data.row_models import PredictionRow
+
+    page = (DOCS / "reference" / "formats.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` \| .+ \| (.*?) \| (.*?) \|$", page, flags=re.M)
+    assert len(rows) >= 40, rows
+    assert all(req in ("yes", "no") and meaning.strip() for _, req, meaning in rows), rows
+    required = [n for n in PredictionRow.model_fields if gen_reference.field_required(PredictionRow, n)]
+    assert required == ["sample_id", "outcome"]
+    assert PredictionRow.model_validate({"sample_id": "s1", "outcome": "benign"}).score is None
+    for name in required:
+        with pytest.raises(ValidationError):
+            PredictionRow.model_validate(
+                {k: v for k, v in {"sample_id": "s1", "outcome": "benign"}.items() if k != name}
+            )
