@@ -350,7 +350,10 @@ for col, rid in zip(cols, shown_runs):
         if p.get("reason"):
             st.markdown("**Reason**")
             st.text(p["reason"])
-        with st.expander("Raw monitor answer", expanded=False):
+        raw_note = p.get("raw_note")  # a raw answer cut on storing: how much is kept
+        with st.expander(f"Raw monitor answer ({raw_note})" if raw_note else "Raw monitor answer", expanded=False):
+            if raw_note:
+                st.caption(f"The stored answer is cut: {raw_note}.")
             ui.code_block(p["raw"] or "(none)")
 
 if other:

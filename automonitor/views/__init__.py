@@ -80,6 +80,7 @@ from automonitor.views.runs import (
 from automonitor.views.samples import (
     export_samples,
     sample_detail,
+    raw_cut_note,
     sample_predictions,
     shown_responses,
     search_samples,
@@ -225,6 +226,7 @@ __all__ = [
     "runs_frame",
     "sample_detail",
     "sample_errata",
+    "raw_cut_note",
     "sample_predictions",
     "shown_responses",
     "search_samples",

@@ -136,13 +136,28 @@ def shown_responses(
     return out
 
 
+def raw_cut_note(raw: str | None, meta: Any) -> str | None:
+    """What a stored raw monitor answer leaves out: ``"first 8,000 of 1,000,006 characters"`` when the
+    prediction's ``meta`` says it was cut on storing (``raw_truncated: true``, ``raw_chars``: the full
+    length; :func:`automonitor.runs.monitors.judgement.bounded_raw`), else ``None``. A cut answer without
+    a readable ``raw_chars`` reads ``"first 8,000 characters (cut when stored)"``."""
+    if not isinstance(meta, dict) or meta.get("raw_truncated") is not True:
+        return None
+    kept = len(raw or "")
+    full = meta.get("raw_chars")
+    if isinstance(full, int) and not isinstance(full, bool) and full > kept:
+        return f"first {kept:,} of {full:,} characters"
+    return f"first {kept:,} characters (cut when stored)"
+
+
 def sample_predictions(
     engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Predictions on one sample, by run id: ``{run_id: dict of Prediction columns + monitor,
-    template, repeats}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's verdict
-    (repeat 0); ``repeats`` lists the outcomes of repeats 0..K-1 (``run --repeat K``; one item for a
-    run judged once, ``None`` for a pending repeat)."""
+    template, repeats, raw_note}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's
+    verdict (repeat 0); ``repeats`` lists the outcomes of repeats 0..K-1 (``run --repeat K``; one item for a
+    run judged once, ``None`` for a pending repeat); ``raw_note`` says how much of a raw answer cut on
+    storing is kept (:func:`raw_cut_note`; ``None`` when it is whole)."""
     from store.queries.samples import predictions_on_sample
 
     with engine.connect() as c:
@@ -151,7 +166,11 @@ def sample_predictions(
     for r in rows:
         rep = int(r.get("repeat") or 0)
         if rep == 0:
-            out[r["run_id"]] = {**r, "repeats": out.get(r["run_id"], {}).get("repeats", [])}
+            out[r["run_id"]] = {
+                **r,
+                "repeats": out.get(r["run_id"], {}).get("repeats", []),
+                "raw_note": raw_cut_note(r.get("raw"), r.get("meta")),
+            }
         d = out.setdefault(r["run_id"], {"repeats": []})
         while len(d["repeats"]) <= rep:
             d["repeats"].append(None)
