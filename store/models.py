@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, Column, Index, Text, UniqueConstraint, func, literal_column
 from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import AutoString, Field, SQLModel
 
@@ -108,7 +108,16 @@ class Monitor(SQLModel, table=True):
     model: str | None = Field(default=None, max_length=256)
     base_url: str | None = Field(default=None, max_length=512)
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    __table_args__ = (UniqueConstraint("name", "base_url", name="uq_monitor_name_url"),)
+    __table_args__ = (
+        UniqueConstraint("name", "base_url", name="uq_monitor_name_url"),
+        # one row per name and base URL, a NULL base URL counting as one value (migration r12)
+        Index(
+            "uq_monitor_name_url_any",
+            "name",
+            func.coalesce(literal_column("base_url"), literal_column("''")),
+            unique=True,
+        ),
+    )
 
 
 class Run(SQLModel, table=True):

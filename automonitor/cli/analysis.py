@@ -437,7 +437,9 @@ def _baselines_table(rep: Report) -> Table | None:
 @predictions_app.command("import")
 def predictions_import(
     file: str = typer.Argument(..., help="JSONL or CSV with sample_id, outcome[, score, evidence, raw]."),
-    monitor: str = typer.Option(..., "--monitor", help="Name of the outside system."),
+    monitor: str = typer.Option(
+        ..., "--monitor", help="Name of the outside system (not a built-in backend spec: rules, openai:MODEL, ...)."
+    ),
     template: str | None = typer.Option(None, "--template", help="Prompt template name (default: direct)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON document."),
 ) -> None:

@@ -21,8 +21,10 @@ a problem raises :class:`automonitor.errors.InputError` naming file, line (JSONL
 header as line 1) and field of the first problem, listing up to 10, and nothing is written. Non-finite
 numbers and nesting beyond the limits of :mod:`automonitor.data.records` are refused anywhere in a record;
 extra columns obey the ``meta`` limits. The run gets ``kind = status = "imported"`` and a ``Monitor`` row
-with backend ``external``. Importing the same file again for the same monitor and template returns the
-existing run instead of duplicating it.
+with backend ``external``; ``--monitor`` may not be a built-in backend spec (``rules``, ``rules:rules-v1``,
+``openai:...``) nor the name of another backend's monitor in the store. Importing the same file again for
+the same monitor and template returns the existing run instead of duplicating it, also when the imports run
+at the same time (one ``monitor`` row per name: the database's unique index, migration r12).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Mapping
 
 from automonitor.errors import InputError
+from automonitor.runs.monitors import REGISTRY
 from automonitor.data.records import (
     Problems,
     RawRecord,
@@ -126,7 +129,9 @@ def validate_stream(
 def _check_options(monitor: str, template: str | None) -> tuple[str, str]:
     """``(monitor, template)`` stripped and defaulted (template ``direct``); ``InputError`` (field
     ``monitor`` or ``template``) for a blank or over-long monitor name, one with control or format
-    characters, or a template outside the vocabulary."""
+    characters, one that is a built-in backend spec (``rules``, ``rules:...``, ``openai:...``: any
+    backend of :data:`automonitor.runs.monitors.REGISTRY`, case-insensitive), or a template outside the
+    vocabulary."""
     template = template or "direct"
     if not monitor or not monitor.strip():
         raise InputError("--monitor must name the outside system", field="monitor")
@@ -136,6 +141,14 @@ def _check_options(monitor: str, template: str | None) -> tuple[str, str]:
     if any(unicodedata.category(ch).startswith("C") for ch in monitor):
         # a name is printed by `runs`, `report` and the app: an escape sequence in it must not reach a terminal
         raise InputError("--monitor contains control characters", field="monitor")
+    backend = monitor.partition(":")[0].strip().lower()
+    if backend in REGISTRY:
+        # `rules:rules-v1` imported would stand next to the built-in rules baseline under its name
+        raise InputError(
+            f"--monitor {monitor!r} names a built-in judge backend ({backend}); name the outside system"
+            f" differently (built-in: {', '.join(REGISTRY)}, alone or as BACKEND:MODEL)",
+            field="monitor",
+        )
     if template not in TEMPLATES:
         raise InputError(f"--template must be one of {', '.join(TEMPLATES)}, got {template!r}", field="template")
     return monitor, template
@@ -174,6 +187,7 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
     """
     from store import session_scope
     from store.queries import analysis as q
+    from store.queries.locks import begin_serialised_write
 
     file = str(path)
     monitor, template = _check_options(monitor, template)
@@ -194,14 +208,25 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
             with p.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as text:
                 records = iter_csv(text, problems, required=PREDICTION_REQUIRED, skip_blank_rows=True)
                 rows = validate_stream(records, known, file, problems=problems)
-        counts = {o: 0 for o in OUTCOMES}
-        for r in rows:
-            counts[r["outcome"]] += 1
+    counts = {o: 0 for o in OUTCOMES}
+    for r in rows:
+        counts[r["outcome"]] += 1
+    with session_scope(engine) as s:
+        # importers of one monitor name, one at a time (SQLite: the database's write lock; PostgreSQL: an
+        # advisory lock on the name), so that a second one sees the first one's run and returns it
+        begin_serialised_write(s, f"predictions-import:{monitor}")
+        taken = q.monitor_named(s, monitor)
+        if taken is not None and taken.backend != "external":
+            raise InputError(
+                f"--monitor {monitor!r} is the name of a {taken.backend} monitor in the store; name the outside"
+                " system differently",
+                field="monitor",
+            )
         existing = q.find_imported_run(s, monitor, template, sha)
         if existing is not None:
             run_id, created = existing.id, False
         else:
-            m = q.external_monitor(s, monitor)
+            m = q.external_monitor(s, monitor)  # a concurrent creator's row, should it have committed first
             run_id = "imp-" + uuid.uuid4().hex[:16]
             params = {"source_file": p.name, "sha256": sha, "format": fmt, "rows": len(rows)}
             q.insert_finished_run(

@@ -243,6 +243,12 @@ def sample_standing(session: Session, sample_ids: Iterable[str]) -> dict[str, tu
     }
 
 
+def monitor_named(session: Session, name: str) -> Monitor | None:
+    """The ``Monitor`` row named ``name`` with no base URL (any backend), if any."""
+    q = sa.select(Monitor).where(col(Monitor.name) == name, col(Monitor.base_url).is_(None))
+    return session.execute(q).scalars().first()
+
+
 def external_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row for an outside system ``name`` (backend ``external``), created if absent."""
     return get_or_create_monitor(

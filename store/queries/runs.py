@@ -62,16 +62,34 @@ def get_or_create_monitor(
     match_backend: bool = False,
 ) -> Monitor:
     """The ``Monitor`` row for (name, base_url), created (and flushed, so its id is set) when missing; with
-    ``match_backend`` only a row of that ``backend`` matches (the derived and external monitors)."""
-    q = sa.select(Monitor).where(col(Monitor.name) == name)
-    if match_backend:
-        q = q.where(col(Monitor.backend) == backend)
-    q = q.where(col(Monitor.base_url).is_(None)) if base_url is None else q.where(col(Monitor.base_url) == base_url)
-    mon = session.execute(q).scalars().first()
-    if mon is None:
-        mon = Monitor(name=name, backend=backend, model=model, base_url=base_url, meta=dict(meta or {}))
-        session.add(mon)
-        session.flush()
+    ``match_backend`` only a row of that ``backend`` matches (the derived and external monitors).
+
+    The database holds one row per name and base URL, a NULL base URL counting as one value (index
+    ``uq_monitor_name_url_any``, migration r12). A concurrent creator that committed the same row first makes
+    the insert fail: the insert runs in a savepoint, which is rolled back, and the other creator's row is
+    returned. Raises ``sqlalchemy.exc.IntegrityError`` when the row in the way is of another backend
+    (``match_backend``): the caller names the conflict."""
+
+    def find(backend_too: bool) -> Monitor | None:
+        q = sa.select(Monitor).where(col(Monitor.name) == name)
+        if backend_too:
+            q = q.where(col(Monitor.backend) == backend)
+        q = q.where(col(Monitor.base_url).is_(None)) if base_url is None else q.where(col(Monitor.base_url) == base_url)
+        return session.execute(q.execution_options(populate_existing=True)).scalars().first()
+
+    mon = find(match_backend)
+    if mon is not None:
+        return mon
+    mon = Monitor(name=name, backend=backend, model=model, base_url=base_url, meta=dict(meta or {}))
+    try:
+        with session.begin_nested():
+            session.add(mon)
+            session.flush()
+    except sa.exc.IntegrityError:
+        other = find(match_backend)
+        if other is None:
+            raise
+        return other
     return mon
 
 

@@ -407,7 +407,7 @@ def test_rows_for_train_or_candidate_samples_are_refused_by_line_and_nothing_is_
 def test_cli_refuses_train_ids_with_exit_2_naming_file_line_and_field(sqlite_url, sqlite_engine, tmp_path):
     from helpers import run_cli_in_process
 
-    seed_samples(sqlite_engine)
+    ids = seed_samples(sqlite_engine)
     _add_samples(sqlite_engine, [(f"tr{i}", "gold", "train", (M, B)[i % 2]) for i in range(6)])
     path = write_jsonl(tmp_path / "train.jsonl", [{"sample_id": f"tr{i}", "outcome": B} for i in range(6)])
     r = run_cli_in_process(["predictions", "import", str(path), "--monitor", "Guard", "--json"], db=sqlite_url)
@@ -415,3 +415,65 @@ def test_cli_refuses_train_ids_with_exit_2_naming_file_line_and_field(sqlite_url
     assert "train.jsonl" in r.stderr and "line 1" in r.stderr and "'sample_id'" in r.stderr
     assert "train-split sample" in r.stderr
     assert counts(sqlite_engine) == (0, 0, 0)
+    ok = write_jsonl(tmp_path / "ok.jsonl", [{"sample_id": ids[0], "outcome": B}])
+    r = run_cli_in_process(["predictions", "import", str(ok), "--monitor", "rules:rules-v1"], db=sqlite_url)
+    assert r.returncode == 2 and "built-in judge backend (rules)" in r.stderr and "monitor" in r.stderr, r.stderr
+    assert counts(sqlite_engine) == (0, 0, 0)
+
+
+def test_simultaneous_imports_of_one_file_make_one_monitor_and_one_run(engine, db_url, tmp_path):
+    """Issue (fresh-user trial): three `predictions import pred.jsonl --monitor race` started together made two
+    runs and two `monitor` rows named `race`. Three importers on their own connections, released together:
+    one monitor row, one run, and every importer returns that run (SQLite and PostgreSQL)."""
+    import threading
+
+    from store import get_engine
+
+    ids = seed_samples(engine, pairs=40)
+    path = write_jsonl(
+        tmp_path / "pred.jsonl", [{"sample_id": sid, "outcome": (M, B)[i % 2]} for i, sid in enumerate(ids)]
+    )
+    start = threading.Barrier(3)
+    results: list[object] = []
+
+    def importer() -> None:
+        eng = get_engine(db_url, fresh=True)
+        try:
+            start.wait(10)
+            results.append(import_predictions(eng, path, "race"))
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            results.append(exc)
+        finally:
+            eng.dispose()
+
+    threads = [threading.Thread(target=importer) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(isinstance(r, dict) for r in results) and len(results) == 3, results
+    assert len({r["run_id"] for r in results}) == 1  # type: ignore[index]
+    assert sorted(r["created"] for r in results) == [False, False, True]  # type: ignore[index]
+    assert counts(engine) == (1, len(ids), 1)
+
+
+def test_a_built_in_backend_spec_or_another_backends_monitor_is_no_outside_system_name(engine, tmp_path):
+    """`--monitor rules:rules-v1` made a second monitor named like the built-in rules baseline: a name that is a
+    built-in backend spec is refused (exit 2, field ``monitor``), and so is the name of a monitor of another
+    backend already in the store."""
+    from store import session_scope
+    from store.models import Monitor
+
+    ids = seed_samples(engine)
+    path = write_jsonl(tmp_path / "ok.jsonl", good_rows(ids))
+    for name in ("rules", "rules:rules-v1", "RULES", "openai:gpt-4o-mini", "anthropic:claude", "llamacpp", "probe:x"):
+        with pytest.raises(InputError, match="built-in judge backend") as exc:
+            import_predictions(engine, path, name)
+        assert exc.value.field == "monitor"
+    with session_scope(engine) as s:
+        s.add(Monitor(name="ensemble-x", backend="derived"))
+    with pytest.raises(InputError, match="name of a derived monitor") as exc:
+        import_predictions(engine, path, "ensemble-x")
+    assert exc.value.field == "monitor"
+    assert counts(engine) == (0, 0, 1)
+    assert import_predictions(engine, path, "rulesy-guard")["created"]  # a name that merely starts alike is fine
