@@ -862,7 +862,7 @@ def _strict_json(t: str, grammar: Grammar, source: str, what: str) -> ParseResul
     return _validated(obj, grammar, source)
 
 
-def _other_side(obj: Any, grammar: Grammar) -> str | None:
+def _other_side(obj: object, grammar: Grammar) -> str | None:
     """Why a decoded JSON object's fields disagree with its verdict, or None (grammar 4).
 
     The verdict is the value of ``grammar.key`` when it is exactly one of the grammar's values
