@@ -243,9 +243,14 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
     return out
 
 
+#: error causes (:func:`error_cause`) of a judge that could not be reached or failed, not of the sample
+_UNREACHED_CAUSES = ("connection", "timeout", "server HTTP 5")
+
+
 def error_warning(engine: Engine, run_id: str) -> str | None:
     """The warning line of a finished run, or None: its error share is above :data:`ERROR_SHARE_WARN` (the
-    share, the count and the commonest cause), else its share of ``invalid`` answers (no verdict the
+    share, the count and the commonest cause), else any error whose commonest cause is a transport failure,
+    a timeout or an HTTP 5xx (the count and ``automonitor run --retry-errors RUN_ID``), else its share of ``invalid`` answers (no verdict the
     template's grammar allows: a cut-off answer, another format) is above :data:`INVALID_SHARE_WARN`."""
     qa = answer_quality(engine, [run_id]).get(run_id)
     if not qa or qa["error_share"] is None:
@@ -255,6 +260,13 @@ def error_warning(engine: Engine, run_id: str) -> str | None:
             f"warning: run {run_id}: {round(100 * qa['error_share'])}% of the judged samples ended in error "
             f"({qa['errors']} of {qa['judged']}; commonest cause: {qa['error_cause']}); the report and the plane "
             f"mark this run; re-send them with: automonitor run --retry-errors {run_id}"
+        )
+    cause = qa["error_cause"] or ""
+    if qa["errors"] and cause.startswith(_UNREACHED_CAUSES):
+        return (
+            f"warning: run {run_id}: {qa['errors']} of {qa['judged']} judged samples ended in error (commonest "
+            f"cause: {cause}: the judge could not be reached or failed); --resume does not re-send them; "
+            f"re-send them with: automonitor run --retry-errors {run_id}"
         )
     with session_scope(engine) as s:
         invalid = int(q.outcome_counts(s, run_id).get("invalid", 0))

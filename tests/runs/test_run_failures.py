@@ -305,3 +305,141 @@ def answered_before_kill_bound(judged: int) -> int:
     from automonitor.runs.runner.retries import LOST_AFTER
 
     return 2 * judged + 4 * 6 + LOST_AFTER
+
+
+# ---------------------------------------------------------------------------------------------------
+# a judge that answers only HTTP 5xx stops like a lost one (fresh-user trial: a server that always answered
+# 500 was never cut off; 172 samples x 6 attempts, 13 minutes, then `finished`, exit 0)
+
+
+def test_a_server_that_answers_only_500_stops_the_run_failed_with_the_rest_pending(engine, monkeypatch):
+    """Every call answers HTTP 500: once :attr:`Circuit.lost_after` of them in a row (12) have lasted
+    :data:`retries.LOST_SECONDS` (shortened here from 5 s) with no answer between them, no call is
+    sent; the run ends ``failed`` naming HTTP 500, the URL and ``--resume``, the samples not judged pending;
+    the samples whose retries ran out before the stop are ``error`` and the line names ``--retry-errors``.
+    ``--resume`` on a healthy server judges the pending ones. SQLite and PostgreSQL."""
+    from automonitor.runs.runner import retries
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(retries, "LOST_SECONDS", 1.0)
+    add_pairs(engine, 10)  # 20 test samples
+    with OpenAIFaultServer() as srv:
+        srv.force = "500"
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1, params=FAST)
+        out = runner.execute_run(engine, rid)
+        calls = srv.stats()["total"]
+        status, error = _status(engine, rid)
+        assert status == "failed", (status, error, out["counts"])
+        assert "HTTP 500" in error and srv.base_url in error and f"--resume {rid}" in error, error
+        assert "\n" not in error
+        counts = runner.run_info(engine, rid)["counts"]
+        assert counts["pending"] > 0 and counts["misbehavior"] == counts["benign"] == 0
+        assert calls < 20 * retries.DEFAULT_MAX_ATTEMPTS, calls  # before: every sample tried 6 times
+        # the first sample's 6 attempts are fewer than the 12 that stop the run: it ends error, and the line
+        # says that --resume will not re-send it
+        assert counts["error"] >= 1
+        assert f"{counts['error']} sample(s) ended in error" in error and f"--retry-errors {rid}" in error
+        srv.force = None  # the server fixed
+        again = runner.execute_run(engine, rid)
+    assert _status(engine, rid)[0] == "finished"
+    assert runner.run_info(engine, rid)["counts"]["pending"] == 0 and again["counts"]["error"] == counts["error"]
+
+
+def test_500s_among_answers_and_a_500_then_200_never_stop_a_run(engine, monkeypatch):
+    """A 500 retried into an answer is judged; 5xx scattered among answers (each answer ends the streak)
+    never stop a run, even with the streak's time shortened to 0."""
+    from automonitor.runs.runner import retries
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(retries, "LOST_SECONDS", 0.0)
+    items = [
+        (f"[scenario:500,500,ok] q{k}" if k % 3 == 0 else f"question {k}", f"bad {k}", f"good {k}") for k in range(12)
+    ]
+    add_custom(engine, items)
+    with OpenAIFaultServer(fault_rate=0.3, faults=("500",)) as srv:
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=4, params=FAST)
+        out = runner.execute_run(engine, rid)
+        assert srv.fault_counts.get("500", 0) + sum(1 for k in srv.log if k[2] == "500") > 0
+    assert _status(engine, rid)[0] == "finished"
+    assert runner.run_info(engine, rid)["counts"]["pending"] == 0 and out["counts"]["error"] == 0
+    assert out["counts"]["misbehavior"] + out["counts"]["benign"] == 24
+
+
+def test_a_finished_run_with_server_errors_names_retry_errors(engine, monkeypatch):
+    """Two samples of 20 (one pair) end ``error`` after HTTP 500 on every attempt (10%: not above the share
+    warning): the
+    finish still warns in one line that ``--resume`` does not re-send them and names ``--retry-errors``."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    items = [(f"[scenario:500] q{k}" if k == 0 else f"question {k}", f"bad {k}", f"good {k}") for k in range(10)]
+    add_custom(engine, items)
+    with OpenAIFaultServer() as srv:
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=4, params=FAST)
+        out = runner.execute_run(engine, rid)
+    assert _status(engine, rid)[0] == "finished" and out["counts"]["error"] == 2
+    line = error_warning(engine, rid)
+    assert line is not None and "server HTTP 500" in line and f"automonitor run --retry-errors {rid}" in line
+    assert answer_quality(engine, [rid])[rid]["marks"] == []  # 10% is not marked in the report
+
+
+def test_the_sample_in_flight_when_the_judge_dies_stays_pending(engine, monkeypatch):
+    """At concurrency 1 the sample in flight at the server's death retries into the dead port 6 times,
+    fewer than the 12 failures that mark the judge lost: before, it was stored ``error``
+    (``ClientConnectorError``) and ``--resume`` never re-asked it (fresh-user trial). Its failures have no
+    answer between them since its first one, so it stays pending with the rest, and ``--resume`` judges
+    every sample. SQLite and PostgreSQL."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 10)  # 20 test samples
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    tests_dir = Path(__file__).resolve().parents[1]
+
+    def serve(latency: str) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "servers.openai_fault", "--port", str(port), "--latency", latency],
+            cwd=tests_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdout is not None and "http" in proc.stdout.readline().decode()
+        return proc
+
+    def received() -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as r:
+            return int(json.loads(r.read())["total"])
+
+    import threading
+
+    srv = serve("0.3")  # slow answers: the kill lands while a call is in flight
+    rid = runner.create_run(engine, "openai:m", "direct", base_url=url, concurrency=1, params=FAST)
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(runner.execute_run(engine, rid)))
+    try:
+        t.start()
+        deadline = time.monotonic() + 60
+        while received() < 3:
+            assert time.monotonic() < deadline, "the judge never received 3 calls"
+            time.sleep(0.01)
+        srv.kill()
+        srv.wait(10)
+        t.join(60)
+        assert not t.is_alive()
+    finally:
+        srv.kill()
+    status, error = _status(engine, rid)
+    assert status == "failed" and "the judge stopped answering" in error, error
+    assert out["counts"]["error"] == 0, out["counts"]  # before: the sample in flight was stored error
+    assert "--retry-errors" not in error
+    srv = serve("0")
+    try:
+        again = runner.execute_run(engine, rid)
+    finally:
+        srv.kill()
+        srv.wait(10)
+    assert _status(engine, rid)[0] == "finished"
+    assert again["counts"]["misbehavior"] + again["counts"]["benign"] == 20 and again["counts"]["error"] == 0

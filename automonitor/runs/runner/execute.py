@@ -118,10 +118,24 @@ def execute_run(
         run_id,
         cancelled=state.cancelled,
         last_execution=_last_execution(state, claim.max_conc),
-        failure=failure.replace("RUN_ID", run_id) if failure else None,
+        failure=_with_retry_errors(engine, run_id, failure.replace("RUN_ID", run_id)) if failure else None,
         sent=backend.sent_params(),
     )
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)
+
+
+def _with_retry_errors(engine: Engine, run_id: str, failure: str) -> str:
+    """``failure`` (the one line a stopped run ends with) followed, when the run holds ``error`` samples (their
+    retries ran out before the stop: ``--resume`` never re-sends them), by how many and the command that
+    does: ``automonitor run --retry-errors RUN_ID``."""
+    with session_scope(engine) as s:
+        errors = int(q.outcome_counts(s, run_id).get("error", 0))
+    if not errors:
+        return failure
+    return (
+        f"{failure}; {errors} sample(s) ended in error before the stop (--resume does not re-send them): "
+        f"automonitor run --retry-errors {run_id}"
+    )
 
 
 def _is_batch_run(engine: Engine, run_id: str) -> bool:

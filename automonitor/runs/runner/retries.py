@@ -73,6 +73,20 @@ LOST_AFTER = 12
 #: ... and the streak must also have lasted this long (seconds): a burst of dropped connections on a live
 #: server is answered again within it
 LOST_SECONDS = 5.0
+#: the run-wide code of a judge that answers only server errors: as many HTTP 5xx in a row (529 excluded: a
+#: rate limit), with no answer between them, as make a judge lost (:attr:`Circuit.lost_after` calls over
+#: :data:`LOST_SECONDS`)
+SERVER_FAILING = "server_errors"
+
+
+def _is_server_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is an HTTP 5xx answer (``TransientError`` kind ``server``, status >= 500)."""
+    return isinstance(exc, TransientError) and exc.kind == "server" and (exc.status or 0) >= 500
+
+
+def _is_transport(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a transport failure: no HTTP status (refused, reset, DNS, TLS)."""
+    return isinstance(exc, TransientError) and exc.kind == "connection" and exc.status is None
 
 
 class Circuit:
@@ -84,7 +98,10 @@ class Circuit:
     against a closed port or an exhausted account stops within a few calls. After the first answer,
     :attr:`lost_after` transport failures in a row with no answer between them, over :data:`LOST_SECONDS`
     (a server that died mid-run: :meth:`is_lost`) make :meth:`check` raise a run-wide :class:`PermanentError` (code :data:`JUDGE_LOST`): the run stops
-    ``failed`` with its remaining samples pending, instead of retrying each of them against a dead port."""
+    ``failed`` with its remaining samples pending, instead of retrying each of them against a dead port.
+    The same count of HTTP 5xx answers in a row over the same time, with no other answer between them (a
+    server that fails every call: :meth:`is_failing`), raises code :data:`SERVER_FAILING` with the status;
+    a 5xx between answers only restarts the count."""
 
     def __init__(self, limit: int = UNREACHABLE_AFTER, lost_after: int = LOST_AFTER) -> None:
         self.limit = limit
@@ -95,6 +112,10 @@ class Circuit:
         self.last: str = ""
         self.refused: list[PermanentError] = []  # run-wide permanent failures before any answer
         self.lost = 0  # transport failures in a row since the last answer (after the first one)
+        self.failing = 0  # HTTP 5xx answers in a row since the last other answer
+        self.failing_since = 0.0  # time.monotonic() of the 5xx streak's first failure
+        self.failing_status: int | None = None
+        self.last_failing = ""
         self._gate = asyncio.Semaphore(limit)
         self._waiting = 0  # calls waiting for a place at the gate
 
@@ -119,6 +140,31 @@ class Circuit:
                 code=JUDGE_LOST,
                 run_wide=True,
             )
+        if self.is_failing():
+            raise PermanentError(
+                f"the judge answered HTTP {self.failing_status} to {self.failing} calls in a row with no answer "
+                f"between them: {self.last_failing}",
+                status=self.failing_status,
+                code=SERVER_FAILING,
+                run_wide=True,
+            )
+
+    def is_failing(self) -> bool:
+        """Whether the judge answers only server errors: :attr:`lost_after` HTTP 5xx in a row with no other
+        answer between them, over at least :data:`LOST_SECONDS`."""
+        return self.failing >= self.lost_after and time.monotonic() - self.failing_since >= LOST_SECONDS
+
+    def in_streak(self, exc: BaseException, since: float) -> bool:
+        """Whether a sample whose attempts ended with ``exc`` and first failed at ``since``
+        (:func:`time.monotonic`) failed inside the streak that stops the run: a transport failure with no
+        answer anywhere since its first failure (the judge had answered before), or an HTTP 5xx once the
+        5xx streak, unbroken since its first failure, stops the run (:meth:`is_failing`; a sample-specific
+        5xx at low concurrency stays that sample's ``error``). Such a sample stays pending."""
+        if _is_transport(exc):
+            return self.answered and self.lost > 0 and self.lost_since <= since
+        if _is_server_error(exc):
+            return self.is_failing() and self.failing_since <= since
+        return False
 
     def is_lost(self) -> bool:
         """Whether a judge that had answered counts as lost: :attr:`lost_after` transport failures in a row
@@ -127,8 +173,7 @@ class Circuit:
 
     def record(self, exc: BaseException | None) -> None:
         """Note one attempt's end: ``None`` (an answer) or the exception it raised."""
-        transport = isinstance(exc, TransientError) and exc.kind == "connection" and exc.status is None
-        if transport:
+        if _is_transport(exc):
             if self.answered:
                 if self.lost == 0:
                     self.lost_since = time.monotonic()
@@ -136,11 +181,20 @@ class Circuit:
             else:
                 self.failures += 1
             self.last = str(exc)[:200]
+        elif _is_server_error(exc):  # the server is there (it answered), but answered nothing
+            if self.failing == 0:
+                self.failing_since = time.monotonic()
+            self.failing += 1
+            self.failing_status = getattr(exc, "status", None)
+            self.last_failing = str(exc)[:200]
+            self.lost = 0
+            self._first_answer()
         elif isinstance(exc, PermanentError) and exc.run_wide:  # a refusal of every call is no answer
             if not self.answered and exc.code != NEVER_REACHED:
                 self.refused.append(exc)
         else:  # an answer, or an HTTP error: the server is there
             self.lost = 0
+            self.failing = 0
             self._first_answer()
 
     def _first_answer(self) -> None:
@@ -185,6 +239,7 @@ class _Attempts:
         self.circuit = circuit
         self.calls = 0
         self.kinds: list[str] = []
+        self.first_failed: float | None = None  # time.monotonic() of the first failed attempt
 
     def count_call(self) -> None:
         """Count one request when it is sent (the caller commits it at once), not when it answers."""
@@ -229,13 +284,22 @@ class _Attempts:
             j = await self.backend.judge(self.item, self.count_call)
         except BaseException as exc:
             circuit.record(exc)
+            if self.first_failed is None:
+                self.first_failed = time.monotonic()
             raise
         circuit.record(None)
         return j
 
     def failed(self, exc: BaseException) -> tuple[Judgement, int]:
         """The ``error`` verdict of the last failure ``exc`` (transient after retries, permanent, or a
-        backend bug, which must not lose the sample either) and the requests sent."""
+        backend bug, which must not lose the sample either) and the requests sent. A transient failure inside
+        the streak that stops the run (:meth:`Circuit.in_streak`) is a run-wide failure instead (code
+        :data:`JUDGE_LOST` or :data:`SERVER_FAILING`): the sample stays pending."""
+        c = self.circuit
+        if isinstance(exc, TransientError) and c is not None and self.first_failed is not None:
+            if c.in_streak(exc, self.first_failed):
+                code = JUDGE_LOST if _is_transport(exc) else SERVER_FAILING
+                exc = PermanentError(str(exc), status=exc.status, code=code, run_wide=True)
         if isinstance(exc, TransientError):
             return Judgement(
                 "error",

@@ -19,6 +19,7 @@ from automonitor.runs.params import redact_url, scrub, url_secrets
 from automonitor.runs.runner.retries import (
     JUDGE_LOST,
     NEVER_REACHED,
+    SERVER_FAILING,
     Circuit,
     RetryPolicy,
     judge_with_retries,
@@ -72,6 +73,12 @@ def fail_fast_message(
         return (
             f"{'stopped: ' if stopped else ''}the judge stopped answering{at} ({detail[:160]}); the samples not "
             f"judged stay pending; fix: restart the server, {resume}"
+        )
+    if code == SERVER_FAILING:
+        return (
+            f"{'stopped: ' if stopped else ''}the judge answered only server errors (HTTP {status}){at} "
+            f"({detail[:160]}); the samples not judged stay pending; fix: check the judge server and its log, "
+            f"{resume}"
         )
     if code in QUOTA_CODES:
         return (
