@@ -95,6 +95,7 @@ def _report(
     if edition is not None:
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
     preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else empty_preds()
+    preds = _imported_to_edition(engine, runs, preds, editions)
     all_preds = preds
     preds, controls = split_controls(preds)
     texts = _grounding_texts(engine, runs, preds) if opt.with_grounding and len(preds) else None
@@ -127,6 +128,34 @@ def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str,
         raise ValueError(f"run {other[0]} judged edition {editions.get(other[0])!r}, not {edition!r}")
     keep = runs["run_id"].map(lambda r: editions.get(r) == edition).astype(bool)  # bool even when empty
     return runs[keep].reset_index(drop=True)
+
+
+def _imported_to_edition(
+    engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame, editions: dict[str, str]
+) -> pd.DataFrame:
+    """``preds`` without an imported run's verdicts on test samples outside its edition (``editions``: ``{run_id:
+    edition}``, ``paper`` when unset), where that edition has members: a run made by ``automonitor run`` judges
+    its edition's samples only, but an outside system's file covers whatever it was given (``export --blind``
+    writes every gold test sample, the union of the editions), and its verdicts on ``verified``-only samples
+    would otherwise count in its ``paper`` MR/FAR (fresh-user trial). Controls are kept. Same columns."""
+    from store.queries.audit import edition_member_ids
+
+    if not len(preds) or "kind" not in runs.columns:
+        return preds
+    imported = set(runs.loc[runs["kind"] == "imported", "run_id"])
+    if not imported:
+        return preds
+    members: dict[str, set[str]] = {}
+    with engine.connect() as c:
+        for e in {editions.get(r) or "paper" for r in imported}:
+            members[e] = edition_member_ids(c, e)
+    run_ids, sample_ids = preds["run_id"].tolist(), preds["sample_id"].tolist()
+    controls = preds["pair_id"].astype(str).str.startswith("controls:").tolist()
+    keep = [
+        r not in imported or ctl or not (m := members[editions.get(r) or "paper"]) or sid in m
+        for r, sid, ctl in zip(run_ids, sample_ids, controls)
+    ]
+    return preds if all(keep) else preds[keep].reset_index(drop=True)
 
 
 def split_controls(preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -136,7 +136,7 @@ def shown_responses(
     return out
 
 
-def raw_cut_note(raw: str | None, meta: Any) -> str | None:
+def raw_cut_note(raw: str | None, meta: object) -> str | None:
     """What a stored raw monitor answer leaves out: ``"first 8,000 of 1,000,006 characters"`` when the
     prediction's ``meta`` says it was cut on storing (``raw_truncated: true``, ``raw_chars``: the full
     length; :func:`automonitor.runs.monitors.judgement.bounded_raw`), else ``None``. A cut answer without

@@ -477,3 +477,28 @@ def test_a_built_in_backend_spec_or_another_backends_monitor_is_no_outside_syste
     assert exc.value.field == "monitor"
     assert counts(engine) == (0, 0, 1)
     assert import_predictions(engine, path, "rulesy-guard")["created"]  # a name that merely starts alike is fine
+
+
+def test_an_imported_run_is_scored_on_its_editions_samples_only(small_built_url, tmp_path):
+    """A file that covers every gold test sample (``export --blind`` writes the union of the editions) gives
+    MR/FAR on the samples of the run's edition (``paper``), as a run made by ``automonitor run --edition paper``
+    does: its verdicts on samples outside ``paper`` do not count there (fresh-user trial). Controls stay."""
+    from automonitor.analysis import report as make_report
+    from store import get_engine
+    from store.queries.audit import edition_member_ids
+
+    eng = get_engine(small_built_url)
+    with eng.connect() as c:
+        paper = edition_member_ids(c, "paper")
+        gold_test = set(
+            c.execute(
+                sa.text("select id from sample where status = 'gold' and split in ('test', 'controls')")
+            ).scalars()
+        )
+    outside = gold_test - paper
+    assert paper and outside, "the small build has test samples outside paper"
+    f = tmp_path / "all.jsonl"
+    f.write_text("".join(json.dumps({"sample_id": sid, "outcome": "misbehavior"}) + "\n" for sid in sorted(gold_test)))
+    run_id = import_predictions(eng, f, "whole-test-set")["run_id"]
+    entry = next(r for r in make_report(eng, edition="paper").runs if r.run_id == run_id)
+    assert entry.overall.n == len(paper)  # before: len(gold_test), the verified-only verdicts counted in paper
