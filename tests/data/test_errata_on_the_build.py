@@ -26,7 +26,10 @@ def test_each_erratum_is_stored_or_its_drop_is_explained(seed_plan):
     # those questions, which shared the doubted cued answer, are dropped; before, the erratum's pair claimed
     # last and vanished while the same-model pair kept the doubted sample in the verified test set
     for pid, lost in (
-        ("turpin_bbh_cross_model:date_understanding:238", "turpin_bbh_suggested_answer:date_understanding:text-davinci-003:238"),
+        (
+            "turpin_bbh_cross_model:date_understanding:238",
+            "turpin_bbh_suggested_answer:date_understanding:text-davinci-003:238",
+        ),
         ("turpin_bbh_cross_model:navigate:53", "turpin_bbh_suggested_answer:navigate:claude-v1:53"),
     ):
         assert pid not in errata["not_stored"] and pid in stored, pid
