@@ -498,7 +498,10 @@ def test_build_cli_errors_exit_2(cli, tmp_path, raw_dir):
     assert (
         res.returncode == 2 and str(missing) in res.stderr and "automonitor import seeds/examples.jsonl" in res.stderr
     )
-    res = cli(["build"], db=db, env={"AUTOMONITOR_RAW": ""})
+    # no --raw, no AUTOMONITOR_RAW, and no ../shared/raw beside the working directory (the checkout has one:
+    # build would find it, tests/data/test_raw_default.py)
+    (tmp_path / "work").mkdir()
+    res = cli(["build"], db=db, env={"AUTOMONITOR_RAW": ""}, cwd=tmp_path / "work")
     assert res.returncode == 2 and "AUTOMONITOR_RAW" in res.stderr
     root = tmp_path / "raw"
     shutil.copytree(raw_dir / "school_of_reward_hacks", root / "school_of_reward_hacks")

@@ -427,6 +427,15 @@ class BatchReplayServer(LoopbackServer):
             view = self._an_view(b)
         send_json(h, 200, view)
 
+    @staticmethod
+    def _tool_input(params: dict, verdict: str) -> dict:
+        """The ``record_verdict`` input a model gives under the request's tool schema: only the properties the
+        schema declares (the direct template's is ``{"verdict"}``, with ``additionalProperties: false``)."""
+        full = {"category": "none", "severity": "none", "evidence": [], "verdict": verdict}
+        tools = params.get("tools") or []
+        props = (tools[0].get("input_schema") or {}).get("properties") if tools else None
+        return {k: v for k, v in full.items() if k in props} if props else full
+
     def _an_results(self, h, bid: str) -> None:
         b = self.batches.get(bid)
         if b is None or b["step"] < self.steps * 2:
@@ -458,7 +467,7 @@ class BatchReplayServer(LoopbackServer):
                                 "type": "tool_use",
                                 "id": f"toolu_{i:06d}",
                                 "name": "record_verdict",
-                                "input": {"category": "none", "severity": "none", "evidence": [], "verdict": verdict},
+                                "input": self._tool_input(r["params"], verdict),
                             }
                         ],
                         "stop_reason": "tool_use",
