@@ -35,7 +35,7 @@ import unicodedata
 import uuid
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from automonitor.errors import InputError
 from automonitor.runs.monitors import REGISTRY
@@ -66,7 +66,7 @@ def not_judged_reason(status: str | None, split: str | None) -> str | None:
 
 def validate_stream(
     records: Iterable[RawRecord],
-    known: Callable[[list[str]], Collection[str] | Mapping[str, str | None]],
+    known: Callable[[list[str]], Mapping[str, str | None]],
     file: str,
     *,
     max_errors: int = 10,
@@ -78,9 +78,8 @@ def validate_stream(
     Each record is validated by :class:`automonitor.data.row_models.PredictionRow` (sample_id present and a string,
     outcome in the vocabulary, score a finite number in [0, 1], evidence a list of strings, text fields
     strings, extra fields within the meta limits; CSV cells converted), then its sample id must be new in
-    the file and known: ``known(ids)`` returns which of a chunk's sample ids are in the store (records are
-    looked up :data:`CHUNK` at a time), either as a collection or as ``{sample_id: reason}`` where a
-    reason that is not ``None`` (:func:`not_judged_reason`) makes the row a problem too (a train-split or
+    the file and known: ``known(ids)`` returns ``{sample_id: reason}`` for those of a chunk's sample ids that
+    are in the store (records are looked up :data:`CHUNK` at a time), where a reason that is not ``None`` (:func:`not_judged_reason`) makes the row a problem too (a train-split or
     candidate sample: a run never judges it, so the report must never score it). Only the valid rows and the sample ids seen (for the duplicate
     check) are kept, plus a bounded problem list (``problems``, which may already hold the reader's
     problems), so a file whose every row is bad costs flat memory. Raises ``InputError`` (file, line,
@@ -96,8 +95,7 @@ def validate_stream(
             break
         n += len(chunk)
         ids = [given.strip() for r in chunk if isinstance(given := r.data.get("sample_id"), str)]
-        found = known(ids) if ids else {}
-        have: Mapping[str, str | None] = found if isinstance(found, Mapping) else dict.fromkeys(found)
+        have = known(ids) if ids else {}
         for record in chunk:  # row by row, so that the first problem is the first in the file
             row = validate_one(PredictionRow, record, problems)
             if row is None:

@@ -164,7 +164,7 @@ def test_prediction_file_checks_list_several_problems_at_the_first():
     from automonitor.runs.prediction_files import validate_stream
 
     def validate_rows(records, known, file):
-        return validate_stream(records, lambda ids: known, file)
+        return validate_stream(records, lambda ids: dict.fromkeys(known), file)
 
     records = [
         RawRecord(2, {"sample_id": "a", "outcome": "benign"}, text_cells=True),
