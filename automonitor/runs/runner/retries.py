@@ -161,10 +161,21 @@ class Circuit:
         5xx streak, unbroken since its first failure, stops the run (:meth:`is_failing`; a sample-specific
         5xx at low concurrency stays that sample's ``error``). Such a sample stays pending."""
         if _is_transport(exc):
-            return self.answered and self.lost > 0 and self.lost_since <= since
+            return self.answered and self.lost_before(since)
         if _is_server_error(exc):
             return self.is_failing() and self.failing_since <= since
         return False
+
+    def lost_before(self, since: float) -> bool:
+        """Whether the current transport-failure streak (no answer since) began at or before ``since``
+        (:func:`time.monotonic`): nothing has answered since that moment."""
+        return self.lost > 0 and self.lost_since <= since
+
+    def unreachable_for(self, since: float) -> bool:
+        """Whether a call started at ``since`` (:func:`time.monotonic`) met an unreachable judge: none answered yet,
+        the judge counts as lost (:attr:`lost_after` transport failures in a row), or nothing answered since
+        ``since`` (:meth:`lost_before`)."""
+        return not self.answered or self.lost >= self.lost_after or self.lost_before(since)
 
     def is_lost(self) -> bool:
         """Whether a judge that had answered counts as lost: :attr:`lost_after` transport failures in a row

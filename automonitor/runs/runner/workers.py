@@ -369,8 +369,7 @@ class Execution:
         a sample stays pending like a run-wide failure, not ``error``."""
         if j.meta.get("error_kind") != "connection" or j.meta.get("status") is not None:
             return False
-        c = self.circuit
-        return not c.answered or c.lost >= c.lost_after or (c.lost > 0 and c.lost_since <= started)
+        return self.circuit.unreachable_for(started)
 
     def _permanent_failure(self, j: Judgement, unreached: bool = False) -> None:
         """Count a run-wide permanent failure; the :data:`FAIL_FAST_AFTER`-th identical one stops the
