@@ -124,11 +124,10 @@ def _measured_label(
     prefix = BACKEND_PREFIX.match(name)
     if prefix:
         name = name[prefix.end() :] or name
-    if MODEL_PATH.match(name):  # a model id or a file path: its last part (or the whole path)
-        if not whole_path:
-            name = re.split(r"[/\\]", name)[-1] or name
-        name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or name
-    elif not re.search(r"[\s/\\]", name):
+    path = bool(MODEL_PATH.match(name))
+    if path and not whole_path:  # a model id or a file path: its last part (or the whole path)
+        name = re.split(r"[/\\]", name)[-1] or name
+    if path or not re.search(r"[\s/\\]", name):  # a file name loses its weights extension
         name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or name
     if len(name) > max_len:
         name = name[: max_len - 1] + "…"
