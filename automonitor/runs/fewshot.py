@@ -11,14 +11,15 @@ from sqlmodel import Session
 
 from typing import Any, Iterable, Mapping
 
-from automonitor.data.monitor_views import render
+from automonitor.data.monitor_views import render, view_of_run
 from automonitor.errors import InputError
 from automonitor.runs.cache import view_text
-from automonitor.runs.prompts import FewShotExample
+from automonitor.runs.prompts import FewShotExample, Template, load_template
 from automonitor.vocab import DEFAULT_VIEW
+from store.models import Run
 from store.queries import runs as q
 
-__all__ = ["load_examples", "view_candidates"]
+__all__ = ["load_examples", "run_prompt", "view_candidates"]
 
 
 def view_candidates(rows: Iterable[Mapping[str, Any]], view: str = DEFAULT_VIEW) -> list[dict[str, Any]]:
@@ -58,3 +59,22 @@ def load_examples(session: Session, ids: list[str], view: str = DEFAULT_VIEW) ->
         )
         for i in ids
     ]
+
+
+def run_prompt(session: Session, run: Run) -> tuple[Template, list[FewShotExample]]:
+    """The template and the few-shot examples ``run`` was created with (the examples under the run's view),
+    from which its executor, the runner's or the batch path's, builds every prompt.
+
+    Raises:
+        InputError: an unknown template, a template whose sha256 differs from ``run.template_hash`` (the file
+            changed since the run was created), or a few-shot sample missing (:func:`load_examples`).
+    """
+    tpl = load_template(run.template)
+    if run.template_hash and tpl.sha256 != run.template_hash:
+        raise InputError(
+            f"template {run.template!r} changed since run {run.id} was created "
+            f"(hash {tpl.sha256[:12]} != {run.template_hash[:12]}); start a new run",
+            field="template",
+        )
+    params = run.params or {}
+    return tpl, load_examples(session, list(params.get("fewshot") or []), view_of_run(params))

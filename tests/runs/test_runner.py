@@ -230,6 +230,15 @@ def test_changed_template_refuses_resume_and_unknown_run(sqlite_engine):
         s.get(Run, rid).template_hash = "0" * 64
     with pytest.raises(InputError, match="changed"):
         runner.execute_run(sqlite_engine, rid)
+    # the batch path refuses it with the same message (one check serves both executors)
+    from automonitor.runs import batch
+
+    bid = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", "direct", base_url="http://127.0.0.1:9/v1")
+    batch.enable(sqlite_engine, bid)
+    with session_scope(sqlite_engine) as s:
+        s.get(Run, bid).template_hash = "0" * 64
+    with pytest.raises(InputError, match=r"changed since run .* \(hash [0-9a-f]{12} != 0{12}\); start a new run"):
+        runner.execute_run(sqlite_engine, bid)
     with pytest.raises(NotFound):
         runner.execute_run(sqlite_engine, "run_nope")
     with pytest.raises(NotFound):

@@ -12,14 +12,13 @@ from automonitor.data.monitor_views import view_of_run
 from automonitor.runs.batch.collect import poll_and_collect, Progress
 from automonitor.runs.batch.provider import provider_for
 from automonitor.runs.batch.submit import cache_pass_pending, submit_new_parts, submit_open_parts
-from automonitor.errors import InputError
 from automonitor.runs.cache import CacheKeys
-from automonitor.runs.fewshot import load_examples
+from automonitor.runs.fewshot import run_prompt
 from automonitor.runs.lease import check_lease, mark_running, new_lease, released_on_failure
 from automonitor.runs.monitors import create_backend
 from automonitor.runs.params import backend_params
 from automonitor.runs.status import finalize, summary
-from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, load_template
+from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template
 from store import session_scope
 from store.queries import runs as q
 
@@ -98,10 +97,7 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
         run = q.get_run(s, run_id)
         params = dict(run.params or {})
         check_lease(run_id, params, field="resume")
-        tpl = load_template(run.template)
-        if run.template_hash and tpl.sha256 != run.template_hash:
-            raise InputError(f"template {run.template!r} changed since run {run_id} was created", field="template")
-        examples = load_examples(s, list(params.get("fewshot") or []), view_of_run(params))
+        tpl, examples = run_prompt(s, run)
         pending = q.pending_predictions(s, run_id)
         params["lease"] = new_lease()
         run.params = params

@@ -18,8 +18,8 @@ from automonitor.data.monitor_views import view_of_run
 from automonitor.errors import InputError, NotFound
 from automonitor.runs.monitors import Backend, create_backend
 from automonitor.runs import batch as batch_mod
-from automonitor.runs.fewshot import load_examples
-from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template, load_template
+from automonitor.runs.fewshot import load_examples, run_prompt
+from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template
 from automonitor.runs.lease import check_lease, lock_run, mark_running, new_lease, release, released_on_failure
 from automonitor.runs.params import backend_params, redact_url
 from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS
@@ -161,34 +161,17 @@ def _check_executable(run: Run | None, run_id: str) -> Run:
     return run
 
 
-def _check_template(run: Run, run_id: str) -> Template:
-    """The run's template, unchanged since the run was created.
-
-    Raises:
-        InputError: unknown template, or its sha256 differs from ``run.template_hash``.
-    """
-    tpl = load_template(run.template)
-    if run.template_hash and tpl.sha256 != run.template_hash:
-        raise InputError(
-            f"template {run.template!r} changed since run {run_id} was created "
-            f"(hash {tpl.sha256[:12]} != {run.template_hash[:12]}); start a new run",
-            field="template",
-        )
-    return tpl
-
-
 def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
     """Check the run under its row lock and, when something is pending, take the lease and set it
     ``running``, all in one transaction (so of two executors exactly one proceeds).
 
     Raises:
-        NotFound / InputError: see :func:`_check_executable`, :func:`_check_template`, :func:`load_examples`.
+        NotFound / InputError: see :func:`_check_executable` and :func:`automonitor.runs.fewshot.run_prompt`.
     """
     with session_scope(engine) as s:
         run = _check_executable(lock_run(s, run_id), run_id)
         params = dict(run.params or {})
-        tpl = _check_template(run, run_id)
-        examples = load_examples(s, list(params.get("fewshot") or []), view_of_run(params))
+        tpl, examples = run_prompt(s, run)
         n_pending = stream_q.count_pending(s, run_id)
         history = q.pending_history(s, run_id)
         judge_params = dict(params.get("judge") or {})
