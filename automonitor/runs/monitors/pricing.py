@@ -88,17 +88,10 @@ def resolve_price(
     model: str | None, *, local: bool = False, price_in: float | None = None, price_out: float | None = None
 ) -> Price:
     """The price used for a backend's costs: :data:`LOCAL` for a local backend, the user's ``price_in``/
-    ``price_out`` (USD per 1M tokens) when given, else :func:`lookup`.
-
-    Raises:
-        ValueError: only one of ``price_in`` and ``price_out`` given, or a negative one.
-    """
+    ``price_out`` (USD per 1M tokens; both or neither, >= 0, as ``BackendParams`` validates them) when given,
+    else :func:`lookup`."""
     if local:
         return LOCAL
-    if (price_in is None) != (price_out is None):
-        raise ValueError("give both --param price_in=USD and --param price_out=USD (per 1M tokens), or neither")
     if price_in is not None and price_out is not None:
-        if price_in < 0 or price_out < 0:
-            raise ValueError("price_in and price_out must be >= 0 (USD per 1M tokens)")
         return Price(float(price_in), float(price_out), True, "param")
     return lookup(model)
