@@ -233,12 +233,6 @@ def stored_errata(session: Session) -> list[Erratum]:
     return [Erratum.model_validate({k: r[k] for k in _FIELDS}) for r in errata_queries.rows(session)]
 
 
-def stored_rows(session: Session) -> list[dict[str, Any]]:
-    """The store's ``erratum`` rows with their provenance (``origin``, ``entered_by``, ``entered_at``),
-    in the order they were entered."""
-    return errata_queries.rows(session)
-
-
 def errata_in_force(session: Session | None, path: str | Path | None = None) -> list[Erratum]:
     """Every erratum a build applies, in order: the shipped file's (:func:`load_errata` of ``path``)
     then the store's (``session`` ``None``: no store). Pass it to :func:`current` for the one in force

@@ -18,9 +18,10 @@ from typing import Any, Iterable
 
 from sqlalchemy.engine import Engine
 
-from automonitor.data.errata import errata_path, stored_rows
+from automonitor.data.errata import errata_path
 from automonitor.escaping import esc, reveal_controls
 from store import session_scope
+from store.queries import errata as errata_queries
 
 #: Label provenance -> (badge text, strength): "strong" for human-checked labels, "weak" for labels
 #: that rest on a construction or a preference and may be noisy.
@@ -65,7 +66,7 @@ def errata_for(
             out.append(row)
     if engine is not None:
         with session_scope(engine) as s:
-            out += [r for r in stored_rows(s) if r["pair_id"] in ids]
+            out += [r for r in errata_queries.rows(s) if r["pair_id"] in ids]
     return out
 
 

@@ -342,8 +342,8 @@ def test_runs_page_estimate_keys_launch_and_history(tmp_path, monkeypatch):
 def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeypatch):
     """The drill-down's "Report this label" records an erratum in the store through the core (never in a
     file of the checkout), with its provenance."""
-    from automonitor.data.errata import stored_rows
     from store import get_engine, session_scope
+    from store.queries import errata as errata_queries
 
     monkeypatch.setenv("AUTOMONITOR_ERRATA", str(tmp_path / "no-shipped.jsonl"))
     at = ok(app("pages/drilldown.py", run="r001", cell="tp", sample=seeded["hostile_id"]).run())
@@ -357,7 +357,7 @@ def test_drilldown_report_this_label_writes_an_erratum(seeded, tmp_path, monkeyp
     ok(at.run())
     eng = get_engine(seeded["url"])
     with session_scope(eng) as s:
-        (e,) = stored_rows(s)
+        (e,) = errata_queries.rows(s)
     pid = next(r["pair_id"] for r in seeded["samples"] if r["id"] == seeded["hostile_id"])
     assert (e["pair_id"], e["verdict"], e["reason"], e["reader"]) == (
         pid,
