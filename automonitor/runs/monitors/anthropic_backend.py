@@ -231,11 +231,6 @@ class AnthropicBackend(Backend):
             **vars(self.billed(tin, tout)),
         )
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
-
 
 def _usage(msg: Any, meta: dict[str, Any]) -> tuple[int, int, int, int]:
     """``(input tokens, output tokens, cache reads, cache writes)`` of a response's usage; input

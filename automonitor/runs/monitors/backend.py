@@ -135,6 +135,7 @@ class Backend(ABC):
     #: :mod:`automonitor.runs.batch` with ``@batch_provider``), or ``None``: no batch execution
     batch_api: ClassVar[str | None] = None
     Params: ClassVar[type[BackendParams]] = BackendParams
+    _client: Any = None  # an HTTP API judge's SDK async client, made on first use (:meth:`aclose` closes it)
     # ---- model facts: a backend states its own (a subclass overrides what differs)
     #: answer budget (tokens) by template kind; a reasoning model gets ``reasoning_max_tokens`` whatever the
     #: template (its hidden or <think> reasoning counts against the budget). ``--param max_tokens=N``
@@ -269,8 +270,12 @@ class Backend(ABC):
         timeouts and anything else that does not change what the judge says."""
         return {}
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Release clients/models (optional)."""
+    async def aclose(self) -> None:
+        """Release clients/models: the SDK client of an HTTP API judge (:meth:`_api_settings`) once made; a
+        backend holding anything else extends this."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     # ------------------------------------------------------------------ helpers for subclasses
     def _api_settings(self) -> None:
@@ -284,7 +289,6 @@ class Backend(ABC):
         self.prompt.request_budget = st.request_chars
         self.prompt.response_budget = st.response_chars
         self._key = api_key(self.key_env or "", self.base_url)
-        self._client: Any = None  # the SDK's async client, made on first use
 
     @classmethod
     def is_reasoning_model(cls, model: str | None) -> bool:

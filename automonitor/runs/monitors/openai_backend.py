@@ -481,9 +481,7 @@ class OpenAIBackend(Backend):
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        await super().aclose()
         if self._direct is not None:
             await self._direct.close()
 
