@@ -46,6 +46,8 @@ def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataF
     return q.load_runs(engine, run_ids)
 
 
+@gc_paused()  # see both: a quarter of a cold report's CPU, then a few %
+@blas_one_thread()
 def report(
     engine: Engine,
     run_ids: Sequence[str] | None = None,
@@ -75,17 +77,6 @@ def report(
         NotFound for an unknown run id; ValueError for an unknown policy or a bad option value; TypeError
         for an unknown option name.
     """
-    with gc_paused(), blas_one_thread():  # see both: a quarter of a cold report's CPU, then a few %
-        return _report(engine, run_ids, options, **overrides)
-
-
-def _report(
-    engine: Engine,
-    run_ids: Sequence[str] | None = None,
-    options: ReportOptions | str | None = None,
-    **overrides: object,
-) -> Report:
-    """:func:`report` (with the collector running)."""
     from store.queries import analysis as q
 
     opt: ReportOptions = resolve_options(ReportOptions, options, overrides)
