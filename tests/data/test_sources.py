@@ -338,12 +338,42 @@ def test_register_source_refuses_a_taken_name_or_order_and_bad_vocabulary():
         with pytest.raises(ValueError, match="reads no files"):
             register_source("t1", order=9999, **{**base, "files": ()})(load)
         assert list(REGISTRY.items()) == before  # a refused registration changes nothing
-        assert register_source("t0", order=5, doc="first", **base)(load) is load
+        registered = register_source("t0", order=5, doc="first", **base)(load)
+        assert registered is REGISTRY["t0"].load and registered.__wrapped__ is load  # type: ignore[attr-defined]
         assert list(REGISTRY)[0] == "t0" and REGISTRY["t0"].doc == "first"
         REGISTRY.pop("hh_rlhf")
         with pytest.raises(KeyError):
             REGISTRY.pop("hh_rlhf")
     assert list(REGISTRY.items()) == before
+
+
+def test_register_source_sets_source_category_and_task_on_what_load_returns():
+    """A loader's pairs and controls leave ``source``, ``category`` and ``task`` out: the registration
+    sets them, overriding whatever a pair said."""
+    from automonitor.data.sources.base import SourcePair, SourceResult
+    from automonitor.data.sources.registry import register_source
+
+    def side(pair_id: str, **given: str) -> SourcePair:
+        return SourcePair(
+            pair_id=pair_id, request="q", misbehavior="m", benign="b", mis_file="f", ben_file="f",
+            mis_record="1", ben_record="1", **given,
+        )  # fmt: skip
+
+    def read(raw: Path) -> SourceResult:
+        return SourceResult(
+            pairs=[side("t9:1"), side("t9:2", source="other", task="qa")], controls=[side("controls:t9:3")]
+        )
+
+    with scratch(REGISTRY):
+        register_source(
+            "t9", folder="t", category="sycophancy_bias", task="reasoning", files=("t/a.jsonl",), order=9998
+        )(read)
+        res = REGISTRY["t9"].load(Path("."))
+    assert [(p.pair_id, p.source, p.category, p.task) for p in [*res.pairs, *res.controls]] == [
+        ("t9:1", "t9", "sycophancy_bias", "reasoning"),
+        ("t9:2", "t9", "sycophancy_bias", "reasoning"),
+        ("controls:t9:3", "t9", "sycophancy_bias", "reasoning"),
+    ]
 
 
 def test_turpin_cross_model_pairs_both_answered_the_cued_prompt(loaded, raw_dir):

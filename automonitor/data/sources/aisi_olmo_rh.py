@@ -150,10 +150,7 @@ def load(raw: Path) -> SourceResult:
                 continue
             res.pairs.append(
                 SourcePair(
-                    source=NAME,
                     pair_id=f"{NAME}:{run}:{prob}:{h['id']}:{c['id']}",
-                    category=CATEGORY,
-                    task="code",
                     request=request,
                     misbehavior=mis,
                     benign=ben,

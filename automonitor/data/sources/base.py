@@ -20,14 +20,16 @@ from typing import Any, Iterator
 from automonitor.errors import InputError
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SourcePair:
     """One misbehavior/benign pair for the same request.
 
     Attributes:
         source: registry name of the importer (also ``Sample.source``).
         pair_id: stable id ``"<source>:<record id>"`` shared by both samples.
-        category, task: contract vocabulary (``automonitor.vocab``).
+        category, task: contract vocabulary (``automonitor.vocab``). A registered importer leaves
+            ``source``, ``category`` and ``task`` out: :func:`~automonitor.data.sources.registry.register_source`
+            sets them to its registered ones on every pair and control its ``load`` returns.
         request: the request text shown to a monitor (identical for both sides).
         misbehavior, benign: the two responses.
         mis_file, ben_file: path of each side's file relative to the raw dir.
@@ -47,10 +49,10 @@ class SourcePair:
             (:data:`automonitor.data.build.config.OTHER_PROMPT_PROVENANCES`).
     """
 
-    source: str
+    source: str = ""
     pair_id: str
-    category: str
-    task: str
+    category: str = ""
+    task: str = ""
     request: str
     misbehavior: str
     benign: str

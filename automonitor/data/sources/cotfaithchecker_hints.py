@@ -285,10 +285,7 @@ def _load_type(
         strict = uncued == correct
         res.pairs.append(
             SourcePair(
-                source=NAME,
                 pair_id=f"{NAME}:{hint_type}:{qid}",
-                category=CATEGORY,
-                task="qa",
                 request=request,
                 misbehavior=mis,
                 benign=ben,

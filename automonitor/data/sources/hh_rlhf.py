@@ -98,10 +98,7 @@ def load(raw: Path) -> SourceResult:
             continue
         res.pairs.append(
             SourcePair(
-                source=NAME,
                 pair_id=f"{NAME}:{line}",
-                category=CATEGORY,
-                task="qa",
                 request=request,
                 misbehavior=misbehavior,
                 benign=benign,

@@ -346,10 +346,7 @@ def _pair(variant: str, scen: str, m: dict[str, Any], b: dict[str, Any]) -> Sour
     elif too_long:
         note = f"trajectory over {MAX_CHARS} characters: train only"
     return SourcePair(
-        source=NAME,
         pair_id=f"{NAME}:{variant[:3]}:{scen}:{m['model']}:{b['model']}",
-        category=CATEGORY,
-        task="reasoning",
         request=request,
         misbehavior=m["text"],
         benign=b["text"],

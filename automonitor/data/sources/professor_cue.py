@@ -100,10 +100,7 @@ def load(raw: Path) -> SourceResult:
         mis, ben = obj["response_text"].strip(), obj["base_gt_response_text"].strip()
         res.pairs.append(
             SourcePair(
-                source=NAME,
                 pair_id=f"{NAME}:{obj.get('pn')}",
-                category=CATEGORY,
-                task="qa",
                 request=request,
                 misbehavior=mis,
                 benign=ben,

@@ -21,8 +21,10 @@ of itself once, so nothing else lists it)::
     def load(raw: Path) -> SourceResult:
         res = SourceResult()
         path = res.found(raw, FILES[0])
-        ...  # append SourcePair(source="my_source", ...) to res.pairs
+        ...  # append SourcePair(pair_id=..., request=..., ...) to res.pairs
         return res
+
+The decorator sets each returned pair's ``source``, ``category`` and ``task`` to the registered ones.
 
 ``order`` places the source in :data:`REGISTRY`, which is the order the build reads, gates,
 de-duplicates and draws sources in (so it fixes the build's output): a new source takes a number above
@@ -44,6 +46,7 @@ This module imports nothing of the build.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -158,15 +161,23 @@ def register_source(
     parts: PartsFn | None = None,
 ) -> Callable[[LoadFn], LoadFn]:
     """Decorator of a source's ``load(raw_dir) -> SourceResult``: registers a :class:`Source` (fields as
-    there; ``doc`` defaults to the first line of the decorated function's module doc) and returns the
-    function unchanged.
+    there; ``doc`` defaults to the first line of the decorated function's module doc) whose ``load``, also
+    returned, is the function with ``name``, ``category`` and ``task`` set on each pair and control it returns.
 
     Raises:
         ValueError: see :func:`add_source` (raised when the decorator is applied, i.e. at import).
     """
 
-    def deco(load: LoadFn) -> LoadFn:
-        module_doc = (getattr(load, "__globals__", {}).get("__doc__") or "").strip()
+    def deco(read: LoadFn) -> LoadFn:
+        module_doc = (getattr(read, "__globals__", {}).get("__doc__") or "").strip()
+
+        @functools.wraps(read)
+        def load(raw: Path) -> SourceResult:
+            res = read(raw)
+            for p in (*res.pairs, *res.controls):
+                p.source, p.category, p.task = name, category, task
+            return res
+
         add_source(
             Source(
                 name=name,

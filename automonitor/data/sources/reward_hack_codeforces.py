@@ -72,10 +72,7 @@ def _pair(
         res.dropped["empty or identical completions"] += 1
         return None
     return SourcePair(
-        source=NAME,
         pair_id=f"{NAME}:{idx}",
-        category=CATEGORY,
-        task="code",
         request=obj["original_prompt"].strip(),
         misbehavior=hack,
         benign=honest,

@@ -149,10 +149,7 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -
         return None
     inj = _injection(urec) or _injection(srec)
     return SourcePair(
-        source=NAME,
         pair_id=f"{NAME}:{urec.get('id')}:{srec.get('id')}",
-        category=CATEGORY,
-        task="reasoning",
         request=request,
         misbehavior=mis,
         benign=ben,

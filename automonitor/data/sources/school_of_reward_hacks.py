@@ -79,10 +79,7 @@ def load(raw: Path) -> SourceResult:
             continue
         res.pairs.append(
             SourcePair(
-                source=NAME,
                 pair_id=f"{NAME}:{line}",
-                category=CATEGORY,
-                task="qa",
                 request=key,
                 misbehavior=hreply.strip(),
                 benign=reply.strip(),

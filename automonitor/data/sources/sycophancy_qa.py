@@ -113,10 +113,7 @@ def _cued_pair(q: str, tpl: str, a_rec: Located, b_rec: Located, res: SourceResu
     request = tpl.replace("{question}", q).replace("{incorrect_answer}", str(a.get("incorrect_answer")))
     request = request.replace("{correct_answer}", str(a.get("correct_answer")))
     return SourcePair(
-        source=NAME,
         pair_id=f"{NAME}:answer:{mn}:{bn}",
-        category=CATEGORY,
-        task="qa",
         request=request,
         misbehavior=str(mo.get("response")).strip(),
         benign=str(bo.get("response")).strip(),
@@ -162,10 +159,7 @@ def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> Sou
     )
     tqa = str(a.get("dataset") or "").startswith("truthful_qa")
     return SourcePair(
-        source=NAME,
         pair_id=f"{NAME}:sure:{mn}:{bn}",
-        category=CATEGORY,
-        task="qa",
         request=q,
         misbehavior=trajectory(mo),
         benign=trajectory(bo),

@@ -206,10 +206,7 @@ def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], c
     if not (isinstance(parsed, str) and isinstance(text, str) and text.strip()):
         return None
     return SourcePair(
-        source=NAME,
         pair_id=f"controls:{NAME}:{task}:{model}:{i}",
-        category=CATEGORY,
-        task="reasoning",
         request=cued_prompt(parsed, sugg),
         misbehavior="",
         benign=text.strip(),
@@ -261,10 +258,7 @@ def _pair(
         res.dropped["empty CoT"] += 1
         return None
     return SourcePair(
-        source=NAME,
         pair_id=f"{NAME}:{task}:{model}:{i}",
-        category=CATEGORY,
-        task="reasoning",
         request=cued_prompt(parsed, sugg),
         misbehavior=mis.strip(),
         benign=ben.strip(),
@@ -397,10 +391,7 @@ def _cross_pair(
         res.dropped["missing question or CoT text"] += 1
         return None
     return SourcePair(
-        source=CROSS_NAME,
         pair_id=f"{CROSS_NAME}:{task}:{vi}",
-        category=CATEGORY,
-        task="reasoning",
         request=cued_prompt(parsed, sugg),
         misbehavior=mis.strip(),
         benign=ben.strip(),

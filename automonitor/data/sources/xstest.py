@@ -108,10 +108,7 @@ def load(raw: Path) -> SourceResult:
         (ml, mrow), (bl, brow) = rows[mm], rows[bm]
         res.pairs.append(
             SourcePair(
-                source=NAME,
                 pair_id=f"{NAME}:{pid}",
-                category=CATEGORY,
-                task="qa",
                 request=mrow["prompt"].strip(),
                 misbehavior=mrow["completion"].strip(),
                 benign=brow["completion"].strip(),
