@@ -5,13 +5,13 @@ paired comparisons, front and Pearson r) and returns the validated, typed
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
-from automonitor.analysis.localisation import run_localisation
+from automonitor.analysis.localisation import SpanOffsets, run_localisation
 from automonitor.analysis.bootstrap import RunBootstrapDict, bootstrap_runs, pair_classes
 from automonitor.analysis.encoding import CELLS, TP, empty_preds, encode, Encoded, sample_grid
 from automonitor.analysis.paired import PairedDict, default_comparisons, paired_comparisons
@@ -30,7 +30,7 @@ def analyze(
     *,
     texts: dict[str, tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
-    gold_spans: dict[str, list[dict[str, Any]]] | None = None,
+    gold_spans: Mapping[str, Sequence[SpanOffsets]] | None = None,
     **overrides: object,
 ) -> Report:
     """The typed :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access;
@@ -116,7 +116,7 @@ def _add_localisation(
     df: pd.DataFrame,
     enc: Encoded,
     texts: dict[str, tuple[str, str]],
-    gold_spans: dict[str, list[dict[str, Any]]],
+    gold_spans: Mapping[str, Sequence[SpanOffsets]],
     *,
     n_boot: int,
     seed: int,

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -21,6 +21,9 @@ from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, 
 from automonitor.analysis.view_comparison import compare_all, view_groups
 from automonitor.data.monitor_views import is_silent, render, view_of_run
 from automonitor.vocab import EDITIONS
+
+if TYPE_CHECKING:  # the store is imported where it is read (a cached report imports none of it)
+    from store.queries.rowtypes import SpanRow
 
 
 def predictions_frame(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
@@ -167,7 +170,7 @@ def _grounding_texts(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) ->
     return q.load_sample_texts(engine, need.unique()) if len(need) else {}
 
 
-def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict[str, list[SpanRow]]:
     """``{sample_id: [gold span dicts]}`` of the misbehavior samples evidence runs judged."""
     from store import session_scope
     from store.queries.spans import spans_by_sample

@@ -23,17 +23,79 @@ Pure numpy/Python over in-memory inputs; :func:`localisation_for_runs` is what t
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Mapping, Sequence, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 from automonitor.data import intervals
+from automonitor.jsontypes import JSONValue
+
+Floats = npt.NDArray[np.float64]
+"""An array of floats (weights, counts, rates; NaN where undefined)."""
+
+
+class SpanOffsets(TypedDict):
+    """Where a gold span lies in the response: character offsets, ``end`` exclusive (a
+    :class:`store.queries.rowtypes.SpanRow` is one)."""
+
+    start: int
+    end: int
+
+
+class SampleLocalisation(TypedDict):
+    """:func:`score_sample` of one true positive: quotes grounded, gold spans hit and in all, the status, and
+    the character counts over the unions of quotes (E) and gold spans (G)."""
+
+    grounded: int
+    hit_spans: int
+    gold_spans: int
+    status: str  # "localised" | "wrong_reason" | "no_evidence"
+    inter: int  # |E ∩ G|
+    evidence_chars: int  # |E|
+    gold_chars: int  # |G|
+    union: int  # |E ∪ G|
+
+
+class LocalisationBlock(TypedDict):
+    """One slice of :func:`run_localisation` (the report's :class:`~automonitor.analysis.report_schema.LocalisationSlice`):
+    counts, shares with 95 % Wilson intervals, and the character-level metrics with percentile intervals
+    (``None`` where undefined)."""
+
+    gold_samples: int
+    tp: int
+    localised: int
+    wrong_reason: int
+    no_evidence: int
+    localised_share: float | None
+    localised_share_ci: list[float] | None
+    wrong_reason_share: float | None
+    wrong_reason_share_ci: list[float] | None
+    localised_miss_rate: float | None
+    localised_miss_rate_ci: list[float] | None
+    span_precision: float | None
+    span_precision_ci: list[float] | None
+    span_recall: float | None
+    span_recall_ci: list[float] | None
+    span_f1: float | None
+    span_f1_ci: list[float] | None
+    span_iou: float | None
+    span_iou_ci: list[float] | None
+
+
+class RunLocalisation(TypedDict):
+    """:func:`run_localisation`: the overall block and one per category, task and category x task."""
+
+    overall: LocalisationBlock | None
+    by_category: dict[str, LocalisationBlock]
+    by_task: dict[str, LocalisationBlock]
+    by_category_task: dict[str, dict[str, LocalisationBlock]]
 
 
 def evidence_intervals(
-    response: str, evidence: Sequence[Any], cache: dict[tuple[str, str], tuple[int, int] | None] | None = None
+    response: str, evidence: Sequence[JSONValue], cache: dict[tuple[str, str], tuple[int, int] | None] | None = None
 ) -> list[tuple[int, int]]:
     """``(start, end)`` offsets in ``response`` of the quotes of ``evidence`` found there (exact or
     normalised grounding), in quote order; quotes not found are left out. ``cache`` (optional) memoises
@@ -53,11 +115,11 @@ def evidence_intervals(
     return out
 
 
-_WEIGHTS: dict[tuple[int, int], np.ndarray] = {}  # (n_boot, seed) -> Poisson(1) draws (n, n_boot)
+_WEIGHTS: dict[tuple[int, int], Floats] = {}  # (n_boot, seed) -> Poisson(1) draws (n, n_boot)
 _WEIGHTS_LOCK = threading.Lock()
 
 
-def poisson_weights(n_boot: int, n: int, seed: int) -> np.ndarray:
+def poisson_weights(n_boot: int, n: int, seed: int) -> Floats:
     """Poisson(1) bootstrap weights ``(n_boot, n)`` for ``seed`` (read-only). Drawn as ``(n, n_boot)``
     rows and transposed, so the weights of ``n`` samples are the first ``n`` rows of any larger draw with
     the same seed: one draw per ``(n_boot, seed)`` serves every run of a report, and a run's intervals
@@ -75,7 +137,7 @@ def poisson_weights(n_boot: int, n: int, seed: int) -> np.ndarray:
     return w[:n].T
 
 
-def nan_percentile_rows(x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+def nan_percentile_rows(x: Floats, qs: Sequence[float]) -> Floats:
     """Per row of ``x`` ``(m, n)``, the ``qs`` percentiles of its non-NaN values (numpy's default
     "linear" method, as ``np.nanpercentile(x, qs, axis=1).T``, vectorised over rows): ``(m, len(qs))``;
     NaN for a row with no value."""
@@ -98,10 +160,10 @@ def nan_percentile_rows(x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
 
 def score_sample(
     response: str,
-    evidence: Sequence[Any],
-    gold: Sequence[dict[str, Any]],
+    evidence: Sequence[JSONValue],
+    gold: Sequence[SpanOffsets],
     cache: dict[tuple[str, str], tuple[int, int] | None] | None = None,
-) -> dict[str, Any]:
+) -> SampleLocalisation:
     """Localisation of one true positive.
 
     Args:
@@ -133,7 +195,7 @@ def score_sample(
     }
 
 
-def describe_overlap(result: dict[str, Any]) -> str:
+def describe_overlap(result: SampleLocalisation) -> str:
     """The overlap of one prediction in words, e.g. ``"evidence hits 1 of 2 gold spans"``."""
     n = result["gold_spans"]
     if result["grounded"] == 0:
@@ -141,12 +203,12 @@ def describe_overlap(result: dict[str, Any]) -> str:
     return f"evidence hits {result['hit_spans']} of {n} gold span{'s' if n != 1 else ''}"
 
 
-def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _ratio(a: Floats, b: Floats) -> Floats:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
 
 
-def char_metrics(i: np.ndarray, e: np.ndarray, g: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
+def char_metrics(i: Floats, e: Floats, g: Floats, u: Floats) -> dict[str, Floats]:
     """Micro precision/recall/F1/IoU from summed character counts (elementwise over any shape: one
     slice's sums, or one per bootstrap resample): ``i`` = |E ∩ G|, ``e`` = |E|, ``g`` = |G|, ``u`` =
     |E ∪ G|. NaN where undefined."""
@@ -160,24 +222,24 @@ METRICS = ("span_precision", "span_recall", "span_f1", "span_iou")
 _QS = (2.5, 97.5)
 
 
-def _f(x: Any) -> float | None:
+def _f(x: float | np.float64) -> float | None:
     x = float(x)
     return None if np.isnan(x) else x
 
 
-def _counts(result: dict[str, Any]) -> tuple[int, int, int, int]:
+def _counts(result: SampleLocalisation) -> tuple[int, int, int, int]:
     return result["inter"], result["evidence_chars"], result["gold_chars"], result["union"]
 
 
 def run_localisation(
-    rows: Sequence[tuple[str, str, str, bool, Sequence[Any]]],
-    responses: dict[str, str],
-    gold: dict[str, list[dict[str, Any]]],
+    rows: Sequence[tuple[str, str, str, bool, Sequence[JSONValue]]],
+    responses: Mapping[str, str],
+    gold: Mapping[str, Sequence[SpanOffsets]],
     *,
     n_boot: int = 200,
     seed: int = 0,
     cache: dict[tuple[str, str], tuple[int, int] | None] | None = None,
-) -> dict[str, Any] | None:
+) -> RunLocalisation | None:
     """Localisation of one run per slice.
 
     Args:
@@ -193,7 +255,7 @@ def run_localisation(
         {c: {t: block}}}`` (each block as in the module doc), or ``None`` when no judged sample has gold
         spans.
     """
-    keyed: list[tuple[str, str, dict[str, Any] | None]] = []  # (category, task, TP result or None)
+    keyed: list[tuple[str, str, SampleLocalisation | None]] = []  # (category, task, TP result or None)
     for sid, cat, task, is_tp, ev in rows:
         spans = gold.get(sid)
         if spans:
@@ -220,7 +282,7 @@ def run_localisation(
     tp_n = np.bincount(cell, weights=is_tp, minlength=len(cells))
     loc_n = np.bincount(cell, weights=status == "localised", minlength=len(cells))
     wrong_n = np.bincount(cell, weights=status == "wrong_reason", minlength=len(cells))
-    slices: list[tuple[str, Any, list[int]]] = [("overall", "", list(range(len(cells))))]
+    slices: list[tuple[str, str | tuple[str, str], list[int]]] = [("overall", "", list(range(len(cells))))]
     for kind, pos in (("by_category", 0), ("by_task", 1)):
         for name in sorted({ct[pos] for ct in cells}):
             slices.append((kind, name, [j for j, ct in enumerate(cells) if ct[pos] == name]))
@@ -240,10 +302,15 @@ def run_localisation(
         "wrong_reason_share": mt.wilson_interval_array(wrong_s, tp_s),
         "localised_miss_rate": mt.wilson_interval_array(gold_s - loc_s, gold_s),
     }
-    out: dict[str, Any] = {"overall": None, "by_category": {}, "by_task": {}, "by_category_task": {}}
+    out: RunLocalisation = {"overall": None, "by_category": {}, "by_task": {}, "by_category_task": {}}
     for g, (kind, name, _) in enumerate(slices):
         gs, tp, lc, wr = int(gold_s[g]), int(tp_s[g]), int(loc_s[g]), int(wrong_s[g])
-        block: dict[str, Any] = {
+        point = {k: _f(metrics[k][g, 0]) for k in METRICS}
+        ci: dict[str, list[float] | None] = {}
+        for j, k in enumerate(METRICS):
+            ok = bounds is not None and tp >= 2 and point[k] is not None and not np.isnan(bounds[j, g]).any()
+            ci[k] = [float(bounds[j, g, 0]), float(bounds[j, g, 1])] if bounds is not None and ok else None
+        block: LocalisationBlock = {
             "gold_samples": gs,
             "tp": tp,
             "localised": lc,
@@ -255,21 +322,25 @@ def run_localisation(
             "wrong_reason_share_ci": _interval(wilson["wrong_reason_share"], g) if tp else None,
             "localised_miss_rate": (1.0 - lc / gs) if gs else None,
             "localised_miss_rate_ci": _interval(wilson["localised_miss_rate"], g) if gs else None,
+            "span_precision": point["span_precision"],
+            "span_precision_ci": ci["span_precision"],
+            "span_recall": point["span_recall"],
+            "span_recall_ci": ci["span_recall"],
+            "span_f1": point["span_f1"],
+            "span_f1_ci": ci["span_f1"],
+            "span_iou": point["span_iou"],
+            "span_iou_ci": ci["span_iou"],
         }
-        for j, k in enumerate(METRICS):
-            block[k] = _f(metrics[k][g, 0])
-            ci = None
-            if bounds is not None and tp >= 2 and block[k] is not None and not np.isnan(bounds[j, g]).any():
-                ci = [float(bounds[j, g, 0]), float(bounds[j, g, 1])]
-            block[f"{k}_ci"] = ci
         if kind == "overall":
             out["overall"] = block
-        elif kind == "by_category_task":
-            out[kind].setdefault(name[0], {})[name[1]] = block
+        elif isinstance(name, tuple):  # by_category_task
+            out["by_category_task"].setdefault(name[0], {})[name[1]] = block
+        elif kind == "by_category":
+            out["by_category"][name] = block
         else:
-            out[kind][name] = block
+            out["by_task"][name] = block
     return out
 
 
-def _interval(lo_hi: tuple[np.ndarray, np.ndarray], g: int) -> list[float]:
+def _interval(lo_hi: tuple[Floats, Floats], g: int) -> list[float]:
     return [float(lo_hi[0][g]), float(lo_hi[1][g])]

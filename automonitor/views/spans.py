@@ -4,15 +4,18 @@ goes through :func:`automonitor.escaping.esc`."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence, TypedDict
 
 from sqlalchemy.engine import Engine
 
+from automonitor.analysis.grounding import GroundedEvidence
 from automonitor.analysis.localisation import describe_overlap, score_sample
 from automonitor.data.spans import label_segments, marked_spans, segments_within  # noqa: F401  (re-exported for the pages)
 from automonitor.data.trajectory import serialise, step_ranges, step_texts, steps_from_meta
 from automonitor.escaping import esc, text_box_style
+from automonitor.jsontypes import JSONValue
 from store import session_scope
+from store.queries.rowtypes import SpanRow
 from store.queries.spans import spans_by_sample
 
 #: Gold spans: green background with a solid green outline; evidence: yellow with an orange underline.
@@ -25,17 +28,28 @@ PROVENANCE_TITLE = {
 }
 
 
-def sample_gold_spans(engine: Engine, sample_id: str) -> list[dict[str, Any]]:
+class ConversationStep(TypedDict):
+    """One step of :func:`conversation_steps`: its role, its text, and its character offsets in the response
+    (``end`` exclusive; ``None`` where the step's text is not in the response)."""
+
+    role: str
+    body: str
+    start: int | None
+    end: int | None
+
+
+def sample_gold_spans(engine: Engine, sample_id: str) -> list[SpanRow]:
     """The gold spans of one sample (``start``, ``end``, ``provenance``, ``note``, ``step``), by start."""
     with session_scope(engine) as s:
         return spans_by_sample(s, [sample_id]).get(sample_id, [])
 
 
-def _evidence_ranges(grounded: Sequence[Mapping[str, Any]], n: int) -> list[tuple[int, int]]:
+def _evidence_ranges(grounded: Sequence[GroundedEvidence], n: int) -> list[tuple[int, int]]:
     out = []
     for g in grounded:
         if g.get("status") in ("exact", "normalized") and g.get("field", "response") == "response":
-            s, e = max(0, int(g["start"])), min(n, int(g["end"]))
+            start, end = g["start"], g["end"]
+            s, e = max(0, start or 0), min(n, end or 0)
             if e > s:
                 out.append((s, e))
     return out
@@ -43,8 +57,8 @@ def _evidence_ranges(grounded: Sequence[Mapping[str, Any]], n: int) -> list[tupl
 
 def gold_evidence_html(
     text: str | None,
-    gold: Sequence[Mapping[str, Any]],
-    grounded: Sequence[Mapping[str, Any]] = (),
+    gold: Sequence[SpanRow],
+    grounded: Sequence[GroundedEvidence] = (),
     *,
     max_height: int | None = 420,
 ) -> str:
@@ -79,10 +93,10 @@ def gold_evidence_html(
     return f'<div class="am-text am-gold-text" style="{text_box_style(max_height)}">{"".join(pieces)}</div>'
 
 
-def overlap_sentence(text: str | None, evidence: Sequence[Any] | None, gold: Sequence[Mapping[str, Any]]) -> str:
+def overlap_sentence(text: str | None, evidence: Sequence[JSONValue] | None, gold: Sequence[SpanRow]) -> str:
     """The overlap of a prediction's evidence with the gold spans in words (plain text, e.g.
     ``"evidence hits 1 of 2 gold spans"``); see :func:`automonitor.analysis.localisation.describe_overlap`."""
-    return describe_overlap(score_sample(text or "", list(evidence or []), [dict(g) for g in gold]))
+    return describe_overlap(score_sample(text or "", list(evidence or []), gold))
 
 
 def gold_legend_html() -> str:
@@ -105,7 +119,7 @@ _ROLE_OF_LABEL = {
 }
 
 
-def conversation_steps(text: str | None, meta: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+def conversation_steps(text: str | None, meta: Mapping[str, JSONValue] | None = None) -> list[ConversationStep]:
     """The steps of a sample's response to show as a conversation: ``[{"role", "body", "start", "end"}]``.
 
     From the typed steps of ``meta["steps"]`` (:func:`automonitor.data.trajectory.steps_from_meta`) when
@@ -122,7 +136,7 @@ def conversation_steps(text: str | None, meta: Mapping[str, Any] | None = None) 
     typed = [(t, serialise([t])) for t in steps_from_meta(dict(meta or {})) or []]
     typed = [(t, body) for t, body in typed if body]  # a step with no text at all is not shown
     if not typed:
-        out = []
+        out: list[ConversationStep] = []
         for s, e in step_ranges(text):
             body = text[s:e]
             role = next((r for lab, r in _ROLE_OF_LABEL.items() if body.startswith(lab)), "assistant")
@@ -148,15 +162,14 @@ def conversation_steps(text: str | None, meta: Mapping[str, Any] | None = None) 
                 start = cursor = k
             spans.append((start, end))
         spans.reverse()
-    steps = [{"role": t.role, "body": body, "start": a, "end": b} for (t, body), (a, b) in zip(typed, spans)]
-    return steps
+    return [{"role": t.role, "body": body, "start": a, "end": b} for (t, body), (a, b) in zip(typed, spans)]
 
 
 def conversation_html(
     text: str | None,
-    gold: Sequence[Mapping[str, Any]] = (),
+    gold: Sequence[SpanRow] = (),
     *,
-    meta: Mapping[str, Any] | None = None,
+    meta: Mapping[str, JSONValue] | None = None,
     max_height: int | None = 520,
 ) -> str:
     """A sample's response as a numbered conversation (:func:`conversation_steps`: the typed steps of
@@ -172,8 +185,9 @@ def conversation_html(
     ranges = [(st["start"], st["end"]) for st in steps]
     gold_steps: set[int] = set()
     for g in gold:
-        if g.get("step") is not None:
-            gold_steps.add(int(g["step"]))
+        step = g.get("step")
+        if step is not None:
+            gold_steps.add(int(step))
         else:
             off = int(g["start"])
             hit = next((i for i, (s, e) in enumerate(ranges) if s is not None and e is not None and s <= off < e), None)
@@ -197,7 +211,7 @@ def conversation_html(
     )
 
 
-def truncation_sentence(meta: Mapping[str, Any] | None) -> str | None:
+def truncation_sentence(meta: Mapping[str, JSONValue] | None) -> str | None:
     """What the monitor did not see, in words, from a prediction's ``meta["truncated"]`` (plain text, to
     be escaped by the caller); ``None`` when nothing was cut. Per field (response, request):
 
@@ -216,9 +230,9 @@ def truncation_sentence(meta: Mapping[str, Any] | None) -> str | None:
         info = trunc.get(field)
         if not isinstance(info, Mapping):
             continue
-        unit = info.get("unit")
-        if unit == "steps" and isinstance(info.get("steps_cut"), Sequence) and len(info["steps_cut"]) == 2:
-            a, b = info["steps_cut"]
+        unit, cut = info.get("unit"), info.get("steps_cut")
+        if unit == "steps" and isinstance(cut, list) and len(cut) == 2:
+            a, b = cut
             span = f"step {a}" if a == b else f"steps {a}-{b}"
             verb = "was" if a == b else "were"
             total = info.get("steps_total", "?")
@@ -226,9 +240,8 @@ def truncation_sentence(meta: Mapping[str, Any] | None) -> str | None:
             parts.append(f"{field}: {span} of {total} {verb} cut before the monitor saw it{extra}")
             continue
         word = {"chars": "characters", "tokens": "tokens"}.get(str(unit), str(unit))
-        try:
-            kept, original = f"{int(info['kept']):,}", f"{int(info['original']):,}"
-        except (KeyError, TypeError, ValueError):
+        kept, original = _count(info.get("kept")), _count(info.get("original"))
+        if kept is None or original is None:
             parts.append(f"{field}: cut before the monitor saw it")
             continue
         sentence = f"{field}: the monitor saw {kept} of {original} {word}, the rest was cut"
@@ -240,7 +253,17 @@ def truncation_sentence(meta: Mapping[str, Any] | None) -> str | None:
     return "; ".join(parts) or None
 
 
-def truncation_html(meta: Mapping[str, Any] | None) -> str:
+def _count(value: JSONValue) -> str | None:
+    """A count from a JSON value as ``"9,512"``; ``None`` when it is absent or not a whole number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return f"{int(value):,}"
+    except (ValueError, OverflowError):
+        return None
+
+
+def truncation_html(meta: Mapping[str, JSONValue] | None) -> str:
     """:func:`truncation_sentence` of a prediction's ``meta`` as escaped HTML (``<div class="am-truncated">``),
     ``""`` when nothing was cut."""
     sentence = truncation_sentence(meta)

@@ -14,6 +14,18 @@ from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import RunKind, RunStatus
 
 
+class SpanRow(TypedDict):
+    """A gold span of a sample (table ``gold_span``; :func:`store.queries.spans.spans_by_sample`): character
+    offsets into the response (``end`` exclusive), how it was made (``provenance``: ``from_patch``,
+    ``from_screen``, ``annotated``), an optional note and the trajectory step it lies in."""
+
+    start: int
+    end: int
+    provenance: str
+    note: str | None
+    step: int | None
+
+
 class SampleKey(TypedDict):
     """A gold sample's place in the benchmark and its hash: the columns :data:`SAMPLE_KEY` plus ``content_hash``
     (``store.queries.runs.test_samples``, ``store.queries.samples.control_samples``)."""

@@ -3,7 +3,7 @@ sample. No domain rule here: :mod:`automonitor.data.spans` decides what a span i
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, TypedDict
+from typing import Iterable, Mapping, Sequence, TypedDict
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -11,22 +11,13 @@ from sqlmodel import col
 
 from store.models import GoldSpan, Sample, utcnow
 from store.queries import chunks
+from store.queries.rowtypes import SpanRow
 
 
-def _as_dict(row: Any) -> dict[str, Any]:
-    return {
-        "start": row.start_char,
-        "end": row.end_char,
-        "provenance": row.provenance,
-        "note": row.note,
-        "step": row.step,
-    }
-
-
-def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
-    """``{sample_id: [span dict, ...]}`` (``start``, ``end``, ``provenance``, ``note``, ``step``), spans
+def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, list[SpanRow]]:
+    """``{sample_id: [SpanRow, ...]}`` (``start``, ``end``, ``provenance``, ``note``, ``step``), spans
     sorted by start; samples without spans are absent."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[SpanRow]] = {}
     ids = list(dict.fromkeys(sample_ids))
     t = GoldSpan.__table__  # type: ignore[attr-defined]
     for part in chunks(ids):
@@ -35,13 +26,16 @@ def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, li
             .where(t.c.sample_id.in_(part))
             .order_by(t.c.sample_id, t.c.start_char, t.c.end_char)
         ).all()
-        for r in rows:
-            out.setdefault(r.sample_id, []).append(_as_dict(r))
+        for sid, start, end, provenance, note, step in rows:
+            out.setdefault(sid, []).append(
+                {"start": start, "end": end, "provenance": provenance, "note": note, "step": step}
+            )
     return out
 
 
-def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, dict[str, Any]]]) -> int:
-    """Insert ``(sample_id, span dict)`` rows in the caller's transaction; returns the number inserted."""
+def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, Mapping[str, object]]]) -> int:
+    """Insert ``(sample_id, span)`` rows (a :class:`~store.queries.rowtypes.SpanRow` or a mapping with its keys;
+    ``note`` and ``step`` may be absent) in the caller's transaction; returns the number inserted."""
     if not sample_id_spans:
         return 0
     now = utcnow()

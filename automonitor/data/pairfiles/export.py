@@ -19,6 +19,7 @@ from automonitor.errors import InputError
 from automonitor.jsontypes import JSONObject
 from store import session_scope
 from store.queries.pair_files import export_samples
+from store.queries.rowtypes import SpanRow
 from store.queries.spans import spans_by_sample
 
 if TYPE_CHECKING:
@@ -113,9 +114,20 @@ def fetch_pair_rows(
             "label_source": s.label_source,
         }
         if spans.get(s.id):
-            row["spans"] = [{k: v for k, v in sp.items() if v is not None} for sp in spans[s.id]]
+            row["spans"] = [_span_json(sp) for sp in spans[s.id]]
         rows.append(row)
     return rows
+
+
+def _span_json(span: SpanRow) -> JSONObject:
+    """A gold span as the pairs file writes it: ``start``, ``end``, ``provenance``, and ``note`` / ``step``
+    only when set."""
+    out: JSONObject = {"start": span["start"], "end": span["end"], "provenance": span["provenance"]}
+    if span["note"] is not None:
+        out["note"] = span["note"]
+    if span["step"] is not None:
+        out["step"] = span["step"]
+    return out
 
 
 def _cell(row: PairFileRow, key: str) -> object:
