@@ -5,15 +5,17 @@ report), and a run entry's slice."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypedDict
 
 import pandas as pd
 
 from automonitor import vocab
 from automonitor.analysis import metrics
-from automonitor.analysis.report_schema import Report, as_report
+from automonitor.analysis.metrics import OperatingPointDict
+from automonitor.analysis.report_schema import Report, ReportLike, as_report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.escaping import esc
+from automonitor.jsontypes import JSONValue
 from automonitor.views.cells import MISSING, cell, display_frame
 from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points
 
@@ -57,7 +59,7 @@ def slice_key(category: str | None, task: str | None) -> tuple[str, ...]:
 
 
 def tradeoff_points(
-    report: Report | Mapping[str, Any],
+    report: ReportLike,
     category: str | None = None,
     task: str | None = None,
     templates: Sequence[str] | None = None,
@@ -222,23 +224,46 @@ def reported_for(
     return d.reset_index(drop=True)
 
 
-def audit_flags(doc: dict[str, Any] | None, category: str | None, task: str | None) -> list[dict[str, Any]]:
+class AuditFlag(TypedDict):
+    """A flagged audit slice inside the trade-off's slice (:func:`audit_flags`): where, how many pairs, the
+    strongest trivial baseline and its AUROC, and the note in words."""
+
+    source: JSONValue
+    category: JSONValue
+    task: JSONValue
+    pairs: JSONValue
+    baseline: str
+    auroc: float
+    note: str
+
+
+class EditionAuditFlag(AuditFlag):
+    """An :class:`AuditFlag` of one edition's audit (:func:`edition_audit_flags`), with its badge text."""
+
+    edition: str
+    badge: str
+
+
+def audit_flags(doc: Mapping[str, JSONValue] | None, category: str | None, task: str | None) -> list[AuditFlag]:
     """The audit's flagged slices (``automonitor audit`` document) inside the trade-off's
     slice (``category``/``task``; ``None`` = all): ``[{"source", "category", "task", "pairs",
     "baseline", "auroc", "note"}]`` with the strongest trivial baseline of each (largest |AUROC - 0.5|)
     and the note "a trivial baseline reaches AUROC 0.98 here"; strongest first. ``[]`` without a
     document."""
-    out: list[dict[str, Any]] = []
-    for s in (doc or {}).get("slices", []):
-        if not s.get("flagged"):
+    out: list[AuditFlag] = []
+    slices = (doc or {}).get("slices")
+    for s in slices if isinstance(slices, list) else []:
+        if not isinstance(s, dict) or not s.get("flagged"):
             continue
         if (category and s.get("category") != category) or (task and s.get("task") != task):
             continue
-        base = {k: v for k, v in (s.get("baselines") or {}).items() if isinstance(v, (int, float))}
+        baselines = s.get("baselines")
+        items = baselines.items() if isinstance(baselines, dict) else ()
+        base = {k: float(v) for k, v in items if isinstance(v, (int, float))}
         if not base:
             continue
-        name = max(base, key=lambda k: abs(float(base[k]) - 0.5))
-        auroc = float(base[name])
+        name = max(base, key=lambda k: abs(base[k] - 0.5))
+        auroc = base[name]
         out.append(
             {
                 "source": s.get("source"),
@@ -253,7 +278,7 @@ def audit_flags(doc: dict[str, Any] | None, category: str | None, task: str | No
     return sorted(out, key=lambda d: -abs(d["auroc"] - 0.5))
 
 
-def audit_editions(edition: str | None, shown: Iterable[Any] = ()) -> list[str]:
+def audit_editions(edition: str | None, shown: Iterable[object] = ()) -> list[str]:
     """The editions whose audits flag the trade-off's slices: ``[edition]`` for one selected edition;
     for all editions (``edition`` ``None``) every edition among the points ``shown`` (their
     ``edition`` column), in :data:`automonitor.vocab.EDITIONS` order then by name, or ``["paper"]``
@@ -266,14 +291,14 @@ def audit_editions(edition: str | None, shown: Iterable[Any] = ()) -> list[str]:
 
 
 def edition_audit_flags(
-    docs: Mapping[str, dict[str, Any] | None], category: str | None, task: str | None
-) -> list[dict[str, Any]]:
+    docs: Mapping[str, Mapping[str, JSONValue] | None], category: str | None, task: str | None
+) -> list[EditionAuditFlag]:
     """The flagged slices of several editions' audits (``{edition: automonitor audit document or
     None}``) inside the trade-off's slice: the :func:`audit_flags` rows of each edition plus
     ``"edition"`` and ``"badge"`` (the badge text naming its edition: ``"audit flag (paper): source ·
     category / task"``); strongest first (largest |AUROC - 0.5|), then by edition order given. An
     edition without a document contributes nothing."""
-    out: list[dict[str, Any]] = []
+    out: list[EditionAuditFlag] = []
     for edition, doc in docs.items():
         for f in audit_flags(doc, category, task):
             badge = f"audit flag ({edition}): {f['source']} · {f['category']} / {f['task']}"
@@ -285,7 +310,7 @@ def edition_audit_flags(
 MAX_AUDIT_BADGES = 6
 
 
-def audit_badges_html(flags: Sequence[Mapping[str, Any]], limit: int = MAX_AUDIT_BADGES) -> str:
+def audit_badges_html(flags: Sequence[EditionAuditFlag], limit: int = MAX_AUDIT_BADGES) -> str:
     """The trade-off's audit-flag badges (:func:`edition_audit_flags` rows, the first ``limit``) as one
     ``<div data-testid="audit-flags">`` of escaped, red-outlined ``<span>`` badges, each with its
     edition, and a dashed "+N more" badge when more than ``limit`` slices are flagged; ``""`` without
@@ -306,7 +331,7 @@ def audit_badges_html(flags: Sequence[Mapping[str, Any]], limit: int = MAX_AUDIT
     return f'<div data-testid="audit-flags">{spans}</div>'
 
 
-def audit_flags_note(flags: Sequence[Mapping[str, Any]], editions: Sequence[str]) -> str:
+def audit_flags_note(flags: Sequence[EditionAuditFlag], editions: Sequence[str]) -> str:
     """The note under the trade-off plot saying which editions' audits flag this view (``editions``,
     from :func:`audit_editions`), how many slices per edition, and the strongest shortcut, e.g.
     "Benchmark health (edition paper): in 2 slice(s) of this view a trivial baseline (tfidf) reaches
@@ -328,7 +353,7 @@ def audit_flags_note(flags: Sequence[Mapping[str, Any]], editions: Sequence[str]
     )
 
 
-def localisation_shares(report: Report | Mapping[str, Any], category: str | None, task: str | None) -> pd.DataFrame:
+def localisation_shares(report: ReportLike, category: str | None, task: str | None) -> pd.DataFrame:
     """Per run, the localised hits share of the slice shown: frame ``run_id,
     localised_share, localised, loc_tp`` (share = localised / TP in [0, 1], ``None`` with no TP),
     from ``runs[].localisation`` of the report (present only for evidence runs whose judged samples
@@ -388,7 +413,7 @@ def slice_runs_table(points: pd.DataFrame) -> pd.DataFrame:
     return display_frame(points.reindex(columns=cols), {c: ".4g" for c in COST_COLUMNS} | metric_cols)
 
 
-def difficulty_rows(report: Report | Mapping[str, Any]) -> list[dict[str, Any]]:
+def difficulty_rows(report: ReportLike) -> list[dict[str, object]]:
     """The Trade-off page's Difficulty table: one row per run with difficulty rates (``run``,
     ``monitor``, ``template``, ``mr (verified)``, ``far (verified)``, ``mr (hard)``, ``far (hard)``
     with three decimals, ``judged (hard)``); a rate the run has no samples for, or an edition it has
@@ -397,7 +422,7 @@ def difficulty_rows(report: Report | Mapping[str, Any]) -> list[dict[str, Any]]:
     for r in as_report(report).runs:
         if not r.difficulty:
             continue
-        row: dict[str, Any] = {"run": r.run_id, "monitor": r.monitor, "template": r.template}
+        row: dict[str, object] = {"run": r.run_id, "monitor": r.monitor, "template": r.template}
         for e in vocab.DIFFICULTY_EDITIONS:
             d = r.difficulty.get(e)
             for m in ("mr", "far"):
@@ -408,7 +433,7 @@ def difficulty_rows(report: Report | Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def operating_point_row(run: str, auroc: float | None, op: Mapping[str, Any]) -> dict[str, Any]:
+def operating_point_row(run: str, auroc: float | None, op: OperatingPointDict) -> dict[str, object]:
     """One row of the Trade-off page's operating-point table: the run's label, its AUROC, the
     cost-minimising threshold (``flag nothing`` for an infinite one), MR, FAR and expected cost, each
     with three decimals; an undefined value (AUROC of a one-class run) is :data:`MISSING`."""
