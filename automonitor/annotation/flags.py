@@ -73,15 +73,7 @@ def item_flags(engine: Engine, actor: Account, *, open_only: bool = True) -> lis
 
     def work(s: Session) -> list[Flag]:
         return [
-            Flag(
-                id=r["id"],
-                sample_id=r["sample_id"],
-                pair_id=r["pair_id"],
-                annotator=r["annotator"],
-                comment=r["comment"],
-                created_at=iso_utc(r["created_at"]),
-                resolved_at=iso_utc(r["resolved_at"]),
-            )
+            {**r, "created_at": iso_utc(r["created_at"]), "resolved_at": iso_utc(r["resolved_at"])}
             for r in store.flag_rows(s, open_only=open_only)
         ]
 
