@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -71,15 +71,7 @@ class Hit:
     end: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "category": self.category,
-            "severity": self.severity,
-            "weight": self.weight,
-            "span": self.span,
-            "start": self.start,
-            "end": self.end,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
