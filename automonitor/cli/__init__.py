@@ -12,13 +12,14 @@ import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
 from automonitor.cli.app import app, expand_multi
 from automonitor.cli.common import INTERRUPTED_EXIT, resolved_store_url, store_note
 from automonitor.errors import AutomonitorError, InputError, NotFound, PermissionDenied
 
 if TYPE_CHECKING:
+    from typer._coercion import TypeDescriptor
     from typer.core import TyperGroup
 
 
@@ -93,8 +94,9 @@ def command(args: Sequence[str] | None = None) -> TyperGroup:
     """The click command of the typer ``app`` as the console script runs it with ``args`` (``None``: every
     command; else the command they name, :func:`load_commands`), its commands in ``--help``'s order: every on/off flag (``--json``,
     ``--help``, ``--controls/--no-controls``...) shown without a type column (recent typer prints
-    ``<bool>`` after each flag, which reads as a value to pass: ``--help <bool>``). The CLI reference of
-    the docs is generated from this command too."""
+    ``<bool>`` after each flag, which reads as a value to pass: ``--help <bool>``), and each parameter's
+    value coerced by :class:`_PlainValues` (pydantic imported only for a value that needs it). The CLI
+    reference of the docs is generated from this command too."""
     import typer.main
 
     load_commands(args)
@@ -109,8 +111,43 @@ def command(args: Sequence[str] | None = None) -> TyperGroup:
         for p in c.get_params(ctx):  # the help option included
             if getattr(p, "is_flag", False) and getattr(p, "is_bool_flag", True):
                 p.metavar = ""
+            if getattr(p, "_runtime_param", False) is None and hasattr(p, "type_descriptor"):
+                # a typer parameter (recent releases: 0.29 here): its coercion, with pydantic only when needed
+                p._runtime_param = _PlainValues()  # type: ignore[attr-defined]
         stack += list(getattr(c, "commands", {}).values())
     return cmd
+
+
+class _TyperParameter(Protocol):
+    """What :class:`_PlainValues` reads of a typer parameter (``typer.core._TyperParameter``)."""
+
+    multiple: bool
+    nargs: int
+    type_descriptor: TypeDescriptor
+    _runtime_param: object
+
+
+class _PlainValues:
+    """A typer parameter's value coercion (recent typer releases coerce each value with a pydantic
+    ``TypeAdapter``, built on the parameter's first value) that passes what needs no coercion as typer does: an
+    unset value (``None``: ``()`` for a repeatable option, else ``None``) and a text for a ``str`` parameter
+    (typer's adapter returns it unchanged). Any other value, and the error for a bad one, is typer's own: its
+    adapter is built then and kept on the parameter. So a command run with its defaults and text options
+    (``runs --json``, ``--help``) does not import pydantic (about 0.1 s CPU of a start)."""
+
+    def coerce(self, value: object, param: _TyperParameter, ctx: object) -> object:
+        """``value`` as typer's own coercion of ``param`` returns it (or raises its ``BadParameter``)."""
+        multi = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi else None
+        desc = param.type_descriptor
+        plain_text = desc.annotation is str and desc.file_annotation is None and desc.parameter_info.parser is None
+        if plain_text and type(value) is str and not multi:
+            return value
+        from typer._coercion import build_runtime_param
+
+        param._runtime_param = real = build_runtime_param(desc)
+        return real.coerce(value, param=param, ctx=ctx)  # type: ignore[arg-type]  # typer's own classes
 
 
 def _is_db_error(exc: BaseException) -> bool:

@@ -436,15 +436,14 @@ def runs_cmd(
     """List the runs in the store: monitor, template, status, n, outcome counts, tokens, cost, duration;
     --archive/--unarchive RUN_ID hide or show runs first and --cancel RUN_ID cancels runs first (nothing else
     changes). The detector ladder's runs (one per cheap detector, written by build) are listed with --ladder."""
-    from automonitor.runs.lease import with_liveness
-    from store import session_scope
-    from store.queries.runs import list_runs
+    from automonitor.runs.liveness import with_liveness
+    from store.queries.run_list import list_runs
 
     engine = open_store()
     _apply_cancel(engine, cancel or [])
     _apply_archive(engine, [(r, True) for r in (archive or [])] + [(r, False) for r in (unarchive or [])])
-    with session_scope(engine) as s:
-        rows = with_liveness(list_runs(s, include_ladder=ladder))
+    with engine.connect() as conn:  # Core only: a listing imports neither the ORM nor the tables' classes
+        rows = with_liveness(list_runs(conn, include_ladder=ladder))
     if as_json:
         emit_json({"runs": rows})
         return

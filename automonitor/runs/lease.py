@@ -17,7 +17,6 @@ from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
 from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, utcnow
-from store.queries.rowtypes import RunRow
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +29,6 @@ __all__ = [
     "new_lease",
     "release",
     "released_on_failure",
-    "with_liveness",
 ]
 
 
@@ -94,14 +92,3 @@ def released_on_failure(engine: Engine, run_id: str) -> Iterator[None]:
     except BaseException as exc:
         release(engine, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
         raise
-
-
-def with_liveness(rows: list[RunRow]) -> list[RunRow]:
-    """Run list rows (``store.queries.runs.list_runs``) with ``process_alive``: for a ``running`` run,
-    whether a live process holds its lease (``False``: the process that ran it died or was killed, so
-    the run is only marked running; ``execute`` or ``run --resume`` takes it over), else ``None``."""
-    for row in rows:
-        lease = row.get("lease")
-        running = row.get("status") == "running"
-        row["process_alive"] = lease_held_by_other(lease) if running and isinstance(lease, dict) and lease else None
-    return rows

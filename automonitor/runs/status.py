@@ -15,6 +15,7 @@ from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
 from store.queries.rowtypes import RunRow
+from store.queries.run_list import list_runs
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ def finalize(
 def run_info(engine: Engine, run_id: str) -> RunRow:
     """One run as in ``automonitor runs --json`` (status, counts, tokens, cost, duration)."""
     with session_scope(engine) as s:
-        for r in q.list_runs(s):
+        for r in list_runs(s):
             if r["run_id"] == run_id:
                 return r
     raise NotFound(f"no run {run_id!r}")

@@ -45,7 +45,7 @@ from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TASK_NAMES, TASKS
 from automonitor.views import run_sample_sets
 from store import session_scope
 from store.queries import analysis as q
-from store.queries.runs import list_runs
+from store.queries.run_list import list_runs
 
 #: Misclassified samples shown per slice and error kind (FN: missed misbehavior, FP: false alarm).
 GALLERY_PER_SLICE = 2

@@ -51,7 +51,7 @@ def _timestamp(value: str | None) -> datetime | None:
 
 
 def history_row(run: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-    """One :func:`runs_frame` row from one ``store.queries.runs.list_runs`` entry.
+    """One :func:`runs_frame` row from one ``store.queries.run_list.list_runs`` entry.
 
     ``done`` counts the outcomes other than ``pending``; ``n`` is the run's planned size, or ``done +
     pending`` when it has none; ``unscored`` sums the :data:`automonitor.vocab.UNSCORED` outcomes;
@@ -95,7 +95,7 @@ def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:
     """Run history, newest first: one row per run with the :data:`RUNS_FRAME_COLUMNS`
     ``run_id, monitor, template, kind, status, n, done, <outcomes>, unscored, api_calls, cache_hits,
     tokens_in, tokens_out, cost_usd, created_at, started_at, finished_at, duration_s, limit, error_msg,
-    edition, archived`` built by :func:`history_row` from ``store.queries.runs.list_runs``, the same
+    edition, archived`` built by :func:`history_row` from ``store.queries.run_list.list_runs``, the same
     history ``automonitor runs`` prints. (``automonitor.analysis.runs_frame`` is another frame: the runs
     an analysis reads, oldest first, with their parameters.)
 
@@ -103,7 +103,7 @@ def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:
     seconds (until now for a running run; ``None`` when never started). Costs are US dollars. The
     detector ladder's runs (kind ``ladder``) are left out unless ``include_ladder``.
     """
-    from store.queries.runs import list_runs
+    from store.queries.run_list import list_runs
 
     with Session(engine) as s:
         runs = list_runs(s, include_ladder=include_ladder)

@@ -116,7 +116,7 @@ class RunRow(TypedDict):
     finished_at: str | None
     error: str | None
     lease: JSONValue
-    #: added by ``automonitor.runs.lease.with_liveness``: whether a live process holds a running run's lease
+    #: added by ``automonitor.runs.liveness.with_liveness``: whether a live process holds a running run's lease
     process_alive: NotRequired[bool | None]
 
 

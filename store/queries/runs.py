@@ -19,13 +19,13 @@ from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
 from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
-from automonitor.timestamps import as_utc, iso_utc
+from automonitor.timestamps import iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
 from store.queries import SAMPLE_KEY, chunks, rows_by_ids, sample_columns, table_of, typed_rows
+from store.queries.run_list import verdict_rows
 from store.queries.rowtypes import (
     CachedVerdict,
     Example,
-    RunRow,
     RunTotals,
     SampleKey,
     SampleText,
@@ -266,8 +266,7 @@ def reset_errors(session: Session, run_id: str, outcomes: Iterable[str] = ("erro
     return len(rows)
 
 
-# the run's verdicts are repeat 0; pending predictions of every repeat keep a run unfinished
-_VERDICT_ROWS = sa.or_(col(Prediction.repeat) == 0, col(Prediction.outcome).is_(None))
+_VERDICT_ROWS = verdict_rows(table_of(Prediction))
 
 
 def outcome_counts(session: Session, run_id: str) -> dict[str, int]:
@@ -580,100 +579,6 @@ def find_equivalent_run(
         if have == want:
             return run.id
     return None
-
-
-def list_runs(session: Session, *, include_generation: bool = False, include_ladder: bool = False) -> list[RunRow]:
-    """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
-    judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
-    in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
-    ``finished_at``. Used by ``automonitor runs`` and the app's run history. Generation runs
-    (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``, the
-    detector ladder's runs (``kind='ladder'``, written by ``automonitor build``) unless ``include_ladder``."""
-    sel = sa.select(Run).order_by(col(Run.created_at).desc(), col(Run.id))
-    if not include_generation:
-        sel = sel.where(col(Run.kind) != "generation")
-    if not include_ladder:
-        sel = sel.where(col(Run.kind) != "ladder")
-    runs = session.execute(sel).scalars().all()
-    counts = _verdict_counts_by_run(session)
-    sums = _judged_sums_by_run(session)
-    return [_run_row(r, counts.get(r.id), sums.get(r.id)) for r in runs]
-
-
-def _empty_counts() -> dict[str, int]:
-    return {**{o: 0 for o in OUTCOMES}, "pending": 0}
-
-
-def _verdict_counts_by_run(session: Session) -> dict[str, dict[str, int]]:
-    """``{run_id: {outcome: n, ..., "pending": n}}`` over every run's verdict rows (repeat 0)."""
-    counts: dict[str, dict[str, int]] = {}
-    for run_id, outcome, n in session.execute(
-        sa.select(col(Prediction.run_id), col(Prediction.outcome), sa.func.count())
-        .where(_VERDICT_ROWS)
-        .group_by(col(Prediction.run_id), col(Prediction.outcome))
-    ).all():
-        c = counts.setdefault(run_id, _empty_counts())
-        c[outcome if outcome is not None else "pending"] = int(n)
-    return counts
-
-
-def _judged_sums_by_run(session: Session) -> dict[str, tuple[int, int, float]]:
-    """``{run_id: (tokens_in, tokens_out, cost_usd)}`` summed over each run's judged predictions."""
-    return {
-        rid: (int(ti or 0), int(to or 0), float(c or 0.0))
-        for rid, ti, to, c in session.execute(
-            sa.select(
-                col(Prediction.run_id),
-                sa.func.sum(col(Prediction.tokens_in)),
-                sa.func.sum(col(Prediction.tokens_out)),
-                sa.func.sum(col(Prediction.cost_usd)),
-            )
-            .where(col(Prediction.outcome).is_not(None))
-            .group_by(col(Prediction.run_id))
-        ).all()
-    }
-
-
-def _run_row(r: Run, counts: dict[str, int] | None, sums: tuple[int, int, float] | None) -> RunRow:
-    """One row of :func:`list_runs`; ``sums`` None (nothing judged yet) falls back to the run's totals."""
-    tin, tout, cost = sums if sums is not None else (r.tokens_in, r.tokens_out, r.cost_usd or 0.0)
-    dur = None
-    if r.started_at and r.finished_at:
-        dur = round((as_utc(r.finished_at) - as_utc(r.started_at)).total_seconds(), 3)
-    params = r.params or {}
-    return {  # a RunRow
-        "run_id": r.id,
-        "monitor": r.monitor,
-        "template": r.template,
-        "template_hash": r.template_hash,
-        "status": r.status,
-        "kind": r.kind,
-        "n": r.n,
-        "edition": r.edition,
-        "view": params.get("view") or "full",  # the monitor view (CONTRACT round 4); runs before views: full
-        "archived": bool(r.archived),
-        "counts": counts if counts is not None else _empty_counts(),
-        "api_calls": r.api_calls,
-        "cache_hits": r.cache_hits,
-        "tokens_in": tin,
-        "tokens_out": tout,
-        "cost_usd": round(cost, 6),
-        # False when the run's model had no known price: cost_usd is then 0 and means "unknown"
-        "price_known": bool((params.get("price") or {}).get("price_known", True)),
-        "duration_s": dur,
-        "base_url": params.get("base_url"),
-        # how the judge's answers were read (``strict`` grammar or ``lenient`` heuristics; None: no text read)
-        "parse": (params.get("config") or {}).get("parse"),
-        "score_method": (params.get("config") or {}).get("score_method"),
-        "limit": params.get("limit"),
-        "controls": int(params.get("controls") or 0),  # benign-only control samples among the n judged
-        "repeat": int((params.get("judge") or {}).get("repeat", 1) or 1),
-        "created_at": iso_utc(r.created_at),
-        "started_at": iso_utc(r.started_at),
-        "finished_at": iso_utc(r.finished_at),
-        "error": r.error,
-        "lease": params.get("lease"),
-    }
 
 
 def unscored_details(session: Session, run_ids: Iterable[str], reasons: Iterable[str] = ()) -> list[UnscoredRow]:

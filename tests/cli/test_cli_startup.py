@@ -34,15 +34,18 @@ HEAVY = {
     "store",
 }
 # modules of any kind (stdlib included) imported for --help: typer, click and rich make most of them
-# (348 for --help, which imports every command module to list them; 436 for a command's --help, which
-# imports its own module only and adds typer's pydantic adapters, 445 when it imported all; 2026-12-05)
+# (352 for --help, which imports every command module to list them; 339 for a command's --help, which
+# imports its own module only: 436 when typer's pydantic adapters came with it; 2026-12-06)
 MODULE_BUDGET = 360  # automonitor --help
-COMMAND_HELP_BUDGET = 455  # automonitor COMMAND --help
-# a read of a store: SQLAlchemy's core (about 130 modules, asyncio included) for every read; the ORM, SQLModel
-# and the tables (about 50 more) for ``runs --json``, but not for a report read back from its cache
-# (2026-12-05: 513 for ``runs --json``, 466 for a cached ``report --json``; 526 and 533 before)
-RUNS_BUDGET = 530  # automonitor runs --json
+COMMAND_HELP_BUDGET = 350  # automonitor COMMAND --help
+# a read of a store: SQLAlchemy's core (about 130 modules, asyncio included) for every read; neither the ORM,
+# SQLModel, the tables' classes nor pydantic for ``runs --json`` (Core over ``store.tables``; typer's pydantic
+# adapters only for a value that needs one) nor for a report read back from its cache
+# (2026-12-06: 410 for ``runs --json``, 513 before; 466 for a cached ``report --json`` on 2026-12-05)
+RUNS_BUDGET = 420  # automonitor runs --json
 CACHED_REPORT_BUDGET = 480  # automonitor report --json, read back from the report cache
+# what listing the runs must not import: the ORM, SQLModel, the tables' classes and pydantic
+NOT_FOR_A_LISTING = ("sqlalchemy.orm", "sqlmodel", "store.models", "pydantic")
 # what a cached report read must not import: the analysis stack, the ORM and the tables
 NOT_FOR_A_CACHED_READ = ("pandas", "numpy", "scipy", "pyarrow", "sqlmodel", "sqlalchemy.orm", "store.models")
 
@@ -77,11 +80,14 @@ def test_help_imports_no_heavy_library_and_stays_under_the_module_budget(args):
 
 
 def test_listing_runs_imports_no_data_plotting_or_migration_library(sqlite_engine, sqlite_url):
-    """A read of a store at head: SQLAlchemy and the store, but neither the analysis stack nor Alembic."""
+    """A read of a store at head: SQLAlchemy's core and the store's light tables, but neither the analysis stack,
+    Alembic, the ORM, SQLModel, the tables' classes nor pydantic."""
     mods = imported_modules("runs", "--json", db=sqlite_url)
-    assert "store.models" in mods
-    heavy = sorted({m for m in mods if m.split(".")[0] in HEAVY - {"sqlalchemy", "sqlmodel", "store"}})
+    assert "store.tables" in mods and "automonitor.cli.runs" in mods
+    heavy = sorted({m for m in mods if m.split(".")[0] in HEAVY - {"sqlalchemy", "store"}})
     assert not heavy, f"automonitor runs --json imports {heavy[:12]}"
+    orm = sorted(m for m in mods if any(m == h or m.startswith(f"{h}.") for h in NOT_FOR_A_LISTING))
+    assert not orm, f"automonitor runs --json imports {orm[:12]}"
     # only the command's own module of automonitor.cli (automonitor.cli.COMMAND_MODULES)
     others = sorted(m for m in mods if m.startswith("automonitor.cli.") and m.split(".")[2] in _COMMAND_MODULES)
     assert others == ["automonitor.cli.runs"], others
@@ -137,3 +143,35 @@ def test_the_command_table_names_the_module_of_every_command_in_help_order():
     assert "runs" in command(["-q", "runs", "--json"]).commands
     assert "audit" in command(["audit", "--help"]).commands  # a module that adds one command: still the group
     assert len(command(["no-such-command"]).commands) == len(COMMAND_MODULES)
+
+
+def test_a_value_needing_no_coercion_is_passed_as_typer_coerces_it():
+    """Every parameter of every command (``automonitor.cli.command``) coerces a value as typer's own coercion
+    does (``typer._coercion.build_runtime_param``, pydantic adapters): an unset value, a text, a number, a
+    bad number, repeated values; the same result or the same error message."""
+    from typer._coercion import build_runtime_param
+
+    from automonitor.cli import command
+
+    group = command()
+    checked = 0
+    stack = [group]
+    while stack:
+        c = stack.pop()
+        stack += list(getattr(c, "commands", {}).values())
+        ctx = c.context_class(c, info_name=c.name)
+        for p in c.get_params(ctx):
+            if not hasattr(p, "type_descriptor"):
+                continue
+            plain = p._runtime_param  # what command() leaves on every parameter: not typer's own
+            assert type(plain).__module__ == "automonitor.cli", type(plain)
+            for value in (None, "text", "5", "x", "2.5", ("a", "b"), ()):
+                outcomes = []
+                for coercion in (plain, build_runtime_param(p.type_descriptor)):
+                    try:
+                        outcomes.append(("value", coercion.coerce(value, param=p, ctx=ctx)))
+                    except Exception as exc:  # noqa: BLE001 - the error is compared
+                        outcomes.append((type(exc).__name__, str(exc)))
+                assert outcomes[0] == outcomes[1], (c.name, p.name, value, outcomes)
+                checked += 1
+    assert checked > 500  # every command's parameters were seen

@@ -15,7 +15,7 @@ from automonitor.data.build.ladder import LadderResult
 from store import session_scope
 from store.models import Sample
 from store.queries.analysis import load_runs
-from store.queries.runs import list_runs
+from store.queries.run_list import list_runs
 
 CTRL = "controls"
 

@@ -1,0 +1,126 @@
+"""The run list (``automonitor runs``, the app's run history, ``run_info``): SQLAlchemy Core over the light table
+views of :mod:`store.tables`, so that a listing command imports neither the ORM, SQLModel nor
+:mod:`store.models` (about half of its start-up). Works on a connection or a session, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from automonitor.timestamps import as_utc, iso_utc
+from automonitor.vocab import OUTCOMES
+from store.tables import prediction, run
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Row
+    from sqlalchemy.orm import Session
+    from sqlalchemy.sql.elements import ColumnElement
+    from typing_extensions import Unpack
+
+    from store.queries.rowtypes import RunRow
+
+__all__ = ["list_runs", "verdict_rows"]
+
+
+def verdict_rows(table: sa.TableClause) -> ColumnElement[bool]:
+    """The condition that selects a run's verdict rows of the prediction table ``table`` (the mapped table or
+    :data:`store.tables.prediction`): repeat 0, and the pending predictions of every repeat (they keep a
+    run unfinished)."""
+    return sa.or_(table.c.repeat == 0, table.c.outcome.is_(None))
+
+
+def list_runs(
+    conn: Connection | Session, *, include_generation: bool = False, include_ladder: bool = False
+) -> list[RunRow]:
+    """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
+    judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
+    in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
+    ``finished_at``. Used by ``automonitor runs`` and the app's run history. Generation runs
+    (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``, the
+    detector ladder's runs (``kind='ladder'``, written by ``automonitor build``) unless ``include_ladder``.
+    ``conn``: a connection or a session (read as it is in the database: a session's unflushed changes are
+    not seen)."""
+    sel = sa.select(run).order_by(run.c.created_at.desc(), run.c.id)
+    if not include_generation:
+        sel = sel.where(run.c.kind != "generation")
+    if not include_ladder:
+        sel = sel.where(run.c.kind != "ladder")
+    runs = conn.execute(sel).all()
+    counts = _verdict_counts_by_run(conn)
+    sums = _judged_sums_by_run(conn)
+    return [_run_row(r, counts.get(r.id), sums.get(r.id)) for r in runs]
+
+
+def _empty_counts() -> dict[str, int]:
+    return {**{o: 0 for o in OUTCOMES}, "pending": 0}
+
+
+def _verdict_counts_by_run(conn: Connection | Session) -> dict[str, dict[str, int]]:
+    """``{run_id: {outcome: n, ..., "pending": n}}`` over every run's verdict rows (repeat 0)."""
+    p = prediction.c
+    counts: dict[str, dict[str, int]] = {}
+    for run_id, outcome, n in conn.execute(
+        sa.select(p.run_id, p.outcome, sa.func.count()).where(verdict_rows(prediction)).group_by(p.run_id, p.outcome)
+    ).all():
+        c = counts.setdefault(run_id, _empty_counts())
+        c[outcome if outcome is not None else "pending"] = int(n)
+    return counts
+
+
+def _judged_sums_by_run(conn: Connection | Session) -> dict[str, tuple[int, int, float]]:
+    """``{run_id: (tokens_in, tokens_out, cost_usd)}`` summed over each run's judged predictions."""
+    p = prediction.c
+    return {
+        rid: (int(ti or 0), int(to or 0), float(c or 0.0))
+        for rid, ti, to, c in conn.execute(
+            sa.select(p.run_id, sa.func.sum(p.tokens_in), sa.func.sum(p.tokens_out), sa.func.sum(p.cost_usd))
+            .where(p.outcome.is_not(None))
+            .group_by(p.run_id)
+        ).all()
+    }
+
+
+def _run_row(
+    r: Row[Unpack[tuple[object, ...]]], counts: dict[str, int] | None, sums: tuple[int, int, float] | None
+) -> RunRow:
+    """One row of :func:`list_runs` from a ``run`` row; ``sums`` None (nothing judged yet) falls back to the
+    run's totals."""
+    tin, tout, cost = sums if sums is not None else (r.tokens_in, r.tokens_out, r.cost_usd or 0.0)
+    dur = None
+    if r.started_at and r.finished_at:
+        dur = round((as_utc(r.finished_at) - as_utc(r.started_at)).total_seconds(), 3)
+    params = r.params or {}
+    return {  # a RunRow
+        "run_id": r.id,
+        "monitor": r.monitor,
+        "template": r.template,
+        "template_hash": r.template_hash,
+        "status": r.status,
+        "kind": r.kind,
+        "n": r.n,
+        "edition": r.edition,
+        "view": params.get("view") or "full",  # the monitor view (CONTRACT round 4); runs before views: full
+        "archived": bool(r.archived),
+        "counts": counts if counts is not None else _empty_counts(),
+        "api_calls": r.api_calls,
+        "cache_hits": r.cache_hits,
+        "tokens_in": tin,
+        "tokens_out": tout,
+        "cost_usd": round(cost, 6),
+        # False when the run's model had no known price: cost_usd is then 0 and means "unknown"
+        "price_known": bool((params.get("price") or {}).get("price_known", True)),
+        "duration_s": dur,
+        "base_url": params.get("base_url"),
+        # how the judge's answers were read (``strict`` grammar or ``lenient`` heuristics; None: no text read)
+        "parse": (params.get("config") or {}).get("parse"),
+        "score_method": (params.get("config") or {}).get("score_method"),
+        "limit": params.get("limit"),
+        "controls": int(params.get("controls") or 0),  # benign-only control samples among the n judged
+        "repeat": int((params.get("judge") or {}).get("repeat", 1) or 1),
+        "created_at": iso_utc(r.created_at),
+        "started_at": iso_utc(r.started_at),
+        "finished_at": iso_utc(r.finished_at),
+        "error": r.error,
+        "lease": params.get("lease"),
+    }
