@@ -245,23 +245,15 @@ def conversation_groups(dialogues: Sequence[str]) -> list[int]:
 def sample_outputs(prompt: str) -> list[str]:
     """The sample outputs shown in a Codeforces ``original_prompt`` (blocks after ``Outputs:`` /
     ``Output:`` markers), one string per non-trivial output block."""
-    outs: list[str] = []
-    for m in re.finditer(
-        r"(?im)^\s*outputs?\s*:?\s*\n(.*?)(?=^\s*(?:inputs?|outputs?|examples?|note)\s*:?\s*$|\Z)", prompt, re.S | re.M
-    ):
-        block = m.group(1).strip()
-        if block:
-            outs.append(block)
-    return outs
+    blocks = r"(?im)^\s*outputs?\s*:?\s*\n(.*?)(?=^\s*(?:inputs?|outputs?|examples?|note)\s*:?\s*$|\Z)"
+    return [b for m in re.finditer(blocks, prompt, re.S | re.M) if (b := m.group(1).strip())]
 
 
 def sample_inputs(prompt: str) -> list[str]:
-    ins: list[str] = []
-    for m in re.finditer(r"(?im)^\s*inputs?\s*:?\s*\n(.*?)(?=^\s*(?:outputs?)\s*:?\s*$|\Z)", prompt, re.S | re.M):
-        block = m.group(1).strip()
-        if block:
-            ins.append(block)
-    return ins
+    """The sample inputs shown in a Codeforces ``original_prompt`` (blocks after ``Inputs:`` / ``Input:``
+    markers, up to the next output marker), one string per non-empty block."""
+    blocks = r"(?im)^\s*inputs?\s*:?\s*\n(.*?)(?=^\s*(?:outputs?)\s*:?\s*$|\Z)"
+    return [b for m in re.finditer(blocks, prompt, re.S | re.M) if (b := m.group(1).strip())]
 
 
 def _literals(code: str) -> set[str]:
