@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence, TypedDict
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -20,11 +20,21 @@ PAGE_SIZES: tuple[int, ...] = (50, 100, 200, 500)
 """Page sizes offered by the Samples page (at least 50)."""
 
 
-def neighbours(ids: Sequence[str], current: str | None) -> dict[str, Any]:
+class Neighbours(TypedDict):
+    """:func:`neighbours`: where ``current`` is in the list (0-based, ``None`` when absent), the list's
+    length, and the ids before and after it."""
+
+    index: int | None
+    total: int
+    prev: str | None
+    next: str | None
+
+
+def neighbours(ids: Sequence[str], current: str | None) -> Neighbours:
     """Previous/next navigation inside a list of sample ids: ``{"index", "total", "prev", "next"}``
     (``index`` 0-based, ``None`` when ``current`` is not in the list: then ``next`` is the first id)."""
     ids = list(ids)
-    if current in ids:
+    if current is not None and current in ids:
         i = ids.index(current)
         return {
             "index": i,

@@ -10,7 +10,7 @@ Both return plain text: escape it for the place it is shown (``md_escape``, ``pl
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Mapping
+from typing import Literal, Mapping, Sequence
 
 from automonitor.vocab import RunStatus
 
@@ -24,10 +24,11 @@ ELLIPSIS = "…"
 _SEP = " · "
 
 
-def _field(run: Mapping[str, Any] | Any, key: str) -> str:
+def _field(run: object, key: str) -> str:
     """``run[key]`` as text (``""`` when missing or ``None``); ``run`` is a dict or a pandas row."""
     try:
-        value = run.get(key) if hasattr(run, "get") else getattr(run, key, None)
+        get = getattr(run, "get", None)
+        value = get(key) if callable(get) else getattr(run, key, None)
     except (KeyError, TypeError):
         value = None
     if value is None or value != value:  # None or NaN
@@ -74,7 +75,7 @@ def id_tail(run_id: str, width: int) -> str:
     return ELLIPSIS + run_id[len(run_id) - max(0, width - 1) :] if width > 1 else ELLIPSIS[:width]
 
 
-def run_option_label(run: Mapping[str, Any] | Any, max_len: int = RUN_LABEL_MAX) -> str:
+def run_option_label(run: object, max_len: int = RUN_LABEL_MAX) -> str:
     """A run's label for dropdown options and plot legends, at most ``max_len`` characters (>= 32).
 
     ``run``: a dict (or pandas row) with ``run_id``, ``monitor``, optional ``template`` and ``status``.
@@ -107,7 +108,7 @@ def run_option_label(run: Mapping[str, Any] | Any, max_len: int = RUN_LABEL_MAX)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def run_full_label(run: Mapping[str, Any] | Any) -> str:
+def run_full_label(run: object) -> str:
     """The whole label of a run for hovers and tooltips: ``"<monitor> · <template> · <run id>
     (<status>)"`` (template and status only when known). Plain text, not escaped."""
     parts = [p for p in (_field(run, "monitor"), _field(run, "template"), _field(run, "run_id")) if p]
@@ -115,7 +116,7 @@ def run_full_label(run: Mapping[str, Any] | Any) -> str:
     return _SEP.join(parts) + (f" ({status})" if status else "")
 
 
-def active_runs_line(runs: list[Mapping[str, Any]], shown: int = 3) -> str:
+def active_runs_line(runs: Sequence[Mapping[str, object]], shown: int = 3) -> str:
     """One compact markdown line for the top of the Runs page naming the active runs (``runs``: dicts
     with ``run_id``, ``monitor``, ``template``, ``status``), e.g. "**1 run in progress:** rules · direct
     · r000 (running) · progress and Cancel under *In progress*, below". At most ``shown`` are named

@@ -4,7 +4,7 @@ cache key, and run archiving. The SQL is in ``store.queries.workbench``."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypedDict
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -24,9 +24,21 @@ def sample_set_digest(sample_ids: Iterable[str]) -> str:
 NO_EDITION = "no edition (imported pairs)"
 
 
+class SampleSetRow(TypedDict):
+    """One run's sample set (:func:`sample_set_row`; a row of :func:`run_sample_sets`)."""
+
+    run_id: str
+    edition: str
+    edition_recorded: bool
+    edition_inferred: bool
+    n_samples: int
+    fingerprint: str
+    sample_set: str
+
+
 def sample_set_row(
     run_id: str, recorded_edition: str | None, ids: list[str], adjudicated: bool, in_edition: bool = True
-) -> dict[str, Any]:
+) -> SampleSetRow:
     """One :func:`run_sample_sets` row from a run's recorded edition, the ids of the samples it judged,
     whether one of them is adjudicated and whether the run's samples belong to a built edition
     (``in_edition``): the edition (recorded, else ``verified`` when a judged sample is adjudicated, else

@@ -20,7 +20,7 @@ RATCHET: dict[str, int] = {
     "automonitor/cli": 28,
     "automonitor/data": 196,
     "automonitor/runs": 347,
-    "automonitor/views": 55,
+    "automonitor/views": 46,
     "pages": 23,
     "store": 56,
 }
