@@ -21,7 +21,7 @@ from store.models import (
     Sample,
     utcnow,
 )
-from store.queries import chunks, sample_columns
+from store.queries import chunks, rows_by_ids, sample_columns
 
 # The tables whose rows name a sample (``sample_id``), by the name the build report uses.
 SAMPLE_REFERENCES: tuple[
@@ -61,14 +61,7 @@ def pair_index(session: Session) -> list[tuple[str, str, Any]]:
 
 def adjudicated_ids(session: Session, ids: list[str]) -> set[str]:
     """The subset of ``ids`` that has at least one ``adjudication`` row."""
-    found: set[str] = set()
-    for part in chunks(ids):
-        found.update(
-            session.execute(
-                sa.select(col(Adjudication.sample_id)).where(col(Adjudication.sample_id).in_(part))
-            ).scalars()
-        )
-    return found
+    return {sid for (sid,) in rows_by_ids(session, [col(Adjudication.sample_id)], col(Adjudication.sample_id), ids)}
 
 
 def referenced(session: Session, ids: list[str]) -> dict[str, set[str]]:
@@ -77,9 +70,7 @@ def referenced(session: Session, ids: list[str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name, model in SAMPLE_REFERENCES:
         sample_id = col(model.sample_id)
-        found: set[str] = set()
-        for part in chunks(ids):
-            found.update(session.execute(sa.select(sample_id).where(sample_id.in_(part))).scalars())
+        found = {sid for (sid,) in rows_by_ids(session, [sample_id], sample_id, ids)}
         if found:
             out[name] = found
     return out
@@ -88,13 +79,8 @@ def referenced(session: Session, ids: list[str]) -> dict[str, set[str]]:
 def runs_judging(session: Session, ids: list[str]) -> list[Run]:
     """The runs with a prediction on any of ``ids``, by id, their rows locked until the transaction
     ends (PostgreSQL ``FOR UPDATE``: a runner taking its lease waits, or the caller waits for it)."""
-    run_ids: set[str] = set()
-    for part in chunks(ids):
-        run_ids.update(
-            session.execute(sa.select(col(Prediction.run_id)).where(col(Prediction.sample_id).in_(part))).scalars()
-        )
     out: list[Run] = []
-    for part in chunks(sorted(run_ids)):
+    for part in chunks(sorted(_run_ids(session, ids))):
         q = sa.select(Run).where(col(Run.id).in_(part)).order_by(col(Run.id)).with_for_update()
         out += session.execute(q.execution_options(populate_existing=True)).scalars()
     return out
@@ -108,11 +94,7 @@ def delete_dependents(session: Session, ids: list[str]) -> dict[str, int]:
         Rows deleted per table: ``runs``, ``predictions``, ``assignments``, ``annotations``,
         ``adjudications``.
     """
-    run_ids: set[str] = set()
-    for part in chunks(ids):
-        run_ids.update(
-            session.execute(sa.select(col(Prediction.run_id)).where(col(Prediction.sample_id).in_(part))).scalars()
-        )
+    run_ids = _run_ids(session, ids)
     counts = {"runs": len(run_ids), "predictions": 0, "assignments": 0, "annotations": 0, "adjudications": 0}
     for part in chunks(sorted(run_ids)):
         counts["predictions"] += _rowcount(
@@ -125,6 +107,11 @@ def delete_dependents(session: Session, ids: list[str]) -> dict[str, int]:
     return counts
 
 
+def _run_ids(session: Session, ids: list[str]) -> set[str]:
+    """The ids of the runs with a prediction on any of ``ids``."""
+    return {rid for (rid,) in rows_by_ids(session, [col(Prediction.run_id)], col(Prediction.sample_id), ids)}
+
+
 def _rowcount(result: Any) -> int:
     """Rows a DML statement touched (``0`` when the driver does not say)."""
     return int(getattr(result, "rowcount", 0) or 0)
@@ -132,15 +119,8 @@ def _rowcount(result: Any) -> int:
 
 def edition_memberships(session: Session, ids: list[str]) -> set[tuple[str, str]]:
     """``(edition, sample_id)`` of every ``edition_sample`` row of ``ids``."""
-    have: set[tuple[str, str]] = set()
-    for part in chunks(ids):
-        rows = session.execute(
-            sa.select(col(EditionSample.edition), col(EditionSample.sample_id)).where(
-                col(EditionSample.sample_id).in_(part)
-            )
-        ).all()
-        have.update((edition, sample_id) for edition, sample_id in rows)
-    return have
+    columns = [col(EditionSample.edition), col(EditionSample.sample_id)]
+    return {(edition, sample_id) for edition, sample_id in rows_by_ids(session, columns, columns[1], ids)}
 
 
 def drop_edition_memberships(session: Session, pairs: Iterable[tuple[str, str]]) -> None:
