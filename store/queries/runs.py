@@ -302,7 +302,7 @@ def cache_lookup(session: Session, keys: list[str]) -> dict[str, CachedVerdict]:
     cols = [t.c.key, *(t.c[f] for f in CACHE_FIELDS)]
     for part in chunks(keys):
         for r in session.execute(sa.select(*cols).where(t.c.key.in_(part))).all():
-            out[r.key] = dict(zip(CACHE_FIELDS, r[1:]))
+            out[r.key] = cast(CachedVerdict, dict(zip(CACHE_FIELDS, r[1:])))  # the columns CachedVerdict names
     return out
 
 

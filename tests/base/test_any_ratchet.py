@@ -19,7 +19,7 @@ RATCHET: dict[str, int] = {
     "automonitor/annotation": 14,
     "automonitor/cli": 28,
     "automonitor/data": 196,
-    "automonitor/runs": 347,
+    "automonitor/runs": 326,
     "automonitor/views": 46,
     "pages": 23,
     "store": 56,

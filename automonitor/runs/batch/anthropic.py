@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from automonitor.runs.batch.provider import SdkBatch, batch_provider
 from automonitor.runs.batch.result_rows import error_row, judgement_row
+from automonitor.runs.verdicts import ResultRow
 from automonitor.runs.monitors.http_api import SdkOptions
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class AnthropicBatch(SdkBatch):
         for r in self.client.messages.batches.results(part["batch_id"]):
             yield r.custom_id, r.result
 
-    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> dict[str, Any]:
+    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> ResultRow:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
             try:

@@ -3,16 +3,15 @@ batch price (:func:`judgement_row`) or a failed item (:func:`error_row`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from automonitor.jsontypes import JSONValue
 from automonitor.runs.monitors import Judgement
-from automonitor.runs.verdicts import judgement_fields
+from automonitor.runs.verdicts import ResultRow, judgement_fields
 from automonitor.vocab import BatchErrorKind
 
 BATCH_DISCOUNT = 0.5
 
 
-def error_row(kind: BatchErrorKind, reason: str, raw: str | None = None, **meta: Any) -> dict[str, Any]:
+def error_row(kind: BatchErrorKind, reason: str, raw: str | None = None, **meta: JSONValue) -> ResultRow:
     """A prediction row for a failed batch item: outcome ``error`` with ``meta.error_kind`` = ``kind``."""
     return {
         "outcome": "error",
@@ -30,7 +29,7 @@ def error_row(kind: BatchErrorKind, reason: str, raw: str | None = None, **meta:
     }
 
 
-def judgement_row(j: Judgement) -> dict[str, Any]:
+def judgement_row(j: Judgement) -> ResultRow:
     """A prediction row from a backend ``Judgement`` parsed out of a batch result (batch price)."""
     fields = judgement_fields(j)  # first: it may flag raw_truncated / tokens_clamped / not_cached
     return {
