@@ -5,7 +5,7 @@ through :func:`automonitor.escaping.esc`."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from automonitor.views.browsing import SEARCH_STYLE, highlight_search_html
 from automonitor.escaping import esc, text_box_style
@@ -34,7 +34,7 @@ _STATUS_TITLE = {
 Located = tuple[int, int, str, str]
 
 
-def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str | None = None) -> list[Located]:
+def located_spans(text: str, grounded: Iterable[GroundedEvidence], field: str | None = None) -> list[Located]:
     """Non-overlapping ``(start, end, status, span)`` character ranges of located evidence, sorted.
 
     ``grounded`` holds dicts as returned by ``automonitor.analysis.grounding.ground_span`` (``span``,
@@ -51,7 +51,7 @@ def located_spans(text: str, grounded: Iterable[Mapping[str, Any]], field: str |
         start, end = g.get("start"), g.get("end")
         if status not in ("exact", "normalized") or start is None or end is None:
             continue
-        start, end = max(0, int(start)), min(len(text), int(end))
+        start, end = max(0, start), min(len(text), end)
         if end > start:
             items.append((start, end, status, str(g.get("span", ""))))
     items.sort(key=lambda t: (t[0], -t[1]))
@@ -89,7 +89,7 @@ def _evidence_mark(status: str, inner_html: str) -> str:
     )
 
 
-def _missing_spans_html(missing: Sequence[Mapping[str, Any]]) -> str:
+def _missing_spans_html(missing: Sequence[GroundedEvidence]) -> str:
     """The list of spans quoted by the monitor but found nowhere in the sample ("" when none)."""
     if not missing:
         return ""
@@ -108,7 +108,7 @@ def _missing_spans_html(missing: Sequence[Mapping[str, Any]]) -> str:
 
 def highlight_html(
     text: str | None,
-    grounded: Iterable[Mapping[str, Any]] | None = None,
+    grounded: Iterable[GroundedEvidence] | None = None,
     *,
     field: str = "response",
     show_missing: bool = True,
