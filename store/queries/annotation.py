@@ -17,7 +17,7 @@ from sqlmodel import Session, col
 
 from automonitor.jsontypes import JSONValue
 from store.models import Adjudication, Annotation, Annotator, Assignment, EditionSample, ItemFlag, Sample, utcnow
-from store.queries import chunks, sample_columns, table_of, typed_rows
+from store.queries import rows_by_ids, sample_columns, table_of, typed_rows
 from store.queries.rowtypes import (
     AdjudicationHistoryRow,
     AdjudicationRow,
@@ -433,12 +433,8 @@ def annotator_id(session: Session, name: str) -> int | None:
 def request_response(session: Session, sample_ids: list[str]) -> dict[str, tuple[str, str]]:
     """``{sample_id: (request, response)}`` of the given items (queried in chunks of
     :data:`store.queries.IN_CHUNK` ids); unknown ids are left out."""
-    texts: dict[str, tuple[str, str]] = {}
-    for part in chunks(sample_ids):
-        q = sa.select(col(Sample.id), col(Sample.request), col(Sample.response)).where(col(Sample.id).in_(part))
-        for sid, req, resp in session.execute(q):
-            texts[sid] = (req, resp)
-    return texts
+    cols = [col(Sample.id), col(Sample.request), col(Sample.response)]
+    return {sid: (req, resp) for sid, req, resp in rows_by_ids(session, cols, cols[0], sample_ids)}
 
 
 def active_annotator_ids(session: Session) -> dict[str, int]:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlmodel import col
 
 from store.models import EditionSample, Sample
-from store.queries import chunks, rows_by_ids
+from store.queries import rows_by_ids
 
 AUDIT_COLUMNS = (
     "id",
@@ -54,10 +54,5 @@ def samples_by_ids(conn, ids: set[str]) -> pd.DataFrame:
 
 def sample_meta_values(conn, ids: Iterable[str], key: str) -> dict[str, Any]:
     """``{sample_id: meta[key]}`` for the samples ``ids`` whose ``meta`` has ``key`` (read in chunks of 900 ids)."""
-    out: dict[str, Any] = {}
-    for part in chunks(list(ids)):
-        q = sa.select(col(Sample.id), col(Sample.meta)).where(col(Sample.id).in_(part))
-        for sid, meta in conn.execute(q):
-            if isinstance(meta, dict) and key in meta:
-                out[sid] = meta[key]
-    return out
+    rows = rows_by_ids(conn, [col(Sample.id), col(Sample.meta)], col(Sample.id), ids)
+    return {sid: meta[key] for sid, meta in rows if isinstance(meta, dict) and key in meta}

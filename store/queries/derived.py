@@ -14,7 +14,7 @@ from sqlmodel import Session, col
 from store.queries.analysis import LIGHT_COLUMNS, insert_finished_run
 from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample
-from store.queries import chunks
+from store.queries import rows_by_ids
 
 INPUT_COLUMNS = [*LIGHT_COLUMNS[:-1], "cost_usd", "compute_s"]  # the light columns less evidence
 
@@ -82,29 +82,20 @@ def recipe_inputs(engine: Engine, run_id: str) -> pd.DataFrame:
 
 def run_rows(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """``{run_id: {"monitor", "template", "kind", "status", "edition", "params"}}`` for existing ids."""
-    out: dict[str, dict[str, Any]] = {}
+    cols = [col(Run.id), col(Run.monitor), col(Run.template), col(Run.kind), col(Run.status), col(Run.edition)]
     with engine.connect() as c:
-        for part in chunks(list(dict.fromkeys(run_ids))):
-            for r in c.execute(
-                sa.select(
-                    col(Run.id),
-                    col(Run.monitor),
-                    col(Run.template),
-                    col(Run.kind),
-                    col(Run.status),
-                    col(Run.edition),
-                    col(Run.params),
-                ).where(col(Run.id).in_(part))
-            ):
-                out[r[0]] = {
-                    "monitor": r[1],
-                    "template": r[2],
-                    "kind": r[3],
-                    "status": r[4],
-                    "edition": r[5],
-                    "params": r[6] if isinstance(r[6], dict) else json.loads(r[6] or "{}"),
-                }
-    return out
+        rows = rows_by_ids(c, [*cols, col(Run.params)], cols[0], run_ids)
+    return {
+        r[0]: {
+            "monitor": r[1],
+            "template": r[2],
+            "kind": r[3],
+            "status": r[4],
+            "edition": r[5],
+            "params": r[6] if isinstance(r[6], dict) else json.loads(r[6] or "{}"),
+        }
+        for r in rows
+    }
 
 
 def derived_monitor(session: Session, name: str) -> Monitor:

@@ -297,13 +297,12 @@ def run_totals(session: Session, run_id: str) -> RunTotals:
 
 def cache_lookup(session: Session, keys: list[str]) -> dict[str, CachedVerdict]:
     """``{key: cached verdict fields}`` for the keys present in the cache."""
-    out: dict[str, CachedVerdict] = {}
     t = table_of(CacheEntry)
     cols = [t.c.key, *(t.c[f] for f in CACHE_FIELDS)]
-    for part in chunks(keys):
-        for r in session.execute(sa.select(*cols).where(t.c.key.in_(part))).all():
-            out[r.key] = cast(CachedVerdict, dict(zip(CACHE_FIELDS, r[1:])))  # the columns CachedVerdict names
-    return out
+    return {
+        r.key: cast(CachedVerdict, dict(zip(CACHE_FIELDS, r[1:])))  # the columns CachedVerdict names
+        for r in rows_by_ids(session, cols, t.c.key, keys)
+    }
 
 
 #: rows (column -> Python value) -> the driver's parameters for them (tuples or dicts)
