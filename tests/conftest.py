@@ -405,12 +405,35 @@ def pytest_collection_modifyitems(session, config, items):
     """Run the browser (e2e) tests last: Playwright's sync API keeps an event loop running in the main
     thread for as long as its session-scoped fixture lives, which breaks later tests that call
     ``asyncio.run``. Under ``--dist worksteal`` a worker can still take other tests after browser tests
-    (stolen from the other worker's queue): ``_no_browser_loop`` covers that case."""
-    items.sort(key=lambda item: _is_e2e(item.nodeid))
+    (stolen from the other worker's queue): ``_no_browser_loop`` covers that case.
+
+    Among the browser tests the slowest files (``tests/durations.txt``) come first, each file's tests
+    still together and in their order: ``--dist worksteal`` steals from the end of a queue, so the run
+    ends on short browser tests instead of one worker finishing a minute-long one while the other waits."""
+    seconds = _file_seconds(Path(str(config.rootpath)) / "tests" / "durations.txt")
+
+    def order(item) -> tuple[bool, float]:
+        if not _is_e2e(item.nodeid):
+            return (False, 0.0)
+        return (True, -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
+
+    items.sort(key=order)
 
 
 def _is_e2e(nodeid: str) -> bool:
     return "/e2e/" in nodeid.replace("\\", "/")
+
+
+def _file_seconds(path: Path) -> dict[str, float]:
+    """``{test file: test-seconds}`` read from a ``--durations-file`` (``{}`` when there is none)."""
+    if not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and not line.startswith("#"):
+            out[parts[2]] = float(parts[0])
+    return out
 
 
 @pytest.fixture(autouse=True)
