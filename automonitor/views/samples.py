@@ -6,12 +6,29 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 import pandas as pd
+from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Engine
+from typing_extensions import Unpack
 
 from automonitor.data.records import csv_cell_out
+
+
+class SampleFilters(TypedDict, total=False):
+    """The samples browser's filters (:func:`sample_query`'s keyword arguments): a search text and, per
+    column, the allowed values (empty = no filter)."""
+
+    search: str | None
+    category: Sequence[str]
+    task: Sequence[str]
+    label: Sequence[str]
+    split: Sequence[str]
+    status: Sequence[str]
+    source: Sequence[str]
+    label_source: Sequence[str]
+    tier: Sequence[str]
 
 
 def sample_query(
@@ -25,7 +42,7 @@ def sample_query(
     source: Sequence[str] = (),
     label_source: Sequence[str] = (),
     tier: Sequence[str] = (),
-) -> list[Any]:
+) -> list[ColumnElement[bool]]:
     """SQLAlchemy ``WHERE`` clause list for the samples browser filters (``label_source``: label
     provenance values; ``tier``: the detector ladder's ``surface`` / ``implicit``;
     ``store.queries.samples.browser_filter``).
@@ -49,7 +66,12 @@ def sample_query(
 
 
 def search_samples(
-    engine: Engine, *, limit: int | None = 200, offset: int = 0, with_text: bool = True, **filters: Any
+    engine: Engine,
+    *,
+    limit: int | None = 200,
+    offset: int = 0,
+    with_text: bool = True,
+    **filters: Unpack[SampleFilters],
 ) -> tuple[int, pd.DataFrame]:
     """Samples matching :func:`sample_query` ``filters``: ``(total_count, page_frame)``.
 
@@ -67,7 +89,7 @@ def search_samples(
     return total, pd.DataFrame(rows, columns=cols)
 
 
-def pair_file_bytes(rows: Sequence[Sequence[Any]], fmt: str) -> bytes:
+def pair_file_bytes(rows: Sequence[Sequence[object]], fmt: str) -> bytes:
     """Rows of ``store.queries.samples.EXPORT_COLUMNS`` as a contract pair file (UTF-8 bytes): JSON lines
     (``fmt="jsonl"``) or CSV with a header (any other ``fmt``; ``meta``, the last column, as a JSON
     string). The ``id`` column is named ``sample_id``."""
@@ -86,7 +108,7 @@ def pair_file_bytes(rows: Sequence[Sequence[Any]], fmt: str) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def export_samples(engine: Engine, fmt: str, **filters: Any) -> bytes:
+def export_samples(engine: Engine, fmt: str, **filters: Unpack[SampleFilters]) -> bytes:
     """The filtered samples as a contract pair file: ``fmt`` ``jsonl`` or ``csv`` (UTF-8 bytes).
 
     Columns: ``sample_id, pair_id, category, task, request, response, label, source, split, status,
@@ -103,7 +125,14 @@ def export_samples(engine: Engine, fmt: str, **filters: Any) -> bytes:
     return pair_file_bytes(rows, fmt)
 
 
-def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
+class SampleDetail(TypedDict):
+    """:func:`sample_detail`: a sample and the other side of its pair (dicts of ``Sample`` columns)."""
+
+    sample: dict[str, object]
+    other: dict[str, object] | None
+
+
+def sample_detail(engine: Engine, sample_id: str) -> SampleDetail:
     """One sample with the other side of its pair: ``{"sample": dict, "other": dict|None}``
     (dicts of ``Sample`` columns). Raises ``NotFound`` for an unknown id."""
     from automonitor.errors import NotFound
@@ -117,7 +146,7 @@ def sample_detail(engine: Engine, sample_id: str) -> dict[str, Any]:
 
 
 def shown_responses(
-    engine: Engine, sample: dict[str, Any], run_ids: Sequence[str]
+    engine: Engine, sample: Mapping[str, object], run_ids: Sequence[str]
 ) -> dict[str, tuple[str, str | None]]:
     """``{run_id: (monitor view, the response as the monitor saw it)}`` for ``sample`` (a
     :func:`sample_detail` sample: response, source, meta) under each run's view (``Run.params["view"]``,
@@ -127,11 +156,12 @@ def shown_responses(
     from store.queries.analysis import run_views
 
     out: dict[str, tuple[str, str | None]] = {}
+    response, source, meta = str(sample.get("response") or ""), str(sample.get("source") or ""), sample.get("meta")
     for rid, view in run_views(engine, list(run_ids)).items():
         if view == "full":
-            out[rid] = (view, sample["response"])
+            out[rid] = (view, response)
             continue
-        r = render(sample["response"], view, source=sample.get("source") or "", meta=sample.get("meta"))
+        r = render(response, view, source=source, meta=meta if isinstance(meta, dict) else None)
         out[rid] = (view, None if r is None else r.text)
     return out
 
