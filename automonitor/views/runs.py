@@ -7,7 +7,7 @@ import math
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -17,6 +17,9 @@ from automonitor import vocab
 from automonitor.leases import pid_alive
 from automonitor.timestamps import utcnow
 from automonitor.views.cells import MISSING, display_frame
+
+if TYPE_CHECKING:
+    from store.queries.rowtypes import RunRow
 
 #: Columns of :func:`runs_frame`, in order.
 RUNS_FRAME_COLUMNS: list[str] = [
@@ -50,7 +53,7 @@ def _timestamp(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-def history_row(run: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def history_row(run: RunRow, now: datetime) -> dict[str, object]:
     """One :func:`runs_frame` row from one ``store.queries.run_list.list_runs`` entry.
 
     ``done`` counts the outcomes other than ``pending``; ``n`` is the run's planned size, or ``done +
@@ -61,7 +64,7 @@ def history_row(run: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     counts = run["counts"]
     started, finished = _timestamp(run["started_at"]), _timestamp(run["finished_at"])
     done = sum(v for k, v in counts.items() if k != "pending")
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "run_id": run["run_id"],
         "monitor": run["monitor"],
         "template": run["template"],
