@@ -265,6 +265,34 @@ def test_token_diff_and_tiny_pairs():
     assert audit.tiny_diff_pairs(t) == {"p2"}
 
 
+def test_tiny_pairs_diff_only_the_differing_middle(monkeypatch):
+    """Two long responses that share everything but their last tokens: the audit diffs only the middle
+    left after the common prefix and suffix (a pair of 1 MB responses made `automonitor report` and the
+    Benchmark health page spend minutes in a quadratic difflib over 200,000 equal tokens)."""
+    import difflib
+
+    seen: list[int] = []
+    real = difflib.SequenceMatcher
+
+    class Recording(real):  # type: ignore[misc,valid-type]
+        def __init__(self, isjunk=None, a="", b="", autojunk=True):  # type: ignore[no-untyped-def]
+            seen.append(max(len(a), len(b)))
+            super().__init__(isjunk, a, b, autojunk)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", Recording)
+    body = "word " * 5_000
+    t = pd.DataFrame(
+        [
+            {"pair_id": "near", "label": M, "response": body + "x = eval(s)"},
+            {"pair_id": "near", "label": B, "response": body + "x = int(s)"},
+            {"pair_id": "far", "label": M, "response": body + "a b c d e"},
+            {"pair_id": "far", "label": B, "response": body + "v w x y z"},
+        ]
+    )
+    assert audit.tiny_diff_pairs(t) == {"near"}
+    assert max(seen, default=0) <= 10, seen
+
+
 # ---------------------------------------------------------------------------------------------------
 # Store, CLI and report (SQLite and PostgreSQL)
 # ---------------------------------------------------------------------------------------------------

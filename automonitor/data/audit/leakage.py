@@ -16,7 +16,8 @@ import pandas as pd
 
 from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
 from automonitor.data.families import families
-from automonitor.data.gates import code_tokens, token_diff
+from automonitor.data.gates import code_tokens, few_tokens_differ
+from automonitor.data.gates import token_diff as token_diff  # re-exported by automonitor.data.audit
 from automonitor.data.sources import SourcePair
 from automonitor.vocab import CONTROLS_SPLIT, NEGATIVE, POSITIVE
 
@@ -151,7 +152,10 @@ def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[st
     ``difflib`` (:func:`automonitor.data.gates.token_diff`) runs only on the pairs that can be that close:
     its count is at least ``max(len(a), len(b))`` minus the tokens the two sides share as multisets (each
     equal block matches equal tokens one to one; a non-equal block counts its longer side), so a pair above
-    ``limit`` by that bound is above it by the diff too (the diff was 60% of a cold audit's leakage checks)."""
+    ``limit`` by that bound is above it by the diff too (the diff was 60% of a cold audit's leakage checks).
+    It runs through :func:`automonitor.data.gates.few_tokens_differ` (the build's gate): the common prefix
+    and suffix are skipped first, so two long responses that differ at one end never reach ``difflib`` whole
+    (a pair of 1 MB responses held ``automonitor report`` for over ten minutes in a quadratic diff)."""
     out: set[str] = set()
     sides = test[test["label"].isin([POSITIVE, NEGATIVE])]
     by_pair: dict[object, list[tuple[object, str]]] = {}
@@ -167,7 +171,7 @@ def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[st
             continue
         if max(len(ta), len(tb)) - sum((Counter(ta) & Counter(tb)).values()) > limit:
             continue
-        if token_diff(a, b, limit) <= limit:
+        if few_tokens_differ(a, b, limit):  # difflib on the middle only: not on a long shared prefix/suffix
             out.add(str(pid))
     return out
 
