@@ -22,48 +22,84 @@ progress and label records), :mod:`.files` (import/export), :mod:`.adjudication`
 
 from __future__ import annotations
 
-from automonitor.annotation._common import (
-    GUIDELINE_VERSION,
-    GUIDELINES,
-    SEVERITIES,
-    DECISIONS,
-    EVIDENCE_JOIN,
-    evidence_offsets,
-    Label,
-)
-from automonitor.annotation.assignment import (
-    AssignResult,
-    assign,
-    PAIR_RULE,
-    plan_rounds,
-    unassign,
-)
-from automonitor.annotation.labeling import (
-    my_queue,
-    get_item,
-    save_label,
-    my_progress,
-    submit_batch,
-)
-from automonitor.annotation.overview import annotation_progress, annotation_records
-from automonitor.annotation.files import (
-    records_to_text,
-    ANNOTATION_EXPORT_COLUMNS,
-    export_annotations,
-    import_annotations,
-    ADJUDICATION_EXPORT_COLUMNS,
-    export_adjudications,
-)
-from automonitor.annotation.adjudication import (
-    QUEUE_REASONS,
-    SPAN_F1_THRESHOLD,
-    adjudicate,
-    adjudication_queue,
-    adjudication_records,
-    proposed_spans,
-)
-from automonitor.annotation.finalize import finalize_pairs, rejected_pairs
-from automonitor.annotation.flags import flag_item, item_flags, resolve_flag
+from typing import TYPE_CHECKING
+
+from automonitor.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from automonitor.annotation._common import (
+        GUIDELINE_VERSION,
+        GUIDELINES,
+        SEVERITIES,
+        DECISIONS,
+        EVIDENCE_JOIN,
+        evidence_offsets,
+        Label,
+    )
+    from automonitor.annotation.assignment import AssignResult, assign, PAIR_RULE, plan_rounds, unassign
+    from automonitor.annotation.labeling import my_queue, get_item, save_label, my_progress, submit_batch
+    from automonitor.annotation.overview import annotation_progress, annotation_records
+    from automonitor.annotation.files import (
+        records_to_text,
+        ANNOTATION_EXPORT_COLUMNS,
+        export_annotations,
+        import_annotations,
+        ADJUDICATION_EXPORT_COLUMNS,
+        export_adjudications,
+    )
+    from automonitor.annotation.adjudication import (
+        QUEUE_REASONS,
+        SPAN_F1_THRESHOLD,
+        adjudicate,
+        adjudication_queue,
+        adjudication_records,
+        proposed_spans,
+    )
+    from automonitor.annotation.finalize import finalize_pairs, rejected_pairs
+    from automonitor.annotation.flags import flag_item, item_flags, resolve_flag
+
+#: Where each public name lives; imported on first use (PEP 562), so that a command that needs one module
+#: (``users list``: the accounts) does not import the others' NumPy, krippendorff and the data sources.
+_HOME = {
+    "GUIDELINE_VERSION": "_common",
+    "GUIDELINES": "_common",
+    "SEVERITIES": "_common",
+    "DECISIONS": "_common",
+    "EVIDENCE_JOIN": "_common",
+    "evidence_offsets": "_common",
+    "Label": "_common",
+    "AssignResult": "assignment",
+    "assign": "assignment",
+    "PAIR_RULE": "assignment",
+    "plan_rounds": "assignment",
+    "unassign": "assignment",
+    "my_queue": "labeling",
+    "get_item": "labeling",
+    "save_label": "labeling",
+    "my_progress": "labeling",
+    "submit_batch": "labeling",
+    "annotation_progress": "overview",
+    "annotation_records": "overview",
+    "records_to_text": "files",
+    "ANNOTATION_EXPORT_COLUMNS": "files",
+    "export_annotations": "files",
+    "import_annotations": "files",
+    "ADJUDICATION_EXPORT_COLUMNS": "files",
+    "export_adjudications": "files",
+    "QUEUE_REASONS": "adjudication",
+    "SPAN_F1_THRESHOLD": "adjudication",
+    "adjudicate": "adjudication",
+    "adjudication_queue": "adjudication",
+    "adjudication_records": "adjudication",
+    "proposed_spans": "adjudication",
+    "finalize_pairs": "finalize",
+    "rejected_pairs": "finalize",
+    "flag_item": "flags",
+    "item_flags": "flags",
+    "resolve_flag": "flags",
+}
+
+__getattr__ = lazy_getattr(__name__, _HOME)
 
 __all__ = [
     "ADJUDICATION_EXPORT_COLUMNS",

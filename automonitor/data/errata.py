@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.engine import Engine
@@ -28,11 +28,13 @@ from automonitor.errors import InputError
 from automonitor.data.records import LineDate, LineText, model_lines
 from automonitor.timestamps import utcnow
 from automonitor.vocab import ERRATUM_ORIGINS
-from automonitor.data.sources import SourcePair
 from store import session_scope
 from store.queries import build as build_queries
 from store.queries import errata as errata_queries
 from store.queries.samples import latest_build_report
+
+if TYPE_CHECKING:  # the sources package imports every source module: only the build, which applies errata, needs it
+    from automonitor.data.sources import SourcePair
 
 VERDICTS: tuple[str, ...] = ("wrong", "doubtful")
 #: The errata shipped with the package (package data; a link to ``seeds/errata.jsonl`` in the source tree).

@@ -43,6 +43,9 @@ COMMAND_HELP_BUDGET = 350  # automonitor COMMAND --help
 # adapters only for a value that needs one) nor for a report read back from its cache
 # (2026-12-06: 410 for ``runs --json``, 513 before; 466 for a cached ``report --json`` on 2026-12-05)
 RUNS_BUDGET = 420  # automonitor runs --json
+# the ORM reads (2026-12-06): ``users list --json`` 533 (689 with the whole annotation package), ``stats --json``
+# 532 (542 with the source registry)
+LISTING_BUDGET = 545
 CACHED_REPORT_BUDGET = 480  # automonitor report --json, read back from the report cache
 # what listing the runs must not import: the ORM, SQLModel, the tables' classes and pydantic
 NOT_FOR_A_LISTING = ("sqlalchemy.orm", "sqlmodel", "store.models", "pydantic")
@@ -92,6 +95,18 @@ def test_listing_runs_imports_no_data_plotting_or_migration_library(sqlite_engin
     others = sorted(m for m in mods if m.startswith("automonitor.cli.") and m.split(".")[2] in _COMMAND_MODULES)
     assert others == ["automonitor.cli.runs"], others
     assert len(mods) <= RUNS_BUDGET, f"{len(mods)} modules imported (budget {RUNS_BUDGET})"
+
+
+@pytest.mark.parametrize("args", [["users", "list", "--json"], ["stats", "--json"]])
+def test_an_account_or_sample_listing_imports_neither_numpy_nor_the_sources(args, sqlite_engine, sqlite_url):
+    """``users list`` imports the accounts module, not the whole annotation package (its agreement statistics
+    bring NumPy and krippendorff); ``stats`` reads the errata without the source registry (every source module)."""
+    mods = imported_modules(*args, db=sqlite_url)
+    assert "store.models" in mods  # the measure is real: the store was read
+    heavy = sorted(m for m in mods if m.split(".")[0] in {"numpy", "pandas", "krippendorff", "scipy"})
+    heavy += sorted(m for m in mods if m.startswith("automonitor.data.sources"))
+    assert not heavy, f"automonitor {' '.join(args)} imports {heavy[:12]}"
+    assert len(mods) <= LISTING_BUDGET, f"{len(mods)} modules imported (budget {LISTING_BUDGET})"
 
 
 def test_a_cached_report_read_imports_neither_the_analysis_stack_nor_the_orm(sqlite_engine, sqlite_url, tmp_path):
