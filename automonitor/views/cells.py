@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import math
 from datetime import date, datetime
-from typing import Any, Callable, Iterable, Mapping, Union
+from typing import Callable, Iterable, Mapping, Union
 
 import pandas as pd
 
 MISSING = "—"
 """What a table shows for a missing value (the Agreement page's rule)."""
 
-Format = Union[str, Callable[[Any], str]]
+Format = Union[str, Callable[[object], str]]
 """A ``format()`` spec (``".3f"``, ``".1%"``) or a function of the value."""
 
 
-def is_missing(value: Any) -> bool:
+def is_missing(value: object) -> bool:
     """Whether ``value`` is missing: ``None``, NaN, ``pd.NA`` or ``NaT`` (containers never are)."""
     if value is None:
         return True
@@ -41,7 +41,7 @@ def is_missing(value: Any) -> bool:
         return False
 
 
-def cell(value: Any, fmt: Format | None = None) -> Any:
+def cell(value: object, fmt: Format | None = None) -> object:
     """One table cell: :data:`MISSING` for a missing value, else ``value`` formatted with ``fmt``
     (a ``format()`` spec or a function), else ``value`` unchanged."""
     if is_missing(value):
@@ -51,7 +51,7 @@ def cell(value: Any, fmt: Format | None = None) -> Any:
     return fmt(value) if callable(fmt) else format(value, fmt)
 
 
-def _integral(value: Any) -> bool:
+def _integral(value: object) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
@@ -59,14 +59,20 @@ def _integral(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value) and value.is_integer()
 
 
-def _as_text(values: list[Any], fmt: Format | None) -> list[Any]:
+def _plain(value: object) -> object:
+    """A NumPy scalar as its Python value (``.item()``); anything else unchanged."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and not isinstance(value, (str, bytes)) else value
+
+
+def _as_text(values: list[object], fmt: Format | None) -> list[object]:
     """The values of a column that holds a missing value, as text (see the module docstring)."""
-    present = [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in values]
+    present = [_plain(v) for v in values]
     if fmt is not None:
         return [cell(v, fmt) for v in present]
     numbers = [v for v in present if not is_missing(v) and isinstance(v, (int, float)) and not isinstance(v, bool)]
     whole = all(_integral(v) for v in numbers)
-    out: list[Any] = []
+    out: list[object] = []
     for v in present:
         if is_missing(v):
             out.append(MISSING)
@@ -84,7 +90,7 @@ def _as_text(values: list[Any], fmt: Format | None) -> list[Any]:
 
 
 def display_frame(
-    data: pd.DataFrame | Iterable[Mapping[str, Any]], formats: Mapping[str, Format] | None = None
+    data: pd.DataFrame | Iterable[Mapping[str, object]], formats: Mapping[str, Format] | None = None
 ) -> pd.DataFrame:
     """A copy of ``data`` (a frame, or rows as dicts: a key missing from a row is a missing value) ready
     for ``st.dataframe``: no cell is missing (see the module docstring). ``formats`` maps column names

@@ -20,7 +20,7 @@ RATCHET: dict[str, int] = {
     "automonitor/cli": 28,
     "automonitor/data": 196,
     "automonitor/runs": 326,
-    "automonitor/views": 34,
+    "automonitor/views": 25,
     "pages": 23,
     "store": 56,
 }
