@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -39,6 +41,38 @@ def predictions_frame(engine: Engine, run_ids: Sequence[str] | None = None, *, l
     if run_ids:
         q.load_runs(engine, run_ids)  # raises NotFound
     return q.load_predictions(engine, run_ids, light=light)
+
+
+#: the light prediction frames read in a :func:`predictions_read_once` block, by store URL and run ids
+_READ_ONCE: ContextVar[dict[tuple[str, frozenset[str]], pd.DataFrame] | None] = ContextVar("_READ_ONCE", default=None)
+
+
+@contextmanager
+def predictions_read_once() -> Iterator[None]:
+    """Within the block, :func:`light_predictions` reads the predictions of a set of runs of a store once and
+    gives each later caller a copy of that frame: ``report --format html`` on a new store version computes the
+    report and then its gallery from the same predictions (one read of every prediction instead of two, and
+    the same snapshot of the store for both). Outside a block every call reads the store."""
+    token = _READ_ONCE.set({})
+    try:
+        yield
+    finally:
+        _READ_ONCE.reset(token)
+
+
+def light_predictions(engine: Engine, run_ids: Sequence[str]) -> pd.DataFrame:
+    """``store.queries.analysis.load_predictions(engine, run_ids, light=True)`` (rows by run and sample id, so the
+    order of ``run_ids`` does not matter), read once per set of runs inside :func:`predictions_read_once`:
+    each caller gets its own copy of the frame (a caller may add or change columns)."""
+    from store.queries import analysis as q
+
+    kept = _READ_ONCE.get()
+    if kept is None:
+        return q.load_predictions(engine, run_ids, light=True)
+    key = (engine.url.render_as_string(hide_password=False), frozenset(run_ids))
+    if key not in kept:
+        kept[key] = q.load_predictions(engine, run_ids, light=True)
+    return kept[key].copy()
 
 
 def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
@@ -88,7 +122,7 @@ def report(
     editions = q.run_editions(engine, list(runs["run_id"]))
     if edition is not None:
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
-    preds = q.load_predictions(engine, list(runs["run_id"]), light=True) if len(runs) else empty_preds()
+    preds = light_predictions(engine, list(runs["run_id"])) if len(runs) else empty_preds()
     preds = _imported_to_edition(engine, runs, preds, editions)
     all_preds = preds
     preds, controls = split_controls(preds)

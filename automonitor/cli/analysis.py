@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, List
 
 import typer
@@ -96,28 +97,33 @@ def report_cmd(
         edition = None if run else "paper"
     if edition is not None and edition not in EDITIONS:
         raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
-    rep = _build_report(
-        engine,
-        run or None,
-        invalid,
-        n_boot,
-        seed,
-        cost_ratio=cost_ratio,
-        prevalence=prevalence,
-        compare=pairs,
-        edition=edition,
-        with_ladder=ladder,
-    )
-    if with_audit and rep.runs:
-        from automonitor.analysis import audit_section
+    with ExitStack() as once:
+        if fmt == "html":  # a report computed here and the HTML gallery read the predictions once
+            from automonitor.analysis.from_store import predictions_read_once
 
-        audit_section.attach_to_report(rep, engine)
-    if fmt == "html":
-        from automonitor.views import report_html
+            once.enter_context(predictions_read_once())
+        rep = _build_report(
+            engine,
+            run or None,
+            invalid,
+            n_boot,
+            seed,
+            cost_ratio=cost_ratio,
+            prevalence=prevalence,
+            compare=pairs,
+            edition=edition,
+            with_ladder=ladder,
+        )
+        if with_audit and rep.runs:
+            from automonitor.analysis import audit_section
 
-        size = report_html.write(engine, rep, str(output))
-        err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
-        return
+            audit_section.attach_to_report(rep, engine)
+        if fmt == "html":
+            from automonitor.views import report_html
+
+            size = report_html.write(engine, rep, str(output))
+            err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
+            return
     _emit_report(rep, json_out, fmt, with_audit, output, engine)
 
 

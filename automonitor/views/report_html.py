@@ -32,6 +32,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor import analysis
 from automonitor.analysis import audit_section
+from automonitor.analysis.from_store import light_predictions, predictions_read_once
 from automonitor.analysis.report_format import run_metric_table
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
@@ -138,7 +139,8 @@ def gallery(engine: Engine, rep: Report, per_slice: int = GALLERY_PER_SLICE) -> 
     ids = [r.run_id for r in rep.runs]
     if not ids:
         return []
-    df = q.load_predictions(engine, ids, light=True)  # the columns used here (not raw, reason, ...)
+    # the columns used here (not raw, reason, ...): the report's own read, when it was computed in the same block
+    df = light_predictions(engine, ids)
     df = df[df["outcome"].isin(["misbehavior", "benign"]) & df["label"].isin(["misbehavior", "benign"])]
     if df.empty:
         return []
@@ -217,10 +219,11 @@ def build_for(engine: Engine, run_ids: Sequence[str], invalid: str, *, edition: 
     ``invalid`` and optional ``edition``) with the audit's trivial baselines attached (computed and cached
     on first use). Used by the Trade-off page's "Download report" button. Raises ``ValueError`` for a bad
     policy or edition, ``NotFound`` for an unknown run id."""
-    rep = analysis.report(engine, list(run_ids), invalid, n_boot=200, edition=edition)
-    if rep.runs:
-        audit_section.attach_to_report(rep, engine)
-    return build(engine, rep)
+    with predictions_read_once():  # the report and its gallery read the predictions once
+        rep = analysis.report(engine, list(run_ids), invalid, n_boot=200, edition=edition)
+        if rep.runs:
+            audit_section.attach_to_report(rep, engine)
+        return build(engine, rep)
 
 
 def write(engine: Engine, rep: Report, path: str, **kw: Any) -> int:

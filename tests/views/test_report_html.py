@@ -139,3 +139,33 @@ def test_the_plane_labels_runs_and_applies_the_apps_hollow_rule_and_pearson_r(st
     assert report_html.plane_pearson(pts, p_value=True)[1] is not None
     # the paper's points are drawn in the report (its caption says where they come from)
     assert [t for t in fig["data"] if "secondary summary" in json.dumps(t)]
+
+
+def test_the_report_and_its_gallery_read_one_snapshot_of_the_predictions(tmp_path):
+    """Inside ``predictions_read_once`` (``report --format html``) the gallery takes the predictions the report
+    read: a verdict changed in between shows in neither; outside it, the gallery reads the store again. Each
+    reader gets its own copy of the frame."""
+    import sqlalchemy as sa
+
+    from automonitor import analysis
+    from automonitor.analysis.from_store import light_predictions, predictions_read_once
+    from automonitor.views import report_html
+    from store import session_scope
+    from store.models import Prediction
+
+    eng = seed_store(f"sqlite:///{tmp_path / 'store.db'}")
+    with predictions_read_once():
+        rep = analysis.report(eng, None, "exclude")
+        with session_scope(eng) as s:  # r3 now misses s0m too
+            s.execute(
+                sa.update(Prediction)
+                .where(Prediction.run_id == "r3", Prediction.sample_id == "s0m")
+                .values(outcome="benign")
+            )
+        snapshot = report_html.gallery(eng, rep, per_slice=1)
+        first = light_predictions(eng, ["r3", "r2", "r1"])  # the same runs in another order: the same read
+        first["outcome"] = None
+        assert light_predictions(eng, ["r1", "r2", "r3"])["outcome"].notna().any()
+    fresh = report_html.gallery(eng, rep, per_slice=1)
+    assert [i["wrong"] for i in snapshot if i["sample_id"] == "s0m"] == [["r1", "r2"]]
+    assert [i["wrong"] for i in fresh if i["sample_id"] == "s0m"] == [["r1", "r2", "r3"]]
