@@ -140,13 +140,12 @@ def other_readings(errata: Iterable[Erratum], pair_id: str, reader: str) -> list
     ]
 
 
-def erratum_conflicts(engine: Engine, e: Erratum, path: str | Path | None = None) -> tuple[list[Erratum], Erratum]:
+def erratum_conflicts(engine: Engine, e: Erratum) -> tuple[list[Erratum], Erratum]:
     """What erratum ``e`` (just recorded in ``engine``'s store) conflicts with, read after the write (so a
     report another reader entered meanwhile is seen): the other readers' differing verdicts on its pair
-    (:func:`other_readings`; ``[]`` when none) and the erratum now in force for the pair (:func:`current`).
-    ``path``: the shipped errata file (:func:`errata_path`)."""
+    (:func:`other_readings`; ``[]`` when none) and the erratum now in force for the pair (:func:`current`)."""
     with Session(engine) as s:
-        errata = errata_in_force(s, path)
+        errata = errata_in_force(s)
     pid = e.pair_id.removeprefix("cand:")
     return other_readings(errata, pid, e.reader), current(errata).get(pid, e)
 
@@ -211,19 +210,17 @@ def add_erratum(
     *,
     origin: str = "cli",
     entered_by: str | None = None,
-    source: str | None = None,
-    date: str | None = None,
 ) -> Erratum:
     """Record one erratum in the store (table ``erratum``, one transaction) with its provenance:
     ``origin`` (``app`` | ``cli`` | ``import``) and ``entered_by`` (the logged-in account, if any). The
-    next build applies it. Fields as :func:`make_erratum`.
+    next build applies it. Fields as :func:`make_erratum` (its default ``source`` and today's ``date``).
 
     Returns:
         The erratum recorded.
     Raises:
         InputError: an invalid field (``field`` names the option). Nothing is written then.
     """
-    e = make_erratum(pair_id, verdict, reason, reader, source=source, date=date)
+    e = make_erratum(pair_id, verdict, reason, reader)
     values = _row_values(e, origin, entered_by)
     with session_scope(engine) as s:
         errata_queries.add_rows(s, [values])

@@ -543,7 +543,7 @@ def save_probe(probe: Probe, directory: str | Path | None = None) -> Path:
     return path
 
 
-def _write_artifact(probe: Probe, path: Path, extra_card: dict[str, Any] | None = None) -> None:
+def _write_artifact(probe: Probe, path: Path) -> None:
     """Write ``probe`` to ``path`` (atomically) and its card with the file's sha256 beside it."""
     doc = {
         "format": ARTIFACT_FORMAT,
@@ -557,7 +557,7 @@ def _write_artifact(probe: Probe, path: Path, extra_card: dict[str, Any] | None 
     tmp.write_bytes(data)
     os.replace(tmp, path)
     probe.path, probe.sha256 = path, hashlib.sha256(data).hexdigest()
-    card = {**probe.card, **(extra_card or {}), "sha256": probe.sha256}
+    card = {**probe.card, "sha256": probe.sha256}
     ctmp = card_path(path).with_name(card_path(path).name + ".tmp")
     ctmp.write_text(json.dumps(card, indent=2), encoding="utf-8")
     os.replace(ctmp, card_path(path))
