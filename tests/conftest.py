@@ -59,6 +59,7 @@ def pytest_unconfigure(config):
 # ------------------------------------------------------------------------- the real seed-0 build, once
 
 PG_MARKER = "built-seed0.pg.json"
+SMALL_PG_MARKER = "small-seed0.pg.json"
 
 
 def _run_dir(config) -> Path:
@@ -101,8 +102,8 @@ def seed_plan(raw_dir, raw_loaded):
 @pytest.fixture(scope="session")
 def built_sqlite(request, raw_dir):
     """``(path, report)``: a SQLite store built from the raw sources with seed 0 by the real
-    :func:`automonitor.data.build.build`, ONCE per test run (xdist workers share it through a file lock),
-    and the build's report (JSON round trip). Read-only: tests that write take a copy (``built_db_url``)."""
+    :func:`automonitor.data.build.build`, ONCE per test run (xdist workers share it through a file lock; the
+    sources as this worker read them, ``raw_loaded``), and the build's report (JSON round trip). Read-only: tests that write take a copy (``built_db_url``)."""
     from filelock import FileLock
 
     from automonitor.data.build import build
@@ -115,7 +116,7 @@ def built_sqlite(request, raw_dir):
             tmp = run / "built-seed0.tmp.db"
             url = f"sqlite:///{tmp}"
             eng = init_db(get_engine(url, fresh=True))
-            report = build(eng, raw_dir, 0)
+            report = build(eng, raw_dir, 0, loaded=request.getfixturevalue("raw_loaded"))
             _dispose(url, eng)
             _sqlite_copy(tmp, db)
             tmp.unlink()
@@ -175,24 +176,43 @@ def small_built_sqlite(request, small_raw_dir):
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def small_built_url(request, tmp_path):
     """A writable store holding the seed-0 build of ``small_raw_dir``: on SQLite a backup-API copy of
-    ``small_built_sqlite``, on PostgreSQL a fresh database the test run's build writes into (seconds:
-    two small sources, the caches warm), dropped after the test. The test runs once on each database."""
+    ``small_built_sqlite``, on PostgreSQL a database created from ``small_pg_template`` (the run's one build
+    of it on PostgreSQL), dropped after the test. The test runs once on each database."""
     if request.param == "sqlite":
         src, _ = request.getfixturevalue("small_built_sqlite")
         dst = tmp_path / "small.db"
         _sqlite_copy(src, dst)
         yield f"sqlite:///{dst}"
         return
+    with _pg_database(template=request.getfixturevalue("small_pg_template")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def small_pg_template(request, small_raw_dir, small_built_sqlite, empty_pg_template) -> str:
+    """The name of a PostgreSQL database holding the real seed-0 build of ``small_raw_dir`` (made on a copy
+    of the migrated empty store, after ``small_built_sqlite`` filled the caches: analysers, ladder, filter),
+    ONCE per test run (file lock), used only as a ``CREATE DATABASE ... TEMPLATE`` source
+    (``small_built_url``); dropped by the controlling process at the end of the run."""
+    from filelock import FileLock
+
     from automonitor.data.build import build
     from store import get_engine, init_db
 
-    request.getfixturevalue("small_built_sqlite")  # the caches (analysers, ladder, filter) filled once
-    small = request.getfixturevalue("small_raw_dir")
-    with _pg_database(template=request.getfixturevalue("empty_pg_template")) as url:
-        eng = init_db(get_engine(url, fresh=True))
-        build(eng, small, 0)
-        _dispose(url, eng)
-        yield url
+    run = _run_dir(request.config)
+    marker = run / SMALL_PG_MARKER
+    with FileLock(str(run / "small-seed0-pg.lock")):
+        if not marker.exists():
+            name = f"am_tmpl_{uuid.uuid4().hex[:12]}"
+            admin = _pg_admin()
+            _create_database(admin, name, empty_pg_template)
+            admin.dispose()
+            url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+            eng = init_db(get_engine(url, fresh=True))
+            build(eng, small_raw_dir, 0)
+            _dispose(url, eng)
+            marker.write_text(json.dumps({"name": name}))
+    return json.loads(marker.read_text())["name"]
 
 
 def _sqlite_copy(src: Path, dst: Path) -> None:
@@ -224,7 +244,7 @@ def built_pg_template(request, raw_dir):
             admin.dispose()
             url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
             eng = init_db(get_engine(url, fresh=True))
-            report = build(eng, raw_dir, 0)
+            report = build(eng, raw_dir, 0, loaded=request.getfixturevalue("raw_loaded"))
             _dispose(url, eng)
             marker.write_text(json.dumps({"name": name, "report": report}, default=str))
     return json.loads(marker.read_text())
@@ -258,6 +278,21 @@ def raw_dir() -> Path:
     return RAW
 
 
+def _create_database(admin, name: str, template: str | None) -> None:
+    """``CREATE DATABASE name`` (empty, or a copy of ``template``) on the ``admin`` engine; a copy is retried
+    while another worker's ``CREATE DATABASE`` briefly holds the template."""
+    create = f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
+    for attempt in range(20 if template else 1):
+        try:
+            with admin.connect() as c:
+                c.execute(sa.text(create))
+            return
+        except sa.exc.OperationalError:
+            if attempt == (19 if template else 0):
+                raise
+            time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def _pg_database(template: str | None = None):
     """A new PostgreSQL database (empty, or a copy of ``template``) as a URL; dropped on exit. A copy is
@@ -265,17 +300,8 @@ def _pg_database(template: str | None = None):
     from store.engine import engines
 
     name = f"am_t_{uuid.uuid4().hex[:12]}"
-    create = f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
     admin = _pg_admin()
-    for attempt in range(20 if template else 1):
-        try:
-            with admin.connect() as c:
-                c.execute(sa.text(create))
-            break
-        except sa.exc.OperationalError:
-            if attempt == (19 if template else 0):
-                raise
-            time.sleep(0.5)
+    _create_database(admin, name, template)
     url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     try:
         yield url
