@@ -130,20 +130,22 @@ class _TyperParameter(Protocol):
 class _PlainValues:
     """A typer parameter's value coercion (recent typer releases coerce each value with a pydantic
     ``TypeAdapter``, built on the parameter's first value) that passes what needs no coercion as typer does: an
-    unset value (``None``: ``()`` for a repeatable option, else ``None``) and a text for a ``str`` parameter
-    (typer's adapter returns it unchanged). Any other value, and the error for a bad one, is typer's own: its
-    adapter is built then and kept on the parameter. So a command run with its defaults and text options
-    (``runs --json``, ``--help``) does not import pydantic (about 0.1 s CPU of a start)."""
+    unset value (``None``: ``()`` for a repeatable option, else ``None``) and a value of the parameter's own
+    type for a ``str``, ``int`` or ``float`` parameter without bounds (a text, a default number: typer's adapter
+    returns it unchanged). Any other value, and the error for a bad one, is typer's own: its adapter is built
+    then and kept on the parameter. So a command run with its defaults and text options (``runs --json``,
+    ``report --json``, ``--help``) does not import pydantic for them (about 0.1 s CPU of a start)."""
 
     def coerce(self, value: object, param: _TyperParameter, ctx: object) -> object:
         """``value`` as typer's own coercion of ``param`` returns it (or raises its ``BadParameter``)."""
         multi = param.multiple or param.nargs == -1
         if value is None:
             return () if multi else None
-        desc = param.type_descriptor
-        plain_text = desc.annotation is str and desc.file_annotation is None and desc.parameter_info.parser is None
-        if plain_text and type(value) is str and not multi:
-            return value
+        desc, info = param.type_descriptor, param.type_descriptor.parameter_info
+        plain = desc.annotation in (str, int, float) and desc.file_annotation is None and info.parser is None
+        unbounded = info.min is None and info.max is None and not info.clamp
+        if plain and unbounded and type(value) is desc.annotation and not multi:
+            return value  # typer's adapter returns a str, an int or a float of its own type unchanged
         from typer._coercion import build_runtime_param
 
         param._runtime_param = real = build_runtime_param(desc)

@@ -162,8 +162,8 @@ def test_the_command_table_names_the_module_of_every_command_in_help_order():
 
 def test_a_value_needing_no_coercion_is_passed_as_typer_coerces_it():
     """Every parameter of every command (``automonitor.cli.command``) coerces a value as typer's own coercion
-    does (``typer._coercion.build_runtime_param``, pydantic adapters): an unset value, a text, a number, a
-    bad number, repeated values; the same result or the same error message."""
+    does (``typer._coercion.build_runtime_param``, pydantic adapters): an unset value, a text, a number (as text
+    and as a default), one below a bound, a bad number, repeated values; the same result or the same error message."""
     from typer._coercion import build_runtime_param
 
     from automonitor.cli import command
@@ -180,7 +180,7 @@ def test_a_value_needing_no_coercion_is_passed_as_typer_coerces_it():
                 continue
             plain = p._runtime_param  # what command() leaves on every parameter: not typer's own
             assert type(plain).__module__ == "automonitor.cli", type(plain)
-            for value in (None, "text", "5", "x", "2.5", ("a", "b"), ()):
+            for value in (None, "text", "5", "x", "2.5", 5, 0, 2.5, ("a", "b"), ()):  # 0: below a min=1
                 outcomes = []
                 for coercion in (plain, build_runtime_param(p.type_descriptor)):
                     try:
