@@ -11,7 +11,7 @@ from typing_extensions import NotRequired
 
 
 from automonitor.jsontypes import JSONObject, JSONValue
-from automonitor.vocab import Outcome, RunKind, RunStatus
+from automonitor.vocab import RunKind, RunStatus
 
 
 class SpanRow(TypedDict):
@@ -78,29 +78,10 @@ class RunTotals(TypedDict):
     cost_usd: float
 
 
-class VerdictFields(TypedDict):
-    """A judgement's own fields (:data:`automonitor.vocab.VERDICT_FIELDS`, in that order): the columns a
-    prediction and a judge-cache entry share (:class:`store.models.VerdictColumns` plus ``outcome``;
-    ``tests/store/test_verdict_fields.py`` holds the three lists equal). ``evidence`` is the judge's quotes
-    (JSON list), ``score`` P(misbehavior) in [0, 1] or ``None``, ``cost_usd`` in US dollars."""
-
-    outcome: Outcome
-    score: float | None
-    raw: str | None
-    reason: str | None
-    evidence: list[JSONValue]
-    pred_category: str | None
-    severity: str | None
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
-
-
-class CachedVerdict(VerdictFields):
-    """A judge-cache entry as :func:`store.queries.runs.cache_lookup` reads it (:data:`CACHE_FIELDS`):
-    the verdict fields and the entry's ``meta``."""
-
-    meta: JSONObject
+#: A judge-cache entry's verdict fields by column name (:data:`store.queries.runs.CACHE_FIELDS`: the
+#: columns of :class:`store.models.VerdictColumns`, ``outcome`` and ``meta``; :func:`cache_lookup`). A
+#: JSON object rather than a TypedDict: the verdict columns are declared once, by ``VerdictColumns``.
+CachedVerdict = JSONObject
 
 
 class RunRow(TypedDict):

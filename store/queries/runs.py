@@ -299,10 +299,7 @@ def cache_lookup(session: Session, keys: list[str]) -> dict[str, CachedVerdict]:
     """``{key: cached verdict fields}`` for the keys present in the cache."""
     t = table_of(CacheEntry)
     cols = [t.c.key, *(t.c[f] for f in CACHE_FIELDS)]
-    return {
-        r.key: cast(CachedVerdict, dict(zip(CACHE_FIELDS, r[1:])))  # the columns CachedVerdict names
-        for r in rows_by_ids(session, cols, t.c.key, keys)
-    }
+    return {r.key: dict(zip(CACHE_FIELDS, r[1:])) for r in rows_by_ids(session, cols, t.c.key, keys)}
 
 
 #: rows (column -> Python value) -> the driver's parameters for them (tuples or dicts)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from automonitor.runs.batch.provider import SdkBatch, batch_provider
 from automonitor.runs.batch.result_rows import error_row, judgement_row
-from automonitor.runs.verdicts import ResultRow
 from automonitor.runs.monitors.http_api import SdkOptions
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ class AnthropicBatch(SdkBatch):
         for r in self.client.messages.batches.results(part["batch_id"]):
             yield r.custom_id, r.result
 
-    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> ResultRow:
+    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> dict[str, Any]:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
             try:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Final, Iterator
 
 from automonitor.runs.batch.provider import SdkBatch, batch_provider
 from automonitor.runs.batch.result_rows import error_row, judgement_row
-from automonitor.runs.verdicts import ResultRow
 from automonitor.runs.monitors.http_api import SdkOptions
 from automonitor.vocab import BatchErrorKind
 
@@ -94,7 +93,7 @@ class OpenAIBatch(SdkBatch):
                     obj = json.loads(line)
                     yield obj.get("custom_id", ""), obj
 
-    def parse(self, result: dict[str, Any], sample_id: str, text: dict[str, Any]) -> ResultRow:
+    def parse(self, result: dict[str, Any], sample_id: str, text: dict[str, Any]) -> dict[str, Any]:
         resp, err = result.get("response"), result.get("error")
         if err:
             code = err.get("code") or "error"

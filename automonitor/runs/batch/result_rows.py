@@ -3,15 +3,16 @@ batch price (:func:`judgement_row`) or a failed item (:func:`error_row`)."""
 
 from __future__ import annotations
 
-from automonitor.jsontypes import JSONValue
+from typing import Any
+
 from automonitor.runs.monitors import Judgement
-from automonitor.runs.verdicts import ResultRow, judgement_fields
+from automonitor.runs.verdicts import judgement_fields
 from automonitor.vocab import BatchErrorKind
 
 BATCH_DISCOUNT = 0.5
 
 
-def error_row(kind: BatchErrorKind, reason: str, raw: str | None = None, **meta: JSONValue) -> ResultRow:
+def error_row(kind: BatchErrorKind, reason: str, raw: str | None = None, **meta: Any) -> dict[str, Any]:
     """A prediction row for a failed batch item: outcome ``error`` with ``meta.error_kind`` = ``kind``."""
     return {
         "outcome": "error",
@@ -29,7 +30,7 @@ def error_row(kind: BatchErrorKind, reason: str, raw: str | None = None, **meta:
     }
 
 
-def judgement_row(j: Judgement) -> ResultRow:
+def judgement_row(j: Judgement) -> dict[str, Any]:
     """A prediction row from a backend ``Judgement`` parsed out of a batch result (batch price)."""
     fields = judgement_fields(j)  # first: it may flag raw_truncated / tokens_clamped / not_cached
     return {

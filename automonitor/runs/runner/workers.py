@@ -11,7 +11,6 @@ from typing import Any, Callable, Iterable, Iterator, Tuple
 
 from sqlalchemy.engine import Engine
 
-from automonitor.jsontypes import JSONObject
 from automonitor.runs.monitors import Backend, Item, Judgement
 from automonitor.runs.cache import CacheKeys, view_text
 from automonitor.runs.runner.limiter import AIMDLimiter
@@ -129,7 +128,7 @@ class Execution:
         self._stop = False
         self.view = view  # the monitor view: each sample's response is replaced by its rendering
         self.keys = CacheKeys(backend, template_hash, view)
-        self.history: dict[int, list[JSONObject]] = {}
+        self.history: dict[int, list[dict[str, Any]]] = {}
         self.pages_read = 0
         self.max_page = 0
         self.queue_max = 0

@@ -6,13 +6,12 @@ import queue as queue_mod
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator, Tuple
+from typing import Any, Iterator, Tuple
 
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
 from store.models import Run
-from automonitor.runs.verdicts import CacheRow, PredictionRow
 from store.queries import runs as q
 
 WRITER_BACKLOG = 4000  # results queued for the store writer before the page reader waits
@@ -26,7 +25,7 @@ MAX_GROUP = 2000  # queued items committed in one transaction at most
 MIN_INTERVAL_S = 0.1
 
 # (prediction row or None, cache row or None, requests sent, cache hit)
-Entry = Tuple[PredictionRow | None, CacheRow | None, int, bool]
+Entry = Tuple[dict[str, Any] | None, dict[str, Any] | None, int, bool]
 
 
 class ResultWriter(threading.Thread):
@@ -73,7 +72,7 @@ class ResultWriter(threading.Thread):
         if conn is not None:
             conn.close()
 
-    def put(self, pred: PredictionRow, cache_row: CacheRow | None, calls: int, hit: bool) -> None:
+    def put(self, pred: dict[str, Any], cache_row: dict[str, Any] | None, calls: int, hit: bool) -> None:
         """Queue one prediction row (with its cache row, requests not yet counted, cache hit or not).
 
         Raises:
