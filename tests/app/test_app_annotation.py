@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
+from automonitor.annotation import queries as ann_queries
 from store import session_scope
 from store.models import Annotation, Sample
 from store.queries.samples import insert_samples
@@ -446,7 +447,7 @@ def test_adjudicate_page_assigns_a_pilot_round_like_assign_limit(tmp_path, monke
     assert [s.value for s in at.success] == ["Assigned a round of 4 item(s) (batch 1): 8 assignments (seed=3)"]
     assert "this round holds at most one side of each pair" in "\n".join(i.value for i in at.info)
     with session_scope(eng) as s:
-        page_rows = sorted((r["annotator"], r["sample_id"]) for r in ann.queries.assignment_rows(s, users["root"]))
+        page_rows = sorted((r["annotator"], r["sample_id"]) for r in ann_queries.assignment_rows(s, users["root"]))
     assert len(page_rows) == 8 and len({sid[:2] for _, sid in page_rows}) == 4  # 4 pairs, one side each
 
     cli_url, cli_eng, _ = _pool_store(tmp_path / "cli.db")
@@ -461,7 +462,7 @@ def test_adjudicate_page_assigns_a_pilot_round_like_assign_limit(tmp_path, monke
         assert main(["assign", "--limit", "4", "--overlap", "1.0", "--seed", "3"]) == 0
     assert out.getvalue().splitlines()[0] == "Assigned a round of 4 item(s) (batch 1): 8 assignments (seed=3)"
     with session_scope(cli_eng) as s:
-        cli_rows = sorted((r["annotator"], r["sample_id"]) for r in ann.queries.assignment_rows(s, users["root"]))
+        cli_rows = sorted((r["annotator"], r["sample_id"]) for r in ann_queries.assignment_rows(s, users["root"]))
     assert cli_rows == page_rows  # the same core call: the same items to the same annotators
 
     # round 2 in the app: the other sides of the started pairs come first
@@ -471,7 +472,7 @@ def test_adjudicate_page_assigns_a_pilot_round_like_assign_limit(tmp_path, monke
     at.run()
     assert [s.value for s in at.success] == ["Assigned a round of 4 item(s) (batch 2): 8 assignments (seed=3)"]
     with session_scope(eng) as s:
-        ids = {r["sample_id"] for r in ann.queries.assignment_rows(s, users["root"])}
+        ids = {r["sample_id"] for r in ann_queries.assignment_rows(s, users["root"])}
     assert len(ids) == 8 and {i[:2] for i in ids} == {sid[:2] for _, sid in page_rows}  # 4 whole pairs
     at.toggle(key="adjudicate.assign_spread").set_value(False)
     at.run()
