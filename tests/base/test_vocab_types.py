@@ -80,9 +80,12 @@ _FIELDS = {"kind": "run kind", "status": "run status", "error_kind": "error kind
 
 
 def _is_run(receiver: str) -> bool:
-    """Whether ``receiver`` (source text) is a run: ``run``, ``Run``, ``self.run``, ``run_row``, ... (a
+    """Whether ``receiver`` (source text) is a run: ``run``, ``Run``, ``self.run``, ``run_row``, ``run.c``, ... (a
     sample's or a probe's ``status`` / ``kind`` are other vocabularies)."""
-    last = receiver.split(".")[-1]
+    parts = receiver.split(".")
+    if len(parts) > 1 and parts[-1] == "c":  # a SQLAlchemy table's columns: ``run.c.kind`` (store.tables)
+        parts = parts[:-1]
+    last = parts[-1]
     return last in ("Run", "run") or last.startswith("run_") or last.endswith("_run")
 
 
