@@ -119,7 +119,6 @@ def build_cmd(
     Progress goes to stderr: one line per stage with its counts, and on a terminal a progress bar while a
     long stage runs (reading the sources, the detector ladder, the hard edition, the store write).
     """
-    from automonitor.data.audit.cache import keep_audits
     from automonitor.data.build import build, resolve_raw
     from automonitor.errors import InputError
 
@@ -129,10 +128,18 @@ def build_cmd(
     raw_path = resolve_raw(raw)  # exit 2 naming the dir before the store is opened
     progress = _BuildBar() if err_console.is_terminal and not quiet else progress_line
     engine = open_store(create=True)
-    report = build(engine, raw_path, seed, force=force, progress=progress, refresh_ladder=refresh_ladder)
-    # the first report, audit and Health page read it instead of computing it: the default edition and the one
-    # asked for (each of the others is kept by its first reader: on a full build each costs 15-30 s of CPU)
-    keep_audits(engine, tuple(dict.fromkeys(("paper", edition))), progress=progress_line)
+    # the store keeps the audit of the default edition and of the one asked for, so that the first report, audit
+    # and Health page read it instead of computing it (each of the others is kept by its first reader: on a full
+    # build each costs 15-30 s of CPU)
+    report = build(
+        engine,
+        raw_path,
+        seed,
+        force=force,
+        progress=progress,
+        refresh_ladder=refresh_ladder,
+        audits=tuple(dict.fromkeys(("paper", edition))),
+    )
     report["edition"] = edition
     _warn_shortfalls(report["shortfalls"])
     for pid in report.get("errata", {}).get("unmatched", []):

@@ -17,7 +17,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from sqlalchemy.engine import Engine
 
@@ -25,6 +25,9 @@ from automonitor.jsontypes import json_safe
 from automonitor.data.cache_home import cache_home, write_entry
 from store.queries.fingerprints import sample_state
 from automonitor.data.audit.params import AUDIT_VERSION, EDITIONS, check_edition
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 #: the store key of an edition's audit (:func:`store.queries.documents.read_document`)
 STORE_KEY = "audit:{edition}"
@@ -34,15 +37,22 @@ AuditDoc = dict[str, Any]
 
 
 def _state(engine: Engine) -> _State:
-    """:func:`store.queries.fingerprints.sample_state` plus a digest of the errata in force (the shipped file's
-    and the store's, :func:`automonitor.data.errata.errata_in_force`): the audit counts errata and marks the
-    test pairs they name, so an ``errata add`` (or a new shipped errata file) makes every kept copy stale."""
-    from automonitor.data.errata import errata_in_force
+    """:func:`session_state` in a session of its own."""
     from store import session_scope
 
     with session_scope(engine) as s:
-        samples, editions, archived = sample_state(s)
-        errata = errata_in_force(s)
+        return session_state(s)
+
+
+def session_state(session: Session) -> _State:
+    """:func:`store.queries.fingerprints.sample_state` plus a digest of the errata in force (the shipped file's
+    and the store's, :func:`automonitor.data.errata.errata_in_force`), read in ``session`` (so inside a writer's
+    transaction it sees what that transaction wrote): the audit counts errata and marks the test pairs they
+    name, so an ``errata add`` (or a new shipped errata file) makes every kept copy stale."""
+    from automonitor.data.errata import errata_in_force
+
+    samples, editions, archived = sample_state(session)
+    errata = errata_in_force(session)
     digest = hashlib.sha256("\n".join(e.line() for e in errata).encode()).hexdigest()[:12]
     return samples, editions, archived, digest
 

@@ -26,13 +26,20 @@ def planned_spans(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
     return out
 
 
-def sync_spans(session: Session, rows: list[dict[str, Any]], kept: set[str]) -> dict[str, int]:
-    """Make the store's derived spans of the build rows ``rows`` equal to :func:`planned_spans`.
+def sync_spans(
+    session: Session,
+    rows: list[dict[str, Any]],
+    kept: set[str],
+    want: dict[str, list[dict[str, Any]]] | None = None,
+) -> dict[str, int]:
+    """Make the store's derived spans of the build rows ``rows`` equal to :func:`planned_spans` (``want``:
+    ``planned_spans(rows)`` when the caller has it, e.g. read back with a cached plan).
 
     Samples in ``kept`` (adjudicated / finalized) keep what they have. Returns ``{"inserted": n,
     "deleted": n}``.
     """
-    want = planned_spans(rows)
+    if want is None:
+        want = planned_spans(rows)
     ids = [r["id"] for r in rows if r["id"] not in kept]
     have = span_queries.spans_by_sample(session, ids)
     add: list[tuple[str, dict[str, Any]]] = []

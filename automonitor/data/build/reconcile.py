@@ -15,9 +15,10 @@ from sqlmodel import Session
 
 from automonitor.data.build.config import ORIGIN, resolve_raw
 from automonitor.data.build.gold_spans import sync_spans
-from automonitor.data.build import ladder_runs
+from automonitor.data.build import fresh_audits, ladder_runs
 from automonitor.data.build.ladder import META_KEYS as LADDER_KEYS
 from automonitor.data.build.plan import plan_build
+from automonitor.data.build.plan_cache import cached_plan
 from automonitor.data.build.sample_rows import Plan
 from automonitor.data.build.selection import Blocked
 from automonitor.data.build.steps import stage
@@ -41,6 +42,7 @@ class _StoreState:
     current: dict[str, tuple[str | None, str, str, str]] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)
     external: Blocked = field(default_factory=Blocked)
+    samples: int = 0  # every sample row, build-derived or not (0: a new store)
 
 
 def _erratum_key(meta: JSONValue) -> str:
@@ -63,6 +65,7 @@ def _store_state(session: Session) -> _StoreState:
     sources = set(REGISTRY)
     state = _StoreState()
     for row in build_queries.sample_states(session):
+        state.samples += 1
         meta = row.meta
         if row.source in sources and isinstance(meta, dict) and meta.get("origin") == ORIGIN:
             state.current[row.id] = (row.split, row.status, row.label_source, _erratum_key(meta))
@@ -159,10 +162,12 @@ def _apply_changes(
     plan: Plan,
     changes: _Changes,
     progress: Callable[[str], None] | None = None,
+    spans: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, int]:
     """Write the reconciliation: edition memberships dropped, samples deleted and updated, new rows
-    inserted, memberships added (one step of stage ``store`` per phase of :data:`STORE_PHASES` on
-    ``progress``). Returns ``inserted``, ``updated``, ``deleted``, ``editions`` (memberships dropped + added)."""
+    inserted, memberships added, gold spans synced (``spans``: the plan's, when the caller has them; one step
+    of stage ``store`` per phase of :data:`STORE_PHASES` on ``progress``). Returns ``inserted``, ``updated``,
+    ``deleted``, ``editions`` (memberships dropped + added)."""
     with stage(progress, "store", len(STORE_PHASES)) as step:
         drop_ed, add_ed = _edition_changes(session, state, plan, changes)
         build_queries.drop_edition_memberships(session, drop_ed)
@@ -177,10 +182,10 @@ def _apply_changes(
         step(STORE_PHASES[4])
         build_queries.add_edition_memberships(session, add_ed)
         step(STORE_PHASES[5])
-        spans = sync_spans(session, plan.rows, changes.kept)
+        synced = sync_spans(session, plan.rows, changes.kept, spans)
         step(STORE_PHASES[6])
     return {
-        "gold_spans": spans["inserted"] + spans["deleted"],
+        "gold_spans": synced["inserted"] + synced["deleted"],
         "inserted": inserted,
         "updated": len(changes.to_update) + len(set(changes.to_mark) - set(changes.to_update)),
         "deleted": len(changes.to_delete),
@@ -228,6 +233,7 @@ def build(
     errata_file: str | Path | None = None,
     hard: bool = True,
     refresh_ladder: bool = False,
+    audits: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Build (or reconcile) the benchmark in the store at ``engine`` from the raw dir, in one
     transaction (see the module doc for composition and rebuild policy), under the store-wide build lock
@@ -235,7 +241,14 @@ def build(
 
     ``loaded``, ``errata_file``, ``hard``, ``refresh_ladder``: see :func:`plan_build` (every build applies the errata in force:
     the shipped ones, ``errata_file`` or the package's, and those entered into this store;
-    ``hard=False`` leaves edition ``hard`` empty in the store).
+    ``hard=False`` leaves edition ``hard`` empty in the store). Without ``loaded`` the plan goes through its
+    disk cache (:mod:`automonitor.data.build.plan_cache`: unchanged raw data, seed, errata and code read the
+    plan back instead of making it).
+
+    ``audits``: editions whose audit the store keeps once the build is written
+    (:func:`automonitor.data.audit.cache.keep_audits`; the CLI passes ``paper`` and its ``--edition``). In a
+    store that held no sample, an audit left by an earlier such build of the same plan is kept in the build's
+    transaction instead of computed (:mod:`automonitor.data.build.fresh_audits`).
 
     The detector ladder's runs (:mod:`automonitor.data.build.ladder_runs`) are reconciled in the same
     transaction: stale ones deleted before the samples change, new ones written after (all of them with
@@ -256,16 +269,30 @@ def build(
         state = _store_state(session)
         external = (state.external.req, state.external.resp)
         errata = errata_in_force(session, errata_file)
-        plan = plan_build(
-            raw_path,
-            seed,
-            external_test=external,
-            progress=progress,
-            loaded=loaded,
-            errata=errata,
-            hard=hard,
-            refresh_ladder=refresh_ladder,
-        )
+        spans: dict[str, list[dict[str, Any]]] | None = None
+        key: str | None = None
+        if loaded is None:
+            got = cached_plan(
+                raw_path,
+                seed,
+                external_test=external,
+                progress=progress,
+                errata=errata,
+                hard=hard,
+                refresh_ladder=refresh_ladder,
+            )
+            plan, spans, key = got.plan, got.spans, got.key
+        else:
+            plan = plan_build(
+                raw_path,
+                seed,
+                external_test=external,
+                progress=progress,
+                loaded=loaded,
+                errata=errata,
+                hard=hard,
+                refresh_ladder=refresh_ladder,
+            )
         changes = _sample_changes(session, state, plan)
         affected = changes.to_delete + changes.to_update
         # the build's own runs (the ladder's) go first: they never block a reseed, they are replaced with it
@@ -278,7 +305,7 @@ def build(
                 f"{len(changes.to_delete):,} deleted"
             )
         t1 = time.perf_counter()
-        counts = _apply_changes(session, state, plan, changes, progress)
+        counts = _apply_changes(session, state, plan, changes, progress, spans)
         if progress:
             progress(
                 f"store: {counts['inserted']:,} inserted, {counts['updated']:,} updated, {counts['deleted']:,} deleted "
@@ -306,5 +333,12 @@ def build(
         )
         if changed or last != seed:
             build_queries.log_build(session, seed, {k: v for k, v in report.items() if k != "seconds"})
+        fresh = fresh_audits.keep_from_cache(session, audits, key) if audits and key and not state.samples else {}
+    if audits:
+        from automonitor.data.audit.cache import keep_audits
+
+        keep_audits(engine, audits, progress=progress)
+        if key and fresh:
+            fresh_audits.remember(engine, fresh, key)
     report["seconds"] = round(time.perf_counter() - t0, 3)
     return report
