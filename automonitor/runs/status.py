@@ -98,11 +98,15 @@ def finalize(
     cancelled: bool,
     last_execution: JSONObject | None = None,
     failure: str | None = None,
+    no_answer: str | None = None,
     sent: JSONObject | None = None,
 ) -> None:
-    """Set totals, drop the lease, and set the final status: ``finished`` when nothing is pending, else
-    ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the cause and the fix), else
-    ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
+    """Set totals, drop the lease, and set the final status: ``finished`` when nothing is pending (unless
+    ``no_answer``), else ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the cause and the
+    fix), else ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
+    ``no_answer`` (the execution sent calls and none got an answer:
+    :func:`~automonitor.runs.runner.workers.no_answer_message`) makes the run ``failed`` with it in
+    ``run.error`` even when nothing is pending: a run whose every sample ended in error never reached a verdict.
     ``last_execution`` (calls, cache hits, AIMD limiter stats) and ``sent`` (what the backend actually
     sent, :meth:`~automonitor.runs.monitors.backend.Backend.sent_params`) are kept in ``Run.params``. A missing
     run is ignored."""
@@ -120,7 +124,8 @@ def finalize(
         if sent:
             p["sent"] = sent
         run.params = p
-        if counts["pending"] == 0:
+        failure = failure or no_answer
+        if counts["pending"] == 0 and not no_answer:
             run.status = "finished"
             run.finished_at = run.finished_at or utcnow()
             run.error = None

@@ -443,3 +443,74 @@ def test_the_sample_in_flight_when_the_judge_dies_stays_pending(engine, monkeypa
         srv.wait(10)
     assert _status(engine, rid)[0] == "finished"
     assert again["counts"]["misbehavior"] + again["counts"]["benign"] == 20 and again["counts"]["error"] == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# a judge that never gives a usable answer (timeouts, unreadable bodies) fails the run too (fresh-user trial,
+# 2026-12-06: 8 of 8 samples timed out and the run ended `finished`, exit 0, with one warning line)
+
+
+@pytest.mark.parametrize("force", ["timeout", "truncated"])
+def test_a_run_whose_every_call_got_no_answer_ends_failed_naming_retry_errors(engine, monkeypatch, force):
+    """One pair, two attempts each, every call a timeout (the server holds it past the client's deadline) or a
+    body that is not JSON: too few calls for the streak that stops a run, and nothing is pending at the end.
+    The run still ends ``failed`` (not ``finished``): its error names how many calls got no answer, the URL,
+    the last failure and ``--retry-errors``; the samples are ``error``, and ``--retry-errors`` on a healthy
+    server judges them. SQLite and PostgreSQL."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 1)
+    params = {**FAST, "timeout": 0.3, "max_attempts": 2}
+    with OpenAIFaultServer(timeout_sleep=1.0) as srv:
+        srv.force = force
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1, params=params)
+        runner.execute_run(engine, rid)
+        status, error = _status(engine, rid)
+        counts = runner.run_info(engine, rid)["counts"]
+        assert status == "failed", (status, error, counts)
+        assert counts["error"] == 2 and counts["pending"] == 0
+        assert error.startswith("none of the 4 call(s) sent got an answer from the judge at ") and srv.base_url in error
+        assert f"the last: {'timeout' if force == 'timeout' else 'malformed'}: " in error, error
+        assert error.endswith(f"automonitor run --retry-errors {rid}") and "\n" not in error
+        srv.force = None
+        runner.retry_errors(engine, rid)
+        again = runner.execute_run(engine, rid)
+    assert _status(engine, rid)[0] == "finished" and again["counts"]["error"] == 0
+
+
+def test_one_answer_among_timeouts_lets_a_small_run_finish(engine, monkeypatch):
+    """A run in which one call of several got an answer reached its judge: it finishes (with its errors and the
+    warning), the no-answer rule does not fire."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    items = [(f"[scenario:timeout,timeout] q{k}" if k else f"question {k}", f"bad {k}", f"good {k}") for k in range(2)]
+    add_custom(engine, items)
+    params = {**FAST, "timeout": 0.3, "max_attempts": 2}
+    with OpenAIFaultServer(timeout_sleep=1.0) as srv:
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1, params=params)
+        runner.execute_run(engine, rid)
+    status, error = _status(engine, rid)
+    counts = runner.run_info(engine, rid)["counts"]
+    assert status == "finished" and not error, (status, error)
+    assert counts["error"] == 2 and counts["misbehavior"] + counts["benign"] == 2
+
+
+def test_a_judge_that_only_times_out_stops_a_long_run_with_the_rest_pending(engine, monkeypatch):
+    """Every call times out: once :attr:`Circuit.lost_after` of them in a row (12) have lasted
+    :data:`retries.LOST_SECONDS` (shortened here) the run stops ``failed`` as a server that answers only 5xx
+    does, naming no usable answer, the URL and ``--resume``, most samples pending."""
+    from automonitor.runs.runner import retries
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(retries, "LOST_SECONDS", 1.0)
+    add_pairs(engine, 10)  # 20 test samples
+    with OpenAIFaultServer(timeout_sleep=1.0) as srv:
+        srv.force = "timeout"
+        params = {**FAST, "timeout": 0.2}
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1, params=params)
+        runner.execute_run(engine, rid)
+        calls = srv.stats()["total"]
+    status, error = _status(engine, rid)
+    counts = runner.run_info(engine, rid)["counts"]
+    assert status == "failed", (status, error, counts)
+    assert "no usable answer (timeouts or unreadable bodies)" in error and f"--resume {rid}" in error, error
+    assert srv.base_url in error and "\n" not in error
+    assert counts["pending"] > 10 and calls < 20 * retries.DEFAULT_MAX_ATTEMPTS

@@ -24,7 +24,7 @@ from automonitor.runs.lease import check_lease, lock_run, mark_running, new_leas
 from automonitor.runs.params import backend_params, redact_url
 from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS
 from automonitor.runs.status import finalize, summary
-from automonitor.runs.runner.workers import Execution
+from automonitor.runs.runner.workers import Execution, no_answer_message
 from store import session_scope
 from store.models import Run
 from store.queries import runs as q
@@ -113,12 +113,17 @@ def execute_run(
     if state.vanished:
         raise NotFound(f"run {run_id} was deleted while it executed; stopped sending requests")
     failure = state.fatal or state.last_permanent  # samples left pending by run-wide permanent failures
+    c = state.circuit
+    no_answer = None
+    if failure is None and not state.cancelled and state.api_calls and c.answers == 0:
+        no_answer = no_answer_message(state.api_calls, c.last_failing or c.last, backend.base_url)
     finalize(
         engine,
         run_id,
         cancelled=state.cancelled,
         last_execution=_last_execution(state, claim.max_conc),
         failure=_with_retry_errors(engine, run_id, failure.replace("RUN_ID", run_id)) if failure else None,
+        no_answer=no_answer.replace("RUN_ID", run_id) if no_answer else None,
         sent=backend.sent_params(),
     )
     return summary(engine, run_id, api_calls=state.api_calls, cache_hits=state.cache_hits)

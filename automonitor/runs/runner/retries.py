@@ -84,6 +84,14 @@ def _is_server_error(exc: BaseException | None) -> bool:
     return isinstance(exc, TransientError) and exc.kind == "server" and (exc.status or 0) >= 500
 
 
+def _is_no_answer(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a call that reached the judge's address but brought back no usable answer: an HTTP
+    5xx (:func:`_is_server_error`), a timeout (no complete answer within the deadline) or a malformed body
+    (empty, not JSON, not the provider's shape). 429 and 529 (rate limits) are not: the limiter slows down
+    for them."""
+    return _is_server_error(exc) or (isinstance(exc, TransientError) and exc.kind in ("timeout", "malformed"))
+
+
 def _is_transport(exc: BaseException | None) -> bool:
     """Whether ``exc`` is a transport failure: no HTTP status (refused, reset, DNS, TLS)."""
     return isinstance(exc, TransientError) and exc.kind == "connection" and exc.status is None
@@ -101,7 +109,9 @@ class Circuit:
     ``failed`` with its remaining samples pending, instead of retrying each of them against a dead port.
     The same count of HTTP 5xx answers in a row over the same time, with no other answer between them (a
     server that fails every call: :meth:`is_failing`), raises code :data:`SERVER_FAILING` with the status;
-    a 5xx between answers only restarts the count."""
+    a 5xx between answers only restarts the count. Timeouts and malformed bodies count in that streak too
+    (:func:`_is_no_answer`: a judge that never answers in time, or answers only empty or unreadable bodies,
+    stops the run the same way); :attr:`answers` counts the calls that brought back an answer."""
 
     def __init__(self, limit: int = UNREACHABLE_AFTER, lost_after: int = LOST_AFTER) -> None:
         self.limit = limit
@@ -112,7 +122,8 @@ class Circuit:
         self.last: str = ""
         self.refused: list[PermanentError] = []  # run-wide permanent failures before any answer
         self.lost = 0  # transport failures in a row since the last answer (after the first one)
-        self.failing = 0  # HTTP 5xx answers in a row since the last other answer
+        self.answers = 0  # calls that brought back an answer (a judgement, whatever its outcome)
+        self.failing = 0  # HTTP 5xx answers, timeouts or malformed bodies in a row since the last answer
         self.failing_since = 0.0  # time.monotonic() of the 5xx streak's first failure
         self.failing_status: int | None = None
         self.last_failing = ""
@@ -129,29 +140,27 @@ class Circuit:
             raise PermanentError(str(last), status=last.status, code=last.code, run_wide=True)
         if not self.answered and self.failures >= self.limit:
             raise PermanentError(
-                f"no call reached the judge ({self.failures} transport failures): {self.last}",
+                f"{self.failures} transport failures, the last: {self.last}",
                 code=NEVER_REACHED,
                 run_wide=True,
             )
         if self.is_lost():
             raise PermanentError(
-                f"the judge stopped answering ({self.lost} transport failures in a row since its last answer): "
-                f"{self.last}",
+                f"{self.lost} transport failures in a row since its last answer, the last: {self.last}",
                 code=JUDGE_LOST,
                 run_wide=True,
             )
         if self.is_failing():
             raise PermanentError(
-                f"the judge answered HTTP {self.failing_status} to {self.failing} calls in a row with no answer "
-                f"between them: {self.last_failing}",
+                f"{self.failing} calls in a row with no answer between them, the last: {self.last_failing}",
                 status=self.failing_status,
                 code=SERVER_FAILING,
                 run_wide=True,
             )
 
     def is_failing(self) -> bool:
-        """Whether the judge answers only server errors: :attr:`lost_after` HTTP 5xx in a row with no other
-        answer between them, over at least :data:`LOST_SECONDS`."""
+        """Whether the judge answers only server errors, timeouts or malformed bodies (:func:`_is_no_answer`):
+        :attr:`lost_after` in a row with no answer between them, over at least :data:`LOST_SECONDS`."""
         return self.failing >= self.lost_after and time.monotonic() - self.failing_since >= LOST_SECONDS
 
     def in_streak(self, exc: BaseException, since: float) -> bool:
@@ -162,7 +171,7 @@ class Circuit:
         5xx at low concurrency stays that sample's ``error``). Such a sample stays pending."""
         if _is_transport(exc):
             return self.answered and self.lost_before(since)
-        if _is_server_error(exc):
+        if _is_no_answer(exc):
             return self.is_failing() and self.failing_since <= since
         return False
 
@@ -191,19 +200,22 @@ class Circuit:
                 self.lost += 1
             else:
                 self.failures += 1
-            self.last = str(exc)[:200]
-        elif _is_server_error(exc):  # the server is there (it answered), but answered nothing
+            self.last = str(exc)
+        elif _is_no_answer(exc):  # the address answers (or holds the call), but no usable answer came back
             if self.failing == 0:
                 self.failing_since = time.monotonic()
             self.failing += 1
-            self.failing_status = getattr(exc, "status", None)
-            self.last_failing = str(exc)[:200]
-            self.lost = 0
-            self._first_answer()
+            self.failing_status = getattr(exc, "status", None) if _is_server_error(exc) else None
+            self.last_failing = f"{getattr(exc, 'kind', '')}: {exc}"
+            if not (isinstance(exc, TransientError) and exc.kind == "timeout"):  # an HTTP answer: the server is there
+                self.lost = 0
+                self._first_answer()
         elif isinstance(exc, PermanentError) and exc.run_wide:  # a refusal of every call is no answer
             if not self.answered and exc.code != NEVER_REACHED:
                 self.refused.append(exc)
         else:  # an answer, or an HTTP error: the server is there
+            if exc is None:
+                self.answers += 1
             self.lost = 0
             self.failing = 0
             self._first_answer()

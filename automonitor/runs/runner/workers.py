@@ -44,6 +44,13 @@ _FIXES = {
 }
 
 
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters with " …" when longer (a
+    server's message in a fail-fast line)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
 def fail_fast_message(
     status: int | None,
     code: str | None,
@@ -54,7 +61,7 @@ def fail_fast_message(
     stopped: bool = True,
 ) -> str:
     """The one line a fail-fast run ends with: the cause (HTTP status, provider code, ``n`` identical
-    failures, the server's message cut to 160 characters), the judge's URL (redacted) and the fix.
+    failures, the server's message cut at a word boundary, :func:`_clip`), the judge's URL (redacted) and the fix.
     ``stopped=False``: the run ran out of samples before :data:`FAIL_FAST_AFTER` identical failures
     stopped it, so the line says how many samples those failures left pending instead."""
     at = f" at {redact_url(url) or 'the default endpoint'}"
@@ -66,29 +73,48 @@ def fail_fast_message(
     resume = "then continue with: automonitor run --resume RUN_ID"
     if code == NEVER_REACHED:
         return (
-            f"{'stopped: ' if stopped else ''}no call reached the judge{at} ({detail[:160]}); fix: start the server or correct "
+            f"{'stopped: ' if stopped else ''}no call reached the judge{at} ({_clip(detail)}); fix: start the server or correct "
             f"--base-url, {resume}"
         )
     if code == JUDGE_LOST:
         return (
-            f"{'stopped: ' if stopped else ''}the judge stopped answering{at} ({detail[:160]}); the samples not "
+            f"{'stopped: ' if stopped else ''}the judge stopped answering{at} ({_clip(detail)}); the samples not "
             f"judged stay pending; fix: restart the server, {resume}"
         )
     if code == SERVER_FAILING:
+        what = (
+            f"answered only server errors (HTTP {status})"
+            if status
+            else "gave no usable answer (timeouts or unreadable bodies)"
+        )
         return (
-            f"{'stopped: ' if stopped else ''}the judge answered only server errors (HTTP {status}){at} "
-            f"({detail[:160]}); the samples not judged stay pending; fix: check the judge server and its log, "
+            f"{'stopped: ' if stopped else ''}the judge {what}{at} "
+            f"({_clip(detail)}); the samples not judged stay pending; fix: check the judge server and its log, "
             f"{resume}"
         )
     if code in QUOTA_CODES:
         return (
-            f"{lead} (HTTP {status} {code}){at}: {detail[:160]}; "
+            f"{lead} (HTTP {status} {code}){at}: {_clip(detail)}; "
             f"fix: the account has no quota or credit left: add credit or use another key in "
             f"{key_env or 'the key variable'}, {resume}"
         )
     fix = _FIXES.get(status or 0, "fix the request").format(key=key_env or "the API key")
     code_s = f" {code}" if code else ""
-    return f"{lead} (HTTP {status}{code_s}){at}: {detail[:160]}; fix: {fix}, {resume}"
+    return f"{lead} (HTTP {status}{code_s}){at}: {_clip(detail)}; fix: {fix}, {resume}"
+
+
+def no_answer_message(calls: int, detail: str, url: str | None) -> str:
+    """The one line a run ends with when none of the ``calls`` it sent got an answer (each ended in a timeout,
+    an HTTP 5xx, a malformed body or a transport failure, its retries run out) although nothing stopped it
+    early (too few calls for a streak, :class:`~automonitor.runs.runner.retries.Circuit`): the count, the
+    judge's URL (redacted), the last failure (``detail``, :func:`_clip`) and the fix; ``RUN_ID`` stands for
+    the run's id."""
+    at = f" at {redact_url(url) or 'the default endpoint'}"
+    return (
+        f"none of the {calls} call(s) sent got an answer from the judge{at} (the last: {_clip(detail)}); every "
+        "sample judged ended in error; fix: check that the judge server runs and answers the model within "
+        "--param timeout, then re-send them: automonitor run --retry-errors RUN_ID"
+    )
 
 
 class Execution:
