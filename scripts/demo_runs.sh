@@ -30,7 +30,15 @@ LIMIT="${DEMO_LLAMA_LIMIT:-120}"
 SEED="${DEMO_SAMPLE_SEED:-0}"
 PHASE="${1:-all}"
 
-rid() { "$PY" -c 'import json, sys; print(json.load(sys.stdin)["run_id"])'; }
+# the run id of a `run --json` summary; a run that was stopped (the phase killed) or failed prints no summary:
+# one line says so instead of a traceback, and the step fails
+rid() {
+  "$PY" -c 'import json, sys
+try:
+    print(json.load(sys.stdin)["run_id"])
+except (ValueError, KeyError, TypeError):
+    sys.exit("no run id: the run printed no summary (stopped or failed: see the lines above)")'
+}
 T0=$SECONDS
 step() { echo "== [$(( SECONDS - T0 )) s] $*" >&2; }
 artifacts() { "$PY" -c 'from automonitor.runs.probe.model import artifact_dir; print(artifact_dir())'; }
