@@ -7,6 +7,7 @@ brand-new database created from the ``test`` database and dropped afterwards.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -44,8 +45,10 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    """Every process waits until its test databases are dropped (``_Dropper``); the controlling process
-    then drops the PostgreSQL templates (if a worker made one) and removes the run's directory."""
+    """Every process drops its unused spare databases (``_Spares``) and waits until its test databases are
+    dropped (``_Dropper``); the controlling process then drops the PostgreSQL templates (if a worker made
+    one) and removes the run's directory."""
+    _SPARES.close()
     _DROPPER.close()
     path = getattr(config, "_am_cache_dir", None)
     if not path:
@@ -297,17 +300,15 @@ def _create_database(admin, name: str, template: str | None) -> None:
 
 
 @contextlib.contextmanager
-def _pg_database(template: str | None = None):
-    """A new PostgreSQL database (empty, or a copy of ``template``) as a URL; dropped on exit. A copy is
-    retried while another worker's ``CREATE DATABASE`` briefly holds the template."""
+def _pg_database(template: str | None = None, *, spare: bool = False):
+    """A new PostgreSQL database (empty, or a copy of ``template``) as a URL; dropped on exit (``_Dropper``).
+    A copy is retried while another worker's ``CREATE DATABASE`` briefly holds the template. With ``spare``
+    the database is the one made ahead for ``template`` on a background thread (``_Spares``), and the next
+    one is started: for the small templates most tests ask for, so their set-up does not wait for
+    ``CREATE DATABASE``."""
     from store.engine import engines
 
-    name = f"am_t_{uuid.uuid4().hex[:12]}"
-    admin = _pg_admin()
-    try:
-        _create_database(admin, name, template)
-    finally:
-        admin.dispose()
+    name = _SPARES.take(template) if spare else _new_database(template)
     url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     try:
         yield url
@@ -316,6 +317,51 @@ def _pg_database(template: str | None = None):
         if eng is not None:
             eng.dispose()
         _DROPPER.drop(name)
+
+
+def _new_database(template: str | None) -> str:
+    """Create a new test database (empty, or a copy of ``template``); returns its name."""
+    name = f"am_t_{uuid.uuid4().hex[:12]}"
+    admin = _pg_admin()
+    try:
+        _create_database(admin, name, template)
+    finally:
+        admin.dispose()
+    return name
+
+
+class _Spares:
+    """For each template a test database was asked of with ``spare=True``, the next such database made ahead
+    on a background thread (one thread per process). A spare whose creation failed is made again in the
+    foreground, where its error shows in the test. :meth:`close` hands the unused spares to ``_Dropper``."""
+
+    def __init__(self) -> None:
+        self.pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.ready: dict[str | None, concurrent.futures.Future[str]] = {}
+
+    def take(self, template: str | None) -> str:
+        """The name of a new database (empty, or a copy of ``template``), made ahead when one was."""
+        fut = self.ready.pop(template, None)
+        name = None
+        if fut is not None:
+            with contextlib.suppress(Exception):
+                name = fut.result()
+        if name is None:
+            name = _new_database(template)
+        if self.pool is None:
+            self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="am-test-db-spare")
+        self.ready[template] = self.pool.submit(_new_database, template)
+        return name
+
+    def close(self) -> None:
+        """Wait for the spares being made and hand every unused one over to be dropped."""
+        for fut in self.ready.values():
+            with contextlib.suppress(Exception):
+                _DROPPER.drop(fut.result())
+        self.ready.clear()
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
 
 
 class _Dropper:
@@ -363,6 +409,7 @@ class _Dropper:
 
 
 _DROPPER = _Dropper()
+_SPARES = _Spares()
 
 
 # ------------------------------------------------------------ empty stores: migrated once, then copied
@@ -428,7 +475,7 @@ def pg_url(request):
     """A fresh PostgreSQL database URL; dropped after the test. Empty, unless the test also uses
     ``engine``: then a copy of the migrated template (the same database the engine opens)."""
     template = request.getfixturevalue("empty_pg_template") if _wants_migrated(request) else None
-    with _pg_database(template=template) as url:
+    with _pg_database(template=template, spare=True) as url:
         yield url
 
 
