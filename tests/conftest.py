@@ -218,7 +218,7 @@ def small_pg_template(request, small_raw_dir, small_built_sqlite, empty_pg_templ
             build(eng, small_raw_dir, 0)
             _dispose(url, eng)
             marker.write_text(json.dumps({"name": name}))
-    return json.loads(marker.read_text())["name"]
+    return str(json.loads(marker.read_text())["name"])
 
 
 def _sqlite_copy(src: Path, dst: Path) -> None:
