@@ -29,12 +29,17 @@ def cache_home() -> Path:
 
 
 def write_entry(path: Path, doc: Any) -> None:
-    """Write one cache entry: ``doc`` as JSON to ``path``, atomically (a temporary file per process, then
+    """Write one cache entry: ``doc`` as JSON to ``path`` (:func:`write_text_entry`)."""
+    write_text_entry(path, json.dumps(doc))
+
+
+def write_text_entry(path: Path, text: str) -> None:
+    """Write one cache entry's ``text`` to ``path``, atomically (a temporary file per process, then
     ``os.replace``), its directory created; an unwritable directory only disables the cache (no error)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc), encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from automonitor.data.audit.cache import STORE_KEY, cache_dir, content_fingerprint, session_state
 from automonitor.data.audit.params import AUDIT_VERSION
+from automonitor.data.cache_home import write_text_entry
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -65,8 +66,6 @@ def remember(engine: Engine, fps: dict[str, str], plan_key: str) -> None:
     store keeps for the fingerprint the build's transaction had (``fps``, :func:`keep_from_cache`), when the
     cache lacks it. An audit kept for other content (the samples changed since) is not copied; an unwritable
     cache directory only disables this."""
-    import os
-
     from store.queries.documents import read_document
 
     for ed, fp in fps.items():
@@ -77,10 +76,4 @@ def remember(engine: Engine, fps: dict[str, str], plan_key: str) -> None:
             text = read_document(c, STORE_KEY.format(edition=ed), fp)
         if text is None:
             continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        write_text_entry(path, text)

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from automonitor.data.build.ladder_runs import LadderRun
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.sample_rows import Plan
-from automonitor.data.cache_home import cache_home
+from automonitor.data.cache_home import cache_home, write_text_entry
 from automonitor.data.errata import Erratum
 
 __all__ = ["KEEP", "PLAN_CACHE_VERSION", "CachedPlan", "cached_plan", "plan_cache_dir", "plan_key"]
@@ -239,18 +239,6 @@ def cached_plan(
     back = _from_doc(json.loads(text))
     if back[0].rows == plan.rows and back[0].ladder_runs == plan.ladder_runs and back[1] == spans:
         if json.loads(json.dumps(plan.report)) == plan.report:
-            _write(path, text)
+            write_text_entry(path, text)
             _evict(path)
     return CachedPlan(plan, spans, key, False)
-
-
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file per process, then ``os.replace``, as
-    :func:`automonitor.data.cache_home.write_entry` does); an unwritable directory only disables the cache."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
