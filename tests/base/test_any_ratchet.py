@@ -18,7 +18,7 @@ RATCHET: dict[str, int] = {
     "automonitor/analysis": 85,
     "automonitor/annotation": 14,
     "automonitor/cli": 28,
-    "automonitor/data": 196,
+    "automonitor/data": 194,
     "automonitor/runs": 346,
     "automonitor/views": 25,
     "pages": 23,

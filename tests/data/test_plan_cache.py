@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor.data.build import build
-from automonitor.data.build.plan_cache import _files_digest, plan_key
+from automonitor.data.build.plan_cache import files_digest, plan_key
 from automonitor.data.errata import load_errata
 
 SOURCE = "school_of_reward_hacks"
@@ -138,16 +138,16 @@ def test_the_plan_key_changes_with_every_input(tmp_path, raw_dir):
     code = tmp_path / "code"
     (code / "sub").mkdir(parents=True)
     (code / "sub" / "a.py").write_text("x = 1\n")
-    before = _files_digest(code)
+    before = files_digest(code)
     (code / "sub" / "a.py").write_text("x = 2\n")
-    assert _files_digest(code) != before
+    assert files_digest(code) != before
 
 
 def test_only_the_newest_plans_are_kept(tmp_path, monkeypatch):
     """The cache keeps the :data:`~automonitor.data.build.plan_cache.KEEP` most recently used plans."""
     import os
 
-    from automonitor.data.build.plan_cache import KEEP, _evict, plan_cache_dir
+    from automonitor.data.build.plan_cache import KEEP, evict, plan_cache_dir
 
     monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path))
     d = plan_cache_dir()
@@ -156,5 +156,5 @@ def test_only_the_newest_plans_are_kept(tmp_path, monkeypatch):
     for i, p in enumerate(paths):
         p.write_text("{}")
         os.utime(p, (1000 + i, 1000 + i))
-    _evict(paths[0])  # the oldest, just used
+    evict(paths[0])  # the oldest, just used
     assert sorted(p.name for p in d.iterdir()) == sorted([paths[0].name, *(p.name for p in paths[-(KEEP - 1) :])])

@@ -9,14 +9,19 @@ from typing import Any
 from sqlmodel import Session
 
 from automonitor.data.spans import DERIVED, derive_gold_spans
+from automonitor.jsontypes import JSONObject
 from store.queries import spans as span_queries
 
+PlannedSpans = dict[str, list[JSONObject]]
+"""``{sample_id: [span, ...]}``: the gold spans a plan derives (:func:`planned_spans`; each span a JSON object
+with ``start``, ``end``, ``provenance``, ``note``, ``step``), as the plan cache keeps them."""
 
-def planned_spans(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+
+def planned_spans(rows: list[dict[str, Any]]) -> PlannedSpans:
     """``{sample_id: [span dict]}`` of the derived spans of the gold misbehavior rows of a plan (the
     benign side of each pair is the row with the same ``pair_id``)."""
     benign = {r["pair_id"]: r["response"] for r in rows if r.get("label") == "benign"}
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: PlannedSpans = {}
     for r in rows:
         if r.get("label") != "misbehavior" or r.get("status") != "gold":
             continue
@@ -30,7 +35,7 @@ def sync_spans(
     session: Session,
     rows: list[dict[str, Any]],
     kept: set[str],
-    want: dict[str, list[dict[str, Any]]] | None = None,
+    want: PlannedSpans | None = None,
 ) -> dict[str, int]:
     """Make the store's derived spans of the build rows ``rows`` equal to :func:`planned_spans` (``want``:
     ``planned_spans(rows)`` when the caller has it, e.g. read back with a cached plan).
@@ -42,7 +47,7 @@ def sync_spans(
         want = planned_spans(rows)
     ids = [r["id"] for r in rows if r["id"] not in kept]
     have = span_queries.spans_by_sample(session, ids)
-    add: list[tuple[str, dict[str, Any]]] = []
+    add: list[tuple[str, JSONObject]] = []
     drop: list[tuple[str, int, int, str]] = []
     for sid in ids:
         cur = {

@@ -28,13 +28,16 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from automonitor.data.build.ladder_runs import LadderRun
 from automonitor.data.build.plan import plan_build
 from automonitor.data.build.sample_rows import Plan
 from automonitor.data.cache_home import cache_home, write_text_entry
 from automonitor.data.errata import Erratum
+
+if TYPE_CHECKING:
+    from automonitor.data.build.gold_spans import PlannedSpans
 
 __all__ = ["KEEP", "PLAN_CACHE_VERSION", "CachedPlan", "cached_plan", "plan_cache_dir", "plan_key"]
 
@@ -44,7 +47,6 @@ KEEP = 3  # plan entries kept (most recently used first)
 _SETTINGS = ("AUTOMONITOR_MAX_IMPORT_MB",)
 _PACKAGE = Path(__file__).resolve().parents[2]  # the automonitor package
 _TIMING = re.compile(r" \(\d+(?:\.\d+)? s\)$")
-SpanMap = dict[str, list[dict[str, Any]]]
 
 
 def plan_cache_dir() -> Path:
@@ -52,7 +54,7 @@ def plan_cache_dir() -> Path:
     return cache_home() / "plan"
 
 
-def _files_digest(root: Path, skip: tuple[str, ...] = ()) -> str:
+def files_digest(root: Path, skip: tuple[str, ...] = ()) -> str:
     """SHA-256 (hex) of every file under ``root``: relative path and bytes, in path order (directories named
     in ``skip`` left out)."""
     h = hashlib.sha256()
@@ -71,7 +73,7 @@ def _environment_digest() -> str:
     """SHA-256 (hex) of the ``automonitor`` package's files, the Python version and the installed
     distributions (their ``.dist-info`` directory names carry the versions)."""
     dists = sorted(d for sp in sys.path if sp and os.path.isdir(sp) for d in os.listdir(sp) if d.endswith(".dist-info"))
-    doc = [_files_digest(_PACKAGE, skip=("__pycache__",)), sys.version, dists]
+    doc = [files_digest(_PACKAGE, skip=("__pycache__",)), sys.version, dists]
     return hashlib.sha256(json.dumps(doc).encode()).hexdigest()
 
 
@@ -92,7 +94,7 @@ def plan_key(
     doc = [
         PLAN_CACHE_VERSION,
         str(raw),
-        _files_digest(Path(raw)),
+        files_digest(Path(raw)),
         int(seed),
         bool(hard),
         sorted(ext_req),
@@ -110,11 +112,11 @@ class CachedPlan:
     """A plan with its gold spans (:func:`~automonitor.data.build.gold_spans.planned_spans`), its cache key and
     whether it was read from the cache (``hit``)."""
 
-    def __init__(self, plan: Plan, spans: SpanMap, key: str, hit: bool) -> None:
+    def __init__(self, plan: Plan, spans: PlannedSpans, key: str, hit: bool) -> None:
         self.plan, self.spans, self.key, self.hit = plan, spans, key, hit
 
 
-def _to_doc(plan: Plan, spans: SpanMap, lines: list[str]) -> dict[str, Any]:
+def _to_doc(plan: Plan, spans: PlannedSpans, lines: list[str]) -> dict[str, object]:
     return {
         "version": PLAN_CACHE_VERSION,
         "rows": plan.rows,
@@ -128,7 +130,7 @@ def _to_doc(plan: Plan, spans: SpanMap, lines: list[str]) -> dict[str, Any]:
     }
 
 
-def _from_doc(doc: dict[str, Any]) -> tuple[Plan, SpanMap, list[str]]:
+def _from_doc(doc: dict[str, Any]) -> tuple[Plan, PlannedSpans, list[str]]:
     rows = doc["rows"]
     for r in rows:
         if "editions" in r:
@@ -159,7 +161,7 @@ def _replay(lines: list[str], say: Callable[[str], None]) -> None:
             say(line)
 
 
-def _evict(keep: Path) -> None:
+def evict(keep: Path) -> None:
     """Delete all but the :data:`KEEP` most recently used plan entries (``keep`` is one of them)."""
     try:
         entries = sorted(plan_cache_dir().glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -169,7 +171,7 @@ def _evict(keep: Path) -> None:
         pass
 
 
-def _read(path: Path) -> tuple[Plan, SpanMap, list[str]] | None:
+def _read(path: Path) -> tuple[Plan, PlannedSpans, list[str]] | None:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         if doc.get("version") != PLAN_CACHE_VERSION:
@@ -226,7 +228,7 @@ def cached_plan(
             if progress is not None:
                 progress(msg)
 
-        def __getattr__(self, name: str) -> Any:
+        def __getattr__(self, name: str) -> object:
             return getattr(progress, name)
 
     rec = _Recorder()
@@ -240,5 +242,5 @@ def cached_plan(
     if back[0].rows == plan.rows and back[0].ladder_runs == plan.ladder_runs and back[1] == spans:
         if json.loads(json.dumps(plan.report)) == plan.report:
             write_text_entry(path, text)
-            _evict(path)
+            evict(path)
     return CachedPlan(plan, spans, key, False)

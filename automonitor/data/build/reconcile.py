@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.data.build.config import ORIGIN, resolve_raw
-from automonitor.data.build.gold_spans import sync_spans
+from automonitor.data.build.gold_spans import PlannedSpans, sync_spans
 from automonitor.data.build import fresh_audits, ladder_runs
 from automonitor.data.build.ladder import META_KEYS as LADDER_KEYS
 from automonitor.data.build.plan import plan_build
@@ -162,7 +162,7 @@ def _apply_changes(
     plan: Plan,
     changes: _Changes,
     progress: Callable[[str], None] | None = None,
-    spans: dict[str, list[dict[str, Any]]] | None = None,
+    spans: PlannedSpans | None = None,
 ) -> dict[str, int]:
     """Write the reconciliation: edition memberships dropped, samples deleted and updated, new rows
     inserted, memberships added, gold spans synced (``spans``: the plan's, when the caller has them; one step
@@ -269,7 +269,7 @@ def build(
         state = _store_state(session)
         external = (state.external.req, state.external.resp)
         errata = errata_in_force(session, errata_file)
-        spans: dict[str, list[dict[str, Any]]] | None = None
+        spans: PlannedSpans | None = None
         key: str | None = None
         if loaded is None:
             got = cached_plan(
