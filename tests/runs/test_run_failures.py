@@ -225,6 +225,31 @@ def test_a_run_too_small_to_be_stopped_does_not_claim_it_was(engine, monkeypatch
     assert error.startswith("2 sample(s) left pending by permanent failures (HTTP ") and f"--resume {rid}" in error
 
 
+def _serve_in_process_of_its_own(port: int, latency: str):
+    """The fault server (``servers.openai_fault``) in a process of its own on ``port``, answering after
+    ``latency`` seconds, once it prints its URL (so that killing it is a crash: every socket closes at once)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servers.openai_fault", "--port", str(port), "--latency", latency],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None and "http" in proc.stdout.readline().decode()
+    return proc
+
+
+def _calls_received(port: int) -> int:
+    """How many calls the fault server on ``port`` has received (its ``/stats``)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as r:
+        return int(json.loads(r.read())["total"])
+
+
 def test_a_judge_that_dies_mid_run_stops_the_run_failed_with_the_rest_pending(engine, monkeypatch, tmp_path):
     """The judge server answers, then dies (killed: every socket closed, as a crashed server). Before, each
     remaining sample was retried against the dead port and the run ended ``finished`` with exit 0 and
@@ -232,12 +257,8 @@ def test_a_judge_that_dies_mid_run_stops_the_run_failed_with_the_rest_pending(en
     row fail to connect with no answer between them, no more calls are sent: the run ends ``failed`` naming
     the cause, the samples not judged stay pending (not ``error``), and ``--resume`` on a live server judges
     exactly those. SQLite and PostgreSQL."""
-    import subprocess
-    import sys
     import threading
     import time
-    import urllib.request
-    from pathlib import Path
 
     from automonitor.runs.runner import retries
 
@@ -245,30 +266,15 @@ def test_a_judge_that_dies_mid_run_stops_the_run_failed_with_the_rest_pending(en
     add_pairs(engine, 40)  # 80 test samples
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    tests_dir = Path(__file__).resolve().parents[1]
 
-    def serve() -> subprocess.Popen:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "servers.openai_fault", "--port", str(port), "--latency", "0.05"],
-            cwd=tests_dir,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        assert proc.stdout is not None and "http" in proc.stdout.readline().decode()
-        return proc
-
-    def answered() -> int:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as r:
-            return int(json.loads(r.read())["total"])
-
-    srv = serve()
+    srv = _serve_in_process_of_its_own(port, "0.05")
     rid = runner.create_run(engine, "openai:m", "direct", base_url=url, concurrency=4, params=FAST)
     out: dict = {}
     t = threading.Thread(target=lambda: out.update(runner.execute_run(engine, rid)))
     try:
         t.start()
         deadline = time.monotonic() + 120
-        while answered() < 10:
+        while _calls_received(port) < 10:
             assert time.monotonic() < deadline, "the judge never answered 10 calls"
             time.sleep(0.02)
         srv.kill()  # a crash: the listening socket and every kept-alive connection close at once
@@ -286,7 +292,7 @@ def test_a_judge_that_dies_mid_run_stops_the_run_failed_with_the_rest_pending(en
     assert 10 - 4 <= judged < 80 and counts["error"] == 0  # the rest is pending, not error
     # calls after the death are bounded: the streak that marks the judge lost, not retries of every sample
     assert out["api_calls"] <= answered_before_kill_bound(judged)
-    srv = serve()
+    srv = _serve_in_process_of_its_own(port, "0.05")
     try:
         again = runner.execute_run(engine, rid)
     finally:
@@ -387,42 +393,23 @@ def test_the_sample_in_flight_when_the_judge_dies_stays_pending(engine, monkeypa
     (``ClientConnectorError``) and ``--resume`` never re-asked it (fresh-user trial). Its failures have no
     answer between them since its first one, so it stays pending with the rest, and ``--resume`` judges
     every sample. SQLite and PostgreSQL."""
-    import subprocess
-    import sys
     import time
-    import urllib.request
-    from pathlib import Path
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     add_pairs(engine, 10)  # 20 test samples
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    tests_dir = Path(__file__).resolve().parents[1]
-
-    def serve(latency: str) -> subprocess.Popen:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "servers.openai_fault", "--port", str(port), "--latency", latency],
-            cwd=tests_dir,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        assert proc.stdout is not None and "http" in proc.stdout.readline().decode()
-        return proc
-
-    def received() -> int:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as r:
-            return int(json.loads(r.read())["total"])
 
     import threading
 
-    srv = serve("0.3")  # slow answers: the kill lands while a call is in flight
+    srv = _serve_in_process_of_its_own(port, "0.3")  # slow answers: the kill lands while a call is in flight
     rid = runner.create_run(engine, "openai:m", "direct", base_url=url, concurrency=1, params=FAST)
     out: dict = {}
     t = threading.Thread(target=lambda: out.update(runner.execute_run(engine, rid)))
     try:
         t.start()
         deadline = time.monotonic() + 60
-        while received() < 3:
+        while _calls_received(port) < 3:
             assert time.monotonic() < deadline, "the judge never received 3 calls"
             time.sleep(0.01)
         srv.kill()
@@ -435,7 +422,7 @@ def test_the_sample_in_flight_when_the_judge_dies_stays_pending(engine, monkeypa
     assert status == "failed" and "the judge stopped answering" in error, error
     assert out["counts"]["error"] == 0, out["counts"]  # before: the sample in flight was stored error
     assert "--retry-errors" not in error
-    srv = serve("0")
+    srv = _serve_in_process_of_its_own(port, "0")
     try:
         again = runner.execute_run(engine, rid)
     finally:
