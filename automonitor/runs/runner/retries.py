@@ -206,7 +206,7 @@ class Circuit:
                 self.failing_since = time.monotonic()
             self.failing += 1
             self.failing_status = getattr(exc, "status", None) if _is_server_error(exc) else None
-            self.last_failing = f"{getattr(exc, 'kind', '')}: {exc}"
+            self.last_failing = str(exc)  # its kind first (TransientError's message)
             if not (isinstance(exc, TransientError) and exc.kind == "timeout"):  # an HTTP answer: the server is there
                 self.lost = 0
                 self._first_answer()
