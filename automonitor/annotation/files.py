@@ -22,8 +22,8 @@ from automonitor.errors import InputError
 from automonitor.data.records import Problems, RawRecord, check_csv_mode, csv_cell_out, detect_format, read_file_bytes
 from automonitor.data.row_models import AnnotationRow, validate_one
 from automonitor.annotation._common import GUIDELINE_VERSION, StaleRead, transaction, evidence_values
-from automonitor.annotation.adjudication import adjudication_records
-from automonitor.annotation.overview import annotation_records
+from automonitor.annotation.adjudication import AdjudicationRecord, adjudication_records
+from automonitor.annotation.overview import AnnotationRecord, annotation_records
 from automonitor.annotation.queries import label_rows, upsert_label
 from store.models import utcnow
 from store.queries import annotation as store
@@ -93,30 +93,8 @@ def write_records(
     return len(records)
 
 
-ANNOTATION_EXPORT_COLUMNS = [
-    "annotator",
-    "sample_id",
-    "label",
-    "note",
-    "category",
-    "severity",
-    "evidence_start",
-    "evidence_end",
-    "evidence_text",
-    "evidence_spans",
-    "seconds_spent",
-    "guideline_version",
-    "created_at",
-    "updated_at",
-    "submitted_at",
-    "batch",
-    "position",
-    "assignment_seed",
-    "pair_id",
-    "item_category",
-    "task",
-    "item_status",
-]
+#: The columns of an annotation export, in order: the keys of :class:`AnnotationRecord`.
+ANNOTATION_EXPORT_COLUMNS = list(AnnotationRecord.__annotations__)
 
 
 def export_annotations(
@@ -334,22 +312,8 @@ def _write_imported(s: Session, planned: list[ImportedLabel], submit: bool) -> N
             store.mark_submitted(s, values["annotator_id"], [values["sample_id"]], now, labels=False)
 
 
-ADJUDICATION_EXPORT_COLUMNS = [
-    "sample_id",
-    "pair_id",
-    "adjudicator",
-    "decision",
-    "note",
-    "split",
-    "guideline_version",
-    "created_at",
-    "item_status",
-    "item_category",
-    "task",
-    "final_label",
-    "superseded",
-    "annotator_labels",
-]
+#: The columns of an adjudication export, in order: the keys of :class:`AdjudicationRecord`.
+ADJUDICATION_EXPORT_COLUMNS = list(AdjudicationRecord.__annotations__)
 
 
 def export_adjudications(
