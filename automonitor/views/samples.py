@@ -14,6 +14,12 @@ from sqlalchemy.engine import Engine
 from typing_extensions import Unpack
 
 from automonitor.data.records import csv_cell_out
+from automonitor.data.row_models import PAIR_FIELDS
+
+#: The fields of a samples export: the pair file's (:data:`~automonitor.data.row_models.PAIR_FIELDS`) up to
+#: ``source``, then the store's ``split``, ``status`` and ``meta``; read from the ``Sample`` columns of the
+#: same names (``id`` for ``sample_id``).
+EXPORT_FIELDS = (*PAIR_FIELDS[: PAIR_FIELDS.index("source") + 1], "split", "status", "meta")
 
 
 class SampleFilters(TypedDict, total=False):
@@ -90,12 +96,9 @@ def search_samples(
 
 
 def pair_file_bytes(rows: Sequence[Sequence[object]], fmt: str) -> bytes:
-    """Rows of ``store.queries.samples.EXPORT_COLUMNS`` as a contract pair file (UTF-8 bytes): JSON lines
-    (``fmt="jsonl"``) or CSV with a header (any other ``fmt``; ``meta``, the last column, as a JSON
-    string). The ``id`` column is named ``sample_id``."""
-    from store.queries.samples import EXPORT_COLUMNS
-
-    names = ["sample_id", *EXPORT_COLUMNS[1:]]
+    """Rows of :data:`EXPORT_FIELDS` as a contract pair file (UTF-8 bytes): JSON lines (``fmt="jsonl"``) or
+    CSV with a header (any other ``fmt``; ``meta``, the last column, as a JSON string)."""
+    names = list(EXPORT_FIELDS)
     if fmt == "jsonl":
         return "".join(json.dumps(dict(zip(names, r)), ensure_ascii=False) + "\n" for r in rows).encode()
     buf = io.StringIO()
@@ -111,17 +114,17 @@ def pair_file_bytes(rows: Sequence[Sequence[object]], fmt: str) -> bytes:
 def export_samples(engine: Engine, fmt: str, **filters: Unpack[SampleFilters]) -> bytes:
     """The filtered samples as a contract pair file: ``fmt`` ``jsonl`` or ``csv`` (UTF-8 bytes).
 
-    Columns: ``sample_id, pair_id, category, task, request, response, label, source, split, status,
-    meta`` (``meta`` a JSON object; in CSV a JSON string). Raises ``InputError`` for another ``fmt``.
+    Columns: :data:`EXPORT_FIELDS` (``meta`` a JSON object; in CSV a JSON string). Raises ``InputError``
+    for another ``fmt``.
     """
     from automonitor.errors import InputError
-    from store.queries.samples import EXPORT_COLUMNS, browser_rows
+    from store.queries.samples import browser_rows
 
     if fmt not in ("jsonl", "csv"):
         raise InputError(f"unknown export format {fmt!r} (jsonl or csv)", field="format")
     where = sample_query(**filters)
     with engine.connect() as c:
-        rows = browser_rows(c, where, EXPORT_COLUMNS)
+        rows = browser_rows(c, where, ["id", *EXPORT_FIELDS[1:]])
     return pair_file_bytes(rows, fmt)
 
 

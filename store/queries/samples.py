@@ -338,20 +338,6 @@ def hard_certificate(report: JSONObject | None) -> JSONObject | None:
 
 #: Columns of a samples-browser row, in order (``request``/``response`` only when texts are asked for).
 BROWSER_COLUMNS = ("id", "pair_id", "category", "task", "label", "split", "status", "source", "request", "response")
-#: Columns of an exported pair-file row (``id`` is written as ``sample_id``).
-EXPORT_COLUMNS = (
-    "id",
-    "pair_id",
-    "category",
-    "task",
-    "request",
-    "response",
-    "label",
-    "source",
-    "split",
-    "status",
-    "meta",
-)
 #: Sample columns the browser filters by (allowed values per column).
 FILTER_COLUMNS = ("category", "task", "label", "split", "status", "source", "label_source")
 #: Columns :func:`counts_by_status` groups by.
