@@ -126,9 +126,8 @@ def corpus_build_cmd(
     recs, summ = corpus.build_corpus(engine, raw_dir, extra=not no_extra)
     path = Path(out) if out else artifact_dir().parent / "corpus.jsonl"
     corpus.write_jsonl(recs, path)
-    summ = {"out": str(path), **summ}
     if as_json:
-        emit_json(summ)
+        emit_json({"out": str(path), **summ})
         return
     d = summ["disjointness"]
     sys.stdout.write(

@@ -19,7 +19,7 @@ RATCHET: dict[str, int] = {
     "automonitor/annotation": 14,
     "automonitor/cli": 28,
     "automonitor/data": 194,
-    "automonitor/runs": 346,
+    "automonitor/runs": 341,
     "automonitor/views": 25,
     "pages": 23,
     "store": 54,

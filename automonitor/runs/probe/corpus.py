@@ -13,13 +13,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence, TypedDict
 
 from automonitor.data.pairfiles.read import sample_content
 from automonitor.hashing import norm_text, sha256_text
+from automonitor.jsontypes import JSONObject
 
 if TYPE_CHECKING:
-    from datasketch import MinHash
+    from datasketch import MinHash, MinHashLSH
     from sqlalchemy.engine import Engine
 
 NEAR_DUP_THRESHOLD = 0.8
@@ -40,7 +41,7 @@ class CorpusEntry:
     response: str
     source: str
     label_source: str
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: JSONObject = field(default_factory=dict)
 
     def key(self) -> str:
         """A stable content key: sha256 of request + response (normalised)."""
@@ -202,7 +203,7 @@ def minhash(text: str, num_perm: int = NUM_PERM) -> MinHash:
     return m
 
 
-def _overlaps(rec: CorpusEntry, req_h: set[str], resp_h: set[str], pair_h: set[str], lsh: Any) -> list[str]:
+def _overlaps(rec: CorpusEntry, req_h: set[str], resp_h: set[str], pair_h: set[str], lsh: MinHashLSH) -> list[str]:
     """The kinds of overlap of ``rec`` with the held-out samples, as count keys of
     :func:`disjointness`: ``exact_request``, ``exact_response``, ``exact_pair`` (sha256 of the texts
     in ``req_h`` / ``resp_h`` / ``pair_h``), ``near_duplicate`` (a MinHash ``lsh`` hit)."""
@@ -221,7 +222,7 @@ def _overlaps(rec: CorpusEntry, req_h: set[str], resp_h: set[str], pair_h: set[s
 
 def disjointness(
     records: Sequence[CorpusEntry], heldout: Iterable[tuple[str, str, str]], *, threshold: float = NEAR_DUP_THRESHOLD
-) -> tuple[list[CorpusEntry], dict[str, Any]]:
+) -> tuple[list[CorpusEntry], dict[str, int]]:
     """Drop corpus records that overlap held-out samples; return ``(kept, counts)``.
 
     Args:
@@ -275,9 +276,22 @@ def disjointness(
 # ------------------------------------------------------------------------------------------ build
 
 
+class CorpusSummary(TypedDict):
+    """What :func:`build_corpus` says of its corpus: records kept, unpaired raw records read per source,
+    the :func:`composition` counts and the :func:`disjointness` counts."""
+
+    records: int
+    raw_extra: dict[str, int]
+    by_source: dict[str, int]
+    by_category_task: dict[str, int]
+    by_label: dict[str, int]
+    by_label_source: dict[str, int]
+    disjointness: dict[str, int]
+
+
 def build_corpus(
     engine: Engine, raw: str | Path | None = None, *, extra: bool = True
-) -> tuple[list[CorpusEntry], dict[str, Any]]:
+) -> tuple[list[CorpusEntry], CorpusSummary]:
     """The training corpus: gold train samples + unpaired raw material, minus anything overlapping the
     held-out samples.
 
@@ -297,7 +311,16 @@ def build_corpus(
             extra_counts[name] = len(got)
             recs.extend(got)
     kept, dis = disjointness(recs, heldout_texts(engine))
-    return kept, {"records": len(kept), "raw_extra": extra_counts, **composition(kept), "disjointness": dis}
+    comp = composition(kept)
+    return kept, CorpusSummary(
+        records=len(kept),
+        raw_extra=extra_counts,
+        by_source=comp["by_source"],
+        by_category_task=comp["by_category_task"],
+        by_label=comp["by_label"],
+        by_label_source=comp["by_label_source"],
+        disjointness=dis,
+    )
 
 
 def composition(records: Sequence[CorpusEntry]) -> dict[str, dict[str, int]]:
@@ -326,7 +349,7 @@ def chat_messages(request: str, response: str, label: str | None, template: str 
     return msgs
 
 
-def to_row(rec: CorpusEntry, *, max_chars: int | None = None) -> dict[str, Any]:
+def to_row(rec: CorpusEntry, *, max_chars: int | None = None) -> dict[str, object]:
     """One JSONL row (``messages`` + metadata) for ``rec``; texts cut to ``max_chars`` when given."""
     req, resp = rec.request, rec.response
     if max_chars:
