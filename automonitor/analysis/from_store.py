@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, cast
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -22,6 +22,7 @@ from automonitor.analysis.report_cache import blas_one_thread, gc_paused
 from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, SpanVisibility
 from automonitor.analysis.view_comparison import compare_all, view_groups
 from automonitor.data.monitor_views import is_silent, render, view_of_run
+from automonitor.jsontypes import JSONObject
 from automonitor.vocab import EDITIONS
 
 if TYPE_CHECKING:  # the store is imported where it is read (a cached report imports none of it)
@@ -241,9 +242,10 @@ def _add_views(
     silent = [
         i["id"] for i in inputs if is_silent(i["source"], i["response"], i["meta"], "misbehavior", i.get("request"))
     ]
-    rep.views = compare_all(
+    comparisons = compare_all(
         preds, runs, views, editions, invalid=opt.invalid, n_boot=opt.n_boot, seed=opt.seed, silent=silent
     )
+    rep.views = cast("list[JSONObject]", comparisons)  # ViewComparison TypedDicts: their values are all JSON
 
 
 def span_visibility(engine: Engine, preds: pd.DataFrame, run_id: str, view: str) -> SpanVisibility:

@@ -17,16 +17,105 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import combinations
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypedDict
+
+from typing_extensions import Required
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
 from automonitor.vocab import NEGATIVE, POSITIVE, VIEWS
 
+Bools = npt.NDArray[np.bool_]
+Codes = npt.NDArray[np.intp]
 
-def _flag(outcome: Any, invalid: str) -> bool | None:
+
+class ViewRates(TypedDict):
+    """One view's confusion counts on a set of samples, MR and FAR with Wilson 95% intervals (:func:`_rates`)."""
+
+    n: int
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+    mr: float | None
+    far: float | None
+    mr_ci: list[float] | None
+    far_ci: list[float] | None
+
+
+class ViewMcNemar(mt.McNemarDict):
+    """:func:`automonitor.analysis.metrics.mcnemar_test`'s result with what it compares."""
+
+    about: str
+
+
+class BootstrapDiffs(TypedDict, total=False):
+    """The pair-clustered bootstrap of A - B (:class:`automonitor.analysis.metrics.PairedBootstrap`'s
+    differences); none when it did not run."""
+
+    mr_diff: float | None
+    mr_diff_ci: list[float] | None
+    mr_diff_p: float | None
+    far_diff: float | None
+    far_diff_ci: list[float] | None
+    far_diff_p: float | None
+
+
+class ViewPair(BootstrapDiffs):
+    """Views A and B on the same samples: the bootstrap of A - B (when it ran) and McNemar's tests."""
+
+    view_a: Required[str]
+    view_b: Required[str]
+    samples: Required[int]
+    mcnemar_mr: Required[ViewMcNemar]
+    mcnemar_far: Required[ViewMcNemar]
+
+
+class ViewCell(TypedDict):
+    """The comparison on one ``category/task`` cell."""
+
+    samples: int
+    rates: dict[str, ViewRates]
+    paired: list[ViewPair]
+
+
+class SilentSlice(TypedDict):
+    """The comparison on the silent slice (MR only: its samples are all misbehavior)."""
+
+    samples: int
+    mr: dict[str, ViewRates]
+    paired: list[ViewPair]
+
+
+class ViewGroup(TypedDict):
+    """Runs of one monitor, template and edition judged under several views (:func:`view_groups`)."""
+
+    monitor: str
+    template: str
+    edition: str | None
+    runs: dict[str, str]
+
+
+class ViewComparison(TypedDict):
+    """The comparison of one :class:`ViewGroup` (:func:`compare_views`); rates per view."""
+
+    monitor: str
+    template: str
+    edition: str | None
+    views: list[str]
+    runs: dict[str, str]
+    samples: int
+    pairs: int
+    overall: dict[str, ViewRates]
+    paired: list[ViewPair]
+    by_category_task: dict[str, ViewCell]
+    silent: SilentSlice
+
+
+def _flag(outcome: object, invalid: str) -> bool | None:
     """The monitor's flag for one outcome under the unscored policy (``None``: left out)."""
     if outcome == POSITIVE:
         return True
@@ -41,7 +130,7 @@ def _flag(outcome: Any, invalid: str) -> bool | None:
     return None
 
 
-def _rates(flags: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+def _rates(flags: Bools, labels: Bools) -> ViewRates:
     """``{"n", "tp", "fn", "fp", "tn", "mr", "far", "mr_ci", "far_ci"}`` of boolean flags vs labels
     (True = misbehavior); MR = FN / (TP + FN), FAR = FP / (FP + TN) (the paper's definitions)."""
     tp = int((flags & labels).sum())
@@ -61,17 +150,25 @@ def _rates(flags: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _counts_per_pair(flags: np.ndarray, labels: np.ndarray, pair_idx: np.ndarray, n_pairs: int) -> np.ndarray:
+def _counts_per_pair(flags: Bools, labels: Bools, pair_idx: Codes, n_pairs: int) -> Codes:
     """(n_pairs, 4) TP, FN, FP, TN per pair."""
     cell = np.where(labels, np.where(flags, 0, 1), np.where(flags, 2, 3))
     return np.bincount(pair_idx * 4 + cell, minlength=n_pairs * 4).reshape(n_pairs, 4)
 
 
 def _paired(
-    fa: np.ndarray, fb: np.ndarray, labels: np.ndarray, pair_idx: np.ndarray, n_pairs: int, n_boot: int, seed: int
-) -> dict[str, Any]:
-    """McNemar's tests and the pair-clustered bootstrap of A - B on the same samples."""
-    out: dict[str, Any] = {}
+    a: str,
+    b: str,
+    fa: Bools,
+    fb: Bools,
+    labels: Bools,
+    pair_idx: Codes,
+    n_pairs: int,
+    n_boot: int,
+    seed: int,
+) -> ViewPair:
+    """Views ``a`` and ``b`` on the same samples: McNemar's tests and the pair-clustered bootstrap of A - B."""
+    diffs: BootstrapDiffs = {}
     if n_boot > 0 and n_pairs > 0:
         weights = mt.cluster_bootstrap_weights(n_pairs, n_boot, seed)
         boot = mt.paired_bootstrap(
@@ -80,26 +177,38 @@ def _paired(
             weights=weights,
             seed=seed,
         )
-        out.update(
-            {k: boot[k] for k in ("mr_diff", "mr_diff_ci", "mr_diff_p", "far_diff", "far_diff_ci", "far_diff_p")}
-        )
-    out["mcnemar_mr"] = mt.mcnemar_test(fa[labels], fb[labels])
-    out["mcnemar_mr"]["about"] = "misbehavior samples: caught by A vs caught by B"
-    out["mcnemar_far"] = mt.mcnemar_test(fa[~labels], fb[~labels])
-    out["mcnemar_far"]["about"] = "benign samples: flagged by A vs flagged by B"
-    return out
+        diffs = {
+            "mr_diff": boot["mr_diff"],
+            "mr_diff_ci": boot["mr_diff_ci"],
+            "mr_diff_p": boot["mr_diff_p"],
+            "far_diff": boot["far_diff"],
+            "far_diff_ci": boot["far_diff_ci"],
+            "far_diff_p": boot["far_diff_p"],
+        }
+    return {
+        "view_a": a,
+        "view_b": b,
+        "samples": int(labels.size),
+        **diffs,
+        "mcnemar_mr": {
+            **mt.mcnemar_test(fa[labels], fb[labels]),
+            "about": "misbehavior samples: caught by A vs caught by B",
+        },
+        "mcnemar_far": {
+            **mt.mcnemar_test(fa[~labels], fb[~labels]),
+            "about": "benign samples: flagged by A vs flagged by B",
+        },
+    }
 
 
-def view_groups(
-    runs: pd.DataFrame, views: Mapping[str, str], editions: Mapping[str, str | None]
-) -> list[dict[str, Any]]:
+def view_groups(runs: pd.DataFrame, views: Mapping[str, str], editions: Mapping[str, str | None]) -> list[ViewGroup]:
     """The groups to compare: ``[{"monitor", "template", "edition", "runs": {view: run_id}}]`` for each
     (monitor, template, edition) judged under at least two views (the last run of a view in ``runs``
     order stands for it; views in :data:`automonitor.vocab.VIEWS` order)."""
     groups: dict[tuple[str, str, str | None], dict[str, str]] = defaultdict(dict)
     for rid, mon, tpl in zip(runs["run_id"], runs["monitor"], runs["template"]):
         groups[(mon, tpl, editions.get(rid))][views.get(rid, "full")] = rid
-    out = []
+    out: list[ViewGroup] = []
     for (mon, tpl, ed), by_view in groups.items():
         if len(by_view) >= 2:
             ordered = {v: by_view[v] for v in VIEWS if v in by_view}
@@ -109,13 +218,13 @@ def view_groups(
 
 def compare_views(
     preds: pd.DataFrame,
-    group: Mapping[str, Any],
+    group: ViewGroup,
     *,
     invalid: str = "exclude",
     n_boot: int = 1000,
     seed: int = 0,
     silent: Iterable[str] = (),
-) -> dict[str, Any]:
+) -> ViewComparison:
     """The comparison of one group (:func:`view_groups`) on its shared samples (module doc).
 
     Args:
@@ -153,23 +262,18 @@ def compare_views(
     pair_codes, pair_uniques = pd.factorize(meta["pair_id"]) if shared else (np.zeros(0, dtype=int), [])
     fl = {v: flags[v].loc[shared].to_numpy(dtype=bool) for v in views}
 
-    def section(mask: np.ndarray, s: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def section(mask: Bools, s: int) -> tuple[dict[str, ViewRates], list[ViewPair]]:
         codes, uniq = pd.factorize(pair_codes[mask]) if mask.any() else (np.zeros(0, dtype=int), [])
         rates = {v: _rates(fl[v][mask], labels[mask]) for v in views}
         paired = [
-            {
-                "view_a": a,
-                "view_b": b,
-                "samples": int(mask.sum()),
-                **_paired(fl[a][mask], fl[b][mask], labels[mask], codes, len(uniq), n_boot, s),
-            }
+            _paired(a, b, fl[a][mask], fl[b][mask], labels[mask], codes, len(uniq), n_boot, s)
             for a, b in combinations(views, 2)
         ]
         return rates, paired
 
     everything = np.ones(len(shared), dtype=bool)
     overall, paired = section(everything, seed)
-    cells: dict[str, Any] = {}
+    cells: dict[str, ViewCell] = {}
     if shared:
         keys = (meta["category"] + "/" + meta["task"]).to_numpy()
         for key in sorted(set(keys)):
@@ -204,7 +308,7 @@ def compare_all(
     n_boot: int = 1000,
     seed: int = 0,
     silent: Iterable[str] = (),
-) -> list[dict[str, Any]]:
+) -> list[ViewComparison]:
     """:func:`compare_views` for every group of :func:`view_groups` (``[]`` when none)."""
     silent = set(silent)
     return [
