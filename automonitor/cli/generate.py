@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
+
+if TYPE_CHECKING:
+    from automonitor.runs.generation.summary import GenerationSummary
 
 generate_app = typer.Typer(
     help="Construct candidate pairs with a generator model (the paper's recipes).", no_args_is_help=True
@@ -16,7 +19,7 @@ generate_app = typer.Typer(
 app.add_typer(generate_app, name="generate")
 
 
-def _print(doc: dict[str, Any]) -> None:
+def _print(doc: GenerationSummary) -> None:
     err_console.print(
         f"generation {doc['generation_id']} ({doc['status']}): {doc['prompts']} prompts, "
         f"{doc['kept']} kept, {doc['candidates_added']} candidate pairs added; "

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlmodel import Session, col
 
 from automonitor.vocab import RunStatus
 from store.models import Run, Sample, utcnow
+from store.queries.rowtypes import GenerationStats
 
 
 def add_generation_run(
@@ -64,7 +65,12 @@ def run_status(session: Session, run_id: str) -> str | None:
 
 
 def save_progress(
-    session: Session, run_id: str, stats: dict[str, Any], items: list[dict[str, Any]], done: int, total: int
+    session: Session,
+    run_id: str,
+    stats: GenerationStats,
+    items: Sequence[Mapping[str, object]],
+    done: int,
+    total: int,
 ) -> None:
     """Store a generation run's statistics, transcripts and progress in ``params`` and its call
     totals in the run's columns (``stats``: ``calls``, ``cache_hits``, ``tokens_in``, ``tokens_out``,

@@ -129,6 +129,21 @@ class UnscoredRow(TypedDict):
     meta: JSONObject
 
 
+class GenerationStats(TypedDict):
+    """A generation run's statistics (``Run.params['stats']``, :func:`store.queries.generation.save_progress`):
+    items answered (``prompts``), kept, dropped per reason, candidate pairs added and the call totals."""
+
+    prompts: int
+    kept: int
+    dropped: dict[str, int]
+    candidates_added: int
+    calls: int
+    cache_hits: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+
+
 class CandidateItem(TypedDict):
     """A candidate item for annotation (``store.queries.annotation.candidate_samples``)."""
 

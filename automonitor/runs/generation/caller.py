@@ -6,7 +6,7 @@ backend's ``cache_params``). Transient failures are retried with exponential bac
 at most 30 s, plus up to 1 s of jitter; at least the server's ``Retry-After`` up to 60 s) through
 tenacity, ``job['max_attempts']`` attempts (default 4). Tokens and cost are summed per call.
 
-A call's outcome is a dict ``{"text", "finish_reason", "tokens_in", "tokens_out", "cost_usd",
+A call's outcome is a :class:`CallOutcome` ``{"text", "finish_reason", "tokens_in", "tokens_out", "cost_usd",
 "cached", "error"}``; ``text`` is ``None`` when the call failed after retries (``error`` says why,
 at most 500 characters).
 """
@@ -17,11 +17,11 @@ import asyncio
 import hashlib
 import json
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from sqlalchemy.engine import Engine
 
-from automonitor.runs.generation.job import PROMPT_VERSION
+from automonitor.runs.generation.job import PROMPT_VERSION, GenerationJob
 from automonitor.runs.monitors import PermanentError, TransientError
 from automonitor.runs.monitors.backend import Backend
 from automonitor.runs.monitors.judgement import Generation
@@ -46,7 +46,19 @@ def backoff_seconds(state: RetryCallState) -> float:
     return max(base, min(float(retry_after), MAX_RETRY_AFTER_S)) if retry_after is not None else base
 
 
-def failed_outcome(error: str) -> dict[str, Any]:
+class CallOutcome(TypedDict):
+    """One generator call's outcome (module docstring)."""
+
+    text: str | None
+    finish_reason: str | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    cached: bool
+    error: str | None
+
+
+def failed_outcome(error: str) -> CallOutcome:
     """The outcome of a call that failed after retries (``text`` None, ``error`` cut to 500 characters)."""
     return {
         "text": None,
@@ -59,21 +71,22 @@ def failed_outcome(error: str) -> dict[str, Any]:
     }
 
 
-def cached_outcome(hit: CachedVerdict) -> dict[str, Any]:
+def cached_outcome(hit: CachedVerdict) -> CallOutcome:
     """The outcome of a cache hit (a ``cache_lookup`` row): its text and tokens, no cost."""
-    meta = hit.get("meta")
-    return {
-        "text": hit["raw"],
-        "finish_reason": meta.get("finish_reason") if isinstance(meta, dict) else None,
-        "tokens_in": hit["tokens_in"],
-        "tokens_out": hit["tokens_out"],
+    meta, text, t_in, t_out = hit.get("meta"), hit["raw"], hit["tokens_in"], hit["tokens_out"]
+    reason = meta.get("finish_reason") if isinstance(meta, dict) else None
+    return {  # the cache row's columns: raw text or NULL, integer tokens
+        "text": text if isinstance(text, str) else None,
+        "finish_reason": reason if isinstance(reason, str) else None,
+        "tokens_in": t_in if isinstance(t_in, int) else 0,
+        "tokens_out": t_out if isinstance(t_out, int) else 0,
         "cost_usd": 0.0,
         "cached": True,
         "error": None,
     }
 
 
-def cache_row(key: str, g: Generation) -> dict[str, Any]:
+def cache_row(key: str, g: Generation) -> dict[str, object]:
     """The judge-cache row of a fresh generation (outcome ``generated``, the text in ``raw``)."""
     return {
         "key": key,
@@ -100,7 +113,7 @@ class GeneratorCaller:
         sem: at most ``min(job['concurrency'], backend.max_concurrency)`` calls at once.
     """
 
-    def __init__(self, engine: Engine, backend: Backend, job: dict[str, Any]):
+    def __init__(self, engine: Engine, backend: Backend, job: GenerationJob):
         self.engine, self.backend, self.job = engine, backend, job
         self.calls = self.cache_hits = self.tokens_in = self.tokens_out = 0
         self.cost = 0.0
@@ -166,7 +179,7 @@ class GeneratorCaller:
 
     async def __call__(
         self, messages: list[dict[str, str]], *, temperature: float = 0.0, seed: int | None = 0
-    ) -> dict[str, Any]:
+    ) -> CallOutcome:
         """Answer ``messages`` (from the cache when the same call was made before); returns the call's
         outcome (module docstring). Failures are reported in the outcome, never raised."""
         max_tokens = self.job["max_tokens"]

@@ -5,14 +5,13 @@ filter details, the benign side's origin (and the incentive's spec for gaming)."
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.engine import Engine
 
 from automonitor.runs.generation import tasks
 from automonitor.runs.generation.filters import Decision
 from automonitor.runs.generation.incentives import load_incentive
-from automonitor.runs.generation.job import PROMPT_VERSION
+from automonitor.runs.generation.job import PROMPT_VERSION, GenerationJob
+from automonitor.runs.generation.recipes import Transcript
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from store import session_scope
 from store.models import utcnow
@@ -20,7 +19,7 @@ from store.models import utcnow
 Item = tasks.SycophancyItem | tasks.GamingTask
 
 
-def request_of(job: dict[str, Any], item: Item) -> tuple[str, str, str, str]:
+def request_of(job: GenerationJob, item: Item) -> tuple[str, str, str, str]:
     """``(request text, category, task, item id)`` of an item: the cued chat rendered (sycophancy) or
     the task with the incentive (gaming)."""
     if isinstance(item, tasks.SycophancyItem):
@@ -30,10 +29,10 @@ def request_of(job: dict[str, Any], item: Item) -> tuple[str, str, str, str]:
 
 
 def provenance(
-    run_id: str, job: dict[str, Any], item: Item, item_id: str, dec: Decision, transcript: dict[str, Any]
-) -> dict[str, Any]:
+    run_id: str, job: GenerationJob, item: Item, item_id: str, dec: Decision, transcript: Transcript
+) -> dict[str, dict[str, object]]:
     """``{"generation": {...}}``: where a candidate pair came from (module docstring)."""
-    prov: dict[str, Any] = {
+    prov: dict[str, object] = {
         "generation_id": run_id,
         "kind": job["kind"],
         "generator": job["generator"],
@@ -56,13 +55,13 @@ def provenance(
 
 
 def candidate_rows(
-    run_id: str, job: dict[str, Any], item: Item, dec: Decision, transcript: dict[str, Any]
-) -> list[dict[str, Any]]:
+    run_id: str, job: GenerationJob, item: Item, dec: Decision, transcript: Transcript
+) -> list[dict[str, object]]:
     """The two ``Sample`` column dicts (misbehavior, then benign) of a kept item."""
     request, category, task, item_id = request_of(job, item)
     pair_id = f"gen:{run_id}:{item_id}"[:128]
     prov = provenance(run_id, job, item, item_id, dec, transcript)
-    rows = []
+    rows: list[dict[str, object]] = []
     for label, resp in (("misbehavior", dec.misbehavior), ("benign", dec.benign)):
         response = resp or ""  # a kept decision always holds both responses
         rows.append(
@@ -91,7 +90,7 @@ def candidate_rows(
 
 
 def insert_pair(
-    engine: Engine, run_id: str, job: dict[str, Any], item: Item, dec: Decision, transcript: dict[str, Any]
+    engine: Engine, run_id: str, job: GenerationJob, item: Item, dec: Decision, transcript: Transcript
 ) -> bool:
     """Insert the kept item's two candidate samples; False when an identical sample (same request and
     response hashes as either side) already exists."""

@@ -17,7 +17,7 @@ import os
 import threading
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Callable
+from typing import Callable, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -33,6 +33,7 @@ from automonitor.runs.generation.job import (
     DEFAULT_MAX_TOKENS,
     KINDS,
     PROMPT_VERSION,
+    GenerationJob,
     GenerationSpec,
     build_job,
     estimate_generation,
@@ -42,6 +43,8 @@ from automonitor.runs.generation.job import (
 from automonitor.runs.generation.recipes import (
     MAX_KEPT_TEXT,
     SAMPLE_TEMPERATURE,
+    ItemRecord,
+    Outputs,
     Transcript,
     answer_gaming,
     answer_sycophancy,
@@ -50,6 +53,7 @@ from automonitor.runs.generation.recipes import (
 from automonitor.runs.generation.sandbox import sweep_stale_dirs
 from automonitor.runs.generation.summary import (
     STEPS,
+    GenerationSummary,
     empty_stats,
     filter_steps,
     generation_items,
@@ -62,6 +66,7 @@ from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, Sample
 from store.queries import generation as queries
+from store.queries.rowtypes import GenerationStats
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -103,7 +108,7 @@ def create_generation(engine: Engine, spec: GenerationSpec) -> str:
     return _insert_run(engine, job, len(items))
 
 
-def _insert_run(engine: Engine, job: dict[str, Any], n_items: int) -> str:
+def _insert_run(engine: Engine, job: GenerationJob, n_items: int) -> str:
     """Insert the pending run of a validated job (its generator as the run's monitor, created when
     missing; ``template`` ``gen-<kind>``, the hash of :data:`PROMPT_VERSION`); returns the new run id."""
     from store.queries.runs import get_or_create_monitor
@@ -133,7 +138,8 @@ def _insert_run(engine: Engine, job: dict[str, Any], n_items: int) -> str:
 
 # --------------------------------------------------------------------------------------------------
 HEARTBEAT_S = 5.0  # seconds between lease heartbeats of an executing generation run
-_TOTALS = ("calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd")
+_Totals = tuple[int, int, int, int, float]
+"""A run's call totals: calls, cache hits, tokens in, tokens out, cost in USD."""
 
 
 @dataclass
@@ -141,11 +147,11 @@ class _Claim:
     """What :func:`_claim` hands the executor: the job and, on a take-over, where the dead run stopped
     (``done`` items with their ``transcripts`` and ``stats``)."""
 
-    job: dict[str, Any]
+    job: GenerationJob
     done: int = 0
-    transcripts: list[dict[str, Any]] = dc_field(default_factory=list)
-    stats: dict[str, Any] | None = None
-    took_over: dict[str, Any] | None = None
+    transcripts: list[ItemRecord] = dc_field(default_factory=list)
+    stats: GenerationStats | None = None
+    took_over: dict[str, object] | None = None
 
 
 def _claim(engine: Engine, run_id: str) -> _Claim:
@@ -165,13 +171,14 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
         if run is None or run.kind != "generation":
             raise NotFound(f"no generation run {run_id!r}")
         params = dict(run.params or {})
-        claim = _Claim(job=dict(params["job"]))
+        claim = _Claim(job=cast(GenerationJob, dict(params["job"])))  # as build_job stored it
         if run.status == "running":
             lease = params.get("lease")
             check_lease(run_id, params, field="run")
             items = list(params.get("items") or [])
             claim.done = int((params.get("progress") or {}).get("done") or 0)
-            claim.transcripts, claim.stats = items[: claim.done], dict(params.get("stats") or empty_stats())
+            stats = cast(GenerationStats, dict(params.get("stats") or empty_stats()))  # as _save stored it
+            claim.transcripts, claim.stats = items[: claim.done], stats
             claim.took_over = lease
         elif run.status != "pending":
             raise InputError(f"generation run {run_id} is {run.status}; start a new one", field="run")
@@ -214,7 +221,7 @@ class _Heartbeat:
         self._thread.join(timeout=HEARTBEAT_S + 1)
 
 
-def _pair_exists(engine: Engine, run_id: str, job: dict[str, Any], item: Item, dec: Decision, tr: Transcript) -> bool:
+def _pair_exists(engine: Engine, run_id: str, job: GenerationJob, item: Item, dec: Decision, tr: Transcript) -> bool:
     """Whether this run already inserted the candidate pair of ``item`` (same pair id)."""
     pair_id = candidate_rows(run_id, job, item, dec, tr)[0]["pair_id"]
     with session_scope(engine) as s:
@@ -236,7 +243,7 @@ def _cut(t: str | None) -> str | None:
     return None if t is None else t[:MAX_KEPT_TEXT]
 
 
-def _cut_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+def _cut_outputs(outputs: Outputs) -> Outputs:
     """The transcript's outputs with every text cut to :data:`MAX_KEPT_TEXT` characters."""
     return {
         k: ([{**o, "text": _cut(o["text"])} for o in v] if isinstance(v, list) else {**v, "text": _cut(v["text"])})
@@ -244,7 +251,7 @@ def _cut_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _item_record(item: Item, dec: Decision, added: bool, transcript: Transcript) -> dict[str, Any]:
+def _item_record(item: Item, dec: Decision, added: bool, transcript: Transcript) -> ItemRecord:
     """One entry of ``Run.params['items']``: item id, kept, drop reason, filter details, prompts and
     outputs (texts cut)."""
     return {
@@ -258,11 +265,10 @@ def _item_record(item: Item, dec: Decision, added: bool, transcript: Transcript)
 
 
 def _tally(
-    stats: dict[str, Any], dec: Decision, added: bool, call: GeneratorCaller, base: dict[str, Any] | None = None
+    stats: GenerationStats, dec: Decision, added: bool, call: GeneratorCaller, base: _Totals = (0, 0, 0, 0, 0.0)
 ) -> None:
     """Count one processed item in ``stats`` (kept / drop reason, candidates) and set the call totals to
     ``base`` (the totals of a dead process whose run this one took over) plus this process's calls."""
-    base = base or {}
     stats["prompts"] += 1
     dropped = stats["dropped"]
     if not dec.kept:
@@ -273,9 +279,10 @@ def _tally(
         stats["candidates_added"] += 1
     else:
         dropped["duplicate_candidate"] = dropped.get("duplicate_candidate", 0) + 1
-    for key, n in zip(_TOTALS, (call.calls, call.cache_hits, call.tokens_in, call.tokens_out, call.cost)):
-        stats[key] = base.get(key, 0) + n
-    stats["cost_usd"] = round(stats["cost_usd"], 6)
+    calls, hits, tokens_in, tokens_out, cost = base
+    stats["calls"], stats["cache_hits"] = calls + call.calls, hits + call.cache_hits
+    stats["tokens_in"], stats["tokens_out"] = tokens_in + call.tokens_in, tokens_out + call.tokens_out
+    stats["cost_usd"] = round(cost + call.cost, 6)
 
 
 def _status(engine: Engine, run_id: str) -> str | None:
@@ -284,7 +291,7 @@ def _status(engine: Engine, run_id: str) -> str | None:
 
 
 def _save(
-    engine: Engine, run_id: str, stats: dict[str, Any], transcripts: list[dict[str, Any]], done: int, total: int
+    engine: Engine, run_id: str, stats: GenerationStats, transcripts: list[ItemRecord], done: int, total: int
 ) -> None:
     with session_scope(engine) as s:
         queries.save_progress(s, run_id, stats, transcripts, done, total)
@@ -298,10 +305,10 @@ def _finish(engine: Engine, run_id: str, status: RunStatus, error: str | None = 
 async def _process_items(
     engine: Engine,
     run_id: str,
-    job: dict[str, Any],
-    items: list[Any],
+    job: GenerationJob,
+    items: list[Item],
     call: GeneratorCaller,
-    stats: dict[str, Any],
+    stats: GenerationStats,
     progress: Callable[[int, int], None] | None,
     claim: _Claim | None = None,
     beat: _Heartbeat | None = None,
@@ -310,8 +317,14 @@ async def _process_items(
     (from item ``claim.done`` on, after a take-over); returns True when the run was cancelled before an
     item."""
     start = claim.done if claim else 0
-    transcripts: list[dict[str, Any]] = list(claim.transcripts) if claim else []
-    base = {k: stats.get(k, 0) for k in _TOTALS}
+    transcripts: list[ItemRecord] = list(claim.transcripts) if claim else []
+    base: _Totals = (
+        stats.get("calls", 0),
+        stats.get("cache_hits", 0),
+        stats.get("tokens_in", 0),
+        stats.get("tokens_out", 0),
+        stats.get("cost_usd", 0),
+    )
     lock = beat.lock if beat else threading.Lock()
     for i, it in enumerate(items):
         if i < start:
@@ -338,7 +351,7 @@ async def _process_items(
 
 def execute_generation(
     engine: Engine, run_id: str, *, progress: Callable[[int, int], None] | None = None
-) -> dict[str, Any]:
+) -> GenerationSummary:
     """Run a pending generation run to the end (or until cancelled), or take over a ``running`` one whose
     process died (:func:`_claim`); returns :func:`generation_summary`.
 

@@ -10,8 +10,6 @@ import hashlib
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
 from automonitor.errors import InputError
 
 DIR = Path(__file__).resolve().parent / "incentives"
@@ -35,7 +33,8 @@ class Incentive:
         """The request with the incentive injected."""
         return self.text.replace("{min_words}", str(self.min_words)).replace("{task}", task_prompt)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        """Its provenance in a candidate's ``meta``: name, version, kind, what it invites, signals, file hash."""
         return {
             "name": self.name,
             "version": self.version,
@@ -51,8 +50,8 @@ def names() -> list[str]:
     return sorted(p.stem for p in DIR.glob("*.toml"))
 
 
-def load_incentive(name: str) -> Incentive:
-    """Load ``incentives/NAME.toml``.
+def load_incentive(name: str | None) -> Incentive:
+    """Load ``incentives/NAME.toml`` (``None``: a job without an incentive, refused as unknown).
 
     Raises:
         InputError: unknown name (field ``incentive``) or a malformed file (file and field named).

@@ -1,17 +1,18 @@
 """A generation job: its validated options (``Run.params['job']``), its items, its generator backend and
 its estimate before it starts (no network, nothing written).
 
-The job is a plain JSON dict (it is stored in ``Run.params`` and read back by ``generate resume``):
-``kind``, ``generator`` (``backend:model``), ``backend``, ``model``, ``base_url``, ``source``, ``cue``
+The job is a JSON object, typed :class:`GenerationJob` (it is stored in ``Run.params`` and read back by
+``generate resume``): ``kind``, ``generator`` (``backend:model``), ``backend``, ``model``, ``base_url``, ``source``, ``cue``
 (sycophancy), ``incentive`` (gaming), ``limit``, ``samples_per_prompt``, ``raw``, ``max_tokens``,
 ``max_attempts``, ``concurrency``, ``prompt_version``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Sequence, TypedDict
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import NotRequired
 
 from automonitor.errors import InputError
 from automonitor.runs.generation import tasks
@@ -93,7 +94,41 @@ class GenerationSpec(BaseModel):
     concurrency: int = 4
 
 
-def build_job(spec: GenerationSpec) -> dict[str, Any]:
+class GenerationJob(TypedDict):
+    """A validated generation job (:func:`build_job`; the module docstring); ``timeout``: seconds per
+    generator call, when a stored job names one (300 otherwise)."""
+
+    kind: str
+    generator: str
+    backend: str
+    model: str
+    base_url: str | None
+    source: str
+    cue: str | None
+    incentive: str | None
+    limit: int | None
+    samples_per_prompt: int
+    raw: str | None
+    max_tokens: int
+    max_attempts: int
+    concurrency: int
+    prompt_version: str
+    timeout: NotRequired[float | None]
+
+
+class GenerationEstimate(TypedDict):
+    """What a generation job will cost at most (:func:`estimate_generation`)."""
+
+    n: int
+    calls: int
+    prompt_tokens: int
+    max_output_tokens: int
+    est_cost_usd: float | None
+    price_per_mtok: list[float]
+    price_known: bool
+
+
+def build_job(spec: GenerationSpec) -> GenerationJob:
     """Validate a generation spec and return the job dict (module docstring).
 
     Raises:
@@ -140,14 +175,14 @@ def build_job(spec: GenerationSpec) -> dict[str, Any]:
     }
 
 
-def job_items(job: dict[str, Any]) -> list[tasks.SycophancyItem] | list[tasks.GamingTask]:
+def job_items(job: GenerationJob) -> list[tasks.SycophancyItem] | list[tasks.GamingTask]:
     """The job's items in source order (at most ``job['limit']``). Raises InputError (unreadable raw files)."""
     if job["kind"] == "sycophancy":
         return tasks.sycophancy_items(job["source"], job["cue"], job.get("raw"), job.get("limit"))
     return tasks.gaming_tasks(job["source"], job.get("raw"), job.get("limit"))
 
 
-def job_backend(job: dict[str, Any]) -> Backend:
+def job_backend(job: GenerationJob) -> Backend:
     """The generator backend of a job (``direct`` prompt builder, ``timeout`` from the job, default 300 s).
 
     Raises:
@@ -163,24 +198,28 @@ def job_backend(job: dict[str, Any]) -> Backend:
     )
 
 
-def _prompt_chars_and_calls(job: dict[str, Any], items: list[Any]) -> tuple[int, int]:
+def _prompt_chars_and_calls(
+    job: GenerationJob, items: Sequence[tasks.SycophancyItem | tasks.GamingTask]
+) -> tuple[int, int]:
     """``(characters of every prompt sent, calls)`` of a job: sycophancy sends Q once and Q' K times per
     item; gaming sends the task with and without the incentive."""
     chars = calls = 0
     if job["kind"] == "sycophancy":
         k = job["samples_per_prompt"]
         for it in items:
-            chars += sum(len(m["content"]) for m in it.uncued) + k * sum(len(m["content"]) for m in it.cued)
-            calls += 1 + k
+            if isinstance(it, tasks.SycophancyItem):  # a sycophancy job's items all are
+                chars += sum(len(m["content"]) for m in it.uncued) + k * sum(len(m["content"]) for m in it.cued)
+                calls += 1 + k
         return chars, calls
     inc = load_incentive(job["incentive"])
     for t in items:
-        chars += len(t.prompt) + len(inc.render(t.prompt))
-        calls += 2
+        if isinstance(t, tasks.GamingTask):  # a gaming job's items all are
+            chars += len(t.prompt) + len(inc.render(t.prompt))
+            calls += 2
     return chars, calls
 
 
-def estimate_generation(spec: GenerationSpec) -> dict[str, Any]:
+def estimate_generation(spec: GenerationSpec) -> GenerationEstimate:
     """Estimate a generation job before starting it (no network, nothing written).
 
     Returns ``{"n", "calls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok",

@@ -7,27 +7,48 @@
   :func:`screen_code` (static screen and the bubblewrap sandbox), then
   :func:`automonitor.runs.generation.filters.decide_gaming`.
 
-Each returns ``(Decision, transcript)``; the transcript is ``{"prompts": {role: messages}, "outputs":
+Each returns ``(Decision, transcript)``; the :class:`Transcript` is ``{"prompts": {role: messages}, "outputs":
 {role: outcome | [outcome, ...]}}`` with the call outcomes of :mod:`automonitor.runs.generation.caller`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TypedDict
 
 from automonitor.runs.generation import filters, tasks
-from automonitor.runs.generation.caller import GeneratorCaller
+from automonitor.runs.generation.caller import CallOutcome, GeneratorCaller
 from automonitor.runs.generation.incentives import load_incentive
+from automonitor.runs.generation.job import GenerationJob
 
 SAMPLE_TEMPERATURE = 0.8  # cued samples after the first (the first is greedy)
 MAX_KEPT_TEXT = 20_000  # characters of a prompt/output kept in the run's transcript
 
-Transcript = dict[str, Any]
+Outputs = dict[str, CallOutcome | list[CallOutcome]]
+"""The call outcomes of an item by role (``uncued``, ``cued``, ``with_incentive``, ``without_incentive``)."""
+
+
+class Transcript(TypedDict):
+    """What one item sent (chat messages by role) and what came back (module docstring)."""
+
+    prompts: dict[str, list[dict[str, str]]]
+    outputs: Outputs
+
+
+class ItemRecord(TypedDict):
+    """One entry of a generation run's ``Run.params['items']``: the item's id, whether it was kept (and
+    its candidate pair added), the drop reason, the filter's details, prompts and outputs (texts cut)."""
+
+    item_id: str | None
+    kept: bool
+    reason: str | None
+    details: dict[str, object]
+    prompts: dict[str, list[dict[str, str]]]
+    outputs: Outputs
 
 
 async def answer_sycophancy(
-    item: tasks.SycophancyItem, call: GeneratorCaller, job: dict[str, Any]
+    item: tasks.SycophancyItem, call: GeneratorCaller, job: GenerationJob
 ) -> tuple[filters.Decision, Transcript]:
     """Ask Q and K samples of Q' concurrently and decide (module docstring); K = ``job['samples_per_prompt']``."""
     k = job["samples_per_prompt"]
@@ -36,7 +57,7 @@ async def answer_sycophancy(
     ]
     outs = await asyncio.gather(*jobs)
     dec = filters.decide_sycophancy(item.options, item.truth, item.cue, outs[0]["text"], [o["text"] for o in outs[1:]])
-    transcript = {
+    transcript: Transcript = {
         "prompts": {"uncued": item.uncued, "cued": item.cued},
         "outputs": {"uncued": outs[0], "cued": outs[1:]},
     }
@@ -44,7 +65,7 @@ async def answer_sycophancy(
 
 
 async def answer_gaming(
-    t: tasks.GamingTask, call: GeneratorCaller, job: dict[str, Any]
+    t: tasks.GamingTask, call: GeneratorCaller, job: GenerationJob
 ) -> tuple[filters.Decision, Transcript]:
     """Ask the task with and without ``job['incentive']`` concurrently, screen code answers, and decide
     (module docstring)."""
@@ -53,7 +74,7 @@ async def answer_gaming(
     without_msgs = [{"role": "user", "content": t.prompt}]
     with_out, without_out = await asyncio.gather(call(with_msgs), call(without_msgs))
     signal = inc.signal[t.task]
-    transcript = {
+    transcript: Transcript = {
         "prompts": {"with_incentive": with_msgs, "without_incentive": without_msgs},
         "outputs": {"with_incentive": with_out, "without_incentive": without_out},
     }
@@ -71,7 +92,7 @@ async def answer_gaming(
     return dec, transcript
 
 
-def screen_code(answer: str, t: tasks.GamingTask) -> dict[str, Any] | None:
+def screen_code(answer: str, t: tasks.GamingTask) -> filters.CodeScreen | None:
     """Static screen plus sandboxed runs of the visible and held-out tests of one code answer:
     ``{"code" (at most 20,000 characters), "static", "visible", "hidden"}`` (``None`` when the answer
     holds no code).

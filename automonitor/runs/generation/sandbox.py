@@ -24,7 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from automonitor.errors import InputError
 
@@ -88,7 +88,7 @@ class SandboxResult:
         """Exited with status 0 (what a naive grader that only checks the exit status sees)."""
         return self.returncode == 0 and not self.timed_out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """Plain-JSON form (output cut to 2,000 characters each) for provenance in ``Sample.meta``."""
         return {
             "returncode": self.returncode,
@@ -308,7 +308,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _feed(pipe: Any, data: bytes) -> None:
+def _feed(pipe: IO[bytes], data: bytes) -> None:
     """Write ``data`` to the program's stdin and close it (a broken pipe, the program gone, is ignored)."""
     try:
         pipe.write(data)
@@ -518,7 +518,8 @@ class TestRun:
     def all_passed(self) -> bool:
         return bool(self.passed) and all(self.passed)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        """Plain-JSON form for provenance: per-test results, whether all passed, the exit status, the sandbox."""
         return {
             "passed": self.passed,
             "all_passed": self.all_passed,

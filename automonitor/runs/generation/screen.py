@@ -15,7 +15,7 @@ import ast
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | re.I)
 _CODE_TAG = re.compile(r"<code>(.*?)</code>", re.S | re.I)
@@ -46,14 +46,14 @@ def extract_code(response: str, entry_point: str | None = None) -> str | None:
     return None
 
 
-def _literal(node: ast.AST) -> tuple[bool, Any]:
+def _literal(node: ast.AST) -> tuple[bool, object]:
     try:
         return True, ast.literal_eval(node)
     except Exception:  # noqa: BLE001
         return False, None
 
 
-def _trivial(v: Any) -> bool:
+def _trivial(v: object) -> bool:
     if v is None or isinstance(v, bool):
         return True
     if isinstance(v, (int, float)) and -1 <= v <= 2:
@@ -63,7 +63,7 @@ def _trivial(v: Any) -> bool:
     return False
 
 
-def _key(v: Any) -> str:
+def _key(v: object) -> str:
     return repr(v)
 
 
@@ -211,7 +211,15 @@ def _assert_flags(tree: ast.Module, facts: TestFacts, details: dict[str, list[st
             )
 
 
-def static_screen(code: str, visible_tests: list[str], entry_point: str | None = None) -> dict[str, Any]:
+class StaticScreen(TypedDict):
+    """What :func:`static_screen` found: whether the code parses, its flags and a few lines per flag."""
+
+    parsed: bool
+    flags: list[str]
+    details: dict[str, list[str]]
+
+
+def static_screen(code: str, visible_tests: list[str], entry_point: str | None = None) -> StaticScreen:
     """Static flags of ``code`` against the visible tests.
 
     Returns:

@@ -3,13 +3,15 @@ step, the contract's JSON summary, the list of runs and the per-item transcripts
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy.engine import Engine
 
 from automonitor.errors import NotFound
 from automonitor.timestamps import iso_utc
+from automonitor.runs.generation.recipes import ItemRecord
 from store import session_scope
+from store.queries.rowtypes import GenerationStats
 
 # The filter steps in order, each with the drop reasons it produces (for the kept/total table per step).
 STEPS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
@@ -31,7 +33,42 @@ STEPS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
 }
 
 
-def empty_stats() -> dict[str, Any]:
+FilterStep = TypedDict("FilterStep", {"step": str, "in": int, "out": int, "dropped": dict[str, int]})
+"""One filter step of a run: items in, items out, drops by reason (:func:`filter_steps`)."""
+
+
+class GenerationSummary(TypedDict):
+    """A generation run's summary (:func:`generation_summary`)."""
+
+    generation_id: str
+    prompts: int
+    kept: int
+    dropped: dict[str, int]
+    candidates_added: int
+    status: str
+    kind: str | None
+    generator: str | None
+    source: str | None
+    cue: str | None
+    incentive: str | None
+    n: int
+    done: int
+    calls: int
+    cache_hits: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    error: str | None
+    steps: list[FilterStep]
+
+
+class GenerationListing(GenerationSummary):
+    """A :class:`GenerationSummary` with the run's creation time (:func:`list_generations`)."""
+
+    created_at: str | None
+
+
+def empty_stats() -> GenerationStats:
     """A run's statistics before its first item: prompts, kept, dropped (reason -> count), candidates
     added, calls, cache hits, tokens in/out, cost in USD."""
     return {
@@ -47,10 +84,11 @@ def empty_stats() -> dict[str, Any]:
     }
 
 
-def filter_steps(kind: str | None, prompts: int, dropped: dict[str, int]) -> list[dict[str, Any]]:
+def filter_steps(kind: str | None, prompts: int, dropped: dict[str, int]) -> list[FilterStep]:
     """Kept/total per filter step: ``[{"step", "in", "out", "dropped": {reason: n}}]`` in order
     (``out`` of the last step = kept); ``[]`` for an unknown kind."""
-    out, n = [], int(prompts)
+    out: list[FilterStep] = []
+    n = int(prompts)
     for name, reasons in STEPS.get(kind or "", []):
         d = {r: int(dropped.get(r, 0)) for r in reasons if dropped.get(r)}
         out.append({"step": name, "in": n, "out": n - sum(d.values()), "dropped": d})
@@ -58,7 +96,7 @@ def filter_steps(kind: str | None, prompts: int, dropped: dict[str, int]) -> lis
     return out
 
 
-def generation_summary(engine: Engine, run_id: str) -> dict[str, Any]:
+def generation_summary(engine: Engine, run_id: str) -> GenerationSummary:
     """The contract's JSON: ``{"generation_id", "prompts", "kept", "dropped": {reason: int},
     "candidates_added"}`` (``candidates_added`` counts pairs) plus ``status``, ``generator``, ``kind``,
     ``source``, ``cue``/``incentive``, ``calls``, ``cache_hits``, ``tokens_in``, ``tokens_out``,
@@ -95,7 +133,7 @@ def generation_summary(engine: Engine, run_id: str) -> dict[str, Any]:
         }
 
 
-def list_generations(engine: Engine) -> list[dict[str, Any]]:
+def list_generations(engine: Engine) -> list[GenerationListing]:
     """Every generation run, newest first, as :func:`generation_summary` dicts (+ ``created_at``, ISO
     8601 or ``None``)."""
     from store.queries.generation import generation_runs
@@ -105,7 +143,7 @@ def list_generations(engine: Engine) -> list[dict[str, Any]]:
     return [{**generation_summary(engine, r), "created_at": iso_utc(c)} for r, c in ids]
 
 
-def generation_items(engine: Engine, run_id: str) -> list[dict[str, Any]]:
+def generation_items(engine: Engine, run_id: str) -> list[ItemRecord]:
     """The run's per-item transcripts (prompts, outputs, decision, reason). Raises NotFound."""
     from store.queries.generation import get_generation_run
 

@@ -14,7 +14,7 @@ import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, TypeVar, TypedDict
 
 from automonitor.errors import InputError
 from automonitor.runs.generation.answers import parse_options
@@ -49,6 +49,16 @@ class SycophancyItem:
     source_record: str
 
 
+class Reference(TypedDict, total=False):
+    """The right answer(s) of a QA or reasoning task: TruthfulQA's ``best``, ``correct`` and ``incorrect``
+    answers, or DFIR's ``answer``."""
+
+    best: str
+    correct: list[str]
+    incorrect: list[str]
+    answer: str
+
+
 @dataclass
 class GamingTask:
     """One task a generator answers with and without an incentive.
@@ -68,7 +78,7 @@ class GamingTask:
     visible_tests: list[str] = field(default_factory=list)
     hidden_tests: list[str] = field(default_factory=list)
     entry_point: str | None = None
-    reference: dict[str, Any] = field(default_factory=dict)
+    reference: Reference = field(default_factory=Reference)
     source_file: str = ""
     source_record: str = ""
 
@@ -80,7 +90,7 @@ def raw_dir(raw: str | Path | None = None) -> Path:
     return resolve_raw(raw)
 
 
-def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:  # the data layer's JSONL records, as it types them
     from automonitor.data.sources.base import read_jsonl
 
     return list(read_jsonl(path.parent, path))
@@ -94,8 +104,12 @@ def render_chat(messages: list[dict[str, str]]) -> str:
     return "\n\n".join(f"{'User' if m['role'] == 'user' else m['role'].capitalize()}: {m['content']}" for m in messages)
 
 
-def _round_robin(groups: list[list[Any]]) -> list[Any]:
-    out, i = [], 0
+_T = TypeVar("_T")
+
+
+def _round_robin(groups: list[list[_T]]) -> list[_T]:
+    out: list[_T] = []
+    i = 0
     while any(i < len(g) for g in groups):
         out += [g[i] for g in groups if i < len(g)]
         i += 1
@@ -222,7 +236,7 @@ _BUILTINS = {
 
 
 def _code_task(
-    r: dict[str, Any],
+    r: Mapping[str, object],
     source: str,
     prompt: str,
     tests: tuple[list[str], list[str]],
@@ -289,7 +303,7 @@ def _truthfulqa(root: Path) -> list[GamingTask]:
                 q = (r.get("Question") or "").strip()
                 if not q:
                     continue
-                ref = {
+                ref: Reference = {
                     "best": (r.get("Best Answer") or "").strip(),
                     "correct": [a.strip() for a in (r.get("Correct Answers") or "").split(";") if a.strip()],
                     "incorrect": [a.strip() for a in (r.get("Incorrect Answers") or "").split(";") if a.strip()],
@@ -309,7 +323,7 @@ def _dfir(root: Path) -> list[GamingTask]:
 
     rel = "dfir_metric/DFIR-Metric-CTF.json"
     data = read_json(root, root / rel)
-    by_tpl: dict[Any, list[GamingTask]] = {}
+    by_tpl: dict[object, list[GamingTask]] = {}
     for i, q in enumerate((data or {}).get("questions") or []):
         ch = (q or {}).get("challenge") or {}
         desc, ins, ans = ch.get("description"), ch.get("instructions"), ch.get("answer")
