@@ -44,29 +44,126 @@ from __future__ import annotations
 
 import warnings
 from itertools import combinations
-from typing import Any
+from typing import Mapping, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from sqlalchemy.engine import Engine
+from typing_extensions import NotRequired
 from statsmodels.stats.proportion import proportion_confint
 
-from automonitor.annotation.span_agreement import span_agreement
+from automonitor.annotation.span_agreement import SpanAgreement, span_agreement
 from store.queries.analysis import load_predictions, load_runs, load_sample_texts
 from automonitor.annotation.accounts import Account, require_admin
 from automonitor.errors import InputError
 from automonitor.vocab import ANNOTATION_LABELS, CATEGORIES, TASKS
 
 UNSURE_POLICIES: tuple[str, ...] = ("category", "missing")
-METRICS: tuple[str, ...] = (
-    "percent_agreement",
-    "cohen_kappa",
-    "fleiss_kappa",
-    "krippendorff_alpha",
-    "gwet_ac1",
-    "pabak",
-)
+Codes = npt.NDArray[np.int_]
+"""Items x annotators category codes (``-1`` = missing)."""
+Floats = npt.NDArray[np.float64]
+
+
+class MetricValues(TypedDict):
+    """The coefficients of a slice (module docstring; ``None`` when undefined)."""
+
+    percent_agreement: float | None
+    cohen_kappa: float | None
+    fleiss_kappa: float | None
+    krippendorff_alpha: float | None
+    gwet_ac1: float | None
+    pabak: float | None
+
+
+#: The coefficients' names, in report order.
+METRICS: tuple[str, ...] = tuple(MetricValues.__annotations__)
+
+
+def _metric_values(values: Mapping[str, float | None]) -> MetricValues:
+    """``values`` of the :data:`METRICS` (a missing one ``None``), in their order."""
+    return cast(MetricValues, {k: values.get(k) for k in METRICS})  # METRICS are MetricValues' keys
+
+
+class SliceAgreement(MetricValues):
+    """The agreement of one slice of labels (:func:`slice_agreement`)."""
+
+    items: int
+    annotators: list[str]
+    ci: dict[str, list[float] | None]
+    ci_method: dict[str, str | None]
+    n_boot: int
+    too_few: bool
+    fleiss_items: int
+
+
+class PairConfusion(TypedDict):
+    """Two annotators' labels on the items they share (:func:`confusion_matrices`)."""
+
+    a: str
+    b: str
+    items: int
+    labels: list[str]
+    matrix: list[list[int]]
+
+
+class AnnotatorTime(TypedDict):
+    """An annotator's time per item (:func:`time_per_item`)."""
+
+    labels: int
+    timed: int
+    median_s: float | None
+    mean_s: float | None
+
+
+class BinaryConfusion(TypedDict):
+    """Human labels (rows) against a monitor's verdicts (columns)."""
+
+    labels: list[str]
+    matrix: list[list[int]]
+
+
+class BinaryAgreement(TypedDict):
+    """Two binary raters' agreement (:func:`binary_agreement`)."""
+
+    items: int
+    cohen_kappa: float | None
+    percent_agreement: float | None
+    ci: dict[str, list[float] | None]
+    ci_method: dict[str, str | None]
+    too_few: bool
+    confusion: BinaryConfusion
+
+
+class MonitorAgreement(TypedDict):
+    """A monitor run against the humans (:func:`monitor_agreement`)."""
+
+    run_id: str
+    monitor: str
+    template: str
+    judged: int
+    unscored: int
+    vs_gold: BinaryAgreement
+    vs_annotators: dict[str, BinaryAgreement]
+
+
+class AgreementDoc(SliceAgreement):
+    """The agreement document (:func:`compute_agreement`; :func:`agreement` adds ``submitted_only``,
+    ``spans`` and, for a run, ``monitor``)."""
+
+    by_category: dict[str, SliceAgreement]
+    by_category_task: dict[str, dict[str, SliceAgreement]]
+    confusion: list[PairConfusion]
+    time_per_item: dict[str, AnnotatorTime]
+    labels: int
+    unsure: str
+    seed: int
+    min_items: int
+    submitted_only: NotRequired[bool]
+    spans: NotRequired[SpanAgreement]
+    monitor: NotRequired[MonitorAgreement]
+
+
 DEFAULT_BOOT = 1000
 DEFAULT_SEED = 0
 #: Slices with fewer analysed items than this are flagged ``too_few`` and get no interval.
@@ -83,7 +180,7 @@ def _num(x: float | None) -> float | None:
 
 
 # -------------------------------------------------------------------------------- point estimates
-def _codes(df: pd.DataFrame, cats: list[str]) -> tuple[np.ndarray, list[str], list[str]]:
+def _codes(df: pd.DataFrame, cats: list[str]) -> tuple[Codes, list[str], list[str]]:
     """Items x annotators matrix of category codes (``-1`` = missing)."""
     items = sorted(df["sample_id"].unique())
     raters = sorted(df["annotator"].unique())
@@ -96,12 +193,12 @@ def _codes(df: pd.DataFrame, cats: list[str]) -> tuple[np.ndarray, list[str], li
     return m, items, raters
 
 
-def _counts(m: np.ndarray, q: int) -> np.ndarray:
+def _counts(m: Codes, q: int) -> Floats:
     """Items x categories label counts."""
     return np.stack([(m == k).sum(axis=1) for k in range(q)], axis=1).astype(float)
 
 
-def _item_terms(m: np.ndarray, q: int) -> dict[str, np.ndarray]:
+def _item_terms(m: Codes, q: int) -> dict[str, Floats]:
     """Per-item additive terms from which every coefficient (and its bootstrap) is assembled."""
     c = _counts(m, q)
     r = c.sum(axis=1)
@@ -112,7 +209,7 @@ def _item_terms(m: np.ndarray, q: int) -> dict[str, np.ndarray]:
     return {"pa": pa_i, "share": share, "coinc": o.reshape(len(m), q * q), "fleiss": _fleiss_mask(r)}
 
 
-def _fleiss_mask(r: np.ndarray) -> np.ndarray:
+def _fleiss_mask(r: Floats) -> Floats:
     """1.0 on the items with the most common number of labels (ties: the larger), else 0.0: the
     items Fleiss' kappa is computed on (it needs the same number of raters per item)."""
     if len(r) == 0:
@@ -123,7 +220,7 @@ def _fleiss_mask(r: np.ndarray) -> np.ndarray:
     return mask
 
 
-def _pairs_terms(m: np.ndarray, q: int) -> list[tuple[int, int, np.ndarray]]:
+def _pairs_terms(m: Codes, q: int) -> list[tuple[int, int, Floats]]:
     """For each annotator pair sharing >= 2 items: items x q^2 one-hot (row = first annotator's label,
     column = second's)."""
     out = []
@@ -138,7 +235,7 @@ def _pairs_terms(m: np.ndarray, q: int) -> list[tuple[int, int, np.ndarray]]:
     return out
 
 
-def _kappa_from_conf(conf: np.ndarray, q: int) -> np.ndarray:
+def _kappa_from_conf(conf: Floats, q: int) -> Floats:
     """Cohen's kappa of each row of ``conf`` (replicates x q^2 flattened confusion counts)."""
     conf = conf.reshape(len(conf), q, q)
     n = conf.sum(axis=(1, 2))
@@ -150,7 +247,9 @@ def _kappa_from_conf(conf: np.ndarray, q: int) -> np.ndarray:
     return k
 
 
-def _coefficients(w: np.ndarray, terms: dict[str, np.ndarray], pairs, q: int) -> dict[str, np.ndarray]:
+def _coefficients(
+    w: Floats, terms: dict[str, Floats], pairs: list[tuple[int, int, Floats]], q: int
+) -> dict[str, Floats]:
     """Every coefficient for each row of item weights ``w`` (replicates x items)."""
     tot = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -192,7 +291,7 @@ def _coefficients(w: np.ndarray, terms: dict[str, np.ndarray], pairs, q: int) ->
     return res
 
 
-def _library_point(m: np.ndarray, cats: list[str]) -> tuple[float | None, float | None]:
+def _library_point(m: Codes, cats: list[str]) -> tuple[float | None, float | None]:
     """Cohen's/Light's kappa with scikit-learn and Krippendorff's alpha with ``krippendorff``."""
     import krippendorff
     from sklearn.metrics import cohen_kappa_score
@@ -225,7 +324,7 @@ def slice_agreement(
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     min_items: int = DEFAULT_MIN_ITEMS,
-) -> dict[str, Any]:
+) -> SliceAgreement:
     """Agreement of one slice of labels.
 
     Args:
@@ -247,10 +346,10 @@ def slice_agreement(
     cats = list(ANNOTATION_LABELS) if unsure == "category" else [c for c in ANNOTATION_LABELS if c != "unsure"]
     q = len(cats)
     df = df[df["label"].isin(cats)]
-    empty: dict[str, Any] = {
+    empty: SliceAgreement = {
         "items": 0,
         "annotators": [],
-        **{k: None for k in METRICS},
+        **_metric_values({}),
         "ci": {k: None for k in METRICS},
         "ci_method": {k: None for k in METRICS},
         "n_boot": n_boot,
@@ -269,7 +368,7 @@ def slice_agreement(
     raters = [r for r, u in zip(raters, used) if u]
     terms = _item_terms(m, q)
     pairs = _pairs_terms(m, q)
-    point = {k: v[0] for k, v in _coefficients(np.ones((1, len(m))), terms, pairs, q).items()}
+    point: dict[str, float | None] = {k: v[0] for k, v in _coefficients(np.ones((1, len(m))), terms, pairs, q).items()}
     kappa, alpha = _library_point(m, cats)
     point["cohen_kappa"], point["krippendorff_alpha"] = kappa, alpha
     too_few = len(m) < min_items
@@ -277,7 +376,7 @@ def slice_agreement(
     return {
         "items": int(len(m)),
         "annotators": raters,
-        **{k: _num(point[k]) for k in METRICS},
+        **_metric_values({k: _num(point[k]) for k in METRICS}),
         "ci": ci,
         "ci_method": how,
         "n_boot": n_boot,
@@ -292,7 +391,7 @@ NONE_ALL_AGREE = "none: all resamples agree"
 
 
 def _interval(
-    metric: str, values: np.ndarray, point: float | None, n_items: int, q: int
+    metric: str, values: Floats, point: float | None, n_items: int, q: int
 ) -> tuple[list[float] | None, str | None]:
     """The 95 % interval of one metric from its bootstrap ``values`` and how it was made (``ci_method``:
     :data:`PERCENTILE`, :data:`WILSON_ALL_AGREE` or :data:`NONE_ALL_AGREE`): the percentile interval; when
@@ -317,9 +416,9 @@ def _interval(
 
 
 def _bootstrap_ci(
-    point: dict[str, Any],
-    terms: dict[str, np.ndarray],
-    pairs: list[tuple[int, int, np.ndarray]],
+    point: Mapping[str, float | None],
+    terms: dict[str, Floats],
+    pairs: list[tuple[int, int, Floats]],
     q: int,
     n_items: int,
     n_boot: int,
@@ -341,7 +440,7 @@ def _bootstrap_ci(
     return ci, how
 
 
-def confusion_matrices(df: pd.DataFrame) -> list[dict[str, Any]]:
+def confusion_matrices(df: pd.DataFrame) -> list[PairConfusion]:
     """Annotator-vs-annotator confusion matrices over the items each pair shares: a list of
     ``{"a", "b", "items", "labels": [misbehavior, benign, unsure], "matrix": rows = a's label,
     columns = b's label}`` (all three labels always shown, whatever the ``unsure`` policy)."""
@@ -349,7 +448,7 @@ def confusion_matrices(df: pd.DataFrame) -> list[dict[str, Any]]:
     if df.empty:
         return []
     m, _, raters = _codes(df[df["label"].isin(cats)], cats)
-    out = []
+    out: list[PairConfusion] = []
     for a, b in combinations(range(len(raters)), 2):
         both = (m[:, a] >= 0) & (m[:, b] >= 0)
         if not both.any():
@@ -360,10 +459,10 @@ def confusion_matrices(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def time_per_item(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
+def time_per_item(df: pd.DataFrame) -> dict[str, AnnotatorTime]:
     """Per annotator: ``{"labels", "timed", "median_s", "mean_s"}`` over labels with a recorded time
     (``seconds_spent``, summed over edits), ``None`` when nothing was timed."""
-    out = {}
+    out: dict[str, AnnotatorTime] = {}
     for name, g in df.groupby("annotator", sort=True):
         t = pd.to_numeric(g["seconds_spent"], errors="coerce").dropna()
         out[str(name)] = {
@@ -382,7 +481,7 @@ def compute_agreement(
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     min_items: int = DEFAULT_MIN_ITEMS,
-) -> dict[str, Any]:
+) -> AgreementDoc:
     """The full agreement document from a label table.
 
     Args:
@@ -401,12 +500,13 @@ def compute_agreement(
     cols = ["sample_id", "annotator", "label", "category", "task", "seconds_spent"]
     df = df.reindex(columns=cols) if not df.empty else pd.DataFrame(columns=cols)
 
-    def one(part: pd.DataFrame) -> dict[str, Any]:
+    def one(part: pd.DataFrame) -> SliceAgreement:
         return slice_agreement(part, unsure=unsure, n_boot=n_boot, seed=seed, min_items=min_items)
 
     overall = one(df)
     overall["annotators"] = sorted(df["annotator"].unique().tolist())
-    by_cat, by_ct = {}, {}
+    by_cat: dict[str, SliceAgreement] = {}
+    by_ct: dict[str, dict[str, SliceAgreement]] = {}
     order = {c: i for i, c in enumerate(CATEGORIES)}
     for cat in sorted(df["category"].dropna().unique(), key=lambda c: (order.get(c, 99), c)):
         g = df[df["category"] == cat]
@@ -492,7 +592,7 @@ def agreement(
     submitted_only: bool = False,
     min_items: int = DEFAULT_MIN_ITEMS,
     run_id: str | None = None,
-) -> dict[str, Any]:
+) -> AgreementDoc:
     """Agreement over the labels in the store (admin only): :func:`compute_agreement` of
     :func:`label_table`. Draft labels count unless ``submitted_only``. This is the one function
     behind both ``automonitor agreement --json`` and the app's agreement page. With ``run_id`` the
@@ -530,7 +630,7 @@ def binary_agreement(
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     min_items: int = DEFAULT_MIN_ITEMS,
-) -> dict[str, Any]:
+) -> BinaryAgreement:
     """Cohen's kappa and raw agreement of two binary raters (e.g. a human and a monitor).
 
     Args:
@@ -554,7 +654,7 @@ def binary_agreement(
         mat[idx[h], idx[mv]] += 1
         onehot[i, idx[h] * 2 + idx[mv]] = 1.0
     n = len(pairs)
-    out: dict[str, Any] = {
+    out: BinaryAgreement = {
         "items": n,
         "cohen_kappa": None,
         "percent_agreement": None,
@@ -574,8 +674,9 @@ def binary_agreement(
         w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
         conf = w @ onehot
         reps = {"cohen_kappa": _kappa_from_conf(conf, 2), "percent_agreement": (conf[:, 0] + conf[:, 3]) / n}
+        point = {"cohen_kappa": out["cohen_kappa"], "percent_agreement": out["percent_agreement"]}
         for k, values in reps.items():
-            out["ci"][k], out["ci_method"][k] = _interval(k, values, out[k], n, 2)
+            out["ci"][k], out["ci_method"][k] = _interval(k, values, point[k], n, 2)
     return out
 
 
@@ -612,7 +713,7 @@ def monitor_agreement(
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     min_items: int = DEFAULT_MIN_ITEMS,
-) -> dict[str, Any]:
+) -> MonitorAgreement:
     """A monitor run against the humans (admin only): :func:`binary_agreement` of the
     run's verdicts with the resolved labels (``vs_gold``, :func:`resolved_labels`) and with each
     annotator's ``misbehavior``/``benign`` labels (``vs_annotators``: ``{name: ...}``).
@@ -635,7 +736,7 @@ def monitor_agreement(
     gold = resolved_labels(engine, actor, table)
     kw = {"n_boot": n_boot, "seed": seed, "min_items": min_items}
     vs_gold = binary_agreement([(g, verdict[sid]) for sid, g in sorted(gold.items()) if sid in verdict], **kw)
-    vs_ann = {}
+    vs_ann: dict[str, BinaryAgreement] = {}
     for name, g in table.groupby("annotator", sort=True):
         pairs = [
             (lab, verdict[str(sid)])
@@ -654,7 +755,7 @@ def monitor_agreement(
     }
 
 
-def flat_rows(doc: dict[str, Any], *, methods: bool = False) -> list[dict[str, Any]]:
+def flat_rows(doc: AgreementDoc, *, methods: bool = False) -> list[dict[str, object]]:
     """The overall, per-category and per-category x task slices of an agreement document as flat
     table rows (``slice``, ``category``, ``task``, ``items``, ``too_few`` and each metric with
     ``_lo``/``_hi``; with ``methods`` also ``_ci_method``, how its interval was made)."""

@@ -423,7 +423,7 @@ def agreement_cmd(
     )
     print("slice".ljust(40) + "items  " + "  ".join(m[:12].rjust(12) for m in METRICS))
     for r in flat_rows(doc):
-        name = " / ".join(x for x in (r["slice"], r["category"], r["task"]) if x)
+        name = " / ".join(str(x) for x in (r["slice"], r["category"], r["task"]) if x)
         few = "  (too few items)" if r["too_few"] else ""
         print(
             name[:39].ljust(40)
