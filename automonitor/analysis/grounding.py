@@ -146,8 +146,28 @@ def _clean_span(span: str) -> str:
     return s
 
 
-def _locate(text: str, s: str, cleaned: str, ns: str) -> tuple[str, int, int] | None:
+class _Quote:
+    """A quoted span prepared for :func:`_locate`: its text ``s``, ``cleaned`` (:func:`_clean_span`) and their
+    normalised form ``ns``, computed only when a verbatim search failed (most quotes are found verbatim: the
+    normalisation was a third of grounding a report's 54,000 quotes)."""
+
+    __slots__ = ("s", "cleaned", "_ns")
+
+    def __init__(self, span: JSONValue) -> None:
+        self.s = _span_text(span)
+        self.cleaned = _clean_span(self.s) if self.s.strip() else ""
+        self._ns: str | None = None
+
+    @property
+    def ns(self) -> str:
+        if self._ns is None:
+            self._ns = normalize(self.cleaned) if self.cleaned else ""
+        return self._ns
+
+
+def _locate(text: str, q: _Quote) -> tuple[str, int, int] | None:
     """(status, start, end) of the prepared span in ``text``, or ``None``."""
+    s, cleaned = q.s, q.cleaned
     i = text.find(s)
     if i >= 0:
         return "exact", i, i + len(s)
@@ -155,20 +175,13 @@ def _locate(text: str, s: str, cleaned: str, ns: str) -> tuple[str, int, int] | 
         i = text.find(cleaned)
         if i >= 0:  # verbatim once the quote marks around it are removed: still a normalised match
             return "normalized", i, i + len(cleaned)
+    ns = q.ns
     if ns:
         nt, index = normalize_with_map(text)
         j = nt.find(ns)
         if j >= 0:
             return "normalized", int(index[j]), int(index[j + len(ns) - 1]) + 1
     return None
-
-
-def _prepare(span: JSONValue) -> tuple[str, str, str]:
-    s = _span_text(span)
-    if not s.strip():
-        return s, "", ""
-    cleaned = _clean_span(s)
-    return s, cleaned, (normalize(cleaned) if cleaned else "")
 
 
 def ground_span(text: str, span: JSONValue) -> GroundedSpan:
@@ -181,8 +194,9 @@ def ground_span(text: str, span: JSONValue) -> GroundedSpan:
         ``{"span": str, "status": "exact"|"normalized"|"not_found", "start": int|None, "end": int|None}``
         with offsets into ``text``.
     """
-    s, cleaned, ns = _prepare(span)
-    hit = _locate(text, s, cleaned, ns) if (text and s.strip()) else None
+    q = _Quote(span)
+    s = q.s
+    hit = _locate(text, q) if (text and s.strip()) else None
     if hit is None:
         return {"span": s, "status": "not_found", "start": None, "end": None}
     return {"span": s, "status": hit[0], "start": hit[1], "end": hit[2]}
@@ -196,13 +210,14 @@ def ground_evidence(response: str, request: str | None, spans: Iterable[JSONValu
     """
     out: list[GroundedEvidence] = []
     for sp in spans or []:
-        s, cleaned, ns = _prepare(sp)
+        q = _Quote(sp)
+        s = q.s
         hit, field = None, None
         if s.strip():
             if response:
-                hit, field = _locate(response, s, cleaned, ns), "response"
+                hit, field = _locate(response, q), "response"
             if hit is None and request:
-                hit, field = _locate(request, s, cleaned, ns), "request"
+                hit, field = _locate(request, q), "request"
         if hit is None:
             out.append({"span": s, "status": "not_found", "start": None, "end": None, "field": None})
         else:
