@@ -31,7 +31,11 @@ def verdict_rows(table: sa.TableClause) -> ColumnElement[bool]:
 
 
 def list_runs(
-    conn: Connection | Session, *, include_generation: bool = False, include_ladder: bool = False
+    conn: Connection | Session,
+    *,
+    include_generation: bool = False,
+    include_ladder: bool = False,
+    with_counts: bool = True,
 ) -> list[RunRow]:
     """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
     judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
@@ -40,14 +44,15 @@ def list_runs(
     (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``, the
     detector ladder's runs (``kind='ladder'``, written by ``automonitor build``) unless ``include_ladder``.
     ``conn``: a connection or a session (read as it is in the database: a session's unflushed changes are
-    not seen)."""
+    not seen). ``with_counts=False``: every row's ``counts`` left at zero, for a caller that reads none (the
+    HTML report's provenance): one pass over every prediction less."""
     sel = sa.select(run).order_by(run.c.created_at.desc(), run.c.id)
     if not include_generation:
         sel = sel.where(run.c.kind != "generation")
     if not include_ladder:
         sel = sel.where(run.c.kind != "ladder")
     runs = conn.execute(sel).all()
-    counts = _verdict_counts_by_run(conn)
+    counts = _verdict_counts_by_run(conn) if with_counts else {}
     sums = _judged_sums_by_run(conn)
     return [_run_row(r, counts.get(r.id), sums.get(r.id)) for r in runs]
 

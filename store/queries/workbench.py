@@ -49,17 +49,27 @@ def run_editions(conn: Connection, run_ids: Sequence[str] | None = None) -> list
 
 def judged_test_samples(conn: Connection, run_ids: Sequence[str] | None = None) -> list[tuple[str, str, str | None]]:
     """``(run_id, sample_id, label_source)`` of every prediction of the runs ``run_ids`` (``None`` = every
-    run), leaving out the controls slice (reported apart, as FAR on controls)."""
-    q = (
-        sa.select(col(Prediction.run_id), col(Prediction.sample_id), col(Sample.label_source))
-        .join(Sample, col(Sample.id) == col(Prediction.sample_id))
-        .where(sa.or_(col(Sample.split).is_(None), col(Sample.split) != CONTROLS_SPLIT))
-    )
-    if run_ids is not None:
-        q = q.where(col(Prediction.run_id).in_(list(run_ids)))
+    run), leaving out the controls slice (reported apart, as FAR on controls).
+
+    As the inner join of the predictions with their samples where the sample's split is not
+    ``CONTROLS_SPLIT`` (or is NULL), in no particular order; the prediction rows are read alone (the index holds
+    both columns) and each distinct sample's split and label source looked up once: SQLite's per-row join
+    lookup was two thirds of the query (90,300 rows of the 30-run benchmark store: 0.12 -> 0.05 s)."""
+    from store.queries import rows_by_ids
     from store.queries.analysis import fetch_tuples  # the driver's tuples: no Row per prediction
 
-    return fetch_tuples(conn, q)  # type: ignore[arg-type,return-value]
+    q = sa.select(col(Prediction.run_id), col(Prediction.sample_id))
+    if run_ids is not None:
+        q = q.where(col(Prediction.run_id).in_(list(run_ids)))
+    rows: list[tuple[str, str]] = fetch_tuples(conn, q)  # type: ignore[arg-type,assignment]
+    source = {
+        sid: src
+        for sid, split, src in rows_by_ids(
+            conn, (col(Sample.id), col(Sample.split), col(Sample.label_source)), col(Sample.id), {s: 0 for _, s in rows}
+        )
+        if split is None or split != CONTROLS_SPLIT
+    }
+    return [(rid, sid, source[sid]) for rid, sid in rows if sid in source]
 
 
 def set_run_archived(session: Session, run_id: str, archived: bool) -> bool:
