@@ -4,14 +4,20 @@ reported points, and ROC curves with operating points. Every data text shown by 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from automonitor.escaping import plot_text
 from automonitor.views.tradeoff import pareto_ids
 from automonitor.vocab import VIEWS
+
+if TYPE_CHECKING:  # plotly is imported where a figure object is built (the HTML report writes JSON without it)
+    import plotly.graph_objects as go
+
+#: One trace as the keyword arguments of ``plotly.graph_objects.Scatter`` (what :func:`tradeoff_figure` builds
+#: its traces from, and :func:`tradeoff_figure_json` writes as plotly would).
+TraceSpec = dict[str, Any]
 
 TEMPLATE_COLORS: dict[str, str] = {
     "direct": "#2563eb",
@@ -75,33 +81,112 @@ def tradeoff_figure(
     ``view_lines``: the runs of one monitor and template judged under several monitor views (column
     ``view``, ``run --view``) are joined by a dotted line in view order (:func:`view_traces`).
     """
+    traces, layout = _tradeoff_specs(
+        points,
+        reported=reported,
+        front=front,
+        title=title,
+        height=height,
+        size_col=size_col,
+        localisation=localisation,
+        include_incomplete=include_incomplete,
+        hover_action=hover_action,
+        view_lines=view_lines,
+    )
+    return _figure(traces, layout)
+
+
+def _figure(traces: Sequence[TraceSpec], layout: Mapping[str, Any]) -> go.Figure:
+    """The plotly figure of ``traces`` (``Scatter`` keywords, in drawing order) and ``update_layout`` keywords."""
+    import plotly.graph_objects as go
+
     fig = go.Figure()
+    if traces:
+        fig.add_traces([go.Scatter(**t) for t in traces])
+    fig.update_layout(**layout)
+    return fig
+
+
+def tradeoff_figure_json(
+    points: pd.DataFrame,
+    *,
+    reported: pd.DataFrame | None = None,
+    front: Sequence[str] | None = None,
+    height: int = 520,
+    hover_action: str = CLICK_HINT,
+) -> str:
+    """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the same
+    text, written without plotly's figure objects (:mod:`automonitor.views.figure_json`) where plotly is not
+    loaded yet in this process and writes with the standard library's JSON (orjson not installed); otherwise,
+    and for any value outside that module's cover, through the figure."""
+    import importlib.util
+    import sys
+
+    traces, layout = _tradeoff_specs(
+        points,
+        reported=reported,
+        front=front,
+        title=None,
+        height=height,
+        size_col=None,
+        localisation=None,
+        include_incomplete=False,
+        hover_action=hover_action,
+        view_lines=True,
+    )
+    # a process that loaded plotly may have changed its default template or JSON engine: ask plotly there
+    if "plotly.io" not in sys.modules and importlib.util.find_spec("orjson") is None:
+        from automonitor.views import figure_json as fj
+
+        try:
+            return fj.figure_json(traces, layout, fj.default_template())
+        except fj.Unsupported:
+            pass
+    text: str = _figure(traces, layout).to_json()
+    return text
+
+
+def _tradeoff_specs(
+    points: pd.DataFrame,
+    *,
+    reported: pd.DataFrame | None,
+    front: Sequence[str] | None,
+    title: str | None,
+    height: int,
+    size_col: str | None,
+    localisation: pd.DataFrame | None,
+    include_incomplete: bool,
+    hover_action: str,
+    view_lines: bool,
+) -> tuple[list[TraceSpec], dict[str, Any]]:
+    """:func:`tradeoff_figure`'s traces (in drawing order) and its ``update_layout`` keywords."""
+    traces: list[TraceSpec] = []
     pts = _drawable_points(points)
     if front is None and not pts.empty:
         front = pareto_ids(pts[pts["eligible"]])
     if view_lines and not pts.empty:
-        fig.add_traces(view_traces(pts))
+        traces += _view_specs(pts)
     if front:
-        fig.add_traces(front_traces(pts, front))
+        traces += _front_specs(pts, front)
     pts, reported_pos = _with_label_layout(pts, reported, front)
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
     labelled = _labelled_positions(done, reported)
     for tpl, eligible, group in _template_groups(done):
         others = _others(labelled, group["x_plot"], group["y_plot"])
-        fig.add_trace(
-            run_trace(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action, others=others)
+        traces.append(
+            _run_spec(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action, others=others)
         )
     if done is not pts and len(pts) > len(done):
         incomplete = pts[pts["incomplete"].astype(bool)]
-        fig.add_trace(incomplete_trace(incomplete, included=include_incomplete, hover_action=hover_action))
+        traces.append(_incomplete_spec(incomplete, included=include_incomplete, hover_action=hover_action))
     if localisation is not None and not pts.empty:
-        trace = localisation_trace(pts, localisation, hover_action=hover_action)
+        trace = _localisation_spec(pts, localisation, hover_action=hover_action)
         if trace is not None:
-            fig.add_trace(trace)
+            traces.append(trace)
     if reported is not None and not reported.empty:
         others = _others(labelled, reported["far"], reported["mr"])
-        fig.add_traces(reported_traces(reported, others=others, positions=reported_pos))
-    fig.update_layout(
+        traces += _reported_specs(reported, others=others, positions=reported_pos)
+    layout = dict(
         title=title,
         height=height,
         margin=dict(l=10, r=10, t=40 if title else 10, b=10),
@@ -112,7 +197,7 @@ def tradeoff_figure(
         dragmode="pan",
         hovermode="closest",
     )
-    return fig
+    return traces, layout
 
 
 def _with_label_layout(
@@ -203,6 +288,13 @@ def view_traces(points: pd.DataFrame) -> list[go.Scatter]:
     views (column ``view``): through its points in :data:`automonitor.vocab.VIEWS` order (the newest run of
     a view, i.e. the last row, stands for it), at their drawn positions, the views named on hover.
     ``[]`` without a ``view`` column or such a group."""
+    import plotly.graph_objects as go
+
+    return [go.Scatter(**t) for t in _view_specs(points)]
+
+
+def _view_specs(points: pd.DataFrame) -> list[TraceSpec]:
+    """:func:`view_traces` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     if "view" not in points or points.empty:
         return []
     order = {v: i for i, v in enumerate(VIEWS)}
@@ -213,7 +305,7 @@ def view_traces(points: pd.DataFrame) -> list[go.Scatter]:
             continue
         g = g.sort_values("view", key=lambda s: s.map(order))
         traces.append(
-            go.Scatter(
+            dict(
                 x=list(g["x_plot"]),
                 y=list(g["y_plot"]),
                 mode="lines",
@@ -232,16 +324,23 @@ def view_line_count(points: pd.DataFrame) -> int:
     monitor and template judged under at least two views; :func:`view_traces`): the Trade-off page offers
     its :data:`VIEW_LINES_LABEL` toggle only where this is above 0."""
     pts = _drawable_points(points)
-    return len(view_traces(pts)) if not pts.empty else 0
+    return len(_view_specs(pts)) if not pts.empty else 0
 
 
 def front_traces(points: pd.DataFrame, front: Sequence[str]) -> list[go.Scatter]:
     """Per edition among the ``front`` run ids of ``points``: the staircase line of its Pareto front
     (dashed differently per edition, named "Pareto front (<edition>)" when there are several) and green
     rings on its points (at their drawn positions)."""
+    import plotly.graph_objects as go
+
+    return [go.Scatter(**t) for t in _front_specs(points, front)]
+
+
+def _front_specs(points: pd.DataFrame, front: Sequence[str]) -> list[TraceSpec]:
+    """:func:`front_traces` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     on = points[points["run_id"].isin(set(front))]
     editions = sorted(on["edition"].unique())
-    traces = []
+    traces: list[TraceSpec] = []
     for i, edition in enumerate(editions):
         f = on[on["edition"] == edition].sort_values("far")
         if not len(f):
@@ -249,7 +348,7 @@ def front_traces(points: pd.DataFrame, front: Sequence[str]) -> list[go.Scatter]
         xs, ys = pareto_staircase(list(f["far"]), list(f["mr"]))
         name = "Pareto front" + (f" ({edition})" if len(editions) > 1 else "")
         traces.append(
-            go.Scatter(
+            dict(
                 x=xs,
                 y=ys,
                 mode="lines",
@@ -259,7 +358,7 @@ def front_traces(points: pd.DataFrame, front: Sequence[str]) -> list[go.Scatter]
             )
         )
         traces.append(
-            go.Scatter(
+            dict(
                 x=f["x_plot"],
                 y=f["y_plot"],
                 mode="markers",
@@ -340,6 +439,26 @@ def run_trace(
     """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
     "(too few samples)" in the name and hover) runs ``d``, at their drawn positions, with text labels
     when ``d`` has a ``label`` column and marker sizes by ``size_col`` scaled over ``all_points``."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        **_run_spec(
+            d, template, eligible, all_points=all_points, size_col=size_col, hover_action=hover_action, others=others
+        )
+    )
+
+
+def _run_spec(
+    d: pd.DataFrame,
+    template: str,
+    eligible: bool,
+    *,
+    all_points: pd.DataFrame,
+    size_col: str | None = None,
+    hover_action: str = CLICK_HINT,
+    others: Sequence[tuple[float, float]] = (),
+) -> TraceSpec:
+    """The trace of :func:`run_trace` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     color = TEMPLATE_COLORS.get(template, "#6b7280")
     has_text = "label" in d
     size: float | list[float] = marker_sizes(d, size_col, all_points) if size_col else 11
@@ -357,7 +476,7 @@ def run_trace(
         if has_text
         else (None, None)
     )
-    return go.Scatter(
+    return dict(
         x=d["x_plot"],
         y=d["y_plot"],
         mode="markers+text" if has_text else "markers",
@@ -388,12 +507,22 @@ def localisation_trace(
     colour bar "localised hits"), hover with localised / TP, ``customdata[0]`` the run id (a click opens
     the drill-down as for any run). Runs without a share (no evidence, no gold spans, no TP) are not in
     it and keep their template colour. ``None`` when no run has a share."""
+    import plotly.graph_objects as go
+
+    spec = _localisation_spec(pts, localisation, hover_action=hover_action)
+    return None if spec is None else go.Scatter(**spec)
+
+
+def _localisation_spec(
+    pts: pd.DataFrame, localisation: pd.DataFrame, *, hover_action: str = CLICK_HINT
+) -> TraceSpec | None:
+    """The trace of :func:`localisation_trace` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     d = pts.merge(localisation, on="run_id", how="inner")
     d = d[d["localised_share"].notna()]
     if d.empty:
         return None
     custom = [tuple(c) + (int(a), int(b)) for c, a, b in zip(_hover_customdata(d), d["localised"], d["loc_tp"])]
-    return go.Scatter(
+    return dict(
         x=d["x_plot"],
         y=d["y_plot"],
         mode="markers",
@@ -433,11 +562,18 @@ def incomplete_trace(d: pd.DataFrame, *, included: bool = False, hover_action: s
     or "(may enter the front)" when the page lets them enter the Pareto front); the hover says which
     (e.g. "cancelled"), that its rates rest on the samples judged before it stopped, and whether it is
     left off the front or, ``included``, allowed on it."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(**_incomplete_spec(d, included=included, hover_action=hover_action))
+
+
+def _incomplete_spec(d: pd.DataFrame, *, included: bool = False, hover_action: str = CLICK_HINT) -> TraceSpec:
+    """The trace of :func:`incomplete_trace` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     status = [plot_text(x) for x in (d["status_text"] if "status_text" in d else [""] * len(d))]
     custom = [tuple(c) + (s,) for c, s in zip(_hover_customdata(d), status)]
     front = " included in the Pareto front on request (Options)" if included else " not on the front unless included"
     text, textposition = _text_and_positions(d, ["top center"] * len(d)) if "label" in d else (None, None)
-    return go.Scatter(
+    return dict(
         x=d["x_plot"],
         y=d["y_plot"],
         mode="markers+text" if "label" in d else "markers",
@@ -466,6 +602,17 @@ def reported_traces(
     hover saying they come from a secondary summary, not the paper's v2 text, and are not measured.
     ``positions``: each point's label position from :func:`label_layout` (``None``: no room, no label),
     else :func:`label_positions` among ``others``."""
+    import plotly.graph_objects as go
+
+    return [go.Scatter(**t) for t in _reported_specs(reported, others=others, positions=positions)]
+
+
+def _reported_specs(
+    reported: pd.DataFrame,
+    others: Sequence[tuple[float, float]] = (),
+    positions: Sequence[str | None] | None = None,
+) -> list[TraceSpec]:
+    """The traces of :func:`reported_traces` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     reported = reported.reset_index(drop=True)
     placed: Sequence[str | None] = (
         positions
@@ -478,7 +625,7 @@ def reported_traces(
         names = d["monitor"] if "monitor" in d else d["label"]
         text = [plot_text(t) if placed[i] else "" for i, t in zip(d.index, names)]
         traces.append(
-            go.Scatter(
+            dict(
                 x=d["far"],
                 y=d["mr"],
                 mode="markers+text",
@@ -664,6 +811,8 @@ def _operating_trace(label: str, color: str, op: Mapping[str, float]) -> go.Scat
     y = op.get("tpr", 1 - op["mr"] if op.get("mr") is not None else None)
     if x is None or y is None:
         return None
+    import plotly.graph_objects as go
+
     thr = op.get("threshold")
     return go.Scatter(
         x=[x],
@@ -690,6 +839,8 @@ def roc_figure(
     operating point (dict with ``far``/``fpr`` and ``mr``/``tpr``; optional ``threshold``).
     ``full_labels`` (label -> long text, e.g. :func:`automonitor.views.run_full_label`): shown whole
     in the curve's hover (default: the label). Every text goes through :func:`plot_text`."""
+    import plotly.graph_objects as go
+
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(

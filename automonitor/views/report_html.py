@@ -26,8 +26,9 @@ import gzip
 import os
 from typing import Any, Sequence
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
-import plotly.graph_objects as go
 from sqlalchemy.engine import Engine
 
 from automonitor import analysis
@@ -46,6 +47,9 @@ from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TASK_NAMES, TASKS
 from automonitor.views import run_sample_sets
 from store.queries import analysis as q
 from store.queries.run_list import list_runs
+
+if TYPE_CHECKING:  # plotly only where a figure object is asked for (plane_figure): the file is written from JSON
+    import plotly.graph_objects as go
 
 #: Misclassified samples shown per slice and error kind (FN: missed misbehavior, FP: false alarm).
 GALLERY_PER_SLICE = 2
@@ -205,10 +209,10 @@ def build(
     # read back per store version (the report cache's fingerprint): both read every prediction of the runs
     prov = cached_json(engine, ["provenance", ids], lambda: run_provenance(engine, ids))
     items = cached_json(engine, ["gallery", ids, per_slice], lambda: gallery(engine, rep, per_slice)) if ids else []
-    figs: list[tuple[str, go.Figure]] = []
+    figs: list[tuple[str, str]] = []  # (element id, the figure's JSON)
     pts = plane_points(rep, prov) if ids else None
     if ids:
-        figs.append(("fig-plane", plane_figure(rep, prov)))
+        figs.append(("fig-plane", plane_figure_json(rep, prov, pts=pts)))
     sections = [
         _header_html(title, rep, now, pts),
         _plane_html(rep, pts) if pts is not None else "<p>No runs in the report.</p>",
@@ -291,7 +295,40 @@ def plane_figure(
     judged samples hollow and off the front), with their Wilson error bars and sample sets in the hovers,
     and, with ``show_paper`` (the default in a report, where the caption says where they come from), the
     paper's reference points labelled "<monitor> (<template>), reported (secondary summary)"."""
-    pts = plane_points(rep, prov, min_n=min_n)
+    pts, reported, front = _plane_parts(rep, prov, min_n=min_n, show_paper=show_paper)
+    # a static page: clicking a point opens nothing, so its hover promises nothing
+    return tradeoff_figure(pts, reported=reported, front=front or None, height=560, hover_action="")
+
+
+def plane_figure_json(
+    rep: Report,
+    prov: dict[str, dict[str, Any]],
+    *,
+    min_n: int = DEFAULT_MIN_N,
+    show_paper: bool = True,
+    pts: pd.DataFrame | None = None,
+) -> str:
+    """``plane_figure(rep, prov, ...).to_json()``, written without building plotly's objects where possible
+    (:func:`automonitor.views.figures.tradeoff_figure_json`): the same text. ``pts``: :func:`plane_points` of
+    ``rep``, ``prov`` and ``min_n`` when the caller has them already."""
+    from automonitor.views.figures import tradeoff_figure_json
+
+    pts, reported, front = _plane_parts(rep, prov, min_n=min_n, show_paper=show_paper, pts=pts)
+    return tradeoff_figure_json(pts, reported=reported, front=front or None, height=560, hover_action="")
+
+
+def _plane_parts(
+    rep: Report,
+    prov: dict[str, dict[str, Any]],
+    *,
+    min_n: int,
+    show_paper: bool,
+    pts: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str]]:
+    """The plane's points (:func:`plane_points`, unless given), the paper's labelled reference points (``None``
+    without ``show_paper``) and the Pareto front's run ids."""
+    if pts is None:
+        pts = plane_points(rep, prov, min_n=min_n)
     reported = reported_for(analysis.reported_points(), None, None) if show_paper else None
     if reported is not None and not reported.empty:
         reported["label"] = (
@@ -301,8 +338,7 @@ def plane_figure(
             + "), secondary summary of the paper (paper_reported.csv), not found in its v2 text"
         )
     front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
-    # a static page: clicking a point opens nothing, so its hover promises nothing
-    return tradeoff_figure(pts, reported=reported, front=front or None, height=560, hover_action="")
+    return pts, reported, front
 
 
 def _rate_ci(rate: float | None, ci: list[float] | None) -> str:
@@ -596,14 +632,13 @@ _LOADER = """
 """
 
 
-def _json_for_script(fig: go.Figure) -> str:
-    """The figure's JSON with every ``<`` written ``\\u003c`` (and ``>``, ``&`` likewise), so that no
+def _json_for_script(text: str) -> str:
+    """A figure's JSON with every ``<`` written ``\\u003c`` (and ``>``, ``&`` likewise), so that no
     data value can end the ``<script type="application/json">`` element it sits in."""
-    text: str = fig.to_json()
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _document(title: str, body: str, figs: list[tuple[str, go.Figure]]) -> str:
+def _document(title: str, body: str, figs: list[tuple[str, str]]) -> str:
     specs = "\n".join(
         f'<script type="application/json" id="{fid}-spec">{_json_for_script(f)}</script>' for fid, f in figs
     )
@@ -631,6 +666,7 @@ __all__ = [
     "build_for",
     "gallery",
     "plane_figure",
+    "plane_figure_json",
     "plotly_js_gzip_b64",
     "run_provenance",
     "write",
