@@ -19,7 +19,7 @@ RATCHET: dict[str, int] = {
     "automonitor/annotation": 1,
     "automonitor/cli": 27,
     "automonitor/data": 194,
-    "automonitor/runs": 269,
+    "automonitor/runs": 248,
     "automonitor/views": 25,
     "pages": 23,
     "store": 52,

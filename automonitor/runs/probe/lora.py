@@ -13,11 +13,17 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence, TypedDict, cast
 
 from automonitor.data.cache_home import cache_home
 from automonitor.errors import InputError
+from automonitor.jsontypes import JSONValue
 from automonitor.runs.local_model import default_model_path
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from automonitor.runs.probe.corpus import CorpusEntry
 
 GEMMA_TEMPLATE = (
     "{{ bos_token }}{% set sys = '' %}{% for m in messages %}"
@@ -85,7 +91,48 @@ def _convert_gguf(folder: Path, gguf: str, cache: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def load_base(base: str) -> tuple[Any, Any, dict[str, Any]]:
+class BaseInfo(TypedDict):
+    """Which base model an adapter was trained on (:func:`load_base`)."""
+
+    base: str
+    folder: str
+    gguf_file: str | None
+
+
+ChatRow = dict[str, list[dict[str, str]]]
+"""A TRL conversational prompt-completion row (:func:`sft_rows`)."""
+
+
+class LoraCard(TypedDict):
+    """An adapter's ``automonitor_lora.json`` (:func:`_card`)."""
+
+    kind: str
+    base: BaseInfo
+    training_slices: list[str]
+    records: int
+    counts: dict[str, int]
+    data_sha256: str
+    hyperparameters: dict[str, JSONValue]
+    template: str
+    answer: dict[str, str]
+    train_loss: float | None
+    seconds: float
+    trained_at: str
+
+
+class LoraResult(TypedDict):
+    """What :func:`train_lora` trained."""
+
+    adapter: str
+    base: BaseInfo
+    records: int
+    steps: int
+    train_loss: float | None
+    seconds: float
+    card: LoraCard
+
+
+def load_base(base: str) -> tuple[PreTrainedTokenizerBase, PreTrainedModel, BaseInfo]:
     """``(tokenizer, model, base_info)`` on CPU in float32; GGUF bases are converted once and cached.
 
     ``base_info`` = ``{"base": spec, "folder": str, "gguf_file": str|None}``; the folder is the
@@ -122,7 +169,7 @@ def prompt_messages(request: str, response: str) -> list[dict[str, str]]:
     return chat_messages((request or "")[:REQUEST_CHARS], (response or "")[:RESPONSE_CHARS], None)
 
 
-def choose(records: Sequence[Any], limit: int | None, seed: int) -> list[Any]:
+def choose(records: Sequence[CorpusEntry], limit: int | None, seed: int) -> list[CorpusEntry]:
     """A seeded subset of at most ``limit`` records, half of each label where possible."""
     recs = list(records)
     if limit is None or limit >= len(recs):
@@ -149,7 +196,7 @@ def _next_out(name: str) -> Path:
     return d / f"{name}-v{n}"
 
 
-def sft_rows(records: Sequence[Any]) -> list[dict[str, Any]]:
+def sft_rows(records: Sequence[CorpusEntry]) -> list[ChatRow]:
     """TRL conversational prompt-completion rows: ``{"prompt": system + user turns, "completion":
     [assistant "Yes" (misbehavior) | "No" (benign)]}`` per record."""
     return [
@@ -178,18 +225,18 @@ class LoraHyperparameters:
     seed: int
     limit: int | None
 
-    def to_card(self) -> dict[str, Any]:
+    def to_card(self) -> dict[str, JSONValue]:
         """The card's ``hyperparameters`` (with the character budgets of the prompt's texts)."""
         return {**asdict(self), "request_chars": REQUEST_CHARS, "response_chars": RESPONSE_CHARS}
 
 
-def _adapter_name(info: dict[str, Any], slices: Sequence[str]) -> str:
+def _adapter_name(info: BaseInfo, slices: Sequence[str]) -> str:
     """``<base stem>-<slice+slice>`` with ``/`` as ``.`` (the default adapter folder's name)."""
     return f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}".replace("/", ".")
 
 
 def _fit_adapter(
-    model: Any, tok: Any, rows: list[dict[str, Any]], out_dir: Path, hp: LoraHyperparameters
+    model: PreTrainedModel, tok: PreTrainedTokenizerBase, rows: list[ChatRow], out_dir: Path, hp: LoraHyperparameters
 ) -> float | None:
     """Train a LoRA adapter on ``rows`` with TRL's ``SFTTrainer`` on CPU (float32, loss on the completion
     only, no checkpoints) and save it in ``out_dir``; returns the training loss (``None`` when TRL
@@ -233,19 +280,19 @@ def _fit_adapter(
     return float(result.training_loss) if result.training_loss is not None else None
 
 
-def _slice_label_counts(records: Sequence[Any]) -> dict[str, int]:
+def _slice_label_counts(records: Sequence[CorpusEntry]) -> dict[str, int]:
     """``{"category/task:label": n}`` over ``records``, sorted by key."""
     return dict(sorted(Counter(f"{x.category}/{x.task}:{x.label}" for x in records).items()))
 
 
 def _card(
-    recs: Sequence[Any],
-    info: dict[str, Any],
+    recs: Sequence[CorpusEntry],
+    info: BaseInfo,
     slices: Sequence[str],
-    hp: dict[str, Any],
+    hp: dict[str, JSONValue],
     train_loss: float | None,
     seconds: float,
-) -> dict[str, Any]:
+) -> LoraCard:
     """The adapter's ``automonitor_lora.json``: base, training slices, record counts by
     ``category/task:label``, data hash, hyper-parameters, prompt and answer format, loss, duration (s)."""
     from automonitor.runs.probe.model import data_hash
@@ -267,7 +314,7 @@ def _card(
 
 
 def train_lora(
-    records: Sequence[Any],
+    records: Sequence[CorpusEntry],
     *,
     base: str = "gemma3-270m",
     out: str | Path | None = None,
@@ -282,7 +329,7 @@ def train_lora(
     limit: int | None = None,
     seed: int = 0,
     slices: Sequence[str] = ("all",),
-) -> dict[str, Any]:
+) -> LoraResult:
     """Train a LoRA adapter with TRL's ``SFTTrainer`` and save it with its card.
 
     Args:
@@ -318,7 +365,7 @@ def train_lora(
     }
 
 
-def read_card(adapter: str | Path) -> dict[str, Any]:
+def read_card(adapter: str | Path) -> LoraCard:
     """The ``automonitor_lora.json`` card of an adapter folder.
 
     Raises:
@@ -327,8 +374,7 @@ def read_card(adapter: str | Path) -> dict[str, Any]:
     p = Path(adapter).expanduser() / "automonitor_lora.json"
     if not p.is_file() or not (p.parent / "adapter_config.json").is_file():
         raise InputError(f"not a LoRA adapter folder from `automonitor probe lora`: {adapter}", field="monitor")
-    card: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
-    return card
+    return cast(LoraCard, json.loads(p.read_text(encoding="utf-8")))  # as train_lora wrote it
 
 
 class LoraScorer:
@@ -346,7 +392,8 @@ class LoraScorer:
         self.torch = torch
         self.yes = tok.encode("Yes", add_special_tokens=False)[0]
         self.no = tok.encode("No", add_special_tokens=False)[0]
-        self.max_length = int(self.card["hyperparameters"].get("max_length", 512))
+        max_length = self.card["hyperparameters"].get("max_length", 512)
+        self.max_length = int(max_length) if isinstance(max_length, (int, float, str)) else 512
 
     def p_yes(self, request: str, response: str) -> tuple[float, float, float, int]:
         """``(P(misbehavior), logit_yes, logit_no, prompt_tokens)``: softmax over the two logits after
@@ -357,7 +404,7 @@ class LoraScorer:
             prompt_messages(request, response), add_generation_prompt=True, tokenize=True, return_dict=False
         )
         if isinstance(ids, dict) or hasattr(ids, "keys"):
-            ids = ids["input_ids"]
+            ids = cast("Mapping[str, list[int]]", ids)["input_ids"]  # a BatchEncoding
         ids = list(ids)[-self.max_length :]
         with self.torch.no_grad():
             logits = self.model(input_ids=self.torch.tensor([ids])).logits[0, -1]
