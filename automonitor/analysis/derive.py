@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence, TypedDict
+
+from typing_extensions import NotRequired
 
 import numpy as np
 import pandas as pd
@@ -27,6 +29,9 @@ from automonitor.analysis import metrics
 from automonitor.errors import InputError, NotFound
 from automonitor.timestamps import stamped_id
 from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
+
+if TYPE_CHECKING:
+    from store.queries.rowtypes import RunInputRow
 
 RULES = ("or", "and", "vote", "mean")
 BY = ("category", "category_task")
@@ -170,7 +175,69 @@ def _group_key(row_cat: str, row_task: str, by: str) -> str:
     return row_cat if by == "category" else f"{row_cat}/{row_task}"
 
 
-def fit_thresholds(frame: pd.DataFrame, target: tuple[str, float], by: str) -> dict[str, Any]:
+Thresholds = TypedDict("Thresholds", {"global": float, "groups": dict[str, float]})
+"""Thresholds picked on calibration samples (:func:`fit_thresholds`): one global, one per group."""
+
+
+class FoldThresholds(TypedDict):
+    """The thresholds fold ``fold`` was judged with, picked on the other folds' calibration pairs."""
+
+    fold: int
+    pairs: int
+    calibration_pairs: int
+    thresholds: Thresholds
+
+
+class ThresholdsInfo(TypedDict):
+    """How :func:`cross_validated_verdicts` picked its thresholds: per fold, and on every sample."""
+
+    folds: list[FoldThresholds]
+    all: Thresholds
+
+
+StoredThresholds = TypedDict("StoredThresholds", {"global": "float | str", "groups": "dict[str, float | str]"})
+""":data:`Thresholds` in a recipe: an infinite threshold as the string ``"inf"``."""
+
+
+class Recipe(TypedDict, total=False):
+    """How a derived run was made (``Run.params['recipe']``): its ``kind`` (``ensemble``, ``thresholds``,
+    ``cascade``), inputs and parameters, and what it found (see :func:`derive_ensemble`,
+    :func:`derive_thresholds`, :func:`derive_cascade`)."""
+
+    kind: str
+    rule: str
+    k: int | None
+    threshold: float | None
+    inputs: list[str]
+    n: int
+    samples: str
+    cost_rule: str
+    target: str
+    by: str
+    folds: int
+    seed: int
+    fold_thresholds: list[dict[str, object]]
+    thresholds: StoredThresholds
+    note: str
+    cheap: str
+    expensive: str
+    low: float
+    high: float
+    escalated: int
+    share_escalated: float
+    cost_usd: float
+    compute_s: float
+
+
+class DerivedRun(TypedDict):
+    """A stored derived run: its id and recipe (a cascade adds its ``warnings``)."""
+
+    run_id: str
+    recipe: Recipe
+    warnings: NotRequired[list[str]]
+
+
+def fit_thresholds(frame: pd.DataFrame, target: tuple[str, float], by: str) -> Thresholds:
     """Thresholds picked on the calibration samples ``frame`` (columns category, task, label, score;
     rows with a score only): ``{"global": t, "groups": {group: t}}`` where a group lacking one class
     gets the global threshold.
@@ -188,9 +255,13 @@ def fit_thresholds(frame: pd.DataFrame, target: tuple[str, float], by: str) -> d
     return {"global": g, "groups": groups}
 
 
+Verdict = tuple[str, float | None, int | None]
+"""A thresholded verdict: ``(outcome, threshold used, fold)``."""
+
+
 def cross_validated_verdicts(
     frame: pd.DataFrame, target: tuple[str, float], by: str, folds: int = DEFAULT_FOLDS, seed: int = 0
-) -> tuple[list[tuple[str, float | None, int | None]], dict[str, Any]]:
+) -> tuple[list[Verdict], ThresholdsInfo]:
     """K-fold cross-validated per-group thresholds applied to each sample.
 
     Args:
@@ -205,12 +276,12 @@ def cross_validated_verdicts(
     fold = np.array([fold_of[p] for p in frame["pair_id"]])
     has_score = frame["score"].notna().to_numpy() & frame["outcome"].isin(LABELS).to_numpy()
     keys = [_group_key(c, t, by) for c, t in zip(frame["category"], frame["task"])]
-    out: list[tuple[str, float | None, int | None]] = [("invalid", None, None)] * len(frame)
-    info: dict[str, Any] = {"folds": []}
+    out: list[Verdict] = [("invalid", None, None)] * len(frame)
+    per_fold: list[FoldThresholds] = []
     for f in range(folds):
         calib = frame[(fold != f) & has_score]
         fitted = fit_thresholds(calib, target, by)
-        info["folds"].append(
+        per_fold.append(
             {
                 "fold": f,
                 "pairs": int(sum(1 for v in fold_of.values() if v == f)),
@@ -228,8 +299,7 @@ def cross_validated_verdicts(
                 continue
             t = fitted["groups"].get(keys[i], fitted["global"])
             out[i] = (MIS if frame["score"].iat[i] >= t else BEN, t, f)
-    info["all"] = fit_thresholds(frame[has_score], target, by)
-    return out, info
+    return out, {"folds": per_fold, "all": fit_thresholds(frame[has_score], target, by)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -241,7 +311,7 @@ def _new_id(kind: str) -> str:
     return stamped_id(f"drv_{kind}")
 
 
-def _inputs(engine: Engine, run_ids: Sequence[str]) -> tuple[dict[str, dict[str, Any]], list[pd.DataFrame]]:
+def _inputs(engine: Engine, run_ids: Sequence[str]) -> tuple[dict[str, RunInputRow], list[pd.DataFrame]]:
     from store.queries import derived as q
 
     rows = q.run_rows(engine, run_ids)
@@ -263,7 +333,7 @@ def _common(frames: list[pd.DataFrame]) -> pd.Index:
     return common.sort_values()
 
 
-def _edition(rows: dict[str, dict[str, Any]], ids: Sequence[str]) -> str | None:
+def _edition(rows: dict[str, RunInputRow], ids: Sequence[str]) -> str | None:
     eds = {rows[r]["edition"] for r in ids}
     return eds.pop() if len(eds) == 1 else None
 
@@ -285,20 +355,20 @@ RECIPE_KEYS = (
 )
 
 
-def _recipe_key(recipe: dict[str, Any]) -> str:
+def _recipe_key(recipe: Mapping[str, object]) -> str:
     import json
 
     return json.dumps({k: recipe.get(k) for k in RECIPE_KEYS}, sort_keys=True, default=str)
 
 
-def find_same(engine: Engine, recipe: dict[str, Any]) -> dict[str, Any] | None:
+def find_same(engine: Engine, recipe: Recipe) -> DerivedRun | None:
     """An existing derived run with the same recipe (kind, rule and parameters, inputs), as
     ``{"run_id", "recipe"}``, or None."""
     from store.queries import derived as q
 
     want = _recipe_key(recipe)
     for rid, params in q.derived_runs(engine):
-        r = (params or {}).get("recipe") or {}
+        r: Recipe = (params or {}).get("recipe") or Recipe()
         if _recipe_key(r) == want:
             return {"run_id": rid, "recipe": r}
     return None
@@ -310,10 +380,10 @@ def _save(
     monitor: str,
     template: str,
     edition: str | None,
-    recipe: dict[str, Any],
-    rows: list[dict[str, Any]],
+    recipe: Recipe,
+    rows: list[dict[str, object]],
     reuse: bool = False,
-) -> dict[str, Any]:
+) -> DerivedRun:
     from store.queries import derived as q
 
     if reuse:
@@ -333,7 +403,7 @@ def _save(
     return {"run_id": run_id, "recipe": recipe}
 
 
-def _short(rows: dict[str, dict[str, Any]], r: str) -> str:
+def _short(rows: dict[str, RunInputRow], r: str) -> str:
     return f"{rows[r]['monitor']}@{r[-6:]}"
 
 
@@ -345,7 +415,7 @@ def derive_ensemble(
     k: int | None = None,
     threshold: float | None = None,
     reuse: bool = False,
-) -> dict[str, Any]:
+) -> DerivedRun:
     """Store an ensemble of ``run_ids`` (>= 2 distinct runs) as a derived run.
 
     Returns ``{"run_id", "recipe": {"kind": "ensemble", "rule", "k", "threshold", "inputs": [ids],
@@ -358,7 +428,7 @@ def derive_ensemble(
     rows, frames = _inputs(engine, ids)
     common = _common(frames)
     preds = _ensemble_predictions(ids, [f.loc[common] for f in frames], list(common), rule, k, threshold)
-    recipe = {
+    recipe: Recipe = {
         "kind": "ensemble",
         "rule": rule,
         "k": int(k) if k is not None else None,
@@ -391,7 +461,7 @@ def _check_ensemble(ids: list[str], rule: str, k: int | None, threshold: float |
 
 def _ensemble_predictions(
     ids: list[str], frames: list[pd.DataFrame], common: list[str], rule: str, k: int | None, threshold: float | None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """One derived prediction per shared sample: :func:`combine` of the inputs' outcomes and scores,
     cost = the sum of the inputs' costs (USD), latency = the sum of their compute (ms). ``frames``: the
     input frames restricted to ``common`` (same row order)."""
@@ -399,7 +469,7 @@ def _ensemble_predictions(
     scores = np.array([f["score"].to_numpy(float) for f in frames])  # (runs, samples), NaN = no score
     cost = sum(f["cost_usd"].to_numpy(float) for f in frames)
     seconds = sum(f["compute_s"].to_numpy(float) for f in frames)
-    preds = []
+    preds: list[dict[str, object]] = []
     for j, sid in enumerate(common):
         outcome, score = combine(
             list(outcomes[:, j]),
@@ -431,7 +501,7 @@ def derive_thresholds(
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
     reuse: bool = False,
-) -> dict[str, Any]:
+) -> DerivedRun:
     """Store task-aware thresholds of the score run ``run_id`` as a derived run (cross-validated).
 
     Returns ``{"run_id", "recipe": {"kind": "thresholds", "inputs": [run_id], "target", "by", "folds",
@@ -449,7 +519,7 @@ def derive_thresholds(
         raise InputError(f"run {run_id} has no scores; thresholds need a score-producing run", field="run")
     verdicts, info = cross_validated_verdicts(f, tgt, by, folds, seed)
     preds = _threshold_predictions(f, verdicts)
-    recipe = {
+    recipe: Recipe = {
         "kind": "thresholds",
         "inputs": [run_id],
         "target": target.strip(),
@@ -466,10 +536,10 @@ def derive_thresholds(
     return _save(engine, "thr", monitor, rows[run_id]["template"], rows[run_id]["edition"], recipe, preds, reuse)
 
 
-def _threshold_predictions(f: pd.DataFrame, verdicts: list[tuple[Any, Any, Any]]) -> list[dict[str, Any]]:
+def _threshold_predictions(f: pd.DataFrame, verdicts: list[Verdict]) -> list[dict[str, object]]:
     """One derived prediction per row of the input frame ``f`` from its ``(outcome, threshold, fold)``
     verdict; the input's cost (USD) and compute (ms) are kept."""
-    preds = []
+    preds: list[dict[str, object]] = []
     for i, (o, t, fo) in enumerate(verdicts):
         s = f["score"].iat[i]
         preds.append(
@@ -486,7 +556,7 @@ def _threshold_predictions(f: pd.DataFrame, verdicts: list[tuple[Any, Any, Any]]
     return preds
 
 
-def _threshold_reason(outcome: str, threshold: float | None, input_outcome: Any) -> str:
+def _threshold_reason(outcome: str, threshold: float | None, input_outcome: object) -> str:
     """Why a thresholded verdict is what it is (the prediction's ``reason``)."""
     if threshold is None and outcome == "invalid" and input_outcome in LABELS:
         return "no score"
@@ -495,7 +565,7 @@ def _threshold_reason(outcome: str, threshold: float | None, input_outcome: Any)
     return f"score < {threshold:.4g}" if threshold is not None else f"input outcome {outcome}"
 
 
-def _clean_thresholds(d: dict[str, Any]) -> dict[str, Any]:
+def _clean_thresholds(d: Thresholds) -> StoredThresholds:
     """``{"global", "groups"}`` thresholds with infinities as the string ``"inf"``."""
     return {"global": _num(d["global"]), "groups": {k: _num(v) for k, v in d["groups"].items()}}
 
@@ -506,7 +576,7 @@ def _num(x: float) -> float | str:
 
 def derive_cascade(
     engine: Engine, cheap: str, expensive: str, low: float, high: float, *, reuse: bool = False
-) -> dict[str, Any]:
+) -> DerivedRun:
     """Store a cascade: ``cheap`` decides when its score is <= low or >= high, ``expensive`` the rest.
 
     Returns ``{"run_id", "recipe": {"kind": "cascade", "inputs": [cheap, expensive], "cheap",
@@ -545,7 +615,7 @@ def derive_cascade(
             }
         )
     n = len(preds)
-    recipe = {
+    recipe: Recipe = {
         "kind": "cascade",
         "inputs": [cheap, expensive],
         "cheap": cheap,
@@ -622,7 +692,7 @@ def cheapest_meeting(
     mr_max: float,
     far_max: float,
     measure: str = "usd_per_1k",
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """The cheapest run (by ``measure``: usd_per_1k or s_per_1k) with MR <= mr_max and FAR <= far_max,
     i.e. the point of the (MR, FAR, cost) Pareto front that meets the target at the least cost.
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import emit_json, err_console, open_store
 from automonitor.cli.logs import is_quiet
+
+if TYPE_CHECKING:
+    from automonitor.analysis.derive import DerivedRun
 
 derive_app = typer.Typer(
     help="Combine existing runs into a derived run (ensembles, task-aware thresholds, "
@@ -19,7 +22,7 @@ derive_app = typer.Typer(
 app.add_typer(derive_app, name="derive")
 
 
-def _out(res: dict[str, Any], as_json: bool) -> None:
+def _out(res: DerivedRun, as_json: bool) -> None:
     """Print a derived run (JSON, or one line with a cascade's escalated share: ``12.5% escalated (15 of
     120)``); its warnings (a cascade escalating every sample or none) go to stderr unless ``--quiet``."""
     if not is_quiet():

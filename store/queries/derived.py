@@ -15,6 +15,7 @@ from store.queries.analysis import LIGHT_COLUMNS, insert_finished_run
 from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample
 from store.queries import rows_by_ids
+from store.queries.rowtypes import RunInputRow
 
 INPUT_COLUMNS = [*LIGHT_COLUMNS[:-1], "cost_usd", "compute_s"]  # the light columns less evidence
 
@@ -80,7 +81,7 @@ def recipe_inputs(engine: Engine, run_id: str) -> pd.DataFrame:
     return df
 
 
-def run_rows(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+def run_rows(engine: Engine, run_ids: Sequence[str]) -> dict[str, RunInputRow]:
     """``{run_id: {"monitor", "template", "kind", "status", "edition", "params"}}`` for existing ids."""
     cols = [col(Run.id), col(Run.monitor), col(Run.template), col(Run.kind), col(Run.status), col(Run.edition)]
     with engine.connect() as c:

@@ -120,6 +120,18 @@ class RunRow(TypedDict):
     process_alive: NotRequired[bool | None]
 
 
+class RunInputRow(TypedDict):
+    """A run a recipe combines (``store.queries.derived.run_rows``): its monitor, template, kind, status,
+    edition and parameters."""
+
+    monitor: str
+    template: str
+    kind: RunKind
+    status: RunStatus
+    edition: str | None
+    params: JSONObject
+
+
 class UnscoredRow(TypedDict):
     """An ``error`` or unscored ``invalid`` prediction (:func:`unscored_details`)."""
 
