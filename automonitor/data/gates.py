@@ -14,10 +14,14 @@ import re
 import tokenize
 from typing import Sequence
 
+from rapidfuzz.distance import Levenshtein
+
 
 _WS = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 FEW_TOKENS = 3
+#: Longest differing middle (tokens) that :func:`few_tokens_differ` counts with ``difflib``
+DIFFLIB_MAX_TOKENS = 5000
 
 
 def normalise_ws(text: str) -> str:
@@ -48,8 +52,16 @@ def token_diff(a: str, b: str, limit: int | None = None) -> int:
 
 
 def few_tokens_differ(a: str, b: str, k: int = FEW_TOKENS) -> bool:
-    """``token_diff(a, b) <= k``, cheaply: the diff is at least the length difference, and equal
-    prefixes/suffixes are skipped before ``difflib`` runs on the middle."""
+    """Whether at most ``k`` tokens differ: the equal token prefix and suffix are skipped, and the
+    differing middle passes when it has at most ``k`` tokens, else when its :func:`token_diff` is ``<= k``
+    (for a middle of at most :data:`DIFFLIB_MAX_TOKENS` tokens).
+
+    The diff is at least the length difference, and at least the token edit distance (Levenshtein,
+    ``rapidfuzz``, banded at ``k``): each non-equal ``difflib`` block of lengths ``(p, q)`` is ``max(p, q)``
+    edits, so a pair more than ``k`` edits apart is rejected without ``difflib``. ``difflib`` runs on
+    the middle only; it is quadratic in a repeated token (a hostile pair of two 200,000-token sides that
+    differ at both ends took minutes), so on a longer middle that is within ``k`` edits the edit distance
+    decides (it can be below ``difflib``'s greedy count; no pair of the raw sources has such a middle)."""
     ta, tb = code_tokens(a), code_tokens(b)
     if abs(len(ta) - len(tb)) > k:
         return False
@@ -62,7 +74,9 @@ def few_tokens_differ(a: str, b: str, k: int = FEW_TOKENS) -> bool:
     ma, mb = ta[i : len(ta) - j], tb[i : len(tb) - j]
     if max(len(ma), len(mb)) <= k:
         return True
-    return _diff(ma, mb) <= k
+    if Levenshtein.distance(ma, mb, score_cutoff=k) > k:
+        return False
+    return max(len(ma), len(mb)) > DIFFLIB_MAX_TOKENS or _diff(ma, mb) <= k
 
 
 def _diff(ta: list[str], tb: list[str]) -> int:

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import ast
+import random
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from automonitor.data.gates import (
+    DIFFLIB_MAX_TOKENS,
+    code_tokens,
     are_you_sure_clear,
     conversation_groups,
     few_tokens_differ,
@@ -78,6 +85,43 @@ def test_token_diff_counting():
         ("p(1); q(2); r(3)", "p(1); q(9); r(3); s()"),
     ):
         assert few_tokens_differ(x, y, 3) == (token_diff(x, y) <= 3), (x, y)
+
+
+_TOKENS = st.sampled_from(["a", "b", "c", "(", ")", "=", "1", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TOKENS, max_size=40), st.lists(_TOKENS, max_size=40), st.integers(0, 5))
+def test_few_tokens_differ_is_the_difflib_count_on_short_middles(xs, ys, k):
+    """Property: the edit-distance shortcut never changes the gate where difflib decides (middles of at
+    most DIFFLIB_MAX_TOKENS): the result is the gate's as before it, for any two token lists: the equal
+    prefix and suffix skipped, a middle of at most k tokens passes, else difflib's count of it <= k."""
+    i = 0
+    while i < min(len(xs), len(ys)) and xs[i] == ys[i]:
+        i += 1
+    j = 0
+    while j < min(len(xs), len(ys)) - i and xs[-1 - j] == ys[-1 - j]:
+        j += 1
+    middle_a, middle_b = " ".join(xs[i : len(xs) - j]), " ".join(ys[i : len(ys) - j])
+    short = max(len(xs) - i - j, len(ys) - i - j) <= k
+    assert few_tokens_differ(" ".join(xs), " ".join(ys), k) == (short or token_diff(middle_a, middle_b) <= k)
+
+
+def test_few_tokens_differ_long_sides_that_differ_at_both_ends():
+    """Two 60,000-token sides over a 12-word vocabulary that differ in their first and last token (the
+    common prefix/suffix skip cannot help; difflib alone is quadratic in the repeated words): decided by
+    the edit distance, both ways, in well under a second of CPU."""
+    rng = random.Random(0)
+    words = [f"w{rng.randrange(12)}" for _ in range(60_000)]
+    body = " ".join(words)
+    assert len(code_tokens(body)) > DIFFLIB_MAX_TOKENS
+    shuffled = words[:]
+    rng.shuffle(shuffled)
+    t0 = time.process_time()
+    assert few_tokens_differ("START " + body + " END", "BEGIN " + body + " FINISH", 3)  # 2 edits
+    assert not few_tokens_differ("START " + body + " END", "A B " + body + " C D", 3)  # 4 edits (4 > 3)
+    assert not few_tokens_differ(body, " ".join(shuffled), 3)  # same multiset, far apart
+    assert time.process_time() - t0 < 5  # difflib on these middles: minutes
 
 
 def test_conversation_groups_prefixes_and_first_turn():
