@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence, TypedDict, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from automonitor.analysis.metrics import auroc as _auroc
 from automonitor.analysis.metrics import wilson_interval
@@ -35,9 +36,70 @@ if TYPE_CHECKING:
     from plotly.graph_objects import Figure
     from sqlalchemy.engine import Engine
 
-    from automonitor.runs.probe.model import Probe
+    from automonitor.runs.probe.corpus import CorpusEntry
+    from automonitor.runs.probe.model import EmbedFeatures, Probe
 
 HIGHLIGHT = {"train": "safety_permission/code", "test": "specification_gaming/code"}
+Metric = Literal["auroc", "mr", "far"]
+Ints = npt.NDArray[np.int_]
+Floats = npt.NDArray[np.float64]
+Texts = npt.NDArray[np.str_]
+"""A measured cell's metric (its interval under ``<metric>_ci``)."""
+_T = TypeVar("_T")
+
+
+class PaperCell(TypedDict, total=False):
+    """One cell of the paper's Figure 8 (:func:`paper_cells`): its training row and test slice, ours, MR, FAR."""
+
+    paper_train: str
+    train: str
+    variant: str
+    paper_test: str
+    test: str
+    source: str
+    mr: float
+    far: float
+
+
+class CellStats(TypedDict):
+    """:func:`cell_stats` of one probe on one test slice."""
+
+    n: int
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+    mr: float | None
+    mr_ci: list[float] | None
+    far: float | None
+    far_ci: list[float] | None
+    auroc: float | None
+    auroc_ci: list[float] | None
+
+
+class TransferCell(CellStats):
+    """A cell of the transfer matrix: the probe trained on ``train`` scored on ``test``."""
+
+    train: str
+    test: str
+    same_slice: bool
+    highlight: bool
+
+
+class TransferResult(TypedDict):
+    """The transfer JSON (module docstring; :func:`transfer_matrix`)."""
+
+    features: str
+    threshold: float
+    slices: list[str]
+    train_slices: list[str]
+    test_slices: list[str]
+    cells: list[TransferCell]
+    baselines: dict[str, dict[str, float | None]]
+    paper: list[PaperCell]
+    highlight: dict[str, str]
+    artifacts: list[dict[str, object]]
+
 
 FIGURE8_SOURCE = (
     "Yang et al. 2026, AutoMonitor-Bench (arXiv 2601.05752 v2), Appendix C, Figure 8 "
@@ -63,11 +125,11 @@ def paper_figure8() -> pd.DataFrame:
     return df
 
 
-def paper_cells() -> list[dict[str, Any]]:
+def paper_cells() -> list[PaperCell]:
     """Figure 8 as cells ``{"paper_train", "train", "variant", "paper_test", "test", "mr", "far",
     "source"}`` (42: one per training row x test slice), ``train``/``test`` in our slice names."""
     df = paper_figure8()
-    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    cells: dict[tuple[str, str], PaperCell] = {}
     for r in df.itertuples(index=False):
         c = cells.setdefault(
             (r.paper_train, r.paper_test),
@@ -80,7 +142,10 @@ def paper_cells() -> list[dict[str, Any]]:
                 "source": FIGURE8_SOURCE,
             },
         )
-        c[r.metric] = float(r.value)
+        if r.metric == "mr":
+            c["mr"] = float(r.value)
+        else:
+            c["far"] = float(r.value)
     return list(cells.values())
 
 
@@ -96,7 +161,7 @@ def hanley_mcneil_ci(a: float | None, n_pos: int, n_neg: int, z: float = 1.95996
     return [max(0.0, a - z * se), min(1.0, a + z * se)]
 
 
-def cell_stats(labels: np.ndarray, scores: np.ndarray, threshold: float = 0.5) -> dict[str, Any]:
+def cell_stats(labels: Ints, scores: Floats, threshold: float = 0.5) -> CellStats:
     """Confusion counts, MR/FAR with Wilson intervals and AUROC with a Hanley-McNeil interval.
 
     Args: ``labels`` (n,) ints 1 = misbehavior; ``scores`` (n,) P(misbehavior). Returns a dict with
@@ -122,7 +187,7 @@ def cell_stats(labels: np.ndarray, scores: np.ndarray, threshold: float = 0.5) -
     }
 
 
-def test_rows(engine: Engine) -> list[dict[str, Any]]:
+def test_rows(engine: Engine) -> list[dict[str, str]]:
     """Gold test samples with texts: ``{id, pair_id, category, task, label, request, response}``.
     (Uses every gold ``test`` sample; with editions in the store this is where ``paper`` filters.)"""
     from store import session_scope
@@ -132,19 +197,19 @@ def test_rows(engine: Engine) -> list[dict[str, Any]]:
         return gold_test_texts(s)
 
 
-def _cells(rows: Sequence[Any], get: Callable[[Any], str]) -> list[str]:
+def _cells(rows: Sequence[_T], get: Callable[[_T], str]) -> list[str]:
     return sorted({get(r) for r in rows})
 
 
-def _group_by_cell(records: Sequence[Any]) -> dict[str, list[Any]]:
+def _group_by_cell(records: Sequence[CorpusEntry]) -> dict[str, list[CorpusEntry]]:
     """Records by ``category/task`` cell (record order kept within a cell)."""
-    by_cell: dict[str, list[Any]] = {}
+    by_cell: dict[str, list[CorpusEntry]] = {}
     for r in records:
         by_cell.setdefault(f"{r.category}/{r.task}", []).append(r)
     return by_cell
 
 
-def _trainable_slices(by_cell: dict[str, list[Any]]) -> list[str]:
+def _trainable_slices(by_cell: dict[str, list[CorpusEntry]]) -> list[str]:
     """The cells with at least 2 records of each label, sorted, then ``all``.
 
     Raises:
@@ -162,7 +227,7 @@ def _trainable_slices(by_cell: dict[str, list[Any]]) -> list[str]:
     return slices + ["all"]
 
 
-def _test_arrays(tests: Sequence[dict[str, Any]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _test_arrays(tests: Sequence[Mapping[str, str]]) -> tuple[list[str], Ints, Texts]:
     """``(test slices: the sorted cells then "all", labels (n,) 1 = misbehavior, each sample's cell (n,))``."""
     test_cells = _cells(tests, lambda t: f"{t['category']}/{t['task']}")
     y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])
@@ -170,7 +235,7 @@ def _test_arrays(tests: Sequence[dict[str, Any]]) -> tuple[list[str], np.ndarray
     return test_cells + ["all"], y_test, test_cell
 
 
-def _slice_probe(kind: str, slice_name: str, recs: Sequence[Any], shared: Any) -> Probe:
+def _slice_probe(kind: str, slice_name: str, recs: Sequence[CorpusEntry], shared: EmbedFeatures | None) -> Probe:
     """A probe of ``kind`` trained on ``recs`` (card slices ``[slice_name]``); with ``shared`` (an
     ``EmbedFeatures``) the new extractor reuses its embedding memo."""
     from automonitor.runs.probe.model import EmbedFeatures, train_probe
@@ -194,16 +259,16 @@ def _slice_probe(kind: str, slice_name: str, recs: Sequence[Any], shared: Any) -
 def _score_row(
     train: str,
     test_slices: Sequence[str],
-    y_test: np.ndarray,
-    test_cell: np.ndarray,
-    scores: np.ndarray,
+    y_test: Ints,
+    test_cell: Texts,
+    scores: Floats,
     threshold: float,
-) -> list[dict[str, Any]]:
+) -> list[TransferCell]:
     """One row of the matrix: :func:`cell_stats` of the probe trained on ``train`` per test slice.
 
     Args: ``y_test`` (n,) 1 = misbehavior; ``test_cell`` (n,) each test sample's ``category/task``;
     ``scores`` (n,) the probe's P(misbehavior)."""
-    row = []
+    row: list[TransferCell] = []
     for te in test_slices:
         in_slice = np.ones(len(y_test), bool) if te == "all" else (test_cell == te)
         row.append(
@@ -219,7 +284,7 @@ def _score_row(
 
 
 def _slice_baselines(
-    tests: Sequence[dict[str, Any]], test_cell: np.ndarray, test_slices: Sequence[str]
+    tests: Sequence[Mapping[str, str]], test_cell: Texts, test_slices: Sequence[str]
 ) -> dict[str, dict[str, float | None]]:
     """:func:`trivial_baselines` per test slice."""
 
@@ -233,13 +298,13 @@ def _slice_baselines(
 
 
 def transfer_matrix(
-    records: Sequence[Any],
-    tests: Sequence[dict[str, Any]],
+    records: Sequence[CorpusEntry],
+    tests: Sequence[Mapping[str, str]],
     kind: str,
     *,
     threshold: float = 0.5,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> TransferResult:
     """Train one probe per training slice and score every test slice (see the module docstring).
 
     Args:
@@ -254,7 +319,7 @@ def transfer_matrix(
         InputError: no test samples or no trainable slice.
     """
     from automonitor.errors import InputError
-    from automonitor.runs.probe.model import make_features
+    from automonitor.runs.probe.model import EmbedFeatures
 
     if not tests:
         raise InputError("the store has no test samples; run `automonitor build` first")
@@ -262,8 +327,9 @@ def transfer_matrix(
     train_slices = _trainable_slices(by_cell)
     test_slices, y_test, test_cell = _test_arrays(tests)
     slices = sorted(set(train_slices[:-1]) | set(test_slices[:-1])) + ["all"]
-    shared = make_features(kind) if kind == "embed" else None  # one embedding memo for every probe
-    cells, cards = [], []
+    shared = EmbedFeatures() if kind == "embed" else None  # one embedding memo for every probe
+    cells: list[TransferCell] = []
+    cards: list[dict[str, object]] = []
     for ts in train_slices:
         recs = by_cell_all(by_cell) if ts == "all" else by_cell[ts]
         if progress:
@@ -286,9 +352,22 @@ def transfer_matrix(
     }
 
 
-def by_cell_all(by_cell: dict[str, list[Any]]) -> list[Any]:
+def by_cell_all(by_cell: dict[str, list[CorpusEntry]]) -> list[CorpusEntry]:
     """Every record of every cell, in cell order."""
     return [r for c in sorted(by_cell) for r in by_cell[c]]
+
+
+def _number(d: Mapping[str, object], key: str) -> float | None:
+    """``d[key]`` when it is a number (a cell of a result, read back from JSON too), else ``None``."""
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def _pair(d: Mapping[str, object], key: str) -> list[float] | None:
+    """``d[key]`` when it is an interval ``[lo, hi]`` of numbers, else ``None``."""
+    v = d.get(key)
+    ok = isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)
+    return [float(x) for x in cast("list[float]", v)] if ok else None
 
 
 def _fmt(v: float | None) -> str:
@@ -299,7 +378,7 @@ def _fmt_ci(ci: list[float] | None) -> str:
     return "" if not ci else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
-def to_markdown(res: dict[str, Any]) -> str:
+def to_markdown(res: TransferResult) -> str:
     """The transfer result as markdown: one table each for AUROC, MR and FAR (train rows x test columns,
     95% intervals in brackets; the highlighted cell in bold), the trivial baselines per test slice, and
     the paper's reported cells."""
@@ -316,7 +395,7 @@ def to_markdown(res: dict[str, Any]) -> str:
             row = []
             for te in res["test_slices"]:
                 c = idx.get((tr, te))
-                txt = "-" if c is None else _fmt(c[metric]) + _fmt_ci(c[ci_key])
+                txt = "-" if c is None else _fmt(_number(c, metric)) + _fmt_ci(_pair(c, ci_key))
                 row.append(f"**{txt}**" if c and c.get("highlight") else txt)
             lines.append(f"| {tr} | " + " | ".join(row) + " |")
         lines.append("")
@@ -332,7 +411,7 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure8_markdown(res: dict[str, Any] | None = None) -> list[str]:
+def figure8_markdown(res: TransferResult | None = None) -> list[str]:
     """Markdown lines: the paper's Figure 8 MR and FAR matrices (7 training rows x 6 test slices), each
     cell ``paper / ours`` where ``res`` (a transfer result) has the same train and test slice (``ours``
     is this probe's value at its threshold; ``-`` where the slices do not match)."""
@@ -340,7 +419,7 @@ def figure8_markdown(res: dict[str, Any] | None = None) -> list[str]:
     tests = list(dict.fromkeys(c["paper_test"] for c in cells))
     rows = list(dict.fromkeys(c["paper_train"] for c in cells))
     by = {(c["paper_train"], c["paper_test"]): c for c in cells}
-    ours = {(str(c.get("train")), str(c.get("test"))): c for c in (res or {}).get("cells", [])}
+    ours = {(str(c.get("train")), str(c.get("test"))): c for c in (res["cells"] if res else [])}
     out: list[str] = []
     for metric in ("mr", "far"):
         out += [
@@ -354,7 +433,7 @@ def figure8_markdown(res: dict[str, Any] | None = None) -> list[str]:
             for te in tests:
                 p = by[(tr, te)]
                 o = ours.get((p["train"], p["test"]))
-                row.append(f"{_fmt(p.get(metric))} / {_fmt(o.get(metric)) if o else '-'}")
+                row.append(f"{_fmt(_number(p, metric))} / {_fmt(_number(o, metric)) if o else '-'}")
             out.append(f"| {tr} | " + " | ".join(row) + " |")
         out.append("")
     return out
@@ -370,7 +449,7 @@ def saved_path(features: str) -> Path:
     return artifact_dir() / f"transfer-{features}.json"
 
 
-def load_saved(features: str) -> dict[str, Any] | None:
+def load_saved(features: str) -> TransferResult | None:
     """The saved transfer result for ``features`` or ``None`` (missing or unreadable file)."""
     import json
 
@@ -379,34 +458,37 @@ def load_saved(features: str) -> dict[str, Any] | None:
         res = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return res if isinstance(res, dict) and isinstance(res.get("cells"), list) else None
+    ok = isinstance(res, dict) and isinstance(res.get("cells"), list)
+    return cast(TransferResult, res) if ok else None  # as `probe transfer --save` wrote it
 
 
-def _hover(tr: str, te: str, metric: str, cell: dict[str, Any], papers: list[dict[str, Any]]) -> str:
+def _hover(tr: str, te: str, metric: str, cell: Mapping[str, object], papers: list[PaperCell]) -> str:
     """Hover text of one heatmap cell: slices, the value with its 95% interval, n, and the paper's
     Figure 8 value of every paper cell with the same slices (labels HTML-escaped)."""
-    v, ci = cell.get(metric), cell.get(f"{metric}_ci")
+    v, ci = _number(cell, metric), _pair(cell, f"{metric}_ci")
     h = (
         f"train {plot_text(tr)}<br>test {plot_text(te)}<br>{metric.upper()} "
-        f"{'-' if v is None else f'{float(v):.3f}'}"
-        + (f" [{float(ci[0]):.2f}, {float(ci[1]):.2f}]" if ci else "")
+        f"{'-' if v is None else f'{v:.3f}'}"
+        + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
         + f"<br>n {plot_text(cell.get('n', 0))}"
     )
     for p in papers:
-        pv = p.get(metric)
+        pv = _number(p, metric)
         if pv is None:
             continue
         row = plot_text(p.get("paper_train", tr))
-        h += f"<br>paper Fig. 8 ({row}; LoRA Qwen3-4B): {metric.upper()} {float(pv):.2f}"
+        h += f"<br>paper Fig. 8 ({row}; LoRA Qwen3-4B): {metric.upper()} {pv:.2f}"
     return h
 
 
 def _heatmap_grid(
-    res: dict[str, Any], metric: str, trs: list[str], tes: list[str]
+    res: TransferResult, metric: str, trs: list[str], tes: list[str]
 ) -> tuple[list[list[float | None]], list[list[str]], list[list[str]]]:
     """``(values, cell texts, hover texts)``, each rows = training slices x columns = test slices."""
-    idx = {(str(c.get("train")), str(c.get("test"))): c for c in res["cells"]}
-    paper: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    idx: dict[tuple[str, str], Mapping[str, object]] = {
+        (str(c.get("train")), str(c.get("test"))): c for c in res["cells"]
+    }
+    paper: dict[tuple[str, str], list[PaperCell]] = {}
     for p in paper_cells():
         paper.setdefault((p["train"], p["test"]), []).append(p)
     z: list[list[float | None]] = []
@@ -417,9 +499,9 @@ def _heatmap_grid(
         text_row, hover_row = [], []
         for te in tes:
             c = idx.get((tr, te), {})
-            v = c.get(metric)
-            zr.append(None if v is None else float(v))
-            text_row.append("" if v is None else f"{float(v):.2f}")
+            v = _number(c, metric)
+            zr.append(v)
+            text_row.append("" if v is None else f"{v:.2f}")
             hover_row.append(_hover(tr, te, metric, c, paper.get((tr, te), [])))
         z.append(zr)
         text.append(text_row)
@@ -427,7 +509,7 @@ def _heatmap_grid(
     return z, text, hover
 
 
-def heatmap(res: dict[str, Any], metric: str = "auroc") -> Figure:
+def heatmap(res: TransferResult, metric: str = "auroc") -> Figure:
     """A plotly heatmap of ``metric`` (``auroc``, ``mr`` or ``far``): rows = training slice, columns =
     test slice, cell text = value, hover = value with its 95% interval and n; the highlighted cell
     (train Safety code -> test Specification Gaming code) is outlined, and a paper-reported value for
@@ -504,13 +586,15 @@ def _matrix_figure(
     return fig
 
 
-def paper_frame(res: dict[str, Any] | None) -> pd.DataFrame:
+def paper_frame(res: TransferResult | None) -> pd.DataFrame:
     """The paper's Figure 8 cells (42) beside the measured ones: a DataFrame with the paper's training row
     and test slice, our slice names, paper MR/FAR and, where ``res`` (a transfer result, or ``None``) has
     the same train and test slice, this probe's MR/FAR/AUROC (``None`` otherwise)."""
     import pandas as pd
 
-    idx = {(c.get("train"), c.get("test")): c for c in (res or {}).get("cells", [])}
+    idx: dict[tuple[object, object], Mapping[str, object]] = {
+        (c.get("train"), c.get("test")): c for c in (res["cells"] if res else [])
+    }
     rows = []
     for p in paper_cells():
         c = idx.get((p["train"], p["test"]), {})
@@ -540,10 +624,10 @@ def paper_heatmap(metric: str = "mr") -> Figure:
     rows = list(dict.fromkeys(c["paper_train"] for c in cells))
     cols = list(dict.fromkeys(c["paper_test"] for c in cells))
     by = {(c["paper_train"], c["paper_test"]): c for c in cells}
-    z = [[by[(r, c)][metric] for c in cols] for r in rows]
+    z = [[_number(by[(r, c)], metric) for c in cols] for r in rows]
     hover = [
         [
-            f"paper: trained on {plot_text(r)}<br>tested on {plot_text(c)}<br>{metric.upper()} {by[(r, c)][metric]:.2f}"
+            f"paper: trained on {plot_text(r)}<br>tested on {plot_text(c)}<br>{metric.upper()} {_number(by[(r, c)], metric):.2f}"
             for c in cols
         ]
         for r in rows
