@@ -64,8 +64,9 @@ def predictions_read_once() -> Iterator[None]:
 def light_predictions(engine: Engine, run_ids: Sequence[str], *, copy: bool = True) -> pd.DataFrame:
     """``store.queries.analysis.load_predictions(engine, run_ids, light=True)`` (rows by run and sample id, so the
     order of ``run_ids`` does not matter), read once per set of runs inside :func:`predictions_read_once`:
-    each caller gets its own copy of the frame (a caller may add or change columns); ``copy=False`` gives the
-    kept frame itself, for a caller that only reads it (the HTML report's gallery)."""
+    each caller gets its own copy of the frame (a caller may add or change columns: a shallow copy, which
+    pandas' copy-on-write keeps apart from the kept frame, as a deep one did); ``copy=False`` gives the kept
+    frame itself, for a caller that only reads it (the HTML report's gallery)."""
     from store.queries import analysis as q
 
     kept = _READ_ONCE.get()
@@ -74,7 +75,7 @@ def light_predictions(engine: Engine, run_ids: Sequence[str], *, copy: bool = Tr
     key = (engine.url.render_as_string(hide_password=False), frozenset(run_ids))
     if key not in kept:
         kept[key] = q.load_predictions(engine, run_ids, light=True)
-    return kept[key].copy() if copy else kept[key]
+    return kept[key].copy(deep=False) if copy else kept[key]
 
 
 def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
