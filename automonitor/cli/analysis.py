@@ -84,47 +84,52 @@ def report_cmd(
     """MR/FAR with 95% Wilson intervals per run and slice, Pareto front, Pearson r, paired statistics,
     ROC for score runs, evidence grounding for evidence runs, and the audit's trivial-baseline AUROCs on
     the same slices."""
-    _check_report_options(invalid, fmt, json_out, cost_ratio, prevalence, n_boot)
-    if fmt == "html" and not output:
-        raise InputError("--format html writes a file: give --output FILE", field="--output")
-    if output and not (fmt or json_out):
-        raise InputError("--output needs --json or --format", field="--output")
-    pairs = _parse_compare(compare)
-    if pairs:
-        run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None
-    engine = open_store()
-    if edition is None:
-        edition = None if run else "paper"
-    if edition is not None and edition not in EDITIONS:
-        raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
-    with ExitStack() as once:
-        if fmt == "html":  # a report computed here and the HTML gallery read the predictions once
-            from automonitor.analysis.from_store import predictions_read_once
+    from automonitor.analysis.report_cache import gc_paused
 
-            once.enter_context(predictions_read_once())
-        rep = _build_report(
-            engine,
-            run or None,
-            invalid,
-            n_boot,
-            seed,
-            cost_ratio=cost_ratio,
-            prevalence=prevalence,
-            compare=pairs,
-            edition=edition,
-            with_ladder=ladder,
-        )
-        if with_audit and rep.runs:
-            from automonitor.analysis import audit_section
+    # the whole command with the cyclic collector paused (see gc_paused): its passes over the imports' and the
+    # report's objects were about a tenth of a report on a new store version; the process ends soon after
+    with gc_paused():
+        _check_report_options(invalid, fmt, json_out, cost_ratio, prevalence, n_boot)
+        if fmt == "html" and not output:
+            raise InputError("--format html writes a file: give --output FILE", field="--output")
+        if output and not (fmt or json_out):
+            raise InputError("--output needs --json or --format", field="--output")
+        pairs = _parse_compare(compare)
+        if pairs:
+            run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None
+        engine = open_store()
+        if edition is None:
+            edition = None if run else "paper"
+        if edition is not None and edition not in EDITIONS:
+            raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
+        with ExitStack() as once:
+            if fmt == "html":  # a report computed here and the HTML gallery read the predictions once
+                from automonitor.analysis.from_store import predictions_read_once
 
-            audit_section.attach_to_report(rep, engine)
-        if fmt == "html":
-            from automonitor.views import report_html
+                once.enter_context(predictions_read_once())
+            rep = _build_report(
+                engine,
+                run or None,
+                invalid,
+                n_boot,
+                seed,
+                cost_ratio=cost_ratio,
+                prevalence=prevalence,
+                compare=pairs,
+                edition=edition,
+                with_ladder=ladder,
+            )
+            if with_audit and rep.runs:
+                from automonitor.analysis import audit_section
 
-            size = report_html.write(engine, rep, str(output))
-            err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
-            return
-    _emit_report(rep, json_out, fmt, with_audit, output, engine)
+                audit_section.attach_to_report(rep, engine)
+            if fmt == "html":
+                from automonitor.views import report_html
+
+                size = report_html.write(engine, rep, str(output))
+                err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
+                return
+            _emit_report(rep, json_out, fmt, with_audit, output, engine)
 
 
 def _build_report(
