@@ -18,7 +18,7 @@ import base64
 import contextlib
 import json
 import os
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -39,12 +39,12 @@ class Unsupported(ValueError):
     """A value this module does not write as plotly would; build the figure with plotly instead."""
 
 
-def figure_json(traces: Sequence[Mapping[str, Any]], layout: Mapping[str, Any], template: Any) -> str:
+def figure_json(traces: Sequence[Mapping[str, object]], layout: Mapping[str, object], template: object) -> str:
     """The text of ``go.Figure()`` + ``add_traces([go.Scatter(**t) for t in traces])`` +
     ``update_layout(**layout)`` + ``.to_json()`` with plotly's default JSON engine (the standard library's; the
     caller checks that orjson is absent), ``template`` being the layout's template as plotly writes it
     (:func:`default_template`). Raises :class:`Unsupported` for a value outside the module's cover."""
-    doc = {"data": [_trace(t) for t in traces], "layout": {"template": template, **_layout(layout)}}
+    doc: dict[str, object] = {"data": [_trace(t) for t in traces], "layout": {"template": template, **_layout(layout)}}
     text = json.dumps(doc, separators=(",", ":"))
     if "NaN" in text or "Infinity" in text:  # PlotlyJSONEncoder.encode: strict JSON, null for those
         text = json.dumps(json.loads(text, parse_constant=_strict), separators=(",", ":"))
@@ -54,7 +54,7 @@ def figure_json(traces: Sequence[Mapping[str, Any]], layout: Mapping[str, Any], 
     return text
 
 
-def default_template() -> Any:
+def default_template() -> object:
     """The template a fresh process's ``go.Figure()`` carries (plotly's default, ``"plotly"``), as JSON data; kept
     in the cache directory per plotly version (``plotly-<version>.template.json``), computed with plotly once."""
     import plotly  # the version only (plotly/__init__ is light; the graph objects are not imported)
@@ -80,7 +80,7 @@ def _strict(const: str) -> None:
     return None
 
 
-def _trace(kw: Mapping[str, Any]) -> dict[str, Any]:
+def _trace(kw: Mapping[str, object]) -> dict[str, object]:
     """A ``Scatter``'s dict: its properties in plotly's order (by name), unset ones (``None``) left out, nested
     properties likewise, ``type`` last."""
     out = _compound(kw)
@@ -90,9 +90,9 @@ def _trace(kw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _compound(kw: Mapping[str, Any]) -> dict[str, Any]:
+def _compound(kw: Mapping[str, object]) -> dict[str, object]:
     """A compound property given to a constructor: by name, ``None`` left out."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key in sorted(kw):
         v = kw[key]
         if v is None:
@@ -108,11 +108,11 @@ def _compound(kw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _layout(kw: Mapping[str, Any]) -> dict[str, Any]:
+def _layout(kw: Mapping[str, object]) -> dict[str, object]:
     """``update_layout(**kw)`` on a new figure's layout: plotly updates in a batch, so the compound properties
     given as dicts come first (created as they are reached), then the other values in the order given; a title
     given as text is ``{"text": ...}``, ``None`` an empty title."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, v in kw.items():
         if isinstance(v, Mapping):
             if not v:
@@ -135,7 +135,7 @@ def _layout(kw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _value(key: str, v: Any) -> Any:
+def _value(key: str, v: object) -> object:
     """A property's value as plotly's validators and ``to_dict`` leave it."""
     if isinstance(v, (str, bool, int, float)) and not isinstance(v, np.generic):
         return v
@@ -154,7 +154,7 @@ def _value(key: str, v: Any) -> Any:
     return _typed(arr)
 
 
-def _array(v: Any) -> np.ndarray | None:
+def _array(v: object) -> np.ndarray | None:
     """A pandas Series' or NumPy array's values (plotly takes the values, not the index), else ``None``."""
     if isinstance(v, np.ndarray):
         return v
@@ -167,7 +167,7 @@ def _array(v: Any) -> np.ndarray | None:
     return None
 
 
-def _typed(arr: np.ndarray) -> Any:
+def _typed(arr: np.ndarray) -> object:
     """plotly's typed array (``_plotly_utils.utils.to_typed_array_spec``) of a float64 or int64 array: 64-bit
     integers in the narrowest of int8/16/32 holding them; an empty array is ``[]``."""
     if arr.ndim != 1:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # plotly is imported where a figure object is built (the HTML
 
 #: One trace as the keyword arguments of ``plotly.graph_objects.Scatter`` (what :func:`tradeoff_figure` builds
 #: its traces from, and :func:`tradeoff_figure_json` writes as plotly would).
-TraceSpec = dict[str, Any]
+TraceSpec = dict[str, object]
 
 TEMPLATE_COLORS: dict[str, str] = {
     "direct": "#2563eb",
@@ -81,7 +81,7 @@ def tradeoff_figure(
     ``view_lines``: the runs of one monitor and template judged under several monitor views (column
     ``view``, ``run --view``) are joined by a dotted line in view order (:func:`view_traces`).
     """
-    traces, layout = _tradeoff_specs(
+    traces, layout = tradeoff_specs(
         points,
         reported=reported,
         front=front,
@@ -93,11 +93,12 @@ def tradeoff_figure(
         hover_action=hover_action,
         view_lines=view_lines,
     )
-    return _figure(traces, layout)
+    return figure_of(traces, layout)
 
 
-def _figure(traces: Sequence[TraceSpec], layout: Mapping[str, Any]) -> go.Figure:
-    """The plotly figure of ``traces`` (``Scatter`` keywords, in drawing order) and ``update_layout`` keywords."""
+def figure_of(traces: Sequence[TraceSpec], layout: Mapping[str, object]) -> go.Figure:
+    """The plotly figure of ``traces`` (``Scatter`` keywords, in drawing order; :func:`tradeoff_specs`) and
+    ``update_layout`` keywords."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -122,7 +123,7 @@ def tradeoff_figure_json(
     import importlib.util
     import sys
 
-    traces, layout = _tradeoff_specs(
+    traces, layout = tradeoff_specs(
         points,
         reported=reported,
         front=front,
@@ -142,11 +143,11 @@ def tradeoff_figure_json(
             return fj.figure_json(traces, layout, fj.default_template())
         except fj.Unsupported:
             pass
-    text: str = _figure(traces, layout).to_json()
+    text: str = figure_of(traces, layout).to_json()
     return text
 
 
-def _tradeoff_specs(
+def tradeoff_specs(
     points: pd.DataFrame,
     *,
     reported: pd.DataFrame | None,
@@ -158,8 +159,10 @@ def _tradeoff_specs(
     include_incomplete: bool,
     hover_action: str,
     view_lines: bool,
-) -> tuple[list[TraceSpec], dict[str, Any]]:
-    """:func:`tradeoff_figure`'s traces (in drawing order) and its ``update_layout`` keywords."""
+) -> tuple[list[TraceSpec], dict[str, object]]:
+    """:func:`tradeoff_figure`'s traces as ``Scatter`` keywords (:data:`TraceSpec`, in drawing order) and its
+    ``update_layout`` keywords (the arguments as :func:`tradeoff_figure` takes them, every one given):
+    :func:`figure_of` makes the figure of them, :func:`automonitor.views.figure_json.figure_json` its JSON."""
     traces: list[TraceSpec] = []
     pts = _drawable_points(points)
     if front is None and not pts.empty:
@@ -186,7 +189,7 @@ def _tradeoff_specs(
     if reported is not None and not reported.empty:
         others = _others(labelled, reported["far"], reported["mr"])
         traces += _reported_specs(reported, others=others, positions=reported_pos)
-    layout = dict(
+    layout: dict[str, object] = dict(
         title=title,
         height=height,
         margin=dict(l=10, r=10, t=40 if title else 10, b=10),

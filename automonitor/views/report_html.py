@@ -51,6 +51,8 @@ from store.queries.run_list import list_runs
 if TYPE_CHECKING:  # plotly only where a figure object is asked for (plane_figure): the file is written from JSON
     import plotly.graph_objects as go
 
+#: Each run's provenance, ``{run_id: {field: value}}`` (:func:`run_provenance`).
+Provenance = dict[str, dict[str, Any]]
 #: Misclassified samples shown per slice and error kind (FN: missed misbehavior, FP: false alarm).
 GALLERY_PER_SLICE = 2
 #: Characters of a request / response shown in the gallery (the rest is cut, with a note).
@@ -89,7 +91,7 @@ def plotly_js_gzip_b64() -> str:
     return text
 
 
-def run_provenance(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+def run_provenance(engine: Engine, run_ids: Sequence[str]) -> Provenance:
     """Provenance of each run: ``{run_id: {backend, model, template, template_hash, kind, status,
     edition, sample_set (fingerprint), n_samples, cost_usd, tokens_in, tokens_out, created_at,
     finished_at}}``.
@@ -102,7 +104,7 @@ def run_provenance(engine: Engine, run_ids: Sequence[str]) -> dict[str, dict[str
     with engine.connect() as c:  # Core on a plain connection (list_runs reads no ORM object)
         rows = [r for r in list_runs(c, with_counts=False) if r["run_id"] in wanted]
     sets = run_sample_sets(engine, list(wanted)).set_index("run_id") if wanted else pd.DataFrame()
-    out: dict[str, dict[str, Any]] = {}
+    out: Provenance = {}
     for r in rows:
         spec = str(r["monitor"])
         if r["kind"] in ("imported", "derived"):
@@ -149,7 +151,7 @@ def gallery(engine: Engine, rep: Report, per_slice: int = GALLERY_PER_SLICE) -> 
     order = {rid: i for i, rid in enumerate(ids)}
     judged: dict[str, set[str]] = {}
     # (category, task, cell) -> sample id -> [(rank in the report, run id, evidence)] of the runs that erred
-    errs: dict[tuple[str, str, str], dict[str, list[tuple[int, str, Any]]]] = {}
+    errs: dict[tuple[str, str, str], dict[str, list[tuple[int, str, list[object]]]]] = {}
     cols = ("run_id", "sample_id", "category", "task", "label", "outcome", "evidence")
     for rid, sid, cat, task, label, outcome, ev in zip(*(df[c].tolist() for c in cols)):
         if outcome not in definite or label not in definite:
@@ -246,7 +248,7 @@ def write(engine: Engine, rep: Report, path: str, **kw: Any) -> int:
     return len(data)
 
 
-def plane_points(rep: Report, prov: dict[str, dict[str, Any]], *, min_n: int = DEFAULT_MIN_N) -> pd.DataFrame:
+def plane_points(rep: Report, prov: Provenance, *, min_n: int = DEFAULT_MIN_N) -> pd.DataFrame:
     """The report's overall points as the Trade-off page draws them (:func:`automonitor.views.honest_points`
     with the runs' editions, statuses and backends from ``prov``): a short ``label`` per run, ``eligible``
     (at least ``min_n`` judged samples, finished), ``on_front`` among the eligible runs of one edition,
@@ -287,9 +289,7 @@ def plane_pearson(pts: pd.DataFrame, *, p_value: bool = False) -> tuple[float | 
     return r, p, int(len(elig))
 
 
-def plane_figure(
-    rep: Report, prov: dict[str, dict[str, Any]], *, min_n: int = DEFAULT_MIN_N, show_paper: bool = True
-) -> go.Figure:
+def plane_figure(rep: Report, prov: Provenance, *, min_n: int = DEFAULT_MIN_N, show_paper: bool = True) -> go.Figure:
     """The overall MR-FAR plane (:func:`automonitor.views.tradeoff_figure`) of the report's runs drawn as
     the Trade-off page draws them (:func:`plane_points`: each run labelled, runs with fewer than ``min_n``
     judged samples hollow and off the front), with their Wilson error bars and sample sets in the hovers,
@@ -302,7 +302,7 @@ def plane_figure(
 
 def plane_figure_json(
     rep: Report,
-    prov: dict[str, dict[str, Any]],
+    prov: Provenance,
     *,
     min_n: int = DEFAULT_MIN_N,
     show_paper: bool = True,
@@ -319,7 +319,7 @@ def plane_figure_json(
 
 def _plane_parts(
     rep: Report,
-    prov: dict[str, dict[str, Any]],
+    prov: Provenance,
     *,
     min_n: int,
     show_paper: bool,
@@ -547,7 +547,7 @@ def _gallery_html(rep: Report, items: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _provenance_html(rep: Report, prov: dict[str, dict[str, Any]]) -> str:
+def _provenance_html(rep: Report, prov: Provenance) -> str:
     if not rep.runs:
         return ""
     cols = [

@@ -20,7 +20,7 @@ RATCHET: dict[str, int] = {
     "automonitor/cli": 26,
     "automonitor/data": 194,
     "automonitor/runs": 248,
-    "automonitor/views": 25,
+    "automonitor/views": 21,
     "pages": 23,
     "store": 51,
 }

@@ -16,7 +16,7 @@ import pytest
 
 from automonitor import analysis, views
 from automonitor.views import figure_json as fj
-from automonitor.views.figures import _figure, _tradeoff_specs
+from automonitor.views.figures import figure_of, tradeoff_specs
 from automonitor.views.tradeoff import reported_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def _specs(points: pd.DataFrame, **kw: object) -> tuple[list[dict[str, object]],
         view_lines=True,
     )
     args.update(kw)
-    return _tradeoff_specs(points, **args)  # type: ignore[arg-type]
+    return tradeoff_specs(points, **args)  # type: ignore[arg-type]
 
 
 def _cases() -> dict[str, tuple[list[dict[str, object]], dict[str, object]]]:
@@ -106,7 +106,7 @@ def test_the_json_is_plotlys_text(case: str) -> None:
     if case == "view lines":
         assert any(str(t["name"]).startswith("views:") for t in traces)
     template = _template()
-    assert fj.figure_json(traces, layout, template) == _figure(traces, layout).to_json()
+    assert fj.figure_json(traces, layout, template) == figure_of(traces, layout).to_json()
 
 
 def test_values_outside_the_cover_are_refused() -> None:
