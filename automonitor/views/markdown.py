@@ -16,10 +16,12 @@ from __future__ import annotations
 import re
 
 from functools import lru_cache
-
-from markdown_it import MarkdownIt
+from typing import TYPE_CHECKING
 
 from automonitor.escaping import esc, reveal_invisible
+
+if TYPE_CHECKING:  # markdown-it is imported where the first text is rendered
+    from markdown_it import MarkdownIt
 
 #: Inline style of the rendered block (same frame as the text blocks, proportional font).
 MD_STYLE = (
@@ -30,6 +32,8 @@ MD_STYLE = (
 
 @lru_cache(maxsize=1)
 def _renderer() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable(["link", "image", "autolink"])

@@ -17,18 +17,35 @@ the store side). The errata and the problem families it applies are :mod:`automo
 
 from __future__ import annotations
 
-from automonitor.data.build.config import (
-    CANDIDATE_PLAN,
-    VERIFIED_EXTRA,
-    default_raw,
-    resolve_raw,
-    verified_extra,
-)
-from automonitor.data.build.gating import load_all
-from automonitor.data.build.plan import plan_build
-from automonitor.data.build.reconcile import build
-from automonitor.data.build.sample_rows import Plan
-from automonitor.data.build.selection import editions_of
+from typing import TYPE_CHECKING
+
+from automonitor.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from automonitor.data.build.config import (
+        CANDIDATE_PLAN,
+        VERIFIED_EXTRA,
+        default_raw,
+        resolve_raw,
+        verified_extra,
+    )
+    from automonitor.data.build.gating import load_all
+    from automonitor.data.build.plan import plan_build
+    from automonitor.data.build.reconcile import build
+    from automonitor.data.build.sample_rows import Plan
+    from automonitor.data.build.selection import editions_of
+
+#: Where each public name lives; imported on first use (PEP 562), so that a reader of one light submodule (the
+#: ladder's tier names for the views, say) does not import the whole build (its plan, sources and gates).
+_HOME = {
+    **{name: "config" for name in ("CANDIDATE_PLAN", "VERIFIED_EXTRA", "default_raw", "resolve_raw", "verified_extra")},
+    "load_all": "gating",
+    "plan_build": "plan",
+    "build": "reconcile",
+    "Plan": "sample_rows",
+    "editions_of": "selection",
+}
+__getattr__ = lazy_getattr(__name__, _HOME)
 
 __all__ = [
     "CANDIDATE_PLAN",
