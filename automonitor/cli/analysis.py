@@ -87,8 +87,9 @@ def report_cmd(
     from automonitor.analysis.report_cache import gc_paused
 
     # the whole command with the cyclic collector paused (see gc_paused): its passes over the imports' and the
-    # report's objects were about a tenth of a report on a new store version; the process ends soon after
-    with gc_paused():
+    # report's objects were about a tenth of a report on a new store version; what is left alive goes to the
+    # oldest generation untraversed (settle), as the command ends here
+    with gc_paused(settle=True):
         _check_report_options(invalid, fmt, json_out, cost_ratio, prevalence, n_boot)
         if fmt == "html" and not output:
             raise InputError("--format html writes a file: give --output FILE", field="--output")

@@ -172,3 +172,31 @@ def test_gc_paused_pauses_the_collector_and_restores_it_also_on_error():
         with gc_paused():
             raise ValueError("boom")
     assert gc.isenabled()
+
+
+def test_gc_paused_settle_moves_what_the_block_left_to_the_oldest_generation_and_a_full_pass_frees_its_cycles():
+    """settle=True (the end of ``automonitor report``): the objects made in the block leave the young generation
+    untraversed (the young pass on enabling the collector would walk them all), nothing stays frozen, and a
+    reference cycle made in the block is still freed by a full collection."""
+    import gc
+    import weakref
+
+    from automonitor.analysis.report_cache import gc_paused
+
+    class Node:
+        pass
+
+    gc.collect()
+    with gc_paused(settle=True):
+        kept = [[i] for i in range(20_000)]  # alive after the block, made while the collector was paused
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        gone = weakref.ref(a)
+        del a, b
+        assert gc.get_count()[0] > len(kept)  # all of it in the youngest generation so far
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.get_count()[0] < 1_000  # moved on: the young pass has nothing of the block left to walk
+    assert gone() is not None  # the cycle waits for a full pass ...
+    gc.collect()
+    assert gone() is None  # ... which frees it
+    assert len(kept) == 20_000
