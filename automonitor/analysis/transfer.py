@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from automonitor.runs.probe.corpus import CorpusEntry
-    from automonitor.runs.probe.model import EmbedFeatures, Probe
+    from automonitor.runs.probe.model import EmbedFeatures, Probe, ProbeCard
 
 HIGHLIGHT = {"train": "safety_permission/code", "test": "specification_gaming/code"}
 Metric = Literal["auroc", "mr", "far"]
@@ -98,7 +98,7 @@ class TransferResult(TypedDict):
     baselines: dict[str, dict[str, float | None]]
     paper: list[PaperCell]
     highlight: dict[str, str]
-    artifacts: list[dict[str, object]]
+    artifacts: list[ProbeCard]
 
 
 FIGURE8_SOURCE = (
@@ -329,7 +329,7 @@ def transfer_matrix(
     slices = sorted(set(train_slices[:-1]) | set(test_slices[:-1])) + ["all"]
     shared = EmbedFeatures() if kind == "embed" else None  # one embedding memo for every probe
     cells: list[TransferCell] = []
-    cards: list[dict[str, object]] = []
+    cards: list[ProbeCard] = []
     for ts in train_slices:
         recs = by_cell_all(by_cell) if ts == "all" else by_cell[ts]
         if progress:

@@ -13,14 +13,20 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence, TypedDict, Union, cast
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import NotRequired
 
 from automonitor.data.minilm import load_encoder
 from automonitor.errors import InputError
 from automonitor.vocab import CATEGORIES, TASKS
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
 
 ARTIFACT_VERSION = 2  # 1: joblib pickles (legacy, never loaded); 2: JSON
 TFIDF_DEFAULTS = {
@@ -38,6 +44,82 @@ EMBED_DEFAULTS = {
     "response_head": 220,
     "response_tail": 220,
 }
+
+
+Floats = npt.NDArray[np.float64]
+Embeddings = npt.NDArray[np.float32]
+FeatureMatrix = Union["csr_matrix", Embeddings]
+"""A feature matrix (n x d): TF-IDF's sparse CSR matrix or the dense embeddings."""
+
+
+class ReadExtent(TypedDict):
+    """What the features read of a text longer than they take: its length, the characters kept and where."""
+
+    unit: str
+    original: int
+    kept: int
+    read: str
+
+
+class VectorizerSettings(TypedDict):
+    """A fitted ``TfidfVectorizer``'s settings that change its transform (an artefact block keeps them)."""
+
+    analyzer: str
+    ngram_range: list[int]
+    token_pattern: str | None
+    lowercase: bool
+    sublinear_tf: bool
+    norm: str | None
+    use_idf: bool
+    smooth_idf: bool
+
+
+class VectorizerBlock(VectorizerSettings):
+    """One TF-IDF block of an artefact: its name and text column, settings, vocabulary and idf weights."""
+
+    name: str
+    column: str
+    vocabulary: list[str]
+    idf: list[float]
+
+
+class FeaturesDoc(TypedDict):
+    """A feature extractor's plain-JSON state (``to_json`` / ``from_json``); ``blocks`` for TF-IDF only."""
+
+    kind: str
+    params: dict[str, float]
+    blocks: NotRequired[list[VectorizerBlock]]
+
+
+class HeadDoc(TypedDict):
+    """A :class:`LinearHead` as plain JSON."""
+
+    coef: list[float]
+    intercept: float
+
+
+class ProbeCard(TypedDict, total=False):
+    """A probe's model card (:func:`train_probe`; :func:`save_probe` adds ``version`` and ``artifact``, the
+    card file ``sha256``; ``probe train --view`` adds ``view`` and what the full texts left out)."""
+
+    artifact_version: int
+    features: str
+    model: str
+    training_slices: list[str]
+    n: int
+    n_misbehavior: int
+    n_benign: int
+    counts: dict[str, dict[str, int]]
+    hyperparameters: dict[str, object]
+    data_sha256: str
+    trained_at: str
+    train_seconds: float
+    sklearn: str
+    version: int
+    artifact: str
+    sha256: str
+    view: str
+    left_out_without_view: object
 
 
 # ------------------------------------------------------------------------------------------ slices
@@ -91,7 +173,7 @@ def cut_texts(texts: Sequence[str], n: int) -> list[str]:
 # (name, text column) of the three TF-IDF blocks, in the order of the feature matrix's columns
 TFIDF_BLOCKS = (("resp_word", "response"), ("resp_char", "response"), ("req_word", "request"))
 # the vectorizer settings an artefact stores per block (everything that changes the transform)
-_VEC_KEYS = ("analyzer", "ngram_range", "token_pattern", "lowercase", "sublinear_tf", "norm", "use_idf", "smooth_idf")
+_VEC_KEYS = tuple(VectorizerSettings.__annotations__)
 
 
 class TfidfFeatures:
@@ -100,11 +182,11 @@ class TfidfFeatures:
 
     kind = "tfidf"
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: float):
         self.params = {**TFIDF_DEFAULTS, **params}
-        self._vecs: list[Any] | None = None  # fitted TfidfVectorizer per block
+        self._vecs: list[TfidfVectorizer] | None = None  # fitted TfidfVectorizer per block
 
-    def _make(self) -> list[Any]:
+    def _make(self) -> list[TfidfVectorizer]:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         p = self.params
@@ -122,7 +204,7 @@ class TfidfFeatures:
             TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=p["request_max_features"], sublinear_tf=True),
         ]
 
-    def read_extent(self, request: str, response: str) -> dict[str, dict[str, Any]]:
+    def read_extent(self, request: str, response: str) -> dict[str, ReadExtent]:
         """What the features leave out of one sample: ``{"request": info, "response": info}`` for the
         texts over ``max_chars``, ``info`` = ``{"unit": "chars", "original": len, "kept": n, "read":
         "head"}`` (only the first ``n`` characters are read); ``{}`` when nothing is left out."""
@@ -137,7 +219,7 @@ class TfidfFeatures:
         n = int(self.params["max_chars"])
         return {"request": cut_texts(requests, n), "response": cut_texts(responses, n)}
 
-    def fit_transform(self, requests: Sequence[str], responses: Sequence[str]) -> Any:
+    def fit_transform(self, requests: Sequence[str], responses: Sequence[str]) -> csr_matrix:
         """Fit the vocabularies and return the sparse feature matrix (n x d, CSR)."""
         import scipy.sparse as sp
 
@@ -145,7 +227,7 @@ class TfidfFeatures:
         self._vecs = self._make()
         return sp.hstack([v.fit_transform(cols[c]) for v, (_, c) in zip(self._vecs, TFIDF_BLOCKS)], format="csr")
 
-    def transform(self, requests: Sequence[str], responses: Sequence[str]) -> Any:
+    def transform(self, requests: Sequence[str], responses: Sequence[str]) -> csr_matrix:
         """Sparse feature matrix (n x d, CSR) with the fitted vocabularies.
 
         Raises:
@@ -158,7 +240,7 @@ class TfidfFeatures:
         cols = self._columns(requests, responses)
         return sp.hstack([v.transform(cols[c]) for v, (_, c) in zip(self._vecs, TFIDF_BLOCKS)], format="csr")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FeaturesDoc:
         """Plain-JSON state: ``{"kind", "params", "blocks": [{"name", "column", <settings>, "vocabulary":
         [term by column index], "idf": [float by column index]}]}``.
 
@@ -170,7 +252,7 @@ class TfidfFeatures:
         return {"kind": self.kind, "params": dict(self.params), "blocks": _vectorizer_blocks(self._vecs)}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> TfidfFeatures:
+    def from_json(cls, doc: FeaturesDoc) -> TfidfFeatures:
         """Rebuild from :meth:`to_json` (no fitting; the transform is identical).
 
         Raises:
@@ -208,12 +290,12 @@ class TfidfFeatures:
         return self
 
 
-def _vectorizer_blocks(vecs: Sequence[Any]) -> list[dict[str, Any]]:
+def _vectorizer_blocks(vecs: Sequence[TfidfVectorizer]) -> list[VectorizerBlock]:
     """The JSON blocks of fitted ``TfidfVectorizer`` s (in :data:`TFIDF_BLOCKS` order)."""
-    out = []
+    out: list[VectorizerBlock] = []
     for v, (name, column) in zip(vecs, TFIDF_BLOCKS):
         vocab = sorted(v.vocabulary_, key=v.vocabulary_.__getitem__)
-        settings = {k: getattr(v, k) for k in _VEC_KEYS}
+        settings = cast(VectorizerSettings, {k: getattr(v, k) for k in _VEC_KEYS})  # the keys of VectorizerSettings
         settings["ngram_range"] = list(settings["ngram_range"])
         out.append({"name": name, "column": column, **settings, "vocabulary": vocab, "idf": [float(x) for x in v.idf_]})
     return out
@@ -224,9 +306,9 @@ class EmbedFeatures:
 
     kind = "embed"
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: float):
         self.params = {**EMBED_DEFAULTS, **params}
-        self._cache: dict[str, np.ndarray] = {}
+        self._cache: dict[str, Embeddings] = {}
 
     def text(self, request: str, response: str) -> str:
         """The text embedded for one sample."""
@@ -236,13 +318,13 @@ class EmbedFeatures:
         body = resp if len(resp) <= h + t else resp[:h] + " ... " + resp[-t:]
         return f"{(request or '')[-int(p['request_tail']) :]}\n[RESPONSE]\n{body}"
 
-    def read_extent(self, request: str, response: str) -> dict[str, dict[str, Any]]:
+    def read_extent(self, request: str, response: str) -> dict[str, ReadExtent]:
         """What :meth:`text` leaves out of one sample: ``{"request": {"unit": "chars", "original",
         "kept", "read": "tail"}, "response": {..., "read": "head+tail"}}`` for the texts longer than
         what is embedded (the request's last ``request_tail`` characters; the response's first
         ``response_head`` and last ``response_tail``); ``{}`` when nothing is left out."""
         p = self.params
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, ReadExtent] = {}
         req, resp = request or "", response or ""
         if len(req) > int(p["request_tail"]):
             out["request"] = {"unit": "chars", "original": len(req), "kept": int(p["request_tail"]), "read": "tail"}
@@ -251,7 +333,7 @@ class EmbedFeatures:
             out["response"] = {"unit": "chars", "original": len(resp), "kept": h + t, "read": "head+tail"}
         return out
 
-    def transform(self, requests: Sequence[str], responses: Sequence[str]) -> np.ndarray:
+    def transform(self, requests: Sequence[str], responses: Sequence[str]) -> Embeddings:
         """(n x 384) float32 normalised embeddings; memoised by text within this object."""
         texts = [self.text(a, b) for a, b in zip(requests, responses)]
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
@@ -271,12 +353,12 @@ class EmbedFeatures:
 
     fit_transform = transform
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FeaturesDoc:
         """Plain-JSON state: ``{"kind": "embed", "params"}`` (the encoder is the packaged model)."""
         return {"kind": self.kind, "params": dict(self.params)}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> EmbedFeatures:
+    def from_json(cls, doc: FeaturesDoc) -> EmbedFeatures:
         """Rebuild from :meth:`to_json`."""
         return cls(**dict(doc["params"]))
 
@@ -284,7 +366,7 @@ class EmbedFeatures:
 _FEATURE_KINDS: dict[str, type[TfidfFeatures] | type[EmbedFeatures]] = {"tfidf": TfidfFeatures, "embed": EmbedFeatures}
 
 
-def make_features(kind: str, **params: Any) -> TfidfFeatures | EmbedFeatures:
+def make_features(kind: str, **params: float) -> TfidfFeatures | EmbedFeatures:
     """A fresh feature extractor of ``kind`` (``tfidf`` or ``embed``).
 
     Raises:
@@ -307,11 +389,11 @@ class LinearHead:
         coef: (d,) float64 weights, one per feature column; intercept: the bias.
     """
 
-    coef: np.ndarray
+    coef: Floats
     intercept: float
 
     @classmethod
-    def from_sklearn(cls, clf: Any) -> LinearHead:
+    def from_sklearn(cls, clf: LogisticRegression) -> LinearHead:
         """The head of a fitted binary ``LogisticRegression`` (classes 0 = benign, 1 = misbehavior).
 
         Raises:
@@ -321,7 +403,7 @@ class LinearHead:
             raise ValueError(f"expected a binary logistic regression with classes [0, 1], got {clf.classes_!r}")
         return cls(np.asarray(clf.coef_[0], dtype=np.float64).copy(), float(clf.intercept_[0]))
 
-    def predict_proba(self, X: Any) -> np.ndarray:
+    def predict_proba(self, X: FeatureMatrix) -> Floats:
         """(n, 2) probabilities ``[P(benign), P(misbehavior)]`` of a feature matrix (n x d, dense or sparse)."""
         from scipy.special import expit
 
@@ -329,12 +411,12 @@ class LinearHead:
         p = expit(z)
         return np.column_stack([1.0 - p, p])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HeadDoc:
         """``{"coef": [d floats], "intercept": float}``."""
         return {"coef": [float(x) for x in self.coef], "intercept": self.intercept}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any], n_features: int | None = None) -> LinearHead:
+    def from_json(cls, doc: HeadDoc, n_features: int | None = None) -> LinearHead:
         """Rebuild from :meth:`to_json`.
 
         Raises:
@@ -350,13 +432,13 @@ class LinearHead:
 class Probe:
     """A trained probe: feature extractor + logistic regression head (:class:`LinearHead`) + model card."""
 
-    features: Any
-    clf: Any
-    card: dict[str, Any] = field(default_factory=dict)
+    features: TfidfFeatures | EmbedFeatures
+    clf: LinearHead
+    card: ProbeCard = field(default_factory=ProbeCard)
     path: Path | None = None
     sha256: str | None = None
 
-    def predict_proba(self, requests: Sequence[str], responses: Sequence[str]) -> np.ndarray:
+    def predict_proba(self, requests: Sequence[str], responses: Sequence[str]) -> Floats:
         """P(misbehavior) for each (request, response); shape (n,), floats in [0, 1]."""
         if len(requests) == 0:
             return np.zeros(0)
@@ -373,7 +455,7 @@ def data_hash(keys: Sequence[str], labels: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def _binary_labels(labels: Sequence[str], slices: Sequence[str]) -> np.ndarray:
+def _binary_labels(labels: Sequence[str], slices: Sequence[str]) -> npt.NDArray[np.int_]:
     """(n,) int array, 1 = misbehavior.
 
     Raises:
@@ -404,10 +486,10 @@ def _slice_counts(meta: Sequence[tuple[str, str]], labels: Sequence[str]) -> dic
     return dict(sorted(counts.items()))
 
 
-def _hyperparameters(kind: str, params: dict[str, Any], c: float, seed: int, n_features: int) -> dict[str, Any]:
+def _hyperparameters(kind: str, params: dict[str, float], c: float, seed: int, n_features: int) -> dict[str, object]:
     """The card's hyper-parameters: the feature extractor's ``params``, the regression's ``C``, class
     weight, solver and seed, the number of features (and the encoder for ``embed``)."""
-    hyper = {
+    hyper: dict[str, object] = {
         **params,
         "C": c,
         "class_weight": "balanced",
@@ -459,7 +541,7 @@ def train_probe(
     lr = LogisticRegression(C=c, class_weight="balanced", solver="liblinear", max_iter=2000, random_state=seed)
     lr.fit(X_train, y)
     clf = LinearHead.from_sklearn(lr)
-    card = {
+    card: ProbeCard = {
         "artifact_version": ARTIFACT_VERSION,
         "features": kind,
         "model": f"{kind}-lr",
@@ -642,7 +724,7 @@ def load_probe(path: str | Path) -> Probe:
         doc = json.loads(data)
         if not isinstance(doc, dict) or doc.get("format") != ARTIFACT_FORMAT:
             raise ValueError(f"format is not {ARTIFACT_FORMAT!r}")
-        card = dict(doc["card"])
+        card = cast(ProbeCard, dict(doc["card"]))  # as save_probe wrote it
         kind = doc["features"].get("kind")
         if kind not in _FEATURE_KINDS:
             raise ValueError(f"unknown features kind {kind!r}")
