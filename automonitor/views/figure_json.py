@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from automonitor.data.cache_home import cache_home
+from automonitor.errors import AutomonitorError
 
 #: plotly's JSON escapes (``plotly.io._json._swap_json``), applied to the whole text.
 _SWAP = (("<", "\\u003c"), (">", "\\u003e"), ("/", "\\u002f"))
@@ -35,8 +36,9 @@ _SKIPPED = {"geojson", "layer", "layers", "range"}
 _INT_RANGES = (("i1", np.int8), ("i2", np.int16), ("i4", np.int32))
 
 
-class Unsupported(ValueError):
-    """A value this module does not write as plotly would; build the figure with plotly instead."""
+class Unsupported(AutomonitorError):
+    """A value this module does not write as plotly would; build the figure with plotly instead (never leaves
+    :func:`automonitor.views.figures.tradeoff_figure_json`)."""
 
 
 def figure_json(traces: Sequence[Mapping[str, object]], layout: Mapping[str, object], template: object) -> str:
