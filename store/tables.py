@@ -1,4 +1,5 @@
-"""Light Core views of the store's tables, for the reads that need no ORM (``automonitor runs --json``).
+"""Light Core views of the store's tables, for the reads that need no ORM (``automonitor runs``, ``stats`` and
+``users list``).
 
 :mod:`store.models` declares the tables (SQLModel classes; Alembic migrates them) and building its 18 classes
 with SQLModel, pydantic and SQLAlchemy's ORM is most of a listing command's start-up. A read that only
@@ -19,7 +20,18 @@ import sqlalchemy as sa
 if TYPE_CHECKING:
     from sqlalchemy.engine import Dialect
 
-__all__ = ["UTCDateTime", "prediction", "run"]
+__all__ = [
+    "UTCDateTime",
+    "account_event",
+    "annotator",
+    "build_log",
+    "edition_sample",
+    "erratum",
+    "gold_span",
+    "prediction",
+    "run",
+    "sample",
+]
 
 
 class UTCDateTime(sa.TypeDecorator[datetime]):
@@ -90,4 +102,95 @@ prediction = sa.table(
     sa.column("tokens_in", sa.Integer),
     sa.column("tokens_out", sa.Integer),
     sa.column("cost_usd", sa.Float),
+)
+
+#: the ``sample`` table (:class:`store.models.Sample`): every column
+sample = sa.table(
+    "sample",
+    sa.column("id", sa.String),
+    sa.column("pair_id", sa.String),
+    sa.column("category", sa.String),
+    sa.column("task", sa.String),
+    sa.column("label", sa.String),
+    sa.column("request", sa.Text),
+    sa.column("response", sa.Text),
+    sa.column("source", sa.String),
+    sa.column("source_file", sa.String),
+    sa.column("source_record", sa.String),
+    sa.column("split", sa.String),
+    sa.column("status", sa.String),
+    sa.column("request_hash", sa.String),
+    sa.column("response_hash", sa.String),
+    sa.column("content_hash", sa.String),
+    sa.column("label_source", sa.String),
+    sa.column("meta", sa.JSON),
+    sa.column("created_at", UTCDateTime()),
+)
+
+#: the ``edition_sample`` table (:class:`store.models.EditionSample`): every column
+edition_sample = sa.table(
+    "edition_sample",
+    sa.column("edition", sa.String),
+    sa.column("sample_id", sa.String),
+    sa.column("created_at", UTCDateTime()),
+)
+
+#: the ``gold_span`` table (:class:`store.models.GoldSpan`): every column
+gold_span = sa.table(
+    "gold_span",
+    sa.column("id", sa.Integer),
+    sa.column("sample_id", sa.String),
+    sa.column("start_char", sa.Integer),
+    sa.column("end_char", sa.Integer),
+    sa.column("provenance", sa.String),
+    sa.column("step", sa.Integer),
+    sa.column("note", sa.Text),
+    sa.column("created_at", UTCDateTime()),
+)
+
+#: the ``build_log`` table (:class:`store.models.BuildLog`): every column
+build_log = sa.table(
+    "build_log",
+    sa.column("id", sa.Integer),
+    sa.column("seed", sa.Integer),
+    sa.column("report", sa.JSON),
+    sa.column("created_at", UTCDateTime()),
+)
+
+#: the ``erratum`` table (:class:`store.models.Erratum`): every column, in the model's order
+erratum = sa.table(
+    "erratum",
+    sa.column("id", sa.Integer),
+    sa.column("pair_id", sa.String),
+    sa.column("source", sa.String),
+    sa.column("verdict", sa.String),
+    sa.column("reason", sa.Text),
+    sa.column("reader", sa.String),
+    sa.column("date", sa.String),
+    sa.column("origin", sa.String),
+    sa.column("entered_by", sa.String),
+    sa.column("entered_at", UTCDateTime()),
+)
+
+#: the ``annotator`` table (:class:`store.models.Annotator`): every column but ``password_hash`` (no listing
+#: reads it)
+annotator = sa.table(
+    "annotator",
+    sa.column("id", sa.Integer),
+    sa.column("name", sa.String),
+    sa.column("role", sa.String),
+    sa.column("active", sa.Boolean),
+    sa.column("created_at", UTCDateTime()),
+    sa.column("session_epoch", sa.Integer),
+)
+
+#: the ``account_event`` table (:class:`store.models.AccountEvent`): every column
+account_event = sa.table(
+    "account_event",
+    sa.column("id", sa.Integer),
+    sa.column("account_id", sa.Integer),
+    sa.column("action", sa.String),
+    sa.column("actor", sa.String),
+    sa.column("detail", sa.Text),
+    sa.column("at", UTCDateTime()),
 )

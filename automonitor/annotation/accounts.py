@@ -5,6 +5,10 @@ function of :mod:`automonitor.annotation` and :mod:`automonitor.annotation.agree
 ``Account`` and checks its role and ownership itself (authorisation is enforced in the core, not only
 by hiding widgets). Passwords are hashed with argon2id (``argon2-cffi``, RFC 9106 parameters) and are
 never stored, logged or echoed.
+
+Who may act (:class:`Account`, :data:`SYSTEM`, :func:`require_admin`, :func:`require_account`, the stale-login rule)
+and the account list (:func:`account_table`) live in :mod:`automonitor.annotation.roster`, without argon2 or the
+ORM, and are importable from here.
 """
 
 from __future__ import annotations
@@ -13,10 +17,9 @@ import hashlib
 import os
 import secrets
 import unicodedata
-from dataclasses import dataclass, field
 from pathlib import Path
 from datetime import datetime, timedelta
-from typing import Any, Callable, TypedDict
+from typing import Any, Callable
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher, profiles
@@ -31,7 +34,17 @@ from automonitor.vocab import ROLES
 from store import session_scope
 from store.models import Annotator, LoginThrottle
 from store.queries import accounts as store
-from store.queries.rowtypes import AccountEventRow, LastEvent
+from store.queries.rowtypes import AccountEventRow
+
+from automonitor.annotation.roster import (  # re-exported: who may act, the account list (module doc)
+    SYSTEM as SYSTEM,
+    Account as Account,
+    AccountInfo as AccountInfo,
+    account_table as account_table,
+    refuse_stale,
+    require_account as require_account,
+    require_admin as require_admin,
+)
 
 #: the environment variable that makes password hashing cheap; set by the test suite only (tests/conftest.py)
 TEST_HASHES_ENV = "AUTOMONITOR_INSECURE_TEST_HASHES"
@@ -61,28 +74,6 @@ def _dummy_hash() -> str:
     if not _dummy:
         _dummy.append(hasher.hash("automonitor-dummy-password"))
     return _dummy[0]
-
-
-@dataclass(frozen=True)
-class Account:
-    """A logged-in user: ``id`` (``annotator.id``), ``name`` and ``role`` (``annotator`` | ``admin``)."""
-
-    id: int
-    name: str
-    role: str
-    #: the account's session generation when this login was made (``annotator.session_epoch``); a
-    #: logged-in page whose epoch is older is refused by :func:`check_actor` (``None``: not a login,
-    #: e.g. the command line's :data:`SYSTEM`)
-    epoch: int | None = field(default=None, compare=False)
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
-
-# The local command line acts as this trusted admin (whoever can run the CLI can open the store
-# directly). Core functions accept it only by identity (``actor is SYSTEM``), never by equal fields.
-SYSTEM = Account(id=0, name="system", role="admin")
 
 
 def _clean_name(name: str) -> str:
@@ -305,22 +296,6 @@ def _account(row: Annotator) -> Account:
     return Account(id=row.id, name=row.name, role=row.role, epoch=int(row.session_epoch or 0))
 
 
-def require_admin(account: Account | None) -> Account:
-    """Return ``account`` if it is an admin; raise :class:`PermissionDenied` otherwise (also for
-    ``None`` or a non-``Account``)."""
-    if not isinstance(account, Account) or account.role != "admin":
-        raise PermissionDenied("this action needs an admin account")
-    return account
-
-
-def require_account(account: Account | None) -> Account:
-    """Return ``account`` if it is a logged-in :class:`Account` of a known role, else raise
-    :class:`PermissionDenied`."""
-    if not isinstance(account, Account) or account.role not in ROLES:
-        raise PermissionDenied("not logged in")
-    return account
-
-
 def check_actor(session: Session, account: Account | None) -> Annotator | None:
     """Verify inside ``session`` that ``account`` is a current, active account with the same name and
     role as stored (a stale or forged ``Account`` is refused). Returns the ``Annotator`` row, or
@@ -338,10 +313,7 @@ def check_actor(session: Session, account: Account | None) -> Annotator | None:
     if account is SYSTEM:
         return None
     row = session.get(Annotator, account.id)
-    if row is None or not row.active or row.name != account.name or row.role != account.role:
-        raise PermissionDenied("unknown, changed or inactive account; log in again")
-    if account.epoch is not None and account.epoch != int(row.session_epoch or 0):
-        raise PermissionDenied("this login session was ended (logout or an admin); log in again")
+    refuse_stale(account, row)
     return row
 
 
@@ -604,42 +576,6 @@ def set_active(engine: Engine, actor: Account, name: str, active: bool) -> None:
         store.set_active(s, int(row.id or 0), active)
         store.end_sessions(s, int(row.id or 0))
         store.record_event(s, int(row.id or 0), "reactivated" if active else "deactivated", actor.name)
-
-
-class AccountInfo(TypedDict):
-    """One account as :func:`account_table` lists it."""
-
-    id: int | None
-    name: str
-    role: str
-    active: bool
-    created_at: datetime
-    last_event: LastEvent | None
-
-
-def account_table(engine: Engine, actor: Account, *, include_inactive: bool = True) -> list[AccountInfo]:
-    """Every account (admin only) as ``{"id", "name", "role", "active", "created_at", "last_event":
-    {"action", "actor", "at"} | None}``, ordered by name; ``include_inactive=False``: active ones only.
-
-    Raises:
-        PermissionDenied: ``actor`` is not an admin.
-    """
-    require_admin(actor)
-    with session_scope(engine) as s:
-        check_actor(s, actor)
-        last = store.last_events(s)
-        return [
-            AccountInfo(
-                id=r.id,
-                name=r.name,
-                role=r.role,
-                active=bool(r.active),
-                created_at=as_utc(r.created_at),
-                last_event=last.get(int(r.id or 0)),
-            )
-            for r in store.all_accounts(s)
-            if include_inactive or r.active
-        ]
 
 
 def account_events(engine: Engine, actor: Account, name: str | None = None) -> list[AccountEventRow]:

@@ -71,7 +71,8 @@ def users_list(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """List the accounts (active ones; --all: every one) with role, state and their last recorded action."""
-    from automonitor.annotation.accounts import SYSTEM, account_table
+    # the roster, not the accounts module: a listing needs neither argon2 nor the ORM (the same SYSTEM admin)
+    from automonitor.annotation.roster import SYSTEM, account_table
 
     rows = account_table(open_store(), SYSTEM, include_inactive=all_accounts)
     if json_out:

@@ -344,22 +344,21 @@ def stats_cmd(
     """Counts of gold samples in a split by category, task and label (by_split and candidates cover
     the whole store)."""
     from automonitor.errors import InputError
-    from store import session_scope
-    from store.queries.samples import SPLIT_CHOICES, stats
+    from store.queries.composition import SPLIT_CHOICES, check_edition, stats
 
     if split not in SPLIT_CHOICES:
         raise InputError(f"unknown split {split!r}; expected one of {', '.join(SPLIT_CHOICES)}", field="--split")
-    from store.queries.samples import check_edition
-
     check_edition(edition)
     from automonitor.analysis.report_schema import Stats
 
     from automonitor.data.errata import errata_counts, errata_in_force, errata_status
 
-    with session_scope(open_store()) as s:
-        errata = errata_in_force(s)
-        doc0 = stats(s, split, edition)
-        absent = {r["pair_id"]: r["why_not_in_store"] for r in errata_status(s, errata) if r["in_store"] is None}
+    # Core over the light table views (store.queries.composition): a count needs neither the ORM nor the tables'
+    # classes; one connection, one transaction, as the session was
+    with open_store().connect() as conn:
+        errata = errata_in_force(conn)
+        doc0 = stats(conn, split, edition)
+        absent = {r["pair_id"]: r["why_not_in_store"] for r in errata_status(conn, errata) if r["in_store"] is None}
         errata_doc = {**errata_counts(errata), "not_in_store": sorted(absent), "not_in_store_why": absent}
         typed = Stats.model_validate({**doc0, "errata": errata_doc})
     doc = typed.to_dict()

@@ -21,19 +21,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from automonitor.errors import InputError
 from automonitor.data.records import LineDate, LineText, model_lines
 from automonitor.timestamps import utcnow
 from automonitor.vocab import ERRATUM_ORIGINS
 from store import session_scope
-from store.queries import build as build_queries
 from store.queries import errata as errata_queries
-from store.queries.samples import latest_build_report
+from store.queries.composition import latest_build_report, pair_index
 
 if TYPE_CHECKING:  # the sources package imports every source module: only the build, which applies errata, needs it
+    from sqlalchemy.engine import Connection, Engine
+    from sqlalchemy.orm import Session
+
     from automonitor.data.sources import SourcePair
 
 VERDICTS: tuple[str, ...] = ("wrong", "doubtful")
@@ -144,8 +144,8 @@ def erratum_conflicts(engine: Engine, e: Erratum) -> tuple[list[Erratum], Erratu
     """What erratum ``e`` (just recorded in ``engine``'s store) conflicts with, read after the write (so a
     report another reader entered meanwhile is seen): the other readers' differing verdicts on its pair
     (:func:`other_readings`; ``[]`` when none) and the erratum now in force for the pair (:func:`current`)."""
-    with Session(engine) as s:
-        errata = errata_in_force(s)
+    with engine.connect() as conn:
+        errata = errata_in_force(conn)
     pid = e.pair_id.removeprefix("cand:")
     return other_readings(errata, pid, e.reader), current(errata).get(pid, e)
 
@@ -227,15 +227,16 @@ def add_erratum(
     return e
 
 
-def stored_errata(session: Session) -> list[Erratum]:
-    """The errata entered into this store, in the order they were entered."""
+def stored_errata(session: Connection | Session) -> list[Erratum]:
+    """The errata entered into this store, in the order they were entered (``session``: a session or a
+    connection)."""
     return [Erratum.model_validate({k: r[k] for k in _FIELDS}) for r in errata_queries.rows(session)]
 
 
-def errata_in_force(session: Session | None, path: str | Path | None = None) -> list[Erratum]:
+def errata_in_force(session: Connection | Session | None, path: str | Path | None = None) -> list[Erratum]:
     """Every erratum a build applies, in order: the shipped file's (:func:`load_errata` of ``path``)
-    then the store's (``session`` ``None``: no store). Pass it to :func:`current` for the one in force
-    per pair.
+    then the store's (``session``: a session or a connection; ``None``: no store). Pass it to :func:`current`
+    for the one in force per pair.
 
     Raises:
         InputError: an invalid shipped file (file, line, field).
@@ -244,7 +245,7 @@ def errata_in_force(session: Session | None, path: str | Path | None = None) -> 
     return shipped + (stored_errata(session) if session is not None else [])
 
 
-def export_errata(session: Session | None, out: str | Path, path: str | Path | None = None) -> int:
+def export_errata(session: Connection | Session | None, out: str | Path, path: str | Path | None = None) -> int:
     """Write every erratum in force (:func:`errata_in_force`, the shipped ones and those entered into the
     store, a repeated identical line once) to ``out`` as the errata file, for review in git; the file is
     replaced whole (written beside it, then renamed). Returns the number of lines written.
@@ -345,10 +346,10 @@ def errata_counts(errata: Iterable[Erratum], applied: dict[str, str] | None = No
     return doc
 
 
-def stored_pairs(session: Session) -> dict[str, str]:
+def stored_pairs(session: Connection | Session) -> dict[str, str]:
     """Every stored pair id and ``meta.upstream_id`` alias -> the stored pair id (``cand:`` dropped)."""
     by_id: dict[str, str] = {}
-    for pid, _src, meta in build_queries.pair_index(session):
+    for pid, _src, meta in pair_index(session, meta_key="upstream_id"):  # the other samples' meta: not read
         base = pid.removeprefix("cand:")
         by_id.setdefault(base, base)
         up = meta.get("upstream_id") if isinstance(meta, dict) else None
@@ -359,7 +360,7 @@ def stored_pairs(session: Session) -> dict[str, str]:
 
 def why_not_in_store(build_report: Mapping[str, Any] | None, pair_id: str) -> str:
     """One line saying why the store holds no pair for the erratum on ``pair_id``, from the report of the
-    store's last build (``build_report``, :func:`store.queries.samples.latest_build_report`; ``None``: never
+    store's last build (``build_report``, :func:`store.queries.composition.latest_build_report`; ``None``: never
     built): the reason the build dropped the pair it matched (its ``errata.not_stored``: a sample held by
     another pair, or a request shared with the test set), no pair of that build having the id (``unmatched``),
     or an erratum the last build did not have (the next build applies it)."""
@@ -382,7 +383,7 @@ def why_not_in_store(build_report: Mapping[str, Any] | None, pair_id: str) -> st
     return f"no such pair in the store: not in its last build (seed {seed}); the next build applies it"
 
 
-def errata_status(session: Session | None, errata: Iterable[Erratum]) -> list[dict[str, Any]]:
+def errata_status(session: Connection | Session | None, errata: Iterable[Erratum]) -> list[dict[str, Any]]:
     """The errata in force, each as its fields plus ``in_store``: the stored pair id it matches (by
     ``pair_id`` or the ``meta.upstream_id`` alias), ``None`` when the store holds no such pair (reported,
     not an error), ``why_not_in_store``: then one line saying why (:func:`why_not_in_store`; ``None`` when

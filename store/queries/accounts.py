@@ -1,6 +1,7 @@
 """Store queries of the accounts (``annotator`` rows), the login throttle and revoked login sessions.
 
-Queries only: the store checks no permission; :mod:`automonitor.annotation.accounts` checks the acting account
+The account list's reads (``users list``) are :mod:`store.queries.account_list`'s (Core, no ORM). Queries only:
+the store checks no permission; :mod:`automonitor.annotation.accounts` checks the acting account
 first. Functions run inside the caller's session (or connection) and commit nothing.
 """
 
@@ -13,7 +14,7 @@ from sqlmodel import Session, col
 
 from automonitor.timestamps import as_utc, utcnow
 from store.models import AccountEvent, Annotator, LoginThrottle, RevokedSession
-from store.queries.rowtypes import AccountEventRow, LastEvent
+from store.queries.rowtypes import AccountEventRow
 
 
 def has_accounts(conn: sa.Connection | Session) -> bool:
@@ -62,11 +63,6 @@ def session_revoked(session: Session, nonce_hash: str) -> bool:
     """True when a ``revoked_session`` row holds ``nonce_hash``."""
     q = sa.select(col(RevokedSession.nonce_hash)).where(col(RevokedSession.nonce_hash) == nonce_hash)
     return session.execute(q).first() is not None
-
-
-def all_accounts(session: Session) -> list[Annotator]:
-    """Every account row (active or not), ordered by name."""
-    return list(session.execute(sa.select(Annotator).order_by(col(Annotator.name))).scalars().all())
 
 
 def active_admins(session: Session) -> int:
@@ -125,12 +121,3 @@ def account_events(session: Session, account_id: int | None = None) -> list[Acco
     if account_id is not None:
         q = q.where(col(AccountEvent.account_id) == account_id)
     return [_event_dict(r) for r in session.execute(q)]
-
-
-def last_events(session: Session) -> dict[int, LastEvent]:
-    """``{account_id: {"action", "actor", "at"}}`` of each account's newest event."""
-    q = sa.select(AccountEvent).order_by(col(AccountEvent.at), col(AccountEvent.id))
-    out: dict[int, LastEvent] = {}
-    for e in session.execute(q).scalars():
-        out[e.account_id] = LastEvent(action=e.action, actor=e.actor, at=as_utc(e.at))
-    return out

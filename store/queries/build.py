@@ -53,12 +53,6 @@ def sample_states(session: Session) -> list[SampleState]:
     return [SampleState(*row) for row in session.execute(q)]
 
 
-def pair_index(session: Session) -> list[tuple[str, str, Any]]:
-    """``(pair_id, source, meta)`` of every stored sample (both sides of a pair appear)."""
-    q = sa.select(col(Sample.pair_id), col(Sample.source), col(Sample.meta))
-    return [(r[0], r[1], r[2]) for r in session.execute(q)]
-
-
 def adjudicated_ids(session: Session, ids: list[str]) -> set[str]:
     """The subset of ``ids`` that has at least one ``adjudication`` row."""
     return {sid for (sid,) in rows_by_ids(session, [col(Adjudication.sample_id)], col(Adjudication.sample_id), ids)}

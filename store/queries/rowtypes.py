@@ -294,7 +294,7 @@ class AccountEventRow(TypedDict):
 
 
 class LastEvent(TypedDict):
-    """An account's newest recorded action (``store.queries.accounts.last_events``)."""
+    """An account's newest recorded action (``store.queries.account_list.last_events``)."""
 
     action: str
     actor: str

@@ -1,20 +1,68 @@
-"""Sample queries shared by ``build``, ``import`` and the app."""
+"""Sample queries shared by ``build``, ``import`` and the app (the composition counts of ``stats``:
+:mod:`store.queries.composition`, re-exported here)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence, TypedDict
+from typing import Any, Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
-from store.queries.spans import SpanCounts, span_counts
-from automonitor.jsontypes import JSONObject, JSONValue
-from automonitor.vocab import CONTROLS_SPLIT, EDITIONS
-from automonitor.timestamps import iso_utc
-from store.models import EditionSample, Sample
-from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, typed_rows
+from automonitor.vocab import CONTROLS_SPLIT
+from store.models import Sample
+from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of, typed_rows
+from store.queries.composition import (
+    SPLIT_CHOICES,
+    CompositionRow,
+    StatsDoc,
+    candidates_by_source,
+    check_edition,
+    composition,
+    count_by,
+    count_candidates,
+    count_pairs,
+    counts_by_split,
+    edition_conditions,
+    edition_has_rows,
+    hard_certificate,
+    latest_build_report,
+    not_adjudicated,
+    stats,
+)
 from store.queries.rowtypes import SampleKey
+
+__all__ = [  # the composition queries (``stats``) live in store.queries.composition, importable from here too
+    "BROWSER_COLUMNS",
+    "FILTER_COLUMNS",
+    "GROUP_COLUMNS",
+    "SPLIT_CHOICES",
+    "CompositionRow",
+    "StatsDoc",
+    "browser_filter",
+    "browser_rows",
+    "candidates_by_source",
+    "check_edition",
+    "composition",
+    "control_samples",
+    "count_by",
+    "count_candidates",
+    "count_matching",
+    "count_pairs",
+    "counts_by_split",
+    "counts_by_status",
+    "edition_filter",
+    "edition_has_rows",
+    "existing_ids",
+    "hard_certificate",
+    "insert_samples",
+    "latest_build_report",
+    "like_escape",
+    "not_adjudicated",
+    "predictions_on_sample",
+    "sample_with_pair",
+    "stats",
+]
 
 _COLUMNS = [c.name for c in sa.inspect(Sample).local_table.columns]
 
@@ -54,32 +102,12 @@ def insert_samples(session: Session, rows: Sequence[Mapping[str, object]]) -> in
 # --- editions of the test set -----------------------------------------------------------------------
 
 
-def check_edition(edition: str) -> str:
-    """``edition`` if it is one of :data:`automonitor.vocab.EDITIONS`; raises ``InputError`` (field ``--edition``)."""
-    if edition not in EDITIONS:
-        from automonitor.errors import InputError
-
-        raise InputError(f"unknown edition {edition!r}; expected one of {', '.join(EDITIONS)}", field="--edition")
-    return edition
-
-
-def edition_has_rows(session: Session, edition: str) -> bool:
-    """True when ``edition_sample`` holds at least one row for ``edition``."""
-    q = sa.select(col(EditionSample.sample_id)).where(col(EditionSample.edition) == edition).limit(1)
-    return session.execute(q).first() is not None
-
-
-def edition_filter(session: Session, edition: str):
-    """SQL conditions selecting the test samples of ``edition``: gold samples of split ``test`` that are
-    members of the edition (``edition_sample`` rows). When the store has no rows for ``paper`` at all (a
-    store of imports only, or built before editions existed), ``paper`` means every gold test sample.
-    Raises ``InputError`` for an unknown edition."""
-    check_edition(edition)
-    conds = [Sample.status == "gold", Sample.split == "test"]
-    if edition == "paper" and not edition_has_rows(session, "paper"):
-        return conds + [not_adjudicated()]
-    members = sa.select(col(EditionSample.sample_id)).where(col(EditionSample.edition) == edition)
-    return conds + [col(Sample.id).in_(members)]
+def edition_filter(session: Session, edition: str) -> list[sa.ColumnElement[bool]]:
+    """SQL conditions selecting the test samples of ``edition`` in a query of the mapped ``sample`` table
+    (:func:`store.queries.composition.edition_conditions`: gold test samples that are members of the edition;
+    ``paper`` without ``edition_sample`` rows: every gold test sample not adjudicated). Raises ``InputError``
+    for an unknown edition."""
+    return edition_conditions(session, edition, table_of(Sample))
 
 
 def control_samples(session: Session) -> list[SampleKey]:
@@ -91,247 +119,6 @@ def control_samples(session: Session) -> list[SampleKey]:
         .order_by(Sample.id)
     ).all()
     return typed_rows(rows, SampleKey)
-
-
-# --- composition queries (``automonitor stats``, the app's Overview page) ---------------------------
-
-SPLIT_CHOICES = ("test", "train", "all")
-
-
-def _gold_filter(split: str, session: Session | None = None, edition: str | None = None):
-    """SQL conditions selecting gold samples of ``split`` (``test``, ``train`` or ``all`` = both); with
-    ``edition`` (and ``session``), the ``test`` split is restricted to that edition's members."""
-    if split not in SPLIT_CHOICES:
-        from automonitor.errors import InputError
-
-        raise InputError(f"unknown split {split!r}; expected one of {', '.join(SPLIT_CHOICES)}", field="--split")
-    if edition is not None and session is not None and split == "test":
-        return edition_filter(session, edition)
-    conds = [Sample.status == "gold"]
-    if split == "all":
-        conds.append(Sample.split.in_(("test", "train")))  # type: ignore[union-attr]
-    else:
-        conds.append(Sample.split == split)
-    if split == "test":
-        conds.append(not_adjudicated())
-    return conds
-
-
-def not_adjudicated():
-    """SQL condition keeping adjudicated samples out of the paper mirror: pairs accepted through
-    annotation are gold test samples of edition ``verified`` only, so the paper
-    mirror (status gold, split test) never picks them up, with or without ``edition_sample`` rows."""
-    return Sample.label_source != "adjudicated"
-
-
-class CompositionRow(TypedDict):
-    """Gold samples of one category x task x label (:func:`composition`)."""
-
-    category: str
-    task: str
-    label: str
-    n: int
-
-
-def composition(session: Session, split: str = "test", edition: str | None = None) -> list[CompositionRow]:
-    """Counts of gold samples of ``split`` by category x task x label.
-
-    Returns rows ``{"category", "task", "label", "n"}`` sorted by category, task, label; only
-    combinations present in the store. Raises ``InputError`` for an unknown split.
-    """
-    q = (
-        sa.select(col(Sample.category), col(Sample.task), col(Sample.label), sa.func.count())
-        .where(*_gold_filter(split, session, edition))
-        .group_by(Sample.category, Sample.task, Sample.label)
-        .order_by(Sample.category, Sample.task, Sample.label)
-    )
-    return [CompositionRow(category=c, task=t, label=lab, n=int(n)) for c, t, lab, n in session.execute(q)]
-
-
-def count_by(session: Session, column: str, split: str = "test", edition: str | None = None) -> dict[str, int]:
-    """Gold samples of ``split`` counted by one ``Sample`` column (``category``, ``task``, ``label``,
-    ``source``...). Returns ``{value: n}`` sorted by value."""
-    group = getattr(Sample, column)
-    q = sa.select(group, sa.func.count()).where(*_gold_filter(split, session, edition)).group_by(group).order_by(group)
-    return {str(v): int(n) for v, n in session.execute(q)}
-
-
-def count_pairs(session: Session, split: str = "test", edition: str | None = None) -> int:
-    """Number of distinct ``pair_id`` among gold samples of ``split``."""
-    q = sa.select(sa.func.count(sa.distinct(col(Sample.pair_id)))).where(*_gold_filter(split, session, edition))
-    return int(session.execute(q).scalar() or 0)
-
-
-def counts_by_split(session: Session) -> dict[str, int]:
-    """Gold samples of the whole store by split: ``{"test": n, "train": n}`` (0 when absent; a gold
-    sample without split is counted under ``"none"`` if any)."""
-    out = {"test": 0, "train": 0}
-    q = sa.select(col(Sample.split), sa.func.count()).where(col(Sample.status) == "gold").group_by(Sample.split)
-    for split, n in session.execute(q):
-        out[split if split else "none"] = int(n)
-    return out
-
-
-def count_candidates(session: Session) -> int:
-    """Samples of the whole store waiting for annotation (``status == 'candidate'``)."""
-    q = sa.select(sa.func.count()).select_from(Sample).where(col(Sample.status) == "candidate")
-    return int(session.execute(q).scalar() or 0)
-
-
-def candidates_by_source(session: Session) -> dict[str, int]:
-    """Candidate samples of the whole store by source."""
-    q = (
-        sa.select(col(Sample.source), sa.func.count())
-        .where(col(Sample.status) == "candidate")
-        .group_by(Sample.source)
-        .order_by(Sample.source)
-    )
-    return {str(s): int(n) for s, n in session.execute(q)}
-
-
-def latest_build_report(session: Session) -> JSONObject | None:
-    """The report of the newest ``BuildLog`` row (with its ``seed`` and ``created_at``), or ``None``."""
-    from store.models import BuildLog
-
-    row = session.execute(sa.select(BuildLog).order_by(BuildLog.id.desc()).limit(1)).scalars().first()  # type: ignore[union-attr]
-    if row is None:
-        return None
-    return {
-        **(row.report or {}),
-        "seed": row.seed,
-        "created_at": iso_utc(row.created_at),
-    }
-
-
-class StatsDoc(TypedDict):
-    """The document :func:`stats` returns (validated as ``automonitor.analysis.report_schema.Stats``)."""
-
-    total: int
-    pairs: int
-    by_category: dict[str, int]
-    by_task: dict[str, int]
-    by_label: dict[str, int]
-    by_split: dict[str, int]
-    candidates: int
-    split: str
-    edition: str
-    by_category_task: dict[str, int]
-    by_category_task_nested: dict[str, dict[str, int]]
-    by_label_source: dict[str, int]
-    controls: int
-    by_source: dict[str, int]
-    candidates_by_source: dict[str, int]
-    shortfalls: JSONValue
-    build_seed: JSONValue
-    gold_spans: SpanCounts
-    paper_cell_deficit: JSONValue
-    paper_cells: JSONValue
-    hard: JSONObject | None
-
-
-def stats(session: Session, split: str = "test", edition: str = "paper") -> StatsDoc:
-    """The ``automonitor stats`` document of the CLI contract plus extra keys.
-
-    Contract keys: ``total``, ``pairs``, ``by_category``, ``by_task``, ``by_label`` (gold samples of
-    ``split``; every vocabulary value present, 0 when absent), ``by_split`` and ``candidates`` (whole
-    store). Extra keys: ``split``, ``by_category_task`` (``{category: {task: n}}``), ``by_source``,
-    ``candidates_by_source``, ``shortfalls`` (from the newest build log, ``[]`` when none),
-    ``build_seed`` (``None`` when never built).
-
-    Contract keys of the editions: ``edition`` (the test split counts only that edition's members),
-    ``by_label_source`` (``{provenance: n}``) and ``by_category_task`` flat as ``{"cat/task": n}``;
-    the nested form moved to ``by_category_task_nested``. ``controls``: samples of the controls slice.
-
-    ``gold_spans`` (:func:`store.queries.spans.span_counts` over gold samples of
-    ``split``, every edition): spans per source and provenance, samples with spans and misbehavior
-    samples per source.
-
-    Contract key ``paper_cell_deficit`` (``{"cat/task": pairs missing}`` for each paper cell the
-    ``paper`` edition cannot fill, from the newest build log) and ``paper_cells`` (per cell: target,
-    built, missing, pairs by source, why short).
-
-    ``hard``: with ``--edition hard`` on the test split the newest build's filter summary
-    (:func:`_hard_summary`; ``None`` when it has none), else ``None``.
-    """
-    check_edition(edition)
-    from automonitor.vocab import CATEGORIES, LABELS, TASKS
-
-    comp = composition(session, split, edition)
-    by_cat = {c: 0 for c in CATEGORIES}
-    by_task = {t: 0 for t in TASKS}
-    by_label = {lab: 0 for lab in LABELS}
-    by_ct: dict[str, dict[str, int]] = {}
-    for r in comp:
-        by_cat[r["category"]] = by_cat.get(r["category"], 0) + r["n"]
-        by_task[r["task"]] = by_task.get(r["task"], 0) + r["n"]
-        by_label[r["label"]] = by_label.get(r["label"], 0) + r["n"]
-        by_ct.setdefault(r["category"], {}).setdefault(r["task"], 0)
-        by_ct[r["category"]][r["task"]] += r["n"]
-    report = latest_build_report(session)
-    doc: StatsDoc = {
-        "total": sum(r["n"] for r in comp),
-        "pairs": count_pairs(session, split, edition),
-        "by_category": by_cat,
-        "by_task": by_task,
-        "by_label": by_label,
-        "by_split": counts_by_split(session),
-        "candidates": count_candidates(session),
-        "split": split,
-        "edition": edition,
-        "by_category_task": {f"{c}/{t}": n for c, ts in by_ct.items() for t, n in ts.items()},
-        "by_category_task_nested": by_ct,
-        "by_label_source": count_by(session, "label_source", split, edition),
-        "controls": len(control_samples(session)),
-        "by_source": count_by(session, "source", split, edition),
-        "candidates_by_source": candidates_by_source(session),
-        "shortfalls": (report or {}).get("shortfalls", []),
-        "build_seed": (report or {}).get("seed"),
-        "gold_spans": span_counts(session, None if split == "all" else split),
-        "paper_cell_deficit": (report or {}).get("paper_cell_deficit", {}),
-        "paper_cells": (report or {}).get("paper_cells", []),
-        "hard": _hard_summary(report) if edition == "hard" and split == "test" else None,
-    }
-    return doc
-
-
-def _hard_summary(report: JSONObject | None) -> JSONObject | None:
-    """The ``hard`` section of the newest build report without its per-slice detail: pairs per source
-    (verified, hard, controls), pairs removed per feature, the filter steps and the slices not
-    achievable; ``None`` when the build has none."""
-    hard = (report or {}).get("hard")
-    if not isinstance(hard, dict):
-        return None
-    keys = (
-        "pairs",
-        "controls",
-        "by_source",
-        "removed_by_feature",
-        "steps",
-        "not_achievable",
-        "params",
-        "selection",
-        "held_out",
-        "held_out_unavailable",
-        "band",
-        "min_pairs",
-        "no_implicit_tier",
-        "not_certified",
-        "readings",
-    )
-    return {k: hard[k] for k in keys if k in hard}
-
-
-def hard_certificate(report: JSONObject | None) -> JSONObject | None:
-    """What the newest build certified edition ``hard`` against: the build report's ``hard`` section's
-    detector families (``selection``, ``held_out``, ``held_out_unavailable``), ``band``, ``min_pairs``, the
-    per-slice ``certification``, the slices ``not_certified``, the cells with ``no_implicit_tier``, the
-    ``readings`` and the ``seed``; ``None`` when the build has none."""
-    hard = (report or {}).get("hard")
-    if not isinstance(hard, dict) or "selection" not in hard:
-        return None
-    keys = ("selection", "held_out", "held_out_unavailable", "band", "min_pairs", "certification")
-    keys += ("not_certified", "no_implicit_tier", "readings", "excluded_provenance", "by_source", "pairs")
-    return {**{k: hard.get(k) for k in keys}, "seed": (report or {}).get("seed")}
 
 
 # --- the app's samples browser and drill-down (``automonitor.views``) --------------------------------

@@ -3,15 +3,25 @@ sample. No domain rule here: :mod:`automonitor.data.spans` decides what a span i
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence, TypedDict
+from typing import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from store.models import GoldSpan, Sample, utcnow
+from store.models import GoldSpan, utcnow
 from store.queries import chunks
+from store.queries.composition import SpanCounts, span_counts
 from store.queries.rowtypes import SpanRow
+
+__all__ = [  # the counts of ``stats`` live in store.queries.composition (Core), importable from here too
+    "SpanCounts",
+    "delete_span_rows",
+    "delete_spans",
+    "insert_spans",
+    "span_counts",
+    "spans_by_sample",
+]
 
 
 def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, list[SpanRow]]:
@@ -80,46 +90,3 @@ def delete_span_rows(session: Session, rows: Sequence[tuple[str, int, int, str]]
         )
         n += int(getattr(res, "rowcount", 0) or 0)
     return n
-
-
-class SpanCounts(TypedDict):
-    """Gold spans for ``stats`` (:func:`span_counts`): spans per source and provenance, samples with spans
-    and misbehavior samples per source."""
-
-    by_source: dict[str, dict[str, int]]
-    samples_with_spans: dict[str, int]
-    misbehavior_samples: dict[str, int]
-
-
-def span_counts(session: Session, split: str | None = None) -> SpanCounts:
-    """Counts for ``stats``: ``{"by_source": {source: {provenance: spans}}, "samples_with_spans":
-    {source: n}, "misbehavior_samples": {source: n}}`` over gold samples (of ``split`` when given)."""
-    t = GoldSpan.__table__  # type: ignore[attr-defined]
-    s = Sample.__table__  # type: ignore[attr-defined]
-    where = [s.c.status == "gold"]
-    if split is not None:
-        where.append(s.c.split == split)
-    by_source: dict[str, dict[str, int]] = {}
-    for src, prov, n in session.execute(
-        sa.select(s.c.source, t.c.provenance, sa.func.count())
-        .join(s, s.c.id == t.c.sample_id)
-        .where(*where)
-        .group_by(s.c.source, t.c.provenance)
-    ).all():
-        by_source.setdefault(src, {})[prov] = int(n)
-    with_spans = {
-        src: int(n)
-        for src, n in session.execute(
-            sa.select(s.c.source, sa.func.count(sa.distinct(t.c.sample_id)))
-            .join(s, s.c.id == t.c.sample_id)
-            .where(*where)
-            .group_by(s.c.source)
-        ).all()
-    }
-    mis = {
-        src: int(n)
-        for src, n in session.execute(
-            sa.select(s.c.source, sa.func.count()).where(*where, s.c.label == "misbehavior").group_by(s.c.source)
-        ).all()
-    }
-    return {"by_source": by_source, "samples_with_spans": with_spans, "misbehavior_samples": mis}
