@@ -514,7 +514,7 @@ class ErrataCounts(_Model):
 
 class Stats(_Model):
     """The document of ``automonitor stats --json`` (the CLI contract's document; built by
-    :func:`store.queries.samples.stats`).
+    :func:`store.queries.composition.stats`).
 
     Contract keys: ``total`` gold samples of ``split`` (of ``edition`` for the test split), ``pairs``,
     ``by_category`` / ``by_task`` / ``by_label`` ({value: n}, every vocabulary value present, 0 when
