@@ -110,7 +110,9 @@ def test_bad_generate_options_exit_2_and_write_nothing(sqlite_engine, sqlite_url
         (["gaming", "--generator", "llamacpp", "--source", "mbpp", "--incentive", "word_count"], "incentive"),
         (["gaming", "--generator", "llamacpp", "--source", "mbpp", "--incentive", "nope"], "incentive"),
     ):
-        r = run_cli(["generate", *args, "--json"], db=sqlite_url)
+        # in this process even with ``llamacpp`` named (run_cli would start a process for it): the spec is
+        # refused before any generator, so no local model, is made
+        r = run_cli_in_process(["generate", *args, "--json"], db=sqlite_url)
         assert r.returncode == 2 and field in r.stderr and r.stdout == ""
     with get_engine(sqlite_url).connect() as c:
         assert c.execute(sa.text("SELECT count(*) FROM run")).scalar() == 0
