@@ -620,11 +620,14 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(scope="session")
 def llama_server():
     """Base URL of a real llama.cpp OpenAI-compatible server on the packaged model (one per worker, shared
-    by every test module that asks for it: its start loads the model)."""
+    by every test module that asks for it: its start loads the model). One thread, for the prompt too: the
+    suite runs two workers on two cores, and llama.cpp's threads wait for each other by spinning, so a
+    second thread that shares a core with the other worker (or the other worker's server) made each
+    request 3-10x slower, not faster."""
     from automonitor.runs.monitors.llamacpp import default_model_path
     from servers.llamacpp_server import start_llamacpp_server
 
-    proc, base = start_llamacpp_server(str(default_model_path()), n_threads=2)
+    proc, base = start_llamacpp_server(str(default_model_path()), n_threads=1, n_threads_batch=1)
     yield base
     proc.kill()
     proc.wait(10)

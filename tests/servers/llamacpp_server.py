@@ -29,8 +29,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_llamacpp_server(model: str, *, n_threads: int = 2, n_ctx: int = 4096, timeout: float = 120.0):
-    """Start the server; returns ``(process, base_url)``. Raises RuntimeError if it does not come up."""
+def start_llamacpp_server(
+    model: str, *, n_threads: int = 2, n_threads_batch: int | None = None, n_ctx: int = 4096, timeout: float = 120.0
+):
+    """Start the server; returns ``(process, base_url)``. Raises RuntimeError if it does not come up.
+
+    ``n_threads`` generates, ``n_threads_batch`` (default ``n_threads``; the server's own default is every
+    CPU) reads the prompt."""
     import httpx
 
     port = free_port()
@@ -48,6 +53,8 @@ def start_llamacpp_server(model: str, *, n_threads: int = 2, n_ctx: int = 4096, 
             str(port),
             "--n_threads",
             str(n_threads),
+            "--n_threads_batch",
+            str(n_threads if n_threads_batch is None else n_threads_batch),
             "--n_ctx",
             str(n_ctx),
             "--model_alias",
