@@ -48,6 +48,14 @@ class SampleText(TypedDict):
     meta: JSONObject
 
 
+class JudgedText(TypedDict):
+    """What a judge is sent of a sample shown in full (:func:`store.queries.stream.judged_texts`)."""
+
+    request: str
+    response: str
+    content_hash: str
+
+
 class ViewInput(TypedDict):
     """What a monitor view is cut from (:func:`view_inputs`)."""
 

@@ -206,11 +206,14 @@ def pending_predictions(session: Session, run_id: str) -> list[tuple[int, str, i
 
 def pending_history(session: Session, run_id: str) -> dict[int, list[JSONObject]]:
     """``{prediction_id: meta["history"]}`` of pending predictions that hold earlier attempts
-    (``run --retry-errors``); the new verdict keeps them."""
+    (``run --retry-errors``); the new verdict keeps them. Only the rows whose ``meta`` text names a
+    ``"history"`` key are read and decoded (every JSON text of an object with that key holds it), not
+    every pending prediction's ``meta`` (a fresh run's are all empty)."""
     out: dict[int, list[JSONObject]] = {}
+    named = sa.cast(col(Prediction.meta), sa.Text).like('%"history"%')
     for pid, meta in session.execute(
         sa.select(col(Prediction.id), col(Prediction.meta)).where(
-            col(Prediction.run_id) == run_id, col(Prediction.outcome).is_(None)
+            col(Prediction.run_id) == run_id, col(Prediction.outcome).is_(None), named
         )
     ).all():
         if meta and meta.get("history"):
@@ -302,6 +305,11 @@ def cache_lookup(session: Session, keys: list[str]) -> dict[str, CachedVerdict]:
     return {r.key: dict(zip(CACHE_FIELDS, r[1:])) for r in rows_by_ids(session, cols, t.c.key, keys)}
 
 
+def _connection(session: Session | Connection) -> Connection:
+    """The connection a write runs on: ``session``'s (inside its transaction) or ``session`` itself."""
+    return session if isinstance(session, Connection) else session.connection()
+
+
 #: rows (column -> Python value) -> the driver's parameters for them (tuples or dicts)
 DriverParams = Callable[[Sequence[Mapping[str, object]]], list[object]]
 #: (statement name, its parameters: dialect or column names) -> the statement, built once
@@ -309,7 +317,7 @@ _STMT_CACHE: dict[tuple[str | tuple[str, ...], ...], object] = {}
 
 
 def _driver_statement(
-    session: Session,
+    session: Session | Connection,
     name: str,
     build: Callable[[], ClauseElement],
     binds: Callable[[], dict[str, tuple[str, sa.Column[object]]]],
@@ -322,7 +330,7 @@ def _driver_statement(
     and booleans formatted): what SQLAlchemy would send for the same statement, without its per-row work.
     ``binds()`` maps each bind name of the statement to (the row's key, its column); ``columns`` names the
     row keys the statement binds (with ``name``, what it is cached under: both are built once)."""
-    dialect = session.get_bind().dialect
+    dialect = session.dialect if isinstance(session, Connection) else session.get_bind().dialect
     key = ("driver", name, dialect.name, columns)
     if key not in _STMT_CACHE:
         compiled = cast(SQLCompiler, build().compile(dialect=dialect))
@@ -427,11 +435,12 @@ def _bind_processor(column: sa.Column[object], dialect: sa.Dialect) -> Callable[
     return process
 
 
-def _run_many(session: Session, sql: str, params: list[object]) -> None:
+def _run_many(session: Session | Connection, sql: str, params: list[object]) -> None:
     """One driver-level ``executemany`` of ``sql`` over ``params`` on the session's connection (inside its
-    transaction): no per-row SQLAlchemy parameter handling, the rows already in the driver's form."""
+    transaction), or on ``session`` when it is a connection: no per-row SQLAlchemy parameter handling, the
+    rows already in the driver's form."""
     one = cast("Sequence[object] | Mapping[str, object]", params[0])
-    session.connection().exec_driver_sql(sql, params if len(params) > 1 else one)
+    _connection(session).exec_driver_sql(sql, params if len(params) > 1 else one)
 
 
 def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> ClauseElement:
@@ -454,15 +463,17 @@ def _cache_entry_binds(cols: tuple[str, ...]) -> dict[str, tuple[str, sa.Column[
     return {c: (c, t.c[c]) for c in cols}
 
 
-def cache_insert(session: Session, rows: Sequence[Mapping[str, object]]) -> None:
-    """Insert cache entries, ignoring keys that already exist (concurrent runs may race).
+def cache_insert(session: Session | Connection, rows: Sequence[Mapping[str, object]]) -> None:
+    """Insert cache entries, ignoring keys that already exist (concurrent runs may race); ``session`` is a
+    session or a connection (the runner's writer: its own, inside its transaction).
 
     One driver-level ``INSERT ... ON CONFLICT DO NOTHING`` executemany per set of columns on the session's
     connection, its parameters prepared as tuples by the columns' own bind processors (the same columns,
     types and stored values as a Core insert, without its per-row work; :func:`_driver_statement`)."""
     if not rows:
         return
-    dialect = session.get_bind().dialect.name
+    conn = _connection(session)
+    dialect = conn.dialect.name
     if dialect in ("postgresql", "sqlite"):
         groups: dict[tuple[str, ...], list[Mapping[str, object]]] = {}
         for r in rows:
@@ -475,20 +486,20 @@ def cache_insert(session: Session, rows: Sequence[Mapping[str, object]]) -> None
                 functools.partial(_cache_entry_binds, cols),
                 cols,
             )
-            _run_many(session, sql, params(part))
+            _run_many(conn, sql, params(part))
         return
     have = set(cache_lookup(session, [str(r["key"]) for r in rows]))  # pragma: no cover - other dialects
     rows = [r for r in rows if r["key"] not in have]
     if rows:
-        session.execute(sa.insert(CacheEntry), rows)
+        conn.execute(sa.insert(table_of(CacheEntry)), rows)
 
 
-def update_predictions(session: Session, rows: Sequence[Mapping[str, object]]) -> None:
+def update_predictions(session: Session | Connection, rows: Sequence[Mapping[str, object]]) -> None:
     """Bulk UPDATE of predictions by primary key (``rows`` are dicts with ``id`` and columns; a column
     that one row names and another lacks is set to ``None`` in the other). Only rows still pending are
     changed, so a result can never overwrite an earlier one. One driver-level executemany, the statement
     compiled once per column set and the parameters prepared as tuples (:func:`_driver_statement`; the
-    writer calls this many times per second)."""
+    writer calls this many times per second, on its own connection: ``session`` may be a connection)."""
     if not rows:
         return
     keys = tuple(sorted({k for r in rows for k in r if k != "id"}))
@@ -508,8 +519,11 @@ def update_predictions(session: Session, rows: Sequence[Mapping[str, object]]) -
     _run_many(session, sql, params(rows))
 
 
-def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> None:
-    """Atomically add to the run's cumulative api_calls and cache_hits."""
+def add_run_counters(
+    session: Session | Connection, run_id: str, *, api_calls: int = 0, cache_hits: int = 0
+) -> None:
+    """Atomically add to the run's cumulative api_calls and cache_hits (``session``: a session or a
+    connection)."""
     if api_calls or cache_hits:
         key = ("add_run_counters",)
         if key not in _STMT_CACHE:
@@ -521,7 +535,7 @@ def add_run_counters(session: Session, run_id: str, *, api_calls: int = 0, cache
                     api_calls=t.c.api_calls + sa.bindparam("_calls"), cache_hits=t.c.cache_hits + sa.bindparam("_hits")
                 )
             )
-        session.connection().execute(
+        _connection(session).execute(
             cast(Executable, _STMT_CACHE[key]), {"_rid": run_id, "_calls": api_calls, "_hits": cache_hits}
         )
 

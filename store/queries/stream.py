@@ -10,7 +10,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from store.models import Prediction
-from store.queries.rowtypes import SampleText
+from store.queries import rows_by_ids, sample_columns
+from store.queries.rowtypes import JudgedText, SampleText
 from store.queries.runs import sample_texts
 
 PAGE = 1000
@@ -55,3 +56,15 @@ def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, SampleText]:
     (:func:`store.queries.runs.sample_texts` on a connection of its own)."""
     with engine.connect() as c:
         return sample_texts(c, sample_ids)
+
+
+def judged_texts(engine: Engine, sample_ids: list[str]) -> dict[str, JudgedText]:
+    """``{sample_id: {request, response, content_hash}}`` for one page of samples judged in full (no monitor
+    view: their ``source`` and ``meta``, what a view is cut from, are neither read nor decoded), on a
+    connection of its own."""
+    with engine.connect() as c:
+        cols = sample_columns("id", "request", "response", "content_hash")
+        return {
+            r[0]: JudgedText(request=r[1], response=r[2], content_hash=r[3])
+            for r in rows_by_ids(c, cols, cols[0], sample_ids)
+        }

@@ -60,16 +60,20 @@ def test_run_streams_pages_not_the_whole_run(db_url, engine, monkeypatch):  # en
     rid = runner.create_run(eng, "rules", "direct")
 
     sizes: list[int] = []
-    orig = stream.texts_for
 
-    def texts_for(engine, ids):
-        sizes.append(len(ids))
-        return orig(engine, ids)
+    def counted(read):
+        def pages(engine, ids):
+            sizes.append(len(ids))
+            return read(engine, ids)
+
+        return pages
 
     def whole(*a, **k):
         raise AssertionError("the runner must not load every pending sample's text at once")
 
-    monkeypatch.setattr(stream, "texts_for", texts_for)
+    # a run shown in full reads its pages by judged_texts (no view inputs), one under a view by texts_for
+    monkeypatch.setattr(stream, "texts_for", counted(stream.texts_for))
+    monkeypatch.setattr(stream, "judged_texts", counted(stream.judged_texts))
     monkeypatch.setattr(q, "sample_texts", whole)
     monkeypatch.setattr(q, "pending_predictions", whole)
     out = runner.execute_run(eng, rid)
@@ -110,4 +114,23 @@ def test_pending_pages_keyset_survives_updates(db_url, engine):  # engine: db_ur
     assert len(seen) == 120 and len(set(seen)) == 120 and seen == sorted(seen)
     with session_scope(eng) as s:
         assert stream.count_pending(s, rid) == 0
+    eng.dispose()
+
+
+def test_judged_texts_are_the_full_texts_without_the_view_inputs(db_url, engine):  # engine: db_url migrated
+    """A page of a run shown in full is read without ``source`` and ``meta``: the same request, response and
+    content hash as :func:`texts_for` gives, for the same ids (missing ids absent in both)."""
+    from store.queries import stream
+
+    eng = _store(db_url)
+    app_seed.insert_samples(eng, _samples(30))
+    with eng.connect() as c:
+        ids = [r[0] for r in c.execute(sa.text("SELECT id FROM sample ORDER BY id"))][::2] + ["no-such-sample"]
+    full = stream.texts_for(eng, ids)
+    judged = stream.judged_texts(eng, ids)
+    assert len(judged) == len(ids) - 1 == 30
+    assert judged == {
+        sid: {"request": t["request"], "response": t["response"], "content_hash": t["content_hash"]}
+        for sid, t in full.items()
+    }
     eng.dispose()

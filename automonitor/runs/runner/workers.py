@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator, Tuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, Tuple
 
 from sqlalchemy.engine import Engine
 
@@ -15,6 +15,7 @@ from automonitor.runs.monitors import Backend, Item, Judgement
 from automonitor.runs.cache import CacheKeys, view_text
 from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.runs.monitors.judgement import QUOTA_CODES
+from automonitor.vocab import DEFAULT_VIEW
 from automonitor.runs.params import redact_url, scrub, url_secrets
 from automonitor.runs.runner.retries import (
     JUDGE_LOST,
@@ -34,7 +35,7 @@ from store.queries.rowtypes import CachedVerdict
 
 Page = list[Tuple[int, str, int]]  # [(prediction id, sample id, repeat)]
 # a miss handed to a worker: (prediction id, sample id, cache key, sample text, repeat)
-Job = Tuple[int, str, str, dict[str, Any], int]
+Job = Tuple[int, str, str, Mapping[str, Any], int]
 # identical run-wide permanent failures (401/403/404) after which the run stops ``failed`` (fail-fast)
 FAIL_FAST_AFTER = 3
 _FIXES = {
@@ -170,6 +171,8 @@ class Execution:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._unqueued_calls = 0
+        self._room = asyncio.Event()  # set by a worker when the queue is down to _low_water (run() sets both)
+        self._low_water = 0
 
     def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
         """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
@@ -200,6 +203,9 @@ class Execution:
         n_workers = self.limiter.max_limit
         queue: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=max(2 * n_workers, 512))
         self.queue_max = queue.maxsize
+        # the producer refills a full queue once the workers took it down to half (_room_for): one wake-up
+        # of the producer per half a queue of samples, not one per sample taken
+        self._room, self._low_water = asyncio.Event(), queue.maxsize // 2
         producer = asyncio.create_task(self._produce(pages, queue, writer, n_workers))
         watcher = asyncio.create_task(self._watch_cancel())
         try:
@@ -266,8 +272,13 @@ class Execution:
 
     async def _dispatch(self, page: Page, queue: asyncio.Queue[Job | None], writer: ResultWriter) -> None:
         """Look the page up in the cache: hits are written at once, misses queued for the workers."""
-        texts = await asyncio.to_thread(stream_q.texts_for, self.engine, list({sid for _, sid, _r in page}))
-        texts = {sid: view_text(t, self.view) for sid, t in texts.items()}
+        sids = list({sid for _, sid, _r in page})
+        texts: Mapping[str, Mapping[str, Any]]
+        if self.view == DEFAULT_VIEW:  # shown in full: no view to cut, so no source or meta to read
+            texts = await asyncio.to_thread(stream_q.judged_texts, self.engine, sids)
+        else:
+            read = await asyncio.to_thread(stream_q.texts_for, self.engine, sids)
+            texts = {sid: view_text(t, self.view) for sid, t in read.items()}
         keys = {pid: self.key_for(texts[sid], r) for pid, sid, r in page}
         cached = await asyncio.to_thread(self._cache_lookup, list(set(keys.values())))
         hits = 0
@@ -275,7 +286,9 @@ class Execution:
         for pid, sid, r in page:
             entry = cached.get(keys[pid])
             if entry is None:
-                await queue.put((pid, sid, keys[pid], texts[sid], r))
+                if queue.full():
+                    await self._room_for(queue)
+                queue.put_nowait((pid, sid, keys[pid], texts[sid], r))
                 continue
             row = cached_prediction(pid, keys[pid], entry, judged_at=now, history=self.history.get(pid))
             writer.put(row, None, 0, True)
@@ -283,6 +296,13 @@ class Execution:
         if hits:
             self.cache_hits += hits
             self._tick(hits)
+
+    async def _room_for(self, queue: asyncio.Queue[Job | None]) -> None:
+        """Wait until ``queue`` has room again, woken when the workers have taken it down to
+        :attr:`_low_water` (half its size; :meth:`_worker` sets :attr:`_room`)."""
+        while queue.full():
+            self._room.clear()
+            await self._room.wait()
 
     def _cache_lookup(self, keys: list[str]) -> dict[str, CachedVerdict]:
         with session_scope(self.engine) as s:
@@ -331,6 +351,8 @@ class Execution:
             if self._cancel_requested():
                 return
             job = await queue.get()
+            if queue.qsize() <= self._low_water and not self._room.is_set():
+                self._room.set()  # the producer may refill (it waits on a full queue: _room_for)
             if job is None or self.cancelled or self.fatal is not None:
                 return
             if await self._judge(job, writer):

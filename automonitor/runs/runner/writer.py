@@ -50,21 +50,15 @@ class ResultWriter(threading.Thread):
         self._conn: Connection | None = None  # the writer's own connection, opened on its first write
 
     @contextmanager
-    def _transaction(self) -> Iterator[Session]:
+    def _transaction(self) -> Iterator[Connection]:
         """One transaction on the writer's own connection (opened once and kept until :meth:`run` ends:
-        no pool checkout, reset and return per commit): committed on success, rolled back on any
-        exception."""
+        no pool checkout, reset and return per commit), begun and committed on the connection itself (no
+        ORM session per commit: the writes are Core and driver-level statements): committed on success,
+        rolled back on any exception."""
         if self._conn is None:
             self._conn = self.engine.connect()
-        s = Session(bind=self._conn, expire_on_commit=False)
-        try:
-            yield s
-            s.commit()
-        except BaseException:
-            s.rollback()
-            raise
-        finally:
-            s.close()
+        with self._conn.begin():
+            yield self._conn
 
     def _release(self) -> None:
         """Return the writer's connection to the engine's pool (if one was opened)."""
@@ -106,8 +100,8 @@ class ResultWriter(threading.Thread):
                 item = self.q.get(timeout=HEARTBEAT_S)
             except queue_mod.Empty:  # nothing to commit for a while: keep the lease alive
                 try:
-                    with self._transaction() as s:
-                        self._heartbeat(s)
+                    with self._transaction() as conn:
+                        self._heartbeat(conn)
                 except BaseException as exc:  # noqa: BLE001
                     self.error = exc
                     return
@@ -146,24 +140,27 @@ class ResultWriter(threading.Thread):
         caches = [cache_row for _, cache_row, _, _ in batch if cache_row is not None]
         calls = sum(n for _, _, n, _ in batch)
         hits = sum(1 for _, _, _, hit in batch if hit)
-        with self._transaction() as s:
+        with self._transaction() as conn:
             if preds:
-                q.update_predictions(s, preds)
-            q.cache_insert(s, caches)
-            q.add_run_counters(s, self.run_id, api_calls=calls, cache_hits=hits)
+                q.update_predictions(conn, preds)
+            q.cache_insert(conn, caches)
+            q.add_run_counters(conn, self.run_id, api_calls=calls, cache_hits=hits)
             if time.time() - self._last_heartbeat > HEARTBEAT_S:
-                self._heartbeat(s)
+                self._heartbeat(conn)
         self.committed += len(preds)
         self.commits += 1
 
-    def _heartbeat(self, s: Session) -> None:
-        """Refresh the lease heartbeat of the run (when it still has a lease)."""
-        run = s.get(Run, self.run_id)
-        if run is not None and (run.params or {}).get("lease"):
-            p = dict(run.params)
-            p["lease"] = {**p["lease"], "heartbeat": time.time()}
-            run.params = p
-            s.add(run)
+    def _heartbeat(self, conn: Connection) -> None:
+        """Refresh the lease heartbeat of the run (when it still has a lease), inside the transaction open on
+        ``conn`` (an ORM session joins it and flushes; the transaction's commit makes it durable)."""
+        with Session(bind=conn, expire_on_commit=False) as s:
+            run = s.get(Run, self.run_id)
+            if run is not None and (run.params or {}).get("lease"):
+                p = dict(run.params)
+                p["lease"] = {**p["lease"], "heartbeat": time.time()}
+                run.params = p
+                s.add(run)
+                s.flush()
         self._last_heartbeat = time.time()
 
     def close(self) -> None:
