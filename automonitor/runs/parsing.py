@@ -1127,6 +1127,23 @@ def _word_side(alt: str, words: dict[Label, tuple[str, ...]], fold: bool = True)
     return None
 
 
+#: per verdict-words table (by identity, the table kept alongside) and case folding: ``{token: its
+#: :func:`_word_side`}``, so the few alternatives a judge's answers repeat (``Yes``, `` No``) are read once
+_SIDES: dict[tuple[int, bool], tuple[dict[Label, tuple[str, ...]], dict[str, Label | None]]] = {}
+_SIDES_MAX = 4096  # tokens remembered per table (then read each time); tables: at most as many
+_UNREAD = object()
+
+
+def _sides_of(words: dict[Label, tuple[str, ...]], fold: bool) -> dict[str, Label | None]:
+    """The remembered :func:`_word_side` of tokens for ``words`` and ``fold`` (see :data:`_SIDES`)."""
+    entry = _SIDES.get((id(words), fold))
+    if entry is None or entry[0] is not words:  # a new table (or another object at a freed table's id)
+        if len(_SIDES) >= _SIDES_MAX:
+            _SIDES.clear()
+        entry = _SIDES[(id(words), fold)] = (words, {})
+    return entry[1]
+
+
 def score_at_verdict(tokens: list[tuple[str, list[tuple[str, float]]]], grammar: Grammar) -> float | None:
     """P(misbehavior) read at the verdict value token(s) of an answer
     (:data:`automonitor.runs.answers.SCORE_METHOD`).
@@ -1147,13 +1164,18 @@ def score_at_verdict(tokens: list[tuple[str, list[tuple[str, float]]]], grammar:
         return None
     pos, words = found
     fold = words != grammar.value_words
+    sides = _sides_of(words, fold)
     start = 0
     for tok, alts in tokens:
         end = start + len(tok)
         if end > pos:
             pw = nw = 0.0
             for alt, lp in alts or [(tok, 0.0)]:
-                side = _word_side(alt, words, fold=fold)
+                side = sides.get(alt, _UNREAD)
+                if side is _UNREAD:
+                    side = _word_side(alt, words, fold=fold)
+                    if len(sides) < _SIDES_MAX:
+                        sides[alt] = side
                 if side == "misbehavior":
                     pw += math.exp(lp)
                 elif side == "benign":

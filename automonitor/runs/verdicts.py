@@ -101,12 +101,15 @@ def judged_prediction(
     }
 
 
-def cache_entry(key: str, fields: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+def cache_entry(
+    key: str, fields: Mapping[str, Any], meta: Mapping[str, Any], *, created_at: datetime | None = None
+) -> dict[str, Any]:
     """The cache row under ``key`` of a verdict: the :data:`~automonitor.vocab.VERDICT_FIELDS` of ``fields``
-    (a judgement's fields or a prediction row), ``meta`` (copied) and ``created_at`` now. Never used for ``error``."""
+    (a judgement's fields or a prediction row), ``meta`` (copied) and ``created_at`` (default now; the runner
+    passes its prediction's ``judged_at``: one clock reading for both rows). Never used for ``error``."""
     return {
         "key": key,
         **{f: fields[f] for f in VERDICT_FIELDS},
         "meta": dict(meta),
-        "created_at": utcnow(),
+        "created_at": utcnow() if created_at is None else created_at,
     }

@@ -2,8 +2,11 @@
 deterministic balanced few-shot choice."""
 
 import hashlib
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from automonitor.errors import InputError
 from automonitor.runs.prompts import (
@@ -42,6 +45,26 @@ def test_placeholders_are_filled_once_and_sample_text_is_not_expanded():
     _, user, _ = b.chat_messages("ask {response} {examples}", "answer {request}")
     assert "ask {response} {examples}" in user and "answer {request}" in user
     assert fill('{"verdict": "x"} {request}', {"request": "R"}) == '{"verdict": "x"} R'
+
+
+_NAMES = ["request", "response", "examples", "answer", "verdict", "category", "other"]
+#: the placeholders fill documents: these six names in braces
+_PLACEHOLDER = re.compile(r"\{(request|response|examples|answer|verdict|category)\}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.text(alphabet="{}ab \n", max_size=6), st.sampled_from(_NAMES).map("{{{}}}".format)), max_size=8),
+    st.dictionaries(st.sampled_from(_NAMES[:-1]), st.text(alphabet="{}xy", max_size=4)),
+)
+def test_fill_from_its_split_template_equals_one_pattern_pass(pieces, values):
+    """``fill`` (the text split at its placeholders once, then joined) gives what one substitution pass of
+    the placeholder pattern gives: every placeholder of ``values`` replaced, others and other braces kept,
+    values not re-scanned; the same text filled twice (its split then reused) gives the same."""
+    text = "".join(pieces)
+    once = _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)
+    assert fill(text, values) == once
+    assert fill(text, values) == once
 
 
 def test_character_truncation_keeps_head_and_tail_and_reports_it():

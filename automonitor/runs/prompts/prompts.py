@@ -35,14 +35,38 @@ _PLACEHOLDER = re.compile(r"\{(request|response|examples|answer|verdict|category
 _KNOWN_SECTIONS = {"system", "user", "example", "base_evidence_cue", "base_verdict_cue"}
 
 
+#: a text's split at its placeholders (``_PLACEHOLDER.split``: literal text at even indexes, placeholder
+#: names at odd ones), made once per text: a run fills the same sections for every sample
+_SPLITS: dict[str, list[str]] = {}
+_SPLITS_MAX = 256
+
+
+def _split(text: str) -> list[str]:
+    """``text`` split at its placeholders (:data:`_SPLITS`; kept for at most :data:`_SPLITS_MAX` texts)."""
+    parts = _SPLITS.get(text)
+    if parts is None:
+        parts = _PLACEHOLDER.split(text)
+        if len(_SPLITS) < _SPLITS_MAX:
+            _SPLITS[text] = parts
+    return parts
+
+
 def fill(text: str, values: Mapping[str, str]) -> str:
     """Substitute ``{name}`` placeholders of ``text`` from ``values`` in a single pass.
 
     Only the names request, response, examples, answer, verdict, category are placeholders; any other
     brace (e.g. literal JSON in the instructions) is left alone, and substituted values are not
-    re-scanned. A placeholder missing from ``values`` is left as is.
+    re-scanned. A placeholder missing from ``values`` is left as is. The text is split at its
+    placeholders once (:func:`_split`), then joined with the values: no pattern scan per call.
     """
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)
+    parts = _split(text)
+    if len(parts) == 1:
+        return text
+    out = parts[:]
+    for i in range(1, len(out), 2):
+        name = out[i]
+        out[i] = str(values[name]) if name in values else "{" + name + "}"
+    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -193,6 +193,13 @@ class Circuit:
 
     def record(self, exc: BaseException | None) -> None:
         """Note one attempt's end: ``None`` (an answer) or the exception it raised."""
+        if exc is None:  # an answer (the commonest end, as the last branch below: the server is there)
+            self.answers += 1
+            self.lost = 0
+            self.failing = 0
+            if not self.answered:
+                self._first_answer()
+            return
         if _is_transport(exc):
             if self.answered:
                 if self.lost == 0:

@@ -403,7 +403,7 @@ class Execution:
             self._permanent_failure(j, unreached)
             return False
         row = judged_prediction(pid, key, j, attempts=calls, latency_ms=latency, history=self.history.get(pid))
-        cache_row = cache_entry(key, row, j.meta) if cacheable(row) else None
+        cache_row = cache_entry(key, row, j.meta, created_at=row["judged_at"]) if cacheable(row) else None
         if self._unqueued_calls:  # requests sent earlier in this turn go first (never a verdict before its call)
             self._queue_calls()
         writer.put(row, cache_row, 0, False)
