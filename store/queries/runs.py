@@ -298,7 +298,7 @@ def run_totals(session: Session, run_id: str) -> RunTotals:
     return RunTotals(tokens_in=int(r[0]), tokens_out=int(r[1]), cost_usd=float(r[2]))
 
 
-def cache_lookup(session: Session, keys: list[str]) -> dict[str, CachedVerdict]:
+def cache_lookup(session: Session | Connection, keys: list[str]) -> dict[str, CachedVerdict]:
     """``{key: cached verdict fields}`` for the keys present in the cache."""
     t = table_of(CacheEntry)
     cols = [t.c.key, *(t.c[f] for f in CACHE_FIELDS)]
@@ -519,9 +519,7 @@ def update_predictions(session: Session | Connection, rows: Sequence[Mapping[str
     _run_many(session, sql, params(rows))
 
 
-def add_run_counters(
-    session: Session | Connection, run_id: str, *, api_calls: int = 0, cache_hits: int = 0
-) -> None:
+def add_run_counters(session: Session | Connection, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> None:
     """Atomically add to the run's cumulative api_calls and cache_hits (``session``: a session or a
     connection)."""
     if api_calls or cache_hits:

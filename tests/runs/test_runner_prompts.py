@@ -54,7 +54,9 @@ _PLACEHOLDER = re.compile(r"\{(request|response|examples|answer|verdict|category
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.one_of(st.text(alphabet="{}ab \n", max_size=6), st.sampled_from(_NAMES).map("{{{}}}".format)), max_size=8),
+    st.lists(
+        st.one_of(st.text(alphabet="{}ab \n", max_size=6), st.sampled_from(_NAMES).map("{{{}}}".format)), max_size=8
+    ),
     st.dictionaries(st.sampled_from(_NAMES[:-1]), st.text(alphabet="{}xy", max_size=4)),
 )
 def test_fill_from_its_split_template_equals_one_pattern_pass(pieces, values):

@@ -174,7 +174,7 @@ class Execution:
         self._room = asyncio.Event()  # set by a worker when the queue is down to _low_water (run() sets both)
         self._low_water = 0
 
-    def key_for(self, text: dict[str, Any], repeat: int = 0) -> str:
+    def key_for(self, text: Mapping[str, Any], repeat: int = 0) -> str:
         """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
         keeps the plain key)."""
         return self.keys(text, repeat)
