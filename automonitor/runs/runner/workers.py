@@ -273,7 +273,7 @@ class Execution:
     async def _dispatch(self, page: Page, queue: asyncio.Queue[Job | None], writer: ResultWriter) -> None:
         """Look the page up in the cache: hits are written at once, misses queued for the workers."""
         sids = list({sid for _, sid, _r in page})
-        texts: Mapping[str, Mapping[str, Any]]
+        texts: Mapping[str, Mapping[str, object]]
         if self.view == DEFAULT_VIEW:  # shown in full: no view to cut, so no source or meta to read
             texts = await asyncio.to_thread(stream_q.judged_texts, self.engine, sids)
         else:
