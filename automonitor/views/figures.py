@@ -12,11 +12,11 @@ from automonitor.escaping import plot_text
 from automonitor.views.tradeoff import pareto_ids
 from automonitor.vocab import VIEWS
 
-if TYPE_CHECKING:  # plotly is imported where a figure object is built (the HTML report writes JSON without it)
+if TYPE_CHECKING:  # plotly is imported where a figure object is built, not with this module
     import plotly.graph_objects as go
 
 #: One trace as the keyword arguments of ``plotly.graph_objects.Scatter`` (what :func:`tradeoff_figure` builds
-#: its traces from, and :func:`tradeoff_figure_json` writes as plotly would).
+#: its traces from).
 TraceSpec = dict[str, object]
 
 TEMPLATE_COLORS: dict[str, str] = {
@@ -116,13 +116,8 @@ def tradeoff_figure_json(
     height: int = 520,
     hover_action: str = CLICK_HINT,
 ) -> str:
-    """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the same
-    text, written without plotly's figure objects (:mod:`automonitor.views.figure_json`) where plotly is not
-    loaded yet in this process and writes with the standard library's JSON (orjson not installed); otherwise,
-    and for any value outside that module's cover, through the figure."""
-    import importlib.util
-    import sys
-
+    """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the
+    plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out."""
     traces, layout = tradeoff_specs(
         points,
         reported=reported,
@@ -135,14 +130,6 @@ def tradeoff_figure_json(
         hover_action=hover_action,
         view_lines=True,
     )
-    # a process that loaded plotly may have changed its default template or JSON engine: ask plotly there
-    if "plotly.io" not in sys.modules and importlib.util.find_spec("orjson") is None:
-        from automonitor.views import figure_json as fj
-
-        try:
-            return fj.figure_json(traces, layout, fj.default_template())
-        except fj.Unsupported:
-            pass
     text: str = figure_of(traces, layout).to_json()
     return text
 
@@ -162,7 +149,7 @@ def tradeoff_specs(
 ) -> tuple[list[TraceSpec], dict[str, object]]:
     """:func:`tradeoff_figure`'s traces as ``Scatter`` keywords (:data:`TraceSpec`, in drawing order) and its
     ``update_layout`` keywords (the arguments as :func:`tradeoff_figure` takes them, every one given):
-    :func:`figure_of` makes the figure of them, :func:`automonitor.views.figure_json.figure_json` its JSON."""
+    :func:`figure_of` makes the figure of them."""
     traces: list[TraceSpec] = []
     pts = _drawable_points(points)
     if front is None and not pts.empty:

@@ -308,9 +308,8 @@ def plane_figure_json(
     show_paper: bool = True,
     pts: pd.DataFrame | None = None,
 ) -> str:
-    """``plane_figure(rep, prov, ...).to_json()``, written without building plotly's objects where possible
-    (:func:`automonitor.views.figures.tradeoff_figure_json`): the same text. ``pts``: :func:`plane_points` of
-    ``rep``, ``prov`` and ``min_n`` when the caller has them already."""
+    """``plane_figure(rep, prov, ...).to_json()`` (:func:`automonitor.views.figures.tradeoff_figure_json`).
+    ``pts``: :func:`plane_points` of ``rep``, ``prov`` and ``min_n`` when the caller has them already."""
     from automonitor.views.figures import tradeoff_figure_json
 
     pts, reported, front = _plane_parts(rep, prov, min_n=min_n, show_paper=show_paper, pts=pts)
