@@ -70,14 +70,15 @@ def _load_report(
 
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
     so the report is computed without evidence grounding and with a small pair bootstrap (neither is
-    shown), which halves its cold cost on a paper-sized store. ``ladder``: every run includes the detector
-    ladder's (kind ``ladder``; left out by default). Kept on disk per store version too
+    shown), which halves its cold cost on a paper-sized store, and without the paired comparisons
+    (``compare=()``: no page shows them; their McNemar tests import ``scipy.special``). ``ladder``: every
+    run includes the detector ladder's (kind ``ladder``; left out by default). Kept on disk per store version too
     (:func:`automonitor.analysis.report_cache.cached_report`): a restarted app reads it back."""
     from automonitor import analysis
     from automonitor.analysis.report_cache import cached_report
 
     engine, ids = engine_for(url), list(run_ids) if run_ids is not None else None
-    options = dict(invalid=invalid, n_boot=100, with_grounding=False, edition=edition, with_ladder=ladder)
+    options = dict(invalid=invalid, n_boot=100, with_grounding=False, edition=edition, with_ladder=ladder, compare=())
     return cached_report(engine, ids, options, lambda: analysis.report(engine, ids, **options))
 
 

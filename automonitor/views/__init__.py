@@ -38,92 +38,15 @@ minimum sample size :data:`DEFAULT_MIN_N`) are in docs/explanation/app.md, "Work
 
 from __future__ import annotations
 
-from automonitor.escaping import esc, md_escape, plot_text, text_html
-from automonitor.views.provenance import errata_for, provenance_html, sample_errata
-from automonitor.views.markdown import looks_like_code, markdown_html
-from automonitor.views.cells import MISSING, cell, display_frame, is_missing, is_numeric
-from automonitor.views.hard_statement import TIERS, hard_statement, tier_table
-from automonitor.views.health import SLICE_COLUMN_ORDER, slice_column_order
-from automonitor.views.evidence import (
-    SPAN_STYLES,
-    ground_evidence,
-    highlight_html,
-    legend_html,
-    located_spans,
-)
-from automonitor.views.figures import (
-    VIEW_LINES_LABEL,
-    label_layout,
-    label_positions,
-    roc_figure,
-    tradeoff_figure,
-    view_line_count,
-)
-from automonitor.views.overview import (
-    composition_figure,
-    composition_frame,
-    composition_pivot,
-    counts_by,
-    store_version,
-)
-from automonitor.views.runs import (
-    DEMO_LOG,
-    DEMO_PID,
-    HISTORY_COLUMNS,
-    background_demo,
-    format_duration,
-    generation_stats_frame,
-    generation_steps_frame,
-    history_table,
-    runs_frame,
-)
-from automonitor.views.samples import (
-    export_samples,
-    sample_detail,
-    raw_cut_note,
-    sample_predictions,
-    shown_responses,
-    search_samples,
-)
-from automonitor.views.run_labels import (
-    RUN_LABEL_MAX,
-    active_runs_line,
-    run_full_label,
-    run_option_label,
-    short_monitor,
-)
-from automonitor.views.tradeoff import (
-    CELL_TITLES,
-    COST_COLUMNS,
-    audit_badges_html,
-    audit_editions,
-    audit_flags,
-    audit_flags_note,
-    edition_audit_flags,
-    difficulty_rows,
-    operating_point_row,
-    slice_runs_table,
-    localisation_shares,
-    pareto_ids,
-    tradeoff_points,
-    TradeoffOptions,
-    TradeoffSelection,
-    tradeoff_selection,
-)
+import sys
+from typing import TYPE_CHECKING, Any
 
-from automonitor.views.browsing import (
-    PAGE_SIZES,
-    cell_table,
-    SEARCH_STYLE,
-    diff_mode,
-    disagreeing_samples,
-    filter_cell,
-    highlight_search_html,
-    neighbours,
-    pair_diff,
-    pair_diff_html,
-    run_choice,
-)
+from automonitor.escaping import esc, md_escape, plot_text, text_html
+
+# eager: ``hard_statement`` and ``honest_points`` name both a submodule and a function; an import of the
+# submodule after the package's (``from automonitor.views.honest_points import ...``) would bind the package
+# attribute to the module, which a lazy name then never replaces
+from automonitor.views.hard_statement import TIERS, hard_statement, tier_table
 from automonitor.views.honest_points import (
     DEFAULT_MIN_N,
     SHOW_DUPLICATES_LABEL,
@@ -138,13 +61,215 @@ from automonitor.views.honest_points import (
     small_subset_note,
     spread_coincident,
 )
-from automonitor.views.sample_sets import (
-    sample_set_caption,
-    sample_set_digest,
-    run_sample_sets,
-    identical_derived,
-    set_archived,
-)
+from automonitor.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from automonitor.views.provenance import errata_for, provenance_html, sample_errata
+    from automonitor.views.markdown import looks_like_code, markdown_html
+    from automonitor.views.cells import MISSING, cell, display_frame, is_missing, is_numeric
+    from automonitor.views.health import SLICE_COLUMN_ORDER, slice_column_order
+    from automonitor.views.evidence import (
+        SPAN_STYLES,
+        ground_evidence,
+        highlight_html,
+        legend_html,
+        located_spans,
+    )
+    from automonitor.views.figures import (
+        VIEW_LINES_LABEL,
+        label_layout,
+        label_positions,
+        roc_figure,
+        tradeoff_figure,
+        view_line_count,
+    )
+    from automonitor.views.overview import (
+        composition_figure,
+        composition_frame,
+        composition_pivot,
+        counts_by,
+        store_version,
+    )
+    from automonitor.views.runs import (
+        DEMO_LOG,
+        DEMO_PID,
+        HISTORY_COLUMNS,
+        background_demo,
+        format_duration,
+        generation_stats_frame,
+        generation_steps_frame,
+        history_table,
+        runs_frame,
+    )
+    from automonitor.views.samples import (
+        export_samples,
+        sample_detail,
+        raw_cut_note,
+        sample_predictions,
+        shown_responses,
+        search_samples,
+    )
+    from automonitor.views.run_labels import (
+        RUN_LABEL_MAX,
+        active_runs_line,
+        run_full_label,
+        run_option_label,
+        short_monitor,
+    )
+    from automonitor.views.tradeoff import (
+        CELL_TITLES,
+        COST_COLUMNS,
+        audit_badges_html,
+        audit_editions,
+        audit_flags,
+        audit_flags_note,
+        edition_audit_flags,
+        difficulty_rows,
+        operating_point_row,
+        slice_runs_table,
+        localisation_shares,
+        pareto_ids,
+        tradeoff_points,
+        TradeoffOptions,
+        TradeoffSelection,
+        tradeoff_selection,
+    )
+
+    from automonitor.views.browsing import (
+        PAGE_SIZES,
+        cell_table,
+        SEARCH_STYLE,
+        diff_mode,
+        disagreeing_samples,
+        filter_cell,
+        highlight_search_html,
+        neighbours,
+        pair_diff,
+        pair_diff_html,
+        run_choice,
+    )
+    from automonitor.views.sample_sets import (
+        sample_set_caption,
+        sample_set_digest,
+        run_sample_sets,
+        identical_derived,
+        set_archived,
+    )
+
+#: Where each public name lives; imported on first use (PEP 562): a page imports the modules it reads, not
+#: every page's (the Trade-off page's first load no longer imports the samples browser, provenance and errata,
+#: markdown, evidence and the run views' helpers it does not draw).
+_HOME = {
+    **{name: "provenance" for name in ("errata_for", "provenance_html", "sample_errata")},
+    **{name: "markdown" for name in ("looks_like_code", "markdown_html")},
+    **{name: "cells" for name in ("MISSING", "cell", "display_frame", "is_missing", "is_numeric")},
+    **{name: "health" for name in ("SLICE_COLUMN_ORDER", "slice_column_order")},
+    **{
+        name: "evidence"
+        for name in ("SPAN_STYLES", "ground_evidence", "highlight_html", "legend_html", "located_spans")
+    },
+    **{
+        name: "figures"
+        for name in (
+            "VIEW_LINES_LABEL",
+            "label_layout",
+            "label_positions",
+            "roc_figure",
+            "tradeoff_figure",
+            "view_line_count",
+        )
+    },
+    **{
+        name: "overview"
+        for name in ("composition_figure", "composition_frame", "composition_pivot", "counts_by", "store_version")
+    },
+    **{
+        name: "runs"
+        for name in (
+            "DEMO_LOG",
+            "DEMO_PID",
+            "HISTORY_COLUMNS",
+            "background_demo",
+            "format_duration",
+            "generation_stats_frame",
+            "generation_steps_frame",
+            "history_table",
+            "runs_frame",
+        )
+    },
+    **{
+        name: "samples"
+        for name in (
+            "export_samples",
+            "sample_detail",
+            "raw_cut_note",
+            "sample_predictions",
+            "shown_responses",
+            "search_samples",
+        )
+    },
+    **{
+        name: "run_labels"
+        for name in ("RUN_LABEL_MAX", "active_runs_line", "run_full_label", "run_option_label", "short_monitor")
+    },
+    **{
+        name: "tradeoff"
+        for name in (
+            "CELL_TITLES",
+            "COST_COLUMNS",
+            "audit_badges_html",
+            "audit_editions",
+            "audit_flags",
+            "audit_flags_note",
+            "edition_audit_flags",
+            "difficulty_rows",
+            "operating_point_row",
+            "slice_runs_table",
+            "localisation_shares",
+            "pareto_ids",
+            "tradeoff_points",
+            "TradeoffOptions",
+            "TradeoffSelection",
+            "tradeoff_selection",
+        )
+    },
+    **{
+        name: "browsing"
+        for name in (
+            "PAGE_SIZES",
+            "cell_table",
+            "SEARCH_STYLE",
+            "diff_mode",
+            "disagreeing_samples",
+            "filter_cell",
+            "highlight_search_html",
+            "neighbours",
+            "pair_diff",
+            "pair_diff_html",
+            "run_choice",
+        )
+    },
+    **{
+        name: "sample_sets"
+        for name in ("sample_set_caption", "sample_set_digest", "run_sample_sets", "identical_derived", "set_archived")
+    },
+}
+
+_name_getattr = lazy_getattr(__name__, _HOME)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name from its submodule on first use; a submodule (``views.figures``) imported on first
+    use too, as the eager imports made it an attribute of the package."""
+    if name in _HOME:
+        return _name_getattr(name)
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        __import__(f"{__name__}.{name}")
+        return sys.modules[f"{__name__}.{name}"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "TIERS",
