@@ -15,7 +15,7 @@ from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
 from store.queries.rowtypes import RunRow
-from store.queries.run_list import list_runs
+from store.queries.run_list import list_runs, verdict_counts
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +214,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
     with session_scope(engine) as s:
         runs = {rid: run for rid in dict.fromkeys(run_ids) if (run := s.get(Run, rid)) is not None}
         details = q.unscored_details(s, run_ids, (CONTRADICTORY,))
-        counts = {rid: q.outcome_counts(s, rid) for rid in runs}
+        counts = verdict_counts(s, list(runs))  # one grouped query, not one per run
     for rid, run in runs.items():
         params = dict(run.params or {})
         config = dict(params.get("config") or {})

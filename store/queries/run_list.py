@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from store.queries.rowtypes import RunRow
 
-__all__ = ["list_runs", "verdict_rows"]
+__all__ = ["list_runs", "verdict_counts", "verdict_rows"]
 
 
 def verdict_rows(table: sa.TableClause) -> ColumnElement[bool]:
@@ -61,16 +61,34 @@ def _empty_counts() -> dict[str, int]:
     return {**{o: 0 for o in OUTCOMES}, "pending": 0}
 
 
-def _verdict_counts_by_run(conn: Connection | Session) -> dict[str, dict[str, int]]:
-    """``{run_id: {outcome: n, ..., "pending": n}}`` over every run's verdict rows (repeat 0)."""
+def _verdict_counts_by_run(conn: Connection | Session, run_ids: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """``{run_id: {outcome: n, ..., "pending": n}}`` over every run's verdict rows (repeat 0); ``run_ids``:
+    only those runs' (a run without a row is absent)."""
     p = prediction.c
+    sel = sa.select(p.run_id, p.outcome, sa.func.count()).where(verdict_rows(prediction))
+    if run_ids is not None and len(run_ids) <= _IN_LIST_MAX:
+        sel = sel.where(p.run_id.in_(run_ids))
+    wanted = None if run_ids is None else set(run_ids)
     counts: dict[str, dict[str, int]] = {}
-    for run_id, outcome, n in conn.execute(
-        sa.select(p.run_id, p.outcome, sa.func.count()).where(verdict_rows(prediction)).group_by(p.run_id, p.outcome)
-    ).all():
+    for run_id, outcome, n in conn.execute(sel.group_by(p.run_id, p.outcome)).all():
+        if wanted is not None and run_id not in wanted:
+            continue
         c = counts.setdefault(run_id, _empty_counts())
         c[outcome if outcome is not None else "pending"] = int(n)
     return counts
+
+
+#: more run ids than this are filtered after one grouped scan of every run instead of in an ``IN`` list
+_IN_LIST_MAX = 500
+
+
+def verdict_counts(conn: Connection | Session, run_ids: list[str]) -> dict[str, dict[str, int]]:
+    """``{run_id: {outcome: n, ..., "pending": n}}`` for each of ``run_ids``, in one grouped query: the
+    counts ``store.queries.runs.outcome_counts`` gives one run at a time (every outcome, zeros included,
+    over the run's verdict rows, and ``pending`` over the predictions of any repeat without an outcome); a
+    run without predictions gets zeros. ``conn``: a connection or a session."""
+    counts = _verdict_counts_by_run(conn, list(run_ids))
+    return {rid: counts.get(rid) or _empty_counts() for rid in run_ids}
 
 
 def _judged_sums_by_run(conn: Connection | Session) -> dict[str, tuple[int, int, float]]:

@@ -174,3 +174,24 @@ def test_the_run_list_reads_every_field_through_a_connection_or_a_session(engine
         0,
     )
     assert new["duration_s"] is None and new["started_at"] is None and new["lease"] is None
+
+
+def test_verdict_counts_of_several_runs_are_each_runs_outcome_counts(engine):
+    """``verdict_counts`` (one grouped query, what the report's answer quality reads) gives each run the counts
+    ``outcome_counts`` gives it alone: repeat 0's outcomes, the pending rows of every repeat, zeros for a run
+    without predictions; through a connection or a session; with more ids than an ``IN`` list takes."""
+    from store.queries import run_list
+    from store.queries.runs import outcome_counts
+
+    _seed(engine)
+    ids = ["r-full", "r-new", "r-ladder"]
+    with session_scope(engine) as s:
+        alone = {rid: outcome_counts(s, rid) for rid in ids}
+        assert run_list.verdict_counts(s, ids) == alone
+        many = [*ids, *(f"absent-{i}" for i in range(run_list._IN_LIST_MAX))]
+        assert {k: v for k, v in run_list.verdict_counts(s, many).items() if k in alone} == alone
+    with engine.connect() as conn:
+        assert run_list.verdict_counts(conn, ids[:1]) == {"r-full": alone["r-full"]}
+    assert alone["r-full"]["misbehavior"] == 1 and alone["r-full"]["benign"] == 0  # the repeat-1 verdict not counted
+    assert alone["r-full"]["error"] == 1 and alone["r-full"]["pending"] == 2
+    assert set(alone["r-new"].values()) == {0}
