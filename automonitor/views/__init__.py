@@ -39,7 +39,7 @@ minimum sample size :data:`DEFAULT_MIN_N`) are in docs/explanation/app.md, "Work
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from automonitor.escaping import esc, md_escape, plot_text, text_html
 
@@ -258,7 +258,7 @@ _HOME = {
 _name_getattr = lazy_getattr(__name__, _HOME)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """A public name from its submodule on first use; a submodule (``views.figures``) imported on first
     use too, as the eager imports made it an attribute of the package."""
     if name in _HOME:
