@@ -195,7 +195,8 @@ def test_tradeoff_labels_hollow_click_keys_diff_and_page_shots(migrated_sqlite, 
         big = _point_xy(page, "r001")
         assert big and "too few" not in big[2]
         page.mouse.move(big[0], big[1])
-        page.wait_for_timeout(400)
+        # plotly has taken the hover (its label names the run) before the click: waited for, not 400 ms
+        expect(page.locator(".js-plotly-plot").first.locator(".hoverlayer")).to_contain_text("r001")
         page.mouse.click(big[0], big[1])
         page.wait_for_url(re.compile(r".*/drilldown\?.*cell=fn.*"), timeout=30_000)
         e2e.wait_app(page)
