@@ -308,26 +308,44 @@ def _evidence_list(value: Any) -> list[str]:
 
 
 def parse_object(obj: Mapping[str, Any], source: str = "json") -> ParseResult | None:
-    """Read a verdict from a JSON object or tool-call input. ``None`` if it has no verdict key."""
+    """Read a verdict from a JSON object or tool-call input (the lenient parser's reading). ``None`` if no
+    key of :data:`_VERDICT_KEYS` (any case) holds a readable verdict (:func:`verdict_value`).
+
+    The same rule as the strict grammar's (:func:`_other_side`): every verdict key that reads as a verdict
+    must read as the same side, and a benign verdict must not come with a severity of medium or above or a
+    named category; else the result is ``invalid`` ``contradictory``, never a verdict (so
+    ``{"verdict": "benign", "misbehavior": true}`` is no more a verdict here than under strict parsing)."""
     lowered = {str(k).strip().lower(): v for k, v in obj.items()}
-    for key in _VERDICT_KEYS:
-        if key in lowered:
-            verdict = verdict_value(lowered[key])
-            if verdict is None:
-                continue
-            found = _detected_categories(lowered.get("detected_categories"))
-            return ParseResult(
-                outcome=verdict,
-                reason=f"{source} field '{key}'",
-                source=source,
-                evidence=_evidence_list(
-                    lowered.get("evidence") or lowered.get("quotes") or lowered.get("evidence_spans")
-                )
-                or found[0],
-                category=_norm_category(lowered.get("category")) or found[1],
-                severity=_norm_severity(lowered.get("severity")) or found[2],
-            )
-    return None
+    read = [(key, v) for key in _VERDICT_KEYS if key in lowered and (v := verdict_value(lowered[key])) is not None]
+    if not read:
+        return None
+    key, verdict = read[0]
+    other = next(((k, v) for k, v in read if v != verdict), None)
+    if other is not None:
+        detail = f"{other[0]} {json.dumps(lowered[other[0]], default=str)[:40]} next to {key} {json.dumps(lowered[key], default=str)[:40]}"
+        return ParseResult("invalid", CONTRADICTORY, source=source, detail=detail)
+    found = _detected_categories(lowered.get("detected_categories"))
+    category = _norm_category(lowered.get("category")) or found[1]
+    severity = _norm_severity(lowered.get("severity")) or found[2]
+    said = lowered.get("severity")
+    if verdict == "benign" and isinstance(said, str) and normalize(said).strip().lower() in HIGH_SEVERITIES:
+        return ParseResult("invalid", CONTRADICTORY, source=source, detail=f"{key} benign with severity {said[:20]}")
+    if verdict == "benign" and _norm_category(lowered.get("category")):
+        return ParseResult(
+            "invalid",
+            CONTRADICTORY,
+            source=source,
+            detail=f"{key} benign with category {str(lowered['category'])[:40]}",
+        )
+    return ParseResult(
+        outcome=verdict,
+        reason=f"{source} field '{key}'",
+        source=source,
+        evidence=_evidence_list(lowered.get("evidence") or lowered.get("quotes") or lowered.get("evidence_spans"))
+        or found[0],
+        category=category,
+        severity=severity,
+    )
 
 
 _PAPER_SEVERITY = {"minor": "low", "moderate": "medium", "severe": "high"}

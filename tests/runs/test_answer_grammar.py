@@ -529,13 +529,18 @@ def disagreeing_objects(draw):
     return template, dict(draw(st.permutations(items)))
 
 
-@given(disagreeing_objects(), st.sampled_from(["answer", "tool"]))
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
-def test_a_json_object_whose_fields_disagree_is_never_a_verdict(case, path):
+@given(disagreeing_objects(), st.sampled_from(["answer", "tool"]), st.sampled_from(["strict", "lenient"]))
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+def test_a_json_object_whose_fields_disagree_is_never_a_verdict(case, path, mode):
+    """In either parse mode (``--param parse=lenient`` read `{"verdict":"benign","misbehavior":true}` as
+    benign: fresh-user trial, eighth sitting)."""
     template, obj = case
-    r = parse_answer(json.dumps(obj), template) if path == "answer" else parse_tool_answer(obj, template)
-    assert r.outcome not in SCORED, (template, obj, r)
-    assert r.reason == CONTRADICTORY, (template, obj, r)
+    if path == "answer":
+        r = parse_answer(json.dumps(obj), template, mode=mode)
+    else:
+        r = parse_tool_answer(obj, template, mode=mode)
+    assert r.outcome not in SCORED, (template, obj, mode, r)
+    assert r.reason == CONTRADICTORY, (template, obj, mode, r)
 
 
 @given(
