@@ -107,6 +107,10 @@ assert tuple(EDITION_PROMISES) == EDITIONS
 #: side (automonitor.analysis.difficulty computes them; the report's table and the trade-off page show them)
 DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
 assert set(DIFFICULTY_EDITIONS) <= set(EDITIONS)
+#: The edition a build keeps every pair with an erratum out of (``wrong`` or ``doubtful``; ``hard`` is drawn from
+#: it): the report names it beside the count of scored samples an erratum marks (automonitor.analysis.from_store.errata_notes)
+ERRATA_FREE_EDITION = "verified"
+assert ERRATA_FREE_EDITION in EDITIONS
 STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected")
 ANNOTATION_LABELS: tuple[str, ...] = ("misbehavior", "benign", "unsure")
 #: an adjudicator's decision on a candidate pair: its label becomes gold, or the pair is rejected

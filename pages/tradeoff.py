@@ -13,7 +13,7 @@ navigation.ensure_navigation()
 import pandas as pd
 import streamlit as st
 
-from automonitor.analysis import metrics
+from automonitor.analysis import metrics, report_format
 from automonitor.views import report_html
 from automonitor import views, vocab
 from automonitor.views.page_index import Nav
@@ -198,7 +198,8 @@ if edition != ALL and edition not in found:
         f"No run judged edition {edition} yet: `automonitor run --edition {edition} ...` judges it; the table "
         "below shows every run's MR/FAR on the verified and hard members it judged."
     )
-_diff_rows = views.difficulty_rows(loaders.load_report(url, ver, None, invalid))
+_all_report = loaders.load_report(url, ver, None, invalid)
+_diff_rows = views.difficulty_rows(_all_report)
 if _diff_rows:
     with st.expander(
         "Difficulty: MR / FAR on the verified and the hard members of each run", expanded=edition == "hard"
@@ -226,6 +227,9 @@ note = (
     "Click a point to open its missed samples (FN)."
 )
 st.caption(note)
+# the scored samples the project's errata mark wrong or doubtful, for the edition(s) on the plane (plain text)
+for _line in report_format.errata_lines(_all_report, set(scored["edition"]) if len(scored) else ()):
+    st.caption(views.md_escape(_line))
 if not show_duplicates:  # the derived runs this view hides as copies of an input are named, not dropped silently
     run_names = {r["run_id"]: views.run_full_label({**r, "status": None}) for r in runs.to_dict("records")}
     hidden_note = views.hidden_duplicates_caption(hidden_pts, run_names)

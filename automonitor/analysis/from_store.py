@@ -19,11 +19,11 @@ from automonitor.analysis.difficulty import add_difficulty, add_tiers
 from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.roc_grounding import evidence_run_ids
 from automonitor.analysis.report_cache import blas_one_thread, gc_paused
-from automonitor.analysis.report_schema import ControlsFar, Report, RunAnswers, SpanVisibility
+from automonitor.analysis.report_schema import ControlsFar, ErrataNote, Report, RunAnswers, SpanVisibility
 from automonitor.analysis.view_comparison import compare_all, view_groups
 from automonitor.data.monitor_views import is_silent, render, view_of_run
 from automonitor.jsontypes import JSONObject
-from automonitor.vocab import EDITIONS
+from automonitor.vocab import EDITIONS, ERRATA_FREE_EDITION
 
 if TYPE_CHECKING:  # the store is imported where it is read (a cached report imports none of it)
     from store.queries.rowtypes import SpanRow
@@ -142,9 +142,38 @@ def report(
     _add_views(engine, rep, runs, preds, editions, opt)
     add_difficulty(engine, rep, all_preds, invalid)
     add_tiers(engine, rep, preds, invalid)
+    rep.errata = errata_notes(engine, preds, editions)
     if edition is not None:
         rep.edition = edition
     return rep
+
+
+def errata_notes(engine: Engine, preds: pd.DataFrame, editions: dict[str, str]) -> dict[str, ErrataNote]:
+    """Per edition of the runs in ``preds`` (test predictions, controls split off; ``editions``: ``{run_id:
+    edition}``, ``paper`` when unset), the :class:`ErrataNote`: its samples judged by at least one of those
+    runs and how many of them an erratum marks ``wrong`` / ``doubtful``. The marked samples are read in one
+    query (:func:`store.queries.analysis.meta_values`: only the few rows whose ``meta`` names ``erratum``);
+    the rest comes from ``preds``. An erratum whose verdict is neither is not counted."""
+    from store.queries import analysis as q
+
+    if not len(preds):
+        return {}
+    judged = preds[preds["outcome"].notna()]
+    marked = q.meta_values(engine, "erratum")
+    verdict = {sid: e.get("verdict") for sid, e in marked.items() if isinstance(e, dict)}
+    samples_of: dict[str, set[str]] = {}
+    for rid, sid in zip(judged["run_id"].tolist(), judged["sample_id"].tolist()):
+        samples_of.setdefault(editions.get(rid) or "paper", set()).add(sid)
+    notes = {}
+    for ed in sorted(samples_of, key=lambda e: (EDITIONS.index(e) if e in EDITIONS else len(EDITIONS), e)):
+        said = [verdict[s] for s in samples_of[ed] if s in verdict]
+        notes[ed] = ErrataNote(
+            samples=len(samples_of[ed]),
+            wrong=said.count("wrong"),
+            doubtful=said.count("doubtful"),
+            left_out_by=ERRATA_FREE_EDITION,
+        )
+    return notes
 
 
 def _runs_of_edition(runs: pd.DataFrame, editions: dict[str, str], edition: str, *, explicit: bool) -> pd.DataFrame:

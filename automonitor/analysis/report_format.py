@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 from itertools import groupby
-from typing import TypedDict, cast
+from typing import Iterable, TypedDict, cast
 
 from automonitor.escaping import md_escape  # names are data: no markup, links or HTML in the table
 from automonitor.analysis.report_schema import Report, ReportLike, RunReport, as_report
@@ -23,6 +23,27 @@ from automonitor.data.audit.report_md import fmt2
 from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, DIFFICULTY_EDITIONS, TEMPLATES
 
 FORMATS = ("markdown", "latex", "csv")
+
+
+def errata_lines(rep: ReportLike, editions: Iterable[str] | None = None) -> list[str]:
+    """One plain line per edition of ``rep.errata`` (only ``editions`` when given) whose scored samples an
+    erratum marks, e.g. ``paper edition: 40 scored samples are marked wrong and 38 doubtful by errata; the
+    verified edition leaves them out.`` (``[]`` when none is marked). Plain text: escape it for its medium."""
+    notes = as_report(rep).errata or {}
+    keep = None if editions is None else set(editions)
+    out = []
+    for ed, n in notes.items():
+        if (keep is not None and ed not in keep) or not (n.wrong or n.doubtful):
+            continue
+        verb = "is" if n.wrong == 1 else "are"
+        # the edition that leaves them out holds none after a build; one marked there (an older build) is named
+        # without that clause
+        tail = "." if ed == n.left_out_by else f"; the {n.left_out_by} edition leaves them out."
+        out.append(
+            f"{ed} edition: {n.wrong} scored sample{'' if n.wrong == 1 else 's'} {verb} marked wrong and "
+            f"{n.doubtful} doubtful by errata{tail}"
+        )
+    return out
 
 
 class PaperColumn(TypedDict):

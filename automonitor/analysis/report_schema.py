@@ -444,6 +444,19 @@ class AuditBaselines(_Model):
     controls: AuditControls
 
 
+class ErrataNote(_Model):
+    """What errata say about the samples a report scored on one edition: of the ``samples`` test samples of
+    that edition judged by at least one of the report's runs of it (a verdict, unscored included; controls
+    are no test samples), how many carry an erratum (``meta.erratum``, :mod:`automonitor.data.errata`) read
+    ``wrong`` and ``doubtful`` (counts of samples: a pair's two sides are both marked), and ``left_out_by``:
+    the edition that leaves every such sample out (:data:`automonitor.vocab.ERRATA_FREE_EDITION`)."""
+
+    samples: int
+    wrong: int
+    doubtful: int
+    left_out_by: str
+
+
 class Report(_Model):
     """The report of ``automonitor report`` (contract JSON plus extras).
 
@@ -454,7 +467,8 @@ class Report(_Model):
     ``edition`` when the report was limited to one; ``audit`` ({edition: AuditBaselines}) when the audit
     baselines were attached; ``views``: the comparisons across monitor views
     (:func:`automonitor.analysis.view_comparison.compare_views`) when runs of one monitor and template were
-    judged under several views.
+    judged under several views; ``errata`` ({edition: :class:`ErrataNote`}, from :func:`automonitor.analysis.report`):
+    per edition of the reported runs, the scored samples that the project's errata mark wrong or doubtful.
     """
 
     runs: list[RunReport]
@@ -473,6 +487,8 @@ class Report(_Model):
     # comparisons across monitor views (:mod:`automonitor.analysis.view_comparison`), one per monitor and
     # template judged under >= 2 views; ``None`` when there is none
     views: list[JSONObject] | None = None
+    # per edition of the reported runs, the scored samples errata mark (:class:`ErrataNote`)
+    errata: dict[str, ErrataNote] | None = None
 
     def run(self, run_id: str) -> RunReport | None:
         """The run entry with this id, or ``None``."""

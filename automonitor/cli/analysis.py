@@ -268,6 +268,8 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
     the plane's rule (:func:`_plane_front`): a small or unfinished run is marked ``hollow``, never ``*``."""
     import sys
 
+    from automonitor.analysis import report_format
+
     if not rep.runs:
         CliConsole(markup=False).print(
             "No runs in the store. Start one with `automonitor run` or `automonitor predictions import`."
@@ -292,6 +294,8 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
             f"edition {edition_text('paper', built)}: this store was never built (`automonitor build`), so the "
             "paper edition is every gold test sample, as `stats` says"
         )
+    for line in report_format.errata_lines(rep):
+        con.print(line)
     con.print(f"Pareto front: {', '.join(r.run_id for r in rep.runs if r.run_id in front) or '-'}")
     if hollow:
         from automonitor.views.honest_points import DEFAULT_MIN_N

@@ -34,7 +34,7 @@ from sqlalchemy.engine import Engine
 from automonitor import analysis
 from automonitor.analysis import audit_section
 from automonitor.analysis.from_store import light_predictions, predictions_read_once
-from automonitor.analysis.report_format import run_metric_table
+from automonitor.analysis.report_format import errata_lines, run_metric_table
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.data.audit.report_md import fmt2
@@ -379,6 +379,7 @@ def _header_html(title: str, rep: Report, now: dt.datetime, pts: pd.DataFrame | 
         f"{esc(rep.intervals)} · Pearson r(MR, FAR) {esc(r_)}</p>"
         f"<p>Miss rate MR = FN / (TP + FN), false alarm rate FAR = FP / (TN + FP); lower is better for both. "
         f"Pareto front (overall): {front}.</p>"
+        + "".join(f'<p class="note errata">{esc(line)}</p>' for line in errata_lines(rep))
     )
 
 

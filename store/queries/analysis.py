@@ -155,6 +155,24 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     return df
 
 
+def meta_values(engine: Engine, key: str, split: str = "test") -> dict[str, Any]:
+    """``{sample_id: meta[key]}`` of the samples of ``split`` whose ``meta`` holds ``key`` with a value that is
+    not empty, in one query: ``meta`` is sent only where its JSON text names the key as :func:`json.dumps`
+    writes it (a few rows of a store, e.g. the samples an erratum marks), and checked here once decoded."""
+    names_it = sa.cast(col(Sample.meta), sa.Text).contains(json.dumps(key), autoescape=True)
+    q = sa.select(col(Sample.id), col(Sample.meta)).where(col(Sample.split) == split, names_it)
+    with engine.connect() as c:
+        rows = c.execute(q).all()
+    out: dict[str, Any] = {}
+    for sid, meta in rows:
+        if isinstance(meta, str):
+            meta = json.loads(meta)
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if value:
+            out[str(sid)] = value
+    return out
+
+
 def fetch_tuples(conn: Connection, stmt: sa.Select[tuple[object, ...]]) -> list[tuple[object, ...]]:
     """Every row of ``stmt`` as the driver's tuples, executed and fetched on the DBAPI cursor of ``conn``
     (no SQLAlchemy ``Row`` per row: a report reads ~90,000 rows). Only for statements whose columns

@@ -230,3 +230,54 @@ def test_a_status_or_kind_this_version_does_not_know_is_reported_as_null(store, 
     doc = json.loads(GOLDEN.read_text())
     doc["runs"][0]["status"] = "paused"
     assert Report.model_validate(doc).runs[0].status is None
+
+
+#: pairs whose rows carry ``meta.erratum`` (as a build marks them) in :func:`errata_store`: two test pairs, and a
+#: train pair (no scored sample)
+ERRATA = {"p1": "wrong", "p2": "doubtful", "tp0": "wrong"}
+
+
+@pytest.fixture(scope="module")
+def errata_store(tmp_path_factory):
+    """The store of :func:`seed` with the pairs of :data:`ERRATA` marked (the pinned store has no erratum)."""
+    import sqlalchemy as sa
+
+    from store import get_engine, init_db
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('errata') / 'store.db'}"
+    eng = init_db(get_engine(url, fresh=True))
+    seed(eng)
+    with eng.begin() as c:
+        for pair, verdict in ERRATA.items():
+            meta = {"erratum": {"verdict": verdict, "reason": "r", "reader": "t", "date": "2026-01-01"}}
+            c.execute(sa.text("update sample set meta = :m where pair_id = :p"), {"m": json.dumps(meta), "p": pair})
+    yield eng
+    eng.dispose()
+
+
+def test_the_report_counts_the_scored_samples_that_errata_mark(errata_store):
+    """Trial defect 2: the paper edition scores pairs its errata read wrong or doubtful; the report says how many
+    (each side of a marked pair is a sample; the marked train pair is no scored sample), and which edition
+    leaves them out, in the JSON and as the one plain line the HTML report and the Trade-off page show."""
+    from automonitor.analysis.report_schema import ErrataNote
+
+    rep = analysis.report(errata_store, n_boot=20)
+    assert rep.errata == {"paper": ErrataNote(samples=2 * N_PAIRS, wrong=2, doubtful=2, left_out_by="verified")}
+    assert rep.to_dict()["errata"] == {"paper": {"samples": 24, "wrong": 2, "doubtful": 2, "left_out_by": "verified"}}
+    line = (
+        "paper edition: 2 scored samples are marked wrong and 2 doubtful by errata; "
+        "the verified edition leaves them out."
+    )
+    assert report_format.errata_lines(rep) == [line]
+    assert report_format.errata_lines(rep.to_dict(), ["verified"]) == []  # only the editions asked for
+    # one run: its own judged samples (5b is pending in rA), both marked pairs among them
+    only = analysis.report(errata_store, ["rA"], n_boot=20).errata
+    assert only is not None and (only["paper"].samples, only["paper"].wrong) == (2 * N_PAIRS - 1, 2)
+
+
+def test_a_report_on_a_store_without_errata_says_none_is_marked(store):
+    """The pinned store has no erratum: the report counts 0 and no line is shown."""
+    _, eng, _ = store
+    rep = analysis.report(eng, n_boot=20)
+    assert rep.errata is not None and (rep.errata["paper"].wrong, rep.errata["paper"].doubtful) == (0, 0)
+    assert report_format.errata_lines(rep) == []

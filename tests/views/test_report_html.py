@@ -169,3 +169,30 @@ def test_the_report_and_its_gallery_read_one_snapshot_of_the_predictions(tmp_pat
     fresh = report_html.gallery(eng, rep, per_slice=1)
     assert [i["wrong"] for i in snapshot if i["sample_id"] == "s0m"] == [["r1", "r2"]]
     assert [i["wrong"] for i in fresh if i["sample_id"] == "s0m"] == [["r1", "r2", "r3"]]
+
+
+def test_the_report_says_how_many_scored_samples_errata_mark(tmp_path):
+    """Trial defect 2: the paper edition scores pairs that the project's errata read wrong or doubtful; the HTML
+    report and the CLI's table say how many of the scored samples they are and which edition leaves them out."""
+    import json
+
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    eng = seed_store(url)
+    with eng.begin() as c:
+        for pair, verdict in (("p0", "wrong"), ("p1", "doubtful"), ("p2", "doubtful")):
+            meta = {"erratum": {"verdict": verdict, "reason": "<b>x</b>", "reader": "r", "date": "2026-01-01"}}
+            c.execute(sa.text("update sample set meta = :m where pair_id = :p"), {"m": json.dumps(meta), "p": pair})
+    eng.dispose()
+    line = (
+        "paper edition: 2 scored samples are marked wrong and 4 doubtful by errata; "
+        "the verified edition leaves them out."
+    )
+    out = tmp_path / "rep.html"
+    res = run_cli(["report", "--format", "html", "--output", str(out), "--no-audit"], db=url)
+    assert res.returncode == 0, res.stderr
+    assert f'<p class="note errata">{line}</p>' in _body(out.read_text(encoding="utf-8"))
+    res = run_cli(["report", "--no-audit"], db=url)
+    assert res.returncode == 0, res.stderr
+    assert line in res.stdout
