@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
+from automonitor.jsontypes import JSONValue
 from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks as _chunks, rows_by_ids
@@ -155,7 +156,7 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     return df
 
 
-def meta_values(engine: Engine, key: str, split: str = "test") -> dict[str, Any]:
+def meta_values(engine: Engine, key: str, split: str = "test") -> dict[str, JSONValue]:
     """``{sample_id: meta[key]}`` of the samples of ``split`` whose ``meta`` holds ``key`` with a value that is
     not empty, in one query: ``meta`` is sent only where its JSON text names the key as :func:`json.dumps`
     writes it (a few rows of a store, e.g. the samples an erratum marks), and checked here once decoded."""
@@ -163,7 +164,7 @@ def meta_values(engine: Engine, key: str, split: str = "test") -> dict[str, Any]
     q = sa.select(col(Sample.id), col(Sample.meta)).where(col(Sample.split) == split, names_it)
     with engine.connect() as c:
         rows = c.execute(q).all()
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     for sid, meta in rows:
         if isinstance(meta, str):
             meta = json.loads(meta)
