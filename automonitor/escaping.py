@@ -83,6 +83,21 @@ def md_escape(text: object) -> str:
     return out.replace("@", "\u2060@")
 
 
+def md_code(text: object) -> str:
+    """``text`` as a markdown code span for Streamlit markdown (an id to read and copy as it is): a code span
+    interprets no markup, so nothing is backslash-escaped (:func:`md_escape` inside one shows its
+    backslashes); the fence is one backtick longer than the longest run of backticks in ``text``, padded with a
+    space on each side (which CommonMark strips) when ``text`` starts or ends with a backtick or a space.
+    Invisible characters are revealed (:func:`reveal_invisible`) and newlines become spaces; ``None`` and the
+    empty string give the empty string."""
+    s = "".join(" " if ch in "\r\n" else ch for ch in reveal_invisible("" if text is None else str(text)))
+    if not s:
+        return ""
+    fence = "`" * (max((len(m) for m in re.findall("`+", s)), default=0) + 1)
+    pad = " " if s[0] in "` " or s[-1] in "` " else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
 def text_box_style(max_height: int | None) -> str:
     """The inline style of a text block: :data:`TEXT_STYLE` plus, with ``max_height`` (pixels), a
     vertical scroll bar above that height."""

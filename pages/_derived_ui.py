@@ -1,5 +1,5 @@
-"""Trade-off page widgets for derived runs: cost on the plane (marker size), the cheapest monitor on the
-Pareto front for a chosen MR/FAR target, and a small form that builds a derived run (ensemble,
+"""Trade-off page widgets for derived runs: cost on the plane (marker size), the cheapest monitor drawn solid
+(a point of the MR-FAR-cost front) for a chosen MR/FAR target, and a small form that builds a derived run (ensemble,
 task-aware thresholds, cascade) from selected runs. UI only: the logic is in ``automonitor.analysis.derive``."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import streamlit as st
 from automonitor.analysis import derive
 from automonitor import views
 from automonitor.errors import InputError, NotFound
+from automonitor.escaping import md_code
 from pages import _data as loaders
 from pages import _url_state as url_state
 
@@ -48,7 +49,9 @@ def size_choice(page: str) -> str | None:
 
 
 def cheapest_on_front(page: str, pts: pd.DataFrame) -> None:
-    """The cheapest run that meets an MR and a FAR target (a point of the MR-FAR-cost Pareto front)."""
+    """The cheapest run drawn solid on the plane (eligible: finished, enough judged samples) that meets an MR
+    and a FAR target (``derive.cheapest_meeting``: a point of the MR-FAR-cost front, not necessarily of the
+    plane's MR-FAR front, which ignores cost); the caption says what it was chosen from."""
     st.subheader("Cheapest monitor meeting a target")
     c1, c2, c3 = st.columns(3)
     mr_max = c1.number_input("MR at most", 0.0, 1.0, 0.3, 0.05, key=f"{page}.mr_max")
@@ -58,15 +61,21 @@ def cheapest_on_front(page: str, pts: pd.DataFrame) -> None:
         st.caption("No run in this slice.")
         return
     best = derive.cheapest_meeting(pts, mr_max=mr_max, far_max=far_max, measure=measure)
+    n_solid = int(pts["eligible"].fillna(False).astype(bool).sum()) if "eligible" in pts else len(pts)
+    among = f"the {n_solid} run(s) drawn solid (finished, enough judged samples; hollow runs are left out)"
     if best is None:
-        st.caption("No run on the Pareto front meets this target.")
+        st.caption(f"None of {among} meets this target.")
         return
     cost = best.get(measure)
     unit = "USD" if measure == "usd_per_1k" else "s"
     st.markdown(
-        f"**{views.md_escape(best['monitor'])}** · run `{views.md_escape(best['run_id'])}`: "
+        f"**{views.md_escape(best['monitor'])}** · run {md_code(best['run_id'])}: "
         f"MR {best['mr']:.3f}, FAR {best['far']:.3f}, "
         f"{0.0 if pd.isna(cost) else float(cost):.4g} {unit} per 1,000 samples"
+    )
+    st.caption(
+        f"The cheapest of {among} with MR and FAR within the target (ties: the lower MR + FAR). Cost counts "
+        "here, so it may lie off the Pareto front of the plot, which weighs MR and FAR only."
     )
 
 

@@ -694,14 +694,20 @@ def cheapest_meeting(
     measure: str = "usd_per_1k",
 ) -> dict[str, object] | None:
     """The cheapest run (by ``measure``: usd_per_1k or s_per_1k) with MR <= mr_max and FAR <= far_max,
-    i.e. the point of the (MR, FAR, cost) Pareto front that meets the target at the least cost.
+    i.e. the point of the (MR, FAR, cost) Pareto front that meets the target at the least cost. It need not
+    be on the plane's MR-FAR front, which ignores cost.
 
     ``points`` needs run_id, mr, far (e.g. :func:`automonitor.views.tradeoff_points`) and the cost
-    columns unless ``costs`` (:func:`run_costs`) is given. Ties go to the lower MR + FAR, then run id.
-    Returns the point's row as a dict, or None if no run qualifies."""
+    columns unless ``costs`` (:func:`run_costs`) is given. When ``points`` has an ``eligible`` column (the
+    plane's rule: finished, enough judged samples, not a copy of an input), only eligible runs are chosen
+    from: a hollow run's rates rest on too few samples to meet a target (fresh-user trial: a 14-sample run
+    was picked). Ties go to the lower MR + FAR, then run id. Returns the point's row as a dict, or None if no
+    run qualifies."""
     if points.empty:
         return None
     d = points.dropna(subset=["mr", "far"])
+    if "eligible" in d:
+        d = d[d["eligible"].fillna(False).astype(bool)]
     if costs is not None:
         d = d.drop(columns=[c for c in ("usd_per_1k", "s_per_1k") if c in d]).merge(
             costs[["run_id", "usd_per_1k", "s_per_1k"]], on="run_id", how="left"

@@ -343,3 +343,24 @@ def test_cli_derive_json_runs_and_report(small):
     assert bad.returncode == 2 and "target" in bad.stderr
     bad2 = run_cli(["run", "--resume", ids[0]], db=url)
     assert bad2.returncode == 2 and "derived" in bad2.stderr
+
+
+def test_cheapest_meeting_chooses_among_eligible_runs_only():
+    """Fresh-user trial: the Trade-off page's "Cheapest monitor meeting a target" picked a hollow 14-sample run
+    (off the plane's front). With an ``eligible`` column only eligible runs are chosen from; without one, all."""
+    from automonitor.analysis import derive
+
+    pts = pd.DataFrame(
+        {
+            "run_id": ["hollow", "solid", "dear"],
+            "mr": [0.0, 0.2, 0.1],
+            "far": [0.0, 0.1, 0.1],
+            "usd_per_1k": [0.0, 0.5, 2.0],
+            "s_per_1k": [1.0, 1.0, 1.0],
+            "eligible": [False, True, True],
+        }
+    )
+    assert derive.cheapest_meeting(pts, mr_max=0.3, far_max=0.3)["run_id"] == "solid"
+    assert derive.cheapest_meeting(pts, mr_max=0.15, far_max=0.3)["run_id"] == "dear"
+    assert derive.cheapest_meeting(pts, mr_max=0.05, far_max=0.05) is None  # only the hollow run meets it
+    assert derive.cheapest_meeting(pts.drop(columns="eligible"), mr_max=0.05, far_max=0.05)["run_id"] == "hollow"

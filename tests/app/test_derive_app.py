@@ -74,7 +74,10 @@ def test_derived_runs_on_the_tradeoff_plot(demo):
     assert t.loc[cas, "s_per_1k"] < t.loc[ens, "s_per_1k"]
     assert t.loc[ens, "s_per_1k"] == pytest.approx(3 * 5.0)  # three inputs at 5 ms a sample, per 1,000
 
-    # cheapest run meeting a loose target is named
+    # cheapest run meeting a loose target is named: among the runs drawn solid (each of them at a minimum of 1
+    # judged sample; at the default 100 every run of this 54-sample store is hollow and none is chosen), its
+    # id shown as it is (no markdown escape in the code span: `drv\_cas\_...` before)
+    at.query_params["min_n"] = "1"
     at.number_input(key="tradeoff.mr_max").set_value(1.0)
     at.number_input(key="tradeoff.far_max").set_value(1.0)
     ok(at.run())
@@ -84,7 +87,7 @@ def test_derived_runs_on_the_tradeoff_plot(demo):
 
     pts = views.tradeoff_points(analysis.report(demo["engine"], n_boot=10))
     best = derive.cheapest_meeting(pts, derive.run_costs(demo["engine"]), mr_max=1.0, far_max=1.0, measure="usd_per_1k")
-    assert f"run `{best['run_id']}`" in md.replace("\\_", "_")
+    assert f"run `{best['run_id']}`" in md
 
 
 def test_builder_form_creates_an_ensemble(demo):

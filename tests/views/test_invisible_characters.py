@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import pytest
 
-from automonitor.escaping import INVISIBLE_CHARS, esc, md_cell, md_escape, plot_text, reveal_invisible, text_html
+from automonitor.escaping import (
+    INVISIBLE_CHARS,
+    esc,
+    md_cell,
+    md_code,
+    md_escape,
+    plot_text,
+    reveal_invisible,
+    text_html,
+)
 
 SPOOF = "invoice\u202egpj.exe"
 
 
-@pytest.mark.parametrize("show", [esc, plot_text, md_escape, md_cell, text_html])
+@pytest.mark.parametrize("show", [esc, plot_text, md_escape, md_cell, md_code, text_html])
 def test_every_display_escaper_reveals_a_bidi_override(show):
     out = show(SPOOF)
     assert "\u202e" not in out
