@@ -217,11 +217,32 @@ def _sources_table(report: dict[str, Any]) -> Table:
     return rich_table(title, cols, rows, right=cols[3:])
 
 
+def failing_gates_note(report: dict[str, Any]) -> str | None:
+    """The line under the sources table saying that its ``test`` (and ``paper``, ``paper-r2``) pairs include pairs
+    that failed a gate, per source (``test_pairs_failing_gates`` of ``test``); ``None`` when no test pair did (or
+    for a build report written before the count)."""
+    failing = [
+        f"{name} {s['test_pairs_failing_gates']} of {s['test_pairs']}"
+        for name, s in report["sources"].items()
+        if s.get("test_pairs_failing_gates")
+    ]
+    if not failing:
+        return None
+    return (
+        "test, paper, paper-r2 count test pairs, with pairs that failed a gate (an erratum included), which the "
+        "paper editions keep as the paper's noise and verified leaves out; so test can exceed pass gates. "
+        "Failed a gate: " + ", ".join(failing)
+    )
+
+
 def _build_summary(report: dict[str, Any], edition: str) -> None:
-    """The human-readable build output on stdout: sources table, the shown edition, controls and
-    gates, the paper test set, candidates and train, and what changed in the store."""
+    """The human-readable build output on stdout: sources table (with :func:`failing_gates_note` under it), the
+    shown edition, controls and gates, the paper test set, candidates and train, and what changed in the store."""
     out = _stdout()
     out.print(_sources_table(report))
+    note = failing_gates_note(report)
+    if note:
+        out.print(note)
     ed = report["editions"][edition]
     out.print(
         f"edition {edition}: {ed['samples']} samples in {ed['pairs']} pairs: "

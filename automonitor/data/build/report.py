@@ -19,6 +19,9 @@ def report_source_counts(
         s = report["sources"][name]
         s["test_pairs"] = len(test.pairs.get(name, []))
         s["paper_pairs"] = sum(p.pair_id in test.paper_ids for p in test.pairs.get(name, []))
+        # test pairs that failed a gate (an erratum included): the paper mirror keeps them (its noise), so a
+        # source can have more test pairs than pairs passing the gates (``eligible_for_test``)
+        s["test_pairs_failing_gates"] = sum(bool(p.gate) for p in test.pairs.get(name, []))
         s[f"{PAPER_R2}_pairs"] = sum(p.pair_id in test.r2_ids for p in test.pairs.get(name, []))
         s["candidate_pairs"] = len(cands.get(name, []))
         s["train_pairs"] = train.kept[name]
