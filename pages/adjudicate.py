@@ -21,6 +21,7 @@ from pages import _spans_ui
 
 from automonitor import annotation as ann
 from automonitor import views
+from automonitor.escaping import md_code
 from automonitor.errors import InputError, NotFound, PermissionDenied
 from automonitor.vocab import CATEGORY_NAMES, SPLITS, TASK_NAMES
 
@@ -113,8 +114,7 @@ if flags:
         for f in flags:
             fc1, fc2 = st.columns([5, 1], vertical_alignment="center")
             fc1.markdown(
-                f"**{views.md_escape(f['annotator'])}** on `{views.md_escape(f['sample_id'])}` "
-                f"(pair `{views.md_escape(f['pair_id'])}`):"
+                f"**{views.md_escape(f['annotator'])}** on {md_code(f['sample_id'])} (pair {md_code(f['pair_id'])}):"
             )
             fc1.code(f["comment"], language=None, wrap_lines=True)
             if fc2.button("Resolved", key=f"{PAGE}.flag_done.{f['id']}"):

@@ -485,3 +485,16 @@ def test_adjudicate_page_assigns_a_pilot_round_like_assign_limit(tmp_path, monke
     assert [s.value for s in at.success] == ["4 items in 1 batch(es), 8 assignments."]
     eng.dispose()
     cli_eng.dispose()
+
+
+def test_adjudicate_flag_line_shows_ids_as_they_are(store):
+    """An annotator's flag on the Adjudicate page names the sample and pair in code spans that show the ids as
+    they are (``secret-pair-id-0``; ``md_escape`` inside a code span showed ``secret\\-pair\\-id\\-0``)."""
+    eng, users = store
+    sample_id = ann.my_queue(eng, users["anna"])[0].sample_id
+    ann.flag_item(eng, users["anna"], sample_id, "The reply is cut off")
+    at = run(ADJUDICATE, users["root"])
+    (line,) = [m.value for m in at.markdown if "on `" in m.value and "(pair `" in m.value]
+    pair_id = next(r for r in ann.item_flags(eng, users["root"]))["pair_id"]
+    assert "-" in pair_id and f"`{pair_id}`" in line and f"`{sample_id}`" in line
+    assert "\\" not in line
