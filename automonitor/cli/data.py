@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Mapping
 
 import typer
 from rich.table import Table
@@ -217,14 +217,15 @@ def _sources_table(report: dict[str, Any]) -> Table:
     return rich_table(title, cols, rows, right=cols[3:])
 
 
-def failing_gates_note(report: dict[str, Any]) -> str | None:
+def failing_gates_note(report: Mapping[str, object]) -> str | None:
     """The line under the sources table saying that its ``test`` (and ``paper``, ``paper-r2``) pairs include pairs
     that failed a gate, per source (``test_pairs_failing_gates`` of ``test``); ``None`` when no test pair did (or
     for a build report written before the count)."""
+    sources = report.get("sources")
     failing = [
         f"{name} {s['test_pairs_failing_gates']} of {s['test_pairs']}"
-        for name, s in report["sources"].items()
-        if s.get("test_pairs_failing_gates")
+        for name, s in (sources.items() if isinstance(sources, Mapping) else ())
+        if isinstance(s, Mapping) and s.get("test_pairs_failing_gates")
     ]
     if not failing:
         return None
