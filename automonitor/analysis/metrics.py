@@ -64,6 +64,21 @@ LabelsLike = (
 """Gold labels: ``misbehavior`` / ``benign`` strings, or 1 / 0 (1 = misbehavior)."""
 
 
+class ConfusionRates(TypedDict):
+    """Confusion counts of a monitor on a set of samples, with its miss rate and false alarm rate and their
+    Wilson 95% intervals (``[low, high]``; a rate and its interval are ``None`` when the denominator is 0)."""
+
+    n: int
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+    mr: float | None
+    mr_ci: list[float] | None
+    far: float | None
+    far_ci: list[float] | None
+
+
 class PairedBootstrap(TypedDict):
     """:func:`paired_bootstrap`'s result (rates in [0, 1], differences A - B in [-1, 1])."""
 

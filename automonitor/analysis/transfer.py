@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from automonitor.analysis.metrics import auroc as _auroc
 from automonitor.analysis.metrics import wilson_interval
+from automonitor.analysis.metrics import ConfusionRates
 from automonitor.escaping import plot_text
 from automonitor.runs.probe.model import cut_texts
 
@@ -61,18 +62,9 @@ class PaperCell(TypedDict, total=False):
     far: float
 
 
-class CellStats(TypedDict):
+class CellStats(ConfusionRates):
     """:func:`cell_stats` of one probe on one test slice."""
 
-    n: int
-    tp: int
-    fn: int
-    fp: int
-    tn: int
-    mr: float | None
-    mr_ci: list[float] | None
-    far: float | None
-    far_ci: list[float] | None
     auroc: float | None
     auroc_ci: list[float] | None
 

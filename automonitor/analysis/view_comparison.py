@@ -26,24 +26,15 @@ import numpy.typing as npt
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
+from automonitor.analysis.metrics import ConfusionRates
 from automonitor.vocab import NEGATIVE, POSITIVE, VIEWS
 
 Bools = npt.NDArray[np.bool_]
 Codes = npt.NDArray[np.intp]
 
 
-class ViewRates(TypedDict):
-    """One view's confusion counts on a set of samples, MR and FAR with Wilson 95% intervals (:func:`_rates`)."""
-
-    n: int
-    tp: int
-    fn: int
-    fp: int
-    tn: int
-    mr: float | None
-    far: float | None
-    mr_ci: list[float] | None
-    far_ci: list[float] | None
+#: One view's confusion counts on a set of samples, MR and FAR with Wilson 95% intervals (:func:`_rates`)
+ViewRates = ConfusionRates
 
 
 class ViewMcNemar(mt.McNemarDict):
