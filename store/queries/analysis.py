@@ -14,6 +14,8 @@ from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
 from automonitor.jsontypes import JSONValue
+from store.queries.composition import meta_names
+from store.tables import sample
 from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample, utcnow
 from store.queries import chunks as _chunks, rows_by_ids
@@ -160,8 +162,7 @@ def meta_values(engine: Engine, key: str, split: str = "test") -> dict[str, JSON
     """``{sample_id: meta[key]}`` of the samples of ``split`` whose ``meta`` holds ``key`` with a value that is
     not empty, in one query: ``meta`` is sent only where its JSON text names the key as :func:`json.dumps`
     writes it (a few rows of a store, e.g. the samples an erratum marks), and checked here once decoded."""
-    names_it = sa.cast(col(Sample.meta), sa.Text).contains(json.dumps(key), autoescape=True)
-    q = sa.select(col(Sample.id), col(Sample.meta)).where(col(Sample.split) == split, names_it)
+    q = sa.select(sample.c.id, sample.c.meta).where(sample.c.split == split, meta_names(sample.c.meta, key))
     with engine.connect() as c:
         rows = c.execute(q).all()
     out: dict[str, JSONValue] = {}

@@ -186,6 +186,13 @@ def candidates_by_source(conn: Connection | Session) -> dict[str, int]:
     return {str(s): int(n) for s, n in conn.execute(q)}
 
 
+def meta_names(meta: sa.ColumnElement[object], key: str) -> sa.ColumnElement[bool]:
+    """Whether the JSON text of ``meta`` (a ``meta`` column) names ``key`` as :func:`json.dumps` writes it: true
+    for every row whose ``meta`` holds the key (and maybe a few more, to be checked once decoded), so only those
+    rows' JSON need be sent and parsed."""
+    return sa.cast(meta, sa.Text).contains(json.dumps(key), autoescape=True)
+
+
 def pair_index(conn: Connection | Session, meta_key: str | None = None) -> list[tuple[str, str, Any]]:
     """``(pair_id, source, meta)`` of every stored sample (both sides of a pair appear), in the table's order.
 
@@ -194,8 +201,7 @@ def pair_index(conn: Connection | Session, meta_key: str | None = None) -> list[
     neither sent nor parsed (most of the time of a read of every sample)."""
     meta = sample.c.meta
     if meta_key is not None:
-        names_it = sa.cast(sample.c.meta, sa.Text).contains(json.dumps(meta_key), autoescape=True)
-        meta = sa.case((names_it, sample.c.meta), else_=sa.null()).label("meta")
+        meta = sa.case((meta_names(sample.c.meta, meta_key), sample.c.meta), else_=sa.null()).label("meta")
     q = sa.select(sample.c.pair_id, sample.c.source, meta)
     return [(r[0], r[1], r[2]) for r in conn.execute(q)]
 
