@@ -7,20 +7,28 @@ import sys
 from typing import Any, Callable, Mapping
 
 
-def lazy_getattr(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+def lazy_getattr(package: str, homes: Mapping[str, str], *, submodules: bool = False) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: a public name is imported from its submodule on first use
     and kept in the package's namespace.
 
     Args:
         package: the package's ``__name__``.
         homes: public name -> the submodule (relative to ``package``) that defines it.
+        submodules: also import a public submodule on first use (``views.figures`` without importing it),
+            as eager imports in the package's ``__init__`` made every submodule an attribute.
     Returns:
         The function to bind to the package's ``__getattr__``; it raises ``AttributeError`` for a name
-        not in ``homes``.
+        not in ``homes`` (nor, with ``submodules``, a submodule).
     """
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
+        if home is None and submodules and not name.startswith("_"):
+            import importlib.util
+
+            if importlib.util.find_spec(f"{package}.{name}") is not None:
+                __import__(f"{package}.{name}")
+                return sys.modules[f"{package}.{name}"]
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         __import__(f"{package}.{home}")  # not importlib.import_module: ``-X importtime`` sees this import

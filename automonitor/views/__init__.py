@@ -38,7 +38,6 @@ minimum sample size :data:`DEFAULT_MIN_N`) are in docs/explanation/app.md, "Work
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from automonitor.escaping import esc, md_escape, plot_text, text_html
@@ -255,20 +254,8 @@ _HOME = {
     },
 }
 
-_name_getattr = lazy_getattr(__name__, _HOME)
-
-
-def __getattr__(name: str) -> object:
-    """A public name from its submodule on first use; a submodule (``views.figures``) imported on first
-    use too, as the eager imports made it an attribute of the package."""
-    if name in _HOME:
-        return _name_getattr(name)
-    import importlib.util
-
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        __import__(f"{__name__}.{name}")
-        return sys.modules[f"{__name__}.{name}"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# a submodule too (``views.figures``): the eager imports this replaced made each one an attribute of the package
+__getattr__ = lazy_getattr(__name__, _HOME, submodules=True)
 
 
 __all__ = [
