@@ -63,28 +63,4 @@ _HOME = {
 __getattr__ = lazy_getattr(__name__, _HOME)
 
 
-__all__ = [
-    "ABSENT",
-    "AnalysisOptions",
-    "ReportOptions",
-    "CELLS",
-    "FAR_TARGETS",
-    "FN",
-    "FP",
-    "PEND",
-    "POINT_COLUMNS",
-    "REPORTED_LABEL",
-    "TN",
-    "TP",
-    "UNS",
-    "analyze",
-    "cell_samples",
-    "controls_far",
-    "predictions_frame",
-    "report",
-    "reported_points",
-    "roc_frame",
-    "roc_summary",
-    "run_points",
-    "runs_frame",
-]
+__all__ = list(_HOME)
