@@ -8,16 +8,15 @@ from typing import Any, Callable
 
 from sqlalchemy.engine import Engine
 
-from automonitor.runs.batch.provider import BatchProvider, prediction_id
+from automonitor.runs.batch.provider import prediction_id
 from automonitor.runs.batch.state import (
     CHUNK,
     DEFAULT_POLL_S,
-    KeyFor,
+    BatchJob,
     prediction_sample_ids,
     save_state,
     texts_of_samples,
 )
-from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.queries import chunks
 from store.models import Run, utcnow
@@ -42,19 +41,11 @@ class Progress:
             pass
 
 
-def poll_and_collect(
-    engine: Engine,
-    run_id: str,
-    state: dict[str, Any],
-    provider: BatchProvider,
-    key_for: KeyFor,
-    tick: Progress,
-    should_cancel: Callable[[], bool] | None,
-    view: str = DEFAULT_VIEW,
-) -> bool:
+def poll_and_collect(job: BatchJob, tick: Progress, should_cancel: Callable[[], bool] | None) -> bool:
     """Steps 3 and 4: poll the open parts every ``poll_s`` seconds, collecting each as it ends (results
-    parsed and cached against the samples' ``view`` texts), until all are collected (returns False) or a
+    parsed and cached against the samples' ``job.view`` texts), until all are collected (returns False) or a
     cancel is requested (returns True)."""
+    state = job.state
     poll_s = float(state.get("poll_s", DEFAULT_POLL_S))
     while True:
         open_parts = [p for p in state.get("parts", []) if not p.get("collected")]
@@ -62,19 +53,19 @@ def poll_and_collect(
             return False
         finished_reqs = 0
         for part in open_parts:
-            info = provider.retrieve(part["batch_id"])
+            info = job.provider.retrieve(part["batch_id"])
             part["status"] = info["status"]
             part["counts"] = info["counts"]
             if info["ended"]:
-                _collect(engine, provider, part, key_for, view)
+                _collect(job, part)
                 part["collected"] = True
             else:
                 finished_reqs += info["done"]
-        save_state(engine, run_id, state)
+        save_state(job.engine, job.run_id, state)
         tick(finished_reqs)
         if all(p.get("collected") for p in state["parts"]):
             return False
-        if _cancel_requested(engine, run_id, should_cancel):
+        if _cancel_requested(job.engine, job.run_id, should_cancel):
             return True
         time.sleep(poll_s)
 
@@ -93,50 +84,43 @@ def _cancel_requested(engine: Engine, run_id: str, should_cancel: Callable[[], b
         return run is not None and run.status == "cancelled"
 
 
-def _collect(engine: Engine, provider: BatchProvider, part: dict[str, Any], key_for: KeyFor, view: str) -> None:
+def _collect(job: BatchJob, part: dict[str, Any]) -> None:
     """Parse the part's results into outcomes (pending predictions only); missing items -> error."""
     ids = set(part["ids"])
     seen: set[int] = set()
     buf: list[tuple[int, Any]] = []
-    for cid, result in provider.results(part):
+    for cid, result in job.provider.results(part):
         pid = prediction_id(cid)
         if pid is None or pid not in ids or pid in seen:
             continue
         seen.add(pid)
         buf.append((pid, result))
         if len(buf) >= CHUNK:
-            _write_results(engine, provider, part, key_for, buf, view)
+            _write_results(job, part, buf)
             buf = []
-    _write_results(engine, provider, part, key_for, buf, view)
-    _write_missing(engine, part, [pid for pid in part["ids"] if pid not in seen])
+    _write_results(job, part, buf)
+    _write_missing(job.engine, part, [pid for pid in part["ids"] if pid not in seen])
 
 
-def _write_results(
-    engine: Engine,
-    provider: BatchProvider,
-    part: dict[str, Any],
-    key_for: KeyFor,
-    buf: list[tuple[int, Any]],
-    view: str,
-) -> None:
+def _write_results(job: BatchJob, part: dict[str, Any], buf: list[tuple[int, Any]]) -> None:
     """Parse one chunk of ``(prediction id, provider result)`` and commit the predictions and the cache
     entries of their verdicts (not of errors)."""
     from automonitor.runs.verdicts import cache_entry, cacheable
 
     if not buf:
         return
-    sid_of = prediction_sample_ids(engine, [pid for pid, _ in buf])
-    texts = texts_of_samples(engine, list(set(sid_of.values())), view)
+    sid_of = prediction_sample_ids(job.engine, [pid for pid, _ in buf])
+    texts = texts_of_samples(job.engine, list(set(sid_of.values())), job.view)
     rows, caches = [], []
     for pid, result in buf:
         sid = sid_of[pid]
-        row = provider.parse(result, sid, texts[sid])
-        key = key_for(texts[sid])
+        row = job.provider.parse(result, sid, texts[sid])
+        key = job.key_for(texts[sid])
         row["meta"] = {**row.get("meta", {}), "cache_key": key, "batch_id": part["batch_id"]}
         rows.append({"id": pid, **row, "cached": False, "judged_at": utcnow()})
         if cacheable(row):
             caches.append(cache_entry(key, row, row["meta"]))
-    with session_scope(engine) as s:
+    with session_scope(job.engine) as s:
         q.update_predictions(s, rows)
         q.cache_insert(s, caches)
 

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from automonitor.data.monitor_views import view_of_run
 from automonitor.runs.batch.collect import poll_and_collect, Progress
 from automonitor.runs.batch.provider import provider_for
+from automonitor.runs.batch.state import BatchJob
 from automonitor.runs.batch.submit import cache_pass_pending, submit_new_parts, submit_open_parts
 from automonitor.runs.cache import CacheKeys
 from automonitor.runs.fewshot import run_prompt
@@ -58,23 +59,22 @@ def execute_batch(
         NotFound / InputError like :func:`automonitor.runs.runner.execute_run`.
     """
     claim = _claim(engine, run_id)
-    state = claim.state
     backend = create_backend(
         claim.monitor,
         base_url=claim.base_url,
         params=backend_params(claim.judge),
         prompt=PromptBuilder(claim.template, examples=claim.examples),
     )
-    provider = provider_for(state["provider"], backend)
+    provider = provider_for(claim.state["provider"], backend)
     key_for = CacheKeys(backend, claim.template.sha256, claim.view)  # the live runner's key, view included
+    job = BatchJob(engine, run_id, claim.state, provider, key_for, claim.view)
     tick = Progress(engine, run_id, claim.total, progress)
     try:
         with released_on_failure(engine, run_id):
-            hits, todo = cache_pass_pending(engine, run_id, state, claim.pending, key_for, claim.view)
+            hits, todo = cache_pass_pending(job, claim.pending)
             tick()
-            api_calls = submit_open_parts(engine, run_id, state, provider, claim.view)
-            api_calls += submit_new_parts(engine, run_id, state, provider, todo, claim.view)
-            cancelled = poll_and_collect(engine, run_id, state, provider, key_for, tick, should_cancel, claim.view)
+            api_calls = submit_open_parts(job) + submit_new_parts(job, todo)
+            cancelled = poll_and_collect(job, tick, should_cancel)
     finally:
         provider.close()
     with session_scope(engine) as s:

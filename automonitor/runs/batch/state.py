@@ -4,11 +4,12 @@ parts), marking a run for batch execution, and the chunked store reads the steps
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from sqlalchemy.engine import Engine
 
-from automonitor.runs.batch.provider import batch_api_of, batch_backends
+from automonitor.runs.batch.provider import BatchProvider, batch_api_of, batch_backends
 from automonitor.errors import InputError
 from automonitor.runs.cache import view_text
 from automonitor.vocab import DEFAULT_VIEW
@@ -20,6 +21,20 @@ DEFAULT_SIZE = 10_000
 CHUNK = 2000
 
 KeyFor = Callable[[Mapping[str, Any]], str]  # a sample's text -> its cache key (CacheKeys, repeat 0)
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """The batch run the steps work on: its store and id, its batch ``state`` (``Run.params["batch"]``,
+    changed in place and committed by :func:`save_state`), the ``provider``, ``key_for`` (a sample's text ->
+    its cache key) and the run's monitor ``view`` (what each request shows of a sample)."""
+
+    engine: Engine
+    run_id: str
+    state: dict[str, Any]
+    provider: BatchProvider
+    key_for: KeyFor
+    view: str
 
 
 def enable(engine: Engine, run_id: str, *, poll_s: float = DEFAULT_POLL_S, size: int = DEFAULT_SIZE) -> None:

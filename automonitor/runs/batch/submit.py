@@ -8,53 +8,43 @@ import tempfile
 import time
 from typing import Any, Sequence
 
-from sqlalchemy.engine import Engine
-
-from automonitor.runs.batch.provider import BatchProvider, custom_id
+from automonitor.runs.batch.provider import custom_id
 from automonitor.runs.batch.state import (
     CHUNK,
     DEFAULT_SIZE,
-    KeyFor,
+    BatchJob,
     recorded_ids,
     prediction_sample_ids,
     save_state,
     texts_of_samples,
 )
-from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.queries import chunks
 from store.models import utcnow
 from store.queries import runs as q
 
 
-def cache_pass_pending(
-    engine: Engine,
-    run_id: str,
-    state: dict[str, Any],
-    pending: list[tuple[int, str, int]],
-    key_for: KeyFor,
-    view: str = DEFAULT_VIEW,
-) -> tuple[int, list[tuple[int, str]]]:
+def cache_pass_pending(job: BatchJob, pending: list[tuple[int, str, int]]) -> tuple[int, list[tuple[int, str]]]:
     """Step 1: write cached verdicts for the pending predictions no recorded part covers (keyed on each
-    sample's ``view`` rendering); returns (cache hits, ``[(prediction id, sample id)]`` still to submit)."""
-    recorded = recorded_ids(state)
+    sample's ``job.view`` rendering); returns (cache hits, ``[(prediction id, sample id)]`` still to submit)."""
+    recorded = recorded_ids(job.state)
     todo = [(pid, sid) for pid, sid, *_ in pending if pid not in recorded]
-    hits = _cache_pass(engine, todo, key_for, view)
+    hits = _cache_pass(job, todo)
     if hits:
-        with session_scope(engine) as s:
-            todo = [(pid, sid) for pid, sid, *_ in q.pending_predictions(s, run_id) if pid not in recorded]
+        with session_scope(job.engine) as s:
+            todo = [(pid, sid) for pid, sid, *_ in q.pending_predictions(s, job.run_id) if pid not in recorded]
     return hits, todo
 
 
-def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor, view: str) -> int:
-    """Write cached verdicts for ``todo`` predictions (their texts under ``view``); returns the number of hits."""
+def _cache_pass(job: BatchJob, todo: list[tuple[int, str]]) -> int:
+    """Write cached verdicts for ``todo`` predictions (texts under ``job.view``); returns the number of hits."""
     from automonitor.runs.verdicts import cached_prediction
 
     hits = 0
     for chunk in chunks(todo, CHUNK):
-        texts = texts_of_samples(engine, [sid for _, sid in chunk], view)
-        keys = {pid: key_for(texts[sid]) for pid, sid in chunk}
-        with session_scope(engine) as s:
+        texts = texts_of_samples(job.engine, [sid for _, sid in chunk], job.view)
+        keys = {pid: job.key_for(texts[sid]) for pid, sid in chunk}
+        with session_scope(job.engine) as s:
             cached = q.cache_lookup(s, list(set(keys.values())))
             rows = [
                 cached_prediction(pid, keys[pid], cached[keys[pid]], judged_at=utcnow())
@@ -66,60 +56,44 @@ def _cache_pass(engine: Engine, todo: list[tuple[int, str]], key_for: KeyFor, vi
     return hits
 
 
-def submit_open_parts(
-    engine: Engine, run_id: str, state: dict[str, Any], provider: BatchProvider, view: str = DEFAULT_VIEW
-) -> int:
+def submit_open_parts(job: BatchJob) -> int:
     """Step 2a: a recorded part without a batch id (the process died between "create" and its commit)
-    is adopted when the provider has it, else submitted again (under ``view``). Returns requests submitted."""
+    is adopted when the provider has it, else submitted again (under ``job.view``). Returns requests submitted."""
     api_calls = 0
-    for part in state.get("parts", []):
+    for part in job.state.get("parts", []):
         if part.get("batch_id") is None:
-            found = provider.find(run_id, part)
+            found = job.provider.find(job.run_id, part)
             if found:
                 part["batch_id"] = found
                 part["adopted"] = True
             else:
-                _submit_part(engine, run_id, state, provider, part, None, view)
+                _submit_part(job, part, None)
                 api_calls += len(part["ids"])
-            save_state(engine, run_id, state)
+            save_state(job.engine, job.run_id, job.state)
     return api_calls
 
 
-def submit_new_parts(
-    engine: Engine,
-    run_id: str,
-    state: dict[str, Any],
-    provider: BatchProvider,
-    todo: list[tuple[int, str]],
-    view: str = DEFAULT_VIEW,
-) -> int:
+def submit_new_parts(job: BatchJob, todo: list[tuple[int, str]]) -> int:
     """Step 2b: submit ``todo`` in new parts of at most ``state["size"]`` requests, each request made of
-    the sample's ``view`` rendering; returns requests submitted."""
+    the sample's ``job.view`` rendering; returns requests submitted."""
     api_calls = 0
-    for chunk in chunks(todo, int(state.get("size", DEFAULT_SIZE))):
+    for chunk in chunks(todo, int(job.state.get("size", DEFAULT_SIZE))):
         part = {
-            "k": len(state.get("parts", [])),
+            "k": len(job.state.get("parts", [])),
             "ids": [pid for pid, _ in chunk],
             "batch_id": None,
             "intent_at": time.time(),
             "collected": False,
         }
-        _submit_part(engine, run_id, state, provider, part, chunk, view)
+        _submit_part(job, part, chunk)
         api_calls += len(chunk)
     return api_calls
 
 
-def _submit_part(
-    engine: Engine,
-    run_id: str,
-    state: dict[str, Any],
-    provider: BatchProvider,
-    part: dict[str, Any],
-    chunk: Sequence[tuple[int, str]] | None,
-    view: str,
-) -> None:
-    """Record the part (intent), submit it (the texts under ``view``), record its batch id. ``chunk`` None:
+def _submit_part(job: BatchJob, part: dict[str, Any], chunk: Sequence[tuple[int, str]] | None) -> None:
+    """Record the part (intent), submit it (the texts under ``job.view``), record its batch id. ``chunk`` None:
     rebuild from ids."""
+    engine, run_id, state, provider = job.engine, job.run_id, job.state, job.provider
     if chunk is None:
         sid_of = prediction_sample_ids(engine, part["ids"])
         chunk = [(pid, sid_of[pid]) for pid in part["ids"]]
@@ -130,7 +104,7 @@ def _submit_part(
         path = os.path.join(tmp, f"{run_id}-{part['k']}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for sub in chunks(chunk, CHUNK):
-                texts = texts_of_samples(engine, [sid for _, sid in sub], view)
+                texts = texts_of_samples(engine, [sid for _, sid in sub], job.view)
                 for pid, sid in sub:
                     f.write(provider.request_line(custom_id(pid), texts[sid]) + "\n")
         prep = provider.prepare(path, run_id, part)  # OpenAI: upload the file (id kept in the part)
