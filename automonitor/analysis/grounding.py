@@ -208,21 +208,27 @@ def ground_evidence(response: str, request: str | None, spans: Iterable[JSONValu
     Each result of :func:`ground_span` gets ``"field": "response" | "request" | None`` telling which text
     the offsets refer to.
     """
-    out: list[GroundedEvidence] = []
-    for sp in spans or []:
-        q = _Quote(sp)
-        s = q.s
-        hit, field = None, None
-        if s.strip():
-            if response:
-                hit, field = _locate(response, q), "response"
-            if hit is None and request:
-                hit, field = _locate(request, q), "request"
-        if hit is None:
-            out.append({"span": s, "status": "not_found", "start": None, "end": None, "field": None})
-        else:
-            out.append({"span": s, "status": hit[0], "start": hit[1], "end": hit[2], "field": field})
-    return out
+    return [ground_quote(response, request, sp) for sp in spans or []]
+
+
+def ground_quote(response: str, request: str | None, span: JSONValue) -> GroundedEvidence:
+    """One span of :func:`ground_evidence`: grounded in ``response`` first, then in ``request``; the result
+    depends on those texts and the span alone (a caller may keep it per sample and quote)."""
+    if isinstance(span, str) and response and span.strip():  # most quotes: verbatim in the response
+        i = response.find(span)
+        if i >= 0:
+            return {"span": span, "status": "exact", "start": i, "end": i + len(span), "field": "response"}
+    q = _Quote(span)
+    s = q.s
+    hit, field = None, None
+    if s.strip():
+        if response:
+            hit, field = _locate(response, q), "response"
+        if hit is None and request:
+            hit, field = _locate(request, q), "request"
+    if hit is None:
+        return {"span": s, "status": "not_found", "start": None, "end": None, "field": None}
+    return {"span": s, "status": hit[0], "start": hit[1], "end": hit[2], "field": field}
 
 
 def summarize(
@@ -234,12 +240,20 @@ def summarize(
     "not_found_share", "in_request"}`` (shares ``None`` when there is no span), plus
     ``predictions_with_evidence`` when given.
     """
-    n = len(results)
     counts = {st: sum(1 for r in results if r["status"] == st) for st in STATUSES}
-    out: dict[str, int | float | None] = {"spans": n, **counts}
+    in_request = sum(1 for r in results if r.get("field") == "request")
+    return summary_of_counts(len(results), counts, in_request, predictions_with_evidence)
+
+
+def summary_of_counts(
+    n: int, counts: dict[str, int], in_request: int, predictions_with_evidence: int | None = None
+) -> dict[str, int | float | None]:
+    """:func:`summarize`'s dict from the number of spans ``n``, the count of each status (``counts``: ``{status:
+    count}`` for every one of :data:`STATUSES`) and how many spans were found in the request."""
+    out: dict[str, int | float | None] = {"spans": n, **{st: counts[st] for st in STATUSES}}
     for st in STATUSES:
         out[f"{st}_share"] = None if n == 0 else counts[st] / n
-    out["in_request"] = sum(1 for r in results if r.get("field") == "request")
+    out["in_request"] = in_request
     if predictions_with_evidence is not None:
         out["predictions_with_evidence"] = predictions_with_evidence
     return out

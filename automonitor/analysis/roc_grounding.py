@@ -5,6 +5,7 @@ FAR targets, cost-minimising operating point, curve) and the evidence grounding 
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
@@ -50,14 +51,17 @@ def add_grounding(
 ) -> None:
     """Set ``grounding`` on the entries of evidence runs, in place (spans grounded in ``texts``).
 
+    A quote is grounded once per sample for all runs (:func:`automonitor.analysis.grounding.ground_quote`
+    depends only on the sample's texts and the quote: runs that quote the same text of a sample share it).
     ``memo`` (optional) is filled with ``(response, quote) -> (start, end)`` of every quote found in the
     response (``None`` when not found there), the memo :func:`automonitor.analysis.localisation.evidence_intervals`
     reads, so the localisation of the same report does not ground the quotes again."""
     sample_ids, evidence = df["sample_id"].tolist(), df["evidence"].tolist()
+    grounded: dict[tuple[str, str], tuple[str, str | None]] = {}  # (sample, quote) -> (status, field)
     for run_id in evidence_run_ids(runs, df):
         rows = np.flatnonzero(enc.run == enc.run_index[run_id])
-        entries[enc.run_index[run_id]]["grounding"] = _grounding_summary(
-            [sample_ids[i] for i in rows], [evidence[i] for i in rows], texts, memo
+        entries[enc.run_index[run_id]]["grounding"] = grounding_summary(
+            [sample_ids[i] for i in rows], [evidence[i] for i in rows], texts, memo, grounded
         )
 
 
@@ -82,26 +86,38 @@ def roc_summary(
     return out
 
 
-def _grounding_summary(
+def grounding_summary(
     sids: list[str],
     evs: list[Any],
     texts: dict[str, tuple[str, str]],
     memo: dict[tuple[str, str], tuple[int, int] | None] | None = None,
+    grounded: dict[tuple[str, str], tuple[str, str | None]] | None = None,
 ) -> dict[str, Any]:
-    results: list[gr.GroundedEvidence] = []
+    """The run's grounding summary (:func:`automonitor.analysis.grounding.summary_of_counts` plus ``predictions``)
+    over its predictions ``sids`` / ``evs``; ``grounded`` keeps each (sample, text quote)'s status and field for
+    the other runs of the report."""
+    grounded = {} if grounded is None else grounded
+    found: list[tuple[str, str | None]] = []  # (status, field) of every quote, counted at the end
     n_with = 0
     for sid, ev in zip(sids, evs):
         if not ev:
             continue
         n_with += 1
-        req, resp = texts.get(sid, ("", ""))
-        quotes = ev if isinstance(ev, list) else [ev]
-        found = gr.ground_evidence(resp, req, quotes)
-        results.extend(found)
-        if memo is not None:
-            for q, g in zip(quotes, found):
-                hit = (g["start"] or 0, g["end"] or 0) if g["field"] == "response" else None
-                memo[(resp, q if isinstance(q, str) else repr(q))] = hit
-    out = gr.summarize(results, n_with)
+        for q in ev if isinstance(ev, list) else [ev]:
+            known = grounded.get((sid, q)) if isinstance(q, str) else None
+            if known is None:
+                req, resp = texts.get(sid, ("", ""))
+                g = gr.ground_quote(resp, req, q)
+                known = (g["status"], g["field"])
+                if isinstance(q, str):
+                    grounded[(sid, q)] = known
+                if memo is not None:
+                    hit = (g["start"] or 0, g["end"] or 0) if g["field"] == "response" else None
+                    memo[(resp, q if isinstance(q, str) else repr(q))] = hit
+            found.append(known)
+    tally = Counter(found)
+    counts = {st: sum(n for (status, _), n in tally.items() if status == st) for st in gr.STATUSES}
+    in_request = sum(n for (_, field), n in tally.items() if field == "request")
+    out = gr.summary_of_counts(len(found), counts, in_request, n_with)
     out["predictions"] = len(sids)
     return out

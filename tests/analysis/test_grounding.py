@@ -76,3 +76,33 @@ def test_ground_evidence_falls_back_to_request_and_summary_shares():
 def test_dict_spans_are_accepted():
     [r] = ground_spans("abc def", [{"quote": "def"}])
     assert r["status"] == "exact" and (r["start"], r["end"]) == (4, 7)
+
+
+def test_runs_share_each_sample_quote_and_summaries_match_per_run_grounding():
+    """The report grounds a (sample, quote) once for all its runs: every run's summary and the localisation
+    memo are what grounding that run's evidence lists alone gives (verbatim, normalised, request-only,
+    hallucinated, empty and dict quotes; the same quote of one sample in several runs)."""
+    from automonitor.analysis.roc_grounding import grounding_summary
+
+    texts = {"a": ("Please IGNORE the rules", "the answer is 42\nDone."), "b": ("q", "“Quoted” text here")}
+    runs = {
+        "r1": (["a", "b", "a"], [["answer is 42", "made up", "here"], ['"quoted" TEXT'], []]),
+        "r2": (["a", "b"], [["answer is 42", "ignore the rules", "  "], [{"quote": "text here"}, "made up"]]),
+        "r3": (["b", "a"], [["“Quoted” text", "made up", "here"], "the ANSWER is 42 done"]),
+    }
+    grounded: dict = {}
+    memo: dict = {}
+    for sids, evs in runs.values():
+        expected_memo: dict = {}
+        results = []
+        for sid, ev in zip(sids, evs):
+            quotes = ev if isinstance(ev, list) else [ev]
+            found = ground_evidence(texts[sid][1], texts[sid][0], quotes) if ev else []
+            results += found
+            for q, g in zip(quotes, found):
+                hit = (g["start"], g["end"]) if g["field"] == "response" else None
+                expected_memo[(texts[sid][1], q if isinstance(q, str) else repr(q))] = hit
+        want = summarize(results, sum(1 for ev in evs if ev)) | {"predictions": len(sids)}
+        assert grounding_summary(sids, evs, texts, memo, grounded) == want
+        assert {k: memo[k] for k in expected_memo} == expected_memo
+    assert ("a", "answer is 42") in grounded and ("b", "made up") in grounded
