@@ -6,7 +6,7 @@ counts, Pareto front, Pearson r, per-pair outcomes, cluster bootstrap, McNemar, 
 -> a typed :class:`~automonitor.analysis.report_schema.Report` whose ``to_dict()`` is the CLI contract's
 ``report --json`` document. :func:`report` does both steps on a store.
 
-One module per job (this package re-exports the public names):
+One module per job (this package re-exports the names the CLI, the views and the pages read):
 
 - :mod:`~automonitor.analysis.encoding`: prediction frame -> index arrays (``encode``) and the
   runs x samples cell matrix (``sample_grid``); cell codes and :data:`CELLS`;
@@ -38,11 +38,9 @@ from automonitor.lazy import lazy_getattr
 if TYPE_CHECKING:
     from automonitor.analysis.assemble import analyze
     from automonitor.analysis.drilldown import cell_samples, roc_frame
-    from automonitor.analysis.encoding import ABSENT, CELLS, FN, FP, PEND, TN, TP, UNS
     from automonitor.analysis.options import AnalysisOptions, ReportOptions
-    from automonitor.analysis.from_store import controls_far, predictions_frame, report, runs_frame
-    from automonitor.analysis.plane_points import POINT_COLUMNS, REPORTED_LABEL, reported_points, run_points
-    from automonitor.analysis.roc_grounding import FAR_TARGETS, roc_summary
+    from automonitor.analysis.from_store import predictions_frame, report, runs_frame
+    from automonitor.analysis.plane_points import reported_points, run_points
 
 #: Where each public name lives; imported on first use (PEP 562), so that importing one light submodule
 #: (``report_format``, ``report_schema``, ``report_cache``) does not import pandas, SciPy and the rest.
@@ -50,13 +48,10 @@ _HOME = {
     "analyze": "assemble",
     "cell_samples": "drilldown",
     "roc_frame": "drilldown",
-    **{name: "encoding" for name in ("ABSENT", "CELLS", "FN", "FP", "PEND", "TN", "TP", "UNS")},
     "AnalysisOptions": "options",
     "ReportOptions": "options",
-    **{name: "from_store" for name in ("controls_far", "predictions_frame", "report", "runs_frame")},
-    **{name: "plane_points" for name in ("POINT_COLUMNS", "REPORTED_LABEL", "reported_points", "run_points")},
-    "FAR_TARGETS": "roc_grounding",
-    "roc_summary": "roc_grounding",
+    **{name: "from_store" for name in ("predictions_frame", "report", "runs_frame")},
+    **{name: "plane_points" for name in ("reported_points", "run_points")},
 }
 
 

@@ -52,7 +52,6 @@ from automonitor.views.honest_points import (
     hidden_duplicates_caption,
     front_sample_sets,
     honest_points,
-    judged,
     pareto_mask,
     set_summary,
     short_label,
@@ -65,7 +64,7 @@ from automonitor.lazy import lazy_getattr
 if TYPE_CHECKING:
     from automonitor.views.provenance import errata_for, provenance_html, sample_errata
     from automonitor.views.markdown import looks_like_code, markdown_html
-    from automonitor.views.cells import MISSING, cell, display_frame, is_missing, is_numeric
+    from automonitor.views.cells import cell, display_frame, is_missing, is_numeric
     from automonitor.views.health import SLICE_COLUMN_ORDER, slice_column_order
     from automonitor.views.evidence import (
         SPAN_STYLES,
@@ -76,7 +75,6 @@ if TYPE_CHECKING:
     )
     from automonitor.views.figures import (
         VIEW_LINES_LABEL,
-        label_layout,
         label_positions,
         roc_figure,
         tradeoff_figure,
@@ -161,7 +159,7 @@ if TYPE_CHECKING:
 _HOME = {
     **{name: "provenance" for name in ("errata_for", "provenance_html", "sample_errata")},
     **{name: "markdown" for name in ("looks_like_code", "markdown_html")},
-    **{name: "cells" for name in ("MISSING", "cell", "display_frame", "is_missing", "is_numeric")},
+    **{name: "cells" for name in ("cell", "display_frame", "is_missing", "is_numeric")},
     **{name: "health" for name in ("SLICE_COLUMN_ORDER", "slice_column_order")},
     **{
         name: "evidence"
@@ -171,7 +169,6 @@ _HOME = {
         name: "figures"
         for name in (
             "VIEW_LINES_LABEL",
-            "label_layout",
             "label_positions",
             "roc_figure",
             "tradeoff_figure",
@@ -272,7 +269,6 @@ __all__ = [
     "hidden_duplicates_caption",
     "front_sample_sets",
     "honest_points",
-    "judged",
     "pareto_mask",
     "set_summary",
     "short_label",

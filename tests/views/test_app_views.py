@@ -253,7 +253,7 @@ def test_roc_figure_marks_operating_point():
 
 
 def test_format_duration():
-    assert views.format_duration(None) == "—"  # views.MISSING, as every missing table cell
+    assert views.format_duration(None) == "—"  # views.cells.MISSING, as every missing table cell
     assert views.format_duration(3.21) == "3.2 s"
     assert views.format_duration(125) == "2 min 05 s"
     assert views.format_duration(7380) == "2 h 03 min"

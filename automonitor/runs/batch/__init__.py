@@ -14,25 +14,18 @@ collect), :mod:`.execute`, :mod:`.result_rows`.
 from __future__ import annotations
 
 from automonitor.runs.batch.execute import execute_batch
-from automonitor.runs.batch.provider import (
-    batch_api_of,
-    batch_backends,
-    custom_id,
-)
+from automonitor.runs.batch.provider import batch_api_of, batch_backends
 
 # the provider modules register their classes when imported
 from automonitor.runs.batch import anthropic, openai  # noqa: F401
-from automonitor.runs.batch.result_rows import judgement_row
 from automonitor.runs.batch.state import DEFAULT_POLL_S, DEFAULT_SIZE, enable, is_batch
 
 __all__ = [
     "enable",
     "is_batch",
     "execute_batch",
-    "custom_id",
     "batch_api_of",
     "batch_backends",
     "DEFAULT_POLL_S",
     "DEFAULT_SIZE",
-    "judgement_row",
 ]

@@ -53,7 +53,7 @@ def execute_batch(
             (done = predictions with an outcome + requests the provider reports finished).
         should_cancel: polled between polls; True stops (the provider's batches keep running).
     Returns:
-        The contract's run summary (``automonitor.runs.runner.summary``): ``api_calls`` = requests submitted
+        The contract's run summary (``automonitor.runs.status.summary``): ``api_calls`` = requests submitted
         by this invocation.
     Raises:
         NotFound / InputError like :func:`automonitor.runs.runner.execute_run`.

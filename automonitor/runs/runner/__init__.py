@@ -66,17 +66,13 @@ a second, lets the calls in flight finish and commits them, and leaves the rest 
 
 from __future__ import annotations
 
-from automonitor.runs.cache import CacheKeys, cache_key, sample_hash
+from automonitor.runs.cache import cache_key, sample_hash
 from automonitor.runs.runner.create import create_run
 from automonitor.runs.runner.estimate import estimate_run
-from automonitor.runs.fewshot import load_examples
 from automonitor.runs.runner.execute import execute_run, run_async
 from automonitor.runs.runner.launch import launch_detached
 from automonitor.runs.runner.limiter import AIMDLimiter
-from automonitor.runs.params import MAX_REPEAT, RUNNER_PARAMS, backend_params
-from automonitor.runs.runner.retries import judge_with_retries
-from automonitor.runs.status import cancel_run, finalize, retry_errors, run_info, summary
-from automonitor.runs.runner.writer import ResultWriter
+from automonitor.runs.status import cancel_run, retry_errors, run_info
 
 __all__ = [
     "create_run",
@@ -85,19 +81,9 @@ __all__ = [
     "estimate_run",
     "cancel_run",
     "launch_detached",
-    "summary",
     "cache_key",
     "sample_hash",
     "AIMDLimiter",
     "run_info",
-    # the pieces `automonitor.runs.batch` and `automonitor.runs.generation` share
-    "CacheKeys",
-    "ResultWriter",
-    "judge_with_retries",
-    "backend_params",
-    "finalize",
-    "load_examples",
     "run_async",
-    "MAX_REPEAT",
-    "RUNNER_PARAMS",
 ]
