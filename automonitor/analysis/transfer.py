@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypedDict, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -41,11 +41,9 @@ if TYPE_CHECKING:
     from automonitor.runs.probe.model import EmbedFeatures, Probe, ProbeCard
 
 HIGHLIGHT = {"train": "safety_permission/code", "test": "specification_gaming/code"}
-Metric = Literal["auroc", "mr", "far"]
 Ints = npt.NDArray[np.int_]
 Floats = npt.NDArray[np.float64]
 Texts = npt.NDArray[np.str_]
-"""A measured cell's metric (its interval under ``<metric>_ci``)."""
 _T = TypeVar("_T")
 
 
