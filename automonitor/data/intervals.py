@@ -23,6 +23,15 @@ def union(spans: Iterable[tuple[int, int]]) -> Spans:
     return tuple(out)
 
 
+def trimmed(text: str, a: int, b: int) -> tuple[int, int]:
+    """``(a, b)`` moved in past the whitespace at both ends of ``text[a:b]`` (``a == b`` when it is blank)."""
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
 def length(spans: Spans) -> int:
     """Characters covered by the disjoint ``spans``."""
     return sum(b - a for a, b in spans)

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from automonitor.data.intervals import trimmed
 from automonitor.data.trajectory import step_ranges
 
 #: kinds of part: chain of thought / agent thoughts; a tool call; a tool's output; a message of the
@@ -64,16 +65,8 @@ class Part:
 PartsFn = Callable[[str, dict[str, Any]], list[Part]]
 
 
-def _strip(text: str, a: int, b: int) -> tuple[int, int]:
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
-
-
 def _part(text: str, kind: str, a: int, b: int) -> list[Part]:
-    a, b = _strip(text, a, b)
+    a, b = trimmed(text, a, b)
     return [Part(kind, a, b)] if b > a else []
 
 

