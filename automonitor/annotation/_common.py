@@ -9,8 +9,6 @@ from typing import (
     Callable,
     Iterable,
     Protocol,
-    SupportsIndex,
-    SupportsInt,
     TypedDict,
     TypeVar,
     runtime_checkable,
@@ -25,6 +23,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, check_actor
+from automonitor.data.row_models import as_int
 from automonitor.errors import AutomonitorError, InputError, PermissionDenied
 from automonitor.timestamps import iso_utc
 from automonitor.vocab import MAX_NOTE, SEVERITIES, ANNOTATION_LABELS, CATEGORIES
@@ -338,13 +337,6 @@ class _Indexable(Protocol):
     def __getitem__(self, index: int, /) -> object: ...
 
 
-def _whole(value: object) -> int:
-    """``int(value)`` for what ``int`` takes (text, a number, a NumPy scalar); TypeError for anything else."""
-    if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
-        return int(value)
-    raise TypeError(f"int() argument must be a string or a number, not {type(value).__name__!r}")
-
-
 def label_spans(row: object) -> list[tuple[int, int]]:
     """The evidence spans of a label row or :class:`Label` (anything with ``evidence_spans`` /
     ``evidence_start`` / ``evidence_end`` as keys or attributes): ``evidence_spans`` when set, else the
@@ -366,7 +358,7 @@ def label_spans(row: object) -> list[tuple[int, int]]:
         try:
             if not isinstance(piece, _Indexable):
                 raise TypeError(f"{type(piece).__name__!r} object is not subscriptable")
-            a, b = _whole(piece[0]), _whole(piece[1])
+            a, b = as_int(piece[0]), as_int(piece[1])
         except (TypeError, ValueError, IndexError):
             continue
         if 0 <= a < b:

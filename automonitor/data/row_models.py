@@ -45,6 +45,7 @@ __all__ = [
     "PAIR_MAX_LEN",
     "PREDICTION_REQUIRED",
     "RowModel",
+    "as_int",
     "PairRow",
     "PredictionRow",
     "AnnotationRow",
@@ -89,7 +90,7 @@ def _str_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(e, str) for e in value)
 
 
-def _as_int(value: object) -> int:
+def as_int(value: object) -> int:
     """``int(value)`` for what ``int`` converts (text, bytes, a number); TypeError for anything else."""
     if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
         return int(value)
@@ -613,7 +614,7 @@ class AnnotationRow(RowModel):
         if value == "":
             return None
         try:
-            return _as_int(value)
+            return as_int(value)
         except (TypeError, ValueError):
             raise problem(f"{info.field_name} must be an integer") from None
 
