@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -39,105 +39,67 @@ def _parse_params(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-# the options of `automonitor run` (help texts are part of the CLI contract)
-MonitorOpt = Annotated[
-    str | None,
-    typer.Option(
+#: retries after a failed request when ``--retries`` is not given (``runner.DEFAULT_MAX_ATTEMPTS`` - 1; a
+#: test keeps the two equal: the runner is imported lazily, not for the help text)
+DEFAULT_RETRIES = 5
+
+
+@app.command("run")
+def run_cmd(
+    monitor: str | None = typer.Option(
+        None,
         "--monitor",
         help="BACKEND[:MODEL]: "
         + ", ".join(MONITOR_BACKENDS)
         + " (probe:ARTIFACT and lora:FOLDER from `automonitor probe`)",
     ),
-]
-TemplateOpt = Annotated[str | None, typer.Option("--template", help=" | ".join(TEMPLATES))]
-LimitOpt = Annotated[
-    int | None, typer.Option("--limit", help="stratified subset of N samples (category x task x label)")
-]
-SampleSeedOpt = Annotated[int, typer.Option("--sample-seed", help="seed of the stratified subset")]
-ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="maximum concurrent judge calls (default 8)")]
-BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="server URL for openai/anthropic backends")]
-ResumeOpt = Annotated[str | None, typer.Option("--resume", help="continue RUN_ID: judge only its pending samples")]
-ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="backend/runner parameter KEY=VALUE (repeatable)")]
-ReuseOpt = Annotated[
-    bool, typer.Option("--reuse", help="continue an identical earlier run instead of creating a new one")
-]
-EditionOpt = Annotated[str, typer.Option("--edition", help="test-set edition to judge: " + edition_choices())]
-ControlsOpt = Annotated[
-    bool,
-    typer.Option(
-        "--controls/--no-controls", help="also judge the benign-only controls slice (FAR on controls in report)"
+    template: str | None = typer.Option(None, "--template", help=" | ".join(TEMPLATES)),
+    limit: int | None = typer.Option(None, "--limit", help="stratified subset of N samples (category x task x label)"),
+    sample_seed: int = typer.Option(0, "--sample-seed", help="seed of the stratified subset"),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="maximum concurrent judge calls (default 8)"),
+    base_url: str | None = typer.Option(None, "--base-url", help="server URL for openai/anthropic backends"),
+    resume: str | None = typer.Option(None, "--resume", help="continue RUN_ID: judge only its pending samples"),
+    param: list[str] | None = typer.Option(None, "--param", help="backend/runner parameter KEY=VALUE (repeatable)"),
+    reuse: bool = typer.Option(
+        False, "--reuse", help="continue an identical earlier run instead of creating a new one"
     ),
-]
-RepeatOpt = Annotated[
-    int | None, typer.Option("--repeat", help="judge each sample K times (distinct seeds) to measure stability")
-]
-#: retries after a failed request when ``--retries`` is not given (``runner.DEFAULT_MAX_ATTEMPTS`` - 1; a
-#: test keeps the two equal: the runner is imported lazily, not for the help text)
-DEFAULT_RETRIES = 5
-RetriesOpt = Annotated[
-    int | None,
-    typer.Option(
+    edition: str = typer.Option("paper", "--edition", help="test-set edition to judge: " + edition_choices()),
+    controls: bool = typer.Option(
+        True, "--controls/--no-controls", help="also judge the benign-only controls slice (FAR on controls in report)"
+    ),
+    repeat: int | None = typer.Option(
+        None, "--repeat", help="judge each sample K times (distinct seeds) to measure stability"
+    ),
+    retries: int | None = typer.Option(
+        None,
         "--retries",
         help="retries of a request that failed transiently (429, 5xx, timeout, connection), with back-off; "
         f"0 sends each request once (default {DEFAULT_RETRIES}; the same as --param max_attempts=N+1)",
     ),
-]
-RetryErrorsOpt = Annotated[
-    str | None,
-    typer.Option("--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"),
-]
-RetryOpt = Annotated[
-    str | None,
-    typer.Option(
+    retry_errors: str | None = typer.Option(
+        None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"
+    ),
+    retry: str | None = typer.Option(
+        None,
         "--retry",
         help="with --retry-errors: also re-ask these unscored outcomes, comma-separated (invalid, refusal)",
     ),
-]
-BatchOpt = Annotated[
-    bool,
-    typer.Option(
+    batch: bool = typer.Option(
+        False,
         "--batch",
         help="submit through the provider's batch API (openai, anthropic); --param batch_poll=SECONDS, batch_size=N",
     ),
-]
-ViewOpt = Annotated[
-    str,
-    typer.Option(
+    view: str = typer.Option(
+        "full",
         "--view",
         help="what the monitor is shown: full (the whole response), answer (final output only), reasoning "
         "(reasoning only), actions (tool calls and final output); only samples that have the view are judged",
     ),
-]
-SourceOpt = Annotated[
-    list[str] | None,
-    typer.Option("--source", help="judge only the samples of this source (repeatable; see `stats`)"),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print the run summary as one JSON document")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", help="no progress bar")]
-
-
-@app.command("run")
-def run_cmd(
-    monitor: MonitorOpt = None,
-    template: TemplateOpt = None,
-    limit: LimitOpt = None,
-    sample_seed: SampleSeedOpt = 0,
-    concurrency: ConcurrencyOpt = None,
-    base_url: BaseUrlOpt = None,
-    resume: ResumeOpt = None,
-    param: ParamOpt = None,
-    reuse: ReuseOpt = False,
-    edition: EditionOpt = "paper",
-    controls: ControlsOpt = True,
-    repeat: RepeatOpt = None,
-    retries: RetriesOpt = None,
-    retry_errors: RetryErrorsOpt = None,
-    retry: RetryOpt = None,
-    batch: BatchOpt = False,
-    view: ViewOpt = "full",
-    source: SourceOpt = None,
-    as_json: JsonOpt = False,
-    quiet: QuietOpt = False,
+    source: list[str] | None = typer.Option(
+        None, "--source", help="judge only the samples of this source (repeatable; see `stats`)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the run summary as one JSON document"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
     """Judge the test set (or a stratified subset) with a monitor and a prompt template.
 
