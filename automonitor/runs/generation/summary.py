@@ -37,14 +37,11 @@ FilterStep = TypedDict("FilterStep", {"step": str, "in": int, "out": int, "dropp
 """One filter step of a run: items in, items out, drops by reason (:func:`filter_steps`)."""
 
 
-class GenerationSummary(TypedDict):
-    """A generation run's summary (:func:`generation_summary`)."""
+class GenerationSummary(GenerationStats):
+    """A generation run's summary (:func:`generation_summary`): its statistics, what its job asked for, its
+    status and progress, and its filter steps."""
 
     generation_id: str
-    prompts: int
-    kept: int
-    dropped: dict[str, int]
-    candidates_added: int
     status: str
     kind: str | None
     generator: str | None
@@ -53,11 +50,6 @@ class GenerationSummary(TypedDict):
     incentive: str | None
     n: int
     done: int
-    calls: int
-    cache_hits: int
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
     error: str | None
     steps: list[FilterStep]
 
