@@ -47,15 +47,4 @@ _HOME = {
 }
 __getattr__ = lazy_getattr(__name__, _HOME)
 
-__all__ = [
-    "CANDIDATE_PLAN",
-    "VERIFIED_EXTRA",
-    "Plan",
-    "build",
-    "default_raw",
-    "editions_of",
-    "load_all",
-    "plan_build",
-    "resolve_raw",
-    "verified_extra",
-]
+__all__ = list(_HOME)
