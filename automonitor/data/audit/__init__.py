@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING
 from automonitor.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from automonitor.data.audit.baselines import length_features, tfidf_vectorizer
     from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
-    from automonitor.data.audit.cache import cache_dir, cached_audit, content_fingerprint, fingerprint, keep_audits
+    from automonitor.data.audit.cache import cached_audit, fingerprint, keep_audits
     from automonitor.data.audit.document import audit_frame
     from automonitor.data.audit.editions import check_edition, load_samples, run_audit
     from automonitor.data.audit.figures import (
@@ -55,41 +54,19 @@ if TYPE_CHECKING:
         tiny_diff_pairs,
         token_diff,
     )
-    from automonitor.data.audit.params import (
-        ALL_SOURCES,
-        AUDIT_VERSION,
-        BASELINES,
-        EDITIONS,
-        FLAG_AUROC,
-        JACCARD,
-        MIN_TRAIN_PER_CLASS,
-        NUM_PERM,
-        SHINGLE,
-        SYCOPHANCY,
-        TINY_DIFF_TOKENS,
-    )
+    from automonitor.data.audit.params import EDITIONS, JACCARD, TINY_DIFF_TOKENS
     from automonitor.data.audit.report_md import markdown
     from automonitor.data.audit.suggestion import parse_final_letter, parse_suggestion, suggestion_score
 
 #: Where each public name lives; imported on first use (PEP 562): reading a cached audit
 #: (:func:`cached_audit`) then imports neither scikit-learn nor the leakage checks.
 _HOME = {
-    "ALL_SOURCES": "params",
-    "AUDIT_VERSION": "params",
-    "BASELINES": "params",
     "EDITIONS": "params",
-    "FLAG_AUROC": "params",
     "JACCARD": "params",
-    "MIN_TRAIN_PER_CLASS": "params",
-    "NUM_PERM": "params",
-    "SHINGLE": "params",
-    "SYCOPHANCY": "params",
     "TINY_DIFF_TOKENS": "params",
     "audit_frame": "document",
     "baselines_figure": "figures",
-    "cache_dir": "cache",
     "cached_audit": "cache",
-    "content_fingerprint": "cache",
     "check_edition": "editions",
     "controls_figure": "figures",
     "dialogue_turns": "leakage",
@@ -97,7 +74,6 @@ _HOME = {
     "keep_audits": "cache",
     "flag_rule_text": "figures",
     "leakage_figure": "figures",
-    "length_features": "baselines",
     "load_samples": "editions",
     "markdown": "report_md",
     "memo": "cache",
@@ -109,7 +85,6 @@ _HOME = {
     "slices_table": "figures",
     "suggestion_score": "suggestion",
     "test_set_text": "figures",
-    "tfidf_vectorizer": "baselines",
     "tiny_diff_pairs": "leakage",
     "token_diff": "leakage",
 }
