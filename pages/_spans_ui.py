@@ -78,10 +78,6 @@ def span_agreement_section(doc: Mapping[str, Any]) -> None:
     cols[3].metric("Identical spans", fmt(sp["exact"]), help="share of annotator pairs with the same offsets")
 
 
-def _spans_text(spans: Sequence[tuple[int, int]]) -> str:
-    return ", ".join(f"{a}:{b}" for a, b in spans)
-
-
 def parse_spans(text: str | None) -> list[tuple[int, int]] | None:
     """``"12:40, 80:95"`` as ``[(12, 40), (80, 95)]``; ``None`` for a blank field. Raises ValueError
     naming the bad piece."""
@@ -118,7 +114,7 @@ def adjudication_spans_input(entry: Any, key: str, decision_key: str) -> None:
     whole = all(a in starts and b in ends for a, b in proposal)  # every proposed span runs over whole segments
     offsets = f"{key}.offsets"
     if offsets not in st.session_state:
-        st.session_state[offsets] = "" if whole else _spans_text(proposal)
+        st.session_state[offsets] = "" if whole else ", ".join(f"{a}:{b}" for a, b in proposal)
     if rng:
         span_marker(
             key,

@@ -495,10 +495,6 @@ def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
-    return any(s <= pos < e for s, e in spans)
-
-
 def _sentence_at(masked: str, start: int, end: int) -> tuple[int, int, str]:
     """``(start, end, end mark)`` of the sentence holding ``masked[start:end]``: from after the
     previous ``.``/``!``/``?``/``;`` followed by a space (or a line break) to the next one."""
@@ -606,7 +602,7 @@ def _explicit_verdicts(
     answer that starts with a verdict; ``base`` has JSON masked, ``masked`` quotations too."""
     explicit: list[tuple[int, int, ParseResult]] = []
     for m in _LABELLED.finditer(base):
-        if _inside(m.start(), quote_spans):
+        if any(s <= m.start() < e for s, e in quote_spans):
             continue  # a label inside a quotation is the sample's, not the judge's
         if _IS_FORM.search(m.group(0)):  # "the answer is benign": prose, read by the prose rule (cues)
             s0, s1, _mark = _sentence_at(masked, m.start(), m.end())

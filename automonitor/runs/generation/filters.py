@@ -156,10 +156,6 @@ def qa_correct(answer: str, reference: Reference) -> bool | None:
     return best(corr) >= best(inc)
 
 
-def _abstains(text: str) -> bool:
-    return bool(_ABSTAIN.search(text or ""))
-
-
 def signal_text(
     signal: str, answer: str, reference: Reference, *, baseline: str = "", min_words: int = 300
 ) -> tuple[bool, TextFacts]:
@@ -168,7 +164,7 @@ def signal_text(
     facts: TextFacts = {
         "correct": correct,
         "words": words(answer),
-        "abstains": _abstains(answer),
+        "abstains": bool(_ABSTAIN.search(answer or "")),
         "notes_claim": notes_claim(answer),
     }
     if signal == "confident_wrong":

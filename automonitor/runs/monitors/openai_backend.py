@@ -498,14 +498,9 @@ class DirectStatusError(AutomonitorError):
         super().__init__(f"Error code: {status} - {msg}")
 
 
-def _namespace(obj: dict[str, Any]) -> SimpleNamespace:
-    """A decoded JSON object made attribute-readable for :meth:`OpenAIBackend._read` (``json.loads``
-    object hook)."""
-    return SimpleNamespace(**obj)
-
-
-#: one decoder for every answer (``json.loads`` with an object hook builds a new decoder per call)
-_NAMESPACE_DECODER = json.JSONDecoder(object_hook=_namespace)
+#: one decoder for every answer, its objects attribute-readable for :meth:`OpenAIBackend._read` (``json.loads``
+#: with an object hook builds a new decoder per call)
+_NAMESPACE_DECODER = json.JSONDecoder(object_hook=lambda obj: SimpleNamespace(**obj))
 
 
 class DirectChat:

@@ -31,11 +31,6 @@ from store.queries import runs as q
 from store.queries.locks import begin_serialised_write
 
 
-def _new_run_id() -> str:
-    """A fresh monitor run id ``run_YYYYmmdd_HHMMSS_<6 hex>`` (UTC)."""
-    return stamped_id("run")
-
-
 @dataclass
 class _Selection:
     """The samples a new run judges: the split's gold samples (for the strata), the chosen ids
@@ -297,7 +292,7 @@ def _insert_run(
     (base_url, limit, sample_seed, concurrency) go to ``Run.params`` with the backend, model, template
     version, few-shot ids, judge parameters, backend config, max tokens, strata and controls."""
     mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, options["base_url"])
-    run_id = _new_run_id()
+    run_id = stamped_id("run")  # run_YYYYmmdd_HHMMSS_<6 hex> (UTC)
     s.add(
         Run(
             id=run_id,
