@@ -174,11 +174,6 @@ class Execution:
         self._room = asyncio.Event()  # set by a worker when the queue is down to _low_water (run() sets both)
         self._low_water = 0
 
-    def key_for(self, text: Mapping[str, Any], repeat: int = 0) -> str:
-        """Cache key of one judgement; repeat k > 0 adds ``{"repeat": k}`` to the parameters (repeat 0
-        keeps the plain key)."""
-        return self.keys(text, repeat)
-
     def _tick(self, n: int = 1) -> None:
         self.done += n
         if self.progress is not None:
@@ -279,7 +274,7 @@ class Execution:
         else:
             read = await asyncio.to_thread(stream_q.texts_for, self.engine, sids)
             texts = {sid: view_text(t, self.view) for sid, t in read.items()}
-        keys = {pid: self.key_for(texts[sid], r) for pid, sid, r in page}
+        keys = {pid: self.keys(texts[sid], r) for pid, sid, r in page}  # repeat r > 0: its own key
         cached = await asyncio.to_thread(self._cache_lookup, list(set(keys.values())))
         hits = 0
         now = utcnow()
