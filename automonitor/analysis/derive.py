@@ -306,11 +306,6 @@ def cross_validated_verdicts(
 # store-facing recipes
 
 
-def _new_id(kind: str) -> str:
-    """A fresh derived run id ``drv_<kind>_YYYYmmdd_HHMMSS_<6 hex>`` (UTC)."""
-    return stamped_id(f"drv_{kind}")
-
-
 def _inputs(engine: Engine, run_ids: Sequence[str]) -> tuple[dict[str, RunInputRow], list[pd.DataFrame]]:
     from store.queries import derived as q
 
@@ -390,7 +385,7 @@ def _save(
         same = find_same(engine, recipe)
         if same is not None:
             return same
-    run_id = _new_id(kind)
+    run_id = stamped_id(f"drv_{kind}")  # drv_<kind>_YYYYmmdd_HHMMSS_<6 hex> (UTC)
     q.insert_derived_run(
         engine,
         run_id=run_id,

@@ -87,11 +87,6 @@ __all__ = [
 ]
 
 
-def _new_id() -> str:
-    """A fresh run id ``gen-YYYYmmdd-HHMMSS-<6 hex>`` (UTC)."""
-    return stamped_id("gen", "-")
-
-
 def create_generation(engine: Engine, spec: GenerationSpec) -> str:
     """Validate a generation job (:class:`~automonitor.runs.generation.job.GenerationSpec`) and insert its
     pending ``Run`` (``kind='generation'``); returns its id.
@@ -113,7 +108,7 @@ def _insert_run(engine: Engine, job: GenerationJob, n_items: int) -> str:
     missing; ``template`` ``gen-<kind>``, the hash of :data:`PROMPT_VERSION`); returns the new run id."""
     from store.queries.runs import get_or_create_monitor
 
-    run_id = _new_id()
+    run_id = stamped_id("gen", "-")  # gen-YYYYmmdd-HHMMSS-<6 hex> (UTC)
     with session_scope(engine) as s:
         mon = get_or_create_monitor(s, job["generator"], job["backend"], job["model"], job["base_url"])
         queries.add_generation_run(
