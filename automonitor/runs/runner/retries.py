@@ -220,9 +220,7 @@ class Circuit:
         elif isinstance(exc, PermanentError) and exc.run_wide:  # a refusal of every call is no answer
             if not self.answered and exc.code != NEVER_REACHED:
                 self.refused.append(exc)
-        else:  # an answer, or an HTTP error: the server is there
-            if exc is None:
-                self.answers += 1
+        else:  # an HTTP error: the server is there
             self.lost = 0
             self.failing = 0
             self._first_answer()
