@@ -169,27 +169,26 @@ def generation_stats_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     column per drop reason, calls, cache hits, cost; no missing cell (a run with no prompt yet has no
     kept rate: :data:`~automonitor.views.cells.MISSING`, the column then text with percentages)."""
     reasons = sorted({k for r in rows for k in r["dropped"]})
-    out = []
-    for r in rows:
-        out.append(
-            {
-                "generation_id": r["generation_id"],
-                "status": r["status"],
-                "kind": r["kind"],
-                "generator": r["generator"],
-                "source": r["source"],
-                "cue/incentive": r["cue"] or r["incentive"],
-                "prompts": r["prompts"],
-                "kept": r["kept"],
-                "kept_rate": (r["kept"] / r["prompts"]) if r["prompts"] else None,
-                "candidates_added": r["candidates_added"],
-                **{f"dropped: {k}": r["dropped"].get(k, 0) for k in reasons},
-                "calls": r["calls"],
-                "cache_hits": r["cache_hits"],
-                "cost_usd": r["cost_usd"],
-                "created_at": r.get("created_at"),
-            }
-        )
+    out = [
+        {
+            "generation_id": r["generation_id"],
+            "status": r["status"],
+            "kind": r["kind"],
+            "generator": r["generator"],
+            "source": r["source"],
+            "cue/incentive": r["cue"] or r["incentive"],
+            "prompts": r["prompts"],
+            "kept": r["kept"],
+            "kept_rate": (r["kept"] / r["prompts"]) if r["prompts"] else None,
+            "candidates_added": r["candidates_added"],
+            **{f"dropped: {k}": r["dropped"].get(k, 0) for k in reasons},
+            "calls": r["calls"],
+            "cache_hits": r["cache_hits"],
+            "cost_usd": r["cost_usd"],
+            "created_at": r.get("created_at"),
+        }
+        for r in rows
+    ]
     return display_frame(out, {"kept_rate": ".1%"})
 
 

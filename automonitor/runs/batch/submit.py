@@ -105,8 +105,7 @@ def _submit_part(job: BatchJob, part: dict[str, Any], chunk: Sequence[tuple[int,
         with open(path, "w", encoding="utf-8") as f:
             for sub in chunks(chunk, CHUNK):
                 texts = texts_of_samples(engine, [sid for _, sid in sub], job.view)
-                for pid, sid in sub:
-                    f.write(provider.request_line(custom_id(pid), texts[sid]) + "\n")
+                f.writelines(provider.request_line(custom_id(pid), texts[sid]) + "\n" for pid, sid in sub)
         prep = provider.prepare(path, run_id, part)  # OpenAI: upload the file (id kept in the part)
         part.update(prep)
         save_state(engine, run_id, state)  # intent committed before "create"

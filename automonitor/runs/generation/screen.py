@@ -58,9 +58,7 @@ def _trivial(v: object) -> bool:
         return True
     if isinstance(v, (int, float)) and -1 <= v <= 2:
         return True
-    if isinstance(v, (str, bytes, list, tuple, dict, set)) and len(v) == 0:
-        return True
-    return False
+    return isinstance(v, (str, bytes, list, tuple, dict, set)) and len(v) == 0
 
 
 def _key(v: object) -> str:

@@ -419,6 +419,5 @@ def write_jsonl(records: Sequence[CorpusEntry], path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     with open(p, "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(to_row(r), ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(to_row(r), ensure_ascii=False) + "\n" for r in records)
     return p

@@ -156,10 +156,7 @@ def parse_slices(spec: str | None) -> list[str]:
 
 def in_slices(category: str, task: str, slices: Sequence[str]) -> bool:
     """Whether a record of ``category``/``task`` belongs to any of ``slices``."""
-    for s in slices:
-        if s == "all" or s == category or s == task or s == f"{category}/{task}":
-            return True
-    return False
+    return any(s in ("all", category, task, f"{category}/{task}") for s in slices)
 
 
 # ---------------------------------------------------------------------------------------- features
