@@ -217,25 +217,24 @@ for col, m in zip(cols[1:], shown):
 _spans_ui.span_agreement_section(doc)  # span F1 / token alpha
 
 st.subheader("Overall and per category × task")
-rows = []
-for r in ag.flat_rows(doc, methods=True):
-    rows.append(
-        {
-            "Slice": r["slice"],
-            "Category": CATEGORY_NAMES.get(r["category"], r["category"] or "all"),
-            "Task": TASK_NAMES.get(r["task"], r["task"] or "all"),
-            "Items": r["items"],
-            **{
-                METRIC_NAMES[m]: _cell(
-                    r[m],
-                    (r[f"{m}_lo"], r[f"{m}_hi"]) if r[f"{m}_lo"] is not None else None,
-                    r["too_few"],
-                    r[f"{m}_ci_method"],
-                )
-                for m in shown
-            },
-        }
-    )
+rows = [
+    {
+        "Slice": r["slice"],
+        "Category": CATEGORY_NAMES.get(r["category"], r["category"] or "all"),
+        "Task": TASK_NAMES.get(r["task"], r["task"] or "all"),
+        "Items": r["items"],
+        **{
+            METRIC_NAMES[m]: _cell(
+                r[m],
+                (r[f"{m}_lo"], r[f"{m}_hi"]) if r[f"{m}_lo"] is not None else None,
+                r["too_few"],
+                r[f"{m}_ci_method"],
+            )
+            for m in shown
+        },
+    }
+    for r in ag.flat_rows(doc, methods=True)
+]
 table = pd.DataFrame(rows)
 few = [r["too_few"] for r in ag.flat_rows(doc)]
 
