@@ -33,7 +33,6 @@ def verdict_rows(table: sa.TableClause) -> ColumnElement[bool]:
 def list_runs(
     conn: Connection | Session,
     *,
-    include_generation: bool = False,
     include_ladder: bool = False,
     with_counts: bool = True,
 ) -> list[RunRow]:
@@ -41,16 +40,13 @@ def list_runs(
     judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
     in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
     ``finished_at``. Used by ``automonitor runs`` and the app's run history. Generation runs
-    (``kind='generation'``, ``automonitor generate``) are left out unless ``include_generation``, the
+    (``kind='generation'``, ``automonitor generate``) are left out, the
     detector ladder's runs (``kind='ladder'``, written by ``automonitor build``) unless ``include_ladder``.
     ``conn``: a connection or a session (read as it is in the database: a session's unflushed changes are
     not seen). ``with_counts=False``: every row's ``counts`` left at zero, for a caller that reads none (the
     HTML report's provenance): one pass over every prediction less."""
     sel = sa.select(run).order_by(run.c.created_at.desc(), run.c.id)
-    if not include_generation:
-        sel = sel.where(run.c.kind != "generation")
-    if not include_ladder:
-        sel = sel.where(run.c.kind != "ladder")
+    sel = sel.where(run.c.kind.not_in(("generation",) if include_ladder else ("generation", "ladder")))
     runs = conn.execute(sel).all()
     counts = _verdict_counts_by_run(conn) if with_counts else {}
     sums = _judged_sums_by_run(conn)

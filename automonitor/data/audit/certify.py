@@ -3,12 +3,12 @@
 A set selected against one family of detectors (the ``hard`` edition: :mod:`automonitor.data.build.hard`)
 can still be separable by a feature that family does not read. :func:`certify` scores every slice (one per
 category x task x source and one per category x task cell) with detectors the selection never used and
-certifies the slice when each one's AUROC lies within ``0.5 +/- band`` (default :data:`BAND` = 0.15).
+certifies the slice when each one's AUROC lies within ``0.5 +/- BAND`` (:data:`BAND` = 0.15).
 
 * Every slice gets each detector's AUROC with a 95% percentile interval from a bootstrap over *requests*
   (pairs sharing a request are resampled together: :data:`N_BOOT` resamples, seeded), the number of pairs
   and the effective n (distinct requests).
-* A slice with at least ``min_pairs`` pairs (default :data:`MIN_PAIRS` = 15) is ``certified`` or
+* A slice with at least :data:`MIN_PAIRS` pairs (15) is ``certified`` or
   ``not_certified`` (naming the detectors outside the band); a smaller slice is ``small``: its intervals are
   reported, it is not judged.
 * Besides the precomputed scores passed in, three detectors are computed on the slice itself:
@@ -170,10 +170,6 @@ def certify(
     frame: pd.DataFrame,
     scores: dict[str, np.ndarray],
     seed: int = 0,
-    *,
-    band: float = BAND,
-    min_pairs: int = MIN_PAIRS,
-    n_boot: int = N_BOOT,
 ) -> list[dict[str, Any]]:
     """Certify every slice of ``frame`` against the held-out detectors (module doc).
 
@@ -186,7 +182,7 @@ def certify(
         One dict per slice: ``slice`` (``cat/task`` or ``cat/task/source``), ``kind`` (``source`` | ``cell``),
         ``source``, ``category``, ``task``, ``pairs``, ``effective_n`` (distinct requests), ``detectors``
         ``{name: {"auroc", "low", "high"}}``, ``status`` (``certified`` | ``not_certified`` | ``small`` |
-        ``empty``) and ``outside`` (detectors whose AUROC is outside ``0.5 +/- band``, judged slices only).
+        ``empty``) and ``outside`` (detectors whose AUROC is outside ``0.5 +/- BAND``, judged slices only).
     """
     frame = frame.reset_index(drop=True)
     if "meta" not in frame.columns:
@@ -216,11 +212,11 @@ def certify(
         for name, s in here.items():
             if np.isnan(s).all():
                 continue
-            a, lo, hi = auroc_interval(groups, y, s, seed, n_boot)
+            a, lo, hi = auroc_interval(groups, y, s, seed)
             if a is not None:
                 dets[name] = {"auroc": round(a, 4), "low": _r(lo), "high": _r(hi)}
-        outside = sorted(n for n, d in dets.items() if abs(float(d["auroc"] or 0.5) - 0.5) > band + 1e-12)
-        status = "empty" if not pairs else "small" if pairs < min_pairs else "not_certified" if outside else "certified"
+        outside = sorted(n for n, d in dets.items() if abs(float(d["auroc"] or 0.5) - 0.5) > BAND + 1e-12)
+        status = "empty" if not pairs else "small" if pairs < MIN_PAIRS else "not_certified" if outside else "certified"
         out.append(
             {
                 "slice": f"{cat}/{task}" + ("" if kind == "cell" else f"/{src}"),

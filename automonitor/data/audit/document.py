@@ -21,9 +21,7 @@ from automonitor.data.audit.params import (
 from automonitor.data.audit.slices import audit_slices
 
 
-def audit_frame(
-    samples: pd.DataFrame, edition: str = "paper", *, flag_at: float = FLAG_AUROC, jaccard: float = JACCARD
-) -> dict[str, Any]:
+def audit_frame(samples: pd.DataFrame, edition: str = "paper") -> dict[str, Any]:
     """The audit document of ``automonitor audit --json`` from a frame of samples.
 
     Args:
@@ -31,8 +29,6 @@ def audit_frame(
             source, label_source, split (``train`` | ``test`` | ``controls``; other rows are ignored),
             meta. ``test`` rows are the edition's test set.
         edition: the edition name written into the document.
-        flag_at: AUROC at or above which a baseline flags its slice (default 0.9).
-        jaccard: near-duplicate Jaccard threshold (default 0.8).
     Returns:
         ``{"edition", "slices": [SLICE...], "leakage": {"near_duplicate_pairs", "shared_conversations",
         ...}, "controls": {"samples", "far": {baseline: float}}, "tiny_diff_pairs", "n_train", "n_test",
@@ -42,7 +38,7 @@ def audit_frame(
         ``n_train`` ({misbehavior, benign} used to train), ``trained_on`` (``source`` | ``cell`` |
         None), ``pairwise`` ({name: share of pairs whose misbehavior side the baseline scores higher}),
         ``baseline_method`` (``train`` | ``within_test_cv``), ``flagged`` (any |AUROC - 0.5| >=
-        ``flag_at`` - 0.5), ``flagged_by``, ``near_duplicate_pairs``, ``shared_conversations``,
+        ``FLAG_AUROC`` (0.9) - 0.5), ``flagged_by``, ``near_duplicate_pairs``, ``shared_conversations``,
         ``tiny_diff_pairs``, ``shared_family_pairs``, ``errata_pairs`` (test pairs marked by an erratum);
         ``errata.marked_test_pairs`` per source. AUROCs are in [0, 1], FAR in [0, 1];
         ``leakage.per_slice_agrees``: the source slices' leakage counts sum to the global ones.
@@ -57,10 +53,10 @@ def audit_frame(
 
     with threadpool_limits(limits=1, user_api="blas"):
         train, test, controls = audit_splits(samples)
-        leakage = find_leakage(train, test, jaccard)
+        leakage = find_leakage(train, test, JACCARD)
         baselines = TrainedBaselines(train, tfidf_matrices(train, test, controls))
-        slices = audit_slices(test, baselines, leakage, flag_at)
-        lk = leakage_doc(leakage, jaccard)
+        slices = audit_slices(test, baselines, leakage, FLAG_AUROC)
+        lk = leakage_doc(leakage, JACCARD)
         # per-slice rows and the global check count the same test pairs (each pair is in one source slice)
         src = [s for s in slices if s["kind"] == "source"]
         lk["per_slice_agrees"] = all(
@@ -81,8 +77,8 @@ def audit_frame(
             "n_train": int(len(train)),
             "n_test": int(len(test)),
             "params": {
-                "flag_auroc": flag_at,
-                "jaccard": jaccard,
+                "flag_auroc": FLAG_AUROC,
+                "jaccard": JACCARD,
                 "num_perm": NUM_PERM,
                 "shingle_words": SHINGLE,
                 "tiny_diff_tokens": TINY_DIFF_TOKENS,
