@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 import hashlib
 from dataclasses import dataclass
 from typing import Mapping, Sequence, TypedDict
@@ -166,10 +167,7 @@ def adjudication_queue(
 
     def work(s: Session) -> list[QueueEntry]:
         samples = store.candidate_details(s)
-        n_assigned: dict[str, int] = {}
-        for r in assignment_rows(s, actor):
-            if r["sample_id"] in samples:
-                n_assigned[r["sample_id"]] = n_assigned.get(r["sample_id"], 0) + 1
+        n_assigned = Counter(r["sample_id"] for r in assignment_rows(s, actor) if r["sample_id"] in samples)
         by_item: dict[str, list[LabelRow]] = {}
         for r in label_rows(s, actor, submitted_only=True):
             if r["sample_id"] in samples:

@@ -3,6 +3,7 @@ rounds, :func:`plan_rounds`) and the non-adjacent ordering of pair sides."""
 
 from __future__ import annotations
 
+from collections import Counter
 import random
 import secrets
 from dataclasses import dataclass, field
@@ -648,9 +649,7 @@ def unassign(
         labeled = {(r["annotator_id"], r["sample_id"]) for r in label_rows(s, actor, who)}
         drop = [r for r in rows if r["submitted_at"] is None and (r["annotator_id"], r["sample_id"]) not in labeled]
         removed = store.delete_open_assignments(s, [r["id"] for r in drop])
-        by_name: dict[str, int] = {}
-        for r in drop:
-            by_name[r["annotator"]] = by_name.get(r["annotator"], 0) + 1
+        by_name = dict(Counter(r["annotator"] for r in drop))
         return UnassignResult(removed=removed, kept=len(rows) - removed, by_annotator=by_name)
 
     return transaction(engine, work, actor=actor)

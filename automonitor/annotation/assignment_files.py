@@ -8,6 +8,7 @@ or its partner, nor anybody's labels: the double-blind design of the annotation 
 
 from __future__ import annotations
 
+from collections import Counter
 import json
 import os
 import tempfile
@@ -91,7 +92,5 @@ def export_assignments(
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["annotator"]] = counts.get(r["annotator"], 0) + 1
+    counts = dict(Counter(r["annotator"] for r in rows))
     return ExportResult(file=str(path), rows=len(rows), annotators=counts)

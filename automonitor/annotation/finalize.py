@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 import uuid
 from dataclasses import dataclass, field
 from typing import TypedDict
@@ -203,9 +204,7 @@ def _finalize_inputs(s: Session, actor: Account) -> _FinalizeInputs:
     """Read the candidate pairs (rows locked first) with their assignments, labels and latest
     adjudications (admin only)."""
     candidates = store.samples_with_status(s, "candidate", for_update=True)
-    n_assigned: dict[str, int] = {}
-    for r in assignment_rows(s, actor):
-        n_assigned[r["sample_id"]] = n_assigned.get(r["sample_id"], 0) + 1
+    n_assigned = Counter(r["sample_id"] for r in assignment_rows(s, actor))
     labels: dict[str, list[LabelRow]] = {}
     for r in label_rows(s, actor):
         labels.setdefault(r["sample_id"], []).append(r)

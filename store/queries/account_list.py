@@ -43,9 +43,5 @@ def all_accounts(conn: Connection | Session) -> list[Row[int, str, str, bool, da
 def last_events(conn: Connection | Session) -> dict[int, LastEvent]:
     """``{account_id: {"action", "actor", "at"}}`` of each account's newest event."""
     e = account_event.c
-    out: dict[int, LastEvent] = {}
-    for account_id, action, actor, at in conn.execute(
-        sa.select(e.account_id, e.action, e.actor, e.at).order_by(e.at, e.id)
-    ):
-        out[account_id] = {"action": action, "actor": actor, "at": as_utc(at)}
-    return out
+    rows = conn.execute(sa.select(e.account_id, e.action, e.actor, e.at).order_by(e.at, e.id))
+    return {account_id: {"action": action, "actor": actor, "at": as_utc(at)} for account_id, action, actor, at in rows}

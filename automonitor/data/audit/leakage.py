@@ -100,9 +100,7 @@ def dialogue_turns(request: str, response: str) -> list[tuple[str, str]] | None:
     if not re.match(r"\s*(?:Human|H)\s*:", request):
         return None
     parts = _TURN.split(request)
-    turns: list[tuple[str, str]] = []
-    for role, text in zip(parts[1::2], parts[2::2]):
-        turns.append(("human" if role[0] == "H" else "assistant", norm(text)))
+    turns = [("human" if role[0] == "H" else "assistant", norm(text)) for role, text in zip(parts[1::2], parts[2::2])]
     if turns and turns[-1][0] == "assistant" and not turns[-1][1]:
         turns[-1] = ("assistant", norm(response))
     else:

@@ -104,9 +104,7 @@ def load(raw: Path) -> SourceResult:
     if not res.found_all(raw, FILES):
         return res
     verdict = _judge_verdicts(raw)
-    plain = {}
-    for line, obj in read_jsonl(raw, raw / PLAIN):
-        plain[obj.get("index")] = (line, obj)
+    plain = {obj.get("index"): (line, obj) for line, obj in read_jsonl(raw, raw / PLAIN)}
     for line, obj in read_jsonl(raw, raw / HACK):
         idx = obj.get("index")
         for key in ("original_prompt", "completion"):
