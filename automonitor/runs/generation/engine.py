@@ -6,7 +6,7 @@ another (an item's calls concurrently, at most ``concurrency``), runs the filter
 item's two candidate samples, saving progress, statistics and transcripts in ``Run.params`` after every
 item. The recipes, provenance, lease and app: docs/how-to/generating-pairs.md. The other modules of the
 package: :mod:`.job` (options, items, estimate), :mod:`.caller` (one cached, retried call),
-:mod:`.recipes`, :mod:`.candidates`, :mod:`.summary`; this one re-exports their public names.
+:mod:`.recipes`, :mod:`.candidates`, :mod:`.summary`; this one re-exports what the CLI and the pages read.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from automonitor.runs.generation.caller import GeneratorCaller
 from automonitor.runs.generation.candidates import Item, candidate_rows, insert_pair
 from automonitor.runs.generation.filters import Decision
 from automonitor.runs.generation.job import (
-    DEFAULT_MAX_TOKENS,
-    KINDS,
     PROMPT_VERSION,
     GenerationJob,
     GenerationSpec,
@@ -42,7 +40,6 @@ from automonitor.runs.generation.job import (
 )
 from automonitor.runs.generation.recipes import (
     MAX_KEPT_TEXT,
-    SAMPLE_TEMPERATURE,
     ItemRecord,
     Outputs,
     Transcript,
@@ -52,10 +49,8 @@ from automonitor.runs.generation.recipes import (
 )
 from automonitor.runs.generation.sandbox import sweep_stale_dirs
 from automonitor.runs.generation.summary import (
-    STEPS,
     GenerationSummary,
     empty_stats,
-    filter_steps,
     generation_items,
     generation_summary,
     list_generations,
@@ -69,18 +64,10 @@ from store.queries import generation as queries
 from store.queries.rowtypes import GenerationStats
 
 __all__ = [
-    "DEFAULT_MAX_TOKENS",
-    "KINDS",
-    "MAX_KEPT_TEXT",
-    "PROMPT_VERSION",
-    "SAMPLE_TEMPERATURE",
-    "STEPS",
     "create_generation",
     "estimate_generation",
     "execute_generation",
-    "filter_steps",
     "generation_items",
-    "generation_summary",
     "launch_generation_detached",
     "list_generations",
     "screen_code",
