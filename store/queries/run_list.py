@@ -45,8 +45,9 @@ def list_runs(
     ``conn``: a connection or a session (read as it is in the database: a session's unflushed changes are
     not seen). ``with_counts=False``: every row's ``counts`` left at zero, for a caller that reads none (the
     HTML report's provenance): one pass over every prediction less."""
-    sel = sa.select(run).order_by(run.c.created_at.desc(), run.c.id)
-    sel = sel.where(run.c.kind.not_in(("generation",) if include_ladder else ("generation", "ladder")))
+    sel = sa.select(run).where(run.c.kind != "generation").order_by(run.c.created_at.desc(), run.c.id)
+    if not include_ladder:
+        sel = sel.where(run.c.kind != "ladder")
     runs = conn.execute(sel).all()
     counts = _verdict_counts_by_run(conn) if with_counts else {}
     sums = _judged_sums_by_run(conn)
