@@ -1,5 +1,5 @@
-"""Light Core views of the store's tables, for the reads that need no ORM (``automonitor runs``, ``stats`` and
-``users list``).
+"""Light Core views of the store's tables, for the reads that need no ORM (``automonitor runs``, ``stats``,
+``users list`` and ``report``).
 
 :mod:`store.models` declares the tables (SQLModel classes; Alembic migrates them) and building its 18 classes
 with SQLModel, pydantic and SQLAlchemy's ORM is most of a listing command's start-up. A read that only
@@ -25,6 +25,7 @@ __all__ = [
     "account_event",
     "annotator",
     "build_log",
+    "derived_document",
     "edition_sample",
     "erratum",
     "gold_span",
@@ -91,7 +92,8 @@ run = sa.table(
     sa.column("finished_at", UTCDateTime()),
 )
 
-#: the ``prediction`` table (:class:`store.models.Prediction`): the columns a run's counts and sums read
+#: the ``prediction`` table (:class:`store.models.Prediction`): the columns a run's counts and sums and the
+#: analysis read
 prediction = sa.table(
     "prediction",
     sa.column("id", sa.Integer),
@@ -99,6 +101,13 @@ prediction = sa.table(
     sa.column("sample_id", sa.String),
     sa.column("repeat", sa.Integer),
     sa.column("outcome", sa.String),
+    sa.column("score", sa.Float),
+    sa.column("raw", sa.Text),
+    sa.column("reason", sa.Text),
+    sa.column("evidence", sa.JSON),
+    sa.column("pred_category", sa.String),
+    sa.column("severity", sa.String),
+    sa.column("meta", sa.JSON),
     sa.column("tokens_in", sa.Integer),
     sa.column("tokens_out", sa.Integer),
     sa.column("cost_usd", sa.Float),
@@ -154,6 +163,15 @@ build_log = sa.table(
     sa.column("id", sa.Integer),
     sa.column("seed", sa.Integer),
     sa.column("report", sa.JSON),
+    sa.column("created_at", UTCDateTime()),
+)
+
+#: the ``derived_document`` table (:class:`store.models.DerivedDocument`): every column
+derived_document = sa.table(
+    "derived_document",
+    sa.column("key", sa.String),
+    sa.column("fingerprint", sa.String),
+    sa.column("doc", sa.Text),
     sa.column("created_at", UTCDateTime()),
 )
 

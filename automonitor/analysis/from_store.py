@@ -238,7 +238,6 @@ def _grounding_texts(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) ->
 
 def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict[str, list[SpanRow]]:
     """``{sample_id: [gold span dicts]}`` of the misbehavior samples evidence runs judged."""
-    from store import session_scope
     from store.queries.spans import spans_by_sample
 
     need = preds.loc[
@@ -246,8 +245,8 @@ def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict
     ]
     if not len(need):
         return {}
-    with session_scope(engine) as s:
-        return spans_by_sample(s, need.unique().tolist())
+    with engine.connect() as c:
+        return spans_by_sample(c, need.unique().tolist())
 
 
 def _add_views(
@@ -255,9 +254,6 @@ def _add_views(
 ) -> None:
     """Set each run's ``view`` and the report's ``views`` comparisons (with the silent slice of the samples
     they share, :func:`automonitor.data.monitor_views.is_silent`) on ``rep`` in place."""
-    from store import session_scope
-    from store.queries.runs import view_inputs
-
     views = {rid: view_of_run(p) for rid, p in zip(runs["run_id"], runs["params"])}
     for entry in rep.runs:
         entry.view = views.get(entry.run_id, "full")
@@ -266,6 +262,9 @@ def _add_views(
     groups = view_groups(runs, views, editions)
     if not groups:
         return
+    from store import session_scope
+    from store.queries.runs import view_inputs
+
     in_groups = {rid for g in groups for rid in g["runs"].values()}
     mis = preds[preds["run_id"].isin(in_groups) & (preds["label"] == "misbehavior")]["sample_id"].unique().tolist()
     with session_scope(engine) as s:

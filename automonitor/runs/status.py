@@ -1,4 +1,5 @@
-"""A run's status after creation: summary, info, cancel, retry errors, finalize."""
+"""A run's status after creation: summary, info, cancel, retry errors, finalize; the answer quality the report
+shows (:func:`answer_quality`, read on Core: the report imports this module without the ORM or the models)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,10 @@ from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
 from automonitor.jsontypes import JSONObject
-from automonitor.runs.lease import check_lease, lock_run
 from automonitor.vocab import OUTCOMES
 from store import session_scope
-from store.models import Run, utcnow
-from store.queries import runs as q
 from store.queries.rowtypes import RunRow
-from store.queries.run_list import list_runs, verdict_counts
+from store.queries.run_list import list_runs, unscored_details, verdict_counts
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +33,9 @@ def retry_errors(engine: Engine, run_id: str, outcomes: tuple[str, ...] = ("erro
         NotFound: no such run. InputError: an imported run, a run executing in another live process, or
             an outcome that cannot be retried (a verdict).
     """
+    from automonitor.runs.lease import check_lease, lock_run
+    from store.queries import runs as q
+
     bad = [o for o in outcomes if o not in RETRYABLE]
     if bad:
         raise InputError(
@@ -64,6 +65,8 @@ def cancel_run(engine: Engine, run_id: str) -> None:
     Raises:
         NotFound: no such run.
     """
+    from store.queries import runs as q
+
     with session_scope(engine) as s:
         run = q.get_run(s, run_id)
         if run.status not in ("finished", "imported"):
@@ -75,6 +78,8 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
     """The contract's JSON for a run: ``{"run_id", "n", "counts": {outcome: int}, "api_calls",
     "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation; counts are the
     run's verdicts, i.e. repeat 0), plus ``"repeat": K`` for a run judged with ``--repeat K`` (K > 1)."""
+    from store.queries import runs as q
+
     with session_scope(engine) as s:
         run = q.get_run(s, run_id)
         counts = q.outcome_counts(s, run_id)
@@ -110,6 +115,9 @@ def finalize(
     ``last_execution`` (calls, cache hits, AIMD limiter stats) and ``sent`` (what the backend actually
     sent, :meth:`~automonitor.runs.monitors.backend.Backend.sent_params`) are kept in ``Run.params``. A missing
     run is ignored."""
+    from store.models import Run, utcnow
+    from store.queries import runs as q
+
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         if run is None:
@@ -207,16 +215,19 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
     from collections import Counter
 
     from automonitor.runs.answers import CONTRADICTORY
+    from store.queries import rows_by_ids
+    from store.tables import run
 
     if not run_ids:
         return {}
     out: dict[str, AnswerQuality] = {}
-    with session_scope(engine) as s:
-        runs = {rid: run for rid in dict.fromkeys(run_ids) if (run := s.get(Run, rid)) is not None}
-        details = q.unscored_details(s, run_ids, (CONTRADICTORY,))
-        counts = verdict_counts(s, list(runs))  # one grouped query, not one per run
-    for rid, run in runs.items():
-        params = dict(run.params or {})
+    with engine.connect() as c:  # Core: no run object is needed, only its params
+        found = dict(rows_by_ids(c, (run.c.id, run.c.params), run.c.id, run_ids))
+        runs = {rid: found[rid] for rid in dict.fromkeys(run_ids) if rid in found}
+        details = unscored_details(c, run_ids, (CONTRADICTORY,))
+        counts = verdict_counts(c, list(runs))  # one grouped query, not one per run
+    for rid, run_params in runs.items():
+        params = dict(run_params or {})
         config = dict(params.get("config") or {})
         parse = config.get("parse")
         score_method = config.get("score_method")
@@ -274,6 +285,8 @@ def error_warning(engine: Engine, run_id: str) -> str | None:
             f"cause: {cause}: the judge could not be reached or failed); --resume does not re-send them; "
             f"re-send them with: automonitor run --retry-errors {run_id}"
         )
+    from store.queries import runs as q
+
     with session_scope(engine) as s:
         invalid = int(q.outcome_counts(s, run_id).get("invalid", 0))
     if invalid / qa["judged"] <= INVALID_SHARE_WARN:

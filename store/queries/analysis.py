@@ -1,24 +1,30 @@
-"""Queries for the analysis: runs, predictions joined with samples, sample texts, imported runs."""
+"""Queries for the analysis: runs, predictions joined with samples, sample texts, imported runs.
+
+The reads select on :mod:`store.tables`' Core views (a report imports neither the ORM nor
+:mod:`store.models`); the writes of imported, ladder and derived runs import the models when called.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from automonitor.vocab import RunKind, RunStatus
 
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
 from automonitor.jsontypes import JSONValue
 from store.queries.composition import meta_names
-from store.tables import sample
-from store.queries.runs import get_or_create_monitor
-from store.models import Monitor, Prediction, Run, Sample, utcnow
+from store.tables import prediction, run, sample
 from store.queries import chunks as _chunks, rows_by_ids
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from store.models import Monitor, Run
 
 RUN_COLUMNS = ["run_id", "monitor", "template", "kind", "status", "n", "params", "created_at"]
 LIGHT_COLUMNS = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
@@ -44,23 +50,16 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None, *, include_l
     Raises ``NotFound`` naming the first id in ``run_ids`` that does not exist.
     """
     q = sa.select(
-        col(Run.id),
-        col(Run.monitor),
-        col(Run.template),
-        col(Run.kind),
-        col(Run.status),
-        col(Run.n),
-        col(Run.params),
-        col(Run.created_at),
-    ).order_by(col(Run.created_at), col(Run.id))
+        run.c.id, run.c.monitor, run.c.template, run.c.kind, run.c.status, run.c.n, run.c.params, run.c.created_at
+    ).order_by(run.c.created_at, run.c.id)
     rows: list[Any] = []
     with engine.connect() as c:
         if run_ids:
             for part in _chunks(list(dict.fromkeys(run_ids))):
-                rows += c.execute(q.where(col(Run.id).in_(part))).all()
+                rows += c.execute(q.where(run.c.id.in_(part))).all()
         else:
             hidden = ["generation"] if include_ladder else ["generation", "ladder"]  # generation runs judge nothing
-            rows = list(c.execute(q.where(col(Run.kind).not_in(hidden))).all())
+            rows = list(c.execute(q.where(run.c.kind.not_in(hidden))).all())
     df = pd.DataFrame([tuple(r) for r in rows], columns=RUN_COLUMNS)
     if run_ids:
         missing = [r for r in run_ids if r not in set(df["run_id"])]
@@ -75,7 +74,7 @@ def run_editions(engine: Engine, run_ids: Sequence[str]) -> dict[str, str]:
     """``{run_id: edition}`` for the given runs (unknown ids are left out); a run recorded before
     editions (edition unset) counts as ``paper``."""
     with engine.connect() as c:
-        rows = rows_by_ids(c, (Run.id, Run.edition), Run.id, run_ids)
+        rows = rows_by_ids(c, (run.c.id, run.c.edition), run.c.id, run_ids)
     return {rid: ed or "paper" for rid, ed in rows}
 
 
@@ -88,27 +87,20 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     run_id, sample_id, pair_id, category, task, label, outcome, score, evidence (faster for reports).
     Rows are ordered by run and sample id.
     """
+    p = prediction.c
     cols: dict[str, Any] = {
-        "run_id": Prediction.run_id,
-        "monitor": Run.monitor,
-        "template": Run.template,
-        "kind": Run.kind,
-        "sample_id": Prediction.sample_id,
-        "pair_id": Sample.pair_id,
-        "category": Sample.category,
-        "task": Sample.task,
-        "label": Sample.label,
-        "outcome": Prediction.outcome,
-        "score": Prediction.score,
-        "evidence": Prediction.evidence,
-        "raw": Prediction.raw,
-        "reason": Prediction.reason,
-        "pred_category": Prediction.pred_category,
-        "severity": Prediction.severity,
+        "run_id": p.run_id,
+        "sample_id": p.sample_id,
+        "outcome": p.outcome,
+        "score": p.score,
+        # evidence as JSON text, decoded below only when non-empty (most predictions have none): much faster
+        # than letting the JSON type decode every row
+        "evidence": sa.cast(p.evidence, sa.Text).label("evidence"),
+        "raw": p.raw,
+        "reason": p.reason,
+        "pred_category": p.pred_category,
+        "severity": p.severity,
     }
-    # evidence as JSON text, decoded below only when non-empty (most predictions have none): much faster
-    # than letting the JSON type decode every row
-    cols["evidence"] = sa.cast(Prediction.evidence, sa.Text).label("evidence")
     names = LIGHT_COLUMNS if light else PREDICTION_COLUMNS
     # the prediction rows alone, their samples' and runs' columns added from one row per sample and run (as
     # the inner joins would: an id without its sample or run drops the row): SQLite's per-row join lookups
@@ -117,26 +109,28 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     own = [n for n in names if n not in joined]  # run_id and sample_id first
     q = (
         sa.select(*[cols[n] for n in own])
-        .where(col(Prediction.repeat) == 0)  # one verdict per sample: repeat 0 (run --repeat K)
-        .order_by(col(Prediction.run_id), col(Prediction.sample_id))
+        .where(p.repeat == 0)  # one verdict per sample: repeat 0 (run --repeat K)
+        .order_by(p.run_id, p.sample_id)
     )
     rows: list[Any] = []
     with engine.connect() as c:
         if run_ids is not None:
             for part in _chunks(list(dict.fromkeys(run_ids))):
-                rows += fetch_tuples(c, q.where(col(Prediction.run_id).in_(part)))
+                rows += fetch_tuples(c, q.where(p.run_id.in_(part)))
         else:
             rows = fetch_tuples(c, q)
         run_of = {
             r[0]: r[1:]
-            for r in rows_by_ids(c, (Run.id, Run.monitor, Run.template, Run.kind), Run.id, (r[0] for r in rows))
+            for r in rows_by_ids(
+                c, (run.c.id, run.c.monitor, run.c.template, run.c.kind), run.c.id, (r[0] for r in rows)
+            )
         }
         sample_of = {
             r[0]: r[1:]
             for r in rows_by_ids(
                 c,
-                (Sample.id, Sample.pair_id, Sample.category, Sample.task, Sample.label),
-                Sample.id,
+                (sample.c.id, sample.c.pair_id, sample.c.category, sample.c.task, sample.c.label),
+                sample.c.id,
                 {r[1]: 0 for r in rows},
             )
         }
@@ -224,31 +218,23 @@ def decode_list(v: Any) -> list[Any]:
 def run_views(engine: Engine, run_ids: Sequence[str]) -> dict[str, str]:
     """``{run_id: monitor view}`` (``Run.params["view"]``; ``full`` for a run recorded without one)."""
     with engine.connect() as c:
-        rows = rows_by_ids(c, (Run.id, Run.params), Run.id, run_ids)
+        rows = rows_by_ids(c, (run.c.id, run.c.params), run.c.id, run_ids)
     return {rid: str((params or {}).get("view") or "full") for rid, params in rows}
 
 
 def load_sample_texts(engine: Engine, sample_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
     """``{sample_id: (request, response)}`` for the given ids (missing ids are left out)."""
     with engine.connect() as c:
-        rows = rows_by_ids(c, [Sample.id, Sample.request, Sample.response], Sample.id, sample_ids)
+        rows = rows_by_ids(c, [sample.c.id, sample.c.request, sample.c.response], sample.c.id, sample_ids)
     return {sid: (req, resp) for sid, req, resp in rows}
 
 
 def sample_frame(engine: Engine, sample_ids: Iterable[str]) -> pd.DataFrame:
     """Samples (id, pair_id, category, task, label, request, response, source) for the given ids."""
-    cols = [
-        Sample.id,
-        Sample.pair_id,
-        Sample.category,
-        Sample.task,
-        Sample.label,
-        Sample.request,
-        Sample.response,
-        Sample.source,
-    ]
+    t = sample.c
+    cols = [t.id, t.pair_id, t.category, t.task, t.label, t.request, t.response, t.source]
     with engine.connect() as c:
-        rows = rows_by_ids(c, cols, Sample.id, sample_ids)
+        rows = rows_by_ids(c, cols, t.id, sample_ids)
     return pd.DataFrame(
         [tuple(r) for r in rows],
         columns=["sample_id", "pair_id", "category", "task", "label", "request", "response", "source"],
@@ -259,18 +245,24 @@ def sample_standing(session: Session, sample_ids: Iterable[str]) -> dict[str, tu
     """``{sample_id: (status, split)}`` for those of ``sample_ids`` present in the store."""
     return {
         r[0]: (r[1], r[2])
-        for r in rows_by_ids(session, [Sample.id, Sample.status, Sample.split], Sample.id, sample_ids)
+        for r in rows_by_ids(session, [sample.c.id, sample.c.status, sample.c.split], sample.c.id, sample_ids)
     }
 
 
 def monitor_named(session: Session, name: str) -> Monitor | None:
     """The ``Monitor`` row named ``name`` with no base URL (any backend), if any."""
+    from sqlmodel import col
+
+    from store.models import Monitor
+
     q = sa.select(Monitor).where(col(Monitor.name) == name, col(Monitor.base_url).is_(None))
     return session.execute(q).scalars().first()
 
 
 def external_monitor(session: Session, name: str) -> Monitor:
     """The ``Monitor`` row for an outside system ``name`` (backend ``external``), created if absent."""
+    from store.queries.runs import get_or_create_monitor
+
     return get_or_create_monitor(
         session, name, "external", None, None, {"source": "predictions import"}, match_backend=True
     )
@@ -278,6 +270,10 @@ def external_monitor(session: Session, name: str) -> Monitor:
 
 def find_imported_run(session: Session, monitor: str, template: str, sha256: str) -> Run | None:
     """An imported run of ``monitor`` x ``template`` made from a file with this sha256, if any."""
+    from sqlmodel import col
+
+    from store.models import Run
+
     runs: Sequence[Run] = (
         session.execute(
             sa.select(Run).where(
@@ -313,6 +309,8 @@ def insert_finished_run(
     Raises:
         ValueError: ``monitor`` was not flushed (no id).
     """
+    from store.models import Prediction, Run, utcnow
+
     if monitor.id is None:
         raise ValueError("the monitor row must be flushed (have an id) before its run is inserted")
     now = utcnow()

@@ -11,10 +11,9 @@ from typing import Any, Iterable
 
 import pandas as pd
 import sqlalchemy as sa
-from sqlmodel import col
 
-from store.models import EditionSample, Sample
 from store.queries import rows_by_ids
+from store.tables import edition_sample, sample
 
 AUDIT_COLUMNS = (
     "id",
@@ -33,26 +32,26 @@ AUDIT_COLUMNS = (
 
 def edition_member_ids(conn, edition: str) -> set[str]:
     """Ids of the samples that are members of ``edition`` (rows of ``edition_sample``)."""
-    q = sa.select(col(EditionSample.sample_id)).where(col(EditionSample.edition) == edition)
+    q = sa.select(edition_sample.c.sample_id).where(edition_sample.c.edition == edition)
     return {r[0] for r in conn.execute(q)}
 
 
 def gold_samples(conn, splits: tuple[str, ...]) -> pd.DataFrame:
     """Gold samples (``status == 'gold'``) whose split is one of ``splits``, columns :data:`AUDIT_COLUMNS`."""
-    cols = [getattr(Sample, c) for c in AUDIT_COLUMNS]
-    q = sa.select(*cols).where(col(Sample.status) == "gold", col(Sample.split).in_(splits))
+    cols = [sample.c[c] for c in AUDIT_COLUMNS]
+    q = sa.select(*cols).where(sample.c.status == "gold", sample.c.split.in_(splits))
     rows = conn.execute(q).all()
     return pd.DataFrame([tuple(r) for r in rows], columns=list(AUDIT_COLUMNS))
 
 
 def samples_by_ids(conn, ids: set[str]) -> pd.DataFrame:
     """Samples with the given ids (any status), columns :data:`AUDIT_COLUMNS`."""
-    cols = [getattr(Sample, c) for c in AUDIT_COLUMNS]
-    rows = rows_by_ids(conn, cols, Sample.id, sorted(ids))
+    cols = [sample.c[c] for c in AUDIT_COLUMNS]
+    rows = rows_by_ids(conn, cols, sample.c.id, sorted(ids))
     return pd.DataFrame([tuple(r) for r in rows], columns=list(AUDIT_COLUMNS))
 
 
 def sample_meta_values(conn, ids: Iterable[str], key: str) -> dict[str, Any]:
     """``{sample_id: meta[key]}`` for the samples ``ids`` whose ``meta`` has ``key`` (read in chunks of 900 ids)."""
-    rows = rows_by_ids(conn, [col(Sample.id), col(Sample.meta)], col(Sample.id), ids)
+    rows = rows_by_ids(conn, [sample.c.id, sample.c.meta], sample.c.id, ids)
     return {sid: meta[key] for sid, meta in rows if isinstance(meta, dict) and key in meta}

@@ -8,13 +8,16 @@ are the caller's (:mod:`automonitor.data.audit.cache`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlmodel import Session, col
 
-from store.models import DerivedDocument
-from store.queries import table_of
+from store.tables import derived_document
 from automonitor.timestamps import utcnow
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = ["read_document", "write_document"]
 
@@ -22,9 +25,8 @@ __all__ = ["read_document", "write_document"]
 def read_document(conn: Connection | Session, key: str, fingerprint: str) -> str | None:
     """The JSON text kept under ``key`` when it was computed from content with ``fingerprint``; ``None``
     when no document is kept under ``key`` or it was computed from other content. One ``SELECT``."""
-    q = sa.select(col(DerivedDocument.doc)).where(
-        col(DerivedDocument.key) == key, col(DerivedDocument.fingerprint) == fingerprint
-    )
+    t = derived_document.c
+    q = sa.select(t.doc).where(t.key == key, t.fingerprint == fingerprint)
     doc: str | None = conn.execute(q).scalar_one_or_none()
     return doc
 
@@ -33,6 +35,9 @@ def write_document(session: Session, key: str, fingerprint: str, doc: str) -> No
     """Keep ``doc`` (JSON text) under ``key`` for content with ``fingerprint``, replacing what ``key`` held
     (one statement, ``INSERT ... ON CONFLICT (key) DO UPDATE``: two writers of one key leave the later
     document, never an error). ``key`` and ``fingerprint``: at most 64 characters."""
+    from store.models import DerivedDocument
+    from store.queries import table_of
+
     t = table_of(DerivedDocument)
     values = {"key": key, "fingerprint": fingerprint, "doc": doc, "created_at": utcnow()}
     update = {"fingerprint": fingerprint, "doc": doc, "created_at": values["created_at"]}

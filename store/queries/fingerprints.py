@@ -4,14 +4,15 @@ caches and the analysis read changes. Aggregates only (``COUNT``/``MAX`` per gro
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlmodel import Session, col
 
-from store.models import EditionSample, Run, Sample
-from store.queries import sample_columns
+from store.tables import edition_sample, run, sample
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = ["sample_state"]
 
@@ -27,14 +28,11 @@ def sample_state(conn: Connection | Session) -> tuple[tuple[tuple[str, ...], ...
     It changes when samples are added, promoted or rejected (status/split), relabelled or re-provenanced,
     when an edition gains or loses members, and when a run is archived or unarchived. ``conn``: an open
     connection or session."""
-    keys = sample_columns("status", "split", "label", "label_source")
-    groups = conn.execute(sa.select(*keys, sa.func.count(), sa.func.max(Sample.created_at)).group_by(*keys)).all()
-    eds = conn.execute(
-        sa.select(col(EditionSample.edition), sa.func.count(), sa.func.max(EditionSample.created_at)).group_by(
-            col(EditionSample.edition)
-        )
-    ).all()
-    archived = conn.execute(sa.select(col(Run.id)).where(col(Run.archived).is_(True)).order_by(Run.id)).scalars().all()
+    keys = [sample.c[n] for n in ("status", "split", "label", "label_source")]
+    groups = conn.execute(sa.select(*keys, sa.func.count(), sa.func.max(sample.c.created_at)).group_by(*keys)).all()
+    es = edition_sample.c
+    eds = conn.execute(sa.select(es.edition, sa.func.count(), sa.func.max(es.created_at)).group_by(es.edition)).all()
+    archived = conn.execute(sa.select(run.c.id).where(run.c.archived.is_(True)).order_by(run.c.id)).scalars().all()
 
     def text(rows: Any) -> tuple[tuple[str, ...], ...]:
         return tuple(sorted(tuple("" if v is None else str(v) for v in r) for r in rows))

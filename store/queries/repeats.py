@@ -7,24 +7,21 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlmodel import col
 
-from store.models import Prediction, Run
+from store.tables import prediction, run
 
 
 def run_params(conn: Connection, run_id: str) -> dict[str, Any]:
     """The ``params`` of run ``run_id`` (``{}`` when the run does not exist or has none)."""
-    params: dict[str, Any] | None = conn.execute(
-        sa.select(col(Run.params)).where(col(Run.id) == run_id)
-    ).scalar_one_or_none()
+    params: dict[str, Any] | None = conn.execute(sa.select(run.c.params).where(run.c.id == run_id)).scalar_one_or_none()
     return params or {}
 
 
 def repeat_outcomes(conn: Connection, run_id: str) -> list[tuple[str, int, str | None]]:
     """``(sample_id, repeat, outcome)`` of every prediction of a run, sorted by sample id and repeat."""
     q = (
-        sa.select(col(Prediction.sample_id), col(Prediction.repeat), col(Prediction.outcome))
-        .where(col(Prediction.run_id) == run_id)
-        .order_by(col(Prediction.sample_id), col(Prediction.repeat))
+        sa.select(prediction.c.sample_id, prediction.c.repeat, prediction.c.outcome)
+        .where(prediction.c.run_id == run_id)
+        .order_by(prediction.c.sample_id, prediction.c.repeat)
     )
     return [(sid, rep, outcome) for sid, rep, outcome in conn.execute(q).all()]

@@ -4,7 +4,7 @@ views of :mod:`store.tables`, so that a listing command imports neither the ORM,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import sqlalchemy as sa
 
@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
     from typing_extensions import Unpack
 
-    from store.queries.rowtypes import RunRow
+    from store.queries.rowtypes import RunRow, UnscoredRow
 
-__all__ = ["list_runs", "verdict_counts", "verdict_rows"]
+__all__ = ["list_runs", "unscored_details", "verdict_counts", "verdict_rows"]
 
 
 def verdict_rows(table: sa.TableClause) -> ColumnElement[bool]:
@@ -144,3 +144,21 @@ def _run_row(
         "error": r.error,
         "lease": params.get("lease"),
     }
+
+
+def unscored_details(
+    conn: Connection | Session, run_ids: Iterable[str], reasons: Iterable[str] = ()
+) -> list[UnscoredRow]:
+    """``[{"run_id", "outcome", "reason", "meta"}]`` of the ``error`` predictions of ``run_ids`` and of
+    the ``invalid`` ones whose reason is one of ``reasons`` (the rows a run's error share and unscored
+    causes are read from). ``conn``: a connection or a session."""
+    ids = list(run_ids)
+    if not ids:
+        return []
+    p = prediction.c
+    cond = p.outcome == "error"
+    wanted = list(reasons)
+    if wanted:
+        cond = sa.or_(cond, sa.and_(p.outcome == "invalid", p.reason.in_(wanted)))
+    rows = conn.execute(sa.select(p.run_id, p.outcome, p.reason, p.meta).where(p.run_id.in_(ids), cond)).all()
+    return [{"run_id": r[0], "outcome": r[1], "reason": r[2], "meta": r[3] or {}} for r in rows]

@@ -29,7 +29,6 @@ from store.queries.rowtypes import (
     RunTotals,
     SampleKey,
     SampleText,
-    UnscoredRow,
     ViewInput,
 )
 from automonitor.jsontypes import JSONObject, JSONValue
@@ -587,22 +586,3 @@ def find_equivalent_run(
         if have == want:
             return run.id
     return None
-
-
-def unscored_details(session: Session, run_ids: Iterable[str], reasons: Iterable[str] = ()) -> list[UnscoredRow]:
-    """``[{"run_id", "outcome", "reason", "meta"}]`` of the ``error`` predictions of ``run_ids`` and of
-    the ``invalid`` ones whose reason is one of ``reasons`` (the rows a run's error share and unscored
-    causes are read from)."""
-    ids = list(run_ids)
-    if not ids:
-        return []
-    cond = col(Prediction.outcome) == "error"
-    wanted = list(reasons)
-    if wanted:
-        cond = sa.or_(cond, sa.and_(col(Prediction.outcome) == "invalid", col(Prediction.reason).in_(wanted)))
-    rows = session.execute(
-        sa.select(col(Prediction.run_id), col(Prediction.outcome), col(Prediction.reason), col(Prediction.meta)).where(
-            col(Prediction.run_id).in_(ids), cond
-        )
-    ).all()
-    return [UnscoredRow(run_id=r[0], outcome=r[1], reason=r[2], meta=r[3] or {}) for r in rows]

@@ -3,16 +3,18 @@ sample. No domain rule here: :mod:`automonitor.data.spans` decides what a span i
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
-from sqlmodel import col
 
-from store.models import GoldSpan, utcnow
 from store.queries import chunks
 from store.queries.composition import SpanCounts, span_counts
 from store.queries.rowtypes import SpanRow
+from store.tables import gold_span
+
+if TYPE_CHECKING:  # the ORM and the models for the writes only: a report reads spans on Core
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Session
 
 __all__ = [  # the counts of ``stats`` live in store.queries.composition (Core), importable from here too
     "SpanCounts",
@@ -24,12 +26,12 @@ __all__ = [  # the counts of ``stats`` live in store.queries.composition (Core),
 ]
 
 
-def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, list[SpanRow]]:
+def spans_by_sample(session: Connection | Session, sample_ids: Iterable[str]) -> dict[str, list[SpanRow]]:
     """``{sample_id: [SpanRow, ...]}`` (``start``, ``end``, ``provenance``, ``note``, ``step``), spans
-    sorted by start; samples without spans are absent."""
+    sorted by start; samples without spans are absent. ``session``: a session or a connection."""
     out: dict[str, list[SpanRow]] = {}
     ids = list(dict.fromkeys(sample_ids))
-    t = GoldSpan.__table__  # type: ignore[attr-defined]
+    t = gold_span
     for part in chunks(ids):
         rows = session.execute(
             sa.select(t.c.sample_id, t.c.start_char, t.c.end_char, t.c.provenance, t.c.note, t.c.step)
@@ -46,6 +48,8 @@ def spans_by_sample(session: Session, sample_ids: Iterable[str]) -> dict[str, li
 def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, Mapping[str, object]]]) -> int:
     """Insert ``(sample_id, span)`` rows (a :class:`~store.queries.rowtypes.SpanRow` or a mapping with its keys;
     ``note`` and ``step`` may be absent) in the caller's transaction; returns the number inserted."""
+    from store.models import GoldSpan, utcnow
+
     if not sample_id_spans:
         return 0
     now = utcnow()
@@ -67,6 +71,10 @@ def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, Mapping[
 
 def delete_spans(session: Session, sample_ids: Sequence[str], provenances: Sequence[str] | None = None) -> int:
     """Delete the spans of ``sample_ids`` (only those of ``provenances`` when given); returns the count."""
+    from sqlmodel import col
+
+    from store.models import GoldSpan
+
     n = 0
     for part in chunks(list(sample_ids)):
         stmt = sa.delete(GoldSpan).where(col(GoldSpan.sample_id).in_(part))
@@ -78,6 +86,10 @@ def delete_spans(session: Session, sample_ids: Sequence[str], provenances: Seque
 
 def delete_span_rows(session: Session, rows: Sequence[tuple[str, int, int, str]]) -> int:
     """Delete spans by ``(sample_id, start, end, provenance)`` (the unique key); returns the count."""
+    from sqlmodel import col
+
+    from store.models import GoldSpan
+
     n = 0
     for sid, s, e, prov in rows:
         res = session.execute(

@@ -4,14 +4,16 @@ fingerprint, a run's status, which samples each run judged, run archiving, and t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlmodel import Session, col
 
 from automonitor.vocab import CONTROLS_SPLIT, RUN_STATUSES, RunStatus
-from store.models import Prediction, Run, Sample
+from store.tables import prediction, run, sample
+
+if TYPE_CHECKING:  # the reads are Core (the HTML report's provenance); archiving a run uses the ORM
+    from sqlalchemy.orm import Session
 
 #: Run statuses counted as in progress / as terminal by :func:`run_totals`.
 ACTIVE_STATUSES: tuple[RunStatus, ...] = ("pending", "running")
@@ -24,10 +26,10 @@ def run_totals(conn: Connection | Session) -> tuple[int, datetime | str | None, 
     ``finished_at`` as the driver returns it: a ``datetime``, or a string on some SQLite setups)."""
     row = conn.execute(
         sa.select(
-            sa.func.count(col(Run.id)),
-            sa.func.max(col(Run.finished_at)),
-            sa.func.sum(sa.case((col(Run.status).in_(ACTIVE_STATUSES), 1), else_=0)),
-            sa.func.sum(sa.case((col(Run.status).in_(TERMINAL_STATUSES), 1), else_=0)),
+            sa.func.count(run.c.id),
+            sa.func.max(run.c.finished_at),
+            sa.func.sum(sa.case((run.c.status.in_(ACTIVE_STATUSES), 1), else_=0)),
+            sa.func.sum(sa.case((run.c.status.in_(TERMINAL_STATUSES), 1), else_=0)),
         )
     ).one()
     return int(row[0] or 0), row[1], int(row[2] or 0), int(row[3] or 0)
@@ -35,15 +37,15 @@ def run_totals(conn: Connection | Session) -> tuple[int, datetime | str | None, 
 
 def sample_totals(conn: Connection | Session) -> tuple[int, datetime | str | None]:
     """``(samples, latest created_at)`` over every sample (one aggregate query)."""
-    row = conn.execute(sa.select(sa.func.count(col(Sample.id)), sa.func.max(col(Sample.created_at)))).one()
+    row = conn.execute(sa.select(sa.func.count(sample.c.id), sa.func.max(sample.c.created_at))).one()
     return int(row[0] or 0), row[1]
 
 
 def run_editions(conn: Connection, run_ids: Sequence[str] | None = None) -> list[tuple[str, str | None]]:
     """``(run_id, recorded edition or None)`` of the runs ``run_ids`` (``None`` = every run), store order."""
-    q = sa.select(col(Run.id), col(Run.edition))
+    q = sa.select(run.c.id, run.c.edition)
     if run_ids is not None:
-        q = q.where(col(Run.id).in_(list(run_ids)))
+        q = q.where(run.c.id.in_(list(run_ids)))
     return [(rid, edition) for rid, edition in conn.execute(q).all()]
 
 
@@ -58,14 +60,14 @@ def judged_test_samples(conn: Connection, run_ids: Sequence[str] | None = None) 
     from store.queries import rows_by_ids
     from store.queries.analysis import fetch_tuples  # the driver's tuples: no Row per prediction
 
-    q = sa.select(col(Prediction.run_id), col(Prediction.sample_id))
+    q = sa.select(prediction.c.run_id, prediction.c.sample_id)
     if run_ids is not None:
-        q = q.where(col(Prediction.run_id).in_(list(run_ids)))
+        q = q.where(prediction.c.run_id.in_(list(run_ids)))
     rows: list[tuple[str, str]] = fetch_tuples(conn, q)  # type: ignore[arg-type,assignment]
     source = {
         sid: src
         for sid, split, src in rows_by_ids(
-            conn, (col(Sample.id), col(Sample.split), col(Sample.label_source)), col(Sample.id), {s: 0 for _, s in rows}
+            conn, (sample.c.id, sample.c.split, sample.c.label_source), sample.c.id, {s: 0 for _, s in rows}
         )
         if split is None or split != CONTROLS_SPLIT
     }
@@ -75,6 +77,8 @@ def judged_test_samples(conn: Connection, run_ids: Sequence[str] | None = None) 
 def set_run_archived(session: Session, run_id: str, archived: bool) -> bool:
     """Set a run's ``archived`` flag inside the caller's transaction; returns the previous state.
     Raises ``NotFound`` for an unknown run id."""
+    from store.models import Run
+
     run = session.get(Run, run_id)
     if run is None:
         from automonitor.errors import NotFound
@@ -88,13 +92,13 @@ def set_run_archived(session: Session, run_id: str, archived: bool) -> bool:
 
 def missing_runs(conn: Connection, run_ids: Sequence[str]) -> list[str]:
     """The ids of ``run_ids`` that name no run, in the given order."""
-    found = set(conn.execute(sa.select(col(Run.id)).where(col(Run.id).in_(list(run_ids)))).scalars())
+    found = set(conn.execute(sa.select(run.c.id).where(run.c.id.in_(list(run_ids)))).scalars())
     return [r for r in run_ids if r not in found]
 
 
 def verdicts(conn: Connection, run_ids: Sequence[str]) -> list[tuple[str, str, str | None]]:
     """``(run_id, sample_id, outcome)`` of every prediction of the runs ``run_ids`` (every repeat)."""
-    q = sa.select(col(Prediction.run_id), col(Prediction.sample_id), col(Prediction.outcome)).where(
-        col(Prediction.run_id).in_(list(run_ids))
+    q = sa.select(prediction.c.run_id, prediction.c.sample_id, prediction.c.outcome).where(
+        prediction.c.run_id.in_(list(run_ids))
     )
     return [(r, s, o) for r, s, o in conn.execute(q).all()]

@@ -27,7 +27,8 @@ from store.queries.fingerprints import sample_state
 from automonitor.data.audit.params import AUDIT_VERSION, EDITIONS, check_edition
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Session
 
 #: the store key of an edition's audit (:func:`store.queries.documents.read_document`)
 STORE_KEY = "audit:{edition}"
@@ -37,17 +38,15 @@ AuditDoc = dict[str, Any]
 
 
 def _state(engine: Engine) -> _State:
-    """:func:`session_state` in a session of its own."""
-    from store import session_scope
-
-    with session_scope(engine) as s:
-        return session_state(s)
+    """:func:`session_state` on a connection of its own (Core: a report reads the state without the ORM)."""
+    with engine.connect() as c:
+        return session_state(c)
 
 
-def session_state(session: Session) -> _State:
+def session_state(session: Connection | Session) -> _State:
     """:func:`store.queries.fingerprints.sample_state` plus a digest of the errata in force (the shipped file's
-    and the store's, :func:`automonitor.data.errata.errata_in_force`), read in ``session`` (so inside a writer's
-    transaction it sees what that transaction wrote): the audit counts errata and marks the test pairs they
+    and the store's, :func:`automonitor.data.errata.errata_in_force`), read in ``session`` (a session or a
+    connection; inside a writer's transaction it sees what that transaction wrote): the audit counts errata and marks the test pairs they
     name, so an ``errata add`` (or a new shipped errata file) makes every kept copy stale."""
     from automonitor.data.errata import errata_in_force
 
