@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from automonitor.errors import InputError
 from automonitor.jsontypes import JSONValue
-from automonitor.leases import LEASE_STALE_S, lease_held_by_other, new_lease
+from automonitor.leases import lease_held_by_other, new_lease
 from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, utcnow
@@ -21,9 +21,7 @@ from store.models import Run, utcnow
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "LEASE_STALE_S",
     "check_lease",
-    "lease_held_by_other",
     "lock_run",
     "mark_running",
     "new_lease",

@@ -18,11 +18,10 @@ from automonitor.data.monitor_views import view_of_run
 from automonitor.errors import InputError, NotFound
 from automonitor.runs.monitors import Backend, create_backend
 from automonitor.runs import batch as batch_mod
-from automonitor.runs.fewshot import load_examples, run_prompt
+from automonitor.runs.fewshot import run_prompt
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template
 from automonitor.runs.lease import check_lease, lock_run, mark_running, new_lease, release, released_on_failure
 from automonitor.runs.params import backend_params, redact_url
-from automonitor.runs.runner.retries import DEFAULT_MAX_ATTEMPTS
 from automonitor.runs.status import finalize, summary
 from automonitor.runs.runner.workers import Execution, no_answer_message
 from store import session_scope
@@ -32,7 +31,7 @@ from store.queries import stream as stream_q
 
 T = TypeVar("T")
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "execute_run", "load_examples", "run_async"]
+__all__ = ["execute_run", "run_async"]
 
 
 @dataclass
