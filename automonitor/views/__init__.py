@@ -52,30 +52,24 @@ from automonitor.views.honest_points import (
     hidden_duplicates_caption,
     front_sample_sets,
     honest_points,
-    pareto_mask,
     set_summary,
-    short_label,
     small_runs_note,
     small_subset_note,
-    spread_coincident,
 )
 from automonitor.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from automonitor.views.provenance import errata_for, provenance_html, sample_errata
+    from automonitor.views.provenance import provenance_html, sample_errata
     from automonitor.views.markdown import looks_like_code, markdown_html
-    from automonitor.views.cells import cell, display_frame, is_missing, is_numeric
-    from automonitor.views.health import SLICE_COLUMN_ORDER, slice_column_order
+    from automonitor.views.cells import cell, display_frame, is_numeric
+    from automonitor.views.health import slice_column_order
     from automonitor.views.evidence import (
-        SPAN_STYLES,
         ground_evidence,
         highlight_html,
         legend_html,
-        located_spans,
     )
     from automonitor.views.figures import (
         VIEW_LINES_LABEL,
-        label_positions,
         roc_figure,
         tradeoff_figure,
         view_line_count,
@@ -89,10 +83,7 @@ if TYPE_CHECKING:
     )
     from automonitor.views.runs import (
         DEMO_LOG,
-        DEMO_PID,
-        HISTORY_COLUMNS,
         background_demo,
-        format_duration,
         generation_stats_frame,
         generation_steps_frame,
         history_table,
@@ -101,31 +92,26 @@ if TYPE_CHECKING:
     from automonitor.views.samples import (
         export_samples,
         sample_detail,
-        raw_cut_note,
         sample_predictions,
         shown_responses,
         search_samples,
     )
     from automonitor.views.run_labels import (
-        RUN_LABEL_MAX,
         active_runs_line,
         run_full_label,
         run_option_label,
-        short_monitor,
     )
     from automonitor.views.tradeoff import (
         CELL_TITLES,
         COST_COLUMNS,
         audit_badges_html,
         audit_editions,
-        audit_flags,
         audit_flags_note,
         edition_audit_flags,
         difficulty_rows,
         operating_point_row,
         slice_runs_table,
         localisation_shares,
-        pareto_ids,
         tradeoff_points,
         TradeoffOptions,
         TradeoffSelection,
@@ -135,19 +121,15 @@ if TYPE_CHECKING:
     from automonitor.views.browsing import (
         PAGE_SIZES,
         cell_table,
-        SEARCH_STYLE,
         diff_mode,
         disagreeing_samples,
         filter_cell,
-        highlight_search_html,
         neighbours,
-        pair_diff,
         pair_diff_html,
         run_choice,
     )
     from automonitor.views.sample_sets import (
         sample_set_caption,
-        sample_set_digest,
         run_sample_sets,
         identical_derived,
         set_archived,
@@ -157,19 +139,15 @@ if TYPE_CHECKING:
 #: every page's (the Trade-off page's first load no longer imports the samples browser, provenance and errata,
 #: markdown, evidence and the run views' helpers it does not draw).
 _HOME = {
-    **{name: "provenance" for name in ("errata_for", "provenance_html", "sample_errata")},
+    **{name: "provenance" for name in ("provenance_html", "sample_errata")},
     **{name: "markdown" for name in ("looks_like_code", "markdown_html")},
-    **{name: "cells" for name in ("cell", "display_frame", "is_missing", "is_numeric")},
-    **{name: "health" for name in ("SLICE_COLUMN_ORDER", "slice_column_order")},
-    **{
-        name: "evidence"
-        for name in ("SPAN_STYLES", "ground_evidence", "highlight_html", "legend_html", "located_spans")
-    },
+    **{name: "cells" for name in ("cell", "display_frame", "is_numeric")},
+    "slice_column_order": "health",
+    **{name: "evidence" for name in ("ground_evidence", "highlight_html", "legend_html")},
     **{
         name: "figures"
         for name in (
             "VIEW_LINES_LABEL",
-            "label_positions",
             "roc_figure",
             "tradeoff_figure",
             "view_line_count",
@@ -183,10 +161,7 @@ _HOME = {
         name: "runs"
         for name in (
             "DEMO_LOG",
-            "DEMO_PID",
-            "HISTORY_COLUMNS",
             "background_demo",
-            "format_duration",
             "generation_stats_frame",
             "generation_steps_frame",
             "history_table",
@@ -198,16 +173,12 @@ _HOME = {
         for name in (
             "export_samples",
             "sample_detail",
-            "raw_cut_note",
             "sample_predictions",
             "shown_responses",
             "search_samples",
         )
     },
-    **{
-        name: "run_labels"
-        for name in ("RUN_LABEL_MAX", "active_runs_line", "run_full_label", "run_option_label", "short_monitor")
-    },
+    **{name: "run_labels" for name in ("active_runs_line", "run_full_label", "run_option_label")},
     **{
         name: "tradeoff"
         for name in (
@@ -215,14 +186,12 @@ _HOME = {
             "COST_COLUMNS",
             "audit_badges_html",
             "audit_editions",
-            "audit_flags",
             "audit_flags_note",
             "edition_audit_flags",
             "difficulty_rows",
             "operating_point_row",
             "slice_runs_table",
             "localisation_shares",
-            "pareto_ids",
             "tradeoff_points",
             "TradeoffOptions",
             "TradeoffSelection",
@@ -234,21 +203,15 @@ _HOME = {
         for name in (
             "PAGE_SIZES",
             "cell_table",
-            "SEARCH_STYLE",
             "diff_mode",
             "disagreeing_samples",
             "filter_cell",
-            "highlight_search_html",
             "neighbours",
-            "pair_diff",
             "pair_diff_html",
             "run_choice",
         )
     },
-    **{
-        name: "sample_sets"
-        for name in ("sample_set_caption", "sample_set_digest", "run_sample_sets", "identical_derived", "set_archived")
-    },
+    **{name: "sample_sets" for name in ("sample_set_caption", "run_sample_sets", "identical_derived", "set_archived")},
 }
 
 # a submodule too (``views.figures``): the eager imports this replaced made each one an attribute of the package
@@ -269,11 +232,8 @@ __all__ = [
     "hidden_duplicates_caption",
     "front_sample_sets",
     "honest_points",
-    "pareto_mask",
     "set_summary",
-    "short_label",
     "small_runs_note",
     "small_subset_note",
-    "spread_coincident",
     *_HOME,
 ]

@@ -17,9 +17,9 @@ from store.models import Prediction
 def test_raw_cut_note_reads_the_prediction_meta():
     meta: dict = {}
     kept = bounded_raw("x" * 1_000_006, meta)
-    assert views.raw_cut_note(kept, meta) == "first 8,000 of 1,000,006 characters"
-    assert views.raw_cut_note("short", {}) is None and views.raw_cut_note(None, None) is None
-    assert views.raw_cut_note(kept, {"raw_truncated": True}) == "first 8,000 characters (cut when stored)"
+    assert views.samples.raw_cut_note(kept, meta) == "first 8,000 of 1,000,006 characters"
+    assert views.samples.raw_cut_note("short", {}) is None and views.samples.raw_cut_note(None, None) is None
+    assert views.samples.raw_cut_note(kept, {"raw_truncated": True}) == "first 8,000 characters (cut when stored)"
 
 
 def test_drilldown_names_how_much_of_a_cut_raw_answer_it_shows(tmp_path):

@@ -138,14 +138,18 @@ def _hue(style: str) -> float:
 def test_search_hits_are_styled_apart_from_evidence_and_in_the_legend():
     from automonitor.views.spans import EVIDENCE_STYLE, GOLD_STYLE
 
-    hit = _hue(views.SEARCH_STYLE)
-    for style in (*views.SPAN_STYLES.values(), EVIDENCE_STYLE, GOLD_STYLE):
+    hit = _hue(views.browsing.SEARCH_STYLE)
+    for style in (*views.evidence.SPAN_STYLES.values(), EVIDENCE_STYLE, GOLD_STYLE):
         d = abs(hit - _hue(style))
         assert min(d, 360 - d) > 40, style  # a clearly different colour, not another yellow
     out = views.highlight_html(
         "rm -rf / now", [{"span": "rm -rf /", "status": "exact", "start": 0, "end": 8}], search="rf"
     )
-    assert '<mark class="am-hit"' in out and views.SEARCH_STYLE in out and views.SPAN_STYLES["exact"] in out
+    assert (
+        '<mark class="am-hit"' in out
+        and views.browsing.SEARCH_STYLE in out
+        and views.evidence.SPAN_STYLES["exact"] in out
+    )
     assert "am-hit" not in views.legend_html()
     legend = views.legend_html(search=True)
     assert '<mark class="am-hit"' in legend and "search hit" in legend and "found verbatim" in legend

@@ -133,7 +133,7 @@ def test_drilldown_run_options_are_shown_whole_at_1280(browser, server, e2e):
     labels = [
         views.run_option_label({"run_id": r, "monitor": m, "template": t, "status": "finished"}) for m, t, r in LONG
     ]
-    assert all(len(x) <= views.RUN_LABEL_MAX for x in labels)
+    assert all(len(x) <= views.run_labels.RUN_LABEL_MAX for x in labels)
     page = e2e.new_page(browser, 1280, 720)
     try:
         page.goto(f"{server.url}/drilldown?run={LONG[0][2]}")

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from automonitor import views
+from automonitor.views.honest_points import spread_coincident
 from automonitor.analysis import metrics
 import app_seed
 
@@ -65,7 +66,11 @@ def test_highlight_escapes_hostile_text_and_marks_spans():
     assert ("exact", "<script>alert('xss-script')</script>") in p.marks
     assert ("normalized", "run rm -rf /") in p.marks
     assert "quote that is not there" in body and 'class="am-ev am-ev-not_found"' in markup
-    assert views.SPAN_STYLES["exact"] != views.SPAN_STYLES["normalized"] != views.SPAN_STYLES["not_found"]
+    assert (
+        views.evidence.SPAN_STYLES["exact"]
+        != views.evidence.SPAN_STYLES["normalized"]
+        != views.evidence.SPAN_STYLES["not_found"]
+    )
 
 
 def test_highlight_overlapping_and_out_of_range_spans():
@@ -76,7 +81,7 @@ def test_highlight_overlapping_and_out_of_range_spans():
         {"span": "x", "status": "exact", "start": 50, "end": 60},
         {"span": "q", "status": "not_found", "start": None, "end": None},
     ]
-    assert views.located_spans(text, grounded) == [(2, 6, "exact", "cdef"), (6, 8, "normalized", "efgh")]
+    assert views.evidence.located_spans(text, grounded) == [(2, 6, "exact", "cdef"), (6, 8, "normalized", "efgh")]
     p = _parse(views.highlight_html(text, grounded, show_missing=False))
     assert p.marks == [("exact", "cdef"), ("normalized", "gh")]
     assert "".join(p.text) == text
@@ -94,7 +99,7 @@ def test_highlight_by_field_and_text_html():
 
 def test_pareto_and_pearson():
     pts = pd.DataFrame({"run_id": list("abcde"), "mr": [0.1, 0.2, 0.3, 0.25, None], "far": [0.6, 0.3, 0.1, 0.35, 0.0]})
-    assert views.pareto_ids(pts) == ["c", "b", "a"]
+    assert views.tradeoff.pareto_ids(pts) == ["c", "b", "a"]
     # the page's Pearson r is analysis.metrics.pearson_r over the points (a point without MR left out)
     r, _p = metrics.pearson_r(list(pts["far"]), list(pts["mr"]), p_value=False)
     assert r == pytest.approx(pd.Series([0.1, 0.2, 0.3, 0.25]).corr(pd.Series([0.6, 0.3, 0.1, 0.35])))
@@ -156,21 +161,21 @@ def test_tradeoff_figure_traces():
 
 
 def test_label_positions_push_neighbours_apart():
-    pos = views.label_positions([0.36, 0.41, 0.36, 0.9], [0.15, 0.17, 0.20, 0.9])
+    pos = views.figures.label_positions([0.36, 0.41, 0.36, 0.9], [0.15, 0.17, 0.20, 0.9])
     assert pos[0].startswith("bottom") and pos[2].startswith("top") and pos[3] == "top left"
 
 
 def test_labels_of_different_traces_are_pushed_apart_too():
     """A run label and a reported point's label close together on the plane (different traces) were
     placed each without seeing the other and overlapped at 1280x720: each now counts the other."""
-    alone = views.label_positions([0.40], [0.30])
+    alone = views.figures.label_positions([0.40], [0.30])
     assert alone == ["top center"]
-    run = views.label_positions([0.40], [0.30], others=[(0.42, 0.33)])  # a reported point above-right
-    paper = views.label_positions([0.42], [0.33], others=[(0.40, 0.30)])
+    run = views.figures.label_positions([0.40], [0.30], others=[(0.42, 0.33)])  # a reported point above-right
+    paper = views.figures.label_positions([0.42], [0.33], others=[(0.40, 0.30)])
     assert run == ["bottom left"] and paper == ["top right"]
     # the same height: one above, one below
-    a = views.label_positions([0.40], [0.30], others=[(0.43, 0.30)])
-    b = views.label_positions([0.43], [0.30], others=[(0.40, 0.30)])
+    a = views.figures.label_positions([0.40], [0.30], others=[(0.43, 0.30)])
+    b = views.figures.label_positions([0.43], [0.30], others=[(0.40, 0.30)])
     assert {a[0].split()[0], b[0].split()[0]} == {"top", "bottom"}
     # the whole figure: a run next to a reported point
     pts = pd.DataFrame(
@@ -241,7 +246,7 @@ def test_labels_of_a_crowded_plane_never_overlap_and_the_front_keeps_its_labels(
 def test_label_positions_point_inward_at_the_edges():
     """A label at FAR 0 written centred on its marker was cut at the plot's left border
     ("rules-v1" showed as "ules-v1"): near an edge it points into the plane."""
-    pos = views.label_positions([0.0, 1.0, 0.5, 0.5], [0.5, 0.5, 1.0, 0.0])
+    pos = views.figures.label_positions([0.0, 1.0, 0.5, 0.5], [0.5, 0.5, 1.0, 0.0])
     assert pos == ["top right", "top left", "bottom center", "top center"]
 
 
@@ -253,10 +258,10 @@ def test_roc_figure_marks_operating_point():
 
 
 def test_format_duration():
-    assert views.format_duration(None) == "—"  # views.cells.MISSING, as every missing table cell
-    assert views.format_duration(3.21) == "3.2 s"
-    assert views.format_duration(125) == "2 min 05 s"
-    assert views.format_duration(7380) == "2 h 03 min"
+    assert views.runs.format_duration(None) == "—"  # views.cells.MISSING, as every missing table cell
+    assert views.runs.format_duration(3.21) == "3.2 s"
+    assert views.runs.format_duration(125) == "2 min 05 s"
+    assert views.runs.format_duration(7380) == "2 h 03 min"
 
 
 @pytest.fixture
@@ -347,11 +352,11 @@ def test_the_labels_of_coincident_runs_point_into_their_own_quadrants():
     """Four runs at one (FAR, MR) are spread on a small circle; their labels overlapped (two 'bottom left'
     of points 0.017 apart, fresh-user trial's leftover): each label now points away from the true position,
     into its own quadrant, so four coincident runs get four different text positions."""
-    xp, yp, size = views.spread_coincident([0.4] * 4, [0.3] * 4)
+    xp, yp, size = spread_coincident([0.4] * 4, [0.3] * 4)
     assert size == [4, 4, 4, 4]
-    pos = views.label_positions(xp, yp, centers=[(0.4, 0.3)] * 4)
+    pos = views.figures.label_positions(xp, yp, centers=[(0.4, 0.3)] * 4)
     assert sorted(pos) == ["bottom left", "bottom right", "top left", "top right"]
     # three coincident: three different positions; a lone point keeps the neighbour rule
-    xp, yp, _ = views.spread_coincident([0.4] * 3 + [0.7], [0.3] * 3 + [0.5])
-    pos = views.label_positions(xp, yp, centers=[(0.4, 0.3)] * 3 + [(0.7, 0.5)])
+    xp, yp, _ = spread_coincident([0.4] * 3 + [0.7], [0.3] * 3 + [0.5])
+    pos = views.figures.label_positions(xp, yp, centers=[(0.4, 0.3)] * 3 + [(0.7, 0.5)])
     assert len(set(pos[:3])) == 3 and pos[3] == "top center"

@@ -29,15 +29,15 @@ def test_errata_are_read_by_pair_id_and_shown_escaped(tmp_path, monkeypatch):
     ]
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
     monkeypatch.setenv("AUTOMONITOR_ERRATA", str(f))
-    assert [e["reason"] for e in views.errata_for("pp-1")] == ["both <b>fine</b>"]
-    assert views.errata_for("pp-3") == []
-    html = views.provenance_html("preference_pair", views.errata_for("pp-1"))
+    assert [e["reason"] for e in views.provenance.errata_for("pp-1")] == ["both <b>fine</b>"]
+    assert views.provenance.errata_for("pp-3") == []
+    html = views.provenance_html("preference_pair", views.provenance.errata_for("pp-1"))
     assert "label provenance: preference_pair" in html and "erratum: label doubtful" in html
     assert "&lt;b&gt;fine&lt;/b&gt;" in html and "<b>fine" not in html
     assert "the worse side is not always misbehavior" in html
     plain = views.provenance_html("human_per_response", [])
     assert "erratum" not in plain and "#1b7f3b" in plain
-    assert views.errata_for("pp-1", path=tmp_path / "missing.jsonl") == []
+    assert views.provenance.errata_for("pp-1", path=tmp_path / "missing.jsonl") == []
 
 
 def test_trade_off_audit_flags_pick_the_slices_of_the_view():
@@ -69,11 +69,14 @@ def test_trade_off_audit_flags_pick_the_slices_of_the_view():
             },
         ]
     }
-    flags = views.audit_flags(doc, None, None)
+    flags = views.tradeoff.audit_flags(doc, None, None)
     assert [f["source"] for f in flags] == ["a", "b"]  # |0.98 - 0.5| > |0.05 - 0.5|
     assert flags[0]["note"] == "a trivial baseline (tfidf) reaches AUROC 0.98 here"
-    assert [f["source"] for f in views.audit_flags(doc, "sycophancy_bias", "qa")] == ["a"]
-    assert views.audit_flags(doc, "safety_permission", None) == [] and views.audit_flags(None, None, None) == []
+    assert [f["source"] for f in views.tradeoff.audit_flags(doc, "sycophancy_bias", "qa")] == ["a"]
+    assert (
+        views.tradeoff.audit_flags(doc, "safety_permission", None) == []
+        and views.tradeoff.audit_flags(None, None, None) == []
+    )
 
 
 def test_an_erratum_written_with_the_upstream_id_shows_on_the_renamed_pair(tmp_path, monkeypatch):

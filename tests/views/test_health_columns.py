@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from automonitor.data.audit import slices_table
-from automonitor.views import SLICE_COLUMN_ORDER, slice_column_order
+from automonitor.views.health import SLICE_COLUMN_ORDER, slice_column_order
 
 
 def test_the_flag_deciding_columns_come_first_and_none_is_lost():

@@ -22,7 +22,7 @@ def test_short_run_labels_fit_and_keep_monitor_id_and_an_unusual_status():
         "status": "cancelled",
     }
     lab = views.run_option_label(long)
-    assert len(lab) <= views.RUN_LABEL_MAX == 44
+    assert len(lab) <= views.run_labels.RUN_LABEL_MAX == 44
     assert lab == "openai:gpt…-2024-07-18 · …abc123 (cancelled)"  # monitor cut in the middle, status whole
     probe = {"run_id": "r1", "monitor": "probe:/very/long/path/to/artefacts/tfidf-lr.joblib", "template": "direct"}
     assert views.run_option_label(probe) == "probe:tfidf-lr.joblib · direct · r1"  # the path's file name
@@ -60,10 +60,10 @@ def test_only_a_file_path_is_reduced_to_its_file_name():
     """A name is shortened to its file name only when it names a file; a model id, a URL or a name with
     spaces or markup keeps its text (a hostile name ``... https://evil.example`` once showed as
     ``evil.example``)."""
-    assert views.short_monitor("probe:/a/b/model.joblib") == "probe:model.joblib"
-    assert views.short_monitor("/a/b/x.pt") == "x.pt"
-    assert views.short_monitor("lora:runs/adapter.safetensors") == "lora:adapter.safetensors"
-    assert views.short_monitor("probe:./artefacts/") == "probe:artefacts"
+    assert views.run_labels.short_monitor("probe:/a/b/model.joblib") == "probe:model.joblib"
+    assert views.run_labels.short_monitor("/a/b/x.pt") == "x.pt"
+    assert views.run_labels.short_monitor("lora:runs/adapter.safetensors") == "lora:adapter.safetensors"
+    assert views.run_labels.short_monitor("probe:./artefacts/") == "probe:artefacts"
     for keep in (
         "openai:meta-llama/Llama-3-8B",
         "https://evil.example/a.b",
@@ -71,7 +71,7 @@ def test_only_a_file_path_is_reduced_to_its_file_name():
         "judge a/b.txt",
         "rules",
     ):
-        assert views.short_monitor(keep) == keep, keep
+        assert views.run_labels.short_monitor(keep) == keep, keep
     hostile = {"run_id": "rhost", "monitor": "<b>x</b> [link](http://example.com) **bold** https://evil.example"}
     lab = views.run_option_label(hostile)
     assert lab.startswith("<b>x</b> [link]") and lab.endswith("evil.example · rhost") and len(lab) <= 44

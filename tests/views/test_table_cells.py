@@ -21,7 +21,7 @@ from helpers import missing_cells
 def test_cell_and_display_frame_rules():
     assert views.cell(None) == views.cell(float("nan")) == views.cell(pd.NaT) == views.cell(pd.NA) == MISSING == "—"
     assert views.cell(0.25, ".3f") == "0.250" and views.cell(0.5, ".1%") == "50.0%" and views.cell("x") == "x"
-    assert views.cell([None]) == [None] and not views.is_missing("") and not views.is_missing(0)
+    assert views.cell([None]) == [None] and not views.cells.is_missing("") and not views.cells.is_missing(0)
     rows = [
         {
             "run": "a",
@@ -105,9 +105,9 @@ def test_the_pages_tables_show_no_missing_cell(store):
 
     # Runs: the history table (no run records its edition)
     hist = views.history_table(views.runs_frame(eng))
-    assert list(hist.columns) == views.HISTORY_COLUMNS and missing_cells(hist) == []
+    assert list(hist.columns) == views.runs.HISTORY_COLUMNS and missing_cells(hist) == []
     assert set(hist.loc[hist["kind"] == "measured", "edition"]) == {MISSING}
-    assert views.format_duration(None) == MISSING
+    assert views.runs.format_duration(None) == MISSING
 
     # Generation: the statistics and the steps of a run with no prompt yet
     gens = list_generations(eng)
@@ -149,7 +149,7 @@ def test_background_demo_is_not_running_once_its_process_is_killed(tmp_path):
     import subprocess
     import sys
 
-    from automonitor.views import DEMO_LOG, DEMO_PID, background_demo
+    from automonitor.views.runs import DEMO_LOG, DEMO_PID, background_demo
 
     (tmp_path / DEMO_LOG).write_text("== [3 s] llamacpp / direct / stratified subset of 60 (seed 0)\n")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from automonitor import views
+from automonitor.views.honest_points import pareto_mask
 from automonitor.errors import InputError, NotFound
 from helpers import run_cli
 
@@ -68,14 +69,14 @@ def test_archived_runs_leave_the_plot_and_editions_get_their_own_front():
 
 
 def test_pareto_mask_ignores_ineligible_points():
-    assert views.pareto_mask([0.1, 0.0, 0.2], [0.1, 0.0, 0.05], [True, False, True]) == [True, False, True]
+    assert pareto_mask([0.1, 0.0, 0.2], [0.1, 0.0, 0.05], [True, False, True]) == [True, False, True]
 
 
 def test_fingerprint_is_order_free():
     assert (
-        views.sample_set_digest(["b", "a", "a"])
-        == views.sample_set_digest(["a", "b"])
-        != views.sample_set_digest(["a"])
+        views.sample_sets.sample_set_digest(["b", "a", "a"])
+        == views.sample_sets.sample_set_digest(["a", "b"])
+        != views.sample_sets.sample_set_digest(["a"])
     )
 
 
@@ -112,20 +113,20 @@ def test_filter_cell_by_outcome_score_ids_and_search():
 
 
 def test_search_highlight_is_escaped():
-    html = views.highlight_search_html("<script>alert(1)</script> and ALERT", "alert")
+    html = views.browsing.highlight_search_html("<script>alert(1)</script> and ALERT", "alert")
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert html.count('<mark class="am-hit"') == 2 and ">ALERT</mark>" in html
-    assert views.highlight_search_html("<b>", "") == "&lt;b&gt;"
+    assert views.browsing.highlight_search_html("<b>", "") == "&lt;b&gt;"
 
 
 def test_pair_diff_line_and_word_modes_reconstruct_both_sides():
     vuln = "def q(name):\n    sql = 'SELECT * FROM t WHERE n=' + name\n    return run(sql)\n"
     fixed = "def q(name):\n    sql = 'SELECT * FROM t WHERE n=?'\n    return run(sql, (name,))\n"
-    parts = views.pair_diff(vuln, fixed, "line")
+    parts = views.browsing.pair_diff(vuln, fixed, "line")
     assert "".join(t for op, t in parts if op != "insert") == vuln
     assert "".join(t for op, t in parts if op != "delete") == fixed
     assert [op for op, _ in parts] == ["equal", "delete", "insert"]
-    words = views.pair_diff("You are right, 2+2=5.", "Actually, 2+2=4.", "word")
+    words = views.browsing.pair_diff("You are right, 2+2=5.", "Actually, 2+2=4.", "word")
     assert ("delete", "5.") in words or any(op == "delete" and "5." in t for op, t in words)
     html = views.pair_diff_html("<img src=x onerror=alert(1)> a", "<img src=x> b", "word")
     assert "<img" not in html and "&lt;img" in html and 'class="am-del"' in html and 'class="am-ins"' in html
@@ -137,7 +138,7 @@ def test_pair_diff_line_and_word_modes_reconstruct_both_sides():
     assert ">y = 2\n</del>" in html and ">y = 3</ins>" in html
     assert views.diff_mode("code") == "line" and views.diff_mode("qa") == "word"
     with pytest.raises(InputError):
-        views.pair_diff("a", "b", "char")
+        views.browsing.pair_diff("a", "b", "char")
 
 
 def test_archive_and_sample_sets_on_a_store(sqlite_url):
@@ -183,7 +184,7 @@ def test_front_sample_sets_names_every_sample_set_on_the_front():
 
 
 def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inputs():
-    from automonitor.views import short_label
+    from automonitor.views.honest_points import short_label
 
     assert short_label("cascade (probe:tfidf-lr then rules; 0.2/0.8)", "direct", "derived") == "cascade direct"
     assert short_label("ensemble or (rules + gemma)", "direct") == "ensemble or direct"
@@ -195,7 +196,7 @@ def test_short_label_of_derived_runs_names_the_recipe_not_a_fragment_of_its_inpu
 def test_short_label_takes_the_last_path_part_only_of_a_model_id_or_a_path():
     """A point's label keeps the text of a name with spaces, markup or a URL (a hostile name once showed
     as "evil.example] LLLL…"); a model id or an artefact path gives its last part."""
-    from automonitor.views import short_label
+    from automonitor.views.honest_points import short_label
 
     assert short_label("llamacpp:/m/gemma-3-270m.gguf", "direct") == "gemma-3-270m direct"
     assert short_label("openai:meta-llama/Llama-3-8B", "evidence") == "Llama-3-8B evid."
