@@ -12,6 +12,7 @@ import pytest
 from sqlmodel import Session, select
 
 from automonitor.runs import runner
+from automonitor.runs.runner.execute import run_async
 from automonitor.errors import InputError
 from automonitor.runs.monitors.judgement import RAW_STORE_CHARS
 from servers.anthropic_replay import AnthropicReplayServer
@@ -79,9 +80,7 @@ def test_generation_body_for_reasoning_model(sqlite_engine):
         b = create_backend(
             "openai:gpt-5-mini", base_url=srv.base_url, params={}, prompt=PromptBuilder(load_template("direct"))
         )
-        g = runner.run_async(
-            b.generate([{"role": "user", "content": "hello"}], lambda: None, max_tokens=50, temperature=0.7)
-        )
+        g = run_async(b.generate([{"role": "user", "content": "hello"}], lambda: None, max_tokens=50, temperature=0.7))
         body = srv.requests[-1]
     assert g.text in ("Yes", "No") and body["max_completion_tokens"] == 50 and "max_tokens" not in body
 

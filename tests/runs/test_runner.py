@@ -16,6 +16,8 @@ import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from automonitor.runs import runner
+from automonitor.runs.cache import sample_hash
+from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.errors import InputError, NotFound
 from automonitor.runs.monitors.rules import judge_rules
 from automonitor.runs.prompts import load_template
@@ -104,7 +106,7 @@ def test_cache_key_covers_model_template_url_and_params():
         {"backend": "anthropic"},
     ):
         assert runner.cache_key(**{**base, **change}) != k
-    assert runner.sample_hash("q ", "r") == runner.sample_hash("q", " r") != runner.sample_hash("q", "r2")
+    assert sample_hash("q ", "r") == sample_hash("q", " r") != sample_hash("q", "r2")
 
 
 @pytest.mark.parametrize(
@@ -284,7 +286,7 @@ def _last_json(path: str) -> str:
 def test_aimd_limiter_halves_and_recovers():
     import asyncio
 
-    lim = runner.AIMDLimiter(8, cooldown=0.0)
+    lim = AIMDLimiter(8, cooldown=0.0)
     lim.on_rate_limit()
     assert lim.limit == 4
     lim.on_rate_limit()
@@ -296,7 +298,7 @@ def test_aimd_limiter_halves_and_recovers():
     assert lim.limit == 8
 
     async def main():
-        lim2 = runner.AIMDLimiter(3)
+        lim2 = AIMDLimiter(3)
         peak = 0
 
         async def task():
@@ -440,12 +442,10 @@ def test_cache_keys_equal_cache_key_for_every_repeat_and_view(view, monkeypatch)
                 b.model,
                 b.base_url,
                 "t-hash",
-                runner.sample_hash(text["request"], text["response"]),
+                sample_hash(text["request"], text["response"]),
                 params if not rep else {**params, "repeat": rep},
             )
             assert keys(text, rep) == want
     assert len({keys(texts[0], r) for r in (0, 1, 3)}) == 3
     b.model = "gpt-4o"  # a changed backend identity is never served a stale frame
-    assert keys(texts[0]) == runner.cache_key(
-        "openai", "gpt-4o", b.base_url, "t-hash", runner.sample_hash("q", "r"), params
-    )
+    assert keys(texts[0]) == runner.cache_key("openai", "gpt-4o", b.base_url, "t-hash", sample_hash("q", "r"), params)

@@ -66,12 +66,11 @@ a second, lets the calls in flight finish and commits them, and leaves the rest 
 
 from __future__ import annotations
 
-from automonitor.runs.cache import cache_key, sample_hash
+from automonitor.runs.cache import cache_key
 from automonitor.runs.runner.create import create_run
 from automonitor.runs.runner.estimate import estimate_run
-from automonitor.runs.runner.execute import execute_run, run_async
+from automonitor.runs.runner.execute import execute_run
 from automonitor.runs.runner.launch import launch_detached
-from automonitor.runs.runner.limiter import AIMDLimiter
 from automonitor.runs.status import cancel_run, retry_errors, run_info
 
 __all__ = [
@@ -82,8 +81,5 @@ __all__ = [
     "cancel_run",
     "launch_detached",
     "cache_key",
-    "sample_hash",
-    "AIMDLimiter",
     "run_info",
-    "run_async",
 ]
