@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from automonitor.vocab import RunKind, RunStatus
 
+import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
     from store.models import Monitor, Run
 
+#: the columns :func:`load_predictions` adds to a prediction from its run and from its sample
+RUN_JOINED = ("monitor", "template", "kind")
+SAMPLE_JOINED = ("pair_id", "category", "task", "label")
 RUN_COLUMNS = ["run_id", "monitor", "template", "kind", "status", "n", "params", "created_at"]
 LIGHT_COLUMNS = ["run_id", "sample_id", "pair_id", "category", "task", "label", "outcome", "score", "evidence"]
 PREDICTION_COLUMNS = [
@@ -102,48 +106,40 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
         "severity": p.severity,
     }
     names = LIGHT_COLUMNS if light else PREDICTION_COLUMNS
-    # the prediction rows alone, their samples' and runs' columns added from one row per sample and run (as
-    # the inner joins would: an id without its sample or run drops the row): SQLite's per-row join lookups
-    # were about half of the query's CPU
-    joined = {"monitor": 0, "template": 1, "kind": 2, "pair_id": 0, "category": 1, "task": 2, "label": 3}
-    own = [n for n in names if n not in joined]  # run_id and sample_id first
+    # each run's prediction rows alone (in run id order, as ORDER BY run_id, sample_id read them; the run id is
+    # not sent back per row), their runs' and samples' columns added from one row per run and sample (as the
+    # inner joins would: an id without its sample or run drops the row): SQLite's per-row join lookups were
+    # about half of the query's CPU, and a string per row for the run id a tenth of the rest
+    own = [n for n in names if n not in ("run_id", *RUN_JOINED, *SAMPLE_JOINED)]  # sample_id first
     q = (
         sa.select(*[cols[n] for n in own])
-        .where(p.repeat == 0)  # one verdict per sample: repeat 0 (run --repeat K)
-        .order_by(p.run_id, p.sample_id)
+        .where(p.repeat == 0, p.run_id == sa.bindparam("run_id"))  # one verdict per sample: repeat 0
+        .order_by(p.sample_id)
     )
-    rows: list[Any] = []
+    rq = sa.select(run.c.id, run.c.monitor, run.c.template, run.c.kind).order_by(run.c.id)
     with engine.connect() as c:
         if run_ids is not None:
-            for part in _chunks(list(dict.fromkeys(run_ids))):
-                rows += fetch_tuples(c, q.where(p.run_id.in_(part)))
+            runs = [
+                r for part in _chunks(list(dict.fromkeys(run_ids))) for r in c.execute(rq.where(run.c.id.in_(part)))
+            ]
         else:
-            rows = fetch_tuples(c, q)
-        run_of = {
-            r[0]: r[1:]
-            for r in rows_by_ids(
-                c, (run.c.id, run.c.monitor, run.c.template, run.c.kind), run.c.id, (r[0] for r in rows)
-            )
-        }
-        sample_of = {
-            r[0]: r[1:]
-            for r in rows_by_ids(
-                c,
-                (sample.c.id, sample.c.pair_id, sample.c.category, sample.c.task, sample.c.label),
-                sample.c.id,
-                {r[1]: 0 for r in rows},
-            )
-        }
-    if len(run_of) < len({r[0] for r in rows}) or len(sample_of) < len({r[1] for r in rows}):
-        rows = [r for r in rows if r[0] in run_of and r[1] in sample_of]
-    data: dict[str, Sequence[Any]] = dict(zip(own, zip(*rows))) if rows else {n: [] for n in own}
-    for n, k in joined.items():
+            runs = list(c.execute(rq))
+        per_run = fetch_each(c, q, "run_id", [r[0] for r in runs])
+        rows = [row for part in per_run for row in part]
+        sids = pd.factorize(np.array([r[0] for r in rows], dtype=object))  # (code per row, distinct sample ids)
+        cols_of = rows_by_ids(c, (sample.c.id, *(sample.c[n] for n in SAMPLE_JOINED)), sample.c.id, sids[1].tolist())
+    found = {r[0]: r[1:] for r in cols_of}
+    data: dict[str, Any] = {"run_id": [r[0] for r, part in zip(runs, per_run) for _ in part]}
+    for k, n in enumerate(RUN_JOINED):
         if n in names:
-            of, key = (
-                (run_of, data["run_id"]) if n in ("monitor", "template", "kind") else (sample_of, data["sample_id"])
-            )
-            data[n] = [of[i][k] for i in key]
-    df = pd.DataFrame({n: pd.Series(list(data[n]), dtype=object) for n in names})
+            data[n] = [r[k + 1] for r, part in zip(runs, per_run) for _ in part]
+    data.update(zip(own, zip(*rows)) if rows else ((n, []) for n in own))
+    for k, n in enumerate(SAMPLE_JOINED):
+        if n in names:
+            data[n] = np.array([found[i][k] if i in found else None for i in sids[1]], dtype=object).take(sids[0])
+    df = pd.DataFrame({n: pd.Series(data[n], dtype=object) for n in names})
+    if len(found) < len(sids[1]):  # a prediction of a sample not in the store: dropped, as by the inner join
+        df = df[np.isin(sids[0], [i for i, s in enumerate(sids[1]) if s in found])].reset_index(drop=True)
     for n in names:
         if n not in ("evidence", "score"):
             df[n] = df[n].astype(object)
@@ -184,6 +180,25 @@ def fetch_tuples(conn: Connection, stmt: sa.Select[tuple[object, ...]]) -> list[
         return list(cursor.fetchall())
     finally:
         cursor.close()
+
+
+def fetch_each(
+    conn: Connection, stmt: sa.Select[tuple[object, ...]], name: str, values: Sequence[object]
+) -> list[list[tuple[object, ...]]]:
+    """:func:`fetch_tuples` of ``stmt`` once for each of ``values`` as its bound parameter ``name`` (compiled
+    once, executed on one DBAPI cursor): the rows of each execution, in the order of ``values``."""
+    compiled = stmt.compile(dialect=conn.dialect)
+    out: list[list[tuple[object, ...]]] = []
+    cursor = conn.connection.cursor()
+    try:
+        for v in values:
+            params = {**compiled.params, name: v}
+            args = tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+            cursor.execute(compiled.string, args)
+            out.append(list(cursor.fetchall()))
+    finally:
+        cursor.close()
+    return out
 
 
 def decode_lists(values: list[Any]) -> list[list[Any]]:
