@@ -88,8 +88,7 @@ def write_records(
     fmt = detect_format(str(path), None, fmt, _FORMATS)
     text = records_to_text(records, fmt, columns, csv_mode=check_csv_mode(csv_mode))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as f:
-        f.write(text)
+    path.write_text(text, encoding="utf-8", newline="")
     return len(records)
 
 

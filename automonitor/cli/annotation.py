@@ -37,8 +37,7 @@ app.add_typer(assignments_app, name="assignments")
 
 def _read_password(password_stdin: bool) -> str:
     if password_stdin:
-        line = sys.stdin.readline()
-        return line[:-1] if line.endswith("\n") else line
+        return sys.stdin.readline().removesuffix("\n")
     if not sys.stdin.isatty():
         raise InputError("no terminal to prompt for the password; use --password-stdin", field="--password-stdin")
     password: str = typer.prompt("Password", hide_input=True, confirmation_prompt=True)

@@ -100,9 +100,7 @@ def _paraphrase_edges(requests: Sequence[str]) -> list[tuple[int, int]]:
             num_perm=NUM_PERM, seed=1, hashfunc=zlib.crc32, permutations=perms, scheme=template.scheme
         )  # seed 1's permutations drawn once, not per request (a third of this function)
         m.update_batch([s.encode("utf-8") for s in sh])
-        for j in lsh.query(m):
-            if sigs[j].jaccard(m) >= JACCARD:
-                edges.append((j, i))
+        edges.extend((j, i) for j in lsh.query(m) if sigs[j].jaccard(m) >= JACCARD)
         lsh.insert(i, m)
         sigs[i] = m
     return edges

@@ -142,7 +142,7 @@ def _row_problems(model: type[RowModel], exc: ValidationError) -> list[tuple[str
         elif err["type"] == "missing" and name is not None:
             missing.append(name)
         elif err["type"] == "row":
-            other.append((ctx["message"], ctx["field"] if "field" in ctx else name))
+            other.append((ctx["message"], ctx.get("field", name)))
         else:  # not raised by the models' own validators; kept readable all the same
             other.append((err["msg"], name))
     if missing:
