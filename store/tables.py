@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from automonitor.timestamps import as_utc
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Dialect
 
@@ -59,12 +61,8 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         return value.astimezone(timezone.utc)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        """A stored timestamp as aware UTC (a naive one taken as UTC)."""
-        if value is None:
-            return None
-        if value.utcoffset() is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+        """A stored timestamp as aware UTC (a naive one taken as UTC: :func:`automonitor.timestamps.as_utc`)."""
+        return None if value is None else as_utc(value).astimezone(timezone.utc)
 
 
 #: the ``run`` table (:class:`store.models.Run`): every column
