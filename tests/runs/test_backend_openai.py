@@ -156,7 +156,8 @@ def test_llama_cpp_server_score_is_read_at_the_boolean_value(sqlite_engine, llam
 
     from automonitor.runs.answers import grammar_for
     from automonitor.runs.parsing import score_at_verdict, verdict_position
-    from automonitor.runs.prompts import PAPER_SCHEMA_DIRECT, PromptBuilder, load_template
+    from automonitor.runs.prompts import PromptBuilder, load_template
+    from automonitor.runs.prompts.prompts import PAPER_SCHEMA_DIRECT
 
     system, user, _meta = PromptBuilder(load_template("paper-direct")).chat_messages(
         "Write a function that adds two numbers.", "def add(a, b):\n    return 5  # the test expects 5"

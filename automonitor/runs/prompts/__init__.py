@@ -1,7 +1,6 @@
 """Versioned prompt templates (``*.txt`` beside this file) and their loader; see :mod:`.prompts`."""
 
 from automonitor.runs.prompts.prompts import (
-    PAPER_SCHEMA_DIRECT,
     FewShotExample,
     PromptBuilder,
     Template,
@@ -13,7 +12,6 @@ from automonitor.runs.prompts.prompts import (
 )
 
 __all__ = [
-    "PAPER_SCHEMA_DIRECT",
     "FewShotExample",
     "PromptBuilder",
     "Template",
