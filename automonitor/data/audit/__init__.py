@@ -61,32 +61,19 @@ if TYPE_CHECKING:
 #: Where each public name lives; imported on first use (PEP 562): reading a cached audit
 #: (:func:`cached_audit`) then imports neither scikit-learn nor the leakage checks.
 _HOME = {
-    "EDITIONS": "params",
-    "JACCARD": "params",
-    "TINY_DIFF_TOKENS": "params",
-    "audit_frame": "document",
-    "baselines_figure": "figures",
-    "cached_audit": "cache",
-    "check_edition": "editions",
-    "controls_figure": "figures",
-    "dialogue_turns": "leakage",
-    "fingerprint": "cache",
-    "keep_audits": "cache",
-    "flag_rule_text": "figures",
-    "leakage_figure": "figures",
-    "load_samples": "editions",
-    "markdown": "report_md",
-    "memo": "cache",
-    "near_duplicates": "leakage",
-    "parse_final_letter": "suggestion",
-    "parse_suggestion": "suggestion",
-    "run_audit": "editions",
-    "shared_conversations": "leakage",
-    "slices_table": "figures",
-    "suggestion_score": "suggestion",
-    "test_set_text": "figures",
-    "tiny_diff_pairs": "leakage",
-    "token_diff": "leakage",
+    **dict.fromkeys(("EDITIONS", "JACCARD", "TINY_DIFF_TOKENS"), "params"),
+    **dict.fromkeys(("audit_frame",), "document"),
+    **dict.fromkeys(
+        ("baselines_figure", "controls_figure", "flag_rule_text", "leakage_figure", "slices_table", "test_set_text"),
+        "figures",
+    ),
+    **dict.fromkeys(("cached_audit", "fingerprint", "keep_audits", "memo"), "cache"),
+    **dict.fromkeys(("check_edition", "load_samples", "run_audit"), "editions"),
+    **dict.fromkeys(
+        ("dialogue_turns", "near_duplicates", "shared_conversations", "tiny_diff_pairs", "token_diff"), "leakage"
+    ),
+    **dict.fromkeys(("markdown",), "report_md"),
+    **dict.fromkeys(("parse_final_letter", "parse_suggestion", "suggestion_score"), "suggestion"),
 }
 
 
