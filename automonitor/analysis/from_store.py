@@ -61,6 +61,12 @@ def predictions_read_once() -> Iterator[None]:
         _READ_ONCE.reset(token)
 
 
+def reading_once() -> bool:
+    """Whether the caller runs inside a :func:`predictions_read_once` block (where :func:`light_predictions` reads
+    a set of runs' predictions once for every reader)."""
+    return _READ_ONCE.get() is not None
+
+
 def light_predictions(engine: Engine, run_ids: Sequence[str], *, copy: bool = True) -> pd.DataFrame:
     """``store.queries.analysis.load_predictions(engine, run_ids, light=True)`` (rows by run and sample id, so the
     order of ``run_ids`` does not matter), read once per set of runs inside :func:`predictions_read_once`:

@@ -33,7 +33,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor import analysis
 from automonitor.analysis import audit_section
-from automonitor.analysis.from_store import light_predictions, predictions_read_once
+from automonitor.analysis.from_store import light_predictions, predictions_read_once, reading_once
 from automonitor.analysis.report_format import errata_lines, run_metric_table
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
@@ -103,7 +103,9 @@ def run_provenance(engine: Engine, run_ids: Sequence[str]) -> Provenance:
     wanted = set(run_ids)
     with engine.connect() as c:  # Core on a plain connection (list_runs reads no ORM object)
         rows = [r for r in list_runs(c, with_counts=False) if r["run_id"] in wanted]
-    sets = run_sample_sets(engine, list(wanted)).set_index("run_id") if wanted else pd.DataFrame()
+    # in the HTML report, the samples each run judged come from the predictions it read once (the gallery's too)
+    preds = light_predictions(engine, list(wanted), copy=False) if wanted and reading_once() else None
+    sets = run_sample_sets(engine, list(wanted), preds=preds).set_index("run_id") if wanted else pd.DataFrame()
     out: Provenance = {}
     for r in rows:
         spec = str(r["monitor"])

@@ -7,7 +7,7 @@ import hashlib
 from typing import Iterable, Mapping, Sequence, TypedDict
 
 import pandas as pd
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from automonitor import vocab
 from automonitor.analysis import predictions_frame, runs_frame
@@ -37,7 +37,12 @@ class SampleSetRow(TypedDict):
 
 
 def sample_set_row(
-    run_id: str, recorded_edition: str | None, ids: list[str], adjudicated: bool, in_edition: bool = True
+    run_id: str,
+    recorded_edition: str | None,
+    ids: Iterable[str],
+    adjudicated: bool,
+    in_edition: bool = True,
+    fingerprint: str | None = None,
 ) -> SampleSetRow:
     """One :func:`run_sample_sets` row from a run's recorded edition, the ids of the samples it judged,
     whether one of them is adjudicated and whether the run's samples belong to a built edition
@@ -45,11 +50,13 @@ def sample_set_row(
     ``paper``: what the analysis reads such a run as), whether it was recorded or inferred, the distinct
     sample count, the :func:`sample_set_digest` of the ids and the ``sample_set`` text, which names
     :data:`NO_EDITION` instead of an inferred ``paper`` when the samples are in no edition (imported pairs
-    that no build made members of one; nothing is inferred then)."""
+    that no build made members of one; nothing is inferred then). ``fingerprint``: the ids' digest when the
+    caller has it (one per distinct set)."""
     edition = recorded_edition or ("verified" if adjudicated else "paper")
     named = recorded_edition is not None or adjudicated or in_edition
-    fp = sample_set_digest(ids)
-    n = len(set(ids))
+    distinct = set(ids)
+    fp = fingerprint or sample_set_digest(distinct)
+    n = len(distinct)
     return {
         "run_id": run_id,
         "edition": edition,
@@ -68,7 +75,9 @@ def sample_set_caption(row: Mapping[str, object]) -> str:
     return f"Measured on sample set {row['sample_set']}" + (" (edition inferred)" if row["edition_inferred"] else "")
 
 
-def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+def run_sample_sets(
+    engine: Engine, run_ids: Sequence[str] | None = None, *, preds: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Which sample set every run judged (its test samples; the controls slice is left out): one row per
     run with ``run_id, edition, edition_recorded (bool), edition_inferred (bool), n_samples, fingerprint,
     sample_set`` (``"<edition> · <n> samples · <fingerprint>"``; :func:`sample_set_row`).
@@ -78,26 +87,30 @@ def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.
     is a member of an edition (a store of imported pairs) names :data:`NO_EDITION` instead
     (``edition_inferred`` False); a run that judged nothing in a built store stays ``paper``.
     Runs without predictions get ``n_samples`` 0 and the fingerprint of the empty set.
+
+    ``preds``: the light prediction frame of exactly the runs ``run_ids`` (repeat 0:
+    :func:`automonitor.analysis.from_store.light_predictions`), when the caller has read it: their samples are
+    taken from it and only the other repeats' rows read (the HTML report: every prediction was read once already).
     """
     from store.queries import audit as qa
     from store.queries import workbench as q
 
-    ids: dict[str, list[str]] = {}
-    adjudicated: set[str] = set()
-    with engine.connect() as c:  # grouped in plain Python: ~90,000 rows for 30 runs of a paper-sized set
+    with engine.connect() as c:
         runs = q.run_editions(c, run_ids)
         members = set().union(*(qa.edition_member_ids(c, e) for e in vocab.EDITIONS))
-        for rid, sid, source in q.judged_test_samples(c, run_ids):
-            ids.setdefault(rid, []).append(sid)
-            if source == "adjudicated":
-                adjudicated.add(rid)
+        if preds is not None and run_ids is not None:
+            sets, adjudicated = _judged_from_frame(c, run_ids, preds)
+        else:
+            sets, adjudicated = _judged(q.judged_test_samples(c, run_ids))
+    digests = {s: sample_set_digest(s) for s in set(sets.values())}  # one per distinct set: most runs share one
     rows = [
         sample_set_row(
             rid,
             edition,
-            ids.get(rid, []),
+            sets.get(rid, ()),
             rid in adjudicated,
-            in_edition=bool(members) and (rid not in ids or not members.isdisjoint(ids[rid])),
+            in_edition=bool(members) and (rid not in sets or not members.isdisjoint(sets[rid])),
+            fingerprint=digests[sets[rid]] if rid in sets else None,
         )
         for rid, edition in runs
     ]
@@ -113,6 +126,39 @@ def run_sample_sets(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.
             "sample_set",
         ],
     )
+
+
+def _judged(rows: Iterable[tuple[str, str, str | None]]) -> tuple[dict[str, frozenset[str]], set[str]]:
+    """``({run_id: the test samples it judged}, the runs that judged an adjudicated one)`` from
+    :func:`store.queries.workbench.judged_test_samples` rows (grouped in plain Python: ~90,000 rows for 30 runs
+    of a paper-sized set)."""
+    ids: dict[str, set[str]] = {}
+    adjudicated: set[str] = set()
+    for rid, sid, source in rows:
+        ids.setdefault(rid, set()).add(sid)
+        if source == "adjudicated":
+            adjudicated.add(rid)
+    return {rid: frozenset(v) for rid, v in ids.items()}, adjudicated
+
+
+def _judged_from_frame(
+    conn: Connection, run_ids: Sequence[str], preds: pd.DataFrame
+) -> tuple[dict[str, frozenset[str]], set[str]]:
+    """:func:`_judged` of the runs ``run_ids`` from their repeat-0 predictions ``preds`` (a light prediction
+    frame) and the rows of their other repeats: each distinct sample's split and label source looked up once,
+    the frame grouped by run in pandas."""
+    from store.queries import workbench as q
+
+    extra = q.other_repeat_samples(conn, run_ids)
+    source = q.test_sample_sources(conn, [*pd.unique(preds["sample_id"]).tolist(), *(s for _, s in extra)])
+    test = preds.loc[preds["sample_id"].isin(list(source)), ["run_id", "sample_id"]]
+    samples = test["sample_id"].to_numpy()
+    sets = {str(rid): frozenset(samples[i].tolist()) for rid, i in test.groupby("run_id", sort=False).indices.items()}
+    for rid, sid in extra:
+        if sid in source:
+            sets[rid] = sets.get(rid, frozenset()) | {sid}
+    picked = {s for s, src in source.items() if src == "adjudicated"}
+    return sets, {rid for rid, s in sets.items() if not s.isdisjoint(picked)}
 
 
 def set_archived(engine: Engine, run_id: str, archived: bool = True) -> bool:

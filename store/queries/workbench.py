@@ -4,7 +4,7 @@ fingerprint, a run's status, which samples each run judged, run archiving, and t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -57,21 +57,40 @@ def judged_test_samples(conn: Connection, run_ids: Sequence[str] | None = None) 
     ``CONTROLS_SPLIT`` (or is NULL), in no particular order; the prediction rows are read alone (the index holds
     both columns) and each distinct sample's split and label source looked up once: SQLite's per-row join
     lookup was two thirds of the query (90,300 rows of the 30-run benchmark store: 0.12 -> 0.05 s)."""
-    from store.queries import rows_by_ids
     from store.queries.analysis import fetch_tuples  # the driver's tuples: no Row per prediction
 
     q = sa.select(prediction.c.run_id, prediction.c.sample_id)
     if run_ids is not None:
         q = q.where(prediction.c.run_id.in_(list(run_ids)))
     rows: list[tuple[str, str]] = fetch_tuples(conn, q)  # type: ignore[arg-type,assignment]
-    source = {
+    source = test_sample_sources(conn, {s: 0 for _, s in rows})
+    return [(rid, sid, source[sid]) for rid, sid in rows if sid in source]
+
+
+def other_repeat_samples(conn: Connection, run_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """``(run_id, sample_id)`` of the predictions of ``run_ids`` beyond repeat 0 (none unless a run was judged
+    with ``--repeat K``): with the repeat-0 rows a caller has read already, the rows :func:`judged_test_samples`
+    reads."""
+    from store.queries.analysis import fetch_tuples  # the driver's tuples: no Row per prediction
+
+    q = sa.select(prediction.c.run_id, prediction.c.sample_id).where(
+        prediction.c.run_id.in_(list(run_ids)), prediction.c.repeat != 0
+    )
+    return fetch_tuples(conn, q)  # type: ignore[return-value]
+
+
+def test_sample_sources(conn: Connection, sample_ids: Iterable[str]) -> dict[str, str | None]:
+    """``{sample_id: label_source}`` of those of ``sample_ids`` that are in the store and not in the controls
+    split (``CONTROLS_SPLIT``; a NULL split counts as not), each looked up once."""
+    from store.queries import rows_by_ids
+
+    return {
         sid: src
         for sid, split, src in rows_by_ids(
-            conn, (sample.c.id, sample.c.split, sample.c.label_source), sample.c.id, {s: 0 for _, s in rows}
+            conn, (sample.c.id, sample.c.split, sample.c.label_source), sample.c.id, sample_ids
         )
         if split is None or split != CONTROLS_SPLIT
     }
-    return [(rid, sid, source[sid]) for rid, sid in rows if sid in source]
 
 
 def set_run_archived(session: Session, run_id: str, archived: bool) -> bool:

@@ -234,3 +234,57 @@ def test_a_store_of_imported_pairs_names_no_edition_and_a_built_one_keeps_paper(
     assert built["sample_set"].startswith("paper · ")
     assert views.sample_set_caption(built).endswith(" (edition inferred)")
     eng.dispose()
+
+
+def test_sample_sets_from_the_report_frame_are_those_read_from_the_store(engine):
+    """``run_sample_sets(..., preds=frame)`` (the HTML report: the runs' repeat-0 predictions read once, only the
+    other repeats' rows read again) gives the rows the store read gives: controls left out, a sample judged only
+    in a later repeat counted, adjudicated samples making ``verified``, a run without predictions, edition
+    members, several runs sharing one sample set (one fingerprint)."""
+    from datetime import datetime, timezone
+
+    import sqlalchemy as sa
+    from servers.data import pair_rows
+
+    from store import session_scope
+    from store.models import Monitor, Prediction, Run
+    from store.queries.analysis import load_predictions
+    from store.queries.annotation import add_to_edition
+    from store.queries.samples import insert_samples
+
+    test, controls = pair_rows(4, "test"), pair_rows(1, "controls", offset=500)
+    with session_scope(engine) as s:
+        insert_samples(s, test + controls)
+    ids = [r["id"] for r in test]
+    with engine.begin() as c:
+        c.execute(sa.text("UPDATE sample SET label_source = 'adjudicated' WHERE id = :i"), {"i": ids[3]})
+    judged = {
+        "r-a": [*ids[:3], controls[0]["id"]],  # controls left out of its set
+        "r-b": ids[:3],  # the same set as r-a
+        "r-c": ids,  # judges the adjudicated sample: verified
+        "r-d": ids[1:3],  # and ids[0] in repeat 1 only
+        "r-e": [],  # nothing judged
+    }
+    with session_scope(engine) as s:
+        m = Monitor(name="rules", backend="rules")
+        s.add(m)
+        s.flush()
+        for rid, sids in judged.items():
+            s.add(Run(id=rid, monitor_id=m.id, monitor="rules", template="direct", status="finished",
+                      edition="paper" if rid == "r-b" else None))  # fmt: skip
+        s.flush()
+        for rid, sids in judged.items():
+            for k, sid in enumerate(sids):
+                s.add(Prediction(run_id=rid, sample_id=sid, outcome=None if k == 1 else "benign"))
+        s.add(Prediction(run_id="r-d", sample_id=ids[0], outcome="benign", repeat=1))
+        s.add(Prediction(run_id="r-d", sample_id=ids[1], outcome="benign", repeat=1))
+        add_to_edition(s, "paper", ids[:2], datetime.now(timezone.utc))
+    runs = list(judged)
+    frame = load_predictions(engine, runs, light=True)
+    from_store = views.run_sample_sets(engine, runs)
+    pd.testing.assert_frame_equal(views.run_sample_sets(engine, runs, preds=frame), from_store)
+    rows = from_store.set_index("run_id")
+    assert rows.loc["r-a", "n_samples"] == 3 and rows.loc["r-a", "fingerprint"] == rows.loc["r-b", "fingerprint"]
+    assert rows.loc["r-c", "edition"] == "verified" and rows.loc["r-c", "edition_inferred"]
+    assert rows.loc["r-d", "n_samples"] == 3 and rows.loc["r-d", "fingerprint"] == rows.loc["r-a", "fingerprint"]
+    assert rows.loc["r-e", "n_samples"] == 0 and rows.loc["r-b", "edition_recorded"]
