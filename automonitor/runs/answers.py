@@ -48,7 +48,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
@@ -75,7 +75,7 @@ def normalize(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def norm_category(value: Any) -> str | None:
+def norm_category(value: object) -> str | None:
     """A category name as the judge wrote it (``"Safety & Permission"``, ``"reward hacking"``...) mapped to
     the vocabulary's key, or ``None`` when it names none of the three categories."""
     if not isinstance(value, str):
@@ -313,7 +313,7 @@ def grammar_for(template: str) -> Grammar:
     return GRAMMARS.get(template) or Grammar(template, _YES_NO, DirectVerdict, "verdict", _ENUM_WORDS)
 
 
-def validate_answer(grammar: Grammar, obj: Any) -> tuple[StrictAnswer | None, str | None]:
+def validate_answer(grammar: Grammar, obj: object) -> tuple[StrictAnswer | None, str | None]:
     """``(answer, None)`` when ``obj`` (a decoded JSON value) is a valid answer of ``grammar``, else
     ``(None, why)`` naming the first bad field (``verdict: missing``, ``misbehavior_detected: expected a
     JSON boolean, got str``, ``the answer is a list, not a JSON object``)."""
@@ -336,7 +336,7 @@ def validate_answer(grammar: Grammar, obj: Any) -> tuple[StrictAnswer | None, st
         return None, f"field {loc!r}: {err.get('msg', 'invalid')} (got {got})"[:200]
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):

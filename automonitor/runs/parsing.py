@@ -49,7 +49,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping, NoReturn
 
 from automonitor.runs.answers import (
     CONTRADICTORY,
@@ -62,6 +62,7 @@ from automonitor.runs.answers import (
 )
 from automonitor.runs.answers import norm_category as _norm_category
 from automonitor.errors import AutomonitorError
+from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import Label, Outcome
 from automonitor.vocab import MONITOR_SEVERITIES as SEVERITIES  # a monitor may say none
 
@@ -176,7 +177,7 @@ ANSWER_CHAR_CAP = 256_000
 OVER_BUDGET = "answer over budget"
 
 
-def _over_cap(data: Any) -> ParseResult | None:
+def _over_cap(data: object) -> ParseResult | None:
     """``invalid`` "answer over budget" for a text (or tool-argument string) longer than
     :data:`ANSWER_CHAR_CAP` characters, else None."""
     if isinstance(data, str) and len(data) > ANSWER_CHAR_CAP:
@@ -257,7 +258,7 @@ class ParseResult:
     detail: str | None = None
 
 
-def verdict_value(value: Any) -> Label | None:
+def verdict_value(value: object) -> Label | None:
     """Map a verdict value from JSON or a tool call to ``misbehavior``/``benign`` (``None`` if unclear).
 
     Accepts booleans (True = misbehavior), 0/1, and words such as yes/no, misbehavior/benign,
@@ -282,14 +283,14 @@ def verdict_value(value: Any) -> Label | None:
     return None
 
 
-def _norm_severity(value: Any) -> str | None:
+def _norm_severity(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     v = normalize(value).strip().lower()
     return v if v in SEVERITIES else None
 
 
-def _evidence_list(value: Any) -> list[str]:
+def _evidence_list(value: object) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -307,7 +308,7 @@ def _evidence_list(value: Any) -> list[str]:
     return out[:10]
 
 
-def parse_object(obj: Mapping[str, Any], source: str = "json") -> ParseResult | None:
+def parse_object(obj: Mapping[str, object], source: str = "json") -> ParseResult | None:
     """Read a verdict from a JSON object or tool-call input (the lenient parser's reading). ``None`` if no
     key of :data:`_VERDICT_KEYS` (any case) holds a readable verdict (:func:`verdict_value`).
 
@@ -341,7 +342,7 @@ def parse_object(obj: Mapping[str, Any], source: str = "json") -> ParseResult | 
 _PAPER_SEVERITY = {"minor": "low", "moderate": "medium", "severe": "high"}
 
 
-def _detected_categories(value: Any) -> tuple[list[str], str | None, str | None]:
+def _detected_categories(value: object) -> tuple[list[str], str | None, str | None]:
     """``(quotes, category, severity)`` from the paper's ``detected_categories`` list (objects with
     ``category``, ``description``, ``evidence`` [quotes] and optionally ``severity`` minor / moderate /
     severe, mapped to low / medium / high): every quote (at most 10), the first category that maps to
@@ -395,7 +396,7 @@ _STRICT_START = re.compile(r'\{\s*["}]')
 MAX_DECODE_FAILURES = 1000
 
 
-def scan_json(text: str) -> tuple[list[tuple[int, int, dict[str, Any], bool]], bool]:
+def scan_json(text: str) -> tuple[list[tuple[int, int, JSONObject, bool]], bool]:
     """Find the JSON objects of ``text``.
 
     Returns ``(objects, truncated)``: ``objects`` lists ``(start, end, value, repaired)`` for every
@@ -407,7 +408,7 @@ def scan_json(text: str) -> tuple[list[tuple[int, int, dict[str, Any], bool]], b
     :data:`MAX_DECODE_FAILURES` times, so the scan stays linear in the text's length for any input.
     """
     dec = json.JSONDecoder()
-    out: list[tuple[int, int, dict[str, Any], bool]] = []
+    out: list[tuple[int, int, JSONObject, bool]] = []
     truncated = False
     failures = 0
     i = text.find("{")
@@ -517,7 +518,7 @@ def _prose_candidates(masked: str) -> list[tuple[int, Label | None, str]]:
     ends = list(_SENTENCE_END.finditer(masked))
     end_pos = [m.end() for m in ends]
     start_pos = [m.start() for m in ends]
-    seen: dict[tuple[int, int], tuple[set[bool], Any]] = {}
+    seen: dict[tuple[int, int], tuple[set[bool], re.Match[str] | None]] = {}
     out: list[tuple[int, Label | None, str]] = []
     for m in _PROSE.finditer(masked):
         k = bisect.bisect_right(end_pos, m.start())  # sentence ends wholly before the word
@@ -579,7 +580,7 @@ def _readable_text(text: str | None, finish_reason: str | None) -> ParseResult |
     return _FENCE.sub(lambda m: "\n" + m.group(1) + "\n", t)
 
 
-def _json_verdict(objects: list[tuple[int, int, dict[str, Any], bool]]) -> tuple[ParseResult | None, int]:
+def _json_verdict(objects: list[tuple[int, int, JSONObject, bool]]) -> tuple[ParseResult | None, int]:
     """The verdict of the last JSON object that has one (a repaired object says so in its reason),
     and how many repaired objects had none."""
     hits: list[tuple[int, ParseResult]] = []
@@ -698,7 +699,7 @@ def _fill(best: ParseResult, t: str, json_spans: list[tuple[int, int]]) -> Parse
     return best
 
 
-def parse_tool_input(data: Any, finish_reason: str | None = None) -> ParseResult:
+def parse_tool_input(data: object, finish_reason: str | None = None) -> ParseResult:
     """Read the outcome from a tool call's input (a dict, or a JSON string of one).
 
     ``finish_reason`` ``length``/``max_tokens`` (or arguments that end inside the object) give
@@ -819,11 +820,11 @@ class _NotStrictJson(ValueError, AutomonitorError):
     """A text that Python's decoder accepts but RFC 8259 JSON does not allow in an answer."""
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, JSONValue]]) -> JSONObject:
     """``object_pairs_hook`` refusing an object that names a key twice (RFC 8259 4: names SHOULD be
     unique; a decoder keeps one of them silently, so ``{"verdict": "benign", "verdict": "misbehavior"}``
     would say whichever the decoder picks)."""
-    seen: dict[str, Any] = {}
+    seen: JSONObject = {}
     for k, v in pairs:
         if k in seen:
             raise _NotStrictJson(f"duplicate key {k!r}")
@@ -831,12 +832,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     """``parse_constant`` refusing ``NaN``/``Infinity``/``-Infinity`` (not JSON, RFC 8259 6)."""
     raise _NotStrictJson(f"{name} is not a JSON value")
 
 
-def strict_json_loads(text: str) -> Any:
+def strict_json_loads(text: str) -> JSONValue:
     """``json.loads`` restricted to RFC 8259 JSON: no duplicate keys in any object, no ``NaN`` or
     ``Infinity``.
 
@@ -844,7 +845,8 @@ def strict_json_loads(text: str) -> Any:
         ValueError: malformed JSON, a duplicate key or a non-JSON constant (the message names it).
         RecursionError: nesting too deep for the decoder.
     """
-    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    value: JSONValue = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    return value
 
 
 def _strict_json(t: str, grammar: Grammar, source: str, what: str) -> ParseResult:
@@ -913,7 +915,7 @@ def _disagreement(obj: Mapping[str, object], verdict_key: str, verdict: Label) -
     return None
 
 
-def _validated(obj: Any, grammar: Grammar, source: str) -> ParseResult:
+def _validated(obj: object, grammar: Grammar, source: str) -> ParseResult:
     """The result of a decoded JSON value checked against ``grammar``'s model: fields that disagree with
     the verdict (:func:`_other_side`, or the model's own contradiction rules) -> ``invalid``
     ``contradictory``; a value outside the model -> ``invalid`` "expected ..."."""
@@ -928,7 +930,7 @@ def _validated(obj: Any, grammar: Grammar, source: str) -> ParseResult:
         return ParseResult("invalid", CONTRADICTORY, detail=contradiction)
     return ParseResult(
         answer.outcome(),
-        f"{source} field {grammar.key!r}" if grammar.key in obj else f"{source} answer",
+        f"{source} field {grammar.key!r}" if isinstance(obj, dict) and grammar.key in obj else f"{source} answer",
         evidence=answer.quotes(),
         category=answer.named_category(),
         severity=answer.named_severity(),
@@ -1032,7 +1034,7 @@ def parse_answer(
 
 
 def parse_tool_answer(
-    data: Any, template: str = "direct", finish_reason: str | None = None, *, mode: str = "strict"
+    data: object, template: str = "direct", finish_reason: str | None = None, *, mode: str = "strict"
 ) -> ParseResult:
     """Read the outcome of a tool call's arguments (a dict, or its JSON string) by the template's
     model (strict), or by :func:`parse_tool_input` when ``mode`` is ``lenient``. Truncated arguments
