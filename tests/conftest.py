@@ -90,16 +90,23 @@ def raw_loaded(raw_dir):
 
 
 @pytest.fixture(scope="session")
-def seed_plan(raw_dir, raw_loaded):
-    """``seed_plan(seed)`` -> the :class:`Plan` of the raw sources for ``seed`` with the default errata,
-    computed once per worker and seed; read-only."""
-    from automonitor.data.build import plan_build
+def seed_plan(request, raw_dir):
+    """``seed_plan(seed)`` -> the :class:`Plan` of the raw sources for ``seed`` with the default errata (what a
+    build into an empty store plans), once per worker and seed, through the build's plan disk cache
+    (:func:`automonitor.data.build.plan_cache.cached_plan`, the run's cache directory): seed 0 is read back
+    from the entry that the run's seed-0 build (``built_sqlite``, asked for first) wrote, other seeds are
+    computed once per run. Read-only."""
+    from automonitor.data.build.plan_cache import cached_plan
+    from automonitor.data.errata import load_errata
 
     plans: dict = {}
 
     def get(seed: int):
         if seed not in plans:
-            plans[seed] = plan_build(raw_dir, seed, loaded=raw_loaded)
+            if seed == 0:
+                request.getfixturevalue("built_sqlite")  # the cold build computes the plan and fills the cache
+                _restore_seed0_plan(_run_dir(request.config))
+            plans[seed] = cached_plan(raw_dir, seed, external_test=(set(), set()), errata=load_errata(None)).plan
         return plans[seed]
 
     return get
@@ -108,8 +115,12 @@ def seed_plan(raw_dir, raw_loaded):
 @pytest.fixture(scope="session")
 def built_sqlite(request, raw_dir):
     """``(path, report)``: a SQLite store built from the raw sources with seed 0 by the real
-    :func:`automonitor.data.build.build`, ONCE per test run (xdist workers share it through a file lock; the
-    sources as this worker read them, ``raw_loaded``), and the build's report (JSON round trip). Read-only: tests that write take a copy (``built_db_url``)."""
+    :func:`automonitor.data.build.build`, ONCE per test run (xdist workers share it through a file lock), and the
+    build's report (JSON round trip). Read-only: tests that write take a copy (``built_db_url``). The build goes
+    through the plan disk cache as a user's does (the run's cache directory starts empty, so this build plans
+    for real and writes the entry): later builds and rebuilds of the same raw data and seed in this run (the
+    CLI's no-op rebuilds, ``built_pg_template``, ``seed_plan(0)``) read the plan back instead of computing it
+    again (~20-35 s each)."""
     from filelock import FileLock
 
     from automonitor.data.build import build
@@ -122,12 +133,54 @@ def built_sqlite(request, raw_dir):
             tmp = run / "built-seed0.tmp.db"
             url = f"sqlite:///{tmp}"
             eng = init_db(get_engine(url, fresh=True))
-            report = build(eng, raw_dir, 0, loaded=request.getfixturevalue("raw_loaded"))
+            report = build(eng, raw_dir, 0)
             _dispose(url, eng)
             _sqlite_copy(tmp, db)
             tmp.unlink()
+            _keep_seed0_plan(run, raw_dir)
             rep.write_text(json.dumps(report, default=str))
     return db, json.loads(rep.read_text())
+
+
+SEED0_PLAN = "built-seed0.plan.json"
+
+
+def _keep_seed0_plan(run: Path, raw_dir: Path) -> None:
+    """Keep the plan cache entry of the seed-0 build (``built_sqlite``) for the whole run: a hard link to it in the
+    run's directory, and its cache path beside it. The cache keeps only the
+    :data:`~automonitor.data.build.plan_cache.KEEP` most recently used entries, and the suite's many builds of
+    other raw dirs and seeds would evict it; :func:`_restore_seed0_plan` puts it back."""
+    from automonitor.data.build.plan_cache import plan_cache_dir, plan_key
+    from automonitor.data.errata import load_errata
+
+    key = plan_key(raw_dir, 0, external_test=(set(), set()), errata=load_errata(None), hard=True)
+    entry = plan_cache_dir() / f"{key}.json"
+    if entry.is_file():  # (not written: an unwritable cache directory, or a plan that does not read back equal)
+        os.link(entry, run / SEED0_PLAN)
+        (run / (SEED0_PLAN + ".path")).write_text(str(entry))
+
+
+def _restore_seed0_plan(run: Path) -> None:
+    """Put the seed-0 build's plan entry (:func:`_keep_seed0_plan`) back into the plan cache if it was evicted."""
+    kept, where = run / SEED0_PLAN, run / (SEED0_PLAN + ".path")
+    if not where.exists():
+        return
+    entry = Path(where.read_text())
+    if not entry.exists():
+        with contextlib.suppress(FileExistsError, FileNotFoundError):
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            os.link(kept, entry)
+
+
+#: the fixtures whose tests may plan the seed-0 build again (a rebuild, a build of a copy, ``seed_plan(0)``)
+_SEED0 = frozenset({"built_sqlite", "built_db_url", "built_pg_template", "seed_plan"})
+
+
+@pytest.fixture(autouse=True)
+def _seed0_plan_in_cache(request):
+    """Before a test that uses the seed-0 build, its plan entry is in the run's plan cache (:func:`_restore_seed0_plan`)."""
+    if not _SEED0.isdisjoint(request.fixturenames):
+        _restore_seed0_plan(_run_dir(request.config))
 
 
 #: the two sources of the small raw dir (``small_raw_dir``): together about 700 pairs, enough for every
@@ -233,7 +286,9 @@ def _sqlite_copy(src: Path, dst: Path) -> None:
 def built_pg_template(request, raw_dir):
     """``{"name", "report"}``: a PostgreSQL database built from the raw sources with seed 0, once per test
     run (file lock), used only as a ``CREATE DATABASE ... TEMPLATE`` source (``built_db_url``); dropped
-    by the controlling process at the end of the run."""
+    by the controlling process at the end of the run. Built after ``built_sqlite``, whose build left the seed-0
+    plan in the run's plan cache: this build reads the plan back and writes it to PostgreSQL (the store side
+    under test here) instead of planning again."""
     from filelock import FileLock
 
     from automonitor.data.build import build
@@ -241,8 +296,11 @@ def built_pg_template(request, raw_dir):
 
     run = _run_dir(request.config)
     marker = run / PG_MARKER
+    if not marker.exists():
+        request.getfixturevalue("built_sqlite")
     with FileLock(str(run / "built-seed0-pg.lock")):
         if not marker.exists():
+            _restore_seed0_plan(run)
             name = f"am_tmpl_{uuid.uuid4().hex[:12]}"
             admin = _pg_admin()
             with admin.connect() as c:
@@ -250,7 +308,7 @@ def built_pg_template(request, raw_dir):
             admin.dispose()
             url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
             eng = init_db(get_engine(url, fresh=True))
-            report = build(eng, raw_dir, 0, loaded=request.getfixturevalue("raw_loaded"))
+            report = build(eng, raw_dir, 0)
             _dispose(url, eng)
             marker.write_text(json.dumps({"name": name, "report": report}, default=str))
     return json.loads(marker.read_text())

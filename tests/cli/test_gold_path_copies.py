@@ -34,7 +34,7 @@ def _stats(cli, db):
 
 
 @pytest.mark.slow
-def test_candidate_copies_of_paper_pairs_become_gold_end_to_end(cli, built_db_url, tmp_path, raw_dir, raw_loaded):
+def test_candidate_copies_of_paper_pairs_become_gold_end_to_end(cli, built_db_url, tmp_path, raw_dir):
     db_url = built_db_url
     for name in ("ann1", "ann2"):  # in this process, the password on its stdin (no interpreter start each)
         args = ["users", "add", name, "--role", "annotator", "--password-stdin"]
@@ -91,12 +91,12 @@ def test_candidate_copies_of_paper_pairs_become_gold_end_to_end(cli, built_db_ur
     assert after["by_source"]["hh_rlhf"] == 4
     assert after["by_label_source"]["adjudicated"] == 2 * n_pairs
 
-    # a rebuild with the same seed keeps the finalized copies (and changes nothing); the real build on the
-    # raw sources read once per worker (``raw_loaded``): the CLI's own rebuild, which reads them again, is
-    # test_build_cli_json_is_one_document_and_rebuild_is_a_no_op
+    # a rebuild with the same seed keeps the finalized copies (and changes nothing); the real build, its plan
+    # read back from the plan cache as a user's rebuild reads it (the run's seed-0 build wrote it): the CLI's
+    # own rebuild is test_build_cli_json_is_one_document_and_rebuild_is_a_no_op
     eng = get_engine(db_url, fresh=True)
     try:
-        rebuilt = build(eng, raw_dir, 0, loaded=raw_loaded)
+        rebuilt = build(eng, raw_dir, 0)
     finally:
         eng.dispose()
     assert rebuilt["unchanged"] and rebuilt["kept_adjudicated"] == 2 * n_pairs
