@@ -31,8 +31,7 @@ def _print(doc: GenerationSummary) -> None:
 
 def _run(json_out: bool, **spec: object) -> None:
     """Create the generation run of ``spec`` (:class:`~automonitor.runs.generation.job.GenerationSpec`
-    fields: a command passes its options as ``**locals()``, every option but ``--json`` named as the field it
-    sets; an option that is no field is refused, ``extra="forbid"``) and execute it; print its summary."""
+    fields) and execute it; print its summary."""
     from automonitor.runs.generation.engine import create_generation, execute_generation
     from automonitor.runs.generation.job import GenerationSpec
 
@@ -49,7 +48,7 @@ def generate_sycophancy(
     source: str = typer.Option(..., "--source", help="bct_truthfulqa_cues | turpin_bbh"),
     cue: str | None = typer.Option(None, "--cue", help="suggested_answer (default) | are_you_sure"),
     limit: int | None = typer.Option(None, "--limit", help="first N questions of the source"),
-    samples_per_prompt: int = typer.Option(1, "--samples-per-prompt", help="cued answers sampled per question (K)"),
+    samples: int = typer.Option(1, "--samples-per-prompt", help="cued answers sampled per question (K)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="per answer (default 512)"),
     raw: str | None = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
@@ -58,7 +57,19 @@ def generate_sycophancy(
 ) -> None:
     """Counterfactual sycophancy filter: keep Q when the answer to Q is right and the answer to Q' = Q +
     cue is wrong and equals the cue; kept questions become candidate pairs."""
-    _run(kind="sycophancy", **locals())
+    _run(
+        json_out,
+        kind="sycophancy",
+        generator=generator,
+        source=source,
+        cue=cue,
+        limit=limit,
+        samples_per_prompt=samples,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        concurrency=concurrency,
+    )
 
 
 @generate_app.command("gaming")
@@ -76,7 +87,18 @@ def generate_gaming(
     """Incentive-injected specification gaming: answer each task with and without the incentive; keep
     it when only the incentivised answer shows the invited misbehavior (code: static screen plus
     visible/held-out tests in the bubblewrap sandbox)."""
-    _run(kind="gaming", **locals())
+    _run(
+        json_out,
+        kind="gaming",
+        generator=generator,
+        source=source,
+        incentive=incentive,
+        limit=limit,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        raw=raw,
+        concurrency=concurrency,
+    )
 
 
 @generate_app.command("resume")
