@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from automonitor.data.monitor_views import render
 from automonitor.errors import InputError
@@ -12,6 +12,7 @@ from automonitor.hashing import sha256_text
 from automonitor.jsontypes import JSONObject
 from automonitor.vocab import DEFAULT_VIEW
 from automonitor.runs.params import redact_url
+from store.queries.rowtypes import Example, JudgedText, SampleText
 
 if TYPE_CHECKING:
     from automonitor.runs.monitors import Backend
@@ -44,7 +45,10 @@ def cache_key(
 _MARK = "\u2063sample-hash\u2063"
 
 
-def view_text(text: Mapping[str, Any], view: str) -> dict[str, Any]:
+_Text = TypeVar("_Text", SampleText, Example)
+
+
+def view_text(text: _Text, view: str) -> _Text:
     """``text`` (``{request, response, source?, meta?, ...}``) with its response replaced by what the monitor
     is shown under ``view`` (:func:`automonitor.data.monitor_views.render`; ``full``: unchanged).
 
@@ -53,7 +57,7 @@ def view_text(text: Mapping[str, Any], view: str) -> dict[str, Any]:
             means the sample changed since the run was created).
     """
     if view == DEFAULT_VIEW:
-        return dict(text)
+        return text.copy()
     r = render(text["response"], view, source=text.get("source") or "", meta=text.get("meta"))
     if r is None:
         raise InputError(f"a sample of the run has no {view!r} view (changed since the run was created?)", field="view")
@@ -108,7 +112,7 @@ class CacheKeys:
             self._frames[at] = frame
         return self._frames[at]
 
-    def __call__(self, text: Mapping[str, Any], repeat: int = 0) -> str:
+    def __call__(self, text: JudgedText, repeat: int = 0) -> str:
         repeat = int(repeat)
         sample_h = sample_hash(text["request"], text["response"])
         frame = self._frame(repeat)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 from automonitor.data.monitor_views import render, view_of_run
 from automonitor.errors import InputError
@@ -18,17 +18,18 @@ from automonitor.runs.prompts import FewShotExample, Template, load_template
 from automonitor.vocab import DEFAULT_VIEW
 from store.models import Run
 from store.queries import runs as q
+from store.queries.rowtypes import Example
 
 __all__ = ["load_examples", "run_prompt", "view_candidates"]
 
 
-def view_candidates(rows: Iterable[Mapping[str, Any]], view: str = DEFAULT_VIEW) -> list[dict[str, Any]]:
+def view_candidates(rows: Iterable[Example], view: str = DEFAULT_VIEW) -> list[Example]:
     """Few-shot candidates (train rows with id, request, response, label, category, source, meta) as shown
     under ``view``: each response replaced by its rendering; rows without the view left out (``full``: all,
     unchanged)."""
     if view == DEFAULT_VIEW:
-        return [dict(r) for r in rows]
-    out = []
+        return [r.copy() for r in rows]
+    out: list[Example] = []
     for r in rows:
         shown = render(r["response"], view, source=r.get("source") or "", meta=r.get("meta"))
         if shown is not None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from automonitor.runs.batch.provider import SdkBatch, batch_provider
 from automonitor.runs.batch.result_rows import error_row, judgement_row
 from automonitor.runs.monitors.http_api import SdkOptions
+from store.queries.rowtypes import SampleText
 
 if TYPE_CHECKING:
     import anthropic
@@ -30,13 +31,13 @@ class AnthropicBatch(SdkBatch):
 
         return anthropic.Anthropic(**options)
 
-    def _params(self, text: dict[str, Any]) -> dict[str, Any]:
+    def _params(self, text: SampleText) -> dict[str, Any]:
         system, user, _ = self.backend.prompt.chat_messages(text["request"], text["response"])
         kw = self.backend._request(system, user)
         extra = kw.pop("extra_body", None) or {}
         return {**kw, **extra}
 
-    def request_line(self, cid: str, text: dict[str, Any]) -> str:
+    def request_line(self, cid: str, text: SampleText) -> str:
         return json.dumps({"custom_id": cid, "params": self._params(text)})
 
     def prepare(self, path: str, run_id: str, part: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +77,7 @@ class AnthropicBatch(SdkBatch):
         for r in self.client.messages.batches.results(part["batch_id"]):
             yield r.custom_id, r.result
 
-    def parse(self, result: Any, sample_id: str, text: dict[str, Any]) -> dict[str, Any]:
+    def parse(self, result: Any, sample_id: str, text: SampleText) -> dict[str, Any]:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
             try:

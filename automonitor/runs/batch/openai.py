@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Iterator
 from automonitor.runs.batch.provider import SdkBatch, batch_provider
 from automonitor.runs.batch.result_rows import error_row, judgement_row
 from automonitor.runs.monitors.http_api import SdkOptions
+from store.queries.rowtypes import SampleText
 from automonitor.vocab import BatchErrorKind
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class OpenAIBatch(SdkBatch):
 
         return openai.OpenAI(**options)
 
-    def request_line(self, cid: str, text: dict[str, Any]) -> str:
+    def request_line(self, cid: str, text: SampleText) -> str:
         system, user, _meta = self.backend.prompt.chat_messages(text["request"], text["response"])
         return json.dumps(
             {"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": self.backend._request(system, user)}
@@ -93,7 +94,7 @@ class OpenAIBatch(SdkBatch):
                     obj = json.loads(line)
                     yield obj.get("custom_id", ""), obj
 
-    def parse(self, result: dict[str, Any], sample_id: str, text: dict[str, Any]) -> dict[str, Any]:
+    def parse(self, result: dict[str, Any], sample_id: str, text: SampleText) -> dict[str, Any]:
         resp, err = result.get("response"), result.get("error")
         if err:
             code = err.get("code") or "error"

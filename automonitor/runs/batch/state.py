@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from sqlalchemy.engine import Engine
 
@@ -15,12 +15,13 @@ from automonitor.runs.cache import view_text
 from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.queries import runs as q
+from store.queries.rowtypes import JudgedText, SampleText
 
 DEFAULT_POLL_S = 30.0
 DEFAULT_SIZE = 10_000
 CHUNK = 2000
 
-KeyFor = Callable[[Mapping[str, Any]], str]  # a sample's text -> its cache key (CacheKeys, repeat 0)
+KeyFor = Callable[[JudgedText], str]  # a sample's text -> its cache key (CacheKeys, repeat 0)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def recorded_ids(state: dict[str, Any]) -> set[int]:
     return {i for part in state.get("parts", []) for i in part["ids"]}
 
 
-def texts_of_samples(engine: Engine, sample_ids: list[str], view: str = DEFAULT_VIEW) -> dict[str, dict[str, Any]]:
+def texts_of_samples(engine: Engine, sample_ids: list[str], view: str = DEFAULT_VIEW) -> dict[str, SampleText]:
     """Sample id -> its text fields (request, response, ...) for ``sample_ids``, the response as the monitor
     is shown it under ``view`` (:func:`automonitor.runs.cache.view_text`, as the live runner does).
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from typing import Any, Awaitable, ClassVar, TypeVar
+from typing import Any, Awaitable, ClassVar, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -30,6 +30,7 @@ from automonitor.runs.monitors.judgement import (
 )
 from automonitor.runs.prompts import PromptBuilder
 from automonitor.vocab import MONITOR_BACKENDS
+from store.queries.rowtypes import JudgedText
 
 
 class BackendParams(BaseModel):
@@ -190,7 +191,7 @@ class Backend(ABC):
 
     @classmethod
     def estimate_tokens(
-        cls, model: str | None, params: dict[str, Any] | None, builder: PromptBuilder, texts: list[dict[str, str]]
+        cls, model: str | None, params: dict[str, Any] | None, builder: PromptBuilder, texts: Sequence[JudgedText]
     ) -> tuple[int, int]:
         """(prompt tokens, maximum output tokens) of judging ``texts`` (``[{"request", "response"}]``)
         with ``builder``'s template, before any call (no network).

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from automonitor.errors import AutomonitorError, redact
+from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.runs.parsing import ANSWER_CHAR_CAP, ParseResult, evidence_found
 from automonitor.vocab import Outcome, TransientKind
 
@@ -105,6 +106,13 @@ def over_budget(text: str | None, max_tokens: int | None) -> str | None:
     if max_tokens and n > max_tokens * CHARS_PER_TOKEN_MAX + 200:
         return f"answer over budget: {n} characters for max_tokens {max_tokens}"
     return None
+
+
+def meta_list(meta: JSONObject, key: str) -> list[JSONValue]:
+    """``meta[key]``, a list (set to an empty one when absent), to append to."""
+    got = meta.setdefault(key, [])
+    assert isinstance(got, list), key
+    return got
 
 
 def token_count(value: Any, meta: dict[str, Any], name: str) -> int:

@@ -59,7 +59,7 @@ from automonitor.runs.monitors import pricing
 from automonitor.runs.monitors.backend import Backend, BackendParams, register
 from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, split_base_url, verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
-from automonitor.runs.monitors.judgement import answer_judgement, stop_judgement, token_count
+from automonitor.runs.monitors.judgement import answer_judgement, meta_list, stop_judgement, token_count
 from automonitor.runs.answers import SCORE_METHOD, ParseMode, grammar_for
 from automonitor.runs.parsing import ParseResult, parse_answer, parse_tool_answer, score_at_verdict
 
@@ -351,9 +351,9 @@ class OpenAIBackend(Backend):
                 n_dropped = len(self.dropped)
                 if self._downgrade(exc):
                     if len(self.dropped) > n_dropped:
-                        meta.setdefault("dropped", []).append(self.dropped[-1])
+                        meta_list(meta, "dropped").append(self.dropped[-1])
                     else:
-                        meta.setdefault("downgraded", []).append(
+                        meta_list(meta, "downgraded").append(
                             self.mode if "logprob" not in str(exc).lower() else "no-logprobs"
                         )
                     continue

@@ -23,11 +23,13 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from automonitor.data.trajectory import cut_middle
 from automonitor.errors import InputError
+from automonitor.jsontypes import JSONObject
 from automonitor.vocab import TEMPLATES
+from store.queries.rowtypes import Example
 
 TEMPLATE_DIR = Path(__file__).resolve().parent
 _SECTION = re.compile(r"^<<<([a-z_]+)>>>\s*$")
@@ -163,13 +165,13 @@ def load_template(name: str) -> Template:
 
 # The paper's JSON answers (arXiv 2601.05752 v2, Tables 4 and 5), for structured output (JSON schema or a
 # forced tool call); parsed by automonitor.runs.parsing.parse_object (key ``misbehavior_detected``).
-PAPER_SCHEMA_DIRECT: dict[str, Any] = {
+PAPER_SCHEMA_DIRECT: JSONObject = {
     "type": "object",
     "properties": {"misbehavior_detected": {"type": "boolean"}},
     "required": ["misbehavior_detected"],
     "additionalProperties": False,
 }
-PAPER_SCHEMA_EVIDENCE: dict[str, Any] = {
+PAPER_SCHEMA_EVIDENCE: JSONObject = {
     "type": "object",
     "properties": {
         "misbehavior_detected": {"type": "boolean"},
@@ -192,7 +194,7 @@ PAPER_SCHEMA_EVIDENCE: dict[str, Any] = {
 }
 
 
-def output_schema(template: Template) -> dict[str, Any] | None:
+def output_schema(template: Template) -> JSONObject | None:
     """The JSON schema of the paper templates' answer (:data:`PAPER_SCHEMA_DIRECT` /
     :data:`PAPER_SCHEMA_EVIDENCE`), or ``None`` for our own templates (the backends' verdict schema)."""
     if not template.paper:
@@ -206,7 +208,7 @@ def output_schema(template: Template) -> dict[str, Any] | None:
 TRUNCATION_MARKER = "\n[... truncated ...]\n"
 
 
-def truncate_chars(text: str, budget: int | None) -> tuple[str, dict[str, Any] | None]:
+def truncate_chars(text: str, budget: int | None) -> tuple[str, JSONObject | None]:
     """Keep at most ``budget`` characters of ``text``: the first two thirds and the last third of the
     budget, joined by ``TRUNCATION_MARKER``.
 
@@ -273,7 +275,7 @@ class PromptBuilder:
             system = fill(system, {"examples": block})
         return system
 
-    def user_text(self, request: str, response: str) -> tuple[str, dict[str, Any]]:
+    def user_text(self, request: str, response: str) -> tuple[str, JSONObject]:
         """The per-sample part, after truncation. Returns ``(text, meta)`` where ``meta`` holds
         ``{"truncated": {"request": info, "response": info}}`` when anything was cut. A response that is
         a serialised trajectory (:mod:`automonitor.data.trajectory`) over the budget is cut in the middle by
@@ -283,18 +285,18 @@ class PromptBuilder:
         resp, si = cut_middle(response, self.response_budget)  # a trajectory loses whole middle steps
         if si is None:
             resp, si = truncate_chars(response, self.response_budget)
-        meta: dict[str, Any] = {}
-        trunc = {k: v for k, v in (("request", ri), ("response", si)) if v}
+        meta: JSONObject = {}
+        trunc: JSONObject = {k: v for k, v in (("request", ri), ("response", si)) if v}
         if trunc:
             meta["truncated"] = trunc
         return fill(self.template.sections["user"], {"request": req, "response": resp}), meta
 
-    def chat_messages(self, request: str, response: str) -> tuple[str, str, dict[str, Any]]:
+    def chat_messages(self, request: str, response: str) -> tuple[str, str, JSONObject]:
         """``(system, user, meta)`` for chat backends."""
         user, meta = self.user_text(request, response)
         return self.system_text(), user, meta
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> JSONObject:
         """What the rendered prompt depends on besides the sample (goes into the cache key)."""
         return {
             "template": self.template.name,
@@ -306,7 +308,7 @@ class PromptBuilder:
         }
 
 
-def choose_fewshot(candidates: Iterable[Mapping[str, Any]], k: int = 4, seed: int = 0) -> list[FewShotExample]:
+def choose_fewshot(candidates: Iterable[Example], k: int = 4, seed: int = 0) -> list[FewShotExample]:
     """Choose ``k`` few-shot examples deterministically, labels balanced (k/2 of each; the extra one of an
     odd k is a misbehavior example), categories covered round-robin.
 
@@ -319,10 +321,10 @@ def choose_fewshot(candidates: Iterable[Mapping[str, Any]], k: int = 4, seed: in
     """
     rows = sorted(candidates, key=lambda r: hashlib.sha256(f"{seed}:{r['id']}".encode()).hexdigest())
     need = {"misbehavior": (k + 1) // 2, "benign": k // 2}
-    picked: dict[str, list[Mapping[str, Any]]] = {"misbehavior": [], "benign": []}
+    picked: dict[str, list[Example]] = {"misbehavior": [], "benign": []}
     for label, n in need.items():
         pool = [r for r in rows if r["label"] == label]
-        by_cat: dict[str, list[Mapping[str, Any]]] = {}
+        by_cat: dict[str, list[Example]] = {}
         for r in pool:
             by_cat.setdefault(r["category"], []).append(r)
         cats = sorted(by_cat)

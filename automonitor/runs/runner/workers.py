@@ -31,11 +31,11 @@ from store import session_scope
 from store.models import Run, utcnow
 from store.queries import runs as q
 from store.queries import stream as stream_q
-from store.queries.rowtypes import CachedVerdict
+from store.queries.rowtypes import CachedVerdict, JudgedText
 
 Page = list[Tuple[int, str, int]]  # [(prediction id, sample id, repeat)]
 # a miss handed to a worker: (prediction id, sample id, cache key, sample text, repeat)
-Job = Tuple[int, str, str, Mapping[str, Any], int]
+Job = Tuple[int, str, str, JudgedText, int]
 # identical run-wide permanent failures (401/403/404) after which the run stops ``failed`` (fail-fast)
 FAIL_FAST_AFTER = 3
 _FIXES = {
@@ -268,7 +268,7 @@ class Execution:
     async def _dispatch(self, page: Page, queue: asyncio.Queue[Job | None], writer: ResultWriter) -> None:
         """Look the page up in the cache: hits are written at once, misses queued for the workers."""
         sids = list({sid for _, sid, _r in page})
-        texts: Mapping[str, Mapping[str, object]]
+        texts: Mapping[str, JudgedText]
         if self.view == DEFAULT_VIEW:  # shown in full: no view to cut, so no source or meta to read
             texts = await asyncio.to_thread(stream_q.judged_texts, self.engine, sids)
         else:
