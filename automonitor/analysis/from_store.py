@@ -17,7 +17,7 @@ from automonitor.analysis.options import AnalysisOptions, ReportOptions, resolve
 from automonitor.analysis.assemble import analyze
 from automonitor.analysis.difficulty import add_difficulty, add_tiers
 from automonitor.analysis.encoding import empty_preds
-from automonitor.analysis.roc_grounding import evidence_run_ids
+from automonitor.analysis.roc_grounding import evidence_run_ids, has_evidence
 from automonitor.analysis.report_cache import blas_one_thread, gc_paused
 from automonitor.analysis.report_schema import ControlsFar, ErrataNote, Report, RunAnswers, SpanVisibility
 from automonitor.analysis.view_comparison import compare_all, view_groups
@@ -26,6 +26,9 @@ from automonitor.jsontypes import JSONObject
 from automonitor.vocab import EDITIONS, ERRATA_FREE_EDITION
 
 if TYPE_CHECKING:  # the store is imported where it is read (a cached report imports none of it)
+    import numpy as np
+    import numpy.typing as npt
+
     from store.queries.rowtypes import SpanRow
 
 
@@ -135,14 +138,18 @@ def report(
     preds = _imported_to_edition(engine, runs, preds, editions)
     all_preds = preds
     preds, controls = split_controls(preds)
-    texts = _grounding_texts(engine, runs, preds) if opt.with_grounding and len(preds) else None
+    texts = gold = None
+    if opt.with_grounding and len(preds):  # the evidence runs and rows found once for the texts and spans
+        quoted = has_evidence(preds)
+        texts = _grounding_texts(engine, preds, quoted)
+        gold = _gold_spans(engine, preds, evidence_run_ids(runs, preds, quoted))
     analysis_options = AnalysisOptions(**opt.model_dump(exclude={"with_grounding", "edition", "with_ladder"}))
     rep = analyze(
         preds,
         runs,
         analysis_options,
         texts=texts,
-        gold_spans=_gold_spans(engine, runs, preds) if texts is not None else None,
+        gold_spans=gold,
     )
     _add_run_extras(engine, rep, editions, controls, invalid)
     _add_views(engine, rep, runs, preds, editions, opt)
@@ -167,9 +174,14 @@ def errata_notes(engine: Engine, preds: pd.DataFrame, editions: dict[str, str]) 
     judged = preds[preds["outcome"].notna()]
     marked = q.meta_values(engine, "erratum")
     verdict = {sid: e.get("verdict") for sid, e in marked.items() if isinstance(e, dict)}
-    samples_of: dict[str, set[str]] = {}
-    for rid, sid in zip(judged["run_id"].tolist(), judged["sample_id"].tolist()):
-        samples_of.setdefault(editions.get(rid) or "paper", set()).add(sid)
+    runs_of: dict[str, list[str]] = {}  # edition -> its runs; then one set of sample ids per edition, not per row
+    for rid in judged["run_id"].unique().tolist():
+        runs_of.setdefault(editions.get(rid) or "paper", []).append(rid)
+    sids = judged["sample_id"]
+    samples_of = {
+        ed: set((sids if len(runs_of) == 1 else sids[judged["run_id"].isin(rids)]).tolist())
+        for ed, rids in runs_of.items()
+    }
     notes = {}
     for ed in sorted(samples_of, key=lambda e: (EDITIONS.index(e) if e in EDITIONS else len(EDITIONS), e)):
         said = [verdict[s] for s in samples_of[ed] if s in verdict]
@@ -233,22 +245,20 @@ def split_controls(preds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return preds[~is_control], preds[is_control]
 
 
-def _grounding_texts(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict[str, tuple[str, str]]:
-    """``{sample_id: (request, response)}`` of the samples an evidence run gave evidence for."""
+def _grounding_texts(engine: Engine, preds: pd.DataFrame, quoted: npt.NDArray[np.bool_]) -> dict[str, tuple[str, str]]:
+    """``{sample_id: (request, response)}`` of the samples a prediction gave evidence for (``quoted``: which rows
+    of ``preds`` did, :func:`~automonitor.analysis.roc_grounding.has_evidence`; each is of an evidence run)."""
     from store.queries import analysis as q
 
-    evidence_runs = evidence_run_ids(runs, preds)
-    need = preds.loc[preds["run_id"].isin(evidence_runs) & preds["evidence"].map(bool), "sample_id"]
+    need = preds.loc[quoted, "sample_id"]
     return q.load_sample_texts(engine, need.unique()) if len(need) else {}
 
 
-def _gold_spans(engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame) -> dict[str, list[SpanRow]]:
-    """``{sample_id: [gold span dicts]}`` of the misbehavior samples evidence runs judged."""
+def _gold_spans(engine: Engine, preds: pd.DataFrame, evidence_runs: set[str]) -> dict[str, list[SpanRow]]:
+    """``{sample_id: [gold span dicts]}`` of the misbehavior samples the ``evidence_runs`` judged."""
     from store.queries.spans import spans_by_sample
 
-    need = preds.loc[
-        preds["run_id"].isin(evidence_run_ids(runs, preds)) & (preds["label"] == "misbehavior"), "sample_id"
-    ]
+    need = preds.loc[preds["run_id"].isin(evidence_runs) & (preds["label"] == "misbehavior"), "sample_id"]
     if not len(need):
         return {}
     with engine.connect() as c:

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from automonitor.analysis import grounding as gr
@@ -20,11 +21,20 @@ from automonitor.ranks import roc_curve
 FAR_TARGETS: tuple[float, ...] = (0.01, 0.05)
 
 
-def evidence_run_ids(runs: pd.DataFrame, preds: pd.DataFrame) -> set[str]:
+def evidence_run_ids(runs: pd.DataFrame, preds: pd.DataFrame, quoted: npt.NDArray[np.bool_] | None = None) -> set[str]:
+    """The evidence runs: those of ``runs`` with an ``evidence*`` template and those with a prediction in
+    ``preds`` that quotes evidence (``quoted``: :func:`has_evidence` of ``preds`` when the caller has it)."""
     ev = set(runs.loc[runs["template"].astype(str).str.startswith("evidence"), "run_id"])
     if len(preds):
-        ev |= set(preds.loc[preds["evidence"].map(bool), "run_id"].unique())
+        rows = has_evidence(preds) if quoted is None else quoted
+        ev |= set(pd.unique(preds["run_id"].to_numpy()[rows]).tolist())
     return ev
+
+
+def has_evidence(preds: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Whether each prediction of ``preds`` quotes evidence (a non-empty ``evidence``), as a boolean array (one
+    ``bool`` per row in C: half of ``Series.map(bool)``)."""
+    return np.fromiter(map(bool, preds["evidence"].tolist()), dtype=bool, count=len(preds))
 
 
 def add_roc(

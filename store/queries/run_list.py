@@ -62,16 +62,18 @@ def _verdict_counts_by_run(conn: Connection | Session, run_ids: list[str] | None
     """``{run_id: {outcome: n, ..., "pending": n}}`` over every run's verdict rows (repeat 0); ``run_ids``:
     only those runs' (a run without a row is absent)."""
     p = prediction.c
-    sel = sa.select(p.run_id, p.outcome, sa.func.count()).where(verdict_rows(prediction))
+    # one row per run, a filtered count per outcome (the outcomes a prediction may hold, CHECK-constrained):
+    # grouped by the run alone, SQLite walks the run index in order instead of sorting every row by
+    # (run, outcome) in a temporary B-tree (301,000 rows of the 100-run bench store: 0.19 -> 0.10 s)
+    per_outcome = [sa.func.count().filter(p.outcome == o) for o in OUTCOMES]
+    sel = sa.select(p.run_id, *per_outcome, sa.func.count().filter(p.outcome.is_(None))).where(verdict_rows(prediction))
     if run_ids is not None and len(run_ids) <= _IN_LIST_MAX:
         sel = sel.where(p.run_id.in_(run_ids))
     wanted = None if run_ids is None else set(run_ids)
     counts: dict[str, dict[str, int]] = {}
-    for run_id, outcome, n in conn.execute(sel.group_by(p.run_id, p.outcome)).all():
-        if wanted is not None and run_id not in wanted:
-            continue
-        c = counts.setdefault(run_id, _empty_counts())
-        c[outcome if outcome is not None else "pending"] = int(n)
+    for run_id, *ns in conn.execute(sel.group_by(p.run_id)).all():
+        if wanted is None or run_id in wanted:
+            counts[run_id] = dict(zip((*OUTCOMES, "pending"), map(int, ns)))
     return counts
 
 
