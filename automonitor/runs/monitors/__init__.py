@@ -12,8 +12,8 @@ import importlib
 import pkgutil
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
 
+from automonitor.jsontypes import JSONObject
 from automonitor.errors import InputError
 from automonitor.runs.monitors.backend import REGISTRY, Backend, BackendParams, register
 from automonitor.runs.monitors.http_api import is_loopback
@@ -78,7 +78,7 @@ def backend_class(backend: str) -> type[Backend]:
 
 
 def create_backend(
-    spec: str | MonitorSpec, *, base_url: str | None, params: dict[str, Any] | None, prompt: PromptBuilder
+    spec: str | MonitorSpec, *, base_url: str | None, params: JSONObject | None, prompt: PromptBuilder
 ) -> Backend:
     """Instantiate the backend for ``spec`` with the run's base URL, parameters and prompt builder.
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from automonitor.jsontypes import JSONObject
 from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors.backend import Backend, BackendParams, register
 from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, verdict_schema
@@ -69,7 +70,7 @@ class AnthropicBackend(Backend):
         "refusal": "refusal",
     }
 
-    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
+    def __init__(self, model: str | None, base_url: str | None, params: JSONObject, prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         st = self.settings
         self.mode = st.structured
@@ -80,14 +81,14 @@ class AnthropicBackend(Backend):
         self._api_settings()
         self.send_temperature = self.thinking_budget is None
 
-    def cache_params(self) -> dict[str, Any]:
+    def cache_params(self) -> JSONObject:
         out: dict[str, Any] = {"structured": self.mode, "max_tokens": self.max_tokens, "temperature": self.temperature}
         if self.thinking_budget is not None:
             out.update({"thinking_budget": self.thinking_budget, "temperature": None})
         out.update(self.answer_stamp())
         return out
 
-    def sent_params(self) -> dict[str, Any]:
+    def sent_params(self) -> JSONObject:
         """What the requests carry now: max tokens, temperature (``None``: not sent), thinking budget,
         answer format."""
         return {

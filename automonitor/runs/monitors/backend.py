@@ -14,6 +14,7 @@ from typing import Any, Awaitable, ClassVar, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from automonitor.jsontypes import JSONObject
 from automonitor.errors import InputError
 from automonitor.runs.answers import GRAMMAR_VERSION
 from automonitor.runs.monitors import pricing
@@ -154,7 +155,7 @@ class Backend(ABC):
     #: reason missing from the table is unscored too (:func:`~.judgement.stop_judgement`)
     stop_reasons: ClassVar[dict[str, StopKind]] = {}
 
-    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder):
+    def __init__(self, model: str | None, base_url: str | None, params: JSONObject, prompt: PromptBuilder):
         self.model = model or self.default_model
         self.base_url = base_url
         self.params = dict(params or {})
@@ -162,7 +163,7 @@ class Backend(ABC):
         self.prompt = prompt
 
     @classmethod
-    def parse_params(cls, params: dict[str, Any] | None) -> BackendParams:
+    def parse_params(cls, params: JSONObject | None) -> BackendParams:
         """``params`` validated against :attr:`Params` (defaults filled in).
 
         Raises:
@@ -191,7 +192,7 @@ class Backend(ABC):
 
     @classmethod
     def estimate_tokens(
-        cls, model: str | None, params: dict[str, Any] | None, builder: PromptBuilder, texts: Sequence[JudgedText]
+        cls, model: str | None, params: JSONObject | None, builder: PromptBuilder, texts: Sequence[JudgedText]
     ) -> tuple[int, int]:
         """(prompt tokens, maximum output tokens) of judging ``texts`` (``[{"request", "response"}]``)
         with ``builder``'s template, before any call (no network).
@@ -252,12 +253,12 @@ class Backend(ABC):
         except TimeoutError as exc:
             raise TransientError("timeout", f"no complete answer within the {limit:g} s deadline") from exc
 
-    def sent_params(self) -> dict[str, Any]:
+    def sent_params(self) -> JSONObject:
         """What this backend actually sent (after any parameter the server refused was dropped), for the
         run's parameters (``Run.params["sent"]``); empty for backends that send nothing."""
         return {}
 
-    def answer_stamp(self) -> dict[str, Any]:
+    def answer_stamp(self) -> JSONObject:
         """How this backend reads answers, for its cache key and ``Run.params["config"]``: ``parse``
         (``strict`` | ``lenient``, ``--param parse``) and ``grammar`` (the strict grammar's version,
         :data:`automonitor.runs.answers.GRAMMAR_VERSION`); empty for a backend that reads no answer text."""
@@ -266,7 +267,7 @@ class Backend(ABC):
             return {}
         return {"parse": mode, "grammar": GRAMMAR_VERSION if mode == "strict" else None}
 
-    def cache_params(self) -> dict[str, Any]:
+    def cache_params(self) -> JSONObject:
         """Parameters that change the answer (part of the cache key). Excludes concurrency, keys,
         timeouts and anything else that does not change what the judge says."""
         return {}

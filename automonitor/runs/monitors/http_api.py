@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from typing import Any, TypedDict
+from typing import Mapping, TypedDict
 from urllib.parse import parse_qsl, urlparse, urlsplit, urlunsplit
 
+from automonitor.jsontypes import JSONObject
 from automonitor.errors import InputError
 from automonitor.runs.monitors.judgement import QUOTA_CODES, PermanentError, TransientError
 from automonitor.timestamps import utcnow
@@ -82,7 +83,7 @@ def api_key(env_var: str, base_url: str | None) -> str:
     )
 
 
-def retry_after_seconds(headers: Any) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``retry-after`` headers (number or HTTP date)."""
     if headers is None:
         return None
@@ -108,13 +109,13 @@ def retry_after_seconds(headers: Any) -> float | None:
         return None
 
 
-VERDICT_SCHEMA_DIRECT = {
+VERDICT_SCHEMA_DIRECT: JSONObject = {
     "type": "object",
     "properties": {"verdict": {"type": "string", "enum": list(LABELS)}},
     "required": ["verdict"],
     "additionalProperties": False,
 }
-VERDICT_SCHEMA_EVIDENCE = {
+VERDICT_SCHEMA_EVIDENCE: JSONObject = {
     "type": "object",
     "properties": {
         "category": {
@@ -130,7 +131,7 @@ VERDICT_SCHEMA_EVIDENCE = {
 }
 
 
-def verdict_schema(evidence: bool) -> dict[str, Any]:
+def verdict_schema(evidence: bool) -> JSONObject:
     """The JSON schema of a verdict (with category, severity, evidence for evidence templates)."""
     return VERDICT_SCHEMA_EVIDENCE if evidence else VERDICT_SCHEMA_DIRECT
 
@@ -195,7 +196,7 @@ def _transport_failure(exc: BaseException) -> str | None:
     return None
 
 
-def _quota_code(body: Any, message: str) -> str | None:
+def _quota_code(body: object, message: str) -> str | None:
     """The quota/billing code of an error body (its ``code`` or ``type`` in :data:`QUOTA_CODES`, the
     body possibly wrapped in ``{"error": ...}``), or None."""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):

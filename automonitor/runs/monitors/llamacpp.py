@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import field_validator
 
+from automonitor.jsontypes import JSONObject
 from automonitor.data.trajectory import cut_middle, step_ranges
 from automonitor.errors import InputError
 from automonitor.vocab import Label
@@ -331,7 +332,7 @@ class LlamaCppBackend(Backend):
     Params = LlamaCppParams
     settings: LlamaCppParams
 
-    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
+    def __init__(self, model: str | None, base_url: str | None, params: JSONObject, prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         require_llama_cpp()
         self.path = resolve_model_path(self.model)
@@ -365,7 +366,7 @@ class LlamaCppBackend(Backend):
         prompt_tokens = sys_chars // 4 + sum(n // 4 + 60 for n in per)
         return prompt_tokens, len(texts) * (st.evidence_tokens if builder.template.evidence else 0)
 
-    def cache_params(self) -> dict[str, Any]:
+    def cache_params(self) -> JSONObject:
         """Answer-changing parameters (cache key). ``calibration`` is present only when calibrating, so
         uncalibrated keys are those of earlier versions, which did not calibrate."""
         budgets = {"threshold", "request_tokens", "response_tokens", "example_tokens", "evidence_tokens", "n_ctx"}

@@ -12,8 +12,9 @@ import hashlib
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
+from automonitor.jsontypes import JSONObject
 from automonitor.vocab import Label
 from automonitor.runs.monitors.backend import Backend, register
 from automonitor.runs.monitors.judgement import CallCounter, Item, Judgement
@@ -37,7 +38,7 @@ class LoraBackend(Backend):
     menu_order = 5
     description = "LoRA adapter on a causal LM"
 
-    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder):
+    def __init__(self, model: str | None, base_url: str | None, params: JSONObject, prompt: PromptBuilder):
         from automonitor.runs.probe.lora import read_card
 
         super().__init__(model, base_url, params, prompt)
@@ -53,7 +54,7 @@ class LoraBackend(Backend):
         prompt_tokens, _ = super().estimate_tokens(model, params, builder, texts)
         return prompt_tokens, 0
 
-    def cache_params(self) -> dict[str, Any]:
+    def cache_params(self) -> JSONObject:
         weights = self.path / "adapter_model.safetensors"
         digest = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else None
         return {

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import Field
 
+from automonitor.jsontypes import JSONObject
 from automonitor.errors import AutomonitorError
 from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors import pricing
@@ -166,7 +167,7 @@ class OpenAIBackend(Backend):
         "content_filter": "filtered",
     }
 
-    def __init__(self, model: str | None, base_url: str | None, params: dict[str, Any], prompt: PromptBuilder) -> None:
+    def __init__(self, model: str | None, base_url: str | None, params: JSONObject, prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
         st = self.settings
         evidence = prompt.template.evidence
@@ -194,7 +195,7 @@ class OpenAIBackend(Backend):
         :attr:`completion_tokens_models`."""
         return bool(model) and bool(cls.completion_tokens_models.match(pricing.model_key(model)))
 
-    def cache_params(self) -> dict[str, Any]:
+    def cache_params(self) -> JSONObject:
         out: dict[str, Any] = {
             "structured": self._requested_mode,
             "logprobs": self._requested_logprobs,
@@ -212,7 +213,7 @@ class OpenAIBackend(Backend):
             out["score_method"] = SCORE_METHOD
         return out
 
-    def sent_params(self) -> dict[str, Any]:
+    def sent_params(self) -> JSONObject:
         """What the requests carry now: the budget parameter, temperature and seed (``None``: not
         sent), reasoning effort, answer format, logprobs, and the parameters dropped after a 400."""
         return {

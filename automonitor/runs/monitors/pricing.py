@@ -12,6 +12,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from automonitor.jsontypes import JSONObject
+
 DATA_FILE = "prices.json"
 
 
@@ -33,7 +35,7 @@ class Price:
     source: str
     model_id: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """``{"price_known", "price_per_mtok": [in, out] | None, "price_source", "price_model"}``."""
         return {
             "price_known": self.known,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
+from automonitor.jsontypes import JSONObject
 from automonitor.data.rule_patterns import (  # noqa: F401  (re-exported: the rules are the monitor's facts)
     MAX_SCAN_CHARS,
     RULES,
@@ -71,5 +71,5 @@ class RulesBackend(Backend):
         """Rules read no prompt and write no answer: (0, 0)."""
         return 0, 0
 
-    def cache_params(self) -> dict[str, Any]:
+    def cache_params(self) -> JSONObject:
         return {"rules_version": RULES_VERSION, "rules_source": RULES_SOURCE_HASH, "threshold": self.settings.threshold}
