@@ -19,7 +19,7 @@ RATCHET: dict[str, int] = {
     "automonitor/annotation": 1,
     "automonitor/cli": 26,
     "automonitor/data": 194,
-    "automonitor/runs": 148,
+    "automonitor/runs": 138,
     "automonitor/views": 21,
     "pages": 23,
     "store": 51,

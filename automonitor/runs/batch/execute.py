@@ -9,6 +9,7 @@ from typing import Any, Callable
 from sqlalchemy.engine import Engine
 
 from automonitor.data.monitor_views import view_of_run
+from automonitor.jsontypes import JSONObject
 from automonitor.runs.batch.collect import poll_and_collect, Progress
 from automonitor.runs.batch.provider import provider_for
 from automonitor.runs.batch.state import BatchJob
@@ -45,7 +46,7 @@ def execute_batch(
     *,
     progress: Callable[[int, int], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
+) -> JSONObject:
     """Submit (or resume polling) the run's batch parts and collect their results.
 
     Args:

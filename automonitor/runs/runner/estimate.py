@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.engine import Engine
 
+from automonitor.jsontypes import JSONObject
 from automonitor.runs.cache import view_text
 from automonitor.runs.fewshot import view_candidates
 from automonitor.runs.monitors import backend_class, parse_monitor_spec
@@ -25,11 +24,11 @@ def estimate_run(
     *,
     limit: int | None = None,
     sample_seed: int = 0,
-    params: dict[str, Any] | None = None,
+    params: JSONObject | None = None,
     edition: str = "paper",
     controls: bool = True,
     view: str = "full",
-) -> dict[str, Any]:
+) -> JSONObject:
     """Estimate a run before starting it (no network, nothing written).
 
     The samples are those :func:`~automonitor.runs.runner.create.create_run` would judge with the same

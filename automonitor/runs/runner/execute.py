@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.data.monitor_views import view_of_run
 from automonitor.errors import InputError, NotFound
+from automonitor.jsontypes import JSONObject
 from automonitor.runs.monitors import Backend, create_backend
 from automonitor.runs import batch as batch_mod
 from automonitor.runs.fewshot import run_prompt
@@ -45,7 +46,7 @@ class _Claim:
     done_before: int
     monitor: str
     base_url: str | None
-    judge_params: dict[str, Any]
+    judge_params: JSONObject
     max_conc: int
     view: str = "full"
 
@@ -63,7 +64,7 @@ def execute_run(
     progress: Callable[[int, int], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
     base_url: str | None = None,
-) -> dict[str, Any]:
+) -> JSONObject:
     """Judge every pending prediction of ``run_id``; returns the contract's JSON summary.
 
     Args:
@@ -232,7 +233,7 @@ def _build_backend(engine: Engine, run_id: str, claim: _Claim) -> Backend:
         raise
 
 
-def _last_execution(state: Execution, max_conc: int) -> dict[str, Any]:
+def _last_execution(state: Execution, max_conc: int) -> JSONObject:
     """``Run.params["last_execution"]``: calls, hits, limiter stats, concurrency, stream stats."""
     return {
         "api_calls": state.api_calls,

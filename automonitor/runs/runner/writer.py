@@ -6,7 +6,7 @@ import queue as queue_mod
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, Tuple
+from typing import Iterator, Tuple
 
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
@@ -25,7 +25,7 @@ MAX_GROUP = 2000  # queued items committed in one transaction at most
 MIN_INTERVAL_S = 0.1
 
 # (prediction row or None, cache row or None, requests sent, cache hit)
-Entry = Tuple[dict[str, Any] | None, dict[str, Any] | None, int, bool]
+Entry = Tuple[dict[str, object] | None, dict[str, object] | None, int, bool]
 
 
 class ResultWriter(threading.Thread):
@@ -66,7 +66,7 @@ class ResultWriter(threading.Thread):
         if conn is not None:
             conn.close()
 
-    def put(self, pred: dict[str, Any], cache_row: dict[str, Any] | None, calls: int, hit: bool) -> None:
+    def put(self, pred: dict[str, object], cache_row: dict[str, object] | None, calls: int, hit: bool) -> None:
         """Queue one prediction row (with its cache row, requests not yet counted, cache hit or not).
 
         Raises:
