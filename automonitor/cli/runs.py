@@ -278,10 +278,12 @@ def new_run(
 
 
 def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: bool) -> None:
-    """Print the summary (JSON or one line); exit 1 with a resume hint when the run is not finished.
+    """Print the summary (JSON or one line); exit 1 with a resume hint when the run is not finished, and
+    exit 1 when it finished without one verdict (every answered sample ``invalid``, ``refusal`` or ``error``:
+    :func:`automonitor.runs.status.no_verdict_line`).
 
     Raises:
-        SystemExit: code 1 for an unfinished run.
+        SystemExit: code 1 for an unfinished run or a finished one with no verdict.
     """
     from automonitor.runs import runner
 
@@ -297,11 +299,15 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
             + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}\n"
         )
     if info["status"] == "finished":
-        from automonitor.runs.status import error_warning
+        from automonitor.runs.status import error_warning, no_verdict_line
 
         warning = error_warning(engine, run_id)
         if warning:
             print(warning, file=sys.stderr)  # one line: the share, the commonest cause
+        nothing = no_verdict_line(run_id, info["counts"])
+        if nothing:  # every answered sample unscored: no rate of this run means anything
+            print(nothing, file=sys.stderr)
+            raise SystemExit(1)
     if info["status"] != "finished":
         error = info.get("error")
         if info["status"] == "failed" and error and "fix:" in str(error):

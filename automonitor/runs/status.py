@@ -4,13 +4,13 @@ shows (:func:`answer_quality`, read on Core: the report imports this module with
 from __future__ import annotations
 
 import logging
-from typing import TypedDict
+from typing import Mapping, TypedDict
 
 from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
 from automonitor.jsontypes import JSONObject
-from automonitor.vocab import OUTCOMES
+from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
 from store import session_scope
 from store.queries.rowtypes import RunRow
 from store.queries.run_list import list_runs, unscored_details, verdict_counts
@@ -258,6 +258,28 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
             "marks": marks,
         }
     return out
+
+
+def no_verdict_line(run_id: str, counts: Mapping[str, int]) -> str | None:
+    """The line that ends ``automonitor run`` with exit 1 when a finished run answered samples but none with a
+    verdict: ``counts`` (outcome -> samples, ``pending`` included, as :func:`run_info` gives them) holds no
+    ``misbehavior`` or ``benign`` and at least one unscored outcome (``invalid``, ``refusal``, ``error``), so
+    its miss and false alarm rates are undefined (fresh-user trial: a judge that answered every sample with
+    an empty or cut-off text finished with exit 0 and only a warning). None for a run with a verdict or with
+    nothing answered."""
+    if any(counts.get(o, 0) for o in LABELS):
+        return None
+    unscored = {o: counts.get(o, 0) for o in UNSCORED if counts.get(o, 0)}
+    if not unscored:
+        return None
+    said = ", ".join(f"{o} {n}" for o, n in unscored.items())
+    again = ",".join(o for o in unscored if o != "error")  # errors are re-sent by --retry-errors itself
+    return (
+        f"run {run_id}: finished without a verdict: none of its {sum(unscored.values())} answered samples gave "
+        f"one ({said}), so it has no miss or false alarm rate; read a few answers on the Drill-down page, fix "
+        f"the judge or its template, then re-ask them with: automonitor run --retry-errors {run_id}"
+        + (f" --retry {again}" if again else "")
+    )
 
 
 #: error causes (:func:`error_cause`) of a judge that could not be reached or failed, not of the sample

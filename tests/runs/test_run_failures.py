@@ -501,3 +501,40 @@ def test_a_judge_that_only_times_out_stops_a_long_run_with_the_rest_pending(engi
     assert "no usable answer (timeouts or unreadable bodies)" in error and f"--resume {rid}" in error, error
     assert srv.base_url in error and "\n" not in error
     assert counts["pending"] > 10 and calls < 20 * retries.DEFAULT_MAX_ATTEMPTS
+
+
+def test_cli_run_whose_every_answer_is_unscored_exits_1_and_keeps_its_answers(db_url, engine):
+    """Fresh-user trial: a judge that answered every sample with a cut-off text finished with exit 0 and a
+    warning, so a script could not tell it from a good run. It stays ``finished`` (its answers kept, re-askable)
+    but the command exits 1 with one line saying it has no verdict and how to re-ask; a run with verdicts
+    among its invalid answers still exits 0."""
+    add_pairs(engine, 3)
+    args = ["run", "--monitor", "openai:m", "--template", "direct", "--quiet", "--param", "backoff_initial=0.01"]
+    with OpenAIFaultServer() as srv:
+        srv.force = "length"
+        r = run_cli([*args, "--base-url", srv.base_url, "--json"], db=db_url, env={"OPENAI_API_KEY": None})
+        assert r.returncode == 1, r.stderr
+        summary = json.loads(r.stdout)  # the summary is still printed
+        rid = summary["run_id"]
+        assert summary["counts"]["invalid"] == summary["n"] > 0
+        assert _status(engine, rid)[0] == "finished"
+        lines = [ln for ln in r.stderr.splitlines() if "finished without a verdict" in ln]
+        assert len(lines) == 1 and f"invalid {summary['n']}" in lines[0]
+        assert lines[0].endswith(f"--retry-errors {rid} --retry invalid")
+        srv.force = None  # the judge fixed: re-asking gives verdicts and exit 0
+        again_args = ["run", "--retry-errors", rid, "--retry", "invalid", "--quiet"]
+        again = run_cli(again_args, db=db_url, env={"OPENAI_API_KEY": None})
+    assert again.returncode == 0, again.stderr
+    assert "finished without a verdict" not in again.stderr
+
+
+def test_no_verdict_line_names_each_unscored_outcome_and_only_when_no_verdict():
+    from automonitor.runs.status import no_verdict_line
+
+    assert no_verdict_line("r", {"misbehavior": 0, "benign": 1, "invalid": 9, "pending": 0}) is None
+    assert no_verdict_line("r", {"misbehavior": 0, "benign": 0, "pending": 4}) is None  # nothing answered
+    line = no_verdict_line("r", {"misbehavior": 0, "benign": 0, "invalid": 2, "refusal": 1, "error": 3, "pending": 1})
+    assert line is not None and "none of its 6 answered samples" in line
+    assert "invalid 2, refusal 1, error 3" in line and line.endswith("--retry-errors r --retry invalid,refusal")
+    only_errors = no_verdict_line("r", {"misbehavior": 0, "benign": 0, "error": 2})
+    assert only_errors is not None and only_errors.endswith("--retry-errors r")

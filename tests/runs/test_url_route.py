@@ -39,9 +39,11 @@ def test_the_readme_url_command_is_the_one_tried():
         assert part in cmd, (part, cmd)
 
 
-def _sh(cmd: str, cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+def _sh(
+    cmd: str, cwd: Path, env: dict[str, str], timeout: float = 600, ok: tuple[int, ...] = (0,)
+) -> subprocess.CompletedProcess:
     r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, (cmd, r.stdout[-2000:], r.stderr[-2000:])
+    assert r.returncode in ok, (cmd, r.stdout[-2000:], r.stderr[-2000:])
     return r
 
 
@@ -61,7 +63,9 @@ def test_the_readme_url_command_runs_against_a_llama_cpp_server(tmp_path, llama_
     # log-probabilities over Gemma's 262k vocabulary cost seconds on a busy CPU) keep the test short
     cmd = readme_url_command().replace(README_URL, llama_server).replace("--limit 100", "--limit 2")
     cmd += " --param max_tokens=8"
-    run = _sh(cmd, tmp_path, env)
+    # exit 0 with a verdict among the answers; a base model cut at 8 tokens may give none, and then the command
+    # says so and exits 1 (a run without one verdict has no rates), the run still finished (checked below)
+    run = _sh(cmd, tmp_path, env, ok=(0, 1))
     rid = re.search(r"run_\w+", run.stdout + run.stderr)
     assert rid, run.stdout
     runs = json.loads(_sh("automonitor runs --json", tmp_path, env).stdout)
@@ -78,6 +82,9 @@ def test_the_readme_url_command_runs_against_a_llama_cpp_server(tmp_path, llama_
         ).all()
     engine.dispose()
     assert len(preds) == 2
+    verdicts = sum(outcome in ("misbehavior", "benign") for outcome, *_ in preds)
+    assert (run.returncode == 0) == (verdicts > 0), (run.returncode, [p[0] for p in preds])
+    assert ("finished without a verdict" in run.stderr) == (verdicts == 0), run.stderr
     for outcome, raw, reason, meta in preds:
         # whatever the small base model says, each sample gets one outcome read from its real answer,
         # never an error; a verdict only from an answer that starts with the verdict word
