@@ -72,7 +72,12 @@ def import_cmd(
 def export_cmd(
     file: str = typer.Argument(..., help="Output file; the format follows the extension."),
     fmt: str | None = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
-    split: str = typer.Option("test", "--split", help="test | train | all (filters gold samples)."),
+    split: str = typer.Option(
+        "test",
+        "--split",
+        help="test | train | controls (the benign-only controls, for the report's controls FAR) | all "
+        "(filters gold samples).",
+    ),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
     edition: str = typer.Option("paper", "--edition", help=f"{edition_choices()} (gold test samples of that edition)."),
     label_source: str | None = typer.Option(None, "--label-source", help="Only samples with this label provenance."),

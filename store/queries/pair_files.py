@@ -51,7 +51,7 @@ def export_samples(
     session: Session, *, split: str, status: str, edition: str | None = None, label_source: str | None = None
 ) -> list[Sample]:
     """The samples a pair-file export writes, unordered. ``status``: ``gold`` | ``candidate`` |
-    ``rejected`` | ``all``; ``split``: ``test`` | ``train`` | ``all``, filtering only samples that have a
+    ``rejected`` | ``all``; ``split``: ``test`` | ``train`` | ``controls`` | ``all``, filtering only samples that have a
     split (candidates have none); ``edition`` (gold ``test`` only): that edition's members
     (:func:`store.queries.samples.edition_filter`, which raises ``InputError`` for an unknown edition);
     ``label_source``: only that provenance. Gold ``test`` samples leave adjudicated pairs out (the paper

@@ -491,6 +491,41 @@ def test_shortfall_is_recorded_never_padded(small_built_sqlite):
         eng.dispose()
 
 
+def test_blind_export_of_the_controls_scores_a_system_on_them(built_sqlite, tmp_path):
+    """Fresh-user trial: ``export --blind`` gave only test (or train, or all mixed) samples, so a system scored
+    from a blind export (README, "Evaluate your monitor") never had the benign-only controls, and its report
+    showed a controls FAR of "-". ``--split controls`` writes exactly the controls, blind; the predictions
+    read back score them."""
+    from helpers import run_cli_in_process
+
+    path, _ = built_sqlite  # the small build has no controls
+    db = tmp_path / "store.db"
+    shutil.copyfile(path, db)
+    url = f"sqlite:///{db}"
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        controls = {r[0] for r in c.execute(sa.text("select id from sample where split = 'controls'"))}
+        assert controls and all(
+            p.startswith("controls:")
+            for (p,) in c.execute(sa.text("select pair_id from sample where split = 'controls'"))
+        )
+    eng.dispose()
+    out = tmp_path / "controls.jsonl"
+    r = run_cli_in_process(["export", str(out), "--blind", "--split", "controls", "--json"], db=url)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {x["sample_id"] for x in rows} == controls and len(rows) == len(controls)
+    assert all(list(x) == ["sample_id", "category", "task", "request", "response"] for x in rows)
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"sample_id": x["sample_id"], "outcome": "benign"}) + "\n" for x in rows))
+    imp = run_cli_in_process(["predictions", "import", str(preds), "--monitor", "mine", "--json"], db=url)
+    assert imp.returncode == 0, imp.stderr
+    rep = run_cli_in_process(["report", "--json", "--n-boot", "10"], db=url)
+    assert rep.returncode == 0, rep.stderr
+    run = next(x for x in json.loads(rep.stdout)["runs"] if x["monitor"] == "mine")
+    assert run["controls"]["n"] == len(controls) and run["controls"]["far"] == 0.0
+
+
 def test_build_cli_errors_exit_2(cli, tmp_path, raw_dir):
     db = f"sqlite:///{tmp_path / 'store.db'}"
     missing = tmp_path / "nowhere"

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
     from store.models import Sample
 
-EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "all")
+#: ``controls``: the benign-only control samples (pair ids ``controls:...``), whose false alarm rate the report
+#: shows beside the test set's; a system scored from a blind export needs them exported too (fresh-user trial)
+EXPORT_SPLITS: tuple[str, ...] = ("test", "train", "controls", "all")
 EXPORT_STATUSES: tuple[str, ...] = ("gold", "candidate", "rejected", "all")
 
 
