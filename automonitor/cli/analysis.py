@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, List
 
@@ -95,6 +96,8 @@ def report_cmd(
             raise InputError("--format html writes a file: give --output FILE", field="--output")
         if output and not (fmt or json_out):
             raise InputError("--output needs --json or --format", field="--output")
+        if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):  # said before the report
+            raise InputError("the directory does not exist", file=output, field="--output")
         pairs = _parse_compare(compare)
         if pairs:
             run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None
@@ -127,7 +130,12 @@ def report_cmd(
             if fmt == "html":
                 from automonitor.views import report_html
 
-                size = report_html.write(engine, rep, str(output))
+                try:
+                    size = report_html.write(engine, rep, str(output))
+                except OSError as exc:  # a directory, no permission, a full disk: named, not a traceback
+                    raise InputError(
+                        f"cannot write it: {exc.strerror or exc}", file=str(output), field="--output"
+                    ) from None
                 err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
                 return
             _emit_report(rep, json_out, fmt, with_audit, output, engine)
@@ -237,8 +245,11 @@ def _emit_report(
         if output is None:
             typer.echo(out, nl=False)
         else:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(out)
+            try:
+                with open(output, "w", encoding="utf-8") as fh:
+                    fh.write(out)
+            except OSError as exc:  # a directory, no permission, a full disk: named, not a traceback
+                raise InputError(f"cannot write it: {exc.strerror or exc}", file=output, field="--output") from None
             err_console.print(f"wrote {output}")
         return
     _print_rich(rep, engine)

@@ -178,6 +178,21 @@ def test_report_bad_usage_exits_2(cli, store):
         assert needle in r.stderr and r.stdout == ""
 
 
+def test_report_to_a_folder_that_is_not_there_exits_2_before_the_report(cli, store, tmp_path):
+    """Fresh-user trial: ``report --format html -o /nonexistent/dir/r.html`` built the whole report, then
+    printed ``error: FileNotFoundError`` and exited 1. It is a usage error, said before any work; an output
+    path the command cannot write (a directory) is named too."""
+    url, _ = store
+    missing = tmp_path / "not-there" / "r.html"
+    for args in (["--format", "html"], ["--json"], ["--format", "markdown"]):
+        r = cli(["report", *args, "--output", str(missing)], db=url)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "the directory does not exist" in r.stderr and str(missing) in r.stderr and "--output" in r.stderr
+        assert "Traceback" not in r.stderr and "FileNotFoundError" not in r.stderr and not missing.parent.exists()
+    r = cli(["report", "--json", "--output", str(tmp_path)], db=url)  # a directory, not a file
+    assert r.returncode == 2 and "cannot write it" in r.stderr and "--output" in r.stderr, r.stderr
+
+
 def _report_dict():
     rows = []
     for rid, mon, tpl, fm, fb in RUNS:
