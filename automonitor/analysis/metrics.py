@@ -173,7 +173,8 @@ def wilson_interval_array(
         n: trials, array-like broadcastable with ``k`` (``k <= n``).
         confidence: two-sided coverage, default 0.95.
     Returns:
-        ``(lo, hi)`` float arrays clipped to [0, 1]; ``nan`` where ``n == 0``.
+        ``(lo, hi)`` float arrays clipped to [0, 1], ``lo`` exactly 0 where ``k == 0`` and ``hi`` exactly 1
+        where ``k == n``; ``nan`` where ``n == 0``.
     """
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -184,8 +185,10 @@ def wilson_interval_array(
         denom = 1.0 + z2n
         centre = (p + z2n / 2.0) / denom
         half = z / denom * np.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n))
-        lo = np.clip(centre - half, 0.0, 1.0)
-        hi = np.clip(centre + half, 0.0, 1.0)
+        # the bounds are exactly 0 at k = 0 and 1 at k = n (centre -/+ half is then z2n/(2 denom) -/+ the same,
+        # and (1 + z2n) / denom); floating point left 0.9999999999999998 in reports (fresh-user trial)
+        lo = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+        hi = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
     lo = np.where(n > 0, lo, np.nan)
     hi = np.where(n > 0, hi, np.nan)
     return lo, hi

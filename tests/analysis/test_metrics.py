@@ -144,6 +144,8 @@ def test_wilson_hand_value_and_edges():
     lo, hi = mt.wilson_interval(0, 10)
     assert lo == 0.0 and hi == pytest.approx(z2 / (10 + z2))  # closed form for k = 0
     assert mt.wilson_interval(0, 0) is None
+    for n in range(1, 400):  # the closed bounds are exact, not 0.9999999999999998 (fresh-user trial)
+        assert mt.wilson_interval(n, n)[1] == 1.0 and mt.wilson_interval(0, n)[0] == 0.0
     with pytest.raises(ValueError):
         mt.wilson_interval(5, 3)
     s = confusion_counts([M] * 4, [B, B, M, M])
