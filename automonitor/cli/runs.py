@@ -301,13 +301,13 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
     if info["status"] == "finished":
         from automonitor.runs.status import error_warning, no_verdict_line
 
+        nothing = no_verdict_line(run_id, info["counts"])
+        if nothing:  # every answered sample unscored: no rate of this run means anything (said once, not warned too)
+            print(nothing, file=sys.stderr)
+            raise SystemExit(1)
         warning = error_warning(engine, run_id)
         if warning:
             print(warning, file=sys.stderr)  # one line: the share, the commonest cause
-        nothing = no_verdict_line(run_id, info["counts"])
-        if nothing:  # every answered sample unscored: no rate of this run means anything
-            print(nothing, file=sys.stderr)
-            raise SystemExit(1)
     if info["status"] != "finished":
         error = info.get("error")
         if info["status"] == "failed" and error and "fix:" in str(error):

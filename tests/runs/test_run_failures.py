@@ -520,6 +520,7 @@ def test_cli_run_whose_every_answer_is_unscored_exits_1_and_keeps_its_answers(db
         assert _status(engine, rid)[0] == "finished"
         lines = [ln for ln in r.stderr.splitlines() if "finished without a verdict" in ln]
         assert len(lines) == 1 and f"invalid {summary['n']}" in lines[0]
+        assert "warning: run" not in r.stderr, r.stderr  # said once: not the 100%-invalid warning beside it
         assert lines[0].endswith(f"--retry-errors {rid} --retry invalid")
         srv.force = None  # the judge fixed: re-asking gives verdicts and exit 0
         again_args = ["run", "--retry-errors", rid, "--retry", "invalid", "--quiet"]
