@@ -51,8 +51,8 @@ def export_samples(
     session: Session, *, split: str, status: str, edition: str | None = None, label_source: str | None = None
 ) -> list[Sample]:
     """The samples a pair-file export writes, unordered. ``status``: ``gold`` | ``candidate`` |
-    ``rejected`` | ``all``; ``split``: ``test`` | ``train`` | ``controls`` | ``all``, filtering only samples that have a
-    split (candidates have none); ``edition`` (gold ``test`` only): that edition's members
+    ``rejected`` | ``all``; ``split``: ``test`` | ``train`` | ``controls`` | ``all``, ``test`` and ``train``
+    filtering only samples that have a split (candidates have none), ``controls`` only the controls; ``edition`` (gold ``test`` only): that edition's members
     (:func:`store.queries.samples.edition_filter`, which raises ``InputError`` for an unknown edition);
     ``label_source``: only that provenance. Gold ``test`` samples leave adjudicated pairs out (the paper
     mirror; they belong to edition ``verified``). The values are trusted (the caller checks them)."""
@@ -65,7 +65,9 @@ def export_samples(
         q = q.where(*edition_filter(session, edition))
     if status != "all":
         q = q.where(col(Sample.status) == status)
-    if split != "all":
+    if split == "controls":  # the benign-only controls only: never a candidate (no split) beside them
+        q = q.where(col(Sample.split) == split)
+    elif split != "all":
         q = q.where(sa.or_(col(Sample.split) == split, col(Sample.split).is_(None)))
     if split == "test" and status == "gold":
         q = q.where(col(Sample.label_source) != "adjudicated")

@@ -516,6 +516,11 @@ def test_blind_export_of_the_controls_scores_a_system_on_them(built_sqlite, tmp_
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert {x["sample_id"] for x in rows} == controls and len(rows) == len(controls)
     assert all(list(x) == ["sample_id", "category", "task", "request", "response"] for x in rows)
+    every = tmp_path / "every.jsonl"  # any status: still only the controls (never a candidate, which has no split)
+    r = run_cli_in_process(["export", str(every), "--split", "controls", "--status", "all"], db=url)
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(line) for line in every.read_text(encoding="utf-8").splitlines()]
+    assert {x["sample_id"] for x in got} == controls and {x["label"] for x in got} == {"benign"}
     preds = tmp_path / "preds.jsonl"
     preds.write_text("".join(json.dumps({"sample_id": x["sample_id"], "outcome": "benign"}) + "\n" for x in rows))
     imp = run_cli_in_process(["predictions", "import", str(preds), "--monitor", "mine", "--json"], db=url)
