@@ -58,6 +58,18 @@ class NotFound(AutomonitorError, LookupError):
     """A named run, sample, user or item does not exist in the store."""
 
 
+def require_folder(path: str | os.PathLike[str], field: str | None = None) -> None:
+    """Refuse an output file whose folder is not there, before any work (nothing is created).
+
+    Raises:
+        InputError: ``path``'s parent folder does not exist (names ``path`` and ``field`` when given).
+    """
+    from pathlib import Path
+
+    if not Path(path).parent.exists():
+        raise InputError("the directory does not exist", file=str(path), field=field)
+
+
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@/\s]+@", re.IGNORECASE)
 _BEARER = re.compile(r"(?P<head>\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.annotation.accounts import Account
 from automonitor.annotation.queries import assignment_rows as store_rows
-from automonitor.errors import InputError
+from automonitor.errors import InputError, require_folder
 from store import session_scope
 from store.queries import annotation as store
 
@@ -79,8 +79,7 @@ def export_assignments(
     unknown annotator or a missing directory (nothing written).
     """
     path = Path(path)
-    if not path.parent.exists():
-        raise InputError("the directory does not exist", file=str(path))
+    require_folder(path)
     rows = assignment_rows(engine, actor, annotator)
     fd, tmp = tempfile.mkstemp(prefix=".assignments-", dir=str(path.parent))
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, List
 
@@ -18,7 +17,7 @@ from automonitor.cli.common import (
     open_store,
     rich_table,
 )
-from automonitor.errors import InputError
+from automonitor.errors import InputError, require_folder
 from automonitor.vocab import EDITIONS, INVALID_POLICIES
 
 if TYPE_CHECKING:
@@ -96,8 +95,8 @@ def report_cmd(
             raise InputError("--format html writes a file: give --output FILE", field="--output")
         if output and not (fmt or json_out):
             raise InputError("--output needs --json or --format", field="--output")
-        if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):  # said before the report
-            raise InputError("the directory does not exist", file=output, field="--output")
+        if output:  # a missing folder is said before the report is computed
+            require_folder(output, field="--output")
         pairs = _parse_compare(compare)
         if pairs:
             run = list(dict.fromkeys((run or []) + [x for p in pairs for x in p])) if run else None

@@ -15,7 +15,7 @@ from automonitor import vocab
 from automonitor.data.pairfiles.read import SampleContent, sample_content
 from automonitor.data.records import check_csv_mode, csv_cell_out, detect_format
 from automonitor.data.row_models import PAIR_FIELDS
-from automonitor.errors import InputError
+from automonitor.errors import InputError, require_folder
 from automonitor.jsontypes import JSONObject
 from store import session_scope
 from store.queries.pair_files import export_samples
@@ -189,8 +189,7 @@ def check_export_options(
     """Validate export options before touching a store; returns the format. Raises ``InputError``."""
     fmt = detect_format(str(path), None, fmt)
     _check_filters(split, status)
-    if not Path(path).parent.exists():
-        raise InputError("the directory does not exist", file=str(path))
+    require_folder(path)
     return fmt
 
 
