@@ -73,9 +73,9 @@ def tradeoff_figure(
     ``size_col`` (e.g. ``usd_per_1k``): marker area proportional to that column (cost), 8-34 px.
     ``localisation`` (frame ``run_id, localised_share, localised, loc_tp`` from
     :func:`automonitor.views.tradeoff.localisation_shares`): runs are also coloured by their localised
-    hits share (:func:`localisation_trace`, a 0-1 colour scale on top of their markers).
+    hits share (:func:`_localisation_spec`, a 0-1 colour scale on top of their markers).
     ``include_incomplete``: cancelled / partial runs were allowed onto the Pareto front
-    (``honest_points(include_incomplete=True)``); their legend and hover say so (:func:`incomplete_trace`).
+    (``honest_points(include_incomplete=True)``); their legend and hover say so (:func:`_incomplete_spec`).
     ``hover_action``: the grey text at the side of each run's hover, :data:`CLICK_HINT` where a click opens
     the drill-down (the app); ``""`` where nothing happens on a click (a static HTML report).
     ``view_lines``: the runs of one monitor and template judged under several monitor views (column
@@ -317,17 +317,10 @@ def view_line_count(points: pd.DataFrame) -> int:
     return len(_view_specs(pts)) if not pts.empty else 0
 
 
-def front_traces(points: pd.DataFrame, front: Sequence[str]) -> list[go.Scatter]:
+def _front_specs(points: pd.DataFrame, front: Sequence[str]) -> list[TraceSpec]:
     """Per edition among the ``front`` run ids of ``points``: the staircase line of its Pareto front
     (dashed differently per edition, named "Pareto front (<edition>)" when there are several) and green
-    rings on its points (at their drawn positions)."""
-    import plotly.graph_objects as go
-
-    return [go.Scatter(**t) for t in _front_specs(points, front)]
-
-
-def _front_specs(points: pd.DataFrame, front: Sequence[str]) -> list[TraceSpec]:
-    """:func:`front_traces` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
+    rings on its points (at their drawn positions). As ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     on = points[points["run_id"].isin(set(front))]
     editions = sorted(on["edition"].unique())
     traces: list[TraceSpec] = []
@@ -416,28 +409,6 @@ def _hover_customdata(d: pd.DataFrame) -> list[tuple[Any, ...]]:
     )
 
 
-def run_trace(
-    d: pd.DataFrame,
-    template: str,
-    eligible: bool,
-    *,
-    all_points: pd.DataFrame,
-    size_col: str | None = None,
-    hover_action: str = CLICK_HINT,
-    others: Sequence[tuple[float, float]] = (),
-) -> go.Scatter:
-    """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
-    "(too few samples)" in the name and hover) runs ``d``, at their drawn positions, with text labels
-    when ``d`` has a ``label`` column and marker sizes by ``size_col`` scaled over ``all_points``."""
-    import plotly.graph_objects as go
-
-    return go.Scatter(
-        **_run_spec(
-            d, template, eligible, all_points=all_points, size_col=size_col, hover_action=hover_action, others=others
-        )
-    )
-
-
 def _run_spec(
     d: pd.DataFrame,
     template: str,
@@ -448,7 +419,10 @@ def _run_spec(
     hover_action: str = CLICK_HINT,
     others: Sequence[tuple[float, float]] = (),
 ) -> TraceSpec:
-    """The trace of :func:`run_trace` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
+    """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
+    "(too few samples)" in the name and hover) runs ``d``, at their drawn positions, with text labels
+    when ``d`` has a ``label`` column and marker sizes by ``size_col`` scaled over ``all_points``. As
+    ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     color = TEMPLATE_COLORS.get(template, "#6b7280")
     has_text = "label" in d
     size: float | list[float] = marker_sizes(d, size_col, all_points) if size_col else 11
@@ -489,24 +463,15 @@ def _run_spec(
 LOCALISATION_LEGEND = "colour: localised hits share (runs with gold spans)"
 
 
-def localisation_trace(
+def _localisation_spec(
     pts: pd.DataFrame, localisation: pd.DataFrame, *, hover_action: str = CLICK_HINT
-) -> go.Scatter | None:
+) -> TraceSpec | None:
     """Runs coloured by the share of their true positives whose evidence overlaps a gold span (issue
     21.3): markers at the runs' drawn positions, colour = ``localised_share`` on a 0-1 scale (Viridis,
     colour bar "localised hits"), hover with localised / TP, ``customdata[0]`` the run id (a click opens
     the drill-down as for any run). Runs without a share (no evidence, no gold spans, no TP) are not in
-    it and keep their template colour. ``None`` when no run has a share."""
-    import plotly.graph_objects as go
-
-    spec = _localisation_spec(pts, localisation, hover_action=hover_action)
-    return None if spec is None else go.Scatter(**spec)
-
-
-def _localisation_spec(
-    pts: pd.DataFrame, localisation: pd.DataFrame, *, hover_action: str = CLICK_HINT
-) -> TraceSpec | None:
-    """The trace of :func:`localisation_trace` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
+    it and keep their template colour. ``None`` when no run has a share. As ``Scatter`` keyword arguments
+    (:data:`TraceSpec`)."""
     d = pts.merge(localisation, on="run_id", how="inner")
     d = d[d["localised_share"].notna()]
     if d.empty:
@@ -546,19 +511,12 @@ INCOMPLETE_LEGEND = {
 }
 
 
-def incomplete_trace(d: pd.DataFrame, *, included: bool = False, hover_action: str = CLICK_HINT) -> go.Scatter:
+def _incomplete_spec(d: pd.DataFrame, *, included: bool = False, hover_action: str = CLICK_HINT) -> TraceSpec:
     """Cancelled or partial runs (``status_text`` from ``honest_points``): grey crosses in one trace, no
     error bars, named in the legend by :data:`INCOMPLETE_LEGEND` of ``included`` ("(not on the front)",
     or "(may enter the front)" when the page lets them enter the Pareto front); the hover says which
     (e.g. "cancelled"), that its rates rest on the samples judged before it stopped, and whether it is
-    left off the front or, ``included``, allowed on it."""
-    import plotly.graph_objects as go
-
-    return go.Scatter(**_incomplete_spec(d, included=included, hover_action=hover_action))
-
-
-def _incomplete_spec(d: pd.DataFrame, *, included: bool = False, hover_action: str = CLICK_HINT) -> TraceSpec:
-    """The trace of :func:`incomplete_trace` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
+    left off the front or, ``included``, allowed on it. As ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     status = [plot_text(x) for x in (d["status_text"] if "status_text" in d else [""] * len(d))]
     custom = [tuple(c) + (s,) for c, s in zip(_hover_customdata(d), status)]
     front = " included in the Pareto front on request (Options)" if included else " not on the front unless included"
@@ -582,27 +540,16 @@ def _incomplete_spec(d: pd.DataFrame, *, included: bool = False, hover_action: s
     )
 
 
-def reported_traces(
-    reported: pd.DataFrame,
-    others: Sequence[tuple[float, float]] = (),
-    positions: Sequence[str | None] | None = None,
-) -> list[go.Scatter]:
-    """The six reported points, one trace per template: black diamonds (filled for ``evidence*``, open
-    otherwise) labelled with the monitor (or ``label``), no run id; legend :data:`REPORTED_LEGEND` and a
-    hover saying they come from a secondary summary, not the paper's v2 text, and are not measured.
-    ``positions``: each point's label position from :func:`label_layout` (``None``: no room, no label),
-    else :func:`label_positions` among ``others``."""
-    import plotly.graph_objects as go
-
-    return [go.Scatter(**t) for t in _reported_specs(reported, others=others, positions=positions)]
-
-
 def _reported_specs(
     reported: pd.DataFrame,
     others: Sequence[tuple[float, float]] = (),
     positions: Sequence[str | None] | None = None,
 ) -> list[TraceSpec]:
-    """The traces of :func:`reported_traces` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
+    """The six reported points, one trace per template: black diamonds (filled for ``evidence*``, open
+    otherwise) labelled with the monitor (or ``label``), no run id; legend :data:`REPORTED_LEGEND` and a
+    hover saying they come from a secondary summary, not the paper's v2 text, and are not measured.
+    ``positions``: each point's label position from :func:`label_layout` (``None``: no room, no label),
+    else :func:`label_positions` among ``others``. As ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     reported = reported.reset_index(drop=True)
     placed: Sequence[str | None] = (
         positions
