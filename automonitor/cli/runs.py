@@ -113,8 +113,11 @@ def run_cmd(
     quiet = quiet or is_quiet()  # -q (taken by the root group) means --quiet here too: errors only on stderr
     engine = open_store()
     params = _parse_params(param)
-    _apply_repeat(params, repeat, resume, retry_errors)
-    _apply_retries(params, retries, resume, retry_errors)
+    for name, value in (("repeat", repeat), ("retries", retries)):
+        if value is not None and (resume or retry_errors):
+            raise InputError(f"--{name} applies to a new run, not to --resume/--retry-errors", field=name)
+    _apply_repeat(params, repeat)
+    _apply_retries(params, retries)
     view_given = view != "full" or bool(source)
     if (resume or retry_errors) and view_given:
         raise InputError("--view/--source apply to a new run (a run keeps the view it was created with)", field="view")
@@ -163,34 +166,28 @@ def _report_interrupted(engine: Engine, run_id: str) -> None:
     raise SystemExit(INTERRUPTED_EXIT)
 
 
-def _apply_repeat(params: dict[str, Any], repeat: int | None, resume: str | None, retry_errors: str | None) -> None:
-    """Put ``--repeat K`` into ``params`` (a new run only).
+def _apply_repeat(params: dict[str, Any], repeat: int | None) -> None:
+    """Put ``--repeat K`` into ``params`` (a new run's).
 
     Raises:
-        InputError: with --resume/--retry-errors, or K < 1.
+        InputError: K < 1.
     """
     if repeat is None:
         return
-    if resume or retry_errors:
-        raise InputError("--repeat applies to a new run, not to --resume/--retry-errors", field="repeat")
     if repeat < 1:
         raise InputError("--repeat must be at least 1", field="repeat")
     params["repeat"] = repeat
 
 
-def _apply_retries(
-    params: dict[str, object], retries: int | None, resume: str | None, retry_errors: str | None
-) -> None:
-    """Put ``--retries N`` into ``params`` as ``max_attempts`` N + 1 (a new run only).
+def _apply_retries(params: dict[str, object], retries: int | None) -> None:
+    """Put ``--retries N`` into ``params`` as ``max_attempts`` N + 1 (a new run's: a resumed run keeps its
+    parameters).
 
     Raises:
-        InputError: with --resume/--retry-errors (a run keeps its parameters), N < 0, or a
-            ``--param max_attempts`` that says otherwise.
+        InputError: N < 0, or a ``--param max_attempts`` that says otherwise.
     """
     if retries is None:
         return
-    if resume or retry_errors:
-        raise InputError("--retries applies to a new run, not to --resume/--retry-errors", field="retries")
     if retries < 0:
         raise InputError("--retries must be 0 or more", field="retries")
     if "max_attempts" in params and params["max_attempts"] != retries + 1:
