@@ -37,7 +37,7 @@ from typing import IO, Annotated, Collection, Iterable, Iterator, TypeVar
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from automonitor.errors import AutomonitorError, InputError
-from automonitor.jsontypes import JSONObject, JSONValue
+from automonitor.jsontypes import JSONValue, unique_keys
 
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
 EXTENSIONS: dict[str, str] = {
@@ -288,15 +288,6 @@ def meta_problem(meta: object, field: str = "meta") -> str:
     return ""
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, JSONValue]]) -> JSONObject:
-    out: JSONObject = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key '{k}'")
-        out[k] = v
-    return out
-
-
 def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> JSONValue:
     """Strict ``json.loads``: duplicate object keys raise ``ValueError``; nesting deeper than ``max_depth``
     and non-finite numbers (``NaN``, ``Infinity``, ``1e999``) raise :class:`JSONLimitError` (a
@@ -304,7 +295,7 @@ def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> JSONValue:
     deep, key = _depth_exceeded(text, max_depth)
     if deep:
         raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key)
-    obj: JSONValue = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=_no_duplicate_keys)
+    obj: JSONValue = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=unique_keys)
     bad = nonfinite_path(obj)
     if bad is not None:
         raise JSONLimitError(

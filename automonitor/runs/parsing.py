@@ -49,6 +49,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Iterable, Mapping, NoReturn
 
 from automonitor.runs.answers import (
@@ -62,7 +63,7 @@ from automonitor.runs.answers import (
 )
 from automonitor.runs.answers import norm_category as _norm_category
 from automonitor.errors import AutomonitorError
-from automonitor.jsontypes import JSONObject, JSONValue
+from automonitor.jsontypes import JSONObject, JSONValue, unique_keys
 from automonitor.vocab import Label, Outcome
 from automonitor.vocab import MONITOR_SEVERITIES as SEVERITIES  # a monitor may say none
 
@@ -820,18 +821,6 @@ class _NotStrictJson(ValueError, AutomonitorError):
     """A text that Python's decoder accepts but RFC 8259 JSON does not allow in an answer."""
 
 
-def _unique_keys(pairs: list[tuple[str, JSONValue]]) -> JSONObject:
-    """``object_pairs_hook`` refusing an object that names a key twice (RFC 8259 4: names SHOULD be
-    unique; a decoder keeps one of them silently, so ``{"verdict": "benign", "verdict": "misbehavior"}``
-    would say whichever the decoder picks)."""
-    seen: JSONObject = {}
-    for k, v in pairs:
-        if k in seen:
-            raise _NotStrictJson(f"duplicate key {k!r}")
-        seen[k] = v
-    return seen
-
-
 def _no_constant(name: str) -> NoReturn:
     """``parse_constant`` refusing ``NaN``/``Infinity``/``-Infinity`` (not JSON, RFC 8259 6)."""
     raise _NotStrictJson(f"{name} is not a JSON value")
@@ -845,7 +834,8 @@ def strict_json_loads(text: str) -> JSONValue:
         ValueError: malformed JSON, a duplicate key or a non-JSON constant (the message names it).
         RecursionError: nesting too deep for the decoder.
     """
-    value: JSONValue = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    hook = partial(unique_keys, error=_NotStrictJson)
+    value: JSONValue = json.loads(text, object_pairs_hook=hook, parse_constant=_no_constant)
     return value
 
 
