@@ -59,15 +59,19 @@ class NotFound(AutomonitorError, LookupError):
 
 
 def require_folder(path: str | os.PathLike[str], field: str | None = None) -> None:
-    """Refuse an output file whose folder is not there, before any work (nothing is created).
+    """Refuse an output file whose folder is not there, or a path that is a folder, before any work (nothing
+    is created).
 
     Raises:
-        InputError: ``path``'s parent folder does not exist (names ``path`` and ``field`` when given).
+        InputError: ``path``'s parent folder does not exist, or ``path`` is a folder (names ``path`` and
+            ``field`` when given).
     """
     from pathlib import Path
 
     if not Path(path).parent.exists():
         raise InputError("the directory does not exist", file=str(path), field=field)
+    if Path(path).is_dir():
+        raise InputError("cannot write it: it is a directory, give a file name", file=str(path), field=field)
 
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)

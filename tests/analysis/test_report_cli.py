@@ -189,8 +189,9 @@ def test_report_to_a_folder_that_is_not_there_exits_2_before_the_report(cli, sto
         assert r.returncode == 2, (args, r.stderr)
         assert "the directory does not exist" in r.stderr and str(missing) in r.stderr and "--output" in r.stderr
         assert "Traceback" not in r.stderr and "FileNotFoundError" not in r.stderr and not missing.parent.exists()
-    r = cli(["report", "--json", "--output", str(tmp_path)], db=url)  # a directory, not a file
+    r = cli(["report", "--json", "--output", str(tmp_path)], db=url)  # a directory, not a file: before any work
     assert r.returncode == 2 and "cannot write it" in r.stderr and "--output" in r.stderr, r.stderr
+    assert "it is a directory" in r.stderr
 
 
 def _report_dict():

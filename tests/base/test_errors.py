@@ -57,3 +57,18 @@ def test_every_product_exception_derives_from_the_root():
 def test_exit_codes_come_from_one_table(exc, code):
     assert exit_code(exc) == code
     assert set(EXIT_CODES) == {InputError, NotFound, PermissionDenied}
+
+
+def test_require_folder_refuses_a_missing_folder_and_a_folder_given_as_the_file(tmp_path):
+    """Every output file (export, assignments export, report --output) is checked before any work: its folder
+    must exist and the path must not be a folder; the error names the path and the option."""
+    from automonitor.errors import require_folder
+
+    require_folder(tmp_path / "out.json", field="--output")  # a file in an existing folder: fine
+    with pytest.raises(InputError, match="the directory does not exist") as e:
+        require_folder(tmp_path / "nope" / "out.json", field="--output")
+    assert e.value.file == str(tmp_path / "nope" / "out.json") and e.value.field == "--output"
+    with pytest.raises(InputError, match="it is a directory") as e:
+        require_folder(tmp_path, field="--output")
+    assert e.value.file == str(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing created
