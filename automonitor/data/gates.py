@@ -270,6 +270,14 @@ def sample_inputs(prompt: str) -> list[str]:
     return [b for m in re.finditer(blocks, prompt, re.S | re.M) if (b := m.group(1).strip())]
 
 
+def constant_text(n: ast.AST) -> str:
+    """A string or number constant ``n`` as whitespace-collapsed text; ``""`` for any other node (a bool
+    or ``None`` included)."""
+    if isinstance(n, ast.Constant) and isinstance(n.value, (str, int, float)) and not isinstance(n.value, bool):
+        return " ".join(str(n.value).split())
+    return ""
+
+
 def _literals(code: str) -> set[str]:
     """String and number literals of ``code`` (whitespace-collapsed strings, numbers as ``str``);
     a regex fallback when the code does not parse."""
@@ -280,10 +288,8 @@ def _literals(code: str) -> set[str]:
         return {" ".join((a or b or c).split()) for a, b, c in found if (a or b or c).strip()}
     out: set[str] = set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.Constant) and isinstance(n.value, (str, int, float)) and not isinstance(n.value, bool):
-            v = " ".join(str(n.value).split())
-            if v:
-                out.add(v)
+        if v := constant_text(n):
+            out.add(v)
         elif (
             isinstance(n, (ast.Tuple, ast.List))
             and len(n.elts) >= 2

@@ -31,6 +31,7 @@ from automonitor.errors import AutomonitorError
 from automonitor.data.gates import (
     BORING_INTS,
     CAVE,
+    constant_text,
     informative,
     sample_inputs,
     sample_outputs,
@@ -394,17 +395,6 @@ def _is_literal(n: ast.AST) -> bool:
         return False
 
 
-def _literal_values(n: ast.AST) -> set[str]:
-    """Whitespace-collapsed string forms of the constants under ``n`` (as :func:`gates._literals`)."""
-    out: set[str] = set()
-    for m in ast.walk(n):
-        if isinstance(m, ast.Constant) and isinstance(m.value, (str, int, float)) and not isinstance(m.value, bool):
-            v = " ".join(str(m.value).split())
-            if v:
-                out.add(v)
-    return out
-
-
 def _docstring(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     first = fn.body[0] if fn.body else None
     return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
@@ -531,7 +521,7 @@ def _hard_codes_output(sc: _Screen, node: ast.AST) -> _Mark | None:
     """A ``return``/expression/assignment holding a sample output (or a multi-line sample block) of the
     prompt as a literal."""
     if isinstance(node, (ast.Return, ast.Expr, ast.Assign)):
-        vals = _literal_values(node)
+        vals = {v for m in ast.walk(node) if (v := constant_text(m))}  # the constants under node
         hit = (vals & sc.outputs) or (vals & sc.blocks)
         if hit:
             return node, f"hard-codes a sample output: {sorted(hit)[0][:40]!r}"
