@@ -118,19 +118,8 @@ def tradeoff_figure_json(
 ) -> str:
     """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the
     plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out."""
-    traces, layout = tradeoff_specs(
-        points,
-        reported=reported,
-        front=front,
-        title=None,
-        height=height,
-        size_col=None,
-        localisation=None,
-        include_incomplete=False,
-        hover_action=hover_action,
-        view_lines=True,
-    )
-    text: str = figure_of(traces, layout).to_json()
+    fig = tradeoff_figure(points, reported=reported, front=front, height=height, hover_action=hover_action)
+    text: str = fig.to_json()
     return text
 
 
