@@ -39,7 +39,7 @@ _RUN_HOVER = (
 CLICK_HINT = "click to drill down"
 
 #: The Trade-off page's toggle that draws or hides the dotted lines joining one monitor's runs under several
-#: monitor views (``tradeoff_figure(view_lines=...)``, :func:`view_traces`).
+#: monitor views (``tradeoff_figure(view_lines=...)``, :func:`_view_specs`).
 VIEW_LINES_LABEL = "Join each monitor's views"
 
 
@@ -79,7 +79,7 @@ def tradeoff_figure(
     ``hover_action``: the grey text at the side of each run's hover, :data:`CLICK_HINT` where a click opens
     the drill-down (the app); ``""`` where nothing happens on a click (a static HTML report).
     ``view_lines``: the runs of one monitor and template judged under several monitor views (column
-    ``view``, ``run --view``) are joined by a dotted line in view order (:func:`view_traces`).
+    ``view``, ``run --view``) are joined by a dotted line in view order (:func:`_view_specs`).
     """
     traces, layout = tradeoff_specs(
         points,
@@ -262,18 +262,11 @@ def _drawable_points(points: pd.DataFrame) -> pd.DataFrame:
     return pts
 
 
-def view_traces(points: pd.DataFrame) -> list[go.Scatter]:
-    """One dotted grey line per (monitor, template) whose runs in ``points`` cover at least two monitor
-    views (column ``view``): through its points in :data:`automonitor.vocab.VIEWS` order (the newest run of
-    a view, i.e. the last row, stands for it), at their drawn positions, the views named on hover.
-    ``[]`` without a ``view`` column or such a group."""
-    import plotly.graph_objects as go
-
-    return [go.Scatter(**t) for t in _view_specs(points)]
-
-
 def _view_specs(points: pd.DataFrame) -> list[TraceSpec]:
-    """:func:`view_traces` as ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
+    """One dotted grey line (``Scatter`` keyword arguments, :data:`TraceSpec`) per (monitor, template) whose
+    runs in ``points`` cover at least two monitor views (column ``view``): through its points in
+    :data:`automonitor.vocab.VIEWS` order (the newest run of a view, i.e. the last row, stands for it), at
+    their drawn positions, the views named on hover. ``[]`` without a ``view`` column or such a group."""
     if "view" not in points or points.empty:
         return []
     order = {v: i for i, v in enumerate(VIEWS)}
@@ -300,7 +293,7 @@ def _view_specs(points: pd.DataFrame) -> list[TraceSpec]:
 
 def view_line_count(points: pd.DataFrame) -> int:
     """How many view lines :func:`tradeoff_figure` draws for ``points`` with ``view_lines=True`` (one per
-    monitor and template judged under at least two views; :func:`view_traces`): the Trade-off page offers
+    monitor and template judged under at least two views; :func:`_view_specs`): the Trade-off page offers
     its :data:`VIEW_LINES_LABEL` toggle only where this is above 0."""
     pts = _drawable_points(points)
     return len(_view_specs(pts)) if not pts.empty else 0

@@ -26,8 +26,6 @@ import gzip
 import os
 from typing import Any, Sequence
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 from sqlalchemy.engine import Engine
 
@@ -38,7 +36,7 @@ from automonitor.analysis.report_format import errata_lines, run_metric_table
 from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.data.audit.report_md import fmt2
-from automonitor.views import esc, highlight_html, tradeoff_figure, tradeoff_points
+from automonitor.views import esc, highlight_html, tradeoff_points
 from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points, small_runs_note
 from automonitor.views.evidence import ground_evidence, legend_html
 from automonitor.views.tradeoff import reported_for
@@ -47,9 +45,6 @@ from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, TASK_NAMES, TASKS
 from automonitor.views import run_sample_sets
 from store.queries import analysis as q
 from store.queries.run_list import list_runs
-
-if TYPE_CHECKING:  # plotly only where a figure object is asked for (plane_figure): the file is written from JSON
-    import plotly.graph_objects as go
 
 #: Each run's provenance, ``{run_id: {field: value}}`` (:func:`run_provenance`).
 Provenance = dict[str, dict[str, Any]]
@@ -291,17 +286,6 @@ def plane_pearson(pts: pd.DataFrame, *, p_value: bool = False) -> tuple[float | 
     return r, p, int(len(elig))
 
 
-def plane_figure(rep: Report, prov: Provenance, *, min_n: int = DEFAULT_MIN_N, show_paper: bool = True) -> go.Figure:
-    """The overall MR-FAR plane (:func:`automonitor.views.tradeoff_figure`) of the report's runs drawn as
-    the Trade-off page draws them (:func:`plane_points`: each run labelled, runs with fewer than ``min_n``
-    judged samples hollow and off the front), with their Wilson error bars and sample sets in the hovers,
-    and, with ``show_paper`` (the default in a report, where the caption says where they come from), the
-    paper's reference points labelled "<monitor> (<template>), reported (secondary summary)"."""
-    pts, reported, front = _plane_parts(rep, prov, min_n=min_n, show_paper=show_paper)
-    # a static page: clicking a point opens nothing, so its hover promises nothing
-    return tradeoff_figure(pts, reported=reported, front=front or None, height=560, hover_action="")
-
-
 def plane_figure_json(
     rep: Report,
     prov: Provenance,
@@ -310,8 +294,13 @@ def plane_figure_json(
     show_paper: bool = True,
     pts: pd.DataFrame | None = None,
 ) -> str:
-    """``plane_figure(rep, prov, ...).to_json()`` (:func:`automonitor.views.figures.tradeoff_figure_json`).
-    ``pts``: :func:`plane_points` of ``rep``, ``prov`` and ``min_n`` when the caller has them already."""
+    """The overall MR-FAR plane (:func:`automonitor.views.figures.tradeoff_figure_json`) of the report's runs
+    drawn as the Trade-off page draws them (:func:`plane_points`: each run labelled, runs with fewer than
+    ``min_n`` judged samples hollow and off the front), with their Wilson error bars and sample sets in the
+    hovers, and, with ``show_paper`` (the default in a report, where the caption says where they come from),
+    the paper's reference points labelled "<monitor> (<template>), reported (secondary summary)"; a static
+    page, so a click opens nothing and the hover promises nothing. ``pts``: :func:`plane_points` of ``rep``,
+    ``prov`` and ``min_n`` when the caller has them already."""
     from automonitor.views.figures import tradeoff_figure_json
 
     pts, reported, front = _plane_parts(rep, prov, min_n=min_n, show_paper=show_paper, pts=pts)
@@ -667,7 +656,6 @@ __all__ = [
     "build",
     "build_for",
     "gallery",
-    "plane_figure",
     "plane_figure_json",
     "plotly_js_gzip_b64",
     "run_provenance",

@@ -127,7 +127,6 @@ def test_plane_and_drilldown_name_and_show_the_view(engine):
     shows each sample as the monitor saw it under the run's view."""
     from automonitor import views
     from automonitor.analysis.drilldown import cell_samples
-    from automonitor.views.figures import view_traces
 
     rows = add_view_samples(engine)
     ids = {}
@@ -139,10 +138,9 @@ def test_plane_and_drilldown_name_and_show_the_view(engine):
     pts = views.honest_points(views.tradeoff_points(rep), min_n=1)
     labels = dict(zip(pts["run_id"], pts["label"]))
     assert labels[ids["reasoning"]].endswith("[reasoning]") and "[" not in labels[ids["full"]]
-    (line,) = view_traces(pts)
-    assert len(line.x) == 2 and [t.endswith(f"[{v}]") for t, v in zip(line.text, ("full", "reasoning"))] == [True] * 2
     fig = views.tradeoff_figure(pts)
-    assert any(getattr(t, "hovertemplate", None) and "monitor views" in t.hovertemplate for t in fig.data)
+    (line,) = [t for t in fig.data if getattr(t, "hovertemplate", None) and "monitor views" in t.hovertemplate]
+    assert len(line.x) == 2 and [t.endswith(f"[{v}]") for t, v in zip(line.text, ("full", "reasoning"))] == [True] * 2
     # reasoning-only: every hack missed (fn); the drill-down shows the reasoning, not the code
     fn = cell_samples(engine, ids["reasoning"], "fn")
     assert len(fn) == 7 and set(fn["view"]) == {"reasoning"}

@@ -121,7 +121,7 @@ def test_the_plane_labels_runs_and_applies_the_apps_hollow_rule_and_pearson_r(st
     url, eng = store
     rep = analysis.report(eng, None, "exclude", n_boot=20)
     prov = report_html.run_provenance(eng, [r.run_id for r in rep.runs])
-    fig = json.loads(report_html.plane_figure(rep, prov).to_json())
+    fig = json.loads(report_html.plane_figure_json(rep, prov))
     runs = [t for t in fig["data"] if str(t.get("name", "")).startswith("runs:")]
     assert runs and all(t["text"] and all(t["text"]) for t in runs)  # every run named on the plane
     # 12 judged samples per run: below the minimum of 100, each run is hollow and off the front
