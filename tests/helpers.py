@@ -292,6 +292,19 @@ def missing_errata(readings, errata_pair_ids) -> list[str]:
     return sorted(p for p, r in readings.items() if r.verdict != "ok" and p not in have)
 
 
+def token_diff(a: str, b: str) -> int:
+    """Number of tokens changed between ``a`` and ``b`` (:func:`automonitor.data.gates.code_tokens`): for the
+    ``difflib`` opcodes of the two token lists, the sum over non-equal blocks of ``max(len(a block), len(b
+    block))`` (a replaced, inserted or deleted token counts once): the count the build's few-token gate holds
+    to ``k`` where ``difflib`` decides (the tests' oracle of :func:`automonitor.data.gates.few_tokens_differ`)."""
+    import difflib
+
+    from automonitor.data.gates import code_tokens
+
+    sm = difflib.SequenceMatcher(None, code_tokens(a), code_tokens(b), autojunk=False)
+    return sum(max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal")
+
+
 def throttle_state(engine, key: str) -> dict[str, Any] | None:
     """The recorded login-throttle row of ``key`` (``account:<name>``/``client:<address>``) as
     ``{"failures", "last_failure_at", "locked_until"}``, or None."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Iterable, Sequence, TypedDict
+from typing import Iterable, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -231,25 +231,14 @@ def ground_quote(response: str, request: str | None, span: JSONValue) -> Grounde
     return {"span": s, "status": hit[0], "start": hit[1], "end": hit[2], "field": field}
 
 
-def summarize(
-    results: Sequence[GroundedEvidence], predictions_with_evidence: int | None = None
-) -> dict[str, int | float | None]:
-    """Counts and shares of grounding statuses over span results.
-
-    Returns ``{"spans", "exact", "normalized", "not_found", "exact_share", "normalized_share",
-    "not_found_share", "in_request"}`` (shares ``None`` when there is no span), plus
-    ``predictions_with_evidence`` when given.
-    """
-    counts = {st: sum(1 for r in results if r["status"] == st) for st in STATUSES}
-    in_request = sum(1 for r in results if r.get("field") == "request")
-    return summary_of_counts(len(results), counts, in_request, predictions_with_evidence)
-
-
 def summary_of_counts(
     n: int, counts: dict[str, int], in_request: int, predictions_with_evidence: int | None = None
 ) -> dict[str, int | float | None]:
-    """:func:`summarize`'s dict from the number of spans ``n``, the count of each status (``counts``: ``{status:
-    count}`` for every one of :data:`STATUSES`) and how many spans were found in the request."""
+    """Counts and shares of grounding statuses: ``{"spans", "exact", "normalized", "not_found",
+    "exact_share", "normalized_share", "not_found_share", "in_request"}`` (shares ``None`` when there is no
+    span), plus ``predictions_with_evidence`` when given, from the number of spans ``n``, the count of each
+    status (``counts``: ``{status: count}`` for every one of :data:`STATUSES`) and how many spans were found
+    in the request."""
     out: dict[str, int | float | None] = {"spans": n, **{st: counts[st] for st in STATUSES}}
     for st in STATUSES:
         out[f"{st}_share"] = None if n == 0 else counts[st] / n

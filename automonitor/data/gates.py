@@ -40,20 +40,9 @@ def code_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def token_diff(a: str, b: str, limit: int | None = None) -> int:
-    """Number of tokens changed between ``a`` and ``b``: for the ``difflib`` opcodes of the two token
-    lists, the sum over non-equal blocks of ``max(len(a block), len(b block))`` (a replaced, inserted
-    or deleted token counts once). 0 means the token sequences are equal. With ``limit``, returns
-    ``limit + 1`` early when the token counts already differ by more than ``limit``."""
-    ta, tb = code_tokens(a), code_tokens(b)
-    if limit is not None and abs(len(ta) - len(tb)) > limit:
-        return limit + 1
-    return _diff(ta, tb)
-
-
 def few_tokens_differ(a: str, b: str, k: int = FEW_TOKENS) -> bool:
     """Whether at most ``k`` tokens differ: the equal token prefix and suffix are skipped, and the
-    differing middle passes when it has at most ``k`` tokens, else when its :func:`token_diff` is ``<= k``
+    differing middle passes when it has at most ``k`` tokens, else when its :func:`_diff` is ``<= k``
     (for a middle of at most :data:`DIFFLIB_MAX_TOKENS` tokens).
 
     The diff is at least the length difference, and at least the token edit distance (Levenshtein,
@@ -80,6 +69,9 @@ def few_tokens_differ(a: str, b: str, k: int = FEW_TOKENS) -> bool:
 
 
 def _diff(ta: list[str], tb: list[str]) -> int:
+    """Number of tokens changed between the token lists ``ta`` and ``tb``: for their ``difflib`` opcodes,
+    the sum over non-equal blocks of ``max(len(a block), len(b block))`` (a replaced, inserted or deleted
+    token counts once). 0 means the token sequences are equal."""
     import difflib
 
     sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)

@@ -227,9 +227,8 @@ def _remove_reasoning_blocks(t: str) -> str:
 
 
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
-_MASK = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[“”]|`[^`\n]*`")
-# _MASK's alternatives as (opener, closers), in its order; :func:`_quote_spans` finds _MASK's matches
-# without its worst case (an unclosed opener scans to the line's end, so n of them on one line cost n^2)
+# (opener, closers) in the order of the regex "[^"\n]*"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[“”]|`[^`\n]*` (quotations,
+# code spans); :func:`_quote_spans` finds its matches without its worst case (n unclosed openers on a line: n^2)
 _QUOTE_KINDS: tuple[tuple[str, str], ...] = (('"', '"'), ("“", "”"), ("«", "»"), ("„", "“”"), ("`", "`"))
 _CATEGORY_TEXT = re.compile(r"\bcategory\s*[:=]\s*[\"'*`]*\s*([a-z_ &]+)", re.I)
 _SEVERITY_TEXT = re.compile(r"\bseverity\s*[:=]\s*[\"'*`]*\s*(" + "|".join(map(re.escape, SEVERITIES)) + r")\b", re.I)
@@ -451,8 +450,8 @@ def _positions(text: str, chars: str) -> list[int]:
 
 
 def _quote_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the quotations and code spans in ``text``: exactly the matches of
-    ``_MASK.finditer(text)`` (leftmost first, an opener closed by the nearest closer on its line), found
+    """``(start, end)`` of the quotations and code spans in ``text``: exactly the matches of the regex of
+    :data:`_QUOTE_KINDS` (leftmost first, an opener closed by the nearest closer on its line), found
     in O(n log n) by bisecting sorted opener, closer and line-break positions instead of rescanning the
     line from every unclosed opener."""
     breaks = _positions(text, "\n")

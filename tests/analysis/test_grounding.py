@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from automonitor.analysis.grounding import ground_evidence, ground_span, normalize_with_map, summarize
+from automonitor.analysis.grounding import STATUSES, ground_evidence, ground_span, normalize_with_map, summary_of_counts
 
 
 def ground_spans(text, spans):
     return [ground_span(text, sp) for sp in spans]
+
+
+def summarize(results, predictions_with_evidence=None):
+    """The grounding summary of span results (the report's per-run dict, :func:`summary_of_counts`)."""
+    counts = {st: sum(1 for r in results if r["status"] == st) for st in STATUSES}
+    in_request = sum(1 for r in results if r.get("field") == "request")
+    return summary_of_counts(len(results), counts, in_request, predictions_with_evidence)
 
 
 TEXT = "Sure!  Here is the\n\tscript:  It   DELETES all files.\nThe boss said “do it today” – fine."

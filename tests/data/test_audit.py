@@ -14,6 +14,7 @@ import pytest
 from automonitor.data import audit
 from automonitor.analysis import audit_section
 from audit_seed import made_up_pairs, seed_frame, words
+from helpers import token_diff
 
 M, B = "misbehavior", "benign"
 
@@ -249,9 +250,8 @@ def test_shared_conversation_detection_on_prefix_dialogues():
 
 
 def test_token_diff_and_tiny_pairs():
-    assert audit.token_diff("x = 1\n", "x  =  1") == 0
-    assert audit.token_diff("query(a, b)", "query(a, c)") == 1
-    assert audit.token_diff("a b c d e f", "a b c", limit=2) == 3
+    assert token_diff("x = 1\n", "x  =  1") == 0
+    assert token_diff("query(a, b)", "query(a, c)") == 1
     t = pd.DataFrame(
         [
             {"pair_id": "p1", "label": M, "response": "cursor.execute('SELECT ' + q)"},

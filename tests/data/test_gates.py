@@ -20,9 +20,10 @@ from automonitor.data.gates import (
     strip_c_comments,
     strip_comments,
     strip_python_comments,
-    token_diff,
     whitespace_equal,
 )
+
+from helpers import token_diff
 
 PY = '''def load(path):  # CWE-502: unpickles untrusted data
     # tailored to the given tests

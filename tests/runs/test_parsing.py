@@ -200,17 +200,20 @@ def test_hostile_repetition_up_to_the_cap_is_parsed_in_linear_time(unit):
 
 
 def test_quote_spans_are_the_mask_regex_matches():
-    """The linear quotation scanner finds exactly what the ``_MASK`` regex finds, on random strings over
-    the quote characters, line breaks and letters."""
+    """The linear quotation scanner finds exactly what the quotation regex (``mask``, the scanner's
+    specification) finds, on random strings over the quote characters, line breaks and letters."""
     import random
+    import re
 
     from automonitor.runs import parsing
+
+    mask = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[“”]|`[^`\n]*`")
 
     alphabet = ['"', "\u201c", "\u201d", "\u00ab", "\u00bb", "\u201e", "`", "\n", "a", " "]
     rng = random.Random(7)
     for _ in range(5000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
-        assert parsing._quote_spans(text) == [(m.start(), m.end()) for m in parsing._MASK.finditer(text)], text
+        assert parsing._quote_spans(text) == [(m.start(), m.end()) for m in mask.finditer(text)], text
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
         near_duplicates,
         shared_conversations,
         tiny_diff_pairs,
-        token_diff,
     )
     from automonitor.data.audit.params import EDITIONS, JACCARD, TINY_DIFF_TOKENS
     from automonitor.data.audit.report_md import markdown
@@ -69,9 +68,7 @@ _HOME = {
     ),
     **dict.fromkeys(("cached_audit", "fingerprint", "keep_audits", "memo"), "cache"),
     **dict.fromkeys(("check_edition", "load_samples", "run_audit"), "editions"),
-    **dict.fromkeys(
-        ("dialogue_turns", "near_duplicates", "shared_conversations", "tiny_diff_pairs", "token_diff"), "leakage"
-    ),
+    **dict.fromkeys(("dialogue_turns", "near_duplicates", "shared_conversations", "tiny_diff_pairs"), "leakage"),
     **dict.fromkeys(("markdown",), "report_md"),
     **dict.fromkeys(("parse_final_letter", "parse_suggestion", "suggestion_score"), "suggestion"),
 }

@@ -17,7 +17,6 @@ import pandas as pd
 from automonitor.data.audit.params import JACCARD, NUM_PERM, SHINGLE, TINY_DIFF_TOKENS, WORD, norm
 from automonitor.data.families import families
 from automonitor.data.gates import code_tokens, few_tokens_differ
-from automonitor.data.gates import token_diff as token_diff  # re-exported by automonitor.data.audit
 from automonitor.data.sources import SourcePair
 from automonitor.vocab import CONTROLS_SPLIT, NEGATIVE, POSITIVE
 
@@ -147,7 +146,7 @@ def shared_conversations(train: list[tuple[str, str]], test: list[tuple[str, str
 def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[str]:
     """``pair_id`` of the test pairs whose misbehavior and benign responses differ by <= ``limit`` tokens.
 
-    ``difflib`` (:func:`automonitor.data.gates.token_diff`) runs only on the pairs that can be that close:
+    ``difflib`` (:func:`automonitor.data.gates._diff`) runs only on the pairs that can be that close:
     its count is at least ``max(len(a), len(b))`` minus the tokens the two sides share as multisets (each
     equal block matches equal tokens one to one; a non-equal block counts its longer side), so a pair above
     ``limit`` by that bound is above it by the diff too (the diff was 60% of a cold audit's leakage checks).
