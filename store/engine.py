@@ -93,16 +93,12 @@ def init_db(engine: Engine | None = None) -> Engine:
     return engine
 
 
-#: what :func:`migrate` did: nothing (the schema was at head), created the schema in an empty store, or
-#: upgraded an older one
-MIGRATE_OUTCOMES = ("current", "created", "upgraded")
-
-
 def migrate(engine: Engine) -> str:
-    """Bring ``engine``'s schema to the newest revision and say what THIS call did (one of
-    :data:`MIGRATE_OUTCOMES`): ``"created"`` only for the caller that found the store without a schema
-    while holding the store-wide ``migrate`` lock, so of two processes opening a new store at once exactly
-    one reports creating it (the other waits on the lock, then finds the schema at head: ``"current"``)."""
+    """Bring ``engine``'s schema to the newest revision and say what THIS call did: ``"current"`` (nothing,
+    the schema was at head), ``"created"`` (the schema, in an empty store) or ``"upgraded"`` (an older one).
+    ``"created"`` only for the caller that found the store without a schema while holding the store-wide
+    ``migrate`` lock, so of two processes opening a new store at once exactly one reports creating it (the
+    other waits on the lock, then finds the schema at head: ``"current"``)."""
     if at_head(engine):  # the usual case: no lock, no Alembic import, no migration file compiled
         log.debug("store %s: schema at the newest revision", engine.url.render_as_string(hide_password=True))
         return "current"

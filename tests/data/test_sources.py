@@ -289,17 +289,13 @@ def test_registry_is_discovered_in_the_order_the_build_had_and_every_module_regi
 
 
 def test_verified_only_quotas_and_candidate_draws_come_from_the_registered_sources():
-    from automonitor.data.build.config import CANDIDATE_PLAN, VERIFIED_EXTRA, Quota, candidate_plan, verified_extra
+    from automonitor.data.build.config import CANDIDATE_PLAN, Quota, candidate_plan, verified_extra
 
     # the values of the hand lists that config.py held before
-    assert (
-        VERIFIED_EXTRA
-        == verified_extra()
-        == (
-            Quota("xstest", "safety_permission", "qa", 131),
-            Quota("reward_hack_gen_codeforces", "specification_gaming", "code", 150),
-            Quota("odcv_bench", "specification_gaming", "reasoning", 105),
-        )
+    assert verified_extra() == (
+        Quota("xstest", "safety_permission", "qa", 131),
+        Quota("reward_hack_gen_codeforces", "specification_gaming", "code", 150),
+        Quota("odcv_bench", "specification_gaming", "reasoning", 105),
     )
     assert (
         CANDIDATE_PLAN

@@ -17,13 +17,15 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor.cli import main
-from automonitor.data.build import VERIFIED_EXTRA, verified_extra
+from automonitor.data.build import verified_extra
 from automonitor.data.sources import REGISTRY, data_files
 from store.models import EditionSample, Sample
 
 from helpers import scratch
 
 TOY_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "toy_source.py"
+#: The verified-only quotas of the real sources (as registered at import, before the toy source).
+VERIFIED_BEFORE_TOY = verified_extra()
 
 
 def _import_toy() -> ModuleType:
@@ -51,7 +53,7 @@ def test_toy_source_registers_from_its_one_file_and_leaves_no_trace(toy):
     assert src.load is toy.load and src.verified_pairs == toy.VERIFIED_PAIRS and src.candidate_pairs is None
     assert src.doc.startswith("Toy metric gaming (test fixture)")
     assert toy.PAIRS_FILE in data_files()  # the fetch manifest pins its file
-    assert verified_extra()[-1].source == toy.NAME and verified_extra()[:-1] == VERIFIED_EXTRA
+    assert verified_extra()[-1].source == toy.NAME and verified_extra()[:-1] == VERIFIED_BEFORE_TOY
     with pytest.raises(ValueError, match="registered twice"):
         _import_toy()
 
