@@ -3,7 +3,7 @@ output, the final answer or other context; what the monitor views (:mod:`automon
 are cut from.
 
 A :class:`Part` is a half-open range ``[start, end)`` of character offsets into the stored response with
-a kind (:data:`PART_KINDS`). Parts never overlap and are in text order; text between parts (blank lines,
+a kind (listed in its docstring). Parts never overlap and are in text order; text between parts (blank lines,
 tags such as ``<thinking>``) belongs to no part. Three splitters cover every source:
 
 - :func:`trajectory_parts`: a response in the shared step serialisation
@@ -35,10 +35,6 @@ from typing import Any, Callable
 from automonitor.data.intervals import trimmed
 from automonitor.data.trajectory import step_ranges
 
-#: kinds of part: chain of thought / agent thoughts; a tool call; a tool's output; a message of the
-#: agent that is not its final one; the final output (code, chosen option, final report); user turns
-PART_KINDS: tuple[str, ...] = ("reasoning", "action", "observation", "message", "answer", "context")
-
 _KIND_OF_LABEL = {
     "Thought:": "reasoning",
     "Action:": "action",
@@ -55,7 +51,9 @@ _FINAL = re.compile(r"(?:the )?best answer is:?\s*\(?[A-Z]\)?", re.I)
 
 @dataclass(frozen=True)
 class Part:
-    """``response[start:end]`` is of kind ``kind`` (:data:`PART_KINDS`)."""
+    """``response[start:end]`` is of kind ``kind``: ``reasoning`` (chain of thought, agent thoughts), ``action``
+    (a tool call), ``observation`` (a tool's output), ``message`` (a message of the agent that is not its final
+    one), ``answer`` (the final output: code, chosen option, final report) or ``context`` (user turns)."""
 
     kind: str
     start: int
@@ -136,7 +134,6 @@ def generic_parts(text: str, meta: dict[str, Any] | None = None) -> list[Part]:
 
 
 __all__ = [
-    "PART_KINDS",
     "Part",
     "PartsFn",
     "final_sentence_parts",
