@@ -18,8 +18,9 @@ connected, then read START from a line on stdin (the caller sends it when every 
   read that fails or returns an erratum not written whole is ``bad``;
 * ``hold ANNOTATOR_ID LABEL SECONDS SAMPLE_ID...`` (START ignored): write what ``annotations import``
   writes (the annotator's submitted LABEL on each item, assignments marked submitted) in one
-  transaction, print ``held`` once written, keep the transaction open SECONDS, then commit: a
-  concurrent writer that has read the items before is caught in the middle.
+  transaction, print ``held`` once written, keep the transaction open SECONDS (``-``: until a line
+  arrives on stdin, the caller's word that its other writer is waiting), then commit: a concurrent
+  writer that has read the items before is caught in the middle.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from store.queries.locks import begin_write
 from helpers import account_named
 
 
-def hold(eng, annotator_id: int, label: str, seconds: float, items: list[str]) -> dict:
+def hold(eng, annotator_id: int, label: str, seconds: str, items: list[str]) -> dict:
     """The ``hold`` operation (module doc)."""
     with session_scope(eng) as s:
         begin_write(s)
@@ -51,7 +52,10 @@ def hold(eng, annotator_id: int, label: str, seconds: float, items: list[str]) -
         store.mark_submitted(s, annotator_id, items, now)
         s.flush()
         print("held", flush=True)
-        time.sleep(seconds)
+        if seconds == "-":
+            sys.stdin.readline()
+        else:
+            time.sleep(float(seconds))
     return {"committed": len(items)}
 
 
@@ -100,7 +104,7 @@ def main(argv: list[str]) -> int:
     else:
         start = float(argv[2])
     if op == "hold":
-        print(json.dumps(hold(eng, int(args[0]), args[1], float(args[2]), args[3:])))
+        print(json.dumps(hold(eng, int(args[0]), args[1], args[2], args[3:])))
         return 0
     if op.startswith("errata-"):
         while time.time() < start:

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from store import session_scope
 from store.models import Annotation
 from store.queries.samples import insert_samples
 
-from helpers import REPO, account_named, candidate_row, fast_user
+from helpers import PG_ADMIN_URL, REPO, account_named, candidate_row, fast_user
 
 WORKER = Path(__file__).resolve().parents[1] / "race_worker.py"
 
@@ -61,10 +62,12 @@ def _stored(engine, items):
         }
 
 
-def _worker(db_url, *args):
+def _worker(db_url, *args, start: str | None = None):
+    """A race worker process (stdin a pipe); ``start="-"``: it says ``ready`` and waits for its start time."""
     env = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
     return subprocess.Popen(
-        [sys.executable, str(WORKER), args[0], db_url, str(time.time()), *args[1:]],
+        [sys.executable, str(WORKER), args[0], db_url, start or str(time.time()), *args[1:]],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -72,11 +75,50 @@ def _worker(db_url, *args):
     )
 
 
+def _holder(db_url, annotator_id: int, items):
+    """A worker that writes what an import writes (the annotator's submitted ``benign`` on each item) in one
+    transaction and keeps it open until :func:`_release` (it has printed ``held``)."""
+    return _worker(db_url, "hold", str(annotator_id), "benign", "-", *items)
+
+
+def _release(holder, db_url: str) -> None:
+    """Commit the holder's transaction once the other writer waits for it: on PostgreSQL once a session of
+    the store's database waits on a lock (the other writer's ``SELECT ... FOR UPDATE`` of an item the holder
+    wrote); SQLite shows no waiter from outside (its busy handler sleeps inside the process), so there the
+    other writer, started already, gets half a second to reach its ``BEGIN IMMEDIATE``."""
+    url = sa.engine.make_url(db_url)
+    if url.get_backend_name() == "sqlite":
+        time.sleep(0.5)
+    else:
+        admin = sa.create_engine(PG_ADMIN_URL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                with admin.connect() as c:
+                    waiting = c.execute(
+                        sa.text(
+                            "SELECT count(*) FROM pg_stat_activity WHERE datname = :db AND wait_event_type = 'Lock'"
+                        ),
+                        {"db": url.database},
+                    ).scalar()
+                if waiting or time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+        finally:
+            admin.dispose()
+    holder.stdin.write("commit\n")
+    holder.stdin.flush()
+
+
 def test_a_save_caught_behind_a_submitting_writer_raises_and_keeps_the_stored_label(queue, db_url):
     engine, a, items = queue
-    holder = _worker(db_url, "hold", str(a.id), "benign", "3", *items)
+    holder = _holder(db_url, a.id, items)
+    saver = _worker(db_url, "save", a.name, "unsure", *items, start="-")  # both start up at once
     assert holder.stdout.readline().strip() == "held", holder.stderr.read()[-2000:]
-    saver = _worker(db_url, "save", a.name, "unsure", *items)  # reads the items while the import is open
+    assert saver.stdout.readline().strip() == "ready", saver.stderr.read()[-2000:]
+    saver.stdin.write(f"{time.time()}\n")  # go: it reads the items while the import is open
+    saver.stdin.flush()
+    _release(holder, db_url)
     out, err = saver.communicate(timeout=120)
     assert saver.returncode == 0, err[-2000:]
     hold_out, hold_err = holder.communicate(timeout=60)
@@ -124,11 +166,16 @@ def test_an_import_caught_behind_a_submitting_writer_is_refused_not_reported_wri
     re-reads and refuses them as locked, naming file, line and field."""
     engine, a, items = queue
     admin = account_named(engine, "boss")
-    holder = _worker(db_url, "hold", str(a.id), "benign", "3", *items)
+    holder = _holder(db_url, a.id, items)
     assert holder.stdout.readline().strip() == "held", holder.stderr.read()[-2000:]
     path = _import_file(tmp_path, a.name, items, "misbehavior")
-    with pytest.raises(InputError, match="already submitted and locked") as err:
-        ann.import_annotations(engine, admin, path)
+    release = threading.Thread(target=_release, args=(holder, db_url))  # the import below waits for the holder
+    release.start()
+    try:
+        with pytest.raises(InputError, match="already submitted and locked") as err:
+            ann.import_annotations(engine, admin, path)
+    finally:
+        release.join(90)
     assert err.value.file == str(path) and err.value.line == 1 and err.value.field == "label, note"
     assert holder.communicate(timeout=60)[0]
     assert holder.returncode == 0
