@@ -164,13 +164,16 @@ def test_batch_1000_killed_mid_poll_and_resumed(store_1000, provider):
         assert o2["cache_hits"] == 990 and o2["api_calls"] == 10 and srv.creates == 2
 
 
-def test_batch_needs_an_api_monitor(store_1000):
-    db, eng = store_1000
-    r = run_cli(["run", "--monitor", "rules", "--template", "direct", "--batch", "--json"], db=db)
+def test_batch_needs_an_api_monitor(db_url, engine):
+    """The refusal depends on the monitor, not on the store's size: two pairs of made-up samples."""
+    from servers.data import add_pairs
+
+    add_pairs(engine, 2)
+    r = run_cli(["run", "--monitor", "rules", "--template", "direct", "--batch", "--json"], db=db_url)
     assert r.returncode == 2 and "batch" in r.stderr
     from store.models import Run
 
-    with eng.connect() as c:
+    with engine.connect() as c:
         assert c.execute(sa.select(sa.func.count()).select_from(Run)).scalar() == 0
 
 
