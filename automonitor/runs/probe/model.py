@@ -181,7 +181,25 @@ class TfidfFeatures:
 
     def __init__(self, **params: float):
         self.params = {**TFIDF_DEFAULTS, **params}
-        self._vecs: list[TfidfVectorizer] | None = None  # fitted TfidfVectorizer per block
+        self._fitted: list[TfidfVectorizer] | None = None  # fitted TfidfVectorizer per block
+        # a loaded artefact's checked blocks (TfidfVectorizer keyword arguments, idf weights): the vectorizers
+        # are made from them at the first use (:attr:`_vecs`), so that loading a probe to name it (a run's
+        # cache key, ``run --reuse``) does not import scikit-learn
+        self._loaded: list[tuple[dict[str, object], Floats]] | None = None
+
+    @property
+    def _vecs(self) -> list[TfidfVectorizer] | None:
+        """The fitted vectorizers (``None`` before :meth:`fit_transform` or :meth:`from_json`)."""
+        if self._fitted is None and self._loaded is not None:
+            from sklearn.feature_extraction.text import TfidfVectorizer
+
+            vecs = []
+            for kwargs, idf in self._loaded:
+                v = TfidfVectorizer(**kwargs)
+                v.idf_ = idf
+                vecs.append(v)
+            self._fitted, self._loaded = vecs, None
+        return self._fitted
 
     def _make(self) -> list[TfidfVectorizer]:
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -221,8 +239,9 @@ class TfidfFeatures:
         import scipy.sparse as sp
 
         cols = self._columns(requests, responses)
-        self._vecs = self._make()
-        return sp.hstack([v.fit_transform(cols[c]) for v, (_, c) in zip(self._vecs, TFIDF_BLOCKS)], format="csr")
+        vecs = self._fitted = self._make()
+        self._loaded = None
+        return sp.hstack([v.fit_transform(cols[c]) for v, (_, c) in zip(vecs, TFIDF_BLOCKS)], format="csr")
 
     def transform(self, requests: Sequence[str], responses: Sequence[str]) -> csr_matrix:
         """Sparse feature matrix (n x d, CSR) with the fitted vocabularies.
@@ -232,10 +251,11 @@ class TfidfFeatures:
         """
         import scipy.sparse as sp
 
-        if self._vecs is None:
+        vecs = self._vecs
+        if vecs is None:
             raise RuntimeError("TfidfFeatures.transform before fit_transform")
         cols = self._columns(requests, responses)
-        return sp.hstack([v.transform(cols[c]) for v, (_, c) in zip(self._vecs, TFIDF_BLOCKS)], format="csr")
+        return sp.hstack([v.transform(cols[c]) for v, (_, c) in zip(vecs, TFIDF_BLOCKS)], format="csr")
 
     def to_json(self) -> FeaturesDoc:
         """Plain-JSON state: ``{"kind", "params", "blocks": [{"name", "column", <settings>, "vocabulary":
@@ -244,24 +264,24 @@ class TfidfFeatures:
         Raises:
             RuntimeError: not fitted yet.
         """
-        if self._vecs is None:
+        vecs = self._vecs
+        if vecs is None:
             raise RuntimeError("TfidfFeatures.to_json before fit_transform")
-        return {"kind": self.kind, "params": dict(self.params), "blocks": _vectorizer_blocks(self._vecs)}
+        return {"kind": self.kind, "params": dict(self.params), "blocks": _vectorizer_blocks(vecs)}
 
     @classmethod
     def from_json(cls, doc: FeaturesDoc) -> TfidfFeatures:
-        """Rebuild from :meth:`to_json` (no fitting; the transform is identical).
+        """Rebuild from :meth:`to_json` (no fitting; the transform is identical). Every block is checked
+        here; its ``TfidfVectorizer`` is made at the first transform (scikit-learn is imported then).
 
         Raises:
             ValueError: a malformed block (missing key, wrong type, vocabulary and idf of other lengths).
         """
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
         self = cls(**dict(doc["params"]))
         blocks = doc["blocks"]
         if [(b.get("name"), b.get("column")) for b in blocks] != list(TFIDF_BLOCKS):
             raise ValueError(f"blocks must be {[n for n, _ in TFIDF_BLOCKS]}")
-        vecs = []
+        vecs: list[tuple[dict[str, object], Floats]] = []
         for b in blocks:
             vocab, idf = b["vocabulary"], b["idf"]
             if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
@@ -270,20 +290,19 @@ class TfidfFeatures:
                 raise ValueError(f"block {b['name']}: idf must list one number per distinct vocabulary term")
             if b["analyzer"] not in ("word", "char_wb", "char"):
                 raise ValueError(f"block {b['name']}: unknown analyzer {b['analyzer']!r}")
-            v = TfidfVectorizer(
-                analyzer=b["analyzer"],
-                ngram_range=(int(b["ngram_range"][0]), int(b["ngram_range"][1])),
-                token_pattern=str(b["token_pattern"]),
-                lowercase=bool(b["lowercase"]),
-                sublinear_tf=bool(b["sublinear_tf"]),
-                norm=b["norm"],
-                use_idf=bool(b["use_idf"]),
-                smooth_idf=bool(b["smooth_idf"]),
-                vocabulary={t: i for i, t in enumerate(vocab)},
-            )
-            v.idf_ = np.asarray(idf, dtype=np.float64)
-            vecs.append(v)
-        self._vecs = vecs
+            kwargs = {
+                "analyzer": b["analyzer"],
+                "ngram_range": (int(b["ngram_range"][0]), int(b["ngram_range"][1])),
+                "token_pattern": str(b["token_pattern"]),
+                "lowercase": bool(b["lowercase"]),
+                "sublinear_tf": bool(b["sublinear_tf"]),
+                "norm": b["norm"],
+                "use_idf": bool(b["use_idf"]),
+                "smooth_idf": bool(b["smooth_idf"]),
+                "vocabulary": {t: i for i, t in enumerate(vocab)},
+            }
+            vecs.append((kwargs, np.asarray(idf, dtype=np.float64)))
+        self._loaded = vecs
         return self
 
 
