@@ -28,10 +28,11 @@ REASONING_SOURCE = professor_cue.NAME
 
 
 @pytest.fixture
-def demo_store(tmp_path, small_raw_dir, raw_dir) -> tuple[str, Path]:
+def demo_store(tmp_path, small_raw_dir, raw_dir, empty_sqlite_template) -> tuple[str, Path]:
     """``(url, raw)``: a SQLite store holding the real seed-0 build (:func:`automonitor.data.build.build`,
     without the ``hard`` edition, which the demo does not use) of ``raw``, a raw dir made of
-    ``small_raw_dir``'s sources and :data:`REASONING_SOURCE`."""
+    ``small_raw_dir``'s sources and :data:`REASONING_SOURCE`. The store starts as a copy of the run's migrated
+    empty store (``init_db`` then only checks it)."""
     from automonitor.data.build import build
     from store import get_engine, init_db
     from store.engine import engines
@@ -39,6 +40,7 @@ def demo_store(tmp_path, small_raw_dir, raw_dir) -> tuple[str, Path]:
     raw = tmp_path / "raw"
     for src in [*small_raw_dir.iterdir(), raw_dir / professor_cue.FOLDER]:
         shutil.copytree(src, raw / src.name)
+    shutil.copyfile(empty_sqlite_template, tmp_path / "demo.db")
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     eng = init_db(get_engine(url, fresh=True))
     report = build(eng, raw, 0, hard=False)
