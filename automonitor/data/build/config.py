@@ -4,8 +4,7 @@ kept out of ``verified``, and where the raw sources are (:func:`resolve_raw`).
 
 The verified-only quotas (:func:`verified_extra`) and the candidate draws (:func:`candidate_plan`) are
 not listed here: each source registers its own (``verified_pairs``, ``candidate_pairs`` of
-:func:`automonitor.data.sources.registry.register_source`); :data:`CANDIDATE_PLAN` is the latter's value
-at import.
+:func:`automonitor.data.sources.registry.register_source`).
 
 The per-source quotas are checked against :data:`automonitor.vocab.PAPER_QUOTAS` at import, the cells
 against :data:`automonitor.vocab.PAPER_CELLS`.
@@ -144,10 +143,6 @@ def candidate_plan() -> dict[str, int]:
     (``Source.candidate_pairs``): source name -> pairs, in registry order."""
     return {s.name: s.candidate_pairs for s in REGISTRY.values() if s.candidate_pairs is not None}
 
-
-# As registered at import (the build itself reads :func:`candidate_plan`, so a source registered later
-# counts too).
-CANDIDATE_PLAN: dict[str, int] = candidate_plan()
 
 CODE_SOURCES_PY_DEFAULT = "Python"
 # Sources whose misbehavior side is an instructed test-fitting hack: it must visibly special-case the tests.

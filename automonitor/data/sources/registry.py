@@ -30,7 +30,7 @@ The decorator sets each returned pair's ``source``, ``category`` and ``task`` to
 de-duplicates and draws sources in (so it fixes the build's output): a new source takes a number above
 every other (appending changes nothing the other sources build). ``verified_pairs`` is its test quota in
 the ``verified`` edition only (:func:`automonitor.data.build.config.verified_extra`), ``candidate_pairs``
-its planned draw for the annotation candidate pool (:data:`automonitor.data.build.config.CANDIDATE_PLAN`).
+its planned draw for the annotation candidate pool (:func:`automonitor.data.build.config.candidate_plan`).
 The paper's fixed composition (the cells of edition ``paper``, the quotas of ``paper-r2``) stays in
 :mod:`automonitor.data.build.config`. A module with two sources (``rl_character``: APPS and MBPP)
 decorates two load functions.
