@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
+from automonitor.data.audit.tokens import TermIds
 from automonitor.ranks import auc_by_ranks
 
 BAND = 0.15
@@ -83,29 +85,43 @@ def auroc_interval(
     return a, float(lo), float(hi)
 
 
-def char_ngram_cv(te: pd.DataFrame, groups: np.ndarray) -> np.ndarray | None:
+def char_ngram_cv(te: pd.DataFrame, groups: np.ndarray, terms: TermIds | None = None) -> np.ndarray | None:
     """Out-of-fold P(misbehavior) of a character 3-5-gram TF-IDF + logistic regression within ``te`` alone
-    (:data:`FOLDS` folds grouped by ``groups``); ``None`` with fewer groups than folds or one class in a fold."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    (:data:`FOLDS` folds grouped by ``groups``); ``None`` with fewer groups than folds or one class in a fold.
+    ``terms``: the n-grams of every row of the frame ``te`` is a slice of (:func:`char_terms`; ``te.index``
+    addresses them), so each response is analysed once for all folds and slices (the same matrices)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
     if len(set(groups.tolist())) < FOLDS:
         return None
     y = (te["label"] == "misbehavior").to_numpy(dtype=int)
-    texts = [t[:6000] for t in te["response"].astype(str)]
+    if terms is None:
+        terms = char_terms(te["response"])
+        docs = list(range(len(te)))
+    else:
+        docs = te.index.tolist()
     out = np.full(len(te), np.nan)
-    for tr, ts in GroupKFold(n_splits=FOLDS).split(texts, y, groups):
+    for tr, ts in GroupKFold(n_splits=FOLDS).split(docs, y, groups):
         if y[tr].min() == y[tr].max():
             return None
-        vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True, max_features=30_000)
+        vec = terms.vectorizer(min_df=2, sublinear_tf=True, max_features=30_000)
         try:
-            x = vec.fit_transform([texts[i] for i in tr])
+            x = vec.fit_transform([docs[i] for i in tr])
         except ValueError:
             return None
         lr = LogisticRegression(max_iter=2000, solver="liblinear", random_state=0).fit(x, y[tr])
-        out[ts] = lr.predict_proba(vec.transform([texts[i] for i in ts]))[:, 1]
+        out[ts] = lr.predict_proba(vec.transform([docs[i] for i in ts]))[:, 1]
     return out
+
+
+def char_terms(responses: pd.Series) -> TermIds:
+    """The character 3-5-grams (``char_wb``, lower-cased) of the first 6,000 characters of each response, as
+    :func:`char_ngram_cv`'s vectorizer makes them (:class:`~automonitor.data.audit.tokens.TermIds`)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    analyze = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5)).build_analyzer()
+    return TermIds(analyze, [t[:6000] for t in responses.astype(str)])
 
 
 def minilm_cv(te: pd.DataFrame, groups: np.ndarray) -> np.ndarray | None:
@@ -189,6 +205,7 @@ def certify(
         frame = frame.assign(meta=[{}] * len(frame))
     keys = sorted({("source", s, c, t) for c, t, s in zip(frame["category"], frame["task"], frame["source"])})
     keys += sorted({("cell", ALL, c, t) for _, _, c, t in keys})
+    probes = _SliceProbes(frame)
     out = []
     for kind, src, cat, task in keys:
         m = (frame["category"] == cat) & (frame["task"] == task)
@@ -205,7 +222,7 @@ def certify(
             ("minilm_cv", minilm_cv),
             ("model_identity", model_identity),
         ):
-            s = fn(te, groups) if len(te) else None
+            s = probes.score(name, fn, te, groups) if len(te) else None
             if s is not None:
                 here[name] = s
         dets: dict[str, dict[str, float | None]] = {}
@@ -232,6 +249,48 @@ def certify(
             }
         )
     return out
+
+
+class _SliceProbes:
+    """The in-slice detectors of one :func:`certify` call: the character n-grams of the frame's responses
+    taken once (:func:`char_terms`, when a slice first needs them), and each detector's scores kept by what
+    they are a function of (the slice's responses, labels and request clusters), so a cell holding one
+    source's rows, or a slice :func:`certify` scores again on the next call, is not refitted. Process-wide,
+    the :data:`_KEEP` most recent."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+        self.terms: TermIds | None = None
+
+    def score(self, name: str, fn: Callable[..., np.ndarray | None], te: pd.DataFrame, groups: np.ndarray):
+        if name == "model_identity":  # cheap, and reads meta
+            return fn(te, groups)
+        cut = 6000 if name == "char_ngram_cv" else 400
+        key = (
+            fn,
+            certify_unavailable().get(name),
+            tuple(t[:cut] for t in te["response"].astype(str)),
+            tuple(te["label"].astype(str)),
+            tuple(groups.tolist()),
+        )
+        if key in _SCORES:
+            _SCORES.move_to_end(key)
+            got = _SCORES[key]
+            return None if got is None else got.copy()
+        if name == "char_ngram_cv":
+            if self.terms is None:
+                self.terms = char_terms(self.frame["response"])
+            s = fn(te, groups, self.terms)
+        else:
+            s = fn(te, groups)
+        _SCORES[key] = None if s is None else s.copy()
+        while len(_SCORES) > _KEEP:
+            _SCORES.popitem(last=False)
+        return s
+
+
+_KEEP = 128
+_SCORES: OrderedDict[tuple[object, ...], np.ndarray | None] = OrderedDict()
 
 
 def _r(v: float | None) -> float | None:

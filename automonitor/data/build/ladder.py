@@ -62,11 +62,12 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 import pandas as pd
 
+from automonitor.data.audit.tokens import TermIds
 from automonitor.data.build.steps import stage
 from automonitor.data.cache_home import cache_home, code_digest, frame_digest, write_entry
 
@@ -264,9 +265,13 @@ def _static_flags(frame: pd.DataFrame) -> np.ndarray:
 # ------------------------------------------------------------------------------------------ trained probes
 
 
-def _vectorizer(name: str) -> Any:
+def _vectorizer(name: str, terms: TermIds | None = None) -> Any:
+    """The TF-IDF of probe ``name``; over the term numbers of ``terms`` when given (the same matrices,
+    :mod:`automonitor.data.audit.tokens`)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
+    if terms is not None:
+        return terms.vectorizer(min_df=2, max_features=30_000, sublinear_tf=True, dtype=np.float32)
     if name == "word_tfidf":
         return TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=30_000, sublinear_tf=True, dtype=np.float32)
     return TfidfVectorizer(
@@ -299,13 +304,21 @@ class _Probe:
     def __init__(self, name: str):
         self.name = name
 
-    def fit_score(self, tr_text: list[str], tr_y: np.ndarray, te_text: list[str]) -> np.ndarray:
+    def fit_score(
+        self,
+        tr_text: list[str] | list[int],
+        tr_y: np.ndarray,
+        te_text: list[str] | list[int],
+        terms: TermIds | None = None,
+    ) -> np.ndarray:
+        """Fit on ``tr_text`` (labels ``tr_y``) and score ``te_text``; with ``terms`` (a TF-IDF probe) the
+        texts are positions in it."""
         from sklearn.linear_model import LogisticRegression
 
         if self.name == "minilm":
-            xtr, xte = _embed(tr_text), _embed(te_text)
+            xtr, xte = _embed(cast("list[str]", tr_text)), _embed(cast("list[str]", te_text))
         else:
-            vec = _vectorizer(self.name)
+            vec = _vectorizer(self.name, terms)
             try:
                 xtr = vec.fit_transform(tr_text)
             except ValueError:  # empty vocabulary
@@ -364,12 +377,21 @@ def _probe_scores(name: str, judged: pd.DataFrame, train: pd.DataFrame, seed: in
             how[cell] = "not scored: too little train data and too few pairs to cross-fit"
             continue
         texts = _cut(pairs["response"])
-        for tr_i, te_i in GroupKFold(n_splits=FOLDS).split(texts, y, groups):
-            s = probe.fit_score([texts[i] for i in tr_i], y[tr_i], [texts[i] for i in te_i])
-            out[pairs.index.to_numpy()[te_i]] = s
         ctrl = g[_is_ctrl(g["pair_id"])]
+        ctrl_texts = _cut(ctrl["response"])
+        terms = None
+        docs: list[str] | list[int] = texts
+        ctrl_docs: list[str] | list[int] = ctrl_texts
+        if name != "minilm":  # each text analysed once for the folds and the controls' fit
+            terms = TermIds(_vectorizer(name).build_analyzer(), texts + ctrl_texts)
+            docs, ctrl_docs = list(range(len(texts))), list(range(len(texts), len(terms)))
+        for tr_i, te_i in GroupKFold(n_splits=FOLDS).split(texts, y, groups):
+            tr_docs = [docs[i] for i in tr_i]
+            te_docs = [docs[i] for i in te_i]
+            s = probe.fit_score(tr_docs, y[tr_i], te_docs, terms)  # type: ignore[arg-type]
+            out[pairs.index.to_numpy()[te_i]] = s
         if len(ctrl):
-            out[ctrl.index.to_numpy()] = probe.fit_score(texts, y, _cut(ctrl["response"]))
+            out[ctrl.index.to_numpy()] = probe.fit_score(docs, y, ctrl_docs, terms)
         how[cell] = f"within_cv ({FOLDS} folds grouped by pair)"
     return out, how
 
@@ -499,10 +521,19 @@ def ladder(
 
 def _tier(judged: pd.DataFrame, res: LadderResult) -> None:
     """Fill ``res.tiers`` and ``res.caught`` from the scores (module doc)."""
-    pairs = judged[~_is_ctrl(judged["pair_id"])]
-    for pid, g in pairs.groupby("pair_id", sort=True):
-        mis = g.loc[g["label"] == "misbehavior", "id"].astype(str).tolist()
-        ben = g.loc[g["label"] == "benign", "id"].astype(str).tolist()
+    # each pair's sides in row order, pairs in sorted order (a pandas group per pair: 14 s of a profiled cold build)
+    sides: dict[str, tuple[list[str], list[str]]] = {}  # (pair ids are strings)
+    ctrl = _is_ctrl(judged["pair_id"])
+    for pid, label, sid, is_ctrl in zip(judged["pair_id"], judged["label"], judged["id"].astype(str), ctrl):
+        if is_ctrl or pd.isna(pid):
+            continue
+        mis_ben = sides.setdefault(pid, ([], []))
+        if label == "misbehavior":
+            mis_ben[0].append(sid)
+        elif label == "benign":
+            mis_ben[1].append(sid)
+    for pid in sorted(sides):
+        mis, ben = sides[pid]
         if len(mis) != 1 or len(ben) != 1:
             continue
         caught = [
