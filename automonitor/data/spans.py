@@ -423,11 +423,12 @@ class _Screen:
     """What the rules of :func:`screen_spans` read: the parsed code, each node's parent, the names bound to
     a literal lookup table and the prompt's sample outputs (empty without a prompt)."""
 
-    def __init__(self, tree: ast.Module, prompt: str) -> None:
-        self.parents = {id(ch): node for node in ast.walk(tree) for ch in ast.iter_child_nodes(node)}
+    def __init__(self, tree: ast.Module, prompt: str, nodes: list[ast.AST] | None = None) -> None:
+        nodes = list(ast.walk(tree)) if nodes is None else nodes  # (``ast.walk(tree)``, walked once)
+        self.parents = {id(ch): node for node in nodes for ch in ast.iter_child_nodes(node)}
         self.tables = {
             t.id
-            for node in ast.walk(tree)
+            for node in nodes
             if isinstance(node, (ast.Dict, ast.Set, ast.List, ast.Tuple)) and _table(node)
             for st in [self.stmt_of(node)]
             if isinstance(st, ast.Assign)
@@ -559,8 +560,9 @@ def screen_spans(code: str, prompt: str = "") -> list[GoldSpan]:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return []
-    sc = _Screen(tree, prompt)
-    marks = [mark for rule in SCREEN_RULES for node in ast.walk(tree) if (mark := rule(sc, node))]
+    nodes = list(ast.walk(tree))  # every rule reads the nodes in ast.walk's order: walked once
+    sc = _Screen(tree, prompt, nodes)
+    marks = [mark for rule in SCREEN_RULES for node in nodes if (mark := rule(sc, node))]
     return line_spans(code, (_marked_lines(st, note) for st, note in marks if st))
 
 
