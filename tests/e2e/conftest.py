@@ -293,58 +293,25 @@ def viewport_shot(page, name: str) -> Path:
 # records on the top window when anything that can start a Streamlit script run last happened, in
 # ``Date.now()`` ms: a key, mouse or input event in any frame (component iframes included), a message sent
 # on the app's websocket (a rerun request, a heartbeat) and a change of the run state or of an element's
-# staleness (``__amLast``); when the last input event or sent message was (``__amInput``: what can ask for
-# a rerun from the browser's side); how many frames the top window has painted (``__amFrames``, counted
-# by requestAnimationFrame) and at which count the last activity was (``__amLastFrame``); and whether a
-# sent message still waits for the server's first answer (``__amSent`` later than ``__amHeard``: a rerun
-# request the server has not started yet); ``__amRerun``: the last run ended for the next one (``st.rerun``).
+# staleness; and whether a sent message still waits for the server's first answer (``__amSent`` later
+# than ``__amHeard``: a rerun request the server has not started yet).
 _ACTIVITY_JS = """(() => {
   let top = window;
   try { if (window.top.__amLast !== undefined) top = window.top; } catch (e) {}
-  const touch = () => { top.__amLast = Date.now(); top.__amLastFrame = top.__amFrames; };
-  const input = () => { touch(); top.__amInput = top.__amLast; };
-  if (top === window) {
-    window.__amLast = window.__amInput = Date.now();
-    window.__amSent = window.__amHeard = window.__amFrames = window.__amLastFrame = 0;
-    window.__amRerun = false;
-    const frame = () => { window.__amFrames++; requestAnimationFrame(frame); };
-    requestAnimationFrame(frame);
-  }
+  const touch = () => { top.__amLast = Date.now(); };
+  if (top === window) { window.__amLast = Date.now(); window.__amSent = 0; window.__amHeard = 0; }
   for (const ev of ['keydown', 'keyup', 'mousedown', 'mouseup', 'click', 'input', 'change']) {
-    window.addEventListener(ev, input, true);
+    window.addEventListener(ev, touch, true);
   }
   if (top !== window || !window.WebSocket) return;
-  // the top-level fields of a ForwardMsg (protobuf): a script_finished (field 6) of FINISHED_EARLY_FOR_RERUN
-  // (2) means the server starts the next run (st.rerun, st.switch_page) after this one; any other
-  // script_finished, or the next run's new_session (field 4), means it does not
-  const rerunNext = (data) => {
-    if (!(data instanceof ArrayBuffer)) return undefined;
-    const b = new Uint8Array(data);
-    let i = 0;
-    const varint = () => { let r = 0, s = 1, x; do { x = b[i++]; r += (x & 127) * s; s *= 128; } while (x & 128 && i < b.length); return r; };
-    while (i < b.length) {
-      const tag = varint(), f = Math.floor(tag / 8), w = tag & 7;
-      if (w === 0) { const v = varint(); if (f === 6) return v === 2; }
-      else if (w === 2) { const n = varint(); if (f === 4) return false; i += n; }
-      else if (w === 1) i += 8;
-      else if (w === 5) i += 4;
-      else return undefined;
-    }
-    return undefined;
-  };
   const send = WebSocket.prototype.send;
   WebSocket.prototype.send = function (data) {
     if (!this.__amHeard) {
       this.__amHeard = true;
-      this.addEventListener('message', (e) => {
-        const next = rerunNext(e.data);
-        if (next !== undefined) window.__amRerun = next;
-        window.__amHeard = Date.now();
-        touch();
-      });
+      this.addEventListener('message', () => { window.__amHeard = Date.now(); touch(); });
     }
     window.__amSent = Date.now();
-    input();
+    touch();
     return send.call(this, data);
   };
   const watch = () => new MutationObserver(touch).observe(document.documentElement, {
@@ -361,43 +328,27 @@ _IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
         && !document.querySelector('[data-stale="true"]'); }"""
 
 # idle, the server has answered the last message sent to it (or 2 s went by: a message it does not answer),
-# no input event or sent message for ``quiet`` ms, and since the last activity of any kind (the run's end)
-# either ``frames`` frames were painted and ``after`` ms went by, or ``quiet`` ms (a page whose frames do not
-# run, if any, is judged by time alone)
+# and nothing happened for ``quiet`` ms
 _SETTLED_JS = (
-    "([quiet, frames, after]) => (" + _IDLE_JS + ")()"
-    " && (window.__amSent <= window.__amHeard || Date.now() - window.__amSent > 2000)"
-    " && Date.now() - window.__amInput >= quiet"
-    " && (Date.now() - window.__amLast >= quiet"
-    "     || (!window.__amRerun && window.__amFrames - window.__amLastFrame >= frames"
-    "         && Date.now() - window.__amLast >= after))"
+    "(quiet) => (" + _IDLE_JS + ")() && (window.__amSent <= window.__amHeard || Date.now() - window.__amSent > 2000)"
+    " && Date.now() - window.__amLast >= quiet"
 )
 
-#: how long no input may happen before a page counts as settled (a key press or click is sent at once, so
-#: a rerun it asks for has started within this time)
+#: how long nothing may happen before a page counts as settled (a component that sets its value once it is
+#: drawn asks for its rerun within this time after the run that drew it; a key press is sent at once)
 QUIET_MS = 250
-#: after a script run's last change, the frames the browser must paint before the page counts as settled:
-#: a widget that sets its value once it is drawn does so in the effects React runs after the paint of the
-#: run's last change, so its rerun request is sent (an input: :data:`QUIET_MS` again) before the third
-#: frame; the frames, not a time, are waited for, so a slow browser is waited for too
-SETTLE_FRAMES = 3
-#: and the ms that must also go by after that change (a server message that follows at once is seen)
-SETTLE_MS = 60
 
 
 def wait_app(page, timeout: float = 60_000) -> None:
     """Wait until the Streamlit script run has finished, no element is stale, the server has answered
     every message sent to it (a rerun asked for by a key press or click has started; at most 2 s
-    are given to a message it does not answer), no input happened for :data:`QUIET_MS` ms (a rerun an
-    action asks for starts within that time) and, since the run's last change (a run-state change or
-    message), the browser painted :data:`SETTLE_FRAMES` frames and :data:`SETTLE_MS` ms went by (a rerun
-    a drawn widget asks for is sent by then; or :data:`QUIET_MS` ms, on a page whose frames do not run)
-    and the last run did not end for the next one (``st.rerun``: only :data:`QUIET_MS` then). A
-    page opened without :func:`new_page`'s activity recorder falls back to checking the idle state three
-    times, 250 ms apart."""
+    are given to a message it does not answer) and nothing (no
+    input, run-state change or message) happened for :data:`QUIET_MS` ms: a rerun triggered by a run or
+    an action starts within that time. A page opened without :func:`new_page`'s activity recorder falls
+    back to checking the idle state three times, 250 ms apart."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
     if page.evaluate("() => window.__amLast !== undefined"):
-        page.wait_for_function(_SETTLED_JS, arg=[QUIET_MS, SETTLE_FRAMES, SETTLE_MS], timeout=timeout, polling=25)
+        page.wait_for_function(_SETTLED_JS, arg=QUIET_MS, timeout=timeout, polling=50)
         return
     for _ in range(2):
         page.wait_for_function(_IDLE_JS, timeout=timeout)
