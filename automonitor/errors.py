@@ -63,11 +63,13 @@ def require_folder(path: str | os.PathLike[str], field: str | None = None) -> No
     is created).
 
     Raises:
-        InputError: ``path``'s parent folder does not exist, or ``path`` is a folder (names ``path`` and
-            ``field`` when given).
+        InputError: ``path`` is empty, its parent folder does not exist, or it is a folder (names ``path``
+            and ``field`` when given).
     """
     from pathlib import Path
 
+    if not str(path).strip():
+        raise InputError("an empty path: give a file name", file=repr(str(path)), field=field)
     if not Path(path).parent.exists():
         raise InputError("the directory does not exist", file=str(path), field=field)
     if Path(path).is_dir():

@@ -93,9 +93,9 @@ def report_cmd(
         _check_report_options(invalid, fmt, json_out, cost_ratio, prevalence, n_boot)
         if fmt == "html" and not output:
             raise InputError("--format html writes a file: give --output FILE", field="--output")
-        if output and not (fmt or json_out):
+        if output is not None and not (fmt or json_out):
             raise InputError("--output needs --json or --format", field="--output")
-        if output:  # a missing folder is said before the report is computed
+        if output is not None:  # a missing folder (or an empty path) is said before the report is computed
             require_folder(output, field="--output")
         pairs = _parse_compare(compare)
         if pairs:

@@ -192,6 +192,8 @@ def test_report_to_a_folder_that_is_not_there_exits_2_before_the_report(cli, sto
     r = cli(["report", "--json", "--output", str(tmp_path)], db=url)  # a directory, not a file: before any work
     assert r.returncode == 2 and "cannot write it" in r.stderr and "--output" in r.stderr, r.stderr
     assert "it is a directory" in r.stderr
+    r = cli(["report", "--format", "latex", "--output", ""], db=url)  # an empty path (trial): before any work
+    assert r.returncode == 2 and "an empty path" in r.stderr and "--output" in r.stderr, r.stderr
 
 
 def _report_dict():

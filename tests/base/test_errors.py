@@ -71,4 +71,8 @@ def test_require_folder_refuses_a_missing_folder_and_a_folder_given_as_the_file(
     with pytest.raises(InputError, match="it is a directory") as e:
         require_folder(tmp_path, field="--output")
     assert e.value.file == str(tmp_path)
+    for empty in ("", "  "):  # report -o '' (trial): said at once, the path shown quoted
+        with pytest.raises(InputError, match="an empty path") as e:
+            require_folder(empty, field="--output")
+        assert e.value.file == repr(empty) and e.value.field == "--output"
     assert list(tmp_path.iterdir()) == []  # nothing created
