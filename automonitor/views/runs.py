@@ -103,7 +103,8 @@ def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:
     an analysis reads, oldest first, with their parameters.)
 
     ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
-    seconds (until now for a running run; ``None`` when never started). Costs are US dollars. The
+    seconds (until now for a running run; ``None`` when never started; ``started_at`` is the first session's,
+    so a ``--resume`` or ``--retry-errors`` session a while later adds the idle gap). Costs are US dollars. The
     detector ladder's runs (kind ``ladder``) are left out unless ``include_ladder``.
     """
     from store.queries.run_list import list_runs

@@ -38,7 +38,8 @@ def list_runs(
 ) -> list[RunRow]:
     """All runs, newest first, with counts per outcome (and ``pending``), tokens and cost (summed over
     judged predictions, so a running or killed run shows its progress), API calls, cache hits, duration
-    in seconds (finished runs), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
+    in seconds (finished runs: first start to last finish, so the idle time between a run's sessions,
+    ``--resume`` or ``--retry-errors``, is counted; not the time spent judging), subset limit, and ISO-8601 UTC ``created_at``/``started_at``/
     ``finished_at``. Used by ``automonitor runs`` and the app's run history. Generation runs
     (``kind='generation'``, ``automonitor generate``) are left out, the
     detector ladder's runs (``kind='ladder'``, written by ``automonitor build``) unless ``include_ladder``.
