@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, List
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, List
 
 import typer
 
@@ -129,12 +129,8 @@ def report_cmd(
             if fmt == "html":
                 from automonitor.views import report_html
 
-                try:
+                with _writing(str(output)):
                     size = report_html.write(engine, rep, str(output))
-                except OSError as exc:  # a directory, no permission, a full disk: named, not a traceback
-                    raise InputError(
-                        f"cannot write it: {exc.strerror or exc}", file=str(output), field="--output"
-                    ) from None
                 err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
                 return
             _emit_report(rep, json_out, fmt, with_audit, output, engine)
@@ -214,6 +210,16 @@ def _parse_compare(compare: list[str] | None) -> list[tuple[str, str]] | None:
     return pairs
 
 
+@contextmanager
+def _writing(output: str) -> Iterator[None]:
+    """Writing the report to ``output``: an ``OSError`` (no permission, a full disk) becomes an
+    ``InputError`` naming ``--output`` and the path, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"cannot write it: {exc.strerror or exc}", file=str(output), field="--output") from None
+
+
 def _emit_report(
     rep: Report,
     json_out: bool,
@@ -244,11 +250,8 @@ def _emit_report(
         if output is None:
             typer.echo(out, nl=False)
         else:
-            try:
-                with open(output, "w", encoding="utf-8") as fh:
-                    fh.write(out)
-            except OSError as exc:  # a directory, no permission, a full disk: named, not a traceback
-                raise InputError(f"cannot write it: {exc.strerror or exc}", file=output, field="--output") from None
+            with _writing(output), open(output, "w", encoding="utf-8") as fh:
+                fh.write(out)
             err_console.print(f"wrote {output}")
         return
     _print_rich(rep, engine)
