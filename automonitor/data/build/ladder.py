@@ -270,13 +270,12 @@ def _vectorizer(name: str, terms: TermIds | None = None) -> Any:
     :mod:`automonitor.data.audit.tokens`)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
+    weights = {"min_df": 2, "max_features": 30_000, "sublinear_tf": True, "dtype": np.float32}
     if terms is not None:
-        return terms.vectorizer(min_df=2, max_features=30_000, sublinear_tf=True, dtype=np.float32)
+        return terms.vectorizer(**weights)
     if name == "word_tfidf":
-        return TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=30_000, sublinear_tf=True, dtype=np.float32)
-    return TfidfVectorizer(
-        analyzer="char_wb", ngram_range=(3, 5), min_df=2, max_features=30_000, sublinear_tf=True, dtype=np.float32
-    )
+        return TfidfVectorizer(ngram_range=(1, 2), **weights)
+    return TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), **weights)
 
 
 def minilm_available() -> str | None:
