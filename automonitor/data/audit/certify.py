@@ -266,13 +266,12 @@ class _SliceProbes:
         if name == "model_identity":  # cheap, and reads meta
             return fn(te, groups)
         cut = 6000 if name == "char_ngram_cv" else 400
-        key = (
-            fn,
-            certify_unavailable().get(name),
-            tuple(t[:cut] for t in te["response"].astype(str)),
-            tuple(te["label"].astype(str)),
-            tuple(groups.tolist()),
-        )
+        content = hashlib.blake2b(digest_size=20)  # (a digest, so the kept keys do not hold the texts)
+        for t in te["response"].astype(str):
+            b = t[:cut].encode("utf-8", "surrogatepass")
+            content.update(len(b).to_bytes(8, "little") + b)
+        content.update(repr((te["label"].astype(str).tolist(), groups.tolist())).encode())
+        key = (fn, certify_unavailable().get(name), content.digest())
         if key in _SCORES:
             _SCORES.move_to_end(key)
             got = _SCORES[key]
