@@ -139,14 +139,9 @@ def highlight_search_html(text: str | None, query: str | None) -> str:
     text = text or ""
     if not query or not query.strip():
         return _esc(text)
-    pat = re.compile(re.escape(query.strip()), re.I)
-    out, cur = [], 0
-    for m in pat.finditer(text):
-        out.append(_esc(text[cur : m.start()]))
-        out.append(f'<mark class="am-hit" style="{SEARCH_STYLE}">{_esc(m.group(0))}</mark>')
-        cur = m.end()
-    out.append(_esc(text[cur:]))
-    return "".join(out)
+    parts = re.split(f"({re.escape(query.strip())})", text, flags=re.I)  # the hits at the odd places
+    mark = f'<mark class="am-hit" style="{SEARCH_STYLE}">'
+    return "".join(f"{mark}{_esc(p)}</mark>" if i % 2 else _esc(p) for i, p in enumerate(parts))
 
 
 _DEL = "background:#fee2e2;color:#7f1d1d;text-decoration:line-through;"

@@ -165,7 +165,4 @@ def ground_evidence(response: str, request: str | None, spans: Sequence[JSONValu
     """
     from automonitor.analysis.grounding import ground_evidence as _ground
 
-    clean = [sp for sp in (spans or []) if sp is not None and str(sp).strip()]
-    if not clean:
-        return []
-    return list(_ground(response or "", request, clean))
+    return _ground(response or "", request, [sp for sp in (spans or []) if sp is not None and str(sp).strip()])

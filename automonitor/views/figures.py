@@ -81,64 +81,8 @@ def tradeoff_figure(
     ``view_lines``: the runs of one monitor and template judged under several monitor views (column
     ``view``, ``run --view``) are joined by a dotted line in view order (:func:`_view_specs`).
     """
-    traces, layout = tradeoff_specs(
-        points,
-        reported=reported,
-        front=front,
-        title=title,
-        height=height,
-        size_col=size_col,
-        localisation=localisation,
-        include_incomplete=include_incomplete,
-        hover_action=hover_action,
-        view_lines=view_lines,
-    )
-    return figure_of(traces, layout)
-
-
-def figure_of(traces: Sequence[TraceSpec], layout: Mapping[str, object]) -> go.Figure:
-    """The plotly figure of ``traces`` (``Scatter`` keywords, in drawing order; :func:`tradeoff_specs`) and
-    ``update_layout`` keywords."""
     import plotly.graph_objects as go
 
-    fig = go.Figure()
-    if traces:
-        fig.add_traces([go.Scatter(**t) for t in traces])
-    fig.update_layout(**layout)
-    return fig
-
-
-def tradeoff_figure_json(
-    points: pd.DataFrame,
-    *,
-    reported: pd.DataFrame | None = None,
-    front: Sequence[str] | None = None,
-    height: int = 520,
-    hover_action: str = CLICK_HINT,
-) -> str:
-    """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the
-    plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out."""
-    fig = tradeoff_figure(points, reported=reported, front=front, height=height, hover_action=hover_action)
-    text: str = fig.to_json()
-    return text
-
-
-def tradeoff_specs(
-    points: pd.DataFrame,
-    *,
-    reported: pd.DataFrame | None,
-    front: Sequence[str] | None,
-    title: str | None,
-    height: int,
-    size_col: str | None,
-    localisation: pd.DataFrame | None,
-    include_incomplete: bool,
-    hover_action: str,
-    view_lines: bool,
-) -> tuple[list[TraceSpec], dict[str, object]]:
-    """:func:`tradeoff_figure`'s traces as ``Scatter`` keywords (:data:`TraceSpec`, in drawing order) and its
-    ``update_layout`` keywords (the arguments as :func:`tradeoff_figure` takes them, every one given):
-    :func:`figure_of` makes the figure of them."""
     traces: list[TraceSpec] = []
     pts = _drawable_points(points)
     if front is None and not pts.empty:
@@ -165,7 +109,10 @@ def tradeoff_specs(
     if reported is not None and not reported.empty:
         others = _others(labelled, reported["far"], reported["mr"])
         traces += _reported_specs(reported, others=others, positions=reported_pos)
-    layout: dict[str, object] = dict(
+    fig = go.Figure()
+    if traces:
+        fig.add_traces([go.Scatter(**t) for t in traces])
+    fig.update_layout(
         title=title,
         height=height,
         margin=dict(l=10, r=10, t=40 if title else 10, b=10),
@@ -176,7 +123,21 @@ def tradeoff_specs(
         dragmode="pan",
         hovermode="closest",
     )
-    return traces, layout
+    return fig
+
+
+def tradeoff_figure_json(
+    points: pd.DataFrame,
+    *,
+    reported: pd.DataFrame | None = None,
+    front: Sequence[str] | None = None,
+    height: int = 520,
+    hover_action: str = CLICK_HINT,
+) -> str:
+    """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the
+    plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out."""
+    fig = tradeoff_figure(points, reported=reported, front=front, height=height, hover_action=hover_action)
+    return str(fig.to_json())
 
 
 def _with_label_layout(

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from automonitor.analysis.metrics import wilson_interval
+from automonitor.data.audit.report_md import fmt2
 from automonitor.data.build.ladder import TIERS
 
 __all__ = ["TIERS", "cell_rows", "hard_statement", "tier_table", "wilson_half_width"]
@@ -57,10 +58,6 @@ def cell_rows(cert: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _f(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
 def hard_statement(cert: dict[str, Any] | None) -> str:
     """The statement (markdown) of what ``hard`` is certified against and what not, cell by cell (module
     doc); a short note when the store has no certificate (never built, or built without the ladder)."""
@@ -90,10 +87,10 @@ def hard_statement(cert: dict[str, Any] | None) -> str:
             "|---|---:|---:|---:|---|---|",
         ]
         for r in rows:
-            far = f"{r['worst']} {_f(r['worst_auroc'])} [{_f(r['low'])}, {_f(r['high'])}]" if r["worst"] else "-"
+            far = f"{r['worst']} {fmt2(r['worst_auroc'])} [{fmt2(r['low'])}, {fmt2(r['high'])}]" if r["worst"] else "-"
             status = r["status"] if r["status"] != "small" else f"under {min_pairs} pairs: intervals only"
             lines.append(
-                f"| {r['cell']} | {r['pairs']} | {r['effective_n']} | {_f(r['half_width'])} | {status} | {far} |"
+                f"| {r['cell']} | {r['pairs']} | {r['effective_n']} | {fmt2(r['half_width'])} | {status} | {far} |"
             )
     no_tier = cert.get("no_implicit_tier") or {}
     for cell, d in no_tier.items():

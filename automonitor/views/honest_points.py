@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -40,17 +41,11 @@ TEMPLATE_SHORT = {
 
 
 #: The backends whose class says ``template_independent = True`` (their verdicts do not depend on the prompt
-#: template: ``rules`` reads no prompt), written out so that labelling a point imports no backend (the
-#: registry imports every backend module and the pricing table); ``tests/views/test_run_labels.py`` checks
-#: it against :data:`automonitor.runs.monitors.REGISTRY`.
+#: template: ``rules`` reads no prompt; one run stands for every template, their runs are labelled without a
+#: template), written out so that labelling a point imports no backend (the registry imports every backend
+#: module and the pricing table); ``tests/views/test_run_labels.py`` checks it against
+#: :data:`automonitor.runs.monitors.REGISTRY`.
 TEMPLATE_INDEPENDENT_BACKENDS: frozenset[str] = frozenset({"rules"})
-
-
-def template_independent_backends() -> frozenset[str]:
-    """Names of the backends whose verdicts do not depend on the prompt template
-    (:data:`TEMPLATE_INDEPENDENT_BACKENDS`): one run stands for every template, their runs are labelled
-    without a template, and ``scripts/demo_runs.sh`` runs them once."""
-    return TEMPLATE_INDEPENDENT_BACKENDS
 
 
 def short_label(
@@ -131,7 +126,7 @@ def _measured_label(
         name = re.sub(r"\.(gguf|bin|safetensors)$", "", name, flags=re.I) or name
     if len(name) > max_len:
         name = name[: max_len - 1] + "…"
-    if template_free or backend in template_independent_backends():
+    if template_free or backend in TEMPLATE_INDEPENDENT_BACKENDS:
         return name
     return f"{name} {TEMPLATE_SHORT.get(template, template)}"
 
@@ -308,9 +303,7 @@ def distinct_derived_labels(
     two llamacpp runs) are never drawn under one name. Measured runs keep their labels. Same length and
     order as ``labels``."""
     bk = backends or {}
-    counts: dict[str, int] = {}
-    for lab in labels:
-        counts[lab] = counts.get(lab, 0) + 1
+    counts = Counter(labels)
     return [
         f"{lab} #{rid[-6:]}" if counts[lab] > 1 and is_derived(mon, bk.get(rid)) else lab
         for lab, rid, mon in zip(labels, run_ids, monitors)

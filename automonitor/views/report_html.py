@@ -24,6 +24,7 @@ import datetime as dt
 import functools
 import gzip
 import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
@@ -38,6 +39,7 @@ from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.data.audit.report_md import fmt2
 from automonitor.views import esc, highlight_html, tradeoff_points
 from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points, small_runs_note
+from automonitor.views.cells import is_missing
 from automonitor.views.evidence import ground_evidence, legend_html
 from automonitor.views.tradeoff import reported_for
 from automonitor.timestamps import utcnow
@@ -154,7 +156,7 @@ def gallery(engine: Engine, rep: Report, per_slice: int = GALLERY_PER_SLICE) -> 
         if outcome not in definite or label not in definite:
             continue
         judged.setdefault(sid, set()).add(rid)
-        if outcome != label and not (_missing(cat) or _missing(task)):  # a groupby leaves out a missing key
+        if outcome != label and not (is_missing(cat) or is_missing(task)):  # a groupby leaves out a missing key
             key = (cat, task, "fn" if label == "misbehavior" else "fp")
             errs.setdefault(key, {}).setdefault(sid, []).append((order[rid], rid, ev))
     picked: list[dict[str, Any]] = []
@@ -182,11 +184,6 @@ def gallery(engine: Engine, rep: Report, per_slice: int = GALLERY_PER_SLICE) -> 
         p["request"], p["response"] = req, resp
         p["grounded"] = ground_evidence(resp, req, p.pop("spans")) if p["evidence_run"] else []
     return picked
-
-
-def _missing(v: object) -> bool:
-    """Whether a frame value is missing as pandas reads it (``None`` or NaN)."""
-    return v is None or (isinstance(v, float) and v != v)
 
 
 def build(
@@ -238,10 +235,8 @@ def build_for(engine: Engine, run_ids: Sequence[str], invalid: str, *, edition: 
 
 def write(engine: Engine, rep: Report, path: str, **kw: Any) -> int:
     """Write :func:`build`'s document to ``path`` (UTF-8); returns its size in bytes."""
-    text = build(engine, rep, **kw)
-    data = text.encode("utf-8")
-    with open(path, "wb") as fh:
-        fh.write(data)
+    data = build(engine, rep, **kw).encode("utf-8")
+    Path(path).write_bytes(data)
     return len(data)
 
 
@@ -286,41 +281,20 @@ def plane_pearson(pts: pd.DataFrame, *, p_value: bool = False) -> tuple[float | 
     return r, p, int(len(elig))
 
 
-def plane_figure_json(
-    rep: Report,
-    prov: Provenance,
-    *,
-    min_n: int = DEFAULT_MIN_N,
-    show_paper: bool = True,
-    pts: pd.DataFrame | None = None,
-) -> str:
+def plane_figure_json(rep: Report, prov: Provenance, *, pts: pd.DataFrame | None = None) -> str:
     """The overall MR-FAR plane (:func:`automonitor.views.figures.tradeoff_figure_json`) of the report's runs
     drawn as the Trade-off page draws them (:func:`plane_points`: each run labelled, runs with fewer than
-    ``min_n`` judged samples hollow and off the front), with their Wilson error bars and sample sets in the
-    hovers, and, with ``show_paper`` (the default in a report, where the caption says where they come from),
-    the paper's reference points labelled "<monitor> (<template>), reported (secondary summary)"; a static
-    page, so a click opens nothing and the hover promises nothing. ``pts``: :func:`plane_points` of ``rep``,
-    ``prov`` and ``min_n`` when the caller has them already."""
+    :data:`DEFAULT_MIN_N` judged samples hollow and off the front), with their Wilson error bars and sample sets
+    in the hovers, and the paper's reference points labelled "<monitor> (<template>), reported (secondary
+    summary)" (the report's caption says where they come from); a static page, so a click opens nothing and the
+    hover promises nothing. ``pts``: :func:`plane_points` of ``rep`` and ``prov`` when the caller has them
+    already."""
     from automonitor.views.figures import tradeoff_figure_json
 
-    pts, reported, front = _plane_parts(rep, prov, min_n=min_n, show_paper=show_paper, pts=pts)
-    return tradeoff_figure_json(pts, reported=reported, front=front or None, height=560, hover_action="")
-
-
-def _plane_parts(
-    rep: Report,
-    prov: Provenance,
-    *,
-    min_n: int,
-    show_paper: bool,
-    pts: pd.DataFrame | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str]]:
-    """The plane's points (:func:`plane_points`, unless given), the paper's labelled reference points (``None``
-    without ``show_paper``) and the Pareto front's run ids."""
     if pts is None:
-        pts = plane_points(rep, prov, min_n=min_n)
-    reported = reported_for(analysis.reported_points(), None, None) if show_paper else None
-    if reported is not None and not reported.empty:
+        pts = plane_points(rep, prov)
+    reported = reported_for(analysis.reported_points(), None, None)
+    if not reported.empty:
         reported["label"] = (
             reported["monitor"]
             + " ("
@@ -328,7 +302,7 @@ def _plane_parts(
             + "), secondary summary of the paper (paper_reported.csv), not found in its v2 text"
         )
     front = list(pts.loc[pts["on_front"], "run_id"]) if len(pts) else []
-    return pts, reported, front
+    return tradeoff_figure_json(pts, reported=reported, front=front or None, height=560, hover_action="")
 
 
 def _rate_ci(rate: float | None, ci: list[float] | None) -> str:

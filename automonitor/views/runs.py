@@ -64,7 +64,7 @@ def history_row(run: RunRow, now: datetime) -> dict[str, object]:
     counts = run["counts"]
     started, finished = _timestamp(run["started_at"]), _timestamp(run["finished_at"])
     done = sum(v for k, v in counts.items() if k != "pending")
-    row: dict[str, object] = {
+    return {
         "run_id": run["run_id"],
         "monitor": run["monitor"],
         "template": run["template"],
@@ -72,26 +72,22 @@ def history_row(run: RunRow, now: datetime) -> dict[str, object]:
         "status": run["status"],
         "n": int(run["n"] or (done + counts.get("pending", 0))),
         "done": int(done),
+        **{outcome: counts.get(outcome, 0) for outcome in vocab.OUTCOMES},
+        "unscored": sum(counts.get(o, 0) for o in vocab.UNSCORED),
+        "api_calls": run["api_calls"],
+        "cache_hits": run["cache_hits"],
+        "tokens_in": run["tokens_in"],
+        "tokens_out": run["tokens_out"],
+        "cost_usd": float(run["cost_usd"] or 0.0),
+        "created_at": _timestamp(run["created_at"]),
+        "started_at": started,
+        "finished_at": finished,
+        "duration_s": ((finished or now) - started).total_seconds() if started else None,
+        "limit": run["limit"],
+        "error_msg": run["error"],
+        "edition": run.get("edition"),
+        "archived": bool(run.get("archived")),
     }
-    for outcome in vocab.OUTCOMES:
-        row[outcome] = counts.get(outcome, 0)
-    row["unscored"] = sum(counts.get(o, 0) for o in vocab.UNSCORED)
-    row.update(
-        api_calls=run["api_calls"],
-        cache_hits=run["cache_hits"],
-        tokens_in=run["tokens_in"],
-        tokens_out=run["tokens_out"],
-        cost_usd=float(run["cost_usd"] or 0.0),
-        created_at=_timestamp(run["created_at"]),
-        started_at=started,
-        finished_at=finished,
-        duration_s=((finished or now) - started).total_seconds() if started else None,
-        limit=run["limit"],
-        error_msg=run["error"],
-        edition=run.get("edition"),
-        archived=bool(run.get("archived")),
-    )
-    return row
 
 
 def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:

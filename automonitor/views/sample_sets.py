@@ -114,18 +114,7 @@ def run_sample_sets(
         )
         for rid, edition in runs
     ]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "run_id",
-            "edition",
-            "edition_recorded",
-            "edition_inferred",
-            "n_samples",
-            "fingerprint",
-            "sample_set",
-        ],
-    )
+    return pd.DataFrame(rows, columns=list(SampleSetRow.__annotations__))  # the columns in the row's order
 
 
 def _judged(rows: Iterable[tuple[str, str, str | None]]) -> tuple[dict[str, frozenset[str]], set[str]]:

@@ -9,7 +9,6 @@ import json
 from typing import Any, Mapping, Sequence, TypedDict
 
 import pandas as pd
-from sqlalchemy import ColumnElement
 from sqlalchemy.engine import Engine
 from typing_extensions import Unpack
 
@@ -23,8 +22,10 @@ EXPORT_FIELDS = (*PAIR_FIELDS[: PAIR_FIELDS.index("source") + 1], "split", "stat
 
 
 class SampleFilters(TypedDict, total=False):
-    """The samples browser's filters (:func:`sample_query`'s keyword arguments): a search text and, per
-    column, the allowed values (empty = no filter)."""
+    """The samples browser's filters (:func:`store.queries.samples.browser_filter`'s keyword arguments):
+    ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id or the
+    pair id; each other key gives the allowed values of its column (empty = no filter; ``label_source``: label
+    provenance values; ``tier``: the detector ladder's ``surface`` / ``implicit``)."""
 
     search: str | None
     category: Sequence[str]
@@ -37,40 +38,6 @@ class SampleFilters(TypedDict, total=False):
     tier: Sequence[str]
 
 
-def sample_query(
-    *,
-    search: str | None = None,
-    category: Sequence[str] = (),
-    task: Sequence[str] = (),
-    label: Sequence[str] = (),
-    split: Sequence[str] = (),
-    status: Sequence[str] = (),
-    source: Sequence[str] = (),
-    label_source: Sequence[str] = (),
-    tier: Sequence[str] = (),
-) -> list[ColumnElement[bool]]:
-    """SQLAlchemy ``WHERE`` clause list for the samples browser filters (``label_source``: label
-    provenance values; ``tier``: the detector ladder's ``surface`` / ``implicit``;
-    ``store.queries.samples.browser_filter``).
-
-    ``search`` matches (case-insensitively, as a substring) the request, the response, the sample id
-    or the pair id; the other arguments are allowed values per column (empty = no filter).
-    """
-    from store.queries.samples import browser_filter
-
-    return browser_filter(
-        search,
-        category=category,
-        task=task,
-        label=label,
-        split=split,
-        status=status,
-        source=source,
-        label_source=label_source,
-        tier=tier,
-    )
-
-
 def search_samples(
     engine: Engine,
     *,
@@ -79,15 +46,15 @@ def search_samples(
     with_text: bool = True,
     **filters: Unpack[SampleFilters],
 ) -> tuple[int, pd.DataFrame]:
-    """Samples matching :func:`sample_query` ``filters``: ``(total_count, page_frame)``.
+    """Samples matching the :class:`SampleFilters` ``filters``: ``(total_count, page_frame)``.
 
     The frame has columns ``id, pair_id, category, task, label, split, status, source`` (+ ``request``,
     ``response`` when ``with_text``), ordered by category, task, pair id, label; ``limit=None``
     returns every match (used for export).
     """
-    from store.queries.samples import BROWSER_COLUMNS, browser_rows, count_matching
+    from store.queries.samples import BROWSER_COLUMNS, browser_filter, browser_rows, count_matching
 
-    where = sample_query(**filters)
+    where = browser_filter(**filters)
     cols = [c for c in BROWSER_COLUMNS if with_text or c not in ("request", "response")]
     with engine.connect() as c:
         total = count_matching(c, where)
@@ -118,11 +85,11 @@ def export_samples(engine: Engine, fmt: str, **filters: Unpack[SampleFilters]) -
     for another ``fmt``.
     """
     from automonitor.errors import InputError
-    from store.queries.samples import browser_rows
+    from store.queries.samples import browser_filter, browser_rows
 
     if fmt not in ("jsonl", "csv"):
         raise InputError(f"unknown export format {fmt!r} (jsonl or csv)", field="format")
-    where = sample_query(**filters)
+    where = browser_filter(**filters)
     with engine.connect() as c:
         rows = browser_rows(c, where, ["id", *EXPORT_FIELDS[1:]])
     return pair_file_bytes(rows, fmt)
