@@ -17,7 +17,7 @@ from automonitor.analysis.encoding import CELLS, TP, empty_preds, encode, Encode
 from automonitor.analysis.paired import PairedDict, default_comparisons, paired_comparisons
 from automonitor.analysis.roc_grounding import add_grounding, add_roc, evidence_run_ids
 from automonitor.analysis.slices import Slices, slice_stats
-from automonitor.analysis.options import AnalysisOptions, compare_list, resolve_options
+from automonitor.analysis.options import AnalysisOptions, resolve_options
 from automonitor.analysis.report_schema import Report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunFrame
 from automonitor.jsontypes import json_safe
@@ -61,7 +61,6 @@ def analyze(
     """
     opt: AnalysisOptions = resolve_options(AnalysisOptions, options, overrides)
     invalid, n_boot, seed = opt.invalid, opt.n_boot, opt.seed
-    compare = compare_list(opt)
     clock = _Clock(timings)
     runs = runs.reset_index(drop=True)
     df = preds[preds["run_id"].isin(set(runs["run_id"]))] if len(preds) else empty_preds()
@@ -86,7 +85,7 @@ def analyze(
     if texts is not None and gold_spans:
         _add_localisation(entries, runs, df, enc, texts, gold_spans, n_boot=n_boot, seed=seed, cache=memo)
     clock.lap("localisation")
-    pairs_to_compare = default_comparisons(runs) if compare is None else list(compare)
+    pairs_to_compare = default_comparisons(runs) if opt.compare is None else list(opt.compare)
     paired = paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
     clock.lap("paired")
     rep = _across_runs(entries, paired, invalid, n_boot, seed)

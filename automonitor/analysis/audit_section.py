@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -12,9 +12,6 @@ from automonitor.data.audit.params import EDITIONS, FLAG_AUROC
 from automonitor.data.audit.report_md import fmt2
 from automonitor.escaping import md_cell
 from automonitor.analysis.report_schema import AuditBaselines, Report, as_report
-
-
-ReportT = TypeVar("ReportT", Report, dict[str, Any])
 
 
 def cell_baselines(doc: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -27,31 +24,22 @@ def cell_baselines(doc: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def attach_to_report(rep: ReportT, engine: Engine) -> ReportT:
-    """Add the audit's trivial-baseline AUROCs to a report in place and return it.
+def attach_to_report(rep: Report, engine: Engine) -> Report:
+    """Add the audit's trivial-baseline AUROCs to a report (:class:`~automonitor.analysis.report_schema.Report`,
+    from ``analysis.report``) in place and return it.
 
-    ``rep`` is a :class:`~automonitor.analysis.report_schema.Report` (``analysis.report``) or its dict
-    (``.to_dict()``). Adds (existing keys untouched): per run ``baselines`` = :func:`cell_baselines`
-    of the audit of the run's edition (``run.edition``; ``paper`` when unset) and ``baselines_edition``;
-    top level ``audit`` = ``{edition: {"slices": [...compact...], "leakage", "controls"}}`` for the
-    editions used (:class:`~automonitor.analysis.report_schema.AuditBaselines`).
+    Adds (existing keys untouched): per run ``baselines`` = :func:`cell_baselines` of the audit of the run's
+    edition (``run.edition``; ``paper`` when unset) and ``baselines_edition``; top level ``audit`` =
+    ``{edition: {"slices": [...compact...], "leakage", "controls"}}`` for the editions used
+    (:class:`~automonitor.analysis.report_schema.AuditBaselines`).
     """
-    if isinstance(rep, Report):
-        audits = _report_audits(engine, [r.edition for r in rep.runs])
-        for run in rep.runs:
-            e = run.edition or "paper"
-            if e in audits:
-                run.baselines = cell_baselines(audits[e])
-                run.baselines_edition = e
-        rep.audit = {e: AuditBaselines.model_validate(_compact_audit(d)) for e, d in audits.items()}
-        return rep
-    audits = _report_audits(engine, [r.get("edition") for r in rep.get("runs", [])])
-    for r in rep.get("runs", []):
-        e = r.get("edition") or "paper"
+    audits = _report_audits(engine, [r.edition for r in rep.runs])
+    for run in rep.runs:
+        e = run.edition or "paper"
         if e in audits:
-            r["baselines"] = cell_baselines(audits[e])
-            r["baselines_edition"] = e
-    rep["audit"] = {e: _compact_audit(d) for e, d in audits.items()}
+            run.baselines = cell_baselines(audits[e])
+            run.baselines_edition = e
+    rep.audit = {e: AuditBaselines.model_validate(_compact_audit(d)) for e, d in audits.items()}
     return rep
 
 

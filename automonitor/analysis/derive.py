@@ -94,12 +94,8 @@ def combine(
             raise InputError("--rule mean needs --threshold", field="threshold")
         if unknown:
             return _unknown(outcomes), None
-        vals = []
-        for o, s in zip(outcomes, scores):
-            if s is not None and not (isinstance(s, float) and math.isnan(s)):
-                vals.append(float(s))
-            else:
-                vals.append(1.0 if o == MIS else 0.0)
+        # an input without a score counts as its verdict: 1.0 for a flag, 0.0 for a pass
+        vals = [float(o == MIS) if s is None or math.isnan(s) else float(s) for o, s in zip(outcomes, scores)]
         m = sum(vals) / n
         return (MIS if m >= threshold else BEN), m
     raise InputError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}", field="rule")

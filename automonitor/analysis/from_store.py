@@ -322,18 +322,15 @@ def _add_run_extras(
     score method, contradictory answers, error share: :class:`RunAnswers`) and, for a run judged with
     ``--repeat K``, ``stability`` on ``rep`` in place."""
     from automonitor.analysis.stability import stability
-
-    for entry in rep.runs:
-        entry.edition = editions.get(entry.run_id)
-        outcomes = controls[controls["run_id"] == entry.run_id]["outcome"] if len(controls) else []
-        entry.controls = controls_far(outcomes, invalid)
     from automonitor.runs.status import answer_quality
 
     quality = answer_quality(engine, [e.run_id for e in rep.runs])
     for entry in rep.runs:
+        entry.edition = editions.get(entry.run_id)
+        outcomes = controls[controls["run_id"] == entry.run_id]["outcome"] if len(controls) else []
+        entry.controls = controls_far(outcomes, invalid)
         if entry.run_id in quality:
             entry.answers = RunAnswers.model_validate(quality[entry.run_id])
-    for entry in rep.runs:
         st = stability(engine, entry.run_id)
         if st is not None:
             entry.stability = st

@@ -52,6 +52,7 @@ _CHAR_MAP = {
 _ASCII_WS = np.zeros(256, dtype=bool)
 _ASCII_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True  # exactly the ASCII chars with str.isspace()
 _STRIP = " \t\r\n\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
+_CLEANED_EDGES = _STRIP + ".\u2026"  # a span that starts or ends with none of these is clean as it is
 _ELLIPSIS = re.compile(r"^(?:\.\.\.|\u2026)+|(?:\.\.\.|\u2026)+$")
 
 
@@ -129,14 +130,7 @@ def _span_text(span: JSONValue) -> str:
 
 
 def _clean_span(span: str) -> str:
-    if not span or (
-        span[0] not in _STRIP
-        and span[-1] not in _STRIP
-        and span[0] != "."
-        and span[-1] != "."
-        and span[0] != "\u2026"
-        and span[-1] != "\u2026"
-    ):
+    if not span or (span[0] not in _CLEANED_EDGES and span[-1] not in _CLEANED_EDGES):
         return span
     prev = None
     s = span

@@ -209,6 +209,25 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> list[float] | N
     return [float(lo), float(hi)]
 
 
+def confusion_rates(flags: npt.NDArray[np.bool_], labels: npt.NDArray[np.bool_]) -> ConfusionRates:
+    """The :class:`ConfusionRates` of boolean ``flags`` (the monitor flagged the sample) against ``labels``
+    (True = misbehavior), arrays of one shape: counts, MR = FN / (TP + FN) and FAR = FP / (FP + TN) with
+    their Wilson 95% intervals."""
+    tp, fn = int((flags & labels).sum()), int((~flags & labels).sum())
+    fp, tn = int((flags & ~labels).sum()), int((~flags & ~labels).sum())
+    return {
+        "n": int(flags.size),
+        "tp": tp,
+        "fn": fn,
+        "fp": fp,
+        "tn": tn,
+        "mr": miss_rate(tp, fn),
+        "mr_ci": wilson_interval(fn, tp + fn),
+        "far": false_alarm_rate(fp, tn),
+        "far_ci": wilson_interval(fp, fp + tn),
+    }
+
+
 # --------------------------------------------------------------------------------------------------
 # Confusion counts under an unscored policy
 # --------------------------------------------------------------------------------------------------
@@ -346,12 +365,7 @@ def pearson_r(
     """
     xs, ys = [], []
     for a, b in zip(x, y):
-        if (
-            a is None
-            or b is None
-            or (isinstance(a, float) and math.isnan(a))
-            or (isinstance(b, float) and math.isnan(b))
-        ):
+        if a is None or b is None or math.isnan(a) or math.isnan(b):
             continue
         xs.append(float(a))
         ys.append(float(b))

@@ -6,7 +6,7 @@ field."""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence, TypeVar
+from typing import Iterable, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -87,8 +87,3 @@ def resolve_options(cls: type[O], options: AnalysisOptions | str | None, overrid
     if unknown:
         raise TypeError(f"unknown analysis option(s): {', '.join(sorted(unknown))}")
     return cls.model_validate({**base, **overrides})
-
-
-def compare_list(options: AnalysisOptions) -> Sequence[tuple[str, str]] | None:
-    """``options.compare`` as a list of pairs, or ``None``."""
-    return None if options.compare is None else list(options.compare)

@@ -153,10 +153,8 @@ def cached_json(
         with gc_paused():
             return compute()
     path = cache_dir() / f"{_key(stamp, key)}.json"
-    try:
+    with contextlib.suppress(OSError, ValueError):  # no document, or one that cannot be read: compute
         return load(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        pass
     with gc_paused():  # the imports and the computation (see gc_paused)
         value = compute()
     if store_stamp(engine) != stamp:  # written meanwhile: the document may mix two states
@@ -178,7 +176,5 @@ def _prune(folder: Path) -> None:
     """Remove the oldest documents beyond :data:`KEEP`."""
     files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
     for old in files[KEEP:]:
-        try:
+        with contextlib.suppress(OSError):
             old.unlink()
-        except OSError:
-            pass

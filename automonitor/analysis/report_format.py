@@ -172,18 +172,15 @@ def metrics_markdown(rep: Report) -> str:
         return ""
     head = ["Run", "Monitor", "Template"] + labels
     lines = ["", "| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
-    for r in rows:
-        lines.append("| " + " | ".join(md_escape(r[k]) for k in ["run", "monitor", "template"] + labels) + " |")
+    lines += ["| " + " | ".join(md_escape(r[k]) for k in ["run", "monitor", "template"] + labels) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
-def localisation_markdown(rep: ReportLike) -> str:
+def localisation_markdown(rep: Report) -> str:
     """The localisation table of ``rep``: per evidence run with gold spans and per slice
     (overall, then categories and tasks), gold samples, TP, localised hits and wrong-reason hits (count
     and share of TP), localised miss rate and character-level span F1 / IoU; ``""`` when no run has
     localisation."""
-
-    rep = as_report(rep)
     runs = [r for r in rep.runs if r.localisation is not None]
     if not runs:
         return ""
@@ -210,11 +207,10 @@ def localisation_markdown(rep: ReportLike) -> str:
     return "\n".join(lines) + "\n"
 
 
-def difficulty_markdown(rep: ReportLike) -> str:
+def difficulty_markdown(rep: Report) -> str:
     """The markdown table "Difficulty": per run, MR and FAR on the ``verified`` and the ``hard`` members
     with the samples judged of each (``""`` when no run has difficulty rates)."""
-
-    runs = [r for r in as_report(rep).runs if r.difficulty]
+    runs = [r for r in rep.runs if r.difficulty]
     if not runs:
         return ""
     eds = DIFFICULTY_EDITIONS
@@ -295,11 +291,7 @@ def to_csv(rep: ReportLike) -> str:
 
 def render(rep: ReportLike, fmt: str) -> str:
     """The table of ``rep`` in ``fmt`` (markdown | latex | csv); ``ValueError`` for another format."""
-    rep = as_report(rep)
-    if fmt == "markdown":
-        return to_markdown(rep)
-    if fmt == "latex":
-        return to_latex(rep)
-    if fmt == "csv":
-        return to_csv(rep)
-    raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    writers = {"markdown": to_markdown, "latex": to_latex, "csv": to_csv}
+    if fmt not in writers:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return writers[fmt](rep)

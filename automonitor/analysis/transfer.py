@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from automonitor.analysis.metrics import auroc as _auroc
-from automonitor.analysis.metrics import wilson_interval
-from automonitor.analysis.metrics import ConfusionRates
+from automonitor.analysis.metrics import ConfusionRates, confusion_rates
+from automonitor.data.audit.report_md import fmt2
 from automonitor.escaping import plot_text
 from automonitor.runs.probe.model import cut_texts
 
@@ -156,25 +156,10 @@ def cell_stats(labels: Ints, scores: Floats, threshold: float = 0.5) -> CellStat
 
     Args: ``labels`` (n,) ints 1 = misbehavior; ``scores`` (n,) P(misbehavior). Returns a dict with
     ``n, tp, fn, fp, tn, mr, mr_ci, far, far_ci, auroc, auroc_ci`` (rates None when undefined)."""
-    flag = scores >= threshold
-    tp = int(((labels == 1) & flag).sum())
-    fn = int(((labels == 1) & ~flag).sum())
-    fp = int(((labels == 0) & flag).sum())
-    tn = int(((labels == 0) & ~flag).sum())
+    rates = confusion_rates(scores >= threshold, labels == 1)
     a = _auroc(labels.tolist(), np.clip(scores, 0, 1).tolist()) if len(labels) else None
-    return {
-        "n": int(len(labels)),
-        "tp": tp,
-        "fn": fn,
-        "fp": fp,
-        "tn": tn,
-        "mr": (fn / (tp + fn)) if tp + fn else None,
-        "mr_ci": wilson_interval(fn, tp + fn),
-        "far": (fp / (fp + tn)) if fp + tn else None,
-        "far_ci": wilson_interval(fp, fp + tn),
-        "auroc": a,
-        "auroc_ci": hanley_mcneil_ci(a, tp + fn, fp + tn),
-    }
+    pos, neg = rates["tp"] + rates["fn"], rates["fp"] + rates["tn"]
+    return {**rates, "auroc": a, "auroc_ci": hanley_mcneil_ci(a, pos, neg)}
 
 
 def test_rows(engine: Engine) -> list[dict[str, str]]:
@@ -360,10 +345,6 @@ def _pair(d: Mapping[str, object], key: str) -> list[float] | None:
     return [float(x) for x in cast("list[float]", v)] if ok else None
 
 
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
 def _fmt_ci(ci: list[float] | None) -> str:
     return "" if not ci else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
 
@@ -385,7 +366,7 @@ def to_markdown(res: TransferResult) -> str:
             row = []
             for te in res["test_slices"]:
                 c = idx.get((tr, te))
-                txt = "-" if c is None else _fmt(_number(c, metric)) + _fmt_ci(_pair(c, ci_key))
+                txt = "-" if c is None else fmt2(_number(c, metric)) + _fmt_ci(_pair(c, ci_key))
                 row.append(f"**{txt}**" if c and c.get("highlight") else txt)
             lines.append(f"| {tr} | " + " | ".join(row) + " |")
         lines.append("")
@@ -396,7 +377,7 @@ def to_markdown(res: TransferResult) -> str:
         "|---|---|---|",
     ]
     for te, b in res["baselines"].items():
-        lines.append(f"| {te} | {_fmt(b.get('length'))} | {_fmt(b.get('tfidf'))} |")
+        lines.append(f"| {te} | {fmt2(b.get('length'))} | {fmt2(b.get('tfidf'))} |")
     lines += ["", *figure8_markdown(res)]
     return "\n".join(lines) + "\n"
 
@@ -423,7 +404,7 @@ def figure8_markdown(res: TransferResult | None = None) -> list[str]:
             for te in tests:
                 p = by[(tr, te)]
                 o = ours.get((p["train"], p["test"]))
-                row.append(f"{_fmt(_number(p, metric))} / {_fmt(_number(o, metric)) if o else '-'}")
+                row.append(f"{fmt2(_number(p, metric))} / {fmt2(_number(o, metric)) if o else '-'}")
             out.append(f"| {tr} | " + " | ".join(row) + " |")
         out.append("")
     return out

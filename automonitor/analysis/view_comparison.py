@@ -33,7 +33,8 @@ Bools = npt.NDArray[np.bool_]
 Codes = npt.NDArray[np.intp]
 
 
-#: One view's confusion counts on a set of samples, MR and FAR with Wilson 95% intervals (:func:`_rates`)
+#: One view's confusion counts on a set of samples, MR and FAR with Wilson 95% intervals
+#: (:func:`automonitor.analysis.metrics.confusion_rates`)
 ViewRates = ConfusionRates
 
 
@@ -119,26 +120,6 @@ def _flag(outcome: object, invalid: str) -> bool | None:
     if invalid == "as-miss":
         return False
     return None
-
-
-def _rates(flags: Bools, labels: Bools) -> ViewRates:
-    """``{"n", "tp", "fn", "fp", "tn", "mr", "far", "mr_ci", "far_ci"}`` of boolean flags vs labels
-    (True = misbehavior); MR = FN / (TP + FN), FAR = FP / (FP + TN) (the paper's definitions)."""
-    tp = int((flags & labels).sum())
-    fn = int((~flags & labels).sum())
-    fp = int((flags & ~labels).sum())
-    tn = int((~flags & ~labels).sum())
-    return {
-        "n": int(flags.size),
-        "tp": tp,
-        "fn": fn,
-        "fp": fp,
-        "tn": tn,
-        "mr": fn / (tp + fn) if tp + fn else None,
-        "far": fp / (fp + tn) if fp + tn else None,
-        "mr_ci": mt.wilson_interval(fn, tp + fn),
-        "far_ci": mt.wilson_interval(fp, fp + tn),
-    }
 
 
 def _counts_per_pair(flags: Bools, labels: Bools, pair_idx: Codes, n_pairs: int) -> Codes:
@@ -230,7 +211,8 @@ def compare_views(
         "pairs": int, "overall": {view: RATES}, "paired": [{"view_a", "view_b", "samples", "mr_diff",
         "mr_diff_ci", "mr_diff_p", "far_diff", "far_diff_ci", "far_diff_p", "mcnemar_mr", "mcnemar_far"}],
         "by_category_task": {"cat/task": {"samples", "rates": {view: RATES}, "paired": [...]}}, "silent":
-        {"samples": int, "mr": {view: RATES}, "paired": [...]}}``; RATES as :func:`_rates`.
+        {"samples": int, "mr": {view: RATES}, "paired": [...]}}``; RATES as
+        :func:`automonitor.analysis.metrics.confusion_rates`.
     Raises:
         ValueError: an unknown unscored policy.
     """
@@ -255,7 +237,7 @@ def compare_views(
 
     def section(mask: Bools, s: int) -> tuple[dict[str, ViewRates], list[ViewPair]]:
         codes, uniq = pd.factorize(pair_codes[mask]) if mask.any() else (np.zeros(0, dtype=int), [])
-        rates = {v: _rates(fl[v][mask], labels[mask]) for v in views}
+        rates = {v: mt.confusion_rates(fl[v][mask], labels[mask]) for v in views}
         paired = [
             _paired(a, b, fl[a][mask], fl[b][mask], labels[mask], codes, len(uniq), n_boot, s)
             for a, b in combinations(views, 2)
