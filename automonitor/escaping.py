@@ -77,8 +77,6 @@ def md_escape(text: object) -> str:
     being autolinked by an invisible word joiner (U+2060) after the scheme or ``www`` and before ``@``."""
     s = reveal_invisible("" if text is None else str(text))
     out = "".join("\\" + ch if ch in _MD_SPECIAL else (" " if ch in "\r\n" else ch) for ch in s)
-    # GFM autolinks bare URLs and e-mail addresses in the final text (escapes do not stop it): an
-    # invisible word joiner (U+2060) after the scheme / "www" and before "@" keeps them plain text
     out = _AUTOLINK_SCHEME.sub("\\1\u2060", out)
     return out.replace("@", "\u2060@")
 
@@ -116,20 +114,11 @@ def md_cell(text: object) -> str:
     """``text`` escaped for a cell of a markdown table in a file (GitHub-flavoured markdown): backslashes,
     pipes, backticks, angle brackets, emphasis and link brackets escaped, whitespace runs and newlines
     folded to one space. For Streamlit markdown use :func:`md_escape`."""
-    s = reveal_invisible(str(text))
-    for a, b in (
-        ("\\", "\\\\"),
-        ("|", "\\|"),
-        ("`", "\\`"),
-        ("<", "&lt;"),
-        (">", "&gt;"),
-        ("*", "\\*"),
-        ("_", "\\_"),
-        ("[", "\\["),
-        ("]", "\\]"),
-    ):
-        s = s.replace(a, b)
-    return " ".join(s.split())
+    return " ".join(reveal_invisible(str(text)).translate(_MD_CELL).split())
+
+
+#: :func:`md_cell`'s escapes, made in one pass: a backslash before ``\ | ` * _ [ ]``, entities for ``< >``.
+_MD_CELL = str.maketrans({**{ch: "\\" + ch for ch in "\\|`*_[]"}, "<": "&lt;", ">": "&gt;"})
 
 
 #: Characters that break or move lines, rewrite a terminal or vanish: C0 controls other than tab and

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import (
-    Callable,
-    Iterable,
-    Protocol,
-    TypedDict,
-    TypeVar,
-    runtime_checkable,
-)
+from typing import Callable, Iterable, Sequence, TypedDict, TypeVar, cast
 
 from typing_extensions import TypeGuard
 
@@ -273,9 +266,7 @@ def parse_evidence_spans(response: str, evidence: object) -> list[tuple[int, int
         return []
     given = [evidence] if _is_pair(evidence) else evidence
     try:
-        if not isinstance(given, Iterable):
-            raise TypeError(f"{type(given).__name__!r} object is not iterable")
-        pieces: list[object] = list(given)
+        pieces: list[object] = list(cast("Iterable[object]", given))  # TypeError when not iterable
     except TypeError as exc:
         raise InputError("evidence must be character offsets (start, end) or a list of them", field="evidence") from exc
     out: list[tuple[int, int, int]] = []
@@ -330,13 +321,6 @@ def evidence_values(response: str, evidence: object) -> EvidenceValues:
     )
 
 
-@runtime_checkable
-class _Indexable(Protocol):
-    """Anything indexed by position (a list, a tuple, a NumPy array): a span piece of :func:`label_spans`."""
-
-    def __getitem__(self, index: int, /) -> object: ...
-
-
 def label_spans(row: object) -> list[tuple[int, int]]:
     """The evidence spans of a label row or :class:`Label` (anything with ``evidence_spans`` /
     ``evidence_start`` / ``evidence_end`` as keys or attributes): ``evidence_spans`` when set, else the
@@ -351,13 +335,9 @@ def label_spans(row: object) -> list[tuple[int, int]]:
     if spans is None or (isinstance(spans, float) and spans != spans):
         s, e = get("evidence_start"), get("evidence_end")
         spans = [] if s is None or e is None or s != s or e != e else [(s, e)]
-    if not isinstance(spans, Iterable):
-        raise TypeError(f"{type(spans).__name__!r} object is not iterable")
     out = []
-    for piece in spans:
-        try:
-            if not isinstance(piece, _Indexable):
-                raise TypeError(f"{type(piece).__name__!r} object is not subscriptable")
+    for piece in cast("Iterable[Sequence[object]]", spans):  # TypeError when not iterable
+        try:  # a piece that is not indexed by position raises TypeError too
             a, b = as_int(piece[0]), as_int(piece[1])
         except (TypeError, ValueError, IndexError):
             continue

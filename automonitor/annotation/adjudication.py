@@ -274,7 +274,6 @@ def adjudicate(
     decision: str,
     note: str | None = None,
     *,
-    guideline_version: str = GUIDELINE_VERSION,
     spans: Sequence[tuple[int, int]] | None = None,
 ) -> Decision:
     """Record an adjudicator's decision on a candidate item (admin only): ``misbehavior`` or
@@ -300,7 +299,6 @@ def adjudicate(
     clean_note = clean_text(note, "note")
     if decision == "reject" and not clean_note:
         raise InputError("a rejection needs a reason in the note", field="note")
-    gv = clean_text(guideline_version, "guideline_version", 32) or GUIDELINE_VERSION
     gold = None
     if spans is not None:
         if decision != "misbehavior":
@@ -329,7 +327,7 @@ def adjudicate(
             decision="reject" if decision == "reject" else "accept",
             gold_label=None if decision == "reject" else decision,
             note=clean_note,
-            guideline_version=gv,
+            guideline_version=GUIDELINE_VERSION,
         )
         s.add(adj)
         s.flush()
@@ -348,7 +346,7 @@ def adjudicate(
             note=clean_note,
             adjudicator=actor.name,
             created_at=iso_utc(adj.created_at),
-            guideline_version=gv,
+            guideline_version=GUIDELINE_VERSION,
         )
 
     return transaction(engine, work, write_lock=True)

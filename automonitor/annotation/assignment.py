@@ -607,11 +607,7 @@ def _assign_session(
 
 def _cell_counts(items: list[CandidateItem]) -> dict[str, int]:
     """``{"category/task": items}`` of a session's items."""
-    out: dict[str, int] = {}
-    for it in items:
-        key = f"{it['category']}/{it['task']}"
-        out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items()))
+    return dict(sorted(Counter(f"{it['category']}/{it['task']}" for it in items).items()))
 
 
 def unassign(

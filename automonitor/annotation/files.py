@@ -143,7 +143,7 @@ def import_annotations(
     text_cells = detect_format(file, None, fmt, _FORMATS) == "csv"  # JSON-valued cells arrive as text
 
     def work(s: Session) -> ImportResult:
-        lookups = _ImportLookups(*_import_lookups(s, actor))
+        lookups = _import_lookups(s, actor)
         problems = Problems(file)
         planned = [
             values
@@ -278,18 +278,12 @@ def _locked_differences(old: Mapping[str, object] | None, values: Mapping[str, o
     }
 
 
-def _import_lookups(
-    s: Session, actor: Account
-) -> tuple[
-    dict[str, int], dict[tuple[int, str], sa.Row[tuple[int, str, datetime | None]]], dict[tuple[int, str], LabelRow]
-]:
+def _import_lookups(s: Session, actor: Account) -> _ImportLookups:
     """What :func:`import_annotations` checks rows against: active account ids by name, assignment
     rows (``annotator_id``, ``sample_id``, ``submitted_at``) and existing label rows, both keyed by
     ``(annotator_id, sample_id)`` (admin only)."""
-    users = store.active_annotator_ids(s)
-    asg = store.assignment_states(s)
     existing = {(r["annotator_id"], r["sample_id"]): r for r in label_rows(s, actor)}
-    return users, asg, existing
+    return _ImportLookups(store.active_annotator_ids(s), store.assignment_states(s), existing)
 
 
 def _write_imported(s: Session, planned: list[ImportedLabel], submit: bool) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence, SupportsFloat, SupportsIndex
+from typing import Sequence, cast
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -139,9 +139,7 @@ def _check_seconds(seconds_spent: object) -> float | None:
     if seconds_spent is None:
         return None
     try:
-        if not isinstance(seconds_spent, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
-            raise TypeError(f"float() argument must be a string or a real number, not {type(seconds_spent).__name__!r}")
-        seconds = float(seconds_spent)
+        seconds = float(cast("str | float", seconds_spent))  # TypeError for anything float() does not take
     except (TypeError, ValueError) as exc:
         raise InputError("seconds_spent must be a number", field="seconds_spent") from exc
     if not (seconds >= 0) or seconds == float("inf"):

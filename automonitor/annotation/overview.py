@@ -56,15 +56,14 @@ def annotation_progress(engine: Engine, actor: Account) -> list[Progress]:
 
     def work(s: Session) -> list[Progress]:
         out: dict[str, Progress] = {}
+
+        def of(name: str) -> Progress:
+            return out.setdefault(name, Progress(annotator=name, assigned=0, labeled=0, submitted=0, unsure=0))
+
         for r in assignment_rows(s, actor):
-            d = out.setdefault(
-                r["annotator"], Progress(annotator=r["annotator"], assigned=0, labeled=0, submitted=0, unsure=0)
-            )
-            d["assigned"] += 1
+            of(r["annotator"])["assigned"] += 1
         for r in label_rows(s, actor):
-            d = out.setdefault(
-                r["annotator"], Progress(annotator=r["annotator"], assigned=0, labeled=0, submitted=0, unsure=0)
-            )
+            d = of(r["annotator"])
             d["labeled"] += 1
             d["submitted"] += r["submitted_at"] is not None
             d["unsure"] += r["label"] == "unsure"

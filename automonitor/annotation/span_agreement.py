@@ -18,6 +18,7 @@ result as ``spans``.
 from __future__ import annotations
 
 import os
+import re
 from itertools import combinations
 from typing import Iterable, Mapping, TypedDict
 
@@ -29,18 +30,8 @@ from automonitor.data.intervals import length, overlap, union
 
 
 def _tokens(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the whitespace-separated tokens of ``text`` (one pass, no regex)."""
-    out, start = [], None
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            if start is not None:
-                out.append((start, i))
-                start = None
-        elif start is None:
-            start = i
-    if start is not None:
-        out.append((start, len(text)))
-    return out
+    """``(start, end)`` of the whitespace-separated tokens of ``text`` (``\\s`` is ``str.isspace``)."""
+    return [m.span() for m in re.finditer(r"\S+", text)]
 
 
 def span_f1(x: Iterable[tuple[int, int]], y: Iterable[tuple[int, int]]) -> float:
