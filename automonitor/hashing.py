@@ -16,19 +16,14 @@ def norm_text(text: str) -> str:
 
 
 _INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800")  # Hangul fillers, braille blank
+_BLANK_CATEGORIES = ("Cc", "Cf", "Zs", "Zl", "Zp")
 
 
 def is_blank(text: str) -> bool:
     """True when ``text`` shows nothing: only whitespace, control characters, separators and invisible
     formatting characters (Unicode categories Cc, Cf, Zs, Zl, Zp: e.g. zero-width space U+200B, zero-width
     joiner U+200D, word joiner U+2060, BOM U+FEFF) or blank fillers (U+3164, U+2800...)."""
-    for ch in text:
-        if ch.isspace() or ch in _INVISIBLE:
-            continue
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
-            continue
-        return False
-    return True
+    return all(ch.isspace() or ch in _INVISIBLE or unicodedata.category(ch) in _BLANK_CATEGORIES for ch in text)
 
 
 def sha256_text(text: str) -> str:

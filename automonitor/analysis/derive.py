@@ -415,7 +415,14 @@ def derive_ensemble(
     NotFound for an unknown run. Nothing is written then.
     """
     ids = list(dict.fromkeys(run_ids or []))
-    _check_ensemble(ids, rule, k, threshold)
+    if len(ids) < 2:
+        raise InputError("an ensemble needs at least two distinct --runs", field="runs")
+    if rule not in RULES:
+        raise InputError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}", field="rule")
+    if rule == "vote" and (k is None or not 1 <= int(k) <= len(ids)):
+        raise InputError(f"--rule vote needs --k between 1 and {len(ids)}", field="k")
+    if rule == "mean" and (threshold is None or not 0.0 <= float(threshold) <= 1.0):
+        raise InputError("--rule mean needs --threshold in [0, 1]", field="threshold")
     rows, frames = _inputs(engine, ids)
     common = _common(frames)
     preds = _ensemble_predictions(ids, [f.loc[common] for f in frames], list(common), rule, k, threshold)
@@ -435,19 +442,6 @@ def derive_ensemble(
     return _save(
         engine, "ens", monitor, tpls.pop() if len(tpls) == 1 else "direct", _edition(rows, ids), recipe, preds, reuse
     )
-
-
-def _check_ensemble(ids: list[str], rule: str, k: int | None, threshold: float | None) -> None:
-    """``InputError`` for fewer than two runs, an unknown rule, a vote without a valid k or a mean
-    without a threshold in [0, 1]."""
-    if len(ids) < 2:
-        raise InputError("an ensemble needs at least two distinct --runs", field="runs")
-    if rule not in RULES:
-        raise InputError(f"--rule must be one of {', '.join(RULES)}, got {rule!r}", field="rule")
-    if rule == "vote" and (k is None or not 1 <= int(k) <= len(ids)):
-        raise InputError(f"--rule vote needs --k between 1 and {len(ids)}", field="k")
-    if rule == "mean" and (threshold is None or not 0.0 <= float(threshold) <= 1.0):
-        raise InputError("--rule mean needs --threshold in [0, 1]", field="threshold")
 
 
 def _ensemble_predictions(

@@ -84,7 +84,7 @@ def _compare(
     pos = both & (grid.sample_label == 0)
     neg = both & (grid.sample_label == 1)
     correct = (TP, TN)
-    out: PairedDict = {
+    return {
         "run_a": a_id,
         "run_b": b_id,
         "samples": int(both.sum()),
@@ -102,4 +102,3 @@ def _compare(
             "about": "all shared samples: correct by A vs correct by B",
         },
     }
-    return out

@@ -484,10 +484,7 @@ class Report(_Model):
     intervals: str
     edition: str | None = None
     audit: dict[str, AuditBaselines] | None = None
-    # comparisons across monitor views (:mod:`automonitor.analysis.view_comparison`), one per monitor and
-    # template judged under >= 2 views; ``None`` when there is none
     views: list[JSONObject] | None = None
-    # per edition of the reported runs, the scored samples errata mark (:class:`ErrataNote`)
     errata: dict[str, ErrataNote] | None = None
 
     def run(self, run_id: str) -> RunReport | None:

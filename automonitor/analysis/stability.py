@@ -20,6 +20,7 @@ Samples with a repeat still pending are left out (``samples`` counts those used)
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
 from sqlalchemy.engine import Engine
@@ -77,13 +78,11 @@ def stability(engine: Engine, run_id: str) -> Stability | None:
         tied = [c for c, m in cnt.items() if m == top]
         maj += cats[0] not in tied
     kappa = None
-    try:
+    with contextlib.suppress(ZeroDivisionError, ValueError, FloatingPointError):  # undefined: None
         from statsmodels.stats.inter_rater import fleiss_kappa
 
         val = float(fleiss_kappa(table, method="fleiss"))
         kappa = round(val, 6) if math.isfinite(val) else None
-    except (ZeroDivisionError, ValueError, FloatingPointError):
-        kappa = None
     return Stability(
         repeats=k,
         samples=n,

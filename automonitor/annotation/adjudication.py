@@ -148,11 +148,8 @@ def span_disagreement(rows: Sequence[Mapping[str, object]]) -> bool:
 def resolution(labels: list[str], n_assigned: int, n_submitted: int) -> str | None:
     """Consensus label of an item: the common label when every assigned annotator has submitted and
     all agree on ``misbehavior`` or ``benign``; ``None`` otherwise."""
-    if n_assigned == 0 or n_submitted < n_assigned or len(labels) < n_assigned:
-        return None
-    if len(set(labels)) == 1 and labels[0] in LABELS:
-        return labels[0]
-    return None
+    complete = n_assigned > 0 and n_submitted >= n_assigned and len(labels) >= n_assigned
+    return labels[0] if complete and len(set(labels)) == 1 and labels[0] in LABELS else None
 
 
 def adjudication_queue(

@@ -13,7 +13,7 @@ from typing import TypedDict
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.annotation.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, require_admin
 from automonitor.annotation._common import transaction
 from automonitor.annotation.queries import annotator_loads, assignment_rows, candidate_samples, label_rows
 from automonitor.errors import InputError
@@ -213,7 +213,7 @@ def assign(
         return _assign_session(engine, actor, limit, seed, share, bool(stratify), bool(pair_spread))
     if batch_size is not None:
         return _assign_rounds(engine, actor, k, seed, batch_size, calibration)
-    return transaction(engine, lambda s: _assign_batches(s, actor, k, seed))
+    return transaction(engine, lambda s: _assign_batches(s, actor, k, seed), actor=actor)
 
 
 def _assign_batches(s: Session, actor: Account, k: int, run_seed: int) -> AssignResult:
@@ -248,7 +248,6 @@ def _assignment_inputs(
     Raises:
         InputError: fewer than ``k`` active annotators (field ``k``).
     """
-    check_actor(s, actor)
     store.lock_assignments(s)
     loads = annotator_loads(s, actor)
     if len(loads) < k:
@@ -409,7 +408,7 @@ def _assign_rounds(
             rounds=rounds,
         )
 
-    return transaction(engine, work)
+    return transaction(engine, work, actor=actor)
 
 
 def _round_rows(

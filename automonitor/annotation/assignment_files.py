@@ -84,8 +84,7 @@ def export_assignments(
     fd, tmp = tempfile.mkstemp(prefix=".assignments-", dir=str(path.parent))
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -10,7 +10,7 @@ from typing import TypedDict
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.annotation.accounts import Account, check_actor, require_admin
+from automonitor.annotation.accounts import Account, require_admin
 from automonitor.annotation._common import GUIDELINE_VERSION, VERIFIED_EDITION, transaction
 from automonitor.annotation.adjudication import proposed_spans, resolution, span_disagreement
 from automonitor.annotation.span_agreement import lowest_pair_f1, unmarked_count
@@ -152,7 +152,7 @@ def finalize_pairs(engine: Engine, actor: Account, split: str = "test") -> Final
     if split not in SPLITS:
         raise InputError(f"split must be one of {', '.join(SPLITS)}", field="split")
 
-    return transaction(engine, lambda s: _finalize(s, actor, split), write_lock=True)
+    return transaction(engine, lambda s: _finalize(s, actor, split), write_lock=True, actor=actor)
 
 
 def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
@@ -161,7 +161,6 @@ def _finalize(s: Session, actor: Account, split: str) -> FinalizeResult:
     Concurrency: the transaction holds the write lock (SQLite) and locks the candidate rows before it
     reads anything else (PostgreSQL ``FOR UPDATE``), so a concurrent finalize or adjudication waits and
     then sees this one's outcome: a pair is decided once, never against its own new gold samples."""
-    check_actor(s, actor)
     inputs = _finalize_inputs(s, actor)
     now = utcnow()
     provenance = Provenance(finalized_by=actor.name, finalized_at=iso_utc(now), guideline_version=GUIDELINE_VERSION)
