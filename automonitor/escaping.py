@@ -58,15 +58,11 @@ def plot_text(text: object) -> str:
     text): ``& < > " ' %`` become numeric/named entities, which plotly shows as the literal characters,
     so ``<b>``, ``<a href>``, ``<br>`` or ``%{x}`` in a data value (monitor name, run id, template,
     label) never format, link or substitute. ``None`` becomes the empty string."""
-    s = reveal_invisible("" if text is None else str(text))
-    return (
-        s.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace('"', "&#34;")
-        .replace("'", "&#39;")
-        .replace("%", "&#37;")
-    )
+    return reveal_invisible("" if text is None else str(text)).translate(_PLOT_ESCAPES)
+
+
+#: :func:`plot_text`'s entities, made in one pass.
+_PLOT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "%": "&#37;"})
 
 
 def md_escape(text: object) -> str:
