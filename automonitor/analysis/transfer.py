@@ -462,21 +462,9 @@ def _heatmap_grid(
     paper: dict[tuple[str, str], list[PaperCell]] = {}
     for p in paper_cells():
         paper.setdefault((p["train"], p["test"]), []).append(p)
-    z: list[list[float | None]] = []
-    text: list[list[str]] = []
-    hover: list[list[str]] = []
-    for tr in trs:
-        zr: list[float | None] = []
-        text_row, hover_row = [], []
-        for te in tes:
-            c = idx.get((tr, te), {})
-            v = _number(c, metric)
-            zr.append(v)
-            text_row.append("" if v is None else f"{v:.2f}")
-            hover_row.append(_hover(tr, te, metric, c, paper.get((tr, te), [])))
-        z.append(zr)
-        text.append(text_row)
-        hover.append(hover_row)
+    z = [[_number(idx.get((tr, te), {}), metric) for te in tes] for tr in trs]
+    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+    hover = [[_hover(tr, te, metric, idx.get((tr, te), {}), paper.get((tr, te), [])) for te in tes] for tr in trs]
     return z, text, hover
 
 
