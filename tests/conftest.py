@@ -23,7 +23,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from helpers import PG_ADMIN_URL, RAW, REPO, run_cli  # noqa: F401  (shared with test modules)
+# BLAS (OpenBLAS, NumPy's and SciPy's) on one thread in the suite's processes and every process they start
+# (the CLI, the app server), set before anything here imports NumPy: two xdist workers share two cores, and
+# the pool threads of OpenBLAS spinning for work cost several times the work of the suite's small fits (AFLite
+# on 80 made-up pairs, scipy's L-BFGS steps: 4-5 s CPU, 1.2 s on one thread; the audit of the seed-0 build
+# 15 -> 11.4 s CPU). The same floats: tests/base/test_suite_env.py
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from helpers import PG_ADMIN_URL, RAW, REPO, run_cli  # noqa: E402, F401  (shared with test modules)
 
 
 def pytest_configure(config):

@@ -1,0 +1,16 @@
+"""The suite's processes compute with BLAS on one thread (``tests/conftest.py`` sets ``OPENBLAS_NUM_THREADS``
+before anything imports NumPy, and every process a test starts inherits it): two xdist workers share two cores,
+and OpenBLAS's pool threads spinning for work cost several times the small fits' own work."""
+
+from __future__ import annotations
+
+import os
+
+
+def test_blas_runs_on_one_thread_in_the_suite():
+    import scipy.optimize  # noqa: F401  (loads SciPy's own OpenBLAS beside NumPy's)
+    from threadpoolctl import threadpool_info
+
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    assert blas and all(p["num_threads"] == 1 for p in blas), blas
