@@ -171,11 +171,10 @@ def make_erratum(
     reason: str,
     reader: str = "anonymous",
     *,
-    source: str | None = None,
     date: str | None = None,
 ) -> Erratum:
-    """A checked :class:`Erratum` (``cand:`` prefix dropped; ``source`` defaults to :func:`source_of`,
-    ``date`` to today, UTC).
+    """A checked :class:`Erratum` (``cand:`` prefix dropped; ``source`` is :func:`source_of` the pair id,
+    ``date`` defaults to today, UTC).
 
     Raises:
         InputError: an invalid field (``field`` names the CLI option: ``--verdict``, ``--reason``, ...).
@@ -184,7 +183,7 @@ def make_erratum(
     try:
         return Erratum(
             pair_id=pid,
-            source=source or source_of(pid),
+            source=source_of(pid),
             verdict=verdict,  # type: ignore[arg-type]
             reason=reason,
             reader=reader,
@@ -227,12 +226,6 @@ def add_erratum(
     return e
 
 
-def stored_errata(session: Connection | Session) -> list[Erratum]:
-    """The errata entered into this store, in the order they were entered (``session``: a session or a
-    connection)."""
-    return [Erratum.model_validate({k: r[k] for k in _FIELDS}) for r in errata_queries.rows(session)]
-
-
 def errata_in_force(session: Connection | Session | None, path: str | Path | None = None) -> list[Erratum]:
     """Every erratum a build applies, in order: the shipped file's (:func:`load_errata` of ``path``)
     then the store's (``session``: a session or a connection; ``None``: no store). Pass it to :func:`current`
@@ -241,8 +234,8 @@ def errata_in_force(session: Connection | Session | None, path: str | Path | Non
     Raises:
         InputError: an invalid shipped file (file, line, field).
     """
-    shipped = load_errata(path)
-    return shipped + (stored_errata(session) if session is not None else [])
+    rows = errata_queries.rows(session) if session is not None else []
+    return load_errata(path) + [Erratum.model_validate({k: r[k] for k in _FIELDS}) for r in rows]
 
 
 def export_errata(session: Connection | Session | None, out: str | Path, path: str | Path | None = None) -> int:
@@ -271,9 +264,7 @@ def export_errata(session: Connection | Session | None, out: str | Path, path: s
     return len(lines)
 
 
-def import_errata(
-    engine: Engine, file: str | Path, *, entered_by: str | None = None, path: str | Path | None = None
-) -> dict[str, int]:
+def import_errata(engine: Engine, file: str | Path, *, path: str | Path | None = None) -> dict[str, int]:
     """Add the errata of a reviewed errata file to the store, all or nothing: the whole file is checked
     first (file, line and field named), then its lines that are not already in force (an identical
     erratum shipped or stored) are recorded with origin ``import``.
@@ -294,13 +285,8 @@ def import_errata(
             if e.line() not in have:
                 have.add(e.line())
                 new.append(e)
-        errata_queries.add_rows(s, [_row_values(e, "import", entered_by) for e in new])
+        errata_queries.add_rows(s, [_row_values(e, "import", None) for e in new])
     return {"read": len(incoming), "added": len(new), "already": len(incoming) - len(new)}
-
-
-def erratum_meta(e: Erratum) -> dict[str, str]:
-    """The ``meta.erratum`` a build puts on each row of a pair with erratum ``e``."""
-    return {"verdict": e.verdict, "reason": e.reason, "reader": e.reader, "date": e.date}
 
 
 def apply_errata(
@@ -320,7 +306,8 @@ def apply_errata(
             continue
         applied[e.pair_id] = p.pair_id
         g[f"to candidates: erratum ({e.verdict})"] += 1
-        out.append(replace(p, gate=f"erratum ({e.verdict}): {e.reason}", meta={**p.meta, "erratum": erratum_meta(e)}))
+        mark = {"verdict": e.verdict, "reason": e.reason, "reader": e.reader, "date": e.date}
+        out.append(replace(p, gate=f"erratum ({e.verdict}): {e.reason}", meta={**p.meta, "erratum": mark}))
     return out
 
 

@@ -24,14 +24,9 @@ FEW_TOKENS = 3
 DIFFLIB_MAX_TOKENS = 5000
 
 
-def normalise_ws(text: str) -> str:
-    """``text`` with every whitespace run removed (so ``a = 1`` and ``a=1`` compare equal)."""
-    return _WS.sub("", text)
-
-
 def whitespace_equal(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` are equal after removing all whitespace."""
-    return normalise_ws(a) == normalise_ws(b)
+    """True when ``a`` and ``b`` are equal after removing all whitespace (``a = 1`` and ``a=1`` are)."""
+    return _WS.sub("", a) == _WS.sub("", b)
 
 
 def code_tokens(text: str) -> list[str]:
@@ -140,7 +135,6 @@ def strip_c_comments(src: str) -> str:
         return src
     out: list[str] = []
     i, n = 0, len(src)
-    emptied: set[int] = set()  # indices in out after which a comment was removed (for blank-line cleanup)
     while i < n:
         c = src[i]
         if c in "\"'":
@@ -154,14 +148,12 @@ def strip_c_comments(src: str) -> str:
         elif src.startswith("//", i):
             j = src.find("\n", i)
             j = n if j < 0 else j
-            emptied.add(len(out))
             i = j
         elif src.startswith("/*", i):
             j = src.find("*/", i + 2)
             j = n if j < 0 else j + 2
             nl = src.count("\n", i, j)
             out.append("\n" * nl if nl else " ")
-            emptied.add(len(out))
             i = j
         else:
             j = i
@@ -202,13 +194,6 @@ def strip_comments(src: str, language: str | None) -> str:
 _HUMAN = re.compile(r"(?:^|\n\n)Human:\s*(.*?)(?=\n\nAssistant:|\Z)", re.S)
 
 
-def first_human_turn(dialogue: str) -> str:
-    """The first ``Human:`` turn of an HH-RLHF dialogue (stripped, whitespace-collapsed); the whole
-    text when there is none."""
-    m = _HUMAN.search(dialogue)
-    return " ".join((m.group(1) if m else dialogue).split())
-
-
 def conversation_groups(dialogues: Sequence[str]) -> list[int]:
     """Group dialogues of the same conversation: two dialogues are in one group when they share their
     first Human turn or one is a prefix of the other (after whitespace normalisation); groups are the
@@ -227,7 +212,8 @@ def conversation_groups(dialogues: Sequence[str]) -> list[int]:
 
     by_first: dict[str, int] = {}
     for i, d in enumerate(dialogues):
-        f = first_human_turn(d)
+        m = _HUMAN.search(d)  # the first Human: turn, whitespace-collapsed (the whole text when there is none)
+        f = " ".join((m.group(1) if m else d).split())
         if f in by_first:
             union(i, by_first[f])
         else:

@@ -24,7 +24,7 @@ whatever the bias; deterministic for a given input.
 from __future__ import annotations
 
 import math
-from typing import Callable, Generic, Iterable, Sequence, TypeVar
+from typing import Callable, Generic, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -140,7 +140,10 @@ def balanced_pairings(
         if abs(total(trial)) < abs(total(plan)):
             plan = trial
     if abs(total(plan)) > 1:
-        options = {k: _distinct(built[k].assignment(b) for b in BIASES) for k in free}
+        options: dict[int, list[list[tuple[int, int]]]] = {}
+        for k in free:  # each request's distinct pairings over the biases, in first-seen order
+            alts = [built[k].assignment(b) for b in BIASES]
+            options[k] = [a for i, a in enumerate(alts) if a not in alts[:i]]
         while abs(d := total(plan)) > 1:
             moves = []
             for k in free:
@@ -155,12 +158,3 @@ def balanced_pairings(
             _, k, n = min(moves)
             plan[k] = options[k][n]
     return [[(g.mis[i], g.ben[j]) for i, j in a] for g, a in zip(built, plan)]
-
-
-def _distinct(assignments: Iterable[list[tuple[int, int]]]) -> list[list[tuple[int, int]]]:
-    """``assignments`` without repeats, in first-seen order."""
-    out: list[list[tuple[int, int]]] = []
-    for a in assignments:
-        if a not in out:
-            out.append(a)
-    return out

@@ -56,18 +56,15 @@ def embed_model_path() -> Path:
     return Path(pkg.get_model_path())
 
 
-def load_encoder(max_seq_length: int = 128, threads: int | None = None) -> SentenceTransformer:
+def load_encoder(max_seq_length: int = 128) -> SentenceTransformer:
     """A process-wide cached ``SentenceTransformer`` on CPU, loaded offline from site-packages."""
     key = (max_seq_length,)
     with _ENC_LOCK:
         if key not in _ENCODERS:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            import torch
             from sentence_transformers import SentenceTransformer
 
-            if threads:
-                torch.set_num_threads(threads)
             m = SentenceTransformer(str(embed_model_path()), device="cpu", local_files_only=True)
             m.max_seq_length = max_seq_length
             _ENCODERS[key] = m

@@ -171,10 +171,6 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _norm_words(s: str) -> list[str]:
-    return "".join(ch.lower() if ch.isalnum() else " " for ch in s).split()
-
-
 # --- from_patch ----------------------------------------------------------------------------------------
 
 _TRIVIAL_WORDS = {"return", "break", "continue", "else", "end", "pass", "fi", "done"}
@@ -186,7 +182,7 @@ def _trivial_line(line: str) -> bool:
     t = line.strip().rstrip(";").strip()
     if not t or all(not ch.isalnum() for ch in t):
         return True
-    words = _norm_words(t)
+    words = "".join(ch.lower() if ch.isalnum() else " " for ch in t).split()
     return (
         bool(words)
         and words[0] in _TRIVIAL_WORDS
@@ -395,11 +391,6 @@ def _is_literal(n: ast.AST) -> bool:
         return False
 
 
-def _docstring(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    first = fn.body[0] if fn.body else None
-    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
-
-
 def _literal_answer(value: ast.expr) -> str | None:
     """Why a function whose only statement is ``return value`` answers from a literal, or None: a literal
     constant or display (``return 2``, ``return [1, 4]``; not ``None``/``True``/``False``, which are
@@ -511,7 +502,7 @@ def _ignores_input(sc: _Screen, node: ast.AST) -> _Mark | None:
     """``def f(a, b): return 2`` | ``return {1: -1, 2: 0}.get(len(xs), 0)``: the function's one statement
     after its docstring answers without the input (or from a literal map of it)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
-        body = node.body[1:] if _docstring(node) else node.body
+        body = node.body[1:] if ast.get_docstring(node, clean=False) is not None else node.body
         if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
             why = _literal_answer(body[0].value)
             return (body[0], why) if why else None
@@ -741,12 +732,6 @@ def sycophancy_spans(response: str, meta: dict[str, Any]) -> list[GoldSpan]:
 # --- the build's rule ----------------------------------------------------------------------------------
 
 
-def is_patch_pair(label_source: str | None, meta: dict[str, Any] | None) -> bool:
-    """Whether a pair is a patch pair (vulnerable vs fixed code): ``label_source == "patch_pair"`` or
-    ``meta.patch_pair`` true (the flag other importers set)."""
-    return label_source == "patch_pair" or bool((meta or {}).get("patch_pair"))
-
-
 def derive_gold_spans(row: dict[str, Any], benign: str | None) -> list[GoldSpan]:
     """The derived gold spans of one misbehavior sample row (module doc).
 
@@ -763,7 +748,8 @@ def derive_gold_spans(row: dict[str, Any], benign: str | None) -> list[GoldSpan]
     meta = row.get("meta") or {}
     template = meta.get("code_template")
     completes_template = isinstance(template, str) and PLACEHOLDER in template
-    if is_patch_pair(row.get("label_source"), meta) and benign is not None:
+    patch_pair = row.get("label_source") == "patch_pair" or bool(meta.get("patch_pair"))  # other importers' flag
+    if patch_pair and benign is not None:
         spans = patch_spans(text, benign)
         if completes_template:  # the diff blocks with an idiom, else what the completion filled in
             spans = narrow_to_idioms(text, spans) or template_spans(text, str(template)) or spans

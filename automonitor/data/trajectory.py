@@ -87,20 +87,13 @@ def serialise(steps: Sequence[Step]) -> str:
     return "\n\n".join(b for s in steps for b in _blocks(s))
 
 
-def _label(block: str) -> str | None:
-    for lab in LABELS:
-        if block.startswith(lab):
-            return lab
-    return None
-
-
 def step_ranges(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` character ranges of the steps of a serialised trajectory, in order (module doc);
     ``[]`` when ``text`` does not start with a label or has fewer than 2 labelled blocks."""
     starts: list[tuple[int, str]] = []
     pos = 0
     for block in text.split("\n\n"):
-        lab = _label(block)
+        lab = next((x for x in LABELS if block.startswith(x)), None)
         if lab is not None:
             starts.append((pos, lab))
         pos += len(block) + 2

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from automonitor.data.build.config import hard_eligible
+from automonitor.data.build.hard import EXCLUDED_PROVENANCE
 from automonitor.data.build.sample_rows import rows_for
 from automonitor.data.build.selection import (
     check_verified_prompts,
@@ -127,5 +127,5 @@ def test_the_build_check_refuses_a_verified_pair_whose_sides_answered_different_
 
 
 def test_constructed_benign_pairs_stay_out_of_hard():
-    assert not hard_eligible("constructed_benign")
-    assert hard_eligible("by_construction") and hard_eligible("human_per_response")
+    assert "constructed_benign" in EXCLUDED_PROVENANCE
+    assert "by_construction" not in EXCLUDED_PROVENANCE and "human_per_response" not in EXCLUDED_PROVENANCE

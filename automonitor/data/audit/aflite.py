@@ -282,7 +282,9 @@ def aflite(
     res = AfliteResult()
     pair_source = pairs_df.groupby("pair_id")["source"].first().to_dict()
     alive: set[str] = set(pair_source)
-    tie = {p: i for i, p in enumerate(_shuffled(sorted(alive), _rng(seed, "ties")))}
+    ties = sorted(alive)
+    _rng(seed, "ties").shuffle(ties)
+    tie = {p: i for i, p in enumerate(ties)}
     # controls in proportion to the pairs left of their source
     start_pairs = Counter(pair_source.values())
     ctrl_order: dict[str, list[int]] = {}
@@ -424,12 +426,6 @@ def _small_slice(scorer: _Scorer, key: SliceKey, te: pd.DataFrame, seed: int, rn
         intervals[name][method] = [None if lo is None else round(lo, 4), None if hi is None else round(hi, 4)]
     doc.update(aurocs=dict(aurocs), intervals=dict(intervals))
     return doc
-
-
-def _shuffled(items: list[str], rng: random.Random) -> list[str]:
-    out = list(items)
-    rng.shuffle(out)
-    return out
 
 
 def _remove(

@@ -31,14 +31,9 @@ import pandas as pd
 from automonitor.data.audit.aflite import AfliteParams, AfliteResult, aflite
 from automonitor.data.cache_home import cache_home, code_digest, frame_digest, write_entry
 
-__all__ = ["cached_aflite", "aflite_key", "aflite_cache_dir", "cached_certify", "certify_key", "certify_cache_dir"]
+__all__ = ["cached_aflite", "aflite_key", "cached_certify", "certify_key", "certify_cache_dir"]
 
 _COLUMNS = ("id", "pair_id", "category", "task", "label", "request", "response", "source", "label_source", "split")
-
-
-def aflite_cache_dir() -> Path:
-    """``<cache home>/aflite`` (not created here)."""
-    return cache_home() / "aflite"
 
 
 @functools.lru_cache(maxsize=1)
@@ -111,7 +106,7 @@ def cached_aflite(
         ValueError as :func:`aflite` (a missing column).
     """
     key = aflite_key(test, train, seed, params)
-    path = aflite_cache_dir() / f"{key}.json"
+    path = cache_home() / "aflite" / f"{key}.json"
     if path.is_file():
         try:
             return _from_doc(json.loads(path.read_text(encoding="utf-8"))), True

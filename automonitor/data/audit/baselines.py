@@ -159,19 +159,17 @@ def score_trained(
     models: dict[str, Any],
     baselines: dict[str, float | None],
     notes: dict[str, str],
-    pairwise: dict[str, float | None] | None = None,
-    collect: dict[str, np.ndarray] | None = None,
+    pairwise: dict[str, float | None],
+    collect: dict[str, np.ndarray],
 ) -> None:
     """AUROC of each fitted baseline on ``te`` (labels ``y``) into ``baselines``, why-None into ``notes``,
-    and (when given) the pairwise figure (:func:`pairwise_share`) into ``pairwise`` and each baseline's
-    scores (one per row of ``te``) into ``collect``."""
+    the pairwise figure (:func:`pairwise_share`) into ``pairwise`` and each baseline's scores (one per row
+    of ``te``) into ``collect``."""
     for name, predict in models.items():
         s = predict(te, "test") if len(te) else np.zeros(0)
-        if collect is not None:
-            collect[name] = np.asarray(s, dtype=float)
+        collect[name] = np.asarray(s, dtype=float)
         baselines[name], why = auroc(y, s)
-        if pairwise is not None:
-            pairwise[name] = pairwise_share(te, s)
+        pairwise[name] = pairwise_share(te, s)
         if why:
             notes[name] = why
     if "tfidf" not in models:
@@ -383,21 +381,20 @@ def score_within_test(
     baselines: dict[str, float | None],
     notes: dict[str, str],
     pairwise: dict[str, float | None],
-    collect: dict[str, np.ndarray] | None = None,
-    trained: TrainedBaselines | None = None,
+    collect: dict[str, np.ndarray],
+    trained: TrainedBaselines,
 ) -> None:
     """AUROC and pairwise figure of each trained baseline by :func:`cv_scores` on ``te`` (no train data);
-    each baseline's scores into ``collect`` when given. With ``trained`` (the audit's
-    :class:`TrainedBaselines`), the scores of the same test rows are computed once per audit (a category x
-    task cell holding one source is the same rows as that source's slice) and each response tokenised once."""
+    each baseline's scores into ``collect``. Through ``trained`` (the audit's :class:`TrainedBaselines`),
+    the scores of the same test rows are computed once per audit (a category x task cell holding one
+    source is the same rows as that source's slice) and each response tokenised once."""
     for name in FITTERS:
-        s = trained.cv_scores(te, name) if trained is not None else cv_scores(te, name)
+        s = trained.cv_scores(te, name)
         if s is None:
             baselines[name], pairwise[name] = None, None
             notes[name] = f"no train data and too few pairs / classes for {CV_FOLDS}-fold CV within the test slice"
             continue
-        if collect is not None:
-            collect[name] = s
+        collect[name] = s
         baselines[name], why = auroc(y, s)
         pairwise[name] = pairwise_share(te, s)
         notes[name] = why or f"no train data: {CV_FOLDS}-fold cross-validation within the test slice, grouped by pair"

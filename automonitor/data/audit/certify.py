@@ -136,11 +136,7 @@ def minilm_cv(te: pd.DataFrame, groups: np.ndarray) -> np.ndarray | None:
     if unavailable() or len(set(groups.tolist())) < FOLDS:
         return None
     y = (te["label"] == "misbehavior").to_numpy(dtype=int)
-    texts = [t[:400] for t in te["response"].astype(str)]
-    uniq = sorted(set(texts))
-    vec = encode(uniq, max_seq_length=96)
-    row = {u: i for i, u in enumerate(uniq)}
-    x = vec[[row[t] for t in texts]]
+    x = encode([t[:400] for t in te["response"].astype(str)], max_seq_length=96)  # each distinct text once
     out = np.full(len(te), np.nan)
     for tr, ts in GroupKFold(n_splits=FOLDS).split(x, y, groups):
         if y[tr].min() == y[tr].max():
@@ -176,12 +172,6 @@ def model_identity(te: pd.DataFrame, groups: np.ndarray) -> np.ndarray | None:
     return out
 
 
-def _request_groups(te: pd.DataFrame) -> np.ndarray:
-    """Cluster of each row: its request text (pairs sharing a request form one cluster)."""
-    out: np.ndarray = te["request"].astype(str).map(lambda r: hashlib.sha1(r.encode("utf-8")).hexdigest()).to_numpy()
-    return out
-
-
 def certify(
     frame: pd.DataFrame,
     scores: dict[str, np.ndarray],
@@ -213,7 +203,8 @@ def certify(
             m &= frame["source"] == src
         te = frame[m]
         idx = te.index.to_numpy()
-        groups = _request_groups(te)
+        # each row's cluster: its request text (pairs sharing a request form one cluster)
+        groups = te["request"].astype(str).map(lambda r: hashlib.sha1(r.encode("utf-8")).hexdigest()).to_numpy()
         y = (te["label"] == "misbehavior").to_numpy(dtype=int)
         pairs = int(te["pair_id"].nunique())
         here = {k: np.asarray(v, dtype=float)[idx] for k, v in scores.items()}

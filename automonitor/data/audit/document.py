@@ -53,10 +53,10 @@ def audit_frame(samples: pd.DataFrame, edition: str = "paper") -> dict[str, Any]
 
     with threadpool_limits(limits=1, user_api="blas"):
         train, test, controls = audit_splits(samples)
-        leakage = find_leakage(train, test, JACCARD)
+        leakage = find_leakage(train, test)
         baselines = TrainedBaselines(train, tfidf_matrices(train, test, controls))
-        slices = audit_slices(test, baselines, leakage, FLAG_AUROC)
-        lk = leakage_doc(leakage, JACCARD)
+        slices = audit_slices(test, baselines, leakage)
+        lk = leakage_doc(leakage)
         # per-slice rows and the global check count the same test pairs (each pair is in one source slice)
         src = [s for s in slices if s["kind"] == "source"]
         lk["per_slice_agrees"] = all(

@@ -64,7 +64,6 @@ def hard_certificate(engine) -> dict[str, Any] | None:
     hard_certificate`` of the newest build report: the ``selection`` and ``held_out`` detector families, the
     band, the per-slice certification with intervals and effective n, the cells with no implicit tier, the
     readings); ``None`` when the store was never built with them."""
-    from store import session_scope
     from store.queries.samples import hard_certificate as cert, latest_build_report
 
     with session_scope(engine) as s:

@@ -173,7 +173,7 @@ def tiny_diff_pairs(test: pd.DataFrame, limit: int = TINY_DIFF_TOKENS) -> set[st
     return out
 
 
-def leakage_doc(leakage: Leakage, jaccard: float) -> dict[str, Any]:
+def leakage_doc(leakage: Leakage) -> dict[str, Any]:
     """The document's ``leakage``: test pairs with a near-duplicate / a shared conversation, test samples
     with a near-duplicate, and how both were found."""
     return {
@@ -183,7 +183,7 @@ def leakage_doc(leakage: Leakage, jaccard: float) -> dict[str, Any]:
         "near_duplicate_samples": len({i for i, _, _ in leakage.duplicates}),
         "method": {
             "near_duplicate": f"MinHash ({NUM_PERM} permutations) over lower-cased word {SHINGLE}-shingles "
-            f"of request + response, MinHashLSH, estimated Jaccard >= {jaccard}",
+            f"of request + response, MinHashLSH, estimated Jaccard >= {JACCARD}",
             "shared_conversations": "same first human turn, or one dialogue a prefix of the other",
             "shared_families": "automonitor.data.families: problem versions, one function at two commits "
             "(repo+file+function), paraphrased requests (MinHash, Jaccard >= 0.8)",
@@ -261,13 +261,11 @@ def shared_family_pairs(train: pd.DataFrame, test: pd.DataFrame) -> set[str]:
     return {r.pair_id for r, f, side in zip(recs, fam, sides) if side == "test" and f in in_train}
 
 
-def find_leakage(train: pd.DataFrame, test: pd.DataFrame, jaccard: float) -> Leakage:
-    """Near-duplicates (request + response), shared conversations and tiny-diff pairs over the whole
-    test set, attributed to pairs."""
+def find_leakage(train: pd.DataFrame, test: pd.DataFrame) -> Leakage:
+    """Near-duplicates (request + response, Jaccard >= :data:`JACCARD`), shared conversations and tiny-diff
+    pairs over the whole test set, attributed to pairs."""
     dup = near_duplicates(
-        (train["request"] + "\n" + train["response"]).tolist(),
-        (test["request"] + "\n" + test["response"]).tolist(),
-        threshold=jaccard,
+        (train["request"] + "\n" + train["response"]).tolist(), (test["request"] + "\n" + test["response"]).tolist()
     )
     shared_idx = shared_conversations(
         list(zip(train["request"], train["response"])), list(zip(test["request"], test["response"]))

@@ -22,7 +22,7 @@ from automonitor.data.audit.baselines import (
 )
 from automonitor.data.audit.certify import MIN_PAIRS
 from automonitor.data.audit.leakage import Leakage
-from automonitor.data.audit.params import ALL_SOURCES, MIN_TRAIN_PER_CLASS, SYCOPHANCY, is_control
+from automonitor.data.audit.params import ALL_SOURCES, FLAG_AUROC, MIN_TRAIN_PER_CLASS, SYCOPHANCY, is_control
 from automonitor.data.audit.suggestion import score_suggestion
 from automonitor.vocab import CATEGORIES, NEGATIVE, POSITIVE, TASKS
 
@@ -32,9 +32,7 @@ def _label_source_pairs(df: pd.DataFrame) -> dict[str, int]:
     return {k: int(v) for k, v in df.assign(_ls=ls).groupby("_ls")["pair_id"].nunique().sort_index().items()}
 
 
-def audit_slices(
-    test: pd.DataFrame, baselines: TrainedBaselines, leakage: Leakage, flag_at: float
-) -> list[dict[str, Any]]:
+def audit_slices(test: pd.DataFrame, baselines: TrainedBaselines, leakage: Leakage) -> list[dict[str, Any]]:
     """The SLICE docs: one per (category, task, source) present in test, then one per category x task
     cell (source ``all``), in vocabulary order."""
 
@@ -48,10 +46,10 @@ def audit_slices(
     )
     for cat, task, src in keys:
         te = test[(test["category"] == cat) & (test["task"] == task) & (test["source"] == src)]
-        slices.append(_slice_doc("source", src, cat, task, te, baselines, leakage, flag_at))
+        slices.append(_slice_doc("source", src, cat, task, te, baselines, leakage))
     for cat, task in sorted({(c, t) for c, t, _ in keys}, key=lambda k: order(*k)):
         te = test[(test["category"] == cat) & (test["task"] == task)]
-        slices.append(_slice_doc("cell", ALL_SOURCES, cat, task, te, baselines, leakage, flag_at))
+        slices.append(_slice_doc("cell", ALL_SOURCES, cat, task, te, baselines, leakage))
     return slices
 
 
@@ -63,13 +61,12 @@ def _slice_doc(
     te: pd.DataFrame,
     trained: TrainedBaselines,
     leakage: Leakage,
-    flag_at: float,
 ) -> dict[str, Any]:
     """The SLICE doc of test rows ``te`` (see :func:`audit_frame`). A source slice trains on its own
     source when it has enough train data, else on its cell; with too little train data in the cell too,
     the baselines are cross-validated within the test slice (``baseline_method`` ``within_test_cv``:
     :data:`CV_FOLDS` folds grouped by pair). Flagged when any baseline has |AUROC - 0.5| >=
-    ``flag_at - 0.5`` (a reversed separator counts)."""
+    ``FLAG_AUROC - 0.5`` (a reversed separator counts)."""
     tr, trained_on = trained.cell_train(cat, task), "cell"
     if kind == "source":
         src_tr = tr[tr["source"] == source]
@@ -93,10 +90,10 @@ def _slice_doc(
             )
     if cat == SYCOPHANCY:
         score_suggestion(te, y, baselines, notes, pairwise, scores)
-    margin = flag_at - 0.5
+    margin = FLAG_AUROC - 0.5
     flagged_by = [k for k, v in baselines.items() if v is not None and abs(v - 0.5) >= margin - 1e-12]
     for k, v in baselines.items():
-        if v is not None and v <= 1 - flag_at:
+        if v is not None and v <= 1 - FLAG_AUROC:
             notes[k] = (
                 f"AUROC {v:.2f}: a reversed separator (the feature ranks the benign side higher than the "
                 f"training data would; still a shortcut: flagged){'; ' + notes[k] if k in notes else ''}"

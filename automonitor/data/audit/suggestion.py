@@ -175,18 +175,16 @@ def score_suggestion(
     y: np.ndarray,
     baselines: dict[str, float | None],
     notes: dict[str, str],
-    pairwise: dict[str, float | None] | None = None,
-    collect: dict[str, np.ndarray] | None = None,
+    pairwise: dict[str, float | None],
+    collect: dict[str, np.ndarray],
 ) -> None:
-    """AUROC of the untrained answer-equals-suggestion baseline (sycophancy slices) into ``baselines``
-    (and its pairwise figure into ``pairwise``, its scores into ``collect`` when given)."""
+    """AUROC of the untrained answer-equals-suggestion baseline (sycophancy slices) into ``baselines``,
+    its pairwise figure into ``pairwise`` and its scores into ``collect``."""
     scored = [suggestion_score(q, r) for q, r in zip(te["request"], te["response"])]
     s = np.array([x[0] for x in scored], dtype=float)
-    if collect is not None:
-        collect["answer_equals_suggestion"] = s
+    collect["answer_equals_suggestion"] = s
     baselines["answer_equals_suggestion"], why = auroc(y, s)
-    if pairwise is not None:
-        pairwise["answer_equals_suggestion"] = pairwise_share(te, s)
+    pairwise["answer_equals_suggestion"] = pairwise_share(te, s)
     parsed = sum(1 for x in scored if x[1])
     if why:
         notes["answer_equals_suggestion"] = why

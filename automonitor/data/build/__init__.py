@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from automonitor.data.build.gating import load_all
     from automonitor.data.build.plan import plan_build
     from automonitor.data.build.reconcile import build
-    from automonitor.data.build.sample_rows import Plan
-    from automonitor.data.build.selection import editions_of
 
 #: Where each public name lives; imported on first use (PEP 562), so that a reader of one light submodule (the
 #: ladder's tier names for the views, say) does not import the whole build (its plan, sources and gates).
@@ -40,8 +38,6 @@ _HOME = {
     "load_all": "gating",
     "plan_build": "plan",
     "build": "reconcile",
-    "Plan": "sample_rows",
-    "editions_of": "selection",
 }
 __getattr__ = lazy_getattr(__name__, _HOME)
 

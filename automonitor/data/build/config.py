@@ -113,15 +113,6 @@ NOT_VERIFIED: frozenset[str] = frozenset({"preference_pair"})
 # Label provenances that say a side answered another prompt than the request shown (a pair's
 # ``answered_other_prompt``): only pairs of these provenances may enter ``verified`` with such a side.
 OTHER_PROMPT_PROVENANCES: frozenset[str] = frozenset({"constructed_benign", "instructed_demo"})
-# Label provenances kept out of ``hard`` (a benign side that never saw the cue it is shown with is told
-# apart by what it does not mention, not by the misbehavior).
-NOT_HARD: frozenset[str] = frozenset({"constructed_benign"})
-
-
-def hard_eligible(label_source: str | None) -> bool:
-    """Whether a verified pair of this label provenance may enter ``hard`` (not in :data:`NOT_HARD`)."""
-    return label_source not in NOT_HARD
-
 
 # Sources whose hand check (docs/verified_readings_new_sources.md: 12 seeded pairs read in full) found
 # more than 1 wrong pair in 12: their test pairs stay out of ``verified`` (a copy goes to candidates).
@@ -159,24 +150,20 @@ NO_RAW_HINT = (
 )
 
 
-def _check_plan() -> None:
+def _check_plans() -> None:
     per_cat: Counter[str] = Counter()
     sharing = {q.shares_with for q in TEST_PLAN if q.shares_with}
     for q in TEST_PLAN:
         if q.source not in sharing:
             per_cat[q.category] += 2 * q.pairs
     assert dict(per_cat) == PAPER_QUOTAS, (dict(per_cat), PAPER_QUOTAS)
-
-
-def _check_cells() -> None:
     cells = {f"{c.category}/{c.task}": c.pairs for c in PAPER_CELLS_PLAN}
     assert cells == PAPER_CELLS, (cells, PAPER_CELLS)
     for c in PAPER_CELLS_PLAN:
         assert len(set(c.sources)) == len(c.sources), c
 
 
-_check_plan()
-_check_cells()
+_check_plans()
 
 
 def default_raw() -> Path | None:

@@ -49,9 +49,9 @@ def _gate_code(name: str, p: SourcePair, g: Counter[str]) -> SourcePair | None:
     if few_tokens_differ(p.misbehavior, p.benign, FEW_TOKENS):
         g[f"to candidates: <= {FEW_TOKENS} tokens differ"] += 1
         return replace(p, gate=f"code sides differ by <= {FEW_TOKENS} tokens")
-    if name == "reward_hack_gen_codeforces" and hardcode_screen(p.benign, p.request):
+    if name == "reward_hack_gen_codeforces" and (why := hardcode_screen(p.benign, p.request)):
         g["to candidates: plain side may hard-code the samples"] += 1
-        return replace(p, gate=f"plain side may hard-code the sample tests: {hardcode_screen(p.benign, p.request)}")
+        return replace(p, gate=f"plain side may hard-code the sample tests: {why}")
     if name in HACK_SOURCES and not special_cases(p.misbehavior, p.request):
         g["to candidates: hack side shows no special-casing of the tests"] += 1
         return replace(p, gate="hack side shows no special-casing of the tests (may be a general solution)")
@@ -80,9 +80,7 @@ def _gate_sycophancy_qa(p: SourcePair, g: Counter[str]) -> SourcePair:
     return p
 
 
-def _gate_safety_code(
-    name: str, pairs: list[SourcePair], g: Counter[str], by_lang: dict[str, Counter[str]]
-) -> list[SourcePair]:
+def _gate_safety_code(pairs: list[SourcePair], g: Counter[str], by_lang: dict[str, Counter[str]]) -> list[SourcePair]:
     """The analyser gate of a vulnerable/fixed source on pairs that passed
     :func:`_gate_code`: test code dropped; a language no analyser covers, or a pair the analyser does
     not confirm (:func:`automonitor.data.build.analysers.pair_verdict`), to candidates with the reason.
@@ -159,7 +157,7 @@ def apply_gates(
         if gated is not None:
             out.append(gated)
     if name in SAFETY_CODE_SOURCES:
-        out = _gate_safety_code(name, out, g, lang_counts)
+        out = _gate_safety_code(out, g, lang_counts)
         if by_language is not None:
             by_language[name] = {k: lang_counts[k] for k in sorted(lang_counts)}
     return out

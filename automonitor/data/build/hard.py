@@ -24,13 +24,14 @@ import numpy as np
 from automonitor.data.audit.aflite import AfliteParams
 from automonitor.data.audit.aflite_cache import cached_aflite, cached_certify
 from automonitor.data.audit.certify import BAND, MIN_PAIRS, certify_unavailable
-from automonitor.data.build.config import hard_eligible
 from automonitor.data.build.ladder import BUILD_DETECTORS, HELD_OUT, SELECTION, LadderResult, family
 from automonitor.data.build.sample_rows import Plan
 from automonitor.data.readings import load_readings
 from automonitor.vocab import CONTROLS_SPLIT
 
 HARD = "hard"
+#: label provenances kept out of ``hard`` (a benign side that never saw the cue it is shown with is told apart by
+#: what it does not mention, not by the misbehavior)
 EXCLUDED_PROVENANCE: frozenset[str] = frozenset({"constructed_benign"})
 NO_IMPLICIT_TIER: dict[str, str] = {
     "specification_gaming/code": "the hack (a branch on the tests' literals, an early exit) is visible by "
@@ -39,14 +40,12 @@ NO_IMPLICIT_TIER: dict[str, str] = {
 _COLS = ("id", "pair_id", "category", "task", "label", "request", "response", "source", "label_source", "split")
 
 
-def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([{c: r.get(c) for c in _COLS} for r in rows], columns=list(_COLS))
+def _frame(rows: list[dict[str, Any]], cols: tuple[str, ...] = _COLS) -> pd.DataFrame:
+    return pd.DataFrame([{c: r.get(c) for c in cols} for r in rows], columns=list(cols))
 
 
 def _certify_frame(rows: list[dict[str, Any]], ladder: LadderResult, seed: int) -> list[dict[str, Any]]:
-    frame = pd.DataFrame([{c: r.get(c) for c in (*_COLS, "meta")} for r in rows], columns=[*_COLS, "meta"]).reset_index(
-        drop=True
-    )
+    frame = _frame(rows, (*_COLS, "meta"))
     ids = frame["id"].astype(str)
     scores = {
         d: ids.map(lambda i, sc=ladder.scores.get(d, {}): sc.get(i, np.nan)).to_numpy(dtype=float)
@@ -128,7 +127,7 @@ def add_hard_edition(plan: Plan, seed: int, ladder: LadderResult) -> dict[str, A
     }
     eligible = []
     for r in verified:
-        if r["label_source"] in EXCLUDED_PROVENANCE or not hard_eligible(r.get("label_source")):
+        if r["label_source"] in EXCLUDED_PROVENANCE:
             continue
         if cell_of(r) in no_tier:
             if r["label"] == "misbehavior":

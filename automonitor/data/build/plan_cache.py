@@ -152,15 +152,6 @@ def _as_warm(plan: Plan) -> None:
             prov["computed"] = "cache"
 
 
-def _replay(lines: list[str], say: Callable[[str], None]) -> None:
-    """The recorded stage lines that carry counts, timings replaced by ``(cached)``."""
-    for line in lines:
-        if _TIMING.search(line):
-            say(_TIMING.sub(" (cached)", line))
-        elif line.startswith("selection: "):
-            say(line)
-
-
 def evict(keep: Path) -> None:
     """Delete all but the :data:`KEEP` most recently used plan entries (``keep`` is one of them)."""
     try:
@@ -214,7 +205,11 @@ def cached_plan(
             say(
                 f"plan: read from the cache, raw data, seed, errata and code unchanged ({time.perf_counter() - t0:.1f} s)"
             )
-            _replay(recorded, say)
+            for line in recorded:  # the stage lines that carry counts, timings replaced by "(cached)"
+                if _TIMING.search(line):
+                    say(_TIMING.sub(" (cached)", line))
+                elif line.startswith("selection: "):
+                    say(line)
             _as_warm(plan)
             return CachedPlan(plan, spans, key, True)
     lines: list[str] = []

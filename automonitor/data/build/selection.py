@@ -258,11 +258,6 @@ def check_verified_prompts(rows: list[dict[str, Any]]) -> None:
 SHARED_SAMPLE = "shares a sample (request and response) with a pair kept before it"
 
 
-def _sample_keys(h: tuple[str, str, str]) -> tuple[tuple[str, str], tuple[str, str]]:
-    """The two samples of a pair with hashes ``h`` (:func:`pair_hashes`): ``(request, response)`` each."""
-    return (h[0], h[1]), (h[0], h[2])
-
-
 def _claim_order(staged: dict[str, list[SourcePair]], errata_only: set[str]) -> list[SourcePair]:
     """The pool's pairs in the order they claim their samples (:func:`gated_pool`): pairs that pass the
     gates first, among them pairs whose two sides both answered the request shown (no
@@ -319,7 +314,8 @@ def gated_pool(
     claimed: dict[tuple[str, str], str] = {}
     shared: set[str] = set()
     for p in _claim_order(staged, passed & set(pool.errata_applied.values())):
-        keys = _sample_keys(pool.hashes[p.pair_id])
+        h = pool.hashes[p.pair_id]
+        keys = (h[0], h[1]), (h[0], h[2])  # the pair's two samples: (request, response) each
         taken = [(side, claimed[k]) for side, k in zip(("misbehavior", "benign"), keys) if k in claimed]
         if taken:
             shared.add(p.pair_id)

@@ -30,16 +30,12 @@ class StageProgress(Protocol):
         """Stage ``name`` is over (every step done, or none was needed: a cached result)."""
 
 
-def _no_step(_what: str) -> None:
-    return None
-
-
 @contextlib.contextmanager
 def stage(progress: Callable[[str], None] | None, name: str, total: int | None) -> Iterator[Callable[[str], None]]:
     """Stage ``name`` of ``total`` steps on ``progress`` when it is a :class:`StageProgress`: yields the stage's
     ``step`` (a no-op for any other ``progress``) and ends the stage on exit, also on an error."""
     if not isinstance(progress, StageProgress):
-        yield _no_step
+        yield lambda _what: None
         return
     step = progress.begin_stage(name, total)
     try:

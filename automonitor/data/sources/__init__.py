@@ -19,7 +19,7 @@ import importlib
 import pkgutil
 
 from automonitor.data.sources.base import SourcePair, SourceResult
-from automonitor.data.sources.registry import REGISTRY, Source, register_source
+from automonitor.data.sources.registry import REGISTRY
 
 # modules that hold no source: the shared types, the registry itself
 _NOT_SOURCES = frozenset({"base", "registry"})
@@ -47,9 +47,7 @@ def data_files() -> list[str]:
 __all__ = [
     "REGISTRY",
     "OPTIONAL_SOURCES",
-    "Source",
     "SourcePair",
     "SourceResult",
     "data_files",
-    "register_source",
 ]

@@ -156,9 +156,7 @@ def read_jsonl(raw: Path, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not isinstance(obj, dict):
                     raise InputError("expected a JSON object", file=rel(raw, path), line=n)
                 yield n, obj
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        if isinstance(exc, InputError):
-            raise
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # an InputError raised above is none of these
         raise InputError(f"cannot read file: {exc}", file=rel(raw, path)) from None
 
 

@@ -82,11 +82,6 @@ def letter(idx: int) -> str:
     return ascii_uppercase[idx]
 
 
-def _uncued_letter(y_pred: int) -> str | None:
-    """An uncued run's answer index as the cue's format, ``"(B)"``; ``None`` for an unparsed answer (-1)."""
-    return f"({letter(y_pred)})" if y_pred >= 0 else None
-
-
 def screen_cross(p: SourcePair) -> str | None:
     """The cross-model source's static screen (a reason sends the pair to the candidate pool): the follower
     gives the suggested option in its own uncued run too (:func:`~automonitor.data.sources.base.cue_not_shown`)."""
@@ -405,7 +400,7 @@ def _cross_pair(
             "models": list(MODELS),
             "follower_model": follower,
             "strict": fc["u", "y_pred"][fi] == y_true,
-            UNCUED_ANSWER: _uncued_letter(fc["u", "y_pred"][fi]),
+            UNCUED_ANSWER: f"({letter(uncued)})" if (uncued := fc["u", "y_pred"][fi]) >= 0 else None,  # -1: unparsed
         },
         mis_meta={"model": follower, "prompt_variant": "cued", "answer": f"({letter(sugg)})"},
         ben_meta={"model": other, "prompt_variant": "cued", "answer": f"({letter(y_true)})"},
