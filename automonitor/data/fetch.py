@@ -115,26 +115,20 @@ def _fetch_file(
     url = f"{mirror.rstrip('/')}/{entry['path']}" if mirror else entry["url"]
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_name(path.name + ".part")
+    failed: tuple[str, str] | None = None  # (the error recorded, the progress line's)
     try:
         digest, size = get(client, url, part)
     except (httpx.HTTPError, OSError) as exc:
+        failed = (f"{type(exc).__name__}: {exc}", str(exc))
+    else:
+        if digest != entry["sha256"]:
+            why = f"expected {entry['sha256']}, got {digest} ({size} bytes); partial file removed"
+            failed = (f"sha256 mismatch: {why}", "sha256 mismatch")
+    if failed is not None:
         part.unlink(missing_ok=True)
-        out["failed"].append({"path": entry["path"], "url": url, "error": f"{type(exc).__name__}: {exc}"})
+        out["failed"].append({"path": entry["path"], "url": url, "error": failed[0]})
         if progress:
-            progress(f"FAILED {entry['path']}: {exc}")
-        return
-    if digest != entry["sha256"]:
-        part.unlink(missing_ok=True)
-        out["failed"].append(
-            {
-                "path": entry["path"],
-                "url": url,
-                "error": f"sha256 mismatch: expected {entry['sha256']}, got {digest} "
-                f"({size} bytes); partial file removed",
-            }
-        )
-        if progress:
-            progress(f"FAILED {entry['path']}: sha256 mismatch")
+            progress(f"FAILED {entry['path']}: {failed[1]}")
         return
     os.replace(part, path)
     out["downloaded"].append(entry["path"])

@@ -202,10 +202,6 @@ class JSONLimitError(AutomonitorError, ValueError):
         self.msg, self.path = message, path
 
 
-def _nonfinite_constant(token: str) -> float:
-    return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(token, "nan"))
-
-
 def _depth_exceeded(text: str, limit: int) -> tuple[bool, str | None]:
     """``(True, top-level key)`` when ``text`` nests objects/arrays deeper than ``limit`` (scanned without
     recursion, strings skipped), else ``(False, None)``."""
@@ -295,7 +291,7 @@ def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> JSONValue:
     deep, key = _depth_exceeded(text, max_depth)
     if deep:
         raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key)
-    obj: JSONValue = json.loads(text, parse_constant=_nonfinite_constant, object_pairs_hook=unique_keys)
+    obj: JSONValue = json.loads(text, parse_constant=float, object_pairs_hook=unique_keys)  # "NaN", "Infinity"
     bad = nonfinite_path(obj)
     if bad is not None:
         raise JSONLimitError(

@@ -28,8 +28,6 @@ from __future__ import annotations
 import math
 from typing import SupportsFloat, SupportsIndex, SupportsInt, TypeAlias, TypedDict, TypeVar
 
-from typing_extensions import TypeGuard
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -59,16 +57,12 @@ _NO_FIELD = object()
 TextCellsInfo: TypeAlias = "ValidationInfo[dict[str, bool] | None]"
 
 
-def _clean(text: str) -> str:
-    """``text`` with undecodable bytes (lone surrogates) shown as escapes, safe to hand to pydantic-core."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def problem(message: str, field: object = _NO_FIELD) -> PydanticCustomError:
-    """The error a row validator raises: ``message`` is shown as it is (no pydantic prefix); ``field``
-    (a name, or None for no field) overrides the field the error is located at, which is otherwise the
-    field being validated (needed by checks across fields, which pydantic locates at the row)."""
-    ctx: dict[str, object] = {"message": _clean(message)}
+    """The error a row validator raises: ``message`` is shown as it is (no pydantic prefix; undecodable
+    bytes as escapes); ``field`` (a name, or None for no field) overrides the field the error is located
+    at, which is otherwise the field being validated (needed by checks across fields, which pydantic
+    locates at the row)."""
+    ctx: dict[str, object] = {"message": message.encode("utf-8", "backslashreplace").decode("utf-8")}
     if field is not _NO_FIELD:
         ctx["field"] = field
     return PydanticCustomError("row", "{message}", ctx)
@@ -85,23 +79,11 @@ def _type_name(value: object) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _str_list(value: object) -> TypeGuard[list[str]]:
-    """Whether ``value`` is a list of strings."""
-    return isinstance(value, list) and all(isinstance(e, str) for e in value)
-
-
 def as_int(value: object) -> int:
     """``int(value)`` for what ``int`` converts (text, bytes, a number); TypeError for anything else."""
     if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
         return int(value)
     raise TypeError(f"int() argument must be a string, a bytes-like object or a number, not {type(value).__name__!r}")
-
-
-def _as_float(value: object) -> float:
-    """``float(value)`` for what ``float`` converts (text, bytes, a number); TypeError for anything else."""
-    if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
-        return float(value)
-    raise TypeError(f"float() argument must be a string or a real number, not {type(value).__name__!r}")
 
 
 def _text_cells(info: TextCellsInfo) -> bool:
@@ -460,7 +442,7 @@ class PredictionRow(RowModel):
                 raise problem(f"evidence must be a JSON array of strings: {getattr(exc, 'msg', exc)}") from None
             if value is None:
                 return []
-        if not _str_list(value):
+        if not (isinstance(value, list) and all(isinstance(e, str) for e in value)):
             raise problem("evidence must be a list of strings")
         return value
 
@@ -521,11 +503,6 @@ class PredictionValues(TypedDict):
 
 
 # --------------------------------------------------------------------------------------- annotation file
-
-
-def _annotation_vocab() -> tuple[tuple[str, ...], int]:
-    """The annotation severities and the longest note (:mod:`automonitor.vocab`)."""
-    return SEVERITIES, MAX_NOTE
 
 
 class AnnotationRow(RowModel):
@@ -589,7 +566,7 @@ class AnnotationRow(RowModel):
     @classmethod
     def _choice(cls, value: object, info: TextCellsInfo) -> str | None:
         name = info.field_name or ""
-        allowed = vocab.CATEGORIES if name == "category" else _annotation_vocab()[0]
+        allowed = vocab.CATEGORIES if name == "category" else SEVERITIES
         if value == "":
             return None
         if not isinstance(value, str) or value not in allowed:  # allowed: all str
@@ -600,7 +577,7 @@ class AnnotationRow(RowModel):
     @classmethod
     def _note(cls, value: object, info: TextCellsInfo) -> str | None:
         name = info.field_name or ""
-        limit = 32 if name == "guideline_version" else _annotation_vocab()[1]
+        limit = 32 if name == "guideline_version" else MAX_NOTE
         if not isinstance(value, str):
             raise problem(f"{name} must be text")
         value = value.strip()
@@ -643,9 +620,9 @@ class AnnotationRow(RowModel):
     def _seconds(cls, value: object) -> float | None:
         if value == "":
             return None
-        try:
-            seconds = _as_float(value)
-        except (TypeError, ValueError):
+        try:  # what float() converts (text, a number); anything else is refused
+            seconds = float(value) if isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)) else -1.0
+        except ValueError:
             seconds = -1.0
         if not seconds >= 0 or seconds == float("inf"):
             raise problem("seconds_spent must be a non-negative number")

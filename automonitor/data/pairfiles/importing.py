@@ -191,11 +191,6 @@ def prepare_import(
     )
 
 
-def _is_lock_conflict(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return any(t in text for t in ("locked", "busy", "deadlock", "serializ", "could not obtain"))
-
-
 @dataclass
 class _Written:
     """What one import transaction did: ``stored`` = ``check_store``'s samples already stored
@@ -271,7 +266,8 @@ def _write_with_retries(engine: Engine, plan: ImportPlan) -> _Written:
         try:
             return _write_once(engine, plan)
         except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
-            if isinstance(exc, sa.exc.OperationalError) and not _is_lock_conflict(exc):
+            lock = ("locked", "busy", "deadlock", "serializ", "could not obtain")
+            if isinstance(exc, sa.exc.OperationalError) and not any(t in str(exc).lower() for t in lock):
                 raise
             if attempt == _WRITE_ATTEMPTS:
                 raise InputError(
@@ -322,12 +318,15 @@ def apply_import(engine: Engine, plan: ImportPlan) -> ImportSummary:
     """
     written = _write_with_retries(engine, plan)
     warnings = _import_warnings(plan, written)
-    if plan.status == "gold" and plan.split == "test" and written.inserted and _store_has_editions(engine):
-        warnings.append(
-            f"the {written.inserted} imported test sample(s) join no edition: this store's editions "
-            "(paper, verified, ...) come from `automonitor build`, so `run` and `report` (edition paper by "
-            "default) do not see them; import them into a store without a build to measure them alone"
-        )
+    if plan.status == "gold" and plan.split == "test" and written.inserted:
+        with session_scope(engine) as session:
+            built = any(edition_has_rows(session, e) for e in vocab.EDITIONS)
+        if built:  # the store holds built editions
+            warnings.append(
+                f"the {written.inserted} imported test sample(s) join no edition: this store's editions "
+                "(paper, verified, ...) come from `automonitor build`, so `run` and `report` (edition paper by "
+                "default) do not see them; import them into a store without a build to measure them alone"
+            )
     return ImportSummary(
         file=plan.file,
         format=plan.format,
@@ -341,9 +340,3 @@ def apply_import(engine: Engine, plan: ImportPlan) -> ImportSummary:
         split=plan.split,
         warnings=warnings,
     )
-
-
-def _store_has_editions(engine: Engine) -> bool:
-    """Whether the store holds built editions (any ``edition_sample`` row)."""
-    with session_scope(engine) as session:
-        return any(edition_has_rows(session, e) for e in vocab.EDITIONS)
