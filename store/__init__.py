@@ -11,7 +11,7 @@ Usage::
 
 from typing import TYPE_CHECKING, Any
 
-from store.engine import DEFAULT_URL, db_url, get_engine, init_db, session_scope
+from store.engine import db_url, get_engine, init_db, session_scope
 
 if TYPE_CHECKING:
     from store import models
@@ -29,7 +29,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DEFAULT_URL",
     "db_url",
     "get_engine",
     "init_db",

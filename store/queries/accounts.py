@@ -100,10 +100,6 @@ def record_event(
     session.flush()
 
 
-def _event_dict(r: sa.Row[tuple[str, str, str, str | None, datetime]]) -> AccountEventRow:
-    return AccountEventRow(account=r.name, action=r.action, actor=r.actor, detail=r.detail, at=as_utc(r.at))
-
-
 def account_events(session: Session, account_id: int | None = None) -> list[AccountEventRow]:
     """The ``account_event`` rows (with the account's ``name``), oldest first; ``account_id``: one
     account's only."""
@@ -120,4 +116,7 @@ def account_events(session: Session, account_id: int | None = None) -> list[Acco
     )
     if account_id is not None:
         q = q.where(col(AccountEvent.account_id) == account_id)
-    return [_event_dict(r) for r in session.execute(q)]
+    return [
+        AccountEventRow(account=r.name, action=r.action, actor=r.actor, detail=r.detail, at=as_utc(r.at))
+        for r in session.execute(q)
+    ]

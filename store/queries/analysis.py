@@ -53,14 +53,11 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None, *, include_l
     Columns: run_id, monitor, template, kind, status, n, params, created_at.
     Raises ``NotFound`` naming the first id in ``run_ids`` that does not exist.
     """
-    q = sa.select(
-        run.c.id, run.c.monitor, run.c.template, run.c.kind, run.c.status, run.c.n, run.c.params, run.c.created_at
-    ).order_by(run.c.created_at, run.c.id)
-    rows: list[Any] = []
+    cols = (run.c.id, run.c.monitor, run.c.template, run.c.kind, run.c.status, run.c.n, run.c.params, run.c.created_at)
+    q = sa.select(*cols).order_by(run.c.created_at, run.c.id)
     with engine.connect() as c:
         if run_ids:
-            for part in _chunks(list(dict.fromkeys(run_ids))):
-                rows += c.execute(q.where(run.c.id.in_(part))).all()
+            rows = rows_by_ids(c, cols, run.c.id, run_ids)  # in the order of run_ids below
         else:
             hidden = ["generation"] if include_ladder else ["generation", "ladder"]  # generation runs judge nothing
             rows = list(c.execute(q.where(run.c.kind.not_in(hidden))).all())
@@ -156,9 +153,7 @@ def meta_values(engine: Engine, key: str, split: str = "test") -> dict[str, JSON
     with engine.connect() as c:
         rows = c.execute(q).all()
     out: dict[str, JSONValue] = {}
-    for sid, meta in rows:
-        if isinstance(meta, str):
-            meta = json.loads(meta)
+    for sid, meta in rows:  # meta: decoded by the JSON column
         value = meta.get(key) if isinstance(meta, dict) else None
         if value:
             out[str(sid)] = value

@@ -76,7 +76,6 @@ def label_rows(
     Each row has every ``annotation`` column plus ``annotator`` (name). Only ``annotator_id``'s labels
     when given (permission checks are the caller's: :mod:`automonitor.annotation.queries`).
     """
-    who = annotator_id
     cols: list[sa.ColumnElement[object]] = [*table_of(Annotation).columns, col(Annotator.name).label("annotator")]
     q = sa.select(*cols).join(Annotator, col(Annotator.id) == col(Annotation.annotator_id))
     if with_sample:
@@ -89,8 +88,8 @@ def label_rows(
             col(Sample.source),
         )
         q = q.join(Sample, col(Sample.id) == col(Annotation.sample_id))
-    if who is not None:
-        q = q.where(col(Annotation.annotator_id) == who)
+    if annotator_id is not None:
+        q = q.where(col(Annotation.annotator_id) == annotator_id)
     if sample_ids is not None:
         q = q.where(col(Annotation.sample_id).in_(list(sample_ids)))
     if submitted_only:

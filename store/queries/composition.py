@@ -163,20 +163,18 @@ def counts_by_split(conn: Connection | Session) -> dict[str, int]:
     return out
 
 
+def _count(conn: Connection | Session, *where: ColumnElement[bool]) -> int:
+    return int(conn.execute(sa.select(sa.func.count()).select_from(sample).where(*where)).scalar() or 0)
+
+
 def count_candidates(conn: Connection | Session) -> int:
     """Samples of the whole store waiting for annotation (``status == 'candidate'``)."""
-    q = sa.select(sa.func.count()).select_from(sample).where(sample.c.status == "candidate")
-    return int(conn.execute(q).scalar() or 0)
+    return _count(conn, sample.c.status == "candidate")
 
 
 def count_controls(conn: Connection | Session) -> int:
     """Samples of the controls slice (gold, split ``controls``)."""
-    q = (
-        sa.select(sa.func.count())
-        .select_from(sample)
-        .where(sample.c.split == CONTROLS_SPLIT, sample.c.status == "gold")
-    )
-    return int(conn.execute(q).scalar() or 0)
+    return _count(conn, sample.c.split == CONTROLS_SPLIT, sample.c.status == "gold")
 
 
 def candidates_by_source(conn: Connection | Session) -> dict[str, int]:

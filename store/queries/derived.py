@@ -93,7 +93,7 @@ def run_rows(engine: Engine, run_ids: Sequence[str]) -> dict[str, RunInputRow]:
             "kind": r[3],
             "status": r[4],
             "edition": r[5],
-            "params": r[6] if isinstance(r[6], dict) else json.loads(r[6] or "{}"),
+            "params": r[6],
         }
         for r in rows
     }
@@ -171,4 +171,4 @@ def derived_runs(engine: Engine) -> list[tuple[str, dict[str, Any]]]:
             .where(col(Run.kind) == "derived")
             .order_by(col(Run.created_at), col(Run.id))
         ).all()
-    return [(r[0], r[1] if isinstance(r[1], dict) else json.loads(r[1] or "{}")) for r in rows]
+    return [(r[0], r[1]) for r in rows]

@@ -38,22 +38,19 @@ class SampleKey(TypedDict):
     content_hash: str
 
 
-class SampleText(TypedDict):
-    """What a monitor reads of a sample (:func:`sample_texts`); ``source`` ``""`` and ``meta`` ``{}`` when unset."""
-
-    request: str
-    response: str
-    content_hash: str
-    source: str
-    meta: JSONObject
-
-
 class JudgedText(TypedDict):
     """What a judge is sent of a sample shown in full (:func:`store.queries.stream.judged_texts`)."""
 
     request: str
     response: str
     content_hash: str
+
+
+class SampleText(JudgedText):
+    """What a monitor reads of a sample (:func:`sample_texts`); ``source`` ``""`` and ``meta`` ``{}`` when unset."""
+
+    source: str
+    meta: JSONObject
 
 
 class ViewInput(TypedDict):
@@ -238,14 +235,10 @@ class LabelRow(TypedDict):
     source: NotRequired[str]
 
 
-class CandidateDetail(TypedDict):
+class CandidateDetail(CandidateItem):
     """A candidate item with its texts (``store.queries.annotation.candidate_details``); ``label`` is the
     intended one."""
 
-    id: str
-    pair_id: str
-    category: str
-    task: str
     source: str
     label: str
     request: str

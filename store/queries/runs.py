@@ -92,19 +92,16 @@ def get_or_create_monitor(
     return mon
 
 
-def test_samples(session: Session, split: str = "test", edition: str | None = None) -> list[SampleKey]:
-    """Gold samples of ``split`` as dicts (id, pair_id, category, task, label, content_hash), id order;
-    with ``edition`` (split ``test``) only that edition's members (``store.queries.samples.edition_filter``)."""
-    if edition is not None and split == "test":
+def test_samples(session: Session, edition: str | None = None) -> list[SampleKey]:
+    """Gold test samples as dicts (id, pair_id, category, task, label, content_hash), id order: the
+    ``paper`` mirror (no adjudicated sample), or with ``edition`` that edition's members
+    (``store.queries.samples.edition_filter``)."""
+    if edition is not None:
         from store.queries.samples import edition_filter
 
         conds = edition_filter(session, edition)
     else:
-        conds = [
-            col(Sample.split) == split,
-            col(Sample.status) == "gold",
-            *((col(Sample.label_source) != "adjudicated",) if split == "test" else ()),
-        ]  # paper mirror
+        conds = [col(Sample.split) == "test", col(Sample.status) == "gold", col(Sample.label_source) != "adjudicated"]
     rows = session.execute(
         sa.select(*sample_columns(*SAMPLE_KEY, "content_hash")).where(*conds).order_by(col(Sample.id))
     ).all()

@@ -1,5 +1,5 @@
 """Sample queries shared by ``build``, ``import`` and the app (the composition counts of ``stats``:
-:mod:`store.queries.composition`, re-exported here)."""
+:mod:`store.queries.composition`; those its callers read from here are re-exported)."""
 
 from __future__ import annotations
 
@@ -13,43 +13,26 @@ from automonitor.vocab import CONTROLS_SPLIT
 from store.models import Sample
 from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of, typed_rows
 from store.queries.composition import (
-    SPLIT_CHOICES,
-    CompositionRow,
-    StatsDoc,
-    candidates_by_source,
     check_edition,
     composition,
-    count_by,
-    count_candidates,
-    count_pairs,
-    counts_by_split,
     edition_conditions,
     edition_has_rows,
     hard_certificate,
     latest_build_report,
-    not_adjudicated,
     stats,
 )
 from store.queries.rowtypes import SampleKey
 
-__all__ = [  # the composition queries (``stats``) live in store.queries.composition, importable from here too
+__all__ = [  # the composition queries (``stats``) live in store.queries.composition, these importable from here too
     "BROWSER_COLUMNS",
     "FILTER_COLUMNS",
     "GROUP_COLUMNS",
-    "SPLIT_CHOICES",
-    "CompositionRow",
-    "StatsDoc",
     "browser_filter",
     "browser_rows",
-    "candidates_by_source",
     "check_edition",
     "composition",
     "control_samples",
-    "count_by",
-    "count_candidates",
     "count_matching",
-    "count_pairs",
-    "counts_by_split",
     "counts_by_status",
     "edition_filter",
     "edition_has_rows",
@@ -58,7 +41,6 @@ __all__ = [  # the composition queries (``stats``) live in store.queries.composi
     "insert_samples",
     "latest_build_report",
     "like_escape",
-    "not_adjudicated",
     "predictions_on_sample",
     "sample_with_pair",
     "stats",

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import sqlalchemy as sa
 
 from store.queries import chunks
-from store.queries.composition import SpanCounts, span_counts
 from store.queries.rowtypes import SpanRow
 from store.tables import gold_span
 
@@ -16,14 +15,8 @@ if TYPE_CHECKING:  # the ORM and the models for the writes only: a report reads 
     from sqlalchemy.engine import Connection
     from sqlalchemy.orm import Session
 
-__all__ = [  # the counts of ``stats`` live in store.queries.composition (Core), importable from here too
-    "SpanCounts",
-    "delete_span_rows",
-    "delete_spans",
-    "insert_spans",
-    "span_counts",
-    "spans_by_sample",
-]
+#: the span counts of ``stats``: store.queries.composition
+__all__ = ["delete_span_rows", "delete_spans", "insert_spans", "spans_by_sample"]
 
 
 def spans_by_sample(session: Connection | Session, sample_ids: Iterable[str]) -> dict[str, list[SpanRow]]:
@@ -69,17 +62,17 @@ def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, Mapping[
     return len(payload)
 
 
-def delete_spans(session: Session, sample_ids: Sequence[str], provenances: Sequence[str] | None = None) -> int:
-    """Delete the spans of ``sample_ids`` (only those of ``provenances`` when given); returns the count."""
+def delete_spans(session: Session, sample_ids: Sequence[str], provenances: Sequence[str]) -> int:
+    """Delete the spans of ``provenances`` of ``sample_ids``; returns the count."""
     from sqlmodel import col
 
     from store.models import GoldSpan
 
     n = 0
     for part in chunks(list(sample_ids)):
-        stmt = sa.delete(GoldSpan).where(col(GoldSpan.sample_id).in_(part))
-        if provenances is not None:
-            stmt = stmt.where(col(GoldSpan.provenance).in_(list(provenances)))
+        stmt = sa.delete(GoldSpan).where(
+            col(GoldSpan.sample_id).in_(part), col(GoldSpan.provenance).in_(list(provenances))
+        )
         n += int(getattr(session.execute(stmt), "rowcount", 0) or 0)
     return n
 
