@@ -113,14 +113,16 @@ def report_cmd(
             rep = _build_report(
                 engine,
                 run or None,
-                invalid,
-                n_boot,
-                seed,
-                cost_ratio=cost_ratio,
-                prevalence=prevalence,
-                compare=pairs,
-                edition=edition,
-                with_ladder=ladder,
+                dict(
+                    invalid=invalid,
+                    n_boot=n_boot,
+                    seed=seed,
+                    cost_ratio=cost_ratio,
+                    prevalence=prevalence,
+                    compare=pairs,
+                    edition=edition,
+                    with_ladder=ladder,
+                ),
             )
             if with_audit and rep.runs:
                 from automonitor.analysis import audit_section
@@ -136,32 +138,10 @@ def report_cmd(
             _emit_report(rep, json_out, fmt, with_audit, output, engine)
 
 
-def _build_report(
-    engine: Engine,
-    run_ids: list[str] | None,
-    invalid: str,
-    n_boot: int,
-    seed: int,
-    *,
-    cost_ratio: float,
-    prevalence: float | None,
-    compare: list[tuple[str, str]] | None,
-    edition: str | None,
-    with_ladder: bool = False,
-) -> Report:
-    """``analysis.report`` with an edition error reported as an ``InputError`` on ``--edition``."""
+def _build_report(engine: Engine, run_ids: list[str] | None, options: dict[str, Any]) -> Report:
+    """``analysis.report(engine, run_ids, **options)`` (read back when the store is unchanged), with an
+    edition error reported as an ``InputError`` on ``--edition``."""
     from automonitor.analysis.report_cache import cached_report
-
-    options: dict[str, Any] = dict(
-        invalid=invalid,
-        n_boot=n_boot,
-        seed=seed,
-        cost_ratio=cost_ratio,
-        prevalence=prevalence,
-        compare=compare,
-        edition=edition,
-        with_ladder=with_ladder,
-    )
 
     def compute() -> Report:
         from automonitor import analysis
@@ -221,12 +201,7 @@ def _writing(output: str) -> Iterator[None]:
 
 
 def _emit_report(
-    rep: Report,
-    json_out: bool,
-    fmt: str | None,
-    with_audit: bool,
-    output: str | None = None,
-    engine: Engine | None = None,
+    rep: Report, json_out: bool, fmt: str | None, with_audit: bool, output: str | None, engine: Engine
 ) -> None:
     """Print the report (or write it to ``output``): one JSON document, a paper-style table (+ the audit
     section in markdown), or rich tables (stdout only)."""
@@ -275,10 +250,10 @@ def _plane_front(rep: Report, engine: Engine) -> tuple[set[str], set[str], tuple
     )
 
 
-def _print_rich(rep: Report, engine: Engine | None = None) -> None:
+def _print_rich(rep: Report, engine: Engine) -> None:
     """The report as rich tables: runs, Pareto front and Pearson r, stability, paired comparisons and
-    trivial baselines (each table only when it has rows). With ``engine``, the front column and line follow
-    the plane's rule (:func:`_plane_front`): a small or unfinished run is marked ``hollow``, never ``*``."""
+    trivial baselines (each table only when it has rows). The front column and line follow the plane's rule
+    (:func:`_plane_front`): a small or unfinished run is marked ``hollow``, never ``*``."""
     import sys
 
     from automonitor.analysis import report_format
@@ -288,12 +263,8 @@ def _print_rich(rep: Report, engine: Engine | None = None) -> None:
             "No runs in the store. Start one with `automonitor run` or `automonitor predictions import`."
         )
         return
-    front, hollow, (r_, p_, n_r) = (
-        _plane_front(rep, engine)
-        if engine is not None
-        else (set(rep.pareto), set(), (rep.pearson_r, rep.pearson_p, rep.pearson_n))
-    )
-    built = engine is None or _store_built(engine)
+    front, hollow, (r_, p_, n_r) = _plane_front(rep, engine)
+    built = _store_built(engine)
     runs_table = _runs_table(rep, front, hollow, built)
     # names are data, not markup; off a terminal the tables are 200 wide, or as wide as the runs table needs to
     # show every cell on one line, and the lines of text unwrapped; on a terminal long cells wrap, never cut
@@ -340,7 +311,7 @@ def _store_built(engine: Engine) -> bool:
         return latest_build_report(s) is not None
 
 
-def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool = True) -> Table:
+def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool) -> Table:
     """MR / FAR per run with intervals: the run id in full (never cut: two runs started in one second share
     its first 22 characters), monitor, template, view (``run --view``; ``full`` by default), kind, judged
     (test-set samples with an outcome, unscored included; ``SLICE.n``), unscored, pending (with the run's

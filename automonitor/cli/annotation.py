@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, err_console, open_store
+from automonitor.cli.common import emit, emit_json, err_console, open_store
 from automonitor.errors import InputError
 
 CSV_MODE_HELP = (
@@ -58,10 +58,7 @@ def users_add(
 
     password = _read_password(password_stdin)
     acc = create_user(open_store(create=True), name, role, password)
-    if json_out:
-        emit_json({"id": acc.id, "name": acc.name, "role": acc.role})
-    else:
-        err_console.print(f"created {acc.role} {acc.name}")
+    emit(json_out, {"id": acc.id, "name": acc.name, "role": acc.role}, f"created {acc.role} {acc.name}")
 
 
 @users_app.command("list")
@@ -289,10 +286,7 @@ def annotations_import(
     from automonitor.data.records import check_csv_mode  # pydantic: not at --help
 
     res = import_annotations(open_store(), SYSTEM, file, fmt, submit=not draft, csv_mode=check_csv_mode(csv_mode))
-    if json_out:
-        emit_json(res.to_json())
-    else:
-        err_console.print(f"imported {res.written} label(s), {res.unchanged} unchanged")
+    emit(json_out, res.to_json(), f"imported {res.written} label(s), {res.unchanged} unchanged")
 
 
 @assignments_app.command("export")
@@ -306,10 +300,7 @@ def assignments_export(
     from automonitor.annotation.assignment_files import export_assignments
 
     res = export_assignments(open_store(), SYSTEM, file, annotator)
-    if json_out:
-        emit_json(res)
-    else:
-        err_console.print(f"wrote {res['rows']} assigned item(s) to {res['file']}")
+    emit(json_out, res, f"wrote {res['rows']} assigned item(s) to {res['file']}")
 
 
 def _export_command(what: str, doc: str) -> Callable[..., None]:
@@ -329,10 +320,7 @@ def _export_command(what: str, doc: str) -> Callable[..., None]:
         from automonitor.data.records import check_csv_mode  # pydantic: not at --help
 
         n = export(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
-        if json_out:
-            emit_json({"file": str(file), what: n})
-        else:
-            err_console.print(f"wrote {n} {what.removesuffix('s')}(s) to {file}")
+        emit(json_out, {"file": str(file), what: n}, f"wrote {n} {what.removesuffix('s')}(s) to {file}")
 
     export_cmd.__doc__ = doc
     return export_cmd

@@ -218,6 +218,14 @@ def emit_json(obj: object) -> None:
     sys.stdout.flush()
 
 
+def emit(json_out: bool, doc: object, line: str) -> None:
+    """``doc`` as one JSON document on stdout (``json_out``), else the message ``line`` on stderr."""
+    if json_out:
+        emit_json(doc)
+    else:
+        err_console.print(line)
+
+
 def rich_table(
     title: str,
     columns: Sequence[str],

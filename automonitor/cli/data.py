@@ -141,7 +141,8 @@ def build_cmd(
         audits=tuple(dict.fromkeys(("paper", edition))),
     )
     report["edition"] = edition
-    _warn_shortfalls(report["shortfalls"])
+    for s in report["shortfalls"]:  # a paper cell, paper-r2 quota source or category short of its target
+        err_console.print(f"shortfall: {shortfall_text(s)}", style="yellow")
     for pid in report.get("errata", {}).get("unmatched", []):
         err_console.print(f"warning: erratum on {pid}: no such pair in this build (not applied)")
     for pid, why in report.get("errata", {}).get("not_stored", {}).items():
@@ -174,13 +175,6 @@ def shortfall_text(s: dict[str, Any]) -> str:
             f"({s['missing_pairs']} short)"
         )
     return f"{ed}{s['category']}: {s['built_samples']} of {s['target_samples']} samples ({s['missing_samples']} short)"
-
-
-def _warn_shortfalls(shortfalls: list[dict[str, Any]]) -> None:
-    """One yellow ``shortfall:`` line on stderr per paper cell (pairs), ``paper-r2`` quota source
-    (pairs) or category (samples) short of its target."""
-    for s in shortfalls:
-        err_console.print(f"shortfall: {shortfall_text(s)}", style="yellow")
 
 
 def quota_cell(target: int | None, built: int) -> str:
@@ -328,12 +322,9 @@ def _stats_table(doc: dict[str, Any]) -> None:
             style="yellow",
             highlight=False,
         )
-    if doc["shortfalls"]:
-        for sf in doc["shortfalls"]:
-            out.print(
-                f"shortfall {shortfall_text(sf)} (build seed {doc['build_seed']})", style="yellow", highlight=False
-            )
-    elif doc["build_seed"] is not None:
+    for sf in doc["shortfalls"]:
+        out.print(f"shortfall {shortfall_text(sf)} (build seed {doc['build_seed']})", style="yellow", highlight=False)
+    if not doc["shortfalls"] and doc["build_seed"] is not None:
         out.print(f"build seed {doc['build_seed']}: no shortfall")
     if doc.get("errata"):
         e = doc["errata"]
@@ -382,12 +373,8 @@ def stats_cmd(
         doc0 = stats(conn, split, edition)
         absent = {r["pair_id"]: r["why_not_in_store"] for r in errata_status(conn, errata) if r["in_store"] is None}
         errata_doc = {**errata_counts(errata), "not_in_store": sorted(absent), "not_in_store_why": absent}
-        typed = Stats.model_validate({**doc0, "errata": errata_doc})
-    doc = typed.to_dict()
-    if json_out:
-        emit_json(doc)
-    else:
-        _stats_table(doc)
+        doc = Stats.model_validate({**doc0, "errata": errata_doc}).to_dict()
+    emit_json(doc) if json_out else _stats_table(doc)
 
 
 @app.command("fetch-sources")

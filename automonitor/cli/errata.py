@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit_json, err_console, open_store, rich_table, shown_url, store_exists
+from automonitor.cli.common import emit, emit_json, err_console, open_store, rich_table, shown_url, store_exists
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -147,10 +147,7 @@ def export_cmd(
 
     with _store_session() as s:
         n = export_errata(s, out, file)
-    if json_out:
-        emit_json({"file": out, "errata": n})
-    else:
-        err_console.print(f"wrote {n} errata to {out}")
+    emit(json_out, {"file": out, "errata": n}, f"wrote {n} errata to {out}")
 
 
 @errata_app.command("import")
@@ -170,7 +167,4 @@ def import_cmd(
         raise InputError(f"no such file: {src}", file=src)
     load_errata(src)  # a bad file: exit 2 naming line and field, before any store is opened
     doc = import_errata(open_store(create=True), src, path=file)
-    if json_out:
-        emit_json(doc)
-    else:
-        err_console.print(f"read {doc['read']} errata: {doc['added']} added, {doc['already']} already in force")
+    emit(json_out, doc, f"read {doc['read']} errata: {doc['added']} added, {doc['already']} already in force")

@@ -31,7 +31,8 @@ def _print(doc: GenerationSummary) -> None:
 
 def _run(json_out: bool, **spec: object) -> None:
     """Create the generation run of ``spec`` (:class:`~automonitor.runs.generation.job.GenerationSpec`
-    fields) and execute it; print its summary."""
+    fields: a command passes its options, named as the fields, with ``**locals()``; the spec forbids any
+    other name) and execute it; print its summary."""
     from automonitor.runs.generation.engine import create_generation, execute_generation
     from automonitor.runs.generation.job import GenerationSpec
 
@@ -48,7 +49,7 @@ def generate_sycophancy(
     source: str = typer.Option(..., "--source", help="bct_truthfulqa_cues | turpin_bbh"),
     cue: str | None = typer.Option(None, "--cue", help="suggested_answer (default) | are_you_sure"),
     limit: int | None = typer.Option(None, "--limit", help="first N questions of the source"),
-    samples: int = typer.Option(1, "--samples-per-prompt", help="cued answers sampled per question (K)"),
+    samples_per_prompt: int = typer.Option(1, "--samples-per-prompt", help="cued answers sampled per question (K)"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="per answer (default 512)"),
     raw: str | None = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
@@ -57,19 +58,7 @@ def generate_sycophancy(
 ) -> None:
     """Counterfactual sycophancy filter: keep Q when the answer to Q is right and the answer to Q' = Q +
     cue is wrong and equals the cue; kept questions become candidate pairs."""
-    _run(
-        json_out,
-        kind="sycophancy",
-        generator=generator,
-        source=source,
-        cue=cue,
-        limit=limit,
-        samples_per_prompt=samples,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        raw=raw,
-        concurrency=concurrency,
-    )
+    _run(kind="sycophancy", **locals())
 
 
 @generate_app.command("gaming")
@@ -87,18 +76,7 @@ def generate_gaming(
     """Incentive-injected specification gaming: answer each task with and without the incentive; keep
     it when only the incentivised answer shows the invited misbehavior (code: static screen plus
     visible/held-out tests in the bubblewrap sandbox)."""
-    _run(
-        json_out,
-        kind="gaming",
-        generator=generator,
-        source=source,
-        incentive=incentive,
-        limit=limit,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        raw=raw,
-        concurrency=concurrency,
-    )
+    _run(kind="gaming", **locals())
 
 
 @generate_app.command("resume")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable
 
 import typer
 
@@ -331,22 +332,21 @@ def _rate_column():
 
 
 def _execute_with_progress(
-    runner, engine, run_id: str, concurrency: int | None, quiet: bool, base_url: str | None = None
+    runner, engine, run_id: str, concurrency: int | None, quiet: bool, base_url: str | None
 ) -> dict[str, Any]:
     """Execute the run with its progress on stderr: nothing with ``--quiet``, plain lines off a terminal
     (:class:`~automonitor.cli.progress.ProgressLines`: a log file or a pipe gets a line every
     ``$AUTOMONITOR_PROGRESS_EVERY_S`` seconds, where a progress bar would draw nothing until the end), else
     a rich progress bar. Returns the runner's summary."""
-    summary: dict[str, Any]
+    execute: Callable[..., dict[str, Any]] = partial(
+        runner.execute_run, engine, run_id, concurrency=concurrency, base_url=base_url
+    )
     if quiet:
-        summary = runner.execute_run(engine, run_id, concurrency=concurrency, base_url=base_url)
-        return summary
+        return execute()
     if not err_console.is_terminal:
         from automonitor.cli.progress import ProgressLines, progress_every_s
 
-        lines = ProgressLines(run_id, err_console.print, every_s=progress_every_s())
-        summary = runner.execute_run(engine, run_id, concurrency=concurrency, progress=lines, base_url=base_url)
-        return summary
+        return execute(progress=ProgressLines(run_id, err_console.print, every_s=progress_every_s()))
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -367,12 +367,7 @@ def _execute_with_progress(
         transient=False,
     ) as prog:
         task = prog.add_task(run_id, total=None)
-
-        def progress(done: int, total: int) -> None:
-            prog.update(task, completed=done, total=total)
-
-        summary = runner.execute_run(engine, run_id, concurrency=concurrency, progress=progress, base_url=base_url)
-        return summary
+        return execute(progress=lambda done, total: prog.update(task, completed=done, total=total))
 
 
 @app.command("runs")
@@ -415,6 +410,21 @@ def runs_cmd(
     _print_runs_table(rows)
 
 
+def _check_known(engine: Engine, ids: list[tuple[str, str]]) -> None:
+    """Check that every run of ``(run id, option)`` exists, before anything changes.
+
+    Raises:
+        InputError: the first unknown run id (field: its option).
+    """
+    from store import session_scope
+    from store.models import Run
+
+    with session_scope(engine) as s:
+        missing = [(r, opt) for r, opt in ids if s.get(Run, r) is None]
+    if missing:
+        raise InputError(f"unknown run id {missing[0][0]!r}", field=missing[0][1])
+
+
 def _apply_cancel(engine: Engine, run_ids: list[str]) -> None:
     """Cancel each run of ``run_ids`` (:func:`automonitor.runs.runner.cancel_run`) after checking every id
     exists (nothing changes else); one stderr line per run says what happened.
@@ -428,10 +438,7 @@ def _apply_cancel(engine: Engine, run_ids: list[str]) -> None:
     from store import session_scope
     from store.models import Run
 
-    with session_scope(engine) as s:  # all ids checked before anything changes
-        missing = [r for r in run_ids if s.get(Run, r) is None]
-    if missing:
-        raise InputError(f"unknown run id {missing[0]!r}", field="--cancel")
+    _check_known(engine, [(r, "--cancel") for r in run_ids])
     for rid in dict.fromkeys(run_ids):
         cancel_run(engine, rid)
         with session_scope(engine) as s:
@@ -455,15 +462,8 @@ def _apply_archive(engine: Engine, changes: list[tuple[str, bool]]) -> None:
         return
     from automonitor.errors import NotFound
     from automonitor.views import set_archived  # the views bring pandas and plotly: only when archiving
-    from store import session_scope
-    from store.models import Run
 
-    with session_scope(engine) as s:  # all ids checked before anything changes
-        missing = [r for r, _ in changes if s.get(Run, r) is None]
-    if missing:
-        raise InputError(
-            f"unknown run id {missing[0]!r}", field="--archive" if (missing[0], True) in changes else "--unarchive"
-        )
+    _check_known(engine, [(r, "--archive" if flag else "--unarchive") for r, flag in changes])
     for rid, flag in changes:
         try:
             set_archived(engine, rid, flag)
