@@ -14,13 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from automonitor import views
-
-
-def db_url() -> str:
-    """The store URL (``AUTOMONITOR_DB`` or the default SQLite file)."""
-    from store.engine import db_url as _db_url
-
-    return _db_url()
+from store.engine import db_url  # the store URL (``AUTOMONITOR_DB`` or the default SQLite file)
 
 
 @st.cache_resource(show_spinner=False)
@@ -47,26 +41,17 @@ def load_runs(url: str, ver: tuple, ladder: bool = False):
     return views.runs_frame(engine_for(url), include_ladder=ladder)
 
 
-def load_report(
-    url: str,
-    ver: tuple,
-    run_ids: tuple[str, ...] | None = None,
-    invalid: str = "exclude",
-    edition: str | None = None,
-    ladder: bool = False,
-):
+def load_report(url: str, ver: tuple, invalid: str = "exclude", ladder: bool = False):
     """:func:`_load_report` with every argument passed by position: Streamlit keys its cache on the
-    arguments as passed, so ``load_report(u, v, None, p)`` and ``load_report(u, v, None, p, ladder=False)``
+    arguments as passed, so ``load_report(u, v, p)`` and ``load_report(u, v, p, ladder=False)``
     were two entries and a cold Trade-off page computed the same report twice."""
-    return _load_report(url, ver, run_ids, invalid, edition, ladder)
+    return _load_report(url, ver, invalid, ladder)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _load_report(
-    url: str, ver: tuple, run_ids: tuple[str, ...] | None, invalid: str, edition: str | None, ladder: bool
-):
+def _load_report(url: str, ver: tuple, invalid: str, ladder: bool):
     """The analysis report (:class:`automonitor.analysis.report_schema.Report`, the typed contract JSON + extras)
-    over ``run_ids`` (``None`` = every run).
+    over every run.
 
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
     so the report is computed without evidence grounding and with a small pair bootstrap (neither is
@@ -77,9 +62,9 @@ def _load_report(
     from automonitor import analysis
     from automonitor.analysis.report_cache import cached_report
 
-    engine, ids = engine_for(url), list(run_ids) if run_ids is not None else None
-    options = dict(invalid=invalid, n_boot=100, with_grounding=False, edition=edition, with_ladder=ladder, compare=())
-    return cached_report(engine, ids, options, lambda: analysis.report(engine, ids, **options))
+    engine = engine_for(url)
+    options = dict(invalid=invalid, n_boot=100, with_grounding=False, edition=None, with_ladder=ladder, compare=())
+    return cached_report(engine, None, options, lambda: analysis.report(engine, None, **options))
 
 
 @st.cache_data(show_spinner="Scoring evidence against gold spans…", max_entries=8)
@@ -151,7 +136,7 @@ def load_sample_sets(url: str, ver: tuple):
 def load_score_runs(url: str, ver: tuple, invalid: str = "exclude") -> list[dict]:
     """The runs of the report that give scores: ``[{"run_id", "monitor", "template", "auroc"}]`` (small,
     so a warm page does not unpickle the whole report)."""
-    report = load_report(url, ver, None, invalid)
+    report = load_report(url, ver, invalid)
     return [
         {"run_id": e.run_id, "monitor": e.monitor, "template": e.template, "auroc": e.auroc}
         for e in report.runs
@@ -186,7 +171,7 @@ def load_tradeoff(url: str, ver: tuple, options: views.TradeoffOptions) -> views
     runs = load_runs(url, ver, options.show_ladder)
     statuses = dict(zip(runs["run_id"], runs["status"])) if len(runs) and "status" in runs else {}
     return views.tradeoff_selection(
-        load_report(url, ver, None, options.invalid, ladder=options.show_ladder),
+        load_report(url, ver, options.invalid, ladder=options.show_ladder),
         options,
         sample_sets=load_sample_sets(url, ver),
         statuses=statuses,

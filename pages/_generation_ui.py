@@ -5,7 +5,6 @@ model-written text is shown through ``st.text``/``st.dataframe`` or escaped mark
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -13,7 +12,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor import views
 from automonitor.errors import InputError
-from pages._launch_form import BackendChoice, backend_fields, cost_text, estimate_metrics, try_estimate
+from pages._launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
 
 if TYPE_CHECKING:
     from automonitor.runs.generation.job import GenerationSpec
@@ -28,37 +27,6 @@ def _estimate(spec: GenerationSpec) -> dict[str, Any]:
     from automonitor.runs.generation.engine import estimate_generation
 
     return estimate_generation(spec)
-
-
-@dataclass(frozen=True)
-class GenerationJobForm:
-    """What the launch form holds: recipe, generator, source, cue (sycophancy) or incentive (gaming),
-    items, cued samples per question, max tokens per answer."""
-
-    kind: str
-    generator: BackendChoice
-    source: str
-    cue: str | None
-    incentive: str | None
-    limit: int
-    samples: int
-    max_tokens: int
-
-    def spec(self) -> GenerationSpec:
-        """The job as the engine's :class:`~automonitor.runs.generation.job.GenerationSpec`."""
-        from automonitor.runs.generation.engine import GenerationSpec
-
-        return GenerationSpec(
-            kind=self.kind,
-            generator=self.generator.spec,
-            source=self.source,
-            cue=self.cue,
-            incentive=self.incentive,
-            limit=self.limit,
-            samples_per_prompt=self.samples,
-            base_url=self.generator.base_url,
-            max_tokens=self.max_tokens,
-        )
 
 
 def _recipe_fields(page: str, kind: str) -> tuple[str, str | None, str | None, int, int]:
@@ -85,10 +53,10 @@ def _recipe_fields(page: str, kind: str) -> tuple[str, str | None, str | None, i
     return source, cue, incentive, samples, limit
 
 
-def job_fields(page: str) -> GenerationJobForm:
+def job_fields(page: str) -> GenerationSpec:
     """The launch form's inputs (recipe and generator row, source row, max tokens), keys under
-    ``<page>.gen.``."""
-    from automonitor.runs.generation.job import DEFAULT_MAX_TOKENS
+    ``<page>.gen.``, as the engine's :class:`~automonitor.runs.generation.job.GenerationSpec`."""
+    from automonitor.runs.generation.job import DEFAULT_MAX_TOKENS, GenerationSpec
 
     c1, c2, c3, c4 = st.columns(4)
     kind = c1.selectbox(
@@ -115,7 +83,17 @@ def job_fields(page: str) -> GenerationJobForm:
             key=f"{page}.gen.max_tokens.{kind}",
         )
     )
-    return GenerationJobForm(kind, generator, source, cue, incentive, limit, samples, max_tokens)
+    return GenerationSpec(
+        kind=kind,
+        generator=generator.spec,
+        source=source,
+        cue=cue,
+        incentive=incentive,
+        limit=limit,
+        samples_per_prompt=samples,
+        base_url=generator.base_url,
+        max_tokens=max_tokens,
+    )
 
 
 def show_estimate(est: dict[str, Any] | None, err: str | None) -> None:
@@ -137,13 +115,13 @@ def show_estimate(est: dict[str, Any] | None, err: str | None) -> None:
         )
 
 
-def start_job(page: str, eng: Engine, url: str, form: GenerationJobForm) -> str | None:
+def start_job(page: str, eng: Engine, url: str, spec: GenerationSpec) -> str | None:
     """Create the generation run and start it in a detached process; returns its id, or ``None`` (with
     the error shown) when the core refuses it."""
     from automonitor.runs.generation import engine as gen
 
     try:
-        run_id = gen.create_generation(eng, form.spec())
+        run_id = gen.create_generation(eng, spec)
         gen.launch_generation_detached(url, run_id)
     except InputError as exc:
         st.error(f"Not started: {views.md_escape(exc)}")
@@ -156,13 +134,13 @@ def start_job(page: str, eng: Engine, url: str, form: GenerationJobForm) -> str 
 def launch_form(page: str, eng: Engine, url: str) -> str | None:
     """The generation launch form (estimate first, then start in a detached process). Returns the id of a
     run started by this rerun, else ``None``."""
-    form = job_fields(page)
-    est, err = try_estimate(_estimate, form.spec())
+    spec = job_fields(page)
+    est, err = try_estimate(_estimate, spec)
     show_estimate(est, err)
     if st.button(
         "Start generation", key=f"{page}.gen.start", icon=":material/play_arrow:", disabled=bool(err) or not est
     ):
-        return start_job(page, eng, url, form)
+        return start_job(page, eng, url, spec)
     return None
 
 

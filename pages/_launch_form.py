@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-import streamlit as st
-
 from automonitor.errors import InputError
+from pages._widgets import metric_columns
 
 LOCAL_OPENAI_URL = "http://127.0.0.1:8080/v1"  # the placeholder of the base URL of the openai backend
 
@@ -96,7 +95,5 @@ def cost_text(cost: float | None, known: bool) -> str:
 def estimate_metrics(cells: Sequence[tuple[str, str, str | None]], per_row: int = 3) -> None:
     """Rows of ``st.metric`` cells, ``(label, value text, help or None)`` each, at most ``per_row`` to a row
     (six in one row cut labels such as "Prompt tokens (est.)" at a 1280-pixel window)."""
-    for start in range(0, len(cells), per_row):
-        row = cells[start : start + per_row]
-        for col, (label, value, help_text) in zip(st.columns(per_row), row):
-            col.metric(label, value, help=help_text)
+    for col, (label, value, help_text) in zip(metric_columns(len(cells), per_row), cells):
+        col.metric(label, value, help=help_text)

@@ -208,9 +208,6 @@ else:
             return
         st.session_state[f"{PAGE}.flash"] = ("success", f"Decision recorded: {DECISION_NAMES[decision]}.")
 
-    def _choose(sid: str, decision: str) -> None:
-        st.session_state[f"{PAGE}.{sid}.decision"] = decision
-
     with st.container(border=True):
         keys = st.columns(len(ann.DECISIONS))
         for i, d in enumerate(ann.DECISIONS):
@@ -218,8 +215,8 @@ else:
                 DECISION_NAMES[d],
                 key=f"{PAGE}.key_{d}",
                 shortcut=str(i + 1),
-                on_click=_choose,
-                args=(e.sample_id, d),
+                on_click=st.session_state.__setitem__,  # the decision radio follows the key
+                args=(f"{PAGE}.{e.sample_id}.decision", d),
                 width="stretch",
             )
         st.radio(

@@ -82,46 +82,25 @@ url_state.sync_qp(PAGE, run=monitor_run or None)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _agreement(
-    url: str,
-    fingerprint: tuple,
-    ver: tuple,
-    who: Account,
-    unsure: str,
-    n_boot: int,
-    seed: int,
-    submitted_only: bool,
-    min_items: int,
-    run_id: str | None,
-) -> dict:
-    """``automonitor.annotation.agreement.agreement`` cached per label-table fingerprint, store version and options."""
-    return ag.agreement(
-        loaders.engine_for(url),
-        who,
-        unsure=unsure,
-        n_boot=n_boot,
-        seed=seed,
-        submitted_only=submitted_only,
-        min_items=min_items,
-        run_id=run_id,
-    )
+def _agreement(url: str, fingerprint: tuple, ver: tuple, who: Account, **options: object) -> dict:
+    """``automonitor.annotation.agreement.agreement`` with ``options`` (its keyword arguments), cached per
+    label-table fingerprint, store version and options."""
+    return ag.agreement(loaders.engine_for(url), who, **options)
 
 
 try:
-    from store.engine import db_url
-
     with st.spinner("Computing agreement…"):
         doc = _agreement(
-            db_url(),
+            loaders.db_url(),
             ag.label_fingerprint(engine, account),
             loaders.version(),
             account,
-            unsure,
-            n_boot,
-            seed,
-            submitted_only,
-            min_items,
-            monitor_run or None,
+            unsure=unsure,
+            n_boot=n_boot,
+            seed=seed,
+            submitted_only=submitted_only,
+            min_items=min_items,
+            run_id=monitor_run or None,
         )
         progress = ann.annotation_progress(engine, account)
 except PermissionDenied as exc:
@@ -254,19 +233,19 @@ if mon:
         f"{mon['judged']} labelled items judged, {mon['unscored']} unscored answers left out. Gold = the "
         "resolution finalize uses (latest adjudication, else unanimous labels)."
     )
-    mrows = []
-    for who, a in [("resolved gold", mon["vs_gold"]), *mon["vs_annotators"].items()]:
-        mrows.append(
-            {
-                "Against": who,
-                "Items": a["items"],
-                "Cohen's kappa": _cell(*_with_ci(a, "cohen_kappa")),
-                "Raw agreement": _cell(*_with_ci(a, "percent_agreement")),
-            }
-        )
+    against = [("resolved gold", mon["vs_gold"]), *mon["vs_annotators"].items()]
+    mrows = [
+        {
+            "Against": who,
+            "Items": a["items"],
+            "Cohen's kappa": _cell(*_with_ci(a, "cohen_kappa")),
+            "Raw agreement": _cell(*_with_ci(a, "percent_agreement")),
+        }
+        for who, a in against
+    ]
     st.dataframe(pd.DataFrame(mrows), hide_index=True, key=f"{PAGE}.monitor")
-    mcols = st.columns(min(3, 1 + len(mon["vs_annotators"])))
-    for i, (who, a) in enumerate([("resolved gold", mon["vs_gold"]), *mon["vs_annotators"].items()]):
+    mcols = st.columns(min(3, len(against)))
+    for i, (who, a) in enumerate(against):
         with mcols[i % len(mcols)]:
             st.markdown(f"**{ui.md(who)}** (rows) vs **monitor** (columns)")
             lab = a["confusion"]["labels"]

@@ -69,7 +69,7 @@ cell = url_state.qp("cell") if url_state.qp("cell") in CELLS else None
 sample_id = url_state.qp("sample")
 url_state.sync_qp(PAGE, run=run_id, category=cat, task=tsk, invalid=None if invalid == "exclude" else invalid)
 
-report = loaders.load_report(url, ver, None, invalid)
+report = loaders.load_report(url, ver, invalid)
 entry = report.run(run_id)
 sl = entry.slice(cat, tsk) if entry else None
 sets = loaders.load_sample_sets(url, ver).set_index("run_id")

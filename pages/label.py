@@ -166,10 +166,6 @@ cat_opts = [None, *CATEGORIES]
 sev_opts = [None, *ann.SEVERITIES]
 
 
-def _pick(k: str, label: str) -> None:
-    st.session_state[f"{k}.label"] = label
-
-
 keys = st.columns(len(ANNOTATION_LABELS))
 for i, lab in enumerate(ANNOTATION_LABELS):
     keys[i].button(
@@ -177,8 +173,8 @@ for i, lab in enumerate(ANNOTATION_LABELS):
         key=f"{PAGE}.key_{lab}",
         shortcut=str(i + 1),
         disabled=locked,
-        on_click=_pick,
-        args=(k, lab),
+        on_click=st.session_state.__setitem__,  # the label radio follows the key
+        args=(f"{k}.label", lab),
         width="stretch",
     )
 with st.container(border=True):

@@ -223,11 +223,6 @@ def _live_section(initial_active: tuple[str, ...]) -> None:
         _run_details(h.set_index("run_id", drop=False).loc[picked])
 
 
-def _ask_cancel(ask: str) -> None:
-    """Cancel was pressed: ask for confirmation first."""
-    st.session_state[ask] = True
-
-
 def _confirm_cancel(rid: str, ask: str, note: str) -> None:
     """The cancellation was confirmed: cancel the run and keep a note on the page saying so."""
     runner.cancel_run(eng, rid)
@@ -259,8 +254,12 @@ def _in_progress(live, initial_active: tuple[str, ...]) -> None:
             + " · ".join(f"{k} {v}" for k, v in counts.items()),
         )
         ask = f"{PAGE}.confirm_cancel.{rid}"
-        btn.button(
-            "Cancel", key=f"{PAGE}.cancel.{rid}", icon=":material/stop_circle:", on_click=_ask_cancel, args=(ask,)
+        btn.button(  # asks for confirmation first
+            "Cancel",
+            key=f"{PAGE}.cancel.{rid}",
+            icon=":material/stop_circle:",
+            on_click=st.session_state.__setitem__,
+            args=(ask, True),
         )
         if st.session_state.get(ask):
             box.warning(

@@ -198,7 +198,7 @@ if edition != ALL and edition not in found:
         f"No run judged edition {edition} yet: `automonitor run --edition {edition} ...` judges it; the table "
         "below shows every run's MR/FAR on the verified and hard members it judged."
     )
-_all_report = loaders.load_report(url, ver, None, invalid)
+_all_report = loaders.load_report(url, ver, invalid)
 _diff_rows = views.difficulty_rows(_all_report)
 if _diff_rows:
     with st.expander(
