@@ -267,22 +267,19 @@ def probe_lora_cmd(
     slices = parse_slices(on)
     engine = open_store()
     recs = [x for x in _records(engine, corpus_file, raw, quiet=as_json) if in_slices(x.category, x.task, slices)]
-    res = lora.train_lora(
-        recs,
-        base=base,
-        out=out,
+    hp = lora.LoraHyperparameters(
         steps=steps,
         batch_size=batch_size,
         grad_accum=grad_accum,
         lr=lr,
         r=r,
         alpha=alpha,
-        targets=[t.strip() for t in targets.split(",") if t.strip()],
+        targets=tuple(t.strip() for t in targets.split(",") if t.strip()),
         max_length=max_length,
-        limit=limit,
         seed=seed,
-        slices=slices,
+        limit=limit,
     )
+    res = lora.train_lora(recs, hp, base=base, out=out, slices=slices)
     if as_json:
         emit_json(res)
     else:

@@ -61,9 +61,6 @@ def repeat_count(params: Mapping[str, object]) -> int:
     return repeat
 
 
-# the names before the runner became a package
-
-
 #: query parameters of a base URL whose values are secrets (lower case; also any name containing one of
 #: ``_SECRET_QUERY_PARTS``)
 SECRET_QUERY_PARAMS = frozenset(
@@ -147,18 +144,6 @@ def _redact_pair(pair: str, *, shape: bool = True) -> str:
     return f"{name}={REDACTED}" if _secret_value(name, value, shape=shape) else pair
 
 
-def url_credentials(url: str | None) -> bool:
-    """Whether ``url`` carries userinfo credentials (``user@`` or ``user:pass@`` before the host)."""
-    if not url:
-        return False
-    from urllib.parse import urlsplit
-
-    try:
-        return "@" in urlsplit(url).netloc
-    except ValueError:
-        return False
-
-
 def check_base_url(url: str | None, key_env: str | None) -> None:
     """Refuse a base URL with userinfo credentials (``http://user:key@host/v1``): keys come from the
     environment variable ``key_env``. The message shows the URL redacted (:func:`redact_url`).
@@ -166,7 +151,13 @@ def check_base_url(url: str | None, key_env: str | None) -> None:
     Raises:
         InputError: field ``base-url``.
     """
-    if url_credentials(url):
+    from urllib.parse import urlsplit
+
+    try:
+        credentials = url is not None and "@" in urlsplit(url).netloc  # userinfo (``user@``, ``user:pass@``)
+    except ValueError:
+        credentials = False
+    if credentials:
         where = f"set {key_env} instead" if key_env else "pass keys through the backend's key variable instead"
         raise InputError(
             f"--base-url {redact_url(url)} carries credentials before the host; {where} "

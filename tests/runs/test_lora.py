@@ -71,11 +71,9 @@ def test_lora_trains_saves_adapter_and_scores_through_runner(sqlite_engine, tmp_
     recs = made_up(4, 31)
     res = lora.train_lora(
         recs,
+        lora.LoraHyperparameters(steps=2, batch_size=2, max_length=256),
         base="gemma3-270m",
         out=tmp_path / "adapter",
-        steps=2,
-        batch_size=2,
-        max_length=256,
         slices=["specification_gaming/code"],
     )
     ad = tmp_path / "adapter"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import random
 from typing import TYPE_CHECKING, TypedDict
 
 from sqlalchemy.engine import Engine
@@ -29,21 +28,7 @@ from store import session_scope
 from store.models import utcnow
 
 if TYPE_CHECKING:
-    from tenacity import RetryCallState
-
     from store.queries.rowtypes import CachedVerdict
-
-MAX_BACKOFF_S = 30.0
-MAX_RETRY_AFTER_S = 60.0
-
-
-def backoff_seconds(state: RetryCallState) -> float:
-    """Seconds to wait before the next attempt: ``min(30, 2^(attempt-1))`` plus uniform jitter in
-    [0, 1), raised to the exception's ``retry_after`` (capped at 60 s) when it has one."""
-    exc = state.outcome.exception() if state.outcome else None
-    base: float = min(MAX_BACKOFF_S, 1.0 * 2 ** (state.attempt_number - 1)) + random.uniform(0, 1.0)
-    retry_after = getattr(exc, "retry_after", None)
-    return max(base, min(float(retry_after), MAX_RETRY_AFTER_S)) if retry_after is not None else base
 
 
 class CallOutcome(TypedDict):
@@ -164,10 +149,14 @@ class GeneratorCaller:
         """
         from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+        from automonitor.runs.runner.retries import RetryPolicy
+
+        # the run's back-off (RetryPolicy.wait_s) with its own times: 1, 2, 4 ... s, Retry-After up to 60 s
+        policy = RetryPolicy(backoff_initial=1.0, backoff_max=30.0, retry_after_max=60.0)
         async with self.sem:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(max(1, self.job.get("max_attempts", 4))),
-                wait=backoff_seconds,
+                wait=lambda s: policy.wait_s(s.outcome.exception() if s.outcome else None, s.attempt_number),
                 retry=retry_if_exception_type(TransientError),
                 reraise=True,
             ):

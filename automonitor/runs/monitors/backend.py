@@ -177,18 +177,13 @@ class Backend(ABC):
             if err.get("type") == "extra_forbidden":
                 raise InputError(
                     f"--param {key}: the {cls.name} backend does not take {key!r}; "
-                    f"accepted: {', '.join(cls.accepted_params())}",
+                    f"accepted: {', '.join(sorted(cls.Params.model_fields))}",
                     field="param",
                 ) from None
             msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
             if key == "?" or msg.startswith(key):  # a check across keys, or a message naming its key
                 raise InputError(msg, field="param") from None
             raise InputError(f"--param {key}: {msg} (got {err.get('input')!r})", field="param") from None
-
-    @classmethod
-    def accepted_params(cls) -> list[str]:
-        """The ``--param`` keys this backend takes (its :attr:`Params` fields), sorted."""
-        return sorted(cls.Params.model_fields)
 
     @classmethod
     def estimate_tokens(

@@ -210,20 +210,21 @@ def sft_rows(records: Sequence[CorpusEntry]) -> list[ChatRow]:
 
 @dataclass(frozen=True)
 class LoraHyperparameters:
-    """Training settings: optimizer ``steps``, per-device ``batch_size``, ``grad_accum`` steps, learning
-    rate ``lr``, LoRA rank ``r`` and scale ``alpha`` on the ``targets`` modules, ``max_length`` tokens
-    per example, ``seed`` (record choice and training), ``limit`` (records, ``None`` = all)."""
+    """Training settings (the ``probe lora`` options): optimizer ``steps``, per-device ``batch_size``,
+    ``grad_accum`` steps, learning rate ``lr``, LoRA rank ``r`` and scale ``alpha`` on the ``targets``
+    modules, ``max_length`` tokens per example, ``seed`` (record choice and training), ``limit`` (records,
+    ``None`` = all)."""
 
-    steps: int
-    batch_size: int
-    grad_accum: int
-    lr: float
-    r: int
-    alpha: int
-    targets: list[str]
-    max_length: int
-    seed: int
-    limit: int | None
+    steps: int = 3
+    batch_size: int = 4
+    grad_accum: int = 1
+    lr: float = 2e-4
+    r: int = 8
+    alpha: int = 16
+    targets: tuple[str, ...] = ("q_proj", "v_proj")
+    max_length: int = 512
+    seed: int = 0
+    limit: int | None = None
 
     def to_card(self) -> dict[str, JSONValue]:
         """The card's ``hyperparameters`` (with the character budgets of the prompt's texts)."""
@@ -315,42 +316,33 @@ def _card(
 
 def train_lora(
     records: Sequence[CorpusEntry],
+    hp: LoraHyperparameters | None = None,
     *,
     base: str = "gemma3-270m",
     out: str | Path | None = None,
-    steps: int = 3,
-    batch_size: int = 4,
-    grad_accum: int = 1,
-    lr: float = 2e-4,
-    r: int = 8,
-    alpha: int = 16,
-    targets: Sequence[str] = ("q_proj", "v_proj"),
-    max_length: int = 512,
-    limit: int | None = None,
-    seed: int = 0,
     slices: Sequence[str] = ("all",),
 ) -> LoraResult:
     """Train a LoRA adapter with TRL's ``SFTTrainer`` and save it with its card.
 
     Args:
         records: corpus records (``label``, ``request``, ``response``, ``category``, ``task``, ``key()``).
+        hp: the training hyper-parameters (default :class:`LoraHyperparameters`; its ``limit``: at most
+            that many records, :func:`choose`).
         base: the base model spec (:func:`resolve_base`); out: adapter folder (default
-            ``<artifacts>/lora/<base>-<slices>-v<N>``); steps .. max_length: training hyper-parameters
-            (``lr`` the learning rate, ``r``/``alpha`` the LoRA rank and scale, ``max_length`` in tokens);
-            limit: at most that many records (:func:`choose`); slices: recorded in the card.
+            ``<artifacts>/lora/<base>-<slices>-v<N>``); slices: recorded in the card.
 
     Returns ``{"adapter", "base", "records", "steps", "train_loss", "seconds", "card"}``.
 
     Raises:
         InputError: no records of either label, bad base path.
     """
-    recs = choose(records, limit, seed)
+    hp = hp or LoraHyperparameters()
+    recs = choose(records, hp.limit, hp.seed)
     if len({x.label for x in recs}) < 2:
         raise InputError("LoRA training needs misbehavior and benign records", field="on")
     t0 = time.perf_counter()
     tok, model, info = load_base(base)
     out_dir = Path(out) if out else _next_out(_adapter_name(info, slices))
-    hp = LoraHyperparameters(steps, batch_size, grad_accum, lr, r, alpha, list(targets), max_length, seed, limit)
     train_loss = _fit_adapter(model, tok, sft_rows(recs), out_dir, hp)
     card = _card(recs, info, slices, hp.to_card(), train_loss, round(time.perf_counter() - t0, 2))
     (out_dir / "automonitor_lora.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
@@ -358,7 +350,7 @@ def train_lora(
         "adapter": str(out_dir),
         "base": info,
         "records": len(recs),
-        "steps": steps,
+        "steps": hp.steps,
         "train_loss": card["train_loss"],
         "seconds": card["seconds"],
         "card": card,

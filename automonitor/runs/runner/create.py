@@ -117,37 +117,28 @@ def create_run(
             runner_keys = ", ".join(sorted(k for k in RUNNER_PARAMS if k != "timeout"))
             raise InputError(f"{exc.message}; runner keys: {runner_keys}", field="param") from None
         stored_url = redact_url(base_url)  # secrets in the URL are never stored (execute_run takes the real one)
-        if reuse and (same := _equivalent_run(s, spec, tpl, stored_url, params, backend, examples, sel, view)):
-            return same
-        options = {"base_url": stored_url, "limit": limit, "sample_seed": sample_seed, "concurrency": int(concurrency)}
-        options |= _view_options(view, sources, sel)
+        if reuse and (
+            same := q.find_equivalent_run(
+                s,
+                monitor=spec.name,
+                template=tpl.name,
+                template_hash=tpl.sha256,
+                base_url=stored_url,
+                judge=params,
+                config=backend.cache_params(),
+                fewshot=[e.sample_id for e in examples],
+                sample_ids=sel.ids,
+                view=view,
+            )
+        ):
+            return same  # the same configuration and samples
+        options: dict[str, Any] = {"base_url": stored_url, "limit": limit, "sample_seed": sample_seed}
+        options |= {"concurrency": int(concurrency), "view": view}
+        if sources:  # a full run over all sources records its view only
+            options["sources"] = sorted(set(sources))
+        if sel.without_view:
+            options["without_view"] = dict(sorted(sel.without_view.items()))
         return _insert_run(s, spec, tpl, backend, options, params, examples, sel, edition, repeat)
-
-
-def _equivalent_run(
-    s: Session,
-    spec: MonitorSpec,
-    tpl: Template,
-    base_url: str | None,
-    judge: dict[str, Any],
-    backend: Backend,
-    examples: list[FewShotExample],
-    sel: _Selection,
-    view: str = "full",
-) -> str | None:
-    """``--reuse``: the id of an existing run with the same configuration and samples, or None."""
-    return q.find_equivalent_run(
-        s,
-        monitor=spec.name,
-        template=tpl.name,
-        template_hash=tpl.sha256,
-        base_url=base_url,
-        judge=judge,
-        config=backend.cache_params(),
-        fewshot=[e.sample_id for e in examples],
-        sample_ids=sel.ids,
-        view=view,
-    )
 
 
 def _checked_options(
@@ -176,17 +167,6 @@ def _checked_options(
         raise InputError(f"--base-url does not apply to the {spec.backend} backend", field="base-url")
     check_base_url(base_url, backend_class(spec.backend).key_env)
     return params, repeat
-
-
-def _view_options(view: str, sources: list[str] | None, sel: _Selection) -> dict[str, Any]:
-    """What a run records of its view: ``view`` always, ``sources`` and ``without_view`` when they apply
-    (a ``full`` run over all sources records ``view`` only)."""
-    out: dict[str, Any] = {"view": view}
-    if sources:
-        out["sources"] = sorted(set(sources))
-    if sel.without_view:
-        out["without_view"] = dict(sorted(sel.without_view.items()))
-    return out
 
 
 def _view_filter(

@@ -57,15 +57,11 @@ def estimate_run(
         texts = {sid: view_text(t, view) for sid, t in q.sample_texts(s, ids).items()}
         examples = choose_fewshot(view_candidates(q.train_examples(s), view)) if tpl.fewshot else []
     builder = PromptBuilder(tpl, examples=examples)
-    cls = backend_class(spec.backend)
-    local = cls.is_local
-    prompt_tokens, max_out = cls.estimate_tokens(
-        spec.model, backend_params(dict(params or {})), builder, [texts[i] for i in ids if i in texts]
-    )
-    settings = cls.parse_params(backend_params(dict(params or {})))
-    pr = resolve_price(spec.model, local=local, price_in=settings.price_in, price_out=settings.price_out)
-    pin, pout = pr.input, pr.output
-    cost = (prompt_tokens * pin + max_out * pout) / 1_000_000
+    cls, judge = backend_class(spec.backend), backend_params(dict(params or {}))
+    prompt_tokens, max_out = cls.estimate_tokens(spec.model, judge, builder, [texts[i] for i in ids if i in texts])
+    settings = cls.parse_params(judge)
+    pr = resolve_price(spec.model, local=cls.is_local, price_in=settings.price_in, price_out=settings.price_out)
+    cost = (prompt_tokens * pr.input + max_out * pr.output) / 1_000_000
     return {
         "n": len(ids),
         "n_test": len(ids) - sel.n_controls,
@@ -73,7 +69,7 @@ def estimate_run(
         "prompt_tokens": int(prompt_tokens),
         "max_output_tokens": int(max_out),
         "est_cost_usd": round(cost, 6) if pr.known else None,
-        "price_per_mtok": [pin, pout],
+        "price_per_mtok": [pr.input, pr.output],
         "price_known": pr.known,
         "price_source": pr.source,
     }

@@ -265,6 +265,3 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     if "e" in result:
         raise result["e"]
     return cast(T, result.get("v"))  # set by target() when nothing was raised
-
-
-# the names before the runner became a package
