@@ -29,28 +29,31 @@ def _estimate(spec: GenerationSpec) -> dict[str, Any]:
     return estimate_generation(spec)
 
 
-def _recipe_fields(page: str, kind: str) -> tuple[str, str | None, str | None, int, int]:
+def _recipe_fields(page: str, kind: str) -> dict[str, object]:
     """Source, cue or incentive, cued samples and item count of a ``kind`` job in one row of four
-    columns: ``(source, cue, incentive, samples, limit)``."""
+    columns, as :class:`~automonitor.runs.generation.job.GenerationSpec` fields (``source``, ``cue`` and
+    ``samples_per_prompt`` or ``incentive``, ``limit``)."""
     from automonitor.runs.generation import tasks
     from automonitor.runs.generation.incentives import names
 
     d1, d2, d3, d4 = st.columns(4)
-    cue = incentive = None
     if kind == "sycophancy":
         source = d1.selectbox("Source", tasks.SYCOPHANCY_SOURCES, key=f"{page}.gen.ssource")
-        cue = d2.selectbox(
-            "Cue", tasks.CUES if source == "bct_truthfulqa_cues" else ("suggested_answer",), key=f"{page}.gen.cue"
-        )
-        samples = int(
-            d3.number_input("Samples per prompt", min_value=1, max_value=8, value=1, key=f"{page}.gen.samples")
-        )
+        fields: dict[str, object] = {
+            "source": source,
+            "cue": d2.selectbox(
+                "Cue", tasks.CUES if source == "bct_truthfulqa_cues" else ("suggested_answer",), key=f"{page}.gen.cue"
+            ),
+            "samples_per_prompt": int(
+                d3.number_input("Samples per prompt", min_value=1, max_value=8, value=1, key=f"{page}.gen.samples")
+            ),
+        }
     else:
-        source = d1.selectbox("Source", tasks.GAMING_SOURCES, key=f"{page}.gen.gsource")
-        incentive = d2.selectbox("Incentive", names(), key=f"{page}.gen.incentive")
-        samples = 1
-    limit = int(d4.number_input("Items (first N)", min_value=1, value=10, key=f"{page}.gen.limit"))
-    return source, cue, incentive, samples, limit
+        fields = {
+            "source": d1.selectbox("Source", tasks.GAMING_SOURCES, key=f"{page}.gen.gsource"),
+            "incentive": d2.selectbox("Incentive", names(), key=f"{page}.gen.incentive"),
+        }
+    return fields | {"limit": int(d4.number_input("Items (first N)", min_value=1, value=10, key=f"{page}.gen.limit"))}
 
 
 def job_fields(page: str) -> GenerationSpec:
@@ -73,7 +76,7 @@ def job_fields(page: str) -> GenerationSpec:
         base_url_key=f"{page}.gen.base_url",
         backend_label="Generator backend",
     )
-    source, cue, incentive, samples, limit = _recipe_fields(page, kind)
+    recipe = _recipe_fields(page, kind)
     max_tokens = int(
         st.number_input(
             "Max tokens per answer",
@@ -84,15 +87,7 @@ def job_fields(page: str) -> GenerationSpec:
         )
     )
     return GenerationSpec(
-        kind=kind,
-        generator=generator.spec,
-        source=source,
-        cue=cue,
-        incentive=incentive,
-        limit=limit,
-        samples_per_prompt=samples,
-        base_url=generator.base_url,
-        max_tokens=max_tokens,
+        kind=kind, generator=generator.spec, base_url=generator.base_url, max_tokens=max_tokens, **recipe
     )
 
 

@@ -290,8 +290,7 @@ m3.metric(
     "samples (hollow runs left out); the paper reports r = -0.54 over 22 monitors."
     + ("" if p is None else f" p = {p:.3g}."),
 )
-elig = scored[scored["eligible"]] if len(scored) else scored
-best = elig.assign(s=elig["mr"] + elig["far"]).sort_values("s").head(1) if len(elig) else elig
+best = _elig0.assign(s=_elig0["mr"] + _elig0["far"]).sort_values("s").head(1) if len(_elig0) else _elig0
 m4.metric(
     "Lowest MR + FAR",
     "–" if best.empty else f"{best.iloc[0]['s']:.3f}",

@@ -152,13 +152,6 @@ class _PlainValues:
         return real.coerce(value, param=param, ctx=ctx)  # type: ignore[arg-type]  # typer's own classes
 
 
-def _is_db_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is a ``sqlalchemy.exc.SQLAlchemyError``, without importing SQLAlchemy (a command
-    that raised one has imported it; ``--help`` and the commands that never open a store do not)."""
-    sa_exc = sys.modules.get("sqlalchemy.exc")
-    return sa_exc is not None and isinstance(exc, sa_exc.SQLAlchemyError)
-
-
 def _shown(message: str) -> str:
     """An error message as printed on the terminal: its lines kept, and in each every control or
     invisible character of the data it quotes (an escape sequence, BEL, a carriage return) shown as a
@@ -232,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         code = INTERRUPTED_EXIT
     except Exception as exc:  # noqa: BLE001 - last resort: a clear message, exit 1
         usage, abort, click_exc = _click_exceptions()
-        if _is_db_error(exc):  # one clear line: never SQL, parameters or row data
+        # a SQLAlchemyError (one clear line: never SQL, parameters or row data), told without importing
+        # SQLAlchemy: a command that raised one has imported it; --help and the store-less commands do not
+        if (sa_exc := sys.modules.get("sqlalchemy.exc")) is not None and isinstance(exc, sa_exc.SQLAlchemyError):
             from store.engine import describe_db_error
 
             # the store this process used, the default one included (not only a set AUTOMONITOR_DB)

@@ -146,7 +146,7 @@ def build_cmd(
     for pid in report.get("errata", {}).get("unmatched", []):
         err_console.print(f"warning: erratum on {pid}: no such pair in this build (not applied)")
     for pid, why in report.get("errata", {}).get("not_stored", {}).items():
-        err_console.print(f"note: erratum on {terminal_text(pid)}: {terminal_text(why)}", highlight=False)
+        err_console.print(f"note: erratum on {terminal_text(pid)}: {terminal_text(why)}")
     if json_out and report_markdown:
         raise InputError("use either --json or --report-markdown", field="--report-markdown")
     if json_out:
@@ -412,11 +412,7 @@ def fetch_sources_cmd(
                 field="--dest",
             )
         target = str(fallback)
-        err_console.print(
-            f"destination: {fallback} (the default ../shared/raw; --dest or AUTOMONITOR_RAW to choose)",
-            markup=False,
-            highlight=False,
-        )
+        err_console.print(f"destination: {fallback} (the default ../shared/raw; --dest or AUTOMONITOR_RAW to choose)")
     result = fetch_sources(target, mirror=mirror, manifest=manifest, folders=source or None, progress=progress_line)
     if json_out:
         emit_json(result)

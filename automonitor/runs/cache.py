@@ -30,6 +30,13 @@ def cache_key(
     """Hex sha256 of the canonical JSON of (backend, model, base URL, template hash, sample hash,
     answer-changing parameters). Base URLs are compared redacted (no secret enters the key) and without a
     trailing slash."""
+    return hashlib.sha256(_canonical(backend, model, base_url, template_hash, sample_h, params).encode()).hexdigest()
+
+
+def _canonical(
+    backend: str, model: str | None, base_url: str | None, template_hash: str, sample_h: str, params: JSONObject
+) -> str:
+    """The canonical JSON that :func:`cache_key` hashes."""
     payload = {
         "backend": backend,
         "model": model,
@@ -38,7 +45,7 @@ def cache_key(
         "sample": sample_h,
         "params": params,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
 
 
 #: stands for the sample hash in a :class:`CacheKeys` frame (never a hex digest)
@@ -95,15 +102,7 @@ class CacheKeys:
         at = (repeat, b.name, b.model, b.base_url)
         if at not in self._frames:
             params = self.params if not repeat else {**self.params, "repeat": int(repeat)}
-            payload = {
-                "backend": self.backend.name,
-                "model": self.backend.model,
-                "base_url": (redact_url(self.backend.base_url) or "").rstrip("/") or None,
-                "template_hash": self.template_hash,
-                "sample": _MARK,
-                "params": params,
-            }
-            text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+            text = _canonical(b.name, b.model, b.base_url, self.template_hash, _MARK, params)
             quoted = json.dumps(_MARK)
             frame = None
             if text.count(quoted) == 1:

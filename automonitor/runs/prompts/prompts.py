@@ -285,10 +285,8 @@ class PromptBuilder:
         resp, si = cut_middle(response, self.response_budget)  # a trajectory loses whole middle steps
         if si is None:
             resp, si = truncate_chars(response, self.response_budget)
-        meta: JSONObject = {}
         trunc: JSONObject = {k: v for k, v in (("request", ri), ("response", si)) if v}
-        if trunc:
-            meta["truncated"] = trunc
+        meta: JSONObject = {"truncated": trunc} if trunc else {}
         return fill(self.template.sections["user"], {"request": req, "response": resp}), meta
 
     def chat_messages(self, request: str, response: str) -> tuple[str, str, JSONObject]:
