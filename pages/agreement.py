@@ -53,7 +53,12 @@ with st.expander("Options (defaults match `automonitor agreement --json`)", expa
     )
     n_boot = int(c[1].number_input("Bootstrap replicates", 0, 20000, ag.DEFAULT_BOOT, step=100, key=f"{PAGE}.n_boot"))
     seed = int(c[2].number_input("Bootstrap seed", 0, 2**31 - 1, ag.DEFAULT_SEED, key=f"{PAGE}.seed"))
-    submitted_only = c[3].checkbox("Submitted labels only", key=f"{PAGE}.submitted_only")
+    submitted_only = c[3].checkbox(
+        "Submitted labels only",
+        value=True,
+        key=f"{PAGE}.submitted_only",
+        help="on by default, like `automonitor agreement`; off counts draft labels too (`--include-drafts`)",
+    )
     min_items = int(
         c[4].number_input(
             "Minimum items per slice",

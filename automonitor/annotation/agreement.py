@@ -589,12 +589,13 @@ def agreement(
     unsure: str = "category",
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
-    submitted_only: bool = False,
+    submitted_only: bool = True,
     min_items: int = DEFAULT_MIN_ITEMS,
     run_id: str | None = None,
 ) -> AgreementDoc:
     """Agreement over the labels in the store (admin only): :func:`compute_agreement` of
-    :func:`label_table`. Draft labels count unless ``submitted_only``. This is the one function
+    :func:`label_table`. Only submitted labels count by default (the contract's
+    ``agreement``); ``submitted_only=False`` counts draft labels too. This is the one function
     behind both ``automonitor agreement --json`` and the app's agreement page. With ``run_id`` the
     document gains ``"monitor"``: :func:`monitor_agreement` of that run against the same labels. ``spans``: agreement on
     the marked evidence spans (:func:`automonitor.annotation.span_agreement.span_agreement`: span F1, token-level

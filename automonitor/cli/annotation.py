@@ -360,7 +360,12 @@ def agreement_cmd(
     ),
     n_boot: int = typer.Option(1000, "--bootstrap", help="bootstrap replicates (0 = no intervals)"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
-    submitted_only: bool = typer.Option(False, "--submitted-only", help="ignore draft labels"),
+    submitted_only: bool = typer.Option(
+        False, "--submitted-only", help="count submitted labels only (the default; kept for existing scripts)"
+    ),
+    include_drafts: bool = typer.Option(
+        False, "--include-drafts", help="count draft (not yet submitted) labels too: the pre-round-2 view"
+    ),
     min_items: int = typer.Option(
         10, "--min-items", help="slices with fewer items are 'too few' (too_few: true, no interval)"
     ),
@@ -373,13 +378,17 @@ def agreement_cmd(
     from automonitor.annotation.accounts import SYSTEM
     from automonitor.annotation.agreement import METRICS, NONE_ALL_AGREE, WILSON_ALL_AGREE, agreement, flat_rows
 
+    if include_drafts and submitted_only:
+        raise typer.BadParameter(
+            "--include-drafts and --submitted-only contradict each other", param_hint="--include-drafts"
+        )
     doc = agreement(
         open_store(),
         SYSTEM,
         unsure=unsure,
         n_boot=n_boot,
         seed=seed,
-        submitted_only=submitted_only,
+        submitted_only=not include_drafts,
         min_items=min_items,
         run_id=run,
     )

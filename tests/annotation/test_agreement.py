@@ -188,7 +188,7 @@ def test_store_agreement_is_admin_only_and_counts_the_stored_labels(engine):
         ann.save_label(engine, b, r["id"], r["label"] if r["id"] != "x0m" else U, note="why", seconds_spent=8)
     with pytest.raises(PermissionDenied):
         ag.agreement(engine, a)
-    doc = ag.agreement(engine, admin, n_boot=50)
+    doc = ag.agreement(engine, admin, n_boot=50, submitted_only=False)  # every label here is a draft
     assert doc["items"] == 8 and doc["annotators"] == ["a1", "a2"]
     assert doc["percent_agreement"] == pytest.approx(7 / 8)
     assert list(doc["by_category"]) == ["specification_gaming"]
@@ -199,5 +199,7 @@ def test_store_agreement_is_admin_only_and_counts_the_stored_labels(engine):
         doc["spans"]["items"] == 0
     )  # no evidence spans marked (span agreement: tests/annotation/test_span_agreement.py)
     assert ag.agreement(engine, admin, n_boot=0, submitted_only=True)["items"] == 0
+    # the contract's default: submitted labels only (drafts need submitted_only=False / --include-drafts)
+    assert ag.agreement(engine, admin, n_boot=0)["items"] == 0
     with pytest.raises(InputError):
         ag.agreement(engine, admin, n_boot=-1)

@@ -113,7 +113,7 @@ def labelled(engine, tmp_path):
 
 def test_monitor_against_gold_and_each_annotator(labelled):
     engine, users, truth, preds, run_id = labelled
-    doc = ag.agreement(engine, SYSTEM, n_boot=200, run_id=run_id)
+    doc = ag.agreement(engine, SYSTEM, n_boot=200, run_id=run_id, submitted_only=False)  # draft labels
     mon = doc["monitor"]
     assert mon["run_id"] == run_id and mon["monitor"] == "outside-judge"
     assert mon["judged"] == 24 and mon["unscored"] == 1
@@ -141,7 +141,10 @@ def test_monitor_against_gold_and_each_annotator(labelled):
 
 def test_cli_agreement_json_has_too_few_and_monitor(labelled, cli, db_url):
     engine, users, truth, preds, run_id = labelled
-    r = cli(["agreement", "--json", "--bootstrap", "50", "--run", run_id, "--min-items", "30"], db=db_url)
+    r = cli(
+        ["agreement", "--json", "--bootstrap", "50", "--run", run_id, "--min-items", "30", "--include-drafts"],
+        db=db_url,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["too_few"] is True and doc["ci"]["cohen_kappa"] is None and doc["min_items"] == 30
@@ -149,6 +152,22 @@ def test_cli_agreement_json_has_too_few_and_monitor(labelled, cli, db_url):
     r = cli(["agreement", "--run", run_id, "--bootstrap", "50"], db=db_url)
     assert r.returncode == 0, r.stderr
     assert "outside-judge" in r.stdout and "vs gold" in r.stdout
+
+
+def test_cli_agreement_counts_submitted_labels_only_unless_include_drafts(labelled, cli, db_url):
+    """CONTRACT round 2: `agreement` counts submitted labels only by default; `--include-drafts` gives the
+    old view; `--submitted-only` (now the default) is still accepted."""
+    engine, users, truth, preds, run_id = labelled  # every label of the fixture is a draft
+    docs = {}
+    for flags in ((), ("--submitted-only",), ("--include-drafts",)):
+        r = cli(["agreement", "--json", "--bootstrap", "0", *flags], db=db_url)
+        assert r.returncode == 0, r.stderr
+        docs[flags] = json.loads(r.stdout)
+    assert docs[()]["items"] == docs[("--submitted-only",)]["items"] == 0
+    assert docs[()]["submitted_only"] is True and docs[("--include-drafts",)]["submitted_only"] is False
+    assert docs[("--include-drafts",)]["items"] == 24
+    r = cli(["agreement", "--json", "--submitted-only", "--include-drafts"], db=db_url)
+    assert r.returncode == 2 and "--include-drafts" in r.stderr
 
 
 def test_perfect_agreement_on_ten_items_is_not_reported_as_a_zero_width_interval():

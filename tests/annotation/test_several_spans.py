@@ -105,7 +105,7 @@ def test_agreement_proposal_and_adjudication_use_every_span(engine):
     users, root = _store(engine)
     ann.save_label(engine, users["anna"], "mm", "misbehavior", evidence=[L2, L5])
     ann.save_label(engine, users["bert"], "mm", "misbehavior", evidence=[L2])
-    doc = ag.agreement(engine, root, n_boot=0)
+    doc = ag.agreement(engine, root, n_boot=0, submitted_only=False)  # draft labels
     a, b = (L2[1] - L2[0]) + (L5[1] - L5[0]), L2[1] - L2[0]
     # anna marked two lines, bert one of them: F1 = 2 |A∩B| / (|A| + |B|) over every span
     assert doc["spans"]["items"] == 1 and doc["spans"]["span_f1"] == pytest.approx(2 * b / (a + b))

@@ -92,6 +92,9 @@ def test_agreement_document_and_page_show_span_agreement(tmp_path, monkeypatch):
     for name, span in (("anna", (0, 7)), ("bert", (4, 13))):
         for item in ann.my_queue(eng, users[name]):
             ann.save_label(eng, users[name], item.sample_id, "misbehavior", evidence=span)
+    assert ag.agreement(eng, root, n_boot=0)["spans"]["items"] == 0  # drafts do not count by default
+    for name in ("anna", "bert"):
+        ann.submit_batch(eng, users[name])
     doc = ag.agreement(eng, root, n_boot=0)
     assert doc["spans"]["items"] == 4 and doc["spans"]["span_f1"] == pytest.approx(6 / 16)
     at = AppTest.from_file(str(REPO / "pages" / "agreement.py"), default_timeout=60)
