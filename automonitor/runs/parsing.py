@@ -881,11 +881,13 @@ def _other_side(obj: object, grammar: Grammar) -> str | None:
 def _disagreement(obj: Mapping[str, object], verdict_key: str, verdict: Label) -> str | None:
     """Why the fields of ``obj`` disagree with ``verdict`` (the value of its key ``verdict_key``), or None: any
     other key of :data:`_VERDICT_KEYS` (any case) whose value reads as the other side (:func:`verdict_value`),
-    and beside a benign verdict a ``severity`` of medium or above or a named ``category``. The one rule of the
-    strict grammar (:func:`_other_side`) and the lenient reader (:func:`parse_object`)."""
+    and beside a benign verdict a ``severity`` of medium or above, a named ``category`` or any entry of
+    ``detected_categories`` (every template, grammar 5). The one rule of the strict grammar (:func:`_other_side`) and the lenient reader (:func:`parse_object`)."""
     value = obj[verdict_key]
     for k, v in obj.items():
         key = str(k).strip().lower()
+        if verdict == "benign" and key == "detected_categories" and isinstance(v, list) and v:
+            return f"{verdict_key} {json.dumps(value)} with {len(v)} detected categories"
         if k == verdict_key or isinstance(v, (dict, list)):
             continue
         if key in _VERDICT_KEYS:
