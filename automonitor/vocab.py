@@ -226,4 +226,5 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
     ),
     "AUTOMONITOR_LLAMA_EXTRA_BUFTS": ("`1`: force llama.cpp's extra buffer types on", "on only without AMX"),
     "AUTOMONITOR_TORCH_THREADS": ("torch threads of the LoRA probe", "2"),
+    "AUTOMONITOR_LLAMACPP_THREADS": ("CPU threads of the `llamacpp` judge (`--param n_threads` sets one run's)", "2"),
 }

@@ -27,8 +27,12 @@ import sqlalchemy as sa
 # (the CLI, the app server), set before anything here imports NumPy: two xdist workers share two cores, and
 # the pool threads of OpenBLAS spinning for work cost several times the work of the suite's small fits (AFLite
 # on 80 made-up pairs, scipy's L-BFGS steps: 4-5 s CPU, 1.2 s on one thread; the audit of the seed-0 build
-# 15 -> 11.4 s CPU). The same floats: tests/base/test_suite_env.py
+# 15 -> 11.4 s CPU). The same floats: tests/base/test_suite_env.py. Likewise torch's OpenMP threads (MiniLM's
+# encoding: 26.8 -> 20 s CPU for 600 texts at load 13-22) and the in-process llama.cpp judge
+# (``AUTOMONITOR_LLAMACPP_THREADS``; six judgements: 21-26 -> 4.5 s CPU, as for the test server below)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("AUTOMONITOR_LLAMACPP_THREADS", "1")
 
 from helpers import PG_ADMIN_URL, RAW, REPO, run_cli  # noqa: E402, F401  (shared with test modules)
 

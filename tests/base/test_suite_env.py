@@ -1,6 +1,7 @@
-"""The suite's processes compute with BLAS on one thread (``tests/conftest.py`` sets ``OPENBLAS_NUM_THREADS``
-before anything imports NumPy, and every process a test starts inherits it): two xdist workers share two cores,
-and OpenBLAS's pool threads spinning for work cost several times the small fits' own work."""
+"""The suite's processes compute with BLAS, torch and the in-process llama.cpp judge on one thread
+(``tests/conftest.py`` sets ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and ``AUTOMONITOR_LLAMACPP_THREADS``
+before anything imports NumPy, and every process a test starts inherits them): two xdist workers share two
+cores, and pool threads spinning for work cost several times the small fits' own work."""
 
 from __future__ import annotations
 
@@ -14,3 +15,12 @@ def test_blas_runs_on_one_thread_in_the_suite():
     assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
     blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
     assert blas and all(p["num_threads"] == 1 for p in blas), blas
+
+
+def test_torch_and_the_llamacpp_judge_run_on_one_thread_in_the_suite():
+    import torch
+
+    from automonitor.runs.monitors.llamacpp import LlamaCppParams
+
+    assert torch.get_num_threads() == 1
+    assert LlamaCppParams().n_threads == 1 and LlamaCppParams(n_threads=3).n_threads == 3

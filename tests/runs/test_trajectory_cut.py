@@ -161,11 +161,12 @@ def test_probe_records_what_its_features_left_out(sqlite_engine, tmp_path):
 
 @pytest.fixture(scope="module")
 def scorer():
-    """A :class:`LocalScorer` on the packaged Gemma 3 270M GGUF (loads in about a second)."""
+    """A :class:`LocalScorer` on the packaged Gemma 3 270M GGUF (loads in about a second; the judge's default
+    threads, so that a judge of this worker shares the loaded model)."""
     pytest.importorskip("llama_cpp")
-    from automonitor.runs.monitors.llamacpp import LocalScorer, default_model_path, load_llama
+    from automonitor.runs.monitors.llamacpp import LocalScorer, default_model_path, default_threads, load_llama
 
-    return LocalScorer(load_llama(default_model_path(), 4096, 2))
+    return LocalScorer(load_llama(default_model_path(), 4096, default_threads()))
 
 
 def test_cut_middle_measures_with_the_size_function_it_is_given():

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from automonitor.jsontypes import JSONObject
 from automonitor.data.trajectory import cut_middle, step_ranges
@@ -286,18 +286,26 @@ class LocalScorer:
         return text.strip(), len(out)
 
 
+def default_threads() -> int:
+    """CPU threads of the ``llamacpp`` judge when ``--param n_threads`` is not given:
+    ``$AUTOMONITOR_LLAMACPP_THREADS``, else 2. On cores that other work shares, llama.cpp's threads spin
+    while they wait for each other: one thread can cost a fifth of the CPU of two (the test suite's two
+    workers on two cores run it on one)."""
+    return int(os.environ.get("AUTOMONITOR_LLAMACPP_THREADS") or 2)
+
+
 class LlamaCppParams(BackendParams):
     """Typed ``--param`` settings of :class:`LlamaCppBackend` (token budgets are model tokens).
 
     Attributes:
-        n_ctx / n_threads: the model's context size and CPU threads.
+        n_ctx / n_threads: the model's context size and CPU threads (default :func:`default_threads`).
         request_tokens / response_tokens / example_tokens: truncation budgets of the judged request, the
             response and each few-shot field; evidence_tokens: the quote an evidence template writes.
         calibrate: contextual calibration (module docstring); prefix_cache: reuse the evaluated prefix.
     """
 
     n_ctx: int = 4096
-    n_threads: int = 2
+    n_threads: int = Field(default_factory=default_threads)
     request_tokens: int = 256
     response_tokens: int = 384
     example_tokens: int = 96
