@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import emit, emit_json, err_console, open_store
+from automonitor.cli.common import CSV_EXACT_HELP, csv_mode_of, emit, emit_json, err_console, open_store
 from automonitor.errors import InputError
 
 CSV_MODE_HELP = (
@@ -311,15 +311,14 @@ def _export_command(what: str, doc: str) -> Callable[..., None]:
         file: Path = typer.Argument(..., help="output .jsonl or .csv"),
         fmt: str | None = typer.Option(None, "--format", help="jsonl | csv (default: from the suffix)"),
         csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
+        csv_exact: bool = typer.Option(False, "--csv-exact", help=CSV_EXACT_HELP),
         json_out: bool = typer.Option(False, "--json"),
     ) -> None:
         from automonitor.annotation.accounts import SYSTEM
         from automonitor.annotation import export_adjudications, export_annotations
 
         export = export_annotations if what == "labels" else export_adjudications
-        from automonitor.data.records import check_csv_mode  # pydantic: not at --help
-
-        n = export(open_store(), SYSTEM, file, fmt, csv_mode=check_csv_mode(csv_mode))
+        n = export(open_store(), SYSTEM, file, fmt, csv_mode=csv_mode_of(csv_mode, csv_exact))
         emit(json_out, {"file": str(file), what: n}, f"wrote {n} {what.removesuffix('s')}(s) to {file}")
 
     export_cmd.__doc__ = doc

@@ -212,6 +212,22 @@ def open_store(url: str | None = None, *, create: bool = False) -> Engine:
     return engine
 
 
+CSV_EXACT_HELP = "Write CSV cells unchanged (no formula neutralising): the same as --csv-mode exact."
+
+
+def csv_mode_of(csv_mode: str, csv_exact: bool) -> str:
+    """The CSV mode an export writes: ``"exact"`` with ``--csv-exact`` (CONTRACT round 3), else ``csv_mode``
+    (``safe`` | ``exact``).
+
+    Raises:
+        InputError: ``csv_mode`` is not a known mode (field ``--csv-mode``).
+    """
+    from automonitor.data.records import check_csv_mode  # pydantic: not at --help
+
+    check_csv_mode(csv_mode)
+    return "exact" if csv_exact else csv_mode
+
+
 def emit_json(obj: object) -> None:
     """Print one JSON document on stdout (and nothing else there)."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from automonitor.cli.app import app
-from automonitor.cli.common import edition_choices, emit_json, err_console, open_store
+from automonitor.cli.common import CSV_EXACT_HELP, csv_mode_of, edition_choices, emit_json, err_console, open_store
 
 
 @app.command("import")
@@ -87,6 +87,7 @@ def export_cmd(
         help="CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; "
         "import removes it) | exact (verbatim, for other tools).",
     ),
+    csv_exact: bool = typer.Option(False, "--csv-exact", help=CSV_EXACT_HELP),
     blind: bool = typer.Option(
         False,
         "--blind",
@@ -109,9 +110,7 @@ def export_cmd(
         raise InputError(
             f"unknown label source {label_source!r} (use one of: {', '.join(LABEL_SOURCES)})", field="--label-source"
         )
-    from automonitor.data.records import check_csv_mode
-
-    check_csv_mode(csv_mode)
+    csv_mode = csv_mode_of(csv_mode, csv_exact)
     check_export_options(file, fmt=fmt, split=split, status=status)
     result = export_pairs(
         open_store(),

@@ -94,6 +94,23 @@ def test_pair_export_csv_neutralises_by_default_and_both_modes_round_trip(tmp_pa
     assert _texts(eng2) == _texts(eng)  # lossless
 
 
+def test_cli_export_csv_exact_is_the_contracts_flag_and_csv_mode_still_works(tmp_path, cli, db_url):
+    """CONTRACT round 3: `export --format csv` neutralises formulas by default; `--csv-exact` writes cells
+    unchanged, the same file as `--csv-mode exact`."""
+    _store_with_hostile_pairs(db_url).dispose()
+    files = {}
+    for name, flags in (("safe", []), ("flag", ["--csv-exact"]), ("mode", ["--csv-mode", "exact"])):
+        files[name] = tmp_path / f"{name}.csv"
+        res = cli(["export", str(files[name]), "--format", "csv", "--split", "all", *flags], db=db_url)
+        assert res.returncode == 0, res.stderr
+    safe = _cells(files["safe"].read_bytes().decode("utf-8"))
+    assert "'" + HOSTILE[0] in safe and HOSTILE[0] not in safe
+    assert files["flag"].read_bytes() == files["mode"].read_bytes()
+    assert HOSTILE[0] in _cells(files["flag"].read_bytes().decode("utf-8"))
+    bad = cli(["export", str(tmp_path / "x.csv"), "--csv-exact", "--csv-mode", "excel"], db=db_url)
+    assert bad.returncode == 2 and "--csv-mode" in bad.stderr
+
+
 def test_samples_page_download_is_neutralised(db_url):
     eng = _store_with_hostile_pairs(db_url)
     body = views.export_samples(eng, "csv").decode("utf-8")
@@ -131,6 +148,10 @@ def test_annotations_export_neutralises_an_annotators_note_and_exact_keeps_it(en
     res = cli(["annotations", "export", str(exact), "--csv-mode", "exact"], db=db_url)
     assert res.returncode == 0, res.stderr
     assert note in _cells(exact.read_bytes().decode("utf-8"))
+    exact2 = tmp_path / "labels-exact2.csv"
+    res = cli(["annotations", "export", str(exact2), "--csv-exact"], db=db_url)  # the contract's flag
+    assert res.returncode == 0, res.stderr
+    assert exact2.read_bytes() == exact.read_bytes()
     bad = cli(["annotations", "export", str(exact), "--csv-mode", "excel"], db=db_url)
     assert bad.returncode == 2 and "--csv-mode" in bad.stderr
     # the safe file reads back as the same note (re-import of identical submitted labels is a no-op)
