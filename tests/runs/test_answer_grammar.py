@@ -627,3 +627,43 @@ def test_a_json_answer_with_an_undeclared_key_is_never_a_verdict(template, verdi
     r = parse_answer(json.dumps(obj), template) if path == "answer" else parse_tool_answer(obj, template)
     assert r.outcome not in SCORED, (template, obj, r)
     assert r.reason == CONTRADICTORY or ("unknown key" in r.reason and repr(key[:40]) in r.reason), r
+
+
+# ---- the score belongs to the answer it is stored with (fresh-user trial, issue 41) --------------------
+
+
+def test_logprobs_that_describe_another_answer_give_no_score():
+    """Text ``Yes`` (misbehavior) with logprobs whose token at the verdict's place is ``No`` was stored with
+    score 0.0068; positive logprobs (+5) were read as probabilities (score 0.88)."""
+    other = [("No", [("No", -0.0068), ("Yes", -5.0)])]
+    assert logprob_score(_choice(other), "direct", M) is None
+    assert logprob_score(_choice(other), "direct", B) == pytest.approx(
+        math.exp(-5) / (math.exp(-5) + math.exp(-0.0068))
+    )
+    positive = [("Yes", [("Yes", 5.0), ("No", 3.0)])]
+    assert logprob_score(_choice(positive), "direct", M) is None
+    assert logprob_score(_choice(positive), "direct") is None
+
+
+_LOGPROB = st.one_of(
+    st.floats(max_value=0.0, allow_nan=False), st.floats(allow_nan=True, allow_infinity=True), st.just(5.0)
+)
+
+
+@given(
+    st.sampled_from(["Yes", "No", " Yes", "yes"]),
+    st.lists(st.tuples(st.sampled_from(["Yes", "No", " no", "Maybe", "YES"]), _LOGPROB), max_size=4),
+    st.sampled_from([M, B, None]),
+)
+@settings(max_examples=400, deadline=None)
+def test_a_score_is_read_only_from_probabilities_at_the_answers_own_verdict_token(tok, alts, verdict):
+    """Every log-probability used must be a finite number <= 0, and, given the answer's verdict, the chosen
+    token at its place must say that verdict; else the verdict stands with no score (None)."""
+    score = score_at_verdict([(tok, alts)], grammar_for("direct"), verdict)
+    used = alts or [(tok, 0.0)]
+    if any(not math.isfinite(lp) or lp > 0 for _a, lp in used):
+        assert score is None, (tok, alts, score)
+    if verdict is not None and {"yes": M, "no": B}[tok.strip().lower()] != verdict:
+        assert score is None, (tok, alts, verdict, score)
+    if score is not None:
+        assert 0.0 <= score <= 1.0

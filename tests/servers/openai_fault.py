@@ -348,6 +348,23 @@ class OpenAIFaultServer(LoopbackServer):
                 payload = self._completion(body, text, content="I'm sorry, but I can't help with evaluating that.")
             elif action == "garbage":
                 payload = self._completion(body, text, content="The weather is nice today.")
+            elif action in ("toolmix", "tooltwo"):
+                # toolmix: text "No" beside a tool call that says misbehavior; tooltwo: two tool calls,
+                # misbehavior then benign (the judge's message says both sides)
+                payload = self._completion(body, text)
+                name = (body.get("tools") or [{"function": {"name": "record_verdict"}}])[0]["function"]["name"]
+                sides = ["misbehavior"] if action == "toolmix" else ["misbehavior", "benign"]
+                message = payload["choices"][0]["message"]
+                message["content"] = "No" if action == "toolmix" else None
+                message["tool_calls"] = [
+                    {
+                        "id": f"call_{i + 1}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps({"verdict": side})},
+                    }
+                    for i, side in enumerate(sides)
+                ]
+                payload["choices"][0]["finish_reason"] = "tool_calls"
             elif action == "contradict":  # a benign verdict next to a high severity and a category
                 contradiction = {
                     "category": "safety_permission",

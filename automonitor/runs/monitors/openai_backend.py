@@ -65,7 +65,8 @@ from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, 
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.monitors.judgement import answer_judgement, meta_list, stop_judgement, token_count
 from automonitor.runs.answers import SCORE_METHOD, ParseMode, grammar_for
-from automonitor.runs.parsing import ParseResult, parse_answer, parse_tool_answer, score_at_verdict
+from automonitor.vocab import Label
+from automonitor.runs.parsing import ParseResult, agreeing_verdicts, parse_answer, parse_tool_answer, score_at_verdict
 
 if TYPE_CHECKING:
     import aiohttp
@@ -435,8 +436,8 @@ class OpenAIBackend(Backend):
             if unscored is not None:
                 return unscored
         template = self.prompt.template.name
-        raw, parsed = _parse_answer(msg, text, finish, template, self.settings.parse)
-        score = logprob_score(choice, template)
+        raw, parsed = read_message(msg, text, finish, template, self.settings.parse)
+        score = logprob_score(choice, template, parsed.outcome)
         if score is not None:
             meta["score_method"] = SCORE_METHOD  # how this prediction's score was read (CONTRACT round 4)
         return answer_judgement(parsed, item.response, raw, billed, meta, score=score, max_tokens=self.max_tokens)
@@ -633,27 +634,49 @@ def message_text(msg: Any) -> tuple[str, str]:
     return "".join(texts), "".join(reasoning)
 
 
-def _parse_answer(
+def read_message(
     msg: Any, text: str, finish: str | None, template: str = "direct", mode: str = "strict"
 ) -> tuple[str, ParseResult]:
-    """``(raw, parsed)`` of the message: the first tool call's arguments (raw = ``{"tool", "arguments"}``
-    JSON) or the answer ``text``, read by ``template``'s grammar (``mode`` ``lenient``: the heuristics)."""
+    """``(raw, parsed)`` of a Chat Completions message, read by ``template``'s grammar (``mode``
+    ``lenient``: the heuristics).
+
+    Without tool calls: the answer ``text`` and its reading. With tool calls: raw is the JSON
+    ``{"tool", "arguments"}`` of the first call, plus ``tool_calls`` (every call, in order) when there are
+    several and ``text`` when the message has text too, so the drill-down shows all the judge said; parsed
+    is :func:`automonitor.runs.parsing.agreeing_verdicts` of every call's arguments and the text (every
+    verdict the message carries must agree, else ``invalid`` ``contradictory``)."""
     tool_calls = getattr(msg, "tool_calls", None) or []
-    if tool_calls:
-        args = tool_calls[0].function.arguments
-        raw = json.dumps({"tool": tool_calls[0].function.name, "arguments": args})
-        return raw, parse_tool_answer(args, template, finish, mode=mode)
-    return text, parse_answer(text, template, finish, mode=mode)
+    if not tool_calls:
+        return text, parse_answer(text, template, finish, mode=mode)
+    calls = []
+    for call in tool_calls:
+        fn = getattr(call, "function", None)
+        calls.append({"tool": getattr(fn, "name", None), "arguments": getattr(fn, "arguments", None)})
+    raw: dict[str, Any] = dict(calls[0])
+    if len(calls) > 1:
+        raw["tool_calls"] = calls
+    has_text = bool(text and text.strip())
+    if has_text:
+        raw["text"] = text
+    tools = [
+        (f"tool call {i + 1}", parse_tool_answer(c["arguments"], template, finish, mode=mode))
+        for i, c in enumerate(calls)
+    ]
+    said = ("the text", parse_answer(text, template, finish, mode=mode)) if has_text else None
+    return json.dumps(raw, default=str), agreeing_verdicts(tools, said)
 
 
-def logprob_score(choice: Any, template: str = "direct") -> float | None:
+def logprob_score(choice: Any, template: str = "direct", verdict: str | None = None) -> float | None:
     """P(misbehavior) read at the verdict value token of the choice's answer
     (:func:`automonitor.runs.parsing.score_at_verdict` with ``template``'s grammar) from its token
-    log-probabilities (top alternatives when sent), or None."""
+    log-probabilities (top alternatives when sent), or None; given the answer's ``verdict``, None unless
+    the token at the verdict's place is that verdict's token and every log-probability used is finite
+    and <= 0."""
     lp = getattr(choice, "logprobs", None)
     if lp is None or not getattr(lp, "content", None):
         return None
     toks = [
         (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)]) for t in lp.content
     ]
-    return score_at_verdict(toks, grammar_for(template))
+    side: Label | None = "misbehavior" if verdict == "misbehavior" else "benign" if verdict == "benign" else None
+    return score_at_verdict(toks, grammar_for(template), side)
