@@ -146,13 +146,16 @@ def run_cmd(
             raise InputError(exc.message, file=exc.file, line=exc.line, field="reuse" if reuse else None) from exc
         raise
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.sigterm_as_interrupt): the run released itself
-        _report_interrupted(engine, run_id)
+        _report_interrupted(engine, run_id, as_json)
     _report_run(engine, run_id, summary, as_json)
 
 
-def _report_interrupted(engine: Engine, run_id: str) -> None:
+def _report_interrupted(engine: Engine, run_id: str, as_json: bool = False) -> None:
     """Say that ``run_id`` stopped on Ctrl-C or SIGTERM, with its status, what is pending and the
-    ``--resume`` command, on one line of stderr.
+    ``--resume`` command, on one line of stderr; with ``as_json`` also print the run's summary on stdout
+    (:func:`automonitor.runs.status.summary`: the counts so far) plus ``"status"`` (``cancelled``),
+    ``"error"`` (``interrupted``) and ``"pending"``; ``api_calls`` and ``cache_hits`` are ``null`` there (the
+    interrupted invocation's tallies are lost with it).
 
     Raises:
         SystemExit: code :data:`~automonitor.cli.common.INTERRUPTED_EXIT` (130), always.
@@ -160,6 +163,18 @@ def _report_interrupted(engine: Engine, run_id: str) -> None:
     from automonitor.runs import runner
 
     info = runner.run_info(engine, run_id)
+    if as_json:
+        from automonitor.runs.status import summary
+
+        doc = summary(engine, run_id) | {"api_calls": None, "cache_hits": None}
+        emit_json(
+            doc
+            | {
+                "status": info["status"],
+                "error": info.get("error") or "interrupted",
+                "pending": info["counts"]["pending"],
+            }
+        )
     err_console.print(
         f"run {run_id} stopped ({info['status']}, {info.get('error') or 'interrupted'}) with "
         f"{info['counts']['pending']} pending; continue with: automonitor run --resume {run_id}"

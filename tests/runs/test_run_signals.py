@@ -58,7 +58,7 @@ def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, d
     with OpenAIFaultServer(latency=0.3) as srv:
         rid = runner.create_run(engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=2)
         proc = subprocess.Popen(
-            [str(exe), "run", "--resume", rid, "--quiet"],
+            [str(exe), "run", "--resume", rid, "--quiet", "--json"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -72,10 +72,14 @@ def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, d
         while time.time() < deadline and len(_judged(engine, rid)) < 4:
             time.sleep(0.02)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err
         judged = _judged(engine, rid)
         assert 4 <= len(judged) < 20
+        # --json: the summary so far on stdout, as a failed run prints its own (before: empty stdout)
+        doc = json.loads(out)
+        assert (doc["run_id"], doc["n"], doc["status"], doc["error"]) == (rid, 20, "cancelled", "interrupted")
+        assert sum(doc["counts"].values()) == len(judged) and doc["pending"] == 20 - len(judged)
         with Session(engine) as s:
             run = s.get(Run, rid)
             assert (run.status, run.error) == ("cancelled", "interrupted")
