@@ -291,11 +291,15 @@ def _print_rich(rep: Report, engine: Engine) -> None:
     con.print(
         "Pearson r(MR, FAR): "
         + (
-            "n/a (needs 3+ runs with both rates and non-zero variance)"
+            f"n/a (needs 3+ runs with both rates and non-zero variance; {n_r} run(s) not hollow)"
             if r_ is None
             else f"{r_:.3f} (p = {p_:.3g}, {n_r} runs)"
         )
     )
+    from automonitor.views.report_html import every_run_note
+
+    if note := every_run_note(rep, [r.run_id for r in rep.runs if r.run_id in front], r_):
+        con.print(note)
     for table in (_stability_table(rep), _paired_table(rep), _baselines_table(rep)):
         if table is not None:
             con.print(table)

@@ -281,6 +281,33 @@ def plane_pearson(pts: pd.DataFrame, *, p_value: bool = False) -> tuple[float | 
     return r, p, int(len(elig))
 
 
+def every_run_note(rep: Report, plane_front: Sequence[str], plane_r: float | None) -> str | None:
+    """One sentence giving the report's own Pareto front and Pearson r (``rep.pareto``, ``rep.pearson_r``: over
+    every run, no minimum sample size: what ``report --json`` holds) when they differ from the plane's
+    (``plane_front`` run ids, ``plane_r``: runs with fewer than :data:`DEFAULT_MIN_N` judged samples or
+    unfinished left out), saying why; ``None`` when both agree."""
+    same_r = (plane_r is None) == (rep.pearson_r is None) and (
+        plane_r is None or rep.pearson_r is None or abs(plane_r - rep.pearson_r) < 1e-12
+    )
+    if sorted(plane_front) == sorted(rep.pareto) and same_r:
+        return None
+    r_json = (
+        "n/a"
+        if rep.pearson_r is None
+        else f"{rep.pearson_r:.3f}"
+        + (
+            f" (p = {rep.pearson_p:.3g}, {rep.pearson_n} runs)"
+            if rep.pearson_p is not None
+            else f" ({rep.pearson_n} runs)"
+        )
+    )
+    return (
+        f"Over every run, with no minimum sample size (the JSON report's pareto and pearson_r): Pareto front "
+        f"{', '.join(rep.pareto) or '-'}; Pearson r(MR, FAR) {r_json}. The front and r above leave out runs with "
+        f"fewer than {DEFAULT_MIN_N} judged samples or unfinished: their rates are too uncertain to rank."
+    )
+
+
 def plane_figure_json(rep: Report, prov: Provenance, *, pts: pd.DataFrame | None = None) -> str:
     """The overall MR-FAR plane (:func:`automonitor.views.figures.tradeoff_figure_json`) of the report's runs
     drawn as the Trade-off page draws them (:func:`plane_points`: each run labelled, runs with fewer than
@@ -336,7 +363,11 @@ def _header_html(title: str, rep: Report, now: dt.datetime, pts: pd.DataFrame | 
         front = ", ".join(esc(x) for x in pts.loc[pts["on_front"], "label"]) or "-"
     else:
         r, n, front = None, 0, "-"
-    r_ = "n/a" if r is None else f"{r:.2f} over {n} runs with at least {DEFAULT_MIN_N} judged samples"
+    r_ = (
+        f"n/a over the {n} run(s) with at least {DEFAULT_MIN_N} judged samples (needs 3)"
+        if r is None
+        else f"{r:.2f} over {n} runs with at least {DEFAULT_MIN_N} judged samples"
+    )
     return (
         f"<h1>{esc(title)}</h1>"
         f'<p class="meta">Generated {esc(now.strftime("%Y-%m-%d %H:%M UTC"))} · {len(rep.runs)} run(s) · '
@@ -344,8 +375,15 @@ def _header_html(title: str, rep: Report, now: dt.datetime, pts: pd.DataFrame | 
         f"{esc(rep.intervals)} · Pearson r(MR, FAR) {esc(r_)}</p>"
         f"<p>Miss rate MR = FN / (TP + FN), false alarm rate FAR = FP / (TN + FP); lower is better for both. "
         f"Pareto front (overall): {front}.</p>"
+        + (f'<p class="note">{esc(note)}</p>' if (note := _every_run_note_of(rep, pts)) else "")
         + "".join(f'<p class="note errata">{esc(line)}</p>' for line in errata_lines(rep))
     )
+
+
+def _every_run_note_of(rep: Report, pts: pd.DataFrame | None) -> str | None:
+    if pts is None or not len(pts):
+        return every_run_note(rep, [], None)
+    return every_run_note(rep, list(pts.loc[pts["on_front"].astype(bool), "run_id"]), plane_pearson(pts)[0])
 
 
 def _plane_html(rep: Report, pts: pd.DataFrame | None = None) -> str:

@@ -161,6 +161,11 @@ def test_report_tables_and_default_output(cli, store):
     assert "Pareto front: -" in plain.stdout and "hollow: 3 run(s)" in plain.stdout
     # and Pearson r leaves them out there too (the JSON's pearson_r is over every run)
     assert rep["pearson_r"] is not None and "Pearson r(MR, FAR): n/a" in plain.stdout
+    # ... and the text says what the JSON holds and why the line above withholds it (fresh-user trial: "-" and
+    # "n/a" next to a JSON front of 2 runs and r = -0.97 read as a contradiction)
+    note = next(ln for ln in plain.stdout.splitlines() if ln.startswith("Over every run"))
+    assert f"Pareto front {', '.join(rep['pareto'])};" in note and f"{rep['pearson_r']:.3f}" in note
+    assert "fewer than 100 judged samples" in note
 
 
 @pytest.mark.slow

@@ -131,6 +131,9 @@ def test_the_plane_labels_runs_and_applies_the_apps_hollow_rule_and_pearson_r(st
     body = _body(html)
     assert "Pearson r(MR, FAR) n/a" in body and "Pareto front (overall): -." in body
     assert "Hollow: 3 runs have fewer than 100 judged samples" in body
+    # the report's own front and r (the JSON's, over every run) are shown with the reason they are not above
+    assert rep.pareto and rep.pearson_r is not None
+    assert f"Pareto front {', '.join(rep.pareto)};" in body and f"Pearson r(MR, FAR) {rep.pearson_r:.3f}" in body
     # at a minimum of 1 judged sample every run is full and counted, as on the page at min_n=1
     pts = report_html.plane_points(rep, prov, min_n=1)
     assert pts["eligible"].all()
