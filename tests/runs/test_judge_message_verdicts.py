@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from automonitor.runs.answers import CONTRADICTORY
 from automonitor.runs.monitors import create_backend
-from automonitor.runs.monitors.judgement import Item
+from automonitor.runs.monitors.judgement import Item, TransientError
 from automonitor.runs.monitors.openai_backend import read_message
 from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.openai_fault import OpenAIFaultServer
@@ -87,3 +87,28 @@ def test_a_message_is_scored_only_when_every_verdict_it_carries_agrees(verdicts,
     calls = stored.get("tool_calls", [stored])
     assert [json.loads(c["arguments"])["verdict"] for c in calls] == verdicts
     assert stored.get("text", "") == text
+
+
+@pytest.mark.parametrize("transport", ["direct", "sdk", "httpx"])
+def test_an_error_body_with_status_200_names_the_servers_message(transport):
+    """``{"error": {"message": "upstream quota exceeded"}}`` with status 200 failed the run as it should, but
+    the message read "'types.SimpleNamespace' object has no attribute 'choices'"."""
+    with OpenAIFaultServer() as srv:
+        srv.force = "errbody"
+        b = create_backend(
+            "openai:gpt-4o-mini",
+            base_url=srv.base_url,
+            params={"timeout": 5, "transport": transport},
+            prompt=PromptBuilder(load_template("direct")),
+        )
+        item = Item(sample_id="s", request="Fix it", response="os.system('x')", content_hash="h", repeat=0)
+
+        async def go():
+            try:
+                return await b.judge(item, lambda: None)
+            finally:
+                await b.aclose()
+
+        with pytest.raises(TransientError) as err:
+            asyncio.run(go())
+    assert "upstream quota exceeded" in str(err.value) and "SimpleNamespace" not in str(err.value)

@@ -213,6 +213,8 @@ class OpenAIFaultServer(LoopbackServer):
                     {"type": "text", "text": "No"},
                 ]
                 return send_json(h, 200, payload)
+            if action == "errbody":  # an error object sent with status 200 (a proxy out of quota)
+                return send_json(h, 200, {"error": {"message": "upstream quota exceeded", "type": "quota"}})
             if action == "empty":
                 return send_json(h, 200, self._completion(body, text, content=""))
             if action == "html":  # a valid completion body served as a web page (a proxy's or portal's page)

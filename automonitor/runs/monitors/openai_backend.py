@@ -410,7 +410,9 @@ class OpenAIBackend(Backend):
             choice = resp.choices[0]
             msg = choice.message
         except (AttributeError, IndexError, TypeError) as exc:
-            raise TransientError("malformed", f"no choices in the response: {exc}") from exc
+            said = _error_message(resp)
+            why = f"the server answered an error instead: {said!r}" if said else str(exc)
+            raise TransientError("malformed", f"no choices in the response: {why}") from exc
         tin, tout, cached_in = _usage(resp, meta)
         finish = getattr(choice, "finish_reason", None)
         meta.update(
@@ -664,6 +666,17 @@ def read_message(
     ]
     said = ("the text", parse_answer(text, template, finish, mode=mode)) if has_text else None
     return json.dumps(raw, default=str), agreeing_verdicts(tools, said)
+
+
+def _error_message(resp: Any) -> str | None:
+    """The ``error.message`` (or ``error`` text) of a body that holds an error object instead of
+    ``choices`` (``{"error": {"message": "upstream quota exceeded"}}`` sent with status 200), at most 300
+    characters, or None."""
+    err = getattr(resp, "error", None)
+    if err is None and isinstance(getattr(resp, "model_extra", None), dict):
+        err = resp.model_extra.get("error")
+    msg = err.get("message") if isinstance(err, dict) else getattr(err, "message", None) or err
+    return str(msg)[:300] if isinstance(msg, (str, int, float)) and str(msg).strip() else None
 
 
 def logprob_score(choice: Any, template: str = "direct", verdict: str | None = None) -> float | None:
