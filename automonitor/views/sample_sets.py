@@ -20,8 +20,10 @@ def sample_set_digest(sample_ids: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:10]
 
 
-#: what a run's sample set is called when its samples belong to no edition (a store of imported pairs)
-NO_EDITION = "no edition (imported pairs)"
+#: what a run's sample set is called when its samples belong to no edition (a store of imported pairs): the
+#: edition the report scores such a run on (``report --json`` ``edition``, ``runs --json`` ``scored_edition``),
+#: in the words ``stats`` and ``report`` use for a store that was never built
+NO_EDITION = "paper (no build: every gold test sample)"
 
 
 class SampleSetRow(TypedDict):
@@ -49,7 +51,7 @@ def sample_set_row(
     (``in_edition``): the edition (recorded, else ``verified`` when a judged sample is adjudicated, else
     ``paper``: what the analysis reads such a run as), whether it was recorded or inferred, the distinct
     sample count, the :func:`sample_set_digest` of the ids and the ``sample_set`` text, which names
-    :data:`NO_EDITION` instead of an inferred ``paper`` when the samples are in no edition (imported pairs
+    :data:`NO_EDITION` (``paper`` as a store never built reads it) instead of an inferred ``paper`` when the samples are in no edition (imported pairs
     that no build made members of one; nothing is inferred then). ``fingerprint``: the ids' digest when the
     caller has it (one per distinct set)."""
     edition = recorded_edition or ("verified" if adjudicated else "paper")

@@ -52,3 +52,28 @@ def test_stats_of_a_store_never_built_says_paper_is_every_gold_test_sample(sqlit
     assert "edition paper (no build: every gold test sample): 8 samples in 4 pairs" in text, out.stdout
     doc = run_cli(["stats", "--json"], db=sqlite_url)
     assert json.loads(doc.stdout)["edition"] == "paper"  # the JSON keeps the contract's value
+
+
+def test_an_imported_run_names_one_edition_in_runs_report_and_the_plane(sqlite_url, tmp_path):
+    """Fresh-user trial: one imported run read ``runs --json`` edition null, ``report --json`` "paper" and the
+    Trade-off hover "no edition (imported pairs)". The report scores it on the paper edition (in a store never
+    built: every gold test sample); ``runs --json`` keeps the recorded edition (null) and names that one as
+    ``scored_edition``, and the plane's sample set says the same."""
+    from automonitor import views
+    from store import get_engine
+
+    assert run_cli(["import", str(PAIRS)], db=sqlite_url).returncode == 0
+    ids = [json.loads(ln)["sample_id"] for ln in PAIRS.read_text().splitlines() if ln.strip()]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"sample_id": s, "outcome": "benign"}) + "\n" for s in ids))
+    r = run_cli(["predictions", "import", str(preds), "--monitor", "Vendor", "--json"], db=sqlite_url)
+    assert r.returncode == 0, r.stderr
+    runs = json.loads(run_cli(["runs", "--json"], db=sqlite_url).stdout)["runs"]
+    (row,) = runs
+    assert row["edition"] is None and row["scored_edition"] == "paper"
+    rep = json.loads(run_cli(["report", "--json", "--n-boot", "20"], db=sqlite_url).stdout)
+    assert [x["edition"] for x in rep["runs"]] == [row["scored_edition"]]
+    eng = get_engine(sqlite_url)
+    sets = views.run_sample_sets(eng)
+    assert sets["sample_set"].iloc[0].startswith("paper (no build: every gold test sample) · ")
+    eng.dispose()
