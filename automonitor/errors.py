@@ -58,6 +58,15 @@ class NotFound(AutomonitorError, LookupError):
     """A named run, sample, user or item does not exist in the store."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped an executing run (the run released itself as ``cancelled``); carries this
+    invocation's tallies so far: ``api_calls`` and ``cache_hits`` (ints, as in the run's JSON summary)."""
+
+    def __init__(self, api_calls: int, cache_hits: int) -> None:
+        super().__init__()
+        self.api_calls, self.cache_hits = api_calls, cache_hits
+
+
 def require_folder(path: str | os.PathLike[str], field: str | None = None) -> None:
     """Refuse an output file whose folder is not there, or a path that is a folder, before any work (nothing
     is created).

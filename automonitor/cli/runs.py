@@ -145,17 +145,18 @@ def run_cmd(
         if exc.field == "resume" and not resume:  # the runner names --resume; this run came from --reuse
             raise InputError(exc.message, file=exc.file, line=exc.line, field="reuse" if reuse else None) from exc
         raise
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.sigterm_as_interrupt): the run released itself
-        _report_interrupted(engine, run_id, as_json)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (cli.sigterm_as_interrupt): the run released itself
+        # a RunInterrupted carries the calls made while judging; stopped before that (or a batch run), none
+        _report_interrupted(engine, run_id, as_json, getattr(exc, "api_calls", 0), getattr(exc, "cache_hits", 0))
     _report_run(engine, run_id, summary, as_json)
 
 
-def _report_interrupted(engine: Engine, run_id: str, as_json: bool = False) -> None:
+def _report_interrupted(engine: Engine, run_id: str, as_json: bool, api_calls: int, cache_hits: int) -> None:
     """Say that ``run_id`` stopped on Ctrl-C or SIGTERM, with its status, what is pending and the
     ``--resume`` command, on one line of stderr; with ``as_json`` also print the run's summary on stdout
     (:func:`automonitor.runs.status.summary`: the counts so far) plus ``"status"`` (``cancelled``),
-    ``"error"`` (``interrupted``) and ``"pending"``; ``api_calls`` and ``cache_hits`` are ``null`` there (the
-    interrupted invocation's tallies are lost with it).
+    ``"error"`` (``interrupted``) and ``"pending"``; ``api_calls`` and ``cache_hits`` are this invocation's
+    (:class:`~automonitor.errors.RunInterrupted`'s tallies).
 
     Raises:
         SystemExit: code :data:`~automonitor.cli.common.INTERRUPTED_EXIT` (130), always.
@@ -166,7 +167,7 @@ def _report_interrupted(engine: Engine, run_id: str, as_json: bool = False) -> N
     if as_json:
         from automonitor.runs.status import summary
 
-        doc = summary(engine, run_id) | {"api_calls": None, "cache_hits": None}
+        doc = summary(engine, run_id, api_calls=api_calls, cache_hits=cache_hits)
         emit_json(
             doc
             | {

@@ -80,6 +80,10 @@ def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, d
         doc = json.loads(out)
         assert (doc["run_id"], doc["n"], doc["status"], doc["error"]) == (rid, 20, "cancelled", "interrupted")
         assert sum(doc["counts"].values()) == len(judged) and doc["pending"] == 20 - len(judged)
+        # this invocation's tallies, as ints (the contract's shape): a call per judged sample at least (none
+        # was cached), and no more than the judge received plus the 2 (--concurrency) counted as sent when
+        # the signal came
+        assert doc["cache_hits"] == 0 and len(judged) <= doc["api_calls"] <= srv.total + 2, (doc, srv.total)
         with Session(engine) as s:
             run = s.get(Run, rid)
             assert (run.status, run.error) == ("cancelled", "interrupted")

@@ -15,7 +15,7 @@ from typing import Any, Callable, Coroutine, TypeVar, cast
 from sqlalchemy.engine import Engine
 
 from automonitor.data.monitor_views import view_of_run
-from automonitor.errors import InputError, NotFound
+from automonitor.errors import InputError, NotFound, RunInterrupted
 from automonitor.jsontypes import JSONObject
 from automonitor.runs.monitors import Backend, create_backend
 from automonitor.runs import batch as batch_mod
@@ -81,6 +81,8 @@ def execute_run(
         run whose samples are all cached or already judged).
 
     Raises:
+        RunInterrupted: (a ``KeyboardInterrupt``) Ctrl-C or SIGTERM while judging; the run is released as
+            ``cancelled`` and the exception carries this invocation's ``api_calls`` and ``cache_hits``.
         NotFound: no such run. InputError: an imported run, a run executing in another live process,
         a template file changed since the run was created, or a backend that cannot be built.
     """
@@ -108,8 +110,11 @@ def execute_run(
         view=claim.view,
     )
     state.history = claim.history
-    with released_on_failure(engine, run_id):  # Ctrl-C: cancelled; any other error: failed
-        run_async(state.run(stream_q.pending_pages(engine, run_id)))
+    try:
+        with released_on_failure(engine, run_id):  # Ctrl-C: cancelled; any other error: failed
+            run_async(state.run(stream_q.pending_pages(engine, run_id)))
+    except KeyboardInterrupt as exc:  # the caller's summary still counts this invocation's calls
+        raise RunInterrupted(state.api_calls, state.cache_hits) from exc
     if state.vanished:
         raise NotFound(f"run {run_id} was deleted while it executed; stopped sending requests")
     failure = state.fatal or state.last_permanent  # samples left pending by run-wide permanent failures
