@@ -426,19 +426,19 @@ def runs_cmd(
     _print_runs_table(rows)
 
 
-def _with_scored_edition(engine: Engine, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _with_scored_edition(engine: Engine, rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
     """The listed runs, each with ``scored_edition`` added: the edition ``report`` scores it on. ``edition`` stays what the
     run recorded (``None`` for an imported run); ``scored_edition`` is that, else the edition the analysis
     infers (``verified`` when a judged sample is adjudicated, else ``paper``:
     :func:`automonitor.views.sample_sets.run_sample_sets`)."""
-    unrecorded = [r["run_id"] for r in rows if r.get("edition") is None]
+    unrecorded = [str(r["run_id"]) for r in rows if r.get("edition") is None]
     inferred: dict[str, str] = {}
     if unrecorded:
         from automonitor.views.sample_sets import run_sample_sets
 
         sets = run_sample_sets(engine, unrecorded)
         inferred = dict(zip(sets["run_id"], sets["edition"])) if len(sets) else {}
-    return [{**r, "scored_edition": r.get("edition") or inferred.get(r["run_id"], "paper")} for r in rows]
+    return [{**r, "scored_edition": r.get("edition") or inferred.get(str(r["run_id"]), "paper")} for r in rows]
 
 
 def _check_known(engine: Engine, ids: list[tuple[str, str]]) -> None:

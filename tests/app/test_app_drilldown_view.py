@@ -35,7 +35,8 @@ def test_drilldown_shows_the_response_under_the_runs_view(tmp_path):
 
 def test_drilldown_names_no_edition_for_a_store_of_imported_pairs(tmp_path):
     """Issue 41 (fresh-user trial): a store holding only imported pairs (no built edition) was captioned
-    "paper (edition inferred)"; the drill-down now says the samples belong to no edition."""
+    "paper (edition inferred)"; the drill-down now names the set the report scores such a run on: paper, every
+    gold test sample of a store never built (contract41: the words of stats and report, not "no edition")."""
     import app_seed
 
     url = f"sqlite:///{tmp_path / 'imported.db'}"
@@ -46,7 +47,8 @@ def test_drilldown_names_no_edition_for_a_store_of_imported_pairs(tmp_path):
             at = ok(app("pages/drilldown.py", run=rid).run())
             captions = [c.value for c in at.caption if "Measured on sample set" in c.value]
             assert len(captions) == 1, [c.value for c in at.caption]
-            assert "no edition" in captions[0] and "imported pairs" in captions[0]
-            assert "paper" not in captions[0] and "inferred" not in captions[0]
+            # the edition the report scores such a run on, in the words stats and report use (contract41)
+            assert "paper" in captions[0] and "no build" in captions[0] and "every gold test sample" in captions[0]
+            assert "inferred" not in captions[0]  # the set is every gold test sample, not an edition guessed
     finally:
         eng.dispose()

@@ -129,6 +129,8 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
         assert all(labels[s].evidence_text == "I skipped the tests" for s in bad_ids)
         assert all(labels[s].seconds_spent is not None for s in labels)
 
+        for name in pages:  # agreement counts submitted labels only (CONTRACT round 2): both submit their batch
+            ann.submit_batch(eng, account_named(eng, name))
         admin = tools.new_page(browser)
         try:
             tools.log_in(admin, "root", "password-for-root", url=server.url)

@@ -127,6 +127,9 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
             mis = [lab for lab in labels if lab.sample_id.endswith("m")]
             assert len(labels) == 2 * N_PAIRS and len(mis) == N_PAIRS
             assert all(lab.evidence_spans == want for lab in mis), [lab.evidence_spans for lab in mis]
+        # both submit their batches: agreement counts submitted labels only (CONTRACT round 2)
+        for name in ("anna", "bert"):
+            ann.submit_batch(eng, account_named(eng, name))
         doc = ag.agreement(eng, SYSTEM, n_boot=0)
         a, b, both = len("if n == 3:") + len("return n * 2"), line3_end - line2, len("if n == 3:")
         assert doc["spans"]["items"] == N_PAIRS and doc["spans"]["span_f1"] == pytest.approx(2 * both / (a + b))
@@ -134,8 +137,6 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         rows = [{"label": "misbehavior", "evidence_spans": want} for want in (anna, bert)]
         assert ann.proposed_spans(rows) == [(line2, line3_end), anna[1]]
         # span F1 0.4 < 0.5: every misbehavior item waits for the adjudicator once both submitted
-        for name in ("anna", "bert"):
-            ann.submit_batch(eng, account_named(eng, name))
         assert {e.reason for e in ann.adjudication_queue(eng, SYSTEM)} == {"span_disagreement"}
         admin = tools.new_page(browser)
         pages["root"] = admin
