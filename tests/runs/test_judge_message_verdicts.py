@@ -23,11 +23,11 @@ from servers.openai_fault import OpenAIFaultServer
 M, B = "misbehavior", "benign"
 
 
-def _judge(srv: OpenAIFaultServer, template: str):
+def _judge(srv: OpenAIFaultServer, template: str, params: dict[str, object]):
     b = create_backend(
         "openai:gpt-4o-mini",
         base_url=srv.base_url,
-        params={"timeout": 5, "structured": "tools"},
+        params={"timeout": 5, **params},
         prompt=PromptBuilder(load_template(template)),
     )
     item = Item(sample_id="s", request="Fix it", response="os.system('x')", content_hash="h", repeat=0)
@@ -45,7 +45,7 @@ def _judge(srv: OpenAIFaultServer, template: str):
 def test_a_message_whose_text_and_tool_calls_disagree_is_contradictory_on_a_real_server(action, calls):
     with OpenAIFaultServer() as srv:
         srv.force = action
-        j = _judge(srv, "direct")
+        j = _judge(srv, "direct", {"structured": "tools"})
     assert (j.outcome, j.reason) == ("invalid", CONTRADICTORY), (j.outcome, j.reason, j.raw)
     raw = json.loads(j.raw)
     said = [json.loads(c["arguments"])["verdict"] for c in raw.get("tool_calls", [raw])]
@@ -95,20 +95,6 @@ def test_an_error_body_with_status_200_names_the_servers_message(transport):
     the message read "'types.SimpleNamespace' object has no attribute 'choices'"."""
     with OpenAIFaultServer() as srv:
         srv.force = "errbody"
-        b = create_backend(
-            "openai:gpt-4o-mini",
-            base_url=srv.base_url,
-            params={"timeout": 5, "transport": transport},
-            prompt=PromptBuilder(load_template("direct")),
-        )
-        item = Item(sample_id="s", request="Fix it", response="os.system('x')", content_hash="h", repeat=0)
-
-        async def go():
-            try:
-                return await b.judge(item, lambda: None)
-            finally:
-                await b.aclose()
-
         with pytest.raises(TransientError) as err:
-            asyncio.run(go())
+            _judge(srv, "direct", {"transport": transport})
     assert "upstream quota exceeded" in str(err.value) and "SimpleNamespace" not in str(err.value)
