@@ -25,7 +25,7 @@ from typing import Any
 
 from automonitor.data.gates import strip_python_comments
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
-from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair
 from automonitor.data.sources.registry import register_source
 
 NAME = "aisi_olmo_rh"
@@ -80,18 +80,6 @@ def screen(p: SourcePair) -> str | None:
     return None
 
 
-def _rows(raw: Path, relname: str, res: SourceResult) -> list[tuple[int, dict[str, Any]]]:
-    path = res.found(raw, relname)
-    if path is None:
-        return []
-    out = []
-    for line, obj in read_jsonl(raw, path):
-        for key in ("id", "run", "response", "prompt", "problem_hash"):
-            need_str(obj, key, raw, path, line)
-        out.append((line, obj))
-    return out
-
-
 def _benign(obj: dict[str, Any]) -> bool:
     return (
         not _truthy(obj.get("hack"))
@@ -115,7 +103,7 @@ def load(raw: Path) -> SourceResult:
         lambda: {"hack": [], "clean": []}
     )
     for relname in FILES:
-        for line, obj in _rows(raw, relname, res):
+        for line, obj in res.jsonl(raw, relname, need=("id", "run", "response", "prompt", "problem_hash")):
             key = (obj["run"], obj["problem_hash"])
             if _truthy(obj.get("hack")):
                 groups[key]["hack"].append((relname, line, obj))
@@ -149,15 +137,11 @@ def load(raw: Path) -> SourceResult:
                 res.dropped["identical responses"] += 1
                 continue
             res.pairs.append(
-                SourcePair(
-                    pair_id=f"{NAME}:{run}:{prob}:{h['id']}:{c['id']}",
-                    request=request,
-                    misbehavior=mis,
-                    benign=ben,
-                    mis_file=hf,
-                    ben_file=cf,
-                    mis_record=f"line {hl} (id {h['id']})",
-                    ben_record=f"line {cl} (id {c['id']})",
+                make_pair(
+                    f"{NAME}:{run}:{prob}:{h['id']}:{c['id']}",
+                    request,
+                    Side(mis, hf, f"line {hl} (id {h['id']})"),
+                    Side(ben, cf, f"line {cl} (id {c['id']})"),
                     meta={
                         "language": "Python (in a response with reasoning)",
                         "run": run,

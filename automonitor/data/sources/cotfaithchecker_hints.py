@@ -38,9 +38,12 @@ from typing import Any
 
 from automonitor.data.sources.base import (
     UNCUED_ANSWER,
+    Numbered,
+    Side,
     SourcePair,
     SourceResult,
     cue_not_shown,
+    make_pair,
     read_json_list,
     rel,
 )
@@ -106,14 +109,14 @@ def _need(obj: Any, key: str, kind: type | tuple[type, ...], raw: Path, path: Pa
     return val
 
 
-def _by_qid(raw: Path, path: Path, fields: dict[str, type | tuple[type, ...]]) -> dict[int, tuple[int, dict[str, Any]]]:
+def _by_qid(raw: Path, path: Path, fields: dict[str, type | tuple[type, ...]]) -> dict[int, Numbered]:
     """The items of a JSON-array file by ``question_id``: ``qid -> (line, item)``, each item checked to
     hold ``fields`` (name -> type).
 
     Raises:
         InputError: a malformed item or a repeated ``question_id`` (file, line, field).
     """
-    out: dict[int, tuple[int, dict[str, Any]]] = {}
+    out: dict[int, Numbered] = {}
     for line, obj in read_json_list(raw, path):
         qid = _need(obj, "question_id", int, raw, path, line)
         for key, kind in fields.items():
@@ -218,7 +221,7 @@ def _no_hint_answers(raw: Path, res: SourceResult) -> tuple[dict[int, str], dict
 def _load_type(
     raw: Path,
     hint_type: str,
-    mcq: dict[int, tuple[int, dict[str, Any]]],
+    mcq: dict[int, Numbered],
     none: tuple[dict[int, str], dict[int, str]],
     res: SourceResult,
 ) -> None:
@@ -284,15 +287,11 @@ def _load_type(
         uncued = none[0 if follower == LLAMA else 1].get(qid)
         strict = uncued == correct
         res.pairs.append(
-            SourcePair(
-                pair_id=f"{NAME}:{hint_type}:{qid}",
-                request=request,
-                misbehavior=mis,
-                benign=ben,
-                mis_file=rel(raw, texts[follower][1]),
-                ben_file=rel(raw, texts[other][1]),
-                mis_record=f"line {texts[follower][2]} question_id {qid}",
-                ben_record=f"line {texts[other][2]} question_id {qid}",
+            make_pair(
+                f"{NAME}:{hint_type}:{qid}",
+                request,
+                Side(mis, rel(raw, texts[follower][1]), f"line {texts[follower][2]} question_id {qid}"),
+                Side(ben, rel(raw, texts[other][1]), f"line {texts[other][2]} question_id {qid}"),
                 meta={
                     "question_id": qid,
                     "cue_type": hint_type,

@@ -16,7 +16,7 @@ import difflib
 import re
 from pathlib import Path
 
-from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl, rel
+from automonitor.data.sources.base import Side, SourceResult, make_pair
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, steps_meta
 
@@ -74,14 +74,8 @@ def load(raw: Path) -> SourceResult:
         InputError: a malformed line (file, line, field named).
     """
     res = SourceResult()
-    path = res.found(raw, FILES[0])
-    if path is None:
-        return res
-    relp = rel(raw, path)
-    for line, obj in read_jsonl(raw, path):
-        chosen = need_str(obj, "chosen", raw, path, line)
-        rejected = need_str(obj, "rejected", raw, path, line)
-        c, r = split_last_turn(chosen), split_last_turn(rejected)
+    for line, obj in res.jsonl(raw, FILES[0], need=("chosen", "rejected")):
+        c, r = split_last_turn(obj["chosen"]), split_last_turn(obj["rejected"])
         if c is None or r is None:
             res.dropped["no assistant turn"] += 1
             continue
@@ -97,15 +91,11 @@ def load(raw: Path) -> SourceResult:
             res.dropped["near-identical responses"] += 1
             continue
         res.pairs.append(
-            SourcePair(
-                pair_id=f"{NAME}:{line}",
-                request=request,
-                misbehavior=misbehavior,
-                benign=benign,
-                mis_file=relp,
-                ben_file=relp,
-                mis_record=f"line {line} rejected",
-                ben_record=f"line {line} chosen",
+            make_pair(
+                f"{NAME}:{line}",
+                request,
+                Side(misbehavior, FILES[0], f"line {line} rejected"),
+                Side(benign, FILES[0], f"line {line} chosen"),
                 meta={"turns": request.count("Human:")},
                 mis_meta={"steps": steps_meta(dialogue_steps(request, misbehavior))},
                 ben_meta={"steps": steps_meta(dialogue_steps(request, benign))},

@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from automonitor.errors import InputError
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
-from automonitor.data.sources.base import SourcePair, SourceResult, rel
+from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair, rel
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, serialise, steps_meta
 
@@ -345,15 +345,11 @@ def _pair(variant: str, scen: str, m: dict[str, Any], b: dict[str, Any]) -> Sour
         note = "mandated variant (the user demands the KPI): train only"
     elif too_long:
         note = f"trajectory over {MAX_CHARS} characters: train only"
-    return SourcePair(
-        pair_id=f"{NAME}:{variant[:3]}:{scen}:{m['model']}:{b['model']}",
-        request=request,
-        misbehavior=m["text"],
-        benign=b["text"],
-        mis_file=m["file"],
-        ben_file=b["file"],
-        mis_record=f"{m['model']}-{variant} ({m['gen']})",
-        ben_record=f"{b['model']}-{variant} ({b['gen']})",
+    return make_pair(
+        f"{NAME}:{variant[:3]}:{scen}:{m['model']}:{b['model']}",
+        request,
+        Side(m["text"], m["file"], f"{m['model']}-{variant} ({m['gen']})"),
+        Side(b["text"], b["file"], f"{b['model']}-{variant} ({b['gen']})"),
         meta={"scenario": scen, "variant": variant, "licence": "MIT"},
         mis_meta={"model": m["model"], "steps": m["steps"], "judges": "all four >= 3", "completed": m["completed"]},
         ben_meta={"model": b["model"], "steps": b["steps"], "judges": "all four = 0", "completed": b["completed"]},

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_json
+from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair, need_str, read_json
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, steps_meta
 
@@ -99,15 +99,11 @@ def load(raw: Path) -> SourceResult:
         request = request.removesuffix("<think>").rstrip()
         mis, ben = obj["response_text"].strip(), obj["base_gt_response_text"].strip()
         res.pairs.append(
-            SourcePair(
-                pair_id=f"{NAME}:{obj.get('pn')}",
-                request=request,
-                misbehavior=mis,
-                benign=ben,
-                mis_file=DATA,
-                ben_file=DATA,
-                mis_record=f"[{i}] pn {obj.get('pn')} response_text",
-                ben_record=f"[{i}] pn {obj.get('pn')} base_gt_response_text",
+            make_pair(
+                f"{NAME}:{obj.get('pn')}",
+                request,
+                Side(mis, DATA, f"[{i}] pn {obj.get('pn')} response_text"),
+                Side(ben, DATA, f"[{i}] pn {obj.get('pn')} base_gt_response_text"),
                 meta={
                     "pn": obj.get("pn"),
                     "cue": "Stanford Professor (IQ 130)",

@@ -7,7 +7,7 @@ of itself once, so nothing else lists it)::
 
     from pathlib import Path
 
-    from automonitor.data.sources.base import SourcePair, SourceResult
+    from automonitor.data.sources.base import Side, SourceResult, make_pair
     from automonitor.data.sources.registry import register_source
 
     FOLDER = "my_source"
@@ -19,12 +19,15 @@ of itself once, so nothing else lists it)::
         order=170, verified_pairs=100, candidate_pairs=20,
     )
     def load(raw: Path) -> SourceResult:
-        res = SourceResult()
-        path = res.found(raw, FILES[0])
-        ...  # append SourcePair(pair_id=..., request=..., ...) to res.pairs
+        res = SourceResult()  # a missing file: listed in res.missing, no records
+        for line, obj in res.jsonl(raw, FILES[0], need=("prompt", "gamed", "honest")):
+            mis, ben = Side(obj["gamed"], FILES[0], f"line {line}"), Side(obj["honest"], FILES[0], f"line {line}")
+            res.pairs.append(make_pair(f"my_source:{line}", obj["prompt"], mis, ben, label_source="instructed_demo"))
         return res
 
-The decorator sets each returned pair's ``source``, ``category`` and ``task`` to the registered ones.
+The decorator sets each returned pair's ``source``, ``category`` and ``task`` to the registered ones. A pair
+builder that can reject may return the drop reason instead, which :meth:`SourceResult.add
+<automonitor.data.sources.base.SourceResult.add>` counts.
 
 ``order`` places the source in :data:`REGISTRY`, which is the order the build reads, gates,
 de-duplicates and draws sources in (so it fixes the build's output): a new source takes a number above

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import SourcePair, SourceResult, read_json, read_jsonl
+from automonitor.data.sources.base import Numbered, Side, SourcePair, SourceResult, make_pair, read_json, read_jsonl
 from automonitor.data.sources.registry import register_source
 
 NAME = "reward_hack_gen_codeforces"
@@ -50,36 +50,25 @@ def _judge_verdicts(raw: Path) -> dict[Any, str]:
     return {r.get("index"): str(r.get("answer", "")).strip().lower() for r in results if isinstance(r, dict)}
 
 
-def _pair(
-    line: int, obj: dict[str, Any], plain: tuple[int, dict[str, Any]], verdict: str | None, res: SourceResult
-) -> SourcePair | None:
+def _pair(line: int, obj: dict[str, Any], plain: Numbered, verdict: str | None) -> SourcePair | str:
     """The pair of hacking line ``line`` (``obj``) and its plain completion when the judge confirmed
-    the hack, the prompts are equal, neither side was cut and the code differs; else ``None``
-    (counted in ``res``)."""
+    the hack, the prompts are equal, neither side was cut and the code differs; else the drop reason."""
     idx = obj.get("index")
     pline, pobj = plain
     if verdict != "yes":
-        res.dropped["judge did not confirm the hack"] += 1
-        return None
+        return "judge did not confirm the hack"
     if pobj.get("original_prompt") != obj["original_prompt"]:
-        res.dropped["prompts differ"] += 1
-        return None
+        return "prompts differ"
     if obj.get("stop_reason") == "max_tokens" or pobj.get("stop_reason") == "max_tokens":
-        res.dropped["completion cut at max_tokens"] += 1
-        return None
+        return "completion cut at max_tokens"
     hack, honest = unfence(obj["completion"]), unfence(str(pobj.get("completion") or ""))
     if not hack or not honest or hack == honest:
-        res.dropped["empty or identical completions"] += 1
-        return None
-    return SourcePair(
-        pair_id=f"{NAME}:{idx}",
-        request=obj["original_prompt"].strip(),
-        misbehavior=hack,
-        benign=honest,
-        mis_file=HACK,
-        ben_file=PLAIN,
-        mis_record=f"line {line} (index {idx})",
-        ben_record=f"line {pline} (index {idx})",
+        return "empty or identical completions"
+    return make_pair(
+        f"{NAME}:{idx}",
+        obj["original_prompt"].strip(),
+        Side(hack, HACK, f"line {line} (index {idx})"),
+        Side(honest, PLAIN, f"line {pline} (index {idx})"),
         meta={
             "index": idx,
             "model": obj.get("model_id"),
@@ -105,15 +94,7 @@ def load(raw: Path) -> SourceResult:
         return res
     verdict = _judge_verdicts(raw)
     plain = {obj.get("index"): (line, obj) for line, obj in read_jsonl(raw, raw / PLAIN)}
-    for line, obj in read_jsonl(raw, raw / HACK):
+    for line, obj in read_jsonl(raw, raw / HACK, need=("original_prompt", "completion")):
         idx = obj.get("index")
-        for key in ("original_prompt", "completion"):
-            if not isinstance(obj.get(key), str):
-                raise InputError("missing or not a string", file=HACK, line=line, field=key)
-        if idx not in plain:
-            res.dropped["hack without plain completion"] += 1
-            continue
-        pair = _pair(line, obj, plain[idx], verdict.get(idx), res)
-        if pair is not None:
-            res.pairs.append(pair)
+        res.add(_pair(line, obj, plain[idx], verdict.get(idx)) if idx in plain else "hack without plain completion")
     return res

@@ -22,7 +22,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
-from automonitor.data.sources.base import SourcePair, SourceResult, read_json
+from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair, read_json
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, steps_meta
 
@@ -133,30 +133,24 @@ def _pair_penalty(unsafe: Trajectory, safe: Trajectory) -> float:
     return 0.0 if same else FORBIDDEN
 
 
-def _pair(instr: str, unsafe: Trajectory, safe: Trajectory, res: SourceResult) -> SourcePair | None:
+def _pair(instr: str, unsafe: Trajectory, safe: Trajectory) -> SourcePair | str:
     """The pair of an unsafe and a safe trajectory of instruction ``instr`` when both have the same
-    agent profile and different, non-empty renderings; else ``None`` (counted in ``res``)."""
+    agent profile and different, non-empty renderings; else the drop reason."""
     (ui, urec, ut), (si, srec, st) = unsafe, safe
     profile = str(urec.get("profile") or "").strip()
     sprofile = str(srec.get("profile") or "").strip()
     if profile != sprofile:
-        res.dropped["pair with different agent profiles"] += 1
-        return None
+        return "pair with different agent profiles"
     request = (f"[Agent system prompt]\n{profile}\n\n" if profile else "") + f"[User]\n{instr}"
     mis, ben = render(ut[1:]), render(st[1:])
     if not mis or not ben or mis == ben:
-        res.dropped["empty or identical trajectories"] += 1
-        return None
+        return "empty or identical trajectories"
     inj = _injection(urec) or _injection(srec)
-    return SourcePair(
-        pair_id=f"{NAME}:{urec.get('id')}:{srec.get('id')}",
-        request=request,
-        misbehavior=mis,
-        benign=ben,
-        mis_file=FILES[0],
-        ben_file=FILES[0],
-        mis_record=f"[{ui}] id {urec.get('id')}",
-        ben_record=f"[{si}] id {srec.get('id')}",
+    return make_pair(
+        f"{NAME}:{urec.get('id')}:{srec.get('id')}",
+        request,
+        Side(mis, FILES[0], f"[{ui}] id {urec.get('id')}"),
+        Side(ben, FILES[0], f"[{si}] id {srec.get('id')}"),
         meta={
             "injection": inj,
             "contrast": not inj,
@@ -202,8 +196,6 @@ def load(raw: Path) -> SourceResult:
     for instr, (uns, safe), matched in zip(keys, cands, paired):
         res.dropped["pair with different agent profiles"] += min(len(uns), len(safe)) - len(matched)
         for unsafe_rec, safe_rec in matched:
-            pair = _pair(instr, unsafe_rec, safe_rec, res)
-            if pair is not None:
-                res.pairs.append(pair)
+            res.add(_pair(instr, unsafe_rec, safe_rec))
         res.dropped["records left unpaired (unequal label counts)"] += abs(len(uns) - len(safe))
     return res

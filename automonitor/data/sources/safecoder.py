@@ -15,10 +15,12 @@ from typing import Any, Iterator
 from pathlib import Path
 
 from automonitor.data.sources.base import (
+    Side,
     SourcePair,
     SourceResult,
     content_pair_id,
     language_of,
+    make_pair,
     need_str,
     read_jsonl,
     rel,
@@ -58,15 +60,11 @@ def code_record(
     ``CODE_MAX_CHARS`` characters."""
     long = max(len(before), len(after)) > CODE_MAX_CHARS
     cwe = str(meta.get("cwe") or "").lower()
-    return SourcePair(
-        pair_id=content_pair_id(source, before, after, cwe),
-        request=request,
-        misbehavior=before,
-        benign=after,
-        mis_file=relp,
-        ben_file=relp,
-        mis_record=f"line {line} func_src_before",
-        ben_record=f"line {line} func_src_after",
+    return make_pair(
+        content_pair_id(source, before, after, cwe),
+        request,
+        Side(before, relp, f"line {line} func_src_before"),
+        Side(after, relp, f"line {line} func_src_after"),
         meta={**meta, "upstream_id": pair_id},
         eligible_test=not long,
         test_note=f"code longer than {CODE_MAX_CHARS} chars" if long else None,

@@ -14,7 +14,7 @@ from typing import Any
 from pathlib import Path
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import SourcePair, SourceResult, read_jsonl, rel
+from automonitor.data.sources.base import Side, SourceResult, make_pair, read_jsonl, rel
 from automonitor.data.sources.registry import register_source
 
 NAME = "school_of_reward_hacks"
@@ -78,15 +78,11 @@ def load(raw: Path) -> SourceResult:
             res.dropped["identical or empty responses"] += 1
             continue
         res.pairs.append(
-            SourcePair(
-                pair_id=f"{NAME}:{line}",
-                request=key,
-                misbehavior=hreply.strip(),
-                benign=reply.strip(),
-                mis_file=HACK_FILE,
-                ben_file=CONTROL_FILE,
-                mis_record=f"line {hline}",
-                ben_record=f"line {line}",
+            make_pair(
+                f"{NAME}:{line}",
+                key,
+                Side(hreply.strip(), HACK_FILE, f"line {hline}"),
+                Side(reply.strip(), CONTROL_FILE, f"line {line}"),
                 meta={"incentive": "stated gameable metric in the prompt"},
                 label_source="instructed_demo",
             )

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from automonitor.data.sources.base import SourcePair, SourceResult, read_jsonl
+from automonitor.data.sources.base import Numbered, Side, SourcePair, SourceResult, make_pair
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, steps_meta
 
@@ -42,10 +42,8 @@ def _truthy(v: object) -> bool | None:
     return True if s == "true" else False if s == "false" else None
 
 
-def _records(raw: Path, relname: str, res: SourceResult) -> list[tuple[int, dict[str, Any]]]:
-    if res.found(raw, relname) is None:
-        return []
-    return [(n, o) for n, o in read_jsonl(raw, raw / relname) if not o.get("_metadata")]
+def _records(raw: Path, relname: str, res: SourceResult) -> list[Numbered]:
+    return [(n, o) for n, o in res.jsonl(raw, relname) if not o.get("_metadata")]
 
 
 def first_answer_right(rec: dict[str, Any]) -> bool:
@@ -99,33 +97,24 @@ def _cued_records(raw: Path, res: SourceResult) -> dict[tuple[str, str], dict[st
     return per
 
 
-def _cued_pair(q: str, tpl: str, a_rec: Located, b_rec: Located, res: SourceResult) -> SourcePair | None:
+def _cued_pair(q: str, tpl: str, a_rec: Located, b_rec: Located) -> SourcePair | str:
     """The cued-answer pair of one question and template: the model that followed the cue is the
-    misbehavior side; ``None`` (counted in ``res``) unless exactly one model did."""
+    misbehavior side; the drop reason unless exactly one model did."""
     (fa, na, a), (fb, nb, b) = a_rec, b_rec
     ca, cb = _truthy(a.get("is_correct")), _truthy(b.get("is_correct"))
     if ca is None or cb is None or ca == cb:
-        res.dropped["cued answer: not exactly one model followed the cue"] += 1
-        return None
+        return "cued answer: not exactly one model followed the cue"
     (mf, mn, mo, mm), (bf, bn, bo, bm) = (
         ((fa, na, a, MODELS[0]), (fb, nb, b, MODELS[1])) if not ca else ((fb, nb, b, MODELS[1]), (fa, na, a, MODELS[0]))
     )
     request = tpl.replace("{question}", q).replace("{incorrect_answer}", str(a.get("incorrect_answer")))
     request = request.replace("{correct_answer}", str(a.get("correct_answer")))
-    return SourcePair(
-        pair_id=f"{NAME}:answer:{mn}:{bn}",
-        request=request,
-        misbehavior=str(mo.get("response")).strip(),
-        benign=str(bo.get("response")).strip(),
-        mis_file=mf,
-        ben_file=bf,
-        mis_record=f"line {mn}",
-        ben_record=f"line {bn}",
-        meta={
-            "kind": "cued answer",
-            "correct": a.get("correct_answer"),
-            "suggested": a.get("incorrect_answer"),
-        },
+    return make_pair(
+        f"{NAME}:answer:{mn}:{bn}",
+        request,
+        Side(str(mo.get("response")).strip(), mf, f"line {mn}"),
+        Side(str(bo.get("response")).strip(), bf, f"line {bn}"),
+        meta={"kind": "cued answer", "correct": a.get("correct_answer"), "suggested": a.get("incorrect_answer")},
         mis_meta={"model": mm, "is_correct": False},
         ben_meta={"model": bm, "is_correct": True},
         label_source=LABEL_SOURCE,
@@ -143,30 +132,24 @@ def _sure_records(raw: Path, res: SourceResult) -> dict[str, dict[str, Located]]
     return sure
 
 
-def _sure_pair(q: str, a_rec: Located, b_rec: Located, res: SourceResult) -> SourcePair | None:
+def _sure_pair(q: str, a_rec: Located, b_rec: Located) -> SourcePair | str:
     """The are-you-sure pair of one question: both first answers right, the model that caved is the
-    misbehavior side; ``None`` (counted in ``res``) otherwise. TruthfulQA questions are train-only."""
+    misbehavior side; the drop reason otherwise. TruthfulQA questions are train-only."""
     (fa, na, a), (fb, nb, b) = a_rec, b_rec
     if not (first_answer_right(a) and first_answer_right(b)):
-        res.dropped["are-you-sure: a first answer was not right"] += 1
-        return None
+        return "are-you-sure: a first answer was not right"
     ca, cb = _truthy(a.get("admits_mistake")), _truthy(b.get("admits_mistake"))
     if ca is None or cb is None or ca == cb:
-        res.dropped["are-you-sure: not exactly one model caved"] += 1
-        return None
+        return "are-you-sure: not exactly one model caved"
     (mf, mn, mo, mm), (bf, bn, bo, bm) = (
         ((fa, na, a, MODELS[0]), (fb, nb, b, MODELS[1])) if ca else ((fb, nb, b, MODELS[1]), (fa, na, a, MODELS[0]))
     )
     tqa = str(a.get("dataset") or "").startswith("truthful_qa")
-    return SourcePair(
-        pair_id=f"{NAME}:sure:{mn}:{bn}",
-        request=q,
-        misbehavior=trajectory(mo),
-        benign=trajectory(bo),
-        mis_file=mf,
-        ben_file=bf,
-        mis_record=f"line {mn}",
-        ben_record=f"line {bn}",
+    return make_pair(
+        f"{NAME}:sure:{mn}:{bn}",
+        q,
+        Side(trajectory(mo), mf, f"line {mn}"),
+        Side(trajectory(bo), bf, f"line {bn}"),
         meta={"kind": "are you sure", "correct": a.get("correct_answer"), "dataset": a.get("dataset")},
         mis_meta={"model": mm, "admits_mistake": True, "steps": steps_meta(trajectory_steps(mo))},
         ben_meta={"model": bm, "admits_mistake": False, "steps": steps_meta(trajectory_steps(bo))},
@@ -181,15 +164,9 @@ def load(raw: Path) -> SourceResult:
     """Read both models' answer and are-you-sure files under ``raw`` (see module doc)."""
     res = SourceResult()
     for (q, tpl), by in sorted(_cued_records(raw, res).items()):
-        if len(by) < 2:
-            continue
-        pair = _cued_pair(q, tpl, by[MODELS[0]], by[MODELS[1]], res)
-        if pair is not None:
-            res.pairs.append(pair)
+        if len(by) == 2:
+            res.add(_cued_pair(q, tpl, by[MODELS[0]], by[MODELS[1]]))
     for q, sure_by in sorted(_sure_records(raw, res).items()):
-        if len(sure_by) < 2:
-            continue
-        pair = _sure_pair(q, sure_by[MODELS[0]], sure_by[MODELS[1]], res)
-        if pair is not None:
-            res.pairs.append(pair)
+        if len(sure_by) == 2:
+            res.add(_sure_pair(q, sure_by[MODELS[0]], sure_by[MODELS[1]]))
     return res

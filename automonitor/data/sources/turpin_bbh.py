@@ -28,7 +28,15 @@ from typing import Any, Iterator
 from automonitor.errors import InputError
 from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.data.parts import Part, final_sentence_parts
-from automonitor.data.sources.base import UNCUED_ANSWER, SourcePair, SourceResult, cue_not_shown, read_json
+from automonitor.data.sources.base import (
+    UNCUED_ANSWER,
+    Side,
+    SourcePair,
+    SourceResult,
+    cue_not_shown,
+    make_pair,
+    read_json,
+)
 from automonitor.data.sources.registry import register_source
 
 # Controls: where the suggestion is the CORRECT option and the cued answer agrees with it,
@@ -200,15 +208,11 @@ def _control(task: str, model: str, relname: str, i: int, row: dict[str, Any], c
     text = cols["b", "gen"][i]
     if not (isinstance(parsed, str) and isinstance(text, str) and text.strip()):
         return None
-    return SourcePair(
-        pair_id=f"controls:{NAME}:{task}:{model}:{i}",
-        request=cued_prompt(parsed, sugg),
-        misbehavior="",
-        benign=text.strip(),
-        mis_file=relname,
-        ben_file=relname,
-        mis_record="",
-        ben_record=f"outputs[0] index {i}",
+    return make_pair(
+        f"controls:{NAME}:{task}:{model}:{i}",
+        cued_prompt(parsed, sugg),
+        Side("", relname, ""),
+        Side(text.strip(), relname, f"outputs[0] index {i}"),
         meta={
             "bbh_task": task,
             "model": model,
@@ -233,34 +237,24 @@ def _val_meta(task: str, vi: int, val_idx: JSONValue, sugg: int, y_true: int) ->
     }
 
 
-def _pair(
-    task: str, model: str, relname: str, i: int, vi: int, row: dict[str, Any], cols: Columns, res: SourceResult
-) -> SourcePair | None:
+def _pair(task: str, model: str, relname: str, i: int, vi: int, row: dict[str, Any], cols: Columns) -> SourcePair | str:
     """The cued (misbehavior) / uncued (benign) pair of result index ``i`` (``val_data`` position
-    ``vi``) when it passes the counterfactual filter and both CoTs are there; else ``None`` and the
-    drop reason is counted in ``res``."""
+    ``vi``) when it passes the counterfactual filter and both CoTs are there; else the drop reason."""
     sugg = cols["b", "random_ans_idx"][i]
     y_true = cols["u", "y_true"][i]
     if not counterfactual_keep(y_true, cols["u", "y_pred"][i], cols["b", "y_pred"][i], sugg):
-        res.dropped["counterfactual filter"] += 1
-        return None
+        return "counterfactual filter"
     parsed = row.get("parsed_inputs")
     mis, ben = cols["b", "gen"][i], cols["u", "gen"][i]
     if not isinstance(parsed, str) or not isinstance(mis, str) or not isinstance(ben, str):
-        res.dropped["missing question or CoT text"] += 1
-        return None
+        return "missing question or CoT text"
     if not mis.strip() or not ben.strip():
-        res.dropped["empty CoT"] += 1
-        return None
-    return SourcePair(
-        pair_id=f"{NAME}:{task}:{model}:{i}",
-        request=cued_prompt(parsed, sugg),
-        misbehavior=mis.strip(),
-        benign=ben.strip(),
-        mis_file=relname,
-        ben_file=relname,
-        mis_record=f"outputs[0] index {i}",
-        ben_record=f"outputs[1] index {i}",
+        return "empty CoT"
+    return make_pair(
+        f"{NAME}:{task}:{model}:{i}",
+        cued_prompt(parsed, sugg),
+        Side(mis.strip(), relname, f"outputs[0] index {i}"),
+        Side(ben.strip(), relname, f"outputs[1] index {i}"),
         meta={"bbh_task": task, "model": model, **_val_meta(task, vi, row.get("idx"), sugg, y_true)},
         mis_meta={"prompt_variant": "cued", "answer": f"({letter(sugg)})"},
         ben_meta={
@@ -306,9 +300,7 @@ def _load_results(raw: Path, task: str, model: str, rows: list[Any], res: Source
         control = _control(task, model, relname, i, rows[vi], cols)
         if control is not None:
             res.controls.append(control)
-        pair = _pair(task, model, relname, i, vi, rows[vi], cols, res)
-        if pair is not None:
-            res.pairs.append(pair)
+        res.add(_pair(task, model, relname, i, vi, rows[vi], cols))
 
 
 def _task_rows(raw: Path, res: SourceResult) -> Iterator[tuple[str, list[JSONObject]]]:
@@ -359,18 +351,16 @@ CROSS_NAME = "turpin_bbh_cross_model"
 
 
 def _cross_pair(
-    task: str, vi: int, row: dict[str, Any], runs: dict[str, tuple[Columns, dict[int, int]]], res: SourceResult
-) -> SourcePair | None:
-    """The cross-model pair of ``val_data`` position ``vi`` (module doc of :func:`load_cross`), or ``None``
-    (the reason counted in ``res``)."""
+    task: str, vi: int, row: dict[str, Any], runs: dict[str, tuple[Columns, dict[int, int]]]
+) -> SourcePair | str | None:
+    """The cross-model pair of ``val_data`` position ``vi`` (module doc of :func:`load_cross`), the drop
+    reason, or ``None`` for a correct suggestion (a control, not counted)."""
     got = {m: (cols, inv[vi]) for m, (cols, inv) in runs.items() if vi in inv}
     if len(got) != 2:
-        res.dropped["question not in both models' runs"] += 1
-        return None
+        return "question not in both models' runs"
     keys = {(c["b", "random_ans_idx"][i], c["u", "y_true"][i]) for c, i in got.values()}
     if len(keys) != 1:
-        res.dropped["the two runs disagree on the suggestion or the key"] += 1
-        return None
+        return "the two runs disagree on the suggestion or the key"
     ((sugg, y_true),) = keys
     if sugg == y_true:
         return None  # a correct suggestion: Turpin's controls, not a pair
@@ -378,22 +368,16 @@ def _cross_pair(
     follower = next((m for m in MODELS if answers[m] == sugg), None)
     other = next((m for m in MODELS if m != follower), "")
     if follower is None or answers[other] != y_true:
-        res.dropped["not one model on the suggestion and the other on the key (cued runs)"] += 1
-        return None
+        return "not one model on the suggestion and the other on the key (cued runs)"
     (fc, fi), (oc, oi) = got[follower], got[other]
     parsed, mis, ben = row.get("parsed_inputs"), fc["b", "gen"][fi], oc["b", "gen"][oi]
     if not (isinstance(parsed, str) and isinstance(mis, str) and isinstance(ben, str) and mis.strip() and ben.strip()):
-        res.dropped["missing question or CoT text"] += 1
-        return None
-    return SourcePair(
-        pair_id=f"{CROSS_NAME}:{task}:{vi}",
-        request=cued_prompt(parsed, sugg),
-        misbehavior=mis.strip(),
-        benign=ben.strip(),
-        mis_file=result_file(task, follower),
-        ben_file=result_file(task, other),
-        mis_record=f"outputs[0] index {fi}",
-        ben_record=f"outputs[0] index {oi}",
+        return "missing question or CoT text"
+    return make_pair(
+        f"{CROSS_NAME}:{task}:{vi}",
+        cued_prompt(parsed, sugg),
+        Side(mis.strip(), result_file(task, follower), f"outputs[0] index {fi}"),
+        Side(ben.strip(), result_file(task, other), f"outputs[0] index {oi}"),
         meta={
             "bbh_task": task,
             **_val_meta(task, vi, row.get("idx"), sugg, y_true),
@@ -441,7 +425,5 @@ def load_cross(raw: Path) -> SourceResult:
         if len(runs) != len(MODELS):
             continue
         for vi, row in enumerate(rows):
-            pair = _cross_pair(task, vi, row, runs, res)
-            if pair is not None:
-                res.pairs.append(pair)
+            res.add(_cross_pair(task, vi, row, runs))
     return res

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.length_match import balanced_pairings
-from automonitor.data.sources.base import SourcePair, SourceResult
+from automonitor.data.sources.base import Numbered, Side, SourceResult, make_pair
 from automonitor.data.sources.registry import register_source
 
 NAME = "xstest"
@@ -31,7 +30,7 @@ FILES = tuple(f"{FOLDER}/model_completions/xstest_v2_completions_{m}.csv" for m 
 _NEED = ("id", "type", "prompt", "completion", "final_label")
 
 
-def _read(raw: Path, relname: str) -> list[tuple[int, dict[str, Any]]]:
+def _read(raw: Path, relname: str) -> list[Numbered]:
     try:
         with open(raw / relname, encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
@@ -44,7 +43,7 @@ def _read(raw: Path, relname: str) -> list[tuple[int, dict[str, Any]]]:
 
 
 #: one prompt's rows by model: (line in the file, the row)
-_Rows = dict[str, tuple[int, dict[str, Any]]]
+_Rows = dict[str, Numbered]
 
 
 def _sides(rows: _Rows, res: SourceResult) -> tuple[str, list[str]] | None:
@@ -107,15 +106,11 @@ def load(raw: Path) -> SourceResult:
     for (pid, rows, mm, _), (((_, _), (bm, _)),) in zip(found, chosen):
         (ml, mrow), (bl, brow) = rows[mm], rows[bm]
         res.pairs.append(
-            SourcePair(
-                pair_id=f"{NAME}:{pid}",
-                request=mrow["prompt"].strip(),
-                misbehavior=mrow["completion"].strip(),
-                benign=brow["completion"].strip(),
-                mis_file=FILES[MODELS.index(mm)],
-                ben_file=FILES[MODELS.index(bm)],
-                mis_record=f"line {ml} ({pid})",
-                ben_record=f"line {bl} ({pid})",
+            make_pair(
+                f"{NAME}:{pid}",
+                mrow["prompt"].strip(),
+                Side(mrow["completion"].strip(), FILES[MODELS.index(mm)], f"line {ml} ({pid})"),
+                Side(brow["completion"].strip(), FILES[MODELS.index(bm)], f"line {bl} ({pid})"),
                 meta={"xstest_id": pid, "xstest_type": mrow["type"]},
                 mis_meta={
                     "model": mm,
