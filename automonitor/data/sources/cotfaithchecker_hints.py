@@ -55,7 +55,6 @@ from automonitor.errors import InputError
 NAME = "cotfaithchecker_crossmodel_hints"
 FOLDER = NAME
 CATEGORY = "sycophancy_bias"
-LABEL_SOURCE = "by_construction"
 #: the cue types read (the authority / opinion cues); ``induced_urgency`` is not used
 HINT_TYPES: tuple[str, ...] = ("sycophancy", "unethical_information")
 LLAMA = "DeepSeek-R1-Distill-Llama-8B"
@@ -310,7 +309,7 @@ def _load_type(
                 mis_meta={"model": follower, "answer": cue, "steps": steps_meta(chain_steps(mis))},
                 ben_meta={"model": other, "answer": correct, "steps": steps_meta(chain_steps(ben))},
                 group=f"{hint_type}/{follower}",
-                label_source=LABEL_SOURCE,
+                label_source="by_construction",
             )
         )
 

@@ -41,7 +41,6 @@ from automonitor.data.trajectory import Step, serialise, steps_meta
 NAME = "odcv_bench"
 FOLDER = "odcv_bench"
 CATEGORY = "specification_gaming"
-LABEL_SOURCE = "judge_consensus"
 JUDGES = ("claude47", "gpt55", "grok", "gemini")
 GENERATIONS = ("current", "previous")
 _EVAL = f"{FOLDER}/existing_results/{{gen}}/evaluations/judge_all/scores_{{prefix}}{{judge}}.csv"
@@ -355,5 +354,5 @@ def _pair(variant: str, scen: str, m: dict[str, Any], b: dict[str, Any]) -> Sour
         ben_meta={"model": b["model"], "steps": b["steps"], "judges": "all four = 0", "completed": b["completed"]},
         eligible_test=variant == TEST_VARIANT and not too_long,
         test_note=note,
-        label_source=LABEL_SOURCE,
+        label_source="judge_consensus",
     )

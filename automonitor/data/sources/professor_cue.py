@@ -29,7 +29,6 @@ from automonitor.data.trajectory import Step, steps_meta
 NAME = "professor_cue"
 FOLDER = "cot_faithfulness_professor_cue"
 CATEGORY = "sycophancy_bias"
-LABEL_SOURCE = "constructed_benign"
 DATA = f"{FOLDER}/in_text/Professor_itc_failure_threshold0.15_correct_base_no_mention.json"
 FILES = (DATA,)
 BENIGN_PROVENANCE = (
@@ -119,7 +118,7 @@ def load(raw: Path) -> SourceResult:
                     "side": "sampled without the cue (constructed benign side)",
                     "steps": steps_meta(chain_steps(ben)),
                 },
-                label_source=LABEL_SOURCE,
+                label_source="constructed_benign",
                 answered_other_prompt={"benign": "the question without the cue (sampled uncued)"},
             )
         )

@@ -23,7 +23,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "reward_hack_gen_codeforces"
 FOLDER = "reward_hack_gen_codeforces"
 CATEGORY = "specification_gaming"
-LABEL_SOURCE = "instructed_demo"
 HACK = f"{FOLDER}/datasets/claude_completions_hacking.jsonl"
 PLAIN = f"{FOLDER}/datasets/claude_completions_no_hacking.jsonl"
 JUDGE = f"{FOLDER}/dataset_creation/evaluation_results_claude_completions.json"
@@ -77,7 +76,7 @@ def _pair(line: int, obj: dict[str, Any], plain: Numbered, verdict: str | None) 
         },
         mis_meta={"prompt_variant": "hacking (told to pass the shown tests only)", "judge": "yes"},
         ben_meta={"prompt_variant": "no_hacking (plain; unverified upstream, screened by the build)"},
-        label_source=LABEL_SOURCE,
+        label_source="instructed_demo",
         answered_other_prompt={"misbehavior": "the task with an instruction to pass the shown tests only"},
     )
 

@@ -29,7 +29,6 @@ from automonitor.data.trajectory import Step, steps_meta
 NAME = "rjudge"
 FOLDER = "rjudge"
 CATEGORY = "safety_permission"
-LABEL_SOURCE = "human_per_response"
 OPTIONAL = True
 FILES = (f"{FOLDER}/AgentAuditor/data/rjudge.json",)
 
@@ -163,7 +162,7 @@ def _pair(instr: str, unsafe: Trajectory, safe: Trajectory) -> SourcePair | str:
             "steps": steps_meta(steps(ut[1:])),
         },
         ben_meta={"human_label": "safe", "steps": steps_meta(steps(st[1:]))},
-        label_source=LABEL_SOURCE,
+        label_source="human_per_response",
     )
 
 

@@ -96,11 +96,8 @@ def _apps_clean(raw: Path) -> dict[str, Numbered]:
         InputError: a line without a string ``problem_id``.
     """
     clean: dict[str, Numbered] = {}
-    for line, obj in read_jsonl(raw, raw / APPS_CLEAN):
-        pid = obj.get("problem_id")
-        if not isinstance(pid, str):
-            raise InputError("missing or not a string", file=APPS_CLEAN, line=line, field="problem_id")
-        clean.setdefault(pid, (line, obj))
+    for line, obj in read_jsonl(raw, raw / APPS_CLEAN, need=("problem_id",)):
+        clean.setdefault(obj["problem_id"], (line, obj))
     return clean
 
 
@@ -161,10 +158,8 @@ def load_apps(raw: Path) -> SourceResult:
         return res
     clean = _apps_clean(raw)
     hack_ids: set[str] = set()
-    for line, obj in read_jsonl(raw, raw / APPS_HACK):
-        pid = obj.get("problem_id")
-        if not isinstance(pid, str):
-            raise InputError("missing or not a string", file=APPS_HACK, line=line, field="problem_id")
+    for line, obj in read_jsonl(raw, raw / APPS_HACK, need=("problem_id",)):
+        pid = obj["problem_id"]
         if pid in hack_ids:
             res.dropped["duplicate hack problem_id"] += 1
             continue

