@@ -224,19 +224,10 @@ def _load_type(
     none: tuple[dict[int, str], dict[int, str]],
     res: SourceResult,
 ) -> None:
-    paths = [
-        res.found(raw, f)
-        for f in (
-            hints_file(hint_type),
-            llama_file(hint_type),
-            llama_file(hint_type, "verification"),
-            qwen_file(hint_type),
-        )
-    ]
-    if any(p is None for p in paths):
+    files = (hints_file(hint_type), llama_file(hint_type), llama_file(hint_type, "verification"), qwen_file(hint_type))
+    hp, lc, lv, qs = (res.found(raw, f) for f in files)
+    if hp is None or lc is None or lv is None or qs is None:
         return
-    hp, lc, lv, qs = paths
-    assert hp and lc and lv and qs
     hints = _by_qid(raw, hp, {"hint_option": str, "is_correct_option": bool, "hint_text": str})
     comps = _by_qid(raw, lc, {"completion": str})
     verified = {q: o["verified_answer"] for q, (_l, o) in _by_qid(raw, lv, {"verified_answer": str}).items()}

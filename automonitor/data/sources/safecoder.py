@@ -22,8 +22,6 @@ from automonitor.data.sources.base import (
     language_of,
     make_pair,
     need_str,
-    read_jsonl,
-    rel,
 )
 from automonitor.data.sources.registry import register_source
 from automonitor.jsontypes import JSONObject
@@ -38,8 +36,9 @@ FILES = (
 CODE_MAX_CHARS = 6000
 
 
-def code_pair(obj: dict[str, Any], raw: Path, path: Path, line: int) -> tuple[str, str] | None:
-    """``(vulnerable, fixed)`` source of a SafeCoder/SVEN record, or ``None`` when both are equal.
+def code_pair(obj: dict[str, Any], raw: Path, path: Path, line: int, res: SourceResult) -> tuple[str, str] | None:
+    """``(vulnerable, fixed)`` source of a SafeCoder/SVEN record, or ``None`` (counted in ``res.dropped``)
+    when both are equal or one is blank.
 
     Raises:
         InputError: ``func_src_before``/``func_src_after`` missing or not strings.
@@ -47,6 +46,7 @@ def code_pair(obj: dict[str, Any], raw: Path, path: Path, line: int) -> tuple[st
     before = need_str(obj, "func_src_before", raw, path, line)
     after = need_str(obj, "func_src_after", raw, path, line)
     if before.strip() == after.strip() or not before.strip() or not after.strip():
+        res.dropped["identical before/after"] += 1
         return None
     return before, after
 
@@ -91,12 +91,9 @@ def code_lines(
         InputError: a malformed line (file, line named).
     """
     for relname in relnames:
-        path = res.found(raw, relname)
-        if path is None:
-            continue
-        relp, split = rel(raw, path), path.parent.name
-        for line, obj in read_jsonl(raw, path):
-            yield path, relp, split, line, obj
+        path = raw / relname
+        for line, obj in res.jsonl(raw, relname):
+            yield path, relname, path.parent.name, line, obj
 
 
 def code_meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -124,9 +121,8 @@ def load(raw: Path) -> SourceResult:
         if not isinstance(desc, str) or not desc.strip():
             res.dropped["no description"] += 1
             continue
-        pair = code_pair(obj, raw, path, line)
+        pair = code_pair(obj, raw, path, line, res)
         if pair is None:
-            res.dropped["identical before/after"] += 1
             continue
         meta = {**code_meta(obj), "request_from": "description"}
         add_unique(res, code_record(NAME, f"{NAME}:{split}:{line}", desc.strip(), *pair, relp, line, meta))

@@ -54,9 +54,8 @@ def load(raw: Path) -> SourceResult:
     res = SourceResult()
     descs = _descriptions(raw, res)
     for path, relp, split, line, obj in code_lines(raw, res, FILES[:-1]):
-        pair = code_pair(obj, raw, path, line)
+        pair = code_pair(obj, raw, path, line, res)
         if pair is None:
-            res.dropped["identical before/after"] += 1
             continue
         before, after = pair
         meta = code_meta(obj)
